@@ -1,0 +1,128 @@
+# dcz: one Makefile for the toolchain, the runtime library, tests and benchmarks.
+#
+#   make              bin/dcz and lib/libdcz.a
+#   make test         installs missing Debian packages, builds, runs every test
+#   make demo         LeNet-300-100 on Fashion-MNIST through the whole pipeline
+#   make bench        benchmarks (ratios against baselines of the same run)
+#   make fuzz         libFuzzer targets (needs clang)
+#   make install PREFIX=/usr/local
+#
+# Toggles:
+CC       ?= cc
+CUDA     ?= auto      # the CUDA backend is not part of this release yet
+SANITIZE ?=           # e.g. address,undefined (tests and the CLI)
+DEBUG    ?= 0
+PREFIX   ?= /usr/local
+DEPS     ?= 1         # 0: do not check/install Debian packages before test/demo
+
+BUILD := build
+WARN  := -Wall -Wextra -Wshadow -Wno-unused-parameter
+ifeq ($(DEBUG),1)
+OPT := -O0 -g3
+else
+OPT := -O2 -g
+endif
+CFLAGS_ALL := -std=c11 $(WARN) $(OPT) -D_POSIX_C_SOURCE=200809L -Iinclude -I. $(CFLAGS)
+LDLIBS_TOOL := $(shell pkg-config --libs openblas 2>/dev/null || echo -lopenblas) -lz -lm -lpthread
+CFLAGS_ALL += $(shell pkg-config --cflags openblas 2>/dev/null)
+ifneq ($(strip $(SANITIZE)),)
+CFLAGS_ALL += -fsanitize=$(strip $(SANITIZE)) -fno-omit-frame-pointer
+LDFLAGS_ALL := -fsanitize=$(strip $(SANITIZE))
+endif
+
+# libdcz: runtime and Huffman decoding; links with libc and libm alone.
+LIB_SRC  := $(filter-out runtime/doc_%.c,$(wildcard runtime/*.c)) huffman/huff_decode.c
+# the toolchain: everything a stage needs beyond the runtime
+TOOL_SRC := huffman/huff_encode.c $(wildcard runtime/doc_*.c) \
+            $(wildcard train/*.c prune/*.c quantize/*.c)
+CLI_SRC  := $(wildcard cli/*.c)
+
+LIB_OBJ  := $(LIB_SRC:%.c=$(BUILD)/%.o)
+TOOL_OBJ := $(TOOL_SRC:%.c=$(BUILD)/%.o)
+CLI_OBJ  := $(CLI_SRC:%.c=$(BUILD)/%.o)
+
+UNIT_SRC := $(wildcard tests/unit/*.c)
+UNIT_BIN := $(UNIT_SRC:tests/unit/%.c=$(BUILD)/tests/%)
+FUZZ_SRC := $(filter-out tests/fuzz/replay.c,$(wildcard tests/fuzz/fuzz_*.c))
+FUZZ_REPLAY := $(FUZZ_SRC:tests/fuzz/%.c=$(BUILD)/tests/replay_%)
+BENCH_SRC := $(wildcard bench/*.c)
+BENCH_BIN := $(BENCH_SRC:bench/%.c=$(BUILD)/bench/%)
+
+.PHONY: all test demo bench fuzz install clean deps check-lib tests-build
+all: bin/dcz lib/libdcz.a lib/libdcztool.a
+	@echo "dcz: CPU build; CUDA backend: not built (not part of this release)"
+
+$(BUILD)/%.o: %.c
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS_ALL) -MMD -MP -c $< -o $@
+
+lib/libdcz.a: $(LIB_OBJ)
+	@mkdir -p lib
+	rm -f $@ && ar rcs $@ $^
+
+lib/libdcztool.a: $(TOOL_OBJ)
+	@mkdir -p lib
+	rm -f $@ && ar rcs $@ $^
+
+bin/dcz: $(CLI_OBJ) lib/libdcztool.a lib/libdcz.a
+	@mkdir -p bin
+	$(CC) $(LDFLAGS_ALL) -o $@ $(CLI_OBJ) lib/libdcztool.a lib/libdcz.a $(LDLIBS_TOOL)
+
+$(BUILD)/tests/%: tests/unit/%.c lib/libdcztool.a lib/libdcz.a tests/check.h
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS_ALL) $(LDFLAGS_ALL) -o $@ $< lib/libdcztool.a lib/libdcz.a $(LDLIBS_TOOL)
+
+$(BUILD)/tests/replay_%: tests/fuzz/%.c tests/fuzz/replay.c lib/libdcztool.a lib/libdcz.a
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS_ALL) $(LDFLAGS_ALL) -o $@ $< tests/fuzz/replay.c lib/libdcztool.a lib/libdcz.a $(LDLIBS_TOOL)
+
+$(BUILD)/bench/%: bench/%.c lib/libdcztool.a lib/libdcz.a
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS_ALL) $(LDFLAGS_ALL) -o $@ $< lib/libdcztool.a lib/libdcz.a $(LDLIBS_TOOL)
+
+# libdcz must link with libc and libm alone: a program using only dcz.h links.
+$(BUILD)/check-lib: tests/lib_alone.c lib/libdcz.a
+	@mkdir -p $(BUILD)
+	$(CC) -std=c11 -Iinclude -o $@ $< lib/libdcz.a -lm
+
+deps:
+ifeq ($(DEPS),1)
+	@bash scripts/deps.sh
+endif
+
+tests-build: bin/dcz $(UNIT_BIN) $(FUZZ_REPLAY) $(BUILD)/check-lib
+
+test: deps
+	@$(MAKE) --no-print-directory tests-build
+	@bash tests/run.sh
+
+demo: deps
+	@$(MAKE) --no-print-directory bin/dcz
+	@bash samples/demo.sh $(MODEL)
+
+bench: deps
+	@$(MAKE) --no-print-directory bin/dcz $(BENCH_BIN)
+	@for b in $(BENCH_BIN); do $$b || exit 1; done
+
+FUZZ_CC ?= clang
+fuzz:
+	@mkdir -p $(BUILD)/fuzz
+	@for f in $(FUZZ_SRC); do n=$$(basename $$f .c); \
+	  echo "$(FUZZ_CC) $$f -> $(BUILD)/fuzz/$$n"; \
+	  $(FUZZ_CC) -std=c11 -g -O1 -fsanitize=fuzzer,address,undefined -D_POSIX_C_SOURCE=200809L \
+	    -Iinclude -I. -o $(BUILD)/fuzz/$$n $$f $(LIB_SRC) $(TOOL_SRC) $(LDLIBS_TOOL) || exit 1; done
+	@echo "run e.g.: $(BUILD)/fuzz/fuzz_dcz tests/fuzz/corpus/dcz"
+
+install: all
+	install -d $(DESTDIR)$(PREFIX)/bin $(DESTDIR)$(PREFIX)/lib $(DESTDIR)$(PREFIX)/include \
+	  $(DESTDIR)$(PREFIX)/lib/pkgconfig
+	install -m 755 bin/dcz $(DESTDIR)$(PREFIX)/bin/dcz
+	install -m 644 lib/libdcz.a $(DESTDIR)$(PREFIX)/lib/libdcz.a
+	install -m 644 include/dcz.h $(DESTDIR)$(PREFIX)/include/dcz.h
+	sed -e 's|@PREFIX@|$(PREFIX)|g' -e 's|@VERSION@|$(shell sed -n 's/.*DCZ_VERSION_STRING "\(.*\)"/\1/p' include/dcz.h)|' \
+	  libdcz.pc.in > $(DESTDIR)$(PREFIX)/lib/pkgconfig/libdcz.pc
+
+clean:
+	rm -rf $(BUILD) bin lib
+
+-include $(shell find $(BUILD) -name '*.d' 2>/dev/null)

@@ -1,0 +1,95 @@
+/* dcz.h: the public API of libdcz, the dcz inference runtime.
+ *
+ * libdcz loads a .dcz file (docs/FORMAT.md) written by any stage of the dcz
+ * toolchain and runs it. It links with libc and libm alone, never prints and
+ * never exits; every function reports failure through a dcz_status.
+ *
+ * Ownership: a dcz_model returned by dcz_open_* belongs to the caller and is
+ * released with dcz_close (which accepts NULL). Buffers passed in stay owned
+ * by the caller. dcz_open_file / dcz_open_memory copy what they need, so the
+ * buffer may be freed as soon as they return.
+ *
+ * Thread safety: distinct models may be used from distinct threads; one model
+ * must not be run from two threads at once (it owns its activation arena).
+ */
+#ifndef DCZ_H
+#define DCZ_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define DCZ_VERSION_MAJOR 0
+#define DCZ_VERSION_MINOR 1
+#define DCZ_VERSION_PATCH 0
+#define DCZ_VERSION_STRING "0.1.0"
+
+/* Every failure libdcz (and the dcz toolchain) can report. 0 is success. */
+typedef enum dcz_status {
+    DCZ_OK = 0,
+    DCZ_ERR_ARG,          /* invalid argument from the caller */
+    DCZ_ERR_IO,           /* a file could not be opened, read or written */
+    DCZ_ERR_NOMEM,        /* an allocation failed or an arena is too small */
+    DCZ_ERR_FORMAT,       /* input is not a valid .dcz (bad magic, bounds, ...) */
+    DCZ_ERR_CRC,          /* a checksum does not match: the file is damaged */
+    DCZ_ERR_VERSION,      /* the file's major version is not supported */
+    DCZ_ERR_UNSUPPORTED,  /* valid file using a feature this build lacks */
+    DCZ_ERR_SHAPE,        /* tensor shapes do not agree */
+    DCZ_ERR_DATA,         /* a dataset or other input file is malformed */
+    DCZ_ERR_DEVICE,       /* the requested device is absent or failed */
+    DCZ_ERR_INTERNAL      /* a bug in dcz */
+} dcz_status;
+
+/* A short, static, human-readable message for s. Never NULL. */
+const char *dcz_status_str(dcz_status s);
+
+typedef enum dcz_device {
+    DCZ_DEVICE_AUTO = 0,  /* a GPU when the build and machine have one, else CPU */
+    DCZ_DEVICE_CPU,
+    DCZ_DEVICE_GPU
+} dcz_device;
+
+typedef struct dcz_options {
+    dcz_device device;
+    int threads;          /* 0: the library chooses; this build runs one thread */
+    int force_reference;  /* nonzero: run the scalar reference kernels only */
+} dcz_options;
+
+/* Fills opt with the defaults (auto device, library-chosen threads). */
+void dcz_options_init(dcz_options *opt);
+
+typedef struct dcz_model dcz_model;
+
+/* Loads the .dcz at path. opt may be NULL for defaults. On success *out is a
+ * model owned by the caller; on failure *out is NULL. */
+dcz_status dcz_open_file(const char *path, const dcz_options *opt, dcz_model **out);
+
+/* Loads a .dcz held in memory (len bytes at buf). The buffer is not kept. */
+dcz_status dcz_open_memory(const void *buf, size_t len, const dcz_options *opt,
+                           dcz_model **out);
+
+/* Releases everything the model owns. m may be NULL. */
+void dcz_close(dcz_model *m);
+
+/* Number of floats in one input sample and one output sample. */
+size_t dcz_input_size(const dcz_model *m);
+size_t dcz_output_size(const dcz_model *m);
+
+/* Input shape of one sample (without the batch dimension): writes up to
+ * max_rank dimensions to dims and returns the rank. */
+int dcz_input_shape(const dcz_model *m, uint32_t *dims, int max_rank);
+
+/* Runs batch samples. input holds batch * dcz_input_size floats, output
+ * receives batch * dcz_output_size floats. batch 0 is allowed and does
+ * nothing. May grow the model's activation arena on a larger batch than seen
+ * before (DCZ_ERR_NOMEM if that fails). */
+dcz_status dcz_run(dcz_model *m, const float *input, size_t batch, float *output);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* DCZ_H */

@@ -1,0 +1,96 @@
+/* doc.h: a .dcz file as an editable document, for the toolchain.
+ *
+ * The runtime loads files straight into execution form (load.c); the
+ * toolchain instead needs every weight back as a number it can retrain and
+ * re-encode. dcz_doc_read decodes a file into dense values plus the mask,
+ * codebook and assignments that describe its compression; dcz_doc_write
+ * encodes a document with the encodings its tensors ask for (Huffman coding
+ * through huffman/), so these files are not part of libdcz.
+ *
+ * Checked by tests/unit/test_format.c (doc round trips for every encoding,
+ * byte-identical rewrites, stream statistics).
+ */
+#ifndef DCZ_RUNTIME_DOC_H
+#define DCZ_RUNTIME_DOC_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "dcz.h"
+#include "runtime/format.h"
+
+/* What a tensor costs on disk, filled by dcz_doc_read and dcz_doc_write. */
+typedef struct dcz_doc_stats {
+    size_t record_bytes;      /* the whole tensor record */
+    size_t value_bytes;       /* dense values, sparse fp32 values or codebook */
+    size_t index_bytes;       /* index stream block (table included) */
+    size_t gap_bytes;         /* gap stream block (table included) */
+    uint32_t nnz;             /* stored weights */
+    uint32_t gap_count;       /* gap symbols, fillers included */
+} dcz_doc_stats;
+
+typedef struct dcz_doc_tensor {
+    uint32_t enc;             /* DCZ_ENC_*: as read, or to write */
+    uint32_t rank, dims[DCZ_MAX_RANK];
+    size_t n;                 /* product of dims */
+    float *values;            /* (n) dense values; 0 where not stored; owned */
+    uint8_t *mask;            /* (n) 1 where stored; NULL: all stored; owned */
+    /* DCZ_ENC_CODEBOOK */
+    uint32_t k;
+    float *codebook;          /* (k), owned */
+    uint8_t *assign;          /* (n) codebook index of each stored weight, owned */
+    uint8_t index_bits;       /* 1..8, 2^index_bits >= k */
+    /* sparse encodings */
+    uint8_t gap_bits;         /* 1..8; 0: every position stored */
+    uint8_t index_coding, gap_coding; /* DCZ_CODING_RAW or _HUFFMAN */
+    dcz_doc_stats st;
+} dcz_doc_tensor;
+
+typedef struct dcz_doc_layer {
+    uint16_t op;              /* DCZ_OP_* */
+    char name[DCZ_MAX_NAME + 1];
+    uint32_t nattr;
+    int32_t attr[DCZ_MAX_ATTRS];
+    uint32_t ntensors;        /* DENSE: 2 (weight, bias) */
+    dcz_doc_tensor t[DCZ_MAX_TENSORS];
+    size_t section_bytes;     /* the LAYER section, filled by read/write */
+} dcz_doc_layer;
+
+typedef struct dcz_doc {
+    uint32_t input_rank, input_dims[DCZ_MAX_RANK];
+    uint32_t nlayers;
+    dcz_doc_layer *layers;    /* (nlayers), owned */
+    uint32_t nstages;
+    char **stages;            /* (nstages) "key = value" texts, owned, in order */
+    size_t file_bytes;        /* filled by read/write */
+    size_t overhead_bytes;    /* header, table, graph, stages, padding */
+} dcz_doc;
+
+/* Decodes buf into a new document. Same validation as the runtime. */
+dcz_status dcz_doc_read(const void *buf, size_t len, dcz_doc **out);
+
+/* Encodes d into a new malloc'd buffer (*buf, *len), and fills the stats of
+ * every tensor and the document. The output depends on d alone. */
+dcz_status dcz_doc_write(dcz_doc *d, uint8_t **buf, size_t *len);
+
+/* Appends a stage record (copied). */
+dcz_status dcz_doc_add_stage(dcz_doc *d, const char *text);
+
+/* Allocates a zeroed document with nlayers zeroed layers. */
+dcz_status dcz_doc_alloc(uint32_t nlayers, dcz_doc **out);
+
+/* Releases a tensor's arrays and zeroes it. */
+void dcz_doc_tensor_clear(dcz_doc_tensor *t);
+
+void dcz_doc_free(dcz_doc *d);
+
+/* Parameters of the document: every tensor element. */
+size_t dcz_doc_param_count(const dcz_doc *d);
+
+/* Symbol streams of a sparse tensor as the writer would produce them:
+ * the index symbols (nnz) and gap symbols (gap_count). Either may be NULL.
+ * Arrays are malloc'd; the caller frees them. */
+dcz_status dcz_doc_tensor_streams(const dcz_doc_tensor *t, uint8_t **idx, uint32_t *nnz,
+                                  uint8_t **gaps, uint32_t *gap_count);
+
+#endif /* DCZ_RUNTIME_DOC_H */

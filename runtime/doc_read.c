@@ -1,0 +1,225 @@
+/* doc_read.c: decoding a .dcz into an editable dcz_doc (see doc.h), and the
+ * document's memory management.
+ *
+ * Checked by tests/unit/test_format.c.
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "runtime/doc.h"
+
+#define TRY(expr) do { dcz_status s_ = (expr); if (s_ != DCZ_OK) return s_; } while (0)
+
+dcz_status dcz_doc_alloc(uint32_t nlayers, dcz_doc **out)
+{
+    *out = NULL;
+    dcz_doc *d = calloc(1, sizeof *d);
+    if (!d) return DCZ_ERR_NOMEM;
+    d->layers = calloc(nlayers ? nlayers : 1, sizeof *d->layers);
+    if (!d->layers) { free(d); return DCZ_ERR_NOMEM; }
+    d->nlayers = nlayers;
+    *out = d;
+    return DCZ_OK;
+}
+
+void dcz_doc_tensor_clear(dcz_doc_tensor *t)
+{
+    free(t->values);
+    free(t->mask);
+    free(t->codebook);
+    free(t->assign);
+    memset(t, 0, sizeof *t);
+}
+
+void dcz_doc_free(dcz_doc *d)
+{
+    if (!d) return;
+    for (uint32_t i = 0; i < d->nlayers; i++)
+        for (uint32_t j = 0; j < DCZ_MAX_TENSORS; j++) dcz_doc_tensor_clear(&d->layers[i].t[j]);
+    for (uint32_t i = 0; i < d->nstages; i++) free(d->stages[i]);
+    free(d->stages);
+    free(d->layers);
+    free(d);
+}
+
+dcz_status dcz_doc_add_stage(dcz_doc *d, const char *text)
+{
+    char **s = realloc(d->stages, (d->nstages + 1) * sizeof *s);
+    if (!s) return DCZ_ERR_NOMEM;
+    d->stages = s;
+    size_t n = strlen(text);
+    char *copy = malloc(n + 1);
+    if (!copy) return DCZ_ERR_NOMEM;
+    memcpy(copy, text, n + 1);
+    d->stages[d->nstages++] = copy;
+    return DCZ_OK;
+}
+
+size_t dcz_doc_param_count(const dcz_doc *d)
+{
+    size_t n = 0;
+    for (uint32_t i = 0; i < d->nlayers; i++)
+        for (uint32_t j = 0; j < d->layers[i].ntensors; j++) n += d->layers[i].t[j].n;
+    return n;
+}
+
+/* ---- decoding ------------------------------------------------------------- */
+
+typedef struct place_ctx {
+    dcz_doc_tensor *t;
+    const dcz_tensor_view *v;
+    const uint8_t *idx;
+} place_ctx;
+
+static dcz_status place(void *ctx, uint32_t weight, uint64_t pos)
+{
+    place_ctx *p = (place_ctx *)ctx;
+    p->t->mask[pos] = 1;
+    if (p->idx) {
+        p->t->assign[pos] = p->idx[weight];
+        p->t->values[pos] = p->t->codebook[p->idx[weight]];
+    } else {
+        p->t->values[pos] = dcz_f32_from_bits(dcz_le32(p->v->values + (size_t)weight * 4));
+    }
+    return DCZ_OK;
+}
+
+static dcz_status read_tensor(const dcz_tensor_view *v, dcz_doc_tensor *t)
+{
+    t->enc = v->enc;
+    t->rank = v->rank;
+    memcpy(t->dims, v->dims, sizeof t->dims);
+    t->n = (size_t)v->n;
+    t->values = calloc(t->n, sizeof *t->values);
+    if (!t->values) return DCZ_ERR_NOMEM;
+    t->st.record_bytes = v->record_bytes;
+    t->st.nnz = (uint32_t)v->n;
+    if (v->enc == DCZ_ENC_F32 || v->enc == DCZ_ENC_F16) {
+        for (size_t i = 0; i < t->n; i++)
+            t->values[i] = v->enc == DCZ_ENC_F32
+                ? dcz_f32_from_bits(dcz_le32(v->payload + i * 4))
+                : dcz_f16_to_f32((uint16_t)(v->payload[i * 2] | v->payload[i * 2 + 1] << 8));
+        t->st.value_bytes = t->n * (v->enc == DCZ_ENC_F32 ? 4 : 2);
+        return DCZ_OK;
+    }
+    t->gap_bits = v->gap_bits;
+    t->gap_coding = v->gap_coding;
+    t->st.nnz = v->nnz;
+    t->st.gap_count = v->gap_count;
+    t->st.gap_bytes = v->gap_bits ? 4 + v->gap_bytes + (v->gap_table ? (size_t)(v->gap_stream - v->gap_table) : 0) : 0;
+    t->mask = calloc(t->n, 1);
+    uint8_t *gaps = malloc(v->gap_count ? v->gap_count : 1);
+    uint8_t *idx = NULL;
+    dcz_status s = DCZ_ERR_NOMEM;
+    if (!t->mask || !gaps) goto done;
+    if (v->enc == DCZ_ENC_CODEBOOK) {
+        t->k = v->k;
+        t->index_bits = v->index_bits;
+        t->index_coding = v->index_coding;
+        t->codebook = malloc(v->k * sizeof *t->codebook);
+        t->assign = calloc(t->n, 1);
+        idx = malloc(v->nnz ? v->nnz : 1);
+        if (!t->codebook || !t->assign || !idx) goto done;
+        for (uint32_t i = 0; i < v->k; i++)
+            t->codebook[i] = dcz_f32_from_bits(dcz_le32(v->codebook + i * 4));
+        t->st.value_bytes = (size_t)v->k * 4;
+        t->st.index_bytes = 4 + v->index_bytes + (v->index_table ? (size_t)(v->index_stream - v->index_table) : 0);
+    } else {
+        t->st.value_bytes = (size_t)v->nnz * 4;
+    }
+    s = dcz_tensor_decode_streams(v, idx, gaps);
+    if (s != DCZ_OK) goto done;
+    place_ctx pc = { t, v, idx };
+    s = dcz_gaps_walk(gaps, v->gap_count, v->gap_bits, v->nnz, v->n, place, &pc);
+done:
+    free(gaps);
+    free(idx);
+    return s;
+}
+
+static dcz_status read_layer_params(const dcz_container *c, const dcz_graph_layer *g,
+                                    dcz_doc_layer *l)
+{
+    dcz_section s;
+    dcz_cur cur;
+    dcz_container_section(c, g->param_section, &s);
+    l->section_bytes = (size_t)s.size;
+    TRY(dcz_layer_begin(c->base + s.offset, (size_t)s.size, &cur, &l->ntensors));
+    for (uint32_t j = 0; j < l->ntensors; j++) {
+        dcz_tensor_view v;
+        TRY(dcz_tensor_next(&cur, &v));
+        TRY(read_tensor(&v, &l->t[j]));
+    }
+    if (cur.pos != cur.len) return DCZ_ERR_FORMAT;
+    if (g->op == DCZ_OP_DENSE) {
+        const dcz_doc_tensor *w = &l->t[0], *b = &l->t[1];
+        if (l->ntensors != 2 || w->rank != 2 || w->dims[0] != (uint32_t)g->attr[1] ||
+            w->dims[1] != (uint32_t)g->attr[0] || b->rank != 1 || b->dims[0] != w->dims[0] ||
+            (b->enc != DCZ_ENC_F32 && b->enc != DCZ_ENC_F16))
+            return DCZ_ERR_SHAPE;
+    }
+    return DCZ_OK;
+}
+
+static dcz_status read_stage(const uint8_t *p, size_t len, dcz_doc *d)
+{
+    char *text = malloc(len + 1);
+    if (!text) return DCZ_ERR_NOMEM;
+    for (size_t i = 0; i < len; i++) {
+        if (p[i] == 0) { free(text); return DCZ_ERR_FORMAT; }
+        text[i] = (char)p[i];
+    }
+    text[len] = 0;
+    dcz_status s = dcz_doc_add_stage(d, text);
+    free(text);
+    return s;
+}
+
+dcz_status dcz_doc_read(const void *buf, size_t len, dcz_doc **out)
+{
+    dcz_container c;
+    dcz_cur cur;
+    uint32_t nlayers, rank, dims[DCZ_MAX_RANK];
+    *out = NULL;
+    TRY(dcz_container_open(buf, len, &c));
+    dcz_section gs;
+    for (uint32_t i = 0; i < c.nsections; i++) {
+        dcz_container_section(&c, i, &gs);
+        if (gs.type == DCZ_SEC_GRAPH) break;
+    }
+    TRY(dcz_graph_begin(c.base + gs.offset, (size_t)gs.size, &cur, &nlayers, &rank, dims));
+    dcz_doc *d;
+    TRY(dcz_doc_alloc(nlayers, &d));
+    dcz_status s = DCZ_OK;
+    d->input_rank = rank;
+    memcpy(d->input_dims, dims, sizeof dims);
+    d->file_bytes = len;
+    size_t param_bytes = 0;
+    for (uint32_t i = 0; i < nlayers && s == DCZ_OK; i++) {
+        dcz_graph_layer g;
+        dcz_doc_layer *l = &d->layers[i];
+        s = dcz_graph_next(&cur, &c, &g);
+        if (s != DCZ_OK) break;
+        l->op = g.op;
+        memcpy(l->name, g.name, sizeof l->name);
+        l->nattr = g.nattr;
+        memcpy(l->attr, g.attr, sizeof l->attr);
+        if (g.param_section != DCZ_NO_SECTION) {
+            s = read_layer_params(&c, &g, l);
+            param_bytes += l->section_bytes;
+        }
+    }
+    if (s == DCZ_OK && cur.pos != cur.len) s = DCZ_ERR_FORMAT;
+    for (uint32_t i = 0; i < c.nsections && s == DCZ_OK; i++) {
+        dcz_section sec;
+        dcz_container_section(&c, i, &sec);
+        if (sec.type == DCZ_SEC_STAGE) s = read_stage(c.base + sec.offset, (size_t)sec.size, d);
+    }
+    if (s != DCZ_OK) {
+        dcz_doc_free(d);
+        return s;
+    }
+    d->overhead_bytes = len - param_bytes;
+    *out = d;
+    return DCZ_OK;
+}

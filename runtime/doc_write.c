@@ -1,0 +1,356 @@
+/* doc_write.c: encoding a dcz_doc into .dcz bytes (docs/FORMAT.md).
+ *
+ * Sections are laid out in a fixed order (graph, one LAYER section per layer
+ * with parameters, stages), each at a 64-byte boundary, padding zeroed, so
+ * the same document always gives the same bytes. Sparse tensors become a
+ * gap stream and (codebook) an index stream, each raw or Huffman-coded.
+ *
+ * Checked by tests/unit/test_format.c.
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "huffman/huffman.h"
+#include "runtime/doc.h"
+
+#define TRY(expr) do { dcz_status s_ = (expr); if (s_ != DCZ_OK) return s_; } while (0)
+
+typedef struct wbuf {
+    uint8_t *p;
+    size_t len, cap;
+    int err;
+} wbuf;
+
+static uint8_t *wb_grow(wbuf *w, size_t n)
+{
+    if (w->err) return NULL;
+    if (n > SIZE_MAX - w->len) { w->err = 1; return NULL; }
+    if (w->len + n > w->cap) {
+        size_t cap = w->cap ? w->cap : 256;
+        while (cap < w->len + n) cap *= 2;
+        uint8_t *p = realloc(w->p, cap);
+        if (!p) { w->err = 1; return NULL; }
+        w->p = p;
+        w->cap = cap;
+    }
+    uint8_t *at = w->p + w->len;
+    w->len += n;
+    return at;
+}
+
+static void put_bytes(wbuf *w, const void *p, size_t n)
+{
+    uint8_t *at = wb_grow(w, n);
+    if (at && n) memcpy(at, p, n);
+}
+static void put_zeros(wbuf *w, size_t n)
+{
+    uint8_t *at = wb_grow(w, n);
+    if (at && n) memset(at, 0, n);
+}
+static void put8(wbuf *w, uint8_t v) { put_bytes(w, &v, 1); }
+static void put16(wbuf *w, uint16_t v)
+{
+    uint8_t b[2] = { (uint8_t)v, (uint8_t)(v >> 8) };
+    put_bytes(w, b, 2);
+}
+static void put32(wbuf *w, uint32_t v)
+{
+    uint8_t b[4];
+    dcz_put32(b, v);
+    put_bytes(w, b, 4);
+}
+static void put64(wbuf *w, uint64_t v)
+{
+    put32(w, (uint32_t)v);
+    put32(w, (uint32_t)(v >> 32));
+}
+static void putf32(wbuf *w, float f) { put32(w, dcz_f32_bits(f)); }
+
+/* ---- symbol streams ----------------------------------------------------- */
+
+static int stored(const dcz_doc_tensor *t, size_t i) { return !t->mask || t->mask[i]; }
+
+dcz_status dcz_doc_tensor_streams(const dcz_doc_tensor *t, uint8_t **idx_out, uint32_t *nnz_out,
+                                  uint8_t **gaps_out, uint32_t *gap_count_out)
+{
+    uint64_t nnz = 0, gap_count = 0;
+    const uint32_t filler = t->gap_bits ? (1u << t->gap_bits) - 1 : 0;
+    int64_t prev = -1;
+    for (size_t i = 0; i < t->n; i++) {
+        if (!stored(t, i)) continue;
+        nnz++;
+        if (t->gap_bits) gap_count += (uint64_t)(i - prev - 1) / filler + 1;
+        prev = (int64_t)i;
+    }
+    if (nnz > 0xFFFFFFFFu || gap_count > 0xFFFFFFFFu) return DCZ_ERR_ARG;
+    if (!t->gap_bits && nnz != t->n) return DCZ_ERR_ARG;
+    uint8_t *idx = NULL, *gaps = NULL;
+    if (idx_out) {
+        if (!t->assign) return DCZ_ERR_ARG;
+        idx = malloc(nnz ? nnz : 1);
+        if (!idx) return DCZ_ERR_NOMEM;
+    }
+    if (gaps_out) {
+        gaps = malloc(gap_count ? gap_count : 1);
+        if (!gaps) { free(idx); return DCZ_ERR_NOMEM; }
+    }
+    size_t e = 0, g = 0;
+    prev = -1;
+    for (size_t i = 0; i < t->n; i++) {
+        if (!stored(t, i)) continue;
+        if (idx) {
+            if (t->assign[i] >= t->k) { free(idx); free(gaps); return DCZ_ERR_ARG; }
+            idx[e] = t->assign[i];
+        }
+        e++;
+        if (t->gap_bits) {
+            uint64_t d = (uint64_t)(i - prev - 1);
+            while (d >= filler) {
+                if (gaps) gaps[g] = (uint8_t)filler;
+                g++;
+                d -= filler;
+            }
+            if (gaps) gaps[g] = (uint8_t)d;
+            g++;
+        }
+        prev = (int64_t)i;
+    }
+    if (idx_out) *idx_out = idx;
+    if (gaps_out) *gaps_out = gaps;
+    if (nnz_out) *nnz_out = (uint32_t)nnz;
+    if (gap_count_out) *gap_count_out = (uint32_t)gap_count;
+    return DCZ_OK;
+}
+
+/* A stream block: u32 bytes, Huffman table when coded, then the data. */
+static dcz_status put_stream(wbuf *w, const uint8_t *sym, uint32_t count, unsigned bits,
+                             uint8_t coding, size_t *block_bytes)
+{
+    const unsigned nsym = 1u << bits;
+    size_t data_bytes, table_bytes = 0;
+    uint8_t len[DCZ_HUFF_MAX_SYMBOLS];
+    if (coding == DCZ_CODING_HUFFMAN) {
+        uint64_t freq[DCZ_HUFF_MAX_SYMBOLS] = { 0 };
+        for (uint32_t i = 0; i < count; i++) freq[sym[i]]++;
+        TRY(dcz_huff_lengths(freq, nsym, DCZ_HUFF_MAX_LEN, len));
+        table_bytes = dcz_huff_table_bytes(nsym);
+        data_bytes = (size_t)((dcz_huff_cost_bits(len, sym, count) + 7) / 8);
+    } else if (coding == DCZ_CODING_RAW) {
+        data_bytes = (size_t)(((uint64_t)count * bits + 7) / 8);
+    } else {
+        return DCZ_ERR_ARG;
+    }
+    if (table_bytes + data_bytes > 0xFFFFFFFFu) return DCZ_ERR_ARG;
+    put32(w, (uint32_t)(table_bytes + data_bytes));
+    if (coding == DCZ_CODING_HUFFMAN) {
+        uint8_t *tab = wb_grow(w, table_bytes);
+        if (tab) dcz_huff_table_write(len, nsym, tab);
+    }
+    uint8_t *data = wb_grow(w, data_bytes);
+    if (!data) return DCZ_ERR_NOMEM;
+    if (coding == DCZ_CODING_HUFFMAN) {
+        size_t used;
+        TRY(dcz_huff_encode(len, nsym, sym, count, data, data_bytes, &used));
+    } else {
+        TRY(dcz_bits_pack(sym, count, bits, data, data_bytes));
+    }
+    *block_bytes = 4 + table_bytes + data_bytes;
+    return DCZ_OK;
+}
+
+static dcz_status put_sparse(wbuf *w, dcz_doc_tensor *t)
+{
+    uint8_t *idx = NULL, *gaps = NULL;
+    uint32_t nnz, gap_count;
+    const int cb = t->enc == DCZ_ENC_CODEBOOK;
+    if (t->gap_bits > 8) return DCZ_ERR_ARG;
+    if (cb && (t->index_bits < 1 || t->index_bits > 8 || t->k < 1 ||
+               t->k > (1u << t->index_bits) || !t->codebook))
+        return DCZ_ERR_ARG;
+    TRY(dcz_doc_tensor_streams(t, cb ? &idx : NULL, &nnz, &gaps, &gap_count));
+    dcz_status s = DCZ_OK;
+    put32(w, nnz);
+    put32(w, gap_count);
+    put8(w, t->gap_bits);
+    put8(w, t->gap_bits ? t->gap_coding : DCZ_CODING_RAW);
+    t->st.nnz = nnz;
+    t->st.gap_count = gap_count;
+    t->st.index_bytes = t->st.gap_bytes = 0;
+    if (cb) {
+        put8(w, t->index_bits);
+        put8(w, t->index_coding);
+        put16(w, (uint16_t)t->k);
+        put16(w, 0);
+        for (uint32_t i = 0; i < t->k; i++) putf32(w, t->codebook[i]);
+        t->st.value_bytes = (size_t)t->k * 4;
+        s = put_stream(w, idx, nnz, t->index_bits, t->index_coding, &t->st.index_bytes);
+    } else {
+        put16(w, 0);
+        for (size_t i = 0; i < t->n; i++)
+            if (stored(t, i)) putf32(w, t->values[i]);
+        t->st.value_bytes = (size_t)nnz * 4;
+    }
+    if (s == DCZ_OK && t->gap_bits)
+        s = put_stream(w, gaps, gap_count, t->gap_bits, t->gap_coding, &t->st.gap_bytes);
+    free(idx);
+    free(gaps);
+    return s;
+}
+
+static dcz_status put_tensor(wbuf *w, dcz_doc_tensor *t)
+{
+    const size_t start = w->len;
+    if (t->rank == 0 || t->rank > DCZ_MAX_RANK) return DCZ_ERR_ARG;
+    size_t n = 1;
+    for (uint32_t i = 0; i < t->rank; i++) n *= t->dims[i];
+    if (n != t->n || n == 0 || !t->values) return DCZ_ERR_ARG;
+    put32(w, t->enc);
+    put32(w, t->rank);
+    for (uint32_t i = 0; i < t->rank; i++) put32(w, t->dims[i]);
+    const size_t size_at = w->len;
+    put32(w, 0); /* payload bytes, patched below */
+    const size_t payload_at = w->len;
+    memset(&t->st, 0, sizeof t->st);
+    switch (t->enc) {
+    case DCZ_ENC_F32:
+        for (size_t i = 0; i < n; i++) putf32(w, t->values[i]);
+        t->st.value_bytes = n * 4;
+        t->st.nnz = (uint32_t)n;
+        break;
+    case DCZ_ENC_F16:
+        for (size_t i = 0; i < n; i++) put16(w, dcz_f32_to_f16(t->values[i]));
+        t->st.value_bytes = n * 2;
+        t->st.nnz = (uint32_t)n;
+        break;
+    case DCZ_ENC_SPARSE_F32:
+    case DCZ_ENC_CODEBOOK:
+        TRY(put_sparse(w, t));
+        break;
+    default:
+        return DCZ_ERR_ARG;
+    }
+    if (w->err) return DCZ_ERR_NOMEM;
+    const size_t payload = w->len - payload_at;
+    if (payload > 0xFFFFFFFFu) return DCZ_ERR_ARG;
+    dcz_put32(w->p + size_at, (uint32_t)payload);
+    put_zeros(w, (4 - (w->len - start) % 4) % 4);
+    t->st.record_bytes = w->len - start;
+    return DCZ_OK;
+}
+
+static dcz_status put_graph(wbuf *w, const dcz_doc *d, const uint32_t *section_of_layer)
+{
+    put32(w, d->nlayers);
+    put32(w, d->input_rank);
+    for (uint32_t i = 0; i < d->input_rank; i++) put32(w, d->input_dims[i]);
+    for (uint32_t i = 0; i < d->nlayers; i++) {
+        const dcz_doc_layer *l = &d->layers[i];
+        size_t nl = strlen(l->name);
+        if (nl == 0 || nl > DCZ_MAX_NAME || l->nattr > DCZ_MAX_ATTRS) return DCZ_ERR_ARG;
+        put16(w, l->op);
+        put16(w, (uint16_t)nl);
+        put_bytes(w, l->name, nl);
+        put32(w, l->nattr);
+        for (uint32_t j = 0; j < l->nattr; j++) put32(w, (uint32_t)l->attr[j]);
+        put32(w, section_of_layer[i]);
+    }
+    return w->err ? DCZ_ERR_NOMEM : DCZ_OK;
+}
+
+/* ---- assembling the file ------------------------------------------------ */
+
+typedef struct wsec {
+    uint32_t type, flags;
+    wbuf body;
+} wsec;
+
+dcz_status dcz_doc_write(dcz_doc *d, uint8_t **buf, size_t *len)
+{
+    *buf = NULL;
+    *len = 0;
+    if (!d || d->nlayers == 0 || d->input_rank == 0 || d->input_rank > DCZ_MAX_RANK)
+        return DCZ_ERR_ARG;
+    uint32_t nparam = 0;
+    for (uint32_t i = 0; i < d->nlayers; i++) nparam += d->layers[i].ntensors > 0;
+    const uint32_t nsec = 1 + nparam + d->nstages;
+    wsec *secs = calloc(nsec, sizeof *secs);
+    uint32_t *section_of_layer = malloc(d->nlayers * sizeof *section_of_layer);
+    dcz_status s = DCZ_ERR_NOMEM;
+    wbuf out = { 0 };
+    if (!secs || !section_of_layer) goto done;
+
+    /* parameter sections, in layer order, after the graph */
+    uint32_t si = 1;
+    size_t param_bytes = 0;
+    for (uint32_t i = 0; i < d->nlayers; i++) {
+        dcz_doc_layer *l = &d->layers[i];
+        section_of_layer[i] = DCZ_NO_SECTION;
+        if (l->ntensors == 0) continue;
+        if (l->ntensors > DCZ_MAX_TENSORS) { s = DCZ_ERR_ARG; goto done; }
+        wsec *sec = &secs[si];
+        sec->type = DCZ_SEC_LAYER;
+        sec->flags = DCZ_SECF_REQUIRED;
+        put32(&sec->body, l->ntensors);
+        for (uint32_t j = 0; j < l->ntensors; j++)
+            if ((s = put_tensor(&sec->body, &l->t[j])) != DCZ_OK) goto done;
+        l->section_bytes = sec->body.len;
+        param_bytes += sec->body.len;
+        section_of_layer[i] = si++;
+    }
+    secs[0].type = DCZ_SEC_GRAPH;
+    secs[0].flags = DCZ_SECF_REQUIRED;
+    if ((s = put_graph(&secs[0].body, d, section_of_layer)) != DCZ_OK) goto done;
+    for (uint32_t i = 0; i < d->nstages; i++, si++) {
+        secs[si].type = DCZ_SEC_STAGE;
+        put_bytes(&secs[si].body, d->stages[i], strlen(d->stages[i]));
+    }
+
+    /* header and table, then sections at 64-byte boundaries */
+    uint64_t off = DCZ_HEADER_BYTES + (uint64_t)nsec * DCZ_SECTION_ENTRY_BYTES;
+    uint64_t *offsets = malloc(nsec * sizeof *offsets);
+    if (!offsets) goto done;
+    for (uint32_t i = 0; i < nsec; i++) {
+        off = (off + DCZ_ALIGN - 1) / DCZ_ALIGN * DCZ_ALIGN;
+        offsets[i] = off;
+        off += secs[i].body.len;
+        if (secs[i].body.err) { free(offsets); goto done; }
+    }
+    const uint64_t total = off;
+    put_bytes(&out, dcz_magic, 8);
+    put16(&out, DCZ_FMT_MAJOR);
+    put16(&out, DCZ_FMT_MINOR);
+    put32(&out, 0);           /* flags */
+    put64(&out, total);
+    put32(&out, nsec);
+    put32(&out, 0);           /* header CRC, patched below */
+    put_zeros(&out, DCZ_HEADER_BYTES - 32);
+    for (uint32_t i = 0; i < nsec; i++) {
+        put32(&out, secs[i].type);
+        put32(&out, secs[i].flags);
+        put64(&out, offsets[i]);
+        put64(&out, secs[i].body.len);
+        put32(&out, dcz_crc32(0, secs[i].body.p, secs[i].body.len));
+        put32(&out, 0);
+    }
+    for (uint32_t i = 0; i < nsec; i++) {
+        put_zeros(&out, (size_t)(offsets[i] - out.len));
+        put_bytes(&out, secs[i].body.p, secs[i].body.len);
+    }
+    free(offsets);
+    if (out.err || out.len != total) goto done;
+    dcz_put32(out.p + 28, dcz_crc32(0, out.p, DCZ_HEADER_BYTES + (size_t)nsec * DCZ_SECTION_ENTRY_BYTES));
+    d->file_bytes = out.len;
+    d->overhead_bytes = out.len - param_bytes;
+    *buf = out.p;
+    *len = out.len;
+    out.p = NULL;
+    s = DCZ_OK;
+done:
+    free(out.p);
+    if (secs)
+        for (uint32_t i = 0; i < nsec; i++) free(secs[i].body.p);
+    free(secs);
+    free(section_of_layer);
+    return s;
+}

@@ -1,0 +1,181 @@
+/* format.h: the constants of the .dcz file format and the helpers that read
+ * it field by field. docs/FORMAT.md is the normative description; every
+ * number here is named there. Shared by the runtime loader (load.c), the
+ * toolchain's reader and writer (doc_read.c, doc_write.c) and the tests.
+ *
+ * All multi-byte fields are little-endian and are read through dcz_rd_* on a
+ * bounds-checked cursor; nothing is ever read by casting a struct.
+ *
+ * Tested by tests/unit/test_format.c (container round trip, every single-byte
+ * corruption and every truncation) and fuzzed by tests/fuzz/fuzz_dcz.c.
+ */
+#ifndef DCZ_RUNTIME_FORMAT_H
+#define DCZ_RUNTIME_FORMAT_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "dcz.h"
+
+#define DCZ_FMT_MAJOR 1
+#define DCZ_FMT_MINOR 0
+
+#define DCZ_HEADER_BYTES 64
+#define DCZ_SECTION_ENTRY_BYTES 32
+#define DCZ_ALIGN 64
+#define DCZ_MAX_SECTIONS 4096
+#define DCZ_MAX_LAYERS 1024
+#define DCZ_MAX_ATTRS 16
+#define DCZ_MAX_RANK 4
+#define DCZ_MAX_NAME 63
+#define DCZ_MAX_TENSORS 4
+#define DCZ_NO_SECTION 0xFFFFFFFFu
+
+extern const uint8_t dcz_magic[8];
+
+/* section types */
+enum {
+    DCZ_SEC_GRAPH = 1,   /* the layer chain; exactly one, required */
+    DCZ_SEC_LAYER = 2,   /* the parameters of one layer */
+    DCZ_SEC_STAGE = 3,   /* what one toolchain stage did (key = value text) */
+};
+#define DCZ_SECF_REQUIRED 1u /* a reader that does not know the type must refuse */
+
+/* operators of the graph */
+enum {
+    DCZ_OP_DENSE = 1,    /* attrs: in, out; tensors: weight (out, in), bias (out) */
+    DCZ_OP_RELU = 2,
+    DCZ_OP_SOFTMAX = 3,
+};
+
+/* tensor encodings */
+enum {
+    DCZ_ENC_F32 = 1,         /* dense float32 */
+    DCZ_ENC_F16 = 2,         /* dense IEEE binary16 */
+    DCZ_ENC_SPARSE_F32 = 4,  /* positions (gap stream) + float32 values */
+    DCZ_ENC_CODEBOOK = 5,    /* positions (gap stream) + codebook indices */
+};
+
+/* stream codings inside a sparse tensor */
+enum { DCZ_CODING_RAW = 0, DCZ_CODING_HUFFMAN = 1 };
+
+/* ---- little-endian cursor --------------------------------------------- */
+
+typedef struct dcz_cur {
+    const uint8_t *p;
+    size_t len, pos;
+} dcz_cur;
+
+static inline void dcz_cur_init(dcz_cur *c, const void *p, size_t len)
+{
+    c->p = (const uint8_t *)p; c->len = len; c->pos = 0;
+}
+static inline int dcz_cur_has(const dcz_cur *c, size_t n) { return c->len - c->pos >= n; }
+
+dcz_status dcz_rd_u8(dcz_cur *c, uint8_t *v);
+dcz_status dcz_rd_u16(dcz_cur *c, uint16_t *v);
+dcz_status dcz_rd_u32(dcz_cur *c, uint32_t *v);
+dcz_status dcz_rd_u64(dcz_cur *c, uint64_t *v);
+dcz_status dcz_rd_f32(dcz_cur *c, float *v);
+/* Points *p at the next n bytes and skips them. */
+dcz_status dcz_rd_bytes(dcz_cur *c, size_t n, const uint8_t **p);
+
+static inline uint32_t dcz_le32(const uint8_t *p)
+{
+    return (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24;
+}
+static inline void dcz_put32(uint8_t *p, uint32_t v)
+{
+    p[0] = (uint8_t)v; p[1] = (uint8_t)(v >> 8); p[2] = (uint8_t)(v >> 16); p[3] = (uint8_t)(v >> 24);
+}
+float dcz_f32_from_bits(uint32_t u);
+uint32_t dcz_f32_bits(float f);
+float dcz_f16_to_f32(uint16_t h);
+uint16_t dcz_f32_to_f16(float f); /* round to nearest even */
+
+uint32_t dcz_crc32(uint32_t crc, const void *p, size_t n); /* start with crc 0 */
+
+/* ---- container ---------------------------------------------------------- */
+
+typedef struct dcz_section {
+    uint32_t type, flags;
+    uint64_t offset, size;
+    uint32_t crc;
+} dcz_section;
+
+typedef struct dcz_container {
+    uint16_t major, minor;
+    uint32_t flags;
+    uint32_t nsections;
+    const uint8_t *base;    /* the whole file */
+    size_t len;
+    const uint8_t *table;   /* section table, nsections entries */
+} dcz_container;
+
+/* Validates header, section table and every section's bounds, alignment,
+ * overlap and CRC. Unknown optional section types are accepted (and later
+ * skipped); an unknown required type gives DCZ_ERR_UNSUPPORTED. */
+dcz_status dcz_container_open(const void *buf, size_t len, dcz_container *c);
+/* Entry i (i < nsections) of an opened container. */
+void dcz_container_section(const dcz_container *c, uint32_t i, dcz_section *s);
+
+/* ---- graph -------------------------------------------------------------- */
+
+typedef struct dcz_graph_layer {
+    uint16_t op;
+    char name[DCZ_MAX_NAME + 1];
+    uint32_t nattr;
+    int32_t attr[DCZ_MAX_ATTRS];
+    uint32_t param_section;     /* section index or DCZ_NO_SECTION */
+} dcz_graph_layer;
+
+/* Reads the layer count and input shape of a graph section; *cur is left at
+ * the first layer record. */
+dcz_status dcz_graph_begin(const uint8_t *p, size_t len, dcz_cur *cur, uint32_t *nlayers,
+                           uint32_t *rank, uint32_t *dims);
+/* Reads the next layer record and checks it against the container (the
+ * parameter section exists and is a LAYER section) and the op's rules
+ * (attribute count, parameter presence). */
+dcz_status dcz_graph_next(dcz_cur *cur, const dcz_container *c, dcz_graph_layer *l);
+
+/* ---- tensors ------------------------------------------------------------ */
+
+/* A tensor record as found in a LAYER section, validated: counts fit the
+ * shape, streams fit the section, tables are valid. Pointers point into the
+ * file buffer. */
+typedef struct dcz_tensor_view {
+    uint32_t enc;
+    uint32_t rank, dims[DCZ_MAX_RANK];
+    uint64_t n;                  /* elements of the full (dense) shape */
+    const uint8_t *payload;      /* F32 / F16: the n values */
+    /* sparse encodings */
+    uint32_t nnz, gap_count;
+    uint8_t gap_bits;            /* 0: every position present (no gap stream) */
+    const uint8_t *values;       /* SPARSE_F32: nnz float32 */
+    uint8_t index_bits;          /* CODEBOOK */
+    uint32_t k;
+    const uint8_t *codebook;     /* k float32 */
+    uint8_t index_coding, gap_coding;
+    const uint8_t *index_stream, *gap_stream; /* after any Huffman table */
+    size_t index_bytes, gap_bytes;            /* stream data bytes */
+    const uint8_t *index_table, *gap_table;   /* Huffman tables or NULL */
+    size_t record_bytes;         /* the whole record on disk */
+} dcz_tensor_view;
+
+/* Reads the tensor count of a LAYER section. */
+dcz_status dcz_layer_begin(const uint8_t *p, size_t len, dcz_cur *cur, uint32_t *ntensors);
+/* Reads and validates the next tensor record. */
+dcz_status dcz_tensor_next(dcz_cur *cur, dcz_tensor_view *t);
+
+/* Decodes the index stream (nnz symbols) into idx and the gap stream
+ * (gap_count symbols) into gaps. Either output may be NULL to skip it. */
+dcz_status dcz_tensor_decode_streams(const dcz_tensor_view *t, uint8_t *idx, uint8_t *gaps);
+
+/* Walks a decoded gap stream: calls back for each entry with its flat
+ * position. Checks that positions stay below n, that exactly nnz entries
+ * appear and that the stream does not end in fillers. */
+typedef dcz_status (*dcz_pos_fn)(void *ctx, uint32_t entry, uint64_t pos);
+dcz_status dcz_gaps_walk(const uint8_t *gaps, uint32_t gap_count, unsigned gap_bits,
+                         uint32_t nnz, uint64_t n, dcz_pos_fn fn, void *ctx);
+
+#endif /* DCZ_RUNTIME_FORMAT_H */

@@ -1,0 +1,289 @@
+/* load.c: turning a .dcz buffer into an executable dcz_model.
+ *
+ * Loading runs the same walk twice over the validated container: a sizing
+ * pass that only measures, then a filling pass into one allocation of
+ * exactly that size (the model, its layers, weights in execution form, and
+ * the scratch used to decode streams). Huffman and raw streams are decoded
+ * once, straight into the execution form of model.h.
+ *
+ * Checked by tests/unit/test_format.c (round trips through the toolchain's
+ * writer, corruptions, truncations) and tests/fuzz/fuzz_dcz.c.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "runtime/model.h"
+
+#define TRY(expr) do { dcz_status s_ = (expr); if (s_ != DCZ_OK) return s_; } while (0)
+
+typedef struct arena {
+    uint8_t *base;   /* NULL while sizing */
+    size_t used;
+    int overflow;
+} arena;
+
+static void *arena_take(arena *a, uint64_t bytes)
+{
+    size_t off = (a->used + 15) & ~(size_t)15;
+    if (off < a->used || bytes > SIZE_MAX - off) { a->overflow = 1; return NULL; }
+    a->used = off + (size_t)bytes;
+    return a->base ? a->base + off : NULL;
+}
+
+void dcz_options_init(dcz_options *opt)
+{
+    memset(opt, 0, sizeof *opt);
+    opt->device = DCZ_DEVICE_AUTO;
+}
+
+static dcz_status load_dense(const dcz_tensor_view *t, arena *a, const float **out)
+{
+    float *dst = arena_take(a, t->n * 4);
+    if (!a->base) return DCZ_OK;
+    for (uint64_t i = 0; i < t->n; i++) {
+        if (t->enc == DCZ_ENC_F32)
+            dst[i] = dcz_f32_from_bits(dcz_le32(t->payload + i * 4));
+        else
+            dst[i] = dcz_f16_to_f32((uint16_t)(t->payload[i * 2] | t->payload[i * 2 + 1] << 8));
+    }
+    *out = dst;
+    return DCZ_OK;
+}
+
+typedef struct scratch {
+    uint8_t *gaps;   /* gap symbols of one tensor */
+    uint8_t *idx;    /* index symbols of one tensor, in stream order */
+    uint64_t gaps_cap, idx_cap;
+} scratch;
+
+static dcz_status load_sparse(const dcz_tensor_view *t, arena *a, scratch *sc, dcz_sparse *sp)
+{
+    const uint32_t rows = t->dims[0], cols = t->dims[1];
+    const uint64_t cap = dcz_sparse_max_entries(t->nnz, rows, cols);
+    if (cap > 0xFFFFFFFFu) return DCZ_ERR_FORMAT;
+    uint32_t *row_ptr = arena_take(a, ((uint64_t)rows + 1) * 4);
+    uint8_t *step = arena_take(a, cap);
+    uint8_t *idx = NULL;
+    float *val = NULL, *cb = NULL;
+    if (t->enc == DCZ_ENC_CODEBOOK) {
+        idx = arena_take(a, cap);
+        cb = arena_take(a, (uint64_t)t->k * 4);
+    } else {
+        val = arena_take(a, cap * 4);
+    }
+    if (!a->base) {
+        if (t->gap_count > sc->gaps_cap) sc->gaps_cap = t->gap_count;
+        if (t->nnz > sc->idx_cap) sc->idx_cap = t->nnz;
+        return DCZ_OK;
+    }
+    TRY(dcz_tensor_decode_streams(t, t->enc == DCZ_ENC_CODEBOOK ? sc->idx : NULL, sc->gaps));
+    for (uint32_t i = 0; i < t->k; i++) cb[i] = dcz_f32_from_bits(dcz_le32(t->codebook + i * 4));
+
+    dcz_sparse_builder b;
+    memset(&b, 0, sizeof b);
+    b.rows = rows; b.cols = cols; b.row_ptr = row_ptr; b.step = step; b.cap = (uint32_t)cap;
+    b.idx_dst = idx; b.idx_src = sc->idx;
+    b.val_dst = val; b.val_src = t->values;
+    row_ptr[0] = 0;
+    TRY(dcz_gaps_walk(sc->gaps, t->gap_count, t->gap_bits, t->nnz, t->n,
+                      dcz_sparse_builder_add, &b));
+    dcz_sparse_builder_finish(&b);
+
+    sp->rows = rows; sp->cols = cols; sp->entries = b.entries;
+    sp->row_ptr = row_ptr; sp->step = step; sp->idx = idx; sp->val = val;
+    sp->codebook = cb; sp->k = t->k;
+    return DCZ_OK;
+}
+
+static dcz_status load_dense_layer(const dcz_container *c, const dcz_graph_layer *g,
+                                   arena *a, scratch *sc, dcz_exec_layer *l)
+{
+    dcz_section s;
+    dcz_cur cur;
+    uint32_t ntensors;
+    dcz_tensor_view w, b;
+    const uint32_t in = (uint32_t)g->attr[0], out = (uint32_t)g->attr[1];
+    dcz_container_section(c, g->param_section, &s);
+    TRY(dcz_layer_begin(c->base + s.offset, (size_t)s.size, &cur, &ntensors));
+    if (ntensors != 2) return DCZ_ERR_FORMAT;
+    TRY(dcz_tensor_next(&cur, &w));
+    TRY(dcz_tensor_next(&cur, &b));
+    if (w.rank != 2 || w.dims[0] != out || w.dims[1] != in) return DCZ_ERR_SHAPE;
+    if (b.rank != 1 || b.dims[0] != out) return DCZ_ERR_SHAPE;
+    if (b.enc != DCZ_ENC_F32 && b.enc != DCZ_ENC_F16) return DCZ_ERR_FORMAT;
+
+    const float *bias = NULL;
+    TRY(load_dense(&b, a, &bias));
+    dcz_sparse sp;
+    memset(&sp, 0, sizeof sp);
+    const float *wd = NULL;
+    dcz_kernel k;
+    switch (w.enc) {
+    case DCZ_ENC_F32:
+    case DCZ_ENC_F16:
+        TRY(load_dense(&w, a, &wd));
+        k = DCZ_K_DENSE_F32;
+        break;
+    case DCZ_ENC_SPARSE_F32:
+        TRY(load_sparse(&w, a, sc, &sp));
+        k = DCZ_K_SPARSE_F32;
+        break;
+    case DCZ_ENC_CODEBOOK:
+        TRY(load_sparse(&w, a, sc, &sp));
+        k = DCZ_K_SPARSE_CB;
+        break;
+    default:
+        return DCZ_ERR_UNSUPPORTED;
+    }
+    if (a->base) {
+        l->kernel = k;
+        l->w = wd;
+        l->sp = sp;
+        l->bias = bias;
+    }
+    return DCZ_OK;
+}
+
+/* One walk over the graph: sizes everything while a->base is NULL, fills
+ * the model when it is set. */
+static dcz_status load_walk(const dcz_container *c, arena *a, scratch *sc, dcz_model **out)
+{
+    dcz_section gs;
+    dcz_cur cur;
+    uint32_t nlayers = 0, rank = 0, dims[DCZ_MAX_RANK];
+    uint32_t gi = 0;
+    for (; gi < c->nsections; gi++) {
+        dcz_container_section(c, gi, &gs);
+        if (gs.type == DCZ_SEC_GRAPH) break;
+    }
+    TRY(dcz_graph_begin(c->base + gs.offset, (size_t)gs.size, &cur, &nlayers, &rank, dims));
+
+    dcz_model *m = arena_take(a, sizeof *m);
+    dcz_exec_layer *layers = arena_take(a, (uint64_t)nlayers * sizeof *layers);
+    uint64_t width = 1;
+    for (uint32_t i = 0; i < rank; i++) width *= dims[i];
+    if (width > (1u << 24)) return DCZ_ERR_FORMAT;
+    uint64_t in_size = width, max_width = width;
+    if (m) {
+        memset(m, 0, sizeof *m);
+        memset(layers, 0, (size_t)nlayers * sizeof *layers);
+        m->in_rank = rank;
+        memcpy(m->in_dims, dims, rank * sizeof *dims);
+        m->nlayers = nlayers;
+        m->layers = layers;
+    }
+    for (uint32_t i = 0; i < nlayers; i++) {
+        dcz_graph_layer g;
+        TRY(dcz_graph_next(&cur, c, &g));
+        dcz_exec_layer tmp, *l = layers ? &layers[i] : &tmp;
+        memset(&tmp, 0, sizeof tmp);
+        memcpy(l->name, g.name, sizeof l->name);
+        l->in = (uint32_t)width;
+        switch (g.op) {
+        case DCZ_OP_DENSE:
+            if ((uint32_t)g.attr[0] != width) return DCZ_ERR_SHAPE;
+            TRY(load_dense_layer(c, &g, a, sc, l));
+            width = (uint32_t)g.attr[1];
+            break;
+        case DCZ_OP_RELU:
+            l->kernel = DCZ_K_RELU;
+            break;
+        case DCZ_OP_SOFTMAX:
+            l->kernel = DCZ_K_SOFTMAX;
+            break;
+        default:
+            return DCZ_ERR_UNSUPPORTED;
+        }
+        l->out = (uint32_t)width;
+        if (width > max_width) max_width = width;
+    }
+    if (cur.pos != cur.len) return DCZ_ERR_FORMAT;
+    if (m) {
+        m->in_size = (uint32_t)in_size;
+        m->out_size = (uint32_t)width;
+        m->max_width = (uint32_t)max_width;
+        *out = m;
+    }
+    return DCZ_OK;
+}
+
+dcz_status dcz_open_memory(const void *buf, size_t len, const dcz_options *opt,
+                           dcz_model **out)
+{
+    dcz_container c;
+    dcz_options o;
+    if (!out) return DCZ_ERR_ARG;
+    *out = NULL;
+    if (opt) o = *opt; else dcz_options_init(&o);
+    if (o.device == DCZ_DEVICE_GPU) return DCZ_ERR_DEVICE; /* no GPU backend in this build */
+    if (o.device != DCZ_DEVICE_AUTO && o.device != DCZ_DEVICE_CPU) return DCZ_ERR_ARG;
+    TRY(dcz_container_open(buf, len, &c));
+
+    /* sizing pass; the decode scratch goes after everything the walk takes */
+    arena a = { NULL, 0, 0 };
+    scratch sc;
+    memset(&sc, 0, sizeof sc);
+    TRY(load_walk(&c, &a, &sc, NULL));
+    const size_t walk_bytes = a.used;
+    (void)arena_take(&a, sc.gaps_cap);
+    (void)arena_take(&a, sc.idx_cap);
+    if (a.overflow) return DCZ_ERR_NOMEM;
+
+    uint8_t *block = malloc(a.used ? a.used : 1);
+    if (!block) return DCZ_ERR_NOMEM;
+    arena tail = { block, walk_bytes, 0 };
+    sc.gaps = arena_take(&tail, sc.gaps_cap);
+    sc.idx = arena_take(&tail, sc.idx_cap);
+    a.base = block;
+    a.used = 0;
+    dcz_model *m = NULL;
+    dcz_status s = load_walk(&c, &a, &sc, &m);
+    if (s != DCZ_OK) {
+        free(block);
+        return s;
+    }
+    m->block = block;
+    m->opt = o;
+    *out = m;
+    return DCZ_OK;
+}
+
+dcz_status dcz_open_file(const char *path, const dcz_options *opt, dcz_model **out)
+{
+    if (!out) return DCZ_ERR_ARG;
+    *out = NULL;
+    if (!path) return DCZ_ERR_ARG;
+    FILE *f = fopen(path, "rb");
+    if (!f) return DCZ_ERR_IO;
+    dcz_status s = DCZ_ERR_IO;
+    uint8_t *buf = NULL;
+    long size;
+    if (fseek(f, 0, SEEK_END) != 0 || (size = ftell(f)) < 0 || fseek(f, 0, SEEK_SET) != 0)
+        goto done;
+    buf = malloc(size ? (size_t)size : 1);
+    if (!buf) { s = DCZ_ERR_NOMEM; goto done; }
+    if (fread(buf, 1, (size_t)size, f) != (size_t)size) goto done;
+    s = dcz_open_memory(buf, (size_t)size, opt, out);
+done:
+    free(buf);
+    fclose(f);
+    return s;
+}
+
+void dcz_close(dcz_model *m)
+{
+    if (!m) return;
+    free(m->act);
+    free(m->block); /* m itself lives inside block */
+}
+
+size_t dcz_input_size(const dcz_model *m) { return m ? m->in_size : 0; }
+size_t dcz_output_size(const dcz_model *m) { return m ? m->out_size : 0; }
+
+int dcz_input_shape(const dcz_model *m, uint32_t *dims, int max_rank)
+{
+    if (!m) return 0;
+    for (int i = 0; i < (int)m->in_rank && i < max_rank; i++) dims[i] = m->in_dims[i];
+    return (int)m->in_rank;
+}

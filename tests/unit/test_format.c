@@ -1,0 +1,434 @@
+/* test_format.c: the .dcz container and its encodings.
+ *
+ * Round trips every encoding through dcz_doc_write / dcz_doc_read and the
+ * runtime loader, checks gap coding with fillers (gaps at and around the
+ * limit, every gap width, raw and Huffman), byte-identical rewrites, and
+ * that every single-byte corruption and every truncation of a small file is
+ * refused by both readers.
+ */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "runtime/doc.h"
+#include "runtime/model.h"
+#include "tests/check.h"
+
+static uint64_t rng_state = 0x9E3779B97F4A7C15ull;
+static uint64_t rnd(void)
+{
+    uint64_t z = (rng_state += 0x9E3779B97F4A7C15ull);
+    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+    z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+    return z ^ (z >> 31);
+}
+static float frand(void) { return (float)((rnd() >> 11) * (1.0 / 9007199254740992.0)) * 2.0f - 1.0f; }
+
+/* A dense layer whose weight uses encoding enc; density applies to sparse ones. */
+static void make_dense_layer(dcz_doc_layer *l, const char *name, uint32_t in, uint32_t out,
+                             uint32_t enc, double density, unsigned index_bits,
+                             unsigned gap_bits, uint8_t coding)
+{
+    l->op = DCZ_OP_DENSE;
+    snprintf(l->name, sizeof l->name, "%s", name);
+    l->nattr = 2;
+    l->attr[0] = (int32_t)in;
+    l->attr[1] = (int32_t)out;
+    l->ntensors = 2;
+    dcz_doc_tensor *w = &l->t[0], *b = &l->t[1];
+    w->enc = enc;
+    w->rank = 2;
+    w->dims[0] = out;
+    w->dims[1] = in;
+    w->n = (size_t)in * out;
+    w->values = calloc(w->n, sizeof(float));
+    if (enc == DCZ_ENC_SPARSE_F32 || enc == DCZ_ENC_CODEBOOK) {
+        w->mask = calloc(w->n, 1);
+        w->gap_bits = (uint8_t)gap_bits;
+        w->gap_coding = coding;
+    }
+    if (enc == DCZ_ENC_CODEBOOK) {
+        w->index_bits = (uint8_t)index_bits;
+        w->index_coding = coding;
+        w->k = 1u << index_bits;
+        w->codebook = malloc(w->k * sizeof(float));
+        w->assign = calloc(w->n, 1);
+        for (uint32_t i = 0; i < w->k; i++) w->codebook[i] = frand();
+    }
+    for (size_t i = 0; i < w->n; i++) {
+        int keep = !w->mask || (gap_bits == 0) || (rnd() % 1000000) < density * 1000000;
+        if (w->mask) w->mask[i] = (uint8_t)keep;
+        if (!keep) continue;
+        if (w->assign) {
+            w->assign[i] = (uint8_t)(rnd() % w->k);
+            w->values[i] = w->codebook[w->assign[i]];
+        } else {
+            w->values[i] = frand();
+            if (enc == DCZ_ENC_F16) w->values[i] = dcz_f16_to_f32(dcz_f32_to_f16(w->values[i]));
+        }
+    }
+    b->enc = DCZ_ENC_F32;
+    b->rank = 1;
+    b->dims[0] = out;
+    b->n = out;
+    b->values = malloc(out * sizeof(float));
+    for (uint32_t i = 0; i < out; i++) b->values[i] = frand();
+}
+
+static void make_op(dcz_doc_layer *l, uint16_t op, const char *name)
+{
+    l->op = op;
+    snprintf(l->name, sizeof l->name, "%s", name);
+}
+
+/* 12 -> 9 (codebook, Huffman) -> relu -> 7 (sparse f32) -> relu -> 5 (f32) -> softmax */
+static dcz_doc *small_doc(void)
+{
+    dcz_doc *d;
+    if (dcz_doc_alloc(6, &d) != DCZ_OK) return NULL;
+    d->input_rank = 1;
+    d->input_dims[0] = 12;
+    make_dense_layer(&d->layers[0], "fc1", 12, 9, DCZ_ENC_CODEBOOK, 0.4, 3, 2, DCZ_CODING_HUFFMAN);
+    make_op(&d->layers[1], DCZ_OP_RELU, "relu1");
+    make_dense_layer(&d->layers[2], "fc2", 9, 7, DCZ_ENC_SPARSE_F32, 0.5, 0, 3, DCZ_CODING_RAW);
+    make_op(&d->layers[3], DCZ_OP_RELU, "relu2");
+    make_dense_layer(&d->layers[4], "fc3", 7, 5, DCZ_ENC_F16, 1, 0, 0, 0);
+    make_op(&d->layers[5], DCZ_OP_SOFTMAX, "prob");
+    dcz_doc_add_stage(d, "stage = test\nnote = small\n");
+    return d;
+}
+
+static void same_tensor(const dcz_doc_tensor *a, const dcz_doc_tensor *b, const char *what)
+{
+    CHECK(a->n == b->n && a->rank == b->rank && a->enc == b->enc, "%s: header", what);
+    if (a->n != b->n) return;
+    size_t bad = 0;
+    for (size_t i = 0; i < a->n; i++) {
+        int ma = !a->mask || a->mask[i], mb = !b->mask || b->mask[i];
+        float va = ma ? a->values[i] : 0.0f, vb = mb ? b->values[i] : 0.0f;
+        if (ma != mb || memcmp(&va, &vb, 4) != 0) {
+            if (bad++ < 3) fprintf(stderr, "  %s[%zu]: mask %d/%d value %g/%g\n", what, i, ma, mb, va, vb);
+        }
+        if (a->assign && ma && b->assign && a->assign[i] != b->assign[i]) bad++;
+    }
+    CHECK(bad == 0, "%s: %zu elements differ", what, bad);
+}
+
+/* forward pass of a doc in double, the reference for the runtime */
+static void doc_forward(const dcz_doc *d, const float *x, double *y, size_t *out_n)
+{
+    double a[64], b[64];
+    size_t n = d->input_dims[0];
+    for (size_t i = 0; i < n; i++) a[i] = x[i];
+    for (uint32_t li = 0; li < d->nlayers; li++) {
+        const dcz_doc_layer *l = &d->layers[li];
+        if (l->op == DCZ_OP_DENSE) {
+            size_t out = (size_t)l->attr[1];
+            for (size_t r = 0; r < out; r++) {
+                double acc = l->t[1].values[r];
+                for (size_t c = 0; c < n; c++) acc += (double)l->t[0].values[r * n + c] * a[c];
+                b[r] = acc;
+            }
+            n = out;
+            memcpy(a, b, n * sizeof *a);
+        } else if (l->op == DCZ_OP_RELU) {
+            for (size_t i = 0; i < n; i++) a[i] = a[i] > 0 ? a[i] : 0;
+        } else {
+            double mx = a[0], s = 0;
+            for (size_t i = 1; i < n; i++) mx = a[i] > mx ? a[i] : mx;
+            for (size_t i = 0; i < n; i++) s += (a[i] = exp(a[i] - mx));
+            for (size_t i = 0; i < n; i++) a[i] /= s;
+        }
+    }
+    memcpy(y, a, n * sizeof *y);
+    *out_n = n;
+}
+
+static void test_doc_round_trip(void)
+{
+    dcz_doc *d = small_doc(), *r = NULL;
+    REQUIRE(d != NULL, "alloc");
+    uint8_t *buf = NULL, *buf2 = NULL;
+    size_t len = 0, len2 = 0;
+    REQUIRE(dcz_doc_write(d, &buf, &len) == DCZ_OK, "write");
+    CHECK(len % 64 == 0 || len > 0, "length %zu", len);
+    CHECK(d->file_bytes == len, "file_bytes %zu vs %zu", d->file_bytes, len);
+    REQUIRE(dcz_doc_read(buf, len, &r) == DCZ_OK, "read back");
+    CHECK(r->nlayers == 6 && r->nstages == 1, "layers %u stages %u", r->nlayers, r->nstages);
+    CHECK(strcmp(r->stages[0], d->stages[0]) == 0, "stage text");
+    for (uint32_t i = 0; i < 6; i++) {
+        CHECK(strcmp(r->layers[i].name, d->layers[i].name) == 0, "name %u", i);
+        CHECK(r->layers[i].op == d->layers[i].op, "op %u", i);
+        for (uint32_t j = 0; j < d->layers[i].ntensors; j++)
+            same_tensor(&d->layers[i].t[j], &r->layers[i].t[j], d->layers[i].name);
+        CHECK(r->layers[i].t[0].st.record_bytes == d->layers[i].t[0].st.record_bytes,
+              "stats of layer %u", i);
+    }
+    /* the document read back writes the same bytes */
+    REQUIRE(dcz_doc_write(r, &buf2, &len2) == DCZ_OK, "rewrite");
+    CHECK(len2 == len && memcmp(buf, buf2, len) == 0, "rewrite differs (%zu vs %zu bytes)", len2, len);
+    free(buf);
+    free(buf2);
+    dcz_doc_free(d);
+    dcz_doc_free(r);
+}
+
+static void test_runtime_matches_doc(void)
+{
+    dcz_doc *d = small_doc();
+    uint8_t *buf = NULL;
+    size_t len = 0;
+    REQUIRE(d && dcz_doc_write(d, &buf, &len) == DCZ_OK, "write");
+    dcz_model *m = NULL;
+    dcz_status st = dcz_open_memory(buf, len, NULL, &m);
+    REQUIRE(st == DCZ_OK, "open: %s", dcz_status_str(st));
+    CHECK(dcz_input_size(m) == 12 && dcz_output_size(m) == 5, "sizes %zu %zu",
+          dcz_input_size(m), dcz_output_size(m));
+    enum { B = 7 };
+    float x[B * 12], y[B * 5], y1[5];
+    for (int i = 0; i < B * 12; i++) x[i] = frand();
+    REQUIRE(dcz_run(m, x, B, y) == DCZ_OK, "run batch");
+    double worst = 0;
+    for (int b = 0; b < B; b++) {
+        double ref[64];
+        size_t n;
+        doc_forward(d, x + b * 12, ref, &n);
+        REQUIRE(dcz_run(m, x + b * 12, 1, y1) == DCZ_OK, "run 1");
+        for (size_t i = 0; i < n; i++) {
+            worst = fmax(worst, fabs(y[b * 5 + i] - ref[i]));
+            worst = fmax(worst, fabs(y1[i] - ref[i]));
+        }
+    }
+    CHECK(worst < 1e-5, "max error %g", worst);
+    CHECK(dcz_run(m, x, 0, y) == DCZ_OK, "batch 0");
+    dcz_close(m);
+    dcz_close(NULL);
+    free(buf);
+    dcz_doc_free(d);
+}
+
+/* Gap coding with fillers: positions chosen so that every gap from 0 to well
+ * beyond the limit occurs, for every gap width, raw and Huffman. */
+static void test_gaps_at_limit(void)
+{
+    for (unsigned bits = 1; bits <= 8; bits++) {
+        for (int coding = 0; coding <= 1; coding++) {
+            const uint32_t filler = (1u << bits) - 1;
+            dcz_doc *d;
+            REQUIRE(dcz_doc_alloc(1, &d) == DCZ_OK, "alloc");
+            const uint32_t in = 1000, out = 3;
+            d->input_rank = 1;
+            d->input_dims[0] = in;
+            make_dense_layer(&d->layers[0], "fc", in, out, DCZ_ENC_CODEBOOK, 0, 2, bits, (uint8_t)coding);
+            dcz_doc_tensor *w = &d->layers[0].t[0];
+            /* gaps 0, F-1, F, F+1, 2F-1, 2F, 2F+1, 0, 3F ... placed across rows */
+            const uint32_t gaps[] = { 0, filler - 1, filler, filler + 1, 2 * filler - 1, 2 * filler,
+                                      2 * filler + 1, 0, 0, 3 * filler, 1, 255, 256, 509, 510 };
+            int64_t pos = -1;
+            uint32_t placed = 0;
+            for (size_t g = 0; g < sizeof gaps / sizeof *gaps; g++) {
+                pos += gaps[g] + 1;
+                if (pos >= (int64_t)w->n) break;
+                w->mask[pos] = 1;
+                w->assign[pos] = (uint8_t)(placed % w->k);
+                w->values[pos] = w->codebook[w->assign[pos]];
+                placed++;
+            }
+            w->mask[w->n - 1] = 1; /* the very last position too */
+            w->values[w->n - 1] = w->codebook[0];
+            placed++;
+            uint8_t *buf = NULL;
+            size_t len = 0;
+            dcz_doc *r = NULL;
+            REQUIRE(dcz_doc_write(d, &buf, &len) == DCZ_OK, "write bits %u", bits);
+            CHECK(w->st.nnz == placed, "nnz %u placed %u", w->st.nnz, placed);
+            CHECK(w->st.gap_count > placed, "fillers expected for bits %u", bits);
+            REQUIRE(dcz_doc_read(buf, len, &r) == DCZ_OK, "read bits %u coding %d", bits, coding);
+            same_tensor(w, &r->layers[0].t[0], "gaps");
+            /* and the runtime computes with the same positions */
+            dcz_model *m = NULL;
+            REQUIRE(dcz_open_memory(buf, len, NULL, &m) == DCZ_OK, "open bits %u", bits);
+            float *x = malloc(in * sizeof *x), y[3];
+            for (uint32_t i = 0; i < in; i++) x[i] = frand();
+            dcz_run(m, x, 1, y);
+            for (uint32_t o = 0; o < out; o++) {
+                double ref = d->layers[0].t[1].values[o];
+                for (uint32_t i = 0; i < in; i++) ref += (double)w->values[o * in + i] * x[i];
+                CHECK(fabs(ref - y[o]) < 1e-4, "bits %u row %u: %g vs %g", bits, o, y[o], ref);
+            }
+            free(x);
+            dcz_close(m);
+            free(buf);
+            dcz_doc_free(r);
+            dcz_doc_free(d);
+        }
+    }
+}
+
+static void test_corruption_refused(void)
+{
+    dcz_doc *d = small_doc();
+    uint8_t *buf = NULL;
+    size_t len = 0;
+    REQUIRE(d && dcz_doc_write(d, &buf, &len) == DCZ_OK, "write");
+    uint8_t *copy = malloc(len);
+    size_t accepted = 0, doc_accepted = 0;
+    const uint8_t flips[] = { 0x01, 0x80, 0xFF };
+    for (size_t i = 0; i < len; i++) {
+        for (size_t f = 0; f < sizeof flips; f++) {
+            memcpy(copy, buf, len);
+            copy[i] ^= flips[f];
+            dcz_model *m = NULL;
+            if (dcz_open_memory(copy, len, NULL, &m) == DCZ_OK) {
+                if (accepted++ < 3) fprintf(stderr, "  accepted flip 0x%02x at byte %zu\n", flips[f], i);
+                dcz_close(m);
+            }
+            dcz_doc *r = NULL;
+            if (dcz_doc_read(copy, len, &r) == DCZ_OK) { doc_accepted++; dcz_doc_free(r); }
+        }
+    }
+    CHECK(accepted == 0, "%zu corrupted files loaded by the runtime", accepted);
+    CHECK(doc_accepted == 0, "%zu corrupted files read by the toolchain", doc_accepted);
+    size_t trunc_ok = 0;
+    for (size_t n = 0; n < len; n++) {
+        uint8_t *t = malloc(n ? n : 1); /* exact size: sanitizers see overreads */
+        memcpy(t, buf, n);
+        dcz_model *m = NULL;
+        dcz_doc *r = NULL;
+        if (dcz_open_memory(t, n, NULL, &m) == DCZ_OK) { trunc_ok++; dcz_close(m); }
+        if (dcz_doc_read(t, n, &r) == DCZ_OK) { trunc_ok++; dcz_doc_free(r); }
+        free(t);
+    }
+    CHECK(trunc_ok == 0, "%zu truncations accepted", trunc_ok);
+    free(copy);
+    free(buf);
+    dcz_doc_free(d);
+}
+
+/* A file whose CRCs are right but whose content lies must still be refused:
+ * rewrite the header CRC after damaging a field. */
+static void fix_crcs(uint8_t *b, size_t len)
+{
+    uint32_t ns = dcz_le32(b + 24);
+    if (64 + 32 * (uint64_t)ns > len) return;
+    for (uint32_t i = 0; i < ns; i++) {
+        uint8_t *e = b + 64 + 32 * i;
+        uint64_t off = dcz_le32(e + 8), size = dcz_le32(e + 16);
+        if (off + size <= len) dcz_put32(e + 24, dcz_crc32(0, b + off, size));
+    }
+    memset(b + 28, 0, 4);
+    dcz_put32(b + 28, dcz_crc32(0, b, 64 + 32 * (size_t)ns));
+}
+
+static void test_lies_with_valid_crc(void)
+{
+    dcz_doc *d = small_doc();
+    uint8_t *buf = NULL;
+    size_t len = 0;
+    REQUIRE(d && dcz_doc_write(d, &buf, &len) == DCZ_OK, "write");
+    uint8_t *copy = malloc(len);
+    size_t accepted_changes = 0;
+    for (size_t i = 0; i < len; i++) {
+        memcpy(copy, buf, len);
+        copy[i] ^= 0x41;
+        fix_crcs(copy, len);
+        dcz_model *m = NULL;
+        if (dcz_open_memory(copy, len, NULL, &m) == DCZ_OK) {
+            /* accepted: it must still run without touching memory it does not own */
+            float x[12] = { 0 }, y[64];
+            for (int j = 0; j < 12; j++) x[j] = frand();
+            CHECK(dcz_run(m, x, 1, y) == DCZ_OK, "run after change at %zu", i);
+            accepted_changes++;
+            dcz_close(m);
+        }
+        dcz_doc *r = NULL;
+        if (dcz_doc_read(copy, len, &r) == DCZ_OK) dcz_doc_free(r);
+    }
+    /* changes inside weights and stage text are legitimate files */
+    CHECK(accepted_changes < len, "everything accepted");
+    free(copy);
+    free(buf);
+    dcz_doc_free(d);
+}
+
+static void test_version_and_magic(void)
+{
+    dcz_doc *d = small_doc();
+    uint8_t *buf = NULL;
+    size_t len = 0;
+    REQUIRE(d && dcz_doc_write(d, &buf, &len) == DCZ_OK, "write");
+    dcz_model *m = NULL;
+    buf[8] = 2; /* major 2 */
+    fix_crcs(buf, len);
+    CHECK(dcz_open_memory(buf, len, NULL, &m) == DCZ_ERR_VERSION, "major 2 refused");
+    buf[8] = 1;
+    buf[10] = 9; /* a newer minor is fine */
+    fix_crcs(buf, len);
+    CHECK(dcz_open_memory(buf, len, NULL, &m) == DCZ_OK, "minor 9 accepted");
+    dcz_close(m);
+    m = NULL;
+    buf[0] = 'X';
+    CHECK(dcz_open_memory(buf, len, NULL, &m) == DCZ_ERR_FORMAT && m == NULL, "magic");
+    CHECK(dcz_open_memory(NULL, 0, NULL, &m) == DCZ_ERR_FORMAT, "null buffer");
+    CHECK(dcz_open_file("/nonexistent/x.dcz", NULL, &m) == DCZ_ERR_IO, "missing file");
+    dcz_options o;
+    dcz_options_init(&o);
+    o.device = DCZ_DEVICE_GPU;
+    buf[0] = 0x89;
+    CHECK(dcz_open_memory(buf, len, &o, &m) == DCZ_ERR_DEVICE, "gpu without backend");
+    free(buf);
+    dcz_doc_free(d);
+}
+
+/* An unknown optional section is skipped; an unknown required one refused. */
+static void test_unknown_sections(void)
+{
+    dcz_doc *d = small_doc();
+    uint8_t *buf = NULL;
+    size_t len = 0;
+    REQUIRE(d && dcz_doc_write(d, &buf, &len) == DCZ_OK, "write");
+    uint32_t ns = dcz_le32(buf + 24);
+    uint8_t *last = buf + 64 + 32 * (ns - 1); /* the stage section */
+    dcz_put32(last, 77);
+    fix_crcs(buf, len);
+    dcz_model *m = NULL;
+    CHECK(dcz_open_memory(buf, len, NULL, &m) == DCZ_OK, "optional unknown skipped");
+    dcz_close(m);
+    dcz_put32(last + 4, DCZ_SECF_REQUIRED);
+    fix_crcs(buf, len);
+    m = NULL;
+    CHECK(dcz_open_memory(buf, len, NULL, &m) == DCZ_ERR_UNSUPPORTED, "required unknown refused");
+    free(buf);
+    dcz_doc_free(d);
+}
+
+static void test_f16(void)
+{
+    const float vals[] = { 0.0f, -0.0f, 1.0f, -2.5f, 65504.0f, 1e-7f, 6.1e-5f, 3.14159f, 1e6f };
+    for (size_t i = 0; i < sizeof vals / sizeof *vals; i++) {
+        float r = dcz_f16_to_f32(dcz_f32_to_f16(vals[i]));
+        float tol = fabsf(vals[i]) * 1e-3f + 6e-8f;
+        if (vals[i] > 65504.0f) CHECK(isinf(r), "overflow to inf");
+        else CHECK(fabsf(r - vals[i]) <= tol, "%g -> %g", vals[i], r);
+    }
+    /* every half converts back to itself */
+    size_t bad = 0;
+    for (uint32_t h = 0; h < 0x10000; h++) {
+        if ((h & 0x7c00) == 0x7c00 && (h & 0x3ff)) continue; /* NaN payloads */
+        if (dcz_f32_to_f16(dcz_f16_to_f32((uint16_t)h)) != h) bad++;
+    }
+    CHECK(bad == 0, "%zu halves do not round trip", bad);
+}
+
+int main(void)
+{
+    RUN(test_doc_round_trip);
+    RUN(test_runtime_matches_doc);
+    RUN(test_gaps_at_limit);
+    RUN(test_corruption_refused);
+    RUN(test_lies_with_valid_crc);
+    RUN(test_version_and_magic);
+    RUN(test_unknown_sections);
+    RUN(test_f16);
+    return check_summary();
+}

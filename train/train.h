@@ -1,0 +1,191 @@
+/* train.h: the retraining engine every compression stage builds on.
+ *
+ * A dcz_net is a chain of layers in the same order as the runtime graph of a
+ * .dcz (docs/FORMAT.md), so a network converts to and from a file layer by
+ * layer (convert.c). Dense layers run forward and backward through OpenBLAS
+ * sgemm; the loss is softmax cross-entropy on the last layer's logits (a
+ * final softmax layer, when present, is the identity for training).
+ *
+ * Compression state lives in the layers and is honoured by training:
+ * - mask (when not NULL): pruned weights are exactly 0 before and after
+ *   every step; their gradients and momentum are zeroed.
+ * - codebook (when not NULL): weight sharing. Every kept weight equals
+ *   codebook[assign[i]]; a step moves the centroids, never the assignments,
+ *   by the sum of the gradients of the weights assigned to each centroid
+ *   (Deep Compression, section 3.2), then rewrites the weights.
+ *
+ * Data: dcz_data_load reads MNIST-style IDX files (gzip or plain) from a
+ * directory, or Fashion-MNIST from Debian's dataset-fashion-mnist package for
+ * the spec "fashion-mnist". Images become floats in [0, 1].
+ *
+ * Tested by tests/unit/test_train.c and tests/unit/test_idx.c; the IDX parser
+ * is fuzzed by tests/fuzz/fuzz_idx.c.
+ */
+#ifndef DCZ_TRAIN_H
+#define DCZ_TRAIN_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "dcz.h"
+
+/* ---- random numbers: xoshiro256**, seeded through splitmix64 ------------ */
+
+typedef struct dcz_rng { uint64_t s[4]; } dcz_rng;
+
+void dcz_rng_seed(dcz_rng *r, uint64_t seed);
+uint64_t dcz_rng_u64(dcz_rng *r);
+float dcz_rng_uniform(dcz_rng *r);            /* [0, 1) */
+float dcz_rng_normal(dcz_rng *r);             /* mean 0, sd 1 */
+uint32_t dcz_rng_below(dcz_rng *r, uint32_t n); /* [0, n), unbiased; n > 0 */
+
+/* ---- datasets ------------------------------------------------------------ */
+
+typedef struct dcz_dataset {
+    size_t n;            /* samples */
+    uint32_t c, h, w;    /* sample shape; a sample is c*h*w floats */
+    uint32_t classes;    /* max label + 1 */
+    float *x;            /* (n, c*h*w), values in [0, 1] */
+    uint8_t *y;          /* (n) labels */
+    uint32_t hash;       /* CRC32 over images then labels as read: provenance */
+} dcz_dataset;
+
+enum { DCZ_SPLIT_TRAIN = 0, DCZ_SPLIT_TEST = 1 };
+
+/* Loads one split. spec is "fashion-mnist" (Debian's package location,
+ * /usr/share/datasets/fashion-mnist) or a directory holding
+ * {train,t10k}-{images-idx3,labels-idx1}-ubyte, each optionally ".gz".
+ * On failure writes a one-line reason to err (errlen bytes) and returns
+ * DCZ_ERR_IO (missing/unreadable) or DCZ_ERR_DATA (malformed). */
+dcz_status dcz_data_load(const char *spec, int split, dcz_dataset *out,
+                         char *err, size_t errlen);
+
+/* Parses decompressed IDX image and label buffers (ubyte images of rank 3,
+ * ubyte labels of rank 1, same count). Exposed for tests and fuzzing. */
+dcz_status dcz_idx_parse(const uint8_t *img, size_t img_len,
+                         const uint8_t *lbl, size_t lbl_len,
+                         dcz_dataset *out, char *err, size_t errlen);
+
+/* Releases the dataset's arrays and zeroes it. NULL-safe. */
+void dcz_dataset_free(dcz_dataset *d);
+
+/* ---- the network --------------------------------------------------------- */
+
+typedef enum dcz_tlayer_kind {
+    DCZ_TL_DENSE = 1,   /* y = W x + b, W (out, in) row-major */
+    DCZ_TL_RELU,
+    DCZ_TL_SOFTMAX      /* identity while training (loss is fused) */
+} dcz_tlayer_kind;
+
+typedef struct dcz_tlayer {
+    dcz_tlayer_kind kind;
+    char name[64];
+    int in, out;          /* features; in == out for RELU and SOFTMAX */
+
+    /* DENSE parameters, owned */
+    float *w;             /* (out, in) */
+    float *b;             /* (out) */
+    uint8_t *mask;        /* (out, in) 1 kept, 0 pruned; NULL: dense */
+    int k;                /* codebook entries; 0: no weight sharing */
+    float *codebook;      /* (k) */
+    uint8_t *assign;      /* (out, in) centroid of each weight (kept ones) */
+
+    /* training state, owned, allocated on demand */
+    float *gw, *gb;       /* gradients */
+    float *vw, *vb;       /* momentum */
+    float *gcb, *vcb;     /* codebook gradient and momentum (k) */
+} dcz_tlayer;
+
+typedef struct dcz_net {
+    int nlayers;
+    dcz_tlayer *layers;
+    int in_dim;           /* floats per input sample */
+    int classes;          /* floats per output sample */
+    /* activation buffers for up to cap_batch samples, owned */
+    int cap_batch;
+    float **act;          /* act[i]: input of layer i (nlayers + 1 buffers) */
+    float **dact;         /* gradients w.r.t. act[i] */
+} dcz_net;
+
+/* Creates a network from an architecture name: "lenet300" (784-300-100-10
+ * with ReLU) or "mlp:784-500-300-10" (any widths, ReLU between layers).
+ * Layers are named fc1, relu1, fc2, ..., fcN, prob (the final softmax).
+ * Weights are drawn from the seeded rng (He-normal), biases are 0. */
+dcz_status dcz_net_create_arch(const char *arch, uint64_t seed, dcz_net **out,
+                               char *err, size_t errlen);
+
+/* An empty network of nlayers zeroed layers, for a caller to fill
+ * (layer buffers must come from malloc: dcz_net_free frees them). */
+dcz_status dcz_net_alloc(int nlayers, dcz_net **out);
+
+/* Checks a filled network (shapes chain, buffers present, in_dim/classes
+ * set from the layers). DCZ_ERR_SHAPE when shapes do not chain or are not
+ * positive; DCZ_ERR_ARG for a dense layer without w or b, an unknown kind, a
+ * softmax that is not the last layer, or an inconsistent codebook (k outside
+ * 1..256, codebook or assign missing, a kept weight's assignment >= k).
+ * Drops the activation buffers (regrown on demand). Forward, grad, train and
+ * evaluate need a validated net; dcz_net_create_arch returns one. */
+dcz_status dcz_net_validate(dcz_net *net);
+
+void dcz_net_free(dcz_net *net);
+
+/* Frees the training state (gradients and momentum) of every layer; call it
+ * after changing a layer's mask, codebook size k or shapes between stages.
+ * The next step starts from zero momentum. */
+void dcz_net_reset_state(dcz_net *net);
+
+/* Number of parameters (weights and biases) of the net. */
+size_t dcz_net_param_count(const dcz_net *net);
+
+/* Forward pass of batch samples x (batch, in_dim) into out (batch, classes):
+ * the output of the last layer (probabilities when it is a softmax). */
+dcz_status dcz_net_forward(dcz_net *net, const float *x, int batch, float *out);
+
+/* Re-applies masks and codebooks to the weights (w = cb[assign] * mask). */
+void dcz_net_apply_constraints(dcz_net *net);
+
+typedef struct dcz_sgd {
+    float lr;             /* learning rate for this epoch */
+    float momentum;       /* e.g. 0.9 */
+    float weight_decay;   /* L2, applied to weights (not biases, not codebooks) */
+    int batch;            /* mini-batch size */
+    int train_biases;     /* nonzero: biases are trained too */
+    int train_weights;    /* nonzero: weights (or centroids) are trained */
+} dcz_sgd;
+
+typedef void (*dcz_progress_fn)(void *ctx, size_t done, size_t total);
+
+/* Forward and backward pass of batch samples x (batch, in_dim) with labels y
+ * (batch): fills gw, gb (and gcb for codebook layers; masked entries of gw
+ * are 0) with the gradients of the mean softmax cross-entropy, allocating
+ * them on first use, and writes that mean to *loss (may be NULL). Changes no
+ * parameter. DCZ_ERR_DATA when a label is >= classes. */
+dcz_status dcz_net_grad(dcz_net *net, const float *x, const uint8_t *y, int batch,
+                        float *loss);
+
+/* One SGD update from the gradients of the last dcz_net_grad, as
+ * dcz_train_epoch does after each batch (opt->batch is not used). */
+dcz_status dcz_net_step(dcz_net *net, const dcz_sgd *opt);
+
+/* One epoch of SGD over data in an order shuffled by rng, honouring masks and
+ * codebooks. progress (may be NULL) is called after each batch. *loss gets
+ * the mean training loss. */
+dcz_status dcz_train_epoch(dcz_net *net, const dcz_dataset *data, const dcz_sgd *opt,
+                           dcz_rng *rng, dcz_progress_fn progress, void *ctx,
+                           float *loss);
+
+/* Top-1 accuracy of net on data (fraction correct, in [0, 1]). */
+dcz_status dcz_net_evaluate(dcz_net *net, const dcz_dataset *data, double *accuracy);
+
+/* Learning rate of epoch e (0-based) of n under a schedule: "const",
+ * "step" (x0.1 at 50% and 75% of n) or "cosine". NULL means "const". */
+float dcz_lr_at(const char *schedule, float base, int e, int n);
+
+/* DCZ_OK when dcz_lr_at knows schedule (NULL included), else DCZ_ERR_ARG;
+ * dcz_lr_at treats an unknown name as "const". */
+dcz_status dcz_lr_check(const char *schedule);
+
+/* Threads OpenBLAS may use (0 leaves the library default). */
+void dcz_train_set_threads(int threads);
+
+#endif /* DCZ_TRAIN_H */
