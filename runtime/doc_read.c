@@ -3,8 +3,10 @@
  *
  * Checked by tests/unit/test_format.c.
  */
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <zlib.h>
 
 #include "runtime/doc.h"
 
@@ -161,16 +163,46 @@ static dcz_status read_layer_params(const dcz_container *c, const dcz_graph_laye
     return DCZ_OK;
 }
 
-static dcz_status read_stage(const uint8_t *p, size_t len, dcz_doc *d)
+/* The STAGES section (doc_write.c): u32 record count, u64 file size of each
+ * record, u32 text length, then the records' text as one zlib stream, each
+ * record starting with a "stage =" line. */
+#define DCZ_MAX_STAGE_TEXT (1u << 20)
+#define DCZ_MAX_STAGES 1024
+
+static dcz_status read_stages(const uint8_t *p, size_t len, dcz_doc *d)
 {
-    char *text = malloc(len + 1);
+    dcz_cur cur;
+    uint32_t count, text_len;
+    uint64_t bytes[DCZ_MAX_STAGES];
+    dcz_cur_init(&cur, p, len);
+    TRY(dcz_rd_u32(&cur, &count));
+    if (count == 0 || count > DCZ_MAX_STAGES) return DCZ_ERR_FORMAT;
+    for (uint32_t i = 0; i < count; i++) TRY(dcz_rd_u64(&cur, &bytes[i]));
+    TRY(dcz_rd_u32(&cur, &text_len));
+    if (text_len == 0 || text_len > DCZ_MAX_STAGE_TEXT) return DCZ_ERR_FORMAT;
+    char *text = malloc((size_t)text_len + 1);
     if (!text) return DCZ_ERR_NOMEM;
-    for (size_t i = 0; i < len; i++) {
-        if (p[i] == 0) { free(text); return DCZ_ERR_FORMAT; }
-        text[i] = (char)p[i];
+    uLongf got = text_len;
+    dcz_status s = DCZ_OK;
+    if (uncompress((Bytef *)text, &got, p + cur.pos, (uLong)(len - cur.pos)) != Z_OK || got != text_len ||
+        memchr(text, 0, text_len) || strncmp(text, "stage =", 7) != 0)
+        s = DCZ_ERR_FORMAT;
+    text[text_len] = 0;
+    uint32_t i = 0;
+    for (const char *r = text; s == DCZ_OK && *r; i++) {
+        const char *next = strstr(r + 1, "\nstage =");
+        size_t n = next ? (size_t)(next + 1 - r) : strlen(r);
+        if (i == count) { s = DCZ_ERR_FORMAT; break; }
+        char *rec = malloc(n + 48);
+        if (!rec) { s = DCZ_ERR_NOMEM; break; }
+        memcpy(rec, r, n);
+        rec[n] = 0;
+        if (bytes[i]) snprintf(rec + n, 48, "file_bytes = %llu\n", (unsigned long long)bytes[i]);
+        s = dcz_doc_add_stage(d, rec);
+        free(rec);
+        r += n;
     }
-    text[len] = 0;
-    dcz_status s = dcz_doc_add_stage(d, text);
+    if (s == DCZ_OK && i != count) s = DCZ_ERR_FORMAT;
     free(text);
     return s;
 }
@@ -210,10 +242,12 @@ dcz_status dcz_doc_read(const void *buf, size_t len, dcz_doc **out)
         }
     }
     if (s == DCZ_OK && cur.pos != cur.len) s = DCZ_ERR_FORMAT;
+    int stage_sections = 0;
     for (uint32_t i = 0; i < c.nsections && s == DCZ_OK; i++) {
         dcz_section sec;
         dcz_container_section(&c, i, &sec);
-        if (sec.type == DCZ_SEC_STAGE) s = read_stage(c.base + sec.offset, (size_t)sec.size, d);
+        if (sec.type != DCZ_SEC_STAGE) continue;
+        s = stage_sections++ ? DCZ_ERR_FORMAT : read_stages(c.base + sec.offset, (size_t)sec.size, d);
     }
     if (s != DCZ_OK) {
         dcz_doc_free(d);

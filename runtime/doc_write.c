@@ -10,6 +10,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <zlib.h>
+
 #include "huffman/huffman.h"
 #include "runtime/doc.h"
 
@@ -265,6 +267,43 @@ typedef struct wsec {
     wbuf body;
 } wsec;
 
+/* The STAGES section: the record count, each record's file size as a u64
+ * (taken out of its "file_bytes = N" line, so that the size of the file does
+ * not depend on the number it states), then every record's text, in order,
+ * as one zlib stream. */
+static dcz_status put_stages(wsec *sec, const dcz_doc *d)
+{
+    wbuf text = { 0 };
+    sec->type = DCZ_SEC_STAGE;
+    put32(&sec->body, d->nstages);
+    for (uint32_t i = 0; i < d->nstages; i++) {
+        const char *r = d->stages[i];
+        if (strncmp(r, "stage =", 7) != 0) { free(text.p); return DCZ_ERR_ARG; }
+        uint64_t bytes = 0;
+        for (const char *line = r; *line;) {
+            const char *end = strchr(line, '\n');
+            size_t n = end ? (size_t)(end - line) + 1 : strlen(line);
+            if (strncmp(line, "file_bytes = ", 13) == 0) bytes = strtoull(line + 13, NULL, 10);
+            else put_bytes(&text, line, n);
+            line += n;
+        }
+        if (text.len && text.p[text.len - 1] != '\n') put8(&text, '\n');
+        put64(&sec->body, bytes);
+    }
+    if (text.err || sec->body.err || text.len > 0xFFFFFFFFu) { free(text.p); return DCZ_ERR_NOMEM; }
+    uLongf zlen = compressBound((uLong)text.len);
+    put32(&sec->body, (uint32_t)text.len);
+    const size_t at = sec->body.len;
+    uint8_t *z = wb_grow(&sec->body, zlen);
+    dcz_status s = DCZ_ERR_NOMEM;
+    if (z && compress2(z, &zlen, text.p, (uLong)text.len, 9) == Z_OK) {
+        sec->body.len = at + zlen;
+        s = DCZ_OK;
+    }
+    free(text.p);
+    return s;
+}
+
 dcz_status dcz_doc_write(dcz_doc *d, uint8_t **buf, size_t *len)
 {
     *buf = NULL;
@@ -273,7 +312,7 @@ dcz_status dcz_doc_write(dcz_doc *d, uint8_t **buf, size_t *len)
         return DCZ_ERR_ARG;
     uint32_t nparam = 0;
     for (uint32_t i = 0; i < d->nlayers; i++) nparam += d->layers[i].ntensors > 0;
-    const uint32_t nsec = 1 + nparam + d->nstages;
+    const uint32_t nsec = 1 + nparam + (d->nstages ? 1 : 0);
     wsec *secs = calloc(nsec, sizeof *secs);
     uint32_t *section_of_layer = malloc(d->nlayers * sizeof *section_of_layer);
     dcz_status s = DCZ_ERR_NOMEM;
@@ -301,10 +340,7 @@ dcz_status dcz_doc_write(dcz_doc *d, uint8_t **buf, size_t *len)
     secs[0].type = DCZ_SEC_GRAPH;
     secs[0].flags = DCZ_SECF_REQUIRED;
     if ((s = put_graph(&secs[0].body, d, section_of_layer)) != DCZ_OK) goto done;
-    for (uint32_t i = 0; i < d->nstages; i++, si++) {
-        secs[si].type = DCZ_SEC_STAGE;
-        put_bytes(&secs[si].body, d->stages[i], strlen(d->stages[i]));
-    }
+    if (d->nstages && (s = put_stages(&secs[si], d)) != DCZ_OK) goto done;
 
     /* header and table, then sections at 64-byte boundaries */
     uint64_t off = DCZ_HEADER_BYTES + (uint64_t)nsec * DCZ_SECTION_ENTRY_BYTES;

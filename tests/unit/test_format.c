@@ -95,6 +95,7 @@ static dcz_doc *small_doc(void)
     make_dense_layer(&d->layers[4], "fc3", 7, 5, DCZ_ENC_F16, 1, 0, 0, 0);
     make_op(&d->layers[5], DCZ_OP_SOFTMAX, "prob");
     dcz_doc_add_stage(d, "stage = test\nnote = small\n");
+    dcz_doc_add_stage(d, "stage = second\ncommand = dcz x --y 'stage = z'\n");
     return d;
 }
 
@@ -154,8 +155,9 @@ static void test_doc_round_trip(void)
     CHECK(len % 64 == 0 || len > 0, "length %zu", len);
     CHECK(d->file_bytes == len, "file_bytes %zu vs %zu", d->file_bytes, len);
     REQUIRE(dcz_doc_read(buf, len, &r) == DCZ_OK, "read back");
-    CHECK(r->nlayers == 6 && r->nstages == 1, "layers %u stages %u", r->nlayers, r->nstages);
-    CHECK(strcmp(r->stages[0], d->stages[0]) == 0, "stage text");
+    REQUIRE(r->nlayers == 6 && r->nstages == 2, "layers %u stages %u", r->nlayers, r->nstages);
+    CHECK(strcmp(r->stages[0], d->stages[0]) == 0, "stage text '%s'", r->stages[0]);
+    CHECK(strcmp(r->stages[1], d->stages[1]) == 0, "stage text '%s'", r->stages[1]);
     for (uint32_t i = 0; i < 6; i++) {
         CHECK(strcmp(r->layers[i].name, d->layers[i].name) == 0, "name %u", i);
         CHECK(r->layers[i].op == d->layers[i].op, "op %u", i);

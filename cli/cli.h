@@ -1,0 +1,183 @@
+/* cli.h: what the verbs of the dcz command share: option parsing, per-layer
+ * rules, progress display, JSON output, file I/O with atomic writes, exit
+ * codes, and the glue between stage libraries and files (stage.c).
+ *
+ * Only cli/ prints to the user and chooses exit codes (docs/CLI.md).
+ * Checked end to end by the scripts in tests/cli/.
+ */
+#ifndef DCZ_CLI_H
+#define DCZ_CLI_H
+
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#include "dcz.h"
+#include "runtime/doc.h"
+#include "train/train.h"
+
+/* exit codes (docs/CLI.md) */
+enum {
+    EXIT_OK = 0,
+    EXIT_USAGE = 1,
+    EXIT_BAD_INPUT = 2,
+    EXIT_IO = 3,
+    EXIT_DEVICE = 4,
+    EXIT_INTERNAL = 5
+};
+
+/* ---- options ------------------------------------------------------------ */
+
+typedef enum { OPT_FLAG, OPT_STR, OPT_INT, OPT_FLOAT } opt_kind;
+
+typedef struct opt_spec {
+    const char *name;      /* long name without "--" */
+    char short_name;       /* 0 if none */
+    opt_kind kind;
+    void *dst;             /* int* for FLAG/INT, const char** for STR, double* for FLOAT */
+    const char *help;
+} opt_spec;
+
+/* Options every verb takes. */
+typedef struct common_opts {
+    const char *out;       /* -o */
+    const char *data;      /* --data */
+    const char *recipe;    /* --recipe */
+    const char *device;    /* --device */
+    int seed;
+    int threads;
+    int quiet;
+    int json;
+    int help;
+} common_opts;
+
+typedef struct verb_ctx {
+    const char *verb;
+    const char *usage;     /* "dcz prune IN [options] -o OUT" */
+    const char *summary;   /* one paragraph */
+    int argc;              /* the verb's arguments, argv[0] = verb */
+    char **argv;
+    const char *cmdline;   /* the whole command line, for provenance */
+    common_opts c;
+    const char *pos[4];    /* positional arguments */
+    int npos;
+    int progress;          /* draw progress bars */
+} verb_ctx;
+
+/* Parses the verb's arguments (recipe file first, flags after it win) into
+ * the common options and specs. Returns -1 on success, or an exit code to
+ * return (help printed: 0; usage error printed: 1). */
+int cli_parse(verb_ctx *v, const opt_spec *specs, int min_pos, int max_pos);
+void cli_usage_error(const verb_ctx *v, const char *fmt, ...);
+
+/* Messages on stderr: errors always, notes unless --quiet. */
+void cli_error(const char *fmt, ...);
+void cli_note(const verb_ctx *v, const char *fmt, ...);
+
+/* Exit code for a library status, after printing "dcz VERB: WHAT: reason". */
+int cli_fail(const verb_ctx *v, dcz_status s, const char *what);
+int cli_exit_code(dcz_status s, int reading);
+
+/* ---- per-layer rules ("fc*=5,conv1=8"; later rules win) ------------------ */
+
+typedef struct rule_set {
+    int n;
+    char pattern[16][64];
+    double value[16];
+} rule_set;
+
+/* Parses text into rules; a bare number means "*=number". 0 on success. */
+int rules_parse(const char *text, rule_set *r, char *err, size_t errlen);
+/* The value of the last rule matching name, or dflt when none does. */
+double rules_value(const rule_set *r, const char *name, double dflt);
+/* Nonzero when some rule matches name. */
+int rules_match(const rule_set *r, const char *name);
+
+/* ---- files -------------------------------------------------------------- */
+
+/* Reads a whole file ("-" = stdin) into a malloc'd buffer. */
+dcz_status cli_read_file(const char *path, uint8_t **buf, size_t *len);
+/* Writes buf to path atomically (temporary file in the same directory, then
+ * rename); "-" writes to stdout. An interrupted run leaves no partial file. */
+dcz_status cli_write_file(const char *path, const void *buf, size_t len);
+/* Installs signal handlers that remove the temporary file on SIGINT/SIGTERM. */
+void cli_install_signals(void);
+
+/* ---- progress ------------------------------------------------------------ */
+
+typedef struct progress {
+    int enabled;
+    const char *label;
+    size_t total;
+    double started;
+    int last_permille;
+} progress;
+
+void progress_start(progress *p, const verb_ctx *v, const char *label, size_t total);
+void progress_cb(void *ctx, size_t done, size_t total); /* a dcz_progress_fn */
+void progress_end(progress *p);
+double cli_now(void);
+
+/* ---- JSON output ---------------------------------------------------------- */
+
+typedef struct json_out {
+    FILE *f;
+    int depth;
+    int first[16];
+} json_out;
+
+void json_begin(json_out *j, FILE *f);                 /* { */
+void json_end(json_out *j);                            /* }\n */
+void json_key_obj(json_out *j, const char *key);       /* "key": { */
+void json_key_arr(json_out *j, const char *key);       /* "key": [ */
+void json_obj(json_out *j);                            /* { inside an array */
+void json_close_obj(json_out *j);
+void json_close_arr(json_out *j);
+void json_str(json_out *j, const char *key, const char *v);
+void json_num(json_out *j, const char *key, double v);
+void json_int(json_out *j, const char *key, long long v);
+void json_arr_int(json_out *j, long long v);
+void json_arr_str(json_out *j, const char *v);
+
+/* ---- models on disk ------------------------------------------------------ */
+
+/* Reads and decodes a .dcz (or exits with a message): returns an exit code
+ * or -1 on success. */
+int stage_load_doc(const verb_ctx *v, const char *path, dcz_doc **doc);
+/* Loads a dataset split, printing a message on failure: exit code or -1. */
+int stage_load_data(const verb_ctx *v, int split, dcz_dataset *d);
+
+/* Accuracy of the .dcz held in buf on data, measured by libdcz. */
+dcz_status stage_eval_bytes(const uint8_t *buf, size_t len, const dcz_options *opt,
+                            const dcz_dataset *data, double *accuracy);
+
+/* Appends a stage record ("stage = NAME", tool version, command line, seed,
+ * data hash, the extra key = value lines, accuracy when >= 0) to doc. */
+dcz_status stage_record(dcz_doc *doc, const verb_ctx *v, const char *stage,
+                        const dcz_dataset *data, const char *extra, double accuracy);
+
+/* Encodes doc; when test is set, measures its accuracy with libdcz and adds
+ * it to the stage record, then writes the file. *accuracy_out (may be NULL)
+ * gets the accuracy or -1. Returns an exit code or -1 on success. */
+int stage_finish(const verb_ctx *v, dcz_doc *doc, const char *stage, const dcz_dataset *data,
+                 const char *extra, const dcz_dataset *test, const char *out_path,
+                 double *accuracy_out, size_t *bytes_out);
+
+/* Reads "key = value" from a stage text into val (vlen bytes); 0 if absent. */
+int stage_get(const char *text, const char *key, char *val, size_t vlen);
+
+/* Runtime options from --device / --threads. Exit code or -1. */
+int cli_runtime_options(const verb_ctx *v, dcz_options *opt);
+
+/* The verbs. */
+int cmd_train(verb_ctx *v);
+int cmd_prune(verb_ctx *v);
+int cmd_quantize(verb_ctx *v);
+int cmd_encode(verb_ctx *v);
+int cmd_compress(verb_ctx *v);
+int cmd_eval(verb_ctx *v);
+int cmd_info(verb_ctx *v);
+int cmd_run(verb_ctx *v);
+
+#endif /* DCZ_CLI_H */

@@ -1,0 +1,785 @@
+/* cmd_stages.c: the verbs that write models: train, prune, quantize, encode
+ * and compress (all three compression stages with Deep Compression
+ * defaults). Each parses its options, calls its stage library, and hands
+ * the result to stage_finish, which measures and writes it.
+ *
+ * Checked end to end by the scripts in tests/cli/ and by `make demo`.
+ */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cli/cli.h"
+#include "prune/prune.h"
+#include "quantize/quantize.h"
+#include "train/convert.h"
+
+/* Deep Compression defaults for fully connected layers (paper, Table 2 and
+ * section 3): the output layer keeps about a quarter of its weights, the
+ * others about 8%; 5-bit codebooks; 5-bit relative positions. */
+#define DEFAULT_SPARSITY_HIDDEN 0.92
+#define DEFAULT_SPARSITY_OUTPUT 0.74
+#define DEFAULT_FC_BITS 5
+#define DEFAULT_FC_GAP_BITS 5
+
+static int last_dense(const dcz_net *net)
+{
+    int last = -1;
+    for (int i = 0; i < net->nlayers; i++)
+        if (net->layers[i].kind == DCZ_TL_DENSE) last = i;
+    return last;
+}
+
+static int parse_rules(const verb_ctx *v, const char *opt, const char *text, rule_set *r)
+{
+    char err[256];
+    if (!text) { memset(r, 0, sizeof *r); return -1; }
+    if (rules_parse(text, r, err, sizeof err) != 0) {
+        cli_usage_error(v, "--%s: %s", opt, err);
+        return EXIT_USAGE;
+    }
+    return -1;
+}
+
+/* Rule options are checked before any file is read, so that a typo is a
+ * usage error whatever the inputs. */
+static int check_rule_syntax(const verb_ctx *v, const char *const *names, const char *const *texts, int n)
+{
+    for (int i = 0; i < n; i++) {
+        rule_set r;
+        int rc = parse_rules(v, names[i], texts[i], &r);
+        if (rc != -1) return rc;
+    }
+    return -1;
+}
+
+/* Layers a rule set names that the net does not have are a usage error:
+ * a typo must not silently leave a layer alone. */
+static int check_rule_names(const verb_ctx *v, const char *opt, const rule_set *r, const dcz_net *net)
+{
+    for (int i = 0; i < r->n; i++) {
+        rule_set one = { 1, { { 0 } }, { 0 } };
+        snprintf(one.pattern[0], sizeof one.pattern[0], "%s", r->pattern[i]);
+        int hit = 0;
+        for (int l = 0; l < net->nlayers; l++)
+            hit |= net->layers[l].kind == DCZ_TL_DENSE && rules_match(&one, net->layers[l].name);
+        if (!hit) {
+            cli_usage_error(v, "--%s: '%s' matches no layer with weights", opt, r->pattern[i]);
+            return EXIT_USAGE;
+        }
+    }
+    return -1;
+}
+
+/* The learning rate the input was trained with, from its train stage. */
+static double trained_lr(const dcz_doc *d, double dflt)
+{
+    char val[64], stage[32];
+    for (uint32_t i = 0; i < d->nstages; i++)
+        if (stage_get(d->stages[i], "stage", stage, sizeof stage) && strcmp(stage, "train") == 0 &&
+            stage_get(d->stages[i], "lr", val, sizeof val))
+            return atof(val);
+    return dflt;
+}
+
+static void move_stages(dcz_doc *from, dcz_doc *to)
+{
+    to->stages = from->stages;
+    to->nstages = from->nstages;
+    from->stages = NULL;
+    from->nstages = 0;
+}
+
+/* Encodings for writing a net: gap bits per layer from rules, Huffman on or off. */
+static int make_encodings(const verb_ctx *v, const dcz_net *net, const char *gap_rules, int huffman,
+                          int bias_f16, dcz_layer_encoding **out)
+{
+    rule_set gr;
+    int rc = parse_rules(v, "gap-bits", gap_rules, &gr);
+    if (rc != -1) return rc;
+    if ((rc = check_rule_names(v, "gap-bits", &gr, net)) != -1) return rc;
+    dcz_layer_encoding *e = calloc((size_t)net->nlayers, sizeof *e);
+    if (!e) return EXIT_INTERNAL;
+    for (int i = 0; i < net->nlayers; i++) {
+        double g = rules_value(&gr, net->layers[i].name, DEFAULT_FC_GAP_BITS);
+        if (g < 1 || g > 8 || g != floor(g)) {
+            cli_usage_error(v, "--gap-bits: %g for %s is not a whole number from 1 to 8", g, net->layers[i].name);
+            free(e);
+            return EXIT_USAGE;
+        }
+        e[i].gap_bits = (uint8_t)g;
+        e[i].huffman = (uint8_t)huffman;
+        e[i].bias_f16 = (uint8_t)bias_f16;
+    }
+    *out = e;
+    return -1;
+}
+
+/* Writes net as the output of a stage (taking over the input's stages). */
+static int finish_net(const verb_ctx *v, const dcz_net *net, dcz_doc *in, const char *stage,
+                      const char *gap_rules, int huffman, int bias_f16, const dcz_dataset *train,
+                      const char *extra, const dcz_dataset *test, const char *out_path,
+                      double *acc, size_t *bytes)
+{
+    dcz_layer_encoding *enc = NULL;
+    int rc = make_encodings(v, net, gap_rules, huffman, bias_f16, &enc);
+    if (rc != -1) return rc;
+    dcz_doc *out = NULL;
+    dcz_status s = dcz_net_to_doc(net, enc, &out);
+    free(enc);
+    if (s != DCZ_OK) return cli_fail(v, s, "converting the network");
+    if (in) {
+        out->input_rank = in->input_rank;
+        memcpy(out->input_dims, in->input_dims, sizeof out->input_dims);
+        move_stages(in, out);
+    }
+    rc = stage_finish(v, out, stage, train, extra, test, out_path, acc, bytes);
+    if (in) move_stages(out, in); /* the next stage appends to the same history */
+    dcz_doc_free(out);
+    return rc;
+}
+
+static int need_output(const verb_ctx *v)
+{
+    if (v->c.out) return -1;
+    cli_usage_error(v, "no output file: give -o OUT");
+    return EXIT_USAGE;
+}
+
+/* ---- train ------------------------------------------------------------------ */
+
+typedef struct train_opts {
+    const char *arch, *schedule;
+    int epochs, batch;
+    double lr, momentum, wd;
+} train_opts;
+
+int cmd_train(verb_ctx *v)
+{
+    train_opts t = { "lenet300", "cosine", 40, 64, 0.05, 0.9, 1e-4 };
+    const opt_spec specs[] = {
+        { "arch", 0, OPT_STR, &t.arch, "lenet300 or mlp:784-500-300-10 (default lenet300)" },
+        { "epochs", 0, OPT_INT, &t.epochs, "training epochs (default 40)" },
+        { "lr", 0, OPT_FLOAT, &t.lr, "learning rate (default 0.05)" },
+        { "schedule", 0, OPT_STR, &t.schedule, "lr schedule: const, step, cosine (default cosine)" },
+        { "momentum", 0, OPT_FLOAT, &t.momentum, "SGD momentum (default 0.9)" },
+        { "weight-decay", 0, OPT_FLOAT, &t.wd, "L2 weight decay (default 1e-4)" },
+        { "batch", 0, OPT_INT, &t.batch, "mini-batch size (default 64)" },
+        { NULL, 0, OPT_FLAG, NULL, NULL }
+    };
+    v->usage = "dcz train --arch ARCH --data DATA -o OUT [options]";
+    v->summary = "Trains a network from scratch and writes it as a dense fp32 .dcz.";
+    int rc = cli_parse(v, specs, 0, 0);
+    if (rc != -1) return rc;
+    if ((rc = need_output(v)) != -1) return rc;
+    if (!v->c.data) { cli_usage_error(v, "training needs --data"); return EXIT_USAGE; }
+    if (t.epochs < 0 || t.batch < 1 || t.lr <= 0) { cli_usage_error(v, "bad --epochs, --batch or --lr"); return EXIT_USAGE; }
+    if (strcmp(t.schedule, "const") && strcmp(t.schedule, "step") && strcmp(t.schedule, "cosine")) {
+        cli_usage_error(v, "--schedule must be const, step or cosine");
+        return EXIT_USAGE;
+    }
+    char err[256] = "";
+    dcz_net *net = NULL;
+    dcz_status s = dcz_net_create_arch(t.arch, (uint64_t)v->c.seed, &net, err, sizeof err);
+    if (s != DCZ_OK) { cli_usage_error(v, "--arch %s: %s", t.arch, err); return EXIT_USAGE; }
+    dcz_dataset train, test;
+    rc = stage_load_data(v, DCZ_SPLIT_TRAIN, &train);
+    if (rc == -1) rc = stage_load_data(v, DCZ_SPLIT_TEST, &test);
+    if (rc != -1) { dcz_net_free(net); return rc; }
+    if ((int)(train.c * train.h * train.w) != net->in_dim || (int)train.classes > net->classes) {
+        cli_error("train: %s has %ux%ux%u samples in %u classes; %s takes %d inputs and %d classes",
+                  v->c.data, train.c, train.h, train.w, train.classes, t.arch, net->in_dim, net->classes);
+        rc = EXIT_BAD_INPUT;
+        goto done;
+    }
+    dcz_rng rng;
+    dcz_rng_seed(&rng, (uint64_t)v->c.seed);
+    double t0 = cli_now(), acc = 0;
+    for (int e = 0; e < t.epochs; e++) {
+        dcz_sgd sgd = { (float)dcz_lr_at(t.schedule, (float)t.lr, e, t.epochs), (float)t.momentum,
+                        (float)t.wd, t.batch, 1, 1 };
+        progress p;
+        char label[32];
+        snprintf(label, sizeof label, "epoch %d/%d", e + 1, t.epochs);
+        progress_start(&p, v, label, 0);
+        float loss = 0;
+        s = dcz_train_epoch(net, &train, &sgd, &rng, progress_cb, &p, &loss);
+        progress_end(&p);
+        if (s != DCZ_OK) { rc = cli_fail(v, s, "training"); goto done; }
+        if (!v->c.quiet) {
+            dcz_net_evaluate(net, &test, &acc);
+            cli_note(v, "epoch %3d/%d  lr %.5f  loss %.4f  test accuracy %.2f%%", e + 1, t.epochs,
+                     sgd.lr, loss, acc * 100);
+        }
+    }
+    char extra[512];
+    snprintf(extra, sizeof extra,
+             "arch = %s\nepochs = %d\nlr = %g\nschedule = %s\nmomentum = %g\nweight_decay = %g\nbatch = %d\n",
+             t.arch, t.epochs, t.lr, t.schedule, t.momentum, t.wd, t.batch);
+    dcz_layer_encoding *enc = calloc((size_t)net->nlayers, sizeof *enc);
+    dcz_doc *doc = NULL;
+    if (!enc || (s = dcz_net_to_doc(net, enc, &doc)) != DCZ_OK) {
+        free(enc);
+        rc = cli_fail(v, enc ? s : DCZ_ERR_NOMEM, "converting the network");
+        goto done;
+    }
+    free(enc);
+    size_t bytes = 0;
+    rc = stage_finish(v, doc, "train", &train, extra, &test, v->c.out, &acc, &bytes);
+    dcz_doc_free(doc);
+    if (rc != -1) goto done;
+    cli_note(v, "train: %s: test accuracy %.2f%%, %zu bytes, %.1f s", v->c.out, acc * 100, bytes,
+             cli_now() - t0);
+    if (v->c.json) {
+        json_out j;
+        json_begin(&j, stdout);
+        json_str(&j, "output", v->c.out);
+        json_str(&j, "arch", t.arch);
+        json_int(&j, "epochs", t.epochs);
+        json_num(&j, "accuracy", acc);
+        json_int(&j, "samples", (long long)test.n);
+        json_int(&j, "file_bytes", (long long)bytes);
+        json_num(&j, "seconds", cli_now() - t0);
+        json_end(&j);
+    }
+    rc = EXIT_OK;
+done:
+    dcz_net_free(net);
+    dcz_dataset_free(&train);
+    dcz_dataset_free(&test);
+    return rc;
+}
+
+/* ---- prune ------------------------------------------------------------------ */
+
+typedef struct prune_opts {
+    const char *sparsity, *quality, *gap_bits;
+    int rounds, epochs, final_epochs, batch;
+    double lr, momentum, wd;
+} prune_opts;
+
+static void prune_opts_init(prune_opts *p)
+{
+    memset(p, 0, sizeof *p);
+    p->rounds = 3;
+    p->epochs = 2;
+    p->final_epochs = 6;
+    p->batch = 64;
+    p->lr = -1;
+    p->momentum = 0.9;
+    p->wd = 1e-4;
+}
+
+#define PRUNE_SPECS(p) \
+    { "sparsity", 0, OPT_STR, &(p).sparsity, "target sparsity per layer: 0.92 or 'fc1=0.92,fc3=0.74'" }, \
+    { "quality", 0, OPT_STR, &(p).quality, "threshold = quality x std per layer, e.g. 'fc*=1.2'" }, \
+    { "rounds", 0, OPT_INT, &(p).rounds, "prune/retrain rounds, cubic schedule (default 3)" }, \
+    { "prune-epochs", 0, OPT_INT, &(p).epochs, "retraining epochs per round (default 2)" }, \
+    { "final-epochs", 0, OPT_INT, &(p).final_epochs, "retraining epochs after the last round (default 6)" }, \
+    { "prune-lr", 0, OPT_FLOAT, &(p).lr, "retraining rate (default: training rate / 10)" }, \
+    { "weight-decay", 0, OPT_FLOAT, &(p).wd, "retraining weight decay (default 1e-4)" }, \
+    { "gap-bits", 0, OPT_STR, &(p).gap_bits, "relative position width per layer (default 5)" }
+
+/* Prunes net per the options; prints the per-layer report. */
+static int run_prune(const verb_ctx *v, dcz_net *net, const dcz_doc *in, const prune_opts *po,
+                     const dcz_dataset *train, const dcz_dataset *test, char *extra, size_t extra_len)
+{
+    rule_set sp, q;
+    int rc = parse_rules(v, "sparsity", po->sparsity, &sp);
+    if (rc == -1) rc = parse_rules(v, "quality", po->quality, &q);
+    if (rc == -1) rc = check_rule_names(v, "sparsity", &sp, net);
+    if (rc == -1) rc = check_rule_names(v, "quality", &q, net);
+    if (rc != -1) return rc;
+    if (po->rounds < 1 || po->epochs < 0 || po->final_epochs < 0 || po->batch < 1) {
+        cli_usage_error(v, "--rounds must be >= 1 and epochs >= 0");
+        return EXIT_USAGE;
+    }
+    dcz_prune_target *targets = calloc((size_t)net->nlayers, sizeof *targets);
+    if (!targets) return EXIT_INTERNAL;
+    const int out_layer = last_dense(net);
+    const int defaults = !po->sparsity && !po->quality;
+    for (int i = 0; i < net->nlayers; i++) {
+        const char *name = net->layers[i].name;
+        if (net->layers[i].kind != DCZ_TL_DENSE) continue;
+        if (rules_match(&q, name)) {
+            targets[i].mode = DCZ_PRUNE_QUALITY;
+            targets[i].value = rules_value(&q, name, 0);
+        }
+        if (rules_match(&sp, name) || defaults) {
+            targets[i].mode = DCZ_PRUNE_SPARSITY;
+            targets[i].value = rules_value(&sp, name, i == out_layer ? DEFAULT_SPARSITY_OUTPUT
+                                                                      : DEFAULT_SPARSITY_HIDDEN);
+        }
+        if ((targets[i].mode == DCZ_PRUNE_SPARSITY && (targets[i].value < 0 || targets[i].value > 1)) ||
+            (targets[i].mode == DCZ_PRUNE_QUALITY && targets[i].value < 0)) {
+            cli_usage_error(v, "layer %s: sparsity must be in [0, 1] and quality >= 0", name);
+            free(targets);
+            return EXIT_USAGE;
+        }
+    }
+    dcz_prune_plan plan;
+    dcz_prune_plan_init(&plan);
+    plan.targets = targets;
+    plan.rounds = po->rounds;
+    plan.epochs = train ? po->epochs : 0;
+    plan.final_epochs = train ? po->final_epochs : 0;
+    plan.sgd.lr = (float)(po->lr > 0 ? po->lr : trained_lr(in, 0.05) / 10);
+    plan.sgd.momentum = (float)po->momentum;
+    plan.sgd.weight_decay = (float)po->wd;
+    plan.sgd.batch = po->batch;
+    plan.seed = (uint64_t)v->c.seed;
+    dcz_prune_report rep;
+    progress p;
+    progress_start(&p, v, "prune", 0);
+    dcz_status s = dcz_prune_run(net, &plan, train, test, progress_cb, &p, &rep);
+    progress_end(&p);
+    free(targets);
+    if (s != DCZ_OK) return cli_fail(v, s, "pruning");
+    for (int r = 0; r < rep.nrounds && test; r++)
+        cli_note(v, "prune round %d/%d: sparsity %.4f  accuracy %.2f%% -> %.2f%% after retraining", r + 1,
+                 rep.nrounds, rep.rounds[r].target, rep.rounds[r].acc_pruned * 100,
+                 rep.rounds[r].acc_retrained * 100);
+    if (test) cli_note(v, "prune: accuracy %.2f%% before, %.2f%% after the final retraining",
+                       rep.acc_initial * 100, rep.acc_final * 100);
+    cli_note(v, "%-10s %10s %10s %8s %10s", "layer", "weights", "kept", "density", "threshold");
+    size_t n = 0;
+    n += (size_t)snprintf(extra + n, extra_len - n, "rounds = %d\nretrain_epochs = %d\nfinal_epochs = %d\nlr = %g\n",
+                          plan.rounds, plan.epochs, plan.final_epochs, plan.sgd.lr);
+    for (int i = 0; i < rep.nlayers; i++) {
+        const dcz_prune_layer_report *l = &rep.layers[i];
+        cli_note(v, "%-10s %10zu %10zu %7.2f%% %10.4f", l->name, l->weights, l->kept, l->density * 100,
+                 l->threshold);
+        if (n < extra_len)
+            n += (size_t)snprintf(extra + n, extra_len - n, "layer.%s = sparsity %.4f threshold %.6g\n",
+                                  l->name, 1 - l->density, l->threshold);
+    }
+    dcz_prune_report_free(&rep);
+    return -1;
+}
+
+/* ---- quantize ----------------------------------------------------------------- */
+
+typedef struct quant_opts {
+    const char *bits, *init, *gap_bits;
+    int epochs, iters, batch;
+    double lr;
+} quant_opts;
+
+static void quant_opts_init(quant_opts *q)
+{
+    memset(q, 0, sizeof *q);
+    q->init = "linear";
+    q->epochs = 4;
+    q->iters = 100;
+    q->batch = 64;
+    q->lr = -1;
+}
+
+#define QUANT_SPECS(q) \
+    { "bits", 0, OPT_STR, &(q).bits, "codebook bits per layer: 5 or 'fc*=5,fc3=6' (default 5)" }, \
+    { "init", 0, OPT_STR, &(q).init, "centroid initialization: linear, density, random" }, \
+    { "kmeans-iters", 0, OPT_INT, &(q).iters, "k-means iterations (default 100)" }, \
+    { "quant-epochs", 0, OPT_INT, &(q).epochs, "centroid fine-tuning epochs (default 4)" }, \
+    { "quant-lr", 0, OPT_FLOAT, &(q).lr, "centroid fine-tuning rate (default 1e-4)" }
+
+static int run_quantize(const verb_ctx *v, dcz_net *net, const quant_opts *qo, const dcz_dataset *train,
+                        const dcz_dataset *test, char *extra, size_t extra_len)
+{
+    rule_set br;
+    int rc = parse_rules(v, "bits", qo->bits, &br);
+    if (rc == -1) rc = check_rule_names(v, "bits", &br, net);
+    if (rc != -1) return rc;
+    dcz_km_init init;
+    if (strcmp(qo->init, "linear") == 0) init = DCZ_KM_LINEAR;
+    else if (strcmp(qo->init, "density") == 0) init = DCZ_KM_DENSITY;
+    else if (strcmp(qo->init, "random") == 0) init = DCZ_KM_RANDOM;
+    else { cli_usage_error(v, "--init must be linear, density or random"); return EXIT_USAGE; }
+    if (qo->epochs < 0 || qo->iters < 0 || qo->batch < 1) { cli_usage_error(v, "bad --quant-epochs or --kmeans-iters"); return EXIT_USAGE; }
+    int *bits = calloc((size_t)net->nlayers, sizeof *bits);
+    if (!bits) return EXIT_INTERNAL;
+    for (int i = 0; i < net->nlayers; i++) {
+        if (net->layers[i].kind != DCZ_TL_DENSE) continue;
+        double b = rules_value(&br, net->layers[i].name, DEFAULT_FC_BITS);
+        if (b < 1 || b > 8 || b != floor(b)) {
+            cli_usage_error(v, "--bits: %g for %s is not a whole number from 1 to 8", b, net->layers[i].name);
+            free(bits);
+            return EXIT_USAGE;
+        }
+        bits[i] = (int)b;
+    }
+    dcz_quant_plan plan;
+    dcz_quant_plan_init(&plan);
+    plan.bits = bits;
+    plan.init = init;
+    plan.max_iter = qo->iters;
+    plan.seed = (uint64_t)v->c.seed;
+    plan.epochs = train ? qo->epochs : 0;
+    if (qo->lr > 0) plan.sgd.lr = (float)qo->lr;
+    plan.sgd.batch = qo->batch;
+    dcz_quant_report rep;
+    progress p;
+    progress_start(&p, v, "quantize", 0);
+    dcz_status s = dcz_quantize_finetune(net, &plan, train, test, progress_cb, &p, &rep);
+    progress_end(&p);
+    free(bits);
+    if (s != DCZ_OK) return cli_fail(v, s, "quantizing");
+    if (test) cli_note(v, "quantize: accuracy %.2f%% before, %.2f%% clustered, %.2f%% after fine-tuning",
+                       rep.acc_initial * 100, rep.acc_clustered * 100, rep.acc_final * 100);
+    cli_note(v, "%-10s %5s %5s %10s %6s %12s %12s", "layer", "bits", "k", "kept", "iters", "rms error", "rms tuned");
+    size_t n = (size_t)snprintf(extra, extra_len, "init = %s\nfinetune_epochs = %d\nfinetune_lr = %g\n",
+                                qo->init, plan.epochs, plan.sgd.lr);
+    for (int i = 0; i < rep.nlayers; i++) {
+        const dcz_quant_layer_report *l = &rep.layers[i];
+        cli_note(v, "%-10s %5d %5d %10zu %6d %12.3g %12.3g", l->name, l->bits, l->k, l->kept, l->iterations,
+                 l->rms_error, l->rms_final);
+        if (n < extra_len)
+            n += (size_t)snprintf(extra + n, extra_len - n, "layer.%s = bits %d rms %.4g\n", l->name, l->bits,
+                                  l->rms_error);
+    }
+    dcz_quant_report_free(&rep);
+    return -1;
+}
+
+/* ---- the single-stage verbs ------------------------------------------------------ */
+
+/* Loads IN, its net and (with --data) both splits. */
+static int open_stage(verb_ctx *v, dcz_doc **doc, dcz_net **net, dcz_dataset *train, dcz_dataset *test,
+                      int *have_data)
+{
+    int rc = stage_load_doc(v, v->pos[0], doc);
+    if (rc != -1) return rc;
+    dcz_status s = dcz_net_from_doc(*doc, net);
+    if (s != DCZ_OK) {
+        cli_error("%s: %s: %s", v->verb, v->pos[0], dcz_status_str(s));
+        return cli_exit_code(s, 1);
+    }
+    *have_data = v->c.data != NULL;
+    memset(train, 0, sizeof *train);
+    memset(test, 0, sizeof *test);
+    if (!*have_data) return -1;
+    rc = stage_load_data(v, DCZ_SPLIT_TRAIN, train);
+    if (rc == -1) rc = stage_load_data(v, DCZ_SPLIT_TEST, test);
+    if (rc == -1 && ((int)(train->c * train->h * train->w) != (*net)->in_dim ||
+                     (int)train->classes > (*net)->classes)) {
+        cli_error("%s: %s does not fit the model's %d inputs and %d outputs", v->verb, v->c.data,
+                  (*net)->in_dim, (*net)->classes);
+        rc = EXIT_BAD_INPUT;
+    }
+    return rc;
+}
+
+static void print_stage_json(const verb_ctx *v, const char *stage, double acc, size_t bytes, size_t params)
+{
+    if (!v->c.json) return;
+    json_out j;
+    json_begin(&j, stdout);
+    json_str(&j, "stage", stage);
+    json_str(&j, "output", v->c.out);
+    json_int(&j, "file_bytes", (long long)bytes);
+    json_int(&j, "dense_fp32_bytes", (long long)params * 4);
+    json_num(&j, "ratio", bytes ? (double)params * 4 / (double)bytes : 0);
+    if (acc >= 0) json_num(&j, "accuracy", acc);
+    json_end(&j);
+}
+
+int cmd_prune(verb_ctx *v)
+{
+    prune_opts po;
+    prune_opts_init(&po);
+    const opt_spec specs[] = { PRUNE_SPECS(po), { NULL, 0, OPT_FLAG, NULL, NULL } };
+    v->usage = "dcz prune IN [--sparsity S | --quality Q] [--data DATA] -o OUT";
+    v->summary = "Magnitude pruning. With --data, iterative: prune on a cubic schedule over\n"
+                 "--rounds rounds, retraining after each at a tenth of the training rate with\n"
+                 "masks that keep pruned weights at zero. Without --data, one shot, no retraining.";
+    int rc = cli_parse(v, specs, 1, 1);
+    if (rc != -1) return rc;
+    const char *names[] = { "sparsity", "quality", "gap-bits" }, *texts[] = { po.sparsity, po.quality, po.gap_bits };
+    if ((rc = check_rule_syntax(v, names, texts, 3)) != -1) return rc;
+    if ((rc = need_output(v)) != -1) return rc;
+    dcz_doc *doc = NULL;
+    dcz_net *net = NULL;
+    dcz_dataset train, test;
+    int have;
+    char extra[4096];
+    double acc = -1;
+    size_t bytes = 0;
+    rc = open_stage(v, &doc, &net, &train, &test, &have);
+    if (rc == -1) rc = run_prune(v, net, doc, &po, have ? &train : NULL, have ? &test : NULL, extra, sizeof extra);
+    if (rc == -1) rc = finish_net(v, net, doc, "prune", po.gap_bits, 0, 0, have ? &train : NULL, extra,
+                                  have ? &test : NULL, v->c.out, &acc, &bytes);
+    if (rc == -1) {
+        if (acc >= 0) cli_note(v, "prune: %s: test accuracy %.2f%%, %zu bytes", v->c.out, acc * 100, bytes);
+        else cli_note(v, "prune: %s: %zu bytes", v->c.out, bytes);
+        print_stage_json(v, "prune", acc, bytes, dcz_doc_param_count(doc));
+        rc = EXIT_OK;
+    }
+    dcz_net_free(net);
+    dcz_doc_free(doc);
+    dcz_dataset_free(&train);
+    dcz_dataset_free(&test);
+    return rc;
+}
+
+int cmd_quantize(verb_ctx *v)
+{
+    quant_opts qo;
+    quant_opts_init(&qo);
+    const char *gap_bits = NULL;
+    const opt_spec specs[] = {
+        QUANT_SPECS(qo),
+        { "gap-bits", 0, OPT_STR, &gap_bits, "relative position width per layer (default 5)" },
+        { NULL, 0, OPT_FLAG, NULL, NULL }
+    };
+    v->usage = "dcz quantize IN [--bits B] [--data DATA] -o OUT";
+    v->summary = "Weight sharing: per-layer k-means codebooks of 2^bits centroids (linear\n"
+                 "initialization by default) over the kept weights. With --data, the centroids\n"
+                 "are then fine-tuned (a centroid moves by the sum of its weights' gradients).";
+    int rc = cli_parse(v, specs, 1, 1);
+    if (rc != -1) return rc;
+    const char *names[] = { "bits", "gap-bits" }, *texts[] = { qo.bits, gap_bits };
+    if ((rc = check_rule_syntax(v, names, texts, 2)) != -1) return rc;
+    if ((rc = need_output(v)) != -1) return rc;
+    dcz_doc *doc = NULL;
+    dcz_net *net = NULL;
+    dcz_dataset train, test;
+    int have;
+    char extra[4096];
+    double acc = -1;
+    size_t bytes = 0;
+    rc = open_stage(v, &doc, &net, &train, &test, &have);
+    if (rc == -1) rc = run_quantize(v, net, &qo, have ? &train : NULL, have ? &test : NULL, extra, sizeof extra);
+    if (rc == -1) rc = finish_net(v, net, doc, "quantize", gap_bits, 0, 0, have ? &train : NULL, extra,
+                                  have ? &test : NULL, v->c.out, &acc, &bytes);
+    if (rc == -1) {
+        if (acc >= 0) cli_note(v, "quantize: %s: test accuracy %.2f%%, %zu bytes", v->c.out, acc * 100, bytes);
+        else cli_note(v, "quantize: %s: %zu bytes", v->c.out, bytes);
+        print_stage_json(v, "quantize", acc, bytes, dcz_doc_param_count(doc));
+        rc = EXIT_OK;
+    }
+    dcz_net_free(net);
+    dcz_doc_free(doc);
+    dcz_dataset_free(&train);
+    dcz_dataset_free(&test);
+    return rc;
+}
+
+/* The encode stage works on the document itself: only stream codings,
+ * position widths and the bias format change; every weight stays as is. */
+static int apply_encoding(const verb_ctx *v, dcz_doc *doc, const char *gap_rules, int huffman, int bias_f16)
+{
+    rule_set gr;
+    int rc = parse_rules(v, "gap-bits", gap_rules, &gr);
+    if (rc != -1) return rc;
+    for (uint32_t i = 0; i < doc->nlayers; i++) {
+        dcz_doc_layer *l = &doc->layers[i];
+        if (l->op != DCZ_OP_DENSE) continue;
+        dcz_doc_tensor *w = &l->t[0];
+        if (w->enc == DCZ_ENC_SPARSE_F32 || w->enc == DCZ_ENC_CODEBOOK) {
+            if (w->gap_bits) {
+                double g = rules_value(&gr, l->name, w->gap_bits);
+                if (g < 1 || g > 8 || g != floor(g)) {
+                    cli_usage_error(v, "--gap-bits: %g for %s is not a whole number from 1 to 8", g, l->name);
+                    return EXIT_USAGE;
+                }
+                w->gap_bits = (uint8_t)g;
+            }
+            w->gap_coding = w->index_coding = huffman ? DCZ_CODING_HUFFMAN : DCZ_CODING_RAW;
+        }
+        if (bias_f16 >= 0) {
+            l->t[1].enc = bias_f16 ? DCZ_ENC_F16 : DCZ_ENC_F32;
+            for (size_t k = 0; k < l->t[1].n && bias_f16; k++)
+                l->t[1].values[k] = dcz_f16_to_f32(dcz_f32_to_f16(l->t[1].values[k]));
+        }
+    }
+    return -1;
+}
+
+static int bias_mode(const verb_ctx *v, const char *bias)
+{
+    if (!bias) return -1;
+    if (strcmp(bias, "f16") == 0) return 1;
+    if (strcmp(bias, "f32") == 0) return 0;
+    cli_usage_error(v, "--bias must be f32 or f16");
+    return -2;
+}
+
+int cmd_encode(verb_ctx *v)
+{
+    const char *gap_bits = NULL, *bias = NULL;
+    int no_huffman = 0;
+    const opt_spec specs[] = {
+        { "gap-bits", 0, OPT_STR, &gap_bits, "relative position width per layer (default: as in IN)" },
+        { "no-huffman", 0, OPT_FLAG, &no_huffman, "store the streams with fixed widths" },
+        { "bias", 0, OPT_STR, &bias, "bias format: f32 or f16 (default: as in IN)" },
+        { NULL, 0, OPT_FLAG, NULL, NULL }
+    };
+    v->usage = "dcz encode IN [--data DATA] -o OUT";
+    v->summary = "Huffman coding: canonical, length-limited codes for the codebook-index stream\n"
+                 "and the relative-position stream of each sparse layer, coded separately.\n"
+                 "With --data the accuracy of the result is measured and recorded.";
+    int rc = cli_parse(v, specs, 1, 1);
+    if (rc != -1) return rc;
+    if ((rc = need_output(v)) != -1) return rc;
+    int bm = bias_mode(v, bias);
+    if (bm == -2) return EXIT_USAGE;
+    dcz_doc *doc = NULL;
+    dcz_dataset train, test;
+    memset(&train, 0, sizeof train);
+    memset(&test, 0, sizeof test);
+    double acc = -1;
+    size_t bytes = 0;
+    rc = stage_load_doc(v, v->pos[0], &doc);
+    if (rc == -1 && v->c.data) rc = stage_load_data(v, DCZ_SPLIT_TEST, &test);
+    if (rc == -1) rc = apply_encoding(v, doc, gap_bits, !no_huffman, bm);
+    char extra[128];
+    snprintf(extra, sizeof extra, "huffman = %s\n", no_huffman ? "no" : "yes");
+    if (rc == -1) rc = stage_finish(v, doc, "encode", NULL, extra, v->c.data ? &test : NULL, v->c.out, &acc, &bytes);
+    if (rc == -1) {
+        cli_note(v, "encode: %s: %zu bytes", v->c.out, bytes);
+        print_stage_json(v, "encode", acc, bytes, dcz_doc_param_count(doc));
+        rc = EXIT_OK;
+    }
+    dcz_doc_free(doc);
+    dcz_dataset_free(&test);
+    return rc;
+}
+
+/* ---- compress: prune, quantize, encode ------------------------------------------- */
+
+typedef struct stage_result {
+    const char *name;
+    size_t bytes;
+    double acc;
+} stage_result;
+
+static int write_stage_file(const verb_ctx *v, const char *dir, const char *name, char *path, size_t plen)
+{
+    if (!dir) return 0;
+    snprintf(path, plen, "%s/%s.dcz", dir, name);
+    return 1;
+}
+
+int cmd_compress(verb_ctx *v)
+{
+    prune_opts po;
+    quant_opts qo;
+    prune_opts_init(&po);
+    quant_opts_init(&qo);
+    const char *stages_dir = NULL, *bias = "f16";
+    const opt_spec specs[] = {
+        PRUNE_SPECS(po),
+        QUANT_SPECS(qo),
+        { "bias", 0, OPT_STR, &bias, "bias format of the result: f32 or f16 (default f16)" },
+        { "keep-stages", 0, OPT_STR, &stages_dir, "also write DIR/prune.dcz and DIR/quantize.dcz" },
+        { NULL, 0, OPT_FLAG, NULL, NULL }
+    };
+    v->usage = "dcz compress IN --data DATA -o OUT [options]";
+    v->summary = "The whole Deep Compression pipeline with the paper's defaults: iterative\n"
+                 "pruning with retraining, trained quantization (5-bit codebooks for fully\n"
+                 "connected layers), and Huffman coding with 5-bit relative positions.\n"
+                 "Every stage's accuracy is measured by libdcz on the bytes it produced.";
+    int rc = cli_parse(v, specs, 1, 1);
+    if (rc != -1) return rc;
+    const char *names[] = { "sparsity", "quality", "gap-bits", "bits" };
+    const char *texts[] = { po.sparsity, po.quality, po.gap_bits, qo.bits };
+    if ((rc = check_rule_syntax(v, names, texts, 4)) != -1) return rc;
+    if ((rc = need_output(v)) != -1) return rc;
+    if (!v->c.data) { cli_usage_error(v, "compress retrains and needs --data"); return EXIT_USAGE; }
+    int bm = bias_mode(v, bias);
+    if (bm == -2) return EXIT_USAGE;
+    dcz_doc *doc = NULL, *staged = NULL;
+    dcz_net *net = NULL;
+    dcz_dataset train, test;
+    int have;
+    char extra[4096], path[4096];
+    stage_result res[4];
+    int nres = 0;
+    double t0 = cli_now();
+    rc = open_stage(v, &doc, &net, &train, &test, &have);
+    size_t params = doc ? dcz_doc_param_count(doc) : 0;
+    if (rc == -1) {
+        res[nres].name = "input";
+        res[nres].bytes = doc->file_bytes;
+        dcz_options opt;
+        if ((rc = cli_runtime_options(v, &opt)) == -1) {
+            uint8_t *buf;
+            size_t len;
+            dcz_status s = cli_read_file(v->pos[0], &buf, &len);
+            if (s == DCZ_OK) s = stage_eval_bytes(buf, len, &opt, &test, &res[nres].acc);
+            if (s == DCZ_OK) free(buf);
+            else rc = cli_fail(v, s, "evaluating the input");
+        }
+        nres++;
+    }
+    /* prune */
+    if (rc == -1) rc = run_prune(v, net, doc, &po, &train, &test, extra, sizeof extra);
+    if (rc == -1) {
+        int keep = write_stage_file(v, stages_dir, "prune", path, sizeof path);
+        rc = finish_net(v, net, doc, "prune", po.gap_bits, 0, 0, &train, extra, &test, keep ? path : NULL,
+                        &res[nres].acc, &res[nres].bytes);
+        res[nres++].name = "prune";
+    }
+    /* quantize */
+    if (rc == -1) rc = run_quantize(v, net, &qo, &train, &test, extra, sizeof extra);
+    if (rc == -1) {
+        int keep = write_stage_file(v, stages_dir, "quantize", path, sizeof path);
+        rc = finish_net(v, net, doc, "quantize", po.gap_bits, 0, 0, &train, extra, &test, keep ? path : NULL,
+                        &res[nres].acc, &res[nres].bytes);
+        res[nres++].name = "quantize";
+    }
+    /* encode: the quantized net with Huffman-coded streams */
+    if (rc == -1) {
+        dcz_layer_encoding *enc = NULL;
+        rc = make_encodings(v, net, po.gap_bits, 1, bm == 1, &enc);
+        if (rc == -1) {
+            dcz_status s = dcz_net_to_doc(net, enc, &staged);
+            free(enc);
+            if (s != DCZ_OK) rc = cli_fail(v, s, "converting the network");
+        }
+        if (rc == -1) {
+            staged->input_rank = doc->input_rank;
+            memcpy(staged->input_dims, doc->input_dims, sizeof staged->input_dims);
+            move_stages(doc, staged);
+            snprintf(extra, sizeof extra, "huffman = yes\nbias = %s\n", bm == 1 ? "f16" : "f32");
+            rc = stage_finish(v, staged, "encode", NULL, extra, &test, v->c.out, &res[nres].acc, &res[nres].bytes);
+            res[nres++].name = "encode";
+        }
+    }
+    if (rc == -1) {
+        cli_note(v, "\n%-10s %12s %9s %10s", "stage", "bytes", "ratio", "accuracy");
+        for (int i = 0; i < nres; i++)
+            cli_note(v, "%-10s %12zu %8.1fx %9.2f%%", res[i].name, res[i].bytes,
+                     (double)params * 4 / (double)res[i].bytes, res[i].acc * 100);
+        cli_note(v, "compress: %s: %.1fx smaller than dense fp32 (%zu bytes), %.2f points of accuracy, %.0f s",
+                 v->c.out, (double)params * 4 / (double)res[nres - 1].bytes, params * 4,
+                 (res[nres - 1].acc - res[0].acc) * 100, cli_now() - t0);
+        if (v->c.json) {
+            json_out j;
+            json_begin(&j, stdout);
+            json_str(&j, "output", v->c.out);
+            json_int(&j, "file_bytes", (long long)res[nres - 1].bytes);
+            json_int(&j, "dense_fp32_bytes", (long long)params * 4);
+            json_num(&j, "ratio", (double)params * 4 / (double)res[nres - 1].bytes);
+            json_num(&j, "accuracy", res[nres - 1].acc);
+            json_num(&j, "accuracy_input", res[0].acc);
+            json_key_arr(&j, "stages");
+            for (int i = 0; i < nres; i++) {
+                json_obj(&j);
+                json_str(&j, "stage", res[i].name);
+                json_int(&j, "file_bytes", (long long)res[i].bytes);
+                json_num(&j, "accuracy", res[i].acc);
+                json_close_obj(&j);
+            }
+            json_close_arr(&j);
+            json_num(&j, "seconds", cli_now() - t0);
+            json_end(&j);
+        }
+        rc = EXIT_OK;
+    }
+    dcz_net_free(net);
+    dcz_doc_free(doc);
+    dcz_doc_free(staged);
+    dcz_dataset_free(&train);
+    dcz_dataset_free(&test);
+    return rc;
+}

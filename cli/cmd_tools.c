@@ -1,0 +1,435 @@
+/* cmd_tools.c: the verbs that read models: eval (accuracy through libdcz),
+ * info (per-layer table, stream statistics, size waterfall by stage) and
+ * run (class scores for samples).
+ *
+ * Checked end to end by the scripts in tests/cli/.
+ */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cli/cli.h"
+#include "huffman/huffman.h"
+
+/* ---- eval --------------------------------------------------------------------- */
+
+int cmd_eval(verb_ctx *v)
+{
+    v->usage = "dcz eval FILE --data DATA [--json]";
+    v->summary = "Top-1 accuracy of FILE on the test split of DATA, computed by libdcz\n"
+                 "(the runtime that ships), whatever stage wrote FILE.";
+    int rc = cli_parse(v, NULL, 1, 1);
+    if (rc != -1) return rc;
+    if (!v->c.data) { cli_usage_error(v, "eval needs --data"); return EXIT_USAGE; }
+    dcz_options opt;
+    if ((rc = cli_runtime_options(v, &opt)) != -1) return rc;
+    uint8_t *buf;
+    size_t len;
+    dcz_status s = cli_read_file(v->pos[0], &buf, &len);
+    if (s != DCZ_OK) {
+        cli_error("eval: cannot read %s: %s", v->pos[0], dcz_status_str(s));
+        return cli_exit_code(s, 1);
+    }
+    dcz_dataset test;
+    rc = stage_load_data(v, DCZ_SPLIT_TEST, &test);
+    if (rc != -1) { free(buf); return rc; }
+    double t0 = cli_now(), acc = 0;
+    s = stage_eval_bytes(buf, len, &opt, &test, &acc);
+    double secs = cli_now() - t0;
+    free(buf);
+    if (s != DCZ_OK) {
+        cli_error("eval: %s: %s", v->pos[0], s == DCZ_ERR_SHAPE ? "the model does not fit the data's samples"
+                                                                : dcz_status_str(s));
+        dcz_dataset_free(&test);
+        return cli_exit_code(s, 1);
+    }
+    if (v->c.json) {
+        json_out j;
+        json_begin(&j, stdout);
+        json_str(&j, "file", v->pos[0]);
+        json_num(&j, "accuracy", acc);
+        json_int(&j, "samples", (long long)test.n);
+        json_int(&j, "correct", (long long)llround(acc * (double)test.n));
+        json_int(&j, "file_bytes", (long long)len);
+        json_num(&j, "seconds", secs);
+        json_end(&j);
+    } else {
+        printf("%s: accuracy %.2f%% (%zu of %zu test samples), %.2f s\n", v->pos[0], acc * 100,
+               (size_t)llround(acc * (double)test.n), test.n, secs);
+    }
+    dcz_dataset_free(&test);
+    return EXIT_OK;
+}
+
+/* ---- info --------------------------------------------------------------------- */
+
+static const char *enc_name(uint32_t e)
+{
+    switch (e) {
+    case DCZ_ENC_F32: return "f32";
+    case DCZ_ENC_F16: return "f16";
+    case DCZ_ENC_SPARSE_F32: return "sparse-f32";
+    case DCZ_ENC_CODEBOOK: return "codebook";
+    }
+    return "?";
+}
+
+/* What one sparse stream costs: bits per weight as coded and raw, and the
+ * empirical entropy of its symbols. */
+typedef struct stream_stats {
+    int present;
+    double coded_bits, raw_bits, entropy;  /* per stored weight / per symbol */
+    uint32_t symbols;
+} stream_stats;
+
+static void stream_measure(const uint8_t *sym, uint32_t count, unsigned bits, size_t block_bytes,
+                           uint8_t coding, uint32_t nnz, stream_stats *st)
+{
+    uint64_t freq[DCZ_HUFF_MAX_SYMBOLS] = { 0 };
+    for (uint32_t i = 0; i < count; i++) freq[sym[i]]++;
+    st->present = 1;
+    st->symbols = count;
+    st->entropy = dcz_huff_entropy(freq, 1u << bits);
+    size_t table = coding == DCZ_CODING_HUFFMAN ? dcz_huff_table_bytes(1u << bits) : 0;
+    double data_bits = block_bytes >= 4 + table ? (double)(block_bytes - 4 - table) * 8 : 0;
+    st->coded_bits = nnz ? data_bits / nnz : 0;
+    st->raw_bits = nnz ? (double)count * bits / nnz : 0;
+}
+
+typedef struct layer_info {
+    const dcz_doc_layer *l;
+    double density;
+    size_t weights, kept, bytes, raw_bytes;
+    stream_stats idx, gap;
+    const char *kernel, *why;
+} layer_info;
+
+static void measure_layer(const dcz_doc_layer *l, layer_info *li)
+{
+    memset(li, 0, sizeof *li);
+    li->l = l;
+    const dcz_doc_tensor *w = &l->t[0], *b = &l->t[1];
+    li->weights = w->n;
+    li->kept = w->st.nnz;
+    li->density = w->n ? (double)w->st.nnz / (double)w->n : 0;
+    li->bytes = l->section_bytes;
+    li->raw_bytes = l->section_bytes;
+    li->kernel = "dense_f32_ref";
+    li->why = "dense weights";
+    if (w->enc != DCZ_ENC_SPARSE_F32 && w->enc != DCZ_ENC_CODEBOOK) return;
+    uint8_t *idx = NULL, *gaps = NULL;
+    uint32_t nnz, gap_count;
+    int cb = w->enc == DCZ_ENC_CODEBOOK;
+    if (dcz_doc_tensor_streams(w, cb ? &idx : NULL, &nnz, w->gap_bits ? &gaps : NULL, &gap_count) != DCZ_OK)
+        return;
+    size_t raw_streams = 0;
+    if (cb) {
+        stream_measure(idx, nnz, w->index_bits, w->st.index_bytes, w->index_coding, nnz, &li->idx);
+        raw_streams += 4 + ((size_t)nnz * w->index_bits + 7) / 8;
+    }
+    if (w->gap_bits) {
+        stream_measure(gaps, gap_count, w->gap_bits, w->st.gap_bytes, w->gap_coding, nnz, &li->gap);
+        raw_streams += 4 + ((size_t)gap_count * w->gap_bits + 7) / 8;
+    }
+    li->raw_bytes = l->section_bytes - w->st.index_bytes - w->st.gap_bytes + raw_streams;
+    (void)b;
+    free(idx);
+    free(gaps);
+    li->kernel = cb ? (li->density < 1 ? "spmv_ref / spmm_ref (codebook)" : "spmv_ref (codebook, dense positions)")
+                    : "spmv_ref / spmm_ref (fp32 values)";
+    li->why = "sparse weights are run in their compressed form; one scalar reference kernel in this build";
+}
+
+int cmd_info(verb_ctx *v)
+{
+    v->usage = "dcz info FILE [--json]";
+    v->summary = "Per-layer table (shape, density, encoding, bytes, bits per weight for the\n"
+                 "codebook-index and relative-position streams before and after Huffman coding\n"
+                 "with their entropy, and the kernel the runtime uses), then the size and\n"
+                 "accuracy of every stage recorded in FILE.";
+    int rc = cli_parse(v, NULL, 1, 1);
+    if (rc != -1) return rc;
+    dcz_doc *d;
+    if ((rc = stage_load_doc(v, v->pos[0], &d)) != -1) return rc;
+    const size_t params = dcz_doc_param_count(d);
+    layer_info *li = calloc(d->nlayers, sizeof *li);
+    if (!li) { dcz_doc_free(d); return EXIT_INTERNAL; }
+    for (uint32_t i = 0; i < d->nlayers; i++)
+        if (d->layers[i].op == DCZ_OP_DENSE) measure_layer(&d->layers[i], &li[i]);
+
+    if (v->c.json) {
+        json_out j;
+        json_begin(&j, stdout);
+        json_str(&j, "file", v->pos[0]);
+        json_int(&j, "file_bytes", (long long)d->file_bytes);
+        json_int(&j, "dense_fp32_bytes", (long long)params * 4);
+        json_int(&j, "params", (long long)params);
+        json_num(&j, "ratio", (double)params * 4 / (double)d->file_bytes);
+        json_int(&j, "overhead_bytes", (long long)d->overhead_bytes);
+        json_key_arr(&j, "stages");
+        for (uint32_t i = 0; i < d->nstages; i++) {
+            char val[256];
+            if (stage_get(d->stages[i], "stage", val, sizeof val)) json_arr_str(&j, val);
+        }
+        json_close_arr(&j);
+        json_key_arr(&j, "stage_details");
+        for (uint32_t i = 0; i < d->nstages; i++) {
+            char val[1024];
+            json_obj(&j);
+            const char *keys[] = { "stage", "command", "seed", "data_hash", "accuracy", "file_bytes" };
+            for (size_t k = 0; k < sizeof keys / sizeof *keys; k++)
+                if (stage_get(d->stages[i], keys[k], val, sizeof val)) {
+                    if (strcmp(keys[k], "accuracy") == 0 || strcmp(keys[k], "file_bytes") == 0)
+                        json_num(&j, keys[k], atof(val));
+                    else json_str(&j, keys[k], val);
+                }
+            json_close_obj(&j);
+        }
+        json_close_arr(&j);
+        json_key_arr(&j, "layers");
+        for (uint32_t i = 0; i < d->nlayers; i++) {
+            const dcz_doc_layer *l = &d->layers[i];
+            json_obj(&j);
+            json_str(&j, "name", l->name);
+            json_str(&j, "op", l->op == DCZ_OP_DENSE ? "dense" : l->op == DCZ_OP_RELU ? "relu" : "softmax");
+            if (l->op == DCZ_OP_DENSE) {
+                const dcz_doc_tensor *w = &l->t[0];
+                json_key_arr(&j, "shape");
+                json_arr_int(&j, w->dims[0]);
+                json_arr_int(&j, w->dims[1]);
+                json_close_arr(&j);
+                json_num(&j, "density", li[i].density);
+                json_int(&j, "weights", (long long)li[i].weights);
+                json_int(&j, "kept", (long long)li[i].kept);
+                json_str(&j, "encoding", enc_name(w->enc));
+                json_str(&j, "bias_encoding", enc_name(l->t[1].enc));
+                json_int(&j, "bytes", (long long)li[i].bytes);
+                json_int(&j, "bytes_without_huffman", (long long)li[i].raw_bytes);
+                if (w->enc == DCZ_ENC_CODEBOOK) {
+                    json_int(&j, "codebook_entries", w->k);
+                    json_int(&j, "index_bits", w->index_bits);
+                    json_str(&j, "index_coding", w->index_coding ? "huffman" : "raw");
+                    json_num(&j, "index_bits_per_weight", li[i].idx.coded_bits);
+                    json_num(&j, "index_entropy", li[i].idx.entropy);
+                }
+                if (li[i].gap.present) {
+                    json_int(&j, "gap_bits", w->gap_bits);
+                    json_str(&j, "gap_coding", w->gap_coding ? "huffman" : "raw");
+                    json_int(&j, "gap_symbols", li[i].gap.symbols);
+                    json_num(&j, "gap_bits_per_weight", li[i].gap.coded_bits);
+                    json_num(&j, "gap_entropy_per_symbol", li[i].gap.entropy);
+                }
+                json_str(&j, "kernel", li[i].kernel);
+            }
+            json_close_obj(&j);
+        }
+        json_close_arr(&j);
+        json_end(&j);
+    } else {
+        printf("%s: %zu bytes, %zu parameters (%zu bytes as dense fp32): %.1fx; container overhead %zu bytes\n\n",
+               v->pos[0], d->file_bytes, params, params * 4, (double)params * 4 / (double)d->file_bytes,
+               d->overhead_bytes);
+        /* the layout of Deep Compression's Table 2 (P: pruning, Q: quantization, H: Huffman) */
+        printf("%-8s %-10s %9s %7s %-10s %10s %10s %10s %10s %9s %9s %8s %8s\n", "layer", "shape", "weights",
+               "kept", "encoding", "wbits P+Q", "wbits +H", "ibits P+Q", "ibits +H", "bytes", "no-H bytes",
+               "rate P+Q", "rate +H");
+        size_t tw = 0, tk = 0, tb = 0, traw = 0;
+        for (uint32_t i = 0; i < d->nlayers; i++) {
+            const dcz_doc_layer *l = &d->layers[i];
+            if (l->op != DCZ_OP_DENSE) continue;
+            const dcz_doc_tensor *w = &l->t[0];
+            char shape[32], wq[16] = "-", wh[16] = "-", iq[16] = "-", ih[16] = "-";
+            snprintf(shape, sizeof shape, "%ux%u", w->dims[0], w->dims[1]);
+            if (w->enc == DCZ_ENC_CODEBOOK) {
+                snprintf(wq, sizeof wq, "%u", w->index_bits);
+                snprintf(wh, sizeof wh, "%.2f", li[i].idx.coded_bits);
+            } else {
+                snprintf(wq, sizeof wq, "%d", w->enc == DCZ_ENC_F16 ? 16 : 32);
+                snprintf(wh, sizeof wh, "%s", wq);
+            }
+            if (li[i].gap.present) {
+                snprintf(iq, sizeof iq, "%.2f", li[i].gap.raw_bits);
+                snprintf(ih, sizeof ih, "%.2f", li[i].gap.coded_bits);
+            }
+            const double dense = (double)(w->n + l->t[1].n) * 4;
+            printf("%-8s %-10s %9zu %6.2f%% %-10s %10s %10s %10s %10s %9zu %9zu %7.1fx %7.1fx\n", l->name, shape,
+                   li[i].weights, li[i].density * 100, enc_name(w->enc), wq, wh, iq, ih, li[i].bytes,
+                   li[i].raw_bytes, dense / (double)li[i].raw_bytes, dense / (double)li[i].bytes);
+            tw += li[i].weights;
+            tk += li[i].kept;
+            tb += li[i].bytes;
+            traw += li[i].raw_bytes;
+        }
+        printf("%-8s %-10s %9zu %6.2f%% %-10s %10s %10s %10s %10s %9zu %9zu %7.1fx %7.1fx\n", "total", "", tw,
+               tw ? 100.0 * (double)tk / (double)tw : 0, "", "", "", "", "", tb, traw,
+               (double)params * 4 / (double)(traw + d->overhead_bytes), (double)params * 4 / (double)d->file_bytes);
+        printf("(wbits: codebook-index bits per weight; ibits: relative-position bits per weight,\n"
+               " fillers included; rates count each layer's weights and biases)\n");
+
+        int any = 0;
+        for (uint32_t i = 0; i < d->nlayers; i++) {
+            if (!li[i].idx.present && !li[i].gap.present) continue;
+            if (!any++) printf("\n%-8s %-8s %9s %7s %12s %12s %9s\n", "layer", "stream", "symbols", "raw",
+                               "huffman b/s", "entropy b/s", "to bound");
+            const stream_stats *ss[2] = { &li[i].idx, &li[i].gap };
+            const char *nm[2] = { "index", "position" };
+            const unsigned bits[2] = { d->layers[i].t[0].index_bits, d->layers[i].t[0].gap_bits };
+            for (int k = 0; k < 2; k++) {
+                if (!ss[k]->present) continue;
+                double per_sym = ss[k]->symbols ? ss[k]->coded_bits * (double)li[i].kept / ss[k]->symbols : 0;
+                printf("%-8s %-8s %9u %7u %12.3f %12.3f %8.1f%%\n", d->layers[i].name, nm[k], ss[k]->symbols,
+                       bits[k], per_sym, ss[k]->entropy,
+                       ss[k]->entropy > 0 ? (per_sym / ss[k]->entropy - 1) * 100 : 0);
+            }
+        }
+        printf("\n%-8s %-44s\n", "layer", "runtime kernel");
+        for (uint32_t i = 0; i < d->nlayers; i++)
+            if (d->layers[i].op == DCZ_OP_DENSE) printf("%-8s %s: %s\n", d->layers[i].name, li[i].kernel, li[i].why);
+
+        if (d->nstages) {
+            printf("\n%-10s %12s %9s %10s\n", "stage", "bytes", "ratio", "accuracy");
+            for (uint32_t i = 0; i < d->nstages; i++) {
+                char name[64] = "?", bytes[64] = "", acc[64] = "";
+                stage_get(d->stages[i], "stage", name, sizeof name);
+                stage_get(d->stages[i], "file_bytes", bytes, sizeof bytes);
+                int has_acc = stage_get(d->stages[i], "accuracy", acc, sizeof acc);
+                double b = atof(bytes);
+                char accs[32] = "-";
+                if (has_acc) snprintf(accs, sizeof accs, "%.2f%%", atof(acc) * 100);
+                printf("%-10s %12.0f %8.1fx %10s\n", name, b, b > 0 ? (double)params * 4 / b : 0, accs);
+            }
+        }
+    }
+    free(li);
+    dcz_doc_free(d);
+    return EXIT_OK;
+}
+
+/* ---- run ---------------------------------------------------------------------- */
+
+int cmd_run(verb_ctx *v)
+{
+    const char *input = NULL;
+    int index = 0, count = 1, top = 3;
+    const opt_spec specs[] = {
+        { "input", 'i', OPT_STR, &input, "raw little-endian float32 samples ('-' for stdin)" },
+        { "index", 0, OPT_INT, &index, "with --data: first test sample to run (default 0)" },
+        { "count", 0, OPT_INT, &count, "with --data: number of samples (default 1)" },
+        { "top", 0, OPT_INT, &top, "classes shown per sample (default 3)" },
+        { NULL, 0, OPT_FLAG, NULL, NULL }
+    };
+    v->usage = "dcz run FILE (--input SAMPLES.f32 | --data DATA [--index I] [--count N]) [--top K]";
+    v->summary = "Runs FILE on samples and prints the top classes of each. With -o, also\n"
+                 "writes the raw float32 outputs.";
+    int rc = cli_parse(v, specs, 1, 1);
+    if (rc != -1) return rc;
+    if (!!input == !!v->c.data) { cli_usage_error(v, "give exactly one of --input and --data"); return EXIT_USAGE; }
+    if (top < 1 || count < 1 || index < 0) { cli_usage_error(v, "--top and --count must be >= 1"); return EXIT_USAGE; }
+    dcz_options opt;
+    if ((rc = cli_runtime_options(v, &opt)) != -1) return rc;
+    dcz_model *m = NULL;
+    dcz_status s = dcz_open_file(v->pos[0], &opt, &m);
+    if (s != DCZ_OK) {
+        cli_error("run: %s: %s", v->pos[0], dcz_status_str(s));
+        return cli_exit_code(s, 1);
+    }
+    const size_t in = dcz_input_size(m), out = dcz_output_size(m);
+    float *x = NULL, *y = NULL;
+    uint8_t *labels = NULL;
+    size_t n = 0;
+    dcz_dataset test;
+    memset(&test, 0, sizeof test);
+    if (input) {
+        uint8_t *buf;
+        size_t len;
+        s = cli_read_file(input, &buf, &len);
+        if (s != DCZ_OK || len == 0 || len % (in * 4) != 0) {
+            cli_error("run: %s: %s", input, s != DCZ_OK ? dcz_status_str(s) : "size is not a multiple of one sample (input floats x 4 bytes)");
+            if (s == DCZ_OK) free(buf);
+            dcz_close(m);
+            return EXIT_BAD_INPUT;
+        }
+        n = len / (in * 4);
+        x = malloc(len);
+        for (size_t i = 0; x && i < n * in; i++) {
+            uint32_t u = (uint32_t)buf[i * 4] | (uint32_t)buf[i * 4 + 1] << 8 | (uint32_t)buf[i * 4 + 2] << 16 |
+                         (uint32_t)buf[i * 4 + 3] << 24;
+            memcpy(&x[i], &u, 4);
+        }
+        free(buf);
+    } else {
+        if ((rc = stage_load_data(v, DCZ_SPLIT_TEST, &test)) != -1) { dcz_close(m); return rc; }
+        if ((size_t)test.c * test.h * test.w != in) {
+            cli_error("run: %s samples do not fit the model's %zu inputs", v->c.data, in);
+            dcz_close(m);
+            dcz_dataset_free(&test);
+            return EXIT_BAD_INPUT;
+        }
+        if ((size_t)index >= test.n) { cli_usage_error(v, "--index beyond the %zu test samples", test.n); rc = EXIT_USAGE; goto done; }
+        n = (size_t)count;
+        if (n > test.n - (size_t)index) n = test.n - (size_t)index;
+        x = malloc(n * in * sizeof *x);
+        if (x) memcpy(x, test.x + (size_t)index * in, n * in * sizeof *x);
+        labels = test.y + index;
+    }
+    y = malloc(n * out * sizeof *y);
+    if (!x || !y) { rc = EXIT_INTERNAL; goto done; }
+    if ((s = dcz_run(m, x, n, y)) != DCZ_OK) { rc = cli_fail(v, s, "running"); goto done; }
+    if (v->c.out) {
+        uint8_t *le = malloc(n * out * 4);
+        if (!le) { rc = EXIT_INTERNAL; goto done; }
+        for (size_t i = 0; i < n * out; i++) {
+            uint32_t u;
+            memcpy(&u, &y[i], 4);
+            for (int b = 0; b < 4; b++) le[i * 4 + b] = (uint8_t)(u >> (8 * b));
+        }
+        s = cli_write_file(v->c.out, le, n * out * 4);
+        free(le);
+        if (s != DCZ_OK) { cli_error("run: cannot write %s", v->c.out); rc = EXIT_IO; goto done; }
+    }
+    json_out j;
+    if (v->c.json) { json_begin(&j, stdout); json_key_arr(&j, "samples"); }
+    for (size_t i = 0; i < n; i++) {
+        const float *yi = y + i * out;
+        int k = top < (int)out ? top : (int)out;
+        int *best = malloc((size_t)k * sizeof *best);
+        if (!best) { rc = EXIT_INTERNAL; goto done; }
+        for (int t = 0; t < k; t++) {
+            int b = -1;
+            for (size_t c = 0; c < out; c++) {
+                int used = 0;
+                for (int u = 0; u < t; u++) used |= best[u] == (int)c;
+                if (!used && (b < 0 || yi[c] > yi[b])) b = (int)c;
+            }
+            best[t] = b;
+        }
+        if (v->c.json) {
+            json_obj(&j);
+            if (labels) json_int(&j, "label", labels[i]);
+            json_key_arr(&j, "top");
+            for (int t = 0; t < k; t++) {
+                json_obj(&j);
+                json_int(&j, "class", best[t]);
+                json_num(&j, "score", yi[best[t]]);
+                json_close_obj(&j);
+            }
+            json_close_arr(&j);
+            json_close_obj(&j);
+        } else {
+            printf("sample %zu", input ? i : (size_t)index + i);
+            if (labels) printf(" (label %u)", labels[i]);
+            printf(":");
+            for (int t = 0; t < k; t++) printf(" %d (%.4f)", best[t], yi[best[t]]);
+            printf("\n");
+        }
+        free(best);
+    }
+    if (v->c.json) { json_close_arr(&j); json_end(&j); }
+    rc = EXIT_OK;
+done:
+    free(x);
+    free(y);
+    dcz_close(m);
+    dcz_dataset_free(&test);
+    return rc;
+}

@@ -1,0 +1,539 @@
+/* common.c: option parsing, per-layer rules, messages and exit codes,
+ * atomic file writes, progress bars and JSON output for the dcz command.
+ *
+ * Checked end to end by the scripts in tests/cli/ (usage errors, exit codes, atomic
+ * output, --json, quiet output when stderr is not a terminal).
+ */
+#include <errno.h>
+#include <fnmatch.h>
+#include <math.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "cli/cli.h"
+
+/* ---- messages and exit codes -------------------------------------------- */
+
+void cli_error(const char *fmt, ...)
+{
+    va_list ap;
+    fputs("dcz: ", stderr);
+    va_start(ap, fmt);
+    vfprintf(stderr, fmt, ap);
+    va_end(ap);
+    fputc('\n', stderr);
+}
+
+void cli_note(const verb_ctx *v, const char *fmt, ...)
+{
+    if (v->c.quiet) return;
+    va_list ap;
+    va_start(ap, fmt);
+    vfprintf(stderr, fmt, ap);
+    va_end(ap);
+    fputc('\n', stderr);
+}
+
+int cli_exit_code(dcz_status s, int reading)
+{
+    switch (s) {
+    case DCZ_OK: return EXIT_OK;
+    case DCZ_ERR_ARG: return EXIT_USAGE;
+    case DCZ_ERR_IO: return reading ? EXIT_BAD_INPUT : EXIT_IO;
+    case DCZ_ERR_FORMAT:
+    case DCZ_ERR_CRC:
+    case DCZ_ERR_VERSION:
+    case DCZ_ERR_UNSUPPORTED:
+    case DCZ_ERR_SHAPE:
+    case DCZ_ERR_DATA: return EXIT_BAD_INPUT;
+    case DCZ_ERR_DEVICE: return EXIT_DEVICE;
+    case DCZ_ERR_NOMEM:
+    case DCZ_ERR_INTERNAL: return EXIT_INTERNAL;
+    }
+    return EXIT_INTERNAL;
+}
+
+int cli_fail(const verb_ctx *v, dcz_status s, const char *what)
+{
+    cli_error("%s: %s: %s", v->verb, what, dcz_status_str(s));
+    return cli_exit_code(s, 0);
+}
+
+void cli_usage_error(const verb_ctx *v, const char *fmt, ...)
+{
+    va_list ap;
+    fprintf(stderr, "dcz %s: ", v->verb);
+    va_start(ap, fmt);
+    vfprintf(stderr, fmt, ap);
+    va_end(ap);
+    fprintf(stderr, "\nusage: %s\n(see dcz %s --help)\n", v->usage, v->verb);
+}
+
+/* ---- options -------------------------------------------------------------- */
+
+static const opt_spec *find_spec(const opt_spec *specs, const opt_spec *common, const char *name,
+                                 size_t nlen, char short_name)
+{
+    const opt_spec *lists[2] = { specs, common };
+    for (int l = 0; l < 2; l++)
+        for (const opt_spec *s = lists[l]; s && s->name; s++) {
+            if (short_name ? s->short_name == short_name
+                           : strlen(s->name) == nlen && strncmp(s->name, name, nlen) == 0)
+                return s;
+        }
+    return NULL;
+}
+
+static int set_opt(const verb_ctx *v, const opt_spec *s, const char *val)
+{
+    char *end;
+    switch (s->kind) {
+    case OPT_FLAG:
+        *(int *)s->dst = 1;
+        return 0;
+    case OPT_STR:
+        *(const char **)s->dst = val;
+        return 0;
+    case OPT_INT: {
+        errno = 0;
+        long x = strtol(val, &end, 10);
+        if (errno || *end || end == val || x < -2147483647L || x > 2147483647L) {
+            cli_usage_error(v, "--%s takes an integer, not '%s'", s->name, val);
+            return 1;
+        }
+        *(int *)s->dst = (int)x;
+        return 0;
+    }
+    case OPT_FLOAT: {
+        errno = 0;
+        double x = strtod(val, &end);
+        if (errno || *end || end == val || !isfinite(x)) {
+            cli_usage_error(v, "--%s takes a number, not '%s'", s->name, val);
+            return 1;
+        }
+        *(double *)s->dst = x;
+        return 0;
+    }
+    }
+    return 1;
+}
+
+static void print_help(const verb_ctx *v, const opt_spec *specs, const opt_spec *common)
+{
+    printf("usage: %s\n\n%s\n\noptions:\n", v->usage, v->summary);
+    const opt_spec *lists[2] = { specs, common };
+    for (int l = 0; l < 2; l++)
+        for (const opt_spec *s = lists[l]; s && s->name; s++) {
+            char left[64];
+            const char *arg = s->kind == OPT_FLAG ? "" : s->kind == OPT_STR ? " S"
+                            : s->kind == OPT_INT ? " N" : " X";
+            if (s->short_name) snprintf(left, sizeof left, "-%c, --%s%s", s->short_name, s->name, arg);
+            else snprintf(left, sizeof left, "    --%s%s", s->name, arg);
+            printf("  %-26s %s\n", left, s->help);
+        }
+}
+
+/* Arguments from a recipe file: "key = value" lines become "--key value"
+ * (a value "true" makes a flag); '#' starts a comment. */
+typedef struct argvec {
+    char **v;
+    int n, cap;
+} argvec;
+
+static int argvec_push(argvec *a, const char *s)
+{
+    if (a->n == a->cap) {
+        int cap = a->cap ? a->cap * 2 : 16;
+        char **nv = realloc(a->v, (size_t)cap * sizeof *nv);
+        if (!nv) return -1;
+        a->v = nv;
+        a->cap = cap;
+    }
+    size_t n = strlen(s);
+    char *copy = malloc(n + 1);
+    if (!copy) return -1;
+    memcpy(copy, s, n + 1);
+    a->v[a->n++] = copy;
+    return 0;
+}
+
+static char *trim(char *s)
+{
+    while (*s == ' ' || *s == '\t') s++;
+    char *e = s + strlen(s);
+    while (e > s && (e[-1] == ' ' || e[-1] == '\t' || e[-1] == '\n' || e[-1] == '\r')) *--e = 0;
+    return s;
+}
+
+static int read_recipe(const verb_ctx *v, const char *path, argvec *out)
+{
+    FILE *f = fopen(path, "r");
+    if (!f) {
+        cli_error("%s: cannot read recipe %s: %s", v->verb, path, strerror(errno));
+        return EXIT_BAD_INPUT;
+    }
+    char line[1024];
+    int lineno = 0;
+    while (fgets(line, sizeof line, f)) {
+        lineno++;
+        char *hash = strchr(line, '#');
+        if (hash) *hash = 0;
+        char *s = trim(line);
+        if (!*s) continue;
+        char *eq = strchr(s, '=');
+        if (!eq) {
+            cli_error("%s: %s:%d: expected 'key = value'", v->verb, path, lineno);
+            fclose(f);
+            return EXIT_USAGE;
+        }
+        *eq = 0;
+        char *key = trim(s), *val = trim(eq + 1);
+        char flag[96];
+        snprintf(flag, sizeof flag, "--%s", key);
+        if (argvec_push(out, flag) != 0 ||
+            (strcmp(val, "true") != 0 && argvec_push(out, val) != 0)) {
+            fclose(f);
+            return EXIT_INTERNAL;
+        }
+    }
+    fclose(f);
+    return -1;
+}
+
+static int parse_list(verb_ctx *v, const opt_spec *specs, const opt_spec *common, int argc,
+                      char **argv, int take_pos)
+{
+    for (int i = 0; i < argc; i++) {
+        const char *a = argv[i];
+        if (strcmp(a, "-") == 0 || a[0] != '-' || (a[1] >= '0' && a[1] <= '9')) {
+            if (!take_pos) { cli_usage_error(v, "recipe lines must be options, not '%s'", a); return EXIT_USAGE; }
+            if (v->npos == 4) { cli_usage_error(v, "too many arguments"); return EXIT_USAGE; }
+            v->pos[v->npos++] = a;
+            continue;
+        }
+        const opt_spec *s;
+        const char *val = NULL;
+        if (a[1] == '-') {
+            const char *name = a + 2, *eq = strchr(name, '=');
+            size_t nlen = eq ? (size_t)(eq - name) : strlen(name);
+            s = find_spec(specs, common, name, nlen, 0);
+            if (!s) { cli_usage_error(v, "unknown option '%.*s'", (int)nlen + 2, a); return EXIT_USAGE; }
+            if (eq) val = eq + 1;
+        } else {
+            s = a[2] == 0 ? find_spec(specs, common, NULL, 0, a[1]) : NULL;
+            if (!s) { cli_usage_error(v, "unknown option '%s'", a); return EXIT_USAGE; }
+        }
+        if (s->kind == OPT_FLAG) {
+            if (val) { cli_usage_error(v, "--%s takes no value", s->name); return EXIT_USAGE; }
+        } else if (!val) {
+            if (i + 1 >= argc) { cli_usage_error(v, "--%s needs a value", s->name); return EXIT_USAGE; }
+            val = argv[++i];
+        }
+        if (set_opt(v, s, val) != 0) return EXIT_USAGE;
+    }
+    return -1;
+}
+
+int cli_parse(verb_ctx *v, const opt_spec *specs, int min_pos, int max_pos)
+{
+    common_opts *c = &v->c;
+    const opt_spec common[] = {
+        { "output", 'o', OPT_STR, &c->out, "output file ('-' for stdout)" },
+        { "data", 0, OPT_STR, &c->data, "dataset: fashion-mnist or an IDX directory" },
+        { "recipe", 0, OPT_STR, &c->recipe, "file of 'option = value' lines; flags win" },
+        { "seed", 0, OPT_INT, &c->seed, "random seed (default 1)" },
+        { "threads", 0, OPT_INT, &c->threads, "threads (default: all cores)" },
+        { "device", 0, OPT_STR, &c->device, "auto, cpu or gpu (default auto)" },
+        { "quiet", 'q', OPT_FLAG, &c->quiet, "no progress or notes on stderr" },
+        { "json", 0, OPT_FLAG, &c->json, "print one JSON object summarizing the result" },
+        { "help", 'h', OPT_FLAG, &c->help, "this help" },
+        { NULL, 0, OPT_FLAG, NULL, NULL }
+    };
+    c->seed = 1;
+    /* a first pass finds --recipe and --help; the recipe is applied, then
+     * the flags again so that they win */
+    verb_ctx probe = *v;
+    int rc = parse_list(&probe, specs, common, v->argc - 1, v->argv + 1, 1);
+    if (c->help) {
+        print_help(v, specs, common);
+        return EXIT_OK;
+    }
+    if (rc != -1) return rc;
+    if (c->recipe) {
+        argvec rv = { 0 };
+        const char *recipe = c->recipe;
+        rc = read_recipe(v, recipe, &rv);
+        if (rc == -1) rc = parse_list(v, specs, common, rv.n, rv.v, 0);
+        /* recipe strings stay referenced by the options: kept until exit */
+        if (rc != -1) return rc;
+    }
+    v->npos = 0;
+    rc = parse_list(v, specs, common, v->argc - 1, v->argv + 1, 1);
+    if (rc != -1) return rc;
+    if (v->npos < min_pos) { cli_usage_error(v, "missing argument"); return EXIT_USAGE; }
+    if (v->npos > max_pos) { cli_usage_error(v, "unexpected argument '%s'", v->pos[max_pos]); return EXIT_USAGE; }
+    if (c->threads < 0) { cli_usage_error(v, "--threads must be >= 0"); return EXIT_USAGE; }
+    v->progress = !c->quiet && isatty(2);
+    if (c->threads) dcz_train_set_threads(c->threads);
+    return -1;
+}
+
+int cli_runtime_options(const verb_ctx *v, dcz_options *opt)
+{
+    dcz_options_init(opt);
+    opt->threads = v->c.threads;
+    const char *d = v->c.device ? v->c.device : "auto";
+    if (strcmp(d, "auto") == 0) opt->device = DCZ_DEVICE_AUTO;
+    else if (strcmp(d, "cpu") == 0) opt->device = DCZ_DEVICE_CPU;
+    else if (strcmp(d, "gpu") == 0) {
+        cli_error("%s: --device gpu: this build of dcz has no GPU backend", v->verb);
+        return EXIT_DEVICE;
+    } else {
+        cli_usage_error(v, "--device must be auto, cpu or gpu, not '%s'", d);
+        return EXIT_USAGE;
+    }
+    return -1;
+}
+
+/* ---- rules ---------------------------------------------------------------- */
+
+int rules_parse(const char *text, rule_set *r, char *err, size_t errlen)
+{
+    memset(r, 0, sizeof *r);
+    const char *p = text;
+    while (*p) {
+        const char *end = strchr(p, ',');
+        size_t n = end ? (size_t)(end - p) : strlen(p);
+        char item[128];
+        if (n == 0 || n >= sizeof item) { snprintf(err, errlen, "empty or overlong rule in '%s'", text); return -1; }
+        memcpy(item, p, n);
+        item[n] = 0;
+        if (r->n == 16) { snprintf(err, errlen, "more than 16 rules"); return -1; }
+        char *eq = strchr(item, '='), *val = item;
+        const char *pat = "*";
+        if (eq) { *eq = 0; pat = trim(item); val = eq + 1; }
+        val = trim(val);
+        char *e;
+        double x = strtod(val, &e);
+        if (e == val || *e || !isfinite(x)) { snprintf(err, errlen, "'%s' is not a number", val); return -1; }
+        if (!*pat || strlen(pat) >= sizeof r->pattern[0]) { snprintf(err, errlen, "bad layer pattern in '%s'", text); return -1; }
+        snprintf(r->pattern[r->n], sizeof r->pattern[0], "%s", pat);
+        r->value[r->n++] = x;
+        p = end ? end + 1 : p + n;
+    }
+    return 0;
+}
+
+double rules_value(const rule_set *r, const char *name, double dflt)
+{
+    double v = dflt;
+    for (int i = 0; i < r->n; i++)
+        if (fnmatch(r->pattern[i], name, 0) == 0) v = r->value[i];
+    return v;
+}
+
+int rules_match(const rule_set *r, const char *name)
+{
+    for (int i = 0; i < r->n; i++)
+        if (fnmatch(r->pattern[i], name, 0) == 0) return 1;
+    return 0;
+}
+
+/* ---- files ---------------------------------------------------------------- */
+
+dcz_status cli_read_file(const char *path, uint8_t **buf, size_t *len)
+{
+    FILE *f = strcmp(path, "-") == 0 ? stdin : fopen(path, "rb");
+    *buf = NULL;
+    *len = 0;
+    if (!f) return DCZ_ERR_IO;
+    size_t cap = 1 << 16, n = 0;
+    uint8_t *b = malloc(cap);
+    dcz_status s = DCZ_OK;
+    for (;;) {
+        if (!b) { s = DCZ_ERR_NOMEM; break; }
+        n += fread(b + n, 1, cap - n, f);
+        if (n < cap) break;
+        uint8_t *nb = realloc(b, cap * 2);
+        if (!nb) { free(b); b = NULL; s = DCZ_ERR_NOMEM; break; }
+        b = nb;
+        cap *= 2;
+    }
+    if (s == DCZ_OK && ferror(f)) s = DCZ_ERR_IO;
+    if (f != stdin) fclose(f);
+    if (s != DCZ_OK) { free(b); return s; }
+    *buf = b;
+    *len = n;
+    return DCZ_OK;
+}
+
+/* the temporary file being written, removed if a signal ends the run */
+static char pending_tmp[4096];
+
+static void on_signal(int sig)
+{
+    if (pending_tmp[0]) unlink(pending_tmp);
+    signal(sig, SIG_DFL);
+    raise(sig);
+}
+
+void cli_install_signals(void)
+{
+    signal(SIGINT, on_signal);
+    signal(SIGTERM, on_signal);
+    signal(SIGHUP, on_signal);
+}
+
+dcz_status cli_write_file(const char *path, const void *buf, size_t len)
+{
+    if (strcmp(path, "-") == 0) {
+        if (fwrite(buf, 1, len, stdout) != len || fflush(stdout) != 0) return DCZ_ERR_IO;
+        return DCZ_OK;
+    }
+    char tmp[4096];
+    if (snprintf(tmp, sizeof tmp, "%s.tmp.XXXXXX", path) >= (int)sizeof tmp) return DCZ_ERR_IO;
+    int fd = mkstemp(tmp);
+    if (fd < 0) return DCZ_ERR_IO;
+    snprintf(pending_tmp, sizeof pending_tmp, "%s", tmp);
+    const uint8_t *p = buf;
+    size_t left = len;
+    while (left) {
+        ssize_t w = write(fd, p, left);
+        if (w < 0 && errno == EINTR) continue;
+        if (w <= 0) break;
+        p += w;
+        left -= (size_t)w;
+    }
+    int ok = left == 0 && fchmod(fd, 0644) == 0 && fsync(fd) == 0;
+    ok &= close(fd) == 0;
+    if (ok && rename(tmp, path) == 0) {
+        pending_tmp[0] = 0;
+        return DCZ_OK;
+    }
+    unlink(tmp);
+    pending_tmp[0] = 0;
+    return DCZ_ERR_IO;
+}
+
+/* ---- progress --------------------------------------------------------------- */
+
+double cli_now(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + ts.tv_nsec * 1e-9;
+}
+
+void progress_start(progress *p, const verb_ctx *v, const char *label, size_t total)
+{
+    p->enabled = v->progress;
+    p->label = label;
+    p->total = total;
+    p->started = cli_now();
+    p->last_permille = -1;
+}
+
+void progress_cb(void *ctx, size_t done, size_t total)
+{
+    progress *p = (progress *)ctx;
+    if (!p->enabled || total == 0) return;
+    int permille = (int)(done * 1000 / total);
+    if (permille == p->last_permille) return;
+    p->last_permille = permille;
+    const int width = 30;
+    int fill = permille * width / 1000;
+    double el = cli_now() - p->started;
+    double eta = done ? el * (double)(total - done) / (double)done : 0;
+    fprintf(stderr, "\r%-12s [", p->label);
+    for (int i = 0; i < width; i++) fputc(i < fill ? '#' : '.', stderr);
+    fprintf(stderr, "] %5.1f%%  %5.0fs left ", permille / 10.0, eta);
+    fflush(stderr);
+}
+
+void progress_end(progress *p)
+{
+    if (p->enabled && p->last_permille >= 0) fprintf(stderr, "\r\033[K");
+}
+
+/* ---- JSON ------------------------------------------------------------------- */
+
+static void json_sep(json_out *j)
+{
+    if (!j->first[j->depth]) fputc(',', j->f);
+    j->first[j->depth] = 0;
+}
+
+static void json_string(FILE *f, const char *s)
+{
+    fputc('"', f);
+    for (const unsigned char *p = (const unsigned char *)s; *p; p++) {
+        if (*p == '"' || *p == '\\') fprintf(f, "\\%c", *p);
+        else if (*p == '\n') fputs("\\n", f);
+        else if (*p < 0x20) fprintf(f, "\\u%04x", *p);
+        else fputc(*p, f);
+    }
+    fputc('"', f);
+}
+
+static void json_open(json_out *j, const char *key, char ch)
+{
+    json_sep(j);
+    if (key) { json_string(j->f, key); fputc(':', j->f); }
+    fputc(ch, j->f);
+    if (j->depth < 15) j->depth++;
+    j->first[j->depth] = 1;
+}
+
+void json_begin(json_out *j, FILE *f)
+{
+    j->f = f;
+    j->depth = 0;
+    j->first[0] = 1;
+    json_open(j, NULL, '{');
+}
+void json_end(json_out *j) { fputs("}\n", j->f); j->depth = 0; fflush(j->f); }
+void json_key_obj(json_out *j, const char *key) { json_open(j, key, '{'); }
+void json_key_arr(json_out *j, const char *key) { json_open(j, key, '['); }
+void json_obj(json_out *j) { json_open(j, NULL, '{'); }
+void json_close_obj(json_out *j) { fputc('}', j->f); j->depth--; }
+void json_close_arr(json_out *j) { fputc(']', j->f); j->depth--; }
+
+void json_str(json_out *j, const char *key, const char *v)
+{
+    json_sep(j);
+    json_string(j->f, key);
+    fputc(':', j->f);
+    json_string(j->f, v);
+}
+
+void json_num(json_out *j, const char *key, double v)
+{
+    json_sep(j);
+    json_string(j->f, key);
+    if (isfinite(v)) fprintf(j->f, ":%.10g", v);
+    else fputs(":null", j->f);
+}
+
+void json_int(json_out *j, const char *key, long long v)
+{
+    json_sep(j);
+    json_string(j->f, key);
+    fprintf(j->f, ":%lld", v);
+}
+
+void json_arr_int(json_out *j, long long v)
+{
+    json_sep(j);
+    fprintf(j->f, "%lld", v);
+}
+
+void json_arr_str(json_out *j, const char *v)
+{
+    json_sep(j);
+    json_string(j->f, v);
+}

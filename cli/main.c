@@ -1,0 +1,79 @@
+/* main.c: the dcz command: picks the verb and runs it. docs/CLI.md is the
+ * manual; exit codes are listed in cli.h and there.
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "cli/cli.h"
+
+typedef struct verb {
+    const char *name;
+    int (*fn)(verb_ctx *);
+    const char *what;
+} verb;
+
+static const verb verbs[] = {
+    { "train", cmd_train, "train a network from scratch (dense fp32)" },
+    { "prune", cmd_prune, "magnitude pruning, iterative with retraining when --data is given" },
+    { "quantize", cmd_quantize, "weight sharing: k-means codebooks, fine-tuned with --data" },
+    { "encode", cmd_encode, "Huffman-code the index and position streams" },
+    { "compress", cmd_compress, "prune, quantize and encode with Deep Compression defaults" },
+    { "eval", cmd_eval, "test accuracy of a .dcz, computed by libdcz" },
+    { "info", cmd_info, "per-layer table, stream statistics and size waterfall" },
+    { "run", cmd_run, "class scores for samples" },
+};
+
+static void usage(FILE *f)
+{
+    fprintf(f, "usage: dcz VERB [options] IN -o OUT\n\nverbs:\n");
+    for (size_t i = 0; i < sizeof verbs / sizeof *verbs; i++) fprintf(f, "  %-10s %s\n", verbs[i].name, verbs[i].what);
+    fprintf(f, "\n'dcz VERB --help' lists a verb's options; 'dcz --version' the version.\n"
+               "Exit codes: 0 success, 1 usage, 2 bad input, 3 I/O failure, 4 device, 5 internal.\n");
+}
+
+int main(int argc, char **argv)
+{
+    if (argc < 2) {
+        usage(stderr);
+        return EXIT_USAGE;
+    }
+    if (strcmp(argv[1], "--version") == 0 || strcmp(argv[1], "version") == 0) {
+        printf("dcz %s (.dcz format %d.%d; CPU runtime, scalar reference kernels; CUDA backend: not built)\n",
+               DCZ_VERSION_STRING, DCZ_FMT_MAJOR, DCZ_FMT_MINOR);
+        return EXIT_OK;
+    }
+    if (strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "-h") == 0 || strcmp(argv[1], "help") == 0) {
+        usage(stdout);
+        return EXIT_OK;
+    }
+    /* the command line, for provenance: argv[0] is left out so the record
+     * does not depend on where dcz was installed */
+    size_t len = 4;
+    for (int i = 1; i < argc; i++) len += strlen(argv[i]) + 1;
+    char *cmdline = malloc(len);
+    if (!cmdline) return EXIT_INTERNAL;
+    strcpy(cmdline, "dcz");
+    for (int i = 1; i < argc; i++) {
+        strcat(cmdline, " ");
+        strcat(cmdline, argv[i]);
+    }
+    for (char *p = cmdline; *p; p++)
+        if (*p == '\n') *p = ' ';
+    cli_install_signals();
+    for (size_t i = 0; i < sizeof verbs / sizeof *verbs; i++) {
+        if (strcmp(argv[1], verbs[i].name) != 0) continue;
+        verb_ctx v;
+        memset(&v, 0, sizeof v);
+        v.verb = verbs[i].name;
+        v.argc = argc - 1;
+        v.argv = argv + 1;
+        v.cmdline = cmdline;
+        int rc = verbs[i].fn(&v);
+        free(cmdline);
+        return rc;
+    }
+    free(cmdline);
+    cli_error("unknown verb '%s'", argv[1]);
+    usage(stderr);
+    return EXIT_USAGE;
+}

@@ -1,0 +1,164 @@
+/* stage.c: what every stage verb does around its library call: read the
+ * input model, load data, record provenance, measure the accuracy of the
+ * bytes it is about to write with libdcz itself, and write them atomically.
+ *
+ * The accuracy a stage reports is measured by the runtime on the very bytes
+ * written (only the stage record, which the runtime skips, is added after),
+ * so it always equals `dcz eval` on the output file.
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "cli/cli.h"
+
+int stage_load_doc(const verb_ctx *v, const char *path, dcz_doc **doc)
+{
+    uint8_t *buf;
+    size_t len;
+    dcz_status s = cli_read_file(path, &buf, &len);
+    if (s != DCZ_OK) {
+        cli_error("%s: cannot read %s: %s", v->verb, path, dcz_status_str(s));
+        return cli_exit_code(s, 1);
+    }
+    s = dcz_doc_read(buf, len, doc);
+    free(buf);
+    if (s != DCZ_OK) {
+        cli_error("%s: %s: %s", v->verb, path, dcz_status_str(s));
+        return cli_exit_code(s, 1);
+    }
+    return -1;
+}
+
+int stage_load_data(const verb_ctx *v, int split, dcz_dataset *d)
+{
+    char err[512] = "";
+    memset(d, 0, sizeof *d);
+    dcz_status s = dcz_data_load(v->c.data, split, d, err, sizeof err);
+    if (s != DCZ_OK) {
+        cli_error("%s: --data %s: %s", v->verb, v->c.data, err[0] ? err : dcz_status_str(s));
+        return cli_exit_code(s, 1);
+    }
+    return -1;
+}
+
+dcz_status stage_eval_bytes(const uint8_t *buf, size_t len, const dcz_options *opt,
+                            const dcz_dataset *data, double *accuracy)
+{
+    dcz_model *m;
+    dcz_status s = dcz_open_memory(buf, len, opt, &m);
+    if (s != DCZ_OK) return s;
+    const size_t in = dcz_input_size(m), out = dcz_output_size(m);
+    const size_t sample = (size_t)data->c * data->h * data->w;
+    if (in != sample || out < data->classes) {
+        dcz_close(m);
+        return DCZ_ERR_SHAPE;
+    }
+    const size_t B = 256;
+    float *y = malloc(B * out * sizeof *y);
+    if (!y) {
+        dcz_close(m);
+        return DCZ_ERR_NOMEM;
+    }
+    size_t correct = 0;
+    for (size_t i = 0; i < data->n && s == DCZ_OK; i += B) {
+        size_t b = data->n - i < B ? data->n - i : B;
+        s = dcz_run(m, data->x + i * in, b, y);
+        for (size_t j = 0; j < b && s == DCZ_OK; j++) {
+            const float *yj = y + j * out;
+            size_t best = 0;
+            for (size_t c = 1; c < out; c++)
+                if (yj[c] > yj[best]) best = c;
+            correct += best == data->y[i + j];
+        }
+    }
+    free(y);
+    dcz_close(m);
+    if (s == DCZ_OK) *accuracy = data->n ? (double)correct / (double)data->n : 0.0;
+    return s;
+}
+
+dcz_status stage_record(dcz_doc *doc, const verb_ctx *v, const char *stage,
+                        const dcz_dataset *data, const char *extra, double accuracy)
+{
+    char text[4096];
+    int n = snprintf(text, sizeof text, "stage = %s\ntool = dcz %s\ncommand = %s\nseed = %d\n",
+                     stage, DCZ_VERSION_STRING, v->cmdline, v->c.seed);
+    if (data && n < (int)sizeof text)
+        n += snprintf(text + n, sizeof text - (size_t)n, "data = %s\ndata_hash = %08x\n",
+                      v->c.data, data->hash);
+    if (extra && n < (int)sizeof text) n += snprintf(text + n, sizeof text - (size_t)n, "%s", extra);
+    if (accuracy >= 0 && n < (int)sizeof text)
+        snprintf(text + n, sizeof text - (size_t)n, "accuracy = %.4f\n", accuracy);
+    return dcz_doc_add_stage(doc, text);
+}
+
+int stage_finish(const verb_ctx *v, dcz_doc *doc, const char *stage, const dcz_dataset *data,
+                 const char *extra, const dcz_dataset *test, const char *out_path,
+                 double *accuracy_out, size_t *bytes_out)
+{
+    uint8_t *buf = NULL;
+    size_t len = 0;
+    double acc = -1;
+    dcz_status s;
+    dcz_options opt;
+    int rc = cli_runtime_options(v, &opt);
+    if (rc != -1) return rc;
+    if (test) {
+        /* measure the exact weights that will be written */
+        if ((s = dcz_doc_write(doc, &buf, &len)) != DCZ_OK) return cli_fail(v, s, "encoding");
+        s = stage_eval_bytes(buf, len, &opt, test, &acc);
+        free(buf);
+        buf = NULL;
+        if (s != DCZ_OK) return cli_fail(v, s, "evaluating the output");
+    }
+    /* The record states the size of the file it is in; that number is stored
+     * with a fixed width, so a second write with the measured size is final. */
+    size_t guess = 0;
+    char *ext = malloc((extra ? strlen(extra) : 0) + 64);
+    if (!ext) return cli_fail(v, DCZ_ERR_NOMEM, "recording");
+    for (int tries = 0; tries < 2; tries++) {
+        sprintf(ext, "%sfile_bytes = %zu\n", extra ? extra : "", guess);
+        if ((s = stage_record(doc, v, stage, data, ext, acc)) != DCZ_OK) break;
+        if ((s = dcz_doc_write(doc, &buf, &len)) != DCZ_OK) break;
+        if (len == guess) break;
+        guess = len;
+        free(buf);
+        buf = NULL;
+        free(doc->stages[--doc->nstages]);
+    }
+    free(ext);
+    if (s != DCZ_OK) return cli_fail(v, s, "encoding");
+    if (!buf || len != guess) { free(buf); return cli_fail(v, DCZ_ERR_INTERNAL, "recording the file size"); }
+    if (out_path) {
+        s = cli_write_file(out_path, buf, len);
+        if (s != DCZ_OK) {
+            free(buf);
+            cli_error("%s: cannot write %s", v->verb, out_path);
+            return EXIT_IO;
+        }
+    }
+    free(buf);
+    if (accuracy_out) *accuracy_out = acc;
+    if (bytes_out) *bytes_out = len;
+    return -1;
+}
+
+int stage_get(const char *text, const char *key, char *val, size_t vlen)
+{
+    size_t kl = strlen(key);
+    for (const char *p = text; p && *p; p = strchr(p, '\n'), p = p ? p + 1 : NULL) {
+        if (strncmp(p, key, kl) != 0) continue;
+        const char *q = p + kl;
+        while (*q == ' ') q++;
+        if (*q != '=') continue;
+        q++;
+        while (*q == ' ') q++;
+        const char *e = strchr(q, '\n');
+        size_t n = e ? (size_t)(e - q) : strlen(q);
+        if (n >= vlen) n = vlen - 1;
+        memcpy(val, q, n);
+        val[n] = 0;
+        return 1;
+    }
+    return 0;
+}

@@ -1,0 +1,506 @@
+/* prune.c: magnitude pruning of dense layers and the iterative
+ * prune/retrain schedule (Deep Compression, section 2; Zhu & Gupta 2017 for
+ * the cubic sparsity schedule). The contract is documented in prune.h.
+ *
+ * Exact-count pruning sorts the magnitudes of the kept weights once per call
+ * (O(n log n)); the cut value v is the t-th smallest, everything strictly
+ * below v goes, then weights equal to v go in index order until t are gone.
+ *
+ * Tested by tests/unit/test_prune.c.
+ */
+#include "prune/prune.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+static int cmp_float(const void *a, const void *b)
+{
+    float x = *(const float *)a, y = *(const float *)b;
+    return (x > y) - (x < y);
+}
+
+static int layer_has_weights(const dcz_tlayer *L)
+{
+    return L && L->kind == DCZ_TL_DENSE && L->w && L->in > 0 && L->out > 0;
+}
+
+static size_t layer_weights(const dcz_tlayer *L)
+{
+    return (size_t)L->in * (size_t)L->out;
+}
+
+static size_t layer_pruned(const dcz_tlayer *L)
+{
+    size_t n = layer_weights(L), p = 0;
+    if (!L->mask)
+        return 0;
+    for (size_t i = 0; i < n; i++)
+        p += L->mask[i] == 0;
+    return p;
+}
+
+size_t dcz_prune_count(double sparsity, size_t n)
+{
+    if (!(sparsity > 0.0))      /* also NaN */
+        return 0;
+    if (sparsity >= 1.0)
+        return n;
+    double t = sparsity * (double)n;
+    double r = nearbyint(t);
+    double m = fabs(t - r) <= 1e-9 * (t > 1.0 ? t : 1.0) ? r : floor(t);
+    if (m <= 0.0)
+        return 0;
+    if (m >= (double)n)
+        return n;
+    return (size_t)m;
+}
+
+double dcz_prune_schedule(double s_i, double s_f, int r, int K)
+{
+    if (K < 1)
+        K = 1;
+    if (r <= 0)
+        return s_i;
+    if (r >= K)
+        return s_f;
+    double f = 1.0 - (double)r / (double)K;
+    return s_f + (s_i - s_f) * f * f * f;
+}
+
+dcz_status dcz_prune_threshold_quality(const float *w, const uint8_t *mask, size_t n,
+                                       double quality, float *thr)
+{
+    if (!w || !thr || n == 0 || !(quality >= 0.0) || !isfinite(quality))
+        return DCZ_ERR_ARG;
+    double sum = 0.0;
+    size_t m = 0;
+    for (size_t i = 0; i < n; i++) {
+        if (mask && !mask[i])
+            continue;
+        if (!isfinite(w[i]))
+            return DCZ_ERR_DATA;
+        sum += w[i];
+        m++;
+    }
+    if (m == 0) {
+        *thr = 0.0f;
+        return DCZ_OK;
+    }
+    double mean = sum / (double)m, ss = 0.0;
+    for (size_t i = 0; i < n; i++) {
+        if (mask && !mask[i])
+            continue;
+        double d = (double)w[i] - mean;
+        ss += d * d;
+    }
+    *thr = (float)(quality * sqrt(ss / (double)m));
+    return DCZ_OK;
+}
+
+dcz_status dcz_prune_threshold_sparsity(const float *w, size_t n, double sparsity,
+                                        float *thr)
+{
+    if (!w || !thr || n == 0 || !(sparsity >= 0.0 && sparsity <= 1.0))
+        return DCZ_ERR_ARG;
+    size_t m = dcz_prune_count(sparsity, n);
+    for (size_t i = 0; i < n; i++)
+        if (isnan(w[i]))
+            return DCZ_ERR_DATA;
+    if (m == 0) {
+        *thr = -1.0f;
+        return DCZ_OK;
+    }
+    float *a = malloc(n * sizeof *a);
+    if (!a)
+        return DCZ_ERR_NOMEM;
+    for (size_t i = 0; i < n; i++)
+        a[i] = fabsf(w[i]);
+    qsort(a, n, sizeof *a, cmp_float);
+    *thr = a[m - 1];
+    free(a);
+    return DCZ_OK;
+}
+
+static dcz_status ensure_mask(dcz_tlayer *L)
+{
+    if (L->mask)
+        return DCZ_OK;
+    size_t n = layer_weights(L);
+    L->mask = malloc(n);
+    if (!L->mask)
+        return DCZ_ERR_NOMEM;
+    memset(L->mask, 1, n);
+    return DCZ_OK;
+}
+
+static void prune_one(dcz_tlayer *L, size_t i)
+{
+    L->mask[i] = 0;
+    L->w[i] = 0.0f;
+    if (L->vw)
+        L->vw[i] = 0.0f;
+}
+
+dcz_status dcz_prune_layer(dcz_tlayer *L, float thr, size_t *kept)
+{
+    if (!layer_has_weights(L) || isnan(thr))
+        return DCZ_ERR_ARG;
+    dcz_status st = ensure_mask(L);
+    if (st != DCZ_OK)
+        return st;
+    size_t n = layer_weights(L), k = 0;
+    for (size_t i = 0; i < n; i++) {
+        if (L->mask[i] && !(fabsf(L->w[i]) <= thr))
+            k++;
+        else
+            prune_one(L, i);
+    }
+    if (kept)
+        *kept = k;
+    return DCZ_OK;
+}
+
+/* Prunes L until m of its weights are pruned (see prune.h). */
+static dcz_status prune_to_count(dcz_tlayer *L, size_t m, float *thr, size_t *kept)
+{
+    size_t n = layer_weights(L);
+    size_t p = layer_pruned(L);
+    if (thr)
+        *thr = -1.0f;
+    if (m > n)
+        m = n;
+    for (size_t i = 0; m > p && i < n; i++)
+        if ((!L->mask || L->mask[i]) && isnan(L->w[i]))
+            return DCZ_ERR_DATA;
+    dcz_status st = ensure_mask(L);
+    if (st != DCZ_OK)
+        return st;
+    if (m <= p) {
+        if (kept)
+            *kept = n - p;
+        return DCZ_OK;
+    }
+    size_t t = m - p, nk = n - p;   /* t of the nk kept weights go */
+    float *a = malloc(nk * sizeof *a);
+    if (!a)
+        return DCZ_ERR_NOMEM;
+    size_t j = 0;
+    for (size_t i = 0; i < n; i++)
+        if (L->mask[i])
+            a[j++] = fabsf(L->w[i]);
+    qsort(a, nk, sizeof *a, cmp_float);
+    float v = a[t - 1];
+    free(a);
+
+    size_t less = 0;
+    for (size_t i = 0; i < n; i++)
+        if (L->mask[i] && fabsf(L->w[i]) < v) {
+            prune_one(L, i);
+            less++;
+        }
+    size_t ties = t - less;         /* >= 1: v itself is among the t smallest */
+    for (size_t i = 0; i < n && ties > 0; i++)
+        if (L->mask[i] && fabsf(L->w[i]) == v) {
+            prune_one(L, i);
+            ties--;
+        }
+    if (thr)
+        *thr = v;
+    if (kept)
+        *kept = n - m;
+    return DCZ_OK;
+}
+
+dcz_status dcz_prune_layer_to_sparsity(dcz_tlayer *L, double sparsity, float *thr,
+                                       size_t *kept)
+{
+    if (!layer_has_weights(L) || !(sparsity >= 0.0 && sparsity <= 1.0))
+        return DCZ_ERR_ARG;
+    return prune_to_count(L, dcz_prune_count(sparsity, layer_weights(L)), thr, kept);
+}
+
+double dcz_prune_layer_sparsity(const dcz_tlayer *L)
+{
+    if (!layer_has_weights(L))
+        return 0.0;
+    return (double)layer_pruned(L) / (double)layer_weights(L);
+}
+
+void dcz_prune_plan_init(dcz_prune_plan *plan)
+{
+    memset(plan, 0, sizeof *plan);
+    plan->rounds = 3;
+    plan->epochs = 2;
+    plan->final_epochs = 4;
+    plan->sgd.lr = 0.01f;
+    plan->sgd.momentum = 0.9f;
+    plan->sgd.weight_decay = 1e-4f;
+    plan->sgd.batch = 64;
+    plan->sgd.train_biases = 1;
+    plan->sgd.train_weights = 1;
+    plan->final_schedule = NULL;
+    plan->seed = 1;
+}
+
+void dcz_prune_report_free(dcz_prune_report *rep)
+{
+    if (!rep)
+        return;
+    free(rep->rounds);
+    free(rep->layers);
+    memset(rep, 0, sizeof *rep);
+}
+
+/* ---- the run ------------------------------------------------------------- */
+
+/* Relays the engine's per-epoch progress as progress over the whole run. */
+typedef struct progress_relay {
+    dcz_progress_fn fn;
+    void *ctx;
+    size_t base;      /* batches done so far */
+    size_t total;     /* batches of the whole run */
+} progress_relay;
+
+/* The engine calls once per batch; its own units are not relied on. */
+static void relay(void *p, size_t done, size_t total_epoch)
+{
+    progress_relay *r = p;
+    (void)done;
+    (void)total_epoch;
+    if (r->base < r->total)
+        r->base++;
+    r->fn(r->ctx, r->base, r->total);
+}
+
+static int dataset_fits(const dcz_net *net, const dcz_dataset *d)
+{
+    if (d->n > 0 && (!d->x || !d->y))
+        return 0;
+    size_t dim = (size_t)d->c * d->h * d->w;
+    return dim == (size_t)net->in_dim && d->classes <= (uint32_t)net->classes;
+}
+
+static int sgd_valid(const dcz_sgd *s)
+{
+    return s->batch >= 1 && isfinite(s->lr) && s->lr >= 0.0f &&
+           s->momentum >= 0.0f && s->momentum < 1.0f &&
+           isfinite(s->weight_decay) && s->weight_decay >= 0.0f;
+}
+
+/* Trains one epoch at rate lr, advancing the run's progress. */
+static dcz_status retrain_epoch(dcz_net *net, const dcz_dataset *train,
+                                const dcz_sgd *base, float lr, dcz_rng *rng,
+                                progress_relay *pr, size_t per_epoch, double *loss)
+{
+    dcz_sgd opt = *base;
+    opt.lr = lr;
+    float l = 0.0f;
+    size_t start = pr->base;
+    dcz_status st = dcz_train_epoch(net, train, &opt, rng, pr->fn ? relay : NULL,
+                                    pr, &l);
+    pr->base = start + per_epoch;
+    *loss = l;
+    return st;
+}
+
+static dcz_status measure(dcz_net *net, const dcz_dataset *test, double *acc)
+{
+    *acc = -1.0;
+    if (!test)
+        return DCZ_OK;
+    return dcz_net_evaluate(net, test, acc);
+}
+
+dcz_status dcz_prune_run(dcz_net *net, const dcz_prune_plan *plan,
+                         const dcz_dataset *train, const dcz_dataset *test,
+                         dcz_progress_fn progress, void *ctx, dcz_prune_report *rep)
+{
+    if (rep)
+        memset(rep, 0, sizeof *rep);
+    if (!net || !plan || !plan->targets || plan->rounds < 1 || plan->epochs < 0 ||
+        plan->final_epochs < 0 || net->nlayers < 1 || !net->layers)
+        return DCZ_ERR_ARG;
+    int K = plan->rounds, nl = net->nlayers;
+    int training = train && (plan->epochs > 0 || plan->final_epochs > 0);
+    if (training && (train->n == 0 || !dataset_fits(net, train) || !sgd_valid(&plan->sgd)))
+        return DCZ_ERR_ARG;
+    if (test && !dataset_fits(net, test))
+        return DCZ_ERR_ARG;
+    for (int l = 0; l < nl; l++) {
+        const dcz_prune_target *t = &plan->targets[l];
+        if (!layer_has_weights(&net->layers[l]) || t->mode == DCZ_PRUNE_NONE)
+            continue;
+        if (t->mode == DCZ_PRUNE_SPARSITY && !(t->value >= 0.0 && t->value <= 1.0))
+            return DCZ_ERR_ARG;
+        if (t->mode == DCZ_PRUNE_QUALITY && !(t->value >= 0.0 && isfinite(t->value)))
+            return DCZ_ERR_ARG;
+        if (t->mode != DCZ_PRUNE_SPARSITY && t->mode != DCZ_PRUNE_QUALITY)
+            return DCZ_ERR_ARG;
+    }
+
+    dcz_status st = DCZ_OK;
+    size_t *m_f = calloc((size_t)nl, sizeof *m_f);       /* final pruned counts */
+    double *s_i = calloc((size_t)nl, sizeof *s_i);       /* starting sparsity */
+    float *last_thr = malloc((size_t)nl * sizeof *last_thr);
+    dcz_prune_round *rounds = calloc((size_t)K, sizeof *rounds);
+    dcz_prune_layer_report *lrep = NULL;
+    if (!m_f || !s_i || !last_thr || !rounds) {
+        st = DCZ_ERR_NOMEM;
+        goto done;
+    }
+
+    /* Final targets, fixed from the weights as they are now. */
+    for (int l = 0; l < nl; l++) {
+        dcz_tlayer *L = &net->layers[l];
+        const dcz_prune_target *t = &plan->targets[l];
+        last_thr[l] = -1.0f;
+        if (!layer_has_weights(L) || t->mode == DCZ_PRUNE_NONE)
+            continue;
+        size_t n = layer_weights(L);
+        s_i[l] = dcz_prune_layer_sparsity(L);
+        if (t->mode == DCZ_PRUNE_SPARSITY) {
+            m_f[l] = dcz_prune_count(t->value, n);
+        } else {
+            float thr;
+            st = dcz_prune_threshold_quality(L->w, L->mask, n, t->value, &thr);
+            if (st != DCZ_OK)
+                goto done;
+            size_t c = 0;
+            for (size_t i = 0; i < n; i++)
+                c += (L->mask && !L->mask[i]) || fabsf(L->w[i]) <= thr;
+            m_f[l] = c;
+        }
+    }
+
+    size_t per_epoch = 0, total = 0;
+    if (training) {
+        per_epoch = (train->n + (size_t)plan->sgd.batch - 1) / (size_t)plan->sgd.batch;
+        total = per_epoch * ((size_t)K * (size_t)plan->epochs + (size_t)plan->final_epochs);
+    }
+    progress_relay pr = { progress, ctx, 0, total };
+    dcz_rng rng;
+    dcz_rng_seed(&rng, plan->seed);
+
+    double acc_initial;
+    st = measure(net, test, &acc_initial);
+    if (st != DCZ_OK)
+        goto done;
+
+    for (int r = 1; r <= K; r++) {
+        size_t all = 0, pruned = 0;
+        for (int l = 0; l < nl; l++) {
+            dcz_tlayer *L = &net->layers[l];
+            if (!layer_has_weights(L) || plan->targets[l].mode == DCZ_PRUNE_NONE)
+                continue;
+            size_t n = layer_weights(L), m = m_f[l];
+            if (r < K) {
+                double s_f = (double)m_f[l] / (double)n;
+                size_t mr = dcz_prune_count(dcz_prune_schedule(s_i[l], s_f, r, K), n);
+                m = mr < m ? mr : m;
+            }
+            float thr;
+            size_t kept;
+            st = prune_to_count(L, m, &thr, &kept);
+            if (st != DCZ_OK)
+                goto done;
+            if (thr >= 0.0f)
+                last_thr[l] = thr;
+            all += n;
+            pruned += n - kept;
+        }
+        dcz_prune_round *R = &rounds[r - 1];
+        R->target = all ? (double)pruned / (double)all : 0.0;
+        R->loss = -1.0;
+        st = measure(net, test, &R->acc_pruned);
+        if (st != DCZ_OK)
+            goto done;
+        if (training && plan->epochs > 0) {
+            double sum = 0.0;
+            for (int e = 0; e < plan->epochs; e++) {
+                double loss;
+                st = retrain_epoch(net, train, &plan->sgd, plan->sgd.lr, &rng, &pr,
+                                   per_epoch, &loss);
+                if (st != DCZ_OK)
+                    goto done;
+                sum += loss;
+            }
+            R->loss = sum / plan->epochs;
+            st = measure(net, test, &R->acc_retrained);
+        } else {
+            R->acc_retrained = R->acc_pruned;
+        }
+        if (st != DCZ_OK)
+            goto done;
+    }
+
+    double final_loss = -1.0, acc_final = rounds[K - 1].acc_retrained;
+    if (training && plan->final_epochs > 0) {
+        const char *sched = plan->final_schedule ? plan->final_schedule : "cosine";
+        double sum = 0.0;
+        for (int e = 0; e < plan->final_epochs; e++) {
+            float lr = dcz_lr_at(sched, plan->sgd.lr, e, plan->final_epochs);
+            double loss;
+            st = retrain_epoch(net, train, &plan->sgd, lr, &rng, &pr, per_epoch, &loss);
+            if (st != DCZ_OK)
+                goto done;
+            sum += loss;
+        }
+        final_loss = sum / plan->final_epochs;
+        st = measure(net, test, &acc_final);
+        if (st != DCZ_OK)
+            goto done;
+    }
+    if (progress && total > 0)
+        progress(ctx, total, total);
+
+    if (rep) {
+        int nd = 0;
+        for (int l = 0; l < nl; l++)
+            nd += layer_has_weights(&net->layers[l]);
+        lrep = calloc(nd > 0 ? (size_t)nd : 1, sizeof *lrep);
+        if (!lrep) {
+            st = DCZ_ERR_NOMEM;
+            goto done;
+        }
+        size_t tw = 0, tk = 0;
+        int j = 0;
+        for (int l = 0; l < nl; l++) {
+            dcz_tlayer *L = &net->layers[l];
+            if (!layer_has_weights(L))
+                continue;
+            dcz_prune_layer_report *o = &lrep[j++];
+            memcpy(o->name, L->name, sizeof o->name);
+            o->name[sizeof o->name - 1] = '\0';
+            o->layer = l;
+            o->mode = plan->targets[l].mode;
+            o->weights = layer_weights(L);
+            o->kept = o->weights - layer_pruned(L);
+            o->target = o->mode == DCZ_PRUNE_NONE ? 0.0
+                      : (double)m_f[l] / (double)o->weights;
+            o->density = (double)o->kept / (double)o->weights;
+            o->threshold = last_thr[l];
+            tw += o->weights;
+            tk += o->kept;
+        }
+        rep->acc_initial = acc_initial;
+        rep->acc_final = acc_final;
+        rep->final_loss = final_loss;
+        rep->nrounds = K;
+        rep->rounds = rounds;
+        rep->nlayers = nd;
+        rep->layers = lrep;
+        rep->weights = tw;
+        rep->kept = tk;
+        rounds = NULL;
+        lrep = NULL;
+    }
+
+done:
+    free(m_f);
+    free(s_i);
+    free(last_thr);
+    free(rounds);
+    free(lrep);
+    return st;
+}

@@ -1,0 +1,183 @@
+/* prune.h: magnitude pruning with retraining, the first stage of Deep
+ * Compression (Han, Mao, Dally, ICLR 2016, section 2; Han et al., NIPS 2015).
+ *
+ * A weight is pruned by clearing its bit in the layer's mask (train.h) and
+ * setting it, and its momentum, to exactly 0. Pruning never revives a weight:
+ * a weight whose mask bit is 0 stays pruned whatever a later call asks for,
+ * and counts towards any sparsity target.
+ *
+ * Two ways to choose what to prune in a layer:
+ * - quality q: threshold = q x the standard deviation of the layer's weights
+ *   (the paper's rule); everything with |w| <= threshold goes.
+ * - sparsity s: the floor(s * n) weights of smallest magnitude go (n: all the
+ *   layer's weights, pruned ones included). Ties in magnitude are broken by
+ *   index, lower index pruned first, so the count is exact even with ties.
+ *
+ * dcz_prune_run prunes a whole net over K rounds following the cubic schedule
+ * of Zhu & Gupta (2017), retraining after each round with the training
+ * engine, which keeps masked weights at 0.
+ *
+ * Only dense layers carry weights; other layers are skipped by every function
+ * that takes a net. Nothing here prints or exits.
+ *
+ * Tested by tests/unit/test_prune.c.
+ */
+#ifndef DCZ_PRUNE_H
+#define DCZ_PRUNE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "dcz.h"
+#include "train/train.h"
+
+/* ---- thresholds and single layers -------------------------------------- */
+
+/* Number of weights a sparsity s in [0, 1] prunes out of n: floor(s * n),
+ * except that a product within 1e-9 (relative) of an integer counts as that
+ * integer, so that a decimal sparsity such as 0.7 of 10 weights gives 7
+ * despite binary rounding. Out-of-range s is clamped to [0, 1]. */
+size_t dcz_prune_count(double sparsity, size_t n);
+
+/* *thr = quality x the population standard deviation (divisor n, computed in
+ * double around the mean) of the n weights w. When mask is not NULL only
+ * weights with mask[i] != 0 enter the statistic (a layer with every weight
+ * pruned gives *thr = 0). DCZ_ERR_ARG: n == 0, w or thr NULL, quality
+ * negative or not finite. DCZ_ERR_DATA: a weight that enters the statistic
+ * is NaN or infinite. */
+dcz_status dcz_prune_threshold_quality(const float *w, const uint8_t *mask, size_t n,
+                                       double quality, float *thr);
+
+/* *thr = the m-th smallest magnitude |w[i]| with m = dcz_prune_count(s, n),
+ * so pruning |w| <= *thr removes exactly m weights when magnitudes are
+ * distinct. Tie rule: every weight whose magnitude equals the m-th smallest
+ * is at or below the threshold, so a tie straddling the cut prunes more than
+ * m (use dcz_prune_layer_to_sparsity for an exact count). m == 0 gives
+ * *thr = -1, below every magnitude. DCZ_ERR_ARG: n == 0, NULL pointers,
+ * sparsity outside [0, 1]. DCZ_ERR_DATA: a weight is NaN. DCZ_ERR_NOMEM. */
+dcz_status dcz_prune_threshold_sparsity(const float *w, size_t n, double sparsity,
+                                        float *thr);
+
+/* Prunes every weight of dense layer L with |w| <= thr: allocates L->mask
+ * (all ones) when NULL, clears the mask there, sets those weights and their
+ * momentum (L->vw, when allocated) to 0. Weights already pruned stay pruned
+ * and are zeroed again. *kept (may be NULL) gets the number of weights left.
+ * DCZ_ERR_ARG: L NULL, not dense or without weights, thr NaN.
+ * DCZ_ERR_NOMEM: the mask could not be allocated (L is unchanged). */
+dcz_status dcz_prune_layer(dcz_tlayer *L, float thr, size_t *kept);
+
+/* Prunes dense layer L until exactly dcz_prune_count(s, n) of its n weights
+ * are pruned (allocating L->mask, all ones, when NULL), taking the smallest magnitudes first and breaking ties by
+ * index (lower first). Weights already pruned count towards the target; when
+ * they alone reach it nothing changes (nothing is revived). *thr (may be
+ * NULL) gets the largest magnitude pruned by this call, or -1 when the call
+ * prunes nothing. *kept (may be NULL) gets the weights left.
+ * DCZ_ERR_ARG: bad layer or s outside [0, 1]. DCZ_ERR_DATA: a kept weight
+ * is NaN. DCZ_ERR_NOMEM (L's weights and mask bits are unchanged). */
+dcz_status dcz_prune_layer_to_sparsity(dcz_tlayer *L, double sparsity, float *thr,
+                                       size_t *kept);
+
+/* Fraction of L's weights that are pruned (0 without a mask, 0 for a layer
+ * without weights). */
+double dcz_prune_layer_sparsity(const dcz_tlayer *L);
+
+/* The cubic schedule of Zhu & Gupta: the sparsity to reach after round r of
+ * K, s_f + (s_i - s_f)(1 - r/K)^3. r <= 0 gives s_i; r >= K gives exactly
+ * s_f. Monotone in r from s_i to s_f. K < 1 is treated as 1. */
+double dcz_prune_schedule(double s_i, double s_f, int r, int K);
+
+/* ---- the whole net, with retraining -------------------------------------- */
+
+typedef enum dcz_prune_mode {
+    DCZ_PRUNE_NONE = 0,   /* leave the layer as it is */
+    DCZ_PRUNE_SPARSITY,   /* value: target sparsity in [0, 1] */
+    DCZ_PRUNE_QUALITY     /* value: quality q >= 0, threshold q x std */
+} dcz_prune_mode;
+
+typedef struct dcz_prune_target {
+    dcz_prune_mode mode;
+    double value;
+} dcz_prune_target;
+
+typedef struct dcz_prune_plan {
+    const dcz_prune_target *targets; /* (net->nlayers), indexed by layer; the
+                                        entries of non-dense layers are ignored */
+    int rounds;           /* K >= 1 prune/retrain cycles */
+    int epochs;           /* retraining epochs after each round (>= 0) */
+    int final_epochs;     /* extra retraining at the end (>= 0) */
+    dcz_sgd sgd;          /* retraining settings; sgd.lr is the base rate */
+    const char *final_schedule; /* lr schedule of the final phase for
+                                   dcz_lr_at; NULL means "cosine" */
+    uint64_t seed;        /* shuffling during retraining */
+} dcz_prune_plan;
+
+/* Fills plan with the recommended defaults: no targets, 3 rounds of 2 epochs,
+ * 4 final epochs under a cosine schedule, lr 0.01 (a tenth of the usual
+ * training rate: set it from the original training rate when known),
+ * momentum 0.9, weight decay 1e-4, batch 64, weights and biases trained,
+ * seed 1. The caller sets targets. */
+void dcz_prune_plan_init(dcz_prune_plan *plan);
+
+typedef struct dcz_prune_round {
+    double target;        /* overall sparsity of the targeted layers after pruning */
+    double acc_pruned;    /* test accuracy right after pruning; -1: no test set */
+    double acc_retrained; /* after this round's retraining; -1: no test set */
+    double loss;          /* mean training loss over this round's epochs; -1: none */
+} dcz_prune_round;
+
+typedef struct dcz_prune_layer_report {
+    char name[64];
+    int layer;            /* index in net->layers */
+    dcz_prune_mode mode;
+    double target;        /* final target sparsity (a quality converted); 0 for NONE */
+    size_t weights;       /* all weights of the layer */
+    size_t kept;          /* weights left after the run */
+    double density;       /* kept / weights */
+    float threshold;      /* largest magnitude pruned in the last round that
+                             pruned something; -1 when nothing was pruned */
+} dcz_prune_layer_report;
+
+typedef struct dcz_prune_report {
+    double acc_initial;   /* test accuracy before pruning; -1: no test set */
+    double acc_final;     /* after the final phase (or the last round); -1 */
+    double final_loss;    /* mean loss over the final phase; -1: none */
+    int nrounds;
+    dcz_prune_round *rounds;          /* (nrounds), owned */
+    int nlayers;                      /* dense layers of the net */
+    dcz_prune_layer_report *layers;   /* (nlayers), owned, in net order */
+    size_t weights, kept;             /* totals over the dense layers */
+} dcz_prune_report;
+
+/* Prunes net following plan, with retraining on train.
+ *
+ * Each layer's final target sparsity s_f is fixed at the start: a SPARSITY
+ * target directly, a QUALITY target as the fraction of the layer's weights
+ * (pruned ones included) with |w| <= q x std of its kept weights. In round
+ * r = 1..K every targeted layer is pruned by magnitude to exactly
+ * dcz_prune_count(dcz_prune_schedule(s_i, s_f, r, K), n) weights, s_i being
+ * its sparsity at the start (round K hits s_f exactly; a layer already
+ * sparser than s_f is left alone). Then test accuracy is measured (test not
+ * NULL), the net is retrained for plan->epochs epochs at plan->sgd.lr, and
+ * accuracy is measured again. After round K come plan->final_epochs epochs
+ * whose rate follows plan->final_schedule from plan->sgd.lr.
+ *
+ * train NULL (or epochs and final_epochs both 0) gives one-shot pruning, K
+ * rounds without retraining. test may be NULL (accuracies reported as -1).
+ * progress (may be NULL) gets (ctx, done, total) after each training batch,
+ * total counting the batches of the whole run.
+ *
+ * rep (may be NULL) is filled on success and then owns memory released by
+ * dcz_prune_report_free; on failure it is left zeroed. On failure the net
+ * may be partially pruned, but masks, weights and momentum stay consistent.
+ * DCZ_ERR_ARG: NULL net or plan, targets NULL, rounds < 1, negative epochs,
+ * sparsity outside [0, 1], quality negative, bad SGD settings when training
+ * is asked for, a dataset whose sample size or classes do not match the net.
+ * Errors from training and evaluation are passed on. */
+dcz_status dcz_prune_run(dcz_net *net, const dcz_prune_plan *plan,
+                         const dcz_dataset *train, const dcz_dataset *test,
+                         dcz_progress_fn progress, void *ctx, dcz_prune_report *rep);
+
+/* Releases what rep owns and zeroes it. NULL-safe. */
+void dcz_prune_report_free(dcz_prune_report *rep);
+
+#endif /* DCZ_PRUNE_H */

@@ -1,0 +1,27 @@
+#!/usr/bin/env bash
+# Outputs appear whole or not at all; inputs are never modified; progress
+# and notes stay off stdout, and nothing is drawn when stderr is no terminal.
+source "$(dirname "$0")/lib.bash"
+"$DCZ" train --arch mlp:784-16-10 --epochs 1 --data fashion-mnist -q -o "$T/m.dcz" || fail "train"
+sum=$(md5sum < "$T/m.dcz")
+"$DCZ" prune "$T/m.dcz" --sparsity 0.5 -o "$T/p.dcz" > "$T/stdout" 2> "$T/stderr" || fail "prune"
+[ "$(md5sum < "$T/m.dcz")" = "$sum" ] || fail "the input was modified"
+[ ! -s "$T/stdout" ] || fail "notes on stdout: $(cat "$T/stdout")"
+! grep -q $'\r' "$T/stderr" || fail "a progress bar was drawn without a terminal"
+"$DCZ" prune "$T/m.dcz" --sparsity 0.5 -q -o "$T/q.dcz" 2> "$T/stderr" || fail "prune quiet"
+[ ! -s "$T/stderr" ] || fail "--quiet printed: $(cat "$T/stderr")"
+# the output replaces an existing file only when complete
+echo old > "$T/out.dcz"
+"$DCZ" prune "$T/m.dcz" --sparsity 2 -q -o "$T/out.dcz" 2>/dev/null && fail "bad sparsity accepted"
+[ "$(cat "$T/out.dcz")" = old ] || fail "a failed run touched the output"
+# stages compose in pipes
+"$DCZ" prune - --sparsity 0.5 -q -o - < "$T/m.dcz" | "$DCZ" quantize - --bits 2 -q -o "$T/piped.dcz" || fail "pipe"
+"$DCZ" info "$T/piped.dcz" > /dev/null || fail "piped output"
+# an interrupted training leaves neither the output nor a temporary file
+"$DCZ" train --arch mlp:784-256-10 --epochs 50 --data fashion-mnist -q -o "$T/int.dcz" &
+pid=$!
+sleep 2
+kill -INT $pid
+wait $pid 2>/dev/null
+ls "$T" | grep -q 'int.dcz' && fail "interrupted run left $(ls "$T" | grep int.dcz)"
+echo "atomic ok"

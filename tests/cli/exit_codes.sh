@@ -1,0 +1,42 @@
+#!/usr/bin/env bash
+# Exit codes and messages for bad arguments, missing and corrupt files,
+# unwritable outputs and an absent device (docs/CLI.md, "Exit codes").
+source "$(dirname "$0")/lib.bash"
+expect 1 "$DCZ"
+expect 1 "$DCZ" frobnicate
+expect 0 "$DCZ" --version
+grep -q '^dcz [0-9]' "$T/out" || fail "--version output"
+expect 0 "$DCZ" --help
+for verb in train prune quantize encode compress eval info run; do
+    expect 0 "$DCZ" "$verb" --help
+    grep -q '^usage: dcz' "$T/out" || fail "$verb --help shows no usage"
+done
+expect 1 "$DCZ" info
+expect 1 "$DCZ" info a b
+expect 1 "$DCZ" prune x.dcz --no-such-option -o y.dcz
+expect 1 "$DCZ" prune x.dcz --sparsity abc -o y.dcz
+expect 1 "$DCZ" train --arch lenet300 --data fashion-mnist --epochs many -o y.dcz
+expect 1 "$DCZ" train --arch nonsense --data fashion-mnist -o "$T/y.dcz"
+expect 2 "$DCZ" info "$T/missing.dcz"
+grep -q 'missing.dcz' "$T/err" || fail "the message names the missing file"
+printf 'not a model at all' > "$T/junk.dcz"
+expect 2 "$DCZ" info "$T/junk.dcz"
+expect 2 "$DCZ" eval "$T/junk.dcz" --data fashion-mnist
+expect 2 "$DCZ" train --arch lenet300 --data "$T/no-such-dir" -o "$T/y.dcz"
+# a real model, damaged in its middle
+"$DCZ" train --arch mlp:784-16-10 --epochs 1 --data fashion-mnist -q -o "$T/m.dcz" || fail "train"
+size=$(stat -c %s "$T/m.dcz")
+cp "$T/m.dcz" "$T/bad.dcz"
+printf '\x55' | dd of="$T/bad.dcz" bs=1 seek=$((size / 2)) conv=notrunc 2>/dev/null
+expect 2 "$DCZ" info "$T/bad.dcz"
+grep -qi 'checksum\|damaged' "$T/err" || fail "corruption message: $(cat "$T/err")"
+head -c $((size - 10)) "$T/m.dcz" > "$T/short.dcz"
+expect 2 "$DCZ" eval "$T/short.dcz" --data fashion-mnist
+expect 1 "$DCZ" prune "$T/m.dcz" --sparsity 'nolayer=0.5' -o "$T/p.dcz"
+expect 1 "$DCZ" prune "$T/m.dcz" --sparsity 1.5 -o "$T/p.dcz"
+expect 1 "$DCZ" prune "$T/m.dcz"
+expect 3 "$DCZ" prune "$T/m.dcz" --sparsity 0.5 -o /nonexistent-dir/p.dcz
+expect 4 "$DCZ" eval "$T/m.dcz" --data fashion-mnist --device gpu
+expect 1 "$DCZ" eval "$T/m.dcz" --data fashion-mnist --device tpu
+[ ! -e "$T/p.dcz" ] || fail "a failed run left an output"
+echo "exit codes ok"

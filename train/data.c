@@ -1,0 +1,306 @@
+/* data.c: datasets for training: MNIST-style IDX files (gzip or plain).
+ *
+ * An IDX file is big-endian: two zero bytes, a type byte (0x08 = unsigned
+ * bytes, the only type accepted), a rank byte, one 32-bit size per
+ * dimension, then the data. Images are rank 3 (count, rows, cols), labels
+ * rank 1 (count). dcz_idx_parse trusts nothing in the buffers: every size is
+ * checked against the buffer length in 64-bit arithmetic before it is used,
+ * so a damaged or hostile file gives DCZ_ERR_DATA and a one-line reason.
+ *
+ * Files are read whole through zlib's gzread, which reads gzip and plain
+ * files alike, then parsed from memory.
+ * Tested by tests/unit/test_idx.c; dcz_idx_parse is fuzzed by
+ * tests/fuzz/fuzz_idx.c.
+ */
+#include <errno.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <zlib.h>
+
+#include "train/internal.h"
+
+#define FASHION_MNIST_DIR "/usr/share/datasets/fashion-mnist"
+#define IDX_TYPE_UBYTE 0x08
+#define IDX_MAX_SAMPLE ((uint64_t)1 << 24)     /* floats in one sample */
+#define DATA_MAX_FILE ((uint64_t)1 << 32)      /* decompressed bytes per file */
+
+static uint32_t be32(const uint8_t *p)
+{
+    return ((uint32_t)p[0] << 24) | ((uint32_t)p[1] << 16) |
+           ((uint32_t)p[2] << 8) | (uint32_t)p[3];
+}
+
+static uint32_t crc32_buf(uint32_t crc, const uint8_t *p, size_t len)
+{
+    while (len > 0) {
+        uInt chunk = len > (1u << 30) ? (1u << 30) : (uInt)len;
+        crc = (uint32_t)crc32(crc, p, chunk);
+        p += chunk;
+        len -= chunk;
+    }
+    return crc;
+}
+
+/* Checks the 4-byte magic of an IDX buffer: ubyte data of the given rank. */
+static dcz_status idx_magic(const uint8_t *p, size_t len, unsigned rank,
+                            const char *what, char *err, size_t errlen)
+{
+    if (len < 4) {
+        dcz_train_err(err, errlen, "%s: %zu bytes, too short for an IDX header", what, len);
+        return DCZ_ERR_DATA;
+    }
+    if (p[0] != 0 || p[1] != 0) {
+        dcz_train_err(err, errlen, "%s: not an IDX file (bad magic %02x %02x)", what, p[0], p[1]);
+        return DCZ_ERR_DATA;
+    }
+    if (p[2] != IDX_TYPE_UBYTE) {
+        dcz_train_err(err, errlen, "%s: IDX element type 0x%02x unsupported (only 0x08, unsigned bytes)",
+                      what, p[2]);
+        return DCZ_ERR_DATA;
+    }
+    if (p[3] != rank) {
+        dcz_train_err(err, errlen, "%s: IDX rank %u, expected %u", what, p[3], rank);
+        return DCZ_ERR_DATA;
+    }
+    if (len < 4 + 4 * (size_t)rank) {
+        dcz_train_err(err, errlen, "%s: IDX header truncated (%zu bytes)", what, len);
+        return DCZ_ERR_DATA;
+    }
+    return DCZ_OK;
+}
+
+dcz_status dcz_idx_parse(const uint8_t *img, size_t img_len,
+                         const uint8_t *lbl, size_t lbl_len,
+                         dcz_dataset *out, char *err, size_t errlen)
+{
+    if (!out) return DCZ_ERR_ARG;
+    memset(out, 0, sizeof *out);
+    if ((!img && img_len) || (!lbl && lbl_len)) {
+        dcz_train_err(err, errlen, "idx: NULL buffer");
+        return DCZ_ERR_ARG;
+    }
+    dcz_status st = idx_magic(img, img_len, 3, "images", err, errlen);
+    if (st != DCZ_OK) return st;
+    st = idx_magic(lbl, lbl_len, 1, "labels", err, errlen);
+    if (st != DCZ_OK) return st;
+
+    uint32_t n = be32(img + 4), h = be32(img + 8), w = be32(img + 12);
+    uint32_t nl = be32(lbl + 4);
+    if (n == 0) {
+        dcz_train_err(err, errlen, "images: count is 0");
+        return DCZ_ERR_DATA;
+    }
+    if (h == 0 || w == 0) {
+        dcz_train_err(err, errlen, "images: zero dimension (%u x %u)", h, w);
+        return DCZ_ERR_DATA;
+    }
+    if (nl != n) {
+        dcz_train_err(err, errlen, "count mismatch: %u images, %u labels", n, nl);
+        return DCZ_ERR_DATA;
+    }
+    uint64_t sample = (uint64_t)h * w;   /* < 2^64: both factors < 2^32 */
+    if (sample > IDX_MAX_SAMPLE) {
+        dcz_train_err(err, errlen, "images: sample of %u x %u exceeds %llu values",
+                      h, w, (unsigned long long)IDX_MAX_SAMPLE);
+        return DCZ_ERR_DATA;
+    }
+    uint64_t need = 16 + (uint64_t)n * sample;   /* <= 16 + 2^32 * 2^24 */
+    if ((uint64_t)img_len != need) {
+        dcz_train_err(err, errlen, "images: %zu bytes, header (%u x %u x %u) needs %llu%s",
+                      img_len, n, h, w, (unsigned long long)need,
+                      (uint64_t)img_len < need ? " (truncated)" : " (trailing data)");
+        return DCZ_ERR_DATA;
+    }
+    need = 8 + (uint64_t)n;
+    if ((uint64_t)lbl_len != need) {
+        dcz_train_err(err, errlen, "labels: %zu bytes, header (%u labels) needs %llu%s",
+                      lbl_len, n, (unsigned long long)need,
+                      (uint64_t)lbl_len < need ? " (truncated)" : " (trailing data)");
+        return DCZ_ERR_DATA;
+    }
+    /* the buffer holds every value, so the floats need 4 x its length */
+    uint64_t total = (uint64_t)n * sample;
+    if (total > SIZE_MAX / sizeof(float)) {
+        dcz_train_err(err, errlen, "images: %llu values do not fit in memory",
+                      (unsigned long long)total);
+        return DCZ_ERR_NOMEM;
+    }
+    float *x = malloc((size_t)total * sizeof(float));   /* (n, h*w) */
+    uint8_t *y = malloc(n);                              /* (n) */
+    if (!x || !y) {
+        free(x);
+        free(y);
+        dcz_train_err(err, errlen, "out of memory for %u samples of %u x %u", n, h, w);
+        return DCZ_ERR_NOMEM;
+    }
+    float scale[256];   /* correctly rounded v / 255 */
+    for (int v = 0; v < 256; v++) scale[v] = (float)v / 255.0f;
+    const uint8_t *pix = img + 16;
+    for (size_t i = 0; i < (size_t)total; i++) x[i] = scale[pix[i]];
+    unsigned maxl = 0;
+    for (uint32_t i = 0; i < n; i++) {
+        y[i] = lbl[8 + i];
+        if (y[i] > maxl) maxl = y[i];
+    }
+    out->n = n;
+    out->c = 1;
+    out->h = h;
+    out->w = w;
+    out->classes = maxl + 1;
+    out->x = x;
+    out->y = y;
+    out->hash = crc32_buf(crc32_buf((uint32_t)crc32(0, Z_NULL, 0), img, img_len), lbl, lbl_len);
+    return DCZ_OK;
+}
+
+void dcz_dataset_free(dcz_dataset *d)
+{
+    if (!d) return;
+    free(d->x);
+    free(d->y);
+    memset(d, 0, sizeof *d);
+}
+
+/* Reads a whole file, gzip-compressed or plain, into a malloc'd buffer. */
+static dcz_status read_all(const char *path, uint8_t **buf_out, size_t *len_out,
+                           char *err, size_t errlen)
+{
+    *buf_out = NULL;
+    *len_out = 0;
+    errno = 0;
+    gzFile f = gzopen(path, "rb");
+    if (!f) {
+        dcz_train_err(err, errlen, "cannot open %s: %s", path,
+                      errno ? strerror(errno) : "out of memory");
+        return DCZ_ERR_IO;
+    }
+    dcz_status st = DCZ_OK;
+    size_t cap = 1 << 20, len = 0;
+    uint8_t *buf = malloc(cap);
+    for (;;) {
+        if (!buf) {
+            dcz_train_err(err, errlen, "out of memory reading %s", path);
+            st = DCZ_ERR_NOMEM;
+            goto cleanup;
+        }
+        if (len == cap) {
+            if ((uint64_t)cap * 2 > DATA_MAX_FILE || cap > SIZE_MAX / 2) {
+                dcz_train_err(err, errlen, "%s: larger than %llu bytes decompressed", path,
+                              (unsigned long long)DATA_MAX_FILE);
+                st = DCZ_ERR_DATA;
+                goto cleanup;
+            }
+            uint8_t *nb = realloc(buf, cap * 2);
+            if (!nb) free(buf);
+            buf = nb;
+            cap *= 2;
+            continue;
+        }
+        size_t want = cap - len;
+        if (want > (1u << 30)) want = 1u << 30;
+        int got = gzread(f, buf + len, (unsigned)want);
+        if (got <= 0) break;   /* end of data; errors are reported by gzerror below */
+        len += (size_t)got;
+    }
+    int errnum = Z_OK;
+    const char *zmsg = gzerror(f, &errnum);
+    if (errnum == Z_ERRNO) {
+        dcz_train_err(err, errlen, "cannot read %s: %s", path, strerror(errno));
+        st = DCZ_ERR_IO;
+    } else if (errnum != Z_OK) {
+        dcz_train_err(err, errlen, "%s: damaged gzip data (%s)", path, zmsg ? zmsg : "?");
+        st = DCZ_ERR_DATA;
+    }
+cleanup:
+    /* gzclose also reports a stream that ended mid-way */
+    if (gzclose(f) != Z_OK && st == DCZ_OK) {
+        dcz_train_err(err, errlen, "%s: damaged or truncated gzip data", path);
+        st = DCZ_ERR_DATA;
+    }
+    if (st != DCZ_OK) {
+        free(buf);
+        return st;
+    }
+    *buf_out = buf;
+    *len_out = len;
+    return DCZ_OK;
+}
+
+static int is_file(const char *path)
+{
+    struct stat s;
+    return stat(path, &s) == 0 && S_ISREG(s.st_mode);
+}
+
+/* Finds dir/base or dir/base.gz (the plain file first). */
+static dcz_status find_file(const char *dir, const char *base, int debian, char *path,
+                            size_t pathlen, char *err, size_t errlen)
+{
+    int n = snprintf(path, pathlen, "%s/%s", dir, base);
+    if (n < 0 || (size_t)n + 3 >= pathlen) {
+        dcz_train_err(err, errlen, "data path too long: %s", dir);
+        return DCZ_ERR_ARG;
+    }
+    if (is_file(path)) return DCZ_OK;
+    memcpy(path + n, ".gz", 4);
+    if (is_file(path)) return DCZ_OK;
+    if (debian)
+        dcz_train_err(err, errlen, "no %s/%s[.gz]: install Debian's dataset-fashion-mnist "
+                      "(apt-get install dataset-fashion-mnist)", dir, base);
+    else
+        dcz_train_err(err, errlen, "no %s/%s or %s/%s.gz", dir, base, dir, base);
+    return DCZ_ERR_IO;
+}
+
+dcz_status dcz_data_load(const char *spec, int split, dcz_dataset *out,
+                         char *err, size_t errlen)
+{
+    if (!out) return DCZ_ERR_ARG;
+    memset(out, 0, sizeof *out);
+    if (!spec || !*spec) {
+        dcz_train_err(err, errlen, "no dataset given");
+        return DCZ_ERR_ARG;
+    }
+    if (split != DCZ_SPLIT_TRAIN && split != DCZ_SPLIT_TEST) {
+        dcz_train_err(err, errlen, "unknown split %d", split);
+        return DCZ_ERR_ARG;
+    }
+    int debian = strcmp(spec, "fashion-mnist") == 0;
+    const char *dir = debian ? FASHION_MNIST_DIR : spec;
+    struct stat s;
+    if (stat(dir, &s) != 0 || !S_ISDIR(s.st_mode)) {
+        if (debian)
+            dcz_train_err(err, errlen, "Fashion-MNIST not found in %s: install Debian's "
+                          "dataset-fashion-mnist (apt-get install dataset-fashion-mnist)", dir);
+        else
+            dcz_train_err(err, errlen, "no dataset directory %s", dir);
+        return DCZ_ERR_IO;
+    }
+    const char *prefix = split == DCZ_SPLIT_TRAIN ? "train" : "t10k";
+    char base[64], img_path[4096], lbl_path[4096];
+    snprintf(base, sizeof base, "%s-images-idx3-ubyte", prefix);
+    dcz_status st = find_file(dir, base, debian, img_path, sizeof img_path, err, errlen);
+    if (st != DCZ_OK) return st;
+    snprintf(base, sizeof base, "%s-labels-idx1-ubyte", prefix);
+    st = find_file(dir, base, debian, lbl_path, sizeof lbl_path, err, errlen);
+    if (st != DCZ_OK) return st;
+
+    uint8_t *img = NULL, *lbl = NULL;
+    size_t img_len = 0, lbl_len = 0;
+    st = read_all(img_path, &img, &img_len, err, errlen);
+    if (st != DCZ_OK) goto cleanup;
+    st = read_all(lbl_path, &lbl, &lbl_len, err, errlen);
+    if (st != DCZ_OK) goto cleanup;
+    char why[256];
+    why[0] = '\0';
+    st = dcz_idx_parse(img, img_len, lbl, lbl_len, out, why, sizeof why);
+    if (st != DCZ_OK)
+        dcz_train_err(err, errlen, "%s (%s split): %s", dir, prefix, why);
+cleanup:
+    free(img);
+    free(lbl);
+    return st;
+}

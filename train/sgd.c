@@ -1,0 +1,335 @@
+/* sgd.c: backward pass and SGD with momentum and weight decay, honouring
+ * pruning masks and shared-weight codebooks; epochs, evaluation, learning
+ * rate schedules and the OpenBLAS thread count.
+ *
+ * Backward, for a batch of B samples (activations are (B, features)):
+ *   softmax cross-entropy on the last layer's logits z, fused and shifted by
+ *   the row maximum: loss = lse(z) - z[y], dz = (softmax(z) - onehot(y)) / B;
+ *   dense y = x W^T + b: gW = dy^T x, gb = column sums of dy, dx = dy W;
+ *   relu: dx = dy where the output is > 0.
+ * Update (per parameter): v = momentum v + (g + wd w); w -= lr v, with wd on
+ * weights only. Masked weights get g = v = w = 0. A codebook layer moves its
+ * centroids by gcb[c] = sum of gW over the kept weights assigned to c (Deep
+ * Compression, section 3.2; no weight decay) and rewrites w = cb[assign].
+ *
+ * Tested by tests/unit/test_train.c: finite-difference gradient check in
+ * double, masks, codebooks, convergence, determinism.
+ */
+#include <cblas.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "train/internal.h"
+
+#define EVAL_CHUNK 1000
+
+static dcz_status alloc_grads(dcz_net *net)
+{
+    for (int i = 0; i < net->nlayers; i++) {
+        dcz_tlayer *l = &net->layers[i];
+        if (l->kind != DCZ_TL_DENSE) continue;
+        if (!l->gw) l->gw = calloc(dcz_tlayer_nweights(l), sizeof(float));   /* (out, in) */
+        if (!l->gb) l->gb = calloc((size_t)l->out, sizeof(float));           /* (out) */
+        if (!l->gw || !l->gb) return DCZ_ERR_NOMEM;
+        if (l->codebook && !l->gcb) {
+            l->gcb = calloc((size_t)l->k, sizeof(float));                    /* (k) */
+            if (!l->gcb) return DCZ_ERR_NOMEM;
+        }
+    }
+    return DCZ_OK;
+}
+
+static dcz_status alloc_momentum(dcz_net *net)
+{
+    for (int i = 0; i < net->nlayers; i++) {
+        dcz_tlayer *l = &net->layers[i];
+        if (l->kind != DCZ_TL_DENSE) continue;
+        if (!l->vb) l->vb = calloc((size_t)l->out, sizeof(float));
+        if (!l->vb) return DCZ_ERR_NOMEM;
+        if (l->codebook) {
+            if (!l->vcb) l->vcb = calloc((size_t)l->k, sizeof(float));
+            if (!l->vcb) return DCZ_ERR_NOMEM;
+        } else {
+            if (!l->vw) l->vw = calloc(dcz_tlayer_nweights(l), sizeof(float));
+            if (!l->vw) return DCZ_ERR_NOMEM;
+        }
+    }
+    return DCZ_OK;
+}
+
+/* Softmax cross-entropy of the logits act[L] against y; writes dact[L] and
+ * returns the mean loss. */
+static double loss_and_dlogits(dcz_net *net, const uint8_t *y, int batch)
+{
+    int n = net->classes;
+    const float *z = net->act[net->nlayers];   /* (batch, classes) */
+    float *dz = net->dact[net->nlayers];       /* (batch, classes) */
+    double total = 0;
+    for (int r = 0; r < batch; r++) {
+        const float *zr = z + (size_t)r * n;
+        float *dr = dz + (size_t)r * n;
+        float m = zr[0];
+        for (int j = 1; j < n; j++) if (zr[j] > m) m = zr[j];
+        double s = 0;
+        for (int j = 0; j < n; j++) s += exp((double)zr[j] - m);
+        double lse = m + log(s);
+        total += lse - zr[y[r]];
+        for (int j = 0; j < n; j++) {
+            double p = exp((double)zr[j] - lse) - (j == y[r] ? 1.0 : 0.0);
+            dr[j] = (float)(p / batch);
+        }
+    }
+    return total / batch;
+}
+
+static void dense_backward(dcz_tlayer *l, const float *x, const float *dy, float *dx,
+                           int batch)
+{
+    /* gW (out, in) = dy^T (out, batch) x (batch, in) */
+    cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, l->out, l->in, batch,
+                1.0f, dy, l->out, x, l->in, 0.0f, l->gw, l->in);
+    for (int j = 0; j < l->out; j++) l->gb[j] = 0.0f;
+    for (int r = 0; r < batch; r++) {
+        const float *dr = dy + (size_t)r * l->out;
+        for (int j = 0; j < l->out; j++) l->gb[j] += dr[j];
+    }
+    /* dx (batch, in) = dy (batch, out) W (out, in) */
+    if (dx)
+        cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, batch, l->in, l->out,
+                    1.0f, dy, l->out, l->w, l->in, 0.0f, dx, l->in);
+    size_t nw = dcz_tlayer_nweights(l);
+    if (l->mask)
+        for (size_t j = 0; j < nw; j++)
+            if (!l->mask[j]) l->gw[j] = 0.0f;
+    if (l->codebook) {
+        double acc[256] = { 0 };
+        for (size_t j = 0; j < nw; j++)
+            if (!l->mask || l->mask[j]) acc[l->assign[j]] += l->gw[j];
+        for (int c = 0; c < l->k; c++) l->gcb[c] = (float)acc[c];
+    }
+}
+
+/* Forward and backward of the batch already in act[0]. */
+static double grad_core(dcz_net *net, const uint8_t *y, int batch)
+{
+    dcz_net_run_layers(net, batch, 0);
+    double loss = loss_and_dlogits(net, y, batch);
+    int first = net->nlayers;   /* first layer with parameters: no dx needed before it */
+    for (int i = 0; i < net->nlayers; i++)
+        if (net->layers[i].kind == DCZ_TL_DENSE) { first = i; break; }
+    for (int i = net->nlayers - 1; i >= first; i--) {
+        dcz_tlayer *l = &net->layers[i];
+        const float *x = net->act[i];          /* (batch, in) */
+        const float *out = net->act[i + 1];    /* (batch, out) */
+        const float *dy = net->dact[i + 1];    /* (batch, out) */
+        float *dx = i > first ? net->dact[i] : NULL;   /* (batch, in) */
+        size_t n = (size_t)batch * (size_t)l->in;
+        switch (l->kind) {
+        case DCZ_TL_DENSE:
+            dense_backward(l, x, dy, dx, batch);
+            break;
+        case DCZ_TL_RELU:
+            if (dx) for (size_t j = 0; j < n; j++) dx[j] = out[j] > 0.0f ? dy[j] : 0.0f;
+            break;
+        case DCZ_TL_SOFTMAX:
+            if (dx) memcpy(dx, dy, n * sizeof(float));
+            break;
+        }
+    }
+    return loss;
+}
+
+static int labels_fit(const uint8_t *y, size_t n, int classes)
+{
+    for (size_t i = 0; i < n; i++)
+        if ((int)y[i] >= classes) return 0;
+    return 1;
+}
+
+dcz_status dcz_net_grad(dcz_net *net, const float *x, const uint8_t *y, int batch,
+                        float *loss)
+{
+    if (!net || !net->layers || net->in_dim <= 0 || !x || !y || batch <= 0)
+        return DCZ_ERR_ARG;
+    if (!labels_fit(y, (size_t)batch, net->classes)) return DCZ_ERR_DATA;
+    dcz_status st = dcz_net_reserve(net, batch);
+    if (st != DCZ_OK) return st;
+    st = alloc_grads(net);
+    if (st != DCZ_OK) return st;
+    memcpy(net->act[0], x, (size_t)batch * (size_t)net->in_dim * sizeof(float));
+    double l = grad_core(net, y, batch);
+    if (loss) *loss = (float)l;
+    return DCZ_OK;
+}
+
+static void step_weights(dcz_tlayer *l, const dcz_sgd *o)
+{
+    size_t nw = dcz_tlayer_nweights(l);
+    if (l->codebook) {
+        for (int c = 0; c < l->k; c++) {
+            l->vcb[c] = o->momentum * l->vcb[c] + l->gcb[c];
+            l->codebook[c] -= o->lr * l->vcb[c];
+        }
+        for (size_t j = 0; j < nw; j++) {
+            int kept = !l->mask || l->mask[j];
+            l->w[j] = kept && l->assign[j] < l->k ? l->codebook[l->assign[j]] : 0.0f;
+        }
+        return;
+    }
+    for (size_t j = 0; j < nw; j++) {
+        l->vw[j] = o->momentum * l->vw[j] + (l->gw[j] + o->weight_decay * l->w[j]);
+        l->w[j] -= o->lr * l->vw[j];
+    }
+    if (l->mask)
+        for (size_t j = 0; j < nw; j++)
+            if (!l->mask[j]) { l->w[j] = 0.0f; l->vw[j] = 0.0f; }
+}
+
+static dcz_status check_sgd(const dcz_sgd *o)
+{
+    if (!o || o->batch <= 0) return DCZ_ERR_ARG;
+    if (!isfinite(o->lr) || o->lr < 0) return DCZ_ERR_ARG;
+    if (!isfinite(o->momentum) || o->momentum < 0) return DCZ_ERR_ARG;
+    if (!isfinite(o->weight_decay) || o->weight_decay < 0) return DCZ_ERR_ARG;
+    return DCZ_OK;
+}
+
+dcz_status dcz_net_step(dcz_net *net, const dcz_sgd *opt)
+{
+    if (!net || !net->layers || check_sgd(opt) != DCZ_OK) return DCZ_ERR_ARG;
+    for (int i = 0; i < net->nlayers; i++) {
+        const dcz_tlayer *l = &net->layers[i];
+        if (l->kind == DCZ_TL_DENSE && (!l->gw || !l->gb || (l->codebook && !l->gcb)))
+            return DCZ_ERR_ARG;   /* no gradients: dcz_net_grad first */
+    }
+    dcz_status st = alloc_momentum(net);
+    if (st != DCZ_OK) return st;
+    for (int i = 0; i < net->nlayers; i++) {
+        dcz_tlayer *l = &net->layers[i];
+        if (l->kind != DCZ_TL_DENSE) continue;
+        if (opt->train_biases)
+            for (int j = 0; j < l->out; j++) {
+                l->vb[j] = opt->momentum * l->vb[j] + l->gb[j];
+                l->b[j] -= opt->lr * l->vb[j];
+            }
+        if (opt->train_weights) step_weights(l, opt);
+    }
+    return DCZ_OK;
+}
+
+/* Checks that data fits the validated net: sample size and labels. */
+static dcz_status check_data(const dcz_net *net, const dcz_dataset *d)
+{
+    if (!d || d->n == 0 || !d->x || !d->y) return DCZ_ERR_ARG;
+    if (d->n > UINT32_MAX) return DCZ_ERR_ARG;
+    uint64_t sample = (uint64_t)d->c * d->h * d->w;
+    if (sample != (uint64_t)net->in_dim) return DCZ_ERR_SHAPE;
+    if (!labels_fit(d->y, d->n, net->classes)) return DCZ_ERR_SHAPE;
+    return DCZ_OK;
+}
+
+dcz_status dcz_train_epoch(dcz_net *net, const dcz_dataset *data, const dcz_sgd *opt,
+                           dcz_rng *rng, dcz_progress_fn progress, void *ctx,
+                           float *loss)
+{
+    if (!net || !rng) return DCZ_ERR_ARG;
+    dcz_status st = check_sgd(opt);
+    if (st != DCZ_OK) return st;
+    st = dcz_net_validate(net);
+    if (st != DCZ_OK) return st;
+    st = check_data(net, data);
+    if (st != DCZ_OK) return st;
+    size_t n = data->n, in = (size_t)net->in_dim;
+    int bmax = (size_t)opt->batch < n ? opt->batch : (int)n;
+    uint32_t *perm = malloc(n * sizeof *perm);   /* (n) sample order */
+    uint8_t *yb = malloc((size_t)bmax);          /* (bmax) batch labels */
+    if (!perm || !yb) { st = DCZ_ERR_NOMEM; goto cleanup; }
+    st = dcz_net_reserve(net, bmax);
+    if (st != DCZ_OK) goto cleanup;
+    st = alloc_grads(net);
+    if (st != DCZ_OK) goto cleanup;
+    dcz_net_apply_constraints(net);
+
+    /* Fisher-Yates */
+    for (size_t i = 0; i < n; i++) perm[i] = (uint32_t)i;
+    for (size_t i = n - 1; i > 0; i--) {
+        uint32_t j = dcz_rng_below(rng, (uint32_t)(i + 1));
+        uint32_t t = perm[i]; perm[i] = perm[j]; perm[j] = t;
+    }
+    double total = 0;
+    for (size_t start = 0; start < n; start += (size_t)bmax) {
+        int bs = n - start < (size_t)bmax ? (int)(n - start) : bmax;
+        for (int r = 0; r < bs; r++) {
+            size_t s = perm[start + (size_t)r];
+            memcpy(net->act[0] + (size_t)r * in, data->x + s * in, in * sizeof(float));
+            yb[r] = data->y[s];
+        }
+        total += grad_core(net, yb, bs) * bs;
+        st = dcz_net_step(net, opt);
+        if (st != DCZ_OK) goto cleanup;
+        if (progress) progress(ctx, start + (size_t)bs, n);
+    }
+    if (loss) *loss = (float)(total / (double)n);
+cleanup:
+    free(perm);
+    free(yb);
+    return st;
+}
+
+dcz_status dcz_net_evaluate(dcz_net *net, const dcz_dataset *data, double *accuracy)
+{
+    if (!net || !accuracy) return DCZ_ERR_ARG;
+    dcz_status st = dcz_net_validate(net);
+    if (st != DCZ_OK) return st;
+    st = check_data(net, data);
+    if (st != DCZ_OK) return st;
+    size_t n = data->n, in = (size_t)net->in_dim;
+    int chunk = n < EVAL_CHUNK ? (int)n : EVAL_CHUNK;
+    st = dcz_net_reserve(net, chunk);
+    if (st != DCZ_OK) return st;
+    size_t correct = 0;
+    int classes = net->classes;
+    for (size_t start = 0; start < n; start += (size_t)chunk) {
+        int bs = n - start < (size_t)chunk ? (int)(n - start) : chunk;
+        memcpy(net->act[0], data->x + start * in, (size_t)bs * in * sizeof(float));
+        dcz_net_run_layers(net, bs, 0);   /* logits: same argmax as probabilities */
+        const float *z = net->act[net->nlayers];   /* (bs, classes) */
+        for (int r = 0; r < bs; r++) {
+            const float *zr = z + (size_t)r * classes;
+            int best = 0;
+            for (int j = 1; j < classes; j++) if (zr[j] > zr[best]) best = j;
+            correct += best == data->y[start + (size_t)r];
+        }
+    }
+    *accuracy = (double)correct / (double)n;
+    return DCZ_OK;
+}
+
+dcz_status dcz_lr_check(const char *schedule)
+{
+    if (!schedule || strcmp(schedule, "const") == 0 || strcmp(schedule, "step") == 0 ||
+        strcmp(schedule, "cosine") == 0)
+        return DCZ_OK;
+    return DCZ_ERR_ARG;
+}
+
+float dcz_lr_at(const char *schedule, float base, int e, int n)
+{
+    if (!schedule || n <= 0 || e < 0) return base;
+    if (strcmp(schedule, "step") == 0) {
+        if (4 * (long)e >= 3 * (long)n) return base * 0.01f;
+        if (2 * (long)e >= (long)n) return base * 0.1f;
+        return base;
+    }
+    if (strcmp(schedule, "cosine") == 0) {
+        if (e >= n) return 0.0f;
+        return (float)(0.5 * base * (1.0 + cos(3.141592653589793 * e / n)));
+    }
+    return base;
+}
+
+void dcz_train_set_threads(int threads)
+{
+    if (threads > 0) openblas_set_num_threads(threads);
+}
