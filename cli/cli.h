@@ -110,7 +110,7 @@ typedef struct progress {
     int enabled;
     const char *label;
     size_t total;
-    double started;
+    double started, last_draw;
     int last_permille;
 } progress;
 

@@ -146,6 +146,10 @@ static int need_output(const verb_ctx *v)
     return EXIT_USAGE;
 }
 
+/* A stage run on a net: prune or quantize. */
+typedef int (*stage_fn)(const verb_ctx *v, dcz_net *net, const dcz_doc *in, const void *opts,
+                        const dcz_dataset *train, const dcz_dataset *test, char *extra, size_t extra_len);
+
 /* ---- train ------------------------------------------------------------------ */
 
 typedef struct train_opts {
@@ -281,9 +285,10 @@ static void prune_opts_init(prune_opts *p)
     { "gap-bits", 0, OPT_STR, &(p).gap_bits, "relative position width per layer (default 5)" }
 
 /* Prunes net per the options; prints the per-layer report. */
-static int run_prune(const verb_ctx *v, dcz_net *net, const dcz_doc *in, const prune_opts *po,
+static int run_prune(const verb_ctx *v, dcz_net *net, const dcz_doc *in, const void *opts,
                      const dcz_dataset *train, const dcz_dataset *test, char *extra, size_t extra_len)
 {
+    const prune_opts *po = opts;
     rule_set sp, q;
     int rc = parse_rules(v, "sparsity", po->sparsity, &sp);
     if (rc == -1) rc = parse_rules(v, "quality", po->quality, &q);
@@ -382,9 +387,11 @@ static void quant_opts_init(quant_opts *q)
     { "quant-epochs", 0, OPT_INT, &(q).epochs, "centroid fine-tuning epochs (default 4)" }, \
     { "quant-lr", 0, OPT_FLOAT, &(q).lr, "centroid fine-tuning rate (default 1e-4)" }
 
-static int run_quantize(const verb_ctx *v, dcz_net *net, const quant_opts *qo, const dcz_dataset *train,
-                        const dcz_dataset *test, char *extra, size_t extra_len)
+static int run_quantize(const verb_ctx *v, dcz_net *net, const dcz_doc *in, const void *opts,
+                        const dcz_dataset *train, const dcz_dataset *test, char *extra, size_t extra_len)
 {
+    const quant_opts *qo = opts;
+    (void)in;
     rule_set br;
     int rc = parse_rules(v, "bits", qo->bits, &br);
     if (rc == -1) rc = check_rule_names(v, "bits", &br, net);
@@ -482,6 +489,35 @@ static void print_stage_json(const verb_ctx *v, const char *stage, double acc, s
     json_end(&j);
 }
 
+/* prune and quantize alone: load, run the stage, write, report. */
+static int run_single_stage(verb_ctx *v, const char *stage, stage_fn fn, const void *opts, const char *gap_bits)
+{
+    int rc = need_output(v);
+    if (rc != -1) return rc;
+    dcz_doc *doc = NULL;
+    dcz_net *net = NULL;
+    dcz_dataset train, test;
+    int have;
+    char extra[4096];
+    double acc = -1;
+    size_t bytes = 0;
+    rc = open_stage(v, &doc, &net, &train, &test, &have);
+    if (rc == -1) rc = fn(v, net, doc, opts, have ? &train : NULL, have ? &test : NULL, extra, sizeof extra);
+    if (rc == -1) rc = finish_net(v, net, doc, stage, gap_bits, 0, 0, have ? &train : NULL, extra,
+                                  have ? &test : NULL, v->c.out, &acc, &bytes);
+    if (rc == -1) {
+        if (acc >= 0) cli_note(v, "%s: %s: test accuracy %.2f%%, %zu bytes", stage, v->c.out, acc * 100, bytes);
+        else cli_note(v, "%s: %s: %zu bytes", stage, v->c.out, bytes);
+        print_stage_json(v, stage, acc, bytes, dcz_doc_param_count(doc));
+        rc = EXIT_OK;
+    }
+    dcz_net_free(net);
+    dcz_doc_free(doc);
+    dcz_dataset_free(&train);
+    dcz_dataset_free(&test);
+    return rc;
+}
+
 int cmd_prune(verb_ctx *v)
 {
     prune_opts po;
@@ -495,29 +531,7 @@ int cmd_prune(verb_ctx *v)
     if (rc != -1) return rc;
     const char *names[] = { "sparsity", "quality", "gap-bits" }, *texts[] = { po.sparsity, po.quality, po.gap_bits };
     if ((rc = check_rule_syntax(v, names, texts, 3)) != -1) return rc;
-    if ((rc = need_output(v)) != -1) return rc;
-    dcz_doc *doc = NULL;
-    dcz_net *net = NULL;
-    dcz_dataset train, test;
-    int have;
-    char extra[4096];
-    double acc = -1;
-    size_t bytes = 0;
-    rc = open_stage(v, &doc, &net, &train, &test, &have);
-    if (rc == -1) rc = run_prune(v, net, doc, &po, have ? &train : NULL, have ? &test : NULL, extra, sizeof extra);
-    if (rc == -1) rc = finish_net(v, net, doc, "prune", po.gap_bits, 0, 0, have ? &train : NULL, extra,
-                                  have ? &test : NULL, v->c.out, &acc, &bytes);
-    if (rc == -1) {
-        if (acc >= 0) cli_note(v, "prune: %s: test accuracy %.2f%%, %zu bytes", v->c.out, acc * 100, bytes);
-        else cli_note(v, "prune: %s: %zu bytes", v->c.out, bytes);
-        print_stage_json(v, "prune", acc, bytes, dcz_doc_param_count(doc));
-        rc = EXIT_OK;
-    }
-    dcz_net_free(net);
-    dcz_doc_free(doc);
-    dcz_dataset_free(&train);
-    dcz_dataset_free(&test);
-    return rc;
+    return run_single_stage(v, "prune", run_prune, &po, po.gap_bits);
 }
 
 int cmd_quantize(verb_ctx *v)
@@ -538,29 +552,7 @@ int cmd_quantize(verb_ctx *v)
     if (rc != -1) return rc;
     const char *names[] = { "bits", "gap-bits" }, *texts[] = { qo.bits, gap_bits };
     if ((rc = check_rule_syntax(v, names, texts, 2)) != -1) return rc;
-    if ((rc = need_output(v)) != -1) return rc;
-    dcz_doc *doc = NULL;
-    dcz_net *net = NULL;
-    dcz_dataset train, test;
-    int have;
-    char extra[4096];
-    double acc = -1;
-    size_t bytes = 0;
-    rc = open_stage(v, &doc, &net, &train, &test, &have);
-    if (rc == -1) rc = run_quantize(v, net, &qo, have ? &train : NULL, have ? &test : NULL, extra, sizeof extra);
-    if (rc == -1) rc = finish_net(v, net, doc, "quantize", gap_bits, 0, 0, have ? &train : NULL, extra,
-                                  have ? &test : NULL, v->c.out, &acc, &bytes);
-    if (rc == -1) {
-        if (acc >= 0) cli_note(v, "quantize: %s: test accuracy %.2f%%, %zu bytes", v->c.out, acc * 100, bytes);
-        else cli_note(v, "quantize: %s: %zu bytes", v->c.out, bytes);
-        print_stage_json(v, "quantize", acc, bytes, dcz_doc_param_count(doc));
-        rc = EXIT_OK;
-    }
-    dcz_net_free(net);
-    dcz_doc_free(doc);
-    dcz_dataset_free(&train);
-    dcz_dataset_free(&test);
-    return rc;
+    return run_single_stage(v, "quantize", run_quantize, &qo, gap_bits);
 }
 
 /* The encode stage works on the document itself: only stream codings,
@@ -720,7 +712,7 @@ int cmd_compress(verb_ctx *v)
         res[nres++].name = "prune";
     }
     /* quantize */
-    if (rc == -1) rc = run_quantize(v, net, &qo, &train, &test, extra, sizeof extra);
+    if (rc == -1) rc = run_quantize(v, net, doc, &qo, &train, &test, extra, sizeof extra);
     if (rc == -1) {
         int keep = write_stage_file(v, stages_dir, "quantize", path, sizeof path);
         rc = finish_net(v, net, doc, "quantize", po.gap_bits, 0, 0, &train, extra, &test, keep ? path : NULL,

@@ -435,6 +435,7 @@ void progress_start(progress *p, const verb_ctx *v, const char *label, size_t to
     p->label = label;
     p->total = total;
     p->started = cli_now();
+    p->last_draw = 0;
     p->last_permille = -1;
 }
 
@@ -443,11 +444,14 @@ void progress_cb(void *ctx, size_t done, size_t total)
     progress *p = (progress *)ctx;
     if (!p->enabled || total == 0) return;
     int permille = (int)(done * 1000 / total);
-    if (permille == p->last_permille) return;
+    double t = cli_now();
+    /* at most ten redraws a second, and always the last one */
+    if (permille == p->last_permille || (t - p->last_draw < 0.1 && done < total)) return;
     p->last_permille = permille;
+    p->last_draw = t;
     const int width = 30;
     int fill = permille * width / 1000;
-    double el = cli_now() - p->started;
+    double el = t - p->started;
     double eta = done ? el * (double)(total - done) / (double)done : 0;
     fprintf(stderr, "\r%-12s [", p->label);
     for (int i = 0; i < width; i++) fputc(i < fill ? '#' : '.', stderr);

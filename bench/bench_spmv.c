@@ -1,0 +1,148 @@
+/* bench_spmv.c: batch-1 matrix-vector products on the LeNet-300-100 layers
+ * and the EIE benchmark layers, in the same run and on one thread:
+ *   dense   OpenBLAS sgemv on the dense fp32 matrix (the baseline)
+ *   csr     a plain CSR fp32 kernel (values + u32 column indices)
+ *   dcz     libdcz's reference kernel on its execution form (one-byte
+ *           column steps and 4-bit-codebook indices)
+ * Prints microseconds (median of repeated runs), the ratios, and the memory
+ * floor: bytes each kernel must read / a copy bandwidth measured here.
+ * Timings are reported, never asserted.
+ */
+#include <cblas.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "runtime/model.h"
+#include "train/train.h"
+
+static double now(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + ts.tv_nsec * 1e-9;
+}
+
+static int cmp_double(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return x < y ? -1 : x > y;
+}
+
+#define REPS 31
+
+typedef struct csr {
+    uint32_t rows;
+    uint32_t *ptr, *col;
+    float *val;
+} csr;
+
+static void csr_mv(const csr *m, const float *x, float *y)
+{
+    for (uint32_t r = 0; r < m->rows; r++) {
+        float acc = 0;
+        for (uint32_t e = m->ptr[r]; e < m->ptr[r + 1]; e++) acc += m->val[e] * x[m->col[e]];
+        y[r] = acc;
+    }
+}
+
+typedef struct shape {
+    const char *name;
+    uint32_t rows, cols;
+    double density;
+} shape;
+
+/* median seconds of one call */
+#define TIME(stmt, out) do { \
+    double t_[REPS]; \
+    stmt; \
+    for (int r_ = 0; r_ < REPS; r_++) { double a_ = now(); stmt; t_[r_] = now() - a_; } \
+    qsort(t_, REPS, sizeof *t_, cmp_double); \
+    out = t_[REPS / 2]; \
+} while (0)
+
+int main(void)
+{
+    openblas_set_num_threads(1);
+    /* copy bandwidth, the physical floor's denominator */
+    const size_t nb = (size_t)128 << 20;
+    char *a = malloc(nb), *b = malloc(nb);
+    if (!a || !b) return 1;
+    memset(a, 1, nb);
+    memset(b, 2, nb);
+    double bw = 0;
+    for (int i = 0; i < 3; i++) {
+        double t0 = now();
+        memcpy(b, a, nb);
+        double t = now() - t0;
+        if (2.0 * nb / t > bw) bw = 2.0 * nb / t;
+    }
+    free(a);
+    free(b);
+    printf("copy bandwidth %.1f GB/s (read + write), one thread\n\n", bw / 1e9);
+
+    const shape shapes[] = {
+        { "lenet-fc1", 300, 784, 0.08 }, { "lenet-fc2", 100, 300, 0.08 }, { "lenet-fc3", 10, 100, 0.26 },
+        { "alex-6", 4096, 9216, 0.09 },  { "alex-7", 4096, 4096, 0.09 },  { "alex-8", 1000, 4096, 0.25 },
+        { "vgg-6", 4096, 25088, 0.04 },  { "vgg-7", 4096, 4096, 0.04 },   { "vgg-8", 1000, 4096, 0.23 },
+    };
+    printf("%-10s %11s %8s %10s %10s %10s %9s %9s %9s\n", "layer", "shape", "density", "dense us", "csr us",
+           "dcz us", "vs dense", "vs csr", "floor %");
+    dcz_rng rng;
+    dcz_rng_seed(&rng, 1);
+    for (size_t si = 0; si < sizeof shapes / sizeof *shapes; si++) {
+        const shape *s = &shapes[si];
+        const size_t n = (size_t)s->rows * s->cols;
+        float *w = calloc(n, sizeof *w), *x = malloc(s->cols * sizeof *x), *y = malloc(s->rows * sizeof *y);
+        uint8_t *keep = calloc(n, 1);
+        float cb[16];
+        for (int i = 0; i < 16; i++) cb[i] = dcz_rng_uniform(&rng) - 0.5f;
+        uint32_t nnz = 0;
+        for (size_t i = 0; i < n; i++)
+            if (dcz_rng_uniform(&rng) < s->density) { keep[i] = 1; nnz++; }
+        for (uint32_t i = 0; i < s->cols; i++) x[i] = dcz_rng_uniform(&rng);
+        /* execution form */
+        uint64_t cap = dcz_sparse_max_entries(nnz, s->rows, s->cols);
+        uint32_t *row_ptr = malloc((s->rows + 1) * sizeof *row_ptr);
+        uint8_t *step = malloc(cap), *idx = malloc(cap), *src = malloc(nnz);
+        csr c = { s->rows, malloc((s->rows + 1) * 4), malloc((size_t)nnz * 4), malloc((size_t)nnz * 4) };
+        dcz_sparse_builder bld;
+        memset(&bld, 0, sizeof bld);
+        bld.rows = s->rows; bld.cols = s->cols; bld.row_ptr = row_ptr; bld.step = step;
+        bld.cap = (uint32_t)cap; bld.idx_dst = idx; bld.idx_src = src;
+        row_ptr[0] = 0;
+        uint32_t k = 0;
+        c.ptr[0] = 0;
+        for (uint32_t r = 0; r < s->rows; r++) {
+            for (uint32_t col = 0; col < s->cols; col++) {
+                size_t i = (size_t)r * s->cols + col;
+                if (!keep[i]) continue;
+                src[k] = (uint8_t)dcz_rng_below(&rng, 16);
+                w[i] = cb[src[k]];
+                c.col[k] = col;
+                c.val[k] = w[i];
+                dcz_sparse_builder_add(&bld, k, i);
+                k++;
+            }
+            c.ptr[r + 1] = k;
+        }
+        dcz_sparse_builder_finish(&bld);
+        dcz_sparse sp = { s->rows, s->cols, bld.entries, row_ptr, step, idx, NULL, cb, 16 };
+        double td, tc, tz;
+        TIME(cblas_sgemv(CblasRowMajor, CblasNoTrans, (int)s->rows, (int)s->cols, 1.0f, w, (int)s->cols, x, 1,
+                         0.0f, y, 1), td);
+        TIME(csr_mv(&c, x, y), tc);
+        TIME(dcz_spmv_ref(&sp, NULL, x, y), tz);
+        const double bytes = (double)bld.entries * 2 + (s->rows + 1) * 4.0 + s->cols * 4.0 + s->rows * 4.0;
+        char shp[32];
+        snprintf(shp, sizeof shp, "%ux%u", s->rows, s->cols);
+        printf("%-10s %11s %7.0f%% %10.1f %10.1f %10.1f %8.2fx %8.2fx %8.1f%%\n", s->name, shp, s->density * 100,
+               td * 1e6, tc * 1e6, tz * 1e6, td / tz, tc / tz, bytes / (bw / 2) / tz * 100);
+        free(w); free(x); free(y); free(keep); free(row_ptr); free(step); free(idx); free(src);
+        free(c.ptr); free(c.col); free(c.val);
+    }
+    printf("\n(ratios > 1: dcz faster. dcz here is the scalar reference kernel; floor %%: the\n"
+           " share of the copy bandwidth its compressed bytes would need at that speed)\n");
+    return 0;
+}
