@@ -68,7 +68,7 @@ bin/dcz: $(CLI_OBJ) lib/libdcztool.a lib/libdcz.a
 	@mkdir -p bin
 	$(CC) $(LDFLAGS_ALL) -o $@ $(CLI_OBJ) lib/libdcztool.a lib/libdcz.a $(LDLIBS_TOOL)
 
-$(BUILD)/tests/%: tests/unit/%.c lib/libdcztool.a lib/libdcz.a tests/check.h
+$(BUILD)/tests/%: tests/unit/%.c lib/libdcztool.a lib/libdcz.a tests/check.h $(wildcard tests/unit/*.h)
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS_ALL) $(LDFLAGS_ALL) -o $@ $< lib/libdcztool.a lib/libdcz.a $(LDLIBS_TOOL)
 

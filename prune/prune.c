@@ -254,62 +254,20 @@ void dcz_prune_report_free(dcz_prune_report *rep)
 
 /* ---- the run ------------------------------------------------------------- */
 
-/* Relays the engine's per-epoch progress as progress over the whole run. */
-typedef struct progress_relay {
-    dcz_progress_fn fn;
-    void *ctx;
-    size_t base;      /* batches done so far */
-    size_t total;     /* batches of the whole run */
-} progress_relay;
-
-/* The engine calls once per batch; its own units are not relied on. */
-static void relay(void *p, size_t done, size_t total_epoch)
-{
-    progress_relay *r = p;
-    (void)done;
-    (void)total_epoch;
-    if (r->base < r->total)
-        r->base++;
-    r->fn(r->ctx, r->base, r->total);
-}
-
-static int dataset_fits(const dcz_net *net, const dcz_dataset *d)
-{
-    if (d->n > 0 && (!d->x || !d->y))
-        return 0;
-    size_t dim = (size_t)d->c * d->h * d->w;
-    return dim == (size_t)net->in_dim && d->classes <= (uint32_t)net->classes;
-}
-
-static int sgd_valid(const dcz_sgd *s)
-{
-    return s->batch >= 1 && isfinite(s->lr) && s->lr >= 0.0f &&
-           s->momentum >= 0.0f && s->momentum < 1.0f &&
-           isfinite(s->weight_decay) && s->weight_decay >= 0.0f;
-}
-
 /* Trains one epoch at rate lr, advancing the run's progress. */
 static dcz_status retrain_epoch(dcz_net *net, const dcz_dataset *train,
                                 const dcz_sgd *base, float lr, dcz_rng *rng,
-                                progress_relay *pr, size_t per_epoch, double *loss)
+                                dcz_progress_relay *pr, size_t per_epoch, double *loss)
 {
     dcz_sgd opt = *base;
     opt.lr = lr;
     float l = 0.0f;
     size_t start = pr->base;
-    dcz_status st = dcz_train_epoch(net, train, &opt, rng, pr->fn ? relay : NULL,
-                                    pr, &l);
+    dcz_status st = dcz_train_epoch(net, train, &opt, rng,
+                                    pr->fn ? dcz_progress_relay_fn : NULL, pr, &l);
     pr->base = start + per_epoch;
     *loss = l;
     return st;
-}
-
-static dcz_status measure(dcz_net *net, const dcz_dataset *test, double *acc)
-{
-    *acc = -1.0;
-    if (!test)
-        return DCZ_OK;
-    return dcz_net_evaluate(net, test, acc);
 }
 
 dcz_status dcz_prune_run(dcz_net *net, const dcz_prune_plan *plan,
@@ -323,9 +281,10 @@ dcz_status dcz_prune_run(dcz_net *net, const dcz_prune_plan *plan,
         return DCZ_ERR_ARG;
     int K = plan->rounds, nl = net->nlayers;
     int training = train && (plan->epochs > 0 || plan->final_epochs > 0);
-    if (training && (train->n == 0 || !dataset_fits(net, train) || !sgd_valid(&plan->sgd)))
+    if (training && (train->n == 0 || !dcz_dataset_fits(net, train) ||
+                     !dcz_sgd_valid(&plan->sgd)))
         return DCZ_ERR_ARG;
-    if (test && !dataset_fits(net, test))
+    if (test && !dcz_dataset_fits(net, test))
         return DCZ_ERR_ARG;
     for (int l = 0; l < nl; l++) {
         const dcz_prune_target *t = &plan->targets[l];
@@ -378,12 +337,12 @@ dcz_status dcz_prune_run(dcz_net *net, const dcz_prune_plan *plan,
         per_epoch = (train->n + (size_t)plan->sgd.batch - 1) / (size_t)plan->sgd.batch;
         total = per_epoch * ((size_t)K * (size_t)plan->epochs + (size_t)plan->final_epochs);
     }
-    progress_relay pr = { progress, ctx, 0, total };
+    dcz_progress_relay pr = { progress, ctx, 0, total };
     dcz_rng rng;
     dcz_rng_seed(&rng, plan->seed);
 
     double acc_initial;
-    st = measure(net, test, &acc_initial);
+    st = dcz_net_evaluate_optional(net, test, &acc_initial);
     if (st != DCZ_OK)
         goto done;
 
@@ -412,7 +371,7 @@ dcz_status dcz_prune_run(dcz_net *net, const dcz_prune_plan *plan,
         dcz_prune_round *R = &rounds[r - 1];
         R->target = all ? (double)pruned / (double)all : 0.0;
         R->loss = -1.0;
-        st = measure(net, test, &R->acc_pruned);
+        st = dcz_net_evaluate_optional(net, test, &R->acc_pruned);
         if (st != DCZ_OK)
             goto done;
         if (training && plan->epochs > 0) {
@@ -426,7 +385,7 @@ dcz_status dcz_prune_run(dcz_net *net, const dcz_prune_plan *plan,
                 sum += loss;
             }
             R->loss = sum / plan->epochs;
-            st = measure(net, test, &R->acc_retrained);
+            st = dcz_net_evaluate_optional(net, test, &R->acc_retrained);
         } else {
             R->acc_retrained = R->acc_pruned;
         }
@@ -447,7 +406,7 @@ dcz_status dcz_prune_run(dcz_net *net, const dcz_prune_plan *plan,
             sum += loss;
         }
         final_loss = sum / plan->final_epochs;
-        st = measure(net, test, &acc_final);
+        st = dcz_net_evaluate_optional(net, test, &acc_final);
         if (st != DCZ_OK)
             goto done;
     }

@@ -315,48 +315,6 @@ void dcz_quant_report_free(dcz_quant_report *rep)
 
 /* ---- fine-tuning --------------------------------------------------------- */
 
-/* Relays the engine's per-epoch progress as progress over all epochs. */
-typedef struct progress_relay {
-    dcz_progress_fn fn;
-    void *ctx;
-    size_t base;      /* batches done so far */
-    size_t total;     /* batches of all epochs */
-} progress_relay;
-
-/* The engine calls once per batch; its own units are not relied on. */
-static void relay(void *p, size_t done, size_t total_epoch)
-{
-    progress_relay *r = p;
-    (void)done;
-    (void)total_epoch;
-    if (r->base < r->total)
-        r->base++;
-    r->fn(r->ctx, r->base, r->total);
-}
-
-static int dataset_fits(const dcz_net *net, const dcz_dataset *d)
-{
-    if (d->n > 0 && (!d->x || !d->y))
-        return 0;
-    size_t dim = (size_t)d->c * d->h * d->w;
-    return dim == (size_t)net->in_dim && d->classes <= (uint32_t)net->classes;
-}
-
-static int sgd_valid(const dcz_sgd *s)
-{
-    return s->batch >= 1 && isfinite(s->lr) && s->lr >= 0.0f &&
-           s->momentum >= 0.0f && s->momentum < 1.0f &&
-           isfinite(s->weight_decay) && s->weight_decay >= 0.0f;
-}
-
-static dcz_status measure(dcz_net *net, const dcz_dataset *test, double *acc)
-{
-    *acc = -1.0;
-    if (!test)
-        return DCZ_OK;
-    return dcz_net_evaluate(net, test, acc);
-}
-
 dcz_status dcz_quantize_finetune(dcz_net *net, const dcz_quant_plan *plan,
                                  const dcz_dataset *train, const dcz_dataset *test,
                                  dcz_progress_fn progress, void *ctx,
@@ -376,9 +334,10 @@ dcz_status dcz_quantize_finetune(dcz_net *net, const dcz_quant_plan *plan,
         nq += plan->bits[l] > 0;
     }
     int training = train && plan->epochs > 0;
-    if (training && (train->n == 0 || !dataset_fits(net, train) || !sgd_valid(&plan->sgd)))
+    if (training && (train->n == 0 || !dcz_dataset_fits(net, train) ||
+                     !dcz_sgd_valid(&plan->sgd)))
         return DCZ_ERR_ARG;
-    if (test && !dataset_fits(net, test))
+    if (test && !dcz_dataset_fits(net, test))
         return DCZ_ERR_ARG;
 
     dcz_status st = DCZ_OK;
@@ -391,7 +350,7 @@ dcz_status dcz_quantize_finetune(dcz_net *net, const dcz_quant_plan *plan,
     }
 
     double acc_initial, acc_clustered, acc_final;
-    st = measure(net, test, &acc_initial);
+    st = dcz_net_evaluate_optional(net, test, &acc_initial);
     if (st != DCZ_OK)
         goto done;
 
@@ -414,14 +373,15 @@ dcz_status dcz_quantize_finetune(dcz_net *net, const dcz_quant_plan *plan,
         lrep[q].layer = l;
         q++;
     }
-    st = measure(net, test, &acc_clustered);
+    st = dcz_net_evaluate_optional(net, test, &acc_clustered);
     if (st != DCZ_OK)
         goto done;
     acc_final = acc_clustered;
 
     if (training) {
         size_t per_epoch = (train->n + (size_t)plan->sgd.batch - 1) / (size_t)plan->sgd.batch;
-        progress_relay pr = { progress, ctx, 0, per_epoch * (size_t)plan->epochs };
+        dcz_progress_relay pr = { progress, ctx, 0,
+                                  per_epoch * (size_t)plan->epochs };
         const char *sched = plan->schedule ? plan->schedule : "cosine";
         dcz_rng rng;
         dcz_rng_seed(&rng, plan->seed);
@@ -430,8 +390,8 @@ dcz_status dcz_quantize_finetune(dcz_net *net, const dcz_quant_plan *plan,
             opt.lr = dcz_lr_at(sched, plan->sgd.lr, e, plan->epochs);
             float loss = 0.0f;
             size_t start = pr.base;
-            st = dcz_train_epoch(net, train, &opt, &rng, progress ? relay : NULL, &pr,
-                                 &loss);
+            st = dcz_train_epoch(net, train, &opt, &rng,
+                                 progress ? dcz_progress_relay_fn : NULL, &pr, &loss);
             if (st != DCZ_OK)
                 goto done;
             pr.base = start + per_epoch;
@@ -440,7 +400,7 @@ dcz_status dcz_quantize_finetune(dcz_net *net, const dcz_quant_plan *plan,
         }
         if (progress)
             progress(ctx, pr.total, pr.total);
-        st = measure(net, test, &acc_final);
+        st = dcz_net_evaluate_optional(net, test, &acc_final);
         if (st != DCZ_OK)
             goto done;
     }

@@ -86,8 +86,21 @@ static dcz_status place(void *ctx, uint32_t weight, uint64_t pos)
     return DCZ_OK;
 }
 
-static dcz_status read_tensor(const dcz_tensor_view *v, dcz_doc_tensor *t)
+/* The toolchain expands every tensor to dense arrays (9 bytes an element
+ * with mask and assignments). A file may claim a huge sparse shape in a few
+ * bytes, so expansion is bounded: at most 2^28 elements a tensor, and at
+ * most 4096 elements per byte of the file (plus 2^20), far above any real
+ * compression ratio. */
+#define DCZ_DOC_MAX_ELEMENTS (1ull << 28)
+
+static int expansion_ok(uint64_t n, size_t file_len)
 {
+    return n <= DCZ_DOC_MAX_ELEMENTS && n <= (uint64_t)file_len * 4096 + (1u << 20);
+}
+
+static dcz_status read_tensor(const dcz_tensor_view *v, dcz_doc_tensor *t, size_t file_len)
+{
+    if (!expansion_ok(v->n, file_len)) return DCZ_ERR_UNSUPPORTED;
     t->enc = v->enc;
     t->rank = v->rank;
     memcpy(t->dims, v->dims, sizeof t->dims);
@@ -150,7 +163,7 @@ static dcz_status read_layer_params(const dcz_container *c, const dcz_graph_laye
     for (uint32_t j = 0; j < l->ntensors; j++) {
         dcz_tensor_view v;
         TRY(dcz_tensor_next(&cur, &v));
-        TRY(read_tensor(&v, &l->t[j]));
+        TRY(read_tensor(&v, &l->t[j], c->len));
     }
     if (cur.pos != cur.len) return DCZ_ERR_FORMAT;
     if (g->op == DCZ_OP_DENSE) {

@@ -19,7 +19,8 @@
  * the spec "fashion-mnist". Images become floats in [0, 1].
  *
  * Tested by tests/unit/test_train.c and tests/unit/test_idx.c; the IDX parser
- * is fuzzed by tests/fuzz/fuzz_idx.c.
+ * is fuzzed by tests/fuzz/fuzz_idx.c. The helpers for stages (util.c) are
+ * checked through tests/unit/test_prune.c and tests/unit/test_quantize.c.
  */
 #ifndef DCZ_TRAIN_H
 #define DCZ_TRAIN_H
@@ -187,5 +188,38 @@ dcz_status dcz_lr_check(const char *schedule);
 
 /* Threads OpenBLAS may use (0 leaves the library default). */
 void dcz_train_set_threads(int threads);
+
+/* ---- helpers for stages that train over a whole run (util.c) ------------- */
+
+/* Relays the engine's per-batch progress as progress over a whole run of
+ * many epochs. Set fn, ctx and total (batches of the whole run) and base = 0;
+ * pass dcz_progress_relay_fn with the relay as ctx to dcz_train_epoch (only
+ * when fn is not NULL). Each call advances base by one batch, never past
+ * total, and reports (base, total) to fn. The engine's own counts are not
+ * used: after an epoch, a caller may set base to where the epoch should end. */
+typedef struct dcz_progress_relay {
+    dcz_progress_fn fn;
+    void *ctx;
+    size_t base;      /* batches done so far */
+    size_t total;     /* batches of the whole run */
+} dcz_progress_relay;
+
+/* A dcz_progress_fn: relay is a dcz_progress_relay. */
+void dcz_progress_relay_fn(void *relay, size_t done, size_t total_epoch);
+
+/* Nonzero when d (not NULL) can feed net: samples of net->in_dim floats, no
+ * more classes than the net's outputs, and x and y present unless d->n is 0.
+ * Labels are not scanned (the engine checks them). */
+int dcz_dataset_fits(const dcz_net *net, const dcz_dataset *d);
+
+/* Nonzero when s (not NULL) holds usable settings: batch >= 1, finite lr and
+ * weight_decay >= 0, 0 <= momentum < 1. Stricter than the engine, which
+ * accepts any momentum >= 0. */
+int dcz_sgd_valid(const dcz_sgd *s);
+
+/* dcz_net_evaluate when test is not NULL; with test NULL, DCZ_OK. Either way
+ * *accuracy is -1 unless an evaluation wrote it. */
+dcz_status dcz_net_evaluate_optional(dcz_net *net, const dcz_dataset *test,
+                                     double *accuracy);
 
 #endif /* DCZ_TRAIN_H */

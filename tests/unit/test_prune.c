@@ -9,6 +9,7 @@
 
 #include "prune/prune.h"
 #include "tests/check.h"
+#include "tests/unit/synth.h"
 
 /* A dense layer with malloc'd weights for the single-layer tests. */
 static int make_layer(dcz_tlayer *L, int out, int in)
@@ -272,35 +273,8 @@ static void test_schedule(void)
 
 enum { DIM = 16, CLASSES = 4 };
 
-static int make_blobs(dcz_dataset *d, size_t n, uint64_t seed)
-{
-    dcz_rng r;
-    float centers[CLASSES][DIM];
-    dcz_rng_seed(&r, 1234);     /* same centers for every split */
-    for (int c = 0; c < CLASSES; c++)
-        for (int j = 0; j < DIM; j++)
-            centers[c][j] = 0.2f + 0.6f * dcz_rng_uniform(&r);
-    dcz_rng_seed(&r, seed);
-    memset(d, 0, sizeof *d);
-    d->n = n;
-    d->c = 1;
-    d->h = 1;
-    d->w = DIM;
-    d->classes = CLASSES;
-    d->x = malloc(n * DIM * sizeof *d->x);
-    d->y = malloc(n);
-    if (!d->x || !d->y)
-        return 0;
-    for (size_t i = 0; i < n; i++) {
-        int c = (int)dcz_rng_below(&r, CLASSES);
-        d->y[i] = (uint8_t)c;
-        for (int j = 0; j < DIM; j++) {
-            float v = centers[c][j] + 0.12f * dcz_rng_normal(&r);
-            d->x[i * DIM + j] = v < 0.0f ? 0.0f : v > 1.0f ? 1.0f : v;
-        }
-    }
-    return 1;
-}
+/* The same centres for every split. */
+static const synth_blobs blobs = { DIM, CLASSES, 1234, 0.2f, 0.6f, 0.12f };
 
 typedef struct prog {
     size_t calls, last, total;
@@ -360,8 +334,8 @@ static void check_masked_zero(const dcz_net *net)
 static void test_run_retrain(void)
 {
     dcz_dataset train, test;
-    int ok = make_blobs(&train, 2000, 1);
-    ok = make_blobs(&test, 500, 2) && ok;
+    int ok = synth_blobs_make(&train, 2000, 1, &blobs);
+    ok = synth_blobs_make(&test, 500, 2, &blobs) && ok;
     REQUIRE(ok, "blobs");
     dcz_net *net = trained_net(&train);
     REQUIRE(net, "net");
@@ -458,7 +432,7 @@ static void test_run_retrain(void)
 static void test_run_quality_oneshot(void)
 {
     dcz_dataset test;
-    int ok = make_blobs(&test, 300, 2);
+    int ok = synth_blobs_make(&test, 300, 2, &blobs);
     REQUIRE(ok, "blobs");
     dcz_net *net = NULL;
     char err[128];

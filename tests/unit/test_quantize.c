@@ -12,6 +12,7 @@
 #include "prune/prune.h"
 #include "quantize/quantize.h"
 #include "tests/check.h"
+#include "tests/unit/synth.h"
 
 /* A mixture of three Gaussians, like trained weights plus outliers. */
 static void fill_mixture(float *x, size_t n, uint64_t seed)
@@ -356,35 +357,8 @@ static void test_layer_pruned_not_clustered(void)
 
 enum { DIM = 16, CLASSES = 4 };
 
-static int make_blobs(dcz_dataset *d, size_t n, uint64_t seed)
-{
-    dcz_rng r;
-    float centers[CLASSES][DIM];
-    dcz_rng_seed(&r, 4321);
-    for (int c = 0; c < CLASSES; c++)
-        for (int j = 0; j < DIM; j++)
-            centers[c][j] = 0.3f + 0.4f * dcz_rng_uniform(&r);
-    dcz_rng_seed(&r, seed);
-    memset(d, 0, sizeof *d);
-    d->n = n;
-    d->c = 1;
-    d->h = 1;
-    d->w = DIM;
-    d->classes = CLASSES;
-    d->x = malloc(n * DIM * sizeof *d->x);
-    d->y = malloc(n);
-    if (!d->x || !d->y)
-        return 0;
-    for (size_t i = 0; i < n; i++) {
-        int c = (int)dcz_rng_below(&r, CLASSES);
-        d->y[i] = (uint8_t)c;
-        for (int j = 0; j < DIM; j++) {
-            float v = centers[c][j] + 0.15f * dcz_rng_normal(&r);
-            d->x[i * DIM + j] = v < 0.0f ? 0.0f : v > 1.0f ? 1.0f : v;
-        }
-    }
-    return 1;
-}
+/* The same centres for every split. */
+static const synth_blobs blobs = { DIM, CLASSES, 4321, 0.3f, 0.4f, 0.15f };
 
 /* Mean cross-entropy of net on d (the net ends in a softmax). */
 static double mean_loss(dcz_net *net, const dcz_dataset *d)
@@ -427,8 +401,8 @@ static void count_progress(void *ctx, size_t done, size_t total)
 static void test_finetune(void)
 {
     dcz_dataset train, test;
-    int ok = make_blobs(&train, 2000, 1);
-    ok = make_blobs(&test, 1000, 2) && ok;
+    int ok = synth_blobs_make(&train, 2000, 1, &blobs);
+    ok = synth_blobs_make(&test, 1000, 2, &blobs) && ok;
     REQUIRE(ok, "blobs");
     dcz_net *net = NULL;
     char err[128];
