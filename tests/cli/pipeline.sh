@@ -43,11 +43,20 @@ for dir in a b; do
     mkdir -p "$T/$dir" && cd "$T/$dir" || fail "mkdir"
     "$DCZ" train --arch mlp:784-48-24-10 --epochs 1 --data $D --seed 3 --threads 1 -q -o dense.dcz || fail "train $dir"
     "$DCZ" compress dense.dcz --data $D --rounds 1 --prune-epochs 1 --final-epochs 0 --quant-epochs 1 \
-        --threads 1 -q -o final.dcz || fail "compress $dir"
+        --threads 1 --keep-stages . -q -o final.dcz || fail "compress $dir"
 done
 cmp -s "$T/a/dense.dcz" "$T/b/dense.dcz" || fail "train is not deterministic"
 cmp -s "$T/a/final.dcz" "$T/b/final.dcz" || fail "compress is not deterministic"
 cd "$T" || fail "cd"
+# the history in the final file: each stage's recorded accuracy and size are
+# those of the file that stage wrote
+"$DCZ" info "$T/a/final.dcz" --json | tr '{' '\n' > "$T/hist.txt"
+for st in prune quantize; do
+    rec=$(grep "\"stage\":\"$st\"" "$T/hist.txt")
+    "$DCZ" eval "$T/a/$st.dcz" --data $D --json > "$T/e.json" || fail "eval $st.dcz"
+    echo "$rec" | grep -q "\"accuracy\":$(json_field accuracy "$T/e.json")," || fail "$st: recorded '$rec', eval $(cat "$T/e.json")"
+    echo "$rec" | grep -q "\"file_bytes\":$(stat -c %s "$T/a/$st.dcz")}" || fail "$st: recorded size '$rec'"
+done
 
 # without data: one-shot pruning and clustering only
 "$DCZ" prune "$T/dense.dcz" --sparsity 0.9 -q -o "$T/os.dcz" || fail "one-shot prune"
