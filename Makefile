@@ -83,7 +83,7 @@ $(BUILD)/bench/%: bench/%.c lib/libdcztool.a lib/libdcz.a
 # libdcz must link with libc and libm alone: a program using only dcz.h links.
 $(BUILD)/check-lib: tests/lib_alone.c lib/libdcz.a
 	@mkdir -p $(BUILD)
-	$(CC) -std=c11 -Iinclude -o $@ $< lib/libdcz.a -lm
+	$(CC) -std=c11 -Iinclude $(LDFLAGS_ALL) -o $@ $< lib/libdcz.a -lm
 
 deps:
 ifeq ($(DEPS),1)

@@ -63,7 +63,12 @@ typedef struct verb_ctx {
     const char *pos[4];    /* positional arguments */
     int npos;
     int progress;          /* draw progress bars */
+    char **recipe_args;    /* owned: the recipe's options, which values point into */
+    int recipe_nargs;
 } verb_ctx;
+
+/* Releases what parsing allocated (the recipe's strings). */
+void cli_ctx_free(verb_ctx *v);
 
 /* Parses the verb's arguments (recipe file first, flags after it win) into
  * the common options and specs. Returns -1 on success, or an exit code to

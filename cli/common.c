@@ -266,10 +266,11 @@ int cli_parse(verb_ctx *v, const opt_spec *specs, int min_pos, int max_pos)
     if (rc != -1) return rc;
     if (c->recipe) {
         argvec rv = { 0 };
-        const char *recipe = c->recipe;
-        rc = read_recipe(v, recipe, &rv);
+        rc = read_recipe(v, c->recipe, &rv);
+        /* option values point into the recipe's strings: v owns them */
+        v->recipe_args = rv.v;
+        v->recipe_nargs = rv.n;
         if (rc == -1) rc = parse_list(v, specs, common, rv.n, rv.v, 0);
-        /* recipe strings stay referenced by the options: kept until exit */
         if (rc != -1) return rc;
     }
     v->npos = 0;
@@ -281,6 +282,14 @@ int cli_parse(verb_ctx *v, const opt_spec *specs, int min_pos, int max_pos)
     v->progress = !c->quiet && isatty(2);
     if (c->threads) dcz_train_set_threads(c->threads);
     return -1;
+}
+
+void cli_ctx_free(verb_ctx *v)
+{
+    for (int i = 0; i < v->recipe_nargs; i++) free(v->recipe_args[i]);
+    free(v->recipe_args);
+    v->recipe_args = NULL;
+    v->recipe_nargs = 0;
 }
 
 int cli_runtime_options(const verb_ctx *v, dcz_options *opt)

@@ -69,6 +69,7 @@ int main(int argc, char **argv)
         v.argv = argv + 1;
         v.cmdline = cmdline;
         int rc = verbs[i].fn(&v);
+        cli_ctx_free(&v);
         free(cmdline);
         return rc;
     }
