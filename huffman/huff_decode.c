@@ -87,8 +87,7 @@ size_t dcz_huff_table_bytes(unsigned nsym)
     return ((size_t)nsym + 1) / 2;
 }
 
-/* DCZ_OK when len[0..nsym) is a valid length table (see huffman.h). */
-static dcz_status check_lengths(const uint8_t *len, unsigned nsym)
+dcz_status dcz_huff_lengths_check(const uint8_t *len, unsigned nsym)
 {
     uint32_t kraft = 0;
     unsigned used = 0, ones = 0;
@@ -116,13 +115,13 @@ dcz_status dcz_huff_table_read(const uint8_t *in, size_t avail, unsigned nsym,
         len[s] = (uint8_t)((s & 1) ? in[s / 2] & 15 : in[s / 2] >> 4);
     /* the padding nibble of an odd table is zero, so each table has one form */
     if ((nsym & 1) && (in[nsym / 2] & 15)) return DCZ_ERR_FORMAT;
-    return check_lengths(len, nsym);
+    return dcz_huff_lengths_check(len, nsym);
 }
 
 dcz_status dcz_huff_decoder_init(dcz_huff_decoder *d, const uint8_t *len, unsigned nsym)
 {
     if (!d || nsym > DCZ_HUFF_MAX_SYMBOLS || (nsym && !len)) return DCZ_ERR_ARG;
-    dcz_status st = check_lengths(len, nsym);
+    dcz_status st = dcz_huff_lengths_check(len, nsym);
     if (st != DCZ_OK) return st;
 
     memset(d, 0, sizeof *d);

@@ -28,23 +28,6 @@
  * total) cannot overflow: the largest becomes at most 2^51. */
 #define FREQ_BITS 51
 
-/* DCZ_OK when len[0..nsym) is a valid length table (as in huff_decode.c). */
-static dcz_status check_lengths(const uint8_t *len, unsigned nsym)
-{
-    uint32_t kraft = 0;
-    unsigned used = 0, ones = 0;
-    for (unsigned s = 0; s < nsym; s++) {
-        unsigned l = len[s];
-        if (l == 0) continue;
-        if (l > DCZ_HUFF_MAX_LEN) return DCZ_ERR_ARG;
-        kraft += (1u << DCZ_HUFF_MAX_LEN) >> l;
-        used++;
-        ones += l == 1;
-    }
-    if (kraft == (1u << DCZ_HUFF_MAX_LEN)) return DCZ_OK;
-    if (used == 0 || (used == 1 && ones == 1)) return DCZ_OK;
-    return DCZ_ERR_ARG;
-}
 
 dcz_status dcz_huff_lengths(const uint64_t *freq, unsigned nsym, unsigned max_len,
                             uint8_t *len)
@@ -138,7 +121,7 @@ dcz_status dcz_huff_lengths(const uint64_t *freq, unsigned nsym, unsigned max_le
 dcz_status dcz_huff_codes(const uint8_t *len, unsigned nsym, uint16_t *code)
 {
     if (nsym > DCZ_HUFF_MAX_SYMBOLS || (nsym && (!len || !code))) return DCZ_ERR_ARG;
-    dcz_status st = check_lengths(len, nsym);
+    dcz_status st = dcz_huff_lengths_check(len, nsym) == DCZ_OK ? DCZ_OK : DCZ_ERR_ARG;
     if (st != DCZ_OK) return st;
     unsigned count[DCZ_HUFF_MAX_LEN + 1] = {0}, next[DCZ_HUFF_MAX_LEN + 1];
     for (unsigned s = 0; s < nsym; s++) count[len[s]]++;

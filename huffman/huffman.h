@@ -60,6 +60,10 @@ size_t dcz_huff_table_bytes(unsigned nsym);
 dcz_status dcz_huff_table_read(const uint8_t *in, size_t avail, unsigned nsym,
                                uint8_t *len);
 
+/* DCZ_OK when len[0..nsym) is a valid length table (see above), else
+ * DCZ_ERR_FORMAT. */
+dcz_status dcz_huff_lengths_check(const uint8_t *len, unsigned nsym);
+
 /* A table-driven decoder. Plain data: no pointers, may be copied or placed
  * in a caller's arena. */
 typedef struct dcz_huff_decoder {
