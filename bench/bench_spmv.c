@@ -142,7 +142,8 @@ int main(void)
         free(w); free(x); free(y); free(keep); free(row_ptr); free(step); free(idx); free(src);
         free(c.ptr); free(c.col); free(c.val);
     }
-    printf("\n(ratios > 1: dcz faster. dcz here is the scalar reference kernel; floor %%: the\n"
-           " share of the copy bandwidth its compressed bytes would need at that speed)\n");
+    printf("\n(ratios > 1: dcz faster; dcz is the scalar reference kernel here. floor %%: the time\n"
+           " reading its compressed form takes at the copy bandwidth measured above, as a share of\n"
+           " the time it took: 100%% would be bound by memory bandwidth)\n");
     return 0;
 }
