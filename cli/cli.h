@@ -76,6 +76,10 @@ void cli_ctx_free(verb_ctx *v);
 int cli_parse(verb_ctx *v, const opt_spec *specs, int min_pos, int max_pos);
 void cli_usage_error(const verb_ctx *v, const char *fmt, ...);
 
+/* Where reports and --json go: stdout, or stderr when the output file is
+ * stdout (-o -), so that data and report never mix. */
+FILE *cli_report(const verb_ctx *v);
+
 /* Messages on stderr: errors always, notes unless --quiet. */
 void cli_error(const char *fmt, ...);
 void cli_note(const verb_ctx *v, const char *fmt, ...);

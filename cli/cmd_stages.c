@@ -80,6 +80,13 @@ static int check_rule_names(const verb_ctx *v, const char *opt, const rule_set *
     return -1;
 }
 
+static int check_rule_text_names(const verb_ctx *v, const char *opt, const char *text, const dcz_net *net)
+{
+    rule_set r;
+    int rc = parse_rules(v, opt, text, &r);
+    return rc != -1 ? rc : check_rule_names(v, opt, &r, net);
+}
+
 /* The learning rate the input was trained with, from its train stage. */
 static double trained_lr(const dcz_doc *d, double dflt)
 {
@@ -188,6 +195,8 @@ int cmd_train(verb_ctx *v)
     if (rc != -1) return rc;
     if ((rc = need_output(v)) != -1) return rc;
     if (!v->c.data) { cli_usage_error(v, "training needs --data"); return EXIT_USAGE; }
+    dcz_options ro;
+    if ((rc = cli_runtime_options(v, &ro)) != -1) return rc;
     if (t.epochs < 0 || t.batch < 1 || t.lr <= 0) { cli_usage_error(v, "bad --epochs, --batch or --lr"); return EXIT_USAGE; }
     if (strcmp(t.schedule, "const") && strcmp(t.schedule, "step") && strcmp(t.schedule, "cosine")) {
         cli_usage_error(v, "--schedule must be const, step or cosine");
@@ -198,9 +207,10 @@ int cmd_train(verb_ctx *v)
     dcz_status s = dcz_net_create_arch(t.arch, (uint64_t)v->c.seed, &net, err, sizeof err);
     if (s != DCZ_OK) { cli_usage_error(v, "--arch %s: %s", t.arch, err); return EXIT_USAGE; }
     dcz_dataset train, test;
+    memset(&test, 0, sizeof test);
     rc = stage_load_data(v, DCZ_SPLIT_TRAIN, &train);
     if (rc == -1) rc = stage_load_data(v, DCZ_SPLIT_TEST, &test);
-    if (rc != -1) { dcz_net_free(net); return rc; }
+    if (rc != -1) goto done;
     if ((int)(train.c * train.h * train.w) != net->in_dim || (int)train.classes > net->classes) {
         cli_error("train: %s has %ux%ux%u samples in %u classes; %s takes %d inputs and %d classes",
                   v->c.data, train.c, train.h, train.w, train.classes, t.arch, net->in_dim, net->classes);
@@ -247,7 +257,7 @@ int cmd_train(verb_ctx *v)
              cli_now() - t0);
     if (v->c.json) {
         json_out j;
-        json_begin(&j, stdout);
+        json_begin(&j, cli_report(v));
         json_str(&j, "output", v->c.out);
         json_str(&j, "arch", t.arch);
         json_int(&j, "epochs", t.epochs);
@@ -465,6 +475,9 @@ static int run_quantize(const verb_ctx *v, dcz_net *net, const dcz_doc *in, cons
 static int open_stage(verb_ctx *v, dcz_doc **doc, dcz_net **net, dcz_dataset *train, dcz_dataset *test,
                       int *have_data)
 {
+    memset(train, 0, sizeof *train);
+    memset(test, 0, sizeof *test);
+    *have_data = v->c.data != NULL;
     int rc = stage_load_doc(v, v->pos[0], doc);
     if (rc != -1) return rc;
     dcz_status s = dcz_net_from_doc(*doc, net);
@@ -472,9 +485,6 @@ static int open_stage(verb_ctx *v, dcz_doc **doc, dcz_net **net, dcz_dataset *tr
         cli_error("%s: %s: %s", v->verb, v->pos[0], dcz_status_str(s));
         return cli_exit_code(s, 1);
     }
-    *have_data = v->c.data != NULL;
-    memset(train, 0, sizeof *train);
-    memset(test, 0, sizeof *test);
     if (!*have_data) return -1;
     rc = stage_load_data(v, DCZ_SPLIT_TRAIN, train);
     if (rc == -1) rc = stage_load_data(v, DCZ_SPLIT_TEST, test);
@@ -491,7 +501,7 @@ static void print_stage_json(const verb_ctx *v, const char *stage, double acc, s
 {
     if (!v->c.json) return;
     json_out j;
-    json_begin(&j, stdout);
+    json_begin(&j, cli_report(v));
     json_str(&j, "stage", stage);
     json_str(&j, "output", v->c.out);
     json_int(&j, "file_bytes", (long long)bytes);
@@ -504,7 +514,9 @@ static void print_stage_json(const verb_ctx *v, const char *stage, double acc, s
 /* prune and quantize alone: load, run the stage, write, report. */
 static int run_single_stage(verb_ctx *v, const char *stage, stage_fn fn, const void *opts, const char *gap_bits)
 {
+    dcz_options ro;
     int rc = need_output(v);
+    if (rc == -1) rc = cli_runtime_options(v, &ro);
     if (rc != -1) return rc;
     dcz_doc *doc = NULL;
     dcz_net *net = NULL;
@@ -514,6 +526,7 @@ static int run_single_stage(verb_ctx *v, const char *stage, stage_fn fn, const v
     double acc = -1;
     size_t bytes = 0;
     rc = open_stage(v, &doc, &net, &train, &test, &have);
+    if (rc == -1) rc = check_rule_text_names(v, "gap-bits", gap_bits, net);
     if (rc == -1) rc = fn(v, net, doc, opts, have ? &train : NULL, have ? &test : NULL, extra, sizeof extra);
     if (rc == -1) rc = finish_net(v, net, doc, stage, gap_bits, 0, 0, have ? &train : NULL, extra,
                                   have ? &test : NULL, v->c.out, &acc, &bytes);
@@ -574,6 +587,16 @@ static int apply_encoding(const verb_ctx *v, dcz_doc *doc, const char *gap_rules
     rule_set gr;
     int rc = parse_rules(v, "gap-bits", gap_rules, &gr);
     if (rc != -1) return rc;
+    for (int r = 0; r < gr.n; r++) {
+        rule_set one = { 1, { { 0 } }, { 0 } };
+        snprintf(one.pattern[0], sizeof one.pattern[0], "%s", gr.pattern[r]);
+        int hit = 0;
+        for (uint32_t i = 0; i < doc->nlayers; i++) hit |= doc->layers[i].op == DCZ_OP_DENSE && rules_match(&one, doc->layers[i].name);
+        if (!hit) {
+            cli_usage_error(v, "--gap-bits: '%s' matches no layer with weights", gr.pattern[r]);
+            return EXIT_USAGE;
+        }
+    }
     for (uint32_t i = 0; i < doc->nlayers; i++) {
         dcz_doc_layer *l = &doc->layers[i];
         if (l->op != DCZ_OP_DENSE) continue;
@@ -691,6 +714,8 @@ int cmd_compress(verb_ctx *v)
     if (!v->c.data) { cli_usage_error(v, "compress retrains and needs --data"); return EXIT_USAGE; }
     int bm = bias_mode(v, bias);
     if (bm == -2) return EXIT_USAGE;
+    dcz_options ro;
+    if ((rc = cli_runtime_options(v, &ro)) != -1) return rc;
     dcz_doc *doc = NULL, *staged = NULL;
     dcz_net *net = NULL;
     dcz_dataset train, test;
@@ -701,18 +726,20 @@ int cmd_compress(verb_ctx *v)
     double t0 = cli_now();
     rc = open_stage(v, &doc, &net, &train, &test, &have);
     size_t params = doc ? dcz_doc_param_count(doc) : 0;
+    /* every layer pattern is checked before hours of retraining */
+    const char *rule_opts[] = { "sparsity", "quality", "gap-bits", "bits" };
+    const char *rule_texts[] = { po.sparsity, po.quality, po.gap_bits, qo.bits };
+    for (int i = 0; i < 4 && rc == -1; i++) rc = check_rule_text_names(v, rule_opts[i], rule_texts[i], net);
     if (rc == -1) {
+        /* the input's accuracy, from its bytes as read (it may be stdin) */
+        uint8_t *buf = NULL;
+        size_t len = 0;
         res[nres].name = "input";
         res[nres].bytes = doc->file_bytes;
-        dcz_options opt;
-        if ((rc = cli_runtime_options(v, &opt)) == -1) {
-            uint8_t *buf;
-            size_t len;
-            dcz_status s = cli_read_file(v->pos[0], &buf, &len);
-            if (s == DCZ_OK) s = stage_eval_bytes(buf, len, &opt, &test, &res[nres].acc);
-            if (s == DCZ_OK) free(buf);
-            else rc = cli_fail(v, s, "evaluating the input");
-        }
+        dcz_status s = dcz_doc_write(doc, &buf, &len);
+        if (s == DCZ_OK) s = stage_eval_bytes(buf, len, &ro, &test, &res[nres].acc);
+        free(buf);
+        if (s != DCZ_OK) rc = cli_fail(v, s, "evaluating the input");
         nres++;
     }
     /* prune */
@@ -759,7 +786,7 @@ int cmd_compress(verb_ctx *v)
                  (res[nres - 1].acc - res[0].acc) * 100, cli_now() - t0);
         if (v->c.json) {
             json_out j;
-            json_begin(&j, stdout);
+            json_begin(&j, cli_report(v));
             json_str(&j, "output", v->c.out);
             json_int(&j, "file_bytes", (long long)res[nres - 1].bytes);
             json_int(&j, "dense_fp32_bytes", (long long)params * 4);

@@ -45,7 +45,7 @@ int cmd_eval(verb_ctx *v)
     }
     if (v->c.json) {
         json_out j;
-        json_begin(&j, stdout);
+        json_begin(&j, cli_report(v));
         json_str(&j, "file", v->pos[0]);
         json_num(&j, "accuracy", acc);
         json_int(&j, "samples", (long long)test.n);
@@ -159,7 +159,7 @@ int cmd_info(verb_ctx *v)
 
     if (v->c.json) {
         json_out j;
-        json_begin(&j, stdout);
+        json_begin(&j, cli_report(v));
         json_str(&j, "file", v->pos[0]);
         json_int(&j, "file_bytes", (long long)d->file_bytes);
         json_int(&j, "dense_fp32_bytes", (long long)params * 4);
@@ -328,11 +328,21 @@ int cmd_run(verb_ctx *v)
     dcz_options opt;
     if ((rc = cli_runtime_options(v, &opt)) != -1) return rc;
     dcz_model *m = NULL;
-    dcz_status s = dcz_open_file(v->pos[0], &opt, &m);
+    uint8_t *model_bytes = NULL;
+    size_t model_len = 0;
+    dcz_status s = cli_read_file(v->pos[0], &model_bytes, &model_len);
+    if (s == DCZ_OK) s = dcz_open_memory(model_bytes, model_len, &opt, &m);
+    free(model_bytes);
     if (s != DCZ_OK) {
         cli_error("run: %s: %s", v->pos[0], dcz_status_str(s));
         return cli_exit_code(s, 1);
     }
+    if (input && strcmp(input, "-") == 0 && strcmp(v->pos[0], "-") == 0) {
+        cli_usage_error(v, "the model and the samples cannot both come from stdin");
+        dcz_close(m);
+        return EXIT_USAGE;
+    }
+    FILE *rep = cli_report(v);
     const size_t in = dcz_input_size(m), out = dcz_output_size(m);
     float *x = NULL, *y = NULL;
     uint8_t *labels = NULL;
@@ -388,7 +398,7 @@ int cmd_run(verb_ctx *v)
         if (s != DCZ_OK) { cli_error("run: cannot write %s", v->c.out); rc = EXIT_IO; goto done; }
     }
     json_out j;
-    if (v->c.json) { json_begin(&j, stdout); json_key_arr(&j, "samples"); }
+    if (v->c.json) { json_begin(&j, cli_report(v)); json_key_arr(&j, "samples"); }
     for (size_t i = 0; i < n; i++) {
         const float *yi = y + i * out;
         int k = top < (int)out ? top : (int)out;
@@ -416,11 +426,11 @@ int cmd_run(verb_ctx *v)
             json_close_arr(&j);
             json_close_obj(&j);
         } else {
-            printf("sample %zu", input ? i : (size_t)index + i);
-            if (labels) printf(" (label %u)", labels[i]);
-            printf(":");
-            for (int t = 0; t < k; t++) printf(" %d (%.4f)", best[t], yi[best[t]]);
-            printf("\n");
+            fprintf(rep, "sample %zu", input ? i : (size_t)index + i);
+            if (labels) fprintf(rep, " (label %u)", labels[i]);
+            fprintf(rep, ":");
+            for (int t = 0; t < k; t++) fprintf(rep, " %d (%.4f)", best[t], yi[best[t]]);
+            fprintf(rep, "\n");
         }
         free(best);
     }

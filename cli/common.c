@@ -29,6 +29,11 @@ void cli_error(const char *fmt, ...)
     fputc('\n', stderr);
 }
 
+FILE *cli_report(const verb_ctx *v)
+{
+    return v->c.out && strcmp(v->c.out, "-") == 0 ? stderr : stdout;
+}
+
 void cli_note(const verb_ctx *v, const char *fmt, ...)
 {
     if (v->c.quiet) return;

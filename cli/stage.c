@@ -80,16 +80,19 @@ dcz_status stage_eval_bytes(const uint8_t *buf, size_t len, const dcz_options *o
 dcz_status stage_record(dcz_doc *doc, const verb_ctx *v, const char *stage,
                         const dcz_dataset *data, const char *extra, double accuracy)
 {
-    char text[4096];
-    int n = snprintf(text, sizeof text, "stage = %s\ntool = dcz %s\ncommand = %s\nseed = %d\n",
-                     stage, DCZ_VERSION_STRING, v->cmdline, v->c.seed);
-    if (data && n < (int)sizeof text)
-        n += snprintf(text + n, sizeof text - (size_t)n, "data = %s\ndata_hash = %08x\n",
-                      v->c.data, data->hash);
-    if (extra && n < (int)sizeof text) n += snprintf(text + n, sizeof text - (size_t)n, "%s", extra);
-    if (accuracy >= 0 && n < (int)sizeof text)
-        snprintf(text + n, sizeof text - (size_t)n, "accuracy = %.4f\n", accuracy);
-    return dcz_doc_add_stage(doc, text);
+    const size_t cap = strlen(stage) + strlen(v->cmdline) + (v->c.data ? strlen(v->c.data) : 0) +
+                       (extra ? strlen(extra) : 0) + 256;
+    char *text = malloc(cap);
+    if (!text) return DCZ_ERR_NOMEM;
+    size_t n = (size_t)snprintf(text, cap, "stage = %s\ntool = dcz %s\ncommand = %s\nseed = %d\n", stage,
+                                DCZ_VERSION_STRING, v->cmdline, v->c.seed);
+    if (data)
+        n += (size_t)snprintf(text + n, cap - n, "data = %s\ndata_hash = %08x\n", v->c.data, data->hash);
+    if (extra) n += (size_t)snprintf(text + n, cap - n, "%s", extra);
+    if (accuracy >= 0) snprintf(text + n, cap - n, "accuracy = %.4f\n", accuracy);
+    dcz_status s = dcz_doc_add_stage(doc, text);
+    free(text);
+    return s;
 }
 
 int stage_finish(const verb_ctx *v, dcz_doc *doc, const char *stage, const dcz_dataset *data,

@@ -136,6 +136,7 @@ void dcz_container_section(const dcz_container *c, uint32_t i, dcz_section *s)
     (void)dcz_rd_u64(&cur, &s->offset);
     (void)dcz_rd_u64(&cur, &s->size);
     (void)dcz_rd_u32(&cur, &s->crc);
+    (void)dcz_rd_u32(&cur, &s->reserved);
 }
 
 static int known_section(uint32_t type)
@@ -182,6 +183,7 @@ dcz_status dcz_container_open(const void *buf, size_t len, dcz_container *c)
         dcz_section s;
         dcz_container_section(c, i, &s);
         if (s.offset % DCZ_ALIGN != 0 || s.offset < prev_end) return DCZ_ERR_FORMAT;
+        if ((s.flags & ~DCZ_SECF_REQUIRED) != 0 || s.reserved != 0) return DCZ_ERR_FORMAT;
         if (s.offset > len || s.size > len - s.offset) return DCZ_ERR_FORMAT;
         /* padding before a section is zero and under no CRC: check it */
         for (uint64_t p = prev_end; p < s.offset; p++)
@@ -219,7 +221,8 @@ static int name_char_ok(uint8_t ch)
     return ch > 0x20 && ch < 0x7f && ch != '=' && ch != ',';
 }
 
-dcz_status dcz_graph_next(dcz_cur *cur, const dcz_container *c, dcz_graph_layer *l)
+dcz_status dcz_graph_next(dcz_cur *cur, const dcz_container *c, dcz_graph_layer *l,
+                          uint32_t *min_param)
 {
     uint16_t name_len;
     const uint8_t *name;
@@ -256,7 +259,8 @@ dcz_status dcz_graph_next(dcz_cur *cur, const dcz_container *c, dcz_graph_layer 
         return DCZ_ERR_UNSUPPORTED;
     }
     if (!want_params) return l->param_section == DCZ_NO_SECTION ? DCZ_OK : DCZ_ERR_FORMAT;
-    if (l->param_section >= c->nsections) return DCZ_ERR_FORMAT;
+    if (l->param_section >= c->nsections || l->param_section < *min_param) return DCZ_ERR_FORMAT;
+    *min_param = l->param_section + 1;
     dcz_section s;
     dcz_container_section(c, l->param_section, &s);
     return s.type == DCZ_SEC_LAYER ? DCZ_OK : DCZ_ERR_FORMAT;
@@ -345,6 +349,8 @@ dcz_status dcz_tensor_next(dcz_cur *cur, dcz_tensor_view *t)
     size_t pad = (4 - (cur->pos - start) % 4) % 4;
     const uint8_t *padp;
     TRY(dcz_rd_bytes(cur, pad, &padp));
+    for (size_t i = 0; i < pad; i++)
+        if (padp[i] != 0) return DCZ_ERR_FORMAT;
     t->record_bytes = cur->pos - start;
 
     dcz_cur pc;
@@ -362,6 +368,7 @@ dcz_status dcz_tensor_next(dcz_cur *cur, dcz_tensor_view *t)
         uint16_t reserved;
         TRY(read_sparse_head(&pc, t));
         TRY(dcz_rd_u16(&pc, &reserved));
+        if (reserved != 0) return DCZ_ERR_FORMAT;
         TRY(dcz_rd_bytes(&pc, (size_t)t->nnz * 4, &t->values));
         TRY(read_gap_stream(&pc, t));
         break;
@@ -373,6 +380,7 @@ dcz_status dcz_tensor_next(dcz_cur *cur, dcz_tensor_view *t)
         TRY(dcz_rd_u8(&pc, &t->index_coding));
         TRY(dcz_rd_u16(&pc, &k));
         TRY(dcz_rd_u16(&pc, &reserved));
+        if (reserved != 0) return DCZ_ERR_FORMAT;
         if (t->index_bits == 0 || t->index_bits > 8) return DCZ_ERR_FORMAT;
         if (k == 0 || k > (1u << t->index_bits)) return DCZ_ERR_FORMAT;
         t->k = k;

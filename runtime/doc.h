@@ -19,6 +19,10 @@
 #include "dcz.h"
 #include "runtime/format.h"
 
+/* Limits of the STAGES section (docs/FORMAT.md) */
+#define DCZ_MAX_STAGES 1024
+#define DCZ_MAX_STAGE_TEXT (1u << 20)
+
 /* What a tensor costs on disk, filled by dcz_doc_read and dcz_doc_write. */
 typedef struct dcz_doc_stats {
     size_t record_bytes;      /* the whole tensor record */

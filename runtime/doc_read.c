@@ -179,8 +179,6 @@ static dcz_status read_layer_params(const dcz_container *c, const dcz_graph_laye
 /* The STAGES section (doc_write.c): u32 record count, u64 file size of each
  * record, u32 text length, then the records' text as one zlib stream, each
  * record starting with a "stage =" line. */
-#define DCZ_MAX_STAGE_TEXT (1u << 20)
-#define DCZ_MAX_STAGES 1024
 
 static dcz_status read_stages(const uint8_t *p, size_t len, dcz_doc *d)
 {
@@ -196,8 +194,11 @@ static dcz_status read_stages(const uint8_t *p, size_t len, dcz_doc *d)
     char *text = malloc((size_t)text_len + 1);
     if (!text) return DCZ_ERR_NOMEM;
     uLongf got = text_len;
+    uLong zlen = (uLong)(len - cur.pos);
     dcz_status s = DCZ_OK;
-    if (uncompress((Bytef *)text, &got, p + cur.pos, (uLong)(len - cur.pos)) != Z_OK || got != text_len ||
+    /* the zlib stream must fill the rest of the section exactly */
+    if (uncompress2((Bytef *)text, &got, p + cur.pos, &zlen) != Z_OK || got != text_len ||
+        zlen != (uLong)(len - cur.pos) ||
         memchr(text, 0, text_len) || strncmp(text, "stage =", 7) != 0)
         s = DCZ_ERR_FORMAT;
     text[text_len] = 0;
@@ -240,11 +241,20 @@ dcz_status dcz_doc_read(const void *buf, size_t len, dcz_doc **out)
     memcpy(d->input_dims, dims, sizeof dims);
     d->file_bytes = len;
     size_t param_bytes = 0;
+    uint32_t min_param = 0;
+    uint64_t width = 1;
+    for (uint32_t i = 0; i < rank; i++) width *= dims[i];
+    if (width > (1u << 24)) s = DCZ_ERR_FORMAT;
     for (uint32_t i = 0; i < nlayers && s == DCZ_OK; i++) {
         dcz_graph_layer g;
         dcz_doc_layer *l = &d->layers[i];
-        s = dcz_graph_next(&cur, &c, &g);
+        s = dcz_graph_next(&cur, &c, &g, &min_param);
         if (s != DCZ_OK) break;
+        /* the same chain rule as the runtime (load.c) */
+        if (g.op == DCZ_OP_DENSE) {
+            if ((uint32_t)g.attr[0] != width) { s = DCZ_ERR_SHAPE; break; }
+            width = (uint32_t)g.attr[1];
+        }
         l->op = g.op;
         memcpy(l->name, g.name, sizeof l->name);
         l->nattr = g.nattr;

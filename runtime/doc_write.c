@@ -274,6 +274,9 @@ typedef struct wsec {
 static dcz_status put_stages(wsec *sec, const dcz_doc *d)
 {
     wbuf text = { 0 };
+    /* the reader's limits (doc_read.c): refuse rather than write a file it
+     * would refuse */
+    if (d->nstages > DCZ_MAX_STAGES) return DCZ_ERR_ARG;
     sec->type = DCZ_SEC_STAGE;
     put32(&sec->body, d->nstages);
     for (uint32_t i = 0; i < d->nstages; i++) {
@@ -290,7 +293,8 @@ static dcz_status put_stages(wsec *sec, const dcz_doc *d)
         if (text.len && text.p[text.len - 1] != '\n') put8(&text, '\n');
         put64(&sec->body, bytes);
     }
-    if (text.err || sec->body.err || text.len > 0xFFFFFFFFu) { free(text.p); return DCZ_ERR_NOMEM; }
+    if (text.err || sec->body.err) { free(text.p); return DCZ_ERR_NOMEM; }
+    if (text.len > DCZ_MAX_STAGE_TEXT) { free(text.p); return DCZ_ERR_ARG; }
     uLongf zlen = compressBound((uLong)text.len);
     put32(&sec->body, (uint32_t)text.len);
     const size_t at = sec->body.len;
@@ -343,6 +347,7 @@ dcz_status dcz_doc_write(dcz_doc *d, uint8_t **buf, size_t *len)
     if (d->nstages && (s = put_stages(&secs[si], d)) != DCZ_OK) goto done;
 
     /* header and table, then sections at 64-byte boundaries */
+    s = DCZ_ERR_NOMEM;
     uint64_t off = DCZ_HEADER_BYTES + (uint64_t)nsec * DCZ_SECTION_ENTRY_BYTES;
     uint64_t *offsets = malloc(nsec * sizeof *offsets);
     if (!offsets) goto done;

@@ -101,6 +101,7 @@ typedef struct dcz_section {
     uint32_t type, flags;
     uint64_t offset, size;
     uint32_t crc;
+    uint32_t reserved;
 } dcz_section;
 
 typedef struct dcz_container {
@@ -134,9 +135,12 @@ typedef struct dcz_graph_layer {
 dcz_status dcz_graph_begin(const uint8_t *p, size_t len, dcz_cur *cur, uint32_t *nlayers,
                            uint32_t *rank, uint32_t *dims);
 /* Reads the next layer record and checks it against the container (the
- * parameter section exists and is a LAYER section) and the op's rules
- * (attribute count, parameter presence). */
-dcz_status dcz_graph_next(dcz_cur *cur, const dcz_container *c, dcz_graph_layer *l);
+ * parameter section exists, is a LAYER section, and comes after the one of
+ * any earlier layer, so no section serves two layers) and the op's rules
+ * (attribute count, parameter presence). *min_param holds the lowest
+ * section index the next parameter section may have: start it at 0. */
+dcz_status dcz_graph_next(dcz_cur *cur, const dcz_container *c, dcz_graph_layer *l,
+                          uint32_t *min_param);
 
 /* ---- tensors ------------------------------------------------------------ */
 

@@ -84,8 +84,10 @@ void dcz_softmax_ref(float *x, size_t batch, size_t n)
 
 uint64_t dcz_sparse_max_entries(uint32_t nnz, uint32_t rows, uint32_t cols)
 {
-    /* a filler covers 255 columns, so a row needs at most cols / 255 */
-    return (uint64_t)nnz + (uint64_t)rows * (cols / DCZ_STEP_FILLER);
+    /* a filler covers 255 columns and only precedes a weight of its row, so
+     * a row needs at most cols / 255 and only rows holding weights need any */
+    uint64_t rows_with_weights = nnz < rows ? nnz : rows;
+    return (uint64_t)nnz + rows_with_weights * (cols / DCZ_STEP_FILLER);
 }
 
 static void start_rows_until(dcz_sparse_builder *b, uint32_t row)

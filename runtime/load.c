@@ -12,6 +12,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include "runtime/model.h"
 
@@ -165,6 +166,7 @@ static dcz_status load_walk(const dcz_container *c, arena *a, scratch *sc, dcz_m
     for (uint32_t i = 0; i < rank; i++) width *= dims[i];
     if (width > (1u << 24)) return DCZ_ERR_FORMAT;
     uint64_t in_size = width, max_width = width;
+    uint32_t min_param = 0;
     if (m) {
         memset(m, 0, sizeof *m);
         memset(layers, 0, (size_t)nlayers * sizeof *layers);
@@ -175,7 +177,7 @@ static dcz_status load_walk(const dcz_container *c, arena *a, scratch *sc, dcz_m
     }
     for (uint32_t i = 0; i < nlayers; i++) {
         dcz_graph_layer g;
-        TRY(dcz_graph_next(&cur, c, &g));
+        TRY(dcz_graph_next(&cur, c, &g, &min_param));
         dcz_exec_layer tmp, *l = layers ? &layers[i] : &tmp;
         memset(&tmp, 0, sizeof tmp);
         memcpy(l->name, g.name, sizeof l->name);
@@ -259,6 +261,8 @@ dcz_status dcz_open_file(const char *path, const dcz_options *opt, dcz_model **o
     dcz_status s = DCZ_ERR_IO;
     uint8_t *buf = NULL;
     long size;
+    struct stat st;
+    if (fstat(fileno(f), &st) != 0 || !S_ISREG(st.st_mode)) goto done;
     if (fseek(f, 0, SEEK_END) != 0 || (size = ftell(f)) < 0 || fseek(f, 0, SEEK_SET) != 0)
         goto done;
     buf = malloc(size ? (size_t)size : 1);

@@ -17,6 +17,11 @@ echo old > "$T/out.dcz"
 # stages compose in pipes
 "$DCZ" prune - --sparsity 0.5 -q -o - < "$T/m.dcz" | "$DCZ" quantize - --bits 2 -q -o "$T/piped.dcz" || fail "pipe"
 "$DCZ" info "$T/piped.dcz" > /dev/null || fail "piped output"
+# compress from stdin, reporting on stderr when the output is stdout
+"$DCZ" compress - --data fashion-mnist --rounds 1 --prune-epochs 0 --final-epochs 0 --quant-epochs 0 \
+    -q --json -o - < "$T/m.dcz" > "$T/c.dcz" 2> "$T/c.json" || fail "compress from stdin"
+"$DCZ" info "$T/c.dcz" > /dev/null || fail "compress to stdout wrote no model"
+grep -q '"ratio"' "$T/c.json" || fail "the JSON report did not go to stderr"
 # an interrupted training leaves neither the output nor a temporary file
 "$DCZ" train --arch mlp:784-256-10 --epochs 50 --data fashion-mnist -q -o "$T/int.dcz" &
 pid=$!

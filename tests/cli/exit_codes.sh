@@ -23,6 +23,9 @@ printf 'not a model at all' > "$T/junk.dcz"
 expect 2 "$DCZ" info "$T/junk.dcz"
 expect 2 "$DCZ" eval "$T/junk.dcz" --data fashion-mnist
 expect 2 "$DCZ" train --arch lenet300 --data "$T/no-such-dir" -o "$T/y.dcz"
+for verb in prune quantize encode; do expect 2 "$DCZ" $verb "$T/missing.dcz" -o "$T/y.dcz"; done
+expect 2 "$DCZ" compress "$T/missing.dcz" --data fashion-mnist -o "$T/y.dcz"
+expect 2 "$DCZ" run "$T" --data fashion-mnist
 # a real model, damaged in its middle
 "$DCZ" train --arch mlp:784-16-10 --epochs 1 --data fashion-mnist -q -o "$T/m.dcz" || fail "train"
 size=$(stat -c %s "$T/m.dcz")
@@ -33,6 +36,10 @@ grep -qi 'checksum\|damaged' "$T/err" || fail "corruption message: $(cat "$T/err
 head -c $((size - 10)) "$T/m.dcz" > "$T/short.dcz"
 expect 2 "$DCZ" eval "$T/short.dcz" --data fashion-mnist
 expect 1 "$DCZ" prune "$T/m.dcz" --sparsity 'nolayer=0.5' -o "$T/p.dcz"
+expect 1 "$DCZ" encode "$T/m.dcz" --gap-bits 'nolayer=6' -o "$T/p.dcz"
+expect 1 "$DCZ" compress "$T/m.dcz" --data fashion-mnist --bits 'nolayer=4' -o "$T/p.dcz"
+expect 1 "$DCZ" prune "$T/m.dcz" --sparsity 0.5 --device bogus -o "$T/p.dcz"
+[ ! -s "$T/out" ] && ! grep -q threshold "$T/err" || fail "--device was checked after pruning"
 expect 1 "$DCZ" prune "$T/m.dcz" --sparsity 1.5 -o "$T/p.dcz"
 expect 1 "$DCZ" prune "$T/m.dcz"
 expect 3 "$DCZ" prune "$T/m.dcz" --sparsity 0.5 -o /nonexistent-dir/p.dcz

@@ -404,6 +404,44 @@ static void test_unknown_sections(void)
     dcz_doc_free(d);
 }
 
+/* Two layers may not share a parameter section: a small file could
+ * otherwise make the loader expand the same weights again and again. */
+static void test_shared_param_section(void)
+{
+    dcz_doc *d;
+    REQUIRE(dcz_doc_alloc(2, &d) == DCZ_OK, "alloc");
+    d->input_rank = 1;
+    d->input_dims[0] = 6;
+    make_dense_layer(&d->layers[0], "a", 6, 6, DCZ_ENC_F32, 1, 0, 0, 0);
+    make_dense_layer(&d->layers[1], "b", 6, 6, DCZ_ENC_F32, 1, 0, 0, 0);
+    uint8_t *buf = NULL;
+    size_t len = 0;
+    REQUIRE(dcz_doc_write(d, &buf, &len) == DCZ_OK, "write");
+    /* walk the graph section (section 0) to the second record's param_section */
+    uint64_t g = dcz_le32(buf + 64 + 8);
+    size_t at = (size_t)g + 4 + 4 + 4 * dcz_le32(buf + g + 4);
+    for (int rec = 0; rec < 2; rec++) {
+        size_t name_len = (size_t)(buf[at + 2] | buf[at + 3] << 8);
+        at += 4 + name_len;
+        size_t nattr = dcz_le32(buf + at);
+        at += 4 + 4 * nattr;
+        if (rec == 1) {
+            CHECK(dcz_le32(buf + at) == 2, "second layer's section is %u", dcz_le32(buf + at));
+            dcz_put32(buf + at, 1);
+        }
+        at += 4;
+    }
+    fix_crcs(buf, len);
+    dcz_model *m = NULL;
+    dcz_doc *r = NULL;
+    CHECK(dcz_open_memory(buf, len, NULL, &m) == DCZ_ERR_FORMAT, "shared section loaded");
+    CHECK(dcz_doc_read(buf, len, &r) == DCZ_ERR_FORMAT, "shared section read");
+    dcz_close(m);
+    dcz_doc_free(r);
+    free(buf);
+    dcz_doc_free(d);
+}
+
 static void test_f16(void)
 {
     const float vals[] = { 0.0f, -0.0f, 1.0f, -2.5f, 65504.0f, 1e-7f, 6.1e-5f, 3.14159f, 1e6f };
@@ -431,6 +469,7 @@ int main(void)
     RUN(test_lies_with_valid_crc);
     RUN(test_version_and_magic);
     RUN(test_unknown_sections);
+    RUN(test_shared_param_section);
     RUN(test_f16);
     return check_summary();
 }
