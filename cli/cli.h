@@ -102,6 +102,9 @@ int rules_parse(const char *text, rule_set *r, char *err, size_t errlen);
 double rules_value(const rule_set *r, const char *name, double dflt);
 /* Nonzero when some rule matches name. */
 int rules_match(const rule_set *r, const char *name);
+/* The index of the first rule whose pattern matches none of the n names,
+ * or -1 when every rule matches one. */
+int rules_unmatched(const rule_set *r, const char *const *names, int n);
 
 /* ---- files -------------------------------------------------------------- */
 

@@ -64,20 +64,22 @@ static int check_rule_syntax(const verb_ctx *v, const char *const *names, const 
 
 /* Layers a rule set names that the net does not have are a usage error:
  * a typo must not silently leave a layer alone. */
+static int report_unmatched(const verb_ctx *v, const char *opt, const rule_set *r, const char *const *names,
+                            int n)
+{
+    int bad = rules_unmatched(r, names, n);
+    if (bad < 0) return -1;
+    cli_usage_error(v, "--%s: '%s' matches no layer with weights", opt, r->pattern[bad]);
+    return EXIT_USAGE;
+}
+
 static int check_rule_names(const verb_ctx *v, const char *opt, const rule_set *r, const dcz_net *net)
 {
-    for (int i = 0; i < r->n; i++) {
-        rule_set one = { 1, { { 0 } }, { 0 } };
-        snprintf(one.pattern[0], sizeof one.pattern[0], "%s", r->pattern[i]);
-        int hit = 0;
-        for (int l = 0; l < net->nlayers; l++)
-            hit |= net->layers[l].kind == DCZ_TL_DENSE && rules_match(&one, net->layers[l].name);
-        if (!hit) {
-            cli_usage_error(v, "--%s: '%s' matches no layer with weights", opt, r->pattern[i]);
-            return EXIT_USAGE;
-        }
-    }
-    return -1;
+    const char *names[DCZ_MAX_LAYERS];
+    int n = 0;
+    for (int l = 0; l < net->nlayers && n < DCZ_MAX_LAYERS; l++)
+        if (net->layers[l].kind == DCZ_TL_DENSE) names[n++] = net->layers[l].name;
+    return report_unmatched(v, opt, r, names, n);
 }
 
 static int check_rule_text_names(const verb_ctx *v, const char *opt, const char *text, const dcz_net *net)
@@ -587,16 +589,11 @@ static int apply_encoding(const verb_ctx *v, dcz_doc *doc, const char *gap_rules
     rule_set gr;
     int rc = parse_rules(v, "gap-bits", gap_rules, &gr);
     if (rc != -1) return rc;
-    for (int r = 0; r < gr.n; r++) {
-        rule_set one = { 1, { { 0 } }, { 0 } };
-        snprintf(one.pattern[0], sizeof one.pattern[0], "%s", gr.pattern[r]);
-        int hit = 0;
-        for (uint32_t i = 0; i < doc->nlayers; i++) hit |= doc->layers[i].op == DCZ_OP_DENSE && rules_match(&one, doc->layers[i].name);
-        if (!hit) {
-            cli_usage_error(v, "--gap-bits: '%s' matches no layer with weights", gr.pattern[r]);
-            return EXIT_USAGE;
-        }
-    }
+    const char *names[DCZ_MAX_LAYERS];
+    int n = 0;
+    for (uint32_t i = 0; i < doc->nlayers && n < DCZ_MAX_LAYERS; i++)
+        if (doc->layers[i].op == DCZ_OP_DENSE) names[n++] = doc->layers[i].name;
+    if ((rc = report_unmatched(v, "gap-bits", &gr, names, n)) != -1) return rc;
     for (uint32_t i = 0; i < doc->nlayers; i++) {
         dcz_doc_layer *l = &doc->layers[i];
         if (l->op != DCZ_OP_DENSE) continue;

@@ -108,7 +108,7 @@ static void measure_layer(const dcz_doc_layer *l, layer_info *li)
 {
     memset(li, 0, sizeof *li);
     li->l = l;
-    const dcz_doc_tensor *w = &l->t[0], *b = &l->t[1];
+    const dcz_doc_tensor *w = &l->t[0];
     li->weights = w->n;
     li->kept = w->st.nnz;
     li->density = w->n ? (double)w->st.nnz / (double)w->n : 0;
@@ -132,7 +132,6 @@ static void measure_layer(const dcz_doc_layer *l, layer_info *li)
         raw_streams += 4 + ((size_t)gap_count * w->gap_bits + 7) / 8;
     }
     li->raw_bytes = l->section_bytes - w->st.index_bytes - w->st.gap_bytes + raw_streams;
-    (void)b;
     free(idx);
     free(gaps);
     li->kernel = cb ? (li->density < 1 ? "spmv_ref / spmm_ref (codebook)" : "spmv_ref (codebook, dense positions)")

@@ -358,6 +358,16 @@ int rules_match(const rule_set *r, const char *name)
     return 0;
 }
 
+int rules_unmatched(const rule_set *r, const char *const *names, int n)
+{
+    for (int i = 0; i < r->n; i++) {
+        int hit = 0;
+        for (int k = 0; k < n && !hit; k++) hit = fnmatch(r->pattern[i], names[k], 0) == 0;
+        if (!hit) return i;
+    }
+    return -1;
+}
+
 /* ---- files ---------------------------------------------------------------- */
 
 dcz_status cli_read_file(const char *path, uint8_t **buf, size_t *len)

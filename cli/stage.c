@@ -95,6 +95,18 @@ dcz_status stage_record(dcz_doc *doc, const verb_ctx *v, const char *stage,
     return s;
 }
 
+/* Adds the stage record, stating file_bytes, and encodes the document. */
+static dcz_status write_recorded(const verb_ctx *v, dcz_doc *doc, const char *stage, const dcz_dataset *data,
+                                 const char *extra, double acc, size_t file_bytes, uint8_t **buf, size_t *len)
+{
+    char *ext = malloc((extra ? strlen(extra) : 0) + 64);
+    if (!ext) return DCZ_ERR_NOMEM;
+    sprintf(ext, "%sfile_bytes = %zu\n", extra ? extra : "", file_bytes);
+    dcz_status s = stage_record(doc, v, stage, data, ext, acc);
+    free(ext);
+    return s == DCZ_OK ? dcz_doc_write(doc, buf, len) : s;
+}
+
 int stage_finish(const verb_ctx *v, dcz_doc *doc, const char *stage, const dcz_dataset *data,
                  const char *extra, const dcz_dataset *test, const char *out_path,
                  double *accuracy_out, size_t *bytes_out)
@@ -114,24 +126,17 @@ int stage_finish(const verb_ctx *v, dcz_doc *doc, const char *stage, const dcz_d
         buf = NULL;
         if (s != DCZ_OK) return cli_fail(v, s, "evaluating the output");
     }
-    /* The record states the size of the file it is in; that number is stored
-     * with a fixed width, so a second write with the measured size is final. */
-    size_t guess = 0;
-    char *ext = malloc((extra ? strlen(extra) : 0) + 64);
-    if (!ext) return cli_fail(v, DCZ_ERR_NOMEM, "recording");
-    for (int tries = 0; tries < 2; tries++) {
-        sprintf(ext, "%sfile_bytes = %zu\n", extra ? extra : "", guess);
-        if ((s = stage_record(doc, v, stage, data, ext, acc)) != DCZ_OK) break;
-        if ((s = dcz_doc_write(doc, &buf, &len)) != DCZ_OK) break;
-        if (len == guess) break;
-        guess = len;
-        free(buf);
-        buf = NULL;
-        free(doc->stages[--doc->nstages]);
-    }
-    free(ext);
-    if (s != DCZ_OK) return cli_fail(v, s, "encoding");
-    if (!buf || len != guess) { free(buf); return cli_fail(v, DCZ_ERR_INTERNAL, "recording the file size"); }
+    /* The record states the size of the file it is in. That number is stored
+     * with a fixed width (FORMAT.md, STAGES), so writing once to measure and
+     * once with the measured size gives a file of the stated size. */
+    size_t stated = 0;
+    if ((s = write_recorded(v, doc, stage, data, extra, acc, 0, &buf, &stated)) != DCZ_OK)
+        return cli_fail(v, s, "encoding");
+    free(buf);
+    free(doc->stages[--doc->nstages]);
+    if ((s = write_recorded(v, doc, stage, data, extra, acc, stated, &buf, &len)) != DCZ_OK)
+        return cli_fail(v, s, "encoding");
+    if (len != stated) { free(buf); return cli_fail(v, DCZ_ERR_INTERNAL, "recording the file size"); }
     if (out_path) {
         s = cli_write_file(out_path, buf, len);
         if (s != DCZ_OK) {

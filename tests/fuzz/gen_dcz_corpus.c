@@ -8,29 +8,14 @@
 #include <string.h>
 
 #include "runtime/doc.h"
+#include "tests/unit/doc_build.h"
 
 static void dense(dcz_doc_layer *l, const char *name, uint32_t in, uint32_t out, uint32_t enc,
                   unsigned gap_bits, unsigned index_bits, uint8_t coding, unsigned seed)
 {
-    l->op = DCZ_OP_DENSE;
-    snprintf(l->name, sizeof l->name, "%s", name);
-    l->nattr = 2;
-    l->attr[0] = (int32_t)in;
-    l->attr[1] = (int32_t)out;
-    l->ntensors = 2;
-    dcz_doc_tensor *w = &l->t[0], *b = &l->t[1];
-    w->enc = enc; w->rank = 2; w->dims[0] = out; w->dims[1] = in; w->n = (size_t)in * out;
-    w->values = calloc(w->n, sizeof(float));
-    w->gap_bits = (uint8_t)gap_bits;
-    w->gap_coding = w->index_coding = coding;
-    if (enc == DCZ_ENC_CODEBOOK) {
-        w->index_bits = (uint8_t)index_bits;
-        w->k = 1u << index_bits;
-        w->codebook = malloc(w->k * sizeof(float));
-        w->assign = calloc(w->n, 1);
-        for (uint32_t i = 0; i < w->k; i++) w->codebook[i] = (float)i * 0.25f - 0.5f;
-    }
-    if (gap_bits) w->mask = calloc(w->n, 1);
+    doc_dense_layer(l, name, in, out, enc, gap_bits, index_bits, coding);
+    dcz_doc_tensor *w = &l->t[0];
+    for (uint32_t i = 0; i < w->k; i++) w->codebook[i] = (float)i * 0.25f - 0.5f;
     for (size_t i = 0; i < w->n; i++) {
         unsigned h = (unsigned)(i * 2654435761u + seed);
         if (w->mask && (h >> 28) > 5) continue;
@@ -38,8 +23,6 @@ static void dense(dcz_doc_layer *l, const char *name, uint32_t in, uint32_t out,
         if (w->assign) { w->assign[i] = (uint8_t)(h % w->k); w->values[i] = w->codebook[w->assign[i]]; }
         else w->values[i] = (float)(h % 100) / 50.0f - 1.0f;
     }
-    b->enc = DCZ_ENC_F32; b->rank = 1; b->dims[0] = out; b->n = out;
-    b->values = calloc(out, sizeof(float));
 }
 
 static int emit(const char *dir, const char *name, dcz_doc *d)

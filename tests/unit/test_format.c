@@ -13,6 +13,7 @@
 #include "runtime/doc.h"
 #include "runtime/model.h"
 #include "tests/check.h"
+#include "tests/unit/doc_build.h"
 
 static uint64_t rng_state = 0x9E3779B97F4A7C15ull;
 static uint64_t rnd(void)
@@ -29,34 +30,11 @@ static void make_dense_layer(dcz_doc_layer *l, const char *name, uint32_t in, ui
                              uint32_t enc, double density, unsigned index_bits,
                              unsigned gap_bits, uint8_t coding)
 {
-    l->op = DCZ_OP_DENSE;
-    snprintf(l->name, sizeof l->name, "%s", name);
-    l->nattr = 2;
-    l->attr[0] = (int32_t)in;
-    l->attr[1] = (int32_t)out;
-    l->ntensors = 2;
-    dcz_doc_tensor *w = &l->t[0], *b = &l->t[1];
-    w->enc = enc;
-    w->rank = 2;
-    w->dims[0] = out;
-    w->dims[1] = in;
-    w->n = (size_t)in * out;
-    w->values = calloc(w->n, sizeof(float));
-    if (enc == DCZ_ENC_SPARSE_F32 || enc == DCZ_ENC_CODEBOOK) {
-        w->mask = calloc(w->n, 1);
-        w->gap_bits = (uint8_t)gap_bits;
-        w->gap_coding = coding;
-    }
-    if (enc == DCZ_ENC_CODEBOOK) {
-        w->index_bits = (uint8_t)index_bits;
-        w->index_coding = coding;
-        w->k = 1u << index_bits;
-        w->codebook = malloc(w->k * sizeof(float));
-        w->assign = calloc(w->n, 1);
-        for (uint32_t i = 0; i < w->k; i++) w->codebook[i] = frand();
-    }
+    doc_dense_layer(l, name, in, out, enc, gap_bits, index_bits, coding);
+    dcz_doc_tensor *w = &l->t[0];
+    for (uint32_t i = 0; i < w->k; i++) w->codebook[i] = frand();
     for (size_t i = 0; i < w->n; i++) {
-        int keep = !w->mask || (gap_bits == 0) || (rnd() % 1000000) < density * 1000000;
+        int keep = !w->mask || (rnd() % 1000000) < density * 1000000;
         if (w->mask) w->mask[i] = (uint8_t)keep;
         if (!keep) continue;
         if (w->assign) {
@@ -67,12 +45,7 @@ static void make_dense_layer(dcz_doc_layer *l, const char *name, uint32_t in, ui
             if (enc == DCZ_ENC_F16) w->values[i] = dcz_f16_to_f32(dcz_f32_to_f16(w->values[i]));
         }
     }
-    b->enc = DCZ_ENC_F32;
-    b->rank = 1;
-    b->dims[0] = out;
-    b->n = out;
-    b->values = malloc(out * sizeof(float));
-    for (uint32_t i = 0; i < out; i++) b->values[i] = frand();
+    for (uint32_t i = 0; i < out; i++) l->t[1].values[i] = frand();
 }
 
 static void make_op(dcz_doc_layer *l, uint16_t op, const char *name)
