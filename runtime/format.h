@@ -46,7 +46,32 @@ enum {
     DCZ_OP_DENSE = 1,    /* attrs: in, out; tensors: weight (out, in), bias (out) */
     DCZ_OP_RELU = 2,
     DCZ_OP_SOFTMAX = 3,
+    DCZ_OP_CONV2D = 4,   /* attrs: in_c, out_c, kernel_h, kernel_w, stride_h, stride_w,
+                            pad_h, pad_w; tensors: weight (out_c, in_c, kh, kw), bias (out_c) */
+    DCZ_OP_MAXPOOL = 5,  /* attrs: kernel_h, kernel_w, stride_h, stride_w, pad_h, pad_w */
+    DCZ_OP_AVGPOOL = 6,  /* attrs: as MAXPOOL, then count_include_pad (0 or 1) */
+    DCZ_OP_GLOBAL_AVGPOOL = 7, /* no attrs: (C, H, W) -> (C, 1, 1) */
+    DCZ_OP_FLATTEN = 8,  /* no attrs: any shape -> (product) */
 };
+
+/* The shape of one sample's activations (no batch dimension). */
+typedef struct dcz_shape {
+    uint32_t rank;
+    uint32_t dims[DCZ_MAX_RANK];
+} dcz_shape;
+
+/* Elements of a shape (product of its dims). */
+uint64_t dcz_shape_count(const dcz_shape *s);
+
+/* The output shape of an operator given its attributes and input shape, and
+ * the shape rules of docs/FORMAT.md: DENSE takes any input whose element
+ * count is attr in; CONV2D and the pools take (C, H, W) and need an output
+ * of at least 1 x 1; RELU and SOFTMAX keep the shape. DCZ_ERR_SHAPE when the
+ * input does not fit, DCZ_ERR_UNSUPPORTED for an unknown op. Attributes are
+ * assumed checked by dcz_graph_next. Shared by the loader, the toolchain's
+ * reader and writer. */
+dcz_status dcz_op_shape(uint16_t op, const int32_t *attr, uint32_t nattr, const dcz_shape *in,
+                        dcz_shape *out);
 
 /* tensor encodings */
 enum {

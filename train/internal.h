@@ -26,10 +26,5 @@ dcz_status dcz_net_reserve(dcz_net *net, int batch);
  * reserved for batch. */
 void dcz_net_run_layers(dcz_net *net, int batch, int infer);
 
-/* Number of weights of a dense layer (out * in). */
-static inline size_t dcz_tlayer_nweights(const dcz_tlayer *l)
-{
-    return (size_t)l->out * (size_t)l->in;
-}
 
 #endif /* DCZ_TRAIN_INTERNAL_H */

@@ -75,33 +75,100 @@ void dcz_dataset_free(dcz_dataset *d);
 typedef enum dcz_tlayer_kind {
     DCZ_TL_DENSE = 1,   /* y = W x + b, W (out, in) row-major */
     DCZ_TL_RELU,
-    DCZ_TL_SOFTMAX      /* identity while training (loss is fused) */
+    DCZ_TL_SOFTMAX,     /* identity while training (loss is fused) */
+    DCZ_TL_CONV,        /* 2-D convolution, W (out_c, in_c, kh, kw), b (out_c) */
+    DCZ_TL_MAXPOOL,     /* max over kh x kw windows; padding never wins */
+    DCZ_TL_AVGPOOL,     /* mean over kh x kw windows (count_include_pad) */
+    DCZ_TL_GAP,         /* global average pooling: (C, H, W) -> (C, 1, 1) */
+    DCZ_TL_FLATTEN,     /* (C, H, W) -> (C*H*W): data unchanged */
+    DCZ_TL_BATCHNORM,   /* per channel: w = gamma (c), b = beta (c); folded
+                           into the preceding conv before a net is written */
+    DCZ_TL_DROPOUT      /* training only: zeroes a fraction `rate` and scales
+                           the rest by 1/(1-rate); identity in inference */
 } dcz_tlayer_kind;
 
 typedef struct dcz_tlayer {
     dcz_tlayer_kind kind;
     char name[64];
-    int in, out;          /* features; in == out for RELU and SOFTMAX */
+    int in, out;          /* features of one sample (flattened C*H*W);
+                             in == out for RELU, SOFTMAX, FLATTEN, BATCHNORM
+                             and DROPOUT */
 
-    /* DENSE parameters, owned */
-    float *w;             /* (out, in) */
-    float *b;             /* (out) */
-    uint8_t *mask;        /* (out, in) 1 kept, 0 pruned; NULL: dense */
+    /* spatial geometry (CONV, pools, GAP, FLATTEN, BATCHNORM): the input is
+     * (in_c, in_h, in_w) and the output (out_c, out_h, out_w), C order, so
+     * in == in_c * in_h * in_w and out == out_c * out_h * out_w. Unused
+     * (0) for DENSE, RELU, SOFTMAX and DROPOUT. */
+    int in_c, in_h, in_w;
+    int out_c, out_h, out_w;
+    int kh, kw;           /* CONV and pools: window */
+    int sh, sw;           /* CONV and pools: stride (>= 1) */
+    int ph, pw;           /* CONV and pools: zero padding each side (< window) */
+    int count_include_pad;/* AVGPOOL: padded cells count in the divisor */
+    float rate;           /* DROPOUT: fraction dropped, [0, 1) */
+
+    /* parameters, owned. Weights of DENSE and CONV (the compressible ones,
+     * dcz_tlayer_has_weights) are a (rows, cols) row-major matrix:
+     * DENSE (out, in), CONV (out_c, in_c * kh * kw), that is the tensor
+     * (out_c, in_c, kh, kw) in C order. BATCHNORM keeps gamma in w and beta
+     * in b (c each) and is never masked or shared. */
+    float *w;             /* (rows, cols) */
+    float *b;             /* (dcz_tlayer_nbias) */
+    uint8_t *mask;        /* (rows, cols) 1 kept, 0 pruned; NULL: dense */
     int k;                /* codebook entries; 0: no weight sharing */
     float *codebook;      /* (k) */
-    uint8_t *assign;      /* (out, in) centroid of each weight (kept ones) */
+    uint8_t *assign;      /* (rows, cols) centroid of each weight (kept ones) */
+
+    /* BATCHNORM statistics, owned: running mean and variance (c each),
+     * updated as r = (1 - bn_momentum) r + bn_momentum batch_stat */
+    float *run_mean, *run_var;
+    float eps, bn_momentum;
 
     /* training state, owned, allocated on demand */
     float *gw, *gb;       /* gradients */
     float *vw, *vb;       /* momentum */
     float *gcb, *vcb;     /* codebook gradient and momentum (k) */
+    void *cache;          /* forward values kept for backward (layer-specific) */
+    size_t cache_bytes;
 } dcz_tlayer;
+
+/* Nonzero for layers whose weights can be pruned and shared (DENSE, CONV). */
+static inline int dcz_tlayer_has_weights(const dcz_tlayer *l)
+{
+    return l->kind == DCZ_TL_DENSE || l->kind == DCZ_TL_CONV;
+}
+
+/* Columns of the weight matrix: DENSE in, CONV in_c * kh * kw, BATCHNORM 1. */
+static inline size_t dcz_tlayer_wcols(const dcz_tlayer *l)
+{
+    if (l->kind == DCZ_TL_DENSE) return (size_t)l->in;
+    if (l->kind == DCZ_TL_CONV) return (size_t)l->in_c * (size_t)l->kh * (size_t)l->kw;
+    return 1;
+}
+
+/* Rows of the weight matrix (= bias entries): DENSE out, CONV out_c,
+ * BATCHNORM c; 0 for layers without parameters. */
+static inline size_t dcz_tlayer_nbias(const dcz_tlayer *l)
+{
+    if (l->kind == DCZ_TL_DENSE) return (size_t)l->out;
+    if (l->kind == DCZ_TL_CONV) return (size_t)l->out_c;
+    if (l->kind == DCZ_TL_BATCHNORM) return (size_t)l->in_c;
+    return 0;
+}
+
+/* Number of weights: rows * cols (0 for layers without parameters). */
+static inline size_t dcz_tlayer_nweights(const dcz_tlayer *l)
+{
+    return dcz_tlayer_nbias(l) * dcz_tlayer_wcols(l);
+}
 
 typedef struct dcz_net {
     int nlayers;
     dcz_tlayer *layers;
     int in_dim;           /* floats per input sample */
     int classes;          /* floats per output sample */
+    uint32_t in_rank;     /* shape of one input sample: (in_dim) or (C, H, W) */
+    uint32_t in_dims[4];
+    dcz_rng rng;          /* dropout masks; seeded by dcz_net_create_arch */
     /* activation buffers for up to cap_batch samples, owned */
     int cap_batch;
     float **act;          /* act[i]: input of layer i (nlayers + 1 buffers) */
@@ -141,6 +208,14 @@ size_t dcz_net_param_count(const dcz_net *net);
 /* Forward pass of batch samples x (batch, in_dim) into out (batch, classes):
  * the output of the last layer (probabilities when it is a softmax). */
 dcz_status dcz_net_forward(dcz_net *net, const float *x, int batch, float *out);
+
+/* Prepares a trained net for writing: folds every BATCHNORM layer into the
+ * CONV or DENSE layer right before it, from the running statistics
+ * (w' = w g, b' = (b - mean) g + beta with g = gamma / sqrt(var + eps) per
+ * output channel), and removes it and every DROPOUT layer (the identity in
+ * inference). DCZ_ERR_UNSUPPORTED when a BATCHNORM follows no conv or dense
+ * layer, or that layer is masked or shared. Revalidates the net. */
+dcz_status dcz_net_fold_for_inference(dcz_net *net);
 
 /* Re-applies masks and codebooks to the weights (w = cb[assign] * mask). */
 void dcz_net_apply_constraints(dcz_net *net);
