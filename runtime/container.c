@@ -3,8 +3,13 @@
  * before use. Nothing here allocates; everything points into the caller's
  * buffer.
  *
- * Checked by tests/unit/test_format.c (round trips, every single-byte
- * corruption and every truncation of a small file) and tests/fuzz/fuzz_dcz.c.
+ * The operator rules (attribute limits, shape chaining, parameter shapes)
+ * live here too, so the loader and the toolchain's reader and writer apply
+ * the same ones.
+ *
+ * Checked by tests/unit/test_format.c (round trips, shape errors, every
+ * single-byte corruption and every truncation of a dense and a conv file)
+ * and tests/fuzz/fuzz_dcz.c.
  */
 #include <string.h>
 
@@ -211,7 +216,7 @@ dcz_status dcz_graph_begin(const uint8_t *p, size_t len, dcz_cur *cur, uint32_t 
     if (*rank == 0 || *rank > DCZ_MAX_RANK) return DCZ_ERR_FORMAT;
     for (uint32_t i = 0; i < *rank; i++) {
         TRY(dcz_rd_u32(cur, &dims[i]));
-        if (dims[i] == 0 || dims[i] > (1u << 24)) return DCZ_ERR_FORMAT;
+        if (dims[i] == 0 || dims[i] > DCZ_MAX_DIM) return DCZ_ERR_FORMAT;
     }
     return DCZ_OK;
 }
@@ -243,27 +248,158 @@ dcz_status dcz_graph_next(dcz_cur *cur, const dcz_container *c, dcz_graph_layer 
     }
     TRY(dcz_rd_u32(cur, &l->param_section));
     int want_params;
-    switch (l->op) {
-    case DCZ_OP_DENSE:
-        if (l->nattr != 2) return DCZ_ERR_FORMAT;
-        for (int i = 0; i < 2; i++)
-            if (l->attr[i] <= 0 || l->attr[i] > (1 << 24)) return DCZ_ERR_FORMAT;
-        want_params = 1;
-        break;
-    case DCZ_OP_RELU:
-    case DCZ_OP_SOFTMAX:
-        if (l->nattr != 0) return DCZ_ERR_FORMAT;
-        want_params = 0;
-        break;
-    default:
-        return DCZ_ERR_UNSUPPORTED;
-    }
+    TRY(dcz_op_check(l->op, l->attr, l->nattr, &want_params));
     if (!want_params) return l->param_section == DCZ_NO_SECTION ? DCZ_OK : DCZ_ERR_FORMAT;
     if (l->param_section >= c->nsections || l->param_section < *min_param) return DCZ_ERR_FORMAT;
     *min_param = l->param_section + 1;
     dcz_section s;
     dcz_container_section(c, l->param_section, &s);
     return s.type == DCZ_SEC_LAYER ? DCZ_OK : DCZ_ERR_FORMAT;
+}
+
+/* ---- operators: attributes and shapes ------------------------------------ */
+
+static int in_range(int32_t v, int32_t lo, int64_t hi) { return v >= lo && v <= hi; }
+
+/* kernel 1..255, stride 1..255, 0 <= pad < kernel, in each direction */
+static int window_ok(const int32_t *w)
+{
+    for (int d = 0; d < 2; d++)
+        if (!in_range(w[d], 1, DCZ_MAX_WINDOW) || !in_range(w[2 + d], 1, DCZ_MAX_WINDOW) ||
+            !in_range(w[4 + d], 0, w[d] - 1))
+            return 0;
+    return 1;
+}
+
+dcz_status dcz_op_check(uint16_t op, const int32_t *attr, uint32_t nattr, int *has_params)
+{
+    *has_params = 0;
+    switch (op) {
+    case DCZ_OP_DENSE:
+        *has_params = 1;
+        return nattr == 2 && in_range(attr[0], 1, DCZ_MAX_DIM) && in_range(attr[1], 1, DCZ_MAX_DIM)
+            ? DCZ_OK : DCZ_ERR_FORMAT;
+    case DCZ_OP_CONV2D:
+        *has_params = 1;
+        return nattr == 8 && in_range(attr[0], 1, DCZ_MAX_DIM) && in_range(attr[1], 1, DCZ_MAX_DIM) &&
+               window_ok(attr + DCZ_WINDOW_AT(op)) ? DCZ_OK : DCZ_ERR_FORMAT;
+    case DCZ_OP_MAXPOOL:
+        return nattr == 6 && window_ok(attr) ? DCZ_OK : DCZ_ERR_FORMAT;
+    case DCZ_OP_AVGPOOL:
+        return nattr == 7 && window_ok(attr) && in_range(attr[6], 0, 1) ? DCZ_OK : DCZ_ERR_FORMAT;
+    case DCZ_OP_RELU:
+    case DCZ_OP_SOFTMAX:
+    case DCZ_OP_GLOBAL_AVGPOOL:
+    case DCZ_OP_FLATTEN:
+        return nattr == 0 ? DCZ_OK : DCZ_ERR_FORMAT;
+    default:
+        return DCZ_ERR_UNSUPPORTED;
+    }
+}
+
+uint64_t dcz_shape_count(const dcz_shape *s)
+{
+    uint64_t n = 1;
+    for (uint32_t i = 0; i < s->rank && i < DCZ_MAX_RANK; i++) n *= s->dims[i];
+    return n;
+}
+
+int dcz_shape_is(const dcz_shape *s, uint32_t rank, const uint32_t *dims)
+{
+    if (s->rank != rank) return 0;
+    for (uint32_t i = 0; i < rank; i++)
+        if (s->dims[i] != dims[i]) return 0;
+    return 1;
+}
+
+/* floor((in + 2 pad - k) / stride) + 1 output positions; 0 when the padded
+ * input is shorter than the kernel */
+static uint32_t window_out(uint32_t in, int32_t k, int32_t stride, int32_t pad)
+{
+    const uint64_t span = (uint64_t)in + 2 * (uint64_t)pad;
+    return span < (uint64_t)k ? 0 : (uint32_t)((span - (uint64_t)k) / (uint64_t)stride + 1);
+}
+
+/* (C, H, W) -> (channels, out H, out W) through the window at w */
+static dcz_status window_shape(const int32_t *w, uint32_t channels, const dcz_shape *in,
+                               dcz_shape *out)
+{
+    if (in->rank != 3) return DCZ_ERR_SHAPE;
+    out->rank = 3;
+    out->dims[0] = channels;
+    out->dims[1] = window_out(in->dims[1], w[0], w[2], w[4]);
+    out->dims[2] = window_out(in->dims[2], w[1], w[3], w[5]);
+    return out->dims[1] && out->dims[2] ? DCZ_OK : DCZ_ERR_SHAPE;
+}
+
+static uint32_t op_min_attrs(uint16_t op)
+{
+    switch (op) {
+    case DCZ_OP_DENSE: return 2;
+    case DCZ_OP_CONV2D: return 8;
+    case DCZ_OP_MAXPOOL: return 6;
+    case DCZ_OP_AVGPOOL: return 7;
+    default: return 0;
+    }
+}
+
+dcz_status dcz_op_shape(uint16_t op, const int32_t *attr, uint32_t nattr, const dcz_shape *in,
+                        dcz_shape *out)
+{
+    memset(out, 0, sizeof *out);
+    if (in->rank == 0 || in->rank > DCZ_MAX_RANK) return DCZ_ERR_SHAPE;
+    if (nattr < op_min_attrs(op)) return DCZ_ERR_FORMAT;
+    switch (op) {
+    case DCZ_OP_DENSE:
+        if (dcz_shape_count(in) != (uint64_t)attr[0]) return DCZ_ERR_SHAPE;
+        out->rank = 1;
+        out->dims[0] = (uint32_t)attr[1];
+        break;
+    case DCZ_OP_CONV2D:
+        if (in->rank != 3 || in->dims[0] != (uint32_t)attr[0]) return DCZ_ERR_SHAPE;
+        TRY(window_shape(attr + DCZ_WINDOW_AT(op), (uint32_t)attr[1], in, out));
+        break;
+    case DCZ_OP_MAXPOOL:
+    case DCZ_OP_AVGPOOL:
+        TRY(window_shape(attr + DCZ_WINDOW_AT(op), in->dims[0], in, out));
+        break;
+    case DCZ_OP_GLOBAL_AVGPOOL:
+        if (in->rank != 3) return DCZ_ERR_SHAPE;
+        *out = (dcz_shape){ 3, { in->dims[0], 1, 1, 0 } };
+        break;
+    case DCZ_OP_FLATTEN:
+        if (dcz_shape_count(in) > DCZ_MAX_ACT) return DCZ_ERR_SHAPE;
+        out->rank = 1;
+        out->dims[0] = (uint32_t)dcz_shape_count(in);
+        break;
+    case DCZ_OP_RELU:
+    case DCZ_OP_SOFTMAX:
+        *out = *in;
+        break;
+    default:
+        return DCZ_ERR_UNSUPPORTED;
+    }
+    return dcz_shape_count(out) <= DCZ_MAX_ACT ? DCZ_OK : DCZ_ERR_SHAPE;
+}
+
+dcz_status dcz_op_param_shapes(uint16_t op, const int32_t *attr, dcz_shape *weight,
+                               dcz_shape *bias)
+{
+    memset(weight, 0, sizeof *weight);
+    memset(bias, 0, sizeof *bias);
+    switch (op) {
+    case DCZ_OP_DENSE:
+        *weight = (dcz_shape){ 2, { (uint32_t)attr[1], (uint32_t)attr[0], 0, 0 } };
+        break;
+    case DCZ_OP_CONV2D:
+        *weight = (dcz_shape){ 4, { (uint32_t)attr[1], (uint32_t)attr[0], (uint32_t)attr[2],
+                                    (uint32_t)attr[3] } };
+        break;
+    default:
+        return DCZ_ERR_UNSUPPORTED;
+    }
+    *bias = (dcz_shape){ 1, { weight->dims[0], 0, 0, 0 } };
+    return DCZ_OK;
 }
 
 /* ---- tensors ------------------------------------------------------------ */

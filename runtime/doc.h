@@ -33,6 +33,9 @@ typedef struct dcz_doc_stats {
     uint32_t gap_count;       /* gap symbols, fillers included */
 } dcz_doc_stats;
 
+/* A tensor of any rank; its elements (and so mask and assign) run over the
+ * tensor flattened in C order: a CONV2D weight (out_c, in_c, kh, kw) has
+ * element ((oc in_c + ic) kh + ky) kw + kx. */
 typedef struct dcz_doc_tensor {
     uint32_t enc;             /* DCZ_ENC_*: as read, or to write */
     uint32_t rank, dims[DCZ_MAX_RANK];
@@ -55,7 +58,7 @@ typedef struct dcz_doc_layer {
     char name[DCZ_MAX_NAME + 1];
     uint32_t nattr;
     int32_t attr[DCZ_MAX_ATTRS];
-    uint32_t ntensors;        /* DENSE: 2 (weight, bias) */
+    uint32_t ntensors;        /* DENSE, CONV2D: 2 (weight, bias); other ops 0 */
     dcz_doc_tensor t[DCZ_MAX_TENSORS];
     size_t section_bytes;     /* the LAYER section, filled by read/write */
 } dcz_doc_layer;
@@ -70,12 +73,23 @@ typedef struct dcz_doc {
     size_t overhead_bytes;    /* header, table, graph, stages, padding */
 } dcz_doc;
 
-/* Decodes buf into a new document. Same validation as the runtime. */
+/* Decodes buf into a new document. Same validation as the runtime: shapes
+ * chain (dcz_op_shape) and parameter tensors fit their op's attributes. */
 dcz_status dcz_doc_read(const void *buf, size_t len, dcz_doc **out);
 
 /* Encodes d into a new malloc'd buffer (*buf, *len), and fills the stats of
- * every tensor and the document. The output depends on d alone. */
+ * every tensor and the document. The output depends on d alone. A document
+ * the readers would refuse is refused: DCZ_ERR_SHAPE when shapes do not
+ * chain from the input or a parameter tensor does not fit its op's
+ * attributes, DCZ_ERR_ARG for anything else out of the format's limits. */
 dcz_status dcz_doc_write(dcz_doc *d, uint8_t **buf, size_t *len);
+
+/* Checks the tensors of l against its op and attributes (attributes already
+ * checked by dcz_op_check): none for ops without parameters; for DENSE and
+ * CONV2D a weight and a bias of the shapes dcz_op_param_shapes gives
+ * (DCZ_ERR_SHAPE otherwise), the bias F32 or F16. DCZ_ERR_FORMAT for a wrong
+ * tensor count or bias encoding. */
+dcz_status dcz_doc_layer_check_params(const dcz_doc_layer *l);
 
 /* Appends a stage record (copied). */
 dcz_status dcz_doc_add_stage(dcz_doc *d, const char *text);

@@ -166,14 +166,19 @@ static dcz_status read_layer_params(const dcz_container *c, const dcz_graph_laye
         TRY(read_tensor(&v, &l->t[j], c->len));
     }
     if (cur.pos != cur.len) return DCZ_ERR_FORMAT;
-    if (g->op == DCZ_OP_DENSE) {
-        const dcz_doc_tensor *w = &l->t[0], *b = &l->t[1];
-        if (l->ntensors != 2 || w->rank != 2 || w->dims[0] != (uint32_t)g->attr[1] ||
-            w->dims[1] != (uint32_t)g->attr[0] || b->rank != 1 || b->dims[0] != w->dims[0] ||
-            (b->enc != DCZ_ENC_F32 && b->enc != DCZ_ENC_F16))
-            return DCZ_ERR_SHAPE;
-    }
-    return DCZ_OK;
+    return dcz_doc_layer_check_params(l);
+}
+
+dcz_status dcz_doc_layer_check_params(const dcz_doc_layer *l)
+{
+    dcz_shape ws, bs;
+    if (dcz_op_param_shapes(l->op, l->attr, &ws, &bs) != DCZ_OK)
+        return l->ntensors == 0 ? DCZ_OK : DCZ_ERR_FORMAT;
+    if (l->ntensors != 2) return DCZ_ERR_FORMAT;
+    const dcz_doc_tensor *w = &l->t[0], *b = &l->t[1];
+    if (!dcz_shape_is(&ws, w->rank, w->dims) || !dcz_shape_is(&bs, b->rank, b->dims))
+        return DCZ_ERR_SHAPE;
+    return b->enc == DCZ_ENC_F32 || b->enc == DCZ_ENC_F16 ? DCZ_OK : DCZ_ERR_FORMAT;
 }
 
 /* The STAGES section (doc_write.c): u32 record count, u64 file size of each
@@ -225,7 +230,8 @@ dcz_status dcz_doc_read(const void *buf, size_t len, dcz_doc **out)
 {
     dcz_container c;
     dcz_cur cur;
-    uint32_t nlayers, rank, dims[DCZ_MAX_RANK];
+    uint32_t nlayers;
+    dcz_shape shape;
     *out = NULL;
     TRY(dcz_container_open(buf, len, &c));
     dcz_section gs;
@@ -233,28 +239,28 @@ dcz_status dcz_doc_read(const void *buf, size_t len, dcz_doc **out)
         dcz_container_section(&c, i, &gs);
         if (gs.type == DCZ_SEC_GRAPH) break;
     }
-    TRY(dcz_graph_begin(c.base + gs.offset, (size_t)gs.size, &cur, &nlayers, &rank, dims));
+    memset(&shape, 0, sizeof shape);
+    TRY(dcz_graph_begin(c.base + gs.offset, (size_t)gs.size, &cur, &nlayers, &shape.rank,
+                        shape.dims));
     dcz_doc *d;
     TRY(dcz_doc_alloc(nlayers, &d));
     dcz_status s = DCZ_OK;
-    d->input_rank = rank;
-    memcpy(d->input_dims, dims, sizeof dims);
+    d->input_rank = shape.rank;
+    memcpy(d->input_dims, shape.dims, sizeof shape.dims);
     d->file_bytes = len;
     size_t param_bytes = 0;
     uint32_t min_param = 0;
-    uint64_t width = 1;
-    for (uint32_t i = 0; i < rank; i++) width *= dims[i];
-    if (width > (1u << 24)) s = DCZ_ERR_FORMAT;
+    if (dcz_shape_count(&shape) > DCZ_MAX_ACT) s = DCZ_ERR_FORMAT;
     for (uint32_t i = 0; i < nlayers && s == DCZ_OK; i++) {
         dcz_graph_layer g;
         dcz_doc_layer *l = &d->layers[i];
         s = dcz_graph_next(&cur, &c, &g, &min_param);
         if (s != DCZ_OK) break;
         /* the same chain rule as the runtime (load.c) */
-        if (g.op == DCZ_OP_DENSE) {
-            if ((uint32_t)g.attr[0] != width) { s = DCZ_ERR_SHAPE; break; }
-            width = (uint32_t)g.attr[1];
-        }
+        dcz_shape next;
+        s = dcz_op_shape(g.op, g.attr, g.nattr, &shape, &next);
+        if (s != DCZ_OK) break;
+        shape = next;
         l->op = g.op;
         memcpy(l->name, g.name, sizeof l->name);
         l->nattr = g.nattr;

@@ -260,6 +260,36 @@ static dcz_status put_graph(wbuf *w, const dcz_doc *d, const uint32_t *section_o
     return w->err ? DCZ_ERR_NOMEM : DCZ_OK;
 }
 
+/* ---- checking the document ---------------------------------------------- */
+
+/* The rules the readers apply (format.h, doc_read.c), so that no file is
+ * written that they would refuse: the input shape, each op's attributes,
+ * shapes chaining from the input, and parameter tensors fitting their op. */
+static dcz_status check_doc(const dcz_doc *d)
+{
+    dcz_shape shape = { d->input_rank, { 0 } };
+    if (d->input_rank == 0 || d->input_rank > DCZ_MAX_RANK) return DCZ_ERR_ARG;
+    for (uint32_t i = 0; i < d->input_rank; i++) {
+        if (d->input_dims[i] == 0 || d->input_dims[i] > DCZ_MAX_DIM) return DCZ_ERR_ARG;
+        shape.dims[i] = d->input_dims[i];
+    }
+    if (dcz_shape_count(&shape) > DCZ_MAX_ACT) return DCZ_ERR_ARG;
+    if (d->nlayers == 0 || d->nlayers > DCZ_MAX_LAYERS) return DCZ_ERR_ARG;
+    for (uint32_t i = 0; i < d->nlayers; i++) {
+        const dcz_doc_layer *l = &d->layers[i];
+        int has_params;
+        dcz_shape next;
+        if (l->nattr > DCZ_MAX_ATTRS || dcz_op_check(l->op, l->attr, l->nattr, &has_params) != DCZ_OK)
+            return DCZ_ERR_ARG;
+        dcz_status s = dcz_op_shape(l->op, l->attr, l->nattr, &shape, &next);
+        if (s != DCZ_OK) return s == DCZ_ERR_SHAPE ? s : DCZ_ERR_ARG;
+        s = dcz_doc_layer_check_params(l);
+        if (s != DCZ_OK) return s == DCZ_ERR_SHAPE ? s : DCZ_ERR_ARG;
+        shape = next;
+    }
+    return DCZ_OK;
+}
+
 /* ---- assembling the file ------------------------------------------------ */
 
 typedef struct wsec {
@@ -312,8 +342,8 @@ dcz_status dcz_doc_write(dcz_doc *d, uint8_t **buf, size_t *len)
 {
     *buf = NULL;
     *len = 0;
-    if (!d || d->nlayers == 0 || d->input_rank == 0 || d->input_rank > DCZ_MAX_RANK)
-        return DCZ_ERR_ARG;
+    if (!d) return DCZ_ERR_ARG;
+    TRY(check_doc(d));
     uint32_t nparam = 0;
     for (uint32_t i = 0; i < d->nlayers; i++) nparam += d->layers[i].ntensors > 0;
     const uint32_t nsec = 1 + nparam + (d->nstages ? 1 : 0);

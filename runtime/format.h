@@ -18,7 +18,7 @@
 #include "dcz.h"
 
 #define DCZ_FMT_MAJOR 1
-#define DCZ_FMT_MINOR 0
+#define DCZ_FMT_MINOR 1
 
 #define DCZ_HEADER_BYTES 64
 #define DCZ_SECTION_ENTRY_BYTES 32
@@ -30,6 +30,9 @@
 #define DCZ_MAX_NAME 63
 #define DCZ_MAX_TENSORS 4
 #define DCZ_NO_SECTION 0xFFFFFFFFu
+#define DCZ_MAX_DIM (1u << 24)      /* a dimension, a channel count, a DENSE width */
+#define DCZ_MAX_ACT (1u << 24)      /* elements of one sample's activation */
+#define DCZ_MAX_WINDOW 255          /* kernel and stride of CONV2D and the pools */
 
 extern const uint8_t dcz_magic[8];
 
@@ -53,6 +56,9 @@ enum {
     DCZ_OP_GLOBAL_AVGPOOL = 7, /* no attrs: (C, H, W) -> (C, 1, 1) */
     DCZ_OP_FLATTEN = 8,  /* no attrs: any shape -> (product) */
 };
+/* The window of CONV2D and the pools: kernel_h, kernel_w, stride_h,
+ * stride_w, pad_h, pad_w, at this attribute position of the op. */
+#define DCZ_WINDOW_AT(op) ((op) == DCZ_OP_CONV2D ? 2u : 0u)
 
 /* The shape of one sample's activations (no batch dimension). */
 typedef struct dcz_shape {
@@ -63,15 +69,30 @@ typedef struct dcz_shape {
 /* Elements of a shape (product of its dims). */
 uint64_t dcz_shape_count(const dcz_shape *s);
 
+/* Nonzero when s has exactly the given rank and dims. */
+int dcz_shape_is(const dcz_shape *s, uint32_t rank, const uint32_t *dims);
+
+/* Checks an operator's attributes against docs/FORMAT.md (count and
+ * limits) and tells whether it has a parameter (LAYER) section. DCZ_ERR_FORMAT
+ * when an attribute breaks a rule, DCZ_ERR_UNSUPPORTED for an unknown op. */
+dcz_status dcz_op_check(uint16_t op, const int32_t *attr, uint32_t nattr, int *has_params);
+
 /* The output shape of an operator given its attributes and input shape, and
  * the shape rules of docs/FORMAT.md: DENSE takes any input whose element
  * count is attr in; CONV2D and the pools take (C, H, W) and need an output
- * of at least 1 x 1; RELU and SOFTMAX keep the shape. DCZ_ERR_SHAPE when the
- * input does not fit, DCZ_ERR_UNSUPPORTED for an unknown op. Attributes are
- * assumed checked by dcz_graph_next. Shared by the loader, the toolchain's
- * reader and writer. */
+ * of at least 1 x 1; RELU and SOFTMAX keep the shape. An output of more
+ * than DCZ_MAX_ACT elements is refused too. DCZ_ERR_SHAPE when the input
+ * does not fit, DCZ_ERR_UNSUPPORTED for an unknown op. Attributes are
+ * assumed checked by dcz_op_check (a short attribute list gives
+ * DCZ_ERR_FORMAT). Shared by the loader, the toolchain's reader and writer. */
 dcz_status dcz_op_shape(uint16_t op, const int32_t *attr, uint32_t nattr, const dcz_shape *in,
                         dcz_shape *out);
+
+/* The weight and bias shapes of an op with parameters (DENSE: (out, in) and
+ * (out); CONV2D: (out_c, in_c, kh, kw) and (out_c)), from checked
+ * attributes. DCZ_ERR_UNSUPPORTED for an op without parameters. */
+dcz_status dcz_op_param_shapes(uint16_t op, const int32_t *attr, dcz_shape *weight,
+                               dcz_shape *bias);
 
 /* tensor encodings */
 enum {
@@ -162,7 +183,7 @@ dcz_status dcz_graph_begin(const uint8_t *p, size_t len, dcz_cur *cur, uint32_t 
 /* Reads the next layer record and checks it against the container (the
  * parameter section exists, is a LAYER section, and comes after the one of
  * any earlier layer, so no section serves two layers) and the op's rules
- * (attribute count, parameter presence). *min_param holds the lowest
+ * (dcz_op_check: attribute count and limits, parameter presence). *min_param holds the lowest
  * section index the next parameter section may have: start it at 0. */
 dcz_status dcz_graph_next(dcz_cur *cur, const dcz_container *c, dcz_graph_layer *l,
                           uint32_t *min_param);
