@@ -24,11 +24,6 @@ void dcz_dense_f32_ref(const float *w, const float *bias, const float *x, size_t
     }
 }
 
-static inline float entry_weight(const dcz_sparse *s, uint32_t e)
-{
-    return s->idx ? s->codebook[s->idx[e]] : s->val[e];
-}
-
 void dcz_spmv_ref(const dcz_sparse *s, const float *bias, const float *x, float *y)
 {
     for (uint32_t r = 0; r < s->rows; r++) {
@@ -36,7 +31,7 @@ void dcz_spmv_ref(const dcz_sparse *s, const float *bias, const float *x, float 
         uint32_t col = 0;
         for (uint32_t e = s->row_ptr[r]; e < s->row_ptr[r + 1]; e++) {
             col += s->step[e];
-            if (s->step[e] != DCZ_STEP_FILLER) acc += entry_weight(s, e) * x[col];
+            if (s->step[e] != DCZ_STEP_FILLER) acc += dcz_sparse_weight(s, e) * x[col];
         }
         y[r] = acc;
     }
@@ -52,7 +47,7 @@ void dcz_spmm_ref(const dcz_sparse *s, const float *bias, const float *x, size_t
         for (uint32_t e = s->row_ptr[r]; e < s->row_ptr[r + 1]; e++) {
             col += s->step[e];
             if (s->step[e] == DCZ_STEP_FILLER) continue;
-            const float wv = entry_weight(s, e);
+            const float wv = dcz_sparse_weight(s, e);
             for (size_t b = 0; b < batch; b++) y[b * out + r] += wv * x[b * in + col];
         }
     }

@@ -1,5 +1,9 @@
 /* load.c: turning a .dcz buffer into an executable dcz_model.
  *
+ * Every layer becomes an exec layer (model.h) that knows its input and
+ * output shapes and, for convolutions and pools, its geometry; shapes chain
+ * by the rules of docs/FORMAT.md (dcz_op_shape).
+ *
  * Loading runs the same walk twice over the validated container: a sizing
  * pass that only measures, then a filling pass into one allocation of
  * exactly that size (the model, its layers, weights in execution form, and
@@ -58,9 +62,12 @@ typedef struct scratch {
     uint64_t gaps_cap, idx_cap;
 } scratch;
 
+/* A sparse tensor of any rank as a matrix: rows = dims[0], columns = the
+ * rest flattened (a conv weight (out_c, in_c, kh, kw) gives out_c rows of
+ * in_c kh kw columns). */
 static dcz_status load_sparse(const dcz_tensor_view *t, arena *a, scratch *sc, dcz_sparse *sp)
 {
-    const uint32_t rows = t->dims[0], cols = t->dims[1];
+    const uint32_t rows = t->dims[0], cols = (uint32_t)(t->n / t->dims[0]);
     const uint64_t cap = dcz_sparse_max_entries(t->nnz, rows, cols);
     if (cap > 0xFFFFFFFFu) return DCZ_ERR_FORMAT;
     uint32_t *row_ptr = arena_take(a, ((uint64_t)rows + 1) * 4);
@@ -97,81 +104,132 @@ static dcz_status load_sparse(const dcz_tensor_view *t, arena *a, scratch *sc, d
     return DCZ_OK;
 }
 
-static dcz_status load_dense_layer(const dcz_container *c, const dcz_graph_layer *g,
-                                   arena *a, scratch *sc, dcz_exec_layer *l)
+/* The kernel a layer with parameters runs, by op and weight encoding. */
+static dcz_kernel param_kernel(uint16_t op, uint32_t enc)
+{
+    const int conv = op == DCZ_OP_CONV2D;
+    switch (enc) {
+    case DCZ_ENC_SPARSE_F32: return conv ? DCZ_K_CONV_SPARSE_F32 : DCZ_K_SPARSE_F32;
+    case DCZ_ENC_CODEBOOK: return conv ? DCZ_K_CONV_SPARSE_CB : DCZ_K_SPARSE_CB;
+    default: return conv ? DCZ_K_CONV_DENSE_F32 : DCZ_K_DENSE_F32;
+    }
+}
+
+/* The weight and bias of a DENSE or CONV2D layer: shapes checked against
+ * the attributes (dcz_op_param_shapes), then loaded into execution form. */
+static dcz_status load_params(const dcz_container *c, const dcz_graph_layer *g, arena *a,
+                              scratch *sc, dcz_exec_layer *l)
 {
     dcz_section s;
     dcz_cur cur;
     uint32_t ntensors;
     dcz_tensor_view w, b;
-    const uint32_t in = (uint32_t)g->attr[0], out = (uint32_t)g->attr[1];
+    dcz_shape ws, bs;
+    TRY(dcz_op_param_shapes(g->op, g->attr, &ws, &bs));
     dcz_container_section(c, g->param_section, &s);
     TRY(dcz_layer_begin(c->base + s.offset, (size_t)s.size, &cur, &ntensors));
     if (ntensors != 2) return DCZ_ERR_FORMAT;
     TRY(dcz_tensor_next(&cur, &w));
     TRY(dcz_tensor_next(&cur, &b));
-    if (w.rank != 2 || w.dims[0] != out || w.dims[1] != in) return DCZ_ERR_SHAPE;
-    if (b.rank != 1 || b.dims[0] != out) return DCZ_ERR_SHAPE;
+    if (!dcz_shape_is(&ws, w.rank, w.dims) || !dcz_shape_is(&bs, b.rank, b.dims))
+        return DCZ_ERR_SHAPE;
     if (b.enc != DCZ_ENC_F32 && b.enc != DCZ_ENC_F16) return DCZ_ERR_FORMAT;
 
-    const float *bias = NULL;
-    TRY(load_dense(&b, a, &bias));
+    const float *bias = NULL, *wd = NULL;
     dcz_sparse sp;
     memset(&sp, 0, sizeof sp);
-    const float *wd = NULL;
-    dcz_kernel k;
+    TRY(load_dense(&b, a, &bias));
     switch (w.enc) {
     case DCZ_ENC_F32:
     case DCZ_ENC_F16:
         TRY(load_dense(&w, a, &wd));
-        k = DCZ_K_DENSE_F32;
         break;
     case DCZ_ENC_SPARSE_F32:
-        TRY(load_sparse(&w, a, sc, &sp));
-        k = DCZ_K_SPARSE_F32;
-        break;
     case DCZ_ENC_CODEBOOK:
         TRY(load_sparse(&w, a, sc, &sp));
-        k = DCZ_K_SPARSE_CB;
         break;
     default:
         return DCZ_ERR_UNSUPPORTED;
     }
-    if (a->base) {
-        l->kernel = k;
-        l->w = wd;
-        l->sp = sp;
-        l->bias = bias;
-    }
+    l->kernel = param_kernel(g->op, w.enc);
+    l->w = wd;
+    l->sp = sp;
+    l->bias = bias;
     return DCZ_OK;
 }
 
+/* Everything of one exec layer but its name, given the shape it receives. */
+static dcz_status load_layer(const dcz_container *c, const dcz_graph_layer *g,
+                             const dcz_shape *in, arena *a, scratch *sc, dcz_exec_layer *l)
+{
+    l->in_shape = *in;
+    TRY(dcz_op_shape(g->op, g->attr, g->nattr, in, &l->out_shape));
+    l->in = (uint32_t)dcz_shape_count(in);
+    l->out = (uint32_t)dcz_shape_count(&l->out_shape);
+    switch (g->op) {
+    case DCZ_OP_DENSE:
+        return load_params(c, g, a, sc, l);
+    case DCZ_OP_CONV2D:
+        TRY(dcz_conv_geom_init(&l->geom, g->op, g->attr, g->nattr, in));
+        TRY(load_params(c, g, a, sc, l));
+        l->im2col = l->kernel != DCZ_K_CONV_DENSE_F32 && dcz_conv2d_pick_im2col(&l->geom);
+        return DCZ_OK;
+    case DCZ_OP_MAXPOOL:
+    case DCZ_OP_AVGPOOL:
+        TRY(dcz_conv_geom_init(&l->geom, g->op, g->attr, g->nattr, in));
+        l->kernel = g->op == DCZ_OP_MAXPOOL ? DCZ_K_MAXPOOL : DCZ_K_AVGPOOL;
+        l->count_include_pad = g->op == DCZ_OP_AVGPOOL && g->attr[6];
+        return DCZ_OK;
+    case DCZ_OP_GLOBAL_AVGPOOL:
+        l->geom.in_c = l->geom.out_c = in->dims[0];
+        l->geom.in_h = in->dims[1];
+        l->geom.in_w = in->dims[2];
+        l->geom.out_h = l->geom.out_w = 1;
+        l->kernel = DCZ_K_GLOBAL_AVGPOOL;
+        return DCZ_OK;
+    case DCZ_OP_FLATTEN:
+        l->kernel = DCZ_K_FLATTEN;
+        return DCZ_OK;
+    case DCZ_OP_RELU:
+        l->kernel = DCZ_K_RELU;
+        return DCZ_OK;
+    case DCZ_OP_SOFTMAX:
+        l->kernel = DCZ_K_SOFTMAX;
+        return DCZ_OK;
+    default:
+        return DCZ_ERR_UNSUPPORTED;
+    }
+}
+
 /* One walk over the graph: sizes everything while a->base is NULL, fills
- * the model when it is set. */
+ * the model when it is set. Shapes chain by dcz_op_shape from the input
+ * shape; the activation buffers are sized by the largest activation. */
 static dcz_status load_walk(const dcz_container *c, arena *a, scratch *sc, dcz_model **out)
 {
     dcz_section gs;
     dcz_cur cur;
-    uint32_t nlayers = 0, rank = 0, dims[DCZ_MAX_RANK];
+    dcz_shape shape;
+    uint32_t nlayers = 0;
     uint32_t gi = 0;
     for (; gi < c->nsections; gi++) {
         dcz_container_section(c, gi, &gs);
         if (gs.type == DCZ_SEC_GRAPH) break;
     }
-    TRY(dcz_graph_begin(c->base + gs.offset, (size_t)gs.size, &cur, &nlayers, &rank, dims));
+    memset(&shape, 0, sizeof shape);
+    TRY(dcz_graph_begin(c->base + gs.offset, (size_t)gs.size, &cur, &nlayers, &shape.rank,
+                        shape.dims));
+    const uint64_t in_size = dcz_shape_count(&shape);
+    if (in_size > DCZ_MAX_ACT) return DCZ_ERR_FORMAT;
 
     dcz_model *m = arena_take(a, sizeof *m);
     dcz_exec_layer *layers = arena_take(a, (uint64_t)nlayers * sizeof *layers);
-    uint64_t width = 1;
-    for (uint32_t i = 0; i < rank; i++) width *= dims[i];
-    if (width > (1u << 24)) return DCZ_ERR_FORMAT;
-    uint64_t in_size = width, max_width = width;
+    uint64_t max_width = in_size, scratch_floats = 0;
     uint32_t min_param = 0;
     if (m) {
         memset(m, 0, sizeof *m);
         memset(layers, 0, (size_t)nlayers * sizeof *layers);
-        m->in_rank = rank;
-        memcpy(m->in_dims, dims, rank * sizeof *dims);
+        m->in_rank = shape.rank;
+        memcpy(m->in_dims, shape.dims, sizeof m->in_dims);
         m->nlayers = nlayers;
         m->layers = layers;
     }
@@ -179,31 +237,21 @@ static dcz_status load_walk(const dcz_container *c, arena *a, scratch *sc, dcz_m
         dcz_graph_layer g;
         TRY(dcz_graph_next(&cur, c, &g, &min_param));
         dcz_exec_layer tmp, *l = layers ? &layers[i] : &tmp;
-        memset(&tmp, 0, sizeof tmp);
+        memset(l, 0, sizeof *l);
         memcpy(l->name, g.name, sizeof l->name);
-        l->in = (uint32_t)width;
-        switch (g.op) {
-        case DCZ_OP_DENSE:
-            if ((uint32_t)g.attr[0] != width) return DCZ_ERR_SHAPE;
-            TRY(load_dense_layer(c, &g, a, sc, l));
-            width = (uint32_t)g.attr[1];
-            break;
-        case DCZ_OP_RELU:
-            l->kernel = DCZ_K_RELU;
-            break;
-        case DCZ_OP_SOFTMAX:
-            l->kernel = DCZ_K_SOFTMAX;
-            break;
-        default:
-            return DCZ_ERR_UNSUPPORTED;
-        }
-        l->out = (uint32_t)width;
-        if (width > max_width) max_width = width;
+        TRY(load_layer(c, &g, &shape, a, sc, l));
+        shape = l->out_shape;
+        if (l->out > max_width) max_width = l->out;
+        if (l->im2col && dcz_conv2d_im2col_floats(&l->geom) > scratch_floats)
+            scratch_floats = dcz_conv2d_im2col_floats(&l->geom);
     }
     if (cur.pos != cur.len) return DCZ_ERR_FORMAT;
+    float *conv_scratch = arena_take(a, scratch_floats * sizeof(float));
     if (m) {
+        m->scratch = conv_scratch;
+        m->scratch_floats = scratch_floats;
         m->in_size = (uint32_t)in_size;
-        m->out_size = (uint32_t)width;
+        m->out_size = (uint32_t)dcz_shape_count(&shape);
         m->max_width = (uint32_t)max_width;
         *out = m;
     }

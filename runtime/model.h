@@ -12,8 +12,17 @@
  *   contributes weight(e) * x[cursor]. Real steps are 0..254 (0 only for the
  *   first entry of a row or right after a filler).
  *
- * Kernels (kernels_ref.c) are the scalar references; every faster kernel
- * added later is tested against them (tests/unit/test_kernels.c).
+ * A convolution weight (out_c, in_c, kh, kw) has the same execution form
+ * with rows = out_c and columns = in_c * kh * kw (the flattened C order of
+ * the tensor), so column c is the tap (ic, ky, kx) = (c / (kh kw),
+ * c / kw % kh, c % kw).
+ *
+ * Activations of one sample are (C, H, W) in C order; a batch is stored
+ * sample after sample.
+ *
+ * Kernels: kernels_ref.c holds the matrix references, kernels_conv.c the
+ * convolution and pooling kernels with their references; every kernel is
+ * tested against a reference (tests/unit/test_kernels.c).
  */
 #ifndef DCZ_RUNTIME_MODEL_H
 #define DCZ_RUNTIME_MODEL_H
@@ -37,30 +46,66 @@ typedef struct dcz_sparse {
     uint32_t k;
 } dcz_sparse;
 
+/* The weight of real entry e. */
+static inline float dcz_sparse_weight(const dcz_sparse *s, uint32_t e)
+{
+    return s->idx ? s->codebook[s->idx[e]] : s->val[e];
+}
+
+/* The geometry of a convolution or a pooling over one sample: input
+ * (in_c, in_h, in_w), output (out_c, out_h, out_w), window kh x kw, stride
+ * sh, sw, zero padding ph, pw on each side (ph < kh, pw < kw, so every
+ * window holds at least one input cell). Pools have out_c = in_c. */
+typedef struct dcz_conv_geom {
+    uint32_t in_c, in_h, in_w;
+    uint32_t out_c, out_h, out_w;
+    uint32_t kh, kw, sh, sw, ph, pw;
+} dcz_conv_geom;
+
+/* Fills g for a CONV2D, MAXPOOL or AVGPOOL with checked attributes on input
+ * shape in (dcz_op_shape's errors; DCZ_ERR_UNSUPPORTED for other ops). */
+dcz_status dcz_conv_geom_init(dcz_conv_geom *g, uint16_t op, const int32_t *attr, uint32_t nattr,
+                              const dcz_shape *in);
+
 typedef enum dcz_kernel {
     DCZ_K_DENSE_F32 = 1,
     DCZ_K_SPARSE_F32,
     DCZ_K_SPARSE_CB,
     DCZ_K_RELU,
-    DCZ_K_SOFTMAX
+    DCZ_K_SOFTMAX,
+    DCZ_K_CONV_DENSE_F32,   /* dense weights (F32 or F16 on disk) */
+    DCZ_K_CONV_SPARSE_F32,
+    DCZ_K_CONV_SPARSE_CB,
+    DCZ_K_MAXPOOL,
+    DCZ_K_AVGPOOL,
+    DCZ_K_GLOBAL_AVGPOOL,
+    DCZ_K_FLATTEN
 } dcz_kernel;
 
 typedef struct dcz_exec_layer {
     dcz_kernel kernel;
     char name[DCZ_MAX_NAME + 1];
-    uint32_t in, out;       /* features in and out of one sample */
-    const float *w;         /* DENSE_F32: (out, in) */
-    dcz_sparse sp;          /* SPARSE_*: (out, in) */
-    const float *bias;      /* (out) or NULL */
+    dcz_shape in_shape, out_shape; /* of one sample */
+    uint32_t in, out;       /* elements in and out of one sample */
+    dcz_conv_geom geom;     /* CONV_*, MAXPOOL, AVGPOOL, GLOBAL_AVGPOOL (window unused) */
+    int count_include_pad;  /* AVGPOOL */
+    int im2col;             /* CONV_SPARSE_*: dcz_conv2d_sparse_im2col in the model's scratch
+                               (dcz_conv2d_pick_im2col), else dcz_conv2d_sparse_direct */
+    const float *w;         /* DENSE_F32: (out, in); CONV_DENSE_F32: (out_c, in_c, kh, kw) */
+    dcz_sparse sp;          /* SPARSE_*: (out, in); CONV_SPARSE_*: (out_c, in_c * kh * kw) */
+    const float *bias;      /* (out) or (out_c), or NULL */
 } dcz_exec_layer;
 
 struct dcz_model {
     dcz_options opt;
     uint32_t in_rank, in_dims[DCZ_MAX_RANK];
-    uint32_t in_size, out_size, max_width;
+    uint32_t in_size, out_size;
+    uint32_t max_width;       /* elements of the largest activation of one sample */
     uint32_t nlayers;
     dcz_exec_layer *layers;   /* (nlayers), inside block */
     void *block;              /* everything loaded, one allocation */
+    float *scratch;           /* (scratch_floats) for im2col layers, inside block */
+    uint64_t scratch_floats;
     float *act;               /* two activation buffers of max_width * act_batch */
     size_t act_batch;
 };
@@ -78,6 +123,53 @@ void dcz_spmm_ref(const dcz_sparse *s, const float *bias, const float *x, size_t
 void dcz_relu_ref(float *x, size_t n);
 /* in-place softmax over each of batch rows of width n */
 void dcz_softmax_ref(float *x, size_t batch, size_t n);
+
+/* ---- convolution and pooling (kernels_conv.c) ---------------------------
+ * x (batch, in_c, in_h, in_w) and y (batch, out_c, out_h, out_w), C order. */
+
+/* The specification: y = conv(x, w) + bias by seven plain loops, taps in
+ * the padding skipped. w (out_c, in_c, kh, kw); bias (out_c) or NULL. */
+void dcz_conv2d_direct_ref(const dcz_conv_geom *g, const float *w, const float *bias,
+                           const float *x, size_t batch, float *y);
+/* The same on dense weights, one output row at a time: each weight adds
+ * itself times a shifted input row to an output row. What the runtime runs
+ * for dense-weight convolutions. */
+void dcz_conv2d_dense(const dcz_conv_geom *g, const float *w, const float *bias,
+                      const float *x, size_t batch, float *y);
+/* Direct sparse convolution on the execution form s (out_c, in_c kh kw):
+ * for each output channel, each stored weight (ic, ky, kx, w) adds w times
+ * the shifted input plane ic to the output plane, for every sample. What the
+ * runtime runs for most sparse convolutions (dcz_conv2d_pick_im2col). */
+void dcz_conv2d_sparse_direct(const dcz_conv_geom *g, const dcz_sparse *s, const float *bias,
+                              const float *x, size_t batch, float *y);
+/* The alternative: im2col of each sample into (out_h out_w, in_c kh kw),
+ * then dcz_spmm_ref with the output pixels as its batch, then a transpose
+ * into (out_c, out_h, out_w). scratch holds dcz_conv2d_im2col_floats(g).
+ * What the runtime runs on small output planes. */
+void dcz_conv2d_sparse_im2col(const dcz_conv_geom *g, const dcz_sparse *s, const float *bias,
+                              const float *x, size_t batch, float *scratch, float *y);
+/* Floats of scratch dcz_conv2d_sparse_im2col needs (per call, any batch). */
+uint64_t dcz_conv2d_im2col_floats(const dcz_conv_geom *g);
+/* Nonzero when the runtime should run a sparse convolution of geometry g
+ * by im2col rather than directly: output rows shorter than
+ * DCZ_CONV_DIRECT_MIN_W, where direct pays a loop per short row, and scratch
+ * of at most DCZ_CONV_SCRATCH_MAX floats (kernels_conv.c has the numbers). */
+#define DCZ_CONV_DIRECT_MIN_W 8
+#define DCZ_CONV_SCRATCH_MAX (1u << 22)
+int dcz_conv2d_pick_im2col(const dcz_conv_geom *g);
+/* col (out_h out_w, in_c kh kw): row p is the receptive field of output
+ * pixel p in (ic, ky, kx) order, 0 where it falls in the padding. */
+void dcz_im2col(const dcz_conv_geom *g, const float *x, float *col);
+
+/* Max over each window's cells inside the input (padding never wins). */
+void dcz_maxpool_ref(const dcz_conv_geom *g, const float *x, size_t batch, float *y);
+/* Mean over each window: divided by kh kw when count_include_pad, else by
+ * the number of its cells inside the input. */
+void dcz_avgpool_ref(const dcz_conv_geom *g, int count_include_pad, const float *x,
+                     size_t batch, float *y);
+/* y (batch, channels) = mean of each of the channels planes of plane floats. */
+void dcz_global_avgpool_ref(uint32_t channels, uint32_t plane, const float *x, size_t batch,
+                            float *y);
 
 /* ---- building the execution form ---------------------------------------- */
 

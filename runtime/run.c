@@ -1,6 +1,10 @@
 /* run.c: executing a loaded model, layer by layer, between two activation
- * buffers. Batch 1 uses the sparse matrix-vector kernel, larger batches the
- * matrix-matrix kernel; both read the compressed execution form.
+ * buffers sized by the model's largest activation. Dense layers with sparse
+ * weights use the matrix-vector kernel at batch 1 and the matrix-matrix
+ * kernel above; sparse convolutions use the direct sparse kernel, or im2col
+ * and the matrix-matrix kernel on small output planes (the choice and the
+ * measurements behind it: kernels_conv.c). All of them read the compressed
+ * execution form. The im2col scratch is sized and placed at load.
  *
  * Checked by tests/unit/test_format.c and tests/unit/test_kernels.c, and
  * end to end by tests/cli (dcz eval equals the accuracy each stage reports).
@@ -21,7 +25,8 @@ static dcz_status ensure_act(dcz_model *m, size_t batch)
     return DCZ_OK;
 }
 
-static void run_layer(const dcz_exec_layer *l, const float *x, size_t batch, float *y)
+static void run_layer(const dcz_model *m, const dcz_exec_layer *l, const float *x, size_t batch,
+                      float *y)
 {
     switch (l->kernel) {
     case DCZ_K_DENSE_F32:
@@ -31,6 +36,26 @@ static void run_layer(const dcz_exec_layer *l, const float *x, size_t batch, flo
     case DCZ_K_SPARSE_CB:
         if (batch == 1) dcz_spmv_ref(&l->sp, l->bias, x, y);
         else dcz_spmm_ref(&l->sp, l->bias, x, batch, y);
+        break;
+    case DCZ_K_CONV_DENSE_F32:
+        dcz_conv2d_dense(&l->geom, l->w, l->bias, x, batch, y);
+        break;
+    case DCZ_K_CONV_SPARSE_F32:
+    case DCZ_K_CONV_SPARSE_CB:
+        if (l->im2col) dcz_conv2d_sparse_im2col(&l->geom, &l->sp, l->bias, x, batch, m->scratch, y);
+        else dcz_conv2d_sparse_direct(&l->geom, &l->sp, l->bias, x, batch, y);
+        break;
+    case DCZ_K_MAXPOOL:
+        dcz_maxpool_ref(&l->geom, x, batch, y);
+        break;
+    case DCZ_K_AVGPOOL:
+        dcz_avgpool_ref(&l->geom, l->count_include_pad, x, batch, y);
+        break;
+    case DCZ_K_GLOBAL_AVGPOOL:
+        dcz_global_avgpool_ref(l->geom.in_c, l->geom.in_h * l->geom.in_w, x, batch, y);
+        break;
+    case DCZ_K_FLATTEN: /* the data of (C, H, W) in C order is already flat */
+        memcpy(y, x, batch * l->in * sizeof *y);
         break;
     case DCZ_K_RELU:
         memcpy(y, x, batch * l->in * sizeof *y);
@@ -53,7 +78,7 @@ dcz_status dcz_run(dcz_model *m, const float *input, size_t batch, float *output
     const float *x = input;
     for (uint32_t i = 0; i < m->nlayers; i++) {
         float *y = buf[i & 1];
-        run_layer(&m->layers[i], x, batch, y);
+        run_layer(m, &m->layers[i], x, batch, y);
         x = y;
     }
     memcpy(output, x, batch * m->out_size * sizeof *output);

@@ -1,10 +1,20 @@
-/* test_kernels.c: the runtime's sparse kernels against a dense reference.
+/* test_kernels.c: the runtime's kernels against their references.
  *
- * Random matrices (values never zero where stored) at densities 0, 0.5 and
- * 1, odd sizes, rows wider than one step byte can span (so fillers occur),
- * codebooks of 2 and 256 entries and fp32 values; batch 1 (SpMV) and batch
- * 7 (SpMM). The reference is a dense product in double; fp32 results must
- * agree within 1e-5 relative to the sum of |w x| terms.
+ * Matrix kernels: random matrices (values never zero where stored) at
+ * densities 0, 0.5 and 1, odd sizes, rows wider than one step byte can span
+ * (so fillers occur), codebooks of 2 and 256 entries and fp32 values; batch
+ * 1 (SpMV) and batch 7 (SpMM). The reference is a dense product in double;
+ * fp32 results must agree within 1e-5 relative to the sum of |w x| terms.
+ *
+ * Convolution kernels: dcz_conv2d_direct_ref is first checked on small
+ * hand-computed cases, then every other convolution (direct sparse, im2col
+ * + SpMM, dense direct) is compared with it over a grid: kernels 1, 3, 5
+ * and non-square, strides 1 and 2, padding 0 and 1, odd image sizes,
+ * densities 0, 0.5 and 1 (and 0.01 on rows wide enough for fillers),
+ * 8-bit codebook and fp32 weights, batch 1 and 7, random never-zero data;
+ * within 1e-5 relative to the sum of |w x| terms (computed by the reference
+ * on absolute values). Pooling kernels are checked on hand-computed cases,
+ * with and without padding, at batch 2.
  */
 #include <math.h>
 #include <stdlib.h>
@@ -182,6 +192,198 @@ static void test_relu_softmax(void)
     CHECK(fabs(s[3] - 1.0 / 3) < 1e-6 && !isnan(s[4]), "softmax of large logits");
 }
 
+
+/* ---- convolution ---------------------------------------------------------- */
+
+static dcz_conv_geom conv_geom(uint32_t in_c, uint32_t out_c, uint32_t h, uint32_t w, uint32_t kh,
+                               uint32_t kw, uint32_t sh, uint32_t sw, uint32_t ph, uint32_t pw)
+{
+    dcz_conv_geom g = { in_c, h, w, out_c, (h + 2 * ph - kh) / sh + 1, (w + 2 * pw - kw) / sw + 1,
+                        kh, kw, sh, sw, ph, pw };
+    return g;
+}
+
+static int near_all(const float *got, const float *ref, size_t n, float tol)
+{
+    for (size_t i = 0; i < n; i++)
+        if (fabsf(got[i] - ref[i]) > tol) return 0;
+    return 1;
+}
+
+/* the reference itself, on cases worked out by hand */
+static void test_conv_ref_by_hand(void)
+{
+    float x[9] = { 1, 2, 3, 4, 5, 6, 7, 8, 9 }; /* (1, 3, 3) */
+    float y[8];
+    /* 2x2 kernel, no padding: y = sum of w * window, plus bias */
+    dcz_conv_geom g = conv_geom(1, 1, 3, 3, 2, 2, 1, 1, 0, 0);
+    float w[4] = { 1, 2, 3, 4 }, bias = 0.5f;
+    dcz_conv2d_direct_ref(&g, w, &bias, x, 1, y);
+    float want[4] = { 37.5f, 47.5f, 67.5f, 77.5f };
+    CHECK(g.out_h == 2 && g.out_w == 2 && near_all(y, want, 4, 0), "2x2: %g %g %g %g", y[0], y[1], y[2], y[3]);
+    /* 3x3 ones, stride 2, padding 1: each output sums its window's cells inside */
+    g = conv_geom(1, 1, 3, 3, 3, 3, 2, 2, 1, 1);
+    float ones[9] = { 1, 1, 1, 1, 1, 1, 1, 1, 1 };
+    dcz_conv2d_direct_ref(&g, ones, NULL, x, 1, y);
+    float want2[4] = { 12, 16, 24, 28 };
+    CHECK(g.out_h == 2 && near_all(y, want2, 4, 0), "padded: %g %g %g %g", y[0], y[1], y[2], y[3]);
+    /* 1x1 kernel mixes channels: 2 in, 2 out, batch 2 */
+    g = conv_geom(2, 2, 1, 2, 1, 1, 1, 1, 0, 0);
+    float w3[4] = { 1, 10, -1, 2 };       /* (out 2, in 2) */
+    float x3[8] = { 1, 2, 3, 4, 5, 6, 7, 8 }; /* (2, 2, 1, 2) */
+    dcz_conv2d_direct_ref(&g, w3, NULL, x3, 2, y);
+    float want3[8] = { 31, 42, 5, 6, 75, 86, 9, 10 };
+    CHECK(near_all(y, want3, 8, 0), "1x1: %g %g %g %g %g %g %g %g", y[0], y[1], y[2], y[3], y[4], y[5],
+          y[6], y[7]);
+}
+
+static void fill_nonzero(float *p, size_t n)
+{
+    for (size_t i = 0; i < n; i++) p[i] = nonzero();
+}
+
+static void absolute(float *dst, const float *src, size_t n)
+{
+    for (size_t i = 0; i < n; i++) dst[i] = fabsf(src[i]);
+}
+
+/* Mismatches between got and ref beyond 1e-5 of each output's |w x| sum. */
+static size_t conv_mismatches(const char *what, const dcz_conv_geom *g, size_t batch,
+                              const float *got, const float *ref, const float *mag)
+{
+    const size_t n = batch * g->out_c * g->out_h * g->out_w;
+    size_t bad = 0;
+    for (size_t i = 0; i < n; i++)
+        if (!(fabsf(got[i] - ref[i]) <= 1e-5f * (mag[i] + 1e-6f))) {
+            if (bad++ < 3)
+                fprintf(stderr, "  %s in %ux%ux%u out %ux%ux%u k %ux%u s %u,%u p %u,%u batch %zu: "
+                        "y[%zu] = %.8g, reference %.8g\n", what, g->in_c, g->in_h, g->in_w,
+                        g->out_c, g->out_h, g->out_w, g->kh, g->kw, g->sh, g->sw, g->ph, g->pw,
+                        batch, i, got[i], ref[i]);
+        }
+    return bad;
+}
+
+typedef struct conv_tally {
+    size_t cases, direct, im2col, dense;
+} conv_tally;
+
+/* One geometry and weight set: every kernel against the reference, batch 1
+ * and 7. */
+static int conv_case(const dcz_conv_geom *g, double density, uint32_t k, conv_tally *t)
+{
+    mat m;
+    const uint32_t cols = g->in_c * g->kh * g->kw;
+    if (!make_mat(&m, g->out_c, cols, density, k)) return 0;
+    const size_t B = 7, xin = (size_t)g->in_c * g->in_h * g->in_w;
+    const size_t yout = (size_t)g->out_c * g->out_h * g->out_w, nw = (size_t)g->out_c * cols;
+    float *x = malloc(B * xin * sizeof(float)), *xa = malloc(B * xin * sizeof(float));
+    float *wa = malloc(nw * sizeof(float)), *bias = malloc(g->out_c * sizeof(float));
+    float *ba = malloc(g->out_c * sizeof(float)), *ref = malloc(B * yout * sizeof(float));
+    float *mag = malloc(B * yout * sizeof(float)), *y = malloc(B * yout * sizeof(float));
+    float *scratch = malloc(dcz_conv2d_im2col_floats(g) * sizeof(float));
+    fill_nonzero(x, B * xin);
+    fill_nonzero(bias, g->out_c);
+    absolute(xa, x, B * xin);
+    absolute(wa, m.dense, nw);
+    absolute(ba, bias, g->out_c);
+    const size_t batches[2] = { 1, B };
+    for (int bi = 0; bi < 2; bi++) {
+        const size_t b = batches[bi];
+        dcz_conv2d_direct_ref(g, m.dense, bias, x, b, ref);
+        dcz_conv2d_direct_ref(g, wa, ba, xa, b, mag);
+        dcz_conv2d_sparse_direct(g, &m.sp, bias, x, b, y);
+        t->direct += conv_mismatches("sparse direct", g, b, y, ref, mag);
+        dcz_conv2d_sparse_im2col(g, &m.sp, bias, x, b, scratch, y);
+        t->im2col += conv_mismatches("sparse im2col", g, b, y, ref, mag);
+        dcz_conv2d_dense(g, m.dense, bias, x, b, y);
+        t->dense += conv_mismatches("dense direct", g, b, y, ref, mag);
+        t->cases++;
+    }
+    free(x); free(xa); free(wa); free(bias); free(ba); free(ref); free(mag); free(y); free(scratch);
+    free_mat(&m);
+    return 1;
+}
+
+static void test_conv_grid(void)
+{
+    const uint32_t kernels[] = { 1, 3, 5 }, strides[] = { 1, 2 }, pads[] = { 0, 1 };
+    const uint32_t sizes[][2] = { { 7, 9 }, { 11, 5 } };
+    const double dens[] = { 0.0, 0.5, 1.0 };
+    const uint32_t codebooks[] = { 256, 0 }; /* 8-bit codebook, fp32 values */
+    conv_tally t = { 0, 0, 0, 0 };
+    for (size_t ki = 0; ki < 3; ki++)
+        for (size_t si = 0; si < 2; si++)
+            for (size_t pi = 0; pi < 2; pi++)
+                for (size_t zi = 0; zi < 2; zi++)
+                    for (size_t di = 0; di < 3; di++)
+                        for (size_t ci = 0; ci < 2; ci++) {
+                            const uint32_t kk = kernels[ki], st = strides[si], pad = pads[pi];
+                            if (pad >= kk) continue;
+                            dcz_conv_geom g = conv_geom(3, 4, sizes[zi][0], sizes[zi][1], kk, kk,
+                                                        st, st, pad, pad);
+                            REQUIRE(conv_case(&g, dens[di], codebooks[ci], &t), "build");
+                        }
+    /* non-square windows, mixed strides and paddings, a kernel as large as
+     * the padded image, and rows of 16 x 5 x 5 = 400 columns at 1% density,
+     * so fillers occur */
+    const dcz_conv_geom extra[] = {
+        conv_geom(2, 3, 7, 9, 3, 5, 2, 1, 1, 2),
+        conv_geom(2, 3, 9, 7, 5, 1, 1, 2, 4, 0),
+        conv_geom(3, 2, 3, 3, 5, 5, 1, 1, 1, 1),
+        conv_geom(1, 5, 1, 1, 3, 3, 1, 1, 1, 1),
+        conv_geom(16, 5, 11, 9, 5, 5, 1, 1, 2, 2),
+    };
+    for (size_t i = 0; i < sizeof extra / sizeof *extra; i++)
+        for (size_t ci = 0; ci < 2; ci++) {
+            REQUIRE(conv_case(&extra[i], 0.5, codebooks[ci], &t), "build");
+            REQUIRE(conv_case(&extra[i], 0.01, codebooks[ci], &t), "build");
+        }
+    CHECK(t.cases > 250, "only %zu cases", t.cases);
+    CHECK(t.direct == 0, "sparse direct: %zu mismatches", t.direct);
+    CHECK(t.im2col == 0, "sparse im2col: %zu mismatches", t.im2col);
+    CHECK(t.dense == 0, "dense direct: %zu mismatches", t.dense);
+}
+
+/* ---- pooling -------------------------------------------------------------- */
+
+static void test_pools(void)
+{
+    /* two samples of one 4x4 channel: the second is the first negated */
+    float x[32], y[32];
+    for (int i = 0; i < 16; i++) { x[i] = (float)((i * 7) % 16); x[16 + i] = -x[i]; }
+    /* x[0] = 0 7 14 5 / 12 3 10 1 / 8 15 6 13 / 4 11 2 9 */
+    dcz_conv_geom g = conv_geom(1, 1, 4, 4, 2, 2, 2, 2, 0, 0);
+    dcz_maxpool_ref(&g, x, 2, y);
+    float want[8] = { 12, 14, 15, 13, -0, -1, -4, -2 };
+    CHECK(near_all(y, want, 8, 0), "max 2x2: %g %g %g %g | %g %g %g %g", y[0], y[1], y[2], y[3],
+          y[4], y[5], y[6], y[7]);
+    /* 3x3 stride 2 padding 1 on negative values: padding never wins */
+    float neg[9] = { -1, -2, -3, -4, -5, -6, -7, -8, -9 }, pos[9] = { 1, 2, 3, 4, 5, 6, 7, 8, 9 };
+    g = conv_geom(1, 1, 3, 3, 3, 3, 2, 2, 1, 1);
+    dcz_maxpool_ref(&g, neg, 1, y);
+    float want_neg[4] = { -1, -2, -4, -5 };
+    CHECK(near_all(y, want_neg, 4, 0), "max padded: %g %g %g %g", y[0], y[1], y[2], y[3]);
+    /* average over cells inside the image, or over the whole window */
+    dcz_avgpool_ref(&g, 0, pos, 1, y);
+    float want_in[4] = { 3, 4, 6, 7 };
+    CHECK(near_all(y, want_in, 4, 1e-6f), "avg: %g %g %g %g", y[0], y[1], y[2], y[3]);
+    dcz_avgpool_ref(&g, 1, pos, 1, y);
+    float want_all[4] = { 12 / 9.0f, 16 / 9.0f, 24 / 9.0f, 28 / 9.0f };
+    CHECK(near_all(y, want_all, 4, 1e-6f), "avg with pad: %g %g %g %g", y[0], y[1], y[2], y[3]);
+    /* 2x2 stride 1 on two samples of a 2x3 channel */
+    float x2[12] = { 1, 2, 3, 4, 5, 6, 0, 0, 4, 8, 0, 4 };
+    g = conv_geom(1, 1, 2, 3, 2, 2, 1, 1, 0, 0);
+    dcz_avgpool_ref(&g, 0, x2, 2, y);
+    float want2[4] = { 3, 4, 2, 2 };
+    CHECK(near_all(y, want2, 4, 1e-6f), "avg batch: %g %g %g %g", y[0], y[1], y[2], y[3]);
+    /* global average: 2 samples x 2 channels of 2x2 */
+    float x3[16] = { 1, 2, 3, 4, 0, 0, 0, 8, -1, -1, -1, -1, 5, 5, 5, 9 };
+    dcz_global_avgpool_ref(2, 4, x3, 2, y);
+    float want3[4] = { 2.5f, 2, -1, 6 };
+    CHECK(near_all(y, want3, 4, 1e-6f), "gap: %g %g %g %g", y[0], y[1], y[2], y[3]);
+}
+
 int main(void)
 {
     RUN(test_codebook_2);
@@ -189,5 +391,8 @@ int main(void)
     RUN(test_fp32_values);
     RUN(test_fillers);
     RUN(test_relu_softmax);
+    RUN(test_conv_ref_by_hand);
+    RUN(test_conv_grid);
+    RUN(test_pools);
     return check_summary();
 }

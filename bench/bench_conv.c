@@ -1,0 +1,202 @@
+/* bench_conv.c: convolution on compressed weights, on the LeNet-5 conv
+ * layers and three CNN layers, batch 1 and 8, in the same run and on one
+ * thread:
+ *   blas     im2col + OpenBLAS sgemm on the dense fp32 weights (the baseline)
+ *   dense    dcz_conv2d_dense, the runtime's loop for dense-weight layers
+ *   direct   dcz_conv2d_sparse_direct on the execution form (8-bit codebook)
+ *   im2col   dcz_conv2d_sparse_im2col: im2col + dcz_spmm_ref, same weights
+ *   im2colT  im2col into (in_c kh kw, pixels) + a row-streaming sparse
+ *            product (this file only): im2col without the strided access of
+ *            dcz_spmm_ref, to show what the layout costs
+ * Prints microseconds (median of repeated runs), the ratio im2col / direct
+ * behind the runtime's choice of kernel (kernels_conv.c) and the kernel it
+ * picks, direct against the baseline, the useful multiply-adds per second of direct, and the memory
+ * floor: bytes direct must move (compressed weights, input, output) at the
+ * copy bandwidth measured here, as a share of its time. Timings are
+ * reported, never asserted.
+ */
+#include <cblas.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "runtime/model.h"
+#include "train/train.h"
+
+static double now(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + ts.tv_nsec * 1e-9;
+}
+
+static int cmp_double(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return x < y ? -1 : x > y;
+}
+
+#define REPS 21
+
+/* median seconds of one call */
+#define TIME(stmt, out) do { \
+    double t_[REPS]; \
+    stmt; \
+    for (int r_ = 0; r_ < REPS; r_++) { double a_ = now(); stmt; t_[r_] = now() - a_; } \
+    qsort(t_, REPS, sizeof *t_, cmp_double); \
+    out = t_[REPS / 2]; \
+} while (0)
+
+typedef struct layer {
+    const char *name;
+    uint32_t in_c, out_c, hw, k, pad;
+    double density;
+} layer;
+
+/* im2col + OpenBLAS: col (pixels, K) from dcz_im2col, y (out_c, pixels) =
+ * W (out_c, K) col^T + bias */
+static void blas_conv(const dcz_conv_geom *g, const float *w, const float *bias, const float *x,
+                      size_t batch, float *col, float *y)
+{
+    const int K = (int)(g->in_c * g->kh * g->kw), P = (int)(g->out_h * g->out_w);
+    for (size_t b = 0; b < batch; b++) {
+        float *yb = y + b * g->out_c * (size_t)P;
+        for (uint32_t oc = 0; oc < g->out_c; oc++)
+            for (int p = 0; p < P; p++) yb[(size_t)oc * P + p] = bias[oc];
+        dcz_im2col(g, x + b * g->in_c * g->in_h * g->in_w, col);
+        cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, (int)g->out_c, P, K, 1.0f, w, K,
+                    col, K, 1.0f, yb, P);
+    }
+}
+
+/* im2col into (K, pixels), then for each output row and stored weight
+ * y[oc][:] += w * col[c][:], a contiguous row of `pixels` floats */
+static void im2col_t_conv(const dcz_conv_geom *g, const dcz_sparse *s, const float *bias,
+                          const float *x, size_t batch, float *col, float *tmp, float *y)
+{
+    const size_t K = (size_t)g->in_c * g->kh * g->kw, P = (size_t)g->out_h * g->out_w;
+    for (size_t b = 0; b < batch; b++) {
+        dcz_im2col(g, x + b * g->in_c * g->in_h * g->in_w, tmp);
+        for (size_t p = 0; p < P; p++)
+            for (size_t c = 0; c < K; c++) col[c * P + p] = tmp[p * K + c];
+        float *yb = y + b * g->out_c * P;
+        for (uint32_t oc = 0; oc < s->rows; oc++) {
+            float *yr = yb + oc * P;
+            for (size_t p = 0; p < P; p++) yr[p] = bias[oc];
+            uint32_t c = 0;
+            for (uint32_t e = s->row_ptr[oc]; e < s->row_ptr[oc + 1]; e++) {
+                c += s->step[e];
+                if (s->step[e] == DCZ_STEP_FILLER) continue;
+                const float wv = dcz_sparse_weight(s, e);
+                const float *cr = col + (size_t)c * P;
+                for (size_t p = 0; p < P; p++) yr[p] += wv * cr[p];
+            }
+        }
+    }
+}
+
+static double copy_bandwidth(void)
+{
+    const size_t nb = (size_t)64 << 20;
+    char *a = malloc(nb), *b = malloc(nb);
+    double bw = 0;
+    if (!a || !b) { free(a); free(b); return 0; }
+    memset(a, 1, nb);
+    memset(b, 2, nb);
+    for (int i = 0; i < 3; i++) {
+        double t0 = now();
+        memcpy(b, a, nb);
+        double t = now() - t0;
+        if (2.0 * nb / t > bw) bw = 2.0 * nb / t;
+    }
+    free(a);
+    free(b);
+    return bw;
+}
+
+int main(void)
+{
+    openblas_set_num_threads(1);
+    const double bw = copy_bandwidth();
+    printf("copy bandwidth %.1f GB/s (read + write), one thread\n\n", bw / 1e9);
+    const layer layers[] = {
+        { "lenet5-conv1", 1, 20, 28, 5, 0, 0.66 },
+        { "lenet5-conv2", 20, 50, 12, 5, 0, 0.12 },
+        { "cnn-32-64", 32, 64, 14, 3, 1, 0.40 },
+        { "cnn-64-128", 64, 128, 7, 3, 1, 0.40 },
+        { "cnn-128-256", 128, 256, 4, 3, 1, 0.40 },
+    };
+    const size_t batches[] = { 1, 8 };
+    printf("%-12s %5s %7s %9s %9s %9s %9s %10s %8s %8s %7s %6s %7s\n", "layer", "batch", "density",
+           "blas us", "dense us", "direct us", "im2col us", "im2colT us", "im2col/", "blas/",
+           "GMAC/s", "floor", "runtime");
+    printf("%-12s %5s %7s %9s %9s %9s %9s %10s %8s %8s %7s %6s %7s\n", "", "", "", "", "", "", "", "",
+           "direct", "direct", "direct", "%", "runs");
+    dcz_rng rng;
+    dcz_rng_seed(&rng, 1);
+    for (size_t li = 0; li < sizeof layers / sizeof *layers; li++) {
+        const layer *L = &layers[li];
+        const uint32_t out_hw = L->hw + 2 * L->pad - L->k + 1;
+        const dcz_conv_geom g = { L->in_c, L->hw, L->hw, L->out_c, out_hw, out_hw,
+                                  L->k, L->k, 1, 1, L->pad, L->pad };
+        const uint32_t rows = L->out_c, cols = L->in_c * L->k * L->k;
+        const size_t n = (size_t)rows * cols, B = 8;
+        const size_t xin = (size_t)L->in_c * L->hw * L->hw, yout = (size_t)L->out_c * out_hw * out_hw;
+        float *w = calloc(n, sizeof *w), *bias = malloc(rows * sizeof *bias), cb[256];
+        float *x = malloc(B * xin * sizeof *x), *y = malloc(B * yout * sizeof *y);
+        float *scratch = malloc(dcz_conv2d_im2col_floats(&g) * sizeof *scratch);
+        float *colt = malloc((size_t)cols * out_hw * out_hw * sizeof *colt);
+        uint8_t *keep = calloc(n, 1);
+        for (int i = 0; i < 256; i++) cb[i] = dcz_rng_uniform(&rng) - 0.5f;
+        for (uint32_t i = 0; i < rows; i++) bias[i] = dcz_rng_uniform(&rng) - 0.5f;
+        for (size_t i = 0; i < B * xin; i++) x[i] = dcz_rng_uniform(&rng);
+        uint32_t nnz = 0;
+        for (size_t i = 0; i < n; i++)
+            if (dcz_rng_uniform(&rng) < L->density) { keep[i] = 1; nnz++; }
+        /* the execution form: one-byte steps and 8-bit codebook indices */
+        const uint64_t cap = dcz_sparse_max_entries(nnz, rows, cols);
+        uint32_t *row_ptr = malloc((rows + 1) * sizeof *row_ptr);
+        uint8_t *step = malloc(cap ? cap : 1), *idx = malloc(cap ? cap : 1), *src = malloc(nnz ? nnz : 1);
+        dcz_sparse_builder bld;
+        memset(&bld, 0, sizeof bld);
+        bld.rows = rows; bld.cols = cols; bld.row_ptr = row_ptr; bld.step = step;
+        bld.cap = (uint32_t)cap; bld.idx_dst = idx; bld.idx_src = src;
+        row_ptr[0] = 0;
+        uint32_t k = 0;
+        for (size_t i = 0; i < n; i++) {
+            if (!keep[i]) continue;
+            src[k] = (uint8_t)dcz_rng_below(&rng, 256);
+            w[i] = cb[src[k]];
+            dcz_sparse_builder_add(&bld, k, i);
+            k++;
+        }
+        dcz_sparse_builder_finish(&bld);
+        const dcz_sparse sp = { rows, cols, bld.entries, row_ptr, step, idx, NULL, cb, 256 };
+        for (size_t bi = 0; bi < 2; bi++) {
+            const size_t batch = batches[bi];
+            double tb, td, tz, ti, tt;
+            TIME(blas_conv(&g, w, bias, x, batch, scratch, y), tb);
+            TIME(dcz_conv2d_dense(&g, w, bias, x, batch, y), td);
+            TIME(dcz_conv2d_sparse_direct(&g, &sp, bias, x, batch, y), tz);
+            TIME(dcz_conv2d_sparse_im2col(&g, &sp, bias, x, batch, scratch, y), ti);
+            TIME(im2col_t_conv(&g, &sp, bias, x, batch, colt, scratch, y), tt);
+            /* multiply-adds of the stored weights, padding taps included */
+            const double macs = (double)nnz * out_hw * out_hw * batch;
+            const double bytes = bld.entries * 2.0 + (rows + 1) * 4.0 + 256 * 4.0 +
+                                 (double)batch * (xin + yout) * 4.0;
+            printf("%-12s %5zu %6.0f%% %9.1f %9.1f %9.1f %9.1f %10.1f %7.2fx %7.2fx %7.2f %5.1f%% %7s\n",
+                   L->name, batch, L->density * 100, tb * 1e6, td * 1e6, tz * 1e6, ti * 1e6, tt * 1e6,
+                   ti / tz, tb / tz, macs / tz / 1e9, bytes / (bw / 2) / tz * 100,
+                   dcz_conv2d_pick_im2col(&g) ? "im2col" : "direct");
+        }
+        free(w); free(bias); free(x); free(y); free(scratch); free(colt); free(keep);
+        free(row_ptr); free(step); free(idx); free(src);
+    }
+    printf("\n(ratios > 1: direct faster. All dcz kernels are plain C on one thread; blas is\n"
+           " OpenBLAS on one thread. GMAC/s: multiply-adds of the stored weights per second in\n"
+           " direct. floor %%: the time moving direct's bytes takes at the copy bandwidth measured\n"
+           " above, as a share of its time: convolution is compute-bound. runtime runs: the\n"
+           " kernel dcz_run picks for the layer, dcz_conv2d_pick_im2col)\n");
+    return 0;
+}
