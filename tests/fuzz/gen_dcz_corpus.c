@@ -1,5 +1,7 @@
 /* gen_dcz_corpus.c: writes the seed corpus of fuzz_dcz into the directory
- * given as argument: small valid files using every encoding and coding, so
+ * given as argument: small valid files using every encoding and coding, and
+ * small convolutional networks using every conv-related op (both sparse conv
+ * kernels of the runtime, the dense one, every pool, strides, padding), so
  * the fuzzer starts from inputs that reach deep into the readers.
  *   cc -Iinclude -I. tests/fuzz/gen_dcz_corpus.c lib/libdcztool.a lib/libdcz.a -lm
  */
@@ -10,10 +12,9 @@
 #include "runtime/doc.h"
 #include "tests/unit/doc_build.h"
 
-static void dense(dcz_doc_layer *l, const char *name, uint32_t in, uint32_t out, uint32_t enc,
-                  unsigned gap_bits, unsigned index_bits, uint8_t coding, unsigned seed)
+/* deterministic weights for a layer with parameters */
+static void fill(dcz_doc_layer *l, unsigned seed)
 {
-    doc_dense_layer(l, name, in, out, enc, gap_bits, index_bits, coding);
     dcz_doc_tensor *w = &l->t[0];
     for (uint32_t i = 0; i < w->k; i++) w->codebook[i] = (float)i * 0.25f - 0.5f;
     for (size_t i = 0; i < w->n; i++) {
@@ -23,6 +24,63 @@ static void dense(dcz_doc_layer *l, const char *name, uint32_t in, uint32_t out,
         if (w->assign) { w->assign[i] = (uint8_t)(h % w->k); w->values[i] = w->codebook[w->assign[i]]; }
         else w->values[i] = (float)(h % 100) / 50.0f - 1.0f;
     }
+}
+
+static void dense(dcz_doc_layer *l, const char *name, uint32_t in, uint32_t out, uint32_t enc,
+                  unsigned gap_bits, unsigned index_bits, uint8_t coding, unsigned seed)
+{
+    doc_dense_layer(l, name, in, out, enc, gap_bits, index_bits, coding);
+    fill(l, seed);
+}
+
+static void conv(dcz_doc_layer *l, const char *name, uint32_t in_c, uint32_t out_c, uint32_t k,
+                 uint32_t stride, uint32_t pad, uint32_t enc, unsigned gap_bits, unsigned index_bits,
+                 uint8_t coding, unsigned seed)
+{
+    doc_conv_layer(l, name, in_c, out_c, k, stride, pad, enc, gap_bits, index_bits, coding);
+    fill(l, seed);
+    for (size_t i = 0; i < l->t[1].n; i++) l->t[1].values[i] = (float)(i % 5) * 0.1f - 0.2f;
+}
+
+/* (2, 9, 10) -> conv 3x3 pad 1 (codebook, Huffman; direct kernel) -> relu
+ * -> maxpool 2 -> conv 3x3 pad 1 (sparse f32; im2col kernel) -> avgpool 3
+ * pad 1 -> conv 1x1 (dense f16) -> gap -> flatten -> dense -> softmax */
+static dcz_doc *conv_net_a(void)
+{
+    dcz_doc *d;
+    if (dcz_doc_alloc(10, &d) != DCZ_OK) return NULL;
+    d->input_rank = 3;
+    d->input_dims[0] = 2; d->input_dims[1] = 9; d->input_dims[2] = 10;
+    dcz_doc_layer *l = d->layers;
+    conv(&l[0], "conv1", 2, 3, 3, 1, 1, DCZ_ENC_CODEBOOK, 3, 4, DCZ_CODING_HUFFMAN, 5);
+    doc_plain_layer(&l[1], DCZ_OP_RELU, "relu1");
+    doc_pool_layer(&l[2], DCZ_OP_MAXPOOL, "pool1", 2, 2, 0, 0);
+    conv(&l[3], "conv2", 3, 4, 3, 1, 1, DCZ_ENC_SPARSE_F32, 2, 0, DCZ_CODING_RAW, 6);
+    doc_pool_layer(&l[4], DCZ_OP_AVGPOOL, "pool2", 3, 1, 1, 0);
+    conv(&l[5], "conv3", 4, 3, 1, 1, 0, DCZ_ENC_F16, 0, 0, 0, 7);
+    doc_plain_layer(&l[6], DCZ_OP_GLOBAL_AVGPOOL, "gap");
+    doc_plain_layer(&l[7], DCZ_OP_FLATTEN, "flat");
+    dense(&l[8], "fc", 3, 2, DCZ_ENC_F32, 0, 0, 0, 8);
+    doc_plain_layer(&l[9], DCZ_OP_SOFTMAX, "prob");
+    dcz_doc_add_stage(d, "stage = corpus\n");
+    return d;
+}
+
+/* (1, 12, 12) -> conv 5x5 stride 2 pad 2 (codebook raw, every position) ->
+ * avgpool 2 stride 2 pad 1 counting the padding -> conv 3x3 (dense f32) ->
+ * dense on (C, H, W) (codebook, Huffman) */
+static dcz_doc *conv_net_b(void)
+{
+    dcz_doc *d;
+    if (dcz_doc_alloc(4, &d) != DCZ_OK) return NULL;
+    d->input_rank = 3;
+    d->input_dims[0] = 1; d->input_dims[1] = 12; d->input_dims[2] = 12;
+    dcz_doc_layer *l = d->layers;
+    conv(&l[0], "conv1", 1, 2, 5, 2, 2, DCZ_ENC_CODEBOOK, 0, 3, DCZ_CODING_RAW, 9);
+    doc_pool_layer(&l[1], DCZ_OP_AVGPOOL, "pool1", 2, 2, 1, 1);
+    conv(&l[2], "conv2", 2, 2, 3, 1, 0, DCZ_ENC_F32, 0, 0, 0, 10);
+    dense(&l[3], "fc", 2 * 2 * 2, 3, DCZ_ENC_CODEBOOK, 3, 2, DCZ_CODING_HUFFMAN, 11);
+    return d;
 }
 
 static int emit(const char *dir, const char *name, dcz_doc *d)
@@ -71,5 +129,9 @@ int main(int argc, char **argv)
     d->layers[1].op = DCZ_OP_SOFTMAX;
     snprintf(d->layers[1].name, sizeof d->layers[1].name, "prob");
     rc |= emit(argv[1], "dense_codebook.dcz", d);
+    dcz_doc *a = conv_net_a(), *b = conv_net_b();
+    if (!a || !b) return 1;
+    rc |= emit(argv[1], "conv_net_a.dcz", a);
+    rc |= emit(argv[1], "conv_net_b.dcz", b);
     return rc;
 }

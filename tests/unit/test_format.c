@@ -3,8 +3,17 @@
  * Round trips every encoding through dcz_doc_write / dcz_doc_read and the
  * runtime loader, checks gap coding with fillers (gaps at and around the
  * limit, every gap width, raw and Huffman), byte-identical rewrites, and
- * that every single-byte corruption and every truncation of a small file is
- * refused by both readers.
+ * that every single-byte corruption and every truncation of a small dense
+ * file and of a small conv file is refused by both readers.
+ *
+ * Convolutional networks: two documents (conv, relu, max and average pools
+ * with and without count_include_pad, global average pool, flatten, DENSE on
+ * a (C, H, W) input; conv weights as codebook + sparse, sparse f32, dense
+ * f32 and f16, raw and Huffman streams, strides 1 and 2, both sparse conv
+ * kernels of the runtime) written, loaded and run at batch 1 and 5 must give
+ * the outputs of a forward pass by the reference kernels over the
+ * document's values; the operator rules (attribute limits, output shapes)
+ * and the shape errors the writer and both readers refuse.
  */
 #include <math.h>
 #include <stdlib.h>
@@ -240,9 +249,412 @@ static void test_gaps_at_limit(void)
     }
 }
 
-static void test_corruption_refused(void)
+
+/* ---- convolutional networks ------------------------------------------------ */
+
+static void fix_crcs(uint8_t *b, size_t len);
+
+/* Random weights for any layer with parameters (codebook, mask, values),
+ * like make_dense_layer. */
+static void fill_weights(dcz_doc_layer *l, double density)
 {
-    dcz_doc *d = small_doc();
+    dcz_doc_tensor *w = &l->t[0];
+    for (uint32_t i = 0; i < w->k; i++) w->codebook[i] = frand();
+    for (size_t i = 0; i < w->n; i++) {
+        int keep = !w->mask || (rnd() % 1000000) < density * 1000000;
+        if (w->mask) w->mask[i] = (uint8_t)keep;
+        if (!keep) continue;
+        if (w->assign) {
+            w->assign[i] = (uint8_t)(rnd() % w->k);
+            w->values[i] = w->codebook[w->assign[i]];
+        } else {
+            w->values[i] = frand();
+            if (w->enc == DCZ_ENC_F16) w->values[i] = dcz_f16_to_f32(dcz_f32_to_f16(w->values[i]));
+        }
+    }
+    for (size_t i = 0; i < l->t[1].n; i++) l->t[1].values[i] = frand();
+}
+
+static void set_input(dcz_doc *d, uint32_t c, uint32_t h, uint32_t w)
+{
+    d->input_rank = 3;
+    d->input_dims[0] = c;
+    d->input_dims[1] = h;
+    d->input_dims[2] = w;
+}
+
+/* (2, 11, 9) -> conv 3x3 pad 1 (8-bit codebook, sparse, Huffman; direct
+ * kernel) -> relu -> maxpool 2 -> (4, 5, 4) -> conv 3x3 pad 1 (sparse f32,
+ * raw; im2col kernel) -> avgpool 3 pad 1 -> conv 1x1 (dense f32) -> gap ->
+ * flatten -> dense 5 -> 3 (codebook, every position) -> softmax */
+static dcz_doc *conv_doc(void)
+{
+    dcz_doc *d;
+    if (dcz_doc_alloc(10, &d) != DCZ_OK) return NULL;
+    set_input(d, 2, 11, 9);
+    dcz_doc_layer *l = d->layers;
+    doc_conv_layer(&l[0], "conv1", 2, 4, 3, 1, 1, DCZ_ENC_CODEBOOK, 3, 8, DCZ_CODING_HUFFMAN);
+    fill_weights(&l[0], 0.5);
+    doc_plain_layer(&l[1], DCZ_OP_RELU, "relu1");
+    doc_pool_layer(&l[2], DCZ_OP_MAXPOOL, "pool1", 2, 2, 0, 0);
+    doc_conv_layer(&l[3], "conv2", 4, 6, 3, 1, 1, DCZ_ENC_SPARSE_F32, 4, 0, DCZ_CODING_RAW);
+    fill_weights(&l[3], 0.5);
+    doc_pool_layer(&l[4], DCZ_OP_AVGPOOL, "pool2", 3, 1, 1, 0);
+    doc_conv_layer(&l[5], "conv3", 6, 5, 1, 1, 0, DCZ_ENC_F32, 0, 0, 0);
+    fill_weights(&l[5], 1);
+    doc_plain_layer(&l[6], DCZ_OP_GLOBAL_AVGPOOL, "gap");
+    doc_plain_layer(&l[7], DCZ_OP_FLATTEN, "flat");
+    doc_dense_layer(&l[8], "fc", 5, 3, DCZ_ENC_CODEBOOK, 0, 2, DCZ_CODING_RAW);
+    fill_weights(&l[8], 1);
+    doc_plain_layer(&l[9], DCZ_OP_SOFTMAX, "prob");
+    dcz_doc_add_stage(d, "stage = test\nnote = conv\n");
+    return d;
+}
+
+/* (3, 9, 7) -> conv 3x3 stride 2 pad 1 (4-bit codebook, 2-bit gaps, raw:
+ * fillers) -> relu -> avgpool 2 pad 1 counting the padding -> conv 3x3
+ * (dense f16) -> (3, 4, 3) -> dense 36 -> 4 on the (C, H, W) input
+ * (sparse f32, Huffman) */
+static dcz_doc *conv_doc_b(void)
+{
+    dcz_doc *d;
+    if (dcz_doc_alloc(5, &d) != DCZ_OK) return NULL;
+    set_input(d, 3, 9, 7);
+    dcz_doc_layer *l = d->layers;
+    doc_conv_layer(&l[0], "conv1", 3, 4, 3, 2, 1, DCZ_ENC_CODEBOOK, 2, 4, DCZ_CODING_RAW);
+    fill_weights(&l[0], 0.3);
+    doc_plain_layer(&l[1], DCZ_OP_RELU, "relu1");
+    doc_pool_layer(&l[2], DCZ_OP_AVGPOOL, "pool1", 2, 1, 1, 1);
+    doc_conv_layer(&l[3], "conv2", 4, 3, 3, 1, 0, DCZ_ENC_F16, 0, 0, 0);
+    fill_weights(&l[3], 1);
+    doc_dense_layer(&l[4], "fc", 36, 4, DCZ_ENC_SPARSE_F32, 3, 0, DCZ_CODING_HUFFMAN);
+    fill_weights(&l[4], 0.6);
+    return d;
+}
+
+/* The output shape of every layer, and the largest activation. */
+static size_t doc_shapes(const dcz_doc *d, dcz_shape *shapes)
+{
+    dcz_shape s = { d->input_rank, { 0 } };
+    memcpy(s.dims, d->input_dims, sizeof s.dims);
+    size_t widest = (size_t)dcz_shape_count(&s);
+    for (uint32_t i = 0; i < d->nlayers; i++) {
+        const dcz_doc_layer *l = &d->layers[i];
+        if (dcz_op_shape(l->op, l->attr, l->nattr, &s, &shapes[i]) != DCZ_OK) return 0;
+        s = shapes[i];
+        if (dcz_shape_count(&s) > widest) widest = (size_t)dcz_shape_count(&s);
+    }
+    return widest;
+}
+
+/* One layer of the reference forward pass, from the document's values:
+ * x (batch, in) -> y (batch, out). */
+static void ref_layer(const dcz_doc_layer *l, const dcz_shape *in, const dcz_shape *out,
+                      const float *x, size_t batch, float *y)
+{
+    const size_t n_in = (size_t)dcz_shape_count(in), n_out = (size_t)dcz_shape_count(out);
+    dcz_conv_geom g;
+    switch (l->op) {
+    case DCZ_OP_DENSE:
+        dcz_dense_f32_ref(l->t[0].values, l->t[1].values, x, batch, (uint32_t)n_in, (uint32_t)n_out, y);
+        break;
+    case DCZ_OP_CONV2D:
+        dcz_conv_geom_init(&g, l->op, l->attr, l->nattr, in);
+        dcz_conv2d_direct_ref(&g, l->t[0].values, l->t[1].values, x, batch, y);
+        break;
+    case DCZ_OP_MAXPOOL:
+        dcz_conv_geom_init(&g, l->op, l->attr, l->nattr, in);
+        dcz_maxpool_ref(&g, x, batch, y);
+        break;
+    case DCZ_OP_AVGPOOL:
+        dcz_conv_geom_init(&g, l->op, l->attr, l->nattr, in);
+        dcz_avgpool_ref(&g, l->attr[6], x, batch, y);
+        break;
+    case DCZ_OP_GLOBAL_AVGPOOL:
+        dcz_global_avgpool_ref(in->dims[0], in->dims[1] * in->dims[2], x, batch, y);
+        break;
+    case DCZ_OP_RELU:
+        memcpy(y, x, batch * n_in * sizeof *y);
+        dcz_relu_ref(y, batch * n_in);
+        break;
+    case DCZ_OP_SOFTMAX:
+        memcpy(y, x, batch * n_in * sizeof *y);
+        dcz_softmax_ref(y, batch, n_in);
+        break;
+    default: /* FLATTEN */
+        memcpy(y, x, batch * n_in * sizeof *y);
+    }
+}
+
+/* The reference forward pass of a document over batch samples; returns the
+ * output (malloc'd) and its width. */
+static float *ref_forward(const dcz_doc *d, const float *x, size_t batch, size_t *out_n)
+{
+    dcz_shape shapes[16];
+    const size_t widest = doc_shapes(d, shapes);
+    if (!widest || d->nlayers > 16) return NULL;
+    float *a = malloc(batch * widest * sizeof *a), *b = malloc(batch * widest * sizeof *b);
+    dcz_shape in = { d->input_rank, { 0 } };
+    memcpy(in.dims, d->input_dims, sizeof in.dims);
+    memcpy(a, x, batch * dcz_shape_count(&in) * sizeof *a);
+    for (uint32_t i = 0; i < d->nlayers; i++) {
+        ref_layer(&d->layers[i], &in, &shapes[i], a, batch, b);
+        float *t = a; a = b; b = t;
+        in = shapes[i];
+    }
+    free(b);
+    *out_n = (size_t)dcz_shape_count(&in);
+    return a;
+}
+
+/* Writes d, loads it, runs batch 1 (sample by sample) and batch 5, and
+ * compares with the reference forward pass. */
+static void runtime_matches_reference(dcz_doc *d, const char *what)
+{
+    uint8_t *buf = NULL;
+    size_t len = 0;
+    dcz_status st = dcz_doc_write(d, &buf, &len);
+    REQUIRE(st == DCZ_OK, "%s: write: %s", what, dcz_status_str(st));
+    dcz_model *m = NULL;
+    st = dcz_open_memory(buf, len, NULL, &m);
+    REQUIRE(st == DCZ_OK, "%s: open: %s", what, dcz_status_str(st));
+    enum { B = 5 };
+    const size_t in = dcz_input_size(m), out = dcz_output_size(m);
+    float *x = malloc(B * in * sizeof *x), *y = malloc(B * out * sizeof *y), *y1 = malloc(out * sizeof *y1);
+    for (size_t i = 0; i < B * in; i++) x[i] = frand();
+    size_t ref_n = 0;
+    float *ref = ref_forward(d, x, B, &ref_n);
+    REQUIRE(ref && ref_n == out, "%s: reference width %zu, model %zu", what, ref_n, out);
+    CHECK(dcz_run(m, x, B, y) == DCZ_OK, "%s: run batch", what);
+    double worst = 0;
+    for (size_t b = 0; b < B; b++) {
+        CHECK(dcz_run(m, x + b * in, 1, y1) == DCZ_OK, "%s: run 1", what);
+        for (size_t i = 0; i < out; i++) {
+            const double r = ref[b * out + i], tol = 1e-5 * (1 + fabs(r));
+            worst = fmax(worst, fabs(y[b * out + i] - r) / tol);
+            worst = fmax(worst, fabs(y1[i] - r) / tol);
+        }
+    }
+    CHECK(worst <= 1, "%s: error %g of the tolerance", what, worst);
+    free(x); free(y); free(y1); free(ref);
+    dcz_close(m);
+    free(buf);
+}
+
+static void test_conv_runtime_matches_reference(void)
+{
+    dcz_doc *a = conv_doc(), *b = conv_doc_b();
+    REQUIRE(a && b, "alloc");
+    runtime_matches_reference(a, "conv network a");
+    runtime_matches_reference(b, "conv network b");
+    /* both sparse conv kernels of the runtime are exercised */
+    dcz_shape in = { 3, { 4, 5, 4, 0 } };
+    dcz_conv_geom g1, g2;
+    dcz_shape in1 = { 3, { 2, 11, 9, 0 } };
+    REQUIRE(dcz_conv_geom_init(&g1, DCZ_OP_CONV2D, a->layers[0].attr, 8, &in1) == DCZ_OK, "geom");
+    REQUIRE(dcz_conv_geom_init(&g2, DCZ_OP_CONV2D, a->layers[3].attr, 8, &in) == DCZ_OK, "geom");
+    CHECK(!dcz_conv2d_pick_im2col(&g1) && dcz_conv2d_pick_im2col(&g2), "kernel choice");
+    dcz_doc_free(a);
+    dcz_doc_free(b);
+}
+
+static void test_conv_doc_round_trip(void)
+{
+    dcz_doc *d = conv_doc(), *r = NULL;
+    REQUIRE(d != NULL, "alloc");
+    uint8_t *buf = NULL, *buf2 = NULL;
+    size_t len = 0, len2 = 0;
+    REQUIRE(dcz_doc_write(d, &buf, &len) == DCZ_OK, "write");
+    CHECK(dcz_le32(buf + 8) >> 16 == DCZ_FMT_MINOR && DCZ_FMT_MINOR == 1, "minor version");
+    REQUIRE(dcz_doc_read(buf, len, &r) == DCZ_OK, "read back");
+    REQUIRE(r->nlayers == d->nlayers, "layers %u", r->nlayers);
+    CHECK(r->input_rank == 3 && r->input_dims[0] == 2 && r->input_dims[1] == 11 &&
+          r->input_dims[2] == 9, "input shape");
+    for (uint32_t i = 0; i < d->nlayers; i++) {
+        const dcz_doc_layer *a = &d->layers[i], *b = &r->layers[i];
+        CHECK(a->op == b->op && a->nattr == b->nattr && strcmp(a->name, b->name) == 0 &&
+              memcmp(a->attr, b->attr, sizeof a->attr) == 0 && a->ntensors == b->ntensors,
+              "layer %u", i);
+        for (uint32_t j = 0; j < a->ntensors && j < b->ntensors; j++) {
+            same_tensor(&a->t[j], &b->t[j], a->name);
+            CHECK(memcmp(a->t[j].dims, b->t[j].dims, sizeof a->t[j].dims) == 0, "dims %u.%u", i, j);
+        }
+    }
+    CHECK(r->layers[0].t[0].rank == 4 && r->layers[0].t[0].dims[3] == 3, "rank-4 weight");
+    REQUIRE(dcz_doc_write(r, &buf2, &len2) == DCZ_OK, "rewrite");
+    CHECK(len2 == len && memcmp(buf, buf2, len) == 0, "rewrite differs");
+    free(buf);
+    free(buf2);
+    dcz_doc_free(d);
+    dcz_doc_free(r);
+}
+
+/* ---- operator rules and shape errors ----------------------------------------- */
+
+static void test_op_rules(void)
+{
+    int p;
+    const int32_t conv[8] = { 2, 3, 3, 5, 1, 2, 1, 4 }, pool[7] = { 2, 3, 2, 1, 1, 0, 1 };
+    CHECK(dcz_op_check(DCZ_OP_CONV2D, conv, 8, &p) == DCZ_OK && p == 1, "conv attrs");
+    CHECK(dcz_op_check(DCZ_OP_CONV2D, conv, 7, &p) == DCZ_ERR_FORMAT, "conv count");
+    CHECK(dcz_op_check(DCZ_OP_MAXPOOL, pool, 6, &p) == DCZ_OK && p == 0, "max attrs");
+    CHECK(dcz_op_check(DCZ_OP_AVGPOOL, pool, 7, &p) == DCZ_OK && p == 0, "avg attrs");
+    CHECK(dcz_op_check(DCZ_OP_GLOBAL_AVGPOOL, NULL, 0, &p) == DCZ_OK, "gap");
+    CHECK(dcz_op_check(DCZ_OP_FLATTEN, pool, 1, &p) == DCZ_ERR_FORMAT, "flatten with attrs");
+    CHECK(dcz_op_check(9, NULL, 0, &p) == DCZ_ERR_UNSUPPORTED, "unknown op");
+    /* each limit, one at a time */
+    const struct { int at; int32_t v; } bad[] = {
+        { 0, 0 }, { 1, -1 }, { 1, (1 << 24) + 1 }, { 2, 0 }, { 3, 256 }, { 4, 0 }, { 5, 256 },
+        { 6, 3 }, { 7, 5 }, { 6, -1 },
+    };
+    for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
+        int32_t a[8];
+        memcpy(a, conv, sizeof a);
+        a[bad[i].at] = bad[i].v;
+        CHECK(dcz_op_check(DCZ_OP_CONV2D, a, 8, &p) == DCZ_ERR_FORMAT, "conv attr %d = %d", bad[i].at, bad[i].v);
+    }
+    int32_t pa[7];
+    memcpy(pa, pool, sizeof pa);
+    pa[6] = 2;
+    CHECK(dcz_op_check(DCZ_OP_AVGPOOL, pa, 7, &p) == DCZ_ERR_FORMAT, "count_include_pad 2");
+    pa[6] = 0; pa[4] = 2;
+    CHECK(dcz_op_check(DCZ_OP_AVGPOOL, pa, 7, &p) == DCZ_ERR_FORMAT, "pool pad = kernel");
+
+    /* shapes */
+    dcz_shape in = { 3, { 2, 7, 9, 0 } }, out;
+    CHECK(dcz_op_shape(DCZ_OP_CONV2D, conv, 8, &in, &out) == DCZ_OK && out.rank == 3 &&
+          out.dims[0] == 3 && out.dims[1] == 7 && out.dims[2] == 7, "conv (3, %u, %u)", out.dims[1], out.dims[2]);
+    CHECK(dcz_op_shape(DCZ_OP_MAXPOOL, pool, 6, &in, &out) == DCZ_OK && out.dims[0] == 2 &&
+          out.dims[1] == 4 && out.dims[2] == 7, "pool (2, %u, %u)", out.dims[1], out.dims[2]);
+    CHECK(dcz_op_shape(DCZ_OP_GLOBAL_AVGPOOL, NULL, 0, &in, &out) == DCZ_OK && out.rank == 3 &&
+          out.dims[0] == 2 && out.dims[1] == 1 && out.dims[2] == 1, "gap");
+    CHECK(dcz_op_shape(DCZ_OP_FLATTEN, NULL, 0, &in, &out) == DCZ_OK && out.rank == 1 &&
+          out.dims[0] == 126, "flatten");
+    const int32_t fc[2] = { 126, 10 }, fc_bad[2] = { 125, 10 };
+    CHECK(dcz_op_shape(DCZ_OP_DENSE, fc, 2, &in, &out) == DCZ_OK && out.dims[0] == 10, "dense on (C, H, W)");
+    CHECK(dcz_op_shape(DCZ_OP_DENSE, fc_bad, 2, &in, &out) == DCZ_ERR_SHAPE, "dense count");
+    dcz_shape flat = { 1, { 126, 0, 0, 0 } }, small = { 3, { 2, 1, 9, 0 } }, other_c = { 3, { 3, 7, 9, 0 } };
+    CHECK(dcz_op_shape(DCZ_OP_CONV2D, conv, 8, &flat, &out) == DCZ_ERR_SHAPE, "conv on rank 1");
+    CHECK(dcz_op_shape(DCZ_OP_MAXPOOL, pool, 6, &flat, &out) == DCZ_ERR_SHAPE, "pool on rank 1");
+    CHECK(dcz_op_shape(DCZ_OP_GLOBAL_AVGPOOL, NULL, 0, &flat, &out) == DCZ_ERR_SHAPE, "gap on rank 1");
+    CHECK(dcz_op_shape(DCZ_OP_CONV2D, conv, 8, &other_c, &out) == DCZ_ERR_SHAPE, "channels");
+    /* 1 + 2 - 3 = 0 rows: the output would be 1 x ...; 1 + 2 - 4 < 0: none */
+    const int32_t tall[8] = { 2, 3, 4, 1, 1, 1, 1, 0 };
+    CHECK(dcz_op_shape(DCZ_OP_CONV2D, conv, 8, &small, &out) == DCZ_OK && out.dims[1] == 1, "1 row");
+    CHECK(dcz_op_shape(DCZ_OP_CONV2D, tall, 8, &small, &out) == DCZ_ERR_SHAPE, "below 1 row");
+    /* an activation above 2^24 elements */
+    const int32_t wide[8] = { 2, 1 << 20, 1, 1, 1, 1, 0, 0 };
+    CHECK(dcz_op_shape(DCZ_OP_CONV2D, wide, 8, &in, &out) == DCZ_ERR_SHAPE, "too large");
+}
+
+/* The writer refuses documents whose shapes do not chain. */
+static void test_conv_writer_refuses(void)
+{
+    struct { const char *what; dcz_status want; } cases[] = {
+        { "conv on rank 1", DCZ_ERR_SHAPE }, { "output below 1x1", DCZ_ERR_SHAPE },
+        { "weight dims", DCZ_ERR_SHAPE }, { "channels", DCZ_ERR_SHAPE },
+        { "pool pad = kernel", DCZ_ERR_ARG }, { "tensors on a pool", DCZ_ERR_ARG },
+        { "dense count", DCZ_ERR_SHAPE },
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
+        dcz_doc *d;
+        REQUIRE(dcz_doc_alloc(3, &d) == DCZ_OK, "alloc");
+        set_input(d, 2, 5, 5);
+        doc_conv_layer(&d->layers[0], "conv", 2, 3, 3, 1, 0, DCZ_ENC_F32, 0, 0, 0);
+        doc_pool_layer(&d->layers[1], DCZ_OP_MAXPOOL, "pool", 2, 1, 0, 0);
+        doc_dense_layer(&d->layers[2], "fc", 12, 2, DCZ_ENC_F32, 0, 0, 0);
+        uint8_t *buf = NULL;
+        size_t len = 0;
+        REQUIRE(dcz_doc_write(d, &buf, &len) == DCZ_OK, "the valid document");
+        free(buf);
+        switch (i) {
+        case 0: d->input_rank = 1; d->input_dims[0] = 50; break;
+        case 1: d->input_dims[1] = 2; break;
+        case 2: d->layers[0].t[0].dims[2] = 1; d->layers[0].t[0].dims[3] = 9; break;
+        case 3: d->layers[0].attr[0] = 3; break;
+        case 4: d->layers[1].attr[4] = 2; break;
+        case 5: d->layers[1].ntensors = 1; d->layers[1].t[0] = d->layers[0].t[1];
+                memset(&d->layers[0].t[1], 0, sizeof d->layers[0].t[1]); d->layers[0].ntensors = 1; break;
+        case 6: d->layers[2].attr[0] = 13; break;
+        }
+        dcz_status st = dcz_doc_write(d, &buf, &len);
+        CHECK(st == cases[i].want && buf == NULL, "%s: %s", cases[i].what, dcz_status_str(st));
+        dcz_doc_free(d);
+    }
+}
+
+/* Offset of layer `layer`'s record in the graph section of a written file
+ * (the graph is section 0). */
+static size_t graph_record(const uint8_t *buf, uint32_t layer)
+{
+    uint64_t g = dcz_le32(buf + DCZ_HEADER_BYTES + 8);
+    size_t at = (size_t)g + 8 + 4 * dcz_le32(buf + g + 4);
+    for (uint32_t i = 0; i < layer; i++) {
+        size_t name_len = (size_t)(buf[at + 2] | buf[at + 3] << 8);
+        at += 4 + name_len;
+        at += 4 + 4 * (size_t)dcz_le32(buf + at) + 4;
+    }
+    return at;
+}
+
+/* Offset of attribute j of the record at rec. */
+static size_t record_attr(const uint8_t *buf, size_t rec, uint32_t j)
+{
+    return rec + 4 + (size_t)(buf[rec + 2] | buf[rec + 3] << 8) + 4 + 4 * (size_t)j;
+}
+
+/* Both readers refuse files whose shapes do not chain, even with valid
+ * checksums. */
+static void test_conv_readers_refuse(void)
+{
+    dcz_doc *d;
+    REQUIRE(dcz_doc_alloc(4, &d) == DCZ_OK, "alloc");
+    set_input(d, 2, 5, 5);
+    doc_plain_layer(&d->layers[0], DCZ_OP_RELU, "relu");
+    doc_conv_layer(&d->layers[1], "conv", 2, 3, 3, 1, 0, DCZ_ENC_CODEBOOK, 3, 2, DCZ_CODING_RAW);
+    fill_weights(&d->layers[1], 0.5);
+    doc_pool_layer(&d->layers[2], DCZ_OP_MAXPOOL, "pool", 2, 1, 0, 0);
+    doc_dense_layer(&d->layers[3], "fc", 12, 2, DCZ_ENC_F32, 0, 0, 0);
+    uint8_t *buf = NULL;
+    size_t len = 0;
+    REQUIRE(dcz_doc_write(d, &buf, &len) == DCZ_OK, "write");
+    const uint64_t g = dcz_le32(buf + DCZ_HEADER_BYTES + 8);
+    const size_t relu = graph_record(buf, 0), conv = graph_record(buf, 1), pool = graph_record(buf, 2);
+    struct { const char *what; size_t at; uint32_t v; dcz_status want; } cases[] = {
+        { "conv on rank 1 (relu made flatten)", relu, DCZ_OP_FLATTEN, DCZ_ERR_SHAPE },
+        { "output below 1x1", (size_t)g + 8 + 4, 2, DCZ_ERR_SHAPE },
+        { "weight dims", record_attr(buf, conv, 2), 1, DCZ_ERR_SHAPE },
+        { "channels", record_attr(buf, conv, 0), 1, DCZ_ERR_SHAPE },
+        { "pool pad = kernel", record_attr(buf, pool, 4), 2, DCZ_ERR_FORMAT },
+        { "conv stride 0", record_attr(buf, conv, 4), 0, DCZ_ERR_FORMAT },
+    };
+    uint8_t *copy = malloc(len);
+    for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
+        memcpy(copy, buf, len);
+        if (cases[i].at == relu) { copy[relu] = (uint8_t)cases[i].v; copy[relu + 1] = 0; }
+        else dcz_put32(copy + cases[i].at, cases[i].v);
+        fix_crcs(copy, len);
+        dcz_model *m = NULL;
+        dcz_doc *r = NULL;
+        dcz_status s1 = dcz_open_memory(copy, len, NULL, &m), s2 = dcz_doc_read(copy, len, &r);
+        CHECK(s1 == cases[i].want && m == NULL, "%s: runtime %s", cases[i].what, dcz_status_str(s1));
+        CHECK(s2 == cases[i].want && r == NULL, "%s: toolchain %s", cases[i].what, dcz_status_str(s2));
+        dcz_close(m);
+        dcz_doc_free(r);
+    }
+    /* the untouched file is fine */
+    dcz_model *m = NULL;
+    CHECK(dcz_open_memory(buf, len, NULL, &m) == DCZ_OK, "original");
+    dcz_close(m);
+    free(copy);
+    free(buf);
+    dcz_doc_free(d);
+}
+
+/* Every single-byte change (three patterns) and every truncation of the
+ * file of d is refused by both readers. */
+static void corruption_refused(dcz_doc *d)
+{
     uint8_t *buf = NULL;
     size_t len = 0;
     REQUIRE(d && dcz_doc_write(d, &buf, &len) == DCZ_OK, "write");
@@ -280,6 +692,9 @@ static void test_corruption_refused(void)
     dcz_doc_free(d);
 }
 
+static void test_corruption_refused(void) { corruption_refused(small_doc()); }
+static void test_conv_corruption_refused(void) { corruption_refused(conv_doc()); }
+
 /* A file whose CRCs are right but whose content lies must still be refused:
  * rewrite the header CRC after damaging a field. */
 static void fix_crcs(uint8_t *b, size_t len)
@@ -295,9 +710,10 @@ static void fix_crcs(uint8_t *b, size_t len)
     dcz_put32(b + 28, dcz_crc32(0, b, 64 + 32 * (size_t)ns));
 }
 
-static void test_lies_with_valid_crc(void)
+/* Rewrites every byte (xor 0x41) with checksums fixed: whatever loads must
+ * run at batch 1 and 2 without touching memory it does not own. */
+static void lies_with_valid_crc(dcz_doc *d)
 {
-    dcz_doc *d = small_doc();
     uint8_t *buf = NULL;
     size_t len = 0;
     REQUIRE(d && dcz_doc_write(d, &buf, &len) == DCZ_OK, "write");
@@ -309,11 +725,14 @@ static void test_lies_with_valid_crc(void)
         fix_crcs(copy, len);
         dcz_model *m = NULL;
         if (dcz_open_memory(copy, len, NULL, &m) == DCZ_OK) {
-            /* accepted: it must still run without touching memory it does not own */
-            float x[12] = { 0 }, y[64];
-            for (int j = 0; j < 12; j++) x[j] = frand();
+            const size_t in = dcz_input_size(m), out = dcz_output_size(m);
+            float *x = malloc(2 * in * sizeof *x), *y = malloc(2 * out * sizeof *y);
+            for (size_t j = 0; j < 2 * in; j++) x[j] = frand();
             CHECK(dcz_run(m, x, 1, y) == DCZ_OK, "run after change at %zu", i);
+            CHECK(dcz_run(m, x, 2, y) == DCZ_OK, "run batch 2 after change at %zu", i);
             accepted_changes++;
+            free(x);
+            free(y);
             dcz_close(m);
         }
         dcz_doc *r = NULL;
@@ -325,6 +744,9 @@ static void test_lies_with_valid_crc(void)
     free(buf);
     dcz_doc_free(d);
 }
+
+static void test_lies_with_valid_crc(void) { lies_with_valid_crc(small_doc()); }
+static void test_conv_lies_with_valid_crc(void) { lies_with_valid_crc(conv_doc()); }
 
 static void test_version_and_magic(void)
 {
@@ -444,5 +866,12 @@ int main(void)
     RUN(test_unknown_sections);
     RUN(test_shared_param_section);
     RUN(test_f16);
+    RUN(test_op_rules);
+    RUN(test_conv_doc_round_trip);
+    RUN(test_conv_runtime_matches_reference);
+    RUN(test_conv_writer_refuses);
+    RUN(test_conv_readers_refuse);
+    RUN(test_conv_corruption_refused);
+    RUN(test_conv_lies_with_valid_crc);
     return check_summary();
 }
