@@ -7,6 +7,7 @@
 #define DCZ_TRAIN_INTERNAL_H
 
 #include <stddef.h>
+#include <stdint.h>
 
 #include "train/train.h"
 
@@ -17,14 +18,156 @@ __attribute__((format(printf, 3, 4)))
 #endif
 void dcz_train_err(char *err, size_t errlen, const char *fmt, ...);
 
-/* Grows the activation buffers (act, dact) to hold batch samples. */
-dcz_status dcz_net_reserve(dcz_net *net, int batch);
+/* ---- shapes (net.c) -------------------------------------------------------- */
 
-/* Runs the layers on the batch already in act[0], filling act[1..nlayers].
- * infer == 0: the final softmax is the identity (act[nlayers] holds logits);
- * infer != 0: it computes probabilities. The net must be validated and
- * reserved for batch. */
-void dcz_net_run_layers(dcz_net *net, int batch, int infer);
+/* The shape of one sample's activations as (c, h, w); a flat vector of n
+ * features is (n, 1, 1). 64-bit so that products of unchecked sizes cannot
+ * overflow. */
+typedef struct dcz_chw { int64_t c, h, w; } dcz_chw;
 
+/* The output shape of layer l on input shape in, from l's kind and settings
+ * alone (DENSE out; CONV out_c and the window; pools the window), not from
+ * its recorded sizes. DCZ_ERR_SHAPE when the input does not fit (window,
+ * stride or padding out of range, an output smaller than 1 x 1);
+ * DCZ_ERR_ARG for an unknown kind. */
+dcz_status dcz_tlayer_out_shape(const dcz_tlayer *l, dcz_chw in, dcz_chw *out);
+
+/* ---- running the layers (net.c) -------------------------------------------- */
+
+/* Grows the activation buffers (act) and the shared scratch (work) to hold
+ * batch samples; with train set, also the gradient buffers (dact) and the
+ * layer caches a training pass needs. */
+dcz_status dcz_net_reserve(dcz_net *net, int batch, int train);
+
+/* Samples per chunk of an inference run over many samples: at most max, and
+ * few enough that the activation buffers stay within a fixed budget. */
+int dcz_net_chunk(const dcz_net *net, int max);
+
+/* Modes of dcz_net_run_layers, or-ed together. */
+enum {
+    DCZ_RUN_TRAIN = 1,  /* training: batch statistics in BATCHNORM (running
+                           statistics updated), dropout active, forward values
+                           kept in the layer caches for the backward pass */
+    DCZ_RUN_PROBS = 2   /* the final softmax computes probabilities (else it is
+                           the identity and act[nlayers] holds logits) */
+};
+
+/* Runs the layers on the batch already in act[0], filling act[1..nlayers],
+ * in the mode given by flags (DCZ_RUN_*; 0: inference, logits). The net must
+ * be validated and reserved for batch. */
+void dcz_net_run_layers(dcz_net *net, int batch, unsigned flags);
+
+/* ---- layer kernels ----------------------------------------------------------
+ * Activations are batch major: x (batch, l->in), y (batch, l->out), each
+ * sample in C order (c, h, w). Backward functions take the forward input x
+ * and the gradient dy of the output; dx may be NULL when no input gradient
+ * is needed; parameter gradients are written (not accumulated) to gw, gb. */
+
+/* conv.c: floats of net->work that a CONV layer needs for batch samples,
+ * and floats of l->cache it can use to keep its im2col columns from the
+ * forward to the backward pass (0: too many, rebuilt instead). The forward
+ * pass fills the cache when train is set and the cache is large enough. */
+size_t dcz_conv_work_floats(const dcz_tlayer *l, int batch);
+size_t dcz_conv_cache_floats(const dcz_tlayer *l, int batch);
+/* floats of kept columns of all CONV layers of a net together; layers past
+ * it (in layer order) rebuild their columns */
+#define DCZ_CONV_KEEP_TOTAL ((size_t)1 << 26)
+void dcz_conv_forward(const dcz_tlayer *l, const float *x, float *y, int batch,
+                      float *work, int train);
+void dcz_conv_backward(dcz_tlayer *l, const float *x, const float *dy, float *dx,
+                       int batch, float *work);
+
+/* pool.c: MAXPOOL, AVGPOOL and GAP. MAXPOOL keeps the argmax of each output
+ * in l->cache (int32_t (batch, out)) when train is set, for the backward. */
+void dcz_pool_forward(dcz_tlayer *l, const float *x, float *y, int batch, int train);
+void dcz_pool_backward(const dcz_tlayer *l, const float *dy, float *dx, int batch);
+
+/* bnorm.c: BATCHNORM. In training the batch mean and 1/sqrt(var + eps) of
+ * each channel go to l->cache (float (2, c)) and the running statistics are
+ * updated; in inference the running statistics are used. */
+void dcz_bn_forward(dcz_tlayer *l, const float *x, float *y, int batch, int train);
+void dcz_bn_backward(dcz_tlayer *l, const float *x, const float *dy, float *dx,
+                     int batch);
+
+/* ---- vector loops ------------------------------------------------------------
+ * Written in groups of four independent statements on restrict pointers, so
+ * that the basic-block vectorizer of -O2 turns each group into one SIMD
+ * operation (loop vectorization is not enabled at -O2). */
+
+/* d[j] = s[j] for j < n. */
+static inline void dcz_vcopy(float *restrict d, const float *restrict s, size_t n)
+{
+    size_t j = 0;
+    for (; j + 4 <= n; j += 4) {
+        d[j] = s[j]; d[j + 1] = s[j + 1]; d[j + 2] = s[j + 2]; d[j + 3] = s[j + 3];
+    }
+    for (; j < n; j++) d[j] = s[j];
+}
+
+/* d[j] += s[j] for j < n. */
+static inline void dcz_vadd(float *restrict d, const float *restrict s, size_t n)
+{
+    size_t j = 0;
+    for (; j + 4 <= n; j += 4) {
+        d[j] += s[j]; d[j + 1] += s[j + 1]; d[j + 2] += s[j + 2]; d[j + 3] += s[j + 3];
+    }
+    for (; j < n; j++) d[j] += s[j];
+}
+
+/* d[j] = s[j] * a + b for j < n. */
+static inline void dcz_vaffine(float *restrict d, const float *restrict s, float a, float b,
+                               size_t n)
+{
+    size_t j = 0;
+    for (; j + 4 <= n; j += 4) {
+        d[j] = s[j] * a + b; d[j + 1] = s[j + 1] * a + b;
+        d[j + 2] = s[j + 2] * a + b; d[j + 3] = s[j + 3] * a + b;
+    }
+    for (; j < n; j++) d[j] = s[j] * a + b;
+}
+
+/* d[j] = max(s[j], 0) for j < n (0 for NaN). */
+static inline void dcz_vrelu(float *restrict d, const float *restrict s, size_t n)
+{
+    size_t j = 0;
+    for (; j + 4 <= n; j += 4) {
+        d[j] = s[j] > 0.0f ? s[j] : 0.0f; d[j + 1] = s[j + 1] > 0.0f ? s[j + 1] : 0.0f;
+        d[j + 2] = s[j + 2] > 0.0f ? s[j + 2] : 0.0f; d[j + 3] = s[j + 3] > 0.0f ? s[j + 3] : 0.0f;
+    }
+    for (; j < n; j++) d[j] = s[j] > 0.0f ? s[j] : 0.0f;
+}
+
+/* d[j] = g[j] where y[j] > 0, else 0, for j < n (the ReLU backward). Both
+ * operands are loaded before the choice so that it compiles to a mask, not
+ * a branch that mispredicts on half the units. */
+static inline void dcz_vrelu_grad(float *restrict d, const float *restrict g,
+                                  const float *restrict y, size_t n)
+{
+    size_t j = 0;
+    for (; j + 4 <= n; j += 4) {
+        float g0 = g[j], g1 = g[j + 1], g2 = g[j + 2], g3 = g[j + 3];
+        d[j] = y[j] > 0.0f ? g0 : 0.0f; d[j + 1] = y[j + 1] > 0.0f ? g1 : 0.0f;
+        d[j + 2] = y[j + 2] > 0.0f ? g2 : 0.0f; d[j + 3] = y[j + 3] > 0.0f ? g3 : 0.0f;
+    }
+    for (; j < n; j++) {
+        float g0 = g[j];
+        d[j] = y[j] > 0.0f ? g0 : 0.0f;
+    }
+}
+
+/* Sum of s[j] for j < n, in four partial sums. */
+static inline float dcz_vsum(const float *s, size_t n)
+{
+    float a0 = 0.0f, a1 = 0.0f, a2 = 0.0f, a3 = 0.0f;
+    size_t j = 0;
+    for (; j + 4 <= n; j += 4) {
+        a0 += s[j]; a1 += s[j + 1]; a2 += s[j + 2]; a3 += s[j + 3];
+    }
+    for (; j < n; j++) a0 += s[j];
+    return (a0 + a1) + (a2 + a3);
+}
+
+/* Bytes of l->cache a layer needs for batch samples (0: none). */
+size_t dcz_tlayer_cache_bytes(const dcz_tlayer *l, int batch);
 
 #endif /* DCZ_TRAIN_INTERNAL_H */

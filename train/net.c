@@ -1,12 +1,16 @@
-/* net.c: the training network: creation from an architecture name, the
- * checks that make a caller-filled network safe to run, activation buffers,
- * the forward pass (dense layers through OpenBLAS sgemm, row-major, batch
- * major activations) and the mask / codebook constraints on weights.
+/* net.c: the training network: allocation, the shape rules that make a
+ * caller-filled network safe to run (dcz_net_validate) and that fill in its
+ * sizes (dcz_net_infer_shapes), parameter initialization, activation buffers
+ * and layer caches, the forward pass (dense layers through OpenBLAS sgemm,
+ * batch-major activations; the other kinds in conv.c, pool.c, bnorm.c), the
+ * mask / codebook constraints on weights and the folding of batch norm for
+ * inference. Architectures by name are built in arch.c.
  *
- * Tested by tests/unit/test_train.c (architecture parsing, parameter count,
- * validation errors, forward probabilities, constraints).
+ * Tested by tests/unit/test_train.c (validation errors, shapes, forward
+ * probabilities, constraints, folding).
  */
 #include <cblas.h>
+#include <limits.h>
 #include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -15,10 +19,10 @@
 
 #include "train/internal.h"
 
-#define ARCH_MAX_WIDTHS 64
-#define ARCH_MAX_WIDTH 65536
 #define NET_MAX_LAYERS (1 << 16)
 #define FORWARD_CHUNK 1024
+/* floats of activations (act and dact) a chunked inference run may hold */
+#define ACT_BUDGET ((size_t)1 << 24)
 
 void dcz_train_err(char *err, size_t errlen, const char *fmt, ...)
 {
@@ -42,6 +46,7 @@ dcz_status dcz_net_alloc(int nlayers, dcz_net **out)
         return DCZ_ERR_NOMEM;
     }
     net->nlayers = nlayers;
+    dcz_rng_seed(&net->rng, 0);
     *out = net;
     return DCZ_OK;
 }
@@ -57,6 +62,14 @@ static void free_acts(dcz_net *net)
     net->act = NULL;
     net->dact = NULL;
     net->cap_batch = 0;
+    for (int i = 0; i < net->nlayers; i++) {
+        free(net->layers[i].cache);
+        net->layers[i].cache = NULL;
+        net->layers[i].cache_bytes = 0;
+    }
+    free(net->work);
+    net->work = NULL;
+    net->work_floats = 0;
 }
 
 void dcz_net_reset_state(dcz_net *net)
@@ -71,54 +84,218 @@ void dcz_net_reset_state(dcz_net *net)
     }
 }
 
+/* Frees the parameters and statistics of one layer (not its training state). */
+static void free_params(dcz_tlayer *l)
+{
+    free(l->w); free(l->b); free(l->mask);
+    free(l->codebook); free(l->assign);
+    free(l->run_mean); free(l->run_var);
+    l->w = l->b = l->codebook = l->run_mean = l->run_var = NULL;
+    l->mask = l->assign = NULL;
+}
+
 void dcz_net_free(dcz_net *net)
 {
     if (!net) return;
     dcz_net_reset_state(net);
     if (net->layers) {
-        for (int i = 0; i < net->nlayers; i++) {
-            dcz_tlayer *l = &net->layers[i];
-            free(l->w); free(l->b); free(l->mask);
-            free(l->codebook); free(l->assign);
-        }
+        free_acts(net);
+        for (int i = 0; i < net->nlayers; i++) free_params(&net->layers[i]);
     }
-    free_acts(net);
     free(net->layers);
     free(net);
+}
+
+/* ---- shapes ----------------------------------------------------------------- */
+
+static int is_spatial(dcz_tlayer_kind k)
+{
+    return k == DCZ_TL_CONV || k == DCZ_TL_MAXPOOL || k == DCZ_TL_AVGPOOL || k == DCZ_TL_GAP;
+}
+
+/* Kinds whose geometry fields are used (and checked). */
+static int has_geometry(dcz_tlayer_kind k)
+{
+    return is_spatial(k) || k == DCZ_TL_FLATTEN || k == DCZ_TL_BATCHNORM;
+}
+
+static int64_t chw_count(dcz_chw s)
+{
+    return s.c * s.h * s.w;
+}
+
+/* One output dimension of a window: floor((n + 2 pad - k) / stride) + 1, or
+ * -1 when the window does not fit. */
+static int64_t window_out(int64_t n, int k, int stride, int pad)
+{
+    if (k < 1 || stride < 1 || pad < 0 || pad >= k) return -1;
+    int64_t span = n + 2 * (int64_t)pad - k;
+    return span < 0 ? -1 : span / stride + 1;
+}
+
+dcz_status dcz_tlayer_out_shape(const dcz_tlayer *l, dcz_chw in, dcz_chw *out)
+{
+    switch (l->kind) {
+    case DCZ_TL_DENSE:
+        if (l->out <= 0) return DCZ_ERR_SHAPE;
+        *out = (dcz_chw){ l->out, 1, 1 };
+        return DCZ_OK;
+    case DCZ_TL_RELU:
+    case DCZ_TL_SOFTMAX:
+    case DCZ_TL_DROPOUT:
+    case DCZ_TL_BATCHNORM:
+        *out = in;
+        return DCZ_OK;
+    case DCZ_TL_FLATTEN:
+        *out = (dcz_chw){ chw_count(in), 1, 1 };
+        return DCZ_OK;
+    case DCZ_TL_GAP:
+        *out = (dcz_chw){ in.c, 1, 1 };
+        return DCZ_OK;
+    case DCZ_TL_CONV:
+    case DCZ_TL_MAXPOOL:
+    case DCZ_TL_AVGPOOL: {
+        int64_t oh = window_out(in.h, l->kh, l->sh, l->ph);
+        int64_t ow = window_out(in.w, l->kw, l->sw, l->pw);
+        if (oh < 1 || ow < 1) return DCZ_ERR_SHAPE;
+        int64_t oc = l->kind == DCZ_TL_CONV ? l->out_c : in.c;
+        if (oc < 1) return DCZ_ERR_SHAPE;
+        *out = (dcz_chw){ oc, oh, ow };
+        return DCZ_OK;
+    }
+    }
+    return DCZ_ERR_ARG;
+}
+
+/* The input shape recorded in net->in_rank/in_dims, as (c, h, w). */
+static dcz_status rank_shape(const dcz_net *net, dcz_chw *s)
+{
+    uint32_t r = net->in_rank;
+    const uint32_t *d = net->in_dims;
+    if (r < 1 || r > 4) return DCZ_ERR_SHAPE;
+    int64_t total = 1;
+    for (uint32_t i = 0; i < r; i++) {
+        if (d[i] == 0) return DCZ_ERR_SHAPE;
+        total *= d[i];
+        if (total > INT_MAX) return DCZ_ERR_SHAPE;
+    }
+    if (r == 1) *s = (dcz_chw){ d[0], 1, 1 };
+    else if (r == 2) *s = (dcz_chw){ 1, d[0], d[1] };
+    else if (r == 3) *s = (dcz_chw){ d[0], d[1], d[2] };
+    else *s = (dcz_chw){ (int64_t)d[0] * d[1], d[2], d[3] };
+    return DCZ_OK;
+}
+
+dcz_status dcz_net_infer_shapes(dcz_net *net)
+{
+    if (!net || !net->layers || net->nlayers < 1) return DCZ_ERR_ARG;
+    dcz_chw cur;
+    dcz_status st = rank_shape(net, &cur);
+    if (st != DCZ_OK) return st;
+    for (int i = 0; i < net->nlayers; i++) {
+        dcz_tlayer *l = &net->layers[i];
+        dcz_chw next;
+        st = dcz_tlayer_out_shape(l, cur, &next);
+        if (st != DCZ_OK) return st;
+        if (chw_count(next) > INT_MAX) return DCZ_ERR_SHAPE;
+        l->in = (int)chw_count(cur);
+        l->out = (int)chw_count(next);
+        if (has_geometry(l->kind)) {
+            l->in_c = (int)cur.c; l->in_h = (int)cur.h; l->in_w = (int)cur.w;
+            l->out_c = (int)next.c; l->out_h = (int)next.h; l->out_w = (int)next.w;
+        }
+        cur = next;
+    }
+    return DCZ_OK;
+}
+
+/* Codebook consistency of a layer with weights (see dcz_net_validate). */
+static dcz_status check_codebook(const dcz_tlayer *l)
+{
+    int shared = l->codebook || l->assign || l->k;
+    if (!shared) return DCZ_OK;
+    if (!l->codebook || !l->assign || l->k < 1 || l->k > 256) return DCZ_ERR_ARG;
+    size_t nw = dcz_tlayer_nweights(l);
+    for (size_t j = 0; j < nw; j++)
+        if ((!l->mask || l->mask[j]) && l->assign[j] >= l->k) return DCZ_ERR_ARG;
+    return DCZ_OK;
+}
+
+/* Buffers and settings of one layer, apart from its shapes. */
+static dcz_status check_layer(const dcz_net *net, int i)
+{
+    const dcz_tlayer *l = &net->layers[i];
+    if (!dcz_tlayer_has_weights(l) && (l->mask || l->codebook || l->assign || l->k))
+        return DCZ_ERR_ARG;
+    switch (l->kind) {
+    case DCZ_TL_DENSE:
+    case DCZ_TL_CONV:
+        if (!l->w || !l->b) return DCZ_ERR_ARG;
+        return check_codebook(l);
+    case DCZ_TL_SOFTMAX:
+        /* the loss is fused with it */
+        return i == net->nlayers - 1 ? DCZ_OK : DCZ_ERR_ARG;
+    case DCZ_TL_BATCHNORM:
+        if (!l->w || !l->b || !l->run_mean || !l->run_var) return DCZ_ERR_ARG;
+        if (!(l->eps > 0.0f) || !isfinite(l->eps)) return DCZ_ERR_ARG;
+        if (!(l->bn_momentum >= 0.0f && l->bn_momentum <= 1.0f)) return DCZ_ERR_ARG;
+        return DCZ_OK;
+    case DCZ_TL_DROPOUT:
+        return l->rate >= 0.0f && l->rate < 1.0f ? DCZ_OK : DCZ_ERR_ARG;
+    case DCZ_TL_RELU:
+    case DCZ_TL_MAXPOOL:
+    case DCZ_TL_AVGPOOL:
+    case DCZ_TL_GAP:
+    case DCZ_TL_FLATTEN:
+        return DCZ_OK;
+    }
+    return DCZ_ERR_ARG;
 }
 
 dcz_status dcz_net_validate(dcz_net *net)
 {
     if (!net || !net->layers || net->nlayers < 1) return DCZ_ERR_ARG;
+    const dcz_tlayer *first = &net->layers[0];
+    dcz_chw cur;
+    if (net->in_rank != 0) {
+        dcz_status st = rank_shape(net, &cur);
+        if (st != DCZ_OK) return st;
+    } else if (has_geometry(first->kind)) {
+        cur = (dcz_chw){ first->in_c, first->in_h, first->in_w };
+    } else {
+        cur = (dcz_chw){ first->in, 1, 1 };
+    }
     for (int i = 0; i < net->nlayers; i++) {
-        dcz_tlayer *l = &net->layers[i];
+        const dcz_tlayer *l = &net->layers[i];
         if (l->in <= 0 || l->out <= 0) return DCZ_ERR_SHAPE;
-        if (i > 0 && net->layers[i - 1].out != l->in) return DCZ_ERR_SHAPE;
-        switch (l->kind) {
-        case DCZ_TL_DENSE: {
-            if (!l->w || !l->b) return DCZ_ERR_ARG;
-            int shared = l->codebook || l->assign || l->k;
-            if (!shared) break;
-            if (!l->codebook || !l->assign || l->k < 1 || l->k > 256) return DCZ_ERR_ARG;
-            size_t nw = dcz_tlayer_nweights(l);
-            for (size_t j = 0; j < nw; j++)
-                if ((!l->mask || l->mask[j]) && l->assign[j] >= l->k) return DCZ_ERR_ARG;
-            break;
-        }
-        case DCZ_TL_RELU:
-            if (l->in != l->out) return DCZ_ERR_SHAPE;
-            break;
-        case DCZ_TL_SOFTMAX:
-            if (l->in != l->out) return DCZ_ERR_SHAPE;
-            if (i != net->nlayers - 1) return DCZ_ERR_ARG;   /* the loss is fused with it */
-            break;
-        default:
-            return DCZ_ERR_ARG;
-        }
+        if (chw_count(cur) != l->in) return DCZ_ERR_SHAPE;
+        dcz_status st = check_layer(net, i);
+        if (st != DCZ_OK) return st;
+        if (has_geometry(l->kind) && (l->in_c != cur.c || l->in_h != cur.h || l->in_w != cur.w))
+            return DCZ_ERR_SHAPE;
+        dcz_chw next;
+        st = dcz_tlayer_out_shape(l, cur, &next);
+        if (st != DCZ_OK) return st;
+        if (has_geometry(l->kind) &&
+            (l->out_c != next.c || l->out_h != next.h || l->out_w != next.w))
+            return DCZ_ERR_SHAPE;
+        if (chw_count(next) != l->out) return DCZ_ERR_SHAPE;
+        cur = next;
     }
     /* shapes may have changed since the buffers were sized: regrow on demand */
     free_acts(net);
-    net->in_dim = net->layers[0].in;
+    if (net->in_rank == 0) {
+        if (has_geometry(first->kind)) {
+            net->in_rank = 3;
+            net->in_dims[0] = (uint32_t)first->in_c;
+            net->in_dims[1] = (uint32_t)first->in_h;
+            net->in_dims[2] = (uint32_t)first->in_w;
+        } else {
+            net->in_rank = 1;
+            net->in_dims[0] = (uint32_t)first->in;
+        }
+    }
+    net->in_dim = first->in;
     net->classes = net->layers[net->nlayers - 1].out;
     return DCZ_OK;
 }
@@ -129,36 +306,133 @@ size_t dcz_net_param_count(const dcz_net *net)
     size_t n = 0;
     for (int i = 0; i < net->nlayers; i++) {
         const dcz_tlayer *l = &net->layers[i];
-        if (l->kind == DCZ_TL_DENSE) n += dcz_tlayer_nweights(l) + (size_t)l->out;
+        if (dcz_tlayer_has_weights(l)) n += dcz_tlayer_nweights(l) + dcz_tlayer_nbias(l);
+        else if (l->kind == DCZ_TL_BATCHNORM) n += 2 * dcz_tlayer_nbias(l);
     }
     return n;
 }
+
+dcz_status dcz_net_init_params(dcz_net *net, dcz_rng *rng)
+{
+    if (!net || !net->layers || !rng) return DCZ_ERR_ARG;
+    for (int i = 0; i < net->nlayers; i++) {
+        dcz_tlayer *l = &net->layers[i];
+        if (l->w) continue;
+        if (dcz_tlayer_has_weights(l)) {
+            size_t nw = dcz_tlayer_nweights(l), cols = dcz_tlayer_wcols(l);
+            if (nw == 0) return DCZ_ERR_ARG;
+            l->w = malloc(nw * sizeof(float));                          /* (rows, cols) */
+            if (!l->b) l->b = calloc(dcz_tlayer_nbias(l), sizeof(float));   /* (rows) */
+            if (!l->w || !l->b) return DCZ_ERR_NOMEM;
+            /* He et al. 2015: N(0, 2 / fan_in) for layers followed by ReLU */
+            float sd = (float)sqrt(2.0 / (double)cols);
+            for (size_t j = 0; j < nw; j++) l->w[j] = sd * dcz_rng_normal(rng);
+        } else if (l->kind == DCZ_TL_BATCHNORM) {
+            size_t c = dcz_tlayer_nbias(l);
+            if (c == 0) return DCZ_ERR_ARG;
+            l->w = malloc(c * sizeof(float));                           /* gamma (c) */
+            if (!l->b) l->b = calloc(c, sizeof(float));                 /* beta (c) */
+            if (!l->run_mean) l->run_mean = calloc(c, sizeof(float));   /* (c) */
+            if (!l->run_var) {
+                l->run_var = malloc(c * sizeof(float));                 /* (c) */
+                if (l->run_var) for (size_t j = 0; j < c; j++) l->run_var[j] = 1.0f;
+            }
+            if (!l->w || !l->b || !l->run_mean || !l->run_var) return DCZ_ERR_NOMEM;
+            for (size_t j = 0; j < c; j++) l->w[j] = 1.0f;
+            if (l->eps == 0.0f) l->eps = 1e-5f;
+            if (l->bn_momentum == 0.0f) l->bn_momentum = 0.1f;
+        }
+    }
+    return DCZ_OK;
+}
+
+/* ---- buffers ----------------------------------------------------------------- */
 
 static int act_dim(const dcz_net *net, int i)
 {
     return i < net->nlayers ? net->layers[i].in : net->layers[net->nlayers - 1].out;
 }
 
-dcz_status dcz_net_reserve(dcz_net *net, int batch)
+size_t dcz_tlayer_cache_bytes(const dcz_tlayer *l, int batch)
 {
-    if (batch <= net->cap_batch && net->act) return DCZ_OK;
-    free_acts(net);
-    net->act = calloc((size_t)net->nlayers + 1, sizeof *net->act);
-    net->dact = calloc((size_t)net->nlayers + 1, sizeof *net->dact);
-    if (!net->act || !net->dact) goto nomem;
-    for (int i = 0; i <= net->nlayers; i++) {
-        size_t dim = (size_t)act_dim(net, i);
-        if ((size_t)batch > SIZE_MAX / sizeof(float) / dim) goto nomem;
-        net->act[i] = malloc((size_t)batch * dim * sizeof(float));    /* (batch, dim) */
-        net->dact[i] = malloc((size_t)batch * dim * sizeof(float));   /* (batch, dim) */
-        if (!net->act[i] || !net->dact[i]) goto nomem;
+    switch (l->kind) {
+    case DCZ_TL_MAXPOOL: return (size_t)batch * (size_t)l->out * sizeof(int32_t);
+    case DCZ_TL_BATCHNORM: return 2 * (size_t)l->in_c * sizeof(float);
+    case DCZ_TL_DROPOUT: return (size_t)batch * (size_t)l->in;
+    case DCZ_TL_CONV: return dcz_conv_cache_floats(l, batch) * sizeof(float);
+    default: return 0;
     }
-    net->cap_batch = batch;
+}
+
+/* Sizes the caches of the layers for cap_batch samples, for training. */
+static dcz_status reserve_caches(dcz_net *net)
+{
+    size_t kept = 0;
+    for (int i = 0; i < net->nlayers; i++) {
+        dcz_tlayer *l = &net->layers[i];
+        size_t bytes = dcz_tlayer_cache_bytes(l, net->cap_batch);
+        if (l->kind == DCZ_TL_CONV) {
+            kept += bytes / sizeof(float);
+            if (kept > DCZ_CONV_KEEP_TOTAL) bytes = 0;   /* rebuilds its columns */
+        }
+        if (bytes <= l->cache_bytes) continue;
+        free(l->cache);
+        l->cache = malloc(bytes);
+        l->cache_bytes = l->cache ? bytes : 0;
+        if (!l->cache) return DCZ_ERR_NOMEM;
+    }
     return DCZ_OK;
+}
+
+dcz_status dcz_net_reserve(dcz_net *net, int batch, int train)
+{
+    if (!net->act || batch > net->cap_batch) {
+        free_acts(net);
+        net->act = calloc((size_t)net->nlayers + 1, sizeof *net->act);
+        net->dact = calloc((size_t)net->nlayers + 1, sizeof *net->dact);
+        if (!net->act || !net->dact) goto nomem;
+        for (int i = 0; i <= net->nlayers; i++) {
+            size_t dim = (size_t)act_dim(net, i);
+            if ((size_t)batch > SIZE_MAX / sizeof(float) / dim) goto nomem;
+            net->act[i] = malloc((size_t)batch * dim * sizeof(float));    /* (batch, dim) */
+            if (!net->act[i]) goto nomem;
+        }
+        size_t work = 0;
+        for (int i = 0; i < net->nlayers; i++)
+            if (net->layers[i].kind == DCZ_TL_CONV) {
+                size_t wf = dcz_conv_work_floats(&net->layers[i], batch);
+                if (wf > work) work = wf;
+            }
+        if (work) {
+            net->work = malloc(work * sizeof(float));
+            if (!net->work) goto nomem;
+            net->work_floats = work;
+        }
+        net->cap_batch = batch;
+    }
+    if (!train) return DCZ_OK;
+    for (int i = 0; i <= net->nlayers; i++) {
+        if (net->dact[i]) continue;
+        size_t dim = (size_t)act_dim(net, i);
+        net->dact[i] = malloc((size_t)net->cap_batch * dim * sizeof(float));   /* (cap, dim) */
+        if (!net->dact[i]) goto nomem;
+    }
+    if (reserve_caches(net) == DCZ_OK) return DCZ_OK;
 nomem:
     free_acts(net);
     return DCZ_ERR_NOMEM;
 }
+
+int dcz_net_chunk(const dcz_net *net, int max)
+{
+    size_t per = 0;
+    for (int i = 0; i <= net->nlayers; i++) per += 2 * (size_t)act_dim(net, i);
+    size_t c = ACT_BUDGET / (per ? per : 1);
+    if (c < 1) c = 1;
+    return c < (size_t)max ? (int)c : max;
+}
+
+/* ---- forward ------------------------------------------------------------------ */
 
 /* y = x W^T + b for a (batch, in) x and (out, in) W. */
 static void dense_forward(const dcz_tlayer *l, const float *x, float *y, int batch)
@@ -187,10 +461,29 @@ static void softmax_rows(const float *x, float *y, int batch, int n)
     }
 }
 
-void dcz_net_run_layers(dcz_net *net, int batch, int infer)
+/* Inverted dropout: in training each unit is kept with probability 1 - rate
+ * (mask in l->cache) and scaled by 1 / (1 - rate); the identity otherwise. */
+static void dropout_forward(dcz_net *net, dcz_tlayer *l, const float *x, float *y,
+                            int batch, int train)
 {
+    size_t n = (size_t)batch * (size_t)l->in;
+    if (!train || l->rate <= 0.0f) {
+        memcpy(y, x, n * sizeof(float));
+        return;
+    }
+    uint8_t *m = l->cache;   /* (batch, in) 1 kept */
+    float scale = 1.0f / (1.0f - l->rate);
+    for (size_t j = 0; j < n; j++) {
+        m[j] = dcz_rng_uniform(&net->rng) >= l->rate;
+        y[j] = m[j] ? x[j] * scale : 0.0f;
+    }
+}
+
+void dcz_net_run_layers(dcz_net *net, int batch, unsigned flags)
+{
+    int train = (flags & DCZ_RUN_TRAIN) != 0;
     for (int i = 0; i < net->nlayers; i++) {
-        const dcz_tlayer *l = &net->layers[i];
+        dcz_tlayer *l = &net->layers[i];
         const float *x = net->act[i];   /* (batch, in) */
         float *y = net->act[i + 1];     /* (batch, out) */
         size_t n = (size_t)batch * (size_t)l->out;
@@ -199,11 +492,28 @@ void dcz_net_run_layers(dcz_net *net, int batch, int infer)
             dense_forward(l, x, y, batch);
             break;
         case DCZ_TL_RELU:
-            for (size_t j = 0; j < n; j++) y[j] = x[j] > 0.0f ? x[j] : 0.0f;
+            dcz_vrelu(y, x, n);
             break;
         case DCZ_TL_SOFTMAX:
-            if (infer) softmax_rows(x, y, batch, l->out);
+            if (flags & DCZ_RUN_PROBS) softmax_rows(x, y, batch, l->out);
             else memcpy(y, x, n * sizeof(float));
+            break;
+        case DCZ_TL_CONV:
+            dcz_conv_forward(l, x, y, batch, net->work, train);
+            break;
+        case DCZ_TL_MAXPOOL:
+        case DCZ_TL_AVGPOOL:
+        case DCZ_TL_GAP:
+            dcz_pool_forward(l, x, y, batch, train);
+            break;
+        case DCZ_TL_FLATTEN:
+            memcpy(y, x, n * sizeof(float));
+            break;
+        case DCZ_TL_BATCHNORM:
+            dcz_bn_forward(l, x, y, batch, train);
+            break;
+        case DCZ_TL_DROPOUT:
+            dropout_forward(net, l, x, y, batch, train);
             break;
         }
     }
@@ -214,28 +524,31 @@ dcz_status dcz_net_forward(dcz_net *net, const float *x, int batch, float *out)
     if (!net || !net->layers || net->in_dim <= 0 || batch < 0) return DCZ_ERR_ARG;
     if (batch == 0) return DCZ_OK;
     if (!x || !out) return DCZ_ERR_ARG;
-    int chunk = batch < FORWARD_CHUNK ? batch : FORWARD_CHUNK;
+    int max = dcz_net_chunk(net, FORWARD_CHUNK);
+    int chunk = batch < max ? batch : max;
     if (net->cap_batch > chunk && batch > chunk)
         chunk = net->cap_batch < batch ? net->cap_batch : batch;
-    dcz_status st = dcz_net_reserve(net, chunk);
+    dcz_status st = dcz_net_reserve(net, chunk, 0);
     if (st != DCZ_OK) return st;
     size_t in = (size_t)net->in_dim, classes = (size_t)net->classes;
     for (int start = 0; start < batch; start += chunk) {
         int bs = batch - start < chunk ? batch - start : chunk;
         memcpy(net->act[0], x + (size_t)start * in, (size_t)bs * in * sizeof(float));
-        dcz_net_run_layers(net, bs, 1);
+        dcz_net_run_layers(net, bs, DCZ_RUN_PROBS);
         memcpy(out + (size_t)start * classes, net->act[net->nlayers],
                (size_t)bs * classes * sizeof(float));
     }
     return DCZ_OK;
 }
 
+/* ---- constraints and folding -------------------------------------------------------- */
+
 void dcz_net_apply_constraints(dcz_net *net)
 {
     if (!net || !net->layers) return;
     for (int i = 0; i < net->nlayers; i++) {
         dcz_tlayer *l = &net->layers[i];
-        if (l->kind != DCZ_TL_DENSE || !l->w) continue;
+        if (!dcz_tlayer_has_weights(l) || !l->w) continue;
         size_t nw = dcz_tlayer_nweights(l);
         if (l->codebook && l->assign && l->k > 0) {
             /* an out-of-range assignment (dcz_net_validate reports it) gives
@@ -251,120 +564,60 @@ void dcz_net_apply_constraints(dcz_net *net)
     }
 }
 
-/* Parses "mlp:784-300-10" widths (strictly: digits and single dashes). */
-static dcz_status parse_mlp(const char *arch, int *widths, int *nw, char *err, size_t errlen)
+/* Checks that the BATCHNORM layer i can be folded into layer i - 1. */
+static dcz_status foldable(const dcz_net *net, int i)
 {
-    const char *p = arch + 4;
-    int n = 0;
-    for (;;) {
-        if (*p < '0' || *p > '9') {
-            dcz_train_err(err, errlen, "architecture \"%s\": expected a width at offset %d "
-                          "(e.g. mlp:784-300-100-10)", arch, (int)(p - arch));
-            return DCZ_ERR_ARG;
-        }
-        long v = 0;
-        while (*p >= '0' && *p <= '9') {
-            v = v * 10 + (*p - '0');
-            if (v > ARCH_MAX_WIDTH) break;
-            p++;
-        }
-        if (v < 1 || v > ARCH_MAX_WIDTH) {
-            dcz_train_err(err, errlen, "architecture \"%s\": widths must be 1..%d",
-                          arch, ARCH_MAX_WIDTH);
-            return DCZ_ERR_ARG;
-        }
-        if (n == ARCH_MAX_WIDTHS) {
-            dcz_train_err(err, errlen, "architecture \"%s\": more than %d widths",
-                          arch, ARCH_MAX_WIDTHS);
-            return DCZ_ERR_ARG;
-        }
-        widths[n++] = (int)v;
-        if (*p == '\0') break;
-        if (*p != '-') {
-            dcz_train_err(err, errlen, "architecture \"%s\": unexpected '%c' at offset %d",
-                          arch, *p, (int)(p - arch));
-            return DCZ_ERR_ARG;
-        }
-        p++;
-    }
-    if (n < 2) {
-        dcz_train_err(err, errlen, "architecture \"%s\": needs at least an input and an "
-                      "output width (e.g. mlp:784-10)", arch);
-        return DCZ_ERR_ARG;
-    }
-    *nw = n;
+    const dcz_tlayer *bn = &net->layers[i];
+    if (i == 0) return DCZ_ERR_UNSUPPORTED;
+    const dcz_tlayer *p = &net->layers[i - 1];
+    if (!dcz_tlayer_has_weights(p) || p->mask || p->codebook || p->assign) return DCZ_ERR_UNSUPPORTED;
+    if (!p->w || !p->b || !bn->w || !bn->b || !bn->run_mean || !bn->run_var) return DCZ_ERR_ARG;
+    if (dcz_tlayer_nbias(p) != (size_t)bn->in_c || (size_t)bn->in_c * dcz_tlayer_wcols(p) == 0)
+        return DCZ_ERR_SHAPE;
     return DCZ_OK;
 }
 
-dcz_status dcz_net_create_arch(const char *arch, uint64_t seed, dcz_net **out,
-                               char *err, size_t errlen)
+dcz_status dcz_net_fold_for_inference(dcz_net *net)
 {
-    if (!out) return DCZ_ERR_ARG;
-    *out = NULL;
-    if (!arch) {
-        dcz_train_err(err, errlen, "no architecture given");
-        return DCZ_ERR_ARG;
-    }
-    int widths[ARCH_MAX_WIDTHS], nw = 0;
-    if (strcmp(arch, "lenet300") == 0) {
-        static const int lenet[] = { 784, 300, 100, 10 };
-        memcpy(widths, lenet, sizeof lenet);
-        nw = 4;
-    } else if (strncmp(arch, "mlp:", 4) == 0) {
-        dcz_status st = parse_mlp(arch, widths, &nw, err, errlen);
-        if (st != DCZ_OK) return st;
-    } else {
-        dcz_train_err(err, errlen, "unknown architecture \"%s\" (expected lenet300 or "
-                      "mlp:IN-H1-...-OUT)", arch);
-        return DCZ_ERR_ARG;
-    }
-
-    int ndense = nw - 1;
-    dcz_net *net = NULL;
-    dcz_status st = dcz_net_alloc(2 * ndense, &net);
-    if (st != DCZ_OK) {
-        dcz_train_err(err, errlen, "out of memory");
-        return st;
-    }
-    dcz_rng rng;
-    dcz_rng_seed(&rng, seed);
-    int li = 0;
-    for (int d = 0; d < ndense; d++) {
-        dcz_tlayer *l = &net->layers[li++];
-        l->kind = DCZ_TL_DENSE;
-        snprintf(l->name, sizeof l->name, "fc%d", d + 1);
-        l->in = widths[d];
-        l->out = widths[d + 1];
-        size_t nwt = dcz_tlayer_nweights(l);
-        l->w = malloc(nwt * sizeof(float));              /* (out, in) */
-        l->b = calloc((size_t)l->out, sizeof(float));    /* (out) */
-        if (!l->w || !l->b) {
-            dcz_train_err(err, errlen, "out of memory for layer %s (%d x %d)",
-                          l->name, l->out, l->in);
-            st = DCZ_ERR_NOMEM;
-            goto fail;
+    if (!net || !net->layers || net->nlayers < 1) return DCZ_ERR_ARG;
+    int kept = 0;
+    for (int i = 0; i < net->nlayers; i++) {
+        dcz_tlayer_kind k = net->layers[i].kind;
+        if (k == DCZ_TL_BATCHNORM) {
+            dcz_status st = foldable(net, i);
+            if (st != DCZ_OK) return st;
+        } else if (k != DCZ_TL_DROPOUT) {
+            kept++;
         }
-        /* He et al. 2015: N(0, 2 / fan_in) for layers followed by ReLU */
-        float sd = (float)sqrt(2.0 / l->in);
-        for (size_t j = 0; j < nwt; j++) l->w[j] = sd * dcz_rng_normal(&rng);
-        l = &net->layers[li++];
-        if (d < ndense - 1) {
-            l->kind = DCZ_TL_RELU;
-            snprintf(l->name, sizeof l->name, "relu%d", d + 1);
-        } else {
-            l->kind = DCZ_TL_SOFTMAX;
-            snprintf(l->name, sizeof l->name, "prob");
+    }
+    if (kept == 0) return DCZ_ERR_UNSUPPORTED;
+    dcz_net_reset_state(net);
+    free_acts(net);
+    int n = 0;
+    for (int i = 0; i < net->nlayers; i++) {
+        dcz_tlayer *l = &net->layers[i];
+        if (l->kind == DCZ_TL_BATCHNORM) {
+            /* w' = w g, b' = (b - mean) g + beta, g = gamma / sqrt(var + eps) */
+            dcz_tlayer *p = &net->layers[i - 1];
+            size_t cols = dcz_tlayer_wcols(p);
+            for (int c = 0; c < l->in_c; c++) {
+                double g = (double)l->w[c] / sqrt((double)l->run_var[c] + (double)l->eps);
+                float *row = p->w + (size_t)c * cols;
+                for (size_t j = 0; j < cols; j++) row[j] = (float)(row[j] * g);
+                p->b[c] = (float)(((double)p->b[c] - l->run_mean[c]) * g + l->b[c]);
+            }
         }
-        l->in = l->out = widths[d + 1];
     }
-    st = dcz_net_validate(net);
-    if (st != DCZ_OK) {
-        dcz_train_err(err, errlen, "internal: built network does not validate");
-        goto fail;
+    for (int i = 0; i < net->nlayers; i++) {
+        dcz_tlayer *l = &net->layers[i];
+        if (l->kind == DCZ_TL_BATCHNORM || l->kind == DCZ_TL_DROPOUT) {
+            free_params(l);
+            continue;
+        }
+        if (n != i) net->layers[n] = *l;
+        n++;
     }
-    *out = net;
-    return DCZ_OK;
-fail:
-    dcz_net_free(net);
-    return st;
+    for (int i = n; i < net->nlayers; i++) memset(&net->layers[i], 0, sizeof net->layers[i]);
+    net->nlayers = n;
+    return dcz_net_validate(net);
 }

@@ -6,13 +6,19 @@
  *   softmax cross-entropy on the last layer's logits z, fused and shifted by
  *   the row maximum: loss = lse(z) - z[y], dz = (softmax(z) - onehot(y)) / B;
  *   dense y = x W^T + b: gW = dy^T x, gb = column sums of dy, dx = dy W;
- *   relu: dx = dy where the output is > 0.
+ *   relu: dx = dy where the output is > 0; dropout: dx = dy where kept,
+ *   scaled as in the forward pass; flatten and softmax: dx = dy;
+ *   convolution (conv.c), pooling (pool.c), batch norm (bnorm.c).
+ * No layer before the first one with parameters is differentiated.
  * Update (per parameter): v = momentum v + (g + wd w); w -= lr v, with wd on
- * weights only. Masked weights get g = v = w = 0. A codebook layer moves its
+ * DENSE and CONV weights only (not biases, batch-norm gamma and beta or
+ * centroids). Masked weights get g = v = w = 0. A codebook layer moves its
  * centroids by gcb[c] = sum of gW over the kept weights assigned to c (Deep
  * Compression, section 3.2; no weight decay) and rewrites w = cb[assign].
+ * Convolution weights are a (out_c, in_c*kh*kw) matrix and take masks and
+ * codebooks exactly as dense ones.
  *
- * Tested by tests/unit/test_train.c: finite-difference gradient check in
+ * Tested by tests/unit/test_train.c: finite-difference gradient checks in
  * double, masks, codebooks, convergence, determinism.
  */
 #include <cblas.h>
@@ -24,13 +30,19 @@
 
 #define EVAL_CHUNK 1000
 
+/* Layers with trainable parameters: DENSE, CONV, BATCHNORM. */
+static int has_params(const dcz_tlayer *l)
+{
+    return dcz_tlayer_has_weights(l) || l->kind == DCZ_TL_BATCHNORM;
+}
+
 static dcz_status alloc_grads(dcz_net *net)
 {
     for (int i = 0; i < net->nlayers; i++) {
         dcz_tlayer *l = &net->layers[i];
-        if (l->kind != DCZ_TL_DENSE) continue;
-        if (!l->gw) l->gw = calloc(dcz_tlayer_nweights(l), sizeof(float));   /* (out, in) */
-        if (!l->gb) l->gb = calloc((size_t)l->out, sizeof(float));           /* (out) */
+        if (!has_params(l)) continue;
+        if (!l->gw) l->gw = calloc(dcz_tlayer_nweights(l), sizeof(float));   /* (rows, cols) */
+        if (!l->gb) l->gb = calloc(dcz_tlayer_nbias(l), sizeof(float));      /* (rows) */
         if (!l->gw || !l->gb) return DCZ_ERR_NOMEM;
         if (l->codebook && !l->gcb) {
             l->gcb = calloc((size_t)l->k, sizeof(float));                    /* (k) */
@@ -44,8 +56,8 @@ static dcz_status alloc_momentum(dcz_net *net)
 {
     for (int i = 0; i < net->nlayers; i++) {
         dcz_tlayer *l = &net->layers[i];
-        if (l->kind != DCZ_TL_DENSE) continue;
-        if (!l->vb) l->vb = calloc((size_t)l->out, sizeof(float));
+        if (!has_params(l)) continue;
+        if (!l->vb) l->vb = calloc(dcz_tlayer_nbias(l), sizeof(float));
         if (!l->vb) return DCZ_ERR_NOMEM;
         if (l->codebook) {
             if (!l->vcb) l->vcb = calloc((size_t)l->k, sizeof(float));
@@ -83,6 +95,21 @@ static double loss_and_dlogits(dcz_net *net, const uint8_t *y, int batch)
     return total / batch;
 }
 
+/* Masked gradients to 0; the centroid gradients of a codebook layer. */
+static void constrain_grads(dcz_tlayer *l)
+{
+    size_t nw = dcz_tlayer_nweights(l);
+    if (l->mask)
+        for (size_t j = 0; j < nw; j++)
+            if (!l->mask[j]) l->gw[j] = 0.0f;
+    if (l->codebook) {
+        double acc[256] = { 0 };
+        for (size_t j = 0; j < nw; j++)
+            if (!l->mask || l->mask[j]) acc[l->assign[j]] += l->gw[j];
+        for (int c = 0; c < l->k; c++) l->gcb[c] = (float)acc[c];
+    }
+}
+
 static void dense_backward(dcz_tlayer *l, const float *x, const float *dy, float *dx,
                            int batch)
 {
@@ -98,26 +125,31 @@ static void dense_backward(dcz_tlayer *l, const float *x, const float *dy, float
     if (dx)
         cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, batch, l->in, l->out,
                     1.0f, dy, l->out, l->w, l->in, 0.0f, dx, l->in);
-    size_t nw = dcz_tlayer_nweights(l);
-    if (l->mask)
-        for (size_t j = 0; j < nw; j++)
-            if (!l->mask[j]) l->gw[j] = 0.0f;
-    if (l->codebook) {
-        double acc[256] = { 0 };
-        for (size_t j = 0; j < nw; j++)
-            if (!l->mask || l->mask[j]) acc[l->assign[j]] += l->gw[j];
-        for (int c = 0; c < l->k; c++) l->gcb[c] = (float)acc[c];
+}
+
+/* dx = dy where the forward pass kept the unit, scaled alike. */
+static void dropout_backward(const dcz_tlayer *l, const float *dy, float *dx, size_t n)
+{
+    if (l->rate <= 0.0f) {
+        memcpy(dx, dy, n * sizeof(float));
+        return;
+    }
+    const uint8_t *m = l->cache;   /* (batch, in) */
+    float scale = 1.0f / (1.0f - l->rate);
+    for (size_t j = 0; j < n; j++) {
+        float g = dy[j] * scale;   /* computed first: a mask, not a branch */
+        dx[j] = m[j] ? g : 0.0f;
     }
 }
 
-/* Forward and backward of the batch already in act[0]. */
+/* Forward (training mode) and backward of the batch already in act[0]. */
 static double grad_core(dcz_net *net, const uint8_t *y, int batch)
 {
-    dcz_net_run_layers(net, batch, 0);
+    dcz_net_run_layers(net, batch, DCZ_RUN_TRAIN);
     double loss = loss_and_dlogits(net, y, batch);
     int first = net->nlayers;   /* first layer with parameters: no dx needed before it */
     for (int i = 0; i < net->nlayers; i++)
-        if (net->layers[i].kind == DCZ_TL_DENSE) { first = i; break; }
+        if (has_params(&net->layers[i])) { first = i; break; }
     for (int i = net->nlayers - 1; i >= first; i--) {
         dcz_tlayer *l = &net->layers[i];
         const float *x = net->act[i];          /* (batch, in) */
@@ -128,12 +160,29 @@ static double grad_core(dcz_net *net, const uint8_t *y, int batch)
         switch (l->kind) {
         case DCZ_TL_DENSE:
             dense_backward(l, x, dy, dx, batch);
+            constrain_grads(l);
+            break;
+        case DCZ_TL_CONV:
+            dcz_conv_backward(l, x, dy, dx, batch, net->work);
+            constrain_grads(l);
+            break;
+        case DCZ_TL_BATCHNORM:
+            dcz_bn_backward(l, x, dy, dx, batch);
             break;
         case DCZ_TL_RELU:
-            if (dx) for (size_t j = 0; j < n; j++) dx[j] = out[j] > 0.0f ? dy[j] : 0.0f;
+            if (dx) dcz_vrelu_grad(dx, dy, out, n);
             break;
         case DCZ_TL_SOFTMAX:
+        case DCZ_TL_FLATTEN:
             if (dx) memcpy(dx, dy, n * sizeof(float));
+            break;
+        case DCZ_TL_DROPOUT:
+            if (dx) dropout_backward(l, dy, dx, n);
+            break;
+        case DCZ_TL_MAXPOOL:
+        case DCZ_TL_AVGPOOL:
+        case DCZ_TL_GAP:
+            if (dx) dcz_pool_backward(l, dy, dx, batch);
             break;
         }
     }
@@ -153,7 +202,7 @@ dcz_status dcz_net_grad(dcz_net *net, const float *x, const uint8_t *y, int batc
     if (!net || !net->layers || net->in_dim <= 0 || !x || !y || batch <= 0)
         return DCZ_ERR_ARG;
     if (!labels_fit(y, (size_t)batch, net->classes)) return DCZ_ERR_DATA;
-    dcz_status st = dcz_net_reserve(net, batch);
+    dcz_status st = dcz_net_reserve(net, batch, 1);
     if (st != DCZ_OK) return st;
     st = alloc_grads(net);
     if (st != DCZ_OK) return st;
@@ -200,20 +249,30 @@ dcz_status dcz_net_step(dcz_net *net, const dcz_sgd *opt)
     if (!net || !net->layers || check_sgd(opt) != DCZ_OK) return DCZ_ERR_ARG;
     for (int i = 0; i < net->nlayers; i++) {
         const dcz_tlayer *l = &net->layers[i];
-        if (l->kind == DCZ_TL_DENSE && (!l->gw || !l->gb || (l->codebook && !l->gcb)))
+        if (has_params(l) && (!l->gw || !l->gb || (l->codebook && !l->gcb)))
             return DCZ_ERR_ARG;   /* no gradients: dcz_net_grad first */
     }
     dcz_status st = alloc_momentum(net);
     if (st != DCZ_OK) return st;
     for (int i = 0; i < net->nlayers; i++) {
         dcz_tlayer *l = &net->layers[i];
-        if (l->kind != DCZ_TL_DENSE) continue;
+        if (!has_params(l)) continue;
+        size_t nb = dcz_tlayer_nbias(l);
         if (opt->train_biases)
-            for (int j = 0; j < l->out; j++) {
+            for (size_t j = 0; j < nb; j++) {
                 l->vb[j] = opt->momentum * l->vb[j] + l->gb[j];
                 l->b[j] -= opt->lr * l->vb[j];
             }
-        if (opt->train_weights) step_weights(l, opt);
+        if (!opt->train_weights) continue;
+        if (l->kind == DCZ_TL_BATCHNORM) {
+            /* gamma: momentum, no weight decay */
+            for (size_t j = 0; j < nb; j++) {
+                l->vw[j] = opt->momentum * l->vw[j] + l->gw[j];
+                l->w[j] -= opt->lr * l->vw[j];
+            }
+        } else {
+            step_weights(l, opt);
+        }
     }
     return DCZ_OK;
 }
@@ -245,7 +304,7 @@ dcz_status dcz_train_epoch(dcz_net *net, const dcz_dataset *data, const dcz_sgd 
     uint32_t *perm = malloc(n * sizeof *perm);   /* (n) sample order */
     uint8_t *yb = malloc((size_t)bmax);          /* (bmax) batch labels */
     if (!perm || !yb) { st = DCZ_ERR_NOMEM; goto cleanup; }
-    st = dcz_net_reserve(net, bmax);
+    st = dcz_net_reserve(net, bmax, 1);
     if (st != DCZ_OK) goto cleanup;
     st = alloc_grads(net);
     if (st != DCZ_OK) goto cleanup;
@@ -285,15 +344,16 @@ dcz_status dcz_net_evaluate(dcz_net *net, const dcz_dataset *data, double *accur
     st = check_data(net, data);
     if (st != DCZ_OK) return st;
     size_t n = data->n, in = (size_t)net->in_dim;
-    int chunk = n < EVAL_CHUNK ? (int)n : EVAL_CHUNK;
-    st = dcz_net_reserve(net, chunk);
+    int max = dcz_net_chunk(net, EVAL_CHUNK);
+    int chunk = n < (size_t)max ? (int)n : max;
+    st = dcz_net_reserve(net, chunk, 0);
     if (st != DCZ_OK) return st;
     size_t correct = 0;
     int classes = net->classes;
     for (size_t start = 0; start < n; start += (size_t)chunk) {
         int bs = n - start < (size_t)chunk ? (int)(n - start) : chunk;
         memcpy(net->act[0], data->x + start * in, (size_t)bs * in * sizeof(float));
-        dcz_net_run_layers(net, bs, 0);   /* logits: same argmax as probabilities */
+        dcz_net_run_layers(net, bs, 0);   /* inference, logits: same argmax as probabilities */
         const float *z = net->act[net->nlayers];   /* (bs, classes) */
         for (int r = 0; r < bs; r++) {
             const float *zr = z + (size_t)r * classes;

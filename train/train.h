@@ -2,9 +2,15 @@
  *
  * A dcz_net is a chain of layers in the same order as the runtime graph of a
  * .dcz (docs/FORMAT.md), so a network converts to and from a file layer by
- * layer (convert.c). Dense layers run forward and backward through OpenBLAS
- * sgemm; the loss is softmax cross-entropy on the last layer's logits (a
- * final softmax layer, when present, is the identity for training).
+ * layer (convert.c). Dense and convolution layers run forward and backward
+ * through OpenBLAS sgemm (convolutions by im2col over many samples at once);
+ * the loss is softmax cross-entropy on the last layer's logits (a final
+ * softmax layer, when present, is the identity for training).
+ *
+ * Two modes: training (dcz_net_grad, dcz_train_epoch) normalizes BATCHNORM
+ * layers by the statistics of the batch, updating their running statistics,
+ * and drops units in DROPOUT layers; inference (dcz_net_forward,
+ * dcz_net_evaluate) uses the running statistics and no dropout.
  *
  * Compression state lives in the layers and is honoured by training:
  * - mask (when not NULL): pruned weights are exactly 0 before and after
@@ -13,6 +19,7 @@
  *   codebook[assign[i]]; a step moves the centroids, never the assignments,
  *   by the sum of the gradients of the weights assigned to each centroid
  *   (Deep Compression, section 3.2), then rewrites the weights.
+ * Both apply alike to DENSE and CONV weights (dcz_tlayer_has_weights).
  *
  * Data: dcz_data_load reads MNIST-style IDX files (gzip or plain) from a
  * directory, or Fashion-MNIST from Debian's dataset-fashion-mnist package for
@@ -168,32 +175,114 @@ typedef struct dcz_net {
     int classes;          /* floats per output sample */
     uint32_t in_rank;     /* shape of one input sample: (in_dim) or (C, H, W) */
     uint32_t in_dims[4];
-    dcz_rng rng;          /* dropout masks; seeded by dcz_net_create_arch */
+    dcz_rng rng;          /* dropout masks; seeded by dcz_net_create_arch
+                             (from its seed) and by dcz_net_alloc (seed 0) */
     /* activation buffers for up to cap_batch samples, owned */
     int cap_batch;
     float **act;          /* act[i]: input of layer i (nlayers + 1 buffers) */
     float **dact;         /* gradients w.r.t. act[i] */
+    float *work;          /* scratch of the CONV layers (im2col columns),
+                             work_floats floats, owned; sized with act */
+    size_t work_floats;
 } dcz_net;
 
-/* Creates a network from an architecture name: "lenet300" (784-300-100-10
- * with ReLU) or "mlp:784-500-300-10" (any widths, ReLU between layers).
- * Layers are named fc1, relu1, fc2, ..., fcN, prob (the final softmax).
- * Weights are drawn from the seeded rng (He-normal), biases are 0. */
+/* Creates a network from an architecture name:
+ *
+ *   lenet300      784-300-100-10 perceptron: fc1 relu1 fc2 relu2 fc3 prob.
+ *   mlp:W0-W1-..-Wn
+ *                 perceptron of 2 to 64 widths (each 1..65536), ReLU between
+ *                 fully connected layers: fc1 relu1 fc2 ... fcN prob.
+ *   lenet5        the Caffe LeNet-5 that Deep Compression uses, input
+ *                 1x28x28: conv1 (20 filters 5x5) pool1 (max 2x2 stride 2)
+ *                 conv2 (50 filters 5x5) pool2 (max 2x2 stride 2) flatten
+ *                 fc1 (800->500) relu1 fc2 (500->10) prob; no ReLU after the
+ *                 convolutions; 431,080 parameters.
+ *   cnn:T1-T2-..-Tn
+ *                 a convolutional network from tokens separated by '-':
+ *       iCxHxW        input shape C channels of H x W (first token only;
+ *                     default i1x28x28); C, H, W 1..4096, C*H*W <= 2^24
+ *       cNkK[sS][pP]  convolution of N filters (1..4096) K x K (1..32),
+ *                     stride S (1..32, default 1), zero padding P each side
+ *                     (0..K-1, default K/2: "same" size for odd K, stride 1),
+ *                     followed by batch norm and ReLU
+ *       pK            max pooling K x K (1..32), stride K
+ *       aK            average pooling K x K (1..32), stride K
+ *       gap           global average pooling: (C, H, W) -> (C, 1, 1)
+ *       dR            dropout of R percent (0..99) of its input
+ *       fN            fully connected layer of N outputs (1..65536)
+ *     c, p, a and gap tokens must come before the first f token; the last
+ *     token must be an f token; at most 64 tokens. A flatten layer is
+ *     inserted before the first f token when spatial layers precede it, a
+ *     ReLU between two f tokens (after the first of them, before any dropout
+ *     between them), and the softmax "prob" at the end. Layers are named by
+ *     kind and counted from 1 in order: convN, bnN, reluN (one count for all
+ *     ReLU layers), poolN (max and average pooling share the count), gapN,
+ *     dropN, flatten, fcN, prob. A pooling or convolution whose output would
+ *     be smaller than 1 x 1, a layer of more than 2^28 weights or an
+ *     activation of more than 2^24 floats per sample is refused.
+ *     Example: cnn:c32k3-c32k3-p2-c64k3-c64k3-p2-c128k3-gap-f10.
+ *
+ * Weights are drawn from the seeded rng (He-normal: N(0, 2 / fan_in), fan_in
+ * = in for DENSE, in_c*kh*kw for CONV), biases are 0; batch norm starts at
+ * gamma 1, beta 0, running mean 0 and variance 1, eps 1e-5, momentum 0.1.
+ * net->rng (dropout) is seeded from seed too. A malformed name gives
+ * DCZ_ERR_ARG and a one-line reason in err. */
 dcz_status dcz_net_create_arch(const char *arch, uint64_t seed, dcz_net **out,
                                char *err, size_t errlen);
 
 /* An empty network of nlayers zeroed layers, for a caller to fill
- * (layer buffers must come from malloc: dcz_net_free frees them). */
+ * (layer buffers must come from malloc: dcz_net_free frees them); in_rank 0
+ * and net->rng seeded with 0. */
 dcz_status dcz_net_alloc(int nlayers, dcz_net **out);
 
 /* Checks a filled network (shapes chain, buffers present, in_dim/classes
- * set from the layers). DCZ_ERR_SHAPE when shapes do not chain or are not
- * positive; DCZ_ERR_ARG for a dense layer without w or b, an unknown kind, a
- * softmax that is not the last layer, or an inconsistent codebook (k outside
+ * set from the layers). The input shape is net->in_rank/in_dims when in_rank
+ * is not 0 (its element count must be the first layer's in); with in_rank 0
+ * it is set from the first layer ((in_c, in_h, in_w) for a spatial layer,
+ * else (in)). Input shapes are read as (c, h, w): rank 1 (n) as (n, 1, 1),
+ * rank 2 (h, w) as (1, h, w), rank 4 (a, c, h, w) as (a*c, h, w).
+ * Shape rules, each layer against the shape left by the layers before it:
+ * - every layer: in, out > 0 and in equal to the element count so far;
+ * - DENSE: any input shape; leaves (out, 1, 1);
+ * - RELU, SOFTMAX, DROPOUT: in == out, shape kept, geometry fields unused;
+ * - CONV, MAXPOOL, AVGPOOL, GAP: (in_c, in_h, in_w) equal to the shape so
+ *   far; window and stride >= 1, 0 <= padding < window; out_h =
+ *   floor((in_h + 2 ph - kh) / sh) + 1 >= 1 (out_w alike); out_c any for
+ *   CONV, in_c for the pools; GAP has out_h = out_w = 1 (its window fields
+ *   are unused); out == out_c * out_h * out_w;
+ * - FLATTEN: (in_c, in_h, in_w) as for CONV, out == in, output (out, 1, 1);
+ * - BATCHNORM: (in_c, in_h, in_w) as for CONV (after a DENSE: (out, 1, 1)),
+ *   output geometry equal to the input's, in == out.
+ * DCZ_ERR_SHAPE when a rule fails. DCZ_ERR_ARG for an unknown kind; a DENSE
+ * or CONV layer without w or b; a BATCHNORM without w, b, run_mean or
+ * run_var, with eps not > 0 or bn_momentum outside [0, 1]; a DROPOUT rate
+ * outside [0, 1); a softmax that is not the last layer; a mask or codebook
+ * on a layer without weights; or an inconsistent codebook (k outside
  * 1..256, codebook or assign missing, a kept weight's assignment >= k).
- * Drops the activation buffers (regrown on demand). Forward, grad, train and
- * evaluate need a validated net; dcz_net_create_arch returns one. */
+ * Drops the activation buffers and caches (regrown on demand). Forward,
+ * grad, train and evaluate need a validated net; dcz_net_create_arch
+ * returns one. */
 dcz_status dcz_net_validate(dcz_net *net);
+
+/* Fills the sizes of every layer of a caller-built net from the input shape
+ * net->in_rank/in_dims (read as dcz_net_validate does) and each layer's
+ * kind and settings: DENSE out; CONV out_c, kh, kw, sh, sw, ph, pw; MAXPOOL
+ * and AVGPOOL kh, kw, sh, sw, ph, pw; no settings for the other kinds.
+ * Writes in and out of every layer, and the geometry (in_c .. out_w) of the
+ * spatial kinds, FLATTEN and BATCHNORM (the fields stay 0 for the others).
+ * DCZ_ERR_SHAPE when in_rank is not 1..4 or a layer cannot take its input
+ * (the shape rules of dcz_net_validate), DCZ_ERR_ARG for an unknown kind.
+ * Allocates nothing. */
+dcz_status dcz_net_infer_shapes(dcz_net *net);
+
+/* Allocates and initializes the parameters a layer lacks (w NULL), in layer
+ * order: DENSE and CONV weights He-normal from rng (N(0, 2 / fan_in) with
+ * fan_in the weight matrix's columns), biases 0; BATCHNORM gamma 1, beta 0,
+ * running mean 0 and variance 1, and eps 1e-5 and bn_momentum 0.1 where
+ * they are 0. Layers that have w are left as they are. Sizes must be set
+ * (dcz_net_infer_shapes). DCZ_ERR_NOMEM when an allocation fails (what was
+ * allocated stays with the net). */
+dcz_status dcz_net_init_params(dcz_net *net, dcz_rng *rng);
 
 void dcz_net_free(dcz_net *net);
 
@@ -202,11 +291,13 @@ void dcz_net_free(dcz_net *net);
  * The next step starts from zero momentum. */
 void dcz_net_reset_state(dcz_net *net);
 
-/* Number of parameters (weights and biases) of the net. */
+/* Number of parameters of the net: weights and biases of DENSE and CONV
+ * layers, gamma and beta of BATCHNORM layers (not the running statistics). */
 size_t dcz_net_param_count(const dcz_net *net);
 
-/* Forward pass of batch samples x (batch, in_dim) into out (batch, classes):
- * the output of the last layer (probabilities when it is a softmax). */
+/* Forward pass in inference mode of batch samples x (batch, in_dim) into out
+ * (batch, classes): the output of the last layer (probabilities when it is a
+ * softmax). */
 dcz_status dcz_net_forward(dcz_net *net, const float *x, int batch, float *out);
 
 /* Prepares a trained net for writing: folds every BATCHNORM layer into the
@@ -214,7 +305,9 @@ dcz_status dcz_net_forward(dcz_net *net, const float *x, int batch, float *out);
  * (w' = w g, b' = (b - mean) g + beta with g = gamma / sqrt(var + eps) per
  * output channel), and removes it and every DROPOUT layer (the identity in
  * inference). DCZ_ERR_UNSUPPORTED when a BATCHNORM follows no conv or dense
- * layer, or that layer is masked or shared. Revalidates the net. */
+ * layer, or that layer is masked or shared, or when nothing would be left;
+ * the net is then unchanged. Frees the training state (as
+ * dcz_net_reset_state) and revalidates the net. */
 dcz_status dcz_net_fold_for_inference(dcz_net *net);
 
 /* Re-applies masks and codebooks to the weights (w = cb[assign] * mask). */
@@ -223,19 +316,24 @@ void dcz_net_apply_constraints(dcz_net *net);
 typedef struct dcz_sgd {
     float lr;             /* learning rate for this epoch */
     float momentum;       /* e.g. 0.9 */
-    float weight_decay;   /* L2, applied to weights (not biases, not codebooks) */
+    float weight_decay;   /* L2, applied to DENSE and CONV weights only (not
+                             biases, codebooks or batch-norm parameters) */
     int batch;            /* mini-batch size */
-    int train_biases;     /* nonzero: biases are trained too */
-    int train_weights;    /* nonzero: weights (or centroids) are trained */
+    int train_biases;     /* nonzero: biases (and batch-norm beta) are trained */
+    int train_weights;    /* nonzero: weights (or centroids, and batch-norm
+                             gamma) are trained */
 } dcz_sgd;
 
 typedef void (*dcz_progress_fn)(void *ctx, size_t done, size_t total);
 
-/* Forward and backward pass of batch samples x (batch, in_dim) with labels y
- * (batch): fills gw, gb (and gcb for codebook layers; masked entries of gw
- * are 0) with the gradients of the mean softmax cross-entropy, allocating
- * them on first use, and writes that mean to *loss (may be NULL). Changes no
- * parameter. DCZ_ERR_DATA when a label is >= classes. */
+/* Forward and backward pass in training mode of batch samples x (batch,
+ * in_dim) with labels y (batch): fills gw, gb (and gcb for codebook layers;
+ * masked entries of gw are 0) of every layer with parameters (DENSE, CONV,
+ * BATCHNORM: gw gamma, gb beta) with the gradients of the mean softmax
+ * cross-entropy, allocating them on first use, and writes that mean to *loss
+ * (may be NULL). Changes no parameter; updates the running statistics of
+ * BATCHNORM layers and draws dropout masks from net->rng, as a training
+ * forward pass does. DCZ_ERR_DATA when a label is >= classes. */
 dcz_status dcz_net_grad(dcz_net *net, const float *x, const uint8_t *y, int batch,
                         float *loss);
 
@@ -250,7 +348,8 @@ dcz_status dcz_train_epoch(dcz_net *net, const dcz_dataset *data, const dcz_sgd 
                            dcz_rng *rng, dcz_progress_fn progress, void *ctx,
                            float *loss);
 
-/* Top-1 accuracy of net on data (fraction correct, in [0, 1]). */
+/* Top-1 accuracy of net on data (fraction correct, in [0, 1]), in inference
+ * mode. */
 dcz_status dcz_net_evaluate(dcz_net *net, const dcz_dataset *data, double *accuracy);
 
 /* Learning rate of epoch e (0-based) of n under a schedule: "const",

@@ -2,11 +2,17 @@
  * against finite differences computed in double, masks and codebooks kept
  * through training, convergence on a separable problem, determinism,
  * architecture parsing, validation, forward probabilities, learning-rate
- * schedules and the random number generator.
+ * schedules and the random number generator; for convolutional networks, a
+ * double-precision reference of every layer kind (the convolution as the
+ * direct 7-loop sum) that the forward pass and finite differences of the
+ * training loss are checked against, dropout, batch-norm statistics and
+ * folding, masks and codebooks on conv weights, the lenet5 and cnn:
+ * architectures and refused specs, learning and determinism.
  *
  * Run by `make test` (build/tests/test_train); takes a few seconds.
  */
 #include <math.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -617,6 +623,935 @@ static void test_forward(void)
     dcz_net_free(net);
 }
 
+/* ---- convolutional networks ------------------------------------------------------ */
+
+/* A network of the given layers (kind and settings; names are given here)
+ * on input shape (c, h, w), sized by dcz_net_infer_shapes and initialized
+ * from seed, with small random biases and batch-norm parameters. */
+static dcz_net *build_net(const dcz_tlayer *protos, int n, int c, int h, int w, uint64_t seed)
+{
+    dcz_net *net = NULL;
+    if (dcz_net_alloc(n, &net) != DCZ_OK) return NULL;
+    memcpy(net->layers, protos, (size_t)n * sizeof *protos);
+    for (int i = 0; i < n; i++)
+        if (net->layers[i].name[0] == '\0') snprintf(net->layers[i].name, 64, "l%d", i);
+    net->in_rank = 3;
+    net->in_dims[0] = (uint32_t)c;
+    net->in_dims[1] = (uint32_t)h;
+    net->in_dims[2] = (uint32_t)w;
+    dcz_rng r;
+    dcz_rng_seed(&r, seed);
+    if (dcz_net_infer_shapes(net) != DCZ_OK || dcz_net_init_params(net, &r) != DCZ_OK) {
+        dcz_net_free(net);
+        return NULL;
+    }
+    for (int i = 0; i < n; i++) {
+        dcz_tlayer *l = &net->layers[i];
+        size_t nb = dcz_tlayer_nbias(l);
+        for (size_t j = 0; j < nb && l->b; j++) l->b[j] = 0.2f * dcz_rng_normal(&r);
+        if (l->kind == DCZ_TL_BATCHNORM)
+            for (size_t j = 0; j < nb; j++) {
+                l->w[j] = 1.0f + 0.3f * dcz_rng_normal(&r);
+                l->run_mean[j] = 0.3f * dcz_rng_normal(&r);
+                l->run_var[j] = 0.5f + dcz_rng_uniform(&r);
+            }
+    }
+    if (dcz_net_validate(net) != DCZ_OK) {
+        dcz_net_free(net);
+        return NULL;
+    }
+    return net;
+}
+
+#define CONV(oc, k_h, k_w, s, p) { .kind = DCZ_TL_CONV, .out_c = (oc), .kh = (k_h), .kw = (k_w), \
+                                   .sh = (s), .sw = (s), .ph = (p), .pw = (p) }
+#define POOL(kd, k, s, p, cip) { .kind = (kd), .kh = (k), .kw = (k), .sh = (s), .sw = (s), \
+                                 .ph = (p), .pw = (p), .count_include_pad = (cip) }
+#define SIMPLE(kd) { .kind = (kd) }
+#define FC(n) { .kind = DCZ_TL_DENSE, .out = (n) }
+
+/* Parameters of one layer in double (DENSE, CONV, BATCHNORM). */
+typedef struct refp { double *w, *b; } refp;
+
+typedef struct ref2 {
+    const dcz_net *net;
+    refp p[32];
+} ref2;
+
+static void ref2_init(ref2 *r, const dcz_net *net)
+{
+    memset(r, 0, sizeof *r);
+    r->net = net;
+    for (int i = 0; i < net->nlayers && i < 32; i++) {
+        const dcz_tlayer *l = &net->layers[i];
+        size_t nw = dcz_tlayer_nweights(l), nb = dcz_tlayer_nbias(l);
+        if (nb == 0) continue;
+        r->p[i].w = malloc(nw * sizeof(double));
+        r->p[i].b = malloc(nb * sizeof(double));
+        for (size_t j = 0; j < nw; j++) r->p[i].w[j] = l->w[j];
+        for (size_t j = 0; j < nb; j++) r->p[i].b[j] = l->b[j];
+    }
+}
+
+static void ref2_free(ref2 *r)
+{
+    for (int i = 0; i < 32; i++) { free(r->p[i].w); free(r->p[i].b); }
+}
+
+/* One layer over a batch of B samples, in training mode (batch norm by batch
+ * statistics, dropout the identity: tests use rate 0 or inference). Direct
+ * loops: the convolution is the 7-loop definition. */
+static void ref_layer(const dcz_tlayer *l, const refp *p, const double *x, double *y, int B)
+{
+    const int C = l->in_c, H = l->in_h, W = l->in_w, OC = l->out_c, OH = l->out_h, OW = l->out_w;
+    switch (l->kind) {
+    case DCZ_TL_DENSE:
+        for (int n = 0; n < B; n++)
+            for (int o = 0; o < l->out; o++) {
+                double a = p->b[o];
+                for (int i = 0; i < l->in; i++) a += p->w[(size_t)o * l->in + i] * x[(size_t)n * l->in + i];
+                y[(size_t)n * l->out + o] = a;
+            }
+        break;
+    case DCZ_TL_CONV:
+        for (int n = 0; n < B; n++)
+            for (int o = 0; o < OC; o++)
+                for (int oh = 0; oh < OH; oh++)
+                    for (int ow = 0; ow < OW; ow++) {
+                        double a = p->b[o];
+                        for (int c = 0; c < C; c++)
+                            for (int i = 0; i < l->kh; i++)
+                                for (int j = 0; j < l->kw; j++) {
+                                    int ih = oh * l->sh - l->ph + i, iw = ow * l->sw - l->pw + j;
+                                    if (ih < 0 || ih >= H || iw < 0 || iw >= W) continue;
+                                    a += p->w[(((size_t)o * C + c) * l->kh + i) * l->kw + j] *
+                                         x[(((size_t)n * C + c) * H + ih) * W + iw];
+                                }
+                        y[(((size_t)n * OC + o) * OH + oh) * OW + ow] = a;
+                    }
+        break;
+    case DCZ_TL_MAXPOOL:
+    case DCZ_TL_AVGPOOL:
+        for (int n = 0; n < B; n++)
+            for (int c = 0; c < C; c++)
+                for (int oh = 0; oh < OH; oh++)
+                    for (int ow = 0; ow < OW; ow++) {
+                        double m = -INFINITY, s = 0;
+                        int cnt = 0;
+                        for (int i = 0; i < l->kh; i++)
+                            for (int j = 0; j < l->kw; j++) {
+                                int ih = oh * l->sh - l->ph + i, iw = ow * l->sw - l->pw + j;
+                                if (ih < 0 || ih >= H || iw < 0 || iw >= W) continue;
+                                double v = x[(((size_t)n * C + c) * H + ih) * W + iw];
+                                m = v > m ? v : m;
+                                s += v;
+                                cnt++;
+                            }
+                        double div = l->count_include_pad ? l->kh * l->kw : cnt;
+                        y[(((size_t)n * C + c) * OH + oh) * OW + ow] =
+                            l->kind == DCZ_TL_MAXPOOL ? m : s / div;
+                    }
+        break;
+    case DCZ_TL_GAP:
+        for (int n = 0; n < B; n++)
+            for (int c = 0; c < C; c++) {
+                double s = 0;
+                for (int j = 0; j < H * W; j++) s += x[((size_t)n * C + c) * H * W + j];
+                y[(size_t)n * C + c] = s / (H * W);
+            }
+        break;
+    case DCZ_TL_BATCHNORM: {
+        size_t hw = (size_t)H * W, M = (size_t)B * hw;
+        for (int c = 0; c < C; c++) {
+            double s = 0, v = 0;
+            for (int n = 0; n < B; n++)
+                for (size_t j = 0; j < hw; j++) s += x[((size_t)n * C + c) * hw + j];
+            double mu = s / M;
+            for (int n = 0; n < B; n++)
+                for (size_t j = 0; j < hw; j++) {
+                    double d = x[((size_t)n * C + c) * hw + j] - mu;
+                    v += d * d;
+                }
+            v /= M;
+            for (int n = 0; n < B; n++)
+                for (size_t j = 0; j < hw; j++) {
+                    size_t o = ((size_t)n * C + c) * hw + j;
+                    y[o] = p->w[c] * (x[o] - mu) / sqrt(v + l->eps) + p->b[c];
+                }
+        }
+        break;
+    }
+    case DCZ_TL_RELU:
+        for (size_t j = 0; j < (size_t)B * l->in; j++) y[j] = x[j] > 0 ? x[j] : 0;
+        break;
+    default:   /* FLATTEN, SOFTMAX (fused with the loss), DROPOUT */
+        memcpy(y, x, (size_t)B * l->in * sizeof(double));
+        break;
+    }
+}
+
+/* Runs the reference on x; returns the last activations (B, classes), to be
+ * freed by the caller. */
+static double *ref2_run(const ref2 *r, const float *x, int B)
+{
+    const dcz_net *net = r->net;
+    size_t maxd = (size_t)net->in_dim;
+    for (int i = 0; i < net->nlayers; i++)
+        if ((size_t)net->layers[i].out > maxd) maxd = (size_t)net->layers[i].out;
+    double *a = malloc((size_t)B * maxd * sizeof(double)), *b = malloc((size_t)B * maxd * sizeof(double));
+    for (size_t j = 0; j < (size_t)B * net->in_dim; j++) a[j] = x[j];
+    for (int i = 0; i < net->nlayers; i++) {
+        ref_layer(&net->layers[i], &r->p[i], a, b, B);
+        double *t = a; a = b; b = t;
+    }
+    free(b);
+    return a;
+}
+
+static double ref2_loss(const ref2 *r, const float *x, const uint8_t *y, int B)
+{
+    int k = r->net->classes;
+    double *z = ref2_run(r, x, B), total = 0;
+    for (int s = 0; s < B; s++) {
+        const double *zr = z + (size_t)s * k;
+        double m = zr[0], sum = 0;
+        for (int j = 1; j < k; j++) if (zr[j] > m) m = zr[j];
+        for (int j = 0; j < k; j++) sum += exp(zr[j] - m);
+        total += m + log(sum) - zr[y[s]];
+    }
+    free(z);
+    return total / B;
+}
+
+static double ref2_diff(ref2 *r, double *p, const float *x, const uint8_t *y, int B)
+{
+    const double h = 1e-5;
+    double keep = *p;
+    *p = keep + h;
+    double lp = ref2_loss(r, x, y, B);
+    *p = keep - h;
+    double lm = ref2_loss(r, x, y, B);
+    *p = keep;
+    return (lp - lm) / (2 * h);
+}
+
+/* Random inputs and labels for net. */
+static void random_batch(const dcz_net *net, int B, float *x, uint8_t *y, uint64_t seed)
+{
+    dcz_rng r;
+    dcz_rng_seed(&r, seed);
+    for (int i = 0; i < B * net->in_dim; i++) x[i] = dcz_rng_normal(&r);
+    for (int i = 0; i < B; i++) y[i] = (uint8_t)dcz_rng_below(&r, (uint32_t)net->classes);
+}
+
+/* Compares the gradients of dcz_net_grad with central differences of the
+ * reference for up to `limit` entries of every parameter tensor (masked and
+ * shared weights skipped). Returns the number of mismatches. */
+static int gradcheck_net(dcz_net *net, int B, int limit, uint64_t seed, const char *what)
+{
+    float *x = malloc((size_t)B * net->in_dim * sizeof(float));
+    uint8_t *y = malloc((size_t)B);
+    random_batch(net, B, x, y, seed);
+    float loss = 0;
+    int bad = 0, checked = 0;
+    if (dcz_net_grad(net, x, y, B, &loss) != DCZ_OK) {
+        CHECK(0, "%s: grad failed", what);
+        free(x);
+        free(y);
+        return 1;
+    }
+    ref2 ref;
+    ref2_init(&ref, net);
+    double rl = ref2_loss(&ref, x, y, B);
+    CHECK(fabs(loss - rl) < 1e-4 * (1 + fabs(rl)), "%s: loss %g vs reference %g", what, loss, rl);
+    for (int i = 0; i < net->nlayers; i++) {
+        dcz_tlayer *l = &net->layers[i];
+        size_t nb = dcz_tlayer_nbias(l);
+        if (nb == 0) continue;
+        for (int t = 0; t < 2; t++) {
+            size_t n = t == 0 ? dcz_tlayer_nweights(l) : nb;
+            size_t step = n > (size_t)limit ? n / (size_t)limit : 1;
+            for (size_t j = (size_t)i % step; j < n; j += step) {
+                if (t == 0 && ((l->mask && !l->mask[j]) || l->codebook)) continue;
+                double num = ref2_diff(&ref, t == 0 ? &ref.p[i].w[j] : &ref.p[i].b[j], x, y, B);
+                float an = t == 0 ? l->gw[j] : l->gb[j];
+                checked++;
+                if (!GRAD_OK(an, num) && bad++ < 5)
+                    CHECK(0, "%s: %s %s[%zu] = %.7g, numeric %.7g", what, l->name,
+                          t == 0 ? "gw" : "gb", j, an, num);
+            }
+        }
+    }
+    CHECK(bad == 0, "%s: %d of %d gradients off", what, bad, checked);
+    CHECK(checked > 20, "%s: only %d gradients checked", what, checked);
+    ref2_free(&ref);
+    free(x);
+    free(y);
+    return bad;
+}
+
+static void test_conv_forward_direct(void)
+{
+    static const struct { int c, h, w, oc, kh, kw, s, p, batch; } g[] = {
+        { 3, 9, 8, 4, 3, 3, 1, 1, 3 },    /* same padding */
+        { 2, 11, 7, 5, 5, 5, 2, 2, 2 },   /* stride 2, odd sizes */
+        { 4, 6, 6, 3, 1, 1, 1, 0, 4 },    /* 1x1 */
+        { 3, 10, 9, 2, 3, 2, 3, 1, 2 },   /* non-square kernel, stride 3 */
+        { 1, 5, 5, 2, 5, 5, 1, 0, 1 },    /* output 1x1 */
+        { 8, 40, 40, 16, 3, 3, 1, 1, 40 },/* many samples: several chunks */
+    };
+    for (size_t k = 0; k < sizeof g / sizeof g[0]; k++) {
+        dcz_tlayer protos[1] = { CONV(g[k].oc, g[k].kh, g[k].kw, g[k].s, g[k].p) };
+        dcz_net *net = build_net(protos, 1, g[k].c, g[k].h, g[k].w, 30 + k);
+        REQUIRE(net, "geometry %zu: build failed", k);
+        int B = g[k].batch;
+        float *x = malloc((size_t)B * net->in_dim * sizeof(float));
+        float *out = malloc((size_t)B * net->classes * sizeof(float));
+        uint8_t y[64];
+        random_batch(net, B, x, y, 90 + k);
+        REQUIRE_OK(dcz_net_forward(net, x, B, out), "forward");
+        ref2 ref;
+        ref2_init(&ref, net);
+        double *want = ref2_run(&ref, x, B), worst = 0;
+        for (size_t j = 0; j < (size_t)B * net->classes; j++) {
+            double e = fabs(out[j] - want[j]) / (1 + fabs(want[j]));
+            if (e > worst) worst = e;
+        }
+        CHECK(worst < 1e-5, "geometry %zu (%dx%dx%d, %d filters %dx%d s%d p%d): error %g", k,
+              g[k].c, g[k].h, g[k].w, g[k].oc, g[k].kh, g[k].kw, g[k].s, g[k].p, worst);
+        free(want);
+        ref2_free(&ref);
+        free(x);
+        free(out);
+        dcz_net_free(net);
+    }
+}
+
+static void test_gradcheck_conv(void)
+{
+    /* stride 1 and 2, padding 0 and 1, odd sizes; flatten then dense */
+    dcz_tlayer a[] = { CONV(3, 3, 3, 1, 0), SIMPLE(DCZ_TL_RELU), CONV(4, 2, 2, 2, 1),
+                       SIMPLE(DCZ_TL_FLATTEN), FC(5), SIMPLE(DCZ_TL_SOFTMAX) };
+    dcz_net *net = build_net(a, 6, 2, 7, 5, 1);
+    REQUIRE(net, "build a");
+    CHECK(net->layers[2].out_h == 3 && net->layers[2].out_w == 2, "conv s2 p1 shape %dx%d",
+          net->layers[2].out_h, net->layers[2].out_w);
+    gradcheck_net(net, 3, 60, 11, "conv s1p0 + s2p1");
+    dcz_net_free(net);
+
+    dcz_tlayer b[] = { CONV(3, 3, 3, 2, 1), CONV(2, 3, 1, 1, 0), SIMPLE(DCZ_TL_FLATTEN), FC(3) };
+    net = build_net(b, 4, 3, 9, 6, 2);
+    REQUIRE(net, "build b");
+    gradcheck_net(net, 4, 60, 12, "conv s2p1 + 3x1");
+    dcz_net_free(net);
+}
+
+static void test_gradcheck_pool(void)
+{
+    dcz_tlayer a[] = { CONV(3, 3, 3, 1, 1), POOL(DCZ_TL_MAXPOOL, 2, 2, 0, 0),
+                       POOL(DCZ_TL_MAXPOOL, 3, 2, 1, 0), SIMPLE(DCZ_TL_FLATTEN), FC(4) };
+    dcz_net *net = build_net(a, 5, 2, 6, 7, 3);
+    REQUIRE(net, "build max");
+    CHECK(net->layers[1].out_h == 3 && net->layers[1].out_w == 3 && net->layers[2].out_h == 2,
+          "max pool shapes");
+    gradcheck_net(net, 3, 60, 13, "max pool 2x2 s2 and 3x3 s2 p1");
+    dcz_net_free(net);
+
+    for (int cip = 0; cip < 2; cip++) {
+        dcz_tlayer b[] = { CONV(3, 3, 3, 1, 0), POOL(DCZ_TL_AVGPOOL, 3, 2, 1, cip),
+                           POOL(DCZ_TL_AVGPOOL, 2, 1, 1, cip), SIMPLE(DCZ_TL_GAP), FC(3) };
+        net = build_net(b, 5, 2, 9, 8, 4 + cip);
+        REQUIRE(net, "build avg");
+        gradcheck_net(net, 3, 60, 14, cip ? "avg pool, padding counted" : "avg pool, padding not counted");
+        dcz_net_free(net);
+    }
+}
+
+static void test_gradcheck_batchnorm(void)
+{
+    dcz_tlayer a[] = { CONV(4, 3, 3, 1, 1), SIMPLE(DCZ_TL_BATCHNORM), SIMPLE(DCZ_TL_RELU),
+                       CONV(3, 3, 3, 2, 0), SIMPLE(DCZ_TL_BATCHNORM), SIMPLE(DCZ_TL_GAP), FC(3) };
+    dcz_net *net = build_net(a, 7, 2, 7, 6, 5);
+    REQUIRE(net, "build conv bn");
+    gradcheck_net(net, 4, 60, 15, "conv + batch norm");
+    dcz_net_free(net);
+
+    /* batch norm after a dense layer: channels of 1 x 1 */
+    dcz_tlayer b[] = { SIMPLE(DCZ_TL_FLATTEN), FC(6), SIMPLE(DCZ_TL_BATCHNORM), SIMPLE(DCZ_TL_RELU),
+                       FC(3) };
+    net = build_net(b, 5, 1, 3, 3, 6);
+    REQUIRE(net, "build dense bn");
+    CHECK(net->layers[2].in_c == 6 && net->layers[2].in_h == 1, "bn after dense: %dx%dx%d",
+          net->layers[2].in_c, net->layers[2].in_h, net->layers[2].in_w);
+    gradcheck_net(net, 5, 60, 16, "dense + batch norm");
+
+    /* running statistics: one training pass moves them by momentum 0.1 toward
+     * the batch mean and unbiased variance */
+    dcz_tlayer *bn = &net->layers[2];
+    for (int c = 0; c < 6; c++) { bn->run_mean[c] = 0.0f; bn->run_var[c] = 1.0f; }
+    enum { B = 5 };
+    float x[B * 9];
+    uint8_t y[B];
+    random_batch(net, B, x, y, 17);
+    REQUIRE_OK(dcz_net_grad(net, x, y, B, NULL), "grad");
+    const float *h = net->act[2];   /* (B, 6): the input of bn */
+    for (int c = 0; c < 6; c++) {
+        double s = 0, s2 = 0;
+        for (int n = 0; n < B; n++) s += h[n * 6 + c];
+        double mu = s / B;
+        for (int n = 0; n < B; n++) s2 += (h[n * 6 + c] - mu) * (h[n * 6 + c] - mu);
+        double var = s2 / (B - 1);
+        CHECK(fabs(bn->run_mean[c] - 0.1 * mu) < 1e-5 && fabs(bn->run_var[c] - (0.9 + 0.1 * var)) < 1e-5,
+              "running stats of channel %d: %g %g, want %g %g", c, bn->run_mean[c], bn->run_var[c],
+              0.1 * mu, 0.9 + 0.1 * var);
+    }
+    dcz_net_free(net);
+}
+
+static void test_dropout(void)
+{
+    dcz_tlayer a[] = { { .kind = DCZ_TL_DROPOUT, .rate = 0.4f }, SIMPLE(DCZ_TL_FLATTEN), FC(3),
+                       SIMPLE(DCZ_TL_SOFTMAX) };
+    dcz_net *net = build_net(a, 4, 2, 10, 10, 7);
+    REQUIRE(net, "build");
+    enum { B = 20 };
+    int n = B * 200;
+    float *x = malloc((size_t)n * sizeof(float)), *p1 = malloc(B * 3 * sizeof(float));
+    float *p2 = malloc(B * 3 * sizeof(float));
+    uint8_t y[B];
+    random_batch(net, B, x, y, 18);
+    /* inference: the identity, so the same as the net without dropout */
+    REQUIRE_OK(dcz_net_forward(net, x, B, p1), "forward");
+    REQUIRE_OK(dcz_net_grad(net, x, y, B, NULL), "grad");
+    const float *d = net->act[1];   /* (B, 200): the dropout output */
+    int zeros = 0, bad = 0;
+    for (int j = 0; j < n; j++) {
+        if (d[j] == 0.0f) zeros++;
+        else if (fabsf(d[j] - x[j] / 0.6f) > 1e-6f * (1 + fabsf(x[j]))) bad++;
+    }
+    CHECK(bad == 0, "%d kept units not scaled by 1 / (1 - rate)", bad);
+    CHECK(abs(zeros - (int)(0.4 * n)) < 150, "%d of %d units dropped at rate 0.4", zeros, n);
+    /* the dense gradient is the one of the masked input */
+    dcz_tlayer *fc = &net->layers[2];
+    float *gw = malloc(600 * sizeof(float));
+    memcpy(gw, fc->gw, 600 * sizeof(float));
+    dcz_net *plain = NULL;
+    REQUIRE_OK(dcz_net_alloc(2, &plain), "alloc");
+    plain->layers[0] = (dcz_tlayer){ .kind = DCZ_TL_DENSE, .name = "fc", .in = 200, .out = 3,
+                                     .w = malloc(600 * sizeof(float)), .b = malloc(12) };
+    plain->layers[1] = (dcz_tlayer){ .kind = DCZ_TL_SOFTMAX, .name = "prob", .in = 3, .out = 3 };
+    memcpy(plain->layers[0].w, fc->w, 600 * sizeof(float));
+    memcpy(plain->layers[0].b, fc->b, 12);
+    REQUIRE_OK(dcz_net_validate(plain), "validate");
+    REQUIRE_OK(dcz_net_grad(plain, d, y, B, NULL), "plain grad");
+    double worst = 0;
+    for (int j = 0; j < 600; j++) worst = fmax(worst, fabs(gw[j] - plain->layers[0].gw[j]));
+    CHECK(worst < 1e-6, "dense gradient behind dropout off by %g", worst);
+    REQUIRE_OK(dcz_net_forward(plain, x, B, p2), "plain forward");
+    worst = 0;
+    for (int j = 0; j < B * 3; j++) worst = fmax(worst, fabs(p1[j] - p2[j]));
+    CHECK(worst < 1e-6, "inference with dropout differs from without by %g", worst);
+    free(gw);
+    free(x);
+    free(p1);
+    free(p2);
+    dcz_net_free(plain);
+    dcz_net_free(net);
+}
+
+/* A conv layer with a mask and a codebook layer after it: gradients masked,
+ * centroid gradients the sums of their weights' gradients and the numeric
+ * derivative by the centroid; steps keep pruned weights at 0 and shared
+ * weights on their centroids. */
+static void test_conv_masks_codebooks(void)
+{
+    dcz_tlayer a[] = { CONV(4, 3, 3, 1, 1), SIMPLE(DCZ_TL_RELU), CONV(3, 3, 3, 2, 0),
+                       SIMPLE(DCZ_TL_FLATTEN), FC(3) };
+    dcz_net *net = build_net(a, 5, 2, 7, 7, 8);
+    REQUIRE(net, "build");
+    dcz_tlayer *c1 = &net->layers[0], *c2 = &net->layers[2];
+    size_t n1 = dcz_tlayer_nweights(c1), n2 = dcz_tlayer_nweights(c2);
+    dcz_rng r;
+    dcz_rng_seed(&r, 19);
+    c1->mask = random_mask(n1, 0.6f, &r);
+    c2->mask = random_mask(n2, 0.7f, &r);
+    REQUIRE(c1->mask && c2->mask, "alloc");
+    /* codebook of 5 on c2, linear between min and max, nearest centroid */
+    float lo = c2->w[0], hi = c2->w[0];
+    for (size_t j = 1; j < n2; j++) { lo = fminf(lo, c2->w[j]); hi = fmaxf(hi, c2->w[j]); }
+    c2->k = 5;
+    c2->codebook = malloc(5 * sizeof(float));
+    c2->assign = malloc(n2);
+    REQUIRE(c2->codebook && c2->assign, "alloc");
+    for (int c = 0; c < 5; c++) c2->codebook[c] = lo + (hi - lo) * (float)c / 4.0f;
+    for (size_t j = 0; j < n2; j++) {
+        int best = 0;
+        for (int c = 1; c < 5; c++)
+            if (fabsf(c2->w[j] - c2->codebook[c]) < fabsf(c2->w[j] - c2->codebook[best])) best = c;
+        c2->assign[j] = (uint8_t)best;
+    }
+    dcz_net_apply_constraints(net);
+    REQUIRE_OK(dcz_net_validate(net), "validate");
+    gradcheck_net(net, 3, 80, 20, "masked conv");
+    int masked_nonzero = 0;
+    for (size_t j = 0; j < n1; j++) masked_nonzero += !c1->mask[j] && c1->gw[j] != 0.0f;
+    for (size_t j = 0; j < n2; j++) masked_nonzero += !c2->mask[j] && c2->gw[j] != 0.0f;
+    CHECK(masked_nonzero == 0, "%d masked conv gradients not 0", masked_nonzero);
+    REQUIRE(c2->gcb != NULL, "no centroid gradient");
+
+    enum { B = 3 };
+    float x[B * 98];
+    uint8_t y[B];
+    random_batch(net, B, x, y, 20);   /* the batch gradcheck_net used */
+    ref2 ref;
+    ref2_init(&ref, net);
+    for (int c = 0; c < 5; c++) {
+        double sum = 0;
+        for (size_t j = 0; j < n2; j++)
+            if (c2->mask[j] && c2->assign[j] == c) sum += c2->gw[j];
+        CHECK(fabs(c2->gcb[c] - sum) <= 1e-6 * (1 + fabs(sum)), "gcb[%d] = %.8g, sum %.8g", c,
+              c2->gcb[c], sum);
+        const double h = 1e-5;
+        double l2[2];
+        for (int s = 0; s < 2; s++) {
+            for (size_t j = 0; j < n2; j++)
+                if (c2->mask[j] && c2->assign[j] == c)
+                    ref.p[2].w[j] = (double)c2->codebook[c] + (s ? -h : h);
+            l2[s] = ref2_loss(&ref, x, y, B);
+            for (size_t j = 0; j < n2; j++)
+                if (c2->mask[j] && c2->assign[j] == c) ref.p[2].w[j] = c2->codebook[c];
+        }
+        double num = (l2[0] - l2[1]) / (2 * h);
+        CHECK(GRAD_OK(c2->gcb[c], num), "gcb[%d] = %.7g, numeric %.7g", c, c2->gcb[c], num);
+    }
+    ref2_free(&ref);
+
+    dcz_sgd opt = { .lr = 0.05f, .momentum = 0.9f, .weight_decay = 1e-3f, .batch = B,
+                    .train_biases = 1, .train_weights = 1 };
+    float cb0[5];
+    memcpy(cb0, c2->codebook, sizeof cb0);
+    for (int s = 0; s < 5; s++) {
+        REQUIRE_OK(dcz_net_grad(net, x, y, B, NULL), "grad %d", s);
+        REQUIRE_OK(dcz_net_step(net, &opt), "step %d", s);
+    }
+    int bad = 0, moved = 0;
+    for (size_t j = 0; j < n1; j++) bad += !c1->mask[j] && c1->w[j] != 0.0f;
+    for (size_t j = 0; j < n2; j++) {
+        float want = c2->mask[j] ? c2->codebook[c2->assign[j]] : 0.0f;
+        bad += memcmp(&c2->w[j], &want, sizeof want) != 0;
+    }
+    for (int c = 0; c < 5; c++) moved += c2->codebook[c] != cb0[c];
+    CHECK(bad == 0, "%d conv weights off their mask or centroid after steps", bad);
+    CHECK(moved >= 4, "only %d of 5 centroids moved", moved);
+    dcz_net_free(net);
+}
+
+/* Weight decay reaches DENSE and CONV weights, never biases or batch norm. */
+static void test_weight_decay_scope(void)
+{
+    dcz_tlayer a[] = { CONV(3, 3, 3, 1, 1), SIMPLE(DCZ_TL_BATCHNORM), SIMPLE(DCZ_TL_GAP), FC(2) };
+    dcz_net *net = build_net(a, 4, 1, 5, 5, 9);
+    REQUIRE(net, "build");
+    enum { B = 4 };
+    float x[B * 25];
+    uint8_t y[B];
+    random_batch(net, B, x, y, 21);
+    REQUIRE_OK(dcz_net_grad(net, x, y, B, NULL), "grad");
+    float before[4][32], bias[4][32];
+    for (int i = 0; i < 4; i++) {
+        dcz_tlayer *l = &net->layers[i];
+        size_t nw = dcz_tlayer_nweights(l), nb = dcz_tlayer_nbias(l);
+        if (nb) {
+            memset(l->gw, 0, nw * sizeof(float));
+            memset(l->gb, 0, nb * sizeof(float));
+            memcpy(before[i], l->w, (nw < 32 ? nw : 32) * sizeof(float));
+            memcpy(bias[i], l->b, nb * sizeof(float));
+        }
+    }
+    dcz_sgd opt = { .lr = 1.0f, .momentum = 0.0f, .weight_decay = 0.25f, .batch = B,
+                    .train_biases = 1, .train_weights = 1 };
+    REQUIRE_OK(dcz_net_step(net, &opt), "step");
+    for (int i = 0; i < 4; i++) {
+        dcz_tlayer *l = &net->layers[i];
+        size_t nw = dcz_tlayer_nweights(l), nb = dcz_tlayer_nbias(l);
+        if (!nb) continue;
+        int decayed = 1, same = 1;
+        for (size_t j = 0; j < (nw < 32 ? nw : 32); j++) {
+            decayed &= fabsf(l->w[j] - 0.75f * before[i][j]) <= 1e-6f * fabsf(before[i][j]);
+            same &= l->w[j] == before[i][j];
+        }
+        CHECK(memcmp(bias[i], l->b, nb * sizeof(float)) == 0, "%s: bias decayed", l->name);
+        if (l->kind == DCZ_TL_BATCHNORM) CHECK(same, "%s: gamma decayed", l->name);
+        else CHECK(decayed, "%s: weights not decayed", l->name);
+    }
+    dcz_net_free(net);
+}
+
+static void test_fold_for_inference(void)
+{
+    char err[256];
+    dcz_net *net = NULL;
+    REQUIRE_OK(dcz_net_create_arch("cnn:i2x12x10-c6k3-p2-c8k3s2-d30-f12-d20-f4", 4, &net, err,
+                                   sizeof err), "%s", err);
+    /* train a little so that batch norm has statistics and parameters of its own */
+    dcz_dataset ds = { 0 };
+    size_t n = 96;
+    ds.x = malloc(n * 240 * sizeof(float));
+    ds.y = malloc(n);
+    REQUIRE(ds.x && ds.y, "alloc");
+    random_batch(net, (int)n, ds.x, ds.y, 22);
+    ds.n = n; ds.c = 2; ds.h = 12; ds.w = 10; ds.classes = 4;
+    dcz_rng r;
+    dcz_rng_seed(&r, 23);
+    dcz_sgd opt = { .lr = 0.05f, .momentum = 0.9f, .weight_decay = 5e-4f, .batch = 16,
+                    .train_biases = 1, .train_weights = 1 };
+    for (int e = 0; e < 3; e++)
+        REQUIRE_OK(dcz_train_epoch(net, &ds, &opt, &r, NULL, NULL, NULL), "epoch %d", e);
+    float *before = malloc(n * 4 * sizeof(float)), *after = malloc(n * 4 * sizeof(float));
+    REQUIRE_OK(dcz_net_forward(net, ds.x, (int)n, before), "forward");
+    size_t params = dcz_net_param_count(net);
+    int layers = net->nlayers;
+    REQUIRE_OK(dcz_net_fold_for_inference(net), "fold");
+    REQUIRE_OK(dcz_net_forward(net, ds.x, (int)n, after), "forward after folding");
+    double worst = 0;
+    for (size_t j = 0; j < n * 4; j++) worst = fmax(worst, fabs(before[j] - after[j]));
+    CHECK(worst < 1e-4, "outputs moved by %g with folding", worst);
+    CHECK(net->nlayers == layers - 4, "%d layers left of %d", net->nlayers, layers);
+    for (int i = 0; i < net->nlayers; i++)
+        CHECK(net->layers[i].kind != DCZ_TL_BATCHNORM && net->layers[i].kind != DCZ_TL_DROPOUT,
+              "%s left", net->layers[i].name);
+    CHECK(dcz_net_param_count(net) == params - 2 * (6 + 8), "%zu parameters after folding, %zu before",
+          dcz_net_param_count(net), params);
+    double acc;
+    CHECK(dcz_net_evaluate(net, &ds, &acc) == DCZ_OK, "evaluate after folding");
+    dcz_net_free(net);
+
+    /* batch norm after a dense layer folds too */
+    dcz_tlayer b[] = { SIMPLE(DCZ_TL_FLATTEN), FC(5), SIMPLE(DCZ_TL_BATCHNORM), SIMPLE(DCZ_TL_RELU),
+                       FC(4), SIMPLE(DCZ_TL_SOFTMAX) };
+    net = build_net(b, 6, 2, 12, 10, 24);
+    REQUIRE(net, "build");
+    REQUIRE_OK(dcz_net_forward(net, ds.x, (int)n, before), "forward");
+    REQUIRE_OK(dcz_net_fold_for_inference(net), "fold dense");
+    REQUIRE_OK(dcz_net_forward(net, ds.x, (int)n, after), "forward after folding");
+    worst = 0;
+    for (size_t j = 0; j < n * 4; j++) worst = fmax(worst, fabs(before[j] - after[j]));
+    CHECK(worst < 1e-4 && net->nlayers == 5, "dense fold: outputs moved by %g, %d layers", worst,
+          net->nlayers);
+    dcz_net_free(net);
+
+    /* refused: batch norm first, after a relu, after a masked conv; net unchanged */
+    dcz_tlayer c[] = { SIMPLE(DCZ_TL_BATCHNORM), CONV(2, 3, 3, 1, 1), SIMPLE(DCZ_TL_RELU),
+                       SIMPLE(DCZ_TL_BATCHNORM), FC(2) };
+    net = build_net(c, 5, 1, 4, 4, 25);
+    REQUIRE(net, "build");
+    CHECK(dcz_net_fold_for_inference(net) == DCZ_ERR_UNSUPPORTED && net->nlayers == 5,
+          "batch norm first folded");
+    net->layers[0].kind = DCZ_TL_RELU;
+    free(net->layers[0].w); free(net->layers[0].b);
+    free(net->layers[0].run_mean); free(net->layers[0].run_var);
+    net->layers[0].w = net->layers[0].b = net->layers[0].run_mean = net->layers[0].run_var = NULL;
+    net->layers[0].in_c = net->layers[0].in_h = net->layers[0].in_w = 0;
+    net->layers[0].out_c = net->layers[0].out_h = net->layers[0].out_w = 0;
+    REQUIRE_OK(dcz_net_validate(net), "validate");
+    CHECK(dcz_net_fold_for_inference(net) == DCZ_ERR_UNSUPPORTED && net->nlayers == 5,
+          "batch norm after relu folded");
+    dcz_net_free(net);
+
+    dcz_tlayer d[] = { CONV(2, 3, 3, 1, 1), SIMPLE(DCZ_TL_BATCHNORM), FC(2) };
+    net = build_net(d, 3, 1, 4, 4, 26);
+    REQUIRE(net, "build");
+    net->layers[0].mask = calloc(dcz_tlayer_nweights(&net->layers[0]), 1);
+    float w0 = net->layers[0].w[1];
+    CHECK(dcz_net_fold_for_inference(net) == DCZ_ERR_UNSUPPORTED && net->nlayers == 3 &&
+          net->layers[0].w[1] == w0, "batch norm after a masked conv folded");
+    dcz_net_free(net);
+    free(before);
+    free(after);
+    dcz_dataset_free(&ds);
+}
+
+static void test_arch_cnn(void)
+{
+    char err[256];
+    dcz_net *net = NULL;
+    REQUIRE_OK(dcz_net_create_arch("lenet5", 42, &net, err, sizeof err), "%s", err);
+    CHECK(dcz_net_param_count(net) == 431080, "lenet5 has %zu parameters", dcz_net_param_count(net));
+    static const char *ln[] = { "conv1", "pool1", "conv2", "pool2", "flatten", "fc1", "relu1",
+                                "fc2", "prob" };
+    static const int lout[] = { 20 * 24 * 24, 20 * 12 * 12, 50 * 8 * 8, 50 * 4 * 4, 800, 500, 500,
+                                10, 10 };
+    REQUIRE(net->nlayers == 9, "lenet5: %d layers", net->nlayers);
+    for (int i = 0; i < 9; i++)
+        CHECK(strcmp(net->layers[i].name, ln[i]) == 0 && net->layers[i].out == lout[i],
+              "lenet5 layer %d: %s out %d", i, net->layers[i].name, net->layers[i].out);
+    CHECK(net->in_dim == 784 && net->in_rank == 3 && net->in_dims[0] == 1 && net->in_dims[1] == 28,
+          "lenet5 input");
+    CHECK(net->layers[0].kind == DCZ_TL_CONV && net->layers[1].kind == DCZ_TL_MAXPOOL &&
+          net->layers[0].ph == 0 && net->layers[1].sh == 2, "lenet5 kinds");
+    /* He-normal conv2: sd sqrt(2 / 500) */
+    double s2 = 0;
+    for (size_t j = 0; j < 25000; j++) s2 += (double)net->layers[2].w[j] * net->layers[2].w[j];
+    CHECK(fabs(sqrt(s2 / 25000) / sqrt(2.0 / 500) - 1) < 0.03, "conv2 sd %g", sqrt(s2 / 25000));
+    dcz_net_free(net);
+
+    net = NULL;
+    REQUIRE_OK(dcz_net_create_arch("cnn:c32k3-c32k3-p2-c64k3-c64k3-p2-c128k3-gap-f10", 1, &net,
+                                   err, sizeof err), "%s", err);
+    static const char *cn[] = { "conv1", "bn1", "relu1", "conv2", "bn2", "relu2", "pool1",
+                                "conv3", "bn3", "relu3", "conv4", "bn4", "relu4", "pool2",
+                                "conv5", "bn5", "relu5", "gap1", "flatten", "fc1", "prob" };
+    static const int cc[] = { 32, 32, 0, 32, 32, 0, 32, 64, 64, 0, 64, 64, 0, 64, 128, 128, 0,
+                              128, 128 * 1 * 1, 0, 0 };
+    static const int ch[] = { 28, 28, 0, 28, 28, 0, 14, 14, 14, 0, 14, 14, 0, 7, 7, 7, 0, 1, 1, 0, 0 };
+    REQUIRE(net->nlayers == 21, "cnn example: %d layers", net->nlayers);
+    for (int i = 0; i < 21; i++) {
+        const dcz_tlayer *l = &net->layers[i];
+        CHECK(strcmp(l->name, cn[i]) == 0 && l->out_c == cc[i] && l->out_h == ch[i],
+              "cnn layer %d: %s out %dx%dx%d", i, l->name, l->out_c, l->out_h, l->out_w);
+    }
+    CHECK(net->layers[3].ph == 1 && net->layers[3].kh == 3 && net->layers[19].in == 128 &&
+          net->classes == 10, "cnn example geometry");
+    CHECK(dcz_net_param_count(net) == 140778, "cnn example has %zu parameters",
+          dcz_net_param_count(net));
+    dcz_net_free(net);
+
+    net = NULL;
+    REQUIRE_OK(dcz_net_create_arch("cnn:i3x32x30-c16k5s2p1-a2-d25-f64-d50-f10", 1, &net, err,
+                                   sizeof err), "%s", err);
+    static const char *dn[] = { "conv1", "bn1", "relu1", "pool1", "drop1", "flatten", "fc1",
+                                "relu2", "drop2", "fc2", "prob" };
+    REQUIRE(net->nlayers == 11, "%d layers", net->nlayers);
+    for (int i = 0; i < 11; i++)
+        CHECK(strcmp(net->layers[i].name, dn[i]) == 0, "layer %d is %s, want %s", i,
+              net->layers[i].name, dn[i]);
+    CHECK(net->layers[0].out_h == 15 && net->layers[0].out_w == 14 && net->layers[3].out_h == 7 &&
+          net->layers[3].kind == DCZ_TL_AVGPOOL && net->layers[6].in == 16 * 7 * 7 &&
+          fabsf(net->layers[8].rate - 0.5f) < 1e-6f && net->in_dim == 3 * 32 * 30,
+          "spec geometry: conv %dx%d pool %d", net->layers[0].out_h, net->layers[0].out_w,
+          net->layers[3].out_h);
+    dcz_net_free(net);
+
+    static const char *bad[] = {
+        "cnn:", "cnn:c32", "cnn:c32k3", "cnn:c32k3-", "cnn:-f10", "cnn:c0k3-f10", "cnn:c32k0-f10",
+        "cnn:c32k3p3-f10", "cnn:c32k3s0-f10", "cnn:c32k33-f10", "cnn:c5000k3-f10",
+        "cnn:p2-p2-p2-p2-p2-f10", "cnn:c8k3s40-f10", "cnn:f10-c8k3-f10", "cnn:f10-gap-f10",
+        "cnn:i1x28-f10", "cnn:f10-i1x28x28", "cnn:i0x28x28-f10", "cnn:i1x28x28", "cnn:x5-f10",
+        "cnn:d100-f10", "cnn:f0", "cnn:f10-", "cnn:c8k3--f10", "cnn:gap2-f10", "cnn:C8k3-f10",
+        "cnn:c8k3s2p1x-f10", "cnn:c8k3p1s2-f10", "cnn:i64x64x64-f65536", "cnn:i4096x4096x4096-f10",
+        "cnn:i1x128x128-c4096k1-f10", "cnn:c8k3-f10-d50", "cnn:a0-f10", "cnn:c8k3 -f10",
+        "cnn:f99999999999999999999", "lenet5 ", "cnn:i1x1x1-c2k3p0-f2",
+    };
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        net = (dcz_net *)1;
+        err[0] = '\0';
+        CHECK(dcz_net_create_arch(bad[i], 1, &net, err, sizeof err) == DCZ_ERR_ARG,
+              "\"%s\" accepted", bad[i]);
+        CHECK(net == NULL && err[0] != '\0' && strchr(err, '\n') == NULL,
+              "\"%s\": out %p, message \"%s\"", bad[i], (void *)net, err);
+    }
+    char many[400] = "cnn:";
+    for (int i = 0; i < 64; i++) strcat(many, "d0-");
+    strcat(many, "f2");
+    net = (dcz_net *)1;
+    CHECK(dcz_net_create_arch(many, 1, &net, err, sizeof err) == DCZ_ERR_ARG && net == NULL,
+          "65 tokens accepted");
+}
+
+static void test_validate_cnn(void)
+{
+    dcz_tlayer a[] = { CONV(3, 3, 3, 1, 1), POOL(DCZ_TL_MAXPOOL, 2, 2, 0, 0), SIMPLE(DCZ_TL_BATCHNORM),
+                       { .kind = DCZ_TL_DROPOUT, .rate = 0.5f }, SIMPLE(DCZ_TL_FLATTEN), FC(2) };
+    dcz_net *net = build_net(a, 6, 2, 6, 6, 27);
+    REQUIRE(net, "build");
+    dcz_tlayer *c = &net->layers[0], *p = &net->layers[1], *bn = &net->layers[2];
+    c->out_h = 5;
+    CHECK(dcz_net_validate(net) == DCZ_ERR_SHAPE, "wrong conv output height accepted");
+    c->out_h = 6;
+    c->ph = 3;
+    CHECK(dcz_net_validate(net) == DCZ_ERR_SHAPE, "padding >= kernel accepted");
+    c->ph = 1;
+    c->sh = 0;
+    CHECK(dcz_net_validate(net) == DCZ_ERR_SHAPE, "stride 0 accepted");
+    c->sh = 1;
+    p->in_c = 2;
+    CHECK(dcz_net_validate(net) == DCZ_ERR_SHAPE, "pool input channels off the chain accepted");
+    p->in_c = 3;
+    bn->eps = 0.0f;
+    CHECK(dcz_net_validate(net) == DCZ_ERR_ARG, "batch norm eps 0 accepted");
+    bn->eps = 1e-5f;
+    bn->bn_momentum = 1.5f;
+    CHECK(dcz_net_validate(net) == DCZ_ERR_ARG, "batch norm momentum 1.5 accepted");
+    bn->bn_momentum = 0.1f;
+    net->layers[3].rate = 1.0f;
+    CHECK(dcz_net_validate(net) == DCZ_ERR_ARG, "dropout rate 1 accepted");
+    net->layers[3].rate = 0.5f;
+    bn->mask = calloc(3, 1);
+    CHECK(dcz_net_validate(net) == DCZ_ERR_ARG, "mask on batch norm accepted");
+    free(bn->mask);
+    bn->mask = NULL;
+    float *keep = c->w;
+    c->w = NULL;
+    CHECK(dcz_net_validate(net) == DCZ_ERR_ARG, "conv without weights accepted");
+    c->w = keep;
+    net->in_dims[1] = 7;
+    CHECK(dcz_net_validate(net) == DCZ_ERR_SHAPE, "input shape off the first layer accepted");
+    net->in_dims[1] = 6;
+    net->layers[4].out_c = 5;
+    CHECK(dcz_net_validate(net) == DCZ_ERR_SHAPE, "flatten geometry off accepted");
+    net->layers[4].out_c = 27;
+    REQUIRE_OK(dcz_net_validate(net), "restored net rejected");
+    CHECK(dcz_net_param_count(net) == 3 * 18 + 3 + 2 * 3 + 27 * 2 + 2, "param count %zu",
+          dcz_net_param_count(net));
+    dcz_net_free(net);
+
+    /* a dense layer takes a spatial input by element count; a conv after
+     * dense sees (n, 1, 1) */
+    dcz_tlayer b[] = { FC(6), CONV(2, 1, 1, 1, 0), SIMPLE(DCZ_TL_FLATTEN), FC(2) };
+    net = build_net(b, 4, 2, 3, 3, 28);
+    REQUIRE(net, "dense then conv");
+    CHECK(net->layers[1].in_c == 6 && net->layers[1].in_h == 1 && net->layers[0].in == 18,
+          "conv after dense: %dx%dx%d", net->layers[1].in_c, net->layers[1].in_h,
+          net->layers[1].in_w);
+    dcz_net_free(net);
+}
+
+/* Two classes of 1x8x8 images: a horizontal or a vertical bar at a random
+ * place, plus noise. */
+static int make_bars(dcz_dataset *ds, size_t n, uint64_t seed)
+{
+    memset(ds, 0, sizeof *ds);
+    ds->x = malloc(n * 64 * sizeof(float));
+    ds->y = malloc(n);
+    if (!ds->x || !ds->y) { dcz_dataset_free(ds); return 0; }
+    dcz_rng r;
+    dcz_rng_seed(&r, seed);
+    for (size_t i = 0; i < n; i++) {
+        float *im = ds->x + i * 64;
+        int cls = (int)(i & 1), at = (int)dcz_rng_below(&r, 8);
+        for (int j = 0; j < 64; j++) im[j] = 0.2f * dcz_rng_uniform(&r);
+        for (int j = 0; j < 8; j++) im[cls ? j * 8 + at : at * 8 + j] += 0.8f;
+        ds->y[i] = (uint8_t)cls;
+    }
+    ds->n = n; ds->c = 1; ds->h = 8; ds->w = 8; ds->classes = 2;
+    return 1;
+}
+
+static void test_cnn_learns(void)
+{
+    char err[256];
+    dcz_dataset tr, te;
+    int ok = make_bars(&tr, 512, 31) && make_bars(&te, 256, 32);
+    REQUIRE(ok, "alloc");
+    dcz_net *net = NULL;
+    REQUIRE_OK(dcz_net_create_arch("cnn:i1x8x8-c4k3-p2-c8k3-gap-d10-f2", 3, &net, err, sizeof err),
+               "%s", err);
+    dcz_rng r;
+    dcz_rng_seed(&r, 33);
+    dcz_sgd opt = { .lr = 0.05f, .momentum = 0.9f, .weight_decay = 5e-4f, .batch = 32,
+                    .train_biases = 1, .train_weights = 1 };
+    float first = 0, last = 0;
+    for (int e = 0; e < 8; e++) {
+        REQUIRE_OK(dcz_train_epoch(net, &tr, &opt, &r, NULL, NULL, &last), "epoch %d", e);
+        if (e == 0) first = last;
+    }
+    double acc = 0;
+    REQUIRE_OK(dcz_net_evaluate(net, &te, &acc), "evaluate");
+    CHECK(last < 0.5f * first, "loss %g after 8 epochs (first %g)", last, first);
+    CHECK(acc > 0.95, "test accuracy %g", acc);
+    dcz_net_free(net);
+    dcz_dataset_free(&tr);
+    dcz_dataset_free(&te);
+}
+
+/* Every parameter and batch-norm statistic of two nets bit for bit. */
+static int same_all_params(const dcz_net *a, const dcz_net *b)
+{
+    if (a->nlayers != b->nlayers) return 0;
+    for (int i = 0; i < a->nlayers; i++) {
+        const dcz_tlayer *la = &a->layers[i], *lb = &b->layers[i];
+        size_t nw = dcz_tlayer_nweights(la), nb = dcz_tlayer_nbias(la);
+        if (nb == 0) continue;
+        if (memcmp(la->w, lb->w, nw * sizeof(float)) || memcmp(la->b, lb->b, nb * sizeof(float)))
+            return 0;
+        if (la->run_mean && (memcmp(la->run_mean, lb->run_mean, nb * sizeof(float)) ||
+                             memcmp(la->run_var, lb->run_var, nb * sizeof(float))))
+            return 0;
+    }
+    return 1;
+}
+
+static dcz_net *train_cnn(uint64_t seed, const dcz_dataset *ds)
+{
+    dcz_net *net = NULL;
+    if (dcz_net_create_arch("cnn:i1x8x8-c4k3-d20-p2-f8-d30-f2", seed, &net, NULL, 0) != DCZ_OK)
+        return NULL;
+    dcz_rng r;
+    dcz_rng_seed(&r, 5);
+    dcz_sgd opt = { .lr = 0.05f, .momentum = 0.9f, .weight_decay = 5e-4f, .batch = 16,
+                    .train_biases = 1, .train_weights = 1 };
+    if (dcz_train_epoch(net, ds, &opt, &r, NULL, NULL, NULL) != DCZ_OK) {
+        dcz_net_free(net);
+        return NULL;
+    }
+    return net;
+}
+
+static void test_cnn_determinism(void)
+{
+    dcz_dataset ds;
+    REQUIRE(make_bars(&ds, 200, 41), "alloc");
+    dcz_net *a = train_cnn(1, &ds), *b = train_cnn(1, &ds), *c = train_cnn(2, &ds);
+    REQUIRE(a && b && c, "training failed");
+    CHECK(same_all_params(a, b), "same seed gave different weights");
+    CHECK(!same_all_params(a, c), "different seeds gave the same weights");
+    dcz_net_free(a);
+    dcz_net_free(b);
+    dcz_net_free(c);
+    dcz_dataset_free(&ds);
+}
+
+/* A conv layer too large to keep its columns between the passes rebuilds
+ * them chunk by chunk: its gradient over a batch equals the mean of the
+ * gradients of parts of the batch small enough to keep them. */
+static void test_conv_chunked_backward(void)
+{
+    /* the second conv is the large one: 16 -> 8 channels, 3x3, 64x64 */
+    dcz_tlayer a[] = { CONV(16, 1, 1, 1, 0), CONV(8, 3, 3, 1, 1), SIMPLE(DCZ_TL_RELU),
+                       CONV(4, 3, 3, 2, 1), SIMPLE(DCZ_TL_GAP), FC(3) };
+    dcz_net *net = build_net(a, 6, 4, 64, 64, 34);
+    REQUIRE(net, "build");
+    enum { B = 30, PART = 5 };
+    size_t in = (size_t)net->in_dim;
+    float *x = malloc(B * in * sizeof(float));
+    uint8_t y[B];
+    random_batch(net, B, x, y, 35);
+    const int conv[3] = { 0, 1, 3 };
+    double *sum[3];
+    for (int k = 0; k < 3; k++) sum[k] = calloc(dcz_tlayer_nweights(&net->layers[conv[k]]), sizeof(double));
+    for (int s = 0; s < B; s += PART) {
+        REQUIRE_OK(dcz_net_grad(net, x + (size_t)s * in, y + s, PART, NULL), "part %d", s);
+        for (int k = 0; k < 3; k++) {
+            const dcz_tlayer *l = &net->layers[conv[k]];
+            for (size_t j = 0; j < dcz_tlayer_nweights(l); j++) sum[k][j] += l->gw[j] * PART / (double)B;
+        }
+    }
+    REQUIRE_OK(dcz_net_grad(net, x, y, B, NULL), "whole batch");
+    for (int k = 0; k < 3; k++) {
+        const dcz_tlayer *l = &net->layers[conv[k]];
+        double worst = 0, scale = 0;
+        for (size_t j = 0; j < dcz_tlayer_nweights(l); j++) {
+            worst = fmax(worst, fabs(l->gw[j] - sum[k][j]));
+            scale = fmax(scale, fabs(sum[k][j]));
+        }
+        CHECK(worst <= 1e-4 * scale, "%s: whole-batch gradient off the parts by %g (scale %g)",
+              l->name, worst, scale);
+        free(sum[k]);
+    }
+    free(x);
+    dcz_net_free(net);
+}
+
 static void test_lr(void)
 {
     CHECK(dcz_lr_at(NULL, 0.1f, 7, 30) == 0.1f, "NULL is const");
@@ -680,6 +1615,19 @@ int main(void)
     RUN(test_arch);
     RUN(test_validate);
     RUN(test_forward);
+    RUN(test_conv_forward_direct);
+    RUN(test_gradcheck_conv);
+    RUN(test_gradcheck_pool);
+    RUN(test_gradcheck_batchnorm);
+    RUN(test_dropout);
+    RUN(test_conv_masks_codebooks);
+    RUN(test_weight_decay_scope);
+    RUN(test_conv_chunked_backward);
+    RUN(test_fold_for_inference);
+    RUN(test_arch_cnn);
+    RUN(test_validate_cnn);
+    RUN(test_cnn_learns);
+    RUN(test_cnn_determinism);
     RUN(test_lr);
     RUN(test_rng);
     return check_summary();

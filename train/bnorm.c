@@ -1,0 +1,132 @@
+/* bnorm.c: batch normalization of the training engine (Ioffe and Szegedy,
+ * 2015), per channel c over the M = batch*H*W values of the channel:
+ *   training:  mean = sum x / M, var = sum (x - mean)^2 / M (biased),
+ *              xhat = (x - mean) / sqrt(var + eps), y = gamma xhat + beta;
+ *              running mean and variance move by bn_momentum toward mean and
+ *              the unbiased variance var * M / (M - 1);
+ *   inference: the same with the running statistics.
+ * Backward (training): dbeta = sum dy, dgamma = sum dy xhat,
+ *   dx = gamma / sqrt(var + eps) (dy - dbeta / M - xhat dgamma / M).
+ * The forward pass keeps mean and 1 / sqrt(var + eps) in l->cache; xhat is
+ * recomputed from x. Sums run in float within a sample's plane (four
+ * partial sums) and in double across samples.
+ *
+ * Checked by tests/unit/test_train.c (finite differences of the training
+ * loss, folding into the previous layer).
+ */
+#include <math.h>
+
+#include "train/internal.h"
+
+/* Sum of (s[j] - m)^2 for j < n, in four partial sums. */
+static float sumsq_centered(const float *s, float m, size_t n)
+{
+    float a0 = 0.0f, a1 = 0.0f, a2 = 0.0f, a3 = 0.0f;
+    size_t j = 0;
+    for (; j + 4 <= n; j += 4) {
+        float d0 = s[j] - m, d1 = s[j + 1] - m, d2 = s[j + 2] - m, d3 = s[j + 3] - m;
+        a0 += d0 * d0; a1 += d1 * d1; a2 += d2 * d2; a3 += d3 * d3;
+    }
+    for (; j < n; j++) a0 += (s[j] - m) * (s[j] - m);
+    return (a0 + a1) + (a2 + a3);
+}
+
+/* Sums of g[j] and of g[j] (x[j] - m) for j < n, in four partial sums each. */
+static void sums_grad(const float *g, const float *x, float m, size_t n, float *sg, float *sgx)
+{
+    float a0 = 0.0f, a1 = 0.0f, a2 = 0.0f, a3 = 0.0f;
+    float b0 = 0.0f, b1 = 0.0f, b2 = 0.0f, b3 = 0.0f;
+    size_t j = 0;
+    for (; j + 4 <= n; j += 4) {
+        a0 += g[j]; a1 += g[j + 1]; a2 += g[j + 2]; a3 += g[j + 3];
+        b0 += g[j] * (x[j] - m); b1 += g[j + 1] * (x[j + 1] - m);
+        b2 += g[j + 2] * (x[j + 2] - m); b3 += g[j + 3] * (x[j + 3] - m);
+    }
+    for (; j < n; j++) {
+        a0 += g[j];
+        b0 += g[j] * (x[j] - m);
+    }
+    *sg = (a0 + a1) + (a2 + a3);
+    *sgx = (b0 + b1) + (b2 + b3);
+}
+
+/* d[j] = g[j] p + x[j] q + r for j < n. */
+static void lincomb(float *restrict d, const float *restrict g, const float *restrict x,
+                    float p, float q, float r, size_t n)
+{
+    size_t j = 0;
+    for (; j + 4 <= n; j += 4) {
+        d[j] = g[j] * p + x[j] * q + r; d[j + 1] = g[j + 1] * p + x[j + 1] * q + r;
+        d[j + 2] = g[j + 2] * p + x[j + 2] * q + r; d[j + 3] = g[j + 3] * p + x[j + 3] * q + r;
+    }
+    for (; j < n; j++) d[j] = g[j] * p + x[j] * q + r;
+}
+
+void dcz_bn_forward(dcz_tlayer *l, const float *x, float *y, int batch, int train)
+{
+    const int C = l->in_c;
+    const size_t hw = (size_t)l->in_h * l->in_w, M = (size_t)batch * hw;
+    if (!train) {
+        for (int c = 0; c < C; c++) {
+            float scale = l->w[c] / sqrtf(l->run_var[c] + l->eps);
+            float shift = l->b[c] - l->run_mean[c] * scale;
+            for (int n = 0; n < batch; n++) {
+                size_t o = ((size_t)n * C + c) * hw;
+                dcz_vaffine(y + o, x + o, scale, shift, hw);
+            }
+        }
+        return;
+    }
+    float *mean = l->cache, *istd = (float *)l->cache + C;   /* (c) each */
+    const float mom = l->bn_momentum;
+    for (int c = 0; c < C; c++) {
+        /* two passes (mean, then squared deviations): no cancellation */
+        double s = 0;
+        for (int n = 0; n < batch; n++) s += dcz_vsum(x + ((size_t)n * C + c) * hw, hw);
+        double mu = s / (double)M, v = 0;
+        float m = (float)mu;
+        for (int n = 0; n < batch; n++) v += sumsq_centered(x + ((size_t)n * C + c) * hw, m, hw);
+        v /= (double)M;
+        float is = (float)(1.0 / sqrt(v + l->eps));
+        mean[c] = m;
+        istd[c] = is;
+        float scale = l->w[c] * is, shift = l->b[c] - m * scale;
+        for (int n = 0; n < batch; n++) {
+            size_t o = ((size_t)n * C + c) * hw;
+            dcz_vaffine(y + o, x + o, scale, shift, hw);
+        }
+        double unbiased = M > 1 ? v * (double)M / (double)(M - 1) : v;
+        l->run_mean[c] = (1.0f - mom) * l->run_mean[c] + mom * m;
+        l->run_var[c] = (1.0f - mom) * l->run_var[c] + mom * (float)unbiased;
+    }
+}
+
+void dcz_bn_backward(dcz_tlayer *l, const float *x, const float *dy, float *dx, int batch)
+{
+    const int C = l->in_c;
+    const size_t hw = (size_t)l->in_h * l->in_w, M = (size_t)batch * hw;
+    const float *mean = l->cache, *istd = (const float *)l->cache + C;
+    for (int c = 0; c < C; c++) {
+        const float m = mean[c], is = istd[c];
+        double sdy = 0, sdyx = 0;
+        for (int n = 0; n < batch; n++) {
+            size_t o = ((size_t)n * C + c) * hw;
+            float a, b;
+            sums_grad(dy + o, x + o, m, hw, &a, &b);
+            sdy += a;
+            sdyx += b;
+        }
+        sdyx *= is;   /* sum of dy xhat */
+        l->gb[c] = (float)sdy;
+        l->gw[c] = (float)sdyx;
+        if (!dx) continue;
+        /* dx = k (dy - a - xhat b) with k = gamma is, a = sdy / M, b = sdyx / M,
+         * xhat = (x - m) is: dx = k dy + q x + r */
+        const double k = (double)l->w[c] * is, a = sdy / (double)M, b = sdyx / (double)M;
+        const float q = (float)(-k * is * b), r = (float)(-k * a + k * is * b * m);
+        for (int n = 0; n < batch; n++) {
+            size_t o = ((size_t)n * C + c) * hw;
+            lincomb(dx + o, dy + o, x + o, (float)k, q, r, hw);
+        }
+    }
+}

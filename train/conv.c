@@ -1,0 +1,215 @@
+/* conv.c: 2-D convolution of the training engine, forward and backward, by
+ * im2col over many samples at once and one OpenBLAS sgemm per chunk.
+ *
+ * Activations are batch major, (batch, C, H, W) in C order. A chunk of nb
+ * samples is unrolled into columns cols (K, nb*OH*OW), K = in_c*kh*kw: row
+ * (c, i, j), column (n, oh, ow) holds input pixel (c, oh*sh - ph + i,
+ * ow*sw - pw + j) of sample n, 0 outside the input (zero padding). Then
+ *   forward   Yc (out_c, nb*OHW) = W (out_c, K) cols; y (n, c, p) = Yc + b;
+ *   backward  dYc (out_c, nb*OHW) gathered from dy; gb = row sums of dYc;
+ *             gW += dYc cols^T; dcols = W^T dYc; dx = col2im(dcols), the
+ *             adjoint of im2col (each column entry added back to its pixel).
+ * One GEMM covers nb samples, so its N dimension is nb*OH*OW rather than the
+ * OH*OW of one sample. nb is chosen so the columns stay within
+ * CONV_COL_BUDGET floats; the columns and dYc live in the net's shared
+ * scratch (net->work, dcz_conv_work_floats). In training, when the columns
+ * of the whole batch fit CONV_KEEP_FLOATS, the forward pass builds them in
+ * the layer's cache instead, in one chunk, and the backward pass reuses them
+ * (then overwrites them with dcols); larger layers rebuild them.
+ *
+ * Checked by tests/unit/test_train.c against a direct 7-loop convolution on
+ * random data and by finite differences (strides 1 and 2, padding 0 and 1,
+ * odd sizes).
+ */
+#include <cblas.h>
+#include <string.h>
+
+#include "train/internal.h"
+
+/* floats of im2col columns per chunk: large enough that one GEMM has work
+ * for every thread, small enough to stay in the last-level cache */
+#define CONV_COL_BUDGET ((size_t)1 << 21)
+/* floats of columns a layer may keep from the forward to the backward pass
+ * (the net's total is bounded by DCZ_CONV_KEEP_TOTAL, internal.h) */
+#define CONV_KEEP_FLOATS ((size_t)1 << 24)
+/* products with at most this many outputs run on one OpenBLAS thread */
+#define GEMM_SMALL_OUT 2048
+
+/* Samples per chunk for a batch of batch samples. */
+static int conv_chunk(const dcz_tlayer *l, int batch)
+{
+    size_t per = dcz_tlayer_wcols(l) * (size_t)l->out_h * (size_t)l->out_w;
+    size_t c = CONV_COL_BUDGET / per;
+    if (c < 1) c = 1;
+    return c < (size_t)batch ? (int)c : batch;
+}
+
+size_t dcz_conv_cache_floats(const dcz_tlayer *l, int batch)
+{
+    size_t cols = dcz_tlayer_wcols(l) * (size_t)l->out_h * (size_t)l->out_w * (size_t)batch;
+    return cols <= CONV_KEEP_FLOATS ? cols : 0;
+}
+
+size_t dcz_conv_work_floats(const dcz_tlayer *l, int batch)
+{
+    size_t nb = (size_t)conv_chunk(l, batch), ohw = (size_t)l->out_h * (size_t)l->out_w;
+    size_t chunked = nb * ohw * (dcz_tlayer_wcols(l) + (size_t)l->out_c);
+    size_t kept = dcz_conv_cache_floats(l, batch) ? (size_t)batch * ohw * (size_t)l->out_c : 0;
+    return chunked > kept ? chunked : kept;
+}
+
+/* The columns kept in l->cache for batch samples, or NULL. */
+static float *kept_cols(const dcz_tlayer *l, int batch)
+{
+    size_t need = dcz_conv_cache_floats(l, batch);
+    return need && l->cache && l->cache_bytes >= need * sizeof(float) ? l->cache : NULL;
+}
+
+/* gW (oc, K) = dYc (oc, N) cols^T (N, K) (+ gW when accumulate). OpenBLAS
+ * splits a threaded product along its outputs and synchronizes the threads
+ * after every block of N; a small gW over a long N (a first convolution:
+ * few filters of few weights, a batch of pixels deep) then costs several
+ * times its single-thread time, so it runs on one thread. */
+static void weight_grad(dcz_tlayer *l, int oc, int K, int N, const float *dyc,
+                        const float *cols, int accumulate)
+{
+    int threads = (size_t)oc * (size_t)K <= GEMM_SMALL_OUT ? openblas_get_num_threads() : 1;
+    if (threads > 1) openblas_set_num_threads(1);
+    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, oc, K, N,
+                1.0f, dyc, N, cols, N, accumulate ? 1.0f : 0.0f, l->gw, K);
+    if (threads > 1) openblas_set_num_threads(threads);
+}
+
+/* Output columns [*lo, *hi) whose input column ow*s - pad + j is inside
+ * [0, n); the others read padding. */
+static void valid_range(int j, int n, int out, int s, int pad, int *lo, int *hi)
+{
+    int a = pad - j;   /* ow*s >= a */
+    int l = a > 0 ? (a + s - 1) / s : 0;
+    int t = n - 1 + pad - j;   /* ow*s <= t */
+    int h = t < 0 ? 0 : t / s + 1;
+    if (h > out) h = out;
+    if (l > h) l = h;
+    *lo = l;
+    *hi = h;
+}
+
+/* cols (K, nb*OHW) from x (nb, C, H, W). */
+static void im2col(const dcz_tlayer *l, const float *x, int nb, float *cols)
+{
+    const int C = l->in_c, H = l->in_h, W = l->in_w, OH = l->out_h, OW = l->out_w;
+    const int kh = l->kh, kw = l->kw, sh = l->sh, sw = l->sw, ph = l->ph, pw = l->pw;
+    const size_t hw = (size_t)H * W, ohw = (size_t)OH * OW, N = (size_t)nb * ohw;
+    for (int c = 0; c < C; c++)
+        for (int ki = 0; ki < kh; ki++)
+            for (int kj = 0; kj < kw; kj++) {
+                float *row = cols + ((size_t)(c * kh + ki) * kw + kj) * N;
+                int lo, hi;
+                valid_range(kj, W, OW, sw, pw, &lo, &hi);
+                for (int n = 0; n < nb; n++) {
+                    const float *xp = x + ((size_t)n * C + c) * hw;   /* (H, W) */
+                    float *d = row + (size_t)n * ohw;
+                    for (int oh = 0; oh < OH; oh++, d += OW) {
+                        int ih = oh * sh - ph + ki;
+                        if (ih < 0 || ih >= H) {
+                            memset(d, 0, (size_t)OW * sizeof(float));
+                            continue;
+                        }
+                        /* input column of ow is off + ow*sw, >= 0 from lo on */
+                        const float *xr = xp + (size_t)ih * W;
+                        int off = kj - pw;
+                        for (int ow = 0; ow < lo; ow++) d[ow] = 0.0f;
+                        if (sw == 1)
+                            dcz_vcopy(d + lo, xr + lo + off, (size_t)(hi - lo));
+                        else
+                            for (int ow = lo; ow < hi; ow++) d[ow] = xr[ow * sw + off];
+                        for (int ow = hi; ow < OW; ow++) d[ow] = 0.0f;
+                    }
+                }
+            }
+}
+
+/* dx (nb, C, H, W) = col2im(cols): the sum, over every column entry, of the
+ * entry into the pixel it was read from (padding reads are dropped). */
+static void col2im(const dcz_tlayer *l, const float *cols, int nb, float *dx)
+{
+    const int C = l->in_c, H = l->in_h, W = l->in_w, OH = l->out_h, OW = l->out_w;
+    const int kh = l->kh, kw = l->kw, sh = l->sh, sw = l->sw, ph = l->ph, pw = l->pw;
+    const size_t hw = (size_t)H * W, ohw = (size_t)OH * OW, N = (size_t)nb * ohw;
+    memset(dx, 0, (size_t)nb * (size_t)C * hw * sizeof(float));
+    for (int c = 0; c < C; c++)
+        for (int ki = 0; ki < kh; ki++)
+            for (int kj = 0; kj < kw; kj++) {
+                const float *row = cols + ((size_t)(c * kh + ki) * kw + kj) * N;
+                int lo, hi;
+                valid_range(kj, W, OW, sw, pw, &lo, &hi);
+                for (int n = 0; n < nb; n++) {
+                    float *xp = dx + ((size_t)n * C + c) * hw;
+                    const float *d = row + (size_t)n * ohw;
+                    for (int oh = 0; oh < OH; oh++, d += OW) {
+                        int ih = oh * sh - ph + ki;
+                        if (ih < 0 || ih >= H) continue;
+                        float *xr = xp + (size_t)ih * W;
+                        int off = kj - pw;
+                        if (sw == 1)
+                            dcz_vadd(xr + lo + off, d + lo, (size_t)(hi - lo));
+                        else
+                            for (int ow = lo; ow < hi; ow++) xr[ow * sw + off] += d[ow];
+                    }
+                }
+            }
+}
+
+void dcz_conv_forward(const dcz_tlayer *l, const float *x, float *y, int batch,
+                      float *work, int train)
+{
+    const int K = (int)dcz_tlayer_wcols(l), oc = l->out_c;
+    const size_t ohw = (size_t)l->out_h * l->out_w;
+    float *keep = train ? kept_cols(l, batch) : NULL;
+    const int chunk = keep ? batch : conv_chunk(l, batch);
+    float *cols = keep ? keep : work;                    /* (K, chunk*ohw) */
+    float *yc = keep ? work : work + (size_t)K * (size_t)chunk * ohw;  /* (oc, chunk*ohw) */
+    for (int s = 0; s < batch; s += chunk) {
+        int nb = batch - s < chunk ? batch - s : chunk;
+        int N = (int)((size_t)nb * ohw);
+        im2col(l, x + (size_t)s * l->in, nb, cols);
+        cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, oc, N, K,
+                    1.0f, l->w, K, cols, N, 0.0f, yc, N);
+        for (int n = 0; n < nb; n++)
+            for (int c = 0; c < oc; c++) {
+                const float *src = yc + (size_t)c * N + (size_t)n * ohw;
+                float *dst = y + (size_t)(s + n) * l->out + (size_t)c * ohw;
+                dcz_vaffine(dst, src, 1.0f, l->b[c], ohw);
+            }
+    }
+}
+
+void dcz_conv_backward(dcz_tlayer *l, const float *x, const float *dy, float *dx,
+                       int batch, float *work)
+{
+    const int K = (int)dcz_tlayer_wcols(l), oc = l->out_c;
+    const size_t ohw = (size_t)l->out_h * l->out_w;
+    float *keep = kept_cols(l, batch);   /* the forward pass's columns */
+    const int chunk = keep ? batch : conv_chunk(l, batch);
+    float *cols = keep ? keep : work;                    /* (K, chunk*ohw) */
+    float *dyc = keep ? work : work + (size_t)K * (size_t)chunk * ohw;  /* (oc, chunk*ohw) */
+    for (int c = 0; c < oc; c++) l->gb[c] = 0.0f;
+    for (int s = 0; s < batch; s += chunk) {
+        int nb = batch - s < chunk ? batch - s : chunk;
+        int N = (int)((size_t)nb * ohw);
+        for (int n = 0; n < nb; n++)
+            for (int c = 0; c < oc; c++) {
+                const float *src = dy + (size_t)(s + n) * l->out + (size_t)c * ohw;
+                float *dst = dyc + (size_t)c * N + (size_t)n * ohw;
+                dcz_vcopy(dst, src, ohw);
+                l->gb[c] += dcz_vsum(src, ohw);
+            }
+        if (!keep) im2col(l, x + (size_t)s * l->in, nb, cols);
+        weight_grad(l, oc, K, N, dyc, cols, s > 0);
+        if (!dx) continue;
+        /* dcols (K, N) = W^T (K, oc) dYc (oc, N), over the columns */
+        cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, K, N, oc,
+                    1.0f, l->w, K, dyc, N, 0.0f, cols, N);
+        col2im(l, cols, nb, dx + (size_t)s * l->in);
+    }
+}
