@@ -102,7 +102,8 @@ demo: deps
 
 bench: deps
 	@$(MAKE) --no-print-directory bin/dcz $(BENCH_BIN)
-	@for b in $(BENCH_BIN); do $$b || exit 1; done
+	@for b in $(filter-out $(BUILD)/bench/bench_train,$(BENCH_BIN)); do $$b || exit 1; done
+	@bash bench/train_epoch.sh
 
 FUZZ_CC ?= clang
 fuzz:

@@ -25,18 +25,39 @@
 #define DEFAULT_SPARSITY_OUTPUT 0.65
 #define DEFAULT_FC_BITS 5
 #define DEFAULT_FC_GAP_BITS 5
+/* Convolution layers are far more sensitive (Deep Compression, Figure 5):
+ * the paper prunes AlexNet's first conv 16% and the others 62-65%, LeNet-5's
+ * conv1 34%; it gives them 8-bit codebooks and 8-bit relative positions. */
+#define DEFAULT_SPARSITY_CONV_FIRST 0.35
+#define DEFAULT_SPARSITY_CONV 0.65
+#define DEFAULT_CONV_BITS 8
+#define DEFAULT_CONV_GAP_BITS 8
 
-/* The default sparsity of dense layer i: by its place in the chain. */
+static int is_conv(const dcz_tlayer *l) { return l->kind == DCZ_TL_CONV; }
+
+/* The default sparsity of layer i (with weights): by its kind and, for
+ * fully connected layers, its place among them. */
 static double default_sparsity(const dcz_net *net, int i)
 {
-    int first = -1, last = -1;
-    for (int l = 0; l < net->nlayers; l++)
-        if (net->layers[l].kind == DCZ_TL_DENSE) {
-            if (first < 0) first = l;
-            last = l;
-        }
+    int first = -1, last = -1, first_conv = -1;
+    for (int l = 0; l < net->nlayers; l++) {
+        const dcz_tlayer *t = &net->layers[l];
+        if (is_conv(t) && first_conv < 0) first_conv = l;
+        if (t->kind != DCZ_TL_DENSE) continue;
+        if (first < 0) first = l;
+        last = l;
+    }
+    if (is_conv(&net->layers[i]))
+        return i == first_conv ? DEFAULT_SPARSITY_CONV_FIRST : DEFAULT_SPARSITY_CONV;
     if (i == last) return DEFAULT_SPARSITY_OUTPUT;
     return i == first ? DEFAULT_SPARSITY_FIRST : DEFAULT_SPARSITY_HIDDEN;
+}
+
+static double default_bits(const dcz_tlayer *l) { return is_conv(l) ? DEFAULT_CONV_BITS : DEFAULT_FC_BITS; }
+
+static double default_gap_bits(const dcz_tlayer *l)
+{
+    return is_conv(l) ? DEFAULT_CONV_GAP_BITS : DEFAULT_FC_GAP_BITS;
 }
 
 static int parse_rules(const verb_ctx *v, const char *opt, const char *text, rule_set *r)
@@ -78,7 +99,7 @@ static int check_rule_names(const verb_ctx *v, const char *opt, const rule_set *
     const char *names[DCZ_MAX_LAYERS];
     int n = 0;
     for (int l = 0; l < net->nlayers && n < DCZ_MAX_LAYERS; l++)
-        if (net->layers[l].kind == DCZ_TL_DENSE) names[n++] = net->layers[l].name;
+        if (dcz_tlayer_has_weights(&net->layers[l])) names[n++] = net->layers[l].name;
     return report_unmatched(v, opt, r, names, n);
 }
 
@@ -119,7 +140,7 @@ static int make_encodings(const verb_ctx *v, const dcz_net *net, const char *gap
     dcz_layer_encoding *e = calloc((size_t)net->nlayers, sizeof *e);
     if (!e) return EXIT_INTERNAL;
     for (int i = 0; i < net->nlayers; i++) {
-        double g = rules_value(&gr, net->layers[i].name, DEFAULT_FC_GAP_BITS);
+        double g = rules_value(&gr, net->layers[i].name, default_gap_bits(&net->layers[i]));
         if (g < 1 || g > 8 || g != floor(g)) {
             cli_usage_error(v, "--gap-bits: %g for %s is not a whole number from 1 to 8", g, net->layers[i].name);
             free(e);
@@ -168,6 +189,15 @@ static int need_output(const verb_ctx *v)
 typedef int (*stage_fn)(const verb_ctx *v, dcz_net *net, const dcz_doc *in, const void *opts,
                         const dcz_dataset *train, const dcz_dataset *test, char *extra, size_t extra_len);
 
+/* Nonzero when samples of d have the net's input shape (a flat input takes
+ * any sample of as many values) and its labels fit the net's outputs. */
+static int data_fits(const dcz_net *net, const dcz_dataset *d)
+{
+    if ((size_t)d->c * d->h * d->w != (size_t)net->in_dim || (int)d->classes > net->classes) return 0;
+    if (net->in_rank != 3) return 1;
+    return net->in_dims[0] == d->c && net->in_dims[1] == d->h && net->in_dims[2] == d->w;
+}
+
 /* ---- train ------------------------------------------------------------------ */
 
 typedef struct train_opts {
@@ -182,7 +212,7 @@ int cmd_train(verb_ctx *v)
      * loss (Deep Compression, section 2) */
     train_opts t = { "lenet300", "cosine", 30, 64, 0.02, 0.9, 5e-4 };
     const opt_spec specs[] = {
-        { "arch", 0, OPT_STR, &t.arch, "lenet300 or mlp:784-500-300-10 (default lenet300)" },
+        { "arch", 0, OPT_STR, &t.arch, "lenet300, lenet5, mlp:784-500-10 or cnn:c32k3-p2-f10 (default lenet300)" },
         { "epochs", 0, OPT_INT, &t.epochs, "training epochs (default 30)" },
         { "lr", 0, OPT_FLOAT, &t.lr, "learning rate (default 0.02)" },
         { "schedule", 0, OPT_STR, &t.schedule, "lr schedule: const, step, cosine (default cosine)" },
@@ -213,7 +243,7 @@ int cmd_train(verb_ctx *v)
     rc = stage_load_data(v, DCZ_SPLIT_TRAIN, &train);
     if (rc == -1) rc = stage_load_data(v, DCZ_SPLIT_TEST, &test);
     if (rc != -1) goto done;
-    if ((int)(train.c * train.h * train.w) != net->in_dim || (int)train.classes > net->classes) {
+    if (!data_fits(net, &train)) {
         cli_error("train: %s has %ux%ux%u samples in %u classes; %s takes %d inputs and %d classes",
                   v->c.data, train.c, train.h, train.w, train.classes, t.arch, net->in_dim, net->classes);
         rc = EXIT_BAD_INPUT;
@@ -243,6 +273,9 @@ int cmd_train(verb_ctx *v)
     snprintf(extra, sizeof extra,
              "arch = %s\nepochs = %d\nlr = %g\nschedule = %s\nmomentum = %g\nweight_decay = %g\nbatch = %d\n",
              t.arch, t.epochs, t.lr, t.schedule, t.momentum, t.wd, t.batch);
+    /* batch norm goes into the convolutions before anything is compressed */
+    s = dcz_net_fold_for_inference(net);
+    if (s != DCZ_OK) { rc = cli_fail(v, s, "folding batch norm"); goto done; }
     dcz_layer_encoding *enc = calloc((size_t)net->nlayers, sizeof *enc);
     dcz_doc *doc = NULL;
     if (!enc || (s = dcz_net_to_doc(net, enc, &doc)) != DCZ_OK) {
@@ -305,7 +338,7 @@ static void prune_opts_init(prune_opts *p)
     { "final-epochs", 0, OPT_INT, &(p).final_epochs, "retraining epochs after the last round (default 12)" }, \
     { "prune-lr", 0, OPT_FLOAT, &(p).lr, "retraining rate (default: training rate / 4)" }, \
     { "weight-decay", 0, OPT_FLOAT, &(p).wd, "retraining weight decay (default 1e-4)" }, \
-    { "gap-bits", 0, OPT_STR, &(p).gap_bits, "relative position width per layer (default 5)" }
+    { "gap-bits", 0, OPT_STR, &(p).gap_bits, "relative position width per layer (default: fc 5, conv 8)" }
 
 /* Prunes net per the options; prints the per-layer report. */
 static int run_prune(const verb_ctx *v, dcz_net *net, const dcz_doc *in, const void *opts,
@@ -327,7 +360,7 @@ static int run_prune(const verb_ctx *v, dcz_net *net, const dcz_doc *in, const v
     const int defaults = !po->sparsity && !po->quality;
     for (int i = 0; i < net->nlayers; i++) {
         const char *name = net->layers[i].name;
-        if (net->layers[i].kind != DCZ_TL_DENSE) continue;
+        if (!dcz_tlayer_has_weights(&net->layers[i])) continue;
         if (rules_match(&q, name)) {
             targets[i].mode = DCZ_PRUNE_QUALITY;
             targets[i].value = rules_value(&q, name, 0);
@@ -405,7 +438,7 @@ static void quant_opts_init(quant_opts *q)
 }
 
 #define QUANT_SPECS(q) \
-    { "bits", 0, OPT_STR, &(q).bits, "codebook bits per layer: 5 or 'fc*=5,fc3=6' (default 5)" }, \
+    { "bits", 0, OPT_STR, &(q).bits, "codebook bits per layer: 5 or 'fc*=5,conv*=8' (default: fc 5, conv 8)" }, \
     { "init", 0, OPT_STR, &(q).init, "centroid initialization: linear, density, random" }, \
     { "kmeans-iters", 0, OPT_INT, &(q).iters, "k-means iterations (default 100)" }, \
     { "quant-epochs", 0, OPT_INT, &(q).epochs, "centroid fine-tuning epochs (default 4)" }, \
@@ -429,8 +462,8 @@ static int run_quantize(const verb_ctx *v, dcz_net *net, const dcz_doc *in, cons
     int *bits = calloc((size_t)net->nlayers, sizeof *bits);
     if (!bits) return EXIT_INTERNAL;
     for (int i = 0; i < net->nlayers; i++) {
-        if (net->layers[i].kind != DCZ_TL_DENSE) continue;
-        double b = rules_value(&br, net->layers[i].name, DEFAULT_FC_BITS);
+        if (!dcz_tlayer_has_weights(&net->layers[i])) continue;
+        double b = rules_value(&br, net->layers[i].name, default_bits(&net->layers[i]));
         if (b < 1 || b > 8 || b != floor(b)) {
             cli_usage_error(v, "--bits: %g for %s is not a whole number from 1 to 8", b, net->layers[i].name);
             free(bits);
@@ -490,8 +523,7 @@ static int open_stage(verb_ctx *v, dcz_doc **doc, dcz_net **net, dcz_dataset *tr
     if (!*have_data) return -1;
     rc = stage_load_data(v, DCZ_SPLIT_TRAIN, train);
     if (rc == -1) rc = stage_load_data(v, DCZ_SPLIT_TEST, test);
-    if (rc == -1 && ((int)(train->c * train->h * train->w) != (*net)->in_dim ||
-                     (int)train->classes > (*net)->classes)) {
+    if (rc == -1 && !data_fits(*net, train)) {
         cli_error("%s: %s does not fit the model's %d inputs and %d outputs", v->verb, v->c.data,
                   (*net)->in_dim, (*net)->classes);
         rc = EXIT_BAD_INPUT;
@@ -568,7 +600,7 @@ int cmd_quantize(verb_ctx *v)
     const char *gap_bits = NULL;
     const opt_spec specs[] = {
         QUANT_SPECS(qo),
-        { "gap-bits", 0, OPT_STR, &gap_bits, "relative position width per layer (default 5)" },
+        { "gap-bits", 0, OPT_STR, &gap_bits, "relative position width per layer (default: fc 5, conv 8)" },
         { NULL, 0, OPT_FLAG, NULL, NULL }
     };
     v->usage = "dcz quantize IN [--bits B] [--data DATA] -o OUT";
@@ -592,11 +624,11 @@ static int apply_encoding(const verb_ctx *v, dcz_doc *doc, const char *gap_rules
     const char *names[DCZ_MAX_LAYERS];
     int n = 0;
     for (uint32_t i = 0; i < doc->nlayers && n < DCZ_MAX_LAYERS; i++)
-        if (doc->layers[i].op == DCZ_OP_DENSE) names[n++] = doc->layers[i].name;
+        if (doc->layers[i].ntensors > 0) names[n++] = doc->layers[i].name;
     if ((rc = report_unmatched(v, "gap-bits", &gr, names, n)) != -1) return rc;
     for (uint32_t i = 0; i < doc->nlayers; i++) {
         dcz_doc_layer *l = &doc->layers[i];
-        if (l->op != DCZ_OP_DENSE) continue;
+        if (l->ntensors != 2) continue;   /* DENSE and CONV2D: weight, bias */
         dcz_doc_tensor *w = &l->t[0];
         if (w->enc == DCZ_ENC_SPARSE_F32 || w->enc == DCZ_ENC_CODEBOOK) {
             if (w->gap_bits) {
@@ -700,7 +732,8 @@ int cmd_compress(verb_ctx *v)
     v->usage = "dcz compress IN --data DATA -o OUT [options]";
     v->summary = "The whole Deep Compression pipeline with the paper's defaults: iterative\n"
                  "pruning with retraining, trained quantization (5-bit codebooks for fully\n"
-                 "connected layers), and Huffman coding with 5-bit relative positions.\n"
+                 "connected layers, 8-bit for convolutions), and Huffman coding with 5-bit\n"
+                 "(fc) and 8-bit (conv) relative positions.\n"
                  "Every stage's accuracy is measured by libdcz on the bytes it produced.";
     int rc = cli_parse(v, specs, 1, 1);
     if (rc != -1) return rc;

@@ -10,6 +10,7 @@
 
 #include "cli/cli.h"
 #include "huffman/huffman.h"
+#include "runtime/model.h"
 
 /* ---- eval --------------------------------------------------------------------- */
 
@@ -74,6 +75,36 @@ static const char *enc_name(uint32_t e)
     return "?";
 }
 
+static const char *op_name(uint16_t op)
+{
+    switch (op) {
+    case DCZ_OP_DENSE: return "dense";
+    case DCZ_OP_RELU: return "relu";
+    case DCZ_OP_SOFTMAX: return "softmax";
+    case DCZ_OP_CONV2D: return "conv2d";
+    case DCZ_OP_MAXPOOL: return "maxpool";
+    case DCZ_OP_AVGPOOL: return "avgpool";
+    case DCZ_OP_GLOBAL_AVGPOOL: return "global_avgpool";
+    case DCZ_OP_FLATTEN: return "flatten";
+    }
+    return "?";
+}
+
+/* Layers with a weight and a bias: DENSE and CONV2D. */
+static int has_weights(const dcz_doc_layer *l)
+{
+    return l->op == DCZ_OP_DENSE || l->op == DCZ_OP_CONV2D;
+}
+
+/* "300x784" or "50x20x5x5" */
+static void shape_text(const dcz_doc_tensor *w, char *buf, size_t len)
+{
+    size_t n = 0;
+    buf[0] = '\0';
+    for (uint32_t k = 0; k < w->rank && n < len; k++)
+        n += (size_t)snprintf(buf + n, len - n, k ? "x%u" : "%u", w->dims[k]);
+}
+
 /* What one sparse stream costs: bits per weight as coded and raw, and the
  * empirical entropy of its symbols. */
 typedef struct stream_stats {
@@ -103,6 +134,24 @@ typedef struct layer_info {
     stream_stats idx, gap;
     const char *kernel, *why;
 } layer_info;
+
+/* The kernel libdcz runs a conv layer with, and why (run.c's choice). */
+static void conv_kernel(const dcz_doc_layer *l, const dcz_shape *in, layer_info *li)
+{
+    dcz_conv_geom g;
+    if (dcz_conv_geom_init(&g, l->op, l->attr, l->nattr, in) != DCZ_OK) return;
+    const dcz_doc_tensor *w = &l->t[0];
+    if (w->enc != DCZ_ENC_SPARSE_F32 && w->enc != DCZ_ENC_CODEBOOK) {
+        li->kernel = "conv2d_dense";
+        li->why = "dense weights: direct convolution";
+    } else if (dcz_conv2d_pick_im2col(&g)) {
+        li->kernel = "conv2d_sparse_im2col";
+        li->why = "output rows shorter than 8: im2col patches times the compressed rows";
+    } else {
+        li->kernel = "conv2d_sparse_direct";
+        li->why = "each stored weight scales a shifted input plane into its output plane";
+    }
+}
 
 static void measure_layer(const dcz_doc_layer *l, layer_info *li)
 {
@@ -153,8 +202,15 @@ int cmd_info(verb_ctx *v)
     const size_t params = dcz_doc_param_count(d);
     layer_info *li = calloc(d->nlayers, sizeof *li);
     if (!li) { dcz_doc_free(d); return EXIT_INTERNAL; }
-    for (uint32_t i = 0; i < d->nlayers; i++)
-        if (d->layers[i].op == DCZ_OP_DENSE) measure_layer(&d->layers[i], &li[i]);
+    dcz_shape shape = { d->input_rank, { 0 } };
+    memcpy(shape.dims, d->input_dims, sizeof shape.dims);
+    for (uint32_t i = 0; i < d->nlayers; i++) {
+        const dcz_doc_layer *l = &d->layers[i];
+        if (has_weights(l)) measure_layer(l, &li[i]);
+        if (l->op == DCZ_OP_CONV2D) conv_kernel(l, &shape, &li[i]);
+        dcz_shape next;
+        if (dcz_op_shape(l->op, l->attr, l->nattr, &shape, &next) == DCZ_OK) shape = next;
+    }
 
     if (v->c.json) {
         json_out j;
@@ -190,12 +246,11 @@ int cmd_info(verb_ctx *v)
             const dcz_doc_layer *l = &d->layers[i];
             json_obj(&j);
             json_str(&j, "name", l->name);
-            json_str(&j, "op", l->op == DCZ_OP_DENSE ? "dense" : l->op == DCZ_OP_RELU ? "relu" : "softmax");
-            if (l->op == DCZ_OP_DENSE) {
+            json_str(&j, "op", op_name(l->op));
+            if (has_weights(l)) {
                 const dcz_doc_tensor *w = &l->t[0];
                 json_key_arr(&j, "shape");
-                json_arr_int(&j, w->dims[0]);
-                json_arr_int(&j, w->dims[1]);
+                for (uint32_t k = 0; k < w->rank; k++) json_arr_int(&j, w->dims[k]);
                 json_close_arr(&j);
                 json_num(&j, "density", li[i].density);
                 json_int(&j, "weights", (long long)li[i].weights);
@@ -228,17 +283,18 @@ int cmd_info(verb_ctx *v)
         printf("%s: %zu bytes, %zu parameters (%zu bytes as dense fp32): %.1fx; container overhead %zu bytes\n\n",
                v->pos[0], d->file_bytes, params, params * 4, (double)params * 4 / (double)d->file_bytes,
                d->overhead_bytes);
-        /* the layout of Deep Compression's Table 2 (P: pruning, Q: quantization, H: Huffman) */
+        /* the layout of Deep Compression's Tables 2 and 3 (P: pruning, Q:
+         * quantization, H: Huffman) */
         printf("%-8s %-10s %9s %7s %-10s %10s %10s %10s %10s %9s %9s %8s %8s\n", "layer", "shape", "weights",
                "kept", "encoding", "wbits P+Q", "wbits +H", "ibits P+Q", "ibits +H", "bytes", "no-H bytes",
                "rate P+Q", "rate +H");
         size_t tw = 0, tk = 0, tb = 0, traw = 0;
         for (uint32_t i = 0; i < d->nlayers; i++) {
             const dcz_doc_layer *l = &d->layers[i];
-            if (l->op != DCZ_OP_DENSE) continue;
+            if (!has_weights(l)) continue;
             const dcz_doc_tensor *w = &l->t[0];
-            char shape[32], wq[16] = "-", wh[16] = "-", iq[16] = "-", ih[16] = "-";
-            snprintf(shape, sizeof shape, "%ux%u", w->dims[0], w->dims[1]);
+            char dims[48], wq[16] = "-", wh[16] = "-", iq[16] = "-", ih[16] = "-";
+            shape_text(w, dims, sizeof dims);
             if (w->enc == DCZ_ENC_CODEBOOK) {
                 snprintf(wq, sizeof wq, "%u", w->index_bits);
                 snprintf(wh, sizeof wh, "%.2f", li[i].idx.coded_bits);
@@ -251,7 +307,7 @@ int cmd_info(verb_ctx *v)
                 snprintf(ih, sizeof ih, "%.2f", li[i].gap.coded_bits);
             }
             const double dense = (double)(w->n + l->t[1].n) * 4;
-            printf("%-8s %-10s %9zu %6.2f%% %-10s %10s %10s %10s %10s %9zu %9zu %7.1fx %7.1fx\n", l->name, shape,
+            printf("%-8s %-10s %9zu %6.2f%% %-10s %10s %10s %10s %10s %9zu %9zu %7.1fx %7.1fx\n", l->name, dims,
                    li[i].weights, li[i].density * 100, enc_name(w->enc), wq, wh, iq, ih, li[i].bytes,
                    li[i].raw_bytes, dense / (double)li[i].raw_bytes, dense / (double)li[i].bytes);
             tw += li[i].weights;
@@ -283,7 +339,8 @@ int cmd_info(verb_ctx *v)
         }
         printf("\n%-8s %-44s\n", "layer", "runtime kernel");
         for (uint32_t i = 0; i < d->nlayers; i++)
-            if (d->layers[i].op == DCZ_OP_DENSE) printf("%-8s %s: %s\n", d->layers[i].name, li[i].kernel, li[i].why);
+            if (has_weights(&d->layers[i]))
+                printf("%-8s %s: %s\n", d->layers[i].name, li[i].kernel, li[i].why);
 
         if (d->nstages) {
             printf("\n%-10s %12s %9s %10s\n", "stage", "bytes", "ratio", "accuracy");

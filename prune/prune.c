@@ -1,4 +1,4 @@
-/* prune.c: magnitude pruning of dense layers and the iterative
+/* prune.c: magnitude pruning of dense and convolution layers and the iterative
  * prune/retrain schedule (Deep Compression, section 2; Zhu & Gupta 2017 for
  * the cubic sparsity schedule). The contract is documented in prune.h.
  *
@@ -22,12 +22,12 @@ static int cmp_float(const void *a, const void *b)
 
 static int layer_has_weights(const dcz_tlayer *L)
 {
-    return L && L->kind == DCZ_TL_DENSE && L->w && L->in > 0 && L->out > 0;
+    return L && dcz_tlayer_has_weights(L) && L->w && dcz_tlayer_nweights(L) > 0;
 }
 
 static size_t layer_weights(const dcz_tlayer *L)
 {
-    return (size_t)L->in * (size_t)L->out;
+    return dcz_tlayer_nweights(L);
 }
 
 static size_t layer_pruned(const dcz_tlayer *L)

@@ -17,7 +17,8 @@
  * of Zhu & Gupta (2017), retraining after each round with the training
  * engine, which keeps masked weights at 0.
  *
- * Only dense layers carry weights; other layers are skipped by every function
+ * Only dense and convolution layers (dcz_tlayer_has_weights) carry weights
+ * that prune; other layers are skipped by every function
  * that takes a net. Nothing here prints or exits.
  *
  * Tested by tests/unit/test_prune.c.
@@ -58,15 +59,15 @@ dcz_status dcz_prune_threshold_quality(const float *w, const uint8_t *mask, size
 dcz_status dcz_prune_threshold_sparsity(const float *w, size_t n, double sparsity,
                                         float *thr);
 
-/* Prunes every weight of dense layer L with |w| <= thr: allocates L->mask
+/* Prunes every weight of layer L (dense or conv) with |w| <= thr: allocates L->mask
  * (all ones) when NULL, clears the mask there, sets those weights and their
  * momentum (L->vw, when allocated) to 0. Weights already pruned stay pruned
  * and are zeroed again. *kept (may be NULL) gets the number of weights left.
- * DCZ_ERR_ARG: L NULL, not dense or without weights, thr NaN.
+ * DCZ_ERR_ARG: L NULL, without prunable weights, thr NaN.
  * DCZ_ERR_NOMEM: the mask could not be allocated (L is unchanged). */
 dcz_status dcz_prune_layer(dcz_tlayer *L, float thr, size_t *kept);
 
-/* Prunes dense layer L until exactly dcz_prune_count(s, n) of its n weights
+/* Prunes layer L (dense or conv) until exactly dcz_prune_count(s, n) of its n weights
  * are pruned (allocating L->mask, all ones, when NULL), taking the smallest magnitudes first and breaking ties by
  * index (lower first). Weights already pruned count towards the target; when
  * they alone reach it nothing changes (nothing is revived). *thr (may be
@@ -101,7 +102,7 @@ typedef struct dcz_prune_target {
 
 typedef struct dcz_prune_plan {
     const dcz_prune_target *targets; /* (net->nlayers), indexed by layer; the
-                                        entries of non-dense layers are ignored */
+                                        entries of layers without weights are ignored */
     int rounds;           /* K >= 1 prune/retrain cycles */
     int epochs;           /* retraining epochs after each round (>= 0) */
     int final_epochs;     /* extra retraining at the end (>= 0) */
@@ -143,9 +144,9 @@ typedef struct dcz_prune_report {
     double final_loss;    /* mean loss over the final phase; -1: none */
     int nrounds;
     dcz_prune_round *rounds;          /* (nrounds), owned */
-    int nlayers;                      /* dense layers of the net */
+    int nlayers;                      /* layers with weights (dense, conv) */
     dcz_prune_layer_report *layers;   /* (nlayers), owned, in net order */
-    size_t weights, kept;             /* totals over the dense layers */
+    size_t weights, kept;             /* totals over the layers with weights */
 } dcz_prune_report;
 
 /* Prunes net following plan, with retraining on train.

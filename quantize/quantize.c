@@ -201,7 +201,7 @@ dcz_status dcz_kmeans_1d(const float *x, size_t n, int k, dcz_km_init init, int 
 
 static int layer_has_weights(const dcz_tlayer *L)
 {
-    return L && L->kind == DCZ_TL_DENSE && L->w && L->in > 0 && L->out > 0;
+    return L && dcz_tlayer_has_weights(L) && L->w && dcz_tlayer_nweights(L) > 0;
 }
 
 static int init_valid(dcz_km_init init)
@@ -214,7 +214,7 @@ dcz_status dcz_quantize_layer(dcz_tlayer *L, int bits, dcz_km_init init, int max
 {
     if (!layer_has_weights(L) || bits < 1 || bits > 8 || !init_valid(init) || max_iter < 0)
         return DCZ_ERR_ARG;
-    size_t n = (size_t)L->in * (size_t)L->out, nk = 0;
+    size_t n = dcz_tlayer_nweights(L), nk = 0;
     int k = 1 << bits;
     for (size_t i = 0; i < n; i++)
         nk += !L->mask || L->mask[i];
@@ -359,7 +359,7 @@ dcz_status dcz_quantize_finetune(dcz_net *net, const dcz_quant_plan *plan,
         dcz_tlayer *L = &net->layers[l];
         if (!layer_has_weights(L) || plan->bits[l] == 0)
             continue;
-        size_t n = (size_t)L->in * (size_t)L->out;
+        size_t n = dcz_tlayer_nweights(L);
         orig[q] = malloc(n * sizeof **orig);
         if (!orig[q]) {
             st = DCZ_ERR_NOMEM;

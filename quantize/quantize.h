@@ -82,14 +82,14 @@ typedef struct dcz_quant_layer_report {
     double rms_final;    /* the same against the centroids after fine-tuning */
 } dcz_quant_layer_report;
 
-/* Clusters the kept weights of dense layer L (mask NULL: all are kept) into
+/* Clusters the kept weights of layer L (dense or conv) (mask NULL: all are kept) into
  * k = 2^bits centroids (bits 1..8) with dcz_kmeans_1d, then sets L->k,
  * L->codebook (k floats, sorted), L->assign (one byte per weight, 0 for pruned
  * positions), rewrites each kept weight to its centroid and each pruned one
  * to 0. A codebook the layer already had is replaced, and the codebook
  * training state (gcb, vcb) is released so the engine reallocates it. rep
  * (may be NULL) gets the layer's statistics (rms_final = rms_error).
- * DCZ_ERR_ARG: L not dense or without weights, bits outside 1..8, bad
+ * DCZ_ERR_ARG: L without weights (not dense or conv), bits outside 1..8, bad
  * init/max_iter. DCZ_ERR_DATA: a kept weight is NaN or infinite.
  * DCZ_ERR_NOMEM (L is unchanged on every error). */
 dcz_status dcz_quantize_layer(dcz_tlayer *L, int bits, dcz_km_init init, int max_iter,
@@ -98,7 +98,7 @@ dcz_status dcz_quantize_layer(dcz_tlayer *L, int bits, dcz_km_init init, int max
 typedef struct dcz_quant_plan {
     const int *bits;      /* (net->nlayers), indexed by layer: 0 leaves the
                              layer as it is, 1..8 clusters it; entries of
-                             non-dense layers are ignored */
+                             layers without weights are ignored */
     dcz_km_init init;
     int max_iter;         /* k-means iterations per layer */
     uint64_t seed;        /* k-means (random init) and shuffling */
@@ -130,7 +130,7 @@ typedef struct dcz_quant_report {
     dcz_quant_layer_report *layers;   /* (nlayers), owned, in net order */
 } dcz_quant_report;
 
-/* Clusters every dense layer whose plan->bits entry is not 0
+/* Clusters every dense or conv layer whose plan->bits entry is not 0
  * (dcz_quantize_layer, seeded by plan->seed + layer index), measures test
  * accuracy, then fine-tunes the centroids for plan->epochs epochs with
  * dcz_train_epoch, the rate following plan->schedule from plan->sgd.lr, and

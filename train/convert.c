@@ -15,48 +15,102 @@ static void *dup_mem(const void *p, size_t n)
     return q;
 }
 
+/* Copies the weight and bias tensors of a DENSE or CONV2D doc layer into t,
+ * with the mask and codebook that describe their compression. */
+static dcz_status weights_from_doc(const dcz_doc_layer *l, dcz_tlayer *t)
+{
+    const dcz_doc_tensor *w = &l->t[0], *b = &l->t[1];
+    if (l->ntensors != 2 || w->n != dcz_tlayer_nweights(t) || b->n != dcz_tlayer_nbias(t))
+        return DCZ_ERR_SHAPE;
+    t->w = dup_mem(w->values, w->n * sizeof(float));
+    t->b = dup_mem(b->values, b->n * sizeof(float));
+    if (!t->w || !t->b) return DCZ_ERR_NOMEM;
+    if (w->mask && !(t->mask = dup_mem(w->mask, w->n))) return DCZ_ERR_NOMEM;
+    if (w->enc == DCZ_ENC_CODEBOOK) {
+        t->k = (int)w->k;
+        t->codebook = dup_mem(w->codebook, w->k * sizeof(float));
+        t->assign = dup_mem(w->assign, w->n);
+        if (!t->codebook || !t->assign) return DCZ_ERR_NOMEM;
+    }
+    return DCZ_OK;
+}
+
+/* Sets the spatial geometry of t from its (C, H, W) input and output. */
+static dcz_status set_geometry(dcz_tlayer *t, const dcz_shape *in, const dcz_shape *out)
+{
+    if (in->rank != 3 || out->rank != 3) return DCZ_ERR_SHAPE;
+    t->in_c = (int)in->dims[0]; t->in_h = (int)in->dims[1]; t->in_w = (int)in->dims[2];
+    t->out_c = (int)out->dims[0]; t->out_h = (int)out->dims[1]; t->out_w = (int)out->dims[2];
+    return DCZ_OK;
+}
+
+/* Window attributes shared by CONV2D (from attr 2) and the pools (from 0). */
+static void set_window(dcz_tlayer *t, const int32_t *a)
+{
+    t->kh = a[0]; t->kw = a[1];
+    t->sh = a[2]; t->sw = a[3];
+    t->ph = a[4]; t->pw = a[5];
+}
+
+static dcz_status layer_from_doc(const dcz_doc_layer *l, const dcz_shape *in, const dcz_shape *out,
+                                 dcz_tlayer *t)
+{
+    t->in = (int)dcz_shape_count(in);
+    t->out = (int)dcz_shape_count(out);
+    switch (l->op) {
+    case DCZ_OP_DENSE:
+        t->kind = DCZ_TL_DENSE;
+        return weights_from_doc(l, t);
+    case DCZ_OP_CONV2D:
+        t->kind = DCZ_TL_CONV;
+        set_window(t, &l->attr[2]);
+        if (set_geometry(t, in, out) != DCZ_OK) return DCZ_ERR_SHAPE;
+        return weights_from_doc(l, t);
+    case DCZ_OP_MAXPOOL:
+    case DCZ_OP_AVGPOOL:
+        t->kind = l->op == DCZ_OP_MAXPOOL ? DCZ_TL_MAXPOOL : DCZ_TL_AVGPOOL;
+        set_window(t, l->attr);
+        t->count_include_pad = l->op == DCZ_OP_AVGPOOL ? l->attr[6] : 0;
+        return set_geometry(t, in, out);
+    case DCZ_OP_GLOBAL_AVGPOOL:
+        t->kind = DCZ_TL_GAP;
+        return set_geometry(t, in, out);
+    case DCZ_OP_FLATTEN:
+        t->kind = DCZ_TL_FLATTEN;
+        if (in->rank != 3) return DCZ_OK;   /* nothing spatial to record */
+        dcz_shape flat = { 3, { (uint32_t)t->out, 1, 1 } };
+        return set_geometry(t, in, &flat);
+    case DCZ_OP_RELU:
+        t->kind = DCZ_TL_RELU;
+        return DCZ_OK;
+    case DCZ_OP_SOFTMAX:
+        t->kind = DCZ_TL_SOFTMAX;
+        return DCZ_OK;
+    default:
+        return DCZ_ERR_UNSUPPORTED;
+    }
+}
+
 dcz_status dcz_net_from_doc(const dcz_doc *d, dcz_net **out)
 {
     dcz_net *net;
     *out = NULL;
-    if (d->input_rank == 0) return DCZ_ERR_FORMAT;
+    if (d->input_rank == 0 || d->input_rank > 4) return DCZ_ERR_FORMAT;
     dcz_status s = dcz_net_alloc((int)d->nlayers, &net);
     if (s != DCZ_OK) return s;
+    net->in_rank = d->input_rank;
+    memcpy(net->in_dims, d->input_dims, d->input_rank * sizeof *d->input_dims);
+    dcz_shape shape = { d->input_rank, { 0 } };
+    memcpy(shape.dims, d->input_dims, d->input_rank * sizeof *d->input_dims);
     for (uint32_t i = 0; i < d->nlayers && s == DCZ_OK; i++) {
         const dcz_doc_layer *l = &d->layers[i];
         dcz_tlayer *t = &net->layers[i];
+        dcz_shape next;
         snprintf(t->name, sizeof t->name, "%s", l->name);
-        switch (l->op) {
-        case DCZ_OP_DENSE: {
-            const dcz_doc_tensor *w = &l->t[0], *b = &l->t[1];
-            t->kind = DCZ_TL_DENSE;
-            t->in = l->attr[0];
-            t->out = l->attr[1];
-            t->w = dup_mem(w->values, w->n * sizeof(float));
-            t->b = dup_mem(b->values, b->n * sizeof(float));
-            if (!t->w || !t->b) { s = DCZ_ERR_NOMEM; break; }
-            if (w->mask) {
-                t->mask = dup_mem(w->mask, w->n);
-                if (!t->mask) { s = DCZ_ERR_NOMEM; break; }
-            }
-            if (w->enc == DCZ_ENC_CODEBOOK) {
-                t->k = (int)w->k;
-                t->codebook = dup_mem(w->codebook, w->k * sizeof(float));
-                t->assign = dup_mem(w->assign, w->n);
-                if (!t->codebook || !t->assign) s = DCZ_ERR_NOMEM;
-            }
-            break;
-        }
-        case DCZ_OP_RELU:
-        case DCZ_OP_SOFTMAX:
-            t->kind = l->op == DCZ_OP_RELU ? DCZ_TL_RELU : DCZ_TL_SOFTMAX;
-            t->in = t->out = i == 0 ? 0 : net->layers[i - 1].out;
-            break;
-        default:
-            s = DCZ_ERR_UNSUPPORTED;
-        }
+        s = dcz_op_shape(l->op, l->attr, l->nattr, &shape, &next);
+        if (s == DCZ_OK) s = layer_from_doc(l, &shape, &next, t);
+        shape = next;
     }
-    if (s == DCZ_OK && net->nlayers > 0 && net->layers[0].kind != DCZ_TL_DENSE) s = DCZ_ERR_UNSUPPORTED;
     if (s == DCZ_OK) s = dcz_net_validate(net);
     if (s != DCZ_OK) {
         dcz_net_free(net);
@@ -87,17 +141,16 @@ static unsigned bits_for(int k)
     return b;
 }
 
-static dcz_status dense_to_doc(const dcz_tlayer *t, const dcz_layer_encoding *e, dcz_doc_layer *l)
+/* The weight (rank, dims) and bias of a DENSE or CONV layer, encoded as its
+ * compression state and e ask. */
+static dcz_status weights_to_doc(const dcz_tlayer *t, const dcz_layer_encoding *e, uint32_t rank,
+                                 const uint32_t *wd, dcz_doc_layer *l)
 {
-    l->op = DCZ_OP_DENSE;
-    l->nattr = 2;
-    l->attr[0] = t->in;
-    l->attr[1] = t->out;
     l->ntensors = 2;
-    const uint32_t wd[2] = { (uint32_t)t->out, (uint32_t)t->in }, bd[1] = { (uint32_t)t->out };
+    const uint32_t bd[1] = { (uint32_t)dcz_tlayer_nbias(t) };
     dcz_doc_tensor *w = &l->t[0];
     uint32_t enc = t->codebook ? DCZ_ENC_CODEBOOK : t->mask ? DCZ_ENC_SPARSE_F32 : DCZ_ENC_F32;
-    dcz_status s = fill_tensor(w, enc, 2, wd, t->w);
+    dcz_status s = fill_tensor(w, enc, rank, wd, t->w);
     if (s == DCZ_OK) s = fill_tensor(&l->t[1], e->bias_f16 ? DCZ_ENC_F16 : DCZ_ENC_F32, 1, bd, t->b);
     if (s != DCZ_OK || enc == DCZ_ENC_F32) return s;
     const uint8_t coding = e->huffman ? DCZ_CODING_HUFFMAN : DCZ_CODING_RAW;
@@ -116,24 +169,71 @@ static dcz_status dense_to_doc(const dcz_tlayer *t, const dcz_layer_encoding *e,
     return DCZ_OK;
 }
 
+static void put_window(const dcz_tlayer *t, int32_t *a)
+{
+    a[0] = t->kh; a[1] = t->kw;
+    a[2] = t->sh; a[3] = t->sw;
+    a[4] = t->ph; a[5] = t->pw;
+}
+
+static dcz_status layer_to_doc(const dcz_tlayer *t, const dcz_layer_encoding *e, dcz_doc_layer *l)
+{
+    switch (t->kind) {
+    case DCZ_TL_DENSE: {
+        const uint32_t wd[2] = { (uint32_t)t->out, (uint32_t)t->in };
+        l->op = DCZ_OP_DENSE;
+        l->nattr = 2;
+        l->attr[0] = t->in;
+        l->attr[1] = t->out;
+        return weights_to_doc(t, e, 2, wd, l);
+    }
+    case DCZ_TL_CONV: {
+        const uint32_t wd[4] = { (uint32_t)t->out_c, (uint32_t)t->in_c, (uint32_t)t->kh, (uint32_t)t->kw };
+        l->op = DCZ_OP_CONV2D;
+        l->nattr = 8;
+        l->attr[0] = t->in_c;
+        l->attr[1] = t->out_c;
+        put_window(t, &l->attr[2]);
+        return weights_to_doc(t, e, 4, wd, l);
+    }
+    case DCZ_TL_MAXPOOL:
+        l->op = DCZ_OP_MAXPOOL;
+        l->nattr = 6;
+        put_window(t, l->attr);
+        return DCZ_OK;
+    case DCZ_TL_AVGPOOL:
+        l->op = DCZ_OP_AVGPOOL;
+        l->nattr = 7;
+        put_window(t, l->attr);
+        l->attr[6] = t->count_include_pad ? 1 : 0;
+        return DCZ_OK;
+    case DCZ_TL_GAP: l->op = DCZ_OP_GLOBAL_AVGPOOL; return DCZ_OK;
+    case DCZ_TL_FLATTEN: l->op = DCZ_OP_FLATTEN; return DCZ_OK;
+    case DCZ_TL_RELU: l->op = DCZ_OP_RELU; return DCZ_OK;
+    case DCZ_TL_SOFTMAX: l->op = DCZ_OP_SOFTMAX; return DCZ_OK;
+    default:
+        return DCZ_ERR_UNSUPPORTED;   /* batch norm and dropout: fold first */
+    }
+}
+
 dcz_status dcz_net_to_doc(const dcz_net *net, const dcz_layer_encoding *enc, dcz_doc **out)
 {
     dcz_doc *d;
     *out = NULL;
     dcz_status s = dcz_doc_alloc((uint32_t)net->nlayers, &d);
     if (s != DCZ_OK) return s;
-    d->input_rank = 1;
-    d->input_dims[0] = (uint32_t)net->in_dim;
+    if (net->in_rank >= 1 && net->in_rank <= 4) {
+        d->input_rank = net->in_rank;
+        memcpy(d->input_dims, net->in_dims, net->in_rank * sizeof *net->in_dims);
+    } else {
+        d->input_rank = 1;
+        d->input_dims[0] = (uint32_t)net->in_dim;
+    }
     for (int i = 0; i < net->nlayers && s == DCZ_OK; i++) {
         const dcz_tlayer *t = &net->layers[i];
         dcz_doc_layer *l = &d->layers[i];
         snprintf(l->name, sizeof l->name, "%s", t->name);
-        switch (t->kind) {
-        case DCZ_TL_DENSE: s = dense_to_doc(t, &enc[i], l); break;
-        case DCZ_TL_RELU: l->op = DCZ_OP_RELU; break;
-        case DCZ_TL_SOFTMAX: l->op = DCZ_OP_SOFTMAX; break;
-        default: s = DCZ_ERR_INTERNAL;
-        }
+        s = layer_to_doc(t, &enc[i], l);
     }
     if (s != DCZ_OK) {
         dcz_doc_free(d);

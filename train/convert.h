@@ -14,7 +14,7 @@
 #include "runtime/doc.h"
 #include "train/train.h"
 
-/* How one dense layer's weight is written. */
+/* How the weight of one dense or conv layer is written. */
 typedef struct dcz_layer_encoding {
     uint8_t gap_bits;     /* relative-position width for sparse weights (1..8) */
     uint8_t huffman;      /* nonzero: Huffman-code index and gap streams */
@@ -24,8 +24,10 @@ typedef struct dcz_layer_encoding {
 
 dcz_status dcz_net_from_doc(const dcz_doc *d, dcz_net **out);
 
-/* enc has one entry per net layer (entries of non-dense layers unused).
- * Stages are not copied: the caller moves them over. */
+/* enc has one entry per net layer (entries of layers without weights are
+ * unused). A net holding a batch-norm or dropout layer gives
+ * DCZ_ERR_UNSUPPORTED: call dcz_net_fold_for_inference first. Stages are
+ * not copied: the caller moves them over. */
 dcz_status dcz_net_to_doc(const dcz_net *net, const dcz_layer_encoding *enc, dcz_doc **out);
 
 #endif /* DCZ_TRAIN_CONVERT_H */

@@ -4,6 +4,9 @@
  * to a document, through the file format, and back: weights, masks,
  * codebooks and assignments survive exactly, each weight gets the encoding
  * its state calls for, and the runtime computes what the net computes.
+ * A CNN with batch norm, pooling of both kinds and pruned and shared conv
+ * weights does the same after batch norm is folded, and a net still holding
+ * batch norm is refused.
  */
 #include <math.h>
 #include <stdlib.h>
@@ -64,7 +67,7 @@ static void test_round_trip(void)
         const dcz_tlayer *a = &net->layers[l], *b = &back->layers[l];
         CHECK(a->kind == b->kind && strcmp(a->name, b->name) == 0, "layer %d", l);
         if (a->kind != DCZ_TL_DENSE) continue;
-        size_t n = (size_t)a->in * a->out;
+        size_t n = dcz_tlayer_nweights(a);
         CHECK(memcmp(a->w, b->w, n * sizeof(float)) == 0, "weights of %s", a->name);
         CHECK(memcmp(a->b, b->b, (size_t)a->out * sizeof(float)) == 0, "bias of %s", a->name);
         CHECK(!a->mask == !b->mask, "mask presence of %s", a->name);
@@ -106,9 +109,116 @@ static void test_bad_gap_bits(void)
     dcz_net_free(net);
 }
 
+/* A CNN with batch norm trained a little (so the folded statistics are not
+ * the identity). */
+static dcz_net *make_cnn(void)
+{
+    dcz_net *net = NULL;
+    char err[128];
+    if (dcz_net_create_arch("cnn:i2x9x11-c4k3-p2-c6k3s2p1-a2-f7", 5, &net, err, sizeof err) != DCZ_OK) return NULL;
+    float x[8 * 2 * 9 * 11];
+    uint8_t y[8];
+    for (int i = 0; i < 8 * 2 * 9 * 11; i++) x[i] = 0.5f + 0.5f * sinf(0.37f * (float)i);
+    for (int i = 0; i < 8; i++) y[i] = (uint8_t)(i % 7);
+    dcz_sgd sgd = { 0.05f, 0.9f, 0.0f, 8, 1, 1 };
+    for (int it = 0; it < 5; it++)
+        if (dcz_net_grad(net, x, y, 8, NULL) != DCZ_OK || dcz_net_step(net, &sgd) != DCZ_OK) return net;
+    return net;
+}
+
+/* Prunes conv2 of net (every fifth weight) and shares the rest among 8
+ * centroids. */
+static int share_conv2(dcz_net *net)
+{
+    for (int l = 0; l < net->nlayers; l++) {
+        dcz_tlayer *c = &net->layers[l];
+        if (c->kind != DCZ_TL_CONV || strcmp(c->name, "conv2") != 0) continue;
+        size_t n = dcz_tlayer_nweights(c);
+        c->mask = calloc(n, 1);
+        c->assign = calloc(n, 1);
+        c->codebook = malloc(8 * sizeof(float));
+        c->k = 8;
+        if (!c->mask || !c->assign || !c->codebook) return 0;
+        for (int k = 0; k < 8; k++) c->codebook[k] = 0.1f * (float)k - 0.35f;
+        for (size_t i = 0; i < n; i++) {
+            c->mask[i] = i % 5 != 1;
+            c->assign[i] = (uint8_t)(c->mask[i] ? i % 8 : 0);
+        }
+        dcz_net_apply_constraints(net);
+    }
+    return 1;
+}
+
+static void test_conv_round_trip(void)
+{
+    dcz_net *net = make_cnn(), *back = NULL;
+    REQUIRE(net != NULL, "cnn");
+    dcz_layer_encoding enc[32];
+    memset(enc, 0, sizeof enc);
+    for (int i = 0; i < 32; i++) { enc[i].gap_bits = 4; enc[i].huffman = 1; }
+    dcz_doc *d = NULL, *r = NULL;
+    CHECK(dcz_net_to_doc(net, enc, &d) == DCZ_ERR_UNSUPPORTED && d == NULL, "batch norm must be folded first");
+    enum { B = 3, IN = 2 * 9 * 11, OUT = 7 };
+    float x[B * IN], y_net[B * OUT], y_fold[B * OUT], y_rt[B * OUT];
+    for (int i = 0; i < B * IN; i++) x[i] = cosf(0.11f * (float)i);
+    REQUIRE(dcz_net_forward(net, x, B, y_net) == DCZ_OK, "forward");
+    REQUIRE(dcz_net_fold_for_inference(net) == DCZ_OK, "fold");
+    REQUIRE(dcz_net_forward(net, x, B, y_fold) == DCZ_OK, "forward folded");
+    double worst = 0;
+    for (int i = 0; i < B * OUT; i++) worst = fmax(worst, fabs(y_net[i] - y_fold[i]));
+    CHECK(worst < 1e-4, "folding changed the outputs by %g", worst);
+    REQUIRE(share_conv2(net), "prune and share conv2");
+    REQUIRE(dcz_net_forward(net, x, B, y_fold) == DCZ_OK, "forward compressed");
+    REQUIRE(dcz_net_to_doc(net, enc, &d) == DCZ_OK, "to doc");
+    CHECK(d->input_rank == 3 && d->input_dims[0] == 2 && d->input_dims[1] == 9 && d->input_dims[2] == 11,
+          "input shape");
+    int convs = 0, pools = 0;
+    for (uint32_t l = 0; l < d->nlayers; l++) {
+        const dcz_doc_layer *dl = &d->layers[l];
+        if (dl->op == DCZ_OP_CONV2D) {
+            convs++;
+            CHECK(dl->t[0].rank == 4 && dl->nattr == 8, "conv weight rank 4, 8 attributes");
+        }
+        pools += dl->op == DCZ_OP_MAXPOOL || dl->op == DCZ_OP_AVGPOOL;
+    }
+    CHECK(convs == 2 && pools == 2, "%d convs, %d pools", convs, pools);
+    uint8_t *buf = NULL;
+    size_t len = 0;
+    REQUIRE(dcz_doc_write(d, &buf, &len) == DCZ_OK, "write");
+    REQUIRE(dcz_doc_read(buf, len, &r) == DCZ_OK, "read");
+    REQUIRE(dcz_net_from_doc(r, &back) == DCZ_OK, "from doc");
+    REQUIRE(back->nlayers == net->nlayers, "layers");
+    for (int l = 0; l < net->nlayers; l++) {
+        const dcz_tlayer *a = &net->layers[l], *b = &back->layers[l];
+        CHECK(a->kind == b->kind && a->in == b->in && a->out == b->out, "layer %d", l);
+        if (!dcz_tlayer_has_weights(a)) continue;
+        size_t n = dcz_tlayer_nweights(a);
+        CHECK(n == dcz_tlayer_nweights(b) && memcmp(a->w, b->w, n * sizeof(float)) == 0, "weights of %s", a->name);
+        CHECK(!a->mask == !b->mask && a->k == b->k, "compression state of %s", a->name);
+    }
+    float y_back[B * OUT];
+    REQUIRE(dcz_net_forward(back, x, B, y_back) == DCZ_OK, "forward back");
+    CHECK(memcmp(y_back, y_fold, sizeof y_back) == 0, "the net read back computes the same");
+    dcz_model *m = NULL;
+    REQUIRE(dcz_open_memory(buf, len, NULL, &m) == DCZ_OK, "open");
+    for (int batch = 1; batch <= B; batch += B - 1) {
+        REQUIRE(dcz_run(m, x, (size_t)batch, y_rt) == DCZ_OK, "run");
+        worst = 0;
+        for (int i = 0; i < batch * OUT; i++) worst = fmax(worst, fabs(y_fold[i] - y_rt[i]));
+        CHECK(worst < 1e-5, "batch %d: net and runtime differ by %g", batch, worst);
+    }
+    dcz_close(m);
+    free(buf);
+    dcz_doc_free(d);
+    dcz_doc_free(r);
+    dcz_net_free(net);
+    dcz_net_free(back);
+}
+
 int main(void)
 {
     RUN(test_round_trip);
     RUN(test_bad_gap_bits);
+    RUN(test_conv_round_trip);
     return check_summary();
 }

@@ -1,0 +1,48 @@
+#!/usr/bin/env bash
+# A small CNN with batch norm through every stage on Fashion-MNIST: batch
+# norm is folded away in the file train writes, every stage's file runs in
+# the runtime with the accuracy it reported, conv layers get their own
+# defaults (8-bit codebooks and positions) and rules by name, and info
+# describes conv layers. Also: a spec that does not fit the data is refused.
+source "$(dirname "$0")/lib.bash"
+D=fashion-mnist
+ARCH=cnn:c6k3-p2-c8k3s2p1-a2-f24-f10
+"$DCZ" train --arch $ARCH --epochs 1 --data $D --seed 5 --threads 2 -q --json -o "$T/dense.dcz" > "$T/train.json" ||
+    fail "train"
+acc=$(json_field accuracy "$T/train.json")
+awk -v a="$acc" 'BEGIN { exit !(a > 0.70) }' || fail "dense accuracy $acc too low"
+"$DCZ" info "$T/dense.dcz" --json > "$T/info0.json" || fail "info dense"
+grep -q '"name":"bn1"' "$T/info0.json" && fail "batch norm left in the file"
+grep -q '"name":"conv1","op":"conv2d","shape":\[6,1,3,3\]' "$T/info0.json" || fail "conv1 entry: $(cat "$T/info0.json")"
+grep -q '"name":"pool2","op":"avgpool"' "$T/info0.json" || fail "avgpool entry"
+# params: conv1 6*9+6, conv2 8*6*9+8, fc1 (8*3*3)*24+24, fc2 24*10+10
+[ "$(json_field dense_fp32_bytes "$T/info0.json")" = $(( (60 + 440 + 1752 + 250) * 4 )) ] || fail "dense_fp32_bytes"
+"$DCZ" eval "$T/dense.dcz" --data $D --json > "$T/e.json" || fail "eval dense"
+[ "$acc" = "$(json_field accuracy "$T/e.json")" ] || fail "train reported $acc, eval says $(json_field accuracy "$T/e.json")"
+
+"$DCZ" compress "$T/dense.dcz" --data $D --rounds 1 --prune-epochs 1 --final-epochs 0 --quant-epochs 1 \
+    --sparsity 'conv*=0.5,fc*=0.8' --bits 'conv2=6' --threads 2 --keep-stages "$T" -q --json -o "$T/final.dcz" \
+    > "$T/compress.json" || fail "compress"
+for st in prune quantize final; do
+    "$DCZ" eval "$T/$st.dcz" --data $D --json > "$T/e.json" || fail "eval $st"
+done
+[ "$(json_field accuracy "$T/compress.json")" = "$(json_field accuracy "$T/e.json")" ] || fail "compress accuracy"
+awk -v a="$(json_field accuracy "$T/e.json")" -v d="$acc" 'BEGIN { exit !(a > d - 0.05) }' ||
+    fail "compressed accuracy $(json_field accuracy "$T/e.json") far below dense $acc"
+"$DCZ" info "$T/final.dcz" --json > "$T/info.json" || fail "info"
+tr '{' '\n' < "$T/info.json" > "$T/layers.txt"
+grep '"name":"conv1"' "$T/layers.txt" | grep -q '"index_bits":8,' || fail "conv1 is not 8-bit: $(grep conv1 "$T/layers.txt")"
+grep '"name":"conv2"' "$T/layers.txt" | grep -q '"index_bits":6,' || fail "conv2 rule not applied"
+grep '"name":"conv2"' "$T/layers.txt" | grep -q '"gap_bits":8,' || fail "conv2 positions are not 8-bit"
+grep '"name":"fc1"' "$T/layers.txt" | grep -q '"index_bits":5,' || fail "fc1 is not 5-bit"
+grep '"name":"conv2"' "$T/layers.txt" | grep -q '"density":0.5,' || fail "conv2 density"
+"$DCZ" info "$T/final.dcz" > "$T/info.txt" || fail "info text"
+grep -q '^conv2 *8x6x3x3 ' "$T/info.txt" || fail "info table conv2 row: $(cat "$T/info.txt")"
+
+# an input shape that does not match the data
+expect 2 "$DCZ" train --arch cnn:i3x32x32-c4k3-f10 --epochs 1 --data $D -q -o "$T/x.dcz"
+# malformed specs are usage errors
+expect 1 "$DCZ" train --arch cnn:c4k3-p2 --epochs 1 --data $D -q -o "$T/x.dcz"
+expect 1 "$DCZ" train --arch cnn:c0k3-f10 --epochs 1 --data $D -q -o "$T/x.dcz"
+[ ! -e "$T/x.dcz" ] || fail "a failed train left an output"
+exit 0
