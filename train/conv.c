@@ -15,7 +15,8 @@
  * scratch (net->work, dcz_conv_work_floats). In training, when the columns
  * of the whole batch fit CONV_KEEP_FLOATS, the forward pass builds them in
  * the layer's cache instead, in one chunk, and the backward pass reuses them
- * (then overwrites them with dcols); larger layers rebuild them.
+ * for gW in one product, then computes dcols and col2im chunk by chunk in
+ * the scratch; larger layers rebuild their columns chunk by chunk.
  *
  * Checked by tests/unit/test_train.c against a direct 7-loop convolution on
  * random data and by finite differences (strides 1 and 2, padding 0 and 1,
@@ -54,7 +55,8 @@ size_t dcz_conv_work_floats(const dcz_tlayer *l, int batch)
 {
     size_t nb = (size_t)conv_chunk(l, batch), ohw = (size_t)l->out_h * (size_t)l->out_w;
     size_t chunked = nb * ohw * (dcz_tlayer_wcols(l) + (size_t)l->out_c);
-    size_t kept = dcz_conv_cache_floats(l, batch) ? (size_t)batch * ohw * (size_t)l->out_c : 0;
+    size_t kept = dcz_conv_cache_floats(l, batch)
+                      ? ohw * ((size_t)batch * l->out_c + nb * dcz_tlayer_wcols(l)) : 0;
     return chunked > kept ? chunked : kept;
 }
 
@@ -65,11 +67,12 @@ static float *kept_cols(const dcz_tlayer *l, int batch)
     return need && l->cache && l->cache_bytes >= need * sizeof(float) ? l->cache : NULL;
 }
 
-/* gW (oc, K) = dYc (oc, N) cols^T (N, K) (+ gW when accumulate). OpenBLAS
- * splits a threaded product along its outputs and synchronizes the threads
- * after every block of N; a small gW over a long N (a first convolution:
- * few filters of few weights, a batch of pixels deep) then costs several
- * times its single-thread time, so it runs on one thread. */
+/* gW (oc, K) = dYc (oc, N) cols^T (N, K) (+ gW when accumulate). A threaded
+ * OpenBLAS product splits its outputs between the threads, which meet again
+ * after every block of the reduction; a small gW over a long N (a first
+ * convolution: few filters of few weights, a batch of pixels deep) then
+ * takes 2.5 to 3 times its one-thread time (measured with OpenBLAS 0.3.21
+ * on LeNet-5's conv1), so it runs on one thread. */
 static void weight_grad(dcz_tlayer *l, int oc, int K, int N, const float *dyc,
                         const float *cols, int accumulate)
 {
@@ -184,32 +187,61 @@ void dcz_conv_forward(const dcz_tlayer *l, const float *x, float *y, int batch,
     }
 }
 
+/* dYc (oc, N) from dy of nb samples (ld: the row length of dYc); adds the
+ * plane sums to gb. */
+static void gather_dy(dcz_tlayer *l, const float *dy, int nb, float *dyc, size_t ld)
+{
+    const size_t ohw = (size_t)l->out_h * l->out_w;
+    for (int n = 0; n < nb; n++)
+        for (int c = 0; c < l->out_c; c++) {
+            const float *src = dy + (size_t)n * l->out + (size_t)c * ohw;
+            dcz_vcopy(dyc + (size_t)c * ld + (size_t)n * ohw, src, ohw);
+            l->gb[c] += dcz_vsum(src, ohw);
+        }
+}
+
+/* dx of nb samples from dYc (oc, nb*ohw, row length ld): dcols (K, nb*ohw) =
+ * W^T dYc into the scratch dcols, then col2im. */
+static void input_grad(const dcz_tlayer *l, const float *dyc, size_t ld, int nb, float *dcols,
+                       float *dx)
+{
+    const int K = (int)dcz_tlayer_wcols(l), N = nb * l->out_h * l->out_w;
+    cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, K, N, l->out_c,
+                1.0f, l->w, K, dyc, (int)ld, 0.0f, dcols, N);
+    col2im(l, dcols, nb, dx);
+}
+
 void dcz_conv_backward(dcz_tlayer *l, const float *x, const float *dy, float *dx,
                        int batch, float *work)
 {
     const int K = (int)dcz_tlayer_wcols(l), oc = l->out_c;
     const size_t ohw = (size_t)l->out_h * l->out_w;
+    const int chunk = conv_chunk(l, batch);
     float *keep = kept_cols(l, batch);   /* the forward pass's columns */
-    const int chunk = keep ? batch : conv_chunk(l, batch);
-    float *cols = keep ? keep : work;                    /* (K, chunk*ohw) */
-    float *dyc = keep ? work : work + (size_t)K * (size_t)chunk * ohw;  /* (oc, chunk*ohw) */
     for (int c = 0; c < oc; c++) l->gb[c] = 0.0f;
+    if (keep) {
+        /* one product for gW over the batch; dx chunk by chunk, so that the
+         * columns of dx stay in cache between their product and col2im */
+        const size_t N = (size_t)batch * ohw;
+        float *dyc = work;                 /* (oc, N) */
+        float *dcols = work + (size_t)oc * N;   /* (K, chunk*ohw) */
+        gather_dy(l, dy, batch, dyc, N);
+        weight_grad(l, oc, K, (int)N, dyc, keep, 0);
+        if (dx)
+            for (int s = 0; s < batch; s += chunk) {
+                int nb = batch - s < chunk ? batch - s : chunk;
+                input_grad(l, dyc + (size_t)s * ohw, N, nb, dcols, dx + (size_t)s * l->in);
+            }
+        return;
+    }
+    float *cols = work;                                  /* (K, chunk*ohw) */
+    float *dyc = work + (size_t)K * (size_t)chunk * ohw; /* (oc, chunk*ohw) */
     for (int s = 0; s < batch; s += chunk) {
         int nb = batch - s < chunk ? batch - s : chunk;
-        int N = (int)((size_t)nb * ohw);
-        for (int n = 0; n < nb; n++)
-            for (int c = 0; c < oc; c++) {
-                const float *src = dy + (size_t)(s + n) * l->out + (size_t)c * ohw;
-                float *dst = dyc + (size_t)c * N + (size_t)n * ohw;
-                dcz_vcopy(dst, src, ohw);
-                l->gb[c] += dcz_vsum(src, ohw);
-            }
-        if (!keep) im2col(l, x + (size_t)s * l->in, nb, cols);
-        weight_grad(l, oc, K, N, dyc, cols, s > 0);
-        if (!dx) continue;
-        /* dcols (K, N) = W^T (K, oc) dYc (oc, N), over the columns */
-        cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, K, N, oc,
-                    1.0f, l->w, K, dyc, N, 0.0f, cols, N);
-        col2im(l, cols, nb, dx + (size_t)s * l->in);
+        size_t N = (size_t)nb * ohw;
+        gather_dy(l, dy + (size_t)s * l->out, nb, dyc, N);
+        im2col(l, x + (size_t)s * l->in, nb, cols);
+        weight_grad(l, oc, K, (int)N, dyc, cols, s > 0);
+        if (dx) input_grad(l, dyc, N, nb, cols, dx + (size_t)s * l->in);
     }
 }

@@ -284,6 +284,9 @@ static dcz_status check_data(const dcz_net *net, const dcz_dataset *d)
     if (d->n > UINT32_MAX) return DCZ_ERR_ARG;
     uint64_t sample = (uint64_t)d->c * d->h * d->w;
     if (sample != (uint64_t)net->in_dim) return DCZ_ERR_SHAPE;
+    if (net->in_rank == 3 && (d->c != net->in_dims[0] || d->h != net->in_dims[1] ||
+                              d->w != net->in_dims[2]))
+        return DCZ_ERR_SHAPE;
     if (!labels_fit(d->y, d->n, net->classes)) return DCZ_ERR_SHAPE;
     return DCZ_OK;
 }

@@ -134,7 +134,12 @@ typedef struct dcz_tlayer {
     float *gw, *gb;       /* gradients */
     float *vw, *vb;       /* momentum */
     float *gcb, *vcb;     /* codebook gradient and momentum (k) */
-    void *cache;          /* forward values kept for backward (layer-specific) */
+    void *cache;          /* forward values of the last training pass, kept
+                             for backward: MAXPOOL int32 argmax (batch, out);
+                             BATCHNORM mean and 1/sqrt(var + eps) (2, c);
+                             DROPOUT uint8 mask (batch, in); CONV im2col
+                             columns (in_c*kh*kw, batch*out_h*out_w) when
+                             they fit a budget. Sized with net->act. */
     size_t cache_bytes;
 } dcz_tlayer;
 
@@ -190,8 +195,9 @@ typedef struct dcz_net {
  *
  *   lenet300      784-300-100-10 perceptron: fc1 relu1 fc2 relu2 fc3 prob.
  *   mlp:W0-W1-..-Wn
- *                 perceptron of 2 to 64 widths (each 1..65536), ReLU between
- *                 fully connected layers: fc1 relu1 fc2 ... fcN prob.
+ *                 perceptron of 2 to 64 widths (each 1..65536, at most 2^28
+ *                 weights per layer), ReLU between fully connected layers:
+ *                 fc1 relu1 fc2 ... fcN prob.
  *   lenet5        the Caffe LeNet-5 that Deep Compression uses, input
  *                 1x28x28: conv1 (20 filters 5x5) pool1 (max 2x2 stride 2)
  *                 conv2 (50 filters 5x5) pool2 (max 2x2 stride 2) flatten
@@ -204,7 +210,8 @@ typedef struct dcz_net {
  *       cNkK[sS][pP]  convolution of N filters (1..4096) K x K (1..32),
  *                     stride S (1..32, default 1), zero padding P each side
  *                     (0..K-1, default K/2: "same" size for odd K, stride 1),
- *                     followed by batch norm and ReLU
+ *                     s before p when both are given; followed by batch norm
+ *                     and ReLU
  *       pK            max pooling K x K (1..32), stride K
  *       aK            average pooling K x K (1..32), stride K
  *       gap           global average pooling: (C, H, W) -> (C, 1, 1)
@@ -269,7 +276,7 @@ dcz_status dcz_net_validate(dcz_net *net);
  * kind and settings: DENSE out; CONV out_c, kh, kw, sh, sw, ph, pw; MAXPOOL
  * and AVGPOOL kh, kw, sh, sw, ph, pw; no settings for the other kinds.
  * Writes in and out of every layer, and the geometry (in_c .. out_w) of the
- * spatial kinds, FLATTEN and BATCHNORM (the fields stay 0 for the others).
+ * spatial kinds, FLATTEN and BATCHNORM (other kinds' fields are untouched).
  * DCZ_ERR_SHAPE when in_rank is not 1..4 or a layer cannot take its input
  * (the shape rules of dcz_net_validate), DCZ_ERR_ARG for an unknown kind.
  * Allocates nothing. */
@@ -343,7 +350,9 @@ dcz_status dcz_net_step(dcz_net *net, const dcz_sgd *opt);
 
 /* One epoch of SGD over data in an order shuffled by rng, honouring masks and
  * codebooks. progress (may be NULL) is called after each batch. *loss gets
- * the mean training loss. */
+ * the mean training loss. DCZ_ERR_SHAPE when the samples are not of
+ * net->in_dim floats (of shape (C, H, W) for a net whose in_rank is 3) or a
+ * label is >= classes. */
 dcz_status dcz_train_epoch(dcz_net *net, const dcz_dataset *data, const dcz_sgd *opt,
                            dcz_rng *rng, dcz_progress_fn progress, void *ctx,
                            float *loss);
@@ -381,7 +390,8 @@ typedef struct dcz_progress_relay {
 /* A dcz_progress_fn: relay is a dcz_progress_relay. */
 void dcz_progress_relay_fn(void *relay, size_t done, size_t total_epoch);
 
-/* Nonzero when d (not NULL) can feed net: samples of net->in_dim floats, no
+/* Nonzero when d (not NULL) can feed net: samples of net->in_dim floats
+ * (for a net with a (C, H, W) input, in_rank 3, samples of that shape), no
  * more classes than the net's outputs, and x and y present unless d->n is 0.
  * Labels are not scanned (the engine checks them). */
 int dcz_dataset_fits(const dcz_net *net, const dcz_dataset *d);

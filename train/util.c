@@ -5,7 +5,8 @@
  *
  * Checked through the stages that use them, by tests/unit/test_prune.c and
  * tests/unit/test_quantize.c (progress totals, argument errors, accuracy -1
- * without a test set).
+ * without a test set); the shape check of convolutional inputs by
+ * tests/unit/test_train.c.
  */
 #include <math.h>
 
@@ -27,6 +28,9 @@ int dcz_dataset_fits(const dcz_net *net, const dcz_dataset *d)
     if (d->n > 0 && (!d->x || !d->y))
         return 0;
     size_t dim = (size_t)d->c * d->h * d->w;
+    if (net->in_rank == 3 && (d->c != net->in_dims[0] || d->h != net->in_dims[1] ||
+                              d->w != net->in_dims[2]))
+        return 0;
     return dim == (size_t)net->in_dim && d->classes <= (uint32_t)net->classes;
 }
 

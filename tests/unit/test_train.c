@@ -1459,6 +1459,13 @@ static void test_cnn_learns(void)
     REQUIRE_OK(dcz_net_evaluate(net, &te, &acc), "evaluate");
     CHECK(last < 0.5f * first, "loss %g after 8 epochs (first %g)", last, first);
     CHECK(acc > 0.95, "test accuracy %g", acc);
+    /* a (C, H, W) input takes samples of that shape only */
+    CHECK(dcz_dataset_fits(net, &te), "1x8x8 data does not fit a 1x8x8 net");
+    te.h = 4;
+    te.w = 16;
+    CHECK(!dcz_dataset_fits(net, &te), "1x4x16 data fits a 1x8x8 net");
+    CHECK(dcz_net_evaluate(net, &te, &acc) == DCZ_ERR_SHAPE, "1x4x16 data evaluated");
+    te.h = te.w = 8;
     dcz_net_free(net);
     dcz_dataset_free(&tr);
     dcz_dataset_free(&te);
