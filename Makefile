@@ -3,7 +3,9 @@
 #   make              bin/dcz and lib/libdcz.a
 #   make test         installs missing Debian packages, builds, runs every test
 #   make demo         LeNet-300-100 on Fashion-MNIST through the whole pipeline
-#   make bench        benchmarks (ratios against baselines of the same run)
+#                     (MODEL=lenet5 or MODEL=cnn for the convolutional ones)
+#   make bench        benchmarks (ratios against baselines of the same run),
+#                     and a LeNet-5 training epoch next to PyTorch when installed
 #   make fuzz         libFuzzer targets (needs clang)
 #   make install PREFIX=/usr/local
 #
