@@ -956,6 +956,14 @@ static void test_gradcheck_pool(void)
           "max pool shapes");
     gradcheck_net(net, 3, 60, 13, "max pool 2x2 s2 and 3x3 s2 p1");
     dcz_net_free(net);
+    /* even sizes: the 2x2 windows tile the input */
+    dcz_tlayer e[] = { CONV(3, 3, 3, 1, 1), POOL(DCZ_TL_MAXPOOL, 2, 2, 0, 0),
+                       CONV(2, 3, 3, 1, 1), POOL(DCZ_TL_MAXPOOL, 2, 2, 0, 0),
+                       SIMPLE(DCZ_TL_FLATTEN), FC(3) };
+    net = build_net(e, 6, 2, 8, 12, 10);
+    REQUIRE(net, "build max even");
+    gradcheck_net(net, 3, 60, 19, "max pool 2x2 s2 tiling the input");
+    dcz_net_free(net);
 
     for (int cip = 0; cip < 2; cip++) {
         dcz_tlayer b[] = { CONV(3, 3, 3, 1, 0), POOL(DCZ_TL_AVGPOOL, 3, 2, 1, cip),
