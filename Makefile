@@ -78,7 +78,7 @@ $(BUILD)/tests/replay_%: tests/fuzz/%.c tests/fuzz/replay.c lib/libdcztool.a lib
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS_ALL) $(LDFLAGS_ALL) -o $@ $< tests/fuzz/replay.c lib/libdcztool.a lib/libdcz.a $(LDLIBS_TOOL)
 
-$(BUILD)/bench/%: bench/%.c lib/libdcztool.a lib/libdcz.a
+$(BUILD)/bench/%: bench/%.c bench/bench.h lib/libdcztool.a lib/libdcz.a
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS_ALL) $(LDFLAGS_ALL) -o $@ $< lib/libdcztool.a lib/libdcz.a $(LDLIBS_TOOL)
 

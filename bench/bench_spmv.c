@@ -12,23 +12,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
+#include "bench/bench.h"
 #include "runtime/model.h"
 #include "train/train.h"
-
-static double now(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + ts.tv_nsec * 1e-9;
-}
-
-static int cmp_double(const void *a, const void *b)
-{
-    double x = *(const double *)a, y = *(const double *)b;
-    return x < y ? -1 : x > y;
-}
 
 #define REPS 31
 
@@ -57,8 +44,8 @@ typedef struct shape {
 #define TIME(stmt, out) do { \
     double t_[REPS]; \
     stmt; \
-    for (int r_ = 0; r_ < REPS; r_++) { double a_ = now(); stmt; t_[r_] = now() - a_; } \
-    qsort(t_, REPS, sizeof *t_, cmp_double); \
+    for (int r_ = 0; r_ < REPS; r_++) { double a_ = bench_now(); stmt; t_[r_] = bench_now() - a_; } \
+    qsort(t_, REPS, sizeof *t_, bench_cmp_double); \
     out = t_[REPS / 2]; \
 } while (0)
 
@@ -73,9 +60,9 @@ int main(void)
     memset(b, 2, nb);
     double bw = 0;
     for (int i = 0; i < 3; i++) {
-        double t0 = now();
+        double t0 = bench_now();
         memcpy(b, a, nb);
-        double t = now() - t0;
+        double t = bench_now() - t0;
         if (2.0 * nb / t > bw) bw = 2.0 * nb / t;
     }
     free(a);

@@ -19,18 +19,11 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
+#include "bench/bench.h"
 #include "train/train.h"
 
 #define CNN_DEFAULT "cnn:c32k3-c32k3-p2-c64k3-c64k3-p2-c128k3-gap-f10"
-
-static double now(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
-}
 
 /* Trains arch for epochs (the last one possibly partial, over a prefix of
  * the shuffled-anew data) and prints time and accuracy per epoch. */
@@ -56,9 +49,9 @@ static int run(const char *arch, double epochs, int threads, const dcz_dataset *
         part.n = (size_t)(frac * (double)train->n);
         if (part.n == 0) break;
         float loss = 0;
-        double t0 = now();
+        double t0 = bench_now();
         dcz_status st = dcz_train_epoch(net, &part, &opt, &rng, NULL, NULL, &loss);
-        double dt = now() - t0;
+        double dt = bench_now() - t0;
         if (st != DCZ_OK) {
             fprintf(stderr, "bench_train: training failed: %s\n", dcz_status_str(st));
             rc = 1;
