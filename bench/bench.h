@@ -1,7 +1,10 @@
-/* bench.h: the clock and the ordering the benchmarks share. */
+/* bench.h: the clock, the median order and the copy bandwidth the
+ * benchmarks share. */
 #ifndef DCZ_BENCH_H
 #define DCZ_BENCH_H
 
+#include <stdlib.h>
+#include <string.h>
 #include <time.h>
 
 /* Seconds on the monotonic clock. */
@@ -17,6 +20,28 @@ static inline int bench_cmp_double(const void *a, const void *b)
 {
     double x = *(const double *)a, y = *(const double *)b;
     return x < y ? -1 : x > y;
+}
+
+/* Best of three memcpy's of nb bytes, in bytes moved (read + write) per
+ * second on one thread: the denominator of the physical floors. 0 when the
+ * buffers cannot be had. */
+static inline double bench_copy_bandwidth(size_t nb)
+{
+    char *a = malloc(nb), *b = malloc(nb);
+    double bw = 0;
+    if (a && b) {
+        memset(a, 1, nb);
+        memset(b, 2, nb);
+        for (int i = 0; i < 3; i++) {
+            double t0 = bench_now();
+            memcpy(b, a, nb);
+            double t = bench_now() - t0;
+            if (2.0 * (double)nb / t > bw) bw = 2.0 * (double)nb / t;
+        }
+    }
+    free(a);
+    free(b);
+    return bw;
 }
 
 #endif /* DCZ_BENCH_H */

@@ -83,29 +83,10 @@ static void im2col_t_conv(const dcz_conv_geom *g, const dcz_sparse *s, const flo
     }
 }
 
-static double copy_bandwidth(void)
-{
-    const size_t nb = (size_t)64 << 20;
-    char *a = malloc(nb), *b = malloc(nb);
-    double bw = 0;
-    if (!a || !b) { free(a); free(b); return 0; }
-    memset(a, 1, nb);
-    memset(b, 2, nb);
-    for (int i = 0; i < 3; i++) {
-        double t0 = bench_now();
-        memcpy(b, a, nb);
-        double t = bench_now() - t0;
-        if (2.0 * nb / t > bw) bw = 2.0 * nb / t;
-    }
-    free(a);
-    free(b);
-    return bw;
-}
-
 int main(void)
 {
     openblas_set_num_threads(1);
-    const double bw = copy_bandwidth();
+    const double bw = bench_copy_bandwidth((size_t)64 << 20);
     printf("copy bandwidth %.1f GB/s (read + write), one thread\n\n", bw / 1e9);
     const layer layers[] = {
         { "lenet5-conv1", 1, 20, 28, 5, 0, 0.66 },

@@ -53,20 +53,8 @@ int main(void)
 {
     openblas_set_num_threads(1);
     /* copy bandwidth, the physical floor's denominator */
-    const size_t nb = (size_t)128 << 20;
-    char *a = malloc(nb), *b = malloc(nb);
-    if (!a || !b) return 1;
-    memset(a, 1, nb);
-    memset(b, 2, nb);
-    double bw = 0;
-    for (int i = 0; i < 3; i++) {
-        double t0 = bench_now();
-        memcpy(b, a, nb);
-        double t = bench_now() - t0;
-        if (2.0 * nb / t > bw) bw = 2.0 * nb / t;
-    }
-    free(a);
-    free(b);
+    const double bw = bench_copy_bandwidth((size_t)128 << 20);
+    if (bw <= 0) return 1;
     printf("copy bandwidth %.1f GB/s (read + write), one thread\n\n", bw / 1e9);
 
     const shape shapes[] = {

@@ -189,15 +189,6 @@ static int need_output(const verb_ctx *v)
 typedef int (*stage_fn)(const verb_ctx *v, dcz_net *net, const dcz_doc *in, const void *opts,
                         const dcz_dataset *train, const dcz_dataset *test, char *extra, size_t extra_len);
 
-/* Nonzero when samples of d have the net's input shape (a flat input takes
- * any sample of as many values) and its labels fit the net's outputs. */
-static int data_fits(const dcz_net *net, const dcz_dataset *d)
-{
-    if ((size_t)d->c * d->h * d->w != (size_t)net->in_dim || (int)d->classes > net->classes) return 0;
-    if (net->in_rank != 3) return 1;
-    return net->in_dims[0] == d->c && net->in_dims[1] == d->h && net->in_dims[2] == d->w;
-}
-
 /* ---- train ------------------------------------------------------------------ */
 
 typedef struct train_opts {
@@ -243,7 +234,7 @@ int cmd_train(verb_ctx *v)
     rc = stage_load_data(v, DCZ_SPLIT_TRAIN, &train);
     if (rc == -1) rc = stage_load_data(v, DCZ_SPLIT_TEST, &test);
     if (rc != -1) goto done;
-    if (!data_fits(net, &train)) {
+    if (!dcz_dataset_fits(net, &train)) {
         cli_error("train: %s has %ux%ux%u samples in %u classes; %s takes %d inputs and %d classes",
                   v->c.data, train.c, train.h, train.w, train.classes, t.arch, net->in_dim, net->classes);
         rc = EXIT_BAD_INPUT;
@@ -523,7 +514,7 @@ static int open_stage(verb_ctx *v, dcz_doc **doc, dcz_net **net, dcz_dataset *tr
     if (!*have_data) return -1;
     rc = stage_load_data(v, DCZ_SPLIT_TRAIN, train);
     if (rc == -1) rc = stage_load_data(v, DCZ_SPLIT_TEST, test);
-    if (rc == -1 && !data_fits(*net, train)) {
+    if (rc == -1 && !dcz_dataset_fits(*net, train)) {
         cli_error("%s: %s does not fit the model's %d inputs and %d outputs", v->verb, v->c.data,
                   (*net)->in_dim, (*net)->classes);
         rc = EXIT_BAD_INPUT;

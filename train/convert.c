@@ -35,15 +35,6 @@ static dcz_status weights_from_doc(const dcz_doc_layer *l, dcz_tlayer *t)
     return DCZ_OK;
 }
 
-/* Sets the spatial geometry of t from its (C, H, W) input and output. */
-static dcz_status set_geometry(dcz_tlayer *t, const dcz_shape *in, const dcz_shape *out)
-{
-    if (in->rank != 3 || out->rank != 3) return DCZ_ERR_SHAPE;
-    t->in_c = (int)in->dims[0]; t->in_h = (int)in->dims[1]; t->in_w = (int)in->dims[2];
-    t->out_c = (int)out->dims[0]; t->out_h = (int)out->dims[1]; t->out_w = (int)out->dims[2];
-    return DCZ_OK;
-}
-
 /* Window attributes shared by CONV2D (from attr 2) and the pools (from 0). */
 static void set_window(dcz_tlayer *t, const int32_t *a)
 {
@@ -52,42 +43,34 @@ static void set_window(dcz_tlayer *t, const int32_t *a)
     t->ph = a[4]; t->pw = a[5];
 }
 
-static dcz_status layer_from_doc(const dcz_doc_layer *l, const dcz_shape *in, const dcz_shape *out,
-                                 dcz_tlayer *t)
+/* The kind and settings of t from doc layer l (attributes already checked
+ * by the reader); dcz_net_infer_shapes derives the sizes from them. */
+static dcz_status settings_from_doc(const dcz_doc_layer *l, dcz_tlayer *t)
 {
-    t->in = (int)dcz_shape_count(in);
-    t->out = (int)dcz_shape_count(out);
     switch (l->op) {
     case DCZ_OP_DENSE:
         t->kind = DCZ_TL_DENSE;
-        return weights_from_doc(l, t);
+        t->out = l->attr[1];
+        return DCZ_OK;
     case DCZ_OP_CONV2D:
         t->kind = DCZ_TL_CONV;
+        t->out_c = l->attr[1];
         set_window(t, &l->attr[2]);
-        if (set_geometry(t, in, out) != DCZ_OK) return DCZ_ERR_SHAPE;
-        return weights_from_doc(l, t);
+        return DCZ_OK;
     case DCZ_OP_MAXPOOL:
-    case DCZ_OP_AVGPOOL:
-        t->kind = l->op == DCZ_OP_MAXPOOL ? DCZ_TL_MAXPOOL : DCZ_TL_AVGPOOL;
+        t->kind = DCZ_TL_MAXPOOL;
         set_window(t, l->attr);
-        t->count_include_pad = l->op == DCZ_OP_AVGPOOL ? l->attr[6] : 0;
-        return set_geometry(t, in, out);
-    case DCZ_OP_GLOBAL_AVGPOOL:
-        t->kind = DCZ_TL_GAP;
-        return set_geometry(t, in, out);
-    case DCZ_OP_FLATTEN:
-        t->kind = DCZ_TL_FLATTEN;
-        if (in->rank != 3) return DCZ_OK;   /* nothing spatial to record */
-        dcz_shape flat = { 3, { (uint32_t)t->out, 1, 1 } };
-        return set_geometry(t, in, &flat);
-    case DCZ_OP_RELU:
-        t->kind = DCZ_TL_RELU;
         return DCZ_OK;
-    case DCZ_OP_SOFTMAX:
-        t->kind = DCZ_TL_SOFTMAX;
+    case DCZ_OP_AVGPOOL:
+        t->kind = DCZ_TL_AVGPOOL;
+        set_window(t, l->attr);
+        t->count_include_pad = l->attr[6];
         return DCZ_OK;
-    default:
-        return DCZ_ERR_UNSUPPORTED;
+    case DCZ_OP_GLOBAL_AVGPOOL: t->kind = DCZ_TL_GAP; return DCZ_OK;
+    case DCZ_OP_FLATTEN: t->kind = DCZ_TL_FLATTEN; return DCZ_OK;
+    case DCZ_OP_RELU: t->kind = DCZ_TL_RELU; return DCZ_OK;
+    case DCZ_OP_SOFTMAX: t->kind = DCZ_TL_SOFTMAX; return DCZ_OK;
+    default: return DCZ_ERR_UNSUPPORTED;
     }
 }
 
@@ -100,17 +83,13 @@ dcz_status dcz_net_from_doc(const dcz_doc *d, dcz_net **out)
     if (s != DCZ_OK) return s;
     net->in_rank = d->input_rank;
     memcpy(net->in_dims, d->input_dims, d->input_rank * sizeof *d->input_dims);
-    dcz_shape shape = { d->input_rank, { 0 } };
-    memcpy(shape.dims, d->input_dims, d->input_rank * sizeof *d->input_dims);
     for (uint32_t i = 0; i < d->nlayers && s == DCZ_OK; i++) {
-        const dcz_doc_layer *l = &d->layers[i];
-        dcz_tlayer *t = &net->layers[i];
-        dcz_shape next;
-        snprintf(t->name, sizeof t->name, "%s", l->name);
-        s = dcz_op_shape(l->op, l->attr, l->nattr, &shape, &next);
-        if (s == DCZ_OK) s = layer_from_doc(l, &shape, &next, t);
-        shape = next;
+        snprintf(net->layers[i].name, sizeof net->layers[i].name, "%s", d->layers[i].name);
+        s = settings_from_doc(&d->layers[i], &net->layers[i]);
     }
+    if (s == DCZ_OK) s = dcz_net_infer_shapes(net);
+    for (uint32_t i = 0; i < d->nlayers && s == DCZ_OK; i++)
+        if (dcz_tlayer_has_weights(&net->layers[i])) s = weights_from_doc(&d->layers[i], &net->layers[i]);
     if (s == DCZ_OK) s = dcz_net_validate(net);
     if (s != DCZ_OK) {
         dcz_net_free(net);
