@@ -171,6 +171,89 @@ void dcz_avgpool_ref(const dcz_conv_geom *g, int count_include_pad, const float 
 void dcz_global_avgpool_ref(uint32_t channels, uint32_t plane, const float *x, size_t batch,
                             float *y);
 
+/* ---- integer execution (calibrated models; kernels_int.c) ----------------
+ * A calibrated model runs its weighted layers on integers: activations are
+ * dcz_q lanes holding values of the scheme's width (-127..127 for the 8-bit
+ * schemes, -32767..32767 for fixed16), weights are integers of the same
+ * range, products are summed in 64-bit accumulators (for the 8-bit schemes
+ * every sum fits 32 bits, which the loader checks, so 32-bit lanes give the
+ * same bits), and each output channel is requantized to the next layer's
+ * activation scale by an integer multiply and a rounding shift. Nothing in
+ * kernels_int.c touches a float; tests/unit/test_qkernels.c compares every
+ * kernel with its reference bit for bit, and the Makefile builds the file a
+ * second time with floating point disabled to prove it. */
+
+typedef int16_t dcz_q;
+
+/* The execution form of model.h's sparse matrix with integer weights: the
+ * same row_ptr and step arrays; an entry's weight is qtab[row * k + idx[e]]
+ * (a codebook made integer per row, since a row's scale is its own) when idx
+ * is set, else qval[e]. Fillers carry weight 0. */
+typedef struct dcz_qsparse {
+    uint32_t rows, cols;
+    uint32_t entries;
+    const uint32_t *row_ptr;  /* (rows + 1) */
+    const uint8_t *step;      /* (entries) */
+    const uint8_t *idx;       /* (entries) or NULL */
+    const int16_t *qtab;      /* (rows, k) when idx */
+    uint32_t k;
+    const int16_t *qval;      /* (entries) when !idx */
+} dcz_qsparse;
+
+static inline int32_t dcz_qsparse_weight(const dcz_qsparse *s, uint32_t row, uint32_t e)
+{
+    return s->idx ? s->qtab[(size_t)row * s->k + s->idx[e]] : s->qval[e];
+}
+
+/* floor((v + 2^(shift-1)) / 2^shift): v / 2^shift rounded half up, without
+ * relying on the sign behaviour of >>. shift 0 returns v. */
+int64_t dcz_round_shift(int64_t v, unsigned shift);
+
+/* Requantization of output channel c: y = clamp(round_shift(acc * mult[c],
+ * shift[c]), -qmax, qmax). The loader keeps |acc * mult| below 2^62 or uses
+ * shift 0 with a power-of-two mult, where a product past the range only
+ * saturates. */
+typedef struct dcz_requant {
+    const int32_t *mult;      /* (channels), >= 0 */
+    const uint8_t *shift;     /* (channels), <= 62 */
+    int32_t qmax;             /* 127 or 32767 */
+} dcz_requant;
+
+/* acc (batch, rows) = x (batch, cols) S^T + bias; bias (rows) or NULL.
+ * Reference: each sample on its own, entries decoded per sample. */
+void dcz_qspmm_ref(const dcz_qsparse *s, const int64_t *bias, const dcz_q *x, size_t batch,
+                   int64_t *acc);
+/* The same, each entry decoded once for all samples; on codebook rows with
+ * more entries than codebook values, inputs are first summed per codebook
+ * value and multiplied once per value (exact in integers). */
+void dcz_qspmm(const dcz_qsparse *s, const int64_t *bias, const dcz_q *x, size_t batch,
+               int64_t *acc);
+
+/* acc (batch, out_c, out_h, out_w) = conv(x, w) + bias by seven plain loops,
+ * taps in the padding skipped; w (out_c, in_c, kh, kw) dense integers. The
+ * specification of the integer convolutions. */
+void dcz_qconv2d_direct_ref(const dcz_conv_geom *g, const int16_t *w, const int64_t *bias,
+                            const dcz_q *x, size_t batch, int64_t *acc);
+/* Direct sparse convolution on s (out_c, in_c kh kw): each stored weight
+ * adds itself times a shifted input plane to the output plane. */
+void dcz_qconv2d_sparse(const dcz_conv_geom *g, const dcz_qsparse *s, const int64_t *bias,
+                        const dcz_q *x, size_t batch, int64_t *acc);
+
+/* y (batch, channels, plane) from acc of the same layout (plane 1 for
+ * DENSE), channel c requantized by rq (see dcz_requant). */
+void dcz_requant_ref(const dcz_requant *rq, const int64_t *acc, size_t batch, uint32_t channels,
+                     uint32_t plane, dcz_q *y);
+
+void dcz_qrelu_ref(dcz_q *x, size_t n);
+/* Integer pools on the geometry of the float ones: max over the window's
+ * cells inside the input; average rounded half away from zero, divided as
+ * dcz_avgpool_ref divides. */
+void dcz_qmaxpool_ref(const dcz_conv_geom *g, const dcz_q *x, size_t batch, dcz_q *y);
+void dcz_qavgpool_ref(const dcz_conv_geom *g, int count_include_pad, const dcz_q *x,
+                      size_t batch, dcz_q *y);
+void dcz_qglobal_avgpool_ref(uint32_t channels, uint32_t plane, const dcz_q *x, size_t batch,
+                             dcz_q *y);
+
 /* ---- building the execution form ---------------------------------------- */
 
 /* Upper bound of execution entries (real + fillers) for nnz weights in a
