@@ -36,7 +36,7 @@ endif
 LIB_SRC  := $(filter-out runtime/doc_%.c,$(wildcard runtime/*.c)) huffman/huff_decode.c
 # the toolchain: everything a stage needs beyond the runtime
 TOOL_SRC := huffman/huff_encode.c $(wildcard runtime/doc_*.c) \
-            $(wildcard train/*.c prune/*.c quantize/*.c)
+            $(wildcard train/*.c prune/*.c quantize/*.c calibrate/*.c)
 CLI_SRC  := $(wildcard cli/*.c)
 
 LIB_OBJ  := $(LIB_SRC:%.c=$(BUILD)/%.o)
