@@ -87,12 +87,25 @@ $(BUILD)/check-lib: tests/lib_alone.c lib/libdcz.a
 	@mkdir -p $(BUILD)
 	$(CC) -std=c11 -Iinclude $(LDFLAGS_ALL) -o $@ $< lib/libdcz.a -lm
 
+# The integer kernels hold no floating point: kernels_int.c compiled once
+# more with -mgeneral-regs-only, where any float operation is a compile
+# error. A failure does not stop the build; tests/run.sh reports it as a
+# test, passing only when the stamp holds the checksum of the current source.
+NOFLOAT := $(BUILD)/tests/kernels_int_nofloat
+$(NOFLOAT).o: runtime/kernels_int.c
+	@mkdir -p $(dir $@)
+	@rm -f $@ $(NOFLOAT).stamp
+	@echo "$(CC) -mgeneral-regs-only -c $< -o $@"
+	@if $(CC) $(filter-out -fsanitize=%,$(CFLAGS_ALL)) -mgeneral-regs-only -MMD -MP -c $< -o $@ \
+	    > $(NOFLOAT).log 2>&1; then cksum < $< > $(NOFLOAT).stamp; \
+	else echo "dcz: $< does not compile without floating point (see $(NOFLOAT).log)"; fi
+
 deps:
 ifeq ($(DEPS),1)
 	@bash scripts/deps.sh
 endif
 
-tests-build: bin/dcz $(UNIT_BIN) $(FUZZ_REPLAY) $(BUILD)/check-lib
+tests-build: bin/dcz $(UNIT_BIN) $(FUZZ_REPLAY) $(BUILD)/check-lib $(NOFLOAT).o
 
 test: deps
 	@$(MAKE) --no-print-directory tests-build

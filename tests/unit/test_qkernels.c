@@ -1,0 +1,827 @@
+/* test_qkernels.c: the integer kernels (runtime/kernels_int.c) bit for bit.
+ *
+ * Matrix: dcz_qspmm against dcz_qspmm_ref, and the reference against a dense
+ * int64 product of the matrix the execution form was built from, over rows
+ * and columns in {0, 1, 3, 7, 8, 9, 31, 300} (every pair), batch 1, 2 and 7,
+ * densities 0, 0.5, 1 and 0.01 (plus rows of 1000 columns, so step-255
+ * fillers occur), codebooks of 2, 16 and 256 values with per-row integer
+ * tables and per-entry values, weights and inputs in the 8-bit (+-127) and
+ * 16-bit (+-32767) ranges including both extremes, bias given or NULL.
+ *
+ * Convolution: dcz_qconv2d_sparse against dcz_qconv2d_direct_ref over
+ * kernels 1, 3, 5 and non-square, strides 1 and 2, padding 0 and 1, odd
+ * image sizes, batch 1 and 3, densities 0, 0.5 and 1 (0.01 on rows wide
+ * enough for fillers); the reference itself on hand cases and against the
+ * fp32 reference on 8-bit values, where every fp32 sum is exact.
+ *
+ * Requantization against exact 128-bit arithmetic (when the compiler has
+ * __int128) and hand cases: saturation just inside, at and past +-127 and
+ * +-32767, ties of both signs (round half up), shift 0 with products past
+ * int64, mult 0. dcz_round_shift on hand cases and against 128-bit
+ * arithmetic; pools on hand cases (padding, count_include_pad 0 and 1,
+ * negative averages and ties), max against the fp32 pool and averages
+ * against an independent statement of the rounding on random data. Sizes 0:
+ * an empty batch, matrix, channel count or plane writes nothing, no columns
+ * give the bias, an empty plane averages to 0. The first mismatches print.
+ */
+#include <limits.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "runtime/model.h"
+#include "tests/check.h"
+
+static uint64_t rs = 20240611;
+static uint64_t rnd(void)
+{
+    uint64_t z = (rs += 0x9E3779B97F4A7C15ull);
+    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+    z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+    return z ^ (z >> 31);
+}
+
+/* a value in [-vmax, vmax], never 0, one in eight an extreme */
+static int16_t qrand(int32_t vmax)
+{
+    const uint64_t r = rnd();
+    const int32_t mag = (r & 7) == 0 ? vmax : 1 + (int32_t)((r >> 8) % (uint64_t)vmax);
+    return (int16_t)((r & 8) ? -mag : mag);
+}
+
+static void fill_q(int16_t *p, size_t n, int32_t vmax)
+{
+    for (size_t i = 0; i < n; i++) p[i] = qrand(vmax);
+    if (n > 0) p[0] = (int16_t)vmax;
+    if (n > 1) p[1] = (int16_t)-vmax;
+}
+
+/* a bias up to +-2^40, sometimes 0 */
+static int64_t brand(void)
+{
+    const uint64_t r = rnd();
+    const int64_t mag = (int64_t)((r >> 20) & ((1ull << 40) - 1));
+    return (r & 1) ? -mag : mag;
+}
+
+/* malloc of n elements (at least one byte, so 0 is a valid empty buffer) */
+static void *alloc(size_t n, size_t size) { return malloc(n ? n * size : 1); }
+
+/* Mismatches printed so far by the running test: the first few of each
+ * comparison, at most SHOW_MAX in all (tests reset it when they start). */
+#define SHOW_MAX 12
+static int shown;
+static int show(void) { return shown < SHOW_MAX ? ++shown : 0; }
+
+/* Number of differing elements of two int64 arrays; the first three print. */
+static size_t diff_i64(const char *what, const char *ctx, const int64_t *got, const int64_t *want,
+                       size_t n)
+{
+    size_t bad = 0;
+    for (size_t i = 0; i < n; i++)
+        if (got[i] != want[i] && bad++ < 3 && show())
+            fprintf(stderr, "  %s %s: [%zu] = %lld, reference %lld\n", what, ctx, i,
+                    (long long)got[i], (long long)want[i]);
+    return bad;
+}
+
+static size_t diff_q(const char *what, const char *ctx, const dcz_q *got, const dcz_q *want,
+                     size_t n)
+{
+    size_t bad = 0;
+    for (size_t i = 0; i < n; i++)
+        if (got[i] != want[i] && bad++ < 3 && show())
+            fprintf(stderr, "  %s %s: [%zu] = %d, expected %d\n", what, ctx, i, got[i], want[i]);
+    return bad;
+}
+
+/* ---- matrices in the execution form ------------------------------------------ */
+
+typedef struct qmat {
+    uint32_t rows, cols, k;
+    int16_t *dense;       /* (rows, cols) the weights the execution form holds */
+    uint32_t *row_ptr;
+    uint8_t *step, *idx;
+    int16_t *qtab, *qval;
+    dcz_qsparse sp;
+    uint32_t fillers;     /* filler entries */
+    uint32_t value_rows;  /* codebook rows with more real entries than k */
+} qmat;
+
+/* Random weights at density (codebook of k values per row, or per-entry
+ * values when k is 0), then their execution form, built here by the rule of
+ * model.h: a row's column cursor starts at 0, each entry adds its step,
+ * gaps of 255 or more take fillers (step 255, idx and value 0). */
+static void make_qmat(qmat *m, uint32_t rows, uint32_t cols, double density, uint32_t k,
+                      int32_t vmax)
+{
+    memset(m, 0, sizeof *m);
+    m->rows = rows; m->cols = cols; m->k = k;
+    const size_t n = (size_t)rows * cols;
+    m->dense = calloc(n ? n : 1, sizeof(int16_t));
+    uint8_t *keep = calloc(n ? n : 1, 1), *pick = calloc(n ? n : 1, 1);
+    if (k) {
+        m->qtab = alloc((size_t)rows * k, sizeof(int16_t));
+        fill_q(m->qtab, (size_t)rows * k, vmax);
+    }
+    uint32_t entries = 0;
+    for (uint32_t r = 0; r < rows; r++) {
+        uint32_t cursor = 0, real = 0;
+        for (uint32_t c = 0; c < cols; c++) {
+            const size_t i = (size_t)r * cols + c;
+            keep[i] = density >= 1 || (density > 0 && (double)(rnd() % 10000) < density * 10000);
+            if (!keep[i]) continue;
+            if (k) {
+                pick[i] = (uint8_t)(rnd() % k);
+                m->dense[i] = m->qtab[(size_t)r * k + pick[i]];
+            } else {
+                m->dense[i] = qrand(vmax);
+            }
+            entries += (c - cursor) / DCZ_STEP_FILLER + 1;
+            cursor = c;
+            real++;
+        }
+        if (k && real > k) m->value_rows++;
+    }
+    m->row_ptr = alloc(rows + 1, sizeof(uint32_t));
+    m->step = alloc(entries, 1);
+    if (k) m->idx = alloc(entries, 1);
+    else m->qval = alloc(entries, sizeof(int16_t));
+    uint32_t e = 0;
+    for (uint32_t r = 0; r < rows; r++) {
+        m->row_ptr[r] = e;
+        uint32_t cursor = 0;
+        for (uint32_t c = 0; c < cols; c++) {
+            const size_t i = (size_t)r * cols + c;
+            if (!keep[i]) continue;
+            uint32_t delta = c - cursor;
+            for (; delta >= DCZ_STEP_FILLER; delta -= DCZ_STEP_FILLER, e++) {
+                m->step[e] = DCZ_STEP_FILLER;
+                if (k) m->idx[e] = 0;
+                else m->qval[e] = 0;
+                m->fillers++;
+            }
+            m->step[e] = (uint8_t)delta;
+            if (k) m->idx[e] = pick[i];
+            else m->qval[e] = m->dense[i];
+            e++;
+            cursor = c;
+        }
+    }
+    m->row_ptr[rows] = e;
+    m->sp = (dcz_qsparse){ rows, cols, e, m->row_ptr, m->step, m->idx, m->qtab, k, m->qval };
+    free(keep);
+    free(pick);
+}
+
+static void free_qmat(qmat *m)
+{
+    free(m->dense); free(m->row_ptr); free(m->step); free(m->idx); free(m->qtab); free(m->qval);
+}
+
+/* acc (batch, rows) = x (batch, cols) dense^T + bias, plainly in int64 */
+static void dense_product(const qmat *m, const int64_t *bias, const dcz_q *x, size_t batch,
+                          int64_t *acc)
+{
+    for (size_t b = 0; b < batch; b++)
+        for (uint32_t r = 0; r < m->rows; r++) {
+            int64_t a = bias ? bias[r] : 0;
+            for (uint32_t c = 0; c < m->cols; c++)
+                a += (int64_t)m->dense[(size_t)r * m->cols + c] * x[b * m->cols + c];
+            acc[b * m->rows + r] = a;
+        }
+}
+
+typedef struct grid_tally {
+    size_t cases, ref_bad, opt_bad;
+    uint32_t fillers, value_rows;
+} grid_tally;
+
+static void qspmm_case(uint32_t rows, uint32_t cols, size_t batch, double density, uint32_t k,
+                       int32_t vmax, int with_bias, grid_tally *t)
+{
+    qmat m;
+    make_qmat(&m, rows, cols, density, k, vmax);
+    const size_t nx = batch * cols, ny = batch * rows;
+    dcz_q *x = alloc(nx, sizeof(dcz_q));
+    int64_t *bias = alloc(rows, sizeof(int64_t));
+    int64_t *want = alloc(ny, sizeof(int64_t)), *ref = alloc(ny, sizeof(int64_t));
+    int64_t *got = alloc(ny, sizeof(int64_t));
+    fill_q(x, nx, vmax);
+    for (uint32_t r = 0; r < rows; r++) bias[r] = brand();
+    const int64_t *bp = with_bias ? bias : NULL;
+    /* different garbage in each output, so an element left unwritten shows */
+    memset(ref, 0x55, ny * sizeof(int64_t));
+    memset(got, 0xAA, ny * sizeof(int64_t));
+    dense_product(&m, bp, x, batch, want);
+    dcz_qspmm_ref(&m.sp, bp, x, batch, ref);
+    dcz_qspmm(&m.sp, bp, x, batch, got);
+    char ctx[128];
+    snprintf(ctx, sizeof ctx, "%ux%u batch %zu density %g k %u vmax %d bias %d", rows, cols, batch,
+             density, k, vmax, with_bias);
+    t->ref_bad += diff_i64("qspmm_ref vs dense", ctx, ref, want, ny);
+    t->opt_bad += diff_i64("qspmm vs qspmm_ref", ctx, got, ref, ny);
+    t->fillers += m.fillers;
+    t->value_rows += m.value_rows;
+    t->cases++;
+    free(x); free(bias); free(want); free(ref); free(got);
+    free_qmat(&m);
+}
+
+static void qspmm_grid(uint32_t k)
+{
+    const uint32_t sizes[] = { 0, 1, 3, 7, 8, 9, 31, 300 };
+    const size_t batches[] = { 1, 2, 7 };
+    const double dens[] = { 0.0, 0.5, 1.0, 0.01 };
+    const int32_t ranges[] = { 127, 32767 };
+    const size_t ns = sizeof sizes / sizeof *sizes;
+    grid_tally t = { 0, 0, 0, 0, 0 };
+    for (size_t ri = 0; ri < ns; ri++)
+        for (size_t ci = 0; ci < ns; ci++)
+            for (size_t bi = 0; bi < 3; bi++)
+                for (size_t di = 0; di < 4; di++)
+                    for (size_t vi = 0; vi < 2; vi++)
+                        qspmm_case(sizes[ri], sizes[ci], batches[bi], dens[di], k, ranges[vi],
+                                   (int)((ri + ci + bi + di) & 1), &t);
+    /* rows of 1000 columns at 1%: gaps past 255, so fillers, in most rows */
+    for (size_t bi = 0; bi < 3; bi++)
+        for (size_t vi = 0; vi < 2; vi++) {
+            qspmm_case(5, 1000, batches[bi], 0.01, k, ranges[vi], 1, &t);
+            qspmm_case(3, 1000, batches[bi], 0.5, k, ranges[vi], 0, &t);
+        }
+    CHECK(t.cases == ns * ns * 3 * 4 * 2 + 12, "%zu cases", t.cases);
+    CHECK(t.fillers > 0, "no fillers in the grid");
+    if (k) CHECK(t.value_rows > 0, "k %u: no row summed per codebook value", k);
+    CHECK(t.ref_bad == 0, "k %u: qspmm_ref differs from the dense product in %zu elements", k,
+          t.ref_bad);
+    CHECK(t.opt_bad == 0, "k %u: qspmm differs from qspmm_ref in %zu elements", k, t.opt_bad);
+}
+
+static void test_qspmm_codebook_2(void) { qspmm_grid(2); }
+static void test_qspmm_codebook_16(void) { qspmm_grid(16); }
+static void test_qspmm_codebook_256(void) { qspmm_grid(256); }
+static void test_qspmm_values(void) { qspmm_grid(0); }
+
+/* A hand-built matrix of 2 rows and 1000 columns: row 0 empty, row 1 with
+ * weights at columns 3, 300 (after a filler, step 42) and 811 (after two
+ * fillers, step 1); batch 2. */
+static void test_qspmm_fillers_by_hand(void)
+{
+    const uint32_t row_ptr[3] = { 0, 0, 6 };
+    const uint8_t step[6] = { 3, 255, 42, 255, 255, 1 };
+    dcz_q x[2 * 1000];
+    for (int i = 0; i < 2000; i++) x[i] = (dcz_q)(i < 1000 ? i - 500 : 3 * (1500 - i));
+    const int64_t bias[2] = { 100, -100 };
+    int64_t want[4], y[4];
+    /* weights by column, and the matrix in three encodings of them */
+    const int64_t w3 = -7, w300 = 11, w811 = -7;
+    for (int b = 0; b < 2; b++) {
+        want[b * 2] = bias[0];
+        want[b * 2 + 1] = bias[1] + w3 * x[b * 1000 + 3] + w300 * x[b * 1000 + 300]
+                          + w811 * x[b * 1000 + 811];
+    }
+    /* k 3: three real entries, not more than k, entry by entry */
+    const uint8_t idx3[6] = { 1, 0, 2, 0, 0, 1 };
+    const int16_t tab3[6] = { 9, 9, 9, 5, -7, 11 };
+    const dcz_qsparse s3 = { 2, 1000, 6, row_ptr, step, idx3, tab3, 3, NULL };
+    /* k 2: more real entries than values, summed per value */
+    const uint8_t idx2[6] = { 0, 0, 1, 0, 0, 0 };
+    const int16_t tab2[4] = { 9, 9, -7, 11 };
+    const dcz_qsparse s2 = { 2, 1000, 6, row_ptr, step, idx2, tab2, 2, NULL };
+    /* per-entry values, fillers 0 */
+    const int16_t qval[6] = { -7, 0, 11, 0, 0, -7 };
+    const dcz_qsparse sv = { 2, 1000, 6, row_ptr, step, NULL, NULL, 0, qval };
+    const dcz_qsparse *forms[3] = { &s3, &s2, &sv };
+    const char *names[3] = { "k 3", "k 2", "values" };
+    for (int f = 0; f < 3; f++) {
+        memset(y, 0x55, sizeof y);
+        dcz_qspmm_ref(forms[f], bias, x, 2, y);
+        CHECK(diff_i64("qspmm_ref", names[f], y, want, 4) == 0, "%s reference", names[f]);
+        memset(y, 0xAA, sizeof y);
+        dcz_qspmm(forms[f], bias, x, 2, y);
+        CHECK(diff_i64("qspmm", names[f], y, want, 4) == 0, "%s", names[f]);
+    }
+}
+
+/* ---- convolution ------------------------------------------------------------- */
+
+static dcz_conv_geom conv_geom(uint32_t in_c, uint32_t out_c, uint32_t h, uint32_t w, uint32_t kh,
+                               uint32_t kw, uint32_t sh, uint32_t sw, uint32_t ph, uint32_t pw)
+{
+    dcz_conv_geom g = { in_c, h, w, out_c, (h + 2 * ph - kh) / sh + 1, (w + 2 * pw - kw) / sw + 1,
+                        kh, kw, sh, sw, ph, pw };
+    return g;
+}
+
+static void test_qconv_ref_by_hand(void)
+{
+    const dcz_q x[9] = { 1, 2, 3, 4, 5, 6, 7, 8, 9 }; /* (1, 3, 3) */
+    int64_t y[8];
+    dcz_conv_geom g = conv_geom(1, 1, 3, 3, 2, 2, 1, 1, 0, 0);
+    const int16_t w[4] = { 1, 2, 3, 4 };
+    const int64_t bias = -1;
+    dcz_qconv2d_direct_ref(&g, w, &bias, x, 1, y);
+    CHECK(y[0] == 36 && y[1] == 46 && y[2] == 66 && y[3] == 76, "2x2: %lld %lld %lld %lld",
+          (long long)y[0], (long long)y[1], (long long)y[2], (long long)y[3]);
+    /* 3x3 ones, stride 2, padding 1: each output sums its window's cells inside */
+    g = conv_geom(1, 1, 3, 3, 3, 3, 2, 2, 1, 1);
+    const int16_t ones[9] = { 1, 1, 1, 1, 1, 1, 1, 1, 1 };
+    dcz_qconv2d_direct_ref(&g, ones, NULL, x, 1, y);
+    CHECK(y[0] == 12 && y[1] == 16 && y[2] == 24 && y[3] == 28, "padded: %lld %lld %lld %lld",
+          (long long)y[0], (long long)y[1], (long long)y[2], (long long)y[3]);
+    /* 1x1 mixes channels: 2 in, 2 out, batch 2 */
+    g = conv_geom(2, 2, 1, 2, 1, 1, 1, 1, 0, 0);
+    const int16_t w3[4] = { 1, 10, -1, 2 };
+    const dcz_q x3[8] = { 1, 2, 3, 4, 5, 6, 7, 8 };
+    const int64_t want3[8] = { 31, 42, 5, 6, 75, 86, 9, 10 };
+    dcz_qconv2d_direct_ref(&g, w3, NULL, x3, 2, y);
+    CHECK(diff_i64("1x1", "by hand", y, want3, 8) == 0, "1x1 channel mixing");
+}
+
+typedef struct conv_tally {
+    size_t cases, bad, float_cases, float_bad;
+    uint32_t fillers;
+} conv_tally;
+
+static void qconv_case(const dcz_conv_geom *g, double density, uint32_t k, int32_t vmax,
+                       conv_tally *t)
+{
+    qmat m;
+    const uint32_t cols = g->in_c * g->kh * g->kw;
+    make_qmat(&m, g->out_c, cols, density, k, vmax);
+    const size_t B = 3, xin = (size_t)g->in_c * g->in_h * g->in_w;
+    const size_t yout = (size_t)g->out_c * g->out_h * g->out_w;
+    dcz_q *x = alloc(B * xin, sizeof(dcz_q));
+    int64_t *bias = alloc(g->out_c, sizeof(int64_t));
+    int64_t *ref = alloc(B * yout, sizeof(int64_t)), *got = alloc(B * yout, sizeof(int64_t));
+    fill_q(x, B * xin, vmax);
+    for (uint32_t i = 0; i < g->out_c; i++) bias[i] = vmax == 127 ? (int64_t)(rnd() % 2001) - 1000
+                                                                  : brand();
+    const size_t batches[2] = { 1, B };
+    char ctx[160];
+    for (int bi = 0; bi < 2; bi++) {
+        const size_t b = batches[bi];
+        const int64_t *bp = (t->cases & 1) ? NULL : bias;
+        snprintf(ctx, sizeof ctx, "in %ux%ux%u out %ux%ux%u k %ux%u s %u,%u p %u,%u batch %zu "
+                 "density %g k %u vmax %d", g->in_c, g->in_h, g->in_w, g->out_c, g->out_h,
+                 g->out_w, g->kh, g->kw, g->sh, g->sw, g->ph, g->pw, b, density, k, vmax);
+        memset(ref, 0x55, B * yout * sizeof(int64_t));
+        memset(got, 0xAA, B * yout * sizeof(int64_t));
+        dcz_qconv2d_direct_ref(g, m.dense, bp, x, b, ref);
+        dcz_qconv2d_sparse(g, &m.sp, bp, x, b, got);
+        t->bad += diff_i64("qconv2d_sparse", ctx, got, ref, b * yout);
+        t->cases++;
+        if (vmax == 127) {
+            /* the fp32 reference is exact here: every partial sum is an
+             * integer below 2^24 (at most 400 terms of 127 * 127, bias 1000) */
+            const size_t nw = (size_t)g->out_c * cols;
+            float *xf = alloc(b * xin, sizeof(float)), *wf = alloc(nw, sizeof(float));
+            float *bf = alloc(g->out_c, sizeof(float)), *yf = alloc(b * yout, sizeof(float));
+            for (size_t i = 0; i < b * xin; i++) xf[i] = (float)x[i];
+            for (size_t i = 0; i < nw; i++) wf[i] = (float)m.dense[i];
+            for (uint32_t i = 0; i < g->out_c; i++) bf[i] = (float)bias[i];
+            dcz_conv2d_direct_ref(g, wf, bp ? bf : NULL, xf, b, yf);
+            size_t bad = 0;
+            for (size_t i = 0; i < b * yout; i++)
+                if ((float)ref[i] != yf[i] && bad++ < 3 && show())
+                    fprintf(stderr, "  qconv2d_direct_ref vs fp32 %s: [%zu] = %lld, fp32 %.1f\n",
+                            ctx, i, (long long)ref[i], (double)yf[i]);
+            t->float_bad += bad;
+            t->float_cases++;
+            free(xf); free(wf); free(bf); free(yf);
+        }
+    }
+    t->fillers += m.fillers;
+    free(x); free(bias); free(ref); free(got);
+    free_qmat(&m);
+}
+
+static void test_qconv_grid(void)
+{
+    const uint32_t kernels[] = { 1, 3, 5 }, strides[] = { 1, 2 }, pads[] = { 0, 1 };
+    const uint32_t sizes[][2] = { { 7, 9 }, { 11, 5 } };
+    const double dens[] = { 0.0, 0.5, 1.0 };
+    const uint32_t codebooks[] = { 256, 16, 0 };
+    const int32_t ranges[] = { 127, 32767 };
+    conv_tally t = { 0, 0, 0, 0, 0 };
+    for (size_t ki = 0; ki < 3; ki++)
+        for (size_t si = 0; si < 2; si++)
+            for (size_t pi = 0; pi < 2; pi++)
+                for (size_t zi = 0; zi < 2; zi++)
+                    for (size_t di = 0; di < 3; di++)
+                        for (size_t ci = 0; ci < 3; ci++) {
+                            const uint32_t kk = kernels[ki], st = strides[si], pad = pads[pi];
+                            if (pad >= kk) continue;
+                            dcz_conv_geom g = conv_geom(3, 4, sizes[zi][0], sizes[zi][1], kk, kk,
+                                                        st, st, pad, pad);
+                            qconv_case(&g, dens[di], codebooks[ci], ranges[(ki + zi + di) & 1], &t);
+                        }
+    /* non-square windows, mixed strides and paddings, a window as large as
+     * the padded image, a 1x1 image, rows of 16 x 5 x 5 = 400 columns at 1%
+     * (fillers), and no input channel at all (outputs are the bias) */
+    const dcz_conv_geom extra[] = {
+        conv_geom(2, 3, 7, 9, 3, 5, 2, 1, 1, 2),
+        conv_geom(2, 3, 9, 7, 5, 1, 1, 2, 4, 0),
+        conv_geom(3, 2, 3, 3, 5, 5, 1, 1, 1, 1),
+        conv_geom(1, 5, 1, 1, 3, 3, 1, 1, 1, 1),
+        conv_geom(16, 5, 11, 9, 5, 5, 1, 1, 2, 2),
+        conv_geom(0, 2, 5, 5, 3, 3, 1, 1, 1, 1),
+    };
+    for (size_t i = 0; i < sizeof extra / sizeof *extra; i++)
+        for (size_t ci = 0; ci < 3; ci++)
+            for (size_t vi = 0; vi < 2; vi++) {
+                qconv_case(&extra[i], 0.5, codebooks[ci], ranges[vi], &t);
+                qconv_case(&extra[i], 1.0, codebooks[ci], ranges[vi], &t);
+                qconv_case(&extra[i], 0.01, codebooks[ci], ranges[vi], &t);
+            }
+    CHECK(t.cases > 400, "only %zu cases", t.cases);
+    CHECK(t.fillers > 0, "no fillers in the grid");
+    CHECK(t.bad == 0, "qconv2d_sparse differs from the reference in %zu elements", t.bad);
+    CHECK(t.float_cases > 100 && t.float_bad == 0,
+          "qconv2d_direct_ref differs from the fp32 reference in %zu elements (%zu cases)",
+          t.float_bad, t.float_cases);
+}
+
+/* ---- rounding and requantization ----------------------------------------------- */
+
+static void test_round_shift(void)
+{
+    static const struct { int64_t v; unsigned s; int64_t want; } c[] = {
+        { 5, 0, 5 }, { -5, 0, -5 }, { INT64_MIN, 0, INT64_MIN }, { INT64_MAX, 0, INT64_MAX },
+        { 0, 1, 0 }, { 0, 62, 0 },
+        { 5, 1, 3 }, { -5, 1, -2 }, { 4, 1, 2 }, { -4, 1, -2 }, { -6, 1, -3 }, { -7, 1, -3 },
+        { -1, 1, 0 }, { 1, 1, 1 }, { -3, 1, -1 }, { 3, 1, 2 },
+        { 6, 2, 2 }, { -6, 2, -1 }, { -7, 2, -2 }, { -5, 2, -1 }, { -3, 2, -1 }, { -2, 2, 0 },
+        { -1, 2, 0 }, { 2, 2, 1 }, { 1, 2, 0 },
+        { 1000, 3, 125 }, { 1003, 3, 125 }, { 1004, 3, 126 }, { -1004, 3, -125 },
+        { -1005, 3, -126 },
+        { INT64_MAX, 1, (int64_t)1 << 62 }, { INT64_MIN, 1, -((int64_t)1 << 62) },
+        { INT64_MIN + 1, 1, -((int64_t)1 << 62) + 1 },
+        { INT64_MAX, 62, 2 }, { INT64_MIN, 62, -2 }, { ((int64_t)1 << 61) - 1, 62, 0 },
+        { (int64_t)1 << 61, 62, 1 }, { -((int64_t)1 << 61), 62, 0 },
+        { -((int64_t)1 << 61) - 1, 62, -1 },
+        { INT64_MAX, 63, 1 }, { INT64_MIN, 63, -1 }, { ((int64_t)1 << 62) - 1, 63, 0 },
+        { (int64_t)1 << 62, 63, 1 }, { -((int64_t)1 << 62), 63, 0 },
+        { -((int64_t)1 << 62) - 1, 63, -1 }, { INT64_MIN, 64, 0 }, { INT64_MAX, 200, 0 },
+    };
+    for (size_t i = 0; i < sizeof c / sizeof *c; i++) {
+        const int64_t got = dcz_round_shift(c[i].v, c[i].s);
+        CHECK(got == c[i].want, "round_shift(%lld, %u) = %lld, want %lld", (long long)c[i].v,
+              c[i].s, (long long)got, (long long)c[i].want);
+    }
+}
+
+/* y of one requantization of acc by (mult, shift, qmax) */
+static dcz_q requant1(int64_t acc, int32_t mult, uint8_t shift, int32_t qmax)
+{
+    const dcz_requant rq = { &mult, &shift, qmax };
+    dcz_q y = 0x5555;
+    dcz_requant_ref(&rq, &acc, 1, 1, 1, &y);
+    return y;
+}
+
+static void test_requant_by_hand(void)
+{
+    static const struct { int64_t acc; int32_t mult; uint8_t shift; int32_t qmax; dcz_q want; } c[] = {
+        /* saturation just inside, at and past the 8-bit range */
+        { 126, 1, 0, 127, 126 }, { 127, 1, 0, 127, 127 }, { 128, 1, 0, 127, 127 },
+        { -126, 1, 0, 127, -126 }, { -127, 1, 0, 127, -127 }, { -128, 1, 0, 127, -127 },
+        { 253, 1, 1, 127, 127 }, { 252, 1, 1, 127, 126 }, { 254, 1, 1, 127, 127 },
+        { 255, 1, 1, 127, 127 }, { -253, 1, 1, 127, -126 }, { -254, 1, 1, 127, -127 },
+        { -255, 1, 1, 127, -127 }, { -256, 1, 1, 127, -127 }, { 1000000, 3, 4, 127, 127 },
+        /* and of the 16-bit range */
+        { 32766, 1, 0, 32767, 32766 }, { 32767, 1, 0, 32767, 32767 },
+        { 32768, 1, 0, 32767, 32767 }, { -32767, 1, 0, 32767, -32767 },
+        { -32768, 1, 0, 32767, -32767 }, { 65533, 1, 1, 32767, 32767 },
+        { 65535, 1, 1, 32767, 32767 }, { -65534, 1, 1, 32767, -32767 },
+        { -65535, 1, 1, 32767, -32767 }, { -65532, 1, 1, 32767, -32766 },
+        /* ties round half up: -2.5 -> -2, 2.5 -> 3 */
+        { -5, 1, 1, 127, -2 }, { 5, 1, 1, 127, 3 }, { -15, 1, 1, 127, -7 }, { -1, 1, 1, 127, 0 },
+        { -10, 1, 2, 127, -2 }, { -3, 3, 1, 127, -4 }, { 3, 3, 1, 127, 5 },
+        { -7, 5, 3, 32767, -4 }, { 7, 5, 3, 32767, 4 }, { -12, 5, 3, 32767, -7 },
+        /* mult 0 */
+        { 12345, 0, 0, 127, 0 }, { INT64_MIN, 0, 0, 127, 0 }, { INT64_MAX, 0, 7, 32767, 0 },
+        /* shift 0 with a product past int64: saturation by sign */
+        { INT64_MAX / 2 + 1, 2, 0, 127, 127 }, { -(INT64_MAX / 2) - 1, 2, 0, 127, -127 },
+        { INT64_MIN, 1, 0, 127, -127 }, { INT64_MAX, 1, 0, 32767, 32767 },
+        { INT64_MIN, 1 << 30, 0, 32767, -32767 }, { INT64_MAX, INT32_MAX, 0, 127, 127 },
+        { -(INT64_MAX / (1 << 30)) - 1, 1 << 30, 0, 127, -127 },
+        /* and right at the edge of int64 */
+        { INT64_MAX / (1 << 30), 1 << 30, 0, 32767, 32767 },
+        /* products past int64 with a shift bringing them back: still exact */
+        { (int64_t)1 << 62, 4, 62, 127, 4 }, { -((int64_t)1 << 62), 6, 62, 127, -6 },
+        { (int64_t)3 << 61, 3, 62, 127, 5 }, { -((int64_t)3 << 61), 3, 62, 127, -4 },
+        { INT64_MIN, 2, 62, 127, -4 }, { INT64_MAX, 2, 62, 127, 4 },
+        { INT64_MAX, INT32_MAX, 62, 32767, 32767 }, { INT64_MIN, INT32_MAX, 62, 127, -127 },
+    };
+    for (size_t i = 0; i < sizeof c / sizeof *c; i++) {
+        const dcz_q got = requant1(c[i].acc, c[i].mult, c[i].shift, c[i].qmax);
+        CHECK(got == c[i].want, "requant(%lld * %d >> %u, qmax %d) = %d, want %d",
+              (long long)c[i].acc, c[i].mult, c[i].shift, c[i].qmax, got, c[i].want);
+    }
+}
+
+/* Channels and batch: channel c of every sample uses mult[c], shift[c]. */
+static void test_requant_layout(void)
+{
+    const int32_t mult[3] = { 1, 3, 0 };
+    const uint8_t shift[3] = { 0, 2, 5 };
+    const dcz_requant rq = { mult, shift, 127 };
+    const int64_t acc[12] = { 1, -200, 5, -6, 99, 99, /* sample 0: (3, 2) */
+                              -1, 200, -5, 6, -99, -99 };
+    const dcz_q want[12] = { 1, -127, 4, -4, 0, 0, -1, 127, -4, 5, 0, 0 };
+    dcz_q y[12];
+    dcz_requant_ref(&rq, acc, 2, 3, 2, y);
+    CHECK(diff_q("requant", "(2, 3, 2)", y, want, 12) == 0, "layout");
+    /* plane 1 is the DENSE layout */
+    dcz_requant_ref(&rq, acc, 4, 3, 1, y);
+    const dcz_q want1[12] = { 1, -127, 0, -6, 74, 0, -1, 127, 0, 6, -74, 0 };
+    CHECK(diff_q("requant", "(4, 3, 1)", y, want1, 12) == 0, "dense layout");
+}
+
+#ifdef __SIZEOF_INT128__
+__extension__ typedef __int128 i128;
+
+/* floor(n / 2^s) on exact 128-bit values, by division and a correction */
+static i128 floor_pow2(i128 n, unsigned s)
+{
+    const i128 d = (i128)1 << s;
+    i128 q = n / d;
+    if (n % d != 0 && n < 0) q -= 1;
+    return q;
+}
+
+static int64_t exact_requant(int64_t acc, int32_t mult, unsigned shift, int32_t qmax)
+{
+    i128 p = (i128)acc * mult;
+    if (shift > 0) p = floor_pow2(p + ((i128)1 << (shift - 1)), shift);
+    return p > qmax ? qmax : p < -qmax ? -qmax : (int64_t)p;
+}
+
+/* an int64 of random magnitude: 0 to 63 significant bits, either sign */
+static int64_t any_i64(void)
+{
+    const unsigned bits = (unsigned)(rnd() % 64);
+    const int64_t v = bits ? (int64_t)(rnd() >> (64 - bits)) : 0;
+    return (rnd() & 1) ? -v - (int64_t)(rnd() & 1) : v;
+}
+
+static void test_requant_exact(void)
+{
+    const uint32_t n = 200000;
+    size_t bad = 0, rs_bad = 0;
+    for (uint32_t i = 0; i < n; i++) {
+        const int64_t acc = any_i64();
+        const unsigned mbits = (unsigned)(rnd() % 32);
+        const int32_t mult = mbits ? (int32_t)(rnd() >> (64 - mbits)) : 0;
+        /* mostly the shifts requant is given (<= 62), some past them */
+        const uint8_t shift = (uint8_t)(rnd() % 8 ? rnd() % 63 : 63 + rnd() % 40);
+        const int32_t qmax = (rnd() & 1) ? 127 : 32767;
+        const dcz_q got = requant1(acc, mult, shift, qmax);
+        const int64_t want = exact_requant(acc, mult, shift, qmax);
+        if (got != want && bad++ < 3 && show())
+            fprintf(stderr, "  requant(%lld * %d >> %u, qmax %d) = %d, exact %lld\n",
+                    (long long)acc, mult, shift, qmax, got, (long long)want);
+        const int64_t r = dcz_round_shift(acc, shift);
+        const i128 rw = shift ? floor_pow2((i128)acc + ((i128)1 << (shift - 1)), shift)
+                                  : acc;
+        if (r != rw && rs_bad++ < 3 && show())
+            fprintf(stderr, "  round_shift(%lld, %u) = %lld\n", (long long)acc, shift,
+                    (long long)r);
+    }
+    CHECK(bad == 0, "requant differs from 128-bit arithmetic in %zu of %u cases", bad, n);
+    CHECK(rs_bad == 0, "round_shift differs from 128-bit arithmetic in %zu of %u cases", rs_bad, n);
+}
+#else
+static void test_requant_exact(void)
+{
+    printf("SKIP test_requant_exact: the compiler has no __int128 (hand cases still run)\n");
+}
+#endif
+
+/* ---- relu and pools ------------------------------------------------------------ */
+
+static void test_qrelu(void)
+{
+    dcz_q v[7] = { -1, 0, 2, INT16_MIN, INT16_MAX, -32767, 127 };
+    const dcz_q want[7] = { 0, 0, 2, 0, INT16_MAX, 0, 127 };
+    dcz_qrelu_ref(v, 7);
+    CHECK(diff_q("qrelu", "", v, want, 7) == 0, "relu");
+}
+
+static void test_qpools_by_hand(void)
+{
+    /* two samples of one 4x4 channel: the second is the first negated */
+    dcz_q x[32], y[32];
+    for (int i = 0; i < 16; i++) { x[i] = (dcz_q)((i * 7) % 16); x[16 + i] = (dcz_q)-x[i]; }
+    /* x[0] = 0 7 14 5 / 12 3 10 1 / 8 15 6 13 / 4 11 2 9 */
+    dcz_conv_geom g = conv_geom(1, 1, 4, 4, 2, 2, 2, 2, 0, 0);
+    dcz_qmaxpool_ref(&g, x, 2, y);
+    const dcz_q want_max[8] = { 12, 14, 15, 13, 0, -1, -4, -2 };
+    CHECK(diff_q("qmaxpool", "2x2", y, want_max, 8) == 0, "max 2x2");
+    /* 2x2 averages of the same: 22/4, 30/4, 38/4, 30/4, and negated */
+    dcz_qavgpool_ref(&g, 0, x, 2, y);
+    const dcz_q want_avg[8] = { 6, 8, 10, 8, -6, -8, -10, -8 }; /* 5.5 7.5 9.5 7.5 */
+    CHECK(diff_q("qavgpool", "2x2 ties", y, want_avg, 8) == 0, "avg ties away from zero");
+    /* 3x3 stride 2 padding 1 on negative values: padding never wins */
+    const dcz_q neg[9] = { -1, -2, -3, -4, -5, -6, -7, -8, -9 };
+    const dcz_q pos[9] = { 1, 2, 3, 4, 5, 6, 7, 8, 9 };
+    g = conv_geom(1, 1, 3, 3, 3, 3, 2, 2, 1, 1);
+    dcz_qmaxpool_ref(&g, neg, 1, y);
+    const dcz_q want_neg[4] = { -1, -2, -4, -5 };
+    CHECK(diff_q("qmaxpool", "padded", y, want_neg, 4) == 0, "max padded");
+    /* windows hold 4 cells each: sums 12, 16, 24, 28 */
+    dcz_qavgpool_ref(&g, 0, pos, 1, y);
+    const dcz_q want_in[4] = { 3, 4, 6, 7 };
+    CHECK(diff_q("qavgpool", "inside", y, want_in, 4) == 0, "avg over cells inside");
+    dcz_qavgpool_ref(&g, 1, pos, 1, y); /* / 9: 1.33 1.78 2.67 3.11 */
+    const dcz_q want_all[4] = { 1, 2, 3, 3 };
+    CHECK(diff_q("qavgpool", "with pad", y, want_all, 4) == 0, "avg including padding");
+    dcz_qavgpool_ref(&g, 1, neg, 1, y);
+    const dcz_q want_all_neg[4] = { -1, -2, -3, -3 };
+    CHECK(diff_q("qavgpool", "negative with pad", y, want_all_neg, 4) == 0, "negative averages");
+    /* 2x2 stride 1 padding 1 on a 2x2 plane: corner windows hold one cell,
+     * edges two, the centre four; count_include_pad divides all by 4 */
+    const dcz_q c4[8] = { 2, -2, 6, -7, /* sample 2: */ -2, 3, 1, 1 };
+    g = conv_geom(1, 1, 2, 2, 2, 2, 1, 1, 1, 1);
+    dcz_qavgpool_ref(&g, 1, c4, 2, y);
+    /* sample 1 sums: 2 0 -2 / 8 -1 -9 / 6 -1 -7, over 4 */
+    const dcz_q want_c4[18] = { 1, 0, -1, 2, 0, -2, 2, 0, -2,
+                                /* sums: -2 1 3 / -1 3 4 / 1 2 1 */
+                                -1, 0, 1, 0, 1, 1, 0, 1, 0 };
+    CHECK(diff_q("qavgpool", "corners with pad", y, want_c4, 18) == 0, "corner windows, pad");
+    dcz_qavgpool_ref(&g, 0, c4, 2, y);
+    /* sample 1: 2/1 0/2 -2/1 / 8/2 -1/4 -9/2 / 6/1 -1/2 -7/1 */
+    const dcz_q want_c4_in[18] = { 2, 0, -2, 4, 0, -5, 6, -1, -7,
+                                   /* -2/1 1/2 3/1 / -1/2 3/4 4/2 / 1/1 2/2 1/1 */
+                                   -2, 1, 3, -1, 1, 2, 1, 1, 1 };
+    CHECK(diff_q("qavgpool", "corners inside", y, want_c4_in, 18) == 0, "corner windows");
+    /* global average: 2 samples x 3 channels of 2x2 */
+    const dcz_q x3[24] = { 1, 2, 3, 4, 0, 0, 0, 8, -1, -2, -3, -4,
+                           -1, 0, 0, 0, -2, 0, 0, 0, 5, 5, 5, 9 };
+    const dcz_q want3[6] = { 3, 2, -3, 0, -1, 6 }; /* 2.5 2 -2.5 -0.25 -0.5 6 */
+    dcz_qglobal_avgpool_ref(3, 4, x3, 2, y);
+    CHECK(diff_q("qglobal_avgpool", "", y, want3, 6) == 0, "global average");
+    /* extremes do not overflow */
+    const dcz_q big[4] = { INT16_MIN, INT16_MIN, INT16_MIN, INT16_MIN };
+    dcz_qglobal_avgpool_ref(1, 4, big, 1, y);
+    CHECK(y[0] == INT16_MIN, "global average of INT16_MIN: %d", y[0]);
+}
+
+/* rounding half away from zero of sum / count, stated as inequalities:
+ * |y| is the integer with 2 |y| count - count <= 2 |sum| < 2 |y| count + count,
+ * and y has the sign of sum */
+static int is_rounded_average(dcz_q y, int64_t sum, int64_t count)
+{
+    const int64_t s = sum < 0 ? -sum : sum, q = y < 0 ? -(int64_t)y : y;
+    if (s != 0 && q != 0 && (sum < 0) != (y < 0)) return 0;
+    return 2 * q * count - count <= 2 * s && 2 * s < 2 * q * count + count;
+}
+
+/* Random planes: max against the fp32 pool (exact on integers), averages
+ * against the statement above with windows counted here cell by cell. */
+static void test_qpools_random(void)
+{
+    const dcz_conv_geom geoms[] = {
+        conv_geom(3, 3, 7, 9, 3, 3, 2, 2, 1, 1), conv_geom(2, 2, 5, 11, 2, 3, 1, 2, 1, 0),
+        conv_geom(1, 1, 9, 7, 5, 5, 2, 1, 2, 4), conv_geom(4, 4, 1, 1, 3, 3, 1, 1, 1, 1),
+        conv_geom(2, 2, 8, 8, 2, 2, 2, 2, 0, 0),
+    };
+    size_t max_bad = 0, avg_bad = 0;
+    for (size_t gi = 0; gi < sizeof geoms / sizeof *geoms; gi++) {
+        const dcz_conv_geom *g = &geoms[gi];
+        const size_t B = 3, xin = (size_t)g->in_c * g->in_h * g->in_w;
+        const size_t yout = (size_t)g->out_c * g->out_h * g->out_w;
+        dcz_q *x = alloc(B * xin, sizeof(dcz_q)), *y = alloc(B * yout, sizeof(dcz_q));
+        float *xf = alloc(B * xin, sizeof(float)), *yf = alloc(B * yout, sizeof(float));
+        fill_q(x, B * xin, gi & 1 ? 127 : 32767);
+        for (size_t i = 0; i < B * xin; i++) xf[i] = (float)x[i];
+        dcz_qmaxpool_ref(g, x, B, y);
+        dcz_maxpool_ref(g, xf, B, yf);
+        for (size_t i = 0; i < B * yout; i++)
+            if ((float)y[i] != yf[i] && max_bad++ < 3 && show())
+                fprintf(stderr, "  qmaxpool geometry %zu: [%zu] = %d, fp32 %.1f\n", gi, i, y[i],
+                        (double)yf[i]);
+        for (int cip = 0; cip < 2; cip++) {
+            dcz_qavgpool_ref(g, cip, x, B, y);
+            size_t o = 0;
+            for (size_t p = 0; p < B * g->in_c; p++)
+                for (uint32_t oy = 0; oy < g->out_h; oy++)
+                    for (uint32_t ox = 0; ox < g->out_w; ox++, o++) {
+                        int64_t sum = 0, cells = 0;
+                        for (uint32_t ky = 0; ky < g->kh; ky++)
+                            for (uint32_t kx = 0; kx < g->kw; kx++) {
+                                const int64_t iy = (int64_t)oy * g->sh + ky - g->ph;
+                                const int64_t ix = (int64_t)ox * g->sw + kx - g->pw;
+                                if (iy < 0 || iy >= g->in_h || ix < 0 || ix >= g->in_w) continue;
+                                sum += x[p * g->in_h * g->in_w + (size_t)iy * g->in_w + (size_t)ix];
+                                cells++;
+                            }
+                        const int64_t count = cip ? (int64_t)g->kh * g->kw : cells;
+                        if (!is_rounded_average(y[o], sum, count) && avg_bad++ < 3 && show())
+                            fprintf(stderr, "  qavgpool geometry %zu pad %d: [%zu] = %d, sum %lld "
+                                    "over %lld\n", gi, cip, o, y[o], (long long)sum,
+                                    (long long)count);
+                    }
+        }
+        free(x); free(y); free(xf); free(yf);
+    }
+    CHECK(max_bad == 0, "qmaxpool differs from the fp32 pool in %zu elements", max_bad);
+    CHECK(avg_bad == 0, "qavgpool misrounds %zu elements", avg_bad);
+    /* global average on random planes */
+    const uint32_t C = 5, P = 37;
+    const size_t B = 2;
+    dcz_q *x = alloc(B * C * P, sizeof(dcz_q)), y[10];
+    fill_q(x, B * C * P, 32767);
+    dcz_qglobal_avgpool_ref(C, P, x, B, y);
+    size_t bad = 0;
+    for (size_t p = 0; p < B * C; p++) {
+        int64_t sum = 0;
+        for (uint32_t i = 0; i < P; i++) sum += x[p * P + i];
+        bad += !is_rounded_average(y[p], sum, P);
+    }
+    CHECK(bad == 0, "qglobal_avgpool misrounds %zu of %zu planes", bad, B * C);
+    free(x);
+}
+
+/* ---- sizes 0 ----------------------------------------------------------------- */
+
+/* Nothing is written for an empty batch, matrix or plane: each kernel gets a
+ * canary buffer and must leave it as it was. */
+static void test_zero_sizes(void)
+{
+    int64_t canary[4] = { 11, 22, 33, 44 };
+    dcz_q qcanary[4] = { 11, 22, 33, 44 };
+    const dcz_q x[4] = { 1, 2, 3, 4 };
+    const int64_t bias[4] = { 7, 8, 9, 10 };
+    qmat m;
+    make_qmat(&m, 3, 4, 1.0, 2, 127);
+    dcz_qspmm_ref(&m.sp, bias, x, 0, canary);
+    dcz_qspmm(&m.sp, bias, x, 0, canary);
+    qmat m0;
+    make_qmat(&m0, 0, 4, 1.0, 2, 127);
+    dcz_qspmm_ref(&m0.sp, bias, x, 3, canary);
+    dcz_qspmm(&m0.sp, bias, x, 3, canary);
+    CHECK(canary[0] == 11 && canary[3] == 44, "qspmm wrote on batch 0 or rows 0");
+    /* cols 0: every output is its bias */
+    qmat mc;
+    make_qmat(&mc, 2, 0, 1.0, 16, 127);
+    int64_t y[4] = { -1, -1, -1, -1 };
+    dcz_qspmm(&mc.sp, bias, x, 2, y);
+    CHECK(y[0] == 7 && y[1] == 8 && y[2] == 7 && y[3] == 8, "cols 0: %lld %lld", (long long)y[0],
+          (long long)y[1]);
+    int64_t y2[4] = { -1, -1, -1, -1 };
+    dcz_qspmm_ref(&mc.sp, NULL, x, 2, y2);
+    CHECK(y2[0] == 0 && y2[3] == 0, "cols 0, no bias");
+    free_qmat(&m); free_qmat(&m0); free_qmat(&mc);
+
+    dcz_conv_geom g = conv_geom(1, 2, 2, 2, 1, 1, 1, 1, 0, 0);
+    const int16_t w[2] = { 3, 4 };
+    dcz_qconv2d_direct_ref(&g, w, bias, x, 0, canary);
+    qmat mw;
+    make_qmat(&mw, 2, 1, 1.0, 0, 127);
+    dcz_qconv2d_sparse(&g, &mw.sp, bias, x, 0, canary);
+    free_qmat(&mw);
+    CHECK(canary[0] == 11 && canary[3] == 44, "convolution wrote on batch 0");
+
+    const int32_t mult[2] = { 1, 1 };
+    const uint8_t shift[2] = { 0, 0 };
+    const dcz_requant rq = { mult, shift, 127 };
+    dcz_requant_ref(&rq, canary, 0, 2, 2, qcanary);
+    dcz_requant_ref(&rq, canary, 2, 0, 2, qcanary);
+    dcz_requant_ref(&rq, canary, 2, 2, 0, qcanary);
+    dcz_qrelu_ref(qcanary, 0);
+    g = conv_geom(1, 1, 2, 2, 2, 2, 1, 1, 0, 0);
+    dcz_qmaxpool_ref(&g, x, 0, qcanary);
+    dcz_qavgpool_ref(&g, 1, x, 0, qcanary);
+    dcz_qglobal_avgpool_ref(2, 2, x, 0, qcanary);
+    dcz_qglobal_avgpool_ref(0, 2, x, 2, qcanary);
+    CHECK(qcanary[0] == 11 && qcanary[1] == 22 && qcanary[2] == 33 && qcanary[3] == 44,
+          "requant, relu or a pool wrote on an empty size");
+    /* an empty plane averages to 0 rather than dividing by zero */
+    dcz_q gy[2] = { 5, 5 };
+    dcz_qglobal_avgpool_ref(2, 0, x, 1, gy);
+    CHECK(gy[0] == 0 && gy[1] == 0, "global average of empty planes: %d %d", gy[0], gy[1]);
+}
+
+/* RUN with the mismatch budget reset */
+#define RUNQ(fn) do { shown = 0; RUN(fn); } while (0)
+
+int main(void)
+{
+    RUNQ(test_qspmm_codebook_2);
+    RUNQ(test_qspmm_codebook_16);
+    RUNQ(test_qspmm_codebook_256);
+    RUNQ(test_qspmm_values);
+    RUNQ(test_qspmm_fillers_by_hand);
+    RUNQ(test_qconv_ref_by_hand);
+    RUNQ(test_qconv_grid);
+    RUNQ(test_round_shift);
+    RUNQ(test_requant_by_hand);
+    RUNQ(test_requant_layout);
+    RUNQ(test_requant_exact);
+    RUNQ(test_qrelu);
+    RUNQ(test_qpools_by_hand);
+    RUNQ(test_qpools_random);
+    RUNQ(test_zero_sizes);
+    return check_summary();
+}
