@@ -32,6 +32,7 @@ typedef struct dcz_cal_stats {
     float min, max;                 /* pass 1; min > max while nothing observed */
     float amax;                     /* pass 1: max |x| */
     uint64_t count;                 /* pass 2: values counted */
+    uint64_t zeros;                 /* pass 2: values exactly 0 (also in bins[0]) */
     uint64_t bins[DCZ_CAL_BINS];    /* pass 2: |x| per bin of width amax / DCZ_CAL_BINS */
 } dcz_cal_stats;
 
@@ -74,12 +75,19 @@ typedef struct dcz_cal_choice {
  *    step^2 / 12 inside T and (center - T)^2 beyond, step = T / qmax;
  *    entropy: dcz_cal_entropy_bins with start 128 and 128 levels), scale =
  *    T / qmax.
- *  - fixed: minmax follows Ristretto's dynamic fixed point for layer
- *    activations: integer length IL = ceil(log2 amax), fl = bits - IL, where
- *    bits = 8 for qmax 127 and 16 for 32767 (values above 2^(IL-1) saturate,
- *    Ristretto's bet that they are rare); percentile and entropy take T as
+ *  - fixed: minmax follows Ristretto's dynamic fixed point rule for
+ *    parameters: integer length IL = ceil(log2 amax) + 1 (the sign bit),
+ *    fl = bits - IL, where bits = 8 for qmax 127 and 16 for 32767 (Ristretto
+ *    drops the sign bit for activations, which saturates every value above
+ *    amax / 2: on images in [0, 1], every pixel above 0.5; dcz keeps the
+ *    bit); percentile and entropy take T as
  *    for int8 and the largest fl whose range (qmax * 2^-fl) still holds T;
  *    mse tries every fl and keeps the one of least expected error.
+ * mse and entropy leave exact zeros out of the histogram: every scale
+ * represents them exactly, and the spike a ReLU leaves at 0 (often half the
+ * values) would otherwise dominate the KL divergence and pull the
+ * threshold far down (on LeNet-300-100's hidden layers: 12 to 15% of the
+ * activations clipped and 6 points of accuracy lost).
  * An all-zero tensor gets scale 1 (fl 0). DCZ_ERR_ARG on bad arguments. */
 dcz_status dcz_cal_choose(const dcz_cal_stats *s, dcz_cal_method method, double percentile,
                           int32_t qmax, int fixed, dcz_cal_choice *out);

@@ -26,6 +26,7 @@
 #include "calibrate/calstats.h"
 
 #include <math.h>
+#include <stdlib.h>
 #include <string.h>
 
 /* Fixed point, MSE: fractional lengths tried beyond the one whose range just
@@ -91,6 +92,7 @@ void dcz_cal_observe_hist(dcz_cal_stats *s, const float *x, size_t n)
         if (!isfinite(v))
             continue;
         s->bins[dcz_cal_bin(fabsf(v), amax)]++;
+        s->zeros += v == 0.0f;
         counted++;
     }
     s->count += counted;
@@ -297,6 +299,17 @@ dcz_status dcz_cal_choose(const dcz_cal_stats *s, dcz_cal_method method, double 
     if (method != DCZ_CAL_MINMAX && s->count == 0)
         return DCZ_ERR_ARG;
 
+    /* mse and entropy on the nonzero values (calstats.h) */
+    if (s->zeros > s->bins[0])
+        return DCZ_ERR_ARG;
+    dcz_cal_stats *nz = malloc(sizeof *nz);
+    if (!nz)
+        return DCZ_ERR_NOMEM;
+    *nz = *s;
+    nz->bins[0] -= s->zeros;
+    nz->count -= s->zeros;
+    nz->zeros = 0;
+
     double amax = (double)s->amax;
     double width = amax / (double)DCZ_CAL_BINS;
     double t;   /* T in bin widths */
@@ -308,10 +321,10 @@ dcz_status dcz_cal_choose(const dcz_cal_stats *s, dcz_cal_method method, double 
         t = (double)percentile_edge(s, percentile);
         break;
     case DCZ_CAL_MSE:
-        t = (double)mse_edge(s, qmax);
+        t = (double)mse_edge(nz, qmax);
         break;
     default: {
-        uint32_t i = dcz_cal_entropy_bins(s->bins, DCZ_CAL_BINS, 128, 128);
+        uint32_t i = dcz_cal_entropy_bins(nz->bins, DCZ_CAL_BINS, 128, 128);
         /* No candidate qualifies exactly when bins 127 .. 2046 are empty
          * and the last bin is not (every last group is then empty under a
          * nonzero tail). The body lies below bin 127 and the rest sits at
@@ -331,20 +344,24 @@ dcz_status dcz_cal_choose(const dcz_cal_stats *s, dcz_cal_method method, double 
         c.fl = 0;
         c.clipped = clipped_fraction(s, t);
         *out = c;
+        free(nz);
         return DCZ_OK;
     }
 
     int fl;
     if (method == DCZ_CAL_MINMAX) {
+        /* Ristretto's rule for parameters: the sign bit on top of
+         * ceil(log2 amax) integer bits (its rule for activations drops that
+         * bit and saturates everything above amax / 2) */
         int bits = qmax == 127 ? 8 : 16;
-        fl = bits - ceil_log2(amax);
+        fl = bits - (ceil_log2(amax) + 1);
     } else if (method == DCZ_CAL_MSE) {
         int fl0 = fl_holding(amax, qmax);
         double best_cost = 0.0;
         fl = fl0;
         for (int f = fl0; f <= fl0 + FIXED_MSE_EXTRA_FL; f++) {
             double step = ldexp((double)DCZ_CAL_BINS, -f) / amax;   /* 2^-f / width */
-            double cost = mse_fixed_cost(s, step, step * (double)qmax);
+            double cost = mse_fixed_cost(nz, step, step * (double)qmax);
             if (f == fl0 || cost < best_cost) {   /* ties keep the wider range */
                 fl = f;
                 best_cost = cost;
@@ -359,5 +376,6 @@ dcz_status dcz_cal_choose(const dcz_cal_stats *s, dcz_cal_method method, double 
     c.fl = fl;
     c.clipped = clipped_fraction(s, range / width);
     *out = c;
+    free(nz);
     return DCZ_OK;
 }

@@ -191,5 +191,6 @@ int cmd_compress(verb_ctx *v);
 int cmd_eval(verb_ctx *v);
 int cmd_info(verb_ctx *v);
 int cmd_run(verb_ctx *v);
+int cmd_calibrate(verb_ctx *v);
 
 #endif /* DCZ_CLI_H */

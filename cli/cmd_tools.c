@@ -16,14 +16,21 @@
 
 int cmd_eval(verb_ctx *v)
 {
-    v->usage = "dcz eval FILE --data DATA [--json]";
+    int fp32 = 0;
+    const opt_spec specs[] = {
+        { "fp32", 0, OPT_FLAG, &fp32, "run a calibrated model in floating point (ignore its table)" },
+        { NULL, 0, OPT_FLAG, NULL, NULL }
+    };
+    v->usage = "dcz eval FILE --data DATA [--fp32] [--json]";
     v->summary = "Top-1 accuracy of FILE on the test split of DATA, computed by libdcz\n"
-                 "(the runtime that ships), whatever stage wrote FILE.";
-    int rc = cli_parse(v, NULL, 1, 1);
+                 "(the runtime that ships), whatever stage wrote FILE. A calibrated FILE runs\n"
+                 "on integers, as it would on a device.";
+    int rc = cli_parse(v, specs, 1, 1);
     if (rc != -1) return rc;
     if (!v->c.data) { cli_usage_error(v, "eval needs --data"); return EXIT_USAGE; }
     dcz_options opt;
     if ((rc = cli_runtime_options(v, &opt)) != -1) return rc;
+    if (fp32) opt.precision = DCZ_PRECISION_FP32;
     uint8_t *buf;
     size_t len;
     dcz_status s = cli_read_file(v->pos[0], &buf, &len);
@@ -35,6 +42,13 @@ int cmd_eval(verb_ctx *v)
     rc = stage_load_data(v, DCZ_SPLIT_TEST, &test);
     if (rc != -1) { free(buf); return rc; }
     double t0 = cli_now(), acc = 0;
+    dcz_scheme scheme = DCZ_SCHEME_NONE;
+    dcz_model *m;
+    if (dcz_open_memory(buf, len, &opt, &m) == DCZ_OK) {
+        scheme = dcz_model_scheme(m);
+        dcz_close(m);
+    }
+    static const char *const scheme_names[] = { "fp32", "int8", "fixed8", "fixed16" };
     s = stage_eval_bytes(buf, len, &opt, &test, &acc);
     double secs = cli_now() - t0;
     free(buf);
@@ -49,14 +63,15 @@ int cmd_eval(verb_ctx *v)
         json_begin(&j, cli_report(v));
         json_str(&j, "file", v->pos[0]);
         json_num(&j, "accuracy", acc);
+        json_str(&j, "scheme", scheme_names[scheme]);
         json_int(&j, "samples", (long long)test.n);
         json_int(&j, "correct", (long long)llround(acc * (double)test.n));
         json_int(&j, "file_bytes", (long long)len);
         json_num(&j, "seconds", secs);
         json_end(&j);
     } else {
-        printf("%s: accuracy %.2f%% (%zu of %zu test samples), %.2f s\n", v->pos[0], acc * 100,
-               (size_t)llround(acc * (double)test.n), test.n, secs);
+        printf("%s: accuracy %.2f%% (%zu of %zu test samples, %s), %.2f s\n", v->pos[0], acc * 100,
+               (size_t)llround(acc * (double)test.n), test.n, scheme_names[scheme], secs);
     }
     dcz_dataset_free(&test);
     return EXIT_OK;
@@ -69,6 +84,8 @@ static const char *enc_name(uint32_t e)
     switch (e) {
     case DCZ_ENC_F32: return "f32";
     case DCZ_ENC_F16: return "f16";
+    case DCZ_ENC_I8: return "int8";
+    case DCZ_ENC_I16: return "int16";
     case DCZ_ENC_SPARSE_F32: return "sparse-f32";
     case DCZ_ENC_CODEBOOK: return "codebook";
     }
@@ -210,6 +227,20 @@ int cmd_info(verb_ctx *v)
         if (l->op == DCZ_OP_CONV2D) conv_kernel(l, &shape, &li[i]);
         dcz_shape next;
         if (dcz_op_shape(l->op, l->attr, l->nattr, &shape, &next) == DCZ_OK) shape = next;
+        if (d->calib && has_weights(l)) {
+            li[i].kernel = l->op == DCZ_OP_CONV2D ? "qconv2d_sparse (integers)" : "qspmm (integers)";
+            li[i].why = d->calib->scheme == DCZ_SCHEME_INT8
+                ? "calibrated int8: integer weights and activations, 32-bit sums"
+                : "calibrated fixed point: integer multiply, add and shift only";
+        }
+    }
+    char scheme[32] = "fp32", method[64] = "";
+    if (d->calib) snprintf(scheme, sizeof scheme, "%s", d->calib->scheme == DCZ_SCHEME_INT8 ? "int8"
+                           : d->calib->scheme == DCZ_SCHEME_FIXED8 ? "fixed8" : "fixed16");
+    for (uint32_t i = 0; d->calib && i < d->nstages; i++) {
+        char st[32];
+        if (stage_get(d->stages[i], "stage", st, sizeof st) && strcmp(st, "calibrate") == 0)
+            stage_get(d->stages[i], "method", method, sizeof method);
     }
 
     if (v->c.json) {
@@ -221,6 +252,8 @@ int cmd_info(verb_ctx *v)
         json_int(&j, "params", (long long)params);
         json_num(&j, "ratio", (double)params * 4 / (double)d->file_bytes);
         json_int(&j, "overhead_bytes", (long long)d->overhead_bytes);
+        json_str(&j, "scheme", scheme);
+        if (*method) json_str(&j, "calibration_method", method);
         json_key_arr(&j, "stages");
         for (uint32_t i = 0; i < d->nstages; i++) {
             char val[256];
@@ -283,6 +316,9 @@ int cmd_info(verb_ctx *v)
         printf("%s: %zu bytes, %zu parameters (%zu bytes as dense fp32): %.1fx; container overhead %zu bytes\n\n",
                v->pos[0], d->file_bytes, params, params * 4, (double)params * 4 / (double)d->file_bytes,
                d->overhead_bytes);
+        if (d->calib)
+            printf("runs on integers: %s (calibration table of %u layers%s%s); --fp32 runs it in float\n\n",
+                   scheme, d->calib->count, *method ? ", method " : "", method);
         /* the layout of Deep Compression's Tables 2 and 3 (P: pruning, Q:
          * quantization, H: Huffman) */
         printf("%-8s %-10s %9s %7s %-10s %10s %10s %10s %10s %9s %9s %8s %8s\n", "layer", "shape", "weights",
@@ -299,7 +335,7 @@ int cmd_info(verb_ctx *v)
                 snprintf(wq, sizeof wq, "%u", w->index_bits);
                 snprintf(wh, sizeof wh, "%.2f", li[i].idx.coded_bits);
             } else {
-                snprintf(wq, sizeof wq, "%d", w->enc == DCZ_ENC_F16 ? 16 : 32);
+                snprintf(wq, sizeof wq, "%d", w->enc == DCZ_ENC_I8 ? 8 : w->enc == DCZ_ENC_F16 || w->enc == DCZ_ENC_I16 ? 16 : 32);
                 snprintf(wh, sizeof wh, "%s", wq);
             }
             if (li[i].gap.present) {

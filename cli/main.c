@@ -20,6 +20,7 @@ static const verb verbs[] = {
     { "compress", cmd_compress, "prune, quantize and encode with Deep Compression defaults" },
     { "eval", cmd_eval, "test accuracy of a .dcz, computed by libdcz" },
     { "info", cmd_info, "per-layer table, stream statistics and size waterfall" },
+    { "calibrate", cmd_calibrate, "INT8 or fixed-point scales from calibration data (integer execution)" },
     { "run", cmd_run, "class scores for samples" },
 };
 

@@ -52,10 +52,16 @@ typedef enum dcz_device {
     DCZ_DEVICE_GPU
 } dcz_device;
 
+typedef enum dcz_precision {
+    DCZ_PRECISION_AUTO = 0, /* a calibrated model runs on integers, others in fp32 */
+    DCZ_PRECISION_FP32      /* floating point always (a calibration table is ignored) */
+} dcz_precision;
+
 typedef struct dcz_options {
     dcz_device device;
     int threads;          /* 0: the library chooses; this build runs one thread */
     int force_reference;  /* nonzero: run the scalar reference kernels only */
+    dcz_precision precision;
 } dcz_options;
 
 /* Fills opt with the defaults (auto device, library-chosen threads). */
@@ -81,6 +87,17 @@ size_t dcz_output_size(const dcz_model *m);
 /* Input shape of one sample (without the batch dimension): writes up to
  * max_rank dimensions to dims and returns the rank. */
 int dcz_input_shape(const dcz_model *m, uint32_t *dims, int max_rank);
+
+/* How a model computes (see docs/FORMAT.md, "CALIB section"). */
+typedef enum dcz_scheme {
+    DCZ_SCHEME_NONE = 0,     /* floating point */
+    DCZ_SCHEME_INT8 = 1,     /* int8 weights and activations, 32-bit sums, any scales */
+    DCZ_SCHEME_FIXED8 = 2,   /* dynamic fixed point, 8 bits: power-of-two scales, shifts */
+    DCZ_SCHEME_FIXED16 = 3   /* the same, 16 bits */
+} dcz_scheme;
+
+/* The scheme m runs its weighted layers in (DCZ_SCHEME_NONE for NULL). */
+dcz_scheme dcz_model_scheme(const dcz_model *m);
 
 /* Runs batch samples. input holds batch * dcz_input_size floats, output
  * receives batch * dcz_output_size floats. batch 0 is allowed and does

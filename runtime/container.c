@@ -500,6 +500,20 @@ dcz_status dcz_tensor_next(dcz_cur *cur, dcz_tensor_view *t)
         if (payload_bytes != t->n * 2) return DCZ_ERR_FORMAT;
         t->payload = payload;
         return DCZ_OK;
+    case DCZ_ENC_I8:
+    case DCZ_ENC_I16: {
+        /* u32 scale count (1 or dims[0]), the scales, then the integers */
+        const unsigned width = t->enc == DCZ_ENC_I8 ? 1 : 2;
+        TRY(dcz_rd_u32(&pc, &t->nscale));
+        if (t->nscale != 1 && t->nscale != t->dims[0]) return DCZ_ERR_FORMAT;
+        TRY(dcz_rd_bytes(&pc, (size_t)t->nscale * 4, &t->scales));
+        for (uint32_t i = 0; i < t->nscale; i++) {
+            float f = dcz_f32_from_bits(dcz_le32(t->scales + (size_t)i * 4));
+            if (!(f >= DCZ_SCALE_MIN && f <= DCZ_SCALE_MAX)) return DCZ_ERR_FORMAT;
+        }
+        TRY(dcz_rd_bytes(&pc, (size_t)t->n * width, &t->payload));
+        break;
+    }
     case DCZ_ENC_SPARSE_F32: {
         uint16_t reserved;
         TRY(read_sparse_head(&pc, t));

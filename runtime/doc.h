@@ -50,6 +50,10 @@ typedef struct dcz_doc_tensor {
     /* sparse encodings */
     uint8_t gap_bits;         /* 1..8; 0: every position stored */
     uint8_t index_coding, gap_coding; /* DCZ_CODING_RAW or _HUFFMAN */
+    /* DCZ_ENC_I8, DCZ_ENC_I16: values are integers times these scales (the
+     * writer stores round(value / scale), clamped to the integer range) */
+    uint32_t nscale;          /* 1 or dims[0] */
+    float *scale;             /* (nscale), owned */
     dcz_doc_stats st;
 } dcz_doc_tensor;
 
@@ -63,18 +67,38 @@ typedef struct dcz_doc_layer {
     size_t section_bytes;     /* the LAYER section, filled by read/write */
 } dcz_doc_layer;
 
+/* The calibration table (CALIB section): one entry per DENSE or CONV2D
+ * layer, in graph order. */
+typedef struct dcz_doc_calib_entry {
+    uint32_t layer;           /* graph index */
+    float in_scale;           /* scale of the layer's input activations */
+    uint32_t nw;              /* 1 or the layer's output channels */
+    float *w_scale;           /* (nw), owned */
+} dcz_doc_calib_entry;
+
+typedef struct dcz_doc_calib {
+    uint32_t scheme;          /* DCZ_SCHEME_* */
+    uint64_t model_hash, data_hash;
+    uint32_t count;
+    dcz_doc_calib_entry *e;   /* (count), owned */
+} dcz_doc_calib;
+
+void dcz_doc_calib_free(dcz_doc_calib *c);
+
 typedef struct dcz_doc {
     uint32_t input_rank, input_dims[DCZ_MAX_RANK];
     uint32_t nlayers;
     dcz_doc_layer *layers;    /* (nlayers), owned */
     uint32_t nstages;
     char **stages;            /* (nstages) "key = value" texts, owned, in order */
+    dcz_doc_calib *calib;     /* NULL: the model runs in floating point; owned */
     size_t file_bytes;        /* filled by read/write */
     size_t overhead_bytes;    /* header, table, graph, stages, padding */
 } dcz_doc;
 
 /* Decodes buf into a new document. Same validation as the runtime: shapes
- * chain (dcz_op_shape) and parameter tensors fit their op's attributes. */
+ * chain (dcz_op_shape), parameter tensors fit their op's attributes, and a
+ * calibration table fits the graph (dcz_doc_calib_check). */
 dcz_status dcz_doc_read(const void *buf, size_t len, dcz_doc **out);
 
 /* Encodes d into a new malloc'd buffer (*buf, *len), and fills the stats of
@@ -90,6 +114,13 @@ dcz_status dcz_doc_write(dcz_doc *d, uint8_t **buf, size_t *len);
  * (DCZ_ERR_SHAPE otherwise), the bias F32 or F16. DCZ_ERR_FORMAT for a wrong
  * tensor count or bias encoding. */
 dcz_status dcz_doc_layer_check_params(const dcz_doc_layer *l);
+
+/* Checks d->calib (if any) against the graph: one entry per DENSE or
+ * CONV2D layer in order, nw 1 or the layer's output channels, scales valid
+ * for the scheme (dcz_scale_ok), no SOFTMAX between the first and the last
+ * weighted layer, and int tensor scales equal to the table's weight scales.
+ * DCZ_ERR_FORMAT otherwise. */
+dcz_status dcz_doc_calib_check(const dcz_doc *d);
 
 /* Appends a stage record (copied). */
 dcz_status dcz_doc_add_stage(dcz_doc *d, const char *text);

@@ -30,6 +30,7 @@ void dcz_doc_tensor_clear(dcz_doc_tensor *t)
     free(t->mask);
     free(t->codebook);
     free(t->assign);
+    free(t->scale);
     memset(t, 0, sizeof *t);
 }
 
@@ -41,7 +42,16 @@ void dcz_doc_free(dcz_doc *d)
     for (uint32_t i = 0; i < d->nstages; i++) free(d->stages[i]);
     free(d->stages);
     free(d->layers);
+    dcz_doc_calib_free(d->calib);
     free(d);
+}
+
+void dcz_doc_calib_free(dcz_doc_calib *c)
+{
+    if (!c) return;
+    for (uint32_t i = 0; i < c->count; i++) free(c->e[i].w_scale);
+    free(c->e);
+    free(c);
 }
 
 dcz_status dcz_doc_add_stage(dcz_doc *d, const char *text)
@@ -117,6 +127,22 @@ static dcz_status read_tensor(const dcz_tensor_view *v, dcz_doc_tensor *t, size_
         t->st.value_bytes = t->n * (v->enc == DCZ_ENC_F32 ? 4 : 2);
         return DCZ_OK;
     }
+    if (DCZ_ENC_IS_INT(v->enc)) {
+        const size_t per_row = t->n / v->nscale;
+        t->nscale = v->nscale;
+        t->scale = malloc(v->nscale * sizeof *t->scale);
+        if (!t->scale) return DCZ_ERR_NOMEM;
+        for (uint32_t i = 0; i < v->nscale; i++)
+            t->scale[i] = dcz_f32_from_bits(dcz_le32(v->scales + (size_t)i * 4));
+        for (size_t i = 0; i < t->n; i++) {
+            int32_t q = v->enc == DCZ_ENC_I8
+                ? (int8_t)v->payload[i]
+                : (int16_t)(uint16_t)(v->payload[i * 2] | v->payload[i * 2 + 1] << 8);
+            t->values[i] = (float)q * t->scale[i / per_row];
+        }
+        t->st.value_bytes = t->n * (v->enc == DCZ_ENC_I8 ? 1 : 2) + (size_t)v->nscale * 4;
+        return DCZ_OK;
+    }
     t->gap_bits = v->gap_bits;
     t->gap_coding = v->gap_coding;
     t->st.nnz = v->nnz;
@@ -179,6 +205,67 @@ dcz_status dcz_doc_layer_check_params(const dcz_doc_layer *l)
     if (!dcz_shape_is(&ws, w->rank, w->dims) || !dcz_shape_is(&bs, b->rank, b->dims))
         return DCZ_ERR_SHAPE;
     return b->enc == DCZ_ENC_F32 || b->enc == DCZ_ENC_F16 ? DCZ_OK : DCZ_ERR_FORMAT;
+}
+
+/* ---- calibration table ---------------------------------------------------- */
+
+static dcz_status read_calib(const uint8_t *p, size_t len, dcz_doc *d)
+{
+    dcz_cur cur;
+    dcz_calib_head h;
+    TRY(dcz_calib_begin(p, len, &cur, &h));
+    dcz_doc_calib *c = calloc(1, sizeof *c);
+    if (!c) return DCZ_ERR_NOMEM;
+    d->calib = c;
+    c->e = calloc(h.count, sizeof *c->e);
+    if (!c->e) return DCZ_ERR_NOMEM;
+    c->scheme = h.scheme;
+    c->model_hash = h.model_hash;
+    c->data_hash = h.data_hash;
+    for (uint32_t i = 0; i < h.count; i++) {
+        dcz_calib_entry e;
+        TRY(dcz_calib_next(&cur, h.scheme, &e));
+        dcz_doc_calib_entry *o = &c->e[c->count];
+        o->w_scale = malloc(e.nw * sizeof *o->w_scale);
+        if (!o->w_scale) return DCZ_ERR_NOMEM;
+        c->count++;
+        o->layer = e.layer;
+        o->in_scale = e.in_scale;
+        o->nw = e.nw;
+        for (uint32_t j = 0; j < e.nw; j++)
+            o->w_scale[j] = dcz_f32_from_bits(dcz_le32(e.w_scale + (size_t)j * 4));
+    }
+    return cur.pos == cur.len ? dcz_doc_calib_check(d) : DCZ_ERR_FORMAT;
+}
+
+dcz_status dcz_doc_calib_check(const dcz_doc *d)
+{
+    const dcz_doc_calib *c = d->calib;
+    if (!c) return DCZ_OK;
+    if (dcz_scheme_qmax(c->scheme) == 0 || c->count == 0) return DCZ_ERR_FORMAT;
+    uint32_t next = 0, first = UINT32_MAX, last = 0;
+    for (uint32_t i = 0; i < d->nlayers; i++) {
+        const dcz_doc_layer *l = &d->layers[i];
+        if (l->op != DCZ_OP_DENSE && l->op != DCZ_OP_CONV2D) continue;
+        if (next >= c->count) return DCZ_ERR_FORMAT;
+        const dcz_doc_calib_entry *e = &c->e[next++];
+        if (e->layer != i || (e->nw != 1 && e->nw != l->t[0].dims[0])) return DCZ_ERR_FORMAT;
+        if (!dcz_scale_ok(c->scheme, e->in_scale)) return DCZ_ERR_FORMAT;
+        for (uint32_t j = 0; j < e->nw; j++)
+            if (!dcz_scale_ok(c->scheme, e->w_scale[j])) return DCZ_ERR_FORMAT;
+        const dcz_doc_tensor *w = &l->t[0];
+        if (DCZ_ENC_IS_INT(w->enc)) {
+            if (w->nscale != e->nw) return DCZ_ERR_FORMAT;
+            for (uint32_t j = 0; j < e->nw; j++)
+                if (dcz_f32_bits(w->scale[j]) != dcz_f32_bits(e->w_scale[j])) return DCZ_ERR_FORMAT;
+        }
+        if (first == UINT32_MAX) first = i;
+        last = i;
+    }
+    if (next != c->count) return DCZ_ERR_FORMAT;
+    for (uint32_t i = first; i < last; i++)
+        if (d->layers[i].op == DCZ_OP_SOFTMAX) return DCZ_ERR_FORMAT;
+    return DCZ_OK;
 }
 
 /* The STAGES section (doc_write.c): u32 record count, u64 file size of each
@@ -271,12 +358,16 @@ dcz_status dcz_doc_read(const void *buf, size_t len, dcz_doc **out)
         }
     }
     if (s == DCZ_OK && cur.pos != cur.len) s = DCZ_ERR_FORMAT;
-    int stage_sections = 0;
+    int stage_sections = 0, calib_sections = 0;
     for (uint32_t i = 0; i < c.nsections && s == DCZ_OK; i++) {
         dcz_section sec;
         dcz_container_section(&c, i, &sec);
-        if (sec.type != DCZ_SEC_STAGE) continue;
-        s = stage_sections++ ? DCZ_ERR_FORMAT : read_stages(c.base + sec.offset, (size_t)sec.size, d);
+        if (sec.type == DCZ_SEC_STAGE)
+            s = stage_sections++ ? DCZ_ERR_FORMAT
+                                 : read_stages(c.base + sec.offset, (size_t)sec.size, d);
+        else if (sec.type == DCZ_SEC_CALIB)
+            s = calib_sections++ ? DCZ_ERR_FORMAT
+                                 : read_calib(c.base + sec.offset, (size_t)sec.size, d);
     }
     if (s != DCZ_OK) {
         dcz_doc_free(d);

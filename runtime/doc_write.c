@@ -1,12 +1,13 @@
 /* doc_write.c: encoding a dcz_doc into .dcz bytes (docs/FORMAT.md).
  *
  * Sections are laid out in a fixed order (graph, one LAYER section per layer
- * with parameters, stages), each at a 64-byte boundary, padding zeroed, so
+ * with parameters, calibration table, stages), each at a 64-byte boundary, padding zeroed, so
  * the same document always gives the same bytes. Sparse tensors become a
  * gap stream and (codebook) an index stream, each raw or Huffman-coded.
  *
  * Checked by tests/unit/test_format.c.
  */
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -200,6 +201,32 @@ static dcz_status put_sparse(wbuf *w, dcz_doc_tensor *t)
     return s;
 }
 
+/* Dense integers: the scale count, the scales, then round(value / scale)
+ * (half away from zero) clamped to the type's symmetric range. */
+static dcz_status put_int(wbuf *w, dcz_doc_tensor *t)
+{
+    const int i8 = t->enc == DCZ_ENC_I8;
+    const double qmax = i8 ? 127 : 32767;
+    if (!t->scale || (t->nscale != 1 && t->nscale != t->dims[0])) return DCZ_ERR_ARG;
+    put32(w, t->nscale);
+    for (uint32_t i = 0; i < t->nscale; i++) {
+        if (!(t->scale[i] >= DCZ_SCALE_MIN && t->scale[i] <= DCZ_SCALE_MAX)) return DCZ_ERR_ARG;
+        putf32(w, t->scale[i]);
+    }
+    const size_t per_row = t->n / t->nscale;
+    for (size_t i = 0; i < t->n; i++) {
+        double q = (double)t->values[i] / t->scale[i / per_row];
+        q = q >= 0 ? floor(q + 0.5) : -floor(-q + 0.5);
+        if (!(q >= -qmax)) q = -qmax; /* NaN too */
+        if (q > qmax) q = qmax;
+        if (i8) put8(w, (uint8_t)(int8_t)q);
+        else put16(w, (uint16_t)(int16_t)q);
+    }
+    t->st.value_bytes = t->n * (i8 ? 1 : 2) + (size_t)t->nscale * 4;
+    t->st.nnz = (uint32_t)t->n;
+    return DCZ_OK;
+}
+
 static dcz_status put_tensor(wbuf *w, dcz_doc_tensor *t)
 {
     const size_t start = w->len;
@@ -224,6 +251,10 @@ static dcz_status put_tensor(wbuf *w, dcz_doc_tensor *t)
         for (size_t i = 0; i < n; i++) put16(w, dcz_f32_to_f16(t->values[i]));
         t->st.value_bytes = n * 2;
         t->st.nnz = (uint32_t)n;
+        break;
+    case DCZ_ENC_I8:
+    case DCZ_ENC_I16:
+        TRY(put_int(w, t));
         break;
     case DCZ_ENC_SPARSE_F32:
     case DCZ_ENC_CODEBOOK:
@@ -287,7 +318,7 @@ static dcz_status check_doc(const dcz_doc *d)
         if (s != DCZ_OK) return s == DCZ_ERR_SHAPE ? s : DCZ_ERR_ARG;
         shape = next;
     }
-    return DCZ_OK;
+    return dcz_doc_calib_check(d) == DCZ_OK ? DCZ_OK : DCZ_ERR_ARG;
 }
 
 /* ---- assembling the file ------------------------------------------------ */
@@ -296,6 +327,22 @@ typedef struct wsec {
     uint32_t type, flags;
     wbuf body;
 } wsec;
+
+/* The CALIB section (calib.c has the layout). */
+static void put_calib(wsec *sec, const dcz_doc_calib *c)
+{
+    sec->type = DCZ_SEC_CALIB;
+    put32(&sec->body, c->scheme);
+    put32(&sec->body, c->count);
+    put64(&sec->body, c->model_hash);
+    put64(&sec->body, c->data_hash);
+    for (uint32_t i = 0; i < c->count; i++) {
+        put32(&sec->body, c->e[i].layer);
+        putf32(&sec->body, c->e[i].in_scale);
+        put32(&sec->body, c->e[i].nw);
+        for (uint32_t j = 0; j < c->e[i].nw; j++) putf32(&sec->body, c->e[i].w_scale[j]);
+    }
+}
 
 /* The STAGES section: the record count, each record's file size as a u64
  * (taken out of its "file_bytes = N" line, so that the size of the file does
@@ -346,7 +393,7 @@ dcz_status dcz_doc_write(dcz_doc *d, uint8_t **buf, size_t *len)
     TRY(check_doc(d));
     uint32_t nparam = 0;
     for (uint32_t i = 0; i < d->nlayers; i++) nparam += d->layers[i].ntensors > 0;
-    const uint32_t nsec = 1 + nparam + (d->nstages ? 1 : 0);
+    const uint32_t nsec = 1 + nparam + (d->calib ? 1 : 0) + (d->nstages ? 1 : 0);
     wsec *secs = calloc(nsec, sizeof *secs);
     uint32_t *section_of_layer = malloc(d->nlayers * sizeof *section_of_layer);
     dcz_status s = DCZ_ERR_NOMEM;
@@ -374,6 +421,7 @@ dcz_status dcz_doc_write(dcz_doc *d, uint8_t **buf, size_t *len)
     secs[0].type = DCZ_SEC_GRAPH;
     secs[0].flags = DCZ_SECF_REQUIRED;
     if ((s = put_graph(&secs[0].body, d, section_of_layer)) != DCZ_OK) goto done;
+    if (d->calib) put_calib(&secs[si++], d->calib);
     if (d->nstages && (s = put_stages(&secs[si], d)) != DCZ_OK) goto done;
 
     /* header and table, then sections at 64-byte boundaries */

@@ -18,7 +18,7 @@
 #include "dcz.h"
 
 #define DCZ_FMT_MAJOR 1
-#define DCZ_FMT_MINOR 1
+#define DCZ_FMT_MINOR 2
 
 #define DCZ_HEADER_BYTES 64
 #define DCZ_SECTION_ENTRY_BYTES 32
@@ -41,6 +41,7 @@ enum {
     DCZ_SEC_GRAPH = 1,   /* the layer chain; exactly one, required */
     DCZ_SEC_LAYER = 2,   /* the parameters of one layer */
     DCZ_SEC_STAGE = 3,   /* what one toolchain stage did (key = value text) */
+    DCZ_SEC_CALIB = 4,   /* the calibration table: integer execution (at most one) */
 };
 #define DCZ_SECF_REQUIRED 1u /* a reader that does not know the type must refuse */
 
@@ -98,9 +99,12 @@ dcz_status dcz_op_param_shapes(uint16_t op, const int32_t *attr, dcz_shape *weig
 enum {
     DCZ_ENC_F32 = 1,         /* dense float32 */
     DCZ_ENC_F16 = 2,         /* dense IEEE binary16 */
+    DCZ_ENC_I8 = 3,          /* dense int8, symmetric scales per tensor or per row */
     DCZ_ENC_SPARSE_F32 = 4,  /* positions (gap stream) + float32 values */
     DCZ_ENC_CODEBOOK = 5,    /* positions (gap stream) + codebook indices */
+    DCZ_ENC_I16 = 6,         /* dense int16, as DCZ_ENC_I8 */
 };
+#define DCZ_ENC_IS_INT(e) ((e) == DCZ_ENC_I8 || (e) == DCZ_ENC_I16)
 
 /* stream codings inside a sparse tensor */
 enum { DCZ_CODING_RAW = 0, DCZ_CODING_HUFFMAN = 1 };
@@ -197,7 +201,9 @@ typedef struct dcz_tensor_view {
     uint32_t enc;
     uint32_t rank, dims[DCZ_MAX_RANK];
     uint64_t n;                  /* elements of the full (dense) shape */
-    const uint8_t *payload;      /* F32 / F16: the n values */
+    const uint8_t *payload;      /* F32 / F16 / I8 / I16: the n values */
+    uint32_t nscale;             /* I8 / I16: 1 (per tensor) or dims[0] (per row) */
+    const uint8_t *scales;       /* I8 / I16: nscale float32, finite and > 0 */
     /* sparse encodings */
     uint32_t nnz, gap_count;
     uint8_t gap_bits;            /* 0: every position present (no gap stream) */
@@ -227,5 +233,37 @@ dcz_status dcz_tensor_decode_streams(const dcz_tensor_view *t, uint8_t *idx, uin
 typedef dcz_status (*dcz_pos_fn)(void *ctx, uint32_t entry, uint64_t pos);
 dcz_status dcz_gaps_walk(const uint8_t *gaps, uint32_t gap_count, unsigned gap_bits,
                          uint32_t nnz, uint64_t n, dcz_pos_fn fn, void *ctx);
+
+/* ---- calibration table -------------------------------------------------- */
+
+/* schemes of integer execution: dcz_scheme in dcz.h */
+/* Largest magnitude of a scheme's integers: 127 or 32767 (0 if unknown). */
+int32_t dcz_scheme_qmax(uint32_t scheme);
+/* Scales of a table lie in [DCZ_SCALE_MIN, DCZ_SCALE_MAX]. */
+#define DCZ_SCALE_MIN 0x1p-40f
+#define DCZ_SCALE_MAX 0x1p+40f
+
+typedef struct dcz_calib_head {
+    uint32_t scheme;             /* DCZ_SCHEME_* */
+    uint32_t count;              /* entries, one per DENSE or CONV2D layer */
+    uint64_t model_hash, data_hash;
+} dcz_calib_head;
+
+typedef struct dcz_calib_entry {
+    uint32_t layer;              /* graph index of the layer */
+    float in_scale;              /* scale of the activations the layer receives */
+    uint32_t nw;                 /* weight scales: 1 or the layer's output channels */
+    const uint8_t *w_scale;      /* nw float32 */
+} dcz_calib_entry;
+
+/* Nonzero when f is a valid scale of scheme (in range; a power of two for
+ * the fixed-point schemes). */
+int dcz_scale_ok(uint32_t scheme, float f);
+/* Reads the head of a CALIB section (a known scheme, count <= DCZ_MAX_LAYERS)
+ * and leaves *cur at the first entry. */
+dcz_status dcz_calib_begin(const uint8_t *p, size_t len, dcz_cur *cur, dcz_calib_head *h);
+/* Reads the next entry and checks its scales with dcz_scale_ok. Layer order
+ * and layer kinds are checked by the caller, which knows the graph. */
+dcz_status dcz_calib_next(dcz_cur *cur, uint32_t scheme, dcz_calib_entry *e);
 
 #endif /* DCZ_RUNTIME_FORMAT_H */

@@ -22,13 +22,10 @@
 
 #define TRY(expr) do { dcz_status s_ = (expr); if (s_ != DCZ_OK) return s_; } while (0)
 
-typedef struct arena {
-    uint8_t *base;   /* NULL while sizing */
-    size_t used;
-    int overflow;
-} arena;
+typedef dcz_arena arena;
+#define arena_take dcz_arena_take
 
-static void *arena_take(arena *a, uint64_t bytes)
+void *dcz_arena_take(dcz_arena *a, uint64_t bytes)
 {
     size_t off = (a->used + 15) & ~(size_t)15;
     if (off < a->used || bytes > SIZE_MAX - off) { a->overflow = 1; return NULL; }
@@ -46,11 +43,18 @@ static dcz_status load_dense(const dcz_tensor_view *t, arena *a, const float **o
 {
     float *dst = arena_take(a, t->n * 4);
     if (!a->base) return DCZ_OK;
+    const uint64_t per_scale = t->nscale ? t->n / t->nscale : 1;
     for (uint64_t i = 0; i < t->n; i++) {
-        if (t->enc == DCZ_ENC_F32)
-            dst[i] = dcz_f32_from_bits(dcz_le32(t->payload + i * 4));
-        else
-            dst[i] = dcz_f16_to_f32((uint16_t)(t->payload[i * 2] | t->payload[i * 2 + 1] << 8));
+        const uint8_t *p = t->payload;
+        switch (t->enc) {
+        case DCZ_ENC_F32: dst[i] = dcz_f32_from_bits(dcz_le32(p + i * 4)); break;
+        case DCZ_ENC_F16: dst[i] = dcz_f16_to_f32((uint16_t)(p[i * 2] | p[i * 2 + 1] << 8)); break;
+        default: { /* I8, I16: integer times the scale of its row */
+            const int32_t q = t->enc == DCZ_ENC_I8
+                ? (int8_t)p[i] : (int16_t)(uint16_t)(p[i * 2] | p[i * 2 + 1] << 8);
+            dst[i] = (float)q * dcz_f32_from_bits(dcz_le32(t->scales + i / per_scale * 4));
+        }
+        }
     }
     *out = dst;
     return DCZ_OK;
@@ -115,10 +119,19 @@ static dcz_kernel param_kernel(uint16_t op, uint32_t enc)
     }
 }
 
+/* What the walk knows of the calibration table: the scheme, and a cursor
+ * on the next entry. NULL when the model runs in float. */
+typedef struct calib_walk {
+    uint32_t scheme;
+    dcz_cur cur;
+    uint32_t count, read;
+} calib_walk;
+
 /* The weight and bias of a DENSE or CONV2D layer: shapes checked against
- * the attributes (dcz_op_param_shapes), then loaded into execution form. */
-static dcz_status load_params(const dcz_container *c, const dcz_graph_layer *g, arena *a,
-                              scratch *sc, dcz_exec_layer *l)
+ * the attributes (dcz_op_param_shapes), then loaded into execution form,
+ * and into integer form when the model is calibrated (cw). */
+static dcz_status load_params(const dcz_container *c, const dcz_graph_layer *g, uint32_t index,
+                              arena *a, scratch *sc, calib_walk *cw, dcz_exec_layer *l)
 {
     dcz_section s;
     dcz_cur cur;
@@ -142,6 +155,8 @@ static dcz_status load_params(const dcz_container *c, const dcz_graph_layer *g, 
     switch (w.enc) {
     case DCZ_ENC_F32:
     case DCZ_ENC_F16:
+    case DCZ_ENC_I8:
+    case DCZ_ENC_I16:
         TRY(load_dense(&w, a, &wd));
         break;
     case DCZ_ENC_SPARSE_F32:
@@ -155,12 +170,19 @@ static dcz_status load_params(const dcz_container *c, const dcz_graph_layer *g, 
     l->w = wd;
     l->sp = sp;
     l->bias = bias;
-    return DCZ_OK;
+    if (!cw) return DCZ_OK;
+    dcz_calib_entry e;
+    if (cw->read == cw->count) return DCZ_ERR_FORMAT;
+    TRY(dcz_calib_next(&cw->cur, cw->scheme, &e));
+    cw->read++;
+    if (e.layer != index) return DCZ_ERR_FORMAT;
+    return dcz_qload_weights(a, cw->scheme, &w, &e, l);
 }
 
 /* Everything of one exec layer but its name, given the shape it receives. */
-static dcz_status load_layer(const dcz_container *c, const dcz_graph_layer *g,
-                             const dcz_shape *in, arena *a, scratch *sc, dcz_exec_layer *l)
+static dcz_status load_layer(const dcz_container *c, const dcz_graph_layer *g, uint32_t index,
+                             const dcz_shape *in, arena *a, scratch *sc, calib_walk *cw,
+                             dcz_exec_layer *l)
 {
     l->in_shape = *in;
     TRY(dcz_op_shape(g->op, g->attr, g->nattr, in, &l->out_shape));
@@ -168,10 +190,10 @@ static dcz_status load_layer(const dcz_container *c, const dcz_graph_layer *g,
     l->out = (uint32_t)dcz_shape_count(&l->out_shape);
     switch (g->op) {
     case DCZ_OP_DENSE:
-        return load_params(c, g, a, sc, l);
+        return load_params(c, g, index, a, sc, cw, l);
     case DCZ_OP_CONV2D:
         TRY(dcz_conv_geom_init(&l->geom, g->op, g->attr, g->nattr, in));
-        TRY(load_params(c, g, a, sc, l));
+        TRY(load_params(c, g, index, a, sc, cw, l));
         l->im2col = l->kernel != DCZ_K_CONV_DENSE_F32 && dcz_conv2d_pick_im2col(&l->geom);
         return DCZ_OK;
     case DCZ_OP_MAXPOOL:
@@ -204,7 +226,30 @@ static dcz_status load_layer(const dcz_container *c, const dcz_graph_layer *g,
 /* One walk over the graph: sizes everything while a->base is NULL, fills
  * the model when it is set. Shapes chain by dcz_op_shape from the input
  * shape; the activation buffers are sized by the largest activation. */
-static dcz_status load_walk(const dcz_container *c, arena *a, scratch *sc, dcz_model **out)
+/* The CALIB section of c, when the options let the model run on integers:
+ * *found 0 when there is none (or precision is FP32). At most one. */
+static dcz_status find_calib(const dcz_container *c, const dcz_options *o, calib_walk *cw,
+                             int *found)
+{
+    *found = 0;
+    if (o->precision == DCZ_PRECISION_FP32) return DCZ_OK; /* the table is skipped */
+    for (uint32_t i = 0; i < c->nsections; i++) {
+        dcz_section s;
+        dcz_container_section(c, i, &s);
+        if (s.type != DCZ_SEC_CALIB) continue;
+        if (*found) return DCZ_ERR_FORMAT;
+        dcz_calib_head h;
+        TRY(dcz_calib_begin(c->base + s.offset, (size_t)s.size, &cw->cur, &h));
+        cw->scheme = h.scheme;
+        cw->count = h.count;
+        cw->read = 0;
+        *found = 1;
+    }
+    return DCZ_OK;
+}
+
+static dcz_status load_walk(const dcz_container *c, const dcz_options *o, arena *a,
+                            scratch *sc, dcz_model **out)
 {
     dcz_section gs;
     dcz_cur cur;
@@ -220,6 +265,10 @@ static dcz_status load_walk(const dcz_container *c, arena *a, scratch *sc, dcz_m
                         shape.dims));
     const uint64_t in_size = dcz_shape_count(&shape);
     if (in_size > DCZ_MAX_ACT) return DCZ_ERR_FORMAT;
+
+    calib_walk cw;
+    int quant;
+    TRY(find_calib(c, o, &cw, &quant));
 
     dcz_model *m = arena_take(a, sizeof *m);
     dcz_exec_layer *layers = arena_take(a, (uint64_t)nlayers * sizeof *layers);
@@ -239,13 +288,14 @@ static dcz_status load_walk(const dcz_container *c, arena *a, scratch *sc, dcz_m
         dcz_exec_layer tmp, *l = layers ? &layers[i] : &tmp;
         memset(l, 0, sizeof *l);
         memcpy(l->name, g.name, sizeof l->name);
-        TRY(load_layer(c, &g, &shape, a, sc, l));
+        TRY(load_layer(c, &g, i, &shape, a, sc, quant ? &cw : NULL, l));
         shape = l->out_shape;
         if (l->out > max_width) max_width = l->out;
         if (l->im2col && dcz_conv2d_im2col_floats(&l->geom) > scratch_floats)
             scratch_floats = dcz_conv2d_im2col_floats(&l->geom);
     }
     if (cur.pos != cur.len) return DCZ_ERR_FORMAT;
+    if (quant && (cw.read != cw.count || cw.cur.pos != cw.cur.len)) return DCZ_ERR_FORMAT;
     float *conv_scratch = arena_take(a, scratch_floats * sizeof(float));
     if (m) {
         m->scratch = conv_scratch;
@@ -253,6 +303,11 @@ static dcz_status load_walk(const dcz_container *c, arena *a, scratch *sc, dcz_m
         m->in_size = (uint32_t)in_size;
         m->out_size = (uint32_t)dcz_shape_count(&shape);
         m->max_width = (uint32_t)max_width;
+        if (quant) {
+            m->scheme = (dcz_scheme)cw.scheme;
+            m->qmax = dcz_scheme_qmax(cw.scheme);
+            TRY(dcz_qload_finish(m));
+        }
         *out = m;
     }
     return DCZ_OK;
@@ -274,7 +329,7 @@ dcz_status dcz_open_memory(const void *buf, size_t len, const dcz_options *opt,
     arena a = { NULL, 0, 0 };
     scratch sc;
     memset(&sc, 0, sizeof sc);
-    TRY(load_walk(&c, &a, &sc, NULL));
+    TRY(load_walk(&c, &o, &a, &sc, NULL));
     const size_t walk_bytes = a.used;
     (void)arena_take(&a, sc.gaps_cap);
     (void)arena_take(&a, sc.idx_cap);
@@ -288,7 +343,7 @@ dcz_status dcz_open_memory(const void *buf, size_t len, const dcz_options *opt,
     a.base = block;
     a.used = 0;
     dcz_model *m = NULL;
-    dcz_status s = load_walk(&c, &a, &sc, &m);
+    dcz_status s = load_walk(&c, &o, &a, &sc, &m);
     if (s != DCZ_OK) {
         free(block);
         return s;
@@ -327,6 +382,7 @@ void dcz_close(dcz_model *m)
 {
     if (!m) return;
     free(m->act);
+    free(m->qacc);
     free(m->block); /* m itself lives inside block */
 }
 
@@ -339,3 +395,5 @@ int dcz_input_shape(const dcz_model *m, uint32_t *dims, int max_rank)
     for (int i = 0; i < (int)m->in_rank && i < max_rank; i++) dims[i] = m->in_dims[i];
     return (int)m->in_rank;
 }
+
+dcz_scheme dcz_model_scheme(const dcz_model *m) { return m ? m->scheme : DCZ_SCHEME_NONE; }

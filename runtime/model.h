@@ -67,6 +67,29 @@ typedef struct dcz_conv_geom {
 dcz_status dcz_conv_geom_init(dcz_conv_geom *g, uint16_t op, const int32_t *attr, uint32_t nattr,
                               const dcz_shape *in);
 
+/* Integer weights of a calibrated model (see "integer execution" below). */
+typedef int16_t dcz_q;
+
+/* The execution form of model.h's sparse matrix with integer weights: the
+ * same row_ptr and step arrays; an entry's weight is qtab[row * k + idx[e]]
+ * (a codebook made integer per row, since a row's scale is its own) when idx
+ * is set, else qval[e]. Fillers carry weight 0. */
+typedef struct dcz_qsparse {
+    uint32_t rows, cols;
+    uint32_t entries;
+    const uint32_t *row_ptr;  /* (rows + 1) */
+    const uint8_t *step;      /* (entries) */
+    const uint8_t *idx;       /* (entries) or NULL */
+    const int16_t *qtab;      /* (rows, k) when idx */
+    uint32_t k;
+    const int16_t *qval;      /* (entries) when !idx */
+} dcz_qsparse;
+
+static inline int32_t dcz_qsparse_weight(const dcz_qsparse *s, uint32_t row, uint32_t e)
+{
+    return s->idx ? s->qtab[(size_t)row * s->k + s->idx[e]] : s->qval[e];
+}
+
 typedef enum dcz_kernel {
     DCZ_K_DENSE_F32 = 1,
     DCZ_K_SPARSE_F32,
@@ -94,6 +117,17 @@ typedef struct dcz_exec_layer {
     const float *w;         /* DENSE_F32: (out, in); CONV_DENSE_F32: (out_c, in_c, kh, kw) */
     dcz_sparse sp;          /* SPARSE_*: (out, in); CONV_SPARSE_*: (out_c, in_c * kh * kw) */
     const float *bias;      /* (out) or (out_c), or NULL */
+    /* integer execution (qload.c): layers from the first weighted layer to
+     * the last run on dcz_q activations */
+    int q;                  /* this layer runs on integers */
+    uint32_t channels;      /* weighted: output channels (rows of the weight) */
+    dcz_qsparse qs;         /* weighted: integer weights */
+    const float *w_scale;   /* weighted: (channels) weight scale of each output channel */
+    float in_scale;         /* weighted: scale of the activations it receives */
+    int64_t *qbias;         /* weighted: (channels) bias in accumulator units */
+    int32_t *rq_mult;       /* weighted but the last: (channels) requantization to */
+    uint8_t *rq_shift;      /*   the next weighted layer's in_scale (dcz_requant) */
+    float *out_scale;       /* the last weighted layer: (channels) accumulator to float */
 } dcz_exec_layer;
 
 struct dcz_model {
@@ -108,7 +142,37 @@ struct dcz_model {
     uint64_t scratch_floats;
     float *act;               /* two activation buffers of max_width * act_batch */
     size_t act_batch;
+    dcz_scheme scheme;        /* DCZ_SCHEME_NONE: every layer in float */
+    int32_t qmax;             /* the scheme's integer range */
+    uint32_t q_first, q_last; /* the integer segment: weighted layers first..last */
+    int64_t *qacc;            /* accumulators, max_width * act_batch */
 };
+
+/* Memory of a model being loaded: sized by a walk with base NULL, then
+ * filled by the same walk into one block (load.c). */
+typedef struct dcz_arena {
+    uint8_t *base;   /* NULL while sizing */
+    size_t used;
+    int overflow;
+} dcz_arena;
+
+/* bytes at a 16-byte boundary (NULL while sizing) */
+void *dcz_arena_take(dcz_arena *a, uint64_t bytes);
+
+/* Builds the integer form of a weighted layer whose float form the loader
+ * has made (l->w for dense weights, l->sp for sparse ones) from its weight
+ * tensor view and calibration entry e (qload.c): the weight scales, the
+ * integer weights (dense weights become a sparse form with every entry),
+ * sized while a->base is NULL. DCZ_ERR_FORMAT when e does not fit the layer
+ * or an integer tensor's scales differ from e's. */
+dcz_status dcz_qload_weights(dcz_arena *a, uint32_t scheme, const dcz_tensor_view *w,
+                             const dcz_calib_entry *e, dcz_exec_layer *l);
+/* After every layer is loaded: biases in accumulator units, requantization
+ * between consecutive weighted layers, and the final dequantization.
+ * Marks the integer segment. DCZ_ERR_UNSUPPORTED when a sum could leave
+ * the accumulator's range, DCZ_ERR_FORMAT for an op the integer segment
+ * cannot hold (SOFTMAX). */
+dcz_status dcz_qload_finish(dcz_model *m);
 
 /* ---- scalar reference kernels ------------------------------------------- */
 
@@ -183,28 +247,6 @@ void dcz_global_avgpool_ref(uint32_t channels, uint32_t plane, const float *x, s
  * kernel with its reference bit for bit, and the Makefile builds the file a
  * second time with floating point disabled to prove it. */
 
-typedef int16_t dcz_q;
-
-/* The execution form of model.h's sparse matrix with integer weights: the
- * same row_ptr and step arrays; an entry's weight is qtab[row * k + idx[e]]
- * (a codebook made integer per row, since a row's scale is its own) when idx
- * is set, else qval[e]. Fillers carry weight 0. */
-typedef struct dcz_qsparse {
-    uint32_t rows, cols;
-    uint32_t entries;
-    const uint32_t *row_ptr;  /* (rows + 1) */
-    const uint8_t *step;      /* (entries) */
-    const uint8_t *idx;       /* (entries) or NULL */
-    const int16_t *qtab;      /* (rows, k) when idx */
-    uint32_t k;
-    const int16_t *qval;      /* (entries) when !idx */
-} dcz_qsparse;
-
-static inline int32_t dcz_qsparse_weight(const dcz_qsparse *s, uint32_t row, uint32_t e)
-{
-    return s->idx ? s->qtab[(size_t)row * s->k + s->idx[e]] : s->qval[e];
-}
-
 /* floor((v + 2^(shift-1)) / 2^shift): v / 2^shift rounded half up, without
  * relying on the sign behaviour of >>. shift 0 returns v. */
 int64_t dcz_round_shift(int64_t v, unsigned shift);
@@ -253,6 +295,17 @@ void dcz_qavgpool_ref(const dcz_conv_geom *g, int count_include_pad, const dcz_q
                       size_t batch, dcz_q *y);
 void dcz_qglobal_avgpool_ref(uint32_t channels, uint32_t plane, const dcz_q *x, size_t batch,
                              dcz_q *y);
+
+/* ---- running with a tap (run.c) -------------------------------------------- */
+
+/* Called after layer `layer` with its output y (batch, width) as floats. */
+typedef void (*dcz_tap_fn)(void *ctx, uint32_t layer, const float *y, size_t batch,
+                           uint32_t width);
+/* dcz_run, calling tap after each layer (on the integer segment: after each
+ * weighted layer, its accumulators dequantized). Allocates when tapping a
+ * calibrated model; for the toolchain's measurements, not for deployment. */
+dcz_status dcz_run_tapped(dcz_model *m, const float *input, size_t batch, float *output,
+                          dcz_tap_fn tap, void *ctx);
 
 /* ---- building the execution form ---------------------------------------- */
 

@@ -6,9 +6,16 @@
  * measurements behind it: kernels_conv.c). All of them read the compressed
  * execution form. The im2col scratch is sized and placed at load.
  *
+ * A calibrated model runs its integer segment (the weighted layers and
+ * what lies between them) on dcz_q activations: the input of the first
+ * weighted layer is quantized, each weighted layer accumulates in int64 and
+ * requantizes to the next one's scale, the last one's accumulators become
+ * floats again (qload.c has the constants, kernels_int.c the kernels).
+ *
  * Checked by tests/unit/test_format.c and tests/unit/test_kernels.c, and
  * end to end by tests/cli (dcz eval equals the accuracy each stage reports).
  */
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -17,12 +24,95 @@
 static dcz_status ensure_act(dcz_model *m, size_t batch)
 {
     if (batch <= m->act_batch) return DCZ_OK;
-    if (batch > SIZE_MAX / 2 / sizeof(float) / m->max_width) return DCZ_ERR_NOMEM;
+    if (batch > SIZE_MAX / 3 / sizeof(int64_t) / m->max_width) return DCZ_ERR_NOMEM;
     float *a = realloc(m->act, 2 * batch * m->max_width * sizeof(float));
     if (!a) return DCZ_ERR_NOMEM;
     m->act = a;
+    if (m->scheme != DCZ_SCHEME_NONE) {
+        /* the accumulators, then room for the quantized model input */
+        int64_t *q = realloc(m->qacc, batch * m->max_width * (sizeof(int64_t) + sizeof(dcz_q)));
+        if (!q) return DCZ_ERR_NOMEM;
+        m->qacc = q;
+    }
     m->act_batch = batch;
     return DCZ_OK;
+}
+
+/* ---- integer layers ------------------------------------------------------ */
+
+/* The float input of the first weighted layer on its scale: round(x / s)
+ * half away from zero, clamped to the scheme's range; NaN gives 0. */
+static void quantize_input(const float *x, size_t n, float scale, int32_t qmax, dcz_q *y)
+{
+    for (size_t i = 0; i < n; i++) {
+        float v = x[i] / scale;
+        if (v != v) v = 0;
+        v = v >= 0 ? floorf(v + 0.5f) : -floorf(-v + 0.5f);
+        if (v > (float)qmax) v = (float)qmax;
+        if (v < (float)-qmax) v = (float)-qmax;
+        y[i] = (dcz_q)v;
+    }
+}
+
+/* acc (batch, channels, plane) to float by each channel's scale */
+static void dequantize(const int64_t *acc, size_t batch, uint32_t channels, uint32_t plane,
+                       const float *scale, float *y)
+{
+    for (size_t b = 0; b < batch; b++)
+        for (uint32_t c = 0; c < channels; c++)
+            for (uint32_t p = 0; p < plane; p++) {
+                const size_t i = (b * channels + c) * plane + p;
+                y[i] = (float)acc[i] * scale[c];
+            }
+}
+
+/* A weighted layer's accumulators. */
+static void run_qweights(const dcz_model *m, const dcz_exec_layer *l, const dcz_q *x,
+                         size_t batch, int64_t *acc)
+{
+    if (l->kernel == DCZ_K_CONV_DENSE_F32 || l->kernel == DCZ_K_CONV_SPARSE_F32 ||
+        l->kernel == DCZ_K_CONV_SPARSE_CB)
+        dcz_qconv2d_sparse(&l->geom, &l->qs, l->qbias, x, batch, acc);
+    else if (m->opt.force_reference)
+        dcz_qspmm_ref(&l->qs, l->qbias, x, batch, acc);
+    else
+        dcz_qspmm(&l->qs, l->qbias, x, batch, acc);
+}
+
+/* One layer of the integer segment: dcz_q in; dcz_q out, or float out
+ * (y) for the last weighted layer. */
+static void run_qlayer(const dcz_model *m, uint32_t i, const dcz_q *x, size_t batch, void *y)
+{
+    const dcz_exec_layer *l = &m->layers[i];
+    dcz_q *yq = y;
+    switch (l->kernel) {
+    case DCZ_K_MAXPOOL:
+        dcz_qmaxpool_ref(&l->geom, x, batch, yq);
+        return;
+    case DCZ_K_AVGPOOL:
+        dcz_qavgpool_ref(&l->geom, l->count_include_pad, x, batch, yq);
+        return;
+    case DCZ_K_GLOBAL_AVGPOOL:
+        dcz_qglobal_avgpool_ref(l->geom.in_c, l->geom.in_h * l->geom.in_w, x, batch, yq);
+        return;
+    case DCZ_K_RELU:
+        memcpy(yq, x, batch * l->in * sizeof *yq);
+        dcz_qrelu_ref(yq, batch * l->in);
+        return;
+    case DCZ_K_FLATTEN:
+        memcpy(yq, x, batch * l->in * sizeof *yq);
+        return;
+    default:
+        break;
+    }
+    const uint32_t plane = l->out / l->channels;
+    run_qweights(m, l, x, batch, m->qacc);
+    if (i == m->q_last) {
+        dequantize(m->qacc, batch, l->channels, plane, l->out_scale, y);
+    } else {
+        dcz_requant rq = { l->rq_mult, l->rq_shift, m->qmax };
+        dcz_requant_ref(&rq, m->qacc, batch, l->channels, plane, yq);
+    }
 }
 
 static void run_layer(const dcz_model *m, const dcz_exec_layer *l, const float *x, size_t batch,
@@ -68,19 +158,52 @@ static void run_layer(const dcz_model *m, const dcz_exec_layer *l, const float *
     }
 }
 
-dcz_status dcz_run(dcz_model *m, const float *input, size_t batch, float *output)
+/* The walk of dcz_run, calling tap (when set) after each layer with that
+ * layer's output as floats: on the integer segment only after weighted
+ * layers, with their accumulators dequantized into a buffer this call
+ * allocates. */
+dcz_status dcz_run_tapped(dcz_model *m, const float *input, size_t batch, float *output,
+                          dcz_tap_fn tap, void *ctx)
 {
     if (!m || (batch && (!input || !output))) return DCZ_ERR_ARG;
     if (batch == 0) return DCZ_OK;
     dcz_status s = ensure_act(m, batch);
     if (s != DCZ_OK) return s;
+    float *deq = NULL;
+    if (tap && m->scheme != DCZ_SCHEME_NONE) {
+        deq = malloc(batch * m->max_width * sizeof *deq);
+        if (!deq) return DCZ_ERR_NOMEM;
+    }
     float *buf[2] = { m->act, m->act + batch * m->max_width };
-    const float *x = input;
+    const void *x = input;
     for (uint32_t i = 0; i < m->nlayers; i++) {
+        const dcz_exec_layer *l = &m->layers[i];
         float *y = buf[i & 1];
-        run_layer(m, &m->layers[i], x, batch, y);
+        if (!l->q) {
+            run_layer(m, l, x, batch, y);
+            if (tap) tap(ctx, i, y, batch, l->out);
+            x = y;
+            continue;
+        }
+        if (i == m->q_first) {
+            dcz_q *qin = (dcz_q *)(m->qacc + batch * m->max_width);
+            quantize_input(x, batch * l->in, l->in_scale, m->qmax, qin);
+            x = qin;
+        }
+        run_qlayer(m, i, x, batch, y);
+        if (tap && l->w_scale) {
+            const uint32_t plane = l->out / l->channels;
+            dequantize(m->qacc, batch, l->channels, plane, l->out_scale, deq);
+            tap(ctx, i, deq, batch, l->out);
+        }
         x = y;
     }
     memcpy(output, x, batch * m->out_size * sizeof *output);
+    free(deq);
     return DCZ_OK;
+}
+
+dcz_status dcz_run(dcz_model *m, const float *input, size_t batch, float *output)
+{
+    return dcz_run_tapped(m, input, batch, output, NULL, NULL);
 }

@@ -1,14 +1,19 @@
 /* gen_dcz_corpus.c: writes the seed corpus of fuzz_dcz into the directory
  * given as argument: small valid files using every encoding and coding, and
  * small convolutional networks using every conv-related op (both sparse conv
- * kernels of the runtime, the dense one, every pool, strides, padding), so
- * the fuzzer starts from inputs that reach deep into the readers.
+ * kernels of the runtime, the dense one, every pool, strides, padding), and
+ * calibrated ones (int8, fixed8, fixed16: a CALIB section, I8 and I16
+ * weights), so the fuzzer starts from inputs that reach deep into the
+ * readers.
  *   cc -Iinclude -I. tests/fuzz/gen_dcz_corpus.c lib/libdcztool.a lib/libdcz.a -lm
  */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include <math.h>
+
+#include "calibrate/calibrate.h"
 #include "runtime/doc.h"
 #include "tests/unit/doc_build.h"
 
@@ -83,6 +88,35 @@ static dcz_doc *conv_net_b(void)
     return d;
 }
 
+/* Installs a table of scheme on d: input scales fixed, weight scales from
+ * each row's largest |w| (powers of two for fixed point). */
+static dcz_doc *calibrated(dcz_doc *d, uint32_t scheme, int per_channel)
+{
+    if (!d) return NULL;
+    const int32_t qmax = dcz_scheme_qmax(scheme);
+    dcz_doc_calib *t = calloc(1, sizeof *t);
+    t->scheme = scheme;
+    t->e = calloc(d->nlayers, sizeof *t->e);
+    for (uint32_t i = 0; i < d->nlayers; i++) {
+        if (d->layers[i].op != DCZ_OP_DENSE && d->layers[i].op != DCZ_OP_CONV2D) continue;
+        const dcz_doc_tensor *w = &d->layers[i].t[0];
+        dcz_doc_calib_entry *e = &t->e[t->count++];
+        e->layer = i;
+        e->in_scale = scheme == DCZ_SCHEME_INT8 ? 0.013f : 0.015625f;
+        e->nw = per_channel ? w->dims[0] : 1;
+        e->w_scale = malloc(e->nw * sizeof *e->w_scale);
+        for (uint32_t r = 0; r < e->nw; r++) {
+            double m = 1e-3;
+            for (size_t k = r * (w->n / e->nw); k < (r + 1) * (w->n / e->nw); k++)
+                if (fabs(w->values[k]) > m) m = fabs(w->values[k]);
+            e->w_scale[r] = scheme == DCZ_SCHEME_INT8 ? (float)(m / qmax)
+                : (float)ldexp(1.0, (int)ceil(log2(m)) + 1 - (qmax == 127 ? 8 : 16));
+        }
+    }
+    if (dcz_cal_install(d, t) != DCZ_OK) { dcz_doc_free(d); return NULL; }
+    return d;
+}
+
 static int emit(const char *dir, const char *name, dcz_doc *d)
 {
     uint8_t *buf;
@@ -133,5 +167,18 @@ int main(int argc, char **argv)
     if (!a || !b) return 1;
     rc |= emit(argv[1], "conv_net_a.dcz", a);
     rc |= emit(argv[1], "conv_net_b.dcz", b);
+    dcz_doc *qa = calibrated(conv_net_a(), DCZ_SCHEME_FIXED8, 0);
+    dcz_doc *qb = calibrated(conv_net_b(), DCZ_SCHEME_INT8, 1);
+    if (!qa || !qb) return 1;
+    rc |= emit(argv[1], "calib_fixed8_conv.dcz", qa);
+    rc |= emit(argv[1], "calib_int8_conv.dcz", qb);
+    if (dcz_doc_alloc(3, &d) != DCZ_OK) return 1;
+    d->input_rank = 1;
+    d->input_dims[0] = 12;
+    dense(&d->layers[0], "fc1", 12, 5, DCZ_ENC_F32, 0, 0, 0, 12);
+    doc_plain_layer(&d->layers[1], DCZ_OP_RELU, "relu");
+    dense(&d->layers[2], "fc2", 5, 3, DCZ_ENC_CODEBOOK, 2, 2, DCZ_CODING_HUFFMAN, 13);
+    if (!(d = calibrated(d, DCZ_SCHEME_FIXED16, 1))) return 1;
+    rc |= emit(argv[1], "calib_fixed16_mlp.dcz", d);
     return rc;
 }

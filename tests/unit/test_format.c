@@ -19,6 +19,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "calibrate/calibrate.h"
 #include "runtime/doc.h"
 #include "runtime/model.h"
 #include "tests/check.h"
@@ -465,7 +466,7 @@ static void test_conv_doc_round_trip(void)
     uint8_t *buf = NULL, *buf2 = NULL;
     size_t len = 0, len2 = 0;
     REQUIRE(dcz_doc_write(d, &buf, &len) == DCZ_OK, "write");
-    CHECK(dcz_le32(buf + 8) >> 16 == DCZ_FMT_MINOR && DCZ_FMT_MINOR == 1, "minor version");
+    CHECK(dcz_le32(buf + 8) >> 16 == DCZ_FMT_MINOR && DCZ_FMT_MINOR == 2, "minor version");
     REQUIRE(dcz_doc_read(buf, len, &r) == DCZ_OK, "read back");
     REQUIRE(r->nlayers == d->nlayers, "layers %u", r->nlayers);
     CHECK(r->input_rank == 3 && r->input_dims[0] == 2 && r->input_dims[1] == 11 &&
@@ -695,6 +696,74 @@ static void corruption_refused(dcz_doc *d)
 static void test_corruption_refused(void) { corruption_refused(small_doc()); }
 static void test_conv_corruption_refused(void) { corruption_refused(conv_doc()); }
 
+/* conv_doc with an int8 calibration table (per-channel weight scales; the
+ * dense conv3 becomes I8 on disk) */
+static dcz_doc *calib_doc(void)
+{
+    dcz_doc *d = conv_doc();
+    if (!d) return NULL;
+    static const uint32_t weighted[4] = { 0, 3, 5, 8 };
+    dcz_doc_calib *t = calloc(1, sizeof *t);
+    t->scheme = DCZ_SCHEME_INT8;
+    t->model_hash = 0x0123456789abcdefull;
+    t->data_hash = 42;
+    t->count = 4;
+    t->e = calloc(4, sizeof *t->e);
+    for (uint32_t j = 0; j < 4; j++) {
+        const dcz_doc_tensor *w = &d->layers[weighted[j]].t[0];
+        dcz_doc_calib_entry *e = &t->e[j];
+        e->layer = weighted[j];
+        e->in_scale = 0.01f + 0.005f * (float)j;
+        e->nw = w->dims[0];
+        e->w_scale = malloc(e->nw * sizeof *e->w_scale);
+        for (uint32_t r = 0; r < e->nw; r++) {
+            float m = 1e-3f;
+            for (size_t i = r * (w->n / e->nw); i < (r + 1) * (w->n / e->nw); i++)
+                if (fabsf(w->values[i]) > m) m = fabsf(w->values[i]);
+            e->w_scale[r] = m / 127;
+        }
+    }
+    if (dcz_cal_install(d, t) != DCZ_OK) { dcz_doc_free(d); return NULL; }
+    return d;
+}
+
+static void test_calib_round_trip(void)
+{
+    dcz_doc *d = calib_doc(), *r = NULL;
+    REQUIRE(d, "calibrated doc");
+    CHECK(d->layers[5].t[0].enc == DCZ_ENC_I8, "dense conv weight as I8");
+    uint8_t *buf = NULL, *buf2 = NULL;
+    size_t len = 0, len2 = 0;
+    REQUIRE(dcz_doc_write(d, &buf, &len) == DCZ_OK, "write");
+    REQUIRE(dcz_doc_read(buf, len, &r) == DCZ_OK, "read back");
+    REQUIRE(r->calib && r->calib->count == 4 && r->calib->scheme == DCZ_SCHEME_INT8, "table read");
+    CHECK(r->calib->model_hash == d->calib->model_hash && r->calib->data_hash == 42, "hashes");
+    for (uint32_t j = 0; j < 4; j++) {
+        CHECK(r->calib->e[j].nw == d->calib->e[j].nw && r->calib->e[j].layer == d->calib->e[j].layer,
+              "entry %u", j);
+        CHECK(memcmp(r->calib->e[j].w_scale, d->calib->e[j].w_scale, d->calib->e[j].nw * 4) == 0,
+              "scales of entry %u", j);
+    }
+    same_tensor(&d->layers[5].t[0], &r->layers[5].t[0], "I8 weight");
+    REQUIRE(dcz_doc_write(r, &buf2, &len2) == DCZ_OK, "rewrite");
+    CHECK(len == len2 && memcmp(buf, buf2, len) == 0, "rewrite is not byte-identical");
+    dcz_model *m = NULL;
+    CHECK(dcz_open_memory(buf, len, NULL, &m) == DCZ_OK && dcz_model_scheme(m) == DCZ_SCHEME_INT8,
+          "runtime loads it as int8");
+    if (m) {
+        float x[2 * 11 * 9], y[3];
+        for (size_t i = 0; i < sizeof x / sizeof x[0]; i++) x[i] = frand();
+        CHECK(dcz_run(m, x, 1, y) == DCZ_OK && fabsf(y[0] + y[1] + y[2] - 1) < 1e-5f, "runs");
+    }
+    dcz_close(m);
+    free(buf);
+    free(buf2);
+    dcz_doc_free(d);
+    dcz_doc_free(r);
+}
+
+static void test_calib_corruption_refused(void) { corruption_refused(calib_doc()); }
+
 /* A file whose CRCs are right but whose content lies must still be refused:
  * rewrite the header CRC after damaging a field. */
 static void fix_crcs(uint8_t *b, size_t len)
@@ -747,6 +816,7 @@ static void lies_with_valid_crc(dcz_doc *d)
 
 static void test_lies_with_valid_crc(void) { lies_with_valid_crc(small_doc()); }
 static void test_conv_lies_with_valid_crc(void) { lies_with_valid_crc(conv_doc()); }
+static void test_calib_lies_with_valid_crc(void) { lies_with_valid_crc(calib_doc()); }
 
 static void test_version_and_magic(void)
 {
@@ -873,5 +943,8 @@ int main(void)
     RUN(test_conv_readers_refuse);
     RUN(test_conv_corruption_refused);
     RUN(test_conv_lies_with_valid_crc);
+    RUN(test_calib_round_trip);
+    RUN(test_calib_corruption_refused);
+    RUN(test_calib_lies_with_valid_crc);
     return check_summary();
 }

@@ -1,0 +1,431 @@
+/* calibrate.c: the calibrate stage (calibrate.h): statistics of a float
+ * model over calibration samples, the table chosen from them, and its
+ * installation into a document.
+ *
+ * Checked by tests/unit/test_calibrate.c (identical tables whatever the
+ * batch order and size, integer execution close to float, table text round
+ * trips and refusals) and tests/cli/calibrate.sh.
+ */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "calibrate/calibrate.h"
+#include "runtime/model.h"
+
+#define TRY(expr) do { dcz_status s_ = (expr); if (s_ != DCZ_OK) return s_; } while (0)
+
+static int weighted(uint16_t op) { return op == DCZ_OP_DENSE || op == DCZ_OP_CONV2D; }
+
+const char *dcz_cal_scheme_name(uint32_t scheme)
+{
+    switch (scheme) {
+    case DCZ_SCHEME_INT8: return "int8";
+    case DCZ_SCHEME_FIXED8: return "fixed8";
+    case DCZ_SCHEME_FIXED16: return "fixed16";
+    }
+    return "fp32";
+}
+
+uint32_t dcz_cal_scheme_parse(const char *name)
+{
+    for (uint32_t s = DCZ_SCHEME_INT8; s <= DCZ_SCHEME_FIXED16; s++)
+        if (strcmp(name, dcz_cal_scheme_name(s)) == 0) return s;
+    return 0;
+}
+
+const char *dcz_cal_method_name(dcz_cal_method m)
+{
+    switch (m) {
+    case DCZ_CAL_MINMAX: return "minmax";
+    case DCZ_CAL_PERCENTILE: return "percentile";
+    case DCZ_CAL_MSE: return "mse";
+    case DCZ_CAL_ENTROPY: return "entropy";
+    }
+    return "?";
+}
+
+/* ---- hashes ---------------------------------------------------------------- */
+
+#define FNV_OFFSET 0xcbf29ce484222325ull
+#define FNV_PRIME 0x100000001b3ull
+
+static uint64_t fnv(uint64_t h, const void *p, size_t n)
+{
+    const uint8_t *b = p;
+    for (size_t i = 0; i < n; i++) h = (h ^ b[i]) * FNV_PRIME;
+    return h;
+}
+
+dcz_status dcz_cal_model_hash(dcz_doc *d, uint64_t *hash)
+{
+    /* the writer's bytes of the graph and weights alone */
+    dcz_doc_calib *calib = d->calib;
+    char **stages = d->stages;
+    uint32_t nstages = d->nstages;
+    size_t file_bytes = d->file_bytes, overhead = d->overhead_bytes;
+    d->calib = NULL;
+    d->stages = NULL;
+    d->nstages = 0;
+    uint8_t *buf;
+    size_t len;
+    dcz_status s = dcz_doc_write(d, &buf, &len);
+    d->calib = calib;
+    d->stages = stages;
+    d->nstages = nstages;
+    d->file_bytes = file_bytes;
+    d->overhead_bytes = overhead;
+    if (s != DCZ_OK) return s;
+    *hash = fnv(FNV_OFFSET, buf, len);
+    free(buf);
+    return DCZ_OK;
+}
+
+uint64_t dcz_cal_data_hash(const dcz_dataset *data, const size_t *idx, size_t n)
+{
+    /* a sum of per-sample hashes does not depend on their order */
+    const size_t size = (size_t)data->c * data->h * data->w;
+    uint64_t sum = 0;
+    for (size_t i = 0; i < n; i++) {
+        uint64_t h = fnv(FNV_OFFSET, data->x + idx[i] * size, size * sizeof(float));
+        h = fnv(h, &data->y[idx[i]], 1);
+        sum += h;
+    }
+    return fnv(sum, &n, sizeof n);
+}
+
+/* ---- statistics ------------------------------------------------------------- */
+
+typedef struct tap_ctx {
+    const dcz_cal_collect *c;
+    int hist;                 /* pass 2 */
+} tap_ctx;
+
+/* Slot j watches the input of weighted layer c->layer[j]: the output of
+ * the layer before it (the model input is handled by the caller). */
+static void observe(const dcz_cal_collect *c, int hist, uint32_t watched, const float *y,
+                    size_t n)
+{
+    for (uint32_t j = 0; j < c->count; j++) {
+        if (c->layer[j] == 0 || c->layer[j] - 1 != watched) continue;
+        if (hist) dcz_cal_observe_hist(&c->stats[j], y, n);
+        else dcz_cal_observe_range(&c->stats[j], y, n);
+    }
+}
+
+static void tap_stats(void *ctx, uint32_t layer, const float *y, size_t batch, uint32_t width)
+{
+    tap_ctx *t = ctx;
+    observe(t->c, t->hist, layer, y, batch * width);
+}
+
+/* The samples idx[from .. from + b) side by side in x. */
+static void gather(const dcz_dataset *data, const size_t *idx, size_t from, size_t b, float *x)
+{
+    const size_t size = (size_t)data->c * data->h * data->w;
+    for (size_t i = 0; i < b; i++) memcpy(x + i * size, data->x + idx[from + i] * size, size * sizeof *x);
+}
+
+static dcz_status open_doc(dcz_doc *d, dcz_precision precision, dcz_model **m)
+{
+    uint8_t *buf;
+    size_t len;
+    dcz_options o;
+    dcz_options_init(&o);
+    o.precision = precision;
+    o.device = DCZ_DEVICE_CPU;
+    TRY(dcz_doc_write(d, &buf, &len));
+    dcz_status s = dcz_open_memory(buf, len, &o, m);
+    free(buf);
+    return s;
+}
+
+void dcz_cal_collect_free(dcz_cal_collect *c)
+{
+    if (!c) return;
+    free(c->layer);
+    free(c->stats);
+    memset(c, 0, sizeof *c);
+}
+
+/* Weighted layers of d, checked: at least one, no SOFTMAX between. */
+static dcz_status weighted_layers(const dcz_doc *d, uint32_t *count, uint32_t *layer)
+{
+    uint32_t n = 0;
+    int softmax_after = 0;
+    for (uint32_t i = 0; i < d->nlayers; i++) {
+        if (d->layers[i].op == DCZ_OP_SOFTMAX && n) softmax_after = 1;
+        if (!weighted(d->layers[i].op)) continue;
+        if (softmax_after) return DCZ_ERR_UNSUPPORTED;
+        if (layer) layer[n] = i;
+        n++;
+    }
+    *count = n;
+    return n ? DCZ_OK : DCZ_ERR_UNSUPPORTED;
+}
+
+dcz_status dcz_cal_collect_stats(dcz_doc *d, const dcz_dataset *data, const size_t *idx,
+                                 size_t n, size_t batch, dcz_progress_fn progress, void *pctx,
+                                 dcz_cal_collect *out)
+{
+    memset(out, 0, sizeof *out);
+    if (n == 0 || batch == 0) return DCZ_ERR_ARG;
+    uint32_t count;
+    TRY(weighted_layers(d, &count, NULL));
+    const size_t size = (size_t)data->c * data->h * data->w;
+    dcz_shape in = { d->input_rank, { 0 } };
+    memcpy(in.dims, d->input_dims, sizeof in.dims);
+    if (dcz_shape_count(&in) != size) return DCZ_ERR_SHAPE;
+    for (size_t i = 0; i < n; i++)
+        if (idx[i] >= data->n) return DCZ_ERR_ARG;
+
+    dcz_model *m = NULL;
+    float *x = NULL, *y = NULL;
+    dcz_status s = DCZ_ERR_NOMEM;
+    out->layer = malloc(count * sizeof *out->layer);
+    out->stats = malloc(count * sizeof *out->stats);
+    if (!out->layer || !out->stats) goto fail;
+    out->count = count;
+    weighted_layers(d, &count, out->layer);
+    for (uint32_t j = 0; j < count; j++) dcz_cal_stats_init(&out->stats[j]);
+    if ((s = dcz_cal_model_hash(d, &out->model_hash)) != DCZ_OK) goto fail;
+    out->data_hash = dcz_cal_data_hash(data, idx, n);
+    out->samples = n;
+    if ((s = open_doc(d, DCZ_PRECISION_FP32, &m)) != DCZ_OK) goto fail;
+    s = DCZ_ERR_NOMEM;
+    x = malloc(batch * size * sizeof *x);
+    y = malloc(batch * dcz_output_size(m) * sizeof *y);
+    if (!x || !y) goto fail;
+    for (int pass = 0; pass < 2; pass++) {
+        tap_ctx t = { out, pass };
+        for (size_t from = 0; from < n; from += batch) {
+            const size_t b = n - from < batch ? n - from : batch;
+            gather(data, idx, from, b, x);
+            for (uint32_t j = 0; j < count; j++) {
+                if (out->layer[j] != 0) continue;
+                if (pass) dcz_cal_observe_hist(&out->stats[j], x, b * size);
+                else dcz_cal_observe_range(&out->stats[j], x, b * size);
+            }
+            if ((s = dcz_run_tapped(m, x, b, y, tap_stats, &t)) != DCZ_OK) goto fail;
+            if (progress) progress(pctx, pass * n + from + b, 2 * n);
+        }
+    }
+    s = DCZ_OK;
+fail:
+    dcz_close(m);
+    free(x);
+    free(y);
+    if (s != DCZ_OK) dcz_cal_collect_free(out);
+    return s;
+}
+
+/* ---- choosing and installing the table -------------------------------------- */
+
+/* A scale inside the format's range; fixed point keeps a power of two. */
+static float clamp_scale(double s)
+{
+    if (!(s > 0)) return 1.0f;
+    if (s < DCZ_SCALE_MIN) return DCZ_SCALE_MIN;
+    if (s > DCZ_SCALE_MAX) return DCZ_SCALE_MAX;
+    return (float)s;
+}
+
+/* Weight scale of a group whose largest |w| is amax: symmetric amax / qmax
+ * for int8; for fixed point Ristretto's rule for parameters, integer length
+ * ceil(log2 amax) + 1 and fl = bits - that, so the scale is 2^-fl. */
+static float weight_scale(double amax, int32_t qmax, int fixed, int *fl)
+{
+    *fl = 0;
+    if (!(amax > 0)) return 1.0f;
+    if (!fixed) return clamp_scale(amax / qmax);
+    const int bits = qmax == 127 ? 8 : 16;
+    int f = bits - ((int)ceil(log2(amax)) + 1);
+    if (f > 40) f = 40;
+    if (f < -40) f = -40;
+    *fl = f;
+    return (float)ldexp(1.0, -f);
+}
+
+dcz_status dcz_cal_apply(dcz_doc *d, uint32_t scheme, const dcz_cal_collect *c,
+                         const dcz_cal_layer_cfg *cfg, dcz_cal_result *res)
+{
+    const int32_t qmax = dcz_scheme_qmax(scheme);
+    const int fixed = scheme != DCZ_SCHEME_INT8;
+    if (qmax == 0 || c->count == 0) return DCZ_ERR_ARG;
+    dcz_doc_calib *t = calloc(1, sizeof *t);
+    if (!t) return DCZ_ERR_NOMEM;
+    t->e = calloc(c->count, sizeof *t->e);
+    if (!t->e) { free(t); return DCZ_ERR_NOMEM; }
+    t->scheme = scheme;
+    t->model_hash = c->model_hash;
+    t->data_hash = c->data_hash;
+    dcz_status s = DCZ_OK;
+    for (uint32_t j = 0; j < c->count && s == DCZ_OK; j++) {
+        const uint32_t L = c->layer[j];
+        if (L >= d->nlayers || !weighted(d->layers[L].op)) { s = DCZ_ERR_ARG; break; }
+        const dcz_doc_tensor *w = &d->layers[L].t[0];
+        dcz_cal_result *r = &res[j];
+        memset(r, 0, sizeof *r);
+        r->layer = L;
+        s = dcz_cal_choose(&c->stats[j], cfg[j].method, cfg[j].percentile, qmax, fixed, &r->act);
+        if (s != DCZ_OK) break;
+        dcz_doc_calib_entry *e = &t->e[t->count];
+        const uint32_t rows = w->dims[0];
+        const size_t per_row = w->n / rows;
+        e->nw = cfg[j].per_channel ? rows : 1;
+        e->w_scale = malloc(e->nw * sizeof *e->w_scale);
+        if (!e->w_scale) { s = DCZ_ERR_NOMEM; break; }
+        t->count++;
+        e->layer = L;
+        e->in_scale = fixed ? (float)ldexp(1.0, -(r->act.fl > 40 ? 40 : r->act.fl < -40 ? -40 : r->act.fl))
+                            : clamp_scale(r->act.scale);
+        r->w_scale_min = INFINITY;
+        r->w_fl_min = INT32_MAX;
+        r->w_fl_max = INT32_MIN;
+        for (uint32_t g = 0; g < e->nw; g++) {
+            const size_t from = e->nw == 1 ? 0 : g * per_row;
+            const size_t to = e->nw == 1 ? w->n : from + per_row;
+            double amax = 0;
+            for (size_t i = from; i < to; i++)
+                if (fabs(w->values[i]) > amax) amax = fabs(w->values[i]);
+            int fl;
+            e->w_scale[g] = weight_scale(amax, qmax, fixed, &fl);
+            if (e->w_scale[g] < r->w_scale_min) r->w_scale_min = e->w_scale[g];
+            if (e->w_scale[g] > r->w_scale_max) r->w_scale_max = e->w_scale[g];
+            if (fl < r->w_fl_min) r->w_fl_min = fl;
+            if (fl > r->w_fl_max) r->w_fl_max = fl;
+        }
+        r->nw = e->nw;
+    }
+    if (s != DCZ_OK) {
+        dcz_doc_calib_free(t);
+        return s;
+    }
+    return dcz_cal_install(d, t);
+}
+
+dcz_status dcz_cal_install(dcz_doc *d, dcz_doc_calib *t)
+{
+    dcz_doc_calib_free(d->calib);
+    d->calib = NULL;
+    const int32_t qmax = dcz_scheme_qmax(t->scheme);
+    for (uint32_t j = 0; j < t->count; j++) {
+        const dcz_doc_calib_entry *e = &t->e[j];
+        if (qmax == 0 || e->layer >= d->nlayers || !weighted(d->layers[e->layer].op)) {
+            dcz_doc_calib_free(t);
+            return DCZ_ERR_FORMAT;
+        }
+        dcz_doc_tensor *w = &d->layers[e->layer].t[0];
+        if (e->nw != 1 && e->nw != w->dims[0]) { dcz_doc_calib_free(t); return DCZ_ERR_FORMAT; }
+        if (w->enc != DCZ_ENC_F32 && w->enc != DCZ_ENC_F16 && !DCZ_ENC_IS_INT(w->enc)) continue;
+        /* dense weights: integers on disk, values exactly what is stored */
+        float *scale = malloc(e->nw * sizeof *scale);
+        if (!scale) { dcz_doc_calib_free(t); return DCZ_ERR_NOMEM; }
+        memcpy(scale, e->w_scale, e->nw * sizeof *scale);
+        free(w->scale);
+        w->scale = scale;
+        w->nscale = e->nw;
+        w->enc = qmax == 127 ? DCZ_ENC_I8 : DCZ_ENC_I16;
+        const size_t per = w->n / e->nw;
+        for (size_t i = 0; i < w->n; i++) {
+            double q = (double)w->values[i] / scale[i / per];
+            q = q >= 0 ? floor(q + 0.5) : -floor(-q + 0.5);
+            if (!(q >= -qmax)) q = -qmax;
+            if (q > qmax) q = qmax;
+            w->values[i] = (float)q * scale[i / per];
+        }
+    }
+    d->calib = t;
+    dcz_status s = dcz_doc_calib_check(d);
+    if (s != DCZ_OK) {
+        dcz_doc_calib_free(d->calib);
+        d->calib = NULL;
+    }
+    return s;
+}
+
+/* ---- SQNR ---------------------------------------------------------------------- */
+
+typedef struct sqnr_ctx {
+    uint32_t count;
+    const uint32_t *layer;
+    float **ref;              /* (count) float outputs of the batch */
+    double *sig, *noise;      /* (count) */
+    int compare;              /* 0: keep the float outputs; 1: compare */
+} sqnr_ctx;
+
+static void tap_sqnr(void *ctx, uint32_t layer, const float *y, size_t batch, uint32_t width)
+{
+    sqnr_ctx *q = ctx;
+    for (uint32_t j = 0; j < q->count; j++) {
+        if (q->layer[j] != layer) continue;
+        const size_t n = batch * width;
+        if (!q->compare) {
+            memcpy(q->ref[j], y, n * sizeof *y);
+            continue;
+        }
+        for (size_t i = 0; i < n; i++) {
+            const double r = q->ref[j][i], e = r - y[i];
+            q->sig[j] += r * r;
+            q->noise[j] += e * e;
+        }
+    }
+}
+
+dcz_status dcz_cal_sqnr(const uint8_t *fbuf, size_t flen, const uint8_t *qbuf, size_t qlen,
+                        const dcz_dataset *data, const size_t *idx, size_t n, size_t batch,
+                        uint32_t count, double *sqnr)
+{
+    dcz_options fo, qo;
+    dcz_options_init(&fo);
+    fo.device = DCZ_DEVICE_CPU;
+    fo.precision = DCZ_PRECISION_FP32;
+    qo = fo;
+    qo.precision = DCZ_PRECISION_AUTO;
+    dcz_model *fm = NULL, *qm = NULL;
+    TRY(dcz_open_memory(fbuf, flen, &fo, &fm));
+    dcz_status s = dcz_open_memory(qbuf, qlen, &qo, &qm);
+    uint32_t *layer = calloc(count ? count : 1, sizeof *layer);
+    float **ref = calloc(count ? count : 1, sizeof *ref);
+    double *sig = calloc(count ? count : 1, sizeof *sig), *noise = calloc(count ? count : 1, sizeof *noise);
+    const size_t size = (size_t)data->c * data->h * data->w;
+    float *x = malloc(batch * size * sizeof *x), *y = NULL;
+    if (s != DCZ_OK) goto done;
+    s = DCZ_ERR_NOMEM;
+    if (!layer || !ref || !sig || !noise || !x) goto done;
+    y = malloc(batch * dcz_output_size(fm) * sizeof *y);
+    if (!y) goto done;
+    uint32_t k = 0;
+    for (uint32_t i = 0; i < fm->nlayers && k < count; i++) {
+        if (!fm->layers[i].w && !fm->layers[i].sp.row_ptr) continue;
+        layer[k] = i;
+        ref[k] = malloc(batch * fm->layers[i].out * sizeof(float));
+        if (!ref[k++]) goto done;
+    }
+    s = DCZ_ERR_ARG;
+    if (k != count) goto done;
+    sqnr_ctx q = { count, layer, ref, sig, noise, 0 };
+    for (size_t from = 0; from < n; from += batch) {
+        const size_t b = n - from < batch ? n - from : batch;
+        gather(data, idx, from, b, x);
+        q.compare = 0;
+        if ((s = dcz_run_tapped(fm, x, b, y, tap_sqnr, &q)) != DCZ_OK) goto done;
+        q.compare = 1;
+        if ((s = dcz_run_tapped(qm, x, b, y, tap_sqnr, &q)) != DCZ_OK) goto done;
+    }
+    for (uint32_t j = 0; j < count; j++)
+        sqnr[j] = noise[j] > 0 ? 10 * log10(sig[j] / noise[j]) : INFINITY;
+    s = DCZ_OK;
+done:
+    for (uint32_t j = 0; ref && j < count; j++) free(ref[j]);
+    free(ref);
+    free(layer);
+    free(sig);
+    free(noise);
+    free(x);
+    free(y);
+    dcz_close(fm);
+    dcz_close(qm);
+    return s;
+}

@@ -1,0 +1,219 @@
+/* qload.c: the integer form of a calibrated model (docs/FORMAT.md, "CALIB
+ * section"; model.h, "integer execution").
+ *
+ * Weights become integers of the scheme's range: per output channel c with
+ * scale s_c, q = round(w / s_c) (half away from zero), clamped to +-qmax.
+ * Dense weights take the sparse execution form with every entry present, so
+ * one family of integer kernels serves dense, pruned and codebook layers; a
+ * codebook becomes one integer table per row (a row's scale is its own).
+ * Integer tensors (I8, I16) are used as stored, after checking their scales
+ * are the table's.
+ *
+ * Between weighted layers j and j' the accumulators of j (units s_in(j) *
+ * s_c) are requantized to the input scale of j' by M_c = s_in(j) s_c /
+ * s_in(j'), written as an integer multiplier and a rounding shift; for the
+ * fixed-point schemes M_c is a power of two and becomes a pure shift. The
+ * floating-point work here happens once, at load; the kernels that run
+ * (kernels_int.c) only multiply, add and shift integers.
+ *
+ * Checked by tests/unit/test_qmodel.c (integer execution against float,
+ * requantization constants, refusals) and tests/fuzz/fuzz_dcz.c.
+ */
+#include <math.h>
+#include <string.h>
+
+#include "runtime/model.h"
+
+#define TRY(expr) do { dcz_status s_ = (expr); if (s_ != DCZ_OK) return s_; } while (0)
+
+/* round(v / s) half away from zero, clamped to +-qmax (NaN gives 0) */
+static int32_t quantize(double v, double s, int32_t qmax)
+{
+    double q = v / s;
+    if (q != q) return 0;
+    q = q >= 0 ? floor(q + 0.5) : -floor(-q + 0.5);
+    if (q > qmax) return qmax;
+    if (q < -qmax) return -qmax;
+    return (int32_t)q;
+}
+
+static float le_f32(const uint8_t *p, uint32_t i) { return dcz_f32_from_bits(dcz_le32(p + (size_t)i * 4)); }
+
+dcz_status dcz_qload_weights(dcz_arena *a, uint32_t scheme, const dcz_tensor_view *w,
+                             const dcz_calib_entry *e, dcz_exec_layer *l)
+{
+    const int32_t qmax = dcz_scheme_qmax(scheme);
+    const uint32_t rows = w->dims[0], cols = (uint32_t)(w->n / w->dims[0]);
+    if (e->nw != 1 && e->nw != rows) return DCZ_ERR_FORMAT;
+    if (DCZ_ENC_IS_INT(w->enc)) {
+        if (w->nscale != e->nw) return DCZ_ERR_FORMAT;
+        for (uint32_t i = 0; i < e->nw; i++)
+            if (dcz_le32(w->scales + (size_t)i * 4) != dcz_le32(e->w_scale + (size_t)i * 4))
+                return DCZ_ERR_FORMAT;
+    }
+    const int dense = w->enc == DCZ_ENC_F32 || w->enc == DCZ_ENC_F16 || DCZ_ENC_IS_INT(w->enc);
+    const uint64_t entries = dense ? w->n : l->sp.entries;
+    float *ws = dcz_arena_take(a, (uint64_t)rows * 4);
+    int64_t *qbias = dcz_arena_take(a, (uint64_t)rows * 8);
+    int32_t *mult = dcz_arena_take(a, (uint64_t)rows * 4);
+    uint8_t *shift = dcz_arena_take(a, rows);
+    float *out_scale = dcz_arena_take(a, (uint64_t)rows * 4);
+    uint32_t *row_ptr = NULL;
+    uint8_t *step = NULL;
+    int16_t *qval = NULL, *qtab = NULL;
+    if (dense) {
+        row_ptr = dcz_arena_take(a, ((uint64_t)rows + 1) * 4);
+        step = dcz_arena_take(a, entries);
+    }
+    if (w->enc == DCZ_ENC_CODEBOOK) qtab = dcz_arena_take(a, (uint64_t)rows * w->k * 2);
+    else qval = dcz_arena_take(a, entries * 2);
+    if (!a->base) return DCZ_OK;
+
+    for (uint32_t r = 0; r < rows; r++) ws[r] = le_f32(e->w_scale, e->nw == 1 ? 0 : r);
+    dcz_qsparse *qs = &l->qs;
+    memset(qs, 0, sizeof *qs);
+    qs->rows = rows;
+    qs->cols = cols;
+    qs->entries = (uint32_t)entries;
+    if (dense) {
+        for (uint32_t r = 0; r <= rows; r++) row_ptr[r] = r * cols;
+        for (uint64_t i = 0; i < entries; i++) {
+            const uint32_t r = (uint32_t)(i / cols);
+            step[i] = i % cols ? 1 : 0;
+            int32_t q;
+            if (w->enc == DCZ_ENC_I8) {
+                q = (int8_t)w->payload[i];
+            } else if (w->enc == DCZ_ENC_I16) {
+                q = (int16_t)(uint16_t)(w->payload[i * 2] | w->payload[i * 2 + 1] << 8);
+            } else {
+                q = quantize(l->w[i], ws[r], qmax);
+            }
+            if (q > qmax || q < -qmax) return DCZ_ERR_FORMAT;
+            qval[i] = (int16_t)q;
+        }
+        qs->row_ptr = row_ptr;
+        qs->step = step;
+        qs->qval = qval;
+        l->w = NULL; /* the float copy is not used on integers */
+    } else {
+        qs->row_ptr = l->sp.row_ptr;
+        qs->step = l->sp.step;
+        if (qtab) {
+            for (uint32_t r = 0; r < rows; r++)
+                for (uint32_t k = 0; k < w->k; k++)
+                    qtab[(size_t)r * w->k + k] = (int16_t)quantize(l->sp.codebook[k], ws[r], qmax);
+            qs->idx = l->sp.idx;
+            qs->qtab = qtab;
+            qs->k = w->k;
+        } else {
+            for (uint32_t r = 0; r < rows; r++)
+                for (uint32_t i = l->sp.row_ptr[r]; i < l->sp.row_ptr[r + 1]; i++)
+                    qval[i] = l->sp.step[i] == DCZ_STEP_FILLER
+                        ? 0 : (int16_t)quantize(l->sp.val[i], ws[r], qmax);
+            qs->qval = qval;
+        }
+    }
+    l->channels = rows;
+    l->w_scale = ws;
+    l->in_scale = e->in_scale;
+    l->qbias = qbias;
+    l->rq_mult = mult;
+    l->rq_shift = shift;
+    l->out_scale = out_scale;
+    return DCZ_OK;
+}
+
+/* M = mult * 2^-shift with mult < 2^31 and shift <= 62, mult odd unless
+ * shift is 0 (so a power of two is a pure shift, or a pure multiply). */
+static dcz_status requant_of(double M, int32_t *mult, uint8_t *shift)
+{
+    *mult = 0;
+    *shift = 0;
+    if (!(M > 0)) return M == 0 ? DCZ_OK : DCZ_ERR_FORMAT;
+    int e;
+    const double f = frexp(M, &e);           /* M = f 2^e, f in [0.5, 1) */
+    int64_t m = (int64_t)floor(f * 2147483648.0 + 0.5);
+    if (m == 2147483648LL) { m >>= 1; e++; }
+    int sh = 31 - e;
+    while (sh > 0 && (m & 1) == 0) { m >>= 1; sh--; }
+    if (sh > 62) {                           /* tiny M: drop precision to fit */
+        m >>= (sh - 62 < 63 ? sh - 62 : 62);
+        sh = 62;
+    }
+    while (sh < 0) {                         /* M >= 2^31 */
+        if (m > (INT32_MAX >> 1)) return DCZ_ERR_UNSUPPORTED;
+        m <<= 1;
+        sh++;
+    }
+    *mult = (int32_t)m;
+    *shift = (uint8_t)sh;
+    return DCZ_OK;
+}
+
+/* The largest |accumulator| output channel c of l can produce: each
+ * entry meets one input of at most qmax (a conv output pixel meets each tap
+ * once), plus the bias. In double, so the bound itself cannot overflow. */
+static double acc_bound(const dcz_exec_layer *l, uint32_t c, int32_t qmax)
+{
+    double sum = 0;
+    const dcz_qsparse *qs = &l->qs;
+    for (uint32_t e = qs->row_ptr[c]; e < qs->row_ptr[c + 1]; e++)
+        if (qs->step[e] != DCZ_STEP_FILLER) sum += fabs((double)dcz_qsparse_weight(qs, c, e));
+    return sum * qmax + fabs((double)l->qbias[c]);
+}
+
+/* Biases in accumulator units, the float scale of each accumulator, and
+ * the range checks of model.h: every sum of an 8-bit scheme within 32 bits,
+ * of fixed16 within 62 bits. */
+static dcz_status finish_weighted(dcz_exec_layer *l, int32_t qmax)
+{
+    const double limit = qmax == 127 ? 0x1p31 : 0x1p62;
+    for (uint32_t c = 0; c < l->channels; c++) {
+        const double unit = (double)l->in_scale * l->w_scale[c];
+        const double b = l->bias ? l->bias[c] / unit : 0;
+        const double qb = b >= 0 ? floor(b + 0.5) : -floor(-b + 0.5);
+        if (!(fabs(qb) < 0x1p46)) return DCZ_ERR_UNSUPPORTED;
+        l->qbias[c] = (int64_t)qb;
+        l->out_scale[c] = (float)unit;
+        if (!(acc_bound(l, c, qmax) < limit)) return DCZ_ERR_UNSUPPORTED;
+    }
+    return DCZ_OK;
+}
+
+/* Requantization of l's accumulators to the input scale of the next
+ * weighted layer; a multiplier that is not a pure power of two must keep
+ * |acc * mult| below 2^62 (model.h). */
+static dcz_status requant_link(dcz_exec_layer *l, float next_in_scale, int32_t qmax)
+{
+    for (uint32_t c = 0; c < l->channels; c++) {
+        const double M = (double)l->in_scale * l->w_scale[c] / next_in_scale;
+        TRY(requant_of(M, &l->rq_mult[c], &l->rq_shift[c]));
+        if (l->rq_shift[c] > 0 && !(acc_bound(l, c, qmax) * l->rq_mult[c] < 0x1p62))
+            return DCZ_ERR_UNSUPPORTED;
+    }
+    return DCZ_OK;
+}
+
+dcz_status dcz_qload_finish(dcz_model *m)
+{
+    uint32_t first = UINT32_MAX, last = 0;
+    for (uint32_t i = 0; i < m->nlayers; i++) {
+        if (!m->layers[i].w_scale) continue;
+        if (first == UINT32_MAX) first = i;
+        last = i;
+    }
+    if (first == UINT32_MAX) return DCZ_ERR_FORMAT;
+    m->q_first = first;
+    m->q_last = last;
+    dcz_exec_layer *prev = NULL;
+    for (uint32_t i = first; i <= last; i++) {
+        dcz_exec_layer *l = &m->layers[i];
+        if (l->kernel == DCZ_K_SOFTMAX) return DCZ_ERR_FORMAT;
+        l->q = 1;
+        if (!l->w_scale) continue;
+        TRY(finish_weighted(l, m->qmax));
+        if (prev) TRY(requant_link(prev, l->in_scale, m->qmax));
+        prev = l;
+    }
+    return DCZ_OK;
+}

@@ -1,0 +1,96 @@
+#!/usr/bin/env bash
+# calibrate on Fashion-MNIST: an MLP and a small CNN run on integers after
+# calibration (int8, fixed8, fixed16) close to their float accuracy; the
+# table is the same whatever the batch order and size; it goes out to text
+# and comes back exactly; a table made for another model or data is refused
+# unless forced; bad arguments are usage errors, bad inputs exit 2.
+source "$(dirname "$0")/lib.bash"
+D=fashion-mnist
+"$DCZ" train --arch mlp:784-48-24-10 --epochs 1 --data $D --seed 7 --threads 2 -q --json -o "$T/mlp.dcz" \
+    > "$T/train.json" || fail "train mlp"
+fp32=$(json_field accuracy "$T/train.json")
+
+# int8 per channel, entropy: the written file runs on integers
+"$DCZ" calibrate "$T/mlp.dcz" --data $D --calib-batches 4 --batch 100 --json -q -o "$T/int8.dcz" \
+    > "$T/c.json" || fail "calibrate int8"
+[ "$(json_field scheme "$T/c.json")" = int8 ] || fail "scheme: $(cat "$T/c.json")"
+[ "$(json_field method "$T/c.json")" = entropy ] || fail "default int8 method"
+acc=$(json_field accuracy "$T/c.json")
+awk -v a="$acc" -v f="$fp32" 'BEGIN { exit !(a > f - 0.01) }' || fail "int8 accuracy $acc against fp32 $fp32"
+grep -q '"weight_scales":48' "$T/c.json" || fail "per-channel weight scales of fc1: $(cat "$T/c.json")"
+"$DCZ" eval "$T/int8.dcz" --data $D --json > "$T/e.json" || fail "eval int8"
+[ "$(json_field accuracy "$T/e.json")" = "$acc" ] || fail "eval of int8 file differs from the reported accuracy"
+[ "$(json_field scheme "$T/e.json")" = int8 ] || fail "eval does not run the int8 scheme"
+"$DCZ" eval "$T/int8.dcz" --data $D --fp32 --json > "$T/e32.json" || fail "eval --fp32"
+[ "$(json_field scheme "$T/e32.json")" = fp32 ] || fail "eval --fp32 scheme"
+# dense weights are int8 on disk: the file is about a quarter of the float one
+in_bytes=$(stat -c %s "$T/mlp.dcz"); out_bytes=$(stat -c %s "$T/int8.dcz")
+[ "$out_bytes" -lt $(( in_bytes / 3 )) ] || fail "int8 file $out_bytes bytes, float $in_bytes"
+"$DCZ" info "$T/int8.dcz" > "$T/info.txt" || fail "info"
+grep -q 'int8' "$T/info.txt" || fail "info does not show the int8 weights: $(cat "$T/info.txt")"
+
+# fixed point: 16 bits within 0.2 points, 8 bits runs
+"$DCZ" calibrate "$T/mlp.dcz" --data $D --scheme fixed16 --calib-batches 2 --json -q -o "$T/f16.dcz" \
+    > "$T/c16.json" || fail "calibrate fixed16"
+awk -v a="$(json_field accuracy "$T/c16.json")" -v f="$fp32" 'BEGIN { exit !(a > f - 0.002) }' ||
+    fail "fixed16 accuracy $(json_field accuracy "$T/c16.json") against $fp32"
+"$DCZ" calibrate "$T/mlp.dcz" --data $D --scheme fixed8 --method mse --calib-batches 2 -q -o "$T/f8.dcz" > "$T/f8.txt" ||
+    fail "calibrate fixed8"
+grep -q '^fc1 .*Q' "$T/f8.txt" || fail "fixed8 table shows no Qm.n: $(cat "$T/f8.txt")"
+
+# same samples, another order and batch size: the same table, bit for bit
+"$DCZ" calibrate "$T/mlp.dcz" --data $D --calib-batches 4 --batch 100 -q --save-table "$T/a.txt" -o "$T/a.dcz" > /dev/null ||
+    fail "calibrate a"
+"$DCZ" calibrate "$T/mlp.dcz" --data $D --calib-batches 16 --batch 25 --calib-order 9 -q --save-table "$T/b.txt" \
+    -o "$T/b.dcz" > /dev/null || fail "calibrate b"
+cmp -s "$T/a.txt" "$T/b.txt" || fail "tables differ with batch order and size: $(diff "$T/a.txt" "$T/b.txt" | head)"
+grep -q '^data_hash = ' "$T/a.txt" && grep -q '^model_hash = ' "$T/a.txt" && grep -q '^\[fc1\]' "$T/a.txt" ||
+    fail "table text: $(head "$T/a.txt")"
+
+# the table comes back: installed, it is the same table and runs the same
+"$DCZ" calibrate "$T/mlp.dcz" --table "$T/a.txt" -q --save-table "$T/c.txt" -o "$T/c.dcz" > /dev/null || fail "import"
+diff <(grep -v '^samples' "$T/a.txt") <(grep -v '^samples' "$T/c.txt") > /dev/null || fail "imported table differs"
+"$DCZ" eval "$T/c.dcz" --data $D --json > "$T/ec.json" && "$DCZ" eval "$T/a.dcz" --data $D --json > "$T/ea.json" ||
+    fail "eval imported"
+[ "$(json_field accuracy "$T/ec.json")" = "$(json_field accuracy "$T/ea.json")" ] || fail "imported table runs differently"
+# a table for another model is refused, or installed with --force
+"$DCZ" train --arch mlp:784-32-10 --epochs 1 --data $D --seed 8 --threads 2 -q -o "$T/other.dcz" || fail "train other"
+expect 2 "$DCZ" calibrate "$T/other.dcz" --table "$T/a.txt" -o "$T/x.dcz"
+grep -q 'not the model' "$T/err" || fail "other graph message: $(cat "$T/err")"
+"$DCZ" train --arch mlp:784-48-24-10 --epochs 1 --data $D --seed 9 --threads 2 -q -o "$T/retrained.dcz" || fail "train retrained"
+expect 2 "$DCZ" calibrate "$T/retrained.dcz" --table "$T/a.txt" -o "$T/x.dcz"
+grep -q 'model_hash' "$T/err" || fail "hash message: $(cat "$T/err")"
+[ ! -e "$T/x.dcz" ] || fail "a refused import wrote a file"
+expect 0 "$DCZ" calibrate "$T/retrained.dcz" --table "$T/a.txt" --force -q -o "$T/x.dcz"
+# other calibration data than the table's is refused too
+expect 2 "$DCZ" calibrate "$T/mlp.dcz" --table "$T/a.txt" --data $D --calib-batches 3 -o "$T/y.dcz"
+grep -q 'data_hash' "$T/err" || fail "data hash message: $(cat "$T/err")"
+# a damaged table
+sed 's/^in_scale = 0x/in_scale = zz/' "$T/a.txt" > "$T/bad.txt"
+expect 2 "$DCZ" calibrate "$T/mlp.dcz" --table "$T/bad.txt" -o "$T/x2.dcz"
+grep -q 'line' "$T/err" || fail "damaged table message: $(cat "$T/err")"
+
+# --compare: every method, one accuracy each
+"$DCZ" calibrate "$T/mlp.dcz" --data $D --compare --calib-batches 2 -q > "$T/cmp.txt" || fail "compare"
+for m in minmax percentile:99.99 percentile:99.9 mse entropy; do
+    grep -q "^$m " "$T/cmp.txt" || fail "compare misses $m: $(cat "$T/cmp.txt")"
+done
+
+# a small CNN: conv, pooling and dense layers on integers
+"$DCZ" train --arch cnn:c6k3-p2-c8k3-a2-f10 --epochs 1 --data $D --seed 5 --threads 2 -q --json -o "$T/cnn.dcz" \
+    > "$T/ct.json" || fail "train cnn"
+cfp=$(json_field accuracy "$T/ct.json")
+"$DCZ" calibrate "$T/cnn.dcz" --data $D --calib-batches 2 --json -q -o "$T/cnn8.dcz" > "$T/cc.json" || fail "calibrate cnn"
+awk -v a="$(json_field accuracy "$T/cc.json")" -v f="$cfp" 'BEGIN { exit !(a > f - 0.01) }' ||
+    fail "cnn int8 $(json_field accuracy "$T/cc.json") against $cfp"
+
+# usage errors and bad inputs
+expect 1 "$DCZ" calibrate "$T/mlp.dcz" --data $D --scheme int4 -o "$T/x3.dcz"
+expect 1 "$DCZ" calibrate "$T/mlp.dcz" --data $D --method 'fc1=kl' -o "$T/x3.dcz"
+expect 1 "$DCZ" calibrate "$T/mlp.dcz" --data $D --method 'conv9=mse' -o "$T/x3.dcz"
+expect 1 "$DCZ" calibrate "$T/mlp.dcz" --data $D --granularity 'per-row' -o "$T/x3.dcz"
+expect 1 "$DCZ" calibrate "$T/mlp.dcz" -o "$T/x3.dcz"
+echo "not a model" > "$T/junk.dcz"
+expect 2 "$DCZ" calibrate "$T/junk.dcz" --data $D -o "$T/x3.dcz"
+[ ! -e "$T/x3.dcz" ] || fail "a failed calibrate left an output"
+exit 0

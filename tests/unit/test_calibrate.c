@@ -1,0 +1,496 @@
+/* test_calibrate.c: the calibrate stage and integer execution end to end.
+ *
+ * - The same calibration samples give bit-identical tables whatever the
+ *   batch size and order (every method, every scheme).
+ * - A calibrated model runs on integers and stays close to its float twin
+ *   (int8, fixed8, fixed16; dense, pruned and codebook weights; conv,
+ *   pools, dense).
+ * - A fixed-point MLP computed by hand from docs/FORMAT.md ("Integer
+ *   execution") equals libdcz's output bit for bit.
+ * - Tables survive their text form exactly; malformed tables and CALIB
+ *   sections that do not fit the graph are refused.
+ */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "calibrate/calibrate.h"
+#include "runtime/model.h"
+#include "tests/check.h"
+#include "tests/unit/doc_build.h"
+
+static float urand(dcz_rng *r, float lo, float hi) { return lo + (hi - lo) * dcz_rng_uniform(r); }
+
+/* input (1, 8, 8) -> conv1 3x3 pad 1 (4, dense) -> relu -> maxpool 2 ->
+ * conv2 3x3 (6, codebook, half pruned) -> avgpool 2 -> flatten -> fc1 (16,
+ * dense) -> relu -> fc2 (5, sparse fp32) -> softmax */
+static dcz_doc *make_net(uint64_t seed)
+{
+    dcz_doc *d;
+    if (dcz_doc_alloc(10, &d) != DCZ_OK) return NULL;
+    d->input_rank = 3;
+    d->input_dims[0] = 1; d->input_dims[1] = 8; d->input_dims[2] = 8;
+    dcz_doc_layer *L = d->layers;
+    doc_conv_layer(&L[0], "conv1", 1, 4, 3, 1, 1, DCZ_ENC_F32, 0, 0, 0);
+    doc_plain_layer(&L[1], DCZ_OP_RELU, "relu1");
+    doc_pool_layer(&L[2], DCZ_OP_MAXPOOL, "pool1", 2, 2, 0, 0);
+    doc_conv_layer(&L[3], "conv2", 4, 6, 3, 1, 0, DCZ_ENC_CODEBOOK, 4, 4, DCZ_CODING_HUFFMAN);
+    doc_pool_layer(&L[4], DCZ_OP_AVGPOOL, "pool2", 2, 2, 0, 0);
+    doc_plain_layer(&L[5], DCZ_OP_FLATTEN, "flat");
+    doc_dense_layer(&L[6], "fc1", 6, 16, DCZ_ENC_F32, 0, 0, 0);
+    doc_plain_layer(&L[7], DCZ_OP_RELU, "relu2");
+    doc_dense_layer(&L[8], "fc2", 16, 5, DCZ_ENC_SPARSE_F32, 3, 0, DCZ_CODING_RAW);
+    doc_plain_layer(&L[9], DCZ_OP_SOFTMAX, "prob");
+    dcz_rng r;
+    dcz_rng_seed(&r, seed);
+    for (int li = 0; li < 10; li++) {
+        dcz_doc_layer *l = &L[li];
+        if (!l->ntensors) continue;
+        dcz_doc_tensor *w = &l->t[0], *b = &l->t[1];
+        for (size_t i = 0; i < b->n; i++) b->values[i] = urand(&r, -0.2f, 0.2f);
+        if (w->enc == DCZ_ENC_CODEBOOK)
+            for (uint32_t k = 0; k < w->k; k++) w->codebook[k] = urand(&r, -0.6f, 0.6f);
+        for (size_t i = 0; i < w->n; i++) {
+            if (w->mask) {
+                w->mask[i] = dcz_rng_uniform(&r) < 0.5f;
+                if (!w->mask[i]) continue;
+            }
+            if (w->enc == DCZ_ENC_CODEBOOK) {
+                w->assign[i] = (uint8_t)dcz_rng_below(&r, w->k);
+                w->values[i] = w->codebook[w->assign[i]];
+            } else {
+                w->values[i] = urand(&r, -0.5f, 0.5f);
+            }
+        }
+    }
+    return d;
+}
+
+static int make_data(dcz_dataset *data, size_t n, uint64_t seed)
+{
+    memset(data, 0, sizeof *data);
+    data->x = malloc(n * 64 * sizeof *data->x);
+    data->y = malloc(n);
+    if (!data->x || !data->y) return 0;
+    data->n = n;
+    data->c = 1; data->h = 8; data->w = 8;
+    data->classes = 5;
+    dcz_rng r;
+    dcz_rng_seed(&r, seed);
+    for (size_t i = 0; i < n; i++) {
+        data->y[i] = (uint8_t)dcz_rng_below(&r, 5);
+        for (int j = 0; j < 64; j++) {
+            float v = dcz_rng_uniform(&r);
+            data->x[i * 64 + j] = v * v; /* skewed towards 0, like images */
+        }
+    }
+    return 1;
+}
+
+static const dcz_cal_method methods[] = { DCZ_CAL_MINMAX, DCZ_CAL_PERCENTILE, DCZ_CAL_MSE, DCZ_CAL_ENTROPY };
+static const uint32_t schemes[] = { DCZ_SCHEME_INT8, DCZ_SCHEME_FIXED8, DCZ_SCHEME_FIXED16 };
+
+static void fill_cfg(dcz_cal_layer_cfg *cfg, uint32_t count, dcz_cal_method m, int per_channel)
+{
+    for (uint32_t j = 0; j < count; j++) {
+        cfg[j].method = m;
+        cfg[j].percentile = 99.9;
+        cfg[j].per_channel = per_channel;
+    }
+}
+
+static int same_table(const dcz_doc_calib *a, const dcz_doc_calib *b)
+{
+    if (a->scheme != b->scheme || a->count != b->count || a->model_hash != b->model_hash ||
+        a->data_hash != b->data_hash)
+        return 0;
+    for (uint32_t j = 0; j < a->count; j++) {
+        if (a->e[j].layer != b->e[j].layer || a->e[j].nw != b->e[j].nw ||
+            dcz_f32_bits(a->e[j].in_scale) != dcz_f32_bits(b->e[j].in_scale))
+            return 0;
+        for (uint32_t i = 0; i < a->e[j].nw; i++)
+            if (dcz_f32_bits(a->e[j].w_scale[i]) != dcz_f32_bits(b->e[j].w_scale[i])) return 0;
+    }
+    return 1;
+}
+
+static void test_order_and_batch_independence(void)
+{
+    dcz_dataset data;
+    REQUIRE(make_data(&data, 600, 11), "data");
+    dcz_doc *d = make_net(1);
+    REQUIRE(d, "net");
+    size_t *a = malloc(500 * sizeof *a), *b = malloc(500 * sizeof *b);
+    for (size_t i = 0; i < 500; i++) a[i] = i;
+    memcpy(b, a, 500 * sizeof *b);
+    dcz_rng r;
+    dcz_rng_seed(&r, 5);
+    for (size_t i = 500; i > 1; i--) {
+        size_t j = dcz_rng_below(&r, (uint32_t)i), t = b[i - 1];
+        b[i - 1] = b[j];
+        b[j] = t;
+    }
+    dcz_cal_collect ca, cb;
+    REQUIRE(dcz_cal_collect_stats(d, &data, a, 500, 100, NULL, NULL, &ca) == DCZ_OK, "collect a");
+    REQUIRE(dcz_cal_collect_stats(d, &data, b, 500, 37, NULL, NULL, &cb) == DCZ_OK, "collect b");
+    CHECK(ca.count == 4 && cb.count == 4, "4 weighted layers, got %u", ca.count);
+    CHECK(ca.data_hash == cb.data_hash, "data hash depends on order");
+    CHECK(ca.model_hash == cb.model_hash, "model hash differs");
+    CHECK(memcmp(ca.stats, cb.stats, ca.count * sizeof *ca.stats) == 0, "statistics differ");
+    dcz_cal_layer_cfg cfg[4];
+    dcz_cal_result res[4];
+    for (size_t s = 0; s < 3; s++)
+        for (size_t m = 0; m < 4; m++) {
+            dcz_doc *da = make_net(1), *db = make_net(1);
+            fill_cfg(cfg, 4, methods[m], (int)(m & 1));
+            CHECK(dcz_cal_apply(da, schemes[s], &ca, cfg, res) == DCZ_OK, "apply a");
+            CHECK(dcz_cal_apply(db, schemes[s], &cb, cfg, res) == DCZ_OK, "apply b");
+            CHECK(da->calib && db->calib && same_table(da->calib, db->calib),
+                  "scheme %u method %u: tables differ", schemes[s], methods[m]);
+            dcz_doc_free(da);
+            dcz_doc_free(db);
+        }
+    /* a different sample set gives a different data hash */
+    CHECK(dcz_cal_data_hash(&data, a, 499) != ca.data_hash, "data hash ignores a sample");
+    dcz_cal_collect_free(&ca);
+    dcz_cal_collect_free(&cb);
+    free(a);
+    free(b);
+    dcz_doc_free(d);
+    dcz_dataset_free(&data);
+}
+
+/* runs doc bytes on every sample with the given precision */
+static int run_all(const uint8_t *buf, size_t len, dcz_precision p, const dcz_dataset *data,
+                   float *out, dcz_scheme *scheme)
+{
+    dcz_options o;
+    dcz_options_init(&o);
+    o.precision = p;
+    dcz_model *m;
+    if (dcz_open_memory(buf, len, &o, &m) != DCZ_OK) return 0;
+    *scheme = dcz_model_scheme(m);
+    int ok = dcz_run(m, data->x, data->n, out) == DCZ_OK;
+    /* batch 1 gives the same bits as a batch */
+    float one[5];
+    for (size_t i = 0; ok && i < data->n; i += 37) {
+        ok = dcz_run(m, data->x + i * 64, 1, one) == DCZ_OK && memcmp(one, out + i * 5, sizeof one) == 0;
+    }
+    dcz_close(m);
+    return ok;
+}
+
+static void test_integer_close_to_float(void)
+{
+    dcz_dataset data;
+    REQUIRE(make_data(&data, 400, 21), "data");
+    size_t idx[300];
+    for (size_t i = 0; i < 300; i++) idx[i] = i;
+    float *fo = malloc(data.n * 5 * sizeof *fo), *qo = malloc(data.n * 5 * sizeof *qo);
+    /* the tolerances: max |p_int - p_float| over all outputs, and top-1 agreement */
+    const double tol[3] = { 0.08, 0.3, 0.002 };
+    const double agree_min[3] = { 0.9, 0.6, 0.99 };
+    for (size_t s = 0; s < 3; s++) {
+        dcz_doc *d = make_net(3);
+        uint8_t *fbuf, *qbuf;
+        size_t flen, qlen;
+        REQUIRE(dcz_doc_write(d, &fbuf, &flen) == DCZ_OK, "write float");
+        dcz_cal_collect c;
+        REQUIRE(dcz_cal_collect_stats(d, &data, idx, 300, 64, NULL, NULL, &c) == DCZ_OK, "collect");
+        dcz_cal_layer_cfg cfg[4];
+        dcz_cal_result res[4];
+        fill_cfg(cfg, 4, s == 1 ? DCZ_CAL_MSE : DCZ_CAL_MINMAX, s == 0);
+        REQUIRE(dcz_cal_apply(d, schemes[s], &c, cfg, res) == DCZ_OK, "apply");
+        CHECK(d->layers[0].t[0].enc == (s == 2 ? DCZ_ENC_I16 : DCZ_ENC_I8), "dense weights as integers");
+        CHECK(d->layers[3].t[0].enc == DCZ_ENC_CODEBOOK && d->layers[8].t[0].enc == DCZ_ENC_SPARSE_F32,
+              "sparse weights keep their encoding");
+        REQUIRE(dcz_doc_write(d, &qbuf, &qlen) == DCZ_OK, "write calibrated");
+        dcz_scheme fs, qs, ps;
+        REQUIRE(run_all(fbuf, flen, DCZ_PRECISION_AUTO, &data, fo, &fs), "float run");
+        REQUIRE(run_all(qbuf, qlen, DCZ_PRECISION_AUTO, &data, qo, &qs), "integer run");
+        CHECK(fs == DCZ_SCHEME_NONE && qs == (dcz_scheme)schemes[s], "schemes %d %d", fs, qs);
+        double maxd = 0;
+        size_t agree = 0;
+        for (size_t i = 0; i < data.n; i++) {
+            size_t af = 0, aq = 0;
+            for (int k = 0; k < 5; k++) {
+                double e = fabs((double)fo[i * 5 + k] - qo[i * 5 + k]);
+                if (e > maxd) maxd = e;
+                if (fo[i * 5 + k] > fo[i * 5 + af]) af = (size_t)k;
+                if (qo[i * 5 + k] > qo[i * 5 + aq]) aq = (size_t)k;
+            }
+            agree += af == aq;
+        }
+        CHECK(maxd <= tol[s], "scheme %u: max |diff| %g > %g", schemes[s], maxd, tol[s]);
+        CHECK((double)agree / data.n >= agree_min[s], "scheme %u: top-1 agreement %zu of %zu",
+              schemes[s], agree, data.n);
+        /* SQNR rises with the bits */
+        double sq[4];
+        REQUIRE(dcz_cal_sqnr(fbuf, flen, qbuf, qlen, &data, idx, 300, 50, 4, sq) == DCZ_OK, "sqnr");
+        for (int j = 0; j < 4; j++)
+            CHECK(sq[j] > (s == 2 ? 40 : 10), "scheme %u layer %d: SQNR %g dB", schemes[s], j, sq[j]);
+        /* FP32 precision ignores the table */
+        REQUIRE(run_all(qbuf, qlen, DCZ_PRECISION_FP32, &data, qo, &ps), "fp32 run");
+        CHECK(ps == DCZ_SCHEME_NONE, "precision fp32 runs in float");
+        free(fbuf);
+        free(qbuf);
+        dcz_cal_collect_free(&c);
+        dcz_doc_free(d);
+    }
+    free(fo);
+    free(qo);
+    dcz_dataset_free(&data);
+}
+
+/* ---- a fixed-point MLP by hand ------------------------------------------------- */
+
+static int64_t rnd_shift(int64_t v, int k)
+{
+    if (k <= 0) return v * ((int64_t)1 << -k);
+    const int64_t d = (int64_t)1 << k;
+    int64_t h = v + d / 2;
+    return h >= 0 ? h / d : -((-h + d - 1) / d);
+}
+
+static int64_t clampq(int64_t v, int64_t q) { return v > q ? q : v < -q ? -q : v; }
+
+static int64_t rnd(double v) { return (int64_t)(v >= 0 ? floor(v + 0.5) : -floor(-v + 0.5)); }
+
+static void test_fixed_point_by_hand(void)
+{
+    /* 6 -> fc1 (5) -> relu -> fc2 (3), fixed8: in 2^-6, w1 2^-7, h 2^-4, w2 2^-6 */
+    dcz_doc *d;
+    REQUIRE(dcz_doc_alloc(3, &d) == DCZ_OK, "alloc");
+    d->input_rank = 1;
+    d->input_dims[0] = 6;
+    doc_dense_layer(&d->layers[0], "fc1", 6, 5, DCZ_ENC_F32, 0, 0, 0);
+    doc_plain_layer(&d->layers[1], DCZ_OP_RELU, "relu");
+    doc_dense_layer(&d->layers[2], "fc2", 5, 3, DCZ_ENC_F32, 0, 0, 0);
+    dcz_rng r;
+    dcz_rng_seed(&r, 9);
+    for (int li = 0; li < 3; li += 2)
+        for (int t = 0; t < 2; t++)
+            for (size_t i = 0; i < d->layers[li].t[t].n; i++)
+                d->layers[li].t[t].values[i] = urand(&r, -0.9f, 0.9f);
+    const int fl_in = 6, fl_w1 = 7, fl_h = 4, fl_w2 = 6;
+    dcz_doc_calib *t = calloc(1, sizeof *t);
+    t->scheme = DCZ_SCHEME_FIXED8;
+    t->count = 2;
+    t->e = calloc(2, sizeof *t->e);
+    t->e[0] = (dcz_doc_calib_entry){ 0, ldexpf(1, -fl_in), 1, malloc(sizeof(float)) };
+    t->e[1] = (dcz_doc_calib_entry){ 2, ldexpf(1, -fl_h), 1, malloc(sizeof(float)) };
+    t->e[0].w_scale[0] = ldexpf(1, -fl_w1);
+    t->e[1].w_scale[0] = ldexpf(1, -fl_w2);
+    /* keep the float weights for the hand computation */
+    float w1[30], b1[5], w2[15], b2[3];
+    memcpy(w1, d->layers[0].t[0].values, sizeof w1);
+    memcpy(b1, d->layers[0].t[1].values, sizeof b1);
+    memcpy(w2, d->layers[2].t[0].values, sizeof w2);
+    memcpy(b2, d->layers[2].t[1].values, sizeof b2);
+    REQUIRE(dcz_cal_install(d, t) == DCZ_OK, "install");
+    uint8_t *buf;
+    size_t len;
+    REQUIRE(dcz_doc_write(d, &buf, &len) == DCZ_OK, "write");
+    dcz_model *m;
+    REQUIRE(dcz_open_memory(buf, len, NULL, &m) == DCZ_OK, "open");
+    int mismatches = 0;
+    for (int trial = 0; trial < 200; trial++) {
+        float x[6], y[3];
+        for (int i = 0; i < 6; i++) x[i] = urand(&r, -2.5f, 2.5f); /* some saturate at +-127/64 */
+        REQUIRE(dcz_run(m, x, 1, y) == DCZ_OK, "run");
+        int64_t xq[6], h[5];
+        for (int i = 0; i < 6; i++) xq[i] = clampq(rnd(ldexp(x[i], fl_in)), 127);
+        for (int o = 0; o < 5; o++) {
+            int64_t acc = rnd(ldexp(b1[o], fl_in + fl_w1));
+            for (int i = 0; i < 6; i++) acc += clampq(rnd(ldexp(w1[o * 6 + i], fl_w1)), 127) * xq[i];
+            h[o] = clampq(rnd_shift(acc, fl_in + fl_w1 - fl_h), 127);
+            if (h[o] < 0) h[o] = 0;
+        }
+        for (int o = 0; o < 3; o++) {
+            int64_t acc = rnd(ldexp(b2[o], fl_h + fl_w2));
+            for (int i = 0; i < 5; i++) acc += clampq(rnd(ldexp(w2[o * 5 + i], fl_w2)), 127) * h[i];
+            const float want = (float)acc * ldexpf(1, -(fl_h + fl_w2));
+            if (dcz_f32_bits(want) != dcz_f32_bits(y[o]) && mismatches++ < 5)
+                CHECK(0, "trial %d output %d: libdcz %.9g, by hand %.9g", trial, o, y[o], want);
+        }
+    }
+    CHECK(mismatches == 0, "%d mismatches", mismatches);
+    dcz_close(m);
+    free(buf);
+    dcz_doc_free(d);
+}
+
+/* ---- the table as text ------------------------------------------------------------ */
+
+static void test_table_text(void)
+{
+    dcz_dataset data;
+    REQUIRE(make_data(&data, 200, 31), "data");
+    size_t idx[200];
+    for (size_t i = 0; i < 200; i++) idx[i] = i;
+    dcz_doc *d = make_net(4), *fresh = make_net(4);
+    dcz_cal_collect c;
+    REQUIRE(dcz_cal_collect_stats(d, &data, idx, 200, 64, NULL, NULL, &c) == DCZ_OK, "collect");
+    dcz_cal_layer_cfg cfg[4];
+    dcz_cal_result res[4];
+    fill_cfg(cfg, 4, DCZ_CAL_ENTROPY, 1);
+    REQUIRE(dcz_cal_apply(d, DCZ_SCHEME_INT8, &c, cfg, res) == DCZ_OK, "apply");
+    char *text, method[32], err[256];
+    REQUIRE(dcz_cal_table_format(d, "entropy", 200, &text) == DCZ_OK, "format");
+    dcz_doc_calib *back;
+    CHECK(dcz_cal_table_parse(text, fresh, &back, method, sizeof method, err, sizeof err) == DCZ_OK,
+          "parse: %s", err);
+    if (back) {
+        CHECK(same_table(back, d->calib), "table changed through text");
+        CHECK(strcmp(method, "entropy") == 0, "method '%s'", method);
+        /* installing it into the float model gives the same file */
+        REQUIRE(dcz_cal_install(fresh, back) == DCZ_OK, "install");
+        uint8_t *a, *b;
+        size_t la, lb;
+        REQUIRE(dcz_doc_write(d, &a, &la) == DCZ_OK && dcz_doc_write(fresh, &b, &lb) == DCZ_OK, "write");
+        CHECK(la == lb && memcmp(a, b, la) == 0, "installed table gives other bytes");
+        free(a);
+        free(b);
+    }
+    /* malformed tables: each edit must be refused with a line number */
+    static const char *const edits[][2] = {
+        { "format = dcz-calibration 1", "format = dcz-calibration 9" },
+        { "scheme = int8", "scheme = int4" },
+        { "[fc1]", "[fc9]" },
+        { "index = 6", "index = 5" },
+        { "w_scale =", "w_scale = zz" },
+        { "in_scale =", "in_scale = -1 #" },
+        { "model_hash =", "model_hash = xyz #" },
+        { "[conv2]", "oops" },
+    };
+    for (size_t i = 0; i < sizeof edits / sizeof edits[0]; i++) {
+        const char *at = strstr(text, edits[i][0]);
+        REQUIRE(at, "edit %zu: '%s' not found", i, edits[i][0]);
+        size_t n = strlen(text) + 64;
+        char *bad = malloc(n);
+        snprintf(bad, n, "%.*s%s%s", (int)(at - text), text, edits[i][1], at + strlen(edits[i][0]));
+        dcz_doc_calib *t = NULL;
+        dcz_status s = dcz_cal_table_parse(bad, fresh, &t, method, sizeof method, err, sizeof err);
+        CHECK(s == DCZ_ERR_DATA && !t && err[0], "edit %zu accepted ('%s')", i, edits[i][1]);
+        dcz_doc_calib_free(t);
+        free(bad);
+    }
+    /* a fixed-point table needs powers of two */
+    const char *sch = strstr(text, "scheme = int8");
+    char *fx = malloc(strlen(text) + 8);
+    sprintf(fx, "%.*sscheme = fixed8%s", (int)(sch - text), text, sch + strlen("scheme = int8"));
+    dcz_doc_calib *t = NULL;
+    CHECK(dcz_cal_table_parse(fx, fresh, &t, method, sizeof method, err, sizeof err) == DCZ_ERR_DATA,
+          "non-power-of-two scales accepted for fixed8");
+    dcz_doc_calib_free(t);
+    free(fx);
+    free(text);
+    dcz_cal_collect_free(&c);
+    dcz_doc_free(d);
+    dcz_doc_free(fresh);
+    dcz_dataset_free(&data);
+}
+
+/* ---- CALIB sections that do not fit the graph ------------------------------------------ */
+
+static dcz_status write_then_open(dcz_doc *d, void (*edit)(dcz_doc_calib *))
+{
+    edit(d->calib);
+    uint8_t *buf;
+    size_t len;
+    return dcz_doc_write(d, &buf, &len);
+}
+
+static void bad_layer(dcz_doc_calib *c) { c->e[1].layer = 4; }
+static void bad_count(dcz_doc_calib *c) { c->e[0].nw = 3; }
+static void bad_pow2(dcz_doc_calib *c) { c->e[0].in_scale = 0.3f; }
+
+/* CRCs recomputed after editing bytes, so only the content checks remain */
+static void fix_crcs(uint8_t *b, size_t len)
+{
+    uint32_t ns = dcz_le32(b + 24);
+    for (uint32_t i = 0; i < ns && 64 + 32 * (size_t)(i + 1) <= len; i++) {
+        uint8_t *e = b + 64 + 32 * i;
+        uint64_t off = dcz_le32(e + 8), size = dcz_le32(e + 16);
+        if (off + size <= len) dcz_put32(e + 24, dcz_crc32(0, b + off, size));
+    }
+    memset(b + 28, 0, 4);
+    dcz_put32(b + 28, dcz_crc32(0, b, 64 + 32 * (size_t)ns));
+}
+
+static size_t calib_offset(const uint8_t *b)
+{
+    uint32_t ns = dcz_le32(b + 24);
+    for (uint32_t i = 0; i < ns; i++)
+        if (dcz_le32(b + 64 + 32 * i) == DCZ_SEC_CALIB) return dcz_le32(b + 64 + 32 * i + 8);
+    return 0;
+}
+
+static void test_bad_tables_refused(void)
+{
+    void (*edits[])(dcz_doc_calib *) = { bad_layer, bad_count, bad_pow2 };
+    dcz_dataset data;
+    REQUIRE(make_data(&data, 64, 41), "data");
+    size_t idx[64];
+    for (size_t k = 0; k < 64; k++) idx[k] = k;
+    for (size_t i = 0; i < 4; i++) {
+        dcz_doc *d = make_net(5);
+        dcz_cal_collect c;
+        REQUIRE(dcz_cal_collect_stats(d, &data, idx, 64, 64, NULL, NULL, &c) == DCZ_OK, "collect");
+        dcz_cal_layer_cfg cfg[4];
+        dcz_cal_result res[4];
+        fill_cfg(cfg, 4, DCZ_CAL_MINMAX, 0);
+        REQUIRE(dcz_cal_apply(d, DCZ_SCHEME_FIXED8, &c, cfg, res) == DCZ_OK, "apply");
+        if (i < 3) {
+            /* the writer refuses to write such a table */
+            CHECK(write_then_open(d, edits[i]) == DCZ_ERR_ARG, "edit %zu written", i);
+        } else {
+            /* the readers refuse the same lies made in the bytes */
+            uint8_t *buf;
+            size_t len;
+            REQUIRE(dcz_doc_write(d, &buf, &len) == DCZ_OK, "write");
+            const size_t at = calib_offset(buf);
+            REQUIRE(at, "no CALIB section");
+            const struct { size_t off; uint32_t v; } lies[] = {
+                { 0, 9 },                                   /* unknown scheme */
+                { 4, 3 },                                   /* fewer entries than weighted layers */
+                { 24, 1 },                                  /* entry on a RELU */
+                { 28, dcz_f32_bits(0.3f) },                 /* fixed8 scale not a power of two */
+                { 32, 3 },                                  /* 3 scales for 4 channels */
+                { 36, dcz_f32_bits(-1.0f) },                /* negative weight scale */
+            };
+            for (size_t k = 0; k < sizeof lies / sizeof lies[0]; k++) {
+                uint8_t *copy = malloc(len);
+                memcpy(copy, buf, len);
+                dcz_put32(copy + at + lies[k].off, lies[k].v);
+                fix_crcs(copy, len);
+                dcz_model *m = NULL;
+                dcz_doc *r = NULL;
+                CHECK(dcz_open_memory(copy, len, NULL, &m) != DCZ_OK, "lie %zu loaded", k);
+                CHECK(dcz_doc_read(copy, len, &r) != DCZ_OK, "lie %zu read", k);
+                dcz_close(m);
+                dcz_doc_free(r);
+                /* asking for float skips the table in the runtime */
+                dcz_options o;
+                dcz_options_init(&o);
+                o.precision = DCZ_PRECISION_FP32;
+                if (dcz_open_memory(copy, len, &o, &m) == DCZ_OK) dcz_close(m);
+                free(copy);
+            }
+            free(buf);
+        }
+        dcz_cal_collect_free(&c);
+        dcz_doc_free(d);
+    }
+    dcz_dataset_free(&data);
+}
+
+int main(void)
+{
+    RUN(test_order_and_batch_independence);
+    RUN(test_integer_close_to_float);
+    RUN(test_fixed_point_by_hand);
+    RUN(test_table_text);
+    RUN(test_bad_tables_refused);
+    return check_summary();
+}
