@@ -354,19 +354,15 @@ int cmd_calibrate(verb_ctx *v)
     const opt_spec specs[] = {
         { "scheme", 0, OPT_STR, &o.scheme, "int8 (default), fixed8 or fixed16" },
         { "method", 0, OPT_STR, &o.method,
-          "activation scales per layer: minmax, percentile[:P], mse or entropy\n"
-          "(default entropy for int8, minmax (Ristretto) for fixed point); rules by\n"
-          "layer name: 'fc3=minmax,*=entropy'" },
+          "minmax, percentile[:P], mse or entropy; rules by layer name" },
         { "granularity", 0, OPT_STR, &o.granularity,
-          "weight scales per-channel (int8 default) or per-tensor (fixed default);\n"
-          "rules by layer name as for --method" },
+          "weight scales per-channel or per-tensor; rules by layer name" },
         { "calib-batches", 0, OPT_INT, &o.calib_batches, "batches of calibration data (default 10)" },
         { "batch", 0, OPT_INT, &o.batch, "samples per calibration batch (default 100)" },
         { "calib-order", 0, OPT_INT, &o.calib_order,
-          "shuffle the calibration samples with this seed (0: in order); the scales\n"
-          "do not depend on order or batch size" },
+          "shuffle the calibration samples with this seed (0: in order)" },
         { "compare", 0, OPT_FLAG, &o.compare,
-          "calibrate with every method, print their accuracies, write the best" },
+          "calibrate with every method, print each accuracy, write the best" },
         { "save-table", 0, OPT_STR, &o.save_table, "also write the calibration table as text to FILE" },
         { "table", 0, OPT_STR, &o.table, "install the table in FILE instead of calibrating" },
         { "force", 0, OPT_FLAG, &o.force, "install a --table made for another model, data or method" },
@@ -381,7 +377,10 @@ int cmd_calibrate(verb_ctx *v)
                  "power-of-two scales (Ristretto's dynamic fixed point). The table goes into\n"
                  "OUT, dense weights are stored as integers, and libdcz then runs the model on\n"
                  "integers. Prints per layer the choice, the clipped fraction and the SQNR of\n"
-                 "its output against float, and the test accuracy of OUT.";
+                 "its output against float, and the test accuracy of OUT.\n"
+                 "Defaults: entropy and per-channel for int8; minmax and per-tensor for fixed\n"
+                 "point. Rules by layer name, later ones winning: --method 'fc3=minmax,*=mse'.\n"
+                 "Scales do not depend on the order or batch size of the calibration samples.";
     int rc = cli_parse(v, specs, 1, 1);
     if (rc != -1) return rc;
     const uint32_t scheme = dcz_cal_scheme_parse(o.scheme);

@@ -3,7 +3,8 @@
 # with Deep Compression (prune + retrain, trained quantization, Huffman
 # coding), then prints the per-layer table in the form of the paper's
 # Tables 2 and 3 and the size/accuracy waterfall by stage, every accuracy
-# measured by libdcz on the file of that stage.
+# measured by libdcz on the file of that stage; last, calibrates the
+# compressed file for int8 execution.
 #
 #   bash samples/demo.sh [MODEL]     (or: make demo MODEL=...)
 #
@@ -35,5 +36,8 @@ echo "== 3. the compressed file, as libdcz sees it"
 $dcz info "$out/$model.dcz"
 echo
 $dcz eval "$out/$model.dcz" --data fashion-mnist
+echo
+echo "== 4. calibrate the compressed model for int8 execution (the runtime then runs it on integers)"
+$dcz calibrate "$out/$model.dcz" --data fashion-mnist --scheme int8 -o "$out/$model-int8.dcz"
 echo
 echo "demo: $(( $(date +%s) - start )) s; files in $out/"
