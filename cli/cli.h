@@ -192,5 +192,6 @@ int cmd_eval(verb_ctx *v);
 int cmd_info(verb_ctx *v);
 int cmd_run(verb_ctx *v);
 int cmd_calibrate(verb_ctx *v);
+int cmd_bench(verb_ctx *v);
 
 #endif /* DCZ_CLI_H */

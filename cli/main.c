@@ -22,6 +22,7 @@ static const verb verbs[] = {
     { "info", cmd_info, "per-layer table, stream statistics and size waterfall" },
     { "calibrate", cmd_calibrate, "INT8 or fixed-point scales from calibration data (integer execution)" },
     { "run", cmd_run, "class scores for samples" },
+    { "bench", cmd_bench, "latency of a .dcz in libdcz: load, then runs (min/median/p99)" },
 };
 
 static void usage(FILE *f)

@@ -1,0 +1,148 @@
+/* cmd_bench.c: the bench verb. Times one .dcz the way a program linking
+ * libdcz would run it: the load (container checks, Huffman decoding into
+ * the execution form) apart from the runs, then dcz_run on random input
+ * after a warm-up, reported as min / median / p90 / p99 / max over the
+ * timed runs. Timings are measurements, never pass/fail.
+ *
+ * Checked by tests/cli/bench.sh (the fields and their order, not speed).
+ */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cli/cli.h"
+
+static int cmp_double(const void *a, const void *b)
+{
+    const double x = *(const double *)a, y = *(const double *)b;
+    return x < y ? -1 : x > y;
+}
+
+/* the q-quantile of sorted v (nearest rank) */
+static double quantile(const double *v, size_t n, double q)
+{
+    size_t k = (size_t)ceil(q * (double)n);
+    if (k < 1) k = 1;
+    if (k > n) k = n;
+    return v[k - 1];
+}
+
+int cmd_bench(verb_ctx *v)
+{
+    int batch = 1, runs = 200, warmup = 20, loads = 5, fp32 = 0, reference = 0;
+    const opt_spec specs[] = {
+        { "batch", 0, OPT_INT, &batch, "samples per dcz_run (default 1)" },
+        { "runs", 0, OPT_INT, &runs, "timed runs (default 200)" },
+        { "warmup", 0, OPT_INT, &warmup, "untimed runs first (default 20)" },
+        { "loads", 0, OPT_INT, &loads, "timed loads; the median is reported (default 5)" },
+        { "fp32", 0, OPT_FLAG, &fp32, "run a calibrated model in floating point" },
+        { "reference", 0, OPT_FLAG, &reference, "force the scalar reference kernels" },
+        { NULL, 0, OPT_FLAG, NULL, NULL }
+    };
+    v->usage = "dcz bench FILE [--batch N] [--threads T] [--runs R] [--json]";
+    v->summary = "Latency of FILE in libdcz: the load (checks and Huffman decoding) timed\n"
+                 "apart, then dcz_run on random input after a warm-up; prints min, median,\n"
+                 "p90, p99 and max over the timed runs, in microseconds.";
+    int rc = cli_parse(v, specs, 1, 1);
+    if (rc != -1) return rc;
+    if (batch < 1 || runs < 1 || warmup < 0 || loads < 1) {
+        cli_usage_error(v, "--batch, --runs and --loads must be at least 1, --warmup at least 0");
+        return EXIT_USAGE;
+    }
+    dcz_options opt;
+    if ((rc = cli_runtime_options(v, &opt)) != -1) return rc;
+    if (fp32) opt.precision = DCZ_PRECISION_FP32;
+    opt.force_reference = reference;
+    uint8_t *buf;
+    size_t len;
+    dcz_status s = cli_read_file(v->pos[0], &buf, &len);
+    if (s != DCZ_OK) {
+        cli_error("bench: cannot read %s: %s", v->pos[0], dcz_status_str(s));
+        return cli_exit_code(s, 1);
+    }
+    double *load_us = malloc((size_t)loads * sizeof *load_us);
+    double *run_us = malloc((size_t)runs * sizeof *run_us);
+    dcz_model *m = NULL;
+    float *x = NULL, *y = NULL;
+    rc = EXIT_INTERNAL;
+    if (!load_us || !run_us) goto done;
+    for (int i = 0; i < loads; i++) {
+        dcz_close(m);
+        m = NULL;
+        const double t0 = cli_now();
+        s = dcz_open_memory(buf, len, &opt, &m);
+        load_us[i] = (cli_now() - t0) * 1e6;
+        if (s != DCZ_OK) {
+            cli_error("bench: %s: %s", v->pos[0], dcz_status_str(s));
+            rc = cli_exit_code(s, 1);
+            goto done;
+        }
+    }
+    const size_t in = dcz_input_size(m), out = dcz_output_size(m);
+    x = malloc((size_t)batch * in * sizeof *x);
+    y = malloc((size_t)batch * out * sizeof *y);
+    if (!x || !y) goto done;
+    dcz_rng rng;
+    dcz_rng_seed(&rng, (uint64_t)v->c.seed);
+    for (size_t i = 0; i < (size_t)batch * in; i++) x[i] = dcz_rng_uniform(&rng);
+    for (int i = 0; i < warmup + runs; i++) {
+        const double t0 = cli_now();
+        s = dcz_run(m, x, (size_t)batch, y);
+        const double us = (cli_now() - t0) * 1e6;
+        if (s != DCZ_OK) {
+            cli_error("bench: %s: run: %s", v->pos[0], dcz_status_str(s));
+            rc = cli_exit_code(s, 1);
+            goto done;
+        }
+        if (i >= warmup) run_us[i - warmup] = us;
+    }
+    qsort(load_us, (size_t)loads, sizeof *load_us, cmp_double);
+    qsort(run_us, (size_t)runs, sizeof *run_us, cmp_double);
+    double mean = 0;
+    for (int i = 0; i < runs; i++) mean += run_us[i];
+    mean /= runs;
+    const double med = quantile(run_us, (size_t)runs, 0.5);
+    static const char *const schemes[] = { "fp32", "int8", "fixed8", "fixed16" };
+    const char *scheme = schemes[dcz_model_scheme(m)];
+    if (v->c.json) {
+        json_out j;
+        json_begin(&j, cli_report(v));
+        json_str(&j, "file", v->pos[0]);
+        json_int(&j, "file_bytes", (long long)len);
+        json_str(&j, "device", "cpu");
+        json_str(&j, "scheme", scheme);
+        json_int(&j, "batch", batch);
+        json_int(&j, "threads", v->c.threads);
+        json_int(&j, "warmup", warmup);
+        json_int(&j, "runs", runs);
+        json_num(&j, "load_us", quantile(load_us, (size_t)loads, 0.5));
+        json_num(&j, "min_us", run_us[0]);
+        json_num(&j, "median_us", med);
+        json_num(&j, "p90_us", quantile(run_us, (size_t)runs, 0.9));
+        json_num(&j, "p99_us", quantile(run_us, (size_t)runs, 0.99));
+        json_num(&j, "max_us", run_us[runs - 1]);
+        json_num(&j, "mean_us", mean);
+        json_num(&j, "samples_per_s", med > 0 ? batch * 1e6 / med : 0);
+        json_end(&j);
+    } else {
+        FILE *f = cli_report(v);
+        fprintf(f, "%s: %zu bytes, %s, cpu, batch %d, threads %s, %d warm-up + %d timed runs\n",
+                v->pos[0], len, scheme, batch, v->c.threads ? "as set" : "default", warmup, runs);
+        fprintf(f, "load    %10.1f us (median of %d, Huffman decoding included)\n",
+                quantile(load_us, (size_t)loads, 0.5), loads);
+        fprintf(f, "run     min %.1f  median %.1f  p90 %.1f  p99 %.1f  max %.1f us\n", run_us[0], med,
+                quantile(run_us, (size_t)runs, 0.9), quantile(run_us, (size_t)runs, 0.99),
+                run_us[runs - 1]);
+        fprintf(f, "        %.0f samples/s at the median\n", med > 0 ? batch * 1e6 / med : 0);
+    }
+    rc = EXIT_OK;
+done:
+    dcz_close(m);
+    free(x);
+    free(y);
+    free(buf);
+    free(load_us);
+    free(run_us);
+    return rc;
+}

@@ -1,0 +1,26 @@
+#!/usr/bin/env bash
+# dcz bench: the JSON summary scripts rely on (median_us, p99_us, runs and
+# the other order statistics, consistent with each other), the text report,
+# batches, and errors. Speed itself is never asserted.
+source "$(dirname "$0")/lib.bash"
+M="$ROOT/tests/fuzz/corpus/dcz"
+for f in enc5_coding1.dcz conv_net_a.dcz calib_int8_conv.dcz; do
+    "$DCZ" bench "$M/$f" --batch 3 --runs 25 --warmup 2 --json > "$T/b.json" || fail "bench $f"
+    [ "$(json_field runs "$T/b.json")" = 25 ] || fail "$f runs: $(cat "$T/b.json")"
+    [ "$(json_field batch "$T/b.json")" = 3 ] || fail "$f batch"
+    awk -v a="$(json_field min_us "$T/b.json")" -v b="$(json_field median_us "$T/b.json")" \
+        -v c="$(json_field p90_us "$T/b.json")" -v d="$(json_field p99_us "$T/b.json")" \
+        -v e="$(json_field max_us "$T/b.json")" -v l="$(json_field load_us "$T/b.json")" \
+        'BEGIN { exit !(a > 0 && a <= b && b <= c && c <= d && d <= e && l > 0) }' ||
+        fail "$f: order statistics out of order: $(cat "$T/b.json")"
+done
+[ "$(json_field scheme "$T/b.json")" = int8 ] || fail "calibrated model scheme"
+"$DCZ" bench "$M/calib_int8_conv.dcz" --fp32 --runs 5 --json > "$T/b.json" || fail "bench --fp32"
+[ "$(json_field scheme "$T/b.json")" = fp32 ] || fail "--fp32 scheme"
+"$DCZ" bench "$M/enc1_coding0.dcz" --runs 10 > "$T/b.txt" || fail "bench text"
+grep -q '^run .*median' "$T/b.txt" && grep -q '^load ' "$T/b.txt" || fail "text report: $(cat "$T/b.txt")"
+expect 1 "$DCZ" bench "$M/enc1_coding0.dcz" --runs 0
+expect 1 "$DCZ" bench "$M/enc1_coding0.dcz" --batch 0
+expect 2 "$DCZ" bench "$M/regress-huge-sparse-shape.dcz"
+expect 2 "$DCZ" bench "$T/missing.dcz"
+exit 0
