@@ -221,7 +221,7 @@ dcz_status dcz_run_tapped(dcz_model *m, const float *input, size_t batch, float 
         const size_t n = batch - done < chunk ? batch - done : chunk;
         run_batch(m, input + done * m->in_size, n, output + done * m->out_size, tap, ctx, deq);
     }
-    free(deq);
+    if (deq) free(deq); /* a static model calls no allocator at all */
     return DCZ_OK;
 }
 

@@ -10,8 +10,12 @@
 #   libpng-dev            PNG images and plots
 #   libopenblas-dev       dense GEMM for training on CPU
 #   dataset-fashion-mnist the data of the demo and of the data-driven tests
+#   gcc-aarch64-linux-gnu qemu-user
+#                         libdcz and its runtime tests built for and run on
+#                         64-bit Arm (make test-aarch64, part of make test)
 set -eu
 pkgs="gcc make pkg-config libc6-dev zlib1g-dev libpng-dev libopenblas-dev dataset-fashion-mnist"
+pkgs="$pkgs gcc-aarch64-linux-gnu qemu-user"
 missing=""
 for p in $pkgs; do
     st=$(dpkg-query -W -f='${Status}' "$p" 2>/dev/null || true)
