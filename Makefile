@@ -166,11 +166,14 @@ test-aarch64:
 	else $(MAKE) --no-print-directory CROSS=$(AARCH64) SANITIZE= CC=$(AARCH64)gcc && \
 	  bash tests/run_runtime.sh build-$(firstword $(subst -, ,$(AARCH64))) $(QEMU_AARCH64); fi
 
-# Text bytes of libdcz built with -Os, object by object (build-size/).
+# Text bytes of libdcz built with -Os, object by object (in $(BUILD)-size/;
+# with CROSS=, for that target).
 size:
-	@$(MAKE) --no-print-directory BUILD=build-size LIBDIR=lib-size OPT=-Os SANITIZE= lib-size/libdcz.a > /dev/null
-	@size -t lib-size/libdcz.a
-	@size -t lib-size/libdcz.a | awk '/TOTALS/ { printf "libdcz.a -Os text: %d bytes (%.1f KiB)\n", $$1, $$1 / 1024 }'
+	@$(MAKE) --no-print-directory BUILD=$(BUILD)-size LIBDIR=$(LIBDIR)-size OPT=-Os SANITIZE= \
+	  $(LIBDIR)-size/libdcz.a > /dev/null
+	@$(strip $(CROSS))size -t $(LIBDIR)-size/libdcz.a
+	@$(strip $(CROSS))size -t $(LIBDIR)-size/libdcz.a | \
+	  awk '/TOTALS/ { printf "libdcz.a -Os text ($(CC)): %d bytes (%.1f KiB)\n", $$1, $$1 / 1024 }'
 
 FUZZ_CC ?= clang
 fuzz:
@@ -192,10 +195,10 @@ install: all
 
 ifeq ($(strip $(CROSS)),)
 clean:
-	rm -rf $(BUILD) bin lib build-size lib-size build-aarch64 lib-aarch64
+	rm -rf $(BUILD) bin lib build-*/ lib-*/
 else
 clean:
-	rm -rf $(BUILD) $(LIBDIR)
+	rm -rf $(BUILD) $(LIBDIR) $(BUILD)-size $(LIBDIR)-size
 endif
 
 -include $(shell find $(BUILD) -name '*.d' 2>/dev/null)
