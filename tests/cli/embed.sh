@@ -7,7 +7,13 @@ source "$(dirname "$0")/lib.bash"
 D=fashion-mnist
 IDX=/usr/share/datasets/fashion-mnist/t10k-images-idx3-ubyte.gz
 [ -f "$IDX" ] || fail "no $IDX (Debian: dataset-fashion-mnist)"
-make -s -C "$ROOT/samples/embed" DCZ_ROOT="$ROOT" BIN="$T/classify" > "$T/build.txt" 2>&1 ||
+# warnings are errors; a library built with SANITIZE= needs its sanitizers
+cflags="-std=c11 -O2 -Wall -Wextra -Werror"
+san=""
+nm "$ROOT/lib/libdcz.a" 2> /dev/null | grep -q ' U __asan_' && san="$san,address"
+nm "$ROOT/lib/libdcz.a" 2> /dev/null | grep -q ' U __ubsan_' && san="$san,undefined"
+[ -n "$san" ] && cflags="$cflags -fsanitize=${san#,}"
+make -s -C "$ROOT/samples/embed" DCZ_ROOT="$ROOT" BIN="$T/classify" CFLAGS="$cflags" > "$T/build.txt" 2>&1 ||
     fail "building the sample: $(cat "$T/build.txt")"
 C="$T/classify"
 "$DCZ" train --arch mlp:784-32-10 --epochs 1 --data $D --seed 5 --threads 2 -q -o "$T/m.dcz" ||

@@ -28,7 +28,8 @@
  * run on the whole batch and on the same chunks, bit for bit; every pointer
  * of the model inside the arena, but dense weights and biases inside the
  * file buffer (little-endian hosts); a changed bias in the file buffer
- * changes the output of a float model. Corruptions of every byte (checksums
+ * changes the output of a float model; a file buffer off a 4-byte boundary
+ * is planned larger and copied. Corruptions of every byte (checksums
  * recomputed so they reach the parsers) give dcz_plan, dcz_open_memory and
  * dcz_open_static the same status.
  */
@@ -523,6 +524,49 @@ static void test_arguments(void)
     free(buf);
 }
 
+/* A file buffer off a 4-byte boundary: nothing in place, dense tensors
+ * copied into a larger arena (planned as such), the same results; a plan
+ * made on an aligned copy is then too small, which is refused. */
+static void test_misaligned_file(void)
+{
+    uint8_t tmp[1 << 16];
+    FILE *f = fopen("tests/fuzz/corpus/dcz/conv_net_a.dcz", "rb");
+    REQUIRE(f, "no conv_net_a.dcz");
+    size_t len = fread(tmp, 1, sizeof tmp, f);
+    fclose(f);
+    uint8_t *aligned = aligned_copy(tmp, len), *raw = aligned_alloc(64, len + 64);
+    REQUIRE(aligned && raw, "out of memory");
+    uint8_t *odd = raw + 1;
+    memcpy(odd, tmp, len);
+    size_t p_al = 0, p_odd = 0;
+    CHECK(dcz_plan(aligned, len, NULL, &p_al) == DCZ_OK && dcz_plan(odd, len, NULL, &p_odd) == DCZ_OK,
+          "plans");
+    if (host_le_f32()) CHECK(p_odd > p_al, "misaligned plan %zu, aligned %zu", p_odd, p_al);
+    uint8_t *arena = malloc(p_odd);
+    REQUIRE(arena, "out of memory");
+    dcz_model *m = NULL, *hm = NULL;
+    if (p_odd > p_al)
+        CHECK(dcz_open_static(odd, len, arena, p_al, NULL, &m) == DCZ_ERR_NOMEM && !m,
+              "a misaligned file in the aligned file's arena");
+    count_start();
+    dcz_status s = dcz_open_static(odd, len, arena, p_odd, NULL, &m);
+    unsigned long n = count_stop();
+    REQUIRE(s == DCZ_OK, "open misaligned: %s", dcz_status_str(s));
+    CHECK(n == 0, "%lu allocations", n);
+    where w = { arena, p_odd, odd, len, 0, 0 };
+    check_places(m, &w);
+    CHECK(w.bad == 0 && w.in_file == 0, "%d misplaced, %d in the misaligned file", w.bad, w.in_file);
+    float x[3 * 180], y[3 * 2], yh[3 * 2];
+    for (size_t i = 0; i < 3 * 180; i++) x[i] = frand();
+    REQUIRE(dcz_input_size(m) == 180 && dcz_output_size(m) == 2, "shape");
+    CHECK(dcz_run(m, x, 3, y) == DCZ_OK && dcz_open_memory(aligned, len, NULL, &hm) == DCZ_OK &&
+          dcz_run(hm, x, 3, yh) == DCZ_OK && memcmp(y, yh, sizeof y) == 0, "misaligned file runs differently");
+    dcz_close(hm);
+    free(arena);
+    free(raw);
+    free(aligned);
+}
+
 #ifndef DCZ_RUNTIME_ONLY
 /* deterministic weights for a layer with parameters (as the corpus has) */
 static void fill(dcz_doc_layer *l, unsigned seed)
@@ -650,6 +694,7 @@ int main(int argc, char **argv)
     RUN(test_corpus_calibrated_as_fp32);
     RUN(test_open_file);
     RUN(test_arguments);
+    RUN(test_misaligned_file);
     RUN(test_corruptions_same_errors);
 #ifndef DCZ_RUNTIME_ONLY
     RUN(test_built_im2col);
