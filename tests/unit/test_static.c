@@ -534,7 +534,7 @@ static void test_misaligned_file(void)
     REQUIRE(f, "no conv_net_a.dcz");
     size_t len = fread(tmp, 1, sizeof tmp, f);
     fclose(f);
-    uint8_t *aligned = aligned_copy(tmp, len), *raw = aligned_alloc(64, len + 64);
+    uint8_t *aligned = aligned_copy(tmp, len), *raw = aligned_alloc(64, (len + 127) / 64 * 64);
     REQUIRE(aligned && raw, "out of memory");
     uint8_t *odd = raw + 1;
     memcpy(odd, tmp, len);
