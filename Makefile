@@ -8,6 +8,11 @@
 #                     and a LeNet-5 training epoch next to PyTorch when installed
 #   make fuzz         libFuzzer targets (needs clang)
 #   make install PREFIX=/usr/local
+#   make CROSS=aarch64-linux-gnu-
+#                     libdcz and its runtime tests for another target, in
+#                     build-aarch64/ and lib-aarch64/ (the native build stays)
+#   make test-aarch64 those tests under qemu-user (SKIP without the tools)
+#   make size         text bytes of libdcz built with -Os
 #
 # Toggles:
 CC       ?= cc
@@ -16,8 +21,17 @@ SANITIZE ?=           # e.g. address,undefined (tests and the CLI)
 DEBUG    ?= 0
 PREFIX   ?= /usr/local
 DEPS     ?= 1         # 0: do not check/install Debian packages before test/demo
+CROSS    ?=           # a cross compiler's prefix: builds libdcz and the runtime tests only
 
-BUILD := build
+ifeq ($(strip $(CROSS)),)
+BUILD  := build
+LIBDIR := lib
+else
+CC     := $(strip $(CROSS))gcc
+XARCH  := $(firstword $(subst -, ,$(strip $(CROSS))))
+BUILD  := build-$(XARCH)
+LIBDIR := lib-$(XARCH)
+endif
 WARN  := -Wall -Wextra -Wshadow -Wno-unused-parameter
 ifeq ($(DEBUG),1)
 OPT := -O0 -g3
@@ -26,7 +40,9 @@ OPT := -O2 -g
 endif
 CFLAGS_ALL := -std=c11 $(WARN) $(OPT) -D_POSIX_C_SOURCE=200809L -Iinclude -I. $(CFLAGS)
 LDLIBS_TOOL := $(shell pkg-config --libs openblas 2>/dev/null || echo -lopenblas) -lz -lm -lpthread
+ifeq ($(strip $(CROSS)),)
 CFLAGS_ALL += $(shell pkg-config --cflags openblas 2>/dev/null)
+endif
 ifneq ($(strip $(SANITIZE)),)
 CFLAGS_ALL += -fsanitize=$(strip $(SANITIZE)) -fno-omit-frame-pointer
 LDFLAGS_ALL := -fsanitize=$(strip $(SANITIZE))
@@ -50,17 +66,31 @@ FUZZ_REPLAY := $(FUZZ_SRC:tests/fuzz/%.c=$(BUILD)/tests/replay_%)
 BENCH_SRC := $(wildcard bench/*.c)
 BENCH_BIN := $(BENCH_SRC:bench/%.c=$(BUILD)/bench/%)
 
-.PHONY: all test demo bench fuzz install clean deps check-lib tests-build
+# Runtime tests link libdcz alone, so they also build for CROSS targets:
+# the kernel tests, and test_static, which adds models made by the
+# toolchain's writer where it is built (natively). test_static counts
+# allocations by wrapping the allocator at link time.
+RT_ONLY  := test_kernels test_qkernels $(if $(strip $(CROSS)),test_static)
+RT_BIN   := $(patsubst %,$(BUILD)/tests/%,test_kernels test_qkernels test_static)
+WRAP_ALLOC := -Wl,--wrap=malloc,--wrap=calloc,--wrap=realloc,--wrap=free,--wrap=aligned_alloc,--wrap=posix_memalign
+$(BUILD)/tests/test_static: TEST_LDFLAGS := $(WRAP_ALLOC)
+
+.PHONY: all test demo bench fuzz install clean deps check-lib tests-build test-aarch64 size
+ifeq ($(strip $(CROSS)),)
 all: bin/dcz lib/libdcz.a lib/libdcztool.a
 	@echo "dcz: CPU build; CUDA backend: not built (not part of this release)"
+else
+all: $(LIBDIR)/libdcz.a $(RT_BIN) $(BUILD)/check-lib
+	@echo "dcz: $(CC) build: $(LIBDIR)/libdcz.a, runtime tests in $(BUILD)/tests"
+endif
 
 $(BUILD)/%.o: %.c
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS_ALL) -MMD -MP -c $< -o $@
 
-lib/libdcz.a: $(LIB_OBJ)
-	@mkdir -p lib
-	rm -f $@ && ar rcs $@ $^
+$(LIBDIR)/libdcz.a: $(LIB_OBJ)
+	@mkdir -p $(LIBDIR)
+	rm -f $@ && $(strip $(CROSS))ar rcs $@ $^
 
 lib/libdcztool.a: $(TOOL_OBJ)
 	@mkdir -p lib
@@ -72,7 +102,11 @@ bin/dcz: $(CLI_OBJ) lib/libdcztool.a lib/libdcz.a
 
 $(BUILD)/tests/%: tests/unit/%.c lib/libdcztool.a lib/libdcz.a tests/check.h $(wildcard tests/unit/*.h)
 	@mkdir -p $(dir $@)
-	$(CC) $(CFLAGS_ALL) $(LDFLAGS_ALL) -o $@ $< lib/libdcztool.a lib/libdcz.a $(LDLIBS_TOOL)
+	$(CC) $(CFLAGS_ALL) $(LDFLAGS_ALL) $(TEST_LDFLAGS) -o $@ $< lib/libdcztool.a lib/libdcz.a $(LDLIBS_TOOL)
+
+$(RT_ONLY:%=$(BUILD)/tests/%): $(BUILD)/tests/%: tests/unit/%.c $(LIBDIR)/libdcz.a tests/check.h
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS_ALL) -DDCZ_RUNTIME_ONLY $(LDFLAGS_ALL) $(TEST_LDFLAGS) -o $@ $< $(LIBDIR)/libdcz.a -lm
 
 $(BUILD)/tests/replay_%: tests/fuzz/%.c tests/fuzz/replay.c lib/libdcztool.a lib/libdcz.a $(wildcard tests/unit/*.h)
 	@mkdir -p $(dir $@)
@@ -83,9 +117,9 @@ $(BUILD)/bench/%: bench/%.c bench/bench.h lib/libdcztool.a lib/libdcz.a
 	$(CC) $(CFLAGS_ALL) $(LDFLAGS_ALL) -o $@ $< lib/libdcztool.a lib/libdcz.a $(LDLIBS_TOOL)
 
 # libdcz must link with libc and libm alone: a program using only dcz.h links.
-$(BUILD)/check-lib: tests/lib_alone.c lib/libdcz.a
+$(BUILD)/check-lib: tests/lib_alone.c $(LIBDIR)/libdcz.a
 	@mkdir -p $(BUILD)
-	$(CC) -std=c11 -Iinclude $(LDFLAGS_ALL) -o $@ $< lib/libdcz.a -lm
+	$(CC) -std=c11 -Iinclude $(LDFLAGS_ALL) -o $@ $< $(LIBDIR)/libdcz.a -lm
 
 # The integer kernels hold no floating point: kernels_int.c compiled once
 # more with -mgeneral-regs-only, where any float operation is a compile
@@ -120,6 +154,27 @@ bench: deps
 	@for b in $(filter-out $(BUILD)/bench/bench_train,$(BENCH_BIN)); do $$b || exit 1; done
 	@bash bench/train_epoch.sh
 
+# The runtime tests on 64-bit Arm: cross-built (make CROSS=...) and run
+# under qemu-user, without sanitizers; SKIP when a tool is missing.
+AARCH64 := aarch64-linux-gnu-
+QEMU_AARCH64 ?= qemu-aarch64 -L /usr/aarch64-linux-gnu
+test-aarch64:
+	@if ! command -v $(AARCH64)gcc > /dev/null 2>&1; then \
+	  echo "SKIP test-aarch64: no $(AARCH64)gcc (Debian: gcc-aarch64-linux-gnu)"; \
+	elif ! command -v $(firstword $(QEMU_AARCH64)) > /dev/null 2>&1; then \
+	  echo "SKIP test-aarch64: no $(firstword $(QEMU_AARCH64)) (Debian: qemu-user)"; \
+	else $(MAKE) --no-print-directory CROSS=$(AARCH64) SANITIZE= CC=$(AARCH64)gcc && \
+	  bash tests/run_runtime.sh build-$(firstword $(subst -, ,$(AARCH64))) $(QEMU_AARCH64); fi
+
+# Text bytes of libdcz built with -Os, object by object (in $(BUILD)-size/;
+# with CROSS=, for that target).
+size:
+	@$(MAKE) --no-print-directory BUILD=$(BUILD)-size LIBDIR=$(LIBDIR)-size OPT=-Os SANITIZE= \
+	  $(LIBDIR)-size/libdcz.a > /dev/null
+	@$(strip $(CROSS))size -t $(LIBDIR)-size/libdcz.a
+	@$(strip $(CROSS))size -t $(LIBDIR)-size/libdcz.a | \
+	  awk '/TOTALS/ { printf "libdcz.a -Os text ($(CC)): %d bytes (%.1f KiB)\n", $$1, $$1 / 1024 }'
+
 FUZZ_CC ?= clang
 fuzz:
 	@mkdir -p $(BUILD)/fuzz
@@ -138,7 +193,12 @@ install: all
 	sed -e 's|@PREFIX@|$(PREFIX)|g' -e 's|@VERSION@|$(shell sed -n 's/.*DCZ_VERSION_STRING "\(.*\)"/\1/p' include/dcz.h)|' \
 	  libdcz.pc.in > $(DESTDIR)$(PREFIX)/lib/pkgconfig/libdcz.pc
 
+ifeq ($(strip $(CROSS)),)
 clean:
-	rm -rf $(BUILD) bin lib
+	rm -rf $(BUILD) bin lib build-*/ lib-*/
+else
+clean:
+	rm -rf $(BUILD) $(LIBDIR) $(BUILD)-size $(LIBDIR)-size
+endif
 
 -include $(shell find $(BUILD) -name '*.d' 2>/dev/null)

@@ -4,13 +4,22 @@
  * toolchain and runs it. It links with libc and libm alone, never prints and
  * never exits; every function reports failure through a dcz_status.
  *
+ * Two ways to load a model:
+ *   - on the heap: dcz_open_file / dcz_open_memory allocate what the model
+ *     needs and copy what they use, so the file buffer may be freed as soon
+ *     as they return; dcz_run grows the activation buffers on demand.
+ *   - in an arena (embedded use): dcz_plan tells how many bytes the model
+ *     needs, dcz_open_static builds it inside a buffer the caller gives and
+ *     allocates nothing; dcz_run on such a model allocates nothing either.
+ *     The file buffer must outlive the model: dense fp32 weights are read
+ *     where they lie in it (an mmap'd file or flash).
+ *
  * Ownership: a dcz_model returned by dcz_open_* belongs to the caller and is
  * released with dcz_close (which accepts NULL). Buffers passed in stay owned
- * by the caller. dcz_open_file / dcz_open_memory copy what they need, so the
- * buffer may be freed as soon as they return.
+ * by the caller.
  *
  * Thread safety: distinct models may be used from distinct threads; one model
- * must not be run from two threads at once (it owns its activation arena).
+ * must not be run from two threads at once (it owns its activation buffers).
  */
 #ifndef DCZ_H
 #define DCZ_H
@@ -62,9 +71,14 @@ typedef struct dcz_options {
     int threads;          /* 0: the library chooses; this build runs one thread */
     int force_reference;  /* nonzero: run the scalar reference kernels only */
     dcz_precision precision;
+    size_t max_batch;     /* dcz_plan, dcz_open_static: samples the arena holds
+                             activations for (0 means 1); dcz_run takes larger
+                             batches max_batch samples at a time. The heap
+                             loaders ignore it. */
 } dcz_options;
 
-/* Fills opt with the defaults (auto device, library-chosen threads). */
+/* Fills opt with the defaults (auto device, library-chosen threads, max_batch
+ * 1). */
 void dcz_options_init(dcz_options *opt);
 
 typedef struct dcz_model dcz_model;
@@ -77,7 +91,49 @@ dcz_status dcz_open_file(const char *path, const dcz_options *opt, dcz_model **o
 dcz_status dcz_open_memory(const void *buf, size_t len, const dcz_options *opt,
                            dcz_model **out);
 
-/* Releases everything the model owns. m may be NULL. */
+/* ---- loading into a caller's arena (allocates nothing) -------------------
+ *
+ * The arena holds the model, its layers, the execution form of compressed
+ * weights (decoded once), the integer form of calibrated weights, the
+ * convolution scratch and the activation buffers (and, on integers, the
+ * accumulators) of max_batch samples. Dense fp32 tensors are not copied:
+ * on a little-endian host with IEEE floats they are read in place from the
+ * file buffer, 4-byte aligned as the format lays them out when the buffer
+ * itself is (mmap, malloc and a _Alignas(64) array are); otherwise, and for
+ * fp16 and integer tensors, a converted copy lives in the arena. */
+
+/* Alignment the model keeps inside an arena. The arena may lie at any
+ * address: dcz_plan counts the DCZ_ARENA_ALIGN - 1 bytes the model may skip
+ * to reach the first such boundary. */
+#define DCZ_ARENA_ALIGN 16
+
+/* Validates the .dcz in buf (len bytes) as fully as dcz_open_memory, with
+ * the same errors, and writes to *arena_bytes the size of the smallest
+ * arena dcz_open_static accepts at any address for this file and these
+ * options (device, precision, max_batch): an arena of *arena_bytes - 1
+ * bytes at the least favourable address is refused. The size also depends
+ * on buf's address modulo 4 (see above): plan with the buffer you will
+ * open, or one equally aligned. *arena_bytes is 0 on failure.
+ * dcz_plan itself is not static: it decodes the model once into a
+ * temporary heap block (the arena's size at most), freed before it returns,
+ * to find errors in compressed streams. A device that cannot allocate can
+ * use a size planned offline: dcz_open_static validates as fully. */
+dcz_status dcz_plan(const void *buf, size_t len, const dcz_options *opt, size_t *arena_bytes);
+
+/* Builds the model of buf inside arena (arena_bytes bytes at any address;
+ * dcz_plan tells how many it needs). Allocates nothing and calls no stdio.
+ * opt may be NULL for defaults (max_batch 1). On success *out points into
+ * the arena; on failure *out is NULL and the arena's contents are
+ * unspecified. Errors: those of dcz_open_memory, DCZ_ERR_NOMEM when the
+ * arena is too small, DCZ_ERR_ARG for a NULL arena or out.
+ * Both buffers stay owned by the caller and must outlive the model, and
+ * neither may be modified while the model is in use. dcz_close on the model
+ * frees nothing; reusing the arena is enough to drop it. */
+dcz_status dcz_open_static(const void *buf, size_t len, void *arena, size_t arena_bytes,
+                           const dcz_options *opt, dcz_model **out);
+
+/* Releases everything the model owns. m may be NULL. A model built by
+ * dcz_open_static owns nothing: dcz_close does nothing on it. */
 void dcz_close(dcz_model *m);
 
 /* Number of floats in one input sample and one output sample. */
@@ -101,8 +157,10 @@ dcz_scheme dcz_model_scheme(const dcz_model *m);
 
 /* Runs batch samples. input holds batch * dcz_input_size floats, output
  * receives batch * dcz_output_size floats. batch 0 is allowed and does
- * nothing. May grow the model's activation arena on a larger batch than seen
- * before (DCZ_ERR_NOMEM if that fails). */
+ * nothing. On a heap model, may grow the model's activation buffers on a
+ * larger batch than seen before (DCZ_ERR_NOMEM if that fails). On a model
+ * from dcz_open_static, allocates nothing: a batch above max_batch runs as
+ * consecutive runs of max_batch samples (and the rest). */
 dcz_status dcz_run(dcz_model *m, const float *input, size_t batch, float *output);
 
 #ifdef __cplusplus

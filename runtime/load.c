@@ -1,22 +1,33 @@
-/* load.c: turning a .dcz buffer into an executable dcz_model.
+/* load.c: turning a .dcz buffer into an executable dcz_model, on the heap
+ * (dcz_open_memory) or inside a caller's arena (dcz_plan, dcz_open_static).
  *
  * Every layer becomes an exec layer (model.h) that knows its input and
  * output shapes and, for convolutions and pools, its geometry; shapes chain
  * by the rules of docs/FORMAT.md (dcz_op_shape).
  *
  * Loading runs the same walk twice over the validated container: a sizing
- * pass that only measures, then a filling pass into one allocation of
- * exactly that size (the model, its layers, weights in execution form, and
- * the scratch used to decode streams). Huffman and raw streams are decoded
- * once, straight into the execution form of model.h.
+ * pass that only measures, then a filling pass into one block of exactly
+ * that size (the model, its layers, weights in execution form, the im2col
+ * scratch). Huffman and raw streams are decoded once, straight into the
+ * execution form of model.h, through a decoding scratch placed after the
+ * walk's bytes. Both loaders share the walk; they differ in where the block
+ * comes from and in what it holds:
+ *
+ *   heap    [ walk ][ decoding scratch ]              one malloc; activation
+ *           buffers are grown by dcz_run (run.c) as batches require
+ *   static  [ walk ][ activations | accumulators ]   inside the caller's arena,
+ *                   [ decoding scratch ]             overlaid: the scratch is
+ *           dead once loading ends, the buffers live only while running;
+ *           dense fp32 tensors are not copied but used in place from the
+ *           file buffer (little-endian IEEE hosts, 4-byte aligned payloads)
  *
  * Checked by tests/unit/test_format.c (round trips through the toolchain's
- * writer, corruptions, truncations) and tests/fuzz/fuzz_dcz.c.
+ * writer, corruptions, truncations), tests/unit/test_static.c (the arena
+ * size is exact, nothing is allocated, results equal the heap model's bit
+ * for bit, weights are used in place) and tests/fuzz/fuzz_dcz.c.
  */
-#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
 
 #include "runtime/model.h"
 
@@ -27,7 +38,7 @@ typedef dcz_arena arena;
 
 void *dcz_arena_take(dcz_arena *a, uint64_t bytes)
 {
-    size_t off = (a->used + 15) & ~(size_t)15;
+    size_t off = (a->used + (DCZ_ARENA_ALIGN - 1)) & ~(size_t)(DCZ_ARENA_ALIGN - 1);
     if (off < a->used || bytes > SIZE_MAX - off) { a->overflow = 1; return NULL; }
     a->used = off + (size_t)bytes;
     return a->base ? a->base + off : NULL;
@@ -37,12 +48,46 @@ void dcz_options_init(dcz_options *opt)
 {
     memset(opt, 0, sizeof *opt);
     opt->device = DCZ_DEVICE_AUTO;
+    opt->max_batch = 1;
 }
 
-static dcz_status load_dense(const dcz_tensor_view *t, arena *a, const float **out)
+/* Nonzero when this host stores a float as the file does (IEEE binary32,
+ * little-endian), so an F32 payload can be read as floats where it lies. */
+static int host_reads_f32_in_place(void)
 {
-    float *dst = arena_take(a, t->n * 4);
-    if (!a->base) return DCZ_OK;
+    const float one = 1.0f;
+    uint8_t b[sizeof one];
+    memcpy(b, &one, sizeof one);
+    return sizeof one == 4 && b[0] == 0 && b[1] == 0 && b[2] == 0x80 && b[3] == 0x3f;
+}
+
+typedef struct scratch {
+    uint8_t *gaps;   /* gap symbols of one tensor */
+    uint8_t *idx;    /* index symbols of one tensor, in stream order */
+    uint64_t gaps_cap, idx_cap;
+} scratch;
+
+/* What the walk needs beside the graph: the arena it takes from (base NULL
+ * while sizing), the decoding scratch, whether fp32 tensors may stay in the
+ * file buffer, and what the sizing pass learns about activations. */
+typedef struct loader {
+    arena a;
+    scratch sc;
+    int in_place;
+    uint64_t max_width;  /* elements of the largest activation of one sample */
+    int quant;           /* the model runs on integers */
+} loader;
+
+/* A dense tensor as floats: the payload itself for an aligned F32 tensor
+ * when ld->in_place, else a converted copy in the arena. */
+static dcz_status load_dense(const dcz_tensor_view *t, loader *ld, const float **out)
+{
+    if (ld->in_place && t->enc == DCZ_ENC_F32 && ((uintptr_t)t->payload & 3) == 0) {
+        *out = (const float *)(const void *)t->payload;
+        return DCZ_OK;
+    }
+    float *dst = arena_take(&ld->a, t->n * 4);
+    if (!ld->a.base) return DCZ_OK;
     const uint64_t per_scale = t->nscale ? t->n / t->nscale : 1;
     for (uint64_t i = 0; i < t->n; i++) {
         const uint8_t *p = t->payload;
@@ -60,17 +105,13 @@ static dcz_status load_dense(const dcz_tensor_view *t, arena *a, const float **o
     return DCZ_OK;
 }
 
-typedef struct scratch {
-    uint8_t *gaps;   /* gap symbols of one tensor */
-    uint8_t *idx;    /* index symbols of one tensor, in stream order */
-    uint64_t gaps_cap, idx_cap;
-} scratch;
-
 /* A sparse tensor of any rank as a matrix: rows = dims[0], columns = the
  * rest flattened (a conv weight (out_c, in_c, kh, kw) gives out_c rows of
  * in_c kh kw columns). */
-static dcz_status load_sparse(const dcz_tensor_view *t, arena *a, scratch *sc, dcz_sparse *sp)
+static dcz_status load_sparse(const dcz_tensor_view *t, loader *ld, dcz_sparse *sp)
 {
+    arena *a = &ld->a;
+    scratch *sc = &ld->sc;
     const uint32_t rows = t->dims[0], cols = (uint32_t)(t->n / t->dims[0]);
     const uint64_t cap = dcz_sparse_max_entries(t->nnz, rows, cols);
     if (cap > 0xFFFFFFFFu) return DCZ_ERR_FORMAT;
@@ -87,6 +128,9 @@ static dcz_status load_sparse(const dcz_tensor_view *t, arena *a, scratch *sc, d
     if (!a->base) {
         if (t->gap_count > sc->gaps_cap) sc->gaps_cap = t->gap_count;
         if (t->nnz > sc->idx_cap) sc->idx_cap = t->nnz;
+        /* the entries are known once decoded: until then their bound, which
+         * the integer form (qload.c) is sized by as well */
+        sp->entries = (uint32_t)cap;
         return DCZ_OK;
     }
     TRY(dcz_tensor_decode_streams(t, t->enc == DCZ_ENC_CODEBOOK ? sc->idx : NULL, sc->gaps));
@@ -131,7 +175,7 @@ typedef struct calib_walk {
  * the attributes (dcz_op_param_shapes), then loaded into execution form,
  * and into integer form when the model is calibrated (cw). */
 static dcz_status load_params(const dcz_container *c, const dcz_graph_layer *g, uint32_t index,
-                              arena *a, scratch *sc, calib_walk *cw, dcz_exec_layer *l)
+                              loader *ld, calib_walk *cw, dcz_exec_layer *l)
 {
     dcz_section s;
     dcz_cur cur;
@@ -151,17 +195,18 @@ static dcz_status load_params(const dcz_container *c, const dcz_graph_layer *g, 
     const float *bias = NULL, *wd = NULL;
     dcz_sparse sp;
     memset(&sp, 0, sizeof sp);
-    TRY(load_dense(&b, a, &bias));
+    TRY(load_dense(&b, ld, &bias));
     switch (w.enc) {
     case DCZ_ENC_F32:
     case DCZ_ENC_F16:
     case DCZ_ENC_I8:
     case DCZ_ENC_I16:
-        TRY(load_dense(&w, a, &wd));
+        /* on integers, int tensors are read as stored (qload.c): no float copy */
+        if (!(cw && DCZ_ENC_IS_INT(w.enc))) TRY(load_dense(&w, ld, &wd));
         break;
     case DCZ_ENC_SPARSE_F32:
     case DCZ_ENC_CODEBOOK:
-        TRY(load_sparse(&w, a, sc, &sp));
+        TRY(load_sparse(&w, ld, &sp));
         break;
     default:
         return DCZ_ERR_UNSUPPORTED;
@@ -176,12 +221,12 @@ static dcz_status load_params(const dcz_container *c, const dcz_graph_layer *g, 
     TRY(dcz_calib_next(&cw->cur, cw->scheme, &e));
     cw->read++;
     if (e.layer != index) return DCZ_ERR_FORMAT;
-    return dcz_qload_weights(a, cw->scheme, &w, &e, l);
+    return dcz_qload_weights(&ld->a, cw->scheme, &w, &e, l);
 }
 
 /* Everything of one exec layer but its name, given the shape it receives. */
 static dcz_status load_layer(const dcz_container *c, const dcz_graph_layer *g, uint32_t index,
-                             const dcz_shape *in, arena *a, scratch *sc, calib_walk *cw,
+                             const dcz_shape *in, loader *ld, calib_walk *cw,
                              dcz_exec_layer *l)
 {
     l->in_shape = *in;
@@ -190,10 +235,10 @@ static dcz_status load_layer(const dcz_container *c, const dcz_graph_layer *g, u
     l->out = (uint32_t)dcz_shape_count(&l->out_shape);
     switch (g->op) {
     case DCZ_OP_DENSE:
-        return load_params(c, g, index, a, sc, cw, l);
+        return load_params(c, g, index, ld, cw, l);
     case DCZ_OP_CONV2D:
         TRY(dcz_conv_geom_init(&l->geom, g->op, g->attr, g->nattr, in));
-        TRY(load_params(c, g, index, a, sc, cw, l));
+        TRY(load_params(c, g, index, ld, cw, l));
         l->im2col = l->kernel != DCZ_K_CONV_DENSE_F32 && dcz_conv2d_pick_im2col(&l->geom);
         return DCZ_OK;
     case DCZ_OP_MAXPOOL:
@@ -223,9 +268,6 @@ static dcz_status load_layer(const dcz_container *c, const dcz_graph_layer *g, u
     }
 }
 
-/* One walk over the graph: sizes everything while a->base is NULL, fills
- * the model when it is set. Shapes chain by dcz_op_shape from the input
- * shape; the activation buffers are sized by the largest activation. */
 /* The CALIB section of c, when the options let the model run on integers:
  * *found 0 when there is none (or precision is FP32). At most one. */
 static dcz_status find_calib(const dcz_container *c, const dcz_options *o, calib_walk *cw,
@@ -248,8 +290,12 @@ static dcz_status find_calib(const dcz_container *c, const dcz_options *o, calib
     return DCZ_OK;
 }
 
-static dcz_status load_walk(const dcz_container *c, const dcz_options *o, arena *a,
-                            scratch *sc, dcz_model **out)
+/* One walk over the graph: sizes everything while ld->a.base is NULL, fills
+ * the model when it is set. Shapes chain by dcz_op_shape from the input
+ * shape; ld->max_width and ld->quant tell the caller how large the
+ * activation buffers must be and whether accumulators are needed. */
+static dcz_status load_walk(const dcz_container *c, const dcz_options *o, loader *ld,
+                            dcz_model **out)
 {
     dcz_section gs;
     dcz_cur cur;
@@ -270,6 +316,7 @@ static dcz_status load_walk(const dcz_container *c, const dcz_options *o, arena 
     int quant;
     TRY(find_calib(c, o, &cw, &quant));
 
+    arena *a = &ld->a;
     dcz_model *m = arena_take(a, sizeof *m);
     dcz_exec_layer *layers = arena_take(a, (uint64_t)nlayers * sizeof *layers);
     uint64_t max_width = in_size, scratch_floats = 0;
@@ -288,7 +335,7 @@ static dcz_status load_walk(const dcz_container *c, const dcz_options *o, arena 
         dcz_exec_layer tmp, *l = layers ? &layers[i] : &tmp;
         memset(l, 0, sizeof *l);
         memcpy(l->name, g.name, sizeof l->name);
-        TRY(load_layer(c, &g, i, &shape, a, sc, quant ? &cw : NULL, l));
+        TRY(load_layer(c, &g, i, &shape, ld, quant ? &cw : NULL, l));
         shape = l->out_shape;
         if (l->out > max_width) max_width = l->out;
         if (l->im2col && dcz_conv2d_im2col_floats(&l->geom) > scratch_floats)
@@ -297,6 +344,8 @@ static dcz_status load_walk(const dcz_container *c, const dcz_options *o, arena 
     if (cur.pos != cur.len) return DCZ_ERR_FORMAT;
     if (quant && (cw.read != cw.count || cw.cur.pos != cw.cur.len)) return DCZ_ERR_FORMAT;
     float *conv_scratch = arena_take(a, scratch_floats * sizeof(float));
+    ld->max_width = max_width;
+    ld->quant = quant;
     if (m) {
         m->scratch = conv_scratch;
         m->scratch_floats = scratch_floats;
@@ -313,74 +362,171 @@ static dcz_status load_walk(const dcz_container *c, const dcz_options *o, arena 
     return DCZ_OK;
 }
 
+/* Where everything of a model lies, as offsets from its (aligned) block:
+ * the walk's bytes from 0, then the decoding scratch, and for a static
+ * model the run-time buffers, which overlay the scratch. */
+typedef struct layout {
+    size_t walk;                /* bytes the walk takes */
+    size_t gaps, idx;           /* decoding scratch */
+    size_t load;                /* walk and decoding scratch */
+    size_t act, qacc;           /* static: activation buffers, accumulators */
+    size_t total;               /* the block */
+    scratch sc;                 /* scratch capacities */
+    uint64_t max_width;
+    int quant;
+} layout;
+
+/* Takes bytes from a sizing arena and returns their offset. */
+static size_t take_at(arena *a, uint64_t bytes)
+{
+    (void)arena_take(a, bytes);
+    return a->overflow ? 0 : a->used - (size_t)bytes;
+}
+
+/* Options checked and defaulted into *o. */
+static dcz_status check_options(const dcz_options *opt, dcz_options *o)
+{
+    if (opt) *o = *opt; else dcz_options_init(o);
+    if (o->device == DCZ_DEVICE_GPU) return DCZ_ERR_DEVICE; /* no GPU backend in this build */
+    if (o->device != DCZ_DEVICE_AUTO && o->device != DCZ_DEVICE_CPU) return DCZ_ERR_ARG;
+    if (o->max_batch == 0) o->max_batch = 1;
+    return DCZ_OK;
+}
+
+/* The sizing pass and the layout it gives. max_batch 0: no run-time
+ * buffers (the heap model grows its own). DCZ_ERR_NOMEM when the sizes do
+ * not fit a size_t. */
+static dcz_status plan_layout(const dcz_container *c, const dcz_options *o, int in_place,
+                              size_t max_batch, layout *L)
+{
+    loader ld;
+    memset(&ld, 0, sizeof ld);
+    ld.in_place = in_place;
+    TRY(load_walk(c, o, &ld, NULL));
+    memset(L, 0, sizeof *L);
+    L->walk = ld.a.used;
+    L->sc = ld.sc;
+    L->max_width = ld.max_width;
+    L->quant = ld.quant;
+
+    arena s = { NULL, L->walk, 0 };
+    L->gaps = take_at(&s, ld.sc.gaps_cap);
+    L->idx = take_at(&s, ld.sc.idx_cap);
+    L->load = s.used;
+
+    arena r = { NULL, L->walk, 0 };
+    if (max_batch) {
+        /* two activation buffers of (max_batch, max_width) floats; on
+         * integers the accumulators, then the quantized model input (run.c) */
+        const uint64_t w = ld.max_width;
+        if (w && max_batch > UINT64_MAX / 16 / w) return DCZ_ERR_NOMEM;
+        const uint64_t cells = (uint64_t)max_batch * w;
+        L->act = take_at(&r, 2 * cells * sizeof(float));
+        if (ld.quant) L->qacc = take_at(&r, cells * (sizeof(int64_t) + sizeof(dcz_q)));
+    }
+    if (ld.a.overflow || s.overflow || r.overflow) return DCZ_ERR_NOMEM;
+    L->total = L->load > r.used ? L->load : r.used;
+    return DCZ_OK;
+}
+
+/* The filling pass into block (L->total bytes at a DCZ_ARENA_ALIGN
+ * boundary): the model, with its decoding scratch placed by L. */
+static dcz_status fill(const dcz_container *c, const dcz_options *o, int in_place,
+                       const layout *L, uint8_t *block, dcz_model **out)
+{
+    loader ld;
+    memset(&ld, 0, sizeof ld);
+    ld.in_place = in_place;
+    ld.sc = L->sc;
+    ld.sc.gaps = block + L->gaps;
+    ld.sc.idx = block + L->idx;
+    ld.a.base = block;
+    dcz_model *m = NULL;
+    TRY(load_walk(c, o, &ld, &m));
+    /* sparse tensors take their bound while sizing, their entries here */
+    if (ld.a.used > L->walk) return DCZ_ERR_INTERNAL;
+    m->opt = *o;
+    *out = m;
+    return DCZ_OK;
+}
+
 dcz_status dcz_open_memory(const void *buf, size_t len, const dcz_options *opt,
                            dcz_model **out)
 {
     dcz_container c;
     dcz_options o;
+    layout L;
     if (!out) return DCZ_ERR_ARG;
     *out = NULL;
-    if (opt) o = *opt; else dcz_options_init(&o);
-    if (o.device == DCZ_DEVICE_GPU) return DCZ_ERR_DEVICE; /* no GPU backend in this build */
-    if (o.device != DCZ_DEVICE_AUTO && o.device != DCZ_DEVICE_CPU) return DCZ_ERR_ARG;
+    TRY(check_options(opt, &o));
     TRY(dcz_container_open(buf, len, &c));
-
-    /* sizing pass; the decode scratch goes after everything the walk takes */
-    arena a = { NULL, 0, 0 };
-    scratch sc;
-    memset(&sc, 0, sizeof sc);
-    TRY(load_walk(&c, &o, &a, &sc, NULL));
-    const size_t walk_bytes = a.used;
-    (void)arena_take(&a, sc.gaps_cap);
-    (void)arena_take(&a, sc.idx_cap);
-    if (a.overflow) return DCZ_ERR_NOMEM;
-
-    uint8_t *block = malloc(a.used ? a.used : 1);
+    TRY(plan_layout(&c, &o, 0, 0, &L));
+    uint8_t *block = malloc(L.load ? L.load : 1);
     if (!block) return DCZ_ERR_NOMEM;
-    arena tail = { block, walk_bytes, 0 };
-    sc.gaps = arena_take(&tail, sc.gaps_cap);
-    sc.idx = arena_take(&tail, sc.idx_cap);
-    a.base = block;
-    a.used = 0;
     dcz_model *m = NULL;
-    dcz_status s = load_walk(&c, &o, &a, &sc, &m);
+    dcz_status s = fill(&c, &o, 0, &L, block, &m);
     if (s != DCZ_OK) {
         free(block);
         return s;
     }
-    m->block = block;
-    m->opt = o;
+    m->block = block; /* m itself lives inside block */
     *out = m;
     return DCZ_OK;
 }
 
-dcz_status dcz_open_file(const char *path, const dcz_options *opt, dcz_model **out)
+dcz_status dcz_plan(const void *buf, size_t len, const dcz_options *opt, size_t *arena_bytes)
 {
+    dcz_container c;
+    dcz_options o;
+    layout L;
+    if (!arena_bytes) return DCZ_ERR_ARG;
+    *arena_bytes = 0;
+    TRY(check_options(opt, &o));
+    TRY(dcz_container_open(buf, len, &c));
+    const int in_place = host_reads_f32_in_place();
+    TRY(plan_layout(&c, &o, in_place, o.max_batch, &L));
+    if (L.total > SIZE_MAX - (DCZ_ARENA_ALIGN - 1)) return DCZ_ERR_NOMEM;
+    /* what only the filling pass finds (stream contents, integer ranges)
+     * is found by filling a temporary block once */
+    uint8_t *block = malloc(L.load ? L.load : 1);
+    if (!block) return DCZ_ERR_NOMEM;
+    dcz_model *m = NULL;
+    dcz_status s = fill(&c, &o, in_place, &L, block, &m);
+    free(block);
+    if (s != DCZ_OK) return s;
+    *arena_bytes = L.total + (DCZ_ARENA_ALIGN - 1);
+    return DCZ_OK;
+}
+
+dcz_status dcz_open_static(const void *buf, size_t len, void *arena_mem, size_t arena_bytes,
+                           const dcz_options *opt, dcz_model **out)
+{
+    dcz_container c;
+    dcz_options o;
+    layout L;
     if (!out) return DCZ_ERR_ARG;
     *out = NULL;
-    if (!path) return DCZ_ERR_ARG;
-    FILE *f = fopen(path, "rb");
-    if (!f) return DCZ_ERR_IO;
-    dcz_status s = DCZ_ERR_IO;
-    uint8_t *buf = NULL;
-    long size;
-    struct stat st;
-    if (fstat(fileno(f), &st) != 0 || !S_ISREG(st.st_mode)) goto done;
-    if (fseek(f, 0, SEEK_END) != 0 || (size = ftell(f)) < 0 || fseek(f, 0, SEEK_SET) != 0)
-        goto done;
-    buf = malloc(size ? (size_t)size : 1);
-    if (!buf) { s = DCZ_ERR_NOMEM; goto done; }
-    if (fread(buf, 1, (size_t)size, f) != (size_t)size) goto done;
-    s = dcz_open_memory(buf, (size_t)size, opt, out);
-done:
-    free(buf);
-    fclose(f);
-    return s;
+    if (!arena_mem) return DCZ_ERR_ARG;
+    TRY(check_options(opt, &o));
+    TRY(dcz_container_open(buf, len, &c));
+    const int in_place = host_reads_f32_in_place();
+    TRY(plan_layout(&c, &o, in_place, o.max_batch, &L));
+    const size_t pad = (size_t)(-(uintptr_t)arena_mem & (DCZ_ARENA_ALIGN - 1));
+    if (arena_bytes < pad || arena_bytes - pad < L.total) return DCZ_ERR_NOMEM;
+    uint8_t *block = (uint8_t *)arena_mem + pad;
+    dcz_model *m = NULL;
+    TRY(fill(&c, &o, in_place, &L, block, &m));
+    m->fixed = 1;
+    m->act = (float *)(void *)(block + L.act);
+    m->qacc = L.quant ? (int64_t *)(void *)(block + L.qacc) : NULL;
+    m->act_batch = o.max_batch;
+    *out = m;
+    return DCZ_OK;
 }
 
 void dcz_close(dcz_model *m)
 {
-    if (!m) return;
+    if (!m || m->fixed) return; /* a static model lives in its caller's arena */
     free(m->act);
     free(m->qacc);
     free(m->block); /* m itself lives inside block */

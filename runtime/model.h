@@ -137,7 +137,9 @@ struct dcz_model {
     uint32_t max_width;       /* elements of the largest activation of one sample */
     uint32_t nlayers;
     dcz_exec_layer *layers;   /* (nlayers), inside block */
-    void *block;              /* everything loaded, one allocation */
+    void *block;              /* everything loaded, one allocation; NULL when fixed */
+    int fixed;                /* dcz_open_static: everything lives in the caller's arena,
+                                 act and qacc hold act_batch samples and never grow */
     float *scratch;           /* (scratch_floats) for im2col layers, inside block */
     uint64_t scratch_floats;
     float *act;               /* two activation buffers of max_width * act_batch */
@@ -145,18 +147,20 @@ struct dcz_model {
     dcz_scheme scheme;        /* DCZ_SCHEME_NONE: every layer in float */
     int32_t qmax;             /* the scheme's integer range */
     uint32_t q_first, q_last; /* the integer segment: weighted layers first..last */
-    int64_t *qacc;            /* accumulators, max_width * act_batch */
+    int64_t *qacc;            /* accumulators, max_width * act_batch, then as many
+                                 dcz_q for the quantized input of the integer segment */
 };
 
 /* Memory of a model being loaded: sized by a walk with base NULL, then
- * filled by the same walk into one block (load.c). */
+ * filled by the same walk into one block (load.c): a malloc'd block, or
+ * the caller's arena from its first DCZ_ARENA_ALIGN boundary. */
 typedef struct dcz_arena {
     uint8_t *base;   /* NULL while sizing */
     size_t used;
     int overflow;
 } dcz_arena;
 
-/* bytes at a 16-byte boundary (NULL while sizing) */
+/* bytes at a DCZ_ARENA_ALIGN boundary of the block (NULL while sizing) */
 void *dcz_arena_take(dcz_arena *a, uint64_t bytes);
 
 /* Builds the integer form of a weighted layer whose float form the loader
@@ -302,8 +306,9 @@ void dcz_qglobal_avgpool_ref(uint32_t channels, uint32_t plane, const dcz_q *x, 
 typedef void (*dcz_tap_fn)(void *ctx, uint32_t layer, const float *y, size_t batch,
                            uint32_t width);
 /* dcz_run, calling tap after each layer (on the integer segment: after each
- * weighted layer, its accumulators dequantized). Allocates when tapping a
- * calibrated model; for the toolchain's measurements, not for deployment. */
+ * weighted layer, its accumulators dequantized; on a static model once per
+ * chunk of act_batch samples). Allocates when tapping a calibrated model;
+ * for the toolchain's measurements, not for deployment. */
 dcz_status dcz_run_tapped(dcz_model *m, const float *input, size_t batch, float *output,
                           dcz_tap_fn tap, void *ctx);
 

@@ -6,13 +6,19 @@
  * measurements behind it: kernels_conv.c). All of them read the compressed
  * execution form. The im2col scratch is sized and placed at load.
  *
+ * A heap model grows its activation buffers to the largest batch it has
+ * run; a static one (dcz_open_static) has them in its arena for act_batch
+ * samples and runs a larger batch that many samples at a time, so running
+ * never allocates.
+ *
  * A calibrated model runs its integer segment (the weighted layers and
  * what lies between them) on dcz_q activations: the input of the first
  * weighted layer is quantized, each weighted layer accumulates in int64 and
  * requantizes to the next one's scale, the last one's accumulators become
  * floats again (qload.c has the constants, kernels_int.c the kernels).
  *
- * Checked by tests/unit/test_format.c and tests/unit/test_kernels.c, and
+ * Checked by tests/unit/test_format.c, tests/unit/test_kernels.c and
+ * tests/unit/test_static.c (no allocation, chunks equal one heap run), and
  * end to end by tests/cli (dcz eval equals the accuracy each stage reports).
  */
 #include <math.h>
@@ -158,22 +164,13 @@ static void run_layer(const dcz_model *m, const dcz_exec_layer *l, const float *
     }
 }
 
-/* The walk of dcz_run, calling tap (when set) after each layer with that
- * layer's output as floats: on the integer segment only after weighted
- * layers, with their accumulators dequantized into a buffer this call
- * allocates. */
-dcz_status dcz_run_tapped(dcz_model *m, const float *input, size_t batch, float *output,
-                          dcz_tap_fn tap, void *ctx)
+/* The layers on batch samples (batch <= m->act_batch): x to output,
+ * calling tap (when set) after each layer with that layer's output as
+ * floats; on the integer segment only after weighted layers, with their
+ * accumulators dequantized into deq. */
+static void run_batch(dcz_model *m, const float *input, size_t batch, float *output,
+                      dcz_tap_fn tap, void *ctx, float *deq)
 {
-    if (!m || (batch && (!input || !output))) return DCZ_ERR_ARG;
-    if (batch == 0) return DCZ_OK;
-    dcz_status s = ensure_act(m, batch);
-    if (s != DCZ_OK) return s;
-    float *deq = NULL;
-    if (tap && m->scheme != DCZ_SCHEME_NONE) {
-        deq = malloc(batch * m->max_width * sizeof *deq);
-        if (!deq) return DCZ_ERR_NOMEM;
-    }
     float *buf[2] = { m->act, m->act + batch * m->max_width };
     const void *x = input;
     for (uint32_t i = 0; i < m->nlayers; i++) {
@@ -199,7 +196,32 @@ dcz_status dcz_run_tapped(dcz_model *m, const float *input, size_t batch, float 
         x = y;
     }
     memcpy(output, x, batch * m->out_size * sizeof *output);
-    free(deq);
+}
+
+/* The walk of dcz_run, calling tap (when set) after each layer; the
+ * dequantized accumulators a tap sees on the integer segment live in a
+ * buffer this call allocates. A static model runs the batch act_batch
+ * samples at a time. */
+dcz_status dcz_run_tapped(dcz_model *m, const float *input, size_t batch, float *output,
+                          dcz_tap_fn tap, void *ctx)
+{
+    if (!m || (batch && (!input || !output))) return DCZ_ERR_ARG;
+    if (batch == 0) return DCZ_OK;
+    const size_t chunk = m->fixed && batch > m->act_batch ? m->act_batch : batch;
+    if (!m->fixed) {
+        dcz_status s = ensure_act(m, batch);
+        if (s != DCZ_OK) return s;
+    }
+    float *deq = NULL;
+    if (tap && m->scheme != DCZ_SCHEME_NONE) {
+        deq = malloc(chunk * m->max_width * sizeof *deq);
+        if (!deq) return DCZ_ERR_NOMEM;
+    }
+    for (size_t done = 0; done < batch; done += chunk) {
+        const size_t n = batch - done < chunk ? batch - done : chunk;
+        run_batch(m, input + done * m->in_size, n, output + done * m->out_size, tap, ctx, deq);
+    }
+    if (deq) free(deq); /* a static model calls no allocator at all */
     return DCZ_OK;
 }
 

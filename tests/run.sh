@@ -5,8 +5,9 @@
 # "N passed, N failed" line; fuzz corpora are replayed through
 # build/tests/replay_fuzz_*; CLI tests are the scripts tests/cli/*.sh, one
 # test each (exit 0 = pass); the integer kernels' proof of holding no
-# floating point is one more (two checks). A program that crashes counts as
-# one failure.
+# floating point is one more (two checks); the runtime tests built for
+# 64-bit Arm run under qemu-user as one more group. A program that crashes
+# counts as one failure.
 set -u
 cd "$(dirname "$0")/.."
 passed=0; failed=0; failures=()
@@ -83,6 +84,11 @@ nofloat_check() {
 out=$log/nofloat.out
 nofloat_check > "$out" 2>&1; tally "integer kernels build without floating point" $? "$out"
 grep '^SKIP' "$out" | sed 's/^/    /'
+# The runtime tests once more, built for 64-bit Arm and run under qemu-user
+# (make test-aarch64; it prints SKIP without the cross compiler or qemu).
+out=$log/aarch64.out
+make --no-print-directory test-aarch64 > "$out" 2>&1; tally "runtime tests on aarch64 (qemu)" $? "$out"
+grep '^SKIP\|^ *SKIP' "$out" | sed 's/^ */    /'
 for s in tests/cli/*.sh; do
     [ -f "$s" ] || continue
     n=$(basename "$s" .sh); out=$log/cli_$n.out

@@ -1,0 +1,707 @@
+/* test_static.c: models built inside a caller's arena (dcz_plan,
+ * dcz_open_static) allocate nothing, need exactly the planned arena, read
+ * dense fp32 weights in place, and compute what heap models compute, bit
+ * for bit.
+ *
+ * Allocations are counted by link-time wrapping: the Makefile links this
+ * program with -Wl,--wrap=malloc (and calloc, realloc, free, aligned_alloc,
+ * posix_memalign), so every call to them from this program's objects and
+ * from the members of libdcz.a it pulls in goes through the __wrap_
+ * functions below, which count while `counting` is set and forward to
+ * libc (or to the sanitizer's allocator under SANITIZE=). The first test
+ * proves the counter is live: a malloc of this file and the allocations of
+ * dcz_open_memory inside libdcz are both seen.
+ *
+ * Models: every file of tests/fuzz/corpus/dcz/ but the regress-* ones that
+ * must fail (dense, sparse fp32, codebook with raw and Huffman streams,
+ * convolutions on the direct and im2col kernels, pools, softmax, int8,
+ * fixed8 and fixed16 calibrated models, the calibrated ones also forced to
+ * fp32), and, where the toolchain's writer is linked (not in the
+ * runtime-only build of `make test-aarch64`, which reports SKIP), models
+ * built here: a network of im2col convolutions, and calibrated int8
+ * versions of it and of an MLP. For each: dcz_plan with max_batch 3; the
+ * arena at its least favourable address (one byte past a DCZ_ARENA_ALIGN
+ * boundary) is refused one byte short and accepted at the planned size,
+ * and an aligned arena needs exactly DCZ_ARENA_ALIGN - 1 bytes less; zero
+ * allocations in dcz_open_static, dcz_run at batch 1 and 7 (7 runs as
+ * chunks 3, 3, 1) and dcz_close; outputs equal to dcz_open_memory's model
+ * run on the whole batch and on the same chunks, bit for bit; every pointer
+ * of the model inside the arena, but dense weights and biases inside the
+ * file buffer (little-endian hosts); a changed bias in the file buffer
+ * changes the output of a float model; a file buffer off a 4-byte boundary
+ * is planned larger and copied. Corruptions of every byte (checksums
+ * recomputed so they reach the parsers) give dcz_plan, dcz_open_memory and
+ * dcz_open_static the same status.
+ */
+#include <dirent.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "runtime/model.h"
+#include "tests/check.h"
+#ifndef DCZ_RUNTIME_ONLY
+#include <math.h>
+
+#include "calibrate/calibrate.h"
+#include "runtime/doc.h"
+#include "tests/unit/doc_build.h"
+#endif
+
+/* ---- counting allocations ------------------------------------------------ */
+
+void *__real_malloc(size_t n);
+void *__real_calloc(size_t n, size_t size);
+void *__real_realloc(void *p, size_t n);
+void __real_free(void *p);
+void *__real_aligned_alloc(size_t align, size_t n);
+int __real_posix_memalign(void **p, size_t align, size_t n);
+void *__wrap_malloc(size_t n);
+void *__wrap_calloc(size_t n, size_t size);
+void *__wrap_realloc(void *p, size_t n);
+void __wrap_free(void *p);
+void *__wrap_aligned_alloc(size_t align, size_t n);
+int __wrap_posix_memalign(void **p, size_t align, size_t n);
+
+static volatile int counting;
+static volatile unsigned long allocs;   /* calls seen while counting */
+
+void *__wrap_malloc(size_t n) { allocs += counting; return __real_malloc(n); }
+void *__wrap_calloc(size_t n, size_t size) { allocs += counting; return __real_calloc(n, size); }
+void *__wrap_realloc(void *p, size_t n) { allocs += counting; return __real_realloc(p, n); }
+void __wrap_free(void *p) { allocs += counting; __real_free(p); }
+void *__wrap_aligned_alloc(size_t align, size_t n)
+{
+    allocs += counting;
+    return __real_aligned_alloc(align, n);
+}
+int __wrap_posix_memalign(void **p, size_t align, size_t n)
+{
+    allocs += counting;
+    return __real_posix_memalign(p, align, n);
+}
+
+static void count_start(void) { allocs = 0; counting = 1; }
+static unsigned long count_stop(void) { counting = 0; return allocs; }
+
+/* ---- helpers --------------------------------------------------------------- */
+
+static uint64_t rs = 777;
+static float frand(void)
+{
+    uint64_t z = (rs += 0x9E3779B97F4A7C15ull);
+    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+    z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+    z ^= z >> 31;
+    return (float)((z >> 11) * (1.0 / 9007199254740992.0)) * 2.0f - 1.0f;
+}
+
+static int host_le_f32(void)
+{
+    const float one = 1.0f;
+    uint8_t b[4];
+    memcpy(b, &one, 4);
+    return b[0] == 0 && b[1] == 0 && b[2] == 0x80 && b[3] == 0x3f;
+}
+
+#define ALIGN DCZ_ARENA_ALIGN
+static uint8_t *align_up(uint8_t *p) { return p + (-(uintptr_t)p & (ALIGN - 1)); }
+
+/* A copy of len bytes at a 64-byte boundary, as an mmap'd file would lie. */
+static uint8_t *aligned_copy(const void *src, size_t len)
+{
+    uint8_t *p = aligned_alloc(64, (len + 63) / 64 * 64);
+    if (p) memcpy(p, src, len);
+    return p;
+}
+
+static int inside(const void *p, const void *lo, size_t bytes)
+{
+    const uint8_t *b = lo;
+    return (const uint8_t *)p >= b && (const uint8_t *)p < b + bytes;
+}
+
+/* ---- one model -------------------------------------------------------------- */
+
+#define MAX_BATCH 3
+#define BATCH 7
+
+typedef struct where {
+    const uint8_t *arena; size_t arena_bytes;
+    const uint8_t *file; size_t file_bytes;
+    int bad;          /* pointers outside where they may lie */
+    int in_file;      /* pointers into the file buffer */
+} where;
+
+/* p (non-NULL) must lie in the arena, or in the file when file_ok. */
+static void place(where *w, const void *p, int file_ok, const char *what, uint32_t layer)
+{
+    if (!p) return;
+    if (inside(p, w->arena, w->arena_bytes)) return;
+    if (file_ok && inside(p, w->file, w->file_bytes)) { w->in_file++; return; }
+    if (w->bad++ < 3) fprintf(stderr, "    layer %u: %s outside the arena%s\n", layer, what,
+                              file_ok ? " and the file" : "");
+}
+
+static void check_places(const dcz_model *m, where *w)
+{
+    place(w, m, 0, "model", 0);
+    place(w, m->layers, 0, "layers", 0);
+    place(w, m->act, 0, "activations", 0);
+    place(w, (const uint8_t *)m->act + 2 * m->act_batch * m->max_width * sizeof(float) - 1, 0,
+          "activations' end", 0);
+    if (m->qacc) {
+        place(w, m->qacc, 0, "accumulators", 0);
+        place(w, (const uint8_t *)m->qacc + m->act_batch * m->max_width * 10 - 1, 0,
+              "accumulators' end", 0);
+    }
+    if (m->scratch_floats) {
+        place(w, m->scratch, 0, "scratch", 0);
+        place(w, m->scratch + m->scratch_floats - 1, 0, "scratch's end", 0);
+    }
+    for (uint32_t i = 0; i < m->nlayers; i++) {
+        const dcz_exec_layer *l = &m->layers[i];
+        place(w, l->w, 1, "w", i);
+        place(w, l->bias, 1, "bias", i);
+        const void *arena_only[] = { l->sp.row_ptr, l->sp.step, l->sp.idx, l->sp.val,
+                                     l->sp.codebook, l->qs.row_ptr, l->qs.step, l->qs.idx,
+                                     l->qs.qtab, l->qs.qval, l->w_scale, l->qbias, l->rq_mult,
+                                     l->rq_shift, l->out_scale };
+        for (size_t k = 0; k < sizeof arena_only / sizeof arena_only[0]; k++)
+            place(w, arena_only[k], 0, "execution form", i);
+    }
+}
+
+static size_t models_checked, inplace_models;
+
+/* Everything the header promises, on the file in buf (at a 64-byte
+ * boundary) with options o (max_batch is set here). */
+static void check_model(const char *name, uint8_t *buf, size_t len, dcz_options o)
+{
+    o.max_batch = MAX_BATCH;
+    dcz_model *hm = NULL, *m = NULL;
+    REQUIRE(dcz_open_memory(buf, len, &o, &hm) == DCZ_OK, "%s: heap load", name);
+    const size_t in = dcz_input_size(hm), out = dcz_output_size(hm);
+    float *x = malloc(BATCH * in * sizeof *x);
+    float *yh = calloc(BATCH * out, sizeof *yh), *yc = calloc(BATCH * out, sizeof *yc);
+    float *ys = calloc(BATCH * out, sizeof *ys);
+    uint8_t *raw = NULL;
+    if (!x || !yh || !yc || !ys) { CHECK(0, "out of memory"); goto done; }
+    for (size_t i = 0; i < BATCH * in; i++) x[i] = frand();
+
+    size_t need = 0;
+    REQUIRE(dcz_plan(buf, len, &o, &need) == DCZ_OK, "%s: plan", name);
+    CHECK(need > ALIGN, "%s: plan %zu", name, need);
+    raw = malloc(need + 2 * ALIGN);
+    if (!raw) { CHECK(0, "out of memory"); goto done; }
+    uint8_t *worst = align_up(raw) + 1;  /* DCZ_ARENA_ALIGN - 1 bytes to skip */
+    memset(raw, 0xA5, need + 2 * ALIGN); /* nothing may rely on zeroed memory */
+
+    count_start();
+    dcz_status s_short = dcz_open_static(buf, len, worst, need - 1, &o, &m);
+    dcz_model *m_short = m;
+    dcz_status s = dcz_open_static(buf, len, worst, need, &o, &m);
+    unsigned long n_open = count_stop();
+    CHECK(s_short == DCZ_ERR_NOMEM && m_short == NULL, "%s: one byte short: %s", name,
+          dcz_status_str(s_short));
+    if (s != DCZ_OK) { CHECK(0, "%s: open_static: %s", name, dcz_status_str(s)); goto done; }
+    CHECK(n_open == 0, "%s: %lu allocations in dcz_open_static", name, n_open);
+    CHECK(dcz_input_size(m) == in && dcz_output_size(m) == out &&
+          dcz_model_scheme(m) == dcz_model_scheme(hm), "%s: static model differs", name);
+    CHECK(m->act_batch == MAX_BATCH, "%s: act_batch %zu", name, m->act_batch);
+
+    where w = { worst, need, buf, len, 0, 0 };
+    check_places(m, &w);
+    CHECK(w.bad == 0, "%s: %d pointers outside the arena", name, w.bad);
+    if (host_le_f32()) {
+        CHECK(w.in_file > 0 || m->nlayers == 0, "%s: no tensor used in place", name);
+        inplace_models += w.in_file > 0;
+    } else {
+        CHECK(w.in_file == 0, "%s: tensors in place on a host that cannot", name);
+    }
+
+    /* batch 1 and batch 7 (chunks 3, 3, 1): no allocation, the heap's bits */
+    const size_t batches[2] = { 1, BATCH };
+    for (int bi = 0; bi < 2; bi++) {
+        const size_t b = batches[bi];
+        memset(ys, 0, BATCH * out * sizeof *ys);
+        count_start();
+        s = dcz_run(m, x, b, ys);
+        unsigned long n_run = count_stop();
+        CHECK(s == DCZ_OK, "%s: run batch %zu: %s", name, b, dcz_status_str(s));
+        CHECK(n_run == 0, "%s: %lu allocations in dcz_run batch %zu", name, n_run, b);
+        CHECK(dcz_run(hm, x, b, yh) == DCZ_OK, "%s: heap run", name);
+        for (size_t d = 0; d < b; d += MAX_BATCH) {
+            const size_t n = b - d < MAX_BATCH ? b - d : MAX_BATCH;
+            CHECK(dcz_run(hm, x + d * in, n, yc + d * out) == DCZ_OK, "%s: heap chunk", name);
+        }
+        CHECK(memcmp(ys, yc, b * out * sizeof *ys) == 0,
+              "%s: batch %zu differs from the heap model run in chunks", name, b);
+        CHECK(memcmp(ys, yh, b * out * sizeof *ys) == 0,
+              "%s: batch %zu differs from the heap model run at once", name, b);
+    }
+
+    /* the model reads its float biases from the file buffer: change one */
+    for (uint32_t i = m->nlayers; i-- > 0;) {
+        const dcz_exec_layer *l = &m->layers[i];
+        if (l->q || !l->bias || !inside(l->bias, buf, len)) continue;
+        uint8_t *at = buf + ((const uint8_t *)l->bias - buf), saved[4];
+        const float big = 1000.0f;
+        memcpy(saved, at, 4);
+        memcpy(at, &big, 4);
+        CHECK(dcz_run(m, x, 1, ys) == DCZ_OK, "run");
+        memcpy(at, saved, 4);
+        CHECK(dcz_run(m, x, 1, yc) == DCZ_OK, "run");
+        CHECK(memcmp(ys, yc, out * sizeof *ys) != 0, "%s: bias of layer %u not read in place",
+              name, i);
+        CHECK(memcmp(yc, yh, out * sizeof *yc) == 0, "%s: restored bias, other output", name);
+        break;
+    }
+
+    count_start();
+    dcz_close(m);
+    dcz_close(m); /* frees nothing, so twice is harmless */
+    unsigned long n_close = count_stop();
+    CHECK(n_close == 0, "%s: %lu allocations or frees in dcz_close", name, n_close);
+
+    /* an aligned arena: DCZ_ARENA_ALIGN - 1 bytes less, and not one fewer */
+    uint8_t *best = align_up(raw);
+    m = NULL;
+    CHECK(dcz_open_static(buf, len, best, need - (ALIGN - 1), &o, &m) == DCZ_OK,
+          "%s: aligned arena of plan - %d", name, ALIGN - 1);
+    CHECK(dcz_open_static(buf, len, best, need - ALIGN, &o, &m) == DCZ_ERR_NOMEM && !m,
+          "%s: aligned arena of plan - %d accepted", name, ALIGN);
+    models_checked++;
+done:
+    dcz_close(hm);
+    free(raw);
+    free(x);
+    free(yh);
+    free(yc);
+    free(ys);
+}
+
+/* ---- models --------------------------------------------------------------- */
+
+static const char *corpus_dir = "tests/fuzz/corpus/dcz";
+
+typedef void (*file_fn)(const char *path, uint8_t *buf, size_t len);
+
+/* Calls fn on each corpus file but the regress-* ones; returns the count. */
+static size_t each_corpus_model(file_fn fn)
+{
+    DIR *d = opendir(corpus_dir);
+    if (!d) { CHECK(0, "cannot list %s", corpus_dir); return 0; }
+    size_t count = 0;
+    struct dirent *e;
+    while ((e = readdir(d)) != NULL) {
+        const char *n = e->d_name;
+        const size_t nl = strlen(n);
+        if (n[0] == '.' || strncmp(n, "regress-", 8) == 0 || nl < 4 || strcmp(n + nl - 4, ".dcz"))
+            continue;
+        char path[4096];
+        snprintf(path, sizeof path, "%s/%s", corpus_dir, n);
+        FILE *f = fopen(path, "rb");
+        if (!f) { CHECK(0, "cannot open %s", path); continue; }
+        uint8_t tmp[1 << 16];
+        size_t len = fread(tmp, 1, sizeof tmp, f);
+        fclose(f);
+        CHECK(len > 0 && len < sizeof tmp, "%s: %zu bytes", path, len);
+        uint8_t *buf = aligned_copy(tmp, len);
+        if (!buf) { CHECK(0, "out of memory"); continue; }
+        fn(path, buf, len);
+        free(buf);
+        count++;
+    }
+    closedir(d);
+    return count;
+}
+
+static void corpus_default(const char *path, uint8_t *buf, size_t len)
+{
+    dcz_options o;
+    dcz_options_init(&o);
+    check_model(path, buf, len, o);
+}
+
+static void corpus_fp32(const char *path, uint8_t *buf, size_t len)
+{
+    dcz_options o;
+    dcz_options_init(&o);
+    dcz_model *m = NULL;
+    if (dcz_open_memory(buf, len, &o, &m) != DCZ_OK) return;
+    const int calibrated = dcz_model_scheme(m) != DCZ_SCHEME_NONE;
+    dcz_close(m);
+    if (!calibrated) return;
+    o.precision = DCZ_PRECISION_FP32;
+    check_model(path, buf, len, o);
+}
+
+/* ---- tests ------------------------------------------------------------------ */
+
+static void test_counter_is_live(void)
+{
+    /* through pointers the compiler cannot see into, so that it keeps the
+     * calls and their order with the counter's updates */
+    void *(*volatile alloc_fn)(size_t) = malloc;
+    void (*volatile free_fn)(void *) = free;
+    count_start();
+    free_fn(alloc_fn(16));
+    unsigned long own = count_stop();
+    REQUIRE(own == 2, "allocation counting inactive (%lu calls seen): the program must be "
+            "linked with -Wl,--wrap=malloc,--wrap=free,...", own);
+    /* libdcz's own calls are seen too */
+    uint8_t *buf = NULL;
+    size_t len = 0;
+    FILE *f = fopen("tests/fuzz/corpus/dcz/enc1_coding0.dcz", "rb");
+    REQUIRE(f, "no tests/fuzz/corpus/dcz/enc1_coding0.dcz (run from the repository root)");
+    uint8_t tmp[1 << 16];
+    len = fread(tmp, 1, sizeof tmp, f);
+    fclose(f);
+    buf = aligned_copy(tmp, len);
+    REQUIRE(buf, "out of memory");
+    dcz_model *m = NULL;
+    count_start();
+    dcz_status s = dcz_open_memory(buf, len, NULL, &m);
+    dcz_close(m);
+    unsigned long lib = count_stop();
+    CHECK(s == DCZ_OK && lib >= 2, "libdcz's allocations not seen (%lu)", lib);
+    free(buf);
+}
+
+static void test_corpus(void)
+{
+    models_checked = inplace_models = 0;
+    size_t n = each_corpus_model(corpus_default);
+    CHECK(n >= 12 && models_checked == n, "%zu of %zu corpus models checked", models_checked, n);
+    printf("     %zu corpus models, %zu with tensors used in place\n", n, inplace_models);
+}
+
+static void test_corpus_calibrated_as_fp32(void)
+{
+    models_checked = 0;
+    each_corpus_model(corpus_fp32);
+    CHECK(models_checked >= 3, "%zu calibrated corpus models run in fp32", models_checked);
+}
+
+/* The file a path names loads as its bytes do. */
+static void open_file_same(const char *path, uint8_t *buf, size_t len)
+{
+    dcz_model *a = NULL, *b = NULL;
+    CHECK(dcz_open_file(path, NULL, &a) == DCZ_OK && dcz_open_memory(buf, len, NULL, &b) == DCZ_OK,
+          "%s: load", path);
+    if (a && b) {
+        float x[4096], ya[256], yb[256];
+        const size_t in = dcz_input_size(a), out = dcz_output_size(a);
+        if (in <= 4096 && out <= 256) {
+            for (size_t i = 0; i < in; i++) x[i] = frand();
+            CHECK(dcz_run(a, x, 1, ya) == DCZ_OK && dcz_run(b, x, 1, yb) == DCZ_OK &&
+                  memcmp(ya, yb, out * sizeof *ya) == 0, "%s: file and memory differ", path);
+        }
+    }
+    dcz_close(a);
+    dcz_close(b);
+}
+
+static void test_open_file(void) { each_corpus_model(open_file_same); }
+
+/* Rewrites the section and header CRCs of b where the table lets us (as
+ * tests/fuzz/fuzz_dcz.c does), so a corruption reaches the parsers. */
+static void fix_crcs(uint8_t *b, size_t len)
+{
+    if (len < DCZ_HEADER_BYTES) return;
+    uint32_t ns = dcz_le32(b + 24);
+    if (ns > DCZ_MAX_SECTIONS || DCZ_HEADER_BYTES + (uint64_t)ns * DCZ_SECTION_ENTRY_BYTES > len) return;
+    for (uint32_t i = 0; i < ns; i++) {
+        uint8_t *e = b + DCZ_HEADER_BYTES + (size_t)i * DCZ_SECTION_ENTRY_BYTES;
+        uint64_t off = dcz_le32(e + 8) | (uint64_t)dcz_le32(e + 12) << 32;
+        uint64_t size = dcz_le32(e + 16) | (uint64_t)dcz_le32(e + 20) << 32;
+        if (off <= len && size <= len - off) dcz_put32(e + 24, dcz_crc32(0, b + off, (size_t)size));
+    }
+    memset(b + 28, 0, 4);
+    dcz_put32(b + 28, dcz_crc32(0, b, DCZ_HEADER_BYTES + (size_t)ns * DCZ_SECTION_ENTRY_BYTES));
+}
+
+static size_t corrupt_cases, corrupt_refused, corrupt_mismatch;
+
+/* Every byte of the file flipped (all bits), checksums recomputed: the
+ * three loaders agree on the status. A file that plans to more than 16 MiB
+ * (a flipped dimension) is only planned and heap-loaded. */
+static void corruptions_agree(const char *path, uint8_t *buf, size_t len)
+{
+    uint8_t *c = aligned_copy(buf, len);
+    uint8_t *arena = malloc(1 << 16);
+    if (!c || !arena) { CHECK(0, "out of memory"); free(c); free(arena); return; }
+    for (size_t i = 0; i < len; i++) {
+        memcpy(c, buf, len);
+        c[i] ^= 0xFF;
+        fix_crcs(c, len);
+        dcz_options o;
+        dcz_options_init(&o);
+        o.max_batch = 2;
+        dcz_model *hm = NULL, *m = NULL;
+        size_t need = 0;
+        dcz_status sh = dcz_open_memory(c, len, &o, &hm);
+        dcz_close(hm);
+        dcz_status sp = dcz_plan(c, len, &o, &need);
+        dcz_status ss = sp;
+        if (sp == DCZ_OK && need <= (1u << 24)) {
+            uint8_t *a = need <= (1u << 16) ? arena : malloc(need);
+            ss = a ? dcz_open_static(c, len, a, need, &o, &m) : DCZ_ERR_NOMEM;
+            if (a != arena) free(a);
+        }
+        corrupt_cases++;
+        corrupt_refused += sh != DCZ_OK;
+        if (sh != sp || sp != ss) {
+            if (corrupt_mismatch++ < 5)
+                fprintf(stderr, "    %s byte %zu: open_memory %s, plan %s, open_static %s\n", path,
+                        i, dcz_status_str(sh), dcz_status_str(sp), dcz_status_str(ss));
+        }
+    }
+    free(c);
+    free(arena);
+}
+
+static void test_corruptions_same_errors(void)
+{
+    corrupt_cases = corrupt_refused = corrupt_mismatch = 0;
+    each_corpus_model(corruptions_agree);
+    CHECK(corrupt_mismatch == 0, "%zu of %zu corruptions get different statuses", corrupt_mismatch,
+          corrupt_cases);
+    CHECK(corrupt_refused > corrupt_cases / 4, "only %zu of %zu corruptions refused", corrupt_refused,
+          corrupt_cases);
+    printf("     %zu corruptions, %zu refused, the same way by all three loaders\n", corrupt_cases,
+           corrupt_refused);
+}
+
+static void test_arguments(void)
+{
+    uint8_t tmp[1 << 16];
+    FILE *f = fopen("tests/fuzz/corpus/dcz/conv_net_a.dcz", "rb");
+    REQUIRE(f, "no conv_net_a.dcz");
+    size_t len = fread(tmp, 1, sizeof tmp, f);
+    fclose(f);
+    uint8_t *buf = aligned_copy(tmp, len);
+    REQUIRE(buf, "out of memory");
+    dcz_options o;
+    dcz_options_init(&o);
+    CHECK(o.max_batch == 1, "default max_batch %zu", o.max_batch);
+    size_t p1 = 0, p0 = 0, p5 = 0, big = 1;
+    CHECK(dcz_plan(buf, len, &o, &p1) == DCZ_OK && dcz_plan(buf, len, NULL, &p0) == DCZ_OK &&
+          p0 == p1, "NULL options plan %zu, defaults %zu", p0, p1);
+    o.max_batch = 0;
+    CHECK(dcz_plan(buf, len, &o, &p0) == DCZ_OK && p0 == p1, "max_batch 0 plans %zu, 1 %zu", p0, p1);
+    o.max_batch = 5;
+    CHECK(dcz_plan(buf, len, &o, &p5) == DCZ_OK && p5 > p1, "max_batch 5 plans %zu", p5);
+    o.max_batch = SIZE_MAX;
+    CHECK(dcz_plan(buf, len, &o, &big) == DCZ_ERR_NOMEM && big == 0, "max_batch SIZE_MAX");
+    o.max_batch = 1;
+    CHECK(dcz_plan(buf, len, &o, NULL) == DCZ_ERR_ARG, "NULL arena_bytes");
+    CHECK(dcz_plan(buf, 10, &o, &big) == DCZ_ERR_FORMAT && big == 0, "truncated file planned");
+    o.device = DCZ_DEVICE_GPU;
+    CHECK(dcz_plan(buf, len, &o, &big) == DCZ_ERR_DEVICE, "gpu planned");
+    o.device = DCZ_DEVICE_AUTO;
+
+    uint8_t *arena = malloc(p1);
+    dcz_model *m = (dcz_model *)arena;
+    REQUIRE(arena, "out of memory");
+    CHECK(dcz_open_static(buf, len, NULL, p1, &o, &m) == DCZ_ERR_ARG && !m, "NULL arena");
+    CHECK(dcz_open_static(buf, len, arena, p1, &o, NULL) == DCZ_ERR_ARG, "NULL out");
+    CHECK(dcz_open_static(buf, len, arena, 0, &o, &m) == DCZ_ERR_NOMEM && !m, "empty arena");
+    /* options NULL: max_batch 1, which runs any batch one sample at a time */
+    REQUIRE(dcz_open_static(buf, len, arena, p1, NULL, &m) == DCZ_OK, "NULL options");
+    float x[4 * 180], y[4 * 2], yh[4 * 2];
+    dcz_model *hm = NULL;
+    REQUIRE(dcz_input_size(m) * 4 <= 4 * 180 && dcz_output_size(m) * 4 <= 4 * 2, "sizes");
+    for (size_t i = 0; i < dcz_input_size(m) * 4; i++) x[i] = frand();
+    CHECK(dcz_run(m, x, 0, y) == DCZ_OK && dcz_run(m, NULL, 1, y) == DCZ_ERR_ARG, "batch 0, NULL input");
+    CHECK(dcz_run(m, x, 4, y) == DCZ_OK && dcz_open_memory(buf, len, NULL, &hm) == DCZ_OK &&
+          dcz_run(hm, x, 4, yh) == DCZ_OK && memcmp(y, yh, sizeof y) == 0, "batch 4 by 1");
+    dcz_close(hm);
+    dcz_close(m);
+    free(arena);
+    free(buf);
+}
+
+/* A file buffer off a 4-byte boundary: nothing in place, dense tensors
+ * copied into a larger arena (planned as such), the same results; a plan
+ * made on an aligned copy is then too small, which is refused. */
+static void test_misaligned_file(void)
+{
+    uint8_t tmp[1 << 16];
+    FILE *f = fopen("tests/fuzz/corpus/dcz/conv_net_a.dcz", "rb");
+    REQUIRE(f, "no conv_net_a.dcz");
+    size_t len = fread(tmp, 1, sizeof tmp, f);
+    fclose(f);
+    uint8_t *aligned = aligned_copy(tmp, len), *raw = aligned_alloc(64, (len + 127) / 64 * 64);
+    REQUIRE(aligned && raw, "out of memory");
+    uint8_t *odd = raw + 1;
+    memcpy(odd, tmp, len);
+    size_t p_al = 0, p_odd = 0;
+    CHECK(dcz_plan(aligned, len, NULL, &p_al) == DCZ_OK && dcz_plan(odd, len, NULL, &p_odd) == DCZ_OK,
+          "plans");
+    if (host_le_f32()) CHECK(p_odd > p_al, "misaligned plan %zu, aligned %zu", p_odd, p_al);
+    uint8_t *arena = malloc(p_odd);
+    REQUIRE(arena, "out of memory");
+    dcz_model *m = NULL, *hm = NULL;
+    if (p_odd > p_al)
+        CHECK(dcz_open_static(odd, len, arena, p_al, NULL, &m) == DCZ_ERR_NOMEM && !m,
+              "a misaligned file in the aligned file's arena");
+    count_start();
+    dcz_status s = dcz_open_static(odd, len, arena, p_odd, NULL, &m);
+    unsigned long n = count_stop();
+    REQUIRE(s == DCZ_OK, "open misaligned: %s", dcz_status_str(s));
+    CHECK(n == 0, "%lu allocations", n);
+    where w = { arena, p_odd, odd, len, 0, 0 };
+    check_places(m, &w);
+    CHECK(w.bad == 0 && w.in_file == 0, "%d misplaced, %d in the misaligned file", w.bad, w.in_file);
+    float x[3 * 180], y[3 * 2], yh[3 * 2];
+    for (size_t i = 0; i < 3 * 180; i++) x[i] = frand();
+    REQUIRE(dcz_input_size(m) == 180 && dcz_output_size(m) == 2, "shape");
+    CHECK(dcz_run(m, x, 3, y) == DCZ_OK && dcz_open_memory(aligned, len, NULL, &hm) == DCZ_OK &&
+          dcz_run(hm, x, 3, yh) == DCZ_OK && memcmp(y, yh, sizeof y) == 0, "misaligned file runs differently");
+    dcz_close(hm);
+    free(arena);
+    free(raw);
+    free(aligned);
+}
+
+#ifndef DCZ_RUNTIME_ONLY
+/* deterministic weights for a layer with parameters (as the corpus has) */
+static void fill(dcz_doc_layer *l, unsigned seed)
+{
+    dcz_doc_tensor *w = &l->t[0];
+    for (uint32_t i = 0; i < w->k; i++) w->codebook[i] = (float)i * 0.125f - 0.5f;
+    for (size_t i = 0; i < w->n; i++) {
+        unsigned h = (unsigned)(i * 2654435761u + seed);
+        if (w->mask && (h >> 28) > 6) continue;
+        if (w->mask) w->mask[i] = 1;
+        if (w->assign) { w->assign[i] = (uint8_t)(h % w->k); w->values[i] = w->codebook[w->assign[i]]; }
+        else w->values[i] = (float)(h % 100) / 50.0f - 1.0f;
+    }
+    for (size_t i = 0; i < l->t[1].n; i++) l->t[1].values[i] = (float)(i % 5) * 0.1f - 0.2f;
+}
+
+/* (3, 7, 7) -> conv 3x3 pad 1 (codebook, Huffman; 7 wide: im2col) -> relu
+ * -> maxpool 2 -> conv 3x3 pad 1 (sparse f32; im2col) -> avgpool 3 pad 1
+ * -> gap -> flatten -> dense (f32) -> softmax */
+static dcz_doc *im2col_net(void)
+{
+    dcz_doc *d;
+    if (dcz_doc_alloc(10, &d) != DCZ_OK) return NULL;
+    d->input_rank = 3;
+    d->input_dims[0] = 3; d->input_dims[1] = 7; d->input_dims[2] = 7;
+    dcz_doc_layer *l = d->layers;
+    doc_conv_layer(&l[0], "conv1", 3, 8, 3, 1, 1, DCZ_ENC_CODEBOOK, 4, 4, DCZ_CODING_HUFFMAN);
+    fill(&l[0], 1);
+    doc_plain_layer(&l[1], DCZ_OP_RELU, "relu1");
+    doc_pool_layer(&l[2], DCZ_OP_MAXPOOL, "pool1", 2, 2, 0, 0);
+    doc_conv_layer(&l[3], "conv2", 8, 6, 3, 1, 1, DCZ_ENC_SPARSE_F32, 3, 0, DCZ_CODING_RAW);
+    fill(&l[3], 2);
+    doc_pool_layer(&l[4], DCZ_OP_AVGPOOL, "pool2", 3, 1, 1, 0);
+    doc_plain_layer(&l[5], DCZ_OP_GLOBAL_AVGPOOL, "gap");
+    doc_plain_layer(&l[6], DCZ_OP_FLATTEN, "flat");
+    doc_dense_layer(&l[7], "fc", 6, 10, DCZ_ENC_F32, 0, 0, 0);
+    fill(&l[7], 3);
+    doc_plain_layer(&l[8], DCZ_OP_RELU, "relu2");
+    doc_plain_layer(&l[9], DCZ_OP_SOFTMAX, "prob");
+    return d;
+}
+
+/* 20 -> dense (f32) -> relu -> dense (codebook, gaps) -> softmax */
+static dcz_doc *mlp(void)
+{
+    dcz_doc *d;
+    if (dcz_doc_alloc(4, &d) != DCZ_OK) return NULL;
+    d->input_rank = 1;
+    d->input_dims[0] = 20;
+    doc_dense_layer(&d->layers[0], "fc1", 20, 16, DCZ_ENC_F32, 0, 0, 0);
+    fill(&d->layers[0], 4);
+    doc_plain_layer(&d->layers[1], DCZ_OP_RELU, "relu");
+    doc_dense_layer(&d->layers[2], "fc2", 16, 10, DCZ_ENC_CODEBOOK, 3, 3, DCZ_CODING_HUFFMAN);
+    fill(&d->layers[2], 5);
+    doc_plain_layer(&d->layers[3], DCZ_OP_SOFTMAX, "prob");
+    return d;
+}
+
+/* An int8 table with per-channel weight scales from each row's largest |w|. */
+static dcz_doc *int8(dcz_doc *d)
+{
+    if (!d) return NULL;
+    dcz_doc_calib *t = calloc(1, sizeof *t);
+    t->scheme = DCZ_SCHEME_INT8;
+    t->e = calloc(d->nlayers, sizeof *t->e);
+    for (uint32_t i = 0; i < d->nlayers; i++) {
+        if (d->layers[i].op != DCZ_OP_DENSE && d->layers[i].op != DCZ_OP_CONV2D) continue;
+        const dcz_doc_tensor *w = &d->layers[i].t[0];
+        dcz_doc_calib_entry *e = &t->e[t->count++];
+        e->layer = i;
+        e->in_scale = 0.02f;
+        e->nw = w->dims[0];
+        e->w_scale = malloc(e->nw * sizeof *e->w_scale);
+        for (uint32_t r = 0; r < e->nw; r++) {
+            double m = 1e-3;
+            for (size_t k = r * (w->n / e->nw); k < (r + 1) * (w->n / e->nw); k++)
+                if (fabs(w->values[k]) > m) m = fabs(w->values[k]);
+            e->w_scale[r] = (float)(m / 127);
+        }
+    }
+    if (dcz_cal_install(d, t) != DCZ_OK) { dcz_doc_free(d); return NULL; }
+    return d;
+}
+
+static void built(const char *name, dcz_doc *d, dcz_scheme want)
+{
+    REQUIRE(d, "%s: build", name);
+    uint8_t *out = NULL, *buf = NULL;
+    size_t len = 0;
+    dcz_status s = dcz_doc_write(d, &out, &len);
+    dcz_doc_free(d);
+    REQUIRE(s == DCZ_OK, "%s: write: %s", name, dcz_status_str(s));
+    buf = aligned_copy(out, len);
+    free(out);
+    REQUIRE(buf, "out of memory");
+    dcz_model *m = NULL;
+    if (dcz_open_memory(buf, len, NULL, &m) == DCZ_OK) {
+        CHECK(dcz_model_scheme(m) == want, "%s: scheme %d", name, (int)dcz_model_scheme(m));
+        uint32_t im2col = 0;
+        for (uint32_t i = 0; i < m->nlayers; i++) im2col += m->layers[i].im2col;
+        if (strstr(name, "im2col")) CHECK(im2col == 2 && m->scratch_floats > 0, "%s: im2col layers %u",
+                                          name, im2col);
+    }
+    dcz_close(m);
+    dcz_options o;
+    dcz_options_init(&o);
+    check_model(name, buf, len, o);
+    if (want != DCZ_SCHEME_NONE) {
+        o.precision = DCZ_PRECISION_FP32;
+        check_model(name, buf, len, o);
+    }
+    free(buf);
+}
+
+static void test_built_im2col(void) { built("im2col net", im2col_net(), DCZ_SCHEME_NONE); }
+static void test_built_int8_im2col(void) { built("int8 im2col net", int8(im2col_net()), DCZ_SCHEME_INT8); }
+static void test_built_int8_mlp(void) { built("int8 mlp", int8(mlp()), DCZ_SCHEME_INT8); }
+#endif
+
+int main(int argc, char **argv)
+{
+    if (argc > 1) corpus_dir = argv[1];
+    RUN(test_counter_is_live);
+    RUN(test_corpus);
+    RUN(test_corpus_calibrated_as_fp32);
+    RUN(test_open_file);
+    RUN(test_arguments);
+    RUN(test_misaligned_file);
+    RUN(test_corruptions_same_errors);
+#ifndef DCZ_RUNTIME_ONLY
+    RUN(test_built_im2col);
+    RUN(test_built_int8_im2col);
+    RUN(test_built_int8_mlp);
+#else
+    printf("SKIP models built by the toolchain's writer: this is the runtime-only build\n");
+#endif
+    return check_summary();
+}
