@@ -27,6 +27,9 @@ endif
 CFLAGS_ALL := -std=c11 $(WARN) $(OPT) -D_POSIX_C_SOURCE=200809L -Iinclude -I. $(CFLAGS)
 LDLIBS_TOOL := $(shell pkg-config --libs openblas 2>/dev/null || echo -lopenblas) -lz -lm -lpthread
 CFLAGS_ALL += $(shell pkg-config --cflags openblas 2>/dev/null)
+# ONNX (interop/) and PNG (train/): protobuf-c and libpng, toolchain only
+CFLAGS_ALL += -I$(BUILD)/onnx $(shell pkg-config --cflags libpng libprotobuf-c 2>/dev/null)
+LDLIBS_TOOL += $(shell pkg-config --libs libpng libprotobuf-c 2>/dev/null || echo -lpng16 -lprotobuf-c)
 ifneq ($(strip $(SANITIZE)),)
 CFLAGS_ALL += -fsanitize=$(strip $(SANITIZE)) -fno-omit-frame-pointer
 LDFLAGS_ALL := -fsanitize=$(strip $(SANITIZE))
@@ -38,9 +41,14 @@ LIB_SRC  := $(filter-out runtime/doc_%.c,$(wildcard runtime/*.c)) huffman/huff_d
 TOOL_SRC := huffman/huff_encode.c $(wildcard runtime/doc_*.c) \
             $(wildcard train/*.c prune/*.c quantize/*.c)
 CLI_SRC  := $(wildcard cli/*.c)
+# ONNX import and export: C bindings generated at build time by protoc-c from
+# the schema Debian's libonnx-dev installs (build/onnx/, never committed)
+ONNX_PROTO ?= /usr/include/onnx/onnx.proto
+ONNX_GEN   := $(BUILD)/onnx/onnx.pb-c.c
+TOOL_SRC   += $(wildcard interop/*.c)
 
 LIB_OBJ  := $(LIB_SRC:%.c=$(BUILD)/%.o)
-TOOL_OBJ := $(TOOL_SRC:%.c=$(BUILD)/%.o)
+TOOL_OBJ := $(TOOL_SRC:%.c=$(BUILD)/%.o) $(BUILD)/onnx/onnx.pb-c.o
 CLI_OBJ  := $(CLI_SRC:%.c=$(BUILD)/%.o)
 
 UNIT_SRC := $(wildcard tests/unit/*.c)
@@ -57,6 +65,16 @@ all: bin/dcz lib/libdcz.a lib/libdcztool.a
 $(BUILD)/%.o: %.c
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS_ALL) -MMD -MP -c $< -o $@
+
+$(ONNX_PROTO):
+	@echo "dcz: $@ is missing: install libonnx-dev, protobuf-c-compiler and libprotobuf-c-dev (bash scripts/deps.sh)" >&2; exit 1
+$(ONNX_GEN): $(ONNX_PROTO)
+	@mkdir -p $(dir $@)
+	protoc-c --proto_path=$(dir $(ONNX_PROTO)) --c_out=$(dir $@) $(ONNX_PROTO)
+$(BUILD)/onnx/onnx.pb-c.o: $(ONNX_GEN)
+	$(CC) $(CFLAGS_ALL) -c $< -o $@
+# sources that include the generated header wait for it
+$(filter $(BUILD)/interop/%,$(TOOL_OBJ)) $(UNIT_BIN) $(FUZZ_REPLAY): | $(ONNX_GEN)
 
 lib/libdcz.a: $(LIB_OBJ)
 	@mkdir -p lib
@@ -108,12 +126,12 @@ bench: deps
 	@bash bench/train_epoch.sh
 
 FUZZ_CC ?= clang
-fuzz:
+fuzz: $(ONNX_GEN)
 	@mkdir -p $(BUILD)/fuzz
 	@for f in $(FUZZ_SRC); do n=$$(basename $$f .c); \
 	  echo "$(FUZZ_CC) $$f -> $(BUILD)/fuzz/$$n"; \
 	  $(FUZZ_CC) -std=c11 -g -O1 -fsanitize=fuzzer,address,undefined -D_POSIX_C_SOURCE=200809L \
-	    -Iinclude -I. -o $(BUILD)/fuzz/$$n $$f $(LIB_SRC) $(TOOL_SRC) $(LDLIBS_TOOL) || exit 1; done
+	    -Iinclude -I. -I$(BUILD)/onnx -o $(BUILD)/fuzz/$$n $$f $(LIB_SRC) $(TOOL_SRC) $(ONNX_GEN) $(LDLIBS_TOOL) || exit 1; done
 	@echo "run e.g.: $(BUILD)/fuzz/fuzz_dcz tests/fuzz/corpus/dcz"
 
 install: all

@@ -60,7 +60,7 @@ typedef struct verb_ctx {
     char **argv;
     const char *cmdline;   /* the whole command line, for provenance */
     common_opts c;
-    const char *pos[4];    /* positional arguments */
+    const char *pos[64];   /* positional arguments */
     int npos;
     int progress;          /* draw progress bars */
     char **recipe_args;    /* owned: the recipe's options, which values point into */
@@ -191,5 +191,7 @@ int cmd_compress(verb_ctx *v);
 int cmd_eval(verb_ctx *v);
 int cmd_info(verb_ctx *v);
 int cmd_run(verb_ctx *v);
+int cmd_import(verb_ctx *v);
+int cmd_export(verb_ctx *v);
 
 #endif /* DCZ_CLI_H */

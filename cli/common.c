@@ -217,7 +217,7 @@ static int parse_list(verb_ctx *v, const opt_spec *specs, const opt_spec *common
         const char *a = argv[i];
         if (strcmp(a, "-") == 0 || a[0] != '-' || (a[1] >= '0' && a[1] <= '9')) {
             if (!take_pos) { cli_usage_error(v, "recipe lines must be options, not '%s'", a); return EXIT_USAGE; }
-            if (v->npos == 4) { cli_usage_error(v, "too many arguments"); return EXIT_USAGE; }
+            if (v->npos == (int)(sizeof v->pos / sizeof *v->pos)) { cli_usage_error(v, "too many arguments"); return EXIT_USAGE; }
             v->pos[v->npos++] = a;
             continue;
         }

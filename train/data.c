@@ -1,4 +1,5 @@
-/* data.c: datasets for training: MNIST-style IDX files (gzip or plain).
+/* data.c: datasets for training: MNIST-style IDX files (gzip or plain),
+ * and the entry point that also finds folders of PNG images (data_png.c).
  *
  * An IDX file is big-endian: two zero bytes, a type byte (0x08 = unsigned
  * bytes, the only type accepted), a rank byte, one 32-bit size per
@@ -21,6 +22,7 @@
 #include <zlib.h>
 
 #include "train/internal.h"
+#include "train/png.h"
 
 #define FASHION_MNIST_DIR "/usr/share/datasets/fashion-mnist"
 #define IDX_TYPE_UBYTE 0x08
@@ -279,6 +281,7 @@ dcz_status dcz_data_load(const char *spec, int split, dcz_dataset *out,
             dcz_train_err(err, errlen, "no dataset directory %s", dir);
         return DCZ_ERR_IO;
     }
+    if (!debian && dcz_png_folder_is(dir)) return dcz_png_folder_load(dir, split, out, err, errlen);
     const char *prefix = split == DCZ_SPLIT_TRAIN ? "train" : "t10k";
     char base[64], img_path[4096], lbl_path[4096];
     snprintf(base, sizeof base, "%s-images-idx3-ubyte", prefix);
