@@ -10,8 +10,12 @@
 #   libpng-dev            PNG images and plots
 #   libopenblas-dev       dense GEMM for training on CPU
 #   dataset-fashion-mnist the data of the demo and of the data-driven tests
+#   protobuf-c-compiler   generates the ONNX bindings (protoc-c) at build time
+#   libprotobuf-c-dev     the protobuf-c runtime those bindings use
+#   libonnx-dev           onnx.proto, the ONNX schema the bindings come from
 set -eu
 pkgs="gcc make pkg-config libc6-dev zlib1g-dev libpng-dev libopenblas-dev dataset-fashion-mnist"
+pkgs="$pkgs protobuf-c-compiler libprotobuf-c-dev libonnx-dev"
 missing=""
 for p in $pkgs; do
     st=$(dpkg-query -W -f='${Status}' "$p" 2>/dev/null || true)

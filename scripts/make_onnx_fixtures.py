@@ -230,7 +230,7 @@ def png_images(img):
         "gray16.png": png_gray16(g.astype(np.uint16) * 257),
         "gray_alpha.png": png(w, h, 4, 8, [bytes(np.stack([r, np.full(w, 255, np.uint8)], 1).ravel()) for r in g]),
         "rgb.png": png(w, h, 2, 8, [bytes(np.repeat(r, 3)) for r in g]),
-        "rgba16.png": png(w, h, 6, 16, [np.stack([r, r, r, np.full(w, 255, np.uint16)], 1).astype(">u2").ravel().tobytes()
+        "rgba16.png": png(w, h, 6, 16, [np.stack([r, r, r, np.full(w, 65535, np.uint16)], 1).astype(">u2").ravel().tobytes()
                                        for r in g.astype(np.uint16) * 257]),
     }
     # palette of the gray levels used; index = rank of the level
@@ -276,7 +276,7 @@ def main():
     save("mlp", mlp, 11)
 
     cnn = Cnn()
-    train(cnn, xtr, ytr_t, 1, 0.05)
+    train(cnn, xtr, ytr_t, 2, 0.05)
     prune.l1_unstructured(cnn.conv2, "weight", amount=0.5)
     prune.l1_unstructured(cnn.fc, "weight", amount=0.8)
     prune.remove(cnn.conv2, "weight")
@@ -284,7 +284,7 @@ def main():
     save("cnn", cnn, 17)
 
     cm = CnnMatMul()
-    train(CnnMatMulTrain(cm), xtr, ytr_t, 1, 0.05)
+    train(CnnMatMulTrain(cm), xtr, ytr_t, 3, 0.05)
     save("cnn_matmul", cm, 13)
 
     write(os.path.join(ONNX_DIR, "torch_accuracy.txt"), "".join(accs).encode())
