@@ -15,7 +15,8 @@
  *   MaxPool, AveragePool    MAXPOOL, AVGPOOL; GlobalAveragePool GLOBAL_AVGPOOL
  *   Flatten, Reshape        FLATTEN when they flatten each sample; removed
  *                           when they change nothing; a Reshape before any
- *                           layer sets the input shape
+ *                           layer sets the input shape, one after the last
+ *                           only shapes the output (dcz's is flat)
  *   Pad (constant zeros)    removed when all pads are 0, else added to the
  *                           padding of the Conv or AveragePool after it
  *   Relu, Softmax           RELU, SOFTMAX (the last layer only)
@@ -324,6 +325,8 @@ typedef struct imp {
     uint32_t pad_h, pad_w;          /* a pending Pad for the next Conv or AveragePool */
     int pad_pending;
     char pad_node[96];
+    int tail_reshape;               /* a Reshape that only the graph's end may follow */
+    char tail_node[96];
     uint32_t n_conv, n_fc, n_relu, n_pool, n_gap, n_flat;
     uint32_t dropped, folded;
 } imp;
@@ -1122,8 +1125,12 @@ static dcz_status op_reshape(const nodectx *c)
         return DCZ_OK;
     }
     if (out.rank == 1) return flatten(c);
-    return fail(&im->e, DCZ_ERR_UNSUPPORTED, "%s changes the shape of each sample other than by flattening it "
-                "(supported: flattening, or any reshape of the model input)", c->label);
+    /* at the end of the graph a reshape only shapes the output, which dcz
+     * gives flat: accepted there, refused before any other layer */
+    im->tail_reshape = 1;
+    snprintf(im->tail_node, sizeof im->tail_node, "%s", c->label);
+    im->dropped++;
+    return DCZ_OK;
 }
 
 static dcz_status op_softmax(const nodectx *c)
@@ -1300,6 +1307,10 @@ static dcz_status node_run(imp *im, size_t index)
         kind != OP_CONSTANT && kind != OP_PAD)
         return fail(&im->e, DCZ_ERR_UNSUPPORTED, "%s is followed by %s: dcz folds zero padding only into the "
                     "Conv or AveragePool right after it", im->pad_node, c.label);
+    if (im->tail_reshape && kind != OP_IDENTITY && kind != OP_DROPOUT && kind != OP_CONSTANT)
+        return fail(&im->e, DCZ_ERR_UNSUPPORTED, "%s changes the shape of each sample other than by flattening it, "
+                    "and %s follows it (supported: flattening, a reshape of the model input, or one at the end)",
+                    im->tail_node, c.label);
     dcz_status s;
     switch (kind) {
     case OP_GEMM: s = op_gemm(&c, 0); break;
@@ -1449,6 +1460,13 @@ static dcz_status graph_output(imp *im)
         return fail(&im->e, DCZ_ERR_UNSUPPORTED, "the graph output '%s' is not the end of the chain of operators "
                     "from the input (which ends in '%s')", str(o->name), im->vals[im->head].name);
     if (im->nlayers == 0) return fail(&im->e, DCZ_ERR_UNSUPPORTED, "the graph computes nothing dcz holds as a layer");
+    /* scaling (alpha, beta), added biases and folding may overflow */
+    for (uint32_t k = 0; k < im->nlayers; k++)
+        for (uint32_t t = 0; t < im->layers[k].ntensors; t++)
+            for (size_t i = 0; i < im->layers[k].t[t].n; i++)
+                if (!isfinite(im->layers[k].t[t].values[i]))
+                    return fail(&im->e, DCZ_ERR_FORMAT, "%s: its %s overflow to infinity", im->source[k],
+                                t ? "biases" : "weights");
     for (uint32_t k = 0; k + 1 < im->nlayers; k++)
         if (im->layers[k].op == DCZ_OP_SOFTMAX)
             return fail(&im->e, DCZ_ERR_UNSUPPORTED, "%s is not the last operator (dcz supports softmax at the "
