@@ -100,6 +100,11 @@ $(BUILD)/bench/%: bench/%.c bench/bench.h lib/libdcztool.a lib/libdcz.a
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS_ALL) $(LDFLAGS_ALL) -o $@ $< lib/libdcztool.a lib/libdcz.a $(LDLIBS_TOOL)
 
+# a helper of tests/cli/interop.sh: PNG folders from a dataset
+$(BUILD)/tests/idx2png: tests/cli/idx2png.c lib/libdcztool.a lib/libdcz.a
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS_ALL) $(LDFLAGS_ALL) -o $@ $< lib/libdcztool.a lib/libdcz.a $(LDLIBS_TOOL)
+
 # libdcz must link with libc and libm alone: a program using only dcz.h links.
 $(BUILD)/check-lib: tests/lib_alone.c lib/libdcz.a
 	@mkdir -p $(BUILD)
@@ -110,7 +115,7 @@ ifeq ($(DEPS),1)
 	@bash scripts/deps.sh
 endif
 
-tests-build: bin/dcz $(UNIT_BIN) $(FUZZ_REPLAY) $(BUILD)/check-lib
+tests-build: bin/dcz $(UNIT_BIN) $(FUZZ_REPLAY) $(BUILD)/check-lib $(BUILD)/tests/idx2png
 
 test: deps
 	@$(MAKE) --no-print-directory tests-build

@@ -183,13 +183,37 @@ static dcz_status list_split(const char *root, int split_id, names *classes, spl
     memset(files, 0, sizeof *files);
     /* classes from train/, or test/ when there is no train/ */
     snprintf(dir, sizeof dir, "%s/train", root);
-    if (!is_dir(dir)) snprintf(dir, sizeof dir, "%s/test", root);
+    const int from_train = is_dir(dir);
+    if (!from_train) snprintf(dir, sizeof dir, "%s/test", root);
     dcz_status st = list_dir(dir, 1, classes, err, errlen);
     if (st != DCZ_OK) return st;
     if (classes->n == 0 || classes->n > MAX_CLASSES) {
         dcz_train_err(err, errlen, "%s holds %zu class folders (1 to %d)", dir, classes->n, MAX_CLASSES);
         names_free(classes);
         return DCZ_ERR_DATA;
+    }
+    /* the folders that define the classes must be sound whichever split is
+     * loaded: each holds PNG files and nothing else */
+    if (from_train != (split_id == DCZ_SPLIT_TRAIN)) {
+        for (size_t c = 0; c < classes->n && st == DCZ_OK; c++) {
+            names imgs;
+            const int len = snprintf(cdir, sizeof cdir, "%s/%s", dir, classes->v[c]);
+            if (len < 0 || (size_t)len >= sizeof cdir) {
+                dcz_train_err(err, errlen, "path too long: %s/%s", dir, classes->v[c]);
+                st = DCZ_ERR_DATA;
+                break;
+            }
+            if ((st = list_dir(cdir, 0, &imgs, err, errlen)) != DCZ_OK) break;
+            if (imgs.n == 0) {
+                dcz_train_err(err, errlen, "class folder %s holds no PNG images", cdir);
+                st = DCZ_ERR_DATA;
+            }
+            names_free(&imgs);
+        }
+        if (st != DCZ_OK) {
+            names_free(classes);
+            return st;
+        }
     }
     int n = snprintf(dir, sizeof dir, "%s/%s", root, sub);
     if (n < 0 || (size_t)n >= sizeof dir || !is_dir(dir)) {
