@@ -52,15 +52,20 @@ int cmd_import(verb_ctx *v)
         { NULL, 0, OPT_FLAG, NULL, NULL }
     };
     v->usage = "dcz import MODEL.onnx -o OUT.dcz [--data DATA] [--keep-dense]";
-    v->summary = "Reads an ONNX model (opsets 11 to 17; a chain of Conv, Gemm, MatMul+Add, pooling,\n"
-                 "Relu, Flatten, Reshape, BatchNormalization, Softmax, Dropout and Identity nodes;\n"
-                 "see docs/CLI.md) into a dense fp32 .dcz: batch normalization is folded into the\n"
-                 "layer before it, Dropout and Identity are removed, and a layer of which at least\n"
-                 "10% of the weights are exact zeros is taken as pruned elsewhere (stored sparse,\n"
-                 "its zeros kept by retraining). Layers are named conv1, fc1, relu1, pool1, ... as\n"
-                 "dcz train names them, so per-layer rules apply alike. An unsupported model is\n"
-                 "refused (exit 2) with every unsupported node named. With --data, the accuracy on\n"
-                 "the test split is measured and recorded.";
+    v->summary = "Reads an ONNX model (opsets 11 to 17, a dynamic or fixed batch dimension) into a\n"
+                 "dense fp32 .dcz. The graph must be one chain from its input to its output of\n"
+                 "Conv, Gemm, MatMul (+ Add), MaxPool, AveragePool, GlobalAveragePool, Relu,\n"
+                 "Flatten, Reshape, BatchNormalization, Softmax (last), Pad (zeros), Dropout,\n"
+                 "Identity and Constant nodes, weights in float32, float16, bfloat16 or float64\n"
+                 "(docs/CLI.md lists the attributes each takes). Batch normalization is folded\n"
+                 "into the layer before it, Dropout and Identity are removed, and a layer of which\n"
+                 "at least 10% of the weights are exact zeros is taken as pruned elsewhere: stored\n"
+                 "sparse, its zeros kept at zero by retraining (--keep-dense: never). Layers are\n"
+                 "named conv1, fc1, relu1, pool1, ... as dcz train names them, so per-layer rules\n"
+                 "apply alike; the table printed says which ONNX nodes each comes from. A model\n"
+                 "dcz cannot represent is refused (exit 2): every unsupported operator is listed\n"
+                 "with its node name. With --data, the accuracy on the test split is measured\n"
+                 "and recorded.";
     int rc = cli_parse(v, specs, 1, 1);
     if (rc != -1) return rc;
     if (!v->c.out) { cli_usage_error(v, "import needs -o OUT.dcz"); return EXIT_USAGE; }

@@ -519,12 +519,20 @@ int cmd_run(verb_ctx *v)
     v->usage = "dcz run FILE (IMAGE.png... [--resize] | --raw SAMPLES.f32 [--shape N,C,H,W] |\n"
                "               --data DATA [--index I] [--count N]) [--top K] [-o OUT.f32]";
     v->summary = "Runs FILE on samples and prints the top K classes of each with their scores.\n"
-                 "Samples are PNG images (gray or RGB, 8 or 16 bit, palette and alpha accepted:\n"
-                 "alpha is composited over black; converted to the model's channels and scaled\n"
-                 "to [0, 1] as the IDX loader scales Fashion-MNIST; an image of another size is\n"
-                 "an error unless --resize), raw little-endian float32 samples (--raw; --shape\n"
-                 "states their shape and is checked), or test samples of a dataset (--data).\n"
-                 "With -o, also writes the raw float32 outputs (batch x outputs, little-endian).";
+                 "Samples are one of:\n"
+                 "  PNG images: gray or RGB, 8 or 16 bit, palette, alpha or transparency\n"
+                 "    (composited over black); RGB becomes gray by luma (299 R + 587 G + 114 B)\n"
+                 "    / 1000, gray becomes RGB by repetition; values / 255 (or / 65535) as the\n"
+                 "    IDX loader scales Fashion-MNIST. An image of another size than the model's\n"
+                 "    input is an error (exit 2) unless --resize (bilinear, averaging when\n"
+                 "    shrinking). A flat input of D values takes a gray image of D pixels or an\n"
+                 "    RGB image of D / 3.\n"
+                 "  raw little-endian float32 samples (--raw FILE): a whole number of samples;\n"
+                 "    --shape N,C,H,W (or N,D) states their shape, checked against the file size\n"
+                 "    and the model's input (exit 2 when either disagrees).\n"
+                 "  test samples of a dataset (--data).\n"
+                 "With -o, also writes the raw float32 outputs (N x outputs, little-endian),\n"
+                 "atomically.";
     int rc = cli_parse(v, specs, 1, (int)(sizeof v->pos / sizeof *v->pos));
     if (rc != -1) return rc;
     if (raw && input) { cli_usage_error(v, "give --raw or --input, not both"); return EXIT_USAGE; }

@@ -477,6 +477,7 @@ static void test_folders(void)
     sub(p, sizeof p, "train/empty");
     mkdir(p, 0755);
     CHECK(load_expect(DCZ_SPLIT_TRAIN, DCZ_ERR_DATA, "holds no PNG images", &d), "empty class folder");
+    CHECK(load_expect(DCZ_SPLIT_TEST, DCZ_ERR_DATA, "holds no PNG images", &d), "empty class, test split");
     rmdir(p);
     sub(p, sizeof p, "train/bag/notes.txt");
     put_file(p, "hello", 5);
