@@ -637,7 +637,7 @@ static dcz_status add_layer(const nodectx *c, uint16_t op, const char *name, con
     l->op = op;
     snprintf(l->name, sizeof l->name, "%s", name);
     l->nattr = nattr;
-    memcpy(l->attr, attr, nattr * sizeof *attr);
+    if (nattr) memcpy(l->attr, attr, nattr * sizeof *attr);
     snprintf(im->source[im->nlayers], DCZ_ONNX_SOURCE_LEN, "%s", c->label);
     im->nlayers++;
     im->shape = next;

@@ -749,8 +749,8 @@ static void test_softmax_export(void)
 static void test_attribute_refusals(void)
 {
     const int64_t in4[4] = { -1, 2, 5, 5 }, wd[4] = { 4, 2, 3, 3 }, wd1[4] = { 4, 1, 3, 3 };
-    float W[72];
-    fill(W, 72, 51);
+    float W[100];   /* the largest weight below: 2 x 50 */
+    fill(W, 100, 51);
     for (int form = 0; form < 12; form++) {
         ob b;
         ob_init(&b, 13);
