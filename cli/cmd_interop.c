@@ -11,31 +11,6 @@
 #include "cli/cli.h"
 #include "interop/interop.h"
 
-static const char *layer_op(uint16_t op)
-{
-    switch (op) {
-    case DCZ_OP_DENSE: return "dense";
-    case DCZ_OP_RELU: return "relu";
-    case DCZ_OP_SOFTMAX: return "softmax";
-    case DCZ_OP_CONV2D: return "conv2d";
-    case DCZ_OP_MAXPOOL: return "maxpool";
-    case DCZ_OP_AVGPOOL: return "avgpool";
-    case DCZ_OP_GLOBAL_AVGPOOL: return "global_avgpool";
-    case DCZ_OP_FLATTEN: return "flatten";
-    }
-    return "?";
-}
-
-/* "784x32" for a weight, "-" for a layer without one */
-static void weight_shape(const dcz_doc_layer *l, char *buf, size_t len)
-{
-    size_t n = 0;
-    snprintf(buf, len, "-");
-    if (l->ntensors == 0) return;
-    for (uint32_t k = 0; k < l->t[0].rank && n < len; k++)
-        n += (size_t)snprintf(buf + n, len - n, k ? "x%u" : "%u", l->t[0].dims[k]);
-}
-
 static size_t kept(const dcz_doc_tensor *t)
 {
     if (!t->mask) return t->n;
@@ -91,11 +66,12 @@ int cmd_import(verb_ctx *v)
     dcz_dataset test;
     memset(&test, 0, sizeof test);
     if (v->c.data && (rc = stage_load_data(v, DCZ_SPLIT_TEST, &test)) != -1) goto done;
-    char extra[512];
+    char extra[512], source[256];
+    snprintf(source, sizeof source, "%s", v->pos[0]);
+    for (char *p = source; *p; p++)   /* one value per line, whatever the path holds */
+        if ((unsigned char)*p < 0x20) *p = '?';
     snprintf(extra, sizeof extra, "source = %s\nonnx_opset = %lld\nonnx_ir_version = %lld\nonnx_producer = %s\n",
-             v->pos[0], (long long)info.opset, (long long)info.ir_version, info.producer[0] ? info.producer : "-");
-    for (char *p = extra; *p; p++)   /* one value per line, whatever the names hold */
-        if (*p == '\r') *p = ' ';
+             source, (long long)info.opset, (long long)info.ir_version, info.producer[0] ? info.producer : "-");
     double acc = -1;
     size_t bytes = 0;
     if ((rc = stage_finish(v, doc, "import", NULL, extra, v->c.data ? &test : NULL, v->c.out, &acc, &bytes)) != -1)
@@ -119,7 +95,7 @@ int cmd_import(verb_ctx *v)
             const dcz_doc_layer *l = &doc->layers[i];
             json_obj(&j);
             json_str(&j, "name", l->name);
-            json_str(&j, "op", layer_op(l->op));
+            json_str(&j, "op", cli_op_name(l->op));
             json_str(&j, "from", info.source[i]);
             if (l->ntensors) {
                 json_num(&j, "density", l->t[0].n ? (double)kept(&l->t[0]) / (double)l->t[0].n : 0);
@@ -138,11 +114,11 @@ int cmd_import(verb_ctx *v)
         fprintf(f, "%-10s %-15s %-12s %8s  %s\n", "layer", "op", "weight", "density", "ONNX nodes");
         for (uint32_t i = 0; i < doc->nlayers; i++) {
             const dcz_doc_layer *l = &doc->layers[i];
-            char shape[48], dens[16] = "-";
-            weight_shape(l, shape, sizeof shape);
+            char shape[48] = "-", dens[16] = "-";
+            if (l->ntensors) cli_shape_text(&l->t[0], shape, sizeof shape);
             if (l->ntensors && l->t[0].n)
                 snprintf(dens, sizeof dens, "%.1f%%", 100.0 * (double)kept(&l->t[0]) / (double)l->t[0].n);
-            fprintf(f, "%-10s %-15s %-12s %8s  %s\n", l->name, layer_op(l->op), shape, dens, info.source[i]);
+            fprintf(f, "%-10s %-15s %-12s %8s  %s\n", l->name, cli_op_name(l->op), shape, dens, info.source[i]);
         }
         fprintf(f, "wrote %s: %zu parameters, %zu bytes", v->c.out, params, bytes);
         if (acc >= 0) fprintf(f, ", accuracy %.2f%% on %zu test samples", acc * 100, test.n);

@@ -76,7 +76,7 @@ static const char *enc_name(uint32_t e)
     return "?";
 }
 
-static const char *op_name(uint16_t op)
+const char *cli_op_name(uint16_t op)
 {
     switch (op) {
     case DCZ_OP_DENSE: return "dense";
@@ -97,8 +97,7 @@ static int has_weights(const dcz_doc_layer *l)
     return l->op == DCZ_OP_DENSE || l->op == DCZ_OP_CONV2D;
 }
 
-/* "300x784" or "50x20x5x5" */
-static void shape_text(const dcz_doc_tensor *w, char *buf, size_t len)
+void cli_shape_text(const dcz_doc_tensor *w, char *buf, size_t len)
 {
     size_t n = 0;
     buf[0] = '\0';
@@ -247,7 +246,7 @@ int cmd_info(verb_ctx *v)
             const dcz_doc_layer *l = &d->layers[i];
             json_obj(&j);
             json_str(&j, "name", l->name);
-            json_str(&j, "op", op_name(l->op));
+            json_str(&j, "op", cli_op_name(l->op));
             if (has_weights(l)) {
                 const dcz_doc_tensor *w = &l->t[0];
                 json_key_arr(&j, "shape");
@@ -295,7 +294,7 @@ int cmd_info(verb_ctx *v)
             if (!has_weights(l)) continue;
             const dcz_doc_tensor *w = &l->t[0];
             char dims[48], wq[16] = "-", wh[16] = "-", iq[16] = "-", ih[16] = "-";
-            shape_text(w, dims, sizeof dims);
+            cli_shape_text(w, dims, sizeof dims);
             if (w->enc == DCZ_ENC_CODEBOOK) {
                 snprintf(wq, sizeof wq, "%u", w->index_bits);
                 snprintf(wh, sizeof wh, "%.2f", li[i].idx.coded_bits);

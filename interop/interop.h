@@ -56,7 +56,8 @@ typedef struct dcz_onnx_import_opts {
 typedef struct dcz_onnx_info {
     int64_t ir_version;
     int64_t opset;                 /* of the default ONNX domain */
-    char producer[64];             /* producer name and version */
+    char producer[64];             /* producer name and version (control
+                                      characters replaced by '?') */
     uint32_t nodes;                /* nodes of the graph */
     uint32_t dropped;              /* nodes removed: Identity, Dropout,
                                       Constant, no-op Reshape/Flatten/Pad */

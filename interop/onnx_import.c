@@ -54,6 +54,14 @@ typedef struct errbuf {
     size_t len;
 } errbuf;
 
+/* Names come from the file: control characters become '?' before they
+ * reach a terminal or a stage record. */
+static void printable(char *s)
+{
+    for (; *s; s++)
+        if ((unsigned char)*s < 0x20 || *s == 0x7f) *s = '?';
+}
+
 #if defined(__GNUC__)
 __attribute__((format(printf, 3, 4)))
 #endif
@@ -64,6 +72,7 @@ static dcz_status fail(const errbuf *e, dcz_status s, const char *fmt, ...)
         va_start(ap, fmt);
         vsnprintf(e->p, e->len, fmt, ap);
         va_end(ap);
+        printable(e->p);
     }
     return s;
 }
@@ -372,6 +381,7 @@ static void node_label(const Onnx__NodeProto *n, size_t index, char *buf, size_t
 {
     if (n->name && *n->name) snprintf(buf, len, "%s '%s'", str(n->op_type), n->name);
     else snprintf(buf, len, "%s (node %zu)", str(n->op_type), index);
+    printable(buf);
 }
 
 /* ---- attributes ------------------------------------------------------------- */
@@ -1095,7 +1105,6 @@ static dcz_status op_reshape(const nodectx *c)
     if (!(d[0] == -2 || d[0] == -1 || (im->batch_fixed && d[0] == im->batch)))
         return fail(&im->e, DCZ_ERR_UNSUPPORTED, "%s fixes the batch size to %lld; export with a dynamic batch "
                     "(-1) or keep the batch dimension first", c->label, (long long)d[0]);
-    if (d[0] == -1 && minus != 0) minus = -1;
     dcz_shape out = { (uint32_t)(r > 1 ? r - 1 : 1), { 1, 1, 1, 1 } };
     uint64_t known_count = 1;
     for (size_t k = 1; k < r; k++)
@@ -1422,8 +1431,8 @@ static dcz_status graph_input(imp *im)
     if (r == -2) return fail(&im->e, DCZ_ERR_UNSUPPORTED, "input '%s' is not a float32 tensor", str(in->name));
     if (r == -1) return fail(&im->e, DCZ_ERR_UNSUPPORTED, "input '%s' has no shape", str(in->name));
     if (r < 2)
-        return fail(&im->e, DCZ_ERR_UNSUPPORTED, "input '%s' has rank %d or more than %d dimensions (dcz takes a "
-                    "batch dimension, then 1 to %d)", str(in->name), r, 1 + DCZ_MAX_RANK, DCZ_MAX_RANK);
+        return fail(&im->e, DCZ_ERR_UNSUPPORTED, "input '%s' has %s dimensions (dcz takes a batch dimension, "
+                    "then 1 to %d)", str(in->name), r == -3 ? "too many" : "too few", DCZ_MAX_RANK);
     const Onnx__TensorShapeProto__Dimension *b = in->type->tensor_type->shape->dim[0];
     if (b && b->value_case == ONNX__TENSOR_SHAPE_PROTO__DIMENSION__VALUE_DIM_VALUE) {
         if (b->dim_value < 1) return fail(&im->e, DCZ_ERR_FORMAT, "input '%s': batch size %lld", str(in->name),
@@ -1475,12 +1484,11 @@ static dcz_status graph_output(imp *im)
     const int r = tensor_type(o, d, 1 + DCZ_MAX_RANK);
     if (r == -2) return fail(&im->e, DCZ_ERR_UNSUPPORTED, "output '%s' is not a float32 tensor", o->name);
     if (r >= 2) {   /* a declared shape must agree with the one computed */
-        uint64_t n = 1;
+        uint64_t n = 1;   /* saturates above DCZ_MAX_ACT */
         int known = 1;
         for (int k = 1; k < r; k++) {
             if (d[k] < 0) known = 0;
-            else n *= (uint64_t)(d[k] < (int64_t)DCZ_MAX_ACT ? d[k] : (int64_t)DCZ_MAX_ACT + 1);
-            if (n > DCZ_MAX_ACT) n = DCZ_MAX_ACT + 1ull;
+            else if (n <= DCZ_MAX_ACT) n = d[k] > DCZ_MAX_ACT ? DCZ_MAX_ACT + 1ull : n * (uint64_t)d[k];
         }
         if (known && n != dcz_shape_count(&im->shape))
             return fail(&im->e, DCZ_ERR_SHAPE, "output '%s' is declared with %llu values per sample; the graph "
@@ -1596,6 +1604,7 @@ dcz_status dcz_onnx_import(const void *buf, size_t len, const dcz_onnx_import_op
         info->opset = im.opset;
         snprintf(info->producer, sizeof info->producer, "%s%s%s", str(m->producer_name),
                  m->producer_version && *m->producer_version ? " " : "", str(m->producer_version));
+        printable(info->producer);
         info->nodes = (uint32_t)g->n_node;
         info->dropped = im.dropped;
         info->folded = im.folded;

@@ -22,7 +22,6 @@
 #include "train/png.h"
 
 #define MAX_CLASSES 256
-#define MAX_FILE_BYTES ((size_t)1 << 28)
 
 typedef struct names {
     char **v;
@@ -113,46 +112,6 @@ static dcz_status list_dir(const char *dir, int dirs_only, names *out, char *err
         return st;
     }
     if (out->n) qsort(out->v, out->n, sizeof *out->v, cmp_names);
-    return DCZ_OK;
-}
-
-static dcz_status read_file(const char *path, uint8_t **buf, size_t *len, char *err, size_t errlen)
-{
-    *buf = NULL;
-    *len = 0;
-    FILE *f = fopen(path, "rb");
-    if (!f) {
-        dcz_train_err(err, errlen, "cannot open %s: %s", path, strerror(errno));
-        return DCZ_ERR_IO;
-    }
-    size_t cap = 1 << 14, n = 0;
-    uint8_t *b = malloc(cap);
-    dcz_status st = DCZ_OK;
-    while (b) {
-        n += fread(b + n, 1, cap - n, f);
-        if (n < cap) break;
-        if (cap >= MAX_FILE_BYTES) {
-            dcz_train_err(err, errlen, "%s: larger than %zu bytes", path, MAX_FILE_BYTES);
-            st = DCZ_ERR_DATA;
-            break;
-        }
-        uint8_t *nb = realloc(b, cap * 2);
-        if (!nb) { free(b); b = NULL; break; }
-        b = nb;
-        cap *= 2;
-    }
-    if (st == DCZ_OK && !b) st = DCZ_ERR_NOMEM;
-    if (st == DCZ_OK && ferror(f)) {
-        dcz_train_err(err, errlen, "cannot read %s", path);
-        st = DCZ_ERR_IO;
-    }
-    fclose(f);
-    if (st != DCZ_OK) {
-        free(b);
-        return st;
-    }
-    *buf = b;
-    *len = n;
     return DCZ_OK;
 }
 
@@ -275,7 +234,7 @@ static dcz_status list_split(const char *root, int split_id, names *classes, spl
 /* Reads and decodes one file of the split. */
 static dcz_status load_image(const entry *f, dcz_image *img, uint8_t **bytes, size_t *len, char *err, size_t errlen)
 {
-    dcz_status st = read_file(f->path, bytes, len, err, errlen);
+    dcz_status st = dcz_train_read_file(f->path, bytes, len, err, errlen);
     if (st != DCZ_OK) return st;
     char why[200];
     st = dcz_png_decode(*bytes, *len, img, why, sizeof why);
@@ -331,7 +290,7 @@ dcz_status dcz_png_folder_load(const char *root, int split_id, dcz_dataset *out,
         }
     }
     /* pass 2: the samples; the hash covers names (from root), bytes, labels */
-    uLong crc = crc32(0, Z_NULL, 0);
+    uint32_t crc = (uint32_t)crc32(0, Z_NULL, 0);
     const size_t skip = strlen(root) + 1;
     for (size_t i = 0; i < files.n && st == DCZ_OK; i++) {
         dcz_image img;
@@ -349,13 +308,12 @@ dcz_status dcz_png_folder_load(const char *root, int split_id, dcz_dataset *out,
         }
         y[i] = files.e[i].label;
         const char *rel = files.e[i].path + skip;
-        crc = crc32(crc, (const Bytef *)rel, (uInt)strlen(rel) + 1);
-        for (size_t off = 0; off < len; off += 1u << 30)
-            crc = crc32(crc, bytes + off, (uInt)(len - off < (1u << 30) ? len - off : 1u << 30));
+        crc = dcz_train_crc32(crc, (const uint8_t *)rel, strlen(rel) + 1);
+        crc = dcz_train_crc32(crc, bytes, len);
         dcz_image_free(&img);
         free(bytes);
     }
-    if (st == DCZ_OK) crc = crc32(crc, y, (uInt)files.n);
+    if (st == DCZ_OK) crc = dcz_train_crc32(crc, y, files.n);
     if (st == DCZ_OK) {
         out->n = files.n;
         out->c = c;
@@ -364,7 +322,7 @@ dcz_status dcz_png_folder_load(const char *root, int split_id, dcz_dataset *out,
         out->classes = (uint32_t)classes.n;
         out->x = x;
         out->y = y;
-        out->hash = (uint32_t)crc;
+        out->hash = crc;
     } else {
         free(x);
         free(y);

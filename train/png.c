@@ -153,7 +153,9 @@ int dcz_image_is_gray(const dcz_image *img)
 
 /* Resamples n_in values (stride si) to n_out (stride so) with a triangle
  * filter on pixel centres, widened by the scale factor when shrinking so
- * that every source pixel contributes (PIL's antialiased bilinear). */
+ * that every source pixel contributes (PIL's antialiased bilinear). The
+ * source pixel nearest an output centre is at most half a pixel away and
+ * the filter reaches at least one, so every weight sum is positive. */
 static void resample_line(const float *in, size_t n_in, size_t si, float *out, size_t n_out, size_t so)
 {
     const double scale = (double)n_in / (double)n_out;
@@ -170,7 +172,7 @@ static void resample_line(const float *in, size_t n_in, size_t si, float *out, s
             acc += wgt * in[(size_t)i * si];
             wsum += wgt;
         }
-        out[o * so] = (float)(wsum > 0 ? acc / wsum : in[(size_t)(centre < (double)n_in ? centre : (double)n_in - 1) * si]);
+        out[o * so] = (float)(acc / wsum);
     }
 }
 
