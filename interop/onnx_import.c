@@ -971,9 +971,6 @@ static dcz_status op_pool(const nodectx *c, int avg)
     if ((s = take_data(c)) != DCZ_OK) return s;
     int32_t win[6];
     if ((s = window(c, NULL, 1, win)) != DCZ_OK) return s;
-    if (!avg && im->pad_pending)
-        return fail(&im->e, DCZ_ERR_UNSUPPORTED, "%s: zero padding from %s cannot be folded into max pooling",
-                    c->label, im->pad_node);
     if ((s = use_pad(c, win, &cip)) != DCZ_OK) return s;
     char name[32];
     snprintf(name, sizeof name, "pool%u", ++im->n_pool);
