@@ -136,9 +136,10 @@ echo "PNG folders: imported $(json_field accuracy "$T/e0.json"), compressed $acc
 grep -q '"encoding":"codebook"' "$T/i.json" && grep -q '"index_coding":"huffman"' "$T/i.json" ||
     fail "the compressed model is not codebook + Huffman"
 roundtrip "$T/small.dcz" compressed
-# training from scratch on the same folders
+# training from scratch on the same folders; a model of dcz's own (softmax last) exports too
 "$DCZ" train --arch cnn:c4k3-p2-f10 --epochs 1 --data "$T/png" --threads 1 -q -o "$T/scratch.dcz" > /dev/null ||
     fail "train on PNG folders"
+roundtrip "$T/scratch.dcz" trained
 
 # ---- bad datasets: exit code 2 and the offending path ----------------------------
 cp -r "$T/png" "$T/bad"
