@@ -43,6 +43,9 @@ LDLIBS_TOOL := $(shell pkg-config --libs openblas 2>/dev/null || echo -lopenblas
 ifeq ($(strip $(CROSS)),)
 CFLAGS_ALL += $(shell pkg-config --cflags openblas 2>/dev/null)
 endif
+# ONNX (interop/) and PNG (train/): protobuf-c and libpng, toolchain only
+CFLAGS_ALL += -I$(BUILD)/onnx $(shell pkg-config --cflags libpng libprotobuf-c 2>/dev/null)
+LDLIBS_TOOL += $(shell pkg-config --libs libpng libprotobuf-c 2>/dev/null || echo -lpng16 -lprotobuf-c)
 ifneq ($(strip $(SANITIZE)),)
 CFLAGS_ALL += -fsanitize=$(strip $(SANITIZE)) -fno-omit-frame-pointer
 LDFLAGS_ALL := -fsanitize=$(strip $(SANITIZE))
@@ -54,9 +57,14 @@ LIB_SRC  := $(filter-out runtime/doc_%.c,$(wildcard runtime/*.c)) huffman/huff_d
 TOOL_SRC := huffman/huff_encode.c $(wildcard runtime/doc_*.c) \
             $(wildcard train/*.c prune/*.c quantize/*.c calibrate/*.c)
 CLI_SRC  := $(wildcard cli/*.c)
+# ONNX import and export: C bindings generated at build time by protoc-c from
+# the schema Debian's libonnx-dev installs (build/onnx/, never committed)
+ONNX_PROTO ?= /usr/include/onnx/onnx.proto
+ONNX_GEN   := $(BUILD)/onnx/onnx.pb-c.c
+TOOL_SRC   += $(wildcard interop/*.c)
 
 LIB_OBJ  := $(LIB_SRC:%.c=$(BUILD)/%.o)
-TOOL_OBJ := $(TOOL_SRC:%.c=$(BUILD)/%.o)
+TOOL_OBJ := $(TOOL_SRC:%.c=$(BUILD)/%.o) $(BUILD)/onnx/onnx.pb-c.o
 CLI_OBJ  := $(CLI_SRC:%.c=$(BUILD)/%.o)
 
 UNIT_SRC := $(wildcard tests/unit/*.c)
@@ -88,6 +96,16 @@ $(BUILD)/%.o: %.c
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS_ALL) -MMD -MP -c $< -o $@
 
+$(ONNX_PROTO):
+	@echo "dcz: $@ is missing: install libonnx-dev, protobuf-c-compiler and libprotobuf-c-dev (bash scripts/deps.sh)" >&2; exit 1
+$(ONNX_GEN): $(ONNX_PROTO)
+	@mkdir -p $(dir $@)
+	protoc-c --proto_path=$(dir $(ONNX_PROTO)) --c_out=$(dir $@) $(ONNX_PROTO)
+$(BUILD)/onnx/onnx.pb-c.o: $(ONNX_GEN)
+	$(CC) $(CFLAGS_ALL) -c $< -o $@
+# sources that include the generated header wait for it
+$(filter $(BUILD)/interop/%,$(TOOL_OBJ)) $(UNIT_BIN) $(FUZZ_REPLAY): | $(ONNX_GEN)
+
 $(LIBDIR)/libdcz.a: $(LIB_OBJ)
 	@mkdir -p $(LIBDIR)
 	rm -f $@ && $(strip $(CROSS))ar rcs $@ $^
@@ -116,6 +134,11 @@ $(BUILD)/bench/%: bench/%.c bench/bench.h lib/libdcztool.a lib/libdcz.a
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS_ALL) $(LDFLAGS_ALL) -o $@ $< lib/libdcztool.a lib/libdcz.a $(LDLIBS_TOOL)
 
+# a helper of tests/cli/interop.sh: PNG folders from a dataset
+$(BUILD)/tests/idx2png: tests/cli/idx2png.c lib/libdcztool.a lib/libdcz.a
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS_ALL) $(LDFLAGS_ALL) -o $@ $< lib/libdcztool.a lib/libdcz.a $(LDLIBS_TOOL)
+
 # libdcz must link with libc and libm alone: a program using only dcz.h links.
 $(BUILD)/check-lib: tests/lib_alone.c $(LIBDIR)/libdcz.a
 	@mkdir -p $(BUILD)
@@ -139,7 +162,7 @@ ifeq ($(DEPS),1)
 	@bash scripts/deps.sh
 endif
 
-tests-build: bin/dcz $(UNIT_BIN) $(FUZZ_REPLAY) $(BUILD)/check-lib $(NOFLOAT).o
+tests-build: bin/dcz $(UNIT_BIN) $(FUZZ_REPLAY) $(BUILD)/check-lib $(NOFLOAT).o $(BUILD)/tests/idx2png
 
 test: deps
 	@$(MAKE) --no-print-directory tests-build
@@ -176,12 +199,12 @@ size:
 	  awk '/TOTALS/ { printf "libdcz.a -Os text ($(CC)): %d bytes (%.1f KiB)\n", $$1, $$1 / 1024 }'
 
 FUZZ_CC ?= clang
-fuzz:
+fuzz: $(ONNX_GEN)
 	@mkdir -p $(BUILD)/fuzz
 	@for f in $(FUZZ_SRC); do n=$$(basename $$f .c); \
 	  echo "$(FUZZ_CC) $$f -> $(BUILD)/fuzz/$$n"; \
 	  $(FUZZ_CC) -std=c11 -g -O1 -fsanitize=fuzzer,address,undefined -D_POSIX_C_SOURCE=200809L \
-	    -Iinclude -I. -o $(BUILD)/fuzz/$$n $$f $(LIB_SRC) $(TOOL_SRC) $(LDLIBS_TOOL) || exit 1; done
+	    -Iinclude -I. -I$(BUILD)/onnx -o $(BUILD)/fuzz/$$n $$f $(LIB_SRC) $(TOOL_SRC) $(ONNX_GEN) $(LDLIBS_TOOL) || exit 1; done
 	@echo "run e.g.: $(BUILD)/fuzz/fuzz_dcz tests/fuzz/corpus/dcz"
 
 install: all

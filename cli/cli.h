@@ -60,7 +60,7 @@ typedef struct verb_ctx {
     char **argv;
     const char *cmdline;   /* the whole command line, for provenance */
     common_opts c;
-    const char *pos[4];    /* positional arguments */
+    const char *pos[64];   /* positional arguments */
     int npos;
     int progress;          /* draw progress bars */
     char **recipe_args;    /* owned: the recipe's options, which values point into */
@@ -179,6 +179,11 @@ int stage_finish(const verb_ctx *v, dcz_doc *doc, const char *stage, const dcz_d
 /* Reads "key = value" from a stage text into val (vlen bytes); 0 if absent. */
 int stage_get(const char *text, const char *key, char *val, size_t vlen);
 
+/* The name of a layer operator ("conv2d"), and a tensor's shape as text
+ * ("300x784", "50x20x5x5"). */
+const char *cli_op_name(uint16_t op);
+void cli_shape_text(const dcz_doc_tensor *w, char *buf, size_t len);
+
 /* Runtime options from --device / --threads. Exit code or -1. */
 int cli_runtime_options(const verb_ctx *v, dcz_options *opt);
 
@@ -193,5 +198,7 @@ int cmd_info(verb_ctx *v);
 int cmd_run(verb_ctx *v);
 int cmd_calibrate(verb_ctx *v);
 int cmd_bench(verb_ctx *v);
+int cmd_import(verb_ctx *v);
+int cmd_export(verb_ctx *v);
 
 #endif /* DCZ_CLI_H */

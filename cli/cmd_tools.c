@@ -1,6 +1,6 @@
 /* cmd_tools.c: the verbs that read models: eval (accuracy through libdcz),
  * info (per-layer table, stream statistics, size waterfall by stage) and
- * run (class scores for samples).
+ * run (class scores for PNG images, raw float32 samples or dataset samples).
  *
  * Checked end to end by the scripts in tests/cli/.
  */
@@ -11,6 +11,7 @@
 #include "cli/cli.h"
 #include "huffman/huffman.h"
 #include "runtime/model.h"
+#include "train/png.h"
 
 /* ---- eval --------------------------------------------------------------------- */
 
@@ -92,7 +93,7 @@ static const char *enc_name(uint32_t e)
     return "?";
 }
 
-static const char *op_name(uint16_t op)
+const char *cli_op_name(uint16_t op)
 {
     switch (op) {
     case DCZ_OP_DENSE: return "dense";
@@ -113,8 +114,7 @@ static int has_weights(const dcz_doc_layer *l)
     return l->op == DCZ_OP_DENSE || l->op == DCZ_OP_CONV2D;
 }
 
-/* "300x784" or "50x20x5x5" */
-static void shape_text(const dcz_doc_tensor *w, char *buf, size_t len)
+void cli_shape_text(const dcz_doc_tensor *w, char *buf, size_t len)
 {
     size_t n = 0;
     buf[0] = '\0';
@@ -279,7 +279,7 @@ int cmd_info(verb_ctx *v)
             const dcz_doc_layer *l = &d->layers[i];
             json_obj(&j);
             json_str(&j, "name", l->name);
-            json_str(&j, "op", op_name(l->op));
+            json_str(&j, "op", cli_op_name(l->op));
             if (has_weights(l)) {
                 const dcz_doc_tensor *w = &l->t[0];
                 json_key_arr(&j, "shape");
@@ -330,7 +330,7 @@ int cmd_info(verb_ctx *v)
             if (!has_weights(l)) continue;
             const dcz_doc_tensor *w = &l->t[0];
             char dims[48], wq[16] = "-", wh[16] = "-", iq[16] = "-", ih[16] = "-";
-            shape_text(w, dims, sizeof dims);
+            cli_shape_text(w, dims, sizeof dims);
             if (w->enc == DCZ_ENC_CODEBOOK) {
                 snprintf(wq, sizeof wq, "%u", w->index_bits);
                 snprintf(wh, sizeof wh, "%.2f", li[i].idx.coded_bits);
@@ -399,26 +399,197 @@ int cmd_info(verb_ctx *v)
 
 /* ---- run ---------------------------------------------------------------------- */
 
+/* Parses "N,C,H,W" or "N,D" (2 to 5 positive numbers); the count, or -1. */
+static int parse_shape(const char *s, uint64_t *dims, int max)
+{
+    int n = 0;
+    while (*s) {
+        char *end;
+        if (n == max || *s < '0' || *s > '9') return -1;
+        unsigned long long x = strtoull(s, &end, 10);
+        if (end == s || x == 0 || x > DCZ_MAX_ACT) return -1;
+        dims[n++] = x;
+        s = end;
+        if (*s == ',') s++;
+        else if (*s) return -1;
+    }
+    return n >= 2 ? n : -1;
+}
+
+static float *floats_from_le(const uint8_t *buf, size_t n)
+{
+    float *x = malloc((n ? n : 1) * sizeof *x);
+    for (size_t i = 0; x && i < n; i++) x[i] = dcz_f32_from_bits(dcz_le32(buf + 4 * i));
+    return x;
+}
+
+/* Raw little-endian float32 samples from path; with a shape, the file and
+ * the model must both agree with it. Exit code or -1. */
+static int run_load_raw(const verb_ctx *v, const char *path, const char *shape, const dcz_model *m, float **x,
+                        size_t *n)
+{
+    const size_t in = dcz_input_size(m);
+    uint64_t sd[1 + DCZ_MAX_RANK];
+    int sr = 0;
+    if (shape && (sr = parse_shape(shape, sd, 1 + DCZ_MAX_RANK)) < 0) {
+        cli_usage_error(v, "--shape takes 2 to 5 positive numbers separated by commas (N,C,H,W or N,D), not '%s'",
+                        shape);
+        return EXIT_USAGE;
+    }
+    if (shape) {   /* one sample of the shape must be one of the model's */
+        uint32_t md[DCZ_MAX_RANK];
+        const int mr = dcz_input_shape(m, md, DCZ_MAX_RANK);
+        uint64_t per = 1;
+        int same = sr - 1 == mr;
+        for (int k = 1; k < sr; k++) {
+            per *= sd[k];
+            if (per > DCZ_MAX_ACT) per = DCZ_MAX_ACT + 1ull;
+            same &= k - 1 < mr && sd[k] == md[k - 1];
+        }
+        if (!same && !(sr == 2 && per == in)) {   /* N,D: a flat view of any input */
+            char want[64];
+            size_t w = 0;
+            for (int k = 0; k < mr && w < sizeof want; k++)
+                w += (size_t)snprintf(want + w, sizeof want - w, k ? "x%u" : "%u", md[k]);
+            cli_error("run: --shape %s does not fit the model, which takes samples of %s (%zu values)", shape,
+                      want, in);
+            return EXIT_BAD_INPUT;
+        }
+    }
+    uint8_t *buf;
+    size_t len;
+    dcz_status s = cli_read_file(path, &buf, &len);
+    if (s != DCZ_OK) {
+        cli_error("run: cannot read %s: %s", path, dcz_status_str(s));
+        return cli_exit_code(s, 1);
+    }
+    const uint64_t want = shape ? sd[0] * (uint64_t)in * 4 : 0;
+    if (len == 0 || len % (in * 4) != 0 || (shape && (uint64_t)len != want)) {
+        if (shape)
+            cli_error("run: %s holds %zu bytes; --shape %s needs %llu (float32)", path, len, shape,
+                      (unsigned long long)want);
+        else
+            cli_error("run: %s holds %zu bytes, not a whole number of samples of %zu float32 values", path, len, in);
+        free(buf);
+        return EXIT_BAD_INPUT;
+    }
+    *n = len / (in * 4);
+    *x = floats_from_le(buf, len / 4);
+    free(buf);
+    return *x ? -1 : EXIT_INTERNAL;
+}
+
+/* The PNG images v->pos[1..] as samples of the model's input. */
+static int run_load_images(const verb_ctx *v, int resize, const dcz_model *m, float **x, size_t *n)
+{
+    const size_t in = dcz_input_size(m), count = (size_t)v->npos - 1;
+    uint32_t md[DCZ_MAX_RANK];
+    const int mr = dcz_input_shape(m, md, DCZ_MAX_RANK);
+    *x = malloc(count * in * sizeof **x);
+    if (!*x) return EXIT_INTERNAL;
+    for (size_t i = 0; i < count; i++) {
+        const char *path = v->pos[1 + i];
+        uint8_t *buf;
+        size_t len;
+        dcz_status s = cli_read_file(path, &buf, &len);
+        if (s != DCZ_OK) {
+            cli_error("run: cannot read %s: %s", path, dcz_status_str(s));
+            return cli_exit_code(s, 1);
+        }
+        if (!dcz_png_sniff(buf, len)) {
+            cli_error("run: %s is not a PNG image (raw float32 samples go with --raw FILE)", path);
+            free(buf);
+            return EXIT_BAD_INPUT;
+        }
+        dcz_image img;
+        char err[256];
+        uint32_t c, h, w;
+        s = dcz_png_decode(buf, len, &img, err, sizeof err);
+        free(buf);
+        if (s == DCZ_OK) s = dcz_image_input_shape(&img, (uint32_t)mr, md, resize, &c, &h, &w, err, sizeof err);
+        if (s == DCZ_OK && (size_t)c * h * w != in) {
+            snprintf(err, sizeof err, "does not fill the model's %zu inputs", in);
+            s = DCZ_ERR_SHAPE;
+        }
+        if (s == DCZ_OK) s = dcz_image_to_sample(&img, c, h, w, resize, *x + i * in, err, sizeof err);
+        dcz_image_free(&img);
+        if (s != DCZ_OK) {
+            cli_error("run: %s: %s", path, err[0] ? err : dcz_status_str(s));
+            return cli_exit_code(s, 1);
+        }
+    }
+    *n = count;
+    return -1;
+}
+
+/* The indices of the k largest of y[0..n), best first. */
+static void top_k(const float *y, size_t n, int k, int *best)
+{
+    for (int t = 0; t < k; t++) {
+        int b = -1;
+        for (size_t c = 0; c < n; c++) {
+            int used = 0;
+            for (int u = 0; u < t; u++) used |= best[u] == (int)c;
+            if (!used && (b < 0 || y[c] > y[b])) b = (int)c;
+        }
+        best[t] = b;
+    }
+}
+
 int cmd_run(verb_ctx *v)
 {
-    const char *input = NULL;
-    int index = 0, count = 1, top = 3;
+    const char *input = NULL, *raw = NULL, *shape = NULL;
+    int index = 0, count = 1, top = 3, resize = 0;
     const opt_spec specs[] = {
-        { "input", 'i', OPT_STR, &input, "raw little-endian float32 samples ('-' for stdin)" },
+        { "raw", 0, OPT_STR, &raw, "raw little-endian float32 samples ('-' for stdin)" },
+        { "input", 'i', OPT_STR, &input, "the same as --raw" },
+        { "shape", 0, OPT_STR, &shape, "with --raw: the samples' shape, N,C,H,W or N,D; checked against the file "
+                                       "size and the model" },
+        { "resize", 0, OPT_FLAG, &resize, "scale images to the model's input size (else another size is an error)" },
         { "index", 0, OPT_INT, &index, "with --data: first test sample to run (default 0)" },
         { "count", 0, OPT_INT, &count, "with --data: number of samples (default 1)" },
         { "top", 0, OPT_INT, &top, "classes shown per sample (default 3)" },
         { NULL, 0, OPT_FLAG, NULL, NULL }
     };
-    v->usage = "dcz run FILE (--input SAMPLES.f32 | --data DATA [--index I] [--count N]) [--top K]";
-    v->summary = "Runs FILE on samples and prints the top classes of each. With -o, also\n"
-                 "writes the raw float32 outputs.";
-    int rc = cli_parse(v, specs, 1, 1);
+    v->usage = "dcz run FILE (IMAGE.png... [--resize] | --raw SAMPLES.f32 [--shape N,C,H,W] |\n"
+               "               --data DATA [--index I] [--count N]) [--top K] [-o OUT.f32]";
+    v->summary = "Runs FILE on samples and prints the top K classes of each with their scores.\n"
+                 "Samples are one of:\n"
+                 "  PNG images: gray or RGB, 8 or 16 bit, palette, alpha or transparency\n"
+                 "    (composited over black); RGB becomes gray by luma (299 R + 587 G + 114 B)\n"
+                 "    / 1000, gray becomes RGB by repetition; values / 255 (or / 65535) as the\n"
+                 "    IDX loader scales Fashion-MNIST. An image of another size than the model's\n"
+                 "    input is an error (exit 2) unless --resize (bilinear, averaging when\n"
+                 "    shrinking). A flat input of D values takes a gray image of D pixels or an\n"
+                 "    RGB image of D / 3.\n"
+                 "  raw little-endian float32 samples (--raw FILE): a whole number of samples;\n"
+                 "    --shape N,C,H,W (or N,D) states their shape, checked against the file size\n"
+                 "    and the model's input (exit 2 when either disagrees).\n"
+                 "  test samples of a dataset (--data).\n"
+                 "With -o, also writes the raw float32 outputs (N x outputs, little-endian),\n"
+                 "atomically.";
+    int rc = cli_parse(v, specs, 1, (int)(sizeof v->pos / sizeof *v->pos));
     if (rc != -1) return rc;
-    if (!!input == !!v->c.data) { cli_usage_error(v, "give exactly one of --input and --data"); return EXIT_USAGE; }
+    if (raw && input) { cli_usage_error(v, "give --raw or --input, not both"); return EXIT_USAGE; }
+    if (input) raw = input;
+    const int images = v->npos > 1;
+    if (images + !!raw + !!v->c.data != 1) {
+        cli_usage_error(v, "give exactly one of: PNG images, --raw, --data");
+        return EXIT_USAGE;
+    }
+    if (shape && !raw) { cli_usage_error(v, "--shape goes with --raw"); return EXIT_USAGE; }
     if (top < 1 || count < 1 || index < 0) { cli_usage_error(v, "--top and --count must be >= 1"); return EXIT_USAGE; }
     dcz_options opt;
     if ((rc = cli_runtime_options(v, &opt)) != -1) return rc;
+    for (int i = 1; i < v->npos; i++)
+        if (strcmp(v->pos[i], "-") == 0 && strcmp(v->pos[0], "-") == 0) {
+            cli_usage_error(v, "the model and the samples cannot both come from stdin");
+            return EXIT_USAGE;
+        }
+    if (raw && strcmp(raw, "-") == 0 && strcmp(v->pos[0], "-") == 0) {
+        cli_usage_error(v, "the model and the samples cannot both come from stdin");
+        return EXIT_USAGE;
+    }
     dcz_model *m = NULL;
     uint8_t *model_bytes = NULL;
     size_t model_len = 0;
@@ -429,11 +600,6 @@ int cmd_run(verb_ctx *v)
         cli_error("run: %s: %s", v->pos[0], dcz_status_str(s));
         return cli_exit_code(s, 1);
     }
-    if (input && strcmp(input, "-") == 0 && strcmp(v->pos[0], "-") == 0) {
-        cli_usage_error(v, "the model and the samples cannot both come from stdin");
-        dcz_close(m);
-        return EXIT_USAGE;
-    }
     FILE *rep = cli_report(v);
     const size_t in = dcz_input_size(m), out = dcz_output_size(m);
     float *x = NULL, *y = NULL;
@@ -441,31 +607,16 @@ int cmd_run(verb_ctx *v)
     size_t n = 0;
     dcz_dataset test;
     memset(&test, 0, sizeof test);
-    if (input) {
-        uint8_t *buf;
-        size_t len;
-        s = cli_read_file(input, &buf, &len);
-        if (s != DCZ_OK || len == 0 || len % (in * 4) != 0) {
-            cli_error("run: %s: %s", input, s != DCZ_OK ? dcz_status_str(s) : "size is not a multiple of one sample (input floats x 4 bytes)");
-            if (s == DCZ_OK) free(buf);
-            dcz_close(m);
-            return EXIT_BAD_INPUT;
-        }
-        n = len / (in * 4);
-        x = malloc(len);
-        for (size_t i = 0; x && i < n * in; i++) {
-            uint32_t u = (uint32_t)buf[i * 4] | (uint32_t)buf[i * 4 + 1] << 8 | (uint32_t)buf[i * 4 + 2] << 16 |
-                         (uint32_t)buf[i * 4 + 3] << 24;
-            memcpy(&x[i], &u, 4);
-        }
-        free(buf);
+    if (raw) {
+        if ((rc = run_load_raw(v, raw, shape, m, &x, &n)) != -1) goto done;
+    } else if (images) {
+        if ((rc = run_load_images(v, resize, m, &x, &n)) != -1) goto done;
     } else {
-        if ((rc = stage_load_data(v, DCZ_SPLIT_TEST, &test)) != -1) { dcz_close(m); return rc; }
+        if ((rc = stage_load_data(v, DCZ_SPLIT_TEST, &test)) != -1) goto done;
         if ((size_t)test.c * test.h * test.w != in) {
             cli_error("run: %s samples do not fit the model's %zu inputs", v->c.data, in);
-            dcz_close(m);
-            dcz_dataset_free(&test);
-            return EXIT_BAD_INPUT;
+            rc = EXIT_BAD_INPUT;
+            goto done;
         }
         if ((size_t)index >= test.n) { cli_usage_error(v, "--index beyond the %zu test samples", test.n); rc = EXIT_USAGE; goto done; }
         n = (size_t)count;
@@ -480,33 +631,23 @@ int cmd_run(verb_ctx *v)
     if (v->c.out) {
         uint8_t *le = malloc(n * out * 4);
         if (!le) { rc = EXIT_INTERNAL; goto done; }
-        for (size_t i = 0; i < n * out; i++) {
-            uint32_t u;
-            memcpy(&u, &y[i], 4);
-            for (int b = 0; b < 4; b++) le[i * 4 + b] = (uint8_t)(u >> (8 * b));
-        }
+        for (size_t i = 0; i < n * out; i++) dcz_put32(le + 4 * i, dcz_f32_bits(y[i]));
         s = cli_write_file(v->c.out, le, n * out * 4);
         free(le);
         if (s != DCZ_OK) { cli_error("run: cannot write %s", v->c.out); rc = EXIT_IO; goto done; }
     }
+    const int k = top < (int)out ? top : (int)out;
+    int *best = malloc((size_t)k * sizeof *best);
+    if (!best) { rc = EXIT_INTERNAL; goto done; }
     json_out j;
-    if (v->c.json) { json_begin(&j, cli_report(v)); json_key_arr(&j, "samples"); }
+    if (v->c.json) { json_begin(&j, rep); json_key_arr(&j, "samples"); }
     for (size_t i = 0; i < n; i++) {
         const float *yi = y + i * out;
-        int k = top < (int)out ? top : (int)out;
-        int *best = malloc((size_t)k * sizeof *best);
-        if (!best) { rc = EXIT_INTERNAL; goto done; }
-        for (int t = 0; t < k; t++) {
-            int b = -1;
-            for (size_t c = 0; c < out; c++) {
-                int used = 0;
-                for (int u = 0; u < t; u++) used |= best[u] == (int)c;
-                if (!used && (b < 0 || yi[c] > yi[b])) b = (int)c;
-            }
-            best[t] = b;
-        }
+        top_k(yi, out, k, best);
         if (v->c.json) {
             json_obj(&j);
+            if (images) json_str(&j, "image", v->pos[1 + i]);
+            else json_int(&j, "sample", (long long)(raw ? i : (size_t)index + i));
             if (labels) json_int(&j, "label", labels[i]);
             json_key_arr(&j, "top");
             for (int t = 0; t < k; t++) {
@@ -518,15 +659,16 @@ int cmd_run(verb_ctx *v)
             json_close_arr(&j);
             json_close_obj(&j);
         } else {
-            fprintf(rep, "sample %zu", input ? i : (size_t)index + i);
+            if (images) fprintf(rep, "%s", v->pos[1 + i]);
+            else fprintf(rep, "sample %zu", raw ? i : (size_t)index + i);
             if (labels) fprintf(rep, " (label %u)", labels[i]);
             fprintf(rep, ":");
             for (int t = 0; t < k; t++) fprintf(rep, " %d (%.4f)", best[t], yi[best[t]]);
             fprintf(rep, "\n");
         }
-        free(best);
     }
     if (v->c.json) { json_close_arr(&j); json_end(&j); }
+    free(best);
     rc = EXIT_OK;
 done:
     free(x);

@@ -217,7 +217,7 @@ static int parse_list(verb_ctx *v, const opt_spec *specs, const opt_spec *common
         const char *a = argv[i];
         if (strcmp(a, "-") == 0 || a[0] != '-' || (a[1] >= '0' && a[1] <= '9')) {
             if (!take_pos) { cli_usage_error(v, "recipe lines must be options, not '%s'", a); return EXIT_USAGE; }
-            if (v->npos == 4) { cli_usage_error(v, "too many arguments"); return EXIT_USAGE; }
+            if (v->npos == (int)(sizeof v->pos / sizeof *v->pos)) { cli_usage_error(v, "too many arguments"); return EXIT_USAGE; }
             v->pos[v->npos++] = a;
             continue;
         }
@@ -249,7 +249,7 @@ int cli_parse(verb_ctx *v, const opt_spec *specs, int min_pos, int max_pos)
     common_opts *c = &v->c;
     const opt_spec common[] = {
         { "output", 'o', OPT_STR, &c->out, "output file ('-' for stdout)" },
-        { "data", 0, OPT_STR, &c->data, "dataset: fashion-mnist or an IDX directory" },
+        { "data", 0, OPT_STR, &c->data, "dataset: fashion-mnist, an IDX directory or PNG folders ROOT/{train,test}/CLASS/" },
         { "recipe", 0, OPT_STR, &c->recipe, "file of 'option = value' lines; flags win" },
         { "seed", 0, OPT_INT, &c->seed, "random seed (default 1)" },
         { "threads", 0, OPT_INT, &c->threads, "threads (default: all cores)" },

@@ -14,6 +14,7 @@ typedef struct verb {
 
 static const verb verbs[] = {
     { "train", cmd_train, "train a network from scratch (dense fp32)" },
+    { "import", cmd_import, "read an ONNX model into a .dcz" },
     { "prune", cmd_prune, "magnitude pruning, iterative with retraining when --data is given" },
     { "quantize", cmd_quantize, "weight sharing: k-means codebooks, fine-tuned with --data" },
     { "encode", cmd_encode, "Huffman-code the index and position streams" },
@@ -21,8 +22,9 @@ static const verb verbs[] = {
     { "eval", cmd_eval, "test accuracy of a .dcz, computed by libdcz" },
     { "info", cmd_info, "per-layer table, stream statistics and size waterfall" },
     { "calibrate", cmd_calibrate, "INT8 or fixed-point scales from calibration data (integer execution)" },
-    { "run", cmd_run, "class scores for samples" },
+    { "run", cmd_run, "class scores for images or samples" },
     { "bench", cmd_bench, "latency of a .dcz in libdcz: load, then runs (min/median/p99)" },
+    { "export", cmd_export, "write a .dcz of any stage as a dense fp32 ONNX model" },
 };
 
 static void usage(FILE *f)

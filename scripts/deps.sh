@@ -11,12 +11,16 @@
 #   libpng-dev            PNG images and plots
 #   libopenblas-dev       dense GEMM for training on CPU
 #   dataset-fashion-mnist the data of the demo and of the data-driven tests
+#   protobuf-c-compiler   generates the ONNX bindings (protoc-c) at build time
+#   libprotobuf-c-dev     the protobuf-c runtime those bindings use
+#   libonnx-dev           onnx.proto, the ONNX schema the bindings come from
 # Optional (their tests SKIP without them):
 #   gcc-aarch64-linux-gnu qemu-user
 #                         libdcz and its runtime tests built for and run on
 #                         64-bit Arm (make test-aarch64, part of make test)
 set -eu
 pkgs="gcc make pkg-config libc6-dev zlib1g-dev libpng-dev libopenblas-dev dataset-fashion-mnist"
+pkgs="$pkgs protobuf-c-compiler libprotobuf-c-dev libonnx-dev"
 optional="gcc-aarch64-linux-gnu qemu-user"
 missing=""; required_missing=0
 for p in $pkgs $optional; do

@@ -1,4 +1,5 @@
-/* data.c: datasets for training: MNIST-style IDX files (gzip or plain).
+/* data.c: datasets for training: MNIST-style IDX files (gzip or plain),
+ * and the entry point that also finds folders of PNG images (data_png.c).
  *
  * An IDX file is big-endian: two zero bytes, a type byte (0x08 = unsigned
  * bytes, the only type accepted), a rank byte, one 32-bit size per
@@ -21,6 +22,7 @@
 #include <zlib.h>
 
 #include "train/internal.h"
+#include "train/png.h"
 
 #define FASHION_MNIST_DIR "/usr/share/datasets/fashion-mnist"
 #define IDX_TYPE_UBYTE 0x08
@@ -33,7 +35,7 @@ static uint32_t be32(const uint8_t *p)
            ((uint32_t)p[2] << 8) | (uint32_t)p[3];
 }
 
-static uint32_t crc32_buf(uint32_t crc, const uint8_t *p, size_t len)
+uint32_t dcz_train_crc32(uint32_t crc, const uint8_t *p, size_t len)
 {
     while (len > 0) {
         uInt chunk = len > (1u << 30) ? (1u << 30) : (uInt)len;
@@ -152,7 +154,7 @@ dcz_status dcz_idx_parse(const uint8_t *img, size_t img_len,
     out->classes = maxl + 1;
     out->x = x;
     out->y = y;
-    out->hash = crc32_buf(crc32_buf((uint32_t)crc32(0, Z_NULL, 0), img, img_len), lbl, lbl_len);
+    out->hash = dcz_train_crc32(dcz_train_crc32((uint32_t)crc32(0, Z_NULL, 0), img, img_len), lbl, lbl_len);
     return DCZ_OK;
 }
 
@@ -164,9 +166,8 @@ void dcz_dataset_free(dcz_dataset *d)
     memset(d, 0, sizeof *d);
 }
 
-/* Reads a whole file, gzip-compressed or plain, into a malloc'd buffer. */
-static dcz_status read_all(const char *path, uint8_t **buf_out, size_t *len_out,
-                           char *err, size_t errlen)
+dcz_status dcz_train_read_file(const char *path, uint8_t **buf_out, size_t *len_out,
+                               char *err, size_t errlen)
 {
     *buf_out = NULL;
     *len_out = 0;
@@ -279,6 +280,7 @@ dcz_status dcz_data_load(const char *spec, int split, dcz_dataset *out,
             dcz_train_err(err, errlen, "no dataset directory %s", dir);
         return DCZ_ERR_IO;
     }
+    if (!debian && dcz_png_folder_is(dir)) return dcz_png_folder_load(dir, split, out, err, errlen);
     const char *prefix = split == DCZ_SPLIT_TRAIN ? "train" : "t10k";
     char base[64], img_path[4096], lbl_path[4096];
     snprintf(base, sizeof base, "%s-images-idx3-ubyte", prefix);
@@ -290,9 +292,9 @@ dcz_status dcz_data_load(const char *spec, int split, dcz_dataset *out,
 
     uint8_t *img = NULL, *lbl = NULL;
     size_t img_len = 0, lbl_len = 0;
-    st = read_all(img_path, &img, &img_len, err, errlen);
+    st = dcz_train_read_file(img_path, &img, &img_len, err, errlen);
     if (st != DCZ_OK) goto cleanup;
-    st = read_all(lbl_path, &lbl, &lbl_len, err, errlen);
+    st = dcz_train_read_file(lbl_path, &lbl, &lbl_len, err, errlen);
     if (st != DCZ_OK) goto cleanup;
     char why[256];
     why[0] = '\0';

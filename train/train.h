@@ -23,7 +23,8 @@
  *
  * Data: dcz_data_load reads MNIST-style IDX files (gzip or plain) from a
  * directory, or Fashion-MNIST from Debian's dataset-fashion-mnist package for
- * the spec "fashion-mnist". Images become floats in [0, 1].
+ * the spec "fashion-mnist", or folders of PNG images (train/png.h). Images
+ * become floats in [0, 1].
  *
  * Tested by tests/unit/test_train.c and tests/unit/test_idx.c; the IDX parser
  * is fuzzed by tests/fuzz/fuzz_idx.c. The helpers for stages (util.c) are
@@ -61,8 +62,10 @@ typedef struct dcz_dataset {
 enum { DCZ_SPLIT_TRAIN = 0, DCZ_SPLIT_TEST = 1 };
 
 /* Loads one split. spec is "fashion-mnist" (Debian's package location,
- * /usr/share/datasets/fashion-mnist) or a directory holding
- * {train,t10k}-{images-idx3,labels-idx1}-ubyte, each optionally ".gz".
+ * /usr/share/datasets/fashion-mnist), a directory holding
+ * {train,t10k}-{images-idx3,labels-idx1}-ubyte, each optionally ".gz", or
+ * a directory of PNG images ROOT/{train,test}/CLASS/NAME.png (recognised by
+ * its train or test folder; rules in train/png.h, dcz_png_folder_load).
  * On failure writes a one-line reason to err (errlen bytes) and returns
  * DCZ_ERR_IO (missing/unreadable) or DCZ_ERR_DATA (malformed). */
 dcz_status dcz_data_load(const char *spec, int split, dcz_dataset *out,

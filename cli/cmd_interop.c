@@ -1,0 +1,203 @@
+/* cmd_interop.c: the verbs that move models between dcz and ONNX:
+ * import (an ONNX model into a .dcz) and export (a .dcz of any stage into a
+ * dense fp32 ONNX model). The conversions are interop/; this file reads,
+ * reports and writes.
+ *
+ * Checked end to end by tests/cli/interop.sh.
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "cli/cli.h"
+#include "interop/interop.h"
+
+static size_t kept(const dcz_doc_tensor *t)
+{
+    if (!t->mask) return t->n;
+    size_t k = 0;
+    for (size_t i = 0; i < t->n; i++) k += t->mask[i] != 0;
+    return k;
+}
+
+int cmd_import(verb_ctx *v)
+{
+    int keep_dense = 0;
+    const opt_spec specs[] = {
+        { "keep-dense", 0, OPT_FLAG, &keep_dense, "store every weight dense, even when a layer is mostly exact zeros" },
+        { NULL, 0, OPT_FLAG, NULL, NULL }
+    };
+    v->usage = "dcz import MODEL.onnx -o OUT.dcz [--data DATA] [--keep-dense]";
+    v->summary = "Reads an ONNX model (opsets 11 to 17, a dynamic or fixed batch dimension) into a\n"
+                 "dense fp32 .dcz. The graph must be one chain from its input to its output of\n"
+                 "Conv, Gemm, MatMul (+ Add), MaxPool, AveragePool, GlobalAveragePool, Relu,\n"
+                 "Flatten, Reshape, BatchNormalization, Softmax (last), Pad (zeros), Dropout,\n"
+                 "Identity and Constant nodes, weights in float32, float16, bfloat16 or float64\n"
+                 "(docs/CLI.md lists the attributes each takes). Batch normalization is folded\n"
+                 "into the layer before it, Dropout and Identity are removed, and a layer of which\n"
+                 "at least 10% of the weights are exact zeros is taken as pruned elsewhere: stored\n"
+                 "sparse, its zeros kept at zero by retraining (--keep-dense: never). Layers are\n"
+                 "named conv1, fc1, relu1, pool1, ... as dcz train names them, so per-layer rules\n"
+                 "apply alike; the table printed says which ONNX nodes each comes from. A model\n"
+                 "dcz cannot represent is refused (exit 2): every unsupported operator is listed\n"
+                 "with its node name. With --data, the accuracy on the test split is measured\n"
+                 "and recorded.";
+    int rc = cli_parse(v, specs, 1, 1);
+    if (rc != -1) return rc;
+    if (!v->c.out) { cli_usage_error(v, "import needs -o OUT.dcz"); return EXIT_USAGE; }
+    dcz_options ropt;
+    if ((rc = cli_runtime_options(v, &ropt)) != -1) return rc;
+    uint8_t *buf;
+    size_t len;
+    dcz_status s = cli_read_file(v->pos[0], &buf, &len);
+    if (s != DCZ_OK) {
+        cli_error("import: cannot read %s: %s", v->pos[0], dcz_status_str(s));
+        return cli_exit_code(s, 1);
+    }
+    dcz_onnx_import_opts io = { keep_dense };
+    dcz_onnx_info info;
+    dcz_doc *doc = NULL;
+    char err[2048];
+    s = dcz_onnx_import(buf, len, &io, &doc, &info, err, sizeof err);
+    free(buf);
+    if (s != DCZ_OK) {
+        cli_error("import: %s: %s", v->pos[0], err[0] ? err : dcz_status_str(s));
+        return cli_exit_code(s, 1);
+    }
+    dcz_dataset test;
+    memset(&test, 0, sizeof test);
+    if (v->c.data && (rc = stage_load_data(v, DCZ_SPLIT_TEST, &test)) != -1) goto done;
+    char extra[512], source[256];
+    snprintf(source, sizeof source, "%s", v->pos[0]);
+    for (char *p = source; *p; p++)   /* one value per line, whatever the path holds */
+        if ((unsigned char)*p < 0x20) *p = '?';
+    snprintf(extra, sizeof extra, "source = %s\nonnx_opset = %lld\nonnx_ir_version = %lld\nonnx_producer = %s\n",
+             source, (long long)info.opset, (long long)info.ir_version, info.producer[0] ? info.producer : "-");
+    double acc = -1;
+    size_t bytes = 0;
+    if ((rc = stage_finish(v, doc, "import", NULL, extra, v->c.data ? &test : NULL, v->c.out, &acc, &bytes)) != -1)
+        goto done;
+    const size_t params = dcz_doc_param_count(doc);
+    if (v->c.json) {
+        json_out j;
+        json_begin(&j, cli_report(v));
+        json_str(&j, "file", v->c.out);
+        json_str(&j, "source", v->pos[0]);
+        json_int(&j, "opset", info.opset);
+        json_str(&j, "producer", info.producer);
+        json_int(&j, "nodes", info.nodes);
+        json_int(&j, "nodes_removed", info.dropped);
+        json_int(&j, "nodes_folded", info.folded);
+        json_int(&j, "params", (long long)params);
+        json_int(&j, "file_bytes", (long long)bytes);
+        if (acc >= 0) json_num(&j, "accuracy", acc);
+        json_key_arr(&j, "layers");
+        for (uint32_t i = 0; i < doc->nlayers; i++) {
+            const dcz_doc_layer *l = &doc->layers[i];
+            json_obj(&j);
+            json_str(&j, "name", l->name);
+            json_str(&j, "op", cli_op_name(l->op));
+            json_str(&j, "from", info.source[i]);
+            if (l->ntensors) {
+                json_num(&j, "density", l->t[0].n ? (double)kept(&l->t[0]) / (double)l->t[0].n : 0);
+                json_str(&j, "encoding", l->t[0].mask ? "sparse-f32" : "f32");
+            }
+            json_close_obj(&j);
+        }
+        json_close_arr(&j);
+        json_end(&j);
+    } else {
+        FILE *f = cli_report(v);
+        fprintf(f, "%s: ONNX opset %lld, IR version %lld, from %s; %u nodes -> %u layers "
+                "(%u folded into a layer, %u removed)\n", v->pos[0], (long long)info.opset,
+                (long long)info.ir_version, info.producer[0] ? info.producer : "an unnamed producer", info.nodes,
+                doc->nlayers, info.folded, info.dropped);
+        fprintf(f, "%-10s %-15s %-12s %8s  %s\n", "layer", "op", "weight", "density", "ONNX nodes");
+        for (uint32_t i = 0; i < doc->nlayers; i++) {
+            const dcz_doc_layer *l = &doc->layers[i];
+            char shape[48] = "-", dens[16] = "-";
+            if (l->ntensors) cli_shape_text(&l->t[0], shape, sizeof shape);
+            if (l->ntensors && l->t[0].n)
+                snprintf(dens, sizeof dens, "%.1f%%", 100.0 * (double)kept(&l->t[0]) / (double)l->t[0].n);
+            fprintf(f, "%-10s %-15s %-12s %8s  %s\n", l->name, cli_op_name(l->op), shape, dens, info.source[i]);
+        }
+        fprintf(f, "wrote %s: %zu parameters, %zu bytes", v->c.out, params, bytes);
+        if (acc >= 0) fprintf(f, ", accuracy %.2f%% on %zu test samples", acc * 100, test.n);
+        fprintf(f, "\n");
+    }
+    rc = EXIT_OK;
+done:
+    dcz_dataset_free(&test);
+    dcz_onnx_info_free(&info);
+    dcz_doc_free(doc);
+    return rc;
+}
+
+int cmd_export(verb_ctx *v)
+{
+    int opset = DCZ_ONNX_OPSET_DEFAULT;
+    const opt_spec specs[] = {
+        { "opset", 0, OPT_INT, &opset, "ONNX opset to write, 11 to 17 (default 13)" },
+        { NULL, 0, OPT_FLAG, NULL, NULL }
+    };
+    v->usage = "dcz export MODEL.dcz -o OUT.onnx [--opset N]";
+    v->summary = "Writes MODEL.dcz, whatever stage wrote it (dense, pruned, quantized or Huffman-\n"
+                 "coded), as a standard ONNX model with dense fp32 weights (codebooks and sparse\n"
+                 "positions decoded), so other tools can run and check it: input 'input' and\n"
+                 "output 'output' with a symbolic batch dimension; Gemm, Conv, MaxPool,\n"
+                 "AveragePool, GlobalAveragePool, Flatten, Relu and Softmax nodes named after the\n"
+                 "layers, initializers LAYER.weight and LAYER.bias.";
+    int rc = cli_parse(v, specs, 1, 1);
+    if (rc != -1) return rc;
+    if (!v->c.out) { cli_usage_error(v, "export needs -o OUT.onnx"); return EXIT_USAGE; }
+    if (opset < DCZ_ONNX_OPSET_MIN || opset > DCZ_ONNX_OPSET_MAX) {
+        cli_usage_error(v, "--opset must be %d to %d", DCZ_ONNX_OPSET_MIN, DCZ_ONNX_OPSET_MAX);
+        return EXIT_USAGE;
+    }
+    dcz_doc *d;
+    if ((rc = stage_load_doc(v, v->pos[0], &d)) != -1) return rc;
+    /* the stages the model went through, for the ONNX doc_string */
+    char doc_string[512], stages[256] = "";
+    size_t n = 0;
+    for (uint32_t i = 0; i < d->nstages && n < sizeof stages; i++) {
+        char name[64];
+        if (stage_get(d->stages[i], "stage", name, sizeof name))
+            n += (size_t)snprintf(stages + n, sizeof stages - n, "%s%s", n ? ", " : "", name);
+    }
+    snprintf(doc_string, sizeof doc_string, "exported by dcz %s as dense fp32%s%s%s", DCZ_VERSION_STRING,
+             n ? " (stages: " : "", stages, n ? ")" : "");
+    dcz_onnx_export_opts eo = { opset, doc_string };
+    uint8_t *buf = NULL;
+    size_t len = 0;
+    char err[512];
+    dcz_status s = dcz_onnx_export(d, &eo, &buf, &len, err, sizeof err);
+    if (s != DCZ_OK) {
+        cli_error("export: %s: %s", v->pos[0], err[0] ? err : dcz_status_str(s));
+        dcz_doc_free(d);
+        return cli_exit_code(s, 1);
+    }
+    s = cli_write_file(v->c.out, buf, len);
+    free(buf);
+    if (s != DCZ_OK) {
+        cli_error("export: cannot write %s", v->c.out);
+        dcz_doc_free(d);
+        return EXIT_IO;
+    }
+    const size_t params = dcz_doc_param_count(d);
+    if (v->c.json) {
+        json_out j;
+        json_begin(&j, cli_report(v));
+        json_str(&j, "file", v->c.out);
+        json_str(&j, "source", v->pos[0]);
+        json_int(&j, "opset", opset);
+        json_int(&j, "layers", d->nlayers);
+        json_int(&j, "params", (long long)params);
+        json_int(&j, "onnx_bytes", (long long)len);
+        json_int(&j, "dcz_bytes", (long long)d->file_bytes);
+        json_end(&j);
+    } else {
+        fprintf(cli_report(v), "wrote %s: ONNX opset %d, %u layers, %zu parameters as dense fp32, %zu bytes "
+                "(the .dcz: %zu bytes)\n", v->c.out, opset, d->nlayers, params, len, d->file_bytes);
+    }
+    dcz_doc_free(d);
+    return EXIT_OK;
+}

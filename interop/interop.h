@@ -1,0 +1,96 @@
+/* interop.h: ONNX import and export for the dcz toolchain.
+ *
+ * dcz_onnx_import reads an ONNX model (a serialized onnx.ModelProto, parsed
+ * with protobuf-c bindings generated at build time from Debian's onnx.proto)
+ * into a .dcz document: a chain of DENSE, CONV2D, pooling, FLATTEN, RELU
+ * and SOFTMAX layers with dense fp32 weights, batch normalization folded
+ * into the layer before it, and exact zeros of a layer that was pruned
+ * elsewhere kept as its pruning mask (sparse fp32). dcz_onnx_export writes
+ * a document of any stage back as a dense fp32 ONNX graph (codebooks and
+ * sparse positions decoded). docs/CLI.md ("import", "export") lists the
+ * operators and attributes each way.
+ *
+ * Nothing read from a file is trusted: the protobuf nesting depth is checked
+ * before parsing, every tensor's size against its dims and data type, every
+ * operator's attributes and shapes, and the graph must be one chain from
+ * its input to its output. Failures return a dcz_status and write a one-line
+ * reason to err (errlen bytes; err may be NULL):
+ *   DCZ_ERR_FORMAT       not a valid ONNX protobuf, or an inconsistent one
+ *                        (a tensor whose data does not fit its dims, a value
+ *                        used before it is produced, ...)
+ *   DCZ_ERR_UNSUPPORTED  valid ONNX dcz cannot represent: an opset outside
+ *                        11..17, operators dcz lacks (every such node is
+ *                        listed in one message), unsupported attributes,
+ *                        branches, external data
+ *   DCZ_ERR_SHAPE        shapes that do not agree
+ *   DCZ_ERR_NOMEM        an allocation failed
+ *
+ * The runtime (libdcz) never depends on this module.
+ * Tested by tests/unit/test_onnx.c (PyTorch fixtures against PyTorch's
+ * outputs, every operator and attribute, malformed models, export round
+ * trips) and tests/cli/interop.sh; fuzzed by tests/fuzz/fuzz_onnx.c.
+ */
+#ifndef DCZ_INTEROP_H
+#define DCZ_INTEROP_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "dcz.h"
+#include "runtime/doc.h"
+
+#define DCZ_ONNX_OPSET_MIN 11
+#define DCZ_ONNX_OPSET_MAX 17
+#define DCZ_ONNX_OPSET_DEFAULT 13   /* what export writes unless told */
+
+/* A layer of weights counts as pruned elsewhere when at least this fraction
+ * of its weights is exactly zero. */
+#define DCZ_ONNX_PRUNED_MIN 0.10
+
+typedef struct dcz_onnx_import_opts {
+    int keep_dense;      /* nonzero: store every weight dense, zeros included */
+} dcz_onnx_import_opts;
+
+/* Where each layer of an imported document came from. */
+#define DCZ_ONNX_SOURCE_LEN 160
+typedef struct dcz_onnx_info {
+    int64_t ir_version;
+    int64_t opset;                 /* of the default ONNX domain */
+    char producer[64];             /* producer name and version (control
+                                      characters replaced by '?') */
+    uint32_t nodes;                /* nodes of the graph */
+    uint32_t dropped;              /* nodes removed: Identity, Dropout,
+                                      Constant, no-op Reshape/Flatten/Pad */
+    uint32_t folded;               /* nodes folded into a layer: batch
+                                      norm, bias Add, Pad */
+    uint32_t nlayers;
+    char (*source)[DCZ_ONNX_SOURCE_LEN]; /* (nlayers) the ONNX node(s) of each
+                                      layer, "Conv '/c1/Conv' + BatchNor..."; owned */
+} dcz_onnx_info;
+
+/* Reads len bytes of an ONNX model into a new document (*out, freed with
+ * dcz_doc_free). opt may be NULL (defaults); info may be NULL, else it is
+ * filled on success and released with dcz_onnx_info_free. The document has
+ * no stage record: the caller adds one. */
+dcz_status dcz_onnx_import(const void *buf, size_t len, const dcz_onnx_import_opts *opt,
+                           dcz_doc **out, dcz_onnx_info *info, char *err, size_t errlen);
+
+/* Releases what info owns and zeroes it. NULL-safe. */
+void dcz_onnx_info_free(dcz_onnx_info *info);
+
+typedef struct dcz_onnx_export_opts {
+    int opset;                /* 11..17; 0: DCZ_ONNX_OPSET_DEFAULT */
+    const char *doc_string;   /* stored as the model's doc_string; may be NULL */
+} dcz_onnx_export_opts;
+
+/* Writes d as an ONNX model into a new malloc'd buffer (*buf, *len): input
+ * "input" of shape (batch, input dims) with a symbolic batch dimension,
+ * output "output", one node per layer (Gemm, Conv, MaxPool, AveragePool,
+ * GlobalAveragePool, Flatten, Relu, Softmax; a Flatten before a Gemm whose
+ * input is not flat), weights as dense fp32 initializers named
+ * LAYER.weight and LAYER.bias. opt may be NULL. DCZ_ERR_ARG for an opset
+ * outside 11..17, DCZ_ERR_UNSUPPORTED for a layer the export cannot write. */
+dcz_status dcz_onnx_export(const dcz_doc *d, const dcz_onnx_export_opts *opt, uint8_t **buf,
+                           size_t *len, char *err, size_t errlen);
+
+#endif /* DCZ_INTEROP_H */

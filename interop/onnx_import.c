@@ -1,0 +1,1622 @@
+/* onnx_import.c: an ONNX model (onnx.ModelProto) into a .dcz document.
+ *
+ * The graph is walked once in its (topological) node order, following one
+ * "head": the value that carries the activation from the graph input to the
+ * graph output. Every node takes the head as its data input (all its other
+ * inputs must be constants: initializers or Constant nodes) and its output
+ * becomes the new head; a value that feeds two nodes is a branch and is
+ * refused. Nodes map to layers:
+ *   Gemm, MatMul            DENSE (weight (out, in) = alpha B^T or B^T)
+ *   Add (constant)          added to the bias of the DENSE or CONV2D before it
+ *   Conv                    CONV2D
+ *   BatchNormalization      folded into the DENSE or CONV2D before it:
+ *                           w' = w g, b' = (b - mean) g + beta,
+ *                           g = scale / sqrt(var + epsilon)
+ *   MaxPool, AveragePool    MAXPOOL, AVGPOOL; GlobalAveragePool GLOBAL_AVGPOOL
+ *   Flatten, Reshape        FLATTEN when they flatten each sample; removed
+ *                           when they change nothing; a Reshape before any
+ *                           layer sets the input shape, one after the last
+ *                           only shapes the output (dcz's is flat)
+ *   Pad (constant zeros)    removed when all pads are 0, else added to the
+ *                           padding of the Conv or AveragePool after it
+ *   Relu, Softmax           RELU, SOFTMAX (the last layer only)
+ *   Identity, Dropout       removed; Constant gives a constant
+ * Every attribute a node carries must be known for its operator, and its
+ * value supported; anything else is refused with the node's name.
+ *
+ * Before protobuf-c parses the bytes, wire_check walks them and refuses a
+ * message nesting deeper than WIRE_MAX_DEPTH (protobuf-c's parser recurses
+ * once per level with no limit of its own).
+ *
+ * Tested by tests/unit/test_onnx.c and tests/cli/interop.sh; fuzzed by
+ * tests/fuzz/fuzz_onnx.c.
+ */
+#include <float.h>
+#include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "onnx.pb-c.h"
+
+#include "interop/interop.h"
+
+#define WIRE_MAX_DEPTH 32             /* protobuf message nesting */
+#define TENSOR_MAX_RANK 8
+#define TENSOR_MAX_ELEMS ((uint64_t)1 << 28)
+#define MAX_GRAPH_NODES 100000
+
+/* ---- errors ---------------------------------------------------------------- */
+
+typedef struct errbuf {
+    char *p;
+    size_t len;
+} errbuf;
+
+/* Names come from the file: control characters become '?' before they
+ * reach a terminal or a stage record. */
+static void printable(char *s)
+{
+    for (; *s; s++)
+        if ((unsigned char)*s < 0x20 || *s == 0x7f) *s = '?';
+}
+
+#if defined(__GNUC__)
+__attribute__((format(printf, 3, 4)))
+#endif
+static dcz_status fail(const errbuf *e, dcz_status s, const char *fmt, ...)
+{
+    if (e->p && e->len) {
+        va_list ap;
+        va_start(ap, fmt);
+        vsnprintf(e->p, e->len, fmt, ap);
+        va_end(ap);
+        printable(e->p);
+    }
+    return s;
+}
+
+static const char *str(const char *s) { return s ? s : ""; }
+
+/* ---- protobuf nesting depth --------------------------------------------- */
+
+static int wire_varint(const uint8_t *p, size_t len, size_t *pos, uint64_t *v)
+{
+    uint64_t x = 0;
+    for (unsigned shift = 0; shift < 64; shift += 7) {
+        if (*pos >= len) return -1;
+        uint8_t b = p[(*pos)++];
+        x |= (uint64_t)(b & 0x7f) << shift;
+        if (!(b & 0x80)) {
+            *v = x;
+            return 0;
+        }
+    }
+    return -1;
+}
+
+/* Walks a message of descriptor d; -1 when the bytes are not wire format or
+ * nest messages deeper than WIRE_MAX_DEPTH. Unknown fields are skipped as
+ * protobuf-c skips them. */
+static int wire_check(const uint8_t *p, size_t len, const ProtobufCMessageDescriptor *d, int depth)
+{
+    if (depth > WIRE_MAX_DEPTH) return -1;
+    size_t pos = 0;
+    while (pos < len) {
+        uint64_t key, v;
+        if (wire_varint(p, len, &pos, &key) != 0) return -1;
+        switch (key & 7) {
+        case 0:
+            if (wire_varint(p, len, &pos, &v) != 0) return -1;
+            break;
+        case 1:
+            if (len - pos < 8) return -1;
+            pos += 8;
+            break;
+        case 5:
+            if (len - pos < 4) return -1;
+            pos += 4;
+            break;
+        case 2: {
+            if (wire_varint(p, len, &pos, &v) != 0 || v > len - pos) return -1;
+            const ProtobufCFieldDescriptor *f =
+                key >> 3 <= 0xffffffffu ? protobuf_c_message_descriptor_get_field(d, (unsigned)(key >> 3)) : NULL;
+            if (f && f->type == PROTOBUF_C_TYPE_MESSAGE &&
+                wire_check(p + pos, (size_t)v, f->descriptor, depth + 1) != 0)
+                return -1;
+            pos += (size_t)v;
+            break;
+        }
+        default:
+            return -1;   /* groups (3, 4) are not used by onnx.proto */
+        }
+    }
+    return 0;
+}
+
+/* ---- constants -------------------------------------------------------------- */
+
+enum { WANT_FLOATS = 1, WANT_INTS = 2 };
+
+/* A constant tensor decoded into floats or 64-bit integers. */
+typedef struct cten {
+    uint32_t rank;
+    int64_t dims[TENSOR_MAX_RANK];
+    size_t n;
+    float *f;       /* (n) with WANT_FLOATS, owned */
+    int64_t *i;     /* (n) with WANT_INTS, owned */
+} cten;
+
+static void cten_free(cten *c)
+{
+    free(c->f);
+    free(c->i);
+    memset(c, 0, sizeof *c);
+}
+
+static const char *dtype_name(int32_t t)
+{
+    switch (t) {
+    case ONNX__TENSOR_PROTO__DATA_TYPE__FLOAT: return "float32";
+    case ONNX__TENSOR_PROTO__DATA_TYPE__UINT8: return "uint8";
+    case ONNX__TENSOR_PROTO__DATA_TYPE__INT8: return "int8";
+    case ONNX__TENSOR_PROTO__DATA_TYPE__UINT16: return "uint16";
+    case ONNX__TENSOR_PROTO__DATA_TYPE__INT16: return "int16";
+    case ONNX__TENSOR_PROTO__DATA_TYPE__INT32: return "int32";
+    case ONNX__TENSOR_PROTO__DATA_TYPE__INT64: return "int64";
+    case ONNX__TENSOR_PROTO__DATA_TYPE__STRING: return "string";
+    case ONNX__TENSOR_PROTO__DATA_TYPE__BOOL: return "bool";
+    case ONNX__TENSOR_PROTO__DATA_TYPE__FLOAT16: return "float16";
+    case ONNX__TENSOR_PROTO__DATA_TYPE__DOUBLE: return "float64";
+    case ONNX__TENSOR_PROTO__DATA_TYPE__UINT32: return "uint32";
+    case ONNX__TENSOR_PROTO__DATA_TYPE__UINT64: return "uint64";
+    case ONNX__TENSOR_PROTO__DATA_TYPE__BFLOAT16: return "bfloat16";
+    }
+    return "unknown";
+}
+
+static uint64_t le64(const uint8_t *p) { return dcz_le32(p) | (uint64_t)dcz_le32(p + 4) << 32; }
+
+/* Decodes tensor t (named what in messages) as floats or integers. Checks
+ * the dims, that exactly one data field holds exactly the element count,
+ * the data type, and that floats are finite. */
+static dcz_status tensor_decode(const errbuf *e, const Onnx__TensorProto *t, int want, const char *what,
+                                cten *out)
+{
+    memset(out, 0, sizeof *out);
+    const char *nm = t->name && *t->name ? t->name : what;
+    if (t->segment)
+        return fail(e, DCZ_ERR_UNSUPPORTED, "tensor '%s' is stored in segments (not supported)", nm);
+    if (t->n_external_data || (t->has_data_location && t->data_location == ONNX__TENSOR_PROTO__DATA_LOCATION__EXTERNAL))
+        return fail(e, DCZ_ERR_UNSUPPORTED, "tensor '%s' keeps its data in an external file "
+                    "(not supported: save the model with its weights inside)", nm);
+    if (t->n_dims > TENSOR_MAX_RANK)
+        return fail(e, DCZ_ERR_UNSUPPORTED, "tensor '%s' has rank %zu (at most %d)", nm, t->n_dims, TENSOR_MAX_RANK);
+    uint64_t n = 1;
+    for (size_t k = 0; k < t->n_dims; k++) {
+        if (t->dims[k] < 0)
+            return fail(e, DCZ_ERR_FORMAT, "tensor '%s' has a negative dimension (%lld)", nm, (long long)t->dims[k]);
+        if (t->dims[k] > 0 && n > TENSOR_MAX_ELEMS / (uint64_t)t->dims[k])
+            return fail(e, DCZ_ERR_UNSUPPORTED, "tensor '%s' has more than %llu elements", nm,
+                        (unsigned long long)TENSOR_MAX_ELEMS);
+        n *= (uint64_t)t->dims[k];
+        out->dims[k] = t->dims[k];
+    }
+    out->rank = (uint32_t)t->n_dims;
+    out->n = (size_t)n;
+    if (!t->has_data_type)
+        return fail(e, DCZ_ERR_FORMAT, "tensor '%s' has no data type", nm);
+    const int32_t dt = t->data_type;
+    size_t elem;   /* bytes of one element in raw_data */
+    size_t typed;  /* elements in the typed field the type uses */
+    int is_float = 1;
+    switch (dt) {
+    case ONNX__TENSOR_PROTO__DATA_TYPE__FLOAT: elem = 4; typed = t->n_float_data; break;
+    case ONNX__TENSOR_PROTO__DATA_TYPE__FLOAT16:
+    case ONNX__TENSOR_PROTO__DATA_TYPE__BFLOAT16: elem = 2; typed = t->n_int32_data; break;
+    case ONNX__TENSOR_PROTO__DATA_TYPE__DOUBLE: elem = 8; typed = t->n_double_data; break;
+    case ONNX__TENSOR_PROTO__DATA_TYPE__INT64: elem = 8; typed = t->n_int64_data; is_float = 0; break;
+    case ONNX__TENSOR_PROTO__DATA_TYPE__INT32: elem = 4; typed = t->n_int32_data; is_float = 0; break;
+    default:
+        return fail(e, DCZ_ERR_UNSUPPORTED, "tensor '%s' has data type %s (%d): dcz reads float32, float16, "
+                    "bfloat16 and float64 values, and int32 or int64 shapes", nm, dtype_name(dt), (int)dt);
+    }
+    if (want == WANT_FLOATS && !is_float)
+        return fail(e, DCZ_ERR_UNSUPPORTED, "tensor '%s' holds %s, not floating-point values", nm, dtype_name(dt));
+    if (want == WANT_INTS && is_float)
+        return fail(e, DCZ_ERR_UNSUPPORTED, "tensor '%s' holds %s, not integers", nm, dtype_name(dt));
+    /* exactly one field holds the data: raw_data or the type's own field */
+    const size_t fields = (t->n_float_data > 0) + (t->n_int32_data > 0) + (t->n_int64_data > 0) +
+                          (t->n_double_data > 0) + (t->n_uint64_data > 0) + (t->n_string_data > 0) +
+                          (t->has_raw_data && t->raw_data.len > 0);
+    const int raw = t->has_raw_data && t->raw_data.len > 0;
+    if (fields > 1)
+        return fail(e, DCZ_ERR_FORMAT, "tensor '%s' holds data in more than one field", nm);
+    if (fields == 1 && !raw && typed == 0)
+        return fail(e, DCZ_ERR_FORMAT, "tensor '%s' of type %s holds its data in a field of another type", nm,
+                    dtype_name(dt));
+    if (raw && t->raw_data.len != n * elem)
+        return fail(e, DCZ_ERR_FORMAT, "tensor '%s': raw_data holds %zu bytes, its dims need %llu (%llu x %zu)", nm,
+                    t->raw_data.len, (unsigned long long)(n * elem), (unsigned long long)n, elem);
+    if (!raw && typed != n)
+        return fail(e, DCZ_ERR_FORMAT, "tensor '%s' holds %zu values, its dims need %llu", nm, typed,
+                    (unsigned long long)n);
+    const uint8_t *r = raw ? t->raw_data.data : NULL;
+    if (want == WANT_INTS) {
+        out->i = malloc((n ? n : 1) * sizeof *out->i);
+        if (!out->i) return DCZ_ERR_NOMEM;
+        for (size_t k = 0; k < n; k++) {
+            if (dt == ONNX__TENSOR_PROTO__DATA_TYPE__INT64)
+                out->i[k] = r ? (int64_t)le64(r + 8 * k) : t->int64_data[k];
+            else
+                out->i[k] = r ? (int64_t)(int32_t)dcz_le32(r + 4 * k) : t->int32_data[k];
+        }
+        return DCZ_OK;
+    }
+    out->f = malloc((n ? n : 1) * sizeof *out->f);
+    if (!out->f) return DCZ_ERR_NOMEM;
+    for (size_t k = 0; k < n; k++) {
+        float v;
+        switch (dt) {
+        case ONNX__TENSOR_PROTO__DATA_TYPE__FLOAT:
+            v = r ? dcz_f32_from_bits(dcz_le32(r + 4 * k)) : t->float_data[k];
+            break;
+        case ONNX__TENSOR_PROTO__DATA_TYPE__FLOAT16:
+        case ONNX__TENSOR_PROTO__DATA_TYPE__BFLOAT16: {
+            uint32_t h;
+            if (r) h = (uint32_t)r[2 * k] | (uint32_t)r[2 * k + 1] << 8;
+            else if (t->int32_data[k] < 0 || t->int32_data[k] > 0xffff) {
+                cten_free(out);
+                return fail(e, DCZ_ERR_FORMAT, "tensor '%s': %s value %d out of range", nm, dtype_name(dt),
+                            (int)t->int32_data[k]);
+            } else h = (uint32_t)t->int32_data[k];
+            v = dt == ONNX__TENSOR_PROTO__DATA_TYPE__FLOAT16 ? dcz_f16_to_f32((uint16_t)h)
+                                                              : dcz_f32_from_bits(h << 16);
+            break;
+        }
+        default: {   /* float64: rounded to the nearest float32 */
+            double d;
+            if (r) {
+                uint64_t u = le64(r + 8 * k);
+                memcpy(&d, &u, sizeof d);
+            } else d = t->double_data[k];
+            if (!(fabs(d) <= FLT_MAX)) {
+                cten_free(out);
+                return fail(e, DCZ_ERR_UNSUPPORTED, "tensor '%s': float64 value %g is outside the float32 range",
+                            nm, d);
+            }
+            v = (float)d;
+            break;
+        }
+        }
+        if (!isfinite(v)) {
+            cten_free(out);
+            return fail(e, DCZ_ERR_FORMAT, "tensor '%s' holds a non-finite value (element %zu)", nm, k);
+        }
+        out->f[k] = v;
+    }
+    return DCZ_OK;
+}
+
+/* ---- the values of the graph ------------------------------------------- */
+
+enum { V_CONST = 1, V_ACT, V_DEAD };
+
+typedef struct val {
+    const char *name;
+    int kind;
+    const Onnx__TensorProto *t;     /* V_CONST: a tensor */
+    const Onnx__AttributeProto *a;  /* V_CONST: a Constant's value_* attribute */
+    int used;                       /* V_ACT: taken by a node */
+    long user;                      /* the node that took it */
+} val;
+
+typedef struct imp {
+    errbuf e;
+    const Onnx__GraphProto *g;
+    int64_t opset;
+    /* values, with an open-addressing index by name */
+    val *vals;
+    size_t nvals, capvals;
+    uint32_t *slot;                 /* index + 1; 0: empty */
+    size_t nslots;
+    /* the chain */
+    long head;                      /* the value holding the activation */
+    dcz_shape shape;                /* its shape, one sample */
+    dcz_shape input_shape;
+    int batch_fixed;                /* the input's batch dimension is a number */
+    int64_t batch;
+    dcz_doc_layer *layers;
+    char (*source)[DCZ_ONNX_SOURCE_LEN];
+    uint32_t nlayers, caplayers;
+    int foldable;                   /* the last layer is DENSE or CONV2D, nothing since */
+    uint32_t pad_h, pad_w;          /* a pending Pad for the next Conv or AveragePool */
+    int pad_pending;
+    char pad_node[96];
+    int tail_reshape;               /* a Reshape that only the graph's end may follow */
+    char tail_node[96];
+    uint32_t n_conv, n_fc, n_relu, n_pool, n_gap, n_flat;
+    uint32_t dropped, folded;
+} imp;
+
+static uint32_t name_hash(const char *s)
+{
+    uint32_t h = 2166136261u;
+    for (; *s; s++) h = (h ^ (uint8_t)*s) * 16777619u;
+    return h;
+}
+
+static long val_find(const imp *im, const char *name)
+{
+    if (!name || !*name) return -1;
+    for (size_t k = name_hash(name) & (im->nslots - 1);; k = (k + 1) & (im->nslots - 1)) {
+        uint32_t s = im->slot[k];
+        if (!s) return -1;
+        if (strcmp(im->vals[s - 1].name, name) == 0) return (long)(s - 1);
+    }
+}
+
+/* Adds a value; DCZ_ERR_FORMAT when the name is empty or taken. */
+static dcz_status val_add(imp *im, const char *name, int kind, const char *by, long *index)
+{
+    if (!name || !*name) return fail(&im->e, DCZ_ERR_FORMAT, "%s produces a value without a name", by);
+    if (val_find(im, name) >= 0)
+        return fail(&im->e, DCZ_ERR_FORMAT, "value '%s' is defined twice (again by %s)", name, by);
+    if (im->nvals == im->capvals) return fail(&im->e, DCZ_ERR_INTERNAL, "value table full");
+    val *v = &im->vals[im->nvals];
+    memset(v, 0, sizeof *v);
+    v->name = name;
+    v->kind = kind;
+    v->user = -1;
+    size_t k = name_hash(name) & (im->nslots - 1);
+    while (im->slot[k]) k = (k + 1) & (im->nslots - 1);
+    im->slot[k] = (uint32_t)(++im->nvals);
+    if (index) *index = (long)im->nvals - 1;
+    return DCZ_OK;
+}
+
+/* "Conv '/conv1/Conv'", or "Conv (node 4)" for a node without a name */
+static void node_label(const Onnx__NodeProto *n, size_t index, char *buf, size_t len)
+{
+    if (n->name && *n->name) snprintf(buf, len, "%s '%s'", str(n->op_type), n->name);
+    else snprintf(buf, len, "%s (node %zu)", str(n->op_type), index);
+    printable(buf);
+}
+
+/* ---- attributes ------------------------------------------------------------- */
+
+typedef struct nodectx {
+    imp *im;
+    const Onnx__NodeProto *n;
+    size_t index;
+    char label[96];
+} nodectx;
+
+static const Onnx__AttributeProto *attr_find(const nodectx *c, const char *name)
+{
+    for (size_t k = 0; k < c->n->n_attribute; k++)
+        if (c->n->attribute[k]->name && strcmp(c->n->attribute[k]->name, name) == 0) return c->n->attribute[k];
+    return NULL;
+}
+
+/* Checks the node's attributes: every name known for the op (known, a NULL
+ * terminated list), no name twice, a type set. */
+static dcz_status attrs_known(const nodectx *c, const char *const *known)
+{
+    for (size_t k = 0; k < c->n->n_attribute; k++) {
+        const Onnx__AttributeProto *a = c->n->attribute[k];
+        if (!a->name || !*a->name) return fail(&c->im->e, DCZ_ERR_FORMAT, "%s has an attribute without a name", c->label);
+        if (a->ref_attr_name && *a->ref_attr_name)
+            return fail(&c->im->e, DCZ_ERR_UNSUPPORTED, "%s: attribute '%s' refers to a function attribute",
+                        c->label, a->name);
+        int ok = 0;
+        for (const char *const *q = known; *q && !ok; q++) ok = strcmp(*q, a->name) == 0;
+        if (!ok)
+            return fail(&c->im->e, DCZ_ERR_UNSUPPORTED, "%s: attribute '%s' is not supported", c->label, a->name);
+        for (size_t j = 0; j < k; j++)
+            if (c->n->attribute[j]->name && strcmp(c->n->attribute[j]->name, a->name) == 0)
+                return fail(&c->im->e, DCZ_ERR_FORMAT, "%s: attribute '%s' given twice", c->label, a->name);
+    }
+    return DCZ_OK;
+}
+
+static dcz_status attr_type(const nodectx *c, const Onnx__AttributeProto *a, Onnx__AttributeProto__AttributeType t,
+                            const char *tname)
+{
+    if (a->has_type && a->type != t)
+        return fail(&c->im->e, DCZ_ERR_FORMAT, "%s: attribute '%s' is not %s", c->label, a->name, tname);
+    return DCZ_OK;
+}
+
+static dcz_status attr_int(const nodectx *c, const char *name, int64_t dflt, int64_t *v)
+{
+    const Onnx__AttributeProto *a = attr_find(c, name);
+    *v = dflt;
+    if (!a) return DCZ_OK;
+    dcz_status s = attr_type(c, a, ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__INT, "an integer");
+    if (s != DCZ_OK) return s;
+    if (!a->has_i && a->has_type) return fail(&c->im->e, DCZ_ERR_FORMAT, "%s: attribute '%s' has no value", c->label, name);
+    *v = a->i;
+    return DCZ_OK;
+}
+
+static dcz_status attr_float(const nodectx *c, const char *name, float dflt, float *v)
+{
+    const Onnx__AttributeProto *a = attr_find(c, name);
+    *v = dflt;
+    if (!a) return DCZ_OK;
+    dcz_status s = attr_type(c, a, ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__FLOAT, "a float");
+    if (s != DCZ_OK) return s;
+    if (!a->has_f) return fail(&c->im->e, DCZ_ERR_FORMAT, "%s: attribute '%s' has no value", c->label, name);
+    if (!isfinite(a->f)) return fail(&c->im->e, DCZ_ERR_FORMAT, "%s: attribute '%s' is not finite", c->label, name);
+    *v = a->f;
+    return DCZ_OK;
+}
+
+/* A list of integers of exactly count entries (when count > 0); absent:
+ * *v NULL. */
+static dcz_status attr_ints(const nodectx *c, const char *name, size_t count, const int64_t **v)
+{
+    const Onnx__AttributeProto *a = attr_find(c, name);
+    *v = NULL;
+    if (!a) return DCZ_OK;
+    dcz_status s = attr_type(c, a, ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__INTS, "a list of integers");
+    if (s != DCZ_OK) return s;
+    if (count && a->n_ints != count)
+        return fail(&c->im->e, DCZ_ERR_UNSUPPORTED, "%s: attribute '%s' has %zu values, expected %zu (2-D only)",
+                    c->label, name, a->n_ints, count);
+    *v = a->ints;
+    return DCZ_OK;
+}
+
+/* A string attribute compared against the accepted values (NULL-terminated
+ * list, the first being the default); *which gets the index. */
+static dcz_status attr_choice(const nodectx *c, const char *name, const char *const *values, int *which)
+{
+    const Onnx__AttributeProto *a = attr_find(c, name);
+    *which = 0;
+    if (!a) return DCZ_OK;
+    dcz_status s = attr_type(c, a, ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__STRING, "a string");
+    if (s != DCZ_OK) return s;
+    if (!a->has_s) return fail(&c->im->e, DCZ_ERR_FORMAT, "%s: attribute '%s' has no value", c->label, name);
+    for (int k = 0; values[k]; k++)
+        if (strlen(values[k]) == a->s.len && memcmp(values[k], a->s.data, a->s.len) == 0) {
+            *which = k;
+            return DCZ_OK;
+        }
+    return fail(&c->im->e, DCZ_ERR_UNSUPPORTED, "%s: %s '%.*s' is not supported", c->label, name,
+                (int)(a->s.len > 40 ? 40 : a->s.len), (const char *)a->s.data);
+}
+
+/* ---- node inputs and outputs ------------------------------------------------ */
+
+static const char *input_name(const nodectx *c, size_t k)
+{
+    return k < c->n->n_input && c->n->input[k] ? c->n->input[k] : "";
+}
+
+/* Looks up input k (which must be present); *v gets its index. */
+static dcz_status input_val(const nodectx *c, size_t k, long *v)
+{
+    const char *name = input_name(c, k);
+    if (!*name) return fail(&c->im->e, DCZ_ERR_FORMAT, "%s lacks its input %zu", c->label, k + 1);
+    *v = val_find(c->im, name);
+    if (*v < 0)
+        return fail(&c->im->e, DCZ_ERR_FORMAT, "%s reads '%s', which is no initializer, no graph input and no "
+                    "output of an earlier node", c->label, name);
+    if (c->im->vals[*v].kind == V_DEAD)
+        return fail(&c->im->e, DCZ_ERR_UNSUPPORTED, "%s reads '%s', an extra output (mask, indices or "
+                    "statistics) that dcz does not compute", c->label, name);
+    return DCZ_OK;
+}
+
+/* Marks activation value v as taken by this node: a second taker is a branch. */
+static dcz_status take(const nodectx *c, long v)
+{
+    imp *im = c->im;
+    val *x = &im->vals[v];
+    if (x->used || v != im->head) {
+        char other[96] = "another node";
+        if (x->user >= 0 && (size_t)x->user < im->g->n_node)
+            node_label(im->g->node[x->user], (size_t)x->user, other, sizeof other);
+        return fail(&im->e, DCZ_ERR_UNSUPPORTED, "value '%s' feeds both %s and %s: dcz imports a chain of "
+                    "operators, not branches or residual connections", x->name, other, c->label);
+    }
+    x->used = 1;
+    x->user = (long)c->index;
+    return DCZ_OK;
+}
+
+/* The data input (input 0) as the chain's activation. */
+static dcz_status take_data(const nodectx *c)
+{
+    long v;
+    dcz_status s = input_val(c, 0, &v);
+    if (s != DCZ_OK) return s;
+    if (c->im->vals[v].kind == V_CONST)
+        return fail(&c->im->e, DCZ_ERR_UNSUPPORTED, "%s computes on constants only (constant folding is not "
+                    "supported; export with do_constant_folding=True)", c->label);
+    return take(c, v);
+}
+
+/* Input k as a constant decoded into out; optional inputs that are absent
+ * leave out empty and set *present 0 (present may be NULL for required). */
+static dcz_status input_const(const nodectx *c, size_t k, int want, const char *what, cten *out, int *present)
+{
+    memset(out, 0, sizeof *out);
+    if (present) {
+        *present = 0;
+        if (!*input_name(c, k)) return DCZ_OK;
+        *present = 1;
+    }
+    long v;
+    dcz_status s = input_val(c, k, &v);
+    if (s != DCZ_OK) return s;
+    const val *x = &c->im->vals[v];
+    if (x->kind != V_CONST) {
+        if (x->kind == V_ACT) (void)take(c, v);
+        return fail(&c->im->e, DCZ_ERR_UNSUPPORTED, "%s: its %s ('%s') is computed by the graph; dcz needs "
+                    "a constant (an initializer or a Constant node)", c->label, what, x->name);
+    }
+    char lbl[160];
+    snprintf(lbl, sizeof lbl, "%s of %s", what, c->label);
+    if (x->t) return tensor_decode(&c->im->e, x->t, want, lbl, out);
+    /* a Constant's value_float(s) / value_int(s) */
+    const Onnx__AttributeProto *a = x->a;
+    const int is_float = a->has_f || a->n_floats;
+    if ((want == WANT_FLOATS) != is_float)
+        return fail(&c->im->e, DCZ_ERR_UNSUPPORTED, "%s: its %s ('%s') holds %s", c->label, what, x->name,
+                    is_float ? "floats, not integers" : "integers, not floats");
+    const size_t n = a->has_f || a->has_i ? 1 : is_float ? a->n_floats : a->n_ints;
+    out->rank = a->has_f || a->has_i ? 0 : 1;
+    out->dims[0] = (int64_t)n;
+    out->n = n;
+    if (is_float) {
+        if (!(out->f = malloc((n ? n : 1) * sizeof *out->f))) return DCZ_ERR_NOMEM;
+        for (size_t i = 0; i < n; i++) {
+            out->f[i] = a->has_f ? a->f : a->floats[i];
+            if (!isfinite(out->f[i])) {
+                cten_free(out);
+                return fail(&c->im->e, DCZ_ERR_FORMAT, "%s: constant '%s' is not finite", c->label, x->name);
+            }
+        }
+    } else {
+        if (!(out->i = malloc((n ? n : 1) * sizeof *out->i))) return DCZ_ERR_NOMEM;
+        for (size_t i = 0; i < n; i++) out->i[i] = a->has_i ? a->i : a->ints[i];
+    }
+    return DCZ_OK;
+}
+
+/* Makes output 0 the new head; every other output is an extra one dcz does
+ * not compute. */
+static dcz_status outputs(const nodectx *c)
+{
+    if (c->n->n_output == 0 || !c->n->output[0] || !*c->n->output[0])
+        return fail(&c->im->e, DCZ_ERR_FORMAT, "%s has no output", c->label);
+    long v;
+    dcz_status s = val_add(c->im, c->n->output[0], V_ACT, c->label, &v);
+    for (size_t k = 1; k < c->n->n_output && s == DCZ_OK; k++)
+        if (c->n->output[k] && *c->n->output[k]) s = val_add(c->im, c->n->output[k], V_DEAD, c->label, NULL);
+    if (s == DCZ_OK) c->im->head = v;
+    return s;
+}
+
+/* Nodes with inputs beyond max. */
+static dcz_status max_inputs(const nodectx *c, size_t min, size_t max)
+{
+    size_t n = c->n->n_input;
+    while (n > 0 && !*input_name(c, n - 1)) n--;   /* trailing optional inputs left out */
+    if (n < min || n > max)
+        return fail(&c->im->e, DCZ_ERR_FORMAT, "%s has %zu inputs, expected %zu to %zu", c->label, n, min, max);
+    return DCZ_OK;
+}
+
+/* ---- layers ------------------------------------------------------------------ */
+
+/* Appends a layer named name (or prefix + count) after checking its
+ * attributes and its shape against the chain's; the shape moves on. */
+static dcz_status add_layer(const nodectx *c, uint16_t op, const char *name, const int32_t *attr, uint32_t nattr,
+                            dcz_doc_layer **out)
+{
+    imp *im = c->im;
+    if (im->nlayers >= DCZ_MAX_LAYERS)
+        return fail(&im->e, DCZ_ERR_UNSUPPORTED, "more than %d layers", DCZ_MAX_LAYERS);
+    int has_params;
+    if (dcz_op_check(op, attr, nattr, &has_params) != DCZ_OK)
+        return fail(&im->e, DCZ_ERR_UNSUPPORTED, "%s: its sizes are outside what a .dcz layer holds "
+                    "(windows and strides 1..%d, padding smaller than the window, sizes up to %u)", c->label,
+                    DCZ_MAX_WINDOW, DCZ_MAX_DIM);
+    dcz_shape next;
+    if (dcz_op_shape(op, attr, nattr, &im->shape, &next) != DCZ_OK)
+        return fail(&im->e, DCZ_ERR_SHAPE, "%s does not fit its input of %u x %u x %u (or its output is "
+                    "empty or too large)", c->label, im->shape.dims[0], im->shape.rank > 1 ? im->shape.dims[1] : 1,
+                    im->shape.rank > 2 ? im->shape.dims[2] : 1);
+    if (im->nlayers == im->caplayers) {
+        uint32_t cap = im->caplayers ? im->caplayers * 2 : 16;
+        dcz_doc_layer *nl = realloc(im->layers, cap * sizeof *nl);
+        if (!nl) return DCZ_ERR_NOMEM;
+        im->layers = nl;
+        char (*ns)[DCZ_ONNX_SOURCE_LEN] = realloc(im->source, cap * sizeof *ns);
+        if (!ns) return DCZ_ERR_NOMEM;
+        im->source = ns;
+        im->caplayers = cap;
+    }
+    dcz_doc_layer *l = &im->layers[im->nlayers];
+    memset(l, 0, sizeof *l);
+    l->op = op;
+    snprintf(l->name, sizeof l->name, "%s", name);
+    l->nattr = nattr;
+    if (nattr) memcpy(l->attr, attr, nattr * sizeof *attr);
+    snprintf(im->source[im->nlayers], DCZ_ONNX_SOURCE_LEN, "%s", c->label);
+    im->nlayers++;
+    im->shape = next;
+    im->foldable = op == DCZ_OP_DENSE || op == DCZ_OP_CONV2D;
+    if (out) *out = l;
+    return DCZ_OK;
+}
+
+/* Notes that node c was folded into the last layer. */
+static void note_folded(const nodectx *c)
+{
+    imp *im = c->im;
+    char *s = im->source[im->nlayers - 1];
+    size_t n = strlen(s);
+    if (n + 4 < DCZ_ONNX_SOURCE_LEN) snprintf(s + n, DCZ_ONNX_SOURCE_LEN - n, " + %s", c->label);
+    im->folded++;
+}
+
+static dcz_status tensor_alloc(dcz_doc_tensor *t, uint32_t rank, const uint32_t *dims)
+{
+    t->enc = DCZ_ENC_F32;
+    t->rank = rank;
+    t->n = 1;
+    for (uint32_t k = 0; k < rank; k++) {
+        t->dims[k] = dims[k];
+        t->n *= dims[k];
+    }
+    t->values = calloc(t->n ? t->n : 1, sizeof *t->values);
+    return t->values ? DCZ_OK : DCZ_ERR_NOMEM;
+}
+
+/* ---- operators --------------------------------------------------------------- */
+
+static int fits_i32(int64_t v, int64_t lo, int64_t hi) { return v >= lo && v <= hi; }
+
+/* A per-output bias b (rank/dims of a constant) that broadcasts to one value
+ * per output unit (DENSE: (N, M); CONV2D: (N, M, H, W)): 1 (scalar) or M
+ * values, in a shape that keeps the output's. *per_unit gets 0 for a
+ * scalar, 1 for one value per unit. */
+static int bias_shape_ok(const cten *b, uint32_t m, int conv, int *per_unit)
+{
+    uint64_t ones = 0, big = 0;
+    int big_at = -1;
+    for (uint32_t k = 0; k < b->rank; k++) {
+        if (b->dims[k] == 1) ones++;
+        else { big++; big_at = (int)k; }
+    }
+    if (big == 0) { *per_unit = 0; return b->n == 1; }
+    if (big > 1 || b->dims[big_at] != (int64_t)m) return 0;
+    *per_unit = 1;
+    if (!conv) return big_at == (int)b->rank - 1 && b->rank <= 2;       /* [M], [1, M] */
+    return b->rank >= 3 && b->rank <= 4 && big_at == (int)b->rank - 3;  /* [M,1,1], [1,M,1,1] */
+}
+
+static dcz_status op_gemm(const nodectx *c, int matmul)
+{
+    imp *im = c->im;
+    static const char *const known_gemm[] = { "alpha", "beta", "transA", "transB", NULL };
+    static const char *const none[] = { NULL };
+    dcz_status s = attrs_known(c, matmul ? none : known_gemm);
+    if (s == DCZ_OK) s = max_inputs(c, 2, matmul ? 2 : 3);
+    int64_t ta = 0, tb = 0;
+    float alpha = 1, beta = 1;
+    if (s == DCZ_OK && !matmul) s = attr_int(c, "transA", 0, &ta);
+    if (s == DCZ_OK && !matmul) s = attr_int(c, "transB", 0, &tb);
+    if (s == DCZ_OK && !matmul) s = attr_float(c, "alpha", 1.0f, &alpha);
+    if (s == DCZ_OK && !matmul) s = attr_float(c, "beta", 1.0f, &beta);
+    if (s != DCZ_OK) return s;
+    if (ta != 0) return fail(&im->e, DCZ_ERR_UNSUPPORTED, "%s: transA %lld is not supported (only 0)", c->label, (long long)ta);
+    if ((s = take_data(c)) != DCZ_OK) return s;
+    if (im->shape.rank != 1)
+        return fail(&im->e, DCZ_ERR_SHAPE, "%s takes a %u-d activation per sample; %s needs a flat one "
+                    "(add a Flatten before it)", c->label, im->shape.rank, matmul ? "MatMul" : "Gemm");
+    cten w, b;
+    int has_b = 0;
+    memset(&b, 0, sizeof b);
+    if ((s = input_const(c, 1, WANT_FLOATS, "weight", &w, NULL)) != DCZ_OK) return s;
+    if (!matmul) s = input_const(c, 2, WANT_FLOATS, "bias", &b, &has_b);
+    const uint32_t in = im->shape.dims[0];
+    int64_t k_dim = w.rank == 2 ? w.dims[tb ? 1 : 0] : -1, m_dim = w.rank == 2 ? w.dims[tb ? 0 : 1] : -1;
+    int per_unit = 0;
+    dcz_doc_layer *l = NULL;
+    if (s != DCZ_OK) goto done;
+    if (w.rank != 2) {
+        s = fail(&im->e, DCZ_ERR_UNSUPPORTED, "%s: the weight has rank %u; dcz needs a matrix", c->label, w.rank);
+        goto done;
+    }
+    if (k_dim != (int64_t)in || m_dim < 1 || m_dim > DCZ_MAX_DIM) {
+        s = fail(&im->e, DCZ_ERR_SHAPE, "%s: weight %lld x %lld does not fit an input of %u features", c->label,
+                 (long long)w.dims[0], (long long)w.dims[1], in);
+        goto done;
+    }
+    const uint32_t out = (uint32_t)m_dim;
+    if (has_b && !bias_shape_ok(&b, out, 0, &per_unit)) {
+        s = fail(&im->e, DCZ_ERR_UNSUPPORTED, "%s: bias of %zu values does not broadcast to one per output "
+                 "(%u)", c->label, b.n, out);
+        goto done;
+    }
+    char name[32];
+    snprintf(name, sizeof name, "fc%u", ++im->n_fc);
+    const int32_t attr[2] = { (int32_t)in, (int32_t)out };
+    if ((s = add_layer(c, DCZ_OP_DENSE, name, attr, 2, &l)) != DCZ_OK) goto done;
+    const uint32_t wd[2] = { out, in }, bd[1] = { out };
+    l->ntensors = 2;
+    if ((s = tensor_alloc(&l->t[0], 2, wd)) != DCZ_OK || (s = tensor_alloc(&l->t[1], 1, bd)) != DCZ_OK) goto done;
+    float *W = l->t[0].values;   /* (out, in) */
+    for (uint32_t o = 0; o < out; o++)
+        for (uint32_t k = 0; k < in; k++) {
+            float v = tb ? w.f[(size_t)o * in + k] : w.f[(size_t)k * out + o];
+            W[(size_t)o * in + k] = alpha == 1.0f ? v : alpha * v;
+        }
+    if (has_b)
+        for (uint32_t o = 0; o < out; o++) {
+            float v = b.f[per_unit ? o : 0];
+            l->t[1].values[o] = beta == 1.0f ? v : beta * v;
+        }
+done:
+    cten_free(&w);
+    cten_free(&b);
+    return s;
+}
+
+/* Adds a constant to the bias of the DENSE or CONV2D layer just before. */
+static dcz_status op_add(const nodectx *c)
+{
+    imp *im = c->im;
+    static const char *const none[] = { NULL };
+    dcz_status s = attrs_known(c, none);
+    if (s == DCZ_OK) s = max_inputs(c, 2, 2);
+    if (s != DCZ_OK) return s;
+    long a, b;
+    if ((s = input_val(c, 0, &a)) != DCZ_OK || (s = input_val(c, 1, &b)) != DCZ_OK) return s;
+    const int a_act = im->vals[a].kind == V_ACT, b_act = im->vals[b].kind == V_ACT;
+    if (a_act && b_act) {
+        if ((s = take(c, a)) != DCZ_OK || (s = take(c, b)) != DCZ_OK) return s;
+        return fail(&im->e, DCZ_ERR_UNSUPPORTED, "%s adds two computed values (a branch)", c->label);
+    }
+    if (!a_act && !b_act)
+        return fail(&im->e, DCZ_ERR_UNSUPPORTED, "%s computes on constants only (constant folding is not supported)",
+                    c->label);
+    if ((s = take(c, a_act ? a : b)) != DCZ_OK) return s;
+    if (!im->foldable)
+        return fail(&im->e, DCZ_ERR_UNSUPPORTED, "%s: dcz supports Add only as the bias of the MatMul, Gemm or "
+                    "Conv right before it", c->label);
+    dcz_doc_layer *l = &im->layers[im->nlayers - 1];
+    const int conv = l->op == DCZ_OP_CONV2D;
+    const uint32_t m = (uint32_t)l->attr[1];
+    cten k;
+    if ((s = input_const(c, a_act ? 1 : 0, WANT_FLOATS, "addend", &k, NULL)) != DCZ_OK) return s;
+    int per_unit;
+    if (!bias_shape_ok(&k, m, conv, &per_unit)) {
+        cten_free(&k);
+        return fail(&im->e, DCZ_ERR_UNSUPPORTED, "%s: the constant does not broadcast as a bias (one value, or "
+                    "one per output channel: %u)", c->label, m);
+    }
+    for (uint32_t o = 0; o < m; o++) l->t[1].values[o] += k.f[per_unit ? o : 0];
+    cten_free(&k);
+    note_folded(c);
+    return outputs(c);
+}
+
+/* Window attributes of Conv and the pools: kernel, strides, symmetric pads
+ * (after auto_pad), dilations 1, ceil_mode (pools) only when it gives the
+ * floor size. win gets kh, kw, sh, sw, ph, pw. */
+static dcz_status window(const nodectx *c, const int64_t *kernel_from_w, int pool, int32_t win[6])
+{
+    imp *im = c->im;
+    const int64_t *ks, *st, *pads, *dil;
+    int64_t ceil_mode = 0;
+    int auto_pad;
+    static const char *const pads_modes[] = { "NOTSET", "VALID", "SAME_UPPER", "SAME_LOWER", NULL };
+    dcz_status s = attr_ints(c, "kernel_shape", 2, &ks);
+    if (s == DCZ_OK) s = attr_ints(c, "strides", 2, &st);
+    if (s == DCZ_OK) s = attr_ints(c, "pads", 4, &pads);
+    if (s == DCZ_OK) s = attr_ints(c, "dilations", 2, &dil);
+    if (s == DCZ_OK) s = attr_choice(c, "auto_pad", pads_modes, &auto_pad);
+    if (s == DCZ_OK && pool) s = attr_int(c, "ceil_mode", 0, &ceil_mode);
+    if (s != DCZ_OK) return s;
+    if (im->shape.rank != 3)
+        return fail(&im->e, DCZ_ERR_SHAPE, "%s needs a (C, H, W) activation per sample, not rank %u", c->label,
+                    im->shape.rank);
+    int64_t k[2], sd[2] = { 1, 1 }, p[2] = { 0, 0 };
+    if (!ks && !kernel_from_w) return fail(&im->e, DCZ_ERR_FORMAT, "%s has no kernel_shape", c->label);
+    for (int d = 0; d < 2; d++) {
+        k[d] = ks ? ks[d] : kernel_from_w[d];
+        if (kernel_from_w && k[d] != kernel_from_w[d])
+            return fail(&im->e, DCZ_ERR_FORMAT, "%s: kernel_shape does not match the weight", c->label);
+        if (st) sd[d] = st[d];
+        if (dil && dil[d] != 1)
+            return fail(&im->e, DCZ_ERR_UNSUPPORTED, "%s: dilations %lld x %lld are not supported (only 1)", c->label,
+                        (long long)dil[0], (long long)dil[1]);
+        if (!fits_i32(k[d], 1, DCZ_MAX_WINDOW) || !fits_i32(sd[d], 1, DCZ_MAX_WINDOW))
+            return fail(&im->e, DCZ_ERR_UNSUPPORTED, "%s: kernel %lld and stride %lld must be 1..%d", c->label,
+                        (long long)k[d], (long long)sd[d], DCZ_MAX_WINDOW);
+    }
+    if (auto_pad == 0 && pads) {
+        for (int d = 0; d < 2; d++) {
+            if (pads[d] != pads[d + 2])
+                return fail(&im->e, DCZ_ERR_UNSUPPORTED, "%s: asymmetric pads (%lld, %lld, %lld, %lld) are not "
+                            "supported", c->label, (long long)pads[0], (long long)pads[1], (long long)pads[2],
+                            (long long)pads[3]);
+            if (!fits_i32(pads[d], 0, DCZ_MAX_WINDOW))
+                return fail(&im->e, DCZ_ERR_UNSUPPORTED, "%s: pad %lld out of range", c->label, (long long)pads[d]);
+            p[d] = pads[d];
+        }
+    } else if (auto_pad >= 2) {   /* SAME: output ceil(in / stride), padding split evenly */
+        for (int d = 0; d < 2; d++) {
+            int64_t in = im->shape.dims[1 + d], o = (in + sd[d] - 1) / sd[d];
+            int64_t total = (o - 1) * sd[d] + k[d] - in;
+            if (total < 0) total = 0;
+            if (total % 2)
+                return fail(&im->e, DCZ_ERR_UNSUPPORTED, "%s: auto_pad SAME needs uneven padding here (not supported)",
+                            c->label);
+            p[d] = total / 2;
+        }
+    } else if (pads && auto_pad == 1) {
+        return fail(&im->e, DCZ_ERR_FORMAT, "%s: both pads and auto_pad VALID", c->label);
+    }
+    if (ceil_mode) {
+        for (int d = 0; d < 2; d++) {
+            int64_t span = im->shape.dims[1 + d] + 2 * p[d] - k[d];
+            if (span >= 0 && span % sd[d] != 0)
+                return fail(&im->e, DCZ_ERR_UNSUPPORTED, "%s: ceil_mode 1 gives a larger output than dcz's pooling "
+                            "here (only ceil_mode 0, or sizes where both agree)", c->label);
+        }
+    } else if (ceil_mode != 0) {
+        return fail(&im->e, DCZ_ERR_FORMAT, "%s: ceil_mode %lld", c->label, (long long)ceil_mode);
+    }
+    win[0] = (int32_t)k[0]; win[1] = (int32_t)k[1];
+    win[2] = (int32_t)sd[0]; win[3] = (int32_t)sd[1];
+    win[4] = (int32_t)p[0]; win[5] = (int32_t)p[1];
+    return DCZ_OK;
+}
+
+/* Takes a pending Pad into win (its padding added); count_include_pad of
+ * an AveragePool (cip, may be NULL for Conv) must allow it. */
+static dcz_status use_pad(const nodectx *c, int32_t win[6], int64_t *cip)
+{
+    imp *im = c->im;
+    if (!im->pad_pending) return DCZ_OK;
+    if (cip && *cip == 0 && (win[4] || win[5]))
+        return fail(&im->e, DCZ_ERR_UNSUPPORTED, "%s: its own padding (not counted) and %s before it cannot be "
+                    "combined", c->label, im->pad_node);
+    if ((uint64_t)win[4] + im->pad_h > DCZ_MAX_WINDOW || (uint64_t)win[5] + im->pad_w > DCZ_MAX_WINDOW)
+        return fail(&im->e, DCZ_ERR_UNSUPPORTED, "%s: padding too large", c->label);
+    win[4] += (int32_t)im->pad_h;
+    win[5] += (int32_t)im->pad_w;
+    if (cip) *cip = 1;     /* explicit zero padding counts in the mean */
+    im->pad_pending = 0;
+    return DCZ_OK;
+}
+
+static dcz_status op_conv(const nodectx *c)
+{
+    imp *im = c->im;
+    static const char *const known[] = { "auto_pad", "dilations", "group", "kernel_shape", "pads", "strides", NULL };
+    dcz_status s = attrs_known(c, known);
+    int64_t group = 1;
+    if (s == DCZ_OK) s = max_inputs(c, 2, 3);
+    if (s == DCZ_OK) s = attr_int(c, "group", 1, &group);
+    if (s != DCZ_OK) return s;
+    if (group != 1)
+        return fail(&im->e, DCZ_ERR_UNSUPPORTED, "%s: group %lld (grouped or depthwise convolution) is not "
+                    "supported (only 1)", c->label, (long long)group);
+    if ((s = take_data(c)) != DCZ_OK) return s;
+    cten w, b;
+    int has_b = 0;
+    memset(&b, 0, sizeof b);
+    if ((s = input_const(c, 1, WANT_FLOATS, "weight", &w, NULL)) != DCZ_OK) return s;
+    s = input_const(c, 2, WANT_FLOATS, "bias", &b, &has_b);
+    int32_t win[6];
+    dcz_doc_layer *l = NULL;
+    int per_unit = 0;
+    if (s != DCZ_OK) goto done;
+    if (w.rank != 4) {
+        s = fail(&im->e, DCZ_ERR_UNSUPPORTED, "%s: a weight of rank %u (only 2-D convolution: rank 4)", c->label, w.rank);
+        goto done;
+    }
+    if ((s = window(c, &w.dims[2], 0, win)) != DCZ_OK || (s = use_pad(c, win, NULL)) != DCZ_OK) goto done;
+    if (w.dims[1] != (int64_t)im->shape.dims[0] || !fits_i32(w.dims[0], 1, DCZ_MAX_DIM)) {
+        s = fail(&im->e, DCZ_ERR_SHAPE, "%s: weight %lld x %lld x %lld x %lld does not fit an input of %u channels",
+                 c->label, (long long)w.dims[0], (long long)w.dims[1], (long long)w.dims[2], (long long)w.dims[3],
+                 im->shape.dims[0]);
+        goto done;
+    }
+    const uint32_t out_c = (uint32_t)w.dims[0], in_c = im->shape.dims[0];
+    if (has_b && (b.rank != 1 || !bias_shape_ok(&b, out_c, 0, &per_unit) || !per_unit)) {
+        s = fail(&im->e, DCZ_ERR_FORMAT, "%s: bias of %zu values for %u output channels", c->label, b.n, out_c);
+        goto done;
+    }
+    char name[32];
+    snprintf(name, sizeof name, "conv%u", ++im->n_conv);
+    int32_t attr[8] = { (int32_t)in_c, (int32_t)out_c };
+    memcpy(attr + 2, win, sizeof win);
+    if ((s = add_layer(c, DCZ_OP_CONV2D, name, attr, 8, &l)) != DCZ_OK) goto done;
+    const uint32_t wd[4] = { out_c, in_c, (uint32_t)win[0], (uint32_t)win[1] }, bd[1] = { out_c };
+    l->ntensors = 2;
+    if ((s = tensor_alloc(&l->t[0], 4, wd)) != DCZ_OK || (s = tensor_alloc(&l->t[1], 1, bd)) != DCZ_OK) goto done;
+    memcpy(l->t[0].values, w.f, w.n * sizeof *w.f);   /* same layout: (out_c, in_c, kh, kw) */
+    if (has_b) memcpy(l->t[1].values, b.f, out_c * sizeof *b.f);
+done:
+    cten_free(&w);
+    cten_free(&b);
+    return s;
+}
+
+static dcz_status op_pool(const nodectx *c, int avg)
+{
+    imp *im = c->im;
+    static const char *const known_max[] = { "auto_pad", "ceil_mode", "dilations", "kernel_shape", "pads",
+                                             "storage_order", "strides", NULL };
+    static const char *const known_avg[] = { "auto_pad", "ceil_mode", "count_include_pad", "kernel_shape", "pads",
+                                             "strides", NULL };
+    dcz_status s = attrs_known(c, avg ? known_avg : known_max);
+    int64_t cip = 0, order = 0;
+    if (s == DCZ_OK) s = max_inputs(c, 1, 1);
+    if (s == DCZ_OK && avg) s = attr_int(c, "count_include_pad", 0, &cip);
+    if (s == DCZ_OK && !avg) s = attr_int(c, "storage_order", 0, &order);
+    if (s != DCZ_OK) return s;
+    if (cip != 0 && cip != 1) return fail(&im->e, DCZ_ERR_FORMAT, "%s: count_include_pad %lld", c->label, (long long)cip);
+    if ((s = take_data(c)) != DCZ_OK) return s;
+    int32_t win[6];
+    if ((s = window(c, NULL, 1, win)) != DCZ_OK) return s;
+    if ((s = use_pad(c, win, &cip)) != DCZ_OK) return s;
+    char name[32];
+    snprintf(name, sizeof name, "pool%u", ++im->n_pool);
+    int32_t attr[7];
+    memcpy(attr, win, sizeof win);
+    attr[6] = (int32_t)cip;
+    return add_layer(c, avg ? DCZ_OP_AVGPOOL : DCZ_OP_MAXPOOL, name, attr, avg ? 7 : 6, NULL);
+}
+
+/* BatchNormalization folded into the DENSE or CONV2D layer before it. */
+static dcz_status op_batchnorm(const nodectx *c)
+{
+    imp *im = c->im;
+    static const char *const known[] = { "epsilon", "momentum", "training_mode", "spatial", NULL };
+    dcz_status s = attrs_known(c, known);
+    float eps = 1e-5f, momentum;
+    int64_t training = 0, spatial = 1;
+    if (s == DCZ_OK) s = max_inputs(c, 5, 5);
+    if (s == DCZ_OK) s = attr_float(c, "epsilon", 1e-5f, &eps);
+    if (s == DCZ_OK) s = attr_float(c, "momentum", 0.9f, &momentum);
+    if (s == DCZ_OK) s = attr_int(c, "training_mode", 0, &training);
+    if (s == DCZ_OK) s = attr_int(c, "spatial", 1, &spatial);
+    if (s != DCZ_OK) return s;
+    if (training != 0 || spatial != 1)
+        return fail(&im->e, DCZ_ERR_UNSUPPORTED, "%s: training_mode %lld, spatial %lld (only inference batch "
+                    "norm: 0 and 1)", c->label, (long long)training, (long long)spatial);
+    if (!(eps >= 0)) return fail(&im->e, DCZ_ERR_FORMAT, "%s: negative epsilon", c->label);
+    if ((s = take_data(c)) != DCZ_OK) return s;
+    if (!im->foldable)
+        return fail(&im->e, DCZ_ERR_UNSUPPORTED, "%s follows no Conv, Gemm or MatMul: dcz folds batch "
+                    "normalization into the layer right before it, and supports it nowhere else", c->label);
+    dcz_doc_layer *l = &im->layers[im->nlayers - 1];
+    const uint32_t m = (uint32_t)l->attr[1];
+    cten p[4];
+    static const char *const what[4] = { "scale", "bias", "mean", "variance" };
+    memset(p, 0, sizeof p);
+    for (int k = 0; k < 4 && s == DCZ_OK; k++) {
+        s = input_const(c, (size_t)k + 1, WANT_FLOATS, what[k], &p[k], NULL);
+        if (s == DCZ_OK && (p[k].rank != 1 || p[k].n != m))
+            s = fail(&im->e, DCZ_ERR_SHAPE, "%s: %s has %zu values for %u channels", c->label, what[k], p[k].n, m);
+    }
+    for (uint32_t o = 0; o < m && s == DCZ_OK; o++)
+        if (!((double)p[3].f[o] + eps > 0))
+            s = fail(&im->e, DCZ_ERR_FORMAT, "%s: variance + epsilon is not positive (channel %u)", c->label, o);
+    if (s == DCZ_OK) {
+        const size_t per = l->t[0].n / m;   /* weights of one output unit or channel */
+        for (uint32_t o = 0; o < m; o++) {
+            const double g = (double)p[0].f[o] / sqrt((double)p[3].f[o] + (double)eps);
+            float *w = l->t[0].values + (size_t)o * per;
+            for (size_t i = 0; i < per; i++) w[i] = (float)((double)w[i] * g);
+            l->t[1].values[o] = (float)(((double)l->t[1].values[o] - p[2].f[o]) * g + p[1].f[o]);
+        }
+        for (size_t i = 0; i < l->t[0].n && s == DCZ_OK; i++)
+            if (!isfinite(l->t[0].values[i]))
+                s = fail(&im->e, DCZ_ERR_FORMAT, "%s: folding gives non-finite weights", c->label);
+        for (uint32_t o = 0; o < m && s == DCZ_OK; o++)
+            if (!isfinite(l->t[1].values[o]))
+                s = fail(&im->e, DCZ_ERR_FORMAT, "%s: folding gives non-finite biases", c->label);
+    }
+    for (int k = 0; k < 4; k++) cten_free(&p[k]);
+    if (s != DCZ_OK) return s;
+    note_folded(c);
+    return outputs(c);
+}
+
+/* A FLATTEN layer, unless the activation is flat already. */
+static dcz_status flatten(const nodectx *c)
+{
+    imp *im = c->im;
+    if (im->shape.rank == 1) {
+        im->dropped++;
+        return DCZ_OK;
+    }
+    char name[32];
+    if (im->n_flat++) snprintf(name, sizeof name, "flatten%u", im->n_flat);
+    else snprintf(name, sizeof name, "flatten");
+    return add_layer(c, DCZ_OP_FLATTEN, name, NULL, 0, NULL);
+}
+
+static dcz_status op_flatten(const nodectx *c)
+{
+    imp *im = c->im;
+    static const char *const known[] = { "axis", NULL };
+    dcz_status s = attrs_known(c, known);
+    int64_t axis;
+    if (s == DCZ_OK) s = max_inputs(c, 1, 1);
+    if (s == DCZ_OK) s = attr_int(c, "axis", 1, &axis);
+    if (s == DCZ_OK) s = take_data(c);
+    if (s != DCZ_OK) return s;
+    const int64_t r = (int64_t)im->shape.rank + 1;
+    if (axis < 0) axis += r;
+    if (axis < 0 || axis > r) return fail(&im->e, DCZ_ERR_FORMAT, "%s: axis out of range", c->label);
+    if (axis != 1)
+        return fail(&im->e, DCZ_ERR_UNSUPPORTED, "%s: axis %lld merges the batch dimension (only axis 1)", c->label,
+                    (long long)axis);
+    return flatten(c);
+}
+
+static dcz_status op_reshape(const nodectx *c)
+{
+    imp *im = c->im;
+    static const char *const known[] = { "allowzero", NULL };
+    dcz_status s = attrs_known(c, known);
+    int64_t allowzero = 0;
+    if (s == DCZ_OK) s = max_inputs(c, 2, 2);
+    if (s == DCZ_OK) s = attr_int(c, "allowzero", 0, &allowzero);
+    if (s == DCZ_OK) s = take_data(c);
+    if (s != DCZ_OK) return s;
+    cten t;
+    if ((s = input_const(c, 1, WANT_INTS, "shape", &t, NULL)) != DCZ_OK) return s;
+    const uint64_t count = dcz_shape_count(&im->shape);
+    int64_t d[TENSOR_MAX_RANK];
+    size_t r = t.n;
+    int minus = -1, bad = t.rank != 1 || r < 1 || r > 1 + DCZ_MAX_RANK;
+    for (size_t k = 0; k < r && !bad; k++) {
+        d[k] = t.i[k];
+        if (d[k] == 0 && !allowzero) {   /* copy the input's dimension; index 0 is the batch */
+            if (k > im->shape.rank) bad = 1;
+            else d[k] = k == 0 ? -2 : (int64_t)im->shape.dims[k - 1];
+        } else if (d[k] == -1) {
+            if (minus >= 0) bad = 1;
+            minus = (int)k;
+        } else if (d[k] < 1) bad = 1;
+    }
+    cten_free(&t);
+    if (bad) return fail(&im->e, DCZ_ERR_UNSUPPORTED, "%s: its shape is not one dcz can use (a batch dimension, "
+                         "then the dimensions of one sample; at most one -1)", c->label);
+    /* first entry: the batch (-2 copied, -1 inferred, or the input's fixed size) */
+    if (!(d[0] == -2 || d[0] == -1 || (im->batch_fixed && d[0] == im->batch)))
+        return fail(&im->e, DCZ_ERR_UNSUPPORTED, "%s fixes the batch size to %lld; export with a dynamic batch "
+                    "(-1) or keep the batch dimension first", c->label, (long long)d[0]);
+    dcz_shape out = { (uint32_t)(r > 1 ? r - 1 : 1), { 1, 1, 1, 1 } };
+    uint64_t known_count = 1;
+    for (size_t k = 1; k < r; k++)
+        if ((int)k != minus) {
+            if ((uint64_t)d[k] > DCZ_MAX_ACT) return fail(&im->e, DCZ_ERR_SHAPE, "%s: dimension too large", c->label);
+            known_count *= (uint64_t)d[k];
+            if (known_count > DCZ_MAX_ACT) return fail(&im->e, DCZ_ERR_SHAPE, "%s: shape too large", c->label);
+        }
+    if (minus > 0) {
+        if (count % known_count) return fail(&im->e, DCZ_ERR_SHAPE, "%s: %llu values per sample do not fill its "
+                                             "shape", c->label, (unsigned long long)count);
+        d[minus] = (int64_t)(count / known_count);
+        known_count = count;
+    }
+    if (known_count != count)
+        return fail(&im->e, DCZ_ERR_SHAPE, "%s: %llu values per sample, its shape holds %llu", c->label,
+                    (unsigned long long)count, (unsigned long long)known_count);
+    for (size_t k = 1; k < r; k++) out.dims[k - 1] = (uint32_t)d[k];
+    if (dcz_shape_is(&out, im->shape.rank, im->shape.dims)) {
+        im->dropped++;
+        return DCZ_OK;
+    }
+    if (im->nlayers == 0 && !im->pad_pending) {   /* a new view of the input */
+        im->shape = out;
+        im->input_shape = out;
+        im->dropped++;
+        return DCZ_OK;
+    }
+    if (out.rank == 1) return flatten(c);
+    /* at the end of the graph a reshape only shapes the output, which dcz
+     * gives flat: accepted there, refused before any other layer */
+    im->tail_reshape = 1;
+    snprintf(im->tail_node, sizeof im->tail_node, "%s", c->label);
+    im->dropped++;
+    return DCZ_OK;
+}
+
+static dcz_status op_softmax(const nodectx *c)
+{
+    imp *im = c->im;
+    static const char *const known[] = { "axis", NULL };
+    dcz_status s = attrs_known(c, known);
+    int64_t axis;
+    if (s == DCZ_OK) s = max_inputs(c, 1, 1);
+    if (s == DCZ_OK) s = attr_int(c, "axis", im->opset < 13 ? 1 : -1, &axis);
+    if (s == DCZ_OK) s = take_data(c);
+    if (s != DCZ_OK) return s;
+    const int64_t r = (int64_t)im->shape.rank + 1;
+    if (axis < 0) axis += r;
+    /* before opset 13, softmax over axis 1 of a 2-D coercion: the whole sample */
+    if (!(axis == 1 && (r == 2 || im->opset < 13)))
+        return fail(&im->e, DCZ_ERR_UNSUPPORTED, "%s: axis %lld of a rank-%lld tensor (dcz takes the softmax of "
+                    "each whole sample)", c->label, (long long)axis, (long long)r);
+    return add_layer(c, DCZ_OP_SOFTMAX, "prob", NULL, 0, NULL);
+}
+
+static dcz_status op_pad(const nodectx *c)
+{
+    imp *im = c->im;
+    static const char *const known[] = { "mode", NULL };
+    static const char *const modes[] = { "constant", NULL };
+    int mode;
+    dcz_status s = attrs_known(c, known);
+    if (s == DCZ_OK) s = max_inputs(c, 2, 3);
+    if (s == DCZ_OK) s = attr_choice(c, "mode", modes, &mode);
+    if (s == DCZ_OK) s = take_data(c);
+    if (s != DCZ_OK) return s;
+    cten p, v;
+    int has_v = 0;
+    memset(&v, 0, sizeof v);
+    if ((s = input_const(c, 1, WANT_INTS, "pads", &p, NULL)) != DCZ_OK) return s;
+    s = input_const(c, 2, WANT_FLOATS, "constant value", &v, &has_v);
+    const size_t r = (size_t)im->shape.rank + 1;
+    if (s == DCZ_OK && has_v && (v.n != 1 || v.f[0] != 0.0f))
+        s = fail(&im->e, DCZ_ERR_UNSUPPORTED, "%s pads with a value other than 0", c->label);
+    if (s == DCZ_OK && (p.rank != 1 || p.n != 2 * r))
+        s = fail(&im->e, DCZ_ERR_FORMAT, "%s: %zu pads for a rank-%zu tensor", c->label, p.n, r);
+    int zero = 1, ok = 1;
+    for (size_t k = 0; s == DCZ_OK && k < r; k++) {
+        const int64_t b = p.i[k], e = p.i[k + r];
+        zero &= b == 0 && e == 0;
+        /* only symmetric zero padding of H and W folds into a window */
+        ok &= b == e && b >= 0 && b <= DCZ_MAX_WINDOW && (k >= 2 || b == 0);
+    }
+    if (s == DCZ_OK && !zero && (!ok || r != 4))
+        s = fail(&im->e, DCZ_ERR_UNSUPPORTED, "%s: only symmetric zero padding of height and width is supported "
+                 "(folded into the Conv or AveragePool after it)", c->label);
+    if (s == DCZ_OK && !zero) {
+        if (im->pad_pending) {
+            im->pad_h += (uint32_t)p.i[2];
+            im->pad_w += (uint32_t)p.i[3];
+        } else {
+            im->pad_h = (uint32_t)p.i[2];
+            im->pad_w = (uint32_t)p.i[3];
+        }
+        im->pad_pending = 1;
+        snprintf(im->pad_node, sizeof im->pad_node, "%s", c->label);
+    }
+    cten_free(&p);
+    cten_free(&v);
+    if (s != DCZ_OK) return s;
+    if (zero) im->dropped++;
+    else im->folded++;
+    return outputs(c);
+}
+
+/* A Constant node: its value becomes a constant of the graph. */
+static dcz_status op_constant(const nodectx *c)
+{
+    imp *im = c->im;
+    static const char *const known[] = { "value", "value_float", "value_floats", "value_int", "value_ints",
+                                         "value_string", "value_strings", "sparse_value", NULL };
+    dcz_status s = attrs_known(c, known);
+    if (s == DCZ_OK) s = max_inputs(c, 0, 0);
+    if (s != DCZ_OK) return s;
+    if (c->n->n_attribute != 1)
+        return fail(&im->e, DCZ_ERR_FORMAT, "%s must have exactly one value attribute", c->label);
+    const Onnx__AttributeProto *a = c->n->attribute[0];
+    const char *nm = a->name;
+    int ok = 0;
+    if (strcmp(nm, "value") == 0) ok = a->t != NULL && attr_type(c, a, ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__TENSOR, "a tensor") == DCZ_OK;
+    else if (strcmp(nm, "value_float") == 0) ok = a->has_f && attr_type(c, a, ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__FLOAT, "a float") == DCZ_OK;
+    else if (strcmp(nm, "value_int") == 0) ok = a->has_i && attr_type(c, a, ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__INT, "an integer") == DCZ_OK;
+    else if (strcmp(nm, "value_floats") == 0) ok = attr_type(c, a, ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__FLOATS, "floats") == DCZ_OK;
+    else if (strcmp(nm, "value_ints") == 0) ok = attr_type(c, a, ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__INTS, "integers") == DCZ_OK;
+    else return fail(&im->e, DCZ_ERR_UNSUPPORTED, "%s: a %s constant is not supported", c->label, nm);
+    if (!ok) return fail(&im->e, DCZ_ERR_FORMAT, "%s: attribute '%s' holds no value of its type", c->label, nm);
+    if (a->has_f && a->n_floats) return fail(&im->e, DCZ_ERR_FORMAT, "%s: ambiguous value", c->label);
+    if (c->n->n_output != 1) return fail(&im->e, DCZ_ERR_FORMAT, "%s must have one output", c->label);
+    long v;
+    if ((s = val_add(im, c->n->output[0], V_CONST, c->label, &v)) != DCZ_OK) return s;
+    if (a->t) im->vals[v].t = a->t;
+    else im->vals[v].a = a;
+    im->dropped++;
+    return DCZ_OK;
+}
+
+/* Identity and Dropout: the value goes on unchanged (an Identity of a
+ * constant is that constant). */
+static dcz_status op_passthrough(const nodectx *c, int dropout)
+{
+    imp *im = c->im;
+    static const char *const known_id[] = { NULL };
+    static const char *const known_drop[] = { "seed", "ratio", NULL };
+    dcz_status s = attrs_known(c, dropout ? known_drop : known_id);
+    if (s == DCZ_OK) s = max_inputs(c, 1, dropout ? 3 : 1);
+    if (s != DCZ_OK) return s;
+    if (dropout && *input_name(c, 2)) {   /* training_mode must be a constant false */
+        long v;
+        if ((s = input_val(c, 2, &v)) != DCZ_OK) return s;
+        const val *x = &im->vals[v];
+        int off = 0;
+        if (x->kind == V_CONST && x->t && x->t->has_data_type && x->t->data_type == ONNX__TENSOR_PROTO__DATA_TYPE__BOOL) {
+            const Onnx__TensorProto *t = x->t;
+            off = t->n_dims == 0 && ((t->has_raw_data && t->raw_data.len == 1 && t->raw_data.data[0] == 0) ||
+                                     (t->n_int32_data == 1 && t->int32_data[0] == 0));
+        }
+        if (!off)
+            return fail(&im->e, DCZ_ERR_UNSUPPORTED, "%s: training_mode is not a constant false", c->label);
+    }
+    long v;
+    if ((s = input_val(c, 0, &v)) != DCZ_OK) return s;
+    if (im->vals[v].kind == V_CONST) {
+        if (c->n->n_output < 1) return fail(&im->e, DCZ_ERR_FORMAT, "%s has no output", c->label);
+        long o;
+        if ((s = val_add(im, c->n->output[0], V_CONST, c->label, &o)) != DCZ_OK) return s;
+        im->vals[o].t = im->vals[v].t;
+        im->vals[o].a = im->vals[v].a;
+        for (size_t k = 1; k < c->n->n_output && s == DCZ_OK; k++)
+            if (c->n->output[k] && *c->n->output[k]) s = val_add(im, c->n->output[k], V_DEAD, c->label, NULL);
+        im->dropped++;
+        return s;
+    }
+    if ((s = take(c, v)) != DCZ_OK) return s;
+    im->dropped++;
+    return outputs(c);
+}
+
+typedef struct opdef {
+    const char *name;
+    int kind;
+} opdef;
+
+enum { OP_GEMM = 1, OP_MATMUL, OP_ADD, OP_CONV, OP_MAXPOOL, OP_AVGPOOL, OP_GAP, OP_RELU, OP_FLATTEN,
+       OP_RESHAPE, OP_BN, OP_SOFTMAX, OP_DROPOUT, OP_IDENTITY, OP_CONSTANT, OP_PAD };
+
+static const opdef ops[] = {
+    { "Gemm", OP_GEMM }, { "MatMul", OP_MATMUL }, { "Add", OP_ADD }, { "Conv", OP_CONV },
+    { "MaxPool", OP_MAXPOOL }, { "AveragePool", OP_AVGPOOL }, { "GlobalAveragePool", OP_GAP },
+    { "Relu", OP_RELU }, { "Flatten", OP_FLATTEN }, { "Reshape", OP_RESHAPE },
+    { "BatchNormalization", OP_BN }, { "Softmax", OP_SOFTMAX }, { "Dropout", OP_DROPOUT },
+    { "Identity", OP_IDENTITY }, { "Constant", OP_CONSTANT }, { "Pad", OP_PAD },
+};
+
+static int op_kind(const Onnx__NodeProto *n)
+{
+    if (n->domain && *n->domain && strcmp(n->domain, "ai.onnx") != 0) return 0;
+    for (size_t k = 0; k < sizeof ops / sizeof *ops; k++)
+        if (n->op_type && strcmp(n->op_type, ops[k].name) == 0) return ops[k].kind;
+    return 0;
+}
+
+static dcz_status node_run(imp *im, size_t index)
+{
+    nodectx c = { im, im->g->node[index], index, "" };
+    node_label(c.n, index, c.label, sizeof c.label);
+    const int kind = op_kind(c.n);
+    if (im->pad_pending && kind != OP_CONV && kind != OP_AVGPOOL && kind != OP_IDENTITY && kind != OP_DROPOUT &&
+        kind != OP_CONSTANT && kind != OP_PAD)
+        return fail(&im->e, DCZ_ERR_UNSUPPORTED, "%s is followed by %s: dcz folds zero padding only into the "
+                    "Conv or AveragePool right after it", im->pad_node, c.label);
+    if (im->tail_reshape && kind != OP_IDENTITY && kind != OP_DROPOUT && kind != OP_CONSTANT)
+        return fail(&im->e, DCZ_ERR_UNSUPPORTED, "%s changes the shape of each sample other than by flattening it, "
+                    "and %s follows it (supported: flattening, a reshape of the model input, or one at the end)",
+                    im->tail_node, c.label);
+    dcz_status s;
+    switch (kind) {
+    case OP_GEMM: s = op_gemm(&c, 0); break;
+    case OP_MATMUL: s = op_gemm(&c, 1); break;
+    case OP_CONV: s = op_conv(&c); break;
+    case OP_MAXPOOL: s = op_pool(&c, 0); break;
+    case OP_AVGPOOL: s = op_pool(&c, 1); break;
+    case OP_GAP: {
+        static const char *const none[] = { NULL };
+        s = attrs_known(&c, none);
+        if (s == DCZ_OK) s = max_inputs(&c, 1, 1);
+        if (s == DCZ_OK) s = take_data(&c);
+        if (s == DCZ_OK && im->shape.rank != 3)
+            s = fail(&im->e, DCZ_ERR_SHAPE, "%s needs a (C, H, W) activation per sample", c.label);
+        char name[32];
+        snprintf(name, sizeof name, "gap%u", ++im->n_gap);
+        if (s == DCZ_OK) s = add_layer(&c, DCZ_OP_GLOBAL_AVGPOOL, name, NULL, 0, NULL);
+        break;
+    }
+    case OP_RELU: {
+        static const char *const none[] = { NULL };
+        s = attrs_known(&c, none);
+        if (s == DCZ_OK) s = max_inputs(&c, 1, 1);
+        if (s == DCZ_OK) s = take_data(&c);
+        char name[32];
+        snprintf(name, sizeof name, "relu%u", ++im->n_relu);
+        if (s == DCZ_OK) s = add_layer(&c, DCZ_OP_RELU, name, NULL, 0, NULL);
+        break;
+    }
+    case OP_FLATTEN: s = op_flatten(&c); break;
+    case OP_RESHAPE: s = op_reshape(&c); break;
+    case OP_SOFTMAX: s = op_softmax(&c); break;
+    /* these set their outputs themselves */
+    case OP_ADD: return op_add(&c);
+    case OP_BN: return op_batchnorm(&c);
+    case OP_PAD: return op_pad(&c);
+    case OP_CONSTANT: return op_constant(&c);
+    case OP_IDENTITY: return op_passthrough(&c, 0);
+    case OP_DROPOUT: return op_passthrough(&c, 1);
+    default: return fail(&im->e, DCZ_ERR_INTERNAL, "%s: no handler", c.label);
+    }
+    return s == DCZ_OK ? outputs(&c) : s;
+}
+
+/* ---- the graph ----------------------------------------------------------------- */
+
+/* One message listing every node whose operator dcz lacks. */
+static dcz_status unsupported_ops(imp *im)
+{
+    size_t bad = 0, shown = 0, len = 0;
+    char list[1536];
+    list[0] = '\0';
+    for (size_t k = 0; k < im->g->n_node; k++) {
+        const Onnx__NodeProto *n = im->g->node[k];
+        if (op_kind(n)) continue;
+        bad++;
+        char one[200];
+        const int dom = n->domain && *n->domain && strcmp(n->domain, "ai.onnx") != 0;
+        if (n->name && *n->name)
+            snprintf(one, sizeof one, "%s%s%s '%s'", dom ? n->domain : "", dom ? "." : "", str(n->op_type), n->name);
+        else
+            snprintf(one, sizeof one, "%s%s%s (node %zu)", dom ? n->domain : "", dom ? "." : "", str(n->op_type), k);
+        if (len + strlen(one) + 2 < sizeof list - 32) {
+            len += (size_t)snprintf(list + len, sizeof list - len, "%s%s", shown ? ", " : "", one);
+            shown++;
+        }
+    }
+    if (!bad) return DCZ_OK;
+    if (shown < bad) snprintf(list + len, sizeof list - len, " and %zu more", bad - shown);
+    return fail(&im->e, DCZ_ERR_UNSUPPORTED, "%zu unsupported operator%s: %s (dcz imports Add, AveragePool, "
+                "BatchNormalization, Constant, Conv, Dropout, Flatten, Gemm, GlobalAveragePool, Identity, "
+                "MatMul, MaxPool, Pad, Relu, Reshape, Softmax)", bad, bad == 1 ? "" : "s", list);
+}
+
+/* A value's type as a float tensor of known shape: its dims (dims[0] -1 for
+ * a symbolic or missing batch size); the rank is returned, -1 if absent. */
+static int tensor_type(const Onnx__ValueInfoProto *v, int64_t *dims, int max)
+{
+    const Onnx__TypeProto *t = v->type;
+    if (!t || t->value_case != ONNX__TYPE_PROTO__VALUE_TENSOR_TYPE || !t->tensor_type) return -2;
+    if (!t->tensor_type->has_elem_type || t->tensor_type->elem_type != ONNX__TENSOR_PROTO__DATA_TYPE__FLOAT) return -2;
+    const Onnx__TensorShapeProto *s = t->tensor_type->shape;
+    if (!s) return -1;
+    if (s->n_dim > (size_t)max) return -3;
+    for (size_t k = 0; k < s->n_dim; k++) {
+        const Onnx__TensorShapeProto__Dimension *d = s->dim[k];
+        dims[k] = d && d->value_case == ONNX__TENSOR_SHAPE_PROTO__DIMENSION__VALUE_DIM_VALUE ? d->dim_value : -1;
+    }
+    return (int)s->n_dim;
+}
+
+static dcz_status graph_input(imp *im)
+{
+    const Onnx__GraphProto *g = im->g;
+    const Onnx__ValueInfoProto *in = NULL;
+    size_t real = 0;
+    for (size_t k = 0; k < g->n_input; k++) {
+        const char *name = g->input[k]->name;
+        long v = val_find(im, name);
+        if (v >= 0 && im->vals[v].kind == V_CONST) continue;   /* an initializer listed as input */
+        real++;
+        in = g->input[k];
+    }
+    if (real != 1)
+        return fail(&im->e, DCZ_ERR_UNSUPPORTED, "the graph has %zu inputs besides its initializers (dcz models "
+                    "take one)", real);
+    int64_t d[1 + DCZ_MAX_RANK];
+    const int r = tensor_type(in, d, 1 + DCZ_MAX_RANK);
+    if (r == -2) return fail(&im->e, DCZ_ERR_UNSUPPORTED, "input '%s' is not a float32 tensor", str(in->name));
+    if (r == -1) return fail(&im->e, DCZ_ERR_UNSUPPORTED, "input '%s' has no shape", str(in->name));
+    if (r < 2)
+        return fail(&im->e, DCZ_ERR_UNSUPPORTED, "input '%s' has %s dimensions (dcz takes a batch dimension, "
+                    "then 1 to %d)", str(in->name), r == -3 ? "too many" : "too few", DCZ_MAX_RANK);
+    const Onnx__TensorShapeProto__Dimension *b = in->type->tensor_type->shape->dim[0];
+    if (b && b->value_case == ONNX__TENSOR_SHAPE_PROTO__DIMENSION__VALUE_DIM_VALUE) {
+        if (b->dim_value < 1) return fail(&im->e, DCZ_ERR_FORMAT, "input '%s': batch size %lld", str(in->name),
+                                          (long long)b->dim_value);
+        im->batch_fixed = 1;
+        im->batch = b->dim_value;
+    }
+    dcz_shape s = { (uint32_t)(r - 1), { 0 } };
+    for (int k = 1; k < r; k++) {
+        if (d[k] < 1 || d[k] > DCZ_MAX_DIM)
+            return fail(&im->e, DCZ_ERR_UNSUPPORTED, "input '%s': dimension %d is %s (dcz needs fixed sizes 1..%u "
+                        "after the batch dimension)", str(in->name), k, d[k] < 0 ? "symbolic" : "out of range",
+                        DCZ_MAX_DIM);
+        s.dims[k - 1] = (uint32_t)d[k];
+    }
+    if (dcz_shape_count(&s) > DCZ_MAX_ACT)
+        return fail(&im->e, DCZ_ERR_UNSUPPORTED, "input '%s' is larger than %u values per sample", str(in->name),
+                    DCZ_MAX_ACT);
+    im->shape = s;
+    im->input_shape = s;
+    return val_add(im, in->name, V_ACT, "the graph input", &im->head);
+}
+
+/* The end of the walk: the chain must end in the graph's one output. */
+static dcz_status graph_output(imp *im)
+{
+    const Onnx__GraphProto *g = im->g;
+    if (g->n_output != 1)
+        return fail(&im->e, DCZ_ERR_UNSUPPORTED, "the graph has %zu outputs (dcz models have one)", g->n_output);
+    const Onnx__ValueInfoProto *o = g->output[0];
+    if (im->pad_pending)
+        return fail(&im->e, DCZ_ERR_UNSUPPORTED, "%s ends the graph: nothing to fold its padding into", im->pad_node);
+    if (!o->name || strcmp(o->name, im->vals[im->head].name) != 0)
+        return fail(&im->e, DCZ_ERR_UNSUPPORTED, "the graph output '%s' is not the end of the chain of operators "
+                    "from the input (which ends in '%s')", str(o->name), im->vals[im->head].name);
+    if (im->nlayers == 0) return fail(&im->e, DCZ_ERR_UNSUPPORTED, "the graph computes nothing dcz holds as a layer");
+    /* scaling (alpha, beta), added biases and folding may overflow */
+    for (uint32_t k = 0; k < im->nlayers; k++)
+        for (uint32_t t = 0; t < im->layers[k].ntensors; t++)
+            for (size_t i = 0; i < im->layers[k].t[t].n; i++)
+                if (!isfinite(im->layers[k].t[t].values[i]))
+                    return fail(&im->e, DCZ_ERR_FORMAT, "%s: its %s overflow to infinity", im->source[k],
+                                t ? "biases" : "weights");
+    for (uint32_t k = 0; k + 1 < im->nlayers; k++)
+        if (im->layers[k].op == DCZ_OP_SOFTMAX)
+            return fail(&im->e, DCZ_ERR_UNSUPPORTED, "%s is not the last operator (dcz supports softmax at the "
+                        "end only)", im->source[k]);
+    int64_t d[1 + DCZ_MAX_RANK];
+    const int r = tensor_type(o, d, 1 + DCZ_MAX_RANK);
+    if (r == -2) return fail(&im->e, DCZ_ERR_UNSUPPORTED, "output '%s' is not a float32 tensor", o->name);
+    if (r >= 2) {   /* a declared shape must agree with the one computed */
+        uint64_t n = 1;   /* saturates above DCZ_MAX_ACT */
+        int known = 1;
+        for (int k = 1; k < r; k++) {
+            if (d[k] < 0) known = 0;
+            else if (n <= DCZ_MAX_ACT) n = d[k] > DCZ_MAX_ACT ? DCZ_MAX_ACT + 1ull : n * (uint64_t)d[k];
+        }
+        if (known && n != dcz_shape_count(&im->shape))
+            return fail(&im->e, DCZ_ERR_SHAPE, "output '%s' is declared with %llu values per sample; the graph "
+                        "computes %llu", o->name, (unsigned long long)n,
+                        (unsigned long long)dcz_shape_count(&im->shape));
+    }
+    return DCZ_OK;
+}
+
+/* Weights with at least DCZ_ONNX_PRUNED_MIN exact zeros: pruned elsewhere;
+ * the zeros become the mask and the tensor is stored sparse. */
+static void mark_pruned(imp *im)
+{
+    for (uint32_t k = 0; k < im->nlayers; k++) {
+        dcz_doc_layer *l = &im->layers[k];
+        if (l->op != DCZ_OP_DENSE && l->op != DCZ_OP_CONV2D) continue;
+        dcz_doc_tensor *w = &l->t[0];
+        size_t zeros = 0;
+        for (size_t i = 0; i < w->n; i++) zeros += w->values[i] == 0.0f;
+        if (zeros == 0 || (double)zeros < DCZ_ONNX_PRUNED_MIN * (double)w->n) continue;
+        uint8_t *mask = malloc(w->n);
+        if (!mask) continue;   /* stays dense: still correct */
+        for (size_t i = 0; i < w->n; i++) {
+            mask[i] = w->values[i] != 0.0f;
+            if (!mask[i]) w->values[i] = 0.0f;   /* -0 too */
+        }
+        w->mask = mask;
+        w->enc = DCZ_ENC_SPARSE_F32;
+        w->gap_bits = l->op == DCZ_OP_DENSE ? 5 : 8;   /* the paper's widths, as dcz prune */
+        w->gap_coding = DCZ_CODING_RAW;
+    }
+}
+
+static int default_domain(const char *d) { return !d || !*d || strcmp(d, "ai.onnx") == 0; }
+
+void dcz_onnx_info_free(dcz_onnx_info *info)
+{
+    if (!info) return;
+    free(info->source);
+    memset(info, 0, sizeof *info);
+}
+
+dcz_status dcz_onnx_import(const void *buf, size_t len, const dcz_onnx_import_opts *opt,
+                           dcz_doc **out, dcz_onnx_info *info, char *err, size_t errlen)
+{
+    imp im;
+    memset(&im, 0, sizeof im);
+    im.e.p = err;
+    im.e.len = errlen;
+    im.head = -1;
+    if (err && errlen) err[0] = '\0';
+    if (!out) return DCZ_ERR_ARG;
+    *out = NULL;
+    if (info) memset(info, 0, sizeof *info);
+    if (!buf && len) return DCZ_ERR_ARG;
+    if (len == 0) return fail(&im.e, DCZ_ERR_FORMAT, "an empty file is no ONNX model");
+    if (wire_check(buf, len, &onnx__model_proto__descriptor, 0) != 0)
+        return fail(&im.e, DCZ_ERR_FORMAT, "not an ONNX model: the bytes are not a valid protobuf message "
+                    "(truncated or damaged?) or nest more than %d levels", WIRE_MAX_DEPTH);
+    Onnx__ModelProto *m = onnx__model_proto__unpack(NULL, len, buf);
+    if (!m) return fail(&im.e, DCZ_ERR_FORMAT, "not an ONNX model: the protobuf message does not parse "
+                        "(truncated or damaged?)");
+    dcz_status s = DCZ_OK;
+    dcz_doc *d = NULL;
+    const Onnx__GraphProto *g = m->graph;
+    if (!g) { s = fail(&im.e, DCZ_ERR_FORMAT, "not an ONNX model: no graph"); goto done; }
+    im.g = g;
+    im.opset = -1;
+    for (size_t k = 0; k < m->n_opset_import; k++)
+        if (default_domain(m->opset_import[k]->domain) && m->opset_import[k]->has_version)
+            im.opset = m->opset_import[k]->version;
+    if (im.opset < 0) { s = fail(&im.e, DCZ_ERR_FORMAT, "the model imports no ONNX opset"); goto done; }
+    if (im.opset < DCZ_ONNX_OPSET_MIN || im.opset > DCZ_ONNX_OPSET_MAX) {
+        s = fail(&im.e, DCZ_ERR_UNSUPPORTED, "opset %lld: dcz imports opsets %d to %d (re-export, e.g. "
+                 "torch.onnx.export(..., opset_version=%d))", (long long)im.opset, DCZ_ONNX_OPSET_MIN,
+                 DCZ_ONNX_OPSET_MAX, DCZ_ONNX_OPSET_DEFAULT);
+        goto done;
+    }
+    if (g->n_node > MAX_GRAPH_NODES) { s = fail(&im.e, DCZ_ERR_UNSUPPORTED, "more than %d nodes", MAX_GRAPH_NODES); goto done; }
+    if (g->n_sparse_initializer) {
+        s = fail(&im.e, DCZ_ERR_UNSUPPORTED, "sparse initializers are not supported");
+        goto done;
+    }
+    if ((s = unsupported_ops(&im)) != DCZ_OK) goto done;
+
+    /* the value table: initializers, the input, every node output */
+    size_t cap = g->n_initializer + g->n_input + 1;
+    for (size_t k = 0; k < g->n_node; k++) cap += g->node[k]->n_output;
+    im.capvals = cap;
+    im.nslots = 16;
+    while (im.nslots < 2 * cap) im.nslots *= 2;
+    im.vals = malloc(cap * sizeof *im.vals);
+    im.slot = calloc(im.nslots, sizeof *im.slot);
+    if (!im.vals || !im.slot) { s = DCZ_ERR_NOMEM; goto done; }
+    for (size_t k = 0; k < g->n_initializer && s == DCZ_OK; k++) {
+        long v;
+        s = val_add(&im, g->initializer[k]->name, V_CONST, "an initializer", &v);
+        if (s == DCZ_OK) im.vals[v].t = g->initializer[k];
+    }
+    if (s == DCZ_OK) s = graph_input(&im);
+    for (size_t k = 0; k < g->n_node && s == DCZ_OK; k++) s = node_run(&im, k);
+    if (s == DCZ_OK) s = graph_output(&im);
+    if (s != DCZ_OK) goto done;
+
+    if (!(opt && opt->keep_dense)) mark_pruned(&im);
+    if ((s = dcz_doc_alloc(im.nlayers, &d)) != DCZ_OK) goto done;
+    d->input_rank = im.input_shape.rank;
+    memcpy(d->input_dims, im.input_shape.dims, sizeof d->input_dims);
+    memcpy(d->layers, im.layers, im.nlayers * sizeof *im.layers);
+    im.nlayers = 0;   /* the document owns the tensors now */
+    if (info) {
+        info->ir_version = m->has_ir_version ? m->ir_version : 0;
+        info->opset = im.opset;
+        snprintf(info->producer, sizeof info->producer, "%s%s%s", str(m->producer_name),
+                 m->producer_version && *m->producer_version ? " " : "", str(m->producer_version));
+        printable(info->producer);
+        info->nodes = (uint32_t)g->n_node;
+        info->dropped = im.dropped;
+        info->folded = im.folded;
+        info->nlayers = d->nlayers;
+        info->source = im.source;
+        im.source = NULL;
+    }
+    *out = d;
+done:
+    for (uint32_t k = 0; k < im.nlayers; k++)
+        for (uint32_t t = 0; t < im.layers[k].ntensors; t++) dcz_doc_tensor_clear(&im.layers[k].t[t]);
+    free(im.layers);
+    free(im.source);
+    free(im.vals);
+    free(im.slot);
+    onnx__model_proto__free_unpacked(m, NULL);
+    return s;
+}

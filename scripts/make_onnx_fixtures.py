@@ -1,0 +1,367 @@
+#!/usr/bin/python3
+"""make_onnx_fixtures.py: writes the ONNX and PNG test fixtures of dcz.
+
+Run from the repository root with Debian's Python (python3-torch and
+python3-onnx; Fashion-MNIST from dataset-fashion-mnist):
+
+    /usr/bin/python3 scripts/make_onnx_fixtures.py
+
+The outputs are committed, so the tests need no Python:
+
+  tests/fixtures/onnx/
+    mlp.onnx            784-32-10 perceptron (Flatten, Gemm, Relu), opset 11
+    cnn.onnx            Conv+BatchNormalization+Relu+MaxPool, Conv+BN+Relu+
+                        AveragePool, Flatten, Gemm; opset 17; conv2 and fc
+                        pruned by magnitude in PyTorch (exact zeros)
+    cnn_matmul.onnx     strided Conv+BN+Relu, MaxPool, GlobalAveragePool,
+                        Reshape to (-1, C), MatMul+Add, Softmax; opset 13
+    unsupported.onnx    Gemm, Sigmoid, Gemm, Tanh, Gemm (two unsupported ops)
+    branch.onnx         a residual connection (not a chain)
+    inputs.f32.gz       the first 100 Fashion-MNIST test images, float32
+                        (N, 1, 28, 28), pixel / 255 as the IDX loader scales
+                        them (gzip: the raw file is 314 KB)
+    NAME.out.f32        PyTorch's outputs of NAME.onnx on those inputs (100, 10)
+    torch_accuracy.txt  PyTorch's accuracy of each model on the 10,000 test images
+  tests/fixtures/png/   test image 0 as gray 8 and 16 bit, gray+alpha, RGB,
+                        RGBA, palette, palette with transparency; a 32x32
+                        gray image; a colour image; tiny 3x2 images
+  tests/fuzz/corpus/onnx/  tiny models (each op, opsets 11, 13, 17) as seeds
+  tests/fuzz/corpus/png/   small PNGs of every colour type and bit depth
+
+Seeds are fixed (torch.manual_seed(0), one thread); the bytes may still
+differ between PyTorch versions.
+"""
+import gzip
+import io
+import os
+import struct
+import sys
+import zlib
+
+import numpy as np
+import onnx
+from onnx import TensorProto, helper, numpy_helper
+import torch
+import torch.nn as nn
+import torch.nn.utils.prune as prune
+
+ROOT = os.path.normpath(os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
+FIX = os.path.join(ROOT, "tests", "fixtures")
+ONNX_DIR = os.path.join(FIX, "onnx")
+PNG_DIR = os.path.join(FIX, "png")
+CORPUS_ONNX = os.path.join(ROOT, "tests", "fuzz", "corpus", "onnx")
+CORPUS_PNG = os.path.join(ROOT, "tests", "fuzz", "corpus", "png")
+FASHION = "/usr/share/datasets/fashion-mnist"
+
+
+def load_idx(name):
+    with gzip.open(os.path.join(FASHION, name + ".gz"), "rb") as f:
+        data = f.read()
+    rank = data[3]
+    dims = struct.unpack(">" + "I" * rank, data[4:4 + 4 * rank])
+    return np.frombuffer(data, dtype=np.uint8, offset=4 + 4 * rank).reshape(dims)
+
+
+def to_float(images):
+    """uint8 (N, 28, 28) -> float32 (N, 1, 28, 28), v / 255 correctly rounded."""
+    return (images.astype(np.float32) / np.float32(255.0))[:, None, :, :]
+
+
+def train(model, x, y, epochs, lr):
+    opt = torch.optim.SGD(model.parameters(), lr=lr, momentum=0.9)
+    g = torch.Generator().manual_seed(1)
+    for _ in range(epochs):
+        model.train()
+        perm = torch.randperm(len(x), generator=g)
+        for i in range(0, len(x), 64):
+            idx = perm[i:i + 64]
+            opt.zero_grad()
+            loss = nn.functional.cross_entropy(model(x[idx]), y[idx])
+            loss.backward()
+            opt.step()
+    model.eval()
+
+
+def accuracy(model, x, y):
+    with torch.no_grad():
+        return float((model(x).argmax(1) == y).float().mean())
+
+
+def export(model, shape, path, opset, names=("input", "logits")):
+    f = io.BytesIO()
+    torch.onnx.export(model, torch.zeros(*shape), f, opset_version=opset,
+                      input_names=[names[0]], output_names=[names[1]],
+                      dynamic_axes={names[0]: {0: "batch"}, names[1]: {0: "batch"}},
+                      training=torch.onnx.TrainingMode.PRESERVE, do_constant_folding=True)
+    m = onnx.load_from_string(f.getvalue())
+    onnx.checker.check_model(m)
+    m.producer_name = "pytorch"
+    with open(path, "wb") as out:
+        out.write(m.SerializeToString())
+    return m
+
+
+def write(path, data):
+    with open(path, "wb") as f:
+        f.write(data)
+
+
+class Mlp(nn.Module):
+    def __init__(self, widths=(784, 32, 10)):
+        super().__init__()
+        layers = [nn.Flatten()]
+        for i in range(len(widths) - 1):
+            layers.append(nn.Linear(widths[i], widths[i + 1]))
+            if i < len(widths) - 2:
+                layers += [nn.ReLU(), nn.Dropout(0.1)]
+        self.net = nn.Sequential(*layers)
+
+    def forward(self, x):
+        return self.net(x)
+
+
+class Cnn(nn.Module):
+    """conv+bn+relu+maxpool, conv+bn+relu+avgpool, flatten, fc."""
+    def __init__(self, c=(1, 8, 16), hw=28, classes=10):
+        super().__init__()
+        self.conv1 = nn.Conv2d(c[0], c[1], 3, padding=1)
+        self.bn1 = nn.BatchNorm2d(c[1])
+        self.conv2 = nn.Conv2d(c[1], c[2], 3, padding=1)
+        self.bn2 = nn.BatchNorm2d(c[2])
+        self.drop = nn.Dropout(0.2)
+        self.fc = nn.Linear(c[2] * (hw // 4) * (hw // 4), classes)
+
+    def forward(self, x):
+        x = nn.functional.max_pool2d(torch.relu(self.bn1(self.conv1(x))), 2)
+        x = nn.functional.avg_pool2d(torch.relu(self.bn2(self.conv2(x))), 2)
+        return self.fc(self.drop(torch.flatten(x, 1)))
+
+
+class CnnMatMul(nn.Module):
+    """strided conv, max pool with padding, global average pooling, a
+    reshape and a fully connected layer written as x @ W + b, softmax."""
+    def __init__(self, c=(1, 8, 32), classes=10):
+        super().__init__()
+        self.conv1 = nn.Conv2d(c[0], c[1], 3, padding=1)
+        self.bn1 = nn.BatchNorm2d(c[1])
+        self.conv2 = nn.Conv2d(c[1], c[2], 3, stride=2, padding=1)
+        self.bn2 = nn.BatchNorm2d(c[2])
+        self.w = nn.Parameter(torch.randn(c[2], classes) * 0.1)
+        self.b = nn.Parameter(torch.zeros(classes))
+        self.c = c[2]
+
+    def forward(self, x):
+        x = nn.functional.max_pool2d(torch.relu(self.bn1(self.conv1(x))), 3, 2, 1)
+        x = torch.relu(self.bn2(self.conv2(x)))
+        x = nn.functional.adaptive_avg_pool2d(x, 1).reshape(-1, self.c)
+        return torch.softmax(x @ self.w + self.b, dim=1)
+
+
+class CnnMatMulTrain(nn.Module):
+    """CnnMatMul without its softmax, for training with cross-entropy."""
+    def __init__(self, inner):
+        super().__init__()
+        self.inner = inner
+
+    def forward(self, x):
+        i = self.inner
+        x = nn.functional.max_pool2d(torch.relu(i.bn1(i.conv1(x))), 3, 2, 1)
+        x = torch.relu(i.bn2(i.conv2(x)))
+        x = nn.functional.adaptive_avg_pool2d(x, 1).reshape(-1, i.c)
+        return x @ i.w + i.b
+
+
+class Unsupported(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.a = nn.Linear(16, 8)
+        self.b = nn.Linear(8, 8)
+        self.c = nn.Linear(8, 4)
+
+    def forward(self, x):
+        return self.c(torch.tanh(self.b(torch.sigmoid(self.a(x)))))
+
+
+class Branch(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.a = nn.Linear(16, 16)
+        self.b = nn.Linear(16, 4)
+
+    def forward(self, x):
+        return self.b(torch.relu(self.a(x)) + x)
+
+
+# ---- PNG writing (the format itself: no imaging library needed) ------------
+
+def png_chunk(kind, data):
+    c = zlib.crc32(kind + data) & 0xffffffff
+    return struct.pack(">I", len(data)) + kind + data + struct.pack(">I", c)
+
+
+def png(width, height, color_type, depth, rows, plte=None, trns=None):
+    """rows: a list of byte strings, one per row, already packed."""
+    raw = b"".join(b"\x00" + r for r in rows)
+    out = b"\x89PNG\r\n\x1a\n"
+    out += png_chunk(b"IHDR", struct.pack(">IIBBBBB", width, height, depth, color_type, 0, 0, 0))
+    if plte is not None:
+        out += png_chunk(b"PLTE", plte)
+    if trns is not None:
+        out += png_chunk(b"tRNS", trns)
+    out += png_chunk(b"IDAT", zlib.compress(raw, 9))
+    out += png_chunk(b"IEND", b"")
+    return out
+
+
+def png_gray8(img):
+    return png(img.shape[1], img.shape[0], 0, 8, [bytes(r) for r in img.astype(np.uint8)])
+
+
+def png_gray16(img16):
+    return png(img16.shape[1], img16.shape[0], 0, 16, [r.astype(">u2").tobytes() for r in img16])
+
+
+def png_images(img):
+    """test image 0 (uint8 28x28) in every colour type dcz reads."""
+    h, w = img.shape
+    g = img.astype(np.uint8)
+    out = {
+        "gray8.png": png_gray8(g),
+        "gray16.png": png_gray16(g.astype(np.uint16) * 257),
+        "gray_alpha.png": png(w, h, 4, 8, [bytes(np.stack([r, np.full(w, 255, np.uint8)], 1).ravel()) for r in g]),
+        "rgb.png": png(w, h, 2, 8, [bytes(np.repeat(r, 3)) for r in g]),
+        "rgba16.png": png(w, h, 6, 16, [np.stack([r, r, r, np.full(w, 65535, np.uint16)], 1).astype(">u2").ravel().tobytes()
+                                       for r in g.astype(np.uint16) * 257]),
+    }
+    # palette of the gray levels used; index = rank of the level
+    levels = np.unique(g)
+    index = np.searchsorted(levels, g).astype(np.uint8)
+    plte = b"".join(bytes([v, v, v]) for v in levels)
+    out["palette.png"] = png(w, h, 3, 8, [bytes(r) for r in index], plte=plte)
+    # the same with transparency on level 0 (black): composited over black
+    out["palette_trns.png"] = png(w, h, 3, 8, [bytes(r) for r in index], plte=plte,
+                                  trns=bytes([0] + [255] * (len(levels) - 1)))
+    return out
+
+
+def main():
+    torch.manual_seed(0)
+    torch.set_num_threads(1)
+    for d in (ONNX_DIR, PNG_DIR, CORPUS_ONNX, CORPUS_PNG):
+        os.makedirs(d, exist_ok=True)
+
+    xtr_u8, ytr = load_idx("train-images-idx3-ubyte"), load_idx("train-labels-idx1-ubyte")
+    xte_u8, yte = load_idx("t10k-images-idx3-ubyte"), load_idx("t10k-labels-idx1-ubyte")
+    xtr = torch.from_numpy(to_float(xtr_u8[:12000]))
+    ytr_t = torch.from_numpy(ytr[:12000].astype(np.int64))
+    xte = torch.from_numpy(to_float(xte_u8))
+    yte_t = torch.from_numpy(yte.astype(np.int64))
+    ref = xte[:100].contiguous()
+
+    write(os.path.join(ONNX_DIR, "inputs.f32.gz"),
+          gzip.compress(ref.numpy().astype("<f4").tobytes(), 9, mtime=0))
+    accs = []
+
+    def save(name, model, opset, shape=(1, 1, 28, 28)):
+        export(model, shape, os.path.join(ONNX_DIR, name + ".onnx"), opset)
+        with torch.no_grad():
+            out = model(ref).numpy().astype("<f4")
+        write(os.path.join(ONNX_DIR, name + ".out.f32"), out.tobytes())
+        acc = accuracy(model, xte, yte_t)
+        accs.append("%s %.4f\n" % (name, acc))
+        print("%-12s opset %d  test accuracy %.4f" % (name, opset, acc))
+
+    mlp = Mlp()
+    train(mlp, xtr, ytr_t, 2, 0.05)
+    save("mlp", mlp, 11)
+
+    cnn = Cnn()
+    train(cnn, xtr, ytr_t, 2, 0.05)
+    prune.l1_unstructured(cnn.conv2, "weight", amount=0.5)
+    prune.l1_unstructured(cnn.fc, "weight", amount=0.8)
+    prune.remove(cnn.conv2, "weight")
+    prune.remove(cnn.fc, "weight")
+    save("cnn", cnn, 17)
+
+    cm = CnnMatMul()
+    train(CnnMatMulTrain(cm), xtr, ytr_t, 3, 0.05)
+    save("cnn_matmul", cm, 13)
+
+    write(os.path.join(ONNX_DIR, "torch_accuracy.txt"), "".join(accs).encode())
+
+    export(Unsupported().eval(), (1, 16), os.path.join(ONNX_DIR, "unsupported.onnx"), 13)
+    export(Branch().eval(), (1, 16), os.path.join(ONNX_DIR, "branch.onnx"), 13)
+
+    # PNG images of test image 0, and a few more
+    for name, data in png_images(xte_u8[0]).items():
+        write(os.path.join(PNG_DIR, "img0_" + name), data)
+    big = np.zeros((32, 32), np.uint8)
+    big[2:30, 2:30] = xte_u8[0]
+    write(os.path.join(PNG_DIR, "img0_32x32.png"), png_gray8(big))
+    rng = np.random.RandomState(0)
+    col = rng.randint(0, 256, size=(28, 28, 3)).astype(np.uint8)
+    write(os.path.join(PNG_DIR, "colour_rgb.png"), png(28, 28, 2, 8, [bytes(r.ravel()) for r in col]))
+
+    # fuzz seeds: tiny models through every supported op, and tiny PNGs
+    seeds = {
+        "mlp_opset11": (Mlp((16, 8, 4)), (1, 16), 11),
+        "cnn_bn_opset17": (Cnn((1, 2, 3), 8, 4), (1, 1, 8, 8), 17),
+        "cnn_matmul_opset13": (CnnMatMul((1, 2, 3), 4), (1, 1, 8, 8), 13),
+        "cnn_bn_opset11": (Cnn((2, 2, 2), 4, 3), (1, 2, 4, 4), 11),
+    }
+    for name, (model, shape, opset) in seeds.items():
+        model.eval()
+        export(model, shape, os.path.join(CORPUS_ONNX, name + ".onnx"), opset)
+    with open(os.path.join(ONNX_DIR, "unsupported.onnx"), "rb") as f:
+        write(os.path.join(CORPUS_ONNX, "unsupported.onnx"), f.read())
+    with open(os.path.join(ONNX_DIR, "branch.onnx"), "rb") as f:
+        write(os.path.join(CORPUS_ONNX, "branch.onnx"), f.read())
+    with open(os.path.join(CORPUS_ONNX, "cnn_bn_opset17.onnx"), "rb") as f:
+        whole = f.read()
+    write(os.path.join(CORPUS_ONNX, "truncated.onnx"), whole[:len(whole) // 2])
+    write(os.path.join(CORPUS_ONNX, "helper_ops.onnx"), helper_model().SerializeToString())
+
+    tiny = np.array([[0, 128, 255], [7, 64, 200]], np.uint8)
+    for name, data in png_images(tiny).items():
+        write(os.path.join(CORPUS_PNG, "tiny_" + name), data)
+    write(os.path.join(CORPUS_PNG, "tiny_gray16_big_endian.png"), png_gray16(np.array([[0, 1], [65535, 256]], np.uint16)))
+    g8 = png_gray8(tiny)
+    write(os.path.join(CORPUS_PNG, "truncated.png"), g8[:len(g8) - 20])
+    bad = bytearray(g8)
+    bad[40] ^= 0xff
+    write(os.path.join(CORPUS_PNG, "bad_crc.png"), bytes(bad))
+
+
+def helper_model():
+    """A model PyTorch does not write: Constant nodes (a tensor and value_ints),
+    Identity and Dropout nodes, Gemm with transB 0, alpha and beta, a Reshape
+    whose shape keeps the batch dimension with 0, weights as float_data."""
+    rng = np.random.RandomState(1)
+    w1 = rng.randn(12, 6).astype(np.float32)   # (K, N): transB = 0
+    b1 = rng.randn(6).astype(np.float32)
+    w2 = rng.randn(4, 6).astype(np.float32)
+    nodes = [
+        helper.make_node("Constant", [], ["shape"], value=numpy_helper.from_array(np.array([0, -1], np.int64))),
+        helper.make_node("Reshape", ["x", "shape"], ["flat"]),
+        helper.make_node("Identity", ["flat"], ["flat2"]),
+        helper.make_node("Gemm", ["flat2", "w1", "b1"], ["h"], alpha=0.5, beta=2.0),
+        helper.make_node("Dropout", ["h", "ratio"], ["hd", "mask"]),
+        helper.make_node("Relu", ["hd"], ["r"]),
+        helper.make_node("Constant", [], ["w2c"], value=helper.make_tensor("w2c", TensorProto.FLOAT, [4, 6], w2.ravel().tolist())),
+        helper.make_node("Gemm", ["r", "w2c"], ["y"], transB=1),
+    ]
+    graph = helper.make_graph(
+        nodes, "helper_ops",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, ["N", 3, 2, 2])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, ["N", 4])],
+        initializer=[helper.make_tensor("w1", TensorProto.FLOAT, [12, 6], w1.ravel().tolist()),
+                     numpy_helper.from_array(b1, "b1"),
+                     numpy_helper.from_array(np.array(0.25, np.float32), "ratio")])
+    m = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)], producer_name="onnx.helper")
+    m.ir_version = 7
+    onnx.checker.check_model(m)
+    return m
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,530 @@
+/* test_png.c: tests of PNG images and PNG-folder datasets (train/png.c,
+ * train/data_png.c).
+ *
+ * PNGs of every colour type and bit depth (palette and gray with
+ * transparency, interlaced) are written here with libpng and decoded back;
+ * samples are scaled exactly as the IDX loader scales Fashion-MNIST (the
+ * same floats for 8-bit, 16-bit, RGB-with-equal-channels and opaque-alpha
+ * versions of one image); channel conversion, compositing, resampling and
+ * the mapping of an image to a model input are checked; every truncation
+ * and every byte change of a PNG is refused without a crash; folder
+ * datasets load in class order and refuse empty classes, stray files,
+ * corrupt images, mixed sizes and unknown classes.
+ *
+ * Run by `make test` (build/tests/test_png).
+ */
+#include <dirent.h>
+#include <math.h>
+#include <png.h>
+#include <setjmp.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+#include <zlib.h>
+
+#include "tests/check.h"
+#include "train/png.h"
+#include "train/train.h"
+
+/* ---- writing PNGs ------------------------------------------------------------ */
+
+typedef struct membuf {
+    uint8_t *p;
+    size_t n, cap;
+} membuf;
+
+static void mem_write(png_structp png, png_bytep data, size_t n)
+{
+    membuf *m = png_get_io_ptr(png);
+    if (m->n + n > m->cap) {
+        m->cap = (m->n + n) * 2;
+        m->p = realloc(m->p, m->cap);
+        if (!m->p) abort();
+    }
+    memcpy(m->p + m->n, data, n);
+    m->n += n;
+}
+
+static void mem_flush(png_structp png) { (void)png; }
+
+/* A PNG of w x h pixels of the given colour type and depth; s holds the
+ * samples, channels interleaved (palette: indices). Returns the bytes. */
+typedef struct png_spec {
+    uint32_t w, h;
+    int type, depth, interlace;
+    const uint16_t *s;
+    const png_color *plte;
+    int nplte;
+    const uint8_t *trns;
+    int ntrns;
+    png_color_16 trns_value;
+    int has_trns_value;
+} png_spec;
+
+static int channels_of(int type)
+{
+    switch (type) {
+    case PNG_COLOR_TYPE_GRAY: case PNG_COLOR_TYPE_PALETTE: return 1;
+    case PNG_COLOR_TYPE_GRAY_ALPHA: return 2;
+    case PNG_COLOR_TYPE_RGB: return 3;
+    default: return 4;
+    }
+}
+
+static uint8_t *png_encode(const png_spec *sp, size_t *len)
+{
+    membuf m = { NULL, 0, 0 };
+    png_structp png = png_create_write_struct(PNG_LIBPNG_VER_STRING, NULL, NULL, NULL);
+    png_infop info = png_create_info_struct(png);
+    const int ch = channels_of(sp->type);
+    const size_t bps = sp->depth == 16 ? 2 : 1;
+    uint8_t *rows = calloc((size_t)sp->h * sp->w * ch * bps + 1, 1);
+    png_bytep *rp = calloc(sp->h, sizeof *rp);
+    if (setjmp(png_jmpbuf(png))) abort();
+    png_set_write_fn(png, &m, mem_write, mem_flush);
+    png_set_IHDR(png, info, sp->w, sp->h, sp->depth, sp->type,
+                 sp->interlace ? PNG_INTERLACE_ADAM7 : PNG_INTERLACE_NONE, PNG_COMPRESSION_TYPE_DEFAULT,
+                 PNG_FILTER_TYPE_DEFAULT);
+    if (sp->plte) png_set_PLTE(png, info, sp->plte, sp->nplte);
+    if (sp->trns || sp->has_trns_value)
+        png_set_tRNS(png, info, sp->trns, sp->ntrns, sp->has_trns_value ? &sp->trns_value : NULL);
+    png_write_info(png, info);
+    if (sp->depth < 8) png_set_packing(png);
+    for (uint32_t y = 0; y < sp->h; y++) {
+        uint8_t *r = rows + (size_t)y * sp->w * ch * bps;
+        rp[y] = r;
+        for (size_t i = 0; i < (size_t)sp->w * ch; i++) {
+            uint16_t v = sp->s[(size_t)y * sp->w * ch + i];
+            if (bps == 2) { r[2 * i] = (uint8_t)(v >> 8); r[2 * i + 1] = (uint8_t)v; }
+            else r[i] = (uint8_t)v;
+        }
+    }
+    png_write_image(png, rp);
+    png_write_end(png, NULL);
+    png_destroy_write_struct(&png, &info);
+    free(rows);
+    free(rp);
+    *len = m.n;
+    return m.p;
+}
+
+/* w x h gray 8-bit image of the given values. */
+static uint8_t *gray8(uint32_t w, uint32_t h, const uint16_t *v, size_t *len)
+{
+    png_spec sp = { w, h, PNG_COLOR_TYPE_GRAY, 8, 0, v, NULL, 0, NULL, 0, { 0 }, 0 };
+    return png_encode(&sp, len);
+}
+
+/* ---- decoding ------------------------------------------------------------------- */
+
+static void test_decode_every_type(void)
+{
+    enum { W = 5, H = 3 };
+    uint16_t s[W * H * 4];
+    const png_color plte[4] = { { 0, 0, 0 }, { 255, 0, 0 }, { 10, 20, 30 }, { 200, 200, 200 } };
+    const uint8_t trns[2] = { 0, 128 };
+    const struct { int type, depth, interlace, use_trns; } cases[] = {
+        { PNG_COLOR_TYPE_GRAY, 1, 0, 0 }, { PNG_COLOR_TYPE_GRAY, 2, 0, 0 }, { PNG_COLOR_TYPE_GRAY, 4, 0, 0 },
+        { PNG_COLOR_TYPE_GRAY, 8, 0, 0 }, { PNG_COLOR_TYPE_GRAY, 16, 0, 0 }, { PNG_COLOR_TYPE_GRAY, 8, 1, 0 },
+        { PNG_COLOR_TYPE_GRAY_ALPHA, 8, 0, 0 }, { PNG_COLOR_TYPE_GRAY_ALPHA, 16, 0, 0 },
+        { PNG_COLOR_TYPE_RGB, 8, 0, 0 }, { PNG_COLOR_TYPE_RGB, 16, 1, 0 },
+        { PNG_COLOR_TYPE_RGB_ALPHA, 8, 0, 0 }, { PNG_COLOR_TYPE_RGB_ALPHA, 16, 0, 0 },
+        { PNG_COLOR_TYPE_PALETTE, 1, 0, 0 }, { PNG_COLOR_TYPE_PALETTE, 2, 0, 0 }, { PNG_COLOR_TYPE_PALETTE, 4, 0, 0 },
+        { PNG_COLOR_TYPE_PALETTE, 8, 0, 0 }, { PNG_COLOR_TYPE_PALETTE, 8, 0, 1 }, { PNG_COLOR_TYPE_GRAY, 8, 0, 1 },
+        { PNG_COLOR_TYPE_RGB, 8, 0, 1 },
+    };
+    for (size_t k = 0; k < sizeof cases / sizeof *cases; k++) {
+        const int type = cases[k].type, depth = cases[k].depth, ch = channels_of(type);
+        const uint32_t mx = type == PNG_COLOR_TYPE_PALETTE ? (1u << (depth < 2 ? 1 : 2)) - 1 : (1u << depth) - 1;
+        for (int i = 0; i < W * H * ch; i++) s[i] = (uint16_t)((i * 37u + 11u) % (mx + 1));
+        png_spec sp = { W, H, type, depth, cases[k].interlace, s, NULL, 0, NULL, 0, { 0 }, 0 };
+        if (type == PNG_COLOR_TYPE_PALETTE) {
+            sp.plte = plte;
+            sp.nplte = depth == 1 ? 2 : 4;
+            if (cases[k].use_trns) { sp.trns = trns; sp.ntrns = 2; }
+        } else if (cases[k].use_trns) {   /* one colour is transparent */
+            sp.has_trns_value = 1;
+            sp.trns_value.gray = s[0];
+            sp.trns_value.red = s[0];
+            sp.trns_value.green = s[1];
+            sp.trns_value.blue = s[2];
+        }
+        size_t len;
+        uint8_t *buf = png_encode(&sp, &len);
+        dcz_image img;
+        char err[256];
+        dcz_status st = dcz_png_decode(buf, len, &img, err, sizeof err);
+        CHECK(st == DCZ_OK, "case %zu: %s", k, err);
+        if (st != DCZ_OK) { free(buf); continue; }
+        const int want_c = type == PNG_COLOR_TYPE_PALETTE ? (cases[k].use_trns ? 4 : 3)
+                                                          : ch + (cases[k].use_trns ? 1 : 0);
+        CHECK(img.w == W && img.h == H && (int)img.c == want_c, "case %zu: %ux%u c %u", k, img.w, img.h, img.c);
+        CHECK(img.maxval == (depth == 16 ? 65535u : 255u), "case %zu: maxval %u", k, img.maxval);
+        int bad = 0;
+        for (int p = 0; p < W * H && (int)img.c == want_c; p++) {
+            const uint16_t *o = img.pix + (size_t)p * img.c;
+            if (type == PNG_COLOR_TYPE_PALETTE) {
+                const png_color c = plte[s[p]];
+                bad += o[0] != c.red || o[1] != c.green || o[2] != c.blue;
+                if (cases[k].use_trns) bad += o[3] != (s[p] < 2 ? trns[s[p]] : 255);
+            } else if (depth < 8) {   /* widened to 8 bits: v * 255 / (2^depth - 1) */
+                bad += o[0] != s[p] * 255 / mx;
+            } else {
+                for (int c = 0; c < ch; c++) bad += o[c] != s[p * ch + c];
+                if (cases[k].use_trns) {
+                    int match = type == PNG_COLOR_TYPE_GRAY ? s[p] == s[0]
+                                                            : s[p * 3] == s[0] && s[p * 3 + 1] == s[1] && s[p * 3 + 2] == s[2];
+                    bad += o[ch] != (match ? 0 : 255);
+                }
+            }
+        }
+        CHECK(bad == 0, "case %zu (type %d depth %d): %d pixels differ", k, type, depth, bad);
+        dcz_image_free(&img);
+        free(buf);
+    }
+}
+
+/* ---- samples ---------------------------------------------------------------------- */
+
+/* Every 8-bit value gives the IDX loader's float, whatever the encoding. */
+static void test_scaling_matches_idx(void)
+{
+    enum { W = 16, H = 16 };
+    uint16_t g[W * H], g16[W * H], rgb[W * H * 3], ga[W * H * 2], rgba16[W * H * 4];
+    for (int i = 0; i < W * H; i++) {
+        g[i] = (uint16_t)i;
+        g16[i] = (uint16_t)(i * 257);
+        for (int c = 0; c < 3; c++) rgb[i * 3 + c] = (uint16_t)i;
+        ga[i * 2] = (uint16_t)i;
+        ga[i * 2 + 1] = 255;
+        for (int c = 0; c < 3; c++) rgba16[i * 4 + c] = (uint16_t)(i * 257);
+        rgba16[i * 4 + 3] = 65535;
+    }
+    const png_spec specs[] = {
+        { W, H, PNG_COLOR_TYPE_GRAY, 8, 0, g, NULL, 0, NULL, 0, { 0 }, 0 },
+        { W, H, PNG_COLOR_TYPE_GRAY, 16, 0, g16, NULL, 0, NULL, 0, { 0 }, 0 },
+        { W, H, PNG_COLOR_TYPE_RGB, 8, 0, rgb, NULL, 0, NULL, 0, { 0 }, 0 },
+        { W, H, PNG_COLOR_TYPE_GRAY_ALPHA, 8, 1, ga, NULL, 0, NULL, 0, { 0 }, 0 },
+        { W, H, PNG_COLOR_TYPE_RGB_ALPHA, 16, 0, rgba16, NULL, 0, NULL, 0, { 0 }, 0 },
+    };
+    for (size_t k = 0; k < sizeof specs / sizeof *specs; k++) {
+        size_t len;
+        uint8_t *buf = png_encode(&specs[k], &len);
+        dcz_image img;
+        char err[256];
+        float x[W * H];
+        dcz_status st = dcz_png_decode(buf, len, &img, err, sizeof err);
+        if (st == DCZ_OK) st = dcz_image_to_sample(&img, 1, H, W, 0, x, err, sizeof err);
+        CHECK(st == DCZ_OK, "spec %zu: %s", k, err);
+        int bad = 0;
+        for (int i = 0; st == DCZ_OK && i < W * H; i++) bad += x[i] != (float)i / 255.0f;   /* data.c's formula */
+        CHECK(bad == 0, "spec %zu: %d values differ from v / 255", k, bad);
+        CHECK(dcz_image_is_gray(&img), "spec %zu is gray", k);
+        dcz_image_free(&img);
+        free(buf);
+    }
+}
+
+static void test_channels_and_alpha(void)
+{
+    /* one RGBA pixel per case: red opaque, gray half transparent, white transparent */
+    const uint16_t px[3][4] = { { 255, 0, 0, 255 }, { 200, 200, 200, 128 }, { 255, 255, 255, 0 } };
+    dcz_image img = { 1, 1, 4, 255, NULL };
+    float one, three[3];
+    char err[128];
+    for (int k = 0; k < 3; k++) {
+        uint16_t p[4];
+        memcpy(p, px[k], sizeof p);
+        img.pix = p;
+        CHECK(dcz_image_to_sample(&img, 1, 1, 1, 0, &one, err, sizeof err) == DCZ_OK, "gray %d", k);
+        CHECK(dcz_image_to_sample(&img, 3, 1, 1, 0, three, err, sizeof err) == DCZ_OK, "rgb %d", k);
+        uint64_t v[3];
+        for (int c = 0; c < 3; c++) v[c] = ((uint64_t)p[c] * p[3] + 127) / 255;
+        const uint64_t luma = (299 * v[0] + 587 * v[1] + 114 * v[2] + 500) / 1000;
+        CHECK(one == (float)luma / 255.0f, "case %d: gray %g, want %g", k, (double)one, (double)luma / 255);
+        for (int c = 0; c < 3; c++) CHECK(three[c] == (float)v[c] / 255.0f, "case %d channel %d", k, c);
+    }
+    CHECK(dcz_image_to_sample(&img, 2, 1, 1, 0, three, err, sizeof err) == DCZ_ERR_ARG, "2 channels refused");
+    uint16_t gray = 77;
+    dcz_image g = { 1, 1, 1, 255, &gray };
+    CHECK(dcz_image_to_sample(&g, 3, 1, 1, 0, three, err, sizeof err) == DCZ_OK &&
+          three[0] == 77.0f / 255 && three[1] == three[0] && three[2] == three[0], "gray repeated into RGB");
+    CHECK(dcz_image_to_sample(&g, 1, 2, 2, 0, three, err, sizeof err) == DCZ_ERR_SHAPE && strstr(err, "--resize"),
+          "a size mismatch without resize: %s", err);
+}
+
+static void test_resize(void)
+{
+    enum { W = 7, H = 5 };
+    uint16_t p[W * H];
+    char err[128];
+    for (int i = 0; i < W * H; i++) p[i] = 100;
+    dcz_image img = { W, H, 1, 255, p };
+    float out[40 * 40];
+    const uint32_t sizes[][2] = { { 1, 1 }, { 2, 3 }, { 5, 7 }, { 28, 28 }, { 40, 11 } };
+    for (size_t k = 0; k < sizeof sizes / sizeof *sizes; k++) {
+        const uint32_t oh = sizes[k][0], ow = sizes[k][1];
+        CHECK(dcz_image_to_sample(&img, 1, oh, ow, 1, out, err, sizeof err) == DCZ_OK, "%ux%u: %s", ow, oh, err);
+        int bad = 0;
+        for (uint32_t i = 0; i < oh * ow; i++) bad += fabsf(out[i] - 100.0f / 255) > 1e-6f;
+        CHECK(bad == 0, "a constant image stays constant at %ux%u", ow, oh);
+    }
+    /* a ramp: halving keeps it ordered and within range; the mean is kept */
+    for (int y = 0; y < H; y++)
+        for (int x = 0; x < W; x++) p[y * W + x] = (uint16_t)(x * 40);
+    CHECK(dcz_image_to_sample(&img, 1, 5, 3, 1, out, err, sizeof err) == DCZ_OK, "ramp");
+    CHECK(out[0] < out[1] && out[1] < out[2] && out[0] >= 0 && out[2] <= 240.0f / 255, "ramp ordered: %g %g %g",
+          (double)out[0], (double)out[1], (double)out[2]);
+    CHECK(fabsf(out[1] - 120.0f / 255) < 1e-6f, "the middle of a symmetric ramp: %g", (double)out[1] * 255);
+}
+
+static void test_input_shape(void)
+{
+    uint16_t p[28 * 28] = { 0 };
+    dcz_image img = { 28, 28, 1, 255, p }, big = { 32, 32, 1, 255, p };
+    uint32_t c, h, w;
+    char err[256];
+    const uint32_t chw1[3] = { 1, 28, 28 }, chw3[3] = { 3, 28, 28 }, chw2[3] = { 2, 28, 28 };
+    const uint32_t flat[1] = { 784 }, flat3[1] = { 2352 }, odd[1] = { 1000 }, hw[2] = { 28, 28 };
+    CHECK(dcz_image_input_shape(&img, 3, chw1, 0, &c, &h, &w, err, sizeof err) == DCZ_OK && c == 1 && h == 28, "chw1");
+    CHECK(dcz_image_input_shape(&img, 3, chw3, 0, &c, &h, &w, err, sizeof err) == DCZ_OK && c == 3, "chw3");
+    CHECK(dcz_image_input_shape(&img, 3, chw2, 0, &c, &h, &w, err, sizeof err) == DCZ_ERR_UNSUPPORTED, "2 channels");
+    CHECK(dcz_image_input_shape(&img, 2, hw, 0, &c, &h, &w, err, sizeof err) == DCZ_OK && c == 1 && w == 28, "hw");
+    CHECK(dcz_image_input_shape(&img, 1, flat, 0, &c, &h, &w, err, sizeof err) == DCZ_OK && c == 1 && h == 28, "784");
+    CHECK(dcz_image_input_shape(&img, 1, flat3, 0, &c, &h, &w, err, sizeof err) == DCZ_OK && c == 3, "2352");
+    CHECK(dcz_image_input_shape(&big, 1, flat, 0, &c, &h, &w, err, sizeof err) == DCZ_ERR_SHAPE &&
+          strstr(err, "32 x 32"), "32x32 into 784: %s", err);
+    CHECK(dcz_image_input_shape(&big, 1, flat, 1, &c, &h, &w, err, sizeof err) == DCZ_OK && c == 1 && h == 28 &&
+          w == 28, "resized to a square");
+    CHECK(dcz_image_input_shape(&big, 1, flat3, 1, &c, &h, &w, err, sizeof err) == DCZ_OK && c == 3 && h == 28,
+          "resized colour square");
+    CHECK(dcz_image_input_shape(&big, 1, odd, 1, &c, &h, &w, err, sizeof err) == DCZ_ERR_SHAPE, "1000 is no square");
+    const uint32_t r4[4] = { 1, 1, 28, 28 };
+    CHECK(dcz_image_input_shape(&img, 4, r4, 0, &c, &h, &w, err, sizeof err) == DCZ_ERR_UNSUPPORTED, "rank 4");
+}
+
+/* ---- damaged files ----------------------------------------------------------------- */
+
+static void test_corrupt_files(void)
+{
+    uint16_t v[6 * 4];
+    for (int i = 0; i < 24; i++) v[i] = (uint16_t)(i * 10);
+    size_t len;
+    uint8_t *good = gray8(6, 4, v, &len);
+    dcz_image img;
+    char err[256];
+    CHECK(dcz_png_decode(good, len, &img, err, sizeof err) == DCZ_OK, "the original decodes");
+    dcz_image_free(&img);
+    size_t accepted = 0;
+    for (size_t n = 0; n < len; n++) {
+        uint8_t *t = malloc(n ? n : 1);
+        memcpy(t, good, n);
+        err[0] = 0;
+        dcz_status st = dcz_png_decode(t, n, &img, err, sizeof err);
+        accepted += st == DCZ_OK;
+        CHECK(st == DCZ_OK || (st == DCZ_ERR_DATA && err[0] && !img.pix), "truncated to %zu: %d", n, (int)st);
+        dcz_image_free(&img);
+        free(t);
+    }
+    CHECK(accepted == 0, "%zu truncations accepted", accepted);
+    for (size_t i = 0; i < len; i++) {
+        uint8_t *t = malloc(len);
+        memcpy(t, good, len);
+        t[i] ^= 0x10;
+        dcz_status st = dcz_png_decode(t, len, &img, err, sizeof err);
+        accepted += st == DCZ_OK;
+        dcz_image_free(&img);
+        free(t);
+    }
+    CHECK(accepted == 0, "%zu byte changes accepted (every byte is covered by a CRC or the signature)", accepted);
+    CHECK(dcz_png_decode("GIF89a....", 10, &img, err, sizeof err) == DCZ_ERR_DATA && strstr(err, "not a PNG"),
+          "not a PNG: %s", err);
+    /* a valid header claiming 20000 x 20000 pixels: refused before any pixel buffer */
+    uint8_t *huge = malloc(len);
+    memcpy(huge, good, len);   /* the IHDR changed, its IDAT and IEND kept */
+    huge[16] = 0; huge[17] = 0; huge[18] = 0x4e; huge[19] = 0x20;   /* width 20000 */
+    huge[20] = 0; huge[21] = 0; huge[22] = 0x4e; huge[23] = 0x20;   /* height 20000 */
+    uint32_t crc = (uint32_t)crc32(crc32(0, Z_NULL, 0), huge + 12, 17);
+    huge[29] = (uint8_t)(crc >> 24); huge[30] = (uint8_t)(crc >> 16); huge[31] = (uint8_t)(crc >> 8); huge[32] = (uint8_t)crc;
+    CHECK(dcz_png_decode(huge, len, &img, err, sizeof err) == DCZ_ERR_DATA && strstr(err, "larger"), "huge: %s", err);
+    free(huge);
+    free(good);
+}
+
+/* ---- folder datasets ------------------------------------------------------------------ */
+
+static void put_file(const char *path, const void *p, size_t n)
+{
+    FILE *f = fopen(path, "wb");
+    if (!f || fwrite(p, 1, n, f) != n) abort();
+    fclose(f);
+}
+
+static void put_png(const char *dir, const char *name, uint32_t w, uint32_t h, uint16_t base)
+{
+    uint16_t v[64 * 3];
+    for (uint32_t i = 0; i < w * h; i++) v[i] = (uint16_t)((base + i) % 256);
+    size_t len;
+    uint8_t *b = gray8(w, h, v, &len);
+    char path[512];
+    snprintf(path, sizeof path, "%s/%s", dir, name);
+    put_file(path, b, len);
+    free(b);
+}
+
+static void rm_tree(const char *path)
+{
+    struct stat s;
+    if (lstat(path, &s) != 0) return;
+    if (S_ISDIR(s.st_mode)) {
+        DIR *d = opendir(path);
+        struct dirent *e;
+        while (d && (e = readdir(d)) != NULL) {
+            if (strcmp(e->d_name, ".") == 0 || strcmp(e->d_name, "..") == 0) continue;
+            char sub[1024];
+            snprintf(sub, sizeof sub, "%s/%s", path, e->d_name);
+            rm_tree(sub);
+        }
+        if (d) closedir(d);
+        rmdir(path);
+    } else unlink(path);
+}
+
+static char root[256];
+
+static void sub(char *out, size_t n, const char *rel) { snprintf(out, n, "%s/%s", root, rel); }
+
+/* ROOT/train/{bag,ant}: 3 and 2 images; ROOT/test/{ant,bag}: 1 each; 4 x 3 */
+static void make_tree(void)
+{
+    char p[512];
+    const char *dirs[] = { "train", "train/bag", "train/ant", "test", "test/ant", "test/bag" };
+    for (size_t k = 0; k < sizeof dirs / sizeof *dirs; k++) {
+        sub(p, sizeof p, dirs[k]);
+        mkdir(p, 0755);
+    }
+    sub(p, sizeof p, "train/bag");
+    put_png(p, "b1.png", 4, 3, 10);
+    put_png(p, "b0.PNG", 4, 3, 20);
+    put_png(p, "b2.png", 4, 3, 30);
+    put_file(strcat(p, "/.DS_Store"), "x", 1);   /* skipped */
+    sub(p, sizeof p, "train/ant");
+    put_png(p, "a0.png", 4, 3, 40);
+    put_png(p, "a1.png", 4, 3, 50);
+    sub(p, sizeof p, "test/ant");
+    put_png(p, "t.png", 4, 3, 60);
+    sub(p, sizeof p, "test/bag");
+    put_png(p, "t.png", 4, 3, 70);
+}
+
+/* Loads split of root expecting status want (and a message holding word). */
+static int load_expect(int split, dcz_status want, const char *word, dcz_dataset *d)
+{
+    char err[512] = "";
+    dcz_status st = dcz_data_load(root, split, d, err, sizeof err);
+    if (st != want || (word && !strstr(err, word))) {
+        fprintf(stderr, "    status %d (want %d): %s\n", (int)st, (int)want, err);
+        return 0;
+    }
+    return 1;
+}
+
+static void test_folders(void)
+{
+    snprintf(root, sizeof root, "/tmp/dcz-png-XXXXXX");
+    REQUIRE(mkdtemp(root), "mkdtemp");
+    make_tree();
+    dcz_dataset d;
+    CHECK(load_expect(DCZ_SPLIT_TRAIN, DCZ_OK, NULL, &d), "train loads");
+    CHECK(d.n == 5 && d.c == 1 && d.h == 3 && d.w == 4 && d.classes == 2, "n %zu c %u %ux%u classes %u", d.n, d.c,
+          d.w, d.h, d.classes);
+    /* class order: ant (0), bag (1); files by name: a0 a1, b0 b1 b2 */
+    const uint8_t labels[5] = { 0, 0, 1, 1, 1 };
+    const int bases[5] = { 40, 50, 20, 10, 30 };
+    for (size_t i = 0; i < d.n && i < 5; i++) {
+        CHECK(d.y[i] == labels[i], "label %zu", i);
+        CHECK(d.x[i * 12] == (float)bases[i] / 255.0f && d.x[i * 12 + 11] == (float)(bases[i] + 11) / 255.0f,
+              "sample %zu values", i);
+    }
+    const uint32_t hash = d.hash;
+    dcz_dataset_free(&d);
+    CHECK(load_expect(DCZ_SPLIT_TEST, DCZ_OK, NULL, &d) && d.n == 2 && d.y[0] == 0 && d.y[1] == 1 && d.classes == 2,
+          "test loads");
+    dcz_dataset_free(&d);
+
+    char p[512], q[512];
+    /* a colour image makes the split RGB */
+    sub(p, sizeof p, "train/ant/c.png");
+    uint16_t rgb[12 * 3];
+    for (int i = 0; i < 36; i++) rgb[i] = (uint16_t)(i * 7);
+    png_spec sp = { 4, 3, PNG_COLOR_TYPE_RGB, 8, 0, rgb, NULL, 0, NULL, 0, { 0 }, 0 };
+    size_t len;
+    uint8_t *b = png_encode(&sp, &len);
+    put_file(p, b, len);
+    free(b);
+    CHECK(load_expect(DCZ_SPLIT_TRAIN, DCZ_OK, NULL, &d) && d.c == 3 && d.n == 6, "colour: c %u", d.c);
+    if (d.c == 3 && d.n == 6) {   /* planar: ant/c.png (third) pixel 0 is (0, 7, 14); gray ones repeat */
+        CHECK(d.x[2 * 36] == 0 && d.x[2 * 36 + 12] == 7.0f / 255 && d.x[2 * 36 + 24] == 14.0f / 255, "colour planes");
+        CHECK(d.x[0] == 40.0f / 255 && d.x[12] == d.x[0] && d.x[24] == d.x[0], "gray repeated");
+    }
+    CHECK(d.hash != hash, "the hash follows the content");
+    dcz_dataset_free(&d);
+    unlink(p);
+
+    /* each refusal, then the tree put back */
+    sub(p, sizeof p, "train/empty");
+    mkdir(p, 0755);
+    CHECK(load_expect(DCZ_SPLIT_TRAIN, DCZ_ERR_DATA, "holds no PNG images", &d), "empty class folder");
+    CHECK(load_expect(DCZ_SPLIT_TEST, DCZ_ERR_DATA, "holds no PNG images", &d), "empty class, test split");
+    rmdir(p);
+    sub(p, sizeof p, "train/bag/notes.txt");
+    put_file(p, "hello", 5);
+    CHECK(load_expect(DCZ_SPLIT_TRAIN, DCZ_ERR_DATA, "notes.txt is not a PNG file", &d), "stray file");
+    unlink(p);
+    sub(p, sizeof p, "train/bag/broken.png");
+    put_file(p, "\x89PNG\r\n\x1a\nbroken", 14);
+    CHECK(load_expect(DCZ_SPLIT_TRAIN, DCZ_ERR_DATA, "broken.png", &d), "corrupt PNG");
+    put_file(p, "plain text", 10);
+    CHECK(load_expect(DCZ_SPLIT_TRAIN, DCZ_ERR_DATA, "not a PNG", &d), "text named .png");
+    unlink(p);
+    sub(p, sizeof p, "train/bag");
+    put_png(p, "wide.png", 5, 3, 0);
+    CHECK(load_expect(DCZ_SPLIT_TRAIN, DCZ_ERR_DATA, "one size", &d), "mixed sizes");
+    sub(p, sizeof p, "train/bag/wide.png");
+    unlink(p);
+    sub(p, sizeof p, "test/cat");
+    mkdir(p, 0755);
+    put_png(p, "c.png", 4, 3, 0);
+    CHECK(load_expect(DCZ_SPLIT_TEST, DCZ_ERR_DATA, "'cat' is not among", &d), "unknown test class");
+    sub(q, sizeof q, "test/cat/c.png");
+    unlink(q);
+    rmdir(p);
+    sub(p, sizeof p, "train/readme.txt");
+    put_file(p, "x", 1);
+    CHECK(load_expect(DCZ_SPLIT_TRAIN, DCZ_ERR_DATA, "not a class folder", &d), "file among classes");
+    unlink(p);
+    sub(p, sizeof p, "test");
+    sub(q, sizeof q, "elsewhere");
+    rename(p, q);
+    CHECK(load_expect(DCZ_SPLIT_TEST, DCZ_ERR_IO, "test", &d), "no test folder");
+    CHECK(load_expect(DCZ_SPLIT_TRAIN, DCZ_OK, NULL, &d), "train still loads");
+    dcz_dataset_free(&d);
+    rename(q, p);
+    CHECK(load_expect(DCZ_SPLIT_TEST, DCZ_OK, NULL, &d), "the tree is whole again");
+    dcz_dataset_free(&d);
+    rm_tree(root);
+}
+
+int main(void)
+{
+    RUN(test_decode_every_type);
+    RUN(test_scaling_matches_idx);
+    RUN(test_channels_and_alpha);
+    RUN(test_resize);
+    RUN(test_input_shape);
+    RUN(test_corrupt_files);
+    RUN(test_folders);
+    return check_summary();
+}

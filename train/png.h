@@ -1,0 +1,85 @@
+/* png.h: PNG images for dcz, read with libpng: one image into model input,
+ * and folders of PNG images as a dataset.
+ *
+ * Pixels are scaled as the IDX loader scales Fashion-MNIST: value / maximum
+ * (255 for 8-bit, 65535 for 16-bit), so an 8-bit gray PNG of a test image
+ * gives exactly the floats of its IDX sample. Palette images are expanded to
+ * RGB, transparency (alpha or tRNS) is composited over black, 1-, 2- and
+ * 4-bit gray is widened to 8 bits. Colour becomes gray by the ITU-R BT.601
+ * luma (299 R + 587 G + 114 B) / 1000, rounded, in integers (so an RGB
+ * image whose channels are equal gives exactly its gray value); gray
+ * becomes colour by repeating it.
+ *
+ * Tested by tests/unit/test_png.c; dcz_png_decode and dcz_image_to_sample
+ * are fuzzed by tests/fuzz/fuzz_png.c.
+ */
+#ifndef DCZ_TRAIN_PNG_H
+#define DCZ_TRAIN_PNG_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "dcz.h"
+#include "train/train.h"
+
+#define DCZ_PNG_MAX_VALUES ((uint64_t)1 << 24)   /* width x height x channels */
+
+/* A decoded image: h rows of w pixels of c interleaved channels (1 gray,
+ * 2 gray + alpha, 3 RGB, 4 RGBA), each 0..maxval. */
+typedef struct dcz_image {
+    uint32_t w, h, c;
+    uint32_t maxval;          /* 255 or 65535 */
+    uint16_t *pix;            /* (h, w, c), owned */
+} dcz_image;
+
+/* Nonzero when buf starts with the 8-byte PNG signature. */
+int dcz_png_sniff(const void *buf, size_t len);
+
+/* Decodes a whole PNG file held in memory. DCZ_ERR_DATA with a one-line
+ * reason in err for anything that is not a complete, valid PNG (bad
+ * signature, truncation, checksum or zlib errors, an image of more than
+ * DCZ_PNG_MAX_VALUES values); DCZ_ERR_NOMEM. *img is zeroed on failure. */
+dcz_status dcz_png_decode(const void *buf, size_t len, dcz_image *img, char *err, size_t errlen);
+
+/* Releases the pixels and zeroes img. NULL-safe. */
+void dcz_image_free(dcz_image *img);
+
+/* Nonzero when the image has no colour: one gray channel, or colour
+ * channels equal in every pixel. */
+int dcz_image_is_gray(const dcz_image *img);
+
+/* Converts img into one sample of c channels (1 or 3) of h x w floats in
+ * [0, 1], planar (C, H, W): alpha composited over black, channels converted
+ * (see above), values / maxval. When the image is not h x w, resize set
+ * resamples it (bilinear, widened to average every source pixel when
+ * shrinking); otherwise DCZ_ERR_SHAPE with the two sizes in err. out holds
+ * c * h * w floats. DCZ_ERR_ARG for another c or an empty size. */
+dcz_status dcz_image_to_sample(const dcz_image *img, uint32_t c, uint32_t h, uint32_t w, int resize, float *out,
+                               char *err, size_t errlen);
+
+/* The sample shape (c, h, w) an image gives for a model input of the
+ * given shape (one sample; rank 1 to 3): (C, H, W) with C 1 or 3; (H, W)
+ * gray; (D) a flat input of D = h w gray or 3 h w colour values of an image
+ * of its size, or with resize, a square of D = s s (gray) or 3 s s values.
+ * DCZ_ERR_SHAPE or DCZ_ERR_UNSUPPORTED with a reason in err. */
+dcz_status dcz_image_input_shape(const dcz_image *img, uint32_t rank, const uint32_t *dims, int resize,
+                                 uint32_t *c, uint32_t *h, uint32_t *w, char *err, size_t errlen);
+
+/* Loads one split of a folder dataset: ROOT/train/CLASS/NAME.png or
+ * ROOT/test/CLASS/NAME.png. Classes are the folders of ROOT/train (of
+ * ROOT/test when there is no ROOT/train) in byte order of their names,
+ * labelled 0, 1, ...; a split may lack some classes but may not add any.
+ * Names starting with '.' are skipped. Every other entry of a class folder
+ * must be a .png file (any case) that decodes, and every image must have
+ * the size of the first; a class folder without images, a file that is not
+ * a PNG, a corrupt image, a different size or more than 256 classes give
+ * DCZ_ERR_DATA with a one-line reason (a missing split folder DCZ_ERR_IO).
+ * Samples are gray (c 1) when every image is, else RGB (c 3); values as
+ * dcz_image_to_sample. The hash covers the file names, bytes and labels.
+ * dcz_data_load calls this for a directory holding train/ or test/. */
+dcz_status dcz_png_folder_load(const char *root, int split, dcz_dataset *out, char *err, size_t errlen);
+
+/* Nonzero when dir holds a train or test subdirectory (a PNG folder dataset). */
+int dcz_png_folder_is(const char *dir);
+
+#endif /* DCZ_TRAIN_PNG_H */
