@@ -10,22 +10,9 @@
 # counts as one failure.
 set -u
 cd "$(dirname "$0")/.."
-passed=0; failed=0; failures=()
+source tests/tally.bash
 log=build/tests/log; mkdir -p "$log"
 
-tally() { # name, exit code, output file
-    local name=$1 rc=$2 out=$3 line p f
-    line=$(grep -E '^[0-9]+ passed, [0-9]+ failed' "$out" | tail -n 1)
-    if [ -n "$line" ]; then
-        p=${line%% passed*}; f=${line#*passed, }; f=${f%% failed*}
-    else
-        p=0; f=0
-    fi
-    if [ "$rc" -ne 0 ] && [ "$f" -eq 0 ]; then f=1; fi
-    passed=$((passed + p)); failed=$((failed + f))
-    if [ "$f" -ne 0 ]; then failures+=("$name"); echo "FAIL $name (see $out)"; tail -n 20 "$out" | sed 's/^/    /'
-    else echo "ok   $name ($p)"; fi
-}
 
 for t in build/tests/test_*; do
     [ -x "$t" ] || continue

@@ -7,24 +7,10 @@
 set -u
 cd "$(dirname "$0")/.."
 build=${1:?usage: run_runtime.sh BUILD [RUNNER...]}; shift
-passed=0; failed=0; failures=()
+source tests/tally.bash
 log=$build/tests/log; mkdir -p "$log"
 start=$(date +%s)
 
-tally() { # name, exit code, output file
-    local name=$1 rc=$2 out=$3 line p f
-    line=$(grep -E '^[0-9]+ passed, [0-9]+ failed' "$out" | tail -n 1)
-    if [ -n "$line" ]; then
-        p=${line%% passed*}; f=${line#*passed, }; f=${f%% failed*}
-    else
-        p=0; f=0
-    fi
-    if [ "$rc" -ne 0 ] && [ "$f" -eq 0 ]; then f=1; fi
-    passed=$((passed + p)); failed=$((failed + f))
-    if [ "$f" -ne 0 ]; then failures+=("$name"); echo "FAIL $name (see $out)"; tail -n 20 "$out" | sed 's/^/    /'
-    else echo "ok   $name ($p)"; fi
-    grep '^SKIP' "$out" | sed 's/^/    /'
-}
 
 for t in test_kernels test_qkernels test_static; do
     out=$log/$t.out
