@@ -5,7 +5,8 @@
 #   make demo         LeNet-300-100 on Fashion-MNIST through the whole pipeline
 #                     (MODEL=lenet5 or MODEL=cnn for the convolutional ones)
 #   make bench        benchmarks (ratios against baselines of the same run),
-#                     and a LeNet-5 training epoch next to PyTorch when installed
+#                     a LeNet-5 training epoch and batch-1 LeNet latency next
+#                     to PyTorch when installed
 #   make fuzz         libFuzzer targets (needs clang)
 #   make install PREFIX=/usr/local
 #   make CROSS=aarch64-linux-gnu-
@@ -176,6 +177,7 @@ bench: deps
 	@$(MAKE) --no-print-directory bin/dcz $(BENCH_BIN)
 	@for b in $(filter-out $(BUILD)/bench/bench_train,$(BENCH_BIN)); do $$b || exit 1; done
 	@bash bench/train_epoch.sh
+	@bash bench/latency.sh 1
 
 # The runtime tests on 64-bit Arm: cross-built (make CROSS=...) and run
 # under qemu-user, without sanitizers; SKIP when a tool is missing.
