@@ -511,6 +511,9 @@ static int open_stage(verb_ctx *v, dcz_doc **doc, dcz_net **net, dcz_dataset *tr
         cli_error("%s: %s: %s", v->verb, v->pos[0], dcz_status_str(s));
         return cli_exit_code(s, 1);
     }
+    if ((*doc)->calib)
+        cli_note(v, "%s: %s is calibrated; its table does not fit changed weights and is not kept "
+                 "(run dcz calibrate on the output)", v->verb, v->pos[0]);
     if (!*have_data) return -1;
     rc = stage_load_data(v, DCZ_SPLIT_TRAIN, train);
     if (rc == -1) rc = stage_load_data(v, DCZ_SPLIT_TEST, test);

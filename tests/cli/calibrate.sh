@@ -29,6 +29,12 @@ in_bytes=$(stat -c %s "$T/mlp.dcz"); out_bytes=$(stat -c %s "$T/int8.dcz")
 "$DCZ" info "$T/int8.dcz" > "$T/info.txt" || fail "info"
 grep -q 'int8' "$T/info.txt" || fail "info does not show the int8 weights: $(cat "$T/info.txt")"
 
+# a stage that changes weights drops the table, and says so
+"$DCZ" prune "$T/int8.dcz" --sparsity 0.5 -o "$T/pruned.dcz" > /dev/null 2> "$T/prune.err" || fail "prune calibrated"
+grep -q 'is calibrated' "$T/prune.err" || fail "no note on the dropped table: $(cat "$T/prune.err")"
+"$DCZ" eval "$T/pruned.dcz" --data $D --json > "$T/ep.json" || fail "eval pruned"
+[ "$(json_field scheme "$T/ep.json")" = fp32 ] || fail "a pruned calibrated model kept its table"
+
 # fixed point: 16 bits within 0.2 points, 8 bits runs
 "$DCZ" calibrate "$T/mlp.dcz" --data $D --scheme fixed16 --calib-batches 2 --json -q -o "$T/f16.dcz" \
     > "$T/c16.json" || fail "calibrate fixed16"
