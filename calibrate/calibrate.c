@@ -307,42 +307,50 @@ dcz_status dcz_cal_apply(dcz_doc *d, uint32_t scheme, const dcz_cal_collect *c,
 
 dcz_status dcz_cal_install(dcz_doc *d, dcz_doc_calib *t)
 {
-    dcz_doc_calib_free(d->calib);
-    d->calib = NULL;
+    /* every check first: on failure d is left as it was */
+    dcz_status s = dcz_doc_calib_fits(d, t, 0);
+    if (s != DCZ_OK) {
+        dcz_doc_calib_free(t);
+        return s;
+    }
     const int32_t qmax = dcz_scheme_qmax(t->scheme);
+    float **scales = calloc(t->count, sizeof *scales);
+    if (!scales) { dcz_doc_calib_free(t); return DCZ_ERR_NOMEM; }
+    for (uint32_t j = 0; j < t->count; j++) {
+        scales[j] = malloc(t->e[j].nw * sizeof **scales);
+        if (!scales[j]) {
+            for (uint32_t k = 0; k < j; k++) free(scales[k]);
+            free(scales);
+            dcz_doc_calib_free(t);
+            return DCZ_ERR_NOMEM;
+        }
+        memcpy(scales[j], t->e[j].w_scale, t->e[j].nw * sizeof **scales);
+    }
     for (uint32_t j = 0; j < t->count; j++) {
         const dcz_doc_calib_entry *e = &t->e[j];
-        if (qmax == 0 || e->layer >= d->nlayers || !weighted(d->layers[e->layer].op)) {
-            dcz_doc_calib_free(t);
-            return DCZ_ERR_FORMAT;
-        }
         dcz_doc_tensor *w = &d->layers[e->layer].t[0];
-        if (e->nw != 1 && e->nw != w->dims[0]) { dcz_doc_calib_free(t); return DCZ_ERR_FORMAT; }
-        if (w->enc != DCZ_ENC_F32 && w->enc != DCZ_ENC_F16 && !DCZ_ENC_IS_INT(w->enc)) continue;
+        if (w->enc != DCZ_ENC_F32 && w->enc != DCZ_ENC_F16 && !DCZ_ENC_IS_INT(w->enc)) {
+            free(scales[j]);
+            continue;
+        }
         /* dense weights: integers on disk, values exactly what is stored */
-        float *scale = malloc(e->nw * sizeof *scale);
-        if (!scale) { dcz_doc_calib_free(t); return DCZ_ERR_NOMEM; }
-        memcpy(scale, e->w_scale, e->nw * sizeof *scale);
         free(w->scale);
-        w->scale = scale;
+        w->scale = scales[j];
         w->nscale = e->nw;
         w->enc = qmax == 127 ? DCZ_ENC_I8 : DCZ_ENC_I16;
         const size_t per = w->n / e->nw;
         for (size_t i = 0; i < w->n; i++) {
-            double q = (double)w->values[i] / scale[i / per];
+            double q = (double)w->values[i] / w->scale[i / per];
             q = q >= 0 ? floor(q + 0.5) : -floor(-q + 0.5);
             if (!(q >= -qmax)) q = -qmax;
             if (q > qmax) q = qmax;
-            w->values[i] = (float)q * scale[i / per];
+            w->values[i] = (float)q * w->scale[i / per];
         }
     }
+    free(scales);
+    dcz_doc_calib_free(d->calib);
     d->calib = t;
-    dcz_status s = dcz_doc_calib_check(d);
-    if (s != DCZ_OK) {
-        dcz_doc_calib_free(d->calib);
-        d->calib = NULL;
-    }
-    return s;
+    return dcz_doc_calib_check(d);
 }
 
 /* ---- SQNR ---------------------------------------------------------------------- */

@@ -79,9 +79,12 @@ typedef struct dcz_cal_result {
 dcz_status dcz_cal_apply(dcz_doc *d, uint32_t scheme, const dcz_cal_collect *c,
                          const dcz_cal_layer_cfg *cfg, dcz_cal_result *res);
 
-/* Installs table t into d (d takes it, also on failure): replaces any
+/* Installs table t into d (t is taken, also on failure): replaces any
  * earlier table and re-encodes dense weights as integers on the table's
- * weight scales. DCZ_ERR_FORMAT when t does not fit d's graph. */
+ * weight scales. Every check comes first: DCZ_ERR_FORMAT when t does not fit
+ * d's graph (dcz_doc_calib_fits), and d is then unchanged. A table that fits
+ * may still be one the runtime refuses to run (sums beyond the accumulator's
+ * range, docs/FORMAT.md); writers load their output once to find out. */
 dcz_status dcz_cal_install(dcz_doc *d, dcz_doc_calib *t);
 
 /* Signal-to-quantization-noise ratio of each weighted layer's output,
@@ -101,10 +104,13 @@ dcz_status dcz_cal_sqnr(const uint8_t *fbuf, size_t flen, const uint8_t *qbuf, s
 dcz_status dcz_cal_table_format(const dcz_doc *d, const char *method, size_t samples,
                                 char **text);
 /* Parses text into a new table for d: layer names and indexes must be d's
- * weighted layers. method (mlen bytes) receives the method line. On failure
- * err says which line is wrong; DCZ_ERR_DATA. */
+ * weighted layers. method (mlen bytes) receives the method line, *samples
+ * (may be NULL) the samples line (0 if absent). A '#' starts a comment at
+ * the start of a line or after a space or tab. On failure err says which
+ * line is wrong; DCZ_ERR_DATA. */
 dcz_status dcz_cal_table_parse(const char *text, const dcz_doc *d, dcz_doc_calib **out,
-                               char *method, size_t mlen, char *err, size_t errlen);
+                               char *method, size_t mlen, size_t *samples, char *err,
+                               size_t errlen);
 
 /* Names: "int8", "fixed8", "fixed16" and the methods ("percentile" alone
  * for any percentile). */

@@ -101,6 +101,9 @@ static int parse_hex64(const char *s, uint64_t *v)
 {
     char *end;
     if (!*s) return 0;
+    for (const char *p = s; *p; p++)   /* hex digits only: no sign, no 0x */
+        if (!((*p >= '0' && *p <= '9') || (*p >= 'a' && *p <= 'f') || (*p >= 'A' && *p <= 'F')))
+            return 0;
     errno = 0;
     unsigned long long x = strtoull(s, &end, 16);
     if (errno || *end || strlen(s) > 16) return 0;
@@ -124,6 +127,7 @@ typedef struct parse_state {
     int have_scheme, have_format, have_model, have_data;
     int have_index, have_in, have_w;
     char (*names)[DCZ_MAX_NAME + 1];   /* (c->count) the [name] of each entry */
+    size_t samples;
 } parse_state;
 
 static dcz_status close_layer(parse_state *st, unsigned line, char *err, size_t errlen)
@@ -206,7 +210,13 @@ static dcz_status parse_head_key(parse_state *st, const char *key, const char *v
     } else if (strcmp(key, "data_hash") == 0) {
         if (!parse_hex64(val, &st->c->data_hash)) return fail(err, errlen, line, "bad data_hash");
         st->have_data = 1;
-    } else if (strcmp(key, "samples") != 0) {
+    } else if (strcmp(key, "samples") == 0) {
+        char *end;
+        errno = 0;
+        unsigned long long n = strtoull(val, &end, 10);
+        if (*end || end == val || errno || *val == '-') return fail(err, errlen, line, "bad samples");
+        st->samples = (size_t)n;
+    } else {
         return fail(err, errlen, line, "unknown key");
     }
     return DCZ_OK;
@@ -221,8 +231,9 @@ static dcz_status parse_lines(char *text, parse_state *st, char *method, size_t 
         line++;
         next = strchr(l, '\n');
         if (next) *next++ = 0;
-        char *hash = strchr(l, '#');
-        if (hash) *hash = 0;
+        /* a comment starts a line or follows a blank: names may hold '#' */
+        for (char *h = l; *h; h++)
+            if (*h == '#' && (h == l || h[-1] == ' ' || h[-1] == '\t')) { *h = 0; break; }
         l = trim(l);
         if (!*l) continue;
         if (*l == '[') {
@@ -262,7 +273,8 @@ static dcz_status parse_lines(char *text, parse_state *st, char *method, size_t 
 }
 
 dcz_status dcz_cal_table_parse(const char *text, const dcz_doc *d, dcz_doc_calib **out,
-                               char *method, size_t mlen, char *err, size_t errlen)
+                               char *method, size_t mlen, size_t *samples, char *err,
+                               size_t errlen)
 {
     *out = NULL;
     if (mlen) *method = 0;
@@ -311,6 +323,7 @@ dcz_status dcz_cal_table_parse(const char *text, const dcz_doc *d, dcz_doc_calib
     }
     *out = st.c;
     st.c = NULL;
+    if (samples) *samples = st.samples;
     s = DCZ_OK;
 done:
     dcz_doc_calib_free(st.c);

@@ -86,6 +86,7 @@ static int method_parse(const char *s, dcz_cal_method *m, double *pct)
 typedef struct cal_opts {
     const char *scheme, *method, *granularity, *table, *save_table;
     int calib_batches, batch, calib_order, compare, force;
+    int scheme_given;         /* --scheme on the command line */
 } cal_opts;
 
 typedef struct cal_run {
@@ -266,7 +267,8 @@ static int write_table(const verb_ctx *v, const cal_run *run, const char *path, 
 /* --table FILE: install a table made earlier; it must be keyed to this
  * model (and to this data and method when they are given) unless --force. */
 static int import_table(const verb_ctx *v, const cal_opts *o, dcz_doc *doc,
-                        const dcz_dataset *train, int have_train, char *method, size_t mlen)
+                        const dcz_dataset *train, int have_train, char *method, size_t mlen,
+                        size_t *samples)
 {
     uint8_t *text;
     size_t len;
@@ -278,7 +280,7 @@ static int import_table(const verb_ctx *v, const cal_opts *o, dcz_doc *doc,
     if (memchr(z, 0, len)) { free(z); cli_error("calibrate: %s: not a text file", o->table); return EXIT_BAD_INPUT; }
     char err[256];
     dcz_doc_calib *t;
-    s = dcz_cal_table_parse(z, doc, &t, method, mlen, err, sizeof err);
+    s = dcz_cal_table_parse(z, doc, &t, method, mlen, samples, err, sizeof err);
     free(z);
     if (s != DCZ_OK) {
         cli_error("calibrate: %s: %s", o->table, s == DCZ_ERR_DATA ? err : dcz_status_str(s));
@@ -296,6 +298,7 @@ static int import_table(const verb_ctx *v, const cal_opts *o, dcz_doc *doc,
         free(idx);
     }
     if (!why && o->method && strcmp(o->method, method) != 0) why = "it was made by another method";
+    if (!why && o->scheme_given && dcz_cal_scheme_parse(o->scheme) != t->scheme) why = "it is for another scheme";
     if (why && !o->force) {
         cli_error("calibrate: %s: refused: %s; --force installs it anyway", o->table, why);
         dcz_doc_calib_free(t);
@@ -305,6 +308,26 @@ static int import_table(const verb_ctx *v, const cal_opts *o, dcz_doc *doc,
     t->model_hash = mh;
     if ((s = dcz_cal_install(doc, t)) != DCZ_OK) return cli_fail(v, s, "installing the table");
     return -1;
+}
+
+/* A table can fit the graph and still ask for sums beyond the integer
+ * accumulators' range (docs/FORMAT.md, "Integer execution"): load the
+ * result once, as libdcz will, before writing anything. */
+static int check_runs(const verb_ctx *v, dcz_doc *d)
+{
+    uint8_t *buf;
+    size_t len;
+    dcz_status s = dcz_doc_write(d, &buf, &len);
+    if (s != DCZ_OK) return cli_fail(v, s, "encoding");
+    dcz_model *m = NULL;
+    s = dcz_open_memory(buf, len, NULL, &m);
+    dcz_close(m);
+    free(buf);
+    if (s == DCZ_OK) return -1;
+    cli_error("calibrate: libdcz would refuse to run the result on integers (%s): its scales make "
+              "sums leave the accumulators' range (docs/FORMAT.md, \"Integer execution\")",
+              dcz_status_str(s));
+    return EXIT_BAD_INPUT;
 }
 
 static void print_json(const verb_ctx *v, uint32_t scheme, double fp32, const cal_run *runs,
@@ -350,7 +373,7 @@ static void print_json(const verb_ctx *v, uint32_t scheme, double fp32, const ca
 
 int cmd_calibrate(verb_ctx *v)
 {
-    cal_opts o = { "int8", NULL, NULL, NULL, NULL, 10, 100, 0, 0, 0 };
+    cal_opts o = { NULL, NULL, NULL, NULL, NULL, 10, 100, 0, 0, 0, 0 };
     const opt_spec specs[] = {
         { "scheme", 0, OPT_STR, &o.scheme, "int8 (default), fixed8 or fixed16" },
         { "method", 0, OPT_STR, &o.method,
@@ -383,7 +406,9 @@ int cmd_calibrate(verb_ctx *v)
                  "Scales do not depend on the order or batch size of the calibration samples.";
     int rc = cli_parse(v, specs, 1, 1);
     if (rc != -1) return rc;
-    const uint32_t scheme = dcz_cal_scheme_parse(o.scheme);
+    o.scheme_given = o.scheme != NULL;
+    if (!o.scheme) o.scheme = "int8";
+    uint32_t scheme = dcz_cal_scheme_parse(o.scheme);
     if (!scheme) { cli_usage_error(v, "--scheme must be int8, fixed8 or fixed16, not '%s'", o.scheme); return EXIT_USAGE; }
     if (o.calib_batches < 1 || o.batch < 1) { cli_usage_error(v, "--calib-batches and --batch must be at least 1"); return EXIT_USAGE; }
     if (!o.table && !v->c.data) { cli_usage_error(v, "calibrate needs --data (or --table FILE)"); return EXIT_USAGE; }
@@ -423,10 +448,11 @@ int cmd_calibrate(verb_ctx *v)
 
     if (o.table) {
         cal_run *r = &runs[nruns++];
-        rc = import_table(v, &o, doc, &train, v->c.data != NULL, r->method, sizeof r->method);
+        rc = import_table(v, &o, doc, &train, v->c.data != NULL, r->method, sizeof r->method, &n);
         if (rc != -1) goto done;
         r->doc = doc;
         doc = NULL;
+        scheme = r->doc->calib->scheme; /* the table's */
     } else {
         if ((rc = calib_samples(v, &o, &train, &idx, &n)) != -1) goto done;
         progress p;
@@ -464,6 +490,7 @@ int cmd_calibrate(verb_ctx *v)
             goto done;
     }
     cal_run *r = &runs[best];
+    if ((rc = check_runs(v, r->doc)) != -1) goto done;
     char extra[512];
     snprintf(extra, sizeof extra, "scheme = %s\nmethod = %s\ncalib_samples = %zu\n"
              "model_hash = %016llx\ncalib_data_hash = %016llx\n",

@@ -512,6 +512,11 @@ dcz_status dcz_tensor_next(dcz_cur *cur, dcz_tensor_view *t)
             if (!(f >= DCZ_SCALE_MIN && f <= DCZ_SCALE_MAX)) return DCZ_ERR_FORMAT;
         }
         TRY(dcz_rd_bytes(&pc, (size_t)t->n * width, &t->payload));
+        /* symmetric ranges: -128 and -32768 are not values of the format */
+        for (uint64_t i = 0; i < t->n; i++)
+            if (width == 1 ? t->payload[i] == 0x80
+                           : t->payload[2 * i] == 0 && t->payload[2 * i + 1] == 0x80)
+                return DCZ_ERR_FORMAT;
         break;
     }
     case DCZ_ENC_SPARSE_F32: {

@@ -121,6 +121,10 @@ dcz_status dcz_doc_layer_check_params(const dcz_doc_layer *l);
  * weighted layer, and int tensor scales equal to the table's weight scales.
  * DCZ_ERR_FORMAT otherwise. */
 dcz_status dcz_doc_calib_check(const dcz_doc *d);
+/* The same checks of table c against d's graph; int_weights 0 leaves out
+ * the comparison with the scales of I8 and I16 weights (for a table about
+ * to replace them). */
+dcz_status dcz_doc_calib_fits(const dcz_doc *d, const dcz_doc_calib *c, int int_weights);
 
 /* Appends a stage record (copied). */
 dcz_status dcz_doc_add_stage(dcz_doc *d, const char *text);

@@ -240,8 +240,11 @@ static dcz_status read_calib(const uint8_t *p, size_t len, dcz_doc *d)
 
 dcz_status dcz_doc_calib_check(const dcz_doc *d)
 {
-    const dcz_doc_calib *c = d->calib;
-    if (!c) return DCZ_OK;
+    return d->calib ? dcz_doc_calib_fits(d, d->calib, 1) : DCZ_OK;
+}
+
+dcz_status dcz_doc_calib_fits(const dcz_doc *d, const dcz_doc_calib *c, int int_weights)
+{
     if (dcz_scheme_qmax(c->scheme) == 0 || c->count == 0) return DCZ_ERR_FORMAT;
     uint32_t next = 0, first = UINT32_MAX, last = 0;
     for (uint32_t i = 0; i < d->nlayers; i++) {
@@ -254,8 +257,9 @@ dcz_status dcz_doc_calib_check(const dcz_doc *d)
         for (uint32_t j = 0; j < e->nw; j++)
             if (!dcz_scale_ok(c->scheme, e->w_scale[j])) return DCZ_ERR_FORMAT;
         const dcz_doc_tensor *w = &l->t[0];
-        if (DCZ_ENC_IS_INT(w->enc)) {
+        if (int_weights && DCZ_ENC_IS_INT(w->enc)) {
             if (w->nscale != e->nw) return DCZ_ERR_FORMAT;
+            if (dcz_scheme_qmax(c->scheme) == 127 && w->enc == DCZ_ENC_I16) return DCZ_ERR_FORMAT;
             for (uint32_t j = 0; j < e->nw; j++)
                 if (dcz_f32_bits(w->scale[j]) != dcz_f32_bits(e->w_scale[j])) return DCZ_ERR_FORMAT;
         }

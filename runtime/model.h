@@ -127,7 +127,8 @@ typedef struct dcz_exec_layer {
     int64_t *qbias;         /* weighted: (channels) bias in accumulator units */
     int32_t *rq_mult;       /* weighted but the last: (channels) requantization to */
     uint8_t *rq_shift;      /*   the next weighted layer's in_scale (dcz_requant) */
-    float *out_scale;       /* the last weighted layer: (channels) accumulator to float */
+    double *out_scale;      /* the last weighted layer: (channels) accumulator to float,
+                               s_in * s_w[c] exactly */
 } dcz_exec_layer;
 
 struct dcz_model {
@@ -162,6 +163,14 @@ typedef struct dcz_arena {
 
 /* bytes at a DCZ_ARENA_ALIGN boundary of the block (NULL while sizing) */
 void *dcz_arena_take(dcz_arena *a, uint64_t bytes);
+
+/* The requantization constants of a scale ratio M > 0: M ~ mult 2^-shift
+ * with mult < 2^31 and shift <= 62; mult is odd unless shift is 0 (a power
+ * of two becomes a pure shift or a pure multiply); for M below 2^-31 the
+ * mantissa keeps the bits a 62-bit shift allows (mult may become 0). M = 0
+ * gives 0, 0. DCZ_ERR_UNSUPPORTED for M >= 2^31, DCZ_ERR_FORMAT for M < 0
+ * or NaN. docs/FORMAT.md ("Integer execution") states the same steps. */
+dcz_status dcz_requant_params(double M, int32_t *mult, uint8_t *shift);
 
 /* Builds the integer form of a weighted layer whose float form the loader
  * has made (l->w for dense weights, l->sp for sparse ones) from its weight
@@ -256,9 +265,8 @@ void dcz_global_avgpool_ref(uint32_t channels, uint32_t plane, const float *x, s
 int64_t dcz_round_shift(int64_t v, unsigned shift);
 
 /* Requantization of output channel c: y = clamp(round_shift(acc * mult[c],
- * shift[c]), -qmax, qmax). The loader keeps |acc * mult| below 2^62 or uses
- * shift 0 with a power-of-two mult, where a product past the range only
- * saturates. */
+ * shift[c]), -qmax, qmax). The loader keeps |acc * mult| below 2^62 where
+ * shift > 0; with shift 0 a product past the range only saturates. */
 typedef struct dcz_requant {
     const int32_t *mult;      /* (channels), >= 0 */
     const uint8_t *shift;     /* (channels), <= 62 */

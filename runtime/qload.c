@@ -16,8 +16,9 @@
  * floating-point work here happens once, at load; the kernels that run
  * (kernels_int.c) only multiply, add and shift integers.
  *
- * Checked by tests/unit/test_qmodel.c (integer execution against float,
- * requantization constants, refusals) and tests/fuzz/fuzz_dcz.c.
+ * Checked by tests/unit/test_calibrate.c (integer execution against float
+ * and against a fixed-point model computed by hand, requantization
+ * constants, refusals), tests/unit/test_static.c and tests/fuzz/fuzz_dcz.c.
  */
 #include <math.h>
 #include <string.h>
@@ -46,7 +47,8 @@ dcz_status dcz_qload_weights(dcz_arena *a, uint32_t scheme, const dcz_tensor_vie
     const uint32_t rows = w->dims[0], cols = (uint32_t)(w->n / w->dims[0]);
     if (e->nw != 1 && e->nw != rows) return DCZ_ERR_FORMAT;
     if (DCZ_ENC_IS_INT(w->enc)) {
-        if (w->nscale != e->nw) return DCZ_ERR_FORMAT;
+        /* an 8-bit scheme takes I8 weights only (docs/FORMAT.md) */
+        if (w->nscale != e->nw || (qmax == 127 && w->enc == DCZ_ENC_I16)) return DCZ_ERR_FORMAT;
         for (uint32_t i = 0; i < e->nw; i++)
             if (dcz_le32(w->scales + (size_t)i * 4) != dcz_le32(e->w_scale + (size_t)i * 4))
                 return DCZ_ERR_FORMAT;
@@ -57,7 +59,7 @@ dcz_status dcz_qload_weights(dcz_arena *a, uint32_t scheme, const dcz_tensor_vie
     int64_t *qbias = dcz_arena_take(a, (uint64_t)rows * 8);
     int32_t *mult = dcz_arena_take(a, (uint64_t)rows * 4);
     uint8_t *shift = dcz_arena_take(a, rows);
-    float *out_scale = dcz_arena_take(a, (uint64_t)rows * 4);
+    double *out_scale = dcz_arena_take(a, (uint64_t)rows * 8);
     uint32_t *row_ptr = NULL;
     uint8_t *step = NULL;
     int16_t *qval = NULL, *qtab = NULL;
@@ -123,9 +125,7 @@ dcz_status dcz_qload_weights(dcz_arena *a, uint32_t scheme, const dcz_tensor_vie
     return DCZ_OK;
 }
 
-/* M = mult * 2^-shift with mult < 2^31 and shift <= 62, mult odd unless
- * shift is 0 (so a power of two is a pure shift, or a pure multiply). */
-static dcz_status requant_of(double M, int32_t *mult, uint8_t *shift)
+dcz_status dcz_requant_params(double M, int32_t *mult, uint8_t *shift)
 {
     *mult = 0;
     *shift = 0;
@@ -140,11 +140,7 @@ static dcz_status requant_of(double M, int32_t *mult, uint8_t *shift)
         m >>= (sh - 62 < 63 ? sh - 62 : 62);
         sh = 62;
     }
-    while (sh < 0) {                         /* M >= 2^31 */
-        if (m > (INT32_MAX >> 1)) return DCZ_ERR_UNSUPPORTED;
-        m <<= 1;
-        sh++;
-    }
+    if (sh < 0) return DCZ_ERR_UNSUPPORTED;  /* M >= 2^31 */
     *mult = (int32_t)m;
     *shift = (uint8_t)sh;
     return DCZ_OK;
@@ -174,7 +170,7 @@ static dcz_status finish_weighted(dcz_exec_layer *l, int32_t qmax)
         const double qb = b >= 0 ? floor(b + 0.5) : -floor(-b + 0.5);
         if (!(fabs(qb) < 0x1p46)) return DCZ_ERR_UNSUPPORTED;
         l->qbias[c] = (int64_t)qb;
-        l->out_scale[c] = (float)unit;
+        l->out_scale[c] = unit;
         if (!(acc_bound(l, c, qmax) < limit)) return DCZ_ERR_UNSUPPORTED;
     }
     return DCZ_OK;
@@ -187,7 +183,7 @@ static dcz_status requant_link(dcz_exec_layer *l, float next_in_scale, int32_t q
 {
     for (uint32_t c = 0; c < l->channels; c++) {
         const double M = (double)l->in_scale * l->w_scale[c] / next_in_scale;
-        TRY(requant_of(M, &l->rq_mult[c], &l->rq_shift[c]));
+        TRY(dcz_requant_params(M, &l->rq_mult[c], &l->rq_shift[c]));
         if (l->rq_shift[c] > 0 && !(acc_bound(l, c, qmax) * l->rq_mult[c] < 0x1p62))
             return DCZ_ERR_UNSUPPORTED;
     }

@@ -47,28 +47,31 @@ static dcz_status ensure_act(dcz_model *m, size_t batch)
 /* ---- integer layers ------------------------------------------------------ */
 
 /* The float input of the first weighted layer on its scale: round(x / s)
- * half away from zero, clamped to the scheme's range; NaN gives 0. */
+ * half away from zero, clamped to the scheme's range; NaN gives 0. The
+ * quotient is taken in double, where it is exact enough that the rounding
+ * is that of the real quotient (x and s have 24-bit mantissas). */
 static void quantize_input(const float *x, size_t n, float scale, int32_t qmax, dcz_q *y)
 {
     for (size_t i = 0; i < n; i++) {
-        float v = x[i] / scale;
+        double v = (double)x[i] / scale;
         if (v != v) v = 0;
-        v = v >= 0 ? floorf(v + 0.5f) : -floorf(-v + 0.5f);
-        if (v > (float)qmax) v = (float)qmax;
-        if (v < (float)-qmax) v = (float)-qmax;
+        v = v >= 0 ? floor(v + 0.5) : -floor(-v + 0.5);
+        if (v > qmax) v = qmax;
+        if (v < -qmax) v = -qmax;
         y[i] = (dcz_q)v;
     }
 }
 
-/* acc (batch, channels, plane) to float by each channel's scale */
+/* acc (batch, channels, plane) to float: acc times its channel's scale
+ * s_in s_w[c], in double, rounded once to float */
 static void dequantize(const int64_t *acc, size_t batch, uint32_t channels, uint32_t plane,
-                       const float *scale, float *y)
+                       const double *scale, float *y)
 {
     for (size_t b = 0; b < batch; b++)
         for (uint32_t c = 0; c < channels; c++)
             for (uint32_t p = 0; p < plane; p++) {
                 const size_t i = (b * channels + c) * plane + p;
-                y[i] = (float)acc[i] * scale[c];
+                y[i] = (float)((double)acc[i] * scale[c]);
             }
 }
 

@@ -71,6 +71,16 @@ expect 0 "$DCZ" calibrate "$T/retrained.dcz" --table "$T/a.txt" --force -q -o "$
 # other calibration data than the table's is refused too
 expect 2 "$DCZ" calibrate "$T/mlp.dcz" --table "$T/a.txt" --data $D --calib-batches 3 -o "$T/y.dcz"
 grep -q 'data_hash' "$T/err" || fail "data hash message: $(cat "$T/err")"
+# a table whose scales the runtime cannot run on integers: refused before writing
+awk '/^\[fc1\]/ { s = 1 } /^\[fc2\]/ { s = 2 }
+     s == 1 && /^in_scale/ { $0 = "in_scale = 0x1p+40" } s == 1 && /^w_scale/ { $0 = "w_scale = 0x1p+40" }
+     s == 2 && /^in_scale/ { $0 = "in_scale = 0x1p-40" } { print }' "$T/a.txt" > "$T/huge.txt"
+expect 2 "$DCZ" calibrate "$T/mlp.dcz" --table "$T/huge.txt" --force -o "$T/x4.dcz"
+grep -q 'refuse to run' "$T/err" || fail "range message: $(cat "$T/err")"
+[ ! -e "$T/x4.dcz" ] || fail "an unrunnable table was written"
+# a table of another scheme than --scheme asks for
+expect 2 "$DCZ" calibrate "$T/mlp.dcz" --table "$T/a.txt" --scheme fixed8 -o "$T/x4.dcz"
+grep -q 'another scheme' "$T/err" || fail "scheme message: $(cat "$T/err")"
 # a damaged table
 sed 's/^in_scale = 0x/in_scale = zz/' "$T/a.txt" > "$T/bad.txt"
 expect 2 "$DCZ" calibrate "$T/mlp.dcz" --table "$T/bad.txt" -o "$T/x2.dcz"

@@ -336,13 +336,15 @@ static void test_table_text(void)
     fill_cfg(cfg, 4, DCZ_CAL_ENTROPY, 1);
     REQUIRE(dcz_cal_apply(d, DCZ_SCHEME_INT8, &c, cfg, res) == DCZ_OK, "apply");
     char *text, method[32], err[256];
+    size_t samples = 0;
     REQUIRE(dcz_cal_table_format(d, "entropy", 200, &text) == DCZ_OK, "format");
     dcz_doc_calib *back;
-    CHECK(dcz_cal_table_parse(text, fresh, &back, method, sizeof method, err, sizeof err) == DCZ_OK,
+    CHECK(dcz_cal_table_parse(text, fresh, &back, method, sizeof method, &samples, err, sizeof err) == DCZ_OK,
           "parse: %s", err);
     if (back) {
         CHECK(same_table(back, d->calib), "table changed through text");
         CHECK(strcmp(method, "entropy") == 0, "method '%s'", method);
+        CHECK(samples == 200, "samples %zu", samples);
         /* installing it into the float model gives the same file */
         REQUIRE(dcz_cal_install(fresh, back) == DCZ_OK, "install");
         uint8_t *a, *b;
@@ -362,6 +364,8 @@ static void test_table_text(void)
         { "in_scale =", "in_scale = -1 #" },
         { "model_hash =", "model_hash = xyz #" },
         { "[conv2]", "oops" },
+        { "model_hash = ", "model_hash = -" },
+        { "samples = 200", "samples = -3" },
     };
     for (size_t i = 0; i < sizeof edits / sizeof edits[0]; i++) {
         const char *at = strstr(text, edits[i][0]);
@@ -370,7 +374,7 @@ static void test_table_text(void)
         char *bad = malloc(n);
         snprintf(bad, n, "%.*s%s%s", (int)(at - text), text, edits[i][1], at + strlen(edits[i][0]));
         dcz_doc_calib *t = NULL;
-        dcz_status s = dcz_cal_table_parse(bad, fresh, &t, method, sizeof method, err, sizeof err);
+        dcz_status s = dcz_cal_table_parse(bad, fresh, &t, method, sizeof method, NULL, err, sizeof err);
         CHECK(s == DCZ_ERR_DATA && !t && err[0], "edit %zu accepted ('%s')", i, edits[i][1]);
         dcz_doc_calib_free(t);
         free(bad);
@@ -380,7 +384,7 @@ static void test_table_text(void)
     char *fx = malloc(strlen(text) + 8);
     sprintf(fx, "%.*sscheme = fixed8%s", (int)(sch - text), text, sch + strlen("scheme = int8"));
     dcz_doc_calib *t = NULL;
-    CHECK(dcz_cal_table_parse(fx, fresh, &t, method, sizeof method, err, sizeof err) == DCZ_ERR_DATA,
+    CHECK(dcz_cal_table_parse(fx, fresh, &t, method, sizeof method, NULL, err, sizeof err) == DCZ_ERR_DATA,
           "non-power-of-two scales accepted for fixed8");
     dcz_doc_calib_free(t);
     free(fx);
@@ -485,6 +489,104 @@ static void test_bad_tables_refused(void)
     dcz_dataset_free(&data);
 }
 
+
+/* ---- requantization constants and integer weights the readers refuse ------------ */
+
+static void test_requant_params(void)
+{
+    const struct { double M; int32_t mult; uint8_t shift; dcz_status s; } cases[] = {
+        { 1.0, 1, 0, DCZ_OK }, { 0.5, 1, 1, DCZ_OK }, { 3.0, 3, 0, DCZ_OK },
+        { 0.75, 3, 2, DCZ_OK }, { 0x1p-62, 1, 62, DCZ_OK }, { 0x1p-63, 0, 62, DCZ_OK },
+        { 0x1p30, 1 << 30, 0, DCZ_OK }, { 0, 0, 0, DCZ_OK },
+        { 0x1p31, 0, 0, DCZ_ERR_UNSUPPORTED }, { 0x1p31 - 0.5, 0, 0, DCZ_ERR_UNSUPPORTED },
+        { -1.0, 0, 0, DCZ_ERR_FORMAT },
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        int32_t m = -7;
+        uint8_t k = 99;
+        dcz_status s = dcz_requant_params(cases[i].M, &m, &k);
+        CHECK(s == cases[i].s, "M %a: status %d", cases[i].M, s);
+        if (s == DCZ_OK)
+            CHECK(m == cases[i].mult && k == cases[i].shift, "M %a: %d * 2^-%u", cases[i].M, m, k);
+    }
+    /* every M in [2^-31, 2^31) within 2^-31 relative, mult odd unless shift 0 */
+    dcz_rng r;
+    dcz_rng_seed(&r, 3);
+    int bad = 0;
+    for (int i = 0; i < 100000; i++) {
+        const double M = ldexp(1.0 + dcz_rng_uniform(&r), (int)dcz_rng_below(&r, 61) - 31);
+        int32_t m;
+        uint8_t k;
+        if (M >= 0x1p31 || dcz_requant_params(M, &m, &k) != DCZ_OK) continue;
+        const double got = ldexp((double)m, -(int)k);
+        if (fabs(got - M) > M * 0x1p-31 || k > 62 || (k > 0 && !(m & 1)) || m < 0) bad++;
+    }
+    CHECK(bad == 0, "%d constants off", bad);
+}
+
+/* A DENSE 4 -> 2 whose weights are the integers 0x11, 0x22, ... on scale 2^-6
+ * (fixed8), so the I8 payload can be found in the file. */
+static dcz_doc *pattern_doc(int fixed16)
+{
+    dcz_doc *d;
+    if (dcz_doc_alloc(1, &d) != DCZ_OK) return NULL;
+    d->input_rank = 1;
+    d->input_dims[0] = 4;
+    doc_dense_layer(&d->layers[0], "fc", 4, 2, DCZ_ENC_F32, 0, 0, 0);
+    for (int i = 0; i < 8; i++) d->layers[0].t[0].values[i] = ldexpf((float)(0x11 * (i + 1) % 0x7f), -6);
+    dcz_doc_calib *t = calloc(1, sizeof *t);
+    t->scheme = fixed16 ? DCZ_SCHEME_FIXED16 : DCZ_SCHEME_FIXED8;
+    t->count = 1;
+    t->e = calloc(1, sizeof *t->e);
+    t->e[0] = (dcz_doc_calib_entry){ 0, 0x1p-6f, 1, malloc(sizeof(float)) };
+    t->e[0].w_scale[0] = 0x1p-6f;
+    if (dcz_cal_install(d, t) != DCZ_OK) { dcz_doc_free(d); return NULL; }
+    return d;
+}
+
+static void test_readers_refuse_integers(void)
+{
+    for (int fixed16 = 0; fixed16 < 2; fixed16++) {
+        dcz_doc *d = pattern_doc(fixed16);
+        REQUIRE(d, "doc");
+        CHECK(d->layers[0].t[0].enc == (fixed16 ? DCZ_ENC_I16 : DCZ_ENC_I8), "encoding");
+        uint8_t *buf;
+        size_t len;
+        REQUIRE(dcz_doc_write(d, &buf, &len) == DCZ_OK, "write");
+        dcz_model *m = NULL;
+        dcz_doc *r = NULL;
+        REQUIRE(dcz_open_memory(buf, len, NULL, &m) == DCZ_OK, "the valid file loads");
+        dcz_close(m);
+        /* the first weight, 0x11, becomes -128 (I8) or -32768 (I16) */
+        const uint8_t pat8[3] = { 0x11, 0x22, 0x33 }, pat16[4] = { 0x11, 0, 0x22, 0 };
+        uint8_t *at = NULL;
+        for (size_t i = 0; i + 4 <= len && !at; i++)
+            if (memcmp(buf + i, fixed16 ? pat16 : pat8, fixed16 ? 4 : 3) == 0) at = buf + i;
+        REQUIRE(at, "weights not found");
+        if (fixed16) { at[0] = 0; at[1] = 0x80; } else { at[0] = 0x80; }
+        fix_crcs(buf, len);
+        CHECK(dcz_open_memory(buf, len, NULL, &m) == DCZ_ERR_FORMAT, "-128 / -32768 loaded");
+        CHECK(dcz_doc_read(buf, len, &r) == DCZ_ERR_FORMAT, "-128 / -32768 read");
+        dcz_close(m);
+        dcz_doc_free(r);
+        if (fixed16) {
+            /* I16 weights under an 8-bit scheme: refused by both readers */
+            at[0] = 0x11;
+            at[1] = 0;
+            const size_t calib = calib_offset(buf);
+            REQUIRE(calib, "no CALIB");
+            dcz_put32(buf + calib, DCZ_SCHEME_FIXED8);
+            fix_crcs(buf, len);
+            CHECK(dcz_open_memory(buf, len, NULL, &m) == DCZ_ERR_FORMAT, "I16 under fixed8 loaded");
+            CHECK(dcz_doc_read(buf, len, &r) == DCZ_ERR_FORMAT, "I16 under fixed8 read");
+            dcz_close(m);
+            dcz_doc_free(r);
+        }
+        free(buf);
+        dcz_doc_free(d);
+    }
+}
+
 int main(void)
 {
     RUN(test_order_and_batch_independence);
@@ -492,5 +594,7 @@ int main(void)
     RUN(test_fixed_point_by_hand);
     RUN(test_table_text);
     RUN(test_bad_tables_refused);
+    RUN(test_requant_params);
+    RUN(test_readers_refuse_integers);
     return check_summary();
 }
