@@ -79,8 +79,8 @@ BENCH_BIN := $(BENCH_SRC:bench/%.c=$(BUILD)/bench/%)
 # the kernel tests, and test_static, which adds models made by the
 # toolchain's writer where it is built (natively). test_static counts
 # allocations by wrapping the allocator at link time.
-RT_ONLY  := test_kernels test_qkernels $(if $(strip $(CROSS)),test_static)
-RT_BIN   := $(patsubst %,$(BUILD)/tests/%,test_kernels test_qkernels test_static)
+RT_ONLY  := test_kernels test_qkernels test_simd $(if $(strip $(CROSS)),test_static)
+RT_BIN   := $(patsubst %,$(BUILD)/tests/%,test_kernels test_qkernels test_simd test_static)
 WRAP_ALLOC := -Wl,--wrap=malloc,--wrap=calloc,--wrap=realloc,--wrap=free,--wrap=aligned_alloc,--wrap=posix_memalign
 $(BUILD)/tests/test_static: TEST_LDFLAGS := $(WRAP_ALLOC)
 

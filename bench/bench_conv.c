@@ -147,7 +147,7 @@ int main(void)
             TIME(blas_conv(&g, w, bias, x, batch, scratch, y), tb);
             TIME(dcz_conv2d_dense(&g, w, bias, x, batch, y), td);
             TIME(dcz_conv2d_sparse_direct(&g, &sp, bias, x, batch, y), tz);
-            TIME(dcz_conv2d_sparse_im2col(&g, &sp, bias, x, batch, scratch, y), ti);
+            TIME(dcz_conv2d_sparse_im2col(&g, &sp, bias, x, batch, 1, scratch, y), ti);
             TIME(im2col_t_conv(&g, &sp, bias, x, batch, colt, scratch, y), tt);
             /* multiply-adds of the stored weights, padding taps included */
             const double macs = (double)nnz * out_hw * out_hw * batch;

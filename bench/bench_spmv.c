@@ -1,11 +1,16 @@
-/* bench_spmv.c: batch-1 matrix-vector products on the LeNet-300-100 layers
- * and the EIE benchmark layers, in the same run and on one thread:
- *   dense   OpenBLAS sgemv on the dense fp32 matrix (the baseline)
- *   csr     a plain CSR fp32 kernel (values + u32 column indices)
- *   dcz     libdcz's reference kernel on its execution form (one-byte
- *           column steps and 4-bit-codebook indices)
+/* bench_spmv.c: sparse matrix-vector (batch 1) and matrix-matrix (batch 64)
+ * products on the LeNet-300-100 layers and the EIE benchmark layers, in the
+ * same run and on one thread:
+ *   dense   OpenBLAS sgemv / sgemm on the dense fp32 matrix (the baseline)
+ *   csr     a plain CSR fp32 kernel (values + u32 column indices), once per
+ *           sample at batch 64
+ *   ref     libdcz's reference kernels (dcz_spmv_ref, dcz_spmm_ref) on the
+ *           execution form (one-byte column steps, 4-bit-codebook indices)
+ *   dcz     libdcz's dispatching kernels (dcz_spmv, dcz_spmm: the
+ *           vectorized variant this CPU runs) on the same form
  * Prints microseconds (median of repeated runs), the ratios, and the memory
- * floor: bytes each kernel must read / a copy bandwidth measured here.
+ * floor of dcz: the bytes it must read and write (the compressed form, x
+ * and y) at a copy bandwidth measured here, as a share of its time.
  * Timings are reported, never asserted.
  */
 #include <cblas.h>
@@ -17,7 +22,9 @@
 #include "runtime/model.h"
 #include "train/train.h"
 
-#define REPS 31
+#define REPS 31   /* batch 1 */
+#define REPS_MM 7 /* batch 64: seconds per call for the slowest kernels */
+#define BATCH 64
 
 typedef struct csr {
     uint32_t rows;
@@ -34,20 +41,34 @@ static void csr_mv(const csr *m, const float *x, float *y)
     }
 }
 
+/* y (batch, rows) from x (batch, cols), sample by sample */
+static void csr_mm(const csr *m, uint32_t cols, const float *x, size_t batch, float *y)
+{
+    for (size_t b = 0; b < batch; b++) csr_mv(m, x + b * cols, y + b * m->rows);
+}
+
 typedef struct shape {
     const char *name;
     uint32_t rows, cols;
     double density;
 } shape;
 
-/* median seconds of one call */
-#define TIME(stmt, out) do { \
+/* median seconds of one call over reps runs, after one warm-up call */
+#define TIME(reps, stmt, out) do { \
     double t_[REPS]; \
     stmt; \
-    for (int r_ = 0; r_ < REPS; r_++) { double a_ = bench_now(); stmt; t_[r_] = bench_now() - a_; } \
-    qsort(t_, REPS, sizeof *t_, bench_cmp_double); \
-    out = t_[REPS / 2]; \
+    for (int r_ = 0; r_ < (reps); r_++) { double a_ = bench_now(); stmt; t_[r_] = bench_now() - a_; } \
+    qsort(t_, (reps), sizeof *t_, bench_cmp_double); \
+    out = t_[(reps) / 2]; \
 } while (0)
+
+static void row(const char *name, const char *shp, double density, int batch, double td, double tc,
+                double tr, double tz, double bytes, double bw)
+{
+    printf("%-10s %11s %7.0f%% %5d %10.1f %10.1f %10.1f %10.1f %8.2fx %8.2fx %8.2fx %7.1f%%\n", name,
+           shp, density * 100, batch, td * 1e6, tc * 1e6, tr * 1e6, tz * 1e6, tr / tz, td / tz,
+           tc / tz, bytes / (bw / 2) / tz * 100);
+}
 
 int main(void)
 {
@@ -62,21 +83,28 @@ int main(void)
         { "alex-6", 4096, 9216, 0.09 },  { "alex-7", 4096, 4096, 0.09 },  { "alex-8", 1000, 4096, 0.25 },
         { "vgg-6", 4096, 25088, 0.04 },  { "vgg-7", 4096, 4096, 0.04 },   { "vgg-8", 1000, 4096, 0.23 },
     };
-    printf("%-10s %11s %8s %10s %10s %10s %9s %9s %9s\n", "layer", "shape", "density", "dense us", "csr us",
-           "dcz us", "vs dense", "vs csr", "floor %");
+    const char *isa = dcz_isa_supported(DCZ_ISA_AVX512) ? "avx512"
+                      : dcz_isa_supported(DCZ_ISA_AVX2)   ? "avx2"
+                      : dcz_isa_supported(DCZ_ISA_NEON)   ? "neon (spmm; spmv is the reference)"
+                                                          : "none (the references)";
+    printf("dcz kernels: %s\n\n", isa);
+    printf("%-10s %11s %8s %5s %10s %10s %10s %10s %9s %9s %9s %8s\n", "layer", "shape", "density", "batch",
+           "dense us", "csr us", "ref us", "dcz us", "vs ref", "vs dense", "vs csr", "floor %");
     dcz_rng rng;
     dcz_rng_seed(&rng, 1);
     for (size_t si = 0; si < sizeof shapes / sizeof *shapes; si++) {
         const shape *s = &shapes[si];
         const size_t n = (size_t)s->rows * s->cols;
-        float *w = calloc(n, sizeof *w), *x = malloc(s->cols * sizeof *x), *y = malloc(s->rows * sizeof *y);
+        float *w = calloc(n, sizeof *w), *x = malloc(BATCH * s->cols * sizeof *x);
+        float *y = malloc(BATCH * s->rows * sizeof *y);
+        float *scratch = malloc(dcz_spmm_scratch_floats(s->cols) * sizeof *scratch);
         uint8_t *keep = calloc(n, 1);
         float cb[16];
         for (int i = 0; i < 16; i++) cb[i] = dcz_rng_uniform(&rng) - 0.5f;
         uint32_t nnz = 0;
         for (size_t i = 0; i < n; i++)
             if (dcz_rng_uniform(&rng) < s->density) { keep[i] = 1; nnz++; }
-        for (uint32_t i = 0; i < s->cols; i++) x[i] = dcz_rng_uniform(&rng);
+        for (uint32_t i = 0; i < BATCH * s->cols; i++) x[i] = dcz_rng_uniform(&rng);
         /* execution form */
         uint64_t cap = dcz_sparse_max_entries(nnz, s->rows, s->cols);
         uint32_t *row_ptr = malloc((s->rows + 1) * sizeof *row_ptr);
@@ -104,21 +132,30 @@ int main(void)
         }
         dcz_sparse_builder_finish(&bld);
         dcz_sparse sp = { s->rows, s->cols, bld.entries, row_ptr, step, idx, NULL, cb, 16 };
-        double td, tc, tz;
-        TIME(cblas_sgemv(CblasRowMajor, CblasNoTrans, (int)s->rows, (int)s->cols, 1.0f, w, (int)s->cols, x, 1,
-                         0.0f, y, 1), td);
-        TIME(csr_mv(&c, x, y), tc);
-        TIME(dcz_spmv_ref(&sp, NULL, x, y), tz);
-        const double bytes = (double)bld.entries * 2 + (s->rows + 1) * 4.0 + s->cols * 4.0 + s->rows * 4.0;
+        double td, tc, tr, tz;
         char shp[32];
         snprintf(shp, sizeof shp, "%ux%u", s->rows, s->cols);
-        printf("%-10s %11s %7.0f%% %10.1f %10.1f %10.1f %8.2fx %8.2fx %8.1f%%\n", s->name, shp, s->density * 100,
-               td * 1e6, tc * 1e6, tz * 1e6, td / tz, tc / tz, bytes / (bw / 2) / tz * 100);
-        free(w); free(x); free(y); free(keep); free(row_ptr); free(step); free(idx); free(src);
+        /* the compressed form: a step and an index byte per entry, row_ptr */
+        const double form = (double)bld.entries * 2 + (s->rows + 1) * 4.0;
+        TIME(REPS, cblas_sgemv(CblasRowMajor, CblasNoTrans, (int)s->rows, (int)s->cols, 1.0f, w, (int)s->cols,
+                               x, 1, 0.0f, y, 1), td);
+        TIME(REPS, csr_mv(&c, x, y), tc);
+        TIME(REPS, dcz_spmv_ref(&sp, NULL, x, y), tr);
+        TIME(REPS, dcz_spmv(&sp, NULL, x, y), tz);
+        row(s->name, shp, s->density, 1, td, tc, tr, tz, form + (s->cols + s->rows) * 4.0, bw);
+        TIME(REPS_MM, cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, BATCH, (int)s->rows, (int)s->cols,
+                                  1.0f, x, (int)s->cols, w, (int)s->cols, 0.0f, y, (int)s->rows), td);
+        TIME(REPS_MM, csr_mm(&c, s->cols, x, BATCH, y), tc);
+        TIME(REPS_MM, dcz_spmm_ref(&sp, NULL, x, BATCH, y), tr);
+        TIME(REPS_MM, dcz_spmm(&sp, NULL, x, BATCH, y, scratch), tz);
+        row(s->name, shp, s->density, BATCH, td, tc, tr, tz,
+            form * ((BATCH + DCZ_SPMM_TILE - 1) / DCZ_SPMM_TILE) + BATCH * (s->cols + s->rows) * 4.0, bw);
+        free(w); free(x); free(scratch); free(y); free(keep); free(row_ptr); free(step); free(idx); free(src);
         free(c.ptr); free(c.col); free(c.val);
     }
-    printf("\n(ratios > 1: dcz faster; dcz is the scalar reference kernel here. floor %%: the time\n"
-           " reading its compressed form takes at the copy bandwidth measured above, as a share of\n"
-           " the time it took: 100%% would be bound by memory bandwidth)\n");
+    printf("\n(ratios > 1: dcz faster. floor %%: the time moving its bytes takes at the copy\n"
+           " bandwidth measured above, as a share of the time it took; at batch 64 dcz_spmm reads\n"
+           " the compressed form once per tile of %d samples. 100%% would be bound by memory\n"
+           " bandwidth)\n", DCZ_SPMM_TILE);
     return 0;
 }

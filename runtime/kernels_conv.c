@@ -13,8 +13,9 @@
  *           plane ic to the output plane; the inner loop runs along an
  *           output row; no scratch
  *   im2col  dcz_conv2d_sparse_im2col: copy each sample's receptive fields
- *           into a (pixels, in_c kh kw) matrix and run dcz_spmm_ref with the
+ *           into a (pixels, in_c kh kw) matrix and run dcz_spmm with the
  *           pixels as its batch; scratch of pixels (in_c kh kw + out_c)
+ *           and dcz_spmm's tile
  * Measured by bench/bench_conv.c (one core of an AMD EPYC, gcc 12 -O2, 8-bit
  * codebook, median of 21 runs, microseconds):
  *
@@ -229,7 +230,8 @@ void dcz_conv2d_sparse_direct(const dcz_conv_geom *g, const dcz_sparse *s, const
 
 /* ---- im2col + sparse matrix-matrix ---------------------------------------- */
 
-uint64_t dcz_conv2d_im2col_floats(const dcz_conv_geom *g)
+/* the im2col matrix and the product before its transpose */
+static uint64_t im2col_matrix_floats(const dcz_conv_geom *g)
 {
     /* saturates rather than wraps for absurd geometries */
     const uint64_t pixels = (uint64_t)g->out_h * g->out_w;
@@ -237,9 +239,16 @@ uint64_t dcz_conv2d_im2col_floats(const dcz_conv_geom *g)
     return per_pixel && pixels > UINT64_MAX / per_pixel ? UINT64_MAX : pixels * per_pixel;
 }
 
+uint64_t dcz_conv2d_im2col_floats(const dcz_conv_geom *g)
+{
+    const uint64_t m = im2col_matrix_floats(g);
+    const uint64_t tile = (uint64_t)g->in_c * g->kh * g->kw * DCZ_SPMM_TILE;
+    return m > UINT64_MAX - tile ? UINT64_MAX : m + tile;
+}
+
 int dcz_conv2d_pick_im2col(const dcz_conv_geom *g)
 {
-    return g->out_w < DCZ_CONV_DIRECT_MIN_W && dcz_conv2d_im2col_floats(g) <= DCZ_CONV_SCRATCH_MAX;
+    return g->out_w < DCZ_CONV_DIRECT_MIN_W && im2col_matrix_floats(g) <= DCZ_CONV_SCRATCH_MAX;
 }
 
 void dcz_im2col(const dcz_conv_geom *g, const float *x, float *col)
@@ -258,15 +267,17 @@ void dcz_im2col(const dcz_conv_geom *g, const float *x, float *col)
 }
 
 void dcz_conv2d_sparse_im2col(const dcz_conv_geom *g, const dcz_sparse *s, const float *bias,
-                              const float *x, size_t batch, float *scratch, float *y)
+                              const float *x, size_t batch, int ref, float *scratch, float *y)
 {
     const size_t pixels = (size_t)g->out_h * g->out_w;
     const size_t in_sample = (size_t)g->in_c * g->in_h * g->in_w, out_sample = pixels * g->out_c;
     float *col = scratch;                                  /* (pixels, in_c kh kw) */
     float *t = scratch + pixels * ((size_t)g->in_c * g->kh * g->kw); /* (pixels, out_c) */
+    float *tile = t + pixels * g->out_c;                   /* (in_c kh kw, DCZ_SPMM_TILE) */
     for (size_t b = 0; b < batch; b++) {
         dcz_im2col(g, x + b * in_sample, col);
-        dcz_spmm_ref(s, bias, col, pixels, t);
+        if (ref) dcz_spmm_ref(s, bias, col, pixels, t);
+        else dcz_spmm(s, bias, col, pixels, t, tile);
         float *yb = y + b * out_sample;
         for (uint32_t oc = 0; oc < g->out_c; oc++)
             for (size_t p = 0; p < pixels; p++) yb[oc * pixels + p] = t[p * g->out_c + oc];

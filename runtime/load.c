@@ -7,8 +7,8 @@
  *
  * Loading runs the same walk twice over the validated container: a sizing
  * pass that only measures, then a filling pass into one block of exactly
- * that size (the model, its layers, weights in execution form, the im2col
- * scratch). Huffman and raw streams are decoded once, straight into the
+ * that size (the model, its layers, weights in execution form, the scratch
+ * of im2col and of dcz_spmm's tile). Huffman and raw streams are decoded once, straight into the
  * execution form of model.h, through a decoding scratch placed after the
  * walk's bytes. Both loaders share the walk; they differ in where the block
  * comes from and in what it holds:
@@ -340,6 +340,9 @@ static dcz_status load_walk(const dcz_container *c, const dcz_options *o, loader
         if (l->out > max_width) max_width = l->out;
         if (l->im2col && dcz_conv2d_im2col_floats(&l->geom) > scratch_floats)
             scratch_floats = dcz_conv2d_im2col_floats(&l->geom);
+        if ((l->kernel == DCZ_K_SPARSE_F32 || l->kernel == DCZ_K_SPARSE_CB) &&
+            dcz_spmm_scratch_floats(l->in) > scratch_floats)
+            scratch_floats = dcz_spmm_scratch_floats(l->in);
     }
     if (cur.pos != cur.len) return DCZ_ERR_FORMAT;
     if (quant && (cw.read != cw.count || cw.cur.pos != cw.cur.len)) return DCZ_ERR_FORMAT;

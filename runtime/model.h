@@ -20,9 +20,10 @@
  * Activations of one sample are (C, H, W) in C order; a batch is stored
  * sample after sample.
  *
- * Kernels: kernels_ref.c holds the matrix references, kernels_conv.c the
- * convolution and pooling kernels with their references; every kernel is
- * tested against a reference (tests/unit/test_kernels.c).
+ * Kernels: kernels_ref.c holds the matrix references, kernels_simd.c their
+ * vectorized versions, kernels_conv.c the convolution and pooling kernels
+ * with their references; every kernel is tested against a reference
+ * (tests/unit/test_kernels.c, tests/unit/test_simd.c).
  */
 #ifndef DCZ_RUNTIME_MODEL_H
 #define DCZ_RUNTIME_MODEL_H
@@ -141,7 +142,8 @@ struct dcz_model {
     void *block;              /* everything loaded, one allocation; NULL when fixed */
     int fixed;                /* dcz_open_static: everything lives in the caller's arena,
                                  act and qacc hold act_batch samples and never grow */
-    float *scratch;           /* (scratch_floats) for im2col layers, inside block */
+    float *scratch;           /* (scratch_floats) for im2col layers and dcz_spmm's tile,
+                                 inside block */
     uint64_t scratch_floats;
     float *act;               /* two activation buffers of max_width * act_batch */
     size_t act_batch;
@@ -198,6 +200,38 @@ void dcz_spmv_ref(const dcz_sparse *s, const float *bias, const float *x, float 
 void dcz_spmm_ref(const dcz_sparse *s, const float *bias, const float *x, size_t batch,
                   float *y);
 void dcz_relu_ref(float *x, size_t n);
+
+/* ---- vectorized matrix kernels (kernels_simd.c) ---------------------------
+ * dcz_spmv and dcz_spmm compute what dcz_spmv_ref and dcz_spmm_ref compute,
+ * with the best variant this CPU runs (x86: AVX-512F/BW/VL, else AVX2+FMA;
+ * aarch64: NEON spmm), in a summation order shared by the two, so a sample
+ * gives the same bits at any batch. The variants can be called directly
+ * where dcz_isa_supported says so; they return 0 when they decline (then
+ * nothing was written) and 1 when done. */
+typedef enum dcz_isa { DCZ_ISA_REF, DCZ_ISA_AVX2, DCZ_ISA_AVX512, DCZ_ISA_NEON } dcz_isa;
+int dcz_isa_supported(dcz_isa isa);
+
+/* Samples of x one dcz_spmm tile holds, transposed in its scratch. */
+#define DCZ_SPMM_TILE 16
+/* Floats of the scratch dcz_spmm needs for a matrix of cols columns. */
+uint64_t dcz_spmm_scratch_floats(uint32_t cols);
+/* y (out) = S x (in) + bias; bias (out) or NULL. */
+void dcz_spmv(const dcz_sparse *s, const float *bias, const float *x, float *y);
+/* y (batch, out) = x (batch, in) S^T + bias; scratch (in, DCZ_SPMM_TILE)
+ * floats, or NULL for dcz_spmm_ref. */
+void dcz_spmm(const dcz_sparse *s, const float *bias, const float *x, size_t batch, float *y,
+              float *scratch);
+#if defined(__x86_64__) || defined(__i386__)
+int dcz_spmv__avx2(const dcz_sparse *s, const float *bias, const float *x, float *y);
+int dcz_spmv__avx512(const dcz_sparse *s, const float *bias, const float *x, float *y);
+int dcz_spmm__avx2(const dcz_sparse *s, const float *bias, const float *x, size_t batch,
+                   float *y, float *scratch);
+int dcz_spmm__avx512(const dcz_sparse *s, const float *bias, const float *x, size_t batch,
+                     float *y, float *scratch);
+#elif defined(__aarch64__) && defined(__ARM_NEON)
+int dcz_spmm__neon(const dcz_sparse *s, const float *bias, const float *x, size_t batch,
+                   float *y, float *scratch);
+#endif
 /* in-place softmax over each of batch rows of width n */
 void dcz_softmax_ref(float *x, size_t batch, size_t n);
 
@@ -220,12 +254,14 @@ void dcz_conv2d_dense(const dcz_conv_geom *g, const float *w, const float *bias,
 void dcz_conv2d_sparse_direct(const dcz_conv_geom *g, const dcz_sparse *s, const float *bias,
                               const float *x, size_t batch, float *y);
 /* The alternative: im2col of each sample into (out_h out_w, in_c kh kw),
- * then dcz_spmm_ref with the output pixels as its batch, then a transpose
- * into (out_c, out_h, out_w). scratch holds dcz_conv2d_im2col_floats(g).
- * What the runtime runs on small output planes. */
+ * then dcz_spmm (dcz_spmm_ref when ref) with the output pixels as its
+ * batch, then a transpose into (out_c, out_h, out_w). scratch holds
+ * dcz_conv2d_im2col_floats(g). What the runtime runs on small output
+ * planes. */
 void dcz_conv2d_sparse_im2col(const dcz_conv_geom *g, const dcz_sparse *s, const float *bias,
-                              const float *x, size_t batch, float *scratch, float *y);
-/* Floats of scratch dcz_conv2d_sparse_im2col needs (per call, any batch). */
+                              const float *x, size_t batch, int ref, float *scratch, float *y);
+/* Floats of scratch dcz_conv2d_sparse_im2col needs (per call, any batch),
+ * dcz_spmm's tile included. */
 uint64_t dcz_conv2d_im2col_floats(const dcz_conv_geom *g);
 /* Nonzero when the runtime should run a sparse convolution of geometry g
  * by im2col rather than directly: output rows shorter than

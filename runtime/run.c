@@ -4,7 +4,9 @@
  * kernel above; sparse convolutions use the direct sparse kernel, or im2col
  * and the matrix-matrix kernel on small output planes (the choice and the
  * measurements behind it: kernels_conv.c). All of them read the compressed
- * execution form. The im2col scratch is sized and placed at load.
+ * execution form. They are the vectorized kernels of kernels_simd.c, or the
+ * references when the options force them. The scratch of im2col and of
+ * dcz_spmm's tile is sized and placed at load.
  *
  * A heap model grows its activation buffers to the largest batch it has
  * run; a static one (dcz_open_static) has them in its arena for act_batch
@@ -133,15 +135,19 @@ static void run_layer(const dcz_model *m, const dcz_exec_layer *l, const float *
         break;
     case DCZ_K_SPARSE_F32:
     case DCZ_K_SPARSE_CB:
-        if (batch == 1) dcz_spmv_ref(&l->sp, l->bias, x, y);
-        else dcz_spmm_ref(&l->sp, l->bias, x, batch, y);
+        if (m->opt.force_reference && batch == 1) dcz_spmv_ref(&l->sp, l->bias, x, y);
+        else if (m->opt.force_reference) dcz_spmm_ref(&l->sp, l->bias, x, batch, y);
+        else if (batch == 1) dcz_spmv(&l->sp, l->bias, x, y);
+        else dcz_spmm(&l->sp, l->bias, x, batch, y, m->scratch);
         break;
     case DCZ_K_CONV_DENSE_F32:
         dcz_conv2d_dense(&l->geom, l->w, l->bias, x, batch, y);
         break;
     case DCZ_K_CONV_SPARSE_F32:
     case DCZ_K_CONV_SPARSE_CB:
-        if (l->im2col) dcz_conv2d_sparse_im2col(&l->geom, &l->sp, l->bias, x, batch, m->scratch, y);
+        if (l->im2col)
+            dcz_conv2d_sparse_im2col(&l->geom, &l->sp, l->bias, x, batch, m->opt.force_reference,
+                                     m->scratch, y);
         else dcz_conv2d_sparse_direct(&l->geom, &l->sp, l->bias, x, batch, y);
         break;
     case DCZ_K_MAXPOOL:

@@ -8,7 +8,7 @@
  *
  * Convolution kernels: dcz_conv2d_direct_ref is first checked on small
  * hand-computed cases, then every other convolution (direct sparse, im2col
- * + SpMM, dense direct) is compared with it over a grid: kernels 1, 3, 5
+ * + SpMM vectorized and reference, dense direct) is compared with it over a grid: kernels 1, 3, 5
  * and non-square, strides 1 and 2, padding 0 and 1, odd image sizes,
  * densities 0, 0.5 and 1 (and 0.01 on rows wide enough for fillers),
  * 8-bit codebook and fp32 weights, batch 1 and 7, random never-zero data;
@@ -294,8 +294,10 @@ static int conv_case(const dcz_conv_geom *g, double density, uint32_t k, conv_ta
         dcz_conv2d_direct_ref(g, wa, ba, xa, b, mag);
         dcz_conv2d_sparse_direct(g, &m.sp, bias, x, b, y);
         t->direct += conv_mismatches("sparse direct", g, b, y, ref, mag);
-        dcz_conv2d_sparse_im2col(g, &m.sp, bias, x, b, scratch, y);
+        dcz_conv2d_sparse_im2col(g, &m.sp, bias, x, b, 0, scratch, y);
         t->im2col += conv_mismatches("sparse im2col", g, b, y, ref, mag);
+        dcz_conv2d_sparse_im2col(g, &m.sp, bias, x, b, 1, scratch, y);
+        t->im2col += conv_mismatches("sparse im2col (reference spmm)", g, b, y, ref, mag);
         dcz_conv2d_dense(g, m.dense, bias, x, b, y);
         t->dense += conv_mismatches("dense direct", g, b, y, ref, mag);
         t->cases++;
