@@ -39,7 +39,11 @@ OPT := -O0 -g3
 else
 OPT := -O2 -g
 endif
-CFLAGS_ALL := -std=c11 $(WARN) $(OPT) -D_POSIX_C_SOURCE=200809L -Iinclude -I. $(CFLAGS)
+# -ffp-contract=off: a*b+c stays two roundings unless the code asks for a
+# fused multiply-add, so results do not depend on the compiler (GCC in ISO
+# mode already does this; clang fuses by default), and the runtime's batch-1
+# and batch-N kernels agree bit for bit on every compiler
+CFLAGS_ALL := -std=c11 $(WARN) $(OPT) -ffp-contract=off -D_POSIX_C_SOURCE=200809L -Iinclude -I. $(CFLAGS)
 LDLIBS_TOOL := $(shell pkg-config --libs openblas 2>/dev/null || echo -lopenblas) -lz -lm -lpthread
 ifeq ($(strip $(CROSS)),)
 CFLAGS_ALL += $(shell pkg-config --cflags openblas 2>/dev/null)

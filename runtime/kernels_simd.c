@@ -61,9 +61,10 @@ int dcz_isa_supported(dcz_isa isa)
 #ifdef DCZ_X86
     case DCZ_ISA_AVX2:
         return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
-    case DCZ_ISA_AVX512:
+    case DCZ_ISA_AVX512: /* its kernels also call AVX2 and FMA helpers */
         return __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
-               __builtin_cpu_supports("avx512vl");
+               __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("avx2") &&
+               __builtin_cpu_supports("fma");
 #endif
 #ifdef DCZ_NEON
     case DCZ_ISA_NEON:
@@ -161,7 +162,7 @@ int dcz_spmv__avx2(const dcz_sparse *s, const float *bias, const float *x, float
         const uint32_t end = s->row_ptr[r + 1];
         __m256 acc = _mm256_setzero_ps();
         __m256i base = _mm256_setzero_si256();
-        for (; e + 8 <= end; e += 8)
+        for (; end - e >= 8; e += 8)
             acc = chunk8__avx2(s, cbv, s->step + e, s->idx ? s->idx + e : NULL,
                                s->val ? s->val + e : NULL, all, x, &base, acc);
         if (e < end) {
@@ -255,7 +256,7 @@ int dcz_spmv__avx512(const dcz_sparse *s, const float *bias, const float *x, flo
         const uint32_t end = s->row_ptr[r + 1];
         __m256 acc = _mm256_setzero_ps();
         __m512i base = zero;
-        for (uint32_t e = s->row_ptr[r]; e < end; e += 16) {
+        for (uint32_t e = s->row_ptr[r]; e < end; e += end - e >= 16 ? 16 : end - e) {
             const __mmask16 live = end - e >= 16 ? 0xFFFF : (__mmask16)((1u << (end - e)) - 1);
             const __m512i st = _mm512_cvtepu8_epi32(_mm_maskz_loadu_epi8(live, s->step + e));
             /* inclusive prefix sum: lane i adds lane i - 1, i - 2, i - 4, i - 8 */

@@ -340,7 +340,8 @@ static dcz_status load_walk(const dcz_container *c, const dcz_options *o, loader
         if (l->out > max_width) max_width = l->out;
         if (l->im2col && dcz_conv2d_im2col_floats(&l->geom) > scratch_floats)
             scratch_floats = dcz_conv2d_im2col_floats(&l->geom);
-        if ((l->kernel == DCZ_K_SPARSE_F32 || l->kernel == DCZ_K_SPARSE_CB) &&
+        /* the float spmm's tile; a calibrated model runs these on integers */
+        if (!quant && (l->kernel == DCZ_K_SPARSE_F32 || l->kernel == DCZ_K_SPARSE_CB) &&
             dcz_spmm_scratch_floats(l->in) > scratch_floats)
             scratch_floats = dcz_spmm_scratch_floats(l->in);
     }
