@@ -12,6 +12,17 @@
 #include <string.h>
 
 #include "cli/cli.h"
+#include "runtime/model.h"
+
+/* The sparse kernels dcz_run dispatches to here (runtime/kernels_simd.c). */
+static const char *kernels_name(int reference)
+{
+    if (reference) return "reference";
+    if (dcz_isa_supported(DCZ_ISA_AVX512)) return "avx512";
+    if (dcz_isa_supported(DCZ_ISA_AVX2)) return "avx2";
+    if (dcz_isa_supported(DCZ_ISA_NEON)) return "neon";
+    return "reference";
+}
 
 static int cmp_double(const void *a, const void *b)
 {
@@ -112,6 +123,7 @@ int cmd_bench(verb_ctx *v)
         json_int(&j, "file_bytes", (long long)len);
         json_str(&j, "device", "cpu");
         json_str(&j, "scheme", scheme);
+        json_str(&j, "kernels", kernels_name(reference));
         json_int(&j, "batch", batch);
         json_int(&j, "threads", v->c.threads);
         json_int(&j, "warmup", warmup);
@@ -127,8 +139,8 @@ int cmd_bench(verb_ctx *v)
         json_end(&j);
     } else {
         FILE *f = cli_report(v);
-        fprintf(f, "%s: %zu bytes, %s, cpu, batch %d, threads %s, %d warm-up + %d timed runs\n",
-                v->pos[0], len, scheme, batch, v->c.threads ? "as set" : "default", warmup, runs);
+        fprintf(f, "%s: %zu bytes, %s, cpu (%s kernels), batch %d, %d warm-up + %d timed runs\n",
+                v->pos[0], len, scheme, kernels_name(reference), batch, warmup, runs);
         fprintf(f, "load    %10.1f us (median of %d, Huffman decoding included)\n",
                 quantile(load_us, (size_t)loads, 0.5), loads);
         fprintf(f, "run     min %.1f  median %.1f  p90 %.1f  p99 %.1f  max %.1f us\n", run_us[0], med,

@@ -170,6 +170,20 @@ static void conv_kernel(const dcz_doc_layer *l, const dcz_shape *in, layer_info 
     }
 }
 
+/* What the sparse kernels do on this machine (runtime/kernels_simd.c). */
+static const char *sparse_why(void)
+{
+    if (dcz_isa_supported(DCZ_ISA_AVX512))
+        return "compressed form; avx512: batch 1 gathers inputs 16 entries at a time, "
+               "batches one FMA per entry over 16 samples";
+    if (dcz_isa_supported(DCZ_ISA_AVX2))
+        return "compressed form; avx2: batch 1 gathers inputs 8 entries at a time, "
+               "batches one FMA per entry over 16 samples";
+    if (dcz_isa_supported(DCZ_ISA_NEON))
+        return "compressed form; neon: batch 1 scalar, batches one FMA per entry over 16 samples";
+    return "compressed form; scalar reference kernels (no SIMD on this machine)";
+}
+
 static void measure_layer(const dcz_doc_layer *l, layer_info *li)
 {
     memset(li, 0, sizeof *li);
@@ -200,9 +214,8 @@ static void measure_layer(const dcz_doc_layer *l, layer_info *li)
     li->raw_bytes = l->section_bytes - w->st.index_bytes - w->st.gap_bytes + raw_streams;
     free(idx);
     free(gaps);
-    li->kernel = cb ? (li->density < 1 ? "spmv_ref / spmm_ref (codebook)" : "spmv_ref (codebook, dense positions)")
-                    : "spmv_ref / spmm_ref (fp32 values)";
-    li->why = "sparse weights are run in their compressed form; one scalar reference kernel in this build";
+    li->kernel = cb ? "spmv / spmm (codebook)" : "spmv / spmm (fp32 values)";
+    li->why = sparse_why();
 }
 
 int cmd_info(verb_ctx *v)
