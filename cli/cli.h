@@ -157,6 +157,10 @@ void json_arr_str(json_out *j, const char *v);
 /* Reads and decodes a .dcz (or exits with a message): returns an exit code
  * or -1 on success. */
 int stage_load_doc(const verb_ctx *v, const char *path, dcz_doc **doc);
+/* The same, also handing back the file's bytes (*bytes, malloc'd) for a
+ * verb that needs them too: the input is read once ("-" can be read once). */
+int stage_load_doc_bytes(const verb_ctx *v, const char *path, dcz_doc **doc, uint8_t **bytes,
+                         size_t *nbytes);
 /* Loads a dataset split, printing a message on failure: exit code or -1. */
 int stage_load_data(const verb_ctx *v, int split, dcz_dataset *d);
 

@@ -438,9 +438,8 @@ int cmd_calibrate(verb_ctx *v)
     dcz_cal_layer_cfg *cfg = NULL;
     double fp32 = -1;
 
-    dcz_status s = cli_read_file(v->pos[0], &in, &len);
-    if (s != DCZ_OK) { cli_error("calibrate: cannot read %s: %s", v->pos[0], dcz_status_str(s)); return cli_exit_code(s, 1); }
-    rc = stage_load_doc(v, v->pos[0], &doc);
+    dcz_status s;
+    rc = stage_load_doc_bytes(v, v->pos[0], &doc, &in, &len);
     if (rc == -1 && v->c.data) rc = stage_load_data(v, DCZ_SPLIT_TRAIN, &train);
     if (rc == -1 && v->c.data) rc = stage_load_data(v, DCZ_SPLIT_TEST, &test);
     if (rc != -1) goto done;

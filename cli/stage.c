@@ -11,7 +11,8 @@
 
 #include "cli/cli.h"
 
-int stage_load_doc(const verb_ctx *v, const char *path, dcz_doc **doc)
+int stage_load_doc_bytes(const verb_ctx *v, const char *path, dcz_doc **doc, uint8_t **bytes,
+                         size_t *nbytes)
 {
     uint8_t *buf;
     size_t len;
@@ -21,12 +22,23 @@ int stage_load_doc(const verb_ctx *v, const char *path, dcz_doc **doc)
         return cli_exit_code(s, 1);
     }
     s = dcz_doc_read(buf, len, doc);
-    free(buf);
     if (s != DCZ_OK) {
+        free(buf);
         cli_error("%s: %s: %s", v->verb, path, dcz_status_str(s));
         return cli_exit_code(s, 1);
     }
+    if (bytes) {
+        *bytes = buf;
+        *nbytes = len;
+    } else {
+        free(buf);
+    }
     return -1;
+}
+
+int stage_load_doc(const verb_ctx *v, const char *path, dcz_doc **doc)
+{
+    return stage_load_doc_bytes(v, path, doc, NULL, NULL);
 }
 
 int stage_load_data(const verb_ctx *v, int split, dcz_dataset *d)

@@ -90,14 +90,10 @@ void dcz_conv2d_direct_ref(const dcz_conv_geom *g, const float *w, const float *
 }
 
 /* ---- direct convolution by taps -------------------------------------------
- * A tap is one kernel offset (ky, kx). Along one axis it touches the output
- * positions o in [lo, hi) whose input o * stride + k - pad lies inside the
- * image; first is the input position of o = lo. Computed once per call for
- * every offset, so the inner loops carry no bounds tests. */
+ * Taps (model.h, dcz_conv_taps) are computed once per call for every kernel
+ * offset, so the inner loops carry no bounds tests. */
 
-typedef struct tap {
-    uint32_t lo, hi, first;
-} tap;
+typedef dcz_conv_tap tap;
 
 static tap axis_tap(uint32_t n, uint32_t out_n, uint32_t stride, uint32_t pad, uint32_t k)
 {
@@ -113,7 +109,7 @@ static tap axis_tap(uint32_t n, uint32_t out_n, uint32_t stride, uint32_t pad, u
     return t;
 }
 
-static void make_taps(const dcz_conv_geom *g, tap *ty, tap *tx)
+void dcz_conv_taps(const dcz_conv_geom *g, tap *ty, tap *tx)
 {
     for (uint32_t k = 0; k < g->kh; k++) ty[k] = axis_tap(g->in_h, g->out_h, g->sh, g->ph, k);
     for (uint32_t k = 0; k < g->kw; k++) tx[k] = axis_tap(g->in_w, g->out_w, g->sw, g->pw, k);
@@ -145,7 +141,7 @@ void dcz_conv2d_dense(const dcz_conv_geom *g, const float *w, const float *bias,
                       const float *x, size_t batch, float *y)
 {
     tap ty[DCZ_MAX_WINDOW], tx[DCZ_MAX_WINDOW];
-    make_taps(g, ty, tx);
+    dcz_conv_taps(g, ty, tx);
     const size_t in_plane = (size_t)g->in_h * g->in_w, out_plane = (size_t)g->out_h * g->out_w;
     for (size_t b = 0; b < batch; b++)
         for (uint32_t oc = 0; oc < g->out_c; oc++) {
@@ -209,7 +205,7 @@ void dcz_conv2d_sparse_direct(const dcz_conv_geom *g, const dcz_sparse *s, const
 {
     tap ty[DCZ_MAX_WINDOW], tx[DCZ_MAX_WINDOW];
     tap_walk walk;
-    make_taps(g, ty, tx);
+    dcz_conv_taps(g, ty, tx);
     tap_walk_init(&walk, g);
     const size_t in_plane = (size_t)g->in_h * g->in_w, out_plane = (size_t)g->out_h * g->out_w;
     for (uint32_t oc = 0; oc < s->rows; oc++) {
@@ -286,10 +282,8 @@ void dcz_conv2d_sparse_im2col(const dcz_conv_geom *g, const dcz_sparse *s, const
 
 /* ---- pooling ---------------------------------------------------------------- */
 
-/* The input cells [lo, hi) of window o along one axis. Never empty, as the
- * padding is smaller than the window (model.h). */
-static void window_cells(uint32_t o, uint32_t stride, uint32_t pad, uint32_t k, uint32_t n,
-                         uint32_t *lo, uint32_t *hi)
+void dcz_window_cells(uint32_t o, uint32_t stride, uint32_t pad, uint32_t k, uint32_t n,
+                      uint32_t *lo, uint32_t *hi)
 {
     int64_t start = (int64_t)o * stride - pad, end = start + k;
     *lo = start < 0 ? 0 : (uint32_t)start;
@@ -304,8 +298,8 @@ void dcz_maxpool_ref(const dcz_conv_geom *g, const float *x, size_t batch, float
         for (uint32_t oy = 0; oy < g->out_h; oy++)
             for (uint32_t ox = 0; ox < g->out_w; ox++) {
                 uint32_t y0, y1, x0, x1;
-                window_cells(oy, g->sh, g->ph, g->kh, g->in_h, &y0, &y1);
-                window_cells(ox, g->sw, g->pw, g->kw, g->in_w, &x0, &x1);
+                dcz_window_cells(oy, g->sh, g->ph, g->kh, g->in_h, &y0, &y1);
+                dcz_window_cells(ox, g->sw, g->pw, g->kw, g->in_w, &x0, &x1);
                 float m = -INFINITY;
                 for (uint32_t iy = y0; iy < y1; iy++)
                     for (uint32_t ix = x0; ix < x1; ix++)
@@ -324,8 +318,8 @@ void dcz_avgpool_ref(const dcz_conv_geom *g, int count_include_pad, const float 
         for (uint32_t oy = 0; oy < g->out_h; oy++)
             for (uint32_t ox = 0; ox < g->out_w; ox++) {
                 uint32_t y0, y1, x0, x1;
-                window_cells(oy, g->sh, g->ph, g->kh, g->in_h, &y0, &y1);
-                window_cells(ox, g->sw, g->pw, g->kw, g->in_w, &x0, &x1);
+                dcz_window_cells(oy, g->sh, g->ph, g->kh, g->in_h, &y0, &y1);
+                dcz_window_cells(ox, g->sw, g->pw, g->kw, g->in_w, &x0, &x1);
                 float sum = 0.0f;
                 for (uint32_t iy = y0; iy < y1; iy++)
                     for (uint32_t ix = x0; ix < x1; ix++) sum += xp[(size_t)iy * g->in_w + ix];

@@ -214,27 +214,7 @@ void dcz_qconv2d_direct_ref(const dcz_conv_geom *g, const int16_t *w, const int6
                 }
 }
 
-/* A tap is one kernel offset (ky, kx), as in kernels_conv.c. Along one axis
- * it touches the output positions o in [lo, hi) whose input
- * o * stride + k - pad lies inside the image; first is the input position
- * of o = lo. Computed once per call, so the inner loops test no bounds. */
-typedef struct qtap {
-    uint32_t lo, hi, first;
-} qtap;
-
-static qtap axis_tap(uint32_t n, uint32_t out_n, uint32_t stride, uint32_t pad, uint32_t k)
-{
-    qtap t = { 0, 0, 0 };
-    if ((uint64_t)n - 1 + pad < k) return t; /* this offset only ever sees padding */
-    uint64_t lo = k >= pad ? 0 : (pad - k + stride - 1) / stride;
-    uint64_t hi = ((uint64_t)n - 1 + pad - k) / stride + 1;
-    if (hi > out_n) hi = out_n;
-    if (lo >= hi) return t;
-    t.lo = (uint32_t)lo;
-    t.hi = (uint32_t)hi;
-    t.first = (uint32_t)(lo * stride + k - pad);
-    return t;
-}
+typedef dcz_conv_tap qtap; /* model.h */
 
 /* ap (out_h, out_w) += w * (input plane xp seen through tap (ty, tx)) */
 static void add_tap(const dcz_conv_geom *g, const qtap *ty, const qtap *tx, int64_t w,
@@ -259,8 +239,7 @@ void dcz_qconv2d_sparse(const dcz_conv_geom *g, const dcz_qsparse *s, const int6
                         const dcz_q *x, size_t batch, int64_t *acc)
 {
     qtap ty[DCZ_MAX_WINDOW], tx[DCZ_MAX_WINDOW];
-    for (uint32_t k = 0; k < g->kh; k++) ty[k] = axis_tap(g->in_h, g->out_h, g->sh, g->ph, k);
-    for (uint32_t k = 0; k < g->kw; k++) tx[k] = axis_tap(g->in_w, g->out_w, g->sw, g->pw, k);
+    dcz_conv_taps(g, ty, tx);
     const uint32_t ksize = g->kh * g->kw;
     const size_t in_plane = (size_t)g->in_h * g->in_w, out_plane = (size_t)g->out_h * g->out_w;
     for (uint32_t oc = 0; oc < s->rows; oc++) {
@@ -283,15 +262,6 @@ void dcz_qconv2d_sparse(const dcz_conv_geom *g, const dcz_qsparse *s, const int6
 
 /* ---- pooling ---------------------------------------------------------------- */
 
-/* The input cells [lo, hi) of window o along one axis (never empty: the
- * padding is smaller than the window). */
-static void window_cells(uint32_t o, uint32_t stride, uint32_t pad, uint32_t k, uint32_t n,
-                         uint32_t *lo, uint32_t *hi)
-{
-    int64_t start = (int64_t)o * stride - pad, end = start + k;
-    *lo = start < 0 ? 0 : (uint32_t)start;
-    *hi = end > n ? n : (uint32_t)end;
-}
 
 /* sum / count rounded half away from zero; count 0 (an empty plane) gives 0 */
 static dcz_q div_round(int64_t sum, uint64_t count)
@@ -310,8 +280,8 @@ void dcz_qmaxpool_ref(const dcz_conv_geom *g, const dcz_q *x, size_t batch, dcz_
         for (uint32_t oy = 0; oy < g->out_h; oy++)
             for (uint32_t ox = 0; ox < g->out_w; ox++) {
                 uint32_t y0, y1, x0, x1;
-                window_cells(oy, g->sh, g->ph, g->kh, g->in_h, &y0, &y1);
-                window_cells(ox, g->sw, g->pw, g->kw, g->in_w, &x0, &x1);
+                dcz_window_cells(oy, g->sh, g->ph, g->kh, g->in_h, &y0, &y1);
+                dcz_window_cells(ox, g->sw, g->pw, g->kw, g->in_w, &x0, &x1);
                 dcz_q m = INT16_MIN;
                 for (uint32_t iy = y0; iy < y1; iy++)
                     for (uint32_t ix = x0; ix < x1; ix++)
@@ -330,8 +300,8 @@ void dcz_qavgpool_ref(const dcz_conv_geom *g, int count_include_pad, const dcz_q
         for (uint32_t oy = 0; oy < g->out_h; oy++)
             for (uint32_t ox = 0; ox < g->out_w; ox++) {
                 uint32_t y0, y1, x0, x1;
-                window_cells(oy, g->sh, g->ph, g->kh, g->in_h, &y0, &y1);
-                window_cells(ox, g->sw, g->pw, g->kw, g->in_w, &x0, &x1);
+                dcz_window_cells(oy, g->sh, g->ph, g->kh, g->in_h, &y0, &y1);
+                dcz_window_cells(ox, g->sw, g->pw, g->kw, g->in_w, &x0, &x1);
                 int64_t sum = 0;
                 for (uint32_t iy = y0; iy < y1; iy++)
                     for (uint32_t ix = x0; ix < x1; ix++) sum += xp[(size_t)iy * g->in_w + ix];

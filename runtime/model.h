@@ -274,6 +274,21 @@ int dcz_conv2d_pick_im2col(const dcz_conv_geom *g);
  * pixel p in (ic, ky, kx) order, 0 where it falls in the padding. */
 void dcz_im2col(const dcz_conv_geom *g, const float *x, float *col);
 
+/* Geometry shared by the float and integer convolutions and pools
+ * (kernels_conv.c; integer arithmetic only). A tap is one kernel offset k
+ * along one axis: it touches the output positions o in [lo, hi) whose input
+ * o * stride + k - pad lies inside the image; first is the input position of
+ * o = lo. Computed once per call, so the inner loops test no bounds. */
+typedef struct dcz_conv_tap {
+    uint32_t lo, hi, first;
+} dcz_conv_tap;
+/* ty (kh) and tx (kw): the taps of every kernel offset of g */
+void dcz_conv_taps(const dcz_conv_geom *g, dcz_conv_tap *ty, dcz_conv_tap *tx);
+/* The input cells [lo, hi) of pooling window o along an axis of n cells
+ * (never empty: the padding is smaller than the window). */
+void dcz_window_cells(uint32_t o, uint32_t stride, uint32_t pad, uint32_t k, uint32_t n,
+                      uint32_t *lo, uint32_t *hi);
+
 /* Max over each window's cells inside the input (padding never wins). */
 void dcz_maxpool_ref(const dcz_conv_geom *g, const float *x, size_t batch, float *y);
 /* Mean over each window: divided by kh kw when count_include_pad, else by

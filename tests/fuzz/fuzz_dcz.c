@@ -12,22 +12,7 @@
 
 #include "runtime/doc.h"
 #include "runtime/model.h"
-
-/* Rewrites the section and header CRCs of b where the table lets us. */
-static void fix_crcs(uint8_t *b, size_t len)
-{
-    if (len < DCZ_HEADER_BYTES) return;
-    uint32_t ns = dcz_le32(b + 24);
-    if (ns > DCZ_MAX_SECTIONS || DCZ_HEADER_BYTES + (uint64_t)ns * DCZ_SECTION_ENTRY_BYTES > len) return;
-    for (uint32_t i = 0; i < ns; i++) {
-        uint8_t *e = b + DCZ_HEADER_BYTES + (size_t)i * DCZ_SECTION_ENTRY_BYTES;
-        uint64_t off = dcz_le32(e + 8) | (uint64_t)dcz_le32(e + 12) << 32;
-        uint64_t size = dcz_le32(e + 16) | (uint64_t)dcz_le32(e + 20) << 32;
-        if (off <= len && size <= len - off) dcz_put32(e + 24, dcz_crc32(0, b + off, (size_t)size));
-    }
-    memset(b + 28, 0, 4);
-    dcz_put32(b + 28, dcz_crc32(0, b, DCZ_HEADER_BYTES + (size_t)ns * DCZ_SECTION_ENTRY_BYTES));
-}
+#include "tests/unit/test_util.h"
 
 static void parse(const uint8_t *data, size_t size)
 {

@@ -17,6 +17,7 @@
 #include "calibrate/calibrate.h"
 #include "runtime/model.h"
 #include "tests/check.h"
+#include "tests/unit/test_util.h"
 #include "tests/unit/doc_build.h"
 
 static float urand(dcz_rng *r, float lo, float hi) { return lo + (hi - lo) * dcz_rng_uniform(r); }
@@ -254,7 +255,7 @@ static int64_t rnd_shift(int64_t v, int k)
 
 static int64_t clampq(int64_t v, int64_t q) { return v > q ? q : v < -q ? -q : v; }
 
-static int64_t rnd(double v) { return (int64_t)(v >= 0 ? floor(v + 0.5) : -floor(-v + 0.5)); }
+static int64_t round_away(double v) { return (int64_t)(v >= 0 ? floor(v + 0.5) : -floor(-v + 0.5)); }
 
 static void test_fixed_point_by_hand(void)
 {
@@ -299,16 +300,16 @@ static void test_fixed_point_by_hand(void)
         for (int i = 0; i < 6; i++) x[i] = urand(&r, -2.5f, 2.5f); /* some saturate at +-127/64 */
         REQUIRE(dcz_run(m, x, 1, y) == DCZ_OK, "run");
         int64_t xq[6], h[5];
-        for (int i = 0; i < 6; i++) xq[i] = clampq(rnd(ldexp(x[i], fl_in)), 127);
+        for (int i = 0; i < 6; i++) xq[i] = clampq(round_away(ldexp(x[i], fl_in)), 127);
         for (int o = 0; o < 5; o++) {
-            int64_t acc = rnd(ldexp(b1[o], fl_in + fl_w1));
-            for (int i = 0; i < 6; i++) acc += clampq(rnd(ldexp(w1[o * 6 + i], fl_w1)), 127) * xq[i];
+            int64_t acc = round_away(ldexp(b1[o], fl_in + fl_w1));
+            for (int i = 0; i < 6; i++) acc += clampq(round_away(ldexp(w1[o * 6 + i], fl_w1)), 127) * xq[i];
             h[o] = clampq(rnd_shift(acc, fl_in + fl_w1 - fl_h), 127);
             if (h[o] < 0) h[o] = 0;
         }
         for (int o = 0; o < 3; o++) {
-            int64_t acc = rnd(ldexp(b2[o], fl_h + fl_w2));
-            for (int i = 0; i < 5; i++) acc += clampq(rnd(ldexp(w2[o * 5 + i], fl_w2)), 127) * h[i];
+            int64_t acc = round_away(ldexp(b2[o], fl_h + fl_w2));
+            for (int i = 0; i < 5; i++) acc += clampq(round_away(ldexp(w2[o * 5 + i], fl_w2)), 127) * h[i];
             const float want = (float)acc * ldexpf(1, -(fl_h + fl_w2));
             if (dcz_f32_bits(want) != dcz_f32_bits(y[o]) && mismatches++ < 5)
                 CHECK(0, "trial %d output %d: libdcz %.9g, by hand %.9g", trial, o, y[o], want);
@@ -409,18 +410,6 @@ static void bad_layer(dcz_doc_calib *c) { c->e[1].layer = 4; }
 static void bad_count(dcz_doc_calib *c) { c->e[0].nw = 3; }
 static void bad_pow2(dcz_doc_calib *c) { c->e[0].in_scale = 0.3f; }
 
-/* CRCs recomputed after editing bytes, so only the content checks remain */
-static void fix_crcs(uint8_t *b, size_t len)
-{
-    uint32_t ns = dcz_le32(b + 24);
-    for (uint32_t i = 0; i < ns && 64 + 32 * (size_t)(i + 1) <= len; i++) {
-        uint8_t *e = b + 64 + 32 * i;
-        uint64_t off = dcz_le32(e + 8), size = dcz_le32(e + 16);
-        if (off + size <= len) dcz_put32(e + 24, dcz_crc32(0, b + off, size));
-    }
-    memset(b + 28, 0, 4);
-    dcz_put32(b + 28, dcz_crc32(0, b, 64 + 32 * (size_t)ns));
-}
 
 static size_t calib_offset(const uint8_t *b)
 {

@@ -23,17 +23,10 @@
 #include "runtime/doc.h"
 #include "runtime/model.h"
 #include "tests/check.h"
+#define TEST_RNG_SEED 0x9E3779B97F4A7C15ull
+#include "tests/unit/test_util.h"
 #include "tests/unit/doc_build.h"
 
-static uint64_t rng_state = 0x9E3779B97F4A7C15ull;
-static uint64_t rnd(void)
-{
-    uint64_t z = (rng_state += 0x9E3779B97F4A7C15ull);
-    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
-    z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
-    return z ^ (z >> 31);
-}
-static float frand(void) { return (float)((rnd() >> 11) * (1.0 / 9007199254740992.0)) * 2.0f - 1.0f; }
 
 /* A dense layer whose weight uses encoding enc; density applies to sparse ones. */
 static void make_dense_layer(dcz_doc_layer *l, const char *name, uint32_t in, uint32_t out,
@@ -253,7 +246,6 @@ static void test_gaps_at_limit(void)
 
 /* ---- convolutional networks ------------------------------------------------ */
 
-static void fix_crcs(uint8_t *b, size_t len);
 
 /* Random weights for any layer with parameters (codebook, mask, values),
  * like make_dense_layer. */
@@ -766,18 +758,6 @@ static void test_calib_corruption_refused(void) { corruption_refused(calib_doc()
 
 /* A file whose CRCs are right but whose content lies must still be refused:
  * rewrite the header CRC after damaging a field. */
-static void fix_crcs(uint8_t *b, size_t len)
-{
-    uint32_t ns = dcz_le32(b + 24);
-    if (64 + 32 * (uint64_t)ns > len) return;
-    for (uint32_t i = 0; i < ns; i++) {
-        uint8_t *e = b + 64 + 32 * i;
-        uint64_t off = dcz_le32(e + 8), size = dcz_le32(e + 16);
-        if (off + size <= len) dcz_put32(e + 24, dcz_crc32(0, b + off, size));
-    }
-    memset(b + 28, 0, 4);
-    dcz_put32(b + 28, dcz_crc32(0, b, 64 + 32 * (size_t)ns));
-}
 
 /* Rewrites every byte (xor 0x41) with checksums fixed: whatever loads must
  * run at batch 1 and 2 without touching memory it does not own. */

@@ -30,15 +30,9 @@
 
 #include "runtime/model.h"
 #include "tests/check.h"
+#define TEST_RNG_SEED 20240611
+#include "tests/unit/test_util.h"
 
-static uint64_t rs = 20240611;
-static uint64_t rnd(void)
-{
-    uint64_t z = (rs += 0x9E3779B97F4A7C15ull);
-    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
-    z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
-    return z ^ (z >> 31);
-}
 
 /* a value in [-vmax, vmax], never 0, one in eight an extreme */
 static int16_t qrand(int32_t vmax)

@@ -23,17 +23,9 @@
 
 #include "runtime/model.h"
 #include "tests/check.h"
+#define TEST_RNG_SEED 0x5eed
+#include "tests/unit/test_util.h"
 
-static uint64_t rs = 0x5eed;
-static uint64_t rnd(void)
-{
-    uint64_t z = (rs += 0x9E3779B97F4A7C15ull);
-    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
-    z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
-    return z ^ (z >> 31);
-}
-static float frand(void) { return (float)((rnd() >> 11) * (1.0 / 9007199254740992.0)) * 2.0f - 1.0f; }
-static float nonzero(void) { float v = frand(); return v >= 0 ? v + 0.01f : v - 0.01f; }
 
 /* a sparse matrix and its twin of absolute weights (for the |w x| sums) */
 typedef struct mat {

@@ -41,6 +41,8 @@
 
 #include "runtime/model.h"
 #include "tests/check.h"
+#define TEST_RNG_SEED 777
+#include "tests/unit/test_util.h"
 #ifndef DCZ_RUNTIME_ONLY
 #include <math.h>
 
@@ -87,15 +89,6 @@ static unsigned long count_stop(void) { counting = 0; return allocs; }
 
 /* ---- helpers --------------------------------------------------------------- */
 
-static uint64_t rs = 777;
-static float frand(void)
-{
-    uint64_t z = (rs += 0x9E3779B97F4A7C15ull);
-    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
-    z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
-    z ^= z >> 31;
-    return (float)((z >> 11) * (1.0 / 9007199254740992.0)) * 2.0f - 1.0f;
-}
 
 static int host_le_f32(void)
 {
@@ -408,20 +401,6 @@ static void test_open_file(void) { each_corpus_model(open_file_same); }
 
 /* Rewrites the section and header CRCs of b where the table lets us (as
  * tests/fuzz/fuzz_dcz.c does), so a corruption reaches the parsers. */
-static void fix_crcs(uint8_t *b, size_t len)
-{
-    if (len < DCZ_HEADER_BYTES) return;
-    uint32_t ns = dcz_le32(b + 24);
-    if (ns > DCZ_MAX_SECTIONS || DCZ_HEADER_BYTES + (uint64_t)ns * DCZ_SECTION_ENTRY_BYTES > len) return;
-    for (uint32_t i = 0; i < ns; i++) {
-        uint8_t *e = b + DCZ_HEADER_BYTES + (size_t)i * DCZ_SECTION_ENTRY_BYTES;
-        uint64_t off = dcz_le32(e + 8) | (uint64_t)dcz_le32(e + 12) << 32;
-        uint64_t size = dcz_le32(e + 16) | (uint64_t)dcz_le32(e + 20) << 32;
-        if (off <= len && size <= len - off) dcz_put32(e + 24, dcz_crc32(0, b + off, (size_t)size));
-    }
-    memset(b + 28, 0, 4);
-    dcz_put32(b + 28, dcz_crc32(0, b, DCZ_HEADER_BYTES + (size_t)ns * DCZ_SECTION_ENTRY_BYTES));
-}
 
 static size_t corrupt_cases, corrupt_refused, corrupt_mismatch;
 
