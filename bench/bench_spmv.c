@@ -50,7 +50,7 @@ static void csr_mm(const csr *m, uint32_t cols, const float *x, size_t batch, fl
 typedef struct shape {
     const char *name;
     uint32_t rows, cols;
-    double density;
+    double density, act;
 } shape;
 
 /* median seconds of one call over reps runs, after one warm-up call */
@@ -62,12 +62,12 @@ typedef struct shape {
     out = t_[(reps) / 2]; \
 } while (0)
 
-static void row(const char *name, const char *shp, double density, int batch, double td, double tc,
-                double tr, double tz, double bytes, double bw)
+static void row(const char *name, const char *shp, double density, double act, int batch,
+                double td, double tc, double tr, double tz, double bytes, double bw)
 {
-    printf("%-10s %11s %7.0f%% %5d %10.1f %10.1f %10.1f %10.1f %8.2fx %8.2fx %8.2fx %7.1f%%\n", name,
-           shp, density * 100, batch, td * 1e6, tc * 1e6, tr * 1e6, tz * 1e6, tr / tz, td / tz,
-           tc / tz, bytes / (bw / 2) / tz * 100);
+    printf("%-10s %11s %6.0f%% %5.0f%% %5d %10.1f %10.1f %10.1f %10.1f %8.2fx %8.2fx %8.2fx %7.1f%%\n",
+           name, shp, density * 100, act * 100, batch, td * 1e6, tc * 1e6, tr * 1e6, tz * 1e6, tr / tz,
+           td / tz, tc / tz, bytes / (bw / 2) / tz * 100);
 }
 
 int main(void)
@@ -78,18 +78,22 @@ int main(void)
     if (bw <= 0) return 1;
     printf("copy bandwidth %.1f GB/s (read + write), one thread\n\n", bw / 1e9);
 
+    /* activation density: the share of nonzero inputs, as EIE measured
+     * them on these layers; LeNet's layers see about half zeros too */
     const shape shapes[] = {
-        { "lenet-fc1", 300, 784, 0.08 }, { "lenet-fc2", 100, 300, 0.08 }, { "lenet-fc3", 10, 100, 0.26 },
-        { "alex-6", 4096, 9216, 0.09 },  { "alex-7", 4096, 4096, 0.09 },  { "alex-8", 1000, 4096, 0.25 },
-        { "vgg-6", 4096, 25088, 0.04 },  { "vgg-7", 4096, 4096, 0.04 },   { "vgg-8", 1000, 4096, 0.23 },
+        { "lenet-fc1", 300, 784, 0.08, 0.50 }, { "lenet-fc2", 100, 300, 0.08, 0.50 },
+        { "lenet-fc3", 10, 100, 0.26, 0.50 },  { "alex-6", 4096, 9216, 0.09, 0.351 },
+        { "alex-7", 4096, 4096, 0.09, 0.353 }, { "alex-8", 1000, 4096, 0.25, 0.375 },
+        { "vgg-6", 4096, 25088, 0.04, 0.183 }, { "vgg-7", 4096, 4096, 0.04, 0.375 },
+        { "vgg-8", 1000, 4096, 0.23, 0.411 },
     };
-    const char *isa = dcz_isa_supported(DCZ_ISA_AVX512) ? "avx512"
-                      : dcz_isa_supported(DCZ_ISA_AVX2)   ? "avx2"
-                      : dcz_isa_supported(DCZ_ISA_NEON)   ? "neon (spmm; spmv is the reference)"
-                                                          : "none (the references)";
-    printf("dcz kernels: %s\n\n", isa);
-    printf("%-10s %11s %8s %5s %10s %10s %10s %10s %9s %9s %9s %8s\n", "layer", "shape", "density", "batch",
-           "dense us", "csr us", "ref us", "dcz us", "vs ref", "vs dense", "vs csr", "floor %");
+    const char *isa = dcz_isa_supported(DCZ_ISA_AVX2)   ? "avx2"
+                      : dcz_isa_supported(DCZ_ISA_NEON) ? "neon"
+                                                        : "none (the references)";
+    printf("dcz spmm kernels: %s; batch 1: the column kernel\n\n", isa);
+    printf("%-10s %11s %7s %6s %5s %10s %10s %10s %10s %9s %9s %9s %8s\n", "layer", "shape", "density",
+           "act", "batch", "dense us", "csr us", "ref us", "dcz us", "vs ref", "vs dense", "vs csr",
+           "floor %");
     dcz_rng rng;
     dcz_rng_seed(&rng, 1);
     for (size_t si = 0; si < sizeof shapes / sizeof *shapes; si++) {
@@ -104,7 +108,6 @@ int main(void)
         uint32_t nnz = 0;
         for (size_t i = 0; i < n; i++)
             if (dcz_rng_uniform(&rng) < s->density) { keep[i] = 1; nnz++; }
-        for (uint32_t i = 0; i < BATCH * s->cols; i++) x[i] = dcz_rng_uniform(&rng);
         /* execution form */
         uint64_t cap = dcz_sparse_max_entries(nnz, s->rows, s->cols);
         uint32_t *row_ptr = malloc((s->rows + 1) * sizeof *row_ptr);
@@ -131,27 +134,49 @@ int main(void)
             c.ptr[r + 1] = k;
         }
         dcz_sparse_builder_finish(&bld);
-        dcz_sparse sp = { s->rows, s->cols, bld.entries, row_ptr, step, idx, NULL, cb, 16 };
+        dcz_sparse sp = { s->rows, s->cols, bld.entries, row_ptr, step, idx, NULL, cb, 16,
+                          0, 0, NULL, NULL, NULL, NULL };
+        void *cols_mem = malloc(dcz_sparse_columns_bytes(s->rows, s->cols, nnz, 16, 1));
+        dcz_sparse_build_columns(&sp, 1, cols_mem);
         double td, tc, tr, tz;
         char shp[32];
         snprintf(shp, sizeof shp, "%ux%u", s->rows, s->cols);
-        /* the compressed form: a step and an index byte per entry, row_ptr */
+        /* the row form: a step and an index byte per entry, row_ptr */
         const double form = (double)bld.entries * 2 + (s->rows + 1) * 4.0;
-        TIME(REPS, cblas_sgemv(CblasRowMajor, CblasNoTrans, (int)s->rows, (int)s->cols, 1.0f, w, (int)s->cols,
-                               x, 1, 0.0f, y, 1), td);
-        TIME(REPS, csr_mv(&c, x, y), tc);
-        TIME(REPS, dcz_spmv_ref(&sp, NULL, x, y), tr);
-        TIME(REPS, dcz_spmv(&sp, NULL, x, y), tz);
-        row(s->name, shp, s->density, 1, td, tc, tr, tz, form + (s->cols + s->rows) * 4.0, bw);
-        TIME(REPS_MM, cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, BATCH, (int)s->rows, (int)s->cols,
-                                  1.0f, x, (int)s->cols, w, (int)s->cols, 0.0f, y, (int)s->rows), td);
-        TIME(REPS_MM, csr_mm(&c, s->cols, x, BATCH, y), tc);
-        TIME(REPS_MM, dcz_spmm_ref(&sp, NULL, x, BATCH, y), tr);
-        TIME(REPS_MM, dcz_spmm(&sp, NULL, x, BATCH, y, scratch), tz);
-        row(s->name, shp, s->density, BATCH, td, tc, tr, tz,
-            form * ((BATCH + DCZ_SPMM_TILE - 1) / DCZ_SPMM_TILE) + BATCH * (s->cols + s->rows) * 4.0, bw);
+        for (int pass = 0; pass < 3; pass++) {
+            /* batch 1 at the layer's activation density, then with no zero
+             * input (the column kernel's worst case), then batch 64 */
+            const double act = pass == 1 ? 1.0 : s->act;
+            const int batch = pass == 2 ? BATCH : 1;
+            for (uint32_t i = 0; i < BATCH * s->cols; i++)
+                x[i] = dcz_rng_uniform(&rng) < act ? dcz_rng_uniform(&rng) + 0.01f : 0.0f;
+            if (batch == 1) {
+                TIME(REPS, cblas_sgemv(CblasRowMajor, CblasNoTrans, (int)s->rows, (int)s->cols, 1.0f, w,
+                                       (int)s->cols, x, 1, 0.0f, y, 1), td);
+                TIME(REPS, csr_mv(&c, x, y), tc);
+                TIME(REPS, dcz_spmv_ref(&sp, NULL, x, y), tr);
+                TIME(REPS, dcz_spmv(&sp, NULL, x, y), tz);
+                /* what the column kernel reads: col_ptr, and the packed
+                 * entries of the columns of nonzero inputs */
+                double live = 0;
+                for (uint32_t j = 0; j < s->cols; j++)
+                    if (x[j] != 0.0f) live += sp.col_ptr[j + 1] - sp.col_ptr[j];
+                row(s->name, shp, s->density, act, 1, td, tc, tr, tz,
+                    (s->cols + 1) * 4.0 + live * (sp.cent16 ? 2 : 4) + (s->cols + s->rows) * 4.0, bw);
+                continue;
+            }
+            TIME(REPS_MM, cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, BATCH, (int)s->rows,
+                                      (int)s->cols, 1.0f, x, (int)s->cols, w, (int)s->cols, 0.0f, y,
+                                      (int)s->rows), td);
+            TIME(REPS_MM, csr_mm(&c, s->cols, x, BATCH, y), tc);
+            TIME(REPS_MM, dcz_spmm_ref(&sp, NULL, x, BATCH, y), tr);
+            TIME(REPS_MM, dcz_spmm(&sp, NULL, x, BATCH, y, scratch), tz);
+            row(s->name, shp, s->density, act, BATCH, td, tc, tr, tz,
+                form * ((BATCH + DCZ_SPMM_TILE - 1) / DCZ_SPMM_TILE) + BATCH * (s->cols + s->rows) * 4.0,
+                bw);
+        }
         free(w); free(x); free(scratch); free(y); free(keep); free(row_ptr); free(step); free(idx); free(src);
-        free(c.ptr); free(c.col); free(c.val);
+        free(c.ptr); free(c.col); free(c.val); free(cols_mem);
     }
     printf("\n(ratios > 1: dcz faster. floor %%: the time moving its bytes takes at the copy\n"
            " bandwidth measured above, as a share of the time it took; at batch 64 dcz_spmm reads\n"

@@ -18,7 +18,6 @@
 static const char *kernels_name(int reference)
 {
     if (reference) return "reference";
-    if (dcz_isa_supported(DCZ_ISA_AVX512)) return "avx512";
     if (dcz_isa_supported(DCZ_ISA_AVX2)) return "avx2";
     if (dcz_isa_supported(DCZ_ISA_NEON)) return "neon";
     return "reference";

@@ -173,14 +173,12 @@ static void conv_kernel(const dcz_doc_layer *l, const dcz_shape *in, layer_info 
 /* What the sparse kernels do on this machine (runtime/kernels_simd.c). */
 static const char *sparse_why(void)
 {
-    if (dcz_isa_supported(DCZ_ISA_AVX512))
-        return "compressed form; avx512: batch 1 gathers inputs 16 entries at a time, "
-               "batches one FMA per entry over 16 samples";
     if (dcz_isa_supported(DCZ_ISA_AVX2))
-        return "compressed form; avx2: batch 1 gathers inputs 8 entries at a time, "
-               "batches one FMA per entry over 16 samples";
+        return "compressed form; batch 1 by columns, skipping zero inputs; "
+               "avx2: batches one multiply-add per entry over 16 samples";
     if (dcz_isa_supported(DCZ_ISA_NEON))
-        return "compressed form; neon: batch 1 scalar, batches one FMA per entry over 16 samples";
+        return "compressed form; batch 1 by columns, skipping zero inputs; "
+               "neon: batches one multiply-add per entry over 16 samples";
     return "compressed form; scalar reference kernels (no SIMD on this machine)";
 }
 

@@ -40,8 +40,14 @@ void dcz_spmv_ref(const dcz_sparse *s, const float *bias, const float *x, float 
 void dcz_spmm_ref(const dcz_sparse *s, const float *bias, const float *x, size_t batch,
                   float *y)
 {
+    dcz_spmm_ref_rows(s, 0, s->rows, bias, x, batch, y);
+}
+
+void dcz_spmm_ref_rows(const dcz_sparse *s, uint32_t r0, uint32_t r1, const float *bias,
+                       const float *x, size_t batch, float *y)
+{
     const uint32_t in = s->cols, out = s->rows;
-    for (uint32_t r = 0; r < out; r++) {
+    for (uint32_t r = r0; r < r1; r++) {
         for (size_t b = 0; b < batch; b++) y[b * out + r] = bias ? bias[r] : 0.0f;
         uint32_t col = 0;
         for (uint32_t e = s->row_ptr[r]; e < s->row_ptr[r + 1]; e++) {

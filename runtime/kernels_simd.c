@@ -1,38 +1,37 @@
-/* kernels_simd.c: the vectorized sparse matrix kernels on model.h's
- * execution form (one-byte column steps, fillers, codebook indices or fp32
- * values), and the entry points that pick one at run time.
+/* kernels_simd.c: the optimized sparse matrix kernels on model.h's
+ * execution form, and the entry points that pick one at run time.
  *
- *   spmv (batch 1), x86: each chunk of entries of a row is loaded as a
- *     vector of steps; an in-register prefix sum (shift-and-add, log2 lanes
- *     steps) plus the row's cursor gives the columns, a compare gives the
- *     filler mask, and the inputs are gathered. Codebook weights come from a
- *     register permute when the codebook fits one or two registers, else
- *     from a gather of the codebook. AVX-512 handles 16 entries a step,
- *     AVX2 8.
+ *   spmv (batch 1): the column form (dcz_sparse). The input of a layer after
+ *     a ReLU is often half zeros; a column whose input is 0 contributes
+ *     nothing, so the kernel walks the columns, skips those, and adds each
+ *     remaining entry's product to its row: two small loads (row, codebook
+ *     index), a product from a per-column table (codebook times the input,
+ *     computed once per column) and a read-modify-write of y, which stays in
+ *     the first-level cache. Rows within a column are distinct, so four
+ *     entries are loaded before any is stored. Plain C, the same on every
+ *     machine; x86 has no scatter before AVX-512, and a gather-based row
+ *     kernel measured slower than it (bench/bench_spmv.c).
  *   spmm (batch N): a tile of DCZ_SPMM_TILE samples of x is transposed into
  *     scratch (cols, tile), then each entry is decoded once and adds w times
- *     the row of the tile at its column to the tile's accumulators: one
- *     vector FMA over the samples, no gather.
+ *     the row of the tile at its column to the tile's accumulators, over
+ *     the samples at once, no gather. AVX2 walks two rows side by side, so
+ *     four independent sums hide the latency of the additions; NEON one row
+ *     in four registers.
  *
- * Summation order. A sample must give the same bits whatever batch it runs
- * in (tests/unit/test_static.c runs a batch whole and in chunks, where a
- * chunk of one takes the spmv path), so spmv and spmm of one ISA family sum
- * in the same order: on x86, entry j of a row (fillers counted) goes to
- * partial sum j mod 8 by a fused multiply-add, the partials are added as
- * ((p0+p4)+(p2+p6)) + ((p1+p5)+(p3+p7)), then the bias (or 0). On aarch64
- * there is no gather, spmv is the reference and the NEON spmm sums in the
- * reference's order (bias first, then unfused w*x in entry order), which
- * is the same bits. The order differs from the x86 references, so there the
- * results agree with them within rounding, not bit for bit.
+ * Summation order. Every kernel sums as the references do: the bias (or 0)
+ * first, then w * x, rounded, added entry by entry in column order (the
+ * column form visits a row's entries in that order too). Products and sums
+ * are not fused (the build uses -ffp-contract=off), so every variant gives
+ * the references' bits, and a sample the same bits at any batch
+ * (tests/unit/test_static.c runs a batch whole and in chunks of one).
  *
- * Dispatch (dcz_spmv, dcz_spmm): x86 with AVX-512F/BW/VL: __avx512; with
- * AVX2 and FMA: __avx2; aarch64: spmm__neon; otherwise, or when a variant
- * declines (more than 2^31 - 1 columns, the gathers' signed index; spmm
- * without scratch), the _ref kernels. The x86 variants are compiled with
- * per-function target attributes, so libdcz needs no global -m flags.
+ * Dispatch (dcz_spmm): x86 with AVX2: __avx2; aarch64: __neon; otherwise,
+ * or when a variant declines (spmm without scratch), dcz_spmm_ref. The x86
+ * variant is compiled with a per-function target attribute, so libdcz needs
+ * no global -m flags.
  *
  * Checked by tests/unit/test_simd.c: every variant the machine runs against
- * the references over an edge-case grid, and spmv against spmm bit for bit.
+ * the references over an edge-case grid, bit for bit.
  */
 #include <string.h>
 
@@ -60,11 +59,7 @@ int dcz_isa_supported(dcz_isa isa)
         return 1;
 #ifdef DCZ_X86
     case DCZ_ISA_AVX2:
-        return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
-    case DCZ_ISA_AVX512: /* its kernels also call AVX2 and FMA helpers */
-        return __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
-               __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("avx2") &&
-               __builtin_cpu_supports("fma");
+        return __builtin_cpu_supports("avx2");
 #endif
 #ifdef DCZ_NEON
     case DCZ_ISA_NEON:
@@ -75,10 +70,8 @@ int dcz_isa_supported(dcz_isa isa)
     }
 }
 
-/* The best family this machine runs. */
-static dcz_isa best_isa(void)
+dcz_isa dcz_isa_best(void)
 {
-    if (dcz_isa_supported(DCZ_ISA_AVX512)) return DCZ_ISA_AVX512;
     if (dcz_isa_supported(DCZ_ISA_AVX2)) return DCZ_ISA_AVX2;
     if (dcz_isa_supported(DCZ_ISA_NEON)) return DCZ_ISA_NEON;
     return DCZ_ISA_REF;
@@ -96,227 +89,246 @@ static void fill_tile(const float *x, uint32_t cols, size_t b0, size_t nb, float
     }
 }
 
+/* y[(b0 + i) rows + r] = out[i] for the nb samples of a tile */
+static void store_tile(const float *out, size_t nb, size_t b0, uint32_t rows, uint32_t r, float *y)
+{
+    for (size_t i = 0; i < nb; i++) y[(b0 + i) * rows + r] = out[i];
+}
+
+/* ---- the column form ------------------------------------------------------- */
+
+void dcz_sparse_block_rows(const dcz_sparse *s, uint32_t block, uint32_t *r0, uint32_t *r1)
+{
+    *r0 = (uint32_t)((uint64_t)s->rows * block / s->cblocks);
+    *r1 = (uint32_t)((uint64_t)s->rows * (block + 1) / s->cblocks);
+}
+
+/* The product of entry e (packed q) with the column's input xc: an fp32
+ * value times xc (mode 0), from the column's table (1), or its codebook
+ * value times xc (2). */
+__attribute__((always_inline))
+static inline float csc_prod(const int mode, uint32_t q, uint32_t e, uint32_t shift,
+                             const float *tab, const float *cb, const float *val, float xc)
+{
+    return mode == 0 ? val[e] * xc : mode == 1 ? tab[q >> shift] : cb[q >> shift] * xc;
+}
+
+/* Adds entries e .. end - 1 of one column to y. Rows within a column are
+ * distinct, so four entries are loaded before any is stored; the 16-bit
+ * entries four at a time by one 64-bit load (little-endian hosts). wide
+ * and mode are constants at every call. */
+__attribute__((always_inline))
+static inline void csc_column(float *y, const dcz_sparse *s, const int wide, const int mode,
+                              uint32_t e, uint32_t end, const float *tab, float xc)
+{
+    const uint32_t shift = s->cshift, mask = (1u << shift) - 1;
+    const float *cb = s->codebook, *val = s->cval;
+    const uint16_t *e16 = s->cent16;
+    const uint32_t *e32 = s->cent32;
+    for (; end - e >= 4; e += 4) {
+        uint32_t q0, q1, q2, q3;
+#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+        if (!wide) {
+            uint64_t q;
+            memcpy(&q, e16 + e, sizeof q);
+            q0 = (uint32_t)q & 0xFFFF; q1 = (uint32_t)(q >> 16) & 0xFFFF;
+            q2 = (uint32_t)(q >> 32) & 0xFFFF; q3 = (uint32_t)(q >> 48);
+        } else
+#endif
+        {
+            q0 = wide ? e32[e] : e16[e];         q1 = wide ? e32[e + 1] : e16[e + 1];
+            q2 = wide ? e32[e + 2] : e16[e + 2]; q3 = wide ? e32[e + 3] : e16[e + 3];
+        }
+        const uint32_t r0 = q0 & mask, r1 = q1 & mask, r2 = q2 & mask, r3 = q3 & mask;
+        const float v0 = y[r0] + csc_prod(mode, q0, e, shift, tab, cb, val, xc);
+        const float v1 = y[r1] + csc_prod(mode, q1, e + 1, shift, tab, cb, val, xc);
+        const float v2 = y[r2] + csc_prod(mode, q2, e + 2, shift, tab, cb, val, xc);
+        const float v3 = y[r3] + csc_prod(mode, q3, e + 3, shift, tab, cb, val, xc);
+        y[r0] = v0; y[r1] = v1; y[r2] = v2; y[r3] = v3;
+    }
+    for (; e < end; e++) {
+        const uint32_t q = wide ? e32[e] : e16[e];
+        y[q & mask] += csc_prod(mode, q, e, shift, tab, cb, val, xc);
+    }
+}
+
+__attribute__((always_inline))
+static inline void csc_block(const dcz_sparse *s, const uint32_t *ptr, const float *x, float *y,
+                             const int wide)
+{
+    float tab[64];
+    for (uint32_t c = 0; c < s->cols; c++) {
+        const float xc = x[c];
+        const uint32_t e = ptr[c], end = ptr[c + 1];
+        if (xc == 0.0f || e == end) continue;
+        if (s->cval) {
+            csc_column(y, s, wide, 0, e, end, tab, xc);
+        } else if (s->k <= 64 && s->k <= 2 * (end - e)) {
+            /* the codebook's products with xc, each rounded as w * x is */
+            for (uint32_t i = 0; i < s->k; i++) tab[i] = s->codebook[i] * xc;
+            csc_column(y, s, wide, 1, e, end, tab, xc);
+        } else {
+            csc_column(y, s, wide, 2, e, end, tab, xc);
+        }
+    }
+}
+
+void dcz_spmv_csc(const dcz_sparse *s, uint32_t block, const float *bias, const float *x,
+                  float *y)
+{
+    uint32_t r0, r1;
+    dcz_sparse_block_rows(s, block, &r0, &r1);
+    for (uint32_t r = r0; r < r1; r++) y[r] = bias ? bias[r] : 0.0f;
+    const uint32_t *ptr = s->col_ptr + (size_t)block * ((size_t)s->cols + 1);
+    if (s->cent32) csc_block(s, ptr, x, y, 1);
+    else csc_block(s, ptr, x, y, 0);
+}
+
+/* bits of the largest of n values 0 .. n - 1 */
+static uint32_t bits_of(uint32_t n)
+{
+    uint32_t b = 0;
+    while (b < 32 && n > 1 && ((n - 1) >> b) != 0) b++;
+    return b;
+}
+
+uint64_t dcz_sparse_columns_bytes(uint32_t rows, uint32_t cols, uint32_t nnz, uint32_t k,
+                                  uint32_t cblocks)
+{
+    if (rows > 65535 || cblocks == 0) return 0;
+    const int wide = bits_of(rows) + (k ? bits_of(k) : 0) > 16;
+    return (uint64_t)cblocks * ((uint64_t)cols + 1) * 4 + (uint64_t)nnz * (wide ? 4 : 2) +
+           (k ? 0 : (uint64_t)nnz * 4);
+}
+
+/* Runs body for each real entry of s, block by block, rows in order, with
+ * blk_, r_, col_ and e_ its block, row, column and entry. */
+#define FOR_EACH_ENTRY(s, body) do { \
+    for (uint32_t blk_ = 0; blk_ < (s)->cblocks; blk_++) { \
+        uint32_t ra_, rb_; \
+        dcz_sparse_block_rows((s), blk_, &ra_, &rb_); \
+        for (uint32_t r_ = ra_; r_ < rb_; r_++) { \
+            uint32_t col_ = 0; \
+            for (uint32_t e_ = (s)->row_ptr[r_]; e_ < (s)->row_ptr[r_ + 1]; e_++) { \
+                col_ += (s)->step[e_]; \
+                if ((s)->step[e_] != DCZ_STEP_FILLER) { body; } \
+            } \
+        } \
+    } \
+} while (0)
+
+void dcz_sparse_build_columns(dcz_sparse *s, uint32_t cblocks, void *mem)
+{
+    const size_t stride = (size_t)s->cols + 1;
+    uint32_t nnz = 0;
+    for (uint32_t e = 0; e < s->entries; e++) nnz += s->step[e] != DCZ_STEP_FILLER;
+    const uint32_t shift = bits_of(s->rows);
+    const int wide = shift + (s->idx ? bits_of(s->k) : 0) > 16;
+    uint32_t *ptr = mem;
+    float *cval = s->val ? (float *)(ptr + cblocks * stride) : NULL;
+    void *ent = cval ? (void *)(cval + nnz) : (void *)(ptr + cblocks * stride);
+    uint16_t *e16 = wide ? NULL : ent;
+    uint32_t *e32 = wide ? ent : NULL;
+    s->cblocks = cblocks;
+    s->cshift = shift;
+    memset(ptr, 0, cblocks * stride * sizeof *ptr);
+    /* counts at [c + 1], then running sums over blocks and columns: block
+     * b's column c starts at ptr[b stride + c] */
+    FOR_EACH_ENTRY(s, ptr[blk_ * stride + col_ + 1]++);
+    uint32_t run = 0;
+    for (uint32_t b = 0; b < cblocks; b++) {
+        uint32_t *p = ptr + b * stride;
+        p[0] = run;
+        for (size_t c = 1; c < stride; c++) p[c] += p[c - 1];
+        run = p[stride - 1];
+    }
+    /* ptr[b stride + c] as the cursor of column c, then shifted back */
+    FOR_EACH_ENTRY(s, {
+        const uint32_t at = ptr[blk_ * stride + col_]++;
+        const uint32_t q = r_ | (s->idx ? (uint32_t)s->idx[e_] << shift : 0);
+        if (e16) e16[at] = (uint16_t)q;
+        else e32[at] = q;
+        if (cval) cval[at] = s->val[e_];
+    });
+    for (uint32_t b = 0; b < cblocks; b++) {
+        uint32_t *p = ptr + b * stride;
+        for (size_t c = stride - 1; c > 0; c--) p[c] = p[c - 1];
+        p[0] = b ? ptr[(b - 1) * stride + stride - 1] : 0;
+    }
+    s->col_ptr = ptr;
+    s->cent16 = e16;
+    s->cent32 = e32;
+    s->cval = cval;
+}
+
 /* ---- x86 -------------------------------------------------------------------- */
 #ifdef DCZ_X86
 
-/* The fixed order of the eight partial sums (see the header), over the
- * lanes of a vector and, in spmm, over eight vectors lane by lane. */
-__attribute__((target("avx2,fma")))
-static float reduce8__avx2(__m256 p)
-{
-    __m128 q = _mm_add_ps(_mm256_castps256_ps128(p), _mm256_extractf128_ps(p, 1)); /* p_i + p_i+4 */
-    __m128 r = _mm_add_ps(q, _mm_movehl_ps(q, q));                                /* q_i + q_i+2 */
-    return _mm_cvtss_f32(_mm_add_ss(r, _mm_shuffle_ps(r, r, 1)));                 /* r_0 + r_1 */
-}
+/* One entry e of a row into its accumulators A0 (tile lanes 0..7) and, when
+ * halves is 2, A1 (lanes 8..15); col is the row's cursor. */
+#define ENTRY_AVX2(e, col, A0, A1) do { \
+    const uint8_t st_ = s->step[e]; \
+    col += st_; \
+    if (st_ != DCZ_STEP_FILLER) { \
+        const __m256 w_ = _mm256_set1_ps(cbk ? s->codebook[s->idx[e]] : s->val[e]); \
+        const float *t_ = tile + (size_t)col * SPMM_TILE; \
+        A0 = _mm256_add_ps(A0, _mm256_mul_ps(w_, _mm256_loadu_ps(t_))); \
+        if (halves == 2) A1 = _mm256_add_ps(A1, _mm256_mul_ps(w_, _mm256_loadu_ps(t_ + 8))); \
+    } \
+} while (0)
 
-/* A codebook of up to 8 floats in one register, the rest 0. */
-__attribute__((target("avx2,fma")))
-static __m256 codebook8__avx2(const dcz_sparse *s)
+/* Rows r0 .. r1 - 1 on one tile of nb samples: two rows side by side over
+ * their common length, then the rest of the longer one. cbk and halves are
+ * constants at every call, so each combination compiles to its own loop. */
+__attribute__((target("avx2"), always_inline))
+static inline void rows_tile__avx2(const dcz_sparse *s, uint32_t r0, uint32_t r1,
+                                   const float *bias, const float *tile, size_t b0, size_t nb,
+                                   float *y, const int cbk, const int halves)
 {
-    float cb[8] = { 0 };
-    if (s->idx && s->k <= 8) memcpy(cb, s->codebook, s->k * sizeof(float));
-    return _mm256_loadu_ps(cb);
-}
-
-/* Adds 8 entries starting at step, idx or val (all readable) to acc;
- * live: the lanes that are entries; base: the row's cursor in every lane. */
-__attribute__((target("avx2,fma")))
-static __m256 chunk8__avx2(const dcz_sparse *s, __m256 cbv, const uint8_t *step,
-                           const uint8_t *idx, const float *val, __m256i live,
-                           const float *x, __m256i *base, __m256 acc)
-{
-    const __m256i zero = _mm256_setzero_si256();
-    __m256i st = _mm256_cvtepu8_epi32(_mm_loadl_epi64((const __m128i *)step));
-    st = _mm256_and_si256(st, live);
-    /* inclusive prefix sum of 8 lanes: within each 128-bit half, then the
-     * low half's total added to the high half */
-    __m256i c = _mm256_add_epi32(st, _mm256_slli_si256(st, 4));
-    c = _mm256_add_epi32(c, _mm256_slli_si256(c, 8));
-    __m256i lo_total = _mm256_permutevar8x32_epi32(c, _mm256_set1_epi32(3));
-    c = _mm256_add_epi32(c, _mm256_blend_epi32(zero, lo_total, 0xF0));
-    c = _mm256_add_epi32(c, *base);
-    *base = _mm256_permutevar8x32_epi32(c, _mm256_set1_epi32(7));
-    __m256i real = _mm256_andnot_si256(_mm256_cmpeq_epi32(st, _mm256_set1_epi32(DCZ_STEP_FILLER)), live);
-    __m256 realf = _mm256_castsi256_ps(real);
-    __m256 w;
-    if (val) {
-        w = _mm256_loadu_ps(val);
-    } else {
-        __m256i ix = _mm256_cvtepu8_epi32(_mm_loadl_epi64((const __m128i *)idx));
-        w = s->k <= 8 ? _mm256_permutevar8x32_ps(cbv, ix)
-                      : _mm256_mask_i32gather_ps(_mm256_setzero_ps(), s->codebook, ix, realf, 4);
-    }
-    __m256 xv = _mm256_mask_i32gather_ps(_mm256_setzero_ps(), x, c, realf, 4);
-    /* fillers and lanes past the row leave the partials as they are */
-    return _mm256_blendv_ps(acc, _mm256_fmadd_ps(w, xv, acc), realf);
-}
-
-__attribute__((target("avx2,fma")))
-int dcz_spmv__avx2(const dcz_sparse *s, const float *bias, const float *x, float *y)
-{
-    if (s->cols > INT32_MAX) return 0;
-    const __m256 cbv = codebook8__avx2(s);
-    const __m256i all = _mm256_set1_epi32(-1);
-    for (uint32_t r = 0; r < s->rows; r++) {
-        uint32_t e = s->row_ptr[r];
-        const uint32_t end = s->row_ptr[r + 1];
-        __m256 acc = _mm256_setzero_ps();
-        __m256i base = _mm256_setzero_si256();
-        for (; end - e >= 8; e += 8)
-            acc = chunk8__avx2(s, cbv, s->step + e, s->idx ? s->idx + e : NULL,
-                               s->val ? s->val + e : NULL, all, x, &base, acc);
-        if (e < end) {
-            /* the tail through copies padded to 8 lanes */
-            const uint32_t n = end - e;
-            uint8_t st[8] = { 0 }, ix[8] = { 0 };
-            float v[8] = { 0 };
-            int32_t lanes[8];
-            for (int i = 0; i < 8; i++) lanes[i] = (uint32_t)i < n ? -1 : 0;
-            memcpy(st, s->step + e, n);
-            if (s->idx) memcpy(ix, s->idx + e, n);
-            if (s->val) memcpy(v, s->val + e, n * sizeof(float));
-            acc = chunk8__avx2(s, cbv, st, ix, s->val ? v : NULL,
-                               _mm256_loadu_si256((const __m256i *)lanes), x, &base, acc);
+    float out[SPMM_TILE];
+    uint32_t r = r0;
+    for (; r + 2 <= r1; r += 2) {
+        const uint32_t sa = s->row_ptr[r], sb = s->row_ptr[r + 1], eb = s->row_ptr[r + 2];
+        const uint32_t n = sb - sa < eb - sb ? sb - sa : eb - sb;
+        __m256 a0 = _mm256_set1_ps(bias ? bias[r] : 0.0f), a1 = a0;
+        __m256 c0 = _mm256_set1_ps(bias ? bias[r + 1] : 0.0f), c1 = c0;
+        uint32_t ca = 0, cc = 0;
+        for (uint32_t i = 0; i < n; i++) {
+            ENTRY_AVX2(sa + i, ca, a0, a1);
+            ENTRY_AVX2(sb + i, cc, c0, c1);
         }
-        y[r] = reduce8__avx2(acc) + (bias ? bias[r] : 0.0f);
+        for (uint32_t e = sa + n; e < sb; e++) ENTRY_AVX2(e, ca, a0, a1);
+        for (uint32_t e = sb + n; e < eb; e++) ENTRY_AVX2(e, cc, c0, c1);
+        _mm256_storeu_ps(out, a0);
+        _mm256_storeu_ps(out + 8, a1);
+        store_tile(out, nb, b0, s->rows, r, y);
+        _mm256_storeu_ps(out, c0);
+        _mm256_storeu_ps(out + 8, c1);
+        store_tile(out, nb, b0, s->rows, r + 1, y);
     }
-    return 1;
-}
-
-/* The eight partial sums of one row over the 8 samples at lane offset h of
- * a tile (cols, SPMM_TILE): acc[j] += w(e) * tile[col(e)][h..h+7] for the
- * entries e of partial j. */
-__attribute__((target("avx2,fma")))
-static void row_tile8__avx2(const dcz_sparse *s, uint32_t r, const float *tile, __m256 acc[8])
-{
-    const uint32_t start = s->row_ptr[r], end = s->row_ptr[r + 1];
-    uint32_t col = 0;
-    for (uint32_t e = start; e < end; e++) {
-        col += s->step[e];
-        if (s->step[e] == DCZ_STEP_FILLER) continue;
-        const __m256 w = _mm256_set1_ps(dcz_sparse_weight(s, e));
-        const uint32_t j = (e - start) & 7;
-        acc[j] = _mm256_fmadd_ps(w, _mm256_loadu_ps(tile + (size_t)col * SPMM_TILE), acc[j]);
+    if (r < r1) {
+        __m256 a0 = _mm256_set1_ps(bias ? bias[r] : 0.0f), a1 = a0;
+        uint32_t ca = 0;
+        for (uint32_t e = s->row_ptr[r]; e < s->row_ptr[r + 1]; e++) ENTRY_AVX2(e, ca, a0, a1);
+        _mm256_storeu_ps(out, a0);
+        _mm256_storeu_ps(out + 8, a1);
+        store_tile(out, nb, b0, s->rows, r, y);
     }
 }
 
-/* y (batch, rows) lanes b .. b + n - 1 of the reduced partials plus bias. */
-__attribute__((target("avx2,fma")))
-static void store_reduced8__avx2(const __m256 acc[8], const float *bias, uint32_t r,
-                                 uint32_t rows, size_t b, size_t n, float *y)
+__attribute__((target("avx2")))
+int dcz_spmm__avx2(const dcz_sparse *s, uint32_t r0, uint32_t r1, const float *bias,
+                   const float *x, size_t batch, float *y, float *scratch)
 {
-    __m256 q0 = _mm256_add_ps(acc[0], acc[4]), q1 = _mm256_add_ps(acc[1], acc[5]);
-    __m256 q2 = _mm256_add_ps(acc[2], acc[6]), q3 = _mm256_add_ps(acc[3], acc[7]);
-    __m256 t = _mm256_add_ps(_mm256_add_ps(q0, q2), _mm256_add_ps(q1, q3));
-    t = _mm256_add_ps(t, _mm256_set1_ps(bias ? bias[r] : 0.0f));
-    float out[8];
-    _mm256_storeu_ps(out, t);
-    for (size_t i = 0; i < n; i++) y[(b + i) * rows + r] = out[i];
-}
-
-__attribute__((target("avx2,fma")))
-int dcz_spmm__avx2(const dcz_sparse *s, const float *bias, const float *x, size_t batch,
-                   float *y, float *scratch)
-{
-    if (s->cols > INT32_MAX || !scratch) return 0;
+    if (!scratch) return 0;
     for (size_t b0 = 0; b0 < batch; b0 += SPMM_TILE) {
         const size_t nb = batch - b0 < SPMM_TILE ? batch - b0 : SPMM_TILE;
         fill_tile(x, s->cols, b0, nb, scratch);
-        for (size_t h = 0; h < nb; h += 8) {
-            for (uint32_t r = 0; r < s->rows; r++) {
-                __m256 acc[8];
-                for (int j = 0; j < 8; j++) acc[j] = _mm256_setzero_ps();
-                row_tile8__avx2(s, r, scratch + h, acc);
-                store_reduced8__avx2(acc, bias, r, s->rows, b0 + h, nb - h < 8 ? nb - h : 8, y);
-            }
-        }
-    }
-    return 1;
-}
-
-/* A codebook of up to 32 floats in two registers, the rest 0. */
-__attribute__((target("avx512f,avx512bw,avx512vl")))
-static void codebook32__avx512(const dcz_sparse *s, __m512 *lo, __m512 *hi)
-{
-    float cb[32] = { 0 };
-    if (s->idx && s->k <= 32) memcpy(cb, s->codebook, s->k * sizeof(float));
-    *lo = _mm512_loadu_ps(cb);
-    *hi = _mm512_loadu_ps(cb + 16);
-}
-
-__attribute__((target("avx512f,avx512bw,avx512vl")))
-int dcz_spmv__avx512(const dcz_sparse *s, const float *bias, const float *x, float *y)
-{
-    if (s->cols > INT32_MAX) return 0;
-    __m512 cb_lo, cb_hi;
-    codebook32__avx512(s, &cb_lo, &cb_hi);
-    const __m512i zero = _mm512_setzero_si512();
-    const __m512i filler = _mm512_set1_epi32(DCZ_STEP_FILLER), last = _mm512_set1_epi32(15);
-    for (uint32_t r = 0; r < s->rows; r++) {
-        const uint32_t end = s->row_ptr[r + 1];
-        __m256 acc = _mm256_setzero_ps();
-        __m512i base = zero;
-        for (uint32_t e = s->row_ptr[r]; e < end; e += end - e >= 16 ? 16 : end - e) {
-            const __mmask16 live = end - e >= 16 ? 0xFFFF : (__mmask16)((1u << (end - e)) - 1);
-            const __m512i st = _mm512_cvtepu8_epi32(_mm_maskz_loadu_epi8(live, s->step + e));
-            /* inclusive prefix sum: lane i adds lane i - 1, i - 2, i - 4, i - 8 */
-            __m512i c = _mm512_add_epi32(st, _mm512_alignr_epi32(st, zero, 15));
-            c = _mm512_add_epi32(c, _mm512_alignr_epi32(c, zero, 14));
-            c = _mm512_add_epi32(c, _mm512_alignr_epi32(c, zero, 12));
-            c = _mm512_add_epi32(c, _mm512_alignr_epi32(c, zero, 8));
-            c = _mm512_add_epi32(c, base);
-            base = _mm512_permutexvar_epi32(last, c);
-            const __mmask16 real = _mm512_mask_cmpneq_epi32_mask(live, st, filler);
-            __m512 w;
-            if (s->val) {
-                w = _mm512_maskz_loadu_ps(real, s->val + e);
-            } else {
-                const __m512i ix = _mm512_cvtepu8_epi32(_mm_maskz_loadu_epi8(live, s->idx + e));
-                if (s->k <= 16) w = _mm512_permutexvar_ps(ix, cb_lo);
-                else if (s->k <= 32) w = _mm512_permutex2var_ps(cb_lo, ix, cb_hi);
-                else w = _mm512_mask_i32gather_ps(_mm512_setzero_ps(), real, ix, s->codebook, 4);
-            }
-            const __m512 xv = _mm512_mask_i32gather_ps(_mm512_setzero_ps(), real, c, x, 4);
-            /* entries e .. e+7, then e+8 .. e+15, into partials 0 .. 7 */
-            const __m256 w_hi = _mm256_castpd_ps(_mm512_extractf64x4_pd(_mm512_castps_pd(w), 1));
-            const __m256 x_hi = _mm256_castpd_ps(_mm512_extractf64x4_pd(_mm512_castps_pd(xv), 1));
-            acc = _mm256_mask3_fmadd_ps(_mm512_castps512_ps256(w), _mm512_castps512_ps256(xv), acc,
-                                        (__mmask8)real);
-            acc = _mm256_mask3_fmadd_ps(w_hi, x_hi, acc, (__mmask8)(real >> 8));
-        }
-        y[r] = reduce8__avx2(acc) + (bias ? bias[r] : 0.0f);
-    }
-    return 1;
-}
-
-__attribute__((target("avx512f,avx512bw,avx512vl")))
-int dcz_spmm__avx512(const dcz_sparse *s, const float *bias, const float *x, size_t batch,
-                     float *y, float *scratch)
-{
-    if (s->cols > INT32_MAX || !scratch) return 0;
-    for (size_t b0 = 0; b0 < batch; b0 += SPMM_TILE) {
-        const size_t nb = batch - b0 < SPMM_TILE ? batch - b0 : SPMM_TILE;
-        fill_tile(x, s->cols, b0, nb, scratch);
-        for (uint32_t r = 0; r < s->rows; r++) {
-            const uint32_t start = s->row_ptr[r], end = s->row_ptr[r + 1];
-            __m512 acc[8];
-            for (int j = 0; j < 8; j++) acc[j] = _mm512_setzero_ps();
-            uint32_t col = 0;
-            for (uint32_t e = start; e < end; e++) {
-                col += s->step[e];
-                if (s->step[e] == DCZ_STEP_FILLER) continue;
-                const __m512 w = _mm512_set1_ps(dcz_sparse_weight(s, e));
-                const uint32_t j = (e - start) & 7;
-                acc[j] = _mm512_fmadd_ps(w, _mm512_loadu_ps(scratch + (size_t)col * SPMM_TILE), acc[j]);
-            }
-            __m512 q0 = _mm512_add_ps(acc[0], acc[4]), q1 = _mm512_add_ps(acc[1], acc[5]);
-            __m512 q2 = _mm512_add_ps(acc[2], acc[6]), q3 = _mm512_add_ps(acc[3], acc[7]);
-            __m512 t = _mm512_add_ps(_mm512_add_ps(q0, q2), _mm512_add_ps(q1, q3));
-            t = _mm512_add_ps(t, _mm512_set1_ps(bias ? bias[r] : 0.0f));
-            float out[SPMM_TILE];
-            _mm512_storeu_ps(out, t);
-            for (size_t i = 0; i < nb; i++) y[(b0 + i) * s->rows + r] = out[i];
-        }
+        const int cb = s->idx != NULL;
+        if (cb && nb > 8) rows_tile__avx2(s, r0, r1, bias, scratch, b0, nb, y, 1, 2);
+        else if (cb) rows_tile__avx2(s, r0, r1, bias, scratch, b0, nb, y, 1, 1);
+        else if (nb > 8) rows_tile__avx2(s, r0, r1, bias, scratch, b0, nb, y, 0, 2);
+        else rows_tile__avx2(s, r0, r1, bias, scratch, b0, nb, y, 0, 1);
     }
     return 1;
 }
@@ -326,16 +338,15 @@ int dcz_spmm__avx512(const dcz_sparse *s, const float *bias, const float *x, siz
 /* ---- aarch64 ---------------------------------------------------------------- */
 #ifdef DCZ_NEON
 
-/* The reference's order: bias (or 0) first, then w * x rounded and added
- * entry by entry, for 16 samples in four registers. */
-int dcz_spmm__neon(const dcz_sparse *s, const float *bias, const float *x, size_t batch,
-                   float *y, float *scratch)
+/* One row at a time, 16 samples in four registers. */
+int dcz_spmm__neon(const dcz_sparse *s, uint32_t r0, uint32_t r1, const float *bias,
+                   const float *x, size_t batch, float *y, float *scratch)
 {
     if (!scratch) return 0;
     for (size_t b0 = 0; b0 < batch; b0 += SPMM_TILE) {
         const size_t nb = batch - b0 < SPMM_TILE ? batch - b0 : SPMM_TILE;
         fill_tile(x, s->cols, b0, nb, scratch);
-        for (uint32_t r = 0; r < s->rows; r++) {
+        for (uint32_t r = r0; r < r1; r++) {
             const float32x4_t b = vdupq_n_f32(bias ? bias[r] : 0.0f);
             float32x4_t a0 = b, a1 = b, a2 = b, a3 = b;
             uint32_t col = 0;
@@ -354,7 +365,7 @@ int dcz_spmm__neon(const dcz_sparse *s, const float *bias, const float *x, size_
             vst1q_f32(out + 4, a1);
             vst1q_f32(out + 8, a2);
             vst1q_f32(out + 12, a3);
-            for (size_t i = 0; i < nb; i++) y[(b0 + i) * s->rows + r] = out[i];
+            store_tile(out, nb, b0, s->rows, r, y);
         }
     }
     return 1;
@@ -366,30 +377,31 @@ int dcz_spmm__neon(const dcz_sparse *s, const float *bias, const float *x, size_
 
 void dcz_spmv(const dcz_sparse *s, const float *bias, const float *x, float *y)
 {
-    int done = 0;
-    switch (best_isa()) {
-#ifdef DCZ_X86
-    case DCZ_ISA_AVX512: done = dcz_spmv__avx512(s, bias, x, y); break;
-    case DCZ_ISA_AVX2: done = dcz_spmv__avx2(s, bias, x, y); break;
-#endif
-    default: break; /* NEON: no gather; the reference is its order */
+    if (!s->col_ptr) {
+        dcz_spmv_ref(s, bias, x, y);
+        return;
     }
-    if (!done) dcz_spmv_ref(s, bias, x, y);
+    for (uint32_t b = 0; b < s->cblocks; b++) dcz_spmv_csc(s, b, bias, x, y);
+}
+
+void dcz_spmm_rows(const dcz_sparse *s, uint32_t r0, uint32_t r1, const float *bias,
+                   const float *x, size_t batch, float *y, float *scratch)
+{
+    int done = 0;
+    switch (dcz_isa_best()) {
+#ifdef DCZ_X86
+    case DCZ_ISA_AVX2: done = dcz_spmm__avx2(s, r0, r1, bias, x, batch, y, scratch); break;
+#endif
+#ifdef DCZ_NEON
+    case DCZ_ISA_NEON: done = dcz_spmm__neon(s, r0, r1, bias, x, batch, y, scratch); break;
+#endif
+    default: break;
+    }
+    if (!done) dcz_spmm_ref_rows(s, r0, r1, bias, x, batch, y);
 }
 
 void dcz_spmm(const dcz_sparse *s, const float *bias, const float *x, size_t batch, float *y,
               float *scratch)
 {
-    int done = 0;
-    switch (best_isa()) {
-#ifdef DCZ_X86
-    case DCZ_ISA_AVX512: done = dcz_spmm__avx512(s, bias, x, batch, y, scratch); break;
-    case DCZ_ISA_AVX2: done = dcz_spmm__avx2(s, bias, x, batch, y, scratch); break;
-#endif
-#ifdef DCZ_NEON
-    case DCZ_ISA_NEON: done = dcz_spmm__neon(s, bias, x, batch, y, scratch); break;
-#endif
-    default: break;
-    }
-    if (!done) dcz_spmm_ref(s, bias, x, batch, y);
+    dcz_spmm_rows(s, 0, s->rows, bias, x, batch, y, scratch);
 }

@@ -76,6 +76,7 @@ typedef struct loader {
     int in_place;
     uint64_t max_width;  /* elements of the largest activation of one sample */
     int quant;           /* the model runs on integers */
+    uint32_t cblocks;    /* row blocks of the column forms: the threads that run them */
 } loader;
 
 /* A dense tensor as floats: the payload itself for an aligned F32 tensor
@@ -210,6 +211,20 @@ static dcz_status load_params(const dcz_container *c, const dcz_graph_layer *g, 
         break;
     default:
         return DCZ_ERR_UNSUPPORTED;
+    }
+    /* fully connected float layers also get the column form for batch 1 */
+    if (!cw && g->op == DCZ_OP_DENSE && (w.enc == DCZ_ENC_SPARSE_F32 || w.enc == DCZ_ENC_CODEBOOK)) {
+        /* (while sizing, sp holds only its entry bound) */
+        const uint32_t rows = w.dims[0], cols = (uint32_t)(w.n / w.dims[0]);
+        const uint64_t bytes = dcz_sparse_columns_bytes(
+            rows, cols, w.nnz, w.enc == DCZ_ENC_CODEBOOK ? w.k : 0, ld->cblocks);
+        void *mem = bytes ? arena_take(&ld->a, bytes) : NULL;
+        if (mem) {
+            uint32_t real = 0;
+            for (uint32_t e = 0; e < sp.entries; e++) real += sp.step[e] != DCZ_STEP_FILLER;
+            if (real != w.nnz) return DCZ_ERR_FORMAT;
+            dcz_sparse_build_columns(&sp, ld->cblocks, mem);
+        }
     }
     l->kernel = param_kernel(g->op, w.enc);
     l->w = wd;
@@ -406,6 +421,7 @@ static dcz_status plan_layout(const dcz_container *c, const dcz_options *o, int 
     loader ld;
     memset(&ld, 0, sizeof ld);
     ld.in_place = in_place;
+    ld.cblocks = 1;
     TRY(load_walk(c, o, &ld, NULL));
     memset(L, 0, sizeof *L);
     L->walk = ld.a.used;
@@ -441,6 +457,7 @@ static dcz_status fill(const dcz_container *c, const dcz_options *o, int in_plac
     loader ld;
     memset(&ld, 0, sizeof ld);
     ld.in_place = in_place;
+    ld.cblocks = 1;
     ld.sc = L->sc;
     ld.sc.gaps = block + L->gaps;
     ld.sc.idx = block + L->idx;

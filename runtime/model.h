@@ -45,6 +45,19 @@ typedef struct dcz_sparse {
     const float *val;       /* (entries) fp32 values; NULL for codebook */
     const float *codebook;  /* (k) */
     uint32_t k;
+    /* The column form, for batch 1 (dcz_spmv skips the columns whose input
+     * is 0): the rows are cut into cblocks blocks of consecutive rows, block
+     * b holding rows [rows b / cblocks, rows (b + 1) / cblocks), one per
+     * thread; block b's entries of column c are col_ptr[b (cols + 1) + c]
+     * .. col_ptr[b (cols + 1) + c + 1] - 1, rows ascending, each packed as
+     * row | index << cshift (index 0 for fp32 values) in 16 bits when that
+     * fits, else 32. Built at load for fully connected layers of at most
+     * 65535 rows (dcz_sparse_build_columns); col_ptr is NULL otherwise. */
+    uint32_t cblocks, cshift;
+    const uint32_t *col_ptr;  /* (cblocks, cols + 1) */
+    const uint16_t *cent16;   /* (nnz) packed entries when they fit 16 bits, */
+    const uint32_t *cent32;   /*   else these */
+    const float *cval;        /* (nnz) value of each entry, when val */
 } dcz_sparse;
 
 /* The weight of real entry e. */
@@ -201,37 +214,51 @@ void dcz_spmm_ref(const dcz_sparse *s, const float *bias, const float *x, size_t
                   float *y);
 void dcz_relu_ref(float *x, size_t n);
 
-/* ---- vectorized matrix kernels (kernels_simd.c) ---------------------------
- * dcz_spmv and dcz_spmm compute what dcz_spmv_ref and dcz_spmm_ref compute,
- * with the best variant this CPU runs (x86: AVX-512F/BW/VL, else AVX2+FMA;
- * aarch64: NEON spmm), in a summation order shared by the two, so a sample
- * gives the same bits at any batch. The variants can be called directly
- * where dcz_isa_supported says so; they return 0 when they decline (then
- * nothing was written) and 1 when done. */
-typedef enum dcz_isa { DCZ_ISA_REF, DCZ_ISA_AVX2, DCZ_ISA_AVX512, DCZ_ISA_NEON } dcz_isa;
+/* ---- optimized matrix kernels (kernels_simd.c) ----------------------------
+ * They compute what dcz_spmv_ref and dcz_spmm_ref compute, in the same
+ * order (bias first, then each product w * x rounded and added in column
+ * order), so they give the references' bits and a sample gives the same
+ * bits at any batch; the one exception is the sign of a zero: a column
+ * skipped for its zero input leaves a sum of -0 at -0 where the reference
+ * adds +0 to it. The variants can be called directly where
+ * dcz_isa_supported says so; they return 0 when they decline (then nothing
+ * was written) and 1 when done. */
+typedef enum dcz_isa { DCZ_ISA_REF, DCZ_ISA_AVX2, DCZ_ISA_NEON } dcz_isa;
 int dcz_isa_supported(dcz_isa isa);
+/* The family dcz_spmm dispatches to on this machine. */
+dcz_isa dcz_isa_best(void);
 
 /* Samples of x one dcz_spmm tile holds, transposed in its scratch. */
 #define DCZ_SPMM_TILE 16
 /* Floats of the scratch dcz_spmm needs for a matrix of cols columns. */
 uint64_t dcz_spmm_scratch_floats(uint32_t cols);
-/* y (out) = S x (in) + bias; bias (out) or NULL. */
+/* y (out) = S x (in) + bias, batch 1: dcz_spmv_csc when s has its column
+ * form, else dcz_spmv_ref. */
 void dcz_spmv(const dcz_sparse *s, const float *bias, const float *x, float *y);
+/* Rows of block `block` of s's column form (see dcz_sparse). */
+void dcz_sparse_block_rows(const dcz_sparse *s, uint32_t block, uint32_t *r0, uint32_t *r1);
+/* y rows of column block `block` from the column form: every column whose
+ * input is nonzero adds its entries' products to their rows (a codebook of
+ * up to 16 values is first multiplied by the input once per column). Plain
+ * C: the same code on every machine. */
+void dcz_spmv_csc(const dcz_sparse *s, uint32_t block, const float *bias, const float *x,
+                  float *y);
 /* y (batch, out) = x (batch, in) S^T + bias; scratch (in, DCZ_SPMM_TILE)
- * floats, or NULL for dcz_spmm_ref. */
+ * floats, or NULL for dcz_spmm_ref. Rows r0 .. r1 - 1 only for _rows. */
 void dcz_spmm(const dcz_sparse *s, const float *bias, const float *x, size_t batch, float *y,
               float *scratch);
+void dcz_spmm_rows(const dcz_sparse *s, uint32_t r0, uint32_t r1, const float *bias,
+                   const float *x, size_t batch, float *y, float *scratch);
 #if defined(__x86_64__) || defined(__i386__)
-int dcz_spmv__avx2(const dcz_sparse *s, const float *bias, const float *x, float *y);
-int dcz_spmv__avx512(const dcz_sparse *s, const float *bias, const float *x, float *y);
-int dcz_spmm__avx2(const dcz_sparse *s, const float *bias, const float *x, size_t batch,
-                   float *y, float *scratch);
-int dcz_spmm__avx512(const dcz_sparse *s, const float *bias, const float *x, size_t batch,
-                     float *y, float *scratch);
+int dcz_spmm__avx2(const dcz_sparse *s, uint32_t r0, uint32_t r1, const float *bias,
+                   const float *x, size_t batch, float *y, float *scratch);
 #elif defined(__aarch64__) && defined(__ARM_NEON)
-int dcz_spmm__neon(const dcz_sparse *s, const float *bias, const float *x, size_t batch,
-                   float *y, float *scratch);
+int dcz_spmm__neon(const dcz_sparse *s, uint32_t r0, uint32_t r1, const float *bias,
+                   const float *x, size_t batch, float *y, float *scratch);
 #endif
+/* dcz_spmm_ref on rows r0 .. r1 - 1 of y only. */
+void dcz_spmm_ref_rows(const dcz_sparse *s, uint32_t r0, uint32_t r1, const float *bias,
+                       const float *x, size_t batch, float *y);
 /* in-place softmax over each of batch rows of width n */
 void dcz_softmax_ref(float *x, size_t batch, size_t n);
 
@@ -398,5 +425,14 @@ typedef struct dcz_sparse_builder {
 
 dcz_status dcz_sparse_builder_add(void *builder, uint32_t weight, uint64_t pos);
 void dcz_sparse_builder_finish(dcz_sparse_builder *b);
+
+/* Bytes of the column form of a rows x cols matrix of nnz real entries in
+ * cblocks blocks (0 when it is not built: more than 65535 rows); k: the
+ * codebook's size, 0 for fp32 values. */
+uint64_t dcz_sparse_columns_bytes(uint32_t rows, uint32_t cols, uint32_t nnz, uint32_t k,
+                                  uint32_t cblocks);
+/* Builds s's column form in mem (dcz_sparse_columns_bytes bytes, 4-byte
+ * aligned) from its row form. */
+void dcz_sparse_build_columns(dcz_sparse *s, uint32_t cblocks, void *mem);
 
 #endif /* DCZ_RUNTIME_MODEL_H */

@@ -15,13 +15,13 @@
 #   libprotobuf-c-dev     the protobuf-c runtime those bindings use
 #   libonnx-dev           onnx.proto, the ONNX schema the bindings come from
 # Optional (their tests SKIP without them):
-#   gcc-aarch64-linux-gnu qemu-user
+#   gcc-aarch64-linux-gnu libc6-dev-arm64-cross qemu-user
 #                         libdcz and its runtime tests built for and run on
 #                         64-bit Arm (make test-aarch64, part of make test)
 set -eu
 pkgs="gcc make pkg-config libc6-dev zlib1g-dev libpng-dev libopenblas-dev dataset-fashion-mnist"
 pkgs="$pkgs protobuf-c-compiler libprotobuf-c-dev libonnx-dev"
-optional="gcc-aarch64-linux-gnu qemu-user"
+optional="gcc-aarch64-linux-gnu libc6-dev-arm64-cross qemu-user"
 missing=""; required_missing=0
 for p in $pkgs $optional; do
     st=$(dpkg-query -W -f='${Status}' "$p" 2>/dev/null || true)

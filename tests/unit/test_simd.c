@@ -1,21 +1,23 @@
-/* test_simd.c: the vectorized sparse kernels (runtime/kernels_simd.c)
- * against the references.
+/* test_simd.c: the optimized sparse kernels (runtime/kernels_simd.c)
+ * against the references, bit for bit.
  *
- * Every variant this machine runs is called directly (x86: __avx2 and
- * __avx512 where the CPU has them; aarch64: __neon), and the dispatching
- * dcz_spmv / dcz_spmm too, on random matrices in the execution form
- * (stored weights, inputs and biases never zero) over a grid: rows 0, 1,
- * 7, 8, 9, 15, 16, 17, 31, 33 and columns 0, 1, 7, 8, 9, 15, 16, 17, 31,
- * 33, 300, 1000 (plus 300 x 300 and 64 x 4000), densities 0, 0.01 (fillers
- * on wide rows), 0.5 and 1, codebooks of 2, 16, 32 and 256 entries (each
- * a different weight path: register permute, one or two registers, or a
- * gather) and fp32 values, batch 0, 1, 2, 7, 16, 64, 65, with and without
- * bias. Each output must agree with the reference within 1e-5 of the sum
- * of its |w x| terms (plus |bias|), as float sums run in another order.
- * Each sample of a spmm batch must equal the same family's spmv on that
- * sample bit for bit (a sample's result does not depend on its batch), and
- * nothing past y is written. Declines: spmm without scratch, and (x86)
- * more than 2^31 - 1 columns.
+ * Every spmm variant this machine runs is called directly (x86: __avx2
+ * where the CPU has it; aarch64: __neon), and the dispatching dcz_spmm
+ * too, on whole matrices and on row ranges; the column-form kernel
+ * dcz_spmv_csc with the rows cut into 1, 2 and 3 blocks, and the
+ * dispatching dcz_spmv. Random matrices in the execution form (stored
+ * weights and biases never zero) over a grid: rows 0, 1, 7, 8, 9, 15, 16,
+ * 17, 31, 33 and columns 0, 1, 7, 8, 9, 15, 16, 17, 31, 33, 300, 1000 (plus
+ * 300 x 300 and 64 x 4000), densities 0, 0.01 (fillers on wide rows), 0.5
+ * and 1, codebooks of 2, 16, 32 and 256 entries (the column kernel's
+ * product table is used or not) and fp32 values, batch 0, 1, 2, 7, 8, 9,
+ * 16, 17, 64, 65 (both halves of the 16-sample tile), with and without
+ * bias, inputs never zero, and (batch 1 and 17) half zeros, the columns
+ * batch 1 skips; row ranges at batch 9 and 17; batch 64 and 65 on the
+ * matrices up to 20000 weights. Every
+ * output must equal the reference's bits (the kernels sum in its order),
+ * and nothing past y or outside the asked rows is written. Declines: spmm
+ * without scratch.
  */
 #include <math.h>
 #include <stdlib.h>
@@ -26,14 +28,13 @@
 #define TEST_RNG_SEED 0x5eed
 #include "tests/unit/test_util.h"
 
-
-/* a sparse matrix and its twin of absolute weights (for the |w x| sums) */
 typedef struct mat {
-    dcz_sparse sp, abs;
+    dcz_sparse sp;
     uint32_t *row_ptr;
     uint8_t *step, *idx, *src;
-    float *val, *aval, *cb, *acb;
-    uint32_t fillers;
+    float *val, *cb;
+    void *cols_mem;
+    uint32_t fillers, nnz;
 } mat;
 
 static int make_mat(mat *m, uint32_t rows, uint32_t cols, double density, uint32_t k)
@@ -51,15 +52,10 @@ static int make_mat(mat *m, uint32_t rows, uint32_t cols, double density, uint32
     m->step = malloc(cap ? cap : 1);
     m->src = malloc(nnz ? nnz : 1);
     m->cb = malloc((k ? k : 1) * sizeof(float));
-    m->acb = malloc((k ? k : 1) * sizeof(float));
-    for (uint32_t i = 0; i < k; i++) { m->cb[i] = nonzero(); m->acb[i] = fabsf(m->cb[i]); }
+    for (uint32_t i = 0; i < k; i++) m->cb[i] = nonzero();
     uint8_t *vsrc = malloc(nnz ? (size_t)nnz * 4 : 4);
-    if (k) {
-        m->idx = malloc(cap ? cap : 1);
-    } else {
-        m->val = malloc((cap ? cap : 1) * sizeof(float));
-        m->aval = malloc((cap ? cap : 1) * sizeof(float));
-    }
+    if (k) m->idx = malloc(cap ? cap : 1);
+    else m->val = malloc((cap ? cap : 1) * sizeof(float));
     dcz_sparse_builder b;
     memset(&b, 0, sizeof b);
     b.rows = rows; b.cols = cols; b.row_ptr = m->row_ptr; b.step = m->step; b.cap = (uint32_t)cap;
@@ -74,61 +70,54 @@ static int make_mat(mat *m, uint32_t rows, uint32_t cols, double density, uint32
         ok &= dcz_sparse_builder_add(&b, w++, i) == DCZ_OK;
     }
     dcz_sparse_builder_finish(&b);
-    for (uint32_t e = 0; e < b.entries; e++) {
-        m->fillers += m->step[e] == DCZ_STEP_FILLER;
-        if (m->val) m->aval[e] = fabsf(m->val[e]);
-    }
-    m->sp = (dcz_sparse){ rows, cols, b.entries, m->row_ptr, m->step, m->idx, m->val, m->cb, k };
-    m->abs = m->sp;
-    m->abs.val = m->aval;
-    m->abs.codebook = m->acb;
+    for (uint32_t e = 0; e < b.entries; e++) m->fillers += m->step[e] == DCZ_STEP_FILLER;
+    m->nnz = nnz;
+    m->sp = (dcz_sparse){ rows, cols, b.entries, m->row_ptr, m->step, m->idx, m->val, m->cb, k,
+                          0, 0, NULL, NULL, NULL, NULL };
     free(keep);
     free(vsrc);
     return ok;
 }
 
+/* (Re)builds m's column form in cblocks blocks. */
+static void make_columns(mat *m, uint32_t cblocks)
+{
+    free(m->cols_mem);
+    const uint64_t bytes = dcz_sparse_columns_bytes(m->sp.rows, m->sp.cols, m->nnz,
+                                                    m->val ? 0 : m->sp.k, cblocks);
+    m->cols_mem = malloc(bytes ? bytes : 1);
+    dcz_sparse_build_columns(&m->sp, cblocks, m->cols_mem);
+}
+
 static void free_mat(mat *m)
 {
     free(m->row_ptr); free(m->step); free(m->idx); free(m->src);
-    free(m->val); free(m->aval); free(m->cb); free(m->acb);
+    free(m->val); free(m->cb); free(m->cols_mem);
 }
 
-/* A family of kernels: spmv and spmm that sum in the same order. */
-typedef int (*spmv_fn)(const dcz_sparse *, const float *, const float *, float *);
-typedef int (*spmm_fn)(const dcz_sparse *, const float *, const float *, size_t, float *, float *);
+/* The spmm variants, on rows r0 .. r1 - 1. */
+typedef int (*spmm_fn)(const dcz_sparse *, uint32_t, uint32_t, const float *, const float *,
+                       size_t, float *, float *);
 typedef struct family {
     const char *name;
     dcz_isa isa;
-    spmv_fn spmv;
     spmm_fn spmm;
 } family;
 
-static int spmv_dispatch(const dcz_sparse *s, const float *bias, const float *x, float *y)
+static int spmm_dispatch(const dcz_sparse *s, uint32_t r0, uint32_t r1, const float *bias,
+                         const float *x, size_t batch, float *y, float *scratch)
 {
-    dcz_spmv(s, bias, x, y);
+    if (r0 == 0 && r1 == s->rows) dcz_spmm(s, bias, x, batch, y, scratch);
+    else dcz_spmm_rows(s, r0, r1, bias, x, batch, y, scratch);
     return 1;
 }
-static int spmm_dispatch(const dcz_sparse *s, const float *bias, const float *x, size_t batch,
-                         float *y, float *scratch)
-{
-    dcz_spmm(s, bias, x, batch, y, scratch);
-    return 1;
-}
-#if defined(__aarch64__) && defined(__ARM_NEON)
-static int spmv_reference(const dcz_sparse *s, const float *bias, const float *x, float *y)
-{
-    dcz_spmv_ref(s, bias, x, y);
-    return 1;
-}
-#endif
 
 static const family families[] = {
-    { "dispatch", DCZ_ISA_REF, spmv_dispatch, spmm_dispatch },
+    { "dispatch", DCZ_ISA_REF, spmm_dispatch },
 #if defined(__x86_64__) || defined(__i386__)
-    { "avx2", DCZ_ISA_AVX2, dcz_spmv__avx2, dcz_spmm__avx2 },
-    { "avx512", DCZ_ISA_AVX512, dcz_spmv__avx512, dcz_spmm__avx512 },
+    { "avx2", DCZ_ISA_AVX2, dcz_spmm__avx2 },
 #elif defined(__aarch64__) && defined(__ARM_NEON)
-    { "neon", DCZ_ISA_NEON, spmv_reference, dcz_spmm__neon },
+    { "neon", DCZ_ISA_NEON, dcz_spmm__neon },
 #endif
 };
 #define NFAM (sizeof families / sizeof *families)
@@ -137,81 +126,110 @@ static const family families[] = {
 static const float canary = 12345.0f;
 
 typedef struct tally {
-    size_t cases[NFAM], outputs[NFAM], fillers;
+    size_t cases[NFAM], outputs[NFAM], csc, skipped, fillers, wide[2];
 } tally;
 
-/* Mismatches of got (batch, rows) against ref beyond 1e-5 of mag. */
-static size_t mismatches(const char *what, const mat *m, size_t batch, int bias,
-                         const float *got, const float *ref, const float *mag)
+/* Outputs of got (batch, rows) in rows r0 .. r1 - 1 whose bits differ from
+ * ref's, plus every other float of got (up to batch * rows + GUARD) that is
+ * no longer the canary. */
+static size_t differences(const char *what, const mat *m, size_t batch, uint32_t r0, uint32_t r1,
+                          const float *got, const float *ref)
 {
+    const uint32_t rows = m->sp.rows;
     size_t bad = 0;
-    for (size_t i = 0; i < batch * m->sp.rows; i++)
-        if (!(fabsf(got[i] - ref[i]) <= 1e-5f * mag[i] + 1e-30f)) {
-            if (bad++ < 3)
-                fprintf(stderr, "  %s %ux%u k %u batch %zu%s: y[%zu][%zu] = %.9g, reference %.9g\n",
-                        what, m->sp.rows, m->sp.cols, m->sp.k, batch, bias ? " bias" : "",
-                        i / m->sp.rows, i % m->sp.rows, got[i], ref[i]);
-        }
+    for (size_t i = 0; i < batch * rows + GUARD; i++) {
+        const uint32_t r = rows ? (uint32_t)(i % rows) : 0;
+        const int inside = i < batch * rows && r >= r0 && r < r1;
+        const int ok = inside ? memcmp(&got[i], &ref[i], sizeof(float)) == 0 : got[i] == canary;
+        if (!ok && bad++ < 3)
+            fprintf(stderr, "  %s %ux%u k %u batch %zu rows %u..%u: y[%zu] = %.9g, expected %.9g\n",
+                    what, rows, m->sp.cols, m->sp.k, batch, r0, r1, i, got[i],
+                    inside ? ref[i] : canary);
+    }
     return bad;
 }
 
-static void check_case(const mat *m, tally *t)
+static void check_spmm(const mat *m, const float *x, const float *bv, size_t batch,
+                       const float *ref, float *y, float *scratch, tally *t)
 {
-    static const size_t batches[] = { 0, 1, 2, 7, 16, 64, 65 };
+    const uint32_t rows = m->sp.rows;
+    /* whole, and (at two batches) the middle third of the rows */
+    const uint32_t ranges[2][2] = { { 0, rows }, { rows / 3, rows - rows / 3 } };
+    const int nranges = batch == 9 || batch == 17 ? 2 : 1;
+    for (size_t f = 0; f < NFAM; f++) {
+        const family *fa = &families[f];
+        if (!dcz_isa_supported(fa->isa)) continue;
+        for (int ri = 0; ri < nranges; ri++) {
+            for (size_t i = 0; i < batch * rows + GUARD; i++) y[i] = canary;
+            const uint32_t r0 = ranges[ri][0], r1 = ranges[ri][1];
+            CHECK(fa->spmm(&m->sp, r0, r1, bv, x, batch, y, scratch), "%s declined", fa->name);
+            CHECK(differences(fa->name, m, batch, r0, r1, y, ref) == 0,
+                  "%s spmm %ux%u k %u batch %zu rows %u..%u", fa->name, rows, m->sp.cols,
+                  m->sp.k, batch, r0, r1);
+        }
+        t->cases[f]++;
+        t->outputs[f] += batch * rows;
+    }
+}
+
+/* dcz_spmv_csc block by block, and dcz_spmv, on sample 0 of x */
+static void check_csc(mat *m, const float *x, const float *bv, const float *ref, float *y,
+                      tally *t)
+{
+    const uint32_t rows = m->sp.rows;
+    for (uint32_t nb = 1; nb <= 3; nb++) {
+        make_columns(m, nb);
+        for (uint32_t b = 0; b < nb; b++) {
+            uint32_t r0, r1;
+            dcz_sparse_block_rows(&m->sp, b, &r0, &r1);
+            for (size_t i = 0; i < rows + GUARD; i++) y[i] = canary;
+            dcz_spmv_csc(&m->sp, b, bv, x, y);
+            CHECK(differences("csc", m, 1, r0, r1, y, ref) == 0, "csc %ux%u k %u block %u of %u",
+                  rows, m->sp.cols, m->sp.k, b, nb);
+        }
+        for (size_t i = 0; i < rows + GUARD; i++) y[i] = canary;
+        dcz_spmv(&m->sp, bv, x, y);
+        CHECK(differences("spmv", m, 1, 0, rows, y, ref) == 0, "spmv %ux%u k %u blocks %u", rows,
+              m->sp.cols, m->sp.k, nb);
+        t->csc++;
+        t->wide[m->sp.cent32 != NULL]++;
+    }
+}
+
+static void check_case(mat *m, tally *t)
+{
+    static const size_t batches[] = { 0, 1, 2, 7, 8, 9, 16, 17, 64, 65 };
     const size_t maxb = 65;
     const uint32_t rows = m->sp.rows, cols = m->sp.cols;
-    float *x = malloc((maxb * cols + 1) * sizeof(float)), *ax = malloc((maxb * cols + 1) * sizeof(float));
-    float *bias = malloc((rows + 1) * sizeof(float)), *abias = malloc((rows + 1) * sizeof(float));
-    float *ref = malloc((maxb * rows + 1) * sizeof(float)), *mag = malloc((maxb * rows + 1) * sizeof(float));
-    float *y = malloc((maxb * rows + GUARD) * sizeof(float)), *y1 = malloc((rows + 1) * sizeof(float));
+    float *x = malloc((maxb * cols + 1) * sizeof(float)), *bias = malloc((rows + 1) * sizeof(float));
+    float *ref = malloc((maxb * rows + 1) * sizeof(float));
+    float *y = malloc((maxb * rows + GUARD) * sizeof(float));
     float *scratch = malloc((dcz_spmm_scratch_floats(cols) + 1) * sizeof(float));
-    for (size_t i = 0; i < maxb * cols; i++) { x[i] = nonzero(); ax[i] = fabsf(x[i]); }
-    for (uint32_t i = 0; i < rows; i++) { bias[i] = nonzero(); abias[i] = fabsf(bias[i]); }
+    for (uint32_t i = 0; i < rows; i++) bias[i] = nonzero();
     t->fillers += m->fillers;
-    for (size_t bi = 0; bi < sizeof batches / sizeof *batches; bi++)
-        for (int hb = 0; hb < 2; hb++) {
-            const size_t batch = batches[bi];
-            const float *bv = hb ? bias : NULL;
-            dcz_spmm_ref(&m->sp, bv, x, batch, ref);
-            dcz_spmm_ref(&m->abs, hb ? abias : NULL, ax, batch, mag);
-            for (size_t f = 0; f < NFAM; f++) {
-                const family *fa = &families[f];
-                if (!dcz_isa_supported(fa->isa)) continue;
-                char what[64];
-                for (size_t i = 0; i < maxb * rows + GUARD; i++) y[i] = canary;
-                int done = fa->spmm(&m->sp, bv, x, batch, y, scratch);
-                snprintf(what, sizeof what, "%s spmm", fa->name);
-                CHECK(done, "%s declined %ux%u", what, rows, cols);
-                CHECK(mismatches(what, m, batch, hb, y, ref, mag) == 0, "%s %ux%u k %u batch %zu",
-                      what, rows, cols, m->sp.k, batch);
-                size_t past = 0;
-                for (size_t i = batch * rows; i < maxb * rows + GUARD; i++) past += y[i] != canary;
-                CHECK(past == 0, "%s %ux%u batch %zu: %zu floats written past y", what, rows,
-                      cols, batch, past);
-                /* each sample equals the family's spmv on it, bit for bit */
-                size_t differ = 0;
-                for (size_t b = 0; b < batch; b++) {
-                    if (rows) y1[rows - 1] = canary;
-                    CHECK(fa->spmv(&m->sp, bv, x + b * cols, y1), "%s spmv declined", fa->name);
-                    if (memcmp(y1, y + b * rows, rows * sizeof(float)) != 0) {
-                        if (differ++ == 0)
-                            fprintf(stderr, "  %s %ux%u k %u batch %zu: sample %zu spmv != spmm\n",
-                                    fa->name, rows, cols, m->sp.k, batch, b);
-                    }
-                    if (b == 0) {
-                        snprintf(what, sizeof what, "%s spmv", fa->name);
-                        CHECK(mismatches(what, m, 1, hb, y1, ref, mag) == 0, "%s %ux%u", what,
-                              rows, cols);
-                    }
+    for (int zeros = 0; zeros < 2; zeros++) {
+        /* inputs never zero, or half of them zero as after a ReLU */
+        for (size_t i = 0; i < maxb * cols; i++) x[i] = zeros && rnd() % 2 ? 0.0f : nonzero();
+        for (size_t i = 0; zeros && i < cols; i++) t->skipped += x[i] == 0.0f;
+        for (size_t bi = 0; bi < sizeof batches / sizeof *batches; bi++)
+            for (int hb = 0; hb < 2; hb++) {
+                const size_t batch = batches[bi];
+                const float *bv = hb ? bias : NULL;
+                if (zeros && batch != 1 && batch != 17) continue;
+                if (batch > 17 && (size_t)rows * cols > 20000) continue; /* time under qemu */
+                dcz_spmm_ref(&m->sp, bv, x, batch, ref);
+                if (batch == 1) {
+                    float *r1 = malloc((rows + 1) * sizeof(float));
+                    dcz_spmv_ref(&m->sp, bv, x, r1);
+                    CHECK(memcmp(r1, ref, rows * sizeof(float)) == 0,
+                          "spmv_ref != spmm_ref %ux%u", rows, cols);
+                    free(r1);
+                    check_csc(m, x, bv, ref, y, t);
                 }
-                CHECK(differ == 0, "%s %ux%u batch %zu: %zu samples of spmm differ from spmv",
-                      fa->name, rows, cols, batch, differ);
-                t->cases[f]++;
-                t->outputs[f] += batch * rows;
+                check_spmm(m, x, bv, batch, ref, y, scratch, t);
             }
-        }
-    free(x); free(ax); free(bias); free(abias); free(ref); free(mag); free(y); free(y1);
-    free(scratch);
+    }
+    free(x); free(bias); free(ref); free(y); free(scratch);
 }
 
 static void test_grid(void)
@@ -242,36 +260,42 @@ static void test_grid(void)
         else
             printf("     %-8s SKIP: this CPU lacks it\n", families[f].name);
     }
+    printf("     csc      %zu cases (%zu with 16-bit entries, %zu with 32), %zu zero inputs skipped\n",
+           t.csc, t.wide[0], t.wide[1], t.skipped);
+    CHECK(t.wide[0] > 100 && t.wide[1] > 10, "entries of both widths");
     CHECK(t.fillers > 100, "only %zu fillers in the grid", t.fillers);
     CHECK(t.cases[0] > 5000, "only %zu cases", t.cases[0]);
+    CHECK(t.skipped > 1000, "only %zu zero inputs", t.skipped);
 }
 
-/* Variants decline what they cannot run, writing nothing; the dispatching
- * kernels then run the references. */
+/* A matrix past the column form's 65535 rows gets none, and dcz_spmv runs
+ * the reference; variants decline spmm without scratch, writing nothing,
+ * and dcz_spmm then runs the reference. */
 static void test_declines(void)
 {
+    CHECK(dcz_sparse_columns_bytes(65536, 10, 5, 0, 1) == 0, "no column form past 65535 rows");
+    CHECK(dcz_sparse_columns_bytes(65535, 10, 5, 0, 1) == 11 * 4 + 5 * (2 + 4),
+          "65535 rows: 16-bit entries and values");
+    CHECK(dcz_sparse_columns_bytes(4096, 10, 5, 16, 2) == 2 * 11 * 4 + 5 * 2,
+          "4096 rows, 16 codes: 16-bit entries");
+    CHECK(dcz_sparse_columns_bytes(4097, 10, 5, 16, 1) == 11 * 4 + 5 * 4,
+          "4097 rows, 16 codes: 32-bit entries");
     mat m;
     REQUIRE(make_mat(&m, 9, 40, 0.5, 16), "build");
     float x[40], y[9], yr[9];
     for (int i = 0; i < 40; i++) x[i] = nonzero();
+    dcz_spmv(&m.sp, NULL, x, y);
+    dcz_spmv_ref(&m.sp, NULL, x, yr);
+    CHECK(memcmp(y, yr, sizeof y) == 0, "dcz_spmv without a column form is the reference");
     for (size_t f = 1; f < NFAM; f++) {
         if (!dcz_isa_supported(families[f].isa)) continue;
         for (int i = 0; i < 9; i++) y[i] = canary;
-        CHECK(families[f].spmm(&m.sp, NULL, x, 1, y, NULL) == 0 && y[0] == canary,
+        CHECK(families[f].spmm(&m.sp, 0, 9, NULL, x, 1, y, NULL) == 0 && y[0] == canary,
               "%s spmm without scratch", families[f].name);
     }
     dcz_spmm(&m.sp, NULL, x, 1, y, NULL);
     dcz_spmm_ref(&m.sp, NULL, x, 1, yr);
     CHECK(memcmp(y, yr, sizeof y) == 0, "dcz_spmm without scratch is the reference");
-#if defined(__x86_64__) || defined(__i386__)
-    /* columns past a signed 32-bit gather index (no rows, so nothing is read) */
-    uint32_t row_ptr[1] = { 0 };
-    dcz_sparse huge = { 0, 0x80000000u, 0, row_ptr, NULL, NULL, x, NULL, 0 };
-    if (dcz_isa_supported(DCZ_ISA_AVX2))
-        CHECK(dcz_spmv__avx2(&huge, NULL, x, y) == 0, "avx2 spmv of 2^31 columns");
-    if (dcz_isa_supported(DCZ_ISA_AVX512))
-        CHECK(dcz_spmv__avx512(&huge, NULL, x, y) == 0, "avx512 spmv of 2^31 columns");
-#endif
     free_mat(&m);
 }
 
