@@ -70,7 +70,7 @@ static void row(const char *name, const char *shp, double density, double act, i
            td / tz, tc / tz, bytes / (bw / 2) / tz * 100);
 }
 
-int main(void)
+int main(int argc, char **argv)
 {
     openblas_set_num_threads(1);
     /* copy bandwidth, the physical floor's denominator */
@@ -98,10 +98,11 @@ int main(void)
     dcz_rng_seed(&rng, 1);
     for (size_t si = 0; si < sizeof shapes / sizeof *shapes; si++) {
         const shape *s = &shapes[si];
+        if (argc > 1 && strstr(s->name, argv[1]) == NULL) continue; /* bench_spmv [LAYER] */
         const size_t n = (size_t)s->rows * s->cols;
         float *w = calloc(n, sizeof *w), *x = malloc(BATCH * s->cols * sizeof *x);
         float *y = malloc(BATCH * s->rows * sizeof *y);
-        float *scratch = malloc(dcz_spmm_scratch_floats(s->cols) * sizeof *scratch);
+        float *scratch = malloc(dcz_spmm_scratch_floats(s->rows, s->cols) * sizeof *scratch);
         uint8_t *keep = calloc(n, 1);
         float cb[16];
         for (int i = 0; i < 16; i++) cb[i] = dcz_rng_uniform(&rng) - 0.5f;

@@ -96,7 +96,7 @@ dcz_status dcz_open_memory(const void *buf, size_t len, const dcz_options *opt,
  * The arena holds the model, its layers, the execution form of compressed
  * weights (decoded once), the integer form of calibrated weights, the
  * scratch of the convolutions and of the batch kernels of sparse layers
- * (a tile of 16 samples of a layer's input), and the activation buffers (and, on integers, the
+ * (a tile of 32 samples of a layer's input), and the activation buffers (and, on integers, the
  * accumulators) of max_batch samples. Dense fp32 tensors are not copied:
  * on a little-endian host with IEEE floats they are read in place from the
  * file buffer, 4-byte aligned as the format lays them out when the buffer

@@ -238,7 +238,7 @@ static uint64_t im2col_matrix_floats(const dcz_conv_geom *g)
 uint64_t dcz_conv2d_im2col_floats(const dcz_conv_geom *g)
 {
     const uint64_t m = im2col_matrix_floats(g);
-    const uint64_t tile = (uint64_t)g->in_c * g->kh * g->kw * DCZ_SPMM_TILE;
+    const uint64_t tile = dcz_spmm_scratch_floats(g->out_c, g->in_c * g->kh * g->kw);
     return m > UINT64_MAX - tile ? UINT64_MAX : m + tile;
 }
 

@@ -14,9 +14,10 @@
  *   spmm (batch N): a tile of DCZ_SPMM_TILE samples of x is transposed into
  *     scratch (cols, tile), then each entry is decoded once and adds w times
  *     the row of the tile at its column to the tile's accumulators, over
- *     the samples at once, no gather. AVX2 walks two rows side by side, so
- *     four independent sums hide the latency of the additions; NEON one row
- *     in four registers.
+ *     the samples at once, no gather. AVX2 walks two rows side by side with
+ *     up to four registers of eight samples each (eight independent sums
+ *     hide the latency of the additions, and an entry's decoding serves 32
+ *     samples); NEON one row, 16 samples in four registers.
  *
  * Summation order. Every kernel sums as the references do: the bias (or 0)
  * first, then w * x, rounded, added entry by entry in column order (the
@@ -46,10 +47,28 @@
 #endif
 
 #define SPMM_TILE DCZ_SPMM_TILE
+/* Columns of one panel: as many as give a row about 16 entries in it, at
+ * least SPMM_PANEL_MIN (whose part of the tile, 16 KiB, stays in the
+ * first-level cache) and at most SPMM_PANEL_MAX (256 KiB, the second
+ * level). Measured on 1000 x 4096 at 25% and 4096 x 4096 at 4%, batch 64
+ * (bench/bench_spmv.c): the whole tile, 512 KiB, took 1.4 and 1.3 times as
+ * long as these panels. */
+#define SPMM_PANEL_MIN 128
+#define SPMM_PANEL_MAX 2048
 
-uint64_t dcz_spmm_scratch_floats(uint32_t cols)
+static uint32_t spmm_panel(const dcz_sparse *s)
 {
-    return (uint64_t)cols * SPMM_TILE;
+    const double density = (double)s->entries / ((double)s->rows * s->cols + 1);
+    uint32_t p = SPMM_PANEL_MIN;
+    while (p < SPMM_PANEL_MAX && p * density < 16) p *= 2;
+    return p;
+}
+
+uint64_t dcz_spmm_scratch_floats(uint32_t rows, uint32_t cols)
+{
+    /* the tile, then the sums (rows, SPMM_TILE) and cursors (rows, 2) */
+    return (uint64_t)cols * SPMM_TILE +
+           (cols > SPMM_PANEL_MIN ? (uint64_t)rows * (SPMM_TILE + 2) : 0);
 }
 
 int dcz_isa_supported(dcz_isa isa)
@@ -89,7 +108,7 @@ static void fill_tile(const float *x, uint32_t cols, size_t b0, size_t nb, float
     }
 }
 
-/* y[(b0 + i) rows + r] = out[i] for the nb samples of a tile */
+/* y[(b0 + i) rows + r] = out[i] for nb samples of a tile */
 static void store_tile(const float *out, size_t nb, size_t b0, uint32_t rows, uint32_t r, float *y)
 {
     for (size_t i = 0; i < nb; i++) y[(b0 + i) * rows + r] = out[i];
@@ -264,71 +283,144 @@ void dcz_sparse_build_columns(dcz_sparse *s, uint32_t cblocks, void *mem)
 /* ---- x86 -------------------------------------------------------------------- */
 #ifdef DCZ_X86
 
-/* One entry e of a row into its accumulators A0 (tile lanes 0..7) and, when
- * halves is 2, A1 (lanes 8..15); col is the row's cursor. */
-#define ENTRY_AVX2(e, col, A0, A1) do { \
+/* w times tile lanes 8q .. 8q + 7 added to A */
+#define MADD_AVX2(A, q) A = _mm256_add_ps(A, _mm256_mul_ps(w_, _mm256_loadu_ps(t_ + 8 * (q))))
+/* One entry e of a row into its accumulators A0 .. A(nq - 1) (tile lanes
+ * 8q .. 8q + 7); col is the row's cursor. Named registers, not an array,
+ * so the compiler keeps them in registers. */
+#define ENTRY_AVX2(e, col, A0, A1, A2, A3) do { \
     const uint8_t st_ = s->step[e]; \
     col += st_; \
     if (st_ != DCZ_STEP_FILLER) { \
         const __m256 w_ = _mm256_set1_ps(cbk ? s->codebook[s->idx[e]] : s->val[e]); \
         const float *t_ = tile + (size_t)col * SPMM_TILE; \
-        A0 = _mm256_add_ps(A0, _mm256_mul_ps(w_, _mm256_loadu_ps(t_))); \
-        if (halves == 2) A1 = _mm256_add_ps(A1, _mm256_mul_ps(w_, _mm256_loadu_ps(t_ + 8))); \
+        MADD_AVX2(A0, 0); \
+        if (nq > 1) MADD_AVX2(A1, 1); \
+        if (nq > 2) MADD_AVX2(A2, 2); \
+        if (nq > 3) MADD_AVX2(A3, 3); \
     } \
 } while (0)
 
-/* Rows r0 .. r1 - 1 on one tile of nb samples: two rows side by side over
- * their common length, then the rest of the longer one. cbk and halves are
- * constants at every call, so each combination compiles to its own loop. */
+/* The accumulators of row r (lanes of nb samples) into y. */
+__attribute__((target("avx2"), always_inline))
+static inline void store_row__avx2(__m256 A0, __m256 A1, __m256 A2, __m256 A3, size_t nb,
+                                   size_t b0, uint32_t rows, uint32_t r, float *y)
+{
+    float out[SPMM_TILE];
+    _mm256_storeu_ps(out, A0);
+    _mm256_storeu_ps(out + 8, A1);
+    _mm256_storeu_ps(out + 16, A2);
+    _mm256_storeu_ps(out + 24, A3);
+    store_tile(out, nb, b0, rows, r, y);
+}
+
+/* Rows r0 .. r1 - 1 on one tile of nb <= 8 nq samples: two rows side by
+ * side over their common length, then the rest of the longer one. cbk and
+ * nq are constants at every call, so each combination compiles to its own
+ * loop with the accumulators in registers. */
 __attribute__((target("avx2"), always_inline))
 static inline void rows_tile__avx2(const dcz_sparse *s, uint32_t r0, uint32_t r1,
                                    const float *bias, const float *tile, size_t b0, size_t nb,
-                                   float *y, const int cbk, const int halves)
+                                   float *y, const int cbk, const int nq)
 {
-    float out[SPMM_TILE];
     uint32_t r = r0;
     for (; r + 2 <= r1; r += 2) {
         const uint32_t sa = s->row_ptr[r], sb = s->row_ptr[r + 1], eb = s->row_ptr[r + 2];
         const uint32_t n = sb - sa < eb - sb ? sb - sa : eb - sb;
-        __m256 a0 = _mm256_set1_ps(bias ? bias[r] : 0.0f), a1 = a0;
-        __m256 c0 = _mm256_set1_ps(bias ? bias[r + 1] : 0.0f), c1 = c0;
+        __m256 a0 = _mm256_set1_ps(bias ? bias[r] : 0.0f), a1 = a0, a2 = a0, a3 = a0;
+        __m256 c0 = _mm256_set1_ps(bias ? bias[r + 1] : 0.0f), c1 = c0, c2 = c0, c3 = c0;
         uint32_t ca = 0, cc = 0;
         for (uint32_t i = 0; i < n; i++) {
-            ENTRY_AVX2(sa + i, ca, a0, a1);
-            ENTRY_AVX2(sb + i, cc, c0, c1);
+            ENTRY_AVX2(sa + i, ca, a0, a1, a2, a3);
+            ENTRY_AVX2(sb + i, cc, c0, c1, c2, c3);
         }
-        for (uint32_t e = sa + n; e < sb; e++) ENTRY_AVX2(e, ca, a0, a1);
-        for (uint32_t e = sb + n; e < eb; e++) ENTRY_AVX2(e, cc, c0, c1);
-        _mm256_storeu_ps(out, a0);
-        _mm256_storeu_ps(out + 8, a1);
-        store_tile(out, nb, b0, s->rows, r, y);
-        _mm256_storeu_ps(out, c0);
-        _mm256_storeu_ps(out + 8, c1);
-        store_tile(out, nb, b0, s->rows, r + 1, y);
+        for (uint32_t e = sa + n; e < sb; e++) ENTRY_AVX2(e, ca, a0, a1, a2, a3);
+        for (uint32_t e = sb + n; e < eb; e++) ENTRY_AVX2(e, cc, c0, c1, c2, c3);
+        store_row__avx2(a0, a1, a2, a3, nb, b0, s->rows, r, y);
+        store_row__avx2(c0, c1, c2, c3, nb, b0, s->rows, r + 1, y);
     }
     if (r < r1) {
-        __m256 a0 = _mm256_set1_ps(bias ? bias[r] : 0.0f), a1 = a0;
+        __m256 a0 = _mm256_set1_ps(bias ? bias[r] : 0.0f), a1 = a0, a2 = a0, a3 = a0;
         uint32_t ca = 0;
-        for (uint32_t e = s->row_ptr[r]; e < s->row_ptr[r + 1]; e++) ENTRY_AVX2(e, ca, a0, a1);
-        _mm256_storeu_ps(out, a0);
-        _mm256_storeu_ps(out + 8, a1);
-        store_tile(out, nb, b0, s->rows, r, y);
+        for (uint32_t e = s->row_ptr[r]; e < s->row_ptr[r + 1]; e++)
+            ENTRY_AVX2(e, ca, a0, a1, a2, a3);
+        store_row__avx2(a0, a1, a2, a3, nb, b0, s->rows, r, y);
     }
 }
+
+/* Rows r0 .. r1 - 1 of a matrix wider than one panel, panel by panel, so
+ * the part of the tile the entries read stays in cache: each row's sums and
+ * cursor wait in acc and cur between panels. */
+__attribute__((target("avx2"), always_inline))
+static inline void rows_panels__avx2(const dcz_sparse *s, uint32_t r0, uint32_t r1,
+                                     const float *bias, const float *tile, size_t b0, size_t nb,
+                                     float *y, float *acc, uint32_t *cur, uint32_t panel,
+                                     const int cbk, const int nq)
+{
+    for (uint32_t p0 = 0; p0 < s->cols; p0 += panel) {
+        const uint32_t pend = s->cols - p0 > panel ? p0 + panel : s->cols;
+        for (uint32_t r = r0; r < r1; r++) {
+            float *ar = acc + (size_t)(r - r0) * SPMM_TILE;
+            uint32_t *cr = cur + (size_t)(r - r0) * 2;
+            __m256 a0, a1, a2, a3;
+            uint32_t e, col;
+            if (p0 == 0) {
+                a0 = a1 = a2 = a3 = _mm256_set1_ps(bias ? bias[r] : 0.0f);
+                e = s->row_ptr[r];
+                col = 0;
+            } else {
+                a0 = _mm256_loadu_ps(ar);
+                a1 = _mm256_loadu_ps(ar + 8);
+                a2 = _mm256_loadu_ps(ar + 16);
+                a3 = _mm256_loadu_ps(ar + 24);
+                e = cr[0];
+                col = cr[1];
+            }
+            const uint32_t end = s->row_ptr[r + 1];
+            /* the entries whose column lies in this panel */
+            for (; e < end && col + s->step[e] < pend; e++) ENTRY_AVX2(e, col, a0, a1, a2, a3);
+            if (pend == s->cols) {
+                store_row__avx2(a0, a1, a2, a3, nb, b0, s->rows, r, y);
+            } else {
+                _mm256_storeu_ps(ar, a0);
+                _mm256_storeu_ps(ar + 8, a1);
+                _mm256_storeu_ps(ar + 16, a2);
+                _mm256_storeu_ps(ar + 24, a3);
+                cr[0] = e;
+                cr[1] = col;
+            }
+        }
+    }
+}
+
+/* rows_tile__avx2 with its constants: codebook or values, and the eighths
+ * of the tile nb samples fill. */
+#define ROWS_TILE_NQ(cbk) do { \
+    switch ((nb + 7) / 8) { \
+    case 1: rows_tile__avx2(s, r0, r1, bias, scratch, b0, nb, y, cbk, 1); break; \
+    case 2: rows_tile__avx2(s, r0, r1, bias, scratch, b0, nb, y, cbk, 2); break; \
+    case 3: rows_tile__avx2(s, r0, r1, bias, scratch, b0, nb, y, cbk, 3); break; \
+    default: rows_tile__avx2(s, r0, r1, bias, scratch, b0, nb, y, cbk, 4); break; \
+    } \
+} while (0)
+#define ROWS_PANELS(cbk) \
+    rows_panels__avx2(s, r0, r1, bias, scratch, b0, nb, y, acc, cur, panel, cbk, 4)
 
 __attribute__((target("avx2")))
 int dcz_spmm__avx2(const dcz_sparse *s, uint32_t r0, uint32_t r1, const float *bias,
                    const float *x, size_t batch, float *y, float *scratch)
 {
     if (!scratch) return 0;
+    float *acc = scratch + (size_t)s->cols * SPMM_TILE;
+    uint32_t *cur = (uint32_t *)(acc + (size_t)(r1 - r0) * SPMM_TILE);
+    const uint32_t panel = spmm_panel(s);
     for (size_t b0 = 0; b0 < batch; b0 += SPMM_TILE) {
         const size_t nb = batch - b0 < SPMM_TILE ? batch - b0 : SPMM_TILE;
         fill_tile(x, s->cols, b0, nb, scratch);
-        const int cb = s->idx != NULL;
-        if (cb && nb > 8) rows_tile__avx2(s, r0, r1, bias, scratch, b0, nb, y, 1, 2);
-        else if (cb) rows_tile__avx2(s, r0, r1, bias, scratch, b0, nb, y, 1, 1);
-        else if (nb > 8) rows_tile__avx2(s, r0, r1, bias, scratch, b0, nb, y, 0, 2);
-        else rows_tile__avx2(s, r0, r1, bias, scratch, b0, nb, y, 0, 1);
+        if (s->cols > panel && s->idx) ROWS_PANELS(1);
+        else if (s->cols > panel) ROWS_PANELS(0);
+        else if (s->idx) ROWS_TILE_NQ(1);
+        else ROWS_TILE_NQ(0);
     }
     return 1;
 }
@@ -338,7 +430,8 @@ int dcz_spmm__avx2(const dcz_sparse *s, uint32_t r0, uint32_t r1, const float *b
 /* ---- aarch64 ---------------------------------------------------------------- */
 #ifdef DCZ_NEON
 
-/* One row at a time, 16 samples in four registers. */
+/* One row at a time, 16 samples of the tile in four registers, then the
+ * next 16. */
 int dcz_spmm__neon(const dcz_sparse *s, uint32_t r0, uint32_t r1, const float *bias,
                    const float *x, size_t batch, float *y, float *scratch)
 {
@@ -346,26 +439,29 @@ int dcz_spmm__neon(const dcz_sparse *s, uint32_t r0, uint32_t r1, const float *b
     for (size_t b0 = 0; b0 < batch; b0 += SPMM_TILE) {
         const size_t nb = batch - b0 < SPMM_TILE ? batch - b0 : SPMM_TILE;
         fill_tile(x, s->cols, b0, nb, scratch);
-        for (uint32_t r = r0; r < r1; r++) {
-            const float32x4_t b = vdupq_n_f32(bias ? bias[r] : 0.0f);
-            float32x4_t a0 = b, a1 = b, a2 = b, a3 = b;
-            uint32_t col = 0;
-            for (uint32_t e = s->row_ptr[r]; e < s->row_ptr[r + 1]; e++) {
-                col += s->step[e];
-                if (s->step[e] == DCZ_STEP_FILLER) continue;
-                const float32x4_t w = vdupq_n_f32(dcz_sparse_weight(s, e));
-                const float *t = scratch + (size_t)col * SPMM_TILE;
-                a0 = vaddq_f32(a0, vmulq_f32(w, vld1q_f32(t)));
-                a1 = vaddq_f32(a1, vmulq_f32(w, vld1q_f32(t + 4)));
-                a2 = vaddq_f32(a2, vmulq_f32(w, vld1q_f32(t + 8)));
-                a3 = vaddq_f32(a3, vmulq_f32(w, vld1q_f32(t + 12)));
+        for (size_t h = 0; h < nb; h += 16) {
+            const size_t nh = nb - h < 16 ? nb - h : 16;
+            for (uint32_t r = r0; r < r1; r++) {
+                const float32x4_t b = vdupq_n_f32(bias ? bias[r] : 0.0f);
+                float32x4_t a0 = b, a1 = b, a2 = b, a3 = b;
+                uint32_t col = 0;
+                for (uint32_t e = s->row_ptr[r]; e < s->row_ptr[r + 1]; e++) {
+                    col += s->step[e];
+                    if (s->step[e] == DCZ_STEP_FILLER) continue;
+                    const float32x4_t w = vdupq_n_f32(dcz_sparse_weight(s, e));
+                    const float *t = scratch + (size_t)col * SPMM_TILE + h;
+                    a0 = vaddq_f32(a0, vmulq_f32(w, vld1q_f32(t)));
+                    a1 = vaddq_f32(a1, vmulq_f32(w, vld1q_f32(t + 4)));
+                    a2 = vaddq_f32(a2, vmulq_f32(w, vld1q_f32(t + 8)));
+                    a3 = vaddq_f32(a3, vmulq_f32(w, vld1q_f32(t + 12)));
+                }
+                float out[16];
+                vst1q_f32(out, a0);
+                vst1q_f32(out + 4, a1);
+                vst1q_f32(out + 8, a2);
+                vst1q_f32(out + 12, a3);
+                store_tile(out, nh, b0 + h, s->rows, r, y);
             }
-            float out[SPMM_TILE];
-            vst1q_f32(out, a0);
-            vst1q_f32(out + 4, a1);
-            vst1q_f32(out + 8, a2);
-            vst1q_f32(out + 12, a3);
-            store_tile(out, nb, b0, s->rows, r, y);
         }
     }
     return 1;

@@ -357,8 +357,8 @@ static dcz_status load_walk(const dcz_container *c, const dcz_options *o, loader
             scratch_floats = dcz_conv2d_im2col_floats(&l->geom);
         /* the float spmm's tile; a calibrated model runs these on integers */
         if (!quant && (l->kernel == DCZ_K_SPARSE_F32 || l->kernel == DCZ_K_SPARSE_CB) &&
-            dcz_spmm_scratch_floats(l->in) > scratch_floats)
-            scratch_floats = dcz_spmm_scratch_floats(l->in);
+            dcz_spmm_scratch_floats(l->out, l->in) > scratch_floats)
+            scratch_floats = dcz_spmm_scratch_floats(l->out, l->in);
     }
     if (cur.pos != cur.len) return DCZ_ERR_FORMAT;
     if (quant && (cw.read != cw.count || cw.cur.pos != cw.cur.len)) return DCZ_ERR_FORMAT;

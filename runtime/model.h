@@ -229,9 +229,10 @@ int dcz_isa_supported(dcz_isa isa);
 dcz_isa dcz_isa_best(void);
 
 /* Samples of x one dcz_spmm tile holds, transposed in its scratch. */
-#define DCZ_SPMM_TILE 16
-/* Floats of the scratch dcz_spmm needs for a matrix of cols columns. */
-uint64_t dcz_spmm_scratch_floats(uint32_t cols);
+#define DCZ_SPMM_TILE 32
+/* Floats of the scratch dcz_spmm needs for a matrix of rows x cols (or
+ * any rows of it). */
+uint64_t dcz_spmm_scratch_floats(uint32_t rows, uint32_t cols);
 /* y (out) = S x (in) + bias, batch 1: dcz_spmv_csc when s has its column
  * form, else dcz_spmv_ref. */
 void dcz_spmv(const dcz_sparse *s, const float *bias, const float *x, float *y);
@@ -243,8 +244,8 @@ void dcz_sparse_block_rows(const dcz_sparse *s, uint32_t block, uint32_t *r0, ui
  * C: the same code on every machine. */
 void dcz_spmv_csc(const dcz_sparse *s, uint32_t block, const float *bias, const float *x,
                   float *y);
-/* y (batch, out) = x (batch, in) S^T + bias; scratch (in, DCZ_SPMM_TILE)
- * floats, or NULL for dcz_spmm_ref. Rows r0 .. r1 - 1 only for _rows. */
+/* y (batch, out) = x (batch, in) S^T + bias; scratch of
+ * dcz_spmm_scratch_floats floats, or NULL for dcz_spmm_ref. Rows r0 .. r1 - 1 only for _rows. */
 void dcz_spmm(const dcz_sparse *s, const float *bias, const float *x, size_t batch, float *y,
               float *scratch);
 void dcz_spmm_rows(const dcz_sparse *s, uint32_t r0, uint32_t r1, const float *bias,

@@ -204,7 +204,7 @@ static void check_case(mat *m, tally *t)
     float *x = malloc((maxb * cols + 1) * sizeof(float)), *bias = malloc((rows + 1) * sizeof(float));
     float *ref = malloc((maxb * rows + 1) * sizeof(float));
     float *y = malloc((maxb * rows + GUARD) * sizeof(float));
-    float *scratch = malloc((dcz_spmm_scratch_floats(cols) + 1) * sizeof(float));
+    float *scratch = malloc((dcz_spmm_scratch_floats(rows, cols) + 1) * sizeof(float));
     for (uint32_t i = 0; i < rows; i++) bias[i] = nonzero();
     t->fillers += m->fillers;
     for (int zeros = 0; zeros < 2; zeros++) {
