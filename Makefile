@@ -129,7 +129,7 @@ $(BUILD)/tests/%: tests/unit/%.c lib/libdcztool.a lib/libdcz.a tests/check.h $(w
 
 $(RT_ONLY:%=$(BUILD)/tests/%): $(BUILD)/tests/%: tests/unit/%.c $(LIBDIR)/libdcz.a tests/check.h
 	@mkdir -p $(dir $@)
-	$(CC) $(CFLAGS_ALL) -DDCZ_RUNTIME_ONLY $(LDFLAGS_ALL) $(TEST_LDFLAGS) -o $@ $< $(LIBDIR)/libdcz.a -lm
+	$(CC) $(CFLAGS_ALL) -DDCZ_RUNTIME_ONLY $(LDFLAGS_ALL) $(TEST_LDFLAGS) -o $@ $< $(LIBDIR)/libdcz.a -lm -lpthread
 
 $(BUILD)/tests/replay_%: tests/fuzz/%.c tests/fuzz/replay.c lib/libdcztool.a lib/libdcz.a $(wildcard tests/unit/*.h)
 	@mkdir -p $(dir $@)
@@ -147,7 +147,7 @@ $(BUILD)/tests/idx2png: tests/cli/idx2png.c lib/libdcztool.a lib/libdcz.a
 # libdcz must link with libc and libm alone: a program using only dcz.h links.
 $(BUILD)/check-lib: tests/lib_alone.c $(LIBDIR)/libdcz.a
 	@mkdir -p $(BUILD)
-	$(CC) -std=c11 -Iinclude $(LDFLAGS_ALL) -o $@ $< $(LIBDIR)/libdcz.a -lm
+	$(CC) -std=c11 -Iinclude $(LDFLAGS_ALL) -o $@ $< $(LIBDIR)/libdcz.a -lm -lpthread
 
 # The integer kernels hold no floating point: kernels_int.c compiled once
 # more with -mgeneral-regs-only, where any float operation is a compile

@@ -1,17 +1,26 @@
 /* bench_spmv.c: sparse matrix-vector (batch 1) and matrix-matrix (batch 64)
  * products on the LeNet-300-100 layers and the EIE benchmark layers, in the
- * same run and on one thread:
- *   dense   OpenBLAS sgemv / sgemm on the dense fp32 matrix (the baseline)
- *   csr     a plain CSR fp32 kernel (values + u32 column indices), once per
- *           sample at batch 64
+ * same run and on the same number of threads:
+ *   dense   OpenBLAS sgemv / sgemm on the dense fp32 matrix (the baseline),
+ *           OpenBLAS's own threads
+ *   csr     a plain CSR fp32 kernel (values + u32 column indices), rows
+ *           split over the threads; once per sample at batch 64
  *   ref     libdcz's reference kernels (dcz_spmv_ref, dcz_spmm_ref) on the
- *           execution form (one-byte column steps, 4-bit-codebook indices)
- *   dcz     libdcz's dispatching kernels (dcz_spmv, dcz_spmm: the
- *           vectorized variant this CPU runs) on the same form
+ *           execution form (one-byte column steps, 4-bit-codebook indices),
+ *           always one thread
+ *   dcz     libdcz's kernels as dcz_run calls them: at batch 1 the column
+ *           kernel (dcz_spmv_csc, one block of rows per thread), at batch 64
+ *           dcz_spmm_rows (the vectorized variant this CPU runs), rows split
+ *           over the threads by libdcz's pool
+ * Inputs have the layer's activation density (the share of nonzero inputs,
+ * as EIE measured it on these layers; half for LeNet), and at batch 1 also
+ * none zero, the column kernel's worst case.
  * Prints microseconds (median of repeated runs), the ratios, and the memory
  * floor of dcz: the bytes it must read and write (the compressed form, x
  * and y) at a copy bandwidth measured here, as a share of its time.
  * Timings are reported, never asserted.
+ *
+ *   bench_spmv [LAYER [THREADS]]   (LAYER: part of a layer's name, or "all")
  */
 #include <cblas.h>
 #include <stdio.h>
@@ -32,19 +41,54 @@ typedef struct csr {
     float *val;
 } csr;
 
-static void csr_mv(const csr *m, const float *x, float *y)
+static void csr_rows(const csr *m, uint32_t r0, uint32_t r1, const float *x, float *y)
 {
-    for (uint32_t r = 0; r < m->rows; r++) {
+    for (uint32_t r = r0; r < r1; r++) {
         float acc = 0;
         for (uint32_t e = m->ptr[r]; e < m->ptr[r + 1]; e++) acc += m->val[e] * x[m->col[e]];
         y[r] = acc;
     }
 }
 
-/* y (batch, rows) from x (batch, cols), sample by sample */
-static void csr_mm(const csr *m, uint32_t cols, const float *x, size_t batch, float *y)
+/* One call of a kernel over the threads of a pool: part t runs its share. */
+typedef struct job {
+    const csr *c;
+    const dcz_sparse *sp;
+    uint32_t cols, threads;
+    const float *x;
+    float *y, *scratch;
+    uint64_t scratch_floats;
+    size_t batch;
+} job;
+
+static void part_rows(const job *j, uint32_t t, uint32_t rows, uint32_t *r0, uint32_t *r1)
 {
-    for (size_t b = 0; b < batch; b++) csr_mv(m, x + b * cols, y + b * m->rows);
+    *r0 = (uint32_t)((uint64_t)rows * t / j->threads);
+    *r1 = (uint32_t)((uint64_t)rows * (t + 1) / j->threads);
+}
+
+/* csr: y (batch, rows), sample by sample */
+static void csr_part(void *ctx, uint32_t t)
+{
+    const job *j = ctx;
+    uint32_t r0, r1;
+    part_rows(j, t, j->c->rows, &r0, &r1);
+    for (size_t b = 0; b < j->batch; b++)
+        csr_rows(j->c, r0, r1, j->x + b * j->cols, j->y + b * j->c->rows);
+}
+
+static void csc_part(void *ctx, uint32_t t)
+{
+    const job *j = ctx;
+    dcz_spmv_csc(j->sp, t, NULL, j->x, j->y);
+}
+
+static void spmm_part(void *ctx, uint32_t t)
+{
+    const job *j = ctx;
+    uint32_t r0, r1;
+    part_rows(j, t, j->sp->rows, &r0, &r1);
+    dcz_spmm_rows(j->sp, r0, r1, NULL, j->x, j->batch, j->y, j->scratch + t * j->scratch_floats);
 }
 
 typedef struct shape {
@@ -72,11 +116,17 @@ static void row(const char *name, const char *shp, double density, double act, i
 
 int main(int argc, char **argv)
 {
-    openblas_set_num_threads(1);
+    const char *only = argc > 1 && strcmp(argv[1], "all") != 0 ? argv[1] : NULL;
+    const int threads = argc > 2 ? atoi(argv[2]) : 1;
+    if (threads < 1 || threads > DCZ_MAX_THREADS) return 2;
+    openblas_set_num_threads(threads);
+    dcz_pool *pool = NULL;
+    if (threads > 1 && dcz_pool_start((uint32_t)threads, &pool) != DCZ_OK) return 1;
     /* copy bandwidth, the physical floor's denominator */
     const double bw = bench_copy_bandwidth((size_t)128 << 20);
     if (bw <= 0) return 1;
-    printf("copy bandwidth %.1f GB/s (read + write), one thread\n\n", bw / 1e9);
+    printf("copy bandwidth %.1f GB/s (read + write), one thread; kernels on %d thread(s)\n\n",
+           bw / 1e9, threads);
 
     /* activation density: the share of nonzero inputs, as EIE measured
      * them on these layers; LeNet's layers see about half zeros too */
@@ -98,11 +148,12 @@ int main(int argc, char **argv)
     dcz_rng_seed(&rng, 1);
     for (size_t si = 0; si < sizeof shapes / sizeof *shapes; si++) {
         const shape *s = &shapes[si];
-        if (argc > 1 && strstr(s->name, argv[1]) == NULL) continue; /* bench_spmv [LAYER] */
+        if (only && strstr(s->name, only) == NULL) continue;
         const size_t n = (size_t)s->rows * s->cols;
         float *w = calloc(n, sizeof *w), *x = malloc(BATCH * s->cols * sizeof *x);
         float *y = malloc(BATCH * s->rows * sizeof *y);
-        float *scratch = malloc(dcz_spmm_scratch_floats(s->rows, s->cols) * sizeof *scratch);
+        const uint64_t sf = dcz_spmm_scratch_floats(s->rows, s->cols);
+        float *scratch = malloc(sf * threads * sizeof *scratch);
         uint8_t *keep = calloc(n, 1);
         float cb[16];
         for (int i = 0; i < 16; i++) cb[i] = dcz_rng_uniform(&rng) - 0.5f;
@@ -137,8 +188,9 @@ int main(int argc, char **argv)
         dcz_sparse_builder_finish(&bld);
         dcz_sparse sp = { s->rows, s->cols, bld.entries, row_ptr, step, idx, NULL, cb, 16,
                           0, 0, NULL, NULL, NULL, NULL };
-        void *cols_mem = malloc(dcz_sparse_columns_bytes(s->rows, s->cols, nnz, 16, 1));
-        dcz_sparse_build_columns(&sp, 1, cols_mem);
+        void *cols_mem = malloc(dcz_sparse_columns_bytes(s->rows, s->cols, nnz, 16, threads));
+        dcz_sparse_build_columns(&sp, (uint32_t)threads, cols_mem);
+        job j = { &c, &sp, s->cols, (uint32_t)threads, x, y, scratch, sf, 1 };
         double td, tc, tr, tz;
         char shp[32];
         snprintf(shp, sizeof shp, "%ux%u", s->rows, s->cols);
@@ -154,14 +206,18 @@ int main(int argc, char **argv)
             if (batch == 1) {
                 TIME(REPS, cblas_sgemv(CblasRowMajor, CblasNoTrans, (int)s->rows, (int)s->cols, 1.0f, w,
                                        (int)s->cols, x, 1, 0.0f, y, 1), td);
-                TIME(REPS, csr_mv(&c, x, y), tc);
+                j.batch = 1;
+                TIME(REPS, dcz_pool_run(pool, csr_part, &j), tc);
                 TIME(REPS, dcz_spmv_ref(&sp, NULL, x, y), tr);
-                TIME(REPS, dcz_spmv(&sp, NULL, x, y), tz);
+                TIME(REPS, dcz_pool_run(pool, csc_part, &j), tz);
                 /* what the column kernel reads: col_ptr, and the packed
                  * entries of the columns of nonzero inputs */
                 double live = 0;
-                for (uint32_t j = 0; j < s->cols; j++)
-                    if (x[j] != 0.0f) live += sp.col_ptr[j + 1] - sp.col_ptr[j];
+                for (uint32_t b = 0; b < sp.cblocks; b++) {
+                    const uint32_t *p = sp.col_ptr + (size_t)b * (s->cols + 1);
+                    for (uint32_t jc = 0; jc < s->cols; jc++)
+                        if (x[jc] != 0.0f) live += p[jc + 1] - p[jc];
+                }
                 row(s->name, shp, s->density, act, 1, td, tc, tr, tz,
                     (s->cols + 1) * 4.0 + live * (sp.cent16 ? 2 : 4) + (s->cols + s->rows) * 4.0, bw);
                 continue;
@@ -169,9 +225,10 @@ int main(int argc, char **argv)
             TIME(REPS_MM, cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, BATCH, (int)s->rows,
                                       (int)s->cols, 1.0f, x, (int)s->cols, w, (int)s->cols, 0.0f, y,
                                       (int)s->rows), td);
-            TIME(REPS_MM, csr_mm(&c, s->cols, x, BATCH, y), tc);
+            j.batch = BATCH;
+            TIME(REPS_MM, dcz_pool_run(pool, csr_part, &j), tc);
             TIME(REPS_MM, dcz_spmm_ref(&sp, NULL, x, BATCH, y), tr);
-            TIME(REPS_MM, dcz_spmm(&sp, NULL, x, BATCH, y, scratch), tz);
+            TIME(REPS_MM, dcz_pool_run(pool, spmm_part, &j), tz);
             row(s->name, shp, s->density, act, BATCH, td, tc, tr, tz,
                 form * ((BATCH + DCZ_SPMM_TILE - 1) / DCZ_SPMM_TILE) + BATCH * (s->cols + s->rows) * 4.0,
                 bw);
@@ -182,6 +239,7 @@ int main(int argc, char **argv)
     printf("\n(ratios > 1: dcz faster. floor %%: the time moving its bytes takes at the copy\n"
            " bandwidth measured above, as a share of the time it took; at batch 64 dcz_spmm reads\n"
            " the compressed form once per tile of %d samples. 100%% would be bound by memory\n"
-           " bandwidth)\n", DCZ_SPMM_TILE);
+           " bandwidth; ref: always one thread)\n", DCZ_SPMM_TILE);
+    dcz_pool_stop(pool);
     return 0;
 }

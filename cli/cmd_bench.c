@@ -124,7 +124,7 @@ int cmd_bench(verb_ctx *v)
         json_str(&j, "scheme", scheme);
         json_str(&j, "kernels", kernels_name(reference));
         json_int(&j, "batch", batch);
-        json_int(&j, "threads", v->c.threads);
+        json_int(&j, "threads", m->pool ? m->threads : 1); /* the threads a run uses */
         json_int(&j, "warmup", warmup);
         json_int(&j, "runs", runs);
         json_num(&j, "load_us", quantile(load_us, (size_t)loads, 0.5));

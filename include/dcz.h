@@ -68,7 +68,10 @@ typedef enum dcz_precision {
 
 typedef struct dcz_options {
     dcz_device device;
-    int threads;          /* 0: the library chooses; this build runs one thread */
+    int threads;          /* heap models: threads a large sparse fully connected layer
+                             is split over (its rows; results do not depend on it);
+                             0: every online processor, at most 16. Models of
+                             dcz_open_static run on the caller's thread only. */
     int force_reference;  /* nonzero: run the scalar reference kernels only */
     dcz_precision precision;
     size_t max_batch;     /* dcz_plan, dcz_open_static: samples the arena holds

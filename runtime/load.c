@@ -362,12 +362,13 @@ static dcz_status load_walk(const dcz_container *c, const dcz_options *o, loader
     }
     if (cur.pos != cur.len) return DCZ_ERR_FORMAT;
     if (quant && (cw.read != cw.count || cw.cur.pos != cw.cur.len)) return DCZ_ERR_FORMAT;
-    float *conv_scratch = arena_take(a, scratch_floats * sizeof(float));
+    float *conv_scratch = arena_take(a, scratch_floats * ld->cblocks * sizeof(float));
     ld->max_width = max_width;
     ld->quant = quant;
     if (m) {
         m->scratch = conv_scratch;
         m->scratch_floats = scratch_floats;
+        m->threads = ld->cblocks;
         m->in_size = (uint32_t)in_size;
         m->out_size = (uint32_t)dcz_shape_count(&shape);
         m->max_width = (uint32_t)max_width;
@@ -393,6 +394,7 @@ typedef struct layout {
     scratch sc;                 /* scratch capacities */
     uint64_t max_width;
     int quant;
+    uint32_t threads;           /* column-form blocks and scratch parts */
 } layout;
 
 /* Takes bytes from a sizing arena and returns their offset. */
@@ -416,18 +418,19 @@ static dcz_status check_options(const dcz_options *opt, dcz_options *o)
  * buffers (the heap model grows its own). DCZ_ERR_NOMEM when the sizes do
  * not fit a size_t. */
 static dcz_status plan_layout(const dcz_container *c, const dcz_options *o, int in_place,
-                              size_t max_batch, layout *L)
+                              size_t max_batch, uint32_t threads, layout *L)
 {
     loader ld;
     memset(&ld, 0, sizeof ld);
     ld.in_place = in_place;
-    ld.cblocks = 1;
+    ld.cblocks = threads;
     TRY(load_walk(c, o, &ld, NULL));
     memset(L, 0, sizeof *L);
     L->walk = ld.a.used;
     L->sc = ld.sc;
     L->max_width = ld.max_width;
     L->quant = ld.quant;
+    L->threads = threads;
 
     arena s = { NULL, L->walk, 0 };
     L->gaps = take_at(&s, ld.sc.gaps_cap);
@@ -457,7 +460,7 @@ static dcz_status fill(const dcz_container *c, const dcz_options *o, int in_plac
     loader ld;
     memset(&ld, 0, sizeof ld);
     ld.in_place = in_place;
-    ld.cblocks = 1;
+    ld.cblocks = L->threads;
     ld.sc = L->sc;
     ld.sc.gaps = block + L->gaps;
     ld.sc.idx = block + L->idx;
@@ -471,6 +474,27 @@ static dcz_status fill(const dcz_container *c, const dcz_options *o, int in_plac
     return DCZ_OK;
 }
 
+/* The threads of a heap model: as asked, or every online processor, at
+ * most DCZ_MAX_THREADS. */
+static uint32_t heap_threads(const dcz_options *o)
+{
+    if (o->threads <= 0) return dcz_threads_online();
+    return o->threads > DCZ_MAX_THREADS ? DCZ_MAX_THREADS : (uint32_t)o->threads;
+}
+
+/* Whether some layer is split over the threads (run.c), so the model needs
+ * its workers. */
+static int worth_threads(const dcz_model *m)
+{
+    for (uint32_t i = 0; i < m->nlayers; i++) {
+        const dcz_exec_layer *l = &m->layers[i];
+        if (!l->q && (l->kernel == DCZ_K_SPARSE_F32 || l->kernel == DCZ_K_SPARSE_CB) &&
+            l->sp.entries >= DCZ_PARALLEL_MIN_ENTRIES)
+            return 1;
+    }
+    return 0;
+}
+
 dcz_status dcz_open_memory(const void *buf, size_t len, const dcz_options *opt,
                            dcz_model **out)
 {
@@ -481,7 +505,7 @@ dcz_status dcz_open_memory(const void *buf, size_t len, const dcz_options *opt,
     *out = NULL;
     TRY(check_options(opt, &o));
     TRY(dcz_container_open(buf, len, &c));
-    TRY(plan_layout(&c, &o, 0, 0, &L));
+    TRY(plan_layout(&c, &o, 0, 0, heap_threads(&o), &L));
     uint8_t *block = malloc(L.load ? L.load : 1);
     if (!block) return DCZ_ERR_NOMEM;
     dcz_model *m = NULL;
@@ -491,6 +515,13 @@ dcz_status dcz_open_memory(const void *buf, size_t len, const dcz_options *opt,
         return s;
     }
     m->block = block; /* m itself lives inside block */
+    if (m->threads > 1 && worth_threads(m)) {
+        s = dcz_pool_start(m->threads, &m->pool);
+        if (s != DCZ_OK) {
+            free(block);
+            return s;
+        }
+    }
     *out = m;
     return DCZ_OK;
 }
@@ -505,7 +536,7 @@ dcz_status dcz_plan(const void *buf, size_t len, const dcz_options *opt, size_t 
     TRY(check_options(opt, &o));
     TRY(dcz_container_open(buf, len, &c));
     const int in_place = host_reads_f32_in_place();
-    TRY(plan_layout(&c, &o, in_place, o.max_batch, &L));
+    TRY(plan_layout(&c, &o, in_place, o.max_batch, 1, &L));
     if (L.total > SIZE_MAX - (DCZ_ARENA_ALIGN - 1)) return DCZ_ERR_NOMEM;
     /* what only the filling pass finds (stream contents, integer ranges)
      * is found by filling a temporary block once */
@@ -531,7 +562,7 @@ dcz_status dcz_open_static(const void *buf, size_t len, void *arena_mem, size_t 
     TRY(check_options(opt, &o));
     TRY(dcz_container_open(buf, len, &c));
     const int in_place = host_reads_f32_in_place();
-    TRY(plan_layout(&c, &o, in_place, o.max_batch, &L));
+    TRY(plan_layout(&c, &o, in_place, o.max_batch, 1, &L));
     const size_t pad = (size_t)(-(uintptr_t)arena_mem & (DCZ_ARENA_ALIGN - 1));
     if (arena_bytes < pad || arena_bytes - pad < L.total) return DCZ_ERR_NOMEM;
     uint8_t *block = (uint8_t *)arena_mem + pad;
@@ -548,6 +579,7 @@ dcz_status dcz_open_static(const void *buf, size_t len, void *arena_mem, size_t 
 void dcz_close(dcz_model *m)
 {
     if (!m || m->fixed) return; /* a static model lives in its caller's arena */
+    dcz_pool_stop(m->pool);
     free(m->act);
     free(m->qacc);
     free(m->block); /* m itself lives inside block */

@@ -145,8 +145,31 @@ typedef struct dcz_exec_layer {
                                s_in * s_w[c] exactly */
 } dcz_exec_layer;
 
+/* ---- threads (pool.c) ------------------------------------------------------ */
+
+#define DCZ_MAX_THREADS 16
+typedef void (*dcz_task_fn)(void *ctx, uint32_t part);
+typedef struct dcz_pool dcz_pool;
+/* Online processors, at most DCZ_MAX_THREADS. */
+uint32_t dcz_threads_online(void);
+/* threads - 1 workers (threads 2 .. DCZ_MAX_THREADS). */
+dcz_status dcz_pool_start(uint32_t threads, dcz_pool **out);
+/* fn(ctx, t) for every t < threads, t = 0 on the caller's thread; returns
+ * when all are done. A NULL pool runs fn(ctx, 0) alone. */
+void dcz_pool_run(dcz_pool *p, dcz_task_fn fn, void *ctx);
+uint32_t dcz_pool_threads(const dcz_pool *p);
+void dcz_pool_stop(dcz_pool *p);
+
+/* Entries of a sparse fully connected layer from which its rows are split
+ * over the threads: below it the hand-over costs more than it saves
+ * (bench/bench_spmv.c, LeNet-300-100's 300 x 784 layer and the EIE layers,
+ * one thread against two). */
+#define DCZ_PARALLEL_MIN_ENTRIES 65536
+
 struct dcz_model {
     dcz_options opt;
+    uint32_t threads;         /* column-form blocks and spmm scratch tiles; 1 for static models */
+    dcz_pool *pool;           /* threads - 1 workers when a layer is worth splitting, or NULL */
     uint32_t in_rank, in_dims[DCZ_MAX_RANK];
     uint32_t in_size, out_size;
     uint32_t max_width;       /* elements of the largest activation of one sample */

@@ -126,6 +126,53 @@ static void run_qlayer(const dcz_model *m, uint32_t i, const dcz_q *x, size_t ba
     }
 }
 
+/* ---- sparse fully connected layers, split over the threads --------------- */
+
+typedef struct fc_job {
+    const dcz_model *m;
+    const dcz_exec_layer *l;
+    const float *x;
+    size_t batch;
+    float *y;
+} fc_job;
+
+/* Part t of m->threads: at batch 1 block t of the column form, otherwise
+ * the same rows by spmm in scratch part t. Rows are disjoint and each row
+ * sums in the same order whatever the split, so the bits do not depend on
+ * the threads. */
+static void fc_part(void *ctx, uint32_t t)
+{
+    const fc_job *j = ctx;
+    const dcz_sparse *s = &j->l->sp;
+    const uint32_t n = j->m->threads;
+    if (j->batch == 1 && s->col_ptr && s->cblocks == n) {
+        dcz_spmv_csc(s, t, j->l->bias, j->x, j->y);
+        return;
+    }
+    const uint32_t r0 = (uint32_t)((uint64_t)s->rows * t / n);
+    const uint32_t r1 = (uint32_t)((uint64_t)s->rows * (t + 1) / n);
+    if (j->batch == 1) dcz_spmm_ref_rows(s, r0, r1, j->l->bias, j->x, 1, j->y);
+    else dcz_spmm_rows(s, r0, r1, j->l->bias, j->x, j->batch, j->y,
+                       j->m->scratch + (size_t)t * j->m->scratch_floats);
+}
+
+static void run_sparse_fc(const dcz_model *m, const dcz_exec_layer *l, const float *x,
+                          size_t batch, float *y)
+{
+    if (m->opt.force_reference && batch == 1) {
+        dcz_spmv_ref(&l->sp, l->bias, x, y);
+    } else if (m->opt.force_reference) {
+        dcz_spmm_ref(&l->sp, l->bias, x, batch, y);
+    } else if (m->pool && l->sp.entries >= DCZ_PARALLEL_MIN_ENTRIES) {
+        fc_job j = { m, l, x, batch, y };
+        dcz_pool_run(m->pool, fc_part, &j);
+    } else if (batch == 1) {
+        dcz_spmv(&l->sp, l->bias, x, y);
+    } else {
+        dcz_spmm(&l->sp, l->bias, x, batch, y, m->scratch);
+    }
+}
+
 static void run_layer(const dcz_model *m, const dcz_exec_layer *l, const float *x, size_t batch,
                       float *y)
 {
@@ -135,10 +182,7 @@ static void run_layer(const dcz_model *m, const dcz_exec_layer *l, const float *
         break;
     case DCZ_K_SPARSE_F32:
     case DCZ_K_SPARSE_CB:
-        if (m->opt.force_reference && batch == 1) dcz_spmv_ref(&l->sp, l->bias, x, y);
-        else if (m->opt.force_reference) dcz_spmm_ref(&l->sp, l->bias, x, batch, y);
-        else if (batch == 1) dcz_spmv(&l->sp, l->bias, x, y);
-        else dcz_spmm(&l->sp, l->bias, x, batch, y, m->scratch);
+        run_sparse_fc(m, l, x, batch, y);
         break;
     case DCZ_K_CONV_DENSE_F32:
         dcz_conv2d_dense(&l->geom, l->w, l->bias, x, batch, y);

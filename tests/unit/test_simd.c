@@ -17,7 +17,9 @@
  * matrices up to 20000 weights. Every
  * output must equal the reference's bits (the kernels sum in its order),
  * and nothing past y or outside the asked rows is written. Declines: spmm
- * without scratch.
+ * without scratch. The split over threads run.c makes (column blocks at
+ * batch 1, row ranges with their own scratch above), run by libdcz's pool
+ * of 1 to 4 threads, gives the same bits.
  */
 #include <math.h>
 #include <stdlib.h>
@@ -299,9 +301,76 @@ static void test_declines(void)
     free_mat(&m);
 }
 
+/* The split run.c makes over threads: column blocks at batch 1, row ranges
+ * with a scratch part each above, run by a pool of 1 to 4 threads, give
+ * the reference's bits. */
+typedef struct split_job {
+    const dcz_sparse *s;
+    uint32_t threads;
+    const float *bias, *x;
+    size_t batch;
+    float *y, *scratch;
+    uint64_t scratch_floats;
+} split_job;
+
+static void split_part(void *ctx, uint32_t t)
+{
+    const split_job *j = ctx;
+    if (j->batch == 1) {
+        dcz_spmv_csc(j->s, t, j->bias, j->x, j->y);
+        return;
+    }
+    const uint32_t r0 = (uint32_t)((uint64_t)j->s->rows * t / j->threads);
+    const uint32_t r1 = (uint32_t)((uint64_t)j->s->rows * (t + 1) / j->threads);
+    dcz_spmm_rows(j->s, r0, r1, j->bias, j->x, j->batch, j->y,
+                  j->scratch + (size_t)t * j->scratch_floats);
+}
+
+static void test_threads(void)
+{
+    static const uint32_t shapes[][2] = { { 300, 784 }, { 33, 3000 }, { 2, 50 } };
+    size_t runs = 0;
+    for (uint32_t threads = 1; threads <= 4; threads++) {
+        dcz_pool *pool = NULL;
+        if (threads > 1) REQUIRE(dcz_pool_start(threads, &pool) == DCZ_OK, "pool of %u", threads);
+        CHECK(dcz_pool_threads(pool) == threads, "pool of %u threads", threads);
+        for (size_t si = 0; si < sizeof shapes / sizeof *shapes; si++) {
+            mat m;
+            const uint32_t rows = shapes[si][0], cols = shapes[si][1];
+            REQUIRE(make_mat(&m, rows, cols, 0.3, 16), "build");
+            make_columns(&m, threads);
+            const size_t batch_max = 40;
+            float *x = malloc(batch_max * cols * sizeof(float)), *bias = malloc(rows * sizeof(float));
+            float *y = malloc(batch_max * rows * sizeof(float)), *ref = malloc(batch_max * rows * sizeof(float));
+            const uint64_t sf = dcz_spmm_scratch_floats(rows, cols);
+            float *scratch = malloc(sf * threads * sizeof(float));
+            for (size_t i = 0; i < batch_max * cols; i++) x[i] = rnd() % 3 == 0 ? 0.0f : nonzero();
+            for (uint32_t i = 0; i < rows; i++) bias[i] = nonzero();
+            const size_t batches[] = { 1, 40 };
+            for (int bi = 0; bi < 2; bi++) {
+                split_job j = { &m.sp, threads, bias, x, batches[bi], y, scratch, sf };
+                dcz_spmm_ref(&m.sp, bias, x, j.batch, ref);
+                for (int rep = 0; rep < 3; rep++) {
+                    memset(y, 0xFF, batch_max * rows * sizeof(float));
+                    dcz_pool_run(pool, split_part, &j);
+                    CHECK(memcmp(y, ref, j.batch * rows * sizeof(float)) == 0,
+                          "%ux%u batch %zu on %u threads", rows, cols, j.batch, threads);
+                    runs++;
+                }
+            }
+            free(x); free(bias); free(y); free(ref); free(scratch);
+            free_mat(&m);
+        }
+        dcz_pool_stop(pool);
+    }
+    CHECK(runs == 4 * 3 * 2 * 3, "%zu runs", runs);
+    CHECK(dcz_pool_start(1, &(dcz_pool *){ NULL }) == DCZ_ERR_ARG, "a pool of one is refused");
+}
+
 int main(void)
 {
     RUN(test_grid);
     RUN(test_declines);
+    RUN(test_threads);
     return check_summary();
 }

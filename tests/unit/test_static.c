@@ -19,7 +19,8 @@
  * fp32), and, where the toolchain's writer is linked (not in the
  * runtime-only build of `make test-aarch64`, which reports SKIP), models
  * built here: a network of im2col convolutions, and calibrated int8
- * versions of it and of an MLP. For each: dcz_plan with max_batch 3; the
+ * versions of it and of an MLP, and an MLP whose first layer is split over
+ * threads (1, 2, 3, 16 threads: the same bits). For each: dcz_plan with max_batch 3; the
  * arena at its least favourable address (one byte past a DCZ_ARENA_ALIGN
  * boundary) is refused one byte short and accepted at the planned size,
  * and an aligned arena needs exactly DCZ_ARENA_ALIGN - 1 bytes less; zero
@@ -663,6 +664,63 @@ static void built(const char *name, dcz_doc *d, dcz_scheme want)
 static void test_built_im2col(void) { built("im2col net", im2col_net(), DCZ_SCHEME_NONE); }
 static void test_built_int8_im2col(void) { built("int8 im2col net", int8(im2col_net()), DCZ_SCHEME_INT8); }
 static void test_built_int8_mlp(void) { built("int8 mlp", int8(mlp()), DCZ_SCHEME_INT8); }
+
+/* 600 -> dense (codebook, 300 x 600, about 44% kept: more entries than
+ * DCZ_PARALLEL_MIN_ENTRIES) -> relu -> dense (sparse f32) -> softmax */
+static dcz_doc *wide_mlp(void)
+{
+    dcz_doc *d;
+    if (dcz_doc_alloc(5, &d) != DCZ_OK) return NULL;
+    d->input_rank = 1;
+    d->input_dims[0] = 600;
+    doc_dense_layer(&d->layers[0], "fc1", 600, 300, DCZ_ENC_CODEBOOK, 4, 4, DCZ_CODING_HUFFMAN);
+    fill(&d->layers[0], 6);
+    doc_plain_layer(&d->layers[1], DCZ_OP_RELU, "relu");
+    doc_dense_layer(&d->layers[2], "fc2", 300, 10, DCZ_ENC_SPARSE_F32, 0, 4, DCZ_CODING_RAW);
+    fill(&d->layers[2], 7);
+    doc_plain_layer(&d->layers[3], DCZ_OP_RELU, "relu2");
+    doc_plain_layer(&d->layers[4], DCZ_OP_SOFTMAX, "prob");
+    return d;
+}
+
+/* A heap model split over 1, 2, 3 and 16 threads (workers started only
+ * when a layer is large enough) computes the same bits as one thread and
+ * as the static model (built: one thread, no allocation). */
+static void test_threads_same_bits(void)
+{
+    dcz_doc *d = wide_mlp();
+    REQUIRE(d, "build");
+    uint8_t *out = NULL;
+    size_t len = 0;
+    REQUIRE(dcz_doc_write(d, &out, &len) == DCZ_OK, "write");
+    uint8_t *buf = aligned_copy(out, len);
+    free(out);
+    enum { B = 9 };
+    float *x = malloc(B * 600 * sizeof(float)), y1[B * 10], y[B * 10];
+    for (size_t i = 0; i < B * 600; i++) x[i] = i % 3 ? frand() : 0.0f;
+    static const int threads[] = { 1, 2, 3, 16 };
+    for (size_t ti = 0; ti < sizeof threads / sizeof *threads; ti++) {
+        dcz_options o;
+        dcz_options_init(&o);
+        o.threads = threads[ti];
+        dcz_model *m = NULL;
+        REQUIRE(dcz_open_memory(buf, len, &o, &m) == DCZ_OK, "open on %d threads", threads[ti]);
+        CHECK(m->threads == (uint32_t)threads[ti] && (m->pool != NULL) == (threads[ti] > 1),
+              "%d threads: model has %u, pool %p", threads[ti], m->threads, (void *)m->pool);
+        CHECK(m->layers[0].sp.entries >= DCZ_PARALLEL_MIN_ENTRIES &&
+              m->layers[0].sp.cblocks == (uint32_t)threads[ti], "fc1 split in %u blocks",
+              m->layers[0].sp.cblocks);
+        for (size_t batch = 1; batch <= B; batch += B - 1) {
+            REQUIRE(dcz_run(m, x, batch, ti ? y : y1) == DCZ_OK, "run");
+            if (ti) CHECK(memcmp(y, y1, batch * 10 * sizeof(float)) == 0,
+                          "%d threads, batch %zu: other bits than one thread", threads[ti], batch);
+        }
+        dcz_close(m);
+    }
+    free(x);
+    free(buf);
+    built("wide mlp", wide_mlp(), DCZ_SCHEME_NONE);
+}
 #endif
 
 int main(int argc, char **argv)
@@ -679,6 +737,7 @@ int main(int argc, char **argv)
     RUN(test_built_im2col);
     RUN(test_built_int8_im2col);
     RUN(test_built_int8_mlp);
+    RUN(test_threads_same_bits);
 #else
     printf("SKIP models built by the toolchain's writer: this is the runtime-only build\n");
 #endif

@@ -1,0 +1,129 @@
+/* pool.c: the worker threads of a heap model (dcz_options.threads).
+ *
+ * A job is a function of a part number: dcz_pool_run calls fn(ctx, t) for
+ * every t < threads, part 0 on the caller's thread and the others on the
+ * workers, and returns when all are done. Workers spin briefly on the job
+ * counter before they sleep on a condition variable, so consecutive layers
+ * of one run do not pay a wake-up each; the caller likewise spins, then
+ * sleeps, while it waits. Static models (dcz_open_static) have no pool:
+ * they run on the caller's thread and call nothing that allocates.
+ */
+#include <pthread.h>
+#include <stdlib.h>
+#include <unistd.h>
+
+#include "runtime/model.h"
+
+/* Polls of the job counter before a thread sleeps (a few microseconds). */
+#define SPIN 20000
+
+struct dcz_pool {
+    pthread_mutex_t mu;
+    pthread_cond_t go, done;
+    uint32_t threads, started;
+    uint64_t gen;          /* jobs handed out; read without the lock by spinners */
+    uint32_t pending;      /* workers still on the current job */
+    int stop;
+    dcz_task_fn fn;
+    void *ctx;
+    struct worker { dcz_pool *p; uint32_t part; } arg[DCZ_MAX_THREADS];
+    pthread_t tid[DCZ_MAX_THREADS];
+};
+
+static void *worker(void *argp)
+{
+    const struct worker *w = argp;
+    dcz_pool *p = w->p;
+    uint64_t seen = 0;
+    for (;;) {
+        for (int i = 0; i < SPIN && __atomic_load_n(&p->gen, __ATOMIC_ACQUIRE) == seen; i++)
+            if (__atomic_load_n(&p->stop, __ATOMIC_ACQUIRE)) return NULL;
+        pthread_mutex_lock(&p->mu);
+        while (!p->stop && p->gen == seen) pthread_cond_wait(&p->go, &p->mu);
+        if (p->stop) {
+            pthread_mutex_unlock(&p->mu);
+            return NULL;
+        }
+        seen = p->gen;
+        dcz_task_fn fn = p->fn;
+        void *ctx = p->ctx;
+        pthread_mutex_unlock(&p->mu);
+        fn(ctx, w->part);
+        if (__atomic_sub_fetch(&p->pending, 1, __ATOMIC_ACQ_REL) == 0) {
+            pthread_mutex_lock(&p->mu);
+            pthread_cond_signal(&p->done);
+            pthread_mutex_unlock(&p->mu);
+        }
+    }
+}
+
+uint32_t dcz_threads_online(void)
+{
+    long n = sysconf(_SC_NPROCESSORS_ONLN);
+    if (n < 1) n = 1;
+    return n > DCZ_MAX_THREADS ? DCZ_MAX_THREADS : (uint32_t)n;
+}
+
+dcz_status dcz_pool_start(uint32_t threads, dcz_pool **out)
+{
+    *out = NULL;
+    if (threads < 2 || threads > DCZ_MAX_THREADS) return DCZ_ERR_ARG;
+    dcz_pool *p = calloc(1, sizeof *p);
+    if (!p) return DCZ_ERR_NOMEM;
+    pthread_mutex_init(&p->mu, NULL);
+    pthread_cond_init(&p->go, NULL);
+    pthread_cond_init(&p->done, NULL);
+    p->threads = threads;
+    for (uint32_t t = 1; t < threads; t++) {
+        p->arg[t].p = p;
+        p->arg[t].part = t;
+        if (pthread_create(&p->tid[t], NULL, worker, &p->arg[t]) != 0) {
+            dcz_pool_stop(p);
+            return DCZ_ERR_NOMEM;
+        }
+        p->started = t;
+    }
+    *out = p;
+    return DCZ_OK;
+}
+
+uint32_t dcz_pool_threads(const dcz_pool *p)
+{
+    return p ? p->threads : 1;
+}
+
+void dcz_pool_run(dcz_pool *p, dcz_task_fn fn, void *ctx)
+{
+    if (!p) {
+        fn(ctx, 0);
+        return;
+    }
+    pthread_mutex_lock(&p->mu);
+    p->fn = fn;
+    p->ctx = ctx;
+    __atomic_store_n(&p->pending, p->threads - 1, __ATOMIC_RELAXED);
+    __atomic_store_n(&p->gen, p->gen + 1, __ATOMIC_RELEASE);
+    pthread_cond_broadcast(&p->go);
+    pthread_mutex_unlock(&p->mu);
+    fn(ctx, 0);
+    for (int i = 0; i < SPIN && __atomic_load_n(&p->pending, __ATOMIC_ACQUIRE) != 0; i++) {
+    }
+    if (__atomic_load_n(&p->pending, __ATOMIC_ACQUIRE) == 0) return;
+    pthread_mutex_lock(&p->mu);
+    while (__atomic_load_n(&p->pending, __ATOMIC_ACQUIRE) != 0) pthread_cond_wait(&p->done, &p->mu);
+    pthread_mutex_unlock(&p->mu);
+}
+
+void dcz_pool_stop(dcz_pool *p)
+{
+    if (!p) return;
+    pthread_mutex_lock(&p->mu);
+    __atomic_store_n(&p->stop, 1, __ATOMIC_RELEASE);
+    pthread_cond_broadcast(&p->go);
+    pthread_mutex_unlock(&p->mu);
+    for (uint32_t t = 1; t <= p->started; t++) pthread_join(p->tid[t], NULL);
+    pthread_cond_destroy(&p->done);
+    pthread_cond_destroy(&p->go);
+    pthread_mutex_destroy(&p->mu);
+    free(p);
+}
