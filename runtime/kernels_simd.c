@@ -183,8 +183,13 @@ static inline void csc_block(const dcz_sparse *s, const uint32_t *ptr, const flo
         if (s->cval) {
             csc_column(y, s, wide, 0, e, end, tab, xc);
         } else if (s->k <= 64 && s->k <= 2 * (end - e)) {
-            /* the codebook's products with xc, each rounded as w * x is */
-            for (uint32_t i = 0; i < s->k; i++) tab[i] = s->codebook[i] * xc;
+            /* the codebook's products with xc, each rounded as w * x is;
+             * eight at a time so that the compiler uses vector multiplies */
+            const float *cb = s->codebook;
+            uint32_t i = 0;
+            for (; i + 8 <= s->k; i += 8)
+                for (uint32_t j = 0; j < 8; j++) tab[i + j] = cb[i + j] * xc;
+            for (; i < s->k; i++) tab[i] = cb[i] * xc;
             csc_column(y, s, wide, 1, e, end, tab, xc);
         } else {
             csc_column(y, s, wide, 2, e, end, tab, xc);
@@ -197,7 +202,8 @@ void dcz_spmv_csc(const dcz_sparse *s, uint32_t block, const float *bias, const 
 {
     uint32_t r0, r1;
     dcz_sparse_block_rows(s, block, &r0, &r1);
-    for (uint32_t r = r0; r < r1; r++) y[r] = bias ? bias[r] : 0.0f;
+    if (r1 > r0 && bias) memcpy(y + r0, bias + r0, (size_t)(r1 - r0) * sizeof *y);
+    else if (r1 > r0) memset(y + r0, 0, (size_t)(r1 - r0) * sizeof *y);
     const uint32_t *ptr = s->col_ptr + (size_t)block * ((size_t)s->cols + 1);
     if (s->cent32) csc_block(s, ptr, x, y, 1);
     else csc_block(s, ptr, x, y, 0);

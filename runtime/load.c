@@ -216,14 +216,16 @@ static dcz_status load_params(const dcz_container *c, const dcz_graph_layer *g, 
     if (!cw && g->op == DCZ_OP_DENSE && (w.enc == DCZ_ENC_SPARSE_F32 || w.enc == DCZ_ENC_CODEBOOK)) {
         /* (while sizing, sp holds only its entry bound) */
         const uint32_t rows = w.dims[0], cols = (uint32_t)(w.n / w.dims[0]);
+        /* one block per thread where the layer is split (run.c), else one */
+        const uint32_t blocks = w.nnz >= DCZ_PARALLEL_MIN_ENTRIES ? ld->cblocks : 1;
         const uint64_t bytes = dcz_sparse_columns_bytes(
-            rows, cols, w.nnz, w.enc == DCZ_ENC_CODEBOOK ? w.k : 0, ld->cblocks);
+            rows, cols, w.nnz, w.enc == DCZ_ENC_CODEBOOK ? w.k : 0, blocks);
         void *mem = bytes ? arena_take(&ld->a, bytes) : NULL;
         if (mem) {
             uint32_t real = 0;
             for (uint32_t e = 0; e < sp.entries; e++) real += sp.step[e] != DCZ_STEP_FILLER;
             if (real != w.nnz) return DCZ_ERR_FORMAT;
-            dcz_sparse_build_columns(&sp, ld->cblocks, mem);
+            dcz_sparse_build_columns(&sp, blocks, mem);
         }
     }
     l->kernel = param_kernel(g->op, w.enc);
@@ -489,7 +491,7 @@ static int worth_threads(const dcz_model *m)
     for (uint32_t i = 0; i < m->nlayers; i++) {
         const dcz_exec_layer *l = &m->layers[i];
         if (!l->q && (l->kernel == DCZ_K_SPARSE_F32 || l->kernel == DCZ_K_SPARSE_CB) &&
-            l->sp.entries >= DCZ_PARALLEL_MIN_ENTRIES)
+            dcz_sparse_split(&l->sp))
             return 1;
     }
     return 0;

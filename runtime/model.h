@@ -165,6 +165,14 @@ void dcz_pool_stop(dcz_pool *p);
  * (bench/bench_spmv.c, LeNet-300-100's 300 x 784 layer and the EIE layers,
  * one thread against two). */
 #define DCZ_PARALLEL_MIN_ENTRIES 65536
+/* Whether sparse layer s is split over the threads: its column form was
+ * built in one block per thread (the loader does so from
+ * DCZ_PARALLEL_MIN_ENTRIES real entries on), or, without a column form,
+ * it has that many entries. */
+static inline int dcz_sparse_split(const dcz_sparse *s)
+{
+    return s->col_ptr ? s->cblocks > 1 : s->entries >= DCZ_PARALLEL_MIN_ENTRIES;
+}
 
 struct dcz_model {
     dcz_options opt;

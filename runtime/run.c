@@ -163,7 +163,7 @@ static void run_sparse_fc(const dcz_model *m, const dcz_exec_layer *l, const flo
         dcz_spmv_ref(&l->sp, l->bias, x, y);
     } else if (m->opt.force_reference) {
         dcz_spmm_ref(&l->sp, l->bias, x, batch, y);
-    } else if (m->pool && l->sp.entries >= DCZ_PARALLEL_MIN_ENTRIES) {
+    } else if (m->pool && dcz_sparse_split(&l->sp)) {
         fc_job j = { m, l, x, batch, y };
         dcz_pool_run(m->pool, fc_part, &j);
     } else if (batch == 1) {
