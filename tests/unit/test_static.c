@@ -693,6 +693,7 @@ static void test_threads_same_bits(void)
     uint8_t *out = NULL;
     size_t len = 0;
     REQUIRE(dcz_doc_write(d, &out, &len) == DCZ_OK, "write");
+    dcz_doc_free(d);
     uint8_t *buf = aligned_copy(out, len);
     free(out);
     enum { B = 9 };
