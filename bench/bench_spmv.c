@@ -59,6 +59,7 @@ typedef struct job {
     float *y, *scratch;
     uint64_t scratch_floats;
     size_t batch;
+    dcz_spmv_kind kind;
 } job;
 
 static void part_rows(const job *j, uint32_t t, uint32_t rows, uint32_t *r0, uint32_t *r1)
@@ -77,10 +78,11 @@ static void csr_part(void *ctx, uint32_t t)
         csr_rows(j->c, r0, r1, j->x + b * j->cols, j->y + b * j->c->rows);
 }
 
-static void csc_part(void *ctx, uint32_t t)
+/* batch 1 by kernel j->kind, part t of j->threads, as run.c splits it */
+static void spmv_part(void *ctx, uint32_t t)
 {
     const job *j = ctx;
-    dcz_spmv_csc(j->sp, t, NULL, j->x, j->y);
+    dcz_spmv_part(j->sp, j->kind, t, j->threads, NULL, j->x, j->y);
 }
 
 static void spmm_part(void *ctx, uint32_t t)
@@ -106,12 +108,20 @@ typedef struct shape {
     out = t_[(reps) / 2]; \
 } while (0)
 
+/* tk[0], tk[1]: batch 1 by the column and the lane kernel (0: not run) */
 static void row(const char *name, const char *shp, double density, double act, int batch,
-                double td, double tc, double tr, double tz, double bytes, double bw)
+                double td, double tc, double tr, const double *tk, const char *pick, double tz,
+                double bytes, double bw)
 {
-    printf("%-10s %11s %6.0f%% %5.0f%% %5d %10.1f %10.1f %10.1f %10.1f %8.2fx %8.2fx %8.2fx %7.1f%%\n",
-           name, shp, density * 100, act * 100, batch, td * 1e6, tc * 1e6, tr * 1e6, tz * 1e6, tr / tz,
-           td / tz, tc / tz, bytes / (bw / 2) / tz * 100);
+    char k[2][16];
+    for (int i = 0; i < 2; i++) {
+        if (tk[i] > 0) snprintf(k[i], sizeof k[i], "%.1f", tk[i] * 1e6);
+        else snprintf(k[i], sizeof k[i], "-");
+    }
+    printf("%-10s %11s %6.0f%% %5.0f%% %5d %10.1f %10.1f %10.1f %9s %9s %-7s %10.1f %8.2fx %8.2fx "
+           "%8.2fx %7.1f%%\n",
+           name, shp, density * 100, act * 100, batch, td * 1e6, tc * 1e6, tr * 1e6, k[0], k[1],
+           pick, tz * 1e6, tr / tz, td / tz, tc / tz, bytes / (bw / 2) / tz * 100);
 }
 
 int main(int argc, char **argv)
@@ -140,10 +150,12 @@ int main(int argc, char **argv)
     const char *isa = dcz_isa_supported(DCZ_ISA_AVX2)   ? "avx2"
                       : dcz_isa_supported(DCZ_ISA_NEON) ? "neon"
                                                         : "none (the references)";
-    printf("dcz spmm kernels: %s; batch 1: the column kernel\n\n", isa);
-    printf("%-10s %11s %7s %6s %5s %10s %10s %10s %10s %9s %9s %9s %8s\n", "layer", "shape", "density",
-           "act", "batch", "dense us", "csr us", "ref us", "dcz us", "vs ref", "vs dense", "vs csr",
-           "floor %");
+    const int lanes = dcz_isa_supported(DCZ_ISA_AVX512);
+    printf("dcz spmm kernels: %s; batch 1: the column kernel%s, dcz_spmv_pick's choice per call\n\n",
+           isa, lanes ? " and the lane kernel (avx512)" : " (no AVX-512: no lane kernel)");
+    printf("%-10s %11s %7s %6s %5s %10s %10s %10s %9s %9s %-7s %10s %9s %9s %9s %8s\n", "layer",
+           "shape", "density", "act", "batch", "dense us", "csr us", "ref us", "csc us", "lanes us",
+           "picks", "dcz us", "vs ref", "vs dense", "vs csr", "floor %");
     dcz_rng rng;
     dcz_rng_seed(&rng, 1);
     for (size_t si = 0; si < sizeof shapes / sizeof *shapes; si++) {
@@ -187,10 +199,15 @@ int main(int argc, char **argv)
         }
         dcz_sparse_builder_finish(&bld);
         dcz_sparse sp = { s->rows, s->cols, bld.entries, row_ptr, step, idx, NULL, cb, 16,
-                          0, 0, NULL, NULL, NULL, NULL };
+                          0, 0, NULL, NULL, NULL, NULL, 0, 0, NULL, NULL, NULL };
         void *cols_mem = malloc(dcz_sparse_columns_bytes(s->rows, s->cols, nnz, 16, threads));
         dcz_sparse_build_columns(&sp, (uint32_t)threads, cols_mem);
-        job j = { &c, &sp, s->cols, (uint32_t)threads, x, y, scratch, sf, 1 };
+        void *lanes_mem = NULL;
+        if (lanes) {
+            lanes_mem = malloc(dcz_lanes_bytes(s->rows, s->cols, nnz, 16));
+            dcz_lanes_build(&sp, lanes_mem);
+        }
+        job j = { &c, &sp, s->cols, (uint32_t)threads, x, y, scratch, sf, 1, DCZ_SPMV_REF };
         double td, tc, tr, tz;
         char shp[32];
         snprintf(shp, sizeof shp, "%ux%u", s->rows, s->cols);
@@ -209,7 +226,14 @@ int main(int argc, char **argv)
                 j.batch = 1;
                 TIME(REPS, dcz_pool_run(pool, csr_part, &j), tc);
                 TIME(REPS, dcz_spmv_ref(&sp, NULL, x, y), tr);
-                TIME(REPS, dcz_pool_run(pool, csc_part, &j), tz);
+                /* each kernel, then dcz_spmv_pick's choice with the choosing */
+                double tk[2] = { 0, 0 };
+                j.kind = DCZ_SPMV_COLUMNS;
+                TIME(REPS, dcz_pool_run(pool, spmv_part, &j), tk[0]);
+                j.kind = DCZ_SPMV_LANES;
+                if (sp.lgroups) TIME(REPS, dcz_pool_run(pool, spmv_part, &j), tk[1]);
+                const dcz_spmv_kind pick = dcz_spmv_pick(&sp, x);
+                TIME(REPS, (j.kind = dcz_spmv_pick(&sp, x), dcz_pool_run(pool, spmv_part, &j)), tz);
                 /* what the column kernel reads: col_ptr, and the packed
                  * entries of the columns of nonzero inputs */
                 double live = 0;
@@ -218,8 +242,12 @@ int main(int argc, char **argv)
                     for (uint32_t jc = 0; jc < s->cols; jc++)
                         if (x[jc] != 0.0f) live += p[jc + 1] - p[jc];
                 }
-                row(s->name, shp, s->density, act, 1, td, tc, tr, tz,
-                    (s->cols + 1) * 4.0 + live * (sp.cent16 ? 2 : 4) + (s->cols + s->rows) * 4.0, bw);
+                /* the lane kernel reads its slots and bases whatever x is */
+                const double lane_bytes = dcz_lanes_steps(&sp) * (DCZ_LANE_ROWS + 8.0);
+                const double csc_bytes = (s->cols + 1) * 4.0 + live * (sp.cent16 ? 2 : 4);
+                row(s->name, shp, s->density, act, 1, td, tc, tr, tk,
+                    pick == DCZ_SPMV_LANES ? "lanes" : "columns", tz,
+                    (pick == DCZ_SPMV_LANES ? lane_bytes : csc_bytes) + (s->cols + s->rows) * 4.0, bw);
                 continue;
             }
             TIME(REPS_MM, cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, BATCH, (int)s->rows,
@@ -229,12 +257,12 @@ int main(int argc, char **argv)
             TIME(REPS_MM, dcz_pool_run(pool, csr_part, &j), tc);
             TIME(REPS_MM, dcz_spmm_ref(&sp, NULL, x, BATCH, y), tr);
             TIME(REPS_MM, dcz_pool_run(pool, spmm_part, &j), tz);
-            row(s->name, shp, s->density, act, BATCH, td, tc, tr, tz,
+            row(s->name, shp, s->density, act, BATCH, td, tc, tr, (const double[2]){ 0, 0 }, "spmm", tz,
                 form * ((BATCH + DCZ_SPMM_TILE - 1) / DCZ_SPMM_TILE) + BATCH * (s->cols + s->rows) * 4.0,
                 bw);
         }
         free(w); free(x); free(scratch); free(y); free(keep); free(row_ptr); free(step); free(idx); free(src);
-        free(c.ptr); free(c.col); free(c.val); free(cols_mem);
+        free(c.ptr); free(c.col); free(c.val); free(cols_mem); free(lanes_mem);
     }
     printf("\n(ratios > 1: dcz faster. floor %%: the time moving its bytes takes at the copy\n"
            " bandwidth measured above, as a share of the time it took; at batch 64 dcz_spmm reads\n"

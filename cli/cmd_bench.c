@@ -14,10 +14,12 @@
 #include "cli/cli.h"
 #include "runtime/model.h"
 
-/* The sparse kernels dcz_run dispatches to here (runtime/kernels_simd.c). */
+/* The sparse kernels dcz_run dispatches to here (runtime/kernels_simd.c,
+ * runtime/kernels_lanes.c). */
 static const char *kernels_name(int reference)
 {
     if (reference) return "reference";
+    if (dcz_isa_supported(DCZ_ISA_AVX512)) return "avx512+avx2";
     if (dcz_isa_supported(DCZ_ISA_AVX2)) return "avx2";
     if (dcz_isa_supported(DCZ_ISA_NEON)) return "neon";
     return "reference";

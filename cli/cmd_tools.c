@@ -150,7 +150,7 @@ typedef struct layer_info {
     size_t weights, kept, bytes, raw_bytes;
     stream_stats idx, gap;
     const char *kernel, *why;
-    char why_buf[400];
+    char why_buf[512];
 } layer_info;
 
 /* The kernel libdcz runs a conv layer with, and why (run.c's choice). */
@@ -178,18 +178,22 @@ static void sparse_why(layer_info *li, uint32_t rows, uint32_t cols, uint32_t k)
     const char *isa = dcz_isa_supported(DCZ_ISA_AVX2) ? "avx2"
                       : dcz_isa_supported(DCZ_ISA_NEON) ? "neon" : "scalar reference";
     const uint64_t colform = dcz_sparse_columns_bytes(rows, cols, (uint32_t)li->kept, k, 1);
-    char b1[96];
+    char b1[96], b2[160] = "";
     if (colform) {
         const int wide = colform - ((uint64_t)cols + 1) * 4 - (k ? 0 : li->kept * 4) > li->kept * 2;
         snprintf(b1, sizeof b1, "by columns, skipping zero inputs (%d-bit entries)", wide ? 32 : 16);
     } else {
         snprintf(b1, sizeof b1, "by rows (over 65535 rows: no column form)");
     }
+    /* the lane form (runtime/kernels_lanes.c): chosen per input by cost */
+    if (dcz_lanes_bytes(rows, cols, (uint32_t)li->kept, k) && dcz_isa_supported(DCZ_ISA_AVX512))
+        snprintf(b2, sizeof b2, " or by lanes (avx512, 16 rows per vector, %u-column windows), "
+                 "whichever visits less for the input at hand", k <= 16 ? 15u : 7u);
     snprintf(li->why_buf, sizeof li->why_buf,
              "compressed, %.1f%% kept (libdcz runs every sparse layer compressed; bench_spmv "
              "measures it on par with OpenBLAS dense near 25%% kept at batch 64, ahead below); "
-             "batch 1 %s; batches: %s spmm, 32 samples per decoded entry; %s",
-             li->density * 100, b1, isa,
+             "batch 1 %s%s; batches: %s spmm, 32 samples per decoded entry; %s",
+             li->density * 100, b1, b2, isa,
              li->kept >= DCZ_PARALLEL_MIN_ENTRIES ? "rows split over the threads"
                                                    : "one thread (too small to split)");
     li->why = li->why_buf;
@@ -225,7 +229,7 @@ static void measure_layer(const dcz_doc_layer *l, layer_info *li)
     li->raw_bytes = l->section_bytes - w->st.index_bytes - w->st.gap_bytes + raw_streams;
     free(idx);
     free(gaps);
-    li->kernel = cb ? "spmv_csc / spmm (codebook)" : "spmv_csc / spmm (fp32 values)";
+    li->kernel = cb ? "spmv / spmm (codebook)" : "spmv_csc / spmm (fp32 values)";
     if (l->op == DCZ_OP_DENSE && w->rank == 2)
         sparse_why(li, w->dims[0], w->dims[1], cb ? w->k : 0);
 }

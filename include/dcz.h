@@ -117,7 +117,11 @@ dcz_status dcz_open_memory(const void *buf, size_t len, const dcz_options *opt,
  * options (device, precision, max_batch): an arena of *arena_bytes - 1
  * bytes at the least favourable address is refused. The size also depends
  * on buf's address modulo 4 (see above): plan with the buffer you will
- * open, or one equally aligned. *arena_bytes is 0 on failure.
+ * open, or one equally aligned. It depends on the CPU too: where it has
+ * AVX-512, fully connected codebook layers also get a second execution
+ * form for batch 1 (the lane form, about 2 to 4 bytes per weight);
+ * dcz_open_static given an arena planned without it builds the model
+ * without it. *arena_bytes is 0 on failure.
  * dcz_plan itself is not static: it decodes the model once into a
  * temporary heap block (the arena's size at most), freed before it returns,
  * to find errors in compressed streams. A device that cannot allocate can

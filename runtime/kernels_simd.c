@@ -9,8 +9,10 @@
  *     computed once per column) and a read-modify-write of y, which stays in
  *     the first-level cache. Rows within a column are distinct, so four
  *     entries are loaded before any is stored. Plain C, the same on every
- *     machine; x86 has no scatter before AVX-512, and a gather-based row
- *     kernel measured slower than it (bench/bench_spmv.c).
+ *     machine; a gather-based row kernel measured slower than it
+ *     (bench/bench_spmv.c). On CPUs with AVX-512, the lane form
+ *     (kernels_lanes.c) runs batch 1 without scatter or gather, and
+ *     dcz_spmv_pick takes whichever of the two visits less for the input.
  *   spmm (batch N): a tile of DCZ_SPMM_TILE samples of x is transposed into
  *     scratch (cols, tile), then each entry is decoded once and adds w times
  *     the row of the tile at its column to the tile's accumulators, over
@@ -78,7 +80,9 @@ int dcz_isa_supported(dcz_isa isa)
         return 1;
 #ifdef DCZ_X86
     case DCZ_ISA_AVX2:
-        return __builtin_cpu_supports("avx2");
+        return __builtin_cpu_supports("avx2") != 0;
+    case DCZ_ISA_AVX512:
+        return __builtin_cpu_supports("avx512f") != 0;
 #endif
 #ifdef DCZ_NEON
     case DCZ_ISA_NEON:
@@ -477,13 +481,52 @@ int dcz_spmm__neon(const dcz_sparse *s, uint32_t r0, uint32_t r1, const float *b
 
 /* ---- dispatch --------------------------------------------------------------- */
 
-void dcz_spmv(const dcz_sparse *s, const float *bias, const float *x, float *y)
+dcz_spmv_kind dcz_spmv_pick(const dcz_sparse *s, const float *x)
 {
-    if (!s->col_ptr) {
-        dcz_spmv_ref(s, bias, x, y);
+    if (s->lgroups && dcz_isa_supported(DCZ_ISA_AVX512)) {
+        if (!s->col_ptr) return DCZ_SPMV_LANES;
+        /* the column kernel visits the entries of the nonzero inputs,
+         * about nnz times their share: lanes win once more than `need`
+         * inputs are nonzero, which the count stops at */
+        const uint64_t nnz = s->col_ptr[(size_t)s->cblocks * (s->cols + 1) - 1];
+        const uint64_t need = nnz ? (uint64_t)dcz_lanes_steps(s) * DCZ_LANE_STEP_ENTRIES * s->cols / nnz
+                                  : UINT64_MAX;
+        uint64_t nz = 0;
+        for (uint32_t c = 0; c < s->cols && nz <= need; c++) nz += x[c] != 0.0f;
+        if (nz > need) return DCZ_SPMV_LANES;
+    }
+    return s->col_ptr ? DCZ_SPMV_COLUMNS : DCZ_SPMV_REF;
+}
+
+void dcz_spmv_part(const dcz_sparse *s, dcz_spmv_kind kind, uint32_t part, uint32_t parts,
+                   const float *bias, const float *x, float *y)
+{
+    if (kind == DCZ_SPMV_COLUMNS && s->col_ptr && s->cblocks == parts) {
+        dcz_spmv_csc(s, part, bias, x, y);
         return;
     }
-    for (uint32_t b = 0; b < s->cblocks; b++) dcz_spmv_csc(s, b, bias, x, y);
+    if (kind == DCZ_SPMV_LANES && s->lgroups) {
+        const uint32_t g0 = (uint32_t)((uint64_t)s->lgroups * part / parts);
+        const uint32_t g1 = (uint32_t)((uint64_t)s->lgroups * (part + 1) / parts);
+#ifdef DCZ_X86
+        if (dcz_isa_supported(DCZ_ISA_AVX512)) {
+            dcz_spmv_lanes__avx512(s, g0, g1, bias, x, y);
+            return;
+        }
+#endif
+        dcz_spmv_lanes_ref(s, g0, g1, bias, x, y);
+        return;
+    }
+    const uint32_t r0 = (uint32_t)((uint64_t)s->rows * part / parts);
+    const uint32_t r1 = (uint32_t)((uint64_t)s->rows * (part + 1) / parts);
+    dcz_spmm_ref_rows(s, r0, r1, bias, x, 1, y);
+}
+
+void dcz_spmv(const dcz_sparse *s, const float *bias, const float *x, float *y)
+{
+    const dcz_spmv_kind kind = dcz_spmv_pick(s, x);
+    const uint32_t parts = kind == DCZ_SPMV_COLUMNS ? s->cblocks : 1;
+    for (uint32_t p = 0; p < parts; p++) dcz_spmv_part(s, kind, p, parts, bias, x, y);
 }
 
 void dcz_spmm_rows(const dcz_sparse *s, uint32_t r0, uint32_t r1, const float *bias,

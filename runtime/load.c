@@ -77,6 +77,7 @@ typedef struct loader {
     uint64_t max_width;  /* elements of the largest activation of one sample */
     int quant;           /* the model runs on integers */
     uint32_t cblocks;    /* row blocks of the column forms: the threads that run them */
+    int lanes;           /* build lane forms (this CPU runs their kernel) */
 } loader;
 
 /* A dense tensor as floats: the payload itself for an aligned F32 tensor
@@ -227,6 +228,11 @@ static dcz_status load_params(const dcz_container *c, const dcz_graph_layer *g, 
             if (real != w.nnz) return DCZ_ERR_FORMAT;
             dcz_sparse_build_columns(&sp, blocks, mem);
         }
+        /* codebook layers also get the lane form where this CPU runs it */
+        const uint64_t lbytes = ld->lanes && w.enc == DCZ_ENC_CODEBOOK
+            ? dcz_lanes_bytes(rows, cols, w.nnz, w.k) : 0;
+        void *lmem = lbytes ? arena_take(&ld->a, lbytes) : NULL;
+        if (lmem) dcz_lanes_build(&sp, lmem);
     }
     l->kernel = param_kernel(g->op, w.enc);
     l->w = wd;
@@ -397,6 +403,7 @@ typedef struct layout {
     uint64_t max_width;
     int quant;
     uint32_t threads;           /* column-form blocks and scratch parts */
+    int lanes;                  /* lane forms built */
 } layout;
 
 /* Takes bytes from a sizing arena and returns their offset. */
@@ -420,12 +427,13 @@ static dcz_status check_options(const dcz_options *opt, dcz_options *o)
  * buffers (the heap model grows its own). DCZ_ERR_NOMEM when the sizes do
  * not fit a size_t. */
 static dcz_status plan_layout(const dcz_container *c, const dcz_options *o, int in_place,
-                              size_t max_batch, uint32_t threads, layout *L)
+                              size_t max_batch, uint32_t threads, int lanes, layout *L)
 {
     loader ld;
     memset(&ld, 0, sizeof ld);
     ld.in_place = in_place;
     ld.cblocks = threads;
+    ld.lanes = lanes;
     TRY(load_walk(c, o, &ld, NULL));
     memset(L, 0, sizeof *L);
     L->walk = ld.a.used;
@@ -433,6 +441,7 @@ static dcz_status plan_layout(const dcz_container *c, const dcz_options *o, int 
     L->max_width = ld.max_width;
     L->quant = ld.quant;
     L->threads = threads;
+    L->lanes = lanes;
 
     arena s = { NULL, L->walk, 0 };
     L->gaps = take_at(&s, ld.sc.gaps_cap);
@@ -463,6 +472,7 @@ static dcz_status fill(const dcz_container *c, const dcz_options *o, int in_plac
     memset(&ld, 0, sizeof ld);
     ld.in_place = in_place;
     ld.cblocks = L->threads;
+    ld.lanes = L->lanes;
     ld.sc = L->sc;
     ld.sc.gaps = block + L->gaps;
     ld.sc.idx = block + L->idx;
@@ -474,6 +484,13 @@ static dcz_status fill(const dcz_container *c, const dcz_options *o, int in_plac
     m->opt = *o;
     *out = m;
     return DCZ_OK;
+}
+
+/* Whether models get lane forms: where this CPU runs their kernel, unless
+ * only the references are to run. */
+static int want_lanes(const dcz_options *o)
+{
+    return !o->force_reference && dcz_isa_supported(DCZ_ISA_AVX512);
 }
 
 /* The threads of a heap model: as asked, or every online processor, at
@@ -507,7 +524,7 @@ dcz_status dcz_open_memory(const void *buf, size_t len, const dcz_options *opt,
     *out = NULL;
     TRY(check_options(opt, &o));
     TRY(dcz_container_open(buf, len, &c));
-    TRY(plan_layout(&c, &o, 0, 0, heap_threads(&o), &L));
+    TRY(plan_layout(&c, &o, 0, 0, heap_threads(&o), want_lanes(&o), &L));
     uint8_t *block = malloc(L.load ? L.load : 1);
     if (!block) return DCZ_ERR_NOMEM;
     dcz_model *m = NULL;
@@ -538,7 +555,7 @@ dcz_status dcz_plan(const void *buf, size_t len, const dcz_options *opt, size_t 
     TRY(check_options(opt, &o));
     TRY(dcz_container_open(buf, len, &c));
     const int in_place = host_reads_f32_in_place();
-    TRY(plan_layout(&c, &o, in_place, o.max_batch, 1, &L));
+    TRY(plan_layout(&c, &o, in_place, o.max_batch, 1, want_lanes(&o), &L));
     if (L.total > SIZE_MAX - (DCZ_ARENA_ALIGN - 1)) return DCZ_ERR_NOMEM;
     /* what only the filling pass finds (stream contents, integer ranges)
      * is found by filling a temporary block once */
@@ -564,8 +581,12 @@ dcz_status dcz_open_static(const void *buf, size_t len, void *arena_mem, size_t 
     TRY(check_options(opt, &o));
     TRY(dcz_container_open(buf, len, &c));
     const int in_place = host_reads_f32_in_place();
-    TRY(plan_layout(&c, &o, in_place, o.max_batch, 1, &L));
+    TRY(plan_layout(&c, &o, in_place, o.max_batch, 1, want_lanes(&o), &L));
     const size_t pad = (size_t)(-(uintptr_t)arena_mem & (DCZ_ARENA_ALIGN - 1));
+    /* an arena planned where the lane forms are not built (another CPU)
+     * still takes the model, without them */
+    if (L.lanes && (arena_bytes < pad || arena_bytes - pad < L.total))
+        TRY(plan_layout(&c, &o, in_place, o.max_batch, 1, 0, &L));
     if (arena_bytes < pad || arena_bytes - pad < L.total) return DCZ_ERR_NOMEM;
     uint8_t *block = (uint8_t *)arena_mem + pad;
     dcz_model *m = NULL;

@@ -21,7 +21,8 @@
  * sample after sample.
  *
  * Kernels: kernels_ref.c holds the matrix references, kernels_simd.c their
- * vectorized versions, kernels_conv.c the convolution and pooling kernels
+ * vectorized versions, kernels_lanes.c the lane form and its batch-1
+ * kernels, kernels_conv.c the convolution and pooling kernels
  * with their references; every kernel is tested against a reference
  * (tests/unit/test_kernels.c, tests/unit/test_simd.c).
  */
@@ -58,6 +59,12 @@ typedef struct dcz_sparse {
     const uint16_t *cent16;   /* (nnz) packed entries when they fit 16 bits, */
     const uint32_t *cent32;   /*   else these */
     const float *cval;        /* (nnz) value of each entry, when val */
+    /* The lane form, for batch 1 where the CPU runs dcz_spmv_lanes__avx512
+     * (see "the lane form" below); lgroups is 0 when it is not built. */
+    uint32_t lgroups, lxbits;
+    const uint32_t *lstart;   /* (lgroups + 1) first step of each group */
+    const uint16_t *lbase;    /* (steps, 4) window start of each slice */
+    const uint8_t *lslot;     /* (steps, DCZ_LANE_ROWS) slots */
 } dcz_sparse;
 
 /* The weight of real entry e. */
@@ -144,6 +151,61 @@ typedef struct dcz_exec_layer {
     double *out_scale;      /* the last weighted layer: (channels) accumulator to float,
                                s_in * s_w[c] exactly */
 } dcz_exec_layer;
+
+/* ---- the lane form (kernels_lanes.c) ---------------------------------------
+ * Batch 1 without scatter: sixteen rows in the lanes of one vector, each
+ * lane summing its own row, the input read from a window of it held in a
+ * register. For fully connected codebook layers of at most 32 values.
+ *
+ * The rows are cut into groups of DCZ_LANE_ROWS (64): four slices of 16
+ * consecutive rows, lane l of slice s being row 64 g + 16 s + l. A group is
+ * a sequence of steps. In a step, each slice reads a window of
+ * W = 2^xbits - 1 columns, x[base .. base + W - 1] (xbits 4, W = 15, when
+ * the codebook has at most 16 values; xbits 3, W = 7, up to 32), and each
+ * lane one slot, a byte: the next entry of its row when that entry's column
+ * lies in the window, as (column - base) | codebook index << xbits, else
+ * W, "no entry" (the window's lane W reads 0). A row's entries come in
+ * column order, so adding slot after slot sums a row in the references'
+ * order, and the kernels give their bits.
+ *
+ * Steps of a slice (dcz_lanes_build, a greedy walk): base = the smallest
+ * column among the lanes' next entries (at most cols - W, so a window never
+ * reads past x); every lane whose next entry lies in the window takes it.
+ * The four slices of a group walk in lockstep, a slice that is done padding
+ * with empty steps. Step t of the layer: lbase[4 t + s] the base of slice
+ * s, and lslot[64 t + 4 l + s] the slot of lane l of slice s, so one 64-byte
+ * vector holds the four slices' slots as the four bytes of its 32-bit lanes.
+ *
+ * The form is built where it pays: at most 32 codebook values, at most
+ * 65535 columns, and no more steps than DCZ_LANE_STEPS_MAX allows (a
+ * quarter of the slots filled); dcz_spmv_pick chooses it or the column
+ * kernel per call from their measured costs.
+ */
+#define DCZ_LANE_ROWS 64
+/* Steps a matrix of nnz entries may take, with rows rows. */
+#define DCZ_LANE_STEPS_MAX(nnz, rows) ((uint64_t)(nnz) / 16 + ((uint64_t)(rows) + 63) / 64)
+/* Bytes of the lane form of a rows x cols codebook matrix of nnz entries
+ * and k values (its most: the steps' bound), 0 when it is not built. */
+uint64_t dcz_lanes_bytes(uint32_t rows, uint32_t cols, uint32_t nnz, uint32_t k);
+/* Builds s's lane form in mem (dcz_lanes_bytes bytes, 4-byte aligned) from
+ * its row form; leaves lgroups 0 (no lane form) when the walk needs more
+ * steps than the bound. */
+void dcz_lanes_build(dcz_sparse *s, void *mem);
+/* Steps of s's lane form (0 without one). */
+static inline uint32_t dcz_lanes_steps(const dcz_sparse *s)
+{
+    return s->lgroups ? s->lstart[s->lgroups] : 0;
+}
+/* y rows of groups g0 .. g1 - 1 = S x + bias, slot by slot, scalar: the
+ * specification of the lane form. */
+void dcz_spmv_lanes_ref(const dcz_sparse *s, uint32_t g0, uint32_t g1, const float *bias,
+                        const float *x, float *y);
+#if defined(__x86_64__) || defined(__i386__)
+/* The same with AVX-512: per step, four 16-lane window lookups (vpermps),
+ * four codebook lookups, four products added to four slices' sums. */
+void dcz_spmv_lanes__avx512(const dcz_sparse *s, uint32_t g0, uint32_t g1, const float *bias,
+                            const float *x, float *y);
+#endif
 
 /* ---- threads (pool.c) ------------------------------------------------------ */
 
@@ -254,7 +316,7 @@ void dcz_relu_ref(float *x, size_t n);
  * adds +0 to it. The variants can be called directly where
  * dcz_isa_supported says so; they return 0 when they decline (then nothing
  * was written) and 1 when done. */
-typedef enum dcz_isa { DCZ_ISA_REF, DCZ_ISA_AVX2, DCZ_ISA_NEON } dcz_isa;
+typedef enum dcz_isa { DCZ_ISA_REF, DCZ_ISA_AVX2, DCZ_ISA_NEON, DCZ_ISA_AVX512 } dcz_isa;
 int dcz_isa_supported(dcz_isa isa);
 /* The family dcz_spmm dispatches to on this machine. */
 dcz_isa dcz_isa_best(void);
@@ -264,8 +326,28 @@ dcz_isa dcz_isa_best(void);
 /* Floats of the scratch dcz_spmm needs for a matrix of rows x cols (or
  * any rows of it). */
 uint64_t dcz_spmm_scratch_floats(uint32_t rows, uint32_t cols);
-/* y (out) = S x (in) + bias, batch 1: dcz_spmv_csc when s has its column
- * form, else dcz_spmv_ref. */
+/* The batch-1 kernels, and the choice among them for one input. */
+typedef enum dcz_spmv_kind {
+    DCZ_SPMV_REF,       /* dcz_spmv_ref (rows split over parts) */
+    DCZ_SPMV_COLUMNS,   /* the column form: dcz_spmv_csc, one block per part */
+    DCZ_SPMV_LANES      /* the lane form: dcz_spmv_lanes__avx512, groups split over parts */
+} dcz_spmv_kind;
+/* Cost of one lane-form step in column-kernel entries (an entry whose
+ * input is nonzero), as bench/bench_spmv.c measures the two kernels: a step
+ * fills 64 slots with four lookups of each kind, the column kernel pays a
+ * read-modify-write of y per entry. */
+#define DCZ_LANE_STEP_ENTRIES 4
+/* The kernel for input x: the lane form when s has one, this CPU runs it
+ * and its steps cost less than the entries the column kernel would visit
+ * (estimated from the share of nonzero inputs); else the column form when
+ * s has one; else the reference. */
+dcz_spmv_kind dcz_spmv_pick(const dcz_sparse *s, const float *x);
+/* Part `part` of `parts` of y = S x + bias by kernel kind (COLUMNS needs
+ * parts == s->cblocks). Parts write disjoint rows and sum each row in the
+ * same order, so any split gives the same bits. */
+void dcz_spmv_part(const dcz_sparse *s, dcz_spmv_kind kind, uint32_t part, uint32_t parts,
+                   const float *bias, const float *x, float *y);
+/* y (out) = S x (in) + bias, batch 1, by dcz_spmv_pick's kernel, all parts. */
 void dcz_spmv(const dcz_sparse *s, const float *bias, const float *x, float *y);
 /* Rows of block `block` of s's column form (see dcz_sparse). */
 void dcz_sparse_block_rows(const dcz_sparse *s, uint32_t block, uint32_t *r0, uint32_t *r1);

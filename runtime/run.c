@@ -134,10 +134,12 @@ typedef struct fc_job {
     const float *x;
     size_t batch;
     float *y;
+    dcz_spmv_kind kind;  /* batch 1: the kernel dcz_spmv_pick chose */
 } fc_job;
 
-/* Part t of m->threads: at batch 1 block t of the column form, otherwise
- * the same rows by spmm in scratch part t. Rows are disjoint and each row
+/* Part t of m->threads: at batch 1 part t of the chosen kernel (a block of
+ * the column form, groups of the lane form), otherwise a range of rows by
+ * spmm in scratch part t. Rows are disjoint and each row
  * sums in the same order whatever the split, so the bits do not depend on
  * the threads. */
 static void fc_part(void *ctx, uint32_t t)
@@ -145,15 +147,14 @@ static void fc_part(void *ctx, uint32_t t)
     const fc_job *j = ctx;
     const dcz_sparse *s = &j->l->sp;
     const uint32_t n = j->m->threads;
-    if (j->batch == 1 && s->col_ptr && s->cblocks == n) {
-        dcz_spmv_csc(s, t, j->l->bias, j->x, j->y);
+    if (j->batch == 1) {
+        dcz_spmv_part(s, j->kind, t, n, j->l->bias, j->x, j->y);
         return;
     }
     const uint32_t r0 = (uint32_t)((uint64_t)s->rows * t / n);
     const uint32_t r1 = (uint32_t)((uint64_t)s->rows * (t + 1) / n);
-    if (j->batch == 1) dcz_spmm_ref_rows(s, r0, r1, j->l->bias, j->x, 1, j->y);
-    else dcz_spmm_rows(s, r0, r1, j->l->bias, j->x, j->batch, j->y,
-                       j->m->scratch + (size_t)t * j->m->scratch_floats);
+    dcz_spmm_rows(s, r0, r1, j->l->bias, j->x, j->batch, j->y,
+                  j->m->scratch + (size_t)t * j->m->scratch_floats);
 }
 
 static void run_sparse_fc(const dcz_model *m, const dcz_exec_layer *l, const float *x,
@@ -164,7 +165,7 @@ static void run_sparse_fc(const dcz_model *m, const dcz_exec_layer *l, const flo
     } else if (m->opt.force_reference) {
         dcz_spmm_ref(&l->sp, l->bias, x, batch, y);
     } else if (m->pool && dcz_sparse_split(&l->sp)) {
-        fc_job j = { m, l, x, batch, y };
+        fc_job j = { m, l, x, batch, y, batch == 1 ? dcz_spmv_pick(&l->sp, x) : DCZ_SPMV_REF };
         dcz_pool_run(m->pool, fc_part, &j);
     } else if (batch == 1) {
         dcz_spmv(&l->sp, l->bias, x, y);

@@ -5,7 +5,9 @@
  * where the CPU has it; aarch64: __neon), and the dispatching dcz_spmm
  * too, on whole matrices and on row ranges; the column-form kernel
  * dcz_spmv_csc with the rows cut into 1, 2 and 3 blocks, and the
- * dispatching dcz_spmv. Random matrices in the execution form (stored
+ * dispatching dcz_spmv; the lane form's kernels (dcz_spmv_lanes_ref, and
+ * __avx512 where the CPU has it) on whole matrices and in parts.
+ * Random matrices in the execution form (stored
  * weights and biases never zero) over a grid: rows 0, 1, 7, 8, 9, 15, 16,
  * 17, 31, 33 and columns 0, 1, 7, 8, 9, 15, 16, 17, 31, 33, 300, 1000 (plus
  * 300 x 300 and 64 x 4000), densities 0, 0.01 (fillers on wide rows), 0.5
@@ -35,7 +37,7 @@ typedef struct mat {
     uint32_t *row_ptr;
     uint8_t *step, *idx, *src;
     float *val, *cb;
-    void *cols_mem;
+    void *cols_mem, *lanes_mem;
     uint32_t fillers, nnz;
 } mat;
 
@@ -75,7 +77,7 @@ static int make_mat(mat *m, uint32_t rows, uint32_t cols, double density, uint32
     for (uint32_t e = 0; e < b.entries; e++) m->fillers += m->step[e] == DCZ_STEP_FILLER;
     m->nnz = nnz;
     m->sp = (dcz_sparse){ rows, cols, b.entries, m->row_ptr, m->step, m->idx, m->val, m->cb, k,
-                          0, 0, NULL, NULL, NULL, NULL };
+                          0, 0, NULL, NULL, NULL, NULL, 0, 0, NULL, NULL, NULL };
     free(keep);
     free(vsrc);
     return ok;
@@ -91,10 +93,24 @@ static void make_columns(mat *m, uint32_t cblocks)
     dcz_sparse_build_columns(&m->sp, cblocks, m->cols_mem);
 }
 
+/* Builds m's lane form where the matrix qualifies; returns whether it has
+ * one. */
+static int make_lanes(mat *m)
+{
+    free(m->lanes_mem);
+    m->lanes_mem = NULL;
+    const uint64_t bytes = m->idx ? dcz_lanes_bytes(m->sp.rows, m->sp.cols, m->nnz, m->sp.k) : 0;
+    m->sp.lgroups = 0;
+    if (!bytes) return 0;
+    m->lanes_mem = malloc(bytes);
+    dcz_lanes_build(&m->sp, m->lanes_mem);
+    return m->sp.lgroups != 0;
+}
+
 static void free_mat(mat *m)
 {
     free(m->row_ptr); free(m->step); free(m->idx); free(m->src);
-    free(m->val); free(m->cb); free(m->cols_mem);
+    free(m->val); free(m->cb); free(m->cols_mem); free(m->lanes_mem);
 }
 
 /* The spmm variants, on rows r0 .. r1 - 1. */
@@ -129,6 +145,7 @@ static const float canary = 12345.0f;
 
 typedef struct tally {
     size_t cases[NFAM], outputs[NFAM], csc, skipped, fillers, wide[2];
+    size_t lanes[2], lanes_avx512, lanes_over; /* lane forms (xbits 4, 3), avx512 runs, over the bound */
 } tally;
 
 /* Outputs of got (batch, rows) in rows r0 .. r1 - 1 whose bits differ from
@@ -174,6 +191,46 @@ static void check_spmm(const mat *m, const float *x, const float *bv, size_t bat
     }
 }
 
+/* The lane form of m, where it qualifies (codebooks up to 32): the scalar
+ * kernel and (on CPUs with AVX-512) the vector one on all groups and on
+ * each of three parts, dcz_spmv with the lane form beside the column form,
+ * and dcz_spmv_part by lanes, against the reference's bits. */
+static void check_lanes(mat *m, const float *x, const float *bv, const float *ref, float *y,
+                        tally *t)
+{
+    const uint32_t rows = m->sp.rows;
+    const int built = make_lanes(m);
+    if (m->idx && m->sp.k <= 32 && m->nnz && m->sp.cols <= 65535 && !built) t->lanes_over++;
+    if (!built) return;
+    t->lanes[m->sp.lxbits == 3]++;
+    CHECK(m->sp.lxbits == (m->sp.k <= 16 ? 4u : 3u), "xbits %u for k %u", m->sp.lxbits, m->sp.k);
+    CHECK(m->sp.lgroups == (rows + DCZ_LANE_ROWS - 1) / DCZ_LANE_ROWS, "groups");
+    CHECK(dcz_lanes_steps(&m->sp) <= DCZ_LANE_STEPS_MAX(m->nnz, rows), "steps past the bound");
+    const int vec = dcz_isa_supported(DCZ_ISA_AVX512);
+    for (int kind = 0; kind < 2 + vec; kind++) {
+        for (uint32_t parts = 1; parts <= 3; parts += 2) {
+            for (size_t i = 0; i < rows + GUARD; i++) y[i] = canary;
+            for (uint32_t p = 0; p < parts; p++) {
+                const uint32_t g0 = m->sp.lgroups * p / parts, g1 = m->sp.lgroups * (p + 1) / parts;
+                if (kind == 0) dcz_spmv_lanes_ref(&m->sp, g0, g1, bv, x, y);
+                else if (kind == 1) dcz_spmv_part(&m->sp, DCZ_SPMV_LANES, p, parts, bv, x, y);
+#if defined(__x86_64__) || defined(__i386__)
+                else dcz_spmv_lanes__avx512(&m->sp, g0, g1, bv, x, y);
+#endif
+            }
+            static const char *names[] = { "lanes_ref", "spmv_part lanes", "lanes avx512" };
+            CHECK(differences(names[kind], m, 1, 0, rows, y, ref) == 0, "%s %ux%u k %u in %u parts",
+                  names[kind], rows, m->sp.cols, m->sp.k, parts);
+        }
+    }
+    t->lanes_avx512 += vec;
+    for (size_t i = 0; i < rows + GUARD; i++) y[i] = canary;
+    dcz_spmv(&m->sp, bv, x, y);
+    CHECK(differences("spmv (lanes built)", m, 1, 0, rows, y, ref) == 0, "spmv %ux%u k %u",
+          rows, m->sp.cols, m->sp.k);
+    m->sp.lgroups = 0; /* the next check of this matrix rebuilds it */
+}
+
 /* dcz_spmv_csc block by block, and dcz_spmv, on sample 0 of x */
 static void check_csc(mat *m, const float *x, const float *bv, const float *ref, float *y,
                       tally *t)
@@ -196,6 +253,7 @@ static void check_csc(mat *m, const float *x, const float *bv, const float *ref,
         t->csc++;
         t->wide[m->sp.cent32 != NULL]++;
     }
+    check_lanes(m, x, bv, ref, y, t);
 }
 
 static void check_case(mat *m, tally *t)
@@ -264,6 +322,11 @@ static void test_grid(void)
     }
     printf("     csc      %zu cases (%zu with 16-bit entries, %zu with 32), %zu zero inputs skipped\n",
            t.csc, t.wide[0], t.wide[1], t.skipped);
+    printf("     lanes    %zu cases (%zu with 4-bit offsets, %zu with 3), %zu over the step bound; "
+           "avx512: %s\n", t.lanes[0] + t.lanes[1], t.lanes[0], t.lanes[1], t.lanes_over,
+           t.lanes_avx512 ? "checked" : "SKIP: this CPU lacks it");
+    CHECK(t.lanes[0] > 100 && t.lanes[1] > 100, "lane forms of both offset widths");
+    CHECK(t.lanes_over > 10, "matrices past the step bound");
     CHECK(t.wide[0] > 100 && t.wide[1] > 10, "entries of both widths");
     CHECK(t.fillers > 100, "only %zu fillers in the grid", t.fillers);
     CHECK(t.cases[0] > 5000, "only %zu cases", t.cases[0]);
@@ -303,7 +366,8 @@ static void test_declines(void)
 
 /* The split run.c makes over threads: column blocks at batch 1, row ranges
  * with a scratch part each above, run by a pool of 1 to 4 threads, give
- * the reference's bits. */
+ * the reference's bits; at batch 1 the lane form split by groups and the
+ * reference split by rows too. */
 typedef struct split_job {
     const dcz_sparse *s;
     uint32_t threads;
@@ -311,13 +375,14 @@ typedef struct split_job {
     size_t batch;
     float *y, *scratch;
     uint64_t scratch_floats;
+    dcz_spmv_kind kind;  /* batch 1 */
 } split_job;
 
 static void split_part(void *ctx, uint32_t t)
 {
     const split_job *j = ctx;
     if (j->batch == 1) {
-        dcz_spmv_csc(j->s, t, j->bias, j->x, j->y);
+        dcz_spmv_part(j->s, j->kind, t, j->threads, j->bias, j->x, j->y);
         return;
     }
     const uint32_t r0 = (uint32_t)((uint64_t)j->s->rows * t / j->threads);
@@ -339,6 +404,7 @@ static void test_threads(void)
             const uint32_t rows = shapes[si][0], cols = shapes[si][1];
             REQUIRE(make_mat(&m, rows, cols, 0.3, 16), "build");
             make_columns(&m, threads);
+            make_lanes(&m);
             const size_t batch_max = 40;
             float *x = malloc(batch_max * cols * sizeof(float)), *bias = malloc(rows * sizeof(float));
             float *y = malloc(batch_max * rows * sizeof(float)), *ref = malloc(batch_max * rows * sizeof(float));
@@ -346,9 +412,12 @@ static void test_threads(void)
             float *scratch = malloc(sf * threads * sizeof(float));
             for (size_t i = 0; i < batch_max * cols; i++) x[i] = rnd() % 3 == 0 ? 0.0f : nonzero();
             for (uint32_t i = 0; i < rows; i++) bias[i] = nonzero();
-            const size_t batches[] = { 1, 40 };
-            for (int bi = 0; bi < 2; bi++) {
-                split_job j = { &m.sp, threads, bias, x, batches[bi], y, scratch, sf };
+            /* batch 1 by columns, by lanes and by the reference's rows, then 40 */
+            const size_t batches[] = { 1, 1, 1, 40 };
+            const dcz_spmv_kind kinds[] = { DCZ_SPMV_COLUMNS, DCZ_SPMV_LANES, DCZ_SPMV_REF,
+                                            DCZ_SPMV_REF };
+            for (int bi = 0; bi < 4; bi++) {
+                split_job j = { &m.sp, threads, bias, x, batches[bi], y, scratch, sf, kinds[bi] };
                 dcz_spmm_ref(&m.sp, bias, x, j.batch, ref);
                 for (int rep = 0; rep < 3; rep++) {
                     memset(y, 0xFF, batch_max * rows * sizeof(float));
@@ -363,7 +432,7 @@ static void test_threads(void)
         }
         dcz_pool_stop(pool);
     }
-    CHECK(runs == 4 * 3 * 2 * 3, "%zu runs", runs);
+    CHECK(runs == 4 * 3 * 4 * 3, "%zu runs", runs);
     CHECK(dcz_pool_start(1, &(dcz_pool *){ NULL }) == DCZ_ERR_ARG, "a pool of one is refused");
 }
 

@@ -167,7 +167,7 @@ static void check_places(const dcz_model *m, where *w)
     }
 }
 
-static size_t models_checked, inplace_models;
+static size_t models_checked, inplace_models, lane_models;
 
 /* Everything the header promises, on the file in buf (at a 64-byte
  * boundary) with options o (max_batch is set here). */
@@ -184,21 +184,43 @@ static void check_model(const char *name, uint8_t *buf, size_t len, dcz_options 
     if (!x || !yh || !yc || !ys) { CHECK(0, "out of memory"); goto done; }
     for (size_t i = 0; i < BATCH * in; i++) x[i] = frand();
 
-    size_t need = 0;
+    size_t need = 0, need_plain = 0;
     REQUIRE(dcz_plan(buf, len, &o, &need) == DCZ_OK, "%s: plan", name);
     CHECK(need > ALIGN, "%s: plan %zu", name, need);
+    /* the plan without lane forms (force_reference builds none): where
+     * this CPU builds them, an arena between the two takes the model
+     * without them; below the smaller one nothing is accepted */
+    dcz_options op = o;
+    op.force_reference = 1;
+    REQUIRE(dcz_plan(buf, len, &op, &need_plain) == DCZ_OK, "%s: plan without lanes", name);
+    CHECK(need_plain <= need && (need_plain == need || dcz_isa_supported(DCZ_ISA_AVX512)),
+          "%s: plans %zu and %zu without lanes", name, need, need_plain);
+    lane_models += need_plain < need;
     raw = malloc(need + 2 * ALIGN);
     if (!raw) { CHECK(0, "out of memory"); goto done; }
     uint8_t *worst = align_up(raw) + 1;  /* DCZ_ARENA_ALIGN - 1 bytes to skip */
     memset(raw, 0xA5, need + 2 * ALIGN); /* nothing may rely on zeroed memory */
 
     count_start();
-    dcz_status s_short = dcz_open_static(buf, len, worst, need - 1, &o, &m);
+    dcz_status s_short = dcz_open_static(buf, len, worst, need_plain - 1, &o, &m);
     dcz_model *m_short = m;
+    dcz_status s_between = DCZ_OK;
+    dcz_model *m_between = NULL;
+    int between_lanes = 0; /* lane forms in the model of the short arena */
+    if (need_plain < need) {
+        s_between = dcz_open_static(buf, len, worst, need - 1, &o, &m_between);
+        for (uint32_t i = 0; m_between && i < m_between->nlayers; i++)
+            between_lanes += m_between->layers[i].sp.lgroups != 0;
+    }
     dcz_status s = dcz_open_static(buf, len, worst, need, &o, &m);
     unsigned long n_open = count_stop();
     CHECK(s_short == DCZ_ERR_NOMEM && m_short == NULL, "%s: one byte short: %s", name,
           dcz_status_str(s_short));
+    if (need_plain < need) {
+        CHECK(s_between == DCZ_OK && m_between, "%s: arena without room for the lane forms: %s",
+              name, dcz_status_str(s_between));
+        CHECK(between_lanes == 0, "%s: lane forms in a short arena", name);
+    }
     if (s != DCZ_OK) { CHECK(0, "%s: open_static: %s", name, dcz_status_str(s)); goto done; }
     CHECK(n_open == 0, "%s: %lu allocations in dcz_open_static", name, n_open);
     CHECK(dcz_input_size(m) == in && dcz_output_size(m) == out &&
@@ -264,7 +286,7 @@ static void check_model(const char *name, uint8_t *buf, size_t len, dcz_options 
     m = NULL;
     CHECK(dcz_open_static(buf, len, best, need - (ALIGN - 1), &o, &m) == DCZ_OK,
           "%s: aligned arena of plan - %d", name, ALIGN - 1);
-    CHECK(dcz_open_static(buf, len, best, need - ALIGN, &o, &m) == DCZ_ERR_NOMEM && !m,
+    CHECK(dcz_open_static(buf, len, best, need_plain - ALIGN, &o, &m) == DCZ_ERR_NOMEM && !m,
           "%s: aligned arena of plan - %d accepted", name, ALIGN);
     models_checked++;
 done:
@@ -366,10 +388,11 @@ static void test_counter_is_live(void)
 
 static void test_corpus(void)
 {
-    models_checked = inplace_models = 0;
+    models_checked = inplace_models = lane_models = 0;
     size_t n = each_corpus_model(corpus_default);
     CHECK(n >= 12 && models_checked == n, "%zu of %zu corpus models checked", models_checked, n);
-    printf("     %zu corpus models, %zu with tensors used in place\n", n, inplace_models);
+    printf("     %zu corpus models, %zu with tensors used in place, %zu with lane forms\n", n,
+           inplace_models, lane_models);
 }
 
 static void test_corpus_calibrated_as_fp32(void)
