@@ -64,8 +64,7 @@ typedef struct job {
 
 static void part_rows(const job *j, uint32_t t, uint32_t rows, uint32_t *r0, uint32_t *r1)
 {
-    *r0 = (uint32_t)((uint64_t)rows * t / j->threads);
-    *r1 = (uint32_t)((uint64_t)rows * (t + 1) / j->threads);
+    dcz_part_range(rows, t, j->threads, r0, r1);
 }
 
 /* csr: y (batch, rows), sample by sample */
@@ -205,7 +204,7 @@ int main(int argc, char **argv)
         void *lanes_mem = NULL;
         if (lanes) {
             lanes_mem = malloc(dcz_lanes_bytes(s->rows, s->cols, nnz, 16));
-            dcz_lanes_build(&sp, lanes_mem);
+            dcz_lanes_build(&sp, nnz, lanes_mem);
         }
         job j = { &c, &sp, s->cols, (uint32_t)threads, x, y, scratch, sf, 1, DCZ_SPMV_REF };
         double td, tc, tr, tz;

@@ -41,7 +41,7 @@ static uint32_t lane_xbits(uint32_t k)
 
 uint64_t dcz_lanes_bytes(uint32_t rows, uint32_t cols, uint32_t nnz, uint32_t k)
 {
-    if (k == 0 || k > 32 || cols > 65535 || rows == 0 || nnz == 0) return 0;
+    if (k == 0 || k > 32 || cols > 65535 || nnz == 0) return 0;
     const uint64_t groups = ((uint64_t)rows + DCZ_LANE_ROWS - 1) / DCZ_LANE_ROWS;
     const uint64_t steps = DCZ_LANE_STEPS_MAX(nnz, rows);
     return (groups + 1) * 4 + steps * SLICES * 2 + steps * DCZ_LANE_ROWS;
@@ -97,10 +97,8 @@ static int slice_step(const dcz_sparse *s, lane *ln, uint32_t xbits, uint16_t *b
     return 1;
 }
 
-void dcz_lanes_build(dcz_sparse *s, void *mem)
+void dcz_lanes_build(dcz_sparse *s, uint32_t nnz, void *mem)
 {
-    uint32_t nnz = 0;
-    for (uint32_t e = 0; e < s->entries; e++) nnz += s->step[e] != DCZ_STEP_FILLER;
     s->lgroups = 0;
     if (!s->idx || dcz_lanes_bytes(s->rows, s->cols, nnz, s->k) == 0) return;
     const uint32_t groups = (s->rows + DCZ_LANE_ROWS - 1) / DCZ_LANE_ROWS;

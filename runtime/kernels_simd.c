@@ -122,8 +122,7 @@ static void store_tile(const float *out, size_t nb, size_t b0, uint32_t rows, ui
 
 void dcz_sparse_block_rows(const dcz_sparse *s, uint32_t block, uint32_t *r0, uint32_t *r1)
 {
-    *r0 = (uint32_t)((uint64_t)s->rows * block / s->cblocks);
-    *r1 = (uint32_t)((uint64_t)s->rows * (block + 1) / s->cblocks);
+    dcz_part_range(s->rows, block, s->cblocks, r0, r1);
 }
 
 /* The product of entry e (packed q) with the column's input xc: an fp32
@@ -506,8 +505,8 @@ void dcz_spmv_part(const dcz_sparse *s, dcz_spmv_kind kind, uint32_t part, uint3
         return;
     }
     if (kind == DCZ_SPMV_LANES && s->lgroups) {
-        const uint32_t g0 = (uint32_t)((uint64_t)s->lgroups * part / parts);
-        const uint32_t g1 = (uint32_t)((uint64_t)s->lgroups * (part + 1) / parts);
+        uint32_t g0, g1;
+        dcz_part_range(s->lgroups, part, parts, &g0, &g1);
 #ifdef DCZ_X86
         if (dcz_isa_supported(DCZ_ISA_AVX512)) {
             dcz_spmv_lanes__avx512(s, g0, g1, bias, x, y);
@@ -517,8 +516,8 @@ void dcz_spmv_part(const dcz_sparse *s, dcz_spmv_kind kind, uint32_t part, uint3
         dcz_spmv_lanes_ref(s, g0, g1, bias, x, y);
         return;
     }
-    const uint32_t r0 = (uint32_t)((uint64_t)s->rows * part / parts);
-    const uint32_t r1 = (uint32_t)((uint64_t)s->rows * (part + 1) / parts);
+    uint32_t r0, r1;
+    dcz_part_range(s->rows, part, parts, &r0, &r1);
     dcz_spmm_ref_rows(s, r0, r1, bias, x, 1, y);
 }
 

@@ -232,7 +232,7 @@ static dcz_status load_params(const dcz_container *c, const dcz_graph_layer *g, 
         const uint64_t lbytes = ld->lanes && w.enc == DCZ_ENC_CODEBOOK
             ? dcz_lanes_bytes(rows, cols, w.nnz, w.k) : 0;
         void *lmem = lbytes ? arena_take(&ld->a, lbytes) : NULL;
-        if (lmem) dcz_lanes_build(&sp, lmem);
+        if (lmem) dcz_lanes_build(&sp, w.nnz, lmem);
     }
     l->kernel = param_kernel(g->op, w.enc);
     l->w = wd;

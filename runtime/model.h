@@ -187,10 +187,10 @@ typedef struct dcz_exec_layer {
 /* Bytes of the lane form of a rows x cols codebook matrix of nnz entries
  * and k values (its most: the steps' bound), 0 when it is not built. */
 uint64_t dcz_lanes_bytes(uint32_t rows, uint32_t cols, uint32_t nnz, uint32_t k);
-/* Builds s's lane form in mem (dcz_lanes_bytes bytes, 4-byte aligned) from
- * its row form; leaves lgroups 0 (no lane form) when the walk needs more
- * steps than the bound. */
-void dcz_lanes_build(dcz_sparse *s, void *mem);
+/* Builds s's lane form in mem (dcz_lanes_bytes bytes for its nnz real
+ * entries, 4-byte aligned) from its row form; leaves lgroups 0 (no lane
+ * form) when the walk needs more steps than the bound. */
+void dcz_lanes_build(dcz_sparse *s, uint32_t nnz, void *mem);
 /* Steps of s's lane form (0 without one). */
 static inline uint32_t dcz_lanes_steps(const dcz_sparse *s)
 {
@@ -208,6 +208,16 @@ void dcz_spmv_lanes__avx512(const dcz_sparse *s, uint32_t g0, uint32_t g1, const
 #endif
 
 /* ---- threads (pool.c) ------------------------------------------------------ */
+
+/* Part `part` of `parts` of n items: [*lo, *hi), parts in order, sizes
+ * within one of each other. Every split of rows, column blocks and lane
+ * groups over threads uses it. */
+static inline void dcz_part_range(uint32_t n, uint32_t part, uint32_t parts, uint32_t *lo,
+                                  uint32_t *hi)
+{
+    *lo = (uint32_t)((uint64_t)n * part / parts);
+    *hi = (uint32_t)((uint64_t)n * (part + 1) / parts);
+}
 
 #define DCZ_MAX_THREADS 16
 typedef void (*dcz_task_fn)(void *ctx, uint32_t part);

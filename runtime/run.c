@@ -151,8 +151,8 @@ static void fc_part(void *ctx, uint32_t t)
         dcz_spmv_part(s, j->kind, t, n, j->l->bias, j->x, j->y);
         return;
     }
-    const uint32_t r0 = (uint32_t)((uint64_t)s->rows * t / n);
-    const uint32_t r1 = (uint32_t)((uint64_t)s->rows * (t + 1) / n);
+    uint32_t r0, r1;
+    dcz_part_range(s->rows, t, n, &r0, &r1);
     dcz_spmm_rows(s, r0, r1, j->l->bias, j->x, j->batch, j->y,
                   j->m->scratch + (size_t)t * j->m->scratch_floats);
 }

@@ -103,7 +103,7 @@ static int make_lanes(mat *m)
     m->sp.lgroups = 0;
     if (!bytes) return 0;
     m->lanes_mem = malloc(bytes);
-    dcz_lanes_build(&m->sp, m->lanes_mem);
+    dcz_lanes_build(&m->sp, m->nnz, m->lanes_mem);
     return m->sp.lgroups != 0;
 }
 
@@ -199,8 +199,9 @@ static void check_lanes(mat *m, const float *x, const float *bv, const float *re
                         tally *t)
 {
     const uint32_t rows = m->sp.rows;
+    const int eligible = m->idx && dcz_lanes_bytes(rows, m->sp.cols, m->nnz, m->sp.k);
     const int built = make_lanes(m);
-    if (m->idx && m->sp.k <= 32 && m->nnz && m->sp.cols <= 65535 && !built) t->lanes_over++;
+    if (eligible && !built) t->lanes_over++;
     if (!built) return;
     t->lanes[m->sp.lxbits == 3]++;
     CHECK(m->sp.lxbits == (m->sp.k <= 16 ? 4u : 3u), "xbits %u for k %u", m->sp.lxbits, m->sp.k);
@@ -211,7 +212,8 @@ static void check_lanes(mat *m, const float *x, const float *bv, const float *re
         for (uint32_t parts = 1; parts <= 3; parts += 2) {
             for (size_t i = 0; i < rows + GUARD; i++) y[i] = canary;
             for (uint32_t p = 0; p < parts; p++) {
-                const uint32_t g0 = m->sp.lgroups * p / parts, g1 = m->sp.lgroups * (p + 1) / parts;
+                uint32_t g0, g1;
+                dcz_part_range(m->sp.lgroups, p, parts, &g0, &g1);
                 if (kind == 0) dcz_spmv_lanes_ref(&m->sp, g0, g1, bv, x, y);
                 else if (kind == 1) dcz_spmv_part(&m->sp, DCZ_SPMV_LANES, p, parts, bv, x, y);
 #if defined(__x86_64__) || defined(__i386__)
@@ -385,8 +387,8 @@ static void split_part(void *ctx, uint32_t t)
         dcz_spmv_part(j->s, j->kind, t, j->threads, j->bias, j->x, j->y);
         return;
     }
-    const uint32_t r0 = (uint32_t)((uint64_t)j->s->rows * t / j->threads);
-    const uint32_t r1 = (uint32_t)((uint64_t)j->s->rows * (t + 1) / j->threads);
+    uint32_t r0, r1;
+    dcz_part_range(j->s->rows, t, j->threads, &r0, &r1);
     dcz_spmm_rows(j->s, r0, r1, j->bias, j->x, j->batch, j->y,
                   j->scratch + (size_t)t * j->scratch_floats);
 }
