@@ -119,9 +119,15 @@ dcz_status dcz_open_memory(const void *buf, size_t len, const dcz_options *opt,
  * on buf's address modulo 4 (see above): plan with the buffer you will
  * open, or one equally aligned. It depends on the CPU too: where it has
  * AVX-512, fully connected codebook layers also get a second execution
- * form for batch 1 (the lane form, about 2 to 4 bytes per weight);
- * dcz_open_static given an arena planned without it builds the model
- * without it. *arena_bytes is 0 on failure.
+ * form for batch 1 (the lane form, about 2 to 4 bytes per weight, and a
+ * copy of the layer's input); dcz_open_static given an arena planned
+ * without it builds the model without it. The lane form fuses each product
+ * into its sum (one rounding where the other kernels round twice), so on
+ * such a CPU a sample run at batch 1 (or in a static model's chunk of one)
+ * may differ in its last bits from the same sample run with others;
+ * otherwise a sample gives the same bits whatever the batch, and always
+ * whatever the threads.
+ * *arena_bytes is 0 on failure.
  * dcz_plan itself is not static: it decodes the model once into a
  * temporary heap block (the arena's size at most), freed before it returns,
  * to find errors in compressed streams. A device that cannot allocate can

@@ -21,12 +21,15 @@
  *     hide the latency of the additions, and an entry's decoding serves 32
  *     samples); NEON one row, 16 samples in four registers.
  *
- * Summation order. Every kernel sums as the references do: the bias (or 0)
- * first, then w * x, rounded, added entry by entry in column order (the
- * column form visits a row's entries in that order too). Products and sums
- * are not fused (the build uses -ffp-contract=off), so every variant gives
- * the references' bits, and a sample the same bits at any batch
- * (tests/unit/test_static.c runs a batch whole and in chunks of one).
+ * Summation order. Every kernel here sums as the references do: the bias
+ * (or 0) first, then w * x, rounded, added entry by entry in column order
+ * (the column form visits a row's entries in that order too). Products and
+ * sums are not fused (the build uses -ffp-contract=off), so every variant
+ * gives the references' bits, and a sample the same bits at any batch
+ * (tests/unit/test_static.c runs a batch whole and in chunks of one). The
+ * lane form (kernels_lanes.c) is the exception: it fuses each product into
+ * the sum, so where it runs (batch 1, AVX-512) a row is within rounding of
+ * these.
  *
  * Dispatch (dcz_spmm): x86 with AVX2: __avx2; aarch64: __neon; otherwise,
  * or when a variant declines (spmm without scratch), dcz_spmm_ref. The x86
@@ -497,11 +500,22 @@ dcz_spmv_kind dcz_spmv_pick(const dcz_sparse *s, const float *x)
     return s->col_ptr ? DCZ_SPMV_COLUMNS : DCZ_SPMV_REF;
 }
 
+const float *dcz_spmv_input(const dcz_sparse *s, dcz_spmv_kind kind, const float *x,
+                            float *scratch)
+{
+#ifdef DCZ_X86
+    if (kind == DCZ_SPMV_LANES && s->lgroups && dcz_isa_supported(DCZ_ISA_AVX512))
+        return dcz_lanes_panels__avx512(s, x, scratch);
+#endif
+    (void)scratch;
+    return x;
+}
+
 void dcz_spmv_part(const dcz_sparse *s, dcz_spmv_kind kind, uint32_t part, uint32_t parts,
-                   const float *bias, const float *x, float *y)
+                   const float *bias, const float *xin, float *y)
 {
     if (kind == DCZ_SPMV_COLUMNS && s->col_ptr && s->cblocks == parts) {
-        dcz_spmv_csc(s, part, bias, x, y);
+        dcz_spmv_csc(s, part, bias, xin, y);
         return;
     }
     if (kind == DCZ_SPMV_LANES && s->lgroups) {
@@ -509,23 +523,25 @@ void dcz_spmv_part(const dcz_sparse *s, dcz_spmv_kind kind, uint32_t part, uint3
         dcz_part_range(s->lgroups, part, parts, &g0, &g1);
 #ifdef DCZ_X86
         if (dcz_isa_supported(DCZ_ISA_AVX512)) {
-            dcz_spmv_lanes__avx512(s, g0, g1, bias, x, y);
+            dcz_spmv_lanes__avx512(s, g0, g1, bias, xin, y);
             return;
         }
 #endif
-        dcz_spmv_lanes_ref(s, g0, g1, bias, x, y);
+        dcz_spmv_lanes_ref(s, g0, g1, bias, xin, y);
         return;
     }
     uint32_t r0, r1;
     dcz_part_range(s->rows, part, parts, &r0, &r1);
-    dcz_spmm_ref_rows(s, r0, r1, bias, x, 1, y);
+    dcz_spmm_ref_rows(s, r0, r1, bias, xin, 1, y);
 }
 
-void dcz_spmv(const dcz_sparse *s, const float *bias, const float *x, float *y)
+void dcz_spmv(const dcz_sparse *s, const float *bias, const float *x, float *y, float *scratch)
 {
-    const dcz_spmv_kind kind = dcz_spmv_pick(s, x);
+    dcz_spmv_kind kind = dcz_spmv_pick(s, x);
+    if (kind == DCZ_SPMV_LANES && !scratch) kind = s->col_ptr ? DCZ_SPMV_COLUMNS : DCZ_SPMV_REF;
+    const float *xin = dcz_spmv_input(s, kind, x, scratch);
     const uint32_t parts = kind == DCZ_SPMV_COLUMNS ? s->cblocks : 1;
-    for (uint32_t p = 0; p < parts; p++) dcz_spmv_part(s, kind, p, parts, bias, x, y);
+    for (uint32_t p = 0; p < parts; p++) dcz_spmv_part(s, kind, p, parts, bias, xin, y);
 }
 
 void dcz_spmm_rows(const dcz_sparse *s, uint32_t r0, uint32_t r1, const float *bias,

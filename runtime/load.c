@@ -78,6 +78,7 @@ typedef struct loader {
     int quant;           /* the model runs on integers */
     uint32_t cblocks;    /* row blocks of the column forms: the threads that run them */
     int lanes;           /* build lane forms (this CPU runs their kernel) */
+    uint64_t lane_floats;/* scratch the largest lane form's panels of the input take */
 } loader;
 
 /* A dense tensor as floats: the payload itself for an aligned F32 tensor
@@ -233,6 +234,8 @@ static dcz_status load_params(const dcz_container *c, const dcz_graph_layer *g, 
             ? dcz_lanes_bytes(rows, cols, w.nnz, w.k) : 0;
         void *lmem = lbytes ? arena_take(&ld->a, lbytes) : NULL;
         if (lmem) dcz_lanes_build(&sp, w.nnz, lmem);
+        if (lbytes && dcz_lanes_scratch_floats(cols, w.k) > ld->lane_floats)
+            ld->lane_floats = dcz_lanes_scratch_floats(cols, w.k);
     }
     l->kernel = param_kernel(g->op, w.enc);
     l->w = wd;
@@ -368,6 +371,8 @@ static dcz_status load_walk(const dcz_container *c, const dcz_options *o, loader
             dcz_spmm_scratch_floats(l->out, l->in) > scratch_floats)
             scratch_floats = dcz_spmm_scratch_floats(l->out, l->in);
     }
+    /* batch 1 on a lane form: the input's panels (run.c) */
+    if (ld->lane_floats > scratch_floats) scratch_floats = ld->lane_floats;
     if (cur.pos != cur.len) return DCZ_ERR_FORMAT;
     if (quant && (cw.read != cw.count || cw.cur.pos != cw.cur.len)) return DCZ_ERR_FORMAT;
     float *conv_scratch = arena_take(a, scratch_floats * ld->cblocks * sizeof(float));

@@ -63,7 +63,7 @@ typedef struct dcz_sparse {
      * (see "the lane form" below); lgroups is 0 when it is not built. */
     uint32_t lgroups, lxbits;
     const uint32_t *lstart;   /* (lgroups + 1) first step of each group */
-    const uint16_t *lbase;    /* (steps, 4) window start of each slice */
+    const uint16_t *lbase;    /* (steps, 4) window of each slice */
     const uint8_t *lslot;     /* (steps, DCZ_LANE_ROWS) slots */
 } dcz_sparse;
 
@@ -160,20 +160,22 @@ typedef struct dcz_exec_layer {
  * The rows are cut into groups of DCZ_LANE_ROWS (64): four slices of 16
  * consecutive rows, lane l of slice s being row 64 g + 16 s + l. A group is
  * a sequence of steps. In a step, each slice reads a window of
- * W = 2^xbits - 1 columns, x[base .. base + W - 1] (xbits 4, W = 15, when
- * the codebook has at most 16 values; xbits 3, W = 7, up to 32), and each
- * lane one slot, a byte: the next entry of its row when that entry's column
- * lies in the window, as (column - base) | codebook index << xbits, else
- * W, "no entry" (the window's lane W reads 0). A row's entries come in
- * column order, so adding slot after slot sums a row in the references'
- * order, and the kernels give their bits.
+ * W = 2^xbits - 1 columns (xbits 4, W = 15, when the codebook has at most
+ * 16 values; xbits 3, W = 7, up to 32), and each lane one slot, a byte:
+ * the next entry of its row when that entry's column lies in the window,
+ * as (column - start) | codebook index << xbits, else W, "no entry". The
+ * windows start every W / 3 columns: window v covers columns
+ * dcz_lanes_window_start(v) .. + W - 1 (the vector kernel reads it as one
+ * aligned panel of the input, whose lane W is 0). A row's entries come in
+ * column order, and a lane adds them slot after slot, each product fused
+ * into the sum.
  *
- * Steps of a slice (dcz_lanes_build, a greedy walk): base = the smallest
- * column among the lanes' next entries (at most cols - W, so a window never
- * reads past x); every lane whose next entry lies in the window takes it.
- * The four slices of a group walk in lockstep, a slice that is done padding
- * with empty steps. Step t of the layer: lbase[4 t + s] the base of slice
- * s, and lslot[64 t + 4 l + s] the slot of lane l of slice s, so one 64-byte
+ * Steps of a slice (dcz_lanes_build, a greedy walk): the window is the
+ * latest to start at or before the smallest column among the lanes' next
+ * entries; every lane whose next entry lies in it takes it. The four
+ * slices of a group walk in lockstep, a slice that is done padding with
+ * empty steps. Step t of the layer: lbase[4 t + s] the window of slice s,
+ * and lslot[64 t + 4 l + s] the slot of lane l of slice s, so one 64-byte
  * vector holds the four slices' slots as the four bytes of its 32-bit lanes.
  *
  * The form is built where it pays: at most 32 codebook values, at most
@@ -196,15 +198,24 @@ static inline uint32_t dcz_lanes_steps(const dcz_sparse *s)
 {
     return s->lgroups ? s->lstart[s->lgroups] : 0;
 }
-/* y rows of groups g0 .. g1 - 1 = S x + bias, slot by slot, scalar: the
- * specification of the lane form. */
+/* First column of window v for offsets of xbits bits. */
+uint32_t dcz_lanes_window_start(uint32_t v, uint32_t xbits);
+/* Floats of the scratch the vector kernel's panels of the input take for
+ * a matrix of cols columns and k codebook values (0 without a lane form). */
+uint64_t dcz_lanes_scratch_floats(uint32_t cols, uint32_t k);
+/* y rows of groups g0 .. g1 - 1 = S x + bias, slot by slot, scalar, with
+ * fmaf: the specification of the lane form. */
 void dcz_spmv_lanes_ref(const dcz_sparse *s, uint32_t g0, uint32_t g1, const float *bias,
                         const float *x, float *y);
 #if defined(__x86_64__) || defined(__i386__)
-/* The same with AVX-512: per step, four 16-lane window lookups (vpermps),
- * four codebook lookups, four products added to four slices' sums. */
+/* The panels of x for s's lane form, in scratch (dcz_lanes_scratch_floats
+ * floats): returns the first, 64-byte aligned. */
+const float *dcz_lanes_panels__avx512(const dcz_sparse *s, const float *x, float *scratch);
+/* dcz_spmv_lanes_ref with AVX-512, from x's panels: per step, four 16-lane
+ * window lookups (vpermps), four codebook lookups, four fused multiply-adds
+ * into four slices' sums. */
 void dcz_spmv_lanes__avx512(const dcz_sparse *s, uint32_t g0, uint32_t g1, const float *bias,
-                            const float *x, float *y);
+                            const float *panels, float *y);
 #endif
 
 /* ---- threads (pool.c) ------------------------------------------------------ */
@@ -258,8 +269,8 @@ struct dcz_model {
     void *block;              /* everything loaded, one allocation; NULL when fixed */
     int fixed;                /* dcz_open_static: everything lives in the caller's arena,
                                  act and qacc hold act_batch samples and never grow */
-    float *scratch;           /* (scratch_floats) for im2col layers and dcz_spmm's tile,
-                                 inside block */
+    float *scratch;           /* (scratch_floats) for im2col layers, dcz_spmm's tile and
+                                 the lane form's panels of the input, inside block */
     uint64_t scratch_floats;
     float *act;               /* two activation buffers of max_width * act_batch */
     size_t act_batch;
@@ -321,7 +332,8 @@ void dcz_relu_ref(float *x, size_t n);
  * They compute what dcz_spmv_ref and dcz_spmm_ref compute, in the same
  * order (bias first, then each product w * x rounded and added in column
  * order), so they give the references' bits and a sample gives the same
- * bits at any batch; the one exception is the sign of a zero: a column
+ * bits at any batch (but for the lane form, which fuses the products into
+ * the sums: see above); the one exception is the sign of a zero: a column
  * skipped for its zero input leaves a sum of -0 at -0 where the reference
  * adds +0 to it. The variants can be called directly where
  * dcz_isa_supported says so; they return 0 when they decline (then nothing
@@ -352,13 +364,20 @@ typedef enum dcz_spmv_kind {
  * (estimated from the share of nonzero inputs); else the column form when
  * s has one; else the reference. */
 dcz_spmv_kind dcz_spmv_pick(const dcz_sparse *s, const float *x);
+/* The input's form kernel kind reads: for LANES on a CPU with AVX-512, x's
+ * panels in scratch (dcz_lanes_scratch_floats floats); otherwise x. */
+const float *dcz_spmv_input(const dcz_sparse *s, dcz_spmv_kind kind, const float *x,
+                            float *scratch);
 /* Part `part` of `parts` of y = S x + bias by kernel kind (COLUMNS needs
- * parts == s->cblocks). Parts write disjoint rows and sum each row in the
- * same order, so any split gives the same bits. */
+ * parts == s->cblocks), xin being dcz_spmv_input's form of x. Parts write
+ * disjoint rows and sum each row in the same order, so any split gives the
+ * same bits. */
 void dcz_spmv_part(const dcz_sparse *s, dcz_spmv_kind kind, uint32_t part, uint32_t parts,
-                   const float *bias, const float *x, float *y);
-/* y (out) = S x (in) + bias, batch 1, by dcz_spmv_pick's kernel, all parts. */
-void dcz_spmv(const dcz_sparse *s, const float *bias, const float *x, float *y);
+                   const float *bias, const float *xin, float *y);
+/* y (out) = S x (in) + bias, batch 1, by dcz_spmv_pick's kernel, all parts;
+ * scratch for the lane form's panels (dcz_lanes_scratch_floats floats), or
+ * NULL, which leaves the lane form out. */
+void dcz_spmv(const dcz_sparse *s, const float *bias, const float *x, float *y, float *scratch);
 /* Rows of block `block` of s's column form (see dcz_sparse). */
 void dcz_sparse_block_rows(const dcz_sparse *s, uint32_t block, uint32_t *r0, uint32_t *r1);
 /* y rows of column block `block` from the column form: every column whose

@@ -131,7 +131,7 @@ static void run_qlayer(const dcz_model *m, uint32_t i, const dcz_q *x, size_t ba
 typedef struct fc_job {
     const dcz_model *m;
     const dcz_exec_layer *l;
-    const float *x;
+    const float *x;      /* batch 1: dcz_spmv_input's form of it */
     size_t batch;
     float *y;
     dcz_spmv_kind kind;  /* batch 1: the kernel dcz_spmv_pick chose */
@@ -165,10 +165,13 @@ static void run_sparse_fc(const dcz_model *m, const dcz_exec_layer *l, const flo
     } else if (m->opt.force_reference) {
         dcz_spmm_ref(&l->sp, l->bias, x, batch, y);
     } else if (m->pool && dcz_sparse_split(&l->sp)) {
-        fc_job j = { m, l, x, batch, y, batch == 1 ? dcz_spmv_pick(&l->sp, x) : DCZ_SPMV_REF };
+        /* the lane form's panels of x go in the scratch, idle at batch 1 */
+        const dcz_spmv_kind kind = batch == 1 ? dcz_spmv_pick(&l->sp, x) : DCZ_SPMV_REF;
+        const float *xin = batch == 1 ? dcz_spmv_input(&l->sp, kind, x, m->scratch) : x;
+        fc_job j = { m, l, xin, batch, y, kind };
         dcz_pool_run(m->pool, fc_part, &j);
     } else if (batch == 1) {
-        dcz_spmv(&l->sp, l->bias, x, y);
+        dcz_spmv(&l->sp, l->bias, x, y, m->scratch);
     } else {
         dcz_spmm(&l->sp, l->bias, x, batch, y, m->scratch);
     }

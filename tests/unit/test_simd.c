@@ -1,12 +1,15 @@
-/* test_simd.c: the optimized sparse kernels (runtime/kernels_simd.c)
- * against the references, bit for bit.
+/* test_simd.c: the optimized sparse kernels (runtime/kernels_simd.c,
+ * kernels_lanes.c) against the references, bit for bit.
  *
  * Every spmm variant this machine runs is called directly (x86: __avx2
  * where the CPU has it; aarch64: __neon), and the dispatching dcz_spmm
  * too, on whole matrices and on row ranges; the column-form kernel
  * dcz_spmv_csc with the rows cut into 1, 2 and 3 blocks, and the
  * dispatching dcz_spmv; the lane form's kernels (dcz_spmv_lanes_ref, and
- * __avx512 where the CPU has it) on whole matrices and in parts.
+ * __avx512 where the CPU has it) on whole matrices and in parts. The lane
+ * form fuses its products into the sums, so its kernels must give the bits
+ * of its own reference, and that reference be within rounding of
+ * dcz_spmv_ref (past_rounding states the bound).
  * Random matrices in the execution form (stored
  * weights and biases never zero) over a grid: rows 0, 1, 7, 8, 9, 15, 16,
  * 17, 31, 33 and columns 0, 1, 7, 8, 9, 15, 16, 17, 31, 33, 300, 1000 (plus
@@ -146,6 +149,7 @@ static const float canary = 12345.0f;
 typedef struct tally {
     size_t cases[NFAM], outputs[NFAM], csc, skipped, fillers, wide[2];
     size_t lanes[2], lanes_avx512, lanes_over; /* lane forms (xbits 4, 3), avx512 runs, over the bound */
+    size_t lanes_picked;                       /* dcz_spmv ran the lane form */
 } tally;
 
 /* Outputs of got (batch, rows) in rows r0 .. r1 - 1 whose bits differ from
@@ -191,10 +195,37 @@ static void check_spmm(const mat *m, const float *x, const float *bv, size_t bat
     }
 }
 
+/* Rows (of sample 0) where lanes, the lane form's fused sums, differ from
+ * ref, dcz_spmv_ref's, by more than the two roundings allow: each is
+ * within (n + 1) u of the exact sum per unit of |bias| + sum |w x| (n
+ * entries in the row, u = 2^-24), so the two within twice that. */
+static size_t past_rounding(const mat *m, const float *x, const float *bv, const float *lanes,
+                            const float *ref)
+{
+    size_t bad = 0;
+    for (uint32_t r = 0; r < m->sp.rows; r++) {
+        double mag = bv ? fabs(bv[r]) : 0.0;
+        uint32_t n = 0, col = 0;
+        for (uint32_t e = m->sp.row_ptr[r]; e < m->sp.row_ptr[r + 1]; e++) {
+            col += m->sp.step[e];
+            if (m->sp.step[e] == DCZ_STEP_FILLER) continue;
+            mag += fabs((double)m->cb[m->idx[e]] * x[col]);
+            n++;
+        }
+        const double bound = 2.0 * (n + 1) * 0x1p-24 * mag + 0x1p-126;
+        if (fabs((double)lanes[r] - ref[r]) > bound && bad++ < 3)
+            fprintf(stderr, "  lanes %ux%u k %u: y[%u] = %.9g, reference %.9g, bound %.3g\n",
+                    m->sp.rows, m->sp.cols, m->sp.k, r, lanes[r], ref[r], bound);
+    }
+    return bad;
+}
+
 /* The lane form of m, where it qualifies (codebooks up to 32): the scalar
- * kernel and (on CPUs with AVX-512) the vector one on all groups and on
- * each of three parts, dcz_spmv with the lane form beside the column form,
- * and dcz_spmv_part by lanes, against the reference's bits. */
+ * kernel within rounding of the reference; the scalar kernel in three
+ * parts, dcz_spmv_part by lanes, and (on CPUs with AVX-512) the vector
+ * kernel from the input's panels on all groups and on each of three parts,
+ * against the scalar kernel's bits; dcz_spmv with the lane form beside the
+ * column form gives the bits of the kernel dcz_spmv_pick names. */
 static void check_lanes(mat *m, const float *x, const float *bv, const float *ref, float *y,
                         tally *t)
 {
@@ -207,29 +238,48 @@ static void check_lanes(mat *m, const float *x, const float *bv, const float *re
     CHECK(m->sp.lxbits == (m->sp.k <= 16 ? 4u : 3u), "xbits %u for k %u", m->sp.lxbits, m->sp.k);
     CHECK(m->sp.lgroups == (rows + DCZ_LANE_ROWS - 1) / DCZ_LANE_ROWS, "groups");
     CHECK(dcz_lanes_steps(&m->sp) <= DCZ_LANE_STEPS_MAX(m->nnz, rows), "steps past the bound");
+    float *lref = malloc(((size_t)rows + GUARD) * sizeof(float));
+    float *scratch = malloc(dcz_lanes_scratch_floats(m->sp.cols, m->sp.k) * sizeof(float));
+    for (size_t i = 0; i < rows + GUARD; i++) lref[i] = canary;
+    dcz_spmv_lanes_ref(&m->sp, 0, m->sp.lgroups, bv, x, lref);
+    CHECK(differences("lanes_ref (rows written)", m, 1, 0, rows, lref, lref) == 0, "guard");
+    CHECK(past_rounding(m, x, bv, lref, ref) == 0, "lanes_ref %ux%u k %u vs spmv_ref", rows,
+          m->sp.cols, m->sp.k);
     const int vec = dcz_isa_supported(DCZ_ISA_AVX512);
+    const float *xin = dcz_spmv_input(&m->sp, DCZ_SPMV_LANES, x, scratch);
+    CHECK(vec ? xin != x : xin == x, "lane input: panels exactly where the CPU has AVX-512");
     for (int kind = 0; kind < 2 + vec; kind++) {
         for (uint32_t parts = 1; parts <= 3; parts += 2) {
+            if (kind == 0 && parts == 1) continue; /* lref itself */
             for (size_t i = 0; i < rows + GUARD; i++) y[i] = canary;
             for (uint32_t p = 0; p < parts; p++) {
                 uint32_t g0, g1;
                 dcz_part_range(m->sp.lgroups, p, parts, &g0, &g1);
                 if (kind == 0) dcz_spmv_lanes_ref(&m->sp, g0, g1, bv, x, y);
-                else if (kind == 1) dcz_spmv_part(&m->sp, DCZ_SPMV_LANES, p, parts, bv, x, y);
+                else if (kind == 1) dcz_spmv_part(&m->sp, DCZ_SPMV_LANES, p, parts, bv, xin, y);
 #if defined(__x86_64__) || defined(__i386__)
-                else dcz_spmv_lanes__avx512(&m->sp, g0, g1, bv, x, y);
+                else dcz_spmv_lanes__avx512(&m->sp, g0, g1, bv, xin, y);
 #endif
             }
             static const char *names[] = { "lanes_ref", "spmv_part lanes", "lanes avx512" };
-            CHECK(differences(names[kind], m, 1, 0, rows, y, ref) == 0, "%s %ux%u k %u in %u parts",
+            CHECK(differences(names[kind], m, 1, 0, rows, y, lref) == 0, "%s %ux%u k %u in %u parts",
                   names[kind], rows, m->sp.cols, m->sp.k, parts);
         }
     }
     t->lanes_avx512 += vec;
     for (size_t i = 0; i < rows + GUARD; i++) y[i] = canary;
-    dcz_spmv(&m->sp, bv, x, y);
-    CHECK(differences("spmv (lanes built)", m, 1, 0, rows, y, ref) == 0, "spmv %ux%u k %u",
-          rows, m->sp.cols, m->sp.k);
+    dcz_spmv(&m->sp, bv, x, y, scratch);
+    const int lanes = dcz_spmv_pick(&m->sp, x) == DCZ_SPMV_LANES;
+    t->lanes_picked += lanes;
+    CHECK(differences("spmv (lanes built)", m, 1, 0, rows, y, lanes ? lref : ref) == 0,
+          "spmv %ux%u k %u (%s)", rows, m->sp.cols, m->sp.k, lanes ? "lanes" : "columns");
+    /* without scratch for the panels: the column form */
+    for (size_t i = 0; i < rows + GUARD; i++) y[i] = canary;
+    dcz_spmv(&m->sp, bv, x, y, NULL);
+    CHECK(differences("spmv (lanes built, no scratch)", m, 1, 0, rows, y, ref) == 0,
+          "spmv %ux%u k %u without scratch", rows, m->sp.cols, m->sp.k);
+    free(lref);
+    free(scratch);
     m->sp.lgroups = 0; /* the next check of this matrix rebuilds it */
 }
 
@@ -249,7 +299,7 @@ static void check_csc(mat *m, const float *x, const float *bv, const float *ref,
                   rows, m->sp.cols, m->sp.k, b, nb);
         }
         for (size_t i = 0; i < rows + GUARD; i++) y[i] = canary;
-        dcz_spmv(&m->sp, bv, x, y);
+        dcz_spmv(&m->sp, bv, x, y, NULL);
         CHECK(differences("spmv", m, 1, 0, rows, y, ref) == 0, "spmv %ux%u k %u blocks %u", rows,
               m->sp.cols, m->sp.k, nb);
         t->csc++;
@@ -324,9 +374,10 @@ static void test_grid(void)
     }
     printf("     csc      %zu cases (%zu with 16-bit entries, %zu with 32), %zu zero inputs skipped\n",
            t.csc, t.wide[0], t.wide[1], t.skipped);
-    printf("     lanes    %zu cases (%zu with 4-bit offsets, %zu with 3), %zu over the step bound; "
-           "avx512: %s\n", t.lanes[0] + t.lanes[1], t.lanes[0], t.lanes[1], t.lanes_over,
-           t.lanes_avx512 ? "checked" : "SKIP: this CPU lacks it");
+    printf("     lanes    %zu cases (%zu with 4-bit offsets, %zu with 3), %zu over the step bound, "
+           "%zu picked by dcz_spmv; avx512: %s\n", t.lanes[0] + t.lanes[1], t.lanes[0], t.lanes[1],
+           t.lanes_over, t.lanes_picked, t.lanes_avx512 ? "checked" : "SKIP: this CPU lacks it");
+    if (dcz_isa_supported(DCZ_ISA_AVX512)) CHECK(t.lanes_picked > 50, "dcz_spmv picks lanes");
     CHECK(t.lanes[0] > 100 && t.lanes[1] > 100, "lane forms of both offset widths");
     CHECK(t.lanes_over > 10, "matrices past the step bound");
     CHECK(t.wide[0] > 100 && t.wide[1] > 10, "entries of both widths");
@@ -351,7 +402,7 @@ static void test_declines(void)
     REQUIRE(make_mat(&m, 9, 40, 0.5, 16), "build");
     float x[40], y[9], yr[9];
     for (int i = 0; i < 40; i++) x[i] = nonzero();
-    dcz_spmv(&m.sp, NULL, x, y);
+    dcz_spmv(&m.sp, NULL, x, y, NULL);
     dcz_spmv_ref(&m.sp, NULL, x, yr);
     CHECK(memcmp(y, yr, sizeof y) == 0, "dcz_spmv without a column form is the reference");
     for (size_t f = 1; f < NFAM; f++) {
@@ -368,8 +419,8 @@ static void test_declines(void)
 
 /* The split run.c makes over threads: column blocks at batch 1, row ranges
  * with a scratch part each above, run by a pool of 1 to 4 threads, give
- * the reference's bits; at batch 1 the lane form split by groups and the
- * reference split by rows too. */
+ * the reference's bits; at batch 1 the lane form split by groups (its own
+ * reference's bits) and the reference split by rows too. */
 typedef struct split_job {
     const dcz_sparse *s;
     uint32_t threads;
@@ -412,6 +463,7 @@ static void test_threads(void)
             float *y = malloc(batch_max * rows * sizeof(float)), *ref = malloc(batch_max * rows * sizeof(float));
             const uint64_t sf = dcz_spmm_scratch_floats(rows, cols);
             float *scratch = malloc(sf * threads * sizeof(float));
+            float *panels = malloc(dcz_lanes_scratch_floats(cols, 16) * sizeof(float));
             for (size_t i = 0; i < batch_max * cols; i++) x[i] = rnd() % 3 == 0 ? 0.0f : nonzero();
             for (uint32_t i = 0; i < rows; i++) bias[i] = nonzero();
             /* batch 1 by columns, by lanes and by the reference's rows, then 40 */
@@ -419,8 +471,12 @@ static void test_threads(void)
             const dcz_spmv_kind kinds[] = { DCZ_SPMV_COLUMNS, DCZ_SPMV_LANES, DCZ_SPMV_REF,
                                             DCZ_SPMV_REF };
             for (int bi = 0; bi < 4; bi++) {
-                split_job j = { &m.sp, threads, bias, x, batches[bi], y, scratch, sf, kinds[bi] };
-                dcz_spmm_ref(&m.sp, bias, x, j.batch, ref);
+                /* the lane form reads the input's panels, and sums as its reference */
+                const int lanes = kinds[bi] == DCZ_SPMV_LANES;
+                const float *xin = lanes ? dcz_spmv_input(&m.sp, kinds[bi], x, panels) : x;
+                split_job j = { &m.sp, threads, bias, xin, batches[bi], y, scratch, sf, kinds[bi] };
+                if (lanes) dcz_spmv_lanes_ref(&m.sp, 0, m.sp.lgroups, bias, x, ref);
+                else dcz_spmm_ref(&m.sp, bias, x, j.batch, ref);
                 for (int rep = 0; rep < 3; rep++) {
                     memset(y, 0xFF, batch_max * rows * sizeof(float));
                     dcz_pool_run(pool, split_part, &j);
@@ -429,7 +485,7 @@ static void test_threads(void)
                     runs++;
                 }
             }
-            free(x); free(bias); free(y); free(ref); free(scratch);
+            free(x); free(bias); free(y); free(ref); free(scratch); free(panels);
             free_mat(&m);
         }
         dcz_pool_stop(pool);
