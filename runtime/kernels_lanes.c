@@ -47,7 +47,12 @@
 
 #define SLICES 4
 #define LANES 16
-#define COPIES 3 /* shifted copies of the input's panels */
+#define COPIES 3
+/* Bytes of slots the vector kernel asks for ahead of its reads, with a
+ * non-temporal hint: the stream then does not push the panels out of the
+ * second-level cache (on 4096 x 25088 at 4%, 321 KB of panels: without
+ * it the kernel took from 1.0 to 4 times as long from run to run). */
+#define SLOT_PREFETCH 4096 /* shifted copies of the input's panels */
 
 /* bits of a slot's column offset for a codebook of k values */
 static uint32_t lane_xbits(uint32_t k)
@@ -273,6 +278,8 @@ static inline void lanes_groups__avx512(const dcz_sparse *s, uint32_t g0, uint32
         __m512 a2 = bias ? _mm512_maskz_loadu_ps(m2, bias + r0 + 32) : _mm512_setzero_ps();
         __m512 a3 = bias ? _mm512_maskz_loadu_ps(m3, bias + r0 + 48) : _mm512_setzero_ps();
         for (uint32_t t = s->lstart[g]; t < s->lstart[g + 1]; t++) {
+            _mm_prefetch((const char *)(s->lslot + (size_t)t * DCZ_LANE_ROWS + SLOT_PREFETCH),
+                         _MM_HINT_NTA);
             const __m512i q = _mm512_loadu_si512(s->lslot + (size_t)t * DCZ_LANE_ROWS);
             const uint16_t *b = s->lbase + (size_t)t * SLICES;
             LANE_SLICE(a0, 0);
