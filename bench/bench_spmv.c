@@ -61,6 +61,7 @@ typedef struct job {
     uint64_t scratch_floats;
     size_t batch;
     dcz_spmv_kind kind;
+    uint32_t chunks, next; /* batch 1: kind's chunks, the next to take */
 } job;
 
 static void part_rows(const job *j, uint32_t t, uint32_t rows, uint32_t *r0, uint32_t *r1)
@@ -78,11 +79,21 @@ static void csr_part(void *ctx, uint32_t t)
         csr_rows(j->c, r0, r1, j->x + b * j->cols, j->y + b * j->c->rows);
 }
 
-/* batch 1 by kernel j->kind, part t of j->threads, as run.c splits it */
+/* batch 1 by kernel j->kind: the chunks thread t takes, as run.c shares them */
 static void spmv_part(void *ctx, uint32_t t)
 {
-    const job *j = ctx;
-    dcz_spmv_part(j->sp, j->kind, t, j->threads, NULL, j->xin, j->y);
+    job *j = ctx;
+    dcz_spmv_take(j->sp, j->kind, j->chunks, &j->next, NULL, j->xin, j->y);
+}
+
+/* one batch-1 call of kind on the input form xin, over the pool */
+static void spmv_run(dcz_pool *pool, job *j, dcz_spmv_kind kind, const float *xin)
+{
+    j->kind = kind;
+    j->xin = xin;
+    j->chunks = dcz_spmv_chunks(j->sp, kind, j->threads);
+    j->next = 0;
+    dcz_pool_run(pool, spmv_part, j);
 }
 
 static void spmm_part(void *ctx, uint32_t t)
@@ -208,7 +219,7 @@ int main(int argc, char **argv)
             dcz_lanes_build(&sp, nnz, lanes_mem);
         }
         float *panels = malloc((dcz_lanes_scratch_floats(s->cols, 16) + 1) * sizeof(float));
-        job j = { &c, &sp, s->cols, (uint32_t)threads, x, x, y, scratch, sf, 1, DCZ_SPMV_REF };
+        job j = { &c, &sp, s->cols, (uint32_t)threads, x, x, y, scratch, sf, 1, DCZ_SPMV_REF, 0, 0 };
         double td, tc, tr, tz;
         char shp[32];
         snprintf(shp, sizeof shp, "%ux%u", s->rows, s->cols);
@@ -229,17 +240,15 @@ int main(int argc, char **argv)
                 TIME(REPS, dcz_spmv_ref(&sp, NULL, x, y), tr);
                 /* each kernel, then dcz_spmv_pick's choice with the choosing */
                 double tk[2] = { 0, 0 };
-                j.kind = DCZ_SPMV_COLUMNS;
-                j.xin = x;
-                TIME(REPS, dcz_pool_run(pool, spmv_part, &j), tk[0]);
-                j.kind = DCZ_SPMV_LANES;
+                TIME(REPS, spmv_run(pool, &j, DCZ_SPMV_COLUMNS, x), tk[0]);
                 /* the lane kernel with its copy of x into panels */
                 if (sp.lgroups)
-                    TIME(REPS, (j.xin = dcz_spmv_input(&sp, j.kind, x, panels),
-                                dcz_pool_run(pool, spmv_part, &j)), tk[1]);
+                    TIME(REPS, spmv_run(pool, &j, DCZ_SPMV_LANES,
+                                        dcz_spmv_input(&sp, DCZ_SPMV_LANES, x, panels)), tk[1]);
                 const dcz_spmv_kind pick = dcz_spmv_pick(&sp, x);
-                TIME(REPS, (j.kind = dcz_spmv_pick(&sp, x), j.xin = dcz_spmv_input(&sp, j.kind, x, panels),
-                            dcz_pool_run(pool, spmv_part, &j)), tz);
+                dcz_spmv_kind kz = pick;
+                TIME(REPS, (kz = dcz_spmv_pick(&sp, x),
+                            spmv_run(pool, &j, kz, dcz_spmv_input(&sp, kz, x, panels))), tz);
                 /* what the column kernel reads: col_ptr, and the packed
                  * entries of the columns of nonzero inputs */
                 double live = 0;

@@ -535,6 +535,21 @@ void dcz_spmv_part(const dcz_sparse *s, dcz_spmv_kind kind, uint32_t part, uint3
     dcz_spmm_ref_rows(s, r0, r1, bias, xin, 1, y);
 }
 
+uint32_t dcz_spmv_chunks(const dcz_sparse *s, dcz_spmv_kind kind, uint32_t threads)
+{
+    if (kind == DCZ_SPMV_COLUMNS && s->col_ptr) return s->cblocks;
+    const uint32_t items = kind == DCZ_SPMV_LANES && s->lgroups ? s->lgroups : s->rows;
+    const uint32_t want = threads * 8;
+    return items < want ? (items ? items : 1) : want;
+}
+
+void dcz_spmv_take(const dcz_sparse *s, dcz_spmv_kind kind, uint32_t chunks, uint32_t *next,
+                   const float *bias, const float *xin, float *y)
+{
+    for (uint32_t c; (c = __atomic_fetch_add(next, 1, __ATOMIC_RELAXED)) < chunks;)
+        dcz_spmv_part(s, kind, c, chunks, bias, xin, y);
+}
+
 void dcz_spmv(const dcz_sparse *s, const float *bias, const float *x, float *y, float *scratch)
 {
     dcz_spmv_kind kind = dcz_spmv_pick(s, x);

@@ -374,6 +374,15 @@ const float *dcz_spmv_input(const dcz_sparse *s, dcz_spmv_kind kind, const float
  * same bits. */
 void dcz_spmv_part(const dcz_sparse *s, dcz_spmv_kind kind, uint32_t part, uint32_t parts,
                    const float *bias, const float *xin, float *y);
+/* Chunks of kernel kind for `threads` threads sharing one call: the column
+ * form's blocks, else about eight per thread (rows or lane groups). */
+uint32_t dcz_spmv_chunks(const dcz_sparse *s, dcz_spmv_kind kind, uint32_t threads);
+/* Runs the chunks of kind (dcz_spmv_part's parts, `chunks` of them) whose
+ * numbers it takes from *next, shared by the threads of one call and 0 at
+ * its start, until none is left: a thread on a busier core takes fewer.
+ * Any thread may run any chunk, so the bits do not depend on which. */
+void dcz_spmv_take(const dcz_sparse *s, dcz_spmv_kind kind, uint32_t chunks, uint32_t *next,
+                   const float *bias, const float *xin, float *y);
 /* y (out) = S x (in) + bias, batch 1, by dcz_spmv_pick's kernel, all parts;
  * scratch for the lane form's panels (dcz_lanes_scratch_floats floats), or
  * NULL, which leaves the lane form out. */

@@ -134,21 +134,23 @@ typedef struct fc_job {
     const float *x;      /* batch 1: dcz_spmv_input's form of it */
     size_t batch;
     float *y;
-    dcz_spmv_kind kind;  /* batch 1: the kernel dcz_spmv_pick chose */
+    dcz_spmv_kind kind;  /* batch 1: the kernel dcz_spmv_pick chose, */
+    uint32_t chunks;     /*   cut into these chunks, */
+    uint32_t next;       /*   the next to take */
 } fc_job;
 
-/* Part t of m->threads: at batch 1 part t of the chosen kernel (a block of
- * the column form, groups of the lane form), otherwise a range of rows by
- * spmm in scratch part t. Rows are disjoint and each row
- * sums in the same order whatever the split, so the bits do not depend on
- * the threads. */
+/* Part t of m->threads: at batch 1 the chunks of the chosen kernel (blocks
+ * of the column form, groups of the lane form) this thread takes,
+ * otherwise a range of rows by spmm in scratch part t. Rows are disjoint
+ * and each row sums in the same order whatever the split, so the bits do
+ * not depend on the threads. */
 static void fc_part(void *ctx, uint32_t t)
 {
-    const fc_job *j = ctx;
+    fc_job *j = ctx;
     const dcz_sparse *s = &j->l->sp;
     const uint32_t n = j->m->threads;
     if (j->batch == 1) {
-        dcz_spmv_part(s, j->kind, t, n, j->l->bias, j->x, j->y);
+        dcz_spmv_take(s, j->kind, j->chunks, &j->next, j->l->bias, j->x, j->y);
         return;
     }
     uint32_t r0, r1;
@@ -168,7 +170,7 @@ static void run_sparse_fc(const dcz_model *m, const dcz_exec_layer *l, const flo
         /* the lane form's panels of x go in the scratch, idle at batch 1 */
         const dcz_spmv_kind kind = batch == 1 ? dcz_spmv_pick(&l->sp, x) : DCZ_SPMV_REF;
         const float *xin = batch == 1 ? dcz_spmv_input(&l->sp, kind, x, m->scratch) : x;
-        fc_job j = { m, l, xin, batch, y, kind };
+        fc_job j = { m, l, xin, batch, y, kind, dcz_spmv_chunks(&l->sp, kind, m->threads), 0 };
         dcz_pool_run(m->pool, fc_part, &j);
     } else if (batch == 1) {
         dcz_spmv(&l->sp, l->bias, x, y, m->scratch);

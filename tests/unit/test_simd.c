@@ -417,10 +417,11 @@ static void test_declines(void)
     free_mat(&m);
 }
 
-/* The split run.c makes over threads: column blocks at batch 1, row ranges
- * with a scratch part each above, run by a pool of 1 to 4 threads, give
- * the reference's bits; at batch 1 the lane form split by groups (its own
- * reference's bits) and the reference split by rows too. */
+/* The split run.c makes over threads: at batch 1 chunks taken by the
+ * threads as they come (dcz_spmv_take: column blocks, lane groups, or the
+ * reference's rows), row ranges with a scratch part each above, run by a
+ * pool of 1 to 4 threads, give the reference's bits (the lane form its
+ * own reference's). */
 typedef struct split_job {
     const dcz_sparse *s;
     uint32_t threads;
@@ -428,14 +429,15 @@ typedef struct split_job {
     size_t batch;
     float *y, *scratch;
     uint64_t scratch_floats;
-    dcz_spmv_kind kind;  /* batch 1 */
+    dcz_spmv_kind kind;  /* batch 1, */
+    uint32_t chunks, next; /* its chunks, the next to take */
 } split_job;
 
 static void split_part(void *ctx, uint32_t t)
 {
-    const split_job *j = ctx;
+    split_job *j = ctx;
     if (j->batch == 1) {
-        dcz_spmv_part(j->s, j->kind, t, j->threads, j->bias, j->x, j->y);
+        dcz_spmv_take(j->s, j->kind, j->chunks, &j->next, j->bias, j->x, j->y);
         return;
     }
     uint32_t r0, r1;
@@ -474,11 +476,13 @@ static void test_threads(void)
                 /* the lane form reads the input's panels, and sums as its reference */
                 const int lanes = kinds[bi] == DCZ_SPMV_LANES;
                 const float *xin = lanes ? dcz_spmv_input(&m.sp, kinds[bi], x, panels) : x;
-                split_job j = { &m.sp, threads, bias, xin, batches[bi], y, scratch, sf, kinds[bi] };
+                split_job j = { &m.sp, threads, bias, xin, batches[bi], y, scratch, sf, kinds[bi],
+                                dcz_spmv_chunks(&m.sp, kinds[bi], threads), 0 };
                 if (lanes) dcz_spmv_lanes_ref(&m.sp, 0, m.sp.lgroups, bias, x, ref);
                 else dcz_spmm_ref(&m.sp, bias, x, j.batch, ref);
                 for (int rep = 0; rep < 3; rep++) {
                     memset(y, 0xFF, batch_max * rows * sizeof(float));
+                    j.next = 0;
                     dcz_pool_run(pool, split_part, &j);
                     CHECK(memcmp(y, ref, j.batch * rows * sizeof(float)) == 0,
                           "%ux%u batch %zu on %u threads", rows, cols, j.batch, threads);
