@@ -96,12 +96,16 @@ static void spmv_run(dcz_pool *pool, job *j, dcz_spmv_kind kind, const float *xi
     dcz_pool_run(pool, spmv_part, j);
 }
 
+/* batch N: the ranges of rows thread t takes (two per thread), in its own
+ * scratch, as run.c shares them */
 static void spmm_part(void *ctx, uint32_t t)
 {
-    const job *j = ctx;
-    uint32_t r0, r1;
-    part_rows(j, t, j->sp->rows, &r0, &r1);
-    dcz_spmm_rows(j->sp, r0, r1, NULL, j->x, j->batch, j->y, j->scratch + t * j->scratch_floats);
+    job *j = ctx;
+    for (uint32_t c; (c = __atomic_fetch_add(&j->next, 1, __ATOMIC_RELAXED)) < j->chunks;) {
+        uint32_t r0, r1;
+        dcz_part_range(j->sp->rows, c, j->chunks, &r0, &r1);
+        dcz_spmm_rows(j->sp, r0, r1, NULL, j->x, j->batch, j->y, j->scratch + t * j->scratch_floats);
+    }
 }
 
 typedef struct shape {
@@ -271,7 +275,8 @@ int main(int argc, char **argv)
             j.batch = BATCH;
             TIME(REPS_MM, dcz_pool_run(pool, csr_part, &j), tc);
             TIME(REPS_MM, dcz_spmm_ref(&sp, NULL, x, BATCH, y), tr);
-            TIME(REPS_MM, dcz_pool_run(pool, spmm_part, &j), tz);
+            j.chunks = s->rows < 2 * j.threads ? s->rows : 2 * j.threads;
+            TIME(REPS_MM, (j.next = 0, dcz_pool_run(pool, spmm_part, &j)), tz);
             row(s->name, shp, s->density, act, BATCH, td, tc, tr, (const double[2]){ 0, 0 }, "spmm", tz,
                 form * ((BATCH + DCZ_SPMM_TILE - 1) / DCZ_SPMM_TILE) + BATCH * (s->cols + s->rows) * 4.0,
                 bw);

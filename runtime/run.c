@@ -153,10 +153,13 @@ static void fc_part(void *ctx, uint32_t t)
         dcz_spmv_take(s, j->kind, j->chunks, &j->next, j->l->bias, j->x, j->y);
         return;
     }
-    uint32_t r0, r1;
-    dcz_part_range(s->rows, t, n, &r0, &r1);
-    dcz_spmm_rows(s, r0, r1, j->l->bias, j->x, j->batch, j->y,
-                  j->m->scratch + (size_t)t * j->m->scratch_floats);
+    for (uint32_t c; (c = __atomic_fetch_add(&j->next, 1, __ATOMIC_RELAXED)) < j->chunks;) {
+        uint32_t r0, r1;
+        dcz_part_range(s->rows, c, j->chunks, &r0, &r1);
+        dcz_spmm_rows(s, r0, r1, j->l->bias, j->x, j->batch, j->y,
+                      j->m->scratch + (size_t)t * j->m->scratch_floats);
+    }
+    (void)n;
 }
 
 static void run_sparse_fc(const dcz_model *m, const dcz_exec_layer *l, const float *x,
@@ -170,7 +173,9 @@ static void run_sparse_fc(const dcz_model *m, const dcz_exec_layer *l, const flo
         /* the lane form's panels of x go in the scratch, idle at batch 1 */
         const dcz_spmv_kind kind = batch == 1 ? dcz_spmv_pick(&l->sp, x) : DCZ_SPMV_REF;
         const float *xin = batch == 1 ? dcz_spmv_input(&l->sp, kind, x, m->scratch) : x;
-        fc_job j = { m, l, xin, batch, y, kind, dcz_spmv_chunks(&l->sp, kind, m->threads), 0 };
+        const uint32_t chunks = batch == 1 ? dcz_spmv_chunks(&l->sp, kind, m->threads)
+                                           : (l->sp.rows < 2 * m->threads ? l->sp.rows : 2 * m->threads);
+        fc_job j = { m, l, xin, batch, y, kind, chunks, 0 };
         dcz_pool_run(m->pool, fc_part, &j);
     } else if (batch == 1) {
         dcz_spmv(&l->sp, l->bias, x, y, m->scratch);
