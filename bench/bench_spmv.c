@@ -61,7 +61,7 @@ typedef struct job {
     uint64_t scratch_floats;
     size_t batch;
     dcz_spmv_kind kind;
-    uint32_t chunks, next; /* batch 1: kind's chunks, the next to take */
+    uint32_t chunks, next; /* the call's chunks, the next to take */
 } job;
 
 static void part_rows(const job *j, uint32_t t, uint32_t rows, uint32_t *r0, uint32_t *r1)
@@ -101,11 +101,8 @@ static void spmv_run(dcz_pool *pool, job *j, dcz_spmv_kind kind, const float *xi
 static void spmm_part(void *ctx, uint32_t t)
 {
     job *j = ctx;
-    for (uint32_t c; (c = __atomic_fetch_add(&j->next, 1, __ATOMIC_RELAXED)) < j->chunks;) {
-        uint32_t r0, r1;
-        dcz_part_range(j->sp->rows, c, j->chunks, &r0, &r1);
-        dcz_spmm_rows(j->sp, r0, r1, NULL, j->x, j->batch, j->y, j->scratch + t * j->scratch_floats);
-    }
+    dcz_spmm_take(j->sp, j->chunks, &j->next, NULL, j->x, j->batch, j->y,
+                  j->scratch + t * j->scratch_floats);
 }
 
 typedef struct shape {
@@ -275,7 +272,7 @@ int main(int argc, char **argv)
             j.batch = BATCH;
             TIME(REPS_MM, dcz_pool_run(pool, csr_part, &j), tc);
             TIME(REPS_MM, dcz_spmm_ref(&sp, NULL, x, BATCH, y), tr);
-            j.chunks = s->rows < 2 * j.threads ? s->rows : 2 * j.threads;
+            j.chunks = dcz_spmm_chunks(&sp, j.threads);
             TIME(REPS_MM, (j.next = 0, dcz_pool_run(pool, spmm_part, &j)), tz);
             row(s->name, shp, s->density, act, BATCH, td, tc, tr, (const double[2]){ 0, 0 }, "spmm", tz,
                 form * ((BATCH + DCZ_SPMM_TILE - 1) / DCZ_SPMM_TILE) + BATCH * (s->cols + s->rows) * 4.0,

@@ -47,12 +47,12 @@
 
 #define SLICES 4
 #define LANES 16
-#define COPIES 3
+#define COPIES 3 /* shifted copies of the input's panels */
 /* Bytes of slots the vector kernel asks for ahead of its reads, with a
  * non-temporal hint: the stream then does not push the panels out of the
  * second-level cache (on 4096 x 25088 at 4%, 321 KB of panels: without
  * it the kernel took from 1.0 to 4 times as long from run to run). */
-#define SLOT_PREFETCH 4096 /* shifted copies of the input's panels */
+#define SLOT_PREFETCH 4096
 
 /* bits of a slot's column offset for a codebook of k values */
 static uint32_t lane_xbits(uint32_t k)
@@ -66,6 +66,12 @@ uint32_t dcz_lanes_window_start(uint32_t v, uint32_t xbits)
     return v / COPIES * w + v % COPIES * w / COPIES;
 }
 
+/* whether a matrix of cols columns and k codebook values can have the form */
+static int lanes_fit(uint32_t cols, uint32_t k)
+{
+    return k > 0 && k <= 32 && cols <= 65535;
+}
+
 /* panels of the input for a matrix of cols columns (three per W columns) */
 static uint32_t lane_panels(uint32_t cols, uint32_t xbits)
 {
@@ -74,7 +80,7 @@ static uint32_t lane_panels(uint32_t cols, uint32_t xbits)
 
 uint64_t dcz_lanes_scratch_floats(uint32_t cols, uint32_t k)
 {
-    if (k == 0 || k > 32 || cols == 0 || cols > 65535) return 0;
+    if (!lanes_fit(cols, k) || cols == 0) return 0;
     const uint32_t xbits = lane_xbits(k);
     /* and 16 to align the first to 64 bytes */
     return ((uint64_t)lane_panels(cols, xbits) << xbits) + 16;
@@ -82,7 +88,7 @@ uint64_t dcz_lanes_scratch_floats(uint32_t cols, uint32_t k)
 
 uint64_t dcz_lanes_bytes(uint32_t rows, uint32_t cols, uint32_t nnz, uint32_t k)
 {
-    if (k == 0 || k > 32 || cols > 65535 || nnz == 0) return 0;
+    if (!lanes_fit(cols, k) || nnz == 0) return 0;
     const uint64_t groups = ((uint64_t)rows + DCZ_LANE_ROWS - 1) / DCZ_LANE_ROWS;
     const uint64_t steps = DCZ_LANE_STEPS_MAX(nnz, rows);
     return (groups + 1) * 4 + steps * SLICES * 2 + steps * DCZ_LANE_ROWS;
@@ -123,16 +129,10 @@ static int slice_step(const dcz_sparse *s, lane *ln, uint32_t xbits, uint16_t *b
         for (int l = 0; l < LANES; l++) slot[4 * l] = (uint8_t)w;
         return 0;
     }
-    uint32_t v = 0, start = 0;
-    for (uint32_t c = 0; c < COPIES; c++) {
-        const uint32_t off = c * w / COPIES;
-        if (b < off) continue;
-        const uint32_t p = (b - off) / w;
-        if (p * w + off >= start) {
-            start = p * w + off;
-            v = p * COPIES + c;
-        }
-    }
+    /* windows of copy c start c W / 3 columns into each run of W */
+    uint32_t c = COPIES - 1;
+    while (c * w / COPIES > b % w) c--;
+    const uint32_t v = b / w * COPIES + c, start = dcz_lanes_window_start(v, xbits);
     *base = (uint16_t)v;
     for (int l = 0; l < LANES; l++) {
         if (ln[l].e < ln[l].end && ln[l].col < start + w) {

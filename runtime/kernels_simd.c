@@ -483,6 +483,12 @@ int dcz_spmm__neon(const dcz_sparse *s, uint32_t r0, uint32_t r1, const float *b
 
 /* ---- dispatch --------------------------------------------------------------- */
 
+/* the batch-1 kernel without the lane form */
+static dcz_spmv_kind plain_kind(const dcz_sparse *s)
+{
+    return s->col_ptr ? DCZ_SPMV_COLUMNS : DCZ_SPMV_REF;
+}
+
 dcz_spmv_kind dcz_spmv_pick(const dcz_sparse *s, const float *x)
 {
     if (s->lgroups && dcz_isa_supported(DCZ_ISA_AVX512)) {
@@ -497,7 +503,7 @@ dcz_spmv_kind dcz_spmv_pick(const dcz_sparse *s, const float *x)
         for (uint32_t c = 0; c < s->cols && nz <= need; c++) nz += x[c] != 0.0f;
         if (nz > need) return DCZ_SPMV_LANES;
     }
-    return s->col_ptr ? DCZ_SPMV_COLUMNS : DCZ_SPMV_REF;
+    return plain_kind(s);
 }
 
 const float *dcz_spmv_input(const dcz_sparse *s, dcz_spmv_kind kind, const float *x,
@@ -543,17 +549,38 @@ uint32_t dcz_spmv_chunks(const dcz_sparse *s, dcz_spmv_kind kind, uint32_t threa
     return items < want ? (items ? items : 1) : want;
 }
 
+/* the next chunk of a call shared by threads (past the last: none left) */
+static uint32_t take_chunk(uint32_t *next)
+{
+    return __atomic_fetch_add(next, 1, __ATOMIC_RELAXED);
+}
+
 void dcz_spmv_take(const dcz_sparse *s, dcz_spmv_kind kind, uint32_t chunks, uint32_t *next,
                    const float *bias, const float *xin, float *y)
 {
-    for (uint32_t c; (c = __atomic_fetch_add(next, 1, __ATOMIC_RELAXED)) < chunks;)
+    for (uint32_t c; (c = take_chunk(next)) < chunks;)
         dcz_spmv_part(s, kind, c, chunks, bias, xin, y);
+}
+
+uint32_t dcz_spmm_chunks(const dcz_sparse *s, uint32_t threads)
+{
+    return s->rows < 2 * threads ? (s->rows ? s->rows : 1) : 2 * threads;
+}
+
+void dcz_spmm_take(const dcz_sparse *s, uint32_t chunks, uint32_t *next, const float *bias,
+                   const float *x, size_t batch, float *y, float *scratch)
+{
+    for (uint32_t c; (c = take_chunk(next)) < chunks;) {
+        uint32_t r0, r1;
+        dcz_part_range(s->rows, c, chunks, &r0, &r1);
+        dcz_spmm_rows(s, r0, r1, bias, x, batch, y, scratch);
+    }
 }
 
 void dcz_spmv(const dcz_sparse *s, const float *bias, const float *x, float *y, float *scratch)
 {
     dcz_spmv_kind kind = dcz_spmv_pick(s, x);
-    if (kind == DCZ_SPMV_LANES && !scratch) kind = s->col_ptr ? DCZ_SPMV_COLUMNS : DCZ_SPMV_REF;
+    if (kind == DCZ_SPMV_LANES && !scratch) kind = plain_kind(s);
     const float *xin = dcz_spmv_input(s, kind, x, scratch);
     const uint32_t parts = kind == DCZ_SPMV_COLUMNS ? s->cblocks : 1;
     for (uint32_t p = 0; p < parts; p++) dcz_spmv_part(s, kind, p, parts, bias, xin, y);

@@ -234,8 +234,8 @@ static dcz_status load_params(const dcz_container *c, const dcz_graph_layer *g, 
             ? dcz_lanes_bytes(rows, cols, w.nnz, w.k) : 0;
         void *lmem = lbytes ? arena_take(&ld->a, lbytes) : NULL;
         if (lmem) dcz_lanes_build(&sp, w.nnz, lmem);
-        if (lbytes && dcz_lanes_scratch_floats(cols, w.k) > ld->lane_floats)
-            ld->lane_floats = dcz_lanes_scratch_floats(cols, w.k);
+        const uint64_t panels = lbytes ? dcz_lanes_scratch_floats(cols, w.k) : 0;
+        if (panels > ld->lane_floats) ld->lane_floats = panels;
     }
     l->kernel = param_kernel(g->op, w.enc);
     l->w = wd;

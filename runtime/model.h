@@ -383,6 +383,12 @@ uint32_t dcz_spmv_chunks(const dcz_sparse *s, dcz_spmv_kind kind, uint32_t threa
  * Any thread may run any chunk, so the bits do not depend on which. */
 void dcz_spmv_take(const dcz_sparse *s, dcz_spmv_kind kind, uint32_t chunks, uint32_t *next,
                    const float *bias, const float *xin, float *y);
+/* The same sharing at batch N: rows cut into two ranges per thread
+ * (dcz_spmm_chunks), each run by dcz_spmm_rows in the taking thread's
+ * scratch. Two, not more, because each call transposes the input again. */
+uint32_t dcz_spmm_chunks(const dcz_sparse *s, uint32_t threads);
+void dcz_spmm_take(const dcz_sparse *s, uint32_t chunks, uint32_t *next, const float *bias,
+                   const float *x, size_t batch, float *y, float *scratch);
 /* y (out) = S x (in) + bias, batch 1, by dcz_spmv_pick's kernel, all parts;
  * scratch for the lane form's panels (dcz_lanes_scratch_floats floats), or
  * NULL, which leaves the lane form out. */

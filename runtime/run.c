@@ -139,27 +139,20 @@ typedef struct fc_job {
     uint32_t next;       /*   the next to take */
 } fc_job;
 
-/* Part t of m->threads: at batch 1 the chunks of the chosen kernel (blocks
- * of the column form, groups of the lane form) this thread takes,
- * otherwise a range of rows by spmm in scratch part t. Rows are disjoint
- * and each row sums in the same order whatever the split, so the bits do
- * not depend on the threads. */
+/* Thread t's share: the chunks it takes, at batch 1 of the chosen kernel
+ * (blocks of the column form, groups of the lane form), otherwise ranges of
+ * rows by spmm in scratch part t. Rows are disjoint and each row sums in
+ * the same order whatever the split, so the bits do not depend on the
+ * threads. */
 static void fc_part(void *ctx, uint32_t t)
 {
     fc_job *j = ctx;
     const dcz_sparse *s = &j->l->sp;
-    const uint32_t n = j->m->threads;
-    if (j->batch == 1) {
+    if (j->batch == 1)
         dcz_spmv_take(s, j->kind, j->chunks, &j->next, j->l->bias, j->x, j->y);
-        return;
-    }
-    for (uint32_t c; (c = __atomic_fetch_add(&j->next, 1, __ATOMIC_RELAXED)) < j->chunks;) {
-        uint32_t r0, r1;
-        dcz_part_range(s->rows, c, j->chunks, &r0, &r1);
-        dcz_spmm_rows(s, r0, r1, j->l->bias, j->x, j->batch, j->y,
+    else
+        dcz_spmm_take(s, j->chunks, &j->next, j->l->bias, j->x, j->batch, j->y,
                       j->m->scratch + (size_t)t * j->m->scratch_floats);
-    }
-    (void)n;
 }
 
 static void run_sparse_fc(const dcz_model *m, const dcz_exec_layer *l, const float *x,
@@ -174,7 +167,7 @@ static void run_sparse_fc(const dcz_model *m, const dcz_exec_layer *l, const flo
         const dcz_spmv_kind kind = batch == 1 ? dcz_spmv_pick(&l->sp, x) : DCZ_SPMV_REF;
         const float *xin = batch == 1 ? dcz_spmv_input(&l->sp, kind, x, m->scratch) : x;
         const uint32_t chunks = batch == 1 ? dcz_spmv_chunks(&l->sp, kind, m->threads)
-                                           : (l->sp.rows < 2 * m->threads ? l->sp.rows : 2 * m->threads);
+                                           : dcz_spmm_chunks(&l->sp, m->threads);
         fc_job j = { m, l, xin, batch, y, kind, chunks, 0 };
         dcz_pool_run(m->pool, fc_part, &j);
     } else if (batch == 1) {

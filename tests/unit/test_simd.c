@@ -419,9 +419,9 @@ static void test_declines(void)
 
 /* The split run.c makes over threads: at batch 1 chunks taken by the
  * threads as they come (dcz_spmv_take: column blocks, lane groups, or the
- * reference's rows), row ranges with a scratch part each above, run by a
- * pool of 1 to 4 threads, give the reference's bits (the lane form its
- * own reference's). */
+ * reference's rows), above it ranges of rows (dcz_spmm_take) in the taking
+ * thread's scratch part, run by a pool of 1 to 4 threads, give the
+ * reference's bits (the lane form its own reference's). */
 typedef struct split_job {
     const dcz_sparse *s;
     uint32_t threads;
@@ -429,21 +429,18 @@ typedef struct split_job {
     size_t batch;
     float *y, *scratch;
     uint64_t scratch_floats;
-    dcz_spmv_kind kind;  /* batch 1, */
-    uint32_t chunks, next; /* its chunks, the next to take */
+    dcz_spmv_kind kind;    /* batch 1 */
+    uint32_t chunks, next; /* the call's chunks, the next to take */
 } split_job;
 
 static void split_part(void *ctx, uint32_t t)
 {
     split_job *j = ctx;
-    if (j->batch == 1) {
+    if (j->batch == 1)
         dcz_spmv_take(j->s, j->kind, j->chunks, &j->next, j->bias, j->x, j->y);
-        return;
-    }
-    uint32_t r0, r1;
-    dcz_part_range(j->s->rows, t, j->threads, &r0, &r1);
-    dcz_spmm_rows(j->s, r0, r1, j->bias, j->x, j->batch, j->y,
-                  j->scratch + (size_t)t * j->scratch_floats);
+    else
+        dcz_spmm_take(j->s, j->chunks, &j->next, j->bias, j->x, j->batch, j->y,
+                      j->scratch + (size_t)t * j->scratch_floats);
 }
 
 static void test_threads(void)
@@ -476,8 +473,10 @@ static void test_threads(void)
                 /* the lane form reads the input's panels, and sums as its reference */
                 const int lanes = kinds[bi] == DCZ_SPMV_LANES;
                 const float *xin = lanes ? dcz_spmv_input(&m.sp, kinds[bi], x, panels) : x;
+                const uint32_t chunks = batches[bi] == 1 ? dcz_spmv_chunks(&m.sp, kinds[bi], threads)
+                                                         : dcz_spmm_chunks(&m.sp, threads);
                 split_job j = { &m.sp, threads, bias, xin, batches[bi], y, scratch, sf, kinds[bi],
-                                dcz_spmv_chunks(&m.sp, kinds[bi], threads), 0 };
+                                chunks, 0 };
                 if (lanes) dcz_spmv_lanes_ref(&m.sp, 0, m.sp.lgroups, bias, x, ref);
                 else dcz_spmm_ref(&m.sp, bias, x, j.batch, ref);
                 for (int rep = 0; rep < 3; rep++) {
