@@ -9,9 +9,11 @@
  *           execution form (one-byte column steps, 4-bit-codebook indices),
  *           always one thread
  *   dcz     libdcz's kernels as dcz_run calls them: at batch 1 the column
- *           kernel (dcz_spmv_csc, one block of rows per thread), at batch 64
- *           dcz_spmm_rows (the vectorized variant this CPU runs), rows split
- *           over the threads by libdcz's pool
+ *           kernel (dcz_spmv_csc) or, on AVX-512, the lane kernel, as
+ *           dcz_spmv_pick chooses per call, in chunks taken by the threads
+ *           of libdcz's pool; at batch 64 dcz_spmm_pool (the vectorized
+ *           variant this CPU runs: each tile of samples transposed once,
+ *           rows taken in chunks)
  * Inputs have the layer's activation density (the share of nonzero inputs,
  * as EIE measured it on these layers; half for LeNet), and at batch 1 also
  * none zero, the column kernel's worst case.
@@ -94,15 +96,6 @@ static void spmv_run(dcz_pool *pool, job *j, dcz_spmv_kind kind, const float *xi
     j->chunks = dcz_spmv_chunks(j->sp, kind, j->threads);
     j->next = 0;
     dcz_pool_run(pool, spmv_part, j);
-}
-
-/* batch N: the ranges of rows thread t takes (two per thread), in its own
- * scratch, as run.c shares them */
-static void spmm_part(void *ctx, uint32_t t)
-{
-    job *j = ctx;
-    dcz_spmm_take(j->sp, j->chunks, &j->next, NULL, j->x, j->batch, j->y,
-                  j->scratch + t * j->scratch_floats);
 }
 
 typedef struct shape {
@@ -272,8 +265,7 @@ int main(int argc, char **argv)
             j.batch = BATCH;
             TIME(REPS_MM, dcz_pool_run(pool, csr_part, &j), tc);
             TIME(REPS_MM, dcz_spmm_ref(&sp, NULL, x, BATCH, y), tr);
-            j.chunks = dcz_spmm_chunks(&sp, j.threads);
-            TIME(REPS_MM, (j.next = 0, dcz_pool_run(pool, spmm_part, &j)), tz);
+            TIME(REPS_MM, dcz_spmm_pool(pool, &sp, NULL, x, BATCH, y, scratch, sf), tz);
             row(s->name, shp, s->density, act, BATCH, td, tc, tr, (const double[2]){ 0, 0 }, "spmm", tz,
                 form * ((BATCH + DCZ_SPMM_TILE - 1) / DCZ_SPMM_TILE) + BATCH * (s->cols + s->rows) * 4.0,
                 bw);

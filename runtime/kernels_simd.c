@@ -103,12 +103,13 @@ dcz_isa dcz_isa_best(void)
     return DCZ_ISA_REF;
 }
 
-/* scratch (cols, SPMM_TILE) = samples b0 .. b0 + nb - 1 of x (batch, cols),
- * transposed; lanes nb .. SPMM_TILE - 1 are 0. */
-static void fill_tile(const float *x, uint32_t cols, size_t b0, size_t nb, float *scratch)
+/* Columns c0 .. c1 - 1 of tile (cols, SPMM_TILE) = samples b0 .. b0 + nb - 1
+ * of x (batch, cols), transposed; lanes nb .. SPMM_TILE - 1 are 0. */
+static void fill_tile(const float *x, uint32_t cols, uint32_t c0, uint32_t c1, size_t b0,
+                      size_t nb, float *tile)
 {
-    for (uint32_t c = 0; c < cols; c++) {
-        float *t = scratch + (size_t)c * SPMM_TILE;
+    for (uint32_t c = c0; c < c1; c++) {
+        float *t = tile + (size_t)c * SPMM_TILE;
         size_t b = 0;
         for (; b < nb; b++) t[b] = x[(b0 + b) * cols + c];
         for (; b < SPMM_TILE; b++) t[b] = 0.0f;
@@ -409,30 +410,38 @@ static inline void rows_panels__avx2(const dcz_sparse *s, uint32_t r0, uint32_t 
  * of the tile nb samples fill. */
 #define ROWS_TILE_NQ(cbk) do { \
     switch ((nb + 7) / 8) { \
-    case 1: rows_tile__avx2(s, r0, r1, bias, scratch, b0, nb, y, cbk, 1); break; \
-    case 2: rows_tile__avx2(s, r0, r1, bias, scratch, b0, nb, y, cbk, 2); break; \
-    case 3: rows_tile__avx2(s, r0, r1, bias, scratch, b0, nb, y, cbk, 3); break; \
-    default: rows_tile__avx2(s, r0, r1, bias, scratch, b0, nb, y, cbk, 4); break; \
+    case 1: rows_tile__avx2(s, r0, r1, bias, tile, b0, nb, y, cbk, 1); break; \
+    case 2: rows_tile__avx2(s, r0, r1, bias, tile, b0, nb, y, cbk, 2); break; \
+    case 3: rows_tile__avx2(s, r0, r1, bias, tile, b0, nb, y, cbk, 3); break; \
+    default: rows_tile__avx2(s, r0, r1, bias, tile, b0, nb, y, cbk, 4); break; \
     } \
 } while (0)
 #define ROWS_PANELS(cbk) \
-    rows_panels__avx2(s, r0, r1, bias, scratch, b0, nb, y, acc, cur, panel, cbk, 4)
+    rows_panels__avx2(s, r0, r1, bias, tile, b0, nb, y, acc, cur, panel, cbk, 4)
 
+/* Rows r0 .. r1 - 1 on a filled tile of nb samples from b0; work holds the
+ * sums and cursors of those rows between panels. */
 __attribute__((target("avx2")))
+static void tile_rows__avx2(const dcz_sparse *s, uint32_t r0, uint32_t r1, const float *bias,
+                            const float *tile, size_t b0, size_t nb, float *y, float *work)
+{
+    float *acc = work;
+    uint32_t *cur = (uint32_t *)(acc + (size_t)(r1 - r0) * SPMM_TILE);
+    const uint32_t panel = spmm_panel(s);
+    if (s->cols > panel && s->idx) ROWS_PANELS(1);
+    else if (s->cols > panel) ROWS_PANELS(0);
+    else if (s->idx) ROWS_TILE_NQ(1);
+    else ROWS_TILE_NQ(0);
+}
+
 int dcz_spmm__avx2(const dcz_sparse *s, uint32_t r0, uint32_t r1, const float *bias,
                    const float *x, size_t batch, float *y, float *scratch)
 {
     if (!scratch) return 0;
-    float *acc = scratch + (size_t)s->cols * SPMM_TILE;
-    uint32_t *cur = (uint32_t *)(acc + (size_t)(r1 - r0) * SPMM_TILE);
-    const uint32_t panel = spmm_panel(s);
     for (size_t b0 = 0; b0 < batch; b0 += SPMM_TILE) {
         const size_t nb = batch - b0 < SPMM_TILE ? batch - b0 : SPMM_TILE;
-        fill_tile(x, s->cols, b0, nb, scratch);
-        if (s->cols > panel && s->idx) ROWS_PANELS(1);
-        else if (s->cols > panel) ROWS_PANELS(0);
-        else if (s->idx) ROWS_TILE_NQ(1);
-        else ROWS_TILE_NQ(0);
+        fill_tile(x, s->cols, 0, s->cols, b0, nb, scratch);
+        tile_rows__avx2(s, r0, r1, bias, scratch, b0, nb, y, scratch + (size_t)s->cols * SPMM_TILE);
     }
     return 1;
 }
@@ -442,39 +451,45 @@ int dcz_spmm__avx2(const dcz_sparse *s, uint32_t r0, uint32_t r1, const float *b
 /* ---- aarch64 ---------------------------------------------------------------- */
 #ifdef DCZ_NEON
 
-/* One row at a time, 16 samples of the tile in four registers, then the
- * next 16. */
+/* Rows r0 .. r1 - 1 on a filled tile of nb samples from b0: one row at a
+ * time, 16 samples of the tile in four registers, then the next 16. */
+static void tile_rows__neon(const dcz_sparse *s, uint32_t r0, uint32_t r1, const float *bias,
+                            const float *tile, size_t b0, size_t nb, float *y)
+{
+    for (size_t h = 0; h < nb; h += 16) {
+        const size_t nh = nb - h < 16 ? nb - h : 16;
+        for (uint32_t r = r0; r < r1; r++) {
+            const float32x4_t b = vdupq_n_f32(bias ? bias[r] : 0.0f);
+            float32x4_t a0 = b, a1 = b, a2 = b, a3 = b;
+            uint32_t col = 0;
+            for (uint32_t e = s->row_ptr[r]; e < s->row_ptr[r + 1]; e++) {
+                col += s->step[e];
+                if (s->step[e] == DCZ_STEP_FILLER) continue;
+                const float32x4_t w = vdupq_n_f32(dcz_sparse_weight(s, e));
+                const float *t = tile + (size_t)col * SPMM_TILE + h;
+                a0 = vaddq_f32(a0, vmulq_f32(w, vld1q_f32(t)));
+                a1 = vaddq_f32(a1, vmulq_f32(w, vld1q_f32(t + 4)));
+                a2 = vaddq_f32(a2, vmulq_f32(w, vld1q_f32(t + 8)));
+                a3 = vaddq_f32(a3, vmulq_f32(w, vld1q_f32(t + 12)));
+            }
+            float out[16];
+            vst1q_f32(out, a0);
+            vst1q_f32(out + 4, a1);
+            vst1q_f32(out + 8, a2);
+            vst1q_f32(out + 12, a3);
+            store_tile(out, nh, b0 + h, s->rows, r, y);
+        }
+    }
+}
+
 int dcz_spmm__neon(const dcz_sparse *s, uint32_t r0, uint32_t r1, const float *bias,
                    const float *x, size_t batch, float *y, float *scratch)
 {
     if (!scratch) return 0;
     for (size_t b0 = 0; b0 < batch; b0 += SPMM_TILE) {
         const size_t nb = batch - b0 < SPMM_TILE ? batch - b0 : SPMM_TILE;
-        fill_tile(x, s->cols, b0, nb, scratch);
-        for (size_t h = 0; h < nb; h += 16) {
-            const size_t nh = nb - h < 16 ? nb - h : 16;
-            for (uint32_t r = r0; r < r1; r++) {
-                const float32x4_t b = vdupq_n_f32(bias ? bias[r] : 0.0f);
-                float32x4_t a0 = b, a1 = b, a2 = b, a3 = b;
-                uint32_t col = 0;
-                for (uint32_t e = s->row_ptr[r]; e < s->row_ptr[r + 1]; e++) {
-                    col += s->step[e];
-                    if (s->step[e] == DCZ_STEP_FILLER) continue;
-                    const float32x4_t w = vdupq_n_f32(dcz_sparse_weight(s, e));
-                    const float *t = scratch + (size_t)col * SPMM_TILE + h;
-                    a0 = vaddq_f32(a0, vmulq_f32(w, vld1q_f32(t)));
-                    a1 = vaddq_f32(a1, vmulq_f32(w, vld1q_f32(t + 4)));
-                    a2 = vaddq_f32(a2, vmulq_f32(w, vld1q_f32(t + 8)));
-                    a3 = vaddq_f32(a3, vmulq_f32(w, vld1q_f32(t + 12)));
-                }
-                float out[16];
-                vst1q_f32(out, a0);
-                vst1q_f32(out + 4, a1);
-                vst1q_f32(out + 8, a2);
-                vst1q_f32(out + 12, a3);
-                store_tile(out, nh, b0 + h, s->rows, r, y);
-            }
-        }
+        fill_tile(x, s->cols, 0, s->cols, b0, nb, scratch);
+        tile_rows__neon(s, r0, r1, bias, scratch, b0, nb, y);
     }
     return 1;
 }
@@ -562,21 +577,6 @@ void dcz_spmv_take(const dcz_sparse *s, dcz_spmv_kind kind, uint32_t chunks, uin
         dcz_spmv_part(s, kind, c, chunks, bias, xin, y);
 }
 
-uint32_t dcz_spmm_chunks(const dcz_sparse *s, uint32_t threads)
-{
-    return s->rows < 2 * threads ? (s->rows ? s->rows : 1) : 2 * threads;
-}
-
-void dcz_spmm_take(const dcz_sparse *s, uint32_t chunks, uint32_t *next, const float *bias,
-                   const float *x, size_t batch, float *y, float *scratch)
-{
-    for (uint32_t c; (c = take_chunk(next)) < chunks;) {
-        uint32_t r0, r1;
-        dcz_part_range(s->rows, c, chunks, &r0, &r1);
-        dcz_spmm_rows(s, r0, r1, bias, x, batch, y, scratch);
-    }
-}
-
 void dcz_spmv(const dcz_sparse *s, const float *bias, const float *x, float *y, float *scratch)
 {
     dcz_spmv_kind kind = dcz_spmv_pick(s, x);
@@ -606,4 +606,87 @@ void dcz_spmm(const dcz_sparse *s, const float *bias, const float *x, size_t bat
               float *scratch)
 {
     dcz_spmm_rows(s, 0, s->rows, bias, x, batch, y, scratch);
+}
+
+/* Rows r0 .. r1 - 1 on a filled tile by this machine's vector variant, work
+ * for their sums between panels; 0 where no variant runs. */
+static int tile_rows(const dcz_sparse *s, uint32_t r0, uint32_t r1, const float *bias,
+                     const float *tile, size_t b0, size_t nb, float *y, float *work)
+{
+    switch (dcz_isa_best()) {
+#ifdef DCZ_X86
+    case DCZ_ISA_AVX2: tile_rows__avx2(s, r0, r1, bias, tile, b0, nb, y, work); return 1;
+#endif
+#ifdef DCZ_NEON
+    case DCZ_ISA_NEON: (void)work; tile_rows__neon(s, r0, r1, bias, tile, b0, nb, y); return 1;
+#endif
+    default: (void)s; (void)r0; (void)r1; (void)bias; (void)tile; (void)b0; (void)nb; (void)y;
+             (void)work; return 0;
+    }
+}
+
+/* Chunks per thread of one phase of dcz_spmm_pool: enough that a thread on
+ * a slower core takes fewer of them (bench/bench_spmv.c, 1000 x 4096 at 25%
+ * and batch 64 on two threads). */
+#define SPMM_CHUNKS_PER_THREAD 8
+
+/* One call of dcz_spmm_pool, phase by phase. */
+typedef struct spmm_job {
+    const dcz_sparse *s;
+    const float *bias, *x;
+    size_t batch;
+    float *y, *scratch;
+    uint64_t part_floats;
+    int vec;              /* a vector variant runs on tiles; else the reference on rows */
+    size_t b0, nb;        /* the tile in hand */
+    int fill;             /* this phase transposes the tile's columns, else runs rows */
+    uint32_t chunks, next;
+} spmm_job;
+
+static void spmm_part(void *ctx, uint32_t t)
+{
+    spmm_job *j = ctx;
+    const dcz_sparse *s = j->s;
+    for (uint32_t c; (c = take_chunk(&j->next)) < j->chunks;) {
+        uint32_t lo, hi;
+        dcz_part_range(j->fill ? s->cols : s->rows, c, j->chunks, &lo, &hi);
+        if (j->fill)
+            fill_tile(j->x, s->cols, lo, hi, j->b0, j->nb, j->scratch);
+        else if (j->vec)
+            tile_rows(s, lo, hi, j->bias, j->scratch, j->b0, j->nb, j->y,
+                      j->scratch + (size_t)t * j->part_floats + (size_t)s->cols * SPMM_TILE);
+        else
+            dcz_spmm_ref_rows(s, lo, hi, j->bias, j->x, j->batch, j->y);
+    }
+}
+
+/* phase chunks for n items over the threads */
+static uint32_t phase_chunks(uint32_t n, uint32_t threads)
+{
+    const uint32_t want = threads * SPMM_CHUNKS_PER_THREAD;
+    return n < want ? (n ? n : 1) : want;
+}
+
+void dcz_spmm_pool(dcz_pool *pool, const dcz_sparse *s, const float *bias, const float *x,
+                   size_t batch, float *y, float *scratch, uint64_t part_floats)
+{
+    const uint32_t threads = dcz_pool_threads(pool);
+    spmm_job j = { s, bias, x, batch, y, scratch, part_floats, 0, 0, 0, 0, 0, 0 };
+    j.vec = scratch && dcz_isa_best() != DCZ_ISA_REF;
+    if (!j.vec) {
+        j.chunks = phase_chunks(s->rows, threads);
+        dcz_pool_run(pool, spmm_part, &j);
+        return;
+    }
+    for (j.b0 = 0; j.b0 < batch; j.b0 += SPMM_TILE) {
+        j.nb = batch - j.b0 < SPMM_TILE ? batch - j.b0 : SPMM_TILE;
+        j.fill = 1;
+        j.chunks = phase_chunks(s->cols, threads);
+        j.next = 0;
+        dcz_pool_run(pool, spmm_part, &j);
+        j.fill = 0;
+        j.chunks = phase_chunks(s->rows, threads);
+        j.next = 0;
+        dcz_pool_run(pool, spmm_part, &j);
+    }
 }

@@ -383,12 +383,17 @@ uint32_t dcz_spmv_chunks(const dcz_sparse *s, dcz_spmv_kind kind, uint32_t threa
  * Any thread may run any chunk, so the bits do not depend on which. */
 void dcz_spmv_take(const dcz_sparse *s, dcz_spmv_kind kind, uint32_t chunks, uint32_t *next,
                    const float *bias, const float *xin, float *y);
-/* The same sharing at batch N: rows cut into two ranges per thread
- * (dcz_spmm_chunks), each run by dcz_spmm_rows in the taking thread's
- * scratch. Two, not more, because each call transposes the input again. */
-uint32_t dcz_spmm_chunks(const dcz_sparse *s, uint32_t threads);
-void dcz_spmm_take(const dcz_sparse *s, uint32_t chunks, uint32_t *next, const float *bias,
-                   const float *x, size_t batch, float *y, float *scratch);
+/* y (batch, out) = x (batch, in) S^T + bias over the threads of pool (NULL:
+ * the caller alone), as dcz_spmm computes it. Each tile of DCZ_SPMM_TILE
+ * samples is transposed once into part 0 of scratch, its columns cut into
+ * chunks; then the rows are cut into chunks, each run on that tile with
+ * the sums of the taking thread t in part t (scratch + t part_floats;
+ * part_floats at least dcz_spmm_scratch_floats). Chunks are taken as the
+ * threads come, about eight per thread, so a thread on a busier core takes
+ * fewer; rows are disjoint and sum in one order, so the bits do not depend
+ * on the threads. scratch NULL: the reference's rows. */
+void dcz_spmm_pool(dcz_pool *pool, const dcz_sparse *s, const float *bias, const float *x,
+                   size_t batch, float *y, float *scratch, uint64_t part_floats);
 /* y (out) = S x (in) + bias, batch 1, by dcz_spmv_pick's kernel, all parts;
  * scratch for the lane form's panels (dcz_lanes_scratch_floats floats), or
  * NULL, which leaves the lane form out. */

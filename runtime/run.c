@@ -129,30 +129,23 @@ static void run_qlayer(const dcz_model *m, uint32_t i, const dcz_q *x, size_t ba
 /* ---- sparse fully connected layers, split over the threads --------------- */
 
 typedef struct fc_job {
-    const dcz_model *m;
     const dcz_exec_layer *l;
-    const float *x;      /* batch 1: dcz_spmv_input's form of it */
-    size_t batch;
+    const float *x;      /* dcz_spmv_input's form of the input */
     float *y;
-    dcz_spmv_kind kind;  /* batch 1: the kernel dcz_spmv_pick chose, */
+    dcz_spmv_kind kind;  /* the kernel dcz_spmv_pick chose, */
     uint32_t chunks;     /*   cut into these chunks, */
     uint32_t next;       /*   the next to take */
 } fc_job;
 
-/* Thread t's share: the chunks it takes, at batch 1 of the chosen kernel
- * (blocks of the column form, groups of the lane form), otherwise ranges of
- * rows by spmm in scratch part t. Rows are disjoint and each row sums in
- * the same order whatever the split, so the bits do not depend on the
- * threads. */
+/* Thread t's share at batch 1: the chunks of the chosen kernel (blocks of
+ * the column form, groups of the lane form, rows of the reference) it
+ * takes. Rows are disjoint and each row sums in the same order whatever
+ * the split, so the bits do not depend on the threads. */
 static void fc_part(void *ctx, uint32_t t)
 {
     fc_job *j = ctx;
-    const dcz_sparse *s = &j->l->sp;
-    if (j->batch == 1)
-        dcz_spmv_take(s, j->kind, j->chunks, &j->next, j->l->bias, j->x, j->y);
-    else
-        dcz_spmm_take(s, j->chunks, &j->next, j->l->bias, j->x, j->batch, j->y,
-                      j->m->scratch + (size_t)t * j->m->scratch_floats);
+    (void)t;
+    dcz_spmv_take(&j->l->sp, j->kind, j->chunks, &j->next, j->l->bias, j->x, j->y);
 }
 
 static void run_sparse_fc(const dcz_model *m, const dcz_exec_layer *l, const float *x,
@@ -162,14 +155,14 @@ static void run_sparse_fc(const dcz_model *m, const dcz_exec_layer *l, const flo
         dcz_spmv_ref(&l->sp, l->bias, x, y);
     } else if (m->opt.force_reference) {
         dcz_spmm_ref(&l->sp, l->bias, x, batch, y);
-    } else if (m->pool && dcz_sparse_split(&l->sp)) {
+    } else if (m->pool && dcz_sparse_split(&l->sp) && batch == 1) {
         /* the lane form's panels of x go in the scratch, idle at batch 1 */
-        const dcz_spmv_kind kind = batch == 1 ? dcz_spmv_pick(&l->sp, x) : DCZ_SPMV_REF;
-        const float *xin = batch == 1 ? dcz_spmv_input(&l->sp, kind, x, m->scratch) : x;
-        const uint32_t chunks = batch == 1 ? dcz_spmv_chunks(&l->sp, kind, m->threads)
-                                           : dcz_spmm_chunks(&l->sp, m->threads);
-        fc_job j = { m, l, xin, batch, y, kind, chunks, 0 };
+        const dcz_spmv_kind kind = dcz_spmv_pick(&l->sp, x);
+        fc_job j = { l, dcz_spmv_input(&l->sp, kind, x, m->scratch), y, kind,
+                     dcz_spmv_chunks(&l->sp, kind, m->threads), 0 };
         dcz_pool_run(m->pool, fc_part, &j);
+    } else if (m->pool && dcz_sparse_split(&l->sp)) {
+        dcz_spmm_pool(m->pool, &l->sp, l->bias, x, batch, y, m->scratch, m->scratch_floats);
     } else if (batch == 1) {
         dcz_spmv(&l->sp, l->bias, x, y, m->scratch);
     } else {

@@ -3,7 +3,8 @@
  *
  * Every spmm variant this machine runs is called directly (x86: __avx2
  * where the CPU has it; aarch64: __neon), and the dispatching dcz_spmm
- * too, on whole matrices and on row ranges; the column-form kernel
+ * too, on whole matrices and on row ranges, and dcz_spmm_pool on whole
+ * matrices over a pool of GRID_THREADS threads; the column-form kernel
  * dcz_spmv_csc with the rows cut into 1, 2 and 3 blocks, and the
  * dispatching dcz_spmv; the lane form's kernels (dcz_spmv_lanes_ref, and
  * __avx512 where the CPU has it) on whole matrices and in parts. The lane
@@ -22,9 +23,9 @@
  * matrices up to 20000 weights. Every
  * output must equal the reference's bits (the kernels sum in its order),
  * and nothing past y or outside the asked rows is written. Declines: spmm
- * without scratch. The split over threads run.c makes (column blocks at
- * batch 1, row ranges with their own scratch above), run by libdcz's pool
- * of 1 to 4 threads, gives the same bits.
+ * without scratch. The split over threads run.c makes (chunks of the
+ * batch-1 kernels; dcz_spmm_pool above), run by libdcz's pool of 1 to 4
+ * threads, gives the same bits.
  */
 #include <math.h>
 #include <stdlib.h>
@@ -133,8 +134,23 @@ static int spmm_dispatch(const dcz_sparse *s, uint32_t r0, uint32_t r1, const fl
     return 1;
 }
 
+/* the pool the grid runs dcz_spmm_pool on, and the scratch parts it takes */
+#define GRID_THREADS 3
+static dcz_pool *grid_pool;
+
+/* dcz_spmm_pool on whole matrices; it runs no row range, which falls to
+ * dcz_spmm_rows */
+static int spmm_pooled(const dcz_sparse *s, uint32_t r0, uint32_t r1, const float *bias,
+                       const float *x, size_t batch, float *y, float *scratch)
+{
+    if (r0 != 0 || r1 != s->rows) return spmm_dispatch(s, r0, r1, bias, x, batch, y, scratch);
+    dcz_spmm_pool(grid_pool, s, bias, x, batch, y, scratch, dcz_spmm_scratch_floats(s->rows, s->cols));
+    return 1;
+}
+
 static const family families[] = {
     { "dispatch", DCZ_ISA_REF, spmm_dispatch },
+    { "pool", DCZ_ISA_REF, spmm_pooled },
 #if defined(__x86_64__) || defined(__i386__)
     { "avx2", DCZ_ISA_AVX2, dcz_spmm__avx2 },
 #elif defined(__aarch64__) && defined(__ARM_NEON)
@@ -316,7 +332,7 @@ static void check_case(mat *m, tally *t)
     float *x = malloc((maxb * cols + 1) * sizeof(float)), *bias = malloc((rows + 1) * sizeof(float));
     float *ref = malloc((maxb * rows + 1) * sizeof(float));
     float *y = malloc((maxb * rows + GUARD) * sizeof(float));
-    float *scratch = malloc((dcz_spmm_scratch_floats(rows, cols) + 1) * sizeof(float));
+    float *scratch = malloc((dcz_spmm_scratch_floats(rows, cols) * GRID_THREADS + 1) * sizeof(float));
     for (uint32_t i = 0; i < rows; i++) bias[i] = nonzero();
     t->fillers += m->fillers;
     for (int zeros = 0; zeros < 2; zeros++) {
@@ -346,6 +362,7 @@ static void check_case(mat *m, tally *t)
 
 static void test_grid(void)
 {
+    REQUIRE(dcz_pool_start(GRID_THREADS, &grid_pool) == DCZ_OK, "pool of %d", GRID_THREADS);
     static const uint32_t rows[] = { 0, 1, 7, 8, 9, 15, 16, 17, 31, 33 };
     static const uint32_t cols[] = { 0, 1, 7, 8, 9, 15, 16, 17, 31, 33, 300, 1000 };
     static const uint32_t extra[][2] = { { 300, 300 }, { 64, 4000 } };
@@ -384,6 +401,8 @@ static void test_grid(void)
     CHECK(t.fillers > 100, "only %zu fillers in the grid", t.fillers);
     CHECK(t.cases[0] > 5000, "only %zu cases", t.cases[0]);
     CHECK(t.skipped > 1000, "only %zu zero inputs", t.skipped);
+    CHECK(t.cases[1] == t.cases[0], "dcz_spmm_pool on every case");
+    dcz_pool_stop(grid_pool);
 }
 
 /* A matrix past the column form's 65535 rows gets none, and dcz_spmv runs
@@ -405,8 +424,8 @@ static void test_declines(void)
     dcz_spmv(&m.sp, NULL, x, y, NULL);
     dcz_spmv_ref(&m.sp, NULL, x, yr);
     CHECK(memcmp(y, yr, sizeof y) == 0, "dcz_spmv without a column form is the reference");
-    for (size_t f = 1; f < NFAM; f++) {
-        if (!dcz_isa_supported(families[f].isa)) continue;
+    for (size_t f = 0; f < NFAM; f++) {
+        if (families[f].isa == DCZ_ISA_REF || !dcz_isa_supported(families[f].isa)) continue;
         for (int i = 0; i < 9; i++) y[i] = canary;
         CHECK(families[f].spmm(&m.sp, 0, 9, NULL, x, 1, y, NULL) == 0 && y[0] == canary,
               "%s spmm without scratch", families[f].name);
@@ -419,28 +438,22 @@ static void test_declines(void)
 
 /* The split run.c makes over threads: at batch 1 chunks taken by the
  * threads as they come (dcz_spmv_take: column blocks, lane groups, or the
- * reference's rows), above it ranges of rows (dcz_spmm_take) in the taking
- * thread's scratch part, run by a pool of 1 to 4 threads, give the
- * reference's bits (the lane form its own reference's). */
+ * reference's rows), above it dcz_spmm_pool (one shared tile, rows taken in
+ * chunks, sums in the taking thread's scratch part), run by a pool of 1 to
+ * 4 threads, give the reference's bits (the lane form its own reference's). */
 typedef struct split_job {
     const dcz_sparse *s;
-    uint32_t threads;
     const float *bias, *x;
-    size_t batch;
-    float *y, *scratch;
-    uint64_t scratch_floats;
-    dcz_spmv_kind kind;    /* batch 1 */
+    float *y;
+    dcz_spmv_kind kind;
     uint32_t chunks, next; /* the call's chunks, the next to take */
 } split_job;
 
 static void split_part(void *ctx, uint32_t t)
 {
     split_job *j = ctx;
-    if (j->batch == 1)
-        dcz_spmv_take(j->s, j->kind, j->chunks, &j->next, j->bias, j->x, j->y);
-    else
-        dcz_spmm_take(j->s, j->chunks, &j->next, j->bias, j->x, j->batch, j->y,
-                      j->scratch + (size_t)t * j->scratch_floats);
+    (void)t;
+    dcz_spmv_take(j->s, j->kind, j->chunks, &j->next, j->bias, j->x, j->y);
 }
 
 static void test_threads(void)
@@ -473,18 +486,22 @@ static void test_threads(void)
                 /* the lane form reads the input's panels, and sums as its reference */
                 const int lanes = kinds[bi] == DCZ_SPMV_LANES;
                 const float *xin = lanes ? dcz_spmv_input(&m.sp, kinds[bi], x, panels) : x;
-                const uint32_t chunks = batches[bi] == 1 ? dcz_spmv_chunks(&m.sp, kinds[bi], threads)
-                                                         : dcz_spmm_chunks(&m.sp, threads);
-                split_job j = { &m.sp, threads, bias, xin, batches[bi], y, scratch, sf, kinds[bi],
-                                chunks, 0 };
+                const size_t batch = batches[bi];
+                split_job j = { &m.sp, bias, xin, y, kinds[bi],
+                                dcz_spmv_chunks(&m.sp, kinds[bi], threads), 0 };
                 if (lanes) dcz_spmv_lanes_ref(&m.sp, 0, m.sp.lgroups, bias, x, ref);
-                else dcz_spmm_ref(&m.sp, bias, x, j.batch, ref);
+                else dcz_spmm_ref(&m.sp, bias, x, batch, ref);
                 for (int rep = 0; rep < 3; rep++) {
                     memset(y, 0xFF, batch_max * rows * sizeof(float));
-                    j.next = 0;
-                    dcz_pool_run(pool, split_part, &j);
-                    CHECK(memcmp(y, ref, j.batch * rows * sizeof(float)) == 0,
-                          "%ux%u batch %zu on %u threads", rows, cols, j.batch, threads);
+                    if (batch == 1) {
+                        j.next = 0;
+                        dcz_pool_run(pool, split_part, &j);
+                    } else {
+                        dcz_spmm_pool(pool, &m.sp, bias, x, batch, y, rep < 2 ? scratch : NULL, sf);
+                    }
+                    CHECK(memcmp(y, ref, batch * rows * sizeof(float)) == 0,
+                          "%ux%u batch %zu on %u threads%s", rows, cols, batch, threads,
+                          rep < 2 || batch == 1 ? "" : " without scratch");
                     runs++;
                 }
             }
