@@ -14,6 +14,9 @@
  *           of libdcz's pool; at batch 64 dcz_spmm_pool (the vectorized
  *           variant this CPU runs: each tile of samples transposed once,
  *           rows taken in chunks)
+ * A layer with fewer than DCZ_PARALLEL_MIN_ENTRIES weights (the LeNet
+ * layers) runs csr and dcz on one thread, as dcz_run does: for it the
+ * hand-over to the pool costs more than it saves.
  * Inputs have the layer's activation density (the share of nonzero inputs,
  * as EIE measured it on these layers; half for LeNet), and at batch 1 also
  * none zero, the column kernel's worst case.
@@ -205,15 +208,19 @@ int main(int argc, char **argv)
         dcz_sparse_builder_finish(&bld);
         dcz_sparse sp = { s->rows, s->cols, bld.entries, row_ptr, step, idx, NULL, cb, 16,
                           0, 0, NULL, NULL, NULL, NULL, 0, 0, NULL, NULL, NULL };
-        void *cols_mem = malloc(dcz_sparse_columns_bytes(s->rows, s->cols, nnz, 16, threads));
-        dcz_sparse_build_columns(&sp, (uint32_t)threads, cols_mem);
+        /* as the loader and run.c do: a layer too small to split runs on
+         * the caller's thread alone, its column form in one block */
+        const uint32_t lthreads = nnz >= DCZ_PARALLEL_MIN_ENTRIES ? (uint32_t)threads : 1;
+        dcz_pool *lpool = lthreads > 1 ? pool : NULL;
+        void *cols_mem = malloc(dcz_sparse_columns_bytes(s->rows, s->cols, nnz, 16, lthreads));
+        dcz_sparse_build_columns(&sp, lthreads, cols_mem);
         void *lanes_mem = NULL;
         if (lanes) {
             lanes_mem = malloc(dcz_lanes_bytes(s->rows, s->cols, nnz, 16));
             dcz_lanes_build(&sp, nnz, lanes_mem);
         }
         float *panels = malloc((dcz_lanes_scratch_floats(s->cols, 16) + 1) * sizeof(float));
-        job j = { &c, &sp, s->cols, (uint32_t)threads, x, x, y, scratch, sf, 1, DCZ_SPMV_REF, 0, 0 };
+        job j = { &c, &sp, s->cols, lthreads, x, x, y, scratch, sf, 1, DCZ_SPMV_REF, 0, 0 };
         double td, tc, tr, tz;
         char shp[32];
         snprintf(shp, sizeof shp, "%ux%u", s->rows, s->cols);
@@ -230,19 +237,19 @@ int main(int argc, char **argv)
                 TIME(REPS, cblas_sgemv(CblasRowMajor, CblasNoTrans, (int)s->rows, (int)s->cols, 1.0f, w,
                                        (int)s->cols, x, 1, 0.0f, y, 1), td);
                 j.batch = 1;
-                TIME(REPS, dcz_pool_run(pool, csr_part, &j), tc);
+                TIME(REPS, dcz_pool_run(lpool, csr_part, &j), tc);
                 TIME(REPS, dcz_spmv_ref(&sp, NULL, x, y), tr);
                 /* each kernel, then dcz_spmv_pick's choice with the choosing */
                 double tk[2] = { 0, 0 };
-                TIME(REPS, spmv_run(pool, &j, DCZ_SPMV_COLUMNS, x), tk[0]);
+                TIME(REPS, spmv_run(lpool, &j, DCZ_SPMV_COLUMNS, x), tk[0]);
                 /* the lane kernel with its copy of x into panels */
                 if (sp.lgroups)
-                    TIME(REPS, spmv_run(pool, &j, DCZ_SPMV_LANES,
+                    TIME(REPS, spmv_run(lpool, &j, DCZ_SPMV_LANES,
                                         dcz_spmv_input(&sp, DCZ_SPMV_LANES, x, panels)), tk[1]);
                 const dcz_spmv_kind pick = dcz_spmv_pick(&sp, x);
                 dcz_spmv_kind kz = pick;
                 TIME(REPS, (kz = dcz_spmv_pick(&sp, x),
-                            spmv_run(pool, &j, kz, dcz_spmv_input(&sp, kz, x, panels))), tz);
+                            spmv_run(lpool, &j, kz, dcz_spmv_input(&sp, kz, x, panels))), tz);
                 /* what the column kernel reads: col_ptr, and the packed
                  * entries of the columns of nonzero inputs */
                 double live = 0;
@@ -263,9 +270,9 @@ int main(int argc, char **argv)
                                       (int)s->cols, 1.0f, x, (int)s->cols, w, (int)s->cols, 0.0f, y,
                                       (int)s->rows), td);
             j.batch = BATCH;
-            TIME(REPS_MM, dcz_pool_run(pool, csr_part, &j), tc);
+            TIME(REPS_MM, dcz_pool_run(lpool, csr_part, &j), tc);
             TIME(REPS_MM, dcz_spmm_ref(&sp, NULL, x, BATCH, y), tr);
-            TIME(REPS_MM, dcz_spmm_pool(pool, &sp, NULL, x, BATCH, y, scratch, sf), tz);
+            TIME(REPS_MM, dcz_spmm_pool(lpool, &sp, NULL, x, BATCH, y, scratch, sf), tz);
             row(s->name, shp, s->density, act, BATCH, td, tc, tr, (const double[2]){ 0, 0 }, "spmm", tz,
                 form * ((BATCH + DCZ_SPMM_TILE - 1) / DCZ_SPMM_TILE) + BATCH * (s->cols + s->rows) * 4.0,
                 bw);

@@ -19,7 +19,9 @@
  *     the samples at once, no gather. AVX2 walks two rows side by side with
  *     up to four registers of eight samples each (eight independent sums
  *     hide the latency of the additions, and an entry's decoding serves 32
- *     samples); NEON one row, 16 samples in four registers.
+ *     samples); NEON one row, 16 samples in four registers. Over threads
+ *     (dcz_spmm_pool) the tile is transposed once, by all of them, and
+ *     then shared: the threads take rows in chunks.
  *
  * Summation order. Every kernel here sums as the references do: the bias
  * (or 0) first, then w * x, rounded, added entry by entry in column order
