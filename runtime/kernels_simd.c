@@ -19,7 +19,8 @@
  *     the samples at once, no gather. AVX2 walks two rows side by side with
  *     up to four registers of eight samples each (eight independent sums
  *     hide the latency of the additions, and an entry's decoding serves 32
- *     samples); NEON one row, 16 samples in four registers. Over threads
+ *     samples; the tile is filled by 8 x 8 transposes in registers); NEON
+ *     one row, 16 samples in four registers. Over threads
  *     (dcz_spmm_pool) the tile is transposed once, by all of them, and
  *     then shared: the threads take rows in chunks.
  *
@@ -298,6 +299,42 @@ void dcz_sparse_build_columns(dcz_sparse *s, uint32_t cblocks, void *mem)
 /* ---- x86 -------------------------------------------------------------------- */
 #ifdef DCZ_X86
 
+/* fill_tile by blocks of 8 samples x 8 columns: eight row loads, a
+ * transpose in registers, eight column stores (samples past nb load as 0);
+ * the columns past the last whole block by fill_tile. */
+__attribute__((target("avx2")))
+static void fill_tile__avx2(const float *x, uint32_t cols, uint32_t c0, uint32_t c1, size_t b0,
+                            size_t nb, float *tile)
+{
+    uint32_t c = c0;
+    for (; c1 - c >= 8; c += 8) {
+        for (size_t h = 0; h < SPMM_TILE; h += 8) {
+            __m256 r[8];
+            for (size_t i = 0; i < 8; i++)
+                r[i] = h + i < nb ? _mm256_loadu_ps(x + (b0 + h + i) * cols + c) : _mm256_setzero_ps();
+            /* pairs of samples interleaved, then quads, then halves swapped */
+            const __m256 t0 = _mm256_unpacklo_ps(r[0], r[1]), t1 = _mm256_unpackhi_ps(r[0], r[1]);
+            const __m256 t2 = _mm256_unpacklo_ps(r[2], r[3]), t3 = _mm256_unpackhi_ps(r[2], r[3]);
+            const __m256 t4 = _mm256_unpacklo_ps(r[4], r[5]), t5 = _mm256_unpackhi_ps(r[4], r[5]);
+            const __m256 t6 = _mm256_unpacklo_ps(r[6], r[7]), t7 = _mm256_unpackhi_ps(r[6], r[7]);
+            const __m256 q0 = _mm256_shuffle_ps(t0, t2, 0x44), q1 = _mm256_shuffle_ps(t0, t2, 0xEE);
+            const __m256 q2 = _mm256_shuffle_ps(t1, t3, 0x44), q3 = _mm256_shuffle_ps(t1, t3, 0xEE);
+            const __m256 q4 = _mm256_shuffle_ps(t4, t6, 0x44), q5 = _mm256_shuffle_ps(t4, t6, 0xEE);
+            const __m256 q6 = _mm256_shuffle_ps(t5, t7, 0x44), q7 = _mm256_shuffle_ps(t5, t7, 0xEE);
+            float *t = tile + (size_t)c * SPMM_TILE + h;
+            _mm256_storeu_ps(t + 0 * SPMM_TILE, _mm256_permute2f128_ps(q0, q4, 0x20));
+            _mm256_storeu_ps(t + 1 * SPMM_TILE, _mm256_permute2f128_ps(q1, q5, 0x20));
+            _mm256_storeu_ps(t + 2 * SPMM_TILE, _mm256_permute2f128_ps(q2, q6, 0x20));
+            _mm256_storeu_ps(t + 3 * SPMM_TILE, _mm256_permute2f128_ps(q3, q7, 0x20));
+            _mm256_storeu_ps(t + 4 * SPMM_TILE, _mm256_permute2f128_ps(q0, q4, 0x31));
+            _mm256_storeu_ps(t + 5 * SPMM_TILE, _mm256_permute2f128_ps(q1, q5, 0x31));
+            _mm256_storeu_ps(t + 6 * SPMM_TILE, _mm256_permute2f128_ps(q2, q6, 0x31));
+            _mm256_storeu_ps(t + 7 * SPMM_TILE, _mm256_permute2f128_ps(q3, q7, 0x31));
+        }
+    }
+    fill_tile(x, cols, c, c1, b0, nb, tile);
+}
+
 /* w times tile lanes 8q .. 8q + 7 added to A */
 #define MADD_AVX2(A, q) A = _mm256_add_ps(A, _mm256_mul_ps(w_, _mm256_loadu_ps(t_ + 8 * (q))))
 /* One entry e of a row into its accumulators A0 .. A(nq - 1) (tile lanes
@@ -442,7 +479,7 @@ int dcz_spmm__avx2(const dcz_sparse *s, uint32_t r0, uint32_t r1, const float *b
     if (!scratch) return 0;
     for (size_t b0 = 0; b0 < batch; b0 += SPMM_TILE) {
         const size_t nb = batch - b0 < SPMM_TILE ? batch - b0 : SPMM_TILE;
-        fill_tile(x, s->cols, 0, s->cols, b0, nb, scratch);
+        fill_tile__avx2(x, s->cols, 0, s->cols, b0, nb, scratch);
         tile_rows__avx2(s, r0, r1, bias, scratch, b0, nb, y, scratch + (size_t)s->cols * SPMM_TILE);
     }
     return 1;
@@ -610,6 +647,19 @@ void dcz_spmm(const dcz_sparse *s, const float *bias, const float *x, size_t bat
     dcz_spmm_rows(s, 0, s->rows, bias, x, batch, y, scratch);
 }
 
+/* fill_tile by this machine's vector variant */
+static void fill_tile_best(const float *x, uint32_t cols, uint32_t c0, uint32_t c1, size_t b0,
+                           size_t nb, float *tile)
+{
+#ifdef DCZ_X86
+    if (dcz_isa_best() == DCZ_ISA_AVX2) {
+        fill_tile__avx2(x, cols, c0, c1, b0, nb, tile);
+        return;
+    }
+#endif
+    fill_tile(x, cols, c0, c1, b0, nb, tile);
+}
+
 /* Rows r0 .. r1 - 1 on a filled tile by this machine's vector variant, work
  * for their sums between panels; 0 where no variant runs. */
 static int tile_rows(const dcz_sparse *s, uint32_t r0, uint32_t r1, const float *bias,
@@ -653,7 +703,7 @@ static void spmm_part(void *ctx, uint32_t t)
         uint32_t lo, hi;
         dcz_part_range(j->fill ? s->cols : s->rows, c, j->chunks, &lo, &hi);
         if (j->fill)
-            fill_tile(j->x, s->cols, lo, hi, j->b0, j->nb, j->scratch);
+            fill_tile_best(j->x, s->cols, lo, hi, j->b0, j->nb, j->scratch);
         else if (j->vec)
             tile_rows(s, lo, hi, j->bias, j->scratch, j->b0, j->nb, j->y,
                       j->scratch + (size_t)t * j->part_floats + (size_t)s->cols * SPMM_TILE);
