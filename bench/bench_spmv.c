@@ -55,50 +55,24 @@ static void csr_rows(const csr *m, uint32_t r0, uint32_t r1, const float *x, flo
     }
 }
 
-/* One call of a kernel over the threads of a pool: part t runs its share. */
-typedef struct job {
+/* One call of the csr kernel over the threads of a pool: part t runs its
+ * share of the rows. */
+typedef struct csr_job {
     const csr *c;
-    const dcz_sparse *sp;
     uint32_t cols, threads;
     const float *x;
-    const float *xin;  /* batch 1: dcz_spmv_input's form of x for kind */
-    float *y, *scratch;
-    uint64_t scratch_floats;
+    float *y;
     size_t batch;
-    dcz_spmv_kind kind;
-    uint32_t chunks, next; /* the call's chunks, the next to take */
-} job;
-
-static void part_rows(const job *j, uint32_t t, uint32_t rows, uint32_t *r0, uint32_t *r1)
-{
-    dcz_part_range(rows, t, j->threads, r0, r1);
-}
+} csr_job;
 
 /* csr: y (batch, rows), sample by sample */
 static void csr_part(void *ctx, uint32_t t)
 {
-    const job *j = ctx;
+    const csr_job *j = ctx;
     uint32_t r0, r1;
-    part_rows(j, t, j->c->rows, &r0, &r1);
+    dcz_part_range(j->c->rows, t, j->threads, &r0, &r1);
     for (size_t b = 0; b < j->batch; b++)
         csr_rows(j->c, r0, r1, j->x + b * j->cols, j->y + b * j->c->rows);
-}
-
-/* batch 1 by kernel j->kind: the chunks thread t takes, as run.c shares them */
-static void spmv_part(void *ctx, uint32_t t)
-{
-    job *j = ctx;
-    dcz_spmv_take(j->sp, j->kind, j->chunks, &j->next, NULL, j->xin, j->y);
-}
-
-/* one batch-1 call of kind on the input form xin, over the pool */
-static void spmv_run(dcz_pool *pool, job *j, dcz_spmv_kind kind, const float *xin)
-{
-    j->kind = kind;
-    j->xin = xin;
-    j->chunks = dcz_spmv_chunks(j->sp, kind, j->threads);
-    j->next = 0;
-    dcz_pool_run(pool, spmv_part, j);
 }
 
 typedef struct shape {
@@ -220,7 +194,7 @@ int main(int argc, char **argv)
             dcz_lanes_build(&sp, nnz, lanes_mem);
         }
         float *panels = malloc((dcz_lanes_scratch_floats(s->cols, 16) + 1) * sizeof(float));
-        job j = { &c, &sp, s->cols, lthreads, x, x, y, scratch, sf, 1, DCZ_SPMV_REF, 0, 0 };
+        csr_job j = { &c, s->cols, lthreads, x, y, 1 };
         double td, tc, tr, tz;
         char shp[32];
         snprintf(shp, sizeof shp, "%ux%u", s->rows, s->cols);
@@ -241,15 +215,17 @@ int main(int argc, char **argv)
                 TIME(REPS, dcz_spmv_ref(&sp, NULL, x, y), tr);
                 /* each kernel, then dcz_spmv_pick's choice with the choosing */
                 double tk[2] = { 0, 0 };
-                TIME(REPS, spmv_run(lpool, &j, DCZ_SPMV_COLUMNS, x), tk[0]);
+                TIME(REPS, dcz_spmv_pool(lpool, &sp, DCZ_SPMV_COLUMNS, NULL, x, y), tk[0]);
                 /* the lane kernel with its copy of x into panels */
                 if (sp.lgroups)
-                    TIME(REPS, spmv_run(lpool, &j, DCZ_SPMV_LANES,
-                                        dcz_spmv_input(&sp, DCZ_SPMV_LANES, x, panels)), tk[1]);
+                    TIME(REPS, dcz_spmv_pool(lpool, &sp, DCZ_SPMV_LANES, NULL,
+                                             dcz_spmv_input(&sp, DCZ_SPMV_LANES, x, panels), y),
+                         tk[1]);
                 const dcz_spmv_kind pick = dcz_spmv_pick(&sp, x);
                 dcz_spmv_kind kz = pick;
                 TIME(REPS, (kz = dcz_spmv_pick(&sp, x),
-                            spmv_run(lpool, &j, kz, dcz_spmv_input(&sp, kz, x, panels))), tz);
+                            dcz_spmv_pool(lpool, &sp, kz, NULL, dcz_spmv_input(&sp, kz, x, panels), y)),
+                     tz);
                 /* what the column kernel reads: col_ptr, and the packed
                  * entries of the columns of nonzero inputs */
                 double live = 0;

@@ -185,13 +185,16 @@ static void sparse_why(layer_info *li, uint32_t rows, uint32_t cols, uint32_t k)
     } else {
         snprintf(b1, sizeof b1, "by rows (over 65535 rows: no column form)");
     }
-    /* the lane form (runtime/kernels_lanes.c): chosen per input by cost */
+    /* the lane form (runtime/kernels_lanes.c): chosen per input by cost
+     * beside a column form, always without one (dcz_spmv_pick) */
     if (dcz_lanes_bytes(rows, cols, (uint32_t)li->kept, k) && dcz_isa_supported(DCZ_ISA_AVX512))
-        snprintf(b2, sizeof b2, " or by lanes (avx512, 16 rows per vector, %u-column windows), "
-                 "whichever visits less for the input at hand", k <= 16 ? 15u : 7u);
+        snprintf(b2, sizeof b2, "%s by lanes (avx512, 16 rows per vector, %u-column windows)%s",
+                 colform ? " or" : "; where its lane form is built,",
+                 (1u << dcz_lanes_xbits(k)) - 1,
+                 colform ? ", whichever visits less for the input at hand" : "");
     snprintf(li->why_buf, sizeof li->why_buf,
              "compressed, %.1f%% kept (libdcz runs every sparse layer compressed; bench_spmv "
-             "measures it on par with OpenBLAS dense near 25%% kept at batch 64, ahead below); "
+             "measures it ahead of OpenBLAS dense at batch 64 up to 25%% kept, and further below); "
              "batch 1 %s%s; batches: %s spmm, 32 samples per decoded entry; %s",
              li->density * 100, b1, b2, isa,
              li->kept >= DCZ_PARALLEL_MIN_ENTRIES ? "rows split over the threads"

@@ -114,14 +114,16 @@ dcz_status dcz_open_memory(const void *buf, size_t len, const dcz_options *opt,
 /* Validates the .dcz in buf (len bytes) as fully as dcz_open_memory, with
  * the same errors, and writes to *arena_bytes the size of the smallest
  * arena dcz_open_static accepts at any address for this file and these
- * options (device, precision, max_batch): an arena of *arena_bytes - 1
- * bytes at the least favourable address is refused. The size also depends
- * on buf's address modulo 4 (see above): plan with the buffer you will
- * open, or one equally aligned. It depends on the CPU too: where it has
- * AVX-512, fully connected codebook layers also get a second execution
- * form for batch 1 (the lane form, about 2 to 4 bytes per weight, and a
- * copy of the layer's input); dcz_open_static given an arena planned
- * without it builds the model without it. The lane form fuses each product
+ * options (device, precision, max_batch). The size also depends on buf's
+ * address modulo 4 (see above): plan with the buffer you will open, or one
+ * equally aligned. It depends on the CPU too: where it has AVX-512, fully
+ * connected codebook layers also get a second execution form for batch 1
+ * (the lane form: the plan reserves up to about 4.5 bytes per kept
+ * weight, a built form takes 2 to 4, and three shifted copies of the
+ * largest such layer's input); dcz_open_static given an arena too small
+ * for it but as large as the plan without it builds the model without it.
+ * An arena smaller than that plan at the least favourable address is
+ * refused (without lane forms, one of *arena_bytes - 1 bytes). The lane form fuses each product
  * into its sum (one rounding where the other kernels round twice), so on
  * such a CPU a sample run at batch 1 (or in a static model's chunk of one)
  * may differ in its last bits from the same sample run with others;

@@ -54,12 +54,6 @@
  * it the kernel took from 1.0 to 4 times as long from run to run). */
 #define SLOT_PREFETCH 4096
 
-/* bits of a slot's column offset for a codebook of k values */
-static uint32_t lane_xbits(uint32_t k)
-{
-    return k <= 16 ? 4 : 3;
-}
-
 uint32_t dcz_lanes_window_start(uint32_t v, uint32_t xbits)
 {
     const uint32_t w = (1u << xbits) - 1;
@@ -81,7 +75,7 @@ static uint32_t lane_panels(uint32_t cols, uint32_t xbits)
 uint64_t dcz_lanes_scratch_floats(uint32_t cols, uint32_t k)
 {
     if (!lanes_fit(cols, k) || cols == 0) return 0;
-    const uint32_t xbits = lane_xbits(k);
+    const uint32_t xbits = dcz_lanes_xbits(k);
     /* and 16 to align the first to 64 bytes */
     return ((uint64_t)lane_panels(cols, xbits) << xbits) + 16;
 }
@@ -152,7 +146,7 @@ void dcz_lanes_build(dcz_sparse *s, uint32_t nnz, void *mem)
     if (!s->idx || dcz_lanes_bytes(s->rows, s->cols, nnz, s->k) == 0) return;
     const uint32_t groups = (s->rows + DCZ_LANE_ROWS - 1) / DCZ_LANE_ROWS;
     const uint64_t cap = DCZ_LANE_STEPS_MAX(nnz, s->rows);
-    const uint32_t xbits = lane_xbits(s->k);
+    const uint32_t xbits = dcz_lanes_xbits(s->k);
     uint32_t *start = mem;
     uint16_t *base = (uint16_t *)(start + groups + 1);
     uint8_t *slot = (uint8_t *)(base + cap * SLICES);

@@ -595,12 +595,17 @@ void dcz_spmv_part(const dcz_sparse *s, dcz_spmv_kind kind, uint32_t part, uint3
     dcz_spmm_ref_rows(s, r0, r1, bias, xin, 1, y);
 }
 
-uint32_t dcz_spmv_chunks(const dcz_sparse *s, dcz_spmv_kind kind, uint32_t threads)
+/* Chunks per thread of a call shared by threads: enough that a thread on a
+ * slower core takes fewer of them (bench/bench_spmv.c, the EIE layers on
+ * two threads). */
+#define CHUNKS_PER_THREAD 8
+
+/* chunks of n items for `threads` threads: about CHUNKS_PER_THREAD each,
+ * one when a single thread runs the call */
+static uint32_t share_chunks(uint32_t n, uint32_t threads)
 {
-    if (kind == DCZ_SPMV_COLUMNS && s->col_ptr) return s->cblocks;
-    const uint32_t items = kind == DCZ_SPMV_LANES && s->lgroups ? s->lgroups : s->rows;
-    const uint32_t want = threads * 8;
-    return items < want ? (items ? items : 1) : want;
+    const uint32_t want = threads > 1 ? threads * CHUNKS_PER_THREAD : 1;
+    return n < want ? (n ? n : 1) : want;
 }
 
 /* the next chunk of a call shared by threads (past the last: none left) */
@@ -609,20 +614,38 @@ static uint32_t take_chunk(uint32_t *next)
     return __atomic_fetch_add(next, 1, __ATOMIC_RELAXED);
 }
 
-void dcz_spmv_take(const dcz_sparse *s, dcz_spmv_kind kind, uint32_t chunks, uint32_t *next,
-                   const float *bias, const float *xin, float *y)
+/* One batch-1 call of dcz_spmv_pool. */
+typedef struct spmv_job {
+    const dcz_sparse *s;
+    dcz_spmv_kind kind;
+    const float *bias, *xin;
+    float *y;
+    uint32_t chunks, next;
+} spmv_job;
+
+static void spmv_share(void *ctx, uint32_t t)
 {
-    for (uint32_t c; (c = take_chunk(next)) < chunks;)
-        dcz_spmv_part(s, kind, c, chunks, bias, xin, y);
+    spmv_job *j = ctx;
+    (void)t;
+    for (uint32_t c; (c = take_chunk(&j->next)) < j->chunks;)
+        dcz_spmv_part(j->s, j->kind, c, j->chunks, j->bias, j->xin, j->y);
+}
+
+void dcz_spmv_pool(dcz_pool *pool, const dcz_sparse *s, dcz_spmv_kind kind, const float *bias,
+                   const float *xin, float *y)
+{
+    const uint32_t items = kind == DCZ_SPMV_LANES && s->lgroups ? s->lgroups : s->rows;
+    const uint32_t chunks = kind == DCZ_SPMV_COLUMNS && s->col_ptr
+        ? s->cblocks : share_chunks(items, dcz_pool_threads(pool));
+    spmv_job j = { s, kind, bias, xin, y, chunks, 0 };
+    dcz_pool_run(pool, spmv_share, &j);
 }
 
 void dcz_spmv(const dcz_sparse *s, const float *bias, const float *x, float *y, float *scratch)
 {
     dcz_spmv_kind kind = dcz_spmv_pick(s, x);
     if (kind == DCZ_SPMV_LANES && !scratch) kind = plain_kind(s);
-    const float *xin = dcz_spmv_input(s, kind, x, scratch);
-    const uint32_t parts = kind == DCZ_SPMV_COLUMNS ? s->cblocks : 1;
-    for (uint32_t p = 0; p < parts; p++) dcz_spmv_part(s, kind, p, parts, bias, xin, y);
+    dcz_spmv_pool(NULL, s, kind, bias, dcz_spmv_input(s, kind, x, scratch), y);
 }
 
 void dcz_spmm_rows(const dcz_sparse *s, uint32_t r0, uint32_t r1, const float *bias,
@@ -647,40 +670,31 @@ void dcz_spmm(const dcz_sparse *s, const float *bias, const float *x, size_t bat
     dcz_spmm_rows(s, 0, s->rows, bias, x, batch, y, scratch);
 }
 
-/* fill_tile by this machine's vector variant */
-static void fill_tile_best(const float *x, uint32_t cols, uint32_t c0, uint32_t c1, size_t b0,
-                           size_t nb, float *tile)
+/* The two phases of a tile on this machine's vector variant, which the
+ * caller knows there is (on x86: AVX2): its columns c0 .. c1 - 1 filled,
+ * and rows r0 .. r1 - 1 run on it, work for their sums between panels. */
+static void fill_tile_vec(const float *x, uint32_t cols, uint32_t c0, uint32_t c1, size_t b0,
+                          size_t nb, float *tile)
 {
 #ifdef DCZ_X86
-    if (dcz_isa_best() == DCZ_ISA_AVX2) {
-        fill_tile__avx2(x, cols, c0, c1, b0, nb, tile);
-        return;
-    }
-#endif
+    fill_tile__avx2(x, cols, c0, c1, b0, nb, tile);
+#else
     fill_tile(x, cols, c0, c1, b0, nb, tile);
+#endif
 }
 
-/* Rows r0 .. r1 - 1 on a filled tile by this machine's vector variant, work
- * for their sums between panels; 0 where no variant runs. */
-static int tile_rows(const dcz_sparse *s, uint32_t r0, uint32_t r1, const float *bias,
-                     const float *tile, size_t b0, size_t nb, float *y, float *work)
+static void tile_rows_vec(const dcz_sparse *s, uint32_t r0, uint32_t r1, const float *bias,
+                          const float *tile, size_t b0, size_t nb, float *y, float *work)
 {
-    switch (dcz_isa_best()) {
 #ifdef DCZ_X86
-    case DCZ_ISA_AVX2: tile_rows__avx2(s, r0, r1, bias, tile, b0, nb, y, work); return 1;
+    tile_rows__avx2(s, r0, r1, bias, tile, b0, nb, y, work);
+#elif defined(DCZ_NEON)
+    (void)work;
+    tile_rows__neon(s, r0, r1, bias, tile, b0, nb, y);
+#else
+    (void)s; (void)r0; (void)r1; (void)bias; (void)tile; (void)b0; (void)nb; (void)y; (void)work;
 #endif
-#ifdef DCZ_NEON
-    case DCZ_ISA_NEON: (void)work; tile_rows__neon(s, r0, r1, bias, tile, b0, nb, y); return 1;
-#endif
-    default: (void)s; (void)r0; (void)r1; (void)bias; (void)tile; (void)b0; (void)nb; (void)y;
-             (void)work; return 0;
-    }
 }
-
-/* Chunks per thread of one phase of dcz_spmm_pool: enough that a thread on
- * a slower core takes fewer of them (bench/bench_spmv.c, 1000 x 4096 at 25%
- * and batch 64 on two threads). */
-#define SPMM_CHUNKS_PER_THREAD 8
 
 /* One call of dcz_spmm_pool, phase by phase. */
 typedef struct spmm_job {
@@ -703,20 +717,13 @@ static void spmm_part(void *ctx, uint32_t t)
         uint32_t lo, hi;
         dcz_part_range(j->fill ? s->cols : s->rows, c, j->chunks, &lo, &hi);
         if (j->fill)
-            fill_tile_best(j->x, s->cols, lo, hi, j->b0, j->nb, j->scratch);
+            fill_tile_vec(j->x, s->cols, lo, hi, j->b0, j->nb, j->scratch);
         else if (j->vec)
-            tile_rows(s, lo, hi, j->bias, j->scratch, j->b0, j->nb, j->y,
-                      j->scratch + (size_t)t * j->part_floats + (size_t)s->cols * SPMM_TILE);
+            tile_rows_vec(s, lo, hi, j->bias, j->scratch, j->b0, j->nb, j->y,
+                          j->scratch + (size_t)t * j->part_floats + (size_t)s->cols * SPMM_TILE);
         else
             dcz_spmm_ref_rows(s, lo, hi, j->bias, j->x, j->batch, j->y);
     }
-}
-
-/* phase chunks for n items over the threads */
-static uint32_t phase_chunks(uint32_t n, uint32_t threads)
-{
-    const uint32_t want = threads * SPMM_CHUNKS_PER_THREAD;
-    return n < want ? (n ? n : 1) : want;
 }
 
 void dcz_spmm_pool(dcz_pool *pool, const dcz_sparse *s, const float *bias, const float *x,
@@ -726,18 +733,18 @@ void dcz_spmm_pool(dcz_pool *pool, const dcz_sparse *s, const float *bias, const
     spmm_job j = { s, bias, x, batch, y, scratch, part_floats, 0, 0, 0, 0, 0, 0 };
     j.vec = scratch && dcz_isa_best() != DCZ_ISA_REF;
     if (!j.vec) {
-        j.chunks = phase_chunks(s->rows, threads);
+        j.chunks = share_chunks(s->rows, threads);
         dcz_pool_run(pool, spmm_part, &j);
         return;
     }
     for (j.b0 = 0; j.b0 < batch; j.b0 += SPMM_TILE) {
         j.nb = batch - j.b0 < SPMM_TILE ? batch - j.b0 : SPMM_TILE;
         j.fill = 1;
-        j.chunks = phase_chunks(s->cols, threads);
+        j.chunks = share_chunks(s->cols, threads);
         j.next = 0;
         dcz_pool_run(pool, spmm_part, &j);
         j.fill = 0;
-        j.chunks = phase_chunks(s->rows, threads);
+        j.chunks = share_chunks(s->rows, threads);
         j.next = 0;
         dcz_pool_run(pool, spmm_part, &j);
     }

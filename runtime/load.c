@@ -588,11 +588,11 @@ dcz_status dcz_open_static(const void *buf, size_t len, void *arena_mem, size_t 
     const int in_place = host_reads_f32_in_place();
     TRY(plan_layout(&c, &o, in_place, o.max_batch, 1, want_lanes(&o), &L));
     const size_t pad = (size_t)(-(uintptr_t)arena_mem & (DCZ_ARENA_ALIGN - 1));
+    const size_t room = arena_bytes < pad ? 0 : arena_bytes - pad;
     /* an arena planned where the lane forms are not built (another CPU)
      * still takes the model, without them */
-    if (L.lanes && (arena_bytes < pad || arena_bytes - pad < L.total))
-        TRY(plan_layout(&c, &o, in_place, o.max_batch, 1, 0, &L));
-    if (arena_bytes < pad || arena_bytes - pad < L.total) return DCZ_ERR_NOMEM;
+    if (L.lanes && room < L.total) TRY(plan_layout(&c, &o, in_place, o.max_batch, 1, 0, &L));
+    if (room < L.total) return DCZ_ERR_NOMEM;
     uint8_t *block = (uint8_t *)arena_mem + pad;
     dcz_model *m = NULL;
     TRY(fill(&c, &o, in_place, &L, block, &m));

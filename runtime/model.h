@@ -198,6 +198,12 @@ static inline uint32_t dcz_lanes_steps(const dcz_sparse *s)
 {
     return s->lgroups ? s->lstart[s->lgroups] : 0;
 }
+/* Bits of a slot's column offset for a codebook of k values (its window
+ * is 2^xbits - 1 columns wide). */
+static inline uint32_t dcz_lanes_xbits(uint32_t k)
+{
+    return k <= 16 ? 4 : 3;
+}
 /* First column of window v for offsets of xbits bits. */
 uint32_t dcz_lanes_window_start(uint32_t v, uint32_t xbits);
 /* Floats of the scratch the vector kernel's panels of the input take for
@@ -374,23 +380,21 @@ const float *dcz_spmv_input(const dcz_sparse *s, dcz_spmv_kind kind, const float
  * same bits. */
 void dcz_spmv_part(const dcz_sparse *s, dcz_spmv_kind kind, uint32_t part, uint32_t parts,
                    const float *bias, const float *xin, float *y);
-/* Chunks of kernel kind for `threads` threads sharing one call: the column
- * form's blocks, else about eight per thread (rows or lane groups). */
-uint32_t dcz_spmv_chunks(const dcz_sparse *s, dcz_spmv_kind kind, uint32_t threads);
-/* Runs the chunks of kind (dcz_spmv_part's parts, `chunks` of them) whose
- * numbers it takes from *next, shared by the threads of one call and 0 at
- * its start, until none is left: a thread on a busier core takes fewer.
- * Any thread may run any chunk, so the bits do not depend on which. */
-void dcz_spmv_take(const dcz_sparse *s, dcz_spmv_kind kind, uint32_t chunks, uint32_t *next,
-                   const float *bias, const float *xin, float *y);
+/* y = S x + bias by kernel kind over the threads of pool (NULL: the caller
+ * alone), xin being dcz_spmv_input's form of x: dcz_spmv_part's parts, the
+ * column form's blocks or about eight rows or lane groups per thread,
+ * taken as the threads come, so a thread on a busier core takes fewer.
+ * Any thread may run any part, so the bits do not depend on which. */
+void dcz_spmv_pool(dcz_pool *pool, const dcz_sparse *s, dcz_spmv_kind kind, const float *bias,
+                   const float *xin, float *y);
 /* y (batch, out) = x (batch, in) S^T + bias over the threads of pool (NULL:
  * the caller alone), as dcz_spmm computes it. Each tile of DCZ_SPMM_TILE
  * samples is transposed once into part 0 of scratch, its columns cut into
  * chunks; then the rows are cut into chunks, each run on that tile with
  * the sums of the taking thread t in part t (scratch + t part_floats;
  * part_floats at least dcz_spmm_scratch_floats). Chunks are taken as the
- * threads come, about eight per thread, so a thread on a busier core takes
- * fewer; rows are disjoint and sum in one order, so the bits do not depend
+ * threads come, about eight per thread (one when the caller runs alone),
+ * so a thread on a busier core takes fewer; rows are disjoint and sum in one order, so the bits do not depend
  * on the threads. scratch NULL: the reference's rows. */
 void dcz_spmm_pool(dcz_pool *pool, const dcz_sparse *s, const float *bias, const float *x,
                    size_t batch, float *y, float *scratch, uint64_t part_floats);

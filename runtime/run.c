@@ -128,45 +128,22 @@ static void run_qlayer(const dcz_model *m, uint32_t i, const dcz_q *x, size_t ba
 
 /* ---- sparse fully connected layers, split over the threads --------------- */
 
-typedef struct fc_job {
-    const dcz_exec_layer *l;
-    const float *x;      /* dcz_spmv_input's form of the input */
-    float *y;
-    dcz_spmv_kind kind;  /* the kernel dcz_spmv_pick chose, */
-    uint32_t chunks;     /*   cut into these chunks, */
-    uint32_t next;       /*   the next to take */
-} fc_job;
-
-/* Thread t's share at batch 1: the chunks of the chosen kernel (blocks of
- * the column form, groups of the lane form, rows of the reference) it
- * takes. Rows are disjoint and each row sums in the same order whatever
- * the split, so the bits do not depend on the threads. */
-static void fc_part(void *ctx, uint32_t t)
-{
-    fc_job *j = ctx;
-    (void)t;
-    dcz_spmv_take(&j->l->sp, j->kind, j->chunks, &j->next, j->l->bias, j->x, j->y);
-}
-
+/* A layer worth splitting runs on the pool, others on the caller's thread.
+ * The loader sized the scratch for the spmm tile and, where a lane form
+ * was built, for the input's panels. */
 static void run_sparse_fc(const dcz_model *m, const dcz_exec_layer *l, const float *x,
                           size_t batch, float *y)
 {
+    dcz_pool *pool = dcz_sparse_split(&l->sp) ? m->pool : NULL;
     if (m->opt.force_reference && batch == 1) {
         dcz_spmv_ref(&l->sp, l->bias, x, y);
     } else if (m->opt.force_reference) {
         dcz_spmm_ref(&l->sp, l->bias, x, batch, y);
-    } else if (m->pool && dcz_sparse_split(&l->sp) && batch == 1) {
-        /* the lane form's panels of x go in the scratch, idle at batch 1 */
-        const dcz_spmv_kind kind = dcz_spmv_pick(&l->sp, x);
-        fc_job j = { l, dcz_spmv_input(&l->sp, kind, x, m->scratch), y, kind,
-                     dcz_spmv_chunks(&l->sp, kind, m->threads), 0 };
-        dcz_pool_run(m->pool, fc_part, &j);
-    } else if (m->pool && dcz_sparse_split(&l->sp)) {
-        dcz_spmm_pool(m->pool, &l->sp, l->bias, x, batch, y, m->scratch, m->scratch_floats);
     } else if (batch == 1) {
-        dcz_spmv(&l->sp, l->bias, x, y, m->scratch);
+        const dcz_spmv_kind kind = dcz_spmv_pick(&l->sp, x);
+        dcz_spmv_pool(pool, &l->sp, kind, l->bias, dcz_spmv_input(&l->sp, kind, x, m->scratch), y);
     } else {
-        dcz_spmm(&l->sp, l->bias, x, batch, y, m->scratch);
+        dcz_spmm_pool(pool, &l->sp, l->bias, x, batch, y, m->scratch, m->scratch_floats);
     }
 }
 

@@ -436,26 +436,11 @@ static void test_declines(void)
     free_mat(&m);
 }
 
-/* The split run.c makes over threads: at batch 1 chunks taken by the
- * threads as they come (dcz_spmv_take: column blocks, lane groups, or the
- * reference's rows), above it dcz_spmm_pool (one shared tile, rows taken in
+/* The split run.c makes over threads: at batch 1 dcz_spmv_pool (column
+ * blocks, lane groups, or the reference's rows, taken by the threads as
+ * they come), above it dcz_spmm_pool (one shared tile, rows taken in
  * chunks, sums in the taking thread's scratch part), run by a pool of 1 to
  * 4 threads, give the reference's bits (the lane form its own reference's). */
-typedef struct split_job {
-    const dcz_sparse *s;
-    const float *bias, *x;
-    float *y;
-    dcz_spmv_kind kind;
-    uint32_t chunks, next; /* the call's chunks, the next to take */
-} split_job;
-
-static void split_part(void *ctx, uint32_t t)
-{
-    split_job *j = ctx;
-    (void)t;
-    dcz_spmv_take(j->s, j->kind, j->chunks, &j->next, j->bias, j->x, j->y);
-}
-
 static void test_threads(void)
 {
     static const uint32_t shapes[][2] = { { 300, 784 }, { 33, 3000 }, { 2, 50 } };
@@ -487,18 +472,12 @@ static void test_threads(void)
                 const int lanes = kinds[bi] == DCZ_SPMV_LANES;
                 const float *xin = lanes ? dcz_spmv_input(&m.sp, kinds[bi], x, panels) : x;
                 const size_t batch = batches[bi];
-                split_job j = { &m.sp, bias, xin, y, kinds[bi],
-                                dcz_spmv_chunks(&m.sp, kinds[bi], threads), 0 };
                 if (lanes) dcz_spmv_lanes_ref(&m.sp, 0, m.sp.lgroups, bias, x, ref);
                 else dcz_spmm_ref(&m.sp, bias, x, batch, ref);
                 for (int rep = 0; rep < 3; rep++) {
                     memset(y, 0xFF, batch_max * rows * sizeof(float));
-                    if (batch == 1) {
-                        j.next = 0;
-                        dcz_pool_run(pool, split_part, &j);
-                    } else {
-                        dcz_spmm_pool(pool, &m.sp, bias, x, batch, y, rep < 2 ? scratch : NULL, sf);
-                    }
+                    if (batch == 1) dcz_spmv_pool(pool, &m.sp, kinds[bi], bias, xin, y);
+                    else dcz_spmm_pool(pool, &m.sp, bias, x, batch, y, rep < 2 ? scratch : NULL, sf);
                     CHECK(memcmp(y, ref, batch * rows * sizeof(float)) == 0,
                           "%ux%u batch %zu on %u threads%s", rows, cols, batch, threads,
                           rep < 2 || batch == 1 ? "" : " without scratch");
