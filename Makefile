@@ -1,7 +1,9 @@
 # dcz: one Makefile for the toolchain, the runtime library, tests and benchmarks.
 #
+#   ./configure       installs the Debian packages the build needs (on a
+#                     bare machine, make itself), writes config.mk
 #   make              bin/dcz and lib/libdcz.a
-#   make test         installs missing Debian packages, builds, runs every test
+#   make test         checks the packages again, builds, runs every test
 #   make demo         LeNet-300-100 on Fashion-MNIST through the whole pipeline
 #                     (MODEL=lenet5 or MODEL=cnn for the convolutional ones)
 #   make bench        benchmarks (ratios against baselines of the same run),
@@ -14,15 +16,26 @@
 #                     build-aarch64/ and lib-aarch64/ (the native build stays)
 #   make test-aarch64 those tests under qemu-user (SKIP without the tools)
 #   make size         text bytes of libdcz built with -Os
+#   make test-bare    the README's two commands in a minimal Debian chroot
+#                     with only git (scripts/bare-check.sh; root, network)
 #
-# Toggles:
+# Toggles (a comment never shares a toggle's line: GNU make would keep the
+# spaces before it in the value, and `DEPS ?= 1   # ...` is not 1):
+#   CUDA      the CUDA backend (not part of this release yet)
+#   SANITIZE  e.g. address,undefined (tests and the CLI)
+#   DEBUG     1: -O0 -g3
+#   DEPS      0: do not check or install Debian packages before test, demo
+#             and bench (scripts/deps.sh)
+#   CROSS     a cross compiler's prefix: builds libdcz and the runtime tests only
+# ./configure writes config.mk (PREFIX, DEPS); the command line still wins.
+-include config.mk
 CC       ?= cc
-CUDA     ?= auto      # the CUDA backend is not part of this release yet
-SANITIZE ?=           # e.g. address,undefined (tests and the CLI)
+CUDA     ?= auto
+SANITIZE ?=
 DEBUG    ?= 0
 PREFIX   ?= /usr/local
-DEPS     ?= 1         # 0: do not check/install Debian packages before test/demo
-CROSS    ?=           # a cross compiler's prefix: builds libdcz and the runtime tests only
+DEPS     ?= 1
+CROSS    ?=
 
 ifeq ($(strip $(CROSS)),)
 BUILD  := build
@@ -34,7 +47,7 @@ BUILD  := build-$(XARCH)
 LIBDIR := lib-$(XARCH)
 endif
 WARN  := -Wall -Wextra -Wshadow -Wno-unused-parameter
-ifeq ($(DEBUG),1)
+ifeq ($(strip $(DEBUG)),1)
 OPT := -O0 -g3
 else
 OPT := -O2 -g
@@ -88,7 +101,7 @@ RT_BIN   := $(patsubst %,$(BUILD)/tests/%,test_kernels test_qkernels test_simd t
 WRAP_ALLOC := -Wl,--wrap=malloc,--wrap=calloc,--wrap=realloc,--wrap=free,--wrap=aligned_alloc,--wrap=posix_memalign
 $(BUILD)/tests/test_static: TEST_LDFLAGS := $(WRAP_ALLOC)
 
-.PHONY: all test demo bench fuzz install clean deps check-lib tests-build test-aarch64 size
+.PHONY: all test demo bench fuzz install clean deps check-lib tests-build test-aarch64 size test-bare
 ifeq ($(strip $(CROSS)),)
 all: bin/dcz lib/libdcz.a lib/libdcztool.a
 	@echo "dcz: CPU build; CUDA backend: not built (not part of this release)"
@@ -163,7 +176,7 @@ $(NOFLOAT).o: runtime/kernels_int.c
 	else echo "dcz: $< does not compile without floating point (see $(NOFLOAT).log)"; fi
 
 deps:
-ifeq ($(DEPS),1)
+ifeq ($(strip $(DEPS)),1)
 	@bash scripts/deps.sh
 endif
 
@@ -195,6 +208,11 @@ test-aarch64:
 	  echo "SKIP test-aarch64: no $(firstword $(QEMU_AARCH64)) (Debian: qemu-user)"; \
 	else $(MAKE) --no-print-directory CROSS=$(AARCH64) SANITIZE= CC=$(AARCH64)gcc && \
 	  bash tests/run_runtime.sh build-$(firstword $(subst -, ,$(AARCH64))) $(QEMU_AARCH64); fi
+
+# The README's two commands on a bare Debian (not part of make test: it
+# needs root, the network to Debian's mirror and some minutes).
+test-bare:
+	@bash scripts/bare-check.sh
 
 # Text bytes of libdcz built with -Os, object by object (in $(BUILD)-size/;
 # with CROSS=, for that target).

@@ -64,14 +64,6 @@
 #define SPMM_PANEL_MIN 128
 #define SPMM_PANEL_MAX 2048
 
-static uint32_t spmm_panel(const dcz_sparse *s)
-{
-    const double density = (double)s->entries / ((double)s->rows * s->cols + 1);
-    uint32_t p = SPMM_PANEL_MIN;
-    while (p < SPMM_PANEL_MAX && p * density < 16) p *= 2;
-    return p;
-}
-
 uint64_t dcz_spmm_scratch_floats(uint32_t rows, uint32_t cols)
 {
     /* the tile, then the sums (rows, SPMM_TILE) and cursors (rows, 2) */
@@ -298,6 +290,16 @@ void dcz_sparse_build_columns(dcz_sparse *s, uint32_t cblocks, void *mem)
 
 /* ---- x86 -------------------------------------------------------------------- */
 #ifdef DCZ_X86
+
+/* the panel width of a layer (SPMM_PANEL_MIN .. SPMM_PANEL_MAX): only the
+ * AVX2 rows walk panels */
+static uint32_t spmm_panel(const dcz_sparse *s)
+{
+    const double density = (double)s->entries / ((double)s->rows * s->cols + 1);
+    uint32_t p = SPMM_PANEL_MIN;
+    while (p < SPMM_PANEL_MAX && p * density < 16) p *= 2;
+    return p;
+}
 
 /* fill_tile by blocks of 8 samples x 8 columns: eight row loads, a
  * transpose in registers, eight column stores (samples past nb load as 0);

@@ -5,8 +5,14 @@
 # prints the exact apt-get line to run and exits 1 (or, when only optional
 # packages are missing, says which tests will SKIP and exits 0).
 #
+# It is quick when nothing is missing (one dpkg-query), so ./configure,
+# make test, make demo, make bench and .ci/run all run it every time.
+# apt-get's and dpkg's own output goes to a log (build/deps.log, or
+# $DCZ_DEPS_LOG); the terminal gets one line per step, and the log's tail
+# when a step fails.
+#
 # Packages, each for a reason (docs: README.md, "Dependencies"):
-#   gcc make pkg-config   the build
+#   gcc make pkg-config libc6-dev   the build
 #   zlib1g-dev            gzip-compressed IDX datasets
 #   libpng-dev            PNG images and plots
 #   libopenblas-dev       dense GEMM for training on CPU
@@ -18,10 +24,14 @@
 #   gcc-aarch64-linux-gnu libc6-dev-arm64-cross qemu-user
 #                         libdcz and its runtime tests built for and run on
 #                         64-bit Arm (make test-aarch64, part of make test)
+#   python3-onnx          onnx.checker on the files dcz export writes
+#                         (tests/cli/interop.sh)
 set -eu
+cd "$(dirname "$0")/.."
 pkgs="gcc make pkg-config libc6-dev zlib1g-dev libpng-dev libopenblas-dev dataset-fashion-mnist"
 pkgs="$pkgs protobuf-c-compiler libprotobuf-c-dev libonnx-dev"
-optional="gcc-aarch64-linux-gnu libc6-dev-arm64-cross qemu-user"
+optional="gcc-aarch64-linux-gnu libc6-dev-arm64-cross qemu-user python3-onnx"
+
 missing=""; required_missing=0
 for p in $pkgs $optional; do
     st=$(dpkg-query -W -f='${Status}' "$p" 2>/dev/null || true)
@@ -32,18 +42,44 @@ for p in $pkgs $optional; do
     esac
 done
 [ -z "$missing" ] && exit 0
-export DEBIAN_FRONTEND=noninteractive
+
 if [ "$(id -u)" -eq 0 ]; then
-    echo "dcz: installing missing Debian packages:$missing" >&2
-    apt-get update -qq && apt-get install -y -qq --no-install-recommends $missing >&2
+    as_root=()
 elif command -v sudo >/dev/null 2>&1 && sudo -n true 2>/dev/null; then
-    echo "dcz: installing missing Debian packages:$missing" >&2
-    sudo -n apt-get update -qq && sudo -n DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends $missing >&2
+    as_root=(sudo -n)
 elif [ "$required_missing" -eq 0 ]; then
-    echo "dcz: optional packages missing (make test-aarch64 will SKIP):$missing" >&2
+    echo "dcz: optional packages missing (their tests will SKIP):$missing" >&2
     echo "  to run those tests too: sudo apt-get install$missing" >&2
+    exit 0
 else
     echo "dcz: cannot install packages (not root, no sudo). Run:" >&2
     echo "  sudo apt-get install$missing" >&2
     exit 1
 fi
+
+log=${DCZ_DEPS_LOG:-build/deps.log}
+mkdir -p "$(dirname "$log")"
+: > "$log"
+# step TITLE COMMAND...: one line on the terminal, the command's output in
+# the log; on failure the log's tail and where the whole of it is
+step() {
+    local title=$1 t0=$SECONDS; shift
+    printf 'dcz: %s ... ' "$title" >&2
+    echo "== $title: $*" >> "$log"
+    if "$@" >> "$log" 2>&1 < /dev/null; then
+        echo "ok ($((SECONDS - t0)) s)" >&2
+    else
+        echo "FAILED" >&2
+        tail -n 15 "$log" | sed 's/^/    /' >&2
+        echo "dcz: the whole output is in $log; fix the cause and run this again" >&2
+        exit 1
+    fi
+}
+n=$(echo $missing | wc -w)
+echo "dcz: $n Debian packages missing:$missing (apt-get output: $log)" >&2
+step "apt-get update" "${as_root[@]}" env DEBIAN_FRONTEND=noninteractive apt-get update -q
+step "apt-get install $n packages with their dependencies" "${as_root[@]}" \
+    env DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends $missing
+# apt's summary line: "N upgraded, M newly installed, ..."
+summary=$(grep -E '^[0-9]+ upgraded, [0-9]+ newly installed' "$log" | tail -n 1)
+echo "dcz: packages installed: ${summary:-none reported}" >&2
