@@ -1,0 +1,19 @@
+#!/usr/bin/env bash
+# Files of format 1.2 (tests/fixtures/v1, written by the release before
+# graph records named their inputs) load and run to exactly the outputs
+# that release computed; dcz info reads each.
+source "$(dirname "$0")/lib.bash"
+V1="$ROOT/tests/fixtures/v1"
+zcat "$ROOT/tests/fixtures/onnx/inputs.f32.gz" > "$T/in.f32" || fail "inputs"
+n=0
+for f in "$V1"/*.dcz; do
+    name=$(basename "$f" .dcz)
+    shape=100,1,28,28
+    case $name in mlp*) shape=100,784 ;; esac
+    expect 0 "$DCZ" run "$f" --raw "$T/in.f32" --shape $shape --top 1 -o "$T/$name.out"
+    cmp -s "$T/$name.out" "$V1/$name.out.f32" || fail "$name: outputs differ from the 1.2 release's"
+    expect 0 "$DCZ" info "$f"
+    n=$((n + 1))
+done
+[ "$n" -ge 8 ] || fail "only $n fixtures found in $V1"
+echo "ok: $n files of format 1.2 give their release's outputs bit for bit"
