@@ -33,7 +33,7 @@
 #define DEFAULT_CONV_BITS 8
 #define DEFAULT_CONV_GAP_BITS 8
 
-static int is_conv(const dcz_tlayer *l) { return l->kind == DCZ_TL_CONV; }
+static int is_conv(const dcz_tlayer *l) { return l->op == DCZ_OP_CONV2D; }
 
 /* The default sparsity of layer i (with weights): by its kind and, for
  * fully connected layers, its place among them. */
@@ -43,7 +43,7 @@ static double default_sparsity(const dcz_net *net, int i)
     for (int l = 0; l < net->nlayers; l++) {
         const dcz_tlayer *t = &net->layers[l];
         if (is_conv(t) && first_conv < 0) first_conv = l;
-        if (t->kind != DCZ_TL_DENSE) continue;
+        if (t->op != DCZ_OP_DENSE) continue;
         if (first < 0) first = l;
         last = l;
     }

@@ -16,6 +16,7 @@
 #include <stdint.h>
 
 #include "dcz.h"
+#include "runtime/ops.h"
 
 #define DCZ_FMT_MAJOR 1
 #define DCZ_FMT_MINOR 2
@@ -26,7 +27,6 @@
 #define DCZ_MAX_SECTIONS 4096
 #define DCZ_MAX_LAYERS 1024
 #define DCZ_MAX_ATTRS 16
-#define DCZ_MAX_RANK 4
 #define DCZ_MAX_NAME 63
 #define DCZ_MAX_TENSORS 4
 #define DCZ_NO_SECTION 0xFFFFFFFFu
@@ -44,56 +44,6 @@ enum {
     DCZ_SEC_CALIB = 4,   /* the calibration table: integer execution (at most one) */
 };
 #define DCZ_SECF_REQUIRED 1u /* a reader that does not know the type must refuse */
-
-/* operators of the graph */
-enum {
-    DCZ_OP_DENSE = 1,    /* attrs: in, out; tensors: weight (out, in), bias (out) */
-    DCZ_OP_RELU = 2,
-    DCZ_OP_SOFTMAX = 3,
-    DCZ_OP_CONV2D = 4,   /* attrs: in_c, out_c, kernel_h, kernel_w, stride_h, stride_w,
-                            pad_h, pad_w; tensors: weight (out_c, in_c, kh, kw), bias (out_c) */
-    DCZ_OP_MAXPOOL = 5,  /* attrs: kernel_h, kernel_w, stride_h, stride_w, pad_h, pad_w */
-    DCZ_OP_AVGPOOL = 6,  /* attrs: as MAXPOOL, then count_include_pad (0 or 1) */
-    DCZ_OP_GLOBAL_AVGPOOL = 7, /* no attrs: (C, H, W) -> (C, 1, 1) */
-    DCZ_OP_FLATTEN = 8,  /* no attrs: any shape -> (product) */
-};
-/* The window of CONV2D and the pools: kernel_h, kernel_w, stride_h,
- * stride_w, pad_h, pad_w, at this attribute position of the op. */
-#define DCZ_WINDOW_AT(op) ((op) == DCZ_OP_CONV2D ? 2u : 0u)
-
-/* The shape of one sample's activations (no batch dimension). */
-typedef struct dcz_shape {
-    uint32_t rank;
-    uint32_t dims[DCZ_MAX_RANK];
-} dcz_shape;
-
-/* Elements of a shape (product of its dims). */
-uint64_t dcz_shape_count(const dcz_shape *s);
-
-/* Nonzero when s has exactly the given rank and dims. */
-int dcz_shape_is(const dcz_shape *s, uint32_t rank, const uint32_t *dims);
-
-/* Checks an operator's attributes against docs/FORMAT.md (count and
- * limits) and tells whether it has a parameter (LAYER) section. DCZ_ERR_FORMAT
- * when an attribute breaks a rule, DCZ_ERR_UNSUPPORTED for an unknown op. */
-dcz_status dcz_op_check(uint16_t op, const int32_t *attr, uint32_t nattr, int *has_params);
-
-/* The output shape of an operator given its attributes and input shape, and
- * the shape rules of docs/FORMAT.md: DENSE takes any input whose element
- * count is attr in; CONV2D and the pools take (C, H, W) and need an output
- * of at least 1 x 1; RELU and SOFTMAX keep the shape. An output of more
- * than DCZ_MAX_ACT elements is refused too. DCZ_ERR_SHAPE when the input
- * does not fit, DCZ_ERR_UNSUPPORTED for an unknown op. Attributes are
- * assumed checked by dcz_op_check (a short attribute list gives
- * DCZ_ERR_FORMAT). Shared by the loader, the toolchain's reader and writer. */
-dcz_status dcz_op_shape(uint16_t op, const int32_t *attr, uint32_t nattr, const dcz_shape *in,
-                        dcz_shape *out);
-
-/* The weight and bias shapes of an op with parameters (DENSE: (out, in) and
- * (out); CONV2D: (out_c, in_c, kh, kw) and (out_c)), from checked
- * attributes. DCZ_ERR_UNSUPPORTED for an op without parameters. */
-dcz_status dcz_op_param_shapes(uint16_t op, const int32_t *attr, dcz_shape *weight,
-                               dcz_shape *bias);
 
 /* tensor encodings */
 enum {

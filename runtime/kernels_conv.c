@@ -52,11 +52,11 @@ dcz_status dcz_conv_geom_init(dcz_conv_geom *g, uint16_t op, const int32_t *attr
                               const dcz_shape *in)
 {
     dcz_shape out;
-    if (op != DCZ_OP_CONV2D && op != DCZ_OP_MAXPOOL && op != DCZ_OP_AVGPOOL)
-        return DCZ_ERR_UNSUPPORTED;
+    const dcz_op_info *o = dcz_op_get(op);
+    if (!o || o->window_at < 0) return DCZ_ERR_UNSUPPORTED;
     dcz_status s = dcz_op_shape(op, attr, nattr, in, &out);
     if (s != DCZ_OK) return s;
-    const int32_t *w = attr + DCZ_WINDOW_AT(op);
+    const int32_t *w = attr + o->window_at;
     *g = (dcz_conv_geom){
         in->dims[0], in->dims[1], in->dims[2], out.dims[0], out.dims[1], out.dims[2],
         (uint32_t)w[0], (uint32_t)w[1], (uint32_t)w[2], (uint32_t)w[3], (uint32_t)w[4], (uint32_t)w[5]

@@ -105,7 +105,7 @@ check() { # name, command
     rc=$?
     set -e
     secs=$((SECONDS - t0))
-    pkgs=$(grep -hoE '[0-9]+ newly installed' "$run/root/dcz/build/deps.log" 2> /dev/null | head -n 1)
+    pkgs=$(grep -hoE '[0-9]+ newly installed' "$run/root/dcz/build/deps.log" 2> /dev/null | grep -oE '^[0-9]+' | head -n 1)
     verdict=PASS
     [ "$rc" -eq 0 ] || verdict="FAIL (exit $rc)"
     if [ "$name" = demo ] && [ "$rc" -eq 0 ] && ! grep -q 'demo: .* s; files in' "$log"; then

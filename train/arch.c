@@ -113,8 +113,8 @@ static dcz_status push(layer_list *L, const dcz_tlayer *proto, const char *what,
         return DCZ_ERR_ARG;
     }
     int64_t weights = 0;
-    if (l->kind == DCZ_TL_DENSE) weights = (int64_t)l->out * (L->cur.c * L->cur.h * L->cur.w);
-    if (l->kind == DCZ_TL_CONV) weights = (int64_t)l->out_c * L->cur.c * l->kh * l->kw;
+    if (l->op == DCZ_OP_DENSE) weights = (int64_t)l->out * (L->cur.c * L->cur.h * L->cur.w);
+    if (l->op == DCZ_OP_CONV2D) weights = (int64_t)l->out_c * L->cur.c * l->kh * l->kw;
     if (weights > CNN_MAX_WEIGHTS) {
         dcz_train_err(L->err, L->errlen, "architecture \"%s\": %s (%s) would have %lld weights "
                       "(limit %lld)", L->arch, what, l->name, (long long)weights,
@@ -173,10 +173,10 @@ static dcz_status build_mlp(const int *widths, int nw, layer_list *L)
 {
     L->in = L->cur = (dcz_chw){ widths[0], 1, 1 };
     for (int d = 0; d + 1 < nw; d++) {
-        dcz_tlayer fc = { .kind = DCZ_TL_DENSE, .out = widths[d + 1] };
+        dcz_tlayer fc = { .op = DCZ_OP_DENSE, .out = widths[d + 1] };
         dcz_status st = push(L, &fc, "layer", "fc%d", d + 1);
         if (st != DCZ_OK) return st;
-        dcz_tlayer act = { .kind = d + 2 < nw ? DCZ_TL_RELU : DCZ_TL_SOFTMAX };
+        dcz_tlayer act = { .op = d + 2 < nw ? DCZ_OP_RELU : DCZ_OP_SOFTMAX };
         st = push(L, &act, "layer", d + 2 < nw ? "relu%d" : "prob", d + 1);
         if (st != DCZ_OK) return st;
     }
@@ -186,15 +186,15 @@ static dcz_status build_mlp(const int *widths, int nw, layer_list *L)
 static dcz_status build_lenet5(layer_list *L)
 {
     static const struct { dcz_tlayer proto; const char *name; } layers[] = {
-        { { .kind = DCZ_TL_CONV, .out_c = 20, .kh = 5, .kw = 5, .sh = 1, .sw = 1 }, "conv1" },
-        { { .kind = DCZ_TL_MAXPOOL, .kh = 2, .kw = 2, .sh = 2, .sw = 2 }, "pool1" },
-        { { .kind = DCZ_TL_CONV, .out_c = 50, .kh = 5, .kw = 5, .sh = 1, .sw = 1 }, "conv2" },
-        { { .kind = DCZ_TL_MAXPOOL, .kh = 2, .kw = 2, .sh = 2, .sw = 2 }, "pool2" },
-        { { .kind = DCZ_TL_FLATTEN }, "flatten" },
-        { { .kind = DCZ_TL_DENSE, .out = 500 }, "fc1" },
-        { { .kind = DCZ_TL_RELU }, "relu1" },
-        { { .kind = DCZ_TL_DENSE, .out = 10 }, "fc2" },
-        { { .kind = DCZ_TL_SOFTMAX }, "prob" },
+        { { .op = DCZ_OP_CONV2D, .out_c = 20, .kh = 5, .kw = 5, .sh = 1, .sw = 1 }, "conv1" },
+        { { .op = DCZ_OP_MAXPOOL, .kh = 2, .kw = 2, .sh = 2, .sw = 2 }, "pool1" },
+        { { .op = DCZ_OP_CONV2D, .out_c = 50, .kh = 5, .kw = 5, .sh = 1, .sw = 1 }, "conv2" },
+        { { .op = DCZ_OP_MAXPOOL, .kh = 2, .kw = 2, .sh = 2, .sw = 2 }, "pool2" },
+        { { .op = DCZ_OP_FLATTEN }, "flatten" },
+        { { .op = DCZ_OP_DENSE, .out = 500 }, "fc1" },
+        { { .op = DCZ_OP_RELU }, "relu1" },
+        { { .op = DCZ_OP_DENSE, .out = 10 }, "fc2" },
+        { { .op = DCZ_OP_SOFTMAX }, "prob" },
     };
     L->in = L->cur = (dcz_chw){ 1, 28, 28 };
     for (size_t i = 0; i < sizeof layers / sizeof layers[0]; i++) {
@@ -252,7 +252,7 @@ static dcz_status cnn_token(layer_list *L, const char *tok, int index, int last,
         return DCZ_ERR_ARG;
     }
     if (strcmp(tok, "gap") == 0) {
-        dcz_tlayer g = { .kind = DCZ_TL_GAP };
+        dcz_tlayer g = { .op = DCZ_OP_GLOBAL_AVGPOOL };
         k->spatial = 1;
         return push(L, &g, what, "gap%d", ++k->gap);
     }
@@ -270,10 +270,10 @@ static dcz_status cnn_token(layer_list *L, const char *tok, int index, int last,
             return DCZ_ERR_ARG;
         }
         {
-            dcz_tlayer c = { .kind = DCZ_TL_CONV, .out_c = (int)n, .kh = (int)kk, .kw = (int)kk,
+            dcz_tlayer c = { .op = DCZ_OP_CONV2D, .out_c = (int)n, .kh = (int)kk, .kw = (int)kk,
                              .sh = (int)s, .sw = (int)s, .ph = (int)pad, .pw = (int)pad };
-            dcz_tlayer bn = { .kind = DCZ_TL_BATCHNORM };
-            dcz_tlayer relu = { .kind = DCZ_TL_RELU };
+            dcz_tlayer bn = { .op = DCZ_OP_BATCHNORM };
+            dcz_tlayer relu = { .op = DCZ_OP_RELU };
             k->spatial = 1;
             k->conv++;
             if ((st = push(L, &c, what, "conv%d", k->conv)) != DCZ_OK) return st;
@@ -285,7 +285,7 @@ static dcz_status cnn_token(layer_list *L, const char *tok, int index, int last,
         if (!read_num(&p, CNN_MAX_KERNEL, &kk) || kk < 1) goto bad_number;
         if (*p != '\0') goto bad_syntax;
         {
-            dcz_tlayer pl = { .kind = tok[0] == 'p' ? DCZ_TL_MAXPOOL : DCZ_TL_AVGPOOL,
+            dcz_tlayer pl = { .op = tok[0] == 'p' ? DCZ_OP_MAXPOOL : DCZ_OP_AVGPOOL,
                               .kh = (int)kk, .kw = (int)kk, .sh = (int)kk, .sw = (int)kk,
                               .count_include_pad = 1 };
             k->spatial = 1;
@@ -295,7 +295,7 @@ static dcz_status cnn_token(layer_list *L, const char *tok, int index, int last,
         if (!read_num(&p, 99, &n)) goto bad_number;
         if (*p != '\0') goto bad_syntax;
         {
-            dcz_tlayer d = { .kind = DCZ_TL_DROPOUT, .rate = (float)n / 100.0f };
+            dcz_tlayer d = { .op = DCZ_OP_DROPOUT, .rate = (float)n / 100.0f };
             return push(L, &d, what, "drop%d", ++k->drop);
         }
     case 'f':
@@ -304,23 +304,23 @@ static dcz_status cnn_token(layer_list *L, const char *tok, int index, int last,
         if (k->fc) {
             /* the ReLU after the previous fc goes before any dropout since */
             int at = L->n;
-            while (at > 0 && L->l[at - 1].kind == DCZ_TL_DROPOUT) at--;
+            while (at > 0 && L->l[at - 1].op == DCZ_OP_DROPOUT) at--;
             if (L->n == CNN_MAX_LAYERS) {
                 dcz_train_err(L->err, L->errlen, "architecture \"%s\": too many layers", L->arch);
                 return DCZ_ERR_ARG;
             }
             memmove(&L->l[at + 1], &L->l[at], (size_t)(L->n - at) * sizeof L->l[0]);
-            L->l[at] = (dcz_tlayer){ .kind = DCZ_TL_RELU };
+            L->l[at] = (dcz_tlayer){ .op = DCZ_OP_RELU };
             snprintf(L->l[at].name, sizeof L->l[at].name, "relu%d", ++k->relu);
             L->n++;
         }
         if (k->spatial && !k->flattened) {
-            dcz_tlayer fl = { .kind = DCZ_TL_FLATTEN };
+            dcz_tlayer fl = { .op = DCZ_OP_FLATTEN };
             k->flattened = 1;
             if ((st = push(L, &fl, what, "flatten", 0)) != DCZ_OK) return st;
         }
         {
-            dcz_tlayer fc = { .kind = DCZ_TL_DENSE, .out = (int)n };
+            dcz_tlayer fc = { .op = DCZ_OP_DENSE, .out = (int)n };
             return push(L, &fc, what, "fc%d", ++k->fc);
         }
     default:
@@ -407,7 +407,7 @@ static dcz_status build_cnn(layer_list *L)
         }
         if (st != DCZ_OK) return st;
     }
-    dcz_tlayer prob = { .kind = DCZ_TL_SOFTMAX };
+    dcz_tlayer prob = { .op = DCZ_OP_SOFTMAX };
     return push(L, &prob, "the output", "prob", 0);
 }
 

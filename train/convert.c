@@ -49,27 +49,27 @@ static dcz_status settings_from_doc(const dcz_doc_layer *l, dcz_tlayer *t)
 {
     switch (l->op) {
     case DCZ_OP_DENSE:
-        t->kind = DCZ_TL_DENSE;
+        t->op = DCZ_OP_DENSE;
         t->out = l->attr[1];
         return DCZ_OK;
     case DCZ_OP_CONV2D:
-        t->kind = DCZ_TL_CONV;
+        t->op = DCZ_OP_CONV2D;
         t->out_c = l->attr[1];
         set_window(t, &l->attr[2]);
         return DCZ_OK;
     case DCZ_OP_MAXPOOL:
-        t->kind = DCZ_TL_MAXPOOL;
+        t->op = DCZ_OP_MAXPOOL;
         set_window(t, l->attr);
         return DCZ_OK;
     case DCZ_OP_AVGPOOL:
-        t->kind = DCZ_TL_AVGPOOL;
+        t->op = DCZ_OP_AVGPOOL;
         set_window(t, l->attr);
         t->count_include_pad = l->attr[6];
         return DCZ_OK;
-    case DCZ_OP_GLOBAL_AVGPOOL: t->kind = DCZ_TL_GAP; return DCZ_OK;
-    case DCZ_OP_FLATTEN: t->kind = DCZ_TL_FLATTEN; return DCZ_OK;
-    case DCZ_OP_RELU: t->kind = DCZ_TL_RELU; return DCZ_OK;
-    case DCZ_OP_SOFTMAX: t->kind = DCZ_TL_SOFTMAX; return DCZ_OK;
+    case DCZ_OP_GLOBAL_AVGPOOL: t->op = DCZ_OP_GLOBAL_AVGPOOL; return DCZ_OK;
+    case DCZ_OP_FLATTEN: t->op = DCZ_OP_FLATTEN; return DCZ_OK;
+    case DCZ_OP_RELU: t->op = DCZ_OP_RELU; return DCZ_OK;
+    case DCZ_OP_SOFTMAX: t->op = DCZ_OP_SOFTMAX; return DCZ_OK;
     default: return DCZ_ERR_UNSUPPORTED;
     }
 }
@@ -157,8 +157,8 @@ static void put_window(const dcz_tlayer *t, int32_t *a)
 
 static dcz_status layer_to_doc(const dcz_tlayer *t, const dcz_layer_encoding *e, dcz_doc_layer *l)
 {
-    switch (t->kind) {
-    case DCZ_TL_DENSE: {
+    switch (t->op) {
+    case DCZ_OP_DENSE: {
         const uint32_t wd[2] = { (uint32_t)t->out, (uint32_t)t->in };
         l->op = DCZ_OP_DENSE;
         l->nattr = 2;
@@ -166,7 +166,7 @@ static dcz_status layer_to_doc(const dcz_tlayer *t, const dcz_layer_encoding *e,
         l->attr[1] = t->out;
         return weights_to_doc(t, e, 2, wd, l);
     }
-    case DCZ_TL_CONV: {
+    case DCZ_OP_CONV2D: {
         const uint32_t wd[4] = { (uint32_t)t->out_c, (uint32_t)t->in_c, (uint32_t)t->kh, (uint32_t)t->kw };
         l->op = DCZ_OP_CONV2D;
         l->nattr = 8;
@@ -175,21 +175,21 @@ static dcz_status layer_to_doc(const dcz_tlayer *t, const dcz_layer_encoding *e,
         put_window(t, &l->attr[2]);
         return weights_to_doc(t, e, 4, wd, l);
     }
-    case DCZ_TL_MAXPOOL:
+    case DCZ_OP_MAXPOOL:
         l->op = DCZ_OP_MAXPOOL;
         l->nattr = 6;
         put_window(t, l->attr);
         return DCZ_OK;
-    case DCZ_TL_AVGPOOL:
+    case DCZ_OP_AVGPOOL:
         l->op = DCZ_OP_AVGPOOL;
         l->nattr = 7;
         put_window(t, l->attr);
         l->attr[6] = t->count_include_pad ? 1 : 0;
         return DCZ_OK;
-    case DCZ_TL_GAP: l->op = DCZ_OP_GLOBAL_AVGPOOL; return DCZ_OK;
-    case DCZ_TL_FLATTEN: l->op = DCZ_OP_FLATTEN; return DCZ_OK;
-    case DCZ_TL_RELU: l->op = DCZ_OP_RELU; return DCZ_OK;
-    case DCZ_TL_SOFTMAX: l->op = DCZ_OP_SOFTMAX; return DCZ_OK;
+    case DCZ_OP_GLOBAL_AVGPOOL: l->op = DCZ_OP_GLOBAL_AVGPOOL; return DCZ_OK;
+    case DCZ_OP_FLATTEN: l->op = DCZ_OP_FLATTEN; return DCZ_OK;
+    case DCZ_OP_RELU: l->op = DCZ_OP_RELU; return DCZ_OK;
+    case DCZ_OP_SOFTMAX: l->op = DCZ_OP_SOFTMAX; return DCZ_OK;
     default:
         return DCZ_ERR_UNSUPPORTED;   /* batch norm and dropout: fold first */
     }

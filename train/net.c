@@ -108,15 +108,15 @@ void dcz_net_free(dcz_net *net)
 
 /* ---- shapes ----------------------------------------------------------------- */
 
-static int is_spatial(dcz_tlayer_kind k)
+static int is_spatial(dcz_op k)
 {
-    return k == DCZ_TL_CONV || k == DCZ_TL_MAXPOOL || k == DCZ_TL_AVGPOOL || k == DCZ_TL_GAP;
+    return k == DCZ_OP_CONV2D || k == DCZ_OP_MAXPOOL || k == DCZ_OP_AVGPOOL || k == DCZ_OP_GLOBAL_AVGPOOL;
 }
 
 /* Kinds whose geometry fields are used (and checked). */
-static int has_geometry(dcz_tlayer_kind k)
+static int has_geometry(dcz_op k)
 {
-    return is_spatial(k) || k == DCZ_TL_FLATTEN || k == DCZ_TL_BATCHNORM;
+    return is_spatial(k) || k == DCZ_OP_FLATTEN || k == DCZ_OP_BATCHNORM;
 }
 
 static int64_t chw_count(dcz_chw s)
@@ -135,30 +135,30 @@ static int64_t window_out(int64_t n, int k, int stride, int pad)
 
 dcz_status dcz_tlayer_out_shape(const dcz_tlayer *l, dcz_chw in, dcz_chw *out)
 {
-    switch (l->kind) {
-    case DCZ_TL_DENSE:
+    switch (l->op) {
+    case DCZ_OP_DENSE:
         if (l->out <= 0) return DCZ_ERR_SHAPE;
         *out = (dcz_chw){ l->out, 1, 1 };
         return DCZ_OK;
-    case DCZ_TL_RELU:
-    case DCZ_TL_SOFTMAX:
-    case DCZ_TL_DROPOUT:
-    case DCZ_TL_BATCHNORM:
+    case DCZ_OP_RELU:
+    case DCZ_OP_SOFTMAX:
+    case DCZ_OP_DROPOUT:
+    case DCZ_OP_BATCHNORM:
         *out = in;
         return DCZ_OK;
-    case DCZ_TL_FLATTEN:
+    case DCZ_OP_FLATTEN:
         *out = (dcz_chw){ chw_count(in), 1, 1 };
         return DCZ_OK;
-    case DCZ_TL_GAP:
+    case DCZ_OP_GLOBAL_AVGPOOL:
         *out = (dcz_chw){ in.c, 1, 1 };
         return DCZ_OK;
-    case DCZ_TL_CONV:
-    case DCZ_TL_MAXPOOL:
-    case DCZ_TL_AVGPOOL: {
+    case DCZ_OP_CONV2D:
+    case DCZ_OP_MAXPOOL:
+    case DCZ_OP_AVGPOOL: {
         int64_t oh = window_out(in.h, l->kh, l->sh, l->ph);
         int64_t ow = window_out(in.w, l->kw, l->sw, l->pw);
         if (oh < 1 || ow < 1) return DCZ_ERR_SHAPE;
-        int64_t oc = l->kind == DCZ_TL_CONV ? l->out_c : in.c;
+        int64_t oc = l->op == DCZ_OP_CONV2D ? l->out_c : in.c;
         if (oc < 1) return DCZ_ERR_SHAPE;
         *out = (dcz_chw){ oc, oh, ow };
         return DCZ_OK;
@@ -200,7 +200,7 @@ dcz_status dcz_net_infer_shapes(dcz_net *net)
         if (chw_count(next) > INT_MAX) return DCZ_ERR_SHAPE;
         l->in = (int)chw_count(cur);
         l->out = (int)chw_count(next);
-        if (has_geometry(l->kind)) {
+        if (has_geometry(l->op)) {
             l->in_c = (int)cur.c; l->in_h = (int)cur.h; l->in_w = (int)cur.w;
             l->out_c = (int)next.c; l->out_h = (int)next.h; l->out_w = (int)next.w;
         }
@@ -227,26 +227,26 @@ static dcz_status check_layer(const dcz_net *net, int i)
     const dcz_tlayer *l = &net->layers[i];
     if (!dcz_tlayer_has_weights(l) && (l->mask || l->codebook || l->assign || l->k))
         return DCZ_ERR_ARG;
-    switch (l->kind) {
-    case DCZ_TL_DENSE:
-    case DCZ_TL_CONV:
+    switch (l->op) {
+    case DCZ_OP_DENSE:
+    case DCZ_OP_CONV2D:
         if (!l->w || !l->b) return DCZ_ERR_ARG;
         return check_codebook(l);
-    case DCZ_TL_SOFTMAX:
+    case DCZ_OP_SOFTMAX:
         /* the loss is fused with it */
         return i == net->nlayers - 1 ? DCZ_OK : DCZ_ERR_ARG;
-    case DCZ_TL_BATCHNORM:
+    case DCZ_OP_BATCHNORM:
         if (!l->w || !l->b || !l->run_mean || !l->run_var) return DCZ_ERR_ARG;
         if (!(l->eps > 0.0f) || !isfinite(l->eps)) return DCZ_ERR_ARG;
         if (!(l->bn_momentum >= 0.0f && l->bn_momentum <= 1.0f)) return DCZ_ERR_ARG;
         return DCZ_OK;
-    case DCZ_TL_DROPOUT:
+    case DCZ_OP_DROPOUT:
         return l->rate >= 0.0f && l->rate < 1.0f ? DCZ_OK : DCZ_ERR_ARG;
-    case DCZ_TL_RELU:
-    case DCZ_TL_MAXPOOL:
-    case DCZ_TL_AVGPOOL:
-    case DCZ_TL_GAP:
-    case DCZ_TL_FLATTEN:
+    case DCZ_OP_RELU:
+    case DCZ_OP_MAXPOOL:
+    case DCZ_OP_AVGPOOL:
+    case DCZ_OP_GLOBAL_AVGPOOL:
+    case DCZ_OP_FLATTEN:
         return DCZ_OK;
     }
     return DCZ_ERR_ARG;
@@ -260,7 +260,7 @@ dcz_status dcz_net_validate(dcz_net *net)
     if (net->in_rank != 0) {
         dcz_status st = rank_shape(net, &cur);
         if (st != DCZ_OK) return st;
-    } else if (has_geometry(first->kind)) {
+    } else if (has_geometry(first->op)) {
         cur = (dcz_chw){ first->in_c, first->in_h, first->in_w };
     } else {
         cur = (dcz_chw){ first->in, 1, 1 };
@@ -271,12 +271,12 @@ dcz_status dcz_net_validate(dcz_net *net)
         if (chw_count(cur) != l->in) return DCZ_ERR_SHAPE;
         dcz_status st = check_layer(net, i);
         if (st != DCZ_OK) return st;
-        if (has_geometry(l->kind) && (l->in_c != cur.c || l->in_h != cur.h || l->in_w != cur.w))
+        if (has_geometry(l->op) && (l->in_c != cur.c || l->in_h != cur.h || l->in_w != cur.w))
             return DCZ_ERR_SHAPE;
         dcz_chw next;
         st = dcz_tlayer_out_shape(l, cur, &next);
         if (st != DCZ_OK) return st;
-        if (has_geometry(l->kind) &&
+        if (has_geometry(l->op) &&
             (l->out_c != next.c || l->out_h != next.h || l->out_w != next.w))
             return DCZ_ERR_SHAPE;
         if (chw_count(next) != l->out) return DCZ_ERR_SHAPE;
@@ -285,7 +285,7 @@ dcz_status dcz_net_validate(dcz_net *net)
     /* shapes may have changed since the buffers were sized: regrow on demand */
     free_acts(net);
     if (net->in_rank == 0) {
-        if (has_geometry(first->kind)) {
+        if (has_geometry(first->op)) {
             net->in_rank = 3;
             net->in_dims[0] = (uint32_t)first->in_c;
             net->in_dims[1] = (uint32_t)first->in_h;
@@ -307,7 +307,7 @@ size_t dcz_net_param_count(const dcz_net *net)
     for (int i = 0; i < net->nlayers; i++) {
         const dcz_tlayer *l = &net->layers[i];
         if (dcz_tlayer_has_weights(l)) n += dcz_tlayer_nweights(l) + dcz_tlayer_nbias(l);
-        else if (l->kind == DCZ_TL_BATCHNORM) n += 2 * dcz_tlayer_nbias(l);
+        else if (l->op == DCZ_OP_BATCHNORM) n += 2 * dcz_tlayer_nbias(l);
     }
     return n;
 }
@@ -327,7 +327,7 @@ dcz_status dcz_net_init_params(dcz_net *net, dcz_rng *rng)
             /* He et al. 2015: N(0, 2 / fan_in) for layers followed by ReLU */
             float sd = (float)sqrt(2.0 / (double)cols);
             for (size_t j = 0; j < nw; j++) l->w[j] = sd * dcz_rng_normal(rng);
-        } else if (l->kind == DCZ_TL_BATCHNORM) {
+        } else if (l->op == DCZ_OP_BATCHNORM) {
             size_t c = dcz_tlayer_nbias(l);
             if (c == 0) return DCZ_ERR_ARG;
             l->w = malloc(c * sizeof(float));                           /* gamma (c) */
@@ -355,11 +355,11 @@ static int act_dim(const dcz_net *net, int i)
 
 size_t dcz_tlayer_cache_bytes(const dcz_tlayer *l, int batch)
 {
-    switch (l->kind) {
-    case DCZ_TL_MAXPOOL: return (size_t)batch * (size_t)l->out * sizeof(int32_t);
-    case DCZ_TL_BATCHNORM: return 2 * (size_t)l->in_c * sizeof(float);
-    case DCZ_TL_DROPOUT: return (size_t)batch * (size_t)l->in;
-    case DCZ_TL_CONV: return dcz_conv_cache_floats(l, batch) * sizeof(float);
+    switch (l->op) {
+    case DCZ_OP_MAXPOOL: return (size_t)batch * (size_t)l->out * sizeof(int32_t);
+    case DCZ_OP_BATCHNORM: return 2 * (size_t)l->in_c * sizeof(float);
+    case DCZ_OP_DROPOUT: return (size_t)batch * (size_t)l->in;
+    case DCZ_OP_CONV2D: return dcz_conv_cache_floats(l, batch) * sizeof(float);
     default: return 0;
     }
 }
@@ -371,7 +371,7 @@ static dcz_status reserve_caches(dcz_net *net)
     for (int i = 0; i < net->nlayers; i++) {
         dcz_tlayer *l = &net->layers[i];
         size_t bytes = dcz_tlayer_cache_bytes(l, net->cap_batch);
-        if (l->kind == DCZ_TL_CONV) {
+        if (l->op == DCZ_OP_CONV2D) {
             kept += bytes / sizeof(float);
             if (kept > DCZ_CONV_KEEP_TOTAL) bytes = 0;   /* rebuilds its columns */
         }
@@ -399,7 +399,7 @@ dcz_status dcz_net_reserve(dcz_net *net, int batch, int train)
         }
         size_t work = 0;
         for (int i = 0; i < net->nlayers; i++)
-            if (net->layers[i].kind == DCZ_TL_CONV) {
+            if (net->layers[i].op == DCZ_OP_CONV2D) {
                 size_t wf = dcz_conv_work_floats(&net->layers[i], batch);
                 if (wf > work) work = wf;
             }
@@ -487,32 +487,32 @@ void dcz_net_run_layers(dcz_net *net, int batch, unsigned flags)
         const float *x = net->act[i];   /* (batch, in) */
         float *y = net->act[i + 1];     /* (batch, out) */
         size_t n = (size_t)batch * (size_t)l->out;
-        switch (l->kind) {
-        case DCZ_TL_DENSE:
+        switch (l->op) {
+        case DCZ_OP_DENSE:
             dense_forward(l, x, y, batch);
             break;
-        case DCZ_TL_RELU:
+        case DCZ_OP_RELU:
             dcz_vrelu(y, x, n);
             break;
-        case DCZ_TL_SOFTMAX:
+        case DCZ_OP_SOFTMAX:
             if (flags & DCZ_RUN_PROBS) softmax_rows(x, y, batch, l->out);
             else memcpy(y, x, n * sizeof(float));
             break;
-        case DCZ_TL_CONV:
+        case DCZ_OP_CONV2D:
             dcz_conv_forward(l, x, y, batch, net->work, train);
             break;
-        case DCZ_TL_MAXPOOL:
-        case DCZ_TL_AVGPOOL:
-        case DCZ_TL_GAP:
+        case DCZ_OP_MAXPOOL:
+        case DCZ_OP_AVGPOOL:
+        case DCZ_OP_GLOBAL_AVGPOOL:
             dcz_pool_forward(l, x, y, batch, train);
             break;
-        case DCZ_TL_FLATTEN:
+        case DCZ_OP_FLATTEN:
             memcpy(y, x, n * sizeof(float));
             break;
-        case DCZ_TL_BATCHNORM:
+        case DCZ_OP_BATCHNORM:
             dcz_bn_forward(l, x, y, batch, train);
             break;
-        case DCZ_TL_DROPOUT:
+        case DCZ_OP_DROPOUT:
             dropout_forward(net, l, x, y, batch, train);
             break;
         }
@@ -582,11 +582,11 @@ dcz_status dcz_net_fold_for_inference(dcz_net *net)
     if (!net || !net->layers || net->nlayers < 1) return DCZ_ERR_ARG;
     int kept = 0;
     for (int i = 0; i < net->nlayers; i++) {
-        dcz_tlayer_kind k = net->layers[i].kind;
-        if (k == DCZ_TL_BATCHNORM) {
+        dcz_op k = net->layers[i].op;
+        if (k == DCZ_OP_BATCHNORM) {
             dcz_status st = foldable(net, i);
             if (st != DCZ_OK) return st;
-        } else if (k != DCZ_TL_DROPOUT) {
+        } else if (k != DCZ_OP_DROPOUT) {
             kept++;
         }
     }
@@ -596,7 +596,7 @@ dcz_status dcz_net_fold_for_inference(dcz_net *net)
     int n = 0;
     for (int i = 0; i < net->nlayers; i++) {
         dcz_tlayer *l = &net->layers[i];
-        if (l->kind == DCZ_TL_BATCHNORM) {
+        if (l->op == DCZ_OP_BATCHNORM) {
             /* w' = w g, b' = (b - mean) g + beta, g = gamma / sqrt(var + eps) */
             dcz_tlayer *p = &net->layers[i - 1];
             size_t cols = dcz_tlayer_wcols(p);
@@ -610,7 +610,7 @@ dcz_status dcz_net_fold_for_inference(dcz_net *net)
     }
     for (int i = 0; i < net->nlayers; i++) {
         dcz_tlayer *l = &net->layers[i];
-        if (l->kind == DCZ_TL_BATCHNORM || l->kind == DCZ_TL_DROPOUT) {
+        if (l->op == DCZ_OP_BATCHNORM || l->op == DCZ_OP_DROPOUT) {
             free_params(l);
             continue;
         }

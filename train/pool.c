@@ -89,18 +89,18 @@ static void max2x2_forward(const dcz_tlayer *l, const float *x, float *y, int32_
 
 void dcz_pool_forward(dcz_tlayer *l, const float *x, float *y, int batch, int train)
 {
-    if (l->kind == DCZ_TL_GAP) {
+    if (l->op == DCZ_OP_GLOBAL_AVGPOOL) {
         gap_forward(l, x, y, batch);
         return;
     }
-    int32_t *arg = l->kind == DCZ_TL_MAXPOOL && train ? l->cache : NULL;   /* (batch, out) */
-    if (l->kind == DCZ_TL_MAXPOOL && l->kh == 2 && l->kw == 2 && l->sh == 2 && l->sw == 2 &&
+    int32_t *arg = l->op == DCZ_OP_MAXPOOL && train ? l->cache : NULL;   /* (batch, out) */
+    if (l->op == DCZ_OP_MAXPOOL && l->kh == 2 && l->kw == 2 && l->sh == 2 && l->sw == 2 &&
         l->ph == 0 && l->pw == 0) {
         max2x2_forward(l, x, y, arg, batch);
         return;
     }
     const int H = l->in_h, W = l->in_w, OH = l->out_h, OW = l->out_w;
-    const int is_max = l->kind == DCZ_TL_MAXPOOL;
+    const int is_max = l->op == DCZ_OP_MAXPOOL;
     size_t planes = (size_t)batch * l->in_c, hw = (size_t)H * W, ohw = (size_t)OH * OW;
     for (size_t p = 0; p < planes; p++) {
         const float *xp = x + p * hw;
@@ -136,7 +136,7 @@ void dcz_pool_backward(const dcz_tlayer *l, const float *dy, float *dx, int batc
 {
     const int H = l->in_h, W = l->in_w, OH = l->out_h, OW = l->out_w;
     size_t planes = (size_t)batch * l->in_c, hw = (size_t)H * W, ohw = (size_t)OH * OW;
-    if (l->kind == DCZ_TL_GAP) {
+    if (l->op == DCZ_OP_GLOBAL_AVGPOOL) {
         float inv = 1.0f / (float)hw;
         for (size_t p = 0; p < planes; p++) {
             float g = dy[p] * inv;
@@ -144,7 +144,7 @@ void dcz_pool_backward(const dcz_tlayer *l, const float *dy, float *dx, int batc
         }
         return;
     }
-    if (l->kind == DCZ_TL_MAXPOOL && l->kh == 2 && l->kw == 2 && l->sh == 2 && l->sw == 2 &&
+    if (l->op == DCZ_OP_MAXPOOL && l->kh == 2 && l->kw == 2 && l->sh == 2 && l->sw == 2 &&
         l->ph == 0 && l->pw == 0 && H == 2 * OH && W == 2 * OW) {
         /* the windows tile the input: every cell is written, no memset */
         const int32_t *arg = l->cache;   /* (batch, out) */
@@ -166,7 +166,7 @@ void dcz_pool_backward(const dcz_tlayer *l, const float *dy, float *dx, int batc
         return;
     }
     memset(dx, 0, planes * hw * sizeof(float));
-    if (l->kind == DCZ_TL_MAXPOOL) {
+    if (l->op == DCZ_OP_MAXPOOL) {
         const int32_t *arg = l->cache;   /* (batch, out) */
         for (size_t p = 0; p < planes; p++) {
             float *xp = dx + p * hw;

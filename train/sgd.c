@@ -33,7 +33,7 @@
 /* Layers with trainable parameters: DENSE, CONV, BATCHNORM. */
 static int has_params(const dcz_tlayer *l)
 {
-    return dcz_tlayer_has_weights(l) || l->kind == DCZ_TL_BATCHNORM;
+    return dcz_tlayer_has_weights(l) || l->op == DCZ_OP_BATCHNORM;
 }
 
 static dcz_status alloc_grads(dcz_net *net)
@@ -157,31 +157,31 @@ static double grad_core(dcz_net *net, const uint8_t *y, int batch)
         const float *dy = net->dact[i + 1];    /* (batch, out) */
         float *dx = i > first ? net->dact[i] : NULL;   /* (batch, in) */
         size_t n = (size_t)batch * (size_t)l->in;
-        switch (l->kind) {
-        case DCZ_TL_DENSE:
+        switch (l->op) {
+        case DCZ_OP_DENSE:
             dense_backward(l, x, dy, dx, batch);
             constrain_grads(l);
             break;
-        case DCZ_TL_CONV:
+        case DCZ_OP_CONV2D:
             dcz_conv_backward(l, x, dy, dx, batch, net->work);
             constrain_grads(l);
             break;
-        case DCZ_TL_BATCHNORM:
+        case DCZ_OP_BATCHNORM:
             dcz_bn_backward(l, x, dy, dx, batch);
             break;
-        case DCZ_TL_RELU:
+        case DCZ_OP_RELU:
             if (dx) dcz_vrelu_grad(dx, dy, out, n);
             break;
-        case DCZ_TL_SOFTMAX:
-        case DCZ_TL_FLATTEN:
+        case DCZ_OP_SOFTMAX:
+        case DCZ_OP_FLATTEN:
             if (dx) memcpy(dx, dy, n * sizeof(float));
             break;
-        case DCZ_TL_DROPOUT:
+        case DCZ_OP_DROPOUT:
             if (dx) dropout_backward(l, dy, dx, n);
             break;
-        case DCZ_TL_MAXPOOL:
-        case DCZ_TL_AVGPOOL:
-        case DCZ_TL_GAP:
+        case DCZ_OP_MAXPOOL:
+        case DCZ_OP_AVGPOOL:
+        case DCZ_OP_GLOBAL_AVGPOOL:
             if (dx) dcz_pool_backward(l, dy, dx, batch);
             break;
         }
@@ -264,7 +264,7 @@ dcz_status dcz_net_step(dcz_net *net, const dcz_sgd *opt)
                 l->b[j] -= opt->lr * l->vb[j];
             }
         if (!opt->train_weights) continue;
-        if (l->kind == DCZ_TL_BATCHNORM) {
+        if (l->op == DCZ_OP_BATCHNORM) {
             /* gamma: momentum, no weight decay */
             for (size_t j = 0; j < nb; j++) {
                 l->vw[j] = opt->momentum * l->vw[j] + l->gw[j];

@@ -37,6 +37,7 @@
 #include <stdint.h>
 
 #include "dcz.h"
+#include "runtime/ops.h"
 
 /* ---- random numbers: xoshiro256**, seeded through splitmix64 ------------ */
 
@@ -82,23 +83,18 @@ void dcz_dataset_free(dcz_dataset *d);
 
 /* ---- the network --------------------------------------------------------- */
 
-typedef enum dcz_tlayer_kind {
-    DCZ_TL_DENSE = 1,   /* y = W x + b, W (out, in) row-major */
-    DCZ_TL_RELU,
-    DCZ_TL_SOFTMAX,     /* identity while training (loss is fused) */
-    DCZ_TL_CONV,        /* 2-D convolution, W (out_c, in_c, kh, kw), b (out_c) */
-    DCZ_TL_MAXPOOL,     /* max over kh x kw windows; padding never wins */
-    DCZ_TL_AVGPOOL,     /* mean over kh x kw windows (count_include_pad) */
-    DCZ_TL_GAP,         /* global average pooling: (C, H, W) -> (C, 1, 1) */
-    DCZ_TL_FLATTEN,     /* (C, H, W) -> (C*H*W): data unchanged */
-    DCZ_TL_BATCHNORM,   /* per channel: w = gamma (c), b = beta (c); folded
-                           into the preceding conv before a net is written */
-    DCZ_TL_DROPOUT      /* training only: zeroes a fraction `rate` and scales
-                           the rest by 1/(1-rate); identity in inference */
-} dcz_tlayer_kind;
+/* A layer's operator is one of the table's (runtime/ops.h), the same codes
+ * as in a file: DENSE (y = W x + b, W (out, in) row-major), RELU, SOFTMAX
+ * (the identity while training: the loss is fused), CONV2D (W (out_c, in_c,
+ * kh, kw), b (out_c)), MAXPOOL (padding never wins), AVGPOOL
+ * (count_include_pad), GLOBAL_AVGPOOL ((C, H, W) -> (C, 1, 1)), FLATTEN
+ * ((C, H, W) -> (C*H*W), data unchanged), and the training-only BATCHNORM
+ * (per channel: w = gamma (c), b = beta (c); folded into the preceding
+ * conv before a net is written) and DROPOUT (zeroes a fraction `rate` and
+ * scales the rest by 1/(1-rate); the identity in inference). */
 
 typedef struct dcz_tlayer {
-    dcz_tlayer_kind kind;
+    dcz_op op;
     char name[64];
     int in, out;          /* features of one sample (flattened C*H*W);
                              in == out for RELU, SOFTMAX, FLATTEN, BATCHNORM
@@ -149,14 +145,15 @@ typedef struct dcz_tlayer {
 /* Nonzero for layers whose weights can be pruned and shared (DENSE, CONV). */
 static inline int dcz_tlayer_has_weights(const dcz_tlayer *l)
 {
-    return l->kind == DCZ_TL_DENSE || l->kind == DCZ_TL_CONV;
+    const dcz_op_info *o = dcz_op_get(l->op);
+    return o && o->weighted;
 }
 
 /* Columns of the weight matrix: DENSE in, CONV in_c * kh * kw, BATCHNORM 1. */
 static inline size_t dcz_tlayer_wcols(const dcz_tlayer *l)
 {
-    if (l->kind == DCZ_TL_DENSE) return (size_t)l->in;
-    if (l->kind == DCZ_TL_CONV) return (size_t)l->in_c * (size_t)l->kh * (size_t)l->kw;
+    if (l->op == DCZ_OP_DENSE) return (size_t)l->in;
+    if (l->op == DCZ_OP_CONV2D) return (size_t)l->in_c * (size_t)l->kh * (size_t)l->kw;
     return 1;
 }
 
@@ -164,9 +161,9 @@ static inline size_t dcz_tlayer_wcols(const dcz_tlayer *l)
  * BATCHNORM c; 0 for layers without parameters. */
 static inline size_t dcz_tlayer_nbias(const dcz_tlayer *l)
 {
-    if (l->kind == DCZ_TL_DENSE) return (size_t)l->out;
-    if (l->kind == DCZ_TL_CONV) return (size_t)l->out_c;
-    if (l->kind == DCZ_TL_BATCHNORM) return (size_t)l->in_c;
+    if (l->op == DCZ_OP_DENSE) return (size_t)l->out;
+    if (l->op == DCZ_OP_CONV2D) return (size_t)l->out_c;
+    if (l->op == DCZ_OP_BATCHNORM) return (size_t)l->in_c;
     return 0;
 }
 

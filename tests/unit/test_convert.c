@@ -39,7 +39,7 @@ static dcz_net *make_net(void)
         q->w[i] = q->mask[i] ? q->codebook[q->assign[i]] : 0;
     }
     for (int l = 0; l < net->nlayers; l++)
-        if (net->layers[l].kind == DCZ_TL_DENSE)
+        if (net->layers[l].op == DCZ_OP_DENSE)
             for (int o = 0; o < net->layers[l].out; o++) net->layers[l].b[o] = 0.01f * (float)o;
     return net;
 }
@@ -65,8 +65,8 @@ static void test_round_trip(void)
     REQUIRE(back->nlayers == net->nlayers, "layers");
     for (int l = 0; l < net->nlayers; l++) {
         const dcz_tlayer *a = &net->layers[l], *b = &back->layers[l];
-        CHECK(a->kind == b->kind && strcmp(a->name, b->name) == 0, "layer %d", l);
-        if (a->kind != DCZ_TL_DENSE) continue;
+        CHECK(a->op == b->op && strcmp(a->name, b->name) == 0, "layer %d", l);
+        if (a->op != DCZ_OP_DENSE) continue;
         size_t n = dcz_tlayer_nweights(a);
         CHECK(memcmp(a->w, b->w, n * sizeof(float)) == 0, "weights of %s", a->name);
         CHECK(memcmp(a->b, b->b, (size_t)a->out * sizeof(float)) == 0, "bias of %s", a->name);
@@ -132,7 +132,7 @@ static int share_conv2(dcz_net *net)
 {
     for (int l = 0; l < net->nlayers; l++) {
         dcz_tlayer *c = &net->layers[l];
-        if (c->kind != DCZ_TL_CONV || strcmp(c->name, "conv2") != 0) continue;
+        if (c->op != DCZ_OP_CONV2D || strcmp(c->name, "conv2") != 0) continue;
         size_t n = dcz_tlayer_nweights(c);
         c->mask = calloc(n, 1);
         c->assign = calloc(n, 1);
@@ -190,7 +190,7 @@ static void test_conv_round_trip(void)
     REQUIRE(back->nlayers == net->nlayers, "layers");
     for (int l = 0; l < net->nlayers; l++) {
         const dcz_tlayer *a = &net->layers[l], *b = &back->layers[l];
-        CHECK(a->kind == b->kind && a->in == b->in && a->out == b->out, "layer %d", l);
+        CHECK(a->op == b->op && a->in == b->in && a->out == b->out, "layer %d", l);
         if (!dcz_tlayer_has_weights(a)) continue;
         size_t n = dcz_tlayer_nweights(a);
         CHECK(n == dcz_tlayer_nweights(b) && memcmp(a->w, b->w, n * sizeof(float)) == 0, "weights of %s", a->name);

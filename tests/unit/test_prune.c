@@ -15,7 +15,7 @@
 static int make_layer(dcz_tlayer *L, int out, int in)
 {
     memset(L, 0, sizeof *L);
-    L->kind = DCZ_TL_DENSE;
+    L->op = DCZ_OP_DENSE;
     strcpy(L->name, "fc");
     L->in = in;
     L->out = out;
@@ -242,7 +242,7 @@ static void test_never_revives(void)
 
     dcz_tlayer R;
     memset(&R, 0, sizeof R);
-    R.kind = DCZ_TL_RELU;
+    R.op = DCZ_OP_RELU;
     CHECK(dcz_prune_layer(&R, 0.1f, &kept) == DCZ_ERR_ARG, "relu");
     CHECK(dcz_prune_layer(&L, NAN, &kept) == DCZ_ERR_ARG, "NaN thr");
     free_layer(&L);
@@ -322,7 +322,7 @@ static void check_masked_zero(const dcz_net *net)
 {
     for (int l = 0; l < net->nlayers; l++) {
         const dcz_tlayer *L = &net->layers[l];
-        if (L->kind != DCZ_TL_DENSE || !L->mask)
+        if (L->op != DCZ_OP_DENSE || !L->mask)
             continue;
         size_t n = (size_t)L->in * L->out, bad = 0;
         for (size_t i = 0; i < n; i++)

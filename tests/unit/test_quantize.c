@@ -265,7 +265,7 @@ static void test_layer_pruned_not_clustered(void)
     enum { OUT = 40, IN = 50, N = OUT * IN };
     dcz_tlayer L;
     memset(&L, 0, sizeof L);
-    L.kind = DCZ_TL_DENSE;
+    L.op = DCZ_OP_DENSE;
     strcpy(L.name, "fc1");
     L.out = OUT;
     L.in = IN;
@@ -377,7 +377,7 @@ static void check_shared(const dcz_net *net, const char *when)
 {
     for (int l = 0; l < net->nlayers; l++) {
         const dcz_tlayer *L = &net->layers[l];
-        if (L->kind != DCZ_TL_DENSE || !L->codebook)
+        if (L->op != DCZ_OP_DENSE || !L->codebook)
             continue;
         size_t n = (size_t)L->in * L->out, bad = 0;
         for (size_t i = 0; i < n; i++) {
@@ -419,7 +419,7 @@ static void test_finetune(void)
     int *bits = calloc((size_t)net->nlayers, sizeof *bits);
     REQUIRE(bits, "alloc");
     for (int l = 0; l < net->nlayers; l++)
-        if (net->layers[l].kind == DCZ_TL_DENSE) {
+        if (net->layers[l].op == DCZ_OP_DENSE) {
             st = dcz_prune_layer_to_sparsity(&net->layers[l], 0.5, NULL, NULL);
             REQUIRE(st == DCZ_OK, "prune");
             bits[l] = 1;          /* two centroids: a large, recoverable loss */
@@ -448,7 +448,7 @@ static void test_finetune(void)
     int nq = 0;
     for (int l = 0; l < net->nlayers && nq < 8; l++) {
         const dcz_tlayer *L = &net->layers[l];
-        if (L->kind != DCZ_TL_DENSE)
+        if (L->op != DCZ_OP_DENSE)
             continue;
         size_t n = (size_t)L->in * L->out;
         asg[nq] = malloc(n);
@@ -481,7 +481,7 @@ static void test_finetune(void)
     nq = 0;
     for (int l = 0; l < net->nlayers; l++) {
         const dcz_tlayer *L = &net->layers[l];
-        if (L->kind != DCZ_TL_DENSE)
+        if (L->op != DCZ_OP_DENSE)
             continue;
         size_t n = (size_t)L->in * L->out;
         CHECK(L->k == 2 && memcmp(asg[nq], L->assign, n) == 0, "%s assignments fixed",
@@ -499,7 +499,7 @@ static void test_finetune(void)
     st = dcz_net_create_arch("mlp:16-32-4", 3, &net2, err, sizeof err);
     REQUIRE(st == DCZ_OK, "%s", err);
     for (int l = 0; l < net2->nlayers; l++)
-        bits[l] = net2->layers[l].kind == DCZ_TL_DENSE ? 4 : 0;
+        bits[l] = net2->layers[l].op == DCZ_OP_DENSE ? 4 : 0;
     bits[0] = 9;
     CHECK(dcz_quantize_finetune(net2, &plan, &train, NULL, NULL, NULL, &rep) ==
           DCZ_ERR_ARG, "bits 9");

@@ -103,7 +103,7 @@ static void ref_init(ref_net *r, const dcz_net *net)
     r->net = net;
     for (int i = 0; i < net->nlayers && i < 8; i++) {
         const dcz_tlayer *l = &net->layers[i];
-        if (l->kind != DCZ_TL_DENSE) continue;
+        if (l->op != DCZ_OP_DENSE) continue;
         size_t nw = (size_t)l->in * (size_t)l->out;
         r->w[i] = malloc(nw * sizeof(double));
         r->b[i] = malloc((size_t)l->out * sizeof(double));
@@ -128,14 +128,14 @@ static double ref_loss(const ref_net *r, const float *x, const uint8_t *y, int b
         for (int j = 0; j < dim; j++) cur[j] = x[(size_t)s * (size_t)dim + (size_t)j];
         for (int i = 0; i < net->nlayers; i++) {
             const dcz_tlayer *l = &net->layers[i];
-            if (l->kind == DCZ_TL_DENSE) {
+            if (l->op == DCZ_OP_DENSE) {
                 for (int o = 0; o < l->out; o++) {
                     double a = r->b[i][o];
                     for (int q = 0; q < l->in; q++) a += r->w[i][(size_t)o * l->in + q] * cur[q];
                     nxt[o] = a;
                 }
                 memcpy(cur, nxt, (size_t)l->out * sizeof(double));
-            } else if (l->kind == DCZ_TL_RELU) {
+            } else if (l->op == DCZ_OP_RELU) {
                 for (int o = 0; o < l->out; o++) if (cur[o] < 0) cur[o] = 0;
             }
             dim = l->out;
@@ -176,7 +176,7 @@ static void test_gradcheck(void)
     dcz_rng r;
     dcz_rng_seed(&r, 5);
     for (int i = 0; i < net->nlayers; i++)
-        if (net->layers[i].kind == DCZ_TL_DENSE)
+        if (net->layers[i].op == DCZ_OP_DENSE)
             for (int j = 0; j < net->layers[i].out; j++)
                 net->layers[i].b[j] = 0.3f * dcz_rng_normal(&r);
     enum { B = 5 };
@@ -194,7 +194,7 @@ static void test_gradcheck(void)
     int bad = 0, checked = 0;
     for (int i = 0; i < net->nlayers; i++) {
         dcz_tlayer *l = &net->layers[i];
-        if (l->kind != DCZ_TL_DENSE) continue;
+        if (l->op != DCZ_OP_DENSE) continue;
         for (int j = 0; j < l->in * l->out; j++, checked++) {
             double n = ref_diff(&ref, &ref.w[i][j], x, y, B);
             if (!GRAD_OK(l->gw[j], n) && bad++ < 5)
@@ -447,7 +447,7 @@ static int same_params(const dcz_net *a, const dcz_net *b)
     if (a->nlayers != b->nlayers) return 0;
     for (int i = 0; i < a->nlayers; i++) {
         const dcz_tlayer *la = &a->layers[i], *lb = &b->layers[i];
-        if (la->kind != DCZ_TL_DENSE) continue;
+        if (la->op != DCZ_OP_DENSE) continue;
         size_t nw = (size_t)la->in * (size_t)la->out;
         if (memcmp(la->w, lb->w, nw * sizeof(float)) != 0) return 0;
         if (memcmp(la->b, lb->b, (size_t)la->out * sizeof(float)) != 0) return 0;
@@ -484,11 +484,11 @@ static void test_arch(void)
           dcz_net_param_count(net));
     CHECK(net->in_dim == 784 && net->classes == 10, "in %d classes %d", net->in_dim, net->classes);
     static const char *names[] = { "fc1", "relu1", "fc2", "relu2", "fc3", "prob" };
-    static const dcz_tlayer_kind kinds[] = { DCZ_TL_DENSE, DCZ_TL_RELU, DCZ_TL_DENSE,
-                                            DCZ_TL_RELU, DCZ_TL_DENSE, DCZ_TL_SOFTMAX };
+    static const dcz_op kinds[] = { DCZ_OP_DENSE, DCZ_OP_RELU, DCZ_OP_DENSE,
+                                            DCZ_OP_RELU, DCZ_OP_DENSE, DCZ_OP_SOFTMAX };
     REQUIRE(net->nlayers == 6, "%d layers", net->nlayers);
     for (int i = 0; i < 6; i++)
-        CHECK(strcmp(net->layers[i].name, names[i]) == 0 && net->layers[i].kind == kinds[i],
+        CHECK(strcmp(net->layers[i].name, names[i]) == 0 && net->layers[i].op == kinds[i],
               "layer %d is %s", i, net->layers[i].name);
     /* He-normal: sd of fc1 near sqrt(2 / 784), biases zero */
     double s = 0, s2 = 0;
@@ -537,11 +537,11 @@ static void test_validate(void)
     dcz_net *net = NULL;
     REQUIRE_OK(dcz_net_alloc(3, &net), "alloc");
     dcz_tlayer *l = net->layers;
-    CHECK(l[0].w == NULL && l[1].kind == 0 && net->act == NULL, "alloc not zeroed");
+    CHECK(l[0].w == NULL && l[1].op == 0 && net->act == NULL, "alloc not zeroed");
     CHECK(dcz_net_validate(net) != DCZ_OK, "empty net accepted");
-    l[0] = (dcz_tlayer){ .kind = DCZ_TL_DENSE, .name = "fc1", .in = 3, .out = 4 };
-    l[1] = (dcz_tlayer){ .kind = DCZ_TL_RELU, .name = "relu1", .in = 4, .out = 4 };
-    l[2] = (dcz_tlayer){ .kind = DCZ_TL_DENSE, .name = "fc2", .in = 4, .out = 2 };
+    l[0] = (dcz_tlayer){ .op = DCZ_OP_DENSE, .name = "fc1", .in = 3, .out = 4 };
+    l[1] = (dcz_tlayer){ .op = DCZ_OP_RELU, .name = "relu1", .in = 4, .out = 4 };
+    l[2] = (dcz_tlayer){ .op = DCZ_OP_DENSE, .name = "fc2", .in = 4, .out = 2 };
     CHECK(dcz_net_validate(net) == DCZ_ERR_ARG, "dense without weights accepted");
     for (int i = 0; i < 3; i += 2) {
         l[i].w = calloc((size_t)l[i].in * (size_t)l[i].out, sizeof(float));
@@ -555,11 +555,11 @@ static void test_validate(void)
     l[2].in = 5;
     CHECK(dcz_net_validate(net) == DCZ_ERR_SHAPE, "broken chain accepted");
     l[2].in = 4;
-    l[1].kind = DCZ_TL_SOFTMAX;
+    l[1].op = DCZ_OP_SOFTMAX;
     CHECK(dcz_net_validate(net) == DCZ_ERR_ARG, "softmax in the middle accepted");
-    l[1].kind = (dcz_tlayer_kind)99;
+    l[1].op = (dcz_op)99;
     CHECK(dcz_net_validate(net) == DCZ_ERR_ARG, "unknown kind accepted");
-    l[1].kind = DCZ_TL_RELU;
+    l[1].op = DCZ_OP_RELU;
     l[2].k = 4;
     CHECK(dcz_net_validate(net) == DCZ_ERR_ARG, "k without codebook accepted");
     l[2].codebook = calloc(4, sizeof(float));
@@ -649,7 +649,7 @@ static dcz_net *build_net(const dcz_tlayer *protos, int n, int c, int h, int w, 
         dcz_tlayer *l = &net->layers[i];
         size_t nb = dcz_tlayer_nbias(l);
         for (size_t j = 0; j < nb && l->b; j++) l->b[j] = 0.2f * dcz_rng_normal(&r);
-        if (l->kind == DCZ_TL_BATCHNORM)
+        if (l->op == DCZ_OP_BATCHNORM)
             for (size_t j = 0; j < nb; j++) {
                 l->w[j] = 1.0f + 0.3f * dcz_rng_normal(&r);
                 l->run_mean[j] = 0.3f * dcz_rng_normal(&r);
@@ -663,12 +663,12 @@ static dcz_net *build_net(const dcz_tlayer *protos, int n, int c, int h, int w, 
     return net;
 }
 
-#define CONV(oc, k_h, k_w, s, p) { .kind = DCZ_TL_CONV, .out_c = (oc), .kh = (k_h), .kw = (k_w), \
+#define CONV(oc, k_h, k_w, s, p) { .op = DCZ_OP_CONV2D, .out_c = (oc), .kh = (k_h), .kw = (k_w), \
                                    .sh = (s), .sw = (s), .ph = (p), .pw = (p) }
-#define POOL(kd, k, s, p, cip) { .kind = (kd), .kh = (k), .kw = (k), .sh = (s), .sw = (s), \
+#define POOL(kd, k, s, p, cip) { .op = (kd), .kh = (k), .kw = (k), .sh = (s), .sw = (s), \
                                  .ph = (p), .pw = (p), .count_include_pad = (cip) }
-#define SIMPLE(kd) { .kind = (kd) }
-#define FC(n) { .kind = DCZ_TL_DENSE, .out = (n) }
+#define SIMPLE(kd) { .op = (kd) }
+#define FC(n) { .op = DCZ_OP_DENSE, .out = (n) }
 
 /* Parameters of one layer in double (DENSE, CONV, BATCHNORM). */
 typedef struct refp { double *w, *b; } refp;
@@ -704,8 +704,8 @@ static void ref2_free(ref2 *r)
 static void ref_layer(const dcz_tlayer *l, const refp *p, const double *x, double *y, int B)
 {
     const int C = l->in_c, H = l->in_h, W = l->in_w, OC = l->out_c, OH = l->out_h, OW = l->out_w;
-    switch (l->kind) {
-    case DCZ_TL_DENSE:
+    switch (l->op) {
+    case DCZ_OP_DENSE:
         for (int n = 0; n < B; n++)
             for (int o = 0; o < l->out; o++) {
                 double a = p->b[o];
@@ -713,7 +713,7 @@ static void ref_layer(const dcz_tlayer *l, const refp *p, const double *x, doubl
                 y[(size_t)n * l->out + o] = a;
             }
         break;
-    case DCZ_TL_CONV:
+    case DCZ_OP_CONV2D:
         for (int n = 0; n < B; n++)
             for (int o = 0; o < OC; o++)
                 for (int oh = 0; oh < OH; oh++)
@@ -730,8 +730,8 @@ static void ref_layer(const dcz_tlayer *l, const refp *p, const double *x, doubl
                         y[(((size_t)n * OC + o) * OH + oh) * OW + ow] = a;
                     }
         break;
-    case DCZ_TL_MAXPOOL:
-    case DCZ_TL_AVGPOOL:
+    case DCZ_OP_MAXPOOL:
+    case DCZ_OP_AVGPOOL:
         for (int n = 0; n < B; n++)
             for (int c = 0; c < C; c++)
                 for (int oh = 0; oh < OH; oh++)
@@ -749,10 +749,10 @@ static void ref_layer(const dcz_tlayer *l, const refp *p, const double *x, doubl
                             }
                         double div = l->count_include_pad ? l->kh * l->kw : cnt;
                         y[(((size_t)n * C + c) * OH + oh) * OW + ow] =
-                            l->kind == DCZ_TL_MAXPOOL ? m : s / div;
+                            l->op == DCZ_OP_MAXPOOL ? m : s / div;
                     }
         break;
-    case DCZ_TL_GAP:
+    case DCZ_OP_GLOBAL_AVGPOOL:
         for (int n = 0; n < B; n++)
             for (int c = 0; c < C; c++) {
                 double s = 0;
@@ -760,7 +760,7 @@ static void ref_layer(const dcz_tlayer *l, const refp *p, const double *x, doubl
                 y[(size_t)n * C + c] = s / (H * W);
             }
         break;
-    case DCZ_TL_BATCHNORM: {
+    case DCZ_OP_BATCHNORM: {
         size_t hw = (size_t)H * W, M = (size_t)B * hw;
         for (int c = 0; c < C; c++) {
             double s = 0, v = 0;
@@ -781,7 +781,7 @@ static void ref_layer(const dcz_tlayer *l, const refp *p, const double *x, doubl
         }
         break;
     }
-    case DCZ_TL_RELU:
+    case DCZ_OP_RELU:
         for (size_t j = 0; j < (size_t)B * l->in; j++) y[j] = x[j] > 0 ? x[j] : 0;
         break;
     default:   /* FLATTEN, SOFTMAX (fused with the loss), DROPOUT */
@@ -930,8 +930,8 @@ static void test_conv_forward_direct(void)
 static void test_gradcheck_conv(void)
 {
     /* stride 1 and 2, padding 0 and 1, odd sizes; flatten then dense */
-    dcz_tlayer a[] = { CONV(3, 3, 3, 1, 0), SIMPLE(DCZ_TL_RELU), CONV(4, 2, 2, 2, 1),
-                       SIMPLE(DCZ_TL_FLATTEN), FC(5), SIMPLE(DCZ_TL_SOFTMAX) };
+    dcz_tlayer a[] = { CONV(3, 3, 3, 1, 0), SIMPLE(DCZ_OP_RELU), CONV(4, 2, 2, 2, 1),
+                       SIMPLE(DCZ_OP_FLATTEN), FC(5), SIMPLE(DCZ_OP_SOFTMAX) };
     dcz_net *net = build_net(a, 6, 2, 7, 5, 1);
     REQUIRE(net, "build a");
     CHECK(net->layers[2].out_h == 3 && net->layers[2].out_w == 2, "conv s2 p1 shape %dx%d",
@@ -939,7 +939,7 @@ static void test_gradcheck_conv(void)
     gradcheck_net(net, 3, 60, 11, "conv s1p0 + s2p1");
     dcz_net_free(net);
 
-    dcz_tlayer b[] = { CONV(3, 3, 3, 2, 1), CONV(2, 3, 1, 1, 0), SIMPLE(DCZ_TL_FLATTEN), FC(3) };
+    dcz_tlayer b[] = { CONV(3, 3, 3, 2, 1), CONV(2, 3, 1, 1, 0), SIMPLE(DCZ_OP_FLATTEN), FC(3) };
     net = build_net(b, 4, 3, 9, 6, 2);
     REQUIRE(net, "build b");
     gradcheck_net(net, 4, 60, 12, "conv s2p1 + 3x1");
@@ -948,8 +948,8 @@ static void test_gradcheck_conv(void)
 
 static void test_gradcheck_pool(void)
 {
-    dcz_tlayer a[] = { CONV(3, 3, 3, 1, 1), POOL(DCZ_TL_MAXPOOL, 2, 2, 0, 0),
-                       POOL(DCZ_TL_MAXPOOL, 3, 2, 1, 0), SIMPLE(DCZ_TL_FLATTEN), FC(4) };
+    dcz_tlayer a[] = { CONV(3, 3, 3, 1, 1), POOL(DCZ_OP_MAXPOOL, 2, 2, 0, 0),
+                       POOL(DCZ_OP_MAXPOOL, 3, 2, 1, 0), SIMPLE(DCZ_OP_FLATTEN), FC(4) };
     dcz_net *net = build_net(a, 5, 2, 6, 7, 3);
     REQUIRE(net, "build max");
     CHECK(net->layers[1].out_h == 3 && net->layers[1].out_w == 3 && net->layers[2].out_h == 2,
@@ -957,17 +957,17 @@ static void test_gradcheck_pool(void)
     gradcheck_net(net, 3, 60, 13, "max pool 2x2 s2 and 3x3 s2 p1");
     dcz_net_free(net);
     /* even sizes: the 2x2 windows tile the input */
-    dcz_tlayer e[] = { CONV(3, 3, 3, 1, 1), POOL(DCZ_TL_MAXPOOL, 2, 2, 0, 0),
-                       CONV(2, 3, 3, 1, 1), POOL(DCZ_TL_MAXPOOL, 2, 2, 0, 0),
-                       SIMPLE(DCZ_TL_FLATTEN), FC(3) };
+    dcz_tlayer e[] = { CONV(3, 3, 3, 1, 1), POOL(DCZ_OP_MAXPOOL, 2, 2, 0, 0),
+                       CONV(2, 3, 3, 1, 1), POOL(DCZ_OP_MAXPOOL, 2, 2, 0, 0),
+                       SIMPLE(DCZ_OP_FLATTEN), FC(3) };
     net = build_net(e, 6, 2, 8, 12, 10);
     REQUIRE(net, "build max even");
     gradcheck_net(net, 3, 60, 19, "max pool 2x2 s2 tiling the input");
     dcz_net_free(net);
 
     for (int cip = 0; cip < 2; cip++) {
-        dcz_tlayer b[] = { CONV(3, 3, 3, 1, 0), POOL(DCZ_TL_AVGPOOL, 3, 2, 1, cip),
-                           POOL(DCZ_TL_AVGPOOL, 2, 1, 1, cip), SIMPLE(DCZ_TL_GAP), FC(3) };
+        dcz_tlayer b[] = { CONV(3, 3, 3, 1, 0), POOL(DCZ_OP_AVGPOOL, 3, 2, 1, cip),
+                           POOL(DCZ_OP_AVGPOOL, 2, 1, 1, cip), SIMPLE(DCZ_OP_GLOBAL_AVGPOOL), FC(3) };
         net = build_net(b, 5, 2, 9, 8, 4 + cip);
         REQUIRE(net, "build avg");
         gradcheck_net(net, 3, 60, 14, cip ? "avg pool, padding counted" : "avg pool, padding not counted");
@@ -977,15 +977,15 @@ static void test_gradcheck_pool(void)
 
 static void test_gradcheck_batchnorm(void)
 {
-    dcz_tlayer a[] = { CONV(4, 3, 3, 1, 1), SIMPLE(DCZ_TL_BATCHNORM), SIMPLE(DCZ_TL_RELU),
-                       CONV(3, 3, 3, 2, 0), SIMPLE(DCZ_TL_BATCHNORM), SIMPLE(DCZ_TL_GAP), FC(3) };
+    dcz_tlayer a[] = { CONV(4, 3, 3, 1, 1), SIMPLE(DCZ_OP_BATCHNORM), SIMPLE(DCZ_OP_RELU),
+                       CONV(3, 3, 3, 2, 0), SIMPLE(DCZ_OP_BATCHNORM), SIMPLE(DCZ_OP_GLOBAL_AVGPOOL), FC(3) };
     dcz_net *net = build_net(a, 7, 2, 7, 6, 5);
     REQUIRE(net, "build conv bn");
     gradcheck_net(net, 4, 60, 15, "conv + batch norm");
     dcz_net_free(net);
 
     /* batch norm after a dense layer: channels of 1 x 1 */
-    dcz_tlayer b[] = { SIMPLE(DCZ_TL_FLATTEN), FC(6), SIMPLE(DCZ_TL_BATCHNORM), SIMPLE(DCZ_TL_RELU),
+    dcz_tlayer b[] = { SIMPLE(DCZ_OP_FLATTEN), FC(6), SIMPLE(DCZ_OP_BATCHNORM), SIMPLE(DCZ_OP_RELU),
                        FC(3) };
     net = build_net(b, 5, 1, 3, 3, 6);
     REQUIRE(net, "build dense bn");
@@ -1018,8 +1018,8 @@ static void test_gradcheck_batchnorm(void)
 
 static void test_dropout(void)
 {
-    dcz_tlayer a[] = { { .kind = DCZ_TL_DROPOUT, .rate = 0.4f }, SIMPLE(DCZ_TL_FLATTEN), FC(3),
-                       SIMPLE(DCZ_TL_SOFTMAX) };
+    dcz_tlayer a[] = { { .op = DCZ_OP_DROPOUT, .rate = 0.4f }, SIMPLE(DCZ_OP_FLATTEN), FC(3),
+                       SIMPLE(DCZ_OP_SOFTMAX) };
     dcz_net *net = build_net(a, 4, 2, 10, 10, 7);
     REQUIRE(net, "build");
     enum { B = 20 };
@@ -1045,9 +1045,9 @@ static void test_dropout(void)
     memcpy(gw, fc->gw, 600 * sizeof(float));
     dcz_net *plain = NULL;
     REQUIRE_OK(dcz_net_alloc(2, &plain), "alloc");
-    plain->layers[0] = (dcz_tlayer){ .kind = DCZ_TL_DENSE, .name = "fc", .in = 200, .out = 3,
+    plain->layers[0] = (dcz_tlayer){ .op = DCZ_OP_DENSE, .name = "fc", .in = 200, .out = 3,
                                      .w = malloc(600 * sizeof(float)), .b = malloc(12) };
-    plain->layers[1] = (dcz_tlayer){ .kind = DCZ_TL_SOFTMAX, .name = "prob", .in = 3, .out = 3 };
+    plain->layers[1] = (dcz_tlayer){ .op = DCZ_OP_SOFTMAX, .name = "prob", .in = 3, .out = 3 };
     memcpy(plain->layers[0].w, fc->w, 600 * sizeof(float));
     memcpy(plain->layers[0].b, fc->b, 12);
     REQUIRE_OK(dcz_net_validate(plain), "validate");
@@ -1073,8 +1073,8 @@ static void test_dropout(void)
  * weights on their centroids. */
 static void test_conv_masks_codebooks(void)
 {
-    dcz_tlayer a[] = { CONV(4, 3, 3, 1, 1), SIMPLE(DCZ_TL_RELU), CONV(3, 3, 3, 2, 0),
-                       SIMPLE(DCZ_TL_FLATTEN), FC(3) };
+    dcz_tlayer a[] = { CONV(4, 3, 3, 1, 1), SIMPLE(DCZ_OP_RELU), CONV(3, 3, 3, 2, 0),
+                       SIMPLE(DCZ_OP_FLATTEN), FC(3) };
     dcz_net *net = build_net(a, 5, 2, 7, 7, 8);
     REQUIRE(net, "build");
     dcz_tlayer *c1 = &net->layers[0], *c2 = &net->layers[2];
@@ -1157,7 +1157,7 @@ static void test_conv_masks_codebooks(void)
 /* Weight decay reaches DENSE and CONV weights, never biases or batch norm. */
 static void test_weight_decay_scope(void)
 {
-    dcz_tlayer a[] = { CONV(3, 3, 3, 1, 1), SIMPLE(DCZ_TL_BATCHNORM), SIMPLE(DCZ_TL_GAP), FC(2) };
+    dcz_tlayer a[] = { CONV(3, 3, 3, 1, 1), SIMPLE(DCZ_OP_BATCHNORM), SIMPLE(DCZ_OP_GLOBAL_AVGPOOL), FC(2) };
     dcz_net *net = build_net(a, 4, 1, 5, 5, 9);
     REQUIRE(net, "build");
     enum { B = 4 };
@@ -1189,7 +1189,7 @@ static void test_weight_decay_scope(void)
             same &= l->w[j] == before[i][j];
         }
         CHECK(memcmp(bias[i], l->b, nb * sizeof(float)) == 0, "%s: bias decayed", l->name);
-        if (l->kind == DCZ_TL_BATCHNORM) CHECK(same, "%s: gamma decayed", l->name);
+        if (l->op == DCZ_OP_BATCHNORM) CHECK(same, "%s: gamma decayed", l->name);
         else CHECK(decayed, "%s: weights not decayed", l->name);
     }
     dcz_net_free(net);
@@ -1226,7 +1226,7 @@ static void test_fold_for_inference(void)
     CHECK(worst < 1e-4, "outputs moved by %g with folding", worst);
     CHECK(net->nlayers == layers - 4, "%d layers left of %d", net->nlayers, layers);
     for (int i = 0; i < net->nlayers; i++)
-        CHECK(net->layers[i].kind != DCZ_TL_BATCHNORM && net->layers[i].kind != DCZ_TL_DROPOUT,
+        CHECK(net->layers[i].op != DCZ_OP_BATCHNORM && net->layers[i].op != DCZ_OP_DROPOUT,
               "%s left", net->layers[i].name);
     CHECK(dcz_net_param_count(net) == params - 2 * (6 + 8), "%zu parameters after folding, %zu before",
           dcz_net_param_count(net), params);
@@ -1235,8 +1235,8 @@ static void test_fold_for_inference(void)
     dcz_net_free(net);
 
     /* batch norm after a dense layer folds too */
-    dcz_tlayer b[] = { SIMPLE(DCZ_TL_FLATTEN), FC(5), SIMPLE(DCZ_TL_BATCHNORM), SIMPLE(DCZ_TL_RELU),
-                       FC(4), SIMPLE(DCZ_TL_SOFTMAX) };
+    dcz_tlayer b[] = { SIMPLE(DCZ_OP_FLATTEN), FC(5), SIMPLE(DCZ_OP_BATCHNORM), SIMPLE(DCZ_OP_RELU),
+                       FC(4), SIMPLE(DCZ_OP_SOFTMAX) };
     net = build_net(b, 6, 2, 12, 10, 24);
     REQUIRE(net, "build");
     REQUIRE_OK(dcz_net_forward(net, ds.x, (int)n, before), "forward");
@@ -1249,13 +1249,13 @@ static void test_fold_for_inference(void)
     dcz_net_free(net);
 
     /* refused: batch norm first, after a relu, after a masked conv; net unchanged */
-    dcz_tlayer c[] = { SIMPLE(DCZ_TL_BATCHNORM), CONV(2, 3, 3, 1, 1), SIMPLE(DCZ_TL_RELU),
-                       SIMPLE(DCZ_TL_BATCHNORM), FC(2) };
+    dcz_tlayer c[] = { SIMPLE(DCZ_OP_BATCHNORM), CONV(2, 3, 3, 1, 1), SIMPLE(DCZ_OP_RELU),
+                       SIMPLE(DCZ_OP_BATCHNORM), FC(2) };
     net = build_net(c, 5, 1, 4, 4, 25);
     REQUIRE(net, "build");
     CHECK(dcz_net_fold_for_inference(net) == DCZ_ERR_UNSUPPORTED && net->nlayers == 5,
           "batch norm first folded");
-    net->layers[0].kind = DCZ_TL_RELU;
+    net->layers[0].op = DCZ_OP_RELU;
     free(net->layers[0].w); free(net->layers[0].b);
     free(net->layers[0].run_mean); free(net->layers[0].run_var);
     net->layers[0].w = net->layers[0].b = net->layers[0].run_mean = net->layers[0].run_var = NULL;
@@ -1266,7 +1266,7 @@ static void test_fold_for_inference(void)
           "batch norm after relu folded");
     dcz_net_free(net);
 
-    dcz_tlayer d[] = { CONV(2, 3, 3, 1, 1), SIMPLE(DCZ_TL_BATCHNORM), FC(2) };
+    dcz_tlayer d[] = { CONV(2, 3, 3, 1, 1), SIMPLE(DCZ_OP_BATCHNORM), FC(2) };
     net = build_net(d, 3, 1, 4, 4, 26);
     REQUIRE(net, "build");
     net->layers[0].mask = calloc(dcz_tlayer_nweights(&net->layers[0]), 1);
@@ -1295,7 +1295,7 @@ static void test_arch_cnn(void)
               "lenet5 layer %d: %s out %d", i, net->layers[i].name, net->layers[i].out);
     CHECK(net->in_dim == 784 && net->in_rank == 3 && net->in_dims[0] == 1 && net->in_dims[1] == 28,
           "lenet5 input");
-    CHECK(net->layers[0].kind == DCZ_TL_CONV && net->layers[1].kind == DCZ_TL_MAXPOOL &&
+    CHECK(net->layers[0].op == DCZ_OP_CONV2D && net->layers[1].op == DCZ_OP_MAXPOOL &&
           net->layers[0].ph == 0 && net->layers[1].sh == 2, "lenet5 kinds");
     /* He-normal conv2: sd sqrt(2 / 500) */
     double s2 = 0;
@@ -1334,7 +1334,7 @@ static void test_arch_cnn(void)
         CHECK(strcmp(net->layers[i].name, dn[i]) == 0, "layer %d is %s, want %s", i,
               net->layers[i].name, dn[i]);
     CHECK(net->layers[0].out_h == 15 && net->layers[0].out_w == 14 && net->layers[3].out_h == 7 &&
-          net->layers[3].kind == DCZ_TL_AVGPOOL && net->layers[6].in == 16 * 7 * 7 &&
+          net->layers[3].op == DCZ_OP_AVGPOOL && net->layers[6].in == 16 * 7 * 7 &&
           fabsf(net->layers[8].rate - 0.5f) < 1e-6f && net->in_dim == 3 * 32 * 30,
           "spec geometry: conv %dx%d pool %d", net->layers[0].out_h, net->layers[0].out_w,
           net->layers[3].out_h);
@@ -1368,8 +1368,8 @@ static void test_arch_cnn(void)
 
 static void test_validate_cnn(void)
 {
-    dcz_tlayer a[] = { CONV(3, 3, 3, 1, 1), POOL(DCZ_TL_MAXPOOL, 2, 2, 0, 0), SIMPLE(DCZ_TL_BATCHNORM),
-                       { .kind = DCZ_TL_DROPOUT, .rate = 0.5f }, SIMPLE(DCZ_TL_FLATTEN), FC(2) };
+    dcz_tlayer a[] = { CONV(3, 3, 3, 1, 1), POOL(DCZ_OP_MAXPOOL, 2, 2, 0, 0), SIMPLE(DCZ_OP_BATCHNORM),
+                       { .op = DCZ_OP_DROPOUT, .rate = 0.5f }, SIMPLE(DCZ_OP_FLATTEN), FC(2) };
     dcz_net *net = build_net(a, 6, 2, 6, 6, 27);
     REQUIRE(net, "build");
     dcz_tlayer *c = &net->layers[0], *p = &net->layers[1], *bn = &net->layers[2];
@@ -1415,7 +1415,7 @@ static void test_validate_cnn(void)
 
     /* a dense layer takes a spatial input by element count; a conv after
      * dense sees (n, 1, 1) */
-    dcz_tlayer b[] = { FC(6), CONV(2, 1, 1, 1, 0), SIMPLE(DCZ_TL_FLATTEN), FC(2) };
+    dcz_tlayer b[] = { FC(6), CONV(2, 1, 1, 1, 0), SIMPLE(DCZ_OP_FLATTEN), FC(2) };
     net = build_net(b, 4, 2, 3, 3, 28);
     REQUIRE(net, "dense then conv");
     CHECK(net->layers[1].in_c == 6 && net->layers[1].in_h == 1 && net->layers[0].in == 18,
@@ -1532,8 +1532,8 @@ static void test_cnn_determinism(void)
 static void test_conv_chunked_backward(void)
 {
     /* the second conv is the large one: 16 -> 8 channels, 3x3, 64x64 */
-    dcz_tlayer a[] = { CONV(16, 1, 1, 1, 0), CONV(8, 3, 3, 1, 1), SIMPLE(DCZ_TL_RELU),
-                       CONV(4, 3, 3, 2, 1), SIMPLE(DCZ_TL_GAP), FC(3) };
+    dcz_tlayer a[] = { CONV(16, 1, 1, 1, 0), CONV(8, 3, 3, 1, 1), SIMPLE(DCZ_OP_RELU),
+                       CONV(4, 3, 3, 2, 1), SIMPLE(DCZ_OP_GLOBAL_AVGPOOL), FC(3) };
     dcz_net *net = build_net(a, 6, 4, 64, 64, 34);
     REQUIRE(net, "build");
     enum { B = 30, PART = 5 };

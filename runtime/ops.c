@@ -1,0 +1,197 @@
+/* ops.c: the operator table (ops.h): per operator its attribute checks and
+ * shape inference, by the rules of docs/FORMAT.md.
+ *
+ * Checked by tests/unit/test_format.c.
+ */
+#include <string.h>
+
+#include "runtime/format.h"
+
+#define TRY(expr) do { dcz_status s_ = (expr); if (s_ != DCZ_OK) return s_; } while (0)
+
+uint64_t dcz_shape_count(const dcz_shape *s)
+{
+    uint64_t n = 1;
+    for (uint32_t i = 0; i < s->rank && i < DCZ_MAX_RANK; i++) n *= s->dims[i];
+    return n;
+}
+
+int dcz_shape_is(const dcz_shape *s, uint32_t rank, const uint32_t *dims)
+{
+    if (s->rank != rank) return 0;
+    for (uint32_t i = 0; i < rank; i++)
+        if (s->dims[i] != dims[i]) return 0;
+    return 1;
+}
+
+/* ---- attribute checks ------------------------------------------------------ */
+
+static int in_range(int32_t v, int32_t lo, int64_t hi) { return v >= lo && v <= hi; }
+
+/* kernel 1..255, stride 1..255, 0 <= pad < kernel, in each direction */
+static int window_ok(const int32_t *w)
+{
+    for (int d = 0; d < 2; d++)
+        if (!in_range(w[d], 1, DCZ_MAX_WINDOW) || !in_range(w[2 + d], 1, DCZ_MAX_WINDOW) ||
+            !in_range(w[4 + d], 0, w[d] - 1))
+            return 0;
+    return 1;
+}
+
+static dcz_status check_none(const int32_t *attr) { (void)attr; return DCZ_OK; }
+
+static dcz_status check_dense(const int32_t *a)
+{
+    return in_range(a[0], 1, DCZ_MAX_DIM) && in_range(a[1], 1, DCZ_MAX_DIM) ? DCZ_OK : DCZ_ERR_FORMAT;
+}
+
+static dcz_status check_conv(const int32_t *a)
+{
+    return in_range(a[0], 1, DCZ_MAX_DIM) && in_range(a[1], 1, DCZ_MAX_DIM) && window_ok(a + 2)
+        ? DCZ_OK : DCZ_ERR_FORMAT;
+}
+
+static dcz_status check_maxpool(const int32_t *a) { return window_ok(a) ? DCZ_OK : DCZ_ERR_FORMAT; }
+
+static dcz_status check_avgpool(const int32_t *a)
+{
+    return window_ok(a) && in_range(a[6], 0, 1) ? DCZ_OK : DCZ_ERR_FORMAT;
+}
+
+/* ---- shapes ---------------------------------------------------------------- */
+
+/* floor((in + 2 pad - k) / stride) + 1 output positions; 0 when the padded
+ * input is shorter than the kernel */
+static uint32_t window_out(uint32_t in, int32_t k, int32_t stride, int32_t pad)
+{
+    const uint64_t span = (uint64_t)in + 2 * (uint64_t)pad;
+    return span < (uint64_t)k ? 0 : (uint32_t)((span - (uint64_t)k) / (uint64_t)stride + 1);
+}
+
+/* (C, H, W) -> (channels, out H, out W) through the window at w */
+static dcz_status window_shape(const int32_t *w, uint32_t channels, const dcz_shape *in,
+                               dcz_shape *out)
+{
+    if (in->rank != 3) return DCZ_ERR_SHAPE;
+    out->rank = 3;
+    out->dims[0] = channels;
+    out->dims[1] = window_out(in->dims[1], w[0], w[2], w[4]);
+    out->dims[2] = window_out(in->dims[2], w[1], w[3], w[5]);
+    return out->dims[1] && out->dims[2] ? DCZ_OK : DCZ_ERR_SHAPE;
+}
+
+static dcz_status shape_same(const int32_t *attr, const dcz_shape *in, dcz_shape *out)
+{
+    (void)attr;
+    *out = *in;
+    return DCZ_OK;
+}
+
+static dcz_status shape_dense(const int32_t *a, const dcz_shape *in, dcz_shape *out)
+{
+    if (dcz_shape_count(in) != (uint64_t)a[0]) return DCZ_ERR_SHAPE;
+    out->rank = 1;
+    out->dims[0] = (uint32_t)a[1];
+    return DCZ_OK;
+}
+
+static dcz_status shape_conv(const int32_t *a, const dcz_shape *in, dcz_shape *out)
+{
+    if (in->rank != 3 || in->dims[0] != (uint32_t)a[0]) return DCZ_ERR_SHAPE;
+    return window_shape(a + 2, (uint32_t)a[1], in, out);
+}
+
+static dcz_status shape_pool(const int32_t *a, const dcz_shape *in, dcz_shape *out)
+{
+    return window_shape(a, in->dims[0], in, out);
+}
+
+static dcz_status shape_global_avgpool(const int32_t *a, const dcz_shape *in, dcz_shape *out)
+{
+    (void)a;
+    if (in->rank != 3) return DCZ_ERR_SHAPE;
+    *out = (dcz_shape){ 3, { in->dims[0], 1, 1, 0 } };
+    return DCZ_OK;
+}
+
+static dcz_status shape_flatten(const int32_t *a, const dcz_shape *in, dcz_shape *out)
+{
+    (void)a;
+    if (dcz_shape_count(in) > DCZ_MAX_ACT) return DCZ_ERR_SHAPE;
+    out->rank = 1;
+    out->dims[0] = (uint32_t)dcz_shape_count(in);
+    return DCZ_OK;
+}
+
+static void params_dense(const int32_t *a, dcz_shape *w, dcz_shape *b)
+{
+    *w = (dcz_shape){ 2, { (uint32_t)a[1], (uint32_t)a[0], 0, 0 } };
+    *b = (dcz_shape){ 1, { (uint32_t)a[1], 0, 0, 0 } };
+}
+
+static void params_conv(const int32_t *a, dcz_shape *w, dcz_shape *b)
+{
+    *w = (dcz_shape){ 4, { (uint32_t)a[1], (uint32_t)a[0], (uint32_t)a[2], (uint32_t)a[3] } };
+    *b = (dcz_shape){ 1, { (uint32_t)a[1], 0, 0, 0 } };
+}
+
+/* ---- the table -------------------------------------------------------------- */
+
+static const dcz_op_info ops[] = {
+    /* op                     name              nattr weighted train window check shape params */
+    { DCZ_OP_DENSE,           "DENSE",          2, 1, 0, -1, check_dense,   shape_dense,   params_dense },
+    { DCZ_OP_RELU,            "RELU",           0, 0, 0, -1, check_none,    shape_same,    NULL },
+    { DCZ_OP_SOFTMAX,         "SOFTMAX",        0, 0, 0, -1, check_none,    shape_same,    NULL },
+    { DCZ_OP_CONV2D,          "CONV2D",         8, 1, 0,  2, check_conv,    shape_conv,    params_conv },
+    { DCZ_OP_MAXPOOL,         "MAXPOOL",        6, 0, 0,  0, check_maxpool, shape_pool,    NULL },
+    { DCZ_OP_AVGPOOL,         "AVGPOOL",        7, 0, 0,  0, check_avgpool, shape_pool,    NULL },
+    { DCZ_OP_GLOBAL_AVGPOOL,  "GLOBAL_AVGPOOL", 0, 0, 0, -1, check_none,    shape_global_avgpool, NULL },
+    { DCZ_OP_FLATTEN,         "FLATTEN",        0, 0, 0, -1, check_none,    shape_flatten, NULL },
+    { DCZ_OP_BATCHNORM,       "BATCHNORM",      0, 0, 1, -1, check_none,    shape_same,    NULL },
+    { DCZ_OP_DROPOUT,         "DROPOUT",        0, 0, 1, -1, check_none,    shape_same,    NULL },
+};
+
+const dcz_op_info *dcz_op_get(uint32_t op)
+{
+    for (size_t i = 0; i < sizeof ops / sizeof ops[0]; i++)
+        if (ops[i].op == op) return &ops[i];
+    return NULL;
+}
+
+const char *dcz_op_name(uint32_t op)
+{
+    const dcz_op_info *o = dcz_op_get(op);
+    return o ? o->name : "?";
+}
+
+dcz_status dcz_op_check(uint16_t op, const int32_t *attr, uint32_t nattr, int *has_params)
+{
+    const dcz_op_info *o = dcz_op_get(op);
+    *has_params = 0;
+    if (!o || o->train_only) return DCZ_ERR_UNSUPPORTED;
+    *has_params = o->weighted;
+    return nattr == o->nattr ? o->check(attr) : DCZ_ERR_FORMAT;
+}
+
+dcz_status dcz_op_shape(uint16_t op, const int32_t *attr, uint32_t nattr, const dcz_shape *in,
+                        dcz_shape *out)
+{
+    const dcz_op_info *o = dcz_op_get(op);
+    memset(out, 0, sizeof *out);
+    if (in->rank == 0 || in->rank > DCZ_MAX_RANK) return DCZ_ERR_SHAPE;
+    if (!o) return DCZ_ERR_UNSUPPORTED;
+    if (nattr < o->nattr) return DCZ_ERR_FORMAT;
+    TRY(o->shape(attr, in, out));
+    return dcz_shape_count(out) <= DCZ_MAX_ACT ? DCZ_OK : DCZ_ERR_SHAPE;
+}
+
+dcz_status dcz_op_param_shapes(uint16_t op, const int32_t *attr, dcz_shape *weight,
+                               dcz_shape *bias)
+{
+    const dcz_op_info *o = dcz_op_get(op);
+    memset(weight, 0, sizeof *weight);
+    memset(bias, 0, sizeof *bias);
+    if (!o || !o->param_shapes) return DCZ_ERR_UNSUPPORTED;
+    o->param_shapes(attr, weight, bias);
+    return DCZ_OK;
+}

@@ -1,0 +1,106 @@
+/* ops.h: the operator table. One operator enum serves the file format, the
+ * runtime and the trainer, and one table entry per operator says what the
+ * rest of the code needs to know of it: its name, its attributes and their
+ * checks, whether it carries a weight and a bias, its shape inference, and
+ * whether it exists only while training. Code that walks a network asks
+ * the table (dcz_op_get) instead of switching on the operator.
+ *
+ * docs/FORMAT.md is the normative description of every stored operator;
+ * the table implements its attribute limits and shape rules.
+ *
+ * Checked by tests/unit/test_format.c (attribute limits, shape rules, every
+ * stored op through the container) and tests/unit/test_train.c (the
+ * training-only ops).
+ */
+#ifndef DCZ_RUNTIME_OPS_H
+#define DCZ_RUNTIME_OPS_H
+
+#include <stdint.h>
+
+#include "dcz.h"
+
+#define DCZ_MAX_RANK 4
+
+/* The shape of one sample's activations (no batch dimension). */
+typedef struct dcz_shape {
+    uint32_t rank;
+    uint32_t dims[DCZ_MAX_RANK];
+} dcz_shape;
+
+/* Elements of a shape (product of its dims). */
+uint64_t dcz_shape_count(const dcz_shape *s);
+
+/* Nonzero when s has exactly the given rank and dims. */
+int dcz_shape_is(const dcz_shape *s, uint32_t rank, const uint32_t *dims);
+
+/* Operators. Codes below DCZ_OP_TRAIN_ONLY are stored in files (u16 op of
+ * a graph record); the ones from it on exist only in the toolchain's
+ * working model while training, and are folded or dropped before a file is
+ * written (a file holding one is damaged). */
+#define DCZ_OP_TRAIN_ONLY 0x8000u
+typedef enum dcz_op {
+    DCZ_OP_DENSE = 1,    /* attrs: in, out; tensors: weight (out, in), bias (out) */
+    DCZ_OP_RELU = 2,
+    DCZ_OP_SOFTMAX = 3,
+    DCZ_OP_CONV2D = 4,   /* attrs: in_c, out_c, kernel_h, kernel_w, stride_h, stride_w,
+                            pad_h, pad_w; tensors: weight (out_c, in_c, kh, kw), bias (out_c) */
+    DCZ_OP_MAXPOOL = 5,  /* attrs: kernel_h, kernel_w, stride_h, stride_w, pad_h, pad_w */
+    DCZ_OP_AVGPOOL = 6,  /* attrs: as MAXPOOL, then count_include_pad (0 or 1) */
+    DCZ_OP_GLOBAL_AVGPOOL = 7, /* no attrs: (C, H, W) -> (C, 1, 1) */
+    DCZ_OP_FLATTEN = 8,  /* no attrs: any shape -> (product) */
+    DCZ_OP_BATCHNORM = 0x8001, /* per channel of (C, H, W) or (C): gamma, beta and running
+                                  statistics; folded into the preceding weighted layer */
+    DCZ_OP_DROPOUT = 0x8002,   /* zeroes a fraction of its input; the identity in inference */
+} dcz_op;
+
+/* The window of CONV2D and the pools: kernel_h, kernel_w, stride_h,
+ * stride_w, pad_h, pad_w, from attribute dcz_op_get(op)->window_at. */
+#define DCZ_WINDOW_ATTRS 6
+
+typedef struct dcz_op_info {
+    dcz_op op;
+    const char *name;      /* as docs/FORMAT.md and dcz info name it */
+    uint8_t nattr;         /* attributes a stored record carries, exactly */
+    uint8_t weighted;      /* a weight (rows = output channels) and a bias: the layers
+                              that are pruned, shared and run on integers */
+    uint8_t train_only;    /* never stored (op >= DCZ_OP_TRAIN_ONLY) */
+    int8_t window_at;      /* attribute index of the window, or -1 */
+    /* DCZ_OK when the attributes are within the format's limits, else
+     * DCZ_ERR_FORMAT; attr holds nattr values */
+    dcz_status (*check)(const int32_t *attr);
+    /* The output shape from checked attributes and the input shape
+     * (DCZ_ERR_SHAPE when the input does not fit) */
+    dcz_status (*shape)(const int32_t *attr, const dcz_shape *in, dcz_shape *out);
+    /* weighted ops: the weight and bias shapes from checked attributes */
+    void (*param_shapes)(const int32_t *attr, dcz_shape *weight, dcz_shape *bias);
+} dcz_op_info;
+
+/* The table entry of op, or NULL for an unknown operator. */
+const dcz_op_info *dcz_op_get(uint32_t op);
+
+/* The name of op ("DENSE"), or "?" for an unknown one. */
+const char *dcz_op_name(uint32_t op);
+
+/* Checks an operator's attributes against docs/FORMAT.md (count and
+ * limits) and tells whether it has a parameter (LAYER) section. DCZ_ERR_FORMAT
+ * when an attribute breaks a rule, DCZ_ERR_UNSUPPORTED for an unknown op. */
+dcz_status dcz_op_check(uint16_t op, const int32_t *attr, uint32_t nattr, int *has_params);
+
+/* The output shape of an operator given its attributes and input shape, and
+ * the shape rules of docs/FORMAT.md: DENSE takes any input whose element
+ * count is attr in; CONV2D and the pools take (C, H, W) and need an output
+ * of at least 1 x 1; RELU and SOFTMAX keep the shape. An output of more
+ * than DCZ_MAX_ACT elements is refused too. DCZ_ERR_SHAPE when the input
+ * does not fit, DCZ_ERR_UNSUPPORTED for an unknown op. Attributes are
+ * assumed checked by dcz_op_check (a short attribute list gives
+ * DCZ_ERR_FORMAT). Shared by the loader, the toolchain's reader and writer. */
+dcz_status dcz_op_shape(uint16_t op, const int32_t *attr, uint32_t nattr, const dcz_shape *in,
+                        dcz_shape *out);
+
+/* The weight and bias shapes of a weighted op (DENSE: (out, in) and (out);
+ * CONV2D: (out_c, in_c, kh, kw) and (out_c)), from checked attributes.
+ * DCZ_ERR_UNSUPPORTED for an op without parameters. */
+dcz_status dcz_op_param_shapes(uint16_t op, const int32_t *attr, dcz_shape *weight,
+                               dcz_shape *bias);
+
+#endif /* DCZ_RUNTIME_OPS_H */
