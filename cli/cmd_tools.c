@@ -251,14 +251,15 @@ int cmd_info(verb_ctx *v)
     const size_t params = dcz_doc_param_count(d);
     layer_info *li = calloc(d->nlayers, sizeof *li);
     if (!li) { dcz_doc_free(d); return EXIT_INTERNAL; }
-    dcz_shape shape = { d->input_rank, { 0 } };
-    memcpy(shape.dims, d->input_dims, sizeof shape.dims);
+    dcz_shape *shapes = malloc(((size_t)d->nlayers + 1) * sizeof *shapes);
+    if (!shapes || dcz_doc_shapes(d, shapes) != DCZ_OK) {   /* the reader checked them */
+        free(shapes); free(li); dcz_doc_free(d);
+        return EXIT_INTERNAL;
+    }
     for (uint32_t i = 0; i < d->nlayers; i++) {
         const dcz_doc_layer *l = &d->layers[i];
         if (has_weights(l)) measure_layer(l, &li[i]);
-        if (l->op == DCZ_OP_CONV2D) conv_kernel(l, &shape, &li[i]);
-        dcz_shape next;
-        if (dcz_op_shape(l->op, l->attr, l->nattr, &shape, &next) == DCZ_OK) shape = next;
+        if (l->op == DCZ_OP_CONV2D) conv_kernel(l, &shapes[l->in[0]], &li[i]);
         if (d->calib && has_weights(l)) {
             li[i].kernel = l->op == DCZ_OP_CONV2D ? "qconv2d_sparse (integers)" : "qspmm (integers)";
             li[i].why = d->calib->scheme == DCZ_SCHEME_INT8
@@ -425,6 +426,7 @@ int cmd_info(verb_ctx *v)
         }
     }
     free(li);
+    free(shapes);
     dcz_doc_free(d);
     return EXIT_OK;
 }

@@ -284,7 +284,13 @@ dcz_status dcz_onnx_export(const dcz_doc *d, const dcz_onnx_export_opts *opt, ui
         const dcz_doc_layer *l = &d->layers[i];
         const int32_t *a = l->attr;
         dcz_shape next;
-        if (dcz_op_shape(l->op, l->attr, l->nattr, &shape, &next) != DCZ_OK) {
+        if (l->nin != 1 || l->in[0] != i) {
+            if (err) snprintf(err, errlen, "layer %s: export takes a chain of layers, each reading the one "
+                              "before it", l->name);
+            s = DCZ_ERR_UNSUPPORTED;
+            break;
+        }
+        if (dcz_op_shape(l->op, l->attr, l->nattr, &shape, 1, &next) != DCZ_OK) {
             if (err) snprintf(err, errlen, "layer %s does not fit its input", l->name);
             s = DCZ_ERR_SHAPE;
             break;

@@ -628,7 +628,7 @@ static dcz_status add_layer(const nodectx *c, uint16_t op, const char *name, con
                     "(windows and strides 1..%d, padding smaller than the window, sizes up to %u)", c->label,
                     DCZ_MAX_WINDOW, DCZ_MAX_DIM);
     dcz_shape next;
-    if (dcz_op_shape(op, attr, nattr, &im->shape, &next) != DCZ_OK)
+    if (dcz_op_shape(op, attr, nattr, &im->shape, 1, &next) != DCZ_OK)
         return fail(&im->e, DCZ_ERR_SHAPE, "%s does not fit its input of %u x %u x %u (or its output is "
                     "empty or too large)", c->label, im->shape.dims[0], im->shape.rank > 1 ? im->shape.dims[1] : 1,
                     im->shape.rank > 2 ? im->shape.dims[2] : 1);
@@ -645,6 +645,8 @@ static dcz_status add_layer(const nodectx *c, uint16_t op, const char *name, con
     dcz_doc_layer *l = &im->layers[im->nlayers];
     memset(l, 0, sizeof *l);
     l->op = op;
+    l->nin = 1;
+    l->in[0] = im->nlayers;   /* a chain */
     snprintf(l->name, sizeof l->name, "%s", name);
     l->nattr = nattr;
     if (nattr) memcpy(l->attr, attr, nattr * sizeof *attr);
@@ -940,9 +942,10 @@ static dcz_status op_conv(const nodectx *c)
     }
     char name[32];
     snprintf(name, sizeof name, "conv%u", ++im->n_conv);
-    int32_t attr[8] = { (int32_t)in_c, (int32_t)out_c };
+    int32_t attr[9] = { (int32_t)in_c, (int32_t)out_c };
     memcpy(attr + 2, win, sizeof win);
-    if ((s = add_layer(c, DCZ_OP_CONV2D, name, attr, 8, &l)) != DCZ_OK) goto done;
+    attr[8] = 1;   /* group */
+    if ((s = add_layer(c, DCZ_OP_CONV2D, name, attr, 9, &l)) != DCZ_OK) goto done;
     const uint32_t wd[4] = { out_c, in_c, (uint32_t)win[0], (uint32_t)win[1] }, bd[1] = { out_c };
     l->ntensors = 2;
     if ((s = tensor_alloc(&l->t[0], 4, wd)) != DCZ_OK || (s = tensor_alloc(&l->t[1], 1, bd)) != DCZ_OK) goto done;

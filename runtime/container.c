@@ -165,7 +165,7 @@ dcz_status dcz_container_open(const void *buf, size_t len, dcz_container *c)
     (void)dcz_rd_u64(&cur, &file_size);
     (void)dcz_rd_u32(&cur, &c->nsections);
     (void)dcz_rd_u32(&cur, &header_crc);
-    if (c->major != DCZ_FMT_MAJOR) return DCZ_ERR_VERSION;
+    if (c->major != 1 && c->major != DCZ_FMT_MAJOR) return DCZ_ERR_VERSION;
     if (file_size != len) return DCZ_ERR_FORMAT;
     if (c->nsections == 0 || c->nsections > DCZ_MAX_SECTIONS) return DCZ_ERR_FORMAT;
     size_t table_end = DCZ_HEADER_BYTES + (size_t)c->nsections * DCZ_SECTION_ENTRY_BYTES;
@@ -206,19 +206,26 @@ dcz_status dcz_container_open(const void *buf, size_t len, dcz_container *c)
 
 #define TRY(expr) do { dcz_status s_ = (expr); if (s_ != DCZ_OK) return s_; } while (0)
 
-dcz_status dcz_graph_begin(const uint8_t *p, size_t len, dcz_cur *cur, uint32_t *nlayers,
-                           uint32_t *rank, uint32_t *dims)
+dcz_status dcz_graph_begin(const dcz_container *c, dcz_graph_walk *w)
 {
-    dcz_cur_init(cur, p, len);
-    TRY(dcz_rd_u32(cur, nlayers));
-    TRY(dcz_rd_u32(cur, rank));
-    if (*nlayers == 0 || *nlayers > DCZ_MAX_LAYERS) return DCZ_ERR_FORMAT;
-    if (*rank == 0 || *rank > DCZ_MAX_RANK) return DCZ_ERR_FORMAT;
-    for (uint32_t i = 0; i < *rank; i++) {
-        TRY(dcz_rd_u32(cur, &dims[i]));
-        if (dims[i] == 0 || dims[i] > DCZ_MAX_DIM) return DCZ_ERR_FORMAT;
+    memset(w, 0, sizeof *w);
+    w->c = c;
+    for (uint32_t i = 0; i < c->nsections; i++) {
+        dcz_section s;
+        dcz_container_section(c, i, &s);
+        if (s.type != DCZ_SEC_GRAPH) continue;
+        dcz_cur_init(&w->cur, c->base + s.offset, (size_t)s.size);
+        break;
     }
-    return DCZ_OK;
+    TRY(dcz_rd_u32(&w->cur, &w->nlayers));
+    TRY(dcz_rd_u32(&w->cur, &w->input.rank));
+    if (w->nlayers == 0 || w->nlayers > DCZ_MAX_LAYERS) return DCZ_ERR_FORMAT;
+    if (w->input.rank == 0 || w->input.rank > DCZ_MAX_RANK) return DCZ_ERR_FORMAT;
+    for (uint32_t i = 0; i < w->input.rank; i++) {
+        TRY(dcz_rd_u32(&w->cur, &w->input.dims[i]));
+        if (w->input.dims[i] == 0 || w->input.dims[i] > DCZ_MAX_DIM) return DCZ_ERR_FORMAT;
+    }
+    return dcz_shape_count(&w->input) <= DCZ_MAX_ACT ? DCZ_OK : DCZ_ERR_FORMAT;
 }
 
 static int name_char_ok(uint8_t ch)
@@ -226,35 +233,72 @@ static int name_char_ok(uint8_t ch)
     return ch > 0x20 && ch < 0x7f && ch != '=' && ch != ',';
 }
 
-dcz_status dcz_graph_next(dcz_cur *cur, const dcz_container *c, dcz_graph_layer *l,
-                          uint32_t *min_param)
+/* The inputs of a record of format 2: each an earlier tensor (0 the model
+ * input, j + 1 the output of layer j < this one), marked as read. */
+static dcz_status read_inputs(dcz_graph_walk *w, dcz_graph_layer *l)
 {
+    TRY(dcz_rd_u32(&w->cur, &l->nin));
+    if (l->nin == 0 || l->nin > DCZ_MAX_INPUTS) return DCZ_ERR_FORMAT;
+    for (uint32_t i = 0; i < l->nin; i++) {
+        TRY(dcz_rd_u32(&w->cur, &l->in[i]));
+        if (l->in[i] > w->next) return DCZ_ERR_FORMAT;
+    }
+    return DCZ_OK;
+}
+
+dcz_status dcz_graph_next(dcz_graph_walk *w, dcz_graph_layer *l)
+{
+    const dcz_container *c = w->c;
     uint16_t name_len;
     const uint8_t *name;
     memset(l, 0, sizeof *l);
-    TRY(dcz_rd_u16(cur, &l->op));
-    TRY(dcz_rd_u16(cur, &name_len));
+    if (w->next >= w->nlayers) return DCZ_ERR_FORMAT;
+    TRY(dcz_rd_u16(&w->cur, &l->op));
+    TRY(dcz_rd_u16(&w->cur, &name_len));
     if (name_len == 0 || name_len > DCZ_MAX_NAME) return DCZ_ERR_FORMAT;
-    TRY(dcz_rd_bytes(cur, name_len, &name));
+    TRY(dcz_rd_bytes(&w->cur, name_len, &name));
     for (uint16_t i = 0; i < name_len; i++)
         if (!name_char_ok(name[i])) return DCZ_ERR_FORMAT;
     memcpy(l->name, name, name_len);
-    TRY(dcz_rd_u32(cur, &l->nattr));
+    if (c->major == 1) {
+        /* a chain of the ops 1.x knew: each layer reads the one before */
+        if (l->op > DCZ_OP_FLATTEN) return DCZ_ERR_UNSUPPORTED;
+        l->nin = 1;
+        l->in[0] = w->next;
+    } else {
+        TRY(read_inputs(w, l));
+    }
+    TRY(dcz_rd_u32(&w->cur, &l->nattr));
     if (l->nattr > DCZ_MAX_ATTRS) return DCZ_ERR_FORMAT;
     for (uint32_t i = 0; i < l->nattr; i++) {
         uint32_t u;
-        TRY(dcz_rd_u32(cur, &u));
+        TRY(dcz_rd_u32(&w->cur, &u));
         l->attr[i] = (int32_t)u;
     }
-    TRY(dcz_rd_u32(cur, &l->param_section));
+    /* 1.x convolutions have no group: one */
+    if (c->major == 1 && l->op == DCZ_OP_CONV2D && l->nattr == 8) l->attr[l->nattr++] = 1;
+    TRY(dcz_rd_u32(&w->cur, &l->param_section));
     int want_params;
     TRY(dcz_op_check(l->op, l->attr, l->nattr, &want_params));
+    const dcz_op_info *o = dcz_op_get(l->op);
+    if (l->nin < o->min_in || l->nin > o->max_in) return DCZ_ERR_FORMAT;
+    for (uint32_t i = 0; i < l->nin; i++)
+        if (l->in[i] > 0) w->read[(l->in[i] - 1) / 8] |= (uint8_t)(1u << ((l->in[i] - 1) % 8));
+    w->next++;
     if (!want_params) return l->param_section == DCZ_NO_SECTION ? DCZ_OK : DCZ_ERR_FORMAT;
-    if (l->param_section >= c->nsections || l->param_section < *min_param) return DCZ_ERR_FORMAT;
-    *min_param = l->param_section + 1;
+    if (l->param_section >= c->nsections || l->param_section < w->min_param) return DCZ_ERR_FORMAT;
+    w->min_param = l->param_section + 1;
     dcz_section s;
     dcz_container_section(c, l->param_section, &s);
     return s.type == DCZ_SEC_LAYER ? DCZ_OK : DCZ_ERR_FORMAT;
+}
+
+dcz_status dcz_graph_end(const dcz_graph_walk *w)
+{
+    if (w->next != w->nlayers || w->cur.pos != w->cur.len) return DCZ_ERR_FORMAT;
+    for (uint32_t j = 0; j + 1 < w->nlayers; j++)
+        if (!(w->read[j / 8] >> (j % 8) & 1)) return DCZ_ERR_FORMAT;
+    return DCZ_OK;
 }
 
 /* ---- tensors ------------------------------------------------------------ */

@@ -57,9 +57,15 @@ typedef struct dcz_doc_tensor {
     dcz_doc_stats st;
 } dcz_doc_tensor;
 
+/* A layer reads nin tensors: 0 the model input, j + 1 the output of layer
+ * j, always an earlier layer (the document is in a topological order); the
+ * model's output is the last layer's, and every other layer is read by a
+ * later one. dcz_doc_alloc starts every layer i reading tensor i (a chain). */
 typedef struct dcz_doc_layer {
     uint16_t op;              /* DCZ_OP_* */
     char name[DCZ_MAX_NAME + 1];
+    uint32_t nin;
+    uint32_t in[DCZ_MAX_INPUTS];
     uint32_t nattr;
     int32_t attr[DCZ_MAX_ATTRS];
     uint32_t ntensors;        /* DENSE, CONV2D: 2 (weight, bias); other ops 0 */
@@ -96,16 +102,20 @@ typedef struct dcz_doc {
     size_t overhead_bytes;    /* header, table, graph, stages, padding */
 } dcz_doc;
 
-/* Decodes buf into a new document. Same validation as the runtime: shapes
- * chain (dcz_op_shape), parameter tensors fit their op's attributes, and a
- * calibration table fits the graph (dcz_doc_calib_check). */
+/* Decodes buf into a new document. Same validation as the runtime: the
+ * graph is in order and every layer's inputs fit it (dcz_op_shape),
+ * parameter tensors fit their op's attributes, and a calibration table fits
+ * the graph (dcz_doc_calib_check). A file of format 1.x becomes a document
+ * of format 2 (dcz_graph_next). */
 dcz_status dcz_doc_read(const void *buf, size_t len, dcz_doc **out);
 
-/* Encodes d into a new malloc'd buffer (*buf, *len), and fills the stats of
- * every tensor and the document. The output depends on d alone. A document
- * the readers would refuse is refused: DCZ_ERR_SHAPE when shapes do not
- * chain from the input or a parameter tensor does not fit its op's
- * attributes, DCZ_ERR_ARG for anything else out of the format's limits. */
+/* Encodes d into a new malloc'd buffer (*buf, *len), a file of format
+ * DCZ_FMT_MAJOR.DCZ_FMT_MINOR, and fills the stats of every tensor and the
+ * document. The output depends on d alone. A document the readers would
+ * refuse is refused: DCZ_ERR_SHAPE when a layer's inputs do not fit it or a
+ * parameter tensor does not fit its op's attributes, DCZ_ERR_ARG for
+ * anything else out of the format's limits (a layer reading a later one, a
+ * layer no one reads, a training-only op). */
 dcz_status dcz_doc_write(dcz_doc *d, uint8_t **buf, size_t *len);
 
 /* Checks the tensors of l against its op and attributes (attributes already
@@ -126,10 +136,17 @@ dcz_status dcz_doc_calib_check(const dcz_doc *d);
  * to replace them). */
 dcz_status dcz_doc_calib_fits(const dcz_doc *d, const dcz_doc_calib *c, int int_weights);
 
+/* The shapes of every tensor of d (0 the input, j + 1 layer j's output)
+ * into shapes (nlayers + 1): DCZ_ERR_SHAPE when a layer's inputs do not fit
+ * it, DCZ_ERR_ARG when the graph is out of order or an op's attributes
+ * break its rules (dcz_op_check), DCZ_ERR_UNSUPPORTED for an unknown op. */
+dcz_status dcz_doc_shapes(const dcz_doc *d, dcz_shape *shapes);
+
 /* Appends a stage record (copied). */
 dcz_status dcz_doc_add_stage(dcz_doc *d, const char *text);
 
-/* Allocates a zeroed document with nlayers zeroed layers. */
+/* Allocates a zeroed document with nlayers zeroed layers, layer i reading
+ * tensor i (the output of the layer before, or the model input). */
 dcz_status dcz_doc_alloc(uint32_t nlayers, dcz_doc **out);
 
 /* Releases a tensor's arrays and zeroes it. */

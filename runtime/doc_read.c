@@ -20,7 +20,33 @@ dcz_status dcz_doc_alloc(uint32_t nlayers, dcz_doc **out)
     d->layers = calloc(nlayers ? nlayers : 1, sizeof *d->layers);
     if (!d->layers) { free(d); return DCZ_ERR_NOMEM; }
     d->nlayers = nlayers;
+    for (uint32_t i = 0; i < nlayers; i++) {
+        d->layers[i].nin = 1;
+        d->layers[i].in[0] = i;
+    }
     *out = d;
+    return DCZ_OK;
+}
+
+dcz_status dcz_doc_shapes(const dcz_doc *d, dcz_shape *shapes)
+{
+    if (d->input_rank == 0 || d->input_rank > DCZ_MAX_RANK) return DCZ_ERR_ARG;
+    memset(&shapes[0], 0, sizeof shapes[0]);
+    shapes[0].rank = d->input_rank;
+    memcpy(shapes[0].dims, d->input_dims, d->input_rank * sizeof d->input_dims[0]);
+    for (uint32_t i = 0; i < d->nlayers; i++) {
+        const dcz_doc_layer *l = &d->layers[i];
+        dcz_shape in[DCZ_MAX_INPUTS];
+        int has_params;
+        if (l->nattr > DCZ_MAX_ATTRS || l->nin > DCZ_MAX_INPUTS) return DCZ_ERR_ARG;
+        dcz_status s = dcz_op_check(l->op, l->attr, l->nattr, &has_params);
+        if (s != DCZ_OK) return s == DCZ_ERR_UNSUPPORTED ? s : DCZ_ERR_ARG;
+        for (uint32_t k = 0; k < l->nin; k++) {
+            if (l->in[k] > i) return DCZ_ERR_ARG;
+            in[k] = shapes[l->in[k]];
+        }
+        TRY(dcz_op_shape(l->op, l->attr, l->nattr, in, l->nin, &shapes[i + 1]));
+    }
     return DCZ_OK;
 }
 
@@ -320,40 +346,34 @@ static dcz_status read_stages(const uint8_t *p, size_t len, dcz_doc *d)
 dcz_status dcz_doc_read(const void *buf, size_t len, dcz_doc **out)
 {
     dcz_container c;
-    dcz_cur cur;
-    uint32_t nlayers;
-    dcz_shape shape;
+    dcz_graph_walk w;
     *out = NULL;
     TRY(dcz_container_open(buf, len, &c));
-    dcz_section gs;
-    for (uint32_t i = 0; i < c.nsections; i++) {
-        dcz_container_section(&c, i, &gs);
-        if (gs.type == DCZ_SEC_GRAPH) break;
-    }
-    memset(&shape, 0, sizeof shape);
-    TRY(dcz_graph_begin(c.base + gs.offset, (size_t)gs.size, &cur, &nlayers, &shape.rank,
-                        shape.dims));
+    TRY(dcz_graph_begin(&c, &w));
     dcz_doc *d;
-    TRY(dcz_doc_alloc(nlayers, &d));
-    dcz_status s = DCZ_OK;
-    d->input_rank = shape.rank;
-    memcpy(d->input_dims, shape.dims, sizeof shape.dims);
+    dcz_shape *shapes = malloc(((size_t)w.nlayers + 1) * sizeof *shapes);
+    if (!shapes) return DCZ_ERR_NOMEM;
+    dcz_status s = dcz_doc_alloc(w.nlayers, &d);
+    if (s != DCZ_OK) { free(shapes); return s; }
+    d->input_rank = w.input.rank;
+    memcpy(d->input_dims, w.input.dims, sizeof w.input.dims);
     d->file_bytes = len;
+    shapes[0] = w.input;
     size_t param_bytes = 0;
-    uint32_t min_param = 0;
-    if (dcz_shape_count(&shape) > DCZ_MAX_ACT) s = DCZ_ERR_FORMAT;
-    for (uint32_t i = 0; i < nlayers && s == DCZ_OK; i++) {
+    for (uint32_t i = 0; i < w.nlayers && s == DCZ_OK; i++) {
         dcz_graph_layer g;
         dcz_doc_layer *l = &d->layers[i];
-        s = dcz_graph_next(&cur, &c, &g, &min_param);
+        s = dcz_graph_next(&w, &g);
         if (s != DCZ_OK) break;
-        /* the same chain rule as the runtime (load.c) */
-        dcz_shape next;
-        s = dcz_op_shape(g.op, g.attr, g.nattr, &shape, &next);
+        /* the same shape rules as the runtime (load.c) */
+        dcz_shape in[DCZ_MAX_INPUTS];
+        for (uint32_t k = 0; k < g.nin; k++) in[k] = shapes[g.in[k]];
+        s = dcz_op_shape(g.op, g.attr, g.nattr, in, g.nin, &shapes[i + 1]);
         if (s != DCZ_OK) break;
-        shape = next;
         l->op = g.op;
         memcpy(l->name, g.name, sizeof l->name);
+        l->nin = g.nin;
+        memcpy(l->in, g.in, sizeof l->in);
         l->nattr = g.nattr;
         memcpy(l->attr, g.attr, sizeof l->attr);
         if (g.param_section != DCZ_NO_SECTION) {
@@ -361,7 +381,8 @@ dcz_status dcz_doc_read(const void *buf, size_t len, dcz_doc **out)
             param_bytes += l->section_bytes;
         }
     }
-    if (s == DCZ_OK && cur.pos != cur.len) s = DCZ_ERR_FORMAT;
+    free(shapes);
+    if (s == DCZ_OK) s = dcz_graph_end(&w);
     int stage_sections = 0, calib_sections = 0;
     for (uint32_t i = 0; i < c.nsections && s == DCZ_OK; i++) {
         dcz_section sec;

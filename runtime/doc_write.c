@@ -284,6 +284,8 @@ static dcz_status put_graph(wbuf *w, const dcz_doc *d, const uint32_t *section_o
         put16(w, l->op);
         put16(w, (uint16_t)nl);
         put_bytes(w, l->name, nl);
+        put32(w, l->nin);
+        for (uint32_t j = 0; j < l->nin; j++) put32(w, l->in[j]);
         put32(w, l->nattr);
         for (uint32_t j = 0; j < l->nattr; j++) put32(w, (uint32_t)l->attr[j]);
         put32(w, section_of_layer[i]);
@@ -295,29 +297,34 @@ static dcz_status put_graph(wbuf *w, const dcz_doc *d, const uint32_t *section_o
 
 /* The rules the readers apply (format.h, doc_read.c), so that no file is
  * written that they would refuse: the input shape, each op's attributes,
- * shapes chaining from the input, and parameter tensors fitting their op. */
+ * every layer's inputs (earlier tensors that fit it), no layer left unread
+ * but the last, and parameter tensors fitting their op. */
 static dcz_status check_doc(const dcz_doc *d)
 {
-    dcz_shape shape = { d->input_rank, { 0 } };
+    dcz_shape input = { d->input_rank, { 0 } };
     if (d->input_rank == 0 || d->input_rank > DCZ_MAX_RANK) return DCZ_ERR_ARG;
     for (uint32_t i = 0; i < d->input_rank; i++) {
         if (d->input_dims[i] == 0 || d->input_dims[i] > DCZ_MAX_DIM) return DCZ_ERR_ARG;
-        shape.dims[i] = d->input_dims[i];
+        input.dims[i] = d->input_dims[i];
     }
-    if (dcz_shape_count(&shape) > DCZ_MAX_ACT) return DCZ_ERR_ARG;
+    if (dcz_shape_count(&input) > DCZ_MAX_ACT) return DCZ_ERR_ARG;
     if (d->nlayers == 0 || d->nlayers > DCZ_MAX_LAYERS) return DCZ_ERR_ARG;
-    for (uint32_t i = 0; i < d->nlayers; i++) {
+    dcz_shape *shapes = malloc(((size_t)d->nlayers + 1) * sizeof *shapes);
+    uint8_t *read = calloc(d->nlayers, 1);
+    dcz_status s = shapes && read ? dcz_doc_shapes(d, shapes) : DCZ_ERR_NOMEM;
+    if (s != DCZ_OK && s != DCZ_ERR_SHAPE && s != DCZ_ERR_NOMEM) s = DCZ_ERR_ARG;
+    for (uint32_t i = 0; i < d->nlayers && s == DCZ_OK; i++) {
         const dcz_doc_layer *l = &d->layers[i];
-        int has_params;
-        dcz_shape next;
-        if (l->nattr > DCZ_MAX_ATTRS || dcz_op_check(l->op, l->attr, l->nattr, &has_params) != DCZ_OK)
-            return DCZ_ERR_ARG;
-        dcz_status s = dcz_op_shape(l->op, l->attr, l->nattr, &shape, &next);
-        if (s != DCZ_OK) return s == DCZ_ERR_SHAPE ? s : DCZ_ERR_ARG;
+        for (uint32_t k = 0; k < l->nin; k++)
+            if (l->in[k] > 0) read[l->in[k] - 1] = 1;
         s = dcz_doc_layer_check_params(l);
-        if (s != DCZ_OK) return s == DCZ_ERR_SHAPE ? s : DCZ_ERR_ARG;
-        shape = next;
+        if (s != DCZ_OK && s != DCZ_ERR_SHAPE) s = DCZ_ERR_ARG;
     }
+    for (uint32_t i = 0; i + 1 < d->nlayers && s == DCZ_OK; i++)
+        if (!read[i]) s = DCZ_ERR_ARG;
+    free(shapes);
+    free(read);
+    TRY(s);
     return dcz_doc_calib_check(d) == DCZ_OK ? DCZ_OK : DCZ_ERR_ARG;
 }
 

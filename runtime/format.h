@@ -18,8 +18,9 @@
 #include "dcz.h"
 #include "runtime/ops.h"
 
-#define DCZ_FMT_MAJOR 1
-#define DCZ_FMT_MINOR 2
+/* the version written; readers take 1.x (chains) and 2.x */
+#define DCZ_FMT_MAJOR 2
+#define DCZ_FMT_MINOR 0
 
 #define DCZ_HEADER_BYTES 64
 #define DCZ_SECTION_ENTRY_BYTES 32
@@ -122,25 +123,44 @@ void dcz_container_section(const dcz_container *c, uint32_t i, dcz_section *s);
 
 /* ---- graph -------------------------------------------------------------- */
 
+/* A graph record, read and checked. Tensors are numbered: 0 the model
+ * input, j + 1 the output of layer j; a layer reads earlier tensors only,
+ * so the records are in a topological order. The model's output is the
+ * last layer's. A record of format 1.x reads the tensor before it, and its
+ * CONV2D gets the group 1 that 1.x left implicit: the walk gives every
+ * file the form of format 2. */
 typedef struct dcz_graph_layer {
     uint16_t op;
     char name[DCZ_MAX_NAME + 1];
+    uint32_t nin;
+    uint32_t in[DCZ_MAX_INPUTS];
     uint32_t nattr;
     int32_t attr[DCZ_MAX_ATTRS];
     uint32_t param_section;     /* section index or DCZ_NO_SECTION */
 } dcz_graph_layer;
 
-/* Reads the layer count and input shape of a graph section; *cur is left at
- * the first layer record. */
-dcz_status dcz_graph_begin(const uint8_t *p, size_t len, dcz_cur *cur, uint32_t *nlayers,
-                           uint32_t *rank, uint32_t *dims);
+typedef struct dcz_graph_walk {
+    const dcz_container *c;
+    dcz_cur cur;
+    uint32_t nlayers;
+    uint32_t next;              /* index of the next record */
+    dcz_shape input;            /* one sample of the model input */
+    uint32_t min_param;         /* lowest section index the next parameter section may have */
+    uint8_t read[DCZ_MAX_LAYERS / 8]; /* bit j: layer j's output is read by a later layer */
+} dcz_graph_walk;
+
+/* Starts a walk over the GRAPH section of an opened container: the layer
+ * count and the input shape. */
+dcz_status dcz_graph_begin(const dcz_container *c, dcz_graph_walk *w);
 /* Reads the next layer record and checks it against the container (the
  * parameter section exists, is a LAYER section, and comes after the one of
- * any earlier layer, so no section serves two layers) and the op's rules
- * (dcz_op_check: attribute count and limits, parameter presence). *min_param holds the lowest
- * section index the next parameter section may have: start it at 0. */
-dcz_status dcz_graph_next(dcz_cur *cur, const dcz_container *c, dcz_graph_layer *l,
-                          uint32_t *min_param);
+ * any earlier layer, so no section serves two layers), the op's rules
+ * (dcz_op_check: attribute count and limits, parameter presence, input
+ * count) and the order of the graph (inputs are earlier tensors). */
+dcz_status dcz_graph_next(dcz_graph_walk *w, dcz_graph_layer *l);
+/* After the last record: the section ends there, and every layer but the
+ * last is read by a later one (no dead layers). */
+dcz_status dcz_graph_end(const dcz_graph_walk *w);
 
 /* ---- tensors ------------------------------------------------------------ */
 

@@ -54,7 +54,7 @@ dcz_status dcz_conv_geom_init(dcz_conv_geom *g, uint16_t op, const int32_t *attr
     dcz_shape out;
     const dcz_op_info *o = dcz_op_get(op);
     if (!o || o->window_at < 0) return DCZ_ERR_UNSUPPORTED;
-    dcz_status s = dcz_op_shape(op, attr, nattr, in, &out);
+    dcz_status s = dcz_op_shape(op, attr, nattr, in, 1, &out);
     if (s != DCZ_OK) return s;
     const int32_t *w = attr + o->window_at;
     *g = (dcz_conv_geom){

@@ -65,6 +65,32 @@ void dcz_relu_ref(float *x, size_t n)
         if (!(x[i] > 0.0f)) x[i] = 0.0f;
 }
 
+void dcz_add_ref(const float *a, const float *b, size_t n, float *y)
+{
+    for (size_t i = 0; i < n; i++) y[i] = a[i] + b[i];
+}
+
+void dcz_mul_ref(const float *x, const float *f, size_t batch, uint32_t channels, uint32_t plane,
+                 float *y)
+{
+    for (size_t b = 0; b < batch; b++)
+        for (uint32_t c = 0; c < channels; c++) {
+            const float s = f[b * channels + c];
+            const size_t at = (b * channels + c) * plane;
+            for (uint32_t p = 0; p < plane; p++) y[at + p] = x[at + p] * s;
+        }
+}
+
+void dcz_concat_ref(const float *const *x, const uint32_t *width, uint32_t nin, size_t batch,
+                    float *y)
+{
+    for (size_t b = 0; b < batch; b++)
+        for (uint32_t k = 0; k < nin; k++) {
+            memcpy(y, x[k] + b * width[k], width[k] * sizeof *y);
+            y += width[k];
+        }
+}
+
 void dcz_softmax_ref(float *x, size_t batch, size_t n)
 {
     for (size_t b = 0; b < batch; b++) {

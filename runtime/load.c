@@ -73,8 +73,10 @@ typedef struct scratch {
 typedef struct loader {
     arena a;
     scratch sc;
+    dcz_tensor *tscratch;/* the tensors while sizing (the block holds them after) */
     int in_place;
     uint64_t max_width;  /* elements of the largest activation of one sample */
+    uint64_t act_width;  /* floats a sample of the activation block */
     int quant;           /* the model runs on integers */
     uint32_t cblocks;    /* row blocks of the column forms: the threads that run them */
     int lanes;           /* build lane forms (this CPU runs their kernel) */
@@ -250,33 +252,40 @@ static dcz_status load_params(const dcz_container *c, const dcz_graph_layer *g, 
     return dcz_qload_weights(&ld->a, cw->scheme, &w, &e, l);
 }
 
-/* Everything of one exec layer but its name, given the shape it receives. */
+/* Everything of one exec layer but its name, given the tensors it reads. */
 static dcz_status load_layer(const dcz_container *c, const dcz_graph_layer *g, uint32_t index,
-                             const dcz_shape *in, loader *ld, calib_walk *cw,
+                             const dcz_tensor *tensors, loader *ld, calib_walk *cw,
                              dcz_exec_layer *l)
 {
-    l->in_shape = *in;
-    TRY(dcz_op_shape(g->op, g->attr, g->nattr, in, &l->out_shape));
-    l->in = (uint32_t)dcz_shape_count(in);
+    dcz_shape in[DCZ_MAX_INPUTS];
+    l->nin = g->nin;
+    for (uint32_t k = 0; k < g->nin; k++) {
+        l->tin[k] = (uint16_t)g->in[k];
+        in[k] = tensors[g->in[k]].shape;
+    }
+    l->in_shape = in[0];
+    TRY(dcz_op_shape(g->op, g->attr, g->nattr, in, g->nin, &l->out_shape));
+    l->in = (uint32_t)dcz_shape_count(&in[0]);
     l->out = (uint32_t)dcz_shape_count(&l->out_shape);
     switch (g->op) {
     case DCZ_OP_DENSE:
         return load_params(c, g, index, ld, cw, l);
     case DCZ_OP_CONV2D:
-        TRY(dcz_conv_geom_init(&l->geom, g->op, g->attr, g->nattr, in));
+        if (g->attr[8] != 1) return DCZ_ERR_UNSUPPORTED; /* grouped */
+        TRY(dcz_conv_geom_init(&l->geom, g->op, g->attr, g->nattr, &in[0]));
         TRY(load_params(c, g, index, ld, cw, l));
         l->im2col = l->kernel != DCZ_K_CONV_DENSE_F32 && dcz_conv2d_pick_im2col(&l->geom);
         return DCZ_OK;
     case DCZ_OP_MAXPOOL:
     case DCZ_OP_AVGPOOL:
-        TRY(dcz_conv_geom_init(&l->geom, g->op, g->attr, g->nattr, in));
+        TRY(dcz_conv_geom_init(&l->geom, g->op, g->attr, g->nattr, &in[0]));
         l->kernel = g->op == DCZ_OP_MAXPOOL ? DCZ_K_MAXPOOL : DCZ_K_AVGPOOL;
         l->count_include_pad = g->op == DCZ_OP_AVGPOOL && g->attr[6];
         return DCZ_OK;
     case DCZ_OP_GLOBAL_AVGPOOL:
-        l->geom.in_c = l->geom.out_c = in->dims[0];
-        l->geom.in_h = in->dims[1];
-        l->geom.in_w = in->dims[2];
+        l->geom.in_c = l->geom.out_c = in[0].dims[0];
+        l->geom.in_h = in[0].dims[1];
+        l->geom.in_w = in[0].dims[2];
         l->geom.out_h = l->geom.out_w = 1;
         l->kernel = DCZ_K_GLOBAL_AVGPOOL;
         return DCZ_OK;
@@ -289,9 +298,52 @@ static dcz_status load_layer(const dcz_container *c, const dcz_graph_layer *g, u
     case DCZ_OP_SOFTMAX:
         l->kernel = DCZ_K_SOFTMAX;
         return DCZ_OK;
+    case DCZ_OP_ADD:
+        l->kernel = DCZ_K_ADD;
+        return DCZ_OK;
+    case DCZ_OP_MUL:
+        l->kernel = DCZ_K_MUL;
+        return DCZ_OK;
+    case DCZ_OP_CONCAT:
+        l->kernel = DCZ_K_CONCAT;
+        return DCZ_OK;
     default:
         return DCZ_ERR_UNSUPPORTED;
     }
+}
+
+/* Places of the activations (dcz_tensor), from the tensors' lifetimes, in
+ * layer order: the output of layer i takes a free place (one whose tenant's
+ * last reader ran before i), the smallest that holds it, else the largest
+ * free one, grown, else a new one; places are laid out in the order they
+ * were opened. Returns the floats a sample of the whole block. */
+static uint64_t plan_places(dcz_tensor *t, uint32_t nlayers)
+{
+    for (uint32_t v = 1; v <= nlayers; v++) {
+        const uint32_t def = v - 1;   /* the layer that writes it */
+        uint32_t best = 0, grow = 0;
+        for (uint32_t o = 1; o < v; o++) {
+            if (t[o].slot != o || t[o].busy >= def) continue;
+            if (t[o].size >= t[v].width) {
+                if (!best || t[o].size < t[best].size) best = o;
+            } else if (!grow || t[o].size > t[grow].size) {
+                grow = o;
+            }
+        }
+        const uint32_t o = best ? best : grow ? grow : v;
+        t[v].slot = o;
+        if (o == v) t[v].size = t[v].width;
+        else if (t[o].size < t[v].width) t[o].size = t[v].width;
+        t[o].busy = t[v].last;
+    }
+    uint64_t end = 0;
+    for (uint32_t o = 1; o <= nlayers; o++)
+        if (t[o].slot == o) {
+            t[o].off = end;
+            end += t[o].size;
+        }
+    for (uint32_t v = 1; v <= nlayers; v++) t[v].off = t[t[v].slot].off;
+    return end;
 }
 
 /* The CALIB section of c, when the options let the model run on integers:
@@ -317,26 +369,18 @@ static dcz_status find_calib(const dcz_container *c, const dcz_options *o, calib
 }
 
 /* One walk over the graph: sizes everything while ld->a.base is NULL, fills
- * the model when it is set. Shapes chain by dcz_op_shape from the input
- * shape; ld->max_width and ld->quant tell the caller how large the
- * activation buffers must be and whether accumulators are needed. */
+ * the model when it is set. Shapes follow the graph from the input shape
+ * (dcz_op_shape on each layer's inputs); ld->max_width, ld->act_width and
+ * ld->quant tell the caller how large the activations must be and whether
+ * accumulators are needed. While sizing, the tensors are kept in
+ * ld->tscratch (graph_tensors of them). */
 static dcz_status load_walk(const dcz_container *c, const dcz_options *o, loader *ld,
                             dcz_model **out)
 {
-    dcz_section gs;
-    dcz_cur cur;
-    dcz_shape shape;
-    uint32_t nlayers = 0;
-    uint32_t gi = 0;
-    for (; gi < c->nsections; gi++) {
-        dcz_container_section(c, gi, &gs);
-        if (gs.type == DCZ_SEC_GRAPH) break;
-    }
-    memset(&shape, 0, sizeof shape);
-    TRY(dcz_graph_begin(c->base + gs.offset, (size_t)gs.size, &cur, &nlayers, &shape.rank,
-                        shape.dims));
-    const uint64_t in_size = dcz_shape_count(&shape);
-    if (in_size > DCZ_MAX_ACT) return DCZ_ERR_FORMAT;
+    dcz_graph_walk w;
+    TRY(dcz_graph_begin(c, &w));
+    const uint32_t nlayers = w.nlayers;
+    const uint64_t in_size = dcz_shape_count(&w.input);
 
     calib_walk cw;
     int quant;
@@ -345,24 +389,33 @@ static dcz_status load_walk(const dcz_container *c, const dcz_options *o, loader
     arena *a = &ld->a;
     dcz_model *m = arena_take(a, sizeof *m);
     dcz_exec_layer *layers = arena_take(a, (uint64_t)nlayers * sizeof *layers);
+    dcz_tensor *tensors = arena_take(a, ((uint64_t)nlayers + 1) * sizeof *tensors);
+    if (!tensors) tensors = ld->tscratch;
+    memset(tensors, 0, ((size_t)nlayers + 1) * sizeof *tensors);
+    tensors[0].shape = w.input;
+    tensors[0].width = (uint32_t)in_size;
     uint64_t max_width = in_size, scratch_floats = 0;
-    uint32_t min_param = 0;
     if (m) {
         memset(m, 0, sizeof *m);
         memset(layers, 0, (size_t)nlayers * sizeof *layers);
-        m->in_rank = shape.rank;
-        memcpy(m->in_dims, shape.dims, sizeof m->in_dims);
+        m->in_rank = w.input.rank;
+        memcpy(m->in_dims, w.input.dims, sizeof m->in_dims);
         m->nlayers = nlayers;
         m->layers = layers;
+        m->tensors = tensors;
     }
     for (uint32_t i = 0; i < nlayers; i++) {
         dcz_graph_layer g;
-        TRY(dcz_graph_next(&cur, c, &g, &min_param));
+        TRY(dcz_graph_next(&w, &g));
+        /* the integer segment runs chains */
+        if (quant && (g.nin != 1 || g.in[0] != i)) return DCZ_ERR_UNSUPPORTED;
         dcz_exec_layer tmp, *l = layers ? &layers[i] : &tmp;
         memset(l, 0, sizeof *l);
         memcpy(l->name, g.name, sizeof l->name);
-        TRY(load_layer(c, &g, i, &shape, ld, quant ? &cw : NULL, l));
-        shape = l->out_shape;
+        TRY(load_layer(c, &g, i, tensors, ld, quant ? &cw : NULL, l));
+        for (uint32_t k = 0; k < g.nin; k++) tensors[g.in[k]].last = i;
+        tensors[i + 1].shape = l->out_shape;
+        tensors[i + 1].width = l->out;
         if (l->out > max_width) max_width = l->out;
         if (l->im2col && dcz_conv2d_im2col_floats(&l->geom) > scratch_floats)
             scratch_floats = dcz_conv2d_im2col_floats(&l->geom);
@@ -371,20 +424,24 @@ static dcz_status load_walk(const dcz_container *c, const dcz_options *o, loader
             dcz_spmm_scratch_floats(l->out, l->in) > scratch_floats)
             scratch_floats = dcz_spmm_scratch_floats(l->out, l->in);
     }
+    TRY(dcz_graph_end(&w));
+    tensors[nlayers].last = nlayers;   /* the model output outlives every layer */
+    const uint64_t act_width = plan_places(tensors, nlayers);
     /* batch 1 on a lane form: the input's panels (run.c) */
     if (ld->lane_floats > scratch_floats) scratch_floats = ld->lane_floats;
-    if (cur.pos != cur.len) return DCZ_ERR_FORMAT;
     if (quant && (cw.read != cw.count || cw.cur.pos != cw.cur.len)) return DCZ_ERR_FORMAT;
     float *conv_scratch = arena_take(a, scratch_floats * ld->cblocks * sizeof(float));
     ld->max_width = max_width;
+    ld->act_width = act_width;
     ld->quant = quant;
     if (m) {
         m->scratch = conv_scratch;
         m->scratch_floats = scratch_floats;
         m->threads = ld->cblocks;
         m->in_size = (uint32_t)in_size;
-        m->out_size = (uint32_t)dcz_shape_count(&shape);
+        m->out_size = tensors[nlayers].width;
         m->max_width = (uint32_t)max_width;
+        m->act_width = act_width;
         if (quant) {
             m->scheme = (dcz_scheme)cw.scheme;
             m->qmax = dcz_scheme_qmax(cw.scheme);
@@ -405,7 +462,7 @@ typedef struct layout {
     size_t act, qacc;           /* static: activation buffers, accumulators */
     size_t total;               /* the block */
     scratch sc;                 /* scratch capacities */
-    uint64_t max_width;
+    uint64_t max_width, act_width;
     int quant;
     uint32_t threads;           /* column-form blocks and scratch parts */
     int lanes;                  /* lane forms built */
@@ -428,14 +485,26 @@ static dcz_status check_options(const dcz_options *opt, dcz_options *o)
     return DCZ_OK;
 }
 
-/* The sizing pass and the layout it gives. max_batch 0: no run-time
- * buffers (the heap model grows its own). DCZ_ERR_NOMEM when the sizes do
- * not fit a size_t. */
+/* Bytes of the tensors the sizing pass keeps aside (load_walk's
+ * ld->tscratch). */
+static dcz_status graph_tensor_bytes(const dcz_container *c, size_t *bytes)
+{
+    dcz_graph_walk w;
+    TRY(dcz_graph_begin(c, &w));
+    *bytes = ((size_t)w.nlayers + 1) * sizeof(dcz_tensor);
+    return DCZ_OK;
+}
+
+/* The sizing pass and the layout it gives, keeping the tensors in tscratch
+ * (graph_tensor_bytes). max_batch 0: no run-time buffers (the heap model
+ * grows its own). DCZ_ERR_NOMEM when the sizes do not fit a size_t. */
 static dcz_status plan_layout(const dcz_container *c, const dcz_options *o, int in_place,
-                              size_t max_batch, uint32_t threads, int lanes, layout *L)
+                              size_t max_batch, uint32_t threads, int lanes, dcz_tensor *tscratch,
+                              layout *L)
 {
     loader ld;
     memset(&ld, 0, sizeof ld);
+    ld.tscratch = tscratch;
     ld.in_place = in_place;
     ld.cblocks = threads;
     ld.lanes = lanes;
@@ -444,6 +513,7 @@ static dcz_status plan_layout(const dcz_container *c, const dcz_options *o, int 
     L->walk = ld.a.used;
     L->sc = ld.sc;
     L->max_width = ld.max_width;
+    L->act_width = ld.act_width;
     L->quant = ld.quant;
     L->threads = threads;
     L->lanes = lanes;
@@ -455,12 +525,13 @@ static dcz_status plan_layout(const dcz_container *c, const dcz_options *o, int 
 
     arena r = { NULL, L->walk, 0 };
     if (max_batch) {
-        /* two activation buffers of (max_batch, max_width) floats; on
+        /* the activation block of (max_batch, act_width) floats; on
          * integers the accumulators, then the quantized model input (run.c) */
-        const uint64_t w = ld.max_width;
-        if (w && max_batch > UINT64_MAX / 16 / w) return DCZ_ERR_NOMEM;
+        const uint64_t w = ld.max_width, aw = ld.act_width;
+        if ((w && max_batch > UINT64_MAX / 16 / w) || (aw && max_batch > UINT64_MAX / 16 / aw))
+            return DCZ_ERR_NOMEM;
         const uint64_t cells = (uint64_t)max_batch * w;
-        L->act = take_at(&r, 2 * cells * sizeof(float));
+        L->act = take_at(&r, (uint64_t)max_batch * aw * sizeof(float));
         if (ld.quant) L->qacc = take_at(&r, cells * (sizeof(int64_t) + sizeof(dcz_q)));
     }
     if (ld.a.overflow || s.overflow || r.overflow) return DCZ_ERR_NOMEM;
@@ -506,6 +577,19 @@ static uint32_t heap_threads(const dcz_options *o)
     return o->threads > DCZ_MAX_THREADS ? DCZ_MAX_THREADS : (uint32_t)o->threads;
 }
 
+/* plan_layout with the tensors of the sizing pass on the heap. */
+static dcz_status plan_heap(const dcz_container *c, const dcz_options *o, int in_place,
+                            size_t max_batch, uint32_t threads, layout *L)
+{
+    size_t tbytes;
+    TRY(graph_tensor_bytes(c, &tbytes));
+    dcz_tensor *t = malloc(tbytes);
+    if (!t) return DCZ_ERR_NOMEM;
+    dcz_status s = plan_layout(c, o, in_place, max_batch, threads, want_lanes(o), t, L);
+    free(t);
+    return s;
+}
+
 /* Whether some layer is split over the threads (run.c), so the model needs
  * its workers. */
 static int worth_threads(const dcz_model *m)
@@ -529,7 +613,7 @@ dcz_status dcz_open_memory(const void *buf, size_t len, const dcz_options *opt,
     *out = NULL;
     TRY(check_options(opt, &o));
     TRY(dcz_container_open(buf, len, &c));
-    TRY(plan_layout(&c, &o, 0, 0, heap_threads(&o), want_lanes(&o), &L));
+    TRY(plan_heap(&c, &o, 0, 0, heap_threads(&o), &L));
     uint8_t *block = malloc(L.load ? L.load : 1);
     if (!block) return DCZ_ERR_NOMEM;
     dcz_model *m = NULL;
@@ -560,7 +644,7 @@ dcz_status dcz_plan(const void *buf, size_t len, const dcz_options *opt, size_t 
     TRY(check_options(opt, &o));
     TRY(dcz_container_open(buf, len, &c));
     const int in_place = host_reads_f32_in_place();
-    TRY(plan_layout(&c, &o, in_place, o.max_batch, 1, want_lanes(&o), &L));
+    TRY(plan_heap(&c, &o, in_place, o.max_batch, 1, &L));
     if (L.total > SIZE_MAX - (DCZ_ARENA_ALIGN - 1)) return DCZ_ERR_NOMEM;
     /* what only the filling pass finds (stream contents, integer ranges)
      * is found by filling a temporary block once */
@@ -586,12 +670,19 @@ dcz_status dcz_open_static(const void *buf, size_t len, void *arena_mem, size_t 
     TRY(check_options(opt, &o));
     TRY(dcz_container_open(buf, len, &c));
     const int in_place = host_reads_f32_in_place();
-    TRY(plan_layout(&c, &o, in_place, o.max_batch, 1, want_lanes(&o), &L));
     const size_t pad = (size_t)(-(uintptr_t)arena_mem & (DCZ_ARENA_ALIGN - 1));
     const size_t room = arena_bytes < pad ? 0 : arena_bytes - pad;
+    /* the sizing pass keeps its tensors in the arena, which the model fills
+     * after (it takes more room than they do) */
+    size_t tbytes;
+    TRY(graph_tensor_bytes(&c, &tbytes));
+    if (room < tbytes) return DCZ_ERR_NOMEM;
+    dcz_tensor *tscratch = (dcz_tensor *)(void *)((uint8_t *)arena_mem + pad);
+    TRY(plan_layout(&c, &o, in_place, o.max_batch, 1, want_lanes(&o), tscratch, &L));
     /* an arena planned where the lane forms are not built (another CPU)
      * still takes the model, without them */
-    if (L.lanes && room < L.total) TRY(plan_layout(&c, &o, in_place, o.max_batch, 1, 0, &L));
+    if (L.lanes && room < L.total)
+        TRY(plan_layout(&c, &o, in_place, o.max_batch, 1, 0, tscratch, &L));
     if (room < L.total) return DCZ_ERR_NOMEM;
     uint8_t *block = (uint8_t *)arena_mem + pad;
     dcz_model *m = NULL;

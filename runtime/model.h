@@ -123,14 +123,19 @@ typedef enum dcz_kernel {
     DCZ_K_MAXPOOL,
     DCZ_K_AVGPOOL,
     DCZ_K_GLOBAL_AVGPOOL,
-    DCZ_K_FLATTEN
+    DCZ_K_FLATTEN,
+    DCZ_K_ADD,
+    DCZ_K_MUL,
+    DCZ_K_CONCAT
 } dcz_kernel;
 
 typedef struct dcz_exec_layer {
     dcz_kernel kernel;
     char name[DCZ_MAX_NAME + 1];
-    dcz_shape in_shape, out_shape; /* of one sample */
-    uint32_t in, out;       /* elements in and out of one sample */
+    uint32_t nin;
+    uint16_t tin[DCZ_MAX_INPUTS]; /* the tensors it reads (see dcz_tensor) */
+    dcz_shape in_shape, out_shape; /* of one sample; in_shape: of the first input */
+    uint32_t in, out;       /* elements in and out of one sample (in: of the first input) */
     dcz_conv_geom geom;     /* CONV_*, MAXPOOL, AVGPOOL, GLOBAL_AVGPOOL (window unused) */
     int count_include_pad;  /* AVGPOOL */
     int im2col;             /* CONV_SPARSE_*: dcz_conv2d_sparse_im2col in the model's scratch
@@ -263,6 +268,25 @@ static inline int dcz_sparse_split(const dcz_sparse *s)
     return s->col_ptr ? s->cblocks > 1 : s->entries >= DCZ_PARALLEL_MIN_ENTRIES;
 }
 
+/* A tensor of the graph: 0 the model input, j + 1 the output of layer j.
+ * Activations live in one block of act_width floats a sample, each tensor
+ * at its offset there, planned from the tensors' lifetimes (load.c): a
+ * tensor's place is reused once its last reader has run, so a chain takes
+ * two places, as a ping-pong pair would. A batch of b samples keeps tensor
+ * t at act + off b, its samples one after the other. The model input stays
+ * where the caller has it (off unused). */
+typedef struct dcz_tensor {
+    dcz_shape shape;          /* one sample */
+    uint32_t width;           /* elements of one sample */
+    uint32_t last;            /* the last layer reading it; nlayers for the model output */
+    uint32_t slot;            /* the tensor that opened the place it lives in (itself or
+                                 an earlier one) */
+    uint32_t busy;            /* of a tensor that opened a place: the last reader of the
+                                 place's latest tenant */
+    uint64_t size;            /* of a tensor that opened a place: its floats a sample */
+    uint64_t off;             /* floats a sample before its place in the block */
+} dcz_tensor;
+
 struct dcz_model {
     dcz_options opt;
     uint32_t threads;         /* column-form blocks and spmm scratch tiles; 1 for static models */
@@ -272,13 +296,15 @@ struct dcz_model {
     uint32_t max_width;       /* elements of the largest activation of one sample */
     uint32_t nlayers;
     dcz_exec_layer *layers;   /* (nlayers), inside block */
+    dcz_tensor *tensors;      /* (nlayers + 1), inside block */
+    uint64_t act_width;       /* floats a sample of the activation block */
     void *block;              /* everything loaded, one allocation; NULL when fixed */
     int fixed;                /* dcz_open_static: everything lives in the caller's arena,
                                  act and qacc hold act_batch samples and never grow */
     float *scratch;           /* (scratch_floats) for im2col layers, dcz_spmm's tile and
                                  the lane form's panels of the input, inside block */
     uint64_t scratch_floats;
-    float *act;               /* two activation buffers of max_width * act_batch */
+    float *act;               /* the activation block: act_width * act_batch floats */
     size_t act_batch;
     dcz_scheme scheme;        /* DCZ_SCHEME_NONE: every layer in float */
     int32_t qmax;             /* the scheme's integer range */
@@ -333,6 +359,18 @@ void dcz_spmv_ref(const dcz_sparse *s, const float *bias, const float *x, float 
 void dcz_spmm_ref(const dcz_sparse *s, const float *bias, const float *x, size_t batch,
                   float *y);
 void dcz_relu_ref(float *x, size_t n);
+
+/* y (n) = a + b. */
+void dcz_add_ref(const float *a, const float *b, size_t n, float *y);
+/* y (batch, channels, plane) = x times f (batch, channels), each factor
+ * over its channel's plane (plane 1: elementwise). */
+void dcz_mul_ref(const float *x, const float *f, size_t batch, uint32_t channels, uint32_t plane,
+                 float *y);
+/* y (batch, sum of width) = x[0] .. x[nin - 1] (batch, width[k]) side by
+ * side, sample by sample: a concatenation on the channels of (C, H, W) or
+ * (n) samples. */
+void dcz_concat_ref(const float *const *x, const uint32_t *width, uint32_t nin, size_t batch,
+                    float *y);
 
 /* ---- optimized matrix kernels (kernels_simd.c) ----------------------------
  * They compute what dcz_spmv_ref and dcz_spmm_ref compute, in the same

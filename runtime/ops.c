@@ -45,9 +45,11 @@ static dcz_status check_dense(const int32_t *a)
     return in_range(a[0], 1, DCZ_MAX_DIM) && in_range(a[1], 1, DCZ_MAX_DIM) ? DCZ_OK : DCZ_ERR_FORMAT;
 }
 
+/* in_c, out_c, the window, group: a divisor of both channel counts */
 static dcz_status check_conv(const int32_t *a)
 {
-    return in_range(a[0], 1, DCZ_MAX_DIM) && in_range(a[1], 1, DCZ_MAX_DIM) && window_ok(a + 2)
+    return in_range(a[0], 1, DCZ_MAX_DIM) && in_range(a[1], 1, DCZ_MAX_DIM) && window_ok(a + 2) &&
+           in_range(a[8], 1, a[0]) && a[0] % a[8] == 0 && a[1] % a[8] == 0
         ? DCZ_OK : DCZ_ERR_FORMAT;
 }
 
@@ -80,46 +82,92 @@ static dcz_status window_shape(const int32_t *w, uint32_t channels, const dcz_sh
     return out->dims[1] && out->dims[2] ? DCZ_OK : DCZ_ERR_SHAPE;
 }
 
-static dcz_status shape_same(const int32_t *attr, const dcz_shape *in, dcz_shape *out)
+static dcz_status shape_same(const int32_t *attr, const dcz_shape *in, uint32_t nin,
+                             dcz_shape *out)
 {
-    (void)attr;
+    (void)attr; (void)nin;
     *out = *in;
     return DCZ_OK;
 }
 
-static dcz_status shape_dense(const int32_t *a, const dcz_shape *in, dcz_shape *out)
+static dcz_status shape_dense(const int32_t *a, const dcz_shape *in, uint32_t nin, dcz_shape *out)
 {
+    (void)nin;
     if (dcz_shape_count(in) != (uint64_t)a[0]) return DCZ_ERR_SHAPE;
     out->rank = 1;
     out->dims[0] = (uint32_t)a[1];
     return DCZ_OK;
 }
 
-static dcz_status shape_conv(const int32_t *a, const dcz_shape *in, dcz_shape *out)
+static dcz_status shape_conv(const int32_t *a, const dcz_shape *in, uint32_t nin, dcz_shape *out)
 {
+    (void)nin;
     if (in->rank != 3 || in->dims[0] != (uint32_t)a[0]) return DCZ_ERR_SHAPE;
     return window_shape(a + 2, (uint32_t)a[1], in, out);
 }
 
-static dcz_status shape_pool(const int32_t *a, const dcz_shape *in, dcz_shape *out)
+static dcz_status shape_pool(const int32_t *a, const dcz_shape *in, uint32_t nin, dcz_shape *out)
 {
+    (void)nin;
     return window_shape(a, in->dims[0], in, out);
 }
 
-static dcz_status shape_global_avgpool(const int32_t *a, const dcz_shape *in, dcz_shape *out)
+static dcz_status shape_global_avgpool(const int32_t *a, const dcz_shape *in, uint32_t nin,
+                                       dcz_shape *out)
 {
-    (void)a;
+    (void)a; (void)nin;
     if (in->rank != 3) return DCZ_ERR_SHAPE;
     *out = (dcz_shape){ 3, { in->dims[0], 1, 1, 0 } };
     return DCZ_OK;
 }
 
-static dcz_status shape_flatten(const int32_t *a, const dcz_shape *in, dcz_shape *out)
+static dcz_status shape_flatten(const int32_t *a, const dcz_shape *in, uint32_t nin,
+                                dcz_shape *out)
 {
-    (void)a;
+    (void)a; (void)nin;
     if (dcz_shape_count(in) > DCZ_MAX_ACT) return DCZ_ERR_SHAPE;
     out->rank = 1;
     out->dims[0] = (uint32_t)dcz_shape_count(in);
+    return DCZ_OK;
+}
+
+/* two inputs of one shape */
+static dcz_status shape_add(const int32_t *a, const dcz_shape *in, uint32_t nin, dcz_shape *out)
+{
+    (void)a; (void)nin;
+    if (!dcz_shape_is(&in[1], in[0].rank, in[0].dims)) return DCZ_ERR_SHAPE;
+    *out = in[0];
+    return DCZ_OK;
+}
+
+/* x and its factors: of x's shape, or one per channel of x ((C) or (C, 1, 1)
+ * for x (C, H, W), (C) for x (C)) */
+static dcz_status shape_mul(const int32_t *a, const dcz_shape *in, uint32_t nin, dcz_shape *out)
+{
+    (void)a; (void)nin;
+    const dcz_shape *x = &in[0], *f = &in[1];
+    const uint32_t channels[3] = { x->dims[0], 1, 1 };
+    if (!dcz_shape_is(f, x->rank, x->dims) && !dcz_shape_is(f, 1, channels) &&
+        !(x->rank == 3 && dcz_shape_is(f, 3, channels)))
+        return DCZ_ERR_SHAPE;
+    *out = *x;
+    return DCZ_OK;
+}
+
+/* inputs of rank 3 with one plane, or all of rank 1: channels added */
+static dcz_status shape_concat(const int32_t *a, const dcz_shape *in, uint32_t nin, dcz_shape *out)
+{
+    (void)a;
+    uint64_t c = 0;
+    for (uint32_t i = 0; i < nin; i++) {
+        if (in[i].rank != in[0].rank || (in[0].rank != 1 && in[0].rank != 3)) return DCZ_ERR_SHAPE;
+        if (in[0].rank == 3 && (in[i].dims[1] != in[0].dims[1] || in[i].dims[2] != in[0].dims[2]))
+            return DCZ_ERR_SHAPE;
+        c += in[i].dims[0];
+    }
+    if (c > DCZ_MAX_DIM) return DCZ_ERR_SHAPE;
+    *out = in[0];
+    out->dims[0] = (uint32_t)c;
     return DCZ_OK;
 }
 
@@ -131,24 +179,27 @@ static void params_dense(const int32_t *a, dcz_shape *w, dcz_shape *b)
 
 static void params_conv(const int32_t *a, dcz_shape *w, dcz_shape *b)
 {
-    *w = (dcz_shape){ 4, { (uint32_t)a[1], (uint32_t)a[0], (uint32_t)a[2], (uint32_t)a[3] } };
+    *w = (dcz_shape){ 4, { (uint32_t)a[1], (uint32_t)(a[0] / a[8]), (uint32_t)a[2], (uint32_t)a[3] } };
     *b = (dcz_shape){ 1, { (uint32_t)a[1], 0, 0, 0 } };
 }
 
 /* ---- the table -------------------------------------------------------------- */
 
 static const dcz_op_info ops[] = {
-    /* op                     name              nattr weighted train window check shape params */
-    { DCZ_OP_DENSE,           "DENSE",          2, 1, 0, -1, check_dense,   shape_dense,   params_dense },
-    { DCZ_OP_RELU,            "RELU",           0, 0, 0, -1, check_none,    shape_same,    NULL },
-    { DCZ_OP_SOFTMAX,         "SOFTMAX",        0, 0, 0, -1, check_none,    shape_same,    NULL },
-    { DCZ_OP_CONV2D,          "CONV2D",         8, 1, 0,  2, check_conv,    shape_conv,    params_conv },
-    { DCZ_OP_MAXPOOL,         "MAXPOOL",        6, 0, 0,  0, check_maxpool, shape_pool,    NULL },
-    { DCZ_OP_AVGPOOL,         "AVGPOOL",        7, 0, 0,  0, check_avgpool, shape_pool,    NULL },
-    { DCZ_OP_GLOBAL_AVGPOOL,  "GLOBAL_AVGPOOL", 0, 0, 0, -1, check_none,    shape_global_avgpool, NULL },
-    { DCZ_OP_FLATTEN,         "FLATTEN",        0, 0, 0, -1, check_none,    shape_flatten, NULL },
-    { DCZ_OP_BATCHNORM,       "BATCHNORM",      0, 0, 1, -1, check_none,    shape_same,    NULL },
-    { DCZ_OP_DROPOUT,         "DROPOUT",        0, 0, 1, -1, check_none,    shape_same,    NULL },
+    /* op                    name          in: min max nattr weighted train window check shape params */
+    { DCZ_OP_DENSE,          "DENSE",          1, 1, 2, 1, 0, -1, check_dense,   shape_dense,   params_dense },
+    { DCZ_OP_RELU,           "RELU",           1, 1, 0, 0, 0, -1, check_none,    shape_same,    NULL },
+    { DCZ_OP_SOFTMAX,        "SOFTMAX",        1, 1, 0, 0, 0, -1, check_none,    shape_same,    NULL },
+    { DCZ_OP_CONV2D,         "CONV2D",         1, 1, 9, 1, 0,  2, check_conv,    shape_conv,    params_conv },
+    { DCZ_OP_MAXPOOL,        "MAXPOOL",        1, 1, 6, 0, 0,  0, check_maxpool, shape_pool,    NULL },
+    { DCZ_OP_AVGPOOL,        "AVGPOOL",        1, 1, 7, 0, 0,  0, check_avgpool, shape_pool,    NULL },
+    { DCZ_OP_GLOBAL_AVGPOOL, "GLOBAL_AVGPOOL", 1, 1, 0, 0, 0, -1, check_none,    shape_global_avgpool, NULL },
+    { DCZ_OP_FLATTEN,        "FLATTEN",        1, 1, 0, 0, 0, -1, check_none,    shape_flatten, NULL },
+    { DCZ_OP_ADD,            "ADD",            2, 2, 0, 0, 0, -1, check_none,    shape_add,     NULL },
+    { DCZ_OP_MUL,            "MUL",            2, 2, 0, 0, 0, -1, check_none,    shape_mul,     NULL },
+    { DCZ_OP_CONCAT,         "CONCAT",         2, DCZ_MAX_INPUTS, 0, 0, 0, -1, check_none, shape_concat, NULL },
+    { DCZ_OP_BATCHNORM,      "BATCHNORM",      1, 1, 0, 0, 1, -1, check_none,    shape_same,    NULL },
+    { DCZ_OP_DROPOUT,        "DROPOUT",        1, 1, 0, 0, 1, -1, check_none,    shape_same,    NULL },
 };
 
 const dcz_op_info *dcz_op_get(uint32_t op)
@@ -174,14 +225,16 @@ dcz_status dcz_op_check(uint16_t op, const int32_t *attr, uint32_t nattr, int *h
 }
 
 dcz_status dcz_op_shape(uint16_t op, const int32_t *attr, uint32_t nattr, const dcz_shape *in,
-                        dcz_shape *out)
+                        uint32_t nin, dcz_shape *out)
 {
     const dcz_op_info *o = dcz_op_get(op);
     memset(out, 0, sizeof *out);
-    if (in->rank == 0 || in->rank > DCZ_MAX_RANK) return DCZ_ERR_SHAPE;
     if (!o) return DCZ_ERR_UNSUPPORTED;
     if (nattr < o->nattr) return DCZ_ERR_FORMAT;
-    TRY(o->shape(attr, in, out));
+    if (nin < o->min_in || nin > o->max_in) return DCZ_ERR_SHAPE;
+    for (uint32_t i = 0; i < nin; i++)
+        if (in[i].rank == 0 || in[i].rank > DCZ_MAX_RANK) return DCZ_ERR_SHAPE;
+    TRY(o->shape(attr, in, nin, out));
     return dcz_shape_count(out) <= DCZ_MAX_ACT ? DCZ_OK : DCZ_ERR_SHAPE;
 }
 

@@ -20,6 +20,7 @@
 #include "dcz.h"
 
 #define DCZ_MAX_RANK 4
+#define DCZ_MAX_INPUTS 16   /* inputs of one layer (CONCAT's most) */
 
 /* The shape of one sample's activations (no batch dimension). */
 typedef struct dcz_shape {
@@ -43,11 +44,16 @@ typedef enum dcz_op {
     DCZ_OP_RELU = 2,
     DCZ_OP_SOFTMAX = 3,
     DCZ_OP_CONV2D = 4,   /* attrs: in_c, out_c, kernel_h, kernel_w, stride_h, stride_w,
-                            pad_h, pad_w; tensors: weight (out_c, in_c, kh, kw), bias (out_c) */
+                            pad_h, pad_w, group; tensors: weight (out_c, in_c / group,
+                            kh, kw), bias (out_c) */
     DCZ_OP_MAXPOOL = 5,  /* attrs: kernel_h, kernel_w, stride_h, stride_w, pad_h, pad_w */
     DCZ_OP_AVGPOOL = 6,  /* attrs: as MAXPOOL, then count_include_pad (0 or 1) */
     DCZ_OP_GLOBAL_AVGPOOL = 7, /* no attrs: (C, H, W) -> (C, 1, 1) */
     DCZ_OP_FLATTEN = 8,  /* no attrs: any shape -> (product) */
+    DCZ_OP_ADD = 9,      /* two inputs of one shape: their sum (a residual connection) */
+    DCZ_OP_MUL = 10,     /* x times s: s of x's shape, or one value per channel of x
+                            ((C) or (C, 1, 1) for x (C, H, W)): squeeze-and-excitation */
+    DCZ_OP_CONCAT = 11,  /* 2 to 16 inputs joined on the channels ((C_i, H, W), or (n_i)) */
     DCZ_OP_BATCHNORM = 0x8001, /* per channel of (C, H, W) or (C): gamma, beta and running
                                   statistics; folded into the preceding weighted layer */
     DCZ_OP_DROPOUT = 0x8002,   /* zeroes a fraction of its input; the identity in inference */
@@ -60,7 +66,8 @@ typedef enum dcz_op {
 typedef struct dcz_op_info {
     dcz_op op;
     const char *name;      /* as docs/FORMAT.md and dcz info name it */
-    uint8_t nattr;         /* attributes a stored record carries, exactly */
+    uint8_t min_in, max_in;/* inputs a layer of this op reads */
+    uint8_t nattr;         /* attributes a record of format 2 carries, exactly */
     uint8_t weighted;      /* a weight (rows = output channels) and a bias: the layers
                               that are pruned, shared and run on integers */
     uint8_t train_only;    /* never stored (op >= DCZ_OP_TRAIN_ONLY) */
@@ -68,9 +75,9 @@ typedef struct dcz_op_info {
     /* DCZ_OK when the attributes are within the format's limits, else
      * DCZ_ERR_FORMAT; attr holds nattr values */
     dcz_status (*check)(const int32_t *attr);
-    /* The output shape from checked attributes and the input shape
-     * (DCZ_ERR_SHAPE when the input does not fit) */
-    dcz_status (*shape)(const int32_t *attr, const dcz_shape *in, dcz_shape *out);
+    /* The output shape from checked attributes and the shapes of the nin
+     * inputs (DCZ_ERR_SHAPE when they do not fit) */
+    dcz_status (*shape)(const int32_t *attr, const dcz_shape *in, uint32_t nin, dcz_shape *out);
     /* weighted ops: the weight and bias shapes from checked attributes */
     void (*param_shapes)(const int32_t *attr, dcz_shape *weight, dcz_shape *bias);
 } dcz_op_info;
@@ -86,19 +93,23 @@ const char *dcz_op_name(uint32_t op);
  * when an attribute breaks a rule, DCZ_ERR_UNSUPPORTED for an unknown op. */
 dcz_status dcz_op_check(uint16_t op, const int32_t *attr, uint32_t nattr, int *has_params);
 
-/* The output shape of an operator given its attributes and input shape, and
- * the shape rules of docs/FORMAT.md: DENSE takes any input whose element
- * count is attr in; CONV2D and the pools take (C, H, W) and need an output
- * of at least 1 x 1; RELU and SOFTMAX keep the shape. An output of more
- * than DCZ_MAX_ACT elements is refused too. DCZ_ERR_SHAPE when the input
- * does not fit, DCZ_ERR_UNSUPPORTED for an unknown op. Attributes are
- * assumed checked by dcz_op_check (a short attribute list gives
- * DCZ_ERR_FORMAT). Shared by the loader, the toolchain's reader and writer. */
+/* The output shape of an operator given its attributes and the shapes of
+ * its nin inputs (in[0 .. nin - 1]), by the shape rules of docs/FORMAT.md:
+ * DENSE takes any input whose element count is attr in; CONV2D and the
+ * pools take (C, H, W) and need an output of at least 1 x 1; RELU and
+ * SOFTMAX keep the shape; ADD takes two inputs of one shape, MUL an input
+ * and its factors, CONCAT inputs of equal planes. An output of more than
+ * DCZ_MAX_ACT elements is refused too. DCZ_ERR_SHAPE when the inputs do not
+ * fit (their count included), DCZ_ERR_UNSUPPORTED for an unknown op.
+ * Attributes are assumed checked by dcz_op_check (a short attribute list
+ * gives DCZ_ERR_FORMAT). Shared by the loader, the toolchain's reader and
+ * writer. */
 dcz_status dcz_op_shape(uint16_t op, const int32_t *attr, uint32_t nattr, const dcz_shape *in,
-                        dcz_shape *out);
+                        uint32_t nin, dcz_shape *out);
 
 /* The weight and bias shapes of a weighted op (DENSE: (out, in) and (out);
- * CONV2D: (out_c, in_c, kh, kw) and (out_c)), from checked attributes.
+ * CONV2D: (out_c, in_c / group, kh, kw) and (out_c)), from checked
+ * attributes.
  * DCZ_ERR_UNSUPPORTED for an op without parameters. */
 dcz_status dcz_op_param_shapes(uint16_t op, const int32_t *attr, dcz_shape *weight,
                                dcz_shape *bias);

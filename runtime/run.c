@@ -32,8 +32,10 @@
 static dcz_status ensure_act(dcz_model *m, size_t batch)
 {
     if (batch <= m->act_batch) return DCZ_OK;
-    if (batch > SIZE_MAX / 3 / sizeof(int64_t) / m->max_width) return DCZ_ERR_NOMEM;
-    float *a = realloc(m->act, 2 * batch * m->max_width * sizeof(float));
+    if (batch > SIZE_MAX / 3 / sizeof(int64_t) / m->max_width ||
+        batch > SIZE_MAX / sizeof(float) / m->act_width)
+        return DCZ_ERR_NOMEM;
+    float *a = realloc(m->act, batch * m->act_width * sizeof(float));
     if (!a) return DCZ_ERR_NOMEM;
     m->act = a;
     if (m->scheme != DCZ_SCHEME_NONE) {
@@ -147,9 +149,11 @@ static void run_sparse_fc(const dcz_model *m, const dcz_exec_layer *l, const flo
     }
 }
 
-static void run_layer(const dcz_model *m, const dcz_exec_layer *l, const float *x, size_t batch,
-                      float *y)
+/* Layer l on its inputs xs (xs[0] its first) into y. */
+static void run_layer(const dcz_model *m, const dcz_exec_layer *l, const float *const *xs,
+                      size_t batch, float *y)
 {
+    const float *x = xs[0];
     switch (l->kernel) {
     case DCZ_K_DENSE_F32:
         dcz_dense_f32_ref(l->w, l->bias, x, batch, l->in, l->out, y);
@@ -188,7 +192,27 @@ static void run_layer(const dcz_model *m, const dcz_exec_layer *l, const float *
         memcpy(y, x, batch * l->in * sizeof *y);
         dcz_softmax_ref(y, batch, l->in);
         break;
+    case DCZ_K_ADD:
+        dcz_add_ref(x, xs[1], batch * l->in, y);
+        break;
+    case DCZ_K_MUL: {
+        const uint32_t factors = m->tensors[l->tin[1]].width;
+        dcz_mul_ref(x, xs[1], batch, factors, l->in / factors, y);
+        break;
     }
+    case DCZ_K_CONCAT: {
+        uint32_t width[DCZ_MAX_INPUTS];
+        for (uint32_t k = 0; k < l->nin; k++) width[k] = m->tensors[l->tin[k]].width;
+        dcz_concat_ref(xs, width, l->nin, batch, y);
+        break;
+    }
+    }
+}
+
+/* Tensor t of a batch of batch samples (batch <= m->act_batch). */
+static const void *tensor_at(const dcz_model *m, uint32_t t, const float *input, size_t batch)
+{
+    return t == 0 ? (const void *)input : (const void *)(m->act + m->tensors[t].off * batch);
 }
 
 /* The layers on batch samples (batch <= m->act_batch): x to output,
@@ -198,17 +222,19 @@ static void run_layer(const dcz_model *m, const dcz_exec_layer *l, const float *
 static void run_batch(dcz_model *m, const float *input, size_t batch, float *output,
                       dcz_tap_fn tap, void *ctx, float *deq)
 {
-    float *buf[2] = { m->act, m->act + batch * m->max_width };
     const void *x = input;
     for (uint32_t i = 0; i < m->nlayers; i++) {
         const dcz_exec_layer *l = &m->layers[i];
-        float *y = buf[i & 1];
+        float *y = (float *)(uintptr_t)tensor_at(m, i + 1, input, batch);
         if (!l->q) {
-            run_layer(m, l, x, batch, y);
+            const float *xs[DCZ_MAX_INPUTS];
+            for (uint32_t k = 0; k < l->nin; k++) xs[k] = tensor_at(m, l->tin[k], input, batch);
+            run_layer(m, l, xs, batch, y);
             if (tap) tap(ctx, i, y, batch, l->out);
             x = y;
             continue;
         }
+        /* the integer segment is a chain: its input is the layer before's */
         if (i == m->q_first) {
             dcz_q *qin = (dcz_q *)(m->qacc + batch * m->max_width);
             quantize_input(x, batch * l->in, l->in_scale, m->qmax, qin);

@@ -47,6 +47,7 @@ static void set_window(dcz_tlayer *t, const int32_t *a)
  * by the reader); dcz_net_infer_shapes derives the sizes from them. */
 static dcz_status settings_from_doc(const dcz_doc_layer *l, dcz_tlayer *t)
 {
+    if (l->op == DCZ_OP_CONV2D && l->attr[8] != 1) return DCZ_ERR_UNSUPPORTED;   /* grouped */
     switch (l->op) {
     case DCZ_OP_DENSE:
         t->op = DCZ_OP_DENSE;
@@ -84,6 +85,8 @@ dcz_status dcz_net_from_doc(const dcz_doc *d, dcz_net **out)
     net->in_rank = d->input_rank;
     memcpy(net->in_dims, d->input_dims, d->input_rank * sizeof *d->input_dims);
     for (uint32_t i = 0; i < d->nlayers && s == DCZ_OK; i++) {
+        /* the trainer runs chains */
+        if (d->layers[i].nin != 1 || d->layers[i].in[0] != i) s = DCZ_ERR_UNSUPPORTED;
         snprintf(net->layers[i].name, sizeof net->layers[i].name, "%s", d->layers[i].name);
         s = settings_from_doc(&d->layers[i], &net->layers[i]);
     }
@@ -169,7 +172,8 @@ static dcz_status layer_to_doc(const dcz_tlayer *t, const dcz_layer_encoding *e,
     case DCZ_OP_CONV2D: {
         const uint32_t wd[4] = { (uint32_t)t->out_c, (uint32_t)t->in_c, (uint32_t)t->kh, (uint32_t)t->kw };
         l->op = DCZ_OP_CONV2D;
-        l->nattr = 8;
+        l->nattr = 9;
+        l->attr[8] = 1;   /* group */
         l->attr[0] = t->in_c;
         l->attr[1] = t->out_c;
         put_window(t, &l->attr[2]);

@@ -163,6 +163,10 @@ dcz_status dcz_tlayer_out_shape(const dcz_tlayer *l, dcz_chw in, dcz_chw *out)
         *out = (dcz_chw){ oc, oh, ow };
         return DCZ_OK;
     }
+    case DCZ_OP_ADD:      /* graph ops: the trainer runs chains */
+    case DCZ_OP_MUL:
+    case DCZ_OP_CONCAT:
+        break;
     }
     return DCZ_ERR_ARG;
 }
@@ -248,6 +252,10 @@ static dcz_status check_layer(const dcz_net *net, int i)
     case DCZ_OP_GLOBAL_AVGPOOL:
     case DCZ_OP_FLATTEN:
         return DCZ_OK;
+    case DCZ_OP_ADD:      /* graph ops: the trainer runs chains */
+    case DCZ_OP_MUL:
+    case DCZ_OP_CONCAT:
+        break;
     }
     return DCZ_ERR_ARG;
 }
@@ -514,6 +522,10 @@ void dcz_net_run_layers(dcz_net *net, int batch, unsigned flags)
             break;
         case DCZ_OP_DROPOUT:
             dropout_forward(net, l, x, y, batch, train);
+            break;
+        case DCZ_OP_ADD:      /* refused by dcz_net_validate */
+        case DCZ_OP_MUL:
+        case DCZ_OP_CONCAT:
             break;
         }
     }

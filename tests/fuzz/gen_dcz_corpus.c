@@ -3,8 +3,10 @@
  * small convolutional networks using every conv-related op (both sparse conv
  * kernels of the runtime, the dense one, every pool, strides, padding), and
  * calibrated ones (int8, fixed8, fixed16: a CALIB section, I8 and I16
- * weights), so the fuzzer starts from inputs that reach deep into the
- * readers.
+ * weights), and a graph (a residual ADD, a per-channel MUL, a CONCAT, a
+ * tensor read far below), so the fuzzer starts from inputs that reach deep
+ * into the readers. The seeds named v1-* are files of format 1.2, written
+ * by the release before graphs (this program writes the current format).
  *   cc -Iinclude -I. tests/fuzz/gen_dcz_corpus.c lib/libdcztool.a lib/libdcz.a -lm
  */
 #include <stdio.h>
@@ -85,6 +87,38 @@ static dcz_doc *conv_net_b(void)
     doc_pool_layer(&l[1], DCZ_OP_AVGPOOL, "pool1", 2, 2, 1, 1);
     conv(&l[2], "conv2", 2, 2, 3, 1, 0, DCZ_ENC_F32, 0, 0, 0, 10);
     dense(&l[3], "fc", 2 * 2 * 2, 3, DCZ_ENC_CODEBOOK, 3, 2, DCZ_CODING_HUFFMAN, 11);
+    return d;
+}
+
+/* (2, 6, 6): conv a 3x3 (codebook, Huffman) -> relu -> conv b 3x3 (sparse
+ * f32) ADDed to a 1x1 projection of the input (dense f32); gap -> dense ->
+ * MUL of the sum per channel; CONCAT with conv a's output; maxpool ->
+ * flatten -> dense (codebook) -> softmax */
+static dcz_doc *dag_net(void)
+{
+    dcz_doc *d;
+    if (dcz_doc_alloc(13, &d) != DCZ_OK) return NULL;
+    d->input_rank = 3;
+    d->input_dims[0] = 2; d->input_dims[1] = 6; d->input_dims[2] = 6;
+    dcz_doc_layer *l = d->layers;
+    conv(&l[0], "conva", 2, 4, 3, 1, 1, DCZ_ENC_CODEBOOK, 3, 3, DCZ_CODING_HUFFMAN, 21);
+    doc_plain_layer(&l[1], DCZ_OP_RELU, "relu");
+    conv(&l[2], "convb", 4, 4, 3, 1, 1, DCZ_ENC_SPARSE_F32, 4, 0, DCZ_CODING_RAW, 22);
+    conv(&l[3], "proj", 2, 4, 1, 1, 0, DCZ_ENC_F32, 0, 0, 0, 23);
+    l[3].in[0] = 0;
+    doc_plain_layer(&l[4], DCZ_OP_ADD, "add");
+    l[4].nin = 2; l[4].in[0] = 3; l[4].in[1] = 4;
+    doc_plain_layer(&l[5], DCZ_OP_GLOBAL_AVGPOOL, "squeeze");
+    dense(&l[6], "excite", 4, 4, DCZ_ENC_F32, 0, 0, 0, 24);
+    doc_plain_layer(&l[7], DCZ_OP_MUL, "scale");
+    l[7].nin = 2; l[7].in[0] = 5; l[7].in[1] = 7;
+    doc_plain_layer(&l[8], DCZ_OP_CONCAT, "cat");
+    l[8].nin = 2; l[8].in[0] = 8; l[8].in[1] = 1;
+    doc_pool_layer(&l[9], DCZ_OP_MAXPOOL, "pool", 2, 2, 0, 0);
+    doc_plain_layer(&l[10], DCZ_OP_FLATTEN, "flatten");
+    dense(&l[11], "fc", 72, 5, DCZ_ENC_CODEBOOK, 5, 4, DCZ_CODING_RAW, 25);
+    doc_plain_layer(&l[12], DCZ_OP_SOFTMAX, "prob");
+    dcz_doc_add_stage(d, "stage = corpus\n");
     return d;
 }
 
@@ -180,5 +214,7 @@ int main(int argc, char **argv)
     dense(&d->layers[2], "fc2", 5, 3, DCZ_ENC_CODEBOOK, 2, 2, DCZ_CODING_HUFFMAN, 13);
     if (!(d = calibrated(d, DCZ_SCHEME_FIXED16, 1))) return 1;
     rc |= emit(argv[1], "calib_fixed16_mlp.dcz", d);
+    if (!(d = dag_net())) return 1;
+    rc |= emit(argv[1], "dag_net.dcz", d);
     return rc;
 }

@@ -74,10 +74,10 @@ static inline void doc_conv_layer(dcz_doc_layer *l, const char *name, uint32_t i
 {
     l->op = DCZ_OP_CONV2D;
     snprintf(l->name, sizeof l->name, "%s", name);
-    l->nattr = 8;
-    const int32_t attr[8] = { (int32_t)in_c, (int32_t)out_c, (int32_t)k, (int32_t)k,
-                              (int32_t)stride, (int32_t)stride, (int32_t)pad, (int32_t)pad };
-    for (int i = 0; i < 8; i++) l->attr[i] = attr[i];
+    l->nattr = 9;
+    const int32_t attr[9] = { (int32_t)in_c, (int32_t)out_c, (int32_t)k, (int32_t)k,
+                              (int32_t)stride, (int32_t)stride, (int32_t)pad, (int32_t)pad, 1 };
+    for (int i = 0; i < 9; i++) l->attr[i] = attr[i];
     l->ntensors = 2;
     const uint32_t dims[4] = { out_c, in_c, k, k };
     doc_weight_tensor(&l->t[0], 4, dims, enc, gap_bits, index_bits, coding);

@@ -177,7 +177,7 @@ static void test_conv_round_trip(void)
         const dcz_doc_layer *dl = &d->layers[l];
         if (dl->op == DCZ_OP_CONV2D) {
             convs++;
-            CHECK(dl->t[0].rank == 4 && dl->nattr == 8, "conv weight rank 4, 8 attributes");
+            CHECK(dl->t[0].rank == 4 && dl->nattr == 9 && dl->attr[8] == 1, "conv weight rank 4, 9 attributes, group 1");
         }
         pools += dl->op == DCZ_OP_MAXPOOL || dl->op == DCZ_OP_AVGPOOL;
     }

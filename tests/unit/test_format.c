@@ -325,21 +325,6 @@ static dcz_doc *conv_doc_b(void)
     return d;
 }
 
-/* The output shape of every layer, and the largest activation. */
-static size_t doc_shapes(const dcz_doc *d, dcz_shape *shapes)
-{
-    dcz_shape s = { d->input_rank, { 0 } };
-    memcpy(s.dims, d->input_dims, sizeof s.dims);
-    size_t widest = (size_t)dcz_shape_count(&s);
-    for (uint32_t i = 0; i < d->nlayers; i++) {
-        const dcz_doc_layer *l = &d->layers[i];
-        if (dcz_op_shape(l->op, l->attr, l->nattr, &s, &shapes[i]) != DCZ_OK) return 0;
-        s = shapes[i];
-        if (dcz_shape_count(&s) > widest) widest = (size_t)dcz_shape_count(&s);
-    }
-    return widest;
-}
-
 /* One layer of the reference forward pass, from the document's values:
  * x (batch, in) -> y (batch, out). */
 static void ref_layer(const dcz_doc_layer *l, const dcz_shape *in, const dcz_shape *out,
@@ -379,25 +364,55 @@ static void ref_layer(const dcz_doc_layer *l, const dcz_shape *in, const dcz_sha
     }
 }
 
-/* The reference forward pass of a document over batch samples; returns the
- * output (malloc'd) and its width. */
+/* The graph ops, as plain loops: y (batch, width of the output) from the
+ * layer's inputs x[k] (batch, w[k]). */
+static void ref_graph_op(const dcz_doc_layer *l, const float *const *x, const size_t *w, size_t batch,
+                         float *y)
+{
+    for (size_t b = 0; b < batch; b++) {
+        if (l->op == DCZ_OP_ADD) {
+            for (size_t i = 0; i < w[0]; i++) y[b * w[0] + i] = x[0][b * w[0] + i] + x[1][b * w[0] + i];
+        } else if (l->op == DCZ_OP_MUL) {   /* w[1] factors, each over w[0] / w[1] values */
+            for (size_t i = 0; i < w[0]; i++)
+                y[b * w[0] + i] = x[0][b * w[0] + i] * x[1][b * w[1] + i / (w[0] / w[1])];
+        } else {                            /* CONCAT */
+            size_t at = 0, total = 0;
+            for (uint32_t k = 0; k < l->nin; k++) total += w[k];
+            for (uint32_t k = 0; k < l->nin; k++)
+                for (size_t i = 0; i < w[k]; i++) y[b * total + at++] = x[k][b * w[k] + i];
+        }
+    }
+}
+
+/* The reference forward pass of a document over batch samples, every
+ * tensor kept apart; returns the output (malloc'd) and its width. */
 static float *ref_forward(const dcz_doc *d, const float *x, size_t batch, size_t *out_n)
 {
-    dcz_shape shapes[16];
-    const size_t widest = doc_shapes(d, shapes);
-    if (!widest || d->nlayers > 16) return NULL;
-    float *a = malloc(batch * widest * sizeof *a), *b = malloc(batch * widest * sizeof *b);
-    dcz_shape in = { d->input_rank, { 0 } };
-    memcpy(in.dims, d->input_dims, sizeof in.dims);
-    memcpy(a, x, batch * dcz_shape_count(&in) * sizeof *a);
+    enum { MAXL = 24 };
+    dcz_shape shapes[MAXL + 1];
+    float *t[MAXL + 1] = { 0 };
+    if (d->nlayers > MAXL || dcz_doc_shapes(d, shapes) != DCZ_OK) return NULL;
+    const size_t n0 = (size_t)dcz_shape_count(&shapes[0]);
+    t[0] = malloc(batch * n0 * sizeof *t[0]);
+    memcpy(t[0], x, batch * n0 * sizeof *t[0]);
     for (uint32_t i = 0; i < d->nlayers; i++) {
-        ref_layer(&d->layers[i], &in, &shapes[i], a, batch, b);
-        float *t = a; a = b; b = t;
-        in = shapes[i];
+        const dcz_doc_layer *l = &d->layers[i];
+        t[i + 1] = malloc(batch * dcz_shape_count(&shapes[i + 1]) * sizeof *t[0]);
+        if (l->op == DCZ_OP_ADD || l->op == DCZ_OP_MUL || l->op == DCZ_OP_CONCAT) {
+            const float *xs[DCZ_MAX_INPUTS];
+            size_t w[DCZ_MAX_INPUTS];
+            for (uint32_t k = 0; k < l->nin; k++) {
+                xs[k] = t[l->in[k]];
+                w[k] = (size_t)dcz_shape_count(&shapes[l->in[k]]);
+            }
+            ref_graph_op(l, xs, w, batch, t[i + 1]);
+        } else {
+            ref_layer(l, &shapes[l->in[0]], &shapes[i + 1], t[l->in[0]], batch, t[i + 1]);
+        }
     }
-    free(b);
-    *out_n = (size_t)dcz_shape_count(&in);
-    return a;
+    for (uint32_t i = 0; i < d->nlayers; i++) free(t[i]);
+    *out_n = (size_t)dcz_shape_count(&shapes[d->nlayers]);
+    return t[d->nlayers];
 }
 
 /* Writes d, loads it, runs batch 1 (sample by sample) and batch 5, and
@@ -444,8 +459,8 @@ static void test_conv_runtime_matches_reference(void)
     dcz_shape in = { 3, { 4, 5, 4, 0 } };
     dcz_conv_geom g1, g2;
     dcz_shape in1 = { 3, { 2, 11, 9, 0 } };
-    REQUIRE(dcz_conv_geom_init(&g1, DCZ_OP_CONV2D, a->layers[0].attr, 8, &in1) == DCZ_OK, "geom");
-    REQUIRE(dcz_conv_geom_init(&g2, DCZ_OP_CONV2D, a->layers[3].attr, 8, &in) == DCZ_OK, "geom");
+    REQUIRE(dcz_conv_geom_init(&g1, DCZ_OP_CONV2D, a->layers[0].attr, 9, &in1) == DCZ_OK, "geom");
+    REQUIRE(dcz_conv_geom_init(&g2, DCZ_OP_CONV2D, a->layers[3].attr, 9, &in) == DCZ_OK, "geom");
     CHECK(!dcz_conv2d_pick_im2col(&g1) && dcz_conv2d_pick_im2col(&g2), "kernel choice");
     dcz_doc_free(a);
     dcz_doc_free(b);
@@ -458,7 +473,7 @@ static void test_conv_doc_round_trip(void)
     uint8_t *buf = NULL, *buf2 = NULL;
     size_t len = 0, len2 = 0;
     REQUIRE(dcz_doc_write(d, &buf, &len) == DCZ_OK, "write");
-    CHECK(dcz_le32(buf + 8) >> 16 == DCZ_FMT_MINOR && DCZ_FMT_MINOR == 2, "minor version");
+    CHECK((dcz_le32(buf + 8) & 0xFFFF) == 2 && dcz_le32(buf + 8) >> 16 == DCZ_FMT_MINOR, "version 2.x");
     REQUIRE(dcz_doc_read(buf, len, &r) == DCZ_OK, "read back");
     REQUIRE(r->nlayers == d->nlayers, "layers %u", r->nlayers);
     CHECK(r->input_rank == 3 && r->input_dims[0] == 2 && r->input_dims[1] == 11 &&
@@ -487,24 +502,25 @@ static void test_conv_doc_round_trip(void)
 static void test_op_rules(void)
 {
     int p;
-    const int32_t conv[8] = { 2, 3, 3, 5, 1, 2, 1, 4 }, pool[7] = { 2, 3, 2, 1, 1, 0, 1 };
-    CHECK(dcz_op_check(DCZ_OP_CONV2D, conv, 8, &p) == DCZ_OK && p == 1, "conv attrs");
-    CHECK(dcz_op_check(DCZ_OP_CONV2D, conv, 7, &p) == DCZ_ERR_FORMAT, "conv count");
+    const int32_t conv[9] = { 2, 3, 3, 5, 1, 2, 1, 4, 1 }, pool[7] = { 2, 3, 2, 1, 1, 0, 1 };
+    CHECK(dcz_op_check(DCZ_OP_CONV2D, conv, 9, &p) == DCZ_OK && p == 1, "conv attrs");
+    CHECK(dcz_op_check(DCZ_OP_CONV2D, conv, 8, &p) == DCZ_ERR_FORMAT, "conv count");
     CHECK(dcz_op_check(DCZ_OP_MAXPOOL, pool, 6, &p) == DCZ_OK && p == 0, "max attrs");
     CHECK(dcz_op_check(DCZ_OP_AVGPOOL, pool, 7, &p) == DCZ_OK && p == 0, "avg attrs");
     CHECK(dcz_op_check(DCZ_OP_GLOBAL_AVGPOOL, NULL, 0, &p) == DCZ_OK, "gap");
     CHECK(dcz_op_check(DCZ_OP_FLATTEN, pool, 1, &p) == DCZ_ERR_FORMAT, "flatten with attrs");
-    CHECK(dcz_op_check(9, NULL, 0, &p) == DCZ_ERR_UNSUPPORTED, "unknown op");
+    CHECK(dcz_op_check(99, NULL, 0, &p) == DCZ_ERR_UNSUPPORTED, "unknown op");
+    CHECK(dcz_op_check(DCZ_OP_BATCHNORM, NULL, 0, &p) == DCZ_ERR_UNSUPPORTED, "training-only op in a file");
     /* each limit, one at a time */
     const struct { int at; int32_t v; } bad[] = {
         { 0, 0 }, { 1, -1 }, { 1, (1 << 24) + 1 }, { 2, 0 }, { 3, 256 }, { 4, 0 }, { 5, 256 },
-        { 6, 3 }, { 7, 5 }, { 6, -1 },
+        { 6, 3 }, { 7, 5 }, { 6, -1 }, { 8, 0 }, { 8, 3 }, { 8, -1 },
     };
     for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
-        int32_t a[8];
+        int32_t a[9];
         memcpy(a, conv, sizeof a);
         a[bad[i].at] = bad[i].v;
-        CHECK(dcz_op_check(DCZ_OP_CONV2D, a, 8, &p) == DCZ_ERR_FORMAT, "conv attr %d = %d", bad[i].at, bad[i].v);
+        CHECK(dcz_op_check(DCZ_OP_CONV2D, a, 9, &p) == DCZ_ERR_FORMAT, "conv attr %d = %d", bad[i].at, bad[i].v);
     }
     int32_t pa[7];
     memcpy(pa, pool, sizeof pa);
@@ -515,29 +531,61 @@ static void test_op_rules(void)
 
     /* shapes */
     dcz_shape in = { 3, { 2, 7, 9, 0 } }, out;
-    CHECK(dcz_op_shape(DCZ_OP_CONV2D, conv, 8, &in, &out) == DCZ_OK && out.rank == 3 &&
+    CHECK(dcz_op_shape(DCZ_OP_CONV2D, conv, 9, &in, 1, &out) == DCZ_OK && out.rank == 3 &&
           out.dims[0] == 3 && out.dims[1] == 7 && out.dims[2] == 7, "conv (3, %u, %u)", out.dims[1], out.dims[2]);
-    CHECK(dcz_op_shape(DCZ_OP_MAXPOOL, pool, 6, &in, &out) == DCZ_OK && out.dims[0] == 2 &&
+    CHECK(dcz_op_shape(DCZ_OP_MAXPOOL, pool, 6, &in, 1, &out) == DCZ_OK && out.dims[0] == 2 &&
           out.dims[1] == 4 && out.dims[2] == 7, "pool (2, %u, %u)", out.dims[1], out.dims[2]);
-    CHECK(dcz_op_shape(DCZ_OP_GLOBAL_AVGPOOL, NULL, 0, &in, &out) == DCZ_OK && out.rank == 3 &&
+    CHECK(dcz_op_shape(DCZ_OP_GLOBAL_AVGPOOL, NULL, 0, &in, 1, &out) == DCZ_OK && out.rank == 3 &&
           out.dims[0] == 2 && out.dims[1] == 1 && out.dims[2] == 1, "gap");
-    CHECK(dcz_op_shape(DCZ_OP_FLATTEN, NULL, 0, &in, &out) == DCZ_OK && out.rank == 1 &&
+    CHECK(dcz_op_shape(DCZ_OP_FLATTEN, NULL, 0, &in, 1, &out) == DCZ_OK && out.rank == 1 &&
           out.dims[0] == 126, "flatten");
     const int32_t fc[2] = { 126, 10 }, fc_bad[2] = { 125, 10 };
-    CHECK(dcz_op_shape(DCZ_OP_DENSE, fc, 2, &in, &out) == DCZ_OK && out.dims[0] == 10, "dense on (C, H, W)");
-    CHECK(dcz_op_shape(DCZ_OP_DENSE, fc_bad, 2, &in, &out) == DCZ_ERR_SHAPE, "dense count");
+    CHECK(dcz_op_shape(DCZ_OP_DENSE, fc, 2, &in, 1, &out) == DCZ_OK && out.dims[0] == 10, "dense on (C, H, W)");
+    CHECK(dcz_op_shape(DCZ_OP_DENSE, fc_bad, 2, &in, 1, &out) == DCZ_ERR_SHAPE, "dense count");
     dcz_shape flat = { 1, { 126, 0, 0, 0 } }, small = { 3, { 2, 1, 9, 0 } }, other_c = { 3, { 3, 7, 9, 0 } };
-    CHECK(dcz_op_shape(DCZ_OP_CONV2D, conv, 8, &flat, &out) == DCZ_ERR_SHAPE, "conv on rank 1");
-    CHECK(dcz_op_shape(DCZ_OP_MAXPOOL, pool, 6, &flat, &out) == DCZ_ERR_SHAPE, "pool on rank 1");
-    CHECK(dcz_op_shape(DCZ_OP_GLOBAL_AVGPOOL, NULL, 0, &flat, &out) == DCZ_ERR_SHAPE, "gap on rank 1");
-    CHECK(dcz_op_shape(DCZ_OP_CONV2D, conv, 8, &other_c, &out) == DCZ_ERR_SHAPE, "channels");
+    CHECK(dcz_op_shape(DCZ_OP_CONV2D, conv, 9, &flat, 1, &out) == DCZ_ERR_SHAPE, "conv on rank 1");
+    CHECK(dcz_op_shape(DCZ_OP_MAXPOOL, pool, 6, &flat, 1, &out) == DCZ_ERR_SHAPE, "pool on rank 1");
+    CHECK(dcz_op_shape(DCZ_OP_GLOBAL_AVGPOOL, NULL, 0, &flat, 1, &out) == DCZ_ERR_SHAPE, "gap on rank 1");
+    CHECK(dcz_op_shape(DCZ_OP_CONV2D, conv, 9, &other_c, 1, &out) == DCZ_ERR_SHAPE, "channels");
     /* 1 + 2 - 3 = 0 rows: the output would be 1 x ...; 1 + 2 - 4 < 0: none */
-    const int32_t tall[8] = { 2, 3, 4, 1, 1, 1, 1, 0 };
-    CHECK(dcz_op_shape(DCZ_OP_CONV2D, conv, 8, &small, &out) == DCZ_OK && out.dims[1] == 1, "1 row");
-    CHECK(dcz_op_shape(DCZ_OP_CONV2D, tall, 8, &small, &out) == DCZ_ERR_SHAPE, "below 1 row");
+    const int32_t tall[9] = { 2, 3, 4, 1, 1, 1, 1, 0, 1 };
+    CHECK(dcz_op_shape(DCZ_OP_CONV2D, conv, 9, &small, 1, &out) == DCZ_OK && out.dims[1] == 1, "1 row");
+    CHECK(dcz_op_shape(DCZ_OP_CONV2D, tall, 9, &small, 1, &out) == DCZ_ERR_SHAPE, "below 1 row");
     /* an activation above 2^24 elements */
-    const int32_t wide[8] = { 2, 1 << 20, 1, 1, 1, 1, 0, 0 };
-    CHECK(dcz_op_shape(DCZ_OP_CONV2D, wide, 8, &in, &out) == DCZ_ERR_SHAPE, "too large");
+    const int32_t wide[9] = { 2, 1 << 20, 1, 1, 1, 1, 0, 0, 1 };
+    CHECK(dcz_op_shape(DCZ_OP_CONV2D, wide, 9, &in, 1, &out) == DCZ_ERR_SHAPE, "too large");
+    /* grouped: weight (out_c, in_c / group, kh, kw) */
+    const int32_t grouped[9] = { 4, 6, 3, 3, 1, 1, 1, 1, 2 };
+    dcz_shape ws, bs, in4 = { 3, { 4, 5, 5, 0 } };
+    CHECK(dcz_op_check(DCZ_OP_CONV2D, grouped, 9, &p) == DCZ_OK, "group 2");
+    CHECK(dcz_op_param_shapes(DCZ_OP_CONV2D, grouped, &ws, &bs) == DCZ_OK && ws.rank == 4 &&
+          ws.dims[0] == 6 && ws.dims[1] == 2 && bs.dims[0] == 6, "grouped weight (6, %u)", ws.dims[1]);
+    CHECK(dcz_op_shape(DCZ_OP_CONV2D, grouped, 9, &in4, 1, &out) == DCZ_OK && out.dims[0] == 6, "grouped shape");
+
+    /* graph ops: ADD of one shape, MUL by one factor per channel or per
+     * element, CONCAT on the channels of equal planes */
+    dcz_shape two[2] = { in, in };
+    CHECK(dcz_op_shape(DCZ_OP_ADD, NULL, 0, two, 2, &out) == DCZ_OK && dcz_shape_is(&out, 3, in.dims), "add");
+    CHECK(dcz_op_shape(DCZ_OP_ADD, NULL, 0, two, 1, &out) == DCZ_ERR_SHAPE, "add of one input");
+    two[1] = other_c;
+    CHECK(dcz_op_shape(DCZ_OP_ADD, NULL, 0, two, 2, &out) == DCZ_ERR_SHAPE, "add of two shapes");
+    const dcz_shape per_c = { 3, { 2, 1, 1, 0 } }, per_c1 = { 1, { 2, 0, 0, 0 } }, wrong_c = { 1, { 3, 0, 0, 0 } };
+    two[1] = per_c;
+    CHECK(dcz_op_shape(DCZ_OP_MUL, NULL, 0, two, 2, &out) == DCZ_OK && dcz_shape_is(&out, 3, in.dims), "mul (C,1,1)");
+    two[1] = per_c1;
+    CHECK(dcz_op_shape(DCZ_OP_MUL, NULL, 0, two, 2, &out) == DCZ_OK, "mul (C)");
+    two[1] = in;
+    CHECK(dcz_op_shape(DCZ_OP_MUL, NULL, 0, two, 2, &out) == DCZ_OK, "mul elementwise");
+    two[1] = wrong_c;
+    CHECK(dcz_op_shape(DCZ_OP_MUL, NULL, 0, two, 2, &out) == DCZ_ERR_SHAPE, "mul by other channels");
+    dcz_shape three[3] = { in, other_c, in };
+    CHECK(dcz_op_shape(DCZ_OP_CONCAT, NULL, 0, three, 3, &out) == DCZ_OK && out.dims[0] == 7 &&
+          out.dims[1] == 7 && out.dims[2] == 9, "concat (%u, %u, %u)", out.dims[0], out.dims[1], out.dims[2]);
+    three[1] = small;
+    CHECK(dcz_op_shape(DCZ_OP_CONCAT, NULL, 0, three, 3, &out) == DCZ_ERR_SHAPE, "concat of other planes");
+    three[1] = flat;
+    CHECK(dcz_op_shape(DCZ_OP_CONCAT, NULL, 0, three, 3, &out) == DCZ_ERR_SHAPE, "concat of other ranks");
+    CHECK(dcz_op_shape(DCZ_OP_CONCAT, NULL, 0, three, 1, &out) == DCZ_ERR_SHAPE, "concat of one input");
 }
 
 /* The writer refuses documents whose shapes do not chain. */
@@ -585,15 +633,23 @@ static size_t graph_record(const uint8_t *buf, uint32_t layer)
     for (uint32_t i = 0; i < layer; i++) {
         size_t name_len = (size_t)(buf[at + 2] | buf[at + 3] << 8);
         at += 4 + name_len;
-        at += 4 + 4 * (size_t)dcz_le32(buf + at) + 4;
+        at += 4 + 4 * (size_t)dcz_le32(buf + at);       /* inputs */
+        at += 4 + 4 * (size_t)dcz_le32(buf + at) + 4;   /* attributes, param_section */
     }
     return at;
+}
+
+/* Offset of the input count of the record at rec. */
+static size_t record_inputs(const uint8_t *buf, size_t rec)
+{
+    return rec + 4 + (size_t)(buf[rec + 2] | buf[rec + 3] << 8);
 }
 
 /* Offset of attribute j of the record at rec. */
 static size_t record_attr(const uint8_t *buf, size_t rec, uint32_t j)
 {
-    return rec + 4 + (size_t)(buf[rec + 2] | buf[rec + 3] << 8) + 4 + 4 * (size_t)j;
+    const size_t in = record_inputs(buf, rec);
+    return in + 4 + 4 * (size_t)dcz_le32(buf + in) + 4 + 4 * (size_t)j;
 }
 
 /* Both readers refuse files whose shapes do not chain, even with valid
@@ -805,10 +861,14 @@ static void test_version_and_magic(void)
     size_t len = 0;
     REQUIRE(d && dcz_doc_write(d, &buf, &len) == DCZ_OK, "write");
     dcz_model *m = NULL;
-    buf[8] = 2; /* major 2 */
+    CHECK(buf[8] == DCZ_FMT_MAJOR && buf[9] == 0 && buf[10] == DCZ_FMT_MINOR, "version written");
+    buf[8] = DCZ_FMT_MAJOR + 1;
     fix_crcs(buf, len);
-    CHECK(dcz_open_memory(buf, len, NULL, &m) == DCZ_ERR_VERSION, "major 2 refused");
-    buf[8] = 1;
+    CHECK(dcz_open_memory(buf, len, NULL, &m) == DCZ_ERR_VERSION, "major %d refused", DCZ_FMT_MAJOR + 1);
+    buf[8] = 0;
+    fix_crcs(buf, len);
+    CHECK(dcz_open_memory(buf, len, NULL, &m) == DCZ_ERR_VERSION, "major 0 refused");
+    buf[8] = DCZ_FMT_MAJOR;
     buf[10] = 9; /* a newer minor is fine */
     fix_crcs(buf, len);
     CHECK(dcz_open_memory(buf, len, NULL, &m) == DCZ_OK, "minor 9 accepted");
@@ -868,6 +928,7 @@ static void test_shared_param_section(void)
     for (int rec = 0; rec < 2; rec++) {
         size_t name_len = (size_t)(buf[at + 2] | buf[at + 3] << 8);
         at += 4 + name_len;
+        at += 4 + 4 * (size_t)dcz_le32(buf + at);   /* the inputs */
         size_t nattr = dcz_le32(buf + at);
         at += 4 + 4 * nattr;
         if (rec == 1) {
@@ -905,6 +966,215 @@ static void test_f16(void)
     CHECK(bad == 0, "%zu halves do not round trip", bad);
 }
 
+/* ---- graphs ------------------------------------------------------------------ */
+
+/* Layer l reads the tensors listed (0 the input, j + 1 layer j's output). */
+static void reads(dcz_doc_layer *l, uint32_t nin, const uint32_t *in)
+{
+    l->nin = nin;
+    for (uint32_t k = 0; k < nin; k++) l->in[k] = in[k];
+}
+
+/* (2, 6, 6): conv a 3x3 (codebook) -> relu -> conv b 3x3 (sparse f32), a
+ * 1x1 projection of the input (dense f32), their ADD (residual); squeeze
+ * and excitation of the sum: gap -> dense 4 -> 4 -> MUL per channel; a
+ * CONCAT of that with conv a's output (read again far below) -> maxpool 2
+ * -> flatten -> dense 72 -> 5 -> softmax. */
+static dcz_doc *dag_doc(void)
+{
+    dcz_doc *d;
+    if (dcz_doc_alloc(13, &d) != DCZ_OK) return NULL;
+    set_input(d, 2, 6, 6);
+    dcz_doc_layer *l = d->layers;
+    doc_conv_layer(&l[0], "conva", 2, 4, 3, 1, 1, DCZ_ENC_CODEBOOK, 3, 3, DCZ_CODING_HUFFMAN);
+    fill_weights(&l[0], 0.6);
+    doc_plain_layer(&l[1], DCZ_OP_RELU, "relu");
+    doc_conv_layer(&l[2], "convb", 4, 4, 3, 1, 1, DCZ_ENC_SPARSE_F32, 4, 0, DCZ_CODING_RAW);
+    fill_weights(&l[2], 0.5);
+    doc_conv_layer(&l[3], "proj", 2, 4, 1, 1, 0, DCZ_ENC_F32, 0, 0, 0);
+    fill_weights(&l[3], 1);
+    reads(&l[3], 1, (const uint32_t[]){ 0 });
+    doc_plain_layer(&l[4], DCZ_OP_ADD, "add");
+    reads(&l[4], 2, (const uint32_t[]){ 3, 4 });
+    doc_plain_layer(&l[5], DCZ_OP_GLOBAL_AVGPOOL, "squeeze");
+    doc_dense_layer(&l[6], "excite", 4, 4, DCZ_ENC_F32, 0, 0, 0);
+    fill_weights(&l[6], 1);
+    doc_plain_layer(&l[7], DCZ_OP_MUL, "scale");
+    reads(&l[7], 2, (const uint32_t[]){ 5, 7 });
+    doc_plain_layer(&l[8], DCZ_OP_CONCAT, "cat");
+    reads(&l[8], 2, (const uint32_t[]){ 8, 1 });
+    doc_pool_layer(&l[9], DCZ_OP_MAXPOOL, "pool", 2, 2, 0, 0);
+    doc_plain_layer(&l[10], DCZ_OP_FLATTEN, "flatten");
+    doc_dense_layer(&l[11], "fc", 72, 5, DCZ_ENC_CODEBOOK, 5, 4, DCZ_CODING_RAW);
+    fill_weights(&l[11], 0.7);
+    doc_plain_layer(&l[12], DCZ_OP_SOFTMAX, "prob");
+    for (uint32_t i = 0; i < d->nlayers; i++)
+        if (l[i].ntensors)
+            for (uint32_t j = 0; j < l[i].t[1].n; j++) l[i].t[1].values[j] = frand();
+    return d;
+}
+
+static void test_dag_runtime_matches_reference(void)
+{
+    dcz_doc *d = dag_doc();
+    REQUIRE(d, "alloc");
+    runtime_matches_reference(d, "dag");
+    /* places are reused: fewer floats than every tensor would take, and a
+     * chain takes two places */
+    uint8_t *buf = NULL;
+    size_t len = 0;
+    REQUIRE(dcz_doc_write(d, &buf, &len) == DCZ_OK, "write");
+    dcz_model *m = NULL;
+    REQUIRE(dcz_open_memory(buf, len, NULL, &m) == DCZ_OK, "open");
+    uint64_t all = 0;
+    uint32_t opened = 0;
+    for (uint32_t t = 1; t <= m->nlayers; t++) {
+        all += m->tensors[t].width;
+        opened += m->tensors[t].slot == t;
+    }
+    CHECK(m->act_width < all && opened < m->nlayers / 2, "dag: %u places, %llu floats a sample of %llu",
+          opened, (unsigned long long)m->act_width, (unsigned long long)all);
+    /* the output of conv a lives until the concat: nothing else shares its place before */
+    const dcz_tensor *t = m->tensors;
+    for (uint32_t v = 2; v <= 8; v++)
+        CHECK(t[v].off + t[v].width <= t[1].off || t[1].off + t[1].width <= t[v].off,
+              "tensor %u overlaps the live tensor 1", v);
+    dcz_close(m);
+    free(buf);
+    dcz_doc *c = conv_doc();
+    REQUIRE(c && dcz_doc_write(c, &buf, &len) == DCZ_OK, "write chain");
+    REQUIRE(dcz_open_memory(buf, len, NULL, &m) == DCZ_OK, "open chain");
+    uint32_t places = 0;
+    for (uint32_t v = 1; v <= m->nlayers; v++) places += m->tensors[v].slot == v;
+    CHECK(places == 2 && m->act_width <= 2ull * m->max_width, "chain: %u places, %llu floats", places,
+          (unsigned long long)m->act_width);
+    dcz_close(m);
+    free(buf);
+    dcz_doc_free(c);
+    dcz_doc_free(d);
+}
+
+static void test_dag_round_trip(void)
+{
+    dcz_doc *d = dag_doc(), *r = NULL;
+    uint8_t *buf = NULL, *buf2 = NULL;
+    size_t len = 0, len2 = 0;
+    REQUIRE(d && dcz_doc_write(d, &buf, &len) == DCZ_OK, "write");
+    REQUIRE(dcz_doc_read(buf, len, &r) == DCZ_OK, "read");
+    CHECK(r->nlayers == d->nlayers, "layers");
+    for (uint32_t i = 0; i < d->nlayers && i < r->nlayers; i++) {
+        CHECK(r->layers[i].nin == d->layers[i].nin, "layer %u inputs", i);
+        for (uint32_t k = 0; k < d->layers[i].nin; k++)
+            CHECK(r->layers[i].in[k] == d->layers[i].in[k], "layer %u input %u", i, k);
+    }
+    REQUIRE(dcz_doc_write(r, &buf2, &len2) == DCZ_OK, "rewrite");
+    CHECK(len == len2 && memcmp(buf, buf2, len) == 0, "rewrite is byte-identical");
+    free(buf); free(buf2);
+    dcz_doc_free(r);
+    dcz_doc_free(d);
+}
+
+/* The writer refuses a graph out of order, a layer nobody reads, inputs
+ * that do not fit their op; the readers refuse the same in a file. */
+static void test_dag_refused(void)
+{
+    struct { const char *what; dcz_status want; } cases[] = {
+        { "reads a later layer", DCZ_ERR_ARG }, { "reads itself", DCZ_ERR_ARG },
+        { "layer left unread", DCZ_ERR_ARG }, { "add of two shapes", DCZ_ERR_SHAPE },
+        { "add of one input", DCZ_ERR_SHAPE }, { "concat of other planes", DCZ_ERR_SHAPE },
+        { "training-only op", DCZ_ERR_ARG },
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
+        dcz_doc *d = dag_doc();
+        REQUIRE(d, "alloc");
+        dcz_doc_layer *l = d->layers;
+        switch (i) {
+        case 0: l[4].in[1] = 6; break;
+        case 1: l[4].in[1] = 5; break;
+        case 2: l[5].in[0] = 1; l[7].in[0] = 1; break;  /* the add's output: unread */
+        case 3: l[4].in[1] = 0; break;
+        case 4: l[4].nin = 1; break;
+        case 5: l[8].in[1] = 6; break;
+        case 6: l[1].op = DCZ_OP_DROPOUT; break;
+        }
+        uint8_t *buf = NULL;
+        size_t len = 0;
+        dcz_status st = dcz_doc_write(d, &buf, &len);
+        CHECK(st == cases[i].want && buf == NULL, "%s: %s", cases[i].what, dcz_status_str(st));
+        free(buf);
+        dcz_doc_free(d);
+    }
+    /* in a file */
+    dcz_doc *d = dag_doc();
+    uint8_t *buf = NULL;
+    size_t len = 0;
+    REQUIRE(d && dcz_doc_write(d, &buf, &len) == DCZ_OK, "write");
+    const size_t add = record_inputs(buf, graph_record(buf, 4)), cat = record_inputs(buf, graph_record(buf, 8));
+    struct { const char *what; size_t at; uint32_t v; } patches[] = {
+        { "input of a later layer", add + 8, 6 }, { "its own output", add + 8, 5 },
+        { "no input", add, 0 }, { "17 inputs", cat, 17 },
+        { "the projection left unread: add reads conv b twice", add + 8, 3 },
+    };
+    uint8_t *copy = malloc(len);
+    for (size_t i = 0; i < sizeof patches / sizeof *patches; i++) {
+        memcpy(copy, buf, len);
+        dcz_put32(copy + patches[i].at, patches[i].v);
+        fix_crcs(copy, len);
+        dcz_model *m = NULL;
+        dcz_doc *r = NULL;
+        dcz_status s1 = dcz_open_memory(copy, len, NULL, &m), s2 = dcz_doc_read(copy, len, &r);
+        CHECK(s1 != DCZ_OK && m == NULL, "%s: runtime %s", patches[i].what, dcz_status_str(s1));
+        CHECK(s2 != DCZ_OK && r == NULL, "%s: toolchain %s", patches[i].what, dcz_status_str(s2));
+        dcz_close(m);
+        dcz_doc_free(r);
+    }
+    free(copy);
+    free(buf);
+    dcz_doc_free(d);
+}
+
+/* The fixtures of format 1.2 (tests/fixtures/v1) read as documents of
+ * format 2: chains, each CONV2D with group 1, and rewritten as 2.0 files
+ * that run to the same bits. */
+static void test_v1_files(void)
+{
+    static const char *const names[] = { "mlp-codebook", "mlp-fixed8", "cnn-codebook", "cnn-int8",
+                                         "lenet5-codebook" };
+    for (size_t f = 0; f < sizeof names / sizeof *names; f++) {
+        char path[128];
+        snprintf(path, sizeof path, "tests/fixtures/v1/%s.dcz", names[f]);
+        size_t len = 0;
+        uint8_t *v1 = read_file(path, &len);
+        REQUIRE(v1, "%s: cannot read (run from the repository root)", path);
+        CHECK((dcz_le32(v1 + 8) & 0xFFFF) == 1, "%s is of format 1", path);
+        dcz_doc *d = NULL;
+        REQUIRE(dcz_doc_read(v1, len, &d) == DCZ_OK, "%s: read", path);
+        for (uint32_t i = 0; i < d->nlayers; i++) {
+            CHECK(d->layers[i].nin == 1 && d->layers[i].in[0] == i, "%s: layer %u is a chain", path, i);
+            if (d->layers[i].op == DCZ_OP_CONV2D)
+                CHECK(d->layers[i].nattr == 9 && d->layers[i].attr[8] == 1, "%s: conv group 1", path);
+        }
+        uint8_t *v2 = NULL;
+        size_t len2 = 0;
+        REQUIRE(dcz_doc_write(d, &v2, &len2) == DCZ_OK, "%s: rewrite", path);
+        dcz_model *a = NULL, *b = NULL;
+        REQUIRE(dcz_open_memory(v1, len, NULL, &a) == DCZ_OK && dcz_open_memory(v2, len2, NULL, &b) == DCZ_OK,
+                "%s: open", path);
+        enum { B = 3 };
+        const size_t in = dcz_input_size(a), out = dcz_output_size(a);
+        float *x = malloc(B * in * sizeof *x), *ya = malloc(B * out * sizeof *ya), *yb = malloc(B * out * sizeof *yb);
+        for (size_t i = 0; i < B * in; i++) x[i] = (float)(rnd() % 1000) / 1000.0f;
+        CHECK(dcz_run(a, x, B, ya) == DCZ_OK && dcz_run(b, x, B, yb) == DCZ_OK, "%s: run", path);
+        CHECK(memcmp(ya, yb, B * out * sizeof *ya) == 0, "%s: 1.2 and 2.0 files differ", path);
+        free(x); free(ya); free(yb);
+        dcz_close(a);
+        dcz_close(b);
+        free(v2);
+        dcz_doc_free(d);
+        free(v1);
+    }
+}
+
 int main(void)
 {
     RUN(test_doc_round_trip);
@@ -926,5 +1196,9 @@ int main(void)
     RUN(test_calib_round_trip);
     RUN(test_calib_corruption_refused);
     RUN(test_calib_lies_with_valid_crc);
+    RUN(test_dag_runtime_matches_reference);
+    RUN(test_dag_round_trip);
+    RUN(test_dag_refused);
+    RUN(test_v1_files);
     return check_summary();
 }

@@ -145,8 +145,10 @@ static void check_places(const dcz_model *m, where *w)
     place(w, m, 0, "model", 0);
     place(w, m->layers, 0, "layers", 0);
     place(w, m->act, 0, "activations", 0);
-    place(w, (const uint8_t *)m->act + 2 * m->act_batch * m->max_width * sizeof(float) - 1, 0,
+    place(w, (const uint8_t *)m->act + m->act_batch * m->act_width * sizeof(float) - 1, 0,
           "activations' end", 0);
+    place(w, m->tensors, 0, "tensors", 0);
+    place(w, m->tensors + m->nlayers, 0, "tensors' end", 0);
     if (m->qacc) {
         place(w, m->qacc, 0, "accumulators", 0);
         place(w, (const uint8_t *)m->qacc + m->act_batch * m->max_width * 10 - 1, 0,

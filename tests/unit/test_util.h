@@ -3,7 +3,8 @@
  *   - a splitmix64 stream seeded by TEST_RNG_SEED (define it before
  *     including), rnd(), frand() in [-1, 1) and nonzero() away from 0;
  *   - fix_crcs(): recompute every CRC of a .dcz buffer after a test edited
- *     its bytes, so that only the content checks of the readers remain.
+ *     its bytes, so that only the content checks of the readers remain;
+ *   - read_file(): a whole file into a malloc'd buffer.
  * Checked by the tests that use it.
  */
 #ifndef DCZ_TESTS_TEST_UTIL_H
@@ -11,6 +12,8 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "runtime/format.h"
@@ -55,6 +58,23 @@ static inline void fix_crcs(uint8_t *b, size_t len)
     }
     memset(b + 28, 0, 4);
     dcz_put32(b + 28, dcz_crc32(0, b, DCZ_HEADER_BYTES + (size_t)ns * DCZ_SECTION_ENTRY_BYTES));
+}
+
+/* The bytes of the file at path (malloc'd, *len of them), or NULL. */
+static inline uint8_t *read_file(const char *path, size_t *len)
+{
+    FILE *f = fopen(path, "rb");
+    if (!f) return NULL;
+    uint8_t *buf = NULL;
+    long n = fseek(f, 0, SEEK_END) == 0 ? ftell(f) : -1;
+    if (n >= 0 && fseek(f, 0, SEEK_SET) == 0 && (buf = malloc(n ? (size_t)n : 1)) != NULL &&
+        fread(buf, 1, (size_t)n, f) != (size_t)n) {
+        free(buf);
+        buf = NULL;
+    }
+    fclose(f);
+    *len = buf ? (size_t)n : 0;
+    return buf;
 }
 
 #endif
