@@ -107,7 +107,7 @@ int main(void)
         const layer *L = &layers[li];
         const uint32_t out_hw = L->hw + 2 * L->pad - L->k + 1;
         const dcz_conv_geom g = { L->in_c, L->hw, L->hw, L->out_c, out_hw, out_hw,
-                                  L->k, L->k, 1, 1, L->pad, L->pad };
+                                  L->k, L->k, 1, 1, L->pad, L->pad, 1 };
         const uint32_t rows = L->out_c, cols = L->in_c * L->k * L->k;
         const size_t n = (size_t)rows * cols, B = 8;
         const size_t xin = (size_t)L->in_c * L->hw * L->hw, yout = (size_t)L->out_c * out_hw * out_hw;

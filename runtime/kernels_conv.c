@@ -59,7 +59,8 @@ dcz_status dcz_conv_geom_init(dcz_conv_geom *g, uint16_t op, const int32_t *attr
     const int32_t *w = attr + o->window_at;
     *g = (dcz_conv_geom){
         in->dims[0], in->dims[1], in->dims[2], out.dims[0], out.dims[1], out.dims[2],
-        (uint32_t)w[0], (uint32_t)w[1], (uint32_t)w[2], (uint32_t)w[3], (uint32_t)w[4], (uint32_t)w[5]
+        (uint32_t)w[0], (uint32_t)w[1], (uint32_t)w[2], (uint32_t)w[3], (uint32_t)w[4], (uint32_t)w[5],
+        op == DCZ_OP_CONV2D ? (uint32_t)attr[8] : 1
     };
     return DCZ_OK;
 }
@@ -74,14 +75,15 @@ void dcz_conv2d_direct_ref(const dcz_conv_geom *g, const float *w, const float *
             for (uint32_t oy = 0; oy < g->out_h; oy++)
                 for (uint32_t ox = 0; ox < g->out_w; ox++) {
                     float acc = bias ? bias[oc] : 0.0f;
-                    for (uint32_t ic = 0; ic < g->in_c; ic++)
+                    const uint32_t gin = dcz_conv_group_in(g), ic0 = dcz_conv_in0(g, oc);
+                    for (uint32_t ic = 0; ic < gin; ic++)
                         for (uint32_t ky = 0; ky < g->kh; ky++)
                             for (uint32_t kx = 0; kx < g->kw; kx++) {
                                 int64_t iy = (int64_t)oy * g->sh + ky - g->ph;
                                 int64_t ix = (int64_t)ox * g->sw + kx - g->pw;
                                 if (iy < 0 || iy >= g->in_h || ix < 0 || ix >= g->in_w) continue;
-                                size_t wi = (((size_t)oc * g->in_c + ic) * g->kh + ky) * g->kw + kx;
-                                size_t xi = (((size_t)b * g->in_c + ic) * g->in_h + (size_t)iy)
+                                size_t wi = (((size_t)oc * gin + ic) * g->kh + ky) * g->kw + kx;
+                                size_t xi = (((size_t)b * g->in_c + ic0 + ic) * g->in_h + (size_t)iy)
                                             * g->in_w + (size_t)ix;
                                 acc += w[wi] * x[xi];
                             }
@@ -146,10 +148,11 @@ void dcz_conv2d_dense(const dcz_conv_geom *g, const float *w, const float *bias,
     for (size_t b = 0; b < batch; b++)
         for (uint32_t oc = 0; oc < g->out_c; oc++) {
             float *yp = y + (b * g->out_c + oc) * out_plane;
-            const float *wo = w + (size_t)oc * g->in_c * g->kh * g->kw;
+            const uint32_t gin = dcz_conv_group_in(g), ic0 = dcz_conv_in0(g, oc);
+            const float *wo = w + (size_t)oc * gin * g->kh * g->kw;
             fill(yp, out_plane, bias ? bias[oc] : 0.0f);
-            for (uint32_t ic = 0; ic < g->in_c; ic++) {
-                const float *xp = x + (b * g->in_c + ic) * in_plane;
+            for (uint32_t ic = 0; ic < gin; ic++) {
+                const float *xp = x + (b * g->in_c + ic0 + ic) * in_plane;
                 for (uint32_t ky = 0; ky < g->kh; ky++)
                     for (uint32_t kx = 0; kx < g->kw; kx++)
                         add_tap(g, &ty[ky], &tx[kx], *wo++, xp, yp);
@@ -212,13 +215,14 @@ void dcz_conv2d_sparse_direct(const dcz_conv_geom *g, const dcz_sparse *s, const
         for (size_t b = 0; b < batch; b++)
             fill(y + (b * g->out_c + oc) * out_plane, out_plane, bias ? bias[oc] : 0.0f);
         tap_walk_row(&walk);
+        const uint32_t ic0 = dcz_conv_in0(g, oc);
         for (uint32_t e = s->row_ptr[oc]; e < s->row_ptr[oc + 1]; e++) {
             uint32_t ky, kx;
             tap_walk_step(&walk, s->step[e], &ky, &kx);
             if (s->step[e] == DCZ_STEP_FILLER) continue;
             const float wv = dcz_sparse_weight(s, e);
             for (size_t b = 0; b < batch; b++)
-                add_tap(g, &ty[ky], &tx[kx], wv, x + (b * g->in_c + walk.ic) * in_plane,
+                add_tap(g, &ty[ky], &tx[kx], wv, x + (b * g->in_c + ic0 + walk.ic) * in_plane,
                         y + (b * g->out_c + oc) * out_plane);
         }
     }
@@ -244,7 +248,8 @@ uint64_t dcz_conv2d_im2col_floats(const dcz_conv_geom *g)
 
 int dcz_conv2d_pick_im2col(const dcz_conv_geom *g)
 {
-    return g->out_w < DCZ_CONV_DIRECT_MIN_W && im2col_matrix_floats(g) <= DCZ_CONV_SCRATCH_MAX;
+    return dcz_conv_groups(g) == 1 && g->out_w < DCZ_CONV_DIRECT_MIN_W &&
+           im2col_matrix_floats(g) <= DCZ_CONV_SCRATCH_MAX;
 }
 
 void dcz_im2col(const dcz_conv_geom *g, const float *x, float *col)

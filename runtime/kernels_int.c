@@ -199,14 +199,15 @@ void dcz_qconv2d_direct_ref(const dcz_conv_geom *g, const int16_t *w, const int6
             for (uint32_t oy = 0; oy < g->out_h; oy++)
                 for (uint32_t ox = 0; ox < g->out_w; ox++) {
                     int64_t a = bias ? bias[oc] : 0;
-                    for (uint32_t ic = 0; ic < g->in_c; ic++)
+                    const uint32_t gin = dcz_conv_group_in(g), ic0 = dcz_conv_in0(g, oc);
+                    for (uint32_t ic = 0; ic < gin; ic++)
                         for (uint32_t ky = 0; ky < g->kh; ky++)
                             for (uint32_t kx = 0; kx < g->kw; kx++) {
                                 int64_t iy = (int64_t)oy * g->sh + ky - g->ph;
                                 int64_t ix = (int64_t)ox * g->sw + kx - g->pw;
                                 if (iy < 0 || iy >= g->in_h || ix < 0 || ix >= g->in_w) continue;
-                                size_t wi = (((size_t)oc * g->in_c + ic) * g->kh + ky) * g->kw + kx;
-                                size_t xi = (((size_t)b * g->in_c + ic) * g->in_h + (size_t)iy)
+                                size_t wi = (((size_t)oc * gin + ic) * g->kh + ky) * g->kw + kx;
+                                size_t xi = (((size_t)b * g->in_c + ic0 + ic) * g->in_h + (size_t)iy)
                                             * g->in_w + (size_t)ix;
                                 a += (int64_t)w[wi] * x[xi];
                             }
@@ -248,10 +249,11 @@ void dcz_qconv2d_sparse(const dcz_conv_geom *g, const dcz_qsparse *s, const int6
             for (size_t i = 0; i < out_plane; i++) ap[i] = bias ? bias[oc] : 0;
         }
         uint32_t col = 0;
+        const uint32_t ic0 = dcz_conv_in0(g, oc);
         for (uint32_t e = s->row_ptr[oc]; e < s->row_ptr[oc + 1]; e++) {
             col += s->step[e];
             if (s->step[e] == DCZ_STEP_FILLER) continue;
-            const uint32_t ic = col / ksize, r = col % ksize, ky = r / g->kw, kx = r % g->kw;
+            const uint32_t ic = ic0 + col / ksize, r = col % ksize, ky = r / g->kw, kx = r % g->kw;
             const int64_t w = dcz_qsparse_weight(s, oc, e);
             for (size_t b = 0; b < batch; b++)
                 add_tap(g, &ty[ky], &tx[kx], w, x + (b * g->in_c + ic) * in_plane,

@@ -65,6 +65,32 @@ void dcz_relu_ref(float *x, size_t n)
         if (!(x[i] > 0.0f)) x[i] = 0.0f;
 }
 
+void dcz_activation_ref(uint16_t op, const float *param, const float *x, size_t n, float *y)
+{
+    for (size_t i = 0; i < n; i++) {
+        const float v = x[i];
+        float r;
+        switch (op) {
+        case DCZ_OP_CLIP: r = v < param[0] ? param[0] : v > param[1] ? param[1] : v; break;
+        case DCZ_OP_LEAKY_RELU: r = v > 0.0f ? v : param[0] * v; break;
+        case DCZ_OP_SIGMOID: r = 1.0f / (1.0f + expf(-v)); break;
+        case DCZ_OP_TANH: r = tanhf(v); break;
+        case DCZ_OP_HARD_SIGMOID: {
+            const float t = param[0] * v + param[1];
+            r = t < 0.0f ? 0.0f : t > 1.0f ? 1.0f : t;
+            break;
+        }
+        case DCZ_OP_HARD_SWISH: {
+            const float t = v / 6.0f + 0.5f;
+            r = v * (t < 0.0f ? 0.0f : t > 1.0f ? 1.0f : t);
+            break;
+        }
+        default: r = v;
+        }
+        y[i] = r;
+    }
+}
+
 void dcz_add_ref(const float *a, const float *b, size_t n, float *y)
 {
     for (size_t i = 0; i < n; i++) y[i] = a[i] + b[i];

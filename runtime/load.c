@@ -157,17 +157,6 @@ static dcz_status load_sparse(const dcz_tensor_view *t, loader *ld, dcz_sparse *
     return DCZ_OK;
 }
 
-/* The kernel a layer with parameters runs, by op and weight encoding. */
-static dcz_kernel param_kernel(uint16_t op, uint32_t enc)
-{
-    const int conv = op == DCZ_OP_CONV2D;
-    switch (enc) {
-    case DCZ_ENC_SPARSE_F32: return conv ? DCZ_K_CONV_SPARSE_F32 : DCZ_K_SPARSE_F32;
-    case DCZ_ENC_CODEBOOK: return conv ? DCZ_K_CONV_SPARSE_CB : DCZ_K_SPARSE_CB;
-    default: return conv ? DCZ_K_CONV_DENSE_F32 : DCZ_K_DENSE_F32;
-    }
-}
-
 /* What the walk knows of the calibration table: the scheme, and a cursor
  * on the next entry. NULL when the model runs in float. */
 typedef struct calib_walk {
@@ -239,7 +228,7 @@ static dcz_status load_params(const dcz_container *c, const dcz_graph_layer *g, 
         const uint64_t panels = lbytes ? dcz_lanes_scratch_floats(cols, w.k) : 0;
         if (panels > ld->lane_floats) ld->lane_floats = panels;
     }
-    l->kernel = param_kernel(g->op, w.enc);
+    l->sparse = w.enc == DCZ_ENC_SPARSE_F32 || w.enc == DCZ_ENC_CODEBOOK;
     l->w = wd;
     l->sp = sp;
     l->bias = bias;
@@ -267,48 +256,28 @@ static dcz_status load_layer(const dcz_container *c, const dcz_graph_layer *g, u
     TRY(dcz_op_shape(g->op, g->attr, g->nattr, in, g->nin, &l->out_shape));
     l->in = (uint32_t)dcz_shape_count(&in[0]);
     l->out = (uint32_t)dcz_shape_count(&l->out_shape);
+    l->op = g->op;
+    const dcz_op_info *o = dcz_op_get(g->op);
+    if (!o->run) return DCZ_ERR_UNSUPPORTED;
+    if (o->weighted && g->op != DCZ_OP_CONV2D) return load_params(c, g, index, ld, cw, l);
+    if (o->window_at >= 0) TRY(dcz_conv_geom_init(&l->geom, g->op, g->attr, g->nattr, &in[0]));
+    for (uint32_t k = 0; k < 2 && k < g->nattr; k++) l->param[k] = dcz_attr_f32(g->attr[k]);
     switch (g->op) {
-    case DCZ_OP_DENSE:
-        return load_params(c, g, index, ld, cw, l);
     case DCZ_OP_CONV2D:
-        if (g->attr[8] != 1) return DCZ_ERR_UNSUPPORTED; /* grouped */
-        TRY(dcz_conv_geom_init(&l->geom, g->op, g->attr, g->nattr, &in[0]));
         TRY(load_params(c, g, index, ld, cw, l));
-        l->im2col = l->kernel != DCZ_K_CONV_DENSE_F32 && dcz_conv2d_pick_im2col(&l->geom);
+        l->im2col = l->sparse && dcz_conv2d_pick_im2col(&l->geom);
         return DCZ_OK;
-    case DCZ_OP_MAXPOOL:
     case DCZ_OP_AVGPOOL:
-        TRY(dcz_conv_geom_init(&l->geom, g->op, g->attr, g->nattr, &in[0]));
-        l->kernel = g->op == DCZ_OP_MAXPOOL ? DCZ_K_MAXPOOL : DCZ_K_AVGPOOL;
-        l->count_include_pad = g->op == DCZ_OP_AVGPOOL && g->attr[6];
+        l->count_include_pad = g->attr[6];
         return DCZ_OK;
     case DCZ_OP_GLOBAL_AVGPOOL:
         l->geom.in_c = l->geom.out_c = in[0].dims[0];
         l->geom.in_h = in[0].dims[1];
         l->geom.in_w = in[0].dims[2];
         l->geom.out_h = l->geom.out_w = 1;
-        l->kernel = DCZ_K_GLOBAL_AVGPOOL;
-        return DCZ_OK;
-    case DCZ_OP_FLATTEN:
-        l->kernel = DCZ_K_FLATTEN;
-        return DCZ_OK;
-    case DCZ_OP_RELU:
-        l->kernel = DCZ_K_RELU;
-        return DCZ_OK;
-    case DCZ_OP_SOFTMAX:
-        l->kernel = DCZ_K_SOFTMAX;
-        return DCZ_OK;
-    case DCZ_OP_ADD:
-        l->kernel = DCZ_K_ADD;
-        return DCZ_OK;
-    case DCZ_OP_MUL:
-        l->kernel = DCZ_K_MUL;
-        return DCZ_OK;
-    case DCZ_OP_CONCAT:
-        l->kernel = DCZ_K_CONCAT;
         return DCZ_OK;
     default:
-        return DCZ_ERR_UNSUPPORTED;
+        return DCZ_OK;
     }
 }
 
@@ -420,7 +389,7 @@ static dcz_status load_walk(const dcz_container *c, const dcz_options *o, loader
         if (l->im2col && dcz_conv2d_im2col_floats(&l->geom) > scratch_floats)
             scratch_floats = dcz_conv2d_im2col_floats(&l->geom);
         /* the float spmm's tile; a calibrated model runs these on integers */
-        if (!quant && (l->kernel == DCZ_K_SPARSE_F32 || l->kernel == DCZ_K_SPARSE_CB) &&
+        if (!quant && l->op == DCZ_OP_DENSE && l->sparse &&
             dcz_spmm_scratch_floats(l->out, l->in) > scratch_floats)
             scratch_floats = dcz_spmm_scratch_floats(l->out, l->in);
     }
@@ -596,7 +565,7 @@ static int worth_threads(const dcz_model *m)
 {
     for (uint32_t i = 0; i < m->nlayers; i++) {
         const dcz_exec_layer *l = &m->layers[i];
-        if (!l->q && (l->kernel == DCZ_K_SPARSE_F32 || l->kernel == DCZ_K_SPARSE_CB) &&
+        if (!l->q && l->op == DCZ_OP_DENSE && l->sparse &&
             dcz_sparse_split(&l->sp))
             return 1;
     }

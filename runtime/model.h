@@ -81,7 +81,19 @@ typedef struct dcz_conv_geom {
     uint32_t in_c, in_h, in_w;
     uint32_t out_c, out_h, out_w;
     uint32_t kh, kw, sh, sw, ph, pw;
+    uint32_t group;         /* CONV2D: groups (0 counts as 1); output channel oc sees the
+                               in_c / group input channels of group oc / (out_c / group) */
 } dcz_conv_geom;
+
+/* Groups of a convolution, and the input channels each output channel sees. */
+static inline uint32_t dcz_conv_groups(const dcz_conv_geom *g) { return g->group ? g->group : 1; }
+static inline uint32_t dcz_conv_group_in(const dcz_conv_geom *g) { return g->in_c / dcz_conv_groups(g); }
+/* First input channel output channel oc sees. */
+static inline uint32_t dcz_conv_in0(const dcz_conv_geom *g, uint32_t oc)
+{
+    const uint32_t groups = dcz_conv_groups(g);
+    return groups == 1 ? 0 : oc / (g->out_c / groups) * (g->in_c / groups);
+}
 
 /* Fills g for a CONV2D, MAXPOOL or AVGPOOL with checked attributes on input
  * shape in (dcz_op_shape's errors; DCZ_ERR_UNSUPPORTED for other ops). */
@@ -111,37 +123,25 @@ static inline int32_t dcz_qsparse_weight(const dcz_qsparse *s, uint32_t row, uin
     return s->idx ? s->qtab[(size_t)row * s->k + s->idx[e]] : s->qval[e];
 }
 
-typedef enum dcz_kernel {
-    DCZ_K_DENSE_F32 = 1,
-    DCZ_K_SPARSE_F32,
-    DCZ_K_SPARSE_CB,
-    DCZ_K_RELU,
-    DCZ_K_SOFTMAX,
-    DCZ_K_CONV_DENSE_F32,   /* dense weights (F32 or F16 on disk) */
-    DCZ_K_CONV_SPARSE_F32,
-    DCZ_K_CONV_SPARSE_CB,
-    DCZ_K_MAXPOOL,
-    DCZ_K_AVGPOOL,
-    DCZ_K_GLOBAL_AVGPOOL,
-    DCZ_K_FLATTEN,
-    DCZ_K_ADD,
-    DCZ_K_MUL,
-    DCZ_K_CONCAT
-} dcz_kernel;
 
+/* A layer in execution form. Its kernels are its op's in the operator
+ * table (ops.h: run, run_q); a weighted layer's weight is dense (w) or in
+ * the sparse execution form (sp, sparse set). */
 typedef struct dcz_exec_layer {
-    dcz_kernel kernel;
+    uint16_t op;
+    uint8_t sparse;         /* weighted: sp holds the weight (else w) */
     char name[DCZ_MAX_NAME + 1];
     uint32_t nin;
     uint16_t tin[DCZ_MAX_INPUTS]; /* the tensors it reads (see dcz_tensor) */
     dcz_shape in_shape, out_shape; /* of one sample; in_shape: of the first input */
     uint32_t in, out;       /* elements in and out of one sample (in: of the first input) */
-    dcz_conv_geom geom;     /* CONV_*, MAXPOOL, AVGPOOL, GLOBAL_AVGPOOL (window unused) */
+    dcz_conv_geom geom;     /* CONV2D, MAXPOOL, AVGPOOL, GLOBAL_AVGPOOL (window unused) */
     int count_include_pad;  /* AVGPOOL */
-    int im2col;             /* CONV_SPARSE_*: dcz_conv2d_sparse_im2col in the model's scratch
+    int im2col;             /* sparse CONV2D: dcz_conv2d_sparse_im2col in the model's scratch
                                (dcz_conv2d_pick_im2col), else dcz_conv2d_sparse_direct */
-    const float *w;         /* DENSE_F32: (out, in); CONV_DENSE_F32: (out_c, in_c, kh, kw) */
-    dcz_sparse sp;          /* SPARSE_*: (out, in); CONV_SPARSE_*: (out_c, in_c * kh * kw) */
+    float param[2];         /* CLIP min, max; LEAKY_RELU alpha; HARD_SIGMOID alpha, beta */
+    const float *w;         /* dense DENSE: (out, in); dense CONV2D: (out_c, in_c / group, kh, kw) */
+    dcz_sparse sp;          /* sparse DENSE: (out, in); sparse CONV2D: (out_c, in_c / group kh kw) */
     const float *bias;      /* (out) or (out_c), or NULL */
     /* integer execution (qload.c): layers from the first weighted layer to
      * the last run on dcz_q activations */
@@ -313,6 +313,40 @@ struct dcz_model {
                                  dcz_q for the quantized input of the integer segment */
 };
 
+/* The kernels of the operator table (ops.c), by op: float (dcz_run_fn)
+ * and integer (dcz_qrun_fn), in run.c. */
+void dcz_run_dense(const dcz_model *m, const dcz_exec_layer *l, const float *const *xs,
+                   size_t batch, float *y);
+void dcz_run_conv2d(const dcz_model *m, const dcz_exec_layer *l, const float *const *xs,
+                    size_t batch, float *y);
+void dcz_run_maxpool(const dcz_model *m, const dcz_exec_layer *l, const float *const *xs,
+                     size_t batch, float *y);
+void dcz_run_avgpool(const dcz_model *m, const dcz_exec_layer *l, const float *const *xs,
+                     size_t batch, float *y);
+void dcz_run_global_avgpool(const dcz_model *m, const dcz_exec_layer *l, const float *const *xs,
+                            size_t batch, float *y);
+void dcz_run_copy(const dcz_model *m, const dcz_exec_layer *l, const float *const *xs,
+                  size_t batch, float *y);
+void dcz_run_relu(const dcz_model *m, const dcz_exec_layer *l, const float *const *xs,
+                  size_t batch, float *y);
+void dcz_run_softmax(const dcz_model *m, const dcz_exec_layer *l, const float *const *xs,
+                     size_t batch, float *y);
+void dcz_run_add(const dcz_model *m, const dcz_exec_layer *l, const float *const *xs,
+                 size_t batch, float *y);
+void dcz_run_mul(const dcz_model *m, const dcz_exec_layer *l, const float *const *xs,
+                 size_t batch, float *y);
+void dcz_run_concat(const dcz_model *m, const dcz_exec_layer *l, const float *const *xs,
+                    size_t batch, float *y);
+void dcz_run_activation(const dcz_model *m, const dcz_exec_layer *l, const float *const *xs,
+                        size_t batch, float *y);
+void dcz_qrun_weighted(const dcz_model *m, uint32_t index, const void *x, size_t batch, void *y);
+void dcz_qrun_maxpool(const dcz_model *m, uint32_t index, const void *x, size_t batch, void *y);
+void dcz_qrun_avgpool(const dcz_model *m, uint32_t index, const void *x, size_t batch, void *y);
+void dcz_qrun_global_avgpool(const dcz_model *m, uint32_t index, const void *x, size_t batch,
+                             void *y);
+void dcz_qrun_relu(const dcz_model *m, uint32_t index, const void *x, size_t batch, void *y);
+void dcz_qrun_copy(const dcz_model *m, uint32_t index, const void *x, size_t batch, void *y);
+
 /* Memory of a model being loaded: sized by a walk with base NULL, then
  * filled by the same walk into one block (load.c): a malloc'd block, or
  * the caller's arena from its first DCZ_ARENA_ALIGN boundary. */
@@ -359,6 +393,11 @@ void dcz_spmv_ref(const dcz_sparse *s, const float *bias, const float *x, float 
 void dcz_spmm_ref(const dcz_sparse *s, const float *bias, const float *x, size_t batch,
                   float *y);
 void dcz_relu_ref(float *x, size_t n);
+
+/* y (n) = the activation of op (CLIP, LEAKY_RELU, SIGMOID, TANH,
+ * HARD_SIGMOID, HARD_SWISH; param: their float attributes, docs/FORMAT.md)
+ * of x (n); y may be x. */
+void dcz_activation_ref(uint16_t op, const float *param, const float *x, size_t n, float *y);
 
 /* y (n) = a + b. */
 void dcz_add_ref(const float *a, const float *b, size_t n, float *y);

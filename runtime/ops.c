@@ -5,7 +5,9 @@
  */
 #include <string.h>
 
-#include "runtime/format.h"
+#include <math.h>
+
+#include "runtime/model.h"
 
 #define TRY(expr) do { dcz_status s_ = (expr); if (s_ != DCZ_OK) return s_; } while (0)
 
@@ -23,6 +25,9 @@ int dcz_shape_is(const dcz_shape *s, uint32_t rank, const uint32_t *dims)
         if (s->dims[i] != dims[i]) return 0;
     return 1;
 }
+
+float dcz_attr_f32(int32_t a) { return dcz_f32_from_bits((uint32_t)a); }
+int32_t dcz_f32_attr(float f) { return (int32_t)dcz_f32_bits(f); }
 
 /* ---- attribute checks ------------------------------------------------------ */
 
@@ -52,6 +57,22 @@ static dcz_status check_conv(const int32_t *a)
            in_range(a[8], 1, a[0]) && a[0] % a[8] == 0 && a[1] % a[8] == 0
         ? DCZ_OK : DCZ_ERR_FORMAT;
 }
+
+/* nattr float attributes, each finite */
+static int finite_attrs(const int32_t *a, int n)
+{
+    for (int i = 0; i < n; i++)
+        if (!isfinite(dcz_attr_f32(a[i]))) return 0;
+    return 1;
+}
+
+static dcz_status check_clip(const int32_t *a)
+{
+    return finite_attrs(a, 2) && dcz_attr_f32(a[0]) <= dcz_attr_f32(a[1]) ? DCZ_OK : DCZ_ERR_FORMAT;
+}
+
+static dcz_status check_one_f32(const int32_t *a) { return finite_attrs(a, 1) ? DCZ_OK : DCZ_ERR_FORMAT; }
+static dcz_status check_two_f32(const int32_t *a) { return finite_attrs(a, 2) ? DCZ_OK : DCZ_ERR_FORMAT; }
 
 static dcz_status check_maxpool(const int32_t *a) { return window_ok(a) ? DCZ_OK : DCZ_ERR_FORMAT; }
 
@@ -186,24 +207,52 @@ static void params_conv(const int32_t *a, dcz_shape *w, dcz_shape *b)
 /* ---- the table -------------------------------------------------------------- */
 
 static const dcz_op_info ops[] = {
-    /* op                    name          in: min max nattr weighted train window check shape params */
-    { DCZ_OP_DENSE,          "DENSE",          1, 1, 2, 1, 0, -1, check_dense,   shape_dense,   params_dense },
-    { DCZ_OP_RELU,           "RELU",           1, 1, 0, 0, 0, -1, check_none,    shape_same,    NULL },
-    { DCZ_OP_SOFTMAX,        "SOFTMAX",        1, 1, 0, 0, 0, -1, check_none,    shape_same,    NULL },
-    { DCZ_OP_CONV2D,         "CONV2D",         1, 1, 9, 1, 0,  2, check_conv,    shape_conv,    params_conv },
-    { DCZ_OP_MAXPOOL,        "MAXPOOL",        1, 1, 6, 0, 0,  0, check_maxpool, shape_pool,    NULL },
-    { DCZ_OP_AVGPOOL,        "AVGPOOL",        1, 1, 7, 0, 0,  0, check_avgpool, shape_pool,    NULL },
-    { DCZ_OP_GLOBAL_AVGPOOL, "GLOBAL_AVGPOOL", 1, 1, 0, 0, 0, -1, check_none,    shape_global_avgpool, NULL },
-    { DCZ_OP_FLATTEN,        "FLATTEN",        1, 1, 0, 0, 0, -1, check_none,    shape_flatten, NULL },
-    { DCZ_OP_ADD,            "ADD",            2, 2, 0, 0, 0, -1, check_none,    shape_add,     NULL },
-    { DCZ_OP_MUL,            "MUL",            2, 2, 0, 0, 0, -1, check_none,    shape_mul,     NULL },
-    { DCZ_OP_CONCAT,         "CONCAT",         2, DCZ_MAX_INPUTS, 0, 0, 0, -1, check_none, shape_concat, NULL },
-    { DCZ_OP_BATCHNORM,      "BATCHNORM",      1, 1, 0, 0, 1, -1, check_none,    shape_same,    NULL },
-    { DCZ_OP_DROPOUT,        "DROPOUT",        1, 1, 0, 0, 1, -1, check_none,    shape_same,    NULL },
+    /* op                    name            inputs nattr weighted train window
+       check          shape          params          float kernel        integer kernel */
+    { DCZ_OP_DENSE,          "DENSE",          1, 1, 2, 1, 0, -1,
+      check_dense,   shape_dense,   params_dense,  dcz_run_dense,      dcz_qrun_weighted },
+    { DCZ_OP_RELU,           "RELU",           1, 1, 0, 0, 0, -1,
+      check_none,    shape_same,    NULL,          dcz_run_relu,       dcz_qrun_relu },
+    { DCZ_OP_SOFTMAX,        "SOFTMAX",        1, 1, 0, 0, 0, -1,
+      check_none,    shape_same,    NULL,          dcz_run_softmax,    NULL },
+    { DCZ_OP_CONV2D,         "CONV2D",         1, 1, 9, 1, 0,  2,
+      check_conv,    shape_conv,    params_conv,   dcz_run_conv2d,     dcz_qrun_weighted },
+    { DCZ_OP_MAXPOOL,        "MAXPOOL",        1, 1, 6, 0, 0,  0,
+      check_maxpool, shape_pool,    NULL,          dcz_run_maxpool,    dcz_qrun_maxpool },
+    { DCZ_OP_AVGPOOL,        "AVGPOOL",        1, 1, 7, 0, 0,  0,
+      check_avgpool, shape_pool,    NULL,          dcz_run_avgpool,    dcz_qrun_avgpool },
+    { DCZ_OP_GLOBAL_AVGPOOL, "GLOBAL_AVGPOOL", 1, 1, 0, 0, 0, -1,
+      check_none,    shape_global_avgpool, NULL,   dcz_run_global_avgpool, dcz_qrun_global_avgpool },
+    { DCZ_OP_FLATTEN,        "FLATTEN",        1, 1, 0, 0, 0, -1,
+      check_none,    shape_flatten, NULL,          dcz_run_copy,       dcz_qrun_copy },
+    { DCZ_OP_ADD,            "ADD",            2, 2, 0, 0, 0, -1,
+      check_none,    shape_add,     NULL,          dcz_run_add,        NULL },
+    { DCZ_OP_MUL,            "MUL",            2, 2, 0, 0, 0, -1,
+      check_none,    shape_mul,     NULL,          dcz_run_mul,        NULL },
+    { DCZ_OP_CONCAT,         "CONCAT",         2, DCZ_MAX_INPUTS, 0, 0, 0, -1,
+      check_none,    shape_concat,  NULL,          dcz_run_concat,     NULL },
+    { DCZ_OP_CLIP,           "CLIP",           1, 1, 2, 0, 0, -1,
+      check_clip,    shape_same,    NULL,          dcz_run_activation, NULL },
+    { DCZ_OP_LEAKY_RELU,     "LEAKY_RELU",     1, 1, 1, 0, 0, -1,
+      check_one_f32, shape_same,    NULL,          dcz_run_activation, NULL },
+    { DCZ_OP_SIGMOID,        "SIGMOID",        1, 1, 0, 0, 0, -1,
+      check_none,    shape_same,    NULL,          dcz_run_activation, NULL },
+    { DCZ_OP_TANH,           "TANH",           1, 1, 0, 0, 0, -1,
+      check_none,    shape_same,    NULL,          dcz_run_activation, NULL },
+    { DCZ_OP_HARD_SIGMOID,   "HARD_SIGMOID",   1, 1, 2, 0, 0, -1,
+      check_two_f32, shape_same,    NULL,          dcz_run_activation, NULL },
+    { DCZ_OP_HARD_SWISH,     "HARD_SWISH",     1, 1, 0, 0, 0, -1,
+      check_none,    shape_same,    NULL,          dcz_run_activation, NULL },
+    { DCZ_OP_BATCHNORM,      "BATCHNORM",      1, 1, 0, 0, 1, -1,
+      check_none,    shape_same,    NULL,          NULL,               NULL },
+    { DCZ_OP_DROPOUT,        "DROPOUT",        1, 1, 0, 0, 1, -1,
+      check_none,    shape_same,    NULL,          NULL,               NULL },
 };
 
 const dcz_op_info *dcz_op_get(uint32_t op)
 {
+    /* the stored ops are listed first, in the order of their codes */
+    if (op >= 1 && op <= sizeof ops / sizeof ops[0] && ops[op - 1].op == op) return &ops[op - 1];
     for (size_t i = 0; i < sizeof ops / sizeof ops[0]; i++)
         if (ops[i].op == op) return &ops[i];
     return NULL;

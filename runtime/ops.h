@@ -15,6 +15,7 @@
 #ifndef DCZ_RUNTIME_OPS_H
 #define DCZ_RUNTIME_OPS_H
 
+#include <stddef.h>
 #include <stdint.h>
 
 #include "dcz.h"
@@ -54,6 +55,12 @@ typedef enum dcz_op {
     DCZ_OP_MUL = 10,     /* x times s: s of x's shape, or one value per channel of x
                             ((C) or (C, 1, 1) for x (C, H, W)): squeeze-and-excitation */
     DCZ_OP_CONCAT = 11,  /* 2 to 16 inputs joined on the channels ((C_i, H, W), or (n_i)) */
+    DCZ_OP_CLIP = 12,    /* attrs: min, max (f32 bits): min(max(x, min), max); ReLU6 */
+    DCZ_OP_LEAKY_RELU = 13, /* attr: alpha (f32 bits): x > 0 ? x : alpha x */
+    DCZ_OP_SIGMOID = 14,
+    DCZ_OP_TANH = 15,
+    DCZ_OP_HARD_SIGMOID = 16, /* attrs: alpha, beta (f32 bits): max(0, min(1, alpha x + beta)) */
+    DCZ_OP_HARD_SWISH = 17,   /* x max(0, min(1, x / 6 + 1 / 2)) */
     DCZ_OP_BATCHNORM = 0x8001, /* per channel of (C, H, W) or (C): gamma, beta and running
                                   statistics; folded into the preceding weighted layer */
     DCZ_OP_DROPOUT = 0x8002,   /* zeroes a fraction of its input; the identity in inference */
@@ -62,6 +69,22 @@ typedef enum dcz_op {
 /* The window of CONV2D and the pools: kernel_h, kernel_w, stride_h,
  * stride_w, pad_h, pad_w, from attribute dcz_op_get(op)->window_at. */
 #define DCZ_WINDOW_ATTRS 6
+
+/* A float attribute (CLIP's bounds, LEAKY_RELU's alpha, ...) is stored as
+ * the i32 of its IEEE binary32 bits. */
+float dcz_attr_f32(int32_t a);
+int32_t dcz_f32_attr(float f);
+
+struct dcz_model;
+struct dcz_exec_layer;
+/* A layer's float kernel (run.c, by op): its inputs xs (xs[0] the first),
+ * batch samples, into y. */
+typedef void (*dcz_run_fn)(const struct dcz_model *m, const struct dcz_exec_layer *l,
+                           const float *const *xs, size_t batch, float *y);
+/* A layer's kernel on the integer segment of a calibrated model (run.c):
+ * dcz_q activations in and out, except where the segment ends. */
+typedef void (*dcz_qrun_fn)(const struct dcz_model *m, uint32_t index, const void *x,
+                            size_t batch, void *y);
 
 typedef struct dcz_op_info {
     dcz_op op;
@@ -80,6 +103,11 @@ typedef struct dcz_op_info {
     dcz_status (*shape)(const int32_t *attr, const dcz_shape *in, uint32_t nin, dcz_shape *out);
     /* weighted ops: the weight and bias shapes from checked attributes */
     void (*param_shapes)(const int32_t *attr, dcz_shape *weight, dcz_shape *bias);
+    /* libdcz's kernels by precision: float, and on the integer segment of
+     * a calibrated model (NULL: such a model is refused as unsupported);
+     * NULL for training-only ops */
+    dcz_run_fn run;
+    dcz_qrun_fn run_q;
 } dcz_op_info;
 
 /* The table entry of op, or NULL for an unknown operator. */

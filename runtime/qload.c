@@ -204,7 +204,9 @@ dcz_status dcz_qload_finish(dcz_model *m)
     dcz_exec_layer *prev = NULL;
     for (uint32_t i = first; i <= last; i++) {
         dcz_exec_layer *l = &m->layers[i];
-        if (l->kernel == DCZ_K_SOFTMAX) return DCZ_ERR_FORMAT;
+        if (l->op == DCZ_OP_SOFTMAX) return DCZ_ERR_FORMAT;
+        /* an op without integer kernel cannot lie on the segment */
+        if (!dcz_op_get(l->op)->run_q) return DCZ_ERR_UNSUPPORTED;
         l->q = 1;
         if (!l->w_scale) continue;
         TRY(finish_weighted(l, m->qmax));

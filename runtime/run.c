@@ -83,8 +83,7 @@ static void dequantize(const int64_t *acc, size_t batch, uint32_t channels, uint
 static void run_qweights(const dcz_model *m, const dcz_exec_layer *l, const dcz_q *x,
                          size_t batch, int64_t *acc)
 {
-    if (l->kernel == DCZ_K_CONV_DENSE_F32 || l->kernel == DCZ_K_CONV_SPARSE_F32 ||
-        l->kernel == DCZ_K_CONV_SPARSE_CB)
+    if (l->op == DCZ_OP_CONV2D)
         dcz_qconv2d_sparse(&l->geom, &l->qs, l->qbias, x, batch, acc);
     else if (m->opt.force_reference)
         dcz_qspmm_ref(&l->qs, l->qbias, x, batch, acc);
@@ -92,40 +91,50 @@ static void run_qweights(const dcz_model *m, const dcz_exec_layer *l, const dcz_
         dcz_qspmm(&l->qs, l->qbias, x, batch, acc);
 }
 
-/* One layer of the integer segment: dcz_q in; dcz_q out, or float out
- * (y) for the last weighted layer. */
-static void run_qlayer(const dcz_model *m, uint32_t i, const dcz_q *x, size_t batch, void *y)
+/* The integer kernels of the operator table (dcz_qrun_fn): layer index of
+ * the integer segment, dcz_q in; dcz_q out, or float out (y) for the last
+ * weighted layer. */
+void dcz_qrun_weighted(const dcz_model *m, uint32_t index, const void *x, size_t batch, void *y)
 {
-    const dcz_exec_layer *l = &m->layers[i];
-    dcz_q *yq = y;
-    switch (l->kernel) {
-    case DCZ_K_MAXPOOL:
-        dcz_qmaxpool_ref(&l->geom, x, batch, yq);
-        return;
-    case DCZ_K_AVGPOOL:
-        dcz_qavgpool_ref(&l->geom, l->count_include_pad, x, batch, yq);
-        return;
-    case DCZ_K_GLOBAL_AVGPOOL:
-        dcz_qglobal_avgpool_ref(l->geom.in_c, l->geom.in_h * l->geom.in_w, x, batch, yq);
-        return;
-    case DCZ_K_RELU:
-        memcpy(yq, x, batch * l->in * sizeof *yq);
-        dcz_qrelu_ref(yq, batch * l->in);
-        return;
-    case DCZ_K_FLATTEN:
-        memcpy(yq, x, batch * l->in * sizeof *yq);
-        return;
-    default:
-        break;
-    }
+    const dcz_exec_layer *l = &m->layers[index];
     const uint32_t plane = l->out / l->channels;
     run_qweights(m, l, x, batch, m->qacc);
-    if (i == m->q_last) {
+    if (index == m->q_last) {
         dequantize(m->qacc, batch, l->channels, plane, l->out_scale, y);
     } else {
         dcz_requant rq = { l->rq_mult, l->rq_shift, m->qmax };
-        dcz_requant_ref(&rq, m->qacc, batch, l->channels, plane, yq);
+        dcz_requant_ref(&rq, m->qacc, batch, l->channels, plane, y);
     }
+}
+
+void dcz_qrun_maxpool(const dcz_model *m, uint32_t index, const void *x, size_t batch, void *y)
+{
+    dcz_qmaxpool_ref(&m->layers[index].geom, x, batch, y);
+}
+
+void dcz_qrun_avgpool(const dcz_model *m, uint32_t index, const void *x, size_t batch, void *y)
+{
+    const dcz_exec_layer *l = &m->layers[index];
+    dcz_qavgpool_ref(&l->geom, l->count_include_pad, x, batch, y);
+}
+
+void dcz_qrun_global_avgpool(const dcz_model *m, uint32_t index, const void *x, size_t batch,
+                             void *y)
+{
+    const dcz_exec_layer *l = &m->layers[index];
+    dcz_qglobal_avgpool_ref(l->geom.in_c, l->geom.in_h * l->geom.in_w, x, batch, y);
+}
+
+void dcz_qrun_relu(const dcz_model *m, uint32_t index, const void *x, size_t batch, void *y)
+{
+    const dcz_exec_layer *l = &m->layers[index];
+    memcpy(y, x, batch * l->in * sizeof(dcz_q));
+    dcz_qrelu_ref(y, batch * l->in);
+}
+
+void dcz_qrun_copy(const dcz_model *m, uint32_t index, const void *x, size_t batch, void *y)
+{
+    memcpy(y, x, batch * m->layers[index].in * sizeof(dcz_q));
 }
 
 /* ---- sparse fully connected layers, split over the threads --------------- */
@@ -149,64 +158,91 @@ static void run_sparse_fc(const dcz_model *m, const dcz_exec_layer *l, const flo
     }
 }
 
-/* Layer l on its inputs xs (xs[0] its first) into y. */
-static void run_layer(const dcz_model *m, const dcz_exec_layer *l, const float *const *xs,
-                      size_t batch, float *y)
+/* ---- the float kernels of the operator table (dcz_run_fn) ---------------- */
+
+void dcz_run_dense(const dcz_model *m, const dcz_exec_layer *l, const float *const *xs,
+                   size_t batch, float *y)
 {
-    const float *x = xs[0];
-    switch (l->kernel) {
-    case DCZ_K_DENSE_F32:
-        dcz_dense_f32_ref(l->w, l->bias, x, batch, l->in, l->out, y);
-        break;
-    case DCZ_K_SPARSE_F32:
-    case DCZ_K_SPARSE_CB:
-        run_sparse_fc(m, l, x, batch, y);
-        break;
-    case DCZ_K_CONV_DENSE_F32:
-        dcz_conv2d_dense(&l->geom, l->w, l->bias, x, batch, y);
-        break;
-    case DCZ_K_CONV_SPARSE_F32:
-    case DCZ_K_CONV_SPARSE_CB:
-        if (l->im2col)
-            dcz_conv2d_sparse_im2col(&l->geom, &l->sp, l->bias, x, batch, m->opt.force_reference,
-                                     m->scratch, y);
-        else dcz_conv2d_sparse_direct(&l->geom, &l->sp, l->bias, x, batch, y);
-        break;
-    case DCZ_K_MAXPOOL:
-        dcz_maxpool_ref(&l->geom, x, batch, y);
-        break;
-    case DCZ_K_AVGPOOL:
-        dcz_avgpool_ref(&l->geom, l->count_include_pad, x, batch, y);
-        break;
-    case DCZ_K_GLOBAL_AVGPOOL:
-        dcz_global_avgpool_ref(l->geom.in_c, l->geom.in_h * l->geom.in_w, x, batch, y);
-        break;
-    case DCZ_K_FLATTEN: /* the data of (C, H, W) in C order is already flat */
-        memcpy(y, x, batch * l->in * sizeof *y);
-        break;
-    case DCZ_K_RELU:
-        memcpy(y, x, batch * l->in * sizeof *y);
-        dcz_relu_ref(y, batch * l->in);
-        break;
-    case DCZ_K_SOFTMAX:
-        memcpy(y, x, batch * l->in * sizeof *y);
-        dcz_softmax_ref(y, batch, l->in);
-        break;
-    case DCZ_K_ADD:
-        dcz_add_ref(x, xs[1], batch * l->in, y);
-        break;
-    case DCZ_K_MUL: {
-        const uint32_t factors = m->tensors[l->tin[1]].width;
-        dcz_mul_ref(x, xs[1], batch, factors, l->in / factors, y);
-        break;
-    }
-    case DCZ_K_CONCAT: {
-        uint32_t width[DCZ_MAX_INPUTS];
-        for (uint32_t k = 0; k < l->nin; k++) width[k] = m->tensors[l->tin[k]].width;
-        dcz_concat_ref(xs, width, l->nin, batch, y);
-        break;
-    }
-    }
+    if (l->sparse) run_sparse_fc(m, l, xs[0], batch, y);
+    else dcz_dense_f32_ref(l->w, l->bias, xs[0], batch, l->in, l->out, y);
+}
+
+void dcz_run_conv2d(const dcz_model *m, const dcz_exec_layer *l, const float *const *xs,
+                    size_t batch, float *y)
+{
+    if (!l->sparse)
+        dcz_conv2d_dense(&l->geom, l->w, l->bias, xs[0], batch, y);
+    else if (l->im2col)
+        dcz_conv2d_sparse_im2col(&l->geom, &l->sp, l->bias, xs[0], batch, m->opt.force_reference,
+                                 m->scratch, y);
+    else
+        dcz_conv2d_sparse_direct(&l->geom, &l->sp, l->bias, xs[0], batch, y);
+}
+
+void dcz_run_maxpool(const dcz_model *m, const dcz_exec_layer *l, const float *const *xs,
+                     size_t batch, float *y)
+{
+    dcz_maxpool_ref(&l->geom, xs[0], batch, y);
+}
+
+void dcz_run_avgpool(const dcz_model *m, const dcz_exec_layer *l, const float *const *xs,
+                     size_t batch, float *y)
+{
+    dcz_avgpool_ref(&l->geom, l->count_include_pad, xs[0], batch, y);
+}
+
+void dcz_run_global_avgpool(const dcz_model *m, const dcz_exec_layer *l, const float *const *xs,
+                            size_t batch, float *y)
+{
+    dcz_global_avgpool_ref(l->geom.in_c, l->geom.in_h * l->geom.in_w, xs[0], batch, y);
+}
+
+/* FLATTEN: the data of (C, H, W) in C order is already flat */
+void dcz_run_copy(const dcz_model *m, const dcz_exec_layer *l, const float *const *xs,
+                  size_t batch, float *y)
+{
+    memcpy(y, xs[0], batch * l->in * sizeof *y);
+}
+
+void dcz_run_relu(const dcz_model *m, const dcz_exec_layer *l, const float *const *xs,
+                  size_t batch, float *y)
+{
+    memcpy(y, xs[0], batch * l->in * sizeof *y);
+    dcz_relu_ref(y, batch * l->in);
+}
+
+void dcz_run_softmax(const dcz_model *m, const dcz_exec_layer *l, const float *const *xs,
+                     size_t batch, float *y)
+{
+    memcpy(y, xs[0], batch * l->in * sizeof *y);
+    dcz_softmax_ref(y, batch, l->in);
+}
+
+void dcz_run_add(const dcz_model *m, const dcz_exec_layer *l, const float *const *xs,
+                 size_t batch, float *y)
+{
+    dcz_add_ref(xs[0], xs[1], batch * l->in, y);
+}
+
+void dcz_run_mul(const dcz_model *m, const dcz_exec_layer *l, const float *const *xs,
+                 size_t batch, float *y)
+{
+    const uint32_t factors = m->tensors[l->tin[1]].width;
+    dcz_mul_ref(xs[0], xs[1], batch, factors, l->in / factors, y);
+}
+
+void dcz_run_concat(const dcz_model *m, const dcz_exec_layer *l, const float *const *xs,
+                    size_t batch, float *y)
+{
+    uint32_t width[DCZ_MAX_INPUTS];
+    for (uint32_t k = 0; k < l->nin; k++) width[k] = m->tensors[l->tin[k]].width;
+    dcz_concat_ref(xs, width, l->nin, batch, y);
+}
+
+void dcz_run_activation(const dcz_model *m, const dcz_exec_layer *l, const float *const *xs,
+                        size_t batch, float *y)
+{
+    dcz_activation_ref(l->op, l->param, xs[0], batch * l->in, y);
 }
 
 /* Tensor t of a batch of batch samples (batch <= m->act_batch). */
@@ -229,7 +265,7 @@ static void run_batch(dcz_model *m, const float *input, size_t batch, float *out
         if (!l->q) {
             const float *xs[DCZ_MAX_INPUTS];
             for (uint32_t k = 0; k < l->nin; k++) xs[k] = tensor_at(m, l->tin[k], input, batch);
-            run_layer(m, l, xs, batch, y);
+            dcz_op_get(l->op)->run(m, l, xs, batch, y);
             if (tap) tap(ctx, i, y, batch, l->out);
             x = y;
             continue;
@@ -240,7 +276,7 @@ static void run_batch(dcz_model *m, const float *input, size_t batch, float *out
             quantize_input(x, batch * l->in, l->in_scale, m->qmax, qin);
             x = qin;
         }
-        run_qlayer(m, i, x, batch, y);
+        dcz_op_get(l->op)->run_q(m, i, x, batch, y);
         if (tap && l->w_scale) {
             const uint32_t plane = l->out / l->channels;
             dequantize(m->qacc, batch, l->channels, plane, l->out_scale, deq);

@@ -163,9 +163,7 @@ dcz_status dcz_tlayer_out_shape(const dcz_tlayer *l, dcz_chw in, dcz_chw *out)
         *out = (dcz_chw){ oc, oh, ow };
         return DCZ_OK;
     }
-    case DCZ_OP_ADD:      /* graph ops: the trainer runs chains */
-    case DCZ_OP_MUL:
-    case DCZ_OP_CONCAT:
+    default:              /* ops the trainer does not run yet */
         break;
     }
     return DCZ_ERR_ARG;
@@ -252,9 +250,7 @@ static dcz_status check_layer(const dcz_net *net, int i)
     case DCZ_OP_GLOBAL_AVGPOOL:
     case DCZ_OP_FLATTEN:
         return DCZ_OK;
-    case DCZ_OP_ADD:      /* graph ops: the trainer runs chains */
-    case DCZ_OP_MUL:
-    case DCZ_OP_CONCAT:
+    default:              /* ops the trainer does not run yet */
         break;
     }
     return DCZ_ERR_ARG;
@@ -523,9 +519,7 @@ void dcz_net_run_layers(dcz_net *net, int batch, unsigned flags)
         case DCZ_OP_DROPOUT:
             dropout_forward(net, l, x, y, batch, train);
             break;
-        case DCZ_OP_ADD:      /* refused by dcz_net_validate */
-        case DCZ_OP_MUL:
-        case DCZ_OP_CONCAT:
+        default:              /* refused by dcz_net_validate */
             break;
         }
     }

@@ -184,9 +184,7 @@ static double grad_core(dcz_net *net, const uint8_t *y, int batch)
         case DCZ_OP_GLOBAL_AVGPOOL:
             if (dx) dcz_pool_backward(l, dy, dx, batch);
             break;
-        case DCZ_OP_ADD:      /* refused by dcz_net_validate */
-        case DCZ_OP_MUL:
-        case DCZ_OP_CONCAT:
+        default:              /* refused by dcz_net_validate */
             break;
         }
     }

@@ -84,6 +84,19 @@ static inline void doc_conv_layer(dcz_doc_layer *l, const char *name, uint32_t i
     doc_bias_tensor(&l->t[1], out_c);
 }
 
+/* Makes the CONV2D layer l grouped: group groups, its weight (out_c,
+ * in_c / groups, k, k) made anew (zeroed) with the same encoding. */
+static inline void doc_conv_groups(dcz_doc_layer *l, uint32_t groups)
+{
+    dcz_doc_tensor *w = &l->t[0];
+    const uint32_t enc = w->enc, gap = w->gap_bits, ib = w->index_bits;
+    const uint8_t coding = enc == DCZ_ENC_CODEBOOK ? w->index_coding : w->gap_coding;
+    const uint32_t dims[4] = { w->dims[0], w->dims[1] / groups, w->dims[2], w->dims[3] };
+    l->attr[8] = (int32_t)groups;
+    dcz_doc_tensor_clear(w);
+    doc_weight_tensor(w, 4, dims, enc, gap, ib, coding);
+}
+
 /* Makes l a MAXPOOL or AVGPOOL layer with a square k x k window. */
 static inline void doc_pool_layer(dcz_doc_layer *l, uint16_t op, const char *name, uint32_t k,
                                   uint32_t stride, uint32_t pad, int count_include_pad)

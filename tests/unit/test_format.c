@@ -359,8 +359,23 @@ static void ref_layer(const dcz_doc_layer *l, const dcz_shape *in, const dcz_sha
         memcpy(y, x, batch * n_in * sizeof *y);
         dcz_softmax_ref(y, batch, n_in);
         break;
-    default: /* FLATTEN */
+    case DCZ_OP_FLATTEN:
         memcpy(y, x, batch * n_in * sizeof *y);
+        break;
+    default: { /* the activations, as docs/FORMAT.md writes them */
+        const double a = l->nattr > 0 ? dcz_attr_f32(l->attr[0]) : 0, c = l->nattr > 1 ? dcz_attr_f32(l->attr[1]) : 0;
+        for (size_t i = 0; i < batch * n_in; i++) {
+            const double v = x[i];
+            double r = v;
+            if (l->op == DCZ_OP_CLIP) r = fmin(fmax(v, a), c);
+            else if (l->op == DCZ_OP_LEAKY_RELU) r = v > 0 ? v : a * v;
+            else if (l->op == DCZ_OP_SIGMOID) r = 1 / (1 + exp(-v));
+            else if (l->op == DCZ_OP_TANH) r = tanh(v);
+            else if (l->op == DCZ_OP_HARD_SIGMOID) r = fmax(0, fmin(1, a * v + c));
+            else if (l->op == DCZ_OP_HARD_SWISH) r = v * fmax(0, fmin(1, v / 6 + 0.5));
+            y[i] = (float)r;
+        }
+    }
     }
 }
 
@@ -1014,6 +1029,67 @@ static dcz_doc *dag_doc(void)
     return d;
 }
 
+/* Layer l becomes activation op with float attributes a. */
+static void activation(dcz_doc_layer *l, uint16_t op, const char *name, uint32_t nattr, const float *a)
+{
+    doc_plain_layer(l, op, name);
+    l->nattr = nattr;
+    for (uint32_t k = 0; k < nattr; k++) l->attr[k] = dcz_f32_attr(a[k]);
+}
+
+/* An inverted residual block, as MobileNetV2 has it, and every activation:
+ * (4, 6, 6) -> 1x1 expand to 8 (codebook) -> CLIP [0, 6] -> depthwise 3x3
+ * (group 8, sparse f32) -> HARD_SWISH -> 1x1 project to 4 (f16) -> ADD the
+ * input; gap -> dense -> HARD_SIGMOID -> MUL per channel -> LEAKY_RELU ->
+ * grouped 3x3 stride 2 (group 2, codebook) -> SIGMOID -> TANH -> flatten ->
+ * dense (codebook) -> softmax */
+static dcz_doc *mobile_doc(void)
+{
+    dcz_doc *d;
+    if (dcz_doc_alloc(17, &d) != DCZ_OK) return NULL;
+    set_input(d, 4, 6, 6);
+    dcz_doc_layer *l = d->layers;
+    doc_conv_layer(&l[0], "expand", 4, 8, 1, 1, 0, DCZ_ENC_CODEBOOK, 2, 4, DCZ_CODING_HUFFMAN);
+    fill_weights(&l[0], 0.8);
+    activation(&l[1], DCZ_OP_CLIP, "relu6", 2, (const float[]){ 0.0f, 6.0f });
+    doc_conv_layer(&l[2], "dw", 8, 8, 3, 1, 1, DCZ_ENC_SPARSE_F32, 3, 0, DCZ_CODING_RAW);
+    doc_conv_groups(&l[2], 8);
+    fill_weights(&l[2], 0.7);
+    activation(&l[3], DCZ_OP_HARD_SWISH, "hswish", 0, NULL);
+    doc_conv_layer(&l[4], "project", 8, 4, 1, 1, 0, DCZ_ENC_F16, 0, 0, 0);
+    fill_weights(&l[4], 1);
+    doc_plain_layer(&l[5], DCZ_OP_ADD, "add");
+    reads(&l[5], 2, (const uint32_t[]){ 5, 0 });
+    doc_plain_layer(&l[6], DCZ_OP_GLOBAL_AVGPOOL, "squeeze");
+    doc_dense_layer(&l[7], "excite", 4, 4, DCZ_ENC_F32, 0, 0, 0);
+    fill_weights(&l[7], 1);
+    activation(&l[8], DCZ_OP_HARD_SIGMOID, "gate", 2, (const float[]){ 1.0f / 6, 0.5f });
+    doc_plain_layer(&l[9], DCZ_OP_MUL, "scale");
+    reads(&l[9], 2, (const uint32_t[]){ 6, 9 });
+    activation(&l[10], DCZ_OP_LEAKY_RELU, "leaky", 1, (const float[]){ 0.1f });
+    doc_conv_layer(&l[11], "grouped", 4, 6, 3, 2, 1, DCZ_ENC_CODEBOOK, 3, 3, DCZ_CODING_RAW);
+    doc_conv_groups(&l[11], 2);
+    fill_weights(&l[11], 0.6);
+    activation(&l[12], DCZ_OP_SIGMOID, "sigmoid", 0, NULL);
+    activation(&l[13], DCZ_OP_TANH, "tanh", 0, NULL);
+    doc_plain_layer(&l[14], DCZ_OP_FLATTEN, "flatten");
+    doc_dense_layer(&l[15], "fc", 54, 5, DCZ_ENC_CODEBOOK, 5, 4, DCZ_CODING_HUFFMAN);
+    fill_weights(&l[15], 0.7);
+    doc_plain_layer(&l[16], DCZ_OP_SOFTMAX, "prob");
+    for (uint32_t i = 0; i < d->nlayers; i++)
+        if (l[i].ntensors)
+            for (uint32_t j = 0; j < l[i].t[1].n; j++) l[i].t[1].values[j] = frand();
+    return d;
+}
+
+static void test_mobile_runtime_matches_reference(void)
+{
+    dcz_doc *d = mobile_doc();
+    REQUIRE(d, "alloc");
+    runtime_matches_reference(d, "inverted residual");
+    dcz_doc_free(d);
+}
+
 static void test_dag_runtime_matches_reference(void)
 {
     dcz_doc *d = dag_doc();
@@ -1198,6 +1274,7 @@ int main(void)
     RUN(test_calib_lies_with_valid_crc);
     RUN(test_dag_runtime_matches_reference);
     RUN(test_dag_round_trip);
+    RUN(test_mobile_runtime_matches_reference);
     RUN(test_dag_refused);
     RUN(test_v1_files);
     return check_summary();

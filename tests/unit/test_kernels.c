@@ -187,13 +187,49 @@ static void test_relu_softmax(void)
 }
 
 
+/* the activations, on values worked out by hand */
+static void test_activations(void)
+{
+    const float x[5] = { -8.0f, -1.0f, 0.0f, 0.5f, 7.0f };
+    float y[5], p[2];
+    p[0] = 0.0f; p[1] = 6.0f;
+    dcz_activation_ref(DCZ_OP_CLIP, p, x, 5, y);
+    CHECK(y[0] == 0 && y[1] == 0 && y[3] == 0.5f && y[4] == 6.0f, "clip to [0, 6]");
+    p[0] = 0.125f;
+    dcz_activation_ref(DCZ_OP_LEAKY_RELU, p, x, 5, y);
+    CHECK(y[0] == -1.0f && y[1] == -0.125f && y[2] == 0 && y[4] == 7.0f, "leaky relu");
+    dcz_activation_ref(DCZ_OP_SIGMOID, p, x, 5, y);
+    CHECK(fabs(y[2] - 0.5) < 1e-7 && fabs(y[1] - 1 / (1 + exp(1.0))) < 1e-7 && y[0] > 0, "sigmoid");
+    dcz_activation_ref(DCZ_OP_TANH, p, x, 5, y);
+    CHECK(fabs(y[3] - tanh(0.5)) < 1e-7 && y[2] == 0, "tanh");
+    p[0] = 0.25f; p[1] = 0.5f;
+    dcz_activation_ref(DCZ_OP_HARD_SIGMOID, p, x, 5, y);
+    CHECK(y[0] == 0 && y[1] == 0.25f && y[2] == 0.5f && y[3] == 0.625f && y[4] == 1.0f, "hard sigmoid");
+    dcz_activation_ref(DCZ_OP_HARD_SWISH, p, x, 5, y);
+    CHECK(y[0] == 0 && fabs(y[1] + 1.0 / 3) < 1e-7 && y[2] == 0 && fabs(y[3] - 0.5 * (3.5 / 6)) < 1e-7 &&
+          y[4] == 7.0f, "hard swish %g %g", y[1], y[3]);
+    float v[5];
+    memcpy(v, x, sizeof v);
+    dcz_activation_ref(DCZ_OP_TANH, p, v, 5, v);
+    CHECK(fabs(v[4] - tanh(7.0)) < 1e-7, "in place");
+}
+
 /* ---- convolution ---------------------------------------------------------- */
 
 static dcz_conv_geom conv_geom(uint32_t in_c, uint32_t out_c, uint32_t h, uint32_t w, uint32_t kh,
                                uint32_t kw, uint32_t sh, uint32_t sw, uint32_t ph, uint32_t pw)
 {
     dcz_conv_geom g = { in_c, h, w, out_c, (h + 2 * ph - kh) / sh + 1, (w + 2 * pw - kw) / sw + 1,
-                        kh, kw, sh, sw, ph, pw };
+                        kh, kw, sh, sw, ph, pw, 1 };
+    return g;
+}
+
+/* the same in group groups */
+static dcz_conv_geom conv_geom_grouped(uint32_t in_c, uint32_t out_c, uint32_t h, uint32_t w,
+                                       uint32_t k, uint32_t stride, uint32_t pad, uint32_t groups)
+{
+    dcz_conv_geom g = conv_geom(in_c, out_c, h, w, k, k, stride, stride, pad, pad);
+    g.group = groups;
     return g;
 }
 
@@ -267,7 +303,7 @@ typedef struct conv_tally {
 static int conv_case(const dcz_conv_geom *g, double density, uint32_t k, conv_tally *t)
 {
     mat m;
-    const uint32_t cols = g->in_c * g->kh * g->kw;
+    const uint32_t cols = dcz_conv_group_in(g) * g->kh * g->kw;
     if (!make_mat(&m, g->out_c, cols, density, k)) return 0;
     const size_t B = 7, xin = (size_t)g->in_c * g->in_h * g->in_w;
     const size_t yout = (size_t)g->out_c * g->out_h * g->out_w, nw = (size_t)g->out_c * cols;
@@ -288,10 +324,12 @@ static int conv_case(const dcz_conv_geom *g, double density, uint32_t k, conv_ta
         dcz_conv2d_direct_ref(g, wa, ba, xa, b, mag);
         dcz_conv2d_sparse_direct(g, &m.sp, bias, x, b, y);
         t->direct += conv_mismatches("sparse direct", g, b, y, ref, mag);
-        dcz_conv2d_sparse_im2col(g, &m.sp, bias, x, b, 0, scratch, y);
-        t->im2col += conv_mismatches("sparse im2col", g, b, y, ref, mag);
-        dcz_conv2d_sparse_im2col(g, &m.sp, bias, x, b, 1, scratch, y);
-        t->im2col += conv_mismatches("sparse im2col (reference spmm)", g, b, y, ref, mag);
+        if (dcz_conv_groups(g) == 1) {   /* im2col runs ungrouped convolutions only */
+            dcz_conv2d_sparse_im2col(g, &m.sp, bias, x, b, 0, scratch, y);
+            t->im2col += conv_mismatches("sparse im2col", g, b, y, ref, mag);
+            dcz_conv2d_sparse_im2col(g, &m.sp, bias, x, b, 1, scratch, y);
+            t->im2col += conv_mismatches("sparse im2col (reference spmm)", g, b, y, ref, mag);
+        }
         dcz_conv2d_dense(g, m.dense, bias, x, b, y);
         t->dense += conv_mismatches("dense direct", g, b, y, ref, mag);
         t->cases++;
@@ -299,6 +337,43 @@ static int conv_case(const dcz_conv_geom *g, double density, uint32_t k, conv_ta
     free(x); free(xa); free(wa); free(bias); free(ba); free(ref); free(mag); free(y); free(scratch);
     free_mat(&m);
     return 1;
+}
+
+/* A grouped convolution is its groups' ungrouped convolutions side by side:
+ * the reference on groups 2 and depthwise, against the reference run once
+ * per group on that group's channels, bit for bit. */
+static void test_conv_groups_ref(void)
+{
+    const uint32_t cases[][4] = { /* in_c, out_c, groups, stride */
+        { 4, 6, 2, 1 }, { 6, 6, 6, 1 }, { 6, 12, 6, 2 }, { 3, 3, 3, 2 },
+    };
+    for (size_t c = 0; c < sizeof cases / sizeof *cases; c++) {
+        const uint32_t in_c = cases[c][0], out_c = cases[c][1], G = cases[c][2], st = cases[c][3];
+        const dcz_conv_geom g = conv_geom_grouped(in_c, out_c, 7, 6, 3, st, 1, G);
+        const dcz_conv_geom g1 = conv_geom(in_c / G, out_c / G, 7, 6, 3, 3, st, st, 1, 1);
+        const size_t B = 2, plane = 7 * 6, oplane = (size_t)g.out_h * g.out_w;
+        const size_t nw = (size_t)out_c * (in_c / G) * 9;
+        float *x = malloc(B * in_c * plane * sizeof(float)), *w = malloc(nw * sizeof(float));
+        float *bias = malloc(out_c * sizeof(float)), *y = malloc(B * out_c * oplane * sizeof(float));
+        float *xs = malloc(B * (in_c / G) * plane * sizeof(float));
+        float *ys = malloc(B * (out_c / G) * oplane * sizeof(float));
+        fill_nonzero(x, B * in_c * plane);
+        fill_nonzero(w, nw);
+        fill_nonzero(bias, out_c);
+        dcz_conv2d_direct_ref(&g, w, bias, x, B, y);
+        size_t bad = 0;
+        for (uint32_t gi = 0; gi < G; gi++) {
+            const uint32_t ci = in_c / G, co = out_c / G;
+            for (size_t b = 0; b < B; b++)
+                memcpy(xs + b * ci * plane, x + (b * in_c + gi * ci) * plane, ci * plane * sizeof(float));
+            dcz_conv2d_direct_ref(&g1, w + (size_t)gi * co * ci * 9, bias + gi * co, xs, B, ys);
+            for (size_t b = 0; b < B; b++)
+                bad += memcmp(ys + b * co * oplane, y + (b * out_c + gi * co) * oplane,
+                              co * oplane * sizeof(float)) != 0;
+        }
+        CHECK(bad == 0, "in %u out %u groups %u: %zu groups differ", in_c, out_c, G, bad);
+        free(x); free(w); free(bias); free(y); free(xs); free(ys);
+    }
 }
 
 static void test_conv_grid(void)
@@ -324,6 +399,10 @@ static void test_conv_grid(void)
      * the padded image, and rows of 16 x 5 x 5 = 400 columns at 1% density,
      * so fillers occur */
     const dcz_conv_geom extra[] = {
+        conv_geom_grouped(4, 6, 7, 9, 3, 1, 1, 2),    /* grouped */
+        conv_geom_grouped(6, 6, 8, 8, 3, 1, 1, 6),    /* depthwise */
+        conv_geom_grouped(4, 8, 9, 7, 3, 2, 1, 4),    /* depthwise, two filters each, strided */
+        conv_geom_grouped(6, 6, 5, 5, 1, 1, 0, 3),    /* grouped 1x1 */
         conv_geom(2, 3, 7, 9, 3, 5, 2, 1, 1, 2),
         conv_geom(2, 3, 9, 7, 5, 1, 1, 2, 4, 0),
         conv_geom(3, 2, 3, 3, 5, 5, 1, 1, 1, 1),
@@ -387,7 +466,9 @@ int main(void)
     RUN(test_fp32_values);
     RUN(test_fillers);
     RUN(test_relu_softmax);
+    RUN(test_activations);
     RUN(test_conv_ref_by_hand);
+    RUN(test_conv_groups_ref);
     RUN(test_conv_grid);
     RUN(test_pools);
     return check_summary();

@@ -302,7 +302,16 @@ static dcz_conv_geom conv_geom(uint32_t in_c, uint32_t out_c, uint32_t h, uint32
                                uint32_t kw, uint32_t sh, uint32_t sw, uint32_t ph, uint32_t pw)
 {
     dcz_conv_geom g = { in_c, h, w, out_c, (h + 2 * ph - kh) / sh + 1, (w + 2 * pw - kw) / sw + 1,
-                        kh, kw, sh, sw, ph, pw };
+                        kh, kw, sh, sw, ph, pw, 1 };
+    return g;
+}
+
+/* the same in group groups */
+static dcz_conv_geom conv_geom_grouped(uint32_t in_c, uint32_t out_c, uint32_t h, uint32_t w,
+                                       uint32_t k, uint32_t stride, uint32_t pad, uint32_t groups)
+{
+    dcz_conv_geom g = conv_geom(in_c, out_c, h, w, k, k, stride, stride, pad, pad);
+    g.group = groups;
     return g;
 }
 
@@ -340,7 +349,7 @@ static void qconv_case(const dcz_conv_geom *g, double density, uint32_t k, int32
                        conv_tally *t)
 {
     qmat m;
-    const uint32_t cols = g->in_c * g->kh * g->kw;
+    const uint32_t cols = dcz_conv_group_in(g) * g->kh * g->kw;
     make_qmat(&m, g->out_c, cols, density, k, vmax);
     const size_t B = 3, xin = (size_t)g->in_c * g->in_h * g->in_w;
     const size_t yout = (size_t)g->out_c * g->out_h * g->out_w;
@@ -413,6 +422,9 @@ static void test_qconv_grid(void)
      * the padded image, a 1x1 image, rows of 16 x 5 x 5 = 400 columns at 1%
      * (fillers), and no input channel at all (outputs are the bias) */
     const dcz_conv_geom extra[] = {
+        conv_geom_grouped(4, 6, 7, 9, 3, 1, 1, 2),    /* grouped */
+        conv_geom_grouped(6, 6, 8, 8, 3, 2, 1, 6),    /* depthwise, strided */
+        conv_geom_grouped(4, 8, 5, 5, 1, 1, 0, 4),    /* grouped 1x1, two filters each */
         conv_geom(2, 3, 7, 9, 3, 5, 2, 1, 1, 2),
         conv_geom(2, 3, 9, 7, 5, 1, 1, 2, 4, 0),
         conv_geom(3, 2, 3, 3, 5, 5, 1, 1, 1, 1),
