@@ -4,7 +4,10 @@
 Run from the repository root with Debian's Python (python3-torch and
 python3-onnx; Fashion-MNIST from dataset-fashion-mnist):
 
-    /usr/bin/python3 scripts/make_onnx_fixtures.py
+    /usr/bin/python3 scripts/make_onnx_fixtures.py             # everything
+    /usr/bin/python3 scripts/make_onnx_fixtures.py --only dag  # only the
+        non-chain models resnet and mbv2, their outputs, accuracies and
+        seeds; every other file is left as it is
 
 The outputs are committed, so the tests need no Python:
 
@@ -17,6 +20,17 @@ The outputs are committed, so the tests need no Python:
                         Reshape to (-1, C), MatMul+Add, Softmax; opset 13
     unsupported.onnx    Gemm, Sigmoid, Gemm, Tanh, Gemm (two unsupported ops)
     branch.onnx         a residual connection (not a chain)
+    resnet.onnx         small ResNet, opset 13: stem Conv+BN+Relu; basic
+                        blocks (Conv+BN+Relu, Conv+BN, Add, Relu), one with a
+                        projection shortcut (1x1 Conv stride 2 + BN);
+                        GlobalAveragePool, Flatten, Gemm
+    mbv2.onnx           small MobileNetV2, opset 17: stem Conv+BN+Clip
+                        (ReLU6); inverted residual blocks (1x1 expand,
+                        depthwise 3x3, 1x1 project, Add when stride 1), one
+                        with HardSwish and a squeeze-and-excitation
+                        (GlobalAveragePool, Conv, Relu, Conv, HardSigmoid, Mul
+                        by (N, C, 1, 1)); 1x1 Conv+BN+Clip, GlobalAveragePool,
+                        Flatten, Gemm
     inputs.f32.gz       the first 100 Fashion-MNIST test images, float32
                         (N, 1, 28, 28), pixel / 255 as the IDX loader scales
                         them (gzip: the raw file is 314 KB)
@@ -25,12 +39,18 @@ The outputs are committed, so the tests need no Python:
   tests/fixtures/png/   test image 0 as gray 8 and 16 bit, gray+alpha, RGB,
                         RGBA, palette, palette with transparency; a 32x32
                         gray image; a colour image; tiny 3x2 images
-  tests/fuzz/corpus/onnx/  tiny models (each op, opsets 11, 13, 17) as seeds
+  tests/fuzz/corpus/onnx/  tiny models (each op, opsets 11, 13, 17) as seeds;
+                        from onnx.helper (--only dag writes these): Add of
+                        two branches, Mul by (N, C, 1, 1), Concat on axis 1,
+                        depthwise and group-2 Conv, Clip with min/max inputs,
+                        LeakyRelu, Sigmoid, Tanh, HardSigmoid, HardSwish
+                        (opset 14), Conv+BatchNormalization in a branch
   tests/fuzz/corpus/png/   small PNGs of every colour type and bit depth
 
 Seeds are fixed (torch.manual_seed(0), one thread); the bytes may still
 differ between PyTorch versions.
 """
+import argparse
 import gzip
 import io
 import os
@@ -192,6 +212,92 @@ class Branch(nn.Module):
         return self.b(torch.relu(self.a(x)) + x)
 
 
+class BasicBlock(nn.Module):
+    """ResNet basic block: conv+bn+relu, conv+bn, add the shortcut, relu. The
+    shortcut is a 1x1 conv (stride s) + bn where the size or channels change."""
+    def __init__(self, cin, cout, stride=1):
+        super().__init__()
+        self.conv1 = nn.Conv2d(cin, cout, 3, stride, 1, bias=False)
+        self.bn1 = nn.BatchNorm2d(cout)
+        self.conv2 = nn.Conv2d(cout, cout, 3, 1, 1, bias=False)
+        self.bn2 = nn.BatchNorm2d(cout)
+        self.proj = None
+        if stride != 1 or cin != cout:
+            self.proj = nn.Sequential(nn.Conv2d(cin, cout, 1, stride, bias=False), nn.BatchNorm2d(cout))
+
+    def forward(self, x):
+        y = torch.relu(self.bn1(self.conv1(x)))
+        y = self.bn2(self.conv2(y))
+        return torch.relu(y + (x if self.proj is None else self.proj(x)))
+
+
+class ResNet(nn.Module):
+    """stem conv+bn+relu (16 ch), blocks 16->16, 16->32 stride 2 (projection
+    shortcut), 32->32; global average pooling, flatten, fc."""
+    def __init__(self, c=(16, 32), classes=10):
+        super().__init__()
+        self.stem = nn.Sequential(nn.Conv2d(1, c[0], 3, 1, 1, bias=False), nn.BatchNorm2d(c[0]), nn.ReLU())
+        self.blocks = nn.Sequential(BasicBlock(c[0], c[0]), BasicBlock(c[0], c[1], 2), BasicBlock(c[1], c[1]))
+        self.pool = nn.AdaptiveAvgPool2d(1)
+        self.fc = nn.Linear(c[1], classes)
+
+    def forward(self, x):
+        return self.fc(torch.flatten(self.pool(self.blocks(self.stem(x))), 1))
+
+
+class SqueezeExcite(nn.Module):
+    """global average pool, 1x1 conv, relu, 1x1 conv, hardsigmoid, x * s."""
+    def __init__(self, c, r=4):
+        super().__init__()
+        self.pool = nn.AdaptiveAvgPool2d(1)
+        self.fc1 = nn.Conv2d(c, c // r, 1)
+        self.fc2 = nn.Conv2d(c // r, c, 1)
+        self.gate = nn.Hardsigmoid()
+
+    def forward(self, x):
+        return x * self.gate(self.fc2(torch.relu(self.fc1(self.pool(x)))))
+
+
+class InvertedResidual(nn.Module):
+    """1x1 expand conv+bn+act, 3x3 depthwise conv+bn+act, [squeeze-excite],
+    1x1 project conv+bn (linear), plus x when the stride is 1 and the
+    channels match. act is ReLU6 (Clip) or Hardswish."""
+    def __init__(self, cin, cout, stride, expand=4, se=False, act=nn.ReLU6):
+        super().__init__()
+        mid = cin * expand
+        layers = [nn.Conv2d(cin, mid, 1, bias=False), nn.BatchNorm2d(mid), act(),
+                  nn.Conv2d(mid, mid, 3, stride, 1, groups=mid, bias=False), nn.BatchNorm2d(mid), act()]
+        if se:
+            layers.append(SqueezeExcite(mid))
+        layers += [nn.Conv2d(mid, cout, 1, bias=False), nn.BatchNorm2d(cout)]
+        self.body = nn.Sequential(*layers)
+        self.residual = stride == 1 and cin == cout
+
+    def forward(self, x):
+        y = self.body(x)
+        return x + y if self.residual else y
+
+
+class MobileNetV2(nn.Module):
+    """stem conv+bn+relu6 (16 ch), inverted residual blocks 16->16, 16->24
+    stride 2, 24->24 with hardswish and squeeze-excite, 24->32 stride 2;
+    1x1 conv+bn+relu6 (128 ch), global average pooling, flatten, fc."""
+    def __init__(self, classes=10):
+        super().__init__()
+        self.stem = nn.Sequential(nn.Conv2d(1, 16, 3, 1, 1, bias=False), nn.BatchNorm2d(16), nn.ReLU6())
+        self.blocks = nn.Sequential(
+            InvertedResidual(16, 16, 1),
+            InvertedResidual(16, 24, 2),
+            InvertedResidual(24, 24, 1, se=True, act=nn.Hardswish),
+            InvertedResidual(24, 32, 2))
+        self.head = nn.Sequential(nn.Conv2d(32, 128, 1, bias=False), nn.BatchNorm2d(128), nn.ReLU6())
+        self.pool = nn.AdaptiveAvgPool2d(1)
+        self.fc = nn.Linear(128, classes)
+
+    def forward(self, x):
+        return self.fc(torch.flatten(self.pool(self.head(self.blocks(self.stem(x)))), 1))
+
+
 # ---- PNG writing (the format itself: no imaging library needed) ------------
 
 def png_chunk(kind, data):
@@ -244,7 +350,12 @@ def png_images(img):
     return out
 
 
-def main():
+def main(argv=None):
+    ap = argparse.ArgumentParser(description="writes the ONNX and PNG test fixtures of dcz")
+    ap.add_argument("--only", choices=["dag"],
+                    help="dag: write only resnet.onnx, mbv2.onnx, their outputs and "
+                         "accuracies, and the onnx.helper seeds of the non-chain ops")
+    args = ap.parse_args(argv)
     torch.manual_seed(0)
     torch.set_num_threads(1)
     for d in (ONNX_DIR, PNG_DIR, CORPUS_ONNX, CORPUS_PNG):
@@ -256,6 +367,13 @@ def main():
     ytr_t = torch.from_numpy(ytr[:12000].astype(np.int64))
     xte = torch.from_numpy(to_float(xte_u8))
     yte_t = torch.from_numpy(yte.astype(np.int64))
+    if args.only is None:
+        chain_fixtures(xtr, ytr_t, xte, yte_t, xte_u8)
+    dag_fixtures(xtr, ytr_t, xte, yte_t)
+
+
+def chain_fixtures(xtr, ytr_t, xte, yte_t, xte_u8):
+    """the chain models, their outputs, inputs.f32.gz, PNGs and the seeds."""
     ref = xte[:100].contiguous()
 
     write(os.path.join(ONNX_DIR, "inputs.f32.gz"),
@@ -330,6 +448,109 @@ def main():
     bad = bytearray(g8)
     bad[40] ^= 0xff
     write(os.path.join(CORPUS_PNG, "bad_crc.png"), bytes(bad))
+
+
+def read_inputs():
+    """the 100 reference inputs from inputs.f32.gz, (100, 1, 28, 28)."""
+    with open(os.path.join(ONNX_DIR, "inputs.f32.gz"), "rb") as f:
+        raw = gzip.decompress(f.read())
+    return torch.from_numpy(np.frombuffer(raw, dtype="<f4").astype(np.float32).reshape(100, 1, 28, 28))
+
+
+def append_accuracy(lines):
+    """appends "name acc" lines to torch_accuracy.txt; an earlier line of the
+    same name is dropped, the other lines are kept as they are."""
+    path = os.path.join(ONNX_DIR, "torch_accuracy.txt")
+    names = {l.split()[0] for l in lines}
+    old = []
+    if os.path.exists(path):
+        with open(path) as f:
+            old = [l if l.endswith("\n") else l + "\n" for l in f if l.strip() and l.split()[0] not in names]
+    write(path, "".join(old + lines).encode())
+
+
+def dag_fixtures(xtr, ytr_t, xte, yte_t):
+    """resnet.onnx and mbv2.onnx (not chains), their outputs on the inputs of
+    inputs.f32.gz, their accuracies, and the onnx.helper seeds of their ops."""
+    torch.manual_seed(0)
+    ref = read_inputs()
+    assert torch.equal(ref, xte[:100]), "inputs.f32.gz is not the first 100 test images"
+    accs = []
+    for name, model, opset in (("resnet", ResNet(), 13), ("mbv2", MobileNetV2(), 17)):
+        train(model, xtr, ytr_t, 2, 0.05)
+        train(model, xtr, ytr_t, 1, 0.005)  # settles the last steps' noise
+        export(model, (1, 1, 28, 28), os.path.join(ONNX_DIR, name + ".onnx"), opset)
+        with torch.no_grad():
+            out = model(ref).numpy().astype("<f4")
+        write(os.path.join(ONNX_DIR, name + ".out.f32"), out.tobytes())
+        acc = accuracy(model, xte, yte_t)
+        accs.append("%s %.4f\n" % (name, acc))
+        print("%-12s opset %d  test accuracy %.4f" % (name, opset, acc))
+    append_accuracy(accs)
+    for name, m in dag_seeds().items():
+        write(os.path.join(CORPUS_ONNX, name + ".onnx"), m.SerializeToString())
+
+
+def dag_seeds():
+    """tiny onnx.helper models, one per op of the non-chain models; input x
+    (N, 2, 4, 4) unless said otherwise."""
+    rng = np.random.RandomState(2)
+
+    def w(name, *shape):
+        return numpy_helper.from_array(rng.randn(*shape).astype(np.float32), name)
+
+    def c(name, v):
+        return numpy_helper.from_array(np.array(v, np.float32), name)
+
+    def model(name, nodes, inits=(), opset=13, cin=2, out=(2, 4, 4)):
+        graph = helper.make_graph(
+            nodes, name,
+            [helper.make_tensor_value_info("x", TensorProto.FLOAT, ["N", cin, 4, 4])],
+            [helper.make_tensor_value_info("y", TensorProto.FLOAT, ["N"] + list(out))],
+            initializer=list(inits))
+        m = helper.make_model(graph, opset_imports=[helper.make_opsetid("", opset)], producer_name="onnx.helper")
+        m.ir_version = 7
+        onnx.checker.check_model(m, full_check=True)
+        return m
+
+    def unary(op, opset=13, **attrs):
+        return model(op.lower(), [helper.make_node(op, ["x"], ["y"], **attrs)], opset=opset)
+
+    n = helper.make_node
+    seeds = {
+        # y = Conv1x1(x) + Relu(x)
+        "add_branches_opset13": model("add_branches", [
+            n("Conv", ["x", "w", "b"], ["a"]), n("Relu", ["x"], ["r"]), n("Add", ["a", "r"], ["y"])],
+            [w("w", 2, 2, 1, 1), w("b", 2)]),
+        # y = x * GlobalAveragePool(x), the second input (N, C, 1, 1)
+        "mul_channel_opset13": model("mul_channel", [
+            n("GlobalAveragePool", ["x"], ["s"]), n("Mul", ["x", "s"], ["y"])]),
+        # y = Concat(Relu(x), Conv1x1(x) to 1 channel) on axis 1: (N, 3, 4, 4)
+        "concat_axis1_opset13": model("concat_axis1", [
+            n("Relu", ["x"], ["r"]), n("Conv", ["x", "w"], ["a"]), n("Concat", ["r", "a"], ["y"], axis=1)],
+            [w("w", 1, 2, 1, 1)], out=(3, 4, 4)),
+        "conv_depthwise_opset13": model("conv_depthwise", [
+            n("Conv", ["x", "w", "b"], ["y"], group=2, kernel_shape=[3, 3], pads=[1, 1, 1, 1])],
+            [w("w", 2, 1, 3, 3), w("b", 2)]),
+        # x (N, 4, 4, 4), two groups of 2 channels to 2 channels, stride 2
+        "conv_group2_opset13": model("conv_group2", [
+            n("Conv", ["x", "w", "b"], ["y"], group=2, kernel_shape=[3, 3], pads=[1, 1, 1, 1], strides=[2, 2])],
+            [w("w", 4, 2, 3, 3), w("b", 4)], cin=4, out=(4, 2, 2)),
+        "clip_opset13": model("clip", [n("Clip", ["x", "lo", "hi"], ["y"])], [c("lo", 0.0), c("hi", 6.0)]),
+        "leakyrelu_opset13": unary("LeakyRelu", alpha=0.1),
+        "sigmoid_opset13": unary("Sigmoid"),
+        "tanh_opset13": unary("Tanh"),
+        "hardsigmoid_opset13": unary("HardSigmoid", alpha=1.0 / 6, beta=0.5),
+        "hardswish_opset14": unary("HardSwish", opset=14),
+        # y = Relu(BN(Conv3x3(x)) + x)
+        "conv_bn_branch_opset13": model("conv_bn_branch", [
+            n("Conv", ["x", "w"], ["a"], kernel_shape=[3, 3], pads=[1, 1, 1, 1]),
+            n("BatchNormalization", ["a", "scale", "bias", "mean", "var"], ["bn"], epsilon=1e-5),
+            n("Add", ["bn", "x"], ["s"]), n("Relu", ["s"], ["y"])],
+            [w("w", 2, 2, 3, 3), w("scale", 2), w("bias", 2), w("mean", 2),
+             numpy_helper.from_array(rng.uniform(0.5, 2.0, 2).astype(np.float32), "var")]),
+    }
+    return seeds
 
 
 def helper_model():
