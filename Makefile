@@ -70,9 +70,11 @@ LDFLAGS_ALL := -fsanitize=$(strip $(SANITIZE))
 endif
 
 # libdcz: runtime and Huffman decoding; links with libc and libm alone.
-LIB_SRC  := $(filter-out runtime/doc_%.c,$(wildcard runtime/*.c)) huffman/huff_decode.c
-# the toolchain: everything a stage needs beyond the runtime
-TOOL_SRC := huffman/huff_encode.c $(wildcard runtime/doc_*.c) \
+LIB_SRC  := $(wildcard runtime/*.c) huffman/huff_decode.c
+# the toolchain: everything a stage needs beyond the runtime: the working
+# model (model/: the editable document and the .dcz writer), the trainer,
+# the stages
+TOOL_SRC := huffman/huff_encode.c $(wildcard model/*.c) \
             $(wildcard train/*.c prune/*.c quantize/*.c calibrate/*.c)
 CLI_SRC  := $(wildcard cli/*.c)
 # ONNX import and export: C bindings generated at build time by protoc-c from

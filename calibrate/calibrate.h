@@ -27,7 +27,7 @@
 #include <stdint.h>
 
 #include "calibrate/calstats.h"
-#include "runtime/doc.h"
+#include "model/doc.h"
 #include "train/train.h"
 
 /* How one weighted layer is calibrated. */

@@ -14,7 +14,7 @@
 #include <stdio.h>
 
 #include "dcz.h"
-#include "runtime/doc.h"
+#include "model/doc.h"
 #include "train/train.h"
 
 /* exit codes (docs/CLI.md) */

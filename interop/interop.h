@@ -37,7 +37,7 @@
 #include <stdint.h>
 
 #include "dcz.h"
-#include "runtime/doc.h"
+#include "model/doc.h"
 
 #define DCZ_ONNX_OPSET_MIN 11
 #define DCZ_ONNX_OPSET_MAX 17

@@ -11,7 +11,7 @@
 #ifndef DCZ_TRAIN_CONVERT_H
 #define DCZ_TRAIN_CONVERT_H
 
-#include "runtime/doc.h"
+#include "model/doc.h"
 #include "train/train.h"
 
 /* How the weight of one dense or conv layer is written. */

@@ -10,7 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "runtime/doc.h"
+#include "model/doc.h"
 #include "runtime/model.h"
 #include "tests/unit/test_util.h"
 

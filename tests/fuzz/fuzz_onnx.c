@@ -14,7 +14,7 @@
 #include <string.h>
 
 #include "interop/interop.h"
-#include "runtime/doc.h"
+#include "model/doc.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 

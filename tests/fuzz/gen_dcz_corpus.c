@@ -16,7 +16,7 @@
 #include <math.h>
 
 #include "calibrate/calibrate.h"
-#include "runtime/doc.h"
+#include "model/doc.h"
 #include "tests/unit/doc_build.h"
 
 /* deterministic weights for a layer with parameters */

@@ -6,7 +6,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 
-#include "runtime/doc.h"
+#include "model/doc.h"
 
 /* Makes w a weight tensor of the given shape using encoding enc: zeroed
  * values; for sparse encodings with gap_bits > 0 a zeroed mask (no weight

@@ -20,7 +20,7 @@
 #include <string.h>
 
 #include "calibrate/calibrate.h"
-#include "runtime/doc.h"
+#include "model/doc.h"
 #include "runtime/model.h"
 #include "tests/check.h"
 #define TEST_RNG_SEED 0x9E3779B97F4A7C15ull

@@ -21,7 +21,7 @@
 #include <zlib.h>
 
 #include "interop/interop.h"
-#include "runtime/doc.h"
+#include "model/doc.h"
 #include "tests/check.h"
 #include "tests/unit/onnx_build.h"
 

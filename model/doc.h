@@ -10,8 +10,8 @@
  * Checked by tests/unit/test_format.c (doc round trips for every encoding,
  * byte-identical rewrites, stream statistics).
  */
-#ifndef DCZ_RUNTIME_DOC_H
-#define DCZ_RUNTIME_DOC_H
+#ifndef DCZ_MODEL_DOC_H
+#define DCZ_MODEL_DOC_H
 
 #include <stddef.h>
 #include <stdint.h>
@@ -163,4 +163,4 @@ size_t dcz_doc_param_count(const dcz_doc *d);
 dcz_status dcz_doc_tensor_streams(const dcz_doc_tensor *t, uint8_t **idx, uint32_t *nnz,
                                   uint8_t **gaps, uint32_t *gap_count);
 
-#endif /* DCZ_RUNTIME_DOC_H */
+#endif /* DCZ_MODEL_DOC_H */

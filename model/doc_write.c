@@ -14,7 +14,7 @@
 #include <zlib.h>
 
 #include "huffman/huffman.h"
-#include "runtime/doc.h"
+#include "model/doc.h"
 
 #define TRY(expr) do { dcz_status s_ = (expr); if (s_ != DCZ_OK) return s_; } while (0)
 

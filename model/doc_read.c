@@ -8,7 +8,7 @@
 #include <string.h>
 #include <zlib.h>
 
-#include "runtime/doc.h"
+#include "model/doc.h"
 
 #define TRY(expr) do { dcz_status s_ = (expr); if (s_ != DCZ_OK) return s_; } while (0)
 
