@@ -394,11 +394,6 @@ void dcz_spmm_ref(const dcz_sparse *s, const float *bias, const float *x, size_t
                   float *y);
 void dcz_relu_ref(float *x, size_t n);
 
-/* y (n) = the activation of op (CLIP, LEAKY_RELU, SIGMOID, TANH,
- * HARD_SIGMOID, HARD_SWISH; param: their float attributes, docs/FORMAT.md)
- * of x (n); y may be x. */
-void dcz_activation_ref(uint16_t op, const float *param, const float *x, size_t n, float *y);
-
 /* y (n) = a + b. */
 void dcz_add_ref(const float *a, const float *b, size_t n, float *y);
 /* y (batch, channels, plane) = x times f (batch, channels), each factor

@@ -110,6 +110,12 @@ typedef struct dcz_op_info {
     dcz_qrun_fn run_q;
 } dcz_op_info;
 
+/* y (n) = the activation of op (CLIP, LEAKY_RELU, SIGMOID, TANH,
+ * HARD_SIGMOID, HARD_SWISH; param: their float attributes, docs/FORMAT.md)
+ * of x (n); y may be x. The reference (kernels_ref.c), which the trainer
+ * runs as well. */
+void dcz_activation_ref(uint16_t op, const float *param, const float *x, size_t n, float *y);
+
 /* The table entry of op, or NULL for an unknown operator. */
 const dcz_op_info *dcz_op_get(uint32_t op);
 

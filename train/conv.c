@@ -18,6 +18,10 @@
  * for gW in one product, then computes dcols and col2im chunk by chunk in
  * the scratch; larger layers rebuild their columns chunk by chunk.
  *
+ * A grouped convolution (G groups) uses the same columns: group g's output
+ * channels (oc / G of them) read rows g K/G .. (g + 1) K/G - 1, its input
+ * channels, so each product above runs once per group on those rows.
+ *
  * Checked by tests/unit/test_train.c against a direct 7-loop convolution on
  * random data and by finite differences (strides 1 and 2, padding 0 and 1,
  * odd sizes).
@@ -36,10 +40,16 @@
 /* products with at most this many outputs run on one OpenBLAS thread */
 #define GEMM_SMALL_OUT 2048
 
+/* Rows of the im2col columns: in_c kh kw (every group's together). */
+static size_t col_rows(const dcz_tlayer *l)
+{
+    return (size_t)l->in_c * (size_t)l->kh * (size_t)l->kw;
+}
+
 /* Samples per chunk for a batch of batch samples. */
 static int conv_chunk(const dcz_tlayer *l, int batch)
 {
-    size_t per = dcz_tlayer_wcols(l) * (size_t)l->out_h * (size_t)l->out_w;
+    size_t per = col_rows(l) * (size_t)l->out_h * (size_t)l->out_w;
     size_t c = CONV_COL_BUDGET / per;
     if (c < 1) c = 1;
     return c < (size_t)batch ? (int)c : batch;
@@ -47,16 +57,16 @@ static int conv_chunk(const dcz_tlayer *l, int batch)
 
 size_t dcz_conv_cache_floats(const dcz_tlayer *l, int batch)
 {
-    size_t cols = dcz_tlayer_wcols(l) * (size_t)l->out_h * (size_t)l->out_w * (size_t)batch;
+    size_t cols = col_rows(l) * (size_t)l->out_h * (size_t)l->out_w * (size_t)batch;
     return cols <= CONV_KEEP_FLOATS ? cols : 0;
 }
 
 size_t dcz_conv_work_floats(const dcz_tlayer *l, int batch)
 {
     size_t nb = (size_t)conv_chunk(l, batch), ohw = (size_t)l->out_h * (size_t)l->out_w;
-    size_t chunked = nb * ohw * (dcz_tlayer_wcols(l) + (size_t)l->out_c);
+    size_t chunked = nb * ohw * (col_rows(l) + (size_t)l->out_c);
     size_t kept = dcz_conv_cache_floats(l, batch)
-                      ? ohw * ((size_t)batch * l->out_c + nb * dcz_tlayer_wcols(l)) : 0;
+                      ? ohw * ((size_t)batch * l->out_c + nb * col_rows(l)) : 0;
     return chunked > kept ? chunked : kept;
 }
 
@@ -76,10 +86,13 @@ static float *kept_cols(const dcz_tlayer *l, int batch)
 static void weight_grad(dcz_tlayer *l, int oc, int K, int N, const float *dyc,
                         const float *cols, int accumulate)
 {
+    const int G = dcz_tlayer_groups(l), og = oc / G, Kg = K / G;
     int threads = (size_t)oc * (size_t)K <= GEMM_SMALL_OUT ? openblas_get_num_threads() : 1;
     if (threads > 1) openblas_set_num_threads(1);
-    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, oc, K, N,
-                1.0f, dyc, N, cols, N, accumulate ? 1.0f : 0.0f, l->gw, K);
+    for (int g = 0; g < G; g++)   /* gW_g (og, Kg) = dYc_g cols_g^T */
+        cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, og, Kg, N, 1.0f,
+                    dyc + (size_t)g * og * N, N, cols + (size_t)g * Kg * N, N,
+                    accumulate ? 1.0f : 0.0f, l->gw + (size_t)g * og * Kg, Kg);
     if (threads > 1) openblas_set_num_threads(threads);
 }
 
@@ -166,7 +179,7 @@ static void col2im(const dcz_tlayer *l, const float *cols, int nb, float *dx)
 void dcz_conv_forward(const dcz_tlayer *l, const float *x, float *y, int batch,
                       float *work, int train)
 {
-    const int K = (int)dcz_tlayer_wcols(l), oc = l->out_c;
+    const int K = (int)col_rows(l), oc = l->out_c, G = dcz_tlayer_groups(l), og = oc / G, Kg = K / G;
     const size_t ohw = (size_t)l->out_h * l->out_w;
     float *keep = train ? kept_cols(l, batch) : NULL;
     const int chunk = keep ? batch : conv_chunk(l, batch);
@@ -176,8 +189,10 @@ void dcz_conv_forward(const dcz_tlayer *l, const float *x, float *y, int batch,
         int nb = batch - s < chunk ? batch - s : chunk;
         int N = (int)((size_t)nb * ohw);
         im2col(l, x + (size_t)s * l->in, nb, cols);
-        cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, oc, N, K,
-                    1.0f, l->w, K, cols, N, 0.0f, yc, N);
+        for (int g = 0; g < G; g++)   /* Yc_g (og, N) = W_g (og, Kg) cols_g (Kg, N) */
+            cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, og, N, Kg, 1.0f,
+                        l->w + (size_t)g * og * Kg, Kg, cols + (size_t)g * Kg * N, N, 0.0f,
+                        yc + (size_t)g * og * N, N);
         for (int n = 0; n < nb; n++)
             for (int c = 0; c < oc; c++) {
                 const float *src = yc + (size_t)c * N + (size_t)n * ohw;
@@ -205,16 +220,19 @@ static void gather_dy(dcz_tlayer *l, const float *dy, int nb, float *dyc, size_t
 static void input_grad(const dcz_tlayer *l, const float *dyc, size_t ld, int nb, float *dcols,
                        float *dx)
 {
-    const int K = (int)dcz_tlayer_wcols(l), N = nb * l->out_h * l->out_w;
-    cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, K, N, l->out_c,
-                1.0f, l->w, K, dyc, (int)ld, 0.0f, dcols, N);
+    const int K = (int)col_rows(l), N = nb * l->out_h * l->out_w;
+    const int G = dcz_tlayer_groups(l), og = l->out_c / G, Kg = K / G;
+    for (int g = 0; g < G; g++)   /* dcols_g (Kg, N) = W_g^T dYc_g */
+        cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, Kg, N, og, 1.0f,
+                    l->w + (size_t)g * og * Kg, Kg, dyc + (size_t)g * og * ld, (int)ld, 0.0f,
+                    dcols + (size_t)g * Kg * N, N);
     col2im(l, dcols, nb, dx);
 }
 
 void dcz_conv_backward(dcz_tlayer *l, const float *x, const float *dy, float *dx,
                        int batch, float *work)
 {
-    const int K = (int)dcz_tlayer_wcols(l), oc = l->out_c;
+    const int K = (int)col_rows(l), oc = l->out_c;
     const size_t ohw = (size_t)l->out_h * l->out_w;
     const int chunk = conv_chunk(l, batch);
     float *keep = kept_cols(l, batch);   /* the forward pass's columns */

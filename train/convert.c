@@ -47,7 +47,15 @@ static void set_window(dcz_tlayer *t, const int32_t *a)
  * by the reader); dcz_net_infer_shapes derives the sizes from them. */
 static dcz_status settings_from_doc(const dcz_doc_layer *l, dcz_tlayer *t)
 {
-    if (l->op == DCZ_OP_CONV2D && l->attr[8] != 1) return DCZ_ERR_UNSUPPORTED;   /* grouped */
+    t->nin = l->nin;
+    memcpy(t->tin, l->in, sizeof t->tin);
+    const dcz_op_info *o = dcz_op_get(l->op);
+    if (o && !o->weighted && !o->train_only && o->window_at < 0) {
+        /* the graph ops, the activations and the ops without settings */
+        t->op = (dcz_op)l->op;
+        for (uint32_t k = 0; k < l->nattr && k < 2; k++) t->param[k] = dcz_attr_f32(l->attr[k]);
+        return DCZ_OK;
+    }
     switch (l->op) {
     case DCZ_OP_DENSE:
         t->op = DCZ_OP_DENSE;
@@ -57,6 +65,7 @@ static dcz_status settings_from_doc(const dcz_doc_layer *l, dcz_tlayer *t)
         t->op = DCZ_OP_CONV2D;
         t->out_c = l->attr[1];
         set_window(t, &l->attr[2]);
+        t->group = l->attr[8];
         return DCZ_OK;
     case DCZ_OP_MAXPOOL:
         t->op = DCZ_OP_MAXPOOL;
@@ -67,10 +76,6 @@ static dcz_status settings_from_doc(const dcz_doc_layer *l, dcz_tlayer *t)
         set_window(t, l->attr);
         t->count_include_pad = l->attr[6];
         return DCZ_OK;
-    case DCZ_OP_GLOBAL_AVGPOOL: t->op = DCZ_OP_GLOBAL_AVGPOOL; return DCZ_OK;
-    case DCZ_OP_FLATTEN: t->op = DCZ_OP_FLATTEN; return DCZ_OK;
-    case DCZ_OP_RELU: t->op = DCZ_OP_RELU; return DCZ_OK;
-    case DCZ_OP_SOFTMAX: t->op = DCZ_OP_SOFTMAX; return DCZ_OK;
     default: return DCZ_ERR_UNSUPPORTED;
     }
 }
@@ -85,8 +90,6 @@ dcz_status dcz_net_from_doc(const dcz_doc *d, dcz_net **out)
     net->in_rank = d->input_rank;
     memcpy(net->in_dims, d->input_dims, d->input_rank * sizeof *d->input_dims);
     for (uint32_t i = 0; i < d->nlayers && s == DCZ_OK; i++) {
-        /* the trainer runs chains */
-        if (d->layers[i].nin != 1 || d->layers[i].in[0] != i) s = DCZ_ERR_UNSUPPORTED;
         snprintf(net->layers[i].name, sizeof net->layers[i].name, "%s", d->layers[i].name);
         s = settings_from_doc(&d->layers[i], &net->layers[i]);
     }
@@ -160,6 +163,16 @@ static void put_window(const dcz_tlayer *t, int32_t *a)
 
 static dcz_status layer_to_doc(const dcz_tlayer *t, const dcz_layer_encoding *e, dcz_doc_layer *l)
 {
+    const dcz_op_info *o = dcz_op_get(t->op);
+    l->nin = t->nin;
+    memcpy(l->in, t->tin, sizeof l->in);
+    if (o && !o->weighted && !o->train_only && o->window_at < 0) {
+        /* the graph ops, the activations and the ops without settings */
+        l->op = (uint16_t)t->op;
+        l->nattr = o->nattr;
+        for (uint32_t k = 0; k < o->nattr && k < 2; k++) l->attr[k] = dcz_f32_attr(t->param[k]);
+        return DCZ_OK;
+    }
     switch (t->op) {
     case DCZ_OP_DENSE: {
         const uint32_t wd[2] = { (uint32_t)t->out, (uint32_t)t->in };
@@ -170,10 +183,11 @@ static dcz_status layer_to_doc(const dcz_tlayer *t, const dcz_layer_encoding *e,
         return weights_to_doc(t, e, 2, wd, l);
     }
     case DCZ_OP_CONV2D: {
-        const uint32_t wd[4] = { (uint32_t)t->out_c, (uint32_t)t->in_c, (uint32_t)t->kh, (uint32_t)t->kw };
+        const uint32_t wd[4] = { (uint32_t)t->out_c, (uint32_t)(t->in_c / dcz_tlayer_groups(t)),
+                                 (uint32_t)t->kh, (uint32_t)t->kw };
         l->op = DCZ_OP_CONV2D;
         l->nattr = 9;
-        l->attr[8] = 1;   /* group */
+        l->attr[8] = dcz_tlayer_groups(t);
         l->attr[0] = t->in_c;
         l->attr[1] = t->out_c;
         put_window(t, &l->attr[2]);
@@ -190,10 +204,6 @@ static dcz_status layer_to_doc(const dcz_tlayer *t, const dcz_layer_encoding *e,
         put_window(t, l->attr);
         l->attr[6] = t->count_include_pad ? 1 : 0;
         return DCZ_OK;
-    case DCZ_OP_GLOBAL_AVGPOOL: l->op = DCZ_OP_GLOBAL_AVGPOOL; return DCZ_OK;
-    case DCZ_OP_FLATTEN: l->op = DCZ_OP_FLATTEN; return DCZ_OK;
-    case DCZ_OP_RELU: l->op = DCZ_OP_RELU; return DCZ_OK;
-    case DCZ_OP_SOFTMAX: l->op = DCZ_OP_SOFTMAX; return DCZ_OK;
     default:
         return DCZ_ERR_UNSUPPORTED;   /* batch norm and dropout: fold first */
     }

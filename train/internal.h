@@ -62,6 +62,23 @@ enum {
                            the identity and act[nlayers] holds logits) */
 };
 
+/* The trainer's entry of an op (layers.c): its forward pass over a batch
+ * (xs: the tensors it reads, (batch, width) each; flags DCZ_RUN_*), and
+ * its backward pass, which writes the gradient of input k to dxs[k] (NULL:
+ * not needed) and of its parameters to gw, gb (and gcb). */
+typedef void (*dcz_tforward_fn)(dcz_net *net, dcz_tlayer *l, const float *const *xs, float *y,
+                                int batch, unsigned flags);
+typedef void (*dcz_tbackward_fn)(dcz_net *net, dcz_tlayer *l, const float *const *xs,
+                                 const float *y, const float *dy, float *const *dxs, int batch);
+typedef struct dcz_train_op {
+    dcz_op op;
+    dcz_tforward_fn forward;
+    dcz_tbackward_fn backward;
+} dcz_train_op;
+
+/* The entry of op, or NULL for an op the trainer does not run. */
+const dcz_train_op *dcz_train_op_get(dcz_op op);
+
 /* Runs the layers on the batch already in act[0], filling act[1..nlayers],
  * in the mode given by flags (DCZ_RUN_*; 0: inference, logits). The net must
  * be validated and reserved for batch. */

@@ -59,8 +59,11 @@ static void free_acts(dcz_net *net)
         for (int i = 0; i <= net->nlayers; i++) free(net->dact[i]);
     free(net->act);
     free(net->dact);
+    free(net->gsum);
     net->act = NULL;
     net->dact = NULL;
+    net->gsum = NULL;
+    net->gsum_floats = 0;
     net->cap_batch = 0;
     for (int i = 0; i < net->nlayers; i++) {
         free(net->layers[i].cache);
@@ -103,6 +106,8 @@ void dcz_net_free(dcz_net *net)
         for (int i = 0; i < net->nlayers; i++) free_params(&net->layers[i]);
     }
     free(net->layers);
+    free(net->tshape);
+    free(net->twidth);
     free(net);
 }
 
@@ -188,27 +193,95 @@ static dcz_status rank_shape(const dcz_net *net, dcz_chw *s)
     return DCZ_OK;
 }
 
+/* The float attributes of an activation layer as its op's attributes. */
+static uint32_t act_attrs(const dcz_tlayer *l, int32_t *attr)
+{
+    const dcz_op_info *o = dcz_op_get(l->op);
+    const uint32_t n = o ? o->nattr : 0;
+    for (uint32_t k = 0; k < n && k < 2; k++) attr[k] = dcz_f32_attr(l->param[k]);
+    return n;
+}
+
+/* Ops whose shape rule, attributes and kernels the trainer takes from the
+ * operator table (the graph ops and the activations); the others keep
+ * their settings in the layer's fields (dcz_tlayer_out_shape). */
+static int table_op(dcz_op k)
+{
+    return k == DCZ_OP_ADD || k == DCZ_OP_MUL || k == DCZ_OP_CONCAT || k == DCZ_OP_CLIP ||
+           k == DCZ_OP_LEAKY_RELU || k == DCZ_OP_SIGMOID || k == DCZ_OP_TANH ||
+           k == DCZ_OP_HARD_SIGMOID || k == DCZ_OP_HARD_SWISH;
+}
+
+/* Layer i's output shape from the shapes of the tensors it reads. */
+static dcz_status layer_shape(const dcz_tlayer *l, const dcz_chw *t, dcz_chw *out)
+{
+    if (!table_op(l->op)) return dcz_tlayer_out_shape(l, t[l->tin[0]], out);
+    dcz_shape in[DCZ_MAX_INPUTS], o;
+    for (uint32_t k = 0; k < l->nin; k++) {
+        const dcz_chw c = t[l->tin[k]];
+        if (c.c > UINT32_MAX || c.h > UINT32_MAX || c.w > UINT32_MAX) return DCZ_ERR_SHAPE;
+        in[k] = (dcz_shape){ 3, { (uint32_t)c.c, (uint32_t)c.h, (uint32_t)c.w, 0 } };
+    }
+    int32_t attr[2];
+    const uint32_t nattr = act_attrs(l, attr);
+    int has_params;
+    if (dcz_op_check(l->op, attr, nattr, &has_params) != DCZ_OK) return DCZ_ERR_ARG;
+    dcz_status st = dcz_op_shape(l->op, attr, nattr, in, l->nin, &o);
+    if (st != DCZ_OK) return st == DCZ_ERR_SHAPE ? st : DCZ_ERR_ARG;
+    *out = (dcz_chw){ o.dims[0], o.dims[1], o.dims[2] };
+    return DCZ_OK;
+}
+
+/* Every layer's inputs (nin 0: the layer before), each an earlier tensor
+ * that fits the op's input count, and every layer but the last read. */
+static dcz_status check_graph(dcz_net *net)
+{
+    uint8_t *read = calloc((size_t)net->nlayers, 1);
+    if (!read) return DCZ_ERR_NOMEM;
+    dcz_status st = DCZ_OK;
+    for (int i = 0; i < net->nlayers && st == DCZ_OK; i++) {
+        dcz_tlayer *l = &net->layers[i];
+        const dcz_op_info *o = dcz_op_get(l->op);
+        if (l->nin == 0) {
+            l->nin = 1;
+            l->tin[0] = (uint32_t)i;
+        }
+        if (!o || !dcz_train_op_get(l->op) || l->nin < o->min_in || l->nin > o->max_in) st = DCZ_ERR_ARG;
+        for (uint32_t k = 0; k < l->nin && st == DCZ_OK; k++) {
+            if (l->tin[k] > (uint32_t)i) st = DCZ_ERR_ARG;
+            else if (l->tin[k] > 0) read[l->tin[k] - 1] = 1;
+        }
+    }
+    for (int i = 0; i + 1 < net->nlayers && st == DCZ_OK; i++)
+        if (!read[i]) st = DCZ_ERR_ARG;
+    free(read);
+    return st;
+}
+
 dcz_status dcz_net_infer_shapes(dcz_net *net)
 {
     if (!net || !net->layers || net->nlayers < 1) return DCZ_ERR_ARG;
-    dcz_chw cur;
-    dcz_status st = rank_shape(net, &cur);
+    dcz_status st = check_graph(net);
     if (st != DCZ_OK) return st;
-    for (int i = 0; i < net->nlayers; i++) {
+    dcz_chw *t = malloc(((size_t)net->nlayers + 1) * sizeof *t);
+    if (!t) return DCZ_ERR_NOMEM;
+    st = rank_shape(net, &t[0]);
+    for (int i = 0; i < net->nlayers && st == DCZ_OK; i++) {
         dcz_tlayer *l = &net->layers[i];
-        dcz_chw next;
-        st = dcz_tlayer_out_shape(l, cur, &next);
-        if (st != DCZ_OK) return st;
-        if (chw_count(next) > INT_MAX) return DCZ_ERR_SHAPE;
+        const dcz_chw cur = t[l->tin[0]];
+        st = layer_shape(l, t, &t[i + 1]);
+        if (st != DCZ_OK) break;
+        const dcz_chw next = t[i + 1];
+        if (chw_count(next) > INT_MAX) st = DCZ_ERR_SHAPE;
         l->in = (int)chw_count(cur);
         l->out = (int)chw_count(next);
         if (has_geometry(l->op)) {
             l->in_c = (int)cur.c; l->in_h = (int)cur.h; l->in_w = (int)cur.w;
             l->out_c = (int)next.c; l->out_h = (int)next.h; l->out_w = (int)next.w;
         }
-        cur = next;
     }
-    return DCZ_OK;
+    free(t);
+    return st;
 }
 
 /* Codebook consistency of a layer with weights (see dcz_net_validate). */
@@ -229,10 +302,14 @@ static dcz_status check_layer(const dcz_net *net, int i)
     const dcz_tlayer *l = &net->layers[i];
     if (!dcz_tlayer_has_weights(l) && (l->mask || l->codebook || l->assign || l->k))
         return DCZ_ERR_ARG;
+    if (table_op(l->op)) return DCZ_OK;   /* checked with its shape */
     switch (l->op) {
     case DCZ_OP_DENSE:
-    case DCZ_OP_CONV2D:
         if (!l->w || !l->b) return DCZ_ERR_ARG;
+        return check_codebook(l);
+    case DCZ_OP_CONV2D:
+        if (!l->w || !l->b || l->group < 0) return DCZ_ERR_ARG;
+        if (l->in_c % dcz_tlayer_groups(l) || l->out_c % dcz_tlayer_groups(l)) return DCZ_ERR_SHAPE;
         return check_codebook(l);
     case DCZ_OP_SOFTMAX:
         /* the loss is fused with it */
@@ -250,44 +327,60 @@ static dcz_status check_layer(const dcz_net *net, int i)
     case DCZ_OP_GLOBAL_AVGPOOL:
     case DCZ_OP_FLATTEN:
         return DCZ_OK;
-    default:              /* ops the trainer does not run yet */
+    default:
         break;
     }
     return DCZ_ERR_ARG;
 }
 
+/* net->tshape and twidth sized for the net's tensors. */
+static dcz_status alloc_tensors(dcz_net *net)
+{
+    const size_t n = (size_t)net->nlayers + 1;
+    free(net->tshape);
+    free(net->twidth);
+    net->tshape = malloc(n * sizeof *net->tshape);
+    net->twidth = malloc(n * sizeof *net->twidth);
+    return net->tshape && net->twidth ? DCZ_OK : DCZ_ERR_NOMEM;
+}
+
 dcz_status dcz_net_validate(dcz_net *net)
 {
     if (!net || !net->layers || net->nlayers < 1) return DCZ_ERR_ARG;
+    dcz_status st = check_graph(net);
+    if (st != DCZ_OK) return st;
     const dcz_tlayer *first = &net->layers[0];
-    dcz_chw cur;
-    if (net->in_rank != 0) {
-        dcz_status st = rank_shape(net, &cur);
-        if (st != DCZ_OK) return st;
-    } else if (has_geometry(first->op)) {
-        cur = (dcz_chw){ first->in_c, first->in_h, first->in_w };
-    } else {
-        cur = (dcz_chw){ first->in, 1, 1 };
-    }
-    for (int i = 0; i < net->nlayers; i++) {
+    dcz_chw *t = malloc(((size_t)net->nlayers + 1) * sizeof *t);
+    if (!t) return DCZ_ERR_NOMEM;
+    if (net->in_rank != 0) st = rank_shape(net, &t[0]);
+    else if (has_geometry(first->op)) t[0] = (dcz_chw){ first->in_c, first->in_h, first->in_w };
+    else t[0] = (dcz_chw){ first->in, 1, 1 };
+    for (int i = 0; i < net->nlayers && st == DCZ_OK; i++) {
         const dcz_tlayer *l = &net->layers[i];
-        if (l->in <= 0 || l->out <= 0) return DCZ_ERR_SHAPE;
-        if (chw_count(cur) != l->in) return DCZ_ERR_SHAPE;
-        dcz_status st = check_layer(net, i);
-        if (st != DCZ_OK) return st;
-        if (has_geometry(l->op) && (l->in_c != cur.c || l->in_h != cur.h || l->in_w != cur.w))
-            return DCZ_ERR_SHAPE;
-        dcz_chw next;
-        st = dcz_tlayer_out_shape(l, cur, &next);
-        if (st != DCZ_OK) return st;
-        if (has_geometry(l->op) &&
-            (l->out_c != next.c || l->out_h != next.h || l->out_w != next.w))
-            return DCZ_ERR_SHAPE;
-        if (chw_count(next) != l->out) return DCZ_ERR_SHAPE;
-        cur = next;
+        const dcz_chw cur = t[l->tin[0]];
+        if (l->in <= 0 || l->out <= 0 || chw_count(cur) != l->in) { st = DCZ_ERR_SHAPE; break; }
+        if ((st = check_layer(net, i)) != DCZ_OK) break;
+        if (has_geometry(l->op) && (l->in_c != cur.c || l->in_h != cur.h || l->in_w != cur.w)) {
+            st = DCZ_ERR_SHAPE;
+            break;
+        }
+        if ((st = layer_shape(l, t, &t[i + 1])) != DCZ_OK) break;
+        const dcz_chw next = t[i + 1];
+        if ((has_geometry(l->op) && (l->out_c != next.c || l->out_h != next.h || l->out_w != next.w)) ||
+            chw_count(next) != l->out)
+            st = DCZ_ERR_SHAPE;
     }
     /* shapes may have changed since the buffers were sized: regrow on demand */
     free_acts(net);
+    if (st == DCZ_OK) st = alloc_tensors(net);
+    for (int i = 0; i <= net->nlayers && st == DCZ_OK; i++) {
+        net->tshape[i][0] = (uint32_t)t[i].c;
+        net->tshape[i][1] = (uint32_t)t[i].h;
+        net->tshape[i][2] = (uint32_t)t[i].w;
+        net->twidth[i] = (uint32_t)chw_count(t[i]);
+    }
+    free(t);
+    if (st != DCZ_OK) return st;
     if (net->in_rank == 0) {
         if (has_geometry(first->op)) {
             net->in_rank = 3;
@@ -299,7 +392,7 @@ dcz_status dcz_net_validate(dcz_net *net)
             net->in_dims[0] = (uint32_t)first->in;
         }
     }
-    net->in_dim = first->in;
+    net->in_dim = (int)net->twidth[0];
     net->classes = net->layers[net->nlayers - 1].out;
     return DCZ_OK;
 }
@@ -352,9 +445,9 @@ dcz_status dcz_net_init_params(dcz_net *net, dcz_rng *rng)
 
 /* ---- buffers ----------------------------------------------------------------- */
 
-static int act_dim(const dcz_net *net, int i)
+static int act_dim(const dcz_net *net, int t)
 {
-    return i < net->nlayers ? net->layers[i].in : net->layers[net->nlayers - 1].out;
+    return (int)net->twidth[t];
 }
 
 size_t dcz_tlayer_cache_bytes(const dcz_tlayer *l, int batch)
@@ -421,6 +514,28 @@ dcz_status dcz_net_reserve(dcz_net *net, int batch, int train)
         net->dact[i] = malloc((size_t)net->cap_batch * dim * sizeof(float));   /* (cap, dim) */
         if (!net->dact[i]) goto nomem;
     }
+    /* room for the gradients a layer adds to a tensor that another read
+     * already has (sgd.c): its inputs read more than once */
+    uint32_t *readers = calloc((size_t)(unsigned)net->nlayers + 1, sizeof *readers);
+    if (!readers) goto nomem;
+    for (int i = 0; i < net->nlayers; i++)
+        for (uint32_t k = 0; k < net->layers[i].nin; k++) readers[net->layers[i].tin[k]]++;
+    size_t gsum = 0;
+    for (int i = 0; i < net->nlayers; i++) {
+        const dcz_tlayer *l = &net->layers[i];
+        size_t per = 0;
+        for (uint32_t k = 0; k < l->nin; k++)
+            if (readers[l->tin[k]] > 1) per += net->twidth[l->tin[k]];
+        if (per > gsum) gsum = per;
+    }
+    free(readers);
+    gsum *= (size_t)net->cap_batch;
+    if (gsum > net->gsum_floats) {
+        free(net->gsum);
+        net->gsum = malloc(gsum * sizeof(float));   /* (cap, widths of a layer's inputs) */
+        if (!net->gsum) goto nomem;
+        net->gsum_floats = gsum;
+    }
     if (reserve_caches(net) == DCZ_OK) return DCZ_OK;
 nomem:
     free_acts(net);
@@ -438,90 +553,13 @@ int dcz_net_chunk(const dcz_net *net, int max)
 
 /* ---- forward ------------------------------------------------------------------ */
 
-/* y = x W^T + b for a (batch, in) x and (out, in) W. */
-static void dense_forward(const dcz_tlayer *l, const float *x, float *y, int batch)
-{
-    for (int r = 0; r < batch; r++)
-        memcpy(y + (size_t)r * l->out, l->b, (size_t)l->out * sizeof(float));
-    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, batch, l->out, l->in,
-                1.0f, x, l->in, l->w, l->in, 1.0f, y, l->out);
-}
-
-/* Row-wise softmax, shifted by the row maximum so exp never overflows. */
-static void softmax_rows(const float *x, float *y, int batch, int n)
-{
-    for (int r = 0; r < batch; r++) {
-        const float *xr = x + (size_t)r * n;
-        float *yr = y + (size_t)r * n;
-        float m = xr[0];
-        for (int j = 1; j < n; j++) if (xr[j] > m) m = xr[j];
-        double s = 0;
-        for (int j = 0; j < n; j++) {
-            yr[j] = expf(xr[j] - m);
-            s += yr[j];
-        }
-        float inv = (float)(1.0 / s);
-        for (int j = 0; j < n; j++) yr[j] *= inv;
-    }
-}
-
-/* Inverted dropout: in training each unit is kept with probability 1 - rate
- * (mask in l->cache) and scaled by 1 / (1 - rate); the identity otherwise. */
-static void dropout_forward(dcz_net *net, dcz_tlayer *l, const float *x, float *y,
-                            int batch, int train)
-{
-    size_t n = (size_t)batch * (size_t)l->in;
-    if (!train || l->rate <= 0.0f) {
-        memcpy(y, x, n * sizeof(float));
-        return;
-    }
-    uint8_t *m = l->cache;   /* (batch, in) 1 kept */
-    float scale = 1.0f / (1.0f - l->rate);
-    for (size_t j = 0; j < n; j++) {
-        m[j] = dcz_rng_uniform(&net->rng) >= l->rate;
-        y[j] = m[j] ? x[j] * scale : 0.0f;
-    }
-}
-
 void dcz_net_run_layers(dcz_net *net, int batch, unsigned flags)
 {
-    int train = (flags & DCZ_RUN_TRAIN) != 0;
     for (int i = 0; i < net->nlayers; i++) {
         dcz_tlayer *l = &net->layers[i];
-        const float *x = net->act[i];   /* (batch, in) */
-        float *y = net->act[i + 1];     /* (batch, out) */
-        size_t n = (size_t)batch * (size_t)l->out;
-        switch (l->op) {
-        case DCZ_OP_DENSE:
-            dense_forward(l, x, y, batch);
-            break;
-        case DCZ_OP_RELU:
-            dcz_vrelu(y, x, n);
-            break;
-        case DCZ_OP_SOFTMAX:
-            if (flags & DCZ_RUN_PROBS) softmax_rows(x, y, batch, l->out);
-            else memcpy(y, x, n * sizeof(float));
-            break;
-        case DCZ_OP_CONV2D:
-            dcz_conv_forward(l, x, y, batch, net->work, train);
-            break;
-        case DCZ_OP_MAXPOOL:
-        case DCZ_OP_AVGPOOL:
-        case DCZ_OP_GLOBAL_AVGPOOL:
-            dcz_pool_forward(l, x, y, batch, train);
-            break;
-        case DCZ_OP_FLATTEN:
-            memcpy(y, x, n * sizeof(float));
-            break;
-        case DCZ_OP_BATCHNORM:
-            dcz_bn_forward(l, x, y, batch, train);
-            break;
-        case DCZ_OP_DROPOUT:
-            dropout_forward(net, l, x, y, batch, train);
-            break;
-        default:              /* refused by dcz_net_validate */
-            break;
-        }
+        const float *xs[DCZ_MAX_INPUTS];   /* (batch, width of each input) */
+        for (uint32_t k = 0; k < l->nin; k++) xs[k] = net->act[l->tin[k]];
+        dcz_train_op_get(l->op)->forward(net, l, xs, net->act[i + 1], batch, flags);
     }
 }
 
@@ -570,60 +608,85 @@ void dcz_net_apply_constraints(dcz_net *net)
     }
 }
 
-/* Checks that the BATCHNORM layer i can be folded into layer i - 1. */
-static dcz_status foldable(const dcz_net *net, int i)
+/* Readers of each tensor of a net (nlayers + 1 counts, malloc'd). */
+static uint32_t *count_readers(const dcz_net *net)
+{
+    uint32_t *r = calloc((size_t)(unsigned)net->nlayers + 1, sizeof *r);
+    if (!r) return NULL;
+    for (int i = 0; i < net->nlayers; i++)
+        for (uint32_t k = 0; k < net->layers[i].nin; k++) r[net->layers[i].tin[k]]++;
+    return r;
+}
+
+/* The layer the BATCHNORM layer i folds into: the DENSE or CONV whose
+ * output it reads, read by nothing else, neither masked nor shared. */
+static dcz_status fold_target(const dcz_net *net, int i, const uint32_t *readers, int *p_out)
 {
     const dcz_tlayer *bn = &net->layers[i];
-    if (i == 0) return DCZ_ERR_UNSUPPORTED;
-    const dcz_tlayer *p = &net->layers[i - 1];
-    if (!dcz_tlayer_has_weights(p) || p->mask || p->codebook || p->assign) return DCZ_ERR_UNSUPPORTED;
-    if (!p->w || !p->b || !bn->w || !bn->b || !bn->run_mean || !bn->run_var) return DCZ_ERR_ARG;
-    if (dcz_tlayer_nbias(p) != (size_t)bn->in_c || (size_t)bn->in_c * dcz_tlayer_wcols(p) == 0)
+    const uint32_t t = bn->tin[0];
+    if (t == 0 || readers[t] != 1) return DCZ_ERR_UNSUPPORTED;
+    const int p = (int)t - 1;
+    const dcz_tlayer *w = &net->layers[p];
+    if (!dcz_tlayer_has_weights(w) || w->mask || w->codebook || w->assign) return DCZ_ERR_UNSUPPORTED;
+    if (!w->w || !w->b || !bn->w || !bn->b || !bn->run_mean || !bn->run_var) return DCZ_ERR_ARG;
+    if (dcz_tlayer_nbias(w) != (size_t)bn->in_c || (size_t)bn->in_c * dcz_tlayer_wcols(w) == 0)
         return DCZ_ERR_SHAPE;
+    *p_out = p;
     return DCZ_OK;
 }
 
 dcz_status dcz_net_fold_for_inference(dcz_net *net)
 {
     if (!net || !net->layers || net->nlayers < 1) return DCZ_ERR_ARG;
+    uint32_t *readers = count_readers(net);
+    uint32_t *alias = malloc(((size_t)(unsigned)net->nlayers + 1) * sizeof *alias);
+    int *target = malloc((size_t)(unsigned)net->nlayers * sizeof *target);
+    dcz_status st = readers && alias && target ? DCZ_OK : DCZ_ERR_NOMEM;
     int kept = 0;
-    for (int i = 0; i < net->nlayers; i++) {
+    for (int i = 0; i < net->nlayers && st == DCZ_OK; i++) {
         dcz_op k = net->layers[i].op;
-        if (k == DCZ_OP_BATCHNORM) {
-            dcz_status st = foldable(net, i);
-            if (st != DCZ_OK) return st;
-        } else if (k != DCZ_OP_DROPOUT) {
-            kept++;
-        }
+        target[i] = -1;
+        if (k == DCZ_OP_BATCHNORM) st = fold_target(net, i, readers, &target[i]);
+        else if (k != DCZ_OP_DROPOUT) kept++;
     }
-    if (kept == 0) return DCZ_ERR_UNSUPPORTED;
+    if (st == DCZ_OK && kept == 0) st = DCZ_ERR_UNSUPPORTED;
+    if (st != DCZ_OK) {
+        free(readers); free(alias); free(target);
+        return st;
+    }
     dcz_net_reset_state(net);
     free_acts(net);
-    int n = 0;
     for (int i = 0; i < net->nlayers; i++) {
         dcz_tlayer *l = &net->layers[i];
-        if (l->op == DCZ_OP_BATCHNORM) {
-            /* w' = w g, b' = (b - mean) g + beta, g = gamma / sqrt(var + eps) */
-            dcz_tlayer *p = &net->layers[i - 1];
-            size_t cols = dcz_tlayer_wcols(p);
-            for (int c = 0; c < l->in_c; c++) {
-                double g = (double)l->w[c] / sqrt((double)l->run_var[c] + (double)l->eps);
-                float *row = p->w + (size_t)c * cols;
-                for (size_t j = 0; j < cols; j++) row[j] = (float)(row[j] * g);
-                p->b[c] = (float)(((double)p->b[c] - l->run_mean[c]) * g + l->b[c]);
-            }
+        if (l->op != DCZ_OP_BATCHNORM) continue;
+        /* w' = w g, b' = (b - mean) g + beta, g = gamma / sqrt(var + eps) */
+        dcz_tlayer *p = &net->layers[target[i]];
+        size_t cols = dcz_tlayer_wcols(p);
+        for (int c = 0; c < l->in_c; c++) {
+            double g = (double)l->w[c] / sqrt((double)l->run_var[c] + (double)l->eps);
+            float *row = p->w + (size_t)c * cols;
+            for (size_t j = 0; j < cols; j++) row[j] = (float)(row[j] * g);
+            p->b[c] = (float)(((double)p->b[c] - l->run_mean[c]) * g + l->b[c]);
         }
     }
+    /* a folded or dropped layer's output is its input; the others are
+     * numbered anew */
+    int n = 0;
+    alias[0] = 0;
     for (int i = 0; i < net->nlayers; i++) {
         dcz_tlayer *l = &net->layers[i];
+        for (uint32_t k = 0; k < l->nin; k++) l->tin[k] = alias[l->tin[k]];
         if (l->op == DCZ_OP_BATCHNORM || l->op == DCZ_OP_DROPOUT) {
+            alias[i + 1] = l->tin[0];
             free_params(l);
             continue;
         }
+        alias[i + 1] = (uint32_t)n + 1;
         if (n != i) net->layers[n] = *l;
         n++;
     }
     for (int i = n; i < net->nlayers; i++) memset(&net->layers[i], 0, sizeof net->layers[i]);
     net->nlayers = n;
+    free(readers); free(alias); free(target);
     return dcz_net_validate(net);
 }

@@ -95,99 +95,59 @@ static double loss_and_dlogits(dcz_net *net, const uint8_t *y, int batch)
     return total / batch;
 }
 
-/* Masked gradients to 0; the centroid gradients of a codebook layer. */
-static void constrain_grads(dcz_tlayer *l)
-{
-    size_t nw = dcz_tlayer_nweights(l);
-    if (l->mask)
-        for (size_t j = 0; j < nw; j++)
-            if (!l->mask[j]) l->gw[j] = 0.0f;
-    if (l->codebook) {
-        double acc[256] = { 0 };
-        for (size_t j = 0; j < nw; j++)
-            if (!l->mask || l->mask[j]) acc[l->assign[j]] += l->gw[j];
-        for (int c = 0; c < l->k; c++) l->gcb[c] = (float)acc[c];
-    }
-}
-
-static void dense_backward(dcz_tlayer *l, const float *x, const float *dy, float *dx,
-                           int batch)
-{
-    /* gW (out, in) = dy^T (out, batch) x (batch, in) */
-    cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, l->out, l->in, batch,
-                1.0f, dy, l->out, x, l->in, 0.0f, l->gw, l->in);
-    for (int j = 0; j < l->out; j++) l->gb[j] = 0.0f;
-    for (int r = 0; r < batch; r++) {
-        const float *dr = dy + (size_t)r * l->out;
-        for (int j = 0; j < l->out; j++) l->gb[j] += dr[j];
-    }
-    /* dx (batch, in) = dy (batch, out) W (out, in) */
-    if (dx)
-        cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, batch, l->in, l->out,
-                    1.0f, dy, l->out, l->w, l->in, 0.0f, dx, l->in);
-}
-
-/* dx = dy where the forward pass kept the unit, scaled alike. */
-static void dropout_backward(const dcz_tlayer *l, const float *dy, float *dx, size_t n)
-{
-    if (l->rate <= 0.0f) {
-        memcpy(dx, dy, n * sizeof(float));
-        return;
-    }
-    const uint8_t *m = l->cache;   /* (batch, in) */
-    float scale = 1.0f / (1.0f - l->rate);
-    for (size_t j = 0; j < n; j++) {
-        float g = dy[j] * scale;   /* computed first: a mask, not a branch */
-        dx[j] = m[j] ? g : 0.0f;
-    }
-}
-
-/* Forward (training mode) and backward of the batch already in act[0]. */
+/* Forward (training mode) and backward of the batch already in act[0].
+ * Only tensors that depend on parameters get gradients. A tensor read by
+ * several layers gets the sum of their gradients: the first of them (last
+ * in layer order) writes it, the others write into net->gsum and add. */
 static double grad_core(dcz_net *net, const uint8_t *y, int batch)
 {
     dcz_net_run_layers(net, batch, DCZ_RUN_TRAIN);
     double loss = loss_and_dlogits(net, y, batch);
-    int first = net->nlayers;   /* first layer with parameters: no dx needed before it */
-    for (int i = 0; i < net->nlayers; i++)
-        if (has_params(&net->layers[i])) { first = i; break; }
-    for (int i = net->nlayers - 1; i >= first; i--) {
+    const int L = net->nlayers;
+    /* need[t]: tensor t depends on some parameter; set[t]: its gradient holds a value */
+    uint8_t *need = calloc((size_t)L + 1, 1), *set = calloc((size_t)L + 1, 1);
+    if (!need || !set) {
+        free(need); free(set);
+        return NAN;
+    }
+    for (int i = 0; i < L; i++) {
+        const dcz_tlayer *l = &net->layers[i];
+        need[i + 1] = (uint8_t)has_params(l);
+        for (uint32_t k = 0; k < l->nin; k++) need[i + 1] |= need[l->tin[k]];
+    }
+    set[L] = 1;
+    for (int i = L - 1; i >= 0; i--) {
         dcz_tlayer *l = &net->layers[i];
-        const float *x = net->act[i];          /* (batch, in) */
-        const float *out = net->act[i + 1];    /* (batch, out) */
-        const float *dy = net->dact[i + 1];    /* (batch, out) */
-        float *dx = i > first ? net->dact[i] : NULL;   /* (batch, in) */
-        size_t n = (size_t)batch * (size_t)l->in;
-        switch (l->op) {
-        case DCZ_OP_DENSE:
-            dense_backward(l, x, dy, dx, batch);
-            constrain_grads(l);
-            break;
-        case DCZ_OP_CONV2D:
-            dcz_conv_backward(l, x, dy, dx, batch, net->work);
-            constrain_grads(l);
-            break;
-        case DCZ_OP_BATCHNORM:
-            dcz_bn_backward(l, x, dy, dx, batch);
-            break;
-        case DCZ_OP_RELU:
-            if (dx) dcz_vrelu_grad(dx, dy, out, n);
-            break;
-        case DCZ_OP_SOFTMAX:
-        case DCZ_OP_FLATTEN:
-            if (dx) memcpy(dx, dy, n * sizeof(float));
-            break;
-        case DCZ_OP_DROPOUT:
-            if (dx) dropout_backward(l, dy, dx, n);
-            break;
-        case DCZ_OP_MAXPOOL:
-        case DCZ_OP_AVGPOOL:
-        case DCZ_OP_GLOBAL_AVGPOOL:
-            if (dx) dcz_pool_backward(l, dy, dx, batch);
-            break;
-        default:              /* refused by dcz_net_validate */
-            break;
+        if (!need[i + 1] || !set[i + 1]) continue;
+        const float *xs[DCZ_MAX_INPUTS];
+        float *dxs[DCZ_MAX_INPUTS];
+        size_t scratch = 0;
+        for (uint32_t k = 0; k < l->nin; k++) {
+            const uint32_t t = l->tin[k];
+            xs[k] = net->act[t];
+            dxs[k] = NULL;
+            if (!need[t]) continue;
+            /* a gradient already written (by a later reader, or by this
+             * layer's earlier input reading the same tensor) is added to */
+            int taken = set[t];
+            for (uint32_t j = 0; j < k && !taken; j++) taken = l->tin[j] == t;
+            if (taken) {
+                dxs[k] = net->gsum + scratch;
+                scratch += (size_t)batch * net->twidth[t];
+            } else {
+                dxs[k] = net->dact[t];
+            }
+        }
+        dcz_train_op_get(l->op)->backward(net, l, xs, net->act[i + 1], net->dact[i + 1], dxs, batch);
+        for (uint32_t k = 0; k < l->nin; k++) {
+            const uint32_t t = l->tin[k];
+            if (!dxs[k]) continue;
+            if (dxs[k] != net->dact[t]) dcz_vadd(net->dact[t], dxs[k], (size_t)batch * net->twidth[t]);
+            set[t] = 1;
         }
     }
+    free(need);
+    free(set);
     return loss;
 }
 

@@ -1,8 +1,10 @@
 /* train.h: the retraining engine every compression stage builds on.
  *
- * A dcz_net is a chain of layers in the same order as the runtime graph of a
- * .dcz (docs/FORMAT.md), so a network converts to and from a file layer by
- * layer (convert.c). Dense and convolution layers run forward and backward
+ * A dcz_net is a graph of layers in the same order as the runtime graph of a
+ * .dcz (docs/FORMAT.md): each layer reads earlier tensors (tin: 0 the input,
+ * j + 1 the output of layer j), so a network converts to and from a file
+ * layer by layer (convert.c). A layer read by several others gets the sum
+ * of their gradients. Dense and convolution layers run forward and backward
  * through OpenBLAS sgemm (convolutions by im2col over many samples at once);
  * the loss is softmax cross-entropy on the last layer's logits (a final
  * softmax layer, when present, is the identity for training).
@@ -96,9 +98,16 @@ void dcz_dataset_free(dcz_dataset *d);
 typedef struct dcz_tlayer {
     dcz_op op;
     char name[64];
-    int in, out;          /* features of one sample (flattened C*H*W);
-                             in == out for RELU, SOFTMAX, FLATTEN, BATCHNORM
-                             and DROPOUT */
+    /* the tensors it reads: 0 the network input, j + 1 the output of layer
+     * j < this one; nin 0 (a caller filling a layer by hand) stands for
+     * the layer before (the input for layer 0), and dcz_net_validate writes
+     * that in */
+    uint32_t nin;
+    uint32_t tin[DCZ_MAX_INPUTS];
+    int in, out;          /* features of one sample (flattened C*H*W) of its
+                             first input and of its output; in == out for
+                             RELU, SOFTMAX, FLATTEN, BATCHNORM, DROPOUT, ADD,
+                             MUL and the activations */
 
     /* spatial geometry (CONV, pools, GAP, FLATTEN, BATCHNORM): the input is
      * (in_c, in_h, in_w) and the output (out_c, out_h, out_w), C order, so
@@ -110,7 +119,9 @@ typedef struct dcz_tlayer {
     int sh, sw;           /* CONV and pools: stride (>= 1) */
     int ph, pw;           /* CONV and pools: zero padding each side (< window) */
     int count_include_pad;/* AVGPOOL: padded cells count in the divisor */
+    int group;            /* CONV: groups (0 counts as 1), dividing in_c and out_c */
     float rate;           /* DROPOUT: fraction dropped, [0, 1) */
+    float param[2];       /* CLIP min, max; LEAKY_RELU alpha; HARD_SIGMOID alpha, beta */
 
     /* parameters, owned. Weights of DENSE and CONV (the compressible ones,
      * dcz_tlayer_has_weights) are a (rows, cols) row-major matrix:
@@ -149,11 +160,19 @@ static inline int dcz_tlayer_has_weights(const dcz_tlayer *l)
     return o && o->weighted;
 }
 
-/* Columns of the weight matrix: DENSE in, CONV in_c * kh * kw, BATCHNORM 1. */
+/* Groups of a CONV layer (1 for any other). */
+static inline int dcz_tlayer_groups(const dcz_tlayer *l)
+{
+    return l->op == DCZ_OP_CONV2D && l->group > 1 ? l->group : 1;
+}
+
+/* Columns of the weight matrix: DENSE in, CONV in_c / group * kh * kw,
+ * BATCHNORM 1. */
 static inline size_t dcz_tlayer_wcols(const dcz_tlayer *l)
 {
     if (l->op == DCZ_OP_DENSE) return (size_t)l->in;
-    if (l->op == DCZ_OP_CONV2D) return (size_t)l->in_c * (size_t)l->kh * (size_t)l->kw;
+    if (l->op == DCZ_OP_CONV2D)
+        return (size_t)(l->in_c / dcz_tlayer_groups(l)) * (size_t)l->kh * (size_t)l->kw;
     return 1;
 }
 
@@ -182,10 +201,17 @@ typedef struct dcz_net {
     uint32_t in_dims[4];
     dcz_rng rng;          /* dropout masks; seeded by dcz_net_create_arch
                              (from its seed) and by dcz_net_alloc (seed 0) */
+    /* tensor t (0 the input, j + 1 the output of layer j): its shape as
+     * (c, h, w) (a flat vector of n: (n, 1, 1)) and elements, set by
+     * dcz_net_validate; owned, nlayers + 1 */
+    uint32_t (*tshape)[3];
+    uint32_t *twidth;
     /* activation buffers for up to cap_batch samples, owned */
     int cap_batch;
-    float **act;          /* act[i]: input of layer i (nlayers + 1 buffers) */
-    float **dact;         /* gradients w.r.t. act[i] */
+    float **act;          /* act[t]: tensor t (nlayers + 1 buffers) */
+    float **dact;         /* gradients w.r.t. act[t] */
+    float *gsum;          /* scratch for the gradients of tensors read twice */
+    size_t gsum_floats;
     float *work;          /* scratch of the CONV layers (im2col columns),
                              work_floats floats, owned; sized with act */
     size_t work_floats;
@@ -248,8 +274,9 @@ dcz_status dcz_net_alloc(int nlayers, dcz_net **out);
  * it is set from the first layer ((in_c, in_h, in_w) for a spatial layer,
  * else (in)). Input shapes are read as (c, h, w): rank 1 (n) as (n, 1, 1),
  * rank 2 (h, w) as (1, h, w), rank 4 (a, c, h, w) as (a*c, h, w).
- * Shape rules, each layer against the shape left by the layers before it:
- * - every layer: in, out > 0 and in equal to the element count so far;
+ * Shape rules, each layer against the shapes of the tensors it reads (tin,
+ * earlier tensors only; "its input" is the first):
+ * - every layer: in, out > 0 and in equal to its input's element count;
  * - DENSE: any input shape; leaves (out, 1, 1);
  * - RELU, SOFTMAX, DROPOUT: in == out, shape kept, geometry fields unused;
  * - CONV, MAXPOOL, AVGPOOL, GAP: (in_c, in_h, in_w) equal to the shape so
@@ -259,7 +286,12 @@ dcz_status dcz_net_alloc(int nlayers, dcz_net **out);
  *   are unused); out == out_c * out_h * out_w;
  * - FLATTEN: (in_c, in_h, in_w) as for CONV, out == in, output (out, 1, 1);
  * - BATCHNORM: (in_c, in_h, in_w) as for CONV (after a DENSE: (out, 1, 1)),
- *   output geometry equal to the input's, in == out.
+ *   output geometry equal to the input's, in == out;
+ * - CONV with group G: in_c and out_c multiples of G;
+ * - ADD, MUL, CONCAT and the activations: the runtime's rules (dcz_op_shape:
+ *   two inputs of one shape; a factor per channel or per element; equal
+ *   planes), activation attributes in param; out their output's count;
+ * - every layer but the last is read by a later one.
  * DCZ_ERR_SHAPE when a rule fails. DCZ_ERR_ARG for an unknown kind; a DENSE
  * or CONV layer without w or b; a BATCHNORM without w, b, run_mean or
  * run_var, with eps not > 0 or bn_momentum outside [0, 1]; a DROPOUT rate

@@ -16,7 +16,10 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "dcz.h"
+#include "model/doc.h"
 #include "tests/check.h"
+#include "train/convert.h"
 #include "train/train.h"
 
 /* ---- helpers ------------------------------------------------------------- */
@@ -701,9 +704,12 @@ static void ref2_free(ref2 *r)
 /* One layer over a batch of B samples, in training mode (batch norm by batch
  * statistics, dropout the identity: tests use rate 0 or inference). Direct
  * loops: the convolution is the 7-loop definition. */
-static void ref_layer(const dcz_tlayer *l, const refp *p, const double *x, double *y, int B)
+static void ref_layer(const dcz_net *net, const dcz_tlayer *l, const refp *p, double *const *t,
+                      double *y, int B)
 {
     const int C = l->in_c, H = l->in_h, W = l->in_w, OC = l->out_c, OH = l->out_h, OW = l->out_w;
+    const double *x = t[l->tin[0]];
+    const int G = l->op == DCZ_OP_CONV2D && l->group > 1 ? l->group : 1, Cg = C / G;
     switch (l->op) {
     case DCZ_OP_DENSE:
         for (int n = 0; n < B; n++)
@@ -719,13 +725,14 @@ static void ref_layer(const dcz_tlayer *l, const refp *p, const double *x, doubl
                 for (int oh = 0; oh < OH; oh++)
                     for (int ow = 0; ow < OW; ow++) {
                         double a = p->b[o];
-                        for (int c = 0; c < C; c++)
+                        const int c0 = o / (OC / G) * Cg;   /* the group's first input channel */
+                        for (int c = 0; c < Cg; c++)
                             for (int i = 0; i < l->kh; i++)
                                 for (int j = 0; j < l->kw; j++) {
                                     int ih = oh * l->sh - l->ph + i, iw = ow * l->sw - l->pw + j;
                                     if (ih < 0 || ih >= H || iw < 0 || iw >= W) continue;
-                                    a += p->w[(((size_t)o * C + c) * l->kh + i) * l->kw + j] *
-                                         x[(((size_t)n * C + c) * H + ih) * W + iw];
+                                    a += p->w[(((size_t)o * Cg + c) * l->kh + i) * l->kw + j] *
+                                         x[(((size_t)n * C + c0 + c) * H + ih) * W + iw];
                                 }
                         y[(((size_t)n * OC + o) * OH + oh) * OW + ow] = a;
                     }
@@ -784,6 +791,36 @@ static void ref_layer(const dcz_tlayer *l, const refp *p, const double *x, doubl
     case DCZ_OP_RELU:
         for (size_t j = 0; j < (size_t)B * l->in; j++) y[j] = x[j] > 0 ? x[j] : 0;
         break;
+    case DCZ_OP_ADD:
+        for (size_t j = 0; j < (size_t)B * l->in; j++) y[j] = x[j] + t[l->tin[1]][j];
+        break;
+    case DCZ_OP_MUL: {
+        const size_t f = net->twidth[l->tin[1]], plane = (size_t)l->in / f;
+        for (size_t j = 0; j < (size_t)B * l->in; j++) y[j] = x[j] * t[l->tin[1]][j / plane];
+        break;
+    }
+    case DCZ_OP_CONCAT:
+        for (int n = 0; n < B; n++)
+            for (uint32_t k = 0; k < l->nin; k++) {
+                const size_t w = net->twidth[l->tin[k]];
+                memcpy(y, t[l->tin[k]] + (size_t)n * w, w * sizeof(double));
+                y += w;
+            }
+        break;
+    case DCZ_OP_CLIP: case DCZ_OP_LEAKY_RELU: case DCZ_OP_SIGMOID: case DCZ_OP_TANH:
+    case DCZ_OP_HARD_SIGMOID: case DCZ_OP_HARD_SWISH: {
+        const double a = l->param[0], c = l->param[1];
+        for (size_t j = 0; j < (size_t)B * l->in; j++) {
+            const double v = x[j];
+            y[j] = l->op == DCZ_OP_CLIP ? fmin(fmax(v, a), c)
+                 : l->op == DCZ_OP_LEAKY_RELU ? (v > 0 ? v : a * v)
+                 : l->op == DCZ_OP_SIGMOID ? 1 / (1 + exp(-v))
+                 : l->op == DCZ_OP_TANH ? tanh(v)
+                 : l->op == DCZ_OP_HARD_SIGMOID ? fmax(0, fmin(1, a * v + c))
+                 : v * fmax(0, fmin(1, v / 6 + 0.5));
+        }
+        break;
+    }
     default:   /* FLATTEN, SOFTMAX (fused with the loss), DROPOUT */
         memcpy(y, x, (size_t)B * l->in * sizeof(double));
         break;
@@ -795,17 +832,17 @@ static void ref_layer(const dcz_tlayer *l, const refp *p, const double *x, doubl
 static double *ref2_run(const ref2 *r, const float *x, int B)
 {
     const dcz_net *net = r->net;
-    size_t maxd = (size_t)net->in_dim;
-    for (int i = 0; i < net->nlayers; i++)
-        if ((size_t)net->layers[i].out > maxd) maxd = (size_t)net->layers[i].out;
-    double *a = malloc((size_t)B * maxd * sizeof(double)), *b = malloc((size_t)B * maxd * sizeof(double));
-    for (size_t j = 0; j < (size_t)B * net->in_dim; j++) a[j] = x[j];
+    double **t = calloc((size_t)net->nlayers + 1, sizeof *t);   /* every tensor kept */
+    t[0] = malloc((size_t)B * net->in_dim * sizeof(double));
+    for (size_t j = 0; j < (size_t)B * net->in_dim; j++) t[0][j] = x[j];
     for (int i = 0; i < net->nlayers; i++) {
-        ref_layer(&net->layers[i], &r->p[i], a, b, B);
-        double *t = a; a = b; b = t;
+        t[i + 1] = malloc((size_t)B * net->layers[i].out * sizeof(double));
+        ref_layer(net, &net->layers[i], &r->p[i], t, t[i + 1], B);
     }
-    free(b);
-    return a;
+    double *out = t[net->nlayers];
+    for (int i = 0; i < net->nlayers; i++) free(t[i]);
+    free(t);
+    return out;
 }
 
 static double ref2_loss(const ref2 *r, const float *x, const uint8_t *y, int B)
@@ -943,6 +980,148 @@ static void test_gradcheck_conv(void)
     net = build_net(b, 4, 3, 9, 6, 2);
     REQUIRE(net, "build b");
     gradcheck_net(net, 4, 60, 12, "conv s2p1 + 3x1");
+    dcz_net_free(net);
+}
+
+/* ---- graphs ------------------------------------------------------------------ */
+
+#define READS1(a) .nin = 1, .tin = { (a) }
+#define READS2(a, b) .nin = 2, .tin = { (a), (b) }
+
+/* (4, 6, 6): conv 3x3 to 8 -> CLIP [0, 6] -> depthwise 3x3 -> HARD_SWISH ->
+ * 1x1 to 4 -> ADD the input (residual) -> gap -> dense 4 -> HARD_SIGMOID ->
+ * MUL the sum per channel -> LEAKY_RELU -> CONCAT with the CLIP's output
+ * (read again far below) -> 3x3 stride 2 in 2 groups -> SIGMOID -> TANH ->
+ * flatten -> dense 3 -> softmax. Tensors 0, 2 and 6 have two readers. */
+static dcz_net *graph_net(uint64_t seed)
+{
+    dcz_tlayer g[] = {
+        CONV(8, 3, 3, 1, 1),
+        { .op = DCZ_OP_CLIP, .param = { 0.0f, 6.0f } },
+        { .op = DCZ_OP_CONV2D, .out_c = 8, .kh = 3, .kw = 3, .sh = 1, .sw = 1, .ph = 1, .pw = 1, .group = 8 },
+        SIMPLE(DCZ_OP_HARD_SWISH),
+        CONV(4, 1, 1, 1, 0),
+        { .op = DCZ_OP_ADD, READS2(5, 0) },
+        SIMPLE(DCZ_OP_GLOBAL_AVGPOOL),
+        FC(4),
+        { .op = DCZ_OP_HARD_SIGMOID, .param = { 1.0f / 6, 0.5f } },
+        { .op = DCZ_OP_MUL, READS2(6, 9) },
+        { .op = DCZ_OP_LEAKY_RELU, .param = { 0.1f } },
+        { .op = DCZ_OP_CONCAT, READS2(11, 2) },
+        { .op = DCZ_OP_CONV2D, .out_c = 6, .kh = 3, .kw = 3, .sh = 2, .sw = 2, .ph = 1, .pw = 1, .group = 2 },
+        SIMPLE(DCZ_OP_SIGMOID),
+        SIMPLE(DCZ_OP_TANH),
+        SIMPLE(DCZ_OP_FLATTEN),
+        FC(3),
+        SIMPLE(DCZ_OP_SOFTMAX),
+    };
+    return build_net(g, (int)(sizeof g / sizeof g[0]), 4, 6, 6, seed);
+}
+
+static void test_gradcheck_graph(void)
+{
+    dcz_net *net = graph_net(21);
+    REQUIRE(net, "build");
+    CHECK(net->layers[11].out_c == 0 && net->layers[11].out == 12 * 36, "concat of 4 + 8 channels: %d",
+          net->layers[11].out);
+    CHECK(net->layers[12].out_c == 6 && net->layers[12].out_h == 3, "grouped conv (6, %d, %d)",
+          net->layers[12].out_h, net->layers[12].out_w);
+    gradcheck_net(net, 3, 40, 31, "graph");
+    /* a layer nobody reads, a forward reference, an input count the op refuses */
+    dcz_tlayer keep = net->layers[9];
+    net->layers[9].tin[0] = 5;                    /* the ADD's output: read by gap alone, fine */
+    CHECK(dcz_net_validate(net) == DCZ_OK, "the add read once");
+    net->layers[6].tin[0] = 0;                    /* now nothing reads the ADD */
+    CHECK(dcz_net_validate(net) == DCZ_ERR_ARG, "a layer nobody reads");
+    net->layers[6].tin[0] = 6;
+    net->layers[9].tin[1] = 11;
+    CHECK(dcz_net_validate(net) == DCZ_ERR_ARG, "reads a later layer");
+    net->layers[9] = keep;
+    net->layers[9].nin = 1;
+    CHECK(dcz_net_validate(net) == DCZ_ERR_ARG, "mul of one input");
+    net->layers[9] = keep;
+    CHECK(dcz_net_validate(net) == DCZ_OK, "restored");
+    dcz_net_free(net);
+}
+
+/* The trained network and libdcz compute the same function: the graph net
+ * written to a document, loaded and run. */
+static void test_graph_matches_runtime(void)
+{
+    dcz_net *net = graph_net(22);
+    REQUIRE(net, "build");
+    dcz_layer_encoding enc[32];
+    memset(enc, 0, sizeof enc);
+    dcz_doc *d = NULL;
+    REQUIRE(dcz_net_to_doc(net, enc, &d) == DCZ_OK, "to doc");
+    CHECK(d->layers[5].nin == 2 && d->layers[5].in[1] == 0 && d->layers[2].attr[8] == 8, "inputs and groups");
+    uint8_t *buf = NULL;
+    size_t len = 0;
+    REQUIRE(dcz_doc_write(d, &buf, &len) == DCZ_OK, "write");
+    dcz_model *m = NULL;
+    REQUIRE(dcz_open_memory(buf, len, NULL, &m) == DCZ_OK, "open");
+    enum { B = 3 };
+    float x[B * 144], yn[B * 3], ym[B * 3];
+    uint8_t lbl[B];
+    random_batch(net, B, x, lbl, 5);
+    REQUIRE(dcz_net_forward(net, x, B, yn) == DCZ_OK && dcz_run(m, x, B, ym) == DCZ_OK, "run");
+    double worst = 0;
+    for (int i = 0; i < B * 3; i++) worst = fmax(worst, fabs(yn[i] - ym[i]));
+    CHECK(worst < 1e-5, "trainer and runtime differ by %g", worst);
+    /* and back: the document becomes the same network */
+    dcz_net *back = NULL;
+    REQUIRE(dcz_net_from_doc(d, &back) == DCZ_OK, "from doc");
+    float yb[B * 3];
+    REQUIRE(dcz_net_forward(back, x, B, yb) == DCZ_OK, "run back");
+    CHECK(memcmp(yb, yn, sizeof yb) == 0, "the network read back computes the same bits");
+    dcz_net_free(back);
+    dcz_close(m);
+    free(buf);
+    dcz_doc_free(d);
+    dcz_net_free(net);
+}
+
+/* Batch norm folds into the convolution whose output it reads, anywhere in
+ * a graph; dropout goes; the folded network computes what the unfolded one
+ * does in inference. */
+static void test_fold_graph(void)
+{
+    dcz_tlayer g[] = {
+        CONV(4, 3, 3, 1, 1),                                  /* 0 */
+        SIMPLE(DCZ_OP_RELU),                                  /* 1 */
+        CONV(4, 3, 3, 1, 1),                                  /* 2: a branch */
+        SIMPLE(DCZ_OP_BATCHNORM),                             /* 3 */
+        { .op = DCZ_OP_CONV2D, .out_c = 4, .kh = 1, .kw = 1, .sh = 1, .sw = 1, READS1(2) }, /* 4: shortcut */
+        { .op = DCZ_OP_BATCHNORM, READS1(5) },                /* 5 */
+        { .op = DCZ_OP_ADD, READS2(4, 6) },                   /* 6 */
+        { .op = DCZ_OP_DROPOUT, .rate = 0.5f },               /* 7 */
+        SIMPLE(DCZ_OP_FLATTEN),                               /* 8 */
+        FC(3),                                                /* 9 */
+    };
+    dcz_net *net = build_net(g, 10, 2, 5, 5, 41);
+    REQUIRE(net, "build");
+    enum { B = 2 };
+    float x[B * 50], before[B * 3], after[B * 3];
+    uint8_t lbl[B];
+    random_batch(net, B, x, lbl, 6);
+    REQUIRE(dcz_net_forward(net, x, B, before) == DCZ_OK, "run");
+    REQUIRE(dcz_net_fold_for_inference(net) == DCZ_OK, "fold");
+    CHECK(net->nlayers == 7, "%d layers left", net->nlayers);
+    CHECK(net->layers[4].op == DCZ_OP_ADD && net->layers[4].tin[0] == 3 && net->layers[4].tin[1] == 4,
+          "the add reads the folded convolutions (%u, %u)", net->layers[4].tin[0], net->layers[4].tin[1]);
+    REQUIRE(dcz_net_forward(net, x, B, after) == DCZ_OK, "run folded");
+    double worst = 0;
+    for (int i = 0; i < B * 3; i++) worst = fmax(worst, fabs(before[i] - after[i]) / (1 + fabs(before[i])));
+    CHECK(worst < 1e-5, "folding changed the outputs by %g", worst);
+    dcz_net_free(net);
+    /* a batch norm after a convolution that another layer reads as well stays */
+    dcz_tlayer h[] = {
+        CONV(4, 3, 3, 1, 1), SIMPLE(DCZ_OP_BATCHNORM), { .op = DCZ_OP_ADD, READS2(2, 1) },
+        SIMPLE(DCZ_OP_FLATTEN), FC(3),
+    };
+    net = build_net(h, 5, 2, 5, 5, 42);
+    REQUIRE(net, "build h");
+    CHECK(dcz_net_fold_for_inference(net) == DCZ_ERR_UNSUPPORTED && net->nlayers == 5, "shared conv output");
     dcz_net_free(net);
 }
 
@@ -1633,6 +1812,9 @@ int main(void)
     RUN(test_conv_forward_direct);
     RUN(test_gradcheck_conv);
     RUN(test_gradcheck_pool);
+    RUN(test_gradcheck_graph);
+    RUN(test_graph_matches_runtime);
+    RUN(test_fold_graph);
     RUN(test_gradcheck_batchnorm);
     RUN(test_dropout);
     RUN(test_conv_masks_codebooks);
