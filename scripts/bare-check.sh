@@ -16,13 +16,17 @@
 # Environment:
 #   DCZ_BARE_CACHE   the cache folder (default ~/.cache/dcz-bare)
 #   DCZ_BARE_MIRROR  the Debian mirror (default http://deb.debian.org/debian)
-#   DCZ_BARE_ONLY    test or demo: run that command alone; none: only build
-#                    the base system
+#   DCZ_BARE_ONLY    test or demo: run that command alone; ci: run .ci/run
+#                    alone; none: only build the base system
+#   DCZ_BARE_WITH    Debian packages installed into each fresh copy before
+#                    the command, e.g. "make gcc" for a machine that has the
+#                    build tools but none of the libraries
 set -eu
 src=$(cd "$(dirname "$0")/.." && pwd)
 die() { echo "bare-check: $*" >&2; exit 1; }
 only=${DCZ_BARE_ONLY:-}
-case "$only" in ""|test|demo|none) ;; *) die "DCZ_BARE_ONLY is test, demo or none, not '$only'" ;; esac
+case "$only" in ""|test|demo|ci|none) ;; *) die "DCZ_BARE_ONLY is test, demo, ci or none, not '$only'" ;; esac
+with=${DCZ_BARE_WITH:-}
 [ "$(id -u)" -eq 0 ] || die "needs root (debootstrap, chroot and mounts); run it as root or with sudo"
 . /etc/os-release
 [ "${ID:-}" = debian ] || die "builds a Debian chroot of the host's release, and this host is ${ID:-unknown}"
@@ -97,6 +101,12 @@ check() { # name, command
     cp "$bundle" "$run/root/dcz.bundle"
     mount -t proc proc "$run/proc"; mount -t sysfs sys "$run/sys"
     mount --bind /dev "$run/dev"; mount --bind /dev/pts "$run/dev/pts"
+    if [ -n "$with" ]; then
+        chroot "$run" /usr/bin/env -i PATH=/usr/sbin:/usr/bin:/sbin:/bin DEBIAN_FRONTEND=noninteractive \
+            sh -c "apt-get update -q && apt-get install -y -q --no-install-recommends $with" > "$log.with" 2>&1 ||
+            die "installing $with in the copy failed (see $log.with)"
+        echo "bare-check: $name: the copy has $with installed beforehand"
+    fi
     t0=$SECONDS
     set +e
     chroot "$run" /usr/bin/env -i HOME=/root TERM=dumb LANG=C.UTF-8 \
@@ -121,5 +131,6 @@ check() { # name, command
 }
 case "$only" in ""|test) check test "$cmd_test" ;; esac
 case "$only" in ""|demo) check demo "$cmd_demo" ;; esac
+case "$only" in ci) check ci "bash .ci/run" ;; esac
 rm -f "$bundle"
 [ "$fails" -eq 0 ] && echo "bare-check: PASS" || { echo "bare-check: FAIL"; exit 1; }
