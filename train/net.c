@@ -202,14 +202,13 @@ static uint32_t act_attrs(const dcz_tlayer *l, int32_t *attr)
     return n;
 }
 
-/* Ops whose shape rule, attributes and kernels the trainer takes from the
- * operator table (the graph ops and the activations); the others keep
- * their settings in the layer's fields (dcz_tlayer_out_shape). */
+/* Ops whose shape rule and attribute checks the trainer takes from the
+ * operator table: all but the ones that keep settings in the layer's
+ * fields (weights, windows, batch norm, dropout: dcz_tlayer_out_shape). */
 static int table_op(dcz_op k)
 {
-    return k == DCZ_OP_ADD || k == DCZ_OP_MUL || k == DCZ_OP_CONCAT || k == DCZ_OP_CLIP ||
-           k == DCZ_OP_LEAKY_RELU || k == DCZ_OP_SIGMOID || k == DCZ_OP_TANH ||
-           k == DCZ_OP_HARD_SIGMOID || k == DCZ_OP_HARD_SWISH;
+    const dcz_op_info *o = dcz_op_get(k);
+    return o && !o->weighted && o->window_at < 0 && !o->train_only;
 }
 
 /* Layer i's output shape from the shapes of the tensors it reads. */
@@ -228,7 +227,7 @@ static dcz_status layer_shape(const dcz_tlayer *l, const dcz_chw *t, dcz_chw *ou
     if (dcz_op_check(l->op, attr, nattr, &has_params) != DCZ_OK) return DCZ_ERR_ARG;
     dcz_status st = dcz_op_shape(l->op, attr, nattr, in, l->nin, &o);
     if (st != DCZ_OK) return st == DCZ_ERR_SHAPE ? st : DCZ_ERR_ARG;
-    *out = (dcz_chw){ o.dims[0], o.dims[1], o.dims[2] };
+    *out = o.rank == 3 ? (dcz_chw){ o.dims[0], o.dims[1], o.dims[2] } : (dcz_chw){ o.dims[0], 1, 1 };
     return DCZ_OK;
 }
 
@@ -302,6 +301,8 @@ static dcz_status check_layer(const dcz_net *net, int i)
     const dcz_tlayer *l = &net->layers[i];
     if (!dcz_tlayer_has_weights(l) && (l->mask || l->codebook || l->assign || l->k))
         return DCZ_ERR_ARG;
+    /* the loss is fused with the softmax */
+    if (l->op == DCZ_OP_SOFTMAX) return i == net->nlayers - 1 ? DCZ_OK : DCZ_ERR_ARG;
     if (table_op(l->op)) return DCZ_OK;   /* checked with its shape */
     switch (l->op) {
     case DCZ_OP_DENSE:
@@ -311,9 +312,6 @@ static dcz_status check_layer(const dcz_net *net, int i)
         if (!l->w || !l->b || l->group < 0) return DCZ_ERR_ARG;
         if (l->in_c % dcz_tlayer_groups(l) || l->out_c % dcz_tlayer_groups(l)) return DCZ_ERR_SHAPE;
         return check_codebook(l);
-    case DCZ_OP_SOFTMAX:
-        /* the loss is fused with it */
-        return i == net->nlayers - 1 ? DCZ_OK : DCZ_ERR_ARG;
     case DCZ_OP_BATCHNORM:
         if (!l->w || !l->b || !l->run_mean || !l->run_var) return DCZ_ERR_ARG;
         if (!(l->eps > 0.0f) || !isfinite(l->eps)) return DCZ_ERR_ARG;
@@ -321,11 +319,8 @@ static dcz_status check_layer(const dcz_net *net, int i)
         return DCZ_OK;
     case DCZ_OP_DROPOUT:
         return l->rate >= 0.0f && l->rate < 1.0f ? DCZ_OK : DCZ_ERR_ARG;
-    case DCZ_OP_RELU:
     case DCZ_OP_MAXPOOL:
     case DCZ_OP_AVGPOOL:
-    case DCZ_OP_GLOBAL_AVGPOOL:
-    case DCZ_OP_FLATTEN:
         return DCZ_OK;
     default:
         break;
