@@ -28,12 +28,14 @@ int cmd_import(verb_ctx *v)
     };
     v->usage = "dcz import MODEL.onnx -o OUT.dcz [--data DATA] [--keep-dense]";
     v->summary = "Reads an ONNX model (opsets 11 to 17, a dynamic or fixed batch dimension) into a\n"
-                 "dense fp32 .dcz. The graph must be one chain from its input to its output of\n"
-                 "Conv, Gemm, MatMul (+ Add), MaxPool, AveragePool, GlobalAveragePool, Relu,\n"
-                 "Flatten, Reshape, BatchNormalization, Softmax (last), Pad (zeros), Dropout,\n"
-                 "Identity and Constant nodes, weights in float32, float16, bfloat16 or float64\n"
-                 "(docs/CLI.md lists the attributes each takes). Batch normalization is folded\n"
-                 "into the layer before it, Dropout and Identity are removed, and a layer of which\n"
+                 "dense fp32 .dcz. The graph, branches and residual connections included, may\n"
+                 "hold Conv (grouped and depthwise too), Gemm, MatMul, Add, Mul, Concat, MaxPool,\n"
+                 "AveragePool, GlobalAveragePool, Relu, LeakyRelu, Sigmoid, Tanh, HardSigmoid,\n"
+                 "HardSwish, Clip, Flatten, Reshape, BatchNormalization, Softmax (last), Pad\n"
+                 "(zeros), Dropout, Identity and Constant nodes, weights in float32, float16,\n"
+                 "bfloat16 or float64 (docs/CLI.md lists the attributes each takes). Batch\n"
+                 "normalization and constant Adds are folded into the Conv or Gemm computing\n"
+                 "their input, Dropout and Identity are removed, and a layer of which\n"
                  "at least 10% of the weights are exact zeros is taken as pruned elsewhere: stored\n"
                  "sparse, its zeros kept at zero by retraining (--keep-dense: never). Layers are\n"
                  "named conv1, fc1, relu1, pool1, ... as dcz train names them, so per-layer rules\n"
@@ -134,22 +136,23 @@ done:
 
 int cmd_export(verb_ctx *v)
 {
-    int opset = DCZ_ONNX_OPSET_DEFAULT;
+    int opset = 0;
     const opt_spec specs[] = {
-        { "opset", 0, OPT_INT, &opset, "ONNX opset to write, 11 to 17 (default 13)" },
+        { "opset", 0, OPT_INT, &opset, "ONNX opset to write, 11 to 17 (default 13, or 14 for a model with "
+          "HardSwish)" },
         { NULL, 0, OPT_FLAG, NULL, NULL }
     };
     v->usage = "dcz export MODEL.dcz -o OUT.onnx [--opset N]";
     v->summary = "Writes MODEL.dcz, whatever stage wrote it (dense, pruned, quantized or Huffman-\n"
                  "coded), as a standard ONNX model with dense fp32 weights (codebooks and sparse\n"
                  "positions decoded), so other tools can run and check it: input 'input' and\n"
-                 "output 'output' with a symbolic batch dimension; Gemm, Conv, MaxPool,\n"
-                 "AveragePool, GlobalAveragePool, Flatten, Relu and Softmax nodes named after the\n"
-                 "layers, initializers LAYER.weight and LAYER.bias.";
+                 "output 'output' with a symbolic batch dimension; the model's graph as nodes\n"
+                 "named after the layers (Gemm, Conv, pools, Add, Mul, Concat, the activations,\n"
+                 "Softmax), initializers LAYER.weight and LAYER.bias.";
     int rc = cli_parse(v, specs, 1, 1);
     if (rc != -1) return rc;
     if (!v->c.out) { cli_usage_error(v, "export needs -o OUT.onnx"); return EXIT_USAGE; }
-    if (opset < DCZ_ONNX_OPSET_MIN || opset > DCZ_ONNX_OPSET_MAX) {
+    if (opset != 0 && (opset < DCZ_ONNX_OPSET_MIN || opset > DCZ_ONNX_OPSET_MAX)) {
         cli_usage_error(v, "--opset must be %d to %d", DCZ_ONNX_OPSET_MIN, DCZ_ONNX_OPSET_MAX);
         return EXIT_USAGE;
     }
@@ -166,6 +169,7 @@ int cmd_export(verb_ctx *v)
     snprintf(doc_string, sizeof doc_string, "exported by dcz %s as dense fp32%s%s%s", DCZ_VERSION_STRING,
              n ? " (stages: " : "", stages, n ? ")" : "");
     dcz_onnx_export_opts eo = { opset, doc_string };
+    opset = dcz_onnx_export_opset(d, opset);
     uint8_t *buf = NULL;
     size_t len = 0;
     char err[512];

@@ -95,17 +95,8 @@ static const char *enc_name(uint32_t e)
 
 const char *cli_op_name(uint16_t op)
 {
-    switch (op) {
-    case DCZ_OP_DENSE: return "dense";
-    case DCZ_OP_RELU: return "relu";
-    case DCZ_OP_SOFTMAX: return "softmax";
-    case DCZ_OP_CONV2D: return "conv2d";
-    case DCZ_OP_MAXPOOL: return "maxpool";
-    case DCZ_OP_AVGPOOL: return "avgpool";
-    case DCZ_OP_GLOBAL_AVGPOOL: return "global_avgpool";
-    case DCZ_OP_FLATTEN: return "flatten";
-    }
-    return "?";
+    const dcz_op_info *o = dcz_op_get(op);
+    return o ? o->label : "?";
 }
 
 /* Layers with a weight and a bias: DENSE and CONV2D. */

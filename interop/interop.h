@@ -2,26 +2,28 @@
  *
  * dcz_onnx_import reads an ONNX model (a serialized onnx.ModelProto, parsed
  * with protobuf-c bindings generated at build time from Debian's onnx.proto)
- * into a .dcz document: a chain of DENSE, CONV2D, pooling, FLATTEN, RELU
- * and SOFTMAX layers with dense fp32 weights, batch normalization folded
- * into the layer before it, and exact zeros of a layer that was pruned
- * elsewhere kept as its pruning mask (sparse fp32). dcz_onnx_export writes
- * a document of any stage back as a dense fp32 ONNX graph (codebooks and
- * sparse positions decoded). docs/CLI.md ("import", "export") lists the
- * operators and attributes each way.
+ * into a .dcz document: a graph of DENSE, CONV2D (grouped and depthwise
+ * too), pooling, FLATTEN, ADD, MUL, CONCAT, the activations and SOFTMAX
+ * layers with dense fp32 weights, batch normalization folded into the layer
+ * computing its input, and exact zeros of a layer that was pruned elsewhere
+ * kept as its pruning mask (sparse fp32). dcz_onnx_export writes a document
+ * of any stage back as a dense fp32 ONNX graph (codebooks and sparse
+ * positions decoded). docs/CLI.md ("import", "export") lists the operators
+ * and attributes each way.
  *
  * Nothing read from a file is trusted: the protobuf nesting depth is checked
  * before parsing, every tensor's size against its dims and data type, every
- * operator's attributes and shapes, and the graph must be one chain from
- * its input to its output. Failures return a dcz_status and write a one-line
- * reason to err (errlen bytes; err may be NULL):
+ * operator's attributes and the shapes of its inputs, and the graph's order
+ * (a node reads only values made before it). Failures return a dcz_status
+ * and write a one-line reason to err (errlen bytes; err may be NULL):
  *   DCZ_ERR_FORMAT       not a valid ONNX protobuf, or an inconsistent one
  *                        (a tensor whose data does not fit its dims, a value
  *                        used before it is produced, ...)
  *   DCZ_ERR_UNSUPPORTED  valid ONNX dcz cannot represent: an opset outside
  *                        11..17, operators dcz lacks (every such node is
  *                        listed in one message), unsupported attributes,
- *                        branches, external data
+ *                        a batch norm or bias that cannot be folded,
+ *                        external data
  *   DCZ_ERR_SHAPE        shapes that do not agree
  *   DCZ_ERR_NOMEM        an allocation failed
  *
@@ -41,7 +43,8 @@
 
 #define DCZ_ONNX_OPSET_MIN 11
 #define DCZ_ONNX_OPSET_MAX 17
-#define DCZ_ONNX_OPSET_DEFAULT 13   /* what export writes unless told */
+#define DCZ_ONNX_OPSET_DEFAULT 13   /* what export writes unless told (14 for a model
+                                       with HARD_SWISH: dcz_onnx_export_opset) */
 
 /* A layer of weights counts as pruned elsewhere when at least this fraction
  * of its weights is exactly zero. */
@@ -79,18 +82,25 @@ dcz_status dcz_onnx_import(const void *buf, size_t len, const dcz_onnx_import_op
 void dcz_onnx_info_free(dcz_onnx_info *info);
 
 typedef struct dcz_onnx_export_opts {
-    int opset;                /* 11..17; 0: DCZ_ONNX_OPSET_DEFAULT */
+    int opset;                /* 11..17; 0: dcz_onnx_export_opset's choice */
     const char *doc_string;   /* stored as the model's doc_string; may be NULL */
 } dcz_onnx_export_opts;
 
 /* Writes d as an ONNX model into a new malloc'd buffer (*buf, *len): input
  * "input" of shape (batch, input dims) with a symbolic batch dimension,
- * output "output", one node per layer (Gemm, Conv, MaxPool, AveragePool,
- * GlobalAveragePool, Flatten, Relu, Softmax; a Flatten before a Gemm whose
- * input is not flat), weights as dense fp32 initializers named
- * LAYER.weight and LAYER.bias. opt may be NULL. DCZ_ERR_ARG for an opset
- * outside 11..17, DCZ_ERR_UNSUPPORTED for a layer the export cannot write. */
+ * output "output", each layer one node (a few for some: a Flatten before a
+ * Gemm whose input is not flat, a Reshape of per-channel factors before a
+ * Mul) reading the values of the layer's inputs, weights as dense fp32
+ * initializers named LAYER.weight and LAYER.bias. opt may be NULL.
+ * DCZ_ERR_ARG for an opset outside 11..17, DCZ_ERR_UNSUPPORTED for a layer
+ * the export cannot write, the status of dcz_doc_shapes for a graph whose
+ * layers do not fit together. */
 dcz_status dcz_onnx_export(const dcz_doc *d, const dcz_onnx_export_opts *opt, uint8_t **buf,
                            size_t *len, char *err, size_t errlen);
+
+/* The opset dcz_onnx_export writes for d when asked for opset (0: the
+ * default): opset itself when nonzero, else DCZ_ONNX_OPSET_DEFAULT, raised
+ * to 14 when d holds a HARD_SWISH layer (ONNX's HardSwish). */
+int dcz_onnx_export_opset(const dcz_doc *d, int opset);
 
 #endif /* DCZ_INTEROP_H */

@@ -2,18 +2,28 @@
  *
  * The document's values are already dense numbers (dcz_doc_read decodes
  * codebooks, sparse positions and fp16 biases), so every layer becomes one
- * standard node with float32 initializers:
+ * standard node (sometimes two or three) with float32 initializers. Its
+ * graph carries over as it is: tensor 0 is the value "input", the last
+ * layer's output "output", every other layer's output the value named after
+ * the layer, and each node reads the values of its layer's inputs:
  *   DENSE           Gemm (transB 1), after a Flatten when its input is not flat
- *   CONV2D          Conv (group 1, dilations 1, symmetric pads)
+ *   CONV2D          Conv (group, dilations 1, symmetric pads)
  *   MAXPOOL         MaxPool; AVGPOOL AveragePool (count_include_pad);
  *   GLOBAL_AVGPOOL  GlobalAveragePool
- *   FLATTEN         Flatten (axis 1); RELU Relu
+ *   FLATTEN         Flatten (axis 1); CONCAT Concat (axis 1)
+ *   ADD             Add; MUL Mul, factors (C) of an x (C, ...) reshaped to
+ *                   (N, C, 1, ...) first
+ *   RELU, SIGMOID,  Relu, Sigmoid, Tanh, LeakyRelu (alpha), HardSigmoid
+ *   TANH, ...       (alpha, beta), Clip (min and max as scalar
+ *                   initializers); HARD_SWISH HardSwish from opset 14,
+ *                   before that x HardSigmoid(x) (alpha 1/6, beta 1/2)
  *   SOFTMAX         Softmax (axis 1) over each whole sample: from opset 13 a
  *                   sample that is not flat goes through Flatten, Softmax and
  *                   a Reshape back
- * The input is "input" (batch, input dims) with a symbolic batch dimension,
- * the output "output". The structures are built on a pool of allocations
- * freed together once protobuf-c has packed them.
+ * The opset is the caller's, else 13, or 14 for a model with HARD_SWISH
+ * (dcz_onnx_export_opset). The input and output have a symbolic batch
+ * dimension. The structures are built on a pool of allocations freed
+ * together once protobuf-c has packed them.
  *
  * Checked by tests/unit/test_onnx.c (export, onnx import, equal outputs)
  * and tests/cli/interop.sh (onnx.checker when python3-onnx is present).
@@ -239,16 +249,262 @@ static int64_t ir_for_opset(int opset)
 }
 
 /* Layer names become value and initializer names when they are usable:
- * unique, non-empty, and neither "input" nor "output". */
+ * unique, non-empty, neither "input" nor "output", and without '_' or '.'
+ * (which the names derived from them add: LAYER_flat, LAYER.weight). */
 static int names_usable(const dcz_doc *d)
 {
     for (uint32_t i = 0; i < d->nlayers; i++) {
         const char *n = d->layers[i].name;
-        if (!*n || strcmp(n, "input") == 0 || strcmp(n, "output") == 0) return 0;
+        if (!*n || strcmp(n, "input") == 0 || strcmp(n, "output") == 0 || strpbrk(n, "_.")) return 0;
         for (uint32_t j = 0; j < i; j++)
             if (strcmp(n, d->layers[j].name) == 0) return 0;
     }
     return 1;
+}
+
+/* One layer to write: the names of its node, its output and its inputs,
+ * and the shapes of its inputs (one sample). */
+typedef struct lay {
+    builder *b;
+    const dcz_doc_layer *l;
+    const char *base;                           /* node name, prefix of its initializers */
+    const char *out;
+    const char *in[DCZ_MAX_INPUTS];
+    const dcz_shape *shape[DCZ_MAX_INPUTS];
+    int opset;
+} lay;
+
+static Onnx__AttributeProto *attr_float(builder *b, const char *name, float v)
+{
+    Onnx__AttributeProto *a = palloc(&b->pl, sizeof *a);
+    if (!a) return NULL;
+    const Onnx__AttributeProto init = ONNX__ATTRIBUTE_PROTO__INIT;
+    *a = init;
+    a->name = pstr(&b->pl, "%s", name);
+    a->has_type = 1;
+    a->type = ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__FLOAT;
+    a->has_f = 1;
+    a->f = v;
+    return a;
+}
+
+/* The weight and bias initializers of a DENSE or CONV2D layer. */
+static void put_params(const lay *y, const char *wname, const char *bname)
+{
+    const dcz_doc_layer *l = y->l;
+    init_f32(y->b, wname, l->t[0].dims, l->t[0].rank, l->t[0].values, l->t[0].n);
+    init_f32(y->b, bname, l->t[1].dims, l->t[1].rank, l->t[1].values, l->t[1].n);
+}
+
+/* DENSE: Gemm (transB 1), after a Flatten when the input is not flat. */
+static void put_dense(const lay *y)
+{
+    builder *b = y->b;
+    const char *x = y->in[0], *wname = pstr(&b->pl, "%s.weight", y->base), *bname = pstr(&b->pl, "%s.bias", y->base);
+    if (y->shape[0]->rank != 1) {   /* Gemm takes (batch, features) */
+        const char *flat = pstr(&b->pl, "%s_flat", y->base);
+        Onnx__AttributeProto *fa[1] = { attr_int(b, "axis", 1) };
+        node(b, "Flatten", flat, &x, 1, flat, fa, 1);
+        x = flat;
+    }
+    const char *in[3] = { x, wname, bname };
+    Onnx__AttributeProto *ga[1] = { attr_int(b, "transB", 1) };
+    node(b, "Gemm", y->base, in, 3, y->out, ga, 1);
+    put_params(y, wname, bname);
+}
+
+/* CONV2D: Conv with its group, dilations 1 and symmetric pads. */
+static void put_conv(const lay *y)
+{
+    builder *b = y->b;
+    const int32_t *a = y->l->attr;
+    const char *wname = pstr(&b->pl, "%s.weight", y->base), *bname = pstr(&b->pl, "%s.bias", y->base);
+    const int64_t k[2] = { a[2], a[3] }, st[2] = { a[4], a[5] }, pads[4] = { a[6], a[7], a[6], a[7] };
+    const int64_t one[2] = { 1, 1 };
+    Onnx__AttributeProto *ca[5] = { attr_ints(b, "kernel_shape", k, 2), attr_ints(b, "strides", st, 2),
+                                    attr_ints(b, "pads", pads, 4), attr_ints(b, "dilations", one, 2),
+                                    attr_int(b, "group", a[8]) };
+    const char *in[3] = { y->in[0], wname, bname };
+    node(b, "Conv", y->base, in, 3, y->out, ca, 5);
+    put_params(y, wname, bname);
+}
+
+static void put_pool(const lay *y)
+{
+    builder *b = y->b;
+    const int32_t *a = y->l->attr;
+    const int64_t k[2] = { a[0], a[1] }, st[2] = { a[2], a[3] }, pads[4] = { a[4], a[5], a[4], a[5] };
+    Onnx__AttributeProto *pa[4] = { attr_ints(b, "kernel_shape", k, 2), attr_ints(b, "strides", st, 2),
+                                    attr_ints(b, "pads", pads, 4), NULL };
+    const int avg = y->l->op == DCZ_OP_AVGPOOL;
+    if (avg) pa[3] = attr_int(b, "count_include_pad", a[6]);
+    node(b, avg ? "AveragePool" : "MaxPool", y->base, y->in, 1, y->out, pa, avg ? 4 : 3);
+}
+
+/* SOFTMAX over each whole sample: Softmax (axis 1); from opset 13 a sample
+ * that is not flat goes through Flatten, Softmax and a Reshape back. */
+static void put_softmax(const lay *y)
+{
+    builder *b = y->b;
+    const dcz_shape *shape = y->shape[0];
+    Onnx__AttributeProto *sa[1] = { attr_int(b, "axis", 1) };
+    if (shape->rank == 1 || y->opset < 13) {
+        node(b, "Softmax", y->base, y->in, 1, y->out, sa, 1);
+        return;
+    }
+    const char *flat = pstr(&b->pl, "%s_flat", y->base), *prob = pstr(&b->pl, "%s_flatprob", y->base);
+    const char *sname = pstr(&b->pl, "%s.shape", y->base);
+    Onnx__AttributeProto *fa[1] = { attr_int(b, "axis", 1) };
+    node(b, "Flatten", flat, y->in, 1, flat, fa, 1);
+    node(b, "Softmax", y->base, &flat, 1, prob, sa, 1);
+    int64_t sh[1 + DCZ_MAX_RANK] = { -1 };
+    for (uint32_t k = 0; k < shape->rank; k++) sh[k + 1] = shape->dims[k];
+    init_i64(b, sname, sh, shape->rank + 1);
+    const char *in[2] = { prob, sname };
+    node(b, "Reshape", pstr(&b->pl, "%s_reshape", y->base), in, 2, y->out, NULL, 0);
+}
+
+/* MUL: Mul, factors (C) of an x (C, ...) reshaped to (N, C, 1, ...) first
+ * so that ONNX broadcasting gives one factor per channel. */
+static void put_mul(const lay *y)
+{
+    builder *b = y->b;
+    const dcz_shape *x = y->shape[0], *f = y->shape[1];
+    const char *in[2] = { y->in[0], y->in[1] };
+    if (f->rank != x->rank) {
+        const char *fname = pstr(&b->pl, "%s_factors", y->base), *sname = pstr(&b->pl, "%s.factor_shape", y->base);
+        int64_t sh[1 + DCZ_MAX_RANK] = { -1, f->dims[0], 1, 1, 1 };
+        init_i64(b, sname, sh, x->rank + 1);
+        const char *rin[2] = { y->in[1], sname };
+        node(b, "Reshape", fname, rin, 2, fname, NULL, 0);
+        in[1] = fname;
+    }
+    node(b, "Mul", y->base, in, 2, y->out, NULL, 0);
+}
+
+/* CLIP: Clip with its bounds as scalar initializers (inputs from opset 11). */
+static void put_clip(const lay *y)
+{
+    builder *b = y->b;
+    const float lo = dcz_attr_f32(y->l->attr[0]), hi = dcz_attr_f32(y->l->attr[1]);
+    const char *in[3] = { y->in[0], pstr(&b->pl, "%s.min", y->base), pstr(&b->pl, "%s.max", y->base) };
+    init_f32(b, in[1], NULL, 0, &lo, 1);
+    init_f32(b, in[2], NULL, 0, &hi, 1);
+    node(b, "Clip", y->base, in, 3, y->out, NULL, 0);
+}
+
+/* HARD_SWISH: HardSwish from opset 14; before, x HardSigmoid(x) with alpha
+ * 1/6 and beta 1/2. */
+static void put_hard_swish(const lay *y)
+{
+    builder *b = y->b;
+    if (y->opset >= 14) {
+        node(b, "HardSwish", y->base, y->in, 1, y->out, NULL, 0);
+        return;
+    }
+    const char *gate = pstr(&b->pl, "%s_gate", y->base);
+    Onnx__AttributeProto *ha[2] = { attr_float(b, "alpha", 1.0f / 6.0f), attr_float(b, "beta", 0.5f) };
+    node(b, "HardSigmoid", gate, y->in, 1, gate, ha, 2);
+    const char *in[2] = { y->in[0], gate };
+    node(b, "Mul", y->base, in, 2, y->out, NULL, 0);
+}
+
+/* Operators that are one ONNX node with the same inputs and no attributes. */
+static const struct { uint16_t op; const char *onnx; } plain_ops[] = {
+    { DCZ_OP_RELU, "Relu" }, { DCZ_OP_SIGMOID, "Sigmoid" }, { DCZ_OP_TANH, "Tanh" }, { DCZ_OP_ADD, "Add" },
+    { DCZ_OP_GLOBAL_AVGPOOL, "GlobalAveragePool" },
+};
+
+/* Writes one layer; DCZ_ERR_UNSUPPORTED for an operator with no ONNX form
+ * here, DCZ_ERR_FORMAT for a weighted layer without its two tensors. */
+static dcz_status put_layer(const lay *y)
+{
+    builder *b = y->b;
+    const dcz_doc_layer *l = y->l;
+    for (size_t k = 0; k < sizeof plain_ops / sizeof *plain_ops; k++)
+        if (plain_ops[k].op == l->op) {
+            node(b, plain_ops[k].onnx, y->base, y->in, l->nin, y->out, NULL, 0);
+            return DCZ_OK;
+        }
+    Onnx__AttributeProto *a[2];
+    switch (l->op) {
+    case DCZ_OP_DENSE:
+    case DCZ_OP_CONV2D:
+        if (l->ntensors != 2) return DCZ_ERR_FORMAT;
+        if (l->op == DCZ_OP_DENSE) put_dense(y);
+        else put_conv(y);
+        return DCZ_OK;
+    case DCZ_OP_MAXPOOL:
+    case DCZ_OP_AVGPOOL: put_pool(y); return DCZ_OK;
+    case DCZ_OP_SOFTMAX: put_softmax(y); return DCZ_OK;
+    case DCZ_OP_MUL: put_mul(y); return DCZ_OK;
+    case DCZ_OP_CLIP: put_clip(y); return DCZ_OK;
+    case DCZ_OP_HARD_SWISH: put_hard_swish(y); return DCZ_OK;
+    case DCZ_OP_FLATTEN:
+    case DCZ_OP_CONCAT:
+        a[0] = attr_int(b, "axis", 1);
+        node(b, l->op == DCZ_OP_FLATTEN ? "Flatten" : "Concat", y->base, y->in, l->nin, y->out, a, 1);
+        return DCZ_OK;
+    case DCZ_OP_LEAKY_RELU:
+        a[0] = attr_float(b, "alpha", dcz_attr_f32(l->attr[0]));
+        node(b, "LeakyRelu", y->base, y->in, 1, y->out, a, 1);
+        return DCZ_OK;
+    case DCZ_OP_HARD_SIGMOID:
+        a[0] = attr_float(b, "alpha", dcz_attr_f32(l->attr[0]));
+        a[1] = attr_float(b, "beta", dcz_attr_f32(l->attr[1]));
+        node(b, "HardSigmoid", y->base, y->in, 1, y->out, a, 2);
+        return DCZ_OK;
+    }
+    return DCZ_ERR_UNSUPPORTED;
+}
+
+int dcz_onnx_export_opset(const dcz_doc *d, int opset)
+{
+    if (opset) return opset;
+    for (uint32_t i = 0; d && i < d->nlayers; i++)
+        if (d->layers[i].op == DCZ_OP_HARD_SWISH && DCZ_ONNX_OPSET_DEFAULT < 14) return 14;
+    return DCZ_ONNX_OPSET_DEFAULT;
+}
+
+/* Packs the graph of b, with its input and output, into *buf. */
+static dcz_status pack(builder *b, const dcz_onnx_export_opts *opt, int opset, const dcz_shape *in,
+                       const dcz_shape *out, uint8_t **buf, size_t *len)
+{
+    Onnx__GraphProto g = ONNX__GRAPH_PROTO__INIT;
+    Onnx__ValueInfoProto *vin = value_info(b, "input", in), *vout = value_info(b, "output", out);
+    Onnx__OperatorSetIdProto os = ONNX__OPERATOR_SET_ID_PROTO__INIT;
+    Onnx__OperatorSetIdProto *osp = &os;
+    Onnx__ModelProto m = ONNX__MODEL_PROTO__INIT;
+    if (!vin || !vout || b->pl.oom) return DCZ_ERR_NOMEM;
+    g.n_node = b->nnodes;
+    g.node = b->nodes;
+    g.name = "dcz";
+    g.n_initializer = b->ninits;
+    g.initializer = b->inits;
+    g.n_input = 1;
+    g.input = &vin;
+    g.n_output = 1;
+    g.output = &vout;
+    os.domain = "";
+    os.has_version = 1;
+    os.version = opset;
+    m.has_ir_version = 1;
+    m.ir_version = ir_for_opset(opset);
+    m.n_opset_import = 1;
+    m.opset_import = &osp;
+    m.producer_name = "dcz";
+    m.producer_version = DCZ_VERSION_STRING;
+    m.graph = &g;
+    if (opt && opt->doc_string) m.doc_string = (char *)opt->doc_string;
+    size_t n = onnx__model_proto__get_packed_size(&m);
+    uint8_t *p = malloc(n ? n : 1);
+    if (!p || onnx__model_proto__pack(&m, p) != n) {
+        free(p);
+        return DCZ_ERR_NOMEM;
+    }
+    *buf = p;
+    *len = n;
+    return DCZ_OK;
 }
 
 dcz_status dcz_onnx_export(const dcz_doc *d, const dcz_onnx_export_opts *opt, uint8_t **buf,
@@ -258,7 +514,7 @@ dcz_status dcz_onnx_export(const dcz_doc *d, const dcz_onnx_export_opts *opt, ui
     if (!d || !buf || !len) return DCZ_ERR_ARG;
     *buf = NULL;
     *len = 0;
-    const int opset = opt && opt->opset ? opt->opset : DCZ_ONNX_OPSET_DEFAULT;
+    const int opset = dcz_onnx_export_opset(d, opt ? opt->opset : 0);
     if (opset < DCZ_ONNX_OPSET_MIN || opset > DCZ_ONNX_OPSET_MAX) {
         if (err) snprintf(err, errlen, "opset %d: dcz writes opsets %d to %d", opset, DCZ_ONNX_OPSET_MIN,
                           DCZ_ONNX_OPSET_MAX);
@@ -268,153 +524,43 @@ dcz_status dcz_onnx_export(const dcz_doc *d, const dcz_onnx_export_opts *opt, ui
         if (err) snprintf(err, errlen, "the model has no layers or no input shape");
         return DCZ_ERR_ARG;
     }
+    dcz_shape *shapes = malloc(((size_t)d->nlayers + 1) * sizeof *shapes);   /* tensor t: 0 the input */
+    if (!shapes) return DCZ_ERR_NOMEM;
+    dcz_status s = dcz_doc_shapes(d, shapes);
+    if (s != DCZ_OK) {
+        if (err) snprintf(err, errlen, "the model's layers do not fit together (%s)", dcz_status_str(s));
+        free(shapes);
+        return s;
+    }
     builder b;
     memset(&b, 0, sizeof b);
     b.capnodes = 3 * (size_t)d->nlayers;
     b.capinits = 2 * (size_t)d->nlayers + 1;
     b.nodes = palloc(&b.pl, b.capnodes * sizeof *b.nodes);
     b.inits = palloc(&b.pl, b.capinits * sizeof *b.inits);
+    const char **bases = palloc(&b.pl, d->nlayers * sizeof *bases);
+    const char **values = palloc(&b.pl, ((size_t)d->nlayers + 1) * sizeof *values);   /* by tensor */
     const int pretty = names_usable(d);
-    dcz_status s = DCZ_OK;
-    dcz_shape shape = { d->input_rank, { 0 } };
-    memcpy(shape.dims, d->input_dims, sizeof shape.dims);
-    const dcz_shape input_shape = shape;
-    const char *cur = "input";
+    for (uint32_t i = 0; bases && values && i < d->nlayers; i++) {
+        const char *n = d->layers[i].name;
+        bases[i] = pretty ? pstr(&b.pl, "%s", n) : pstr(&b.pl, "%s_%u", *n ? n : "layer", i);
+        values[i + 1] = i + 1 == d->nlayers ? "output" : bases[i];
+    }
+    if (values) values[0] = "input";
     for (uint32_t i = 0; i < d->nlayers && s == DCZ_OK && !b.pl.oom; i++) {
         const dcz_doc_layer *l = &d->layers[i];
-        const int32_t *a = l->attr;
-        dcz_shape next;
-        if (l->nin != 1 || l->in[0] != i) {
-            if (err) snprintf(err, errlen, "layer %s: export takes a chain of layers, each reading the one "
-                              "before it", l->name);
-            s = DCZ_ERR_UNSUPPORTED;
-            break;
+        lay y = { &b, l, bases[i], values[i + 1], { NULL }, { NULL }, opset };
+        for (uint32_t k = 0; k < l->nin; k++) {
+            y.in[k] = values[l->in[k]];
+            y.shape[k] = &shapes[l->in[k]];
         }
-        if (dcz_op_shape(l->op, l->attr, l->nattr, &shape, 1, &next) != DCZ_OK) {
-            if (err) snprintf(err, errlen, "layer %s does not fit its input", l->name);
-            s = DCZ_ERR_SHAPE;
-            break;
-        }
-        const int last = i + 1 == d->nlayers;
-        char base[96];
-        if (pretty) snprintf(base, sizeof base, "%s", l->name);
-        else snprintf(base, sizeof base, "%s_%u", *l->name ? l->name : "layer", i);
-        const char *out = last ? "output" : pstr(&b.pl, "%s", base);
-        const char *wname = pstr(&b.pl, "%s.weight", base), *bname = pstr(&b.pl, "%s.bias", base);
-        if (!out || !wname || !bname) break;
-        switch (l->op) {
-        case DCZ_OP_DENSE: {
-            if (l->ntensors != 2) { s = DCZ_ERR_FORMAT; break; }
-            if (shape.rank != 1) {   /* Gemm takes (batch, features) */
-                const char *flat = pstr(&b.pl, "%s_flat", base);
-                Onnx__AttributeProto *fa[1] = { attr_int(&b, "axis", 1) };
-                node(&b, "Flatten", flat, &cur, 1, flat, fa, 1);
-                cur = flat;
-            }
-            const char *in[3] = { cur, wname, bname };
-            Onnx__AttributeProto *ga[1] = { attr_int(&b, "transB", 1) };
-            node(&b, "Gemm", base, in, 3, out, ga, 1);
-            init_f32(&b, wname, l->t[0].dims, l->t[0].rank, l->t[0].values, l->t[0].n);
-            init_f32(&b, bname, l->t[1].dims, l->t[1].rank, l->t[1].values, l->t[1].n);
-            break;
-        }
-        case DCZ_OP_CONV2D: {
-            if (l->ntensors != 2) { s = DCZ_ERR_FORMAT; break; }
-            const int64_t k[2] = { a[2], a[3] }, st[2] = { a[4], a[5] }, pads[4] = { a[6], a[7], a[6], a[7] };
-            const int64_t one[2] = { 1, 1 };
-            Onnx__AttributeProto *ca[5] = { attr_ints(&b, "kernel_shape", k, 2), attr_ints(&b, "strides", st, 2),
-                                            attr_ints(&b, "pads", pads, 4), attr_ints(&b, "dilations", one, 2),
-                                            attr_int(&b, "group", 1) };
-            const char *in[3] = { cur, wname, bname };
-            node(&b, "Conv", base, in, 3, out, ca, 5);
-            init_f32(&b, wname, l->t[0].dims, l->t[0].rank, l->t[0].values, l->t[0].n);
-            init_f32(&b, bname, l->t[1].dims, l->t[1].rank, l->t[1].values, l->t[1].n);
-            break;
-        }
-        case DCZ_OP_MAXPOOL:
-        case DCZ_OP_AVGPOOL: {
-            const int64_t k[2] = { a[0], a[1] }, st[2] = { a[2], a[3] }, pads[4] = { a[4], a[5], a[4], a[5] };
-            Onnx__AttributeProto *pa[4] = { attr_ints(&b, "kernel_shape", k, 2), attr_ints(&b, "strides", st, 2),
-                                            attr_ints(&b, "pads", pads, 4), NULL };
-            const int avg = l->op == DCZ_OP_AVGPOOL;
-            if (avg) pa[3] = attr_int(&b, "count_include_pad", a[6]);
-            node(&b, avg ? "AveragePool" : "MaxPool", base, &cur, 1, out, pa, avg ? 4 : 3);
-            break;
-        }
-        case DCZ_OP_GLOBAL_AVGPOOL:
-            node(&b, "GlobalAveragePool", base, &cur, 1, out, NULL, 0);
-            break;
-        case DCZ_OP_FLATTEN: {
-            Onnx__AttributeProto *fa[1] = { attr_int(&b, "axis", 1) };
-            node(&b, "Flatten", base, &cur, 1, out, fa, 1);
-            break;
-        }
-        case DCZ_OP_RELU:
-            node(&b, "Relu", base, &cur, 1, out, NULL, 0);
-            break;
-        case DCZ_OP_SOFTMAX: {
-            Onnx__AttributeProto *sa[1] = { attr_int(&b, "axis", 1) };
-            if (shape.rank == 1 || opset < 13) {   /* axis 1: the whole sample */
-                node(&b, "Softmax", base, &cur, 1, out, sa, 1);
-                break;
-            }
-            const char *flat = pstr(&b.pl, "%s_flat", base), *prob = pstr(&b.pl, "%s_flatprob", base);
-            const char *sname = pstr(&b.pl, "%s.shape", base);
-            Onnx__AttributeProto *fa[1] = { attr_int(&b, "axis", 1) };
-            node(&b, "Flatten", flat, &cur, 1, flat, fa, 1);
-            node(&b, "Softmax", base, &flat, 1, prob, sa, 1);
-            int64_t sh[1 + DCZ_MAX_RANK] = { -1 };
-            for (uint32_t k = 0; k < shape.rank; k++) sh[k + 1] = shape.dims[k];
-            init_i64(&b, sname, sh, shape.rank + 1);
-            const char *in[2] = { prob, sname };
-            node(&b, "Reshape", pstr(&b.pl, "%s_reshape", base), in, 2, out, NULL, 0);
-            break;
-        }
-        default:
-            if (err) snprintf(err, errlen, "layer %s: operator %u has no ONNX form here", l->name, l->op);
-            s = DCZ_ERR_UNSUPPORTED;
-        }
-        cur = out;
-        shape = next;
+        s = put_layer(&y);
+        if (s != DCZ_OK && err)
+            snprintf(err, errlen, "layer %s: %s", l->name, s == DCZ_ERR_FORMAT ? "its weight or bias is missing" :
+                     "its operator has no ONNX form here");
     }
-    if (s == DCZ_OK && !b.pl.oom) {
-        Onnx__GraphProto g = ONNX__GRAPH_PROTO__INIT;
-        Onnx__ValueInfoProto *vin = value_info(&b, "input", &input_shape), *vout = value_info(&b, "output", &shape);
-        Onnx__OperatorSetIdProto os = ONNX__OPERATOR_SET_ID_PROTO__INIT;
-        Onnx__OperatorSetIdProto *osp = &os;
-        Onnx__ModelProto m = ONNX__MODEL_PROTO__INIT;
-        g.n_node = b.nnodes;
-        g.node = b.nodes;
-        g.name = "dcz";
-        g.n_initializer = b.ninits;
-        g.initializer = b.inits;
-        g.n_input = 1;
-        g.input = &vin;
-        g.n_output = 1;
-        g.output = &vout;
-        os.domain = "";
-        os.has_version = 1;
-        os.version = opset;
-        m.has_ir_version = 1;
-        m.ir_version = ir_for_opset(opset);
-        m.n_opset_import = 1;
-        m.opset_import = &osp;
-        m.producer_name = "dcz";
-        m.producer_version = DCZ_VERSION_STRING;
-        m.graph = &g;
-        if (opt && opt->doc_string) m.doc_string = (char *)opt->doc_string;
-        if (vin && vout && !b.pl.oom) {
-            size_t n = onnx__model_proto__get_packed_size(&m);
-            uint8_t *p = malloc(n ? n : 1);
-            if (p && onnx__model_proto__pack(&m, p) == n) {
-                *buf = p;
-                *len = n;
-            } else {
-                free(p);
-                s = DCZ_ERR_NOMEM;
-            }
-        } else s = DCZ_ERR_NOMEM;
-    } else if (s == DCZ_OK) s = DCZ_ERR_NOMEM;
+    if (s == DCZ_OK) s = b.pl.oom ? DCZ_ERR_NOMEM : pack(&b, opt, opset, &shapes[0], &shapes[d->nlayers], buf, len);
     pool_free(&b.pl);
+    free(shapes);
     return s;
 }

@@ -1,28 +1,47 @@
 /* onnx_import.c: an ONNX model (onnx.ModelProto) into a .dcz document.
  *
- * The graph is walked once in its (topological) node order, following one
- * "head": the value that carries the activation from the graph input to the
- * graph output. Every node takes the head as its data input (all its other
- * inputs must be constants: initializers or Constant nodes) and its output
- * becomes the new head; a value that feeds two nodes is a branch and is
- * refused. Nodes map to layers:
+ * The graph is walked once in its node order, which ONNX makes topological
+ * (a node reading a value no earlier node produced is refused). Every
+ * activation value lives in a dcz tensor: 0 the graph input, j + 1 the
+ * output of layer j; a value may feed any number of nodes, and a node may
+ * read several activations. A node's data inputs are activations, all its
+ * other inputs constants (initializers or Constant nodes). Nodes map to
+ * layers (one table, ops[], from op_type to handler):
  *   Gemm, MatMul            DENSE (weight (out, in) = alpha B^T or B^T)
- *   Add (constant)          added to the bias of the DENSE or CONV2D before it
- *   Conv                    CONV2D
- *   BatchNormalization      folded into the DENSE or CONV2D before it:
- *                           w' = w g, b' = (b - mean) g + beta,
+ *   Conv                    CONV2D, grouped and depthwise too (group;
+ *                           weight (out_c, in_c / group, kh, kw)); no bias:
+ *                           a zero bias
+ *   Add                     of two activations of one shape: ADD; of an
+ *                           activation and a constant: added to the bias of
+ *                           the DENSE or CONV2D computing the activation
+ *   Mul                     of two activations: MUL, one of the other's
+ *                           shape or (N, C, 1, 1) for (N, C, H, W)
+ *   Concat                  axis 1 (-3 of rank 4, -1 of rank 2): CONCAT
+ *   BatchNormalization      folded into the DENSE or CONV2D computing its
+ *                           input: w' = w g, b' = (b - mean) g + beta,
  *                           g = scale / sqrt(var + epsilon)
  *   MaxPool, AveragePool    MAXPOOL, AVGPOOL; GlobalAveragePool GLOBAL_AVGPOOL
  *   Flatten, Reshape        FLATTEN when they flatten each sample; removed
- *                           when they change nothing; a Reshape before any
- *                           layer sets the input shape, one after the last
- *                           only shapes the output (dcz's is flat)
+ *                           when they change nothing; a Reshape that alone
+ *                           reads the input sets the input shape, one that
+ *                           only the graph output or a Mul follows shapes the
+ *                           output (dcz's is flat) or the Mul's factors
  *   Pad (constant zeros)    removed when all pads are 0, else added to the
- *                           padding of the Conv or AveragePool after it
- *   Relu, Softmax           RELU, SOFTMAX (the last layer only)
+ *                           padding of the Conv or AveragePool reading it
+ *   Relu, Sigmoid, Tanh,    RELU, SIGMOID, TANH, HARD_SWISH,
+ *   HardSwish, LeakyRelu,   LEAKY_RELU (alpha 0.01), HARD_SIGMOID (alpha 0.2,
+ *   HardSigmoid, Clip       beta 0.5), CLIP (min, max: optional constant
+ *                           inputs; absent: -FLT_MAX, FLT_MAX)
+ *   Softmax                 SOFTMAX (the last layer only)
  *   Identity, Dropout       removed; Constant gives a constant
- * Every attribute a node carries must be known for its operator, and its
- * value supported; anything else is refused with the node's name.
+ * A removed or folded node gives its output its input's tensor. Folding
+ * needs the folded-into layer's output to be read by the folding node
+ * alone: every value's reads are counted before the walk (tensor_info). The
+ * layers the graph output does not depend on are dropped, so the output is
+ * the last layer and every other layer is read by a later one, as the .dcz
+ * writer requires. Every attribute a node carries must be known for its
+ * operator, and its value supported; anything else is refused with the
+ * node's name.
  *
  * Before protobuf-c parses the bytes, wire_check walks them and refuses a
  * message nesting deeper than WIRE_MAX_DEPTH (protobuf-c's parser recurses
@@ -303,14 +322,41 @@ static dcz_status tensor_decode(const errbuf *e, const Onnx__TensorProto *t, int
 
 enum { V_CONST = 1, V_ACT, V_DEAD };
 
+/* A value of the graph. An activation lives in a dcz tensor (0 the model
+ * input, j + 1 the output of layer j); a node that makes no layer (Identity,
+ * Dropout, a no-op Reshape or Flatten, Pad, a folded batch norm or bias)
+ * gives its output the tensor of its input. */
 typedef struct val {
     const char *name;
     int kind;
     const Onnx__TensorProto *t;     /* V_CONST: a tensor */
     const Onnx__AttributeProto *a;  /* V_CONST: a Constant's value_* attribute */
-    int used;                       /* V_ACT: taken by a node */
-    long user;                      /* the node that took it */
+    uint32_t tensor;                /* V_ACT: where it lives */
+    uint32_t pad_h, pad_w;          /* V_ACT: zero padding of a Pad, for the Conv or
+                                       AveragePool that reads the value */
+    long pad_node;                  /* that Pad, or -1 */
+    long tail_node;                 /* a Reshape only the graph's end or a Mul may
+                                       follow, or -1 */
+    dcz_shape view;                 /* with tail_node: the shape it gives the value */
 } val;
+
+/* How often a name is read: node inputs and graph outputs, counted before
+ * the walk (open addressing by name). */
+typedef struct use {
+    const char *name;
+    uint32_t n;
+} use;
+
+/* A dcz tensor: one sample's shape, and its reads in the whole graph (the
+ * node inputs naming a value that lives in it, less the reads of nodes that
+ * make no layer). A batch norm or a constant Add folds into a DENSE or
+ * CONV2D layer only when it is the one read of that layer's output. */
+typedef struct tensor_info {
+    dcz_shape shape;
+    uint64_t readers;
+} tensor_info;
+
+#define NAME_PREFIXES 24
 
 typedef struct imp {
     errbuf e;
@@ -321,22 +367,17 @@ typedef struct imp {
     size_t nvals, capvals;
     uint32_t *slot;                 /* index + 1; 0: empty */
     size_t nslots;
-    /* the chain */
-    long head;                      /* the value holding the activation */
-    dcz_shape shape;                /* its shape, one sample */
+    use *uses;                      /* (nuses), a power of 2 */
+    size_t nuses;
+    /* the document being built */
+    tensor_info *tens;              /* (caplayers + 1) */
     dcz_shape input_shape;
     int batch_fixed;                /* the input's batch dimension is a number */
     int64_t batch;
     dcz_doc_layer *layers;
     char (*source)[DCZ_ONNX_SOURCE_LEN];
     uint32_t nlayers, caplayers;
-    int foldable;                   /* the last layer is DENSE or CONV2D, nothing since */
-    uint32_t pad_h, pad_w;          /* a pending Pad for the next Conv or AveragePool */
-    int pad_pending;
-    char pad_node[96];
-    int tail_reshape;               /* a Reshape that only the graph's end may follow */
-    char tail_node[96];
-    uint32_t n_conv, n_fc, n_relu, n_pool, n_gap, n_flat;
+    struct { const char *prefix; uint32_t n; } names[NAME_PREFIXES];   /* layer name counters */
     uint32_t dropped, folded;
 } imp;
 
@@ -357,6 +398,7 @@ static long val_find(const imp *im, const char *name)
     }
 }
 
+
 /* Adds a value; DCZ_ERR_FORMAT when the name is empty or taken. */
 static dcz_status val_add(imp *im, const char *name, int kind, const char *by, long *index)
 {
@@ -368,11 +410,49 @@ static dcz_status val_add(imp *im, const char *name, int kind, const char *by, l
     memset(v, 0, sizeof *v);
     v->name = name;
     v->kind = kind;
-    v->user = -1;
+    v->pad_node = -1;
+    v->tail_node = -1;
     size_t k = name_hash(name) & (im->nslots - 1);
     while (im->slot[k]) k = (k + 1) & (im->nslots - 1);
     im->slot[k] = (uint32_t)(++im->nvals);
     if (index) *index = (long)im->nvals - 1;
+    return DCZ_OK;
+}
+
+/* The slot of name in the table of reads, or the empty one where it goes. */
+static use *use_slot(const imp *im, const char *name)
+{
+    for (size_t k = name_hash(name) & (im->nuses - 1);; k = (k + 1) & (im->nuses - 1))
+        if (!im->uses[k].name || strcmp(im->uses[k].name, name) == 0) return &im->uses[k];
+}
+
+static uint32_t uses_of(const imp *im, const char *name)
+{
+    const use *u = use_slot(im, name);
+    return u->name ? u->n : 0;
+}
+
+static void use_count(imp *im, const char *name)
+{
+    if (!name || !*name) return;
+    use *u = use_slot(im, name);
+    u->name = name;
+    if (u->n < UINT32_MAX) u->n++;
+}
+
+/* Counts the reads of every name: node inputs, then the graph outputs. */
+static dcz_status count_uses(imp *im)
+{
+    const Onnx__GraphProto *g = im->g;
+    size_t total = g->n_output;
+    for (size_t k = 0; k < g->n_node; k++) total += g->node[k]->n_input;
+    im->nuses = 16;
+    while (im->nuses < 2 * total + 2) im->nuses *= 2;
+    im->uses = calloc(im->nuses, sizeof *im->uses);
+    if (!im->uses) return DCZ_ERR_NOMEM;
+    for (size_t k = 0; k < g->n_node; k++)
+        for (size_t i = 0; i < g->node[k]->n_input; i++) use_count(im, g->node[k]->input[i]);
+    for (size_t k = 0; k < g->n_output; k++) use_count(im, g->output[k]->name);
     return DCZ_OK;
 }
 
@@ -386,9 +466,12 @@ static void node_label(const Onnx__NodeProto *n, size_t index, char *buf, size_t
 
 /* ---- attributes ------------------------------------------------------------- */
 
+struct opdef;
+
 typedef struct nodectx {
     imp *im;
     const Onnx__NodeProto *n;
+    const struct opdef *def;        /* its entry of ops[] */
     size_t index;
     char label[96];
 } nodectx;
@@ -489,7 +572,21 @@ static dcz_status attr_choice(const nodectx *c, const char *name, const char *co
                 (int)(a->s.len > 40 ? 40 : a->s.len), (const char *)a->s.data);
 }
 
+
 /* ---- node inputs and outputs ------------------------------------------------ */
+
+/* What a node does with the marks an activation may carry. */
+enum { F_PAD = 1,    /* takes the padding of a Pad before it in (Conv, AveragePool, Pad) */
+       F_PASS = 2,   /* passes the value on unchanged, marks included (Identity, Dropout) */
+       F_VIEW = 4 }; /* reads the shape a Reshape gave a value (Mul: its factors) */
+
+typedef struct opdef {
+    const char *name;                       /* the ONNX op_type */
+    dcz_status (*run)(const nodectx *c);
+    uint16_t op;                            /* the dcz op made, for handlers of several */
+    const char *layer;                      /* its layers are named layer1, layer2, ... */
+    int flags;                              /* F_* */
+} opdef;
 
 static const char *input_name(const nodectx *c, size_t k)
 {
@@ -511,33 +608,43 @@ static dcz_status input_val(const nodectx *c, size_t k, long *v)
     return DCZ_OK;
 }
 
-/* Marks activation value v as taken by this node: a second taker is a branch. */
-static dcz_status take(const nodectx *c, long v)
+/* Input k as an activation; *v gets its value. Refused: a constant, a
+ * padded value where the node cannot take the padding in, and the output
+ * of a Reshape that only the graph's end or a Mul may follow. */
+static dcz_status input_act(const nodectx *c, size_t k, long *v)
 {
     imp *im = c->im;
-    val *x = &im->vals[v];
-    if (x->used || v != im->head) {
-        char other[96] = "another node";
-        if (x->user >= 0 && (size_t)x->user < im->g->n_node)
-            node_label(im->g->node[x->user], (size_t)x->user, other, sizeof other);
-        return fail(&im->e, DCZ_ERR_UNSUPPORTED, "value '%s' feeds both %s and %s: dcz imports a chain of "
-                    "operators, not branches or residual connections", x->name, other, c->label);
+    dcz_status s = input_val(c, k, v);
+    if (s != DCZ_OK) return s;
+    const val *x = &im->vals[*v];
+    char other[96];
+    if (x->kind == V_CONST)
+        return fail(&im->e, DCZ_ERR_UNSUPPORTED, "%s reads the constant '%s' where dcz needs a computed value "
+                    "(folding constants is not supported; export with do_constant_folding=True)", c->label,
+                    x->name);
+    if (x->tail_node >= 0 && !(c->def->flags & (F_PASS | F_VIEW))) {
+        node_label(im->g->node[x->tail_node], (size_t)x->tail_node, other, sizeof other);
+        return fail(&im->e, DCZ_ERR_UNSUPPORTED, "%s changes the shape of each sample other than by flattening "
+                    "it, and %s follows it (supported: flattening, a reshape of the model input, one at the end, "
+                    "or one giving a Mul its factors)", other, c->label);
     }
-    x->used = 1;
-    x->user = (long)c->index;
+    if (x->pad_node >= 0 && !(c->def->flags & (F_PAD | F_PASS))) {
+        node_label(im->g->node[x->pad_node], (size_t)x->pad_node, other, sizeof other);
+        return fail(&im->e, DCZ_ERR_UNSUPPORTED, "%s is followed by %s: dcz folds zero padding only into the "
+                    "Conv or AveragePool right after it", other, c->label);
+    }
     return DCZ_OK;
 }
 
-/* The data input (input 0) as the chain's activation. */
-static dcz_status take_data(const nodectx *c)
+static const dcz_shape *act_shape(const imp *im, long v) { return &im->tens[im->vals[v].tensor].shape; }
+
+/* "(16, 28, 28)" */
+static void shape_text(const dcz_shape *s, char *buf, size_t len)
 {
-    long v;
-    dcz_status s = input_val(c, 0, &v);
-    if (s != DCZ_OK) return s;
-    if (c->im->vals[v].kind == V_CONST)
-        return fail(&c->im->e, DCZ_ERR_UNSUPPORTED, "%s computes on constants only (constant folding is not "
-                    "supported; export with do_constant_folding=True)", c->label);
-    return take(c, v);
+    size_t n = (size_t)snprintf(buf, len, "(");
+    for (uint32_t k = 0; k < s->rank && n < len; k++)
+        n += (size_t)snprintf(buf + n, len - n, "%s%u", k ? ", " : "", s->dims[k]);
+    if (n < len) snprintf(buf + n, len - n, ")");
 }
 
 /* Input k as a constant decoded into out; optional inputs that are absent
@@ -554,11 +661,9 @@ static dcz_status input_const(const nodectx *c, size_t k, int want, const char *
     dcz_status s = input_val(c, k, &v);
     if (s != DCZ_OK) return s;
     const val *x = &c->im->vals[v];
-    if (x->kind != V_CONST) {
-        if (x->kind == V_ACT) (void)take(c, v);
+    if (x->kind != V_CONST)
         return fail(&c->im->e, DCZ_ERR_UNSUPPORTED, "%s: its %s ('%s') is computed by the graph; dcz needs "
                     "a constant (an initializer or a Constant node)", c->label, what, x->name);
-    }
     char lbl[160];
     snprintf(lbl, sizeof lbl, "%s of %s", what, c->label);
     if (x->t) return tensor_decode(&c->im->e, x->t, want, lbl, out);
@@ -588,18 +693,41 @@ static dcz_status input_const(const nodectx *c, size_t k, int want, const char *
     return DCZ_OK;
 }
 
-/* Makes output 0 the new head; every other output is an extra one dcz does
- * not compute. */
-static dcz_status outputs(const nodectx *c)
+/* Defines the node's outputs: output 0 an activation living in tensor t,
+ * with the marks of value from (-1: none); every other output is an extra
+ * one dcz does not compute. *out (may be NULL) gets output 0's value. */
+static dcz_status outputs(const nodectx *c, uint32_t t, long from, long *out)
 {
+    imp *im = c->im;
     if (c->n->n_output == 0 || !c->n->output[0] || !*c->n->output[0])
-        return fail(&c->im->e, DCZ_ERR_FORMAT, "%s has no output", c->label);
+        return fail(&im->e, DCZ_ERR_FORMAT, "%s has no output", c->label);
     long v;
-    dcz_status s = val_add(c->im, c->n->output[0], V_ACT, c->label, &v);
+    dcz_status s = val_add(im, c->n->output[0], V_ACT, c->label, &v);
     for (size_t k = 1; k < c->n->n_output && s == DCZ_OK; k++)
-        if (c->n->output[k] && *c->n->output[k]) s = val_add(c->im, c->n->output[k], V_DEAD, c->label, NULL);
-    if (s == DCZ_OK) c->im->head = v;
-    return s;
+        if (c->n->output[k] && *c->n->output[k]) s = val_add(im, c->n->output[k], V_DEAD, c->label, NULL);
+    if (s != DCZ_OK) return s;
+    val *x = &im->vals[v];
+    x->tensor = t;
+    if (from >= 0) {
+        const val *f = &im->vals[from];
+        x->pad_h = f->pad_h;
+        x->pad_w = f->pad_w;
+        x->pad_node = f->pad_node;
+        x->tail_node = f->tail_node;
+        x->view = f->view;
+    }
+    im->tens[t].readers += uses_of(im, x->name);
+    if (out) *out = v;
+    return DCZ_OK;
+}
+
+/* Node c makes no layer: its output is activation v under a new name (the
+ * same tensor, the same marks), and its own read of v was no real read. */
+static dcz_status alias(const nodectx *c, long v, long *out)
+{
+    tensor_info *t = &c->im->tens[c->im->vals[v].tensor];
+    if (t->readers) t->readers--;
+    return outputs(c, c->im->vals[v].tensor, v, out);
 }
 
 /* Nodes with inputs beyond max. */
@@ -614,10 +742,40 @@ static dcz_status max_inputs(const nodectx *c, size_t min, size_t max)
 
 /* ---- layers ------------------------------------------------------------------ */
 
-/* Appends a layer named name (or prefix + count) after checking its
- * attributes and its shape against the chain's; the shape moves on. */
-static dcz_status add_layer(const nodectx *c, uint16_t op, const char *name, const int32_t *attr, uint32_t nattr,
-                            dcz_doc_layer **out)
+/* The next name of a prefix: conv1, conv2, ...; "flatten" and "prob" go
+ * without a number the first time, as dcz train names them. */
+static void layer_name(imp *im, const char *prefix, char *buf, size_t len)
+{
+    size_t k = 0;
+    while (k + 1 < NAME_PREFIXES && im->names[k].prefix && strcmp(im->names[k].prefix, prefix) != 0) k++;
+    im->names[k].prefix = prefix;
+    const uint32_t n = ++im->names[k].n;
+    if (n == 1 && (strcmp(prefix, "flatten") == 0 || strcmp(prefix, "prob") == 0)) snprintf(buf, len, "%s", prefix);
+    else snprintf(buf, len, "%s%u", prefix, n);
+}
+
+static dcz_status grow_layers(imp *im)
+{
+    if (im->nlayers < im->caplayers) return DCZ_OK;
+    const uint32_t cap = im->caplayers ? im->caplayers * 2 : 16;
+    dcz_doc_layer *nl = realloc(im->layers, cap * sizeof *nl);
+    if (!nl) return DCZ_ERR_NOMEM;
+    im->layers = nl;
+    char (*ns)[DCZ_ONNX_SOURCE_LEN] = realloc(im->source, cap * sizeof *ns);
+    if (!ns) return DCZ_ERR_NOMEM;
+    im->source = ns;
+    tensor_info *nt = realloc(im->tens, ((size_t)cap + 1) * sizeof *nt);
+    if (!nt) return DCZ_ERR_NOMEM;
+    im->tens = nt;
+    im->caplayers = cap;
+    return DCZ_OK;
+}
+
+/* Appends a layer of op reading the nin tensors in, after checking its
+ * attributes and its inputs' shapes; node c's output becomes its output.
+ * *out (may be NULL) gets the layer, to fill its tensors. */
+static dcz_status add_layer(const nodectx *c, uint16_t op, const int32_t *attr, uint32_t nattr,
+                            const uint32_t *in, uint32_t nin, dcz_doc_layer **out)
 {
     imp *im = c->im;
     if (im->nlayers >= DCZ_MAX_LAYERS)
@@ -627,42 +785,67 @@ static dcz_status add_layer(const nodectx *c, uint16_t op, const char *name, con
         return fail(&im->e, DCZ_ERR_UNSUPPORTED, "%s: its sizes are outside what a .dcz layer holds "
                     "(windows and strides 1..%d, padding smaller than the window, sizes up to %u)", c->label,
                     DCZ_MAX_WINDOW, DCZ_MAX_DIM);
-    dcz_shape next;
-    if (dcz_op_shape(op, attr, nattr, &im->shape, 1, &next) != DCZ_OK)
-        return fail(&im->e, DCZ_ERR_SHAPE, "%s does not fit its input of %u x %u x %u (or its output is "
-                    "empty or too large)", c->label, im->shape.dims[0], im->shape.rank > 1 ? im->shape.dims[1] : 1,
-                    im->shape.rank > 2 ? im->shape.dims[2] : 1);
-    if (im->nlayers == im->caplayers) {
-        uint32_t cap = im->caplayers ? im->caplayers * 2 : 16;
-        dcz_doc_layer *nl = realloc(im->layers, cap * sizeof *nl);
-        if (!nl) return DCZ_ERR_NOMEM;
-        im->layers = nl;
-        char (*ns)[DCZ_ONNX_SOURCE_LEN] = realloc(im->source, cap * sizeof *ns);
-        if (!ns) return DCZ_ERR_NOMEM;
-        im->source = ns;
-        im->caplayers = cap;
+    dcz_shape ins[DCZ_MAX_INPUTS], next;
+    for (uint32_t k = 0; k < nin; k++) ins[k] = im->tens[in[k]].shape;
+    if (dcz_op_shape(op, attr, nattr, ins, nin, &next) != DCZ_OK) {
+        char txt[256] = "";
+        size_t n = 0;
+        for (uint32_t k = 0; k < nin && n < sizeof txt; k++) {
+            if (k) n += (size_t)snprintf(txt + n, sizeof txt - n, " and ");
+            if (n < sizeof txt) shape_text(&ins[k], txt + n, sizeof txt - n);
+            n = strlen(txt);
+        }
+        return fail(&im->e, DCZ_ERR_SHAPE, "%s does not fit its input%s %s (or its output is empty or too "
+                    "large)", c->label, nin > 1 ? "s" : "", txt);
     }
+    if (grow_layers(im) != DCZ_OK) return DCZ_ERR_NOMEM;
     dcz_doc_layer *l = &im->layers[im->nlayers];
     memset(l, 0, sizeof *l);
     l->op = op;
-    l->nin = 1;
-    l->in[0] = im->nlayers;   /* a chain */
-    snprintf(l->name, sizeof l->name, "%s", name);
+    l->nin = nin;
+    memcpy(l->in, in, nin * sizeof *in);
+    layer_name(im, c->def->layer, l->name, sizeof l->name);
     l->nattr = nattr;
     if (nattr) memcpy(l->attr, attr, nattr * sizeof *attr);
     snprintf(im->source[im->nlayers], DCZ_ONNX_SOURCE_LEN, "%s", c->label);
     im->nlayers++;
-    im->shape = next;
-    im->foldable = op == DCZ_OP_DENSE || op == DCZ_OP_CONV2D;
+    im->tens[im->nlayers].shape = next;
+    im->tens[im->nlayers].readers = 0;
     if (out) *out = l;
+    return outputs(c, im->nlayers, -1, NULL);
+}
+
+/* One input activation in, one layer out. */
+static dcz_status add_layer1(const nodectx *c, uint16_t op, const int32_t *attr, uint32_t nattr, long x,
+                             dcz_doc_layer **out)
+{
+    const uint32_t in = c->im->vals[x].tensor;
+    return add_layer(c, op, attr, nattr, &in, 1, out);
+}
+
+/* The DENSE or CONV2D layer that computes activation v, for node c (what:
+ * "batch normalization", "a bias") to fold into: the layer's output must
+ * be read by c alone. */
+static dcz_status fold_target(const nodectx *c, long v, const char *what, uint32_t *layer)
+{
+    imp *im = c->im;
+    const uint32_t t = im->vals[v].tensor;
+    if (t == 0 || !dcz_op_get(im->layers[t - 1].op)->weighted)
+        return fail(&im->e, DCZ_ERR_UNSUPPORTED, "%s follows no Conv, Gemm or MatMul: dcz folds %s into the "
+                    "layer that computes its input, and supports it nowhere else", c->label, what);
+    if (im->tens[t].readers != 1)
+        return fail(&im->e, DCZ_ERR_UNSUPPORTED, "%s: the output of %s is read by other nodes too, so %s "
+                    "cannot be folded into it (dcz folds it only into a Conv, Gemm or MatMul whose output it "
+                    "alone reads)", c->label, im->source[t - 1], what);
+    *layer = t - 1;
     return DCZ_OK;
 }
 
-/* Notes that node c was folded into the last layer. */
-static void note_folded(const nodectx *c)
+/* Notes that node c was folded into layer k. */
+static void note_folded(const nodectx *c, uint32_t k)
 {
     imp *im = c->im;
-    char *s = im->source[im->nlayers - 1];
+    char *s = im->source[k];
     size_t n = strlen(s);
     if (n + 4 < DCZ_ONNX_SOURCE_LEN) snprintf(s + n, DCZ_ONNX_SOURCE_LEN - n, " + %s", c->label);
     im->folded++;
@@ -704,7 +887,7 @@ static int bias_shape_ok(const cten *b, uint32_t m, int conv, int *per_unit)
     return b->rank >= 3 && b->rank <= 4 && big_at == (int)b->rank - 3;  /* [M,1,1], [1,M,1,1] */
 }
 
-static dcz_status op_gemm(const nodectx *c, int matmul)
+static dcz_status dense(const nodectx *c, int matmul)
 {
     imp *im = c->im;
     static const char *const known_gemm[] = { "alpha", "beta", "transA", "transB", NULL };
@@ -719,16 +902,18 @@ static dcz_status op_gemm(const nodectx *c, int matmul)
     if (s == DCZ_OK && !matmul) s = attr_float(c, "beta", 1.0f, &beta);
     if (s != DCZ_OK) return s;
     if (ta != 0) return fail(&im->e, DCZ_ERR_UNSUPPORTED, "%s: transA %lld is not supported (only 0)", c->label, (long long)ta);
-    if ((s = take_data(c)) != DCZ_OK) return s;
-    if (im->shape.rank != 1)
+    long x;
+    if ((s = input_act(c, 0, &x)) != DCZ_OK) return s;
+    const dcz_shape *shape = act_shape(im, x);
+    if (shape->rank != 1)
         return fail(&im->e, DCZ_ERR_SHAPE, "%s takes a %u-d activation per sample; %s needs a flat one "
-                    "(add a Flatten before it)", c->label, im->shape.rank, matmul ? "MatMul" : "Gemm");
+                    "(add a Flatten before it)", c->label, shape->rank, matmul ? "MatMul" : "Gemm");
     cten w, b;
     int has_b = 0;
     memset(&b, 0, sizeof b);
     if ((s = input_const(c, 1, WANT_FLOATS, "weight", &w, NULL)) != DCZ_OK) return s;
     if (!matmul) s = input_const(c, 2, WANT_FLOATS, "bias", &b, &has_b);
-    const uint32_t in = im->shape.dims[0];
+    const uint32_t in = shape->dims[0];
     int64_t k_dim = w.rank == 2 ? w.dims[tb ? 1 : 0] : -1, m_dim = w.rank == 2 ? w.dims[tb ? 0 : 1] : -1;
     int per_unit = 0;
     dcz_doc_layer *l = NULL;
@@ -748,10 +933,8 @@ static dcz_status op_gemm(const nodectx *c, int matmul)
                  "(%u)", c->label, b.n, out);
         goto done;
     }
-    char name[32];
-    snprintf(name, sizeof name, "fc%u", ++im->n_fc);
     const int32_t attr[2] = { (int32_t)in, (int32_t)out };
-    if ((s = add_layer(c, DCZ_OP_DENSE, name, attr, 2, &l)) != DCZ_OK) goto done;
+    if ((s = add_layer1(c, DCZ_OP_DENSE, attr, 2, x, &l)) != DCZ_OK) goto done;
     const uint32_t wd[2] = { out, in }, bd[1] = { out };
     l->ntensors = 2;
     if ((s = tensor_alloc(&l->t[0], 2, wd)) != DCZ_OK || (s = tensor_alloc(&l->t[1], 1, bd)) != DCZ_OK) goto done;
@@ -772,49 +955,220 @@ done:
     return s;
 }
 
-/* Adds a constant to the bias of the DENSE or CONV2D layer just before. */
+static dcz_status op_gemm(const nodectx *c) { return dense(c, 0); }
+static dcz_status op_matmul(const nodectx *c) { return dense(c, 1); }
+
+/* A constant added to the bias of the DENSE or CONV2D layer computing the
+ * other input. */
+static dcz_status add_bias(const nodectx *c, size_t act, size_t konst)
+{
+    imp *im = c->im;
+    long x;
+    uint32_t k;
+    dcz_status s = input_act(c, act, &x);
+    if (s == DCZ_OK) s = fold_target(c, x, "a constant it adds", &k);
+    if (s != DCZ_OK) return s;
+    dcz_doc_layer *l = &im->layers[k];
+    const int conv = l->op == DCZ_OP_CONV2D;
+    const uint32_t m = (uint32_t)l->attr[1];
+    cten b;
+    if ((s = input_const(c, konst, WANT_FLOATS, "addend", &b, NULL)) != DCZ_OK) return s;
+    int per_unit;
+    if (!bias_shape_ok(&b, m, conv, &per_unit)) {
+        cten_free(&b);
+        return fail(&im->e, DCZ_ERR_UNSUPPORTED, "%s: the constant does not broadcast as a bias (one value, or "
+                    "one per output channel: %u)", c->label, m);
+    }
+    for (uint32_t o = 0; o < m; o++) l->t[1].values[o] += b.f[per_unit ? o : 0];
+    cten_free(&b);
+    note_folded(c, k);
+    return alias(c, x, NULL);
+}
+
+/* Add: of two activations of one shape an ADD layer (a residual
+ * connection); of an activation and a constant a bias folded. */
 static dcz_status op_add(const nodectx *c)
 {
     imp *im = c->im;
     static const char *const none[] = { NULL };
     dcz_status s = attrs_known(c, none);
     if (s == DCZ_OK) s = max_inputs(c, 2, 2);
-    if (s != DCZ_OK) return s;
     long a, b;
-    if ((s = input_val(c, 0, &a)) != DCZ_OK || (s = input_val(c, 1, &b)) != DCZ_OK) return s;
+    if (s == DCZ_OK) s = input_val(c, 0, &a);
+    if (s == DCZ_OK) s = input_val(c, 1, &b);
+    if (s != DCZ_OK) return s;
     const int a_act = im->vals[a].kind == V_ACT, b_act = im->vals[b].kind == V_ACT;
-    if (a_act && b_act) {
-        if ((s = take(c, a)) != DCZ_OK || (s = take(c, b)) != DCZ_OK) return s;
-        return fail(&im->e, DCZ_ERR_UNSUPPORTED, "%s adds two computed values (a branch)", c->label);
-    }
     if (!a_act && !b_act)
-        return fail(&im->e, DCZ_ERR_UNSUPPORTED, "%s computes on constants only (constant folding is not supported)",
-                    c->label);
-    if ((s = take(c, a_act ? a : b)) != DCZ_OK) return s;
-    if (!im->foldable)
-        return fail(&im->e, DCZ_ERR_UNSUPPORTED, "%s: dcz supports Add only as the bias of the MatMul, Gemm or "
-                    "Conv right before it", c->label);
-    dcz_doc_layer *l = &im->layers[im->nlayers - 1];
-    const int conv = l->op == DCZ_OP_CONV2D;
-    const uint32_t m = (uint32_t)l->attr[1];
-    cten k;
-    if ((s = input_const(c, a_act ? 1 : 0, WANT_FLOATS, "addend", &k, NULL)) != DCZ_OK) return s;
-    int per_unit;
-    if (!bias_shape_ok(&k, m, conv, &per_unit)) {
-        cten_free(&k);
-        return fail(&im->e, DCZ_ERR_UNSUPPORTED, "%s: the constant does not broadcast as a bias (one value, or "
-                    "one per output channel: %u)", c->label, m);
+        return fail(&im->e, DCZ_ERR_UNSUPPORTED, "%s computes on constants only (folding constants is not "
+                    "supported)", c->label);
+    if (!a_act || !b_act) return add_bias(c, a_act ? 0 : 1, a_act ? 1 : 0);
+    if ((s = input_act(c, 0, &a)) != DCZ_OK || (s = input_act(c, 1, &b)) != DCZ_OK) return s;
+    const dcz_shape *sa = act_shape(im, a), *sb = act_shape(im, b);
+    if (!dcz_shape_is(sa, sb->rank, sb->dims)) {
+        char ta[64], tb[64];
+        shape_text(sa, ta, sizeof ta);
+        shape_text(sb, tb, sizeof tb);
+        return fail(&im->e, DCZ_ERR_SHAPE, "%s adds values of shapes %s and %s per sample (dcz adds values of "
+                    "one shape)", c->label, ta, tb);
     }
-    for (uint32_t o = 0; o < m; o++) l->t[1].values[o] += k.f[per_unit ? o : 0];
-    cten_free(&k);
-    note_folded(c);
-    return outputs(c);
+    const uint32_t in[2] = { im->vals[a].tensor, im->vals[b].tensor };
+    return add_layer(c, DCZ_OP_ADD, NULL, 0, in, 2, NULL);
 }
 
-/* Window attributes of Conv and the pools: kernel, strides, symmetric pads
- * (after auto_pad), dilations 1, ceil_mode (pools) only when it gives the
- * floor size. win gets kh, kw, sh, sw, ph, pw. */
-static dcz_status window(const nodectx *c, const int64_t *kernel_from_w, int pool, int32_t win[6])
+/* The shape ONNX sees for activation v: the one a Reshape gave it, else
+ * its tensor's. */
+static const dcz_shape *onnx_shape(const imp *im, long v)
+{
+    return im->vals[v].tail_node >= 0 ? &im->vals[v].view : act_shape(im, v);
+}
+
+/* Whether Mul(x, f) is dcz's MUL of x by factors f: x as it is, f of x's
+ * shape or (C, 1, 1) for x (C, H, W) as ONNX sees them (equal ranks: then
+ * ONNX broadcasting means what MUL does), and the tensors fit MUL. */
+static int mul_fits(const imp *im, long x, long f)
+{
+    const dcz_shape *vx = onnx_shape(im, x), *vf = onnx_shape(im, f);
+    const uint32_t channels[3] = { vx->dims[0], 1, 1 };
+    if (im->vals[x].tail_node >= 0) return 0;
+    if (!dcz_shape_is(vf, vx->rank, vx->dims) && !(vx->rank == 3 && dcz_shape_is(vf, 3, channels))) return 0;
+    const dcz_shape in[2] = { *act_shape(im, x), *act_shape(im, f) };
+    dcz_shape out;
+    return dcz_op_shape(DCZ_OP_MUL, NULL, 0, in, 2, &out) == DCZ_OK;
+}
+
+/* Mul of two activations: MUL, the factors either of the other's shape or
+ * one per channel ((N, C, 1, 1) for (N, C, H, W)), in either order. */
+static dcz_status op_mul(const nodectx *c)
+{
+    imp *im = c->im;
+    static const char *const none[] = { NULL };
+    dcz_status s = attrs_known(c, none);
+    if (s == DCZ_OK) s = max_inputs(c, 2, 2);
+    long a, b;
+    if (s == DCZ_OK) s = input_val(c, 0, &a);
+    if (s == DCZ_OK) s = input_val(c, 1, &b);
+    if (s != DCZ_OK) return s;
+    if (im->vals[a].kind != V_ACT || im->vals[b].kind != V_ACT)
+        return fail(&im->e, DCZ_ERR_UNSUPPORTED, "%s multiplies by a constant (dcz's Mul takes two computed "
+                    "values)", c->label);
+    if ((s = input_act(c, 0, &a)) != DCZ_OK || (s = input_act(c, 1, &b)) != DCZ_OK) return s;
+    if (!mul_fits(im, a, b)) {
+        const long t = a;
+        a = b;
+        b = t;
+    }
+    if (!mul_fits(im, a, b)) {
+        char ta[64], tb[64];
+        shape_text(onnx_shape(im, b), ta, sizeof ta);
+        shape_text(onnx_shape(im, a), tb, sizeof tb);
+        return fail(&im->e, DCZ_ERR_SHAPE, "%s multiplies values of shapes %s and %s per sample (dcz multiplies "
+                    "values of one shape, or (C, H, W) by one factor per channel, (C, 1, 1))", c->label, ta, tb);
+    }
+    const uint32_t in[2] = { im->vals[a].tensor, im->vals[b].tensor };
+    return add_layer(c, DCZ_OP_MUL, NULL, 0, in, 2, NULL);
+}
+
+/* Concat on the channels (axis 1 of (N, C, H, W) or (N, D)): CONCAT. */
+static dcz_status op_concat(const nodectx *c)
+{
+    imp *im = c->im;
+    static const char *const known[] = { "axis", NULL };
+    dcz_status s = attrs_known(c, known);
+    if (s != DCZ_OK) return s;
+    if (c->n->n_input > DCZ_MAX_INPUTS)
+        return fail(&im->e, DCZ_ERR_UNSUPPORTED, "%s joins %zu values (dcz joins at most %d)", c->label,
+                    c->n->n_input, DCZ_MAX_INPUTS);
+    if ((s = max_inputs(c, 1, DCZ_MAX_INPUTS)) != DCZ_OK) return s;
+    if (!attr_find(c, "axis")) return fail(&im->e, DCZ_ERR_FORMAT, "%s has no axis", c->label);
+    int64_t axis;
+    if ((s = attr_int(c, "axis", 1, &axis)) != DCZ_OK) return s;
+    uint32_t in[DCZ_MAX_INPUTS];
+    long x = -1;
+    for (size_t k = 0; k < c->n->n_input; k++) {
+        if ((s = input_act(c, k, &x)) != DCZ_OK) return s;
+        in[k] = im->vals[x].tensor;
+    }
+    const int64_t r = (int64_t)act_shape(im, x)->rank + 1;
+    if (axis < 0) axis += r;
+    if (axis != 1)
+        return fail(&im->e, DCZ_ERR_UNSUPPORTED, "%s: axis %lld of rank-%lld values (dcz joins channels: "
+                    "axis 1)", c->label, (long long)axis, (long long)r);
+    if (c->n->n_input == 1) {
+        im->dropped++;
+        return alias(c, x, NULL);
+    }
+    return add_layer(c, DCZ_OP_CONCAT, NULL, 0, in, (uint32_t)c->n->n_input, NULL);
+}
+
+/* A bound of Clip (input k): absent, or a constant scalar. */
+static dcz_status clip_bound(const nodectx *c, size_t k, const char *what, float *v)
+{
+    cten b;
+    int present;
+    dcz_status s = input_const(c, k, WANT_FLOATS, what, &b, &present);
+    if (s != DCZ_OK || !present) return s;
+    if (b.n != 1 || b.rank > 1) s = fail(&c->im->e, DCZ_ERR_UNSUPPORTED, "%s: its %s has %zu values (a scalar "
+                                         "is needed)", c->label, what, b.n);
+    else *v = b.f[0];
+    cten_free(&b);
+    return s;
+}
+
+/* Clip: bounds as optional constant inputs (opset 11 on); an absent bound
+ * is the largest float. */
+static dcz_status op_clip(const nodectx *c)
+{
+    imp *im = c->im;
+    static const char *const none[] = { NULL };
+    dcz_status s = attrs_known(c, none);
+    float lo = -FLT_MAX, hi = FLT_MAX;
+    long x;
+    if (s == DCZ_OK) s = max_inputs(c, 1, 3);
+    if (s == DCZ_OK) s = input_act(c, 0, &x);
+    if (s == DCZ_OK) s = clip_bound(c, 1, "minimum", &lo);
+    if (s == DCZ_OK) s = clip_bound(c, 2, "maximum", &hi);
+    if (s != DCZ_OK) return s;
+    if (!(lo <= hi))
+        return fail(&im->e, DCZ_ERR_UNSUPPORTED, "%s: its minimum %g is above its maximum %g", c->label,
+                    (double)lo, (double)hi);
+    const int32_t attr[2] = { dcz_f32_attr(lo), dcz_f32_attr(hi) };
+    return add_layer1(c, DCZ_OP_CLIP, attr, 2, x, NULL);
+}
+
+/* One activation in, one out, with float attributes: Relu, Sigmoid, Tanh,
+ * HardSwish, LeakyRelu (alpha 0.01), HardSigmoid (alpha 0.2, beta 0.5), and
+ * GlobalAveragePool. */
+static dcz_status op_activation(const nodectx *c)
+{
+    static const char *const none[] = { NULL }, *const leaky[] = { "alpha", NULL },
+                             *const hard[] = { "alpha", "beta", NULL };
+    const uint16_t op = c->def->op;
+    dcz_status s = attrs_known(c, op == DCZ_OP_LEAKY_RELU ? leaky : op == DCZ_OP_HARD_SIGMOID ? hard : none);
+    if (s == DCZ_OK) s = max_inputs(c, 1, 1);
+    float alpha = 0, beta = 0;
+    uint32_t nattr = 0;
+    if (s == DCZ_OK && op == DCZ_OP_LEAKY_RELU) {
+        s = attr_float(c, "alpha", 0.01f, &alpha);
+        nattr = 1;
+    }
+    if (s == DCZ_OK && op == DCZ_OP_HARD_SIGMOID) {
+        s = attr_float(c, "alpha", 0.2f, &alpha);
+        if (s == DCZ_OK) s = attr_float(c, "beta", 0.5f, &beta);
+        nattr = 2;
+    }
+    long x;
+    if (s == DCZ_OK) s = input_act(c, 0, &x);
+    if (s != DCZ_OK) return s;
+    const int32_t attr[2] = { dcz_f32_attr(alpha), dcz_f32_attr(beta) };
+    return add_layer1(c, op, attr, nattr, x, NULL);
+}
+
+/* Window attributes of Conv and the pools on an input of shape in:
+ * kernel, strides, symmetric pads (after auto_pad), dilations 1, ceil_mode
+ * (pools) only when it gives the floor size. win gets kh, kw, sh, sw, ph,
+ * pw. */
+static dcz_status window(const nodectx *c, const dcz_shape *in, const int64_t *kernel_from_w, int pool,
+                         int32_t win[6])
 {
     imp *im = c->im;
     const int64_t *ks, *st, *pads, *dil;
@@ -828,9 +1182,9 @@ static dcz_status window(const nodectx *c, const int64_t *kernel_from_w, int poo
     if (s == DCZ_OK) s = attr_choice(c, "auto_pad", pads_modes, &auto_pad);
     if (s == DCZ_OK && pool) s = attr_int(c, "ceil_mode", 0, &ceil_mode);
     if (s != DCZ_OK) return s;
-    if (im->shape.rank != 3)
+    if (in->rank != 3)
         return fail(&im->e, DCZ_ERR_SHAPE, "%s needs a (C, H, W) activation per sample, not rank %u", c->label,
-                    im->shape.rank);
+                    in->rank);
     int64_t k[2], sd[2] = { 1, 1 }, p[2] = { 0, 0 };
     if (!ks && !kernel_from_w) return fail(&im->e, DCZ_ERR_FORMAT, "%s has no kernel_shape", c->label);
     for (int d = 0; d < 2; d++) {
@@ -857,8 +1211,8 @@ static dcz_status window(const nodectx *c, const int64_t *kernel_from_w, int poo
         }
     } else if (auto_pad >= 2) {   /* SAME: output ceil(in / stride), padding split evenly */
         for (int d = 0; d < 2; d++) {
-            int64_t in = im->shape.dims[1 + d], o = (in + sd[d] - 1) / sd[d];
-            int64_t total = (o - 1) * sd[d] + k[d] - in;
+            int64_t n = in->dims[1 + d], o = (n + sd[d] - 1) / sd[d];
+            int64_t total = (o - 1) * sd[d] + k[d] - n;
             if (total < 0) total = 0;
             if (total % 2)
                 return fail(&im->e, DCZ_ERR_UNSUPPORTED, "%s: auto_pad SAME needs uneven padding here (not supported)",
@@ -870,7 +1224,7 @@ static dcz_status window(const nodectx *c, const int64_t *kernel_from_w, int poo
     }
     if (ceil_mode) {
         for (int d = 0; d < 2; d++) {
-            int64_t span = im->shape.dims[1 + d] + 2 * p[d] - k[d];
+            int64_t span = in->dims[1 + d] + 2 * p[d] - k[d];
             if (span >= 0 && span % sd[d] != 0)
                 return fail(&im->e, DCZ_ERR_UNSUPPORTED, "%s: ceil_mode 1 gives a larger output than dcz's pooling "
                             "here (only ceil_mode 0, or sizes where both agree)", c->label);
@@ -884,37 +1238,40 @@ static dcz_status window(const nodectx *c, const int64_t *kernel_from_w, int poo
     return DCZ_OK;
 }
 
-/* Takes a pending Pad into win (its padding added); count_include_pad of
- * an AveragePool (cip, may be NULL for Conv) must allow it. */
-static dcz_status use_pad(const nodectx *c, int32_t win[6], int64_t *cip)
+/* Takes the padding of a Pad before input value x into win; count_include_pad
+ * of an AveragePool (cip, NULL for Conv) must allow it. */
+static dcz_status use_pad(const nodectx *c, long x, int32_t win[6], int64_t *cip)
 {
     imp *im = c->im;
-    if (!im->pad_pending) return DCZ_OK;
+    const val *v = &im->vals[x];
+    if (v->pad_node < 0) return DCZ_OK;
+    char pad[96];
+    node_label(im->g->node[v->pad_node], (size_t)v->pad_node, pad, sizeof pad);
     if (cip && *cip == 0 && (win[4] || win[5]))
         return fail(&im->e, DCZ_ERR_UNSUPPORTED, "%s: its own padding (not counted) and %s before it cannot be "
-                    "combined", c->label, im->pad_node);
-    if ((uint64_t)win[4] + im->pad_h > DCZ_MAX_WINDOW || (uint64_t)win[5] + im->pad_w > DCZ_MAX_WINDOW)
+                    "combined", c->label, pad);
+    if ((uint64_t)win[4] + v->pad_h > DCZ_MAX_WINDOW || (uint64_t)win[5] + v->pad_w > DCZ_MAX_WINDOW)
         return fail(&im->e, DCZ_ERR_UNSUPPORTED, "%s: padding too large", c->label);
-    win[4] += (int32_t)im->pad_h;
-    win[5] += (int32_t)im->pad_w;
+    win[4] += (int32_t)v->pad_h;
+    win[5] += (int32_t)v->pad_w;
     if (cip) *cip = 1;     /* explicit zero padding counts in the mean */
-    im->pad_pending = 0;
     return DCZ_OK;
 }
 
+/* Conv, grouped and depthwise too: CONV2D, weight (out_c, in_c / group, kh,
+ * kw) as ONNX stores it; no bias gives a zero bias. */
 static dcz_status op_conv(const nodectx *c)
 {
     imp *im = c->im;
     static const char *const known[] = { "auto_pad", "dilations", "group", "kernel_shape", "pads", "strides", NULL };
     dcz_status s = attrs_known(c, known);
     int64_t group = 1;
+    long x;
     if (s == DCZ_OK) s = max_inputs(c, 2, 3);
     if (s == DCZ_OK) s = attr_int(c, "group", 1, &group);
+    if (s == DCZ_OK) s = input_act(c, 0, &x);
     if (s != DCZ_OK) return s;
-    if (group != 1)
-        return fail(&im->e, DCZ_ERR_UNSUPPORTED, "%s: group %lld (grouped or depthwise convolution) is not "
-                    "supported (only 1)", c->label, (long long)group);
-    if ((s = take_data(c)) != DCZ_OK) return s;
+    const dcz_shape *shape = act_shape(im, x);
     cten w, b;
     int has_b = 0;
     memset(&b, 0, sizeof b);
@@ -922,34 +1279,37 @@ static dcz_status op_conv(const nodectx *c)
     s = input_const(c, 2, WANT_FLOATS, "bias", &b, &has_b);
     int32_t win[6];
     dcz_doc_layer *l = NULL;
-    int per_unit = 0;
     if (s != DCZ_OK) goto done;
     if (w.rank != 4) {
         s = fail(&im->e, DCZ_ERR_UNSUPPORTED, "%s: a weight of rank %u (only 2-D convolution: rank 4)", c->label, w.rank);
         goto done;
     }
-    if ((s = window(c, &w.dims[2], 0, win)) != DCZ_OK || (s = use_pad(c, win, NULL)) != DCZ_OK) goto done;
-    if (w.dims[1] != (int64_t)im->shape.dims[0] || !fits_i32(w.dims[0], 1, DCZ_MAX_DIM)) {
-        s = fail(&im->e, DCZ_ERR_SHAPE, "%s: weight %lld x %lld x %lld x %lld does not fit an input of %u channels",
-                 c->label, (long long)w.dims[0], (long long)w.dims[1], (long long)w.dims[2], (long long)w.dims[3],
-                 im->shape.dims[0]);
+    if ((s = window(c, shape, &w.dims[2], 0, win)) != DCZ_OK || (s = use_pad(c, x, win, NULL)) != DCZ_OK) goto done;
+    const uint32_t in_c = shape->dims[0];
+    if (group < 1 || group > in_c || in_c % group != 0 || w.dims[0] % group != 0) {
+        s = fail(&im->e, DCZ_ERR_UNSUPPORTED, "%s: group %lld does not divide its %u input and %lld output "
+                 "channels", c->label, (long long)group, in_c, (long long)w.dims[0]);
         goto done;
     }
-    const uint32_t out_c = (uint32_t)w.dims[0], in_c = im->shape.dims[0];
-    if (has_b && (b.rank != 1 || !bias_shape_ok(&b, out_c, 0, &per_unit) || !per_unit)) {
+    if (w.dims[1] * group != (int64_t)in_c || !fits_i32(w.dims[0], 1, DCZ_MAX_DIM)) {
+        s = fail(&im->e, DCZ_ERR_SHAPE, "%s: weight %lld x %lld x %lld x %lld does not fit an input of %u channels "
+                 "in %lld group%s", c->label, (long long)w.dims[0], (long long)w.dims[1], (long long)w.dims[2],
+                 (long long)w.dims[3], in_c, (long long)group, group == 1 ? "" : "s");
+        goto done;
+    }
+    const uint32_t out_c = (uint32_t)w.dims[0];
+    if (has_b && (b.rank != 1 || b.dims[0] != (int64_t)out_c)) {
         s = fail(&im->e, DCZ_ERR_FORMAT, "%s: bias of %zu values for %u output channels", c->label, b.n, out_c);
         goto done;
     }
-    char name[32];
-    snprintf(name, sizeof name, "conv%u", ++im->n_conv);
     int32_t attr[9] = { (int32_t)in_c, (int32_t)out_c };
     memcpy(attr + 2, win, sizeof win);
-    attr[8] = 1;   /* group */
-    if ((s = add_layer(c, DCZ_OP_CONV2D, name, attr, 9, &l)) != DCZ_OK) goto done;
-    const uint32_t wd[4] = { out_c, in_c, (uint32_t)win[0], (uint32_t)win[1] }, bd[1] = { out_c };
+    attr[8] = (int32_t)group;
+    if ((s = add_layer1(c, DCZ_OP_CONV2D, attr, 9, x, &l)) != DCZ_OK) goto done;
+    const uint32_t wd[4] = { out_c, in_c / (uint32_t)group, (uint32_t)win[0], (uint32_t)win[1] }, bd[1] = { out_c };
     l->ntensors = 2;
     if ((s = tensor_alloc(&l->t[0], 4, wd)) != DCZ_OK || (s = tensor_alloc(&l->t[1], 1, bd)) != DCZ_OK) goto done;
-    memcpy(l->t[0].values, w.f, w.n * sizeof *w.f);   /* same layout: (out_c, in_c, kh, kw) */
+    memcpy(l->t[0].values, w.f, w.n * sizeof *w.f);   /* same layout: (out_c, in_c / group, kh, kw) */
     if (has_b) memcpy(l->t[1].values, b.f, out_c * sizeof *b.f);
 done:
     cten_free(&w);
@@ -957,9 +1317,11 @@ done:
     return s;
 }
 
-static dcz_status op_pool(const nodectx *c, int avg)
+/* MaxPool, AveragePool: MAXPOOL, AVGPOOL (c->def->op). */
+static dcz_status op_pool(const nodectx *c)
 {
     imp *im = c->im;
+    const int avg = c->def->op == DCZ_OP_AVGPOOL;
     static const char *const known_max[] = { "auto_pad", "ceil_mode", "dilations", "kernel_shape", "pads",
                                              "storage_order", "strides", NULL };
     static const char *const known_avg[] = { "auto_pad", "ceil_mode", "count_include_pad", "kernel_shape", "pads",
@@ -971,19 +1333,19 @@ static dcz_status op_pool(const nodectx *c, int avg)
     if (s == DCZ_OK && !avg) s = attr_int(c, "storage_order", 0, &order);
     if (s != DCZ_OK) return s;
     if (cip != 0 && cip != 1) return fail(&im->e, DCZ_ERR_FORMAT, "%s: count_include_pad %lld", c->label, (long long)cip);
-    if ((s = take_data(c)) != DCZ_OK) return s;
+    long x;
+    if ((s = input_act(c, 0, &x)) != DCZ_OK) return s;
     int32_t win[6];
-    if ((s = window(c, NULL, 1, win)) != DCZ_OK) return s;
-    if ((s = use_pad(c, win, &cip)) != DCZ_OK) return s;
-    char name[32];
-    snprintf(name, sizeof name, "pool%u", ++im->n_pool);
+    if ((s = window(c, act_shape(im, x), NULL, 1, win)) != DCZ_OK) return s;
+    if ((s = use_pad(c, x, win, &cip)) != DCZ_OK) return s;
     int32_t attr[7];
     memcpy(attr, win, sizeof win);
     attr[6] = (int32_t)cip;
-    return add_layer(c, avg ? DCZ_OP_AVGPOOL : DCZ_OP_MAXPOOL, name, attr, avg ? 7 : 6, NULL);
+    return add_layer1(c, c->def->op, attr, avg ? 7 : 6, x, NULL);
 }
 
-/* BatchNormalization folded into the DENSE or CONV2D layer before it. */
+/* BatchNormalization folded into the DENSE or CONV2D layer computing its
+ * input (which it alone reads). */
 static dcz_status op_batchnorm(const nodectx *c)
 {
     imp *im = c->im;
@@ -1001,24 +1363,25 @@ static dcz_status op_batchnorm(const nodectx *c)
         return fail(&im->e, DCZ_ERR_UNSUPPORTED, "%s: training_mode %lld, spatial %lld (only inference batch "
                     "norm: 0 and 1)", c->label, (long long)training, (long long)spatial);
     if (!(eps >= 0)) return fail(&im->e, DCZ_ERR_FORMAT, "%s: negative epsilon", c->label);
-    if ((s = take_data(c)) != DCZ_OK) return s;
-    if (!im->foldable)
-        return fail(&im->e, DCZ_ERR_UNSUPPORTED, "%s follows no Conv, Gemm or MatMul: dcz folds batch "
-                    "normalization into the layer right before it, and supports it nowhere else", c->label);
-    dcz_doc_layer *l = &im->layers[im->nlayers - 1];
+    long x;
+    uint32_t k;
+    if ((s = input_act(c, 0, &x)) != DCZ_OK) return s;
+    if ((s = fold_target(c, x, "batch normalization", &k)) != DCZ_OK) return s;
+    dcz_doc_layer *l = &im->layers[k];
     const uint32_t m = (uint32_t)l->attr[1];
     cten p[4];
     static const char *const what[4] = { "scale", "bias", "mean", "variance" };
     memset(p, 0, sizeof p);
-    for (int k = 0; k < 4 && s == DCZ_OK; k++) {
-        s = input_const(c, (size_t)k + 1, WANT_FLOATS, what[k], &p[k], NULL);
-        if (s == DCZ_OK && (p[k].rank != 1 || p[k].n != m))
-            s = fail(&im->e, DCZ_ERR_SHAPE, "%s: %s has %zu values for %u channels", c->label, what[k], p[k].n, m);
+    for (int j = 0; j < 4 && s == DCZ_OK; j++) {
+        s = input_const(c, (size_t)j + 1, WANT_FLOATS, what[j], &p[j], NULL);
+        if (s == DCZ_OK && (p[j].rank != 1 || p[j].n != m))
+            s = fail(&im->e, DCZ_ERR_SHAPE, "%s: %s has %zu values for %u channels", c->label, what[j], p[j].n, m);
     }
     for (uint32_t o = 0; o < m && s == DCZ_OK; o++)
         if (!((double)p[3].f[o] + eps > 0))
             s = fail(&im->e, DCZ_ERR_FORMAT, "%s: variance + epsilon is not positive (channel %u)", c->label, o);
     if (s == DCZ_OK) {
+        /* w' = w g, b' = (b - mean) g + beta, g = scale / sqrt(var + epsilon) */
         const size_t per = l->t[0].n / m;   /* weights of one output unit or channel */
         for (uint32_t o = 0; o < m; o++) {
             const double g = (double)p[0].f[o] / sqrt((double)p[3].f[o] + (double)eps);
@@ -1033,24 +1396,20 @@ static dcz_status op_batchnorm(const nodectx *c)
             if (!isfinite(l->t[1].values[o]))
                 s = fail(&im->e, DCZ_ERR_FORMAT, "%s: folding gives non-finite biases", c->label);
     }
-    for (int k = 0; k < 4; k++) cten_free(&p[k]);
+    for (int j = 0; j < 4; j++) cten_free(&p[j]);
     if (s != DCZ_OK) return s;
-    note_folded(c);
-    return outputs(c);
+    note_folded(c, k);
+    return alias(c, x, NULL);
 }
 
-/* A FLATTEN layer, unless the activation is flat already. */
-static dcz_status flatten(const nodectx *c)
+/* A FLATTEN layer, unless activation x is flat already. */
+static dcz_status flatten(const nodectx *c, long x)
 {
-    imp *im = c->im;
-    if (im->shape.rank == 1) {
-        im->dropped++;
-        return DCZ_OK;
+    if (act_shape(c->im, x)->rank == 1) {
+        c->im->dropped++;
+        return alias(c, x, NULL);
     }
-    char name[32];
-    if (im->n_flat++) snprintf(name, sizeof name, "flatten%u", im->n_flat);
-    else snprintf(name, sizeof name, "flatten");
-    return add_layer(c, DCZ_OP_FLATTEN, name, NULL, 0, NULL);
+    return add_layer1(c, DCZ_OP_FLATTEN, NULL, 0, x, NULL);
 }
 
 static dcz_status op_flatten(const nodectx *c)
@@ -1059,53 +1418,47 @@ static dcz_status op_flatten(const nodectx *c)
     static const char *const known[] = { "axis", NULL };
     dcz_status s = attrs_known(c, known);
     int64_t axis;
+    long x;
     if (s == DCZ_OK) s = max_inputs(c, 1, 1);
     if (s == DCZ_OK) s = attr_int(c, "axis", 1, &axis);
-    if (s == DCZ_OK) s = take_data(c);
+    if (s == DCZ_OK) s = input_act(c, 0, &x);
     if (s != DCZ_OK) return s;
-    const int64_t r = (int64_t)im->shape.rank + 1;
+    const int64_t r = (int64_t)act_shape(im, x)->rank + 1;
     if (axis < 0) axis += r;
     if (axis < 0 || axis > r) return fail(&im->e, DCZ_ERR_FORMAT, "%s: axis out of range", c->label);
     if (axis != 1)
         return fail(&im->e, DCZ_ERR_UNSUPPORTED, "%s: axis %lld merges the batch dimension (only axis 1)", c->label,
                     (long long)axis);
-    return flatten(c);
+    return flatten(c, x);
 }
 
-static dcz_status op_reshape(const nodectx *c)
+/* The shape a Reshape gives one sample of shape in (its shape input t,
+ * allowzero), into out. */
+static dcz_status reshape_to(const nodectx *c, const dcz_shape *in, const cten *t, int64_t allowzero,
+                             dcz_shape *out)
 {
     imp *im = c->im;
-    static const char *const known[] = { "allowzero", NULL };
-    dcz_status s = attrs_known(c, known);
-    int64_t allowzero = 0;
-    if (s == DCZ_OK) s = max_inputs(c, 2, 2);
-    if (s == DCZ_OK) s = attr_int(c, "allowzero", 0, &allowzero);
-    if (s == DCZ_OK) s = take_data(c);
-    if (s != DCZ_OK) return s;
-    cten t;
-    if ((s = input_const(c, 1, WANT_INTS, "shape", &t, NULL)) != DCZ_OK) return s;
-    const uint64_t count = dcz_shape_count(&im->shape);
+    const uint64_t count = dcz_shape_count(in);
     int64_t d[TENSOR_MAX_RANK];
-    size_t r = t.n;
-    int minus = -1, bad = t.rank != 1 || r < 1 || r > 1 + DCZ_MAX_RANK;
+    size_t r = t->n;
+    int minus = -1, bad = t->rank != 1 || r < 1 || r > 1 + DCZ_MAX_RANK;
     for (size_t k = 0; k < r && !bad; k++) {
-        d[k] = t.i[k];
+        d[k] = t->i[k];
         if (d[k] == 0 && !allowzero) {   /* copy the input's dimension; index 0 is the batch */
-            if (k > im->shape.rank) bad = 1;
-            else d[k] = k == 0 ? -2 : (int64_t)im->shape.dims[k - 1];
+            if (k > in->rank) bad = 1;
+            else d[k] = k == 0 ? -2 : (int64_t)in->dims[k - 1];
         } else if (d[k] == -1) {
             if (minus >= 0) bad = 1;
             minus = (int)k;
         } else if (d[k] < 1) bad = 1;
     }
-    cten_free(&t);
     if (bad) return fail(&im->e, DCZ_ERR_UNSUPPORTED, "%s: its shape is not one dcz can use (a batch dimension, "
                          "then the dimensions of one sample; at most one -1)", c->label);
     /* first entry: the batch (-2 copied, -1 inferred, or the input's fixed size) */
     if (!(d[0] == -2 || d[0] == -1 || (im->batch_fixed && d[0] == im->batch)))
         return fail(&im->e, DCZ_ERR_UNSUPPORTED, "%s fixes the batch size to %lld; export with a dynamic batch "
                     "(-1) or keep the batch dimension first", c->label, (long long)d[0]);
-    dcz_shape out = { (uint32_t)(r > 1 ? r - 1 : 1), { 1, 1, 1, 1 } };
+    *out = (dcz_shape){ (uint32_t)(r > 1 ? r - 1 : 1), { 1, 1, 1, 1 } };
     uint64_t known_count = 1;
     for (size_t k = 1; k < r; k++)
         if ((int)k != minus) {
@@ -1122,23 +1475,48 @@ static dcz_status op_reshape(const nodectx *c)
     if (known_count != count)
         return fail(&im->e, DCZ_ERR_SHAPE, "%s: %llu values per sample, its shape holds %llu", c->label,
                     (unsigned long long)count, (unsigned long long)known_count);
-    for (size_t k = 1; k < r; k++) out.dims[k - 1] = (uint32_t)d[k];
-    if (dcz_shape_is(&out, im->shape.rank, im->shape.dims)) {
+    for (size_t k = 1; k < r; k++) out->dims[k - 1] = (uint32_t)d[k];
+    return DCZ_OK;
+}
+
+/* Reshape: removed when it changes nothing; the new shape of the model
+ * input when it alone reads the input; FLATTEN when it flattens; else only
+ * the graph's end (dcz's output is flat) or a Mul (its factors, (C) seen as
+ * (C, 1, 1)) may follow it. */
+static dcz_status op_reshape(const nodectx *c)
+{
+    imp *im = c->im;
+    static const char *const known[] = { "allowzero", NULL };
+    dcz_status s = attrs_known(c, known);
+    int64_t allowzero = 0;
+    long x;
+    if (s == DCZ_OK) s = max_inputs(c, 2, 2);
+    if (s == DCZ_OK) s = attr_int(c, "allowzero", 0, &allowzero);
+    if (s == DCZ_OK) s = input_act(c, 0, &x);
+    if (s != DCZ_OK) return s;
+    cten t;
+    dcz_shape out;
+    if ((s = input_const(c, 1, WANT_INTS, "shape", &t, NULL)) != DCZ_OK) return s;
+    s = reshape_to(c, act_shape(im, x), &t, allowzero, &out);
+    cten_free(&t);
+    if (s != DCZ_OK) return s;
+    const uint32_t tx = im->vals[x].tensor;
+    if (dcz_shape_is(&out, im->tens[tx].shape.rank, im->tens[tx].shape.dims)) {
         im->dropped++;
-        return DCZ_OK;
+        return alias(c, x, NULL);
     }
-    if (im->nlayers == 0 && !im->pad_pending) {   /* a new view of the input */
-        im->shape = out;
+    if (tx == 0 && im->tens[0].readers == 1) {   /* a new view of the input */
+        im->tens[0].shape = out;
         im->input_shape = out;
         im->dropped++;
-        return DCZ_OK;
+        return alias(c, x, NULL);
     }
-    if (out.rank == 1) return flatten(c);
-    /* at the end of the graph a reshape only shapes the output, which dcz
-     * gives flat: accepted there, refused before any other layer */
-    im->tail_reshape = 1;
-    snprintf(im->tail_node, sizeof im->tail_node, "%s", c->label);
+    if (out.rank == 1) return flatten(c, x);
+    long o;
     im->dropped++;
+    if ((s = alias(c, x, &o)) != DCZ_OK) return s;
+    im->vals[o].tail_node = (long)c->index;
+    im->vals[o].view = out;
     return DCZ_OK;
 }
 
@@ -1148,36 +1526,40 @@ static dcz_status op_softmax(const nodectx *c)
     static const char *const known[] = { "axis", NULL };
     dcz_status s = attrs_known(c, known);
     int64_t axis;
+    long x;
     if (s == DCZ_OK) s = max_inputs(c, 1, 1);
     if (s == DCZ_OK) s = attr_int(c, "axis", im->opset < 13 ? 1 : -1, &axis);
-    if (s == DCZ_OK) s = take_data(c);
+    if (s == DCZ_OK) s = input_act(c, 0, &x);
     if (s != DCZ_OK) return s;
-    const int64_t r = (int64_t)im->shape.rank + 1;
+    const int64_t r = (int64_t)act_shape(im, x)->rank + 1;
     if (axis < 0) axis += r;
     /* before opset 13, softmax over axis 1 of a 2-D coercion: the whole sample */
     if (!(axis == 1 && (r == 2 || im->opset < 13)))
         return fail(&im->e, DCZ_ERR_UNSUPPORTED, "%s: axis %lld of a rank-%lld tensor (dcz takes the softmax of "
                     "each whole sample)", c->label, (long long)axis, (long long)r);
-    return add_layer(c, DCZ_OP_SOFTMAX, "prob", NULL, 0, NULL);
+    return add_layer1(c, DCZ_OP_SOFTMAX, NULL, 0, x, NULL);
 }
 
+/* Pad: removed when all pads are 0; symmetric zero padding of H and W is
+ * kept on its output value, for the Conv or AveragePool that reads it. */
 static dcz_status op_pad(const nodectx *c)
 {
     imp *im = c->im;
     static const char *const known[] = { "mode", NULL };
     static const char *const modes[] = { "constant", NULL };
     int mode;
+    long x;
     dcz_status s = attrs_known(c, known);
     if (s == DCZ_OK) s = max_inputs(c, 2, 3);
     if (s == DCZ_OK) s = attr_choice(c, "mode", modes, &mode);
-    if (s == DCZ_OK) s = take_data(c);
+    if (s == DCZ_OK) s = input_act(c, 0, &x);
     if (s != DCZ_OK) return s;
     cten p, v;
     int has_v = 0;
     memset(&v, 0, sizeof v);
     if ((s = input_const(c, 1, WANT_INTS, "pads", &p, NULL)) != DCZ_OK) return s;
     s = input_const(c, 2, WANT_FLOATS, "constant value", &v, &has_v);
-    const size_t r = (size_t)im->shape.rank + 1;
+    const size_t r = (size_t)act_shape(im, x)->rank + 1;
     if (s == DCZ_OK && has_v && (v.n != 1 || v.f[0] != 0.0f))
         s = fail(&im->e, DCZ_ERR_UNSUPPORTED, "%s pads with a value other than 0", c->label);
     if (s == DCZ_OK && (p.rank != 1 || p.n != 2 * r))
@@ -1192,23 +1574,24 @@ static dcz_status op_pad(const nodectx *c)
     if (s == DCZ_OK && !zero && (!ok || r != 4))
         s = fail(&im->e, DCZ_ERR_UNSUPPORTED, "%s: only symmetric zero padding of height and width is supported "
                  "(folded into the Conv or AveragePool after it)", c->label);
-    if (s == DCZ_OK && !zero) {
-        if (im->pad_pending) {
-            im->pad_h += (uint32_t)p.i[2];
-            im->pad_w += (uint32_t)p.i[3];
-        } else {
-            im->pad_h = (uint32_t)p.i[2];
-            im->pad_w = (uint32_t)p.i[3];
-        }
-        im->pad_pending = 1;
-        snprintf(im->pad_node, sizeof im->pad_node, "%s", c->label);
-    }
+    const int64_t ph = s == DCZ_OK && !zero ? p.i[2] : 0, pw = s == DCZ_OK && !zero ? p.i[3] : 0;
     cten_free(&p);
     cten_free(&v);
     if (s != DCZ_OK) return s;
-    if (zero) im->dropped++;
-    else im->folded++;
-    return outputs(c);
+    if (zero) {
+        im->dropped++;
+        return alias(c, x, NULL);
+    }
+    if ((uint64_t)im->vals[x].pad_h + (uint64_t)ph > DCZ_MAX_WINDOW ||
+        (uint64_t)im->vals[x].pad_w + (uint64_t)pw > DCZ_MAX_WINDOW)
+        return fail(&im->e, DCZ_ERR_UNSUPPORTED, "%s: padding too large", c->label);
+    long o;
+    if ((s = alias(c, x, &o)) != DCZ_OK) return s;
+    im->vals[o].pad_h += (uint32_t)ph;
+    im->vals[o].pad_w += (uint32_t)pw;
+    im->vals[o].pad_node = (long)c->index;
+    im->folded++;
+    return DCZ_OK;
 }
 
 /* A Constant node: its value becomes a constant of the graph. */
@@ -1244,7 +1627,7 @@ static dcz_status op_constant(const nodectx *c)
 
 /* Identity and Dropout: the value goes on unchanged (an Identity of a
  * constant is that constant). */
-static dcz_status op_passthrough(const nodectx *c, int dropout)
+static dcz_status passthrough(const nodectx *c, int dropout)
 {
     imp *im = c->im;
     static const char *const known_id[] = { NULL };
@@ -1278,90 +1661,56 @@ static dcz_status op_passthrough(const nodectx *c, int dropout)
         im->dropped++;
         return s;
     }
-    if ((s = take(c, v)) != DCZ_OK) return s;
+    if ((s = input_act(c, 0, &v)) != DCZ_OK) return s;
     im->dropped++;
-    return outputs(c);
+    return alias(c, v, NULL);
 }
 
-typedef struct opdef {
-    const char *name;
-    int kind;
-} opdef;
+static dcz_status op_identity(const nodectx *c) { return passthrough(c, 0); }
+static dcz_status op_dropout(const nodectx *c) { return passthrough(c, 1); }
 
-enum { OP_GEMM = 1, OP_MATMUL, OP_ADD, OP_CONV, OP_MAXPOOL, OP_AVGPOOL, OP_GAP, OP_RELU, OP_FLATTEN,
-       OP_RESHAPE, OP_BN, OP_SOFTMAX, OP_DROPOUT, OP_IDENTITY, OP_CONSTANT, OP_PAD };
-
+/* Every ONNX operator dcz imports, in alphabetical order. */
 static const opdef ops[] = {
-    { "Gemm", OP_GEMM }, { "MatMul", OP_MATMUL }, { "Add", OP_ADD }, { "Conv", OP_CONV },
-    { "MaxPool", OP_MAXPOOL }, { "AveragePool", OP_AVGPOOL }, { "GlobalAveragePool", OP_GAP },
-    { "Relu", OP_RELU }, { "Flatten", OP_FLATTEN }, { "Reshape", OP_RESHAPE },
-    { "BatchNormalization", OP_BN }, { "Softmax", OP_SOFTMAX }, { "Dropout", OP_DROPOUT },
-    { "Identity", OP_IDENTITY }, { "Constant", OP_CONSTANT }, { "Pad", OP_PAD },
+    { "Add", op_add, DCZ_OP_ADD, "add", 0 },
+    { "AveragePool", op_pool, DCZ_OP_AVGPOOL, "pool", F_PAD },
+    { "BatchNormalization", op_batchnorm, 0, "", 0 },
+    { "Clip", op_clip, DCZ_OP_CLIP, "clip", 0 },
+    { "Concat", op_concat, DCZ_OP_CONCAT, "concat", 0 },
+    { "Constant", op_constant, 0, "", 0 },
+    { "Conv", op_conv, DCZ_OP_CONV2D, "conv", F_PAD },
+    { "Dropout", op_dropout, 0, "", F_PASS },
+    { "Flatten", op_flatten, DCZ_OP_FLATTEN, "flatten", 0 },
+    { "Gemm", op_gemm, DCZ_OP_DENSE, "fc", 0 },
+    { "GlobalAveragePool", op_activation, DCZ_OP_GLOBAL_AVGPOOL, "gap", 0 },
+    { "HardSigmoid", op_activation, DCZ_OP_HARD_SIGMOID, "hsigmoid", 0 },
+    { "HardSwish", op_activation, DCZ_OP_HARD_SWISH, "hswish", 0 },
+    { "Identity", op_identity, 0, "", F_PASS },
+    { "LeakyRelu", op_activation, DCZ_OP_LEAKY_RELU, "lrelu", 0 },
+    { "MatMul", op_matmul, DCZ_OP_DENSE, "fc", 0 },
+    { "MaxPool", op_pool, DCZ_OP_MAXPOOL, "pool", 0 },
+    { "Mul", op_mul, DCZ_OP_MUL, "mul", F_VIEW },
+    { "Pad", op_pad, 0, "", F_PAD },
+    { "Relu", op_activation, DCZ_OP_RELU, "relu", 0 },
+    { "Reshape", op_reshape, DCZ_OP_FLATTEN, "flatten", 0 },
+    { "Sigmoid", op_activation, DCZ_OP_SIGMOID, "sigmoid", 0 },
+    { "Softmax", op_softmax, DCZ_OP_SOFTMAX, "prob", 0 },
+    { "Tanh", op_activation, DCZ_OP_TANH, "tanh", 0 },
 };
 
-static int op_kind(const Onnx__NodeProto *n)
+static const opdef *op_find(const Onnx__NodeProto *n)
 {
-    if (n->domain && *n->domain && strcmp(n->domain, "ai.onnx") != 0) return 0;
+    if (n->domain && *n->domain && strcmp(n->domain, "ai.onnx") != 0) return NULL;
     for (size_t k = 0; k < sizeof ops / sizeof *ops; k++)
-        if (n->op_type && strcmp(n->op_type, ops[k].name) == 0) return ops[k].kind;
-    return 0;
+        if (n->op_type && strcmp(n->op_type, ops[k].name) == 0) return &ops[k];
+    return NULL;
 }
 
 static dcz_status node_run(imp *im, size_t index)
 {
-    nodectx c = { im, im->g->node[index], index, "" };
+    nodectx c = { im, im->g->node[index], op_find(im->g->node[index]), index, "" };
     node_label(c.n, index, c.label, sizeof c.label);
-    const int kind = op_kind(c.n);
-    if (im->pad_pending && kind != OP_CONV && kind != OP_AVGPOOL && kind != OP_IDENTITY && kind != OP_DROPOUT &&
-        kind != OP_CONSTANT && kind != OP_PAD)
-        return fail(&im->e, DCZ_ERR_UNSUPPORTED, "%s is followed by %s: dcz folds zero padding only into the "
-                    "Conv or AveragePool right after it", im->pad_node, c.label);
-    if (im->tail_reshape && kind != OP_IDENTITY && kind != OP_DROPOUT && kind != OP_CONSTANT)
-        return fail(&im->e, DCZ_ERR_UNSUPPORTED, "%s changes the shape of each sample other than by flattening it, "
-                    "and %s follows it (supported: flattening, a reshape of the model input, or one at the end)",
-                    im->tail_node, c.label);
-    dcz_status s;
-    switch (kind) {
-    case OP_GEMM: s = op_gemm(&c, 0); break;
-    case OP_MATMUL: s = op_gemm(&c, 1); break;
-    case OP_CONV: s = op_conv(&c); break;
-    case OP_MAXPOOL: s = op_pool(&c, 0); break;
-    case OP_AVGPOOL: s = op_pool(&c, 1); break;
-    case OP_GAP: {
-        static const char *const none[] = { NULL };
-        s = attrs_known(&c, none);
-        if (s == DCZ_OK) s = max_inputs(&c, 1, 1);
-        if (s == DCZ_OK) s = take_data(&c);
-        if (s == DCZ_OK && im->shape.rank != 3)
-            s = fail(&im->e, DCZ_ERR_SHAPE, "%s needs a (C, H, W) activation per sample", c.label);
-        char name[32];
-        snprintf(name, sizeof name, "gap%u", ++im->n_gap);
-        if (s == DCZ_OK) s = add_layer(&c, DCZ_OP_GLOBAL_AVGPOOL, name, NULL, 0, NULL);
-        break;
-    }
-    case OP_RELU: {
-        static const char *const none[] = { NULL };
-        s = attrs_known(&c, none);
-        if (s == DCZ_OK) s = max_inputs(&c, 1, 1);
-        if (s == DCZ_OK) s = take_data(&c);
-        char name[32];
-        snprintf(name, sizeof name, "relu%u", ++im->n_relu);
-        if (s == DCZ_OK) s = add_layer(&c, DCZ_OP_RELU, name, NULL, 0, NULL);
-        break;
-    }
-    case OP_FLATTEN: s = op_flatten(&c); break;
-    case OP_RESHAPE: s = op_reshape(&c); break;
-    case OP_SOFTMAX: s = op_softmax(&c); break;
-    /* these set their outputs themselves */
-    case OP_ADD: return op_add(&c);
-    case OP_BN: return op_batchnorm(&c);
-    case OP_PAD: return op_pad(&c);
-    case OP_CONSTANT: return op_constant(&c);
-    case OP_IDENTITY: return op_passthrough(&c, 0);
-    case OP_DROPOUT: return op_passthrough(&c, 1);
-    default: return fail(&im->e, DCZ_ERR_INTERNAL, "%s: no handler", c.label);
-    }
-    return s == DCZ_OK ? outputs(&c) : s;
+    if (!c.def) return fail(&im->e, DCZ_ERR_INTERNAL, "%s: no handler", c.label);
+    return c.def->run(&c);
 }
 
 /* ---- the graph ----------------------------------------------------------------- */
@@ -1370,11 +1719,11 @@ static dcz_status node_run(imp *im, size_t index)
 static dcz_status unsupported_ops(imp *im)
 {
     size_t bad = 0, shown = 0, len = 0;
-    char list[1536];
+    char list[1024];
     list[0] = '\0';
     for (size_t k = 0; k < im->g->n_node; k++) {
         const Onnx__NodeProto *n = im->g->node[k];
-        if (op_kind(n)) continue;
+        if (op_find(n)) continue;
         bad++;
         char one[200];
         const int dom = n->domain && *n->domain && strcmp(n->domain, "ai.onnx") != 0;
@@ -1389,9 +1738,12 @@ static dcz_status unsupported_ops(imp *im)
     }
     if (!bad) return DCZ_OK;
     if (shown < bad) snprintf(list + len, sizeof list - len, " and %zu more", bad - shown);
-    return fail(&im->e, DCZ_ERR_UNSUPPORTED, "%zu unsupported operator%s: %s (dcz imports Add, AveragePool, "
-                "BatchNormalization, Constant, Conv, Dropout, Flatten, Gemm, GlobalAveragePool, Identity, "
-                "MatMul, MaxPool, Pad, Relu, Reshape, Softmax)", bad, bad == 1 ? "" : "s", list);
+    char known[512];
+    size_t n = 0;
+    for (size_t k = 0; k < sizeof ops / sizeof *ops && n < sizeof known; k++)
+        n += (size_t)snprintf(known + n, sizeof known - n, "%s%s", k ? ", " : "", ops[k].name);
+    return fail(&im->e, DCZ_ERR_UNSUPPORTED, "%zu unsupported operator%s: %s (dcz imports %s)", bad,
+                bad == 1 ? "" : "s", list, known);
 }
 
 /* A value's type as a float tensor of known shape: its dims (dims[0] -1 for
@@ -1451,24 +1803,90 @@ static dcz_status graph_input(imp *im)
     if (dcz_shape_count(&s) > DCZ_MAX_ACT)
         return fail(&im->e, DCZ_ERR_UNSUPPORTED, "input '%s' is larger than %u values per sample", str(in->name),
                     DCZ_MAX_ACT);
-    im->shape = s;
     im->input_shape = s;
-    return val_add(im, in->name, V_ACT, "the graph input", &im->head);
+    im->tens[0].shape = s;
+    long v;
+    dcz_status st = val_add(im, in->name, V_ACT, "the graph input", &v);
+    if (st == DCZ_OK) im->tens[0].readers = uses_of(im, in->name);   /* tensor 0 */
+    return st;
 }
 
-/* The end of the walk: the chain must end in the graph's one output. */
+/* Keeps the layers that tensor out (the graph output) depends on, in their
+ * order and with their inputs renumbered; the others compute values no one
+ * reads, and are dropped. */
+static dcz_status keep_live(imp *im, uint32_t out)
+{
+    uint8_t *live = calloc(im->nlayers, 1);
+    uint32_t *map = malloc(((size_t)im->nlayers + 1) * sizeof *map);   /* old tensor -> new */
+    if (!live || !map) {
+        free(live);
+        free(map);
+        return DCZ_ERR_NOMEM;
+    }
+    live[out - 1] = 1;
+    for (uint32_t j = out; j-- > 0;)
+        for (uint32_t k = 0; live[j] && k < im->layers[j].nin; k++)
+            if (im->layers[j].in[k] > 0) live[im->layers[j].in[k] - 1] = 1;
+    uint32_t n = 0;
+    map[0] = 0;
+    for (uint32_t j = 0; j < im->nlayers; j++) {
+        dcz_doc_layer *l = &im->layers[j];
+        if (!live[j]) {
+            for (uint32_t t = 0; t < l->ntensors; t++) dcz_doc_tensor_clear(&l->t[t]);
+            im->dropped++;
+            continue;
+        }
+        for (uint32_t k = 0; k < l->nin; k++) l->in[k] = map[l->in[k]];
+        map[j + 1] = ++n;
+        if (n - 1 != j) {
+            im->layers[n - 1] = *l;
+            memcpy(im->source[n - 1], im->source[j], DCZ_ONNX_SOURCE_LEN);
+        }
+    }
+    im->nlayers = n;
+    free(live);
+    free(map);
+    return DCZ_OK;
+}
+
+/* The end of the walk: the graph's one output must be an activation the
+ * layers compute; the layers it does not depend on are dropped. */
 static dcz_status graph_output(imp *im)
 {
     const Onnx__GraphProto *g = im->g;
     if (g->n_output != 1)
         return fail(&im->e, DCZ_ERR_UNSUPPORTED, "the graph has %zu outputs (dcz models have one)", g->n_output);
     const Onnx__ValueInfoProto *o = g->output[0];
-    if (im->pad_pending)
-        return fail(&im->e, DCZ_ERR_UNSUPPORTED, "%s ends the graph: nothing to fold its padding into", im->pad_node);
-    if (!o->name || strcmp(o->name, im->vals[im->head].name) != 0)
-        return fail(&im->e, DCZ_ERR_UNSUPPORTED, "the graph output '%s' is not the end of the chain of operators "
-                    "from the input (which ends in '%s')", str(o->name), im->vals[im->head].name);
-    if (im->nlayers == 0) return fail(&im->e, DCZ_ERR_UNSUPPORTED, "the graph computes nothing dcz holds as a layer");
+    const long v = val_find(im, o->name);
+    if (v < 0)
+        return fail(&im->e, DCZ_ERR_FORMAT, "the graph output '%s' is computed by no node", str(o->name));
+    const val *x = &im->vals[v];
+    if (x->kind != V_ACT)
+        return fail(&im->e, DCZ_ERR_UNSUPPORTED, "the graph output '%s' is %s", x->name,
+                    x->kind == V_CONST ? "a constant" : "an extra output that dcz does not compute");
+    if (x->pad_node >= 0) {
+        char pad[96];
+        node_label(g->node[x->pad_node], (size_t)x->pad_node, pad, sizeof pad);
+        return fail(&im->e, DCZ_ERR_UNSUPPORTED, "%s ends the graph: nothing to fold its padding into", pad);
+    }
+    if (x->tensor == 0) return fail(&im->e, DCZ_ERR_UNSUPPORTED, "the graph computes nothing dcz holds as a layer");
+    const dcz_shape *shape = &im->tens[x->tensor].shape;
+    int64_t d[1 + DCZ_MAX_RANK];
+    const int r = tensor_type(o, d, 1 + DCZ_MAX_RANK);
+    if (r == -2) return fail(&im->e, DCZ_ERR_UNSUPPORTED, "output '%s' is not a float32 tensor", o->name);
+    if (r >= 2) {   /* a declared shape must agree with the one computed */
+        uint64_t n = 1;   /* saturates above DCZ_MAX_ACT */
+        int known = 1;
+        for (int k = 1; k < r; k++) {
+            if (d[k] < 0) known = 0;
+            else if (n <= DCZ_MAX_ACT) n = d[k] > DCZ_MAX_ACT ? DCZ_MAX_ACT + 1ull : n * (uint64_t)d[k];
+        }
+        if (known && n != dcz_shape_count(shape))
+            return fail(&im->e, DCZ_ERR_SHAPE, "output '%s' is declared with %llu values per sample; the graph "
+                        "computes %llu", o->name, (unsigned long long)n, (unsigned long long)dcz_shape_count(shape));
+    }
+    dcz_status s = keep_live(im, x->tensor);
+    if (s != DCZ_OK) return s;
     /* scaling (alpha, beta), added biases and folding may overflow */
     for (uint32_t k = 0; k < im->nlayers; k++)
         for (uint32_t t = 0; t < im->layers[k].ntensors; t++)
@@ -1480,21 +1898,6 @@ static dcz_status graph_output(imp *im)
         if (im->layers[k].op == DCZ_OP_SOFTMAX)
             return fail(&im->e, DCZ_ERR_UNSUPPORTED, "%s is not the last operator (dcz supports softmax at the "
                         "end only)", im->source[k]);
-    int64_t d[1 + DCZ_MAX_RANK];
-    const int r = tensor_type(o, d, 1 + DCZ_MAX_RANK);
-    if (r == -2) return fail(&im->e, DCZ_ERR_UNSUPPORTED, "output '%s' is not a float32 tensor", o->name);
-    if (r >= 2) {   /* a declared shape must agree with the one computed */
-        uint64_t n = 1;   /* saturates above DCZ_MAX_ACT */
-        int known = 1;
-        for (int k = 1; k < r; k++) {
-            if (d[k] < 0) known = 0;
-            else if (n <= DCZ_MAX_ACT) n = d[k] > DCZ_MAX_ACT ? DCZ_MAX_ACT + 1ull : n * (uint64_t)d[k];
-        }
-        if (known && n != dcz_shape_count(&im->shape))
-            return fail(&im->e, DCZ_ERR_SHAPE, "output '%s' is declared with %llu values per sample; the graph "
-                        "computes %llu", o->name, (unsigned long long)n,
-                        (unsigned long long)dcz_shape_count(&im->shape));
-    }
     return DCZ_OK;
 }
 
@@ -1538,7 +1941,6 @@ dcz_status dcz_onnx_import(const void *buf, size_t len, const dcz_onnx_import_op
     memset(&im, 0, sizeof im);
     im.e.p = err;
     im.e.len = errlen;
-    im.head = -1;
     if (err && errlen) err[0] = '\0';
     if (!out) return DCZ_ERR_ARG;
     *out = NULL;
@@ -1573,6 +1975,7 @@ dcz_status dcz_onnx_import(const void *buf, size_t len, const dcz_onnx_import_op
         goto done;
     }
     if ((s = unsupported_ops(&im)) != DCZ_OK) goto done;
+    if ((s = count_uses(&im)) != DCZ_OK || (s = grow_layers(&im)) != DCZ_OK) goto done;
 
     /* the value table: initializers, the input, every node output */
     size_t cap = g->n_initializer + g->n_input + 1;
@@ -1620,6 +2023,8 @@ done:
     free(im.source);
     free(im.vals);
     free(im.slot);
+    free(im.uses);
+    free(im.tens);
     onnx__model_proto__free_unpacked(m, NULL);
     return s;
 }

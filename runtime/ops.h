@@ -88,7 +88,8 @@ typedef void (*dcz_qrun_fn)(const struct dcz_model *m, uint32_t index, const voi
 
 typedef struct dcz_op_info {
     dcz_op op;
-    const char *name;      /* as docs/FORMAT.md and dcz info name it */
+    const char *name;      /* as docs/FORMAT.md names it ("GLOBAL_AVGPOOL") */
+    const char *label;     /* as dcz info and its JSON name it ("global_avgpool") */
     uint8_t min_in, max_in;/* inputs a layer of this op reads */
     uint8_t nattr;         /* attributes a record of format 2 carries, exactly */
     uint8_t weighted;      /* a weight (rows = output channels) and a bias: the layers

@@ -18,8 +18,9 @@ The outputs are committed, so the tests need no Python:
                         pruned by magnitude in PyTorch (exact zeros)
     cnn_matmul.onnx     strided Conv+BN+Relu, MaxPool, GlobalAveragePool,
                         Reshape to (-1, C), MatMul+Add, Softmax; opset 13
-    unsupported.onnx    Gemm, Sigmoid, Gemm, Tanh, Gemm (two unsupported ops)
-    branch.onnx         a residual connection (not a chain)
+    unsupported.onnx    Gemm, Sigmoid, Gemm, Tanh, Gemm (once two unsupported
+                        ops, now a chain with two activations)
+    branch.onnx         a residual connection
     resnet.onnx         small ResNet, opset 13: stem Conv+BN+Relu; basic
                         blocks (Conv+BN+Relu, Conv+BN, Add, Relu), one with a
                         projection shortcut (1x1 Conv stride 2 + BN);

@@ -2,9 +2,14 @@
  *
  * Whatever the bytes, the importer must return a status (with a message
  * when it fails) without crashing, reading out of bounds, recursing without
- * limit or leaking. When it accepts a model, the document must encode,
- * load in the runtime and run one sample, and its ONNX export must import
- * again and give the same outputs (the round trip dcz export promises).
+ * limit or leaking. When it accepts a model, the document must encode
+ * (dcz_doc_write: the graph in order, every layer but the last read, every
+ * layer's inputs of the shapes it takes), load in the runtime and run one
+ * sample, and its ONNX export must import again and give the same outputs
+ * (the round trip dcz export promises). The seeds hold graphs (residual
+ * Adds, Mul per channel, Concat, grouped convolutions, batch norm in a
+ * branch, every activation), so mutations reach the graph code: value
+ * aliasing, read counts, folding, dead layers.
  * Seed corpus: tests/fuzz/corpus/onnx/ (written by
  * scripts/make_onnx_fixtures.py); replayed by `make test` through
  * tests/fuzz/replay.c, fuzzed by `make fuzz`.
