@@ -90,16 +90,24 @@ typedef struct builder {
     size_t ninits, capinits;
 } builder;
 
-static Onnx__AttributeProto *attr_ints(builder *b, const char *name, const int64_t *v, size_t n)
+/* A new attribute named name of type t, its value still to set. */
+static Onnx__AttributeProto *attr_new(builder *b, const char *name, Onnx__AttributeProto__AttributeType t)
 {
     Onnx__AttributeProto *a = palloc(&b->pl, sizeof *a);
-    int64_t *copy = palloc(&b->pl, n * sizeof *copy);
-    if (!a || !copy) return NULL;
+    if (!a) return NULL;
     const Onnx__AttributeProto init = ONNX__ATTRIBUTE_PROTO__INIT;
     *a = init;
     a->name = pstr(&b->pl, "%s", name);
     a->has_type = 1;
-    a->type = ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__INTS;
+    a->type = t;
+    return a;
+}
+
+static Onnx__AttributeProto *attr_ints(builder *b, const char *name, const int64_t *v, size_t n)
+{
+    Onnx__AttributeProto *a = attr_new(b, name, ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__INTS);
+    int64_t *copy = palloc(&b->pl, n * sizeof *copy);
+    if (!a || !copy) return NULL;
     memcpy(copy, v, n * sizeof *copy);
     a->n_ints = n;
     a->ints = copy;
@@ -108,13 +116,8 @@ static Onnx__AttributeProto *attr_ints(builder *b, const char *name, const int64
 
 static Onnx__AttributeProto *attr_int(builder *b, const char *name, int64_t v)
 {
-    Onnx__AttributeProto *a = palloc(&b->pl, sizeof *a);
+    Onnx__AttributeProto *a = attr_new(b, name, ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__INT);
     if (!a) return NULL;
-    const Onnx__AttributeProto init = ONNX__ATTRIBUTE_PROTO__INIT;
-    *a = init;
-    a->name = pstr(&b->pl, "%s", name);
-    a->has_type = 1;
-    a->type = ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__INT;
     a->has_i = 1;
     a->i = v;
     return a;
@@ -276,13 +279,8 @@ typedef struct lay {
 
 static Onnx__AttributeProto *attr_float(builder *b, const char *name, float v)
 {
-    Onnx__AttributeProto *a = palloc(&b->pl, sizeof *a);
+    Onnx__AttributeProto *a = attr_new(b, name, ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__FLOAT);
     if (!a) return NULL;
-    const Onnx__AttributeProto init = ONNX__ATTRIBUTE_PROTO__INIT;
-    *a = init;
-    a->name = pstr(&b->pl, "%s", name);
-    a->has_type = 1;
-    a->type = ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__FLOAT;
     a->has_f = 1;
     a->f = v;
     return a;

@@ -985,17 +985,25 @@ static dcz_status add_bias(const nodectx *c, size_t act, size_t konst)
     return alias(c, x, NULL);
 }
 
+/* The opening of a two-input node without attributes (Add, Mul): its
+ * values a and b. */
+static dcz_status two_inputs(const nodectx *c, long *a, long *b)
+{
+    static const char *const none[] = { NULL };
+    dcz_status s = attrs_known(c, none);
+    if (s == DCZ_OK) s = max_inputs(c, 2, 2);
+    if (s == DCZ_OK) s = input_val(c, 0, a);
+    if (s == DCZ_OK) s = input_val(c, 1, b);
+    return s;
+}
+
 /* Add: of two activations of one shape an ADD layer (a residual
  * connection); of an activation and a constant a bias folded. */
 static dcz_status op_add(const nodectx *c)
 {
     imp *im = c->im;
-    static const char *const none[] = { NULL };
-    dcz_status s = attrs_known(c, none);
-    if (s == DCZ_OK) s = max_inputs(c, 2, 2);
     long a, b;
-    if (s == DCZ_OK) s = input_val(c, 0, &a);
-    if (s == DCZ_OK) s = input_val(c, 1, &b);
+    dcz_status s = two_inputs(c, &a, &b);
     if (s != DCZ_OK) return s;
     const int a_act = im->vals[a].kind == V_ACT, b_act = im->vals[b].kind == V_ACT;
     if (!a_act && !b_act)
@@ -1041,12 +1049,8 @@ static int mul_fits(const imp *im, long x, long f)
 static dcz_status op_mul(const nodectx *c)
 {
     imp *im = c->im;
-    static const char *const none[] = { NULL };
-    dcz_status s = attrs_known(c, none);
-    if (s == DCZ_OK) s = max_inputs(c, 2, 2);
     long a, b;
-    if (s == DCZ_OK) s = input_val(c, 0, &a);
-    if (s == DCZ_OK) s = input_val(c, 1, &b);
+    dcz_status s = two_inputs(c, &a, &b);
     if (s != DCZ_OK) return s;
     if (im->vals[a].kind != V_ACT || im->vals[b].kind != V_ACT)
         return fail(&im->e, DCZ_ERR_UNSUPPORTED, "%s multiplies by a constant (dcz's Mul takes two computed "

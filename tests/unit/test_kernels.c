@@ -24,6 +24,7 @@
 #include "tests/check.h"
 #define TEST_RNG_SEED 12345
 #include "tests/unit/test_util.h"
+#include "tests/unit/conv_geom.h"
 
 
 typedef struct mat {
@@ -216,22 +217,6 @@ static void test_activations(void)
 
 /* ---- convolution ---------------------------------------------------------- */
 
-static dcz_conv_geom conv_geom(uint32_t in_c, uint32_t out_c, uint32_t h, uint32_t w, uint32_t kh,
-                               uint32_t kw, uint32_t sh, uint32_t sw, uint32_t ph, uint32_t pw)
-{
-    dcz_conv_geom g = { in_c, h, w, out_c, (h + 2 * ph - kh) / sh + 1, (w + 2 * pw - kw) / sw + 1,
-                        kh, kw, sh, sw, ph, pw, 1 };
-    return g;
-}
-
-/* the same in group groups */
-static dcz_conv_geom conv_geom_grouped(uint32_t in_c, uint32_t out_c, uint32_t h, uint32_t w,
-                                       uint32_t k, uint32_t stride, uint32_t pad, uint32_t groups)
-{
-    dcz_conv_geom g = conv_geom(in_c, out_c, h, w, k, k, stride, stride, pad, pad);
-    g.group = groups;
-    return g;
-}
 
 static int near_all(const float *got, const float *ref, size_t n, float tol)
 {

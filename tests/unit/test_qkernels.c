@@ -32,6 +32,7 @@
 #include "tests/check.h"
 #define TEST_RNG_SEED 20240611
 #include "tests/unit/test_util.h"
+#include "tests/unit/conv_geom.h"
 
 
 /* a value in [-vmax, vmax], never 0, one in eight an extreme */
@@ -298,22 +299,6 @@ static void test_qspmm_fillers_by_hand(void)
 
 /* ---- convolution ------------------------------------------------------------- */
 
-static dcz_conv_geom conv_geom(uint32_t in_c, uint32_t out_c, uint32_t h, uint32_t w, uint32_t kh,
-                               uint32_t kw, uint32_t sh, uint32_t sw, uint32_t ph, uint32_t pw)
-{
-    dcz_conv_geom g = { in_c, h, w, out_c, (h + 2 * ph - kh) / sh + 1, (w + 2 * pw - kw) / sw + 1,
-                        kh, kw, sh, sw, ph, pw, 1 };
-    return g;
-}
-
-/* the same in group groups */
-static dcz_conv_geom conv_geom_grouped(uint32_t in_c, uint32_t out_c, uint32_t h, uint32_t w,
-                                       uint32_t k, uint32_t stride, uint32_t pad, uint32_t groups)
-{
-    dcz_conv_geom g = conv_geom(in_c, out_c, h, w, k, k, stride, stride, pad, pad);
-    g.group = groups;
-    return g;
-}
 
 static void test_qconv_ref_by_hand(void)
 {
