@@ -245,23 +245,26 @@ void dcz_run_activation(const dcz_model *m, const dcz_exec_layer *l, const float
     dcz_activation_ref(l->op, l->param, xs[0], batch * l->in, y);
 }
 
-/* Tensor t of a batch of batch samples (batch <= m->act_batch). */
-static const void *tensor_at(const dcz_model *m, uint32_t t, const float *input, size_t batch)
+/* The place of tensor t > 0 (a layer's output) for batch samples (batch <=
+ * m->act_batch). */
+static float *place_of(const dcz_model *m, uint32_t t, size_t batch)
 {
-    return t == 0 ? (const void *)input : (const void *)(m->act + m->tensors[t].off * batch);
+    return m->act + m->tensors[t].off * batch;
 }
 
-/* The layers on batch samples (batch <= m->act_batch): x to output,
- * calling tap (when set) after each layer with that layer's output as
- * floats; on the integer segment only after weighted layers, with their
- * accumulators dequantized into deq. */
+/* Tensor t as a layer reads it: the caller's input, or its place. */
+static const void *tensor_at(const dcz_model *m, uint32_t t, const float *input, size_t batch)
+{
+    return t == 0 ? (const void *)input : (const void *)place_of(m, t, batch);
+}
+
 static void run_batch(dcz_model *m, const float *input, size_t batch, float *output,
                       dcz_tap_fn tap, void *ctx, float *deq)
 {
     const void *x = input;
     for (uint32_t i = 0; i < m->nlayers; i++) {
         const dcz_exec_layer *l = &m->layers[i];
-        float *y = (float *)(uintptr_t)tensor_at(m, i + 1, input, batch);
+        float *y = place_of(m, i + 1, batch);
         if (!l->q) {
             const float *xs[DCZ_MAX_INPUTS];
             for (uint32_t k = 0; k < l->nin; k++) xs[k] = tensor_at(m, l->tin[k], input, batch);
