@@ -30,13 +30,21 @@
  * conv1 34%; it gives them 8-bit codebooks and 8-bit relative positions. */
 #define DEFAULT_SPARSITY_CONV_FIRST 0.35
 #define DEFAULT_SPARSITY_CONV 0.65
+/* Depthwise and 1x1 convolutions are small and sensitive (Zhu and Gupta
+ * 2017 prune MobileNet's 1x1 layers and leave the depthwise ones dense): a
+ * depthwise filter has only K x K weights, all of one channel's path, and
+ * pruning one of them to nothing cuts the channel; a 1x1 filter mixes
+ * channels with one weight each. */
+#define DEFAULT_SPARSITY_DEPTHWISE 0.0
+#define DEFAULT_SPARSITY_POINTWISE 0.5
 #define DEFAULT_CONV_BITS 8
 #define DEFAULT_CONV_GAP_BITS 8
 
 static int is_conv(const dcz_tlayer *l) { return l->op == DCZ_OP_CONV2D; }
 
-/* The default sparsity of layer i (with weights): by its kind and, for
- * fully connected layers, its place among them. */
+/* The default sparsity of layer i (with weights): by its kind (the first
+ * convolution, depthwise, 1x1, other convolutions) and, for fully
+ * connected layers, its place among them. */
 static double default_sparsity(const dcz_net *net, int i)
 {
     int first = -1, last = -1, first_conv = -1;
@@ -47,8 +55,13 @@ static double default_sparsity(const dcz_net *net, int i)
         if (first < 0) first = l;
         last = l;
     }
-    if (is_conv(&net->layers[i]))
-        return i == first_conv ? DEFAULT_SPARSITY_CONV_FIRST : DEFAULT_SPARSITY_CONV;
+    const dcz_tlayer *l = &net->layers[i];
+    if (is_conv(l)) {
+        if (i == first_conv) return DEFAULT_SPARSITY_CONV_FIRST;
+        if (l->group > 1 && l->group == l->in_c) return DEFAULT_SPARSITY_DEPTHWISE;
+        if (l->kh == 1 && l->kw == 1) return DEFAULT_SPARSITY_POINTWISE;
+        return DEFAULT_SPARSITY_CONV;
+    }
     if (i == last) return DEFAULT_SPARSITY_OUTPUT;
     return i == first ? DEFAULT_SPARSITY_FIRST : DEFAULT_SPARSITY_HIDDEN;
 }
@@ -203,7 +216,7 @@ int cmd_train(verb_ctx *v)
      * loss (Deep Compression, section 2) */
     train_opts t = { "lenet300", "cosine", 30, 64, 0.02, 0.9, 5e-4 };
     const opt_spec specs[] = {
-        { "arch", 0, OPT_STR, &t.arch, "lenet300, lenet5, mlp:784-500-10 or cnn:c32k3-p2-f10 (default lenet300)" },
+        { "arch", 0, OPT_STR, &t.arch, "lenet300, lenet5, resnet, mobilenetv2, mlp:784-500-10 or cnn:c32k3-p2-f10 (default lenet300)" },
         { "epochs", 0, OPT_INT, &t.epochs, "training epochs (default 30)" },
         { "lr", 0, OPT_FLOAT, &t.lr, "learning rate (default 0.02)" },
         { "schedule", 0, OPT_STR, &t.schedule, "lr schedule: const, step, cosine (default cosine)" },

@@ -99,10 +99,34 @@ const char *cli_op_name(uint16_t op)
     return o ? o->label : "?";
 }
 
-/* Layers with a weight and a bias: DENSE and CONV2D. */
+/* Layers with a weight and a bias (the table's weighted ops). */
 static int has_weights(const dcz_doc_layer *l)
 {
-    return l->op == DCZ_OP_DENSE || l->op == DCZ_OP_CONV2D;
+    const dcz_op_info *o = dcz_op_get(l->op);
+    return o && o->weighted;
+}
+
+/* Tensor t's name as a layer's input: "input" or the layer that writes it. */
+static const char *tensor_name(const dcz_doc *d, uint32_t t)
+{
+    return t == 0 ? "input" : d->layers[t - 1].name;
+}
+
+static void shape_text(const dcz_shape *s, char *buf, size_t len)
+{
+    size_t n = 0;
+    buf[0] = '\0';
+    for (uint32_t k = 0; k < s->rank && n < len; k++)
+        n += (size_t)snprintf(buf + n, len - n, k ? "x%u" : "%u", s->dims[k]);
+}
+
+/* Multiply-adds per sample of a weighted layer: each weight meets one input
+ * per output position (a dense layer has one position). */
+static uint64_t layer_macs(const dcz_doc_layer *l, const dcz_shape *out, uint64_t weights)
+{
+    uint64_t plane = 1;
+    for (uint32_t k = 1; l->op == DCZ_OP_CONV2D && k < out->rank; k++) plane *= out->dims[k];
+    return weights * plane;
 }
 
 void cli_shape_text(const dcz_doc_tensor *w, char *buf, size_t len)
@@ -258,6 +282,15 @@ int cmd_info(verb_ctx *v)
                 : "calibrated fixed point: integer multiply, add and shift only";
         }
     }
+    int nw = 8;   /* the name column */
+    for (uint32_t i = 0; i < d->nlayers; i++)
+        if ((int)strlen(d->layers[i].name) > nw) nw = (int)strlen(d->layers[i].name);
+    uint64_t macs = 0, macs_kept = 0;
+    for (uint32_t i = 0; i < d->nlayers; i++)
+        if (has_weights(&d->layers[i])) {
+            macs += layer_macs(&d->layers[i], &shapes[i + 1], li[i].weights);
+            macs_kept += layer_macs(&d->layers[i], &shapes[i + 1], li[i].kept);
+        }
     char scheme[32] = "fp32", method[64] = "";
     if (d->calib) snprintf(scheme, sizeof scheme, "%s", d->calib->scheme == DCZ_SCHEME_INT8 ? "int8"
                            : d->calib->scheme == DCZ_SCHEME_FIXED8 ? "fixed8" : "fixed16");
@@ -278,6 +311,8 @@ int cmd_info(verb_ctx *v)
         json_int(&j, "overhead_bytes", (long long)d->overhead_bytes);
         json_str(&j, "scheme", scheme);
         if (*method) json_str(&j, "calibration_method", method);
+        json_int(&j, "macs_per_sample", (long long)macs);
+        json_int(&j, "macs_per_sample_kept", (long long)macs_kept);
         json_key_arr(&j, "stages");
         for (uint32_t i = 0; i < d->nstages; i++) {
             char val[256];
@@ -304,7 +339,15 @@ int cmd_info(verb_ctx *v)
             json_obj(&j);
             json_str(&j, "name", l->name);
             json_str(&j, "op", cli_op_name(l->op));
+            json_key_arr(&j, "inputs");
+            for (uint32_t k = 0; k < l->nin; k++) json_arr_str(&j, tensor_name(d, l->in[k]));
+            json_close_arr(&j);
+            json_key_arr(&j, "output_shape");
+            for (uint32_t k = 0; k < shapes[i + 1].rank; k++) json_arr_int(&j, shapes[i + 1].dims[k]);
+            json_close_arr(&j);
             if (has_weights(l)) {
+                json_int(&j, "macs_per_sample", (long long)layer_macs(l, &shapes[i + 1], li[i].weights));
+                json_int(&j, "macs_per_sample_kept", (long long)layer_macs(l, &shapes[i + 1], li[i].kept));
                 const dcz_doc_tensor *w = &l->t[0];
                 json_key_arr(&j, "shape");
                 for (uint32_t k = 0; k < w->rank; k++) json_arr_int(&j, w->dims[k]);
@@ -343,9 +386,32 @@ int cmd_info(verb_ctx *v)
         if (d->calib)
             printf("runs on integers: %s (calibration table of %u layers%s%s); --fp32 runs it in float\n\n",
                    scheme, d->calib->count, *method ? ", method " : "", method);
+        /* the graph: what each layer reads and computes */
+        char inshape[48];
+        shape_text(&shapes[0], inshape, sizeof inshape);
+        printf("%-*s %-14s %-24s %-12s %12s %12s\n", nw, "layer", "op", "inputs", "output", "MACs",
+               "MACs kept");
+        printf("%-*s %-14s %-24s %-12s %12s %12s\n", nw, "input", "", "", inshape, "", "");
+        for (uint32_t i = 0; i < d->nlayers; i++) {
+            const dcz_doc_layer *l = &d->layers[i];
+            char ins[256] = "", out[48], m1[24] = "", m2[24] = "";
+            size_t n = 0;
+            for (uint32_t k = 0; k < l->nin && n < sizeof ins; k++)
+                n += (size_t)snprintf(ins + n, sizeof ins - n, "%s%s", k ? "," : "", tensor_name(d, l->in[k]));
+            shape_text(&shapes[i + 1], out, sizeof out);
+            if (has_weights(l)) {
+                snprintf(m1, sizeof m1, "%llu", (unsigned long long)layer_macs(l, &shapes[i + 1], li[i].weights));
+                snprintf(m2, sizeof m2, "%llu", (unsigned long long)layer_macs(l, &shapes[i + 1], li[i].kept));
+            }
+            printf("%-*s %-14s %-24s %-12s %12s %12s\n", nw, l->name, cli_op_name(l->op), ins, out, m1, m2);
+        }
+        printf("%-*s %-14s %-24s %-12s %12llu %12llu\n(MACs: multiply-adds per sample of the weighted "
+               "layers, all weights and the kept ones)\n\n", nw, "total", "", "", "", (unsigned long long)macs,
+               (unsigned long long)macs_kept);
+
         /* the layout of Deep Compression's Tables 2 and 3 (P: pruning, Q:
          * quantization, H: Huffman) */
-        printf("%-8s %-10s %9s %7s %-10s %10s %10s %10s %10s %9s %9s %8s %8s\n", "layer", "shape", "weights",
+        printf("%-*s %-10s %9s %7s %-10s %10s %10s %10s %10s %9s %9s %8s %8s\n", nw, "layer", "shape", "weights",
                "kept", "encoding", "wbits P+Q", "wbits +H", "ibits P+Q", "ibits +H", "bytes", "no-H bytes",
                "rate P+Q", "rate +H");
         size_t tw = 0, tk = 0, tb = 0, traw = 0;
@@ -367,7 +433,7 @@ int cmd_info(verb_ctx *v)
                 snprintf(ih, sizeof ih, "%.2f", li[i].gap.coded_bits);
             }
             const double dense = (double)(w->n + l->t[1].n) * 4;
-            printf("%-8s %-10s %9zu %6.2f%% %-10s %10s %10s %10s %10s %9zu %9zu %7.1fx %7.1fx\n", l->name, dims,
+            printf("%-*s %-10s %9zu %6.2f%% %-10s %10s %10s %10s %10s %9zu %9zu %7.1fx %7.1fx\n", nw, l->name, dims,
                    li[i].weights, li[i].density * 100, enc_name(w->enc), wq, wh, iq, ih, li[i].bytes,
                    li[i].raw_bytes, dense / (double)li[i].raw_bytes, dense / (double)li[i].bytes);
             tw += li[i].weights;
@@ -375,7 +441,7 @@ int cmd_info(verb_ctx *v)
             tb += li[i].bytes;
             traw += li[i].raw_bytes;
         }
-        printf("%-8s %-10s %9zu %6.2f%% %-10s %10s %10s %10s %10s %9zu %9zu %7.1fx %7.1fx\n", "total", "", tw,
+        printf("%-*s %-10s %9zu %6.2f%% %-10s %10s %10s %10s %10s %9zu %9zu %7.1fx %7.1fx\n", nw, "total", "", tw,
                tw ? 100.0 * (double)tk / (double)tw : 0, "", "", "", "", "", tb, traw,
                (double)params * 4 / (double)(traw + d->overhead_bytes), (double)params * 4 / (double)d->file_bytes);
         printf("(wbits: codebook-index bits per weight; ibits: relative-position bits per weight,\n"
@@ -384,7 +450,7 @@ int cmd_info(verb_ctx *v)
         int any = 0;
         for (uint32_t i = 0; i < d->nlayers; i++) {
             if (!li[i].idx.present && !li[i].gap.present) continue;
-            if (!any++) printf("\n%-8s %-8s %9s %7s %12s %12s %9s\n", "layer", "stream", "symbols", "raw",
+            if (!any++) printf("\n%-*s %-8s %9s %7s %12s %12s %9s\n", nw, "layer", "stream", "symbols", "raw",
                                "huffman b/s", "entropy b/s", "to bound");
             const stream_stats *ss[2] = { &li[i].idx, &li[i].gap };
             const char *nm[2] = { "index", "position" };
@@ -392,15 +458,15 @@ int cmd_info(verb_ctx *v)
             for (int k = 0; k < 2; k++) {
                 if (!ss[k]->present) continue;
                 double per_sym = ss[k]->symbols ? ss[k]->coded_bits * (double)li[i].kept / ss[k]->symbols : 0;
-                printf("%-8s %-8s %9u %7u %12.3f %12.3f %8.1f%%\n", d->layers[i].name, nm[k], ss[k]->symbols,
+                printf("%-*s %-8s %9u %7u %12.3f %12.3f %8.1f%%\n", nw, d->layers[i].name, nm[k], ss[k]->symbols,
                        bits[k], per_sym, ss[k]->entropy,
                        ss[k]->entropy > 0 ? (per_sym / ss[k]->entropy - 1) * 100 : 0);
             }
         }
-        printf("\n%-8s %-44s\n", "layer", "runtime kernel");
+        printf("\n%-*s %-44s\n", nw, "layer", "runtime kernel");
         for (uint32_t i = 0; i < d->nlayers; i++)
             if (has_weights(&d->layers[i]))
-                printf("%-8s %s: %s\n", d->layers[i].name, li[i].kernel, li[i].why);
+                printf("%-*s %s: %s\n", nw, d->layers[i].name, li[i].kernel, li[i].why);
 
         if (d->nstages) {
             printf("\n%-10s %12s %9s %10s\n", "stage", "bytes", "ratio", "accuracy");

@@ -1,6 +1,8 @@
 /* arch.c: networks built from an architecture name (dcz_net_create_arch):
- * lenet300, mlp:W0-..-Wn, lenet5 and the layer-spec form cnn:T1-..-Tn whose
- * syntax train.h documents.
+ * lenet300, mlp:W0-..-Wn, lenet5, the layer-spec form cnn:T1-..-Tn whose
+ * syntax train.h documents, and the presets resnet and mobilenetv2 (cnn:
+ * specs). Residual and inverted residual blocks make graphs: their layers
+ * name the tensors they read.
  *
  * A name is turned into a list of layers holding only their kind, name and
  * settings; the shape of every layer is computed as the list grows, so a
@@ -24,8 +26,9 @@
 #define CNN_MAX_KERNEL 32            /* windows and strides */
 #define CNN_MAX_FLOATS ((int64_t)1 << 24)   /* activation floats per sample */
 #define CNN_MAX_WEIGHTS ((int64_t)1 << 28)  /* weights of one layer */
-/* layers of a spec: up to three per token, a flatten and the softmax */
-#define CNN_MAX_LAYERS (3 * CNN_MAX_TOKENS + 2)
+/* layers of a spec: up to fifteen per token (an inverted residual block
+ * with squeeze-and-excitation), a flatten and the softmax */
+#define CNN_MAX_LAYERS (15 * CNN_MAX_TOKENS + 2)
 
 /* ---- mlp ---------------------------------------------------------------------- */
 
@@ -76,20 +79,22 @@ static dcz_status parse_mlp(const char *arch, int *widths, int *nw, char *err, s
 
 /* ---- layer lists ------------------------------------------------------------------ */
 
-/* Layers of a name being built, with the shape after the last one. */
+/* Layers of a name being built, with the shape of every tensor so far
+ * (t[0] the input, t[j + 1] the output of layer j). */
 typedef struct layer_list {
     dcz_tlayer l[CNN_MAX_LAYERS];
+    dcz_chw t[CNN_MAX_LAYERS + 1];
     int n;
-    dcz_chw in, cur;
     const char *arch;   /* for messages */
     char *err;
     size_t errlen;
 } layer_list;
 
-/* Appends a layer (kind, settings from proto, name) and moves the shape on.
- * what names the token for messages. */
-static dcz_status push(layer_list *L, const dcz_tlayer *proto, const char *what,
-                       const char *fmt, int num)
+/* Appends a layer (kind and settings from proto, its name) reading the
+ * tensors proto->tin[0 .. nin) (nin 0: the layer before, as a chain), and
+ * records its output shape. what names the token for messages. */
+static dcz_status push_named(layer_list *L, const dcz_tlayer *proto, const char *what,
+                             const char *name)
 {
     if (L->n == CNN_MAX_LAYERS) {
         dcz_train_err(L->err, L->errlen, "architecture \"%s\": too many layers", L->arch);
@@ -97,12 +102,18 @@ static dcz_status push(layer_list *L, const dcz_tlayer *proto, const char *what,
     }
     dcz_tlayer *l = &L->l[L->n];
     *l = *proto;
-    snprintf(l->name, sizeof l->name, fmt, num);
+    snprintf(l->name, sizeof l->name, "%s", name);
+    dcz_tlayer resolved = *l;
+    if (resolved.nin == 0) {
+        resolved.nin = 1;
+        resolved.tin[0] = (uint32_t)L->n;
+    }
+    const dcz_chw in = L->t[resolved.tin[0]];
     dcz_chw out;
-    if (dcz_tlayer_out_shape(l, L->cur, &out) != DCZ_OK) {
+    if (dcz_tlayer_shape(&resolved, L->t, &out) != DCZ_OK) {
         dcz_train_err(L->err, L->errlen, "architecture \"%s\": %s (%s) does not fit its "
-                      "%lldx%lldx%lld input", L->arch, what, l->name, (long long)L->cur.c,
-                      (long long)L->cur.h, (long long)L->cur.w);
+                      "%lldx%lldx%lld input", L->arch, what, l->name, (long long)in.c,
+                      (long long)in.h, (long long)in.w);
         return DCZ_ERR_ARG;
     }
     int64_t floats = out.c * out.h * out.w;
@@ -113,17 +124,46 @@ static dcz_status push(layer_list *L, const dcz_tlayer *proto, const char *what,
         return DCZ_ERR_ARG;
     }
     int64_t weights = 0;
-    if (l->op == DCZ_OP_DENSE) weights = (int64_t)l->out * (L->cur.c * L->cur.h * L->cur.w);
-    if (l->op == DCZ_OP_CONV2D) weights = (int64_t)l->out_c * L->cur.c * l->kh * l->kw;
+    if (l->op == DCZ_OP_DENSE) weights = (int64_t)l->out * (in.c * in.h * in.w);
+    if (l->op == DCZ_OP_CONV2D)
+        weights = (int64_t)l->out_c * (in.c / (l->group > 1 ? l->group : 1)) * l->kh * l->kw;
     if (weights > CNN_MAX_WEIGHTS) {
         dcz_train_err(L->err, L->errlen, "architecture \"%s\": %s (%s) would have %lld weights "
                       "(limit %lld)", L->arch, what, l->name, (long long)weights,
                       (long long)CNN_MAX_WEIGHTS);
         return DCZ_ERR_ARG;
     }
-    L->cur = out;
     L->n++;
+    L->t[L->n] = out;
     return DCZ_OK;
+}
+
+/* push_named with the name fmt formatted with num. */
+static dcz_status push(layer_list *L, const dcz_tlayer *proto, const char *what,
+                       const char *fmt, int num)
+{
+    char name[64];
+    snprintf(name, sizeof name, fmt, num);
+    return push_named(L, proto, what, name);
+}
+
+/* push_named reading the tensors in[0 .. nin), its name "block.part". */
+static dcz_status push_in(layer_list *L, dcz_tlayer proto, const char *what, const char *block,
+                          const char *part, int nin, const int *in)
+{
+    char name[64];
+    snprintf(name, sizeof name, "%s.%s", block, part);
+    proto.nin = (uint32_t)nin;
+    for (int k = 0; k < nin; k++) proto.tin[k] = (uint32_t)in[k];
+    return push_named(L, &proto, what, name);
+}
+
+/* push_in reading the layer before. */
+static dcz_status push_next(layer_list *L, dcz_tlayer proto, const char *what, const char *block,
+                            const char *part)
+{
+    const int prev = L->n;
+    return push_in(L, proto, what, block, part, 1, &prev);
 }
 
 /* Builds the net of a finished list: sizes, parameters from seed, checks. */
@@ -136,14 +176,15 @@ static dcz_status build(const layer_list *L, uint64_t seed, dcz_net **out)
         return st;
     }
     memcpy(net->layers, L->l, (size_t)L->n * sizeof *net->layers);
-    if (L->in.h == 1 && L->in.w == 1) {
+    const dcz_chw in = L->t[0];
+    if (in.h == 1 && in.w == 1) {
         net->in_rank = 1;
-        net->in_dims[0] = (uint32_t)L->in.c;
+        net->in_dims[0] = (uint32_t)in.c;
     } else {
         net->in_rank = 3;
-        net->in_dims[0] = (uint32_t)L->in.c;
-        net->in_dims[1] = (uint32_t)L->in.h;
-        net->in_dims[2] = (uint32_t)L->in.w;
+        net->in_dims[0] = (uint32_t)in.c;
+        net->in_dims[1] = (uint32_t)in.h;
+        net->in_dims[2] = (uint32_t)in.w;
     }
     dcz_rng rng;
     dcz_rng_seed(&rng, seed);
@@ -171,7 +212,7 @@ fail:
 
 static dcz_status build_mlp(const int *widths, int nw, layer_list *L)
 {
-    L->in = L->cur = (dcz_chw){ widths[0], 1, 1 };
+    L->t[0] = (dcz_chw){ widths[0], 1, 1 };
     for (int d = 0; d + 1 < nw; d++) {
         dcz_tlayer fc = { .op = DCZ_OP_DENSE, .out = widths[d + 1] };
         dcz_status st = push(L, &fc, "layer", "fc%d", d + 1);
@@ -196,7 +237,7 @@ static dcz_status build_lenet5(layer_list *L)
         { { .op = DCZ_OP_DENSE, .out = 10 }, "fc2" },
         { { .op = DCZ_OP_SOFTMAX }, "prob" },
     };
-    L->in = L->cur = (dcz_chw){ 1, 28, 28 };
+    L->t[0] = (dcz_chw){ 1, 28, 28 };
     for (size_t i = 0; i < sizeof layers / sizeof layers[0]; i++) {
         dcz_status st = push(L, &layers[i].proto, "layer", layers[i].name, 0);
         if (st != DCZ_OK) return st;
@@ -230,7 +271,101 @@ static int read_field(const char **p, char letter, long lo, long hi, long *v)
 }
 
 /* Per-spec counters for layer names. */
-typedef struct cnn_counts { int conv, relu, pool, gap, drop, fc, spatial, flattened; } cnn_counts;
+typedef struct cnn_counts { int conv, relu, pool, gap, drop, fc, res, inv, spatial, flattened; } cnn_counts;
+
+/* Settings of the block tokens. */
+#define CNN_MAX_EXPAND 8
+
+/* A residual block of n filters, stride s, after He et al. 2016 (basic
+ * block): conv1 3x3 (stride s) bn1 relu1 conv2 3x3 bn2, plus a shortcut
+ * that is the block's input, or a 1x1 convolution of stride s and batch
+ * norm (proj, projbn) when the shape changes; add, then relu. */
+static dcz_status res_block(layer_list *L, long n, long s, const char *what, cnn_counts *k)
+{
+    char b[16];
+    snprintf(b, sizeof b, "res%d", ++k->res);
+    const int x = L->n;
+    const dcz_tlayer c3 = { .op = DCZ_OP_CONV2D, .out_c = (int)n, .kh = 3, .kw = 3, .sh = (int)s,
+                            .sw = (int)s, .ph = 1, .pw = 1 };
+    const dcz_tlayer c3b = { .op = DCZ_OP_CONV2D, .out_c = (int)n, .kh = 3, .kw = 3, .sh = 1,
+                             .sw = 1, .ph = 1, .pw = 1 };
+    const dcz_tlayer bn = { .op = DCZ_OP_BATCHNORM }, relu = { .op = DCZ_OP_RELU };
+    dcz_status st;
+    if ((st = push_next(L, c3, what, b, "conv1")) != DCZ_OK ||
+        (st = push_next(L, bn, what, b, "bn1")) != DCZ_OK ||
+        (st = push_next(L, relu, what, b, "relu1")) != DCZ_OK ||
+        (st = push_next(L, c3b, what, b, "conv2")) != DCZ_OK ||
+        (st = push_next(L, bn, what, b, "bn2")) != DCZ_OK)
+        return st;
+    int sum[2] = { L->n, x };
+    if (s != 1 || L->t[x].c != n) {
+        const dcz_tlayer proj = { .op = DCZ_OP_CONV2D, .out_c = (int)n, .kh = 1, .kw = 1,
+                                  .sh = (int)s, .sw = (int)s };
+        if ((st = push_in(L, proj, what, b, "proj", 1, &x)) != DCZ_OK ||
+            (st = push_next(L, bn, what, b, "projbn")) != DCZ_OK)
+            return st;
+        sum[1] = L->n;
+    }
+    const dcz_tlayer add = { .op = DCZ_OP_ADD };
+    if ((st = push_in(L, add, what, b, "add", 2, sum)) != DCZ_OK) return st;
+    return push_next(L, relu, what, b, "relu");
+}
+
+/* An inverted residual block of n outputs, expansion e, stride s, after
+ * MobileNetV2 (Sandler et al. 2018): expand (1x1 to e times the input's
+ * channels; left out when e is 1) bn1 relu1, dw (depthwise 3x3, stride s)
+ * bn2 relu2, then with se a squeeze-and-excitation gate (se.pool, se.fc1
+ * to a quarter of the channels (at least 8), se.relu, se.fc2, se.gate a
+ * hard sigmoid, se.scale multiplying the channels), project (1x1 to n,
+ * linear) bn3, and add of the block's input when the shape is kept. The
+ * ReLUs are ReLU6 (clip to [0, 6]). */
+static dcz_status inv_block(layer_list *L, long n, long e, long s, int se, const char *what,
+                            cnn_counts *k)
+{
+    char b[16];
+    snprintf(b, sizeof b, "inv%d", ++k->inv);
+    const int x = L->n;
+    const int hid = (int)(L->t[x].c * e);
+    const dcz_tlayer expand = { .op = DCZ_OP_CONV2D, .out_c = hid, .kh = 1, .kw = 1, .sh = 1, .sw = 1 };
+    const dcz_tlayer dw = { .op = DCZ_OP_CONV2D, .out_c = hid, .kh = 3, .kw = 3, .sh = (int)s,
+                            .sw = (int)s, .ph = 1, .pw = 1, .group = hid };
+    const dcz_tlayer project = { .op = DCZ_OP_CONV2D, .out_c = (int)n, .kh = 1, .kw = 1, .sh = 1, .sw = 1 };
+    const dcz_tlayer bn = { .op = DCZ_OP_BATCHNORM };
+    const dcz_tlayer relu6 = { .op = DCZ_OP_CLIP, .param = { 0.0f, 6.0f } };
+    dcz_status st;
+    if (e > 1 && ((st = push_next(L, expand, what, b, "expand")) != DCZ_OK ||
+                  (st = push_next(L, bn, what, b, "bn1")) != DCZ_OK ||
+                  (st = push_next(L, relu6, what, b, "relu1")) != DCZ_OK))
+        return st;
+    if ((st = push_next(L, dw, what, b, "dw")) != DCZ_OK ||
+        (st = push_next(L, bn, what, b, "bn2")) != DCZ_OK ||
+        (st = push_next(L, relu6, what, b, "relu2")) != DCZ_OK)
+        return st;
+    if (se) {
+        int gate[2] = { L->n, 0 };
+        const dcz_tlayer pool = { .op = DCZ_OP_GLOBAL_AVGPOOL };
+        const dcz_tlayer fc1 = { .op = DCZ_OP_DENSE, .out = hid / 4 > 8 ? hid / 4 : 8 };
+        const dcz_tlayer fc2 = { .op = DCZ_OP_DENSE, .out = hid };
+        const dcz_tlayer relu = { .op = DCZ_OP_RELU };
+        const dcz_tlayer hsig = { .op = DCZ_OP_HARD_SIGMOID, .param = { 1.0f / 6.0f, 0.5f } };
+        const dcz_tlayer mul = { .op = DCZ_OP_MUL };
+        if ((st = push_next(L, pool, what, b, "se.pool")) != DCZ_OK ||
+            (st = push_next(L, fc1, what, b, "se.fc1")) != DCZ_OK ||
+            (st = push_next(L, relu, what, b, "se.relu")) != DCZ_OK ||
+            (st = push_next(L, fc2, what, b, "se.fc2")) != DCZ_OK ||
+            (st = push_next(L, hsig, what, b, "se.gate")) != DCZ_OK)
+            return st;
+        gate[1] = L->n;
+        if ((st = push_in(L, mul, what, b, "se.scale", 2, gate)) != DCZ_OK) return st;
+    }
+    if ((st = push_next(L, project, what, b, "project")) != DCZ_OK ||
+        (st = push_next(L, bn, what, b, "bn3")) != DCZ_OK)
+        return st;
+    if (s != 1 || L->t[x].c != n) return DCZ_OK;
+    int sum[2] = { x, L->n };
+    const dcz_tlayer add = { .op = DCZ_OP_ADD };
+    return push_in(L, add, what, b, "add", 2, sum);
+}
 
 static dcz_status cnn_token(layer_list *L, const char *tok, int index, int last,
                             cnn_counts *k)
@@ -238,9 +373,9 @@ static dcz_status cnn_token(layer_list *L, const char *tok, int index, int last,
     const char *p = tok + 1;
     char what[48];
     snprintf(what, sizeof what, "token %d \"%.20s\"", index + 1, tok);
-    long n = 0, kk = 0, s = 1, pad = -1;
+    long n = 0, kk = 0, s = 1, pad = -1, g = 1, e = 6;
     dcz_status st;
-    int spatial = tok[0] == 'c' || tok[0] == 'p' || tok[0] == 'a' || strcmp(tok, "gap") == 0;
+    int spatial = (tok[0] && strchr("cparm", tok[0]) != NULL) || strcmp(tok, "gap") == 0;
     if (spatial && k->fc) {
         dcz_train_err(L->err, L->errlen, "architecture \"%s\": %s: convolution and pooling "
                       "must come before the first fully connected layer", L->arch, what);
@@ -252,9 +387,9 @@ static dcz_status cnn_token(layer_list *L, const char *tok, int index, int last,
         return DCZ_ERR_ARG;
     }
     if (strcmp(tok, "gap") == 0) {
-        dcz_tlayer g = { .op = DCZ_OP_GLOBAL_AVGPOOL };
+        dcz_tlayer gap = { .op = DCZ_OP_GLOBAL_AVGPOOL };
         k->spatial = 1;
-        return push(L, &g, what, "gap%d", ++k->gap);
+        return push(L, &gap, what, "gap%d", ++k->gap);
     }
     switch (tok[0]) {
     case 'c':
@@ -262,8 +397,15 @@ static dcz_status cnn_token(layer_list *L, const char *tok, int index, int last,
         if (!read_field(&p, 'k', 1, CNN_MAX_KERNEL, &kk)) goto bad_number;
         if (*p == 's' && !read_field(&p, 's', 1, CNN_MAX_KERNEL, &s)) goto bad_number;
         if (*p == 'p' && !read_field(&p, 'p', 0, CNN_MAX_KERNEL, &pad)) goto bad_number;
+        if (*p == 'g' && !read_field(&p, 'g', 1, CNN_MAX_DIM, &g)) goto bad_number;
         if (*p != '\0') goto bad_syntax;
         if (pad < 0) pad = kk / 2;
+        if (L->t[L->n].c % g || n % g) {
+            dcz_train_err(L->err, L->errlen, "architecture \"%s\": %s: %ld groups must divide "
+                          "the %lld input channels and the %ld filters", L->arch, what, g,
+                          (long long)L->t[L->n].c, n);
+            return DCZ_ERR_ARG;
+        }
         if (pad >= kk) {
             dcz_train_err(L->err, L->errlen, "architecture \"%s\": %s: padding %ld must be "
                           "smaller than the kernel %ld", L->arch, what, pad, kk);
@@ -271,7 +413,8 @@ static dcz_status cnn_token(layer_list *L, const char *tok, int index, int last,
         }
         {
             dcz_tlayer c = { .op = DCZ_OP_CONV2D, .out_c = (int)n, .kh = (int)kk, .kw = (int)kk,
-                             .sh = (int)s, .sw = (int)s, .ph = (int)pad, .pw = (int)pad };
+                             .sh = (int)s, .sw = (int)s, .ph = (int)pad, .pw = (int)pad,
+                             .group = (int)g };
             dcz_tlayer bn = { .op = DCZ_OP_BATCHNORM };
             dcz_tlayer relu = { .op = DCZ_OP_RELU };
             k->spatial = 1;
@@ -280,6 +423,22 @@ static dcz_status cnn_token(layer_list *L, const char *tok, int index, int last,
             if ((st = push(L, &bn, what, "bn%d", k->conv)) != DCZ_OK) return st;
             return push(L, &relu, what, "relu%d", ++k->relu);
         }
+    case 'r':
+        if (!read_num(&p, CNN_MAX_DIM, &n) || n < 1) goto bad_number;
+        if (*p == 's' && !read_field(&p, 's', 1, CNN_MAX_KERNEL, &s)) goto bad_number;
+        if (*p != '\0') goto bad_syntax;
+        k->spatial = 1;
+        return res_block(L, n, s, what, k);
+    case 'm': {
+        if (!read_num(&p, CNN_MAX_DIM, &n) || n < 1) goto bad_number;
+        if (*p == 'e' && !read_field(&p, 'e', 1, CNN_MAX_EXPAND, &e)) goto bad_number;
+        if (*p == 's' && !read_field(&p, 's', 1, CNN_MAX_KERNEL, &s)) goto bad_number;
+        int se = *p == 'q';
+        p += se;
+        if (*p != '\0') goto bad_syntax;
+        k->spatial = 1;
+        return inv_block(L, n, e, s, se, what, k);
+    }
     case 'p':
     case 'a':
         if (!read_num(&p, CNN_MAX_KERNEL, &kk) || kk < 1) goto bad_number;
@@ -310,6 +469,8 @@ static dcz_status cnn_token(layer_list *L, const char *tok, int index, int last,
                 return DCZ_ERR_ARG;
             }
             memmove(&L->l[at + 1], &L->l[at], (size_t)(L->n - at) * sizeof L->l[0]);
+            memmove(&L->t[at + 2], &L->t[at + 1], (size_t)(L->n - at) * sizeof L->t[0]);
+            L->t[at + 1] = L->t[at];   /* a ReLU keeps the shape */
             L->l[at] = (dcz_tlayer){ .op = DCZ_OP_RELU };
             snprintf(L->l[at].name, sizeof L->l[at].name, "relu%d", ++k->relu);
             L->n++;
@@ -325,14 +486,14 @@ static dcz_status cnn_token(layer_list *L, const char *tok, int index, int last,
         }
     default:
         dcz_train_err(L->err, L->errlen, "architecture \"%s\": %s: unknown layer (expected "
-                      "cNkK[sS][pP], pK, aK, gap, dR or fN)", L->arch, what);
+                      "cNkK[sS][pP][gG], rN[sS], mN[eE][sS][q], pK, aK, gap, dR or fN)", L->arch, what);
         return DCZ_ERR_ARG;
     }
 bad_number:
     dcz_train_err(L->err, L->errlen, "architecture \"%s\": %s: a number is missing or out "
                   "of range (filters 1..%d, kernel and stride 1..%d, padding below the "
-                  "kernel, dropout 0..99, fc 1..%d)", L->arch, what, CNN_MAX_DIM,
-                  CNN_MAX_KERNEL, ARCH_MAX_WIDTH);
+                  "kernel, groups 1..%d, expansion 1..%d, dropout 0..99, fc 1..%d)", L->arch,
+                  what, CNN_MAX_DIM, CNN_MAX_KERNEL, CNN_MAX_DIM, CNN_MAX_EXPAND, ARCH_MAX_WIDTH);
     return DCZ_ERR_ARG;
 bad_syntax:
     dcz_train_err(L->err, L->errlen, "architecture \"%s\": %s: unexpected '%c'", L->arch,
@@ -356,7 +517,7 @@ static dcz_status cnn_input(layer_list *L, const char *tok)
                       "than %lld values", L->arch, c, h, w, (long long)CNN_MAX_FLOATS);
         return DCZ_ERR_ARG;
     }
-    L->in = L->cur = (dcz_chw){ c, h, w };
+    L->t[0] = (dcz_chw){ c, h, w };
     return DCZ_OK;
 }
 
@@ -365,7 +526,7 @@ static dcz_status build_cnn(layer_list *L)
     const char *spec = L->arch + 4;
     char tok[64];
     cnn_counts k = { 0 };
-    L->in = L->cur = (dcz_chw){ 1, 28, 28 };
+    L->t[0] = (dcz_chw){ 1, 28, 28 };
     if (*spec == '\0') {
         dcz_train_err(L->err, L->errlen, "architecture \"%s\": no layers (e.g. "
                       "cnn:c32k3-p2-c64k3-gap-f10)", L->arch);
@@ -428,6 +589,13 @@ dcz_status dcz_net_create_arch(const char *arch, uint64_t seed, dcz_net **out,
     L->arch = arch;
     L->err = err;
     L->errlen = errlen;
+    /* the presets are cnn: specs (train.h) */
+    static const struct { const char *name, *spec; } presets[] = {
+        { "resnet", DCZ_ARCH_RESNET },
+        { "mobilenetv2", DCZ_ARCH_MOBILENETV2 },
+    };
+    for (size_t i = 0; i < sizeof presets / sizeof presets[0]; i++)
+        if (strcmp(arch, presets[i].name) == 0) arch = L->arch = presets[i].spec;
     dcz_status st;
     if (strcmp(arch, "lenet300") == 0) {
         static const int lenet[] = { 784, 300, 100, 10 };
@@ -441,8 +609,8 @@ dcz_status dcz_net_create_arch(const char *arch, uint64_t seed, dcz_net **out,
     } else if (strncmp(arch, "cnn:", 4) == 0) {
         st = build_cnn(L);
     } else {
-        dcz_train_err(err, errlen, "unknown architecture \"%s\" (expected lenet300, lenet5, "
-                      "mlp:IN-H1-...-OUT or cnn:TOKENS)", arch);
+        dcz_train_err(err, errlen, "unknown architecture \"%s\" (expected lenet300, lenet5, resnet, "
+                      "mobilenetv2, mlp:IN-H1-...-OUT or cnn:TOKENS)", arch);
         st = DCZ_ERR_ARG;
     }
     if (st == DCZ_OK) st = build(L, seed, out);

@@ -42,6 +42,12 @@ typedef struct dcz_chw { int64_t c, h, w; } dcz_chw;
  * DCZ_ERR_ARG for an unknown kind. */
 dcz_status dcz_tlayer_out_shape(const dcz_tlayer *l, dcz_chw in, dcz_chw *out);
 
+/* Layer l's output shape from the shapes t of the tensors it reads
+ * (l->tin[0 .. nin), nin >= 1): dcz_tlayer_out_shape for the ops with
+ * settings of their own, the operator table's rule (dcz_op_shape) for the
+ * others. DCZ_ERR_SHAPE or DCZ_ERR_ARG as dcz_tlayer_out_shape. */
+dcz_status dcz_tlayer_shape(const dcz_tlayer *l, const dcz_chw *t, dcz_chw *out);
+
 /* ---- running the layers (net.c) -------------------------------------------- */
 
 /* Grows the activation buffers (act) and the shared scratch (work) to hold

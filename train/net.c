@@ -211,8 +211,7 @@ static int table_op(dcz_op k)
     return o && !o->weighted && o->window_at < 0 && !o->train_only;
 }
 
-/* Layer i's output shape from the shapes of the tensors it reads. */
-static dcz_status layer_shape(const dcz_tlayer *l, const dcz_chw *t, dcz_chw *out)
+dcz_status dcz_tlayer_shape(const dcz_tlayer *l, const dcz_chw *t, dcz_chw *out)
 {
     if (!table_op(l->op)) return dcz_tlayer_out_shape(l, t[l->tin[0]], out);
     dcz_shape in[DCZ_MAX_INPUTS], o;
@@ -268,7 +267,7 @@ dcz_status dcz_net_infer_shapes(dcz_net *net)
     for (int i = 0; i < net->nlayers && st == DCZ_OK; i++) {
         dcz_tlayer *l = &net->layers[i];
         const dcz_chw cur = t[l->tin[0]];
-        st = layer_shape(l, t, &t[i + 1]);
+        st = dcz_tlayer_shape(l, t, &t[i + 1]);
         if (st != DCZ_OK) break;
         const dcz_chw next = t[i + 1];
         if (chw_count(next) > INT_MAX) st = DCZ_ERR_SHAPE;
@@ -359,7 +358,7 @@ dcz_status dcz_net_validate(dcz_net *net)
             st = DCZ_ERR_SHAPE;
             break;
         }
-        if ((st = layer_shape(l, t, &t[i + 1])) != DCZ_OK) break;
+        if ((st = dcz_tlayer_shape(l, t, &t[i + 1])) != DCZ_OK) break;
         const dcz_chw next = t[i + 1];
         if ((has_geometry(l->op) && (l->out_c != next.c || l->out_h != next.h || l->out_w != next.w)) ||
             chw_count(next) != l->out)

@@ -233,27 +233,53 @@ typedef struct dcz_net {
  *                 a convolutional network from tokens separated by '-':
  *       iCxHxW        input shape C channels of H x W (first token only;
  *                     default i1x28x28); C, H, W 1..4096, C*H*W <= 2^24
- *       cNkK[sS][pP]  convolution of N filters (1..4096) K x K (1..32),
+ *       cNkK[sS][pP][gG]
+ *                     convolution of N filters (1..4096) K x K (1..32),
  *                     stride S (1..32, default 1), zero padding P each side
  *                     (0..K-1, default K/2: "same" size for odd K, stride 1),
- *                     s before p when both are given; followed by batch norm
- *                     and ReLU
+ *                     G groups (default 1; dividing N and the input's
+ *                     channels), fields in this order; followed by batch
+ *                     norm and ReLU
+ *       rN[sS]        residual block (He et al. 2016, basic block) of N
+ *                     filters, stride S (default 1): resB.conv1 (3x3,
+ *                     stride S) resB.bn1 resB.relu1 resB.conv2 (3x3)
+ *                     resB.bn2; the shortcut is the block's input, or when
+ *                     S is not 1 or the channels change a projection
+ *                     resB.proj (1x1, stride S) resB.projbn; then resB.add
+ *                     of the two and resB.relu
+ *       mN[eE][sS][q] inverted residual block (MobileNetV2) of N outputs,
+ *                     expansion E (1..8, default 6), stride S (default 1):
+ *                     invB.expand (1x1 to E times the input's channels;
+ *                     absent for E 1) invB.bn1 invB.relu1, invB.dw
+ *                     (depthwise 3x3, stride S) invB.bn2 invB.relu2, with q
+ *                     a squeeze-and-excitation gate (invB.se.pool global
+ *                     average, invB.se.fc1 to a quarter of the channels but
+ *                     at least 8, invB.se.relu, invB.se.fc2, invB.se.gate
+ *                     hard sigmoid x/6 + 1/2, invB.se.scale multiplying
+ *                     each channel by its gate), invB.project (1x1 to N, no
+ *                     activation) invB.bn3, and invB.add of the block's
+ *                     input when S is 1 and the channels are kept; its
+ *                     ReLUs are ReLU6 (CLIP to [0, 6])
  *       pK            max pooling K x K (1..32), stride K
  *       aK            average pooling K x K (1..32), stride K
  *       gap           global average pooling: (C, H, W) -> (C, 1, 1)
  *       dR            dropout of R percent (0..99) of its input
  *       fN            fully connected layer of N outputs (1..65536)
- *     c, p, a and gap tokens must come before the first f token; the last
+ *     c, r, m, p, a and gap tokens must come before the first f token; the last
  *     token must be an f token; at most 64 tokens. A flatten layer is
  *     inserted before the first f token when spatial layers precede it, a
  *     ReLU between two f tokens (after the first of them, before any dropout
  *     between them), and the softmax "prob" at the end. Layers are named by
  *     kind and counted from 1 in order: convN, bnN, reluN (one count for all
  *     ReLU layers), poolN (max and average pooling share the count), gapN,
- *     dropN, flatten, fcN, prob. A pooling or convolution whose output would
+ *     dropN, flatten, fcN, prob; blocks are counted resB and invB, their
+ *     layers named as above. A pooling or convolution whose output would
  *     be smaller than 1 x 1, a layer of more than 2^28 weights or an
  *     activation of more than 2^24 floats per sample is refused.
  *     Example: cnn:c32k3-c32k3-p2-c64k3-c64k3-p2-c128k3-gap-f10.
+ *   resnet        a ResNet-style net for 1x28x28 inputs, DCZ_ARCH_RESNET.
+ *   mobilenetv2   a MobileNetV2-style net for 1x28x28 inputs,
+ *                 DCZ_ARCH_MOBILENETV2.
  *
  * Weights are drawn from the seeded rng (He-normal: N(0, 2 / fan_in), fan_in
  * = in for DENSE, in_c*kh*kw for CONV), biases are 0; batch norm starts at
@@ -262,6 +288,10 @@ typedef struct dcz_net {
  * DCZ_ERR_ARG and a one-line reason in err. */
 dcz_status dcz_net_create_arch(const char *arch, uint64_t seed, dcz_net **out,
                                char *err, size_t errlen);
+
+/* The presets' specs. */
+#define DCZ_ARCH_RESNET "cnn:c16k3-r16-r32s2-r64s2-gap-f10"
+#define DCZ_ARCH_MOBILENETV2 "cnn:c16k3-m16e1-m24s2-m24-m32s2-m32-c128k1-gap-f10"
 
 /* An empty network of nlayers zeroed layers, for a caller to fill
  * (layer buffers must come from malloc: dcz_net_free frees them); in_rank 0

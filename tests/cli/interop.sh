@@ -5,8 +5,8 @@
 # models with unsupported operators, truncated and damaged ones are refused
 # with exit code 2; PNG images of a test sample in every encoding give that
 # sample's scores; raw float32 input with --shape, and its refusals; an
-# imported model is compressed with retraining on a PNG-folder dataset and
-# evaluated; dense, graph and compressed models export to ONNX (checked by
+# imported chain, ResNet and MobileNetV2-style model are compressed with
+# retraining on a PNG-folder dataset and evaluated; dense, graph and compressed models export to ONNX (checked by
 # onnx.checker when python3-onnx is installed, SKIP otherwise) and import
 # back to the same outputs (bit for bit for the graphs, <= 1e-5 otherwise);
 # bad datasets are refused with exit code 2.
@@ -150,17 +150,27 @@ checker "$T/mlp11.onnx"
 "$ROOT/build/tests/idx2png" $D "$T/png" 30 10 || fail "idx2png"
 "$DCZ" eval "$T/cnn.dcz" --data "$T/png" --json > "$T/e0.json" || fail "eval on PNG folders"
 [ "$(json_field samples "$T/e0.json")" = 100 ] || fail "PNG test split: $(cat "$T/e0.json")"
-"$DCZ" compress "$T/cnn.dcz" --data "$T/png" --rounds 1 --prune-epochs 1 --final-epochs 1 --quant-epochs 1 \
-    --threads 1 --seed 3 -q --json -o "$T/small.dcz" > "$T/c.json" || fail "compress on PNG folders"
-"$DCZ" eval "$T/small.dcz" --data "$T/png" --json > "$T/e1.json" || fail "eval compressed"
-acc=$(json_field accuracy "$T/e1.json")
-[ "$acc" = "$(json_field accuracy "$T/c.json")" ] || fail "compress reported $(json_field accuracy "$T/c.json"), eval $acc"
-awk -v a="$acc" 'BEGIN { exit !(a >= 0.6) }' || fail "compressed accuracy $acc"
-echo "PNG folders: imported $(json_field accuracy "$T/e0.json"), compressed $acc ($(json_field ratio "$T/c.json")x)"
-"$DCZ" info "$T/small.dcz" --json > "$T/i.json" || fail "info compressed"
-grep -q '"encoding":"codebook"' "$T/i.json" && grep -q '"index_coding":"huffman"' "$T/i.json" ||
-    fail "the compressed model is not codebook + Huffman"
-roundtrip "$T/small.dcz" compressed
+# the imported chain and graphs (residual, inverted residual): compressed with
+# retraining on the folders, run by libdcz (the accuracy compress reports is
+# eval's), codebook + Huffman, the graph kept, exported back
+for spec in cnn:0.6:3 resnet:0.5:2 mbv2:0.5:2; do
+    IFS=: read -r m min_acc min_ratio <<< "$spec"
+    "$DCZ" eval "$T/$m.dcz" --data "$T/png" --json > "$T/e0.json" || fail "eval $m on PNG folders"
+    "$DCZ" compress "$T/$m.dcz" --data "$T/png" --rounds 1 --prune-epochs 1 --final-epochs 1 --quant-epochs 1 \
+        --threads 1 --seed 3 -q --json -o "$T/$m-small.dcz" > "$T/c.json" || fail "compress $m on PNG folders"
+    "$DCZ" eval "$T/$m-small.dcz" --data "$T/png" --json > "$T/e1.json" || fail "eval compressed $m"
+    acc=$(json_field accuracy "$T/e1.json") ratio=$(json_field ratio "$T/c.json")
+    [ "$acc" = "$(json_field accuracy "$T/c.json")" ] || fail "$m: compress reported $(json_field accuracy "$T/c.json"), eval $acc"
+    awk -v a="$acc" -v m="$min_acc" 'BEGIN { exit !(a >= m) }' || fail "compressed $m: accuracy $acc"
+    awk -v r="$ratio" -v m="$min_ratio" 'BEGIN { exit !(r >= m) }' || fail "compressed $m: ratio $ratio"
+    "$DCZ" info "$T/$m-small.dcz" --json > "$T/i.json" || fail "info compressed $m"
+    grep -q '"encoding":"codebook"' "$T/i.json" && grep -q '"index_coding":"huffman"' "$T/i.json" ||
+        fail "compressed $m is not codebook + Huffman"
+    [ "$m" = cnn ] || grep -q '"op":"add","inputs":\["[a-z0-9]*","[a-z0-9]*"\]' "$T/i.json" ||
+        fail "$m: no add of two tensors in info"
+    echo "PNG folders: $m imported $(json_field accuracy "$T/e0.json"), compressed with retraining to ${ratio}x, accuracy $acc"
+    roundtrip "$T/$m-small.dcz" "$m-compressed"
+done
 # training from scratch on the same folders; a model of dcz's own (softmax last) exports too
 "$DCZ" train --arch cnn:c4k3-p2-f10 --epochs 1 --data "$T/png" --threads 1 -q -o "$T/scratch.dcz" > /dev/null ||
     fail "train on PNG folders"

@@ -1545,6 +1545,129 @@ static void test_arch_cnn(void)
           "65 tokens accepted");
 }
 
+/* Index of the layer named name in net, or -1. */
+static int layer_index(const dcz_net *net, const char *name)
+{
+    for (int i = 0; i < net->nlayers; i++)
+        if (strcmp(net->layers[i].name, name) == 0) return i;
+    return -1;
+}
+
+/* Tensor written by the layer named name (its index + 1). */
+static uint32_t tensor_of(const dcz_net *net, const char *name)
+{
+    return (uint32_t)(layer_index(net, name) + 1);
+}
+
+/* Residual and inverted residual blocks of cnn: specs: their layers, the
+ * tensors each reads, the shortcut only where the shape changes, groups of
+ * the depthwise convolution; the presets; malformed block tokens. Then a
+ * block net trains a step, folds and runs in the runtime to the trainer's
+ * outputs. */
+static void test_arch_blocks(void)
+{
+    char err[256];
+    dcz_net *net = NULL;
+    REQUIRE_OK(dcz_net_create_arch("cnn:i3x12x12-c8k3-r8-r16s2-gap-f4", 3, &net, err, sizeof err),
+               "%s", err);
+    static const char *rn[] = { "conv1", "bn1", "relu1", "res1.conv1", "res1.bn1", "res1.relu1",
+                                "res1.conv2", "res1.bn2", "res1.add", "res1.relu", "res2.conv1",
+                                "res2.bn1", "res2.relu1", "res2.conv2", "res2.bn2", "res2.proj",
+                                "res2.projbn", "res2.add", "res2.relu", "gap1", "flatten", "fc1",
+                                "prob" };
+    REQUIRE(net->nlayers == 23, "%d layers", net->nlayers);
+    for (int i = 0; i < 23; i++)
+        CHECK(strcmp(net->layers[i].name, rn[i]) == 0, "layer %d is %s, want %s", i,
+              net->layers[i].name, rn[i]);
+    const dcz_tlayer *add1 = &net->layers[layer_index(net, "res1.add")];
+    CHECK(add1->nin == 2 && add1->tin[0] == tensor_of(net, "res1.bn2") &&
+          add1->tin[1] == tensor_of(net, "relu1"), "res1.add reads the block's input itself");
+    const dcz_tlayer *proj = &net->layers[layer_index(net, "res2.proj")];
+    CHECK(proj->tin[0] == tensor_of(net, "res1.relu") && proj->kh == 1 && proj->sh == 2 &&
+          proj->out_c == 16 && proj->out_h == 6, "res2.proj: 1x1 stride 2 on the block's input");
+    const dcz_tlayer *add2 = &net->layers[layer_index(net, "res2.add")];
+    CHECK(add2->tin[0] == tensor_of(net, "res2.bn2") && add2->tin[1] == tensor_of(net, "res2.projbn") &&
+          add2->out == 16 * 6 * 6, "res2.add sums the block and the projection");
+    CHECK(net->layers[layer_index(net, "res2.conv1")].sh == 2 &&
+          net->layers[layer_index(net, "res2.conv2")].sh == 1, "strides of res2");
+    dcz_net_free(net);
+
+    net = NULL;
+    REQUIRE_OK(dcz_net_create_arch("cnn:i2x8x8-c8k3-m8e2q-m12s2-gap-f3", 3, &net, err, sizeof err),
+               "%s", err);
+    const int dw = layer_index(net, "inv1.dw"), ex = layer_index(net, "inv1.expand");
+    REQUIRE(dw > 0 && ex > 0, "inv1 has an expansion and a depthwise convolution");
+    CHECK(net->layers[ex].out_c == 16 && net->layers[ex].kh == 1 && net->layers[dw].group == 16 &&
+          net->layers[dw].out_c == 16 && net->layers[dw].kh == 3, "expand 8 -> 16, depthwise 16 groups");
+    CHECK(net->layers[layer_index(net, "inv1.relu1")].op == DCZ_OP_CLIP &&
+          net->layers[layer_index(net, "inv1.relu1")].param[1] == 6.0f, "ReLU6 is a clip to 6");
+    const dcz_tlayer *scale = &net->layers[layer_index(net, "inv1.se.scale")];
+    CHECK(scale->op == DCZ_OP_MUL && scale->tin[0] == tensor_of(net, "inv1.relu2") &&
+          scale->tin[1] == tensor_of(net, "inv1.se.gate"), "the gate multiplies the depthwise output");
+    CHECK(net->layers[layer_index(net, "inv1.se.fc1")].out == 8 &&
+          net->layers[layer_index(net, "inv1.se.fc2")].out == 16 &&
+          net->layers[layer_index(net, "inv1.se.gate")].op == DCZ_OP_HARD_SIGMOID, "squeeze widths");
+    const dcz_tlayer *iadd = &net->layers[layer_index(net, "inv1.add")];
+    CHECK(iadd->tin[0] == tensor_of(net, "relu1") && iadd->tin[1] == tensor_of(net, "inv1.bn3"),
+          "inv1.add reads the block's input and the projection");
+    CHECK(layer_index(net, "inv2.add") < 0 && layer_index(net, "inv2.se.pool") < 0 &&
+          net->layers[layer_index(net, "inv2.dw")].out_h == 4 &&
+          net->layers[layer_index(net, "inv2.expand")].out_c == 48, "inv2: stride 2, no shortcut");
+    /* one step of training, then the folded net in the runtime */
+    enum { B = 4 };
+    float x[B * 128], yn[B * 3], ym[B * 3];
+    uint8_t lbl[B];
+    random_batch(net, B, x, lbl, 9);
+    dcz_sgd sgd = { 0.05f, 0.9f, 0, B, 1, 1 };
+    float loss = 0;
+    REQUIRE(dcz_net_grad(net, x, lbl, B, &loss) == DCZ_OK && dcz_net_step(net, &sgd) == DCZ_OK &&
+            isfinite(loss), "a training step");
+    REQUIRE(dcz_net_fold_for_inference(net) == DCZ_OK, "fold");
+    CHECK(layer_index(net, "inv1.bn1") < 0 && layer_index(net, "inv1.expand") >= 0, "batch norms folded");
+    dcz_layer_encoding enc[64];
+    memset(enc, 0, sizeof enc);
+    dcz_doc *d = NULL;
+    uint8_t *buf = NULL;
+    size_t len = 0;
+    dcz_model *m = NULL;
+    REQUIRE(dcz_net_to_doc(net, enc, &d) == DCZ_OK && dcz_doc_write(d, &buf, &len) == DCZ_OK &&
+            dcz_open_memory(buf, len, NULL, &m) == DCZ_OK, "written and opened");
+    REQUIRE(dcz_net_forward(net, x, B, yn) == DCZ_OK && dcz_run(m, x, B, ym) == DCZ_OK, "run");
+    double worst = 0;
+    for (int i = 0; i < B * 3; i++) worst = fmax(worst, fabs(yn[i] - ym[i]));
+    CHECK(worst < 1e-5, "trainer and runtime differ by %g", worst);
+    dcz_close(m);
+    free(buf);
+    dcz_doc_free(d);
+    dcz_net_free(net);
+
+    /* the presets are their specs */
+    static const char *const presets[][2] = { { "resnet", DCZ_ARCH_RESNET },
+                                              { "mobilenetv2", DCZ_ARCH_MOBILENETV2 } };
+    for (int i = 0; i < 2; i++) {
+        dcz_net *a = NULL, *b = NULL;
+        REQUIRE_OK(dcz_net_create_arch(presets[i][0], 5, &a, err, sizeof err), "%s", err);
+        REQUIRE_OK(dcz_net_create_arch(presets[i][1], 5, &b, err, sizeof err), "%s", err);
+        CHECK(a->nlayers == b->nlayers && dcz_net_param_count(a) == dcz_net_param_count(b) &&
+              a->in_dim == 784 && a->classes == 10, "%s", presets[i][0]);
+        CHECK(memcmp(a->layers[0].w, b->layers[0].w, 9 * sizeof(float)) == 0, "same seed, same weights");
+        dcz_net_free(a);
+        dcz_net_free(b);
+    }
+
+    static const char *bad[] = {
+        "cnn:r0-f10", "cnn:r8s0-f10", "cnn:r8k3-f10", "cnn:m8e0-f10", "cnn:m8e9-f10", "cnn:m8x-f10",
+        "cnn:m8qq-f10", "cnn:m8s2e2-f10", "cnn:c8k3g3-f10", "cnn:c8k3g0-f10", "cnn:f10-r8-f10",
+        "cnn:i1x4096x4096-r8-f10", "cnn:r8-m8", "resnet ",
+    };
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        net = (dcz_net *)1;
+        err[0] = '\0';
+        CHECK(dcz_net_create_arch(bad[i], 1, &net, err, sizeof err) == DCZ_ERR_ARG && net == NULL &&
+              err[0] != '\0', "\"%s\" accepted (%s)", bad[i], err);
+    }
+}
+
 static void test_validate_cnn(void)
 {
     dcz_tlayer a[] = { CONV(3, 3, 3, 1, 1), POOL(DCZ_OP_MAXPOOL, 2, 2, 0, 0), SIMPLE(DCZ_OP_BATCHNORM),
@@ -1822,6 +1945,7 @@ int main(void)
     RUN(test_conv_chunked_backward);
     RUN(test_fold_for_inference);
     RUN(test_arch_cnn);
+    RUN(test_arch_blocks);
     RUN(test_validate_cnn);
     RUN(test_cnn_learns);
     RUN(test_cnn_determinism);
