@@ -102,22 +102,18 @@ typedef struct tap_ctx {
     int hist;                 /* pass 2 */
 } tap_ctx;
 
-/* Slot j watches the input of weighted layer c->layer[j]: the output of
- * the layer before it (the model input is handled by the caller). */
-static void observe(const dcz_cal_collect *c, int hist, uint32_t watched, const float *y,
-                    size_t n)
+/* Tensor t's n values into its statistics, by pass. */
+static void observe(const dcz_cal_collect *c, int hist, uint32_t t, const float *y, size_t n)
 {
-    for (uint32_t j = 0; j < c->count; j++) {
-        if (c->layer[j] == 0 || c->layer[j] - 1 != watched) continue;
-        if (hist) dcz_cal_observe_hist(&c->stats[j], y, n);
-        else dcz_cal_observe_range(&c->stats[j], y, n);
-    }
+    if (hist) dcz_cal_observe_hist(&c->stats[t], y, n);
+    else dcz_cal_observe_range(&c->stats[t], y, n);
 }
 
+/* The tap after layer i: tensor i + 1. */
 static void tap_stats(void *ctx, uint32_t layer, const float *y, size_t batch, uint32_t width)
 {
     tap_ctx *t = ctx;
-    observe(t->c, t->hist, layer, y, batch * width);
+    observe(t->c, t->hist, layer + 1, y, batch * width);
 }
 
 /* The samples idx[from .. from + b) side by side in x. */
@@ -184,11 +180,12 @@ dcz_status dcz_cal_collect_stats(dcz_doc *d, const dcz_dataset *data, const size
     float *x = NULL, *y = NULL;
     dcz_status s = DCZ_ERR_NOMEM;
     out->layer = malloc(count * sizeof *out->layer);
-    out->stats = malloc(count * sizeof *out->stats);
+    out->stats = malloc(((size_t)d->nlayers + 1) * sizeof *out->stats);
     if (!out->layer || !out->stats) goto fail;
     out->count = count;
+    out->ntensors = d->nlayers + 1;
     weighted_layers(d, &count, out->layer);
-    for (uint32_t j = 0; j < count; j++) dcz_cal_stats_init(&out->stats[j]);
+    for (uint32_t t = 0; t < out->ntensors; t++) dcz_cal_stats_init(&out->stats[t]);
     if ((s = dcz_cal_model_hash(d, &out->model_hash)) != DCZ_OK) goto fail;
     out->data_hash = dcz_cal_data_hash(data, idx, n);
     out->samples = n;
@@ -202,11 +199,7 @@ dcz_status dcz_cal_collect_stats(dcz_doc *d, const dcz_dataset *data, const size
         for (size_t from = 0; from < n; from += batch) {
             const size_t b = n - from < batch ? n - from : batch;
             gather(data, idx, from, b, x);
-            for (uint32_t j = 0; j < count; j++) {
-                if (out->layer[j] != 0) continue;
-                if (pass) dcz_cal_observe_hist(&out->stats[j], x, b * size);
-                else dcz_cal_observe_range(&out->stats[j], x, b * size);
-            }
+            observe(out, pass, 0, x, b * size);
             if ((s = dcz_run_tapped(m, x, b, y, tap_stats, &t)) != DCZ_OK) goto fail;
             if (progress) progress(pctx, pass * n + from + b, 2 * n);
         }
@@ -247,29 +240,111 @@ static float weight_scale(double amax, int32_t qmax, int fixed, int *fl)
     return (float)ldexp(1.0, -f);
 }
 
+/* The scale of an activation choice: a power of two 2^-fl for fixed point. */
+static float act_scale(const dcz_cal_choice *c, int fixed)
+{
+    return fixed ? (float)ldexp(1.0, -(c->fl > 40 ? 40 : c->fl < -40 ? -40 : c->fl))
+                 : clamp_scale(c->scale);
+}
+
+static uint32_t find_root(uint32_t *parent, uint32_t t)
+{
+    while (parent[t] != t) t = parent[t] = parent[parent[t]];
+    return t;
+}
+
+/* The scale of every tensor of the integer region (layers first .. last)
+ * into ts (ntensors, 0 off the region), and the choice behind it into
+ * pick (ntensors). Tensors joined by an op that keeps the scale share one,
+ * chosen from the statistics of the group's last tensor that a weighted
+ * layer reads (else its last tensor) by the method of that reader (else of
+ * the next weighted layer). */
+static dcz_status tensor_scales(const dcz_doc *d, const dcz_cal_collect *c,
+                                const dcz_cal_layer_cfg *cfg, int32_t qmax, int fixed,
+                                float *ts, dcz_cal_choice *pick)
+{
+    const uint32_t T = c->ntensors, first = c->layer[0], last = c->layer[c->count - 1];
+    uint32_t *parent = malloc(T * sizeof *parent), *rep = malloc(T * sizeof *rep);
+    int32_t *reader = malloc(T * sizeof *reader);   /* the weighted slot reading t, or -1 */
+    uint8_t *in = calloc(T, 1);
+    dcz_status s = DCZ_ERR_NOMEM;
+    if (!parent || !rep || !reader || !in) goto done;
+    for (uint32_t t = 0; t < T; t++) {
+        parent[t] = t;
+        reader[t] = -1;
+        ts[t] = 0;
+    }
+    for (uint32_t j = 0; j < c->count; j++) reader[d->layers[c->layer[j]].in[0]] = (int32_t)j;
+    for (uint32_t i = first; i <= last; i++) {
+        const dcz_doc_layer *l = &d->layers[i];
+        for (uint32_t k = 0; k < l->nin; k++) in[l->in[k]] = 1;
+        if (i != last) in[i + 1] = 1;
+        if (dcz_op_get(l->op)->qscale == DCZ_QS_KEEP && i != last)
+            parent[find_root(parent, i + 1)] = find_root(parent, l->in[0]);
+    }
+    /* each group's representative: the last tensor a weighted layer reads,
+     * else its last one */
+    for (uint32_t t = 0; t < T; t++) rep[t] = UINT32_MAX;
+    for (uint32_t t = 0; t < T; t++) {
+        if (!in[t]) continue;
+        const uint32_t r = find_root(parent, t);
+        if (rep[r] == UINT32_MAX || reader[t] >= 0 || reader[rep[r]] < 0) rep[r] = t;
+    }
+    for (uint32_t t = 0; t < T; t++) {
+        if (!in[t] || find_root(parent, t) != t) continue;
+        const uint32_t r = rep[t];
+        uint32_t j = 0;
+        if (reader[r] >= 0) j = (uint32_t)reader[r];
+        else while (j + 1 < c->count && c->layer[j] < r) j++;
+        if ((s = dcz_cal_choose(&c->stats[r], cfg[j].method, cfg[j].percentile, qmax, fixed,
+                                &pick[t])) != DCZ_OK)
+            goto done;
+        ts[t] = act_scale(&pick[t], fixed);
+    }
+    for (uint32_t t = 0; t < T; t++) {
+        if (!in[t]) continue;
+        const uint32_t r = find_root(parent, t);
+        ts[t] = ts[r];
+        pick[t] = pick[r];
+    }
+    s = DCZ_OK;
+done:
+    free(parent);
+    free(rep);
+    free(reader);
+    free(in);
+    return s;
+}
+
 dcz_status dcz_cal_apply(dcz_doc *d, uint32_t scheme, const dcz_cal_collect *c,
                          const dcz_cal_layer_cfg *cfg, dcz_cal_result *res)
 {
     const int32_t qmax = dcz_scheme_qmax(scheme);
     const int fixed = scheme != DCZ_SCHEME_INT8;
-    if (qmax == 0 || c->count == 0) return DCZ_ERR_ARG;
+    if (qmax == 0 || c->count == 0 || c->ntensors != d->nlayers + 1) return DCZ_ERR_ARG;
+    for (uint32_t j = 0; j < c->count; j++)
+        if (c->layer[j] >= d->nlayers || !weighted(d->layers[c->layer[j]].op)) return DCZ_ERR_ARG;
     dcz_doc_calib *t = calloc(1, sizeof *t);
-    if (!t) return DCZ_ERR_NOMEM;
-    t->e = calloc(c->count, sizeof *t->e);
-    if (!t->e) { free(t); return DCZ_ERR_NOMEM; }
+    dcz_cal_choice *pick = malloc(c->ntensors * sizeof *pick);
+    if (t) t->t_scale = malloc(c->ntensors * sizeof *t->t_scale);
+    if (t) t->e = calloc(c->count, sizeof *t->e);
+    if (!t || !pick || !t->t_scale || !t->e) {
+        free(pick);
+        dcz_doc_calib_free(t);
+        return DCZ_ERR_NOMEM;
+    }
     t->scheme = scheme;
     t->model_hash = c->model_hash;
     t->data_hash = c->data_hash;
-    dcz_status s = DCZ_OK;
+    t->ntensors = c->ntensors;
+    dcz_status s = tensor_scales(d, c, cfg, qmax, fixed, t->t_scale, pick);
     for (uint32_t j = 0; j < c->count && s == DCZ_OK; j++) {
         const uint32_t L = c->layer[j];
-        if (L >= d->nlayers || !weighted(d->layers[L].op)) { s = DCZ_ERR_ARG; break; }
         const dcz_doc_tensor *w = &d->layers[L].t[0];
         dcz_cal_result *r = &res[j];
         memset(r, 0, sizeof *r);
         r->layer = L;
-        s = dcz_cal_choose(&c->stats[j], cfg[j].method, cfg[j].percentile, qmax, fixed, &r->act);
-        if (s != DCZ_OK) break;
+        r->act = pick[d->layers[L].in[0]];
         dcz_doc_calib_entry *e = &t->e[t->count];
         const uint32_t rows = w->dims[0];
         const size_t per_row = w->n / rows;
@@ -278,8 +353,7 @@ dcz_status dcz_cal_apply(dcz_doc *d, uint32_t scheme, const dcz_cal_collect *c,
         if (!e->w_scale) { s = DCZ_ERR_NOMEM; break; }
         t->count++;
         e->layer = L;
-        e->in_scale = fixed ? (float)ldexp(1.0, -(r->act.fl > 40 ? 40 : r->act.fl < -40 ? -40 : r->act.fl))
-                            : clamp_scale(r->act.scale);
+        e->in_scale = t->t_scale[d->layers[L].in[0]];
         r->w_scale_min = INFINITY;
         r->w_fl_min = INT32_MAX;
         r->w_fl_max = INT32_MIN;
@@ -298,6 +372,7 @@ dcz_status dcz_cal_apply(dcz_doc *d, uint32_t scheme, const dcz_cal_collect *c,
         }
         r->nw = e->nw;
     }
+    free(pick);
     if (s != DCZ_OK) {
         dcz_doc_calib_free(t);
         return s;

@@ -3,12 +3,15 @@
  * (INT8, or dynamic fixed point of 8 or 16 bits), and installs it.
  *
  * 1. dcz_cal_collect: the float model (run by libdcz) over the calibration
- *    samples, twice: the range, then the histogram of |x| of the input of
- *    every weighted layer (calstats.h). The result depends on the set of
+ *    samples, twice: the range, then the histogram of |x| of every tensor
+ *    (calstats.h). The result depends on the set of
  *    samples only, not on batch size or order.
- * 2. dcz_cal_apply: per weighted layer, the activation scale by the chosen
- *    method, the weight scales (per output channel or per tensor; powers of
- *    two for fixed point), then dcz_cal_install.
+ * 2. dcz_cal_apply: the scale of every tensor of the integer region by the
+ *    chosen method (tensors joined by ops that keep the scale, such as ReLU
+ *    and pooling, share one, taken from the statistics of the last of them
+ *    a weighted layer reads), per weighted layer the weight scales (per
+ *    output channel or per tensor; powers of two for fixed point), then
+ *    dcz_cal_install.
  * 3. dcz_cal_install: the table goes into the document (CALIB section) and
  *    dense weights become integers on disk (I8, or I16 for fixed16); sparse
  *    and codebook weights keep their encoding, the runtime makes them
@@ -41,7 +44,9 @@ typedef struct dcz_cal_layer_cfg {
 typedef struct dcz_cal_collect {
     uint32_t count;           /* weighted layers */
     uint32_t *layer;          /* (count) graph index of each */
-    dcz_cal_stats *stats;     /* (count) of each one's input */
+    uint32_t ntensors;        /* the graph's tensors: its layers + 1 */
+    dcz_cal_stats *stats;     /* (ntensors) of each tensor: 0 the input, j + 1 layer j's
+                                 output */
     uint64_t model_hash, data_hash;
     size_t samples;
 } dcz_cal_collect;
@@ -53,7 +58,7 @@ dcz_status dcz_cal_model_hash(dcz_doc *d, uint64_t *hash);
  * any order. */
 uint64_t dcz_cal_data_hash(const dcz_dataset *data, const size_t *idx, size_t n);
 
-/* Statistics of the input of every weighted layer of d, run in float by
+/* Statistics of every tensor of d, run in float by
  * libdcz on samples idx[0 .. n) in batches of `batch`. progress (may be
  * NULL) counts 2 n samples. DCZ_ERR_UNSUPPORTED when d has no weighted
  * layer or a SOFTMAX lies between two, DCZ_ERR_SHAPE when the samples do
@@ -73,9 +78,11 @@ typedef struct dcz_cal_result {
     double sqnr_db;           /* dcz_cal_sqnr: output against float, dB */
 } dcz_cal_result;
 
-/* Chooses the table for scheme (DCZ_SCHEME_*) from c, layer i configured
- * by cfg[i], fills res[i] (c->count each), and installs it into d. d must
- * be the document c was collected on. */
+/* Chooses the table for scheme (DCZ_SCHEME_*) from c, weighted layer i
+ * configured by cfg[i] (its input's method; a tensor no weighted layer
+ * reads takes the method of the next weighted layer), fills res[i]
+ * (c->count each), and installs it into d with the scale of every tensor.
+ * d must be the document c was collected on. */
 dcz_status dcz_cal_apply(dcz_doc *d, uint32_t scheme, const dcz_cal_collect *c,
                          const dcz_cal_layer_cfg *cfg, dcz_cal_result *res);
 

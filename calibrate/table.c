@@ -9,6 +9,7 @@
  *   model_hash = 1f2e3d4c5b6a7988
  *   data_hash = 0123456789abcdef
  *   samples = 1000
+ *   tensor_scale = 0x1.02p-7 0x1.8p-5 ... 0x0p+0   # per tensor; 0 off the region
  *   [fc1]
  *   index = 0
  *   in_scale = 0x1.02p-7          # 0.00787354
@@ -67,6 +68,12 @@ dcz_status dcz_cal_table_format(const dcz_doc *d, const char *method, size_t sam
     tb_printf(&b, "model_hash = %016" PRIx64 "\n", c->model_hash);
     tb_printf(&b, "data_hash = %016" PRIx64 "\n", c->data_hash);
     tb_printf(&b, "samples = %zu\n", samples);
+    if (c->ntensors) {
+        /* tensor t: 0 the input, j + 1 layer j's output; 0 off the integer region */
+        tb_printf(&b, "tensor_scale =");
+        for (uint32_t t = 0; t < c->ntensors; t++) tb_printf(&b, " %a", (double)c->t_scale[t]);
+        tb_printf(&b, "\n");
+    }
     for (uint32_t j = 0; j < c->count; j++) {
         const dcz_doc_calib_entry *e = &c->e[j];
         tb_printf(&b, "[%s]\n", d->layers[e->layer].name);
@@ -120,6 +127,33 @@ static int parse_scale(const char *s, char **end, float *v)
     return (double)*v == x; /* exactly a float, as written */
 }
 
+/* A list of at least one scale separated by blanks, at most max, into a
+ * new array *v of *n. DCZ_ERR_DATA when malformed. */
+static dcz_status parse_scales(char *val, uint32_t max, float **v, uint32_t *n)
+{
+    size_t cap = 16;
+    *n = 0;
+    *v = malloc(cap * sizeof **v);
+    if (!*v) return DCZ_ERR_NOMEM;
+    char *p = val;
+    while (*trim(p)) {
+        p = trim(p);
+        if (*n == cap) {
+            if (cap >= max) return DCZ_ERR_DATA;
+            float *w = realloc(*v, cap * 2 * sizeof *w);
+            if (!w) return DCZ_ERR_NOMEM;
+            *v = w;
+            cap *= 2;
+        }
+        char *end;
+        if (!parse_scale(p, &end, &(*v)[*n])) return DCZ_ERR_DATA;
+        if (*end && *end != ' ' && *end != '\t') return DCZ_ERR_DATA;
+        ++*n;
+        p = end;
+    }
+    return *n ? DCZ_OK : DCZ_ERR_DATA;
+}
+
 typedef struct parse_state {
     dcz_doc_calib *c;
     dcz_doc_calib_entry *cur;    /* the open [layer] */
@@ -164,26 +198,8 @@ static dcz_status parse_layer_key(parse_state *st, const char *key, char *val, u
     }
     if (strcmp(key, "w_scale") == 0) {
         if (st->have_w) return fail(err, errlen, line, "w_scale given twice");
-        size_t cap = 16;
-        e->w_scale = malloc(cap * sizeof *e->w_scale);
-        if (!e->w_scale) return DCZ_ERR_NOMEM;
-        char *p = val;
-        while (*trim(p)) {
-            p = trim(p);
-            if (e->nw == cap) {
-                if (cap >= DCZ_MAX_DIM) return fail(err, errlen, line, "too many scales");
-                float *w = realloc(e->w_scale, cap * 2 * sizeof *w);
-                if (!w) return DCZ_ERR_NOMEM;
-                e->w_scale = w;
-                cap *= 2;
-            }
-            char *end;
-            if (!parse_scale(p, &end, &e->w_scale[e->nw])) return fail(err, errlen, line, "bad w_scale");
-            if (*end && *end != ' ' && *end != '\t') return fail(err, errlen, line, "bad w_scale");
-            e->nw++;
-            p = end;
-        }
-        if (e->nw == 0) return fail(err, errlen, line, "w_scale needs at least one scale");
+        dcz_status s = parse_scales(val, DCZ_MAX_DIM, &e->w_scale, &e->nw);
+        if (s != DCZ_OK) return s == DCZ_ERR_NOMEM ? s : fail(err, errlen, line, "bad w_scale");
         st->have_w = 1;
         return DCZ_OK;
     }
@@ -210,6 +226,13 @@ static dcz_status parse_head_key(parse_state *st, const char *key, const char *v
     } else if (strcmp(key, "data_hash") == 0) {
         if (!parse_hex64(val, &st->c->data_hash)) return fail(err, errlen, line, "bad data_hash");
         st->have_data = 1;
+    } else if (strcmp(key, "tensor_scale") == 0) {
+        if (st->c->t_scale) return fail(err, errlen, line, "tensor_scale given twice");
+        char *copy = strdup(val);
+        if (!copy) return DCZ_ERR_NOMEM;
+        dcz_status s = parse_scales(copy, DCZ_MAX_LAYERS + 1, &st->c->t_scale, &st->c->ntensors);
+        free(copy);
+        if (s != DCZ_OK) return s == DCZ_ERR_NOMEM ? s : fail(err, errlen, line, "bad tensor_scale");
     } else if (strcmp(key, "samples") == 0) {
         char *end;
         errno = 0;
@@ -320,6 +343,21 @@ dcz_status dcz_cal_table_parse(const char *text, const dcz_doc *d, dcz_doc_calib
         snprintf(err, errlen, "the table has more layers than the model");
         s = DCZ_ERR_DATA;
         goto done;
+    }
+    if (st.c->ntensors && st.c->ntensors != d->nlayers + 1) {
+        snprintf(err, errlen, "tensor_scale has %u scales for the model's %u tensors",
+                 st.c->ntensors, d->nlayers + 1);
+        s = DCZ_ERR_DATA;
+        goto done;
+    }
+    for (uint32_t k = 0; st.c->ntensors && k < st.c->count; k++) {
+        const dcz_doc_calib_entry *e = &st.c->e[k];
+        if (st.c->t_scale[d->layers[e->layer].in[0]] != e->in_scale) {
+            snprintf(err, errlen, "[%s]: in_scale differs from the tensor_scale of the tensor "
+                     "it reads (tensor %u); edit both", st.names[k], d->layers[e->layer].in[0]);
+            s = DCZ_ERR_DATA;
+            goto done;
+        }
     }
     *out = st.c;
     st.c = NULL;

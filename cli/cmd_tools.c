@@ -339,15 +339,7 @@ int cmd_info(verb_ctx *v)
             json_obj(&j);
             json_str(&j, "name", l->name);
             json_str(&j, "op", cli_op_name(l->op));
-            json_key_arr(&j, "inputs");
-            for (uint32_t k = 0; k < l->nin; k++) json_arr_str(&j, tensor_name(d, l->in[k]));
-            json_close_arr(&j);
-            json_key_arr(&j, "output_shape");
-            for (uint32_t k = 0; k < shapes[i + 1].rank; k++) json_arr_int(&j, shapes[i + 1].dims[k]);
-            json_close_arr(&j);
             if (has_weights(l)) {
-                json_int(&j, "macs_per_sample", (long long)layer_macs(l, &shapes[i + 1], li[i].weights));
-                json_int(&j, "macs_per_sample_kept", (long long)layer_macs(l, &shapes[i + 1], li[i].kept));
                 const dcz_doc_tensor *w = &l->t[0];
                 json_key_arr(&j, "shape");
                 for (uint32_t k = 0; k < w->rank; k++) json_arr_int(&j, w->dims[k]);
@@ -374,7 +366,15 @@ int cmd_info(verb_ctx *v)
                     json_num(&j, "gap_entropy_per_symbol", li[i].gap.entropy);
                 }
                 json_str(&j, "kernel", li[i].kernel);
+                json_int(&j, "macs_per_sample", (long long)layer_macs(l, &shapes[i + 1], li[i].weights));
+                json_int(&j, "macs_per_sample_kept", (long long)layer_macs(l, &shapes[i + 1], li[i].kept));
             }
+            json_key_arr(&j, "inputs");
+            for (uint32_t k = 0; k < l->nin; k++) json_arr_str(&j, tensor_name(d, l->in[k]));
+            json_close_arr(&j);
+            json_key_arr(&j, "output_shape");
+            for (uint32_t k = 0; k < shapes[i + 1].rank; k++) json_arr_int(&j, shapes[i + 1].dims[k]);
+            json_close_arr(&j);
             json_close_obj(&j);
         }
         json_close_arr(&j);

@@ -87,6 +87,10 @@ typedef struct dcz_doc_calib {
     uint64_t model_hash, data_hash;
     uint32_t count;
     dcz_doc_calib_entry *e;   /* (count), owned */
+    uint32_t ntensors;        /* 0 (a table of format 1.2: scales follow the chain) or
+                                 the graph's layers + 1 */
+    float *t_scale;           /* (ntensors) the scale of each tensor (0 the input, j + 1
+                                 layer j's output), 0 off the integer region; owned */
 } dcz_doc_calib;
 
 void dcz_doc_calib_free(dcz_doc_calib *c);
@@ -128,8 +132,11 @@ dcz_status dcz_doc_layer_check_params(const dcz_doc_layer *l);
 /* Checks d->calib (if any) against the graph: one entry per DENSE or
  * CONV2D layer in order, nw 1 or the layer's output channels, scales valid
  * for the scheme (dcz_scale_ok), no SOFTMAX between the first and the last
- * weighted layer, and int tensor scales equal to the table's weight scales.
- * DCZ_ERR_FORMAT otherwise. */
+ * weighted layer, int tensor scales equal to the table's weight scales,
+ * tensor scales for every tensor of the graph (or none) and each weighted
+ * layer's in_scale that of the tensor it reads. DCZ_ERR_FORMAT otherwise.
+ * The rules between the region's other ops and their scales are the
+ * runtime's (dcz_open refuses a table that breaks them). */
 dcz_status dcz_doc_calib_check(const dcz_doc *d);
 /* The same checks of table c against d's graph; int_weights 0 leaves out
  * the comparison with the scales of I8 and I16 weights (for a table about

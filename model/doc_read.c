@@ -77,6 +77,7 @@ void dcz_doc_calib_free(dcz_doc_calib *c)
     if (!c) return;
     for (uint32_t i = 0; i < c->count; i++) free(c->e[i].w_scale);
     free(c->e);
+    free(c->t_scale);
     free(c);
 }
 
@@ -261,7 +262,15 @@ static dcz_status read_calib(const uint8_t *p, size_t len, dcz_doc *d)
         for (uint32_t j = 0; j < e.nw; j++)
             o->w_scale[j] = dcz_f32_from_bits(dcz_le32(e.w_scale + (size_t)j * 4));
     }
-    return cur.pos == cur.len ? dcz_doc_calib_check(d) : DCZ_ERR_FORMAT;
+    const uint8_t *ts;
+    TRY(dcz_calib_tensors(&cur, h.scheme, &c->ntensors, &ts));
+    if (c->ntensors) {
+        c->t_scale = malloc(c->ntensors * sizeof *c->t_scale);
+        if (!c->t_scale) return DCZ_ERR_NOMEM;
+        for (uint32_t t = 0; t < c->ntensors; t++)
+            c->t_scale[t] = dcz_f32_from_bits(dcz_le32(ts + (size_t)t * 4));
+    }
+    return dcz_doc_calib_check(d);
 }
 
 dcz_status dcz_doc_calib_check(const dcz_doc *d)
@@ -272,6 +281,9 @@ dcz_status dcz_doc_calib_check(const dcz_doc *d)
 dcz_status dcz_doc_calib_fits(const dcz_doc *d, const dcz_doc_calib *c, int int_weights)
 {
     if (dcz_scheme_qmax(c->scheme) == 0 || c->count == 0) return DCZ_ERR_FORMAT;
+    if (c->ntensors && (c->ntensors != d->nlayers + 1 || !c->t_scale)) return DCZ_ERR_FORMAT;
+    for (uint32_t t = 0; t < c->ntensors; t++)
+        if (c->t_scale[t] != 0.0f && !dcz_scale_ok(c->scheme, c->t_scale[t])) return DCZ_ERR_FORMAT;
     uint32_t next = 0, first = UINT32_MAX, last = 0;
     for (uint32_t i = 0; i < d->nlayers; i++) {
         const dcz_doc_layer *l = &d->layers[i];
@@ -280,6 +292,8 @@ dcz_status dcz_doc_calib_fits(const dcz_doc *d, const dcz_doc_calib *c, int int_
         const dcz_doc_calib_entry *e = &c->e[next++];
         if (e->layer != i || (e->nw != 1 && e->nw != l->t[0].dims[0])) return DCZ_ERR_FORMAT;
         if (!dcz_scale_ok(c->scheme, e->in_scale)) return DCZ_ERR_FORMAT;
+        if (c->ntensors && dcz_f32_bits(c->t_scale[l->in[0]]) != dcz_f32_bits(e->in_scale))
+            return DCZ_ERR_FORMAT;
         for (uint32_t j = 0; j < e->nw; j++)
             if (!dcz_scale_ok(c->scheme, e->w_scale[j])) return DCZ_ERR_FORMAT;
         const dcz_doc_tensor *w = &l->t[0];

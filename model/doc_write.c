@@ -349,6 +349,9 @@ static void put_calib(wsec *sec, const dcz_doc_calib *c)
         put32(&sec->body, c->e[i].nw);
         for (uint32_t j = 0; j < c->e[i].nw; j++) putf32(&sec->body, c->e[i].w_scale[j]);
     }
+    if (!c->ntensors) return;
+    put32(&sec->body, c->ntensors);
+    for (uint32_t t = 0; t < c->ntensors; t++) putf32(&sec->body, c->t_scale[t]);
 }
 
 /* The STAGES section: the record count, each record's file size as a u64

@@ -3,7 +3,8 @@
  *
  * Layout: u32 scheme, u32 count, u64 model hash, u64 data hash, then count
  * entries of u32 layer, f32 input scale, u32 weight-scale count nw, nw f32
- * weight scales. Every scale is checked here; whether entries match the
+ * weight scales; from format 2.0 on, u32 tensor count and as many f32
+ * tensor scales (0 off the integer region). Every scale is checked here; whether entries match the
  * graph (one per weighted layer, in order, nw fitting the layer) is checked
  * by the loader (qload.c) and the toolchain's reader.
  *
@@ -55,4 +56,20 @@ dcz_status dcz_calib_next(dcz_cur *cur, uint32_t scheme, dcz_calib_entry *e)
         if (!dcz_scale_ok(scheme, dcz_f32_from_bits(dcz_le32(e->w_scale + (size_t)i * 4))))
             return DCZ_ERR_FORMAT;
     return DCZ_OK;
+}
+
+dcz_status dcz_calib_tensors(dcz_cur *cur, uint32_t scheme, uint32_t *count,
+                             const uint8_t **scales)
+{
+    *count = 0;
+    *scales = NULL;
+    if (cur->pos == cur->len) return DCZ_OK;
+    TRY(dcz_rd_u32(cur, count));
+    if (*count == 0 || *count > DCZ_MAX_LAYERS + 1) return DCZ_ERR_FORMAT;
+    TRY(dcz_rd_bytes(cur, (size_t)*count * 4, scales));
+    for (uint32_t i = 0; i < *count; i++) {
+        const float f = dcz_f32_from_bits(dcz_le32(*scales + (size_t)i * 4));
+        if (f != 0.0f && !dcz_scale_ok(scheme, f)) return DCZ_ERR_FORMAT;
+    }
+    return cur->pos == cur->len ? DCZ_OK : DCZ_ERR_FORMAT;
 }

@@ -235,5 +235,11 @@ dcz_status dcz_calib_begin(const uint8_t *p, size_t len, dcz_cur *cur, dcz_calib
 /* Reads the next entry and checks its scales with dcz_scale_ok. Layer order
  * and layer kinds are checked by the caller, which knows the graph. */
 dcz_status dcz_calib_next(dcz_cur *cur, uint32_t scheme, dcz_calib_entry *e);
+/* Reads what may follow the entries: u32 count and count f32 tensor
+ * scales, each 0 or valid for scheme (dcz_scale_ok), ending the section.
+ * At the section's end already: *count 0, *scales NULL (a table of format
+ * 1.2). Whether count fits the graph is checked by the caller. */
+dcz_status dcz_calib_tensors(dcz_cur *cur, uint32_t scheme, uint32_t *count,
+                             const uint8_t **scales);
 
 #endif /* DCZ_RUNTIME_FORMAT_H */

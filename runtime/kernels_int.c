@@ -111,6 +111,49 @@ void dcz_qrelu_ref(dcz_q *x, size_t n)
         if (x[i] < 0) x[i] = 0;
 }
 
+/* rq(v, m, k) of a value |v| < 2^31 (an activation or the product of two):
+ * |v m| < 2^62, so the product never overflows. */
+static int64_t rescale(int64_t v, int32_t mult, uint8_t shift)
+{
+    return dcz_round_shift(v * mult, shift);
+}
+
+void dcz_qadd_ref(const dcz_q *a, const dcz_q *b, size_t n, const int32_t *mult,
+                  const uint8_t *shift, int32_t qmax, dcz_q *y)
+{
+    for (size_t i = 0; i < n; i++)
+        y[i] = (dcz_q)clamp_q(rescale(a[i], mult[0], shift[0]) + rescale(b[i], mult[1], shift[1]),
+                              qmax);
+}
+
+void dcz_qmul_ref(const dcz_q *x, const dcz_q *f, size_t batch, uint32_t channels, uint32_t plane,
+                  int32_t mult, uint8_t shift, int32_t qmax, dcz_q *y)
+{
+    for (size_t b = 0; b < batch; b++)
+        for (uint32_t c = 0; c < channels; c++) {
+            const int64_t s = f[b * channels + c];
+            const size_t at = (b * channels + c) * plane;
+            for (uint32_t p = 0; p < plane; p++)
+                y[at + p] = (dcz_q)clamp_q(rescale(x[at + p] * s, mult, shift), qmax);
+        }
+}
+
+void dcz_qconcat_ref(const dcz_q *const *x, const uint32_t *width, uint32_t nin, size_t batch,
+                     const int32_t *mult, const uint8_t *shift, int32_t qmax, dcz_q *y)
+{
+    for (size_t b = 0; b < batch; b++)
+        for (uint32_t k = 0; k < nin; k++) {
+            const dcz_q *v = x[k] + b * width[k];
+            for (uint32_t i = 0; i < width[k]; i++)
+                *y++ = (dcz_q)clamp_q(rescale(v[i], mult[k], shift[k]), qmax);
+        }
+}
+
+void dcz_qtable_ref(const dcz_q *table, int32_t qmax, const dcz_q *x, size_t n, dcz_q *y)
+{
+    for (size_t i = 0; i < n; i++) y[i] = table[x[i] + qmax];
+}
+
 /* ---- sparse matrix times a batch ------------------------------------------ */
 
 void dcz_qspmm_ref(const dcz_qsparse *s, const int64_t *bias, const dcz_q *x, size_t batch,

@@ -262,6 +262,9 @@ static dcz_status load_layer(const dcz_container *c, const dcz_graph_layer *g, u
     if (o->weighted && g->op != DCZ_OP_CONV2D) return load_params(c, g, index, ld, cw, l);
     if (o->window_at >= 0) TRY(dcz_conv_geom_init(&l->geom, g->op, g->attr, g->nattr, &in[0]));
     for (uint32_t k = 0; k < 2 && k < g->nattr; k++) l->param[k] = dcz_attr_f32(g->attr[k]);
+    /* an activation on integers runs by its table (qload.c fills it) */
+    if (cw && o->qscale == DCZ_QS_TABLE)
+        l->table = arena_take(&ld->a, (2 * (uint64_t)dcz_scheme_qmax(cw->scheme) + 1) * sizeof(dcz_q));
     switch (g->op) {
     case DCZ_OP_CONV2D:
         TRY(load_params(c, g, index, ld, cw, l));
@@ -376,8 +379,6 @@ static dcz_status load_walk(const dcz_container *c, const dcz_options *o, loader
     for (uint32_t i = 0; i < nlayers; i++) {
         dcz_graph_layer g;
         TRY(dcz_graph_next(&w, &g));
-        /* the integer segment runs chains */
-        if (quant && (g.nin != 1 || g.in[0] != i)) return DCZ_ERR_UNSUPPORTED;
         dcz_exec_layer tmp, *l = layers ? &layers[i] : &tmp;
         memset(l, 0, sizeof *l);
         memcpy(l->name, g.name, sizeof l->name);
@@ -398,7 +399,12 @@ static dcz_status load_walk(const dcz_container *c, const dcz_options *o, loader
     const uint64_t act_width = plan_places(tensors, nlayers);
     /* batch 1 on a lane form: the input's panels (run.c) */
     if (ld->lane_floats > scratch_floats) scratch_floats = ld->lane_floats;
-    if (quant && (cw.read != cw.count || cw.cur.pos != cw.cur.len)) return DCZ_ERR_FORMAT;
+    /* after the entries, the scales of the tensors (absent in format 1.2) */
+    uint32_t ntscales = 0;
+    const uint8_t *tscales = NULL;
+    if (quant && cw.read != cw.count) return DCZ_ERR_FORMAT;
+    if (quant) TRY(dcz_calib_tensors(&cw.cur, cw.scheme, &ntscales, &tscales));
+    float *t_scale = quant ? arena_take(a, ((uint64_t)nlayers + 1) * sizeof(float)) : NULL;
     float *conv_scratch = arena_take(a, scratch_floats * ld->cblocks * sizeof(float));
     ld->max_width = max_width;
     ld->act_width = act_width;
@@ -414,7 +420,8 @@ static dcz_status load_walk(const dcz_container *c, const dcz_options *o, loader
         if (quant) {
             m->scheme = (dcz_scheme)cw.scheme;
             m->qmax = dcz_scheme_qmax(cw.scheme);
-            TRY(dcz_qload_finish(m));
+            m->t_scale = t_scale;
+            TRY(dcz_qload_finish(m, tscales, ntscales));
         }
         *out = m;
     }

@@ -152,9 +152,12 @@ typedef struct dcz_exec_layer {
     float in_scale;         /* weighted: scale of the activations it receives */
     int64_t *qbias;         /* weighted: (channels) bias in accumulator units */
     int32_t *rq_mult;       /* weighted but the last: (channels) requantization to */
-    uint8_t *rq_shift;      /*   the next weighted layer's in_scale (dcz_requant) */
+    uint8_t *rq_shift;      /*   the scale of its output (dcz_requant) */
     double *out_scale;      /* the last weighted layer: (channels) accumulator to float,
                                s_in * s_w[c] exactly */
+    int32_t in_mult[DCZ_MAX_INPUTS]; /* ADD, CONCAT: input k to the output's scale; MUL: */
+    uint8_t in_shift[DCZ_MAX_INPUTS]; /*  the product ([0]); as dcz_requant_params */
+    dcz_q *table;           /* DCZ_QS_TABLE ops: (2 qmax + 1) outputs of -qmax .. qmax */
 } dcz_exec_layer;
 
 /* ---- the lane form (kernels_lanes.c) ---------------------------------------
@@ -308,7 +311,10 @@ struct dcz_model {
     size_t act_batch;
     dcz_scheme scheme;        /* DCZ_SCHEME_NONE: every layer in float */
     int32_t qmax;             /* the scheme's integer range */
-    uint32_t q_first, q_last; /* the integer segment: weighted layers first..last */
+    uint32_t q_first, q_last; /* the integer region: layers from the first weighted one
+                                 to the last */
+    uint32_t q_in;            /* the region's float input: the first weighted layer's */
+    float *t_scale;           /* (nlayers + 1) scale of each tensor of the region, 0 off it */
     int64_t *qacc;            /* accumulators, max_width * act_batch, then as many
                                  dcz_q for the quantized input of the integer segment */
 };
@@ -339,13 +345,26 @@ void dcz_run_concat(const dcz_model *m, const dcz_exec_layer *l, const float *co
                     size_t batch, float *y);
 void dcz_run_activation(const dcz_model *m, const dcz_exec_layer *l, const float *const *xs,
                         size_t batch, float *y);
-void dcz_qrun_weighted(const dcz_model *m, uint32_t index, const void *x, size_t batch, void *y);
-void dcz_qrun_maxpool(const dcz_model *m, uint32_t index, const void *x, size_t batch, void *y);
-void dcz_qrun_avgpool(const dcz_model *m, uint32_t index, const void *x, size_t batch, void *y);
-void dcz_qrun_global_avgpool(const dcz_model *m, uint32_t index, const void *x, size_t batch,
-                             void *y);
-void dcz_qrun_relu(const dcz_model *m, uint32_t index, const void *x, size_t batch, void *y);
-void dcz_qrun_copy(const dcz_model *m, uint32_t index, const void *x, size_t batch, void *y);
+void dcz_qrun_weighted(const dcz_model *m, uint32_t index, const void *const *xs, size_t batch,
+                       void *y);
+void dcz_qrun_maxpool(const dcz_model *m, uint32_t index, const void *const *xs, size_t batch,
+                      void *y);
+void dcz_qrun_avgpool(const dcz_model *m, uint32_t index, const void *const *xs, size_t batch,
+                      void *y);
+void dcz_qrun_global_avgpool(const dcz_model *m, uint32_t index, const void *const *xs,
+                             size_t batch, void *y);
+void dcz_qrun_relu(const dcz_model *m, uint32_t index, const void *const *xs, size_t batch,
+                   void *y);
+void dcz_qrun_copy(const dcz_model *m, uint32_t index, const void *const *xs, size_t batch,
+                   void *y);
+void dcz_qrun_add(const dcz_model *m, uint32_t index, const void *const *xs, size_t batch,
+                  void *y);
+void dcz_qrun_mul(const dcz_model *m, uint32_t index, const void *const *xs, size_t batch,
+                  void *y);
+void dcz_qrun_concat(const dcz_model *m, uint32_t index, const void *const *xs, size_t batch,
+                     void *y);
+void dcz_qrun_table(const dcz_model *m, uint32_t index, const void *const *xs, size_t batch,
+                    void *y);
 
 /* Memory of a model being loaded: sized by a walk with base NULL, then
  * filled by the same walk into one block (load.c): a malloc'd block, or
@@ -375,12 +394,18 @@ dcz_status dcz_requant_params(double M, int32_t *mult, uint8_t *shift);
  * or an integer tensor's scales differ from e's. */
 dcz_status dcz_qload_weights(dcz_arena *a, uint32_t scheme, const dcz_tensor_view *w,
                              const dcz_calib_entry *e, dcz_exec_layer *l);
-/* After every layer is loaded: biases in accumulator units, requantization
- * between consecutive weighted layers, and the final dequantization.
- * Marks the integer segment. DCZ_ERR_UNSUPPORTED when a sum could leave
- * the accumulator's range, DCZ_ERR_FORMAT for an op the integer segment
- * cannot hold (SOFTMAX). */
-dcz_status dcz_qload_finish(dcz_model *m);
+/* After every layer is loaded: the scale of every tensor of the integer
+ * region (from the table's ntscales tensor scales, little-endian f32, or
+ * with tscales NULL derived along a chain), then per layer of the region
+ * the constants of its op's scale rule (dcz_qscale): biases in accumulator
+ * units and requantization of weighted layers, input multipliers,
+ * activation tables; the last weighted layer's dequantization. Marks the
+ * region. DCZ_ERR_FORMAT for a scale that breaks a rule (docs/FORMAT.md)
+ * or SOFTMAX on the region, DCZ_ERR_UNSUPPORTED for an op without integer
+ * kernel, a sum that could leave the accumulator's range, a region that
+ * reads a float tensor other than its first layer's input or whose inner
+ * tensors are read after it, or a graph without tensor scales. */
+dcz_status dcz_qload_finish(dcz_model *m, const uint8_t *tscales, uint32_t ntscales);
 
 /* ---- scalar reference kernels ------------------------------------------- */
 
@@ -616,6 +641,22 @@ void dcz_requant_ref(const dcz_requant *rq, const int64_t *acc, size_t batch, ui
                      uint32_t plane, dcz_q *y);
 
 void dcz_qrelu_ref(dcz_q *x, size_t n);
+/* y (n) = clamp(rq(a, mult[0], shift[0]) + rq(b, mult[1], shift[1]), +-qmax)
+ * with rq(v, m, k) = round_shift(v m, k) (v m for k 0): both inputs
+ * brought to the output's scale, then added. */
+void dcz_qadd_ref(const dcz_q *a, const dcz_q *b, size_t n, const int32_t *mult,
+                  const uint8_t *shift, int32_t qmax, dcz_q *y);
+/* y (batch, channels, plane) = clamp(rq(x f, mult, shift), +-qmax), f
+ * (batch, channels) one factor per channel of each sample (plane 1: per
+ * element). */
+void dcz_qmul_ref(const dcz_q *x, const dcz_q *f, size_t batch, uint32_t channels, uint32_t plane,
+                  int32_t mult, uint8_t shift, int32_t qmax, dcz_q *y);
+/* y (batch, sum of width) = the nin inputs x[k] (batch, width[k]) side by
+ * side per sample, each element clamp(rq(v, mult[k], shift[k]), +-qmax). */
+void dcz_qconcat_ref(const dcz_q *const *x, const uint32_t *width, uint32_t nin, size_t batch,
+                     const int32_t *mult, const uint8_t *shift, int32_t qmax, dcz_q *y);
+/* y (n) = table[x + qmax]: an activation by its table of 2 qmax + 1. */
+void dcz_qtable_ref(const dcz_q *table, int32_t qmax, const dcz_q *x, size_t n, dcz_q *y);
 /* Integer pools on the geometry of the float ones: max over the window's
  * cells inside the input; average rounded half away from zero, divided as
  * dcz_avgpool_ref divides. */
@@ -630,8 +671,9 @@ void dcz_qglobal_avgpool_ref(uint32_t channels, uint32_t plane, const dcz_q *x, 
 /* Called after layer `layer` with its output y (batch, width) as floats. */
 typedef void (*dcz_tap_fn)(void *ctx, uint32_t layer, const float *y, size_t batch,
                            uint32_t width);
-/* dcz_run, calling tap after each layer (on the integer segment: after each
- * weighted layer, its accumulators dequantized; on a static model once per
+/* dcz_run, calling tap after each layer (on the integer region: a weighted
+ * layer's accumulators dequantized, another layer's integers times its
+ * output's scale; on a static model once per
  * chunk of act_batch samples). Allocates when tapping a calibrated model;
  * for the toolchain's measurements, not for deployment. */
 dcz_status dcz_run_tapped(dcz_model *m, const float *input, size_t batch, float *output,

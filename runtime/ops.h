@@ -81,10 +81,23 @@ struct dcz_exec_layer;
  * batch samples, into y. */
 typedef void (*dcz_run_fn)(const struct dcz_model *m, const struct dcz_exec_layer *l,
                            const float *const *xs, size_t batch, float *y);
-/* A layer's kernel on the integer segment of a calibrated model (run.c):
- * dcz_q activations in and out, except where the segment ends. */
-typedef void (*dcz_qrun_fn)(const struct dcz_model *m, uint32_t index, const void *x,
+/* A layer's kernel on the integer region of a calibrated model (run.c):
+ * its inputs xs, dcz_q activations in and out, except where the region
+ * ends (float out). */
+typedef void (*dcz_qrun_fn)(const struct dcz_model *m, uint32_t index, const void *const *xs,
                             size_t batch, void *y);
+
+/* How an op's integer kernel treats scales (docs/FORMAT.md, "Integer
+ * execution"): the tensors' scales a calibration table must give, and the
+ * constants the loader derives from them. */
+typedef enum dcz_qscale {
+    DCZ_QS_NONE = 0,      /* no integer kernel: refused on the integer region */
+    DCZ_QS_WEIGHTED,      /* accumulates, then requantizes to its output's scale */
+    DCZ_QS_KEEP,          /* integers pass through: output scale = input scale */
+    DCZ_QS_RESCALE,       /* each input requantized to the output's scale (ADD, CONCAT) */
+    DCZ_QS_PRODUCT,       /* the product requantized to the output's scale (MUL) */
+    DCZ_QS_TABLE          /* a table of every input integer's output (activations) */
+} dcz_qscale;
 
 typedef struct dcz_op_info {
     dcz_op op;
@@ -109,6 +122,7 @@ typedef struct dcz_op_info {
      * NULL for training-only ops */
     dcz_run_fn run;
     dcz_qrun_fn run_q;
+    dcz_qscale qscale;     /* the scale rule of run_q */
 } dcz_op_info;
 
 /* y (n) = the activation of op (CLIP, LEAKY_RELU, SIGMOID, TANH,

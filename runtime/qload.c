@@ -176,13 +176,13 @@ static dcz_status finish_weighted(dcz_exec_layer *l, int32_t qmax)
     return DCZ_OK;
 }
 
-/* Requantization of l's accumulators to the input scale of the next
- * weighted layer; a multiplier that is not a pure power of two must keep
- * |acc * mult| below 2^62 (model.h). */
-static dcz_status requant_link(dcz_exec_layer *l, float next_in_scale, int32_t qmax)
+/* Requantization of l's accumulators to the scale of its output, s_out; a
+ * multiplier that is not a pure power of two must keep |acc * mult| below
+ * 2^62 (model.h). */
+static dcz_status requant_link(dcz_exec_layer *l, float s_out, int32_t qmax)
 {
     for (uint32_t c = 0; c < l->channels; c++) {
-        const double M = (double)l->in_scale * l->w_scale[c] / next_in_scale;
+        const double M = (double)l->in_scale * l->w_scale[c] / s_out;
         TRY(dcz_requant_params(M, &l->rq_mult[c], &l->rq_shift[c]));
         if (l->rq_shift[c] > 0 && !(acc_bound(l, c, qmax) * l->rq_mult[c] < 0x1p62))
             return DCZ_ERR_UNSUPPORTED;
@@ -190,7 +190,66 @@ static dcz_status requant_link(dcz_exec_layer *l, float next_in_scale, int32_t q
     return DCZ_OK;
 }
 
-dcz_status dcz_qload_finish(dcz_model *m)
+/* The scales of a table without tensor scales (format 1.2, or a chain):
+ * walking back from the last weighted layer, a weighted layer's input has
+ * its in_scale and any other layer's input its output's scale. Only chains
+ * of one-input ops have such a table. */
+static dcz_status chain_scales(dcz_model *m)
+{
+    for (uint32_t i = m->q_last + 1; i-- > m->q_first;) {
+        const dcz_exec_layer *l = &m->layers[i];
+        if (l->nin != 1 || l->tin[0] != i) return DCZ_ERR_UNSUPPORTED;
+        m->t_scale[i] = l->w_scale ? l->in_scale : m->t_scale[i + 1];
+    }
+    return DCZ_OK;
+}
+
+static int same_bits(float a, float b) { return dcz_f32_bits(a) == dcz_f32_bits(b); }
+
+/* The table of an activation: every input integer v, as the float v s_in,
+ * through the float kernel, back to integers of scale s_out. */
+static void fill_table(dcz_exec_layer *l, float s_in, float s_out, int32_t qmax)
+{
+    for (int32_t v = -qmax; v <= qmax; v++) {
+        const float x = (float)((double)v * s_in);
+        float y;
+        dcz_activation_ref(l->op, l->param, &x, 1, &y);
+        l->table[v + qmax] = (dcz_q)quantize(y, s_out, qmax);
+    }
+}
+
+/* The integer constants of region layer i from the tensors' scales. */
+static dcz_status finish_layer(dcz_model *m, uint32_t i)
+{
+    dcz_exec_layer *l = &m->layers[i];
+    const dcz_op_info *o = dcz_op_get(l->op);
+    const float *ts = m->t_scale;
+    const float s_out = ts[i + 1], s_in = ts[l->tin[0]];
+    switch (o->qscale) {
+    case DCZ_QS_WEIGHTED:
+        if (!same_bits(l->in_scale, s_in)) return DCZ_ERR_FORMAT;
+        TRY(finish_weighted(l, m->qmax));
+        return i == m->q_last ? DCZ_OK : requant_link(l, s_out, m->qmax);
+    case DCZ_QS_KEEP:
+        return same_bits(s_in, s_out) ? DCZ_OK : DCZ_ERR_FORMAT;
+    case DCZ_QS_RESCALE:
+        for (uint32_t k = 0; k < l->nin; k++)
+            TRY(dcz_requant_params((double)ts[l->tin[k]] / s_out, &l->in_mult[k], &l->in_shift[k]));
+        return DCZ_OK;
+    case DCZ_QS_PRODUCT:
+        return dcz_requant_params((double)s_in * ts[l->tin[1]] / s_out, &l->in_mult[0],
+                                  &l->in_shift[0]);
+    case DCZ_QS_TABLE:
+        if (!l->table) return DCZ_ERR_UNSUPPORTED;
+        fill_table(l, s_in, s_out, m->qmax);
+        return DCZ_OK;
+    case DCZ_QS_NONE:
+        break;
+    }
+    return DCZ_ERR_UNSUPPORTED;
+}
+
+dcz_status dcz_qload_finish(dcz_model *m, const uint8_t *tscales, uint32_t ntscales)
 {
     uint32_t first = UINT32_MAX, last = 0;
     for (uint32_t i = 0; i < m->nlayers; i++) {
@@ -201,17 +260,26 @@ dcz_status dcz_qload_finish(dcz_model *m)
     if (first == UINT32_MAX) return DCZ_ERR_FORMAT;
     m->q_first = first;
     m->q_last = last;
-    dcz_exec_layer *prev = NULL;
+    m->q_in = m->layers[first].tin[0];
+    for (uint32_t t = 0; t <= m->nlayers; t++)
+        m->t_scale[t] = tscales ? dcz_f32_from_bits(dcz_le32(tscales + (size_t)t * 4)) : 0.0f;
+    if (tscales && ntscales != m->nlayers + 1) return DCZ_ERR_FORMAT;
+    if (!tscales) TRY(chain_scales(m));
     for (uint32_t i = first; i <= last; i++) {
         dcz_exec_layer *l = &m->layers[i];
         if (l->op == DCZ_OP_SOFTMAX) return DCZ_ERR_FORMAT;
-        /* an op without integer kernel cannot lie on the segment */
-        if (!dcz_op_get(l->op)->run_q) return DCZ_ERR_UNSUPPORTED;
+        /* the region reads one float tensor: the first weighted layer's input */
+        for (uint32_t k = 0; k < l->nin; k++) {
+            if (l->tin[k] <= first && l->tin[k] != m->q_in) return DCZ_ERR_UNSUPPORTED;
+            if (!dcz_scale_ok(m->scheme, m->t_scale[l->tin[k]])) return DCZ_ERR_FORMAT;
+        }
+        if (i != last && !dcz_scale_ok(m->scheme, m->t_scale[i + 1])) return DCZ_ERR_FORMAT;
         l->q = 1;
-        if (!l->w_scale) continue;
-        TRY(finish_weighted(l, m->qmax));
-        if (prev) TRY(requant_link(prev, l->in_scale, m->qmax));
-        prev = l;
+        TRY(finish_layer(m, i));
     }
+    /* and only the last weighted layer's output leaves it */
+    for (uint32_t i = last + 1; i < m->nlayers; i++)
+        for (uint32_t k = 0; k < m->layers[i].nin; k++)
+            if (m->layers[i].tin[k] > first && m->layers[i].tin[k] <= last) return DCZ_ERR_UNSUPPORTED;
     return DCZ_OK;
 }

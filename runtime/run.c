@@ -13,11 +13,13 @@
  * samples and runs a larger batch that many samples at a time, so running
  * never allocates.
  *
- * A calibrated model runs its integer segment (the weighted layers and
- * what lies between them) on dcz_q activations: the input of the first
+ * A calibrated model runs its integer region (the layers from the first
+ * weighted one to the last) on dcz_q activations: the input of the first
  * weighted layer is quantized, each weighted layer accumulates in int64 and
- * requantizes to the next one's scale, the last one's accumulators become
- * floats again (qload.c has the constants, kernels_int.c the kernels).
+ * requantizes to its output's scale, Add, Mul and Concat rescale their
+ * inputs, activations read a table, and the last weighted layer's
+ * accumulators become floats again (qload.c has the constants,
+ * kernels_int.c the kernels).
  *
  * Checked by tests/unit/test_format.c, tests/unit/test_kernels.c and
  * tests/unit/test_static.c (no allocation, chunks equal one heap run), and
@@ -54,8 +56,9 @@ static dcz_status ensure_act(dcz_model *m, size_t batch)
  * half away from zero, clamped to the scheme's range; NaN gives 0. The
  * quotient is taken in double, where it is exact enough that the rounding
  * is that of the real quotient (x and s have 24-bit mantissas). */
-static void quantize_input(const float *x, size_t n, float scale, int32_t qmax, dcz_q *y)
+static void quantize_input(const void *xv, size_t n, float scale, int32_t qmax, dcz_q *y)
 {
+    const float *x = xv;
     for (size_t i = 0; i < n; i++) {
         double v = (double)x[i] / scale;
         if (v != v) v = 0;
@@ -79,6 +82,14 @@ static void dequantize(const int64_t *acc, size_t batch, uint32_t channels, uint
             }
 }
 
+/* y (n) = the integers x (n) of scale s as floats: x s in double, rounded
+ * once (what a tap sees of a tensor of the integer region) */
+static void dequantize_q(const void *x, size_t n, float s, float *y)
+{
+    const dcz_q *q = x;
+    for (size_t i = 0; i < n; i++) y[i] = (float)((double)q[i] * s);
+}
+
 /* A weighted layer's accumulators. */
 static void run_qweights(const dcz_model *m, const dcz_exec_layer *l, const dcz_q *x,
                          size_t batch, int64_t *acc)
@@ -92,13 +103,14 @@ static void run_qweights(const dcz_model *m, const dcz_exec_layer *l, const dcz_
 }
 
 /* The integer kernels of the operator table (dcz_qrun_fn): layer index of
- * the integer segment, dcz_q in; dcz_q out, or float out (y) for the last
+ * the integer region, dcz_q in; dcz_q out, or float out (y) for the last
  * weighted layer. */
-void dcz_qrun_weighted(const dcz_model *m, uint32_t index, const void *x, size_t batch, void *y)
+void dcz_qrun_weighted(const dcz_model *m, uint32_t index, const void *const *xs, size_t batch,
+                       void *y)
 {
     const dcz_exec_layer *l = &m->layers[index];
     const uint32_t plane = l->out / l->channels;
-    run_qweights(m, l, x, batch, m->qacc);
+    run_qweights(m, l, xs[0], batch, m->qacc);
     if (index == m->q_last) {
         dequantize(m->qacc, batch, l->channels, plane, l->out_scale, y);
     } else {
@@ -107,34 +119,71 @@ void dcz_qrun_weighted(const dcz_model *m, uint32_t index, const void *x, size_t
     }
 }
 
-void dcz_qrun_maxpool(const dcz_model *m, uint32_t index, const void *x, size_t batch, void *y)
+void dcz_qrun_maxpool(const dcz_model *m, uint32_t index, const void *const *xs, size_t batch,
+                      void *y)
 {
-    dcz_qmaxpool_ref(&m->layers[index].geom, x, batch, y);
+    dcz_qmaxpool_ref(&m->layers[index].geom, xs[0], batch, y);
 }
 
-void dcz_qrun_avgpool(const dcz_model *m, uint32_t index, const void *x, size_t batch, void *y)
+void dcz_qrun_avgpool(const dcz_model *m, uint32_t index, const void *const *xs, size_t batch,
+                      void *y)
 {
     const dcz_exec_layer *l = &m->layers[index];
-    dcz_qavgpool_ref(&l->geom, l->count_include_pad, x, batch, y);
+    dcz_qavgpool_ref(&l->geom, l->count_include_pad, xs[0], batch, y);
 }
 
-void dcz_qrun_global_avgpool(const dcz_model *m, uint32_t index, const void *x, size_t batch,
-                             void *y)
+void dcz_qrun_global_avgpool(const dcz_model *m, uint32_t index, const void *const *xs,
+                             size_t batch, void *y)
 {
     const dcz_exec_layer *l = &m->layers[index];
-    dcz_qglobal_avgpool_ref(l->geom.in_c, l->geom.in_h * l->geom.in_w, x, batch, y);
+    dcz_qglobal_avgpool_ref(l->geom.in_c, l->geom.in_h * l->geom.in_w, xs[0], batch, y);
 }
 
-void dcz_qrun_relu(const dcz_model *m, uint32_t index, const void *x, size_t batch, void *y)
+void dcz_qrun_relu(const dcz_model *m, uint32_t index, const void *const *xs, size_t batch,
+                   void *y)
 {
     const dcz_exec_layer *l = &m->layers[index];
-    memcpy(y, x, batch * l->in * sizeof(dcz_q));
+    memmove(y, xs[0], batch * l->in * sizeof(dcz_q));
     dcz_qrelu_ref(y, batch * l->in);
 }
 
-void dcz_qrun_copy(const dcz_model *m, uint32_t index, const void *x, size_t batch, void *y)
+void dcz_qrun_copy(const dcz_model *m, uint32_t index, const void *const *xs, size_t batch,
+                   void *y)
 {
-    memcpy(y, x, batch * m->layers[index].in * sizeof(dcz_q));
+    memmove(y, xs[0], batch * m->layers[index].in * sizeof(dcz_q));
+}
+
+void dcz_qrun_add(const dcz_model *m, uint32_t index, const void *const *xs, size_t batch,
+                  void *y)
+{
+    const dcz_exec_layer *l = &m->layers[index];
+    dcz_qadd_ref(xs[0], xs[1], batch * l->in, l->in_mult, l->in_shift, m->qmax, y);
+}
+
+void dcz_qrun_mul(const dcz_model *m, uint32_t index, const void *const *xs, size_t batch,
+                  void *y)
+{
+    const dcz_exec_layer *l = &m->layers[index];
+    const uint32_t factors = m->tensors[l->tin[1]].width;
+    dcz_qmul_ref(xs[0], xs[1], batch, factors, l->in / factors, l->in_mult[0], l->in_shift[0],
+                 m->qmax, y);
+}
+
+void dcz_qrun_concat(const dcz_model *m, uint32_t index, const void *const *xs, size_t batch,
+                     void *y)
+{
+    const dcz_exec_layer *l = &m->layers[index];
+    uint32_t width[DCZ_MAX_INPUTS];
+    for (uint32_t k = 0; k < l->nin; k++) width[k] = m->tensors[l->tin[k]].width;
+    dcz_qconcat_ref((const dcz_q *const *)xs, width, l->nin, batch, l->in_mult, l->in_shift,
+                    m->qmax, y);
+}
+
+void dcz_qrun_table(const dcz_model *m, uint32_t index, const void *const *xs, size_t batch,
+                    void *y)
+{
+    const dcz_exec_layer *l = &m->layers[index];
+    dcz_qtable_ref(l->table, m->qmax, xs[0], batch * l->in, y);
 }
 
 /* ---- sparse fully connected layers, split over the threads --------------- */
@@ -261,33 +310,36 @@ static const void *tensor_at(const dcz_model *m, uint32_t t, const float *input,
 static void run_batch(dcz_model *m, const float *input, size_t batch, float *output,
                       dcz_tap_fn tap, void *ctx, float *deq)
 {
-    const void *x = input;
+    dcz_q *qin = NULL;
     for (uint32_t i = 0; i < m->nlayers; i++) {
         const dcz_exec_layer *l = &m->layers[i];
         float *y = place_of(m, i + 1, batch);
+        const void *xs[DCZ_MAX_INPUTS];
+        for (uint32_t k = 0; k < l->nin; k++) xs[k] = tensor_at(m, l->tin[k], input, batch);
         if (!l->q) {
-            const float *xs[DCZ_MAX_INPUTS];
-            for (uint32_t k = 0; k < l->nin; k++) xs[k] = tensor_at(m, l->tin[k], input, batch);
-            dcz_op_get(l->op)->run(m, l, xs, batch, y);
+            dcz_op_get(l->op)->run(m, l, (const float *const *)xs, batch, y);
             if (tap) tap(ctx, i, y, batch, l->out);
-            x = y;
             continue;
         }
-        /* the integer segment is a chain: its input is the layer before's */
+        /* the region's one float input, the first weighted layer's (qload.c),
+         * quantized once for every layer of the region that reads it */
         if (i == m->q_first) {
-            dcz_q *qin = (dcz_q *)(m->qacc + batch * m->max_width);
-            quantize_input(x, batch * l->in, l->in_scale, m->qmax, qin);
-            x = qin;
+            qin = (dcz_q *)(m->qacc + batch * m->max_width);
+            quantize_input(xs[0], batch * l->in, l->in_scale, m->qmax, qin);
         }
-        dcz_op_get(l->op)->run_q(m, i, x, batch, y);
+        for (uint32_t k = 0; k < l->nin; k++)
+            if (l->tin[k] == m->q_in) xs[k] = qin;
+        dcz_op_get(l->op)->run_q(m, i, xs, batch, y);
         if (tap && l->w_scale) {
             const uint32_t plane = l->out / l->channels;
             dequantize(m->qacc, batch, l->channels, plane, l->out_scale, deq);
             tap(ctx, i, deq, batch, l->out);
+        } else if (tap && i != m->q_last) {
+            dequantize_q(y, batch * l->out, m->t_scale[i + 1], deq);
+            tap(ctx, i, deq, batch, l->out);
         }
-        x = y;
     }
-    memcpy(output, x, batch * m->out_size * sizeof *output);
+    memcpy(output, place_of(m, m->nlayers, batch), batch * m->out_size * sizeof *output);
 }
 
 /* The walk of dcz_run, calling tap (when set) after each layer; the

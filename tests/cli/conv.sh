@@ -13,7 +13,8 @@ acc=$(json_field accuracy "$T/train.json")
 awk -v a="$acc" 'BEGIN { exit !(a > 0.70) }' || fail "dense accuracy $acc too low"
 "$DCZ" info "$T/dense.dcz" --json > "$T/info0.json" || fail "info dense"
 grep -q '"name":"bn1"' "$T/info0.json" && fail "batch norm left in the file"
-grep -q '"name":"conv1","op":"conv2d","shape":\[6,1,3,3\]' "$T/info0.json" || fail "conv1 entry: $(cat "$T/info0.json")"
+grep -q '"name":"conv1","op":"conv2d","shape":\[6,1,3,3\],[^}]*"macs_per_sample":42336,[^}]*"inputs":\["input"\],"output_shape":\[6,28,28\]' "$T/info0.json" ||
+    fail "conv1 entry: $(cat "$T/info0.json")"
 grep -q '"name":"pool2","op":"avgpool"' "$T/info0.json" || fail "avgpool entry"
 # params: conv1 6*9+6, conv2 8*6*9+8, fc1 (8*3*3)*24+24, fc2 24*10+10
 [ "$(json_field dense_fp32_bytes "$T/info0.json")" = $(( (60 + 440 + 1752 + 250) * 4 )) ] || fail "dense_fp32_bytes"

@@ -122,8 +122,8 @@ static dcz_doc *dag_net(void)
     return d;
 }
 
-/* Installs a table of scheme on d: input scales fixed, weight scales from
- * each row's largest |w| (powers of two for fixed point). */
+/* Installs a table of scheme on d: input and tensor scales fixed, weight
+ * scales from each row's largest |w| (powers of two for fixed point). */
 static dcz_doc *calibrated(dcz_doc *d, uint32_t scheme, int per_channel)
 {
     if (!d) return NULL;
@@ -147,6 +147,10 @@ static dcz_doc *calibrated(dcz_doc *d, uint32_t scheme, int per_channel)
                 : (float)ldexp(1.0, (int)ceil(log2(m)) + 1 - (qmax == 127 ? 8 : 16));
         }
     }
+    /* a graph needs the scale of every tensor: one for all of the region */
+    t->ntensors = d->nlayers + 1;
+    t->t_scale = calloc(t->ntensors, sizeof *t->t_scale);
+    for (uint32_t i = 0; i <= t->e[t->count - 1].layer; i++) t->t_scale[i] = t->e[0].in_scale;
     if (dcz_cal_install(d, t) != DCZ_OK) { dcz_doc_free(d); return NULL; }
     return d;
 }
@@ -216,5 +220,9 @@ int main(int argc, char **argv)
     rc |= emit(argv[1], "calib_fixed16_mlp.dcz", d);
     if (!(d = dag_net())) return 1;
     rc |= emit(argv[1], "dag_net.dcz", d);
+    if (!(d = calibrated(dag_net(), DCZ_SCHEME_INT8, 1))) return 1;
+    rc |= emit(argv[1], "calib_int8_dag.dcz", d);
+    if (!(d = calibrated(dag_net(), DCZ_SCHEME_FIXED16, 0))) return 1;
+    rc |= emit(argv[1], "calib_fixed16_dag.dcz", d);
     return rc;
 }

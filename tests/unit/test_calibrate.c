@@ -5,6 +5,9 @@
  * - A calibrated model runs on integers and stays close to its float twin
  *   (int8, fixed8, fixed16; dense, pruned and codebook weights; conv,
  *   pools, dense).
+ * - A graph (residual Add, squeeze-and-excitation Mul, Concat, depthwise
+ *   convolution, table activations) does the same, with one scale per
+ *   tensor and the refusals of tables that break the scale rules.
  * - A fixed-point MLP computed by hand from docs/FORMAT.md ("Integer
  *   execution") equals libdcz's output bit for bit.
  * - Tables survive their text form exactly; malformed tables and CALIB
@@ -25,6 +28,8 @@ static float urand(dcz_rng *r, float lo, float hi) { return lo + (hi - lo) * dcz
 /* input (1, 8, 8) -> conv1 3x3 pad 1 (4, dense) -> relu -> maxpool 2 ->
  * conv2 3x3 (6, codebook, half pruned) -> avgpool 2 -> flatten -> fc1 (16,
  * dense) -> relu -> fc2 (5, sparse fp32) -> softmax */
+static void fill_params(dcz_doc *d, uint64_t seed);
+
 static dcz_doc *make_net(uint64_t seed)
 {
     dcz_doc *d;
@@ -42,10 +47,18 @@ static dcz_doc *make_net(uint64_t seed)
     doc_plain_layer(&L[7], DCZ_OP_RELU, "relu2");
     doc_dense_layer(&L[8], "fc2", 16, 5, DCZ_ENC_SPARSE_F32, 3, 0, DCZ_CODING_RAW);
     doc_plain_layer(&L[9], DCZ_OP_SOFTMAX, "prob");
+    fill_params(d, seed);
+    return d;
+}
+
+/* Random parameters for every weighted layer of d: biases, codebooks,
+ * half of the weights of masked layers, assignments or values. */
+static void fill_params(dcz_doc *d, uint64_t seed)
+{
     dcz_rng r;
     dcz_rng_seed(&r, seed);
-    for (int li = 0; li < 10; li++) {
-        dcz_doc_layer *l = &L[li];
+    for (uint32_t li = 0; li < d->nlayers; li++) {
+        dcz_doc_layer *l = &d->layers[li];
         if (!l->ntensors) continue;
         dcz_doc_tensor *w = &l->t[0], *b = &l->t[1];
         for (size_t i = 0; i < b->n; i++) b->values[i] = urand(&r, -0.2f, 0.2f);
@@ -64,7 +77,6 @@ static dcz_doc *make_net(uint64_t seed)
             }
         }
     }
-    return d;
 }
 
 static int make_data(dcz_dataset *data, size_t n, uint64_t seed)
@@ -137,7 +149,7 @@ static void test_order_and_batch_independence(void)
     CHECK(ca.count == 4 && cb.count == 4, "4 weighted layers, got %u", ca.count);
     CHECK(ca.data_hash == cb.data_hash, "data hash depends on order");
     CHECK(ca.model_hash == cb.model_hash, "model hash differs");
-    CHECK(memcmp(ca.stats, cb.stats, ca.count * sizeof *ca.stats) == 0, "statistics differ");
+    CHECK(ca.ntensors == cb.ntensors && memcmp(ca.stats, cb.stats, ca.ntensors * sizeof *ca.stats) == 0, "statistics differ");
     dcz_cal_layer_cfg cfg[4];
     dcz_cal_result res[4];
     for (size_t s = 0; s < 3; s++)
@@ -233,6 +245,144 @@ static void test_integer_close_to_float(void)
         /* FP32 precision ignores the table */
         REQUIRE(run_all(qbuf, qlen, DCZ_PRECISION_FP32, &data, qo, &ps), "fp32 run");
         CHECK(ps == DCZ_SCHEME_NONE, "precision fp32 runs in float");
+        free(fbuf);
+        free(qbuf);
+        dcz_cal_collect_free(&c);
+        dcz_doc_free(d);
+    }
+    free(fo);
+    free(qo);
+    dcz_dataset_free(&data);
+}
+
+/* ---- graphs on integers -------------------------------------------------------- */
+
+/* Layer i of d reads the tensors in[0 .. nin). */
+static void reads(dcz_doc *d, uint32_t i, uint32_t nin, uint32_t a, uint32_t b)
+{
+    d->layers[i].nin = nin;
+    d->layers[i].in[0] = a;
+    d->layers[i].in[1] = b;
+}
+
+/* A float activation attribute list. */
+static void act_attrs(dcz_doc_layer *l, uint32_t n, float a, float b)
+{
+    l->nattr = n;
+    l->attr[0] = dcz_f32_attr(a);
+    l->attr[1] = dcz_f32_attr(b);
+}
+
+/* input (1, 8, 8) -> conv1 (4, dense) -> relu1 -> conv2 (4, codebook) ->
+ * clip [0, 6] -> add (relu1 + clip) -> dw (depthwise 4, sparse) -> gap ->
+ * se (dense 4 -> 4) -> gate (hard sigmoid) -> mul (dw x gate) -> concat
+ * (mul, relu1) -> leaky -> maxpool 2 -> flatten -> fc (128 -> 5, sparse)
+ * -> softmax: every op of the integer region. */
+static dcz_doc *make_graph(uint64_t seed)
+{
+    dcz_doc *d;
+    if (dcz_doc_alloc(16, &d) != DCZ_OK) return NULL;
+    d->input_rank = 3;
+    d->input_dims[0] = 1; d->input_dims[1] = 8; d->input_dims[2] = 8;
+    dcz_doc_layer *L = d->layers;
+    doc_conv_layer(&L[0], "conv1", 1, 4, 3, 1, 1, DCZ_ENC_F32, 0, 0, 0);
+    doc_plain_layer(&L[1], DCZ_OP_RELU, "relu1");
+    doc_conv_layer(&L[2], "conv2", 4, 4, 3, 1, 1, DCZ_ENC_CODEBOOK, 4, 4, DCZ_CODING_HUFFMAN);
+    doc_plain_layer(&L[3], DCZ_OP_CLIP, "clip");
+    act_attrs(&L[3], 2, 0.0f, 6.0f);
+    doc_plain_layer(&L[4], DCZ_OP_ADD, "add");
+    reads(d, 4, 2, 2, 4);
+    doc_conv_layer(&L[5], "dw", 4, 4, 3, 1, 1, DCZ_ENC_SPARSE_F32, 3, 0, DCZ_CODING_RAW);
+    doc_conv_groups(&L[5], 4);
+    doc_plain_layer(&L[6], DCZ_OP_GLOBAL_AVGPOOL, "gap");
+    doc_dense_layer(&L[7], "se", 4, 4, DCZ_ENC_F32, 0, 0, 0);
+    doc_plain_layer(&L[8], DCZ_OP_HARD_SIGMOID, "gate");
+    act_attrs(&L[8], 2, 1.0f / 6, 0.5f);
+    doc_plain_layer(&L[9], DCZ_OP_MUL, "mul");
+    reads(d, 9, 2, 6, 9);
+    doc_plain_layer(&L[10], DCZ_OP_CONCAT, "cat");
+    reads(d, 10, 2, 10, 2);
+    doc_plain_layer(&L[11], DCZ_OP_LEAKY_RELU, "leaky");
+    act_attrs(&L[11], 1, 0.1f, 0);
+    doc_pool_layer(&L[12], DCZ_OP_MAXPOOL, "pool", 2, 2, 0, 0);
+    doc_plain_layer(&L[13], DCZ_OP_FLATTEN, "flat");
+    doc_dense_layer(&L[14], "fc", 128, 5, DCZ_ENC_SPARSE_F32, 3, 0, DCZ_CODING_RAW);
+    doc_plain_layer(&L[15], DCZ_OP_SOFTMAX, "prob");
+    fill_params(d, seed);
+    return d;
+}
+
+/* A graph with residual Add, Mul, Concat, depthwise convolution and table
+ * activations runs on integers close to float in every scheme; ops that
+ * keep the scale share it; the table survives text; a table whose tensor
+ * scales break a rule, or a graph table without tensor scales, is
+ * refused. */
+static void test_graph_integer(void)
+{
+    dcz_dataset data;
+    REQUIRE(make_data(&data, 300, 41), "data");
+    size_t idx[200];
+    for (size_t i = 0; i < 200; i++) idx[i] = i;
+    float *fo = malloc(data.n * 5 * sizeof *fo), *qo = malloc(data.n * 5 * sizeof *qo);
+    const double tol[3] = { 0.08, 0.3, 0.002 };
+    for (size_t s = 0; s < 3; s++) {
+        dcz_doc *d = make_graph(7);
+        REQUIRE(d, "graph");
+        uint8_t *fbuf, *qbuf;
+        size_t flen, qlen;
+        REQUIRE(dcz_doc_write(d, &fbuf, &flen) == DCZ_OK, "write float");
+        dcz_cal_collect c;
+        REQUIRE(dcz_cal_collect_stats(d, &data, idx, 200, 64, NULL, NULL, &c) == DCZ_OK, "collect");
+        REQUIRE(c.count == 5 && c.ntensors == 17, "%u weighted layers, %u tensors", c.count, c.ntensors);
+        dcz_cal_layer_cfg cfg[5];
+        dcz_cal_result res[5];
+        fill_cfg(cfg, 5, DCZ_CAL_MINMAX, s == 0);
+        REQUIRE(dcz_cal_apply(d, schemes[s], &c, cfg, res) == DCZ_OK, "apply");
+        const float *ts = d->calib->t_scale;
+        REQUIRE(ts && d->calib->ntensors == 17, "tensor scales");
+        CHECK(ts[1] == ts[2] && ts[12] == ts[13] && ts[13] == ts[14], "ops that keep the scale share it");
+        CHECK(ts[0] > 0 && ts[4] > 0 && ts[9] > 0 && ts[15] == 0 && ts[16] == 0,
+              "the region's tensors have scales, the float tail none");
+        CHECK(d->calib->e[1].in_scale == ts[2] && d->calib->e[3].in_scale == ts[7], "in_scale is the input's");
+        REQUIRE(dcz_doc_write(d, &qbuf, &qlen) == DCZ_OK, "write calibrated");
+        dcz_scheme fs, qs;
+        REQUIRE(run_all(fbuf, flen, DCZ_PRECISION_AUTO, &data, fo, &fs), "float run");
+        REQUIRE(run_all(qbuf, qlen, DCZ_PRECISION_AUTO, &data, qo, &qs), "integer run");
+        CHECK(qs == (dcz_scheme)schemes[s], "runs on integers");
+        double maxd = 0;
+        for (size_t i = 0; i < data.n * 5; i++) maxd = fmax(maxd, fabs((double)fo[i] - qo[i]));
+        CHECK(maxd <= tol[s] && maxd > 0, "scheme %u: max |diff| %g (limit %g)", schemes[s], maxd, tol[s]);
+
+        /* through text and back, the same table */
+        char *text, method[32], err[256];
+        dcz_doc_calib *back = NULL;
+        REQUIRE(dcz_cal_table_format(d, "minmax", 200, &text) == DCZ_OK, "format");
+        CHECK(dcz_cal_table_parse(text, d, &back, method, sizeof method, NULL, err, sizeof err) == DCZ_OK &&
+              back && back->ntensors == 17 && memcmp(back->t_scale, ts, 17 * sizeof *ts) == 0,
+              "tensor scales through text: %s", err);
+        dcz_doc_calib_free(back);
+        free(text);
+
+        /* a pool whose output scale differs from its input's: refused */
+        dcz_model *m = NULL;
+        d->calib->t_scale[13] *= 2;
+        uint8_t *bad;
+        size_t blen;
+        REQUIRE(dcz_doc_write(d, &bad, &blen) == DCZ_OK, "write");
+        CHECK(dcz_open_memory(bad, blen, NULL, &m) == DCZ_ERR_FORMAT, "a pool changing scale accepted");
+        free(bad);
+        d->calib->t_scale[13] /= 2;
+        /* an in_scale that is not its input's scale: refused by the reader */
+        d->calib->t_scale[2] *= 2;
+        CHECK(dcz_doc_write(d, &bad, &blen) == DCZ_ERR_ARG, "in_scale off its tensor's scale written");
+        d->calib->t_scale[2] /= 2;
+        /* without tensor scales a graph cannot run on integers */
+        free(d->calib->t_scale);
+        d->calib->t_scale = NULL;
+        d->calib->ntensors = 0;
+        REQUIRE(dcz_doc_write(d, &bad, &blen) == DCZ_OK, "write without tensor scales");
+        CHECK(dcz_open_memory(bad, blen, NULL, &m) == DCZ_ERR_UNSUPPORTED, "a graph without tensor scales ran");
+        free(bad);
         free(fbuf);
         free(qbuf);
         dcz_cal_collect_free(&c);
@@ -580,6 +730,7 @@ int main(void)
 {
     RUN(test_order_and_batch_independence);
     RUN(test_integer_close_to_float);
+    RUN(test_graph_integer);
     RUN(test_fixed_point_by_hand);
     RUN(test_table_text);
     RUN(test_bad_tables_refused);
