@@ -258,7 +258,8 @@ static uint32_t find_root(uint32_t *parent, uint32_t t)
  * pick (ntensors). Tensors joined by an op that keeps the scale share one,
  * chosen from the statistics of the group's last tensor that a weighted
  * layer reads (else its last tensor) by the method of that reader (else of
- * the next weighted layer). */
+ * the next weighted layer); min-max for a group that an Add, Concat or Mul
+ * reads. */
 static dcz_status tensor_scales(const dcz_doc *d, const dcz_cal_collect *c,
                                 const dcz_cal_layer_cfg *cfg, int32_t qmax, int fixed,
                                 float *ts, dcz_cal_choice *pick)
@@ -266,9 +267,9 @@ static dcz_status tensor_scales(const dcz_doc *d, const dcz_cal_collect *c,
     const uint32_t T = c->ntensors, first = c->layer[0], last = c->layer[c->count - 1];
     uint32_t *parent = malloc(T * sizeof *parent), *rep = malloc(T * sizeof *rep);
     int32_t *reader = malloc(T * sizeof *reader);   /* the weighted slot reading t, or -1 */
-    uint8_t *in = calloc(T, 1);
+    uint8_t *in = calloc(T, 1), *summed = calloc(T, 1);
     dcz_status s = DCZ_ERR_NOMEM;
-    if (!parent || !rep || !reader || !in) goto done;
+    if (!parent || !rep || !reader || !in || !summed) goto done;
     for (uint32_t t = 0; t < T; t++) {
         parent[t] = t;
         reader[t] = -1;
@@ -277,7 +278,11 @@ static dcz_status tensor_scales(const dcz_doc *d, const dcz_cal_collect *c,
     for (uint32_t j = 0; j < c->count; j++) reader[d->layers[c->layer[j]].in[0]] = (int32_t)j;
     for (uint32_t i = first; i <= last; i++) {
         const dcz_doc_layer *l = &d->layers[i];
-        for (uint32_t k = 0; k < l->nin; k++) in[l->in[k]] = 1;
+        const dcz_qscale q = dcz_op_get(l->op)->qscale;
+        for (uint32_t k = 0; k < l->nin; k++) {
+            in[l->in[k]] = 1;
+            summed[l->in[k]] |= q == DCZ_QS_RESCALE || q == DCZ_QS_PRODUCT;
+        }
         if (i != last) in[i + 1] = 1;
         if (dcz_op_get(l->op)->qscale == DCZ_QS_KEEP && i != last)
             parent[find_root(parent, i + 1)] = find_root(parent, l->in[0]);
@@ -289,6 +294,7 @@ static dcz_status tensor_scales(const dcz_doc *d, const dcz_cal_collect *c,
         if (!in[t]) continue;
         const uint32_t r = find_root(parent, t);
         if (rep[r] == UINT32_MAX || reader[t] >= 0 || reader[rep[r]] < 0) rep[r] = t;
+        summed[r] |= summed[t];
     }
     for (uint32_t t = 0; t < T; t++) {
         if (!in[t] || find_root(parent, t) != t) continue;
@@ -296,7 +302,9 @@ static dcz_status tensor_scales(const dcz_doc *d, const dcz_cal_collect *c,
         uint32_t j = 0;
         if (reader[r] >= 0) j = (uint32_t)reader[r];
         else while (j + 1 < c->count && c->layer[j] < r) j++;
-        if ((s = dcz_cal_choose(&c->stats[r], cfg[j].method, cfg[j].percentile, qmax, fixed,
+        /* a residual path keeps its range: clipping it loses what the sum carries */
+        const dcz_cal_method method = summed[t] ? DCZ_CAL_MINMAX : cfg[j].method;
+        if ((s = dcz_cal_choose(&c->stats[r], method, cfg[j].percentile, qmax, fixed,
                                 &pick[t])) != DCZ_OK)
             goto done;
         ts[t] = act_scale(&pick[t], fixed);
@@ -313,6 +321,7 @@ done:
     free(rep);
     free(reader);
     free(in);
+    free(summed);
     return s;
 }
 

@@ -59,6 +59,7 @@ uint32_t dcz_cal_entropy_bins(const uint64_t *bins, uint32_t nbins, uint32_t sta
 
 /* What a chooser decided for one tensor. */
 typedef struct dcz_cal_choice {
+    dcz_cal_method method; /* the method that chose it */
     double threshold;    /* T: |x| above it saturates */
     double scale;        /* the quantization step: T / qmax (int8), 2^-fl (fixed) */
     int fl;              /* fixed point: fractional length (scale = 2^-fl) */

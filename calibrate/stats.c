@@ -290,6 +290,7 @@ dcz_status dcz_cal_choose(const dcz_cal_stats *s, dcz_cal_method method, double 
 
     dcz_cal_choice c;
     memset(&c, 0, sizeof c);
+    c.method = method;
     if (s->amax == 0.0f) {   /* nothing observed, or only zeros */
         c.scale = 1.0;
         *out = c;

@@ -188,10 +188,11 @@ static void print_layer_table(const verb_ctx *v, const dcz_doc *d, uint32_t sche
     for (uint32_t j = 0; j < count; j++) {
         const dcz_cal_result *r = &res[j];
         char method[32], q[64];
-        if (cfg[j].method == DCZ_CAL_PERCENTILE)
+        /* the method its input's scale came from (min-max on a residual path) */
+        if (r->act.method == DCZ_CAL_PERCENTILE)
             snprintf(method, sizeof method, "percentile:%g", cfg[j].percentile);
         else
-            snprintf(method, sizeof method, "%s", dcz_cal_method_name(cfg[j].method));
+            snprintf(method, sizeof method, "%s", dcz_cal_method_name(r->act.method));
         if (fixed) {
             /* Qm.n: m integer bits and n = fl fractional bits beside the sign */
             int m_in = bits - 1 - r->act.fl;

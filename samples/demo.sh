@@ -9,8 +9,8 @@
 #   bash samples/demo.sh [MODEL]     (or: make demo MODEL=...)
 #
 # MODEL: lenet300 (default; LeNet-300-100, a few minutes), lenet5 (LeNet-5,
-# about half an hour on two cores) or cnn (a conv-heavy CNN with batch
-# norm, about an hour). Each model's training and compression settings are
+# about half an hour on two cores), cnn (a conv-heavy CNN with batch norm,
+# about an hour), resnet or mobilenetv2 (the graph presets, an hour or more). Each model's training and compression settings are
 # in samples/recipes/MODEL-train.recipe and MODEL-compress.recipe.
 # Files go to demo-out/ (DCZ_DEMO_OUT overrides).
 set -eu
@@ -20,8 +20,8 @@ out=${DCZ_DEMO_OUT:-demo-out}
 dcz=bin/dcz
 recipes=samples/recipes
 case "$model" in
-    lenet300|lenet5|cnn) ;;
-    *) echo "demo: unknown model '$model' (known: lenet300, lenet5, cnn)" >&2; exit 1 ;;
+    lenet300|lenet5|cnn|resnet|mobilenetv2) ;;
+    *) echo "demo: unknown model '$model' (known: lenet300, lenet5, cnn, resnet, mobilenetv2)" >&2; exit 1 ;;
 esac
 mkdir -p "$out/$model-stages"
 start=$(date +%s)

@@ -388,6 +388,19 @@ static void test_graph_integer(void)
         dcz_cal_collect_free(&c);
         dcz_doc_free(d);
     }
+    /* a tensor an Add, Concat or Mul reads keeps its range: min-max there */
+    dcz_doc *d = make_graph(7);
+    dcz_cal_collect c;
+    dcz_cal_layer_cfg cfg[5];
+    dcz_cal_result res[5];
+    fill_cfg(cfg, 5, DCZ_CAL_ENTROPY, 1);
+    REQUIRE(d && dcz_cal_collect_stats(d, &data, idx, 200, 64, NULL, NULL, &c) == DCZ_OK &&
+            dcz_cal_apply(d, DCZ_SCHEME_INT8, &c, cfg, res) == DCZ_OK, "entropy");
+    CHECK(res[0].act.method == DCZ_CAL_ENTROPY && res[1].act.method == DCZ_CAL_MINMAX &&
+          res[4].act.method == DCZ_CAL_ENTROPY, "methods %d %d %d: relu1 feeds the Add and the Concat",
+          res[0].act.method, res[1].act.method, res[4].act.method);
+    dcz_cal_collect_free(&c);
+    dcz_doc_free(d);
     free(fo);
     free(qo);
     dcz_dataset_free(&data);
