@@ -112,14 +112,6 @@ static const char *tensor_name(const dcz_doc *d, uint32_t t)
     return t == 0 ? "input" : d->layers[t - 1].name;
 }
 
-static void shape_text(const dcz_shape *s, char *buf, size_t len)
-{
-    size_t n = 0;
-    buf[0] = '\0';
-    for (uint32_t k = 0; k < s->rank && n < len; k++)
-        n += (size_t)snprintf(buf + n, len - n, k ? "x%u" : "%u", s->dims[k]);
-}
-
 /* Multiply-adds per sample of a weighted layer: each weight meets one input
  * per output position (a dense layer has one position). */
 static uint64_t layer_macs(const dcz_doc_layer *l, const dcz_shape *out, uint64_t weights)
@@ -129,12 +121,23 @@ static uint64_t layer_macs(const dcz_doc_layer *l, const dcz_shape *out, uint64_
     return weights * plane;
 }
 
-void cli_shape_text(const dcz_doc_tensor *w, char *buf, size_t len)
+/* "AxBxC" of rank dims. */
+static void dims_text(uint32_t rank, const uint32_t *dims, char *buf, size_t len)
 {
     size_t n = 0;
     buf[0] = '\0';
-    for (uint32_t k = 0; k < w->rank && n < len; k++)
-        n += (size_t)snprintf(buf + n, len - n, k ? "x%u" : "%u", w->dims[k]);
+    for (uint32_t k = 0; k < rank && n < len; k++)
+        n += (size_t)snprintf(buf + n, len - n, k ? "x%u" : "%u", dims[k]);
+}
+
+void cli_shape_text(const dcz_doc_tensor *w, char *buf, size_t len)
+{
+    dims_text(w->rank, w->dims, buf, len);
+}
+
+static void shape_text(const dcz_shape *s, char *buf, size_t len)
+{
+    dims_text(s->rank, s->dims, buf, len);
 }
 
 /* What one sparse stream costs: bits per weight as coded and raw, and the

@@ -261,9 +261,10 @@ dcz_status dcz_qload_finish(dcz_model *m, const uint8_t *tscales, uint32_t ntsca
     m->q_first = first;
     m->q_last = last;
     m->q_in = m->layers[first].tin[0];
+    /* the count first: the scales are read only when there are that many */
+    if (tscales && ntscales != m->nlayers + 1) return DCZ_ERR_FORMAT;
     for (uint32_t t = 0; t <= m->nlayers; t++)
         m->t_scale[t] = tscales ? dcz_f32_from_bits(dcz_le32(tscales + (size_t)t * 4)) : 0.0f;
-    if (tscales && ntscales != m->nlayers + 1) return DCZ_ERR_FORMAT;
     if (!tscales) TRY(chain_scales(m));
     for (uint32_t i = first; i <= last; i++) {
         dcz_exec_layer *l = &m->layers[i];
