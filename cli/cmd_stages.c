@@ -622,7 +622,10 @@ int cmd_quantize(verb_ctx *v)
 }
 
 /* The encode stage works on the document itself: only stream codings,
- * position widths and the bias format change; every weight stays as is. */
+ * position widths, codebook packing and the bias format change; every
+ * weight stays as is. A layer no gap-bits rule names gets the position
+ * width that stores it in the fewest bytes; codebook entries no weight uses
+ * are dropped and the index width fits what is left. */
 static int apply_encoding(const verb_ctx *v, dcz_doc *doc, const char *gap_rules, int huffman, int bias_f16)
 {
     rule_set gr;
@@ -638,15 +641,24 @@ static int apply_encoding(const verb_ctx *v, dcz_doc *doc, const char *gap_rules
         if (l->ntensors != 2) continue;   /* DENSE and CONV2D: weight, bias */
         dcz_doc_tensor *w = &l->t[0];
         if (w->enc == DCZ_ENC_SPARSE_F32 || w->enc == DCZ_ENC_CODEBOOK) {
+            w->gap_coding = w->index_coding = huffman ? DCZ_CODING_HUFFMAN : DCZ_CODING_RAW;
+            dcz_status s = dcz_doc_tensor_compact(w);
             if (w->gap_bits) {
-                double g = rules_value(&gr, l->name, w->gap_bits);
-                if (g < 1 || g > 8 || g != floor(g)) {
+                double g = rules_value(&gr, l->name, 0);
+                if (g == 0) {
+                    if (s == DCZ_OK) s = dcz_doc_tensor_best_gap_bits(w, &w->gap_bits);
+                } else if (g < 1 || g > 8 || g != floor(g)) {
                     cli_usage_error(v, "--gap-bits: %g for %s is not a whole number from 1 to 8", g, l->name);
                     return EXIT_USAGE;
+                } else {
+                    w->gap_bits = (uint8_t)g;
                 }
-                w->gap_bits = (uint8_t)g;
             }
-            w->gap_coding = w->index_coding = huffman ? DCZ_CODING_HUFFMAN : DCZ_CODING_RAW;
+            if (s != DCZ_OK) {
+                char what[DCZ_MAX_NAME + 32];
+                snprintf(what, sizeof what, "packing the weights of %s", l->name);
+                return cli_fail(v, s, what);
+            }
         }
         if (bias_f16 >= 0) {
             l->t[1].enc = bias_f16 ? DCZ_ENC_F16 : DCZ_ENC_F32;
@@ -671,7 +683,7 @@ int cmd_encode(verb_ctx *v)
     const char *gap_bits = NULL, *bias = NULL;
     int no_huffman = 0;
     const opt_spec specs[] = {
-        { "gap-bits", 0, OPT_STR, &gap_bits, "relative position width per layer (default: as in IN)" },
+        { "gap-bits", 0, OPT_STR, &gap_bits, "relative position width per layer (default: the smallest)" },
         { "no-huffman", 0, OPT_FLAG, &no_huffman, "store the streams with fixed widths" },
         { "bias", 0, OPT_STR, &bias, "bias format: f32 or f16 (default: as in IN)" },
         { NULL, 0, OPT_FLAG, NULL, NULL }
@@ -679,6 +691,8 @@ int cmd_encode(verb_ctx *v)
     v->usage = "dcz encode IN [--data DATA] -o OUT";
     v->summary = "Huffman coding: canonical, length-limited codes for the codebook-index stream\n"
                  "and the relative-position stream of each sparse layer, coded separately.\n"
+                 "Codebook entries no weight uses are dropped and each layer's positions take\n"
+                 "the width that stores them smallest, unless --gap-bits names the layer.\n"
                  "With --data the accuracy of the result is measured and recorded.";
     int rc = cli_parse(v, specs, 1, 1);
     if (rc != -1) return rc;
@@ -739,8 +753,9 @@ int cmd_compress(verb_ctx *v)
     v->usage = "dcz compress IN --data DATA -o OUT [options]";
     v->summary = "The whole Deep Compression pipeline with the paper's defaults: iterative\n"
                  "pruning with retraining, trained quantization (5-bit codebooks for fully\n"
-                 "connected layers, 8-bit for convolutions), and Huffman coding with 5-bit\n"
-                 "(fc) and 8-bit (conv) relative positions.\n"
+                 "connected layers, 8-bit for convolutions), and Huffman coding with the\n"
+                 "relative-position width that stores each layer smallest (--gap-bits rules\n"
+                 "fix it) and only the codebook entries in use.\n"
                  "Every stage's accuracy is measured by libdcz on the bytes it produced.";
     int rc = cli_parse(v, specs, 1, 1);
     if (rc != -1) return rc;
@@ -798,12 +813,13 @@ int cmd_compress(verb_ctx *v)
     /* encode: the quantized net with Huffman-coded streams */
     if (rc == -1) {
         dcz_layer_encoding *enc = NULL;
-        rc = make_encodings(v, net, po.gap_bits, 1, bm == 1, &enc);
+        rc = make_encodings(v, net, NULL, 1, bm == 1, &enc);
         if (rc == -1) {
             dcz_status s = dcz_net_to_doc(net, enc, &staged);
             free(enc);
             if (s != DCZ_OK) rc = cli_fail(v, s, "converting the network");
         }
+        if (rc == -1) rc = apply_encoding(v, staged, po.gap_bits, 1, -1);
         if (rc == -1) {
             staged->input_rank = doc->input_rank;
             memcpy(staged->input_dims, doc->input_dims, sizeof staged->input_dims);

@@ -122,6 +122,19 @@ dcz_status dcz_doc_read(const void *buf, size_t len, dcz_doc **out);
  * layer no one reads, a training-only op). */
 dcz_status dcz_doc_write(dcz_doc *d, uint8_t **buf, size_t *len);
 
+/* Drops the codebook entries of a CODEBOOK tensor that no stored weight
+ * uses, renumbering the assignments (entries keep their order), and sets
+ * index_bits to the fewest bits that hold what is left. Every weight keeps
+ * its value. DCZ_ERR_ARG for an assignment out of the codebook. Other
+ * encodings are left as they are. */
+dcz_status dcz_doc_tensor_compact(dcz_doc_tensor *t);
+
+/* The position width, 1 to 8, that stores the positions of sparse tensor t
+ * (mask set) in the fewest bytes with t's gap coding: few bits cost
+ * fillers, many bits cost raw width or a larger Huffman table. Ties go to
+ * the wider. */
+dcz_status dcz_doc_tensor_best_gap_bits(const dcz_doc_tensor *t, uint8_t *bits);
+
 /* Checks the tensors of l against its op and attributes (attributes already
  * checked by dcz_op_check): none for ops without parameters; for DENSE and
  * CONV2D a weight and a bias of the shapes dcz_op_param_shapes gives

@@ -126,25 +126,35 @@ dcz_status dcz_doc_tensor_streams(const dcz_doc_tensor *t, uint8_t **idx_out, ui
     return DCZ_OK;
 }
 
+/* The sizes of a stream block's Huffman table (0 when raw) and data, and
+ * the code lengths when Huffman-coded. */
+static dcz_status stream_size(const uint8_t *sym, uint32_t count, unsigned bits, uint8_t coding,
+                              uint8_t *len, size_t *table_bytes, size_t *data_bytes)
+{
+    const unsigned nsym = 1u << bits;
+    *table_bytes = 0;
+    if (coding == DCZ_CODING_HUFFMAN) {
+        uint64_t freq[DCZ_HUFF_MAX_SYMBOLS] = { 0 };
+        for (uint32_t i = 0; i < count; i++) freq[sym[i]]++;
+        TRY(dcz_huff_lengths(freq, nsym, DCZ_HUFF_MAX_LEN, len));
+        *table_bytes = dcz_huff_table_bytes(nsym);
+        *data_bytes = (size_t)((dcz_huff_cost_bits(len, sym, count) + 7) / 8);
+    } else if (coding == DCZ_CODING_RAW) {
+        *data_bytes = (size_t)(((uint64_t)count * bits + 7) / 8);
+    } else {
+        return DCZ_ERR_ARG;
+    }
+    return *table_bytes + *data_bytes > 0xFFFFFFFFu ? DCZ_ERR_ARG : DCZ_OK;
+}
+
 /* A stream block: u32 bytes, Huffman table when coded, then the data. */
 static dcz_status put_stream(wbuf *w, const uint8_t *sym, uint32_t count, unsigned bits,
                              uint8_t coding, size_t *block_bytes)
 {
     const unsigned nsym = 1u << bits;
-    size_t data_bytes, table_bytes = 0;
+    size_t data_bytes, table_bytes;
     uint8_t len[DCZ_HUFF_MAX_SYMBOLS];
-    if (coding == DCZ_CODING_HUFFMAN) {
-        uint64_t freq[DCZ_HUFF_MAX_SYMBOLS] = { 0 };
-        for (uint32_t i = 0; i < count; i++) freq[sym[i]]++;
-        TRY(dcz_huff_lengths(freq, nsym, DCZ_HUFF_MAX_LEN, len));
-        table_bytes = dcz_huff_table_bytes(nsym);
-        data_bytes = (size_t)((dcz_huff_cost_bits(len, sym, count) + 7) / 8);
-    } else if (coding == DCZ_CODING_RAW) {
-        data_bytes = (size_t)(((uint64_t)count * bits + 7) / 8);
-    } else {
-        return DCZ_ERR_ARG;
-    }
-    if (table_bytes + data_bytes > 0xFFFFFFFFu) return DCZ_ERR_ARG;
+    TRY(stream_size(sym, count, bits, coding, len, &table_bytes, &data_bytes));
     put32(w, (uint32_t)(table_bytes + data_bytes));
     if (coding == DCZ_CODING_HUFFMAN) {
         uint8_t *tab = wb_grow(w, table_bytes);
@@ -159,6 +169,58 @@ static dcz_status put_stream(wbuf *w, const uint8_t *sym, uint32_t count, unsign
         TRY(dcz_bits_pack(sym, count, bits, data, data_bytes));
     }
     *block_bytes = 4 + table_bytes + data_bytes;
+    return DCZ_OK;
+}
+
+static unsigned bits_for(uint32_t k)
+{
+    unsigned b = 1;
+    while ((1u << b) < k) b++;
+    return b;
+}
+
+dcz_status dcz_doc_tensor_compact(dcz_doc_tensor *t)
+{
+    if (t->enc != DCZ_ENC_CODEBOOK) return DCZ_OK;
+    if (!t->codebook || !t->assign || t->k < 1 || t->k > 256) return DCZ_ERR_ARG;
+    uint8_t used[256] = { 0 }, to[256];
+    for (size_t i = 0; i < t->n; i++)
+        if (stored(t, i)) {
+            if (t->assign[i] >= t->k) return DCZ_ERR_ARG;
+            used[t->assign[i]] = 1;
+        }
+    uint32_t k = 0;
+    for (uint32_t c = 0; c < t->k; c++)
+        if (used[c]) {
+            t->codebook[k] = t->codebook[c];
+            to[c] = (uint8_t)k++;
+        }
+    if (k == 0) k = 1;   /* no stored weight: one entry keeps the record valid */
+    for (size_t i = 0; i < t->n; i++) t->assign[i] = stored(t, i) ? to[t->assign[i]] : 0;
+    t->k = k;
+    t->index_bits = (uint8_t)bits_for(k);
+    return DCZ_OK;
+}
+
+dcz_status dcz_doc_tensor_best_gap_bits(const dcz_doc_tensor *t, uint8_t *bits)
+{
+    if (!t->mask) return DCZ_ERR_ARG;
+    dcz_doc_tensor probe = *t;
+    size_t best = SIZE_MAX;
+    for (unsigned b = 8; b >= 1; b--) {
+        uint8_t *gaps = NULL, len[DCZ_HUFF_MAX_SYMBOLS];
+        uint32_t count;
+        size_t table, data;
+        probe.gap_bits = (uint8_t)b;
+        TRY(dcz_doc_tensor_streams(&probe, NULL, NULL, &gaps, &count));
+        dcz_status s = stream_size(gaps, count, b, t->gap_coding, len, &table, &data);
+        free(gaps);
+        TRY(s);
+        if (table + data < best) {
+            best = table + data;
+            *bits = (uint8_t)b;
+        }
+    }
     return DCZ_OK;
 }
 

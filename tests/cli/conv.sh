@@ -32,11 +32,27 @@ awk -v a="$(json_field accuracy "$T/e.json")" -v d="$acc" 'BEGIN { exit !(a > d 
     fail "compressed accuracy $(json_field accuracy "$T/e.json") far below dense $acc"
 "$DCZ" info "$T/final.dcz" --json > "$T/info.json" || fail "info"
 tr '{' '\n' < "$T/info.json" > "$T/layers.txt"
-grep '"name":"conv1"' "$T/layers.txt" | grep -q '"index_bits":8,' || fail "conv1 is not 8-bit: $(grep conv1 "$T/layers.txt")"
-grep '"name":"conv2"' "$T/layers.txt" | grep -q '"index_bits":6,' || fail "conv2 rule not applied"
-grep '"name":"conv2"' "$T/layers.txt" | grep -q '"gap_bits":8,' || fail "conv2 positions are not 8-bit"
-grep '"name":"fc1"' "$T/layers.txt" | grep -q '"index_bits":5,' || fail "fc1 is not 5-bit"
+# the quantizer's codebooks are as asked: 8 bits for conv, the rule's 6 for
+# conv2, 5 for fully connected layers, positions 8 bits for conv
+"$DCZ" info "$T/quantize.dcz" --json | tr '{' '\n' > "$T/qlayers.txt" || fail "info quantize"
+grep '"name":"conv1"' "$T/qlayers.txt" | grep -q '"index_bits":8,' || fail "conv1 is not 8-bit: $(grep conv1 "$T/qlayers.txt")"
+grep '"name":"conv2"' "$T/qlayers.txt" | grep -q '"index_bits":6,' || fail "conv2 rule not applied"
+grep '"name":"conv2"' "$T/qlayers.txt" | grep -q '"gap_bits":8,' || fail "conv2 positions are not 8-bit"
+grep '"name":"fc1"' "$T/qlayers.txt" | grep -q '"index_bits":5,' || fail "fc1 is not 5-bit"
 grep '"name":"conv2"' "$T/layers.txt" | grep -q '"density":0.5,' || fail "conv2 density"
+# the encoded file keeps only the codebook entries in use, indices as wide
+# as they need, and positions as wide as makes them smallest
+for l in conv1 conv2 fc1 fc2; do
+    e=$(grep "\"name\":\"$l\"" "$T/layers.txt" | sed 's/.*"codebook_entries":\([0-9]*\).*"index_bits":\([0-9]*\),.*/\1 \2/')
+    set -- $e
+    awk -v k="$1" -v b="$2" 'BEGIN { exit !(k >= 1 && 2 ^ b >= k && (b == 1 || 2 ^ (b - 1) < k)) }' ||
+        fail "$l: $1 entries in $2-bit indices"
+done
+e=$(grep '"name":"conv2"' "$T/layers.txt" | sed 's/.*"codebook_entries":\([0-9]*\).*/\1/')
+[ "$e" -le 64 ] || fail "conv2 has $e codebook entries, more than its 6 bits"
+"$DCZ" encode "$T/final.dcz" --gap-bits 'conv*=8,fc*=8' -o "$T/wide.dcz" -q || fail "encode with 8-bit positions"
+"$DCZ" info "$T/wide.dcz" --json | tr '{' '\n' | grep '"name":"conv2"' | grep -q '"gap_bits":8,' ||
+    fail "gap-bits rule not applied"
 "$DCZ" info "$T/final.dcz" > "$T/info.txt" || fail "info text"
 grep -q '^conv2 *8x6x3x3 ' "$T/info.txt" || fail "info table conv2 row: $(cat "$T/info.txt")"
 

@@ -151,6 +151,69 @@ static void test_doc_round_trip(void)
     dcz_doc_free(r);
 }
 
+/* Packing for the encode stage: a codebook of 16 entries of which four
+ * are used shrinks to those four (order kept, 2-bit indices) with every
+ * weight unchanged, so the file is smaller and the runtime's outputs are the
+ * same bit for bit; the chosen position width writes the fewest bytes of
+ * all eight, raw and Huffman; an assignment out of the codebook is refused. */
+static void test_pack(void)
+{
+    static const uint8_t used[4] = { 2, 5, 9, 13 };
+    for (int coding = 0; coding <= 1; coding++) {
+        dcz_doc *d = small_doc();
+        REQUIRE(d != NULL, "alloc");
+        dcz_doc_tensor *w = &d->layers[0].t[0];
+        dcz_doc_tensor_clear(&d->layers[0].t[0]);
+        dcz_doc_tensor_clear(&d->layers[0].t[1]);
+        make_dense_layer(&d->layers[0], "fc1", 12, 9, DCZ_ENC_CODEBOOK, 0.3, 4, 8, (uint8_t)coding);
+        for (size_t i = 0; i < w->n; i++) {
+            w->assign[i] = used[rnd() % 4];
+            w->values[i] = w->mask[i] ? w->codebook[w->assign[i]] : 0;
+        }
+        float cb[16];
+        memcpy(cb, w->codebook, sizeof cb);
+        uint8_t *before = NULL, *after = NULL;
+        size_t lb = 0, la = 0;
+        REQUIRE(dcz_doc_write(d, &before, &lb) == DCZ_OK, "write before");
+        REQUIRE(dcz_doc_tensor_compact(w) == DCZ_OK, "compact");
+        CHECK(w->k == 4 && w->index_bits == 2, "k %u bits %u", w->k, w->index_bits);
+        for (int c = 0; c < 4; c++) CHECK(w->codebook[c] == cb[used[c]], "entry %d", c);
+        size_t bad = 0;
+        for (size_t i = 0; i < w->n; i++) bad += w->mask[i] && w->codebook[w->assign[i]] != w->values[i];
+        CHECK(bad == 0, "%zu weights changed", bad);
+        uint8_t best = 0;
+        size_t sizes[9] = { 0 };
+        for (unsigned b = 1; b <= 8; b++) {
+            w->gap_bits = (uint8_t)b;
+            uint8_t *buf = NULL;
+            REQUIRE(dcz_doc_write(d, &buf, &sizes[b]) == DCZ_OK, "write with %u-bit gaps", b);
+            free(buf);
+        }
+        REQUIRE(dcz_doc_tensor_best_gap_bits(w, &best) == DCZ_OK && best >= 1 && best <= 8, "best width");
+        for (unsigned b = 1; b <= 8; b++)
+            CHECK(sizes[best] <= sizes[b], "coding %d: %u bits write %zu bytes, %u bits %zu", coding, best,
+                  sizes[best], b, sizes[b]);
+        w->gap_bits = best;
+        REQUIRE(dcz_doc_write(d, &after, &la) == DCZ_OK, "write after");
+        CHECK(la < lb, "coding %d: packed %zu bytes, before %zu", coding, la, lb);
+        dcz_model *ma = NULL, *mb = NULL;
+        REQUIRE(dcz_open_memory(before, lb, NULL, &mb) == DCZ_OK && dcz_open_memory(after, la, NULL, &ma) == DCZ_OK,
+                "open");
+        float x[3 * 12], ya[3 * 5], yb[3 * 5];
+        for (int i = 0; i < 3 * 12; i++) x[i] = frand();
+        REQUIRE(dcz_run(ma, x, 3, ya) == DCZ_OK && dcz_run(mb, x, 3, yb) == DCZ_OK, "run");
+        CHECK(memcmp(ya, yb, sizeof ya) == 0, "coding %d: outputs differ after packing", coding);
+        dcz_close(ma);
+        dcz_close(mb);
+        w->assign[0] = 7;
+        w->mask[0] = 1;
+        CHECK(dcz_doc_tensor_compact(w) == DCZ_ERR_ARG, "assignment out of the codebook");
+        free(before);
+        free(after);
+        dcz_doc_free(d);
+    }
+}
+
 static void test_runtime_matches_doc(void)
 {
     dcz_doc *d = small_doc();
@@ -1255,6 +1318,7 @@ int main(void)
 {
     RUN(test_doc_round_trip);
     RUN(test_runtime_matches_doc);
+    RUN(test_pack);
     RUN(test_gaps_at_limit);
     RUN(test_corruption_refused);
     RUN(test_lies_with_valid_crc);
