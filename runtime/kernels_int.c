@@ -83,25 +83,24 @@ static int64_t requant_wide(int64_t acc, int64_t mult, unsigned shift, int64_t q
     return neg ? -(int64_t)lo : (int64_t)lo;
 }
 
+/* clamp(floor((a m + 2^(k-1)) / 2^k)), exact for every a and m. */
+static dcz_q requant_one(int64_t a, int64_t mult, unsigned shift, int64_t qmax)
+{
+    const uint64_t m = mult < 0 ? 0 - (uint64_t)mult : (uint64_t)mult;
+    const uint64_t am = a < 0 ? 0 - (uint64_t)a : (uint64_t)a;
+    if (m == 0) return 0;
+    if (am <= (uint64_t)INT64_MAX / m) return (dcz_q)clamp_q(dcz_round_shift(a * mult, shift), qmax);
+    return (dcz_q)requant_wide(a, mult, shift, qmax);
+}
+
 void dcz_requant_ref(const dcz_requant *rq, const int64_t *acc, size_t batch, uint32_t channels,
                      uint32_t plane, dcz_q *y)
 {
-    const int64_t qmax = rq->qmax;
     for (size_t b = 0; b < batch; b++)
         for (uint32_t c = 0; c < channels; c++) {
-            const int64_t mult = rq->mult[c];
-            const unsigned shift = rq->shift[c];
-            const uint64_t m = mult < 0 ? 0 - (uint64_t)mult : (uint64_t)mult;
             const size_t at = (b * channels + c) * plane;
-            for (uint32_t i = 0; i < plane; i++) {
-                const int64_t a = acc[at + i];
-                const uint64_t am = a < 0 ? 0 - (uint64_t)a : (uint64_t)a;
-                int64_t v;
-                if (m == 0) v = 0;
-                else if (am <= (uint64_t)INT64_MAX / m) v = clamp_q(dcz_round_shift(a * mult, shift), qmax);
-                else v = requant_wide(a, mult, shift, qmax);
-                y[at + i] = (dcz_q)v;
-            }
+            for (uint32_t i = 0; i < plane; i++)
+                y[at + i] = requant_one(acc[at + i], rq->mult[c], rq->shift[c], rq->qmax);
         }
 }
 
@@ -365,5 +364,16 @@ void dcz_qglobal_avgpool_ref(uint32_t channels, uint32_t plane, const dcz_q *x, 
         int64_t sum = 0;
         for (uint32_t i = 0; i < plane; i++) sum += x[p * plane + i];
         y[p] = div_round(sum, plane);
+    }
+}
+
+void dcz_qglobal_avgpool_rescale_ref(uint32_t channels, uint32_t plane, const dcz_q *x, size_t batch,
+                                     int32_t mult, uint8_t shift, int32_t qmax, dcz_q *y)
+{
+    const size_t planes = batch * channels;
+    for (size_t p = 0; p < planes; p++) {
+        int64_t sum = 0;
+        for (uint32_t i = 0; i < plane; i++) sum += x[p * plane + i];
+        y[p] = requant_one(sum, mult, shift, qmax);
     }
 }

@@ -156,7 +156,9 @@ typedef struct dcz_exec_layer {
     double *out_scale;      /* the last weighted layer: (channels) accumulator to float,
                                s_in * s_w[c] exactly */
     int32_t in_mult[DCZ_MAX_INPUTS]; /* ADD, CONCAT: input k to the output's scale; MUL: */
-    uint8_t in_shift[DCZ_MAX_INPUTS]; /*  the product ([0]); as dcz_requant_params */
+    uint8_t in_shift[DCZ_MAX_INPUTS]; /*  the product ([0]); GLOBAL_AVGPOOL: the sum ([0])
+                                          when its output's scale is not its input's;
+                                          as dcz_requant_params */
     dcz_q *table;           /* DCZ_QS_TABLE ops: (2 qmax + 1) outputs of -qmax .. qmax */
 } dcz_exec_layer;
 
@@ -665,6 +667,11 @@ void dcz_qavgpool_ref(const dcz_conv_geom *g, int count_include_pad, const dcz_q
                       size_t batch, dcz_q *y);
 void dcz_qglobal_avgpool_ref(uint32_t channels, uint32_t plane, const dcz_q *x, size_t batch,
                              dcz_q *y);
+/* The global average into another scale: each plane's sum S requantized
+ * as a weighted layer's accumulator is, clamp(rq(S, mult, shift)), exact
+ * for any S; mult, shift from dcz_requant_params(s_in / (s_out plane)). */
+void dcz_qglobal_avgpool_rescale_ref(uint32_t channels, uint32_t plane, const dcz_q *x, size_t batch,
+                                     int32_t mult, uint8_t shift, int32_t qmax, dcz_q *y);
 
 /* ---- running with a tap (run.c) -------------------------------------------- */
 

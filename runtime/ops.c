@@ -223,7 +223,7 @@ static const dcz_op_info ops[] = {
     { DCZ_OP_AVGPOOL,        "AVGPOOL", "avgpool",        1, 1, 7, 0, 0,  0,
       check_avgpool, shape_pool,    NULL,          dcz_run_avgpool,    dcz_qrun_avgpool,   DCZ_QS_KEEP },
     { DCZ_OP_GLOBAL_AVGPOOL, "GLOBAL_AVGPOOL", "global_avgpool", 1, 1, 0, 0, 0, -1,
-      check_none,    shape_global_avgpool, NULL,   dcz_run_global_avgpool, dcz_qrun_global_avgpool, DCZ_QS_KEEP },
+      check_none,    shape_global_avgpool, NULL,   dcz_run_global_avgpool, dcz_qrun_global_avgpool, DCZ_QS_MEAN },
     { DCZ_OP_FLATTEN,        "FLATTEN", "flatten",        1, 1, 0, 0, 0, -1,
       check_none,    shape_flatten, NULL,          dcz_run_copy,       dcz_qrun_copy,      DCZ_QS_KEEP },
     { DCZ_OP_ADD,            "ADD", "add",            2, 2, 0, 0, 0, -1,

@@ -96,7 +96,9 @@ typedef enum dcz_qscale {
     DCZ_QS_KEEP,          /* integers pass through: output scale = input scale */
     DCZ_QS_RESCALE,       /* each input requantized to the output's scale (ADD, CONCAT) */
     DCZ_QS_PRODUCT,       /* the product requantized to the output's scale (MUL) */
-    DCZ_QS_TABLE          /* a table of every input integer's output (activations) */
+    DCZ_QS_TABLE,         /* a table of every input integer's output (activations) */
+    DCZ_QS_MEAN           /* the integer mean, or the sum requantized to another
+                             output scale (GLOBAL_AVGPOOL) */
 } dcz_qscale;
 
 typedef struct dcz_op_info {

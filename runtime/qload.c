@@ -239,6 +239,10 @@ static dcz_status finish_layer(dcz_model *m, uint32_t i)
     case DCZ_QS_PRODUCT:
         return dcz_requant_params((double)s_in * ts[l->tin[1]] / s_out, &l->in_mult[0],
                                   &l->in_shift[0]);
+    case DCZ_QS_MEAN:
+        if (same_bits(s_in, s_out)) return DCZ_OK;
+        return dcz_requant_params((double)s_in / ((double)s_out * l->geom.in_h * l->geom.in_w),
+                                  &l->in_mult[0], &l->in_shift[0]);
     case DCZ_QS_TABLE:
         if (!l->table) return DCZ_ERR_UNSUPPORTED;
         fill_table(l, s_in, s_out, m->qmax);

@@ -341,6 +341,8 @@ static void test_graph_integer(void)
         const float *ts = d->calib->t_scale;
         REQUIRE(ts && d->calib->ntensors == 17, "tensor scales");
         CHECK(ts[1] == ts[2] && ts[12] == ts[13] && ts[13] == ts[14], "ops that keep the scale share it");
+        /* the global average has a range of its own, narrower than its input's */
+        CHECK(ts[7] < ts[6], "the global average's scale %g, its input's %g", ts[7], ts[6]);
         CHECK(ts[0] > 0 && ts[4] > 0 && ts[9] > 0 && ts[15] == 0 && ts[16] == 0,
               "the region's tensors have scales, the float tail none");
         CHECK(d->calib->e[1].in_scale == ts[2] && d->calib->e[3].in_scale == ts[7], "in_scale is the input's");

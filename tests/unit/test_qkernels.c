@@ -25,6 +25,7 @@
  * give the bias, an empty plane averages to 0. The first mismatches print.
  */
 #include <limits.h>
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -734,6 +735,44 @@ static void test_qpools_random(void)
     free(x);
 }
 
+/* The global average into another scale: each plane's sum times s_in /
+ * (s_out plane), rounded, within the multiplier's precision of the real
+ * product; also on a plane whose sum passes 2^31 and on scales that clamp. */
+static void test_qglobal_avgpool_rescale(void)
+{
+    const uint32_t planes[3] = { 37, 9, 70000 };
+    size_t bad = 0, clamped = 0, total = 0;
+    for (int t = 0; t < 30; t++) {
+        const uint32_t C = 3, P = planes[t % 3];
+        const size_t B = 2;
+        const int32_t qmax = t & 1 ? 127 : 32767;
+        const double s_in = 0.01 * (1 + frand() * frand()), s_out = s_in * (0.05 + 3 * fabs(frand()));
+        const double M = s_in / (s_out * P);
+        int32_t mult;
+        uint8_t shift;
+        REQUIRE(dcz_requant_params(M, &mult, &shift) == DCZ_OK, "params of %g", M);
+        dcz_q *x = alloc(B * C * P, sizeof(dcz_q)), y[6];
+        fill_q(x, B * C * P, qmax);
+        if (t % 3 == 2)   /* a sum past 2^31: every element near the top */
+            for (size_t i = 0; i < B * C * P; i++) x[i] = (dcz_q)(qmax - (int32_t)(rnd() % 4));
+        dcz_qglobal_avgpool_rescale_ref(C, P, x, B, mult, shift, qmax, y);
+        for (size_t p = 0; p < B * C; p++, total++) {
+            int64_t sum = 0;
+            for (uint32_t i = 0; i < P; i++) sum += x[p * P + i];
+            const double want = (double)sum * M;
+            if (fabs(want) > qmax + 1) {
+                clamped++;
+                bad += y[p] != (want > 0 ? qmax : -qmax);
+            } else {
+                bad += fabs(y[p] - want) > 0.5 + 1e-6 * fabs(want);
+            }
+        }
+        free(x);
+    }
+    CHECK(bad == 0, "%zu of %zu rescaled averages off", bad, total);
+    CHECK(clamped > 0 && clamped < total, "%zu of %zu clamped: the cases miss a side", clamped, total);
+}
+
 /* ---- sizes 0 ----------------------------------------------------------------- */
 
 /* Nothing is written for an empty batch, matrix or plane: each kernel gets a
@@ -813,6 +852,7 @@ int main(void)
     RUNQ(test_qrelu);
     RUNQ(test_qpools_by_hand);
     RUNQ(test_qpools_random);
+    RUNQ(test_qglobal_avgpool_rescale);
     RUNQ(test_zero_sizes);
     return check_summary();
 }
