@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "train/convert.h"
+#include "train/internal.h"
 
 static void *dup_mem(const void *p, size_t n)
 {
@@ -35,49 +36,18 @@ static dcz_status weights_from_doc(const dcz_doc_layer *l, dcz_tlayer *t)
     return DCZ_OK;
 }
 
-/* Window attributes shared by CONV2D (from attr 2) and the pools (from 0). */
-static void set_window(dcz_tlayer *t, const int32_t *a)
-{
-    t->kh = a[0]; t->kw = a[1];
-    t->sh = a[2]; t->sw = a[3];
-    t->ph = a[4]; t->pw = a[5];
-}
-
-/* The kind and settings of t from doc layer l (attributes already checked
- * by the reader); dcz_net_infer_shapes derives the sizes from them. */
+/* The kind, inputs and settings of t from doc layer l (attributes already
+ * checked by the reader): the trainer's entry of the op reads them
+ * (dcz_train_op.settings); dcz_net_infer_shapes derives the sizes. */
 static dcz_status settings_from_doc(const dcz_doc_layer *l, dcz_tlayer *t)
 {
+    const dcz_train_op *o = dcz_train_op_get((dcz_op)l->op);
+    if (!o) return DCZ_ERR_UNSUPPORTED;
+    t->op = (dcz_op)l->op;
     t->nin = l->nin;
     memcpy(t->tin, l->in, sizeof t->tin);
-    const dcz_op_info *o = dcz_op_get(l->op);
-    if (o && !o->weighted && !o->train_only && o->window_at < 0) {
-        /* the graph ops, the activations and the ops without settings */
-        t->op = (dcz_op)l->op;
-        for (uint32_t k = 0; k < l->nattr && k < 2; k++) t->param[k] = dcz_attr_f32(l->attr[k]);
-        return DCZ_OK;
-    }
-    switch (l->op) {
-    case DCZ_OP_DENSE:
-        t->op = DCZ_OP_DENSE;
-        t->out = l->attr[1];
-        return DCZ_OK;
-    case DCZ_OP_CONV2D:
-        t->op = DCZ_OP_CONV2D;
-        t->out_c = l->attr[1];
-        set_window(t, &l->attr[2]);
-        t->group = l->attr[8];
-        return DCZ_OK;
-    case DCZ_OP_MAXPOOL:
-        t->op = DCZ_OP_MAXPOOL;
-        set_window(t, l->attr);
-        return DCZ_OK;
-    case DCZ_OP_AVGPOOL:
-        t->op = DCZ_OP_AVGPOOL;
-        set_window(t, l->attr);
-        t->count_include_pad = l->attr[6];
-        return DCZ_OK;
-    default: return DCZ_ERR_UNSUPPORTED;
-    }
+    o->settings(t, l->attr);
+    return DCZ_OK;
 }
 
 dcz_status dcz_net_from_doc(const dcz_doc *d, dcz_net **out)
@@ -126,17 +96,17 @@ static unsigned bits_for(int k)
     return b;
 }
 
-/* The weight (rank, dims) and bias of a DENSE or CONV layer, encoded as its
- * compression state and e ask. */
-static dcz_status weights_to_doc(const dcz_tlayer *t, const dcz_layer_encoding *e, uint32_t rank,
-                                 const uint32_t *wd, dcz_doc_layer *l)
+/* The weight and bias of a DENSE or CONV layer, of the shapes its op's
+ * attributes give, encoded as its compression state and e ask. */
+static dcz_status weights_to_doc(const dcz_tlayer *t, const dcz_layer_encoding *e, dcz_doc_layer *l)
 {
+    dcz_shape ws, bs;
+    if (dcz_op_param_shapes(l->op, l->attr, &ws, &bs) != DCZ_OK) return DCZ_ERR_ARG;
     l->ntensors = 2;
-    const uint32_t bd[1] = { (uint32_t)dcz_tlayer_nbias(t) };
     dcz_doc_tensor *w = &l->t[0];
     uint32_t enc = t->codebook ? DCZ_ENC_CODEBOOK : t->mask ? DCZ_ENC_SPARSE_F32 : DCZ_ENC_F32;
-    dcz_status s = fill_tensor(w, enc, rank, wd, t->w);
-    if (s == DCZ_OK) s = fill_tensor(&l->t[1], e->bias_f16 ? DCZ_ENC_F16 : DCZ_ENC_F32, 1, bd, t->b);
+    dcz_status s = fill_tensor(w, enc, ws.rank, ws.dims, t->w);
+    if (s == DCZ_OK) s = fill_tensor(&l->t[1], e->bias_f16 ? DCZ_ENC_F16 : DCZ_ENC_F32, bs.rank, bs.dims, t->b);
     if (s != DCZ_OK || enc == DCZ_ENC_F32) return s;
     const uint8_t coding = e->huffman ? DCZ_CODING_HUFFMAN : DCZ_CODING_RAW;
     w->gap_bits = t->mask ? e->gap_bits : 0;
@@ -154,59 +124,21 @@ static dcz_status weights_to_doc(const dcz_tlayer *t, const dcz_layer_encoding *
     return DCZ_OK;
 }
 
-static void put_window(const dcz_tlayer *t, int32_t *a)
-{
-    a[0] = t->kh; a[1] = t->kw;
-    a[2] = t->sh; a[3] = t->sw;
-    a[4] = t->ph; a[5] = t->pw;
-}
-
-static dcz_status layer_to_doc(const dcz_tlayer *t, const dcz_layer_encoding *e, dcz_doc_layer *l)
+/* Layer t of net as a doc layer: its op's attributes from its settings
+ * (dcz_tlayer_attrs), then its parameters. Batch norm and dropout are
+ * never stored: fold first. */
+static dcz_status layer_to_doc(const dcz_net *net, const dcz_tlayer *t, const dcz_layer_encoding *e,
+                               dcz_doc_layer *l)
 {
     const dcz_op_info *o = dcz_op_get(t->op);
+    if (!o || o->train_only) return DCZ_ERR_UNSUPPORTED;
+    if (!net->tshape) return DCZ_ERR_ARG;   /* not validated */
+    const uint32_t *in = net->tshape[t->tin[0]];
+    l->op = (uint16_t)t->op;
     l->nin = t->nin;
     memcpy(l->in, t->tin, sizeof l->in);
-    if (o && !o->weighted && !o->train_only && o->window_at < 0) {
-        /* the graph ops, the activations and the ops without settings */
-        l->op = (uint16_t)t->op;
-        l->nattr = o->nattr;
-        for (uint32_t k = 0; k < o->nattr && k < 2; k++) l->attr[k] = dcz_f32_attr(t->param[k]);
-        return DCZ_OK;
-    }
-    switch (t->op) {
-    case DCZ_OP_DENSE: {
-        const uint32_t wd[2] = { (uint32_t)t->out, (uint32_t)t->in };
-        l->op = DCZ_OP_DENSE;
-        l->nattr = 2;
-        l->attr[0] = t->in;
-        l->attr[1] = t->out;
-        return weights_to_doc(t, e, 2, wd, l);
-    }
-    case DCZ_OP_CONV2D: {
-        const uint32_t wd[4] = { (uint32_t)t->out_c, (uint32_t)(t->in_c / dcz_tlayer_groups(t)),
-                                 (uint32_t)t->kh, (uint32_t)t->kw };
-        l->op = DCZ_OP_CONV2D;
-        l->nattr = 9;
-        l->attr[8] = dcz_tlayer_groups(t);
-        l->attr[0] = t->in_c;
-        l->attr[1] = t->out_c;
-        put_window(t, &l->attr[2]);
-        return weights_to_doc(t, e, 4, wd, l);
-    }
-    case DCZ_OP_MAXPOOL:
-        l->op = DCZ_OP_MAXPOOL;
-        l->nattr = 6;
-        put_window(t, l->attr);
-        return DCZ_OK;
-    case DCZ_OP_AVGPOOL:
-        l->op = DCZ_OP_AVGPOOL;
-        l->nattr = 7;
-        put_window(t, l->attr);
-        l->attr[6] = t->count_include_pad ? 1 : 0;
-        return DCZ_OK;
-    default:
-        return DCZ_ERR_UNSUPPORTED;   /* batch norm and dropout: fold first */
-    }
+    l->nattr = dcz_tlayer_attrs(t, (dcz_chw){ in[0], in[1], in[2] }, l->attr);
+    return o->weighted ? weights_to_doc(t, e, l) : DCZ_OK;
 }
 
 dcz_status dcz_net_to_doc(const dcz_net *net, const dcz_layer_encoding *enc, dcz_doc **out)
@@ -226,7 +158,7 @@ dcz_status dcz_net_to_doc(const dcz_net *net, const dcz_layer_encoding *enc, dcz
         const dcz_tlayer *t = &net->layers[i];
         dcz_doc_layer *l = &d->layers[i];
         snprintf(l->name, sizeof l->name, "%s", t->name);
-        s = layer_to_doc(t, &enc[i], l);
+        s = layer_to_doc(net, t, &enc[i], l);
     }
     if (s != DCZ_OK) {
         dcz_doc_free(d);

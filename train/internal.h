@@ -9,6 +9,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "runtime/format.h"
 #include "train/train.h"
 
 /* Writes a printf-style one-line reason to err (errlen bytes); err may be
@@ -35,17 +36,14 @@ uint32_t dcz_train_crc32(uint32_t crc, const uint8_t *p, size_t len);
  * overflow. */
 typedef struct dcz_chw { int64_t c, h, w; } dcz_chw;
 
-/* The output shape of layer l on input shape in, from l's kind and settings
- * alone (DENSE out; CONV out_c and the window; pools the window), not from
- * its recorded sizes. DCZ_ERR_SHAPE when the input does not fit (window,
- * stride or padding out of range, an output smaller than 1 x 1);
- * DCZ_ERR_ARG for an unknown kind. */
-dcz_status dcz_tlayer_out_shape(const dcz_tlayer *l, dcz_chw in, dcz_chw *out);
-
 /* Layer l's output shape from the shapes t of the tensors it reads
- * (l->tin[0 .. nin), nin >= 1): dcz_tlayer_out_shape for the ops with
- * settings of their own, the operator table's rule (dcz_op_shape) for the
- * others. DCZ_ERR_SHAPE or DCZ_ERR_ARG as dcz_tlayer_out_shape. */
+ * (l->tin[0 .. nin), nin >= 1), by the operator table's rule (dcz_op_shape)
+ * on the attributes of its settings (dcz_tlayer_attrs), not from its
+ * recorded sizes. DCZ_ERR_ARG for an op the trainer does not run;
+ * DCZ_ERR_SHAPE when its settings break the format's rules (a stride 0,
+ * padding not below the window, groups that do not divide the channels, a
+ * non-finite activation attribute) or the inputs do not fit them (a window
+ * larger than the padded input, mismatched channels). */
 dcz_status dcz_tlayer_shape(const dcz_tlayer *l, const dcz_chw *t, dcz_chw *out);
 
 /* ---- running the layers (net.c) -------------------------------------------- */
@@ -80,10 +78,27 @@ typedef struct dcz_train_op {
     dcz_op op;
     dcz_tforward_fn forward;
     dcz_tbackward_fn backward;
+    /* the op's attributes (docs/FORMAT.md, nattr of the operator table)
+     * from the layer's settings and the shape of its first input */
+    void (*attrs)(const dcz_tlayer *l, dcz_chw in, int32_t *attr);
+    /* the layer's settings from checked attributes */
+    void (*settings)(dcz_tlayer *l, const int32_t *attr);
+    /* the layer's buffers and its settings that have no attribute (batch
+     * norm, dropout): DCZ_OK or DCZ_ERR_ARG; NULL: nothing to check */
+    dcz_status (*check)(const dcz_tlayer *l);
+    /* bytes of l->cache for batch samples; NULL: none */
+    size_t (*cache_bytes)(const dcz_tlayer *l, int batch);
+    /* nonzero: the layer keeps its input and output geometry (in_c .. out_w) */
+    uint8_t geometry;
 } dcz_train_op;
 
 /* The entry of op, or NULL for an op the trainer does not run. */
 const dcz_train_op *dcz_train_op_get(dcz_op op);
+
+/* The attributes of layer l (as dcz_train_op.attrs) into attr
+ * (DCZ_MAX_ATTRS); returns their count, 0 for an op the trainer does not
+ * run. in is the shape of its first input. */
+uint32_t dcz_tlayer_attrs(const dcz_tlayer *l, dcz_chw in, int32_t *attr);
 
 /* Runs the layers on the batch already in act[0], filling act[1..nlayers],
  * in the mode given by flags (DCZ_RUN_*; 0: inference, logits). The net must

@@ -1,6 +1,9 @@
 /* layers.c: the trainer's side of the operator table: per op its forward
- * and backward pass over a batch (the runtime's table, runtime/ops.c, has
- * the shapes, attributes and inference kernels). Dense layers run through
+ * and backward pass over a batch, how its settings map to the op's
+ * attributes (so shapes come from the runtime's rules and a net converts to
+ * a document and back without a switch), its buffer checks and its cache
+ * (the runtime's table, runtime/ops.c, has the shapes, attribute checks and
+ * inference kernels). Dense layers run through
  * OpenBLAS sgemm; convolutions (conv.c), pooling (pool.c) and batch norm
  * (bnorm.c) have files of their own; the graph ops and the activations are
  * here.
@@ -320,31 +323,150 @@ static void bwd_activation(dcz_net *net, dcz_tlayer *l, const float *const *xs, 
     }
 }
 
+/* ---- settings as attributes, buffers, caches ------------------------------ */
+
+static int32_t attr_of(int64_t v) { return v >= INT32_MIN && v <= INT32_MAX ? (int32_t)v : -1; }
+
+static void put_window(const dcz_tlayer *l, int32_t *a)
+{
+    a[0] = l->kh; a[1] = l->kw;
+    a[2] = l->sh; a[3] = l->sw;
+    a[4] = l->ph; a[5] = l->pw;
+}
+
+static void set_window(dcz_tlayer *l, const int32_t *a)
+{
+    l->kh = a[0]; l->kw = a[1];
+    l->sh = a[2]; l->sw = a[3];
+    l->ph = a[4]; l->pw = a[5];
+}
+
+static void attrs_none(const dcz_tlayer *l, dcz_chw in, int32_t *a) { (void)l; (void)in; (void)a; }
+static void settings_none(dcz_tlayer *l, const int32_t *a) { (void)l; (void)a; }
+
+/* DENSE: in, out */
+static void attrs_dense(const dcz_tlayer *l, dcz_chw in, int32_t *a)
+{
+    a[0] = attr_of(in.c * in.h * in.w);
+    a[1] = l->out;
+}
+static void settings_dense(dcz_tlayer *l, const int32_t *a) { l->out = a[1]; }
+
+/* CONV2D: in_c, out_c, the window, group */
+static void attrs_conv(const dcz_tlayer *l, dcz_chw in, int32_t *a)
+{
+    a[0] = attr_of(in.c);
+    a[1] = l->out_c;
+    put_window(l, a + 2);
+    a[8] = dcz_tlayer_groups(l);
+}
+static void settings_conv(dcz_tlayer *l, const int32_t *a)
+{
+    l->out_c = a[1];
+    set_window(l, a + 2);
+    l->group = a[8];
+}
+
+static void attrs_maxpool(const dcz_tlayer *l, dcz_chw in, int32_t *a) { (void)in; put_window(l, a); }
+static void settings_maxpool(dcz_tlayer *l, const int32_t *a) { set_window(l, a); }
+
+/* AVGPOOL: the window, count_include_pad */
+static void attrs_avgpool(const dcz_tlayer *l, dcz_chw in, int32_t *a)
+{
+    (void)in;
+    put_window(l, a);
+    a[6] = l->count_include_pad ? 1 : 0;
+}
+static void settings_avgpool(dcz_tlayer *l, const int32_t *a)
+{
+    set_window(l, a);
+    l->count_include_pad = a[6];
+}
+
+/* the activations: their float attributes, kept in param */
+static void attrs_floats(const dcz_tlayer *l, dcz_chw in, int32_t *a)
+{
+    (void)in;
+    for (uint32_t k = 0; k < dcz_op_get(l->op)->nattr && k < 2; k++) a[k] = dcz_f32_attr(l->param[k]);
+}
+static void settings_floats(dcz_tlayer *l, const int32_t *a)
+{
+    for (uint32_t k = 0; k < dcz_op_get(l->op)->nattr && k < 2; k++) l->param[k] = dcz_attr_f32(a[k]);
+}
+
+/* DENSE and CONV: weights and bias, and a codebook that fits them */
+static dcz_status check_weighted(const dcz_tlayer *l)
+{
+    if (!l->w || !l->b) return DCZ_ERR_ARG;
+    if (!l->codebook && !l->assign && !l->k) return DCZ_OK;
+    if (!l->codebook || !l->assign || l->k < 1 || l->k > 256) return DCZ_ERR_ARG;
+    const size_t nw = dcz_tlayer_nweights(l);
+    for (size_t j = 0; j < nw; j++)
+        if ((!l->mask || l->mask[j]) && l->assign[j] >= l->k) return DCZ_ERR_ARG;
+    return DCZ_OK;
+}
+
+static dcz_status check_bn(const dcz_tlayer *l)
+{
+    if (!l->w || !l->b || !l->run_mean || !l->run_var) return DCZ_ERR_ARG;
+    if (!(l->eps > 0.0f) || !isfinite(l->eps)) return DCZ_ERR_ARG;
+    return l->bn_momentum >= 0.0f && l->bn_momentum <= 1.0f ? DCZ_OK : DCZ_ERR_ARG;
+}
+
+static dcz_status check_dropout(const dcz_tlayer *l)
+{
+    return l->rate >= 0.0f && l->rate < 1.0f ? DCZ_OK : DCZ_ERR_ARG;
+}
+
+/* MAXPOOL: the int32 argmax of each output; BATCHNORM: mean and 1 /
+ * sqrt(var + eps) per channel; DROPOUT: its uint8 mask; CONV: im2col
+ * columns (conv.c) */
+static size_t cache_maxpool(const dcz_tlayer *l, int batch) { return (size_t)batch * (size_t)l->out * sizeof(int32_t); }
+static size_t cache_bn(const dcz_tlayer *l, int batch) { (void)batch; return 2 * (size_t)l->in_c * sizeof(float); }
+static size_t cache_dropout(const dcz_tlayer *l, int batch) { return (size_t)batch * (size_t)l->in; }
+static size_t cache_conv(const dcz_tlayer *l, int batch) { return dcz_conv_cache_floats(l, batch) * sizeof(float); }
+
+/* op, forward, backward, attributes from settings, settings from
+ * attributes, buffer checks, cache bytes, keeps geometry */
+#define PLAIN attrs_none, settings_none
+#define ACTIVATION fwd_activation, bwd_activation, attrs_floats, settings_floats, NULL, NULL, 0
 static const dcz_train_op train_ops[] = {
-    { DCZ_OP_DENSE, fwd_dense, bwd_dense },
-    { DCZ_OP_RELU, fwd_relu, bwd_relu },
-    { DCZ_OP_SOFTMAX, fwd_softmax, bwd_copy },
-    { DCZ_OP_CONV2D, fwd_conv, bwd_conv },
-    { DCZ_OP_MAXPOOL, fwd_pool, bwd_pool },
-    { DCZ_OP_AVGPOOL, fwd_pool, bwd_pool },
-    { DCZ_OP_GLOBAL_AVGPOOL, fwd_pool, bwd_pool },
-    { DCZ_OP_FLATTEN, fwd_copy, bwd_copy },
-    { DCZ_OP_ADD, fwd_add, bwd_add },
-    { DCZ_OP_MUL, fwd_mul, bwd_mul },
-    { DCZ_OP_CONCAT, fwd_concat, bwd_concat },
-    { DCZ_OP_CLIP, fwd_activation, bwd_activation },
-    { DCZ_OP_LEAKY_RELU, fwd_activation, bwd_activation },
-    { DCZ_OP_SIGMOID, fwd_activation, bwd_activation },
-    { DCZ_OP_TANH, fwd_activation, bwd_activation },
-    { DCZ_OP_HARD_SIGMOID, fwd_activation, bwd_activation },
-    { DCZ_OP_HARD_SWISH, fwd_activation, bwd_activation },
-    { DCZ_OP_BATCHNORM, fwd_bn, bwd_bn },
-    { DCZ_OP_DROPOUT, fwd_dropout, bwd_dropout },
+    { DCZ_OP_DENSE, fwd_dense, bwd_dense, attrs_dense, settings_dense, check_weighted, NULL, 0 },
+    { DCZ_OP_RELU, fwd_relu, bwd_relu, PLAIN, NULL, NULL, 0 },
+    { DCZ_OP_SOFTMAX, fwd_softmax, bwd_copy, PLAIN, NULL, NULL, 0 },
+    { DCZ_OP_CONV2D, fwd_conv, bwd_conv, attrs_conv, settings_conv, check_weighted, cache_conv, 1 },
+    { DCZ_OP_MAXPOOL, fwd_pool, bwd_pool, attrs_maxpool, settings_maxpool, NULL, cache_maxpool, 1 },
+    { DCZ_OP_AVGPOOL, fwd_pool, bwd_pool, attrs_avgpool, settings_avgpool, NULL, NULL, 1 },
+    { DCZ_OP_GLOBAL_AVGPOOL, fwd_pool, bwd_pool, PLAIN, NULL, NULL, 1 },
+    { DCZ_OP_FLATTEN, fwd_copy, bwd_copy, PLAIN, NULL, NULL, 1 },
+    { DCZ_OP_ADD, fwd_add, bwd_add, PLAIN, NULL, NULL, 0 },
+    { DCZ_OP_MUL, fwd_mul, bwd_mul, PLAIN, NULL, NULL, 0 },
+    { DCZ_OP_CONCAT, fwd_concat, bwd_concat, PLAIN, NULL, NULL, 0 },
+    { DCZ_OP_CLIP, ACTIVATION },
+    { DCZ_OP_LEAKY_RELU, ACTIVATION },
+    { DCZ_OP_SIGMOID, ACTIVATION },
+    { DCZ_OP_TANH, ACTIVATION },
+    { DCZ_OP_HARD_SIGMOID, ACTIVATION },
+    { DCZ_OP_HARD_SWISH, ACTIVATION },
+    { DCZ_OP_BATCHNORM, fwd_bn, bwd_bn, PLAIN, check_bn, cache_bn, 1 },
+    { DCZ_OP_DROPOUT, fwd_dropout, bwd_dropout, PLAIN, check_dropout, cache_dropout, 0 },
 };
+#undef PLAIN
+#undef ACTIVATION
 
 const dcz_train_op *dcz_train_op_get(dcz_op op)
 {
     for (size_t i = 0; i < sizeof train_ops / sizeof train_ops[0]; i++)
         if (train_ops[i].op == op) return &train_ops[i];
     return NULL;
+}
+
+uint32_t dcz_tlayer_attrs(const dcz_tlayer *l, dcz_chw in, int32_t *attr)
+{
+    const dcz_train_op *t = dcz_train_op_get(l->op);
+    const dcz_op_info *o = dcz_op_get(l->op);
+    memset(attr, 0, DCZ_MAX_ATTRS * sizeof *attr);
+    if (!t || !o) return 0;
+    t->attrs(l, in, attr);
+    return o->nattr;
 }

@@ -113,65 +113,16 @@ void dcz_net_free(dcz_net *net)
 
 /* ---- shapes ----------------------------------------------------------------- */
 
-static int is_spatial(dcz_op k)
-{
-    return k == DCZ_OP_CONV2D || k == DCZ_OP_MAXPOOL || k == DCZ_OP_AVGPOOL || k == DCZ_OP_GLOBAL_AVGPOOL;
-}
-
 /* Kinds whose geometry fields are used (and checked). */
 static int has_geometry(dcz_op k)
 {
-    return is_spatial(k) || k == DCZ_OP_FLATTEN || k == DCZ_OP_BATCHNORM;
+    const dcz_train_op *t = dcz_train_op_get(k);
+    return t && t->geometry;
 }
 
 static int64_t chw_count(dcz_chw s)
 {
     return s.c * s.h * s.w;
-}
-
-/* One output dimension of a window: floor((n + 2 pad - k) / stride) + 1, or
- * -1 when the window does not fit. */
-static int64_t window_out(int64_t n, int k, int stride, int pad)
-{
-    if (k < 1 || stride < 1 || pad < 0 || pad >= k) return -1;
-    int64_t span = n + 2 * (int64_t)pad - k;
-    return span < 0 ? -1 : span / stride + 1;
-}
-
-dcz_status dcz_tlayer_out_shape(const dcz_tlayer *l, dcz_chw in, dcz_chw *out)
-{
-    switch (l->op) {
-    case DCZ_OP_DENSE:
-        if (l->out <= 0) return DCZ_ERR_SHAPE;
-        *out = (dcz_chw){ l->out, 1, 1 };
-        return DCZ_OK;
-    case DCZ_OP_RELU:
-    case DCZ_OP_SOFTMAX:
-    case DCZ_OP_DROPOUT:
-    case DCZ_OP_BATCHNORM:
-        *out = in;
-        return DCZ_OK;
-    case DCZ_OP_FLATTEN:
-        *out = (dcz_chw){ chw_count(in), 1, 1 };
-        return DCZ_OK;
-    case DCZ_OP_GLOBAL_AVGPOOL:
-        *out = (dcz_chw){ in.c, 1, 1 };
-        return DCZ_OK;
-    case DCZ_OP_CONV2D:
-    case DCZ_OP_MAXPOOL:
-    case DCZ_OP_AVGPOOL: {
-        int64_t oh = window_out(in.h, l->kh, l->sh, l->ph);
-        int64_t ow = window_out(in.w, l->kw, l->sw, l->pw);
-        if (oh < 1 || ow < 1) return DCZ_ERR_SHAPE;
-        int64_t oc = l->op == DCZ_OP_CONV2D ? l->out_c : in.c;
-        if (oc < 1) return DCZ_ERR_SHAPE;
-        *out = (dcz_chw){ oc, oh, ow };
-        return DCZ_OK;
-    }
-    default:              /* ops the trainer does not run yet */
-        break;
-    }
-    return DCZ_ERR_ARG;
 }
 
 /* The input shape recorded in net->in_rank/in_dims, as (c, h, w). */
@@ -193,40 +144,23 @@ static dcz_status rank_shape(const dcz_net *net, dcz_chw *s)
     return DCZ_OK;
 }
 
-/* The float attributes of an activation layer as its op's attributes. */
-static uint32_t act_attrs(const dcz_tlayer *l, int32_t *attr)
-{
-    const dcz_op_info *o = dcz_op_get(l->op);
-    const uint32_t n = o ? o->nattr : 0;
-    for (uint32_t k = 0; k < n && k < 2; k++) attr[k] = dcz_f32_attr(l->param[k]);
-    return n;
-}
-
-/* Ops whose shape rule and attribute checks the trainer takes from the
- * operator table: all but the ones that keep settings in the layer's
- * fields (weights, windows, batch norm, dropout: dcz_tlayer_out_shape). */
-static int table_op(dcz_op k)
-{
-    const dcz_op_info *o = dcz_op_get(k);
-    return o && !o->weighted && o->window_at < 0 && !o->train_only;
-}
-
 dcz_status dcz_tlayer_shape(const dcz_tlayer *l, const dcz_chw *t, dcz_chw *out)
 {
-    if (!table_op(l->op)) return dcz_tlayer_out_shape(l, t[l->tin[0]], out);
-    dcz_shape in[DCZ_MAX_INPUTS], o;
+    const dcz_op_info *o = dcz_op_get(l->op);
+    dcz_shape in[DCZ_MAX_INPUTS], y;
     for (uint32_t k = 0; k < l->nin; k++) {
         const dcz_chw c = t[l->tin[k]];
-        if (c.c > UINT32_MAX || c.h > UINT32_MAX || c.w > UINT32_MAX) return DCZ_ERR_SHAPE;
+        if (c.c < 1 || c.h < 1 || c.w < 1 || c.c > UINT32_MAX || c.h > UINT32_MAX || c.w > UINT32_MAX)
+            return DCZ_ERR_SHAPE;
         in[k] = (dcz_shape){ 3, { (uint32_t)c.c, (uint32_t)c.h, (uint32_t)c.w, 0 } };
     }
-    int32_t attr[2];
-    const uint32_t nattr = act_attrs(l, attr);
-    int has_params;
-    if (dcz_op_check(l->op, attr, nattr, &has_params) != DCZ_OK) return DCZ_ERR_ARG;
-    dcz_status st = dcz_op_shape(l->op, attr, nattr, in, l->nin, &o);
+    int32_t attr[DCZ_MAX_ATTRS];
+    const uint32_t nattr = dcz_tlayer_attrs(l, t[l->tin[0]], attr);
+    if (!o || !dcz_train_op_get(l->op)) return DCZ_ERR_ARG;
+    if (o->check(attr) != DCZ_OK) return DCZ_ERR_SHAPE;   /* settings out of the rules */
+    dcz_status st = dcz_op_shape(l->op, attr, nattr, in, l->nin, &y);
     if (st != DCZ_OK) return st == DCZ_ERR_SHAPE ? st : DCZ_ERR_ARG;
-    *out = o.rank == 3 ? (dcz_chw){ o.dims[0], o.dims[1], o.dims[2] } : (dcz_chw){ o.dims[0], 1, 1 };
+    *out = y.rank == 3 ? (dcz_chw){ y.dims[0], y.dims[1], y.dims[2] } : (dcz_chw){ y.dims[0], 1, 1 };
     return DCZ_OK;
 }
 
@@ -282,49 +216,17 @@ dcz_status dcz_net_infer_shapes(dcz_net *net)
     return st;
 }
 
-/* Codebook consistency of a layer with weights (see dcz_net_validate). */
-static dcz_status check_codebook(const dcz_tlayer *l)
-{
-    int shared = l->codebook || l->assign || l->k;
-    if (!shared) return DCZ_OK;
-    if (!l->codebook || !l->assign || l->k < 1 || l->k > 256) return DCZ_ERR_ARG;
-    size_t nw = dcz_tlayer_nweights(l);
-    for (size_t j = 0; j < nw; j++)
-        if ((!l->mask || l->mask[j]) && l->assign[j] >= l->k) return DCZ_ERR_ARG;
-    return DCZ_OK;
-}
-
 /* Buffers and settings of one layer, apart from its shapes. */
 static dcz_status check_layer(const dcz_net *net, int i)
 {
     const dcz_tlayer *l = &net->layers[i];
+    const dcz_train_op *t = dcz_train_op_get(l->op);
+    if (!t) return DCZ_ERR_ARG;
     if (!dcz_tlayer_has_weights(l) && (l->mask || l->codebook || l->assign || l->k))
         return DCZ_ERR_ARG;
     /* the loss is fused with the softmax */
-    if (l->op == DCZ_OP_SOFTMAX) return i == net->nlayers - 1 ? DCZ_OK : DCZ_ERR_ARG;
-    if (table_op(l->op)) return DCZ_OK;   /* checked with its shape */
-    switch (l->op) {
-    case DCZ_OP_DENSE:
-        if (!l->w || !l->b) return DCZ_ERR_ARG;
-        return check_codebook(l);
-    case DCZ_OP_CONV2D:
-        if (!l->w || !l->b || l->group < 0) return DCZ_ERR_ARG;
-        if (l->in_c % dcz_tlayer_groups(l) || l->out_c % dcz_tlayer_groups(l)) return DCZ_ERR_SHAPE;
-        return check_codebook(l);
-    case DCZ_OP_BATCHNORM:
-        if (!l->w || !l->b || !l->run_mean || !l->run_var) return DCZ_ERR_ARG;
-        if (!(l->eps > 0.0f) || !isfinite(l->eps)) return DCZ_ERR_ARG;
-        if (!(l->bn_momentum >= 0.0f && l->bn_momentum <= 1.0f)) return DCZ_ERR_ARG;
-        return DCZ_OK;
-    case DCZ_OP_DROPOUT:
-        return l->rate >= 0.0f && l->rate < 1.0f ? DCZ_OK : DCZ_ERR_ARG;
-    case DCZ_OP_MAXPOOL:
-    case DCZ_OP_AVGPOOL:
-        return DCZ_OK;
-    default:
-        break;
-    }
-    return DCZ_ERR_ARG;
+    if (l->op == DCZ_OP_SOFTMAX && i != net->nlayers - 1) return DCZ_ERR_ARG;
+    return t->check ? t->check(l) : DCZ_OK;
 }
 
 /* net->tshape and twidth sized for the net's tensors. */
@@ -446,13 +348,8 @@ static int act_dim(const dcz_net *net, int t)
 
 size_t dcz_tlayer_cache_bytes(const dcz_tlayer *l, int batch)
 {
-    switch (l->op) {
-    case DCZ_OP_MAXPOOL: return (size_t)batch * (size_t)l->out * sizeof(int32_t);
-    case DCZ_OP_BATCHNORM: return 2 * (size_t)l->in_c * sizeof(float);
-    case DCZ_OP_DROPOUT: return (size_t)batch * (size_t)l->in;
-    case DCZ_OP_CONV2D: return dcz_conv_cache_floats(l, batch) * sizeof(float);
-    default: return 0;
-    }
+    const dcz_train_op *t = dcz_train_op_get(l->op);
+    return t && t->cache_bytes ? t->cache_bytes(l, batch) : 0;
 }
 
 /* Sizes the caches of the layers for cap_batch samples, for training. */
