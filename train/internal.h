@@ -46,6 +46,24 @@ typedef struct dcz_chw { int64_t c, h, w; } dcz_chw;
  * larger than the padded input, mismatched channels). */
 dcz_status dcz_tlayer_shape(const dcz_tlayer *l, const dcz_chw *t, dcz_chw *out);
 
+/* ---- flat parameter state (net.c) ------------------------------------------ */
+
+/* Nonzero for layers with parameters: DENSE, CONV, BATCHNORM. */
+static inline int dcz_tlayer_has_params(const dcz_tlayer *l)
+{
+    return dcz_tlayer_has_weights(l) || l->op == DCZ_OP_BATCHNORM;
+}
+
+/* Kinds of parameter state, each one flat buffer of the net (dcz_net.param,
+ * grad, mom). */
+typedef enum { DCZ_FLAT_PARAM, DCZ_FLAT_GRAD, DCZ_FLAT_MOM } dcz_flat_kind;
+
+/* Lays the state of kind out in its flat buffer, keeping every value the
+ * layers hold (zeros where a layer has none yet); does nothing when it is
+ * laid out already. DCZ_ERR_ARG for DCZ_FLAT_PARAM while a layer with
+ * parameters lacks w or b; DCZ_ERR_NOMEM (the net unchanged). */
+dcz_status dcz_net_flatten(dcz_net *net, dcz_flat_kind kind);
+
 /* ---- running the layers (net.c) -------------------------------------------- */
 
 /* Grows the activation buffers (act) and the shared scratch (work) to hold

@@ -75,22 +75,113 @@ static void free_acts(dcz_net *net)
     net->work_floats = 0;
 }
 
+/* ---- flat parameter state -------------------------------------------------- */
+
+static float **flat_buf(dcz_net *net, dcz_flat_kind kind, size_t **count)
+{
+    *count = kind == DCZ_FLAT_PARAM ? &net->param_count : kind == DCZ_FLAT_GRAD ? &net->grad_count
+                                                                               : &net->mom_count;
+    return kind == DCZ_FLAT_PARAM ? &net->param : kind == DCZ_FLAT_GRAD ? &net->grad : &net->mom;
+}
+
+/* Layer l's three slots in a flat buffer of kind (weights, bias, codebook;
+ * NULL where the kind has none) and their sizes. */
+static void flat_slots(dcz_tlayer *l, dcz_flat_kind kind, float **slot[3], size_t n[3])
+{
+    slot[0] = kind == DCZ_FLAT_PARAM ? &l->w : kind == DCZ_FLAT_GRAD ? &l->gw : &l->vw;
+    slot[1] = kind == DCZ_FLAT_PARAM ? &l->b : kind == DCZ_FLAT_GRAD ? &l->gb : &l->vb;
+    slot[2] = kind == DCZ_FLAT_PARAM ? NULL : kind == DCZ_FLAT_GRAD ? &l->gcb : &l->vcb;
+    n[0] = kind == DCZ_FLAT_MOM && l->codebook ? 0 : dcz_tlayer_nweights(l); /* shared: centroids move */
+    n[1] = dcz_tlayer_nbias(l);
+    n[2] = kind != DCZ_FLAT_PARAM && l->codebook ? (size_t)l->k : 0;
+}
+
+static int inside(const float *p, const float *buf, size_t n)
+{
+    return p && buf && (uintptr_t)p >= (uintptr_t)buf && (uintptr_t)p < (uintptr_t)(buf + n);
+}
+
+/* Nonzero when the layers point into buf exactly as flatten lays it out. */
+static int is_flat(dcz_net *net, dcz_flat_kind kind)
+{
+    size_t *count, at = 0;
+    float *buf = *flat_buf(net, kind, &count);
+    if (!buf) return 0;
+    for (int pass = 0; pass < 2; pass++)   /* weights and biases, then codebooks */
+        for (int i = 0; i < net->nlayers; i++) {
+            dcz_tlayer *l = &net->layers[i];
+            if (!dcz_tlayer_has_params(l)) continue;
+            float **slot[3];
+            size_t n[3];
+            flat_slots(l, kind, slot, n);
+            for (int j = pass ? 2 : 0; j < (pass ? 3 : 2); j++) {
+                if (!slot[j]) continue;
+                if (n[j] ? *slot[j] != buf + at : *slot[j] != NULL) return 0;
+                at += n[j];
+            }
+        }
+    return at == *count;
+}
+
+dcz_status dcz_net_flatten(dcz_net *net, dcz_flat_kind kind)
+{
+    if (is_flat(net, kind)) return DCZ_OK;
+    size_t *count, total = 0;
+    float **buf = flat_buf(net, kind, &count);
+    for (int i = 0; i < net->nlayers; i++) {
+        dcz_tlayer *l = &net->layers[i];
+        if (!dcz_tlayer_has_params(l)) continue;
+        if (kind == DCZ_FLAT_PARAM && (!l->w || !l->b)) return DCZ_ERR_ARG;
+        float **slot[3];
+        size_t n[3];
+        flat_slots(l, kind, slot, n);
+        total += n[0] + n[1] + n[2];
+    }
+    float *nb = calloc(total ? total : 1, sizeof *nb);
+    if (!nb) return DCZ_ERR_NOMEM;
+    size_t at = 0;
+    for (int pass = 0; pass < 2; pass++)   /* weights and biases, then codebooks */
+        for (int i = 0; i < net->nlayers; i++) {
+            dcz_tlayer *l = &net->layers[i];
+            if (!dcz_tlayer_has_params(l)) continue;
+            float **slot[3];
+            size_t n[3];
+            flat_slots(l, kind, slot, n);
+            for (int j = pass ? 2 : 0; j < (pass ? 3 : 2); j++) {
+                if (!slot[j]) continue;
+                float *old = *slot[j];
+                if (old && n[j]) memcpy(nb + at, old, n[j] * sizeof *nb);
+                if (!inside(old, *buf, *count)) free(old);
+                *slot[j] = n[j] ? nb + at : NULL;
+                at += n[j];
+            }
+        }
+    free(*buf);
+    *buf = nb;
+    *count = total;
+    return DCZ_OK;
+}
+
 void dcz_net_reset_state(dcz_net *net)
 {
     if (!net || !net->layers) return;
     for (int i = 0; i < net->nlayers; i++) {
         dcz_tlayer *l = &net->layers[i];
-        free(l->gw); free(l->gb);
-        free(l->vw); free(l->vb);
-        free(l->gcb); free(l->vcb);
         l->gw = l->gb = l->vw = l->vb = l->gcb = l->vcb = NULL;
     }
+    free(net->grad);
+    free(net->mom);
+    net->grad = net->mom = NULL;
+    net->grad_count = net->mom_count = 0;
 }
 
-/* Frees the parameters and statistics of one layer (not its training state). */
-static void free_params(dcz_tlayer *l)
+/* Frees the parameters and statistics of one layer (not its training
+ * state); those in the flat buffer stay there. */
+static void free_params(const dcz_net *net, dcz_tlayer *l)
 {
-    free(l->w); free(l->b); free(l->mask);
+    if (!inside(l->w, net->param, net->param_count)) free(l->w);
+    if (!inside(l->b, net->param, net->param_count)) free(l->b);
+    free(l->mask);
     free(l->codebook); free(l->assign);
     free(l->run_mean); free(l->run_var);
     l->w = l->b = l->codebook = l->run_mean = l->run_var = NULL;
@@ -103,9 +194,10 @@ void dcz_net_free(dcz_net *net)
     dcz_net_reset_state(net);
     if (net->layers) {
         free_acts(net);
-        for (int i = 0; i < net->nlayers; i++) free_params(&net->layers[i]);
+        for (int i = 0; i < net->nlayers; i++) free_params(net, &net->layers[i]);
     }
     free(net->layers);
+    free(net->param);
     free(net->tshape);
     free(net->twidth);
     free(net);
@@ -240,6 +332,16 @@ static dcz_status alloc_tensors(dcz_net *net)
     return net->tshape && net->twidth ? DCZ_OK : DCZ_ERR_NOMEM;
 }
 
+/* The parameters into their flat buffer once every layer has them. */
+static dcz_status pack_params(dcz_net *net)
+{
+    for (int i = 0; i < net->nlayers; i++) {
+        const dcz_tlayer *l = &net->layers[i];
+        if (dcz_tlayer_has_params(l) && (!l->w || !l->b)) return DCZ_OK;
+    }
+    return dcz_net_flatten(net, DCZ_FLAT_PARAM);
+}
+
 dcz_status dcz_net_validate(dcz_net *net)
 {
     if (!net || !net->layers || net->nlayers < 1) return DCZ_ERR_ARG;
@@ -290,7 +392,7 @@ dcz_status dcz_net_validate(dcz_net *net)
     }
     net->in_dim = (int)net->twidth[0];
     net->classes = net->layers[net->nlayers - 1].out;
-    return DCZ_OK;
+    return pack_params(net);
 }
 
 size_t dcz_net_param_count(const dcz_net *net)
@@ -336,7 +438,7 @@ dcz_status dcz_net_init_params(dcz_net *net, dcz_rng *rng)
             if (l->bn_momentum == 0.0f) l->bn_momentum = 0.1f;
         }
     }
-    return DCZ_OK;
+    return pack_params(net);
 }
 
 /* ---- buffers ----------------------------------------------------------------- */
@@ -569,7 +671,7 @@ dcz_status dcz_net_fold_for_inference(dcz_net *net)
         for (uint32_t k = 0; k < l->nin; k++) l->tin[k] = alias[l->tin[k]];
         if (l->op == DCZ_OP_BATCHNORM || l->op == DCZ_OP_DROPOUT) {
             alias[i + 1] = l->tin[0];
-            free_params(l);
+            free_params(net, l);
             continue;
         }
         alias[i + 1] = (uint32_t)n + 1;

@@ -30,45 +30,11 @@
 
 #define EVAL_CHUNK 1000
 
-/* Layers with trainable parameters: DENSE, CONV, BATCHNORM. */
-static int has_params(const dcz_tlayer *l)
-{
-    return dcz_tlayer_has_weights(l) || l->op == DCZ_OP_BATCHNORM;
-}
+static int has_params(const dcz_tlayer *l) { return dcz_tlayer_has_params(l); }
 
-static dcz_status alloc_grads(dcz_net *net)
-{
-    for (int i = 0; i < net->nlayers; i++) {
-        dcz_tlayer *l = &net->layers[i];
-        if (!has_params(l)) continue;
-        if (!l->gw) l->gw = calloc(dcz_tlayer_nweights(l), sizeof(float));   /* (rows, cols) */
-        if (!l->gb) l->gb = calloc(dcz_tlayer_nbias(l), sizeof(float));      /* (rows) */
-        if (!l->gw || !l->gb) return DCZ_ERR_NOMEM;
-        if (l->codebook && !l->gcb) {
-            l->gcb = calloc((size_t)l->k, sizeof(float));                    /* (k) */
-            if (!l->gcb) return DCZ_ERR_NOMEM;
-        }
-    }
-    return DCZ_OK;
-}
-
-static dcz_status alloc_momentum(dcz_net *net)
-{
-    for (int i = 0; i < net->nlayers; i++) {
-        dcz_tlayer *l = &net->layers[i];
-        if (!has_params(l)) continue;
-        if (!l->vb) l->vb = calloc(dcz_tlayer_nbias(l), sizeof(float));
-        if (!l->vb) return DCZ_ERR_NOMEM;
-        if (l->codebook) {
-            if (!l->vcb) l->vcb = calloc((size_t)l->k, sizeof(float));
-            if (!l->vcb) return DCZ_ERR_NOMEM;
-        } else {
-            if (!l->vw) l->vw = calloc(dcz_tlayer_nweights(l), sizeof(float));
-            if (!l->vw) return DCZ_ERR_NOMEM;
-        }
-    }
-    return DCZ_OK;
-}
+/* Gradients and momentum live in the net's flat buffers (dcz_net_flatten). */
+static dcz_status alloc_grads(dcz_net *net) { return dcz_net_flatten(net, DCZ_FLAT_GRAD); }
+static dcz_status alloc_momentum(dcz_net *net) { return dcz_net_flatten(net, DCZ_FLAT_MOM); }
 
 /* Softmax cross-entropy of the logits act[L] against y; writes dact[L] and
  * returns the mean loss. */

@@ -123,7 +123,8 @@ typedef struct dcz_tlayer {
     float rate;           /* DROPOUT: fraction dropped, [0, 1) */
     float param[2];       /* CLIP min, max; LEAKY_RELU alpha; HARD_SIGMOID alpha, beta */
 
-    /* parameters, owned. Weights of DENSE and CONV (the compressible ones,
+    /* parameters, owned (w and b by the net's flat buffer, dcz_net.param,
+     * once it is laid out). Weights of DENSE and CONV (the compressible ones,
      * dcz_tlayer_has_weights) are a (rows, cols) row-major matrix:
      * DENSE (out, in), CONV (out_c, in_c * kh * kw), that is the tensor
      * (out_c, in_c, kh, kw) in C order. BATCHNORM keeps gamma in w and beta
@@ -215,6 +216,18 @@ typedef struct dcz_net {
     float *work;          /* scratch of the CONV layers (im2col columns),
                              work_floats floats, owned; sized with act */
     size_t work_floats;
+    /* One flat buffer per kind of parameter state, owned, the layers'
+     * pointers into it: per layer with parameters (DENSE, CONV, BATCHNORM),
+     * in order, its weights (rows, cols) (BATCHNORM: gamma) and its bias
+     * (beta); gradients and momentum then, layer after layer, the k entries
+     * of each codebook (a layer with a codebook has no weight momentum: its
+     * centroids move). param
+     * is laid out by dcz_net_validate and dcz_net_init_params once every
+     * such layer has w and b; grad and mom by training. So the parameters
+     * are one vector to copy or broadcast, and the gradients one to
+     * reduce (gradient j is that of parameter j). */
+    float *param, *grad, *mom;
+    size_t param_count, grad_count, mom_count;
 } dcz_net;
 
 /* Creates a network from an architecture name:

@@ -1435,7 +1435,8 @@ static void test_fold_for_inference(void)
     CHECK(dcz_net_fold_for_inference(net) == DCZ_ERR_UNSUPPORTED && net->nlayers == 5,
           "batch norm first folded");
     net->layers[0].op = DCZ_OP_RELU;
-    free(net->layers[0].w); free(net->layers[0].b);
+    /* w and b lie in the net's flat parameter buffer, the statistics apart */
+    CHECK(net->layers[0].w == net->param && net->layers[0].b == net->param + 1, "batch norm's parameters flat");
     free(net->layers[0].run_mean); free(net->layers[0].run_var);
     net->layers[0].w = net->layers[0].b = net->layers[0].run_mean = net->layers[0].run_var = NULL;
     net->layers[0].in_c = net->layers[0].in_h = net->layers[0].in_w = 0;
@@ -1456,6 +1457,77 @@ static void test_fold_for_inference(void)
     free(before);
     free(after);
     dcz_dataset_free(&ds);
+}
+
+/* The parameters, gradients and momentum each lie in one flat buffer:
+ * layers point into it in order (weights, then bias), gradient j is that of
+ * parameter j (a loss difference of a step on param[j] matches grad[j]),
+ * codebook gradients follow them all, and a fold lays the buffer out anew
+ * without the folded layers. */
+static void test_flat_buffers(void)
+{
+    char err[256];
+    dcz_net *net = NULL;
+    REQUIRE_OK(dcz_net_create_arch("cnn:i2x12x10-c6k3-p2-c8k3s2-f12-f4", 31, &net, err, sizeof err),
+               "%s", err);
+    REQUIRE(net->param && net->param_count == dcz_net_param_count(net), "%zu parameters flat of %zu",
+            net->param_count, dcz_net_param_count(net));
+    size_t at = 0;
+    int layers_bad = 0;
+    for (int i = 0; i < net->nlayers; i++) {
+        const dcz_tlayer *l = &net->layers[i];
+        if (!l->w) continue;
+        layers_bad += l->w != net->param + at || l->b != net->param + at + dcz_tlayer_nweights(l);
+        at += dcz_tlayer_nweights(l) + dcz_tlayer_nbias(l);
+    }
+    CHECK(layers_bad == 0 && at == net->param_count, "%d layers off the flat layout", layers_bad);
+    enum { B = 8 };
+    float x[B * 240];
+    uint8_t y[B];
+    random_batch(net, B, x, y, 32);
+    float loss, lp, lm;
+    REQUIRE_OK(dcz_net_grad(net, x, y, B, &loss), "grad");
+    REQUIRE(net->grad && net->grad_count == net->param_count, "%zu gradients", net->grad_count);
+    float *g = malloc(net->grad_count * sizeof *g);
+    REQUIRE(g, "alloc");
+    memcpy(g, net->grad, net->grad_count * sizeof *g);
+    dcz_rng r;
+    dcz_rng_seed(&r, 33);
+    int bad = 0, checked = 0;
+    for (int t = 0; t < 40; t++) {
+        const size_t j = dcz_rng_below(&r, (uint32_t)net->param_count);
+        const float p0 = net->param[j], h = 1e-2f;
+        net->param[j] = p0 + h;
+        REQUIRE_OK(dcz_net_grad(net, x, y, B, &lp), "grad +");
+        net->param[j] = p0 - h;
+        REQUIRE_OK(dcz_net_grad(net, x, y, B, &lm), "grad -");
+        net->param[j] = p0;
+        const double fd = ((double)lp - lm) / (2.0 * h);
+        if (fabs(g[j]) < 1e-3 && fabs(fd) < 1e-3) continue;
+        checked++;
+        if (fabs(fd - g[j]) > 0.05 * fabs(g[j]) + 2e-3 && bad++ < 3)
+            fprintf(stderr, "  param %zu: grad %g, difference %g\n", j, g[j], fd);
+    }
+    CHECK(bad == 0 && checked >= 10, "%d of %d flat gradients off their parameter's", bad, checked);
+    free(g);
+    /* a codebook's gradients follow every weight and bias */
+    dcz_tlayer *fc = layer_named(net, "fc1");
+    REQUIRE(fc && add_codebook(fc, 4), "codebook");
+    dcz_net_reset_state(net);
+    REQUIRE_OK(dcz_net_validate(net), "validate");
+    REQUIRE_OK(dcz_net_grad(net, x, y, B, &loss), "grad with a codebook");
+    CHECK(net->grad_count == net->param_count + 4 && fc->gcb == net->grad + net->param_count,
+          "codebook gradients at %td of %zu", fc->gcb - net->grad, net->grad_count);
+    dcz_net_free(net);
+
+    /* folding batch norm lays the parameters out anew */
+    REQUIRE_OK(dcz_net_create_arch("cnn:i2x12x10-c6k3-p2-f4", 34, &net, err, sizeof err), "%s", err);
+    const size_t before = net->param_count;
+    REQUIRE_OK(dcz_net_fold_for_inference(net), "fold");
+    CHECK(net->param_count == dcz_net_param_count(net) && net->param_count < before &&
+          net->layers[0].w == net->param, "after folding: %zu of %zu parameters flat",
+          net->param_count, before);
+    dcz_net_free(net);
 }
 
 static void test_arch_cnn(void)
@@ -1944,6 +2016,7 @@ int main(void)
     RUN(test_weight_decay_scope);
     RUN(test_conv_chunked_backward);
     RUN(test_fold_for_inference);
+    RUN(test_flat_buffers);
     RUN(test_arch_cnn);
     RUN(test_arch_blocks);
     RUN(test_validate_cnn);
