@@ -101,13 +101,14 @@ static int inside(const float *p, const float *buf, size_t n)
     return p && buf && (uintptr_t)p >= (uintptr_t)buf && (uintptr_t)p < (uintptr_t)(buf + n);
 }
 
-/* Nonzero when the layers point into buf exactly as flatten lays it out. */
-static int is_flat(dcz_net *net, dcz_flat_kind kind)
+/* The slots of kind in layout order: every layer's weights and bias, then
+ * every codebook. Calls fn(slot, n, at, ctx) for each with its offset;
+ * stops at the first nonzero return and returns it. */
+typedef int (*slot_fn)(float **slot, size_t n, size_t at, void *ctx);
+static int each_slot(dcz_net *net, dcz_flat_kind kind, slot_fn fn, void *ctx, size_t *total)
 {
-    size_t *count, at = 0;
-    float *buf = *flat_buf(net, kind, &count);
-    if (!buf) return 0;
-    for (int pass = 0; pass < 2; pass++)   /* weights and biases, then codebooks */
+    size_t at = 0;
+    for (int pass = 0; pass < 2; pass++)
         for (int i = 0; i < net->nlayers; i++) {
             dcz_tlayer *l = &net->layers[i];
             if (!dcz_tlayer_has_params(l)) continue;
@@ -116,48 +117,48 @@ static int is_flat(dcz_net *net, dcz_flat_kind kind)
             flat_slots(l, kind, slot, n);
             for (int j = pass ? 2 : 0; j < (pass ? 3 : 2); j++) {
                 if (!slot[j]) continue;
-                if (n[j] ? *slot[j] != buf + at : *slot[j] != NULL) return 0;
+                const int r = fn(slot[j], n[j], at, ctx);
+                if (r) return r;
                 at += n[j];
             }
         }
-    return at == *count;
+    *total = at;
+    return 0;
+}
+
+typedef struct flat_ctx { float *buf, *old; size_t old_count; dcz_flat_kind kind; } flat_ctx;
+
+/* off the layout of c->buf (is_flat), or a parameter missing (size pass) */
+static int slot_off(float **slot, size_t n, size_t at, void *ctx)
+{
+    const flat_ctx *c = ctx;
+    if (!c->buf) return c->kind == DCZ_FLAT_PARAM && n && !*slot;
+    return n ? *slot != c->buf + at : *slot != NULL;
+}
+
+/* moves the slot's values into c->buf at its offset */
+static int slot_move(float **slot, size_t n, size_t at, void *ctx)
+{
+    const flat_ctx *c = ctx;
+    float *old = *slot;
+    if (old && n) memcpy(c->buf + at, old, n * sizeof *old);
+    if (!inside(old, c->old, c->old_count)) free(old);
+    *slot = n ? c->buf + at : NULL;
+    return 0;
 }
 
 dcz_status dcz_net_flatten(dcz_net *net, dcz_flat_kind kind)
 {
-    if (is_flat(net, kind)) return DCZ_OK;
-    size_t *count, total = 0;
+    size_t *count, total;
     float **buf = flat_buf(net, kind, &count);
-    for (int i = 0; i < net->nlayers; i++) {
-        dcz_tlayer *l = &net->layers[i];
-        if (!dcz_tlayer_has_params(l)) continue;
-        if (kind == DCZ_FLAT_PARAM && (!l->w || !l->b)) return DCZ_ERR_ARG;
-        float **slot[3];
-        size_t n[3];
-        flat_slots(l, kind, slot, n);
-        total += n[0] + n[1] + n[2];
-    }
-    float *nb = calloc(total ? total : 1, sizeof *nb);
-    if (!nb) return DCZ_ERR_NOMEM;
-    size_t at = 0;
-    for (int pass = 0; pass < 2; pass++)   /* weights and biases, then codebooks */
-        for (int i = 0; i < net->nlayers; i++) {
-            dcz_tlayer *l = &net->layers[i];
-            if (!dcz_tlayer_has_params(l)) continue;
-            float **slot[3];
-            size_t n[3];
-            flat_slots(l, kind, slot, n);
-            for (int j = pass ? 2 : 0; j < (pass ? 3 : 2); j++) {
-                if (!slot[j]) continue;
-                float *old = *slot[j];
-                if (old && n[j]) memcpy(nb + at, old, n[j] * sizeof *nb);
-                if (!inside(old, *buf, *count)) free(old);
-                *slot[j] = n[j] ? nb + at : NULL;
-                at += n[j];
-            }
-        }
+    flat_ctx c = { *buf, *buf, *count, kind };
+    if (c.buf && !each_slot(net, kind, slot_off, &c, &total) && total == *count) return DCZ_OK;
+    c.buf = NULL;
+    if (each_slot(net, kind, slot_off, &c, &total)) return DCZ_ERR_ARG;   /* w or b missing */
+    if (!(c.buf = calloc(total ? total : 1, sizeof *c.buf))) return DCZ_ERR_NOMEM;
+    each_slot(net, kind, slot_move, &c, &total);
     free(*buf);
-    *buf = nb;
+    *buf = c.buf;
     *count = total;
     return DCZ_OK;
 }
