@@ -12,7 +12,7 @@
 #include <string.h>
 
 #include "calibrate/calibrate.h"
-#include "runtime/model.h"
+#include "runtime/tool.h"
 
 #define TRY(expr) do { dcz_status s_ = (expr); if (s_ != DCZ_OK) return s_; } while (0)
 
@@ -489,10 +489,11 @@ dcz_status dcz_cal_sqnr(const uint8_t *fbuf, size_t flen, const uint8_t *qbuf, s
     y = malloc(batch * dcz_output_size(fm) * sizeof *y);
     if (!y) goto done;
     uint32_t k = 0;
-    for (uint32_t i = 0; i < fm->nlayers && k < count; i++) {
-        if (!fm->layers[i].w && !fm->layers[i].sp.row_ptr) continue;
+    for (uint32_t i = 0; i < dcz_model_layer_count(fm) && k < count; i++) {
+        dcz_layer_desc ld;
+        if (dcz_describe_layer(fm, i, &ld) != DCZ_OK || !ld.weighted) continue;
         layer[k] = i;
-        ref[k] = malloc(batch * fm->layers[i].out * sizeof(float));
+        ref[k] = malloc(batch * ld.width * sizeof(float));
         if (!ref[k++]) goto done;
     }
     s = DCZ_ERR_ARG;

@@ -12,7 +12,7 @@
 #include <string.h>
 
 #include "cli/cli.h"
-#include "runtime/model.h"
+#include "runtime/tool.h"
 
 /* The sparse kernels dcz_run dispatches to here (runtime/kernels_simd.c,
  * runtime/kernels_lanes.c). */
@@ -126,7 +126,7 @@ int cmd_bench(verb_ctx *v)
         json_str(&j, "scheme", scheme);
         json_str(&j, "kernels", kernels_name(reference));
         json_int(&j, "batch", batch);
-        json_int(&j, "threads", m->pool ? m->threads : 1); /* the threads a run uses */
+        json_int(&j, "threads", dcz_model_threads(m));
         json_int(&j, "warmup", warmup);
         json_int(&j, "runs", runs);
         json_num(&j, "load_us", quantile(load_us, (size_t)loads, 0.5));

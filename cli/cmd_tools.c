@@ -10,7 +10,7 @@
 
 #include "cli/cli.h"
 #include "huffman/huffman.h"
-#include "runtime/model.h"
+#include "runtime/tool.h"
 #include "train/png.h"
 
 /* ---- eval --------------------------------------------------------------------- */
@@ -171,55 +171,6 @@ typedef struct layer_info {
     char why_buf[512];
 } layer_info;
 
-/* The kernel libdcz runs a conv layer with, and why (run.c's choice). */
-static void conv_kernel(const dcz_doc_layer *l, const dcz_shape *in, layer_info *li)
-{
-    dcz_conv_geom g;
-    if (dcz_conv_geom_init(&g, l->op, l->attr, l->nattr, in) != DCZ_OK) return;
-    const dcz_doc_tensor *w = &l->t[0];
-    if (w->enc != DCZ_ENC_SPARSE_F32 && w->enc != DCZ_ENC_CODEBOOK) {
-        li->kernel = "conv2d_dense";
-        li->why = "dense weights: direct convolution";
-    } else if (dcz_conv2d_pick_im2col(&g)) {
-        li->kernel = "conv2d_sparse_im2col";
-        li->why = "output rows shorter than 8: im2col patches times the compressed rows";
-    } else {
-        li->kernel = "conv2d_sparse_direct";
-        li->why = "each stored weight scales a shifted input plane into its output plane";
-    }
-}
-
-/* What the sparse kernels do with a fully connected layer of rows x cols
- * and nnz kept weights on this machine (runtime/kernels_simd.c, run.c). */
-static void sparse_why(layer_info *li, uint32_t rows, uint32_t cols, uint32_t k)
-{
-    const char *isa = dcz_isa_supported(DCZ_ISA_AVX2) ? "avx2"
-                      : dcz_isa_supported(DCZ_ISA_NEON) ? "neon" : "scalar reference";
-    const uint64_t colform = dcz_sparse_columns_bytes(rows, cols, (uint32_t)li->kept, k, 1);
-    char b1[96], b2[160] = "";
-    if (colform) {
-        const int wide = colform - ((uint64_t)cols + 1) * 4 - (k ? 0 : li->kept * 4) > li->kept * 2;
-        snprintf(b1, sizeof b1, "by columns, skipping zero inputs (%d-bit entries)", wide ? 32 : 16);
-    } else {
-        snprintf(b1, sizeof b1, "by rows (over 65535 rows: no column form)");
-    }
-    /* the lane form (runtime/kernels_lanes.c): chosen per input by cost
-     * beside a column form, always without one (dcz_spmv_pick) */
-    if (dcz_lanes_bytes(rows, cols, (uint32_t)li->kept, k) && dcz_isa_supported(DCZ_ISA_AVX512))
-        snprintf(b2, sizeof b2, "%s by lanes (avx512, 16 rows per vector, %u-column windows)%s",
-                 colform ? " or" : "; where its lane form is built,",
-                 (1u << dcz_lanes_xbits(k)) - 1,
-                 colform ? ", whichever visits less for the input at hand" : "");
-    snprintf(li->why_buf, sizeof li->why_buf,
-             "compressed, %.1f%% kept (libdcz runs every sparse layer compressed; bench_spmv "
-             "measures it ahead of OpenBLAS dense at batch 64 up to 25%% kept, and further below); "
-             "batch 1 %s%s; batches: %s spmm, 32 samples per decoded entry; %s",
-             li->density * 100, b1, b2, isa,
-             li->kept >= DCZ_PARALLEL_MIN_ENTRIES ? "rows split over the threads"
-                                                   : "one thread (too small to split)");
-    li->why = li->why_buf;
-}
-
 static void measure_layer(const dcz_doc_layer *l, layer_info *li)
 {
     memset(li, 0, sizeof *li);
@@ -230,8 +181,6 @@ static void measure_layer(const dcz_doc_layer *l, layer_info *li)
     li->density = w->n ? (double)w->st.nnz / (double)w->n : 0;
     li->bytes = l->section_bytes;
     li->raw_bytes = l->section_bytes;
-    li->kernel = "dense_f32_ref";
-    li->why = "dense weights";
     if (w->enc != DCZ_ENC_SPARSE_F32 && w->enc != DCZ_ENC_CODEBOOK) return;
     uint8_t *idx = NULL, *gaps = NULL;
     uint32_t nnz, gap_count;
@@ -250,9 +199,30 @@ static void measure_layer(const dcz_doc_layer *l, layer_info *li)
     li->raw_bytes = l->section_bytes - w->st.index_bytes - w->st.gap_bytes + raw_streams;
     free(idx);
     free(gaps);
-    li->kernel = cb ? "spmv / spmm (codebook)" : "spmv_csc / spmm (fp32 values)";
-    if (l->op == DCZ_OP_DENSE && w->rank == 2)
-        sparse_why(li, w->dims[0], w->dims[1], cb ? w->k : 0);
+}
+
+/* The kernel libdcz runs each weighted layer with, and why, as it loads
+ * the file here. */
+static void describe_kernels(const uint8_t *buf, size_t len, const dcz_doc *d, layer_info *li)
+{
+    dcz_options opt;
+    dcz_options_init(&opt);
+    opt.device = DCZ_DEVICE_CPU;
+    dcz_model *m = NULL;
+    const dcz_status s = dcz_open_memory(buf, len, &opt, &m);
+    for (uint32_t i = 0; i < d->nlayers; i++) {
+        dcz_layer_desc ld;
+        if (s == DCZ_OK && dcz_describe_layer(m, i, &ld) == DCZ_OK) {
+            li[i].kernel = ld.kernel;
+            snprintf(li[i].why_buf, sizeof li[i].why_buf, "%s", ld.why);
+        } else {
+            li[i].kernel = "none";
+            snprintf(li[i].why_buf, sizeof li[i].why_buf, "libdcz does not load this file: %s",
+                     dcz_status_str(s));
+        }
+        li[i].why = li[i].why_buf;
+    }
+    dcz_close(m);
 }
 
 int cmd_info(verb_ctx *v)
@@ -265,26 +235,21 @@ int cmd_info(verb_ctx *v)
     int rc = cli_parse(v, NULL, 1, 1);
     if (rc != -1) return rc;
     dcz_doc *d;
-    if ((rc = stage_load_doc(v, v->pos[0], &d)) != -1) return rc;
+    uint8_t *file;
+    size_t file_len;
+    if ((rc = stage_load_doc_bytes(v, v->pos[0], &d, &file, &file_len)) != -1) return rc;
     const size_t params = dcz_doc_param_count(d);
     layer_info *li = calloc(d->nlayers, sizeof *li);
-    if (!li) { dcz_doc_free(d); return EXIT_INTERNAL; }
+    if (!li) { dcz_doc_free(d); free(file); return EXIT_INTERNAL; }
     dcz_shape *shapes = malloc(((size_t)d->nlayers + 1) * sizeof *shapes);
     if (!shapes || dcz_doc_shapes(d, shapes) != DCZ_OK) {   /* the reader checked them */
-        free(shapes); free(li); dcz_doc_free(d);
+        free(shapes); free(li); dcz_doc_free(d); free(file);
         return EXIT_INTERNAL;
     }
-    for (uint32_t i = 0; i < d->nlayers; i++) {
-        const dcz_doc_layer *l = &d->layers[i];
-        if (has_weights(l)) measure_layer(l, &li[i]);
-        if (l->op == DCZ_OP_CONV2D) conv_kernel(l, &shapes[l->in[0]], &li[i]);
-        if (d->calib && has_weights(l)) {
-            li[i].kernel = l->op == DCZ_OP_CONV2D ? "qconv2d_sparse (integers)" : "qspmm (integers)";
-            li[i].why = d->calib->scheme == DCZ_SCHEME_INT8
-                ? "calibrated int8: integer weights and activations, 32-bit sums"
-                : "calibrated fixed point: integer multiply, add and shift only";
-        }
-    }
+    for (uint32_t i = 0; i < d->nlayers; i++)
+        if (has_weights(&d->layers[i])) measure_layer(&d->layers[i], &li[i]);
+    describe_kernels(file, file_len, d, li);
+    free(file);
     int nw = 8;   /* the name column */
     for (uint32_t i = 0; i < d->nlayers; i++)
         if ((int)strlen(d->layers[i].name) > nw) nw = (int)strlen(d->layers[i].name);

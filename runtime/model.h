@@ -34,6 +34,7 @@
 
 #include "dcz.h"
 #include "runtime/format.h"
+#include "runtime/tool.h"
 
 #define DCZ_STEP_FILLER 255u
 
@@ -443,8 +444,7 @@ void dcz_concat_ref(const float *const *x, const uint32_t *width, uint32_t nin, 
  * adds +0 to it. The variants can be called directly where
  * dcz_isa_supported says so; they return 0 when they decline (then nothing
  * was written) and 1 when done. */
-typedef enum dcz_isa { DCZ_ISA_REF, DCZ_ISA_AVX2, DCZ_ISA_NEON, DCZ_ISA_AVX512 } dcz_isa;
-int dcz_isa_supported(dcz_isa isa);
+/* dcz_isa and dcz_isa_supported: tool.h */
 /* The family dcz_spmm dispatches to on this machine. */
 dcz_isa dcz_isa_best(void);
 
@@ -673,18 +673,7 @@ void dcz_qglobal_avgpool_ref(uint32_t channels, uint32_t plane, const dcz_q *x, 
 void dcz_qglobal_avgpool_rescale_ref(uint32_t channels, uint32_t plane, const dcz_q *x, size_t batch,
                                      int32_t mult, uint8_t shift, int32_t qmax, dcz_q *y);
 
-/* ---- running with a tap (run.c) -------------------------------------------- */
-
-/* Called after layer `layer` with its output y (batch, width) as floats. */
-typedef void (*dcz_tap_fn)(void *ctx, uint32_t layer, const float *y, size_t batch,
-                           uint32_t width);
-/* dcz_run, calling tap after each layer (on the integer region: a weighted
- * layer's accumulators dequantized, another layer's integers times its
- * output's scale; on a static model once per
- * chunk of act_batch samples). Allocates when tapping a calibrated model;
- * for the toolchain's measurements, not for deployment. */
-dcz_status dcz_run_tapped(dcz_model *m, const float *input, size_t batch, float *output,
-                          dcz_tap_fn tap, void *ctx);
+/* ---- running with a tap (run.c): dcz_run_tapped, tool.h ------------------ */
 
 /* ---- building the execution form ---------------------------------------- */
 

@@ -1275,6 +1275,58 @@ static void test_dag_refused(void)
 /* The fixtures of format 1.2 (tests/fixtures/v1) read as documents of
  * format 2: chains, each CONV2D with group 1, and rewritten as 2.0 files
  * that run to the same bits. */
+/* The toolchain's description of each layer (runtime/tool.h) agrees with
+ * the form the loader built: weights, widths, dense or sparse, im2col or
+ * direct, the column form, integer kernels on a calibrated model. */
+static void test_describe_layers(void)
+{
+    dcz_doc *(*const make[])(void) = { small_doc, conv_doc, conv_doc_b, dag_doc, mobile_doc, calib_doc };
+    int seen_im2col = 0, seen_direct = 0, seen_cols = 0, seen_int = 0, seen_dense = 0;
+    for (size_t f = 0; f < sizeof make / sizeof make[0]; f++) {
+        dcz_doc *d = make[f]();
+        uint8_t *buf = NULL;
+        size_t len = 0;
+        dcz_model *m = NULL;
+        REQUIRE(d && dcz_doc_write(d, &buf, &len) == DCZ_OK && dcz_open_memory(buf, len, NULL, &m) == DCZ_OK,
+                "doc %zu", f);
+        REQUIRE(dcz_model_layer_count(m) == d->nlayers, "doc %zu: layer count", f);
+        for (uint32_t i = 0; i < m->nlayers; i++) {
+            const dcz_exec_layer *l = &m->layers[i];
+            dcz_layer_desc ld;
+            REQUIRE(dcz_describe_layer(m, i, &ld) == DCZ_OK, "describe %u", i);
+            CHECK(ld.op == l->op && ld.width == l->out && ld.weighted == dcz_op_get(l->op)->weighted,
+                  "doc %zu layer %u: op, width, weights", f, i);
+            if (!ld.weighted) {
+                CHECK(strcmp(ld.kernel, dcz_op_get(l->op)->label) == 0 && ld.why[0] == '\0', "plain layer %u", i);
+                continue;
+            }
+            CHECK(ld.why[0] != '\0', "doc %zu layer %u: no reason", f, i);
+            if (l->q) {
+                seen_int++;
+                CHECK(strstr(ld.kernel, "integers") != NULL, "doc %zu layer %u: %s on integers", f, i, ld.kernel);
+            } else if (!l->sparse) {
+                seen_dense++;
+                CHECK(strstr(ld.kernel, "dense") != NULL, "doc %zu layer %u: %s for dense weights", f, i, ld.kernel);
+            } else if (l->op == DCZ_OP_CONV2D) {
+                seen_im2col += l->im2col;
+                seen_direct += !l->im2col;
+                CHECK(!strstr(ld.kernel, "im2col") == !l->im2col, "doc %zu layer %u: %s", f, i, ld.kernel);
+            } else {
+                seen_cols += l->sp.col_ptr != NULL;
+                CHECK(!strstr(ld.why, "by columns") == !l->sp.col_ptr, "doc %zu layer %u: %s", f, i, ld.why);
+            }
+        }
+        CHECK(dcz_describe_layer(m, m->nlayers, &(dcz_layer_desc){ 0 }) == DCZ_ERR_ARG, "past the last layer");
+        CHECK(dcz_model_threads(m) >= 1, "threads");
+        dcz_close(m);
+        free(buf);
+        dcz_doc_free(d);
+    }
+    CHECK(seen_im2col && seen_direct && seen_cols && seen_int && seen_dense,
+          "kinds seen: im2col %d direct %d columns %d integer %d dense %d", seen_im2col, seen_direct,
+          seen_cols, seen_int, seen_dense);
+}
+
 static void test_v1_files(void)
 {
     static const char *const names[] = { "mlp-codebook", "mlp-fixed8", "cnn-codebook", "cnn-int8",
@@ -1340,6 +1392,7 @@ int main(void)
     RUN(test_dag_round_trip);
     RUN(test_mobile_runtime_matches_reference);
     RUN(test_dag_refused);
+    RUN(test_describe_layers);
     RUN(test_v1_files);
     return check_summary();
 }

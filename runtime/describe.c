@@ -1,0 +1,65 @@
+/* describe.c: which kernel libdcz runs each layer with, and why (tool.h),
+ * read from the forms the loader built, for dcz info.
+ */
+#include <stdio.h>
+
+#include "runtime/model.h"
+
+static const char *isa_name(void)
+{
+    return dcz_isa_supported(DCZ_ISA_AVX2) ? "avx2" : dcz_isa_supported(DCZ_ISA_NEON) ? "neon"
+                                                                                     : "scalar reference";
+}
+
+/* A sparse fully connected layer: its batch-1 forms, batch kernel, threads. */
+static void sparse_dense_why(const dcz_sparse *s, dcz_layer_desc *k)
+{
+    char cols[96] = "by rows (over 65535 rows: no column form)", lanes[160] = "";
+    if (s->col_ptr)
+        snprintf(cols, sizeof cols, "by columns, skipping zero inputs (%d-bit entries)", s->cent16 ? 16 : 32);
+    if (s->lgroups)
+        snprintf(lanes, sizeof lanes, "%s by lanes (avx512, 16 rows per vector, %u-column windows)%s",
+                 s->col_ptr ? " or" : "; instead", (1u << s->lxbits) - 1,
+                 s->col_ptr ? ", whichever visits less for the input at hand" : "");
+    snprintf(k->why, sizeof k->why,
+             "compressed (libdcz runs every sparse layer compressed); batch 1 %s%s; batches: %s spmm, "
+             "32 samples per decoded entry; %s",
+             cols, lanes, isa_name(),
+             dcz_sparse_split(s) ? "rows split over the threads" : "one thread (too small to split)");
+}
+
+uint32_t dcz_model_layer_count(const dcz_model *m) { return m ? m->nlayers : 0; }
+
+uint32_t dcz_model_threads(const dcz_model *m) { return m && m->pool ? m->threads : 1; }
+
+dcz_status dcz_describe_layer(const dcz_model *m, uint32_t layer, dcz_layer_desc *k)
+{
+    if (!m || !k || layer >= m->nlayers) return DCZ_ERR_ARG;
+    const dcz_exec_layer *l = &m->layers[layer];
+    const dcz_op_info *o = dcz_op_get(l->op);
+    const int conv = l->op == DCZ_OP_CONV2D;
+    k->op = l->op;
+    k->weighted = o && o->weighted;
+    k->width = l->out;
+    k->why[0] = '\0';
+    k->kernel = o ? o->label : "?";
+    if (!k->weighted) return DCZ_OK;
+    if (l->q) {
+        k->kernel = conv ? "qconv2d_sparse (integers)" : "qspmm (integers)";
+        snprintf(k->why, sizeof k->why, "%s",
+                 m->scheme == DCZ_SCHEME_INT8 ? "calibrated int8: integer weights and activations, 32-bit sums"
+                                              : "calibrated fixed point: integer multiply, add and shift only");
+    } else if (!l->sparse) {
+        k->kernel = conv ? "conv2d_dense" : "dense_f32_ref";
+        snprintf(k->why, sizeof k->why, "%s", conv ? "dense weights: direct convolution" : "dense weights");
+    } else if (conv) {
+        k->kernel = l->im2col ? "conv2d_sparse_im2col" : "conv2d_sparse_direct";
+        snprintf(k->why, sizeof k->why, "%s",
+                 l->im2col ? "output rows shorter than 8: im2col patches times the compressed rows"
+                           : "each stored weight scales a shifted input plane into its output plane");
+    } else {
+        k->kernel = l->sp.idx ? "spmv / spmm (codebook)" : "spmv_csc / spmm (fp32 values)";
+        sparse_dense_why(&l->sp, k);
+    }
+    return DCZ_OK;
+}

@@ -1,0 +1,64 @@
+/* tool.h: what the toolchain asks of libdcz beyond its public API (dcz.h).
+ *
+ * The compression stages, dcz info and dcz bench reach the runtime through
+ * this header only, never through the execution form (model.h):
+ * - running with a tap on every layer's output, for calibration;
+ * - the instruction sets this machine runs;
+ * - the layers as it runs them: which have weights, their widths, which
+ *   kernel runs each and why, from the forms its loader built; threads.
+ * Not installed: these are not promises to programs that embed libdcz.
+ *
+ * Checked by tests/unit/test_calibrate.c (taps) and tests/unit/test_kernels.c
+ * (kernel descriptions).
+ */
+#ifndef DCZ_RUNTIME_TOOL_H
+#define DCZ_RUNTIME_TOOL_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "dcz.h"
+
+/* Called after layer `layer` with its output y (batch, width) as floats. */
+typedef void (*dcz_tap_fn)(void *ctx, uint32_t layer, const float *y, size_t batch,
+                           uint32_t width);
+
+/* dcz_run, calling tap after each layer (on the integer region: a weighted
+ * layer's accumulators dequantized, another layer's integers times its
+ * output's scale; on a static model once per chunk of act_batch samples).
+ * Allocates when tapping a calibrated model; for the toolchain's
+ * measurements, not for deployment. */
+dcz_status dcz_run_tapped(dcz_model *m, const float *input, size_t batch, float *output,
+                          dcz_tap_fn tap, void *ctx);
+
+/* Instruction-set families of the vector kernels. */
+typedef enum dcz_isa { DCZ_ISA_REF, DCZ_ISA_AVX2, DCZ_ISA_NEON, DCZ_ISA_AVX512 } dcz_isa;
+
+/* Nonzero when this build has isa's kernels and this CPU runs them. */
+int dcz_isa_supported(dcz_isa isa);
+
+/* Layers of m (the graph's, in order). */
+uint32_t dcz_model_layer_count(const dcz_model *m);
+
+/* Threads a run of m uses. */
+uint32_t dcz_model_threads(const dcz_model *m);
+
+/* A layer as libdcz runs it. */
+typedef struct dcz_layer_desc {
+    uint16_t op;          /* DCZ_OP_* */
+    int weighted;         /* has a weight and a bias (DENSE, CONV2D) */
+    size_t width;         /* elements of its output, per sample */
+    const char *kernel;   /* its kernel's name ("conv2d_sparse_direct"); a
+                             layer without weights: its op's label */
+    char why[400];        /* why that kernel, in one sentence ("" for a layer
+                             without weights) */
+} dcz_layer_desc;
+
+/* Describes layer `layer` of m (DCZ_ERR_ARG out of range). The kernel:
+ * integer kernels on the integer region of a calibrated model; else dense
+ * or sparse by the weight's encoding, a sparse convolution's im2col or
+ * direct form, and a sparse fully connected layer's batch-1 forms (by
+ * columns, by lanes), vector instructions and threads. */
+dcz_status dcz_describe_layer(const dcz_model *m, uint32_t layer, dcz_layer_desc *d);
+
+#endif /* DCZ_RUNTIME_TOOL_H */
