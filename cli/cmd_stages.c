@@ -647,6 +647,10 @@ static int apply_encoding(const verb_ctx *v, dcz_doc *doc, const char *gap_rules
                 double g = rules_value(&gr, l->name, 0);
                 if (g == 0) {
                     if (s == DCZ_OK) s = dcz_doc_tensor_best_gap_bits(w, &w->gap_bits);
+                    if (s == DCZ_OK && w->gap_bits == 0) {   /* every weight stored */
+                        free(w->mask);
+                        w->mask = NULL;
+                    }
                 } else if (g < 1 || g > 8 || g != floor(g)) {
                     cli_usage_error(v, "--gap-bits: %g for %s is not a whole number from 1 to 8", g, l->name);
                     return EXIT_USAGE;

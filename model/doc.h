@@ -132,7 +132,8 @@ dcz_status dcz_doc_tensor_compact(dcz_doc_tensor *t);
 /* The position width, 1 to 8, that stores the positions of sparse tensor t
  * (mask set) in the fewest bytes with t's gap coding: few bits cost
  * fillers, many bits cost raw width or a larger Huffman table. Ties go to
- * the wider. */
+ * the wider. 0 for a CODEBOOK tensor that stores every position (no
+ * position stream: the caller drops the mask). */
 dcz_status dcz_doc_tensor_best_gap_bits(const dcz_doc_tensor *t, uint8_t *bits);
 
 /* Checks the tensors of l against its op and attributes (attributes already

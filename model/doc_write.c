@@ -205,6 +205,14 @@ dcz_status dcz_doc_tensor_compact(dcz_doc_tensor *t)
 dcz_status dcz_doc_tensor_best_gap_bits(const dcz_doc_tensor *t, uint8_t *bits)
 {
     if (!t->mask) return DCZ_ERR_ARG;
+    if (t->enc == DCZ_ENC_CODEBOOK) {
+        size_t kept = 0;
+        for (size_t i = 0; i < t->n; i++) kept += t->mask[i] != 0;
+        if (kept == t->n) {   /* nothing to locate: no position stream */
+            *bits = 0;
+            return DCZ_OK;
+        }
+    }
     dcz_doc_tensor probe = *t;
     size_t best = SIZE_MAX;
     for (unsigned b = 8; b >= 1; b--) {

@@ -205,6 +205,32 @@ static void test_pack(void)
         CHECK(memcmp(ya, yb, sizeof ya) == 0, "coding %d: outputs differ after packing", coding);
         dcz_close(ma);
         dcz_close(mb);
+        /* every position stored: no position stream, same outputs */
+        for (size_t i = 0; i < w->n; i++) {
+            w->mask[i] = 1;
+            w->values[i] = w->codebook[w->assign[i] % w->k];
+            w->assign[i] = (uint8_t)(w->assign[i] % w->k);
+        }
+        uint8_t *all = NULL, *none = NULL;
+        size_t lall = 0, lnone = 0;
+        REQUIRE(dcz_doc_write(d, &all, &lall) == DCZ_OK, "write, all stored");
+        const size_t rec_all = w->st.record_bytes;
+        REQUIRE(dcz_doc_tensor_best_gap_bits(w, &best) == DCZ_OK && best == 0, "width %u with all stored", best);
+        free(w->mask);
+        w->mask = NULL;
+        w->gap_bits = 0;
+        REQUIRE(dcz_doc_write(d, &none, &lnone) == DCZ_OK, "write without positions");
+        CHECK(w->st.record_bytes < rec_all && lnone <= lall, "without positions a %zu-byte record, with %zu",
+              w->st.record_bytes, rec_all);
+        REQUIRE(dcz_open_memory(all, lall, NULL, &mb) == DCZ_OK && dcz_open_memory(none, lnone, NULL, &ma) == DCZ_OK,
+                "open all stored");
+        REQUIRE(dcz_run(ma, x, 3, ya) == DCZ_OK && dcz_run(mb, x, 3, yb) == DCZ_OK, "run all stored");
+        CHECK(memcmp(ya, yb, sizeof ya) == 0, "coding %d: outputs differ without positions", coding);
+        dcz_close(ma);
+        dcz_close(mb);
+        free(all);
+        free(none);
+        w->mask = calloc(w->n, 1);
         w->assign[0] = 7;
         w->mask[0] = 1;
         CHECK(dcz_doc_tensor_compact(w) == DCZ_ERR_ARG, "assignment out of the codebook");
