@@ -642,22 +642,12 @@ static int apply_encoding(const verb_ctx *v, dcz_doc *doc, const char *gap_rules
         dcz_doc_tensor *w = &l->t[0];
         if (w->enc == DCZ_ENC_SPARSE_F32 || w->enc == DCZ_ENC_CODEBOOK) {
             w->gap_coding = w->index_coding = huffman ? DCZ_CODING_HUFFMAN : DCZ_CODING_RAW;
-            dcz_status s = dcz_doc_tensor_compact(w);
-            if (w->gap_bits) {
-                double g = rules_value(&gr, l->name, 0);
-                if (g == 0) {
-                    if (s == DCZ_OK) s = dcz_doc_tensor_best_gap_bits(w, &w->gap_bits);
-                    if (s == DCZ_OK && w->gap_bits == 0) {   /* every weight stored */
-                        free(w->mask);
-                        w->mask = NULL;
-                    }
-                } else if (g < 1 || g > 8 || g != floor(g)) {
-                    cli_usage_error(v, "--gap-bits: %g for %s is not a whole number from 1 to 8", g, l->name);
-                    return EXIT_USAGE;
-                } else {
-                    w->gap_bits = (uint8_t)g;
-                }
+            const double g = rules_value(&gr, l->name, 0);   /* 0: the smallest */
+            if (g < 0 || g > 8 || g != floor(g)) {
+                cli_usage_error(v, "--gap-bits: %g for %s is not a whole number from 1 to 8", g, l->name);
+                return EXIT_USAGE;
             }
+            dcz_status s = dcz_doc_tensor_pack(w, (unsigned)g);
             if (s != DCZ_OK) {
                 char what[DCZ_MAX_NAME + 32];
                 snprintf(what, sizeof what, "packing the weights of %s", l->name);

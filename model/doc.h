@@ -136,6 +136,17 @@ dcz_status dcz_doc_tensor_compact(dcz_doc_tensor *t);
  * position stream: the caller drops the mask). */
 dcz_status dcz_doc_tensor_best_gap_bits(const dcz_doc_tensor *t, uint8_t *bits);
 
+/* Packs a sparse tensor without changing a weight: its codebook compacted
+ * (dcz_doc_tensor_compact), then its positions gap_bits wide (1 to 8), or
+ * with gap_bits 0 as wide as stores them smallest
+ * (dcz_doc_tensor_best_gap_bits; a codebook tensor that stores every
+ * position then drops its mask and its position stream). Dense tensors are
+ * left as they are; DCZ_ERR_ARG as those two functions. */
+dcz_status dcz_doc_tensor_pack(dcz_doc_tensor *t, unsigned gap_bits);
+
+/* The fewest index bits (1 to 8) that address k codebook entries. */
+unsigned dcz_doc_index_bits(uint32_t k);
+
 /* Checks the tensors of l against its op and attributes (attributes already
  * checked by dcz_op_check): none for ops without parameters; for DENSE and
  * CONV2D a weight and a bias of the shapes dcz_op_param_shapes gives

@@ -172,7 +172,7 @@ static dcz_status put_stream(wbuf *w, const uint8_t *sym, uint32_t count, unsign
     return DCZ_OK;
 }
 
-static unsigned bits_for(uint32_t k)
+unsigned dcz_doc_index_bits(uint32_t k)
 {
     unsigned b = 1;
     while ((1u << b) < k) b++;
@@ -198,7 +198,7 @@ dcz_status dcz_doc_tensor_compact(dcz_doc_tensor *t)
     if (k == 0) k = 1;   /* no stored weight: one entry keeps the record valid */
     for (size_t i = 0; i < t->n; i++) t->assign[i] = stored(t, i) ? to[t->assign[i]] : 0;
     t->k = k;
-    t->index_bits = (uint8_t)bits_for(k);
+    t->index_bits = (uint8_t)dcz_doc_index_bits(k);
     return DCZ_OK;
 }
 
@@ -228,6 +228,24 @@ dcz_status dcz_doc_tensor_best_gap_bits(const dcz_doc_tensor *t, uint8_t *bits)
             best = table + data;
             *bits = (uint8_t)b;
         }
+    }
+    return DCZ_OK;
+}
+
+dcz_status dcz_doc_tensor_pack(dcz_doc_tensor *t, unsigned gap_bits)
+{
+    if (t->enc != DCZ_ENC_SPARSE_F32 && t->enc != DCZ_ENC_CODEBOOK) return DCZ_OK;
+    if (gap_bits > 8) return DCZ_ERR_ARG;
+    TRY(dcz_doc_tensor_compact(t));
+    if (!t->gap_bits) return DCZ_OK;   /* every position stored already */
+    if (gap_bits) {
+        t->gap_bits = (uint8_t)gap_bits;
+        return DCZ_OK;
+    }
+    TRY(dcz_doc_tensor_best_gap_bits(t, &t->gap_bits));
+    if (t->gap_bits == 0) {   /* every weight stored: the mask says nothing */
+        free(t->mask);
+        t->mask = NULL;
     }
     return DCZ_OK;
 }

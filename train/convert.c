@@ -89,13 +89,6 @@ static dcz_status fill_tensor(dcz_doc_tensor *t, uint32_t enc, uint32_t rank, co
     return t->values ? DCZ_OK : DCZ_ERR_NOMEM;
 }
 
-static unsigned bits_for(int k)
-{
-    unsigned b = 1;
-    while ((1 << b) < k) b++;
-    return b;
-}
-
 /* The weight and bias of a DENSE or CONV layer, of the shapes its op's
  * attributes give, encoded as its compression state and e ask. */
 static dcz_status weights_to_doc(const dcz_tlayer *t, const dcz_layer_encoding *e, dcz_doc_layer *l)
@@ -115,7 +108,7 @@ static dcz_status weights_to_doc(const dcz_tlayer *t, const dcz_layer_encoding *
     if (t->mask && !(w->mask = dup_mem(t->mask, w->n))) return DCZ_ERR_NOMEM;
     if (enc == DCZ_ENC_CODEBOOK) {
         w->k = (uint32_t)t->k;
-        w->index_bits = (uint8_t)(e->index_bits ? e->index_bits : bits_for(t->k));
+        w->index_bits = (uint8_t)(e->index_bits ? e->index_bits : dcz_doc_index_bits((uint32_t)t->k));
         w->index_coding = coding;
         w->codebook = dup_mem(t->codebook, (size_t)t->k * sizeof(float));
         w->assign = dup_mem(t->assign, w->n);

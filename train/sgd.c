@@ -30,8 +30,6 @@
 
 #define EVAL_CHUNK 1000
 
-static int has_params(const dcz_tlayer *l) { return dcz_tlayer_has_params(l); }
-
 /* Gradients and momentum live in the net's flat buffers (dcz_net_flatten). */
 static dcz_status alloc_grads(dcz_net *net) { return dcz_net_flatten(net, DCZ_FLAT_GRAD); }
 static dcz_status alloc_momentum(dcz_net *net) { return dcz_net_flatten(net, DCZ_FLAT_MOM); }
@@ -78,7 +76,7 @@ static double grad_core(dcz_net *net, const uint8_t *y, int batch)
     }
     for (int i = 0; i < L; i++) {
         const dcz_tlayer *l = &net->layers[i];
-        need[i + 1] = (uint8_t)has_params(l);
+        need[i + 1] = (uint8_t)dcz_tlayer_has_params(l);
         for (uint32_t k = 0; k < l->nin; k++) need[i + 1] |= need[l->tin[k]];
     }
     set[L] = 1;
@@ -177,14 +175,14 @@ dcz_status dcz_net_step(dcz_net *net, const dcz_sgd *opt)
     if (!net || !net->layers || check_sgd(opt) != DCZ_OK) return DCZ_ERR_ARG;
     for (int i = 0; i < net->nlayers; i++) {
         const dcz_tlayer *l = &net->layers[i];
-        if (has_params(l) && (!l->gw || !l->gb || (l->codebook && !l->gcb)))
+        if (dcz_tlayer_has_params(l) && (!l->gw || !l->gb || (l->codebook && !l->gcb)))
             return DCZ_ERR_ARG;   /* no gradients: dcz_net_grad first */
     }
     dcz_status st = alloc_momentum(net);
     if (st != DCZ_OK) return st;
     for (int i = 0; i < net->nlayers; i++) {
         dcz_tlayer *l = &net->layers[i];
-        if (!has_params(l)) continue;
+        if (!dcz_tlayer_has_params(l)) continue;
         size_t nb = dcz_tlayer_nbias(l);
         if (opt->train_biases)
             for (size_t j = 0; j < nb; j++) {
