@@ -65,29 +65,52 @@ void dcz_relu_ref(float *x, size_t n)
         if (!(x[i] > 0.0f)) x[i] = 0.0f;
 }
 
+/* One loop per op, the choice made once, and each clamp written as two
+ * selects (min, then max) that compile to minss/maxss without a branch:
+ * nested conditionals branch on every element, and ReLU6 inputs fall on
+ * either side of 0 at random (the trainer's MobileNetV2 preset spent a
+ * quarter of its time mispredicting them). NaN passes through unchanged. */
 void dcz_activation_ref(uint16_t op, const float *param, const float *x, size_t n, float *y)
 {
-    for (size_t i = 0; i < n; i++) {
-        const float v = x[i];
-        float r;
-        switch (op) {
-        case DCZ_OP_CLIP: r = v < param[0] ? param[0] : v > param[1] ? param[1] : v; break;
-        case DCZ_OP_LEAKY_RELU: r = v > 0.0f ? v : param[0] * v; break;
-        case DCZ_OP_SIGMOID: r = 1.0f / (1.0f + expf(-v)); break;
-        case DCZ_OP_TANH: r = tanhf(v); break;
-        case DCZ_OP_HARD_SIGMOID: {
-            const float t = param[0] * v + param[1];
-            r = t < 0.0f ? 0.0f : t > 1.0f ? 1.0f : t;
-            break;
+    switch (op) {
+    case DCZ_OP_CLIP: {
+        const float lo = param[0], hi = param[1];
+        for (size_t i = 0; i < n; i++) {
+            const float v = x[i], t = hi < v ? hi : v;
+            y[i] = lo > t ? lo : t;
         }
-        case DCZ_OP_HARD_SWISH: {
-            const float t = v / 6.0f + 0.5f;
-            r = v * (t < 0.0f ? 0.0f : t > 1.0f ? 1.0f : t);
-            break;
+        break;
+    }
+    case DCZ_OP_LEAKY_RELU: {
+        const float a = param[0];
+        for (size_t i = 0; i < n; i++) {
+            const float v = x[i];
+            y[i] = v > 0.0f ? v : a * v;
         }
-        default: r = v;
+        break;
+    }
+    case DCZ_OP_SIGMOID:
+        for (size_t i = 0; i < n; i++) y[i] = 1.0f / (1.0f + expf(-x[i]));
+        break;
+    case DCZ_OP_TANH:
+        for (size_t i = 0; i < n; i++) y[i] = tanhf(x[i]);
+        break;
+    case DCZ_OP_HARD_SIGMOID: {
+        const float a = param[0], b = param[1];
+        for (size_t i = 0; i < n; i++) {
+            const float t = a * x[i] + b, u = 1.0f < t ? 1.0f : t;
+            y[i] = 0.0f > u ? 0.0f : u;
         }
-        y[i] = r;
+        break;
+    }
+    case DCZ_OP_HARD_SWISH:
+        for (size_t i = 0; i < n; i++) {
+            const float v = x[i], t = v / 6.0f + 0.5f, u = 1.0f < t ? 1.0f : t;
+            y[i] = v * (0.0f > u ? 0.0f : u);
+        }
+        break;
+    default:
+        if (y != x) memmove(y, x, n * sizeof *y);
     }
 }
 

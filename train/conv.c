@@ -22,6 +22,13 @@
  * channels (oc / G of them) read rows g K/G .. (g + 1) K/G - 1, its input
  * channels, so each product above runs once per group on those rows.
  *
+ * A depthwise convolution (G = in_c: each group reads one channel) skips
+ * the columns: unrolled, each of its products would be one row of kh*kw
+ * weights per group, and the columns kh*kw times the input. It runs
+ * directly instead, tap by tap, each tap a scaled row added to an output
+ * row (forward), a dot product of rows (weight gradient) or a scaled row
+ * added back to an input row (input gradient); no scratch, no cache.
+ *
  * Checked by tests/unit/test_train.c against a direct 7-loop convolution on
  * random data and by finite differences (strides 1 and 2, padding 0 and 1,
  * odd sizes).
@@ -55,14 +62,22 @@ static int conv_chunk(const dcz_tlayer *l, int batch)
     return c < (size_t)batch ? (int)c : batch;
 }
 
+/* Nonzero for a depthwise convolution (one input channel per group). */
+static int depthwise(const dcz_tlayer *l)
+{
+    return dcz_tlayer_groups(l) > 1 && dcz_tlayer_groups(l) == l->in_c;
+}
+
 size_t dcz_conv_cache_floats(const dcz_tlayer *l, int batch)
 {
+    if (depthwise(l)) return 0;
     size_t cols = col_rows(l) * (size_t)l->out_h * (size_t)l->out_w * (size_t)batch;
     return cols <= CONV_KEEP_FLOATS ? cols : 0;
 }
 
 size_t dcz_conv_work_floats(const dcz_tlayer *l, int batch)
 {
+    if (depthwise(l)) return 0;
     size_t nb = (size_t)conv_chunk(l, batch), ohw = (size_t)l->out_h * (size_t)l->out_w;
     size_t chunked = nb * ohw * (col_rows(l) + (size_t)l->out_c);
     size_t kept = dcz_conv_cache_floats(l, batch)
@@ -176,9 +191,97 @@ static void col2im(const dcz_tlayer *l, const float *cols, int nb, float *dx)
             }
 }
 
+/* The taps of a depthwise convolution: for every sample, output channel oc
+ * (reading input channel oc / m, m = out_c / in_c), tap (ki, kj) and output
+ * row oh that reads an input row, fn gets the output row's columns
+ * [lo, hi) that read inside the input, the input row, and the weight's
+ * index. Column ow reads input column ow * sw + off. */
+typedef void (*tap_fn)(void *ctx, size_t yrow, size_t xrow, size_t wi, int lo, int hi, int off);
+static void each_tap(const dcz_tlayer *l, int batch, tap_fn fn, void *ctx)
+{
+    const int C = l->in_c, H = l->in_h, W = l->in_w, OC = l->out_c, OH = l->out_h, OW = l->out_w;
+    const int m = OC / C;
+    for (int n = 0; n < batch; n++)
+        for (int oc = 0; oc < OC; oc++) {
+            const size_t yp = ((size_t)n * OC + oc) * OH * OW, xp = ((size_t)n * C + oc / m) * H * W;
+            for (int ki = 0; ki < l->kh; ki++)
+                for (int kj = 0; kj < l->kw; kj++) {
+                    int lo, hi;
+                    valid_range(kj, W, OW, l->sw, l->pw, &lo, &hi);
+                    if (lo >= hi) continue;
+                    const size_t wi = ((size_t)oc * l->kh + ki) * l->kw + kj;
+                    for (int oh = 0; oh < OH; oh++) {
+                        const int ih = oh * l->sh - l->ph + ki;
+                        if (ih >= 0 && ih < H)
+                            fn(ctx, yp + (size_t)oh * OW, xp + (size_t)ih * W, wi, lo, hi, kj - l->pw);
+                    }
+                }
+        }
+}
+
+typedef struct tap_ctx {
+    const dcz_tlayer *l;
+    const float *x, *dy;   /* forward input, output gradient */
+    float *y, *dx, *gw;    /* what the pass writes */
+} tap_ctx;
+
+/* y row += w x row */
+static void tap_forward(void *ctx, size_t yrow, size_t xrow, size_t wi, int lo, int hi, int off)
+{
+    const tap_ctx *c = ctx;
+    const float w = c->l->w[wi], *xr = c->x + xrow;
+    float *yr = c->y + yrow;
+    if (c->l->sw == 1) dcz_vaxpy(yr + lo, xr + lo + off, w, (size_t)(hi - lo));
+    else for (int ow = lo; ow < hi; ow++) yr[ow] += w * xr[ow * c->l->sw + off];
+}
+
+/* gw += dy row . x row; dx row += w dy row */
+static void tap_backward(void *ctx, size_t yrow, size_t xrow, size_t wi, int lo, int hi, int off)
+{
+    const tap_ctx *c = ctx;
+    const int sw = c->l->sw;
+    const float w = c->l->w[wi], *xr = c->x + xrow, *dyr = c->dy + yrow;
+    float *dxr = c->dx ? c->dx + xrow : NULL;
+    if (sw == 1) {
+        c->gw[wi] += dcz_vdot(dyr + lo, xr + lo + off, (size_t)(hi - lo));
+        if (dxr) dcz_vaxpy(dxr + lo + off, dyr + lo, w, (size_t)(hi - lo));
+        return;
+    }
+    float g = 0.0f;
+    for (int ow = lo; ow < hi; ow++) g += dyr[ow] * xr[ow * sw + off];
+    c->gw[wi] += g;
+    if (dxr)
+        for (int ow = lo; ow < hi; ow++) dxr[ow * sw + off] += w * dyr[ow];
+}
+
+static void depthwise_forward(const dcz_tlayer *l, const float *x, float *y, int batch)
+{
+    const size_t ohw = (size_t)l->out_h * l->out_w;
+    for (size_t p = 0; p < (size_t)batch * (size_t)l->out_c; p++)
+        for (size_t j = 0; j < ohw; j++) y[p * ohw + j] = l->b[p % (size_t)l->out_c];
+    tap_ctx c = { .l = l, .x = x, .y = y };
+    each_tap(l, batch, tap_forward, &c);
+}
+
+static void depthwise_backward(dcz_tlayer *l, const float *x, const float *dy, float *dx, int batch)
+{
+    const size_t ohw = (size_t)l->out_h * l->out_w;
+    memset(l->gw, 0, dcz_tlayer_nweights(l) * sizeof *l->gw);
+    for (int c = 0; c < l->out_c; c++) l->gb[c] = 0.0f;
+    for (int n = 0; n < batch; n++)
+        for (int c = 0; c < l->out_c; c++) l->gb[c] += dcz_vsum(dy + ((size_t)n * l->out_c + c) * ohw, ohw);
+    if (dx) memset(dx, 0, (size_t)batch * (size_t)l->in * sizeof *dx);
+    tap_ctx c = { .l = l, .x = x, .dy = dy, .dx = dx, .gw = l->gw };
+    each_tap(l, batch, tap_backward, &c);
+}
+
 void dcz_conv_forward(const dcz_tlayer *l, const float *x, float *y, int batch,
                       float *work, int train)
 {
+    if (depthwise(l)) {
+        depthwise_forward(l, x, y, batch);
+        return;
+    }
     const int K = (int)col_rows(l), oc = l->out_c, G = dcz_tlayer_groups(l), og = oc / G, Kg = K / G;
     const size_t ohw = (size_t)l->out_h * l->out_w;
     float *keep = train ? kept_cols(l, batch) : NULL;
@@ -232,6 +335,10 @@ static void input_grad(const dcz_tlayer *l, const float *dyc, size_t ld, int nb,
 void dcz_conv_backward(dcz_tlayer *l, const float *x, const float *dy, float *dx,
                        int batch, float *work)
 {
+    if (depthwise(l)) {
+        depthwise_backward(l, x, dy, dx, batch);
+        return;
+    }
     const int K = (int)col_rows(l), oc = l->out_c;
     const size_t ohw = (size_t)l->out_h * l->out_w;
     const int chunk = conv_chunk(l, batch);

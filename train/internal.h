@@ -221,6 +221,30 @@ static inline void dcz_vrelu_grad(float *restrict d, const float *restrict g,
     }
 }
 
+/* d[j] += a s[j] for j < n. */
+static inline void dcz_vaxpy(float *restrict d, const float *restrict s, float a, size_t n)
+{
+    size_t j = 0;
+    for (; j + 4 <= n; j += 4) {
+        d[j] += a * s[j]; d[j + 1] += a * s[j + 1];
+        d[j + 2] += a * s[j + 2]; d[j + 3] += a * s[j + 3];
+    }
+    for (; j < n; j++) d[j] += a * s[j];
+}
+
+/* Sum of a[j] b[j] for j < n, in four partial sums. */
+static inline float dcz_vdot(const float *a, const float *b, size_t n)
+{
+    float a0 = 0.0f, a1 = 0.0f, a2 = 0.0f, a3 = 0.0f;
+    size_t j = 0;
+    for (; j + 4 <= n; j += 4) {
+        a0 += a[j] * b[j]; a1 += a[j + 1] * b[j + 1];
+        a2 += a[j + 2] * b[j + 2]; a3 += a[j + 3] * b[j + 3];
+    }
+    for (; j < n; j++) a0 += a[j] * b[j];
+    return (a0 + a1) + (a2 + a3);
+}
+
 /* Sum of s[j] for j < n, in four partial sums. */
 static inline float dcz_vsum(const float *s, size_t n)
 {

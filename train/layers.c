@@ -296,6 +296,8 @@ static void fwd_activation(dcz_net *net, dcz_tlayer *l, const float *const *xs, 
     dcz_activation_ref((uint16_t)l->op, l->param, xs[0], (size_t)batch * (size_t)l->out, y);
 }
 
+/* one loop per op, as dcz_activation_ref: the choice made once, the loops
+ * free to vectorize */
 static void bwd_activation(dcz_net *net, dcz_tlayer *l, const float *const *xs, const float *y,
                            const float *dy, float *const *dxs, int batch)
 {
@@ -303,23 +305,36 @@ static void bwd_activation(dcz_net *net, dcz_tlayer *l, const float *const *xs, 
     if (!dx) return;
     const float *x = xs[0], a = l->param[0], c = l->param[1];
     const size_t n = (size_t)batch * (size_t)l->in;
-    for (size_t j = 0; j < n; j++) {
-        const float v = x[j], g = dy[j];
-        float d;
-        switch (l->op) {
-        case DCZ_OP_CLIP: d = v > a && v < c ? g : 0.0f; break;
-        case DCZ_OP_LEAKY_RELU: d = v > 0.0f ? g : a * g; break;
-        case DCZ_OP_SIGMOID: d = g * y[j] * (1.0f - y[j]); break;
-        case DCZ_OP_TANH: d = g * (1.0f - y[j] * y[j]); break;
-        case DCZ_OP_HARD_SIGMOID: {
-            const float t = a * v + c;
-            d = t > 0.0f && t < 1.0f ? a * g : 0.0f;
-            break;
+    switch (l->op) {
+    case DCZ_OP_CLIP:
+        for (size_t j = 0; j < n; j++) {
+            const float v = x[j], g = dy[j];
+            dx[j] = v > a && v < c ? g : 0.0f;
         }
-        default: /* HARD_SWISH */
-            d = v <= -3.0f ? 0.0f : v >= 3.0f ? g : g * (2.0f * v + 3.0f) / 6.0f;
+        break;
+    case DCZ_OP_LEAKY_RELU:
+        for (size_t j = 0; j < n; j++) {
+            const float g = dy[j], ag = a * g;
+            dx[j] = x[j] > 0.0f ? g : ag;
         }
-        dx[j] = d;
+        break;
+    case DCZ_OP_SIGMOID:
+        for (size_t j = 0; j < n; j++) dx[j] = dy[j] * y[j] * (1.0f - y[j]);
+        break;
+    case DCZ_OP_TANH:
+        for (size_t j = 0; j < n; j++) dx[j] = dy[j] * (1.0f - y[j] * y[j]);
+        break;
+    case DCZ_OP_HARD_SIGMOID:
+        for (size_t j = 0; j < n; j++) {
+            const float t = a * x[j] + c, ag = a * dy[j];
+            dx[j] = t > 0.0f && t < 1.0f ? ag : 0.0f;
+        }
+        break;
+    default: /* HARD_SWISH */
+        for (size_t j = 0; j < n; j++) {
+            const float v = x[j], g = dy[j];
+            dx[j] = v <= -3.0f ? 0.0f : v >= 3.0f ? g : g * (2.0f * v + 3.0f) / 6.0f;
+        }
     }
 }
 

@@ -964,6 +964,55 @@ static void test_conv_forward_direct(void)
     }
 }
 
+/* Depthwise convolutions (groups = input channels) run directly, tap by
+ * tap, not through im2col: forward against the 7-loop definition, and
+ * gradients (weights, biases and, through a 1x1 convolution before it, the
+ * input) against central differences, over strides 1 and 2, padding 0 to
+ * 2, channel multipliers 1 to 3, windows 1 to 5 and odd planes. */
+static void test_conv_depthwise(void)
+{
+    static const struct { int c, h, w, m, k, s, p, batch; } g[] = {
+        { 4, 7, 7, 1, 3, 1, 1, 3 },   /* MobileNet's: same padding */
+        { 3, 9, 6, 2, 3, 2, 1, 2 },   /* stride 2, multiplier 2 */
+        { 5, 6, 5, 1, 3, 2, 0, 2 },   /* no padding, odd plane */
+        { 2, 5, 5, 3, 5, 1, 2, 1 },   /* 5x5, multiplier 3 */
+        { 6, 4, 4, 1, 1, 1, 0, 3 },   /* 1x1 window */
+        { 3, 3, 8, 1, 3, 1, 1, 2 },   /* a window as tall as the plane */
+    };
+    for (size_t k = 0; k < sizeof g / sizeof g[0]; k++) {
+        dcz_tlayer dw = CONV(g[k].c * g[k].m, g[k].k, g[k].k, g[k].s, g[k].p);
+        dw.group = g[k].c;
+        dcz_tlayer protos[] = { CONV(g[k].c, 1, 1, 1, 0), dw, SIMPLE(DCZ_OP_FLATTEN), FC(3) };
+        dcz_net *net = build_net(protos + 1, 1, g[k].c, g[k].h, g[k].w, 40 + k);
+        REQUIRE(net && net->layers[0].group == g[k].c, "geometry %zu: build failed", k);
+        const int B = g[k].batch;
+        float *x = malloc((size_t)B * net->in_dim * sizeof(float));
+        float *out = malloc((size_t)B * net->classes * sizeof(float));
+        uint8_t y[8];
+        random_batch(net, B, x, y, 60 + k);
+        REQUIRE_OK(dcz_net_forward(net, x, B, out), "forward");
+        ref2 ref;
+        ref2_init(&ref, net);
+        double *want = ref2_run(&ref, x, B), worst = 0;
+        for (size_t j = 0; j < (size_t)B * net->classes; j++)
+            worst = fmax(worst, fabs(out[j] - want[j]) / (1 + fabs(want[j])));
+        CHECK(worst < 1e-5, "depthwise %zu (%dx%dx%d, x%d, %dx%d s%d p%d): error %g", k, g[k].c,
+              g[k].h, g[k].w, g[k].m, g[k].k, g[k].k, g[k].s, g[k].p, worst);
+        free(want);
+        ref2_free(&ref);
+        free(x);
+        free(out);
+        dcz_net_free(net);
+
+        net = build_net(protos, 4, g[k].c, g[k].h, g[k].w, 50 + k);
+        REQUIRE(net, "geometry %zu: build failed", k);
+        char what[64];
+        snprintf(what, sizeof what, "depthwise %zu", k);
+        gradcheck_net(net, B, 60, 70 + k, what);
+        dcz_net_free(net);
+    }
+}
+
 static void test_gradcheck_conv(void)
 {
     /* stride 1 and 2, padding 0 and 1, odd sizes; flatten then dense */
@@ -2005,6 +2054,7 @@ int main(void)
     RUN(test_validate);
     RUN(test_forward);
     RUN(test_conv_forward_direct);
+    RUN(test_conv_depthwise);
     RUN(test_gradcheck_conv);
     RUN(test_gradcheck_pool);
     RUN(test_gradcheck_graph);
