@@ -1385,14 +1385,8 @@ static dcz_status op_batchnorm(const nodectx *c)
         if (!((double)p[3].f[o] + eps > 0))
             s = fail(&im->e, DCZ_ERR_FORMAT, "%s: variance + epsilon is not positive (channel %u)", c->label, o);
     if (s == DCZ_OK) {
-        /* w' = w g, b' = (b - mean) g + beta, g = scale / sqrt(var + epsilon) */
-        const size_t per = l->t[0].n / m;   /* weights of one output unit or channel */
-        for (uint32_t o = 0; o < m; o++) {
-            const double g = (double)p[0].f[o] / sqrt((double)p[3].f[o] + (double)eps);
-            float *w = l->t[0].values + (size_t)o * per;
-            for (size_t i = 0; i < per; i++) w[i] = (float)((double)w[i] * g);
-            l->t[1].values[o] = (float)(((double)l->t[1].values[o] - p[2].f[o]) * g + p[1].f[o]);
-        }
+        dcz_fold_batchnorm(l->t[0].values, l->t[1].values, m, l->t[0].n / m, p[0].f, p[1].f, p[2].f,
+                           p[3].f, eps);
         for (size_t i = 0; i < l->t[0].n && s == DCZ_OK; i++)
             if (!isfinite(l->t[0].values[i]))
                 s = fail(&im->e, DCZ_ERR_FORMAT, "%s: folding gives non-finite weights", c->label);

@@ -195,4 +195,13 @@ size_t dcz_doc_param_count(const dcz_doc *d);
 dcz_status dcz_doc_tensor_streams(const dcz_doc_tensor *t, uint8_t **idx, uint32_t *nnz,
                                   uint8_t **gaps, uint32_t *gap_count);
 
+/* Folds a batch normalization (per output row o: gamma, beta, running
+ * mean and variance, eps) into the weighted layer computing its input, w
+ * (rows, cols) and b (rows): w' = w g, b' = (b - mean) g + beta with
+ * g = gamma / sqrt(var + eps), computed in double (fold.c). The caller
+ * checks that var + eps > 0 and, where its input is outside data, that
+ * the results are finite. */
+void dcz_fold_batchnorm(float *w, float *b, size_t rows, size_t cols, const float *gamma,
+                        const float *beta, const float *mean, const float *var, float eps);
+
 #endif /* DCZ_MODEL_DOC_H */

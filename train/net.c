@@ -17,6 +17,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "model/doc.h"
 #include "train/internal.h"
 
 #define NET_MAX_LAYERS (1 << 16)
@@ -653,15 +654,9 @@ dcz_status dcz_net_fold_for_inference(dcz_net *net)
     for (int i = 0; i < net->nlayers; i++) {
         dcz_tlayer *l = &net->layers[i];
         if (l->op != DCZ_OP_BATCHNORM) continue;
-        /* w' = w g, b' = (b - mean) g + beta, g = gamma / sqrt(var + eps) */
         dcz_tlayer *p = &net->layers[target[i]];
-        size_t cols = dcz_tlayer_wcols(p);
-        for (int c = 0; c < l->in_c; c++) {
-            double g = (double)l->w[c] / sqrt((double)l->run_var[c] + (double)l->eps);
-            float *row = p->w + (size_t)c * cols;
-            for (size_t j = 0; j < cols; j++) row[j] = (float)(row[j] * g);
-            p->b[c] = (float)(((double)p->b[c] - l->run_mean[c]) * g + l->b[c]);
-        }
+        dcz_fold_batchnorm(p->w, p->b, (size_t)l->in_c, dcz_tlayer_wcols(p), l->w, l->b, l->run_mean,
+                           l->run_var, l->eps);
     }
     /* a folded or dropped layer's output is its input; the others are
      * numbered anew */
