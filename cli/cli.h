@@ -108,11 +108,25 @@ int rules_unmatched(const rule_set *r, const char *const *names, int n);
 
 /* ---- files -------------------------------------------------------------- */
 
-/* Reads a whole file ("-" = stdin) into a malloc'd buffer. */
-dcz_status cli_read_file(const char *path, uint8_t **buf, size_t *len);
-/* Writes buf to path atomically (temporary file in the same directory, then
- * rename); "-" writes to stdout. An interrupted run leaves no partial file. */
-dcz_status cli_write_file(const char *path, const void *buf, size_t len);
+/* Reads a whole file ("-" = stdin) into a malloc'd buffer. On failure *err
+ * gets the system's reason (errno; 0 when the status says it all). */
+dcz_status cli_read_file(const char *path, uint8_t **buf, size_t *len, int *err);
+/* Writes buf to path ("-": stdout), *err getting the system's reason on
+ * failure (docs/CLI.md, "Output files"):
+ * - a regular file, or a name not taken yet, through any symbolic links
+ *   (which stay): a temporary file in the same folder renamed over it, so
+ *   that an interrupted run leaves no partial file; a replaced file keeps
+ *   its mode and, where permitted, its owner; other hard links to it keep
+ *   the old contents;
+ * - a device, FIFO, socket or open pipe (/dev/null, >(cmd)): written
+ *   through, never replaced. */
+dcz_status cli_write_file(const char *path, const void *buf, size_t len, int *err);
+/* 0 when path can be written as cli_write_file would (its folder exists
+ * and is writable, it is not a folder), else the errno that says why. */
+int cli_check_output(const char *path);
+/* Prints "dcz: VERB: cannot read|write PATH: reason (what to do)", the
+ * system's reason when err is not 0, and returns the exit code. */
+int cli_io_fail(const verb_ctx *v, const char *path, dcz_status s, int err, int writing);
 /* Installs signal handlers that remove the temporary file on SIGINT/SIGTERM. */
 void cli_install_signals(void);
 

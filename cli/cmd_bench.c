@@ -68,11 +68,9 @@ int cmd_bench(verb_ctx *v)
     opt.force_reference = reference;
     uint8_t *buf;
     size_t len;
-    dcz_status s = cli_read_file(v->pos[0], &buf, &len);
-    if (s != DCZ_OK) {
-        cli_error("bench: cannot read %s: %s", v->pos[0], dcz_status_str(s));
-        return cli_exit_code(s, 1);
-    }
+    int err;
+    dcz_status s = cli_read_file(v->pos[0], &buf, &len, &err);
+    if (s != DCZ_OK) return cli_io_fail(v, v->pos[0], s, err, 0);
     double *load_us = malloc((size_t)loads * sizeof *load_us);
     double *run_us = malloc((size_t)runs * sizeof *run_us);
     dcz_model *m = NULL;

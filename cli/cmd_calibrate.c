@@ -258,9 +258,10 @@ static int write_table(const verb_ctx *v, const cal_run *run, const char *path, 
     char *text;
     dcz_status s = dcz_cal_table_format(run->doc, run->method, samples, &text);
     if (s != DCZ_OK) return cli_fail(v, s, "formatting the table");
-    s = cli_write_file(path, text, strlen(text));
+    int err;
+    s = cli_write_file(path, text, strlen(text), &err);
     free(text);
-    if (s != DCZ_OK) { cli_error("calibrate: cannot write %s", path); return EXIT_IO; }
+    if (s != DCZ_OK) return cli_io_fail(v, path, s, err, 1);
     cli_note(v, "calibrate: table written to %s", path);
     return -1;
 }
@@ -273,8 +274,9 @@ static int import_table(const verb_ctx *v, const cal_opts *o, dcz_doc *doc,
 {
     uint8_t *text;
     size_t len;
-    dcz_status s = cli_read_file(o->table, &text, &len);
-    if (s != DCZ_OK) { cli_error("calibrate: cannot read %s: %s", o->table, dcz_status_str(s)); return cli_exit_code(s, 1); }
+    int ioerr;
+    dcz_status s = cli_read_file(o->table, &text, &len, &ioerr);
+    if (s != DCZ_OK) return cli_io_fail(v, o->table, s, ioerr, 0);
     char *z = realloc(text, len + 1);
     if (!z) { free(text); return cli_fail(v, DCZ_ERR_NOMEM, "reading the table"); }
     z[len] = 0;

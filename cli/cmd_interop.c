@@ -50,11 +50,9 @@ int cmd_import(verb_ctx *v)
     if ((rc = cli_runtime_options(v, &ropt)) != -1) return rc;
     uint8_t *buf;
     size_t len;
-    dcz_status s = cli_read_file(v->pos[0], &buf, &len);
-    if (s != DCZ_OK) {
-        cli_error("import: cannot read %s: %s", v->pos[0], dcz_status_str(s));
-        return cli_exit_code(s, 1);
-    }
+    int why;
+    dcz_status s = cli_read_file(v->pos[0], &buf, &len, &why);
+    if (s != DCZ_OK) return cli_io_fail(v, v->pos[0], s, why, 0);
     dcz_onnx_import_opts io = { keep_dense };
     dcz_onnx_info info;
     dcz_doc *doc = NULL;
@@ -179,12 +177,12 @@ int cmd_export(verb_ctx *v)
         dcz_doc_free(d);
         return cli_exit_code(s, 1);
     }
-    s = cli_write_file(v->c.out, buf, len);
+    int why;
+    s = cli_write_file(v->c.out, buf, len, &why);
     free(buf);
     if (s != DCZ_OK) {
-        cli_error("export: cannot write %s", v->c.out);
         dcz_doc_free(d);
-        return EXIT_IO;
+        return cli_io_fail(v, v->c.out, s, why, 1);
     }
     const size_t params = dcz_doc_param_count(d);
     if (v->c.json) {

@@ -34,11 +34,9 @@ int cmd_eval(verb_ctx *v)
     if (fp32) opt.precision = DCZ_PRECISION_FP32;
     uint8_t *buf;
     size_t len;
-    dcz_status s = cli_read_file(v->pos[0], &buf, &len);
-    if (s != DCZ_OK) {
-        cli_error("eval: cannot read %s: %s", v->pos[0], dcz_status_str(s));
-        return cli_exit_code(s, 1);
-    }
+    int err;
+    dcz_status s = cli_read_file(v->pos[0], &buf, &len, &err);
+    if (s != DCZ_OK) return cli_io_fail(v, v->pos[0], s, err, 0);
     dcz_dataset test;
     rc = stage_load_data(v, DCZ_SPLIT_TEST, &test);
     if (rc != -1) { free(buf); return rc; }
@@ -517,11 +515,9 @@ static int run_load_raw(const verb_ctx *v, const char *path, const char *shape, 
     }
     uint8_t *buf;
     size_t len;
-    dcz_status s = cli_read_file(path, &buf, &len);
-    if (s != DCZ_OK) {
-        cli_error("run: cannot read %s: %s", path, dcz_status_str(s));
-        return cli_exit_code(s, 1);
-    }
+    int err;
+    dcz_status s = cli_read_file(path, &buf, &len, &err);
+    if (s != DCZ_OK) return cli_io_fail(v, path, s, err, 0);
     const uint64_t want = shape ? sd[0] * (uint64_t)in * 4 : 0;
     if (len == 0 || len % (in * 4) != 0 || (shape && (uint64_t)len != want)) {
         if (shape)
@@ -550,11 +546,9 @@ static int run_load_images(const verb_ctx *v, int resize, const dcz_model *m, fl
         const char *path = v->pos[1 + i];
         uint8_t *buf;
         size_t len;
-        dcz_status s = cli_read_file(path, &buf, &len);
-        if (s != DCZ_OK) {
-            cli_error("run: cannot read %s: %s", path, dcz_status_str(s));
-            return cli_exit_code(s, 1);
-        }
+        int ioerr;
+        dcz_status s = cli_read_file(path, &buf, &len, &ioerr);
+        if (s != DCZ_OK) return cli_io_fail(v, path, s, ioerr, 0);
         if (!dcz_png_sniff(buf, len)) {
             cli_error("run: %s is not a PNG image (raw float32 samples go with --raw FILE)", path);
             free(buf);
@@ -652,8 +646,10 @@ int cmd_run(verb_ctx *v)
     dcz_model *m = NULL;
     uint8_t *model_bytes = NULL;
     size_t model_len = 0;
-    dcz_status s = cli_read_file(v->pos[0], &model_bytes, &model_len);
-    if (s == DCZ_OK) s = dcz_open_memory(model_bytes, model_len, &opt, &m);
+    int err;
+    dcz_status s = cli_read_file(v->pos[0], &model_bytes, &model_len, &err);
+    if (s != DCZ_OK) return cli_io_fail(v, v->pos[0], s, err, 0);
+    s = dcz_open_memory(model_bytes, model_len, &opt, &m);
     free(model_bytes);
     if (s != DCZ_OK) {
         cli_error("run: %s: %s", v->pos[0], dcz_status_str(s));
@@ -691,9 +687,9 @@ int cmd_run(verb_ctx *v)
         uint8_t *le = malloc(n * out * 4);
         if (!le) { rc = EXIT_INTERNAL; goto done; }
         for (size_t i = 0; i < n * out; i++) dcz_put32(le + 4 * i, dcz_f32_bits(y[i]));
-        s = cli_write_file(v->c.out, le, n * out * 4);
+        s = cli_write_file(v->c.out, le, n * out * 4, &err);
         free(le);
-        if (s != DCZ_OK) { cli_error("run: cannot write %s", v->c.out); rc = EXIT_IO; goto done; }
+        if (s != DCZ_OK) { rc = cli_io_fail(v, v->c.out, s, err, 1); goto done; }
     }
     const int k = top < (int)out ? top : (int)out;
     int *best = malloc((size_t)k * sizeof *best);

@@ -5,6 +5,7 @@
  * output, --json, quiet output when stderr is not a terminal).
  */
 #include <errno.h>
+#include <fcntl.h>
 #include <fnmatch.h>
 #include <math.h>
 #include <signal.h>
@@ -284,6 +285,11 @@ int cli_parse(verb_ctx *v, const opt_spec *specs, int min_pos, int max_pos)
     if (v->npos < min_pos) { cli_usage_error(v, "missing argument"); return EXIT_USAGE; }
     if (v->npos > max_pos) { cli_usage_error(v, "unexpected argument '%s'", v->pos[max_pos]); return EXIT_USAGE; }
     if (c->threads < 0) { cli_usage_error(v, "--threads must be >= 0"); return EXIT_USAGE; }
+    if (c->out) {
+        /* before any long step: a run must not end on an output it cannot write */
+        int e = cli_check_output(c->out);
+        if (e) return cli_io_fail(v, c->out, DCZ_ERR_IO, e, 1);
+    }
     v->progress = !c->quiet && isatty(2);
     if (c->threads) dcz_train_set_threads(c->threads);
     return -1;
@@ -370,12 +376,45 @@ int rules_unmatched(const rule_set *r, const char *const *names, int n)
 
 /* ---- files ---------------------------------------------------------------- */
 
-dcz_status cli_read_file(const char *path, uint8_t **buf, size_t *len)
+/* What to do about a failed read or write, by the system's reason. */
+static const char *io_hint(int err, int writing)
+{
+    switch (err) {
+    case ENOENT: return writing ? "the folder must exist" : "check the path";
+    case ENOTDIR: return "a part of the path is not a folder";
+    case EISDIR: return writing ? "give a file name, not a folder" : "give a file, not a folder";
+    case EACCES:
+    case EPERM: return writing ? "check the permissions, or write elsewhere" : "check its permissions";
+    case ENOSPC:
+    case EDQUOT: return "free some space, or write elsewhere";
+    case EROFS: return "write elsewhere";
+    case ELOOP: return "the links loop";
+    case ENAMETOOLONG: return "use a shorter path";
+    default: return NULL;
+    }
+}
+
+int cli_io_fail(const verb_ctx *v, const char *path, dcz_status s, int err, int writing)
+{
+    const char *what = writing ? "write" : "read";
+    const char *hint = err ? io_hint(err, writing) : NULL;
+    if (strcmp(path, "-") == 0) path = writing ? "standard output" : "standard input";
+    if (err && hint) cli_error("%s: cannot %s %s: %s (%s)", v->verb, what, path, strerror(err), hint);
+    else if (err) cli_error("%s: cannot %s %s: %s", v->verb, what, path, strerror(err));
+    else cli_error("%s: cannot %s %s: %s", v->verb, what, path, dcz_status_str(s));
+    return writing ? (s == DCZ_ERR_NOMEM ? EXIT_INTERNAL : EXIT_IO) : cli_exit_code(s, 1);
+}
+
+dcz_status cli_read_file(const char *path, uint8_t **buf, size_t *len, int *err)
 {
     FILE *f = strcmp(path, "-") == 0 ? stdin : fopen(path, "rb");
     *buf = NULL;
     *len = 0;
-    if (!f) return DCZ_ERR_IO;
+    *err = 0;
+    if (!f) {
+        *err = errno;
+        return DCZ_ERR_IO;
+    }
     size_t cap = 1 << 16, n = 0;
     uint8_t *b = malloc(cap);
     dcz_status s = DCZ_OK;
@@ -388,7 +427,10 @@ dcz_status cli_read_file(const char *path, uint8_t **buf, size_t *len)
         b = nb;
         cap *= 2;
     }
-    if (s == DCZ_OK && ferror(f)) s = DCZ_ERR_IO;
+    if (s == DCZ_OK && ferror(f)) {
+        s = DCZ_ERR_IO;
+        *err = errno;   /* EISDIR for a folder */
+    }
     if (f != stdin) fclose(f);
     if (s != DCZ_OK) { free(b); return s; }
     *buf = b;
@@ -397,7 +439,7 @@ dcz_status cli_read_file(const char *path, uint8_t **buf, size_t *len)
 }
 
 /* the temporary file being written, removed if a signal ends the run */
-static char pending_tmp[4096];
+static char pending_tmp[4096 + 16];
 
 static void on_signal(int sig)
 {
@@ -413,35 +455,130 @@ void cli_install_signals(void)
     signal(SIGHUP, on_signal);
 }
 
-dcz_status cli_write_file(const char *path, const void *buf, size_t len)
+/* Follows path through symbolic links to the file they name, which may not
+ * exist yet (a dangling link names the file to create): out gets that
+ * path. 0, or the errno that stops it (ELOOP after 40 links). */
+static int follow_links(const char *path, char *out, size_t n)
 {
-    if (strcmp(path, "-") == 0) {
-        if (fwrite(buf, 1, len, stdout) != len || fflush(stdout) != 0) return DCZ_ERR_IO;
-        return DCZ_OK;
+    if (snprintf(out, n, "%s", path) >= (int)n) return ENAMETOOLONG;
+    for (int hop = 0; hop < 40; hop++) {
+        struct stat ls;
+        if (lstat(out, &ls) != 0 || !S_ISLNK(ls.st_mode)) return 0;
+        char to[4096];
+        ssize_t k = readlink(out, to, sizeof to - 1);
+        if (k < 0) return errno;
+        to[k] = '\0';
+        char *slash = strrchr(out, '/');
+        if (to[0] == '/' || !slash) {
+            if (snprintf(out, n, "%s", to) >= (int)n) return ENAMETOOLONG;
+        } else {
+            slash[1] = '\0';   /* relative to the link's folder */
+            size_t used = strlen(out);
+            if (snprintf(out + used, n - used, "%s", to) >= (int)(n - used)) return ENAMETOOLONG;
+        }
     }
-    char tmp[4096];
-    if (snprintf(tmp, sizeof tmp, "%s.tmp.XXXXXX", path) >= (int)sizeof tmp) return DCZ_ERR_IO;
-    int fd = mkstemp(tmp);
-    if (fd < 0) return DCZ_ERR_IO;
-    snprintf(pending_tmp, sizeof pending_tmp, "%s", tmp);
-    const uint8_t *p = buf;
-    size_t left = len;
+    return ELOOP;
+}
+
+/* Writes all of buf to fd; 0 or the errno. */
+static int write_all(int fd, const uint8_t *p, size_t left)
+{
     while (left) {
         ssize_t w = write(fd, p, left);
         if (w < 0 && errno == EINTR) continue;
-        if (w <= 0) break;
+        if (w < 0) return errno;
+        if (w == 0) return EIO;
         p += w;
         left -= (size_t)w;
     }
-    int ok = left == 0 && fchmod(fd, 0644) == 0 && fsync(fd) == 0;
-    ok &= close(fd) == 0;
-    if (ok && rename(tmp, path) == 0) {
-        pending_tmp[0] = 0;
+    return 0;
+}
+
+/* The mode a new file gets: 0666 less the umask. */
+static mode_t new_file_mode(void)
+{
+    mode_t m = umask(0);
+    umask(m);
+    return 0666 & ~m;
+}
+
+/* path names something that is not a regular file (and not a folder): a
+ * device, FIFO, socket or an open pipe (/dev/fd/N), written as it is. */
+static int is_special(const char *path, struct stat *st)
+{
+    return stat(path, st) == 0 && !S_ISREG(st->st_mode) && !S_ISDIR(st->st_mode);
+}
+
+int cli_check_output(const char *path)
+{
+    if (strcmp(path, "-") == 0) return 0;
+    struct stat st;
+    if (is_special(path, &st)) return 0;
+    char target[4096];
+    int e = follow_links(path, target, sizeof target);
+    if (e) return e;
+    if (stat(target, &st) == 0 && S_ISDIR(st.st_mode)) return EISDIR;
+    char dir[4096];
+    snprintf(dir, sizeof dir, "%s", target);
+    char *slash = strrchr(dir, '/');
+    if (!slash) snprintf(dir, sizeof dir, ".");
+    else if (slash == dir) dir[1] = '\0';
+    else *slash = '\0';
+    if (stat(dir, &st) != 0) return errno;
+    if (!S_ISDIR(st.st_mode)) return ENOTDIR;
+    return access(dir, W_OK | X_OK) == 0 ? 0 : errno;
+}
+
+dcz_status cli_write_file(const char *path, const void *buf, size_t len, int *err)
+{
+    *err = 0;
+    if (strcmp(path, "-") == 0) {
+        if (fwrite(buf, 1, len, stdout) != len || fflush(stdout) != 0) {
+            *err = errno;
+            return DCZ_ERR_IO;
+        }
         return DCZ_OK;
     }
-    unlink(tmp);
+    struct stat st;
+    if (is_special(path, &st)) {
+        /* no temporary file: a device or a pipe cannot be renamed over,
+         * and replacing one would destroy it */
+        int fd = open(path, O_WRONLY | O_CLOEXEC);
+        if (fd < 0) {
+            *err = errno;
+            return DCZ_ERR_IO;
+        }
+        *err = write_all(fd, buf, len);
+        if (close(fd) != 0 && !*err) *err = errno;
+        return *err ? DCZ_ERR_IO : DCZ_OK;
+    }
+    /* a regular file (or none yet), through any links: replaced whole by a
+     * temporary file in its folder renamed over it, keeping its mode and,
+     * where permitted, its owner; the links stay */
+    char target[4096], tmp[4096 + 16];
+    if ((*err = follow_links(path, target, sizeof target)) != 0) return DCZ_ERR_IO;
+    const int exists = stat(target, &st) == 0;
+    if (exists && S_ISDIR(st.st_mode)) {
+        *err = EISDIR;
+        return DCZ_ERR_IO;
+    }
+    snprintf(tmp, sizeof tmp, "%s.tmp.XXXXXX", target);
+    int fd = mkstemp(tmp);
+    if (fd < 0) {
+        *err = errno;
+        return DCZ_ERR_IO;
+    }
+    snprintf(pending_tmp, sizeof pending_tmp, "%s", tmp);
+    *err = write_all(fd, buf, len);
+    if (!*err && fchmod(fd, exists ? st.st_mode & 07777 : new_file_mode()) != 0) *err = errno;
+    if (!*err && exists && (st.st_uid != geteuid() || st.st_gid != getegid()))
+        (void)!fchown(fd, st.st_uid, st.st_gid);   /* only root may give a file away */
+    if (!*err && fsync(fd) != 0) *err = errno;
+    if (close(fd) != 0 && !*err) *err = errno;
+    if (!*err && rename(tmp, target) != 0) *err = errno;
+    if (*err) unlink(tmp);
     pending_tmp[0] = 0;
-    return DCZ_ERR_IO;
+    return *err ? DCZ_ERR_IO : DCZ_OK;
 }
 
 /* ---- progress --------------------------------------------------------------- */

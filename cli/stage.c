@@ -16,11 +16,9 @@ int stage_load_doc_bytes(const verb_ctx *v, const char *path, dcz_doc **doc, uin
 {
     uint8_t *buf;
     size_t len;
-    dcz_status s = cli_read_file(path, &buf, &len);
-    if (s != DCZ_OK) {
-        cli_error("%s: cannot read %s: %s", v->verb, path, dcz_status_str(s));
-        return cli_exit_code(s, 1);
-    }
+    int err;
+    dcz_status s = cli_read_file(path, &buf, &len, &err);
+    if (s != DCZ_OK) return cli_io_fail(v, path, s, err, 0);
     s = dcz_doc_read(buf, len, doc);
     if (s != DCZ_OK) {
         free(buf);
@@ -150,11 +148,11 @@ int stage_finish(const verb_ctx *v, dcz_doc *doc, const char *stage, const dcz_d
         return cli_fail(v, s, "encoding");
     if (len != stated) { free(buf); return cli_fail(v, DCZ_ERR_INTERNAL, "recording the file size"); }
     if (out_path) {
-        s = cli_write_file(out_path, buf, len);
+        int err;
+        s = cli_write_file(out_path, buf, len, &err);
         if (s != DCZ_OK) {
             free(buf);
-            cli_error("%s: cannot write %s", v->verb, out_path);
-            return EXIT_IO;
+            return cli_io_fail(v, out_path, s, err, 1);
         }
     }
     free(buf);
