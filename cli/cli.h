@@ -76,8 +76,12 @@ void cli_ctx_free(verb_ctx *v);
 int cli_parse(verb_ctx *v, const opt_spec *specs, int min_pos, int max_pos);
 void cli_usage_error(const verb_ctx *v, const char *fmt, ...);
 
-/* Where reports and --json go: stdout, or stderr when the output file is
- * stdout (-o -), so that data and report never mix. */
+/* Where a verb's human-readable report goes: stdout when the verb writes
+ * no file (the report is its result: info, eval, calibrate --compare), else
+ * stderr beside the notes, or NULL under --quiet. */
+FILE *cli_notes(const verb_ctx *v);
+/* Where --json goes: stdout, or stderr when the output file is stdout
+ * (-o -), so that data and report never mix. */
 FILE *cli_report(const verb_ctx *v);
 
 /* Messages on stderr: errors always, notes unless --quiet. */
@@ -130,6 +134,10 @@ int cli_io_fail(const verb_ctx *v, const char *path, dcz_status s, int err, int 
 /* Installs signal handlers that remove the temporary file on SIGINT/SIGTERM. */
 void cli_install_signals(void);
 
+/* The kernels libdcz runs on this machine: "avx512+avx2", "avx2", "neon",
+ * or "reference" (also when reference is set: forced). */
+const char *cli_kernels_name(int reference);
+
 /* ---- progress ------------------------------------------------------------ */
 
 typedef struct progress {
@@ -143,6 +151,9 @@ typedef struct progress {
 void progress_start(progress *p, const verb_ctx *v, const char *label, size_t total);
 void progress_cb(void *ctx, size_t done, size_t total); /* a dcz_progress_fn */
 void progress_end(progress *p);
+/* Clears the bar so that a note can take its line; the next call of
+ * progress_cb draws it again. */
+void progress_clear(progress *p);
 double cli_now(void);
 
 /* ---- JSON output ---------------------------------------------------------- */
@@ -177,6 +188,16 @@ int stage_load_doc_bytes(const verb_ctx *v, const char *path, dcz_doc **doc, uin
                          size_t *nbytes);
 /* Loads a dataset split, printing a message on failure: exit code or -1. */
 int stage_load_data(const verb_ctx *v, int split, dcz_dataset *d);
+/* Loads both splits of --data, which must agree: one sample shape, no
+ * test label beyond the train split's classes. Exit code or -1. */
+int stage_load_splits(const verb_ctx *v, dcz_dataset *train, dcz_dataset *test);
+/* Checks data d against a model whose input has shape dims (rank of them)
+ * and `outputs` classes: samples of that shape (C, H, W), or of as many
+ * values for a flat input, and no more classes than outputs (exact: as
+ * many, for training from scratch). Fewer classes than outputs is a note.
+ * The message says what was found and what was expected. Exit code or -1. */
+int stage_check_fit(const verb_ctx *v, const dcz_dataset *d, int rank, const uint32_t *dims, size_t outputs,
+                    int exact);
 
 /* Accuracy of the .dcz held in buf on data, measured by libdcz. */
 dcz_status stage_eval_bytes(const uint8_t *buf, size_t len, const dcz_options *opt,

@@ -16,15 +16,6 @@
 
 /* The sparse kernels dcz_run dispatches to here (runtime/kernels_simd.c,
  * runtime/kernels_lanes.c). */
-static const char *kernels_name(int reference)
-{
-    if (reference) return "reference";
-    if (dcz_isa_supported(DCZ_ISA_AVX512)) return "avx512+avx2";
-    if (dcz_isa_supported(DCZ_ISA_AVX2)) return "avx2";
-    if (dcz_isa_supported(DCZ_ISA_NEON)) return "neon";
-    return "reference";
-}
-
 static int cmp_double(const void *a, const void *b)
 {
     const double x = *(const double *)a, y = *(const double *)b;
@@ -75,8 +66,8 @@ int cmd_bench(verb_ctx *v)
     double *run_us = malloc((size_t)runs * sizeof *run_us);
     dcz_model *m = NULL;
     float *x = NULL, *y = NULL;
-    rc = EXIT_INTERNAL;
-    if (!load_us || !run_us) goto done;
+    rc = -1;
+    if (!load_us || !run_us) { rc = cli_fail(v, DCZ_ERR_NOMEM, "the timings of --loads and --runs"); goto done; }
     for (int i = 0; i < loads; i++) {
         dcz_close(m);
         m = NULL;
@@ -92,7 +83,13 @@ int cmd_bench(verb_ctx *v)
     const size_t in = dcz_input_size(m), out = dcz_output_size(m);
     x = malloc((size_t)batch * in * sizeof *x);
     y = malloc((size_t)batch * out * sizeof *y);
-    if (!x || !y) goto done;
+    if (!x || !y) {
+        char what[96];
+        snprintf(what, sizeof what, "a batch of %d samples (%zu bytes; lower --batch)", batch,
+                 (size_t)batch * (in + out) * sizeof *x);
+        rc = cli_fail(v, DCZ_ERR_NOMEM, what);
+        goto done;
+    }
     dcz_rng rng;
     dcz_rng_seed(&rng, (uint64_t)v->c.seed);
     for (size_t i = 0; i < (size_t)batch * in; i++) x[i] = dcz_rng_uniform(&rng);
@@ -122,7 +119,7 @@ int cmd_bench(verb_ctx *v)
         json_int(&j, "file_bytes", (long long)len);
         json_str(&j, "device", "cpu");
         json_str(&j, "scheme", scheme);
-        json_str(&j, "kernels", kernels_name(reference));
+        json_str(&j, "kernels", cli_kernels_name(reference));
         json_int(&j, "batch", batch);
         json_int(&j, "threads", dcz_model_threads(m));
         json_int(&j, "warmup", warmup);
@@ -139,7 +136,7 @@ int cmd_bench(verb_ctx *v)
     } else {
         FILE *f = cli_report(v);
         fprintf(f, "%s: %zu bytes, %s, cpu (%s kernels), batch %d, %d warm-up + %d timed runs\n",
-                v->pos[0], len, scheme, kernels_name(reference), batch, warmup, runs);
+                v->pos[0], len, scheme, cli_kernels_name(reference), batch, warmup, runs);
         fprintf(f, "load    %10.1f us (median of %d, Huffman decoding included)\n",
                 quantile(load_us, (size_t)loads, 0.5), loads);
         fprintf(f, "run     min %.1f  median %.1f  p90 %.1f  p99 %.1f  max %.1f us\n", run_us[0], med,

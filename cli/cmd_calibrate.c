@@ -179,7 +179,8 @@ static void print_layer_table(const verb_ctx *v, const dcz_doc *d, uint32_t sche
                               const dcz_cal_layer_cfg *cfg, const dcz_cal_result *res,
                               uint32_t count)
 {
-    FILE *f = cli_report(v);
+    FILE *f = cli_notes(v);
+    if (!f) return;
     const int fixed = scheme != DCZ_SCHEME_INT8;
     const int bits = scheme == DCZ_SCHEME_FIXED16 ? 16 : 8;
     fprintf(f, "%-12s %-16s %-11s %12s %10s %-22s %9s\n", "layer", "method", "weights",
@@ -443,8 +444,7 @@ int cmd_calibrate(verb_ctx *v)
 
     dcz_status s;
     rc = stage_load_doc_bytes(v, v->pos[0], &doc, &in, &len);
-    if (rc == -1 && v->c.data) rc = stage_load_data(v, DCZ_SPLIT_TRAIN, &train);
-    if (rc == -1 && v->c.data) rc = stage_load_data(v, DCZ_SPLIT_TEST, &test);
+    if (rc == -1 && v->c.data) rc = stage_load_splits(v, &train, &test);
     if (rc != -1) goto done;
     if (v->c.data) fp32 = fp32_accuracy(in, len, &test);
 
@@ -505,22 +505,25 @@ int cmd_calibrate(verb_ctx *v)
                           v->c.data ? &test : NULL, v->c.out, &r->acc, &r->bytes);
         if (rc != -1) goto done;
     }
-    if (!v->c.json) {
-        FILE *f = cli_report(v);
+    FILE *f = cli_notes(v);
+    if (!v->c.json && f) {
         if (r->res) print_layer_table(v, r->doc, scheme, cfg, r->res, col.count);
         if (nruns > 1) {
             fprintf(f, "\n%-18s %10s %10s\n", "method", "accuracy", "vs fp32");
             for (int i = 0; i < nruns; i++)
                 fprintf(f, "%-18s %9.2f%% %+10.2f%s\n", runs[i].method, runs[i].acc * 100,
-                        (runs[i].acc - fp32) * 100, i == best ? "  <- written" : "");
+                        (runs[i].acc - fp32) * 100, i != best ? "" : v->c.out ? "  <- written" : "  <- best");
         }
+        char size[48] = "";   /* nothing was written without -o */
+        if (v->c.out) snprintf(size, sizeof size, ", %zu bytes", r->bytes);
         if (fp32 >= 0 && r->acc >= 0)
-            fprintf(f, "%s: %s, %s: accuracy %.2f%% (fp32 %.2f%%, %+.2f points)%s%s, %zu bytes\n",
+            fprintf(f, "%s: %s, %s: accuracy %.2f%% (fp32 %.2f%%, %+.2f points)%s\n",
                     v->c.out ? v->c.out : v->pos[0], dcz_cal_scheme_name(scheme), r->method,
-                    r->acc * 100, fp32 * 100, (r->acc - fp32) * 100, "", "", r->bytes);
-        else if (v->c.out)
-            fprintf(f, "%s: %s, %s, %zu bytes\n", v->c.out, dcz_cal_scheme_name(scheme), r->method, r->bytes);
-    } else {
+                    r->acc * 100, fp32 * 100, (r->acc - fp32) * 100, size);
+        else
+            fprintf(f, "%s: %s, %s%s\n", v->c.out ? v->c.out : v->pos[0], dcz_cal_scheme_name(scheme), r->method,
+                    size);
+    } else if (v->c.json) {
         print_json(v, scheme, fp32, runs, nruns, best, cfg, col.count);
     }
     rc = EXIT_OK;

@@ -105,8 +105,8 @@ int cmd_import(verb_ctx *v)
         }
         json_close_arr(&j);
         json_end(&j);
-    } else {
-        FILE *f = cli_report(v);
+    } else if (cli_notes(v)) {
+        FILE *f = cli_notes(v);
         fprintf(f, "%s: ONNX opset %lld, IR version %lld, from %s; %u nodes -> %u layers "
                 "(%u folded into a layer, %u removed)\n", v->pos[0], (long long)info.opset,
                 (long long)info.ir_version, info.producer[0] ? info.producer : "an unnamed producer", info.nodes,
@@ -196,8 +196,8 @@ int cmd_export(verb_ctx *v)
         json_int(&j, "onnx_bytes", (long long)len);
         json_int(&j, "dcz_bytes", (long long)d->file_bytes);
         json_end(&j);
-    } else {
-        fprintf(cli_report(v), "wrote %s: ONNX opset %d, %u layers, %zu parameters as dense fp32, %zu bytes "
+    } else if (cli_notes(v)) {
+        fprintf(cli_notes(v), "wrote %s: ONNX opset %d, %u layers, %zu parameters as dense fp32, %zu bytes "
                 "(the .dcz: %zu bytes)\n", v->c.out, opset, d->nlayers, params, len, d->file_bytes);
     }
     dcz_doc_free(d);

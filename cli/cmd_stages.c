@@ -151,7 +151,7 @@ static int make_encodings(const verb_ctx *v, const dcz_net *net, const char *gap
     if (rc != -1) return rc;
     if ((rc = check_rule_names(v, "gap-bits", &gr, net)) != -1) return rc;
     dcz_layer_encoding *e = calloc((size_t)net->nlayers, sizeof *e);
-    if (!e) return EXIT_INTERNAL;
+    if (!e) return cli_fail(v, DCZ_ERR_NOMEM, "the layer encodings");
     for (int i = 0; i < net->nlayers; i++) {
         double g = rules_value(&gr, net->layers[i].name, default_gap_bits(&net->layers[i]));
         if (g < 1 || g > 8 || g != floor(g)) {
@@ -202,6 +202,20 @@ static int need_output(const verb_ctx *v)
 typedef int (*stage_fn)(const verb_ctx *v, dcz_net *net, const dcz_doc *in, const void *opts,
                         const dcz_dataset *train, const dcz_dataset *test, char *extra, size_t extra_len);
 
+/* A learning rate (named by its option), momentum and weight decay in the
+ * ranges SGD converges in at all: rate > 0, momentum in [0, 1), decay >= 0.
+ * A rate too high for its network still diverges, and training says so. */
+static int check_sgd_opts(const verb_ctx *v, const char *lr_opt, double lr, double momentum, double wd)
+{
+    if (!(lr > 0)) { cli_usage_error(v, "--%s must be > 0, not %g", lr_opt, lr); return EXIT_USAGE; }
+    if (!(momentum >= 0 && momentum < 1)) {
+        cli_usage_error(v, "--momentum must be in [0, 1), not %g", momentum);
+        return EXIT_USAGE;
+    }
+    if (!(wd >= 0)) { cli_usage_error(v, "--weight-decay must be >= 0, not %g", wd); return EXIT_USAGE; }
+    return -1;
+}
+
 /* ---- train ------------------------------------------------------------------ */
 
 typedef struct train_opts {
@@ -233,7 +247,8 @@ int cmd_train(verb_ctx *v)
     if (!v->c.data) { cli_usage_error(v, "training needs --data"); return EXIT_USAGE; }
     dcz_options ro;
     if ((rc = cli_runtime_options(v, &ro)) != -1) return rc;
-    if (t.epochs < 0 || t.batch < 1 || t.lr <= 0) { cli_usage_error(v, "bad --epochs, --batch or --lr"); return EXIT_USAGE; }
+    if (t.epochs < 0 || t.batch < 1) { cli_usage_error(v, "--epochs must be >= 0 and --batch >= 1"); return EXIT_USAGE; }
+    if ((rc = check_sgd_opts(v, "lr", t.lr, t.momentum, t.wd)) != -1) return rc;
     if (strcmp(t.schedule, "const") && strcmp(t.schedule, "step") && strcmp(t.schedule, "cosine")) {
         cli_usage_error(v, "--schedule must be const, step or cosine");
         return EXIT_USAGE;
@@ -243,16 +258,9 @@ int cmd_train(verb_ctx *v)
     dcz_status s = dcz_net_create_arch(t.arch, (uint64_t)v->c.seed, &net, err, sizeof err);
     if (s != DCZ_OK) { cli_usage_error(v, "--arch %s: %s", t.arch, err); return EXIT_USAGE; }
     dcz_dataset train, test;
-    memset(&test, 0, sizeof test);
-    rc = stage_load_data(v, DCZ_SPLIT_TRAIN, &train);
-    if (rc == -1) rc = stage_load_data(v, DCZ_SPLIT_TEST, &test);
+    rc = stage_load_splits(v, &train, &test);
+    if (rc == -1) rc = stage_check_fit(v, &train, (int)net->in_rank, net->in_dims, (size_t)net->classes, 1);
     if (rc != -1) goto done;
-    if (!dcz_dataset_fits(net, &train)) {
-        cli_error("train: %s has %ux%ux%u samples in %u classes; %s takes %d inputs and %d classes",
-                  v->c.data, train.c, train.h, train.w, train.classes, t.arch, net->in_dim, net->classes);
-        rc = EXIT_BAD_INPUT;
-        goto done;
-    }
     dcz_rng rng;
     dcz_rng_seed(&rng, (uint64_t)v->c.seed);
     double t0 = cli_now(), acc = 0;
@@ -329,7 +337,7 @@ static void prune_opts_init(prune_opts *p)
     p->epochs = 3;
     p->final_epochs = 12;
     p->batch = 64;
-    p->lr = -1;
+    p->lr = NAN;   /* not given: a quarter of the training rate */
     p->momentum = 0.9;
     p->wd = 1e-4;
 }
@@ -344,11 +352,11 @@ static void prune_opts_init(prune_opts *p)
     { "weight-decay", 0, OPT_FLOAT, &(p).wd, "retraining weight decay (default 1e-4)" }, \
     { "gap-bits", 0, OPT_STR, &(p).gap_bits, "relative position width per layer (default: fc 5, conv 8)" }
 
-/* Prunes net per the options; prints the per-layer report. */
-static int run_prune(const verb_ctx *v, dcz_net *net, const dcz_doc *in, const void *opts,
-                     const dcz_dataset *train, const dcz_dataset *test, char *extra, size_t extra_len)
+/* The prune plan for net from the options, every option and rule checked
+ * (plan->targets malloc'd, by layer): -1, or the exit code after a message. */
+static int plan_prune(const verb_ctx *v, const dcz_net *net, const dcz_doc *in, const prune_opts *po,
+                      int retrain, dcz_prune_plan *plan)
 {
-    const prune_opts *po = opts;
     rule_set sp, q;
     int rc = parse_rules(v, "sparsity", po->sparsity, &sp);
     if (rc == -1) rc = parse_rules(v, "quality", po->quality, &q);
@@ -359,12 +367,22 @@ static int run_prune(const verb_ctx *v, dcz_net *net, const dcz_doc *in, const v
         cli_usage_error(v, "--rounds must be >= 1 and epochs >= 0");
         return EXIT_USAGE;
     }
+    /* The paper retrains at about a tenth of the original rate; our training
+     * decays its rate by a cosine (mean: half the peak), and a quarter of the
+     * peak measured best on LeNet-300-100 (+0.08 points vs -0.33 at a tenth). */
+    const double lr = isnan(po->lr) ? trained_lr(in, 0.02) / 4 : po->lr;
+    if ((rc = check_sgd_opts(v, "prune-lr", lr, po->momentum, po->wd)) != -1) return rc;
     dcz_prune_target *targets = calloc((size_t)net->nlayers, sizeof *targets);
-    if (!targets) return EXIT_INTERNAL;
+    if (!targets) return cli_fail(v, DCZ_ERR_NOMEM, "the prune targets");
     const int defaults = !po->sparsity && !po->quality;
     for (int i = 0; i < net->nlayers; i++) {
         const char *name = net->layers[i].name;
         if (!dcz_tlayer_has_weights(&net->layers[i])) continue;
+        if (rules_match(&q, name) && rules_match(&sp, name)) {
+            cli_usage_error(v, "layer %s has both a --sparsity and a --quality rule: give it one", name);
+            free(targets);
+            return EXIT_USAGE;
+        }
         if (rules_match(&q, name)) {
             targets[i].mode = DCZ_PRUNE_QUALITY;
             targets[i].value = rules_value(&q, name, 0);
@@ -380,37 +398,56 @@ static int run_prune(const verb_ctx *v, dcz_net *net, const dcz_doc *in, const v
             return EXIT_USAGE;
         }
     }
-    dcz_prune_plan plan;
-    dcz_prune_plan_init(&plan);
-    plan.targets = targets;
-    plan.rounds = po->rounds;
-    plan.epochs = train ? po->epochs : 0;
-    plan.final_epochs = train ? po->final_epochs : 0;
-    /* The paper retrains at about a tenth of the original rate; our training
-     * decays its rate by a cosine (mean: half the peak), and a quarter of the
-     * peak measured best on LeNet-300-100 (+0.08 points vs -0.33 at a tenth). */
-    plan.sgd.lr = (float)(po->lr > 0 ? po->lr : trained_lr(in, 0.02) / 4);
-    plan.sgd.momentum = (float)po->momentum;
-    plan.sgd.weight_decay = (float)po->wd;
-    plan.sgd.batch = po->batch;
-    plan.seed = (uint64_t)v->c.seed;
+    dcz_prune_plan_init(plan);
+    plan->targets = targets;
+    plan->rounds = po->rounds;
+    plan->epochs = retrain ? po->epochs : 0;
+    plan->final_epochs = retrain ? po->final_epochs : 0;
+    plan->sgd.lr = (float)lr;
+    plan->sgd.momentum = (float)po->momentum;
+    plan->sgd.weight_decay = (float)po->wd;
+    plan->sgd.batch = po->batch;
+    plan->seed = (uint64_t)v->c.seed;
+    return -1;
+}
+
+typedef struct round_ctx { const verb_ctx *v; progress *p; int test; } round_ctx;
+
+/* A prune round's line, printed as the round ends (a log followed with
+ * tail -f shows it then, and a killed run keeps it). */
+static void note_round(void *ctx, int r, int rounds, const dcz_prune_round *R)
+{
+    const round_ctx *c = ctx;
+    progress_clear(c->p);
+    if (c->test)
+        cli_note(c->v, "prune round %d/%d: sparsity %.4f  accuracy %.2f%% -> %.2f%% after retraining", r, rounds,
+                 R->target, R->acc_pruned * 100, R->acc_retrained * 100);
+    else
+        cli_note(c->v, "prune round %d/%d: sparsity %.4f", r, rounds, R->target);
+}
+
+/* Prunes net per a plan (whose targets it frees); prints each round's line
+ * as it ends, then the per-layer report. */
+static int exec_prune(const verb_ctx *v, dcz_net *net, dcz_prune_plan *plan, const dcz_dataset *train,
+                      const dcz_dataset *test, char *extra, size_t extra_len)
+{
     dcz_prune_report rep;
     progress p;
     progress_start(&p, v, "prune", 0);
-    dcz_status s = dcz_prune_run(net, &plan, train, test, progress_cb, &p, &rep);
+    round_ctx rc = { v, &p, test != NULL };
+    plan->round_done = note_round;
+    plan->round_ctx = &rc;
+    dcz_status s = dcz_prune_run(net, plan, train, test, progress_cb, &p, &rep);
     progress_end(&p);
-    free(targets);
+    free((void *)plan->targets);
+    plan->targets = NULL;
     if (s != DCZ_OK) return cli_fail(v, s, "pruning");
-    for (int r = 0; r < rep.nrounds && test; r++)
-        cli_note(v, "prune round %d/%d: sparsity %.4f  accuracy %.2f%% -> %.2f%% after retraining", r + 1,
-                 rep.nrounds, rep.rounds[r].target, rep.rounds[r].acc_pruned * 100,
-                 rep.rounds[r].acc_retrained * 100);
     if (test) cli_note(v, "prune: accuracy %.2f%% before, %.2f%% after the final retraining",
                        rep.acc_initial * 100, rep.acc_final * 100);
     cli_note(v, "%-10s %10s %10s %8s %10s", "layer", "weights", "kept", "density", "threshold");
     size_t n = 0;
     n += (size_t)snprintf(extra + n, extra_len - n, "rounds = %d\nretrain_epochs = %d\nfinal_epochs = %d\nlr = %g\n",
-                          plan.rounds, plan.epochs, plan.final_epochs, plan.sgd.lr);
+                          plan->rounds, plan->epochs, plan->final_epochs, plan->sgd.lr);
     for (int i = 0; i < rep.nlayers; i++) {
         const dcz_prune_layer_report *l = &rep.layers[i];
         cli_note(v, "%-10s %10zu %10zu %7.2f%% %10.4f", l->name, l->weights, l->kept, l->density * 100,
@@ -421,6 +458,15 @@ static int run_prune(const verb_ctx *v, dcz_net *net, const dcz_doc *in, const v
     }
     dcz_prune_report_free(&rep);
     return -1;
+}
+
+/* prune as a stage_fn: plan, then run */
+static int run_prune(const verb_ctx *v, dcz_net *net, const dcz_doc *in, const void *opts,
+                     const dcz_dataset *train, const dcz_dataset *test, char *extra, size_t extra_len)
+{
+    dcz_prune_plan plan;
+    int rc = plan_prune(v, net, in, opts, train != NULL, &plan);
+    return rc != -1 ? rc : exec_prune(v, net, &plan, train, test, extra, extra_len);
 }
 
 /* ---- quantize ----------------------------------------------------------------- */
@@ -438,7 +484,7 @@ static void quant_opts_init(quant_opts *q)
     q->epochs = 4;
     q->iters = 100;
     q->batch = 64;
-    q->lr = -1;
+    q->lr = NAN;   /* not given: the quantize stage's default */
 }
 
 #define QUANT_SPECS(q) \
@@ -448,11 +494,12 @@ static void quant_opts_init(quant_opts *q)
     { "quant-epochs", 0, OPT_INT, &(q).epochs, "centroid fine-tuning epochs (default 4)" }, \
     { "quant-lr", 0, OPT_FLOAT, &(q).lr, "centroid fine-tuning rate (default 1e-4)" }
 
-static int run_quantize(const verb_ctx *v, dcz_net *net, const dcz_doc *in, const void *opts,
-                        const dcz_dataset *train, const dcz_dataset *test, char *extra, size_t extra_len)
+/* The quantize plan for net from the options, every option and rule
+ * checked (plan->bits malloc'd, by layer): -1, or the exit code after a
+ * message. */
+static int plan_quantize(const verb_ctx *v, const dcz_net *net, const quant_opts *qo, int retrain,
+                         dcz_quant_plan *plan)
 {
-    const quant_opts *qo = opts;
-    (void)in;
     rule_set br;
     int rc = parse_rules(v, "bits", qo->bits, &br);
     if (rc == -1) rc = check_rule_names(v, "bits", &br, net);
@@ -461,10 +508,17 @@ static int run_quantize(const verb_ctx *v, dcz_net *net, const dcz_doc *in, cons
     if (strcmp(qo->init, "linear") == 0) init = DCZ_KM_LINEAR;
     else if (strcmp(qo->init, "density") == 0) init = DCZ_KM_DENSITY;
     else if (strcmp(qo->init, "random") == 0) init = DCZ_KM_RANDOM;
-    else { cli_usage_error(v, "--init must be linear, density or random"); return EXIT_USAGE; }
-    if (qo->epochs < 0 || qo->iters < 0 || qo->batch < 1) { cli_usage_error(v, "bad --quant-epochs or --kmeans-iters"); return EXIT_USAGE; }
+    else { cli_usage_error(v, "--init must be linear, density or random, not '%s'", qo->init); return EXIT_USAGE; }
+    if (qo->epochs < 0 || qo->iters < 0 || qo->batch < 1) {
+        cli_usage_error(v, "--quant-epochs and --kmeans-iters must be >= 0");
+        return EXIT_USAGE;
+    }
+    if (!isnan(qo->lr) && !(qo->lr > 0)) {
+        cli_usage_error(v, "--quant-lr must be > 0, not %g", qo->lr);
+        return EXIT_USAGE;
+    }
     int *bits = calloc((size_t)net->nlayers, sizeof *bits);
-    if (!bits) return EXIT_INTERNAL;
+    if (!bits) return cli_fail(v, DCZ_ERR_NOMEM, "the codebook sizes");
     for (int i = 0; i < net->nlayers; i++) {
         if (!dcz_tlayer_has_weights(&net->layers[i])) continue;
         double b = rules_value(&br, net->layers[i].name, default_bits(&net->layers[i]));
@@ -475,27 +529,35 @@ static int run_quantize(const verb_ctx *v, dcz_net *net, const dcz_doc *in, cons
         }
         bits[i] = (int)b;
     }
-    dcz_quant_plan plan;
-    dcz_quant_plan_init(&plan);
-    plan.bits = bits;
-    plan.init = init;
-    plan.max_iter = qo->iters;
-    plan.seed = (uint64_t)v->c.seed;
-    plan.epochs = train ? qo->epochs : 0;
-    if (qo->lr > 0) plan.sgd.lr = (float)qo->lr;
-    plan.sgd.batch = qo->batch;
+    dcz_quant_plan_init(plan);
+    plan->bits = bits;
+    plan->init = init;
+    plan->max_iter = qo->iters;
+    plan->seed = (uint64_t)v->c.seed;
+    plan->epochs = retrain ? qo->epochs : 0;
+    if (!isnan(qo->lr)) plan->sgd.lr = (float)qo->lr;
+    plan->sgd.batch = qo->batch;
+    return -1;
+}
+
+/* Quantizes net per a plan (whose bits it frees); prints the per-layer
+ * report. */
+static int exec_quantize(const verb_ctx *v, dcz_net *net, dcz_quant_plan *plan, const char *init,
+                         const dcz_dataset *train, const dcz_dataset *test, char *extra, size_t extra_len)
+{
     dcz_quant_report rep;
     progress p;
     progress_start(&p, v, "quantize", 0);
-    dcz_status s = dcz_quantize_finetune(net, &plan, train, test, progress_cb, &p, &rep);
+    dcz_status s = dcz_quantize_finetune(net, plan, train, test, progress_cb, &p, &rep);
     progress_end(&p);
-    free(bits);
+    free((void *)plan->bits);
+    plan->bits = NULL;
     if (s != DCZ_OK) return cli_fail(v, s, "quantizing");
     if (test) cli_note(v, "quantize: accuracy %.2f%% before, %.2f%% clustered, %.2f%% after fine-tuning",
                        rep.acc_initial * 100, rep.acc_clustered * 100, rep.acc_final * 100);
     cli_note(v, "%-10s %5s %5s %10s %6s %12s %12s", "layer", "bits", "k", "kept", "iters", "rms error", "rms tuned");
     size_t n = (size_t)snprintf(extra, extra_len, "init = %s\nfinetune_epochs = %d\nfinetune_lr = %g\n",
-                                qo->init, plan.epochs, plan.sgd.lr);
+                                init, plan->epochs, plan->sgd.lr);
     for (int i = 0; i < rep.nlayers; i++) {
         const dcz_quant_layer_report *l = &rep.layers[i];
         cli_note(v, "%-10s %5d %5d %10zu %6d %12.3g %12.3g", l->name, l->bits, l->k, l->kept, l->iterations,
@@ -506,6 +568,16 @@ static int run_quantize(const verb_ctx *v, dcz_net *net, const dcz_doc *in, cons
     }
     dcz_quant_report_free(&rep);
     return -1;
+}
+
+/* quantize as a stage_fn: plan, then run */
+static int run_quantize(const verb_ctx *v, dcz_net *net, const dcz_doc *in, const void *opts,
+                        const dcz_dataset *train, const dcz_dataset *test, char *extra, size_t extra_len)
+{
+    const quant_opts *qo = opts;
+    dcz_quant_plan plan;
+    int rc = plan_quantize(v, net, qo, train != NULL, &plan);
+    return rc != -1 ? rc : exec_quantize(v, net, &plan, qo->init, train, test, extra, extra_len);
 }
 
 /* ---- the single-stage verbs ------------------------------------------------------ */
@@ -528,13 +600,8 @@ static int open_stage(verb_ctx *v, dcz_doc **doc, dcz_net **net, dcz_dataset *tr
         cli_note(v, "%s: %s is calibrated; its table does not fit changed weights and is not kept "
                  "(run dcz calibrate on the output)", v->verb, v->pos[0]);
     if (!*have_data) return -1;
-    rc = stage_load_data(v, DCZ_SPLIT_TRAIN, train);
-    if (rc == -1) rc = stage_load_data(v, DCZ_SPLIT_TEST, test);
-    if (rc == -1 && !dcz_dataset_fits(*net, train)) {
-        cli_error("%s: %s does not fit the model's %d inputs and %d outputs", v->verb, v->c.data,
-                  (*net)->in_dim, (*net)->classes);
-        rc = EXIT_BAD_INPUT;
-    }
+    rc = stage_load_splits(v, train, test);
+    if (rc == -1) rc = stage_check_fit(v, train, (int)(*net)->in_rank, (*net)->in_dims, (size_t)(*net)->classes, 0);
     return rc;
 }
 
@@ -772,10 +839,22 @@ int cmd_compress(verb_ctx *v)
     double t0 = cli_now();
     rc = open_stage(v, &doc, &net, &train, &test, &have);
     size_t params = doc ? dcz_doc_param_count(doc) : 0;
-    /* every layer pattern is checked before hours of retraining */
-    const char *rule_opts[] = { "sparsity", "quality", "gap-bits", "bits" };
-    const char *rule_texts[] = { po.sparsity, po.quality, po.gap_bits, qo.bits };
-    for (int i = 0; i < 4 && rc == -1; i++) rc = check_rule_text_names(v, rule_opts[i], rule_texts[i], net);
+    /* every option of every stage, and where the stages go, is checked
+     * before hours of retraining */
+    dcz_prune_plan pplan = { 0 };
+    dcz_quant_plan qplan = { 0 };
+    if (rc == -1) rc = plan_prune(v, net, doc, &po, 1, &pplan);
+    if (rc == -1) rc = plan_quantize(v, net, &qo, 1, &qplan);
+    if (rc == -1) {
+        dcz_layer_encoding *enc = NULL;   /* the gap-bits rules' values */
+        rc = make_encodings(v, net, po.gap_bits, 1, 0, &enc);
+        free(enc);
+    }
+    for (int k = 0; k < 2 && rc == -1 && stages_dir; k++) {
+        write_stage_file(v, stages_dir, k ? "quantize" : "prune", path, sizeof path);
+        const int e = cli_check_output(path);
+        if (e) rc = cli_io_fail(v, path, DCZ_ERR_IO, e, 1);
+    }
     if (rc == -1) {
         /* the input's accuracy, from its bytes as read (it may be stdin) */
         uint8_t *buf = NULL;
@@ -789,7 +868,7 @@ int cmd_compress(verb_ctx *v)
         nres++;
     }
     /* prune */
-    if (rc == -1) rc = run_prune(v, net, doc, &po, &train, &test, extra, sizeof extra);
+    if (rc == -1) rc = exec_prune(v, net, &pplan, &train, &test, extra, sizeof extra);
     if (rc == -1) {
         int keep = write_stage_file(v, stages_dir, "prune", path, sizeof path);
         rc = finish_net(v, net, doc, "prune", po.gap_bits, 0, 0, &train, extra, &test, keep ? path : NULL,
@@ -797,7 +876,7 @@ int cmd_compress(verb_ctx *v)
         res[nres++].name = "prune";
     }
     /* quantize */
-    if (rc == -1) rc = run_quantize(v, net, doc, &qo, &train, &test, extra, sizeof extra);
+    if (rc == -1) rc = exec_quantize(v, net, &qplan, qo.init, &train, &test, extra, sizeof extra);
     if (rc == -1) {
         int keep = write_stage_file(v, stages_dir, "quantize", path, sizeof path);
         rc = finish_net(v, net, doc, "quantize", po.gap_bits, 0, 0, &train, extra, &test, keep ? path : NULL,
@@ -828,9 +907,10 @@ int cmd_compress(verb_ctx *v)
         for (int i = 0; i < nres; i++)
             cli_note(v, "%-10s %12zu %8.1fx %9.2f%%", res[i].name, res[i].bytes,
                      (double)params * 4 / (double)res[i].bytes, res[i].acc * 100);
-        cli_note(v, "compress: %s: %.1fx smaller than dense fp32 (%zu bytes), %.2f points of accuracy, %.0f s",
-                 v->c.out, (double)params * 4 / (double)res[nres - 1].bytes, params * 4,
-                 (res[nres - 1].acc - res[0].acc) * 100, cli_now() - t0);
+        const double change = (res[nres - 1].acc - res[0].acc) * 100;
+        cli_note(v, "compress: %s: %.1fx smaller than dense fp32 (%zu bytes), accuracy %.2f%% (%s %.2f points), %.0f s",
+                 v->c.out, (double)params * 4 / (double)res[nres - 1].bytes, params * 4, res[nres - 1].acc * 100,
+                 change < 0 ? "lost" : "gained", fabs(change), cli_now() - t0);
         if (v->c.json) {
             json_out j;
             json_begin(&j, cli_report(v));
@@ -854,6 +934,8 @@ int cmd_compress(verb_ctx *v)
         }
         rc = EXIT_OK;
     }
+    free((void *)pplan.targets);
+    free((void *)qplan.bits);
     dcz_net_free(net);
     dcz_doc_free(doc);
     dcz_doc_free(staged);

@@ -45,7 +45,11 @@ int cmd_eval(verb_ctx *v)
     dcz_model *m;
     if (dcz_open_memory(buf, len, &opt, &m) == DCZ_OK) {
         scheme = dcz_model_scheme(m);
+        uint32_t dims[DCZ_MAX_RANK];
+        const int rank = dcz_input_shape(m, dims, DCZ_MAX_RANK);
+        rc = stage_check_fit(v, &test, rank, dims, dcz_output_size(m), 0);
         dcz_close(m);
+        if (rc != -1) { free(buf); dcz_dataset_free(&test); return rc; }
     }
     static const char *const scheme_names[] = { "fp32", "int8", "fixed8", "fixed16" };
     s = stage_eval_bytes(buf, len, &opt, &test, &acc);
@@ -238,11 +242,11 @@ int cmd_info(verb_ctx *v)
     if ((rc = stage_load_doc_bytes(v, v->pos[0], &d, &file, &file_len)) != -1) return rc;
     const size_t params = dcz_doc_param_count(d);
     layer_info *li = calloc(d->nlayers, sizeof *li);
-    if (!li) { dcz_doc_free(d); free(file); return EXIT_INTERNAL; }
+    if (!li) { dcz_doc_free(d); free(file); return cli_fail(v, DCZ_ERR_NOMEM, "the layer table"); }
     dcz_shape *shapes = malloc(((size_t)d->nlayers + 1) * sizeof *shapes);
     if (!shapes || dcz_doc_shapes(d, shapes) != DCZ_OK) {   /* the reader checked them */
         free(shapes); free(li); dcz_doc_free(d); free(file);
-        return EXIT_INTERNAL;
+        return cli_fail(v, shapes ? DCZ_ERR_INTERNAL : DCZ_ERR_NOMEM, "the tensor shapes");
     }
     for (uint32_t i = 0; i < d->nlayers; i++)
         if (has_weights(&d->layers[i])) measure_layer(&d->layers[i], &li[i]);
@@ -480,8 +484,11 @@ static float *floats_from_le(const uint8_t *buf, size_t n)
     return x;
 }
 
-/* Raw little-endian float32 samples from path; with a shape, the file and
- * the model must both agree with it. Exit code or -1. */
+/* Raw little-endian float32 samples from path; with a shape, the file must
+ * hold exactly its values and one sample of it as many values as the
+ * model's (the model's own shape, or any view of the same values: images
+ * N,1,28,28 into a perceptron of 784 inputs, as PNG input is taken).
+ * Exit code or -1. */
 static int run_load_raw(const verb_ctx *v, const char *path, const char *shape, const dcz_model *m, float **x,
                         size_t *n)
 {
@@ -493,7 +500,7 @@ static int run_load_raw(const verb_ctx *v, const char *path, const char *shape, 
                         shape);
         return EXIT_USAGE;
     }
-    if (shape) {   /* one sample of the shape must be one of the model's */
+    if (shape) {   /* one sample of the shape must hold the values of one of the model's */
         uint32_t md[DCZ_MAX_RANK];
         const int mr = dcz_input_shape(m, md, DCZ_MAX_RANK);
         uint64_t per = 1;
@@ -503,7 +510,7 @@ static int run_load_raw(const verb_ctx *v, const char *path, const char *shape, 
             if (per > DCZ_MAX_ACT) per = DCZ_MAX_ACT + 1ull;
             same &= k - 1 < mr && sd[k] == md[k - 1];
         }
-        if (!same && !(sr == 2 && per == in)) {   /* N,D: a flat view of any input */
+        if (!same && per != in) {
             char want[64];
             size_t w = 0;
             for (int k = 0; k < mr && w < sizeof want; k++)
@@ -531,7 +538,7 @@ static int run_load_raw(const verb_ctx *v, const char *path, const char *shape, 
     *n = len / (in * 4);
     *x = floats_from_le(buf, len / 4);
     free(buf);
-    return *x ? -1 : EXIT_INTERNAL;
+    return *x ? -1 : cli_fail(v, DCZ_ERR_NOMEM, "the samples");
 }
 
 /* The PNG images v->pos[1..] as samples of the model's input. */
@@ -541,7 +548,7 @@ static int run_load_images(const verb_ctx *v, int resize, const dcz_model *m, fl
     uint32_t md[DCZ_MAX_RANK];
     const int mr = dcz_input_shape(m, md, DCZ_MAX_RANK);
     *x = malloc(count * in * sizeof **x);
-    if (!*x) return EXIT_INTERNAL;
+    if (!*x) return cli_fail(v, DCZ_ERR_NOMEM, "the images");
     for (size_t i = 0; i < count; i++) {
         const char *path = v->pos[1 + i];
         uint8_t *buf;
@@ -631,7 +638,8 @@ int cmd_run(verb_ctx *v)
         return EXIT_USAGE;
     }
     if (shape && !raw) { cli_usage_error(v, "--shape goes with --raw"); return EXIT_USAGE; }
-    if (top < 1 || count < 1 || index < 0) { cli_usage_error(v, "--top and --count must be >= 1"); return EXIT_USAGE; }
+    if (top < 1 || count < 1) { cli_usage_error(v, "--top and --count must be >= 1"); return EXIT_USAGE; }
+    if (index < 0) { cli_usage_error(v, "--index must be >= 0, not %d", index); return EXIT_USAGE; }
     dcz_options opt;
     if ((rc = cli_runtime_options(v, &opt)) != -1) return rc;
     for (int i = 1; i < v->npos; i++)
@@ -681,11 +689,11 @@ int cmd_run(verb_ctx *v)
         labels = test.y + index;
     }
     y = malloc(n * out * sizeof *y);
-    if (!x || !y) { rc = EXIT_INTERNAL; goto done; }
+    if (!x || !y) { rc = cli_fail(v, DCZ_ERR_NOMEM, "the samples and their outputs"); goto done; }
     if ((s = dcz_run(m, x, n, y)) != DCZ_OK) { rc = cli_fail(v, s, "running"); goto done; }
     if (v->c.out) {
         uint8_t *le = malloc(n * out * 4);
-        if (!le) { rc = EXIT_INTERNAL; goto done; }
+        if (!le) { rc = cli_fail(v, DCZ_ERR_NOMEM, "the outputs"); goto done; }
         for (size_t i = 0; i < n * out; i++) dcz_put32(le + 4 * i, dcz_f32_bits(y[i]));
         s = cli_write_file(v->c.out, le, n * out * 4, &err);
         free(le);
@@ -693,7 +701,7 @@ int cmd_run(verb_ctx *v)
     }
     const int k = top < (int)out ? top : (int)out;
     int *best = malloc((size_t)k * sizeof *best);
-    if (!best) { rc = EXIT_INTERNAL; goto done; }
+    if (!best) { rc = cli_fail(v, DCZ_ERR_NOMEM, "the top classes"); goto done; }
     json_out j;
     if (v->c.json) { json_begin(&j, rep); json_key_arr(&j, "samples"); }
     for (size_t i = 0; i < n; i++) {

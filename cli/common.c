@@ -17,6 +17,7 @@
 #include <unistd.h>
 
 #include "cli/cli.h"
+#include "runtime/tool.h"
 
 /* ---- messages and exit codes -------------------------------------------- */
 
@@ -28,6 +29,12 @@ void cli_error(const char *fmt, ...)
     vfprintf(stderr, fmt, ap);
     va_end(ap);
     fputc('\n', stderr);
+}
+
+FILE *cli_notes(const verb_ctx *v)
+{
+    if (!v->c.out) return stdout;
+    return v->c.quiet ? NULL : stderr;
 }
 
 FILE *cli_report(const verb_ctx *v)
@@ -60,13 +67,18 @@ int cli_exit_code(dcz_status s, int reading)
     case DCZ_ERR_DEVICE: return EXIT_DEVICE;
     case DCZ_ERR_NOMEM:
     case DCZ_ERR_INTERNAL: return EXIT_INTERNAL;
+    case DCZ_ERR_DIVERGED: return EXIT_USAGE;   /* the settings' fault */
     }
     return EXIT_INTERNAL;
 }
 
 int cli_fail(const verb_ctx *v, dcz_status s, const char *what)
 {
-    cli_error("%s: %s: %s", v->verb, what, dcz_status_str(s));
+    if (s == DCZ_ERR_DIVERGED)
+        cli_error("%s: %s: %s (lower the learning rate or the momentum; nothing was written)", v->verb, what,
+                  dcz_status_str(s));
+    else
+        cli_error("%s: %s: %s", v->verb, what, dcz_status_str(s));
     return cli_exit_code(s, 0);
 }
 
@@ -176,7 +188,12 @@ static char *trim(char *s)
     return s;
 }
 
-static int read_recipe(const verb_ctx *v, const char *path, argvec *out)
+/* A recipe's lines before any "[verb]" line are for every verb that reads
+ * it, and a key the verb does not take is an error there; the lines after
+ * "[train]" (say) are for that verb alone, so one file can hold the
+ * settings of several verbs. */
+static int read_recipe(const verb_ctx *v, const char *path, const opt_spec *specs, const opt_spec *common,
+                       argvec *out)
 {
     FILE *f = fopen(path, "r");
     if (!f) {
@@ -184,31 +201,45 @@ static int read_recipe(const verb_ctx *v, const char *path, argvec *out)
         return EXIT_BAD_INPUT;
     }
     char line[1024];
-    int lineno = 0;
-    while (fgets(line, sizeof line, f)) {
+    int lineno = 0, rc = -1, mine = 1;   /* mine: the lines are for this verb */
+    while (rc == -1 && fgets(line, sizeof line, f)) {
         lineno++;
         char *hash = strchr(line, '#');
         if (hash) *hash = 0;
         char *s = trim(line);
         if (!*s) continue;
+        const size_t n = strlen(s);
+        if (s[0] == '[' && s[n - 1] == ']') {
+            s[n - 1] = 0;
+            mine = strcmp(trim(s + 1), v->verb) == 0;
+            continue;
+        }
         char *eq = strchr(s, '=');
         if (!eq) {
-            cli_error("%s: %s:%d: expected 'key = value'", v->verb, path, lineno);
-            fclose(f);
-            return EXIT_USAGE;
+            cli_error("%s: %s:%d: expected 'key = value' or '[verb]'", v->verb, path, lineno);
+            rc = EXIT_USAGE;
+            break;
         }
+        if (!mine) continue;
         *eq = 0;
         char *key = trim(s), *val = trim(eq + 1);
+        if (!find_spec(specs, common, key, strlen(key), 0)) {
+            cli_error("%s: %s:%d: unknown key '%s' (dcz %s --help lists the options; a '[verb]' line "
+                      "starts settings for another verb)", v->verb, path, lineno, key, v->verb);
+            rc = EXIT_USAGE;
+            break;
+        }
         char flag[96];
         snprintf(flag, sizeof flag, "--%s", key);
-        if (argvec_push(out, flag) != 0 ||
-            (strcmp(val, "true") != 0 && argvec_push(out, val) != 0)) {
-            fclose(f);
-            return EXIT_INTERNAL;
-        }
+        if (argvec_push(out, flag) != 0 || (strcmp(val, "true") != 0 && argvec_push(out, val) != 0))
+            rc = EXIT_INTERNAL;
+    }
+    if (rc == -1 && ferror(f)) {   /* a folder: EISDIR */
+        cli_error("%s: cannot read recipe %s: %s", v->verb, path, strerror(errno));
+        rc = EXIT_BAD_INPUT;
     }
     fclose(f);
-    return -1;
+    return rc;
 }
 
 static int parse_list(verb_ctx *v, const opt_spec *specs, const opt_spec *common, int argc,
@@ -272,7 +303,7 @@ int cli_parse(verb_ctx *v, const opt_spec *specs, int min_pos, int max_pos)
     if (rc != -1) return rc;
     if (c->recipe) {
         argvec rv = { 0 };
-        rc = read_recipe(v, c->recipe, &rv);
+        rc = read_recipe(v, c->recipe, specs, common, &rv);
         /* option values point into the recipe's strings: v owns them */
         v->recipe_args = rv.v;
         v->recipe_nargs = rv.n;
@@ -285,6 +316,10 @@ int cli_parse(verb_ctx *v, const opt_spec *specs, int min_pos, int max_pos)
     if (v->npos < min_pos) { cli_usage_error(v, "missing argument"); return EXIT_USAGE; }
     if (v->npos > max_pos) { cli_usage_error(v, "unexpected argument '%s'", v->pos[max_pos]); return EXIT_USAGE; }
     if (c->threads < 0) { cli_usage_error(v, "--threads must be >= 0"); return EXIT_USAGE; }
+    if (c->out && strcmp(c->out, "-") == 0 && isatty(1)) {
+        cli_usage_error(v, "-o -: standard output is a terminal; redirect it (> FILE, | CMD) or give -o FILE");
+        return EXIT_USAGE;
+    }
     if (c->out) {
         /* before any long step: a run must not end on an output it cannot write */
         int e = cli_check_output(c->out);
@@ -581,6 +616,15 @@ dcz_status cli_write_file(const char *path, const void *buf, size_t len, int *er
     return *err ? DCZ_ERR_IO : DCZ_OK;
 }
 
+const char *cli_kernels_name(int reference)
+{
+    if (reference) return "reference";
+    if (dcz_isa_supported(DCZ_ISA_AVX512)) return "avx512+avx2";
+    if (dcz_isa_supported(DCZ_ISA_AVX2)) return "avx2";
+    if (dcz_isa_supported(DCZ_ISA_NEON)) return "neon";
+    return "reference";
+}
+
 /* ---- progress --------------------------------------------------------------- */
 
 double cli_now(void)
@@ -623,6 +667,12 @@ void progress_cb(void *ctx, size_t done, size_t total)
 void progress_end(progress *p)
 {
     if (p->enabled && p->last_permille >= 0) fprintf(stderr, "\r\033[K");
+}
+
+void progress_clear(progress *p)
+{
+    progress_end(p);
+    p->last_permille = -1;   /* drawn anew at the next call */
 }
 
 /* ---- JSON ------------------------------------------------------------------- */

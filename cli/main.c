@@ -42,11 +42,15 @@ int main(int argc, char **argv)
         return EXIT_USAGE;
     }
     if (strcmp(argv[1], "--version") == 0 || strcmp(argv[1], "version") == 0) {
-        printf("dcz %s (.dcz format %d.%d; CPU runtime, scalar reference kernels; CUDA backend: not built)\n",
-               DCZ_VERSION_STRING, DCZ_FMT_MAJOR, DCZ_FMT_MINOR);
+        printf("dcz %s (.dcz format %d.%d; CPU runtime, %s kernels on this machine; CUDA backend: not built)\n",
+               DCZ_VERSION_STRING, DCZ_FMT_MAJOR, DCZ_FMT_MINOR, cli_kernels_name(0));
         return EXIT_OK;
     }
-    if (strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "-h") == 0 || strcmp(argv[1], "help") == 0) {
+    char help_flag[] = "--help";
+    if (strcmp(argv[1], "help") == 0 && argc == 3) {   /* dcz help VERB: dcz VERB --help */
+        argv[1] = argv[2];
+        argv[2] = help_flag;
+    } else if (strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "-h") == 0 || strcmp(argv[1], "help") == 0) {
         usage(stdout);
         return EXIT_OK;
     }

@@ -51,6 +51,53 @@ int stage_load_data(const verb_ctx *v, int split, dcz_dataset *d)
     return -1;
 }
 
+int stage_load_splits(const verb_ctx *v, dcz_dataset *train, dcz_dataset *test)
+{
+    memset(train, 0, sizeof *train);
+    memset(test, 0, sizeof *test);
+    int rc = stage_load_data(v, DCZ_SPLIT_TRAIN, train);
+    if (rc == -1) rc = stage_load_data(v, DCZ_SPLIT_TEST, test);
+    if (rc != -1) return rc;
+    if (train->c != test->c || train->h != test->h || train->w != test->w) {
+        cli_error("%s: --data %s: the train split holds %ux%ux%u samples (CxHxW) and the test split %ux%ux%u: "
+                  "both must have one shape (convert the images to one size and colour type)", v->verb,
+                  v->c.data, train->c, train->h, train->w, test->c, test->h, test->w);
+        return EXIT_BAD_INPUT;
+    }
+    if (test->classes > train->classes) {
+        cli_error("%s: --data %s: the test split has labels up to %u but the train split only %u classes",
+                  v->verb, v->c.data, test->classes - 1, train->classes);
+        return EXIT_BAD_INPUT;
+    }
+    return -1;
+}
+
+int stage_check_fit(const verb_ctx *v, const dcz_dataset *d, int rank, const uint32_t *dims, size_t outputs,
+                    int exact)
+{
+    const size_t sample = (size_t)d->c * d->h * d->w;
+    size_t inputs = 1;
+    char shape[64] = "";
+    for (int k = 0, n = 0; k < rank; k++) {
+        inputs *= dims[k];
+        n += snprintf(shape + n, sizeof shape - (size_t)n, k ? "x%u" : "%u", dims[k]);
+    }
+    /* a model of (C, H, W) input takes images of that shape; a flat one any
+     * image of as many values */
+    const int fits = rank == 3 ? d->c == dims[0] && d->h == dims[1] && d->w == dims[2] : sample == inputs;
+    if (fits && (exact ? d->classes == outputs : d->classes <= outputs)) {
+        if (d->classes < outputs)
+            cli_note(v, "%s: note: --data %s has %u classes and the model %zu outputs; the extra outputs are "
+                     "never right", v->verb, v->c.data, d->classes, outputs);
+        return -1;
+    }
+    cli_error("%s: --data %s holds %ux%ux%u samples (%zu values) in %u classes; the model takes %s (%zu values) "
+              "and has %zu outputs%s", v->verb, v->c.data, d->c, d->h, d->w, sample, d->classes, shape, inputs,
+              outputs, fits ? (exact ? ": give the last layer one output per class" : "")
+                            : ": the images must have the model's size and colour type");
+    return EXIT_BAD_INPUT;
+}
+
 dcz_status stage_eval_bytes(const uint8_t *buf, size_t len, const dcz_options *opt,
                             const dcz_dataset *data, double *accuracy)
 {

@@ -49,7 +49,10 @@ typedef enum dcz_status {
     DCZ_ERR_SHAPE,        /* tensor shapes do not agree */
     DCZ_ERR_DATA,         /* a dataset or other input file is malformed */
     DCZ_ERR_DEVICE,       /* the requested device is absent or failed */
-    DCZ_ERR_INTERNAL      /* a bug in dcz */
+    DCZ_ERR_INTERNAL,     /* a bug in dcz */
+    DCZ_ERR_DIVERGED      /* training diverged: a loss or weight is no longer finite
+                             (the toolchain only; its settings, a learning rate or
+                             momentum too high, are to blame) */
 } dcz_status;
 
 /* A short, static, human-readable message for s. Never NULL. */

@@ -391,6 +391,8 @@ dcz_status dcz_prune_run(dcz_net *net, const dcz_prune_plan *plan,
         }
         if (st != DCZ_OK)
             goto done;
+        if (plan->round_done)
+            plan->round_done(plan->round_ctx, r, K, R);
     }
 
     double final_loss = -1.0, acc_final = rounds[K - 1].acc_retrained;

@@ -100,6 +100,8 @@ typedef struct dcz_prune_target {
     double value;
 } dcz_prune_target;
 
+struct dcz_prune_round;   /* below */
+
 typedef struct dcz_prune_plan {
     const dcz_prune_target *targets; /* (net->nlayers), indexed by layer; the
                                         entries of layers without weights are ignored */
@@ -110,6 +112,10 @@ typedef struct dcz_prune_plan {
     const char *final_schedule; /* lr schedule of the final phase for
                                    dcz_lr_at; NULL means "cosine" */
     uint64_t seed;        /* shuffling during retraining */
+    /* called after each round r (1..rounds) with its figures, as soon as
+     * its retraining ends (NULL: not called); the report holds them too */
+    void (*round_done)(void *ctx, int r, int rounds, const struct dcz_prune_round *round);
+    void *round_ctx;
 } dcz_prune_plan;
 
 /* Fills plan with the recommended defaults: no targets, 3 rounds of 2 epochs,

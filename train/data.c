@@ -13,11 +13,13 @@
  * Tested by tests/unit/test_idx.c; dcz_idx_parse is fuzzed by
  * tests/fuzz/fuzz_idx.c.
  */
+#include <dirent.h>
 #include <errno.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <sys/stat.h>
 #include <zlib.h>
 
@@ -237,6 +239,31 @@ static int is_file(const char *path)
 }
 
 /* Finds dir/base or dir/base.gz (the plain file first). */
+/* Nonzero when dir holds a folder that holds a PNG file: class folders
+ * (ROOT/CLASS/NAME.png) without the train and test level. */
+static int has_class_folders(const char *dir)
+{
+    DIR *d = opendir(dir);
+    if (!d) return 0;
+    int found = 0;
+    struct dirent *e;
+    while (!found && (e = readdir(d))) {
+        if (e->d_name[0] == '.') continue;
+        char sub[4096];
+        if (snprintf(sub, sizeof sub, "%s/%s", dir, e->d_name) >= (int)sizeof sub) continue;
+        DIR *c = opendir(sub);
+        if (!c) continue;
+        struct dirent *f;
+        while (!found && (f = readdir(c))) {
+            const size_t n = strlen(f->d_name);
+            found = n > 4 && strcasecmp(f->d_name + n - 4, ".png") == 0;
+        }
+        closedir(c);
+    }
+    closedir(d);
+    return found;
+}
+
 static dcz_status find_file(const char *dir, const char *base, int debian, char *path,
                             size_t pathlen, char *err, size_t errlen)
 {
@@ -251,8 +278,13 @@ static dcz_status find_file(const char *dir, const char *base, int debian, char 
     if (debian)
         dcz_train_err(err, errlen, "no %s/%s[.gz]: install Debian's dataset-fashion-mnist "
                       "(apt-get install dataset-fashion-mnist)", dir, base);
+    else if (has_class_folders(dir))
+        dcz_train_err(err, errlen, "%s holds class folders of PNG images but no train/ and test/ folders: "
+                      "a PNG dataset is ROOT/train/CLASS/*.png and ROOT/test/CLASS/*.png", dir);
     else
-        dcz_train_err(err, errlen, "no %s/%s or %s/%s.gz", dir, base, dir, base);
+        dcz_train_err(err, errlen, "no %s/%s[.gz]: --data takes fashion-mnist, a folder of IDX files "
+                      "({train,t10k}-{images-idx3,labels-idx1}-ubyte, each optionally .gz) or PNG folders "
+                      "ROOT/{train,test}/CLASS/*.png", dir, base);
     return DCZ_ERR_IO;
 }
 

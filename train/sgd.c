@@ -253,11 +253,16 @@ dcz_status dcz_train_epoch(dcz_net *net, const dcz_dataset *data, const dcz_sgd 
             memcpy(net->act[0] + (size_t)r * in, data->x + s * in, in * sizeof(float));
             yb[r] = data->y[s];
         }
-        total += grad_core(net, yb, bs) * bs;
+        const double bl = grad_core(net, yb, bs);
+        if (!isfinite(bl)) { st = DCZ_ERR_DIVERGED; goto cleanup; }
+        total += bl * bs;
         st = dcz_net_step(net, opt);
         if (st != DCZ_OK) goto cleanup;
         if (progress) progress(ctx, start + (size_t)bs, n);
     }
+    /* the last step may have overflowed a weight that no loss has seen */
+    for (size_t j = 0; j < net->param_count; j++)
+        if (!isfinite(net->param[j])) { st = DCZ_ERR_DIVERGED; goto cleanup; }
     if (loss) *loss = (float)(total / (double)n);
 cleanup:
     free(perm);

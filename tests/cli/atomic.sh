@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Outputs appear whole or not at all; inputs are never modified; progress
-# and notes stay off stdout, and nothing is drawn when stderr is no terminal.
+# and notes stay off stdout, and nothing is drawn when stderr is no terminal;
+# notes come as the work does.
 source "$(dirname "$0")/lib.bash"
 "$DCZ" train --arch mlp:784-16-10 --epochs 1 --data fashion-mnist -q -o "$T/m.dcz" || fail "train"
 sum=$(md5sum < "$T/m.dcz")
@@ -29,4 +30,18 @@ sleep 2
 kill -INT $pid
 wait $pid 2>/dev/null
 ls "$T" | grep -q 'int.dcz' && fail "interrupted run left $(ls "$T" | grep int.dcz)"
+# each prune round's line is written when the round ends, not when the
+# stage does: a log followed by tail -f, or kept from a killed run, has it
+"$DCZ" prune "$T/m.dcz" --sparsity 0.8 --rounds 2 --prune-epochs 1 --final-epochs 40 \
+    --data fashion-mnist -o "$T/long.dcz" 2> "$T/rounds.log" &
+pid=$!
+for i in $(seq 1 600); do
+    grep -q 'prune round 1/2' "$T/rounds.log" && break
+    kill -0 $pid 2> /dev/null || break
+    sleep 0.1
+done
+grep -q 'prune round 1/2' "$T/rounds.log" || fail "no round line in the log: $(cat "$T/rounds.log")"
+kill -0 $pid 2> /dev/null || fail "the round's line came only when the stage ended"
+kill -INT $pid
+wait $pid 2> /dev/null
 echo "atomic ok"

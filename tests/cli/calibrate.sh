@@ -40,9 +40,14 @@ grep -q 'is calibrated' "$T/prune.err" || fail "no note on the dropped table: $(
     > "$T/c16.json" || fail "calibrate fixed16"
 awk -v a="$(json_field accuracy "$T/c16.json")" -v f="$fp32" 'BEGIN { exit !(a > f - 0.002) }' ||
     fail "fixed16 accuracy $(json_field accuracy "$T/c16.json") against $fp32"
-"$DCZ" calibrate "$T/mlp.dcz" --data $D --scheme fixed8 --method mse --calib-batches 2 -q -o "$T/f8.dcz" > "$T/f8.txt" ||
-    fail "calibrate fixed8"
+# a verb that writes a model reports on stderr, as notes that -q silences
+"$DCZ" calibrate "$T/mlp.dcz" --data $D --scheme fixed8 --method mse --calib-batches 2 -o "$T/f8.dcz" \
+    > "$T/f8.out" 2> "$T/f8.txt" || fail "calibrate fixed8"
 grep -q '^fc1 .*Q' "$T/f8.txt" || fail "fixed8 table shows no Qm.n: $(cat "$T/f8.txt")"
+[ ! -s "$T/f8.out" ] || fail "calibrate's report on stdout: $(cat "$T/f8.out")"
+"$DCZ" calibrate "$T/mlp.dcz" --data $D --scheme fixed8 --calib-batches 2 -q -o "$T/f8q.dcz" > "$T/f8q.out" 2>&1 ||
+    fail "calibrate fixed8 quietly"
+[ ! -s "$T/f8q.out" ] || fail "calibrate -q printed: $(cat "$T/f8q.out")"
 
 # same samples, another order and batch size: the same table, bit for bit
 "$DCZ" calibrate "$T/mlp.dcz" --data $D --calib-batches 4 --batch 100 -q --save-table "$T/a.txt" -o "$T/a.dcz" > /dev/null ||
@@ -92,6 +97,7 @@ grep -q 'line' "$T/err" || fail "damaged table message: $(cat "$T/err")"
 for m in minmax percentile:99.99 percentile:99.9 mse entropy; do
     grep -q "^$m " "$T/cmp.txt" || fail "compare misses $m: $(cat "$T/cmp.txt")"
 done
+! grep -q 'written\|bytes' "$T/cmp.txt" || fail "compare without -o claims a file: $(cat "$T/cmp.txt")"
 
 # a small CNN: conv, pooling and dense layers on integers
 "$DCZ" train --arch cnn:c6k3-p2-c8k3-a2-f10 --epochs 1 --data $D --seed 5 --threads 2 -q --json -o "$T/cnn.dcz" \

@@ -46,4 +46,18 @@ expect 3 "$DCZ" prune "$T/m.dcz" --sparsity 0.5 -o /nonexistent-dir/p.dcz
 expect 4 "$DCZ" eval "$T/m.dcz" --data fashion-mnist --device gpu
 expect 1 "$DCZ" eval "$T/m.dcz" --data fashion-mnist --device tpu
 [ ! -e "$T/p.dcz" ] || fail "a failed run left an output"
+expect 1 "$DCZ" prune "$T/m.dcz" --sparsity 0.9 --quality 1.0 -o "$T/p.dcz"
+grep -q 'both a --sparsity and a --quality rule' "$T/err" || fail "sparsity and quality: $(cat "$T/err")"
+expect 1 "$DCZ" run "$T/m.dcz" --data fashion-mnist --index -1
+grep -q -- '--index must be >= 0' "$T/err" || fail "--index -1: $(cat "$T/err")"
+expect 0 "$DCZ" help prune
+grep -q '^usage: dcz prune' "$T/out" || fail "dcz help prune: $(head -n 2 "$T/out")"
+"$DCZ" --version | grep -q 'kernels on this machine' || fail "--version names no kernels"
+# binary data is not written to a terminal
+if command -v script > /dev/null 2>&1; then
+    script -qec "'$DCZ' prune '$T/m.dcz' --sparsity 0.5 -o -" /dev/null > "$T/tty" 2>&1
+    grep -q 'standard output is a terminal' "$T/tty" || fail "-o - to a terminal: $(head -c 300 "$T/tty")"
+else
+    echo "SKIP -o - to a terminal: script not found"
+fi
 echo "exit codes ok"

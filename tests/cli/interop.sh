@@ -104,6 +104,11 @@ expect 2 "$DCZ" run "$T/cnn.dcz" "$T/nothing.png"
 cmp -s "$T/flat.out" "$T/cnn.out" || fail "N,D and N,C,H,W give different outputs"
 "$DCZ" run "$T/cnn.dcz" --input "$T/inputs.f32" -q -o "$T/old.out" > /dev/null || fail "--input"
 cmp -s "$T/old.out" "$T/cnn.out" || fail "--input differs from --raw"
+# images N,1,28,28 into a perceptron of 784 inputs: the same values
+"$DCZ" train --arch mlp:784-8-10 --epochs 1 --data fashion-mnist -q -o "$T/flat.dcz" || fail "train a perceptron"
+"$DCZ" run "$T/flat.dcz" --raw "$T/inputs.f32" --shape 100,1,28,28 -q -o "$T/p4.out" > /dev/null || fail "N,C,H,W into 784"
+"$DCZ" run "$T/flat.dcz" --raw "$T/inputs.f32" --shape 100,784 -q -o "$T/p2.out" > /dev/null || fail "N,D into 784"
+cmp -s "$T/p4.out" "$T/p2.out" || fail "a perceptron's outputs depend on the shape's view"
 expect 2 "$DCZ" run "$T/cnn.dcz" --raw "$T/inputs.f32" --shape 100,3,28,28
 grep -q "does not fit the model" "$T/err" || fail "wrong shape message"
 expect 2 "$DCZ" run "$T/cnn.dcz" --raw "$T/inputs.f32" --shape 99,1,28,28
