@@ -134,6 +134,15 @@ int cli_io_fail(const verb_ctx *v, const char *path, dcz_status s, int err, int 
 /* Installs signal handlers that remove the temporary file on SIGINT/SIGTERM. */
 void cli_install_signals(void);
 
+/* --max-work of the verbs that run models in libdcz: the most work one
+ * sample may take (dcz_options.max_work); 0, not given, keeps libdcz's
+ * default. -1, or the exit code of a bad value. */
+#define MAX_WORK_SPEC(w) { "max-work", 0, OPT_FLOAT, &(w), "most multiply-adds per sample a model may need (default 2^36)" }
+int cli_max_work(const verb_ctx *v, double max_work, dcz_options *opt);
+/* Prints why the model at path could not be loaded or run, and returns the
+ * exit code. */
+int cli_model_fail(const verb_ctx *v, const char *path, dcz_status s);
+
 /* The kernels libdcz runs on this machine: "avx512+avx2", "avx2", "neon",
  * or "reference" (also when reference is set: forced). */
 const char *cli_kernels_name(int reference);

@@ -34,6 +34,7 @@ static double quantile(const double *v, size_t n, double q)
 int cmd_bench(verb_ctx *v)
 {
     int batch = 1, runs = 200, warmup = 20, loads = 5, fp32 = 0, reference = 0;
+    double max_work = 0;
     const opt_spec specs[] = {
         { "batch", 0, OPT_INT, &batch, "samples per dcz_run (default 1)" },
         { "runs", 0, OPT_INT, &runs, "timed runs (default 200)" },
@@ -41,6 +42,7 @@ int cmd_bench(verb_ctx *v)
         { "loads", 0, OPT_INT, &loads, "timed loads; the median is reported (default 5)" },
         { "fp32", 0, OPT_FLAG, &fp32, "run a calibrated model in floating point" },
         { "reference", 0, OPT_FLAG, &reference, "force the scalar reference kernels" },
+        MAX_WORK_SPEC(max_work),
         { NULL, 0, OPT_FLAG, NULL, NULL }
     };
     v->usage = "dcz bench FILE [--batch N] [--threads T] [--runs R] [--json]";
@@ -55,6 +57,7 @@ int cmd_bench(verb_ctx *v)
     }
     dcz_options opt;
     if ((rc = cli_runtime_options(v, &opt)) != -1) return rc;
+    if ((rc = cli_max_work(v, max_work, &opt)) != -1) return rc;
     if (fp32) opt.precision = DCZ_PRECISION_FP32;
     opt.force_reference = reference;
     uint8_t *buf;
@@ -75,8 +78,7 @@ int cmd_bench(verb_ctx *v)
         s = dcz_open_memory(buf, len, &opt, &m);
         load_us[i] = (cli_now() - t0) * 1e6;
         if (s != DCZ_OK) {
-            cli_error("bench: %s: %s", v->pos[0], dcz_status_str(s));
-            rc = cli_exit_code(s, 1);
+            rc = cli_model_fail(v, v->pos[0], s);
             goto done;
         }
     }

@@ -18,8 +18,10 @@
 int cmd_eval(verb_ctx *v)
 {
     int fp32 = 0;
+    double max_work = 0;
     const opt_spec specs[] = {
         { "fp32", 0, OPT_FLAG, &fp32, "run a calibrated model in floating point (ignore its table)" },
+        MAX_WORK_SPEC(max_work),
         { NULL, 0, OPT_FLAG, NULL, NULL }
     };
     v->usage = "dcz eval FILE --data DATA [--fp32] [--json]";
@@ -31,6 +33,7 @@ int cmd_eval(verb_ctx *v)
     if (!v->c.data) { cli_usage_error(v, "eval needs --data"); return EXIT_USAGE; }
     dcz_options opt;
     if ((rc = cli_runtime_options(v, &opt)) != -1) return rc;
+    if ((rc = cli_max_work(v, max_work, &opt)) != -1) return rc;
     if (fp32) opt.precision = DCZ_PRECISION_FP32;
     uint8_t *buf;
     size_t len;
@@ -43,13 +46,20 @@ int cmd_eval(verb_ctx *v)
     double t0 = cli_now(), acc = 0;
     dcz_scheme scheme = DCZ_SCHEME_NONE;
     dcz_model *m;
-    if (dcz_open_memory(buf, len, &opt, &m) == DCZ_OK) {
-        scheme = dcz_model_scheme(m);
-        uint32_t dims[DCZ_MAX_RANK];
-        const int rank = dcz_input_shape(m, dims, DCZ_MAX_RANK);
-        rc = stage_check_fit(v, &test, rank, dims, dcz_output_size(m), 0);
-        dcz_close(m);
-        if (rc != -1) { free(buf); dcz_dataset_free(&test); return rc; }
+    if ((s = dcz_open_memory(buf, len, &opt, &m)) != DCZ_OK) {
+        free(buf);
+        dcz_dataset_free(&test);
+        return cli_model_fail(v, v->pos[0], s);
+    }
+    scheme = dcz_model_scheme(m);
+    uint32_t dims[DCZ_MAX_RANK];
+    const int rank = dcz_input_shape(m, dims, DCZ_MAX_RANK);
+    rc = stage_check_fit(v, &test, rank, dims, dcz_output_size(m), 0);
+    dcz_close(m);
+    if (rc != -1) {
+        free(buf);
+        dcz_dataset_free(&test);
+        return rc;
     }
     static const char *const scheme_names[] = { "fp32", "int8", "fixed8", "fixed16" };
     s = stage_eval_bytes(buf, len, &opt, &test, &acc);
@@ -600,6 +610,7 @@ int cmd_run(verb_ctx *v)
 {
     const char *input = NULL, *raw = NULL, *shape = NULL;
     int index = 0, count = 1, top = 3, resize = 0;
+    double max_work = 0;
     const opt_spec specs[] = {
         { "raw", 0, OPT_STR, &raw, "raw little-endian float32 samples ('-' for stdin)" },
         { "input", 'i', OPT_STR, &input, "the same as --raw" },
@@ -609,6 +620,7 @@ int cmd_run(verb_ctx *v)
         { "index", 0, OPT_INT, &index, "with --data: first test sample to run (default 0)" },
         { "count", 0, OPT_INT, &count, "with --data: number of samples (default 1)" },
         { "top", 0, OPT_INT, &top, "classes shown per sample (default 3)" },
+        MAX_WORK_SPEC(max_work),
         { NULL, 0, OPT_FLAG, NULL, NULL }
     };
     v->usage = "dcz run FILE (IMAGE.png... [--resize] | --raw SAMPLES.f32 [--shape N,C,H,W] |\n"
@@ -642,6 +654,7 @@ int cmd_run(verb_ctx *v)
     if (index < 0) { cli_usage_error(v, "--index must be >= 0, not %d", index); return EXIT_USAGE; }
     dcz_options opt;
     if ((rc = cli_runtime_options(v, &opt)) != -1) return rc;
+    if ((rc = cli_max_work(v, max_work, &opt)) != -1) return rc;
     for (int i = 1; i < v->npos; i++)
         if (strcmp(v->pos[i], "-") == 0 && strcmp(v->pos[0], "-") == 0) {
             cli_usage_error(v, "the model and the samples cannot both come from stdin");
@@ -659,10 +672,7 @@ int cmd_run(verb_ctx *v)
     if (s != DCZ_OK) return cli_io_fail(v, v->pos[0], s, err, 0);
     s = dcz_open_memory(model_bytes, model_len, &opt, &m);
     free(model_bytes);
-    if (s != DCZ_OK) {
-        cli_error("run: %s: %s", v->pos[0], dcz_status_str(s));
-        return cli_exit_code(s, 1);
-    }
+    if (s != DCZ_OK) return cli_model_fail(v, v->pos[0], s);
     FILE *rep = cli_report(v);
     const size_t in = dcz_input_size(m), out = dcz_output_size(m);
     float *x = NULL, *y = NULL;

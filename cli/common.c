@@ -68,6 +68,7 @@ int cli_exit_code(dcz_status s, int reading)
     case DCZ_ERR_NOMEM:
     case DCZ_ERR_INTERNAL: return EXIT_INTERNAL;
     case DCZ_ERR_DIVERGED: return EXIT_USAGE;   /* the settings' fault */
+    case DCZ_ERR_LIMIT: return EXIT_BAD_INPUT;
     }
     return EXIT_INTERNAL;
 }
@@ -614,6 +615,27 @@ dcz_status cli_write_file(const char *path, const void *buf, size_t len, int *er
     if (*err) unlink(tmp);
     pending_tmp[0] = 0;
     return *err ? DCZ_ERR_IO : DCZ_OK;
+}
+
+int cli_max_work(const verb_ctx *v, double max_work, dcz_options *opt)
+{
+    if (max_work == 0) return -1;   /* not given: libdcz's default */
+    if (!(max_work >= 1)) {
+        cli_usage_error(v, "--max-work must be >= 1, not %g", max_work);
+        return EXIT_USAGE;
+    }
+    opt->max_work = max_work >= 1.8e19 ? UINT64_MAX : (uint64_t)max_work;
+    return -1;
+}
+
+int cli_model_fail(const verb_ctx *v, const char *path, dcz_status s)
+{
+    if (s == DCZ_ERR_LIMIT)
+        cli_error("%s: %s: %s (%.3g; --max-work raises it)", v->verb, path, dcz_status_str(s),
+                  (double)DCZ_DEFAULT_MAX_WORK);
+    else
+        cli_error("%s: %s: %s", v->verb, path, dcz_status_str(s));
+    return cli_exit_code(s, 1);
 }
 
 const char *cli_kernels_name(int reference)

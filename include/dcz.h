@@ -50,9 +50,11 @@ typedef enum dcz_status {
     DCZ_ERR_DATA,         /* a dataset or other input file is malformed */
     DCZ_ERR_DEVICE,       /* the requested device is absent or failed */
     DCZ_ERR_INTERNAL,     /* a bug in dcz */
-    DCZ_ERR_DIVERGED      /* training diverged: a loss or weight is no longer finite
+    DCZ_ERR_DIVERGED,     /* training diverged: a loss or weight is no longer finite
                              (the toolchain only; its settings, a learning rate or
                              momentum too high, are to blame) */
+    DCZ_ERR_LIMIT         /* the model needs more work per sample than
+                             dcz_options.max_work allows */
 } dcz_status;
 
 /* A short, static, human-readable message for s. Never NULL. */
@@ -81,10 +83,20 @@ typedef struct dcz_options {
                              activations for (0 means 1); dcz_run takes larger
                              batches max_batch samples at a time. The heap
                              loaders ignore it. */
+    uint64_t max_work;    /* the most work one sample may take: multiply-adds of
+                             the weighted layers (every stored weight once per
+                             output position) plus the pools' window reads and an
+                             element per output of the other layers. A model
+                             above it is refused at load with DCZ_ERR_LIMIT, so a
+                             program that loads untrusted models is not stalled.
+                             0 means DCZ_DEFAULT_MAX_WORK; UINT64_MAX: no bound. */
 } dcz_options;
 
+/* 2^36, about 69 G multiply-adds: four times VGG-16 at 224 x 224. */
+#define DCZ_DEFAULT_MAX_WORK ((uint64_t)1 << 36)
+
 /* Fills opt with the defaults (auto device, library-chosen threads, max_batch
- * 1). */
+ * 1, max_work DCZ_DEFAULT_MAX_WORK). */
 void dcz_options_init(dcz_options *opt);
 
 typedef struct dcz_model dcz_model;

@@ -49,6 +49,7 @@ void dcz_options_init(dcz_options *opt)
     memset(opt, 0, sizeof *opt);
     opt->device = DCZ_DEVICE_AUTO;
     opt->max_batch = 1;
+    opt->max_work = DCZ_DEFAULT_MAX_WORK;
 }
 
 /* Nonzero when this host stores a float as the file does (IEEE binary32,
@@ -376,6 +377,7 @@ static dcz_status load_walk(const dcz_container *c, const dcz_options *o, loader
         m->layers = layers;
         m->tensors = tensors;
     }
+    uint64_t work = 0;
     for (uint32_t i = 0; i < nlayers; i++) {
         dcz_graph_layer g;
         TRY(dcz_graph_next(&w, &g));
@@ -383,6 +385,9 @@ static dcz_status load_walk(const dcz_container *c, const dcz_options *o, loader
         memset(l, 0, sizeof *l);
         memcpy(l->name, g.name, sizeof l->name);
         TRY(load_layer(c, &g, i, tensors, ld, quant ? &cw : NULL, l));
+        const uint64_t lw = dcz_op_work(g.op, g.attr, g.nin, &l->out_shape);
+        work = lw > UINT64_MAX - work ? UINT64_MAX : work + lw;
+        if (work > o->max_work) return DCZ_ERR_LIMIT;
         for (uint32_t k = 0; k < g.nin; k++) tensors[g.in[k]].last = i;
         tensors[i + 1].shape = l->out_shape;
         tensors[i + 1].width = l->out;
@@ -458,6 +463,7 @@ static dcz_status check_options(const dcz_options *opt, dcz_options *o)
     if (o->device == DCZ_DEVICE_GPU) return DCZ_ERR_DEVICE; /* no GPU backend in this build */
     if (o->device != DCZ_DEVICE_AUTO && o->device != DCZ_DEVICE_CPU) return DCZ_ERR_ARG;
     if (o->max_batch == 0) o->max_batch = 1;
+    if (o->max_work == 0) o->max_work = DCZ_DEFAULT_MAX_WORK;
     return DCZ_OK;
 }
 

@@ -298,3 +298,19 @@ dcz_status dcz_op_param_shapes(uint16_t op, const int32_t *attr, dcz_shape *weig
     o->param_shapes(attr, weight, bias);
     return DCZ_OK;
 }
+
+uint64_t dcz_op_work(uint16_t op, const int32_t *attr, uint32_t nin, const dcz_shape *out)
+{
+    const dcz_op_info *o = dcz_op_get(op);
+    const uint64_t n = dcz_shape_count(out);
+    if (!o) return n;
+    if (o->weighted) {   /* every weight meets one input per output position */
+        dcz_shape w, b;
+        o->param_shapes(attr, &w, &b);
+        const uint64_t plane = out->rank == 3 ? (uint64_t)out->dims[1] * out->dims[2] : 1;
+        return dcz_shape_count(&w) * plane;
+    }
+    if (o->window_at >= 0)   /* each output reads its window */
+        return n * (uint64_t)attr[o->window_at] * (uint64_t)attr[o->window_at + 1];
+    return n * (nin ? nin : 1);
+}

@@ -165,4 +165,11 @@ dcz_status dcz_op_shape(uint16_t op, const int32_t *attr, uint32_t nattr, const 
 dcz_status dcz_op_param_shapes(uint16_t op, const int32_t *attr, dcz_shape *weight,
                                dcz_shape *bias);
 
+/* The work of one sample through a layer of op (checked attributes, nin
+ * inputs, output shape out): a weighted layer's multiply-adds (every
+ * stored weight, pruned ones included, once per output position), a
+ * window's reads per output for the pools, an element per output and input
+ * for the rest. What dcz_options.max_work bounds. */
+uint64_t dcz_op_work(uint16_t op, const int32_t *attr, uint32_t nin, const dcz_shape *out);
+
 #endif /* DCZ_RUNTIME_OPS_H */

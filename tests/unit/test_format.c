@@ -570,6 +570,48 @@ static void test_conv_runtime_matches_reference(void)
     dcz_doc_free(b);
 }
 
+/* dcz_options.max_work bounds the work of one sample at load: a small
+ * model at exactly its work loads and one unit less is refused; a crafted
+ * 255x255 convolution over a 4096x4096 plane (a minute and more per
+ * sample) is refused by the default in the time it takes to read it, and
+ * loads when the caller lifts the bound. */
+static void test_work_limit(void)
+{
+    dcz_doc *d;
+    REQUIRE(dcz_doc_alloc(2, &d) == DCZ_OK, "alloc");
+    set_input(d, 1, 1, 4);
+    doc_dense_layer(&d->layers[0], "fc", 4, 3, DCZ_ENC_F32, 0, 0, 0);
+    doc_plain_layer(&d->layers[1], DCZ_OP_RELU, "relu");
+    uint8_t *buf;
+    size_t len;
+    REQUIRE(dcz_doc_write(d, &buf, &len) == DCZ_OK, "write");
+    dcz_doc_free(d);
+    dcz_options opt;
+    dcz_options_init(&opt);
+    CHECK(opt.max_work == DCZ_DEFAULT_MAX_WORK, "default bound %llu", (unsigned long long)opt.max_work);
+    dcz_model *m = NULL;
+    opt.max_work = 4 * 3 + 3;   /* 12 multiply-adds, 3 ReLU outputs */
+    CHECK(dcz_open_memory(buf, len, &opt, &m) == DCZ_OK, "at its work");
+    dcz_close(m);
+    m = NULL;
+    opt.max_work = 4 * 3 + 2;
+    CHECK(dcz_open_memory(buf, len, &opt, &m) == DCZ_ERR_LIMIT && !m, "one over its work");
+    free(buf);
+
+    REQUIRE(dcz_doc_alloc(1, &d) == DCZ_OK, "alloc");
+    set_input(d, 1, 4096, 4096);
+    doc_conv_layer(&d->layers[0], "huge", 1, 1, 255, 1, 0, DCZ_ENC_F32, 0, 0, 0);
+    REQUIRE(dcz_doc_write(d, &buf, &len) == DCZ_OK, "write the crafted model");
+    dcz_doc_free(d);
+    CHECK(len > 255 * 255 * 4 && len < 300000, "a small file: %zu bytes", len);
+    CHECK(dcz_open_memory(buf, len, NULL, &m) == DCZ_ERR_LIMIT && !m, "refused by default");
+    dcz_options_init(&opt);
+    opt.max_work = UINT64_MAX;
+    CHECK(dcz_open_memory(buf, len, &opt, &m) == DCZ_OK, "taken without a bound");
+    dcz_close(m);
+    free(buf);
+}
+
 static void test_conv_doc_round_trip(void)
 {
     dcz_doc *d = conv_doc(), *r = NULL;
@@ -1406,6 +1448,7 @@ int main(void)
     RUN(test_f16);
     RUN(test_op_rules);
     RUN(test_conv_doc_round_trip);
+    RUN(test_work_limit);
     RUN(test_conv_runtime_matches_reference);
     RUN(test_conv_writer_refuses);
     RUN(test_conv_readers_refuse);
