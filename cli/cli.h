@@ -43,6 +43,7 @@ typedef struct opt_spec {
 typedef struct common_opts {
     const char *out;       /* -o */
     const char *data;      /* --data */
+    double max_data_mb;    /* --max-data-mb: 0 the default (DCZ_DATA_DEFAULT_MAX) */
     const char *recipe;    /* --recipe */
     const char *device;    /* --device */
     int seed;

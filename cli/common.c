@@ -283,6 +283,7 @@ int cli_parse(verb_ctx *v, const opt_spec *specs, int min_pos, int max_pos)
     const opt_spec common[] = {
         { "output", 'o', OPT_STR, &c->out, "output file ('-' for stdout)" },
         { "data", 0, OPT_STR, &c->data, "dataset: fashion-mnist, an IDX directory or PNG folders ROOT/{train,test}/CLASS/" },
+        { "max-data-mb", 0, OPT_FLOAT, &c->max_data_mb, "memory a dataset split may take, MiB (default 2048)" },
         { "recipe", 0, OPT_STR, &c->recipe, "file of 'option = value' lines; flags win" },
         { "seed", 0, OPT_INT, &c->seed, "random seed (default 1)" },
         { "threads", 0, OPT_INT, &c->threads, "threads (default: all cores)" },
@@ -317,6 +318,10 @@ int cli_parse(verb_ctx *v, const opt_spec *specs, int min_pos, int max_pos)
     if (v->npos < min_pos) { cli_usage_error(v, "missing argument"); return EXIT_USAGE; }
     if (v->npos > max_pos) { cli_usage_error(v, "unexpected argument '%s'", v->pos[max_pos]); return EXIT_USAGE; }
     if (c->threads < 0) { cli_usage_error(v, "--threads must be >= 0"); return EXIT_USAGE; }
+    if (c->max_data_mb != 0 && !(c->max_data_mb >= 1 && c->max_data_mb <= 1e12)) {
+        cli_usage_error(v, "--max-data-mb must be from 1 to 1e12, not %g", c->max_data_mb);
+        return EXIT_USAGE;
+    }
     if (c->out && strcmp(c->out, "-") == 0 && isatty(1)) {
         cli_usage_error(v, "-o -: standard output is a terminal; redirect it (> FILE, | CMD) or give -o FILE");
         return EXIT_USAGE;

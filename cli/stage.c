@@ -43,9 +43,11 @@ int stage_load_data(const verb_ctx *v, int split, dcz_dataset *d)
 {
     char err[512] = "";
     memset(d, 0, sizeof *d);
-    dcz_status s = dcz_data_load(v->c.data, split, d, err, sizeof err);
+    const uint64_t max = v->c.max_data_mb ? (uint64_t)(v->c.max_data_mb * 1048576.0) : DCZ_DATA_DEFAULT_MAX;
+    dcz_status s = dcz_data_load_max(v->c.data, split, max, d, err, sizeof err);
     if (s != DCZ_OK) {
-        cli_error("%s: --data %s: %s", v->verb, v->c.data, err[0] ? err : dcz_status_str(s));
+        cli_error("%s: --data %s: %s%s", v->verb, v->c.data, err[0] ? err : dcz_status_str(s),
+                  s == DCZ_ERR_LIMIT ? " (--max-data-mb raises it)" : "");
         return cli_exit_code(s, 1);
     }
     return -1;

@@ -53,8 +53,9 @@ typedef enum dcz_status {
     DCZ_ERR_DIVERGED,     /* training diverged: a loss or weight is no longer finite
                              (the toolchain only; its settings, a learning rate or
                              momentum too high, are to blame) */
-    DCZ_ERR_LIMIT         /* the model needs more work per sample than
-                             dcz_options.max_work allows */
+    DCZ_ERR_LIMIT         /* an input needs more than a limit allows: a model more
+                             work per sample than dcz_options.max_work, a dataset
+                             more memory than the toolchain's bound */
 } dcz_status;
 
 /* A short, static, human-readable message for s. Never NULL. */

@@ -106,11 +106,17 @@ typedef struct dcz_doc {
     size_t overhead_bytes;    /* header, table, graph, stages, padding */
 } dcz_doc;
 
+/* Elements of the tensors a document read from a file of len bytes may
+ * expand to, together: DCZ_DOC_ELEMENTS_PER_BYTE per byte plus 2^20, at
+ * most 2^28 (doc_read.c says why). */
+#define DCZ_DOC_ELEMENTS_PER_BYTE 256
+
 /* Decodes buf into a new document. Same validation as the runtime: the
  * graph is in order and every layer's inputs fit it (dcz_op_shape),
  * parameter tensors fit their op's attributes, and a calibration table fits
  * the graph (dcz_doc_calib_check). A file of format 1.x becomes a document
- * of format 2 (dcz_graph_next). */
+ * of format 2 (dcz_graph_next). Tensors that would expand past the bound
+ * above give DCZ_ERR_LIMIT before their memory is taken. */
 dcz_status dcz_doc_read(const void *buf, size_t len, dcz_doc **out);
 
 /* Encodes d into a new malloc'd buffer (*buf, *len), a file of format

@@ -17,7 +17,7 @@ const char *dcz_status_str(dcz_status s)
     case DCZ_ERR_DEVICE: return "device unavailable (this build has no GPU backend)";
     case DCZ_ERR_INTERNAL: return "internal error";
     case DCZ_ERR_DIVERGED: return "training diverged: a loss or weight is no longer finite";
-    case DCZ_ERR_LIMIT: return "the model needs more work per sample than the limit allows";
+    case DCZ_ERR_LIMIT: return "over a resource limit (work per sample or memory)";
     }
     return "unknown status";
 }

@@ -29,7 +29,6 @@
 #define FASHION_MNIST_DIR "/usr/share/datasets/fashion-mnist"
 #define IDX_TYPE_UBYTE 0x08
 #define IDX_MAX_SAMPLE ((uint64_t)1 << 24)     /* floats in one sample */
-#define DATA_MAX_FILE ((uint64_t)1 << 32)      /* decompressed bytes per file */
 
 static uint32_t be32(const uint8_t *p)
 {
@@ -168,7 +167,7 @@ void dcz_dataset_free(dcz_dataset *d)
     memset(d, 0, sizeof *d);
 }
 
-dcz_status dcz_train_read_file(const char *path, uint8_t **buf_out, size_t *len_out,
+dcz_status dcz_train_read_file(const char *path, uint64_t max, uint8_t **buf_out, size_t *len_out,
                                char *err, size_t errlen)
 {
     *buf_out = NULL;
@@ -190,10 +189,9 @@ dcz_status dcz_train_read_file(const char *path, uint8_t **buf_out, size_t *len_
             goto cleanup;
         }
         if (len == cap) {
-            if ((uint64_t)cap * 2 > DATA_MAX_FILE || cap > SIZE_MAX / 2) {
-                dcz_train_err(err, errlen, "%s: larger than %llu bytes decompressed", path,
-                              (unsigned long long)DATA_MAX_FILE);
-                st = DCZ_ERR_DATA;
+            if (cap > SIZE_MAX / 2) {
+                dcz_train_err(err, errlen, "out of memory reading %s", path);
+                st = DCZ_ERR_NOMEM;
                 goto cleanup;
             }
             uint8_t *nb = realloc(buf, cap * 2);
@@ -203,10 +201,17 @@ dcz_status dcz_train_read_file(const char *path, uint8_t **buf_out, size_t *len_
             continue;
         }
         size_t want = cap - len;
+        if (want > max + 1 - len) want = (size_t)(max + 1 - len);   /* one byte past max tells */
         if (want > (1u << 30)) want = 1u << 30;
         int got = gzread(f, buf + len, (unsigned)want);
         if (got <= 0) break;   /* end of data; errors are reported by gzerror below */
         len += (size_t)got;
+        if (len > max) {
+            dcz_train_err(err, errlen, "%s holds more than %llu MiB (decompressed), over the limit on a "
+                          "dataset's memory", path, (unsigned long long)(max >> 20));
+            st = DCZ_ERR_LIMIT;
+            goto cleanup;
+        }
     }
     int errnum = Z_OK;
     const char *zmsg = gzerror(f, &errnum);
@@ -291,6 +296,12 @@ static dcz_status find_file(const char *dir, const char *base, int debian, char 
 dcz_status dcz_data_load(const char *spec, int split, dcz_dataset *out,
                          char *err, size_t errlen)
 {
+    return dcz_data_load_max(spec, split, DCZ_DATA_DEFAULT_MAX, out, err, errlen);
+}
+
+dcz_status dcz_data_load_max(const char *spec, int split, uint64_t max_bytes, dcz_dataset *out,
+                             char *err, size_t errlen)
+{
     if (!out) return DCZ_ERR_ARG;
     memset(out, 0, sizeof *out);
     if (!spec || !*spec) {
@@ -312,7 +323,7 @@ dcz_status dcz_data_load(const char *spec, int split, dcz_dataset *out,
             dcz_train_err(err, errlen, "no dataset directory %s", dir);
         return DCZ_ERR_IO;
     }
-    if (!debian && dcz_png_folder_is(dir)) return dcz_png_folder_load(dir, split, out, err, errlen);
+    if (!debian && dcz_png_folder_is(dir)) return dcz_png_folder_load(dir, split, max_bytes, out, err, errlen);
     const char *prefix = split == DCZ_SPLIT_TRAIN ? "train" : "t10k";
     char base[64], img_path[4096], lbl_path[4096];
     snprintf(base, sizeof base, "%s-images-idx3-ubyte", prefix);
@@ -324,9 +335,14 @@ dcz_status dcz_data_load(const char *spec, int split, dcz_dataset *out,
 
     uint8_t *img = NULL, *lbl = NULL;
     size_t img_len = 0, lbl_len = 0;
-    st = dcz_train_read_file(img_path, &img, &img_len, err, errlen);
+    /* a byte of an image becomes a float: images of max_bytes / 4 bytes and
+     * their headers; a label per image */
+    st = dcz_train_read_file(img_path, max_bytes / sizeof(float) + 16, &img, &img_len, err, errlen);
+    if (st == DCZ_ERR_LIMIT)
+        dcz_train_err(err, errlen, "%s: its images would take more than %.1f MiB as floats, over the limit on a "
+                      "dataset's memory", img_path, (double)max_bytes / 1048576.0);
     if (st != DCZ_OK) goto cleanup;
-    st = dcz_train_read_file(lbl_path, &lbl, &lbl_len, err, errlen);
+    st = dcz_train_read_file(lbl_path, max_bytes / sizeof(float) + 8, &lbl, &lbl_len, err, errlen);
     if (st != DCZ_OK) goto cleanup;
     char why[256];
     why[0] = '\0';

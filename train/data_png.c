@@ -232,9 +232,10 @@ static dcz_status list_split(const char *root, int split_id, names *classes, spl
 }
 
 /* Reads and decodes one file of the split. */
-static dcz_status load_image(const entry *f, dcz_image *img, uint8_t **bytes, size_t *len, char *err, size_t errlen)
+static dcz_status load_image(const entry *f, uint64_t max, dcz_image *img, uint8_t **bytes, size_t *len, char *err,
+                             size_t errlen)
 {
-    dcz_status st = dcz_train_read_file(f->path, bytes, len, err, errlen);
+    dcz_status st = dcz_train_read_file(f->path, max, bytes, len, err, errlen);
     if (st != DCZ_OK) return st;
     char why[200];
     st = dcz_png_decode(*bytes, *len, img, why, sizeof why);
@@ -246,7 +247,8 @@ static dcz_status load_image(const entry *f, dcz_image *img, uint8_t **bytes, si
     return st;
 }
 
-dcz_status dcz_png_folder_load(const char *root, int split_id, dcz_dataset *out, char *err, size_t errlen)
+dcz_status dcz_png_folder_load(const char *root, int split_id, uint64_t max_bytes, dcz_dataset *out, char *err,
+                               size_t errlen)
 {
     if (!out || !root) return DCZ_ERR_ARG;
     memset(out, 0, sizeof *out);
@@ -260,7 +262,7 @@ dcz_status dcz_png_folder_load(const char *root, int split_id, dcz_dataset *out,
         dcz_image img;
         uint8_t *bytes;
         size_t len;
-        if ((st = load_image(&files.e[i], &img, &bytes, &len, err, errlen)) != DCZ_OK) break;
+        if ((st = load_image(&files.e[i], max_bytes, &img, &bytes, &len, err, errlen)) != DCZ_OK) break;
         if (i == 0) {
             w = img.w;
             h = img.h;
@@ -278,6 +280,11 @@ dcz_status dcz_png_folder_load(const char *root, int split_id, dcz_dataset *out,
         dcz_train_err(err, errlen, "%zu samples of %llu values do not fit in memory", files.n,
                       (unsigned long long)sample);
         st = DCZ_ERR_NOMEM;
+    } else if (st == DCZ_OK && (uint64_t)files.n * sample * sizeof(float) > max_bytes) {
+        dcz_train_err(err, errlen, "%zu samples of %llu values take %.1f MiB as floats, over the limit of %.1f MiB "
+                      "on a dataset's memory", files.n, (unsigned long long)sample,
+                      (double)files.n * (double)sample * sizeof(float) / 1048576.0, (double)max_bytes / 1048576.0);
+        st = DCZ_ERR_LIMIT;
     }
     float *x = NULL;
     uint8_t *y = NULL;
@@ -296,7 +303,7 @@ dcz_status dcz_png_folder_load(const char *root, int split_id, dcz_dataset *out,
         dcz_image img;
         uint8_t *bytes;
         size_t len;
-        if ((st = load_image(&files.e[i], &img, &bytes, &len, err, errlen)) != DCZ_OK) break;
+        if ((st = load_image(&files.e[i], max_bytes, &img, &bytes, &len, err, errlen)) != DCZ_OK) break;
         if (img.w != w || img.h != h || (c == 1 && !dcz_image_is_gray(&img))) {
             dcz_train_err(err, errlen, "%s changed while it was read", files.e[i].path);
             st = DCZ_ERR_DATA;

@@ -21,10 +21,12 @@ void dcz_train_err(char *err, size_t errlen, const char *fmt, ...);
 
 /* ---- files (data.c) ---------------------------------------------------------- */
 
-/* Reads a whole file, gzip-compressed or plain, into a malloc'd buffer;
- * DCZ_ERR_IO (cannot open or read), DCZ_ERR_DATA (damaged gzip data, more
- * than 4 GiB) or DCZ_ERR_NOMEM with a reason in err. */
-dcz_status dcz_train_read_file(const char *path, uint8_t **buf, size_t *len, char *err, size_t errlen);
+/* Reads a whole file, gzip-compressed or plain, into a malloc'd buffer of
+ * at most max bytes; DCZ_ERR_IO (cannot open or read), DCZ_ERR_DATA
+ * (damaged gzip data), DCZ_ERR_LIMIT (more than max bytes, decompressed)
+ * or DCZ_ERR_NOMEM with a reason in err. */
+dcz_status dcz_train_read_file(const char *path, uint64_t max, uint8_t **buf, size_t *len, char *err,
+                               size_t errlen);
 
 /* zlib's crc32 over a buffer of any length. */
 uint32_t dcz_train_crc32(uint32_t crc, const uint8_t *p, size_t len);

@@ -76,8 +76,12 @@ dcz_status dcz_image_input_shape(const dcz_image *img, uint32_t rank, const uint
  * DCZ_ERR_DATA with a one-line reason (a missing split folder DCZ_ERR_IO).
  * Samples are gray (c 1) when every image is, else RGB (c 3); values as
  * dcz_image_to_sample. The hash covers the file names, bytes and labels.
- * dcz_data_load calls this for a directory holding train/ or test/. */
-dcz_status dcz_png_folder_load(const char *root, int split, dcz_dataset *out, char *err, size_t errlen);
+ * Samples that would take more than max_bytes as floats give DCZ_ERR_LIMIT
+ * before their memory is taken (a PNG file is read whole only when it is
+ * at most max_bytes). dcz_data_load calls this for a directory holding
+ * train/ or test/. */
+dcz_status dcz_png_folder_load(const char *root, int split, uint64_t max_bytes, dcz_dataset *out, char *err,
+                               size_t errlen);
 
 /* Nonzero when dir holds a train or test subdirectory (a PNG folder dataset). */
 int dcz_png_folder_is(const char *dir);

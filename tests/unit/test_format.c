@@ -612,6 +612,33 @@ static void test_work_limit(void)
     free(buf);
 }
 
+/* The toolchain's reader expands tensors to dense arrays; a file that
+ * claims far more elements than its bytes can describe (a 4096 x 4096
+ * layer of one weight, the rest Huffman-coded fillers: over 2,000
+ * elements a byte) is refused with DCZ_ERR_LIMIT before the memory is
+ * taken, while libdcz, which keeps the compressed form, still loads it. */
+static void test_doc_expansion_bound(void)
+{
+    dcz_doc *d;
+    REQUIRE(dcz_doc_alloc(1, &d) == DCZ_OK, "alloc");
+    set_input(d, 1, 1, 4096);
+    doc_dense_layer(&d->layers[0], "fc", 4096, 4096, DCZ_ENC_SPARSE_F32, 8, 0, DCZ_CODING_HUFFMAN);
+    d->layers[0].t[0].mask[12345] = 1;
+    d->layers[0].t[0].values[12345] = 0.5f;
+    uint8_t *buf;
+    size_t len;
+    REQUIRE(dcz_doc_write(d, &buf, &len) == DCZ_OK, "write");
+    dcz_doc_free(d);
+    CHECK((uint64_t)4096 * 4096 > (uint64_t)len * DCZ_DOC_ELEMENTS_PER_BYTE + (1u << 20),
+          "the file (%zu bytes) claims more than the bound", len);
+    d = NULL;
+    CHECK(dcz_doc_read(buf, len, &d) == DCZ_ERR_LIMIT && !d, "expansion refused");
+    dcz_model *m = NULL;
+    CHECK(dcz_open_memory(buf, len, NULL, &m) == DCZ_OK, "libdcz loads it");
+    dcz_close(m);
+    free(buf);
+}
+
 static void test_conv_doc_round_trip(void)
 {
     dcz_doc *d = conv_doc(), *r = NULL;
@@ -1449,6 +1476,7 @@ int main(void)
     RUN(test_op_rules);
     RUN(test_conv_doc_round_trip);
     RUN(test_work_limit);
+    RUN(test_doc_expansion_bound);
     RUN(test_conv_runtime_matches_reference);
     RUN(test_conv_writer_refuses);
     RUN(test_conv_readers_refuse);
