@@ -66,7 +66,12 @@ typedef struct verb_ctx {
     int progress;          /* draw progress bars */
     char **recipe_args;    /* owned: the recipe's options, which values point into */
     int recipe_nargs;
+    unsigned skip;         /* CLI_NO_*: common options the verb does not take, set
+                              before cli_parse */
 } verb_ctx;
+
+/* Common options a verb may leave out (verb_ctx.skip). */
+enum { CLI_NO_OUT = 1, CLI_NO_DATA = 2, CLI_NO_SEED = 4 };
 
 /* Releases what parsing allocated (the recipe's strings). */
 void cli_ctx_free(verb_ctx *v);

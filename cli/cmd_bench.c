@@ -49,6 +49,7 @@ int cmd_bench(verb_ctx *v)
     v->summary = "Latency of FILE in libdcz: the load (checks and Huffman decoding) timed\n"
                  "apart, then dcz_run on random input after a warm-up; prints min, median,\n"
                  "p90, p99 and max over the timed runs, in microseconds.";
+    v->skip = CLI_NO_OUT | CLI_NO_DATA;
     int rc = cli_parse(v, specs, 1, 1);
     if (rc != -1) return rc;
     if (batch < 1 || runs < 1 || warmup < 0 || loads < 1) {

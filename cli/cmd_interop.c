@@ -43,6 +43,7 @@ int cmd_import(verb_ctx *v)
                  "dcz cannot represent is refused (exit 2): every unsupported operator is listed\n"
                  "with its node name. With --data, the accuracy on the test split is measured\n"
                  "and recorded.";
+    v->skip = CLI_NO_SEED;
     int rc = cli_parse(v, specs, 1, 1);
     if (rc != -1) return rc;
     if (!v->c.out) { cli_usage_error(v, "import needs -o OUT.dcz"); return EXIT_USAGE; }
@@ -147,6 +148,7 @@ int cmd_export(verb_ctx *v)
                  "output 'output' with a symbolic batch dimension; the model's graph as nodes\n"
                  "named after the layers (Gemm, Conv, pools, Add, Mul, Concat, the activations,\n"
                  "Softmax), initializers LAYER.weight and LAYER.bias.";
+    v->skip = CLI_NO_DATA | CLI_NO_SEED;
     int rc = cli_parse(v, specs, 1, 1);
     if (rc != -1) return rc;
     if (!v->c.out) { cli_usage_error(v, "export needs -o OUT.onnx"); return EXIT_USAGE; }

@@ -755,6 +755,7 @@ int cmd_encode(verb_ctx *v)
                  "Codebook entries no weight uses are dropped and each layer's positions take\n"
                  "the width that stores them smallest, unless --gap-bits names the layer.\n"
                  "With --data the accuracy of the result is measured and recorded.";
+    v->skip = CLI_NO_SEED;
     int rc = cli_parse(v, specs, 1, 1);
     if (rc != -1) return rc;
     if ((rc = need_output(v)) != -1) return rc;

@@ -28,6 +28,7 @@ int cmd_eval(verb_ctx *v)
     v->summary = "Top-1 accuracy of FILE on the test split of DATA, computed by libdcz\n"
                  "(the runtime that ships), whatever stage wrote FILE. A calibrated FILE runs\n"
                  "on integers, as it would on a device.";
+    v->skip = CLI_NO_OUT | CLI_NO_SEED;
     int rc = cli_parse(v, specs, 1, 1);
     if (rc != -1) return rc;
     if (!v->c.data) { cli_usage_error(v, "eval needs --data"); return EXIT_USAGE; }
@@ -244,6 +245,7 @@ int cmd_info(verb_ctx *v)
                  "codebook-index and relative-position streams before and after Huffman coding\n"
                  "with their entropy, and the kernel the runtime uses), then the size and\n"
                  "accuracy of every stage recorded in FILE.";
+    v->skip = CLI_NO_OUT | CLI_NO_DATA | CLI_NO_SEED;
     int rc = cli_parse(v, NULL, 1, 1);
     if (rc != -1) return rc;
     dcz_doc *d;
@@ -640,6 +642,7 @@ int cmd_run(verb_ctx *v)
                  "  test samples of a dataset (--data).\n"
                  "With -o, also writes the raw float32 outputs (N x outputs, little-endian),\n"
                  "atomically.";
+    v->skip = CLI_NO_SEED;
     int rc = cli_parse(v, specs, 1, (int)(sizeof v->pos / sizeof *v->pos));
     if (rc != -1) return rc;
     if (raw && input) { cli_usage_error(v, "give --raw or --input, not both"); return EXIT_USAGE; }

@@ -280,7 +280,10 @@ static int parse_list(verb_ctx *v, const opt_spec *specs, const opt_spec *common
 int cli_parse(verb_ctx *v, const opt_spec *specs, int min_pos, int max_pos)
 {
     common_opts *c = &v->c;
-    const opt_spec common[] = {
+    /* the common options, each with the CLI_NO_* bit of a verb that does
+     * not take it (it is then neither listed nor accepted) */
+    static const unsigned bit[] = { CLI_NO_OUT, CLI_NO_DATA, CLI_NO_DATA, 0, CLI_NO_SEED, 0, 0, 0, 0, 0 };
+    const opt_spec all[] = {
         { "output", 'o', OPT_STR, &c->out, "output file ('-' for stdout)" },
         { "data", 0, OPT_STR, &c->data, "dataset: fashion-mnist, an IDX directory or PNG folders ROOT/{train,test}/CLASS/" },
         { "max-data-mb", 0, OPT_FLOAT, &c->max_data_mb, "memory a dataset split may take, MiB (default 2048)" },
@@ -291,8 +294,12 @@ int cli_parse(verb_ctx *v, const opt_spec *specs, int min_pos, int max_pos)
         { "quiet", 'q', OPT_FLAG, &c->quiet, "no progress or notes on stderr" },
         { "json", 0, OPT_FLAG, &c->json, "print one JSON object summarizing the result" },
         { "help", 'h', OPT_FLAG, &c->help, "this help" },
-        { NULL, 0, OPT_FLAG, NULL, NULL }
     };
+    opt_spec common[sizeof all / sizeof *all + 1];
+    size_t nc = 0;
+    for (size_t i = 0; i < sizeof all / sizeof *all; i++)
+        if (!(v->skip & bit[i])) common[nc++] = all[i];
+    common[nc] = (opt_spec){ NULL, 0, OPT_FLAG, NULL, NULL };
     c->seed = 1;
     /* a first pass finds --recipe and --help; the recipe is applied, then
      * the flags again so that they win */

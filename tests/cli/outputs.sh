@@ -48,6 +48,14 @@ prune -o "$T/link.dcz" || fail "replacing through a link"
 [ "$(stat -c %a "$T/sub/target.dcz")" = 600 ] || fail "mode $(stat -c %a "$T/sub/target.dcz"), not 600"
 "$DCZ" info "$T/sub/target.dcz" > /dev/null || fail "the target was not replaced"
 [ "$(cat "$T/hard.dcz")" = old ] || fail "another hard link saw the new contents"
+# as root, a replaced file keeps its owner too
+if [ "$(id -u)" = 0 ]; then
+    chown 4321:4321 "$T/sub/target.dcz"
+    prune -o "$T/link.dcz" || fail "replacing a file of another owner"
+    [ "$(stat -c %u:%g "$T/sub/target.dcz")" = 4321:4321 ] || fail "owner $(stat -c %u:%g "$T/sub/target.dcz")"
+else
+    echo "SKIP keeping the owner: needs root"
+fi
 ln -s loop1 "$T/loop2"; ln -s loop2 "$T/loop1"
 expect 3 prune -o "$T/loop1"
 grep -q 'symbolic links' "$T/err" || fail "no reason for a link loop: $(cat "$T/err")"

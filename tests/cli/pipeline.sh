@@ -48,6 +48,11 @@ done
 cmp -s "$T/a/dense.dcz" "$T/b/dense.dcz" || fail "train is not deterministic"
 cmp -s "$T/a/final.dcz" "$T/b/final.dcz" || fail "compress is not deterministic"
 cd "$T" || fail "cd"
+# the summary says whether accuracy was lost or gained
+"$DCZ" compress "$T/a/dense.dcz" --data $D --rounds 1 --prune-epochs 0 --final-epochs 0 --quant-epochs 0 \
+    -o "$T/sum.dcz" 2> "$T/sum.err" || fail "compress for the summary"
+grep -Eq 'compress: .*accuracy [0-9.]+% \((lost|gained) [0-9.]+ points\)' "$T/sum.err" ||
+    fail "summary: $(tail -n 1 "$T/sum.err")"
 # the history in the final file: each stage's recorded accuracy and size are
 # those of the file that stage wrote
 "$DCZ" info "$T/a/final.dcz" --json | tr '{' '\n' > "$T/hist.txt"

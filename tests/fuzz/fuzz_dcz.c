@@ -43,12 +43,6 @@ static void parse(const uint8_t *data, size_t size)
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
-    parse(data, size);
-    uint8_t *copy = malloc(size ? size : 1);
-    if (!copy) return 0;
-    memcpy(copy, data, size);
-    fix_crcs(copy, size);
-    parse(copy, size);
-    free(copy);
+    fuzz_with_crcs(data, size, parse);
     return 0;
 }

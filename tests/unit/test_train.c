@@ -927,6 +927,31 @@ static int gradcheck_net(dcz_net *net, int B, int limit, uint64_t seed, const ch
     return bad;
 }
 
+/* The largest error, relative to 1 + |reference|, of the net's inference
+ * outputs on B random samples (seed) against the double reference. */
+static double forward_error(dcz_net *net, int B, uint64_t seed)
+{
+    float *x = malloc((size_t)B * net->in_dim * sizeof(float));
+    float *out = malloc((size_t)B * net->classes * sizeof(float));
+    uint8_t *y = malloc((size_t)B);
+    random_batch(net, B, x, y, seed);
+    double worst = INFINITY;
+    if (dcz_net_forward(net, x, B, out) == DCZ_OK) {
+        ref2 ref;
+        ref2_init(&ref, net);
+        double *want = ref2_run(&ref, x, B);
+        worst = 0;
+        for (size_t j = 0; j < (size_t)B * net->classes; j++)
+            worst = fmax(worst, fabs(out[j] - want[j]) / (1 + fabs(want[j])));
+        free(want);
+        ref2_free(&ref);
+    }
+    free(x);
+    free(out);
+    free(y);
+    return worst;
+}
+
 static void test_conv_forward_direct(void)
 {
     static const struct { int c, h, w, oc, kh, kw, s, p, batch; } g[] = {
@@ -941,25 +966,9 @@ static void test_conv_forward_direct(void)
         dcz_tlayer protos[1] = { CONV(g[k].oc, g[k].kh, g[k].kw, g[k].s, g[k].p) };
         dcz_net *net = build_net(protos, 1, g[k].c, g[k].h, g[k].w, 30 + k);
         REQUIRE(net, "geometry %zu: build failed", k);
-        int B = g[k].batch;
-        float *x = malloc((size_t)B * net->in_dim * sizeof(float));
-        float *out = malloc((size_t)B * net->classes * sizeof(float));
-        uint8_t y[64];
-        random_batch(net, B, x, y, 90 + k);
-        REQUIRE_OK(dcz_net_forward(net, x, B, out), "forward");
-        ref2 ref;
-        ref2_init(&ref, net);
-        double *want = ref2_run(&ref, x, B), worst = 0;
-        for (size_t j = 0; j < (size_t)B * net->classes; j++) {
-            double e = fabs(out[j] - want[j]) / (1 + fabs(want[j]));
-            if (e > worst) worst = e;
-        }
+        const double worst = forward_error(net, g[k].batch, 90 + k);
         CHECK(worst < 1e-5, "geometry %zu (%dx%dx%d, %d filters %dx%d s%d p%d): error %g", k,
               g[k].c, g[k].h, g[k].w, g[k].oc, g[k].kh, g[k].kw, g[k].s, g[k].p, worst);
-        free(want);
-        ref2_free(&ref);
-        free(x);
-        free(out);
         dcz_net_free(net);
     }
 }
@@ -986,22 +995,9 @@ static void test_conv_depthwise(void)
         dcz_net *net = build_net(protos + 1, 1, g[k].c, g[k].h, g[k].w, 40 + k);
         REQUIRE(net && net->layers[0].group == g[k].c, "geometry %zu: build failed", k);
         const int B = g[k].batch;
-        float *x = malloc((size_t)B * net->in_dim * sizeof(float));
-        float *out = malloc((size_t)B * net->classes * sizeof(float));
-        uint8_t y[8];
-        random_batch(net, B, x, y, 60 + k);
-        REQUIRE_OK(dcz_net_forward(net, x, B, out), "forward");
-        ref2 ref;
-        ref2_init(&ref, net);
-        double *want = ref2_run(&ref, x, B), worst = 0;
-        for (size_t j = 0; j < (size_t)B * net->classes; j++)
-            worst = fmax(worst, fabs(out[j] - want[j]) / (1 + fabs(want[j])));
+        const double worst = forward_error(net, B, 60 + k);
         CHECK(worst < 1e-5, "depthwise %zu (%dx%dx%d, x%d, %dx%d s%d p%d): error %g", k, g[k].c,
               g[k].h, g[k].w, g[k].m, g[k].k, g[k].k, g[k].s, g[k].p, worst);
-        free(want);
-        ref2_free(&ref);
-        free(x);
-        free(out);
         dcz_net_free(net);
 
         net = build_net(protos, 4, g[k].c, g[k].h, g[k].w, 50 + k);

@@ -45,6 +45,21 @@ static inline float nonzero(void)
 
 /* Every section CRC, then the header CRC, of the len bytes at b; fields
  * that point outside the buffer are left alone. */
+static inline void fix_crcs(uint8_t *b, size_t len);
+
+/* Feeds a fuzz input to parse as it is, then a copy with every CRC
+ * recomputed, so that mutations reach the readers behind the checksums. */
+static inline void fuzz_with_crcs(const uint8_t *data, size_t size, void (*parse)(const uint8_t *, size_t))
+{
+    parse(data, size);
+    uint8_t *copy = malloc(size ? size : 1);
+    if (!copy) return;
+    memcpy(copy, data, size);
+    fix_crcs(copy, size);
+    parse(copy, size);
+    free(copy);
+}
+
 static inline void fix_crcs(uint8_t *b, size_t len)
 {
     if (len < DCZ_HEADER_BYTES) return;
