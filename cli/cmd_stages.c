@@ -198,9 +198,22 @@ static int need_output(const verb_ctx *v)
     return EXIT_USAGE;
 }
 
-/* A stage run on a net: prune or quantize. */
-typedef int (*stage_fn)(const verb_ctx *v, dcz_net *net, const dcz_doc *in, const void *opts,
-                        const dcz_dataset *train, const dcz_dataset *test, char *extra, size_t extra_len);
+/* What the options of prune or quantize make: the stage library's plan. */
+typedef struct stage_plan {
+    dcz_prune_plan prune;
+    dcz_quant_plan quant;
+    const char *init;      /* quantize: the centroid initialization's name */
+} stage_plan;
+
+/* A stage run on a net in two steps: its options checked and planned
+ * before any data is read (so that a bad value fails at once), then run. */
+typedef struct stage_steps {
+    const char *name;
+    int (*plan)(const verb_ctx *v, const dcz_net *net, const dcz_doc *in, const void *opts, int retrain,
+                stage_plan *p);
+    int (*exec)(const verb_ctx *v, dcz_net *net, stage_plan *p, const dcz_dataset *train,
+                const dcz_dataset *test, char *extra, size_t extra_len);
+} stage_steps;
 
 /* A learning rate (named by its option), momentum and weight decay in the
  * ranges SGD converges in at all: rate > 0, momentum in [0, 1), decay >= 0.
@@ -354,13 +367,15 @@ static void prune_opts_init(prune_opts *p)
 
 /* The prune plan for net from the options, every option and rule checked
  * (plan->targets malloc'd, by layer): -1, or the exit code after a message. */
-static int plan_prune(const verb_ctx *v, const dcz_net *net, const dcz_doc *in, const prune_opts *po,
-                      int retrain, dcz_prune_plan *plan)
+static int plan_prune(const verb_ctx *v, const dcz_net *net, const dcz_doc *in, const void *opts, int retrain,
+                      stage_plan *sp)
 {
-    rule_set sp, q;
-    int rc = parse_rules(v, "sparsity", po->sparsity, &sp);
+    const prune_opts *po = opts;
+    dcz_prune_plan *plan = &sp->prune;
+    rule_set sr, q;
+    int rc = parse_rules(v, "sparsity", po->sparsity, &sr);
     if (rc == -1) rc = parse_rules(v, "quality", po->quality, &q);
-    if (rc == -1) rc = check_rule_names(v, "sparsity", &sp, net);
+    if (rc == -1) rc = check_rule_names(v, "sparsity", &sr, net);
     if (rc == -1) rc = check_rule_names(v, "quality", &q, net);
     if (rc != -1) return rc;
     if (po->rounds < 1 || po->epochs < 0 || po->final_epochs < 0 || po->batch < 1) {
@@ -378,7 +393,7 @@ static int plan_prune(const verb_ctx *v, const dcz_net *net, const dcz_doc *in, 
     for (int i = 0; i < net->nlayers; i++) {
         const char *name = net->layers[i].name;
         if (!dcz_tlayer_has_weights(&net->layers[i])) continue;
-        if (rules_match(&q, name) && rules_match(&sp, name)) {
+        if (rules_match(&q, name) && rules_match(&sr, name)) {
             cli_usage_error(v, "layer %s has both a --sparsity and a --quality rule: give it one", name);
             free(targets);
             return EXIT_USAGE;
@@ -387,9 +402,9 @@ static int plan_prune(const verb_ctx *v, const dcz_net *net, const dcz_doc *in, 
             targets[i].mode = DCZ_PRUNE_QUALITY;
             targets[i].value = rules_value(&q, name, 0);
         }
-        if (rules_match(&sp, name) || defaults) {
+        if (rules_match(&sr, name) || defaults) {
             targets[i].mode = DCZ_PRUNE_SPARSITY;
-            targets[i].value = rules_value(&sp, name, default_sparsity(net, i));
+            targets[i].value = rules_value(&sr, name, default_sparsity(net, i));
         }
         if ((targets[i].mode == DCZ_PRUNE_SPARSITY && (targets[i].value < 0 || targets[i].value > 1)) ||
             (targets[i].mode == DCZ_PRUNE_QUALITY && targets[i].value < 0)) {
@@ -428,9 +443,10 @@ static void note_round(void *ctx, int r, int rounds, const dcz_prune_round *R)
 
 /* Prunes net per a plan (whose targets it frees); prints each round's line
  * as it ends, then the per-layer report. */
-static int exec_prune(const verb_ctx *v, dcz_net *net, dcz_prune_plan *plan, const dcz_dataset *train,
+static int exec_prune(const verb_ctx *v, dcz_net *net, stage_plan *sp, const dcz_dataset *train,
                       const dcz_dataset *test, char *extra, size_t extra_len)
 {
+    dcz_prune_plan *plan = &sp->prune;
     dcz_prune_report rep;
     progress p;
     progress_start(&p, v, "prune", 0);
@@ -460,14 +476,7 @@ static int exec_prune(const verb_ctx *v, dcz_net *net, dcz_prune_plan *plan, con
     return -1;
 }
 
-/* prune as a stage_fn: plan, then run */
-static int run_prune(const verb_ctx *v, dcz_net *net, const dcz_doc *in, const void *opts,
-                     const dcz_dataset *train, const dcz_dataset *test, char *extra, size_t extra_len)
-{
-    dcz_prune_plan plan;
-    int rc = plan_prune(v, net, in, opts, train != NULL, &plan);
-    return rc != -1 ? rc : exec_prune(v, net, &plan, train, test, extra, extra_len);
-}
+static const stage_steps prune_steps = { "prune", plan_prune, exec_prune };
 
 /* ---- quantize ----------------------------------------------------------------- */
 
@@ -497,9 +506,13 @@ static void quant_opts_init(quant_opts *q)
 /* The quantize plan for net from the options, every option and rule
  * checked (plan->bits malloc'd, by layer): -1, or the exit code after a
  * message. */
-static int plan_quantize(const verb_ctx *v, const dcz_net *net, const quant_opts *qo, int retrain,
-                         dcz_quant_plan *plan)
+static int plan_quantize(const verb_ctx *v, const dcz_net *net, const dcz_doc *in, const void *opts, int retrain,
+                         stage_plan *sp)
 {
+    const quant_opts *qo = opts;
+    dcz_quant_plan *plan = &sp->quant;
+    (void)in;
+    sp->init = qo->init;
     rule_set br;
     int rc = parse_rules(v, "bits", qo->bits, &br);
     if (rc == -1) rc = check_rule_names(v, "bits", &br, net);
@@ -542,9 +555,10 @@ static int plan_quantize(const verb_ctx *v, const dcz_net *net, const quant_opts
 
 /* Quantizes net per a plan (whose bits it frees); prints the per-layer
  * report. */
-static int exec_quantize(const verb_ctx *v, dcz_net *net, dcz_quant_plan *plan, const char *init,
-                         const dcz_dataset *train, const dcz_dataset *test, char *extra, size_t extra_len)
+static int exec_quantize(const verb_ctx *v, dcz_net *net, stage_plan *sp, const dcz_dataset *train,
+                         const dcz_dataset *test, char *extra, size_t extra_len)
 {
+    dcz_quant_plan *plan = &sp->quant;
     dcz_quant_report rep;
     progress p;
     progress_start(&p, v, "quantize", 0);
@@ -557,7 +571,7 @@ static int exec_quantize(const verb_ctx *v, dcz_net *net, dcz_quant_plan *plan, 
                        rep.acc_initial * 100, rep.acc_clustered * 100, rep.acc_final * 100);
     cli_note(v, "%-10s %5s %5s %10s %6s %12s %12s", "layer", "bits", "k", "kept", "iters", "rms error", "rms tuned");
     size_t n = (size_t)snprintf(extra, extra_len, "init = %s\nfinetune_epochs = %d\nfinetune_lr = %g\n",
-                                init, plan->epochs, plan->sgd.lr);
+                                sp->init, plan->epochs, plan->sgd.lr);
     for (int i = 0; i < rep.nlayers; i++) {
         const dcz_quant_layer_report *l = &rep.layers[i];
         cli_note(v, "%-10s %5d %5d %10zu %6d %12.3g %12.3g", l->name, l->bits, l->k, l->kept, l->iterations,
@@ -570,25 +584,13 @@ static int exec_quantize(const verb_ctx *v, dcz_net *net, dcz_quant_plan *plan, 
     return -1;
 }
 
-/* quantize as a stage_fn: plan, then run */
-static int run_quantize(const verb_ctx *v, dcz_net *net, const dcz_doc *in, const void *opts,
-                        const dcz_dataset *train, const dcz_dataset *test, char *extra, size_t extra_len)
-{
-    const quant_opts *qo = opts;
-    dcz_quant_plan plan;
-    int rc = plan_quantize(v, net, qo, train != NULL, &plan);
-    return rc != -1 ? rc : exec_quantize(v, net, &plan, qo->init, train, test, extra, extra_len);
-}
+static const stage_steps quantize_steps = { "quantize", plan_quantize, exec_quantize };
 
 /* ---- the single-stage verbs ------------------------------------------------------ */
 
-/* Loads IN, its net and (with --data) both splits. */
-static int open_stage(verb_ctx *v, dcz_doc **doc, dcz_net **net, dcz_dataset *train, dcz_dataset *test,
-                      int *have_data)
+/* Loads IN and its net. */
+static int open_model(verb_ctx *v, dcz_doc **doc, dcz_net **net)
 {
-    memset(train, 0, sizeof *train);
-    memset(test, 0, sizeof *test);
-    *have_data = v->c.data != NULL;
     int rc = stage_load_doc(v, v->pos[0], doc);
     if (rc != -1) return rc;
     dcz_status s = dcz_net_from_doc(*doc, net);
@@ -599,9 +601,17 @@ static int open_stage(verb_ctx *v, dcz_doc **doc, dcz_net **net, dcz_dataset *tr
     if ((*doc)->calib)
         cli_note(v, "%s: %s is calibrated; its table does not fit changed weights and is not kept "
                  "(run dcz calibrate on the output)", v->verb, v->pos[0]);
-    if (!*have_data) return -1;
-    rc = stage_load_splits(v, train, test);
-    if (rc == -1) rc = stage_check_fit(v, train, (int)(*net)->in_rank, (*net)->in_dims, (size_t)(*net)->classes, 0);
+    return -1;
+}
+
+/* With --data, both splits, checked against net; without, both zeroed. */
+static int open_data(const verb_ctx *v, const dcz_net *net, dcz_dataset *train, dcz_dataset *test)
+{
+    memset(train, 0, sizeof *train);
+    memset(test, 0, sizeof *test);
+    if (!v->c.data) return -1;
+    int rc = stage_load_splits(v, train, test);
+    if (rc == -1) rc = stage_check_fit(v, train, (int)net->in_rank, net->in_dims, (size_t)net->classes, 0);
     return rc;
 }
 
@@ -619,8 +629,9 @@ static void print_stage_json(const verb_ctx *v, const char *stage, double acc, s
     json_end(&j);
 }
 
-/* prune and quantize alone: load, run the stage, write, report. */
-static int run_single_stage(verb_ctx *v, const char *stage, stage_fn fn, const void *opts, const char *gap_bits)
+/* prune and quantize alone: load, plan, read the data, run the stage,
+ * write, report. */
+static int run_single_stage(verb_ctx *v, const stage_steps *st, const void *opts, const char *gap_bits)
 {
     dcz_options ro;
     int rc = need_output(v);
@@ -629,21 +640,29 @@ static int run_single_stage(verb_ctx *v, const char *stage, stage_fn fn, const v
     dcz_doc *doc = NULL;
     dcz_net *net = NULL;
     dcz_dataset train, test;
-    int have;
+    memset(&train, 0, sizeof train);
+    memset(&test, 0, sizeof test);
+    stage_plan sp;
+    memset(&sp, 0, sizeof sp);
+    const int have = v->c.data != NULL;
     char extra[4096];
     double acc = -1;
     size_t bytes = 0;
-    rc = open_stage(v, &doc, &net, &train, &test, &have);
+    rc = open_model(v, &doc, &net);
     if (rc == -1) rc = check_rule_text_names(v, "gap-bits", gap_bits, net);
-    if (rc == -1) rc = fn(v, net, doc, opts, have ? &train : NULL, have ? &test : NULL, extra, sizeof extra);
-    if (rc == -1) rc = finish_net(v, net, doc, stage, gap_bits, 0, 0, have ? &train : NULL, extra,
+    if (rc == -1) rc = st->plan(v, net, doc, opts, have, &sp);
+    if (rc == -1) rc = open_data(v, net, &train, &test);
+    if (rc == -1) rc = st->exec(v, net, &sp, have ? &train : NULL, have ? &test : NULL, extra, sizeof extra);
+    if (rc == -1) rc = finish_net(v, net, doc, st->name, gap_bits, 0, 0, have ? &train : NULL, extra,
                                   have ? &test : NULL, v->c.out, &acc, &bytes);
     if (rc == -1) {
-        if (acc >= 0) cli_note(v, "%s: %s: test accuracy %.2f%%, %zu bytes", stage, v->c.out, acc * 100, bytes);
-        else cli_note(v, "%s: %s: %zu bytes", stage, v->c.out, bytes);
-        print_stage_json(v, stage, acc, bytes, dcz_doc_param_count(doc));
+        if (acc >= 0) cli_note(v, "%s: %s: test accuracy %.2f%%, %zu bytes", st->name, v->c.out, acc * 100, bytes);
+        else cli_note(v, "%s: %s: %zu bytes", st->name, v->c.out, bytes);
+        print_stage_json(v, st->name, acc, bytes, dcz_doc_param_count(doc));
         rc = EXIT_OK;
     }
+    free((void *)sp.prune.targets);
+    free((void *)sp.quant.bits);
     dcz_net_free(net);
     dcz_doc_free(doc);
     dcz_dataset_free(&train);
@@ -664,7 +683,7 @@ int cmd_prune(verb_ctx *v)
     if (rc != -1) return rc;
     const char *names[] = { "sparsity", "quality", "gap-bits" }, *texts[] = { po.sparsity, po.quality, po.gap_bits };
     if ((rc = check_rule_syntax(v, names, texts, 3)) != -1) return rc;
-    return run_single_stage(v, "prune", run_prune, &po, po.gap_bits);
+    return run_single_stage(v, &prune_steps, &po, po.gap_bits);
 }
 
 int cmd_quantize(verb_ctx *v)
@@ -685,7 +704,7 @@ int cmd_quantize(verb_ctx *v)
     if (rc != -1) return rc;
     const char *names[] = { "bits", "gap-bits" }, *texts[] = { qo.bits, gap_bits };
     if ((rc = check_rule_syntax(v, names, texts, 2)) != -1) return rc;
-    return run_single_stage(v, "quantize", run_quantize, &qo, gap_bits);
+    return run_single_stage(v, &quantize_steps, &qo, gap_bits);
 }
 
 /* The encode stage works on the document itself: only stream codings,
@@ -833,19 +852,20 @@ int cmd_compress(verb_ctx *v)
     dcz_doc *doc = NULL, *staged = NULL;
     dcz_net *net = NULL;
     dcz_dataset train, test;
-    int have;
     char extra[4096], path[4096];
     stage_result res[4];
     int nres = 0;
     double t0 = cli_now();
-    rc = open_stage(v, &doc, &net, &train, &test, &have);
+    memset(&train, 0, sizeof train);
+    memset(&test, 0, sizeof test);
+    rc = open_model(v, &doc, &net);
     size_t params = doc ? dcz_doc_param_count(doc) : 0;
     /* every option of every stage, and where the stages go, is checked
      * before hours of retraining */
-    dcz_prune_plan pplan = { 0 };
-    dcz_quant_plan qplan = { 0 };
-    if (rc == -1) rc = plan_prune(v, net, doc, &po, 1, &pplan);
-    if (rc == -1) rc = plan_quantize(v, net, &qo, 1, &qplan);
+    stage_plan sp;
+    memset(&sp, 0, sizeof sp);
+    if (rc == -1) rc = plan_prune(v, net, doc, &po, 1, &sp);
+    if (rc == -1) rc = plan_quantize(v, net, doc, &qo, 1, &sp);
     if (rc == -1) {
         dcz_layer_encoding *enc = NULL;   /* the gap-bits rules' values */
         rc = make_encodings(v, net, po.gap_bits, 1, 0, &enc);
@@ -856,6 +876,7 @@ int cmd_compress(verb_ctx *v)
         const int e = cli_check_output(path);
         if (e) rc = cli_io_fail(v, path, DCZ_ERR_IO, e, 1);
     }
+    if (rc == -1) rc = open_data(v, net, &train, &test);
     if (rc == -1) {
         /* the input's accuracy, from its bytes as read (it may be stdin) */
         uint8_t *buf = NULL;
@@ -869,7 +890,7 @@ int cmd_compress(verb_ctx *v)
         nres++;
     }
     /* prune */
-    if (rc == -1) rc = exec_prune(v, net, &pplan, &train, &test, extra, sizeof extra);
+    if (rc == -1) rc = exec_prune(v, net, &sp, &train, &test, extra, sizeof extra);
     if (rc == -1) {
         int keep = write_stage_file(v, stages_dir, "prune", path, sizeof path);
         rc = finish_net(v, net, doc, "prune", po.gap_bits, 0, 0, &train, extra, &test, keep ? path : NULL,
@@ -877,7 +898,7 @@ int cmd_compress(verb_ctx *v)
         res[nres++].name = "prune";
     }
     /* quantize */
-    if (rc == -1) rc = exec_quantize(v, net, &qplan, qo.init, &train, &test, extra, sizeof extra);
+    if (rc == -1) rc = exec_quantize(v, net, &sp, &train, &test, extra, sizeof extra);
     if (rc == -1) {
         int keep = write_stage_file(v, stages_dir, "quantize", path, sizeof path);
         rc = finish_net(v, net, doc, "quantize", po.gap_bits, 0, 0, &train, extra, &test, keep ? path : NULL,
@@ -935,8 +956,8 @@ int cmd_compress(verb_ctx *v)
         }
         rc = EXIT_OK;
     }
-    free((void *)pplan.targets);
-    free((void *)qplan.bits);
+    free((void *)sp.prune.targets);
+    free((void *)sp.quant.bits);
     dcz_net_free(net);
     dcz_doc_free(doc);
     dcz_doc_free(staged);
