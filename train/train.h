@@ -74,6 +74,18 @@ enum { DCZ_SPLIT_TRAIN = 0, DCZ_SPLIT_TEST = 1 };
 dcz_status dcz_data_load(const char *spec, int split, dcz_dataset *out,
                          char *err, size_t errlen);
 
+/* The memory a dataset split may take by default: 2 GiB of samples as
+ * floats (Fashion-MNIST's train split takes 188 MB). */
+#define DCZ_DATA_DEFAULT_MAX ((uint64_t)1 << 31)
+
+/* dcz_data_load with a bound on the memory of the split's samples:
+ * max_bytes of floats (dcz_data_load uses DCZ_DATA_DEFAULT_MAX). A split
+ * that would take more, whatever its files claim or decompress to (a
+ * small gzip file can inflate a thousandfold), gives DCZ_ERR_LIMIT before
+ * its memory is taken. */
+dcz_status dcz_data_load_max(const char *spec, int split, uint64_t max_bytes, dcz_dataset *out,
+                             char *err, size_t errlen);
+
 /* Parses decompressed IDX image and label buffers (ubyte images of rank 3,
  * ubyte labels of rank 1, same count). Exposed for tests and fuzzing. */
 dcz_status dcz_idx_parse(const uint8_t *img, size_t img_len,
@@ -304,7 +316,7 @@ dcz_status dcz_net_create_arch(const char *arch, uint64_t seed, dcz_net **out,
 
 /* The presets' specs. */
 #define DCZ_ARCH_RESNET "cnn:c16k3-r16-r32s2-r64s2-gap-f10"
-#define DCZ_ARCH_MOBILENETV2 "cnn:c16k3-m16e1-m24s2-m24-m32s2-m32-c128k1-gap-f10"
+#define DCZ_ARCH_MOBILENETV2 "cnn:c16k3-m16e1-m24s2-m24-m32s2-m32-m64s2-m64-m96-c256k1-gap-f10"
 
 /* An empty network of nlayers zeroed layers, for a caller to fill
  * (layer buffers must come from malloc: dcz_net_free frees them); in_rank 0
