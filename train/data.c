@@ -201,7 +201,7 @@ dcz_status dcz_train_read_file(const char *path, uint64_t max, uint8_t **buf_out
             continue;
         }
         size_t want = cap - len;
-        if (want > max + 1 - len) want = (size_t)(max + 1 - len);   /* one byte past max tells */
+        if (max - len < want) want = (size_t)(max - len) + 1;   /* one byte past max tells */
         if (want > (1u << 30)) want = 1u << 30;
         int got = gzread(f, buf + len, (unsigned)want);
         if (got <= 0) break;   /* end of data; errors are reported by gzerror below */
