@@ -11,7 +11,8 @@
 # MODEL: lenet300 (default; LeNet-300-100, a few minutes), lenet5 (LeNet-5,
 # about half an hour on two cores), cnn (a conv-heavy CNN with batch norm,
 # about an hour), resnet or mobilenetv2 (the graph presets, an hour or more). Each model's training and compression settings are
-# in samples/recipes/MODEL-train.recipe and MODEL-compress.recipe.
+# in samples/recipes/MODEL-train.recipe and MODEL-compress.recipe (its
+# [compress] and [calibrate] sections).
 # Files go to demo-out/ (DCZ_DEMO_OUT overrides).
 set -eu
 cd "$(dirname "$0")/.."
@@ -38,6 +39,6 @@ echo
 $dcz eval "$out/$model.dcz" --data fashion-mnist
 echo
 echo "== 4. calibrate the compressed model for int8 execution (the runtime then runs it on integers)"
-$dcz calibrate "$out/$model.dcz" --data fashion-mnist --scheme int8 -o "$out/$model-int8.dcz"
+$dcz calibrate "$out/$model.dcz" --recipe "$recipes/$model-compress.recipe" --data fashion-mnist --scheme int8 -o "$out/$model-int8.dcz"
 echo
 echo "demo: $(( $(date +%s) - start )) s; files in $out/"
