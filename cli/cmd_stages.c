@@ -12,7 +12,7 @@
 #include "cli/cli.h"
 #include "prune/prune.h"
 #include "quantize/quantize.h"
-#include "train/convert.h"
+#include "train/train.h"
 
 /* Defaults for fully connected layers. As in Deep Compression (Table 2 and
  * section 3) the first layer, fed by raw pixels, is pruned hardest and the
@@ -134,14 +134,6 @@ static double trained_lr(const dcz_doc *d, double dflt)
     return dflt;
 }
 
-static void move_stages(dcz_doc *from, dcz_doc *to)
-{
-    to->stages = from->stages;
-    to->nstages = from->nstages;
-    from->stages = NULL;
-    from->nstages = 0;
-}
-
 /* Encodings for writing a net: gap bits per layer from rules, Huffman on or off. */
 static int make_encodings(const verb_ctx *v, const dcz_net *net, const char *gap_rules, int huffman,
                           int bias_f16, dcz_layer_encoding **out)
@@ -167,28 +159,25 @@ static int make_encodings(const verb_ctx *v, const dcz_net *net, const char *gap
     return -1;
 }
 
-/* Writes net as the output of a stage (taking over the input's stages). */
-static int finish_net(const verb_ctx *v, const dcz_net *net, dcz_doc *in, const char *stage,
-                      const char *gap_rules, int huffman, int bias_f16, const dcz_dataset *train,
-                      const char *extra, const dcz_dataset *test, const char *out_path,
-                      double *acc, size_t *bytes)
+/* Stores net into its document with the encodings of the rules. */
+static int store_net(const verb_ctx *v, dcz_net *net, const char *gap_rules, int huffman, int bias_f16)
 {
     dcz_layer_encoding *enc = NULL;
     int rc = make_encodings(v, net, gap_rules, huffman, bias_f16, &enc);
     if (rc != -1) return rc;
-    dcz_doc *out = NULL;
-    dcz_status s = dcz_net_to_doc(net, enc, &out);
+    dcz_status s = dcz_net_store(net, enc);
     free(enc);
-    if (s != DCZ_OK) return cli_fail(v, s, "converting the network");
-    if (in) {
-        out->input_rank = in->input_rank;
-        memcpy(out->input_dims, in->input_dims, sizeof out->input_dims);
-        move_stages(in, out);
-    }
-    rc = stage_finish(v, out, stage, train, extra, test, out_path, acc, bytes);
-    if (in) move_stages(out, in); /* the next stage appends to the same history */
-    dcz_doc_free(out);
-    return rc;
+    return s == DCZ_OK ? -1 : cli_fail(v, s, "storing the network");
+}
+
+/* Writes net as the output of a stage: its document, which keeps the
+ * records of the stages before and gets this one's. */
+static int finish_net(const verb_ctx *v, dcz_net *net, const char *stage, const char *gap_rules,
+                      const dcz_dataset *train, const char *extra, const dcz_dataset *test,
+                      const char *out_path, double *acc, size_t *bytes)
+{
+    int rc = store_net(v, net, gap_rules, 0, 0);
+    return rc != -1 ? rc : stage_finish(v, net->doc, stage, train, extra, test, out_path, acc, bytes);
 }
 
 static int need_output(const verb_ctx *v)
@@ -298,20 +287,12 @@ int cmd_train(verb_ctx *v)
     snprintf(extra, sizeof extra,
              "arch = %s\nepochs = %d\nlr = %g\nschedule = %s\nmomentum = %g\nweight_decay = %g\nbatch = %d\n",
              t.arch, t.epochs, t.lr, t.schedule, t.momentum, t.wd, t.batch);
-    /* batch norm goes into the convolutions before anything is compressed */
+    /* batch norm goes into the convolutions before anything is compressed:
+     * the net's document then holds the trained model */
     s = dcz_net_fold_for_inference(net);
     if (s != DCZ_OK) { rc = cli_fail(v, s, "folding batch norm"); goto done; }
-    dcz_layer_encoding *enc = calloc((size_t)net->nlayers, sizeof *enc);
-    dcz_doc *doc = NULL;
-    if (!enc || (s = dcz_net_to_doc(net, enc, &doc)) != DCZ_OK) {
-        free(enc);
-        rc = cli_fail(v, enc ? s : DCZ_ERR_NOMEM, "converting the network");
-        goto done;
-    }
-    free(enc);
     size_t bytes = 0;
-    rc = stage_finish(v, doc, "train", &train, extra, &test, v->c.out, &acc, &bytes);
-    dcz_doc_free(doc);
+    rc = stage_finish(v, net->doc, "train", &train, extra, &test, v->c.out, &acc, &bytes);
     if (rc != -1) goto done;
     cli_note(v, "train: %s: test accuracy %.2f%%, %zu bytes, %.1f s", v->c.out, acc * 100, bytes,
              cli_now() - t0);
@@ -593,7 +574,7 @@ static int open_model(verb_ctx *v, dcz_doc **doc, dcz_net **net)
 {
     int rc = stage_load_doc(v, v->pos[0], doc);
     if (rc != -1) return rc;
-    dcz_status s = dcz_net_from_doc(*doc, net);
+    dcz_status s = dcz_net_open(*doc, net);
     if (s != DCZ_OK) {
         cli_error("%s: %s: %s", v->verb, v->pos[0], dcz_status_str(s));
         return cli_exit_code(s, 1);
@@ -653,7 +634,7 @@ static int run_single_stage(verb_ctx *v, const stage_steps *st, const void *opts
     if (rc == -1) rc = st->plan(v, net, doc, opts, have, &sp);
     if (rc == -1) rc = open_data(v, net, &train, &test);
     if (rc == -1) rc = st->exec(v, net, &sp, have ? &train : NULL, have ? &test : NULL, extra, sizeof extra);
-    if (rc == -1) rc = finish_net(v, net, doc, st->name, gap_bits, 0, 0, have ? &train : NULL, extra,
+    if (rc == -1) rc = finish_net(v, net, st->name, gap_bits, have ? &train : NULL, extra,
                                   have ? &test : NULL, v->c.out, &acc, &bytes);
     if (rc == -1) {
         if (acc >= 0) cli_note(v, "%s: %s: test accuracy %.2f%%, %zu bytes", st->name, v->c.out, acc * 100, bytes);
@@ -849,7 +830,7 @@ int cmd_compress(verb_ctx *v)
     if (bm == -2) return EXIT_USAGE;
     dcz_options ro;
     if ((rc = cli_runtime_options(v, &ro)) != -1) return rc;
-    dcz_doc *doc = NULL, *staged = NULL;
+    dcz_doc *doc = NULL;
     dcz_net *net = NULL;
     dcz_dataset train, test;
     char extra[4096], path[4096];
@@ -893,7 +874,7 @@ int cmd_compress(verb_ctx *v)
     if (rc == -1) rc = exec_prune(v, net, &sp, &train, &test, extra, sizeof extra);
     if (rc == -1) {
         int keep = write_stage_file(v, stages_dir, "prune", path, sizeof path);
-        rc = finish_net(v, net, doc, "prune", po.gap_bits, 0, 0, &train, extra, &test, keep ? path : NULL,
+        rc = finish_net(v, net, "prune", po.gap_bits, &train, extra, &test, keep ? path : NULL,
                         &res[nres].acc, &res[nres].bytes);
         res[nres++].name = "prune";
     }
@@ -901,26 +882,17 @@ int cmd_compress(verb_ctx *v)
     if (rc == -1) rc = exec_quantize(v, net, &sp, &train, &test, extra, sizeof extra);
     if (rc == -1) {
         int keep = write_stage_file(v, stages_dir, "quantize", path, sizeof path);
-        rc = finish_net(v, net, doc, "quantize", po.gap_bits, 0, 0, &train, extra, &test, keep ? path : NULL,
+        rc = finish_net(v, net, "quantize", po.gap_bits, &train, extra, &test, keep ? path : NULL,
                         &res[nres].acc, &res[nres].bytes);
         res[nres++].name = "quantize";
     }
     /* encode: the quantized net with Huffman-coded streams */
     if (rc == -1) {
-        dcz_layer_encoding *enc = NULL;
-        rc = make_encodings(v, net, NULL, 1, bm == 1, &enc);
+        rc = store_net(v, net, NULL, 1, bm == 1);
+        if (rc == -1) rc = apply_encoding(v, doc, po.gap_bits, 1, -1);
         if (rc == -1) {
-            dcz_status s = dcz_net_to_doc(net, enc, &staged);
-            free(enc);
-            if (s != DCZ_OK) rc = cli_fail(v, s, "converting the network");
-        }
-        if (rc == -1) rc = apply_encoding(v, staged, po.gap_bits, 1, -1);
-        if (rc == -1) {
-            staged->input_rank = doc->input_rank;
-            memcpy(staged->input_dims, doc->input_dims, sizeof staged->input_dims);
-            move_stages(doc, staged);
             snprintf(extra, sizeof extra, "huffman = yes\nbias = %s\n", bm == 1 ? "f16" : "f32");
-            rc = stage_finish(v, staged, "encode", NULL, extra, &test, v->c.out, &res[nres].acc, &res[nres].bytes);
+            rc = stage_finish(v, doc, "encode", NULL, extra, &test, v->c.out, &res[nres].acc, &res[nres].bytes);
             res[nres++].name = "encode";
         }
     }
@@ -960,7 +932,6 @@ int cmd_compress(verb_ctx *v)
     free((void *)sp.quant.bits);
     dcz_net_free(net);
     dcz_doc_free(doc);
-    dcz_doc_free(staged);
     dcz_dataset_free(&train);
     dcz_dataset_free(&test);
     return rc;

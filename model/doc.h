@@ -60,7 +60,15 @@ typedef struct dcz_doc_tensor {
 /* A layer reads nin tensors: 0 the model input, j + 1 the output of layer
  * j, always an earlier layer (the document is in a topological order); the
  * model's output is the last layer's, and every other layer is read by a
- * later one. dcz_doc_alloc starts every layer i reading tensor i (a chain). */
+ * later one. dcz_doc_alloc starts every layer i reading tensor i (a chain).
+ *
+ * The document is also the trainer's model (train/): while a network
+ * trains, its document may hold layers of the training-only ops, BATCHNORM
+ * (attributes eps and momentum; tensors gamma, beta, running mean and
+ * running variance) and DROPOUT (attribute rate), and a weighted layer
+ * whose parameters are not yet set (ntensors 0). Such a document is in
+ * training form: dcz_doc_fold makes it one that can be written, and the
+ * writer refuses it before. */
 typedef struct dcz_doc_layer {
     uint16_t op;              /* DCZ_OP_* */
     char name[DCZ_MAX_NAME + 1];
@@ -68,7 +76,7 @@ typedef struct dcz_doc_layer {
     uint32_t in[DCZ_MAX_INPUTS];
     uint32_t nattr;
     int32_t attr[DCZ_MAX_ATTRS];
-    uint32_t ntensors;        /* DENSE, CONV2D: 2 (weight, bias); other ops 0 */
+    uint32_t ntensors;        /* DENSE, CONV2D: 2 (weight, bias); BATCHNORM 4; other ops 0 */
     dcz_doc_tensor t[DCZ_MAX_TENSORS];
     size_t section_bytes;     /* the LAYER section, filled by read/write */
 } dcz_doc_layer;
@@ -209,5 +217,15 @@ dcz_status dcz_doc_tensor_streams(const dcz_doc_tensor *t, uint8_t **idx, uint32
  * the results are finite. */
 void dcz_fold_batchnorm(float *w, float *b, size_t rows, size_t cols, const float *gamma,
                         const float *beta, const float *mean, const float *var, float eps);
+
+/* Makes a document in training form one that can be written: each
+ * BATCHNORM layer folded (dcz_fold_batchnorm) into the weighted layer whose
+ * output it reads, each DROPOUT dropped, the layers after them renumbered,
+ * a calibration table (which no longer fits) freed. DCZ_ERR_UNSUPPORTED,
+ * and d unchanged, when a batch norm cannot fold: it reads the model input
+ * or a layer without weights, another layer reads that output too, the
+ * weight is sparse or shared, or a variance + eps is not positive; or when
+ * no layer would be left. */
+dcz_status dcz_doc_fold(dcz_doc *d);
 
 #endif /* DCZ_MODEL_DOC_H */

@@ -74,6 +74,18 @@ static dcz_status check_clip(const int32_t *a)
 static dcz_status check_one_f32(const int32_t *a) { return finite_attrs(a, 1) ? DCZ_OK : DCZ_ERR_FORMAT; }
 static dcz_status check_two_f32(const int32_t *a) { return finite_attrs(a, 2) ? DCZ_OK : DCZ_ERR_FORMAT; }
 
+/* training only: BATCHNORM eps > 0 and momentum in [0, 1]; DROPOUT rate in [0, 1) */
+static dcz_status check_batchnorm(const int32_t *a)
+{
+    const float eps = dcz_attr_f32(a[0]), m = dcz_attr_f32(a[1]);
+    return finite_attrs(a, 2) && eps > 0.0f && m >= 0.0f && m <= 1.0f ? DCZ_OK : DCZ_ERR_FORMAT;
+}
+static dcz_status check_dropout(const int32_t *a)
+{
+    const float r = dcz_attr_f32(a[0]);
+    return finite_attrs(a, 1) && r >= 0.0f && r < 1.0f ? DCZ_OK : DCZ_ERR_FORMAT;
+}
+
 static dcz_status check_maxpool(const int32_t *a) { return window_ok(a) ? DCZ_OK : DCZ_ERR_FORMAT; }
 
 static dcz_status check_avgpool(const int32_t *a)
@@ -244,10 +256,10 @@ static const dcz_op_info ops[] = {
       check_two_f32, shape_same,    NULL,          dcz_run_activation, dcz_qrun_table,     DCZ_QS_TABLE },
     { DCZ_OP_HARD_SWISH,     "HARD_SWISH", "hard_swish",     1, 1, 0, 0, 0, -1,
       check_none,    shape_same,    NULL,          dcz_run_activation, dcz_qrun_table,     DCZ_QS_TABLE },
-    { DCZ_OP_BATCHNORM,      "BATCHNORM", "batchnorm",      1, 1, 0, 0, 1, -1,
-      check_none,    shape_same,    NULL,          NULL,               NULL,               DCZ_QS_NONE },
-    { DCZ_OP_DROPOUT,        "DROPOUT", "dropout",        1, 1, 0, 0, 1, -1,
-      check_none,    shape_same,    NULL,          NULL,               NULL,               DCZ_QS_NONE },
+    { DCZ_OP_BATCHNORM,      "BATCHNORM", "batchnorm",      1, 1, 2, 0, 1, -1,
+      check_batchnorm, shape_same,  NULL,          NULL,               NULL,               DCZ_QS_NONE },
+    { DCZ_OP_DROPOUT,        "DROPOUT", "dropout",        1, 1, 1, 0, 1, -1,
+      check_dropout, shape_same,    NULL,          NULL,               NULL,               DCZ_QS_NONE },
 };
 
 const dcz_op_info *dcz_op_get(uint32_t op)

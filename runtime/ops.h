@@ -61,9 +61,12 @@ typedef enum dcz_op {
     DCZ_OP_TANH = 15,
     DCZ_OP_HARD_SIGMOID = 16, /* attrs: alpha, beta (f32 bits): max(0, min(1, alpha x + beta)) */
     DCZ_OP_HARD_SWISH = 17,   /* x max(0, min(1, x / 6 + 1 / 2)) */
-    DCZ_OP_BATCHNORM = 0x8001, /* per channel of (C, H, W) or (C): gamma, beta and running
-                                  statistics; folded into the preceding weighted layer */
-    DCZ_OP_DROPOUT = 0x8002,   /* zeroes a fraction of its input; the identity in inference */
+    DCZ_OP_BATCHNORM = 0x8001, /* attrs: eps, momentum (f32 bits); tensors: gamma, beta,
+                                  running mean, running variance, (C) each, per channel
+                                  of (C, H, W) or (C); folded into the weighted layer
+                                  before it (dcz_doc_fold) */
+    DCZ_OP_DROPOUT = 0x8002,   /* attr: rate (f32 bits): zeroes that fraction of its input
+                                  while training; the identity in inference */
 } dcz_op;
 
 /* The window of CONV2D and the pools: kernel_h, kernel_w, stride_h,
@@ -106,7 +109,8 @@ typedef struct dcz_op_info {
     const char *name;      /* as docs/FORMAT.md names it ("GLOBAL_AVGPOOL") */
     const char *label;     /* as dcz info and its JSON name it ("global_avgpool") */
     uint8_t min_in, max_in;/* inputs a layer of this op reads */
-    uint8_t nattr;         /* attributes a record of format 2 carries, exactly */
+    uint8_t nattr;         /* attributes a record of format 2 carries, exactly (a
+                              training-only op: those of its layer in a document) */
     uint8_t weighted;      /* a weight (rows = output channels) and a bias: the layers
                               that are pruned, shared and run on integers */
     uint8_t train_only;    /* never stored (op >= DCZ_OP_TRAIN_ONLY) */

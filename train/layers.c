@@ -1,7 +1,8 @@
 /* layers.c: the trainer's side of the operator table: per op its forward
  * and backward pass over a batch, how its settings map to the op's
- * attributes (so shapes come from the runtime's rules and a net converts to
- * a document and back without a switch), its buffer checks and its cache
+ * attributes (so shapes come from the runtime's rules and a net opens over
+ * its document and describes a new one without a switch), its buffer
+ * checks and its cache
  * (the runtime's table, runtime/ops.c, has the shapes, attribute checks and
  * inference kernels). Dense layers run through
  * OpenBLAS sgemm; convolutions (conv.c), pooling (pool.c) and batch norm
@@ -409,6 +410,21 @@ static void settings_floats(dcz_tlayer *l, const int32_t *a)
     for (uint32_t k = 0; k < dcz_op_get(l->op)->nattr && k < 2; k++) l->param[k] = dcz_attr_f32(a[k]);
 }
 
+/* BATCHNORM: eps and momentum (0: the defaults); DROPOUT: its rate */
+static void attrs_bn(const dcz_tlayer *l, dcz_chw in, int32_t *a)
+{
+    (void)in;
+    a[0] = dcz_f32_attr(l->eps != 0.0f ? l->eps : DCZ_BN_EPS);
+    a[1] = dcz_f32_attr(l->bn_momentum != 0.0f ? l->bn_momentum : DCZ_BN_MOMENTUM);
+}
+static void settings_bn(dcz_tlayer *l, const int32_t *a)
+{
+    l->eps = dcz_attr_f32(a[0]);
+    l->bn_momentum = dcz_attr_f32(a[1]);
+}
+static void attrs_dropout(const dcz_tlayer *l, dcz_chw in, int32_t *a) { (void)in; a[0] = dcz_f32_attr(l->rate); }
+static void settings_dropout(dcz_tlayer *l, const int32_t *a) { l->rate = dcz_attr_f32(a[0]); }
+
 /* DENSE and CONV: weights and bias, and a codebook that fits them */
 static dcz_status check_weighted(const dcz_tlayer *l)
 {
@@ -463,8 +479,8 @@ static const dcz_train_op train_ops[] = {
     { DCZ_OP_TANH, ACTIVATION },
     { DCZ_OP_HARD_SIGMOID, ACTIVATION },
     { DCZ_OP_HARD_SWISH, ACTIVATION },
-    { DCZ_OP_BATCHNORM, fwd_bn, bwd_bn, PLAIN, check_bn, cache_bn, 1 },
-    { DCZ_OP_DROPOUT, fwd_dropout, bwd_dropout, PLAIN, check_dropout, cache_dropout, 0 },
+    { DCZ_OP_BATCHNORM, fwd_bn, bwd_bn, attrs_bn, settings_bn, check_bn, cache_bn, 1 },
+    { DCZ_OP_DROPOUT, fwd_dropout, bwd_dropout, attrs_dropout, settings_dropout, check_dropout, cache_dropout, 0 },
 };
 #undef PLAIN
 #undef ACTIVATION

@@ -190,9 +190,9 @@ static void free_params(const dcz_net *net, dcz_tlayer *l)
     l->mask = l->assign = NULL;
 }
 
-void dcz_net_free(dcz_net *net)
+/* Frees everything the net holds but its document and rng, and zeroes it. */
+static void release(dcz_net *net)
 {
-    if (!net) return;
     dcz_net_reset_state(net);
     if (net->layers) {
         free_acts(net);
@@ -202,6 +202,20 @@ void dcz_net_free(dcz_net *net)
     free(net->param);
     free(net->tshape);
     free(net->twidth);
+    dcz_doc *doc = net->doc;
+    const int own = net->own_doc;
+    const dcz_rng rng = net->rng;
+    memset(net, 0, sizeof *net);
+    net->doc = doc;
+    net->own_doc = own;
+    net->rng = rng;
+}
+
+void dcz_net_free(dcz_net *net)
+{
+    if (!net) return;
+    release(net);
+    if (net->own_doc) dcz_doc_free(net->doc);
     free(net);
 }
 
@@ -344,6 +358,31 @@ static dcz_status pack_params(dcz_net *net)
     return dcz_net_flatten(net, DCZ_FLAT_PARAM);
 }
 
+/* The document of a net built by hand (validated shapes): each layer's
+ * op, name, inputs and attributes from its settings; parameters are written
+ * by dcz_net_store. The net owns it. */
+static dcz_status describe(dcz_net *net)
+{
+    dcz_doc *d = NULL;
+    dcz_status st = dcz_doc_alloc((uint32_t)net->nlayers, &d);
+    if (st != DCZ_OK) return st;
+    d->input_rank = net->in_rank;
+    memcpy(d->input_dims, net->in_dims, sizeof net->in_dims);
+    for (int i = 0; i < net->nlayers; i++) {
+        const dcz_tlayer *l = &net->layers[i];
+        dcz_doc_layer *dl = &d->layers[i];
+        const uint32_t *in = net->tshape[l->tin[0]];
+        dl->op = (uint16_t)l->op;
+        snprintf(dl->name, sizeof dl->name, "%s", l->name);
+        dl->nin = l->nin;
+        memcpy(dl->in, l->tin, sizeof dl->in);
+        dl->nattr = dcz_tlayer_attrs(l, (dcz_chw){ in[0], in[1], in[2] }, dl->attr);
+    }
+    net->doc = d;
+    net->own_doc = 1;
+    return DCZ_OK;
+}
+
 dcz_status dcz_net_validate(dcz_net *net)
 {
     if (!net || !net->layers || net->nlayers < 1) return DCZ_ERR_ARG;
@@ -394,6 +433,7 @@ dcz_status dcz_net_validate(dcz_net *net)
     }
     net->in_dim = (int)net->twidth[0];
     net->classes = net->layers[net->nlayers - 1].out;
+    if (!net->doc && (st = describe(net)) != DCZ_OK) return st;
     return pack_params(net);
 }
 
@@ -436,8 +476,8 @@ dcz_status dcz_net_init_params(dcz_net *net, dcz_rng *rng)
             }
             if (!l->w || !l->b || !l->run_mean || !l->run_var) return DCZ_ERR_NOMEM;
             for (size_t j = 0; j < c; j++) l->w[j] = 1.0f;
-            if (l->eps == 0.0f) l->eps = 1e-5f;
-            if (l->bn_momentum == 0.0f) l->bn_momentum = 0.1f;
+            if (l->eps == 0.0f) l->eps = DCZ_BN_EPS;
+            if (l->bn_momentum == 0.0f) l->bn_momentum = DCZ_BN_MOMENTUM;
         }
     }
     return pack_params(net);
@@ -603,79 +643,183 @@ void dcz_net_apply_constraints(dcz_net *net)
     }
 }
 
-/* Readers of each tensor of a net (nlayers + 1 counts, malloc'd). */
-static uint32_t *count_readers(const dcz_net *net)
+
+/* ---- the model: opening a net over its document, storing into it ----------- */
+
+static void *dup_mem(const void *p, size_t n)
 {
-    uint32_t *r = calloc((size_t)(unsigned)net->nlayers + 1, sizeof *r);
-    if (!r) return NULL;
-    for (int i = 0; i < net->nlayers; i++)
-        for (uint32_t k = 0; k < net->layers[i].nin; k++) r[net->layers[i].tin[k]]++;
-    return r;
+    void *q = malloc(n ? n : 1);
+    if (q && n) memcpy(q, p, n);
+    return q;
 }
 
-/* The layer the BATCHNORM layer i folds into: the DENSE or CONV whose
- * output it reads, read by nothing else, neither masked nor shared. */
-static dcz_status fold_target(const dcz_net *net, int i, const uint32_t *readers, int *p_out)
+static float *dup_values(const dcz_doc_tensor *t, size_t n)
 {
-    const dcz_tlayer *bn = &net->layers[i];
-    const uint32_t t = bn->tin[0];
-    if (t == 0 || readers[t] != 1) return DCZ_ERR_UNSUPPORTED;
-    const int p = (int)t - 1;
-    const dcz_tlayer *w = &net->layers[p];
-    if (!dcz_tlayer_has_weights(w) || w->mask || w->codebook || w->assign) return DCZ_ERR_UNSUPPORTED;
-    if (!w->w || !w->b || !bn->w || !bn->b || !bn->run_mean || !bn->run_var) return DCZ_ERR_ARG;
-    if (dcz_tlayer_nbias(w) != (size_t)bn->in_c || (size_t)bn->in_c * dcz_tlayer_wcols(w) == 0)
+    return t->n == n && t->values ? dup_mem(t->values, n * sizeof(float)) : NULL;
+}
+
+/* The parameters of doc layer l into t (shapes already inferred): weight
+ * and bias with the mask and codebook that describe their compression;
+ * BATCHNORM's gamma, beta and running statistics. */
+static dcz_status params_from_doc(const dcz_doc_layer *l, dcz_tlayer *t)
+{
+    if (t->op == DCZ_OP_BATCHNORM) {
+        const size_t c = dcz_tlayer_nbias(t);
+        if (l->ntensors != 4) return DCZ_ERR_SHAPE;
+        t->w = dup_values(&l->t[0], c);
+        t->b = dup_values(&l->t[1], c);
+        t->run_mean = dup_values(&l->t[2], c);
+        t->run_var = dup_values(&l->t[3], c);
+        return t->w && t->b && t->run_mean && t->run_var ? DCZ_OK : DCZ_ERR_SHAPE;
+    }
+    if (!dcz_tlayer_has_weights(t)) return DCZ_OK;
+    const dcz_doc_tensor *w = &l->t[0], *b = &l->t[1];
+    if (l->ntensors != 2 || w->n != dcz_tlayer_nweights(t) || b->n != dcz_tlayer_nbias(t))
         return DCZ_ERR_SHAPE;
-    *p_out = p;
+    t->w = dup_values(w, w->n);
+    t->b = dup_values(b, b->n);
+    if (!t->w || !t->b) return DCZ_ERR_NOMEM;
+    if (w->mask && !(t->mask = dup_mem(w->mask, w->n))) return DCZ_ERR_NOMEM;
+    if (w->enc == DCZ_ENC_CODEBOOK) {
+        t->k = (int)w->k;
+        t->codebook = dup_mem(w->codebook, w->k * sizeof(float));
+        t->assign = dup_mem(w->assign, w->n);
+        if (!t->codebook || !t->assign) return DCZ_ERR_NOMEM;
+    }
+    return DCZ_OK;
+}
+
+/* Fills the empty net (no layers) as the view of d: layer i of the net is
+ * layer i of d, its settings read from d's attributes by the trainer's
+ * entry of its op, its parameters copied into the net's flat buffer. */
+static dcz_status attach(dcz_net *net, dcz_doc *d)
+{
+    if (d->nlayers < 1 || d->nlayers > NET_MAX_LAYERS || d->input_rank == 0 ||
+        d->input_rank > 4)
+        return DCZ_ERR_FORMAT;
+    if (!(net->layers = calloc(d->nlayers, sizeof *net->layers))) return DCZ_ERR_NOMEM;
+    net->nlayers = (int)d->nlayers;
+    net->doc = d;
+    net->in_rank = d->input_rank;
+    memcpy(net->in_dims, d->input_dims, d->input_rank * sizeof *d->input_dims);
+    for (uint32_t i = 0; i < d->nlayers; i++) {
+        const dcz_doc_layer *l = &d->layers[i];
+        dcz_tlayer *t = &net->layers[i];
+        const dcz_train_op *o = dcz_train_op_get((dcz_op)l->op);
+        const dcz_op_info *info = dcz_op_get(l->op);
+        if (!o || !info || l->nattr != info->nattr) return DCZ_ERR_UNSUPPORTED;
+        snprintf(t->name, sizeof t->name, "%s", l->name);
+        t->op = (dcz_op)l->op;
+        t->nin = l->nin;
+        memcpy(t->tin, l->in, sizeof t->tin);
+        o->settings(t, l->attr);
+    }
+    dcz_status s = dcz_net_infer_shapes(net);
+    for (uint32_t i = 0; i < d->nlayers && s == DCZ_OK; i++)
+        s = params_from_doc(&d->layers[i], &net->layers[i]);
+    return s == DCZ_OK ? dcz_net_validate(net) : s;
+}
+
+dcz_status dcz_net_open(dcz_doc *d, dcz_net **out)
+{
+    if (!d || !out) return DCZ_ERR_ARG;
+    *out = NULL;
+    dcz_net *net = calloc(1, sizeof *net);
+    if (!net) return DCZ_ERR_NOMEM;
+    dcz_rng_seed(&net->rng, 0);
+    dcz_status s = attach(net, d);
+    if (s != DCZ_OK) {
+        dcz_net_free(net);
+        return s;
+    }
+    *out = net;
+    return DCZ_OK;
+}
+
+static dcz_status fill_tensor(dcz_doc_tensor *t, uint32_t enc, uint32_t rank, const uint32_t *dims,
+                              const float *values)
+{
+    dcz_doc_tensor_clear(t);
+    t->enc = enc;
+    t->rank = rank;
+    t->n = 1;
+    for (uint32_t i = 0; i < rank; i++) {
+        t->dims[i] = dims[i];
+        t->n *= dims[i];
+    }
+    t->values = dup_mem(values, t->n * sizeof(float));
+    return t->values ? DCZ_OK : DCZ_ERR_NOMEM;
+}
+
+/* The weight and bias of a DENSE or CONV layer, of the shapes its op's
+ * attributes give, encoded as its compression state and e ask (e NULL: raw
+ * streams, positions as wide as stores them smallest, an f32 bias). */
+static dcz_status weights_to_doc(const dcz_tlayer *t, const dcz_layer_encoding *e, dcz_doc_layer *l)
+{
+    dcz_shape ws, bs;
+    if (dcz_op_param_shapes(l->op, l->attr, &ws, &bs) != DCZ_OK) return DCZ_ERR_ARG;
+    l->ntensors = 2;
+    dcz_doc_tensor *w = &l->t[0];
+    uint32_t enc = t->codebook ? DCZ_ENC_CODEBOOK : t->mask ? DCZ_ENC_SPARSE_F32 : DCZ_ENC_F32;
+    dcz_status s = fill_tensor(w, enc, ws.rank, ws.dims, t->w);
+    if (s == DCZ_OK)
+        s = fill_tensor(&l->t[1], e && e->bias_f16 ? DCZ_ENC_F16 : DCZ_ENC_F32, bs.rank, bs.dims, t->b);
+    if (s != DCZ_OK || enc == DCZ_ENC_F32) return s;
+    const uint8_t coding = e && e->huffman ? DCZ_CODING_HUFFMAN : DCZ_CODING_RAW;
+    w->gap_coding = coding;
+    if (t->mask && !(w->mask = dup_mem(t->mask, w->n))) return DCZ_ERR_NOMEM;
+    if (enc == DCZ_ENC_CODEBOOK) {
+        w->k = (uint32_t)t->k;
+        w->index_bits = (uint8_t)(e && e->index_bits ? e->index_bits : dcz_doc_index_bits((uint32_t)t->k));
+        w->index_coding = coding;
+        w->codebook = dup_mem(t->codebook, (size_t)t->k * sizeof(float));
+        w->assign = dup_mem(t->assign, w->n);
+        if (!w->codebook || !w->assign) return DCZ_ERR_NOMEM;
+    }
+    if (!t->mask) return DCZ_OK;
+    if (!e) return dcz_doc_tensor_best_gap_bits(w, &w->gap_bits);
+    w->gap_bits = e->gap_bits;
+    return w->gap_bits >= 1 && w->gap_bits <= 8 ? DCZ_OK : DCZ_ERR_ARG;
+}
+
+/* BATCHNORM's gamma, beta, running mean and variance as four f32 tensors. */
+static dcz_status bn_to_doc(const dcz_tlayer *t, dcz_doc_layer *l)
+{
+    const uint32_t c = (uint32_t)dcz_tlayer_nbias(t);
+    const float *v[4] = { t->w, t->b, t->run_mean, t->run_var };
+    l->ntensors = 4;
+    for (int j = 0; j < 4; j++) {
+        if (!v[j]) return DCZ_ERR_ARG;
+        if (fill_tensor(&l->t[j], DCZ_ENC_F32, 1, &c, v[j]) != DCZ_OK) return DCZ_ERR_NOMEM;
+    }
+    return DCZ_OK;
+}
+
+dcz_status dcz_net_store(dcz_net *net, const dcz_layer_encoding *enc)
+{
+    if (!net || !net->doc || !net->tshape || net->doc->nlayers != (uint32_t)net->nlayers) return DCZ_ERR_ARG;
+    dcz_doc *d = net->doc;
+    for (int i = 0; i < net->nlayers; i++)
+        if (d->layers[i].op != (uint16_t)net->layers[i].op) return DCZ_ERR_ARG;
+    for (int i = 0; i < net->nlayers; i++) {
+        const dcz_tlayer *t = &net->layers[i];
+        dcz_doc_layer *l = &d->layers[i];
+        dcz_status s = DCZ_OK;
+        if (t->op == DCZ_OP_BATCHNORM) s = bn_to_doc(t, l);
+        else if (dcz_tlayer_has_weights(t)) s = weights_to_doc(t, enc ? &enc[i] : NULL, l);
+        if (s != DCZ_OK) return s;
+    }
+    dcz_doc_calib_free(d->calib);   /* made for other weights */
+    d->calib = NULL;
     return DCZ_OK;
 }
 
 dcz_status dcz_net_fold_for_inference(dcz_net *net)
 {
     if (!net || !net->layers || net->nlayers < 1) return DCZ_ERR_ARG;
-    uint32_t *readers = count_readers(net);
-    uint32_t *alias = malloc(((size_t)(unsigned)net->nlayers + 1) * sizeof *alias);
-    int *target = malloc((size_t)(unsigned)net->nlayers * sizeof *target);
-    dcz_status st = readers && alias && target ? DCZ_OK : DCZ_ERR_NOMEM;
-    int kept = 0;
-    for (int i = 0; i < net->nlayers && st == DCZ_OK; i++) {
-        dcz_op k = net->layers[i].op;
-        target[i] = -1;
-        if (k == DCZ_OP_BATCHNORM) st = fold_target(net, i, readers, &target[i]);
-        else if (k != DCZ_OP_DROPOUT) kept++;
-    }
-    if (st == DCZ_OK && kept == 0) st = DCZ_ERR_UNSUPPORTED;
-    if (st != DCZ_OK) {
-        free(readers); free(alias); free(target);
-        return st;
-    }
-    dcz_net_reset_state(net);
-    free_acts(net);
-    for (int i = 0; i < net->nlayers; i++) {
-        dcz_tlayer *l = &net->layers[i];
-        if (l->op != DCZ_OP_BATCHNORM) continue;
-        dcz_tlayer *p = &net->layers[target[i]];
-        dcz_fold_batchnorm(p->w, p->b, (size_t)l->in_c, dcz_tlayer_wcols(p), l->w, l->b, l->run_mean,
-                           l->run_var, l->eps);
-    }
-    /* a folded or dropped layer's output is its input; the others are
-     * numbered anew */
-    int n = 0;
-    alias[0] = 0;
-    for (int i = 0; i < net->nlayers; i++) {
-        dcz_tlayer *l = &net->layers[i];
-        for (uint32_t k = 0; k < l->nin; k++) l->tin[k] = alias[l->tin[k]];
-        if (l->op == DCZ_OP_BATCHNORM || l->op == DCZ_OP_DROPOUT) {
-            alias[i + 1] = l->tin[0];
-            free_params(net, l);
-            continue;
-        }
-        alias[i + 1] = (uint32_t)n + 1;
-        if (n != i) net->layers[n] = *l;
-        n++;
-    }
-    for (int i = n; i < net->nlayers; i++) memset(&net->layers[i], 0, sizeof net->layers[i]);
-    net->nlayers = n;
-    free(readers); free(alias); free(target);
-    return dcz_net_validate(net);
+    dcz_status s = dcz_net_store(net, NULL);
+    if (s == DCZ_OK) s = dcz_doc_fold(net->doc);
+    if (s != DCZ_OK) return s;
+    release(net);
+    return attach(net, net->doc);
 }

@@ -1,10 +1,15 @@
 /* train.h: the retraining engine every compression stage builds on.
  *
- * A dcz_net is a graph of layers in the same order as the runtime graph of a
- * .dcz (docs/FORMAT.md): each layer reads earlier tensors (tin: 0 the input,
- * j + 1 the output of layer j), so a network converts to and from a file
- * layer by layer (convert.c). A layer read by several others gets the sum
- * of their gradients. Dense and convolution layers run forward and backward
+ * The model is a document (model/doc.h): the toolchain's one in-memory form
+ * of a network, what a .dcz file holds. A dcz_net is the training state over
+ * one document: layer i of the net is layer i of the document (the graph
+ * order of docs/FORMAT.md: each layer reads earlier tensors, tin: 0 the
+ * input, j + 1 the output of layer j), its settings read from the
+ * document's attributes, its parameters in the net's flat buffer while it
+ * trains and written back into the document by dcz_net_store. A network
+ * built by hand or by architecture name gets its document when it is
+ * validated. A layer read by several others gets the sum of their
+ * gradients. Dense and convolution layers run forward and backward
  * through OpenBLAS sgemm (convolutions by im2col over many samples at once);
  * the loss is softmax cross-entropy on the last layer's logits (a final
  * softmax layer, when present, is the identity for training).
@@ -39,6 +44,7 @@
 #include <stdint.h>
 
 #include "dcz.h"
+#include "model/doc.h"
 #include "runtime/ops.h"
 
 /* ---- random numbers: xoshiro256**, seeded through splitmix64 ------------ */
@@ -107,6 +113,10 @@ void dcz_dataset_free(dcz_dataset *d);
  * conv before a net is written) and DROPOUT (zeroes a fraction `rate` and
  * scales the rest by 1/(1-rate); the identity in inference). */
 
+/* Batch norm's defaults (PyTorch's) */
+#define DCZ_BN_EPS 1e-5f
+#define DCZ_BN_MOMENTUM 0.1f
+
 typedef struct dcz_tlayer {
     dcz_op op;
     char name[64];
@@ -151,7 +161,7 @@ typedef struct dcz_tlayer {
     /* BATCHNORM statistics, owned: running mean and variance (c each),
      * updated as r = (1 - bn_momentum) r + bn_momentum batch_stat */
     float *run_mean, *run_var;
-    float eps, bn_momentum;
+    float eps, bn_momentum;   /* 0: DCZ_BN_EPS, DCZ_BN_MOMENTUM */
 
     /* training state, owned, allocated on demand */
     float *gw, *gb;       /* gradients */
@@ -207,13 +217,20 @@ static inline size_t dcz_tlayer_nweights(const dcz_tlayer *l)
 
 typedef struct dcz_net {
     int nlayers;
-    dcz_tlayer *layers;
+    dcz_tlayer *layers;   /* the view of doc->layers, one for one */
+    dcz_doc *doc;         /* the model: structure, input shape and stage
+                             history; parameters as of the last
+                             dcz_net_store. Owned when own_doc (a net made by
+                             hand or by name), else the caller's, which must
+                             outlive the net (dcz_net_open) */
+    int own_doc;
     int in_dim;           /* floats per input sample */
     int classes;          /* floats per output sample */
     uint32_t in_rank;     /* shape of one input sample: (in_dim) or (C, H, W) */
     uint32_t in_dims[4];
     dcz_rng rng;          /* dropout masks; seeded by dcz_net_create_arch
-                             (from its seed) and by dcz_net_alloc (seed 0) */
+                             (from its seed), by dcz_net_alloc and
+                             dcz_net_open (seed 0) */
     /* tensor t (0 the input, j + 1 the output of layer j): its shape as
      * (c, h, w) (a flat vector of n: (n, 1, 1)) and elements, set by
      * dcz_net_validate; owned, nlayers + 1 */
@@ -353,7 +370,11 @@ dcz_status dcz_net_alloc(int nlayers, dcz_net **out);
  * outside [0, 1); a softmax that is not the last layer; a mask or codebook
  * on a layer without weights; or an inconsistent codebook (k outside
  * 1..256, codebook or assign missing, a kept weight's assignment >= k).
- * Drops the activation buffers and caches (regrown on demand). Forward,
+ * Drops the activation buffers and caches (regrown on demand). A net
+ * without a document gets one here, describing its layers (op, name,
+ * inputs, the attributes of their settings) with no parameters yet
+ * (dcz_net_store writes them); its structure is then the document's, so a
+ * caller changes a net's layers only before its first validation. Forward,
  * grad, train and evaluate need a validated net; dcz_net_create_arch
  * returns one. */
 dcz_status dcz_net_validate(dcz_net *net);
@@ -394,15 +415,44 @@ size_t dcz_net_param_count(const dcz_net *net);
  * softmax). */
 dcz_status dcz_net_forward(dcz_net *net, const float *x, int batch, float *out);
 
-/* Prepares a trained net for writing: folds every BATCHNORM layer into the
- * CONV or DENSE layer right before it, from the running statistics
- * (w' = w g, b' = (b - mean) g + beta with g = gamma / sqrt(var + eps) per
- * output channel), and removes it and every DROPOUT layer (the identity in
- * inference). DCZ_ERR_UNSUPPORTED when a BATCHNORM follows no conv or dense
- * layer, or that layer is masked or shared, or when nothing would be left;
- * the net is then unchanged. Frees the training state (as
- * dcz_net_reset_state) and revalidates the net. */
+/* Prepares a trained net for writing: stores it (dcz_net_store, enc NULL)
+ * and folds its document (dcz_doc_fold: every BATCHNORM layer into the CONV
+ * or DENSE layer right before it, from the running statistics, and every
+ * DROPOUT layer, the identity in inference, dropped), then becomes the view
+ * of the folded document. DCZ_ERR_UNSUPPORTED when a BATCHNORM follows no
+ * conv or dense layer, or that layer is masked or shared, or when nothing
+ * would be left; the net is then unchanged. Frees the training state (as
+ * dcz_net_reset_state). */
 dcz_status dcz_net_fold_for_inference(dcz_net *net);
+
+/* How the weight of one dense or conv layer is stored (dcz_net_store). */
+typedef struct dcz_layer_encoding {
+    uint8_t gap_bits;     /* relative-position width for sparse weights (1..8) */
+    uint8_t huffman;      /* nonzero: Huffman-code index and gap streams */
+    uint8_t index_bits;   /* codebook index width (0: from k) */
+    uint8_t bias_f16;     /* nonzero: store the bias as fp16 */
+} dcz_layer_encoding;
+
+/* The net over document d (the caller's: it must outlive the net): its
+ * layers' settings from d's attributes (by the trainer's entry of each op),
+ * its parameters and compression state from d's tensors (a sparse tensor
+ * gives a mask, a codebook tensor the codebook and assignments; a
+ * BATCHNORM layer of a document in training form its four tensors).
+ * DCZ_ERR_UNSUPPORTED for an op the trainer does not run, DCZ_ERR_SHAPE or
+ * DCZ_ERR_FORMAT for a document that does not fit its layers. */
+dcz_status dcz_net_open(dcz_doc *d, dcz_net **out);
+
+/* Writes the net's parameters and compression state into its document, in
+ * place: each weight's encoding from that state (codebook, then mask, else
+ * dense) with the stream settings enc gives per layer (one entry per net
+ * layer; those of layers without weights unused; NULL: raw streams, each
+ * position width the smallest, f32 biases); BATCHNORM layers as their four
+ * tensors (the document stays in training form until folded). The
+ * document's calibration table, made for other weights, is dropped; its
+ * structure, input shape and stages are kept. DCZ_ERR_ARG for a gap width
+ * out of 1..8 on a sparse weight, or a document no longer of the net's
+ * layers. */
+dcz_status dcz_net_store(dcz_net *net, const dcz_layer_encoding *enc);
 
 /* Re-applies masks and codebooks to the weights (w = cb[assign] * mask). */
 void dcz_net_apply_constraints(dcz_net *net);

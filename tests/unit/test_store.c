@@ -1,12 +1,14 @@
-/* test_convert.c: networks to documents and back (train/convert.c).
+/* test_store.c: a net stored into its document and opened over a document
+ * (dcz_net_store, dcz_net_open in train/net.c).
  *
- * A net with a dense layer, a pruned layer and a pruned codebook layer goes
- * to a document, through the file format, and back: weights, masks,
- * codebooks and assignments survive exactly, each weight gets the encoding
- * its state calls for, and the runtime computes what the net computes.
- * A CNN with batch norm, pooling of both kinds and pruned and shared conv
- * weights does the same after batch norm is folded, and a net still holding
- * batch norm is refused.
+ * A net with a dense layer, a pruned layer and a pruned codebook layer is
+ * stored into its document, written, read and opened again: weights,
+ * masks, codebooks and assignments survive exactly, each weight gets the
+ * encoding its state calls for, and the runtime computes what the net
+ * computes. Storing is in place: the document keeps its stages and drops
+ * a calibration table. A CNN with batch norm, pooling of both kinds and
+ * pruned and shared conv weights does the same after batch norm is
+ * folded; before, its document is in training form and cannot be written.
  */
 #include <math.h>
 #include <stdlib.h>
@@ -14,7 +16,7 @@
 
 #include "runtime/model.h"
 #include "tests/check.h"
-#include "train/convert.h"
+#include "train/train.h"
 
 static dcz_net *make_net(void)
 {
@@ -51,8 +53,14 @@ static void test_round_trip(void)
     dcz_layer_encoding enc[6];
     memset(enc, 0, sizeof enc);
     for (int i = 0; i < 6; i++) { enc[i].gap_bits = 3; enc[i].huffman = (uint8_t)(i == 4); }
-    dcz_doc *d = NULL, *r = NULL;
-    REQUIRE(dcz_net_to_doc(net, enc, &d) == DCZ_OK, "to doc");
+    dcz_doc *d = net->doc, *r = NULL;
+    REQUIRE(d && net->own_doc, "a net made by name has its document");
+    REQUIRE(dcz_doc_add_stage(d, "stage = train") == DCZ_OK, "a stage record");
+    REQUIRE((d->calib = calloc(1, sizeof *d->calib)) != NULL, "a calibration table");
+    REQUIRE(dcz_net_store(net, enc) == DCZ_OK, "store");
+    CHECK(net->doc == d && d->nstages == 1 && strcmp(d->stages[0], "stage = train") == 0,
+          "stored in place, stages kept");
+    CHECK(d->calib == NULL, "the calibration table of other weights dropped");
     CHECK(d->layers[0].t[0].enc == DCZ_ENC_F32, "dense stays f32");
     CHECK(d->layers[2].t[0].enc == DCZ_ENC_SPARSE_F32, "pruned becomes sparse");
     CHECK(d->layers[4].t[0].enc == DCZ_ENC_CODEBOOK && d->layers[4].t[0].index_bits == 2, "codebook, 2 bits");
@@ -61,8 +69,8 @@ static void test_round_trip(void)
     size_t len = 0;
     REQUIRE(dcz_doc_write(d, &buf, &len) == DCZ_OK, "write");
     REQUIRE(dcz_doc_read(buf, len, &r) == DCZ_OK, "read");
-    REQUIRE(dcz_net_from_doc(r, &back) == DCZ_OK, "from doc");
-    REQUIRE(back->nlayers == net->nlayers, "layers");
+    REQUIRE(dcz_net_open(r, &back) == DCZ_OK, "open");
+    REQUIRE(back->nlayers == net->nlayers && back->doc == r && !back->own_doc, "layers");
     for (int l = 0; l < net->nlayers; l++) {
         const dcz_tlayer *a = &net->layers[l], *b = &back->layers[l];
         CHECK(a->op == b->op && strcmp(a->name, b->name) == 0, "layer %d", l);
@@ -92,10 +100,9 @@ static void test_round_trip(void)
     CHECK(worst < 1e-5, "net and runtime differ by %g", worst);
     dcz_close(m);
     free(buf);
-    dcz_doc_free(d);
-    dcz_doc_free(r);
     dcz_net_free(net);
     dcz_net_free(back);
+    dcz_doc_free(r);
 }
 
 static void test_bad_gap_bits(void)
@@ -104,8 +111,18 @@ static void test_bad_gap_bits(void)
     REQUIRE(net != NULL, "net");
     dcz_layer_encoding enc[6];
     memset(enc, 0, sizeof enc); /* gap_bits 0 for a pruned layer is not allowed */
-    dcz_doc *d = NULL;
-    CHECK(dcz_net_to_doc(net, enc, &d) == DCZ_ERR_ARG && d == NULL, "gap bits 0 refused");
+    CHECK(dcz_net_store(net, enc) == DCZ_ERR_ARG, "gap bits 0 refused");
+    /* without encodings, the position width that stores them smallest */
+    REQUIRE(dcz_net_store(net, NULL) == DCZ_OK, "store plain");
+    uint8_t best = 0;
+    const dcz_doc_tensor *w = &net->doc->layers[2].t[0];
+    REQUIRE(dcz_doc_tensor_best_gap_bits(w, &best) == DCZ_OK, "best width");
+    CHECK(w->gap_bits == best && best >= 1 && w->gap_coding == DCZ_CODING_RAW, "width %u, best %u",
+          w->gap_bits, best);
+    /* a document changed under the net is refused */
+    net->doc->layers[1].op = DCZ_OP_SIGMOID;
+    CHECK(dcz_net_store(net, NULL) == DCZ_ERR_ARG, "a document of other layers");
+    net->doc->layers[1].op = DCZ_OP_RELU;
     dcz_net_free(net);
 }
 
@@ -156,20 +173,34 @@ static void test_conv_round_trip(void)
     dcz_layer_encoding enc[32];
     memset(enc, 0, sizeof enc);
     for (int i = 0; i < 32; i++) { enc[i].gap_bits = 4; enc[i].huffman = 1; }
-    dcz_doc *d = NULL, *r = NULL;
-    CHECK(dcz_net_to_doc(net, enc, &d) == DCZ_ERR_UNSUPPORTED && d == NULL, "batch norm must be folded first");
+    dcz_doc *d = net->doc, *r = NULL;
+    REQUIRE(dcz_net_store(net, enc) == DCZ_OK, "store in training form");
+    int bns = 0;
+    for (uint32_t l = 0; l < d->nlayers; l++)
+        if (d->layers[l].op == DCZ_OP_BATCHNORM) {
+            const dcz_doc_layer *bn = &d->layers[l];
+            bns++;
+            CHECK(bn->ntensors == 4 && bn->nattr == 2 && bn->t[3].n == bn->t[0].n &&
+                  dcz_attr_f32(bn->attr[0]) == DCZ_BN_EPS, "batch norm %s: 4 tensors, eps", bn->name);
+        }
+    CHECK(bns == 2, "%d batch norms in the document", bns);
+    uint8_t *tbuf = NULL;
+    size_t tlen = 0;
+    CHECK(dcz_doc_write(d, &tbuf, &tlen) != DCZ_OK && tbuf == NULL, "a document in training form is not written");
     enum { B = 3, IN = 2 * 9 * 11, OUT = 7 };
     float x[B * IN], y_net[B * OUT], y_fold[B * OUT], y_rt[B * OUT];
     for (int i = 0; i < B * IN; i++) x[i] = cosf(0.11f * (float)i);
     REQUIRE(dcz_net_forward(net, x, B, y_net) == DCZ_OK, "forward");
     REQUIRE(dcz_net_fold_for_inference(net) == DCZ_OK, "fold");
+    CHECK(net->doc == d && d->nlayers == (uint32_t)net->nlayers, "folded in its document, %u layers",
+          d->nlayers);
     REQUIRE(dcz_net_forward(net, x, B, y_fold) == DCZ_OK, "forward folded");
     double worst = 0;
     for (int i = 0; i < B * OUT; i++) worst = fmax(worst, fabs(y_net[i] - y_fold[i]));
     CHECK(worst < 1e-4, "folding changed the outputs by %g", worst);
     REQUIRE(share_conv2(net), "prune and share conv2");
     REQUIRE(dcz_net_forward(net, x, B, y_fold) == DCZ_OK, "forward compressed");
-    REQUIRE(dcz_net_to_doc(net, enc, &d) == DCZ_OK, "to doc");
+    REQUIRE(dcz_net_store(net, enc) == DCZ_OK, "store");
     CHECK(d->input_rank == 3 && d->input_dims[0] == 2 && d->input_dims[1] == 9 && d->input_dims[2] == 11,
           "input shape");
     int convs = 0, pools = 0;
@@ -186,7 +217,7 @@ static void test_conv_round_trip(void)
     size_t len = 0;
     REQUIRE(dcz_doc_write(d, &buf, &len) == DCZ_OK, "write");
     REQUIRE(dcz_doc_read(buf, len, &r) == DCZ_OK, "read");
-    REQUIRE(dcz_net_from_doc(r, &back) == DCZ_OK, "from doc");
+    REQUIRE(dcz_net_open(r, &back) == DCZ_OK, "open");
     REQUIRE(back->nlayers == net->nlayers, "layers");
     for (int l = 0; l < net->nlayers; l++) {
         const dcz_tlayer *a = &net->layers[l], *b = &back->layers[l];
@@ -209,10 +240,9 @@ static void test_conv_round_trip(void)
     }
     dcz_close(m);
     free(buf);
-    dcz_doc_free(d);
-    dcz_doc_free(r);
     dcz_net_free(net);
     dcz_net_free(back);
+    dcz_doc_free(r);
 }
 
 int main(void)
