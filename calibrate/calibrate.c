@@ -16,7 +16,12 @@
 
 #define TRY(expr) do { dcz_status s_ = (expr); if (s_ != DCZ_OK) return s_; } while (0)
 
-static int weighted(uint16_t op) { return op == DCZ_OP_DENSE || op == DCZ_OP_CONV2D; }
+/* the layers that get weight scales: the table's weighted ops */
+static int weighted(uint16_t op)
+{
+    const dcz_op_info *o = dcz_op_get(op);
+    return o && o->weighted;
+}
 
 const char *dcz_cal_scheme_name(uint32_t scheme)
 {
