@@ -348,6 +348,7 @@ int cmd_info(verb_ctx *v)
                     json_num(&j, "gap_entropy_per_symbol", li[i].gap.entropy);
                 }
                 json_str(&j, "kernel", li[i].kernel);
+                json_str(&j, "kernel_reason", li[i].why);
                 json_int(&j, "macs_per_sample", (long long)layer_macs(l, &shapes[i + 1], li[i].weights));
                 json_int(&j, "macs_per_sample_kept", (long long)layer_macs(l, &shapes[i + 1], li[i].kept));
             }
@@ -445,10 +446,18 @@ int cmd_info(verb_ctx *v)
                        ss[k]->entropy > 0 ? (per_sym / ss[k]->entropy - 1) * 100 : 0);
             }
         }
-        printf("\n%-*s %-44s\n", nw, "layer", "runtime kernel");
+        /* one short line per layer; why each kernel, once, below */
+        printf("\n%-*s %s\n", nw, "layer", "runtime kernel");
         for (uint32_t i = 0; i < d->nlayers; i++)
-            if (has_weights(&d->layers[i]))
-                printf("%-*s %s: %s\n", nw, d->layers[i].name, li[i].kernel, li[i].why);
+            if (has_weights(&d->layers[i])) printf("%-*s %s\n", nw, d->layers[i].name, li[i].kernel);
+        for (uint32_t i = 0; i < d->nlayers; i++) {
+            if (!has_weights(&d->layers[i])) continue;
+            uint32_t first = 0;
+            while (!has_weights(&d->layers[first]) || strcmp(li[first].kernel, li[i].kernel) != 0 ||
+                   strcmp(li[first].why, li[i].why) != 0)
+                first++;
+            if (first == i) printf("  %s: %s\n", li[i].kernel, li[i].why);
+        }
 
         if (d->nstages) {
             printf("\n%-10s %12s %9s %10s\n", "stage", "bytes", "ratio", "accuracy");

@@ -55,6 +55,14 @@ e=$(grep '"name":"conv2"' "$T/layers.txt" | sed 's/.*"codebook_entries":\([0-9]*
     fail "gap-bits rule not applied"
 "$DCZ" info "$T/final.dcz" > "$T/info.txt" || fail "info text"
 grep -q '^conv2 *8x6x3x3 ' "$T/info.txt" || fail "info table conv2 row: $(cat "$T/info.txt")"
+# the kernel column: one short line per weighted layer, each kernel's reason once
+sed -n '/^layer *runtime kernel$/,/^$/p' "$T/info.txt" > "$T/kernels.txt"
+grep -Eq '^conv1 +conv2d_[a-z0-9_]+$' "$T/kernels.txt" || fail "conv1's kernel line: $(cat "$T/kernels.txt")"
+awk 'length > 100 && !/^  /' "$T/kernels.txt" | grep -q . && fail "a long kernel line: $(cat "$T/kernels.txt")"
+grep -q '"kernel":"conv2d_[a-z_]*","kernel_reason":"[^"]' "$T/info.json" || fail "kernel and its reason in JSON"
+reasons=$(grep -c '^  [^ ].*: ' "$T/kernels.txt")
+kinds=$(grep -v '^  \|^layer\|^$' "$T/kernels.txt" | awk '{$1=""; print}' | sort -u | wc -l)
+[ "$reasons" -ge 1 ] && [ "$reasons" -le "$kinds" ] || fail "$reasons reasons for $kinds kernels: $(cat "$T/kernels.txt")"
 
 # an input shape that does not match the data
 expect 2 "$DCZ" train --arch cnn:i3x32x32-c4k3-f10 --epochs 1 --data $D -q -o "$T/x.dcz"
