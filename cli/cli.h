@@ -68,6 +68,8 @@ typedef struct verb_ctx {
     int recipe_nargs;
     unsigned skip;         /* CLI_NO_*: common options the verb does not take, set
                               before cli_parse */
+    int dry_run;           /* --dry-run (prune, quantize, encode, compress): report
+                              the bytes the run would write, write nothing */
 } verb_ctx;
 
 /* Common options a verb may leave out (verb_ctx.skip). */
@@ -83,11 +85,11 @@ int cli_parse(verb_ctx *v, const opt_spec *specs, int min_pos, int max_pos);
 void cli_usage_error(const verb_ctx *v, const char *fmt, ...);
 
 /* Where a verb's human-readable report goes: stdout when the verb writes
- * no file (the report is its result: info, eval, calibrate --compare), else
- * stderr beside the notes, or NULL under --quiet. */
+ * no file (the report is its result: info, eval, calibrate --compare, a
+ * dry run), else stderr beside the notes, or NULL under --quiet. */
 FILE *cli_notes(const verb_ctx *v);
 /* Where --json goes: stdout, or stderr when the output file is stdout
- * (-o -), so that data and report never mix. */
+ * (-o -, and no dry run), so that data and report never mix. */
 FILE *cli_report(const verb_ctx *v);
 
 /* Messages on stderr: errors always, notes unless --quiet. */
@@ -189,6 +191,7 @@ void json_close_arr(json_out *j);
 void json_str(json_out *j, const char *key, const char *v);
 void json_num(json_out *j, const char *key, double v);
 void json_int(json_out *j, const char *key, long long v);
+void json_bool(json_out *j, const char *key, int v);
 void json_arr_int(json_out *j, long long v);
 void json_arr_str(json_out *j, const char *v);
 
@@ -233,9 +236,10 @@ int stage_finish(const verb_ctx *v, dcz_doc *doc, const char *stage, const dcz_d
 /* Reads "key = value" from a stage text into val (vlen bytes); 0 if absent. */
 int stage_get(const char *text, const char *key, char *val, size_t vlen);
 
-/* The name of a layer operator ("conv2d"), and a tensor's shape as text
- * ("300x784", "50x20x5x5"). */
+/* The name of a layer operator ("conv2d"), of a tensor encoding
+ * ("codebook"), and a tensor's shape as text ("300x784", "50x20x5x5"). */
 const char *cli_op_name(uint16_t op);
+const char *cli_enc_name(uint32_t enc);
 void cli_shape_text(const dcz_doc_tensor *w, char *buf, size_t len);
 
 /* Runtime options from --device / --threads. Exit code or -1. */

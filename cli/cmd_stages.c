@@ -182,12 +182,93 @@ static int finish_net(const verb_ctx *v, dcz_net *net, const char *stage, const 
 
 static int need_output(const verb_ctx *v)
 {
-    if (v->c.out) return -1;
+    if (v->c.out || v->dry_run) return -1;
     cli_usage_error(v, "no output file: give -o OUT");
     return EXIT_USAGE;
 }
 
 /* What the options of prune or quantize make: the stage library's plan. */
+/* ---- dry runs ---------------------------------------------------------------- */
+
+#define DRY_RUN_SPEC(v) \
+    { "dry-run", 0, OPT_FLAG, &(v)->dry_run, \
+      "print the bytes the run would write, per layer, and write nothing" }
+
+/* What a dry run records in place of the data it does not load: the data
+ * lines of a stage record, with a hash of the same width. */
+static const dcz_dataset dry_data;
+
+typedef struct stage_result {
+    const char *name;
+    size_t bytes;
+    double acc;
+} stage_result;
+
+/* The report of a dry run: per layer with parameters the bytes of its
+ * section in doc as last written, the total and the container overhead;
+ * stages (n of them) when the run has several; exact or an estimate. */
+static void dry_report(const verb_ctx *v, const dcz_doc *doc, int exact, const stage_result *st, int n)
+{
+    FILE *f = v->c.quiet || v->c.json ? NULL : cli_notes(v);
+    const size_t params = dcz_doc_param_count(doc);
+    int nw = 5;
+    for (uint32_t i = 0; i < doc->nlayers; i++)
+        if ((int)strlen(doc->layers[i].name) > nw) nw = (int)strlen(doc->layers[i].name);
+    if (f) {
+        fprintf(f, "%s --dry-run: nothing written; %s\n", v->verb,
+                exact ? "the bytes are exact" : "the bytes are estimates: the stages ran without retraining");
+        fprintf(f, "%-*s %-10s %10s %8s %10s\n", nw, "layer", "encoding", "weights", "kept", "bytes");
+    }
+    for (uint32_t i = 0; i < doc->nlayers && f; i++) {
+        const dcz_doc_layer *l = &doc->layers[i];
+        if (l->ntensors == 0) continue;
+        const dcz_doc_tensor *w = &l->t[0];
+        size_t kept = w->n;
+        if (w->mask) {
+            kept = 0;
+            for (size_t k = 0; k < w->n; k++) kept += w->mask[k] != 0;
+        }
+        fprintf(f, "%-*s %-10s %10zu %7.2f%% %10zu\n", nw, l->name, cli_enc_name(w->enc), w->n,
+                w->n ? 100.0 * (double)kept / (double)w->n : 0.0, l->section_bytes);
+    }
+    if (f) {
+        fprintf(f, "%-*s %-10s %10s %8s %10zu\n", nw, "overhead", "", "", "", doc->overhead_bytes);
+        fprintf(f, "%-*s %-10s %10zu %8s %10zu  (%.1fx smaller than dense fp32)\n", nw, "total", "", params, "",
+                doc->file_bytes, doc->file_bytes ? (double)params * 4 / (double)doc->file_bytes : 0.0);
+        for (int i = 0; i < n; i++) fprintf(f, "%-10s %12zu\n", st[i].name, st[i].bytes);
+    }
+    if (!v->c.json) return;
+    json_out j;
+    json_begin(&j, cli_report(v));
+    json_str(&j, "verb", v->verb);
+    json_bool(&j, "dry_run", 1);
+    json_bool(&j, "exact", exact);
+    json_int(&j, "file_bytes", (long long)doc->file_bytes);
+    json_int(&j, "overhead_bytes", (long long)doc->overhead_bytes);
+    json_int(&j, "dense_fp32_bytes", (long long)params * 4);
+    json_key_arr(&j, "layers");
+    for (uint32_t i = 0; i < doc->nlayers; i++) {
+        if (doc->layers[i].ntensors == 0) continue;
+        json_obj(&j);
+        json_str(&j, "name", doc->layers[i].name);
+        json_str(&j, "encoding", cli_enc_name(doc->layers[i].t[0].enc));
+        json_int(&j, "bytes", (long long)doc->layers[i].section_bytes);
+        json_close_obj(&j);
+    }
+    json_close_arr(&j);
+    if (n) {
+        json_key_arr(&j, "stages");
+        for (int i = 0; i < n; i++) {
+            json_obj(&j);
+            json_str(&j, "stage", st[i].name);
+            json_int(&j, "file_bytes", (long long)st[i].bytes);
+            json_close_obj(&j);
+        }
+        json_close_arr(&j);
+    }
+    json_end(&j);
+}
+
 typedef struct stage_plan {
     dcz_prune_plan prune;
     dcz_quant_plan quant;
@@ -625,18 +706,23 @@ static int run_single_stage(verb_ctx *v, const stage_steps *st, const void *opts
     memset(&test, 0, sizeof test);
     stage_plan sp;
     memset(&sp, 0, sizeof sp);
-    const int have = v->c.data != NULL;
+    /* a dry run plans for the data it is given but runs without it */
+    const int plan_data = v->c.data != NULL, have = plan_data && !v->dry_run;
     char extra[4096];
     double acc = -1;
     size_t bytes = 0;
     rc = open_model(v, &doc, &net);
     if (rc == -1) rc = check_rule_text_names(v, "gap-bits", gap_bits, net);
-    if (rc == -1) rc = st->plan(v, net, doc, opts, have, &sp);
-    if (rc == -1) rc = open_data(v, net, &train, &test);
+    if (rc == -1) rc = st->plan(v, net, doc, opts, plan_data, &sp);
+    if (rc == -1 && have) rc = open_data(v, net, &train, &test);
     if (rc == -1) rc = st->exec(v, net, &sp, have ? &train : NULL, have ? &test : NULL, extra, sizeof extra);
-    if (rc == -1) rc = finish_net(v, net, st->name, gap_bits, have ? &train : NULL, extra,
-                                  have ? &test : NULL, v->c.out, &acc, &bytes);
-    if (rc == -1) {
+    const dcz_dataset *recorded = have ? &train : plan_data ? &dry_data : NULL;
+    if (rc == -1) rc = finish_net(v, net, st->name, gap_bits, recorded, extra, have ? &test : NULL,
+                                  v->dry_run ? NULL : v->c.out, &acc, &bytes);
+    if (rc == -1 && v->dry_run) {
+        dry_report(v, doc, 0, NULL, 0);
+        rc = EXIT_OK;
+    } else if (rc == -1) {
         if (acc >= 0) cli_note(v, "%s: %s: test accuracy %.2f%%, %zu bytes", st->name, v->c.out, acc * 100, bytes);
         else cli_note(v, "%s: %s: %zu bytes", st->name, v->c.out, bytes);
         print_stage_json(v, st->name, acc, bytes, dcz_doc_param_count(doc));
@@ -655,7 +741,7 @@ int cmd_prune(verb_ctx *v)
 {
     prune_opts po;
     prune_opts_init(&po);
-    const opt_spec specs[] = { PRUNE_SPECS(po), { NULL, 0, OPT_FLAG, NULL, NULL } };
+    const opt_spec specs[] = { PRUNE_SPECS(po), DRY_RUN_SPEC(v), { NULL, 0, OPT_FLAG, NULL, NULL } };
     v->usage = "dcz prune IN [--sparsity S | --quality Q] [--data DATA] -o OUT";
     v->summary = "Magnitude pruning. With --data, iterative: prune on a cubic schedule over\n"
                  "--rounds rounds, retraining after each at a quarter of the training rate with\n"
@@ -675,6 +761,7 @@ int cmd_quantize(verb_ctx *v)
     const opt_spec specs[] = {
         QUANT_SPECS(qo),
         { "gap-bits", 0, OPT_STR, &gap_bits, "relative position width per layer (default: fc 5, conv 8)" },
+        DRY_RUN_SPEC(v),
         { NULL, 0, OPT_FLAG, NULL, NULL }
     };
     v->usage = "dcz quantize IN [--bits B] [--data DATA] -o OUT";
@@ -747,6 +834,7 @@ int cmd_encode(verb_ctx *v)
         { "gap-bits", 0, OPT_STR, &gap_bits, "relative position width per layer (default: the smallest)" },
         { "no-huffman", 0, OPT_FLAG, &no_huffman, "store the streams with fixed widths" },
         { "bias", 0, OPT_STR, &bias, "bias format: f32 or f16 (default: as in IN)" },
+        DRY_RUN_SPEC(v),
         { NULL, 0, OPT_FLAG, NULL, NULL }
     };
     v->usage = "dcz encode IN [--data DATA] -o OUT";
@@ -772,8 +860,14 @@ int cmd_encode(verb_ctx *v)
     if (rc == -1) rc = apply_encoding(v, doc, gap_bits, !no_huffman, bm);
     char extra[128];
     snprintf(extra, sizeof extra, "huffman = %s\n", no_huffman ? "no" : "yes");
-    if (rc == -1) rc = stage_finish(v, doc, "encode", NULL, extra, v->c.data ? &test : NULL, v->c.out, &acc, &bytes);
-    if (rc == -1) {
+    /* a dry run is the whole run, the output left unwritten: its bytes are exact */
+    if (rc == -1)
+        rc = stage_finish(v, doc, "encode", NULL, extra, v->c.data ? &test : NULL, v->dry_run ? NULL : v->c.out,
+                          &acc, &bytes);
+    if (rc == -1 && v->dry_run) {
+        dry_report(v, doc, 1, NULL, 0);
+        rc = EXIT_OK;
+    } else if (rc == -1) {
         cli_note(v, "encode: %s: %zu bytes", v->c.out, bytes);
         print_stage_json(v, "encode", acc, bytes, dcz_doc_param_count(doc));
         rc = EXIT_OK;
@@ -784,12 +878,6 @@ int cmd_encode(verb_ctx *v)
 }
 
 /* ---- compress: prune, quantize, encode ------------------------------------------- */
-
-typedef struct stage_result {
-    const char *name;
-    size_t bytes;
-    double acc;
-} stage_result;
 
 static int write_stage_file(const verb_ctx *v, const char *dir, const char *name, char *path, size_t plen)
 {
@@ -810,6 +898,7 @@ int cmd_compress(verb_ctx *v)
         QUANT_SPECS(qo),
         { "bias", 0, OPT_STR, &bias, "bias format of the result: f32 or f16 (default f16)" },
         { "keep-stages", 0, OPT_STR, &stages_dir, "also write DIR/prune.dcz and DIR/quantize.dcz" },
+        DRY_RUN_SPEC(v),
         { NULL, 0, OPT_FLAG, NULL, NULL }
     };
     v->usage = "dcz compress IN --data DATA -o OUT [options]";
@@ -857,8 +946,15 @@ int cmd_compress(verb_ctx *v)
         const int e = cli_check_output(path);
         if (e) rc = cli_io_fail(v, path, DCZ_ERR_IO, e, 1);
     }
-    if (rc == -1) rc = open_data(v, net, &train, &test);
-    if (rc == -1) {
+    /* a dry run checks all that, then runs the stages without retraining
+     * and writes nothing */
+    const int dry = v->dry_run;
+    const dcz_dataset *tr = dry ? NULL : &train, *te = dry ? NULL : &test;
+    if (dry) stages_dir = NULL;
+    if (rc == -1 && dry) {
+        res[nres++] = (stage_result){ "input", doc->file_bytes, -1 };
+    } else if (rc == -1) rc = open_data(v, net, &train, &test);
+    if (rc == -1 && !dry) {
         /* the input's accuracy, from its bytes as read (it may be stdin) */
         uint8_t *buf = NULL;
         size_t len = 0;
@@ -871,18 +967,18 @@ int cmd_compress(verb_ctx *v)
         nres++;
     }
     /* prune */
-    if (rc == -1) rc = exec_prune(v, net, &sp, &train, &test, extra, sizeof extra);
+    if (rc == -1) rc = exec_prune(v, net, &sp, tr, te, extra, sizeof extra);
     if (rc == -1) {
         int keep = write_stage_file(v, stages_dir, "prune", path, sizeof path);
-        rc = finish_net(v, net, "prune", po.gap_bits, &train, extra, &test, keep ? path : NULL,
+        rc = finish_net(v, net, "prune", po.gap_bits, dry ? &dry_data : tr, extra, te, keep ? path : NULL,
                         &res[nres].acc, &res[nres].bytes);
         res[nres++].name = "prune";
     }
     /* quantize */
-    if (rc == -1) rc = exec_quantize(v, net, &sp, &train, &test, extra, sizeof extra);
+    if (rc == -1) rc = exec_quantize(v, net, &sp, tr, te, extra, sizeof extra);
     if (rc == -1) {
         int keep = write_stage_file(v, stages_dir, "quantize", path, sizeof path);
-        rc = finish_net(v, net, "quantize", po.gap_bits, &train, extra, &test, keep ? path : NULL,
+        rc = finish_net(v, net, "quantize", po.gap_bits, dry ? &dry_data : tr, extra, te, keep ? path : NULL,
                         &res[nres].acc, &res[nres].bytes);
         res[nres++].name = "quantize";
     }
@@ -892,11 +988,15 @@ int cmd_compress(verb_ctx *v)
         if (rc == -1) rc = apply_encoding(v, doc, po.gap_bits, 1, -1);
         if (rc == -1) {
             snprintf(extra, sizeof extra, "huffman = yes\nbias = %s\n", bm == 1 ? "f16" : "f32");
-            rc = stage_finish(v, doc, "encode", NULL, extra, &test, v->c.out, &res[nres].acc, &res[nres].bytes);
+            rc = stage_finish(v, doc, "encode", NULL, extra, te, dry ? NULL : v->c.out, &res[nres].acc,
+                              &res[nres].bytes);
             res[nres++].name = "encode";
         }
     }
-    if (rc == -1) {
+    if (rc == -1 && dry) {
+        dry_report(v, doc, 0, res, nres);
+        rc = EXIT_OK;
+    } else if (rc == -1) {
         cli_note(v, "\n%-10s %12s %9s %10s", "stage", "bytes", "ratio", "accuracy");
         for (int i = 0; i < nres; i++)
             cli_note(v, "%-10s %12zu %8.1fx %9.2f%%", res[i].name, res[i].bytes,

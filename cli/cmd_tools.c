@@ -93,7 +93,7 @@ int cmd_eval(verb_ctx *v)
 
 /* ---- info --------------------------------------------------------------------- */
 
-static const char *enc_name(uint32_t e)
+const char *cli_enc_name(uint32_t e)
 {
     switch (e) {
     case DCZ_ENC_F32: return "f32";
@@ -329,8 +329,8 @@ int cmd_info(verb_ctx *v)
                 json_num(&j, "density", li[i].density);
                 json_int(&j, "weights", (long long)li[i].weights);
                 json_int(&j, "kept", (long long)li[i].kept);
-                json_str(&j, "encoding", enc_name(w->enc));
-                json_str(&j, "bias_encoding", enc_name(l->t[1].enc));
+                json_str(&j, "encoding", cli_enc_name(w->enc));
+                json_str(&j, "bias_encoding", cli_enc_name(l->t[1].enc));
                 json_int(&j, "bytes", (long long)li[i].bytes);
                 json_int(&j, "bytes_without_huffman", (long long)li[i].raw_bytes);
                 if (w->enc == DCZ_ENC_CODEBOOK) {
@@ -417,7 +417,7 @@ int cmd_info(verb_ctx *v)
             }
             const double dense = (double)(w->n + l->t[1].n) * 4;
             printf("%-*s %-10s %9zu %6.2f%% %-10s %10s %10s %10s %10s %9zu %9zu %7.1fx %7.1fx\n", nw, l->name, dims,
-                   li[i].weights, li[i].density * 100, enc_name(w->enc), wq, wh, iq, ih, li[i].bytes,
+                   li[i].weights, li[i].density * 100, cli_enc_name(w->enc), wq, wh, iq, ih, li[i].bytes,
                    li[i].raw_bytes, dense / (double)li[i].raw_bytes, dense / (double)li[i].bytes);
             tw += li[i].weights;
             tk += li[i].kept;

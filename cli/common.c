@@ -33,13 +33,13 @@ void cli_error(const char *fmt, ...)
 
 FILE *cli_notes(const verb_ctx *v)
 {
-    if (!v->c.out) return stdout;
+    if (!v->c.out || v->dry_run) return stdout;
     return v->c.quiet ? NULL : stderr;
 }
 
 FILE *cli_report(const verb_ctx *v)
 {
-    return v->c.out && strcmp(v->c.out, "-") == 0 ? stderr : stdout;
+    return v->c.out && strcmp(v->c.out, "-") == 0 && !v->dry_run ? stderr : stdout;
 }
 
 void cli_note(const verb_ctx *v, const char *fmt, ...)
@@ -773,6 +773,13 @@ void json_int(json_out *j, const char *key, long long v)
     json_sep(j);
     json_string(j->f, key);
     fprintf(j->f, ":%lld", v);
+}
+
+void json_bool(json_out *j, const char *key, int v)
+{
+    json_sep(j);
+    json_string(j->f, key);
+    fputs(v ? ":true" : ":false", j->f);
 }
 
 void json_arr_int(json_out *j, long long v)

@@ -55,13 +55,15 @@ int main(int argc, char **argv)
         return EXIT_OK;
     }
     /* the command line, for provenance: argv[0] is left out so the record
-     * does not depend on where dcz was installed */
+     * does not depend on where dcz was installed, and --dry-run so that a
+     * dry run records (and so measures) the command of the real run */
     size_t len = 4;
     for (int i = 1; i < argc; i++) len += strlen(argv[i]) + 1;
     char *cmdline = malloc(len);
     if (!cmdline) return EXIT_INTERNAL;
     strcpy(cmdline, "dcz");
     for (int i = 1; i < argc; i++) {
+        if (strcmp(argv[i], "--dry-run") == 0) continue;
         strcat(cmdline, " ");
         strcat(cmdline, argv[i]);
     }
