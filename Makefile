@@ -75,7 +75,7 @@ LIB_SRC  := $(wildcard runtime/*.c) huffman/huff_decode.c
 # model (model/: the editable document and the .dcz writer), the trainer,
 # the stages
 TOOL_SRC := huffman/huff_encode.c $(wildcard model/*.c) \
-            $(wildcard train/*.c prune/*.c quantize/*.c calibrate/*.c)
+            $(wildcard train/*.c prune/*.c quantize/*.c calibrate/*.c steer/*.c)
 CLI_SRC  := $(wildcard cli/*.c)
 # ONNX import and export: C bindings generated at build time by protoc-c from
 # the schema Debian's libonnx-dev installs (build/onnx/, never committed)

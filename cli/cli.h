@@ -193,6 +193,7 @@ void json_num(json_out *j, const char *key, double v);
 void json_int(json_out *j, const char *key, long long v);
 void json_bool(json_out *j, const char *key, int v);
 void json_arr_int(json_out *j, long long v);
+void json_arr_num(json_out *j, double v);
 void json_arr_str(json_out *j, const char *v);
 
 /* ---- models on disk ------------------------------------------------------ */
@@ -252,6 +253,7 @@ int cmd_quantize(verb_ctx *v);
 int cmd_encode(verb_ctx *v);
 int cmd_compress(verb_ctx *v);
 int cmd_eval(verb_ctx *v);
+int cmd_sensitivity(verb_ctx *v);
 int cmd_info(verb_ctx *v);
 int cmd_run(verb_ctx *v);
 int cmd_calibrate(verb_ctx *v);

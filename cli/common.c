@@ -788,6 +788,13 @@ void json_arr_int(json_out *j, long long v)
     fprintf(j->f, "%lld", v);
 }
 
+void json_arr_num(json_out *j, double v)
+{
+    json_sep(j);
+    if (isfinite(v)) fprintf(j->f, "%.10g", v);
+    else fputs("null", j->f);
+}
+
 void json_arr_str(json_out *j, const char *v)
 {
     json_sep(j);

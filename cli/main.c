@@ -19,6 +19,7 @@ static const verb verbs[] = {
     { "quantize", cmd_quantize, "weight sharing: k-means codebooks, fine-tuned with --data" },
     { "encode", cmd_encode, "Huffman-code the index and position streams" },
     { "compress", cmd_compress, "prune, quantize and encode with Deep Compression defaults" },
+    { "sensitivity", cmd_sensitivity, "accuracy with each layer alone pruned or shared, on held-out data" },
     { "eval", cmd_eval, "test accuracy of a .dcz, computed by libdcz" },
     { "info", cmd_info, "per-layer table, stream statistics and size waterfall" },
     { "calibrate", cmd_calibrate, "INT8 or fixed-point scales from calibration data (integer execution)" },
@@ -30,7 +31,7 @@ static const verb verbs[] = {
 static void usage(FILE *f)
 {
     fprintf(f, "usage: dcz VERB [options] IN -o OUT\n\nverbs:\n");
-    for (size_t i = 0; i < sizeof verbs / sizeof *verbs; i++) fprintf(f, "  %-10s %s\n", verbs[i].name, verbs[i].what);
+    for (size_t i = 0; i < sizeof verbs / sizeof *verbs; i++) fprintf(f, "  %-12s %s\n", verbs[i].name, verbs[i].what);
     fprintf(f, "\n'dcz VERB --help' lists a verb's options; 'dcz --version' the version.\n"
                "Exit codes: 0 success, 1 usage, 2 bad input, 3 I/O failure, 4 device, 5 internal.\n");
 }

@@ -167,6 +167,62 @@ void dcz_dataset_free(dcz_dataset *d)
     memset(d, 0, sizeof *d);
 }
 
+/* The samples idx[0 .. n) of d into out (n of them, same shape). */
+static dcz_status gather(const dcz_dataset *d, const uint32_t *idx, size_t n, dcz_dataset *out)
+{
+    const size_t per = (size_t)d->c * d->h * d->w;
+    memset(out, 0, sizeof *out);
+    out->n = n;
+    out->c = d->c;
+    out->h = d->h;
+    out->w = d->w;
+    out->classes = d->classes;
+    out->x = malloc((n ? n : 1) * per * sizeof *out->x);
+    out->y = malloc(n ? n : 1);
+    if (!out->x || !out->y) {
+        dcz_dataset_free(out);
+        return DCZ_ERR_NOMEM;
+    }
+    for (size_t i = 0; i < n; i++) {
+        memcpy(out->x + i * per, d->x + (size_t)idx[i] * per, per * sizeof *out->x);
+        out->y[i] = d->y[idx[i]];
+    }
+    /* provenance: the samples as held, then the seed's choice */
+    out->hash = dcz_train_crc32(dcz_train_crc32((uint32_t)crc32(0, Z_NULL, 0), (const uint8_t *)out->x,
+                                                n * per * sizeof *out->x), out->y, n);
+    return DCZ_OK;
+}
+
+static int cmp_u32(const void *a, const void *b)
+{
+    const uint32_t x = *(const uint32_t *)a, y = *(const uint32_t *)b;
+    return (x > y) - (x < y);
+}
+
+dcz_status dcz_dataset_holdout(const dcz_dataset *d, size_t n, uint64_t seed, dcz_dataset *held,
+                               dcz_dataset *rest)
+{
+    if (!d || !held || !d->x || !d->y || n == 0 || n >= d->n || d->n > UINT32_MAX) return DCZ_ERR_ARG;
+    uint32_t *perm = malloc(d->n * sizeof *perm);
+    if (!perm) return DCZ_ERR_NOMEM;
+    for (size_t i = 0; i < d->n; i++) perm[i] = (uint32_t)i;
+    dcz_rng r;
+    dcz_rng_seed(&r, seed);
+    for (size_t i = 0; i < n; i++) {   /* the first n places of a Fisher-Yates shuffle */
+        const size_t j = i + dcz_rng_below(&r, (uint32_t)(d->n - i));
+        const uint32_t t = perm[i];
+        perm[i] = perm[j];
+        perm[j] = t;
+    }
+    /* each part keeps the data's order */
+    qsort(perm, n, sizeof *perm, cmp_u32);
+    qsort(perm + n, d->n - n, sizeof *perm, cmp_u32);
+    dcz_status s = gather(d, perm, n, held);
+    if (s == DCZ_OK && rest && (s = gather(d, perm + n, d->n - n, rest)) != DCZ_OK) dcz_dataset_free(held);
+    free(perm);
+    return s;
+}
+
 dcz_status dcz_train_read_file(const char *path, uint64_t max, uint8_t **buf_out, size_t *len_out,
                                char *err, size_t errlen)
 {

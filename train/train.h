@@ -98,6 +98,14 @@ dcz_status dcz_idx_parse(const uint8_t *img, size_t img_len,
                          const uint8_t *lbl, size_t lbl_len,
                          dcz_dataset *out, char *err, size_t errlen);
 
+/* Holds n samples of d out (0 < n < d->n): a seeded choice (the first n
+ * places of a Fisher-Yates shuffle from seed) into held, the others into
+ * rest (may be NULL), each part in the order of d; their hashes are of the
+ * samples as held. The same d, n and seed give the same parts. DCZ_ERR_ARG
+ * for n out of range, DCZ_ERR_NOMEM (nothing allocated is left). */
+dcz_status dcz_dataset_holdout(const dcz_dataset *d, size_t n, uint64_t seed, dcz_dataset *held,
+                               dcz_dataset *rest);
+
 /* Releases the dataset's arrays and zeroes it. NULL-safe. */
 void dcz_dataset_free(dcz_dataset *d);
 
