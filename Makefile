@@ -64,6 +64,9 @@ endif
 # ONNX (interop/) and PNG (train/): protobuf-c and libpng, toolchain only
 CFLAGS_ALL += -I$(BUILD)/onnx $(shell pkg-config --cflags libpng libprotobuf-c 2>/dev/null)
 LDLIBS_TOOL += $(shell pkg-config --libs libpng libprotobuf-c 2>/dev/null || echo -lpng16 -lprotobuf-c)
+# figures (plot/): cairo, toolchain only
+CFLAGS_ALL += $(shell pkg-config --cflags cairo 2>/dev/null)
+LDLIBS_TOOL += $(shell pkg-config --libs cairo 2>/dev/null || echo -lcairo)
 ifneq ($(strip $(SANITIZE)),)
 CFLAGS_ALL += -fsanitize=$(strip $(SANITIZE)) -fno-omit-frame-pointer
 LDFLAGS_ALL := -fsanitize=$(strip $(SANITIZE))
@@ -75,7 +78,7 @@ LIB_SRC  := $(wildcard runtime/*.c) huffman/huff_decode.c
 # model (model/: the editable document and the .dcz writer), the trainer,
 # the stages
 TOOL_SRC := huffman/huff_encode.c $(wildcard model/*.c) \
-            $(wildcard train/*.c prune/*.c quantize/*.c calibrate/*.c steer/*.c)
+            $(wildcard train/*.c prune/*.c quantize/*.c calibrate/*.c steer/*.c plot/*.c)
 CLI_SRC  := $(wildcard cli/*.c)
 # ONNX import and export: C bindings generated at build time by protoc-c from
 # the schema Debian's libonnx-dev installs (build/onnx/, never committed)
@@ -231,7 +234,8 @@ fuzz: $(ONNX_GEN)
 	@for f in $(FUZZ_SRC); do n=$$(basename $$f .c); \
 	  echo "$(FUZZ_CC) $$f -> $(BUILD)/fuzz/$$n"; \
 	  $(FUZZ_CC) -std=c11 -g -O1 -fsanitize=fuzzer,address,undefined -D_POSIX_C_SOURCE=200809L \
-	    -Iinclude -I. -I$(BUILD)/onnx -o $(BUILD)/fuzz/$$n $$f $(LIB_SRC) $(TOOL_SRC) $(ONNX_GEN) $(LDLIBS_TOOL) || exit 1; done
+	    -Iinclude -I. -I$(BUILD)/onnx $(shell pkg-config --cflags cairo 2>/dev/null) \
+	    -o $(BUILD)/fuzz/$$n $$f $(LIB_SRC) $(TOOL_SRC) $(ONNX_GEN) $(LDLIBS_TOOL) || exit 1; done
 	@echo "run e.g.: $(BUILD)/fuzz/fuzz_dcz tests/fuzz/corpus/dcz"
 
 install: all

@@ -15,6 +15,7 @@
 
 #include "dcz.h"
 #include "model/doc.h"
+#include "steer/steer.h"
 #include "train/train.h"
 
 /* exit codes (docs/CLI.md) */
@@ -254,6 +255,33 @@ int cmd_encode(verb_ctx *v);
 int cmd_compress(verb_ctx *v);
 int cmd_eval(verb_ctx *v);
 int cmd_sensitivity(verb_ctx *v);
+int cmd_plot(verb_ctx *v);
+
+/* ---- the sensitivity scan (cmd_steer.c), for sensitivity and plot ---------- */
+
+#define DEFAULT_VALIDATION 5000
+
+/* The scan's options. */
+typedef struct scan_opts {
+    const char *sparsity, *bits;
+    int validation, iters;
+} scan_opts;
+
+#define SCAN_SPECS(o) \
+    { "sparsity-levels", 0, OPT_STR, &(o).sparsity, \
+      "sparsities each layer is pruned to, alone (default 0.3,0.5,0.7,0.8,0.85,0.9,0.93,0.95,0.97,0.98)" }, \
+    { "bits-levels", 0, OPT_STR, &(o).bits, "codebook bits each layer is shared with, alone (default 2,3,4,5,6,7,8)" }, \
+    { "validation", 0, OPT_INT, &(o).validation, "samples held out of the training split (default 5000)" }, \
+    { "kmeans-iters", 0, OPT_INT, &(o).iters, "k-means iterations (default 30)" }
+
+void scan_opts_init(scan_opts *o);
+/* The plan of o, every option checked: -1, or the exit code of a usage
+ * error. */
+int scan_plan(const verb_ctx *v, const scan_opts *o, dcz_sens_plan *plan);
+/* Runs the scan of plan over the model in path on a validation split of
+ * o->validation samples of --data: -1 with *rep filled, or an exit code
+ * after a message. */
+int scan(verb_ctx *v, const char *path, const scan_opts *o, const dcz_sens_plan *plan, dcz_sens_report *rep);
 int cmd_info(verb_ctx *v);
 int cmd_run(verb_ctx *v);
 int cmd_calibrate(verb_ctx *v);

@@ -10,7 +10,6 @@
 #include "cli/cli.h"
 #include "steer/steer.h"
 
-#define DEFAULT_VALIDATION 5000
 
 /* A comma-separated list of numbers into v (at most max): -1, or a usage
  * error naming opt. */
@@ -83,20 +82,89 @@ static void print_json(const verb_ctx *v, const dcz_sens_report *r, const dcz_se
     json_end(&j);
 }
 
+void scan_opts_init(scan_opts *o)
+{
+    dcz_sens_plan p;
+    dcz_sens_plan_init(&p);
+    memset(o, 0, sizeof *o);
+    o->validation = DEFAULT_VALIDATION;
+    o->iters = p.kmeans_iters;
+}
+
+int scan_plan(const verb_ctx *v, const scan_opts *o, dcz_sens_plan *plan)
+{
+    dcz_sens_plan_init(plan);
+    double lv[DCZ_SENS_MAX_LEVELS];
+    int n, rc;
+    if (o->sparsity) {
+        if ((rc = parse_levels(v, "sparsity-levels", o->sparsity, lv, &n)) != -1) return rc;
+        memcpy(plan->sparsity, lv, (size_t)n * sizeof *lv);
+        plan->nsparsity = n;
+    }
+    if (o->bits) {
+        if ((rc = parse_levels(v, "bits-levels", o->bits, lv, &n)) != -1) return rc;
+        for (int i = 0; i < n; i++) plan->bits[i] = lv[i] == floor(lv[i]) ? (int)lv[i] : 0;
+        plan->nbits = n;
+    }
+    plan->kmeans_iters = o->iters;
+    plan->seed = (uint64_t)v->c.seed;
+    if (dcz_sens_plan_check(plan) != DCZ_OK) {
+        cli_usage_error(v, "the levels must ascend, sparsities in [0, 1) and bits whole numbers from 1 to 8, "
+                           "at least one level in all, and --kmeans-iters at least 1");
+        return EXIT_USAGE;
+    }
+    if (o->validation < 1) { cli_usage_error(v, "--validation must be at least 1"); return EXIT_USAGE; }
+    if (!v->c.data) { cli_usage_error(v, "the sensitivity scan measures on data: give --data"); return EXIT_USAGE; }
+    return -1;
+}
+
+int scan(verb_ctx *v, const char *path, const scan_opts *o, const dcz_sens_plan *plan,
+                dcz_sens_report *rep)
+{
+    dcz_doc *doc = NULL;
+    dcz_net *net = NULL;
+    dcz_dataset train, val;
+    memset(&train, 0, sizeof train);
+    memset(&val, 0, sizeof val);
+    memset(rep, 0, sizeof *rep);
+    int rc = stage_load_doc(v, path, &doc);
+    if (rc == -1) {
+        dcz_status s = dcz_net_open(doc, &net);
+        if (s != DCZ_OK) {
+            cli_error("%s: %s: %s", v->verb, path, dcz_status_str(s));
+            rc = cli_exit_code(s, 1);
+        }
+    }
+    if (rc == -1) rc = stage_load_data(v, DCZ_SPLIT_TRAIN, &train);
+    if (rc == -1) rc = stage_check_fit(v, &train, (int)net->in_rank, net->in_dims, (size_t)net->classes, 0);
+    if (rc == -1 && (size_t)o->validation >= train.n) {
+        cli_usage_error(v, "--validation %d: the training split has only %zu samples", o->validation, train.n);
+        rc = EXIT_USAGE;
+    }
+    if (rc == -1) {
+        dcz_status s = dcz_dataset_holdout(&train, (size_t)o->validation, plan->seed, &val, NULL);
+        dcz_dataset_free(&train);
+        if (s != DCZ_OK) rc = cli_fail(v, s, "holding out the validation samples");
+    }
+    if (rc == -1) {
+        progress p;
+        progress_start(&p, v, "sensitivity", 0);
+        dcz_status s = dcz_sensitivity(net, &val, plan, progress_cb, &p, rep);
+        progress_end(&p);
+        if (s != DCZ_OK) rc = cli_fail(v, s, "the sensitivity scan");
+    }
+    dcz_net_free(net);
+    dcz_doc_free(doc);
+    dcz_dataset_free(&train);
+    dcz_dataset_free(&val);
+    return rc;
+}
+
 int cmd_sensitivity(verb_ctx *v)
 {
-    dcz_sens_plan plan;
-    dcz_sens_plan_init(&plan);
-    const char *sparsity = NULL, *bits = NULL;
-    int validation = DEFAULT_VALIDATION, iters = plan.kmeans_iters;
-    const opt_spec specs[] = {
-        { "sparsity-levels", 0, OPT_STR, &sparsity,
-          "sparsities each layer is pruned to, alone (default 0.3,0.5,0.7,0.8,0.85,0.9,0.93,0.95,0.97,0.98)" },
-        { "bits-levels", 0, OPT_STR, &bits, "codebook bits each layer is shared with, alone (default 2,3,4,5,6,7,8)" },
-        { "validation", 0, OPT_INT, &validation, "samples held out of the training split (default 5000)" },
-        { "kmeans-iters", 0, OPT_INT, &iters, "k-means iterations (default 30)" },
-        { NULL, 0, OPT_FLAG, NULL, NULL }
-    };
+    scan_opts o;
+    scan_opts_init(&o);
+    const opt_spec specs[] = { SCAN_SPECS(o), { NULL, 0, OPT_FLAG, NULL, NULL } };
     v->usage = "dcz sensitivity IN --data DATA [--sparsity-levels L] [--bits-levels L] [--json]";
     v->summary = "How sensitive each layer is, alone, to pruning and to weight sharing (Deep\n"
                  "Compression, Figure 6): the accuracy with that layer pruned to each sparsity\n"
@@ -106,82 +174,25 @@ int cmd_sensitivity(verb_ctx *v)
     v->skip = CLI_NO_OUT;
     int rc = cli_parse(v, specs, 1, 1);
     if (rc != -1) return rc;
-    double lv[DCZ_SENS_MAX_LEVELS];
-    int n;
-    if (sparsity) {
-        if ((rc = parse_levels(v, "sparsity-levels", sparsity, lv, &n)) != -1) return rc;
-        memcpy(plan.sparsity, lv, (size_t)n * sizeof *lv);
-        plan.nsparsity = n;
-    }
-    if (bits) {
-        if ((rc = parse_levels(v, "bits-levels", bits, lv, &n)) != -1) return rc;
-        for (int i = 0; i < n; i++) plan.bits[i] = lv[i] == floor(lv[i]) ? (int)lv[i] : 0;
-        plan.nbits = n;
-    }
-    plan.kmeans_iters = iters;
-    plan.seed = (uint64_t)v->c.seed;
-    if (dcz_sens_plan_check(&plan) != DCZ_OK) {
-        cli_usage_error(v, "the levels must ascend, sparsities in [0, 1) and bits whole numbers from 1 to 8, "
-                           "at least one level in all, and --kmeans-iters at least 1");
-        return EXIT_USAGE;
-    }
-    if (validation < 1) { cli_usage_error(v, "--validation must be at least 1"); return EXIT_USAGE; }
-    if (!v->c.data) { cli_usage_error(v, "sensitivity measures on data: give --data"); return EXIT_USAGE; }
-    dcz_doc *doc = NULL;
-    dcz_net *net = NULL;
-    dcz_dataset train, val;
-    memset(&train, 0, sizeof train);
-    memset(&val, 0, sizeof val);
+    dcz_sens_plan plan;
     dcz_sens_report rep;
-    memset(&rep, 0, sizeof rep);
-    rc = stage_load_doc(v, v->pos[0], &doc);
-    if (rc == -1) {
-        dcz_status s = dcz_net_open(doc, &net);
-        if (s != DCZ_OK) {
-            cli_error("sensitivity: %s: %s", v->pos[0], dcz_status_str(s));
-            rc = cli_exit_code(s, 1);
-        }
+    if ((rc = scan_plan(v, &o, &plan)) != -1) return rc;
+    if ((rc = scan(v, v->pos[0], &o, &plan, &rep)) != -1) return rc;
+    FILE *f = v->c.quiet || v->c.json ? NULL : cli_notes(v);
+    if (f) {
+        int nw = 5;
+        for (int l = 0; l < rep.nlayers; l++)
+            if ((int)strlen(rep.layers[l].name) > nw) nw = (int)strlen(rep.layers[l].name);
+        fprintf(f, "%s: accuracy %.2f%% on %zu validation samples held out of the training split (seed %d)\n",
+                v->pos[0], rep.baseline * 100, rep.samples, v->c.seed);
+        print_table(f, &rep, nw, "accuracy (%) with one layer pruned to a sparsity, no retraining", "%",
+                    plan.sparsity, plan.nsparsity, 0);
+        double b[DCZ_SENS_MAX_LEVELS];
+        for (int i = 0; i < plan.nbits; i++) b[i] = plan.bits[i];
+        print_table(f, &rep, nw, "accuracy (%) with one layer's kept weights shared, no fine-tuning", "b",
+                    b, plan.nbits, 1);
     }
-    if (rc == -1) rc = stage_load_data(v, DCZ_SPLIT_TRAIN, &train);
-    if (rc == -1) rc = stage_check_fit(v, &train, (int)net->in_rank, net->in_dims, (size_t)net->classes, 0);
-    if (rc == -1 && (size_t)validation >= train.n) {
-        cli_usage_error(v, "--validation %d: the training split has only %zu samples", validation, train.n);
-        rc = EXIT_USAGE;
-    }
-    if (rc == -1) {
-        dcz_status s = dcz_dataset_holdout(&train, (size_t)validation, plan.seed, &val, NULL);
-        dcz_dataset_free(&train);
-        if (s != DCZ_OK) rc = cli_fail(v, s, "holding out the validation samples");
-    }
-    if (rc == -1) {
-        progress p;
-        progress_start(&p, v, "sensitivity", 0);
-        dcz_status s = dcz_sensitivity(net, &val, &plan, progress_cb, &p, &rep);
-        progress_end(&p);
-        if (s != DCZ_OK) rc = cli_fail(v, s, "the sensitivity scan");
-    }
-    if (rc == -1) {
-        FILE *f = v->c.quiet || v->c.json ? NULL : cli_notes(v);
-        if (f) {
-            int nw = 5;
-            for (int l = 0; l < rep.nlayers; l++)
-                if ((int)strlen(rep.layers[l].name) > nw) nw = (int)strlen(rep.layers[l].name);
-            fprintf(f, "%s: accuracy %.2f%% on %zu validation samples held out of the training split (seed %d)\n",
-                    v->pos[0], rep.baseline * 100, rep.samples, v->c.seed);
-            print_table(f, &rep, nw, "accuracy (%) with one layer pruned to a sparsity, no retraining", "%",
-                        plan.sparsity, plan.nsparsity, 0);
-            double b[DCZ_SENS_MAX_LEVELS];
-            for (int i = 0; i < plan.nbits; i++) b[i] = plan.bits[i];
-            print_table(f, &rep, nw, "accuracy (%) with one layer's kept weights shared, no fine-tuning", "b",
-                        b, plan.nbits, 1);
-        }
-        if (v->c.json) print_json(v, &rep, &plan, plan.seed);
-        rc = EXIT_OK;
-    }
+    if (v->c.json) print_json(v, &rep, &plan, plan.seed);
     dcz_sens_report_free(&rep);
-    dcz_net_free(net);
-    dcz_doc_free(doc);
-    dcz_dataset_free(&train);
-    dcz_dataset_free(&val);
-    return rc;
+    return EXIT_OK;
 }

@@ -20,6 +20,7 @@ static const verb verbs[] = {
     { "encode", cmd_encode, "Huffman-code the index and position streams" },
     { "compress", cmd_compress, "prune, quantize and encode with Deep Compression defaults" },
     { "sensitivity", cmd_sensitivity, "accuracy with each layer alone pruned or shared, on held-out data" },
+    { "plot", cmd_plot, "figures: weight histograms, kept weights, size waterfall, sensitivity" },
     { "eval", cmd_eval, "test accuracy of a .dcz, computed by libdcz" },
     { "info", cmd_info, "per-layer table, stream statistics and size waterfall" },
     { "calibrate", cmd_calibrate, "INT8 or fixed-point scales from calibration data (integer execution)" },

@@ -3,8 +3,9 @@
 # with Deep Compression (prune + retrain, trained quantization, Huffman
 # coding), then prints the per-layer table in the form of the paper's
 # Tables 2 and 3 and the size/accuracy waterfall by stage, every accuracy
-# measured by libdcz on the file of that stage; last, calibrates the
-# compressed file for int8 execution.
+# measured by libdcz on the file of that stage; then calibrates the
+# compressed file for int8 execution, and draws figures beside the files
+# (weight histograms by stage, kept weights, size waterfall, sensitivity).
 #
 #   bash samples/demo.sh [MODEL]     (or: make demo MODEL=...)
 #
@@ -40,5 +41,24 @@ $dcz eval "$out/$model.dcz" --data fashion-mnist
 echo
 echo "== 4. calibrate the compressed model for int8 execution (the runtime then runs it on integers)"
 $dcz calibrate "$out/$model.dcz" --recipe "$recipes/$model-compress.recipe" --data fashion-mnist --scheme int8 -o "$out/$model-int8.dcz"
+echo
+# the layer the figures show: the largest, where compression happens
+case "$model" in
+    lenet300|lenet5|cnn) layer=fc1 ;;
+    resnet) layer=res3.conv2 ;;
+    mobilenetv2) layer=inv8.project ;;
+esac
+echo "== 5. figures"
+st="$out/$model-stages"
+$dcz plot "$out/$model-dense.dcz" "$st/prune.dcz" "$st/quantize.dcz" --kind weights --layer $layer \
+    -o "$out/$model-weights.png"
+$dcz plot "$out/$model.dcz" --kind sparsity --layer $layer -o "$out/$model-sparsity.png"
+$dcz plot "$out/$model.dcz" --kind waterfall -o "$out/$model-waterfall.png"
+$dcz plot "$out/$model-dense.dcz" --kind sensitivity --data fashion-mnist --validation 2000 \
+    -o "$out/$model-sensitivity.png"
+echo "  $model-weights.png: the weights of $layer dense, pruned and quantized, the shared values marked"
+echo "  $model-sparsity.png: which weights of $layer the compressed file keeps"
+echo "  $model-waterfall.png: file size and accuracy by stage"
+echo "  $model-sensitivity.png: accuracy with each layer alone pruned, without retraining"
 echo
 echo "demo: $(( $(date +%s) - start )) s; files in $out/"

@@ -14,7 +14,8 @@
 # Packages, each for a reason (docs: README.md, "Dependencies"):
 #   gcc make pkg-config libc6-dev   the build
 #   zlib1g-dev            gzip-compressed IDX datasets
-#   libpng-dev            PNG images and plots
+#   libpng-dev            PNG images
+#   libcairo2-dev         figures (dcz plot): drawing and PNG encoding
 #   libopenblas-dev       dense GEMM for training on CPU
 #   dataset-fashion-mnist the data of the demo and of the data-driven tests
 #   protobuf-c-compiler   generates the ONNX bindings (protoc-c) at build time
@@ -28,7 +29,7 @@
 #                         (tests/cli/interop.sh)
 set -eu
 cd "$(dirname "$0")/.."
-pkgs="gcc make pkg-config libc6-dev zlib1g-dev libpng-dev libopenblas-dev dataset-fashion-mnist"
+pkgs="gcc make pkg-config libc6-dev zlib1g-dev libpng-dev libcairo2-dev libopenblas-dev dataset-fashion-mnist"
 pkgs="$pkgs protobuf-c-compiler libprotobuf-c-dev libonnx-dev"
 optional="gcc-aarch64-linux-gnu libc6-dev-arm64-cross qemu-user python3-onnx"
 

@@ -1,0 +1,70 @@
+/* figure.h: figures drawn with cairo into PNG bytes.
+ *
+ * A figure has a title, a plot area with a labelled x axis and a labelled
+ * y axis (units in the labels), optionally a second y axis on the right
+ * for a series of other units, and a legend when more than one series is
+ * named. Ticks fall on 1, 2 or 5 times a power of ten. Series: lines with
+ * markers, histogram bars, vertical markers and a gray image that fills
+ * the plot area. Data ranges are set before the series that use them.
+ *
+ * Checked by tests/unit/test_plot.c.
+ */
+#ifndef DCZ_PLOT_FIGURE_H
+#define DCZ_PLOT_FIGURE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "dcz.h"
+
+typedef struct dcz_fig dcz_fig;
+
+/* Figure sizes, pixels. */
+#define DCZ_FIG_MIN 200
+#define DCZ_FIG_MAX 8192
+
+/* A white figure of width x height pixels (DCZ_FIG_MIN..DCZ_FIG_MAX) with
+ * its title and axis labels. DCZ_ERR_ARG for a size out of range or a NULL
+ * text, DCZ_ERR_NOMEM. */
+dcz_status dcz_fig_create(int width, int height, const char *title, const char *xlabel,
+                          const char *ylabel, dcz_fig **out);
+
+/* The data ranges of the plot area, and draws the axes (xmin < xmax and
+ * ymin < ymax, finite; else they are widened around the value). log_y: the
+ * y axis is logarithmic (ymin > 0). */
+void dcz_fig_axes(dcz_fig *f, double xmin, double xmax, double ymin, double ymax, int log_y);
+
+/* As dcz_fig_axes, with the x axis a row of n categories named names[i]
+ * at x = i (the range -0.5 .. n - 0.5). */
+void dcz_fig_axes_named(dcz_fig *f, const char *const *names, int n, double ymin, double ymax, int log_y);
+
+/* A second y axis on the right for the series drawn after it, with its
+ * label and range. */
+void dcz_fig_axis_right(dcz_fig *f, const char *ylabel, double ymin, double ymax);
+
+/* A line through n points with a marker at each, in the next color;
+ * label NULL leaves it out of the legend. */
+void dcz_fig_line(dcz_fig *f, const double *x, const double *y, int n, const char *label);
+
+/* Bars: bin i spans [edges[i], edges[i + 1]) with height h[i], in the next
+ * color, translucent so that overlaid histograms show. */
+void dcz_fig_bars(dcz_fig *f, const double *edges, const double *h, int nbins, const char *label);
+
+/* Vertical dashed lines at x[0 .. n), in the color of the last series. */
+void dcz_fig_vlines(dcz_fig *f, const double *x, int n, const char *label);
+
+/* A rows x cols image of gray levels (0 black .. 255 white) over the whole
+ * plot area, row 0 at the top; the axes then count columns and rows. */
+void dcz_fig_image(dcz_fig *f, const uint8_t *gray, int rows, int cols);
+
+/* Puts the legend in the lower left corner of the plot area instead of
+ * the upper right (for curves that fall to the right). */
+void dcz_fig_legend_lower_left(dcz_fig *f);
+
+/* Draws the legend and encodes the figure as PNG bytes (*buf malloc'd).
+ * DCZ_ERR_NOMEM, or DCZ_ERR_INTERNAL when cairo fails. */
+dcz_status dcz_fig_png(dcz_fig *f, uint8_t **buf, size_t *len);
+
+void dcz_fig_free(dcz_fig *f);
+
+#endif /* DCZ_PLOT_FIGURE_H */
