@@ -10,6 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "calibrate/calibrate.h"
 #include "cli/cli.h"
 #include "plot/figure.h"
 
@@ -182,6 +183,63 @@ static int plot_waterfall(const plot_ctx *c, const dcz_doc *d, dcz_fig **out)
     return -1;
 }
 
+/* The histogram of |x| over the input of a layer on the calibration
+ * samples (the first 1,000 training samples, as dcz calibrate takes by
+ * default), and the int8 threshold each method chooses. */
+static int plot_calibration(const plot_ctx *c, dcz_doc *d, dcz_fig **out)
+{
+    const dcz_doc_layer *l = find_layer(c->v, d, c->v->pos[0], c->layer);
+    if (!l) return EXIT_USAGE;
+    dcz_dataset train;
+    int rc = stage_load_data(c->v, DCZ_SPLIT_TRAIN, &train);
+    if (rc != -1) return rc;
+    enum { SAMPLES = 1000, SHOWN = 128 };
+    const size_t n = train.n < SAMPLES ? train.n : SAMPLES;
+    size_t *idx = malloc((n ? n : 1) * sizeof *idx);
+    dcz_cal_collect col;
+    memset(&col, 0, sizeof col);
+    dcz_status s = idx ? DCZ_OK : DCZ_ERR_NOMEM;
+    for (size_t i = 0; i < n && idx; i++) idx[i] = i;
+    if (s == DCZ_OK) {
+        progress p;
+        progress_start(&p, c->v, "statistics", 2 * n);
+        s = dcz_cal_collect_stats(d, &train, idx, n, 100, progress_cb, &p, &col);
+        progress_end(&p);
+    }
+    free(idx);
+    dcz_dataset_free(&train);
+    if (s != DCZ_OK) return cli_fail(c->v, s, "the activation statistics");
+    const dcz_cal_stats *st = &col.stats[l->in[0]];
+    double edges[SHOWN + 1], h[SHOWN], top = 1;
+    const double amax = st->amax > 0 ? st->amax : 1;
+    for (int b = 0; b <= SHOWN; b++) edges[b] = amax * b / SHOWN;
+    for (int b = 0; b < SHOWN; b++) {
+        h[b] = 0;
+        for (int k = 0; k < DCZ_CAL_BINS / SHOWN; k++) h[b] += (double)st->bins[b * (DCZ_CAL_BINS / SHOWN) + k];
+        top = fmax(top, h[b]);
+    }
+    char title[160];
+    snprintf(title, sizeof title, "Input of %s on %zu calibration samples: int8 thresholds", c->layer, n);
+    s = dcz_fig_create(c->width, c->height, title, "|activation| (input value of the layer)",
+                       "values per bin (logarithmic)", out);
+    if (s == DCZ_OK) {
+        dcz_fig_axes(*out, 0, amax, 0.5, pow(10, ceil(log10(top * 2))), 1);
+        dcz_fig_bars(*out, edges, h, SHOWN, "|x|, all calibration values");
+        static const dcz_cal_method methods[] = { DCZ_CAL_MINMAX, DCZ_CAL_PERCENTILE, DCZ_CAL_MSE, DCZ_CAL_ENTROPY };
+        static const char *const names[] = { "minmax", "percentile 99.99", "mse", "entropy" };
+        for (int m = 0; m < 4; m++) {
+            dcz_cal_choice ch;
+            if (dcz_cal_choose(st, methods[m], 99.99, 127, 0, &ch) != DCZ_OK) continue;
+            char label[96];
+            snprintf(label, sizeof label, "%s: %.3g, %.2f%% clipped", names[m], ch.threshold, ch.clipped * 100);
+            dcz_fig_new_color(*out);
+            dcz_fig_vlines(*out, &ch.threshold, 1, label);
+        }
+    }
+    dcz_cal_collect_free(&col);
+    return s == DCZ_OK ? -1 : cli_fail(c->v, s, "the figure");
+}
+
 /* The scan's curves, by layer: accuracy against sparsity (bits 0) or
  * codebook bits. */
 static int plot_scan(const plot_ctx *c, int bits, dcz_fig **out)
@@ -232,8 +290,8 @@ int cmd_plot(verb_ctx *v)
     scan_opts_init(&c.scan);
     const char *kind = NULL;
     const opt_spec specs[] = {
-        { "kind", 0, OPT_STR, &kind, "weights, sparsity, waterfall, sensitivity or sharing" },
-        { "layer", 0, OPT_STR, &c.layer, "the layer of weights and sparsity" },
+        { "kind", 0, OPT_STR, &kind, "weights, sparsity, waterfall, sensitivity, sharing or calibration" },
+        { "layer", 0, OPT_STR, &c.layer, "the layer of weights, sparsity and calibration" },
         { "width", 0, OPT_INT, &c.width, "figure width, pixels (default 900)" },
         { "height", 0, OPT_INT, &c.height, "figure height, pixels (default 600)" },
         SCAN_SPECS(c.scan),
@@ -245,16 +303,19 @@ int cmd_plot(verb_ctx *v)
                  "Figures 4 and 5). sparsity: which weights of a layer are kept. waterfall: file\n"
                  "size and accuracy of every stage IN records. sensitivity, sharing: the\n"
                  "sensitivity scan's accuracy by layer against sparsity or codebook bits\n"
-                 "(Figure 6; needs --data, options as dcz sensitivity).";
+                 "(Figure 6; needs --data, options as dcz sensitivity). calibration: the\n"
+                 "histogram of a layer's input on calibration samples of --data, with the\n"
+                 "int8 threshold of each method.";
     int rc = cli_parse(v, specs, 1, MAX_FILES);
     if (rc != -1) return rc;
-    static const char *const kinds[] = { "weights", "sparsity", "waterfall", "sensitivity", "sharing" };
+    static const char *const kinds[] = { "weights", "sparsity", "waterfall", "sensitivity", "sharing", "calibration" };
+    enum { WEIGHTS, SPARSITY, WATERFALL, SENSITIVITY, SHARING, CALIBRATION };
     int k = -1;
-    for (int i = 0; i < 5 && kind; i++)
+    for (int i = 0; i < 6 && kind; i++)
         if (strcmp(kind, kinds[i]) == 0) k = i;
     if (k < 0) {
-        cli_usage_error(v, kind ? "--kind %s: not one of weights, sparsity, waterfall, sensitivity, sharing"
-                                : "give --kind: weights, sparsity, waterfall, sensitivity or sharing", kind);
+        cli_usage_error(v, kind ? "--kind %s: not one of weights, sparsity, waterfall, sensitivity, sharing, calibration"
+                                : "give --kind: weights, sparsity, waterfall, sensitivity, sharing or calibration", kind);
         return EXIT_USAGE;
     }
     if (!v->c.out) { cli_usage_error(v, "no output file: give -o FIG.png"); return EXIT_USAGE; }
@@ -262,17 +323,24 @@ int cmd_plot(verb_ctx *v)
         cli_usage_error(v, "--width and --height must be from %d to %d pixels", DCZ_FIG_MIN, DCZ_FIG_MAX);
         return EXIT_USAGE;
     }
-    if (k <= 1 && !c.layer) { cli_usage_error(v, "--kind %s needs --layer NAME", kinds[k]); return EXIT_USAGE; }
-    if (k != 0 && v->npos > 1) { cli_usage_error(v, "--kind %s takes one file", kinds[k]); return EXIT_USAGE; }
-    if (k <= 2 && v->c.data) { cli_usage_error(v, "--kind %s reads no data: leave out --data", kinds[k]); return EXIT_USAGE; }
+    const int layered = k == WEIGHTS || k == SPARSITY || k == CALIBRATION, reads_data = k >= SENSITIVITY;
+    if (layered && !c.layer) { cli_usage_error(v, "--kind %s needs --layer NAME", kinds[k]); return EXIT_USAGE; }
+    if (k != WEIGHTS && v->npos > 1) { cli_usage_error(v, "--kind %s takes one file", kinds[k]); return EXIT_USAGE; }
+    if (!reads_data && v->c.data) {
+        cli_usage_error(v, "--kind %s reads no data: leave out --data", kinds[k]);
+        return EXIT_USAGE;
+    }
+    if (k == CALIBRATION && !v->c.data) { cli_usage_error(v, "--kind calibration needs --data"); return EXIT_USAGE; }
     dcz_doc *docs[MAX_FILES] = { NULL };
     dcz_fig *fig = NULL;
-    for (int i = 0; i < v->npos && rc == -1 && k <= 2; i++) rc = stage_load_doc(v, v->pos[i], &docs[i]);
+    for (int i = 0; i < v->npos && rc == -1 && (k <= WATERFALL || k == CALIBRATION); i++)
+        rc = stage_load_doc(v, v->pos[i], &docs[i]);
     if (rc == -1) {
-        if (k == 0) rc = plot_weights(&c, docs, v->npos, &fig);
-        else if (k == 1) rc = plot_sparsity(&c, docs[0], &fig);
-        else if (k == 2) rc = plot_waterfall(&c, docs[0], &fig);
-        else rc = plot_scan(&c, k == 4, &fig);
+        if (k == WEIGHTS) rc = plot_weights(&c, docs, v->npos, &fig);
+        else if (k == SPARSITY) rc = plot_sparsity(&c, docs[0], &fig);
+        else if (k == WATERFALL) rc = plot_waterfall(&c, docs[0], &fig);
+        else if (k == CALIBRATION) rc = plot_calibration(&c, docs[0], &fig);
+        else rc = plot_scan(&c, k == SHARING, &fig);
     }
     if (rc == -1) {
         uint8_t *png = NULL;

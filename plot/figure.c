@@ -279,6 +279,8 @@ void dcz_fig_bars(dcz_fig *f, const double *edges, const double *h, int nbins, c
     cairo_restore(cr);
 }
 
+void dcz_fig_new_color(dcz_fig *f) { f->color = f->nseries++; }
+
 void dcz_fig_vlines(dcz_fig *f, const double *x, int n, const char *label)
 {
     cairo_t *cr = f->cr;

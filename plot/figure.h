@@ -50,8 +50,12 @@ void dcz_fig_line(dcz_fig *f, const double *x, const double *y, int n, const cha
  * color, translucent so that overlaid histograms show. */
 void dcz_fig_bars(dcz_fig *f, const double *edges, const double *h, int nbins, const char *label);
 
-/* Vertical dashed lines at x[0 .. n), in the color of the last series. */
+/* Vertical dashed lines at x[0 .. n), in the color of the last series
+ * (after dcz_fig_new_color: a color of their own). */
 void dcz_fig_vlines(dcz_fig *f, const double *x, int n, const char *label);
+
+/* Moves on to the next series color. */
+void dcz_fig_new_color(dcz_fig *f);
 
 /* A rows x cols image of gray levels (0 black .. 255 white) over the whole
  * plot area, row 0 at the top; the axes then count columns and rows. */

@@ -28,6 +28,7 @@ check sparsity "$T/c.dcz" --kind sparsity --layer fc2
 check waterfall "$T/c.dcz" --kind waterfall
 check sensitivity "$T/c.dcz" --kind sensitivity --data $D --validation 500 --sparsity-levels 0.5,0.9,0.99
 check sharing "$T/c.dcz" --kind sharing --data $D --validation 500 --bits-levels 1,2,4
+check calibration "$T/c.dcz" --kind calibration --layer fc2 --data $D
 # the figure is an image dcz itself decodes
 "$DCZ" run "$T/c.dcz" "$T/weights.png" > /dev/null 2> "$T/err" && fail "a 640x480 figure ran as a 28x28 sample"
 grep -q 'the image is 640 x 480' "$T/err" || fail "reading the figure back: $(cat "$T/err")"
@@ -43,6 +44,7 @@ expect 1 "$DCZ" plot "$T/c.dcz" --kind waterfall --width 100 -o "$T/x.png"
 expect 1 "$DCZ" plot "$T/c.dcz" --kind waterfall --data $D -o "$T/x.png"
 expect 1 "$DCZ" plot "$T/c.dcz" "$T/dense.dcz" --kind sparsity --layer fc1 -o "$T/x.png"
 expect 1 "$DCZ" plot "$T/c.dcz" --kind sensitivity -o "$T/x.png"
+expect 1 "$DCZ" plot "$T/c.dcz" --kind calibration --layer fc2 -o "$T/x.png"
 expect 1 "$DCZ" plot "$T/c.dcz" --kind waterfall
 [ -e "$T/x.png" ] && fail "a refused plot wrote its output"
 exit 0
