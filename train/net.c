@@ -753,7 +753,9 @@ static dcz_status fill_tensor(dcz_doc_tensor *t, uint32_t enc, uint32_t rank, co
 
 /* The weight and bias of a DENSE or CONV layer, of the shapes its op's
  * attributes give, encoded as its compression state and e ask (e NULL: raw
- * streams, positions as wide as stores them smallest, an f32 bias). */
+ * streams, an f32 bias, the weight packed by dcz_doc_tensor_pack: unused
+ * codebook entries dropped, positions as wide as stores them smallest, no
+ * positions for a codebook layer that keeps every weight). */
 static dcz_status weights_to_doc(const dcz_tlayer *t, const dcz_layer_encoding *e, dcz_doc_layer *l)
 {
     dcz_shape ws, bs;
@@ -776,8 +778,11 @@ static dcz_status weights_to_doc(const dcz_tlayer *t, const dcz_layer_encoding *
         w->assign = dup_mem(t->assign, w->n);
         if (!w->codebook || !w->assign) return DCZ_ERR_NOMEM;
     }
+    if (!e) {   /* packed as encode packs by default */
+        w->gap_bits = t->mask ? 8 : 0;
+        return dcz_doc_tensor_pack(w, 0);
+    }
     if (!t->mask) return DCZ_OK;
-    if (!e) return dcz_doc_tensor_best_gap_bits(w, &w->gap_bits);
     w->gap_bits = e->gap_bits;
     return w->gap_bits >= 1 && w->gap_bits <= 8 ? DCZ_OK : DCZ_ERR_ARG;
 }

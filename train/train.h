@@ -453,8 +453,8 @@ dcz_status dcz_net_open(dcz_doc *d, dcz_net **out);
 /* Writes the net's parameters and compression state into its document, in
  * place: each weight's encoding from that state (codebook, then mask, else
  * dense) with the stream settings enc gives per layer (one entry per net
- * layer; those of layers without weights unused; NULL: raw streams, each
- * position width the smallest, f32 biases); BATCHNORM layers as their four
+ * layer; those of layers without weights unused; NULL: raw streams, f32
+ * biases, each weight packed as dcz_doc_tensor_pack packs it); BATCHNORM layers as their four
  * tensors (the document stays in training form until folded). The
  * document's calibration table, made for other weights, is dropped; its
  * structure, input shape and stages are kept. DCZ_ERR_ARG for a gap width

@@ -119,6 +119,17 @@ static void test_bad_gap_bits(void)
     REQUIRE(dcz_doc_tensor_best_gap_bits(w, &best) == DCZ_OK, "best width");
     CHECK(w->gap_bits == best && best >= 1 && w->gap_coding == DCZ_CODING_RAW, "width %u, best %u",
           w->gap_bits, best);
+    /* a codebook layer that keeps every weight stores no positions */
+    dcz_tlayer *q = &net->layers[4];
+    for (int i = 0; i < q->in * q->out; i++) q->mask[i] = 1;
+    dcz_net_apply_constraints(net);
+    REQUIRE(dcz_net_store(net, NULL) == DCZ_OK, "store a codebook layer keeping every weight");
+    const dcz_doc_tensor *c = &net->doc->layers[4].t[0];
+    CHECK(c->enc == DCZ_ENC_CODEBOOK && c->mask == NULL && c->gap_bits == 0, "no positions stored");
+    uint8_t *buf = NULL;
+    size_t len = 0;
+    CHECK(dcz_doc_write(net->doc, &buf, &len) == DCZ_OK, "and it is written");
+    free(buf);
     /* a document changed under the net is refused */
     net->doc->layers[1].op = DCZ_OP_SIGMOID;
     CHECK(dcz_net_store(net, NULL) == DCZ_ERR_ARG, "a document of other layers");
