@@ -41,6 +41,9 @@ static const dcz_doc_layer *find_layer(const verb_ctx *v, const dcz_doc *d, cons
 
 static int kept(const dcz_doc_tensor *w, size_t i) { return w->mask ? w->mask[i] != 0 : 1; }
 
+/* A kept weight the histogram counts: a finite one. */
+static int counted(const dcz_doc_tensor *w, size_t i) { return kept(w, i) && isfinite(w->values[i]); }
+
 /* Histograms of the layer's kept weights in every file, over their common
  * range, each file's shared values marked. */
 static int plot_weights(const plot_ctx *c, dcz_doc **docs, int n, dcz_fig **out)
@@ -52,20 +55,28 @@ static int plot_weights(const plot_ctx *c, dcz_doc **docs, int n, dcz_fig **out)
         if (!l) return EXIT_USAGE;
         w[k] = &l->t[0];
         for (size_t i = 0; i < w[k]->n; i++)
-            if (kept(w[k], i)) {
+            if (counted(w[k], i)) {
                 lo = fmin(lo, w[k]->values[i]);
                 hi = fmax(hi, w[k]->values[i]);
             }
     }
-    if (!(lo < hi)) { lo -= 1; hi += 1; }
+    if (!(lo <= hi)) {
+        cli_error("plot: %s has no finite kept weight in %s", c->layer, n > 1 ? "these files" : c->v->pos[0]);
+        return EXIT_BAD_INPUT;
+    }
+    const double m = fmax(fabs(lo), fabs(hi));
+    if (!(hi - lo > m * 1e-9)) {   /* one value: a range around it */
+        lo -= m > 0 ? m * 0.1 : 1;
+        hi += m > 0 ? m * 0.1 : 1;
+    }
     double edges[BINS + 1], h[MAX_FILES][BINS], top = 1;
     for (int b = 0; b <= BINS; b++) edges[b] = lo + (hi - lo) * b / BINS;
     for (int k = 0; k < n; k++) {
         memset(h[k], 0, sizeof h[k]);
         for (size_t i = 0; i < w[k]->n; i++) {
-            if (!kept(w[k], i)) continue;
-            int b = (int)((w[k]->values[i] - lo) / (hi - lo) * BINS);
-            h[k][b < 0 ? 0 : b >= BINS ? BINS - 1 : b]++;
+            if (!counted(w[k], i)) continue;
+            const double b = floor((w[k]->values[i] - lo) / (hi - lo) * BINS);
+            h[k][b < 0 ? 0 : b >= BINS ? BINS - 1 : (int)b]++;
         }
         for (int b = 0; b < BINS; b++) top = fmax(top, h[k][b]);
     }
@@ -148,7 +159,8 @@ static int plot_waterfall(const plot_ctx *c, const dcz_doc *d, dcz_fig **out)
         stage_get(d->stages[i], "stage", name[n], sizeof name[n]);
         names[n] = name[n];
         kb[n] = atof(b) / 1000;
-        acc[n] = stage_get(d->stages[i], "accuracy", a, sizeof a) ? atof(a) * 100 : NAN;
+        acc[n] = stage_get(d->stages[i], "accuracy", a, sizeof a) ? atof(a) : NAN;
+        acc[n] = acc[n] >= 0 && acc[n] <= 1 ? acc[n] * 100 : NAN;   /* a record's accuracy is a fraction */
         have_acc |= isfinite(acc[n]);
         x[n] = n;
         lo = fmin(lo, kb[n]);

@@ -194,10 +194,6 @@ static int need_output(const verb_ctx *v)
     { "dry-run", 0, OPT_FLAG, &(v)->dry_run, \
       "print the bytes the run would write, per layer, and write nothing" }
 
-/* What a dry run records in place of the data it does not load: the data
- * lines of a stage record, with a hash of the same width. */
-static const dcz_dataset dry_data;
-
 typedef struct stage_result {
     const char *name;
     size_t bytes;
@@ -706,7 +702,7 @@ static int run_single_stage(verb_ctx *v, const stage_steps *st, const void *opts
     memset(&test, 0, sizeof test);
     stage_plan sp;
     memset(&sp, 0, sizeof sp);
-    /* a dry run plans for the data it is given but runs without it */
+    /* a dry run reads and checks the data it is given but runs without it */
     const int plan_data = v->c.data != NULL, have = plan_data && !v->dry_run;
     char extra[4096];
     double acc = -1;
@@ -714,10 +710,9 @@ static int run_single_stage(verb_ctx *v, const stage_steps *st, const void *opts
     rc = open_model(v, &doc, &net);
     if (rc == -1) rc = check_rule_text_names(v, "gap-bits", gap_bits, net);
     if (rc == -1) rc = st->plan(v, net, doc, opts, plan_data, &sp);
-    if (rc == -1 && have) rc = open_data(v, net, &train, &test);
+    if (rc == -1 && plan_data) rc = open_data(v, net, &train, &test);
     if (rc == -1) rc = st->exec(v, net, &sp, have ? &train : NULL, have ? &test : NULL, extra, sizeof extra);
-    const dcz_dataset *recorded = have ? &train : plan_data ? &dry_data : NULL;
-    if (rc == -1) rc = finish_net(v, net, st->name, gap_bits, recorded, extra, have ? &test : NULL,
+    if (rc == -1) rc = finish_net(v, net, st->name, gap_bits, plan_data ? &train : NULL, extra, have ? &test : NULL,
                                   v->dry_run ? NULL : v->c.out, &acc, &bytes);
     if (rc == -1 && v->dry_run) {
         dry_report(v, doc, 0, NULL, 0);
@@ -946,15 +941,15 @@ int cmd_compress(verb_ctx *v)
         const int e = cli_check_output(path);
         if (e) rc = cli_io_fail(v, path, DCZ_ERR_IO, e, 1);
     }
-    /* a dry run checks all that, then runs the stages without retraining
-     * and writes nothing */
+    /* a dry run checks all that and the data too, then runs the stages
+     * without retraining and writes nothing */
     const int dry = v->dry_run;
     const dcz_dataset *tr = dry ? NULL : &train, *te = dry ? NULL : &test;
     if (dry) stages_dir = NULL;
+    if (rc == -1) rc = open_data(v, net, &train, &test);
     if (rc == -1 && dry) {
         res[nres++] = (stage_result){ "input", doc->file_bytes, -1 };
-    } else if (rc == -1) rc = open_data(v, net, &train, &test);
-    if (rc == -1 && !dry) {
+    } else if (rc == -1) {
         /* the input's accuracy, from its bytes as read (it may be stdin) */
         uint8_t *buf = NULL;
         size_t len = 0;
@@ -970,7 +965,7 @@ int cmd_compress(verb_ctx *v)
     if (rc == -1) rc = exec_prune(v, net, &sp, tr, te, extra, sizeof extra);
     if (rc == -1) {
         int keep = write_stage_file(v, stages_dir, "prune", path, sizeof path);
-        rc = finish_net(v, net, "prune", po.gap_bits, dry ? &dry_data : tr, extra, te, keep ? path : NULL,
+        rc = finish_net(v, net, "prune", po.gap_bits, &train, extra, te, keep ? path : NULL,
                         &res[nres].acc, &res[nres].bytes);
         res[nres++].name = "prune";
     }
@@ -978,7 +973,7 @@ int cmd_compress(verb_ctx *v)
     if (rc == -1) rc = exec_quantize(v, net, &sp, tr, te, extra, sizeof extra);
     if (rc == -1) {
         int keep = write_stage_file(v, stages_dir, "quantize", path, sizeof path);
-        rc = finish_net(v, net, "quantize", po.gap_bits, dry ? &dry_data : tr, extra, te, keep ? path : NULL,
+        rc = finish_net(v, net, "quantize", po.gap_bits, &train, extra, te, keep ? path : NULL,
                         &res[nres].acc, &res[nres].bytes);
         res[nres++].name = "quantize";
     }

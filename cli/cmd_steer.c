@@ -27,6 +27,10 @@ static int parse_levels(const verb_ctx *v, const char *opt, const char *text, do
         }
         out[(*n)++] = x;
         p = *end ? end + 1 : end;
+        if (*end && !*p) {   /* a trailing comma */
+            cli_usage_error(v, "--%s: '%s' ends with a comma", opt, text);
+            return EXIT_USAGE;
+        }
     }
     return -1;
 }
@@ -103,7 +107,7 @@ int scan_plan(const verb_ctx *v, const scan_opts *o, dcz_sens_plan *plan)
     }
     if (o->bits) {
         if ((rc = parse_levels(v, "bits-levels", o->bits, lv, &n)) != -1) return rc;
-        for (int i = 0; i < n; i++) plan->bits[i] = lv[i] == floor(lv[i]) ? (int)lv[i] : 0;
+        for (int i = 0; i < n; i++) plan->bits[i] = lv[i] >= 1 && lv[i] <= 8 && lv[i] == floor(lv[i]) ? (int)lv[i] : 0;
         plan->nbits = n;
     }
     plan->kmeans_iters = o->iters;

@@ -56,7 +56,8 @@ dcz_status dcz_doc_fold(dcz_doc *d)
     const uint32_t n = d->nlayers;
     uint32_t *readers = calloc((size_t)n + 1, sizeof *readers);
     uint32_t *target = malloc((size_t)n * sizeof *target);
-    dcz_status st = readers && target ? DCZ_OK : DCZ_ERR_NOMEM;
+    uint32_t *alias = malloc(((size_t)n + 1) * sizeof *alias);   /* taken before anything changes */
+    dcz_status st = readers && target && alias ? DCZ_OK : DCZ_ERR_NOMEM;
     uint32_t kept = 0;
     for (uint32_t i = 0; i < n && st == DCZ_OK; i++)
         for (uint32_t k = 0; k < d->layers[i].nin; k++)
@@ -71,6 +72,7 @@ dcz_status dcz_doc_fold(dcz_doc *d)
     free(readers);
     if (st != DCZ_OK) {
         free(target);
+        free(alias);
         return st;
     }
     for (uint32_t i = 0; i < n; i++) {
@@ -85,8 +87,6 @@ dcz_status dcz_doc_fold(dcz_doc *d)
     free(target);
     /* a folded or dropped layer's output is its input; the others are
      * numbered anew */
-    uint32_t *alias = malloc(((size_t)n + 1) * sizeof *alias);
-    if (!alias) return DCZ_ERR_NOMEM;
     uint32_t m = 0;
     alias[0] = 0;
     for (uint32_t i = 0; i < n; i++) {

@@ -119,14 +119,27 @@ static void tick_label(char *buf, size_t len, double v, double step)
     else snprintf(buf, len, "%.*f", digits, v);
 }
 
+/* A range to draw: finite, and wide enough against its magnitude for
+ * ticks to be distinct doubles (else widened by a tenth of it, or 1). */
 static void widen(double *lo, double *hi)
 {
     if (!isfinite(*lo) || !isfinite(*hi)) { *lo = 0; *hi = 1; }
-    if (*hi <= *lo) {
-        const double d = *lo != 0 ? fabs(*lo) * 0.1 : 1;
+    const double m = fmax(fabs(*lo), fabs(*hi));
+    if (!(*hi - *lo > m * 1e-9)) {
+        const double d = m > 0 ? m * 0.1 : 1;
         *lo -= d;
         *hi += d;
     }
+}
+
+/* Tick values over [lo, hi] at multiples of step, at most MAX_TICKS. */
+#define MAX_TICKS 64
+static int ticks(double lo, double hi, double step, double *v)
+{
+    const double i0 = ceil(lo / step), i1 = floor(hi / step + 1e-9);
+    int n = 0;
+    for (double i = i0; i <= i1 && n < MAX_TICKS; i++) v[n++] = i * step;
+    return n;
 }
 
 /* Ticks and their labels of a vertical axis at pixel x (side -1 left, 1
@@ -135,8 +148,10 @@ static void y_ticks(dcz_fig *f, double x, int side, double lo, double hi, double
 {
     cairo_t *cr = f->cr;
     const double step = tick_step(hi - lo, 6);
-    for (double v = ceil(lo / step) * step; v <= hi + step * 1e-9; v += step) {
-        const double y = f->bottom - (v - lo) / (hi - lo) * (f->bottom - f->top);
+    double tv[MAX_TICKS];
+    const int nt = ticks(lo, hi, step, tv);
+    for (int t = 0; t < nt; t++) {
+        const double v = tv[t], y = f->bottom - (v - lo) / (hi - lo) * (f->bottom - f->top);
         char b[32];
         tick_label(b, sizeof b, v, step);
         cairo_move_to(cr, x, y);
@@ -163,8 +178,8 @@ static void axes(dcz_fig *f, double xmin, double xmax, double ymin, double ymax,
                  const char *const *names, int nnames)
 {
     widen(&xmin, &xmax);
-    if (log_y && !(ymin > 0)) log_y = 0;
     widen(&ymin, &ymax);
+    if (log_y && !(ymin > 0)) log_y = 0;
     f->xmin = xmin; f->xmax = xmax; f->ymin = ymin; f->ymax = ymax;
     f->log_y = log_y;
     cairo_t *cr = f->cr;
@@ -180,7 +195,10 @@ static void axes(dcz_fig *f, double xmin, double xmax, double ymin, double ymax,
         text(cr, px(f, i), f->bottom + 8 + fs * 0.45, fs * 0.85, 0.5, 0, names[i]);
     }
     const double step = tick_step(xmax - xmin, 8);
-    for (double v = ceil(xmin / step) * step; !names && v <= xmax + step * 1e-9; v += step) {
+    double tv[MAX_TICKS];
+    const int nt = names ? 0 : ticks(xmin, xmax, step, tv);
+    for (int t = 0; t < nt; t++) {
+        const double v = tv[t];
         char b[32];
         tick_label(b, sizeof b, v, step);
         cairo_move_to(cr, px(f, v), f->bottom);
@@ -192,7 +210,8 @@ static void axes(dcz_fig *f, double xmin, double xmax, double ymin, double ymax,
         y_ticks(f, f->left, -1, ymin, ymax, fs);
         return;
     }
-    for (double d = floor(log10(ymin)); d <= ceil(log10(ymax)); d++) {
+    const double d1 = fmin(ceil(log10(ymax)), floor(log10(ymin)) + MAX_TICKS);
+    for (double d = floor(log10(ymin)); d <= d1; d++) {
         const double v = pow(10, d);
         if (v < ymin * (1 - 1e-9) || v > ymax * (1 + 1e-9)) continue;
         char b[32];

@@ -256,8 +256,8 @@ dcz_status dcz_quantize_layer(dcz_tlayer *L, int bits, dcz_km_init init, int max
     }
     free(L->codebook);
     free(L->assign);
-    free(L->gcb);
-    free(L->vcb);
+    /* the codebook's gradient and momentum live in the net's flat buffers,
+     * laid out anew (zeroed) for the new size at the next step */
     L->gcb = L->vcb = NULL;
     L->codebook = cb;
     L->assign = assign;

@@ -86,8 +86,10 @@ typedef struct dcz_quant_layer_report {
  * k = 2^bits centroids (bits 1..8) with dcz_kmeans_1d, then sets L->k,
  * L->codebook (k floats, sorted), L->assign (one byte per weight, 0 for pruned
  * positions), rewrites each kept weight to its centroid and each pruned one
- * to 0. A codebook the layer already had is replaced, and the codebook
- * training state (gcb, vcb) is released so the engine reallocates it. rep
+ * to 0. A codebook the layer already had is replaced, and the layer's
+ * pointers to its codebook's training state (gcb, vcb, in the net's flat
+ * buffers) are cleared, so the engine lays them out anew for the new size
+ * (zeroed) at its next step. rep
  * (may be NULL) gets the layer's statistics (rms_final = rms_error).
  * DCZ_ERR_ARG: L without weights (not dense or conv), bits outside 1..8, bad
  * init/max_iter. DCZ_ERR_DATA: a kept weight is NaN or infinite.

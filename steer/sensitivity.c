@@ -121,6 +121,7 @@ dcz_status dcz_sensitivity(dcz_net *net, const dcz_dataset *data, const dcz_sens
     rep->layers = calloc((size_t)n, sizeof *rep->layers);
     if (!rep->layers) return DCZ_ERR_NOMEM;
     rep->samples = data->n;
+    dcz_net_reset_state(net);   /* trials change codebooks: no training state across them */
     dcz_status st = dcz_net_evaluate(net, data, &rep->baseline);
     const size_t total = (size_t)n * (size_t)(p->nsparsity + p->nbits);
     size_t done = 0;

@@ -800,22 +800,45 @@ static dcz_status bn_to_doc(const dcz_tlayer *t, dcz_doc_layer *l)
     return DCZ_OK;
 }
 
+/* Whether the net's layers still are its document's (the same op, weights
+ * of the shapes the document's attributes give) and enc fits them, checked
+ * before a store changes anything. */
+static dcz_status store_fits(const dcz_net *net, const dcz_layer_encoding *enc)
+{
+    const dcz_doc *d = net->doc;
+    for (int i = 0; i < net->nlayers; i++) {
+        const dcz_tlayer *t = &net->layers[i];
+        const dcz_doc_layer *l = &d->layers[i];
+        if (l->op != (uint16_t)t->op) return DCZ_ERR_ARG;
+        if (!dcz_tlayer_has_weights(t)) continue;
+        dcz_shape ws, bs;
+        if (dcz_op_param_shapes(l->op, l->attr, &ws, &bs) != DCZ_OK ||
+            dcz_shape_count(&ws) != dcz_tlayer_nweights(t) || dcz_shape_count(&bs) != dcz_tlayer_nbias(t) ||
+            !t->w || !t->b)
+            return DCZ_ERR_ARG;
+        if (enc && t->mask && (enc[i].gap_bits < 1 || enc[i].gap_bits > 8)) return DCZ_ERR_ARG;
+        if (enc && t->codebook && enc[i].index_bits && (enc[i].index_bits > 8 || (1 << enc[i].index_bits) < t->k))
+            return DCZ_ERR_ARG;
+    }
+    return DCZ_OK;
+}
+
 dcz_status dcz_net_store(dcz_net *net, const dcz_layer_encoding *enc)
 {
     if (!net || !net->doc || !net->tshape || net->doc->nlayers != (uint32_t)net->nlayers) return DCZ_ERR_ARG;
     dcz_doc *d = net->doc;
-    for (int i = 0; i < net->nlayers; i++)
-        if (d->layers[i].op != (uint16_t)net->layers[i].op) return DCZ_ERR_ARG;
+    dcz_status fit = store_fits(net, enc);
+    if (fit != DCZ_OK) return fit;
+    dcz_doc_calib_free(d->calib);   /* made for other weights */
+    d->calib = NULL;
     for (int i = 0; i < net->nlayers; i++) {
         const dcz_tlayer *t = &net->layers[i];
         dcz_doc_layer *l = &d->layers[i];
         dcz_status s = DCZ_OK;
         if (t->op == DCZ_OP_BATCHNORM) s = bn_to_doc(t, l);
         else if (dcz_tlayer_has_weights(t)) s = weights_to_doc(t, enc ? &enc[i] : NULL, l);
-        if (s != DCZ_OK) return s;
+        if (s != DCZ_OK) return s;   /* out of memory: the layers before hold the new state */
     }
-    dcz_doc_calib_free(d->calib);   /* made for other weights */
-    d->calib = NULL;
     return DCZ_OK;
 }
 
@@ -825,6 +848,22 @@ dcz_status dcz_net_fold_for_inference(dcz_net *net)
     dcz_status s = dcz_net_store(net, NULL);
     if (s == DCZ_OK) s = dcz_doc_fold(net->doc);
     if (s != DCZ_OK) return s;
+    /* the view of the folded document, built beside the net and swapped in */
+    dcz_net *fresh = calloc(1, sizeof *fresh);
+    if (!fresh) return DCZ_ERR_NOMEM;
+    if ((s = attach(fresh, net->doc)) != DCZ_OK) {
+        fresh->doc = NULL;
+        dcz_net_free(fresh);
+        return s;
+    }
+    dcz_doc *doc = net->doc;
+    const int own = net->own_doc;
+    const dcz_rng rng = net->rng;
     release(net);
-    return attach(net, net->doc);
+    *net = *fresh;
+    net->doc = doc;
+    net->own_doc = own;
+    net->rng = rng;
+    free(fresh);
+    return DCZ_OK;
 }

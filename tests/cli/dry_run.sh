@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # --dry-run on prune, quantize, encode and compress: each prints the bytes
 # the same command would write, per layer and in total, and writes nothing
-# (no output file, an existing one untouched, no --keep-stages files).
+# (no output file, an existing one untouched, no --keep-stages files), after
+# reading and checking the data as the run would.
 # encode's prediction is exact, with and without --data; prune, quantize
 # and compress run their stages without retraining and must land within
 # 10% of the real run's file (the real runs retrain on Fashion-MNIST).
@@ -38,6 +39,9 @@ o=$(json_field overhead_bytes "$T/dry.json")
 echo keep > "$T/kept.dcz"
 "$DCZ" encode "$T/q1.dcz" --dry-run -q -o "$T/kept.dcz" || fail "dry run over an existing output"
 [ "$(cat "$T/kept.dcz")" = keep ] || fail "a dry run changed its output file"
+# the data is read and checked as the run would: missing data is an error
+expect 2 "$DCZ" prune "$T/dense.dcz" --data "$T/none" --sparsity 0.9 --dry-run
+expect 2 "$DCZ" compress "$T/dense.dcz" --data "$T/none" --dry-run
 # the human report names the layers and says it wrote nothing; -o is optional
 "$DCZ" prune "$T/dense.dcz" --sparsity 0.9 --dry-run > "$T/report.txt" 2> /dev/null || fail "dry run without -o"
 grep -q 'nothing written' "$T/report.txt" && grep -q '^fc2 ' "$T/report.txt" && grep -q '^total ' "$T/report.txt" ||

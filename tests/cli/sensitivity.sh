@@ -42,6 +42,8 @@ grep -q 'on 2000 validation samples held out of the training split' "$T/t.txt" &
 expect 1 "$DCZ" sensitivity "$T/p.dcz" --data $D --sparsity-levels 0.9,0.5
 expect 1 "$DCZ" sensitivity "$T/p.dcz" --data $D --sparsity-levels 0.5,x
 expect 1 "$DCZ" sensitivity "$T/p.dcz" --data $D --bits-levels 4,9
+expect 1 "$DCZ" sensitivity "$T/p.dcz" --data $D --bits-levels 2,3,
+expect 1 "$DCZ" sensitivity "$T/p.dcz" --data $D --bits-levels 1e10
 expect 1 "$DCZ" sensitivity "$T/p.dcz" --data $D --validation 60000
 grep -q 'only 60000 samples' "$T/err" || fail "validation too large: $(cat "$T/err")"
 expect 1 "$DCZ" sensitivity "$T/p.dcz"

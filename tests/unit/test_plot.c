@@ -3,6 +3,7 @@
  * colors in the plot area, an image's gray levels where they belong, white
  * elsewhere; bad sizes and texts are refused.
  */
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -107,8 +108,11 @@ static void test_refused(void)
     CHECK(dcz_fig_create(DCZ_FIG_MIN - 1, 300, "t", "x", "y", &f) == DCZ_ERR_ARG && f == NULL, "too narrow");
     CHECK(dcz_fig_create(300, DCZ_FIG_MAX + 1, "t", "x", "y", &f) == DCZ_ERR_ARG, "too tall");
     CHECK(dcz_fig_create(300, 300, NULL, "x", "y", &f) == DCZ_ERR_ARG, "no title");
-    /* degenerate ranges are widened, not divided by */
+    /* degenerate ranges are widened, not divided by: one value, a span
+     * below the spacing of doubles there, an infinite end of a log axis */
     REQUIRE(dcz_fig_create(300, 300, "t", "x", "y", &f) == DCZ_OK, "create");
+    dcz_fig_axes(f, 1e16, 1e16 + 4, 0, 1, 0);
+    dcz_fig_axes(f, 0, 1, 1, INFINITY, 1);
     dcz_fig_axes(f, 1, 1, 5, 5, 0);
     const double x[] = { 1 }, y[] = { 5 };
     dcz_fig_line(f, x, y, 1, NULL);

@@ -112,6 +112,8 @@ static void test_bad_gap_bits(void)
     dcz_layer_encoding enc[6];
     memset(enc, 0, sizeof enc); /* gap_bits 0 for a pruned layer is not allowed */
     CHECK(dcz_net_store(net, enc) == DCZ_ERR_ARG, "gap bits 0 refused");
+    CHECK(net->doc->layers[0].ntensors == 0 && net->doc->layers[2].ntensors == 0,
+          "a refused store changes nothing");
     /* without encodings, the position width that stores them smallest */
     REQUIRE(dcz_net_store(net, NULL) == DCZ_OK, "store plain");
     uint8_t best = 0;
