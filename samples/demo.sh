@@ -44,7 +44,8 @@ $dcz calibrate "$out/$model.dcz" --recipe "$recipes/$model-compress.recipe" --da
 echo
 # the layer the figures show: the largest, where compression happens
 case "$model" in
-    lenet300|lenet5|cnn) layer=fc1 ;;
+    lenet300|lenet5) layer=fc1 ;;
+    cnn) layer=conv5 ;;
     resnet) layer=res3.conv2 ;;
     mobilenetv2) layer=inv8.project ;;
 esac
