@@ -218,14 +218,9 @@ static void dry_report(const verb_ctx *v, const dcz_doc *doc, int exact, const s
     for (uint32_t i = 0; i < doc->nlayers && f; i++) {
         const dcz_doc_layer *l = &doc->layers[i];
         if (l->ntensors == 0) continue;
-        const dcz_doc_tensor *w = &l->t[0];
-        size_t kept = w->n;
-        if (w->mask) {
-            kept = 0;
-            for (size_t k = 0; k < w->n; k++) kept += w->mask[k] != 0;
-        }
+        const dcz_doc_tensor *w = &l->t[0];   /* its stats: as the writer last wrote it */
         fprintf(f, "%-*s %-10s %10zu %7.2f%% %10zu\n", nw, l->name, cli_enc_name(w->enc), w->n,
-                w->n ? 100.0 * (double)kept / (double)w->n : 0.0, l->section_bytes);
+                w->n ? 100.0 * (double)w->st.nnz / (double)w->n : 0.0, l->section_bytes);
     }
     if (f) {
         fprintf(f, "%-*s %-10s %10s %8s %10zu\n", nw, "overhead", "", "", "", doc->overhead_bytes);

@@ -782,9 +782,8 @@ static dcz_status weights_to_doc(const dcz_tlayer *t, const dcz_layer_encoding *
         w->gap_bits = t->mask ? 8 : 0;
         return dcz_doc_tensor_pack(w, 0);
     }
-    if (!t->mask) return DCZ_OK;
-    w->gap_bits = e->gap_bits;
-    return w->gap_bits >= 1 && w->gap_bits <= 8 ? DCZ_OK : DCZ_ERR_ARG;
+    if (t->mask) w->gap_bits = e->gap_bits;   /* in range: store_fits checked it */
+    return DCZ_OK;
 }
 
 /* BATCHNORM's gamma, beta, running mean and variance as four f32 tensors. */
@@ -852,18 +851,13 @@ dcz_status dcz_net_fold_for_inference(dcz_net *net)
     dcz_net *fresh = calloc(1, sizeof *fresh);
     if (!fresh) return DCZ_ERR_NOMEM;
     if ((s = attach(fresh, net->doc)) != DCZ_OK) {
-        fresh->doc = NULL;
-        dcz_net_free(fresh);
+        dcz_net_free(fresh);   /* it does not own the document */
         return s;
     }
-    dcz_doc *doc = net->doc;
-    const int own = net->own_doc;
-    const dcz_rng rng = net->rng;
+    fresh->own_doc = net->own_doc;
+    fresh->rng = net->rng;
     release(net);
     *net = *fresh;
-    net->doc = doc;
-    net->own_doc = own;
-    net->rng = rng;
     free(fresh);
     return DCZ_OK;
 }
