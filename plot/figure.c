@@ -30,6 +30,7 @@ struct dcz_fig {
     cairo_surface_t *surface;
     cairo_t *cr;
     int width, height;
+    double fs;                           /* the text size, pixels */
     double left, right, top, bottom;     /* the plot area, pixels */
     double xmin, xmax, ymin, ymax;       /* its data range */
     int log_y;
@@ -88,7 +89,7 @@ dcz_status dcz_fig_create(int width, int height, const char *title, const char *
     }
     f->width = width;
     f->height = height;
-    const double fs = height / 40.0 < 11 ? 11 : height / 40.0;
+    const double fs = f->fs = height / 40.0 < 11 ? 11 : height / 40.0;
     f->left = 5.5 * fs;
     f->right = width - 5.5 * fs;   /* room for a right axis */
     f->top = 3.0 * fs;
@@ -144,9 +145,10 @@ static int ticks(double lo, double hi, double step, double *v)
 
 /* Ticks and their labels of a vertical axis at pixel x (side -1 left, 1
  * right) over [lo, hi], linear. */
-static void y_ticks(dcz_fig *f, double x, int side, double lo, double hi, double fs)
+static void y_ticks(dcz_fig *f, double x, int side, double lo, double hi)
 {
     cairo_t *cr = f->cr;
+    const double fs = f->fs;
     const double step = tick_step(hi - lo, 6);
     double tv[MAX_TICKS];
     const int nt = ticks(lo, hi, step, tv);
@@ -183,7 +185,7 @@ static void axes(dcz_fig *f, double xmin, double xmax, double ymin, double ymax,
     f->xmin = xmin; f->xmax = xmax; f->ymin = ymin; f->ymax = ymax;
     f->log_y = log_y;
     cairo_t *cr = f->cr;
-    const double fs = f->height / 40.0 < 11 ? 11 : f->height / 40.0;
+    const double fs = f->fs;
     cairo_set_source_rgb(cr, 0, 0, 0);
     cairo_set_line_width(cr, 1);
     cairo_rectangle(cr, f->left, f->top, f->right - f->left, f->bottom - f->top);
@@ -207,7 +209,7 @@ static void axes(dcz_fig *f, double xmin, double xmax, double ymin, double ymax,
         text(cr, px(f, v), f->bottom + 8 + fs * 0.45, fs * 0.85, 0.5, 0, b);
     }
     if (!log_y) {
-        y_ticks(f, f->left, -1, ymin, ymax, fs);
+        y_ticks(f, f->left, -1, ymin, ymax);
         return;
     }
     const double d1 = fmin(ceil(log10(ymax)), floor(log10(ymin)) + MAX_TICKS);
@@ -226,9 +228,9 @@ static void axes(dcz_fig *f, double xmin, double xmax, double ymin, double ymax,
 void dcz_fig_axis_right(dcz_fig *f, const char *ylabel, double ymin, double ymax)
 {
     widen(&ymin, &ymax);
-    const double fs = f->height / 40.0 < 11 ? 11 : f->height / 40.0;
+    const double fs = f->fs;
     cairo_set_source_rgb(f->cr, 0, 0, 0);
-    y_ticks(f, f->right, 1, ymin, ymax, fs);
+    y_ticks(f, f->right, 1, ymin, ymax);
     text(f->cr, f->width - 1.3 * fs, (f->top + f->bottom) / 2, fs, 0.5, 1, ylabel);
     f->ymin = ymin;
     f->ymax = ymax;
@@ -353,7 +355,7 @@ static void draw_legend(dcz_fig *f)
 {
     if (f->nlegend < 2) return;   /* one series: the title says what it is */
     cairo_t *cr = f->cr;
-    const double fs = (f->height / 40.0 < 11 ? 11 : f->height / 40.0) * 0.85;
+    const double fs = f->fs * 0.85;
     double w = 0;
     cairo_select_font_face(cr, FONT, CAIRO_FONT_SLANT_NORMAL, CAIRO_FONT_WEIGHT_NORMAL);
     cairo_set_font_size(cr, fs);
