@@ -103,10 +103,12 @@ int cli_exit_code(dcz_status s, int reading);
 
 /* ---- per-layer rules ("fc*=5,conv1=8"; later rules win) ------------------ */
 
+#define RULES_MAX 256   /* one per layer of a MobileNetV2 and more */
+
 typedef struct rule_set {
     int n;
-    char pattern[16][64];
-    double value[16];
+    char pattern[RULES_MAX][64];
+    double value[RULES_MAX];
 } rule_set;
 
 /* Parses text into rules; a bare number means "*=number". 0 on success. */
@@ -218,6 +220,12 @@ int stage_load_splits(const verb_ctx *v, dcz_dataset *train, dcz_dataset *test);
  * The message says what was found and what was expected. Exit code or -1. */
 int stage_check_fit(const verb_ctx *v, const dcz_dataset *d, int rank, const uint32_t *dims, size_t outputs,
                     int exact);
+
+/* Holds the validation split (n samples, DCZ_VALIDATION_SEED) out of
+ * *train: *val gets them, *train keeps the rest. n must be below the
+ * split's size (a usage error naming --validation otherwise). Exit code
+ * or -1. */
+int stage_hold_out(const verb_ctx *v, dcz_dataset *train, int n, dcz_dataset *val);
 
 /* Accuracy of the .dcz held in buf on data, measured by libdcz. */
 dcz_status stage_eval_bytes(const uint8_t *buf, size_t len, const dcz_options *opt,

@@ -53,14 +53,13 @@ static void print_table(FILE *f, const dcz_sens_report *r, int nw, const char *t
     }
 }
 
-static void print_json(const verb_ctx *v, const dcz_sens_report *r, const dcz_sens_plan *p, uint64_t seed)
+static void print_json(const verb_ctx *v, const dcz_sens_report *r, const dcz_sens_plan *p)
 {
     json_out j;
     json_begin(&j, cli_report(v));
     json_str(&j, "file", v->pos[0]);
     json_num(&j, "baseline", r->baseline);
     json_int(&j, "validation_samples", (long long)r->samples);
-    json_int(&j, "validation_seed", (long long)seed);
     json_key_arr(&j, "sparsity_levels");
     for (int i = 0; i < p->nsparsity; i++) json_arr_num(&j, p->sparsity[i]);
     json_close_arr(&j);
@@ -141,15 +140,7 @@ int scan(verb_ctx *v, const char *path, const scan_opts *o, const dcz_sens_plan 
     }
     if (rc == -1) rc = stage_load_data(v, DCZ_SPLIT_TRAIN, &train);
     if (rc == -1) rc = stage_check_fit(v, &train, (int)net->in_rank, net->in_dims, (size_t)net->classes, 0);
-    if (rc == -1 && (size_t)o->validation >= train.n) {
-        cli_usage_error(v, "--validation %d: the training split has only %zu samples", o->validation, train.n);
-        rc = EXIT_USAGE;
-    }
-    if (rc == -1) {
-        dcz_status s = dcz_dataset_holdout(&train, (size_t)o->validation, plan->seed, &val, NULL);
-        dcz_dataset_free(&train);
-        if (s != DCZ_OK) rc = cli_fail(v, s, "holding out the validation samples");
-    }
+    if (rc == -1) rc = stage_hold_out(v, &train, o->validation, &val);
     if (rc == -1) {
         progress p;
         progress_start(&p, v, "sensitivity", 0);
@@ -174,7 +165,8 @@ int cmd_sensitivity(verb_ctx *v)
                  "Compression, Figure 6): the accuracy with that layer pruned to each sparsity\n"
                  "(no retraining) and with its kept weights shared among 2^bits centroids (no\n"
                  "fine-tuning), the other layers as they are. Measured on a validation split\n"
-                 "held out of the training data (a seeded choice: --seed), never the test set.";
+                 "held out of the training data (the same samples for every seed and verb;\n"
+                 "dcz train --validation N trains without them), never the test set.";
     v->skip = CLI_NO_OUT;
     int rc = cli_parse(v, specs, 1, 1);
     if (rc != -1) return rc;
@@ -187,8 +179,8 @@ int cmd_sensitivity(verb_ctx *v)
         int nw = 5;
         for (int l = 0; l < rep.nlayers; l++)
             if ((int)strlen(rep.layers[l].name) > nw) nw = (int)strlen(rep.layers[l].name);
-        fprintf(f, "%s: accuracy %.2f%% on %zu validation samples held out of the training split (seed %d)\n",
-                v->pos[0], rep.baseline * 100, rep.samples, v->c.seed);
+        fprintf(f, "%s: accuracy %.2f%% on %zu validation samples held out of the training split\n", v->pos[0],
+                rep.baseline * 100, rep.samples);
         print_table(f, &rep, nw, "accuracy (%) with one layer pruned to a sparsity, no retraining", "%",
                     plan.sparsity, plan.nsparsity, 0);
         double b[DCZ_SENS_MAX_LEVELS];
@@ -196,7 +188,7 @@ int cmd_sensitivity(verb_ctx *v)
         print_table(f, &rep, nw, "accuracy (%) with one layer's kept weights shared, no fine-tuning", "b",
                     b, plan.nbits, 1);
     }
-    if (v->c.json) print_json(v, &rep, &plan, plan.seed);
+    if (v->c.json) print_json(v, &rep, &plan);
     dcz_sens_report_free(&rep);
     return EXIT_OK;
 }

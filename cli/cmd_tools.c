@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "calibrate/calibrate.h"
 #include "cli/cli.h"
 #include "huffman/huffman.h"
 #include "runtime/tool.h"
@@ -273,6 +274,10 @@ int cmd_info(verb_ctx *v)
             macs += layer_macs(&d->layers[i], &shapes[i + 1], li[i].weights);
             macs_kept += layer_macs(&d->layers[i], &shapes[i + 1], li[i].kept);
         }
+    /* what two files of one model share, whatever their records say */
+    uint64_t hash = 0;
+    char hash_text[24] = "";
+    if (dcz_cal_model_hash(d, &hash) == DCZ_OK) snprintf(hash_text, sizeof hash_text, "%016llx", (unsigned long long)hash);
     char scheme[32] = "fp32", method[64] = "";
     if (d->calib) snprintf(scheme, sizeof scheme, "%s", d->calib->scheme == DCZ_SCHEME_INT8 ? "int8"
                            : d->calib->scheme == DCZ_SCHEME_FIXED8 ? "fixed8" : "fixed16");
@@ -291,6 +296,7 @@ int cmd_info(verb_ctx *v)
         json_int(&j, "params", (long long)params);
         json_num(&j, "ratio", (double)params * 4 / (double)d->file_bytes);
         json_int(&j, "overhead_bytes", (long long)d->overhead_bytes);
+        json_str(&j, "model_hash", hash_text);
         json_str(&j, "scheme", scheme);
         if (*method) json_str(&j, "calibration_method", method);
         json_int(&j, "macs_per_sample", (long long)macs);
@@ -305,7 +311,7 @@ int cmd_info(verb_ctx *v)
         for (uint32_t i = 0; i < d->nstages; i++) {
             char val[1024];
             json_obj(&j);
-            const char *keys[] = { "stage", "command", "seed", "data_hash", "accuracy", "file_bytes" };
+            const char *keys[] = { "stage", "command", "seed", "data_hash", "validation", "accuracy", "file_bytes" };
             for (size_t k = 0; k < sizeof keys / sizeof *keys; k++)
                 if (stage_get(d->stages[i], keys[k], val, sizeof val)) {
                     if (strcmp(keys[k], "accuracy") == 0 || strcmp(keys[k], "file_bytes") == 0)
@@ -363,9 +369,10 @@ int cmd_info(verb_ctx *v)
         json_close_arr(&j);
         json_end(&j);
     } else {
-        printf("%s: %zu bytes, %zu parameters (%zu bytes as dense fp32): %.1fx; container overhead %zu bytes\n\n",
+        printf("%s: %zu bytes, %zu parameters (%zu bytes as dense fp32): %.1fx; container overhead %zu bytes\n"
+               "model hash %s (the graph and weights: the file without its records and calibration)\n\n",
                v->pos[0], d->file_bytes, params, params * 4, (double)params * 4 / (double)d->file_bytes,
-               d->overhead_bytes);
+               d->overhead_bytes, hash_text);
         if (d->calib)
             printf("runs on integers: %s (calibration table of %u layers%s%s); --fp32 runs it in float\n\n",
                    scheme, d->calib->count, *method ? ", method " : "", method);

@@ -201,10 +201,17 @@ static int read_recipe(const verb_ctx *v, const char *path, const opt_spec *spec
         cli_error("%s: cannot read recipe %s: %s", v->verb, path, strerror(errno));
         return EXIT_BAD_INPUT;
     }
-    char line[1024];
-    int lineno = 0, rc = -1, mine = 1;   /* mine: the lines are for this verb */
-    while (rc == -1 && fgets(line, sizeof line, f)) {
+    /* a line of per-layer rules for a large net is long */
+    const size_t cap = 1 << 16;
+    char *line = malloc(cap);
+    int lineno = 0, rc = line ? -1 : EXIT_INTERNAL, mine = 1;   /* mine: the lines are for this verb */
+    while (rc == -1 && fgets(line, (int)cap, f)) {
         lineno++;
+        if (!strchr(line, '\n') && !feof(f)) {
+            cli_error("%s: %s:%d: line longer than %zu bytes", v->verb, path, lineno, cap - 2);
+            rc = EXIT_USAGE;
+            break;
+        }
         char *hash = strchr(line, '#');
         if (hash) *hash = 0;
         char *s = trim(line);
@@ -239,6 +246,7 @@ static int read_recipe(const verb_ctx *v, const char *path, const opt_spec *spec
         cli_error("%s: cannot read recipe %s: %s", v->verb, path, strerror(errno));
         rc = EXIT_BAD_INPUT;
     }
+    free(line);
     fclose(f);
     return rc;
 }
@@ -381,7 +389,7 @@ int rules_parse(const char *text, rule_set *r, char *err, size_t errlen)
         if (n == 0 || n >= sizeof item) { snprintf(err, errlen, "empty or overlong rule in '%s'", text); return -1; }
         memcpy(item, p, n);
         item[n] = 0;
-        if (r->n == 16) { snprintf(err, errlen, "more than 16 rules"); return -1; }
+        if (r->n == RULES_MAX) { snprintf(err, errlen, "more than %d rules", RULES_MAX); return -1; }
         char *eq = strchr(item, '='), *val = item;
         const char *pat = "*";
         if (eq) { *eq = 0; pat = trim(item); val = eq + 1; }

@@ -136,6 +136,22 @@ dcz_status stage_eval_bytes(const uint8_t *buf, size_t len, const dcz_options *o
     return s;
 }
 
+int stage_hold_out(const verb_ctx *v, dcz_dataset *train, int n, dcz_dataset *val)
+{
+    memset(val, 0, sizeof *val);
+    if (n < 1 || (size_t)n >= train->n) {
+        cli_usage_error(v, "--validation %d: the training split has %zu samples; hold out 1 to %zu", n, train->n,
+                        train->n ? train->n - 1 : 0);
+        return EXIT_USAGE;
+    }
+    dcz_dataset rest;
+    dcz_status s = dcz_dataset_holdout(train, (size_t)n, DCZ_VALIDATION_SEED, val, &rest);
+    if (s != DCZ_OK) return cli_fail(v, s, "holding out the validation samples");
+    dcz_dataset_free(train);
+    *train = rest;
+    return -1;
+}
+
 dcz_status stage_record(dcz_doc *doc, const verb_ctx *v, const char *stage,
                         const dcz_dataset *data, const char *extra, double accuracy)
 {

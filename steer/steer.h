@@ -67,4 +67,90 @@ dcz_status dcz_sensitivity(dcz_net *net, const dcz_dataset *data, const dcz_sens
 
 void dcz_sens_report_free(dcz_sens_report *rep);
 
+/* ---- compression to an accuracy budget (budget.c) ------------------------
+ *
+ * The scan says what each layer alone costs in accuracy at each sparsity
+ * and codebook width; an estimate of the bytes says what it saves. The two
+ * scans are not alike: pruned without retraining, a layer loses far more
+ * than retraining will leave lost (tens of points where a retrained run
+ * loses one), while shared without fine-tuning it loses about what a
+ * fine-tuned run keeps losing. So a layer's codebook width is chosen from
+ * its scan directly: the fewest bits that lose at most a tolerance. Its
+ * sparsity is chosen by rank: a candidate is one sparsity per layer, the
+ * one that minimizes
+ *     estimated bytes + lambda x points lost in the scan
+ * for one exchange rate lambda (bytes per point of accuracy): the classic
+ * rate-distortion allocation, which gives a large layer's bytes their
+ * weight and leaves a small sensitive layer alone. Sweeping lambda gives
+ * allocations from the most accurate (every layer unpruned) to the smallest
+ * (every layer at its sparsest); between two, greedy steps of one layer by
+ * one level fill the gaps a curve that is not convex leaves. The scan does not say
+ * what retraining will recover, so which candidate fits a budget is
+ * measured (dcz_budget_search).
+ */
+
+typedef struct dcz_budget_layer {
+    int layer;              /* index in the net */
+    double sparsity;        /* a plan level, or the layer's own sparsity when
+                               the scan found every level too costly */
+    int bits;               /* a plan width */
+    double drop;            /* points the scan lost with this layer's choices
+                               (pruned and shared, each alone) */
+    double est_bytes;       /* estimated bytes of its weights (positions,
+                               indices, codebook) */
+} dcz_budget_layer;
+
+typedef struct dcz_budget_cand {
+    double lambda;          /* bytes per point of the allocation the
+                               candidate is or steps toward */
+    double est_bytes;       /* sum over the layers */
+    double drop;            /* sum over the layers (the scan's, not retrained) */
+    dcz_budget_layer *layers;   /* (nlayers), the scan's layers in order */
+} dcz_budget_cand;
+
+typedef struct dcz_budget_cands {
+    int n, nlayers;
+    dcz_budget_cand *c;     /* (n), from the smallest estimate to the largest; owned */
+} dcz_budget_cands;
+
+/* The estimated bytes of a layer's weights when n weights keep a fraction
+ * density, each with a bits-wide codebook index and a Huffman-coded
+ * relative position (the entropy of geometric gaps), plus the fp32
+ * codebook. */
+double dcz_budget_est_bytes(size_t n, double density, int bits);
+
+/* At most max (>= 2) candidates from the scan rep of plan p (both bits and
+ * sparsity levels needed), every layer with the fewest bits whose scan lost
+ * at most bits_tol points (the widest level when none did), spread evenly
+ * in the logarithm of their estimated bytes between the smallest and the
+ * most accurate. DCZ_ERR_ARG
+ * for a plan without sparsity or bits levels or an empty report;
+ * DCZ_ERR_NOMEM. */
+dcz_status dcz_budget_candidates(const dcz_sens_report *rep, const dcz_sens_plan *p, double bits_tol, int max,
+                                 dcz_budget_cands *out);
+
+void dcz_budget_cands_free(dcz_budget_cands *c);
+
+/* One measured run of candidate cand: its accuracy (a fraction) and file
+ * bytes; *accuracy < 0 when it was stopped early as out of the budget. */
+typedef dcz_status (*dcz_budget_try_fn)(void *ctx, int cand, double *accuracy, size_t *bytes);
+
+typedef struct dcz_budget_trial {
+    int cand;
+    double accuracy;        /* < 0: stopped early, out of the budget */
+    size_t bytes;
+    int within;             /* accuracy >= the floor */
+} dcz_budget_trial;
+
+/* Searches candidates 0..n-1 (from the smallest to the most accurate,
+ * accuracy taken to grow with the index) for the smallest whose measured
+ * accuracy is at least floor: a bisection that starts in the middle, at
+ * most runs (>= 1) trials (exact for n = 2^runs - 1: n answers and "none"), and one more of the most accurate candidate
+ * when none was within. The trials go into trials (room for runs + 1) in
+ * the order run, *ntrials their count, *best the index in trials of the
+ * smallest file within the floor, or of the most accurate when none was.
+ * The errors of try. */
+dcz_status dcz_budget_search(int n, int runs, double floor, dcz_budget_try_fn try_fn, void *ctx,
+                             dcz_budget_trial *trials, int *ntrials, int *best);
+
 #endif /* DCZ_STEER_H */

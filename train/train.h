@@ -106,6 +106,11 @@ dcz_status dcz_idx_parse(const uint8_t *img, size_t img_len,
 dcz_status dcz_dataset_holdout(const dcz_dataset *d, size_t n, uint64_t seed, dcz_dataset *held,
                                dcz_dataset *rest);
 
+/* The seed of the validation split: one fixed choice of samples for every
+ * verb and every --seed, so that a model trained without them (dcz train
+ * --validation N) is compressed and steered on samples it never saw. */
+#define DCZ_VALIDATION_SEED 0x76616cu
+
 /* Releases the dataset's arrays and zeroes it. NULL-safe. */
 void dcz_dataset_free(dcz_dataset *d);
 

@@ -7,6 +7,15 @@
  * with that layer alone pruned or shared by the stage functions; a layer
  * already sparser than a level gives the baseline; the net comes back
  * exactly as it was (weights, masks, codebooks); bad plans are refused.
+ *
+ * The budget's candidates (steer/budget.c) run from the smallest estimate
+ * to the largest, each layer's sparsity moving one way only and its
+ * codebook the fewest bits within the tolerance, the first every layer at
+ * its sparsest and the last every layer unpruned, one layer moving one
+ * level between two (levels above a layer's hull included); a large layer that loses little is compressed before a
+ * small one that loses much. The search finds the smallest candidate
+ * within the floor of a monotone accuracy in log2(n) runs, runs the most
+ * accurate when none is within, and passes a run's error on.
  */
 #include <math.h>
 #include <stdlib.h>
@@ -187,9 +196,156 @@ static void test_scan(void)
     dcz_dataset_free(&d);
 }
 
+static void test_est_bytes(void)
+{
+    /* dense: only the indices and the codebook */
+    CHECK(fabs(dcz_budget_est_bytes(1000, 1.0, 4) - (1000 * 4 / 8.0 + 64)) < 1e-9, "dense estimate");
+    double prev = INFINITY;
+    for (double d = 0.5; d > 0.004; d /= 2) {
+        const double e = dcz_budget_est_bytes(100000, d, 5);
+        CHECK(e < prev, "fewer bytes at density %g: %g after %g", d, e, prev);
+        /* positions cost more bits per kept weight as they spread */
+        const double pos = (e - 4 * 32) * 8 / (100000 * d) - 5;
+        CHECK(pos > 1 && pos < 2 - log2(d), "position bits at density %g: %g", d, pos);
+        prev = e;
+    }
+}
+
+/* A scan of two layers: "big" (100,000 weights) loses little, "small" (500)
+ * loses much at every level. */
+static void fake_scan(dcz_sens_report *r, dcz_sens_plan *p)
+{
+    dcz_sens_plan_init(p);
+    const double sp[] = { 0.5, 0.8, 0.9, 0.95, 0.98 };
+    p->nsparsity = 5;
+    memcpy(p->sparsity, sp, sizeof sp);
+    p->nbits = 4;
+    for (int i = 0; i < 4; i++) p->bits[i] = 2 + i;   /* 2..5 */
+    memset(r, 0, sizeof *r);
+    r->baseline = 0.90;
+    r->nlayers = 2;
+    r->layers = calloc(2, sizeof *r->layers);
+    const char *names[] = { "big", "small" };
+    const size_t w[] = { 100000, 500 };
+    for (int l = 0; l < 2; l++) {
+        dcz_sens_layer *L = &r->layers[l];
+        L->layer = 2 * l;
+        snprintf(L->name, sizeof L->name, "%s", names[l]);
+        L->weights = w[l];
+        L->density = 1;
+        for (int i = 0; i < 5; i++) L->prune_acc[i] = 0.90 - (l ? 0.05 : 0.002) * (i + 1) * (i + 1);
+        for (int i = 0; i < 4; i++) L->share_acc[i] = 0.90 - (l ? 0.03 : 0.001) * (3 - i);
+    }
+    /* big at 90% loses more than its neighbours suggest: above its lower
+     * hull, which an exchange rate alone never chooses */
+    r->layers[0].prune_acc[2] = 0.90 - 0.025;
+}
+
+static void test_candidates(void)
+{
+    dcz_sens_report r;
+    dcz_sens_plan p;
+    fake_scan(&r, &p);
+    dcz_budget_cands c;
+    REQUIRE(dcz_budget_candidates(&r, &p, 0.25, 5, &c) == DCZ_OK, "candidates");
+    CHECK(c.n == 5 && c.nlayers == 2, "%d candidates", c.n);
+    const dcz_budget_cand *first = &c.c[0], *last = &c.c[c.n - 1];
+    /* bits: the fewest that lose at most 0.25 points (big: 3 bits lose 0.2,
+     * small: only 5 bits lose nothing) */
+    CHECK(first->layers[0].sparsity == 0.98 && first->layers[0].bits == 3 && first->layers[1].sparsity == 0.98 &&
+          first->layers[1].bits == 5, "the smallest: every layer at its sparsest");
+    CHECK(last->layers[0].sparsity == 0 && last->layers[1].sparsity == 0 && fabs(last->drop - 0.2) < 1e-9,
+          "the most accurate loses only its codebooks' points: %g", last->drop);
+    int one_way = 1, ordered = 1, big_first = 0;
+    for (int i = 1; i < c.n; i++) {
+        ordered &= c.c[i].est_bytes > c.c[i - 1].est_bytes && c.c[i].lambda >= c.c[i - 1].lambda;
+        for (int l = 0; l < 2; l++)
+            one_way &= c.c[i].layers[l].sparsity <= c.c[i - 1].layers[l].sparsity &&
+                       c.c[i].layers[l].bits == c.c[i - 1].layers[l].bits;
+        /* somewhere big is pruned hard while small is left alone */
+        big_first |= c.c[i].layers[0].sparsity >= 0.9 && c.c[i].layers[1].sparsity == 0;
+        CHECK(c.c[i].layers[1].layer == 2, "layer index kept");
+    }
+    CHECK(ordered, "from the smallest estimate to the largest");
+    CHECK(one_way, "each layer's choice moves one way");
+    CHECK(big_first, "the large, insensitive layer is compressed before the small, sensitive one");
+    dcz_budget_cands_free(&c);
+    dcz_budget_cands_free(&c);   /* freed twice: empty the second time */
+    dcz_budget_cands all;
+    REQUIRE(dcz_budget_candidates(&r, &p, 0.25, 1000, &all) == DCZ_OK, "all candidates");
+    CHECK(all.n > 5, "more without a cap: %d", all.n);
+    int steps = 1, big90 = 0;
+    for (int i = 0; i < all.n; i++) {
+        big90 |= all.c[i].layers[0].sparsity == 0.9;
+        if (i == 0) continue;
+        int moved = 0;
+        for (int l = 0; l < 2; l++) moved += all.c[i].layers[l].sparsity != all.c[i - 1].layers[l].sparsity;
+        steps &= moved == 1;
+    }
+    CHECK(steps, "each candidate moves one layer from the one before");
+    CHECK(big90, "a level above the hull is a candidate too");
+    dcz_budget_cands_free(&all);
+    REQUIRE(dcz_budget_candidates(&r, &p, 0, 4, &all) == DCZ_OK, "no tolerance");
+    CHECK(all.c[0].layers[0].bits == 5 && all.c[0].layers[1].bits == 5, "no tolerance: the widest");
+    dcz_budget_cands_free(&all);
+    REQUIRE(dcz_budget_candidates(&r, &p, 100, 4, &all) == DCZ_OK, "any tolerance");
+    CHECK(all.c[0].layers[0].bits == 2 && all.c[0].layers[1].bits == 2, "any tolerance: the narrowest");
+    dcz_budget_cands_free(&all);
+    CHECK(dcz_budget_candidates(&r, &p, 0.25, 1, &c) == DCZ_ERR_ARG, "max 1");
+    CHECK(dcz_budget_candidates(&r, &p, NAN, 4, &c) == DCZ_ERR_ARG, "NaN tolerance");
+    p.nbits = 0;
+    CHECK(dcz_budget_candidates(&r, &p, 0.25, 8, &c) == DCZ_ERR_ARG && c.n == 0, "no bits levels");
+    dcz_sens_report_free(&r);
+}
+
+typedef struct fake_runs {
+    int calls, fail_at;
+    double step;     /* accuracy of candidate i: 0.5 + step * i */
+} fake_runs;
+
+static dcz_status fake_try(void *ctx, int cand, double *acc, size_t *bytes)
+{
+    fake_runs *f = ctx;
+    if (++f->calls == f->fail_at) return DCZ_ERR_IO;
+    *acc = 0.5 + f->step * cand;
+    *bytes = 1000 + 100 * (size_t)cand;
+    return DCZ_OK;
+}
+
+static void test_search(void)
+{
+    dcz_budget_trial t[8];
+    int nt, best;
+    /* 15 candidates (16 answers with "none"), 4 runs: exactly the smallest
+     * within, for every floor */
+    for (int want = 0; want < 15; want++) {
+        fake_runs f = { 0, 0, 0.01 };
+        const double floor = 0.5 + 0.01 * want - 0.005;
+        REQUIRE(dcz_budget_search(15, 4, floor, fake_try, &f, t, &nt, &best) == DCZ_OK, "search");
+        CHECK(t[best].within && t[best].cand == want && t[best].bytes == 1000 + 100 * (size_t)want,
+              "floor %g: chose %d, the smallest within is %d", floor, t[best].cand, want);
+        CHECK(nt <= 4 && f.calls == nt, "%d runs", nt);
+    }
+    /* none within: the most accurate is run as well and chosen */
+    fake_runs f = { 0, 0, 0.01 };
+    REQUIRE(dcz_budget_search(16, 3, 0.99, fake_try, &f, t, &nt, &best) == DCZ_OK, "none within");
+    CHECK(nt == 4 && t[nt - 1].cand == 15 && t[best].cand == 15 && !t[best].within, "most accurate: %d of %d",
+          t[best].cand, nt);
+    /* one candidate */
+    f = (fake_runs){ 0, 0, 0.01 };
+    REQUIRE(dcz_budget_search(1, 4, 0.4, fake_try, &f, t, &nt, &best) == DCZ_OK && nt == 1 && best == 0, "one");
+    /* an error stops the search */
+    f = (fake_runs){ 0, 2, 0.01 };
+    CHECK(dcz_budget_search(16, 4, 0.55, fake_try, &f, t, &nt, &best) == DCZ_ERR_IO && f.calls == 2, "error");
+    CHECK(dcz_budget_search(0, 4, 0.5, fake_try, &f, t, &nt, &best) == DCZ_ERR_ARG, "no candidates");
+}
+
 int main(void)
 {
     RUN(test_holdout);
     RUN(test_scan);
+    RUN(test_est_bytes);
+    RUN(test_candidates);
+    RUN(test_search);
     return check_summary();
 }

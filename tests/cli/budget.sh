@@ -1,0 +1,64 @@
+#!/usr/bin/env bash
+# dcz compress --budget: on a small net trained without the validation
+# samples, it measures at most the runs it is given, writes the smallest
+# file within the budget and a recipe that reproduces it (the same model,
+# by hash, and the same stage accuracies); its report names every layer's
+# choice and every run; the train record says which samples it held out;
+# options that the budget decides, a budget out of range and an output or
+# recipe path that cannot be written are refused before any work.
+source "$(dirname "$0")/lib.bash"
+D=fashion-mnist
+"$DCZ" train --arch mlp:784-32-16-10 --epochs 1 --data $D --seed 4 --threads 1 --validation 2000 -q \
+    -o "$T/dense.dcz" || fail "train"
+"$DCZ" info "$T/dense.dcz" --json | grep -q "\"validation\":\"2000\"" || fail "the train record names the hold-out"
+F="--validation 2000 --rounds 2 --prune-epochs 1 --final-epochs 1 --quant-epochs 1 --threads 1"
+"$DCZ" compress "$T/dense.dcz" --data $D --budget 3 --budget-runs 2 $F -o "$T/small.dcz" --json \
+    > "$T/b.json" 2> "$T/b.err" || { cat "$T/b.err"; fail "compress --budget"; }
+[ -s "$T/small.dcz" ] && [ -s "$T/small.recipe" ] || fail "no output or recipe"
+grep -q 'does not say it trained without' "$T/b.err" && fail "a note about a hold-out the input had"
+[ "$(json_field within_budget "$T/b.json")" = true ] || fail "not within: $(cat "$T/b.json")"
+[ "$(json_field recipe "$T/b.json")" = "$T/small.recipe" ] || fail "recipe path: $(cat "$T/b.json")"
+runs=$(grep -o '"candidate":' "$T/b.json" | wc -l)
+[ "$runs" -ge 1 ] && [ "$runs" -le 3 ] || fail "$runs runs for --budget-runs 2"
+for l in fc1 fc2 fc3; do grep -q "\"name\":\"$l\",\"sparsity\":" "$T/b.json" || fail "no choice for $l"; done
+# the file is what the report says: its size, and the validation accuracy
+# within 3 points of the input's
+bytes=$(json_field file_bytes "$T/b.json")
+[ "$(stat -c %s "$T/small.dcz")" = "$bytes" ] || fail "size $(stat -c %s "$T/small.dcz"), reported $bytes"
+awk -v a="$(json_field validation_accuracy "$T/b.json")" -v f="$(json_field validation_floor "$T/b.json")" \
+    -v i="$(json_field validation_accuracy_input "$T/b.json")" \
+    'BEGIN { exit !(a >= f && f > i - 0.0301 && f < i - 0.0299) }' || fail "accuracy: $(cat "$T/b.json")"
+acc=$(json_field accuracy "$T/b.json")
+"$DCZ" eval "$T/small.dcz" --data $D --json > "$T/e.json" || fail "eval"
+[ "$(json_field accuracy "$T/e.json")" = "$acc" ] || fail "eval $(cat "$T/e.json"), reported $acc"
+# the recipe reproduces the model, whatever the command line recorded
+grep -q '^sparsity = fc1=' "$T/small.recipe" && grep -q '^bits = fc1=' "$T/small.recipe" &&
+    grep -q '^validation = 2000' "$T/small.recipe" || fail "recipe: $(cat "$T/small.recipe")"
+(cd "$T" && "$DCZ" compress dense.dcz --data $D --recipe small.recipe -q -o again.dcz) || fail "the recipe"
+"$DCZ" info "$T/small.dcz" --json > "$T/i1.json" && "$DCZ" info "$T/again.dcz" --json > "$T/i2.json" || fail "info"
+h=$(json_field model_hash "$T/i1.json")
+[ ${#h} = 16 ] && [ "$h" = "$(json_field model_hash "$T/i2.json")" ] || fail "model hash $h, again $(json_field model_hash "$T/i2.json")"
+[ "$(grep -o '"accuracy":[0-9.]*' "$T/i1.json")" = "$(grep -o '"accuracy":[0-9.]*' "$T/i2.json")" ] ||
+    fail "stage accuracies differ"
+# the text report: the runs and the choice per layer
+"$DCZ" compress "$T/dense.dcz" --data $D --budget 3 --budget-runs 1 $F --budget-recipe "$T/r1" \
+    -o "$T/one.dcz" 2> "$T/t.txt" || fail "one run"
+grep -q '^chosen: run ' "$T/t.txt" && grep -q '^fc2 ' "$T/t.txt" && [ -s "$T/r1" ] || fail "report: $(cat "$T/t.txt")"
+# a model that saw the validation samples gets a note
+"$DCZ" train --arch mlp:784-16-10 --epochs 0 --data $D --threads 1 -q -o "$T/untrained.dcz" || fail "train 0"
+"$DCZ" compress "$T/untrained.dcz" --data $D --budget 50 --budget-runs 1 $F -o "$T/u.dcz" 2> "$T/u.err" ||
+    fail "budget of an untrained net"
+grep -q 'does not say it trained without these 2000' "$T/u.err" || fail "no note: $(cat "$T/u.err")"
+# refused before any work
+for bad in "--sparsity 0.9" "--bits 4" "--quality 1" "--keep-stages $T" "--dry-run"; do
+    expect 1 "$DCZ" compress "$T/dense.dcz" --data $D --budget 1 $bad -o "$T/x.dcz"
+    grep -q 'does not go with it' "$T/err" || fail "$bad: $(cat "$T/err")"
+done
+expect 1 "$DCZ" compress "$T/dense.dcz" --data $D --budget 0 -o "$T/x.dcz"
+expect 1 "$DCZ" compress "$T/dense.dcz" --data $D --budget 1 --budget-runs 0 -o "$T/x.dcz"
+expect 1 "$DCZ" compress "$T/dense.dcz" --data $D --budget 1 --validation 0 -o "$T/x.dcz"
+expect 1 "$DCZ" compress "$T/dense.dcz" --data $D --budget-recipe "$T/r" -o "$T/x.dcz"
+expect 1 "$DCZ" compress "$T/dense.dcz" --data $D --budget 1 --validation 60000 -o "$T/x.dcz"
+expect 3 "$DCZ" compress "$T/dense.dcz" --data $D --budget 1 --budget-recipe "$T/no/such/r" -o "$T/x.dcz"
+grep -q "no/such/r" "$T/err" || fail "recipe path: $(cat "$T/err")"
+[ ! -e "$T/x.dcz" ] || fail "an output after a refusal"
