@@ -343,6 +343,14 @@ int cmd_plot(verb_ctx *v)
         return EXIT_USAGE;
     }
     if (k == CALIBRATION && !v->c.data) { cli_usage_error(v, "--kind calibration needs --data"); return EXIT_USAGE; }
+    scan_opts dflt;
+    scan_opts_init(&dflt);
+    if (k != SENSITIVITY && k != SHARING && (c.scan.sparsity || c.scan.bits || c.scan.validation != dflt.validation ||
+                                             c.scan.iters != dflt.iters)) {
+        cli_usage_error(v, "--kind %s draws no scan: --sparsity-levels, --bits-levels, --validation and "
+                           "--kmeans-iters go with --kind sensitivity or sharing", kinds[k]);
+        return EXIT_USAGE;
+    }
     dcz_doc *docs[MAX_FILES] = { NULL };
     dcz_fig *fig = NULL;
     for (int i = 0; i < v->npos && rc == -1 && (k <= WATERFALL || k == CALIBRATION); i++)
