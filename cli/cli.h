@@ -71,7 +71,21 @@ typedef struct verb_ctx {
                               before cli_parse */
     int dry_run;           /* --dry-run (prune, quantize, encode, compress): report
                               the bytes the run would write, write nothing */
+    int shards;            /* --shards (the verbs that train): 0 not given */
+    const dcz_comm *comm;  /* the ranks of an MPI run, NULL alone */
 } verb_ctx;
+
+/* --shards, for the verbs that train. */
+#define SHARDS_SPEC(v) \
+    { "shards", 0, OPT_INT, &(v)->shards, \
+      "cut each batch into N parts whose gradients sum exactly: the same N gives the\n" \
+      "                             same file for every rank count dividing it (default: 1, or the MPI ranks)" }
+
+/* Checks --shards against the ranks: -1, or the exit code of a usage
+ * error. */
+int cli_check_shards(const verb_ctx *v);
+/* Sets the sharding and ranks of training steps from --shards and the run. */
+void cli_sgd_parallel(const verb_ctx *v, dcz_sgd *sgd);
 
 /* Common options a verb may leave out (verb_ctx.skip). */
 enum { CLI_NO_OUT = 1, CLI_NO_DATA = 2, CLI_NO_SEED = 4 };

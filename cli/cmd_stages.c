@@ -316,6 +316,7 @@ int cmd_train(verb_ctx *v)
         { "batch", 0, OPT_INT, &t.batch, "mini-batch size (default 64)" },
         { "validation", 0, OPT_INT, &t.validation,
           "train without the N validation samples sensitivity and --budget measure on (default 0)" },
+        SHARDS_SPEC(v),
         { NULL, 0, OPT_FLAG, NULL, NULL }
     };
     v->usage = "dcz train --arch ARCH --data DATA -o OUT [options]";
@@ -326,6 +327,7 @@ int cmd_train(verb_ctx *v)
     if (!v->c.data) { cli_usage_error(v, "training needs --data"); return EXIT_USAGE; }
     dcz_options ro;
     if ((rc = cli_runtime_options(v, &ro)) != -1) return rc;
+    if ((rc = cli_check_shards(v)) != -1) return rc;
     if (t.epochs < 0 || t.batch < 1 || t.validation < 0) {
         cli_usage_error(v, "--epochs and --validation must be >= 0 and --batch >= 1");
         return EXIT_USAGE;
@@ -349,8 +351,9 @@ int cmd_train(verb_ctx *v)
     dcz_rng_seed(&rng, (uint64_t)v->c.seed);
     double t0 = cli_now(), acc = 0;
     for (int e = 0; e < t.epochs; e++) {
-        dcz_sgd sgd = { (float)dcz_lr_at(t.schedule, (float)t.lr, e, t.epochs), (float)t.momentum,
-                        (float)t.wd, t.batch, 1, 1 };
+        dcz_sgd sgd = { .lr = dcz_lr_at(t.schedule, (float)t.lr, e, t.epochs), .momentum = (float)t.momentum,
+                        .weight_decay = (float)t.wd, .batch = t.batch, .train_biases = 1, .train_weights = 1 };
+        cli_sgd_parallel(v, &sgd);
         progress p;
         char label[32];
         snprintf(label, sizeof label, "epoch %d/%d", e + 1, t.epochs);
@@ -487,6 +490,7 @@ static int plan_prune(const verb_ctx *v, const dcz_net *net, const dcz_doc *in, 
     plan->sgd.momentum = (float)po->momentum;
     plan->sgd.weight_decay = (float)po->wd;
     plan->sgd.batch = po->batch;
+    cli_sgd_parallel(v, &plan->sgd);
     plan->seed = (uint64_t)v->c.seed;
     return -1;
 }
@@ -615,6 +619,7 @@ static int plan_quantize(const verb_ctx *v, const dcz_net *net, const dcz_doc *i
     plan->epochs = retrain ? qo->epochs : 0;
     if (!isnan(qo->lr)) plan->sgd.lr = (float)qo->lr;
     plan->sgd.batch = qo->batch;
+    cli_sgd_parallel(v, &plan->sgd);
     return -1;
 }
 
@@ -743,12 +748,13 @@ int cmd_prune(verb_ctx *v)
 {
     prune_opts po;
     prune_opts_init(&po);
-    const opt_spec specs[] = { PRUNE_SPECS(po), DRY_RUN_SPEC(v), { NULL, 0, OPT_FLAG, NULL, NULL } };
+    const opt_spec specs[] = { PRUNE_SPECS(po), DRY_RUN_SPEC(v), SHARDS_SPEC(v), { NULL, 0, OPT_FLAG, NULL, NULL } };
     v->usage = "dcz prune IN [--sparsity S | --quality Q] [--data DATA] -o OUT";
     v->summary = "Magnitude pruning. With --data, iterative: prune on a cubic schedule over\n"
                  "--rounds rounds, retraining after each at a quarter of the training rate with\n"
                  "masks that keep pruned weights at zero. Without --data, one shot, no retraining.";
     int rc = cli_parse(v, specs, 1, 1);
+    if (rc == -1) rc = cli_check_shards(v);
     if (rc != -1) return rc;
     const char *names[] = { "sparsity", "quality", "gap-bits" }, *texts[] = { po.sparsity, po.quality, po.gap_bits };
     if ((rc = check_rule_syntax(v, names, texts, 3)) != -1) return rc;
@@ -764,6 +770,7 @@ int cmd_quantize(verb_ctx *v)
         QUANT_SPECS(qo),
         { "gap-bits", 0, OPT_STR, &gap_bits, "relative position width per layer (default: fc 5, conv 8)" },
         DRY_RUN_SPEC(v),
+        SHARDS_SPEC(v),
         { NULL, 0, OPT_FLAG, NULL, NULL }
     };
     v->usage = "dcz quantize IN [--bits B] [--data DATA] -o OUT";
@@ -771,6 +778,7 @@ int cmd_quantize(verb_ctx *v)
                  "initialization by default) over the kept weights. With --data, the centroids\n"
                  "are then fine-tuned (a centroid moves by the sum of its weights' gradients).";
     int rc = cli_parse(v, specs, 1, 1);
+    if (rc == -1) rc = cli_check_shards(v);
     if (rc != -1) return rc;
     const char *names[] = { "bits", "gap-bits" }, *texts[] = { qo.bits, gap_bits };
     if ((rc = check_rule_syntax(v, names, texts, 2)) != -1) return rc;
@@ -916,8 +924,8 @@ static int compress_stages(const verb_ctx *v, const compress_job *job, dcz_net *
         dcz_status s = dcz_net_evaluate(net, &job->val, &acc);
         if (s != DCZ_OK) return cli_fail(v, s, "evaluating on the validation samples");
         if ((*stopped = acc < val_floor)) {
-            cli_note(v, "compress: validation accuracy %.2f%% after pruning, below the floor %.2f%%: stopped",
-                     acc * 100, val_floor * 100);
+            cli_note(v, "compress: validation accuracy %.2f%% after pruning, below %.2f%%: stopped", acc * 100,
+                     val_floor * 100);
             return -1;
         }
     }
@@ -959,6 +967,10 @@ static const double budget_sparsity[] = { 0.5, 0.6, 0.7, 0.8, 0.85, 0.9, 0.92, 0
  * at most this share of the budget: fine-tuning recovers part of it, and
  * the rest of the budget is left to pruning. */
 #define BUDGET_BITS_SHARE 0.25
+/* A run stops after pruning when its validation accuracy is this many
+ * points below the floor: the quantize stage's fine-tuning has been
+ * measured to win back up to 0.3 points (LeNet-300-100, 89.02% -> 89.31%). */
+#define BUDGET_STOP_MARGIN 0.5
 #define BUDGET_ROUNDS 12
 #define BUDGET_ROUND_EPOCHS 1
 #define NOT_GIVEN INT_MIN
@@ -1037,7 +1049,7 @@ static dcz_status budget_try(void *ctx, int cand, double *acc, size_t *bytes)
     r->res[r->nres++] = b->input;
     /* the most accurate candidate runs to the end: it is the answer when
      * none is within */
-    const double floor = cand == b->cands->n - 1 ? -1 : b->floor;
+    const double floor = cand == b->cands->n - 1 ? -1 : b->floor - BUDGET_STOP_MARGIN / 100;
     if (rc == -1) rc = compress_stages(v, b->job, net, &sp, NULL, floor, &r->stopped, r->res, &r->nres);
     if (rc == -1 && !r->stopped) {
         s = dcz_doc_write(net->doc, &r->file, &r->len);
@@ -1335,6 +1347,7 @@ int cmd_compress(verb_ctx *v)
         { "budget-runs", 0, OPT_INT, &runs, "at most N measured runs for --budget (default 4)" },
         { "budget-recipe", 0, OPT_STR, &recipe_given, "where --budget writes its recipe (default: OUT.recipe)" },
         DRY_RUN_SPEC(v),
+        SHARDS_SPEC(v),
         { NULL, 0, OPT_FLAG, NULL, NULL }
     };
     v->usage = "dcz compress IN --data DATA -o OUT [options]";
@@ -1349,6 +1362,7 @@ int cmd_compress(verb_ctx *v)
                  "Every stage's accuracy is measured by libdcz on the bytes it produced.";
     int rc = cli_parse(v, specs, 1, 1);
     if (rc != -1) return rc;
+    if ((rc = cli_check_shards(v)) != -1) return rc;
     const int budgeted = !isnan(budget);
     if (po.rounds == NOT_GIVEN) po.rounds = budgeted ? BUDGET_ROUNDS : 4;
     if (po.epochs == NOT_GIVEN) po.epochs = budgeted ? BUDGET_ROUND_EPOCHS : 3;

@@ -808,3 +808,24 @@ void json_arr_str(json_out *j, const char *v)
     json_sep(j);
     json_string(j->f, v);
 }
+
+int cli_check_shards(const verb_ctx *v)
+{
+    const int ranks = v->comm ? v->comm->size : 1;
+    if (v->shards < 0 || v->shards > 1024) {
+        cli_usage_error(v, "--shards must be from 1 to 1024, not %d", v->shards);
+        return EXIT_USAGE;
+    }
+    if (v->shards && v->shards % ranks) {
+        cli_usage_error(v, "--shards %d: each of the %d ranks takes as many parts; give a multiple of %d", v->shards,
+                        ranks, ranks);
+        return EXIT_USAGE;
+    }
+    return -1;
+}
+
+void cli_sgd_parallel(const verb_ctx *v, dcz_sgd *sgd)
+{
+    sgd->shards = v->shards;
+    sgd->comm = v->comm;
+}

@@ -18,8 +18,17 @@
  * Convolution weights are a (out_c, in_c*kh*kw) matrix and take masks and
  * codebooks exactly as dense ones.
  *
+ * Sharded steps (dcz_sgd.shards, dcz_sgd.comm; see train.h): each part of
+ * the batch runs as a batch of its own; its gradients times its size go
+ * into 64-bit integers (2^-32 units), summed over the parts and the ranks
+ * and divided by the batch size. A part's batch-norm statistics are read
+ * by running it with momentum 1 (the running statistics then are the
+ * part's), and the running statistics move once per step toward the parts'
+ * mean. Dropout draws come from a generator seeded by a number the step
+ * draws from net->rng and the part's index.
+ *
  * Tested by tests/unit/test_train.c: finite-difference gradient checks in
- * double, masks, codebooks, convergence, determinism.
+ * double, masks, codebooks, convergence, determinism, sharded steps.
  */
 #include <cblas.h>
 #include <math.h>
@@ -29,6 +38,10 @@
 #include "train/internal.h"
 
 #define EVAL_CHUNK 1000
+#define FIX_SCALE 4294967296.0   /* 2^32 units per 1 in the sharded sums */
+#define FIX_LIMIT 67108864.0     /* 2^26: a part's size x gradient beyond it
+                                    (no sum of 32 such can overflow) is divergence */
+#define MAX_SHARDS 1024
 
 /* Gradients and momentum live in the net's flat buffers (dcz_net_flatten). */
 static dcz_status alloc_grads(dcz_net *net) { return dcz_net_flatten(net, DCZ_FLAT_GRAD); }
@@ -217,6 +230,142 @@ static dcz_status check_data(const dcz_net *net, const dcz_dataset *d)
     return DCZ_OK;
 }
 
+/* Adds w v[j] in fixed point to acc[j]: 0 when a value is out of range. */
+static int add_fixed(int64_t *acc, const float *v, size_t n, double w)
+{
+    for (size_t j = 0; j < n; j++) {
+        const double x = (double)v[j] * w;
+        if (!(fabs(x) <= FIX_LIMIT)) return 0;
+        acc[j] += (int64_t)llrint(x * FIX_SCALE);
+    }
+    return 1;
+}
+
+/* The channels of every batch-norm layer, one after the other. */
+static size_t bn_channels(const dcz_net *net)
+{
+    size_t n = 0;
+    for (int i = 0; i < net->nlayers; i++)
+        if (net->layers[i].op == DCZ_OP_BATCHNORM) n += (size_t)net->layers[i].in_c;
+    return n;
+}
+
+/* What a sharded epoch keeps per step. acc: (grad_count) gradients, (2 x
+ * bn channels) batch-norm means and variances, (1) the loss, each times
+ * its part's size; run: the saved running statistics (2 x bn channels);
+ * mom: the layers' momenta (nlayers). */
+typedef struct shard_state {
+    int64_t *acc;
+    size_t nacc, nbn;
+    float *run, *mom;
+    int parts, first, last;   /* this rank's parts: [first, last) of parts */
+} shard_state;
+
+static void shard_free(shard_state *s)
+{
+    free(s->acc);
+    free(s->run);
+    free(s->mom);
+}
+
+static dcz_status shard_init(const dcz_net *net, const dcz_sgd *opt, shard_state *s)
+{
+    memset(s, 0, sizeof *s);
+    const int size = opt->comm ? opt->comm->size : 1, rank = opt->comm ? opt->comm->rank : 0;
+    s->parts = opt->shards > 1 ? opt->shards : size;
+    if (size < 1 || rank < 0 || rank >= size || s->parts > MAX_SHARDS || s->parts % size ||
+        (opt->comm && !opt->comm->sum_i64))
+        return DCZ_ERR_ARG;
+    s->first = rank * (s->parts / size);
+    s->last = s->first + s->parts / size;
+    s->nbn = bn_channels(net);
+    s->nacc = net->grad_count + 2 * s->nbn + 1;
+    s->acc = malloc(s->nacc * sizeof *s->acc);
+    s->run = malloc((2 * s->nbn + 1) * sizeof *s->run);
+    s->mom = malloc(((size_t)net->nlayers + 1) * sizeof *s->mom);
+    return s->acc && s->run && s->mom ? DCZ_OK : DCZ_ERR_NOMEM;
+}
+
+/* Saves (dir 0) or restores (dir 1) the batch-norm running statistics and
+ * momenta; saving sets every momentum to 1. */
+static void bn_swap(dcz_net *net, shard_state *s, int dir)
+{
+    size_t k = 0;
+    for (int i = 0; i < net->nlayers; i++) {
+        dcz_tlayer *l = &net->layers[i];
+        if (l->op != DCZ_OP_BATCHNORM) continue;
+        const size_t C = (size_t)l->in_c;
+        if (dir == 0) {
+            memcpy(s->run + k, l->run_mean, C * sizeof *s->run);
+            memcpy(s->run + s->nbn + k, l->run_var, C * sizeof *s->run);
+            s->mom[i] = l->bn_momentum;
+            l->bn_momentum = 1.0f;
+        } else {
+            memcpy(l->run_mean, s->run + k, C * sizeof *s->run);
+            memcpy(l->run_var, s->run + s->nbn + k, C * sizeof *s->run);
+            l->bn_momentum = s->mom[i];
+        }
+        k += C;
+    }
+}
+
+/* The gradient of one batch of bs samples (perm[start...]) as the sum of
+ * its parts' (this rank's, then every rank's); the batch-norm running
+ * statistics moved once; the mean loss into *loss. */
+static dcz_status sharded_grad(dcz_net *net, const dcz_dataset *data, const uint32_t *perm, size_t start, int bs,
+                               const dcz_sgd *opt, shard_state *s, uint8_t *yb, double *loss)
+{
+    const size_t in = (size_t)net->in_dim, G = net->grad_count;
+    memset(s->acc, 0, s->nacc * sizeof *s->acc);
+    const dcz_rng main_rng = net->rng;
+    dcz_rng step_rng = main_rng;
+    const uint64_t seed = dcz_rng_u64(&step_rng);
+    bn_swap(net, s, 0);
+    dcz_status st = DCZ_OK;
+    for (int m = s->first; m < s->last && st == DCZ_OK; m++) {
+        const int lo = (int)((long)bs * m / s->parts), hi = (int)((long)bs * (m + 1) / s->parts), b = hi - lo;
+        if (b == 0) continue;
+        for (int r = 0; r < b; r++) {
+            const size_t i = perm[start + (size_t)(lo + r)];
+            memcpy(net->act[0] + (size_t)r * in, data->x + i * in, in * sizeof(float));
+            yb[r] = data->y[i];
+        }
+        dcz_rng_seed(&net->rng, seed + 0x9E3779B97F4A7C15ull * (uint64_t)(m + 1));
+        const float part_loss = (float)grad_core(net, yb, b);
+        /* the part's statistics: its running ones, at momentum 1 */
+        size_t k = 0;
+        int ok = isfinite(part_loss) && add_fixed(s->acc, net->grad, G, b) &&
+                 add_fixed(s->acc + s->nacc - 1, &part_loss, 1, b);
+        for (int i = 0; i < net->nlayers && ok; i++) {
+            const dcz_tlayer *l = &net->layers[i];
+            if (l->op != DCZ_OP_BATCHNORM) continue;
+            ok = add_fixed(s->acc + G + k, l->run_mean, (size_t)l->in_c, b) &&
+                 add_fixed(s->acc + G + s->nbn + k, l->run_var, (size_t)l->in_c, b);
+            k += (size_t)l->in_c;
+        }
+        if (!ok) st = DCZ_ERR_DIVERGED;
+    }
+    bn_swap(net, s, 1);
+    net->rng = step_rng;
+    if (st == DCZ_OK && opt->comm) st = opt->comm->sum_i64(opt->comm->ctx, s->acc, s->nacc);
+    if (st != DCZ_OK) return st;
+    for (size_t j = 0; j < G; j++) net->grad[j] = (float)((double)s->acc[j] / FIX_SCALE / bs);
+    size_t k = 0;
+    for (int i = 0; i < net->nlayers; i++) {
+        dcz_tlayer *l = &net->layers[i];
+        if (l->op != DCZ_OP_BATCHNORM) continue;
+        const float mom = l->bn_momentum;
+        for (int c = 0; c < l->in_c; c++, k++) {
+            const float m = (float)((double)s->acc[G + k] / FIX_SCALE / bs);
+            const float v = (float)((double)s->acc[G + s->nbn + k] / FIX_SCALE / bs);
+            l->run_mean[c] = (1.0f - mom) * l->run_mean[c] + mom * m;
+            l->run_var[c] = (1.0f - mom) * l->run_var[c] + mom * v;
+        }
+    }
+    *loss = (double)s->acc[s->nacc - 1] / FIX_SCALE / bs;
+    return DCZ_OK;
+}
+
 dcz_status dcz_train_epoch(dcz_net *net, const dcz_dataset *data, const dcz_sgd *opt,
                            dcz_rng *rng, dcz_progress_fn progress, void *ctx,
                            float *loss)
@@ -232,11 +381,15 @@ dcz_status dcz_train_epoch(dcz_net *net, const dcz_dataset *data, const dcz_sgd 
     int bmax = (size_t)opt->batch < n ? opt->batch : (int)n;
     uint32_t *perm = malloc(n * sizeof *perm);   /* (n) sample order */
     uint8_t *yb = malloc((size_t)bmax);          /* (bmax) batch labels */
+    const int sharded = opt->shards > 1 || opt->comm;
+    shard_state sh;
+    memset(&sh, 0, sizeof sh);
     if (!perm || !yb) { st = DCZ_ERR_NOMEM; goto cleanup; }
     st = dcz_net_reserve(net, bmax, 1);
     if (st != DCZ_OK) goto cleanup;
     st = alloc_grads(net);
     if (st != DCZ_OK) goto cleanup;
+    if (sharded && (st = shard_init(net, opt, &sh)) != DCZ_OK) goto cleanup;
     dcz_net_apply_constraints(net);
 
     /* Fisher-Yates */
@@ -248,12 +401,17 @@ dcz_status dcz_train_epoch(dcz_net *net, const dcz_dataset *data, const dcz_sgd 
     double total = 0;
     for (size_t start = 0; start < n; start += (size_t)bmax) {
         int bs = n - start < (size_t)bmax ? (int)(n - start) : bmax;
-        for (int r = 0; r < bs; r++) {
-            size_t s = perm[start + (size_t)r];
-            memcpy(net->act[0] + (size_t)r * in, data->x + s * in, in * sizeof(float));
-            yb[r] = data->y[s];
+        double bl;
+        if (sharded) {
+            if ((st = sharded_grad(net, data, perm, start, bs, opt, &sh, yb, &bl)) != DCZ_OK) goto cleanup;
+        } else {
+            for (int r = 0; r < bs; r++) {
+                size_t s = perm[start + (size_t)r];
+                memcpy(net->act[0] + (size_t)r * in, data->x + s * in, in * sizeof(float));
+                yb[r] = data->y[s];
+            }
+            bl = grad_core(net, yb, bs);
         }
-        const double bl = grad_core(net, yb, bs);
         if (!isfinite(bl)) { st = DCZ_ERR_DIVERGED; goto cleanup; }
         total += bl * bs;
         st = dcz_net_step(net, opt);
@@ -265,6 +423,7 @@ dcz_status dcz_train_epoch(dcz_net *net, const dcz_dataset *data, const dcz_sgd 
         if (!isfinite(net->param[j])) { st = DCZ_ERR_DIVERGED; goto cleanup; }
     if (loss) *loss = (float)(total / (double)n);
 cleanup:
+    shard_free(&sh);
     free(perm);
     free(yb);
     return st;

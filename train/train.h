@@ -470,6 +470,18 @@ dcz_status dcz_net_store(dcz_net *net, const dcz_layer_encoding *enc);
 /* Re-applies masks and codebooks to the weights (w = cb[assign] * mask). */
 void dcz_net_apply_constraints(dcz_net *net);
 
+/* Ranks that train one net together (data parallel): every rank holds the
+ * whole net and sums its part of each step's gradient with the others.
+ * sum_i64 adds n 64-bit integers element by element across the ranks, in
+ * place, the same result on every rank (integer sums do not depend on the
+ * order they are taken in); it returns DCZ_OK, or an error when a rank
+ * failed. The toolchain's MPI implementation is in dist/. */
+typedef struct dcz_comm {
+    int rank, size;       /* 0 <= rank < size */
+    void *ctx;
+    dcz_status (*sum_i64)(void *ctx, int64_t *v, size_t n);
+} dcz_comm;
+
 typedef struct dcz_sgd {
     float lr;             /* learning rate for this epoch */
     float momentum;       /* e.g. 0.9 */
@@ -479,6 +491,19 @@ typedef struct dcz_sgd {
     int train_biases;     /* nonzero: biases (and batch-norm beta) are trained */
     int train_weights;    /* nonzero: weights (or centroids, and batch-norm
                              gamma) are trained */
+    /* Sharded steps. With shards > 1 (or a comm) each step's batch is cut
+     * into `shards` parts of (nearly) equal size, each run forward and
+     * backward as a batch of its own (its own batch-norm statistics; its
+     * own dropout draws, seeded from the step and the part); the parts'
+     * gradients, weighted by their sizes, are summed in 64-bit fixed point
+     * (2^-32), across the ranks of comm too, each rank taking `shards /
+     * size` consecutive parts, and batch-norm running statistics move once
+     * per step by the parts' mean statistics. Integer sums are exact, so a
+     * given number of shards gives the same weights, bit for bit, for any
+     * rank count that divides it. 0 or 1 shards without a comm: one batch,
+     * float sums, as before. */
+    int shards;
+    const dcz_comm *comm; /* NULL: one process */
 } dcz_sgd;
 
 typedef void (*dcz_progress_fn)(void *ctx, size_t done, size_t total);

@@ -297,7 +297,7 @@ static dcz_net *trained_net(const dcz_dataset *train)
     char err[128];
     if (dcz_net_create_arch("mlp:16-32-4", 5, &net, err, sizeof err) != DCZ_OK)
         return NULL;
-    dcz_sgd opt = { 0.1f, 0.9f, 0.0f, 32, 1, 1 };
+    dcz_sgd opt = { .lr = 0.1f, .momentum = 0.9f, .weight_decay = 0.0f, .batch = 32, .train_biases = 1, .train_weights = 1 };
     dcz_rng r;
     dcz_rng_seed(&r, 9);
     for (int e = 0; e < 5; e++) {

@@ -408,7 +408,7 @@ static void test_finetune(void)
     char err[128];
     dcz_status st = dcz_net_create_arch("mlp:16-32-4", 3, &net, err, sizeof err);
     REQUIRE(st == DCZ_OK, "%s", err);
-    dcz_sgd opt = { 0.05f, 0.9f, 0.0f, 32, 1, 1 };
+    dcz_sgd opt = { .lr = 0.05f, .momentum = 0.9f, .weight_decay = 0.0f, .batch = 32, .train_biases = 1, .train_weights = 1 };
     dcz_rng r;
     dcz_rng_seed(&r, 9);
     for (int e = 0; e < 6 && st == DCZ_OK; e++) {

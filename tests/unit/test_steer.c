@@ -86,7 +86,7 @@ static dcz_net *make_net(const dcz_dataset *d)
     dcz_net *net = NULL;
     char err[128];
     if (dcz_net_create_arch("mlp:12-24-16-4", 3, &net, err, sizeof err) != DCZ_OK) return NULL;
-    dcz_sgd sgd = { 0.1f, 0.9f, 0, 50, 1, 1 };
+    dcz_sgd sgd = { .lr = 0.1f, .momentum = 0.9f, .weight_decay = 0, .batch = 50, .train_biases = 1, .train_weights = 1 };
     dcz_rng r;
     dcz_rng_seed(&r, 2);
     for (int e = 0; e < 5; e++)

@@ -150,7 +150,7 @@ static dcz_net *make_cnn(void)
     uint8_t y[8];
     for (int i = 0; i < 8 * 2 * 9 * 11; i++) x[i] = 0.5f + 0.5f * sinf(0.37f * (float)i);
     for (int i = 0; i < 8; i++) y[i] = (uint8_t)(i % 7);
-    dcz_sgd sgd = { 0.05f, 0.9f, 0.0f, 8, 1, 1 };
+    dcz_sgd sgd = { .lr = 0.05f, .momentum = 0.9f, .weight_decay = 0.0f, .batch = 8, .train_biases = 1, .train_weights = 1 };
     for (int it = 0; it < 5; it++)
         if (dcz_net_grad(net, x, y, 8, NULL) != DCZ_OK || dcz_net_step(net, &sgd) != DCZ_OK) return net;
     return net;

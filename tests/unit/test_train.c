@@ -1733,7 +1733,7 @@ static void test_arch_blocks(void)
     float x[B * 128], yn[B * 3], ym[B * 3];
     uint8_t lbl[B];
     random_batch(net, B, x, lbl, 9);
-    dcz_sgd sgd = { 0.05f, 0.9f, 0, B, 1, 1 };
+    dcz_sgd sgd = { .lr = 0.05f, .momentum = 0.9f, .weight_decay = 0, .batch = B, .train_biases = 1, .train_weights = 1 };
     float loss = 0;
     REQUIRE(dcz_net_grad(net, x, lbl, B, &loss) == DCZ_OK && dcz_net_step(net, &sgd) == DCZ_OK &&
             isfinite(loss), "a training step");

@@ -1,0 +1,23 @@
+#!/usr/bin/env bash
+# --shards: the same number of shards gives the same model (by hash) run
+# after run, 1 shard is the plain step, more shards another model; the
+# verbs that retrain take it; bad counts are usage errors.
+source "$(dirname "$0")/lib.bash"
+D=fashion-mnist
+hash() { "$DCZ" info "$1" --json | sed -n 's/.*"model_hash":"\([0-9a-f]*\)".*/\1/p'; }
+A="--arch cnn:c4k3-p2-f10 --epochs 1 --data $D --threads 1 -q"
+"$DCZ" train $A --shards 3 -o "$T/a.dcz" || fail "train --shards 3"
+"$DCZ" train $A --shards 3 -o "$T/b.dcz" || fail "again"
+"$DCZ" train $A --shards 1 -o "$T/one.dcz" || fail "--shards 1"
+"$DCZ" train $A -o "$T/plain.dcz" || fail "no --shards"
+[ -n "$(hash "$T/a.dcz")" ] && [ "$(hash "$T/a.dcz")" = "$(hash "$T/b.dcz")" ] || fail "3 shards twice differ"
+[ "$(hash "$T/one.dcz")" = "$(hash "$T/plain.dcz")" ] || fail "1 shard is not the plain step"
+[ "$(hash "$T/a.dcz")" != "$(hash "$T/plain.dcz")" ] || fail "3 shards gave the plain step's model"
+"$DCZ" compress "$T/a.dcz" --data $D --shards 2 --rounds 1 --prune-epochs 1 --final-epochs 0 --quant-epochs 1 \
+    --threads 1 -q -o "$T/c.dcz" || fail "compress --shards 2"
+"$DCZ" eval "$T/c.dcz" --data $D -q > /dev/null || fail "eval"
+for bad in -1 1025; do
+    expect 1 "$DCZ" train $A --shards $bad -o "$T/x.dcz"
+    grep -q -- '--shards must be from 1 to 1024' "$T/err" || fail "--shards $bad: $(cat "$T/err")"
+done
+expect 1 "$DCZ" eval "$T/a.dcz" --data $D --shards 2
