@@ -963,9 +963,9 @@ static const double budget_sparsity[] = { 0.5, 0.6, 0.7, 0.8, 0.85, 0.9, 0.92, 0
  * LeNet-300-100 at 97.5 / 94 / 80% with 4-bit codebooks, 12 rounds of one
  * epoch and 12 final epochs reach 89.26% where 4 rounds of 3 epochs and the
  * same final epochs reach 88.99%, for the same bytes. */
-/* A layer's codebook gets the fewest bits whose scan (no fine-tuning) lost
- * at most this share of the budget: fine-tuning recovers part of it, and
- * the rest of the budget is left to pruning. */
+/* The codebooks get the fewest bytes whose scan losses (no fine-tuning),
+ * summed over the layers, stay within this share of the budget:
+ * fine-tuning recovers part of it, and the rest is left to pruning. */
 #define BUDGET_BITS_SHARE 0.25
 /* A run stops after pruning when its validation accuracy is this many
  * points below the floor: the quantize stage's fine-tuning has been
@@ -1138,9 +1138,10 @@ static void budget_report(const budget_ctx *b, const dcz_net *net, const dcz_sen
                         b->cands->c[t->cand].est_bytes, t->bytes, (double)dense / (double)t->bytes,
                         t->accuracy * 100, t->within ? "within" : "out of the budget");
         }
-        fprintf(f, "\nchosen: run %d, %s. Each layer's codebook has the fewest bits its\n"
-                   "scan (shared alone, not fine-tuned) lost at most %.2f points with; its sparsity, the fewest\n"
-                   "estimated bytes plus %.3g bytes per point its scan (pruned alone, not retrained) lost:\n",
+        fprintf(f, "\nchosen: run %d, %s. The codebooks have the fewest bytes whose\n"
+                   "scan losses (each layer shared alone, not fine-tuned) sum to at most %.2f points; each\n"
+                   "sparsity, the fewest estimated bytes plus %.3g bytes per point its scan (pruned alone, not\n"
+                   "retrained) lost:\n",
                 best + 1, bt->within ? "the smallest file within the budget" : "NONE was within the budget: the most accurate",
                 budget * BUDGET_BITS_SHARE, c->lambda);
         int nw = 5;
@@ -1330,7 +1331,7 @@ int cmd_compress(verb_ctx *v)
     po.rounds = po.epochs = NOT_GIVEN;   /* defaults below: a budget prunes gradually */
     const char *bias = "f16", *recipe_given = NULL;
     double budget = NAN;
-    int runs = 4;
+    int runs = 5;
     compress_job job;
     memset(&job, 0, sizeof job);
     job.validation = NOT_GIVEN;
@@ -1344,7 +1345,7 @@ int cmd_compress(verb_ctx *v)
         { "budget", 0, OPT_FLOAT, &budget,
           "P: the smallest file within P points of the input's validation accuracy; chooses\n"
           "                             --sparsity and --bits per layer from a sensitivity scan and measured runs" },
-        { "budget-runs", 0, OPT_INT, &runs, "at most N measured runs for --budget (default 4)" },
+        { "budget-runs", 0, OPT_INT, &runs, "at most N measured runs for --budget (default 5)" },
         { "budget-recipe", 0, OPT_STR, &recipe_given, "where --budget writes its recipe (default: OUT.recipe)" },
         DRY_RUN_SPEC(v),
         SHARDS_SPEC(v),

@@ -22,17 +22,50 @@ double dcz_budget_est_bytes(size_t n, double density, int bits)
 /* Points lost (never negative: a gain in the scan is noise). */
 static double lost(double baseline, double acc) { return acc < baseline ? (baseline - acc) * 100 : 0; }
 
-/* Layer L's codebook width: the fewest bits whose scan lost at most
- * bits_tol points, else the widest level. */
-static int choose_bits(const dcz_sens_layer *L, const dcz_sens_plan *p, double baseline, double bits_tol,
-                       double *drop)
+/* The estimated bytes of layer S's indices (as many as it keeps now) and
+ * codebook at bits. */
+static double width_bytes(const dcz_sens_layer *S, int bits)
 {
-    for (int j = 0; j < p->nbits; j++)
-        if (lost(baseline, L->share_acc[j]) <= bits_tol || j == p->nbits - 1) {
-            *drop = lost(baseline, L->share_acc[j]);
-            return p->bits[j];
+    return (double)S->weights * S->density * bits / 8 + 4.0 * (double)(1u << bits);
+}
+
+/* The codebook widths (bits[l], the points each lost in the scan in
+ * drop[l]). From each layer's least lossy width (the narrowest of equals),
+ * greedy steps: a layer one level narrower at a time, the one that loses
+ * fewest points per byte saved first, while the losses sum to at most tol. */
+static void choose_bits(const dcz_sens_report *rep, const dcz_sens_plan *p, double tol, int *lv, int *bits,
+                        double *drop)
+{
+    double total = 0;
+    for (int l = 0; l < rep->nlayers; l++) {
+        const dcz_sens_layer *S = &rep->layers[l];
+        lv[l] = 0;
+        for (int j = 1; j < p->nbits; j++)
+            if (lost(rep->baseline, S->share_acc[j]) < lost(rep->baseline, S->share_acc[lv[l]])) lv[l] = j;
+        total += lost(rep->baseline, S->share_acc[lv[l]]);
+    }
+    for (;;) {
+        int move = -1;
+        double best = INFINITY;
+        for (int l = 0; l < rep->nlayers; l++) {
+            const dcz_sens_layer *S = &rep->layers[l];
+            const int j = lv[l];
+            if (j == 0) continue;
+            const double more = lost(rep->baseline, S->share_acc[j - 1]) - lost(rep->baseline, S->share_acc[j]);
+            const double saved = width_bytes(S, p->bits[j]) - width_bytes(S, p->bits[j - 1]);
+            if (total + more > tol) continue;
+            const double rate = more / (saved > 1e-9 ? saved : 1e-9);
+            if (rate < best) { best = rate; move = l; }
         }
-    return 8;   /* not reached: the plan has bits levels */
+        if (move < 0) break;
+        const dcz_sens_layer *S = &rep->layers[move];
+        total += lost(rep->baseline, S->share_acc[lv[move] - 1]) - lost(rep->baseline, S->share_acc[lv[move]]);
+        lv[move]--;
+    }
+    for (int l = 0; l < rep->nlayers; l++) {
+        bits[l] = p->bits[lv[l]];
+        drop[l] = lost(rep->baseline, rep->layers[l].share_acc[lv[l]]);
+    }
 }
 
 /* Sets choice L of scanned layer S to sparsity option i of plan p (-1:
@@ -125,8 +158,7 @@ static dcz_status sweep(const dcz_sens_report *rep, const dcz_sens_plan *p, doub
     c.layers = calloc((size_t)nl, sizeof *c.layers);
     cur.layers = calloc((size_t)nl, sizeof *cur.layers);
     dcz_status st = all->c && bits && lv && cur_lv && bits_drop && c.layers && cur.layers ? DCZ_OK : DCZ_ERR_NOMEM;
-    for (int l = 0; l < nl && st == DCZ_OK; l++)
-        bits[l] = choose_bits(&rep->layers[l], p, rep->baseline, bits_tol, &bits_drop[l]);
+    if (st == DCZ_OK) choose_bits(rep, p, bits_tol, lv, bits, bits_drop);
     for (int k = steps; k >= 0 && st == DCZ_OK; k--) {
         c.lambda = ldexp(1.0, -20) * exp2((double)k / 8);
         for (int l = 0; l < nl; l++) {
@@ -203,8 +235,8 @@ dcz_status dcz_budget_candidates(const dcz_sens_report *rep, const dcz_sens_plan
     for (int k = 0; k < want; k++) {
         const double target = want > 1 ? lo + (hi - lo) * k / (want - 1) : lo;
         /* the nearest in log bytes at or after next, leaving room for the rest */
-        int pick = next;
-        for (int i = next; i <= all.n - (want - k); i++)
+        int pick = k == want - 1 ? all.n - 1 : next;   /* the most accurate always */
+        for (int i = next; i <= all.n - (want - k) && k < want - 1; i++)
             if (fabs(log(all.c[i].est_bytes) - target) < fabs(log(all.c[pick].est_bytes) - target)) pick = i;
         out->c[out->n++] = all.c[pick];
         all.c[pick].layers = NULL;   /* moved */

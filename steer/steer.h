@@ -74,9 +74,10 @@ void dcz_sens_report_free(dcz_sens_report *rep);
  * scans are not alike: pruned without retraining, a layer loses far more
  * than retraining will leave lost (tens of points where a retrained run
  * loses one), while shared without fine-tuning it loses about what a
- * fine-tuned run keeps losing. So a layer's codebook width is chosen from
- * its scan directly: the fewest bits that lose at most a tolerance. Its
- * sparsity is chosen by rank: a candidate is one sparsity per layer, the
+ * fine-tuned run keeps losing. So the codebook widths are chosen from the
+ * scan directly: the fewest estimated bytes whose losses, summed over the
+ * layers (each lost alone; together they add up), stay within a
+ * tolerance. The sparsities are chosen by rank: a candidate is one sparsity per layer, the
  * one that minimizes
  *     estimated bytes + lambda x points lost in the scan
  * for one exchange rate lambda (bytes per point of accuracy): the classic
@@ -120,12 +121,12 @@ typedef struct dcz_budget_cands {
 double dcz_budget_est_bytes(size_t n, double density, int bits);
 
 /* At most max (>= 2) candidates from the scan rep of plan p (both bits and
- * sparsity levels needed), every layer with the fewest bits whose scan lost
- * at most bits_tol points (the widest level when none did), spread evenly
- * in the logarithm of their estimated bytes between the smallest and the
- * most accurate. DCZ_ERR_ARG
- * for a plan without sparsity or bits levels or an empty report;
- * DCZ_ERR_NOMEM. */
+ * sparsity levels needed), spread evenly in the logarithm of their
+ * estimated bytes between the smallest and the most accurate. Every
+ * candidate has the same codebook widths: an allocation by exchange rate
+ * whose scan losses sum to at most bits_tol points (each layer's least
+ * lossy width when none does). DCZ_ERR_ARG for a plan without sparsity or
+ * bits levels, an empty report or a negative tolerance; DCZ_ERR_NOMEM. */
 dcz_status dcz_budget_candidates(const dcz_sens_report *rep, const dcz_sens_plan *p, double bits_tol, int max,
                                  dcz_budget_cands *out);
 

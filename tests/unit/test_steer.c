@@ -9,8 +9,8 @@
  * exactly as it was (weights, masks, codebooks); bad plans are refused.
  *
  * The budget's candidates (steer/budget.c) run from the smallest estimate
- * to the largest, each layer's sparsity moving one way only and its
- * codebook the fewest bits within the tolerance, the first every layer at
+ * to the largest, each layer's sparsity moving one way only and the
+ * codebooks the fewest bytes whose losses sum to at most the tolerance, the first every layer at
  * its sparsest and the last every layer unpruned, one layer moving one
  * level between two (levels above a layer's hull included); a large layer that loses little is compressed before a
  * small one that loses much. The search finds the smallest candidate
@@ -288,6 +288,20 @@ static void test_candidates(void)
     REQUIRE(dcz_budget_candidates(&r, &p, 0, 4, &all) == DCZ_OK, "no tolerance");
     CHECK(all.c[0].layers[0].bits == 5 && all.c[0].layers[1].bits == 5, "no tolerance: the widest");
     dcz_budget_cands_free(&all);
+    /* small at 4 bits loses 0.2 too: both narrower lose 0.4, so only the
+     * one that saves more bytes per point, big, narrows (to 3 bits: 2 would
+     * lose 0.3); with 0.45 big goes to 2 bits, with 0.55 small to 4 too */
+    r.layers[1].share_acc[2] = 0.90 - 0.002;
+    const double tol[] = { 0.25, 0.45, 0.55 };
+    const int want_big[] = { 3, 2, 2 }, want_small[] = { 5, 5, 4 };
+    for (int i = 0; i < 3; i++) {
+        REQUIRE(dcz_budget_candidates(&r, &p, tol[i], 4, &all) == DCZ_OK, "a shared tolerance");
+        const dcz_budget_cand *a = &all.c[all.n - 1];   /* unpruned: its losses are its codebooks' */
+        CHECK(a->layers[0].bits == want_big[i] && a->layers[1].bits == want_small[i] && a->drop <= tol[i] + 1e-9,
+              "tolerance %g: big %d bits, small %d, losing %g", tol[i], a->layers[0].bits, a->layers[1].bits,
+              a->drop);
+        dcz_budget_cands_free(&all);
+    }
     REQUIRE(dcz_budget_candidates(&r, &p, 100, 4, &all) == DCZ_OK, "any tolerance");
     CHECK(all.c[0].layers[0].bits == 2 && all.c[0].layers[1].bits == 2, "any tolerance: the narrowest");
     dcz_budget_cands_free(&all);
