@@ -658,10 +658,10 @@ static const stage_steps quantize_steps = { "quantize", plan_quantize, exec_quan
 
 /* ---- the single-stage verbs ------------------------------------------------------ */
 
-/* Loads IN and its net. */
-static int open_model(verb_ctx *v, dcz_doc **doc, dcz_net **net)
+/* Loads IN and its net; its bytes too when bytes is not NULL (malloc'd). */
+static int open_model(verb_ctx *v, dcz_doc **doc, dcz_net **net, uint8_t **bytes, size_t *nbytes)
 {
-    int rc = stage_load_doc(v, v->pos[0], doc);
+    int rc = stage_load_doc_bytes(v, v->pos[0], doc, bytes, nbytes);
     if (rc != -1) return rc;
     dcz_status s = dcz_net_open(*doc, net);
     if (s != DCZ_OK) {
@@ -719,7 +719,7 @@ static int run_single_stage(verb_ctx *v, const stage_steps *st, const void *opts
     char extra[4096];
     double acc = -1;
     size_t bytes = 0;
-    rc = open_model(v, &doc, &net);
+    rc = open_model(v, &doc, &net, NULL, NULL);
     if (rc == -1) rc = check_rule_text_names(v, "gap-bits", gap_bits, net);
     if (rc == -1) rc = st->plan(v, net, doc, opts, plan_data, &sp);
     if (rc == -1 && plan_data) rc = open_data(v, net, &train, &test);
@@ -959,10 +959,6 @@ static int compress_stages(const verb_ctx *v, const compress_job *job, dcz_net *
 /* The scan's levels for a budget: finer where compression happens. */
 static const double budget_sparsity[] = { 0.5, 0.6, 0.7, 0.8, 0.85, 0.9, 0.92, 0.94, 0.95, 0.96, 0.97,
                                           0.975, 0.98, 0.985, 0.99 };
-/* Gradual pruning, a round per epoch (Zhu and Gupta): measured on
- * LeNet-300-100 at 97.5 / 94 / 80% with 4-bit codebooks, 12 rounds of one
- * epoch and 12 final epochs reach 89.26% where 4 rounds of 3 epochs and the
- * same final epochs reach 88.99%, for the same bytes. */
 /* The codebooks get the fewest bytes whose scan losses (no fine-tuning),
  * summed over the layers, stay within this share of the budget:
  * fine-tuning recovers part of it, and the rest is left to pruning. */
@@ -971,6 +967,10 @@ static const double budget_sparsity[] = { 0.5, 0.6, 0.7, 0.8, 0.85, 0.9, 0.92, 0
  * points below the floor: the quantize stage's fine-tuning has been
  * measured to win back up to 0.3 points (LeNet-300-100, 89.02% -> 89.31%). */
 #define BUDGET_STOP_MARGIN 0.5
+/* Gradual pruning, a round per epoch (Zhu and Gupta): measured on
+ * LeNet-300-100 at 97.5 / 94 / 80% with 4-bit codebooks, 12 rounds of one
+ * epoch and 12 final epochs reach 89.26% where 4 rounds of 3 epochs and the
+ * same final epochs reach 88.99%, for the same bytes. */
 #define BUDGET_ROUNDS 12
 #define BUDGET_ROUND_EPOCHS 1
 #define NOT_GIVEN INT_MIN
@@ -1003,14 +1003,23 @@ typedef struct budget_ctx {
 static char *candidate_rules(const dcz_net *net, const dcz_budget_cand *c, int nlayers, int bits)
 {
     size_t cap = 1;
-    for (int l = 0; l < nlayers; l++) cap += strlen(net->layers[c->layers[l].layer].name) + 16;
+    for (int l = 0; l < nlayers; l++) cap += strlen(net->layers[c->layers[l].layer].name) + 32;
     char *t = malloc(cap), *p = t;
     if (!t) return NULL;
     *p = 0;
     for (int l = 0; l < nlayers; l++) {
         const dcz_budget_layer *L = &c->layers[l];
-        if (bits) p += sprintf(p, "%s%s=%d", l ? "," : "", net->layers[L->layer].name, L->bits);
-        else p += sprintf(p, "%s%s=%.4g", l ? "," : "", net->layers[L->layer].name, L->sparsity);
+        const char *name = net->layers[L->layer].name, *sep = l ? "," : "";
+        if (bits) {
+            p += sprintf(p, "%s%s=%d", sep, name, L->bits);
+            continue;
+        }
+        /* a plan level reads as written; a layer's own sparsity (kept as
+         * it is) needs every digit to prune nothing more */
+        char num[32];
+        snprintf(num, sizeof num, "%.4g", L->sparsity);
+        if (strtod(num, NULL) != L->sparsity) snprintf(num, sizeof num, "%.17g", L->sparsity);
+        p += sprintf(p, "%s%s=%s", sep, name, num);
     }
     return t;
 }
@@ -1406,17 +1415,7 @@ int cmd_compress(verb_ctx *v)
     stage_result res[4];
     int nres = 0;
     double t0 = cli_now();
-    rc = stage_load_doc_bytes(v, v->pos[0], &doc, &in, &in_len);
-    if (rc == -1) {
-        dcz_status s = dcz_net_open(doc, &net);
-        if (s != DCZ_OK) {
-            cli_error("%s: %s: %s", v->verb, v->pos[0], dcz_status_str(s));
-            rc = cli_exit_code(s, 1);
-        } else if (doc->calib) {
-            cli_note(v, "%s: %s is calibrated; its table does not fit changed weights and is not kept "
-                     "(run dcz calibrate on the output)", v->verb, v->pos[0]);
-        }
-    }
+    rc = open_model(v, &doc, &net, &in, &in_len);
     size_t params = doc ? dcz_doc_param_count(doc) : 0;
     /* every option of every stage, and where the stages go, is checked
      * before hours of retraining */

@@ -22,6 +22,10 @@ double dcz_budget_est_bytes(size_t n, double density, int bits)
 /* Points lost (never negative: a gain in the scan is noise). */
 static double lost(double baseline, double acc) { return acc < baseline ? (baseline - acc) * 100 : 0; }
 
+/* A greedy step's price: points lost per byte saved (a step that saves
+ * nothing costs as if it saved a billionth of a byte). */
+static double per_byte(double more, double saved) { return more / (saved > 1e-9 ? saved : 1e-9); }
+
 /* The estimated bytes of layer S's indices (as many as it keeps now) and
  * codebook at bits. */
 static double width_bytes(const dcz_sens_layer *S, int bits)
@@ -54,7 +58,7 @@ static void choose_bits(const dcz_sens_report *rep, const dcz_sens_plan *p, doub
             const double more = lost(rep->baseline, S->share_acc[j - 1]) - lost(rep->baseline, S->share_acc[j]);
             const double saved = width_bytes(S, p->bits[j]) - width_bytes(S, p->bits[j - 1]);
             if (total + more > tol) continue;
-            const double rate = more / (saved > 1e-9 ? saved : 1e-9);
+            const double rate = per_byte(more, saved);
             if (rate < best) { best = rate; move = l; }
         }
         if (move < 0) break;
@@ -161,9 +165,8 @@ static dcz_status sweep(const dcz_sens_report *rep, const dcz_sens_plan *p, doub
     if (st == DCZ_OK) choose_bits(rep, p, bits_tol, lv, bits, bits_drop);
     for (int k = steps; k >= 0 && st == DCZ_OK; k--) {
         c.lambda = ldexp(1.0, -20) * exp2((double)k / 8);
-        for (int l = 0; l < nl; l++) {
+        for (int l = 0; l < nl; l++)
             choose(&rep->layers[l], p, rep->baseline, c.lambda, bits[l], bits_drop[l], &c.layers[l], &lv[l]);
-        }
         add_up(&c, nl);
         if (all->n == 0) {
             st = push(all, &c);
@@ -181,8 +184,7 @@ static dcz_status sweep(const dcz_sens_report *rep, const dcz_sens_plan *p, doub
                 const int nx = next_level(&rep->layers[l], p, cur_lv[l]);
                 dcz_budget_layer L;
                 set_level(&rep->layers[l], p, rep->baseline, nx, bits[l], bits_drop[l], &L);
-                const double saved = cur.layers[l].est_bytes - L.est_bytes;
-                const double rate = (L.drop - cur.layers[l].drop) / (saved > 1e-9 ? saved : 1e-9);
+                const double rate = per_byte(L.drop - cur.layers[l].drop, cur.layers[l].est_bytes - L.est_bytes);
                 if (rate < best) { best = rate; move = l; to = nx; }
             }
             if (move < 0 || st != DCZ_OK) break;

@@ -317,8 +317,7 @@ static dcz_status sharded_grad(dcz_net *net, const dcz_dataset *data, const uint
 {
     const size_t in = (size_t)net->in_dim, G = net->grad_count;
     memset(s->acc, 0, s->nacc * sizeof *s->acc);
-    const dcz_rng main_rng = net->rng;
-    dcz_rng step_rng = main_rng;
+    dcz_rng step_rng = net->rng;   /* the net's generator after the step's draw */
     const uint64_t seed = dcz_rng_u64(&step_rng);
     bn_swap(net, s, 0);
     dcz_status st = DCZ_OK;
