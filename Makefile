@@ -8,7 +8,8 @@
 #                     (MODEL=lenet5 or MODEL=cnn for the convolutional ones)
 #   make bench        benchmarks (ratios against baselines of the same run),
 #                     a LeNet-5 training epoch and batch-1 LeNet latency next
-#                     to PyTorch when installed
+#                     to PyTorch when installed, and the scaling of retraining
+#                     over MPI ranks (bench/scaling.sh)
 #   make fuzz         libFuzzer targets (needs clang)
 #   make install PREFIX=/usr/local
 #   make CROSS=aarch64-linux-gnu-
@@ -22,6 +23,9 @@
 # Toggles (a comment never shares a toggle's line: GNU make would keep the
 # spaces before it in the value, and `DEPS ?= 1   # ...` is not 1):
 #   CUDA      the CUDA backend (not part of this release yet)
+#   MPI       auto: multi-process retraining (mpirun, srun) when OpenMPI's
+#             development files are found (Debian: libopenmpi-dev); 1
+#             requires them; 0 builds a single-process dcz
 #   SANITIZE  e.g. address,undefined (tests and the CLI)
 #   DEBUG     1: -O0 -g3
 #   DEPS      0: do not check or install Debian packages before test, demo
@@ -31,6 +35,7 @@
 -include config.mk
 CC       ?= cc
 CUDA     ?= auto
+MPI      ?= auto
 SANITIZE ?=
 DEBUG    ?= 0
 PREFIX   ?= /usr/local
@@ -67,6 +72,24 @@ LDLIBS_TOOL += $(shell pkg-config --libs libpng libprotobuf-c 2>/dev/null || ech
 # figures (plot/): cairo, toolchain only
 CFLAGS_ALL += $(shell pkg-config --cflags cairo 2>/dev/null)
 LDLIBS_TOOL += $(shell pkg-config --libs cairo 2>/dev/null || echo -lcairo)
+# MPI (train/dist_mpi.c, the CLI only; libdcz never links it): found
+# through pkg-config's ompi-c
+ifeq ($(strip $(MPI)),auto)
+MPI_ON := $(if $(strip $(CROSS)),0,$(shell pkg-config --exists ompi-c 2>/dev/null && echo 1 || echo 0))
+else ifeq ($(strip $(MPI)),0)
+MPI_ON := 0
+else
+MPI_ON := 1
+endif
+ifeq ($(MPI_ON),1)
+MPI_CFLAGS  := $(shell pkg-config --cflags ompi-c 2>/dev/null)
+LDLIBS_TOOL += $(shell pkg-config --libs ompi-c 2>/dev/null || echo -lmpi)
+DIST_OFF    := train/dist_single.c
+MPI_SAYS    := MPI: built (Open MPI)
+else
+DIST_OFF    := train/dist_mpi.c
+MPI_SAYS    := MPI: not built ($(if $(filter 0,$(strip $(MPI))),MPI=0,no libopenmpi-dev found))
+endif
 ifneq ($(strip $(SANITIZE)),)
 CFLAGS_ALL += -fsanitize=$(strip $(SANITIZE)) -fno-omit-frame-pointer
 LDFLAGS_ALL := -fsanitize=$(strip $(SANITIZE))
@@ -78,7 +101,7 @@ LIB_SRC  := $(wildcard runtime/*.c) huffman/huff_decode.c
 # model (model/: the editable document and the .dcz writer), the trainer,
 # the stages
 TOOL_SRC := huffman/huff_encode.c $(wildcard model/*.c) \
-            $(wildcard train/*.c prune/*.c quantize/*.c calibrate/*.c steer/*.c plot/*.c)
+            $(filter-out $(DIST_OFF),$(wildcard train/*.c prune/*.c quantize/*.c calibrate/*.c steer/*.c plot/*.c))
 CLI_SRC  := $(wildcard cli/*.c)
 # ONNX import and export: C bindings generated at build time by protoc-c from
 # the schema Debian's libonnx-dev installs (build/onnx/, never committed)
@@ -109,7 +132,7 @@ $(BUILD)/tests/test_static: TEST_LDFLAGS := $(WRAP_ALLOC)
 .PHONY: all test demo bench fuzz install clean deps check-lib tests-build test-aarch64 size test-bare
 ifeq ($(strip $(CROSS)),)
 all: bin/dcz lib/libdcz.a lib/libdcztool.a
-	@echo "dcz: CPU build; CUDA backend: not built (not part of this release)"
+	@echo "dcz: CPU build; CUDA backend: not built (not part of this release); $(MPI_SAYS)"
 else
 all: $(LIBDIR)/libdcz.a $(RT_BIN) $(BUILD)/check-lib
 	@echo "dcz: $(CC) build: $(LIBDIR)/libdcz.a, runtime tests in $(BUILD)/tests"
@@ -133,9 +156,14 @@ $(LIBDIR)/libdcz.a: $(LIB_OBJ)
 	@mkdir -p $(LIBDIR)
 	rm -f $@ && $(strip $(CROSS))ar rcs $@ $^
 
-lib/libdcztool.a: $(TOOL_OBJ)
+# the archive is rebuilt when MPI is switched (the stamp names the choice)
+$(BUILD)/mpi.$(MPI_ON):
+	@mkdir -p $(BUILD) && rm -f $(BUILD)/mpi.* && touch $@
+$(BUILD)/train/dist_mpi.o: CFLAGS_ALL += $(MPI_CFLAGS)
+
+lib/libdcztool.a: $(TOOL_OBJ) $(BUILD)/mpi.$(MPI_ON)
 	@mkdir -p lib
-	rm -f $@ && ar rcs $@ $^
+	rm -f $@ && ar rcs $@ $(TOOL_OBJ)
 
 bin/dcz: $(CLI_OBJ) lib/libdcztool.a lib/libdcz.a
 	@mkdir -p bin
@@ -200,6 +228,7 @@ bench: deps
 	@for b in $(filter-out $(BUILD)/bench/bench_train,$(BENCH_BIN)); do $$b || exit 1; done
 	@$(BUILD)/bench/bench_spmv all 2
 	@bash bench/train_epoch.sh
+	@bash bench/scaling.sh
 	@bash bench/latency.sh 1
 
 # The runtime tests on 64-bit Arm: cross-built (make CROSS=...) and run
@@ -234,7 +263,7 @@ fuzz: $(ONNX_GEN)
 	@for f in $(FUZZ_SRC); do n=$$(basename $$f .c); \
 	  echo "$(FUZZ_CC) $$f -> $(BUILD)/fuzz/$$n"; \
 	  $(FUZZ_CC) -std=c11 -g -O1 -fsanitize=fuzzer,address,undefined -D_POSIX_C_SOURCE=200809L \
-	    -Iinclude -I. -I$(BUILD)/onnx $(shell pkg-config --cflags cairo 2>/dev/null) \
+	    -Iinclude -I. -I$(BUILD)/onnx $(shell pkg-config --cflags cairo 2>/dev/null) $(MPI_CFLAGS) \
 	    -o $(BUILD)/fuzz/$$n $$f $(LIB_SRC) $(TOOL_SRC) $(ONNX_GEN) $(LDLIBS_TOOL) || exit 1; done
 	@echo "run e.g.: $(BUILD)/fuzz/fuzz_dcz tests/fuzz/corpus/dcz"
 

@@ -16,6 +16,7 @@
 #include "dcz.h"
 #include "model/doc.h"
 #include "steer/steer.h"
+#include "train/dist.h"
 #include "train/train.h"
 
 /* exit codes (docs/CLI.md) */
@@ -71,8 +72,10 @@ typedef struct verb_ctx {
                               before cli_parse */
     int dry_run;           /* --dry-run (prune, quantize, encode, compress): report
                               the bytes the run would write, write nothing */
-    int shards;            /* --shards (the verbs that train): 0 not given */
+    int shards;            /* --shards (the verbs that train): 0 not given (the
+                              MPI ranks once cli_check_shards has run in a job) */
     const dcz_comm *comm;  /* the ranks of an MPI run, NULL alone */
+    const dcz_dist *dist;  /* the MPI job (its sums' cost for --json) */
 } verb_ctx;
 
 /* --shards, for the verbs that train. */
@@ -82,8 +85,9 @@ typedef struct verb_ctx {
       "                             same file for every rank count dividing it (default: 1, or the MPI ranks)" }
 
 /* Checks --shards against the ranks: -1, or the exit code of a usage
- * error. */
-int cli_check_shards(const verb_ctx *v);
+ * error. Without --shards, an MPI job of several ranks shards each step
+ * into a part per rank (v->shards set to the rank count). */
+int cli_check_shards(verb_ctx *v);
 /* Sets the sharding and ranks of training steps from --shards and the run. */
 void cli_sgd_parallel(const verb_ctx *v, dcz_sgd *sgd);
 
@@ -158,6 +162,11 @@ int cli_check_output(const char *path);
 int cli_io_fail(const verb_ctx *v, const char *path, dcz_status s, int err, int writing);
 /* Installs signal handlers that remove the temporary file on SIGINT/SIGTERM. */
 void cli_install_signals(void);
+/* This process is rank `rank` of an MPI job of `size` ranks: ranks other
+ * than 0 print no report, note or progress (errors only, each naming its
+ * rank) and write no file, rank 0 writing the job's output; a signal that
+ * ends a rank of a job says why it may have come. */
+void cli_join(int rank, int size);
 
 /* --max-work of the verbs that run models in libdcz: the most work one
  * sample may take (dcz_options.max_work); 0, not given, keeps libdcz's
@@ -212,6 +221,11 @@ void json_bool(json_out *j, const char *key, int v);
 void json_arr_int(json_out *j, long long v);
 void json_arr_num(json_out *j, double v);
 void json_arr_str(json_out *j, const char *v);
+/* "mpi": the job's ranks, shards and gradient sums (count, bytes each,
+ * seconds in them), in a verb's JSON; nothing outside a job. */
+void cli_json_job(json_out *j, const verb_ctx *v);
+/* The same as a note, with the share of the run's seconds. */
+void cli_note_job(const verb_ctx *v, double seconds);
 
 /* ---- models on disk ------------------------------------------------------ */
 

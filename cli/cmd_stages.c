@@ -349,7 +349,7 @@ int cmd_train(verb_ctx *v)
     if (rc != -1) goto done;
     dcz_rng rng;
     dcz_rng_seed(&rng, (uint64_t)v->c.seed);
-    double t0 = cli_now(), acc = 0;
+    double t0 = cli_now(), acc = 0, epoch_s = 0;   /* the epochs' own time, evaluation left out */
     for (int e = 0; e < t.epochs; e++) {
         dcz_sgd sgd = { .lr = dcz_lr_at(t.schedule, (float)t.lr, e, t.epochs), .momentum = (float)t.momentum,
                         .weight_decay = (float)t.wd, .batch = t.batch, .train_biases = 1, .train_weights = 1 };
@@ -359,7 +359,9 @@ int cmd_train(verb_ctx *v)
         snprintf(label, sizeof label, "epoch %d/%d", e + 1, t.epochs);
         progress_start(&p, v, label, 0);
         float loss = 0;
+        const double te = cli_now();
         s = dcz_train_epoch(net, &train, &sgd, &rng, progress_cb, &p, &loss);
+        epoch_s += cli_now() - te;
         progress_end(&p);
         if (s != DCZ_OK) { rc = cli_fail(v, s, "training"); goto done; }
         if (!v->c.quiet) {
@@ -392,6 +394,9 @@ int cmd_train(verb_ctx *v)
         json_int(&j, "samples", (long long)test.n);
         json_int(&j, "file_bytes", (long long)bytes);
         json_num(&j, "seconds", cli_now() - t0);
+        json_int(&j, "train_samples", (long long)train.n);
+        json_num(&j, "epoch_seconds", t.epochs ? epoch_s / t.epochs : 0);
+        cli_json_job(&j, v);
         json_end(&j);
     }
     rc = EXIT_OK;
@@ -696,6 +701,7 @@ static void print_stage_json(const verb_ctx *v, const char *stage, double acc, s
     json_int(&j, "dense_fp32_bytes", (long long)params * 4);
     json_num(&j, "ratio", bytes ? (double)params * 4 / (double)bytes : 0);
     if (acc >= 0) json_num(&j, "accuracy", acc);
+    cli_json_job(&j, v);
     json_end(&j);
 }
 
@@ -1110,6 +1116,7 @@ static char *budget_recipe(const budget_ctx *b, const dcz_net *net, const dcz_bu
         n += (size_t)snprintf(t + n, cap - n,
             "[compress]\nvalidation = %d\nrounds = %d\nprune-epochs = %d\nfinal-epochs = %d\n"
             "weight-decay = %.17g\n", b->job->validation, po->rounds, po->epochs, po->final_epochs, po->wd);
+        if (b->v->shards > 1) n += (size_t)snprintf(t + n, cap - n, "shards = %d\n", b->v->shards);
         if (!isnan(po->lr)) n += (size_t)snprintf(t + n, cap - n, "prune-lr = %.17g\n", po->lr);
         if (po->gap_bits) n += (size_t)snprintf(t + n, cap - n, "gap-bits = %s\n", po->gap_bits);
         n += (size_t)snprintf(t + n, cap - n, "bias = %s\ninit = %s\nkmeans-iters = %d\nquant-epochs = %d\n",
@@ -1175,6 +1182,7 @@ static void budget_report(const budget_ctx *b, const dcz_net *net, const dcz_sen
     json_num(&j, "validation_accuracy_input", base);
     json_num(&j, "validation_floor", b->floor);
     json_bool(&j, "within_budget", bt->within);
+    cli_json_job(&j, v);
     const budget_run *r = &b->runs[best];
     json_int(&j, "file_bytes", (long long)r->len);
     json_int(&j, "dense_fp32_bytes", (long long)dense);
@@ -1479,6 +1487,7 @@ int cmd_compress(verb_ctx *v)
             json_num(&j, "ratio", (double)params * 4 / (double)res[nres - 1].bytes);
             json_num(&j, "accuracy", res[nres - 1].acc);
             json_num(&j, "accuracy_input", res[0].acc);
+            cli_json_job(&j, v);
             json_key_arr(&j, "stages");
             for (int i = 0; i < nres; i++) {
                 json_obj(&j);

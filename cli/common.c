@@ -21,10 +21,21 @@
 
 /* ---- messages and exit codes -------------------------------------------- */
 
+/* this process's rank in an MPI job (cli_join): 0 alone */
+static int job_rank, job_size = 1;
+
+void cli_join(int rank, int size)
+{
+    job_rank = rank;
+    job_size = size;
+    if (rank > 0 && !freopen("/dev/null", "w", stdout)) fclose(stdout);
+}
+
 void cli_error(const char *fmt, ...)
 {
     va_list ap;
-    fputs("dcz: ", stderr);
+    if (job_rank > 0) fprintf(stderr, "dcz: rank %d: ", job_rank);
+    else fputs("dcz: ", stderr);
     va_start(ap, fmt);
     vfprintf(stderr, fmt, ap);
     va_end(ap);
@@ -85,6 +96,7 @@ int cli_fail(const verb_ctx *v, dcz_status s, const char *what)
 
 void cli_usage_error(const verb_ctx *v, const char *fmt, ...)
 {
+    if (job_rank > 0) return;   /* every rank parses the same line: rank 0 says it */
     va_list ap;
     fprintf(stderr, "dcz %s: ", v->verb);
     va_start(ap, fmt);
@@ -347,6 +359,10 @@ int cli_parse(verb_ctx *v, const opt_spec *specs, int min_pos, int max_pos)
         if (e) return cli_io_fail(v, c->out, DCZ_ERR_IO, e, 1);
     }
     v->progress = !c->quiet && isatty(2);
+    if (job_rank > 0) {   /* rank 0 reports for the job */
+        c->quiet = 1;
+        v->progress = 0;
+    }
     if (c->threads) dcz_train_set_threads(c->threads);
     return -1;
 }
@@ -500,6 +516,11 @@ static char pending_tmp[4096 + 16];
 static void on_signal(int sig)
 {
     if (pending_tmp[0]) unlink(pending_tmp);
+    if (job_size > 1 && job_rank == 0) {
+        static const char why[] = "dcz: the MPI job was stopped: a rank failed or was killed (the launcher's "
+                                  "message names it), or the job was interrupted; no output was written\n";
+        if (write(2, why, sizeof why - 1) < 0) { /* nothing more to say */ }
+    }
     signal(sig, SIG_DFL);
     raise(sig);
 }
@@ -588,6 +609,7 @@ int cli_check_output(const char *path)
 dcz_status cli_write_file(const char *path, const void *buf, size_t len, int *err)
 {
     *err = 0;
+    if (job_rank > 0) return DCZ_OK;   /* rank 0 writes the job's output */
     if (strcmp(path, "-") == 0) {
         if (fwrite(buf, 1, len, stdout) != len || fflush(stdout) != 0) {
             *err = errno;
@@ -809,7 +831,7 @@ void json_arr_str(json_out *j, const char *v)
     json_string(j->f, v);
 }
 
-int cli_check_shards(const verb_ctx *v)
+int cli_check_shards(verb_ctx *v)
 {
     const int ranks = v->comm ? v->comm->size : 1;
     if (v->shards < 0 || v->shards > 1024) {
@@ -821,6 +843,7 @@ int cli_check_shards(const verb_ctx *v)
                         ranks, ranks);
         return EXIT_USAGE;
     }
+    if (!v->shards && v->comm) v->shards = ranks;   /* a part per rank */
     return -1;
 }
 
@@ -828,4 +851,29 @@ void cli_sgd_parallel(const verb_ctx *v, dcz_sgd *sgd)
 {
     sgd->shards = v->shards;
     sgd->comm = v->comm;
+}
+
+void cli_json_job(json_out *j, const verb_ctx *v)
+{
+    if (!v->comm) return;
+    dcz_dist_stats st;
+    dcz_dist_get_stats(v->dist, &st);
+    json_key_obj(j, "mpi");
+    json_int(j, "ranks", v->comm->size);
+    json_int(j, "shards", v->shards);
+    json_int(j, "sums", (long long)st.sums);
+    json_num(j, "bytes_per_sum", st.sums ? (double)st.bytes / (double)st.sums : 0);
+    json_num(j, "sum_seconds", st.seconds);
+    json_close_obj(j);
+}
+
+void cli_note_job(const verb_ctx *v, double seconds)
+{
+    if (!v->comm) return;
+    dcz_dist_stats st;
+    dcz_dist_get_stats(v->dist, &st);
+    if (!st.sums) return;
+    cli_note(v, "mpi: %d ranks, %d shards: %llu gradient sums of %.0f bytes each, %.2f s in them (%.1f%% of %.1f s)",
+             v->comm->size, v->shards, (unsigned long long)st.sums, (double)st.bytes / (double)st.sums, st.seconds,
+             seconds > 0 ? 100 * st.seconds / seconds : 0, seconds);
 }

@@ -44,8 +44,10 @@ int main(int argc, char **argv)
         return EXIT_USAGE;
     }
     if (strcmp(argv[1], "--version") == 0 || strcmp(argv[1], "version") == 0) {
-        printf("dcz %s (.dcz format %d.%d; CPU runtime, %s kernels on this machine; CUDA backend: not built)\n",
-               DCZ_VERSION_STRING, DCZ_FMT_MAJOR, DCZ_FMT_MINOR, cli_kernels_name(0));
+        char mpi[256];
+        printf("dcz %s (.dcz format %d.%d; CPU runtime, %s kernels on this machine; CUDA backend: not built)\n%s\n",
+               DCZ_VERSION_STRING, DCZ_FMT_MAJOR, DCZ_FMT_MINOR, cli_kernels_name(0),
+               dcz_dist_describe(mpi, sizeof mpi));
         return EXIT_OK;
     }
     char help_flag[] = "--help";
@@ -74,15 +76,31 @@ int main(int argc, char **argv)
     cli_install_signals();
     for (size_t i = 0; i < sizeof verbs / sizeof *verbs; i++) {
         if (strcmp(argv[1], verbs[i].name) != 0) continue;
+        /* under mpirun or srun: every rank runs the verb, rank 0 reports
+         * and writes (cli_join) */
+        dcz_dist *dist = NULL;
+        char why[512];
+        if (dcz_dist_open(&argc, &argv, &dist, why, sizeof why) != DCZ_OK) {
+            cli_error("cannot join the MPI job: %s (run dcz without mpirun, or check the launcher)", why);
+            dcz_dist_close(dist, EXIT_IO);
+            free(cmdline);
+            return EXIT_IO;
+        }
+        cli_join(dcz_dist_rank(dist), dcz_dist_size(dist));
         verb_ctx v;
         memset(&v, 0, sizeof v);
         v.verb = verbs[i].name;
         v.argc = argc - 1;
         v.argv = argv + 1;
         v.cmdline = cmdline;
+        v.comm = dcz_dist_comm(dist);
+        v.dist = dist;
+        const double t0 = cli_now();
         int rc = verbs[i].fn(&v);
+        if (rc == EXIT_OK) cli_note_job(&v, cli_now() - t0);
         cli_ctx_free(&v);
         free(cmdline);
+        dcz_dist_close(dist, rc);
         return rc;
     }
     free(cmdline);

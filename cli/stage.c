@@ -163,6 +163,7 @@ dcz_status stage_record(dcz_doc *doc, const verb_ctx *v, const char *stage,
                                 DCZ_VERSION_STRING, v->cmdline, v->c.seed);
     if (data)
         n += (size_t)snprintf(text + n, cap - n, "data = %s\ndata_hash = %08x\n", v->c.data, data->hash);
+    if (v->shards > 1) n += (size_t)snprintf(text + n, cap - n, "shards = %d\n", v->shards);
     if (extra) n += (size_t)snprintf(text + n, cap - n, "%s", extra);
     if (accuracy >= 0) snprintf(text + n, cap - n, "accuracy = %.4f\n", accuracy);
     dcz_status s = dcz_doc_add_stage(doc, text);

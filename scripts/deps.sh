@@ -21,17 +21,23 @@
 #   protobuf-c-compiler   generates the ONNX bindings (protoc-c) at build time
 #   libprotobuf-c-dev     the protobuf-c runtime those bindings use
 #   libonnx-dev           onnx.proto, the ONNX schema the bindings come from
+#   jq                    the summary tables of the batch samples (samples/batch/)
 # Optional (their tests SKIP without them):
 #   gcc-aarch64-linux-gnu libc6-dev-arm64-cross qemu-user
 #                         libdcz and its runtime tests built for and run on
 #                         64-bit Arm (make test-aarch64, part of make test)
 #   python3-onnx          onnx.checker on the files dcz export writes
 #                         (tests/cli/interop.sh)
+#   libopenmpi-dev openmpi-bin
+#                         retraining across processes under mpirun or srun
+#                         (MPI ?= auto builds it when found; tests/cli/mpi.sh)
+#   parallel              GNU parallel, for samples/batch/compress-all.sh
+#                         (tests/cli/batch.sh)
 set -eu
 cd "$(dirname "$0")/.."
 pkgs="gcc make pkg-config libc6-dev zlib1g-dev libpng-dev libcairo2-dev libopenblas-dev dataset-fashion-mnist"
-pkgs="$pkgs protobuf-c-compiler libprotobuf-c-dev libonnx-dev"
-optional="gcc-aarch64-linux-gnu libc6-dev-arm64-cross qemu-user python3-onnx"
+pkgs="$pkgs protobuf-c-compiler libprotobuf-c-dev libonnx-dev jq"
+optional="gcc-aarch64-linux-gnu libc6-dev-arm64-cross qemu-user python3-onnx libopenmpi-dev openmpi-bin parallel"
 
 missing=""; required_missing=0
 for p in $pkgs $optional; do

@@ -230,11 +230,12 @@ static dcz_status check_data(const dcz_net *net, const dcz_dataset *d)
     return DCZ_OK;
 }
 
-/* Adds w v[j] in fixed point to acc[j]: 0 when a value is out of range. */
-static int add_fixed(int64_t *acc, const float *v, size_t n, double w)
+/* Adds w v[j] (v[idx[j]] when idx is not NULL) in fixed point to acc[j]:
+ * 0 when a value is out of range. */
+static int add_fixed(int64_t *acc, const float *v, const uint32_t *idx, size_t n, double w)
 {
     for (size_t j = 0; j < n; j++) {
-        const double x = (double)v[j] * w;
+        const double x = (double)v[idx ? idx[j] : j] * w;
         if (!(fabs(x) <= FIX_LIMIT)) return 0;
         acc[j] += (int64_t)llrint(x * FIX_SCALE);
     }
@@ -250,13 +251,19 @@ static size_t bn_channels(const dcz_net *net)
     return n;
 }
 
-/* What a sharded epoch keeps per step. acc: (grad_count) gradients, (2 x
- * bn channels) batch-norm means and variances, (1) the loss, each times
- * its part's size; run: the saved running statistics (2 x bn channels);
- * mom: the layers' momenta (nlayers). */
+/* What a sharded epoch keeps per step. acc: the nsum gradients that move
+ * something (at the positions idx of net->grad), (2 x bn channels)
+ * batch-norm means and variances, (1) the loss, each times its part's
+ * size; run: the saved running statistics (2 x bn channels); mom: the
+ * layers' momenta (nlayers). A pruned weight's gradient moves nothing (the
+ * step zeroes the weight and its momentum) and neither does a shared
+ * layer's per-weight gradient (the step moves its centroids by gcb), so
+ * the sum carries kept weights, biases, batch-norm parameters and centroid
+ * gradients only: what ranks send each step. */
 typedef struct shard_state {
     int64_t *acc;
-    size_t nacc, nbn;
+    size_t nacc, nbn, nsum;
+    uint32_t *idx;            /* (nsum) positions in net->grad */
     float *run, *mom;
     int parts, first, last;   /* this rank's parts: [first, last) of parts */
 } shard_state;
@@ -264,8 +271,32 @@ typedef struct shard_state {
 static void shard_free(shard_state *s)
 {
     free(s->acc);
+    free(s->idx);
     free(s->run);
     free(s->mom);
+}
+
+/* s->idx and s->nsum: the positions in net->grad of the gradients that
+ * move something. */
+static dcz_status summed_grads(const dcz_net *net, shard_state *s)
+{
+    const size_t G = net->grad_count;
+    if (G > UINT32_MAX) return DCZ_ERR_ARG;
+    uint8_t *used = malloc(G ? G : 1);
+    s->idx = malloc((G ? G : 1) * sizeof *s->idx);
+    if (!used || !s->idx) { free(used); return DCZ_ERR_NOMEM; }
+    memset(used, 1, G);
+    for (int i = 0; i < net->nlayers; i++) {
+        const dcz_tlayer *l = &net->layers[i];
+        if (!dcz_tlayer_has_params(l) || l->op == DCZ_OP_BATCHNORM || !l->gw) continue;
+        const size_t at = (size_t)(l->gw - net->grad), nw = dcz_tlayer_nweights(l);
+        for (size_t j = 0; j < nw; j++) used[at + j] = !l->codebook && (!l->mask || l->mask[j]);
+    }
+    s->nsum = 0;
+    for (size_t j = 0; j < G; j++)
+        if (used[j]) s->idx[s->nsum++] = (uint32_t)j;
+    free(used);
+    return DCZ_OK;
 }
 
 static dcz_status shard_init(const dcz_net *net, const dcz_sgd *opt, shard_state *s)
@@ -278,8 +309,10 @@ static dcz_status shard_init(const dcz_net *net, const dcz_sgd *opt, shard_state
         return DCZ_ERR_ARG;
     s->first = rank * (s->parts / size);
     s->last = s->first + s->parts / size;
+    dcz_status st = summed_grads(net, s);
+    if (st != DCZ_OK) return st;
     s->nbn = bn_channels(net);
-    s->nacc = net->grad_count + 2 * s->nbn + 1;
+    s->nacc = s->nsum + 2 * s->nbn + 1;
     s->acc = malloc(s->nacc * sizeof *s->acc);
     s->run = malloc((2 * s->nbn + 1) * sizeof *s->run);
     s->mom = malloc(((size_t)net->nlayers + 1) * sizeof *s->mom);
@@ -315,7 +348,7 @@ static void bn_swap(dcz_net *net, shard_state *s, int dir)
 static dcz_status sharded_grad(dcz_net *net, const dcz_dataset *data, const uint32_t *perm, size_t start, int bs,
                                const dcz_sgd *opt, shard_state *s, uint8_t *yb, double *loss)
 {
-    const size_t in = (size_t)net->in_dim, G = net->grad_count;
+    const size_t in = (size_t)net->in_dim, G = net->grad_count, S = s->nsum;
     memset(s->acc, 0, s->nacc * sizeof *s->acc);
     dcz_rng step_rng = net->rng;   /* the net's generator after the step's draw */
     const uint64_t seed = dcz_rng_u64(&step_rng);
@@ -333,13 +366,13 @@ static dcz_status sharded_grad(dcz_net *net, const dcz_dataset *data, const uint
         const float part_loss = (float)grad_core(net, yb, b);
         /* the part's statistics: its running ones, at momentum 1 */
         size_t k = 0;
-        int ok = isfinite(part_loss) && add_fixed(s->acc, net->grad, G, b) &&
-                 add_fixed(s->acc + s->nacc - 1, &part_loss, 1, b);
+        int ok = isfinite(part_loss) && add_fixed(s->acc, net->grad, s->idx, s->nsum, b) &&
+                 add_fixed(s->acc + s->nacc - 1, &part_loss, NULL, 1, b);
         for (int i = 0; i < net->nlayers && ok; i++) {
             const dcz_tlayer *l = &net->layers[i];
             if (l->op != DCZ_OP_BATCHNORM) continue;
-            ok = add_fixed(s->acc + G + k, l->run_mean, (size_t)l->in_c, b) &&
-                 add_fixed(s->acc + G + s->nbn + k, l->run_var, (size_t)l->in_c, b);
+            ok = add_fixed(s->acc + S + k, l->run_mean, NULL, (size_t)l->in_c, b) &&
+                 add_fixed(s->acc + S + s->nbn + k, l->run_var, NULL, (size_t)l->in_c, b);
             k += (size_t)l->in_c;
         }
         if (!ok) st = DCZ_ERR_DIVERGED;
@@ -348,15 +381,16 @@ static dcz_status sharded_grad(dcz_net *net, const dcz_dataset *data, const uint
     net->rng = step_rng;
     if (st == DCZ_OK && opt->comm) st = opt->comm->sum_i64(opt->comm->ctx, s->acc, s->nacc);
     if (st != DCZ_OK) return st;
-    for (size_t j = 0; j < G; j++) net->grad[j] = (float)((double)s->acc[j] / FIX_SCALE / bs);
+    memset(net->grad, 0, G * sizeof *net->grad);
+    for (size_t j = 0; j < S; j++) net->grad[s->idx[j]] = (float)((double)s->acc[j] / FIX_SCALE / bs);
     size_t k = 0;
     for (int i = 0; i < net->nlayers; i++) {
         dcz_tlayer *l = &net->layers[i];
         if (l->op != DCZ_OP_BATCHNORM) continue;
         const float mom = l->bn_momentum;
         for (int c = 0; c < l->in_c; c++, k++) {
-            const float m = (float)((double)s->acc[G + k] / FIX_SCALE / bs);
-            const float v = (float)((double)s->acc[G + s->nbn + k] / FIX_SCALE / bs);
+            const float m = (float)((double)s->acc[S + k] / FIX_SCALE / bs);
+            const float v = (float)((double)s->acc[S + s->nbn + k] / FIX_SCALE / bs);
             l->run_mean[c] = (1.0f - mom) * l->run_mean[c] + mom * m;
             l->run_var[c] = (1.0f - mom) * l->run_var[c] + mom * v;
         }
