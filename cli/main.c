@@ -98,6 +98,7 @@ int main(int argc, char **argv)
         const double t0 = cli_now();
         int rc = verbs[i].fn(&v);
         if (rc == EXIT_OK) cli_note_job(&v, cli_now() - t0);
+        else if (dcz_dist_error(dist)[0]) cli_error("%s", dcz_dist_error(dist));   /* MPI's own reason */
         cli_ctx_free(&v);
         free(cmdline);
         dcz_dist_close(dist, rc);
