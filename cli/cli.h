@@ -255,9 +255,10 @@ int stage_check_fit(const verb_ctx *v, const dcz_dataset *d, int rank, const uin
  * or -1. */
 int stage_hold_out(const verb_ctx *v, dcz_dataset *train, int n, dcz_dataset *val);
 
-/* Accuracy of the .dcz held in buf on data, measured by libdcz. */
+/* Accuracy of the .dcz held in buf on data, measured by libdcz; right
+ * (NULL, or data->n bytes) gets 1 for each sample classified right. */
 dcz_status stage_eval_bytes(const uint8_t *buf, size_t len, const dcz_options *opt,
-                            const dcz_dataset *data, double *accuracy);
+                            const dcz_dataset *data, uint8_t *right, double *accuracy);
 
 /* Appends a stage record ("stage = NAME", tool version, command line, seed,
  * data hash, the extra key = value lines, accuracy when >= 0) to doc. */

@@ -234,7 +234,7 @@ static int calibrate_once(const verb_ctx *v, const uint8_t *in, size_t len, uint
     if (s == DCZ_OK && test) {
         dcz_options o;
         dcz_options_init(&o);
-        s = stage_eval_bytes(qbuf, qlen, &o, test, &run->acc);
+        s = stage_eval_bytes(qbuf, qlen, &o, test, NULL, &run->acc);
     }
     free(qbuf);
     if (s != DCZ_OK) return cli_fail(v, s, "measuring the calibrated model");
@@ -247,7 +247,7 @@ static double fp32_accuracy(const uint8_t *in, size_t len, const dcz_dataset *te
     dcz_options_init(&o);
     o.precision = DCZ_PRECISION_FP32;
     double acc = -1;
-    return stage_eval_bytes(in, len, &o, test, &acc) == DCZ_OK ? acc : -1;
+    return stage_eval_bytes(in, len, &o, test, NULL, &acc) == DCZ_OK ? acc : -1;
 }
 
 /* The whole-model summary of one method, for --compare. */

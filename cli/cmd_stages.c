@@ -984,7 +984,7 @@ static const double budget_sparsity[] = { 0.5, 0.6, 0.7, 0.8, 0.85, 0.9, 0.92, 0
 typedef struct budget_run {
     stage_result res[4];
     int nres, stopped;
-    double val_acc;
+    double val_acc, margin;    /* margin: the standard error of its change */
     uint8_t *file;             /* the encoded output, owned */
     size_t len;
 } budget_run;
@@ -999,6 +999,7 @@ typedef struct budget_ctx {
     stage_result input;
     const dcz_budget_cands *cands;
     double floor;
+    uint8_t *base_right, *right; /* per validation sample: the input's, a run's */
     dcz_options ro;
     budget_run *runs;          /* (runs + 1), in the order run */
     int nruns, rc;             /* rc: the exit code of a failed run */
@@ -1032,7 +1033,7 @@ static char *candidate_rules(const dcz_net *net, const dcz_budget_cand *c, int n
 
 /* A candidate's run (a dcz_budget_try_fn): the whole compress of the input
  * with its rules, measured on the validation samples by libdcz. */
-static dcz_status budget_try(void *ctx, int cand, double *acc, size_t *bytes)
+static dcz_status budget_try(void *ctx, int cand, double *acc, double *margin, size_t *bytes)
 {
     budget_ctx *b = ctx;
     const verb_ctx *v = b->v;
@@ -1069,11 +1070,15 @@ static dcz_status budget_try(void *ctx, int cand, double *acc, size_t *bytes)
     if (rc == -1 && !r->stopped) {
         s = dcz_doc_write(net->doc, &r->file, &r->len);
         if (s == DCZ_OK && r->len != r->res[r->nres - 1].bytes) s = DCZ_ERR_INTERNAL;
-        if (s == DCZ_OK) s = stage_eval_bytes(r->file, r->len, &b->ro, &b->job->val, &r->val_acc);
+        if (s == DCZ_OK) s = stage_eval_bytes(r->file, r->len, &b->ro, &b->job->val, b->right, &r->val_acc);
         if (s != DCZ_OK) rc = cli_fail(v, s, "measuring the run on the validation samples");
-        else cli_note(v, "compress --budget: run %d: %zu bytes (%.1fx), validation accuracy %.2f%% (floor %.2f%%)",
-                      b->nruns + 1, r->len, (double)dcz_doc_param_count(net->doc) * 4 / (double)r->len,
-                      r->val_acc * 100, b->floor * 100);
+        else {
+            r->margin = dcz_paired_se(b->base_right, b->right, b->job->val.n);
+            cli_note(v, "compress --budget: run %d: %zu bytes (%.1fx), validation accuracy %.2f%% +- %.2f "
+                     "(floor %.2f%%)", b->nruns + 1, r->len,
+                     (double)dcz_doc_param_count(net->doc) * 4 / (double)r->len, r->val_acc * 100,
+                     r->margin * 100, b->floor * 100);
+        }
     }
     free((void *)sp.prune.targets);
     free((void *)sp.quant.bits);
@@ -1088,6 +1093,7 @@ static dcz_status budget_try(void *ctx, int cand, double *acc, size_t *bytes)
         return DCZ_ERR_INTERNAL;   /* stops the search; b->rc says how it failed */
     }
     *acc = r->stopped ? -1 : r->val_acc;
+    *margin = r->stopped ? 0 : r->margin;
     *bytes = r->stopped ? 0 : r->len;
     return DCZ_OK;
 }
@@ -1107,8 +1113,9 @@ static char *budget_recipe(const budget_ctx *b, const dcz_net *net, const dcz_bu
         size_t n = (size_t)snprintf(t, cap,
             "# The choice of dcz compress --budget %g for %s: the smallest file of the\n"
             "# runs measured whose accuracy on the %d validation samples (held out of\n"
-            "# retraining) stayed within %g points of the input's. This recipe reproduces\n"
-            "# it with the same seed and threads:\n"
+            "# retraining), less one standard error of its change, stayed within %g\n"
+            "# points of the input's. This recipe reproduces it with the same seed and\n"
+            "# threads:\n"
             "#   dcz compress %s --data DATA --recipe THIS -o OUT\n"
             "seed = %d\n",
             budget, b->v->pos[0], b->job->validation, budget, b->v->pos[0], b->v->c.seed);
@@ -1142,18 +1149,21 @@ static void budget_report(const budget_ctx *b, const dcz_net *net, const dcz_sen
     if (f) {
         fprintf(f, "\ncompress --budget %g: validation accuracy of the input %.2f%% on %d samples held out of "
                    "retraining; floor %.2f%%\n", budget, base * 100, b->job->validation, b->floor * 100);
-        fprintf(f, "%-4s %9s %12s %10s %8s %11s  %s\n", "run", "candidate", "estimate", "bytes", "ratio",
-                "validation", "");
+        fprintf(f, "%-4s %9s %12s %10s %8s %11s %6s  %s\n", "run", "candidate", "estimate", "bytes", "ratio",
+                "validation", "+-", "");
         for (int k = 0; k < ntrials; k++) {
             const dcz_budget_trial *t = &trials[k];
             if (t->accuracy < 0)
-                fprintf(f, "%-4d %6d/%-2d %12.0f %10s %8s %11s  out of the budget after pruning\n", k + 1,
-                        t->cand + 1, b->cands->n, b->cands->c[t->cand].est_bytes, "-", "-", "-");
+                fprintf(f, "%-4d %6d/%-2d %12.0f %10s %8s %11s %6s  out of the budget after pruning\n", k + 1,
+                        t->cand + 1, b->cands->n, b->cands->c[t->cand].est_bytes, "-", "-", "-", "-");
             else
-                fprintf(f, "%-4d %6d/%-2d %12.0f %10zu %7.1fx %10.2f%%  %s\n", k + 1, t->cand + 1, b->cands->n,
-                        b->cands->c[t->cand].est_bytes, t->bytes, (double)dense / (double)t->bytes,
-                        t->accuracy * 100, t->within ? "within" : "out of the budget");
+                fprintf(f, "%-4d %6d/%-2d %12.0f %10zu %7.1fx %10.2f%% %6.2f  %s\n", k + 1, t->cand + 1,
+                        b->cands->n, b->cands->c[t->cand].est_bytes, t->bytes, (double)dense / (double)t->bytes,
+                        t->accuracy * 100, t->margin * 100, t->within ? "within" : "out of the budget");
         }
+        fprintf(f, "(+-: the standard error of the run's change in validation accuracy, from the samples on\n"
+                   "which it and the input disagree; a run is within when its accuracy less that is at least the\n"
+                   "floor)\n");
         fprintf(f, "\nchosen: run %d, %s. The codebooks have the fewest bytes whose\n"
                    "scan losses (each layer shared alone, not fine-tuned) sum to at most %.2f points; each\n"
                    "sparsity, the fewest estimated bytes plus %.3g bytes per point its scan (pruned alone, not\n"
@@ -1188,6 +1198,7 @@ static void budget_report(const budget_ctx *b, const dcz_net *net, const dcz_sen
     json_int(&j, "dense_fp32_bytes", (long long)dense);
     json_num(&j, "ratio", (double)dense / (double)r->len);
     json_num(&j, "validation_accuracy", r->val_acc);
+    json_num(&j, "validation_margin", r->margin);
     json_num(&j, "accuracy", r->res[r->nres - 1].acc);
     json_num(&j, "accuracy_input", r->res[0].acc);
     json_num(&j, "lambda", c->lambda);
@@ -1211,6 +1222,7 @@ static void budget_report(const budget_ctx *b, const dcz_net *net, const dcz_sen
         if (trials[k].accuracy >= 0) {
             json_int(&j, "file_bytes", (long long)trials[k].bytes);
             json_num(&j, "validation_accuracy", trials[k].accuracy);
+            json_num(&j, "validation_margin", trials[k].margin);
             json_num(&j, "accuracy", b->runs[k].res[b->runs[k].nres - 1].acc);
         }
         json_bool(&j, "within", trials[k].within);
@@ -1252,17 +1264,19 @@ static int compress_budget(verb_ctx *v, compress_job *job, const prune_opts *po,
     dcz_budget_cands cands;
     dcz_budget_trial *trials = calloc((size_t)runs + 1, sizeof *trials);
     b.runs = calloc((size_t)runs + 1, sizeof *b.runs);
+    b.base_right = malloc(job->val.n + 1);
+    b.right = malloc(job->val.n + 1);
     memset(&scan, 0, sizeof scan);
     memset(&cands, 0, sizeof cands);
-    if (!trials || !b.runs) rc = cli_fail(v, DCZ_ERR_NOMEM, "the budget's runs");
+    if (!trials || !b.runs || !b.base_right || !b.right) rc = cli_fail(v, DCZ_ERR_NOMEM, "the budget's runs");
     /* the input, measured by libdcz on its bytes: on the test samples for
      * the records, on the validation samples for the budget */
     double base = 0;
     dcz_status s = DCZ_OK;
     if (rc == -1) {
         b.input = (stage_result){ "input", in_len, -1 };
-        s = stage_eval_bytes(in, in_len, &b.ro, &job->test, &b.input.acc);
-        if (s == DCZ_OK) s = stage_eval_bytes(in, in_len, &b.ro, &job->val, &base);
+        s = stage_eval_bytes(in, in_len, &b.ro, &job->test, NULL, &b.input.acc);
+        if (s == DCZ_OK) s = stage_eval_bytes(in, in_len, &b.ro, &job->val, b.base_right, &base);
         if (s != DCZ_OK) rc = cli_fail(v, s, "evaluating the input");
     }
     if (rc == -1 && trained_without(net->doc) != job->validation)
@@ -1312,12 +1326,15 @@ static int compress_budget(verb_ctx *v, compress_job *job, const prune_opts *po,
                  "(input %.2f%%), test accuracy %.2f%% (input %.2f%%)", v->c.out, dense / (double)r->len, r->len,
                  r->val_acc * 100, base * 100, r->res[r->nres - 1].acc * 100, r->res[0].acc * 100);
         if (!trials[best].within)
-            cli_error("compress: warning: no run kept the validation accuracy within %g points; %s is the most "
+            cli_error("compress: warning: no run kept the validation accuracy within %g points (less one standard "
+                      "error); %s is the most "
                       "accurate run (give more --budget-runs, or a larger budget)", budget, v->c.out);
         rc = EXIT_OK;
     }
     for (int k = 0; b.runs && k < b.nruns; k++) free(b.runs[k].file);
     free(b.runs);
+    free(b.base_right);
+    free(b.right);
     free(trials);
     free(text);
     dcz_budget_cands_free(&cands);
@@ -1461,7 +1478,7 @@ int cmd_compress(verb_ctx *v)
     } else if (rc == -1) {
         /* the input's accuracy, from its bytes as read (it may be stdin) */
         res[nres] = (stage_result){ "input", doc->file_bytes, -1 };
-        dcz_status s = stage_eval_bytes(in, in_len, &ro, &job.test, &res[nres].acc);
+        dcz_status s = stage_eval_bytes(in, in_len, &ro, &job.test, NULL, &res[nres].acc);
         if (s != DCZ_OK) rc = cli_fail(v, s, "evaluating the input");
         nres++;
     }

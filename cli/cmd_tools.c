@@ -64,7 +64,7 @@ int cmd_eval(verb_ctx *v)
         return rc;
     }
     static const char *const scheme_names[] = { "fp32", "int8", "fixed8", "fixed16" };
-    s = stage_eval_bytes(buf, len, &opt, &test, &acc);
+    s = stage_eval_bytes(buf, len, &opt, &test, NULL, &acc);
     double secs = cli_now() - t0;
     free(buf);
     if (s != DCZ_OK) {

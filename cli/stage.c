@@ -101,7 +101,7 @@ int stage_check_fit(const verb_ctx *v, const dcz_dataset *d, int rank, const uin
 }
 
 dcz_status stage_eval_bytes(const uint8_t *buf, size_t len, const dcz_options *opt,
-                            const dcz_dataset *data, double *accuracy)
+                            const dcz_dataset *data, uint8_t *right, double *accuracy)
 {
     dcz_model *m;
     dcz_status s = dcz_open_memory(buf, len, opt, &m);
@@ -128,6 +128,7 @@ dcz_status stage_eval_bytes(const uint8_t *buf, size_t len, const dcz_options *o
             for (size_t c = 1; c < out; c++)
                 if (yj[c] > yj[best]) best = c;
             correct += best == data->y[i + j];
+            if (right) right[i + j] = best == data->y[i + j];
         }
     }
     free(y);
@@ -197,7 +198,7 @@ int stage_finish(const verb_ctx *v, dcz_doc *doc, const char *stage, const dcz_d
     if (test) {
         /* measure the exact weights that will be written */
         if ((s = dcz_doc_write(doc, &buf, &len)) != DCZ_OK) return cli_fail(v, s, "encoding");
-        s = stage_eval_bytes(buf, len, &opt, test, &acc);
+        s = stage_eval_bytes(buf, len, &opt, test, NULL, &acc);
         free(buf);
         buf = NULL;
         if (s != DCZ_OK) return cli_fail(v, s, "evaluating the output");

@@ -248,6 +248,21 @@ dcz_status dcz_budget_candidates(const dcz_sens_report *rep, const dcz_sens_plan
     return DCZ_OK;
 }
 
+double dcz_paired_se(const uint8_t *right_a, const uint8_t *right_b, size_t n)
+{
+    if (!n) return 0;
+    size_t a_only = 0, b_only = 0;
+    for (size_t i = 0; i < n; i++) {
+        a_only += right_a[i] && !right_b[i];
+        b_only += !right_a[i] && right_b[i];
+    }
+    /* d_i = right_b[i] - right_a[i] in {-1, 0, 1}: the variance of its
+     * mean is (E[d^2] - E[d]^2) / n */
+    const double N = (double)n, mean = ((double)b_only - (double)a_only) / N;
+    const double var = ((double)(a_only + b_only) / N - mean * mean) / N;
+    return var > 0 ? sqrt(var) : 0;
+}
+
 dcz_status dcz_budget_search(int n, int runs, double floor, dcz_budget_try_fn try_fn, void *ctx,
                              dcz_budget_trial *trials, int *ntrials, int *best)
 {
@@ -260,9 +275,10 @@ dcz_status dcz_budget_search(int n, int runs, double floor, dcz_budget_try_fn tr
     while (*ntrials < runs + 1) {
         dcz_budget_trial *t = &trials[*ntrials];
         t->cand = i;
-        dcz_status s = try_fn(ctx, i, &t->accuracy, &t->bytes);
+        t->margin = 0;
+        dcz_status s = try_fn(ctx, i, &t->accuracy, &t->margin, &t->bytes);
         if (s != DCZ_OK) return s;
-        t->within = t->accuracy >= floor;
+        t->within = t->accuracy >= 0 && t->accuracy - t->margin >= floor;
         (*ntrials)++;
         if (t->within) hi = i;
         else lo = i + 1;

@@ -314,16 +314,31 @@ static void test_candidates(void)
 
 typedef struct fake_runs {
     int calls, fail_at;
-    double step;     /* accuracy of candidate i: 0.5 + step * i */
+    double step;     /* accuracy of candidate i: 0.5 + step * i + margin */
+    double margin;
 } fake_runs;
 
-static dcz_status fake_try(void *ctx, int cand, double *acc, size_t *bytes)
+static dcz_status fake_try(void *ctx, int cand, double *acc, double *margin, size_t *bytes)
 {
     fake_runs *f = ctx;
     if (++f->calls == f->fail_at) return DCZ_ERR_IO;
-    *acc = 0.5 + f->step * cand;
+    *acc = 0.5 + f->step * cand + f->margin;
+    *margin = f->margin;
     *bytes = 1000 + 100 * (size_t)cand;
     return DCZ_OK;
+}
+
+static void test_paired_se(void)
+{
+    /* a right where b is wrong twice, b right where a is wrong once: the
+     * differences d = b - a are -1, -1, +1 and seven 0, mean -0.1, E[d^2] 0.3 */
+    const uint8_t a[10] = { 1, 1, 0, 1, 1, 0, 1, 1, 1, 0 };
+    const uint8_t b[10] = { 0, 0, 1, 1, 1, 0, 1, 1, 1, 0 };
+    const double want = sqrt((0.3 - 0.01) / 10);
+    CHECK(fabs(dcz_paired_se(a, b, 10) - want) < 1e-12, "se %g, want %g", dcz_paired_se(a, b, 10), want);
+    CHECK(fabs(dcz_paired_se(b, a, 10) - want) < 1e-12, "symmetric");
+    CHECK(dcz_paired_se(a, a, 10) == 0, "the same predictions: no noise");
+    CHECK(dcz_paired_se(a, b, 0) == 0, "no samples");
 }
 
 static void test_search(void)
@@ -333,23 +348,31 @@ static void test_search(void)
     /* 15 candidates (16 answers with "none"), 4 runs: exactly the smallest
      * within, for every floor */
     for (int want = 0; want < 15; want++) {
-        fake_runs f = { 0, 0, 0.01 };
+        fake_runs f = { 0, 0, 0.01, 0 };
         const double floor = 0.5 + 0.01 * want - 0.005;
         REQUIRE(dcz_budget_search(15, 4, floor, fake_try, &f, t, &nt, &best) == DCZ_OK, "search");
         CHECK(t[best].within && t[best].cand == want && t[best].bytes == 1000 + 100 * (size_t)want,
               "floor %g: chose %d, the smallest within is %d", floor, t[best].cand, want);
         CHECK(nt <= 4 && f.calls == nt, "%d runs", nt);
     }
+    /* a margin is taken off each run's accuracy: the same choices */
+    for (int want = 0; want < 15; want += 7) {
+        fake_runs f = { 0, 0, 0.01, 0.02 };
+        const double floor = 0.5 + 0.01 * want - 0.005;
+        REQUIRE(dcz_budget_search(15, 4, floor, fake_try, &f, t, &nt, &best) == DCZ_OK, "search");
+        CHECK(t[best].within && t[best].cand == want && t[best].margin == 0.02,
+              "margin: floor %g chose %d, the smallest within is %d", floor, t[best].cand, want);
+    }
     /* none within: the most accurate is run as well and chosen */
-    fake_runs f = { 0, 0, 0.01 };
+    fake_runs f = { 0, 0, 0.01, 0 };
     REQUIRE(dcz_budget_search(16, 3, 0.99, fake_try, &f, t, &nt, &best) == DCZ_OK, "none within");
     CHECK(nt == 4 && t[nt - 1].cand == 15 && t[best].cand == 15 && !t[best].within, "most accurate: %d of %d",
           t[best].cand, nt);
     /* one candidate */
-    f = (fake_runs){ 0, 0, 0.01 };
+    f = (fake_runs){ 0, 0, 0.01, 0 };
     REQUIRE(dcz_budget_search(1, 4, 0.4, fake_try, &f, t, &nt, &best) == DCZ_OK && nt == 1 && best == 0, "one");
     /* an error stops the search */
-    f = (fake_runs){ 0, 2, 0.01 };
+    f = (fake_runs){ 0, 2, 0.01, 0 };
     CHECK(dcz_budget_search(16, 4, 0.55, fake_try, &f, t, &nt, &best) == DCZ_ERR_IO && f.calls == 2, "error");
     CHECK(dcz_budget_search(0, 4, 0.5, fake_try, &f, t, &nt, &best) == DCZ_ERR_ARG, "no candidates");
 }
@@ -357,6 +380,7 @@ static void test_search(void)
 int main(void)
 {
     RUN(test_holdout);
+    RUN(test_paired_se);
     RUN(test_scan);
     RUN(test_est_bytes);
     RUN(test_candidates);
