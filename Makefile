@@ -22,7 +22,12 @@
 #
 # Toggles (a comment never shares a toggle's line: GNU make would keep the
 # spaces before it in the value, and `DEPS ?= 1   # ...` is not 1):
-#   CUDA      the CUDA backend (not part of this release yet)
+#   CUDA      auto: libdcz's CUDA backend (runtime/*.cu, runtime/gpu.c) when nvcc
+#             is found (PATH, or NVCC=/path/to/nvcc); 1 requires it; 0 builds
+#             the CPU runtime alone. Machine code for sm_90 (CUDA_SM) and PTX
+#             for the oldest architecture the nvcc compiles (compute_70 up to
+#             CUDA 12, compute_75 from CUDA 13), which the driver compiles for
+#             any newer GPU. With it libdcz links the CUDA runtime and cuBLAS.
 #   MPI       auto: multi-process retraining (mpirun, srun) when OpenMPI's
 #             development files are found (Debian: libopenmpi-dev); 1
 #             requires them; 0 builds a single-process dcz
@@ -72,6 +77,34 @@ LDLIBS_TOOL += $(shell pkg-config --libs libpng libprotobuf-c 2>/dev/null || ech
 # figures (plot/): cairo, toolchain only
 CFLAGS_ALL += $(shell pkg-config --cflags cairo 2>/dev/null)
 LDLIBS_TOOL += $(shell pkg-config --libs cairo 2>/dev/null || echo -lcairo)
+# CUDA: nvcc on PATH, else where the CUDA toolkit installs it
+ifeq ($(strip $(CROSS)),)
+NVCC ?= $(or $(shell command -v nvcc 2>/dev/null),$(wildcard /usr/local/cuda/bin/nvcc))
+endif
+ifeq ($(strip $(CUDA)),auto)
+CUDA_ON := $(if $(strip $(CROSS)),0,$(if $(strip $(NVCC)),1,0))
+else ifeq ($(strip $(CUDA)),0)
+CUDA_ON := 0
+else
+CUDA_ON := 1
+endif
+CUDA_SM ?= 90
+ifeq ($(CUDA_ON),1)
+CUDA_HOME := $(patsubst %/bin/,%,$(dir $(realpath $(NVCC))))
+CUDA_PTX  := $(if $(shell $(NVCC) --list-gpu-arch 2>/dev/null | grep -x compute_70),70,75)
+CUDA_LIBDIR := $(firstword $(wildcard $(CUDA_HOME)/lib64 $(CUDA_HOME)/lib))
+NVFLAGS := -std=c++17 $(OPT) -Iinclude -I. -DDCZ_CUDA=1 \
+           -gencode arch=compute_$(CUDA_SM),code=sm_$(CUDA_SM) \
+           -gencode arch=compute_$(CUDA_PTX),code=compute_$(CUDA_PTX) \
+           -Xcompiler -Wall,-Wextra,-Wno-unused-parameter -Werror=all-warnings
+CFLAGS_ALL += -DDCZ_CUDA=1 -I$(CUDA_HOME)/include '-DDCZ_CUDA_TARGETS="sm_$(CUDA_SM) + compute_$(CUDA_PTX) PTX"'
+LDLIBS_RT := -L$(CUDA_LIBDIR) -Wl,-rpath,$(CUDA_LIBDIR) -lcublas -lcudart -lstdc++
+CUDA_SAYS := CUDA backend: built ($(NVCC), sm_$(CUDA_SM) + compute_$(CUDA_PTX) PTX)
+else
+LDLIBS_RT :=
+CUDA_SAYS := CUDA backend: not built ($(if $(filter 0,$(strip $(CUDA))),CUDA=0,no nvcc found))
+endif
+LDLIBS_TOOL += $(LDLIBS_RT)
 # MPI (train/dist_mpi.c, the CLI only; libdcz never links it): found
 # through pkg-config's ompi-c
 ifeq ($(strip $(MPI)),auto)
@@ -95,8 +128,10 @@ CFLAGS_ALL += -fsanitize=$(strip $(SANITIZE)) -fno-omit-frame-pointer
 LDFLAGS_ALL := -fsanitize=$(strip $(SANITIZE))
 endif
 
-# libdcz: runtime and Huffman decoding; links with libc and libm alone.
-LIB_SRC  := $(wildcard runtime/*.c) huffman/huff_decode.c
+# libdcz: runtime and Huffman decoding; links with libc and libm alone (and
+# with the CUDA backend, the CUDA runtime and cuBLAS).
+LIB_SRC  := $(filter-out $(if $(filter 1,$(CUDA_ON)),,runtime/gpu.c),$(wildcard runtime/*.c)) huffman/huff_decode.c
+LIB_CU   := $(if $(filter 1,$(CUDA_ON)),$(wildcard runtime/*.cu))
 # the toolchain: everything a stage needs beyond the runtime: the working
 # model (model/: the editable document and the .dcz writer), the trainer,
 # the stages
@@ -109,7 +144,7 @@ ONNX_PROTO ?= /usr/include/onnx/onnx.proto
 ONNX_GEN   := $(BUILD)/onnx/onnx.pb-c.c
 TOOL_SRC   += $(wildcard interop/*.c)
 
-LIB_OBJ  := $(LIB_SRC:%.c=$(BUILD)/%.o)
+LIB_OBJ  := $(LIB_SRC:%.c=$(BUILD)/%.o) $(LIB_CU:%.cu=$(BUILD)/%.cu.o)
 TOOL_OBJ := $(TOOL_SRC:%.c=$(BUILD)/%.o) $(BUILD)/onnx/onnx.pb-c.o
 CLI_OBJ  := $(CLI_SRC:%.c=$(BUILD)/%.o)
 
@@ -117,8 +152,9 @@ UNIT_SRC := $(wildcard tests/unit/*.c)
 UNIT_BIN := $(UNIT_SRC:tests/unit/%.c=$(BUILD)/tests/%)
 FUZZ_SRC := $(filter-out tests/fuzz/replay.c,$(wildcard tests/fuzz/fuzz_*.c))
 FUZZ_REPLAY := $(FUZZ_SRC:tests/fuzz/%.c=$(BUILD)/tests/replay_%)
-BENCH_SRC := $(wildcard bench/*.c)
-BENCH_BIN := $(BENCH_SRC:bench/%.c=$(BUILD)/bench/%)
+# bench_gpu.c has its own rule (CUDA builds only: it links cuSPARSE)
+BENCH_SRC := $(filter-out bench/bench_gpu.c,$(wildcard bench/*.c))
+BENCH_BIN := $(BENCH_SRC:bench/%.c=$(BUILD)/bench/%) $(if $(filter 1,$(CUDA_ON)),$(BUILD)/bench/bench_gpu)
 
 # Runtime tests link libdcz alone, so they also build for CROSS targets:
 # the kernel tests, and test_static, which adds models made by the
@@ -132,7 +168,7 @@ $(BUILD)/tests/test_static: TEST_LDFLAGS := $(WRAP_ALLOC)
 .PHONY: all test demo bench fuzz install clean deps check-lib tests-build test-aarch64 size test-bare
 ifeq ($(strip $(CROSS)),)
 all: bin/dcz lib/libdcz.a lib/libdcztool.a
-	@echo "dcz: CPU build; CUDA backend: not built (not part of this release); $(MPI_SAYS)"
+	@echo "dcz: $(CUDA_SAYS); $(MPI_SAYS)"
 else
 all: $(LIBDIR)/libdcz.a $(RT_BIN) $(BUILD)/check-lib
 	@echo "dcz: $(CC) build: $(LIBDIR)/libdcz.a, runtime tests in $(BUILD)/tests"
@@ -152,9 +188,21 @@ $(BUILD)/onnx/onnx.pb-c.o: $(ONNX_GEN)
 # sources that include the generated header wait for it
 $(filter $(BUILD)/interop/%,$(TOOL_OBJ)) $(UNIT_BIN) $(FUZZ_REPLAY): | $(ONNX_GEN)
 
+$(BUILD)/%.cu.o: %.cu runtime/gpu.h runtime/gpu_kern.h runtime/model.h runtime/ops.h include/dcz.h
+	@mkdir -p $(dir $@)
+	$(NVCC) $(NVFLAGS) -c $< -o $@
+
+# every object is rebuilt when CUDA is switched (the stamp names the choice)
+$(BUILD)/cuda.$(CUDA_ON):
+	@mkdir -p $(BUILD) && rm -f $(BUILD)/cuda.* && touch $@
+$(LIB_OBJ) $(TOOL_OBJ) $(CLI_OBJ): $(BUILD)/cuda.$(CUDA_ON)
+
+# libdcz.a, and beside it the libraries a program linking it needs
+# (libdcz.ldflags: samples/embed reads it; make install puts them in libdcz.pc)
 $(LIBDIR)/libdcz.a: $(LIB_OBJ)
 	@mkdir -p $(LIBDIR)
-	rm -f $@ && $(strip $(CROSS))ar rcs $@ $^
+	rm -f $@ && $(strip $(CROSS))ar rcs $@ $(LIB_OBJ)
+	@echo "$(strip $(LDLIBS_RT) -lm -lpthread)" > $(LIBDIR)/libdcz.ldflags
 
 # the archive is rebuilt when MPI is switched (the stamp names the choice)
 $(BUILD)/mpi.$(MPI_ON):
@@ -175,7 +223,7 @@ $(BUILD)/tests/%: tests/unit/%.c lib/libdcztool.a lib/libdcz.a tests/check.h $(w
 
 $(RT_ONLY:%=$(BUILD)/tests/%): $(BUILD)/tests/%: tests/unit/%.c $(LIBDIR)/libdcz.a tests/check.h
 	@mkdir -p $(dir $@)
-	$(CC) $(CFLAGS_ALL) -DDCZ_RUNTIME_ONLY $(LDFLAGS_ALL) $(TEST_LDFLAGS) -o $@ $< $(LIBDIR)/libdcz.a -lm -lpthread
+	$(CC) $(CFLAGS_ALL) -DDCZ_RUNTIME_ONLY $(LDFLAGS_ALL) $(TEST_LDFLAGS) -o $@ $< $(LIBDIR)/libdcz.a $(LDLIBS_RT) -lm -lpthread
 
 $(BUILD)/tests/replay_%: tests/fuzz/%.c tests/fuzz/replay.c lib/libdcztool.a lib/libdcz.a $(wildcard tests/unit/*.h)
 	@mkdir -p $(dir $@)
@@ -185,15 +233,25 @@ $(BUILD)/bench/%: bench/%.c bench/bench.h lib/libdcztool.a lib/libdcz.a
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS_ALL) $(LDFLAGS_ALL) -o $@ $< lib/libdcztool.a lib/libdcz.a $(LDLIBS_TOOL)
 
+# the CUDA backend's kernels next to cuBLAS and cuSPARSE (SKIP without a
+# GPU): libdcz alone, and cuSPARSE as a baseline (never a libdcz dependency)
+ifeq ($(CUDA_ON),1)
+$(BUILD)/bench/bench_gpu: bench/bench_gpu.c bench/bench.h lib/libdcz.a runtime/gpu.h runtime/gpu_kern.h \
+                          runtime/model.h include/dcz.h
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS_ALL) $(LDFLAGS_ALL) -o $@ $< lib/libdcz.a $(LDLIBS_RT) -lcusparse -lm -lpthread
+endif
+
 # a helper of tests/cli/interop.sh: PNG folders from a dataset
 $(BUILD)/tests/idx2png: tests/cli/idx2png.c lib/libdcztool.a lib/libdcz.a
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS_ALL) $(LDFLAGS_ALL) -o $@ $< lib/libdcztool.a lib/libdcz.a $(LDLIBS_TOOL)
 
-# libdcz must link with libc and libm alone: a program using only dcz.h links.
+# libdcz must link with libc and libm alone (and the CUDA runtime and cuBLAS
+# with the CUDA backend): a program using only dcz.h links.
 $(BUILD)/check-lib: tests/lib_alone.c $(LIBDIR)/libdcz.a
 	@mkdir -p $(BUILD)
-	$(CC) -std=c11 -Iinclude $(LDFLAGS_ALL) -o $@ $< $(LIBDIR)/libdcz.a -lm -lpthread
+	$(CC) -std=c11 -Iinclude $(LDFLAGS_ALL) -o $@ $< $(LIBDIR)/libdcz.a $(LDLIBS_RT) -lm -lpthread
 
 # The integer kernels hold no floating point: kernels_int.c compiled once
 # more with -mgeneral-regs-only, where any float operation is a compile
@@ -273,7 +331,7 @@ install: all
 	install -m 755 bin/dcz $(DESTDIR)$(PREFIX)/bin/dcz
 	install -m 644 lib/libdcz.a $(DESTDIR)$(PREFIX)/lib/libdcz.a
 	install -m 644 include/dcz.h $(DESTDIR)$(PREFIX)/include/dcz.h
-	sed -e 's|@PREFIX@|$(PREFIX)|g' -e 's|@VERSION@|$(shell sed -n 's/.*DCZ_VERSION_STRING "\(.*\)"/\1/p' include/dcz.h)|' \
+	sed -e 's|@PREFIX@|$(PREFIX)|g' -e 's|@LIBS@|$(strip $(LDLIBS_RT) -lm -lpthread)|' -e 's|@VERSION@|$(shell sed -n 's/.*DCZ_VERSION_STRING "\(.*\)"/\1/p' include/dcz.h)|' \
 	  libdcz.pc.in > $(DESTDIR)$(PREFIX)/lib/pkgconfig/libdcz.pc
 
 ifeq ($(strip $(CROSS)),)

@@ -175,6 +175,10 @@ void cli_join(int rank, int size);
 int cli_max_work(const verb_ctx *v, double max_work, dcz_options *opt);
 /* Prints why the model at path could not be loaded or run, and returns the
  * exit code. */
+/* The device m runs on ("cpu" or "gpu"), after a note saying why when a
+ * GPU was looked for and the CPU runs it. */
+const char *cli_device_of(const verb_ctx *v, const dcz_model *m);
+
 int cli_model_fail(const verb_ctx *v, const char *path, dcz_status s);
 
 /* The kernels libdcz runs on this machine: "avx512+avx2", "avx2", "neon",

@@ -83,6 +83,7 @@ int cmd_bench(verb_ctx *v)
             goto done;
         }
     }
+    const char *device = cli_device_of(v, m);
     const size_t in = dcz_input_size(m), out = dcz_output_size(m);
     x = malloc((size_t)batch * in * sizeof *x);
     y = malloc((size_t)batch * out * sizeof *y);
@@ -120,9 +121,9 @@ int cmd_bench(verb_ctx *v)
         json_begin(&j, cli_report(v));
         json_str(&j, "file", v->pos[0]);
         json_int(&j, "file_bytes", (long long)len);
-        json_str(&j, "device", "cpu");
+        json_str(&j, "device", device);
         json_str(&j, "scheme", scheme);
-        json_str(&j, "kernels", cli_kernels_name(reference));
+        json_str(&j, "kernels", strcmp(device, "gpu") ? cli_kernels_name(reference) : "cuda");
         json_int(&j, "batch", batch);
         json_int(&j, "threads", dcz_model_threads(m));
         json_int(&j, "warmup", warmup);
@@ -138,8 +139,9 @@ int cmd_bench(verb_ctx *v)
         json_end(&j);
     } else {
         FILE *f = cli_report(v);
-        fprintf(f, "%s: %zu bytes, %s, cpu (%s kernels), batch %d, %d warm-up + %d timed runs\n",
-                v->pos[0], len, scheme, cli_kernels_name(reference), batch, warmup, runs);
+        fprintf(f, "%s: %zu bytes, %s, %s (%s kernels), batch %d, %d warm-up + %d timed runs\n",
+                v->pos[0], len, scheme, device, strcmp(device, "gpu") ? cli_kernels_name(reference) : "CUDA",
+                batch, warmup, runs);
         fprintf(f, "load    %10.1f us (median of %d, Huffman decoding included)\n",
                 quantile(load_us, (size_t)loads, 0.5), loads);
         fprintf(f, "run     min %.1f  median %.1f  p90 %.1f  p99 %.1f  max %.1f us\n", run_us[0], med,

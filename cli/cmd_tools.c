@@ -54,6 +54,7 @@ int cmd_eval(verb_ctx *v)
         return cli_model_fail(v, v->pos[0], s);
     }
     scheme = dcz_model_scheme(m);
+    const char *device = cli_device_of(v, m);
     uint32_t dims[DCZ_MAX_RANK];
     const int rank = dcz_input_shape(m, dims, DCZ_MAX_RANK);
     rc = stage_check_fit(v, &test, rank, dims, dcz_output_size(m), 0);
@@ -79,14 +80,15 @@ int cmd_eval(verb_ctx *v)
         json_str(&j, "file", v->pos[0]);
         json_num(&j, "accuracy", acc);
         json_str(&j, "scheme", scheme_names[scheme]);
+        json_str(&j, "device", device);
         json_int(&j, "samples", (long long)test.n);
         json_int(&j, "correct", (long long)llround(acc * (double)test.n));
         json_int(&j, "file_bytes", (long long)len);
         json_num(&j, "seconds", secs);
         json_end(&j);
     } else {
-        printf("%s: accuracy %.2f%% (%zu of %zu test samples, %s), %.2f s\n", v->pos[0], acc * 100,
-               (size_t)llround(acc * (double)test.n), test.n, scheme_names[scheme], secs);
+        printf("%s: accuracy %.2f%% (%zu of %zu test samples, %s, %s), %.2f s\n", v->pos[0], acc * 100,
+               (size_t)llround(acc * (double)test.n), test.n, scheme_names[scheme], device, secs);
     }
     dcz_dataset_free(&test);
     return EXIT_OK;
@@ -181,8 +183,8 @@ typedef struct layer_info {
     double density;
     size_t weights, kept, bytes, raw_bytes;
     stream_stats idx, gap;
-    const char *kernel, *why;
-    char why_buf[512];
+    const char *kernel, *why, *gpu_kernel;
+    char why_buf[512], gpu_why[160];
 } layer_info;
 
 static void measure_layer(const dcz_doc_layer *l, layer_info *li)
@@ -229,8 +231,10 @@ static void describe_kernels(const uint8_t *buf, size_t len, const dcz_doc *d, l
         if (s == DCZ_OK && dcz_describe_layer(m, i, &ld) == DCZ_OK) {
             li[i].kernel = ld.kernel;
             snprintf(li[i].why_buf, sizeof li[i].why_buf, "%s", ld.why);
+            li[i].gpu_kernel = ld.gpu_kernel;
+            snprintf(li[i].gpu_why, sizeof li[i].gpu_why, "%s", ld.gpu_why);
         } else {
-            li[i].kernel = "none";
+            li[i].kernel = li[i].gpu_kernel = "none";
             snprintf(li[i].why_buf, sizeof li[i].why_buf, "libdcz does not load this file: %s",
                      dcz_status_str(s));
         }
@@ -356,6 +360,8 @@ int cmd_info(verb_ctx *v)
                 }
                 json_str(&j, "kernel", li[i].kernel);
                 json_str(&j, "kernel_reason", li[i].why);
+                json_str(&j, "gpu_kernel", li[i].gpu_kernel);
+                json_str(&j, "gpu_kernel_reason", li[i].gpu_why);
                 json_int(&j, "macs_per_sample", (long long)layer_macs(l, &shapes[i + 1], li[i].weights));
                 json_int(&j, "macs_per_sample_kept", (long long)layer_macs(l, &shapes[i + 1], li[i].kept));
             }
@@ -455,9 +461,14 @@ int cmd_info(verb_ctx *v)
             }
         }
         /* one short line per layer; why each kernel, once, below */
-        printf("\n%-*s %s\n", nw, "layer", "runtime kernel");
+        int kw = (int)strlen("runtime kernel");
         for (uint32_t i = 0; i < d->nlayers; i++)
-            if (has_weights(&d->layers[i])) printf("%-*s %s\n", nw, d->layers[i].name, li[i].kernel);
+            if (has_weights(&d->layers[i]) && (int)strlen(li[i].kernel) > kw) kw = (int)strlen(li[i].kernel);
+        printf("\n%-*s %-*s %s\n", nw, "layer", kw, "runtime kernel", "on a GPU (CUDA backend)");
+        for (uint32_t i = 0; i < d->nlayers; i++)
+            if (has_weights(&d->layers[i]))
+                printf("%-*s %-*s %s: %s\n", nw, d->layers[i].name, kw, li[i].kernel, li[i].gpu_kernel,
+                       li[i].gpu_why);
         for (uint32_t i = 0; i < d->nlayers; i++) {
             if (!has_weights(&d->layers[i])) continue;
             uint32_t first = 0;
@@ -693,6 +704,7 @@ int cmd_run(verb_ctx *v)
     s = dcz_open_memory(model_bytes, model_len, &opt, &m);
     free(model_bytes);
     if (s != DCZ_OK) return cli_model_fail(v, v->pos[0], s);
+    (void)cli_device_of(v, m);
     FILE *rep = cli_report(v);
     const size_t in = dcz_input_size(m), out = dcz_output_size(m);
     float *x = NULL, *y = NULL;

@@ -383,8 +383,13 @@ int cli_runtime_options(const verb_ctx *v, dcz_options *opt)
     if (strcmp(d, "auto") == 0) opt->device = DCZ_DEVICE_AUTO;
     else if (strcmp(d, "cpu") == 0) opt->device = DCZ_DEVICE_CPU;
     else if (strcmp(d, "gpu") == 0) {
-        cli_error("%s: --device gpu: this build of dcz has no GPU backend", v->verb);
-        return EXIT_DEVICE;
+        char why[192];
+        opt->device = DCZ_DEVICE_GPU;
+        if (dcz_device_probe(DCZ_DEVICE_GPU, why, sizeof why) != DCZ_OK) {
+            cli_error("%s: --device gpu: %s; use --device cpu (or auto, which falls back to the CPU)", v->verb,
+                      why);
+            return EXIT_DEVICE;
+        }
     } else {
         cli_usage_error(v, "--device must be auto, cpu or gpu, not '%s'", d);
         return EXIT_USAGE;
@@ -672,12 +677,25 @@ int cli_max_work(const verb_ctx *v, double max_work, dcz_options *opt)
 
 int cli_model_fail(const verb_ctx *v, const char *path, dcz_status s)
 {
+    const int gpu = v->c.device && strcmp(v->c.device, "gpu") == 0;
     if (s == DCZ_ERR_LIMIT)
         cli_error("%s: %s: %s (%.3g; --max-work raises it)", v->verb, path, dcz_status_str(s),
                   (double)DCZ_DEFAULT_MAX_WORK);
+    else if (gpu && s == DCZ_ERR_UNSUPPORTED)
+        cli_error("%s: %s: --device gpu: the CUDA backend has no integer kernels for a calibrated model; "
+                  "use --device cpu, or --fp32 to run it in floating point on the GPU", v->verb, path);
+    else if (gpu && (s == DCZ_ERR_DEVICE || s == DCZ_ERR_NOMEM))
+        cli_error("%s: %s: --device gpu: loading onto the GPU failed: %s", v->verb, path, dcz_status_str(s));
     else
         cli_error("%s: %s: %s", v->verb, path, dcz_status_str(s));
     return cli_exit_code(s, 1);
+}
+
+const char *cli_device_of(const verb_ctx *v, const dcz_model *m)
+{
+    const char *note = dcz_model_device_note(m);
+    if (note && *note) cli_note(v, "%s: %s", v->verb, note);
+    return dcz_model_device(m) == DCZ_DEVICE_GPU ? "gpu" : "cpu";
 }
 
 const char *cli_kernels_name(int reference)

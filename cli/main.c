@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "cli/cli.h"
+#include "runtime/tool.h"
 
 typedef struct verb {
     const char *name;
@@ -44,9 +45,10 @@ int main(int argc, char **argv)
         return EXIT_USAGE;
     }
     if (strcmp(argv[1], "--version") == 0 || strcmp(argv[1], "version") == 0) {
-        char mpi[256];
-        printf("dcz %s (.dcz format %d.%d; CPU runtime, %s kernels on this machine; CUDA backend: not built)\n%s\n",
-               DCZ_VERSION_STRING, DCZ_FMT_MAJOR, DCZ_FMT_MINOR, cli_kernels_name(0),
+        char mpi[256], gpu[320];
+        dcz_backend_describe(gpu, sizeof gpu);
+        printf("dcz %s (.dcz format %d.%d; CPU runtime, %s kernels on this machine)\n%s\n%s\n",
+               DCZ_VERSION_STRING, DCZ_FMT_MAJOR, DCZ_FMT_MINOR, cli_kernels_name(0), gpu,
                dcz_dist_describe(mpi, sizeof mpi));
         return EXIT_OK;
     }

@@ -1,8 +1,18 @@
 /* dcz.h: the public API of libdcz, the dcz inference runtime.
  *
  * libdcz loads a .dcz file (docs/FORMAT.md) written by any stage of the dcz
- * toolchain and runs it. It links with libc and libm alone, never prints and
+ * toolchain and runs it. It links with libc and libm alone (built with the
+ * CUDA backend, with the CUDA runtime and cuBLAS as well), never prints and
  * never exits; every function reports failure through a dcz_status.
+ *
+ * Devices: a heap model runs on the CPU, or on an NVIDIA GPU when libdcz
+ * was built with its CUDA backend (make CUDA=auto finds nvcc). On a GPU
+ * the compressed weights are uploaded once at open in their compressed
+ * form and read by sparse codebook kernels; dense weights go through
+ * cuBLAS; activations stay on the device between layers, and batch-1 runs
+ * are replayed from a captured CUDA graph. Calibrated models run their
+ * integer kernels on the CPU only: on a GPU the backend refuses them.
+ * Arena models (dcz_plan, dcz_open_static) run on the CPU only.
  *
  * Two ways to load a model:
  *   - on the heap: dcz_open_file / dcz_open_memory allocate what the model
@@ -62,9 +72,11 @@ typedef enum dcz_status {
 const char *dcz_status_str(dcz_status s);
 
 typedef enum dcz_device {
-    DCZ_DEVICE_AUTO = 0,  /* a GPU when the build and machine have one, else CPU */
+    DCZ_DEVICE_AUTO = 0,  /* a GPU when the build and machine have one and the backend
+                             runs the model, else the CPU (dcz_model_device_note says why) */
     DCZ_DEVICE_CPU,
-    DCZ_DEVICE_GPU
+    DCZ_DEVICE_GPU        /* a GPU or DCZ_ERR_DEVICE (none, or a build without the
+                             backend); DCZ_ERR_UNSUPPORTED for a calibrated model */
 } dcz_device;
 
 typedef enum dcz_precision {
@@ -101,6 +113,12 @@ typedef struct dcz_options {
 void dcz_options_init(dcz_options *opt);
 
 typedef struct dcz_model dcz_model;
+
+/* DCZ_OK when models can run on device here (CPU: always; GPU or AUTO: this
+ * build has the CUDA backend and the machine a CUDA device); else
+ * DCZ_ERR_DEVICE. why (why_len bytes, may be NULL) gets the GPU's name, or
+ * what is missing with the CUDA runtime's reason. */
+dcz_status dcz_device_probe(dcz_device device, char *why, size_t why_len);
 
 /* Loads the .dcz at path. opt may be NULL for defaults. On success *out is a
  * model owned by the caller; on failure *out is NULL. */
@@ -151,6 +169,8 @@ dcz_status dcz_open_memory(const void *buf, size_t len, const dcz_options *opt,
  * to find errors in compressed streams. A device that cannot allocate can
  * use a size planned offline: dcz_open_static validates as fully. */
 dcz_status dcz_plan(const void *buf, size_t len, const dcz_options *opt, size_t *arena_bytes);
+/* (dcz_plan and dcz_open_static build CPU models: device GPU gives
+ * DCZ_ERR_DEVICE, AUTO the CPU.) */
 
 /* Builds the model of buf inside arena (arena_bytes bytes at any address;
  * dcz_plan tells how many it needs). Allocates nothing and calls no stdio.
@@ -186,6 +206,15 @@ typedef enum dcz_scheme {
 
 /* The scheme m runs its weighted layers in (DCZ_SCHEME_NONE for NULL). */
 dcz_scheme dcz_model_scheme(const dcz_model *m);
+
+/* The device m runs on: DCZ_DEVICE_CPU or DCZ_DEVICE_GPU. */
+dcz_device dcz_model_device(const dcz_model *m);
+
+/* Why a model opened with DCZ_DEVICE_AUTO runs on the CPU although a GPU was
+ * looked for ("running on the CPU: no CUDA device (...)"); "" when it runs
+ * where it was asked to, and in a build without the CUDA backend. Owned by
+ * the model. */
+const char *dcz_model_device_note(const dcz_model *m);
 
 /* Runs batch samples. input holds batch * dcz_input_size floats, output
  * receives batch * dcz_output_size floats. batch 0 is allowed and does

@@ -1,9 +1,53 @@
 /* describe.c: which kernel libdcz runs each layer with, and why (tool.h),
- * read from the forms the loader built, for dcz info.
+ * read from the forms the loader built, for dcz info; and the CUDA
+ * backend's choice of kernel (gpu.h: dcz_gpu_pick), which gpu.c follows
+ * and dcz info tells on any machine.
  */
 #include <stdio.h>
 
+#include "runtime/gpu.h"
 #include "runtime/model.h"
+
+/* Real entries of s (its entries less the fillers). */
+static uint64_t real_entries(const dcz_sparse *s)
+{
+    uint64_t n = 0;
+    for (uint32_t e = 0; e < s->entries; e++) n += s->step[e] != DCZ_STEP_FILLER;
+    return n;
+}
+
+dcz_gpu_kernel dcz_gpu_pick(const dcz_exec_layer *l)
+{
+    const dcz_op_info *o = dcz_op_get(l->op);
+    if (!o || !o->weighted) return DCZ_GK_ELEMENT;
+    if (l->op == DCZ_OP_CONV2D) {
+        if (!l->sparse) return DCZ_GK_CONV_DENSE;
+        return l->geom.out_h * l->geom.out_w >= DCZ_GPU_DIRECT_MIN_PLANE ? DCZ_GK_CONV_DIRECT
+                                                                          : DCZ_GK_CONV_IM2COL;
+    }
+    if (!l->sparse) return DCZ_GK_DENSE_FC;
+    const double cells = (double)l->sp.rows * l->sp.cols;
+    return cells > 0 && (double)real_entries(&l->sp) >= DCZ_GPU_DENSE_DENSITY * cells ? DCZ_GK_SPARSE_FC_WIDE
+                                                                                     : DCZ_GK_SPARSE_FC;
+}
+
+/* The GPU kernel of l and why, in a few words. */
+static void gpu_why(const dcz_exec_layer *l, dcz_layer_desc *k)
+{
+    static const struct { const char *name, *why; double arg; } kinds[] = {
+        [DCZ_GK_ELEMENT] = { NULL, "", 0 },
+        [DCZ_GK_DENSE_FC] = { "cublas gemv/gemm", "dense weights", 0 },
+        [DCZ_GK_SPARSE_FC] = { "spmv/spmm__cuda", "a warp per compressed row", 0 },
+        [DCZ_GK_SPARSE_FC_WIDE] = { "spmv__cuda|gemm", "%g%%+ dense: cublas above batch 1", DCZ_GPU_DENSE_DENSITY * 100 },
+        [DCZ_GK_CONV_DENSE] = { "im2col+cublas gemm", "dense weights", 0 },
+        [DCZ_GK_CONV_DIRECT] = { "conv2d_sparse__cuda", "planes of %g+ cells", DCZ_GPU_DIRECT_MIN_PLANE },
+        [DCZ_GK_CONV_IM2COL] = { "im2col+spmm__cuda", "planes under %g cells", DCZ_GPU_DIRECT_MIN_PLANE },
+    };
+    const dcz_gpu_kernel g = l->q ? DCZ_GK_ELEMENT : dcz_gpu_pick(l);
+    k->gpu_kernel = l->q ? "none (CPU)" : kinds[g].name ? kinds[g].name : k->kernel;
+    if (l->q) snprintf(k->gpu_why, sizeof k->gpu_why, "no integer kernels on the GPU");
+    else snprintf(k->gpu_why, sizeof k->gpu_why, kinds[g].why, kinds[g].arg);
+}
 
 static const char *isa_name(void)
 {
@@ -28,6 +72,15 @@ static void sparse_dense_why(const dcz_sparse *s, dcz_layer_desc *k)
              dcz_sparse_split(s) ? "rows split over the threads" : "one thread (too small to split)");
 }
 
+void dcz_backend_describe(char *buf, size_t len)
+{
+#ifdef DCZ_CUDA
+    dcz_gpu_build_info(buf, len);
+#else
+    snprintf(buf, len, "CUDA backend: not built (built without nvcc; make CUDA=1 with the CUDA toolkit)");
+#endif
+}
+
 uint32_t dcz_model_layer_count(const dcz_model *m) { return m ? m->nlayers : 0; }
 
 uint32_t dcz_model_threads(const dcz_model *m) { return m && m->pool ? m->threads : 1; }
@@ -43,6 +96,7 @@ dcz_status dcz_describe_layer(const dcz_model *m, uint32_t layer, dcz_layer_desc
     k->width = l->out;
     k->why[0] = '\0';
     k->kernel = o ? o->label : "?";
+    gpu_why(l, k);
     if (!k->weighted) return DCZ_OK;
     if (l->q) {
         k->kernel = conv ? "qconv2d_sparse (integers)" : "qspmm (integers)";

@@ -26,10 +26,14 @@
  * size is exact, nothing is allocated, results equal the heap model's bit
  * for bit, weights are used in place) and tests/fuzz/fuzz_dcz.c.
  */
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "runtime/model.h"
+#ifdef DCZ_CUDA
+#include "runtime/gpu.h"
+#endif
 
 #define TRY(expr) do { dcz_status s_ = (expr); if (s_ != DCZ_OK) return s_; } while (0)
 
@@ -460,8 +464,11 @@ static size_t take_at(arena *a, uint64_t bytes)
 static dcz_status check_options(const dcz_options *opt, dcz_options *o)
 {
     if (opt) *o = *opt; else dcz_options_init(o);
+    if (o->device != DCZ_DEVICE_AUTO && o->device != DCZ_DEVICE_CPU && o->device != DCZ_DEVICE_GPU)
+        return DCZ_ERR_ARG;
+#ifndef DCZ_CUDA
     if (o->device == DCZ_DEVICE_GPU) return DCZ_ERR_DEVICE; /* no GPU backend in this build */
-    if (o->device != DCZ_DEVICE_AUTO && o->device != DCZ_DEVICE_CPU) return DCZ_ERR_ARG;
+#endif
     if (o->max_batch == 0) o->max_batch = 1;
     if (o->max_work == 0) o->max_work = DCZ_DEFAULT_MAX_WORK;
     return DCZ_OK;
@@ -585,6 +592,45 @@ static int worth_threads(const dcz_model *m)
     return 0;
 }
 
+dcz_status dcz_device_probe(dcz_device device, char *why, size_t why_len)
+{
+    if (why && why_len) why[0] = '\0';
+    if (device == DCZ_DEVICE_CPU) return DCZ_OK;
+    if (device != DCZ_DEVICE_GPU && device != DCZ_DEVICE_AUTO) return DCZ_ERR_ARG;
+#ifdef DCZ_CUDA
+    return dcz_gpu_probe(why, why_len);
+#else
+    if (why && why_len) snprintf(why, why_len, "this build of libdcz has no CUDA backend (built without nvcc)");
+    return DCZ_ERR_DEVICE;
+#endif
+}
+
+/* A heap model onto the device its options ask for: a GPU when asked for
+ * (its errors), or when AUTO finds one and the backend runs the model;
+ * else the CPU, m->device_note saying why when a GPU was looked for. */
+static dcz_status place(dcz_model *m, const dcz_options *o)
+{
+#ifdef DCZ_CUDA
+    /* the reference kernels are the CPU's */
+    if (o->device == DCZ_DEVICE_CPU || (o->device == DCZ_DEVICE_AUTO && o->force_reference)) return DCZ_OK;
+    char why[160];
+    dcz_status s = dcz_gpu_probe(why, sizeof why);
+    if (s == DCZ_OK) {
+        s = dcz_gpu_open(m);
+        if (s == DCZ_ERR_UNSUPPORTED)
+            snprintf(why, sizeof why, "the CUDA backend has no integer kernels for this calibrated model");
+        else if (s != DCZ_OK)
+            snprintf(why, sizeof why, "the upload to %s failed: %s", "the GPU", dcz_status_str(s));
+    }
+    if (s == DCZ_OK || o->device == DCZ_DEVICE_GPU) return s;
+    snprintf(m->device_note, sizeof m->device_note, "running on the CPU: %s", why);
+#else
+    (void)m;
+    (void)o;
+#endif
+    return DCZ_OK;
+}
+
 dcz_status dcz_open_memory(const void *buf, size_t len, const dcz_options *opt,
                            dcz_model **out)
 {
@@ -605,12 +651,11 @@ dcz_status dcz_open_memory(const void *buf, size_t len, const dcz_options *opt,
         return s;
     }
     m->block = block; /* m itself lives inside block */
-    if (m->threads > 1 && worth_threads(m)) {
-        s = dcz_pool_start(m->threads, &m->pool);
-        if (s != DCZ_OK) {
-            free(block);
-            return s;
-        }
+    if (m->threads > 1 && worth_threads(m)) s = dcz_pool_start(m->threads, &m->pool);
+    if (s == DCZ_OK) s = place(m, &o);
+    if (s != DCZ_OK) {
+        dcz_close(m);
+        return s;
     }
     *out = m;
     return DCZ_OK;
@@ -624,6 +669,7 @@ dcz_status dcz_plan(const void *buf, size_t len, const dcz_options *opt, size_t 
     if (!arena_bytes) return DCZ_ERR_ARG;
     *arena_bytes = 0;
     TRY(check_options(opt, &o));
+    if (o.device == DCZ_DEVICE_GPU) return DCZ_ERR_DEVICE; /* arena models run on the CPU */
     TRY(dcz_container_open(buf, len, &c));
     const int in_place = host_reads_f32_in_place();
     TRY(plan_heap(&c, &o, in_place, o.max_batch, 1, &L));
@@ -650,6 +696,7 @@ dcz_status dcz_open_static(const void *buf, size_t len, void *arena_mem, size_t 
     *out = NULL;
     if (!arena_mem) return DCZ_ERR_ARG;
     TRY(check_options(opt, &o));
+    if (o.device == DCZ_DEVICE_GPU) return DCZ_ERR_DEVICE; /* arena models run on the CPU */
     TRY(dcz_container_open(buf, len, &c));
     const int in_place = host_reads_f32_in_place();
     const size_t pad = (size_t)(-(uintptr_t)arena_mem & (DCZ_ARENA_ALIGN - 1));
@@ -680,6 +727,9 @@ dcz_status dcz_open_static(const void *buf, size_t len, void *arena_mem, size_t 
 void dcz_close(dcz_model *m)
 {
     if (!m || m->fixed) return; /* a static model lives in its caller's arena */
+#ifdef DCZ_CUDA
+    dcz_gpu_close(m);
+#endif
     dcz_pool_stop(m->pool);
     free(m->act);
     free(m->qacc);
@@ -697,3 +747,7 @@ int dcz_input_shape(const dcz_model *m, uint32_t *dims, int max_rank)
 }
 
 dcz_scheme dcz_model_scheme(const dcz_model *m) { return m ? m->scheme : DCZ_SCHEME_NONE; }
+
+dcz_device dcz_model_device(const dcz_model *m) { return m && m->gpu ? DCZ_DEVICE_GPU : DCZ_DEVICE_CPU; }
+
+const char *dcz_model_device_note(const dcz_model *m) { return m ? m->device_note : ""; }

@@ -293,6 +293,9 @@ typedef struct dcz_tensor {
     uint64_t off;             /* floats a sample before its place in the block */
 } dcz_tensor;
 
+/* The model on a CUDA device (gpu.c; the CUDA backend only). */
+typedef struct dcz_gpu dcz_gpu;
+
 struct dcz_model {
     dcz_options opt;
     uint32_t threads;         /* column-form blocks and spmm scratch tiles; 1 for static models */
@@ -320,6 +323,8 @@ struct dcz_model {
     float *t_scale;           /* (nlayers + 1) scale of each tensor of the region, 0 off it */
     int64_t *qacc;            /* accumulators, max_width * act_batch, then as many
                                  dcz_q for the quantized input of the integer segment */
+    dcz_gpu *gpu;             /* the device copy dcz_run runs when on a GPU, else NULL */
+    char device_note[192];    /* why a GPU was looked for and not used ("" otherwise) */
 };
 
 /* The kernels of the operator table (ops.c), by op: float (dcz_run_fn)

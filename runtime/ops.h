@@ -90,6 +90,12 @@ typedef void (*dcz_run_fn)(const struct dcz_model *m, const struct dcz_exec_laye
 typedef void (*dcz_qrun_fn)(const struct dcz_model *m, uint32_t index, const void *const *xs,
                             size_t batch, void *y);
 
+/* A layer's kernel on a CUDA device (gpu.c, the CUDA backend only): layer
+ * index of m, its inputs xs and output y on the device, enqueued on the
+ * model's stream. DCZ_ERR_DEVICE when a launch fails. */
+typedef dcz_status (*dcz_gpu_fn)(const struct dcz_model *m, uint32_t index, const float *const *xs,
+                                 size_t batch, float *y);
+
 /* How an op's integer kernel treats scales (docs/FORMAT.md, "Integer
  * execution"): the tensors' scales a calibration table must give, and the
  * constants the loader derives from them. */
@@ -129,6 +135,8 @@ typedef struct dcz_op_info {
     dcz_run_fn run;
     dcz_qrun_fn run_q;
     dcz_qscale qscale;     /* the scale rule of run_q */
+    dcz_gpu_fn run_gpu;    /* the float kernel on a GPU; NULL in a build without the CUDA
+                              backend, and for training-only ops */
 } dcz_op_info;
 
 /* y (n) = the activation of op (CLIP, LEAKY_RELU, SIGMOID, TANH,

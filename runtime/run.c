@@ -21,6 +21,9 @@
  * accumulators become floats again (qload.c has the constants,
  * kernels_int.c the kernels).
  *
+ * A model placed on a GPU (gpu.h) runs there: dcz_run hands it to
+ * dcz_gpu_run; dcz_run_tapped always runs the CPU form.
+ *
  * Checked by tests/unit/test_format.c, tests/unit/test_kernels.c and
  * tests/unit/test_static.c (no allocation, chunks equal one heap run), and
  * end to end by tests/cli (dcz eval equals the accuracy each stage reports).
@@ -30,6 +33,9 @@
 #include <string.h>
 
 #include "runtime/model.h"
+#ifdef DCZ_CUDA
+#include "runtime/gpu.h"
+#endif
 
 static dcz_status ensure_act(dcz_model *m, size_t batch)
 {
@@ -376,5 +382,11 @@ dcz_status dcz_run_tapped(dcz_model *m, const float *input, size_t batch, float 
 
 dcz_status dcz_run(dcz_model *m, const float *input, size_t batch, float *output)
 {
+#ifdef DCZ_CUDA
+    if (m && m->gpu && batch) {
+        if (!input || !output) return DCZ_ERR_ARG;
+        return dcz_gpu_run(m, input, batch, output);
+    }
+#endif
     return dcz_run_tapped(m, input, batch, output, NULL, NULL);
 }

@@ -14,7 +14,7 @@ const char *dcz_status_str(dcz_status s)
     case DCZ_ERR_UNSUPPORTED: return "uses a feature this build does not support";
     case DCZ_ERR_SHAPE: return "tensor shapes do not agree";
     case DCZ_ERR_DATA: return "malformed data";
-    case DCZ_ERR_DEVICE: return "device unavailable (this build has no GPU backend)";
+    case DCZ_ERR_DEVICE: return "device unavailable (no GPU backend in this build, no CUDA device, or the device failed)";
     case DCZ_ERR_INTERNAL: return "internal error";
     case DCZ_ERR_DIVERGED: return "training diverged: a loss or weight is no longer finite";
     case DCZ_ERR_LIMIT: return "over a resource limit (work per sample or memory)";

@@ -27,7 +27,8 @@ typedef void (*dcz_tap_fn)(void *ctx, uint32_t layer, const float *y, size_t bat
  * layer's accumulators dequantized, another layer's integers times its
  * output's scale; on a static model once per chunk of act_batch samples).
  * Allocates when tapping a calibrated model; for the toolchain's
- * measurements, not for deployment. */
+ * measurements, not for deployment. Runs the CPU form of a model placed
+ * on a GPU too. */
 dcz_status dcz_run_tapped(dcz_model *m, const float *input, size_t batch, float *output,
                           dcz_tap_fn tap, void *ctx);
 
@@ -36,6 +37,11 @@ typedef enum dcz_isa { DCZ_ISA_REF, DCZ_ISA_AVX2, DCZ_ISA_NEON, DCZ_ISA_AVX512 }
 
 /* Nonzero when this build has isa's kernels and this CPU runs them. */
 int dcz_isa_supported(dcz_isa isa);
+
+/* The GPU backend of this build, in one line: "CUDA backend: built for
+ * sm_90 + compute_75 PTX (CUDA 13.0); GPU: NAME (compute capability X.Y)"
+ * or "...; no CUDA device (REASON)", or "CUDA backend: not built". */
+void dcz_backend_describe(char *buf, size_t len);
 
 /* Layers of m (the graph's, in order). */
 uint32_t dcz_model_layer_count(const dcz_model *m);
@@ -52,6 +58,9 @@ typedef struct dcz_layer_desc {
                              layer without weights: its op's label */
     char why[400];        /* why that kernel, in one sentence ("" for a layer
                              without weights) */
+    const char *gpu_kernel; /* the kernel it would run with on a GPU (the CUDA
+                             backend's choice, told on any machine) */
+    char gpu_why[160];    /* why, in a few words ("" for a layer without weights) */
 } dcz_layer_desc;
 
 /* Describes layer `layer` of m (DCZ_ERR_ARG out of range). The kernel:

@@ -56,8 +56,10 @@ e=$(grep '"name":"conv2"' "$T/layers.txt" | sed 's/.*"codebook_entries":\([0-9]*
 "$DCZ" info "$T/final.dcz" > "$T/info.txt" || fail "info text"
 grep -q '^conv2 *8x6x3x3 ' "$T/info.txt" || fail "info table conv2 row: $(cat "$T/info.txt")"
 # the kernel column: one short line per weighted layer, each kernel's reason once
-sed -n '/^layer *runtime kernel$/,/^$/p' "$T/info.txt" > "$T/kernels.txt"
-grep -Eq '^conv1 +conv2d_[a-z0-9_]+$' "$T/kernels.txt" || fail "conv1's kernel line: $(cat "$T/kernels.txt")"
+# and the kernel the CUDA backend would use, with a few words of why
+sed -n '/^layer *runtime kernel *on a GPU/,/^$/p' "$T/info.txt" > "$T/kernels.txt"
+grep -Eq '^conv1 +conv2d_[a-z0-9_]+ +(conv2d_sparse__cuda|im2col\+spmm__cuda): planes' "$T/kernels.txt" ||
+    fail "conv1's kernel line: $(cat "$T/kernels.txt")"
 awk 'length > 100 && !/^  /' "$T/kernels.txt" | grep -q . && fail "a long kernel line: $(cat "$T/kernels.txt")"
 grep -q '"kernel":"conv2d_[a-z_]*","kernel_reason":"[^"]' "$T/info.json" || fail "kernel and its reason in JSON"
 reasons=$(grep -c '^  [^ ].*: ' "$T/kernels.txt")

@@ -1055,7 +1055,33 @@ static void test_version_and_magic(void)
     dcz_options_init(&o);
     o.device = DCZ_DEVICE_GPU;
     buf[0] = 0x89;
-    CHECK(dcz_open_memory(buf, len, &o, &m) == DCZ_ERR_DEVICE, "gpu without backend");
+    /* a GPU: where one is (this build's backend and a device), the model on
+     * it; else DCZ_ERR_DEVICE, and AUTO the CPU with a note only when the
+     * backend looked for one */
+    char why[192];
+    const dcz_status have_gpu = dcz_device_probe(DCZ_DEVICE_GPU, why, sizeof why);
+    CHECK(why[0] != '\0', "the probe says why");
+    const dcz_status s = dcz_open_memory(buf, len, &o, &m);
+    CHECK(s == have_gpu, "gpu: %s, the probe %s (%s)", dcz_status_str(s), dcz_status_str(have_gpu), why);
+    CHECK(s != DCZ_OK || dcz_model_device(m) == DCZ_DEVICE_GPU, "placed on the GPU");
+    dcz_close(m);
+    m = NULL;
+    o.device = DCZ_DEVICE_AUTO;
+    REQUIRE(dcz_open_memory(buf, len, &o, &m) == DCZ_OK, "auto");
+    const char *note = dcz_model_device_note(m);
+#ifdef DCZ_CUDA
+    CHECK(have_gpu == DCZ_OK ? dcz_model_device(m) == DCZ_DEVICE_GPU && !*note
+                             : dcz_model_device(m) == DCZ_DEVICE_CPU && strstr(note, "running on the CPU"),
+          "auto: device %d, note '%s'", (int)dcz_model_device(m), note);
+#else
+    CHECK(dcz_model_device(m) == DCZ_DEVICE_CPU && !*note, "auto without the backend: the CPU, no note");
+#endif
+    dcz_close(m);
+    m = NULL;
+    CHECK(dcz_device_probe(DCZ_DEVICE_CPU, why, sizeof why) == DCZ_OK, "the CPU is always there");
+    CHECK(dcz_device_probe((dcz_device)7, why, sizeof why) == DCZ_ERR_ARG, "unknown device");
+    o.device = (dcz_device)7;
+    CHECK(dcz_open_memory(buf, len, &o, &m) == DCZ_ERR_ARG && !m, "unknown device refused");
     free(buf);
     dcz_doc_free(d);
 }

@@ -527,7 +527,7 @@ static void test_arguments(void)
     CHECK(dcz_plan(buf, len, &o, NULL) == DCZ_ERR_ARG, "NULL arena_bytes");
     CHECK(dcz_plan(buf, 10, &o, &big) == DCZ_ERR_FORMAT && big == 0, "truncated file planned");
     o.device = DCZ_DEVICE_GPU;
-    CHECK(dcz_plan(buf, len, &o, &big) == DCZ_ERR_DEVICE, "gpu planned");
+    CHECK(dcz_plan(buf, len, &o, &big) == DCZ_ERR_DEVICE, "gpu planned (arena models run on the CPU)");
     o.device = DCZ_DEVICE_AUTO;
 
     uint8_t *arena = malloc(p1);
@@ -536,6 +536,11 @@ static void test_arguments(void)
     CHECK(dcz_open_static(buf, len, NULL, p1, &o, &m) == DCZ_ERR_ARG && !m, "NULL arena");
     CHECK(dcz_open_static(buf, len, arena, p1, &o, NULL) == DCZ_ERR_ARG, "NULL out");
     CHECK(dcz_open_static(buf, len, arena, 0, &o, &m) == DCZ_ERR_NOMEM && !m, "empty arena");
+    o.device = DCZ_DEVICE_GPU;
+    CHECK(dcz_open_static(buf, len, arena, p1, &o, &m) == DCZ_ERR_DEVICE && !m, "gpu in an arena");
+    o.device = DCZ_DEVICE_AUTO;
+    CHECK(dcz_open_static(buf, len, arena, p1, &o, &m) == DCZ_OK && dcz_model_device(m) == DCZ_DEVICE_CPU,
+          "auto in an arena: the CPU");
     /* options NULL: max_batch 1, which runs any batch one sample at a time */
     REQUIRE(dcz_open_static(buf, len, arena, p1, NULL, &m) == DCZ_OK, "NULL options");
     float x[4 * 180], y[4 * 2], yh[4 * 2];

@@ -1,0 +1,423 @@
+/* gpu.c: a loaded model on a CUDA device (gpu.h): the upload, the
+ * activation buffers on the device, the batch-1 CUDA graph, cuBLAS for
+ * dense weights, and the operator table's GPU entries.
+ *
+ * Built only with the CUDA backend (the Makefile's CUDA toggle). The
+ * model's CPU execution form is uploaded as it is; the activations of a
+ * run live in one device block laid out as the CPU's (each tensor at
+ * m->tensors[t].off floats a sample), grown to the largest batch run.
+ * A batch-1 run copies the input into a pinned host buffer and replays a
+ * graph that copies it in, runs every layer and copies the output out; the
+ * graph is captured on the first batch-1 run and again after the block
+ * moves.
+ *
+ * Checked on a GPU by tests/unit/test_gpu.c (every corpus model and the
+ * kernel grid against the CPU reference); without one that test reports
+ * SKIP.
+ */
+#include <cublas_v2.h>
+#include <cuda_runtime_api.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "runtime/gpu.h"
+#include "runtime/model.h"
+
+/* cuBLAS's workspace, given to it so that a captured graph allocates
+ * nothing (32 MiB: what NVIDIA advises for Hopper). */
+#define BLAS_WORKSPACE ((size_t)32 << 20)
+
+typedef struct gpu_layer {
+    dcz_gpu_kernel kernel;
+    dcz_gsparse sp;           /* the compressed weight, device pointers */
+    const float *w;           /* dense weight (dense layers; SPARSE_FC_WIDE: the copy) */
+    const float *bias;        /* or NULL */
+} gpu_layer;
+
+struct dcz_gpu {
+    cudaStream_t stream;
+    cublasHandle_t blas;
+    gpu_layer *layers;        /* (nlayers) */
+    void **mem;               /* every device allocation of the weights */
+    size_t nmem, capmem;
+    void *workspace;          /* cuBLAS's */
+    float *act;               /* (act_batch, act_width) */
+    float *in;                /* (act_batch, in_size) */
+    size_t act_batch;
+    float *col;               /* im2col patches of one sample and group */
+    uint64_t col_floats;
+    float *h_in, *h_out;      /* pinned: the batch-1 input and output */
+    cudaGraphExec_t graph1;   /* the batch-1 run, or NULL */
+};
+
+static dcz_status cu(cudaError_t e)
+{
+    if (e == cudaSuccess) return DCZ_OK;
+    return e == cudaErrorMemoryAllocation ? DCZ_ERR_NOMEM : DCZ_ERR_DEVICE;
+}
+
+static dcz_status blas(cublasStatus_t e)
+{
+    if (e == CUBLAS_STATUS_SUCCESS) return DCZ_OK;
+    return e == CUBLAS_STATUS_ALLOC_FAILED ? DCZ_ERR_NOMEM : DCZ_ERR_DEVICE;
+}
+
+#define TRY(x) do { dcz_status s_ = (x); if (s_ != DCZ_OK) return s_; } while (0)
+
+dcz_status dcz_gpu_probe(char *why, size_t why_len)
+{
+    int n = 0;
+    const cudaError_t e = cudaGetDeviceCount(&n);
+    if (e == cudaSuccess && n > 0) {
+        struct cudaDeviceProp p;
+        if (why && cudaGetDeviceProperties(&p, 0) == cudaSuccess)
+            snprintf(why, why_len, "%s (compute capability %d.%d)", p.name, p.major, p.minor);
+        return DCZ_OK;
+    }
+    if (why)
+        snprintf(why, why_len, "no CUDA device (%s)",
+                 e == cudaSuccess ? "the CUDA runtime found none" : cudaGetErrorString(e));
+    return DCZ_ERR_DEVICE;
+}
+
+void dcz_gpu_build_info(char *buf, size_t len)
+{
+    char why[160];
+    const dcz_status s = dcz_gpu_probe(why, sizeof why);
+    snprintf(buf, len, "CUDA backend: built for %s (CUDA %d.%d, cuBLAS); %s%s", DCZ_CUDA_TARGETS,
+             CUDART_VERSION / 1000, CUDART_VERSION % 1000 / 10, s == DCZ_OK ? "GPU: " : "", why);
+}
+
+/* n bytes on the device, kept in g's list for dcz_gpu_close. */
+static dcz_status device_alloc(dcz_gpu *g, size_t n, void **out)
+{
+    *out = NULL;
+    if (g->nmem == g->capmem) {
+        const size_t cap = g->capmem ? 2 * g->capmem : 16;
+        void **m = realloc(g->mem, cap * sizeof *m);
+        if (!m) return DCZ_ERR_NOMEM;
+        g->mem = m;
+        g->capmem = cap;
+    }
+    TRY(cu(cudaMalloc(out, n ? n : 1)));
+    g->mem[g->nmem++] = *out;
+    return DCZ_OK;
+}
+
+/* A copy of n bytes of host memory h on the device (NULL for h NULL). */
+static dcz_status upload(dcz_gpu *g, const void *h, size_t n, const void **out)
+{
+    *out = NULL;
+    if (!h) return DCZ_OK;
+    void *d;
+    TRY(device_alloc(g, n, &d));
+    TRY(cu(cudaMemcpy(d, h, n, cudaMemcpyHostToDevice)));
+    *out = d;
+    return DCZ_OK;
+}
+
+/* The dense (rows, cols) matrix of a compressed one, on the host. */
+static float *expand(const dcz_sparse *s)
+{
+    float *w = calloc((size_t)s->rows * s->cols, sizeof *w);
+    if (!w) return NULL;
+    for (uint32_t r = 0; r < s->rows; r++) {
+        uint32_t col = 0;
+        for (uint32_t e = s->row_ptr[r]; e < s->row_ptr[r + 1]; e++) {
+            col += s->step[e];
+            if (s->step[e] != DCZ_STEP_FILLER) w[(size_t)r * s->cols + col] = dcz_sparse_weight(s, e);
+        }
+    }
+    return w;
+}
+
+/* The im2col buffer holds one sample's patches of one group of c. */
+static void note_patches(dcz_gpu *g, const dcz_conv_geom *c)
+{
+    const uint64_t n = (uint64_t)c->out_h * c->out_w * dcz_conv_group_in(c) * c->kh * c->kw;
+    if (n > g->col_floats) g->col_floats = n;
+}
+
+/* Layer i's weights on the device, by the kernel dcz_gpu_pick chose. */
+static dcz_status upload_layer(dcz_gpu *g, const dcz_model *m, uint32_t i)
+{
+    const dcz_exec_layer *l = &m->layers[i];
+    gpu_layer *gl = &g->layers[i];
+    gl->kernel = dcz_gpu_pick(l);
+    if (gl->kernel == DCZ_GK_ELEMENT) return DCZ_OK;
+    const uint32_t rows = l->op == DCZ_OP_CONV2D ? l->geom.out_c : l->out;
+    const void *p;
+    TRY(upload(g, l->bias, (size_t)rows * sizeof(float), &p));
+    gl->bias = p;
+    if (!l->sparse) {
+        const size_t cells = l->op == DCZ_OP_CONV2D
+                                 ? (size_t)rows * dcz_conv_group_in(&l->geom) * l->geom.kh * l->geom.kw
+                                 : (size_t)l->out * l->in;
+        TRY(upload(g, l->w, cells * sizeof(float), &p));
+        gl->w = p;
+        if (l->op == DCZ_OP_CONV2D) note_patches(g, &l->geom);
+        return DCZ_OK;
+    }
+    const dcz_sparse *s = &l->sp;
+    dcz_gsparse *d = &gl->sp;
+    d->rows = s->rows;
+    d->cols = s->cols;
+    d->k = s->k;
+    TRY(upload(g, s->row_ptr, ((size_t)s->rows + 1) * sizeof(uint32_t), &p));
+    d->row_ptr = p;
+    TRY(upload(g, s->step, s->entries, &p));
+    d->step = p;
+    TRY(upload(g, s->idx, s->entries, &p));
+    d->idx = p;
+    TRY(upload(g, s->val, (size_t)s->entries * sizeof(float), &p));
+    d->val = p;
+    TRY(upload(g, s->idx ? s->codebook : NULL, (size_t)s->k * sizeof(float), &p));
+    d->codebook = p;
+    if (gl->kernel == DCZ_GK_SPARSE_FC_WIDE) {
+        float *w = expand(s);
+        if (!w) return DCZ_ERR_NOMEM;
+        const dcz_status st = upload(g, w, (size_t)s->rows * s->cols * sizeof(float), &p);
+        free(w);
+        TRY(st);
+        gl->w = p;
+    }
+    if (gl->kernel == DCZ_GK_CONV_IM2COL) note_patches(g, &l->geom);
+    return DCZ_OK;
+}
+
+dcz_status dcz_gpu_open(dcz_model *m)
+{
+    if (m->scheme != DCZ_SCHEME_NONE) return DCZ_ERR_UNSUPPORTED; /* no integer kernels on the device */
+    dcz_gpu *g = calloc(1, sizeof *g);
+    if (!g) return DCZ_ERR_NOMEM;
+    m->gpu = g;
+    dcz_status s = DCZ_OK;
+    g->layers = calloc(m->nlayers ? m->nlayers : 1, sizeof *g->layers);
+    if (!g->layers) s = DCZ_ERR_NOMEM;
+    if (s == DCZ_OK) s = cu(cudaStreamCreateWithFlags(&g->stream, cudaStreamNonBlocking));
+    if (s == DCZ_OK) s = blas(cublasCreate(&g->blas));
+    if (s == DCZ_OK) s = blas(cublasSetStream(g->blas, g->stream));
+    if (s == DCZ_OK) s = cu(cudaMalloc(&g->workspace, BLAS_WORKSPACE));
+    if (s == DCZ_OK) s = blas(cublasSetWorkspace(g->blas, g->workspace, BLAS_WORKSPACE));
+    for (uint32_t i = 0; s == DCZ_OK && i < m->nlayers; i++) s = upload_layer(g, m, i);
+    if (s == DCZ_OK && g->col_floats) s = cu(cudaMalloc((void **)&g->col, g->col_floats * sizeof(float)));
+    if (s == DCZ_OK) s = cu(cudaMallocHost((void **)&g->h_in, (size_t)m->in_size * sizeof(float)));
+    if (s == DCZ_OK) s = cu(cudaMallocHost((void **)&g->h_out, (size_t)m->out_size * sizeof(float)));
+    if (s != DCZ_OK) dcz_gpu_close(m);
+    return s;
+}
+
+void dcz_gpu_close(dcz_model *m)
+{
+    dcz_gpu *g = m ? m->gpu : NULL;
+    if (!g) return;
+    if (g->graph1) cudaGraphExecDestroy(g->graph1);
+    for (size_t i = 0; i < g->nmem; i++) cudaFree(g->mem[i]);
+    cudaFree(g->act);
+    cudaFree(g->in);
+    cudaFree(g->col);
+    cudaFree(g->workspace);
+    cudaFreeHost(g->h_in);
+    cudaFreeHost(g->h_out);
+    if (g->blas) cublasDestroy(g->blas);
+    if (g->stream) cudaStreamDestroy(g->stream);
+    free(g->mem);
+    free(g->layers);
+    free(g);
+    m->gpu = NULL;
+}
+
+/* The device buffers of batch samples; a move drops the captured graph. */
+static dcz_status ensure_batch(dcz_model *m, size_t batch)
+{
+    dcz_gpu *g = m->gpu;
+    if (batch <= g->act_batch) return DCZ_OK;
+    if (batch > SIZE_MAX / sizeof(float) / (m->act_width + m->in_size)) return DCZ_ERR_NOMEM;
+    if (g->graph1) cudaGraphExecDestroy(g->graph1);
+    g->graph1 = NULL;
+    cudaFree(g->act);
+    cudaFree(g->in);
+    g->act = g->in = NULL;
+    g->act_batch = 0;
+    TRY(cu(cudaMalloc((void **)&g->act, batch * m->act_width * sizeof(float))));
+    TRY(cu(cudaMalloc((void **)&g->in, batch * m->in_size * sizeof(float))));
+    g->act_batch = batch;
+    return DCZ_OK;
+}
+
+/* Tensor t of a run of batch samples on the device. */
+static float *device_tensor(const dcz_model *m, uint32_t t, size_t batch)
+{
+    return t == 0 ? m->gpu->in : m->gpu->act + m->tensors[t].off * batch;
+}
+
+/* Every layer, enqueued on the stream. */
+static dcz_status enqueue_layers(const dcz_model *m, size_t batch)
+{
+    for (uint32_t i = 0; i < m->nlayers; i++) {
+        const dcz_exec_layer *l = &m->layers[i];
+        const float *xs[DCZ_MAX_INPUTS];
+        for (uint32_t k = 0; k < l->nin; k++) xs[k] = device_tensor(m, l->tin[k], batch);
+        TRY(dcz_op_get(l->op)->run_gpu(m, i, xs, batch, device_tensor(m, i + 1, batch)));
+    }
+    return DCZ_OK;
+}
+
+/* The batch-1 graph: input in, every layer, output out. */
+static dcz_status capture_batch1(dcz_model *m)
+{
+    dcz_gpu *g = m->gpu;
+    cudaGraph_t graph = NULL;
+    TRY(cu(cudaStreamBeginCapture(g->stream, cudaStreamCaptureModeThreadLocal)));
+    dcz_status s = cu(cudaMemcpyAsync(g->in, g->h_in, (size_t)m->in_size * sizeof(float),
+                                      cudaMemcpyHostToDevice, g->stream));
+    if (s == DCZ_OK) s = enqueue_layers(m, 1);
+    if (s == DCZ_OK)
+        s = cu(cudaMemcpyAsync(g->h_out, device_tensor(m, m->nlayers, 1), (size_t)m->out_size * sizeof(float),
+                               cudaMemcpyDeviceToHost, g->stream));
+    const dcz_status end = cu(cudaStreamEndCapture(g->stream, &graph));
+    if (s == DCZ_OK) s = end;
+    if (s == DCZ_OK) s = cu(cudaGraphInstantiate(&g->graph1, graph, 0));
+    if (graph) cudaGraphDestroy(graph);
+    return s;
+}
+
+dcz_status dcz_gpu_run(dcz_model *m, const float *input, size_t batch, float *output)
+{
+    dcz_gpu *g = m->gpu;
+    TRY(ensure_batch(m, batch));
+    if (batch == 1) {
+        memcpy(g->h_in, input, (size_t)m->in_size * sizeof(float));
+        if (!g->graph1) TRY(capture_batch1(m));
+        TRY(cu(cudaGraphLaunch(g->graph1, g->stream)));
+        TRY(cu(cudaStreamSynchronize(g->stream)));
+        memcpy(output, g->h_out, (size_t)m->out_size * sizeof(float));
+        return DCZ_OK;
+    }
+    TRY(cu(cudaMemcpyAsync(g->in, input, batch * m->in_size * sizeof(float), cudaMemcpyHostToDevice,
+                           g->stream)));
+    dcz_status s = enqueue_layers(m, batch);
+    if (s == DCZ_OK)
+        s = cu(cudaMemcpyAsync(output, device_tensor(m, m->nlayers, batch), batch * m->out_size * sizeof(float),
+                               cudaMemcpyDeviceToHost, g->stream));
+    const dcz_status done = cu(cudaStreamSynchronize(g->stream));
+    return s != DCZ_OK ? s : done;
+}
+
+/* ---- the operator table's GPU entries --------------------------------------- */
+
+static const float one = 1.0f;
+
+/* y (batch, out) = x (batch, in) W^T + y, W (out, in) row-major: in
+ * cuBLAS's column-major terms y^T = W^T' x^T with W^T' the (in, out)
+ * matrix W is, transposed. */
+static dcz_status dense_product(const dcz_model *m, const float *w, uint32_t in, uint32_t out,
+                                const float *x, size_t batch, float *y)
+{
+    cublasHandle_t h = m->gpu->blas;
+    if (batch == 1) return blas(cublasSgemv(h, CUBLAS_OP_T, (int)in, (int)out, &one, w, (int)in, x, 1, &one, y, 1));
+    return blas(cublasSgemm(h, CUBLAS_OP_T, CUBLAS_OP_N, (int)out, (int)batch, (int)in, &one, w, (int)in, x,
+                            (int)in, &one, y, (int)out));
+}
+
+dcz_status dcz_gpu_run_dense(const dcz_model *m, uint32_t index, const float *const *xs, size_t batch,
+                             float *y)
+{
+    const dcz_exec_layer *l = &m->layers[index];
+    const gpu_layer *gl = &m->gpu->layers[index];
+    void *st = m->gpu->stream;
+    if (gl->kernel == DCZ_GK_SPARSE_FC || (gl->kernel == DCZ_GK_SPARSE_FC_WIDE && batch == 1))
+        return batch == 1 ? dcz_spmv__cuda(&gl->sp, gl->bias, xs[0], y, st)
+                          : dcz_spmm__cuda(&gl->sp, gl->bias, xs[0], batch, y, l->out, 1, st);
+    TRY(dcz_bias_rows__cuda(gl->bias, batch, l->out, 1, y, st));
+    return dense_product(m, gl->w, l->in, l->out, xs[0], batch, y);
+}
+
+dcz_status dcz_gpu_run_conv2d(const dcz_model *m, uint32_t index, const float *const *xs, size_t batch,
+                              float *y)
+{
+    const dcz_exec_layer *l = &m->layers[index];
+    const gpu_layer *gl = &m->gpu->layers[index];
+    const dcz_conv_geom *g = &l->geom;
+    void *st = m->gpu->stream;
+    if (gl->kernel == DCZ_GK_CONV_DIRECT) return dcz_conv2d_sparse__cuda(g, &gl->sp, gl->bias, xs[0], batch, y, st);
+    const uint32_t groups = dcz_conv_groups(g), oc = g->out_c / groups;
+    const uint32_t pixels = g->out_h * g->out_w, k = dcz_conv_group_in(g) * g->kh * g->kw;
+    const size_t in_sample = (size_t)g->in_c * g->in_h * g->in_w, out_sample = (size_t)g->out_c * pixels;
+    if (gl->kernel == DCZ_GK_CONV_DENSE) TRY(dcz_bias_rows__cuda(gl->bias, batch, g->out_c, pixels, y, st));
+    for (size_t b = 0; b < batch; b++)
+        for (uint32_t gr = 0; gr < groups; gr++) {
+            float *yg = y + b * out_sample + (size_t)gr * oc * pixels;
+            TRY(dcz_im2col__cuda(g, gr, xs[0] + b * in_sample, m->gpu->col, st));
+            if (gl->kernel == DCZ_GK_CONV_DENSE) {
+                /* yg (oc, pixels) += W_gr (oc, k) col^T: column-major yg^T = col^T' W_gr^T' */
+                TRY(blas(cublasSgemm(m->gpu->blas, CUBLAS_OP_T, CUBLAS_OP_N, (int)pixels, (int)oc, (int)k, &one,
+                                     m->gpu->col, (int)k, gl->w + (size_t)gr * oc * k, (int)k, &one, yg,
+                                     (int)pixels)));
+                continue;
+            }
+            /* the group's rows: the same arrays from its first row on */
+            dcz_gsparse sg = gl->sp;
+            sg.row_ptr += (size_t)gr * oc;
+            sg.rows = oc;
+            TRY(dcz_spmm__cuda(&sg, gl->bias ? gl->bias + (size_t)gr * oc : NULL, m->gpu->col, pixels, yg, 1,
+                               pixels, st));
+        }
+    return DCZ_OK;
+}
+
+dcz_status dcz_gpu_run_pool(const dcz_model *m, uint32_t index, const float *const *xs, size_t batch, float *y)
+{
+    const dcz_exec_layer *l = &m->layers[index];
+    return dcz_pool__cuda(&l->geom, l->op == DCZ_OP_AVGPOOL, l->count_include_pad, xs[0], batch, y,
+                          m->gpu->stream);
+}
+
+dcz_status dcz_gpu_run_global_avgpool(const dcz_model *m, uint32_t index, const float *const *xs, size_t batch,
+                                      float *y)
+{
+    const dcz_exec_layer *l = &m->layers[index];
+    return dcz_global_avgpool__cuda(l->geom.in_c, l->geom.in_h * l->geom.in_w, xs[0], batch, y, m->gpu->stream);
+}
+
+dcz_status dcz_gpu_run_copy(const dcz_model *m, uint32_t index, const float *const *xs, size_t batch, float *y)
+{
+    if (y == xs[0]) return DCZ_OK;
+    return cu(cudaMemcpyAsync(y, xs[0], batch * m->layers[index].in * sizeof(float), cudaMemcpyDeviceToDevice,
+                              m->gpu->stream));
+}
+
+dcz_status dcz_gpu_run_activation(const dcz_model *m, uint32_t index, const float *const *xs, size_t batch,
+                                  float *y)
+{
+    const dcz_exec_layer *l = &m->layers[index];
+    return dcz_activation__cuda(l->op, l->param, xs[0], batch * l->in, y, m->gpu->stream);
+}
+
+dcz_status dcz_gpu_run_softmax(const dcz_model *m, uint32_t index, const float *const *xs, size_t batch,
+                               float *y)
+{
+    return dcz_softmax__cuda(xs[0], batch, m->layers[index].in, y, m->gpu->stream);
+}
+
+dcz_status dcz_gpu_run_add(const dcz_model *m, uint32_t index, const float *const *xs, size_t batch, float *y)
+{
+    return dcz_add__cuda(xs[0], xs[1], batch * m->layers[index].in, y, m->gpu->stream);
+}
+
+dcz_status dcz_gpu_run_mul(const dcz_model *m, uint32_t index, const float *const *xs, size_t batch, float *y)
+{
+    const dcz_exec_layer *l = &m->layers[index];
+    const uint32_t factors = m->tensors[l->tin[1]].width;
+    return dcz_mul__cuda(xs[0], xs[1], batch, factors, l->in / factors, y, m->gpu->stream);
+}
+
+dcz_status dcz_gpu_run_concat(const dcz_model *m, uint32_t index, const float *const *xs, size_t batch,
+                              float *y)
+{
+    const dcz_exec_layer *l = &m->layers[index];
+    uint32_t width[DCZ_MAX_INPUTS];
+    for (uint32_t k = 0; k < l->nin; k++) width[k] = m->tensors[l->tin[k]].width;
+    return dcz_concat__cuda(xs, width, l->nin, batch, y, m->gpu->stream);
+}

@@ -1,0 +1,162 @@
+/* gpu.h: libdcz's CUDA backend (built with CUDA=1 or CUDA=auto where nvcc
+ * is found; see the Makefile).
+ *
+ * A model opened with dcz_options.device GPU (or AUTO on a machine with a
+ * CUDA device) is loaded into its CPU execution form as always (load.c),
+ * then uploaded once (gpu.c): every weight in that same compressed form
+ * (row pointers, column steps, codebook indices, the codebook), dense
+ * weights and biases, and the buffers every activation of a batch lives in.
+ * dcz_run copies the input in, runs every layer on the device through the
+ * operator table's GPU entry (ops.h: run_gpu), activations never leaving
+ * the device between layers, and copies the output back. Batch-1 runs are
+ * replayed from a CUDA graph captured on the first one.
+ *
+ * The kernels are the .cu files beside their CPU twins: kernels_simd.cu
+ * (sparse fully connected layers: one warp per row), kernels_conv.cu
+ * (sparse direct convolution, im2col, pools), kernels_ref.cu (activations,
+ * softmax, Add, Mul, Concat, bias rows). Dense layers and dense
+ * convolutions go through cuBLAS. The kernels computing one output each
+ * have their bodies in gpu_kern.h, checked on the host by
+ * tests/unit/test_gpu_emu.c; every launched kernel is checked against the
+ * CPU reference by tests/unit/test_gpu.c on a GPU (SKIP without one).
+ *
+ * Each launcher below enqueues its kernel on stream (a cudaStream_t) and
+ * returns DCZ_ERR_DEVICE when the launch fails; pointers are device
+ * pointers.
+ */
+#ifndef DCZ_RUNTIME_GPU_H
+#define DCZ_RUNTIME_GPU_H
+
+#include "runtime/gpu_kern.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* ---- kernels_simd.cu -------------------------------------------------------- */
+
+/* y (rows) = S x (cols) + bias: one warp per row, the row's steps summed
+ * into columns by a warp scan, the codebook in shared memory. */
+dcz_status dcz_spmv__cuda(const dcz_gsparse *s, const float *bias, const float *x, float *y,
+                          void *stream);
+/* y = x (batch, cols) S^T + bias with output row r of sample b at
+ * y[b * y_sample + r * y_row] (a fully connected layer: y_sample = rows,
+ * y_row = 1; a convolution's patches: y_sample = 1, y_row = pixels): one
+ * warp per row and DCZ_GPU_SPMM_SAMPLES samples, each entry decoded once
+ * for them. */
+#define DCZ_GPU_SPMM_SAMPLES 8
+dcz_status dcz_spmm__cuda(const dcz_gsparse *s, const float *bias, const float *x, size_t batch,
+                          float *y, size_t y_sample, size_t y_row, void *stream);
+
+/* ---- kernels_conv.cu -------------------------------------------------------- */
+
+/* y (batch, out_c, out_h, out_w) = the sparse convolution of x (batch, in_c,
+ * in_h, in_w): a thread per output (dcz_gk_conv_sparse). */
+dcz_status dcz_conv2d_sparse__cuda(const dcz_conv_geom *g, const dcz_gsparse *s, const float *bias,
+                                   const float *x, size_t batch, float *y, void *stream);
+/* col (out_h out_w, in_c / groups kh kw) = the patches of group gr of one
+ * sample x (dcz_gk_im2col). */
+dcz_status dcz_im2col__cuda(const dcz_conv_geom *g, uint32_t gr, const float *x, float *col,
+                            void *stream);
+/* Max (avg 0) or average (avg 1) pool of x (batch, in_c, in_h, in_w). */
+dcz_status dcz_pool__cuda(const dcz_conv_geom *g, int avg, int count_include_pad, const float *x,
+                          size_t batch, float *y, void *stream);
+/* y (batch, channels) = the mean of each plane of x (batch, channels, plane). */
+dcz_status dcz_global_avgpool__cuda(uint32_t channels, uint32_t plane, const float *x, size_t batch,
+                                    float *y, void *stream);
+
+/* ---- kernels_ref.cu ------------------------------------------------------------ */
+
+/* y (n) = activation op (dcz_gk_act; param: its float attributes) of x. */
+dcz_status dcz_activation__cuda(uint16_t op, const float *param, const float *x, size_t n, float *y,
+                                void *stream);
+/* y (batch, n) = the softmax of each row of x (one block per row). */
+dcz_status dcz_softmax__cuda(const float *x, size_t batch, uint32_t n, float *y, void *stream);
+dcz_status dcz_add__cuda(const float *a, const float *b, size_t n, float *y, void *stream);
+/* y (batch, channels, plane) = x times f (batch, channels). */
+dcz_status dcz_mul__cuda(const float *x, const float *f, size_t batch, uint32_t channels,
+                         uint32_t plane, float *y, void *stream);
+/* y (batch, sum of width) = the nin inputs x[k] (batch, width[k]) side by side. */
+dcz_status dcz_concat__cuda(const float *const *x, const uint32_t *width, uint32_t nin, size_t batch,
+                            float *y, void *stream);
+/* y (batch, rows, plane) = bias[row] (0 without a bias): the start of a sum
+ * cuBLAS adds to. */
+dcz_status dcz_bias_rows__cuda(const float *bias, size_t batch, uint32_t rows, uint32_t plane, float *y,
+                               void *stream);
+
+/* ---- the kernel of each layer (describe.c, so dcz info tells it anywhere) ---- */
+
+/* The kernel a layer runs with on the device. */
+typedef enum dcz_gpu_kernel {
+    DCZ_GK_ELEMENT = 0,   /* a layer without weights: its op's kernel */
+    DCZ_GK_DENSE_FC,      /* dense weights: cuBLAS sgemv (batch 1) or sgemm */
+    DCZ_GK_SPARSE_FC,     /* compressed: dcz_spmv__cuda / dcz_spmm__cuda */
+    DCZ_GK_SPARSE_FC_WIDE,/* compressed, at least DCZ_GPU_DENSE_DENSITY dense: dcz_spmv__cuda at
+                             batch 1, cuBLAS sgemm on a dense copy made at upload above */
+    DCZ_GK_CONV_DENSE,    /* dense weights: im2col and cuBLAS sgemm */
+    DCZ_GK_CONV_DIRECT,   /* compressed: dcz_conv2d_sparse__cuda, a thread per output */
+    DCZ_GK_CONV_IM2COL    /* compressed, output planes under DCZ_GPU_DIRECT_MIN_PLANE
+                             cells: im2col and dcz_spmm__cuda */
+} dcz_gpu_kernel;
+
+/* Rules of the choice, set from the kernels' design until bench_gpu has
+ * measured the crossovers on a GPU: the direct convolution needs a warp's
+ * 32 threads on one output channel to read its row once for all of them;
+ * a batch kernel decoding each entry once per 8 samples cannot beat a
+ * dense sgemm on a matrix a fifth full or more. */
+#define DCZ_GPU_DIRECT_MIN_PLANE 32
+#define DCZ_GPU_DENSE_DENSITY 0.2
+
+struct dcz_model;
+struct dcz_exec_layer;
+
+dcz_gpu_kernel dcz_gpu_pick(const struct dcz_exec_layer *l);
+
+/* ---- gpu.c: the model on the device ------------------------------------------ */
+
+/* DCZ_OK when this build has the backend and the machine a CUDA device;
+ * else DCZ_ERR_DEVICE, why saying what is missing (the CUDA runtime's
+ * reason included). */
+dcz_status dcz_gpu_probe(char *why, size_t why_len);
+
+/* The build's CUDA targets and runtime, and the device found (for
+ * dcz_backend_describe). */
+void dcz_gpu_build_info(char *buf, size_t len);
+
+/* Uploads m's layers to the device (m->gpu); the CPU form stays as it is.
+ * DCZ_ERR_UNSUPPORTED for a model the backend does not run (the integer
+ * region of a calibrated model), DCZ_ERR_DEVICE or DCZ_ERR_NOMEM when the
+ * device fails or is full. */
+dcz_status dcz_gpu_open(struct dcz_model *m);
+/* dcz_run on the device. */
+dcz_status dcz_gpu_run(struct dcz_model *m, const float *input, size_t batch, float *output);
+/* Frees what dcz_gpu_open made (m->gpu NULL is fine). */
+void dcz_gpu_close(struct dcz_model *m);
+
+/* The operator table's GPU entries (ops.h: dcz_gpu_fn), in gpu.c. */
+dcz_status dcz_gpu_run_dense(const struct dcz_model *m, uint32_t index, const float *const *xs,
+                             size_t batch, float *y);
+dcz_status dcz_gpu_run_conv2d(const struct dcz_model *m, uint32_t index, const float *const *xs,
+                              size_t batch, float *y);
+dcz_status dcz_gpu_run_pool(const struct dcz_model *m, uint32_t index, const float *const *xs,
+                            size_t batch, float *y);
+dcz_status dcz_gpu_run_global_avgpool(const struct dcz_model *m, uint32_t index, const float *const *xs,
+                                      size_t batch, float *y);
+dcz_status dcz_gpu_run_copy(const struct dcz_model *m, uint32_t index, const float *const *xs,
+                            size_t batch, float *y);
+dcz_status dcz_gpu_run_activation(const struct dcz_model *m, uint32_t index, const float *const *xs,
+                                  size_t batch, float *y);
+dcz_status dcz_gpu_run_softmax(const struct dcz_model *m, uint32_t index, const float *const *xs,
+                               size_t batch, float *y);
+dcz_status dcz_gpu_run_add(const struct dcz_model *m, uint32_t index, const float *const *xs,
+                           size_t batch, float *y);
+dcz_status dcz_gpu_run_mul(const struct dcz_model *m, uint32_t index, const float *const *xs,
+                           size_t batch, float *y);
+dcz_status dcz_gpu_run_concat(const struct dcz_model *m, uint32_t index, const float *const *xs,
+                              size_t batch, float *y);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* DCZ_RUNTIME_GPU_H */

@@ -1,0 +1,79 @@
+/* kernels_conv.cu: convolution and pooling kernels on CUDA, twins of
+ * kernels_conv.c (gpu.h). Each thread computes one output element by the
+ * body gpu_kern.h shares with the host: the sparse direct convolution
+ * walks its output channel's compressed row (the threads of a warp share
+ * that row, so its bytes are read once for all of them), im2col lays out
+ * one group's patches of one sample for the sparse batch kernel or cuBLAS,
+ * and the pools read their windows.
+ *
+ * Checked against dcz_conv2d_direct_ref, dcz_im2col, dcz_maxpool_ref,
+ * dcz_avgpool_ref and dcz_global_avgpool_ref on the host through
+ * gpu_kern.h (tests/unit/test_gpu_emu.c) and launched on a GPU by
+ * tests/unit/test_gpu.c.
+ */
+#include "runtime/gpu.h"
+
+static __global__ void conv_sparse_kernel(dcz_conv_geom g, dcz_gsparse s, const float *bias, const float *x,
+                                          uint64_t batch, float *y)
+{
+    const uint32_t per = g.out_c * g.out_h * g.out_w;
+    const size_t in_sample = (size_t)g.in_c * g.in_h * g.in_w;
+    DCZ_GPU_FOR_EACH(t, batch * per) {
+        const uint64_t b = t / per;
+        y[t] = dcz_gk_conv_sparse(&g, &s, bias, x + b * in_sample, (uint32_t)(t % per));
+    }
+}
+
+static __global__ void im2col_kernel(dcz_conv_geom g, uint32_t gr, const float *x, float *col, uint64_t n)
+{
+    DCZ_GPU_FOR_EACH(t, n) col[t] = dcz_gk_im2col(&g, gr, x, (uint32_t)t);
+}
+
+static __global__ void pool_kernel(dcz_conv_geom g, int avg, int cip, const float *x, uint64_t batch, float *y)
+{
+    const uint32_t per = g.in_c * g.out_h * g.out_w;
+    const size_t in_sample = (size_t)g.in_c * g.in_h * g.in_w;
+    DCZ_GPU_FOR_EACH(t, batch * per) y[t] = dcz_gk_pool(&g, avg, cip, x + t / per * in_sample, (uint32_t)(t % per));
+}
+
+static __global__ void mean_kernel(uint32_t plane, const float *x, uint64_t planes, float *y)
+{
+    DCZ_GPU_FOR_EACH(t, planes) y[t] = dcz_gk_mean(x + t * plane, plane);
+}
+
+extern "C" dcz_status dcz_conv2d_sparse__cuda(const dcz_conv_geom *g, const dcz_gsparse *s, const float *bias,
+                                              const float *x, size_t batch, float *y, void *stream)
+{
+    const uint64_t n = (uint64_t)batch * g->out_c * g->out_h * g->out_w;
+    if (n == 0) return DCZ_OK;
+    conv_sparse_kernel<<<dcz_gpu_blocks(n), DCZ_GPU_BLOCK, 0, (cudaStream_t)stream>>>(*g, *s, bias, x, batch, y);
+    return dcz_gpu_launched();
+}
+
+extern "C" dcz_status dcz_im2col__cuda(const dcz_conv_geom *g, uint32_t gr, const float *x, float *col,
+                                       void *stream)
+{
+    const uint32_t groups = g->group ? g->group : 1;
+    const uint64_t n = (uint64_t)g->out_h * g->out_w * (g->in_c / groups) * g->kh * g->kw;
+    if (n == 0) return DCZ_OK;
+    im2col_kernel<<<dcz_gpu_blocks(n), DCZ_GPU_BLOCK, 0, (cudaStream_t)stream>>>(*g, gr, x, col, n);
+    return dcz_gpu_launched();
+}
+
+extern "C" dcz_status dcz_pool__cuda(const dcz_conv_geom *g, int avg, int count_include_pad, const float *x,
+                                     size_t batch, float *y, void *stream)
+{
+    const uint64_t n = (uint64_t)batch * g->in_c * g->out_h * g->out_w;
+    if (n == 0) return DCZ_OK;
+    pool_kernel<<<dcz_gpu_blocks(n), DCZ_GPU_BLOCK, 0, (cudaStream_t)stream>>>(*g, avg, count_include_pad, x, batch, y);
+    return dcz_gpu_launched();
+}
+
+extern "C" dcz_status dcz_global_avgpool__cuda(uint32_t channels, uint32_t plane, const float *x, size_t batch,
+                                               float *y, void *stream)
+{
+    const uint64_t planes = (uint64_t)batch * channels;
+    if (planes == 0) return DCZ_OK;
+    mean_kernel<<<dcz_gpu_blocks(planes), DCZ_GPU_BLOCK, 0, (cudaStream_t)stream>>>(plane, x, planes, y);
+    return dcz_gpu_launched();
+}

@@ -1,0 +1,86 @@
+#!/usr/bin/env bash
+# gpu-check.sh: everything the CUDA backend is checked and timed by, in one
+# call, on a machine with an NVIDIA GPU and the CUDA toolkit (nvcc,
+# cuBLAS, cuSPARSE for the benchmark, compute-sanitizer):
+#   1. the CUDA build (make CUDA=1) with no warning, and dcz --version;
+#   2. tests/unit/test_gpu (every GPU kernel and every corpus model against
+#      the CPU references), then under compute-sanitizer memcheck and
+#      racecheck;
+#   3. models trained and compressed here (LeNet-300-100, LeNet-5, the
+#      ResNet-style and MobileNetV2-style presets; a few epochs each: the
+#      point is the same accuracy on both devices, not a good model), each
+#      also int8-calibrated: dcz eval on --device cpu and gpu (calibrated
+#      ones with --fp32 on the GPU, which has no integer kernels), the
+#      accuracies side by side;
+#   4. bench_gpu (the EIE and LeNet layers: dcz against cuBLAS and cuSPARSE,
+#      bandwidth against the device's copy bandwidth; whole-model batch-1
+#      latency, GPU against CPU, of the compressed models of step 3).
+# Everything goes to stdout and into OUT (default build/gpu-check/). Exit
+# status: 0 when every check passed.
+#   bash scripts/gpu-check.sh [OUT]
+set -u
+cd "$(dirname "$0")/.."
+OUT=${1:-build/gpu-check}
+mkdir -p "$OUT"
+D=fashion-mnist
+fails=0
+step() { echo; echo "== $*"; }
+check() { # name, command...: runs it, counts a failure
+    local name=$1; shift
+    if "$@"; then echo "ok   $name"; else echo "FAIL $name (exit $?)"; fails=$((fails + 1)); fi
+}
+
+step "build"
+make -j"$(nproc)" CUDA=1 DEPS=0 bin/dcz tests-build build/bench/bench_gpu > "$OUT/build.txt" 2>&1 ||
+    { tail -30 "$OUT/build.txt"; echo "FAIL build"; exit 1; }
+if grep -E 'warning' "$OUT/build.txt"; then echo "FAIL the build has warnings"; fails=$((fails + 1)); fi
+./bin/dcz --version | tee "$OUT/version.txt"
+nvidia-smi --query-gpu=name,memory.total,clocks.max.sm,clocks.max.mem --format=csv | tee "$OUT/gpu.txt"
+
+step "kernel and model tests on the GPU"
+check test_gpu bash -c "build/tests/test_gpu | tee '$OUT/test_gpu.txt'; exit \${PIPESTATUS[0]}"
+grep -q '^SKIP' "$OUT/test_gpu.txt" && { echo "FAIL test_gpu skipped: no GPU seen"; fails=$((fails + 1)); }
+if command -v compute-sanitizer > /dev/null 2>&1; then
+    for tool in memcheck racecheck; do
+        check "compute-sanitizer $tool" compute-sanitizer --tool "$tool" --error-exitcode 9 \
+            --log-file "$OUT/sanitizer-$tool.txt" build/tests/test_gpu > /dev/null
+        tail -2 "$OUT/sanitizer-$tool.txt"
+    done
+else
+    echo "FAIL no compute-sanitizer on PATH"; fails=$((fails + 1))
+fi
+
+step "models: accuracy on the CPU and on the GPU"
+M=$OUT/models
+mkdir -p "$M"
+printf '%-22s %10s %10s\n' model cpu gpu | tee "$M/accuracy.txt"
+for arch in lenet300 lenet5 resnet mobilenetv2; do
+    ./bin/dcz train --arch "$arch" --epochs 2 --data $D --device cpu -q -o "$M/$arch.dcz" &&
+        ./bin/dcz compress "$M/$arch.dcz" --data $D --rounds 1 --prune-epochs 1 --final-epochs 1 --quant-epochs 1 \
+            --device gpu -q -o "$M/$arch-small.dcz" > /dev/null &&
+        ./bin/dcz calibrate "$M/$arch-small.dcz" --data $D -q -o "$M/$arch-int8.dcz" > /dev/null ||
+        { echo "FAIL making $arch"; fails=$((fails + 1)); continue; }
+    for f in "$arch" "$arch-small" "$arch-int8"; do
+        fp=""; [ "$f" = "$arch-int8" ] && fp=--fp32
+        c=$(./bin/dcz eval "$M/$f.dcz" --data $D --device cpu $fp --json -q | sed -n 's/.*"accuracy":\([0-9.]*\).*/\1/p')
+        g=$(./bin/dcz eval "$M/$f.dcz" --data $D --device gpu $fp --json -q | sed -n 's/.*"accuracy":\([0-9.]*\).*/\1/p')
+        printf '%-22s %10s %10s\n' "$f$fp" "$c" "$g" | tee -a "$M/accuracy.txt"
+        # the same predictions but for the odd sample whose top two scores tie within rounding
+        awk -v c="$c" -v g="$g" 'BEGIN { d = c - g; exit !(c != "" && g != "" && d < 0.0003 && d > -0.0003) }' ||
+            { echo "FAIL $f: cpu $c, gpu $g"; fails=$((fails + 1)); }
+    done
+    check "$arch-int8 refused on the GPU with its reason" \
+        bash -c "! ./bin/dcz eval '$M/$arch-int8.dcz' --data $D --device gpu -q 2> '$M/int8.err'; grep -q 'integer kernels' '$M/int8.err'"
+done
+
+step "benchmarks"
+check bench_gpu bash -c "build/bench/bench_gpu $M/*-small.dcz | tee '$OUT/bench_gpu.txt'; exit \${PIPESTATUS[0]}"
+for f in "$M"/lenet300-small.dcz "$M"/lenet5-small.dcz "$M"/resnet-small.dcz; do
+    for dev in cpu gpu; do
+        for b in 1 64; do ./bin/dcz bench "$f" --device $dev --batch $b --json; done
+    done
+done | tee "$OUT/bench_cli.jsonl"
+
+step "done"
+echo "$fails failed; files in $OUT"
+exit $((fails > 0))
