@@ -263,6 +263,8 @@ int stage_hold_out(const verb_ctx *v, dcz_dataset *train, int n, dcz_dataset *va
  * (NULL, or data->n bytes) gets 1 for each sample classified right. */
 dcz_status stage_eval_bytes(const uint8_t *buf, size_t len, const dcz_options *opt,
                             const dcz_dataset *data, uint8_t *right, double *accuracy);
+/* The same on a model already open. */
+dcz_status stage_eval_model(dcz_model *m, const dcz_dataset *data, uint8_t *right, double *accuracy);
 
 /* Appends a stage record ("stage = NAME", tool version, command line, seed,
  * data hash, the extra key = value lines, accuracy when >= 0) to doc. */

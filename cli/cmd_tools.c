@@ -58,16 +58,16 @@ int cmd_eval(verb_ctx *v)
     uint32_t dims[DCZ_MAX_RANK];
     const int rank = dcz_input_shape(m, dims, DCZ_MAX_RANK);
     rc = stage_check_fit(v, &test, rank, dims, dcz_output_size(m), 0);
-    dcz_close(m);
+    free(buf);
     if (rc != -1) {
-        free(buf);
+        dcz_close(m);
         dcz_dataset_free(&test);
         return rc;
     }
     static const char *const scheme_names[] = { "fp32", "int8", "fixed8", "fixed16" };
-    s = stage_eval_bytes(buf, len, &opt, &test, NULL, &acc);
+    s = stage_eval_model(m, &test, NULL, &acc);
+    dcz_close(m);
     double secs = cli_now() - t0;
-    free(buf);
     if (s != DCZ_OK) {
         cli_error("eval: %s: %s", v->pos[0], s == DCZ_ERR_SHAPE ? "the model does not fit the data's samples"
                                                                 : dcz_status_str(s));

@@ -106,18 +106,20 @@ dcz_status stage_eval_bytes(const uint8_t *buf, size_t len, const dcz_options *o
     dcz_model *m;
     dcz_status s = dcz_open_memory(buf, len, opt, &m);
     if (s != DCZ_OK) return s;
+    s = stage_eval_model(m, data, right, accuracy);
+    dcz_close(m);
+    return s;
+}
+
+dcz_status stage_eval_model(dcz_model *m, const dcz_dataset *data, uint8_t *right, double *accuracy)
+{
     const size_t in = dcz_input_size(m), out = dcz_output_size(m);
     const size_t sample = (size_t)data->c * data->h * data->w;
-    if (in != sample || out < data->classes) {
-        dcz_close(m);
-        return DCZ_ERR_SHAPE;
-    }
+    if (in != sample || out < data->classes) return DCZ_ERR_SHAPE;
     const size_t B = 256;
     float *y = malloc(B * out * sizeof *y);
-    if (!y) {
-        dcz_close(m);
-        return DCZ_ERR_NOMEM;
-    }
+    if (!y) return DCZ_ERR_NOMEM;
+    dcz_status s = DCZ_OK;
     size_t correct = 0;
     for (size_t i = 0; i < data->n && s == DCZ_OK; i += B) {
         size_t b = data->n - i < B ? data->n - i : B;
@@ -132,7 +134,6 @@ dcz_status stage_eval_bytes(const uint8_t *buf, size_t len, const dcz_options *o
         }
     }
     free(y);
-    dcz_close(m);
     if (s == DCZ_OK) *accuracy = data->n ? (double)correct / (double)data->n : 0.0;
     return s;
 }

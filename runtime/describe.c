@@ -43,10 +43,14 @@ static void gpu_why(const dcz_exec_layer *l, dcz_layer_desc *k)
         [DCZ_GK_CONV_DIRECT] = { "conv2d_sparse__cuda", "planes of %g+ cells", DCZ_GPU_DIRECT_MIN_PLANE },
         [DCZ_GK_CONV_IM2COL] = { "im2col+spmm__cuda", "planes under %g cells", DCZ_GPU_DIRECT_MIN_PLANE },
     };
-    const dcz_gpu_kernel g = l->q ? DCZ_GK_ELEMENT : dcz_gpu_pick(l);
-    k->gpu_kernel = l->q ? "none (CPU)" : kinds[g].name ? kinds[g].name : k->kernel;
-    if (l->q) snprintf(k->gpu_why, sizeof k->gpu_why, "no integer kernels on the GPU");
-    else snprintf(k->gpu_why, sizeof k->gpu_why, kinds[g].why, kinds[g].arg);
+    if (l->q) {
+        k->gpu_kernel = "none (CPU)";
+        snprintf(k->gpu_why, sizeof k->gpu_why, "no integer kernels on the GPU");
+        return;
+    }
+    const dcz_gpu_kernel g = dcz_gpu_pick(l);
+    k->gpu_kernel = kinds[g].name ? kinds[g].name : k->kernel;
+    snprintf(k->gpu_why, sizeof k->gpu_why, kinds[g].why, kinds[g].arg);
 }
 
 static const char *isa_name(void)

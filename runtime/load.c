@@ -620,7 +620,7 @@ static dcz_status place(dcz_model *m, const dcz_options *o)
         if (s == DCZ_ERR_UNSUPPORTED)
             snprintf(why, sizeof why, "the CUDA backend has no integer kernels for this calibrated model");
         else if (s != DCZ_OK)
-            snprintf(why, sizeof why, "the upload to %s failed: %s", "the GPU", dcz_status_str(s));
+            snprintf(why, sizeof why, "the upload to the GPU failed: %s", dcz_status_str(s));
     }
     if (s == DCZ_OK || o->device == DCZ_DEVICE_GPU) return s;
     snprintf(m->device_note, sizeof m->device_note, "running on the CPU: %s", why);

@@ -26,4 +26,45 @@ static inline dcz_conv_geom conv_geom_grouped(uint32_t in_c, uint32_t out_c, uin
     return g;
 }
 
+/* Case i of the grid the convolution tests share: kernels 1, 3 and 5,
+ * strides 1 and 2, padding 0 and 1 (below the kernel), images 7 x 9 and
+ * 11 x 5, 3 -> 4 channels, in that nesting order. 0 past the last case. */
+static inline int conv_grid(size_t i, dcz_conv_geom *g)
+{
+    static const uint32_t kernels[] = { 1, 3, 5 }, strides[] = { 1, 2 }, pads[] = { 0, 1 };
+    static const uint32_t sizes[][2] = { { 7, 9 }, { 11, 5 } };
+    size_t n = 0;
+    for (size_t ki = 0; ki < 3; ki++)
+        for (size_t si = 0; si < 2; si++)
+            for (size_t pi = 0; pi < 2; pi++)
+                for (size_t zi = 0; zi < 2; zi++) {
+                    const uint32_t k = kernels[ki], st = strides[si], pad = pads[pi];
+                    if (pad >= k || n++ != i) continue;
+                    *g = conv_geom(3, 4, sizes[zi][0], sizes[zi][1], k, k, st, st, pad, pad);
+                    return 1;
+                }
+    return 0;
+}
+
+/* The cases beyond the grid, into g (room for CONV_EXTRA): grouped and
+ * depthwise convolutions, non-square windows, mixed strides and paddings,
+ * a kernel as large as the padded image, a 1 x 1 image, and rows of
+ * 16 x 5 x 5 = 400 columns, where fillers occur at 1% density. */
+#define CONV_EXTRA 9
+static inline void conv_extra(dcz_conv_geom *g)
+{
+    const dcz_conv_geom e[CONV_EXTRA] = {
+        conv_geom_grouped(4, 6, 7, 9, 3, 1, 1, 2),    /* grouped */
+        conv_geom_grouped(6, 6, 8, 8, 3, 1, 1, 6),    /* depthwise */
+        conv_geom_grouped(4, 8, 9, 7, 3, 2, 1, 4),    /* depthwise, two filters each, strided */
+        conv_geom_grouped(6, 6, 5, 5, 1, 1, 0, 3),    /* grouped 1x1 */
+        conv_geom(2, 3, 7, 9, 3, 5, 2, 1, 1, 2),
+        conv_geom(2, 3, 9, 7, 5, 1, 1, 2, 4, 0),
+        conv_geom(3, 2, 3, 3, 5, 5, 1, 1, 1, 1),
+        conv_geom(1, 5, 1, 1, 3, 3, 1, 1, 1, 1),
+        conv_geom(16, 5, 11, 9, 5, 5, 1, 1, 2, 2),
+    };
+    for (int i = 0; i < CONV_EXTRA; i++) g[i] = e[i];
+}
+
 #endif /* DCZ_TESTS_CONV_GEOM_H */

@@ -36,7 +36,7 @@
 
 #include "runtime/gpu.h"
 
-/* n floats of h on the device. */
+/* A copy of bytes bytes of h on the device (uninitialised for h NULL). */
 static float *dev_copy(const void *h, size_t bytes)
 {
     void *d = NULL;

@@ -6,7 +6,8 @@
  * im2col layout the GPU's patch products read) is checked here;
  * tests/unit/test_gpu.c checks the launched kernels on a GPU.
  *
- * - the sparse direct convolution: the grid of test_kernels.c (kernels 1, 3,
+ * - the sparse direct convolution: the grid conv_geom.h shares with
+ *   test_kernels.c (kernels 1, 3,
  *   5 and non-square, strides 1 and 2, padding 0 and 1, groups and
  *   depthwise, densities 0, 0.5, 1 and 0.01 so fillers occur, 8-bit
  *   codebooks and fp32 values, batch 1 and 3) against
@@ -122,34 +123,15 @@ static void conv_case(const dcz_conv_geom *g, double density, uint32_t k, tally 
 
 static void test_convolutions(void)
 {
-    const uint32_t kernels[] = { 1, 3, 5 }, strides[] = { 1, 2 }, pads[] = { 0, 1 };
-    const uint32_t sizes[][2] = { { 7, 9 }, { 11, 5 } };
     const double dens[] = { 0.0, 0.5, 1.0 };
     const uint32_t codebooks[] = { 256, 0 };
     tally t = { 0, 0, 0 };
-    for (size_t ki = 0; ki < 3; ki++)
-        for (size_t si = 0; si < 2; si++)
-            for (size_t pi = 0; pi < 2; pi++)
-                for (size_t zi = 0; zi < 2; zi++)
-                    for (size_t di = 0; di < 3; di++)
-                        for (size_t ci = 0; ci < 2; ci++) {
-                            if (pads[pi] >= kernels[ki]) continue;
-                            const dcz_conv_geom g = conv_geom(3, 4, sizes[zi][0], sizes[zi][1], kernels[ki],
-                                                              kernels[ki], strides[si], strides[si], pads[pi], pads[pi]);
-                            conv_case(&g, dens[di], codebooks[ci], &t);
-                        }
-    const dcz_conv_geom extra[] = {
-        conv_geom_grouped(4, 6, 7, 9, 3, 1, 1, 2),    /* grouped */
-        conv_geom_grouped(6, 6, 8, 8, 3, 1, 1, 6),    /* depthwise */
-        conv_geom_grouped(4, 8, 9, 7, 3, 2, 1, 4),    /* depthwise, two filters each, strided */
-        conv_geom_grouped(6, 6, 5, 5, 1, 1, 0, 3),    /* grouped 1x1 */
-        conv_geom(2, 3, 7, 9, 3, 5, 2, 1, 1, 2),
-        conv_geom(2, 3, 9, 7, 5, 1, 1, 2, 4, 0),
-        conv_geom(3, 2, 3, 3, 5, 5, 1, 1, 1, 1),
-        conv_geom(1, 5, 1, 1, 3, 3, 1, 1, 1, 1),
-        conv_geom(16, 5, 11, 9, 5, 5, 1, 1, 2, 2),     /* 400-column rows: fillers at 1% */
-    };
-    for (size_t i = 0; i < sizeof extra / sizeof *extra; i++)
+    dcz_conv_geom g, extra[CONV_EXTRA];
+    for (size_t i = 0; conv_grid(i, &g); i++)
+        for (size_t di = 0; di < 3; di++)
+            for (size_t ci = 0; ci < 2; ci++) conv_case(&g, dens[di], codebooks[ci], &t);
+    conv_extra(extra);
+    for (size_t i = 0; i < CONV_EXTRA; i++)
         for (size_t ci = 0; ci < 2; ci++) {
             conv_case(&extra[i], 0.5, codebooks[ci], &t);
             conv_case(&extra[i], 0.01, codebooks[ci], &t);

@@ -305,38 +305,15 @@ static void test_conv_groups_ref(void)
 
 static void test_conv_grid(void)
 {
-    const uint32_t kernels[] = { 1, 3, 5 }, strides[] = { 1, 2 }, pads[] = { 0, 1 };
-    const uint32_t sizes[][2] = { { 7, 9 }, { 11, 5 } };
     const double dens[] = { 0.0, 0.5, 1.0 };
     const uint32_t codebooks[] = { 256, 0 }; /* 8-bit codebook, fp32 values */
     conv_tally t = { 0, 0, 0, 0 };
-    for (size_t ki = 0; ki < 3; ki++)
-        for (size_t si = 0; si < 2; si++)
-            for (size_t pi = 0; pi < 2; pi++)
-                for (size_t zi = 0; zi < 2; zi++)
-                    for (size_t di = 0; di < 3; di++)
-                        for (size_t ci = 0; ci < 2; ci++) {
-                            const uint32_t kk = kernels[ki], st = strides[si], pad = pads[pi];
-                            if (pad >= kk) continue;
-                            dcz_conv_geom g = conv_geom(3, 4, sizes[zi][0], sizes[zi][1], kk, kk,
-                                                        st, st, pad, pad);
-                            REQUIRE(conv_case(&g, dens[di], codebooks[ci], &t), "build");
-                        }
-    /* non-square windows, mixed strides and paddings, a kernel as large as
-     * the padded image, and rows of 16 x 5 x 5 = 400 columns at 1% density,
-     * so fillers occur */
-    const dcz_conv_geom extra[] = {
-        conv_geom_grouped(4, 6, 7, 9, 3, 1, 1, 2),    /* grouped */
-        conv_geom_grouped(6, 6, 8, 8, 3, 1, 1, 6),    /* depthwise */
-        conv_geom_grouped(4, 8, 9, 7, 3, 2, 1, 4),    /* depthwise, two filters each, strided */
-        conv_geom_grouped(6, 6, 5, 5, 1, 1, 0, 3),    /* grouped 1x1 */
-        conv_geom(2, 3, 7, 9, 3, 5, 2, 1, 1, 2),
-        conv_geom(2, 3, 9, 7, 5, 1, 1, 2, 4, 0),
-        conv_geom(3, 2, 3, 3, 5, 5, 1, 1, 1, 1),
-        conv_geom(1, 5, 1, 1, 3, 3, 1, 1, 1, 1),
-        conv_geom(16, 5, 11, 9, 5, 5, 1, 1, 2, 2),
-    };
-    for (size_t i = 0; i < sizeof extra / sizeof *extra; i++)
+    dcz_conv_geom g, extra[CONV_EXTRA];
+    for (size_t i = 0; conv_grid(i, &g); i++)
+        for (size_t di = 0; di < 3; di++)
+            for (size_t ci = 0; ci < 2; ci++) REQUIRE(conv_case(&g, dens[di], codebooks[ci], &t), "build");
+    conv_extra(extra);
+    for (size_t i = 0; i < CONV_EXTRA; i++)
         for (size_t ci = 0; ci < 2; ci++) {
             REQUIRE(conv_case(&extra[i], 0.5, codebooks[ci], &t), "build");
             REQUIRE(conv_case(&extra[i], 0.01, codebooks[ci], &t), "build");
