@@ -682,8 +682,9 @@ int cli_model_fail(const verb_ctx *v, const char *path, dcz_status s)
         cli_error("%s: %s: %s (%.3g; --max-work raises it)", v->verb, path, dcz_status_str(s),
                   (double)DCZ_DEFAULT_MAX_WORK);
     else if (gpu && s == DCZ_ERR_UNSUPPORTED)
-        cli_error("%s: %s: --device gpu: the CUDA backend has no integer kernels for a calibrated model; "
-                  "use --device cpu, or --fp32 to run it in floating point on the GPU", v->verb, path);
+        cli_error("%s: %s: --device gpu: the CUDA backend runs calibrated models of the 8-bit schemes only; this "
+                  "one is 16-bit fixed point (64-bit sums): use --device cpu, or --fp32 to run it in floating point "
+                  "on the GPU", v->verb, path);
     else if (gpu && (s == DCZ_ERR_DEVICE || s == DCZ_ERR_NOMEM))
         cli_error("%s: %s: --device gpu: loading onto the GPU failed: %s", v->verb, path, dcz_status_str(s));
     else

@@ -10,8 +10,10 @@
  * the compressed weights are uploaded once at open in their compressed
  * form and read by sparse codebook kernels; dense weights go through
  * cuBLAS; activations stay on the device between layers, and batch-1 runs
- * are replayed from a captured CUDA graph. Calibrated models run their
- * integer kernels on the CPU only: on a GPU the backend refuses them.
+ * are replayed from a captured CUDA graph. Calibrated models of the 8-bit
+ * schemes run their integer kernels on the GPU too (int8, dp4a, 32-bit
+ * sums, the CPU's requantization: the same output bits); fixed16 ones
+ * (64-bit sums) run their integer kernels on the CPU only.
  * Arena models (dcz_plan, dcz_open_static) run on the CPU only.
  *
  * Two ways to load a model:
@@ -76,7 +78,7 @@ typedef enum dcz_device {
                              runs the model, else the CPU (dcz_model_device_note says why) */
     DCZ_DEVICE_CPU,
     DCZ_DEVICE_GPU        /* a GPU or DCZ_ERR_DEVICE (none, or a build without the
-                             backend); DCZ_ERR_UNSUPPORTED for a calibrated model */
+                             backend); DCZ_ERR_UNSUPPORTED for a fixed16 model */
 } dcz_device;
 
 typedef enum dcz_precision {

@@ -20,10 +20,11 @@ dcz_gpu_kernel dcz_gpu_pick(const dcz_exec_layer *l)
 {
     const dcz_op_info *o = dcz_op_get(l->op);
     if (!o || !o->weighted) return DCZ_GK_ELEMENT;
+    const int wide = l->geom.out_h * l->geom.out_w >= DCZ_GPU_DIRECT_MIN_PLANE;
+    if (l->q) return l->op != DCZ_OP_CONV2D ? DCZ_GK_QFC : wide ? DCZ_GK_QCONV_DIRECT : DCZ_GK_QCONV_IM2COL;
     if (l->op == DCZ_OP_CONV2D) {
         if (!l->sparse) return DCZ_GK_CONV_DENSE;
-        return l->geom.out_h * l->geom.out_w >= DCZ_GPU_DIRECT_MIN_PLANE ? DCZ_GK_CONV_DIRECT
-                                                                          : DCZ_GK_CONV_IM2COL;
+        return wide ? DCZ_GK_CONV_DIRECT : DCZ_GK_CONV_IM2COL;
     }
     if (!l->sparse) return DCZ_GK_DENSE_FC;
     const double cells = (double)l->sp.rows * l->sp.cols;
@@ -31,8 +32,8 @@ dcz_gpu_kernel dcz_gpu_pick(const dcz_exec_layer *l)
                                                                                      : DCZ_GK_SPARSE_FC;
 }
 
-/* The GPU kernel of l and why, in a few words. */
-static void gpu_why(const dcz_exec_layer *l, dcz_layer_desc *k)
+/* The GPU kernel of layer l of m and why, in a few words. */
+static void gpu_why(const dcz_model *m, const dcz_exec_layer *l, dcz_layer_desc *k)
 {
     static const struct { const char *name, *why; double arg; } kinds[] = {
         [DCZ_GK_ELEMENT] = { NULL, "", 0 },
@@ -42,10 +43,13 @@ static void gpu_why(const dcz_exec_layer *l, dcz_layer_desc *k)
         [DCZ_GK_CONV_DENSE] = { "im2col+cublas gemm", "dense weights", 0 },
         [DCZ_GK_CONV_DIRECT] = { "conv2d_sparse__cuda", "planes of %g+ cells", DCZ_GPU_DIRECT_MIN_PLANE },
         [DCZ_GK_CONV_IM2COL] = { "im2col+spmm__cuda", "planes under %g cells", DCZ_GPU_DIRECT_MIN_PLANE },
+        [DCZ_GK_QFC] = { "qspmm__cuda", "int8 rows: dp4a, int32 sums", 0 },
+        [DCZ_GK_QCONV_DIRECT] = { "qconv2d__cuda", "int8, planes of %g+ cells", DCZ_GPU_DIRECT_MIN_PLANE },
+        [DCZ_GK_QCONV_IM2COL] = { "qim2col+qspmm__cuda", "int8, planes under %g cells", DCZ_GPU_DIRECT_MIN_PLANE },
     };
-    if (l->q) {
+    if (l->q && m->scheme == DCZ_SCHEME_FIXED16) {
         k->gpu_kernel = "none (CPU)";
-        snprintf(k->gpu_why, sizeof k->gpu_why, "no integer kernels on the GPU");
+        snprintf(k->gpu_why, sizeof k->gpu_why, "16-bit fixed point: 64-bit sums, CPU only");
         return;
     }
     const dcz_gpu_kernel g = dcz_gpu_pick(l);
@@ -100,7 +104,7 @@ dcz_status dcz_describe_layer(const dcz_model *m, uint32_t layer, dcz_layer_desc
     k->width = l->out;
     k->why[0] = '\0';
     k->kernel = o ? o->label : "?";
-    gpu_why(l, k);
+    gpu_why(m, l, k);
     if (!k->weighted) return DCZ_OK;
     if (l->q) {
         k->kernel = conv ? "qconv2d_sparse (integers)" : "qspmm (integers)";

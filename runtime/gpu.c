@@ -11,6 +11,14 @@
  * graph is captured on the first batch-1 run and again after the block
  * moves.
  *
+ * A calibrated model of an 8-bit scheme runs its integer region as the CPU
+ * does (run.c), on int8 values: each of its tensors holds int8 at the
+ * tensor's place in the block, the region's input is quantized once into
+ * its own buffer, weighted layers requantize their int32 sums (or make the
+ * region's last one float), and the other ops take the operator table's
+ * integer GPU entries. 16-bit fixed point, whose sums need 64 bits, stays
+ * on the CPU.
+ *
  * Checked on a GPU by tests/unit/test_gpu.c (every corpus model and the
  * kernel grid against the CPU reference); without one that test reports
  * SKIP.
@@ -33,6 +41,9 @@ typedef struct gpu_layer {
     dcz_gsparse sp;           /* the compressed weight, device pointers */
     const float *w;           /* dense weight (dense layers; SPARSE_FC_WIDE: the copy) */
     const float *bias;        /* or NULL */
+    dcz_gqsparse qs;          /* integer region: int8 weights */
+    dcz_gqout qo;             /* its bias and requantization or scales (y set per run) */
+    const int8_t *table;      /* integer region: an activation's table */
 } gpu_layer;
 
 struct dcz_gpu {
@@ -45,7 +56,9 @@ struct dcz_gpu {
     float *act;               /* (act_batch, act_width) */
     float *in;                /* (act_batch, in_size) */
     size_t act_batch;
-    float *col;               /* im2col patches of one sample and group */
+    int8_t *qin;              /* (act_batch, max_width): the integer region's input */
+    float *col;               /* im2col patches of one sample and group (int8 ones in the
+                                 integer region) */
     uint64_t col_floats;
     float *h_in, *h_out;      /* pinned: the batch-1 input and output */
     cudaGraphExec_t graph1;   /* the batch-1 run, or NULL */
@@ -139,6 +152,70 @@ static void note_patches(dcz_gpu *g, const dcz_conv_geom *c)
     if (n > g->col_floats) g->col_floats = n;
 }
 
+/* n int16 values of an 8-bit scheme (within +-127) as int8, on the device. */
+static dcz_status upload_i8(dcz_gpu *g, const int16_t *h, size_t n, const int8_t **out)
+{
+    *out = NULL;
+    if (!h) return DCZ_OK;
+    int8_t *t = malloc(n ? n : 1);
+    if (!t) return DCZ_ERR_NOMEM;
+    for (size_t i = 0; i < n; i++) t[i] = (int8_t)h[i];
+    const void *p;
+    const dcz_status s = upload(g, t, n, &p);
+    free(t);
+    *out = p;
+    return s;
+}
+
+/* Integer layer i of m (the 8-bit schemes) on the device: a weighted
+ * layer's int8 weights, int32 biases and its requantization (or, the
+ * region's last, its float scales); an activation's table. */
+static dcz_status upload_qlayer(dcz_gpu *g, const dcz_model *m, uint32_t i)
+{
+    const dcz_exec_layer *l = &m->layers[i];
+    gpu_layer *gl = &g->layers[i];
+    gl->kernel = dcz_gpu_pick(l);
+    if (!dcz_op_get(l->op)->run_gpu_q) return DCZ_ERR_UNSUPPORTED;
+    if (l->table) return upload_i8(g, l->table, 2 * (size_t)m->qmax + 1, &gl->table);
+    if (l->op == DCZ_OP_GLOBAL_AVGPOOL && 127.0 * l->geom.in_h * l->geom.in_w >= 0x1p31)
+        return DCZ_ERR_UNSUPPORTED;   /* a plane's sum would not fit the int32 dcz_gk_qmean requantizes */
+    if (gl->kernel == DCZ_GK_ELEMENT) return DCZ_OK;
+    const dcz_qsparse *q = &l->qs;
+    dcz_gqsparse *d = &gl->qs;
+    const void *p;
+    d->rows = q->rows;
+    d->cols = q->cols;
+    d->k = q->idx ? q->k : 0;
+    TRY(upload(g, q->row_ptr, ((size_t)q->rows + 1) * sizeof(uint32_t), &p));
+    d->row_ptr = p;
+    TRY(upload(g, q->step, q->entries, &p));
+    d->step = p;
+    TRY(upload(g, q->idx, q->entries, &p));
+    d->idx = p;
+    TRY(upload_i8(g, q->idx ? q->qtab : NULL, (size_t)q->rows * q->k, &d->qtab));
+    TRY(upload_i8(g, q->idx ? NULL : q->qval, q->entries, &d->qval));
+    /* every sum of an 8-bit scheme, the bias in it, fits 32 bits (qload.c) */
+    int32_t *bias = malloc((size_t)l->channels * sizeof *bias + 1);
+    if (!bias) return DCZ_ERR_NOMEM;
+    for (uint32_t c = 0; c < l->channels; c++) bias[c] = (int32_t)l->qbias[c];
+    dcz_status s = upload(g, bias, (size_t)l->channels * sizeof *bias, &p);
+    free(bias);
+    TRY(s);
+    gl->qo.bias = p;
+    gl->qo.qmax = m->qmax;
+    if (i == m->q_last) {
+        TRY(upload(g, l->out_scale, (size_t)l->channels * sizeof(double), &p));
+        gl->qo.scale = p;
+    } else {
+        TRY(upload(g, l->rq_mult, (size_t)l->channels * sizeof(int32_t), &p));
+        gl->qo.mult = p;
+        TRY(upload(g, l->rq_shift, l->channels, &p));
+        gl->qo.shift = p;
+    }
+    if (gl->kernel == DCZ_GK_QCONV_IM2COL) note_patches(g, &l->geom);
+    return DCZ_OK;
+}
+
 /* Layer i's weights on the device, by the kernel dcz_gpu_pick chose. */
 static dcz_status upload_layer(dcz_gpu *g, const dcz_model *m, uint32_t i)
 {
@@ -188,7 +265,7 @@ static dcz_status upload_layer(dcz_gpu *g, const dcz_model *m, uint32_t i)
 
 dcz_status dcz_gpu_open(dcz_model *m)
 {
-    if (m->scheme != DCZ_SCHEME_NONE) return DCZ_ERR_UNSUPPORTED; /* no integer kernels on the device */
+    if (m->scheme == DCZ_SCHEME_FIXED16) return DCZ_ERR_UNSUPPORTED; /* 64-bit sums: the CPU's */
     dcz_gpu *g = calloc(1, sizeof *g);
     if (!g) return DCZ_ERR_NOMEM;
     m->gpu = g;
@@ -200,7 +277,8 @@ dcz_status dcz_gpu_open(dcz_model *m)
     if (s == DCZ_OK) s = blas(cublasSetStream(g->blas, g->stream));
     if (s == DCZ_OK) s = cu(cudaMalloc(&g->workspace, BLAS_WORKSPACE));
     if (s == DCZ_OK) s = blas(cublasSetWorkspace(g->blas, g->workspace, BLAS_WORKSPACE));
-    for (uint32_t i = 0; s == DCZ_OK && i < m->nlayers; i++) s = upload_layer(g, m, i);
+    for (uint32_t i = 0; s == DCZ_OK && i < m->nlayers; i++)
+        s = m->layers[i].q ? upload_qlayer(g, m, i) : upload_layer(g, m, i);
     if (s == DCZ_OK && g->col_floats) s = cu(cudaMalloc((void **)&g->col, g->col_floats * sizeof(float)));
     if (s == DCZ_OK) s = cu(cudaMallocHost((void **)&g->h_in, (size_t)m->in_size * sizeof(float)));
     if (s == DCZ_OK) s = cu(cudaMallocHost((void **)&g->h_out, (size_t)m->out_size * sizeof(float)));
@@ -216,6 +294,7 @@ void dcz_gpu_close(dcz_model *m)
     for (size_t i = 0; i < g->nmem; i++) cudaFree(g->mem[i]);
     cudaFree(g->act);
     cudaFree(g->in);
+    cudaFree(g->qin);
     cudaFree(g->col);
     cudaFree(g->workspace);
     cudaFreeHost(g->h_in);
@@ -238,10 +317,13 @@ static dcz_status ensure_batch(dcz_model *m, size_t batch)
     g->graph1 = NULL;
     cudaFree(g->act);
     cudaFree(g->in);
+    cudaFree(g->qin);
     g->act = g->in = NULL;
+    g->qin = NULL;
     g->act_batch = 0;
     TRY(cu(cudaMalloc((void **)&g->act, batch * m->act_width * sizeof(float))));
     TRY(cu(cudaMalloc((void **)&g->in, batch * m->in_size * sizeof(float))));
+    if (m->scheme != DCZ_SCHEME_NONE) TRY(cu(cudaMalloc((void **)&g->qin, batch * m->max_width)));
     g->act_batch = batch;
     return DCZ_OK;
 }
@@ -252,14 +334,26 @@ static float *device_tensor(const dcz_model *m, uint32_t t, size_t batch)
     return t == 0 ? m->gpu->in : m->gpu->act + m->tensors[t].off * batch;
 }
 
-/* Every layer, enqueued on the stream. */
+/* Every layer, enqueued on the stream; the integer region's as run.c's
+ * run_batch runs it: its float input quantized once, where it starts, for
+ * every layer of the region that reads it. */
 static dcz_status enqueue_layers(const dcz_model *m, size_t batch)
 {
     for (uint32_t i = 0; i < m->nlayers; i++) {
         const dcz_exec_layer *l = &m->layers[i];
-        const float *xs[DCZ_MAX_INPUTS];
+        const dcz_op_info *o = dcz_op_get(l->op);
+        const void *xs[DCZ_MAX_INPUTS];
         for (uint32_t k = 0; k < l->nin; k++) xs[k] = device_tensor(m, l->tin[k], batch);
-        TRY(dcz_op_get(l->op)->run_gpu(m, i, xs, batch, device_tensor(m, i + 1, batch)));
+        float *y = device_tensor(m, i + 1, batch);
+        if (!l->q) {
+            TRY(o->run_gpu(m, i, (const float *const *)xs, batch, y));
+            continue;
+        }
+        if (i == m->q_first)
+            TRY(dcz_quantize__cuda(xs[0], batch * l->in, l->in_scale, m->qmax, m->gpu->qin, m->gpu->stream));
+        for (uint32_t k = 0; k < l->nin; k++)
+            if (l->tin[k] == m->q_in) xs[k] = m->gpu->qin;
+        TRY(o->run_gpu_q(m, i, xs, batch, y));
     }
     return DCZ_OK;
 }
@@ -420,4 +514,99 @@ dcz_status dcz_gpu_run_concat(const dcz_model *m, uint32_t index, const float *c
     uint32_t width[DCZ_MAX_INPUTS];
     for (uint32_t k = 0; k < l->nin; k++) width[k] = m->tensors[l->tin[k]].width;
     return dcz_concat__cuda(xs, width, l->nin, batch, y, m->gpu->stream);
+}
+
+/* ---- the operator table's integer GPU entries ----------------------------------- */
+
+/* Layer l's output finisher writing to y from element at and row row on. */
+static dcz_gqout qout_at(const gpu_layer *gl, void *y, size_t at, uint32_t row)
+{
+    dcz_gqout o = gl->qo;
+    o.y = o.scale ? (void *)((float *)y + at) : (void *)((int8_t *)y + at);
+    if (o.bias) o.bias += row;
+    if (o.scale) o.scale += row;
+    if (o.mult) o.mult += row, o.shift += row;
+    return o;
+}
+
+dcz_status dcz_gpu_qrun_weighted(const dcz_model *m, uint32_t index, const void *const *xs, size_t batch, void *y)
+{
+    const dcz_exec_layer *l = &m->layers[index];
+    const gpu_layer *gl = &m->gpu->layers[index];
+    const dcz_conv_geom *g = &l->geom;
+    void *st = m->gpu->stream;
+    const dcz_gqout o = qout_at(gl, y, 0, 0);
+    if (gl->kernel == DCZ_GK_QFC) return dcz_qspmm__cuda(&gl->qs, &o, xs[0], batch, l->out, 1, st);
+    if (gl->kernel == DCZ_GK_QCONV_DIRECT) return dcz_qconv2d__cuda(g, &gl->qs, &o, xs[0], batch, st);
+    /* small planes: each group's patches of each sample times its rows */
+    const uint32_t groups = dcz_conv_groups(g), oc = g->out_c / groups, pixels = g->out_h * g->out_w;
+    const size_t in_sample = (size_t)g->in_c * g->in_h * g->in_w, out_sample = (size_t)g->out_c * pixels;
+    int8_t *col = (int8_t *)m->gpu->col;
+    for (size_t b = 0; b < batch; b++)
+        for (uint32_t gr = 0; gr < groups; gr++) {
+            TRY(dcz_qim2col__cuda(g, gr, (const int8_t *)xs[0] + b * in_sample, col, st));
+            dcz_gqsparse sg = gl->qs;
+            sg.row_ptr += (size_t)gr * oc;
+            sg.rows = oc;
+            if (sg.qtab) sg.qtab += (size_t)gr * oc * sg.k;
+            const dcz_gqout og = qout_at(gl, y, b * out_sample + (size_t)gr * oc * pixels, gr * oc);
+            TRY(dcz_qspmm__cuda(&sg, &og, col, pixels, 1, pixels, st));
+        }
+    return DCZ_OK;
+}
+
+dcz_status dcz_gpu_qrun_relu(const dcz_model *m, uint32_t index, const void *const *xs, size_t batch, void *y)
+{
+    return dcz_qrelu__cuda(xs[0], batch * m->layers[index].in, y, m->gpu->stream);
+}
+
+dcz_status dcz_gpu_qrun_copy(const dcz_model *m, uint32_t index, const void *const *xs, size_t batch, void *y)
+{
+    if (y == xs[0]) return DCZ_OK;
+    return cu(cudaMemcpyAsync(y, xs[0], batch * m->layers[index].in, cudaMemcpyDeviceToDevice, m->gpu->stream));
+}
+
+dcz_status dcz_gpu_qrun_pool(const dcz_model *m, uint32_t index, const void *const *xs, size_t batch, void *y)
+{
+    const dcz_exec_layer *l = &m->layers[index];
+    return dcz_qpool__cuda(&l->geom, l->op == DCZ_OP_AVGPOOL, l->count_include_pad, xs[0], batch, y, m->gpu->stream);
+}
+
+dcz_status dcz_gpu_qrun_global_avgpool(const dcz_model *m, uint32_t index, const void *const *xs, size_t batch,
+                                       void *y)
+{
+    const dcz_exec_layer *l = &m->layers[index];
+    /* run.c's rule: the same scale in and out keeps the rounded mean */
+    const int rescale = dcz_f32_bits(m->t_scale[l->tin[0]]) != dcz_f32_bits(m->t_scale[index + 1]);
+    return dcz_qmean__cuda(l->geom.in_c, l->geom.in_h * l->geom.in_w, xs[0], batch, rescale, l->in_mult[0],
+                           l->in_shift[0], m->qmax, y, m->gpu->stream);
+}
+
+dcz_status dcz_gpu_qrun_add(const dcz_model *m, uint32_t index, const void *const *xs, size_t batch, void *y)
+{
+    const dcz_exec_layer *l = &m->layers[index];
+    return dcz_qadd__cuda(xs[0], xs[1], batch * l->in, l->in_mult, l->in_shift, m->qmax, y, m->gpu->stream);
+}
+
+dcz_status dcz_gpu_qrun_mul(const dcz_model *m, uint32_t index, const void *const *xs, size_t batch, void *y)
+{
+    const dcz_exec_layer *l = &m->layers[index];
+    const uint32_t factors = m->tensors[l->tin[1]].width;
+    return dcz_qmul__cuda(xs[0], xs[1], batch, factors, l->in / factors, l->in_mult[0], l->in_shift[0], m->qmax, y,
+                          m->gpu->stream);
+}
+
+dcz_status dcz_gpu_qrun_concat(const dcz_model *m, uint32_t index, const void *const *xs, size_t batch, void *y)
+{
+    const dcz_exec_layer *l = &m->layers[index];
+    uint32_t width[DCZ_MAX_INPUTS];
+    for (uint32_t k = 0; k < l->nin; k++) width[k] = m->tensors[l->tin[k]].width;
+    return dcz_qconcat__cuda((const int8_t *const *)xs, width, l->nin, batch, l->in_mult, l->in_shift, m->qmax, y,
+                             m->gpu->stream);
+}
+
+dcz_status dcz_gpu_qrun_table(const dcz_model *m, uint32_t index, const void *const *xs, size_t batch, void *y)
+{
+    return dcz_qtable__cuda(m->gpu->layers[index].table, m->qmax, xs[0], batch * m->layers[index].in, y,
+                            m->gpu->stream);
 }

@@ -14,7 +14,9 @@
  * The kernels are the .cu files beside their CPU twins: kernels_simd.cu
  * (sparse fully connected layers: one warp per row), kernels_conv.cu
  * (sparse direct convolution, im2col, pools), kernels_ref.cu (activations,
- * softmax, Add, Mul, Concat, bias rows). Dense layers and dense
+ * softmax, Add, Mul, Concat, bias rows), kernels_int.cu (the integer
+ * region of calibrated models of the 8-bit schemes: int8 values, dp4a,
+ * int32 sums, the CPU's requantization). Dense layers and dense
  * convolutions go through cuBLAS. The kernels computing one output each
  * have their bodies in gpu_kern.h, checked on the host by
  * tests/unit/test_gpu_emu.c; every launched kernel is checked against the
@@ -84,6 +86,40 @@ dcz_status dcz_concat__cuda(const float *const *x, const uint32_t *width, uint32
 dcz_status dcz_bias_rows__cuda(const float *bias, size_t batch, uint32_t rows, uint32_t plane, float *y,
                                void *stream);
 
+/* ---- kernels_int.cu: the integer region (8-bit schemes) ----------------------- */
+
+/* Output row r of sample b, finished by o (gpu_kern.h: dcz_gk_qfinish), at
+ * b * y_sample + r * y_row of o->y: x (batch, cols) int8 times the rows of
+ * s; a warp per row and DCZ_GPU_SPMM_SAMPLES samples, 4 entries a lane
+ * multiplied and summed by one dp4a, the row's codebook in shared memory. */
+dcz_status dcz_qspmm__cuda(const dcz_gqsparse *s, const dcz_gqout *o, const int8_t *x, size_t batch,
+                           size_t y_sample, size_t y_row, void *stream);
+/* The integer convolution of x (batch, in_c, in_h, in_w), a thread per
+ * output (dcz_gk_qconv), finished by o into (batch, out_c, out_h, out_w). */
+dcz_status dcz_qconv2d__cuda(const dcz_conv_geom *g, const dcz_gqsparse *s, const dcz_gqout *o,
+                             const int8_t *x, size_t batch, void *stream);
+/* col (out_h out_w, in_c / groups kh kw) int8 = group gr's patches of one sample. */
+dcz_status dcz_qim2col__cuda(const dcz_conv_geom *g, uint32_t gr, const int8_t *x, int8_t *col, void *stream);
+/* y (n) = x (n) on scale, as run.c quantizes the region's input. */
+dcz_status dcz_quantize__cuda(const float *x, size_t n, float scale, int32_t qmax, int8_t *y, void *stream);
+dcz_status dcz_qpool__cuda(const dcz_conv_geom *g, int avg, int count_include_pad, const int8_t *x,
+                           size_t batch, int8_t *y, void *stream);
+/* y (batch, channels) = each plane's integer mean, or its sum requantized
+ * (rescale: mult, shift). */
+dcz_status dcz_qmean__cuda(uint32_t channels, uint32_t plane, const int8_t *x, size_t batch, int rescale,
+                           int32_t mult, uint8_t shift, int32_t qmax, int8_t *y, void *stream);
+dcz_status dcz_qrelu__cuda(const int8_t *x, size_t n, int8_t *y, void *stream);
+/* y (n) = table[x + qmax] (an activation's table, int8). */
+dcz_status dcz_qtable__cuda(const int8_t *table, int32_t qmax, const int8_t *x, size_t n, int8_t *y,
+                            void *stream);
+dcz_status dcz_qadd__cuda(const int8_t *a, const int8_t *b, size_t n, const int32_t *mult,
+                          const uint8_t *shift, int32_t qmax, int8_t *y, void *stream);
+dcz_status dcz_qmul__cuda(const int8_t *x, const int8_t *f, size_t batch, uint32_t channels, uint32_t plane,
+                          int32_t mult, uint8_t shift, int32_t qmax, int8_t *y, void *stream);
+dcz_status dcz_qconcat__cuda(const int8_t *const *x, const uint32_t *width, uint32_t nin, size_t batch,
+                             const int32_t *mult, const uint8_t *shift, int32_t qmax, int8_t *y,
+                             void *stream);
+
 /* ---- the kernel of each layer (describe.c, so dcz info tells it anywhere) ---- */
 
 /* The kernel a layer runs with on the device. */
@@ -95,8 +131,14 @@ typedef enum dcz_gpu_kernel {
                              batch 1, cuBLAS sgemm on a dense copy made at upload above */
     DCZ_GK_CONV_DENSE,    /* dense weights: im2col and cuBLAS sgemm */
     DCZ_GK_CONV_DIRECT,   /* compressed: dcz_conv2d_sparse__cuda, a thread per output */
-    DCZ_GK_CONV_IM2COL    /* compressed, output planes under DCZ_GPU_DIRECT_MIN_PLANE
+    DCZ_GK_CONV_IM2COL,   /* compressed, output planes under DCZ_GPU_DIRECT_MIN_PLANE
                              cells: im2col and dcz_spmm__cuda */
+    DCZ_GK_QFC,           /* integer region: dcz_qspmm__cuda (dense weights too: every
+                             entry present) */
+    DCZ_GK_QCONV_DIRECT,  /* integer region, planes of DCZ_GPU_DIRECT_MIN_PLANE cells or
+                             more: dcz_qconv2d__cuda */
+    DCZ_GK_QCONV_IM2COL   /* integer region, smaller planes: dcz_qim2col__cuda and
+                             dcz_qspmm__cuda */
 } dcz_gpu_kernel;
 
 /* Rules of the choice, set from the kernels' design until bench_gpu has
@@ -124,9 +166,9 @@ dcz_status dcz_gpu_probe(char *why, size_t why_len);
 void dcz_gpu_build_info(char *buf, size_t len);
 
 /* Uploads m's layers to the device (m->gpu); the CPU form stays as it is.
- * DCZ_ERR_UNSUPPORTED for a model the backend does not run (the integer
- * region of a calibrated model), DCZ_ERR_DEVICE or DCZ_ERR_NOMEM when the
- * device fails or is full. */
+ * DCZ_ERR_UNSUPPORTED for a model the backend does not run (a calibrated
+ * model of 16-bit fixed point, whose sums need 64 bits), DCZ_ERR_DEVICE or
+ * DCZ_ERR_NOMEM when the device fails or is full. */
 dcz_status dcz_gpu_open(struct dcz_model *m);
 /* dcz_run on the device. */
 dcz_status dcz_gpu_run(struct dcz_model *m, const float *input, size_t batch, float *output);
@@ -154,6 +196,27 @@ dcz_status dcz_gpu_run_mul(const struct dcz_model *m, uint32_t index, const floa
                            size_t batch, float *y);
 dcz_status dcz_gpu_run_concat(const struct dcz_model *m, uint32_t index, const float *const *xs,
                               size_t batch, float *y);
+
+/* The integer entries (ops.h: dcz_gpu_qfn): int8 activations in and out,
+ * float out of the region's last weighted layer. */
+dcz_status dcz_gpu_qrun_weighted(const struct dcz_model *m, uint32_t index, const void *const *xs,
+                                 size_t batch, void *y);
+dcz_status dcz_gpu_qrun_relu(const struct dcz_model *m, uint32_t index, const void *const *xs,
+                             size_t batch, void *y);
+dcz_status dcz_gpu_qrun_copy(const struct dcz_model *m, uint32_t index, const void *const *xs,
+                             size_t batch, void *y);
+dcz_status dcz_gpu_qrun_pool(const struct dcz_model *m, uint32_t index, const void *const *xs,
+                             size_t batch, void *y);
+dcz_status dcz_gpu_qrun_global_avgpool(const struct dcz_model *m, uint32_t index, const void *const *xs,
+                                       size_t batch, void *y);
+dcz_status dcz_gpu_qrun_add(const struct dcz_model *m, uint32_t index, const void *const *xs,
+                            size_t batch, void *y);
+dcz_status dcz_gpu_qrun_mul(const struct dcz_model *m, uint32_t index, const void *const *xs,
+                            size_t batch, void *y);
+dcz_status dcz_gpu_qrun_concat(const struct dcz_model *m, uint32_t index, const void *const *xs,
+                               size_t batch, void *y);
+dcz_status dcz_gpu_qrun_table(const struct dcz_model *m, uint32_t index, const void *const *xs,
+                              size_t batch, void *y);
 
 #ifdef __cplusplus
 }

@@ -70,44 +70,66 @@ DCZ_HD void dcz_gk_window(uint32_t o, uint32_t stride, uint32_t pad, uint32_t k,
     *hi = end > (int64_t)n ? n : (uint32_t)end;
 }
 
+/* The cell of one input sample that output pixel (y0, x0: its window's
+ * corner, padding included) of an output channel whose group starts at
+ * input channel ic0 reads through column col of its row; -1 in the
+ * padding. */
+DCZ_HD int64_t dcz_gk_tap_cell(const dcz_conv_geom *g, uint32_t ic0, int64_t y0, int64_t x0, uint32_t col)
+{
+    const uint32_t taps = g->kh * g->kw, ic = col / taps, r = col % taps;
+    const int64_t iy = y0 + r / g->kw, ix = x0 + r % g->kw;
+    if (iy < 0 || iy >= g->in_h || ix < 0 || ix >= g->in_w) return -1;
+    return ((int64_t)(ic0 + ic) * g->in_h + iy) * g->in_w + ix;
+}
+
+/* Output i's channel oc, its group's first input channel *ic0 and its
+ * window's corner (*y0, *x0). */
+DCZ_HD uint32_t dcz_gk_conv_out(const dcz_conv_geom *g, uint32_t i, uint32_t *ic0, int64_t *y0, int64_t *x0)
+{
+    const uint32_t plane = g->out_h * g->out_w, oc = i / plane, p = i % plane;
+    const uint32_t groups = g->group ? g->group : 1;
+    *ic0 = groups == 1 ? 0 : oc / (g->out_c / groups) * (g->in_c / groups);
+    *y0 = (int64_t)(p / g->out_w) * g->sh - g->ph;
+    *x0 = (int64_t)(p % g->out_w) * g->sw - g->pw;
+    return oc;
+}
+
 /* Output i (of out_c out_h out_w) of one sample of a sparse convolution:
  * the row of output channel oc walked in column order, each real entry's
  * tap (ic, ky, kx) read where it falls inside the input sample x. */
 DCZ_HD float dcz_gk_conv_sparse(const dcz_conv_geom *g, const dcz_gsparse *s, const float *bias,
                                 const float *x, uint32_t i)
 {
-    const uint32_t plane = g->out_h * g->out_w, oc = i / plane, p = i % plane;
-    const uint32_t oy = p / g->out_w, ox = p % g->out_w, taps = g->kh * g->kw;
-    const uint32_t groups = g->group ? g->group : 1;
-    const uint32_t ic0 = groups == 1 ? 0 : oc / (g->out_c / groups) * (g->in_c / groups);
-    const int64_t y0 = (int64_t)oy * g->sh - g->ph, x0 = (int64_t)ox * g->sw - g->pw;
+    uint32_t ic0;
+    int64_t y0, x0;
+    const uint32_t oc = dcz_gk_conv_out(g, i, &ic0, &y0, &x0);
     float sum = bias ? bias[oc] : 0.0f;
     uint32_t col = 0;
     for (uint32_t e = s->row_ptr[oc]; e < s->row_ptr[oc + 1]; e++) {
         const uint32_t st = s->step[e];
         col += st;
         if (st == DCZ_STEP_FILLER) continue;
-        const uint32_t ic = col / taps, r = col % taps;
-        const int64_t iy = y0 + r / g->kw, ix = x0 + r % g->kw;
-        if (iy < 0 || iy >= g->in_h || ix < 0 || ix >= g->in_w) continue;
-        const float w = s->idx ? s->codebook[s->idx[e]] : s->val[e];
-        sum += w * x[((size_t)(ic0 + ic) * g->in_h + (size_t)iy) * g->in_w + (size_t)ix];
+        const int64_t at = dcz_gk_tap_cell(g, ic0, y0, x0, col);
+        if (at >= 0) sum += (s->idx ? s->codebook[s->idx[e]] : s->val[e]) * x[at];
     }
     return sum;
 }
 
-/* Element i of one sample's im2col patches of a convolution whose group
- * gr is taken: (out_h out_w, in_c / groups kh kw) row-major, as dcz_im2col
- * lays them out for one group. */
+/* The cell of one input sample that element i of group gr's im2col
+ * patches holds: (out_h out_w, in_c / groups kh kw) row-major, as
+ * dcz_im2col lays them out for one group; -1 in the padding. */
+DCZ_HD int64_t dcz_gk_patch_cell(const dcz_conv_geom *g, uint32_t gr, uint32_t i)
+{
+    const uint32_t groups = g->group ? g->group : 1, k = (g->in_c / groups) * g->kh * g->kw, p = i / k;
+    const int64_t y0 = (int64_t)(p / g->out_w) * g->sh - g->ph, x0 = (int64_t)(p % g->out_w) * g->sw - g->pw;
+    return dcz_gk_tap_cell(g, gr * (g->in_c / groups), y0, x0, i % k);
+}
+
+/* Element i of one sample's im2col patches of group gr (0 in the padding). */
 DCZ_HD float dcz_gk_im2col(const dcz_conv_geom *g, uint32_t gr, const float *x, uint32_t i)
 {
-    const uint32_t taps = g->kh * g->kw, groups = g->group ? g->group : 1;
-    const uint32_t k = (g->in_c / groups) * taps, p = i / k, c = i % k;
-    const uint32_t ic = gr * (g->in_c / groups) + c / taps, r = c % taps;
-    const int64_t iy = (int64_t)(p / g->out_w) * g->sh + r / g->kw - g->ph;
-    const int64_t ix = (int64_t)(p % g->out_w) * g->sw + r % g->kw - g->pw;
-    if (iy < 0 || iy >= g->in_h || ix < 0 || ix >= g->in_w) return 0.0f;
-    return x[((size_t)ic * g->in_h + (size_t)iy) * g->in_w + (size_t)ix];
+    const int64_t at = dcz_gk_patch_cell(g, gr, i);
+    return at < 0 ? 0.0f : x[at];
 }
 
 /* Output i (of in_c out_h out_w) of one sample of a max pool (avg 0) or an
@@ -188,6 +210,167 @@ DCZ_HD float dcz_gk_sparse_row(const dcz_gsparse *s, const float *bias, const fl
         sum += (s->idx ? s->codebook[s->idx[e]] : s->val[e]) * x[col];
     }
     return sum;
+}
+
+/* ---- the integer region of a calibrated model (8-bit schemes) -------------
+ *
+ * On the device the activations of the integer region are int8 (the 8-bit
+ * schemes hold -127..127, so nothing is lost from the CPU's dcz_q lanes),
+ * weights int8, sums int32: the loader has checked every sum of an 8-bit
+ * scheme fits 32 bits (qload.c), so these are the CPU's int64 sums, bit for
+ * bit. Requantization multiplies such a sum (|acc| < 2^31) by a multiplier
+ * below 2^31 in 64 bits, which never overflows, and rounds as
+ * dcz_round_shift does. */
+
+/* The integer execution form (model.h's dcz_qsparse) with int8 weights. */
+typedef struct dcz_gqsparse {
+    uint32_t rows, cols, k;
+    const uint32_t *row_ptr;  /* (rows + 1) */
+    const uint8_t *step;      /* (entries) */
+    const uint8_t *idx;       /* (entries) or NULL */
+    const int8_t *qtab;       /* (rows, k) when idx: a row's integer codebook */
+    const int8_t *qval;       /* (entries) when !idx; fillers 0 */
+} dcz_gqsparse;
+
+/* What becomes of a weighted layer's sums: channel c's sum plus bias[c],
+ * requantized to int8 by (mult[c], shift[c]), or, on the region's last
+ * weighted layer (scale set), made float by scale[c] as run.c's dequantize. */
+typedef struct dcz_gqout {
+    const int32_t *bias;      /* (channels) in accumulator units, or NULL */
+    const int32_t *mult;      /* (channels) when !scale */
+    const uint8_t *shift;
+    const double *scale;      /* (channels): float output */
+    int32_t qmax;
+    void *y;                  /* int8_t, or float when scale */
+} dcz_gqout;
+
+/* floor((v + 2^(shift-1)) / 2^shift), as dcz_round_shift, for |v| < 2^62
+ * and shift <= 62: v lifted by 2^62 is never negative, and 2^62 divides
+ * by 2^shift exactly, so unsigned shifts give the floor. */
+DCZ_HD int64_t dcz_gk_round_shift(int64_t v, uint32_t shift)
+{
+    if (shift == 0) return v;
+    const uint64_t lift = (uint64_t)1 << 62;
+    return (int64_t)(((uint64_t)v + lift + ((uint64_t)1 << (shift - 1))) >> shift) - (int64_t)(lift >> shift);
+}
+
+DCZ_HD int32_t dcz_gk_clamp(int64_t v, int32_t qmax)
+{
+    return (int32_t)(v > qmax ? qmax : v < -qmax ? -qmax : v);
+}
+
+/* clamp(round_shift(v mult, shift)) for |v mult| < 2^62: a weighted layer's
+ * requantization, and the rescaling of Add, Mul, Concat and the mean. */
+DCZ_HD int32_t dcz_gk_requant(int64_t v, int32_t mult, uint32_t shift, int32_t qmax)
+{
+    return dcz_gk_clamp(dcz_gk_round_shift(v * mult, shift), qmax);
+}
+
+/* The region's float input on its scale, as run.c's quantize_input: the
+ * quotient in double, rounded half away from zero, clamped; NaN gives 0. */
+DCZ_HD int32_t dcz_gk_quantize(float x, float scale, int32_t qmax)
+{
+    double v = (double)x / scale;
+    if (v != v) v = 0;
+    v = v >= 0 ? floor(v + 0.5) : -floor(-v + 0.5);
+    return (int32_t)(v > qmax ? qmax : v < -qmax ? -qmax : v);
+}
+
+/* Element at of the output: channel c's sum (without its bias) finished. */
+DCZ_HD void dcz_gk_qfinish(const dcz_gqout *o, uint32_t c, int32_t sum, size_t at)
+{
+    const int64_t acc = (int64_t)sum + (o->bias ? o->bias[c] : 0);
+    if (o->scale) ((float *)o->y)[at] = (float)((double)acc * o->scale[c]);
+    else ((int8_t *)o->y)[at] = (int8_t)dcz_gk_requant(acc, o->mult[c], o->shift[c], o->qmax);
+}
+
+DCZ_HD int32_t dcz_gk_qweight(const dcz_gqsparse *s, uint32_t r, uint32_t e)
+{
+    return s->idx ? s->qtab[(size_t)r * s->k + s->idx[e]] : s->qval[e];
+}
+
+/* Row r's sum over one sample x (cols), without the bias. */
+DCZ_HD int32_t dcz_gk_qsparse_row(const dcz_gqsparse *s, const int8_t *x, uint32_t r)
+{
+    int32_t sum = 0;
+    uint32_t col = 0;
+    for (uint32_t e = s->row_ptr[r]; e < s->row_ptr[r + 1]; e++) {
+        const uint32_t st = s->step[e];
+        col += st;
+        if (st != DCZ_STEP_FILLER) sum += dcz_gk_qweight(s, r, e) * x[col];
+    }
+    return sum;
+}
+
+/* Output i (of out_c out_h out_w) of one sample of an integer convolution,
+ * without the bias: dcz_gk_conv_sparse on integers. */
+DCZ_HD int32_t dcz_gk_qconv(const dcz_conv_geom *g, const dcz_gqsparse *s, const int8_t *x, uint32_t i)
+{
+    uint32_t ic0;
+    int64_t y0, x0;
+    const uint32_t oc = dcz_gk_conv_out(g, i, &ic0, &y0, &x0);
+    int32_t sum = 0;
+    uint32_t col = 0;
+    for (uint32_t e = s->row_ptr[oc]; e < s->row_ptr[oc + 1]; e++) {
+        const uint32_t st = s->step[e];
+        col += st;
+        if (st == DCZ_STEP_FILLER) continue;
+        const int64_t at = dcz_gk_tap_cell(g, ic0, y0, x0, col);
+        if (at >= 0) sum += dcz_gk_qweight(s, oc, e) * x[at];
+    }
+    return sum;
+}
+
+/* Element i of one sample's int8 patches of group gr (0 in the padding). */
+DCZ_HD int8_t dcz_gk_qim2col(const dcz_conv_geom *g, uint32_t gr, const int8_t *x, uint32_t i)
+{
+    const int64_t at = dcz_gk_patch_cell(g, gr, i);
+    return at < 0 ? 0 : x[at];
+}
+
+/* sum / count rounded half away from zero (kernels_int.c's div_round);
+ * count 0 gives 0. */
+DCZ_HD int32_t dcz_gk_div_round(int64_t sum, uint64_t count)
+{
+    if (count == 0) return 0;
+    const uint64_t mag = sum < 0 ? 0 - (uint64_t)sum : (uint64_t)sum, q = (mag + count / 2) / count;
+    return (int32_t)(sum < 0 ? -(int64_t)q : (int64_t)q);
+}
+
+/* Output i of one sample of an integer max (avg 0) or average pool. */
+DCZ_HD int8_t dcz_gk_qpool(const dcz_conv_geom *g, int avg, int count_include_pad, const int8_t *x, uint32_t i)
+{
+    const uint32_t plane = g->out_h * g->out_w, c = i / plane, p = i % plane;
+    uint32_t y0, y1, x0, x1;
+    dcz_gk_window(p / g->out_w, g->sh, g->ph, g->kh, g->in_h, &y0, &y1);
+    dcz_gk_window(p % g->out_w, g->sw, g->pw, g->kw, g->in_w, &x0, &x1);
+    const int8_t *xp = x + (size_t)c * g->in_h * g->in_w;
+    int32_t m = avg ? 0 : -128;
+    for (uint32_t iy = y0; iy < y1; iy++)
+        for (uint32_t ix = x0; ix < x1; ix++) {
+            const int32_t v = xp[(size_t)iy * g->in_w + ix];
+            if (avg) m += v;
+            else if (v > m) m = v;
+        }
+    if (!avg) return (int8_t)m;
+    return (int8_t)dcz_gk_div_round(m, count_include_pad ? (uint64_t)g->kh * g->kw : (uint64_t)(y1 - y0) * (x1 - x0));
+}
+
+/* The integer mean of plane values (one channel of one sample): rounded
+ * (rescale 0), or their sum requantized to another scale (mult, shift;
+ * 127 plane < 2^31, which gpu.c checks). */
+DCZ_HD int8_t dcz_gk_qmean(const int8_t *x, uint32_t plane, int rescale, int32_t mult, uint32_t shift, int32_t qmax)
+{
+    int64_t sum = 0;
+    for (uint32_t i = 0; i < plane; i++) sum += x[i];
+    return (int8_t)(rescale ? dcz_gk_requant(sum, mult, shift, qmax) : dcz_gk_div_round(sum, plane));
+}
+
+/* Add: both inputs brought to the output's scale, then added (dcz_qadd_ref). */
+DCZ_HD int8_t dcz_gk_qadd(int32_t a, int32_t b, const int32_t *mult, const uint8_t *shift, int32_t qmax)
+{
+    return (int8_t)dcz_gk_clamp(dcz_gk_round_shift((int64_t)a * mult[0], shift[0]) +
+                                dcz_gk_round_shift((int64_t)b * mult[1], shift[1]), qmax);
 }
 
 #endif /* DCZ_RUNTIME_GPU_KERN_H */

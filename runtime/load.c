@@ -618,7 +618,8 @@ static dcz_status place(dcz_model *m, const dcz_options *o)
     if (s == DCZ_OK) {
         s = dcz_gpu_open(m);
         if (s == DCZ_ERR_UNSUPPORTED)
-            snprintf(why, sizeof why, "the CUDA backend has no integer kernels for this calibrated model");
+            snprintf(why, sizeof why, "the CUDA backend runs calibrated models of the 8-bit schemes (int8, fixed8); "
+                                      "this one is 16-bit fixed point, whose sums need 64 bits");
         else if (s != DCZ_OK)
             snprintf(why, sizeof why, "the upload to the GPU failed: %s", dcz_status_str(s));
     }

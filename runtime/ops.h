@@ -96,6 +96,12 @@ typedef void (*dcz_qrun_fn)(const struct dcz_model *m, uint32_t index, const voi
 typedef dcz_status (*dcz_gpu_fn)(const struct dcz_model *m, uint32_t index, const float *const *xs,
                                  size_t batch, float *y);
 
+/* A layer's kernel on the integer region of a calibrated model on a CUDA
+ * device (gpu.c): int8 activations in and out, except where the region
+ * ends (float out). */
+typedef dcz_status (*dcz_gpu_qfn)(const struct dcz_model *m, uint32_t index, const void *const *xs,
+                                  size_t batch, void *y);
+
 /* How an op's integer kernel treats scales (docs/FORMAT.md, "Integer
  * execution"): the tensors' scales a calibration table must give, and the
  * constants the loader derives from them. */
@@ -137,6 +143,7 @@ typedef struct dcz_op_info {
     dcz_qscale qscale;     /* the scale rule of run_q */
     dcz_gpu_fn run_gpu;    /* the float kernel on a GPU; NULL in a build without the CUDA
                               backend, and for training-only ops */
+    dcz_gpu_qfn run_gpu_q; /* the integer kernel on a GPU, where run_q is set */
 } dcz_op_info;
 
 /* y (n) = the activation of op (CLIP, LEAKY_RELU, SIGMOID, TANH,

@@ -9,9 +9,10 @@
 #   3. models trained and compressed here (LeNet-300-100, LeNet-5, the
 #      ResNet-style and MobileNetV2-style presets; a few epochs each: the
 #      point is the same accuracy on both devices, not a good model), each
-#      also int8-calibrated: dcz eval on --device cpu and gpu (calibrated
-#      ones with --fp32 on the GPU, which has no integer kernels), the
-#      accuracies side by side;
+#      also int8-calibrated: dcz eval on --device cpu and gpu, the accuracies
+#      side by side (the int8 ones on integers, which must agree exactly,
+#      and with --fp32), and a fixed16 calibration refused on the GPU with
+#      its reason;
 #   4. bench_gpu (the EIE and LeNet layers: dcz against cuBLAS and cuSPARSE,
 #      bandwidth against the device's copy bandwidth; whole-model batch-1
 #      latency, GPU against CPU, of the compressed models of step 3).
@@ -58,24 +59,27 @@ for arch in lenet300 lenet5 resnet mobilenetv2; do
     ./bin/dcz train --arch "$arch" --epochs 2 --data $D --device cpu -q -o "$M/$arch.dcz" &&
         ./bin/dcz compress "$M/$arch.dcz" --data $D --rounds 1 --prune-epochs 1 --final-epochs 1 --quant-epochs 1 \
             --device gpu -q -o "$M/$arch-small.dcz" > /dev/null &&
-        ./bin/dcz calibrate "$M/$arch-small.dcz" --data $D -q -o "$M/$arch-int8.dcz" > /dev/null ||
+        ./bin/dcz calibrate "$M/$arch-small.dcz" --data $D -q -o "$M/$arch-int8.dcz" > /dev/null &&
+        ./bin/dcz calibrate "$M/$arch-small.dcz" --data $D --scheme fixed16 -q -o "$M/$arch-fixed16.dcz" > /dev/null ||
         { echo "FAIL making $arch"; fails=$((fails + 1)); continue; }
-    for f in "$arch" "$arch-small" "$arch-int8"; do
-        fp=""; [ "$f" = "$arch-int8" ] && fp=--fp32
-        c=$(./bin/dcz eval "$M/$f.dcz" --data $D --device cpu $fp --json -q | sed -n 's/.*"accuracy":\([0-9.]*\).*/\1/p')
-        g=$(./bin/dcz eval "$M/$f.dcz" --data $D --device gpu $fp --json -q | sed -n 's/.*"accuracy":\([0-9.]*\).*/\1/p')
-        printf '%-22s %10s %10s\n' "$f$fp" "$c" "$g" | tee -a "$M/accuracy.txt"
-        # the same predictions but for the odd sample whose top two scores tie within rounding
-        awk -v c="$c" -v g="$g" 'BEGIN { d = c - g; exit !(c != "" && g != "" && d < 0.0003 && d > -0.0003) }' ||
+    for f in "$arch" "$arch-small" "$arch-int8" "$arch-int8 --fp32"; do
+        set -- $f
+        c=$(./bin/dcz eval "$M/$1.dcz" --data $D --device cpu ${2:-} --json -q | sed -n 's/.*"accuracy":\([0-9.]*\).*/\1/p')
+        g=$(./bin/dcz eval "$M/$1.dcz" --data $D --device gpu ${2:-} --json -q | sed -n 's/.*"accuracy":\([0-9.]*\).*/\1/p')
+        printf '%-22s %10s %10s\n' "$f" "$c" "$g" | tee -a "$M/accuracy.txt"
+        # integers agree exactly; floats but for the odd sample whose top two
+        # scores tie within rounding
+        tol=0.0003; [ "$f" = "$arch-int8" ] && tol=0.00000001
+        awk -v c="$c" -v g="$g" -v t=$tol 'BEGIN { d = c - g; exit !(c != "" && g != "" && d < t && d > -t) }' ||
             { echo "FAIL $f: cpu $c, gpu $g"; fails=$((fails + 1)); }
     done
-    check "$arch-int8 refused on the GPU with its reason" \
-        bash -c "! ./bin/dcz eval '$M/$arch-int8.dcz' --data $D --device gpu -q 2> '$M/int8.err'; grep -q 'integer kernels' '$M/int8.err'"
+    check "$arch-fixed16 refused on the GPU with its reason" \
+        bash -c "! ./bin/dcz eval '$M/$arch-fixed16.dcz' --data $D --device gpu -q 2> '$M/fixed16.err'; grep -q '16-bit fixed point' '$M/fixed16.err'"
 done
 
 step "benchmarks"
 check bench_gpu bash -c "build/bench/bench_gpu $M/*-small.dcz | tee '$OUT/bench_gpu.txt'; exit \${PIPESTATUS[0]}"
-for f in "$M"/lenet300-small.dcz "$M"/lenet5-small.dcz "$M"/resnet-small.dcz; do
+for f in "$M"/lenet300-small.dcz "$M"/lenet5-small.dcz "$M"/resnet-small.dcz "$M"/lenet5-int8.dcz "$M"/resnet-int8.dcz; do
     for dev in cpu gpu; do
         for b in 1 64; do ./bin/dcz bench "$f" --device $dev --batch $b --json; done
     done

@@ -11,12 +11,19 @@
  *   against dcz_conv2d_direct_ref within the same bound; pools and the
  *   global mean bit for bit; activations and softmax within 4e-6
  *   relative (the device's expf and tanhf);
+ * - integer kernels (8-bit schemes), bit for bit against kernels_int.c:
+ *   the int8 rows (dp4a) over the same matrix grid with codebooks of 2, 16
+ *   and 256 values and per-entry values, at batch 1, 7 and 9, finished to
+ *   int8 by requantization and to float; the integer direct convolution and
+ *   pools on the convolution geometries;
  * - models: every model of tests/fuzz/corpus/dcz but the regress-* ones,
- *   opened on the GPU (calibrated ones with precision FP32; with AUTO
- *   precision the GPU refuses them, DCZ_ERR_UNSUPPORTED) and on the CPU
- *   with the reference kernels, at batch 1 (twice: the captured graph
- *   replayed, with another input), 7 and 64, outputs within 1e-4 of
- *   1 + |reference|.
+ *   opened on the GPU and on the CPU with the reference kernels, at batch 1
+ *   (twice: the captured graph replayed, with another input), 7 and 64:
+ *   float models within 1e-4 of 1 + |reference|; calibrated models of the
+ *   8-bit schemes bit for bit (their integer region is the CPU's, and so is
+ *   its float output), and again with precision FP32 within the float
+ *   bound; 16-bit fixed point refused on the GPU (DCZ_ERR_UNSUPPORTED) and
+ *   run there with precision FP32.
  */
 #include <dirent.h>
 #include <math.h>
@@ -30,6 +37,7 @@
 #include "tests/unit/test_util.h"
 #include "tests/unit/conv_geom.h"
 #include "tests/unit/sparse_mat.h"
+#include "tests/unit/qsparse_mat.h"
 
 #ifdef DCZ_CUDA
 #include <cuda_runtime_api.h>
@@ -208,11 +216,203 @@ static void test_pools_and_elements(void)
     free(x); free(ref); free(y);
 }
 
+/* ---- integer kernels ---------------------------------------------------------- */
+
+/* An integer matrix's device copy, with int8 weights. */
+static dcz_gqsparse upload_qsparse(const qmat *m)
+{
+    dcz_gqsparse g = { m->rows, m->cols, m->k, NULL, NULL, NULL, NULL, NULL };
+    const size_t n = m->k ? (size_t)m->rows * m->k : m->sp.entries;
+    int8_t *w = alloc(n, 1);
+    for (size_t i = 0; i < n; i++) w[i] = (int8_t)(m->k ? m->qtab[i] : m->qval[i]);
+    g.row_ptr = (const uint32_t *)dev_copy(m->row_ptr, ((size_t)m->rows + 1) * 4);
+    g.step = (const uint8_t *)dev_copy(m->step, m->sp.entries);
+    if (m->k) {
+        g.idx = (const uint8_t *)dev_copy(m->idx, m->sp.entries);
+        g.qtab = (const int8_t *)dev_copy(w, n);
+    } else {
+        g.qval = (const int8_t *)dev_copy(w, n);
+    }
+    free(w);
+    return g;
+}
+
+static void free_gqsparse(dcz_gqsparse *g)
+{
+    cudaFree((void *)g->row_ptr);
+    cudaFree((void *)g->step);
+    cudaFree((void *)g->idx);
+    cudaFree((void *)g->qtab);
+    cudaFree((void *)g->qval);
+}
+
+/* A layer's finishing constants on the host and the device: int32 biases,
+ * multipliers below 2^31 with shifts that land most sums inside +-127,
+ * float scales. */
+typedef struct qfin {
+    uint32_t n;
+    int64_t *bias64;
+    int32_t *bias, *mult;
+    uint8_t *shift;
+    double *scale;
+    dcz_gqout o8, of;   /* device pointers; y set by the caller */
+} qfin;
+
+static void make_qfin(qfin *f, uint32_t n)
+{
+    f->n = n;
+    f->bias64 = alloc(n, 8); f->bias = alloc(n, 4); f->mult = alloc(n, 4); f->shift = alloc(n, 1); f->scale = alloc(n, 8);
+    for (uint32_t i = 0; i < n; i++) {
+        f->bias[i] = (int32_t)(rnd() % 200001) - 100000;
+        f->bias64[i] = f->bias[i];
+        f->mult[i] = (int32_t)((1u << 30) + rnd() % (1u << 30));
+        f->shift[i] = (uint8_t)(40 + rnd() % 8);
+        f->scale[i] = (double)frand() * 1e-3;
+    }
+    const int32_t *db = (const int32_t *)dev_copy(f->bias, (size_t)n * 4);
+    f->o8 = (dcz_gqout){ db, (const int32_t *)dev_copy(f->mult, (size_t)n * 4), (const uint8_t *)dev_copy(f->shift, n),
+                         NULL, 127, NULL };
+    f->of = (dcz_gqout){ db, NULL, NULL, (const double *)dev_copy(f->scale, (size_t)n * 8), 127, NULL };
+}
+
+static void free_qfin(qfin *f)
+{
+    cudaFree((void *)f->o8.bias); cudaFree((void *)f->o8.mult); cudaFree((void *)f->o8.shift); cudaFree((void *)f->of.scale);
+    free(f->bias64); free(f->bias); free(f->mult); free(f->shift); free(f->scale);
+}
+
+/* Outputs of y8 (int8) and yf (float) that differ from acc finished as
+ * run.c finishes it (requant_ref; acc times its channel's scale). */
+static size_t qfin_bad(const qfin *f, const int64_t *acc, size_t batch, uint32_t plane, const int8_t *y8, const float *yf)
+{
+    const size_t n = batch * f->n * plane;
+    dcz_q *want = alloc(n, sizeof(dcz_q));
+    const dcz_requant rq = { f->mult, f->shift, 127 };
+    dcz_requant_ref(&rq, acc, batch, f->n, plane, want);
+    size_t bad = 0;
+    for (size_t i = 0; i < n; i++) {
+        const float w = (float)((double)acc[i] * f->scale[i / plane % f->n]);
+        bad += y8[i] != want[i] || memcmp(&yf[i], &w, sizeof w) != 0;
+    }
+    free(want);
+    return bad;
+}
+
+static void test_int_rows(void)
+{
+    const uint32_t sizes[][2] = { { 1, 1 }, { 1, 7 }, { 7, 1 }, { 3, 5 }, { 17, 31 }, { 33, 300 },
+                                  { 5, 1000 }, { 64, 64 }, { 300, 784 } };
+    const double dens[] = { 0.0, 0.5, 1.0, 0.01 };
+    const uint32_t codebooks[] = { 2, 16, 256, 0 };
+    const size_t batches[] = { 1, 7, 9 };
+    size_t bad = 0, cases = 0;
+    for (size_t si = 0; si < sizeof sizes / sizeof *sizes; si++)
+        for (size_t di = 0; di < 4; di++)
+            for (size_t ci = 0; ci < 4; ci++) {
+                const uint32_t rows = sizes[si][0], cols = sizes[si][1];
+                const size_t B = 9;
+                qmat m;
+                make_qmat(&m, rows, cols, dens[di], codebooks[ci], 127);
+                qfin f;
+                make_qfin(&f, rows);
+                dcz_q *xq = alloc(B * cols, sizeof(dcz_q));
+                int8_t *x = alloc(B * cols, 1), *y8 = alloc(B * rows, 1);
+                float *yf = alloc(B * rows, 4);
+                int64_t *acc = alloc(B * rows, 8);
+                fill_q(xq, B * cols, 127);
+                for (size_t i = 0; i < B * cols; i++) x[i] = (int8_t)xq[i];
+                dcz_gqsparse g = upload_qsparse(&m);
+                const int8_t *dx = (const int8_t *)dev_copy(x, B * cols);
+                void *d8 = dev_copy(NULL, B * rows), *dfl = dev_copy(NULL, B * rows * 4);
+                for (size_t bi = 0; bi < 3; bi++, cases++) {
+                    const size_t b = batches[bi];
+                    dcz_gqout o8 = f.o8, of = f.of;
+                    o8.y = d8;
+                    of.y = dfl;
+                    CHECK(dcz_qspmm__cuda(&g, &o8, dx, b, rows, 1, NULL) == DCZ_OK &&
+                          dcz_qspmm__cuda(&g, &of, dx, b, rows, 1, NULL) == DCZ_OK, "launch");
+                    host_copy(y8, d8, b * rows);
+                    host_copy(yf, dfl, b * rows * 4);
+                    dcz_qspmm_ref(&m.sp, f.bias64, xq, b, acc);
+                    const size_t n = qfin_bad(&f, acc, b, 1, y8, yf);
+                    if (n && bad < 3)
+                        fprintf(stderr, "  %ux%u density %g k %u batch %zu: %zu outputs differ\n", rows, cols, dens[di],
+                                codebooks[ci], b, n);
+                    bad += n;
+                }
+                free_gqsparse(&g);
+                cudaFree((void *)dx); cudaFree(d8); cudaFree(dfl);
+                free(xq); free(x); free(y8); free(yf); free(acc);
+                free_qfin(&f);
+                free_qmat(&m);
+            }
+    CHECK(bad == 0, "%zu integer outputs differ from kernels_int.c in %zu cases", bad, cases);
+}
+
+static void test_int_convolutions(void)
+{
+    const uint32_t codebooks[] = { 256, 16, 0 };
+    dcz_conv_geom geoms[CONV_EXTRA + 24];
+    size_t ng = 0, bad = 0;
+    for (size_t i = 0; conv_grid(i, &geoms[ng]) && ng < 24; i++) ng++;
+    conv_extra(geoms + ng);
+    ng += CONV_EXTRA;
+    for (size_t gi = 0; gi < ng; gi++)
+        for (size_t ci = 0; ci < 3; ci++) {
+            const dcz_conv_geom *g = &geoms[gi];
+            const uint32_t cols = dcz_conv_group_in(g) * g->kh * g->kw, plane = g->out_h * g->out_w;
+            const size_t B = 3, xin = (size_t)g->in_c * g->in_h * g->in_w, yout = (size_t)g->out_c * plane;
+            qmat m;
+            make_qmat(&m, g->out_c, cols, gi % 2 ? 0.5 : 0.01, codebooks[ci], 127);
+            qfin f;
+            make_qfin(&f, g->out_c);
+            dcz_q *xq = alloc(B * xin, sizeof(dcz_q)), *pref = alloc(B * xin, sizeof(dcz_q));
+            int8_t *x = alloc(B * xin, 1), *y8 = alloc(B * yout, 1), *p8 = alloc(B * xin, 1);
+            float *yf = alloc(B * yout, 4);
+            int64_t *acc = alloc(B * yout, 8);
+            fill_q(xq, B * xin, 127);
+            for (size_t i = 0; i < B * xin; i++) x[i] = (int8_t)xq[i];
+            dcz_gqsparse gs = upload_qsparse(&m);
+            const int8_t *dx = (const int8_t *)dev_copy(x, B * xin);
+            void *d8 = dev_copy(NULL, B * yout), *dfl = dev_copy(NULL, B * yout * 4);
+            dcz_gqout o8 = f.o8, of = f.of;
+            o8.y = d8;
+            of.y = dfl;
+            CHECK(dcz_qconv2d__cuda(g, &gs, &o8, dx, B, NULL) == DCZ_OK && dcz_qconv2d__cuda(g, &gs, &of, dx, B, NULL) == DCZ_OK,
+                  "launch");
+            host_copy(y8, d8, B * yout);
+            host_copy(yf, dfl, B * yout * 4);
+            dcz_qconv2d_direct_ref(g, m.dense, f.bias64, xq, B, acc);
+            bad += qfin_bad(&f, acc, B, plane, y8, yf);
+            /* the integer max pool on the same input and window */
+            if (ci == 0 && g->group == 1) {
+                dcz_conv_geom pg = *g;
+                pg.out_c = pg.in_c;
+                const size_t per = (size_t)pg.in_c * plane;
+                void *dp = dev_copy(NULL, B * per);
+                CHECK(dcz_qpool__cuda(&pg, 0, 0, dx, B, dp, NULL) == DCZ_OK, "launch");
+                host_copy(p8, dp, B * per);
+                dcz_qmaxpool_ref(&pg, xq, B, pref);
+                for (size_t i = 0; i < B * per; i++) bad += p8[i] != pref[i];
+                cudaFree(dp);
+            }
+            free_gqsparse(&gs);
+            cudaFree((void *)dx); cudaFree(d8); cudaFree(dfl);
+            free(xq); free(pref); free(x); free(y8); free(p8); free(yf); free(acc);
+            free_qfin(&f);
+            free_qmat(&m);
+        }
+    CHECK(bad == 0, "%zu integer convolution and pool outputs differ from kernels_int.c", bad);
+}
+
 /* ---- whole models ------------------------------------------------------------ */
 
-static size_t models, calibrated;
+static size_t models, calibrated, fixed16;
 
-static void model_case(const char *path, const uint8_t *buf, size_t len)
+/* The model in buf on the GPU and on the CPU (reference kernels) at
+ * precision p, outputs compared bit for bit (exact) or within the float
+ * bound. */
+static void compare_runs(const char *path, const uint8_t *buf, size_t len, dcz_precision p, int exact)
 {
     dcz_options c, g;
     dcz_options_init(&c);
@@ -220,13 +420,9 @@ static void model_case(const char *path, const uint8_t *buf, size_t len)
     c.force_reference = 1;
     dcz_options_init(&g);
     g.device = DCZ_DEVICE_GPU;
+    c.precision = g.precision = p;
     dcz_model *mc = NULL, *mg = NULL;
-    dcz_status s = dcz_open_memory(buf, len, &g, &mg);
-    if (s == DCZ_ERR_UNSUPPORTED) {   /* calibrated: the integer path is the CPU's */
-        calibrated++;
-        c.precision = g.precision = DCZ_PRECISION_FP32;
-        s = dcz_open_memory(buf, len, &g, &mg);
-    }
+    const dcz_status s = dcz_open_memory(buf, len, &g, &mg);
     CHECK(s == DCZ_OK && dcz_model_device(mg) == DCZ_DEVICE_GPU, "%s on the GPU: %s", path, dcz_status_str(s));
     REQUIRE(dcz_open_memory(buf, len, &c, &mc) == DCZ_OK, "%s on the CPU", path);
     if (s != DCZ_OK) { dcz_close(mc); return; }
@@ -238,13 +434,40 @@ static void model_case(const char *path, const uint8_t *buf, size_t len)
         for (size_t i = 0; i < b * in; i++) x[i] = frand();
         CHECK(dcz_run(mc, x, b, yc) == DCZ_OK && dcz_run(mg, x, b, yg) == DCZ_OK, "%s: run batch %zu", path, b);
         size_t off = 0;
-        for (size_t i = 0; i < b * out; i++) off += !(fabsf(yg[i] - yc[i]) <= 1e-4f * (1 + fabsf(yc[i])));
-        CHECK(off == 0, "%s batch %zu: %zu outputs off", path, b, off);
+        for (size_t i = 0; i < b * out; i++)
+            off += exact ? memcmp(&yg[i], &yc[i], 4) != 0 : !(fabsf(yg[i] - yc[i]) <= 1e-4f * (1 + fabsf(yc[i])));
+        CHECK(off == 0, "%s batch %zu%s: %zu outputs off", path, b, exact ? " (integers)" : "", off);
     }
-    models++;
     free(x); free(yc); free(yg);
     dcz_close(mc);
     dcz_close(mg);
+}
+
+static void model_case(const char *path, const uint8_t *buf, size_t len)
+{
+    dcz_options o;
+    dcz_options_init(&o);
+    o.device = DCZ_DEVICE_CPU;
+    dcz_model *m = NULL;
+    REQUIRE(dcz_open_memory(buf, len, &o, &m) == DCZ_OK, "%s on the CPU", path);
+    const dcz_scheme scheme = dcz_model_scheme(m);
+    dcz_close(m);
+    models++;
+    if (scheme == DCZ_SCHEME_NONE) {
+        compare_runs(path, buf, len, DCZ_PRECISION_AUTO, 0);
+        return;
+    }
+    calibrated++;
+    if (scheme == DCZ_SCHEME_FIXED16) {
+        fixed16++;
+        o.device = DCZ_DEVICE_GPU;
+        const dcz_status s = dcz_open_memory(buf, len, &o, &m);
+        CHECK(s == DCZ_ERR_UNSUPPORTED, "%s: 16-bit fixed point on the GPU gave %s", path, dcz_status_str(s));
+        if (s == DCZ_OK) dcz_close(m);
+    } else {
+        compare_runs(path, buf, len, DCZ_PRECISION_AUTO, 1);
+    }
+    compare_runs(path, buf, len, DCZ_PRECISION_FP32, 0);
 }
 
 static void test_models(void)
@@ -267,7 +490,8 @@ static void test_models(void)
         model_case(path, tmp, len);
     }
     closedir(d);
-    CHECK(models >= 20 && calibrated >= 5, "%zu models, %zu calibrated", models, calibrated);
+    CHECK(models >= 20 && calibrated - fixed16 >= 5, "%zu models, %zu calibrated, %zu of them 16-bit fixed point", models,
+          calibrated, fixed16);
 }
 #endif /* DCZ_CUDA */
 
@@ -283,6 +507,8 @@ int main(void)
     RUN(test_sparse_fc);
     RUN(test_convolutions);
     RUN(test_pools_and_elements);
+    RUN(test_int_rows);
+    RUN(test_int_convolutions);
     RUN(test_models);
 #endif
     return check_summary();

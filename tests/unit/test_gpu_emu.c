@@ -21,6 +21,19 @@
  *   their references, activations against dcz_activation_ref and
  *   dcz_relu_ref, Concat's element map against dcz_concat_ref: bit for bit
  *   (the same sums in the same order; on the host the same expf).
+ *
+ * The integer region of calibrated models (8-bit schemes: int8 values,
+ * int32 sums), bit for bit against kernels_int.c: the rounding shift and
+ * requantization against dcz_round_shift and dcz_requant_ref over every
+ * shift 0 to 62 (sums up to +-(2^31 - 1), multipliers up to 2^31 - 1, ties);
+ * integer rows (codebooks of 2, 16 and 256 values, per-entry values,
+ * densities 0, 0.5, 1, 0.01 with fillers) finished to int8 and to float
+ * against dcz_qspmm_ref and dcz_requant_ref; the integer direct convolution
+ * and its patch path over the convolution grid against
+ * dcz_qconv2d_direct_ref; the pools and the mean (plain and rescaled)
+ * against their references; Add, Mul and Concat's rescaling against
+ * dcz_qadd_ref, dcz_qmul_ref and dcz_qconcat_ref; the input's quantization
+ * on hand cases (ties, NaN, infinities).
  */
 #include <math.h>
 #include <stdlib.h>
@@ -33,6 +46,7 @@
 #include "tests/unit/test_util.h"
 #include "tests/unit/conv_geom.h"
 #include "tests/unit/sparse_mat.h"
+#include "tests/unit/qsparse_mat.h"
 
 static dcz_gsparse gsparse_of(const dcz_sparse *s)
 {
@@ -170,15 +184,23 @@ static void test_sparse_rows(void)
     CHECK(bad == 0, "%zu of %zu matrices differ from dcz_spmm_ref", bad, cases);
 }
 
+/* The pool windows: strided, padded, non-square, one window per plane. */
+#define POOL_GEOMS 5
+static void pool_geoms(dcz_conv_geom *g)
+{
+    g[0] = conv_geom(3, 3, 7, 9, 2, 2, 2, 2, 0, 0);
+    g[1] = conv_geom(2, 2, 8, 8, 3, 3, 2, 2, 1, 1);
+    g[2] = conv_geom(2, 2, 5, 7, 3, 2, 1, 2, 1, 1);
+    g[3] = conv_geom(1, 1, 4, 4, 4, 4, 1, 1, 0, 0);
+    g[4] = conv_geom(4, 4, 9, 5, 5, 3, 3, 1, 2, 1);
+}
+
 static void test_pools(void)
 {
-    const dcz_conv_geom geoms[] = {
-        conv_geom(3, 3, 7, 9, 2, 2, 2, 2, 0, 0), conv_geom(2, 2, 8, 8, 3, 3, 2, 2, 1, 1),
-        conv_geom(2, 2, 5, 7, 3, 2, 1, 2, 1, 1), conv_geom(1, 1, 4, 4, 4, 4, 1, 1, 0, 0),
-        conv_geom(4, 4, 9, 5, 5, 3, 3, 1, 2, 1),
-    };
+    dcz_conv_geom geoms[POOL_GEOMS];
+    pool_geoms(geoms);
     size_t bad = 0;
-    for (size_t gi = 0; gi < sizeof geoms / sizeof *geoms; gi++) {
+    for (size_t gi = 0; gi < POOL_GEOMS; gi++) {
         const dcz_conv_geom *g = &geoms[gi];
         const size_t B = 2, xin = (size_t)g->in_c * g->in_h * g->in_w, per = (size_t)g->in_c * g->out_h * g->out_w;
         float *x = malloc(B * xin * sizeof *x), *ref = malloc(B * per * sizeof *ref), *y = malloc(B * per * sizeof *y);
@@ -240,11 +262,316 @@ static void test_elements(void)
     CHECK(memcmp(got, cat, sizeof got) == 0, "concat differs");
 }
 
+/* ---- the integer region --------------------------------------------------------- */
+
+/* An integer matrix on the "device": its int8 weights beside the int16 ones. */
+typedef struct qdev {
+    qmat m;
+    int8_t *tab, *val;
+    dcz_gqsparse gs;
+} qdev;
+
+static void make_qdev(qdev *d, uint32_t rows, uint32_t cols, double density, uint32_t k)
+{
+    make_qmat(&d->m, rows, cols, density, k, 127);
+    const size_t nt = k ? (size_t)rows * k : 0, nv = k ? 0 : d->m.sp.entries;
+    d->tab = alloc(nt, 1);
+    d->val = alloc(nv, 1);
+    for (size_t i = 0; i < nt; i++) d->tab[i] = (int8_t)d->m.qtab[i];
+    for (size_t i = 0; i < nv; i++) d->val[i] = (int8_t)d->m.qval[i];
+    d->gs = (dcz_gqsparse){ rows, cols, k, d->m.row_ptr, d->m.step, d->m.idx, k ? d->tab : NULL, k ? NULL : d->val };
+}
+
+static void free_qdev(qdev *d)
+{
+    free(d->tab);
+    free(d->val);
+    free_qmat(&d->m);
+}
+
+/* x (n) random int8 values (both extremes among them), and their dcz_q twins. */
+static void fill_q8(int8_t *x, dcz_q *xq, size_t n)
+{
+    fill_q(xq, n, 127);
+    for (size_t i = 0; i < n; i++) x[i] = (int8_t)xq[i];
+}
+
+/* A layer's output constants: biases (within the 32-bit sums), and per
+ * channel a multiplier below 2^31 and a shift that lands most sums inside
+ * +-127 (some saturate), or float scales. */
+typedef struct qconsts {
+    int64_t *bias64;
+    int32_t *bias, *mult;
+    uint8_t *shift;
+    double *scale;
+} qconsts;
+
+static void make_consts(qconsts *c, uint32_t n)
+{
+    c->bias64 = alloc(n, sizeof(int64_t));
+    c->bias = alloc(n, sizeof(int32_t));
+    c->mult = alloc(n, sizeof(int32_t));
+    c->shift = alloc(n, 1);
+    c->scale = alloc(n, sizeof(double));
+    for (uint32_t i = 0; i < n; i++) {
+        c->bias[i] = (int32_t)(rnd() % 200001) - 100000;
+        c->bias64[i] = c->bias[i];
+        c->mult[i] = (int32_t)((1u << 30) + rnd() % (1u << 30));
+        c->shift[i] = (uint8_t)(40 + rnd() % 8);
+        c->scale[i] = (double)frand() * 1e-3;
+    }
+}
+
+static void free_consts(qconsts *c)
+{
+    free(c->bias64); free(c->bias); free(c->mult); free(c->shift); free(c->scale);
+}
+
+/* Compares the two finishes of acc (n = batch channels plane; bias already
+ * in acc) with run.c's: requant_ref to dcz_q, and acc times scale to float.
+ * got8 and gotf are what dcz_gk_qfinish wrote. */
+static size_t finish_bad(const qconsts *c, const int64_t *acc, size_t batch, uint32_t channels, uint32_t plane,
+                         const int8_t *got8, const float *gotf)
+{
+    const size_t n = batch * channels * plane;
+    dcz_q *want = alloc(n, sizeof(dcz_q));
+    const dcz_requant rq = { c->mult, c->shift, 127 };
+    dcz_requant_ref(&rq, acc, batch, channels, plane, want);
+    size_t bad = 0;
+    for (size_t i = 0; i < n; i++) {
+        const uint32_t ch = (uint32_t)(i / plane % (channels ? channels : 1));
+        const float f = (float)((double)acc[i] * c->scale[ch]);
+        if (got8[i] != want[i] || memcmp(&gotf[i], &f, sizeof f)) bad++;
+    }
+    free(want);
+    return bad;
+}
+
+static void test_int_requant(void)
+{
+    size_t bad = 0, n = 0;
+    const int64_t edge = ((int64_t)1 << 62) - 1;
+    for (uint32_t sh = 0; sh <= 62; sh++) {
+        /* the rounding shift over its whole domain, ties of both signs */
+        const int64_t half = sh ? (int64_t)1 << (sh - 1) : 0;
+        const int64_t vs[] = { 0, 1, -1, half, -half, 3 * half, -3 * half, edge, -edge, edge - half, -edge + half };
+        for (size_t i = 0; i < sizeof vs / sizeof *vs; i++, n++) bad += dcz_gk_round_shift(vs[i], sh) != dcz_round_shift(vs[i], sh);
+        for (int i = 0; i < 200; i++, n++) {
+            const int64_t v = (int64_t)(rnd() & (uint64_t)edge) * ((rnd() & 1) ? -1 : 1);
+            bad += dcz_gk_round_shift(v, sh) != dcz_round_shift(v, sh);
+        }
+        /* requantization of 32-bit sums by multipliers below 2^31 */
+        for (int i = 0; i < 200; i++, n++) {
+            int64_t acc = (int64_t)(rnd() % 0x7fffffffu) * ((rnd() & 1) ? -1 : 1);
+            int32_t mult = (int32_t)(rnd() % 0x7fffffffu);
+            if (i == 0) acc = 0x7fffffff, mult = 0x7fffffff;
+            if (i == 1) acc = -0x7fffffff, mult = 0x7fffffff;
+            if (i == 2) mult = 0;
+            const uint8_t s8 = (uint8_t)sh;
+            const dcz_requant rq = { &mult, &s8, 127 };
+            dcz_q want;
+            dcz_requant_ref(&rq, &acc, 1, 1, 1, &want);
+            bad += dcz_gk_requant(acc, mult, sh, 127) != want;
+        }
+    }
+    CHECK(n > 20000, "only %zu cases", n);
+    CHECK(bad == 0, "%zu of %zu rounding shifts and requantizations differ from kernels_int.c", bad, n);
+}
+
+static void test_int_rows(void)
+{
+    const uint32_t sizes[][2] = { { 1, 1 }, { 7, 1 }, { 17, 31 }, { 33, 300 }, { 5, 1000 } };
+    const double dens[] = { 0.0, 0.5, 1.0, 0.01 };
+    const uint32_t codebooks[] = { 2, 16, 256, 0 };
+    size_t bad = 0, cases = 0, fillers = 0;
+    for (size_t si = 0; si < 5; si++)
+        for (size_t di = 0; di < 4; di++)
+            for (size_t ci = 0; ci < 4; ci++) {
+                const uint32_t rows = sizes[si][0], cols = sizes[si][1];
+                const size_t B = 3;
+                qdev d;
+                make_qdev(&d, rows, cols, dens[di], codebooks[ci]);
+                qconsts c;
+                make_consts(&c, rows);
+                int8_t *x = alloc(B * cols, 1), *y8 = alloc(B * rows, 1);
+                dcz_q *xq = alloc(B * cols, sizeof(dcz_q));
+                int64_t *acc = alloc(B * rows, sizeof(int64_t));
+                float *yf = alloc(B * rows, sizeof(float));
+                fill_q8(x, xq, B * cols);
+                dcz_qspmm_ref(&d.m.sp, c.bias64, xq, B, acc);
+                dcz_gqout o8 = { c.bias, c.mult, c.shift, NULL, 127, y8 }, of = { c.bias, NULL, NULL, c.scale, 127, yf };
+                for (size_t b = 0; b < B; b++)
+                    for (uint32_t r = 0; r < rows; r++) {
+                        const int32_t sum = dcz_gk_qsparse_row(&d.gs, x + b * cols, r);
+                        dcz_gk_qfinish(&o8, r, sum, b * rows + r);
+                        dcz_gk_qfinish(&of, r, sum, b * rows + r);
+                    }
+                bad += finish_bad(&c, acc, B, rows, 1, y8, yf) != 0;
+                fillers += d.m.fillers;
+                cases++;
+                free(x); free(y8); free(xq); free(acc); free(yf);
+                free_consts(&c);
+                free_qdev(&d);
+            }
+    CHECK(fillers > 0, "no fillers in the grid");
+    CHECK(bad == 0, "%zu of %zu integer matrices differ from dcz_qspmm_ref and dcz_requant_ref", bad, cases);
+}
+
+/* The integer convolution on g: direct and by patches, as gpu.c runs them. */
+static size_t qconv_case(const dcz_conv_geom *g, double density, uint32_t k)
+{
+    const uint32_t groups = dcz_conv_groups(g), oc = g->out_c / groups, pixels = g->out_h * g->out_w;
+    const uint32_t cols = dcz_conv_group_in(g) * g->kh * g->kw;
+    const size_t B = 2, xin = (size_t)g->in_c * g->in_h * g->in_w, yout = (size_t)g->out_c * pixels;
+    qdev d;
+    make_qdev(&d, g->out_c, cols, density, k);
+    qconsts c;
+    make_consts(&c, g->out_c);
+    int8_t *x = alloc(B * xin, 1), *y8 = alloc(B * yout, 1), *p8 = alloc(B * yout, 1);
+    int8_t *col = alloc((size_t)pixels * cols, 1);
+    dcz_q *xq = alloc(B * xin, sizeof(dcz_q));
+    int64_t *acc = alloc(B * yout, sizeof(int64_t));
+    float *yf = alloc(B * yout, sizeof(float)), *pf = alloc(B * yout, sizeof(float));
+    fill_q8(x, xq, B * xin);
+    dcz_qconv2d_direct_ref(g, d.m.dense, c.bias64, xq, B, acc);
+    dcz_gqout o8 = { c.bias, c.mult, c.shift, NULL, 127, y8 }, of = { c.bias, NULL, NULL, c.scale, 127, yf };
+    for (size_t b = 0; b < B; b++)
+        for (uint32_t i = 0; i < yout; i++) {
+            const int32_t sum = dcz_gk_qconv(g, &d.gs, x + b * xin, i);
+            dcz_gk_qfinish(&o8, i / pixels, sum, b * yout + i);
+            dcz_gk_qfinish(&of, i / pixels, sum, b * yout + i);
+        }
+    size_t bad = finish_bad(&c, acc, B, g->out_c, pixels, y8, yf);
+    /* the patch path: each group's patches times its rows, output row r of
+     * pixel p at (group's first row + r) pixels + p */
+    o8.y = p8;
+    of.y = pf;
+    for (size_t b = 0; b < B; b++)
+        for (uint32_t gr = 0; gr < groups; gr++) {
+            for (uint32_t i = 0; i < pixels * cols; i++) col[i] = dcz_gk_qim2col(g, gr, x + b * xin, i);
+            dcz_gqsparse sg = d.gs;
+            sg.row_ptr += (size_t)gr * oc;
+            sg.rows = oc;
+            if (sg.qtab) sg.qtab += (size_t)gr * oc * k;
+            for (uint32_t r = 0; r < oc; r++)
+                for (uint32_t p = 0; p < pixels; p++) {
+                    const int32_t sum = dcz_gk_qsparse_row(&sg, col + (size_t)p * cols, r);
+                    const size_t at = b * yout + ((size_t)gr * oc + r) * pixels + p;
+                    dcz_gk_qfinish(&o8, gr * oc + r, sum, at);
+                    dcz_gk_qfinish(&of, gr * oc + r, sum, at);
+                }
+        }
+    bad += finish_bad(&c, acc, B, g->out_c, pixels, p8, pf);
+    free(x); free(y8); free(p8); free(col); free(xq); free(acc); free(yf); free(pf);
+    free_consts(&c);
+    free_qdev(&d);
+    return bad;
+}
+
+static void test_int_convolutions(void)
+{
+    const double dens[] = { 0.0, 0.5, 1.0 };
+    const uint32_t codebooks[] = { 256, 16, 0 };
+    size_t bad = 0, cases = 0;
+    dcz_conv_geom g, extra[CONV_EXTRA];
+    for (size_t i = 0; conv_grid(i, &g); i++)
+        for (size_t di = 0; di < 3; di++)
+            for (size_t ci = 0; ci < 3; ci++, cases++) bad += qconv_case(&g, dens[di], codebooks[ci]);
+    conv_extra(extra);
+    for (size_t i = 0; i < CONV_EXTRA; i++)
+        for (size_t ci = 0; ci < 3; ci++, cases += 2) {
+            bad += qconv_case(&extra[i], 0.5, codebooks[ci]);
+            bad += qconv_case(&extra[i], 0.01, codebooks[ci]);
+        }
+    CHECK(cases > 150, "only %zu cases", cases);
+    CHECK(bad == 0, "%zu integer convolution outputs differ from dcz_qconv2d_direct_ref", bad);
+}
+
+static void test_int_pools(void)
+{
+    dcz_conv_geom geoms[POOL_GEOMS];
+    pool_geoms(geoms);
+    size_t bad = 0;
+    for (size_t gi = 0; gi < POOL_GEOMS; gi++) {
+        const dcz_conv_geom *g = &geoms[gi];
+        const size_t B = 2, xin = (size_t)g->in_c * g->in_h * g->in_w, per = (size_t)g->in_c * g->out_h * g->out_w;
+        int8_t *x = alloc(B * xin, 1);
+        dcz_q *xq = alloc(B * xin, sizeof(dcz_q)), *ref = alloc(B * xin, sizeof(dcz_q));
+        fill_q8(x, xq, B * xin);
+        for (int kind = 0; kind < 3; kind++) {   /* max, average, average counting the padding */
+            if (kind == 0) dcz_qmaxpool_ref(g, xq, B, ref);
+            else dcz_qavgpool_ref(g, kind == 2, xq, B, ref);
+            for (size_t b = 0; b < B; b++)
+                for (uint32_t i = 0; i < per; i++)
+                    if (dcz_gk_qpool(g, kind > 0, kind == 2, x + b * xin, i) != ref[b * per + i] && bad++ < 3)
+                        fprintf(stderr, "  integer pool kind %d, geometry %zu, output %zu differs\n", kind, gi, b * per + i);
+        }
+        /* the mean of each plane, rounded, and rescaled to another scale */
+        const uint32_t plane = g->in_h * g->in_w;
+        const int32_t mult = (int32_t)((1u << 30) + rnd() % (1u << 30));
+        const uint8_t shift = 36;
+        dcz_qglobal_avgpool_ref(g->in_c, plane, xq, B, ref);
+        for (size_t p = 0; p < B * g->in_c; p++) bad += dcz_gk_qmean(x + p * plane, plane, 0, 0, 0, 127) != ref[p];
+        dcz_qglobal_avgpool_rescale_ref(g->in_c, plane, xq, B, mult, shift, 127, ref);
+        for (size_t p = 0; p < B * g->in_c; p++) bad += dcz_gk_qmean(x + p * plane, plane, 1, mult, shift, 127) != ref[p];
+        free(x); free(xq); free(ref);
+    }
+    CHECK(bad == 0, "%zu integer pool outputs differ", bad);
+}
+
+static void test_int_elements(void)
+{
+    enum { N = 517 };
+    int8_t a[N], b[N];
+    dcz_q aq[N], bq[N], ref[N];
+    fill_q8(a, aq, N);
+    fill_q8(b, bq, N);
+    size_t bad = 0;
+    /* Add: each input by its own multiplier and shift (a pure shift too) */
+    const int32_t mult[2][2] = { { 1 << 30, 1518500250 }, { 1, 1 } };
+    const uint8_t shift[2][2] = { { 31, 30 }, { 1, 0 } };
+    for (int v = 0; v < 2; v++) {
+        dcz_qadd_ref(aq, bq, N, mult[v], shift[v], 127, ref);
+        for (int i = 0; i < N; i++) bad += dcz_gk_qadd(a[i], b[i], mult[v], shift[v], 127) != ref[i];
+    }
+    /* Mul: x (3 channels of plane 5, batch 2) times a factor per channel */
+    enum { C = 3, P = 5 };
+    dcz_qmul_ref(aq, bq, 2, C, P, 1518500250, 37, 127, ref);
+    for (int i = 0; i < 2 * C * P; i++) bad += dcz_gk_requant((int32_t)a[i] * b[i / P], 1518500250, 37, 127) != ref[i];
+    /* Concat: the second input rescaled, the first as it is */
+    const uint32_t width[2] = { 4, 7 };
+    const dcz_q *xs[2] = { aq, bq };
+    const int32_t cm[2] = { 1, 1431655765 };
+    const uint8_t cs[2] = { 0, 31 };
+    dcz_qconcat_ref(xs, width, 2, 3, cm, cs, 127, ref);
+    for (uint32_t t = 0; t < 33; t++) {
+        uint32_t at;
+        const uint32_t k = dcz_gk_concat_from(width, 2, t % 11, &at);
+        const int8_t *src = k ? b : a;
+        bad += dcz_gk_requant(src[t / 11 * width[k] + at], cm[k], cs[k], 127) != ref[t];
+    }
+    CHECK(bad == 0, "%zu Add, Mul and Concat outputs differ from kernels_int.c", bad);
+    /* the input's quantization: half away from zero, NaN 0, clamped */
+    const struct { float x, s; int32_t want; } qc[] = {
+        { 0.5f, 1.0f, 1 }, { -0.5f, 1.0f, -1 }, { 1.5f, 1.0f, 2 }, { -2.5f, 1.0f, -3 }, { 0.49999997f, 1.0f, 0 },
+        { 0.3f, 0.1f, 3 }, { 12.7f, 0.1f, 127 }, { 1000.0f, 0.1f, 127 }, { -1000.0f, 0.1f, -127 },
+        { NAN, 0.5f, 0 }, { INFINITY, 0.5f, 127 }, { -INFINITY, 0.5f, -127 }, { -0.0f, 0.25f, 0 },
+    };
+    for (size_t i = 0; i < sizeof qc / sizeof *qc; i++)
+        CHECK(dcz_gk_quantize(qc[i].x, qc[i].s, 127) == qc[i].want, "quantize(%g / %g) = %d, want %d", (double)qc[i].x,
+              (double)qc[i].s, dcz_gk_quantize(qc[i].x, qc[i].s, 127), qc[i].want);
+}
+
 int main(void)
 {
     RUN(test_convolutions);
     RUN(test_sparse_rows);
     RUN(test_pools);
     RUN(test_elements);
+    RUN(test_int_requant);
+    RUN(test_int_rows);
+    RUN(test_int_convolutions);
+    RUN(test_int_pools);
+    RUN(test_int_elements);
     return check_summary();
 }
