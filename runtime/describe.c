@@ -112,8 +112,12 @@ dcz_status dcz_describe_layer(const dcz_model *m, uint32_t layer, dcz_layer_desc
                  m->scheme == DCZ_SCHEME_INT8 ? "calibrated int8: integer weights and activations, 32-bit sums"
                                               : "calibrated fixed point: integer multiply, add and shift only");
     } else if (!l->sparse) {
-        k->kernel = conv ? "conv2d_dense" : "dense_f32_ref";
-        snprintf(k->why, sizeof k->why, "%s", conv ? "dense weights: direct convolution" : "dense weights");
+        const char *isa = m->opt.force_reference ? NULL : dcz_dense_f32_variant();
+        k->kernel = conv ? "conv2d_dense" : isa ? "dense_f32" : "dense_f32_ref";
+        if (conv) snprintf(k->why, sizeof k->why, "dense weights: direct convolution");
+        else if (!isa) snprintf(k->why, sizeof k->why, "dense weights: the scalar reference");
+        else snprintf(k->why, sizeof k->why, "dense weights: %s, each row's dot product over the vector lanes, four rows "
+                      "per pass over a sample", isa);
     } else if (conv) {
         k->kernel = l->im2col ? "conv2d_sparse_im2col" : "conv2d_sparse_direct";
         snprintf(k->why, sizeof k->why, "%s",

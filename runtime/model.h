@@ -420,6 +420,18 @@ dcz_status dcz_qload_finish(dcz_model *m, const uint8_t *tscales, uint32_t ntsca
 /* y (batch, out) = x (batch, in) W^T + bias; W (out, in) row-major. */
 void dcz_dense_f32_ref(const float *w, const float *bias, const float *x, size_t batch,
                        uint32_t in, uint32_t out, float *y);
+/* The same, vectorized (kernels_dense.c): each output's dot product split
+ * over vector lanes, so within rounding of the reference, and the same
+ * bits for a sample at any batch. dcz_dense_f32 runs the best variant of
+ * this machine (the reference where there is none); dcz_dense_f32_isa the
+ * one asked for, returning 0 (nothing written) when this build or machine
+ * lacks it. */
+void dcz_dense_f32(const float *w, const float *bias, const float *x, size_t batch, uint32_t in, uint32_t out,
+                   float *y);
+int dcz_dense_f32_isa(dcz_isa isa, const float *w, const float *bias, const float *x, size_t batch, uint32_t in,
+                      uint32_t out, float *y);
+/* The variant dcz_dense_f32 runs here ("avx2", "neon"), NULL: the reference. */
+const char *dcz_dense_f32_variant(void);
 /* y (out) = S x (in) + bias, batch 1. */
 void dcz_spmv_ref(const dcz_sparse *s, const float *bias, const float *x, float *y);
 /* y (batch, out) = x (batch, in) S^T + bias, every entry decoded once per row. */

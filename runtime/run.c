@@ -224,7 +224,8 @@ void dcz_run_dense(const dcz_model *m, const dcz_exec_layer *l, const float *con
                    size_t batch, float *y)
 {
     if (l->sparse) run_sparse_fc(m, l, xs[0], batch, y);
-    else dcz_dense_f32_ref(l->w, l->bias, xs[0], batch, l->in, l->out, y);
+    else if (m->opt.force_reference) dcz_dense_f32_ref(l->w, l->bias, xs[0], batch, l->in, l->out, y);
+    else dcz_dense_f32(l->w, l->bias, xs[0], batch, l->in, l->out, y);
 }
 
 void dcz_run_conv2d(const dcz_model *m, const dcz_exec_layer *l, const float *const *xs,

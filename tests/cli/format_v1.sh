@@ -1,7 +1,10 @@
 #!/usr/bin/env bash
 # Files of format 1.2 (tests/fixtures/v1, written by the release before
 # graph records named their inputs) load and run to exactly the outputs
-# that release computed; dcz info reads each.
+# that release computed; dcz info reads each. The dense fp32 files (*-dense)
+# run a dense kernel that sums each dot product over vector lanes, in
+# another order than that release's scalar loop: theirs agree within 1e-6
+# of 1 + |output| instead.
 source "$(dirname "$0")/lib.bash"
 V1="$ROOT/tests/fixtures/v1"
 zcat "$ROOT/tests/fixtures/onnx/inputs.f32.gz" > "$T/in.f32" || fail "inputs"
@@ -11,9 +14,16 @@ for f in "$V1"/*.dcz; do
     shape=100,1,28,28
     case $name in mlp*) shape=100,784 ;; esac
     expect 0 "$DCZ" run "$f" --raw "$T/in.f32" --shape $shape --top 1 -o "$T/$name.out"
-    cmp -s "$T/$name.out" "$V1/$name.out.f32" || fail "$name: outputs differ from the 1.2 release's"
+    if [[ $name == *-dense ]]; then
+        paste <(od -An -v -w4 -f "$T/$name.out") <(od -An -v -w4 -f "$V1/$name.out.f32") |
+            awk '{ d = $1 - $2; if (d < 0) d = -d; m = $2 < 0 ? -$2 : $2; if (d > 1e-6 * (1 + m)) bad++; n++ }
+                 END { exit !(n == 1000 && bad == 0) }' ||
+            fail "$name: outputs beyond rounding of the 1.2 release's"
+    else
+        cmp -s "$T/$name.out" "$V1/$name.out.f32" || fail "$name: outputs differ from the 1.2 release's"
+    fi
     expect 0 "$DCZ" info "$f"
     n=$((n + 1))
 done
 [ "$n" -ge 8 ] || fail "only $n fixtures found in $V1"
-echo "ok: $n files of format 1.2 give their release's outputs bit for bit"
+echo "ok: $n files of format 1.2 give their release's outputs (bit for bit but for the dense ones' rounding)"
