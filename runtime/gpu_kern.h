@@ -41,6 +41,12 @@ static inline unsigned dcz_gpu_blocks(uint64_t n)
     const uint64_t want = (n + DCZ_GPU_BLOCK - 1) / DCZ_GPU_BLOCK;
     return (unsigned)(want < 1 ? 1 : want > 65535 ? 65535 : want);
 }
+/* Blocks for n warps of work, a warp per item (the kernels loop over the
+ * rest past 65535 blocks). */
+static inline unsigned dcz_gpu_warp_blocks(uint64_t warps)
+{
+    return dcz_gpu_blocks(warps * 32);
+}
 #define DCZ_GPU_FOR_EACH(t, n) \
     for (uint64_t t = (uint64_t)blockIdx.x * blockDim.x + threadIdx.x; t < (n); t += (uint64_t)gridDim.x * blockDim.x)
 static inline dcz_status dcz_gpu_launched(void)

@@ -181,13 +181,6 @@ static __global__ void qconcat_kernel(qinputs in, uint32_t nin, uint32_t per, ui
 
 /* ---- launchers ------------------------------------------------------------------ */
 
-/* Blocks for n warps of work (the kernels loop over the rest). */
-static unsigned warp_blocks(uint64_t warps)
-{
-    const uint64_t per = DCZ_GPU_BLOCK / 32, want = (warps + per - 1) / per;
-    return (unsigned)(want < 1 ? 1 : want > 65535 ? 65535 : want);
-}
-
 #define LAUNCH(kernel, n, ...)                                                                              \
     do {                                                                                                    \
         if ((n) == 0) return DCZ_OK;                                                                        \
@@ -201,7 +194,7 @@ extern "C" dcz_status dcz_qspmm__cuda(const dcz_gqsparse *s, const dcz_gqout *o,
     if (s->rows == 0 || batch == 0) return DCZ_OK;
     if (batch > UINT32_MAX || (s->idx && s->k > 256)) return DCZ_ERR_ARG;
     const uint64_t groups = (batch + DCZ_GPU_SPMM_SAMPLES - 1) / DCZ_GPU_SPMM_SAMPLES;
-    qspmm_kernel<<<warp_blocks(groups * s->rows), DCZ_GPU_BLOCK, 0, (cudaStream_t)stream>>>(
+    qspmm_kernel<<<dcz_gpu_warp_blocks(groups * s->rows), DCZ_GPU_BLOCK, 0, (cudaStream_t)stream>>>(
         *s, *o, x, (uint32_t)batch, y_sample, y_row);
     return dcz_gpu_launched();
 }

@@ -110,20 +110,12 @@ static __global__ void spmm_kernel(dcz_gsparse s, const float *bias, const float
     }
 }
 
-/* Blocks for n warps of work, at most what keeps every SM busy a few
- * times over (the kernels loop over the rest). */
-static unsigned warp_blocks(uint64_t warps)
-{
-    const uint64_t per = DCZ_GPU_BLOCK / 32, want = (warps + per - 1) / per;
-    return (unsigned)(want < 1 ? 1 : want > 65535 ? 65535 : want);
-}
-
 extern "C" dcz_status dcz_spmv__cuda(const dcz_gsparse *s, const float *bias, const float *x, float *y,
                                      void *stream)
 {
     if (s->rows == 0) return DCZ_OK;
     const size_t shared = s->idx ? (size_t)s->k * sizeof(float) : 0;
-    spmv_kernel<<<warp_blocks(s->rows), DCZ_GPU_BLOCK, shared, (cudaStream_t)stream>>>(*s, bias, x, y);
+    spmv_kernel<<<dcz_gpu_warp_blocks(s->rows), DCZ_GPU_BLOCK, shared, (cudaStream_t)stream>>>(*s, bias, x, y);
     return dcz_gpu_launched();
 }
 
@@ -134,7 +126,7 @@ extern "C" dcz_status dcz_spmm__cuda(const dcz_gsparse *s, const float *bias, co
     if (batch > UINT32_MAX) return DCZ_ERR_ARG;
     const uint64_t groups = (batch + DCZ_GPU_SPMM_SAMPLES - 1) / DCZ_GPU_SPMM_SAMPLES;
     const size_t shared = s->idx ? (size_t)s->k * sizeof(float) : 0;
-    spmm_kernel<<<warp_blocks(groups * s->rows), DCZ_GPU_BLOCK, shared, (cudaStream_t)stream>>>(
+    spmm_kernel<<<dcz_gpu_warp_blocks(groups * s->rows), DCZ_GPU_BLOCK, shared, (cudaStream_t)stream>>>(
         *s, bias, x, (uint32_t)batch, y, y_sample, y_row);
     return dcz_gpu_launched();
 }

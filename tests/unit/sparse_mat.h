@@ -20,6 +20,8 @@ typedef struct mat {
     uint32_t *row_ptr;
     uint8_t *step, *idx, *idx_src;
     float *val, *cb;
+    uint32_t nnz, fillers;      /* real entries; filler entries (step 255) */
+    void *cols_mem, *lanes_mem; /* the column and lane forms, where a test builds them */
 } mat;
 
 /* m: rows x cols at about density (0: empty, 1: full). 0 when a builder
@@ -61,6 +63,8 @@ static inline int make_mat(mat *m, uint32_t rows, uint32_t cols, double density,
         ok &= dcz_sparse_builder_add(&b, w++, i) == DCZ_OK;
     }
     dcz_sparse_builder_finish(&b);
+    for (uint32_t e = 0; e < b.entries; e++) m->fillers += m->step[e] == DCZ_STEP_FILLER;
+    m->nnz = nnz;
     m->sp = (dcz_sparse){ rows, cols, b.entries, m->row_ptr, m->step, m->idx, m->val, m->cb, k,
                           0, 0, NULL, NULL, NULL, NULL, 0, 0, NULL, NULL, NULL };
     free(keep);
@@ -71,7 +75,7 @@ static inline int make_mat(mat *m, uint32_t rows, uint32_t cols, double density,
 static inline void free_mat(mat *m)
 {
     free(m->dense); free(m->row_ptr); free(m->step); free(m->idx); free(m->idx_src);
-    free(m->val); free(m->cb);
+    free(m->val); free(m->cb); free(m->cols_mem); free(m->lanes_mem);
 }
 
 #endif /* DCZ_TESTS_SPARSE_MAT_H */

@@ -44,57 +44,7 @@
 #include "tests/check.h"
 #define TEST_RNG_SEED 0x5eed
 #include "tests/unit/test_util.h"
-
-typedef struct mat {
-    dcz_sparse sp;
-    uint32_t *row_ptr;
-    uint8_t *step, *idx, *src;
-    float *val, *cb;
-    void *cols_mem, *lanes_mem;
-    uint32_t fillers, nnz;
-} mat;
-
-static int make_mat(mat *m, uint32_t rows, uint32_t cols, double density, uint32_t k)
-{
-    memset(m, 0, sizeof *m);
-    const size_t n = (size_t)rows * cols;
-    uint8_t *keep = malloc(n ? n : 1);
-    uint32_t nnz = 0;
-    for (size_t i = 0; i < n; i++) {
-        keep[i] = density >= 1 || (density > 0 && (rnd() % 10000) < density * 10000);
-        nnz += keep[i];
-    }
-    const uint64_t cap = dcz_sparse_max_entries(nnz, rows, cols);
-    m->row_ptr = malloc(((size_t)rows + 1) * sizeof(uint32_t));
-    m->step = malloc(cap ? cap : 1);
-    m->src = malloc(nnz ? nnz : 1);
-    m->cb = malloc((k ? k : 1) * sizeof(float));
-    for (uint32_t i = 0; i < k; i++) m->cb[i] = nonzero();
-    uint8_t *vsrc = malloc(nnz ? (size_t)nnz * 4 : 4);
-    if (k) m->idx = malloc(cap ? cap : 1);
-    else m->val = malloc((cap ? cap : 1) * sizeof(float));
-    dcz_sparse_builder b;
-    memset(&b, 0, sizeof b);
-    b.rows = rows; b.cols = cols; b.row_ptr = m->row_ptr; b.step = m->step; b.cap = (uint32_t)cap;
-    b.idx_dst = m->idx; b.idx_src = m->src; b.val_dst = m->val; b.val_src = vsrc;
-    m->row_ptr[0] = 0;
-    uint32_t w = 0;
-    int ok = 1;
-    for (size_t i = 0; i < n; i++) {
-        if (!keep[i]) continue;
-        if (k) m->src[w] = (uint8_t)(rnd() % k);
-        else dcz_put32(vsrc + (size_t)w * 4, dcz_f32_bits(nonzero()));
-        ok &= dcz_sparse_builder_add(&b, w++, i) == DCZ_OK;
-    }
-    dcz_sparse_builder_finish(&b);
-    for (uint32_t e = 0; e < b.entries; e++) m->fillers += m->step[e] == DCZ_STEP_FILLER;
-    m->nnz = nnz;
-    m->sp = (dcz_sparse){ rows, cols, b.entries, m->row_ptr, m->step, m->idx, m->val, m->cb, k,
-                          0, 0, NULL, NULL, NULL, NULL, 0, 0, NULL, NULL, NULL };
-    free(keep);
-    free(vsrc);
-    return ok;
-}
+#include "tests/unit/sparse_mat.h"
 
 /* (Re)builds m's column form in cblocks blocks. */
 static void make_columns(mat *m, uint32_t cblocks)
@@ -118,12 +68,6 @@ static int make_lanes(mat *m)
     m->lanes_mem = malloc(bytes);
     dcz_lanes_build(&m->sp, m->nnz, m->lanes_mem);
     return m->sp.lgroups != 0;
-}
-
-static void free_mat(mat *m)
-{
-    free(m->row_ptr); free(m->step); free(m->idx); free(m->src);
-    free(m->val); free(m->cb); free(m->cols_mem); free(m->lanes_mem);
 }
 
 /* The spmm variants, on rows r0 .. r1 - 1. */
