@@ -8,6 +8,7 @@
 #ifndef DCZ_CLI_H
 #define DCZ_CLI_H
 
+#include <limits.h>
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -259,6 +260,17 @@ int stage_check_fit(const verb_ctx *v, const dcz_dataset *d, int rank, const uin
  * or -1. */
 int stage_hold_out(const verb_ctx *v, dcz_dataset *train, int n, dcz_dataset *val);
 
+/* An option's value before its default is known. */
+#define NOT_GIVEN INT_MIN
+
+/* The validation samples d's train record says it trained without (0 when
+ * it says none). */
+int stage_trained_without(const dcz_doc *d);
+/* The validation samples a decision measures on when --validation is not
+ * given: those the model's train record says it trained without, else
+ * DEFAULT_VALIDATION. */
+int stage_validation_default(const dcz_doc *d);
+
 /* Accuracy of the .dcz held in buf on data, measured by libdcz; right
  * (NULL, or data->n bytes) gets 1 for each sample classified right. */
 dcz_status stage_eval_bytes(const uint8_t *buf, size_t len, const dcz_options *opt,
@@ -314,7 +326,8 @@ typedef struct scan_opts {
     { "sparsity-levels", 0, OPT_STR, &(o).sparsity, \
       "sparsities each layer is pruned to, alone (default 0.3,0.5,0.7,0.8,0.85,0.9,0.93,0.95,0.97,0.98)" }, \
     { "bits-levels", 0, OPT_STR, &(o).bits, "codebook bits each layer is shared with, alone (default 2,3,4,5,6,7,8)" }, \
-    { "validation", 0, OPT_INT, &(o).validation, "samples held out of the training split (default 5000)" }, \
+    { "validation", 0, OPT_INT, &(o).validation, \
+      "samples held out of the training split (default: those the input trained without, else 5000)" }, \
     { "kmeans-iters", 0, OPT_INT, &(o).iters, "k-means iterations (default 30)" }
 
 void scan_opts_init(scan_opts *o);
@@ -322,7 +335,8 @@ void scan_opts_init(scan_opts *o);
  * error. */
 int scan_plan(const verb_ctx *v, const scan_opts *o, dcz_sens_plan *plan);
 /* Runs the scan of plan over the model in path on a validation split of
- * o->validation samples of --data: -1 with *rep filled, or an exit code
+ * o->validation samples of --data (stage_validation_default when not
+ * given): -1 with *rep filled, or an exit code
  * after a message. */
 int scan(verb_ctx *v, const char *path, const scan_opts *o, const dcz_sens_plan *plan, dcz_sens_report *rep);
 int cmd_info(verb_ctx *v);

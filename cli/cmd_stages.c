@@ -297,7 +297,7 @@ static int check_sgd_opts(const verb_ctx *v, const char *lr_opt, double lr, doub
 
 typedef struct train_opts {
     const char *arch, *schedule;
-    int epochs, batch, validation;
+    int epochs, batch, validation, warmup;
     double lr, momentum, wd;
 } train_opts;
 
@@ -305,12 +305,13 @@ int cmd_train(verb_ctx *v)
 {
     /* L2 regularization before pruning leaves weights that prune with less
      * loss (Deep Compression, section 2) */
-    train_opts t = { "lenet300", "cosine", 30, 64, 0, 0.02, 0.9, 5e-4 };
+    train_opts t = { "lenet300", "cosine", 30, 64, 0, 0, 0.02, 0.9, 5e-4 };
     const opt_spec specs[] = {
         { "arch", 0, OPT_STR, &t.arch, "lenet300, lenet5, resnet, mobilenetv2, mlp:784-500-10 or cnn:c32k3-p2-f10 (default lenet300)" },
         { "epochs", 0, OPT_INT, &t.epochs, "training epochs (default 30)" },
         { "lr", 0, OPT_FLOAT, &t.lr, "learning rate (default 0.02)" },
         { "schedule", 0, OPT_STR, &t.schedule, "lr schedule: const, step, cosine (default cosine)" },
+        { "warmup-epochs", 0, OPT_INT, &t.warmup, "epochs over which the lr rises linearly, step by step, from 0 (default 0)" },
         { "momentum", 0, OPT_FLOAT, &t.momentum, "SGD momentum (default 0.9)" },
         { "weight-decay", 0, OPT_FLOAT, &t.wd, "L2 weight decay (default 5e-4)" },
         { "batch", 0, OPT_INT, &t.batch, "mini-batch size (default 64)" },
@@ -328,8 +329,8 @@ int cmd_train(verb_ctx *v)
     dcz_options ro;
     if ((rc = cli_runtime_options(v, &ro)) != -1) return rc;
     if ((rc = cli_check_shards(v)) != -1) return rc;
-    if (t.epochs < 0 || t.batch < 1 || t.validation < 0) {
-        cli_usage_error(v, "--epochs and --validation must be >= 0 and --batch >= 1");
+    if (t.epochs < 0 || t.batch < 1 || t.validation < 0 || t.warmup < 0) {
+        cli_usage_error(v, "--epochs, --warmup-epochs and --validation must be >= 0 and --batch >= 1");
         return EXIT_USAGE;
     }
     if ((rc = check_sgd_opts(v, "lr", t.lr, t.momentum, t.wd)) != -1) return rc;
@@ -353,6 +354,10 @@ int cmd_train(verb_ctx *v)
     for (int e = 0; e < t.epochs; e++) {
         dcz_sgd sgd = { .lr = dcz_lr_at(t.schedule, (float)t.lr, e, t.epochs), .momentum = (float)t.momentum,
                         .weight_decay = (float)t.wd, .batch = t.batch, .train_biases = 1, .train_weights = 1 };
+        if (e < t.warmup) {
+            sgd.ramp_from = (float)e / (float)t.warmup;
+            sgd.ramp_to = (float)(e + 1) / (float)t.warmup;
+        }
         cli_sgd_parallel(v, &sgd);
         progress p;
         char label[32];
@@ -372,8 +377,9 @@ int cmd_train(verb_ctx *v)
     }
     char extra[512];
     int n = snprintf(extra, sizeof extra,
-                     "arch = %s\nepochs = %d\nlr = %g\nschedule = %s\nmomentum = %g\nweight_decay = %g\nbatch = %d\n",
-                     t.arch, t.epochs, t.lr, t.schedule, t.momentum, t.wd, t.batch);
+                     "arch = %s\nepochs = %d\nlr = %g\nschedule = %s\nwarmup_epochs = %d\nmomentum = %g\n"
+                     "weight_decay = %g\nbatch = %d\n",
+                     t.arch, t.epochs, t.lr, t.schedule, t.warmup, t.momentum, t.wd, t.batch);
     if (t.validation) snprintf(extra + n, sizeof extra - (size_t)n, "validation = %d\n", t.validation);
     /* batch norm goes into the convolutions before anything is compressed:
      * the net's document then holds the trained model */
@@ -979,7 +985,6 @@ static const double budget_sparsity[] = { 0.5, 0.6, 0.7, 0.8, 0.85, 0.9, 0.92, 0
  * same final epochs reach 88.99%, for the same bytes. */
 #define BUDGET_ROUNDS 12
 #define BUDGET_ROUND_EPOCHS 1
-#define NOT_GIVEN INT_MIN
 
 typedef struct budget_run {
     stage_result res[4];
@@ -1232,17 +1237,6 @@ static void budget_report(const budget_ctx *b, const dcz_net *net, const dcz_sen
     json_end(&j);
 }
 
-/* The validation samples the input trained without, from its train record
- * (0 when it says none). */
-static int trained_without(const dcz_doc *d)
-{
-    char val[64], stage[32];
-    for (uint32_t i = 0; i < d->nstages; i++)
-        if (stage_get(d->stages[i], "stage", stage, sizeof stage) && strcmp(stage, "train") == 0)
-            return stage_get(d->stages[i], "validation", val, sizeof val) ? atoi(val) : 0;
-    return 0;
-}
-
 /* compress --budget: scan, candidates, measured runs, the chosen file and
  * its recipe. The job's data and the input (doc, net, its bytes) are
  * loaded and checked. */
@@ -1279,7 +1273,7 @@ static int compress_budget(verb_ctx *v, compress_job *job, const prune_opts *po,
         if (s == DCZ_OK) s = stage_eval_bytes(in, in_len, &b.ro, &job->val, b.base_right, &base);
         if (s != DCZ_OK) rc = cli_fail(v, s, "evaluating the input");
     }
-    if (rc == -1 && trained_without(net->doc) != job->validation)
+    if (rc == -1 && stage_trained_without(net->doc) != job->validation)
         cli_note(v, "compress: note: %s's train record does not say it trained without these %d validation "
                     "samples (dcz train --validation %d); if it saw them, its accuracy on them is high and "
                     "the budget is measured from there", v->pos[0], job->validation, job->validation);
@@ -1375,7 +1369,8 @@ int cmd_compress(verb_ctx *v)
         { "bias", 0, OPT_STR, &bias, "bias format of the result: f32 or f16 (default f16)" },
         { "keep-stages", 0, OPT_STR, &job.stages_dir, "also write DIR/prune.dcz and DIR/quantize.dcz" },
         { "validation", 0, OPT_INT, &job.validation,
-          "hold N training samples out of retraining (default 0; 5000 with --budget)" },
+          "hold N training samples out of retraining (default 0; with --budget, those the input trained\n"
+          "                             without, else 5000)" },
         { "budget", 0, OPT_FLOAT, &budget,
           "P: the smallest file within P points of the input's validation accuracy; chooses\n"
           "                             --sparsity and --bits per layer from a sensitivity scan and measured runs" },
@@ -1401,13 +1396,16 @@ int cmd_compress(verb_ctx *v)
     const int budgeted = !isnan(budget);
     if (po.rounds == NOT_GIVEN) po.rounds = budgeted ? BUDGET_ROUNDS : 4;
     if (po.epochs == NOT_GIVEN) po.epochs = budgeted ? BUDGET_ROUND_EPOCHS : 3;
-    if (job.validation == NOT_GIVEN) job.validation = budgeted ? DEFAULT_VALIDATION : 0;
+    if (job.validation == NOT_GIVEN && !budgeted) job.validation = 0;
     const char *names[] = { "sparsity", "quality", "gap-bits", "bits" };
     const char *texts[] = { po.sparsity, po.quality, po.gap_bits, qo.bits };
     if ((rc = check_rule_syntax(v, names, texts, 4)) != -1) return rc;
     if ((rc = need_output(v)) != -1) return rc;
     if (!v->c.data) { cli_usage_error(v, "compress retrains and needs --data"); return EXIT_USAGE; }
-    if (job.validation < 0) { cli_usage_error(v, "--validation must be >= 0"); return EXIT_USAGE; }
+    if (job.validation != NOT_GIVEN && job.validation < 0) {
+        cli_usage_error(v, "--validation must be >= 0");
+        return EXIT_USAGE;
+    }
     if (budgeted) {
         const char *clash = po.sparsity ? "--sparsity" : po.quality ? "--quality" : qo.bits ? "--bits"
                           : job.stages_dir ? "--keep-stages" : v->dry_run ? "--dry-run" : NULL;
@@ -1421,7 +1419,7 @@ int cmd_compress(verb_ctx *v)
             return EXIT_USAGE;
         }
         if (runs < 1 || runs > 10) { cli_usage_error(v, "--budget-runs must be from 1 to 10"); return EXIT_USAGE; }
-        if (job.validation < 1) { cli_usage_error(v, "--budget measures on --validation samples: give 1 or more"); return EXIT_USAGE; }
+        if (job.validation == 0) { cli_usage_error(v, "--budget measures on --validation samples: give 1 or more"); return EXIT_USAGE; }
     } else if (recipe_given) {
         cli_usage_error(v, "--budget-recipe goes with --budget");
         return EXIT_USAGE;
@@ -1441,6 +1439,7 @@ int cmd_compress(verb_ctx *v)
     int nres = 0;
     double t0 = cli_now();
     rc = open_model(v, &doc, &net, &in, &in_len);
+    if (rc == -1 && job.validation == NOT_GIVEN) job.validation = stage_validation_default(doc);
     size_t params = doc ? dcz_doc_param_count(doc) : 0;
     /* every option of every stage, and where the stages go, is checked
      * before hours of retraining */

@@ -90,7 +90,7 @@ void scan_opts_init(scan_opts *o)
     dcz_sens_plan p;
     dcz_sens_plan_init(&p);
     memset(o, 0, sizeof *o);
-    o->validation = DEFAULT_VALIDATION;
+    o->validation = NOT_GIVEN;
     o->iters = p.kmeans_iters;
 }
 
@@ -116,7 +116,10 @@ int scan_plan(const verb_ctx *v, const scan_opts *o, dcz_sens_plan *plan)
                            "at least one level in all, and --kmeans-iters at least 1");
         return EXIT_USAGE;
     }
-    if (o->validation < 1) { cli_usage_error(v, "--validation must be at least 1"); return EXIT_USAGE; }
+    if (o->validation != NOT_GIVEN && o->validation < 1) {
+        cli_usage_error(v, "--validation must be at least 1");
+        return EXIT_USAGE;
+    }
     if (!v->c.data) { cli_usage_error(v, "the sensitivity scan measures on data: give --data"); return EXIT_USAGE; }
     return -1;
 }
@@ -140,7 +143,9 @@ int scan(verb_ctx *v, const char *path, const scan_opts *o, const dcz_sens_plan 
     }
     if (rc == -1) rc = stage_load_data(v, DCZ_SPLIT_TRAIN, &train);
     if (rc == -1) rc = stage_check_fit(v, &train, (int)net->in_rank, net->in_dims, (size_t)net->classes, 0);
-    if (rc == -1) rc = stage_hold_out(v, &train, o->validation, &val);
+    if (rc == -1)
+        rc = stage_hold_out(v, &train, o->validation == NOT_GIVEN ? stage_validation_default(doc) : o->validation,
+                            &val);
     if (rc == -1) {
         progress p;
         progress_start(&p, v, "sensitivity", 0);

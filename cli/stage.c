@@ -154,6 +154,21 @@ int stage_hold_out(const verb_ctx *v, dcz_dataset *train, int n, dcz_dataset *va
     return -1;
 }
 
+int stage_trained_without(const dcz_doc *d)
+{
+    char val[64], stage[32];
+    for (uint32_t i = 0; i < d->nstages; i++)
+        if (stage_get(d->stages[i], "stage", stage, sizeof stage) && strcmp(stage, "train") == 0)
+            return stage_get(d->stages[i], "validation", val, sizeof val) ? atoi(val) : 0;
+    return 0;
+}
+
+int stage_validation_default(const dcz_doc *d)
+{
+    const int n = stage_trained_without(d);
+    return n > 0 ? n : DEFAULT_VALIDATION;
+}
+
 dcz_status stage_record(dcz_doc *doc, const verb_ctx *v, const char *stage,
                         const dcz_dataset *data, const char *extra, double accuracy)
 {

@@ -180,6 +180,7 @@ static dcz_status check_sgd(const dcz_sgd *o)
     if (!isfinite(o->lr) || o->lr < 0) return DCZ_ERR_ARG;
     if (!isfinite(o->momentum) || o->momentum < 0) return DCZ_ERR_ARG;
     if (!isfinite(o->weight_decay) || o->weight_decay < 0) return DCZ_ERR_ARG;
+    if (!(o->ramp_from >= 0 && o->ramp_to >= 0 && o->ramp_from <= 1 && o->ramp_to <= 1)) return DCZ_ERR_ARG;
     return DCZ_OK;
 }
 
@@ -432,6 +433,8 @@ dcz_status dcz_train_epoch(dcz_net *net, const dcz_dataset *data, const dcz_sgd 
         uint32_t t = perm[i]; perm[i] = perm[j]; perm[j] = t;
     }
     double total = 0;
+    const size_t steps = (n + (size_t)bmax - 1) / (size_t)bmax;
+    dcz_sgd step = *opt;
     for (size_t start = 0; start < n; start += (size_t)bmax) {
         int bs = n - start < (size_t)bmax ? (int)(n - start) : bmax;
         double bl;
@@ -447,7 +450,11 @@ dcz_status dcz_train_epoch(dcz_net *net, const dcz_dataset *data, const dcz_sgd 
         }
         if (!isfinite(bl)) { st = DCZ_ERR_DIVERGED; goto cleanup; }
         total += bl * bs;
-        st = dcz_net_step(net, opt);
+        if (opt->ramp_to > 0) {
+            const double f = (double)(start / (size_t)bmax + 1) / (double)steps;
+            step.lr = (float)((double)opt->lr * (opt->ramp_from + (opt->ramp_to - opt->ramp_from) * f));
+        }
+        st = dcz_net_step(net, &step);
         if (st != DCZ_OK) goto cleanup;
         if (progress) progress(ctx, start + (size_t)bs, n);
     }

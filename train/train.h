@@ -484,6 +484,11 @@ typedef struct dcz_comm {
 
 typedef struct dcz_sgd {
     float lr;             /* learning rate for this epoch */
+    /* Warmup: with ramp_to > 0, dcz_train_epoch scales the lr of its steps
+     * linearly from ramp_from to ramp_to (the last step's factor); the
+     * first step's factor is ramp_from + (ramp_to - ramp_from) / steps.
+     * 0, 0: every step at lr. */
+    float ramp_from, ramp_to;
     float momentum;       /* e.g. 0.9 */
     float weight_decay;   /* L2, applied to DENSE and CONV weights only (not
                              biases, codebooks or batch-norm parameters) */

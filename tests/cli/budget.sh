@@ -41,15 +41,21 @@ h=$(json_field model_hash "$T/i1.json")
 [ ${#h} = 16 ] && [ "$h" = "$(json_field model_hash "$T/i2.json")" ] || fail "model hash $h, again $(json_field model_hash "$T/i2.json")"
 [ "$(grep -o '"accuracy":[0-9.]*' "$T/i1.json")" = "$(grep -o '"accuracy":[0-9.]*' "$T/i2.json")" ] ||
     fail "stage accuracies differ"
-# the text report: the runs and the choice per layer
-"$DCZ" compress "$T/dense.dcz" --data $D --budget 3 --budget-runs 1 $F --budget-recipe "$T/r1" \
+# the text report: the runs and the choice per layer; without --validation
+# it measures on the samples the train record names
+"$DCZ" compress "$T/dense.dcz" --data $D --budget 3 --budget-runs 1 ${F#--validation 2000 } --budget-recipe "$T/r1" \
     -o "$T/one.dcz" 2> "$T/t.txt" || fail "one run"
 grep -q '^chosen: run ' "$T/t.txt" && grep -q '^fc2 ' "$T/t.txt" && [ -s "$T/r1" ] || fail "report: $(cat "$T/t.txt")"
+grep -q ' on 2000 samples held out' "$T/t.txt" && grep -q '^validation = 2000' "$T/r1" ||
+    fail "not the train record's hold-out: $(cat "$T/t.txt")"
 # a model that saw the validation samples gets a note
 "$DCZ" train --arch mlp:784-16-10 --epochs 0 --data $D --threads 1 -q -o "$T/untrained.dcz" || fail "train 0"
 "$DCZ" compress "$T/untrained.dcz" --data $D --budget 50 --budget-runs 1 $F -o "$T/u.dcz" 2> "$T/u.err" ||
     fail "budget of an untrained net"
 grep -q 'does not say it trained without these 2000' "$T/u.err" || fail "no note: $(cat "$T/u.err")"
+"$DCZ" compress "$T/untrained.dcz" --data $D --budget 50 --budget-runs 1 ${F#--validation 2000 } -o "$T/u.dcz" \
+    2> "$T/u.err" || fail "budget of an untrained net, default hold-out"
+grep -q 'does not say it trained without these 5000' "$T/u.err" || fail "no note: $(cat "$T/u.err")"
 # refused before any work
 for bad in "--sparsity 0.9" "--bits 4" "--quality 1" "--keep-stages $T" "--dry-run"; do
     expect 1 "$DCZ" compress "$T/dense.dcz" --data $D --budget 1 $bad -o "$T/x.dcz"

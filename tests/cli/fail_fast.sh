@@ -29,6 +29,7 @@ EOF
 expect 1 "$DCZ" train --arch mlp:784-8-10 --epochs 1 --momentum 5 --data fashion-mnist -o "$T/x.dcz"
 grep -q -- '--momentum must be in \[0, 1)' "$T/err" || fail "momentum 5: $(cat "$T/err")"
 expect 1 "$DCZ" train --arch mlp:784-8-10 --epochs 1 --weight-decay -1 --data fashion-mnist -o "$T/x.dcz"
+expect 1 "$DCZ" train --arch mlp:784-8-10 --epochs 1 --warmup-epochs -1 --data fashion-mnist -o "$T/x.dcz"
 expect 1 "$DCZ" train --arch mlp:784-8-10 --epochs 2 --lr 50 --data fashion-mnist -q -o "$T/x.dcz"
 grep -q 'training diverged' "$T/err" || fail "lr 50: $(cat "$T/err")"
 [ ! -e "$T/x.dcz" ] || fail "a diverged training wrote its output"

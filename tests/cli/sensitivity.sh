@@ -3,9 +3,10 @@
 # sparsity and shared with each codebook width, on a fixed validation
 # split of the training data: the table and JSON name every weighted layer
 # and level, the same run gives the same numbers and another seed the same
-# split (the same pruned accuracies), sparsities a layer already has give the baseline, and bad levels,
-# a validation split as large as the data, and a missing --data are usage
-# errors.
+# split (the same pruned accuracies), sparsities a layer already has give
+# the baseline, the split is by default the one the model trained without,
+# and bad levels, a validation split as large as the data, and a missing
+# --data are usage errors.
 source "$(dirname "$0")/lib.bash"
 D=fashion-mnist
 "$DCZ" train --arch mlp:784-32-16-10 --epochs 1 --data $D --seed 4 --threads 1 -q -o "$T/dense.dcz" || fail "train"
@@ -40,6 +41,14 @@ awk -v x="$s1" -v b="$base" 'BEGIN { exit !(x < b) }' || fail "fc1 shared with 1
 "$DCZ" sensitivity "$T/p.dcz" --data $D $S > "$T/t.txt" || fail "table"
 grep -q 'on 2000 validation samples held out of the training split' "$T/t.txt" && grep -q '^fc3 ' "$T/t.txt" ||
     fail "table: $(cat "$T/t.txt")"
+# without --validation: the samples the train record says the model trained
+# without, else 5000
+L="--sparsity-levels 0.9 --bits-levels 2 --threads 1 --json"
+"$DCZ" train --arch mlp:784-16-10 --epochs 0 --data $D --threads 1 --validation 3000 -q -o "$T/v.dcz" || fail "train 0"
+"$DCZ" sensitivity "$T/v.dcz" --data $D $L > "$T/v.json" || fail "sensitivity of v"
+"$DCZ" sensitivity "$T/p.dcz" --data $D $L > "$T/p.json" || fail "sensitivity of p"
+[ "$(json_field validation_samples "$T/v.json")" = 3000 ] && [ "$(json_field validation_samples "$T/p.json")" = 5000 ] ||
+    fail "default validation samples: $(cat "$T/v.json" "$T/p.json")"
 expect 1 "$DCZ" sensitivity "$T/p.dcz" --data $D --sparsity-levels 0.9,0.5
 expect 1 "$DCZ" sensitivity "$T/p.dcz" --data $D --sparsity-levels 0.5,x
 expect 1 "$DCZ" sensitivity "$T/p.dcz" --data $D --bits-levels 4,9

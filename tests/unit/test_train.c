@@ -475,6 +475,62 @@ static void test_determinism(void)
     dcz_dataset_free(&ds);
 }
 
+/* Warmup: an epoch with ramp_from 0, ramp_to 1 over 3 batches steps at
+ * lr/3, 2lr/3 and lr: the same weights, bit for bit, as those steps taken
+ * one by one in the epoch's order; a factor outside [0, 1] is refused. */
+static void test_warmup(void)
+{
+    dcz_dataset ds;
+    REQUIRE(make_blobs(&ds, 48, 8, 0.5f, 9), "alloc");
+    dcz_net *a = NULL, *b = NULL;
+    REQUIRE_OK(dcz_net_create_arch("mlp:8-16-2", 5, &a, NULL, 0), "net a");
+    REQUIRE_OK(dcz_net_create_arch("mlp:8-16-2", 5, &b, NULL, 0), "net b");
+    dcz_sgd opt = { .lr = 0.3f, .momentum = 0.9f, .weight_decay = 1e-4f, .batch = 16,
+                    .train_biases = 1, .train_weights = 1, .ramp_from = 0, .ramp_to = 1 };
+    dcz_rng r;
+    dcz_rng_seed(&r, 6);
+    REQUIRE_OK(dcz_train_epoch(a, &ds, &opt, &r, NULL, NULL, NULL), "epoch");
+    /* the epoch's order, then its steps one by one */
+    uint32_t perm[48];
+    for (uint32_t i = 0; i < 48; i++) perm[i] = i;
+    dcz_rng_seed(&r, 6);
+    for (uint32_t i = 47; i > 0; i--) {
+        uint32_t j = dcz_rng_below(&r, i + 1), t = perm[i];
+        perm[i] = perm[j];
+        perm[j] = t;
+    }
+    float x[16 * 8];
+    uint8_t y[16];
+    dcz_sgd step = opt;
+    step.ramp_to = 0;
+    for (int k = 0; k < 3; k++) {
+        for (int i = 0; i < 16; i++) {
+            memcpy(x + i * 8, ds.x + (size_t)perm[k * 16 + i] * 8, 8 * sizeof(float));
+            y[i] = ds.y[perm[k * 16 + i]];
+        }
+        step.lr = (float)((double)opt.lr * ((double)(k + 1) / 3.0));
+        REQUIRE_OK(dcz_net_grad(b, x, y, 16, NULL), "grad %d", k);
+        REQUIRE_OK(dcz_net_step(b, &step), "step %d", k);
+    }
+    CHECK(same_params(a, b), "the warmup epoch is not its steps at lr/3, 2lr/3, lr");
+    /* and not the steps at a constant lr */
+    dcz_net *c = NULL;
+    REQUIRE_OK(dcz_net_create_arch("mlp:8-16-2", 5, &c, NULL, 0), "net c");
+    opt.ramp_to = 0;
+    dcz_rng_seed(&r, 6);
+    REQUIRE_OK(dcz_train_epoch(c, &ds, &opt, &r, NULL, NULL, NULL), "epoch at lr");
+    CHECK(!same_params(a, c), "the warmup changed nothing");
+    opt.ramp_to = 1.5f;
+    CHECK(dcz_train_epoch(c, &ds, &opt, &r, NULL, NULL, NULL) == DCZ_ERR_ARG, "ramp to 1.5 accepted");
+    opt.ramp_to = 1;
+    opt.ramp_from = -0.5f;
+    CHECK(dcz_train_epoch(c, &ds, &opt, &r, NULL, NULL, NULL) == DCZ_ERR_ARG, "ramp from -0.5 accepted");
+    dcz_net_free(a);
+    dcz_net_free(b);
+    dcz_net_free(c);
+    dcz_dataset_free(&ds);
+}
+
 /* ---- network structure -------------------------------------------------------- */
 
 static void test_arch(void)
@@ -2042,6 +2098,7 @@ int main(void)
     RUN(test_codebook_training);
     RUN(test_sgd_blobs);
     RUN(test_determinism);
+    RUN(test_warmup);
     RUN(test_arch);
     RUN(test_validate);
     RUN(test_forward);
