@@ -107,10 +107,20 @@ dcz_status dcz_describe_layer(const dcz_model *m, uint32_t layer, dcz_layer_desc
     gpu_why(m, l, k);
     if (!k->weighted) return DCZ_OK;
     if (l->q) {
-        k->kernel = conv ? "qconv2d_sparse (integers)" : "qspmm (integers)";
-        snprintf(k->why, sizeof k->why, "%s",
-                 m->scheme == DCZ_SCHEME_INT8 ? "calibrated int8: integer weights and activations, 32-bit sums"
-                                              : "calibrated fixed point: integer multiply, add and shift only");
+        const char *scheme = m->scheme == DCZ_SCHEME_INT8 ? "calibrated int8" : "calibrated fixed point";
+        const char *isa = dcz_qspmm8_variant();
+        if (conv) {
+            k->kernel = "qconv2d_sparse (integers)";
+            snprintf(k->why, sizeof k->why, "%s: each stored integer weight scales a shifted input plane, "
+                     "64-bit sums", scheme);
+        } else if (m->qmax == 127 && !m->opt.force_reference) {
+            k->kernel = "qspmm8 (integers)";
+            snprintf(k->why, sizeof k->why, "%s: 8-bit weights and activations, 32-bit sums; batches of 8 or more "
+                     "%s%s%s", scheme, isa ? "in " : "by scalar rows", isa ? isa : "", isa ? " tiles of 16 samples" : "");
+        } else {
+            k->kernel = "qspmm (integers)";
+            snprintf(k->why, sizeof k->why, "%s: integer multiply, add and shift only, 64-bit sums", scheme);
+        }
     } else if (!l->sparse) {
         const char *isa = m->opt.force_reference ? NULL : dcz_dense_f32_variant();
         k->kernel = conv ? "conv2d_dense" : isa ? "dense_f32" : "dense_f32_ref";

@@ -402,6 +402,10 @@ static dcz_status load_walk(const dcz_container *c, const dcz_options *o, loader
         if (!quant && l->op == DCZ_OP_DENSE && l->sparse &&
             dcz_spmm_scratch_floats(l->out, l->in) > scratch_floats)
             scratch_floats = dcz_spmm_scratch_floats(l->out, l->in);
+        /* the integer tile of the 8-bit schemes */
+        if (quant && dcz_scheme_qmax(cw.scheme) == 127 && l->op == DCZ_OP_DENSE &&
+            dcz_qspmm8_scratch_floats(l->in) > scratch_floats)
+            scratch_floats = dcz_qspmm8_scratch_floats(l->in);
     }
     TRY(dcz_graph_end(&w));
     tensors[nlayers].last = nlayers;   /* the model output outlives every layer */

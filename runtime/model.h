@@ -644,6 +644,20 @@ void dcz_qspmm_ref(const dcz_qsparse *s, const int64_t *bias, const dcz_q *x, si
 void dcz_qspmm(const dcz_qsparse *s, const int64_t *bias, const dcz_q *x, size_t batch,
                int64_t *acc);
 
+/* The 8-bit schemes on 32-bit sums (kernels_qsimd.c): dcz_qspmm's result
+ * for a model the loader admitted with qmax 127 (every sum within 32 bits),
+ * batches of 8 or more by vector tiles of 16 samples in scratch (of
+ * dcz_qspmm8_scratch_floats(cols) floats). dcz_qspmm8_isa runs the variant
+ * of isa (DCZ_ISA_REF: one sample at a time); 0 when this build or machine
+ * has none. */
+uint64_t dcz_qspmm8_scratch_floats(uint32_t cols);
+void dcz_qspmm8(const dcz_qsparse *s, const int64_t *bias, const dcz_q *x, size_t batch, int16_t *scratch,
+                int64_t *acc);
+int dcz_qspmm8_isa(dcz_isa isa, const dcz_qsparse *s, const int64_t *bias, const dcz_q *x, size_t batch,
+                   int16_t *scratch, int64_t *acc);
+/* The vector variant dcz_qspmm8 runs here ("avx2", "neon"), or NULL. */
+const char *dcz_qspmm8_variant(void);
+
 /* acc (batch, out_c, out_h, out_w) = conv(x, w) + bias by seven plain loops,
  * taps in the padding skipped; w (out_c, in_c, kh, kw) dense integers. The
  * specification of the integer convolutions. */
@@ -658,6 +672,18 @@ void dcz_qconv2d_sparse(const dcz_conv_geom *g, const dcz_qsparse *s, const int6
  * DENSE), channel c requantized by rq (see dcz_requant). */
 void dcz_requant_ref(const dcz_requant *rq, const int64_t *acc, size_t batch, uint32_t channels,
                      uint32_t plane, dcz_q *y);
+
+/* y (n) = x / scale on the integer grid: round(x / s) half away from zero,
+ * clamped to +-qmax; NaN gives 0. The quotient is taken in double, where it
+ * is exact enough that the rounding is that of the real quotient (x and s
+ * have 24-bit mantissas). dcz_quantize: the same bits, vectorized
+ * (kernels_qsimd.c). */
+void dcz_quantize_ref(const float *x, size_t n, float scale, int32_t qmax, dcz_q *y);
+void dcz_quantize(const float *x, size_t n, float scale, int32_t qmax, dcz_q *y);
+/* dcz_requant_ref for qmax 127, where |acc| < 2^31: an add and a shift
+ * where the reference divides (kernels_qsimd.c). */
+void dcz_requant8(const dcz_requant *rq, const int64_t *acc, size_t batch, uint32_t channels,
+                  uint32_t plane, dcz_q *y);
 
 void dcz_qrelu_ref(dcz_q *x, size_t n);
 /* y (n) = clamp(rq(a, mult[0], shift[0]) + rq(b, mult[1], shift[1]), +-qmax)

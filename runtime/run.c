@@ -58,23 +58,6 @@ static dcz_status ensure_act(dcz_model *m, size_t batch)
 
 /* ---- integer layers ------------------------------------------------------ */
 
-/* The float input of the first weighted layer on its scale: round(x / s)
- * half away from zero, clamped to the scheme's range; NaN gives 0. The
- * quotient is taken in double, where it is exact enough that the rounding
- * is that of the real quotient (x and s have 24-bit mantissas). */
-static void quantize_input(const void *xv, size_t n, float scale, int32_t qmax, dcz_q *y)
-{
-    const float *x = xv;
-    for (size_t i = 0; i < n; i++) {
-        double v = (double)x[i] / scale;
-        if (v != v) v = 0;
-        v = v >= 0 ? floor(v + 0.5) : -floor(-v + 0.5);
-        if (v > qmax) v = qmax;
-        if (v < -qmax) v = -qmax;
-        y[i] = (dcz_q)v;
-    }
-}
-
 /* acc (batch, channels, plane) to float: acc times its channel's scale
  * s_in s_w[c], in double, rounded once to float */
 static void dequantize(const int64_t *acc, size_t batch, uint32_t channels, uint32_t plane,
@@ -104,6 +87,8 @@ static void run_qweights(const dcz_model *m, const dcz_exec_layer *l, const dcz_
         dcz_qconv2d_sparse(&l->geom, &l->qs, l->qbias, x, batch, acc);
     else if (m->opt.force_reference)
         dcz_qspmm_ref(&l->qs, l->qbias, x, batch, acc);
+    else if (m->qmax == 127)
+        dcz_qspmm8(&l->qs, l->qbias, x, batch, (int16_t *)(void *)m->scratch, acc);
     else
         dcz_qspmm(&l->qs, l->qbias, x, batch, acc);
 }
@@ -121,7 +106,10 @@ void dcz_qrun_weighted(const dcz_model *m, uint32_t index, const void *const *xs
         dequantize(m->qacc, batch, l->channels, plane, l->out_scale, y);
     } else {
         dcz_requant rq = { l->rq_mult, l->rq_shift, m->qmax };
-        dcz_requant_ref(&rq, m->qacc, batch, l->channels, plane, y);
+        if (m->qmax == 127 && !m->opt.force_reference)
+            dcz_requant8(&rq, m->qacc, batch, l->channels, plane, y);
+        else
+            dcz_requant_ref(&rq, m->qacc, batch, l->channels, plane, y);
     }
 }
 
@@ -337,7 +325,10 @@ static void run_batch(dcz_model *m, const float *input, size_t batch, float *out
          * quantized once for every layer of the region that reads it */
         if (i == m->q_first) {
             qin = (dcz_q *)(m->qacc + batch * m->max_width);
-            quantize_input(xs[0], batch * l->in, l->in_scale, m->qmax, qin);
+            if (m->opt.force_reference)
+                dcz_quantize_ref(xs[0], batch * l->in, l->in_scale, m->qmax, qin);
+            else
+                dcz_quantize(xs[0], batch * l->in, l->in_scale, m->qmax, qin);
         }
         for (uint32_t k = 0; k < l->nin; k++)
             if (l->tin[k] == m->q_in) xs[k] = qin;

@@ -1,6 +1,6 @@
 /* test_qkernels.c: the integer kernels (runtime/kernels_int.c) bit for bit.
  *
- * Matrix: dcz_qspmm against dcz_qspmm_ref, and the reference against a dense
+ * Matrix: dcz_qspmm and the 32-bit dcz_qspmm8 (each variant) against dcz_qspmm_ref, and the reference against a dense
  * int64 product of the matrix the execution form was built from, over rows
  * and columns in {0, 1, 3, 7, 8, 9, 31, 300} (every pair), batch 1, 2 and 7,
  * densities 0, 0.5, 1 and 0.01 (plus rows of 1000 columns, so step-255
@@ -87,7 +87,7 @@ static void dense_product(const qmat *m, const int64_t *bias, const dcz_q *x, si
 }
 
 typedef struct grid_tally {
-    size_t cases, ref_bad, opt_bad;
+    size_t cases, ref_bad, opt_bad, variants;
     uint32_t fillers, value_rows;
 } grid_tally;
 
@@ -115,6 +115,25 @@ static void qspmm_case(uint32_t rows, uint32_t cols, size_t batch, double densit
              density, k, vmax, with_bias);
     t->ref_bad += diff_i64("qspmm_ref vs dense", ctx, ref, want, ny);
     t->opt_bad += diff_i64("qspmm vs qspmm_ref", ctx, got, ref, ny);
+    if (vmax == 127) {
+        /* the 32-bit kernels, with a bias the loader would admit (the sums
+         * within 32 bits): every variant this machine runs */
+        for (uint32_t r = 0; r < rows; r++) bias[r] /= 1 << 17;
+        dcz_qspmm_ref(&m.sp, bp, x, batch, ref);
+        int16_t *tile = alloc((size_t)dcz_qspmm8_scratch_floats(cols) * 2, sizeof(int16_t));
+        const dcz_isa isas[] = { DCZ_ISA_REF, DCZ_ISA_AVX2, DCZ_ISA_NEON };
+        for (size_t i = 0; i < sizeof isas / sizeof *isas; i++) {
+            memset(got, 0xAA, ny * sizeof(int64_t));
+            if (!dcz_qspmm8_isa(isas[i], &m.sp, bp, x, batch, tile, got)) continue;
+            t->opt_bad += diff_i64(i == 0 ? "qspmm8 (scalar) vs qspmm_ref" : "qspmm8 (vector) vs qspmm_ref", ctx,
+                                   got, ref, ny);
+            t->variants += i > 0;
+        }
+        memset(got, 0xAA, ny * sizeof(int64_t));
+        dcz_qspmm8(&m.sp, bp, x, batch, tile, got);
+        t->opt_bad += diff_i64("qspmm8 vs qspmm_ref", ctx, got, ref, ny);
+        free(tile);
+    }
     t->fillers += m.fillers;
     t->value_rows += m.value_rows;
     t->cases++;
@@ -125,30 +144,35 @@ static void qspmm_case(uint32_t rows, uint32_t cols, size_t batch, double densit
 static void qspmm_grid(uint32_t k)
 {
     const uint32_t sizes[] = { 0, 1, 3, 7, 8, 9, 31, 300 };
-    const size_t batches[] = { 1, 2, 7 };
+    /* 8, 17 and 40 samples: vector tiles of 16, part full, and the samples
+     * left to the scalar rows (8-bit ranges only) */
+    const size_t batches[] = { 1, 2, 7, 8, 17, 40 };
     const double dens[] = { 0.0, 0.5, 1.0, 0.01 };
     const int32_t ranges[] = { 127, 32767 };
     const size_t ns = sizeof sizes / sizeof *sizes;
-    grid_tally t = { 0, 0, 0, 0, 0 };
+    grid_tally t = { 0, 0, 0, 0, 0, 0 };
     for (size_t ri = 0; ri < ns; ri++)
         for (size_t ci = 0; ci < ns; ci++)
-            for (size_t bi = 0; bi < 3; bi++)
+            for (size_t bi = 0; bi < 6; bi++)
                 for (size_t di = 0; di < 4; di++)
                     for (size_t vi = 0; vi < 2; vi++)
-                        qspmm_case(sizes[ri], sizes[ci], batches[bi], dens[di], k, ranges[vi],
-                                   (int)((ri + ci + bi + di) & 1), &t);
+                        if (bi < 3 || vi == 0)
+                            qspmm_case(sizes[ri], sizes[ci], batches[bi], dens[di], k, ranges[vi],
+                                       (int)((ri + ci + bi + di) & 1), &t);
     /* rows of 1000 columns at 1%: gaps past 255, so fillers, in most rows */
     for (size_t bi = 0; bi < 3; bi++)
         for (size_t vi = 0; vi < 2; vi++) {
             qspmm_case(5, 1000, batches[bi], 0.01, k, ranges[vi], 1, &t);
             qspmm_case(3, 1000, batches[bi], 0.5, k, ranges[vi], 0, &t);
         }
-    CHECK(t.cases == ns * ns * 3 * 4 * 2 + 12, "%zu cases", t.cases);
+    CHECK(t.cases == ns * ns * 4 * (3 * 2 + 3) + 12, "%zu cases", t.cases);
+    CHECK(t.variants > 0 || !(dcz_isa_supported(DCZ_ISA_AVX2) || dcz_isa_supported(DCZ_ISA_NEON)),
+          "no vector variant of qspmm8 ran");
     CHECK(t.fillers > 0, "no fillers in the grid");
     if (k) CHECK(t.value_rows > 0, "k %u: no row summed per codebook value", k);
     CHECK(t.ref_bad == 0, "k %u: qspmm_ref differs from the dense product in %zu elements", k,
           t.ref_bad);
-    CHECK(t.opt_bad == 0, "k %u: qspmm differs from qspmm_ref in %zu elements", k, t.opt_bad);
+    CHECK(t.opt_bad == 0, "k %u: qspmm or qspmm8 differs from qspmm_ref in %zu elements", k, t.opt_bad);
 }
 
 static void test_qspmm_codebook_2(void) { qspmm_grid(2); }
@@ -427,6 +451,82 @@ static void test_requant_layout(void)
     dcz_requant_ref(&rq, acc, 4, 3, 1, y);
     const dcz_q want1[12] = { 1, -127, 0, -6, 74, 0, -1, 127, 0, 6, -74, 0 };
     CHECK(diff_q("requant", "(4, 3, 1)", y, want1, 12) == 0, "dense layout");
+}
+
+/* dcz_requant8 against the reference on what an 8-bit model feeds it:
+ * accumulators within 32 bits (their extremes included), any multiplier,
+ * every shift, by channel and by plane. */
+static void test_requant8(void)
+{
+    enum { C = 67, P = 5, B = 3 };
+    int32_t mult[C];
+    uint8_t shift[C];
+    int64_t acc[B * C * P];
+    dcz_q want[B * C * P], got[B * C * P];
+    size_t bad = 0;
+    for (int round = 0; round < 200; round++) {
+        for (int c = 0; c < C; c++) {
+            mult[c] = c == 0 ? INT32_MAX : c == 1 ? 0 : (int32_t)(rnd() >> 33);
+            shift[c] = (uint8_t)((c + round) % 63);
+        }
+        for (size_t i = 0; i < B * C * P; i++) {
+            const uint64_t r = rnd();
+            acc[i] = (r & 15) == 0 ? ((r & 16) ? INT32_MAX : -(int64_t)INT32_MAX)
+                                   : (int64_t)(int32_t)(uint32_t)(r >> 32) >> (r % 31);
+        }
+        const dcz_requant rq = { mult, shift, 127 };
+        const uint32_t planes[2] = { P, 1 };
+        for (int k = 0; k < 2; k++) {
+            const size_t batch = k ? (size_t)B * P : B;
+            dcz_requant_ref(&rq, acc, batch, C, planes[k], want);
+            memset(got, 0x55, sizeof got);
+            dcz_requant8(&rq, acc, batch, C, planes[k], got);
+            bad += diff_q("requant8", k ? "plane 1" : "plane 5", got, want, (size_t)B * C * P);
+        }
+    }
+    CHECK(bad == 0, "requant8 differs from requant_ref in %zu elements", bad);
+}
+
+/* dcz_quantize against the reference, bit for bit: random values across
+ * the range and far past it, halves (ties), NaN, infinities and zeros of
+ * both signs, on lengths that end inside and outside a vector. */
+static void test_quantize(void)
+{
+    const float scales[] = { 1.0f, 0.0078125f, 0.013f, 3.7e-5f, 250.0f };
+    const int32_t qmaxes[] = { 127, 32767 };
+    const size_t ns = sizeof scales / sizeof *scales;
+    enum { N = 1003 };
+    float x[N];
+    dcz_q want[N], got[N];
+    size_t bad = 0;
+    for (size_t si = 0; si < ns; si++)
+        for (int qi = 0; qi < 2; qi++) {
+            const float s = scales[si];
+            for (size_t i = 0; i < N; i++) {
+                const uint64_t r = rnd();
+                switch (r % 8) {
+                case 0: x[i] = ((float)(int32_t)((r >> 8) % 301) - 150.0f + 0.5f) * s; break;   /* ties */
+                case 1: x[i] = frand() * s * 1e6f; break;                                       /* far out */
+                default: x[i] = frand() * s * (float)qmaxes[qi] * 1.2f; break;
+                }
+            }
+            x[0] = NAN; x[1] = INFINITY; x[2] = -INFINITY; x[3] = 0.0f; x[4] = -0.0f;
+            x[5] = -0.5f * s; x[6] = 0.5f * s; x[7] = -(float)qmaxes[qi] * s;
+            for (size_t n = N - 4; n <= N; n++) {
+                memset(got, 0x55, sizeof got);
+                dcz_quantize_ref(x, n, s, qmaxes[qi], want);
+                dcz_quantize(x, n, s, qmaxes[qi], got);
+                bad += diff_q("quantize", "random", got, want, n);
+                if (n < N && got[n] != 0x5555) bad++;   /* nothing past n */
+            }
+        }
+    CHECK(bad == 0, "quantize differs from quantize_ref in %zu elements", bad);
+    /* the reference on cases worked by hand */
+    const float hx[6] = { 2.5f, -2.5f, 2.49f, 1000.0f, -1000.0f, NAN };
+    const dcz_q hw[6] = { 3, -3, 2, 127, -127, 0 };
+    dcz_q hy[6];
+    dcz_quantize_ref(hx, 6, 1.0f, 127, hy);
+    CHECK(diff_q("quantize_ref", "by hand", hy, hw, 6) == 0, "quantize_ref by hand");
 }
 
 #ifdef __SIZEOF_INT128__
@@ -748,6 +848,8 @@ int main(void)
     RUNQ(test_requant_by_hand);
     RUNQ(test_requant_layout);
     RUNQ(test_requant_exact);
+    RUNQ(test_requant8);
+    RUNQ(test_quantize);
     RUNQ(test_qrelu);
     RUNQ(test_qpools_by_hand);
     RUNQ(test_qpools_random);

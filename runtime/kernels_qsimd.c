@@ -1,0 +1,298 @@
+/* kernels_qsimd.c: the integer kernels of 8-bit schemes (int8, fixed8) on
+ * 32-bit sums, vectorized (the references are kernels_int.c's, on 64-bit
+ * sums).
+ *
+ * Why 32 bits is exact: the loader admits an 8-bit model only when, for
+ * every output channel, the bias plus the largest |weight| x 127 of every
+ * entry stays below 2^31 (qload.c, finish_weighted). Every partial sum, in
+ * any order, is then an int32, so these kernels give the references' bits.
+ * Requantization likewise: |acc| < 2^31 and |mult| <= 2^31 keep acc * mult
+ * below 2^62, and adding the rounding half (at most 2^61) cannot overflow,
+ * so the rounding shift is one add and one arithmetic shift where the
+ * reference divides.
+ *
+ * The fully connected matrix on a batch: the samples are taken QTILE at a
+ * time, copied once per tile into a column-major tile (column c holds the
+ * QTILE samples' input c, int16, in the scratch); each row then walks its
+ * entries and adds weight x column into QTILE int32 sums held in vector
+ * registers. AVX2 takes the entries two by two: the two columns
+ * interleaved (unpack) meet the two weights in one multiply-add of pairs
+ * (vpmaddwd; |w x| <= 127 x 127, so a pair's sum is an int16 product pair
+ * that cannot overflow its int32). NEON widens each weight x column into
+ * the int32 sums (smlal). Below QTILE / 2 samples a tile would be mostly
+ * empty: the rows are summed one sample at a time (the scalar kernel,
+ * which is also the variant where there is no vector unit).
+ *
+ * Dispatch: x86 with AVX2: __avx2; aarch64: __neon; otherwise the scalar
+ * kernel. The x86 variant has a per-function target attribute, so libdcz
+ * needs no global -m flags.
+ *
+ * Checked by tests/unit/test_qkernels.c: every variant this machine runs,
+ * bit for bit against dcz_qspmm_ref and dcz_requant_ref on the matrix grid
+ * (8-bit ranges with their extremes, batches across and inside tiles).
+ */
+#include <math.h>
+#include <stdint.h>
+#include <string.h>
+
+#include "runtime/model.h"
+
+#if defined(__x86_64__) || defined(__i386__)
+#include <immintrin.h>
+#define DCZ_X86 1
+#elif defined(__aarch64__) && defined(__ARM_NEON)
+#include <arm_neon.h>
+#define DCZ_NEON 1
+#endif
+
+#define QTILE 16
+
+uint64_t dcz_qspmm8_scratch_floats(uint32_t cols)
+{
+    return (uint64_t)cols * QTILE * sizeof(int16_t) / sizeof(float);
+}
+
+/* ---- requantization and the scalar matrix ------------------------------- */
+
+/* floor(v / 2^k), v >= 0 or not, without shifting a negative value */
+static inline int64_t floor_shift(int64_t v, unsigned k)
+{
+    return v >= 0 ? v >> k : ~(~v >> k);
+}
+
+void dcz_requant8(const dcz_requant *rq, const int64_t *acc, size_t batch, uint32_t channels,
+                  uint32_t plane, dcz_q *y)
+{
+    const int64_t qmax = rq->qmax;
+    for (size_t b = 0; b < batch; b++)
+        for (uint32_t c = 0; c < channels; c++) {
+            const size_t at = (b * channels + c) * plane;
+            const int64_t m = rq->mult[c];
+            const unsigned k = rq->shift[c];
+            const int64_t half = k ? (int64_t)1 << (k - 1) : 0;
+            for (uint32_t i = 0; i < plane; i++) {
+                const int64_t v = floor_shift(acc[at + i] * m + half, k);
+                y[at + i] = (dcz_q)(v > qmax ? qmax : v < -qmax ? -qmax : v);
+            }
+        }
+}
+
+/* ---- the region's input ------------------------------------------------- */
+
+void dcz_quantize_ref(const float *x, size_t n, float scale, int32_t qmax, dcz_q *y)
+{
+    for (size_t i = 0; i < n; i++) {
+        double v = (double)x[i] / scale;
+        if (v != v) v = 0;
+        v = v >= 0 ? floor(v + 0.5) : -floor(-v + 0.5);
+        if (v > qmax) v = qmax;
+        if (v < -qmax) v = -qmax;
+        y[i] = (dcz_q)v;
+    }
+}
+
+#ifdef DCZ_X86
+/* The reference's steps on 4 doubles: the same IEEE quotient, NaN to 0,
+ * floor(|v| + 0.5) with v's sign, the clamp. */
+__attribute__((target("avx2")))
+static void quantize__avx2(const float *x, size_t n, float scale, int32_t qmax, dcz_q *y)
+{
+    const __m256d s = _mm256_set1_pd((double)scale), half = _mm256_set1_pd(0.5), q = _mm256_set1_pd(qmax);
+    const __m256d sign = _mm256_set1_pd(-0.0);
+    size_t i = 0;
+    for (; i + 4 <= n; i += 4) {
+        __m256d v = _mm256_div_pd(_mm256_cvtps_pd(_mm_loadu_ps(x + i)), s);
+        v = _mm256_andnot_pd(_mm256_cmp_pd(v, v, _CMP_UNORD_Q), v);
+        const __m256d neg = _mm256_and_pd(v, sign);
+        v = _mm256_floor_pd(_mm256_add_pd(_mm256_andnot_pd(sign, v), half));
+        v = _mm256_min_pd(v, q);   /* |v| <= qmax, NaN already 0 */
+        const __m128i w = _mm256_cvtpd_epi32(_mm256_or_pd(v, neg));
+        _mm_storel_epi64((__m128i *)(void *)(y + i), _mm_packs_epi32(w, w));
+    }
+    dcz_quantize_ref(x + i, n - i, scale, qmax, y + i);
+}
+#endif
+
+void dcz_quantize(const float *x, size_t n, float scale, int32_t qmax, dcz_q *y)
+{
+#ifdef DCZ_X86
+    if (dcz_isa_supported(DCZ_ISA_AVX2)) {
+        quantize__avx2(x, n, scale, qmax, y);
+        return;
+    }
+#endif
+    dcz_quantize_ref(x, n, scale, qmax, y);
+}
+
+/* ---- the fully connected matrix ----------------------------------------- */
+
+/* Rows r0..r1 of s on samples b0..b0+nb, one sample at a time. */
+static void rows_scalar(const dcz_qsparse *s, const int64_t *bias, const dcz_q *x, size_t b0, size_t nb,
+                        int64_t *acc)
+{
+    const uint32_t in = s->cols, out = s->rows;
+    for (size_t b = b0; b < b0 + nb; b++) {
+        const dcz_q *xb = x + b * in;
+        for (uint32_t r = 0; r < out; r++) {
+            int32_t a = bias ? (int32_t)bias[r] : 0;
+            const int16_t *tab = s->idx ? s->qtab + (size_t)r * s->k : NULL;
+            uint32_t col = 0;
+            for (uint32_t e = s->row_ptr[r]; e < s->row_ptr[r + 1]; e++) {
+                col += s->step[e];
+                if (s->step[e] == DCZ_STEP_FILLER) continue;
+                a += (int32_t)(tab ? tab[s->idx[e]] : s->qval[e]) * xb[col];
+            }
+            acc[b * out + r] = a;
+        }
+    }
+}
+
+/* The tile: tile[c * QTILE + t] = sample b0 + t's input c, 0 past nb. */
+static void fill_qtile(const dcz_q *x, uint32_t in, size_t b0, size_t nb, int16_t *tile)
+{
+    if (nb < QTILE) memset(tile, 0, (size_t)in * QTILE * sizeof *tile);
+    for (size_t t = 0; t < nb; t++) {
+        const dcz_q *xb = x + (b0 + t) * in;
+        for (uint32_t c = 0; c < in; c++) tile[(size_t)c * QTILE + t] = xb[c];
+    }
+}
+
+/* The next real entry of a row from *e (before e1): its weight and column;
+ * 0 at the row's end. */
+static inline int next_entry(const dcz_qsparse *s, const int16_t *tab, uint32_t *e, uint32_t e1, uint32_t *col,
+                             int32_t *w)
+{
+    for (; *e < e1; (*e)++) {
+        *col += s->step[*e];
+        if (s->step[*e] == DCZ_STEP_FILLER) continue;
+        *w = tab ? tab[s->idx[*e]] : s->qval[*e];
+        (*e)++;
+        return 1;
+    }
+    return 0;
+}
+
+/* ---- x86 ---------------------------------------------------------------- */
+#ifdef DCZ_X86
+
+/* Rows of s on one tile of nb samples; sums of row r for samples
+ * t = 0..15 end in lo (t 0-3, 8-11) and hi (t 4-7, 12-15), the order of
+ * vpunpck{l,h}wd within each 128-bit half. */
+__attribute__((target("avx2")))
+static void tile_rows__avx2(const dcz_qsparse *s, const int64_t *bias, const int16_t *tile, size_t b0,
+                            size_t nb, int64_t *acc)
+{
+    const uint32_t out = s->rows;
+    for (uint32_t r = 0; r < out; r++) {
+        const int16_t *tab = s->idx ? s->qtab + (size_t)r * s->k : NULL;
+        __m256i lo = _mm256_setzero_si256(), hi = _mm256_setzero_si256();
+        uint32_t e = s->row_ptr[r], col = 0;
+        const uint32_t e1 = s->row_ptr[r + 1];
+        uint32_t c1, c2;
+        int32_t w1, w2;
+        for (;;) {
+            if (!next_entry(s, tab, &e, e1, &col, &w1)) break;
+            c1 = col;
+            if (!next_entry(s, tab, &e, e1, &col, &w2)) {
+                c2 = c1;
+                w2 = 0;
+            } else {
+                c2 = col;
+            }
+            const __m256i v1 = _mm256_loadu_si256((const __m256i *)(const void *)(tile + (size_t)c1 * QTILE));
+            const __m256i v2 = _mm256_loadu_si256((const __m256i *)(const void *)(tile + (size_t)c2 * QTILE));
+            const __m256i wp = _mm256_set1_epi32((int32_t)(((uint32_t)(uint16_t)w2 << 16) | (uint16_t)w1));
+            lo = _mm256_add_epi32(lo, _mm256_madd_epi16(_mm256_unpacklo_epi16(v1, v2), wp));
+            hi = _mm256_add_epi32(hi, _mm256_madd_epi16(_mm256_unpackhi_epi16(v1, v2), wp));
+        }
+        int32_t l[8], h[8];
+        _mm256_storeu_si256((__m256i *)(void *)l, lo);
+        _mm256_storeu_si256((__m256i *)(void *)h, hi);
+        const int32_t b = bias ? (int32_t)bias[r] : 0;
+        for (size_t t = 0; t < nb; t++) {
+            /* sample t: half t / 8, then lo for t % 8 < 4 */
+            const unsigned half = (unsigned)(t / 8), i = (unsigned)(t % 4) + 4 * half;
+            acc[(b0 + t) * out + r] = b + ((t % 8) < 4 ? l[i] : h[i]);
+        }
+    }
+}
+#endif
+
+/* ---- aarch64 ------------------------------------------------------------ */
+#ifdef DCZ_NEON
+
+/* Rows of s on one tile of nb samples: four int32x4 sums for the 16. */
+static void tile_rows__neon(const dcz_qsparse *s, const int64_t *bias, const int16_t *tile, size_t b0,
+                            size_t nb, int64_t *acc)
+{
+    const uint32_t out = s->rows;
+    for (uint32_t r = 0; r < out; r++) {
+        const int16_t *tab = s->idx ? s->qtab + (size_t)r * s->k : NULL;
+        int32x4_t a0 = vdupq_n_s32(0), a1 = a0, a2 = a0, a3 = a0;
+        uint32_t e = s->row_ptr[r], col = 0;
+        const uint32_t e1 = s->row_ptr[r + 1];
+        int32_t w;
+        while (next_entry(s, tab, &e, e1, &col, &w)) {
+            const int16x8_t v0 = vld1q_s16(tile + (size_t)col * QTILE), v1 = vld1q_s16(tile + (size_t)col * QTILE + 8);
+            const int16_t w16 = (int16_t)w;
+            a0 = vmlal_n_s16(a0, vget_low_s16(v0), w16);
+            a1 = vmlal_high_n_s16(a1, v0, w16);
+            a2 = vmlal_n_s16(a2, vget_low_s16(v1), w16);
+            a3 = vmlal_high_n_s16(a3, v1, w16);
+        }
+        int32_t sum[QTILE];
+        vst1q_s32(sum, a0);
+        vst1q_s32(sum + 4, a1);
+        vst1q_s32(sum + 8, a2);
+        vst1q_s32(sum + 12, a3);
+        const int32_t b = bias ? (int32_t)bias[r] : 0;
+        for (size_t t = 0; t < nb; t++) acc[(b0 + t) * out + r] = b + sum[t];
+    }
+}
+#endif
+
+typedef void (*tile_fn)(const dcz_qsparse *s, const int64_t *bias, const int16_t *tile, size_t b0, size_t nb,
+                        int64_t *acc);
+
+/* The tile kernel of isa; NULL when this build or machine has none. */
+static tile_fn tile_variant(dcz_isa isa)
+{
+#ifdef DCZ_X86
+    if (isa == DCZ_ISA_AVX2 && dcz_isa_supported(DCZ_ISA_AVX2)) return tile_rows__avx2;
+#endif
+#ifdef DCZ_NEON
+    if (isa == DCZ_ISA_NEON) return tile_rows__neon;
+#endif
+    (void)isa;
+    return NULL;
+}
+
+int dcz_qspmm8_isa(dcz_isa isa, const dcz_qsparse *s, const int64_t *bias, const dcz_q *x, size_t batch,
+                   int16_t *scratch, int64_t *acc)
+{
+    const tile_fn tile = tile_variant(isa);
+    if (isa != DCZ_ISA_REF && !tile) return 0;
+    size_t b0 = 0;
+    if (tile && s->rows && s->cols)
+        while (batch - b0 >= QTILE / 2) {
+            const size_t nb = batch - b0 < QTILE ? batch - b0 : QTILE;
+            fill_qtile(x, s->cols, b0, nb, scratch);
+            tile(s, bias, scratch, b0, nb, acc);
+            b0 += nb;
+        }
+    rows_scalar(s, bias, x, b0, batch - b0, acc);
+    return 1;
+}
+
+const char *dcz_qspmm8_variant(void)
+{
+    const dcz_isa isa = dcz_isa_best();
+    return tile_variant(isa) ? isa == DCZ_ISA_AVX2 ? "avx2" : "neon" : NULL;
+}
+
+void dcz_qspmm8(const dcz_qsparse *s, const int64_t *bias, const dcz_q *x, size_t batch, int16_t *scratch,
+                int64_t *acc)
+{
+    if (!dcz_qspmm8_isa(dcz_isa_best(), s, bias, x, batch, scratch, acc))
+        dcz_qspmm8_isa(DCZ_ISA_REF, s, bias, x, batch, scratch, acc);
+}
