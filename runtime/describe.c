@@ -108,12 +108,13 @@ dcz_status dcz_describe_layer(const dcz_model *m, uint32_t layer, dcz_layer_desc
     if (!k->weighted) return DCZ_OK;
     if (l->q) {
         const char *scheme = m->scheme == DCZ_SCHEME_INT8 ? "calibrated int8" : "calibrated fixed point";
-        const char *isa = dcz_qspmm8_variant();
         if (conv) {
             k->kernel = "qconv2d_sparse (integers)";
+            const char *cisa = m->opt.force_reference ? NULL : dcz_conv2d_variant();
             snprintf(k->why, sizeof k->why, "%s: each stored integer weight scales a shifted input plane, "
-                     "64-bit sums", scheme);
+                     "64-bit sums, %s rows", scheme, cisa ? cisa : "scalar");
         } else if (m->qmax == 127 && !m->opt.force_reference) {
+            const char *isa = dcz_qspmm8_variant();
             k->kernel = "qspmm8 (integers)";
             snprintf(k->why, sizeof k->why, "%s: 8-bit weights and activations, 32-bit sums; batches of 8 or more "
                      "%s%s%s", scheme, isa ? "in " : "by scalar rows", isa ? isa : "", isa ? " tiles of 16 samples" : "");
@@ -123,16 +124,21 @@ dcz_status dcz_describe_layer(const dcz_model *m, uint32_t layer, dcz_layer_desc
         }
     } else if (!l->sparse) {
         const char *isa = m->opt.force_reference ? NULL : dcz_dense_f32_variant();
+        const char *cisa = m->opt.force_reference ? NULL : dcz_conv2d_variant();
         k->kernel = conv ? "conv2d_dense" : isa ? "dense_f32" : "dense_f32_ref";
-        if (conv) snprintf(k->why, sizeof k->why, "dense weights: direct convolution");
+        if (conv) snprintf(k->why, sizeof k->why, "dense weights: direct convolution, %s%s", cisa ? cisa : "scalar",
+                           cisa ? " rows" : " rows (the reference)");
         else if (!isa) snprintf(k->why, sizeof k->why, "dense weights: the scalar reference");
         else snprintf(k->why, sizeof k->why, "dense weights: %s, each row's dot product over the vector lanes, four rows "
                       "per pass over a sample", isa);
     } else if (conv) {
+        const char *cisa = m->opt.force_reference ? NULL : dcz_conv2d_variant();
         k->kernel = l->im2col ? "conv2d_sparse_im2col" : "conv2d_sparse_direct";
-        snprintf(k->why, sizeof k->why, "%s",
-                 l->im2col ? "output rows shorter than 8: im2col patches times the compressed rows"
-                           : "each stored weight scales a shifted input plane into its output plane");
+        if (l->im2col)
+            snprintf(k->why, sizeof k->why, "output rows shorter than 8: im2col patches times the compressed rows");
+        else
+            snprintf(k->why, sizeof k->why, "each stored weight scales a shifted input plane into its output plane, "
+                     "%s rows", cisa ? cisa : "scalar");
     } else {
         k->kernel = l->sp.idx ? "spmv / spmm (codebook)" : "spmv_csc / spmm (fp32 values)";
         sparse_dense_why(&l->sp, k);

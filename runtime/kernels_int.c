@@ -260,8 +260,7 @@ void dcz_qconv2d_direct_ref(const dcz_conv_geom *g, const int16_t *w, const int6
 typedef dcz_conv_tap qtap; /* model.h */
 
 /* ap (out_h, out_w) += w * (input plane xp seen through tap (ty, tx)) */
-static void add_tap(const dcz_conv_geom *g, const qtap *ty, const qtap *tx, int64_t w,
-                    const dcz_q *xp, int64_t *ap)
+void dcz_qtap_ref(const dcz_conv_geom *g, const qtap *ty, const qtap *tx, int64_t w, const dcz_q *xp, int64_t *ap)
 {
     const uint32_t n = tx->hi - tx->lo, sw = g->sw;
     const size_t x_step = (size_t)g->sh * g->in_w;
@@ -280,6 +279,12 @@ static void add_tap(const dcz_conv_geom *g, const qtap *ty, const qtap *tx, int6
  * c % kw) (model.h); the divisions are per stored weight, not per pixel. */
 void dcz_qconv2d_sparse(const dcz_conv_geom *g, const dcz_qsparse *s, const int64_t *bias,
                         const dcz_q *x, size_t batch, int64_t *acc)
+{
+    dcz_qconv2d_sparse_taps(g, s, bias, x, batch, dcz_qtap_ref, acc);
+}
+
+void dcz_qconv2d_sparse_taps(const dcz_conv_geom *g, const dcz_qsparse *s, const int64_t *bias, const dcz_q *x,
+                             size_t batch, dcz_qtap_fn add_tap, int64_t *acc)
 {
     qtap ty[DCZ_MAX_WINDOW], tx[DCZ_MAX_WINDOW];
     dcz_conv_taps(g, ty, tx);

@@ -23,13 +23,20 @@
  * empty: the rows are summed one sample at a time (the scalar kernel,
  * which is also the variant where there is no vector unit).
  *
+ * The convolution's taps (every scheme): a stored weight adds itself times
+ * a shifted input row to an output row of 64-bit sums, 4 outputs a step
+ * (the product of two 16-bit values fits the signed 32 x 32 -> 64
+ * multiply), the loop around them kernels_int.c's.
+ *
  * Dispatch: x86 with AVX2: __avx2; aarch64: __neon; otherwise the scalar
  * kernel. The x86 variant has a per-function target attribute, so libdcz
  * needs no global -m flags.
  *
  * Checked by tests/unit/test_qkernels.c: every variant this machine runs,
  * bit for bit against dcz_qspmm_ref and dcz_requant_ref on the matrix grid
- * (8-bit ranges with their extremes, batches across and inside tiles).
+ * (8-bit ranges with their extremes, batches across and inside tiles), the
+ * taps against dcz_qconv2d_direct_ref on the convolution grid, and
+ * dcz_quantize against dcz_quantize_ref.
  */
 #include <math.h>
 #include <stdint.h>
@@ -250,6 +257,81 @@ static void tile_rows__neon(const dcz_qsparse *s, const int64_t *bias, const int
     }
 }
 #endif
+
+/* ---- the convolution's taps ---------------------------------------------- */
+
+#ifdef DCZ_X86
+/* 4 outputs a step: 4 int16 inputs widened to int64 lanes, times w by the
+ * signed 32 x 32 -> 64 multiply (|x w| < 2^31), added to the sums */
+__attribute__((target("avx2")))
+static void qtap__avx2(const dcz_conv_geom *g, const dcz_conv_tap *ty, const dcz_conv_tap *tx, int64_t w,
+                       const dcz_q *xp, int64_t *ap)
+{
+    if (g->sw != 1) {
+        dcz_qtap_ref(g, ty, tx, w, xp, ap);
+        return;
+    }
+    const uint32_t n = tx->hi - tx->lo;
+    const size_t x_step = (size_t)g->sh * g->in_w;
+    const __m256i wv = _mm256_set1_epi64x(w);
+    size_t xi = (size_t)ty->first * g->in_w + tx->first, ai = (size_t)ty->lo * g->out_w + tx->lo;
+    for (uint32_t oy = ty->lo; oy < ty->hi; oy++, xi += x_step, ai += g->out_w) {
+        const dcz_q *xr = xp + xi;
+        int64_t *ar = ap + ai;
+        uint32_t i = 0;
+        for (; i + 4 <= n; i += 4) {
+            const __m256i xv = _mm256_cvtepi16_epi64(_mm_loadl_epi64((const __m128i *)(const void *)(xr + i)));
+            __m256i *at = (__m256i *)(void *)(ar + i);
+            _mm256_storeu_si256(at, _mm256_add_epi64(_mm256_loadu_si256(at), _mm256_mul_epi32(xv, wv)));
+        }
+        for (; i < n; i++) ar[i] += w * xr[i];
+    }
+}
+#endif
+
+#ifdef DCZ_NEON
+static void qtap__neon(const dcz_conv_geom *g, const dcz_conv_tap *ty, const dcz_conv_tap *tx, int64_t w,
+                       const dcz_q *xp, int64_t *ap)
+{
+    if (g->sw != 1) {
+        dcz_qtap_ref(g, ty, tx, w, xp, ap);
+        return;
+    }
+    const uint32_t n = tx->hi - tx->lo;
+    const size_t x_step = (size_t)g->sh * g->in_w;
+    const int32_t w32 = (int32_t)w;   /* a weight of the scheme's range */
+    size_t xi = (size_t)ty->first * g->in_w + tx->first, ai = (size_t)ty->lo * g->out_w + tx->lo;
+    for (uint32_t oy = ty->lo; oy < ty->hi; oy++, xi += x_step, ai += g->out_w) {
+        const dcz_q *xr = xp + xi;
+        int64_t *ar = ap + ai;
+        uint32_t i = 0;
+        for (; i + 4 <= n; i += 4) {
+            const int32x4_t xv = vmovl_s16(vld1_s16(xr + i));
+            vst1q_s64(ar + i, vmlal_n_s32(vld1q_s64(ar + i), vget_low_s32(xv), w32));
+            vst1q_s64(ar + i + 2, vmlal_high_n_s32(vld1q_s64(ar + i + 2), xv, w32));
+        }
+        for (; i < n; i++) ar[i] += w * xr[i];
+    }
+}
+#endif
+
+dcz_qtap_fn dcz_qtap_isa(dcz_isa isa)
+{
+    if (isa == DCZ_ISA_REF) return dcz_qtap_ref;
+#ifdef DCZ_X86
+    if (isa == DCZ_ISA_AVX2 && dcz_isa_supported(DCZ_ISA_AVX2)) return qtap__avx2;
+#endif
+#ifdef DCZ_NEON
+    if (isa == DCZ_ISA_NEON) return qtap__neon;
+#endif
+    return NULL;
+}
+
+dcz_qtap_fn dcz_qtap_best(void)
+{
+    const dcz_qtap_fn f = dcz_qtap_isa(dcz_isa_best());
+    return f ? f : dcz_qtap_ref;
+}
 
 typedef void (*tile_fn)(const dcz_qsparse *s, const int64_t *bias, const int16_t *tile, size_t b0, size_t nb,
                         int64_t *acc);

@@ -563,6 +563,15 @@ void dcz_conv2d_dense(const dcz_conv_geom *g, const float *w, const float *bias,
  * runtime runs for most sparse convolutions (dcz_conv2d_pick_im2col). */
 void dcz_conv2d_sparse_direct(const dcz_conv_geom *g, const dcz_sparse *s, const float *bias,
                               const float *x, size_t batch, float *y);
+/* Both on the variant of isa (DCZ_ISA_REF: scalar rows; the vector ones
+ * take 8 or 4 outputs of a row at once, stride 1, and give the same bits);
+ * 0 when this build or machine has none. The two above run the best. */
+int dcz_conv2d_dense_isa(dcz_isa isa, const dcz_conv_geom *g, const float *w, const float *bias,
+                         const float *x, size_t batch, float *y);
+int dcz_conv2d_sparse_direct_isa(dcz_isa isa, const dcz_conv_geom *g, const dcz_sparse *s, const float *bias,
+                                 const float *x, size_t batch, float *y);
+/* The vector variant the two run here ("avx2", "neon"), or NULL. */
+const char *dcz_conv2d_variant(void);
 /* The alternative: im2col of each sample into (out_h out_w, in_c kh kw),
  * then dcz_spmm (dcz_spmm_ref when ref) with the output pixels as its
  * batch, then a transpose into (out_c, out_h, out_w). scratch holds
@@ -667,6 +676,21 @@ void dcz_qconv2d_direct_ref(const dcz_conv_geom *g, const int16_t *w, const int6
  * adds itself times a shifted input plane to the output plane. */
 void dcz_qconv2d_sparse(const dcz_conv_geom *g, const dcz_qsparse *s, const int64_t *bias,
                         const dcz_q *x, size_t batch, int64_t *acc);
+/* What one stored weight does there: ap (out_h, out_w) += w * (input plane
+ * xp seen through tap (ty, tx)). dcz_qtap_ref: one output at a time. */
+typedef void (*dcz_qtap_fn)(const dcz_conv_geom *g, const dcz_conv_tap *ty, const dcz_conv_tap *tx, int64_t w,
+                            const dcz_q *xp, int64_t *ap);
+void dcz_qtap_ref(const dcz_conv_geom *g, const dcz_conv_tap *ty, const dcz_conv_tap *tx, int64_t w,
+                  const dcz_q *xp, int64_t *ap);
+/* dcz_qconv2d_sparse with the tap kernel add_tap. */
+void dcz_qconv2d_sparse_taps(const dcz_conv_geom *g, const dcz_qsparse *s, const int64_t *bias, const dcz_q *x,
+                             size_t batch, dcz_qtap_fn add_tap, int64_t *acc);
+/* The tap kernel of isa (kernels_qsimd.c; DCZ_ISA_REF: dcz_qtap_ref; the
+ * vector ones take 4 outputs of a row at once, stride 1, exact as integers
+ * are), NULL when this build or machine has none; dcz_qtap_best: the
+ * fastest here. */
+dcz_qtap_fn dcz_qtap_isa(dcz_isa isa);
+dcz_qtap_fn dcz_qtap_best(void);
 
 /* y (batch, channels, plane) from acc of the same layout (plane 1 for
  * DENSE), channel c requantized by rq (see dcz_requant). */

@@ -84,7 +84,8 @@ static void run_qweights(const dcz_model *m, const dcz_exec_layer *l, const dcz_
                          size_t batch, int64_t *acc)
 {
     if (l->op == DCZ_OP_CONV2D)
-        dcz_qconv2d_sparse(&l->geom, &l->qs, l->qbias, x, batch, acc);
+        dcz_qconv2d_sparse_taps(&l->geom, &l->qs, l->qbias, x, batch,
+                                m->opt.force_reference ? dcz_qtap_ref : dcz_qtap_best(), acc);
     else if (m->opt.force_reference)
         dcz_qspmm_ref(&l->qs, l->qbias, x, batch, acc);
     else if (m->qmax == 127)
@@ -219,13 +220,19 @@ void dcz_run_dense(const dcz_model *m, const dcz_exec_layer *l, const float *con
 void dcz_run_conv2d(const dcz_model *m, const dcz_exec_layer *l, const float *const *xs,
                     size_t batch, float *y)
 {
-    if (!l->sparse)
-        dcz_conv2d_dense(&l->geom, l->w, l->bias, xs[0], batch, y);
-    else if (l->im2col)
+    if (l->im2col) {
         dcz_conv2d_sparse_im2col(&l->geom, &l->sp, l->bias, xs[0], batch, m->opt.force_reference,
                                  m->scratch, y);
-    else
-        dcz_conv2d_sparse_direct(&l->geom, &l->sp, l->bias, xs[0], batch, y);
+        return;
+    }
+    /* the vector variants give the scalar rows' bits */
+    const dcz_isa isa = m->opt.force_reference ? DCZ_ISA_REF : dcz_isa_best();
+    if (!l->sparse) {
+        if (!dcz_conv2d_dense_isa(isa, &l->geom, l->w, l->bias, xs[0], batch, y))
+            dcz_conv2d_dense_isa(DCZ_ISA_REF, &l->geom, l->w, l->bias, xs[0], batch, y);
+    } else if (!dcz_conv2d_sparse_direct_isa(isa, &l->geom, &l->sp, l->bias, xs[0], batch, y)) {
+        dcz_conv2d_sparse_direct_isa(DCZ_ISA_REF, &l->geom, &l->sp, l->bias, xs[0], batch, y);
+    }
 }
 
 void dcz_run_maxpool(const dcz_model *m, const dcz_exec_layer *l, const float *const *xs,

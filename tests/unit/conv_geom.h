@@ -50,7 +50,7 @@ static inline int conv_grid(size_t i, dcz_conv_geom *g)
  * depthwise convolutions, non-square windows, mixed strides and paddings,
  * a kernel as large as the padded image, a 1 x 1 image, and rows of
  * 16 x 5 x 5 = 400 columns, where fillers occur at 1% density. */
-#define CONV_EXTRA 9
+#define CONV_EXTRA 10
 static inline void conv_extra(dcz_conv_geom *g)
 {
     const dcz_conv_geom e[CONV_EXTRA] = {
@@ -63,6 +63,7 @@ static inline void conv_extra(dcz_conv_geom *g)
         conv_geom(3, 2, 3, 3, 5, 5, 1, 1, 1, 1),
         conv_geom(1, 5, 1, 1, 3, 3, 1, 1, 1, 1),
         conv_geom(16, 5, 11, 9, 5, 5, 1, 1, 2, 2),
+        conv_geom(2, 3, 6, 21, 3, 3, 1, 1, 1, 1),     /* rows of 21: two vectors of 8 and 5 over */
     };
     for (int i = 0; i < CONV_EXTRA; i++) g[i] = e[i];
 }

@@ -222,7 +222,7 @@ static size_t conv_mismatches(const char *what, const dcz_conv_geom *g, size_t b
 }
 
 typedef struct conv_tally {
-    size_t cases, direct, im2col, dense;
+    size_t cases, direct, im2col, dense, variant, variants;
 } conv_tally;
 
 /* One geometry and weight set: every kernel against the reference, batch 1
@@ -259,6 +259,17 @@ static int conv_case(const dcz_conv_geom *g, double density, uint32_t k, conv_ta
         }
         dcz_conv2d_dense(g, m.dense, bias, x, b, y);
         t->dense += conv_mismatches("dense direct", g, b, y, ref, mag);
+        /* every vector variant gives the scalar rows' bits */
+        const dcz_isa isas[] = { DCZ_ISA_AVX2, DCZ_ISA_NEON };
+        for (size_t i = 0; i < 2; i++) {
+            if (!dcz_conv2d_sparse_direct_isa(isas[i], g, &m.sp, bias, x, b, y)) continue;
+            dcz_conv2d_sparse_direct_isa(DCZ_ISA_REF, g, &m.sp, bias, x, b, mag);
+            t->variant += memcmp(y, mag, b * yout * sizeof(float)) != 0;
+            dcz_conv2d_dense_isa(isas[i], g, m.dense, bias, x, b, y);
+            dcz_conv2d_dense_isa(DCZ_ISA_REF, g, m.dense, bias, x, b, mag);
+            t->variant += memcmp(y, mag, b * yout * sizeof(float)) != 0;
+            t->variants++;
+        }
         t->cases++;
     }
     free(x); free(xa); free(wa); free(bias); free(ba); free(ref); free(mag); free(y); free(scratch);
@@ -307,7 +318,7 @@ static void test_conv_grid(void)
 {
     const double dens[] = { 0.0, 0.5, 1.0 };
     const uint32_t codebooks[] = { 256, 0 }; /* 8-bit codebook, fp32 values */
-    conv_tally t = { 0, 0, 0, 0 };
+    conv_tally t = { 0, 0, 0, 0, 0, 0 };
     dcz_conv_geom g, extra[CONV_EXTRA];
     for (size_t i = 0; conv_grid(i, &g); i++)
         for (size_t di = 0; di < 3; di++)
@@ -322,6 +333,9 @@ static void test_conv_grid(void)
     CHECK(t.direct == 0, "sparse direct: %zu mismatches", t.direct);
     CHECK(t.im2col == 0, "sparse im2col: %zu mismatches", t.im2col);
     CHECK(t.dense == 0, "dense direct: %zu mismatches", t.dense);
+    CHECK(t.variant == 0, "vector convolutions: %zu cases differ from the scalar rows", t.variant);
+    CHECK(t.variants > 0 || !(dcz_isa_supported(DCZ_ISA_AVX2) || dcz_isa_supported(DCZ_ISA_NEON)),
+          "no vector convolution ran");
 }
 
 /* ---- pooling -------------------------------------------------------------- */

@@ -250,7 +250,7 @@ static void test_qconv_ref_by_hand(void)
 }
 
 typedef struct conv_tally {
-    size_t cases, bad, float_cases, float_bad;
+    size_t cases, bad, float_cases, float_bad, variants;
     uint32_t fillers;
 } conv_tally;
 
@@ -281,6 +281,16 @@ static void qconv_case(const dcz_conv_geom *g, double density, uint32_t k, int32
         dcz_qconv2d_direct_ref(g, m.dense, bp, x, b, ref);
         dcz_qconv2d_sparse(g, &m.sp, bp, x, b, got);
         t->bad += diff_i64("qconv2d_sparse", ctx, got, ref, b * yout);
+        /* and on every vector tap kernel this machine runs */
+        const dcz_isa isas[] = { DCZ_ISA_AVX2, DCZ_ISA_NEON };
+        for (size_t i = 0; i < 2; i++) {
+            const dcz_qtap_fn tap = dcz_qtap_isa(isas[i]);
+            if (!tap) continue;
+            memset(got, 0xAA, B * yout * sizeof(int64_t));
+            dcz_qconv2d_sparse_taps(g, &m.sp, bp, x, b, tap, got);
+            t->bad += diff_i64("qconv2d_sparse (vector taps)", ctx, got, ref, b * yout);
+            t->variants++;
+        }
         t->cases++;
         if (vmax == 127) {
             /* the fp32 reference is exact here: every partial sum is an
@@ -314,7 +324,7 @@ static void test_qconv_grid(void)
     const double dens[] = { 0.0, 0.5, 1.0 };
     const uint32_t codebooks[] = { 256, 16, 0 };
     const int32_t ranges[] = { 127, 32767 };
-    conv_tally t = { 0, 0, 0, 0, 0 };
+    conv_tally t = { 0, 0, 0, 0, 0, 0 };
     for (size_t ki = 0; ki < 3; ki++)
         for (size_t si = 0; si < 2; si++)
             for (size_t pi = 0; pi < 2; pi++)
@@ -329,7 +339,8 @@ static void test_qconv_grid(void)
                         }
     /* non-square windows, mixed strides and paddings, a window as large as
      * the padded image, a 1x1 image, rows of 16 x 5 x 5 = 400 columns at 1%
-     * (fillers), and no input channel at all (outputs are the bias) */
+     * (fillers), no input channel at all (outputs are the bias), and wide
+     * rows */
     const dcz_conv_geom extra[] = {
         conv_geom_grouped(4, 6, 7, 9, 3, 1, 1, 2),    /* grouped */
         conv_geom_grouped(6, 6, 8, 8, 3, 2, 1, 6),    /* depthwise, strided */
@@ -340,6 +351,7 @@ static void test_qconv_grid(void)
         conv_geom(1, 5, 1, 1, 3, 3, 1, 1, 1, 1),
         conv_geom(16, 5, 11, 9, 5, 5, 1, 1, 2, 2),
         conv_geom(0, 2, 5, 5, 3, 3, 1, 1, 1, 1),
+        conv_geom(2, 3, 6, 21, 3, 3, 1, 1, 1, 1),     /* rows of 21: vectors of 4 and 1 over */
     };
     for (size_t i = 0; i < sizeof extra / sizeof *extra; i++)
         for (size_t ci = 0; ci < 3; ci++)
@@ -351,6 +363,8 @@ static void test_qconv_grid(void)
     CHECK(t.cases > 400, "only %zu cases", t.cases);
     CHECK(t.fillers > 0, "no fillers in the grid");
     CHECK(t.bad == 0, "qconv2d_sparse differs from the reference in %zu elements", t.bad);
+    CHECK(t.variants > 0 || !(dcz_isa_supported(DCZ_ISA_AVX2) || dcz_isa_supported(DCZ_ISA_NEON)),
+          "no vector tap kernel ran");
     CHECK(t.float_cases > 100 && t.float_bad == 0,
           "qconv2d_direct_ref differs from the fp32 reference in %zu elements (%zu cases)",
           t.float_bad, t.float_cases);
