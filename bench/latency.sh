@@ -1,47 +1,111 @@
 #!/usr/bin/env bash
-# latency.sh: batch-1 latency of compressed LeNet-300-100 and LeNet-5 in
-# libdcz (dcz bench) next to PyTorch fp32 and PyTorch with dynamic int8
-# quantization, same machine, same run, same thread count; median and p99.
+# latency.sh: whole-model latency at batch 1 and batch 64 (median and p99)
+# of each model in libdcz (dcz bench: the dense fp32 file, the compressed
+# file, the compressed file calibrated for int8) next to ONNX Runtime on the
+# same network's dense fp32 ONNX export (dcz export) and PyTorch fp32 where
+# it is installed (LeNets only); same machine, same run, same thread count.
 #
-#   bash bench/latency.sh [THREADS] [RUNS]     (defaults: 1 thread, 2000 runs)
+#   bash bench/latency.sh [THREADS] [RUNS] [MODELS]
+#       defaults: 1 thread, 2000 runs at batch 1 (RUNS / 20 at batch 64),
+#       MODELS "lenet300 lenet5 cnn resnet mobilenetv2"
 #
-# The compressed files are made here with the paper's layer densities
-# (LeNet-300-100: 8/9/26% kept; LeNet-5: 66/12/8/19% kept) and dcz's
-# default codebooks and Huffman coding: latency depends on the structure,
-# not on how well the weights were trained, so one training epoch is enough.
-# PyTorch is Debian's python3-torch; without it that half is skipped.
+# The models are made here, untrained (latency depends on the structure,
+# not on the weights' values): dcz train --epochs 0, pruned to the sparsity
+# rules of samples/recipes/MODEL-compress.recipe (the LeNets: the paper's
+# densities) and quantized to its codebook widths (dcz's defaults where it
+# names none), Huffman-coded, and calibrated for int8 on 500 training
+# samples. Peers are benchmark tools, never dependencies of dcz:
+# onnxruntime from PyPI (ORT_PYTHON, default python3, must import it) and
+# Debian's python3-torch (PYTHON); each is skipped with a note when absent.
+# libdcz runs on the CPU (--device cpu), as ONNX Runtime does here. Time
+# with nothing else running.
 set -u
 cd "$(dirname "$0")/.."
 threads=${1:-1}
 runs=${2:-2000}
+models=${3:-lenet300 lenet5 cnn resnet mobilenetv2}
+runs64=$((runs / 20 > 20 ? runs / 20 : 20))
 dcz=bin/dcz
 [ -x "$dcz" ] || { echo "latency: build $dcz first (make)" >&2; exit 1; }
+py=${PYTHON:-$( [ -x /usr/bin/python3 ] && echo /usr/bin/python3 || echo python3 )}
+ort_py=${ORT_PYTHON:-$py}
 w=$(mktemp -d)
 trap 'rm -rf "$w"' EXIT
-make_model() { # name arch sparsity
-    "$dcz" train --arch "$2" --epochs 1 --data fashion-mnist --threads "$threads" -q -o "$w/$1-dense.dcz" &&
-    "$dcz" prune "$w/$1-dense.dcz" --sparsity "$3" -q -o "$w/$1-pruned.dcz" &&
-    "$dcz" quantize "$w/$1-pruned.dcz" -q -o "$w/$1-quant.dcz" &&
-    "$dcz" encode "$w/$1-quant.dcz" -q -o "$w/$1.dcz"
-}
-make_model lenet300 lenet300 'fc1=0.92,fc2=0.91,fc3=0.74' || { echo "latency: cannot make lenet300"; exit 1; }
-make_model lenet5 lenet5 'conv1=0.34,conv2=0.88,fc1=0.92,fc2=0.81' || { echo "latency: cannot make lenet5"; exit 1; }
 
-py=${PYTHON:-$( [ -x /usr/bin/python3 ] && echo /usr/bin/python3 || echo python3 )}
-echo "== batch-1 latency, $threads thread(s), $runs timed runs each (microseconds)"
-printf '%-10s %-22s %10s %10s %12s\n' model runtime median p99 "vs dcz"
-for m in lenet300 lenet5; do
-    j=$("$dcz" bench "$w/$m.dcz" --batch 1 --threads "$threads" --runs "$runs" --warmup 200 --json) || exit 1
-    dmed=$(echo "$j" | sed -n 's/.*"median_us":\([0-9.e+-]*\).*/\1/p')
-    dp99=$(echo "$j" | sed -n 's/.*"p99_us":\([0-9.e+-]*\).*/\1/p')
-    printf '%-10s %-22s %10.1f %10.1f %12s\n' "$m" "dcz ($(stat -c %s "$w/$m.dcz") B)" "$dmed" "$dp99" "1.0x"
-    out=$("$py" bench/torch_latency.py "$m" "$threads" "$runs" 2>&1)
-    rc=$?
-    if [ $rc -eq 3 ]; then echo "           PyTorch: SKIP (python3-torch is not installed)"; continue; fi
-    if [ $rc -ne 0 ]; then echo "           PyTorch: failed: $out"; continue; fi
-    echo "$out" | while read -r _ variant _ med _ p99; do
-        printf '%-10s %-22s %10.1f %10.1f %11.1fx\n' "$m" "PyTorch $variant" "$med" "$p99" \
-            "$(awk -v a="$med" -v b="$dmed" 'BEGIN { print a / b }')"
+# the rule KEY of a compress recipe ([compress] section), or empty
+rule() { sed -n "/^\[compress\]/,/^\[/s/^$2 = //p" "samples/recipes/$1-compress.recipe" 2>/dev/null | head -1; }
+
+make_model() { # name
+    local m=$1 sp bits
+    case $m in
+        lenet300) sp='fc1=0.92,fc2=0.91,fc3=0.74' ;;
+        lenet5) sp='conv1=0.34,conv2=0.88,fc1=0.92,fc2=0.81' ;;
+        *) sp=$(rule "$m" sparsity) ;;
+    esac
+    bits=$(rule "$m" bits)
+    "$dcz" train --arch "$m" --epochs 0 --data fashion-mnist -q -o "$w/$m-dense.dcz" &&
+        "$dcz" prune "$w/$m-dense.dcz" ${sp:+--sparsity "$sp"} -q -o "$w/$m-pruned.dcz" &&
+        "$dcz" quantize "$w/$m-pruned.dcz" ${bits:+--bits "$bits"} -q -o "$w/$m-quant.dcz" &&
+        "$dcz" encode "$w/$m-quant.dcz" -q -o "$w/$m.dcz" &&
+        "$dcz" calibrate "$w/$m.dcz" --data fashion-mnist --calib-batches 5 --scheme int8 -q -o "$w/$m-int8.dcz" &&
+        "$dcz" export "$w/$m-dense.dcz" -q -o "$w/$m.onnx"
+}
+
+# field NAME of a JSON line
+field() { sed -n "s/.*\"$1\":\([0-9.e+-]*\).*/\1/p"; }
+
+# row MODEL RUNTIME B1_MED B1_P99 B64_MED B64_P99 BASE1 BASE64: the ratios
+# are the row's medians over the compressed file's (above 1: dcz faster)
+row() {
+    printf '%-12s %-26s %9.1f %9.1f %6.2fx %10.1f %10.1f %6.2fx\n' "$1" "$2" "$3" "$4" \
+        "$(awk -v a="$3" -v b="$7" 'BEGIN { print a / b }')" "$5" "$6" "$(awk -v a="$5" -v b="$8" 'BEGIN { print a / b }')"
+}
+
+echo "== whole-model latency, $threads thread(s), microseconds; $runs timed runs at batch 1, $runs64 at batch 64"
+echo "   CPU: $(sed -n 's/^model name[[:space:]]*: //p' /proc/cpuinfo | head -1)"
+printf '%-12s %-26s %9s %9s %7s %10s %10s %7s\n' model runtime "b1 med" "b1 p99" "vs dcz" "b64 med" "b64 p99" \
+    "vs dcz"
+for m in $models; do
+    make_model "$m" || { echo "latency: cannot make $m" >&2; exit 1; }
+    declare -A med=() p99=()
+    for v in "$m" "$m-dense" "$m-int8"; do
+        for b in 1 64; do
+            r=$runs; [ $b = 64 ] && r=$runs64
+            j=$("$dcz" bench "$w/$v.dcz" --batch $b --threads "$threads" --runs "$r" --warmup 20 --device cpu --json) || exit 1
+            med[$v.$b]=$(echo "$j" | field median_us)
+            p99[$v.$b]=$(echo "$j" | field p99_us)
+        done
     done
+    b1=${med[$m.1]} b64=${med[$m.64]}
+    row "$m" "dcz compressed ($(stat -c %s "$w/$m.dcz") B)" "$b1" "${p99[$m.1]}" "$b64" "${p99[$m.64]}" "$b1" "$b64"
+    row "$m" "dcz int8" "${med[$m-int8.1]}" "${p99[$m-int8.1]}" "${med[$m-int8.64]}" "${p99[$m-int8.64]}" "$b1" "$b64"
+    row "$m" "dcz dense fp32" "${med[$m-dense.1]}" "${p99[$m-dense.1]}" "${med[$m-dense.64]}" "${p99[$m-dense.64]}" \
+        "$b1" "$b64"
+    out=$("$ort_py" bench/ort_latency.py "$w/$m.onnx" "$threads" "$runs" 1 2>&1) &&
+        out64=$("$ort_py" bench/ort_latency.py "$w/$m.onnx" "$threads" "$runs64" 64 2>&1)
+    rc=$?
+    if [ $rc -eq 3 ]; then
+        echo "             ONNX Runtime: SKIP (onnxruntime does not import in $ort_py; set ORT_PYTHON)"
+    elif [ $rc -ne 0 ]; then
+        echo "             ONNX Runtime: failed: $out ${out64:-}"
+    else
+        read -r _ _ _ om1 _ op1 <<< "$out"
+        read -r _ _ _ om64 _ op64 <<< "$out64"
+        row "$m" "ONNX Runtime dense fp32" "$om1" "$op1" "$om64" "$op64" "$b1" "$b64"
+    fi
+    case $m in
+        lenet300|lenet5)
+            out=$("$py" bench/torch_latency.py "$m" "$threads" "$runs" 2>&1)
+            rc=$?
+            if [ $rc -eq 3 ]; then echo "             PyTorch: SKIP (python3-torch is not installed)"
+            elif [ $rc -ne 0 ]; then echo "             PyTorch: failed: $out"
+            else
+                echo "$out" | while read -r _ variant _ tm _ tp; do
+                    printf '%-12s %-26s %9.1f %9.1f %6.2fx\n' "$m" "PyTorch $variant" "$tm" "$tp" \
+                        "$(awk -v a="$tm" -v b="$b1" 'BEGIN { print a / b }')"
+                done
+            fi ;;
+    esac
+    unset med p99
 done
-echo "(vs dcz: PyTorch's median over dcz's; above 1, dcz is faster)"
+echo "(vs dcz: the row's median over the compressed file's in libdcz; above 1, dcz compressed is faster)"
