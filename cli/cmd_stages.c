@@ -1118,9 +1118,8 @@ static char *budget_recipe(const budget_ctx *b, const dcz_net *net, const dcz_bu
         size_t n = (size_t)snprintf(t, cap,
             "# The choice of dcz compress --budget %g for %s: the smallest file of the\n"
             "# runs measured whose accuracy on the %d validation samples (held out of\n"
-            "# retraining), less one standard error of its change, stayed within %g\n"
-            "# points of the input's. This recipe reproduces it with the same seed and\n"
-            "# threads:\n"
+            "# retraining) stayed within %g points of the input's. This recipe\n"
+            "# reproduces it with the same seed and threads:\n"
             "#   dcz compress %s --data DATA --recipe THIS -o OUT\n"
             "seed = %d\n",
             budget, b->v->pos[0], b->job->validation, budget, b->v->pos[0], b->v->c.seed);
@@ -1167,8 +1166,8 @@ static void budget_report(const budget_ctx *b, const dcz_net *net, const dcz_sen
                         t->accuracy * 100, t->margin * 100, t->within ? "within" : "out of the budget");
         }
         fprintf(f, "(+-: the standard error of the run's change in validation accuracy, from the samples on\n"
-                   "which it and the input disagree; a run is within when its accuracy less that is at least the\n"
-                   "floor)\n");
+                   "which it and the input disagree: the noise of the measurement; a run is within when its\n"
+                   "accuracy is at least the floor)\n");
         fprintf(f, "\nchosen: run %d, %s. The codebooks have the fewest bytes whose\n"
                    "scan losses (each layer shared alone, not fine-tuned) sum to at most %.2f points; each\n"
                    "sparsity, the fewest estimated bytes plus %.3g bytes per point its scan (pruned alone, not\n"
@@ -1320,8 +1319,7 @@ static int compress_budget(verb_ctx *v, compress_job *job, const prune_opts *po,
                  "(input %.2f%%), test accuracy %.2f%% (input %.2f%%)", v->c.out, dense / (double)r->len, r->len,
                  r->val_acc * 100, base * 100, r->res[r->nres - 1].acc * 100, r->res[0].acc * 100);
         if (!trials[best].within)
-            cli_error("compress: warning: no run kept the validation accuracy within %g points (less one standard "
-                      "error); %s is the most "
+            cli_error("compress: warning: no run kept the validation accuracy within %g points; %s is the most "
                       "accurate run (give more --budget-runs, or a larger budget)", budget, v->c.out);
         rc = EXIT_OK;
     }

@@ -278,7 +278,7 @@ dcz_status dcz_budget_search(int n, int runs, double floor, dcz_budget_try_fn tr
         t->margin = 0;
         dcz_status s = try_fn(ctx, i, &t->accuracy, &t->margin, &t->bytes);
         if (s != DCZ_OK) return s;
-        t->within = t->accuracy >= 0 && t->accuracy - t->margin >= floor;
+        t->within = t->accuracy >= 0 && t->accuracy >= floor;
         (*ntrials)++;
         if (t->within) hi = i;
         else lo = i + 1;

@@ -134,7 +134,8 @@ dcz_status dcz_budget_candidates(const dcz_sens_report *rep, const dcz_sens_plan
 void dcz_budget_cands_free(dcz_budget_cands *c);
 
 /* One measured run of candidate cand: its accuracy (a fraction), the
- * margin its measurement's noise asks for (a fraction, >= 0) and its file
+ * standard error of that measurement (a fraction, >= 0; reported, not taken
+ * off the accuracy) and its file
  * bytes; *accuracy < 0 when it was stopped early as out of the budget. */
 typedef dcz_status (*dcz_budget_try_fn)(void *ctx, int cand, double *accuracy, double *margin, size_t *bytes);
 
@@ -143,7 +144,7 @@ typedef struct dcz_budget_trial {
     double accuracy;        /* < 0: stopped early, out of the budget */
     double margin;
     size_t bytes;
-    int within;             /* accuracy - margin >= the floor */
+    int within;             /* accuracy >= the floor */
 } dcz_budget_trial;
 
 /* The standard error of the difference in accuracy between two models
@@ -154,7 +155,7 @@ double dcz_paired_se(const uint8_t *right_a, const uint8_t *right_b, size_t n);
 
 /* Searches candidates 0..n-1 (from the smallest to the most accurate,
  * accuracy taken to grow with the index) for the smallest whose measured
- * accuracy less its margin is at least floor: a bisection that starts in the middle, at
+ * accuracy is at least floor: a bisection that starts in the middle, at
  * most runs (>= 1) trials (exact for n = 2^runs - 1: n answers and "none"), and one more of the most accurate candidate
  * when none was within. The trials go into trials (room for runs + 1) in
  * the order run, *ntrials their count, *best the index in trials of the
