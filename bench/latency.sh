@@ -10,7 +10,8 @@
 #       MODELS "lenet300 lenet5 cnn resnet mobilenetv2"
 #
 # The models are made here, untrained (latency depends on the structure,
-# not on the weights' values): dcz train --epochs 0, pruned to the sparsity
+# not on the weights' values): dcz train --epochs 0 of the architecture of
+# samples/recipes/MODEL-train.recipe, pruned to the sparsity
 # rules of samples/recipes/MODEL-compress.recipe (the LeNets: the paper's
 # densities) and quantized to its codebook widths (dcz's defaults where it
 # names none), Huffman-coded, and calibrated for int8 on 500 training
@@ -36,14 +37,15 @@ trap 'rm -rf "$w"' EXIT
 rule() { sed -n "/^\[compress\]/,/^\[/s/^$2 = //p" "samples/recipes/$1-compress.recipe" 2>/dev/null | head -1; }
 
 make_model() { # name
-    local m=$1 sp bits
+    local m=$1 sp bits arch
     case $m in
         lenet300) sp='fc1=0.92,fc2=0.91,fc3=0.74' ;;
         lenet5) sp='conv1=0.34,conv2=0.88,fc1=0.92,fc2=0.81' ;;
         *) sp=$(rule "$m" sparsity) ;;
     esac
     bits=$(rule "$m" bits)
-    "$dcz" train --arch "$m" --epochs 0 --data fashion-mnist -q -o "$w/$m-dense.dcz" &&
+    arch=$(sed -n 's/^arch = //p' "samples/recipes/$m-train.recipe" | head -1)
+    "$dcz" train --arch "${arch:-$m}" --epochs 0 --data fashion-mnist -q -o "$w/$m-dense.dcz" &&
         "$dcz" prune "$w/$m-dense.dcz" ${sp:+--sparsity "$sp"} -q -o "$w/$m-pruned.dcz" &&
         "$dcz" quantize "$w/$m-pruned.dcz" ${bits:+--bits "$bits"} -q -o "$w/$m-quant.dcz" &&
         "$dcz" encode "$w/$m-quant.dcz" -q -o "$w/$m.dcz" &&
