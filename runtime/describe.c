@@ -125,9 +125,14 @@ dcz_status dcz_describe_layer(const dcz_model *m, uint32_t layer, dcz_layer_desc
     } else if (!l->sparse) {
         const char *isa = m->opt.force_reference ? NULL : dcz_dense_f32_variant();
         const char *cisa = m->opt.force_reference ? NULL : dcz_conv2d_variant();
-        k->kernel = conv ? "conv2d_dense" : isa ? "dense_f32" : "dense_f32_ref";
-        if (conv) snprintf(k->why, sizeof k->why, "dense weights: direct convolution, %s%s", cisa ? cisa : "scalar",
-                           cisa ? " rows" : " rows (the reference)");
+        k->kernel = conv ? l->im2col ? "conv2d_dense_im2col" : "conv2d_dense" : isa ? "dense_f32" : "dense_f32_ref";
+        if (conv && l->im2col)
+            snprintf(k->why, sizeof k->why, "dense weights: im2col patches times the weights by %s", isa ? "dense_f32"
+                     : "dense_f32_ref");
+        else if (conv)
+            snprintf(k->why, sizeof k->why, "dense weights, grouped or patches past the scratch cap: direct "
+                     "convolution, %s rows",
+                     cisa ? cisa : "scalar");
         else if (!isa) snprintf(k->why, sizeof k->why, "dense weights: the scalar reference");
         else snprintf(k->why, sizeof k->why, "dense weights: %s, each row's dot product over the vector lanes, four rows "
                       "per pass over a sample", isa);

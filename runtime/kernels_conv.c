@@ -387,6 +387,29 @@ void dcz_conv2d_sparse_im2col(const dcz_conv_geom *g, const dcz_sparse *s, const
     }
 }
 
+int dcz_conv2d_pick_dense_im2col(const dcz_conv_geom *g)
+{
+    return dcz_conv_groups(g) == 1 && im2col_matrix_floats(g) <= DCZ_CONV_SCRATCH_MAX;
+}
+
+void dcz_conv2d_dense_im2col(const dcz_conv_geom *g, const float *w, const float *bias, const float *x,
+                             size_t batch, int ref, float *scratch, float *y)
+{
+    const size_t pixels = (size_t)g->out_h * g->out_w;
+    const uint32_t k = g->in_c * g->kh * g->kw;
+    const size_t in_sample = (size_t)g->in_c * g->in_h * g->in_w, out_sample = pixels * g->out_c;
+    float *col = scratch;                   /* (pixels, in_c kh kw) */
+    float *t = scratch + pixels * k;        /* (pixels, out_c) */
+    for (size_t b = 0; b < batch; b++) {
+        dcz_im2col(g, x + b * in_sample, col);
+        if (ref) dcz_dense_f32_ref(w, bias, col, pixels, k, g->out_c, t);
+        else dcz_dense_f32(w, bias, col, pixels, k, g->out_c, t);
+        float *yb = y + b * out_sample;
+        for (uint32_t oc = 0; oc < g->out_c; oc++)
+            for (size_t p = 0; p < pixels; p++) yb[oc * pixels + p] = t[p * g->out_c + oc];
+    }
+}
+
 /* ---- pooling ---------------------------------------------------------------- */
 
 void dcz_window_cells(uint32_t o, uint32_t stride, uint32_t pad, uint32_t k, uint32_t n,

@@ -273,7 +273,7 @@ static dcz_status load_layer(const dcz_container *c, const dcz_graph_layer *g, u
     switch (g->op) {
     case DCZ_OP_CONV2D:
         TRY(load_params(c, g, index, ld, cw, l));
-        l->im2col = l->sparse && dcz_conv2d_pick_im2col(&l->geom);
+        l->im2col = l->sparse ? dcz_conv2d_pick_im2col(&l->geom) : !cw && dcz_conv2d_pick_dense_im2col(&l->geom);
         return DCZ_OK;
     case DCZ_OP_AVGPOOL:
         l->count_include_pad = g->attr[6];

@@ -139,7 +139,9 @@ typedef struct dcz_exec_layer {
     dcz_conv_geom geom;     /* CONV2D, MAXPOOL, AVGPOOL, GLOBAL_AVGPOOL (window unused) */
     int count_include_pad;  /* AVGPOOL */
     int im2col;             /* sparse CONV2D: dcz_conv2d_sparse_im2col in the model's scratch
-                               (dcz_conv2d_pick_im2col), else dcz_conv2d_sparse_direct */
+                               (dcz_conv2d_pick_im2col), else dcz_conv2d_sparse_direct; dense
+                               fp32 CONV2D: dcz_conv2d_dense_im2col (dcz_conv2d_pick_dense_im2col),
+                               else dcz_conv2d_dense */
     float param[2];         /* CLIP min, max; LEAKY_RELU alpha; HARD_SIGMOID alpha, beta */
     const float *w;         /* dense DENSE: (out, in); dense CONV2D: (out_c, in_c / group, kh, kw) */
     dcz_sparse sp;          /* sparse DENSE: (out, in); sparse CONV2D: (out_c, in_c / group kh kw) */
@@ -589,6 +591,16 @@ uint64_t dcz_conv2d_im2col_floats(const dcz_conv_geom *g);
 #define DCZ_CONV_DIRECT_MIN_W 8
 #define DCZ_CONV_SCRATCH_MAX (1u << 22)
 int dcz_conv2d_pick_im2col(const dcz_conv_geom *g);
+/* Dense weights: each sample's im2col patches times the weights by the
+ * dense kernel (dcz_dense_f32, or its reference when ref), the pixels as
+ * its batch, then a transpose; scratch as dcz_conv2d_sparse_im2col's. A
+ * sample gives the same bits at any batch. The runtime takes it for every
+ * ungrouped dense convolution whose scratch is at most
+ * DCZ_CONV_SCRATCH_MAX floats (dcz_conv2d_pick_dense_im2col): one pass of
+ * vector dot products over a patch where direct takes a pass per weight. */
+void dcz_conv2d_dense_im2col(const dcz_conv_geom *g, const float *w, const float *bias, const float *x,
+                             size_t batch, int ref, float *scratch, float *y);
+int dcz_conv2d_pick_dense_im2col(const dcz_conv_geom *g);
 /* col (out_h out_w, in_c kh kw): row p is the receptive field of output
  * pixel p in (ic, ky, kx) order, 0 where it falls in the padding. */
 void dcz_im2col(const dcz_conv_geom *g, const float *x, float *col);

@@ -256,6 +256,16 @@ static int conv_case(const dcz_conv_geom *g, double density, uint32_t k, conv_ta
             t->im2col += conv_mismatches("sparse im2col", g, b, y, ref, mag);
             dcz_conv2d_sparse_im2col(g, &m.sp, bias, x, b, 1, scratch, y);
             t->im2col += conv_mismatches("sparse im2col (reference spmm)", g, b, y, ref, mag);
+            for (int r = 0; r < 2; r++) {
+                dcz_conv2d_dense_im2col(g, m.dense, bias, x, b, r, scratch, y);
+                t->dense += conv_mismatches(r ? "dense im2col (reference)" : "dense im2col", g, b, y, ref, mag);
+                /* a sample gives the same bits at any batch */
+                if (b > 1) {
+                    dcz_conv2d_dense_im2col(g, m.dense, bias, x + (b - 1) * xin, 1, r, scratch, mag);
+                    t->dense += memcmp(mag, y + (b - 1) * yout, yout * sizeof(float)) != 0;
+                    dcz_conv2d_direct_ref(g, wa, ba, xa, b, mag);
+                }
+            }
         }
         dcz_conv2d_dense(g, m.dense, bias, x, b, y);
         t->dense += conv_mismatches("dense direct", g, b, y, ref, mag);

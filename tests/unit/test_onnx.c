@@ -436,7 +436,9 @@ static void test_export_roundtrip_codebook(void)
     free(bytes);
     CHECK(d->layers[3].t[0].enc == DCZ_ENC_CODEBOOK && d->layers[3].t[0].index_coding == DCZ_CODING_HUFFMAN,
           "conv2 codebook, Huffman");
-    export_roundtrip(d, x, 100, 0, 0, "cnn codebook+huffman");
+    /* within rounding, not bit for bit: the compressed convolutions sum by
+     * taps, the re-imported dense ones by im2col dot products */
+    export_roundtrip(d, x, 100, 0, 1e-5f, "cnn codebook+huffman");
     for (int opset = DCZ_ONNX_OPSET_MIN; opset <= DCZ_ONNX_OPSET_MAX; opset++)
         export_roundtrip(d, x, 100, opset, 1e-5f, "cnn codebook+huffman");
     dcz_doc_free(d);
