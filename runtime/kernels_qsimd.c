@@ -17,8 +17,8 @@
  * entries and adds weight x column into QTILE int32 sums held in vector
  * registers. AVX2 takes the entries two by two: the two columns
  * interleaved (unpack) meet the two weights in one multiply-add of pairs
- * (vpmaddwd; |w x| <= 127 x 127, so a pair's sum is an int16 product pair
- * that cannot overflow its int32). NEON widens each weight x column into
+ * (vpmaddwd: each product at most 127 x 127, a pair's sum at most 32,258,
+ * well inside the int32 it lands in). NEON widens each weight x column into
  * the int32 sums (smlal). Below QTILE / 2 samples a tile would be mostly
  * empty: the rows are summed one sample at a time (the scalar kernel,
  * which is also the variant where there is no vector unit).
@@ -133,7 +133,7 @@ void dcz_quantize(const float *x, size_t n, float scale, int32_t qmax, dcz_q *y)
 
 /* ---- the fully connected matrix ----------------------------------------- */
 
-/* Rows r0..r1 of s on samples b0..b0+nb, one sample at a time. */
+/* Every row of s on samples b0 .. b0 + nb - 1, one sample at a time. */
 static void rows_scalar(const dcz_qsparse *s, const int64_t *bias, const dcz_q *x, size_t b0, size_t nb,
                         int64_t *acc)
 {
