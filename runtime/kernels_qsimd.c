@@ -67,21 +67,91 @@ static inline int64_t floor_shift(int64_t v, unsigned k)
     return v >= 0 ? v >> k : ~(~v >> k);
 }
 
-void dcz_requant8(const dcz_requant *rq, const int64_t *acc, size_t batch, uint32_t channels,
-                  uint32_t plane, dcz_q *y)
+/* y[i] of accumulator a, multiplier m and shift k (see dcz_requant8) */
+static inline dcz_q requant8_one(int64_t a, int64_t m, unsigned k, int64_t qmax)
 {
-    const int64_t qmax = rq->qmax;
+    const int64_t v = floor_shift(a * m + (k ? (int64_t)1 << (k - 1) : 0), k);
+    return (dcz_q)(v > qmax ? qmax : v < -qmax ? -qmax : v);
+}
+
+#ifdef DCZ_X86
+/* 4 accumulators a step, each with its own multiplier and shift: the
+ * signed 32 x 32 -> 64 multiply (|acc| < 2^31), the rounding half by a
+ * variable shift (a count of 2^64 - 1 for k = 0 gives 0), floor by a
+ * logical shift of the value with its sign bits flipped and flipped back,
+ * the clamp by 64-bit compares. Returns the 4 results as int32 lanes. */
+__attribute__((target("avx2")))
+static inline __m128i requant4__avx2(__m256i a, __m256i m, __m256i k, __m256i qmax)
+{
+    const __m256i one = _mm256_set1_epi64x(1), zero = _mm256_setzero_si256();
+    __m256i v = _mm256_mul_epi32(a, m);
+    v = _mm256_add_epi64(v, _mm256_sllv_epi64(one, _mm256_sub_epi64(k, one)));
+    const __m256i sign = _mm256_cmpgt_epi64(zero, v);
+    v = _mm256_xor_si256(_mm256_srlv_epi64(_mm256_xor_si256(v, sign), k), sign);
+    v = _mm256_blendv_epi8(v, qmax, _mm256_cmpgt_epi64(v, qmax));
+    const __m256i nq = _mm256_sub_epi64(zero, qmax);
+    v = _mm256_blendv_epi8(v, nq, _mm256_cmpgt_epi64(nq, v));
+    /* the low halves of the four 64-bit lanes */
+    return _mm256_castsi256_si128(_mm256_permutevar8x32_epi32(v, _mm256_setr_epi32(0, 2, 4, 6, 0, 0, 0, 0)));
+}
+
+__attribute__((target("avx2")))
+static void requant8__avx2(const dcz_requant *rq, const int64_t *acc, size_t batch, uint32_t channels,
+                           uint32_t plane, dcz_q *y)
+{
+    const __m256i qmax = _mm256_set1_epi64x(rq->qmax);
+    for (size_t b = 0; b < batch; b++) {
+        if (plane == 1) {   /* fully connected: the channels side by side */
+            const int64_t *ab = acc + b * channels;
+            dcz_q *yb = y + b * channels;
+            uint32_t c = 0;
+            for (; c + 4 <= channels; c += 4) {
+                const __m256i m = _mm256_cvtepi32_epi64(_mm_loadu_si128((const __m128i *)(const void *)(rq->mult + c)));
+                uint32_t k4;
+                memcpy(&k4, rq->shift + c, 4);
+                const __m256i k = _mm256_cvtepu8_epi64(_mm_cvtsi32_si128((int)k4));
+                const __m128i r = requant4__avx2(_mm256_loadu_si256((const __m256i *)(const void *)(ab + c)), m, k, qmax);
+                _mm_storel_epi64((__m128i *)(void *)(yb + c), _mm_packs_epi32(r, r));
+            }
+            for (; c < channels; c++) yb[c] = requant8_one(ab[c], rq->mult[c], rq->shift[c], rq->qmax);
+            continue;
+        }
+        for (uint32_t c = 0; c < channels; c++) {
+            const size_t at = (b * channels + c) * plane;
+            const __m256i m = _mm256_set1_epi64x(rq->mult[c]), k = _mm256_set1_epi64x(rq->shift[c]);
+            uint32_t i = 0;
+            for (; i + 4 <= plane; i += 4) {
+                const __m128i r = requant4__avx2(_mm256_loadu_si256((const __m256i *)(const void *)(acc + at + i)), m, k,
+                                                 qmax);
+                _mm_storel_epi64((__m128i *)(void *)(y + at + i), _mm_packs_epi32(r, r));
+            }
+            for (; i < plane; i++) y[at + i] = requant8_one(acc[at + i], rq->mult[c], rq->shift[c], rq->qmax);
+        }
+    }
+}
+#endif
+
+void dcz_requant8_ref(const dcz_requant *rq, const int64_t *acc, size_t batch, uint32_t channels,
+                      uint32_t plane, dcz_q *y)
+{
     for (size_t b = 0; b < batch; b++)
         for (uint32_t c = 0; c < channels; c++) {
             const size_t at = (b * channels + c) * plane;
-            const int64_t m = rq->mult[c];
-            const unsigned k = rq->shift[c];
-            const int64_t half = k ? (int64_t)1 << (k - 1) : 0;
-            for (uint32_t i = 0; i < plane; i++) {
-                const int64_t v = floor_shift(acc[at + i] * m + half, k);
-                y[at + i] = (dcz_q)(v > qmax ? qmax : v < -qmax ? -qmax : v);
-            }
+            for (uint32_t i = 0; i < plane; i++)
+                y[at + i] = requant8_one(acc[at + i], rq->mult[c], rq->shift[c], rq->qmax);
         }
+}
+
+void dcz_requant8(const dcz_requant *rq, const int64_t *acc, size_t batch, uint32_t channels,
+                  uint32_t plane, dcz_q *y)
+{
+#ifdef DCZ_X86
+    if (dcz_isa_supported(DCZ_ISA_AVX2)) {
+        requant8__avx2(rq, acc, batch, channels, plane, y);
+        return;
+    }
+#endif
+    dcz_requant8_ref(rq, acc, batch, channels, plane, y);
 }
 
 /* ---- the region's input ------------------------------------------------- */

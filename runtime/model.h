@@ -717,7 +717,10 @@ void dcz_requant_ref(const dcz_requant *rq, const int64_t *acc, size_t batch, ui
 void dcz_quantize_ref(const float *x, size_t n, float scale, int32_t qmax, dcz_q *y);
 void dcz_quantize(const float *x, size_t n, float scale, int32_t qmax, dcz_q *y);
 /* dcz_requant_ref for qmax 127, where |acc| < 2^31: an add and a shift
- * where the reference divides (kernels_qsimd.c). */
+ * where the reference divides (kernels_qsimd.c); dcz_requant8_ref one
+ * element at a time, dcz_requant8 4 at a time on AVX2, the same bits. */
+void dcz_requant8_ref(const dcz_requant *rq, const int64_t *acc, size_t batch, uint32_t channels,
+                      uint32_t plane, dcz_q *y);
 void dcz_requant8(const dcz_requant *rq, const int64_t *acc, size_t batch, uint32_t channels,
                   uint32_t plane, dcz_q *y);
 

@@ -496,6 +496,9 @@ static void test_requant8(void)
             memset(got, 0x55, sizeof got);
             dcz_requant8(&rq, acc, batch, C, planes[k], got);
             bad += diff_q("requant8", k ? "plane 1" : "plane 5", got, want, (size_t)B * C * P);
+            memset(got, 0x55, sizeof got);
+            dcz_requant8_ref(&rq, acc, batch, C, planes[k], got);
+            bad += diff_q("requant8_ref", k ? "plane 1" : "plane 5", got, want, (size_t)B * C * P);
         }
     }
     CHECK(bad == 0, "requant8 differs from requant_ref in %zu elements", bad);
