@@ -106,11 +106,11 @@ dcz_status dcz_describe_layer(const dcz_model *m, uint32_t layer, dcz_layer_desc
     k->kernel = o ? o->label : "?";
     gpu_why(m, l, k);
     if (!k->weighted) return DCZ_OK;
+    const char *cisa = m->opt.force_reference ? NULL : dcz_conv2d_variant();   /* convolution rows */
     if (l->q) {
         const char *scheme = m->scheme == DCZ_SCHEME_INT8 ? "calibrated int8" : "calibrated fixed point";
         if (conv) {
             k->kernel = "qconv2d_sparse (integers)";
-            const char *cisa = m->opt.force_reference ? NULL : dcz_conv2d_variant();
             snprintf(k->why, sizeof k->why, "%s: each stored integer weight scales a shifted input plane, "
                      "64-bit sums, %s rows", scheme, cisa ? cisa : "scalar");
         } else if (m->qmax == 127 && !m->opt.force_reference) {
@@ -124,7 +124,6 @@ dcz_status dcz_describe_layer(const dcz_model *m, uint32_t layer, dcz_layer_desc
         }
     } else if (!l->sparse) {
         const char *isa = m->opt.force_reference ? NULL : dcz_dense_f32_variant();
-        const char *cisa = m->opt.force_reference ? NULL : dcz_conv2d_variant();
         k->kernel = conv ? l->im2col ? "conv2d_dense_im2col" : "conv2d_dense" : isa ? "dense_f32" : "dense_f32_ref";
         if (conv && l->im2col)
             snprintf(k->why, sizeof k->why, "dense weights: im2col patches times the weights by %s", isa ? "dense_f32"
@@ -137,7 +136,6 @@ dcz_status dcz_describe_layer(const dcz_model *m, uint32_t layer, dcz_layer_desc
         else snprintf(k->why, sizeof k->why, "dense weights: %s, each row's dot product over the vector lanes, four rows "
                       "per pass over a sample", isa);
     } else if (conv) {
-        const char *cisa = m->opt.force_reference ? NULL : dcz_conv2d_variant();
         k->kernel = l->im2col ? "conv2d_sparse_im2col" : "conv2d_sparse_direct";
         if (l->im2col)
             snprintf(k->why, sizeof k->why, "output rows shorter than 8: im2col patches times the compressed rows");

@@ -220,13 +220,12 @@ void dcz_run_dense(const dcz_model *m, const dcz_exec_layer *l, const float *con
 void dcz_run_conv2d(const dcz_model *m, const dcz_exec_layer *l, const float *const *xs,
                     size_t batch, float *y)
 {
-    if (l->im2col && l->sparse) {
-        dcz_conv2d_sparse_im2col(&l->geom, &l->sp, l->bias, xs[0], batch, m->opt.force_reference,
-                                 m->scratch, y);
-        return;
-    }
     if (l->im2col) {
-        dcz_conv2d_dense_im2col(&l->geom, l->w, l->bias, xs[0], batch, m->opt.force_reference, m->scratch, y);
+        if (l->sparse)
+            dcz_conv2d_sparse_im2col(&l->geom, &l->sp, l->bias, xs[0], batch, m->opt.force_reference,
+                                     m->scratch, y);
+        else
+            dcz_conv2d_dense_im2col(&l->geom, l->w, l->bias, xs[0], batch, m->opt.force_reference, m->scratch, y);
         return;
     }
     /* the vector variants give the scalar rows' bits */
