@@ -28,6 +28,8 @@
 #             for the oldest architecture the nvcc compiles (compute_70 up to
 #             CUDA 12, compute_75 from CUDA 13), which the driver compiles for
 #             any newer GPU. With it libdcz links the CUDA runtime and cuBLAS.
+#             nvcc contracts no multiply-add (--fmad=false), as the host code
+#             (-ffp-contract=off): element-wise ops round as on the CPU.
 #   MPI       auto: multi-process retraining (mpirun, srun) when OpenMPI's
 #             development files are found (Debian: libopenmpi-dev); 1
 #             requires them; 0 builds a single-process dcz
@@ -96,7 +98,8 @@ CUDA_LIBDIR := $(firstword $(wildcard $(CUDA_HOME)/lib64 $(CUDA_HOME)/lib))
 NVFLAGS := -std=c++17 $(OPT) -Iinclude -I. -DDCZ_CUDA=1 \
            -gencode arch=compute_$(CUDA_SM),code=sm_$(CUDA_SM) \
            -gencode arch=compute_$(CUDA_PTX),code=compute_$(CUDA_PTX) \
-           -Xcompiler -Wall,-Wextra,-Wno-unused-parameter -Werror=all-warnings
+           -Xcompiler -Wall,-Wextra,-Wno-unused-parameter -Werror=all-warnings \
+           --fmad=false
 CFLAGS_ALL += -DDCZ_CUDA=1 -I$(CUDA_HOME)/include '-DDCZ_CUDA_TARGETS="sm_$(CUDA_SM) + compute_$(CUDA_PTX) PTX"'
 LDLIBS_RT := -L$(CUDA_LIBDIR) -Wl,-rpath,$(CUDA_LIBDIR) -lcublas -lcudart -lstdc++
 CUDA_SAYS := CUDA backend: built ($(NVCC), sm_$(CUDA_SM) + compute_$(CUDA_PTX) PTX)
