@@ -125,9 +125,10 @@ dcz_status dcz_describe_layer(const dcz_model *m, uint32_t layer, dcz_layer_desc
     } else if (!l->sparse) {
         const char *isa = m->opt.force_reference ? NULL : dcz_dense_f32_variant();
         k->kernel = conv ? l->im2col ? "conv2d_dense_im2col" : "conv2d_dense" : isa ? "dense_f32" : "dense_f32_ref";
+        const char *gisa = m->opt.force_reference ? NULL : dcz_gemm_f32_variant();
         if (conv && l->im2col)
-            snprintf(k->why, sizeof k->why, "dense weights: im2col patches times the weights by %s", isa ? "dense_f32"
-                     : "dense_f32_ref");
+            snprintf(k->why, sizeof k->why, "dense weights: the weights times the patches by gemm_f32%s%s",
+                     gisa ? " in " : "_ref", gisa ? gisa : "");
         else if (conv)
             snprintf(k->why, sizeof k->why, "dense weights, grouped or patches past the scratch cap: direct "
                      "convolution, %s rows",

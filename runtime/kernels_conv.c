@@ -341,11 +341,20 @@ static uint64_t im2col_matrix_floats(const dcz_conv_geom *g)
     return per_pixel && pixels > UINT64_MAX / per_pixel ? UINT64_MAX : pixels * per_pixel;
 }
 
+/* the dense kernel's patch matrix (in_c kh kw, pixels padded to DCZ_GEMM_PAD) */
+static uint64_t dense_col_floats(const dcz_conv_geom *g)
+{
+    const uint64_t k = (uint64_t)g->in_c * g->kh * g->kw;
+    const uint64_t ldb = dcz_gemm_ldb((size_t)g->out_h * g->out_w);
+    return k && ldb > UINT64_MAX / k ? UINT64_MAX : k * ldb;
+}
+
 uint64_t dcz_conv2d_im2col_floats(const dcz_conv_geom *g)
 {
     const uint64_t m = im2col_matrix_floats(g);
     const uint64_t tile = dcz_spmm_scratch_floats(g->out_c, g->in_c * g->kh * g->kw);
-    return m > UINT64_MAX - tile ? UINT64_MAX : m + tile;
+    const uint64_t sparse = m > UINT64_MAX - tile ? UINT64_MAX : m + tile, dense = dense_col_floats(g);
+    return sparse > dense ? sparse : dense;
 }
 
 int dcz_conv2d_pick_im2col(const dcz_conv_geom *g)
@@ -389,24 +398,53 @@ void dcz_conv2d_sparse_im2col(const dcz_conv_geom *g, const dcz_sparse *s, const
 
 int dcz_conv2d_pick_dense_im2col(const dcz_conv_geom *g)
 {
-    return dcz_conv_groups(g) == 1 && im2col_matrix_floats(g) <= DCZ_CONV_SCRATCH_MAX;
+    return dcz_conv_groups(g) == 1 && dense_col_floats(g) <= DCZ_CONV_SCRATCH_MAX;
+}
+
+void dcz_im2col_k(const dcz_conv_geom *g, const float *x, float *col, size_t ldb)
+{
+    const size_t pixels = (size_t)g->out_h * g->out_w;
+    for (uint32_t ic = 0; ic < g->in_c; ic++)
+        for (uint32_t ky = 0; ky < g->kh; ky++)
+            for (uint32_t kx = 0; kx < g->kw; kx++) {
+                float *row = col + (((size_t)ic * g->kh + ky) * g->kw + kx) * ldb;
+                /* the outputs ox whose input column ox sw + kx - pw is inside: lo .. hi - 1 */
+                const int64_t off = (int64_t)kx - g->pw;
+                uint32_t lo = 0, hi = 0;
+                for (uint32_t ox = 0; ox < g->out_w; ox++) {
+                    const int64_t ix = (int64_t)ox * g->sw + off;
+                    if (ix < 0) lo = ox + 1;
+                    else if (ix < g->in_w) hi = ox + 1;
+                }
+                if (hi < lo) hi = lo;
+                for (uint32_t oy = 0; oy < g->out_h; oy++) {
+                    float *r = row + (size_t)oy * g->out_w;
+                    const int64_t iy = (int64_t)oy * g->sh + ky - g->ph;
+                    if (iy < 0 || iy >= g->in_h) {
+                        memset(r, 0, g->out_w * sizeof *r);
+                        continue;
+                    }
+                    const float *xr = x + ((size_t)ic * g->in_h + (size_t)iy) * g->in_w;
+                    for (uint32_t ox = 0; ox < lo; ox++) r[ox] = 0.0f;
+                    if (g->sw == 1 && hi > lo) memcpy(r + lo, xr + (lo + off), (hi - lo) * sizeof *r);
+                    else
+                        for (uint32_t ox = lo; ox < hi; ox++) r[ox] = xr[(int64_t)ox * g->sw + off];
+                    for (uint32_t ox = hi; ox < g->out_w; ox++) r[ox] = 0.0f;
+                }
+                for (size_t p = pixels; p < ldb; p++) row[p] = 0.0f;
+            }
 }
 
 void dcz_conv2d_dense_im2col(const dcz_conv_geom *g, const float *w, const float *bias, const float *x,
                              size_t batch, int ref, float *scratch, float *y)
 {
-    const size_t pixels = (size_t)g->out_h * g->out_w;
+    const size_t pixels = (size_t)g->out_h * g->out_w, ldb = dcz_gemm_ldb(pixels);
     const uint32_t k = g->in_c * g->kh * g->kw;
     const size_t in_sample = (size_t)g->in_c * g->in_h * g->in_w, out_sample = pixels * g->out_c;
-    float *col = scratch;                   /* (pixels, in_c kh kw) */
-    float *t = scratch + pixels * k;        /* (pixels, out_c) */
     for (size_t b = 0; b < batch; b++) {
-        dcz_im2col(g, x + b * in_sample, col);
-        if (ref) dcz_dense_f32_ref(w, bias, col, pixels, k, g->out_c, t);
-        else dcz_dense_f32(w, bias, col, pixels, k, g->out_c, t);
-        float *yb = y + b * out_sample;
-        for (uint32_t oc = 0; oc < g->out_c; oc++)
-            for (size_t p = 0; p < pixels; p++) yb[oc * pixels + p] = t[p * g->out_c + oc];
+        dcz_im2col_k(g, x + b * in_sample, scratch, ldb);
+        if (ref) dcz_gemm_f32_ref(g->out_c, pixels, k, w, k, scratch, ldb, bias, NULL, y + b * out_sample, pixels);
+        else dcz_gemm_f32(g->out_c, pixels, k, w, k, scratch, ldb, bias, NULL, y + b * out_sample, pixels);
     }
 }
 

@@ -751,3 +751,62 @@ void dcz_spmm_pool(dcz_pool *pool, const dcz_sparse *s, const float *bias, const
         dcz_pool_run(pool, spmm_part, &j);
     }
 }
+
+/* ---- ReLU --------------------------------------------------------------------- */
+
+/* y = x where x > 0, else 0 (NaN and -0 too): a compare and an and per
+ * vector, the reference's bits. */
+#ifdef DCZ_X86
+__attribute__((target("avx2")))
+static void relu__avx2(const float *x, size_t n, float *y)
+{
+    const __m256 zero = _mm256_setzero_ps();
+    size_t i = 0;
+    for (; i + 8 <= n; i += 8) {
+        const __m256 v = _mm256_loadu_ps(x + i);
+        _mm256_storeu_ps(y + i, _mm256_and_ps(_mm256_cmp_ps(v, zero, _CMP_GT_OQ), v));
+    }
+    for (; i < n; i++) y[i] = x[i] > 0.0f ? x[i] : 0.0f;
+}
+#endif
+
+#ifdef DCZ_NEON
+static void relu__neon(const float *x, size_t n, float *y)
+{
+    const float32x4_t zero = vdupq_n_f32(0.0f);
+    size_t i = 0;
+    for (; i + 4 <= n; i += 4) {
+        const float32x4_t v = vld1q_f32(x + i);
+        vst1q_f32(y + i, vreinterpretq_f32_u32(vandq_u32(vcgtq_f32(v, zero), vreinterpretq_u32_f32(v))));
+    }
+    for (; i < n; i++) y[i] = x[i] > 0.0f ? x[i] : 0.0f;
+}
+#endif
+
+int dcz_relu_isa(dcz_isa isa, const float *x, size_t n, float *y)
+{
+#ifdef DCZ_X86
+    if (isa == DCZ_ISA_AVX2 && dcz_isa_supported(DCZ_ISA_AVX2)) {
+        relu__avx2(x, n, y);
+        return 1;
+    }
+#endif
+#ifdef DCZ_NEON
+    if (isa == DCZ_ISA_NEON) {
+        relu__neon(x, n, y);
+        return 1;
+    }
+#endif
+    (void)isa;
+    (void)x;
+    (void)n;
+    (void)y;
+    return 0;
+}
+
+void dcz_relu(const float *x, size_t n, float *y)
+{
+    if (dcz_relu_isa(dcz_isa_best(), x, n, y)) return;
+    if (y != x) memcpy(y, x, n * sizeof *y);
+    dcz_relu_ref(y, n);
+}

@@ -434,12 +434,35 @@ int dcz_dense_f32_isa(dcz_isa isa, const float *w, const float *bias, const floa
                       uint32_t out, float *y);
 /* The variant dcz_dense_f32 runs here ("avx2", "neon"), NULL: the reference. */
 const char *dcz_dense_f32_variant(void);
+/* C (m, n) = A (m, k) B (k, n) + a bias per row of C (bias_m) or per
+ * column (bias_n), or none; A rows lda floats apart, B rows ldb apart, C
+ * rows ldc apart. Each output starts at its bias (else 0) and adds its k
+ * products in order, each by a fused multiply-add (fmaf). The reference
+ * loops; dcz_gemm_f32 runs the best vector variant of this machine
+ * (kernels_gemm.c), dcz_gemm_f32_isa the one asked for (0: this build or
+ * machine lacks it, nothing written): they read whole vectors of B's rows,
+ * so ldb is at least n rounded up to DCZ_GEMM_PAD and B's last row is that
+ * long, the padding any finite values. All of them give the same bits. */
+#define DCZ_GEMM_PAD 16
+static inline size_t dcz_gemm_ldb(size_t n) { return (n + DCZ_GEMM_PAD - 1) / DCZ_GEMM_PAD * DCZ_GEMM_PAD; }
+void dcz_gemm_f32_ref(size_t m, size_t n, uint32_t k, const float *a, size_t lda, const float *b, size_t ldb,
+                      const float *bias_m, const float *bias_n, float *c, size_t ldc);
+void dcz_gemm_f32(size_t m, size_t n, uint32_t k, const float *a, size_t lda, const float *b, size_t ldb,
+                  const float *bias_m, const float *bias_n, float *c, size_t ldc);
+int dcz_gemm_f32_isa(dcz_isa isa, size_t m, size_t n, uint32_t k, const float *a, size_t lda, const float *b,
+                     size_t ldb, const float *bias_m, const float *bias_n, float *c, size_t ldc);
+/* The variant dcz_gemm_f32 runs here ("avx512", "avx2", "neon"), NULL: the reference. */
+const char *dcz_gemm_f32_variant(void);
 /* y (out) = S x (in) + bias, batch 1. */
 void dcz_spmv_ref(const dcz_sparse *s, const float *bias, const float *x, float *y);
 /* y (batch, out) = x (batch, in) S^T + bias, every entry decoded once per row. */
 void dcz_spmm_ref(const dcz_sparse *s, const float *bias, const float *x, size_t batch,
                   float *y);
 void dcz_relu_ref(float *x, size_t n);
+/* y (n) = ReLU of x (n), vectorized (kernels_simd.c), the reference's bits;
+ * y may be x. dcz_relu_isa: the variant of isa, 0 when missing. */
+void dcz_relu(const float *x, size_t n, float *y);
+int dcz_relu_isa(dcz_isa isa, const float *x, size_t n, float *y);
 
 /* y (n) = a + b. */
 void dcz_add_ref(const float *a, const float *b, size_t n, float *y);
@@ -591,19 +614,23 @@ uint64_t dcz_conv2d_im2col_floats(const dcz_conv_geom *g);
 #define DCZ_CONV_DIRECT_MIN_W 8
 #define DCZ_CONV_SCRATCH_MAX (1u << 22)
 int dcz_conv2d_pick_im2col(const dcz_conv_geom *g);
-/* Dense weights: each sample's im2col patches times the weights by the
- * dense kernel (dcz_dense_f32, or its reference when ref), the pixels as
- * its batch, then a transpose; scratch as dcz_conv2d_sparse_im2col's. A
- * sample gives the same bits at any batch. The runtime takes it for every
- * ungrouped dense convolution whose scratch is at most
- * DCZ_CONV_SCRATCH_MAX floats (dcz_conv2d_pick_dense_im2col): one pass of
- * vector dot products over a patch where direct takes a pass per weight. */
+/* Dense weights: each sample's patches laid out by dcz_im2col_k, then the
+ * weights (out_c, in_c kh kw) times them by dcz_gemm_f32 (its reference
+ * when ref), straight into the output planes; scratch of
+ * dcz_conv2d_im2col_floats floats. A sample gives the same bits at any
+ * batch, and on every variant the reference's. The runtime takes it for
+ * every ungrouped dense convolution whose patches take at most
+ * DCZ_CONV_SCRATCH_MAX floats (dcz_conv2d_pick_dense_im2col). */
 void dcz_conv2d_dense_im2col(const dcz_conv_geom *g, const float *w, const float *bias, const float *x,
                              size_t batch, int ref, float *scratch, float *y);
 int dcz_conv2d_pick_dense_im2col(const dcz_conv_geom *g);
 /* col (out_h out_w, in_c kh kw): row p is the receptive field of output
  * pixel p in (ic, ky, kx) order, 0 where it falls in the padding. */
 void dcz_im2col(const dcz_conv_geom *g, const float *x, float *col);
+/* col (in_c kh kw, ldb): row (ic, ky, kx) holds, for every output pixel,
+ * the input it multiplies by that weight, 0 in the padding; columns from
+ * out_h out_w to ldb are 0. */
+void dcz_im2col_k(const dcz_conv_geom *g, const float *x, float *col, size_t ldb);
 
 /* Geometry shared by the float and integer convolutions and pools
  * (kernels_conv.c; integer arithmetic only). A tap is one kernel offset k

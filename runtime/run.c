@@ -266,8 +266,12 @@ void dcz_run_copy(const dcz_model *m, const dcz_exec_layer *l, const float *cons
 void dcz_run_relu(const dcz_model *m, const dcz_exec_layer *l, const float *const *xs,
                   size_t batch, float *y)
 {
-    memcpy(y, xs[0], batch * l->in * sizeof *y);
-    dcz_relu_ref(y, batch * l->in);
+    if (m->opt.force_reference) {
+        memcpy(y, xs[0], batch * l->in * sizeof *y);
+        dcz_relu_ref(y, batch * l->in);
+    } else {
+        dcz_relu(xs[0], batch * l->in, y);
+    }
 }
 
 void dcz_run_softmax(const dcz_model *m, const dcz_exec_layer *l, const float *const *xs,

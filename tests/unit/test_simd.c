@@ -35,6 +35,19 @@
  * against a product in double within 1e-6 of each output's |w x| sum;
  * each sample of a batch bit for bit equal to that sample alone (batch 1),
  * and nothing written past y.
+ *
+ * The dense product (kernels_gemm.c): every variant this machine runs
+ * (dcz_gemm_f32_isa: __avx512, __avx2, __neon) and dcz_gemm_f32 against
+ * dcz_gemm_f32_ref bit for bit, and the reference within 1e-6 of each
+ * output's |a b| sum of a product in double, over rows 1 to 7, 12 and 13
+ * (every tail of the 6-row tiles, a one-row C), columns 1, 5, 15, 16, 17,
+ * 63, 64, 65, 129 and 300 (tails of every vector width and of the 64- and
+ * 128-column panels), k 0, 1, 9 and 300, a row stride past k and B rows
+ * padded with a sentinel, with a bias per row, per column and none; no
+ * element of C's row padding written. dcz_im2col_k over the convolution
+ * geometries against dcz_im2col transposed, its padding columns 0. ReLU:
+ * every variant against dcz_relu_ref bit for bit, -0, NaN and infinities
+ * among the inputs, in place and not.
  */
 #include <math.h>
 #include <stdlib.h>
@@ -45,6 +58,7 @@
 #define TEST_RNG_SEED 0x5eed
 #include "tests/unit/test_util.h"
 #include "tests/unit/sparse_mat.h"
+#include "tests/unit/conv_geom.h"
 
 /* (Re)builds m's column form in cblocks blocks. */
 static void make_columns(mat *m, uint32_t cblocks)
@@ -520,11 +534,139 @@ static void test_dense(void)
     CHECK(past == 0, "%zu runs wrote past y", past);
 }
 
+typedef int (*gemm_isa_fn)(dcz_isa isa, size_t m, size_t n, uint32_t k, const float *a, size_t lda,
+                           const float *b, size_t ldb, const float *bias_m, const float *bias_n, float *c, size_t ldc);
+
+static int gemm_dispatch(dcz_isa isa, size_t m, size_t n, uint32_t k, const float *a, size_t lda, const float *b,
+                         size_t ldb, const float *bias_m, const float *bias_n, float *c, size_t ldc)
+{
+    (void)isa;
+    dcz_gemm_f32(m, n, k, a, lda, b, ldb, bias_m, bias_n, c, ldc);
+    return 1;
+}
+
+static void test_gemm(void)
+{
+    const size_t ms[] = { 1, 2, 3, 4, 5, 6, 7, 12, 13 };
+    const size_t ns[] = { 1, 5, 15, 16, 17, 63, 64, 65, 129, 300 };
+    const uint32_t ks[] = { 0, 1, 9, 300 };
+    const struct { const char *name; dcz_isa isa; gemm_isa_fn fn; } vs[] = {
+        { "avx512", DCZ_ISA_AVX512, dcz_gemm_f32_isa }, { "avx2", DCZ_ISA_AVX2, dcz_gemm_f32_isa },
+        { "neon", DCZ_ISA_NEON, dcz_gemm_f32_isa }, { "dcz_gemm_f32", DCZ_ISA_REF, gemm_dispatch },
+    };
+    size_t ran[4] = { 0 }, unlike = 0, far = 0, past = 0;
+    for (size_t mi = 0; mi < sizeof ms / sizeof *ms; mi++)
+        for (size_t ni = 0; ni < sizeof ns / sizeof *ns; ni++)
+            for (size_t ki = 0; ki < sizeof ks / sizeof *ks; ki++) {
+                const size_t m = ms[mi], n = ns[ni], ldb = dcz_gemm_ldb(n), ldc = n + 3;
+                const uint32_t k = ks[ki];
+                const size_t lda = (size_t)k + 2;
+                float *a = malloc((m * lda + 1) * 4), *b = malloc(((size_t)k * ldb + 1) * 4);
+                float *bm = malloc(m * 4), *bn = malloc(n * 4);
+                float *want = malloc(m * ldc * 4), *c = malloc(m * ldc * 4);
+                for (size_t i = 0; i < m * lda; i++) a[i] = nonzero();
+                for (uint32_t p = 0; p < k; p++)
+                    for (size_t j = 0; j < ldb; j++) b[(size_t)p * ldb + j] = j < n ? nonzero() : 7.0f;
+                for (size_t i = 0; i < m; i++) bm[i] = nonzero();
+                for (size_t j = 0; j < n; j++) bn[j] = nonzero();
+                for (int bias = 0; bias < 3; bias++) {
+                    const float *pm = bias == 1 ? bm : NULL, *pn = bias == 2 ? bn : NULL;
+                    dcz_gemm_f32_ref(m, n, k, a, lda, b, ldb, pm, pn, want, ldc);
+                    for (size_t i = 0; i < m; i++)
+                        for (size_t j = 0; j < n; j++) {
+                            double t = pm ? pm[i] : pn ? pn[j] : 0, mag = fabs(t);
+                            for (uint32_t p = 0; p < k; p++) {
+                                const double q = (double)a[i * lda + p] * b[(size_t)p * ldb + j];
+                                t += q;
+                                mag += fabs(q);
+                            }
+                            far += !(fabs(want[i * ldc + j] - t) <= 1e-6 * mag + 1e-30);
+                        }
+                    for (size_t v = 0; v < sizeof vs / sizeof *vs; v++) {
+                        for (size_t i = 0; i < m * ldc; i++) c[i] = -9.0f;
+                        if (!vs[v].fn(vs[v].isa, m, n, k, a, lda, b, ldb, pm, pn, c, ldc)) continue;
+                        ran[v]++;
+                        for (size_t i = 0; i < m; i++) {
+                            size_t bad = memcmp(c + i * ldc, want + i * ldc, n * 4) != 0;
+                            if (bad && unlike < 3)
+                                fprintf(stderr, "  %s m %zu n %zu k %u bias %d: row %zu differs\n", vs[v].name, m, n,
+                                        k, bias, i);
+                            unlike += bad;
+                            for (size_t j = n; j < ldc; j++) past += c[i * ldc + j] != -9.0f;
+                        }
+                    }
+                }
+                free(a); free(b); free(bm); free(bn); free(want); free(c);
+            }
+    CHECK(ran[3] > 0 && (ran[0] > 0 || ran[1] > 0 || ran[2] > 0 || !dcz_gemm_f32_variant()),
+          "variants run: avx512 %zu, avx2 %zu, neon %zu, dispatch %zu", ran[0], ran[1], ran[2], ran[3]);
+    CHECK(far == 0, "%zu reference outputs beyond 1e-6 of their |a b| sum", far);
+    CHECK(unlike == 0, "%zu rows of C differ from the reference's bits", unlike);
+    CHECK(past == 0, "%zu elements of C's row padding written", past);
+}
+
+static void test_im2col_k(void)
+{
+    dcz_conv_geom all[64];
+    size_t count = 0, bad = 0, geoms = 0;
+    while (count < 64 - CONV_EXTRA && conv_grid(count, &all[count])) count++;
+    conv_extra(all + count);
+    count += CONV_EXTRA;
+    for (size_t gi = 0; gi < count; gi++) {
+        const dcz_conv_geom *g = &all[gi];
+        if (dcz_conv_groups(g) != 1) continue;
+        geoms++;
+        const size_t pixels = (size_t)g->out_h * g->out_w, ldb = dcz_gemm_ldb(pixels);
+        const size_t k = (size_t)g->in_c * g->kh * g->kw, xin = (size_t)g->in_c * g->in_h * g->in_w;
+        float *x = malloc(xin * 4 + 4), *col = malloc(pixels * k * 4 + 4), *colk = malloc(k * ldb * 4 + 4);
+        for (size_t i = 0; i < xin; i++) x[i] = nonzero();
+        for (size_t i = 0; i < k * ldb; i++) colk[i] = -5.0f;
+        dcz_im2col(g, x, col);
+        dcz_im2col_k(g, x, colk, ldb);
+        for (size_t r = 0; r < k; r++)
+            for (size_t p = 0; p < ldb; p++)
+                bad += colk[r * ldb + p] != (p < pixels ? col[p * k + r] : 0.0f);
+        free(x); free(col); free(colk);
+    }
+    CHECK(geoms > 5, "only %zu ungrouped geometries", geoms);
+    CHECK(bad == 0, "%zu elements of dcz_im2col_k differ from dcz_im2col transposed", bad);
+}
+
+static void test_relu(void)
+{
+    const size_t n = 1003;
+    float *x = malloc(n * 4), *want = malloc(n * 4), *y = malloc(n * 4);
+    for (size_t i = 0; i < n; i++) x[i] = frand();
+    x[3] = -0.0f; x[10] = NAN; x[11] = -NAN; x[20] = INFINITY; x[21] = -INFINITY; x[n - 1] = NAN;
+    memcpy(want, x, n * 4);
+    dcz_relu_ref(want, n);
+    const dcz_isa isas[] = { DCZ_ISA_AVX2, DCZ_ISA_NEON };
+    size_t ran = 0, bad = 0;
+    for (size_t v = 0; v < 2; v++) {
+        if (!dcz_relu_isa(isas[v], x, n, y)) continue;
+        ran++;
+        bad += memcmp(y, want, n * 4) != 0;
+        memcpy(y, x, n * 4);
+        dcz_relu_isa(isas[v], y, n, y);
+        bad += memcmp(y, want, n * 4) != 0;
+    }
+    dcz_relu(x, n, y);
+    bad += memcmp(y, want, n * 4) != 0;
+    CHECK(want[3] == 0.0f && !signbit(want[3]) && want[10] == 0.0f && want[20] == INFINITY && want[21] == 0.0f,
+          "the reference's ReLU of -0, NaN and infinities");
+    CHECK(ran > 0 || !dcz_gemm_f32_variant(), "no ReLU variant ran");
+    CHECK(bad == 0, "%zu ReLU runs differ from the reference", bad);
+    free(x); free(want); free(y);
+}
+
 int main(void)
 {
     RUN(test_grid);
     RUN(test_declines);
     RUN(test_threads);
     RUN(test_dense);
+    RUN(test_gemm);
+    RUN(test_im2col_k);
+    RUN(test_relu);
     return check_summary();
 }

@@ -1,0 +1,129 @@
+/* gemm_tile.h: the tiles and the walk of dcz_gemm_f32 for one vector ISA,
+ * included by kernels_gemm.c once per ISA with these defined:
+ *   SFX            the name suffix (__avx512, __avx2, __neon)
+ *   TGT            the functions' target attribute, or nothing
+ *   V, L           the vector type and its lanes (L divides DCZ_GEMM_PAD)
+ *   VZERO() VSET1(f) VLOAD(p) VFMA(a, b, c) (a b + c, one rounding)
+ *   VSTORE(p, v) VSTORE_PART(p, v, n) VLOAD_PART(p, n) (the first n lanes)
+ *   MR, NV         the general tile: MR rows of C by NV vectors of columns
+ *   NV1            the one-row tile's vectors (C of one row: batch 1)
+ * and undefined again at its end.
+ * A tile keeps its MR x NV sums in registers over the whole of k: each sum
+ * starts at its bias (or 0) and takes A's element times B's by a fused
+ * multiply-add, k in order, so every output has dcz_gemm_f32_ref's bits
+ * whatever the tile, the ISA and the rows around it. */
+#define CAT_(a, b) a##b
+#define CAT(a, b) CAT_(a, b)
+#define NAME(n) CAT(n, SFX)
+
+/* Rows mr (constant) of C by nv (constant) vectors of columns, the last
+ * one with `last` columns (1..L). */
+TGT __attribute__((always_inline))
+static inline void NAME(tile)(const int mr, const int nv, uint32_t k, const float *a, size_t lda, const float *b,
+                              size_t ldb, const float *bias_m, const float *bias_n, float *c, size_t ldc,
+                              uint32_t last)
+{
+    V acc[MR][NV1];
+#pragma GCC unroll 8
+    for (int i = 0; i < mr; i++)
+#pragma GCC unroll 8
+        for (int v = 0; v < nv; v++)
+            acc[i][v] = bias_m ? VSET1(bias_m[i])
+                      : bias_n ? (v == nv - 1 ? VLOAD_PART(bias_n + v * L, last) : VLOAD(bias_n + v * L))
+                               : VZERO();
+    for (uint32_t p = 0; p < k; p++) {
+        const float *bp = b + (size_t)p * ldb;
+        V bv[NV1];
+#pragma GCC unroll 8
+        for (int v = 0; v < nv; v++) bv[v] = VLOAD(bp + v * L);
+#pragma GCC unroll 8
+        for (int i = 0; i < mr; i++) {
+            const V av = VSET1(a[(size_t)i * lda + p]);
+#pragma GCC unroll 8
+            for (int v = 0; v < nv; v++) acc[i][v] = VFMA(av, bv[v], acc[i][v]);
+        }
+    }
+#pragma GCC unroll 8
+    for (int i = 0; i < mr; i++)
+#pragma GCC unroll 8
+        for (int v = 0; v < nv; v++) {
+            float *cp = c + (size_t)i * ldc + v * L;
+            if (v == nv - 1 && last < L) VSTORE_PART(cp, acc[i][v], last);
+            else VSTORE(cp, acc[i][v]);
+        }
+}
+
+typedef void (*NAME(tile_fn))(uint32_t k, const float *a, size_t lda, const float *b, size_t ldb,
+                              const float *bias_m, const float *bias_n, float *c, size_t ldc, uint32_t last);
+
+#define TILE(R, N)                                                                                      \
+    TGT static void CAT(NAME(tile), _##R##x##N)(uint32_t k, const float *a, size_t lda, const float *b, \
+                                                size_t ldb, const float *bias_m, const float *bias_n,  \
+                                                float *c, size_t ldc, uint32_t last)                   \
+    {                                                                                                   \
+        NAME(tile)(R, N, k, a, lda, b, ldb, bias_m, bias_n, c, ldc, last);                              \
+    }
+#define TILE_ROW(R) TILE(R, 1) TILE(R, 2) TILE(R, 3) TILE(R, 4)
+TILE_ROW(1) TILE_ROW(2) TILE_ROW(3) TILE_ROW(4)
+#if MR > 4
+TILE_ROW(5) TILE_ROW(6)
+#endif
+#if NV1 > 4
+TILE(1, 5) TILE(1, 6) TILE(1, 7) TILE(1, 8)
+#endif
+#undef TILE_ROW
+#undef TILE
+
+#define T4(R) { NULL, CAT(NAME(tile), _##R##x1), CAT(NAME(tile), _##R##x2), CAT(NAME(tile), _##R##x3), \
+                CAT(NAME(tile), _##R##x4) }
+/* [rows][vectors]: the tiles */
+static const NAME(tile_fn) NAME(tiles)[MR + 1][NV1 + 1] = {
+    { NULL },
+#if NV1 > 4
+    { NULL, CAT(NAME(tile), _1x1), CAT(NAME(tile), _1x2), CAT(NAME(tile), _1x3), CAT(NAME(tile), _1x4),
+      CAT(NAME(tile), _1x5), CAT(NAME(tile), _1x6), CAT(NAME(tile), _1x7), CAT(NAME(tile), _1x8) },
+#else
+    T4(1),
+#endif
+    T4(2), T4(3), T4(4),
+#if MR > 4
+    T4(5), T4(6),
+#endif
+};
+#undef T4
+
+/* The walk: panels of columns (NV vectors; NV1 when C has one row), each
+ * down every MR rows of C while the panel of B stays in cache. */
+TGT static void NAME(gemm)(size_t m, size_t n, uint32_t k, const float *a, size_t lda, const float *b, size_t ldb,
+                           const float *bias_m, const float *bias_n, float *c, size_t ldc)
+{
+    const size_t width = (size_t)(m == 1 ? NV1 : NV) * L;
+    for (size_t j = 0; j < n; j += width) {
+        const size_t cols = n - j < width ? n - j : width;
+        const int nv = (int)((cols + L - 1) / L);
+        const uint32_t last = (uint32_t)(cols - (size_t)(nv - 1) * L);
+        for (size_t i = 0; i < m; i += MR) {
+            const int mr = m - i < MR ? (int)(m - i) : MR;
+            NAME(tiles)[mr][nv](k, a + i * lda, lda, b + j, ldb, bias_m ? bias_m + i : NULL,
+                                bias_n ? bias_n + j : NULL, c + i * ldc + j, ldc, last);
+        }
+    }
+}
+
+#undef NAME
+#undef CAT
+#undef CAT_
+#undef SFX
+#undef TGT
+#undef V
+#undef L
+#undef VZERO
+#undef VSET1
+#undef VLOAD
+#undef VFMA
+#undef VSTORE
+#undef VSTORE_PART
+#undef VLOAD_PART
+#undef MR
+#undef NV
+#undef NV1

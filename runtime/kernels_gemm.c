@@ -1,0 +1,169 @@
+/* kernels_gemm.c: the dense fp32 matrix product of libdcz, vectorized
+ * (AVX-512, AVX2 with FMA, NEON), beside its scalar reference.
+ *
+ * C (m, n) = A (m, k) B (k, n) plus a bias per row or per column of C. The
+ * vectors run along C's columns (B's rows are contiguous and padded to
+ * DCZ_GEMM_PAD floats, so whole vectors are always read), A's elements are
+ * broadcast, and a tile keeps MR rows by NV vectors of sums in registers
+ * over the whole of k (gemm_tile.h): each output is its bias plus the
+ * products added one by one in k order by fused multiply-adds, exactly as
+ * the reference computes it. Every variant and the reference therefore
+ * give the same bits, at any size, on any machine, and a sample of a batch
+ * the bits it has alone.
+ *
+ * Tiles (rows of C x columns): AVX-512 6 x 64 (24 of its 32 registers hold
+ * sums), AVX2 6 x 16 (12 of 16), NEON 6 x 16 (24 of 32); a C of one row
+ * (a fully connected layer at batch 1) takes 128, 64 and 32 columns a tile
+ * so that eight sums are in flight. The panel of B a tile reads stays in
+ * the caches while the tiles go down A.
+ *
+ * Checked by tests/unit/test_simd.c: every variant this machine runs
+ * against the reference bit for bit on random matrices of odd sizes, with
+ * both kinds of bias.
+ */
+#include <math.h>
+#include <string.h>
+
+#include "runtime/model.h"
+
+#if defined(__x86_64__) || defined(__i386__)
+#include <immintrin.h>
+#define DCZ_X86 1
+#elif defined(__aarch64__) && defined(__ARM_NEON)
+#include <arm_neon.h>
+#define DCZ_NEON 1
+#endif
+
+void dcz_gemm_f32_ref(size_t m, size_t n, uint32_t k, const float *a, size_t lda, const float *b, size_t ldb,
+                      const float *bias_m, const float *bias_n, float *c, size_t ldc)
+{
+    for (size_t i = 0; i < m; i++)
+        for (size_t j = 0; j < n; j++) {
+            float acc = bias_m ? bias_m[i] : bias_n ? bias_n[j] : 0.0f;
+            for (uint32_t p = 0; p < k; p++) acc = fmaf(a[i * lda + p], b[(size_t)p * ldb + j], acc);
+            c[i * ldc + j] = acc;
+        }
+}
+
+#ifdef DCZ_X86
+#define SFX __avx512
+#define TGT __attribute__((target("avx512f")))
+#define V __m512
+#define L 16
+#define VZERO() _mm512_setzero_ps()
+#define VSET1(f) _mm512_set1_ps(f)
+#define VLOAD(p) _mm512_loadu_ps(p)
+#define VFMA(a, b, c) _mm512_fmadd_ps(a, b, c)
+#define VSTORE(p, v) _mm512_storeu_ps(p, v)
+#define VSTORE_PART(p, v, n) _mm512_mask_storeu_ps(p, (__mmask16)((1u << (n)) - 1), v)
+#define VLOAD_PART(p, n) _mm512_maskz_loadu_ps((__mmask16)((1u << (n)) - 1), p)
+#define MR 6
+#define NV 4
+#define NV1 8
+#include "runtime/gemm_tile.h"
+
+/* lanes 0 .. n - 1 of an AVX2 mask */
+__attribute__((target("avx2"))) static inline __m256i mask8(uint32_t n)
+{
+    return _mm256_cmpgt_epi32(_mm256_set1_epi32((int)n), _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7));
+}
+
+#define SFX __avx2
+#define TGT __attribute__((target("avx2,fma")))
+#define V __m256
+#define L 8
+#define VZERO() _mm256_setzero_ps()
+#define VSET1(f) _mm256_set1_ps(f)
+#define VLOAD(p) _mm256_loadu_ps(p)
+#define VFMA(a, b, c) _mm256_fmadd_ps(a, b, c)
+#define VSTORE(p, v) _mm256_storeu_ps(p, v)
+#define VSTORE_PART(p, v, n) _mm256_maskstore_ps(p, mask8(n), v)
+#define VLOAD_PART(p, n) _mm256_maskload_ps(p, mask8(n))
+#define MR 6
+#define NV 2
+#define NV1 8
+#include "runtime/gemm_tile.h"
+#endif
+
+#ifdef DCZ_NEON
+static inline void store_part__neon(float *p, float32x4_t v, uint32_t n)
+{
+    float t[4];
+    vst1q_f32(t, v);
+    memcpy(p, t, n * sizeof *t);
+}
+
+static inline float32x4_t load_part__neon(const float *p, uint32_t n)
+{
+    float t[4] = { 0 };
+    memcpy(t, p, n * sizeof *t);
+    return vld1q_f32(t);
+}
+
+#define SFX __neon
+#define TGT
+#define V float32x4_t
+#define L 4
+#define VZERO() vdupq_n_f32(0.0f)
+#define VSET1(f) vdupq_n_f32(f)
+#define VLOAD(p) vld1q_f32(p)
+#define VFMA(a, b, c) vfmaq_f32(c, a, b)
+#define VSTORE(p, v) vst1q_f32(p, v)
+#define VSTORE_PART(p, v, n) store_part__neon(p, v, n)
+#define VLOAD_PART(p, n) load_part__neon(p, n)
+#define MR 6
+#define NV 4
+#define NV1 8
+#include "runtime/gemm_tile.h"
+#endif
+
+typedef void (*gemm_fn)(size_t m, size_t n, uint32_t k, const float *a, size_t lda, const float *b, size_t ldb,
+                        const float *bias_m, const float *bias_n, float *c, size_t ldc);
+
+/* The variant for isa; NULL when this build or machine has none. */
+static gemm_fn variant(dcz_isa isa)
+{
+#ifdef DCZ_X86
+    if (isa == DCZ_ISA_AVX512 && dcz_isa_supported(DCZ_ISA_AVX512)) return gemm__avx512;
+    if (isa == DCZ_ISA_AVX2 && dcz_isa_supported(DCZ_ISA_AVX2) && __builtin_cpu_supports("fma")) return gemm__avx2;
+#endif
+#ifdef DCZ_NEON
+    if (isa == DCZ_ISA_NEON) return gemm__neon;
+#endif
+    (void)isa;
+    return NULL;
+}
+
+static dcz_isa best(void)
+{
+    static const dcz_isa order[] = { DCZ_ISA_AVX512, DCZ_ISA_AVX2, DCZ_ISA_NEON };
+    for (size_t i = 0; i < sizeof order / sizeof *order; i++)
+        if (variant(order[i])) return order[i];
+    return DCZ_ISA_REF;
+}
+
+int dcz_gemm_f32_isa(dcz_isa isa, size_t m, size_t n, uint32_t k, const float *a, size_t lda, const float *b,
+                     size_t ldb, const float *bias_m, const float *bias_n, float *c, size_t ldc)
+{
+    const gemm_fn f = variant(isa);
+    if (!f) return 0;
+    if (m && n) f(m, n, k, a, lda, b, ldb, bias_m, bias_n, c, ldc);
+    return 1;
+}
+
+void dcz_gemm_f32(size_t m, size_t n, uint32_t k, const float *a, size_t lda, const float *b, size_t ldb,
+                  const float *bias_m, const float *bias_n, float *c, size_t ldc)
+{
+    if (!dcz_gemm_f32_isa(best(), m, n, k, a, lda, b, ldb, bias_m, bias_n, c, ldc))
+        dcz_gemm_f32_ref(m, n, k, a, lda, b, ldb, bias_m, bias_n, c, ldc);
+}
+
+const char *dcz_gemm_f32_variant(void)
+{
+    switch (best()) {
+    case DCZ_ISA_AVX512: return "avx512";
+    case DCZ_ISA_AVX2: return "avx2";
+    case DCZ_ISA_NEON: return "neon";
+    default: return NULL;
+    }
+}
