@@ -2,7 +2,11 @@
  * layers and three CNN layers, batch 1 and 8, in the same run and on one
  * thread:
  *   blas     im2col + OpenBLAS sgemm on the dense fp32 weights (the baseline)
- *   dense    dcz_conv2d_dense, the runtime's loop for dense-weight layers
+ *   dense    dcz_conv2d_dense, the direct loop for dense-weight layers
+ *   gemm     dcz_conv2d_dense_im2col on the same weights expanded: patches
+ *            times the weights by dcz_gemm_f32 (what the runtime runs for
+ *            dense convolutions, and for sparse ones above
+ *            DCZ_CONV_DENSE_MIN_DENSITY)
  *   direct   dcz_conv2d_sparse_direct on the execution form (8-bit codebook)
  *   im2col   dcz_conv2d_sparse_im2col: im2col + dcz_spmm_ref, same weights
  *   im2colT  im2col into (in_c kh kw, pixels) + a row-streaming sparse
@@ -91,16 +95,23 @@ int main(void)
     const layer layers[] = {
         { "lenet5-conv1", 1, 20, 28, 5, 0, 0.66 },
         { "lenet5-conv2", 20, 50, 12, 5, 0, 0.12 },
+        { "resnet-16-16", 16, 16, 28, 3, 1, 0.40 },
+        { "resnet-16-16", 16, 16, 28, 3, 1, 0.15 },
+        { "resnet-16-16", 16, 16, 28, 3, 1, 0.05 },
         { "cnn-32-64", 32, 64, 14, 3, 1, 0.40 },
+        { "cnn-32-64", 32, 64, 14, 3, 1, 0.15 },
+        { "cnn-32-64", 32, 64, 14, 3, 1, 0.05 },
         { "cnn-64-128", 64, 128, 7, 3, 1, 0.40 },
+        { "cnn-64-128", 64, 128, 7, 3, 1, 0.10 },
         { "cnn-128-256", 128, 256, 4, 3, 1, 0.40 },
+        { "cnn-128-256", 128, 256, 4, 3, 1, 0.10 },
     };
     const size_t batches[] = { 1, 8 };
-    printf("%-12s %5s %7s %9s %9s %9s %9s %10s %8s %8s %7s %6s %7s\n", "layer", "batch", "density",
-           "blas us", "dense us", "direct us", "im2col us", "im2colT us", "im2col/", "blas/",
+    printf("%-12s %5s %7s %9s %9s %9s %9s %9s %10s %8s %8s %8s %7s %6s %7s\n", "layer", "batch", "density",
+           "blas us", "dense us", "gemm us", "direct us", "im2col us", "im2colT us", "im2col/", "blas/", "gemm/",
            "GMAC/s", "floor", "runtime");
-    printf("%-12s %5s %7s %9s %9s %9s %9s %10s %8s %8s %7s %6s %7s\n", "", "", "", "", "", "", "", "",
-           "direct", "direct", "direct", "%", "runs");
+    printf("%-12s %5s %7s %9s %9s %9s %9s %9s %10s %8s %8s %8s %7s %6s %7s\n", "", "", "", "", "", "", "", "", "",
+           "direct", "direct", "direct", "direct", "%", "runs");
     dcz_rng rng;
     dcz_rng_seed(&rng, 1);
     for (size_t li = 0; li < sizeof layers / sizeof *layers; li++) {
@@ -140,12 +151,14 @@ int main(void)
             k++;
         }
         dcz_sparse_builder_finish(&bld);
-        const dcz_sparse sp = { rows, cols, bld.entries, row_ptr, step, idx, NULL, cb, 256 };
+        const dcz_sparse sp = { .rows = rows, .cols = cols, .entries = bld.entries, .row_ptr = row_ptr, .step = step,
+                                .idx = idx, .codebook = cb, .k = 256 };
         for (size_t bi = 0; bi < 2; bi++) {
             const size_t batch = batches[bi];
-            double tb, td, tz, ti, tt;
+            double tb, td, tg, tz, ti, tt;
             TIME(blas_conv(&g, w, bias, x, batch, scratch, y), tb);
             TIME(dcz_conv2d_dense(&g, w, bias, x, batch, y), td);
+            TIME(dcz_conv2d_dense_im2col(&g, w, bias, x, batch, 0, scratch, y), tg);
             TIME(dcz_conv2d_sparse_direct(&g, &sp, bias, x, batch, y), tz);
             TIME(dcz_conv2d_sparse_im2col(&g, &sp, bias, x, batch, 1, scratch, y), ti);
             TIME(im2col_t_conv(&g, &sp, bias, x, batch, colt, scratch, y), tt);
@@ -153,9 +166,9 @@ int main(void)
             const double macs = (double)nnz * out_hw * out_hw * batch;
             const double bytes = bld.entries * 2.0 + (rows + 1) * 4.0 + 256 * 4.0 +
                                  (double)batch * (xin + yout) * 4.0;
-            printf("%-12s %5zu %6.0f%% %9.1f %9.1f %9.1f %9.1f %10.1f %7.2fx %7.2fx %7.2f %5.1f%% %7s\n",
-                   L->name, batch, L->density * 100, tb * 1e6, td * 1e6, tz * 1e6, ti * 1e6, tt * 1e6,
-                   ti / tz, tb / tz, macs / tz / 1e9, bytes / (bw / 2) / tz * 100,
+            printf("%-12s %5zu %6.0f%% %9.1f %9.1f %9.1f %9.1f %9.1f %10.1f %7.2fx %7.2fx %7.2fx %7.2f %5.1f%% %7s\n",
+                   L->name, batch, L->density * 100, tb * 1e6, td * 1e6, tg * 1e6, tz * 1e6, ti * 1e6, tt * 1e6,
+                   ti / tz, tb / tz, tg / tz, macs / tz / 1e9, bytes / (bw / 2) / tz * 100,
                    dcz_conv2d_pick_im2col(&g) ? "im2col" : "direct");
         }
         free(w); free(bias); free(x); free(y); free(scratch); free(colt); free(keep);

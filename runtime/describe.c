@@ -136,6 +136,11 @@ dcz_status dcz_describe_layer(const dcz_model *m, uint32_t layer, dcz_layer_desc
         else if (!isa) snprintf(k->why, sizeof k->why, "dense weights: the scalar reference");
         else snprintf(k->why, sizeof k->why, "dense weights: %s, each row's dot product over the vector lanes, four rows "
                       "per pass over a sample", isa);
+    } else if (conv && l->expanded) {
+        const char *gisa = dcz_gemm_f32_variant();
+        k->kernel = "conv2d_dense_im2col";
+        snprintf(k->why, sizeof k->why, "sparse weights at %g%%+ density, expanded at load: the weights times the "
+                 "patches by gemm_f32 in %s", DCZ_CONV_DENSE_MIN_DENSITY * 100, gisa ? gisa : "?");
     } else if (conv) {
         k->kernel = l->im2col ? "conv2d_sparse_im2col" : "conv2d_sparse_direct";
         if (l->im2col)

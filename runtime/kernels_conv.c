@@ -401,7 +401,13 @@ int dcz_conv2d_pick_dense_im2col(const dcz_conv_geom *g)
     return dcz_conv_groups(g) == 1 && dense_col_floats(g) <= DCZ_CONV_SCRATCH_MAX;
 }
 
-void dcz_im2col_k(const dcz_conv_geom *g, const float *x, float *col, size_t ldb)
+int dcz_conv2d_pick_expand(const dcz_conv_geom *g, uint64_t nnz)
+{
+    const double weights = (double)g->out_c * g->in_c * g->kh * g->kw;
+    return dcz_conv2d_pick_dense_im2col(g) && (double)nnz >= DCZ_CONV_DENSE_MIN_DENSITY * weights;
+}
+
+void dcz_im2col_k_ref(const dcz_conv_geom *g, const float *x, float *col, size_t ldb)
 {
     const size_t pixels = (size_t)g->out_h * g->out_w;
     for (uint32_t ic = 0; ic < g->in_c; ic++)
@@ -435,6 +441,47 @@ void dcz_im2col_k(const dcz_conv_geom *g, const float *x, float *col, size_t ldb
             }
 }
 
+/* dcz_im2col_k where stride 1 keeps the width (in_w == out_w, "same"
+ * padding, 1x1): an output plane is its input plane shifted, so the inside
+ * rows come in one copy, and the columns that wrapped around a row's end
+ * are then zeroed. */
+static void im2col_k_planes(const dcz_conv_geom *g, const float *x, float *col, size_t ldb)
+{
+    const size_t W = g->out_w, plane = (size_t)g->in_h * W;
+    for (uint32_t ic = 0; ic < g->in_c; ic++)
+        for (uint32_t ky = 0; ky < g->kh; ky++)
+            for (uint32_t kx = 0; kx < g->kw; kx++) {
+                float *row = col + (((size_t)ic * g->kh + ky) * g->kw + kx) * ldb;
+                const int64_t off = (int64_t)kx - g->pw, dy = (int64_t)ky - g->ph;
+                /* the output rows whose input row oy + dy is inside: ylo .. yhi - 1 */
+                const int64_t ylo = dy < 0 ? -dy : 0;
+                const int64_t yhi = (int64_t)g->in_h - dy < g->out_h ? (int64_t)g->in_h - dy : g->out_h;
+                if (yhi <= ylo) {
+                    memset(row, 0, ldb * sizeof *row);
+                    continue;
+                }
+                memset(row, 0, (size_t)ylo * W * sizeof *row);
+                const int64_t start = (ylo + dy) * (int64_t)W + off, len = (yhi - ylo) * (int64_t)W;
+                /* what falls before or after the plane lands in wrapped columns */
+                const int64_t first = start < 0 ? -start : 0;
+                const int64_t last = start + len > (int64_t)plane ? start + len - (int64_t)plane : 0;
+                memcpy(row + ylo * W + first, x + (size_t)ic * plane + (start + first),
+                       (size_t)(len - first - last) * sizeof *row);
+                for (int64_t oy = ylo; oy < yhi; oy++) {
+                    float *r = row + oy * W;
+                    if (off < 0) memset(r, 0, (size_t)-off * sizeof *r);
+                    else if (off > 0) memset(r + W - (size_t)off, 0, (size_t)off * sizeof *r);
+                }
+                memset(row + yhi * W, 0, (ldb - (size_t)yhi * W) * sizeof *row);
+            }
+}
+
+void dcz_im2col_k(const dcz_conv_geom *g, const float *x, float *col, size_t ldb)
+{
+    if (g->sh == 1 && g->sw == 1 && g->in_w == g->out_w && g->pw < g->kw) im2col_k_planes(g, x, col, ldb);
+    else dcz_im2col_k_ref(g, x, col, ldb);
+}
+
 void dcz_conv2d_dense_im2col(const dcz_conv_geom *g, const float *w, const float *bias, const float *x,
                              size_t batch, int ref, float *scratch, float *y)
 {
@@ -442,7 +489,8 @@ void dcz_conv2d_dense_im2col(const dcz_conv_geom *g, const float *w, const float
     const uint32_t k = g->in_c * g->kh * g->kw;
     const size_t in_sample = (size_t)g->in_c * g->in_h * g->in_w, out_sample = pixels * g->out_c;
     for (size_t b = 0; b < batch; b++) {
-        dcz_im2col_k(g, x + b * in_sample, scratch, ldb);
+        if (ref) dcz_im2col_k_ref(g, x + b * in_sample, scratch, ldb);
+        else dcz_im2col_k(g, x + b * in_sample, scratch, ldb);
         if (ref) dcz_gemm_f32_ref(g->out_c, pixels, k, w, k, scratch, ldb, bias, NULL, y + b * out_sample, pixels);
         else dcz_gemm_f32(g->out_c, pixels, k, w, k, scratch, ldb, bias, NULL, y + b * out_sample, pixels);
     }

@@ -38,6 +38,13 @@
 #define TRY(expr) do { dcz_status s_ = (expr); if (s_ != DCZ_OK) return s_; } while (0)
 
 typedef dcz_arena arena;
+
+/* The extra forms a load may build for speed (a static arena too small for
+ * them takes the model without): */
+enum {
+    FORM_LANES = 1,   /* fully connected codebook layers: the lane form (AVX-512) */
+    FORM_DENSE = 2,   /* sparse convolutions past DCZ_CONV_DENSE_MIN_DENSITY: dense weights */
+};
 #define arena_take dcz_arena_take
 
 void *dcz_arena_take(dcz_arena *a, uint64_t bytes)
@@ -84,7 +91,7 @@ typedef struct loader {
     uint64_t act_width;  /* floats a sample of the activation block */
     int quant;           /* the model runs on integers */
     uint32_t cblocks;    /* row blocks of the column forms: the threads that run them */
-    int lanes;           /* build lane forms (this CPU runs their kernel) */
+    int forms;           /* FORM_ bits: the extra forms to build (this CPU runs their kernels) */
     uint64_t lane_floats;/* scratch the largest lane form's panels of the input take */
 } loader;
 
@@ -162,6 +169,19 @@ static dcz_status load_sparse(const dcz_tensor_view *t, loader *ld, dcz_sparse *
     return DCZ_OK;
 }
 
+/* w (rows, cols) = s expanded, 0 where it stores nothing. */
+static void expand_sparse(const dcz_sparse *s, float *w)
+{
+    memset(w, 0, (size_t)s->rows * s->cols * sizeof *w);
+    for (uint32_t r = 0; r < s->rows; r++) {
+        uint32_t col = 0;
+        for (uint32_t e = s->row_ptr[r]; e < s->row_ptr[r + 1]; e++) {
+            col += s->step[e];
+            if (s->step[e] != DCZ_STEP_FILLER) w[(size_t)r * s->cols + col] = dcz_sparse_weight(s, e);
+        }
+    }
+}
+
 /* What the walk knows of the calibration table: the scheme, and a cursor
  * on the next entry. NULL when the model runs in float. */
 typedef struct calib_walk {
@@ -226,7 +246,7 @@ static dcz_status load_params(const dcz_container *c, const dcz_graph_layer *g, 
             dcz_sparse_build_columns(&sp, blocks, mem);
         }
         /* codebook layers also get the lane form where this CPU runs it */
-        const uint64_t lbytes = ld->lanes && w.enc == DCZ_ENC_CODEBOOK
+        const uint64_t lbytes = (ld->forms & FORM_LANES) && w.enc == DCZ_ENC_CODEBOOK
             ? dcz_lanes_bytes(rows, cols, w.nnz, w.k) : 0;
         void *lmem = lbytes ? arena_take(&ld->a, lbytes) : NULL;
         if (lmem) dcz_lanes_build(&sp, w.nnz, lmem);
@@ -234,6 +254,16 @@ static dcz_status load_params(const dcz_container *c, const dcz_graph_layer *g, 
         if (panels > ld->lane_floats) ld->lane_floats = panels;
     }
     l->sparse = w.enc == DCZ_ENC_SPARSE_F32 || w.enc == DCZ_ENC_CODEBOOK;
+    /* a sparse convolution dense enough for the dense product to beat its
+     * sparse kernels also gets its weights expanded (decided alike in both
+     * passes: the scratch depends on it) */
+    if (!cw && l->sparse && g->op == DCZ_OP_CONV2D && (ld->forms & FORM_DENSE) &&
+        dcz_conv2d_pick_expand(&l->geom, w.nnz)) {
+        l->expanded = 1;
+        float *dense = arena_take(&ld->a, w.n * sizeof *dense);
+        if (dense) expand_sparse(&sp, dense);
+        wd = dense;
+    }
     l->w = wd;
     l->sp = sp;
     l->bias = bias;
@@ -273,7 +303,8 @@ static dcz_status load_layer(const dcz_container *c, const dcz_graph_layer *g, u
     switch (g->op) {
     case DCZ_OP_CONV2D:
         TRY(load_params(c, g, index, ld, cw, l));
-        l->im2col = l->sparse ? dcz_conv2d_pick_im2col(&l->geom) : !cw && dcz_conv2d_pick_dense_im2col(&l->geom);
+        l->im2col = l->expanded || (l->sparse ? dcz_conv2d_pick_im2col(&l->geom)
+                                              : !cw && dcz_conv2d_pick_dense_im2col(&l->geom));
         return DCZ_OK;
     case DCZ_OP_AVGPOOL:
         l->count_include_pad = g->attr[6];
@@ -454,7 +485,7 @@ typedef struct layout {
     uint64_t max_width, act_width;
     int quant;
     uint32_t threads;           /* column-form blocks and scratch parts */
-    int lanes;                  /* lane forms built */
+    int forms;                  /* FORM_ bits: extra forms built */
 } layout;
 
 /* Takes bytes from a sizing arena and returns their offset. */
@@ -492,7 +523,7 @@ static dcz_status graph_tensor_bytes(const dcz_container *c, size_t *bytes)
  * (graph_tensor_bytes). max_batch 0: no run-time buffers (the heap model
  * grows its own). DCZ_ERR_NOMEM when the sizes do not fit a size_t. */
 static dcz_status plan_layout(const dcz_container *c, const dcz_options *o, int in_place,
-                              size_t max_batch, uint32_t threads, int lanes, dcz_tensor *tscratch,
+                              size_t max_batch, uint32_t threads, int forms, dcz_tensor *tscratch,
                               layout *L)
 {
     loader ld;
@@ -500,7 +531,7 @@ static dcz_status plan_layout(const dcz_container *c, const dcz_options *o, int 
     ld.tscratch = tscratch;
     ld.in_place = in_place;
     ld.cblocks = threads;
-    ld.lanes = lanes;
+    ld.forms = forms;
     TRY(load_walk(c, o, &ld, NULL));
     memset(L, 0, sizeof *L);
     L->walk = ld.a.used;
@@ -509,7 +540,7 @@ static dcz_status plan_layout(const dcz_container *c, const dcz_options *o, int 
     L->act_width = ld.act_width;
     L->quant = ld.quant;
     L->threads = threads;
-    L->lanes = lanes;
+    L->forms = forms;
 
     arena s = { NULL, L->walk, 0 };
     L->gaps = take_at(&s, ld.sc.gaps_cap);
@@ -541,7 +572,7 @@ static dcz_status fill(const dcz_container *c, const dcz_options *o, int in_plac
     memset(&ld, 0, sizeof ld);
     ld.in_place = in_place;
     ld.cblocks = L->threads;
-    ld.lanes = L->lanes;
+    ld.forms = L->forms;
     ld.sc = L->sc;
     ld.sc.gaps = block + L->gaps;
     ld.sc.idx = block + L->idx;
@@ -555,11 +586,12 @@ static dcz_status fill(const dcz_container *c, const dcz_options *o, int in_plac
     return DCZ_OK;
 }
 
-/* Whether models get lane forms: where this CPU runs their kernel, unless
- * only the references are to run. */
-static int want_lanes(const dcz_options *o)
+/* The extra forms models get: each where this CPU runs its kernel, none
+ * when only the references are to run. */
+static int want_forms(const dcz_options *o)
 {
-    return !o->force_reference && dcz_isa_supported(DCZ_ISA_AVX512);
+    if (o->force_reference) return 0;
+    return (dcz_isa_supported(DCZ_ISA_AVX512) ? FORM_LANES : 0) | (dcz_gemm_f32_variant() ? FORM_DENSE : 0);
 }
 
 /* The threads of a heap model: as asked, or every online processor, at
@@ -578,7 +610,7 @@ static dcz_status plan_heap(const dcz_container *c, const dcz_options *o, int in
     TRY(graph_tensor_bytes(c, &tbytes));
     dcz_tensor *t = malloc(tbytes);
     if (!t) return DCZ_ERR_NOMEM;
-    dcz_status s = plan_layout(c, o, in_place, max_batch, threads, want_lanes(o), t, L);
+    dcz_status s = plan_layout(c, o, in_place, max_batch, threads, want_forms(o), t, L);
     free(t);
     return s;
 }
@@ -712,10 +744,10 @@ dcz_status dcz_open_static(const void *buf, size_t len, void *arena_mem, size_t 
     TRY(graph_tensor_bytes(&c, &tbytes));
     if (room < tbytes) return DCZ_ERR_NOMEM;
     dcz_tensor *tscratch = (dcz_tensor *)(void *)((uint8_t *)arena_mem + pad);
-    TRY(plan_layout(&c, &o, in_place, o.max_batch, 1, want_lanes(&o), tscratch, &L));
-    /* an arena planned where the lane forms are not built (another CPU)
+    TRY(plan_layout(&c, &o, in_place, o.max_batch, 1, want_forms(&o), tscratch, &L));
+    /* an arena planned where the extra forms are not built (another CPU)
      * still takes the model, without them */
-    if (L.lanes && room < L.total)
+    if (L.forms && room < L.total)
         TRY(plan_layout(&c, &o, in_place, o.max_batch, 1, 0, tscratch, &L));
     if (room < L.total) return DCZ_ERR_NOMEM;
     uint8_t *block = (uint8_t *)arena_mem + pad;

@@ -142,8 +142,11 @@ typedef struct dcz_exec_layer {
                                (dcz_conv2d_pick_im2col), else dcz_conv2d_sparse_direct; dense
                                fp32 CONV2D: dcz_conv2d_dense_im2col (dcz_conv2d_pick_dense_im2col),
                                else dcz_conv2d_dense */
+    uint8_t expanded;       /* sparse CONV2D also held dense in w (dcz_conv2d_pick_expand): it
+                               runs as a dense one, by dcz_conv2d_dense_im2col */
     float param[2];         /* CLIP min, max; LEAKY_RELU alpha; HARD_SIGMOID alpha, beta */
-    const float *w;         /* dense DENSE: (out, in); dense CONV2D: (out_c, in_c / group, kh, kw) */
+    const float *w;         /* dense DENSE: (out, in); dense CONV2D, and expanded sparse ones:
+                               (out_c, in_c / group, kh, kw) */
     dcz_sparse sp;          /* sparse DENSE: (out, in); sparse CONV2D: (out_c, in_c / group kh kw) */
     const float *bias;      /* (out) or (out_c), or NULL */
     /* integer execution (qload.c): layers from the first weighted layer to
@@ -624,12 +627,24 @@ int dcz_conv2d_pick_im2col(const dcz_conv_geom *g);
 void dcz_conv2d_dense_im2col(const dcz_conv_geom *g, const float *w, const float *bias, const float *x,
                              size_t batch, int ref, float *scratch, float *y);
 int dcz_conv2d_pick_dense_im2col(const dcz_conv_geom *g);
+/* A sparse convolution of nnz stored weights runs faster expanded to dense
+ * weights by dcz_conv2d_dense_im2col than by its sparse kernels from this
+ * density on: the dense product does 6 to 20 times the multiply-adds per
+ * second of dcz_conv2d_sparse_direct (bench/bench_conv.c: 16 -> 16
+ * channels over 28 x 28 break even near 15%, 32 -> 64 and wider near 5%).
+ * dcz_conv2d_pick_expand: ungrouped, its patches within the scratch cap, and
+ * at least that dense. */
+#define DCZ_CONV_DENSE_MIN_DENSITY 0.10
+int dcz_conv2d_pick_expand(const dcz_conv_geom *g, uint64_t nnz);
 /* col (out_h out_w, in_c kh kw): row p is the receptive field of output
  * pixel p in (ic, ky, kx) order, 0 where it falls in the padding. */
 void dcz_im2col(const dcz_conv_geom *g, const float *x, float *col);
 /* col (in_c kh kw, ldb): row (ic, ky, kx) holds, for every output pixel,
  * the input it multiplies by that weight, 0 in the padding; columns from
  * out_h out_w to ldb are 0. */
+void dcz_im2col_k_ref(const dcz_conv_geom *g, const float *x, float *col, size_t ldb);
+/* The same, whole planes at a time where stride 1 keeps the width (else
+ * the reference). */
 void dcz_im2col_k(const dcz_conv_geom *g, const float *x, float *col, size_t ldb);
 
 /* Geometry shared by the float and integer convolutions and pools

@@ -221,7 +221,7 @@ void dcz_run_conv2d(const dcz_model *m, const dcz_exec_layer *l, const float *co
                     size_t batch, float *y)
 {
     if (l->im2col) {
-        if (l->sparse)
+        if (l->sparse && !l->expanded)
             dcz_conv2d_sparse_im2col(&l->geom, &l->sp, l->bias, xs[0], batch, m->opt.force_reference,
                                      m->scratch, y);
         else

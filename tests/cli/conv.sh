@@ -61,7 +61,7 @@ sed -n '/^layer *runtime kernel *on a GPU/,/^$/p' "$T/info.txt" > "$T/kernels.tx
 grep -Eq '^conv1 +conv2d_[a-z0-9_]+ +(conv2d_sparse__cuda|im2col\+spmm__cuda): planes' "$T/kernels.txt" ||
     fail "conv1's kernel line: $(cat "$T/kernels.txt")"
 awk 'length > 100 && !/^  /' "$T/kernels.txt" | grep -q . && fail "a long kernel line: $(cat "$T/kernels.txt")"
-grep -q '"kernel":"conv2d_[a-z_]*","kernel_reason":"[^"]' "$T/info.json" || fail "kernel and its reason in JSON"
+grep -q '"kernel":"conv2d_[a-z0-9_]*","kernel_reason":"[^"]' "$T/info.json" || fail "kernel and its reason in JSON"
 reasons=$(grep -c '^  [^ ].*: ' "$T/kernels.txt")
 kinds=$(grep -v '^  \|^layer\|^$' "$T/kernels.txt" | awk '{$1=""; print}' | sort -u | wc -l)
 [ "$reasons" -ge 1 ] && [ "$reasons" -le "$kinds" ] || fail "$reasons reasons for $kinds kernels: $(cat "$T/kernels.txt")"

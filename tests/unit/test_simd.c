@@ -44,8 +44,9 @@
  * 63, 64, 65, 129 and 300 (tails of every vector width and of the 64- and
  * 128-column panels), k 0, 1, 9 and 300, a row stride past k and B rows
  * padded with a sentinel, with a bias per row, per column and none; no
- * element of C's row padding written. dcz_im2col_k over the convolution
- * geometries against dcz_im2col transposed, its padding columns 0. ReLU:
+ * element of C's row padding written. dcz_im2col_k_ref and dcz_im2col_k
+ * (by planes where stride 1 keeps the width) over the convolution
+ * geometries against dcz_im2col transposed, their padding columns 0. ReLU:
  * every variant against dcz_relu_ref bit for bit, -0, NaN and infinities
  * among the inputs, in place and not.
  */
@@ -608,7 +609,7 @@ static void test_gemm(void)
 static void test_im2col_k(void)
 {
     dcz_conv_geom all[64];
-    size_t count = 0, bad = 0, geoms = 0;
+    size_t count = 0, bad = 0, geoms = 0, planes = 0;
     while (count < 64 - CONV_EXTRA && conv_grid(count, &all[count])) count++;
     conv_extra(all + count);
     count += CONV_EXTRA;
@@ -620,15 +621,20 @@ static void test_im2col_k(void)
         const size_t k = (size_t)g->in_c * g->kh * g->kw, xin = (size_t)g->in_c * g->in_h * g->in_w;
         float *x = malloc(xin * 4 + 4), *col = malloc(pixels * k * 4 + 4), *colk = malloc(k * ldb * 4 + 4);
         for (size_t i = 0; i < xin; i++) x[i] = nonzero();
-        for (size_t i = 0; i < k * ldb; i++) colk[i] = -5.0f;
         dcz_im2col(g, x, col);
-        dcz_im2col_k(g, x, colk, ldb);
-        for (size_t r = 0; r < k; r++)
-            for (size_t p = 0; p < ldb; p++)
-                bad += colk[r * ldb + p] != (p < pixels ? col[p * k + r] : 0.0f);
+        for (int v = 0; v < 2; v++) {
+            for (size_t i = 0; i < k * ldb; i++) colk[i] = -5.0f;
+            if (v == 0) dcz_im2col_k_ref(g, x, colk, ldb);
+            else dcz_im2col_k(g, x, colk, ldb);
+            planes += v == 1 && g->sh == 1 && g->sw == 1 && g->in_w == g->out_w;
+            for (size_t r = 0; r < k; r++)
+                for (size_t p = 0; p < ldb; p++)
+                    bad += colk[r * ldb + p] != (p < pixels ? col[p * k + r] : 0.0f);
+        }
         free(x); free(col); free(colk);
     }
     CHECK(geoms > 5, "only %zu ungrouped geometries", geoms);
+    CHECK(planes >= 3, "only %zu geometries copied by planes", planes);
     CHECK(bad == 0, "%zu elements of dcz_im2col_k differ from dcz_im2col transposed", bad);
 }
 

@@ -31,7 +31,10 @@
  * and they fuse their sums: within 1e-5 there); every pointer
  * of the model inside the arena, but dense weights and biases inside the
  * file buffer (little-endian hosts); a changed bias in the file buffer
- * changes the output of a float model; a file buffer off a 4-byte boundary
+ * changes the output of a float model; a float model within 1e-4 of 1 +
+ * |reference| of the same model on the reference kernels (some corpus
+ * model has a sparse convolution expanded to dense weights where this CPU
+ * runs the dense product); a file buffer off a 4-byte boundary
  * is planned larger and copied. Corruptions of every byte (checksums
  * recomputed so they reach the parsers) give dcz_plan, dcz_open_memory and
  * dcz_open_static the same status.
@@ -171,7 +174,7 @@ static void check_places(const dcz_model *m, where *w)
     }
 }
 
-static size_t models_checked, inplace_models, lane_models;
+static size_t models_checked, inplace_models, lane_models, expanded_models;
 
 /* The largest |a[i] - b[i]| over n floats. */
 static double max_difference(const float *a, const float *b, size_t n)
@@ -202,13 +205,14 @@ static void check_model(const char *name, uint8_t *buf, size_t len, dcz_options 
     size_t need = 0, need_plain = 0;
     REQUIRE(dcz_plan(buf, len, &o, &need) == DCZ_OK, "%s: plan", name);
     CHECK(need > ALIGN, "%s: plan %zu", name, need);
-    /* the plan without lane forms (force_reference builds none): where
-     * this CPU builds them, an arena between the two takes the model
-     * without them; below the smaller one nothing is accepted */
+    /* the plan without the extra forms (lane forms, expanded sparse
+     * convolutions; force_reference builds none): where this CPU builds
+     * them, an arena between the two takes the model without them; below
+     * the smaller one nothing is accepted */
     dcz_options op = o;
     op.force_reference = 1;
     REQUIRE(dcz_plan(buf, len, &op, &need_plain) == DCZ_OK, "%s: plan without lanes", name);
-    CHECK(need_plain <= need && (need_plain == need || dcz_isa_supported(DCZ_ISA_AVX512)),
+    CHECK(need_plain <= need && (need_plain == need || dcz_isa_supported(DCZ_ISA_AVX512) || dcz_gemm_f32_variant()),
           "%s: plans %zu and %zu without lanes", name, need, need_plain);
     lane_models += need_plain < need;
     raw = malloc(need + 2 * ALIGN);
@@ -279,6 +283,23 @@ static void check_model(const char *name, uint8_t *buf, size_t len, dcz_options 
         else
             CHECK(memcmp(ys, yh, b * out * sizeof *ys) == 0,
                   "%s: batch %zu differs from the heap model run at once", name, b);
+    }
+
+    /* a float model computes the function its reference kernels compute
+     * (expanded sparse convolutions, the dense product, vector rows...) */
+    if (dcz_model_scheme(hm) == DCZ_SCHEME_NONE) {
+        dcz_options orf = o;
+        orf.force_reference = 1;
+        dcz_model *rm = NULL;
+        CHECK(dcz_open_memory(buf, len, &orf, &rm) == DCZ_OK, "%s: reference load", name);
+        if (rm && dcz_run(rm, x, BATCH, yc) == DCZ_OK && dcz_run(hm, x, BATCH, yh) == DCZ_OK) {
+            size_t off = 0;
+            for (size_t i = 0; i < BATCH * out; i++) off += !(fabsf(yh[i] - yc[i]) <= 1e-4f * (1 + fabsf(yc[i])));
+            CHECK(off == 0, "%s: %zu outputs off the reference kernels' model", name, off);
+        }
+        dcz_close(rm);
+        for (uint32_t i = 0; i < hm->nlayers; i++)
+            if (hm->layers[i].expanded) { expanded_models++; break; }
     }
 
     /* the model reads its float biases from the file buffer: change one */
@@ -412,11 +433,12 @@ static void test_counter_is_live(void)
 
 static void test_corpus(void)
 {
-    models_checked = inplace_models = lane_models = 0;
+    models_checked = inplace_models = lane_models = expanded_models = 0;
     size_t n = each_corpus_model(corpus_default);
     CHECK(n >= 12 && models_checked == n, "%zu of %zu corpus models checked", models_checked, n);
-    printf("     %zu corpus models, %zu with tensors used in place, %zu with lane forms\n", n,
-           inplace_models, lane_models);
+    CHECK(expanded_models > 0 || !dcz_gemm_f32_variant(), "no corpus model has an expanded sparse convolution");
+    printf("     %zu corpus models, %zu with tensors used in place, %zu with lane forms, %zu with expanded sparse "
+           "convolutions\n", n, inplace_models, lane_models, expanded_models);
 }
 
 static void test_corpus_calibrated_as_fp32(void)
@@ -558,7 +580,9 @@ static void test_arguments(void)
 
 /* A file buffer off a 4-byte boundary: nothing in place, dense tensors
  * copied into a larger arena (planned as such), the same results; a plan
- * made on an aligned copy is then too small, which is refused. */
+ * made on an aligned copy is then too small, which is refused (on the
+ * reference kernels: with extra forms the arena would take the model
+ * without them). */
 static void test_misaligned_file(void)
 {
     uint8_t tmp[1 << 16];
@@ -571,17 +595,21 @@ static void test_misaligned_file(void)
     uint8_t *odd = raw + 1;
     memcpy(odd, tmp, len);
     size_t p_al = 0, p_odd = 0;
-    CHECK(dcz_plan(aligned, len, NULL, &p_al) == DCZ_OK && dcz_plan(odd, len, NULL, &p_odd) == DCZ_OK,
+    /* without the extra forms, which a short arena would drop to take the model */
+    dcz_options o;
+    dcz_options_init(&o);
+    o.force_reference = 1;
+    CHECK(dcz_plan(aligned, len, &o, &p_al) == DCZ_OK && dcz_plan(odd, len, &o, &p_odd) == DCZ_OK,
           "plans");
     if (host_le_f32()) CHECK(p_odd > p_al, "misaligned plan %zu, aligned %zu", p_odd, p_al);
     uint8_t *arena = malloc(p_odd);
     REQUIRE(arena, "out of memory");
     dcz_model *m = NULL, *hm = NULL;
     if (p_odd > p_al)
-        CHECK(dcz_open_static(odd, len, arena, p_al, NULL, &m) == DCZ_ERR_NOMEM && !m,
+        CHECK(dcz_open_static(odd, len, arena, p_al, &o, &m) == DCZ_ERR_NOMEM && !m,
               "a misaligned file in the aligned file's arena");
     count_start();
-    dcz_status s = dcz_open_static(odd, len, arena, p_odd, NULL, &m);
+    dcz_status s = dcz_open_static(odd, len, arena, p_odd, &o, &m);
     unsigned long n = count_stop();
     REQUIRE(s == DCZ_OK, "open misaligned: %s", dcz_status_str(s));
     CHECK(n == 0, "%lu allocations", n);
@@ -591,7 +619,7 @@ static void test_misaligned_file(void)
     float x[3 * 180], y[3 * 2], yh[3 * 2];
     for (size_t i = 0; i < 3 * 180; i++) x[i] = frand();
     REQUIRE(dcz_input_size(m) == 180 && dcz_output_size(m) == 2, "shape");
-    CHECK(dcz_run(m, x, 3, y) == DCZ_OK && dcz_open_memory(aligned, len, NULL, &hm) == DCZ_OK &&
+    CHECK(dcz_run(m, x, 3, y) == DCZ_OK && dcz_open_memory(aligned, len, &o, &hm) == DCZ_OK &&
           dcz_run(hm, x, 3, yh) == DCZ_OK && memcmp(y, yh, sizeof y) == 0, "misaligned file runs differently");
     dcz_close(hm);
     free(arena);
