@@ -27,6 +27,10 @@ runs=${2:-2000}
 models=${3:-lenet300 lenet5 cnn resnet mobilenetv2}
 runs64=$((runs / 20 > 20 ? runs / 20 : 20))
 dcz=bin/dcz
+# the dcz command links OpenBLAS (training); its worker threads, started at
+# load and idle here, spin a while before they sleep: keep them to the
+# thread count timed
+export OPENBLAS_NUM_THREADS=$threads
 [ -x "$dcz" ] || { echo "latency: build $dcz first (make)" >&2; exit 1; }
 py=${PYTHON:-$( [ -x /usr/bin/python3 ] && echo /usr/bin/python3 || echo python3 )}
 ort_py=${ORT_PYTHON:-$py}

@@ -109,7 +109,12 @@ dcz_status dcz_describe_layer(const dcz_model *m, uint32_t layer, dcz_layer_desc
     const char *cisa = m->opt.force_reference ? NULL : dcz_conv2d_variant();   /* convolution rows */
     if (l->q) {
         const char *scheme = m->scheme == DCZ_SCHEME_INT8 ? "calibrated int8" : "calibrated fixed point";
-        if (conv) {
+        if (conv && l->qw2) {
+            const char *qisa = dcz_qgemm_variant();
+            k->kernel = "qconv2d_gemm (integers)";
+            snprintf(k->why, sizeof k->why, "%s: weights expanded to int16 pairs at load, times the patches by "
+                     "qgemm in %s (pair products, 32-bit sums)", scheme, qisa ? qisa : "?");
+        } else if (conv) {
             k->kernel = "qconv2d_sparse (integers)";
             snprintf(k->why, sizeof k->why, "%s: each stored integer weight scales a shifted input plane, "
                      "64-bit sums, %s rows", scheme, cisa ? cisa : "scalar");

@@ -7,6 +7,9 @@
  *   VSTORE(p, v) VSTORE_PART(p, v, n) VLOAD_PART(p, n) (the first n lanes)
  *   MR, NV         the general tile: MR rows of C by NV vectors of columns
  *   NV1            the one-row tile's vectors (C of one row: batch 1)
+ *   TA TB TC TBIAS the element types of A, B, C and the biases (float; the
+ *                  integer product: int32 pairs of int16 in A and B, int64
+ *                  C and biases, VFMA their pair products added)
  * and undefined again at its end.
  * A tile keeps its MR x NV sums in registers over the whole of k: each sum
  * starts at its bias (or 0) and takes A's element times B's by a fused
@@ -19,8 +22,8 @@
 /* Rows mr (constant) of C by nv (constant) vectors of columns, the last
  * one with `last` columns (1..L). */
 TGT __attribute__((always_inline))
-static inline void NAME(tile)(const int mr, const int nv, uint32_t k, const float *a, size_t lda, const float *b,
-                              size_t ldb, const float *bias_m, const float *bias_n, float *c, size_t ldc,
+static inline void NAME(tile)(const int mr, const int nv, uint32_t k, const TA *a, size_t lda, const TB *b,
+                              size_t ldb, const TBIAS *bias_m, const TBIAS *bias_n, TC *c, size_t ldc,
                               uint32_t last)
 {
     V acc[MR][NV1];
@@ -32,7 +35,7 @@ static inline void NAME(tile)(const int mr, const int nv, uint32_t k, const floa
                       : bias_n ? (v == nv - 1 ? VLOAD_PART(bias_n + v * L, last) : VLOAD(bias_n + v * L))
                                : VZERO();
     for (uint32_t p = 0; p < k; p++) {
-        const float *bp = b + (size_t)p * ldb;
+        const TB *bp = b + (size_t)p * ldb;
         V bv[NV1];
 #pragma GCC unroll 8
         for (int v = 0; v < nv; v++) bv[v] = VLOAD(bp + v * L);
@@ -47,19 +50,19 @@ static inline void NAME(tile)(const int mr, const int nv, uint32_t k, const floa
     for (int i = 0; i < mr; i++)
 #pragma GCC unroll 8
         for (int v = 0; v < nv; v++) {
-            float *cp = c + (size_t)i * ldc + v * L;
+            TC *cp = c + (size_t)i * ldc + v * L;
             if (v == nv - 1 && last < L) VSTORE_PART(cp, acc[i][v], last);
             else VSTORE(cp, acc[i][v]);
         }
 }
 
-typedef void (*NAME(tile_fn))(uint32_t k, const float *a, size_t lda, const float *b, size_t ldb,
-                              const float *bias_m, const float *bias_n, float *c, size_t ldc, uint32_t last);
+typedef void (*NAME(tile_fn))(uint32_t k, const TA *a, size_t lda, const TB *b, size_t ldb,
+                              const TBIAS *bias_m, const TBIAS *bias_n, TC *c, size_t ldc, uint32_t last);
 
 #define TILE(R, N)                                                                                      \
-    TGT static void CAT(NAME(tile), _##R##x##N)(uint32_t k, const float *a, size_t lda, const float *b, \
-                                                size_t ldb, const float *bias_m, const float *bias_n,  \
-                                                float *c, size_t ldc, uint32_t last)                   \
+    TGT static void CAT(NAME(tile), _##R##x##N)(uint32_t k, const TA *a, size_t lda, const TB *b,       \
+                                                size_t ldb, const TBIAS *bias_m, const TBIAS *bias_n,  \
+                                                TC *c, size_t ldc, uint32_t last)                      \
     {                                                                                                   \
         NAME(tile)(R, N, k, a, lda, b, ldb, bias_m, bias_n, c, ldc, last);                              \
     }
@@ -94,8 +97,8 @@ static const NAME(tile_fn) NAME(tiles)[MR + 1][NV1 + 1] = {
 
 /* The walk: panels of columns (NV vectors; NV1 when C has one row), each
  * down every MR rows of C while the panel of B stays in cache. */
-TGT static void NAME(gemm)(size_t m, size_t n, uint32_t k, const float *a, size_t lda, const float *b, size_t ldb,
-                           const float *bias_m, const float *bias_n, float *c, size_t ldc)
+TGT static void NAME(gemm)(size_t m, size_t n, uint32_t k, const TA *a, size_t lda, const TB *b, size_t ldb,
+                           const TBIAS *bias_m, const TBIAS *bias_n, TC *c, size_t ldc)
 {
     const size_t width = (size_t)(m == 1 ? NV1 : NV) * L;
     for (size_t j = 0; j < n; j += width) {
@@ -127,3 +130,7 @@ TGT static void NAME(gemm)(size_t m, size_t n, uint32_t k, const float *a, size_
 #undef MR
 #undef NV
 #undef NV1
+#undef TA
+#undef TB
+#undef TC
+#undef TBIAS

@@ -407,6 +407,18 @@ int dcz_conv2d_pick_expand(const dcz_conv_geom *g, uint64_t nnz)
     return dcz_conv2d_pick_dense_im2col(g) && (double)nnz >= DCZ_CONV_DENSE_MIN_DENSITY * weights;
 }
 
+void dcz_conv_inside_cols(const dcz_conv_geom *g, uint32_t kx, uint32_t *lo, uint32_t *hi)
+{
+    const int64_t off = (int64_t)kx - g->pw;
+    *lo = *hi = 0;
+    for (uint32_t ox = 0; ox < g->out_w; ox++) {
+        const int64_t ix = (int64_t)ox * g->sw + off;
+        if (ix < 0) *lo = ox + 1;
+        else if (ix < g->in_w) *hi = ox + 1;
+    }
+    if (*hi < *lo) *hi = *lo;
+}
+
 void dcz_im2col_k_ref(const dcz_conv_geom *g, const float *x, float *col, size_t ldb)
 {
     const size_t pixels = (size_t)g->out_h * g->out_w;
@@ -414,15 +426,9 @@ void dcz_im2col_k_ref(const dcz_conv_geom *g, const float *x, float *col, size_t
         for (uint32_t ky = 0; ky < g->kh; ky++)
             for (uint32_t kx = 0; kx < g->kw; kx++) {
                 float *row = col + (((size_t)ic * g->kh + ky) * g->kw + kx) * ldb;
-                /* the outputs ox whose input column ox sw + kx - pw is inside: lo .. hi - 1 */
                 const int64_t off = (int64_t)kx - g->pw;
-                uint32_t lo = 0, hi = 0;
-                for (uint32_t ox = 0; ox < g->out_w; ox++) {
-                    const int64_t ix = (int64_t)ox * g->sw + off;
-                    if (ix < 0) lo = ox + 1;
-                    else if (ix < g->in_w) hi = ox + 1;
-                }
-                if (hi < lo) hi = lo;
+                uint32_t lo, hi;
+                dcz_conv_inside_cols(g, kx, &lo, &hi);
                 for (uint32_t oy = 0; oy < g->out_h; oy++) {
                     float *r = row + (size_t)oy * g->out_w;
                     const int64_t iy = (int64_t)oy * g->sh + ky - g->ph;

@@ -60,6 +60,10 @@ void dcz_gemm_f32_ref(size_t m, size_t n, uint32_t k, const float *a, size_t lda
 #define MR 6
 #define NV 4
 #define NV1 8
+#define TA float
+#define TB float
+#define TC float
+#define TBIAS float
 #include "runtime/gemm_tile.h"
 
 /* lanes 0 .. n - 1 of an AVX2 mask */
@@ -82,6 +86,10 @@ __attribute__((target("avx2"))) static inline __m256i mask8(uint32_t n)
 #define MR 6
 #define NV 2
 #define NV1 8
+#define TA float
+#define TB float
+#define TC float
+#define TBIAS float
 #include "runtime/gemm_tile.h"
 #endif
 
@@ -114,8 +122,149 @@ static inline float32x4_t load_part__neon(const float *p, uint32_t n)
 #define MR 6
 #define NV 4
 #define NV1 8
+#define TA float
+#define TB float
+#define TC float
+#define TBIAS float
 #include "runtime/gemm_tile.h"
 #endif
+
+/* ---- the integer product ------------------------------------------------- */
+
+/* A pair of int16 in an int32: the first in the low half. */
+static inline int64_t pair_lo(int32_t v) { return (int16_t)(uint16_t)((uint32_t)v & 0xffffu); }
+static inline int64_t pair_hi(int32_t v) { return (int16_t)(uint16_t)((uint32_t)v >> 16); }
+
+void dcz_qgemm_ref(size_t m, size_t n, uint32_t k2, const int32_t *a, size_t lda, const int32_t *b, size_t ldb,
+                   const int64_t *bias_m, int64_t *c, size_t ldc)
+{
+    for (size_t i = 0; i < m; i++)
+        for (size_t j = 0; j < n; j++) {
+            int64_t acc = bias_m ? bias_m[i] : 0;
+            for (uint32_t p = 0; p < k2; p++) {
+                const int32_t x = a[i * lda + p], y = b[(size_t)p * ldb + j];
+                acc += pair_lo(x) * pair_lo(y) + pair_hi(x) * pair_hi(y);
+            }
+            c[i * ldc + j] = acc;
+        }
+}
+
+#ifdef DCZ_X86
+__attribute__((target("avx512f,avx512bw")))
+static inline void qstore__avx512(int64_t *p, __m512i v)
+{
+    _mm512_storeu_si512(p, _mm512_cvtepi32_epi64(_mm512_castsi512_si256(v)));
+    _mm512_storeu_si512(p + 8, _mm512_cvtepi32_epi64(_mm512_extracti64x4_epi64(v, 1)));
+}
+
+__attribute__((target("avx512f,avx512bw")))
+static inline void qstore_part__avx512(int64_t *p, __m512i v, uint32_t n)
+{
+    int32_t t[16];
+    _mm512_storeu_si512(t, v);
+    for (uint32_t i = 0; i < n; i++) p[i] = t[i];
+}
+
+#define SFX __q_avx512
+#define TGT __attribute__((target("avx512f,avx512bw")))
+#define V __m512i
+#define L 16
+#define VZERO() _mm512_setzero_si512()
+#define VSET1(f) _mm512_set1_epi32((int32_t)(f))
+#define VLOAD(p) _mm512_loadu_si512(p)
+#define VFMA(a, b, c) _mm512_add_epi32(_mm512_madd_epi16(a, b), c)
+#define VSTORE(p, v) qstore__avx512(p, v)
+#define VSTORE_PART(p, v, n) qstore_part__avx512(p, v, n)
+#define VLOAD_PART(p, n) _mm512_setzero_si512()
+#define MR 6
+#define NV 4
+#define NV1 8
+#define TA int32_t
+#define TB int32_t
+#define TC int64_t
+#define TBIAS int64_t
+#include "runtime/gemm_tile.h"
+
+__attribute__((target("avx2")))
+static inline void qstore__avx2(int64_t *p, __m256i v)
+{
+    _mm256_storeu_si256((__m256i *)(void *)p, _mm256_cvtepi32_epi64(_mm256_castsi256_si128(v)));
+    _mm256_storeu_si256((__m256i *)(void *)(p + 4), _mm256_cvtepi32_epi64(_mm256_extracti128_si256(v, 1)));
+}
+
+__attribute__((target("avx2")))
+static inline void qstore_part__avx2(int64_t *p, __m256i v, uint32_t n)
+{
+    int32_t t[8];
+    _mm256_storeu_si256((__m256i *)(void *)t, v);
+    for (uint32_t i = 0; i < n; i++) p[i] = t[i];
+}
+
+#define SFX __q_avx2
+#define TGT __attribute__((target("avx2")))
+#define V __m256i
+#define L 8
+#define VZERO() _mm256_setzero_si256()
+#define VSET1(f) _mm256_set1_epi32((int32_t)(f))
+#define VLOAD(p) _mm256_loadu_si256((const __m256i *)(const void *)(p))
+#define VFMA(a, b, c) _mm256_add_epi32(_mm256_madd_epi16(a, b), c)
+#define VSTORE(p, v) qstore__avx2(p, v)
+#define VSTORE_PART(p, v, n) qstore_part__avx2(p, v, n)
+#define VLOAD_PART(p, n) _mm256_setzero_si256()
+#define MR 6
+#define NV 2
+#define NV1 8
+#define TA int32_t
+#define TB int32_t
+#define TC int64_t
+#define TBIAS int64_t
+#include "runtime/gemm_tile.h"
+#endif
+
+typedef void (*qgemm_fn)(size_t m, size_t n, uint32_t k2, const int32_t *a, size_t lda, const int32_t *b,
+                         size_t ldb, const int64_t *bias_m, const int64_t *bias_n, int64_t *c, size_t ldc);
+
+static qgemm_fn qvariant(dcz_isa isa)
+{
+#ifdef DCZ_X86
+    if (isa == DCZ_ISA_AVX512 && dcz_isa_supported(DCZ_ISA_AVX512) && __builtin_cpu_supports("avx512bw"))
+        return gemm__q_avx512;
+    if (isa == DCZ_ISA_AVX2 && dcz_isa_supported(DCZ_ISA_AVX2)) return gemm__q_avx2;
+#endif
+    (void)isa;
+    return NULL;
+}
+
+static dcz_isa qbest(void)
+{
+    if (qvariant(DCZ_ISA_AVX512)) return DCZ_ISA_AVX512;
+    if (qvariant(DCZ_ISA_AVX2)) return DCZ_ISA_AVX2;
+    return DCZ_ISA_REF;
+}
+
+int dcz_qgemm_isa(dcz_isa isa, size_t m, size_t n, uint32_t k2, const int32_t *a, size_t lda, const int32_t *b,
+                  size_t ldb, const int64_t *bias_m, int64_t *c, size_t ldc)
+{
+    const qgemm_fn f = qvariant(isa);
+    if (!f) return 0;
+    if (m && n) f(m, n, k2, a, lda, b, ldb, bias_m, NULL, c, ldc);
+    return 1;
+}
+
+void dcz_qgemm(size_t m, size_t n, uint32_t k2, const int32_t *a, size_t lda, const int32_t *b, size_t ldb,
+               const int64_t *bias_m, int64_t *c, size_t ldc)
+{
+    if (!dcz_qgemm_isa(qbest(), m, n, k2, a, lda, b, ldb, bias_m, c, ldc))
+        dcz_qgemm_ref(m, n, k2, a, lda, b, ldb, bias_m, c, ldc);
+}
+
+const char *dcz_qgemm_variant(void)
+{
+    const dcz_isa isa = qbest();
+    return isa == DCZ_ISA_AVX512 ? "avx512" : isa == DCZ_ISA_AVX2 ? "avx2" : NULL;
+}
+
+/* ---- dispatch of the float product ------------------------------------------- */
 
 typedef void (*gemm_fn)(size_t m, size_t n, uint32_t k, const float *a, size_t lda, const float *b, size_t ldb,
                         const float *bias_m, const float *bias_n, float *c, size_t ldc);

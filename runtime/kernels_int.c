@@ -382,3 +382,70 @@ void dcz_qglobal_avgpool_rescale_ref(uint32_t channels, uint32_t plane, const dc
         y[p] = requant_one(sum, mult, shift, qmax);
     }
 }
+
+/* ---- the integer product for convolutions ------------------------------- */
+
+/* One output row of one patch row into the low (high 0: every element
+ * written, 0 outside) or high halves (high 1: or-ed in, inside only) of o;
+ * xr the input row (NULL: in the padding), inside outputs lo .. hi - 1. */
+static void pair_row(uint32_t *o, const dcz_q *xr, uint32_t out_w, uint32_t sw, int64_t off, uint32_t lo,
+                     uint32_t hi, int high)
+{
+    if (!xr) lo = hi = 0;
+    if (!high) {
+        for (uint32_t ox = 0; ox < lo; ox++) o[ox] = 0;
+        for (uint32_t ox = hi; ox < out_w; ox++) o[ox] = 0;
+    }
+    const dcz_q *src = xr ? xr + off : NULL;
+    if (high)
+        for (uint32_t ox = lo; ox < hi; ox++) o[ox] |= (uint32_t)(uint16_t)src[(int64_t)ox * sw] << 16;
+    else
+        for (uint32_t ox = lo; ox < hi; ox++) o[ox] = (uint16_t)src[(int64_t)ox * sw];
+}
+
+void dcz_qim2col_pairs(const dcz_conv_geom *g, const dcz_q *x, int32_t *col2, size_t ldb)
+{
+    const size_t pixels = (size_t)g->out_h * g->out_w;
+    for (uint32_t ic = 0; ic < g->in_c; ic++)
+        for (uint32_t ky = 0; ky < g->kh; ky++)
+            for (uint32_t kx = 0; kx < g->kw; kx++) {
+                const uint32_t r = (ic * g->kh + ky) * g->kw + kx;
+                uint32_t *row = (uint32_t *)(void *)(col2 + (size_t)(r / 2) * ldb);
+                const int64_t off = (int64_t)kx - g->pw;
+                uint32_t lo, hi;
+                dcz_conv_inside_cols(g, kx, &lo, &hi);
+                for (uint32_t oy = 0; oy < g->out_h; oy++) {
+                    const int64_t iy = (int64_t)oy * g->sh + ky - g->ph;
+                    const dcz_q *xr = iy >= 0 && iy < g->in_h ? x + ((size_t)ic * g->in_h + (size_t)iy) * g->in_w : NULL;
+                    pair_row(row + (size_t)oy * g->out_w, xr, g->out_w, g->sw, off, lo, hi, (int)(r & 1));
+                }
+                if (!(r & 1))
+                    for (size_t p = pixels; p < ldb; p++) row[p] = 0;
+            }
+}
+
+void dcz_qexpand_pairs(const dcz_qsparse *s, uint32_t k, int32_t *w2)
+{
+    const uint32_t k2 = (k + 1) / 2;
+    memset(w2, 0, (size_t)s->rows * k2 * sizeof *w2);
+    for (uint32_t r = 0; r < s->rows; r++) {
+        uint32_t *row = (uint32_t *)(void *)(w2 + (size_t)r * k2), col = 0;
+        for (uint32_t e = s->row_ptr[r]; e < s->row_ptr[r + 1]; e++) {
+            col += s->step[e];
+            if (s->step[e] == DCZ_STEP_FILLER) continue;
+            row[col / 2] |= (uint32_t)(uint16_t)dcz_qsparse_weight(s, r, e) << (16 * (col & 1));
+        }
+    }
+}
+
+void dcz_qconv2d_gemm(const dcz_conv_geom *g, const int32_t *w2, const int64_t *bias, const dcz_q *x, size_t batch,
+                      int32_t *scratch, int64_t *acc)
+{
+    const size_t pixels = (size_t)g->out_h * g->out_w, ldb = dcz_gemm_ldb(pixels);
+    const uint32_t k2 = (g->in_c * g->kh * g->kw + 1) / 2;
+    const size_t in_sample = (size_t)g->in_c * g->in_h * g->in_w, out_sample = pixels * g->out_c;
+    for (size_t b = 0; b < batch; b++) {
+        dcz_qim2col_pairs(g, x + b * in_sample, scratch, ldb);
+        dcz_qgemm(g->out_c, pixels, k2, w2, k2, scratch, ldb, bias, acc + b * out_sample, pixels);
+    }
+}

@@ -273,7 +273,20 @@ static dcz_status load_params(const dcz_container *c, const dcz_graph_layer *g, 
     TRY(dcz_calib_next(&cw->cur, cw->scheme, &e));
     cw->read++;
     if (e.layer != index) return DCZ_ERR_FORMAT;
-    return dcz_qload_weights(&ld->a, cw->scheme, &w, &e, l);
+    TRY(dcz_qload_weights(&ld->a, cw->scheme, &w, &e, l));
+    /* an ungrouped convolution of an 8-bit scheme dense enough for the
+     * integer product also gets its weights as dense int16 pairs (decided
+     * alike in both passes: the scratch depends on it) */
+    const uint64_t kept = w.enc == DCZ_ENC_SPARSE_F32 || w.enc == DCZ_ENC_CODEBOOK ? w.nnz : w.n;
+    if (g->op == DCZ_OP_CONV2D && (ld->forms & FORM_DENSE) && dcz_scheme_qmax(cw->scheme) == 127 &&
+        dcz_qgemm_variant() && dcz_conv2d_pick_expand(&l->geom, kept)) {
+        l->expanded = 1;
+        const uint32_t k = l->geom.in_c * l->geom.kh * l->geom.kw;
+        int32_t *w2 = arena_take(&ld->a, (uint64_t)l->geom.out_c * ((k + 1) / 2) * sizeof *w2);
+        if (w2) dcz_qexpand_pairs(&l->qs, k, w2);
+        l->qw2 = w2;
+    }
+    return DCZ_OK;
 }
 
 /* Everything of one exec layer but its name, given the tensors it reads. */
@@ -427,7 +440,7 @@ static dcz_status load_walk(const dcz_container *c, const dcz_options *o, loader
         tensors[i + 1].shape = l->out_shape;
         tensors[i + 1].width = l->out;
         if (l->out > max_width) max_width = l->out;
-        if (l->im2col && dcz_conv2d_im2col_floats(&l->geom) > scratch_floats)
+        if ((l->im2col || l->expanded) && dcz_conv2d_im2col_floats(&l->geom) > scratch_floats)
             scratch_floats = dcz_conv2d_im2col_floats(&l->geom);
         /* the float spmm's tile; a calibrated model runs these on integers */
         if (!quant && l->op == DCZ_OP_DENSE && l->sparse &&

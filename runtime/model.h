@@ -142,8 +142,9 @@ typedef struct dcz_exec_layer {
                                (dcz_conv2d_pick_im2col), else dcz_conv2d_sparse_direct; dense
                                fp32 CONV2D: dcz_conv2d_dense_im2col (dcz_conv2d_pick_dense_im2col),
                                else dcz_conv2d_dense */
-    uint8_t expanded;       /* sparse CONV2D also held dense in w (dcz_conv2d_pick_expand): it
-                               runs as a dense one, by dcz_conv2d_dense_im2col */
+    uint8_t expanded;       /* CONV2D also held dense (dcz_conv2d_pick_expand): a sparse float one
+                               in w, run by dcz_conv2d_dense_im2col; an integer one of an 8-bit
+                               scheme in qw2, run by dcz_qconv2d_gemm */
     float param[2];         /* CLIP min, max; LEAKY_RELU alpha; HARD_SIGMOID alpha, beta */
     const float *w;         /* dense DENSE: (out, in); dense CONV2D, and expanded sparse ones:
                                (out_c, in_c / group, kh, kw) */
@@ -157,6 +158,7 @@ typedef struct dcz_exec_layer {
     const float *w_scale;   /* weighted: (channels) weight scale of each output channel */
     float in_scale;         /* weighted: scale of the activations it receives */
     int64_t *qbias;         /* weighted: (channels) bias in accumulator units */
+    const int32_t *qw2;     /* expanded integer CONV2D: (out_c, ceil(in_c kh kw / 2)) int16 pairs */
     int32_t *rq_mult;       /* weighted but the last: (channels) requantization to */
     uint8_t *rq_shift;      /*   the scale of its output (dcz_requant) */
     double *out_scale;      /* the last weighted layer: (channels) accumulator to float,
@@ -456,6 +458,20 @@ int dcz_gemm_f32_isa(dcz_isa isa, size_t m, size_t n, uint32_t k, const float *a
                      size_t ldb, const float *bias_m, const float *bias_n, float *c, size_t ldc);
 /* The variant dcz_gemm_f32 runs here ("avx512", "avx2", "neon"), NULL: the reference. */
 const char *dcz_gemm_f32_variant(void);
+/* The integer product of the 8-bit schemes: C (m, n) int64 = bias_m + A B
+ * where A (m, k2) and B (k2, n) hold int32 pairs of int16 (the first of a
+ * pair in the low half): each output adds, over p, a's pair times b's pair
+ * (two products). The vector variants (AVX-512BW, AVX2: vpmaddwd) sum in
+ * 32 bits, so every sum, the bias included, must fit 32 bits, which the
+ * loader checks for the 8-bit schemes; then all give the same integers.
+ * ldb and B's padding as dcz_gemm_f32's. */
+void dcz_qgemm_ref(size_t m, size_t n, uint32_t k2, const int32_t *a, size_t lda, const int32_t *b, size_t ldb,
+                   const int64_t *bias_m, int64_t *c, size_t ldc);
+void dcz_qgemm(size_t m, size_t n, uint32_t k2, const int32_t *a, size_t lda, const int32_t *b, size_t ldb,
+               const int64_t *bias_m, int64_t *c, size_t ldc);
+int dcz_qgemm_isa(dcz_isa isa, size_t m, size_t n, uint32_t k2, const int32_t *a, size_t lda, const int32_t *b,
+                  size_t ldb, const int64_t *bias_m, int64_t *c, size_t ldc);
+const char *dcz_qgemm_variant(void);
 /* y (out) = S x (in) + bias, batch 1. */
 void dcz_spmv_ref(const dcz_sparse *s, const float *bias, const float *x, float *y);
 /* y (batch, out) = x (batch, in) S^T + bias, every entry decoded once per row. */
@@ -642,6 +658,9 @@ void dcz_im2col(const dcz_conv_geom *g, const float *x, float *col);
 /* col (in_c kh kw, ldb): row (ic, ky, kx) holds, for every output pixel,
  * the input it multiplies by that weight, 0 in the padding; columns from
  * out_h out_w to ldb are 0. */
+/* The output columns ox whose input column ox sw + kx - pw is inside the
+ * image: lo .. hi - 1 (an empty range when none). */
+void dcz_conv_inside_cols(const dcz_conv_geom *g, uint32_t kx, uint32_t *lo, uint32_t *hi);
 void dcz_im2col_k_ref(const dcz_conv_geom *g, const float *x, float *col, size_t ldb);
 /* The same, whole planes at a time where stride 1 keeps the width (else
  * the reference). */
@@ -737,6 +756,20 @@ typedef void (*dcz_qtap_fn)(const dcz_conv_geom *g, const dcz_conv_tap *ty, cons
 void dcz_qtap_ref(const dcz_conv_geom *g, const dcz_conv_tap *ty, const dcz_conv_tap *tx, int64_t w,
                   const dcz_q *xp, int64_t *ap);
 /* dcz_qconv2d_sparse with the tap kernel add_tap. */
+/* col2 (ceil(in_c kh kw / 2), ldb): pair p holds rows 2p and 2p + 1 of
+ * dcz_im2col_k's matrix of the integers x (the second 0 past the last row),
+ * ldb >= out_h out_w, padding columns 0. */
+void dcz_qim2col_pairs(const dcz_conv_geom *g, const dcz_q *x, int32_t *col2, size_t ldb);
+/* w2 (rows, ceil(k / 2)) = the integer weights of s (rows, k) as dense
+ * int16 pairs, 0 where s stores nothing. */
+void dcz_qexpand_pairs(const dcz_qsparse *s, uint32_t k, int32_t *w2);
+/* acc (batch, out_c, out_h out_w) = bias + the convolution of x by w2
+ * (dcz_qexpand_pairs of the weights): each sample's patches by
+ * dcz_qim2col_pairs into scratch (dcz_conv2d_im2col_floats floats), then
+ * dcz_qgemm. The integers of dcz_qconv2d_direct_ref, for the 8-bit
+ * schemes (sums within 32 bits). Ungrouped convolutions. */
+void dcz_qconv2d_gemm(const dcz_conv_geom *g, const int32_t *w2, const int64_t *bias, const dcz_q *x, size_t batch,
+                      int32_t *scratch, int64_t *acc);
 void dcz_qconv2d_sparse_taps(const dcz_conv_geom *g, const dcz_qsparse *s, const int64_t *bias, const dcz_q *x,
                              size_t batch, dcz_qtap_fn add_tap, int64_t *acc);
 /* The tap kernel of isa (kernels_qsimd.c; DCZ_ISA_REF: dcz_qtap_ref; the

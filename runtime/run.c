@@ -83,7 +83,9 @@ static void dequantize_q(const void *x, size_t n, float s, float *y)
 static void run_qweights(const dcz_model *m, const dcz_exec_layer *l, const dcz_q *x,
                          size_t batch, int64_t *acc)
 {
-    if (l->op == DCZ_OP_CONV2D)
+    if (l->op == DCZ_OP_CONV2D && l->qw2 && !m->opt.force_reference)
+        dcz_qconv2d_gemm(&l->geom, l->qw2, l->qbias, x, batch, (int32_t *)(void *)m->scratch, acc);
+    else if (l->op == DCZ_OP_CONV2D)
         dcz_qconv2d_sparse_taps(&l->geom, &l->qs, l->qbias, x, batch,
                                 m->opt.force_reference ? dcz_qtap_ref : dcz_qtap_best(), acc);
     else if (m->opt.force_reference)

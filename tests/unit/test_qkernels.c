@@ -8,7 +8,10 @@
  * tables and per-entry values, weights and inputs in the 8-bit (+-127) and
  * 16-bit (+-32767) ranges including both extremes, bias given or NULL.
  *
- * Convolution: dcz_qconv2d_sparse against dcz_qconv2d_direct_ref over
+ * Convolution: dcz_qconv2d_sparse, and for the 8-bit range on ungrouped
+ * geometries dcz_qconv2d_gemm and every variant of dcz_qgemm over
+ * dcz_qim2col_pairs and dcz_qexpand_pairs (one and 13 output channels
+ * too), against dcz_qconv2d_direct_ref over
  * kernels 1, 3, 5 and non-square, strides 1 and 2, padding 0 and 1, odd
  * image sizes, batch 1 and 3, densities 0, 0.5 and 1 (0.01 on rows wide
  * enough for fillers); the reference itself on hand cases and against the
@@ -250,7 +253,7 @@ static void test_qconv_ref_by_hand(void)
 }
 
 typedef struct conv_tally {
-    size_t cases, bad, float_cases, float_bad, variants;
+    size_t cases, bad, float_cases, float_bad, variants, gemm_cases;
     uint32_t fillers;
 } conv_tally;
 
@@ -291,6 +294,33 @@ static void qconv_case(const dcz_conv_geom *g, double density, uint32_t k, int32
             t->bad += diff_i64("qconv2d_sparse (vector taps)", ctx, got, ref, b * yout);
             t->variants++;
         }
+        /* the integer product on the expanded weights (8-bit schemes,
+         * ungrouped): dcz_qconv2d_gemm, and each variant of the product */
+        if (vmax == 127 && dcz_conv_groups(g) == 1) {
+            const uint32_t k2 = (cols + 1) / 2;
+            const size_t pixels = (size_t)g->out_h * g->out_w, ldb = dcz_gemm_ldb(pixels);
+            int32_t *w2 = alloc((size_t)g->out_c * k2 + 1, sizeof(int32_t));
+            int32_t *col2 = alloc(dcz_conv2d_im2col_floats(g) + 1, sizeof(int32_t));
+            dcz_qexpand_pairs(&m.sp, cols, w2);
+            memset(got, 0xAA, B * yout * sizeof(int64_t));
+            dcz_qconv2d_gemm(g, w2, bp, x, b, col2, got);
+            t->bad += diff_i64("qconv2d_gemm", ctx, got, ref, b * yout);
+            const dcz_isa qisas[] = { DCZ_ISA_REF, DCZ_ISA_AVX512, DCZ_ISA_AVX2 };
+            for (size_t i = 0; i < 3; i++) {
+                memset(got, 0xAA, B * yout * sizeof(int64_t));
+                int ran = 1;
+                for (size_t s = 0; s < b && ran; s++) {
+                    dcz_qim2col_pairs(g, x + s * xin, col2, ldb);
+                    int64_t *o = got + s * yout;
+                    if (qisas[i] == DCZ_ISA_REF) dcz_qgemm_ref(g->out_c, pixels, k2, w2, k2, col2, ldb, bp, o, pixels);
+                    else ran = dcz_qgemm_isa(qisas[i], g->out_c, pixels, k2, w2, k2, col2, ldb, bp, o, pixels);
+                }
+                if (!ran) continue;
+                t->bad += diff_i64("qgemm", ctx, got, ref, b * yout);
+                t->gemm_cases += qisas[i] != DCZ_ISA_REF;
+            }
+            free(w2); free(col2);
+        }
         t->cases++;
         if (vmax == 127) {
             /* the fp32 reference is exact here: every partial sum is an
@@ -324,7 +354,7 @@ static void test_qconv_grid(void)
     const double dens[] = { 0.0, 0.5, 1.0 };
     const uint32_t codebooks[] = { 256, 16, 0 };
     const int32_t ranges[] = { 127, 32767 };
-    conv_tally t = { 0, 0, 0, 0, 0, 0 };
+    conv_tally t = { 0, 0, 0, 0, 0, 0, 0 };
     for (size_t ki = 0; ki < 3; ki++)
         for (size_t si = 0; si < 2; si++)
             for (size_t pi = 0; pi < 2; pi++)
@@ -352,6 +382,8 @@ static void test_qconv_grid(void)
         conv_geom(16, 5, 11, 9, 5, 5, 1, 1, 2, 2),
         conv_geom(0, 2, 5, 5, 3, 3, 1, 1, 1, 1),
         conv_geom(2, 3, 6, 21, 3, 3, 1, 1, 1, 1),     /* rows of 21: vectors of 4 and 1 over */
+        conv_geom(3, 1, 9, 40, 3, 3, 1, 1, 1, 1),     /* one output channel: the product's one-row tiles */
+        conv_geom(5, 13, 10, 10, 3, 3, 1, 1, 1, 1),   /* 13 channels: 6-row tiles and one over */
     };
     for (size_t i = 0; i < sizeof extra / sizeof *extra; i++)
         for (size_t ci = 0; ci < 3; ci++)
@@ -362,9 +394,11 @@ static void test_qconv_grid(void)
             }
     CHECK(t.cases > 400, "only %zu cases", t.cases);
     CHECK(t.fillers > 0, "no fillers in the grid");
-    CHECK(t.bad == 0, "qconv2d_sparse differs from the reference in %zu elements", t.bad);
+    CHECK(t.bad == 0, "integer convolutions differ from the reference in %zu elements", t.bad);
     CHECK(t.variants > 0 || !(dcz_isa_supported(DCZ_ISA_AVX2) || dcz_isa_supported(DCZ_ISA_NEON)),
           "no vector tap kernel ran");
+    CHECK(t.gemm_cases > 50 || !dcz_qgemm_variant(), "the integer product's vector variants ran %zu times",
+          t.gemm_cases);
     CHECK(t.float_cases > 100 && t.float_bad == 0,
           "qconv2d_direct_ref differs from the fp32 reference in %zu elements (%zu cases)",
           t.float_bad, t.float_cases);
