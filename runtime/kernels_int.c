@@ -23,14 +23,23 @@
 
 /* ---- rounding and requantization ------------------------------------------ */
 
-/* C division truncates toward zero; the floor quotient and a remainder in
- * [0, 2^shift) follow from it by one correction, and rounding half up adds 1
- * when the remainder is at least half. Nothing overflows: v + 2^(shift-1) is
- * never formed. Shifts of 63 and more are exact too (outside what requant
- * uses): 2^63 is not an int64, so they are answered by comparison. */
+/* Where |v| < 2^62 and shift <= 62 (every requantization the loader
+ * allows), v lifted by 2^62 is never negative and 2^62 divides by 2^shift
+ * exactly, so unsigned shifts give the floor, without a division (the CUDA
+ * backend's dcz_gk_round_shift). Elsewhere C division truncates toward
+ * zero; the floor quotient and a remainder in [0, 2^shift) follow from it
+ * by one correction, and rounding half up adds 1 when the remainder is at
+ * least half. Nothing overflows: v + 2^(shift-1) is never formed. Shifts of
+ * 63 and more are exact too (outside what requant uses): 2^63 is not an
+ * int64, so they are answered by comparison. */
 int64_t dcz_round_shift(int64_t v, unsigned shift)
 {
     if (shift == 0) return v;
+    const int64_t lim = (int64_t)1 << 62;
+    if (shift <= 62 && v < lim && v > -lim) {
+        const uint64_t lift = (uint64_t)1 << 62;
+        return (int64_t)(((uint64_t)v + lift + ((uint64_t)1 << (shift - 1))) >> shift) - (int64_t)(lift >> shift);
+    }
     if (shift >= 64) return 0; /* |v| < 2^63 <= 2^(shift-1) */
     if (shift == 63) return v >= ((int64_t)1 << 62) ? 1 : v < -((int64_t)1 << 62) ? -1 : 0;
     const int64_t d = (int64_t)1 << shift;
@@ -384,45 +393,6 @@ void dcz_qglobal_avgpool_rescale_ref(uint32_t channels, uint32_t plane, const dc
 }
 
 /* ---- the integer product for convolutions ------------------------------- */
-
-/* One output row of one patch row into the low (high 0: every element
- * written, 0 outside) or high halves (high 1: or-ed in, inside only) of o;
- * xr the input row (NULL: in the padding), inside outputs lo .. hi - 1. */
-static void pair_row(uint32_t *o, const dcz_q *xr, uint32_t out_w, uint32_t sw, int64_t off, uint32_t lo,
-                     uint32_t hi, int high)
-{
-    if (!xr) lo = hi = 0;
-    if (!high) {
-        for (uint32_t ox = 0; ox < lo; ox++) o[ox] = 0;
-        for (uint32_t ox = hi; ox < out_w; ox++) o[ox] = 0;
-    }
-    const dcz_q *src = xr ? xr + off : NULL;
-    if (high)
-        for (uint32_t ox = lo; ox < hi; ox++) o[ox] |= (uint32_t)(uint16_t)src[(int64_t)ox * sw] << 16;
-    else
-        for (uint32_t ox = lo; ox < hi; ox++) o[ox] = (uint16_t)src[(int64_t)ox * sw];
-}
-
-void dcz_qim2col_pairs(const dcz_conv_geom *g, const dcz_q *x, int32_t *col2, size_t ldb)
-{
-    const size_t pixels = (size_t)g->out_h * g->out_w;
-    for (uint32_t ic = 0; ic < g->in_c; ic++)
-        for (uint32_t ky = 0; ky < g->kh; ky++)
-            for (uint32_t kx = 0; kx < g->kw; kx++) {
-                const uint32_t r = (ic * g->kh + ky) * g->kw + kx;
-                uint32_t *row = (uint32_t *)(void *)(col2 + (size_t)(r / 2) * ldb);
-                const int64_t off = (int64_t)kx - g->pw;
-                uint32_t lo, hi;
-                dcz_conv_inside_cols(g, kx, &lo, &hi);
-                for (uint32_t oy = 0; oy < g->out_h; oy++) {
-                    const int64_t iy = (int64_t)oy * g->sh + ky - g->ph;
-                    const dcz_q *xr = iy >= 0 && iy < g->in_h ? x + ((size_t)ic * g->in_h + (size_t)iy) * g->in_w : NULL;
-                    pair_row(row + (size_t)oy * g->out_w, xr, g->out_w, g->sw, off, lo, hi, (int)(r & 1));
-                }
-                if (!(r & 1))
-                    for (size_t p = pixels; p < ldb; p++) row[p] = 0;
-            }
-}
 
 void dcz_qexpand_pairs(const dcz_qsparse *s, uint32_t k, int32_t *w2)
 {

@@ -448,3 +448,76 @@ void dcz_qspmm8(const dcz_qsparse *s, const int64_t *bias, const dcz_q *x, size_
     if (!dcz_qspmm8_isa(dcz_isa_best(), s, bias, x, batch, scratch, acc))
         dcz_qspmm8_isa(DCZ_ISA_REF, s, bias, x, batch, scratch, acc);
 }
+
+/* ---- the patches of the integer product --------------------------------- */
+
+#ifdef DCZ_X86
+/* pair_row below at stride 1, 8 outputs a step: the int16 zero-extended
+ * into the low half, or shifted into the high one. */
+__attribute__((target("avx2")))
+static void pair_row__avx2(uint32_t *o, const dcz_q *src, uint32_t out_w, uint32_t lo, uint32_t hi, int high)
+{
+    if (!high) {
+        for (uint32_t ox = 0; ox < lo; ox++) o[ox] = 0;
+        for (uint32_t ox = hi; ox < out_w; ox++) o[ox] = 0;
+    }
+    uint32_t ox = lo;
+    for (; ox + 8 <= hi; ox += 8) {
+        __m256i v = _mm256_cvtepu16_epi32(_mm_loadu_si128((const __m128i *)(const void *)(src + ox)));
+        __m256i *d = (__m256i *)(void *)(o + ox);
+        if (high) v = _mm256_or_si256(_mm256_loadu_si256(d), _mm256_slli_epi32(v, 16));
+        _mm256_storeu_si256(d, v);
+    }
+    for (; ox < hi; ox++) {
+        const uint32_t v = (uint16_t)src[ox];
+        o[ox] = high ? o[ox] | v << 16 : v;
+    }
+}
+#endif
+
+/* One output row of one patch row into the low (high 0: every element
+ * written, 0 outside) or high halves (high 1: or-ed in, inside only) of o;
+ * xr the input row (NULL: in the padding), inside outputs lo .. hi - 1;
+ * avx2: this CPU runs pair_row__avx2. */
+static void pair_row(uint32_t *o, const dcz_q *xr, uint32_t out_w, uint32_t sw, int64_t off, uint32_t lo,
+                     uint32_t hi, int high, int avx2)
+{
+#ifdef DCZ_X86
+    if (sw == 1 && xr && hi > lo && avx2) {
+        pair_row__avx2(o, xr + off, out_w, lo, hi, high);
+        return;
+    }
+#endif
+    if (!xr) lo = hi = 0;
+    if (!high) {
+        for (uint32_t ox = 0; ox < lo; ox++) o[ox] = 0;
+        for (uint32_t ox = hi; ox < out_w; ox++) o[ox] = 0;
+    }
+    const dcz_q *src = xr ? xr + off : NULL;
+    if (high)
+        for (uint32_t ox = lo; ox < hi; ox++) o[ox] |= (uint32_t)(uint16_t)src[(int64_t)ox * sw] << 16;
+    else
+        for (uint32_t ox = lo; ox < hi; ox++) o[ox] = (uint16_t)src[(int64_t)ox * sw];
+}
+
+void dcz_qim2col_pairs(const dcz_conv_geom *g, const dcz_q *x, int32_t *col2, size_t ldb)
+{
+    const size_t pixels = (size_t)g->out_h * g->out_w;
+    const int avx2 = dcz_isa_supported(DCZ_ISA_AVX2);
+    for (uint32_t ic = 0; ic < g->in_c; ic++)
+        for (uint32_t ky = 0; ky < g->kh; ky++)
+            for (uint32_t kx = 0; kx < g->kw; kx++) {
+                const uint32_t r = (ic * g->kh + ky) * g->kw + kx;
+                uint32_t *row = (uint32_t *)(void *)(col2 + (size_t)(r / 2) * ldb);
+                const int64_t off = (int64_t)kx - g->pw;
+                uint32_t lo, hi;
+                dcz_conv_inside_cols(g, kx, &lo, &hi);
+                for (uint32_t oy = 0; oy < g->out_h; oy++) {
+                    const int64_t iy = (int64_t)oy * g->sh + ky - g->ph;
+                    const dcz_q *xr = iy >= 0 && iy < g->in_h ? x + ((size_t)ic * g->in_h + (size_t)iy) * g->in_w : NULL;
+                    pair_row(row + (size_t)oy * g->out_w, xr, g->out_w, g->sw, off, lo, hi, (int)(r & 1), avx2);
+                }
+                if (!(r & 1))
+                    for (size_t p = pixels; p < ldb; p++) row[p] = 0;
+            }
+}
