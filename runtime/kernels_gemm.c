@@ -1,25 +1,30 @@
-/* kernels_gemm.c: the dense fp32 matrix product of libdcz, vectorized
- * (AVX-512, AVX2 with FMA, NEON), beside its scalar reference.
+/* kernels_gemm.c: the dense matrix products of libdcz, vectorized, beside
+ * their scalar references: fp32 (AVX-512, AVX2 with FMA, NEON), and the
+ * integer product of the 8-bit schemes (AVX-512BW, AVX2).
  *
  * C (m, n) = A (m, k) B (k, n) plus a bias per row or per column of C. The
  * vectors run along C's columns (B's rows are contiguous and padded to
- * DCZ_GEMM_PAD floats, so whole vectors are always read), A's elements are
- * broadcast, and a tile keeps MR rows by NV vectors of sums in registers
- * over the whole of k (gemm_tile.h): each output is its bias plus the
- * products added one by one in k order by fused multiply-adds, exactly as
- * the reference computes it. Every variant and the reference therefore
- * give the same bits, at any size, on any machine, and a sample of a batch
- * the bits it has alone.
+ * DCZ_GEMM_PAD elements, so whole vectors are always read), A's elements
+ * are broadcast, and a tile keeps MR rows by NV vectors of sums in
+ * registers over the whole of k (gemm_tile.h, one template for both
+ * element types). fp32: each output is its bias plus the products added
+ * one by one in k order by fused multiply-adds, exactly as the reference
+ * computes it, so every variant and the reference give the same bits, at
+ * any size, on any machine, and a sample of a batch the bits it has alone.
+ * Integers: A and B hold int16 pairs, vpmaddwd adds a pair's two products
+ * into 32-bit sums, widened to int64 at the store; exact integers, so the
+ * reference's.
  *
  * Tiles (rows of C x columns): AVX-512 6 x 64 (24 of its 32 registers hold
  * sums), AVX2 6 x 16 (12 of 16), NEON 6 x 16 (24 of 32); a C of one row
- * (a fully connected layer at batch 1) takes 128, 64 and 32 columns a tile
- * so that eight sums are in flight. The panel of B a tile reads stays in
- * the caches while the tiles go down A.
+ * (one output channel) takes 128, 64 and 32 columns a tile so that eight
+ * sums are in flight. The panel of B a tile reads stays in the caches
+ * while the tiles go down A.
  *
- * Checked by tests/unit/test_simd.c: every variant this machine runs
+ * Checked by tests/unit/test_simd.c (fp32: every variant this machine runs
  * against the reference bit for bit on random matrices of odd sizes, with
- * both kinds of bias.
+ * both kinds of bias) and tests/unit/test_qkernels.c (the integer product
+ * over the convolution grid against dcz_qconv2d_direct_ref).
  */
 #include <math.h>
 #include <string.h>
@@ -175,7 +180,7 @@ static inline void qstore_part__avx512(int64_t *p, __m512i v, uint32_t n)
 #define VFMA(a, b, c) _mm512_add_epi32(_mm512_madd_epi16(a, b), c)
 #define VSTORE(p, v) qstore__avx512(p, v)
 #define VSTORE_PART(p, v, n) qstore_part__avx512(p, v, n)
-#define VLOAD_PART(p, n) _mm512_setzero_si512()
+#define VLOAD_PART(p, n) _mm512_setzero_si512() /* column biases: the integer product has none */
 #define MR 6
 #define NV 4
 #define NV1 8
@@ -210,7 +215,7 @@ static inline void qstore_part__avx2(int64_t *p, __m256i v, uint32_t n)
 #define VFMA(a, b, c) _mm256_add_epi32(_mm256_madd_epi16(a, b), c)
 #define VSTORE(p, v) qstore__avx2(p, v)
 #define VSTORE_PART(p, v, n) qstore_part__avx2(p, v, n)
-#define VLOAD_PART(p, n) _mm256_setzero_si256()
+#define VLOAD_PART(p, n) _mm256_setzero_si256() /* column biases: the integer product has none */
 #define MR 6
 #define NV 2
 #define NV1 8
