@@ -129,7 +129,8 @@ dcz_status dcz_describe_layer(const dcz_model *m, uint32_t layer, dcz_layer_desc
         }
     } else if (!l->sparse) {
         const char *isa = m->opt.force_reference ? NULL : dcz_dense_f32_variant();
-        k->kernel = conv ? l->im2col ? "conv2d_dense_im2col" : "conv2d_dense" : isa ? "dense_f32" : "dense_f32_ref";
+        k->kernel = conv ? l->im2col ? "conv2d_dense_im2col" : "conv2d_dense"
+                  : l->wt ? "dense_gemm_f32" : isa ? "dense_f32" : "dense_f32_ref";
         const char *gisa = m->opt.force_reference ? NULL : dcz_gemm_f32_variant();
         if (conv && l->im2col)
             snprintf(k->why, sizeof k->why, "dense weights: the weights times the patches by gemm_f32%s%s",
@@ -138,6 +139,9 @@ dcz_status dcz_describe_layer(const dcz_model *m, uint32_t layer, dcz_layer_desc
             snprintf(k->why, sizeof k->why, "dense weights, grouped or patches past the scratch cap: direct "
                      "convolution, %s rows",
                      cisa ? cisa : "scalar");
+        else if (l->wt)
+            snprintf(k->why, sizeof k->why, "dense weights, transposed at load: the samples times them by gemm_f32 "
+                     "in %s", gisa ? gisa : "?");
         else if (!isa) snprintf(k->why, sizeof k->why, "dense weights: the scalar reference");
         else snprintf(k->why, sizeof k->why, "dense weights: %s, each row's dot product over the vector lanes, four rows "
                       "per pass over a sample", isa);

@@ -43,7 +43,9 @@ typedef dcz_arena arena;
  * them takes the model without): */
 enum {
     FORM_LANES = 1,   /* fully connected codebook layers: the lane form (AVX-512) */
-    FORM_DENSE = 2,   /* sparse convolutions past DCZ_CONV_DENSE_MIN_DENSITY: dense weights */
+    FORM_DENSE = 2,   /* the dense product's forms: sparse convolutions past
+                         DCZ_CONV_DENSE_MIN_DENSITY as dense weights (float and 8-bit
+                         integer), dense fully connected weights transposed */
 };
 #define arena_take dcz_arena_take
 
@@ -263,6 +265,17 @@ static dcz_status load_params(const dcz_container *c, const dcz_graph_layer *g, 
         float *dense = arena_take(&ld->a, w.n * sizeof *dense);
         if (dense) expand_sparse(&sp, dense);
         wd = dense;
+    }
+    /* a dense fully connected float layer also gets its weights transposed
+     * (in, out padded to DCZ_GEMM_PAD), which the dense product reads */
+    if (!cw && g->op == DCZ_OP_DENSE && !l->sparse && (ld->forms & FORM_DENSE)) {
+        const uint32_t out = w.dims[0], in = (uint32_t)(w.n / w.dims[0]);
+        const size_t ldb = dcz_gemm_ldb(out);
+        float *wt = arena_take(&ld->a, (uint64_t)in * ldb * sizeof *wt);
+        if (wt && wd)
+            for (uint32_t col = 0; col < in; col++)
+                for (size_t r = 0; r < ldb; r++) wt[col * ldb + r] = r < out ? wd[(size_t)r * in + col] : 0.0f;
+        l->wt = wt;
     }
     l->w = wd;
     l->sp = sp;

@@ -148,6 +148,8 @@ typedef struct dcz_exec_layer {
     float param[2];         /* CLIP min, max; LEAKY_RELU alpha; HARD_SIGMOID alpha, beta */
     const float *w;         /* dense DENSE: (out, in); dense CONV2D, and expanded sparse ones:
                                (out_c, in_c / group, kh, kw) */
+    const float *wt;        /* dense DENSE where this CPU runs dcz_gemm_f32: w transposed,
+                               (in, dcz_gemm_ldb(out)), the padding 0 */
     dcz_sparse sp;          /* sparse DENSE: (out, in); sparse CONV2D: (out_c, in_c / group kh kw) */
     const float *bias;      /* (out) or (out_c), or NULL */
     /* integer execution (qload.c): layers from the first weighted layer to

@@ -216,6 +216,8 @@ void dcz_run_dense(const dcz_model *m, const dcz_exec_layer *l, const float *con
 {
     if (l->sparse) run_sparse_fc(m, l, xs[0], batch, y);
     else if (m->opt.force_reference) dcz_dense_f32_ref(l->w, l->bias, xs[0], batch, l->in, l->out, y);
+    else if (l->wt)
+        dcz_gemm_f32(batch, l->out, l->in, xs[0], l->in, l->wt, dcz_gemm_ldb(l->out), NULL, l->bias, y, l->out);
     else dcz_dense_f32(l->w, l->bias, xs[0], batch, l->in, l->out, y);
 }
 
