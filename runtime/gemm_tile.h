@@ -7,14 +7,21 @@
  *   VSTORE(p, v) VSTORE_PART(p, v, n) VLOAD_PART(p, n) (the first n lanes)
  *   MR, NV         the general tile: MR rows of C by NV vectors of columns
  *   NV1            the one-row tile's vectors (C of one row: batch 1)
- *   TA TB TC TBIAS the element types of A, B, C and the biases (float; the
- *                  integer product: int32 pairs of int16 in A and B, int64
- *                  C and biases, VFMA their pair products added)
+ *   TA TB TC TBIAS the element types of A, B, C and the biases (float when
+ *                  not defined; the integer product: int32 pairs of int16
+ *                  in A and B, int64 C and biases, VFMA their pair
+ *                  products added)
  * and undefined again at its end.
  * A tile keeps its MR x NV sums in registers over the whole of k: each sum
  * starts at its bias (or 0) and takes A's element times B's by a fused
  * multiply-add, k in order, so every output has dcz_gemm_f32_ref's bits
  * whatever the tile, the ISA and the rows around it. */
+#ifndef TA
+#define TA float
+#define TB float
+#define TC float
+#define TBIAS float
+#endif
 #define CAT_(a, b) a##b
 #define CAT(a, b) CAT_(a, b)
 #define NAME(n) CAT(n, SFX)

@@ -133,15 +133,8 @@ static dcz_status upload(dcz_gpu *g, const void *h, size_t n, const void **out)
 /* The dense (rows, cols) matrix of a compressed one, on the host. */
 static float *expand(const dcz_sparse *s)
 {
-    float *w = calloc((size_t)s->rows * s->cols, sizeof *w);
-    if (!w) return NULL;
-    for (uint32_t r = 0; r < s->rows; r++) {
-        uint32_t col = 0;
-        for (uint32_t e = s->row_ptr[r]; e < s->row_ptr[r + 1]; e++) {
-            col += s->step[e];
-            if (s->step[e] != DCZ_STEP_FILLER) w[(size_t)r * s->cols + col] = dcz_sparse_weight(s, e);
-        }
-    }
+    float *w = malloc((size_t)s->rows * s->cols * sizeof *w);
+    if (w) dcz_sparse_expand(s, w);
     return w;
 }
 

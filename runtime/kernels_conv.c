@@ -484,7 +484,7 @@ static void im2col_k_planes(const dcz_conv_geom *g, const float *x, float *col, 
 
 void dcz_im2col_k(const dcz_conv_geom *g, const float *x, float *col, size_t ldb)
 {
-    if (g->sh == 1 && g->sw == 1 && g->in_w == g->out_w && g->pw < g->kw) im2col_k_planes(g, x, col, ldb);
+    if (g->sh == 1 && g->sw == 1 && g->in_w == g->out_w) im2col_k_planes(g, x, col, ldb);
     else dcz_im2col_k_ref(g, x, col, ldb);
 }
 

@@ -65,10 +65,6 @@ void dcz_gemm_f32_ref(size_t m, size_t n, uint32_t k, const float *a, size_t lda
 #define MR 6
 #define NV 4
 #define NV1 8
-#define TA float
-#define TB float
-#define TC float
-#define TBIAS float
 #include "runtime/gemm_tile.h"
 
 /* lanes 0 .. n - 1 of an AVX2 mask */
@@ -91,10 +87,6 @@ __attribute__((target("avx2"))) static inline __m256i mask8(uint32_t n)
 #define MR 6
 #define NV 2
 #define NV1 8
-#define TA float
-#define TB float
-#define TC float
-#define TBIAS float
 #include "runtime/gemm_tile.h"
 #endif
 
@@ -127,10 +119,6 @@ static inline float32x4_t load_part__neon(const float *p, uint32_t n)
 #define MR 6
 #define NV 4
 #define NV1 8
-#define TA float
-#define TB float
-#define TC float
-#define TBIAS float
 #include "runtime/gemm_tile.h"
 #endif
 

@@ -171,8 +171,7 @@ static dcz_status load_sparse(const dcz_tensor_view *t, loader *ld, dcz_sparse *
     return DCZ_OK;
 }
 
-/* w (rows, cols) = s expanded, 0 where it stores nothing. */
-static void expand_sparse(const dcz_sparse *s, float *w)
+void dcz_sparse_expand(const dcz_sparse *s, float *w)
 {
     memset(w, 0, (size_t)s->rows * s->cols * sizeof *w);
     for (uint32_t r = 0; r < s->rows; r++) {
@@ -263,7 +262,7 @@ static dcz_status load_params(const dcz_container *c, const dcz_graph_layer *g, 
         dcz_conv2d_pick_expand(&l->geom, w.nnz)) {
         l->expanded = 1;
         float *dense = arena_take(&ld->a, w.n * sizeof *dense);
-        if (dense) expand_sparse(&sp, dense);
+        if (dense) dcz_sparse_expand(&sp, dense);
         wd = dense;
     }
     /* a dense fully connected float layer also gets its weights transposed
@@ -453,7 +452,7 @@ static dcz_status load_walk(const dcz_container *c, const dcz_options *o, loader
         tensors[i + 1].shape = l->out_shape;
         tensors[i + 1].width = l->out;
         if (l->out > max_width) max_width = l->out;
-        if ((l->im2col || l->expanded) && dcz_conv2d_im2col_floats(&l->geom) > scratch_floats)
+        if (l->im2col && dcz_conv2d_im2col_floats(&l->geom) > scratch_floats)
             scratch_floats = dcz_conv2d_im2col_floats(&l->geom);
         /* the float spmm's tile; a calibrated model runs these on integers */
         if (!quant && l->op == DCZ_OP_DENSE && l->sparse &&

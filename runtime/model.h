@@ -3,7 +3,9 @@
  * At load (load.c) every layer becomes one exec layer. Sparse layers keep
  * their compressed form: per row a run of entries, each a one-byte column
  * step and (codebook layers) a one-byte codebook index; Huffman streams are
- * decoded once into this form. Weights are never expanded to dense fp32.
+ * decoded once into this form. Weights are expanded to dense only where the
+ * dense product beats the sparse kernels (dcz_conv2d_pick_expand), as an
+ * extra form beside the compressed one.
  *
  * Execution form of a sparse matrix (out rows, in columns):
  *   row r owns entries row_ptr[r] .. row_ptr[r+1]-1; a column cursor starts
@@ -645,6 +647,8 @@ int dcz_conv2d_pick_im2col(const dcz_conv_geom *g);
 void dcz_conv2d_dense_im2col(const dcz_conv_geom *g, const float *w, const float *bias, const float *x,
                              size_t batch, int ref, float *scratch, float *y);
 int dcz_conv2d_pick_dense_im2col(const dcz_conv_geom *g);
+/* w (rows, cols) = the matrix s stores, 0 where it stores nothing. */
+void dcz_sparse_expand(const dcz_sparse *s, float *w);
 /* A sparse convolution of nnz stored weights runs faster expanded to dense
  * weights by dcz_conv2d_dense_im2col than by its sparse kernels from this
  * density on: the dense product does 6 to 20 times the multiply-adds per
