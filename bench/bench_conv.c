@@ -41,7 +41,7 @@
 
 typedef struct layer {
     const char *name;
-    uint32_t in_c, out_c, hw, k, pad;
+    uint32_t in_c, out_c, hw, k, pad, stride;
     double density;
 } layer;
 
@@ -93,32 +93,35 @@ int main(void)
     const double bw = bench_copy_bandwidth((size_t)64 << 20);
     printf("copy bandwidth %.1f GB/s (read + write), one thread\n\n", bw / 1e9);
     const layer layers[] = {
-        { "lenet5-conv1", 1, 20, 28, 5, 0, 0.66 },
-        { "lenet5-conv2", 20, 50, 12, 5, 0, 0.12 },
-        { "resnet-16-16", 16, 16, 28, 3, 1, 0.40 },
-        { "resnet-16-16", 16, 16, 28, 3, 1, 0.15 },
-        { "resnet-16-16", 16, 16, 28, 3, 1, 0.05 },
-        { "cnn-32-64", 32, 64, 14, 3, 1, 0.40 },
-        { "cnn-32-64", 32, 64, 14, 3, 1, 0.15 },
-        { "cnn-32-64", 32, 64, 14, 3, 1, 0.05 },
-        { "cnn-64-128", 64, 128, 7, 3, 1, 0.40 },
-        { "cnn-64-128", 64, 128, 7, 3, 1, 0.10 },
-        { "cnn-128-256", 128, 256, 4, 3, 1, 0.40 },
-        { "cnn-128-256", 128, 256, 4, 3, 1, 0.10 },
+        { "lenet5-conv1", 1, 20, 28, 5, 0, 1, 0.66 },
+        { "lenet5-conv2", 20, 50, 12, 5, 0, 1, 0.12 },
+        { "resnet-16-16", 16, 16, 28, 3, 1, 1, 0.40 },
+        { "resnet-16-16", 16, 16, 28, 3, 1, 1, 0.15 },
+        { "resnet-16-16", 16, 16, 28, 3, 1, 1, 0.05 },
+        { "cnn-32-64", 32, 64, 14, 3, 1, 1, 0.40 },
+        { "cnn-32-64", 32, 64, 14, 3, 1, 1, 0.15 },
+        { "cnn-32-64", 32, 64, 14, 3, 1, 1, 0.05 },
+        { "cnn-64-128", 64, 128, 7, 3, 1, 1, 0.40 },
+        { "cnn-64-128", 64, 128, 7, 3, 1, 1, 0.10 },
+        { "cnn-128-256", 128, 256, 4, 3, 1, 1, 0.40 },
+        { "cnn-128-256", 128, 256, 4, 3, 1, 1, 0.10 },
+        { "resnet-s2-16-32", 16, 32, 28, 3, 1, 2, 0.30 },
+        { "resnet-s2-32-64", 32, 64, 14, 3, 1, 2, 0.20 },
+        { "resnet-64-64-7", 64, 64, 7, 3, 1, 1, 0.16 },
     };
     const size_t batches[] = { 1, 8 };
-    printf("%-12s %5s %7s %9s %9s %9s %9s %9s %10s %8s %8s %8s %7s %6s %7s\n", "layer", "batch", "density",
-           "blas us", "dense us", "gemm us", "direct us", "im2col us", "im2colT us", "im2col/", "blas/", "gemm/",
-           "GMAC/s", "floor", "runtime");
-    printf("%-12s %5s %7s %9s %9s %9s %9s %9s %10s %8s %8s %8s %7s %6s %7s\n", "", "", "", "", "", "", "", "", "",
-           "direct", "direct", "direct", "direct", "%", "runs");
+    printf("%-15s %5s %7s %9s %9s %9s %9s %9s %9s %10s %8s %8s %8s %8s %7s %6s %7s\n", "layer", "batch",
+           "density", "blas us", "dense us", "gemm us", "shift us", "direct us", "im2col us", "im2colT us", "im2col/",
+           "blas/", "gemm/", "gemm/", "GMAC/s", "floor", "runtime");
+    printf("%-15s %5s %7s %9s %9s %9s %9s %9s %9s %10s %8s %8s %8s %8s %7s %6s %7s\n", "", "", "", "", "", "", "",
+           "", "", "", "direct", "direct", "direct", "shift", "shift", "%", "runs");
     dcz_rng rng;
     dcz_rng_seed(&rng, 1);
     for (size_t li = 0; li < sizeof layers / sizeof *layers; li++) {
         const layer *L = &layers[li];
-        const uint32_t out_hw = L->hw + 2 * L->pad - L->k + 1;
+        const uint32_t out_hw = (L->hw + 2 * L->pad - L->k) / L->stride + 1;
         const dcz_conv_geom g = { L->in_c, L->hw, L->hw, L->out_c, out_hw, out_hw,
-                                  L->k, L->k, 1, 1, L->pad, L->pad, 1 };
+                                  L->k, L->k, L->stride, L->stride, L->pad, L->pad, 1 };
         const uint32_t rows = L->out_c, cols = L->in_c * L->k * L->k;
         const size_t n = (size_t)rows * cols, B = 8;
         const size_t xin = (size_t)L->in_c * L->hw * L->hw, yout = (size_t)L->out_c * out_hw * out_hw;
@@ -153,12 +156,17 @@ int main(void)
         dcz_sparse_builder_finish(&bld);
         const dcz_sparse sp = { .rows = rows, .cols = cols, .entries = bld.entries, .row_ptr = row_ptr, .step = step,
                                 .idx = idx, .codebook = cb, .k = 256 };
+        dcz_shift sf;
+        void *sfmem = malloc(dcz_shift_bytes(rows, nnz));
+        dcz_shift_build(&g, &sp, NULL, sfmem, &sf);
+        float *sscratch = malloc(dcz_shift_scratch_floats(&g) * sizeof *sscratch);
         for (size_t bi = 0; bi < 2; bi++) {
             const size_t batch = batches[bi];
-            double tb, td, tg, tz, ti, tt;
+            double tb, td, tg, ts, tz, ti, tt;
             TIME(blas_conv(&g, w, bias, x, batch, scratch, y), tb);
             TIME(dcz_conv2d_dense(&g, w, bias, x, batch, y), td);
             TIME(dcz_conv2d_dense_im2col(&g, w, bias, x, batch, 0, scratch, y), tg);
+            TIME(dcz_conv2d_shift(&g, &sf, bias, x, batch, 0, sscratch, y), ts);
             TIME(dcz_conv2d_sparse_direct(&g, &sp, bias, x, batch, y), tz);
             TIME(dcz_conv2d_sparse_im2col(&g, &sp, bias, x, batch, 1, scratch, y), ti);
             TIME(im2col_t_conv(&g, &sp, bias, x, batch, colt, scratch, y), tt);
@@ -166,13 +174,14 @@ int main(void)
             const double macs = (double)nnz * out_hw * out_hw * batch;
             const double bytes = bld.entries * 2.0 + (rows + 1) * 4.0 + 256 * 4.0 +
                                  (double)batch * (xin + yout) * 4.0;
-            printf("%-12s %5zu %6.0f%% %9.1f %9.1f %9.1f %9.1f %9.1f %10.1f %7.2fx %7.2fx %7.2fx %7.2f %5.1f%% %7s\n",
-                   L->name, batch, L->density * 100, tb * 1e6, td * 1e6, tg * 1e6, tz * 1e6, ti * 1e6, tt * 1e6,
-                   ti / tz, tb / tz, tg / tz, macs / tz / 1e9, bytes / (bw / 2) / tz * 100,
+            printf("%-15s %5zu %6.0f%% %9.1f %9.1f %9.1f %9.1f %9.1f %9.1f %10.1f %7.2fx %7.2fx %7.2fx %7.2fx "
+                   "%7.2f %5.1f%% %7s\n",
+                   L->name, batch, L->density * 100, tb * 1e6, td * 1e6, tg * 1e6, ts * 1e6, tz * 1e6, ti * 1e6,
+                   tt * 1e6, ti / tz, tb / tz, tg / tz, tg / ts, macs / ts / 1e9, bytes / (bw / 2) / tz * 100,
                    dcz_conv2d_pick_im2col(&g) ? "im2col" : "direct");
         }
         free(w); free(bias); free(x); free(y); free(scratch); free(colt); free(keep);
-        free(row_ptr); free(step); free(idx); free(src);
+        free(row_ptr); free(step); free(idx); free(src); free(sfmem); free(sscratch);
     }
     printf("\n(ratios > 1: direct faster. All dcz kernels are plain C on one thread; blas is\n"
            " OpenBLAS on one thread. GMAC/s: multiply-adds of the stored weights per second in\n"

@@ -127,6 +127,12 @@ dcz_status dcz_describe_layer(const dcz_model *m, uint32_t layer, dcz_layer_desc
             k->kernel = "qspmm (integers)";
             snprintf(k->why, sizeof k->why, "%s: integer multiply, add and shift only, 64-bit sums", scheme);
         }
+    } else if (l->shifted) {
+        const char *sisa = dcz_conv2d_shift_variant();
+        k->kernel = "conv2d_shift";
+        snprintf(k->why, sizeof k->why, "%s: each output plane the sum of the padded input, split by stride "
+                 "phase, shifted by each weight, %s", l->sparse ? "sparse weights" : "grouped dense weights",
+                 sisa ? sisa : "scalar");
     } else if (!l->sparse) {
         const char *isa = m->opt.force_reference ? NULL : dcz_dense_f32_variant();
         k->kernel = conv ? l->im2col ? "conv2d_dense_im2col" : "conv2d_dense"

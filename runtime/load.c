@@ -46,6 +46,7 @@ enum {
     FORM_DENSE = 2,   /* the dense product's forms: sparse convolutions past
                          DCZ_CONV_DENSE_MIN_DENSITY as dense weights (float and 8-bit
                          integer), dense fully connected weights transposed */
+    FORM_SHIFT = 4,   /* float convolutions: the shift form (dcz_conv2d_pick_shift) */
 };
 #define arena_take dcz_arena_take
 
@@ -255,11 +256,17 @@ static dcz_status load_params(const dcz_container *c, const dcz_graph_layer *g, 
         if (panels > ld->lane_floats) ld->lane_floats = panels;
     }
     l->sparse = w.enc == DCZ_ENC_SPARSE_F32 || w.enc == DCZ_ENC_CODEBOOK;
-    /* a sparse convolution dense enough for the dense product to beat its
-     * sparse kernels also gets its weights expanded (decided alike in both
-     * passes: the scratch depends on it) */
-    if (!cw && l->sparse && g->op == DCZ_OP_CONV2D && (ld->forms & FORM_DENSE) &&
-        dcz_conv2d_pick_expand(&l->geom, w.nnz)) {
+    /* a float convolution the shift kernel runs faster than the others gets
+     * the shift form; else a sparse one dense enough for the dense product
+     * to beat its sparse kernels gets its weights expanded (both decided
+     * alike in both passes: the scratch depends on them) */
+    if (!cw && g->op == DCZ_OP_CONV2D && (ld->forms & FORM_SHIFT) &&
+        dcz_conv2d_pick_shift(&l->geom, l->sparse ? w.nnz : w.n)) {
+        l->shifted = 1;
+        void *mem = arena_take(&ld->a, dcz_shift_bytes(l->geom.out_c, l->sparse ? w.nnz : w.n));
+        if (mem) dcz_shift_build(&l->geom, l->sparse ? &sp : NULL, wd, mem, &l->shift);
+    } else if (!cw && l->sparse && g->op == DCZ_OP_CONV2D && (ld->forms & FORM_DENSE) &&
+               dcz_conv2d_pick_expand(&l->geom, w.nnz)) {
         l->expanded = 1;
         float *dense = arena_take(&ld->a, w.n * sizeof *dense);
         if (dense) dcz_sparse_expand(&sp, dense);
@@ -328,8 +335,8 @@ static dcz_status load_layer(const dcz_container *c, const dcz_graph_layer *g, u
     switch (g->op) {
     case DCZ_OP_CONV2D:
         TRY(load_params(c, g, index, ld, cw, l));
-        l->im2col = l->expanded || (l->sparse ? dcz_conv2d_pick_im2col(&l->geom)
-                                              : !cw && dcz_conv2d_pick_dense_im2col(&l->geom));
+        l->im2col = !l->shifted && (l->expanded || (l->sparse ? dcz_conv2d_pick_im2col(&l->geom)
+                                                              : !cw && dcz_conv2d_pick_dense_im2col(&l->geom)));
         return DCZ_OK;
     case DCZ_OP_AVGPOOL:
         l->count_include_pad = g->attr[6];
@@ -454,6 +461,8 @@ static dcz_status load_walk(const dcz_container *c, const dcz_options *o, loader
         if (l->out > max_width) max_width = l->out;
         if (l->im2col && dcz_conv2d_im2col_floats(&l->geom) > scratch_floats)
             scratch_floats = dcz_conv2d_im2col_floats(&l->geom);
+        if (l->shifted && dcz_shift_scratch_floats(&l->geom) > scratch_floats)
+            scratch_floats = dcz_shift_scratch_floats(&l->geom);
         /* the float spmm's tile; a calibrated model runs these on integers */
         if (!quant && l->op == DCZ_OP_DENSE && l->sparse &&
             dcz_spmm_scratch_floats(l->out, l->in) > scratch_floats)
@@ -616,7 +625,8 @@ static dcz_status fill(const dcz_container *c, const dcz_options *o, int in_plac
 static int want_forms(const dcz_options *o)
 {
     if (o->force_reference) return 0;
-    return (dcz_isa_supported(DCZ_ISA_AVX512) ? FORM_LANES : 0) | (dcz_gemm_f32_variant() ? FORM_DENSE : 0);
+    return (dcz_isa_supported(DCZ_ISA_AVX512) ? FORM_LANES : 0) | (dcz_gemm_f32_variant() ? FORM_DENSE : 0) |
+           (dcz_conv2d_shift_variant() ? FORM_SHIFT : 0);
 }
 
 /* The threads of a heap model: as asked, or every online processor, at

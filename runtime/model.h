@@ -127,6 +127,17 @@ static inline int32_t dcz_qsparse_weight(const dcz_qsparse *s, uint32_t row, uin
 }
 
 
+/* The shift form of a float convolution (kernels_shift.c has the layout
+ * and the numbers): for each output channel, its stored weights in column
+ * order, each as the offset in the split input (the sample padded and
+ * split by stride phase) of the cell it multiplies for output pixel 0, and
+ * its value. */
+typedef struct dcz_shift {
+    const uint32_t *ptr;    /* (out_c + 1) first weight of each output channel */
+    const uint32_t *off;    /* (weights) offset in the split input */
+    const float *w;         /* (weights) value */
+} dcz_shift;
+
 /* A layer in execution form. Its kernels are its op's in the operator
  * table (ops.h: run, run_q); a weighted layer's weight is dense (w) or in
  * the sparse execution form (sp, sparse set). */
@@ -144,6 +155,8 @@ typedef struct dcz_exec_layer {
                                (dcz_conv2d_pick_im2col), else dcz_conv2d_sparse_direct; dense
                                fp32 CONV2D: dcz_conv2d_dense_im2col (dcz_conv2d_pick_dense_im2col),
                                else dcz_conv2d_dense */
+    uint8_t shifted;        /* float CONV2D also held in the shift form (shift), which runs it
+                               (dcz_conv2d_pick_shift) */
     uint8_t expanded;       /* CONV2D also held dense (dcz_conv2d_pick_expand): a sparse float one
                                in w, run by dcz_conv2d_dense_im2col; an integer one of an 8-bit
                                scheme in qw2, run by dcz_qconv2d_gemm */
@@ -153,6 +166,7 @@ typedef struct dcz_exec_layer {
     const float *wt;        /* dense DENSE where this CPU runs dcz_gemm_f32: w transposed,
                                (in, dcz_gemm_ldb(out)), the padding 0 */
     dcz_sparse sp;          /* sparse DENSE: (out, in); sparse CONV2D: (out_c, in_c / group kh kw) */
+    dcz_shift shift;        /* shifted CONV2D */
     const float *bias;      /* (out) or (out_c), or NULL */
     /* integer execution (qload.c): layers from the first weighted layer to
      * the last run on dcz_q activations */
@@ -658,6 +672,44 @@ void dcz_sparse_expand(const dcz_sparse *s, float *w);
  * at least that dense. */
 #define DCZ_CONV_DENSE_MIN_DENSITY 0.10
 int dcz_conv2d_pick_expand(const dcz_conv_geom *g, uint64_t nnz);
+/* ---- the shift form (kernels_shift.c) ---------------------------------------
+ * dcz_shift: see above. */
+/* Bytes of the shift form of out_c channels and nnz stored weights. */
+uint64_t dcz_shift_bytes(uint32_t out_c, uint64_t nnz);
+/* f = the shift form of a convolution of geometry g, in mem
+ * (dcz_shift_bytes, 4-byte aligned), from its execution form s, or when s
+ * is NULL from its dense weights w (out_c, in_c / group, kh, kw), every
+ * one stored. */
+void dcz_shift_build(const dcz_conv_geom *g, const dcz_sparse *s, const float *w, void *mem, dcz_shift *f);
+/* Floats of scratch dcz_conv2d_shift needs (per call, any batch): the
+ * split input and the output planes as computed. */
+uint64_t dcz_shift_scratch_floats(const dcz_conv_geom *g);
+/* y = the convolution: per sample, the split input, then each output
+ * plane as the sum of the split input shifted by each stored weight's
+ * offset times the weight (bias first, then each product fused into the
+ * sum in column order: the bits of dcz_conv2d_dense_im2col on the weights
+ * expanded, finite inputs), on the best vector variant or the scalar
+ * reference (ref). dcz_conv2d_shift_isa runs the variant of isa
+ * (DCZ_ISA_REF: the reference), 0 when this build or machine has none. */
+void dcz_conv2d_shift(const dcz_conv_geom *g, const dcz_shift *f, const float *bias, const float *x,
+                      size_t batch, int ref, float *scratch, float *y);
+int dcz_conv2d_shift_isa(dcz_isa isa, const dcz_conv_geom *g, const dcz_shift *f, const float *bias,
+                         const float *x, size_t batch, float *scratch, float *y);
+/* The vector variant dcz_conv2d_shift runs here ("avx512", "avx2",
+ * "neon"), or NULL. */
+const char *dcz_conv2d_shift_variant(void);
+/* Nonzero when a float convolution of geometry g and nnz stored weights
+ * should run on its shift form: its scratch within DCZ_CONV_SCRATCH_MAX,
+ * and either the dense product cannot run it (grouped, or patches past the
+ * cap) or the shift kernel's multiply-adds (nnz times the output plane as
+ * computed) times DCZ_SHIFT_GEMM_RATE are fewer than the dense product's:
+ * bench/bench_conv.c measures the dense product at about twice the
+ * multiply-adds per second of the shift kernel (46 to 58 against 17 to 26
+ * G/s on 3x3 layers of 4x4 to 28x28 planes, AVX-512), and the shift kernel
+ * ahead of the other sparse kernels at every density. */
+#define DCZ_SHIFT_GEMM_RATE 2
+int dcz_conv2d_pick_shift(const dcz_conv_geom *g, uint64_t nnz);
+
 /* col (out_h out_w, in_c kh kw): row p is the receptive field of output
  * pixel p in (ic, ky, kx) order, 0 where it falls in the padding. */
 void dcz_im2col(const dcz_conv_geom *g, const float *x, float *col);

@@ -1,10 +1,12 @@
 /* run.c: executing a loaded model, layer by layer, between two activation
  * buffers sized by the model's largest activation. Dense layers with sparse
  * weights use the matrix-vector kernel at batch 1 and the matrix-matrix
- * kernel above; sparse convolutions use the direct sparse kernel, or im2col
+ * kernel above; float convolutions run on the shift form where it pays
+ * (kernels_shift.c, dcz_conv2d_pick_shift), sparse ones otherwise on the
+ * dense product when dense enough, else the direct sparse kernel, or im2col
  * and the matrix-matrix kernel on small output planes (the choice and the
- * measurements behind it: kernels_conv.c). All of them read the compressed
- * execution form. They are the vectorized kernels of kernels_simd.c, or the
+ * measurements behind it: kernels_conv.c). The sparse kernels read the
+ * compressed execution form. They are the vectorized kernels of kernels_simd.c, or the
  * references when the options force them. The scratch of im2col and of
  * dcz_spmm's tile is sized and placed at load.
  *
@@ -224,6 +226,10 @@ void dcz_run_dense(const dcz_model *m, const dcz_exec_layer *l, const float *con
 void dcz_run_conv2d(const dcz_model *m, const dcz_exec_layer *l, const float *const *xs,
                     size_t batch, float *y)
 {
+    if (l->shifted) {
+        dcz_conv2d_shift(&l->geom, &l->shift, l->bias, xs[0], batch, m->opt.force_reference, m->scratch, y);
+        return;
+    }
     if (l->im2col) {
         if (l->sparse && !l->expanded)
             dcz_conv2d_sparse_im2col(&l->geom, &l->sp, l->bias, xs[0], batch, m->opt.force_reference,

@@ -48,9 +48,10 @@ static inline int conv_grid(size_t i, dcz_conv_geom *g)
 
 /* The cases beyond the grid, into g (room for CONV_EXTRA): grouped and
  * depthwise convolutions, non-square windows, mixed strides and paddings,
- * a kernel as large as the padded image, a 1 x 1 image, and rows of
- * 16 x 5 x 5 = 400 columns, where fillers occur at 1% density. */
-#define CONV_EXTRA 10
+ * a kernel as large as the padded image, a 1 x 1 image, rows of
+ * 16 x 5 x 5 = 400 columns, where fillers occur at 1% density, and planes
+ * wide and tall enough for several register tiles of 16-lane vectors. */
+#define CONV_EXTRA 12
 static inline void conv_extra(dcz_conv_geom *g)
 {
     const dcz_conv_geom e[CONV_EXTRA] = {
@@ -64,6 +65,8 @@ static inline void conv_extra(dcz_conv_geom *g)
         conv_geom(1, 5, 1, 1, 3, 3, 1, 1, 1, 1),
         conv_geom(16, 5, 11, 9, 5, 5, 1, 1, 2, 2),
         conv_geom(2, 3, 6, 21, 3, 3, 1, 1, 1, 1),     /* rows of 21: two vectors of 8 and 5 over */
+        conv_geom(2, 3, 17, 30, 3, 3, 1, 1, 1, 1),    /* 17 x 30: 34 vectors of 16 a plane */
+        conv_geom(3, 2, 29, 27, 3, 3, 2, 2, 1, 1),    /* strided, odd sizes: 15 x 14 of 15 x 14 */
     };
     for (int i = 0; i < CONV_EXTRA; i++) g[i] = e[i];
 }

@@ -223,6 +223,7 @@ static size_t conv_mismatches(const char *what, const dcz_conv_geom *g, size_t b
 
 typedef struct conv_tally {
     size_t cases, direct, im2col, dense, variant, variants;
+    size_t shift, shift_gemm, shift_variants;
 } conv_tally;
 
 /* One geometry and weight set: every kernel against the reference, batch 1
@@ -239,6 +240,11 @@ static int conv_case(const dcz_conv_geom *g, double density, uint32_t k, conv_ta
     float *ba = malloc(g->out_c * sizeof(float)), *ref = malloc(B * yout * sizeof(float));
     float *mag = malloc(B * yout * sizeof(float)), *y = malloc(B * yout * sizeof(float));
     float *scratch = malloc(dcz_conv2d_im2col_floats(g) * sizeof(float));
+    float *sscratch = malloc(dcz_shift_scratch_floats(g) * sizeof(float)), *y2 = malloc(B * yout * sizeof(float));
+    void *smem = malloc(dcz_shift_bytes(g->out_c, m.nnz)), *smemd = malloc(dcz_shift_bytes(g->out_c, nw));
+    dcz_shift sf, sfd;
+    dcz_shift_build(g, &m.sp, NULL, smem, &sf);
+    dcz_shift_build(g, NULL, m.dense, smemd, &sfd);
     fill_nonzero(x, B * xin);
     fill_nonzero(bias, g->out_c);
     absolute(xa, x, B * xin);
@@ -269,6 +275,28 @@ static int conv_case(const dcz_conv_geom *g, double density, uint32_t k, conv_ta
         }
         dcz_conv2d_dense(g, m.dense, bias, x, b, y);
         t->dense += conv_mismatches("dense direct", g, b, y, ref, mag);
+        /* the shift form, built from the execution form and from the dense
+         * weights: its reference and best variant near the reference
+         * convolution; from the execution form, the dense product's bits on
+         * the weights expanded; every vector variant the reference's bits */
+        for (int from_dense = 0; from_dense < 2; from_dense++) {
+            const dcz_shift *f = from_dense ? &sfd : &sf;
+            for (int r = 0; r < 2; r++) {
+                dcz_conv2d_shift(g, f, bias, x, b, r, sscratch, y);
+                t->shift += conv_mismatches(r ? "shift (reference)" : "shift", g, b, y, ref, mag);
+            }
+            if (!from_dense && dcz_conv_groups(g) == 1) {
+                dcz_conv2d_dense_im2col(g, m.dense, bias, x, b, 1, scratch, y2);
+                t->shift_gemm += memcmp(y, y2, b * yout * sizeof(float)) != 0;
+            }
+            const dcz_isa sisas[] = { DCZ_ISA_AVX512, DCZ_ISA_AVX2, DCZ_ISA_NEON };
+            dcz_conv2d_shift_isa(DCZ_ISA_REF, g, f, bias, x, b, sscratch, y2);
+            for (size_t i = 0; i < 3; i++) {
+                if (!dcz_conv2d_shift_isa(sisas[i], g, f, bias, x, b, sscratch, y)) continue;
+                t->variant += memcmp(y, y2, b * yout * sizeof(float)) != 0;
+                t->shift_variants++;
+            }
+        }
         /* every vector variant gives the scalar rows' bits */
         const dcz_isa isas[] = { DCZ_ISA_AVX2, DCZ_ISA_NEON };
         for (size_t i = 0; i < 2; i++) {
@@ -283,6 +311,7 @@ static int conv_case(const dcz_conv_geom *g, double density, uint32_t k, conv_ta
         t->cases++;
     }
     free(x); free(xa); free(wa); free(bias); free(ba); free(ref); free(mag); free(y); free(scratch);
+    free(sscratch); free(y2); free(smem); free(smemd);
     free_mat(&m);
     return 1;
 }
@@ -328,7 +357,7 @@ static void test_conv_grid(void)
 {
     const double dens[] = { 0.0, 0.5, 1.0 };
     const uint32_t codebooks[] = { 256, 0 }; /* 8-bit codebook, fp32 values */
-    conv_tally t = { 0, 0, 0, 0, 0, 0 };
+    conv_tally t = { 0, 0, 0, 0, 0, 0, 0, 0, 0 };
     dcz_conv_geom g, extra[CONV_EXTRA];
     for (size_t i = 0; conv_grid(i, &g); i++)
         for (size_t di = 0; di < 3; di++)
@@ -343,7 +372,10 @@ static void test_conv_grid(void)
     CHECK(t.direct == 0, "sparse direct: %zu mismatches", t.direct);
     CHECK(t.im2col == 0, "sparse im2col: %zu mismatches", t.im2col);
     CHECK(t.dense == 0, "dense direct: %zu mismatches", t.dense);
+    CHECK(t.shift == 0, "shift: %zu mismatches", t.shift);
+    CHECK(t.shift_gemm == 0, "shift: %zu cases differ from the dense product on the weights expanded", t.shift_gemm);
     CHECK(t.variant == 0, "vector convolutions: %zu cases differ from the scalar rows", t.variant);
+    CHECK(t.shift_variants > 0 || !dcz_conv2d_shift_variant(), "no vector shift kernel ran");
     CHECK(t.variants > 0 || !(dcz_isa_supported(DCZ_ISA_AVX2) || dcz_isa_supported(DCZ_ISA_NEON)),
           "no vector convolution ran");
 }

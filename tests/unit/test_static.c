@@ -174,7 +174,7 @@ static void check_places(const dcz_model *m, where *w)
     }
 }
 
-static size_t models_checked, inplace_models, lane_models, expanded_models;
+static size_t models_checked, inplace_models, lane_models, expanded_models, shifted_models;
 
 /* The largest |a[i] - b[i]| over n floats. */
 static double max_difference(const float *a, const float *b, size_t n)
@@ -300,6 +300,8 @@ static void check_model(const char *name, uint8_t *buf, size_t len, dcz_options 
         dcz_close(rm);
         for (uint32_t i = 0; i < hm->nlayers; i++)
             if (hm->layers[i].expanded) { expanded_models++; break; }
+        for (uint32_t i = 0; i < hm->nlayers; i++)
+            if (hm->layers[i].shifted) { shifted_models++; break; }
     }
 
     /* the model reads its float biases from the file buffer: change one */
@@ -433,12 +435,12 @@ static void test_counter_is_live(void)
 
 static void test_corpus(void)
 {
-    models_checked = inplace_models = lane_models = expanded_models = 0;
+    models_checked = inplace_models = lane_models = expanded_models = shifted_models = 0;
     size_t n = each_corpus_model(corpus_default);
     CHECK(n >= 12 && models_checked == n, "%zu of %zu corpus models checked", models_checked, n);
     CHECK(expanded_models > 0 || !dcz_gemm_f32_variant(), "no corpus model has an expanded sparse convolution");
     printf("     %zu corpus models, %zu with tensors used in place, %zu with lane forms, %zu with expanded sparse "
-           "convolutions\n", n, inplace_models, lane_models, expanded_models);
+           "convolutions, %zu with shift forms\n", n, inplace_models, lane_models, expanded_models, shifted_models);
 }
 
 static void test_corpus_calibrated_as_fp32(void)
@@ -669,6 +671,48 @@ static dcz_doc *im2col_net(void)
     return d;
 }
 
+/* keeps one in three of l's stored weights */
+static void thin(dcz_doc_layer *l)
+{
+    dcz_doc_tensor *w = &l->t[0];
+    for (size_t i = 0; i < w->n; i++)
+        if (w->mask && w->mask[i] && i % 3) {
+            w->mask[i] = 0;
+            w->values[i] = 0.0f;
+        }
+}
+
+/* (3, 24, 24) -> conv 3x3 pad 1 (codebook, Huffman, about 15% kept) ->
+ * relu -> conv 3x3 stride 2 pad 1 (sparse f32, about 15%) -> depthwise
+ * conv 3x3 pad 1 (dense f32) -> relu -> gap -> flatten -> dense (f32) ->
+ * softmax: the three convolutions in the shift form where this CPU runs it */
+static dcz_doc *shift_net(void)
+{
+    dcz_doc *d;
+    if (dcz_doc_alloc(10, &d) != DCZ_OK) return NULL;
+    d->input_rank = 3;
+    d->input_dims[0] = 3; d->input_dims[1] = 24; d->input_dims[2] = 24;
+    dcz_doc_layer *l = d->layers;
+    doc_conv_layer(&l[0], "conv1", 3, 8, 3, 1, 1, DCZ_ENC_CODEBOOK, 4, 4, DCZ_CODING_HUFFMAN);
+    fill(&l[0], 7);
+    thin(&l[0]);
+    doc_plain_layer(&l[1], DCZ_OP_RELU, "relu1");
+    doc_conv_layer(&l[2], "conv2", 8, 8, 3, 2, 1, DCZ_ENC_SPARSE_F32, 3, 0, DCZ_CODING_RAW);
+    fill(&l[2], 8);
+    thin(&l[2]);
+    doc_conv_layer(&l[3], "dw", 8, 8, 3, 1, 1, DCZ_ENC_F32, 0, 0, 0);
+    doc_conv_groups(&l[3], 8);
+    fill(&l[3], 9);
+    doc_plain_layer(&l[4], DCZ_OP_RELU, "relu2");
+    doc_plain_layer(&l[5], DCZ_OP_GLOBAL_AVGPOOL, "gap");
+    doc_plain_layer(&l[6], DCZ_OP_FLATTEN, "flat");
+    doc_dense_layer(&l[7], "fc", 8, 5, DCZ_ENC_F32, 0, 0, 0);
+    fill(&l[7], 10);
+    doc_plain_layer(&l[8], DCZ_OP_RELU, "relu3");
+    doc_plain_layer(&l[9], DCZ_OP_SOFTMAX, "prob");
+    return d;
+}
+
 /* 20 -> dense (f32) -> relu -> dense (codebook, gaps) -> softmax */
 static dcz_doc *mlp(void)
 {
@@ -729,6 +773,11 @@ static void built(const char *name, dcz_doc *d, dcz_scheme want)
         for (uint32_t i = 0; i < m->nlayers; i++) im2col += m->layers[i].im2col;
         if (strstr(name, "im2col")) CHECK(im2col == 2 && m->scratch_floats > 0, "%s: im2col layers %u",
                                           name, im2col);
+        uint32_t shifted = 0;
+        for (uint32_t i = 0; i < m->nlayers; i++) shifted += m->layers[i].shifted;
+        if (strstr(name, "shift"))
+            CHECK(shifted == (want == DCZ_SCHEME_NONE && dcz_conv2d_shift_variant() ? 3u : 0u),
+                  "%s: shifted layers %u", name, shifted);
     }
     dcz_close(m);
     dcz_options o;
@@ -742,6 +791,8 @@ static void built(const char *name, dcz_doc *d, dcz_scheme want)
 }
 
 static void test_built_im2col(void) { built("im2col net", im2col_net(), DCZ_SCHEME_NONE); }
+static void test_built_shift(void) { built("shift net", shift_net(), DCZ_SCHEME_NONE); }
+static void test_built_int8_shift(void) { built("int8 shift net", int8(shift_net()), DCZ_SCHEME_INT8); }
 static void test_built_int8_im2col(void) { built("int8 im2col net", int8(im2col_net()), DCZ_SCHEME_INT8); }
 static void test_built_int8_mlp(void) { built("int8 mlp", int8(mlp()), DCZ_SCHEME_INT8); }
 
@@ -818,6 +869,8 @@ int main(int argc, char **argv)
 #ifndef DCZ_RUNTIME_ONLY
     RUN(test_built_im2col);
     RUN(test_built_int8_im2col);
+    RUN(test_built_shift);
+    RUN(test_built_int8_shift);
     RUN(test_built_int8_mlp);
     RUN(test_threads_same_bits);
 #else

@@ -1,0 +1,283 @@
+/* kernels_shift.c: sparse float convolution by shifted planes (the shift
+ * form, model.h).
+ *
+ * One sample's input is first laid out padded and split by stride phase,
+ * "the split input": for input channel c and phase (py, px), py < sh,
+ * px < sw, the plane Q[c][py][px] of hq x wq cells holds
+ *   Q[i][j] = P[i sh + py][j sw + px],
+ * P being the input with ph, pw zeros around it, hq = ceil((in_h + 2 ph) /
+ * sh), wq = ceil((in_w + 2 pw) / sw), and 0 past P. Output pixel (oy, ox)
+ * then reads, for weight (c, ky, kx), the cell
+ *   Q[c][ky % sh][kx % sw][oy + ky / sh][ox + kx / sw].
+ * Number the output pixels p = oy wq + ox: rows of wq, the last wq - out_w
+ * of each not outputs (they are computed and dropped). Every weight then
+ * reads the split input at p plus its own offset
+ *   off = ((c sh + ky % sh) sw + kx % sw) hq wq + (ky / sh) wq + kx / sw,
+ * so an output plane is the sum of the split input shifted by each of its
+ * weights' offsets, times the weight. The shift form stores a layer's
+ * weights as (off, w), each output channel's in column order; the vector
+ * kernel (shift_tile.h) holds a tile of up to TMAX vectors of an output
+ * plane in registers through all the channel's weights, one load and one
+ * fused multiply-add per vector and weight, with no bounds to test: the
+ * padding is in the split input. Stride 1 is the single phase; the stride 2
+ * of a downsampling convolution costs nothing more than the split.
+ *
+ * Sums: bias first, then each weight's product fused into the sum in
+ * column order (fmaf), the order of dcz_gemm_f32 on the weights expanded,
+ * which adds the same products and exact zeros for the weights not stored.
+ * shift_planes_ref is the specification; the vector variants give its
+ * bits (tests/unit/test_kernels.c, every geometry of the convolution grid).
+ * Timings: bench/bench_conv.c; the rule that picks the kernel:
+ * dcz_conv2d_pick_shift (model.h).
+ */
+#include <math.h>
+#include <string.h>
+
+#include "runtime/model.h"
+
+#if defined(__x86_64__) || defined(__i386__)
+#include <immintrin.h>
+#define DCZ_X86 1
+#elif defined(__aarch64__) && defined(__ARM_NEON)
+#include <arm_neon.h>
+#define DCZ_NEON 1
+#endif
+
+/* the split input's geometry */
+typedef struct split_geom {
+    size_t hq, wq, plane;   /* a phase plane */
+    size_t floats;          /* the split input, its margin included */
+    size_t out16;           /* out_h wq rounded up to 16: an output plane as computed */
+} split_geom;
+
+static split_geom split_geom_of(const dcz_conv_geom *g)
+{
+    split_geom s;
+    s.hq = ((size_t)g->in_h + 2 * (size_t)g->ph + g->sh - 1) / g->sh;
+    s.wq = ((size_t)g->in_w + 2 * (size_t)g->pw + g->sw - 1) / g->sw;
+    s.plane = s.hq * s.wq;
+    /* the last plane is read up to (kw - 1) / sw + 15 cells past its end */
+    s.floats = (size_t)g->in_c * g->sh * g->sw * s.plane + (g->kw - 1) / g->sw + 16;
+    s.out16 = ((size_t)g->out_h * s.wq + 15) / 16 * 16;
+    return s;
+}
+
+uint64_t dcz_shift_scratch_floats(const dcz_conv_geom *g)
+{
+    /* saturates rather than wraps for absurd geometries */
+    const uint64_t hq = ((uint64_t)g->in_h + 2 * (uint64_t)g->ph + g->sh - 1) / g->sh;
+    const uint64_t wq = ((uint64_t)g->in_w + 2 * (uint64_t)g->pw + g->sw - 1) / g->sw;
+    const uint64_t planes = (uint64_t)g->in_c * g->sh * g->sw, plane = hq * wq;
+    const uint64_t out16 = ((uint64_t)g->out_h * wq + 15) / 16 * 16;
+    if (plane > UINT32_MAX || planes > UINT32_MAX || out16 > UINT32_MAX) return UINT64_MAX;
+    const uint64_t in = planes * plane, out = out16 * g->out_c;  /* each below 2^64 */
+    if (in > UINT64_MAX / 4 || out > UINT64_MAX / 4) return UINT64_MAX;
+    return in + (g->kw - 1) / g->sw + 16 + out;
+}
+
+uint64_t dcz_shift_bytes(uint32_t out_c, uint64_t nnz)
+{
+    return ((uint64_t)out_c + 1) * sizeof(uint32_t) + nnz * (sizeof(uint32_t) + sizeof(float));
+}
+
+/* the offset of weight (c, ky, kx) in the split input */
+static uint32_t tap_offset(const dcz_conv_geom *g, const split_geom *q, uint32_t c, uint32_t ky, uint32_t kx)
+{
+    return (uint32_t)((((size_t)c * g->sh + ky % g->sh) * g->sw + kx % g->sw) * q->plane +
+                      ky / g->sh * q->wq + kx / g->sw);
+}
+
+void dcz_shift_build(const dcz_conv_geom *g, const dcz_sparse *s, const float *w, void *mem, dcz_shift *f)
+{
+    const split_geom q = split_geom_of(g);
+    const uint32_t ksize = g->kh * g->kw, cols = dcz_conv_group_in(g) * ksize;
+    uint32_t nnz = cols * g->out_c;
+    if (s) {
+        nnz = 0;
+        for (uint32_t e = 0; e < s->entries; e++) nnz += s->step[e] != DCZ_STEP_FILLER;
+    }
+    uint32_t *ptr = mem, *off = ptr + g->out_c + 1;
+    float *val = (float *)(off + nnz);
+    uint32_t n = 0;
+    for (uint32_t oc = 0; oc < g->out_c; oc++) {
+        ptr[oc] = n;
+        const uint32_t ic0 = dcz_conv_in0(g, oc);
+        if (!s) {
+            for (uint32_t col = 0; col < cols; col++) {
+                off[n] = tap_offset(g, &q, ic0 + col / ksize, col % ksize / g->kw, col % g->kw);
+                val[n++] = w[(size_t)oc * cols + col];
+            }
+            continue;
+        }
+        uint32_t col = 0;
+        for (uint32_t e = s->row_ptr[oc]; e < s->row_ptr[oc + 1]; e++) {
+            col += s->step[e];
+            if (s->step[e] == DCZ_STEP_FILLER) continue;
+            off[n] = tap_offset(g, &q, ic0 + col / ksize, col % ksize / g->kw, col % g->kw);
+            val[n++] = dcz_sparse_weight(s, e);
+        }
+    }
+    ptr[g->out_c] = n;
+    f->ptr = ptr;
+    f->off = off;
+    f->w = val;
+}
+
+int dcz_conv2d_pick_shift(const dcz_conv_geom *g, uint64_t nnz)
+{
+    if (dcz_shift_scratch_floats(g) > DCZ_CONV_SCRATCH_MAX) return 0;
+    if (!dcz_conv2d_pick_dense_im2col(g)) return 1;   /* the dense product cannot run it */
+    const double wq = ((double)g->in_w + 2.0 * g->pw + g->sw - 1) / g->sw;
+    const double lanes = (double)nnz * (((double)g->out_h * (uint32_t)wq + 15) / 16 * 16);
+    const double macs = (double)g->out_c * g->in_c * g->kh * g->kw * g->out_h * g->out_w;
+    return lanes * DCZ_SHIFT_GEMM_RATE < macs;
+}
+
+/* xs = the split input of sample x */
+static void split(const dcz_conv_geom *g, const split_geom *q, const float *x, float *xs)
+{
+    const size_t sh = g->sh, sw = g->sw;
+    if (sh == 1 && sw == 1) {
+        /* one plane per channel: zero rows above and below, rows framed by pw zeros */
+        for (uint32_t c = 0; c < g->in_c; c++) {
+            float *p = xs + c * q->plane;
+            memset(p, 0, (g->ph * q->wq + g->pw) * sizeof *p);
+            for (uint32_t iy = 0; iy < g->in_h; iy++) {
+                float *r = p + (iy + g->ph) * q->wq + g->pw;
+                memcpy(r, x + ((size_t)c * g->in_h + iy) * g->in_w, g->in_w * sizeof *r);
+                memset(r + g->in_w, 0, 2 * g->pw * sizeof *r); /* this row's right, the next one's left */
+            }
+            const size_t done = (g->ph + g->in_h) * q->wq + g->pw;
+            memset(p + done, 0, (q->plane - (done < q->plane ? done : q->plane)) * sizeof *p);
+        }
+    } else {
+        memset(xs, 0, g->in_c * sh * sw * q->plane * sizeof *xs);
+        /* padded column j = ix + pw goes to phase j % sw, cell j / sw: phase
+         * px holds input columns cell sw + px - pw for cells lo[px] .. hi[px] - 1 */
+        size_t lo[DCZ_MAX_WINDOW], hi[DCZ_MAX_WINDOW];
+        for (size_t px = 0; px < sw; px++) {
+            lo[px] = px < g->pw ? (g->pw - px + sw - 1) / sw : 0;
+            hi[px] = (g->in_w + g->pw - px + sw - 1) / sw;
+        }
+        for (uint32_t c = 0; c < g->in_c; c++)
+            for (uint32_t iy = 0; iy < g->in_h; iy++) {
+                const size_t r = iy + g->ph;
+                const float *xr = x + ((size_t)c * g->in_h + iy) * g->in_w;
+                float *row = xs + (c * sh + r % sh) * sw * q->plane + r / sh * q->wq;
+                for (size_t px = 0; px < sw; px++, row += q->plane)
+                    for (size_t cell = lo[px]; cell < hi[px]; cell++) row[cell] = xr[cell * sw + px - g->pw];
+            }
+    }
+    memset(xs + g->in_c * sh * sw * q->plane, 0, (q->floats - g->in_c * sh * sw * q->plane) * sizeof *xs);
+}
+
+/* t (out_c, out16): each output channel's plane as computed, p = oy wq + ox */
+typedef void (*planes_fn)(const dcz_shift *f, const float *bias, uint32_t out_c, size_t out16, const float *xs,
+                          float *t);
+
+static void shift_planes_ref(const dcz_shift *f, const float *bias, uint32_t out_c, size_t out16,
+                             const float *xs, float *t)
+{
+    for (uint32_t oc = 0; oc < out_c; oc++)
+        for (size_t p = 0; p < out16; p++) {
+            float acc = bias ? bias[oc] : 0.0f;
+            for (uint32_t e = f->ptr[oc]; e < f->ptr[oc + 1]; e++) acc = fmaf(f->w[e], xs[f->off[e] + p], acc);
+            t[(size_t)oc * out16 + p] = acc;
+        }
+}
+
+#ifdef DCZ_X86
+#define SFX __avx512
+#define TGT __attribute__((target("avx512f")))
+#define V __m512
+#define L 16
+#define VSET1(f) _mm512_set1_ps(f)
+#define VLOAD(p) _mm512_loadu_ps(p)
+#define VFMA(a, b, c) _mm512_fmadd_ps(a, b, c)
+#define VSTORE(p, v) _mm512_storeu_ps(p, v)
+#define TMAX 12
+#include "runtime/shift_tile.h"
+
+#define SFX __avx2
+#define TGT __attribute__((target("avx2,fma")))
+#define V __m256
+#define L 8
+#define VSET1(f) _mm256_set1_ps(f)
+#define VLOAD(p) _mm256_loadu_ps(p)
+#define VFMA(a, b, c) _mm256_fmadd_ps(a, b, c)
+#define VSTORE(p, v) _mm256_storeu_ps(p, v)
+#define TMAX 12
+#include "runtime/shift_tile.h"
+#endif
+
+#ifdef DCZ_NEON
+#define SFX __neon
+#define TGT
+#define V float32x4_t
+#define L 4
+#define VSET1(f) vdupq_n_f32(f)
+#define VLOAD(p) vld1q_f32(p)
+#define VFMA(a, b, c) vfmaq_f32(c, a, b)
+#define VSTORE(p, v) vst1q_f32(p, v)
+#define TMAX 24
+#include "runtime/shift_tile.h"
+#endif
+
+static planes_fn planes_variant(dcz_isa isa)
+{
+    if (isa == DCZ_ISA_REF) return shift_planes_ref;
+#ifdef DCZ_X86
+    if (isa == DCZ_ISA_AVX512 && dcz_isa_supported(DCZ_ISA_AVX512)) return shift_planes__avx512;
+    if (isa == DCZ_ISA_AVX2 && dcz_isa_supported(DCZ_ISA_AVX2) && __builtin_cpu_supports("fma"))
+        return shift_planes__avx2;
+#endif
+#ifdef DCZ_NEON
+    if (isa == DCZ_ISA_NEON) return shift_planes__neon;
+#endif
+    return NULL;
+}
+
+static dcz_isa best(void)
+{
+    static const dcz_isa order[] = { DCZ_ISA_AVX512, DCZ_ISA_AVX2, DCZ_ISA_NEON };
+    for (size_t i = 0; i < sizeof order / sizeof *order; i++)
+        if (planes_variant(order[i])) return order[i];
+    return DCZ_ISA_REF;
+}
+
+const char *dcz_conv2d_shift_variant(void)
+{
+    switch (best()) {
+    case DCZ_ISA_AVX512: return "avx512";
+    case DCZ_ISA_AVX2: return "avx2";
+    case DCZ_ISA_NEON: return "neon";
+    default: return NULL;
+    }
+}
+
+int dcz_conv2d_shift_isa(dcz_isa isa, const dcz_conv_geom *g, const dcz_shift *f, const float *bias,
+                         const float *x, size_t batch, float *scratch, float *y)
+{
+    const planes_fn planes = planes_variant(isa);
+    if (!planes) return 0;
+    const split_geom q = split_geom_of(g);
+    float *xs = scratch, *t = scratch + q.floats;
+    const size_t in_sample = (size_t)g->in_c * g->in_h * g->in_w;
+    const size_t out_plane = (size_t)g->out_h * g->out_w;
+    for (size_t b = 0; b < batch; b++) {
+        split(g, &q, x + b * in_sample, xs);
+        planes(f, bias, g->out_c, q.out16, xs, t);
+        float *yb = y + b * g->out_c * out_plane;
+        for (uint32_t oc = 0; oc < g->out_c; oc++)
+            for (uint32_t oy = 0; oy < g->out_h; oy++)
+                memcpy(yb + oc * out_plane + (size_t)oy * g->out_w, t + oc * q.out16 + oy * q.wq,
+                       g->out_w * sizeof *yb);
+    }
+    return 1;
+}
+
+void dcz_conv2d_shift(const dcz_conv_geom *g, const dcz_shift *f, const float *bias, const float *x,
+                      size_t batch, int ref, float *scratch, float *y)
+{
+    dcz_conv2d_shift_isa(ref ? DCZ_ISA_REF : best(), g, f, bias, x, batch, scratch, y);
+}
