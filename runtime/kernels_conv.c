@@ -531,6 +531,127 @@ void dcz_maxpool_ref(const dcz_conv_geom *g, const float *x, size_t batch, float
     }
 }
 
+/* Max pooling in vectors: the outputs of a row whose windows lie inside the
+ * image across (interior columns) take one vector lane each, the cells of
+ * their windows folded in the reference's order (row by row, left to right,
+ * each kept only when greater: max_ps(cell, m)), so NaN and the sign of a
+ * zero come out as there; the other columns run the reference's loop. */
+
+/* the interior columns of g: lo .. hi - 1, ox sw - pw >= 0 and ox sw - pw + kw <= in_w */
+static void interior_cols(const dcz_conv_geom *g, uint32_t *lo, uint32_t *hi)
+{
+    const uint32_t l = g->pw ? (g->pw + g->sw - 1) / g->sw : 0;
+    const uint32_t h = g->in_w + g->pw < g->kw ? 0 : (g->in_w + g->pw - g->kw) / g->sw + 1;
+    *lo = l < g->out_w ? l : g->out_w;
+    *hi = h < g->out_w ? h : g->out_w;
+    if (*hi < *lo) *hi = *lo;
+}
+
+/* yp (out_h, out_w), interior columns only, = the max pool of plane xp */
+typedef void (*maxplane_fn)(const dcz_conv_geom *g, uint32_t lo, uint32_t hi, const float *xp, float *yp);
+
+static void maxplane(const dcz_conv_geom *g, uint32_t lo, uint32_t hi, const float *xp, float *yp)
+{
+    for (uint32_t oy = 0; oy < g->out_h; oy++) {
+        uint32_t y0, y1;
+        dcz_window_cells(oy, g->sh, g->ph, g->kh, g->in_h, &y0, &y1);
+        for (uint32_t ox = lo; ox < hi; ox++) {
+            const float *r = xp + (size_t)ox * g->sw - g->pw;
+            float m = -INFINITY;
+            for (uint32_t iy = y0; iy < y1; iy++)
+                for (uint32_t kx = 0; kx < g->kw; kx++)
+                    if (r[(size_t)iy * g->in_w + kx] > m) m = r[(size_t)iy * g->in_w + kx];
+            yp[(size_t)oy * g->out_w + ox] = m;
+        }
+    }
+}
+
+#ifdef DCZ_X86
+__attribute__((target("avx512f")))
+static void maxplane__avx512(const dcz_conv_geom *g, uint32_t lo, uint32_t hi, const float *xp, float *yp)
+{
+    const uint32_t sw = g->sw, kw = g->kw, n = hi - lo;
+    const __m512i lane = _mm512_set_epi32(15, 14, 13, 12, 11, 10, 9, 8, 7, 6, 5, 4, 3, 2, 1, 0);
+    const __m512i step = _mm512_mullo_epi32(lane, _mm512_set1_epi32((int)sw));
+    /* stride 2 over windows of at most 2 columns: the cells of 16 outputs
+     * lie in 32 consecutive floats, dealt to the lanes by a permute */
+    const int pairs = sw == 2 && kw <= 2;
+    const __m512i even = _mm512_add_epi32(lane, lane), odd = _mm512_add_epi32(even, _mm512_set1_epi32(1));
+    for (uint32_t oy = 0; oy < g->out_h; oy++) {
+        uint32_t y0, y1;
+        dcz_window_cells(oy, g->sh, g->ph, g->kh, g->in_h, &y0, &y1);
+        for (uint32_t i = 0; i < n; i += 16) {
+            const uint32_t lanes = n - i >= 16 ? 16 : n - i, cells = 2 * (lanes - 1) + kw;
+            const __mmask16 k = (__mmask16)((1u << lanes) - 1);
+            const __mmask16 k0 = cells >= 16 ? (__mmask16)0xFFFF : (__mmask16)((1u << cells) - 1);
+            const __mmask16 k1 = cells > 16 ? (__mmask16)((1u << (cells - 16)) - 1) : 0;
+            const float *r = xp + ((size_t)lo + i) * sw - g->pw;
+            __m512 m = _mm512_set1_ps(-INFINITY);
+            for (uint32_t iy = y0; iy < y1; iy++) {
+                const float *c = r + (size_t)iy * g->in_w;
+                if (pairs) {
+                    const __m512 a = _mm512_maskz_loadu_ps(k0, c), b = _mm512_maskz_loadu_ps(k1, c + 16);
+                    m = _mm512_max_ps(_mm512_permutex2var_ps(a, even, b), m);
+                    if (kw == 2) m = _mm512_max_ps(_mm512_permutex2var_ps(a, odd, b), m);
+                    continue;
+                }
+                for (uint32_t kx = 0; kx < kw; kx++) {
+                    const __m512 v = sw == 1 ? _mm512_maskz_loadu_ps(k, c + kx)
+                                             : _mm512_mask_i32gather_ps(_mm512_setzero_ps(), k, step, c + kx, 4);
+                    m = _mm512_max_ps(v, m);
+                }
+            }
+            _mm512_mask_storeu_ps(yp + (size_t)oy * g->out_w + lo + i, k, m);
+        }
+    }
+}
+#endif
+
+static maxplane_fn maxplane_variant(dcz_isa isa)
+{
+    if (isa == DCZ_ISA_REF) return maxplane;
+#ifdef DCZ_X86
+    if (isa == DCZ_ISA_AVX512 && dcz_isa_supported(DCZ_ISA_AVX512)) return maxplane__avx512;
+#endif
+    return NULL;
+}
+
+int dcz_maxpool_isa(dcz_isa isa, const dcz_conv_geom *g, const float *x, size_t batch, float *y)
+{
+    const maxplane_fn plane = maxplane_variant(isa);
+    if (!plane) return 0;
+    uint32_t lo, hi;
+    interior_cols(g, &lo, &hi);
+    const size_t planes = batch * g->in_c;
+    for (size_t p = 0; p < planes; p++) {
+        const float *xp = x + p * g->in_h * g->in_w;
+        float *yp = y + p * g->out_h * g->out_w;
+        plane(g, lo, hi, xp, yp);
+        /* the columns whose windows reach past the image */
+        for (uint32_t oy = 0; oy < g->out_h; oy++) {
+            uint32_t y0, y1;
+            dcz_window_cells(oy, g->sh, g->ph, g->kh, g->in_h, &y0, &y1);
+            for (uint32_t ox = 0; ox < g->out_w; ox++) {
+                if (ox == lo) ox = hi;
+                if (ox >= g->out_w) break;
+                uint32_t x0, x1;
+                dcz_window_cells(ox, g->sw, g->pw, g->kw, g->in_w, &x0, &x1);
+                float m = -INFINITY;
+                for (uint32_t iy = y0; iy < y1; iy++)
+                    for (uint32_t ix = x0; ix < x1; ix++)
+                        if (xp[(size_t)iy * g->in_w + ix] > m) m = xp[(size_t)iy * g->in_w + ix];
+                yp[(size_t)oy * g->out_w + ox] = m;
+            }
+        }
+    }
+    return 1;
+}
+
+void dcz_maxpool(const dcz_conv_geom *g, const float *x, size_t batch, float *y)
+{
+    if (!dcz_maxpool_isa(DCZ_ISA_AVX512, g, x, batch, y)) dcz_maxpool_isa(DCZ_ISA_REF, g, x, batch, y);
+}
+
 void dcz_avgpool_ref(const dcz_conv_geom *g, int count_include_pad, const float *x,
                      size_t batch, float *y)
 {

@@ -741,6 +741,12 @@ void dcz_window_cells(uint32_t o, uint32_t stride, uint32_t pad, uint32_t k, uin
 
 /* Max over each window's cells inside the input (padding never wins). */
 void dcz_maxpool_ref(const dcz_conv_geom *g, const float *x, size_t batch, float *y);
+/* The same, the interior columns of each row in vector lanes (AVX-512;
+ * the reference's bits, NaN and signed zeros included); dcz_maxpool_isa
+ * runs the variant of isa (DCZ_ISA_REF: interior rows by scalar loops), 0
+ * when this build or machine has none. */
+void dcz_maxpool(const dcz_conv_geom *g, const float *x, size_t batch, float *y);
+int dcz_maxpool_isa(dcz_isa isa, const dcz_conv_geom *g, const float *x, size_t batch, float *y);
 /* Mean over each window: divided by kh kw when count_include_pad, else by
  * the number of its cells inside the input. */
 void dcz_avgpool_ref(const dcz_conv_geom *g, int count_include_pad, const float *x,

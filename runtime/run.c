@@ -251,7 +251,8 @@ void dcz_run_conv2d(const dcz_model *m, const dcz_exec_layer *l, const float *co
 void dcz_run_maxpool(const dcz_model *m, const dcz_exec_layer *l, const float *const *xs,
                      size_t batch, float *y)
 {
-    dcz_maxpool_ref(&l->geom, xs[0], batch, y);
+    if (m->opt.force_reference) dcz_maxpool_ref(&l->geom, xs[0], batch, y);
+    else dcz_maxpool(&l->geom, xs[0], batch, y);
 }
 
 void dcz_run_avgpool(const dcz_model *m, const dcz_exec_layer *l, const float *const *xs,

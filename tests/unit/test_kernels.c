@@ -382,6 +382,56 @@ static void test_conv_grid(void)
 
 /* ---- pooling -------------------------------------------------------------- */
 
+/* dcz_maxpool's variants give the reference's bits on every geometry of
+ * the convolution grid, the extra ones and pools', batch 1 and 3, on values that
+ * include NaN, infinities and zeros of both signs (where the order of the
+ * comparisons shows) */
+static void test_maxpool_variants(void)
+{
+    /* and the pools of real networks: 2x2 stride 2 (even and odd images,
+     * padded), 3x3 stride 2 padded, 2x2 stride 1 over rows of 40, 3x3 stride 3 */
+    const dcz_conv_geom pools[] = {
+        conv_geom(3, 3, 24, 24, 2, 2, 2, 2, 0, 0), conv_geom(2, 2, 9, 35, 2, 2, 2, 2, 0, 0),
+        conv_geom(2, 2, 7, 9, 2, 2, 2, 2, 1, 1), conv_geom(2, 2, 14, 14, 3, 3, 2, 2, 1, 1),
+        conv_geom(1, 1, 5, 40, 2, 2, 1, 1, 0, 0), conv_geom(2, 2, 9, 50, 3, 3, 3, 3, 0, 0),
+    };
+    const size_t npools = sizeof pools / sizeof *pools;
+    dcz_conv_geom grid[64], extra[CONV_EXTRA];
+    size_t n = 0;
+    while (n < 64 && conv_grid(n, &grid[n])) n++;
+    conv_extra(extra);
+    size_t cases = 0, bad = 0, variants = 0;
+    for (size_t i = 0; i < n + CONV_EXTRA + npools; i++) {
+        dcz_conv_geom g = i < n ? grid[i] : i < n + CONV_EXTRA ? extra[i - n] : pools[i - n - CONV_EXTRA];
+        g.out_c = g.in_c;
+        g.group = 1;
+        const size_t B = 3, xin = (size_t)g.in_c * g.in_h * g.in_w, yout = (size_t)g.in_c * g.out_h * g.out_w;
+        float *x = malloc(B * xin * sizeof *x), *y = malloc(B * yout * sizeof *y), *r = malloc(B * yout * sizeof *r);
+        for (size_t k = 0; k < B * xin; k++) {
+            const uint32_t u = (uint32_t)(k * 2654435761u) >> 24;
+            x[k] = u < 20 ? 0.0f : u < 40 ? -0.0f : u < 44 ? NAN : u < 46 ? -INFINITY : nonzero();
+        }
+        const size_t batches[2] = { 1, B };
+        for (int bi = 0; bi < 2; bi++) {
+            dcz_maxpool_ref(&g, x, batches[bi], r);
+            const dcz_isa isas[] = { DCZ_ISA_REF, DCZ_ISA_AVX512, DCZ_ISA_AVX2, DCZ_ISA_NEON };
+            for (size_t v = 0; v < 4; v++) {
+                memset(y, 0x55, B * yout * sizeof *y);
+                if (!dcz_maxpool_isa(isas[v], &g, x, batches[bi], y)) continue;
+                bad += memcmp(y, r, batches[bi] * yout * sizeof *y) != 0;
+                variants += v > 0;
+                cases++;
+            }
+            dcz_maxpool(&g, x, batches[bi], y);
+            bad += memcmp(y, r, batches[bi] * yout * sizeof *y) != 0;
+        }
+        free(x); free(y); free(r);
+    }
+    CHECK(cases >= 2 * (n + CONV_EXTRA + npools) && bad == 0, "max pool: %zu of %zu cases differ from the reference",
+          bad, cases);
+    CHECK(variants > 0 || !dcz_isa_supported(DCZ_ISA_AVX512), "no vector max pool ran");
+}
+
 static void test_pools(void)
 {
     /* two samples of one 4x4 channel: the second is the first negated */
@@ -431,5 +481,6 @@ int main(void)
     RUN(test_conv_groups_ref);
     RUN(test_conv_grid);
     RUN(test_pools);
+    RUN(test_maxpool_variants);
     return check_summary();
 }
