@@ -109,7 +109,12 @@ dcz_status dcz_describe_layer(const dcz_model *m, uint32_t layer, dcz_layer_desc
     const char *cisa = m->opt.force_reference ? NULL : dcz_conv2d_variant();   /* convolution rows */
     if (l->q) {
         const char *scheme = m->scheme == DCZ_SCHEME_INT8 ? "calibrated int8" : "calibrated fixed point";
-        if (conv && l->qw2) {
+        if (conv && l->shifted) {
+            k->kernel = "qconv2d_shift (integers)";
+            snprintf(k->why, sizeof k->why, "%s: 8-bit activations of four input channels per 32-bit cell of the "
+                     "padded input split by stride phase, shifted by each quad of weights, vpdpbusd 32-bit sums "
+                     "(%s)", scheme, dcz_qshift_variant() ? dcz_qshift_variant() : "?");
+        } else if (conv && l->qw2) {
             const char *qisa = dcz_qgemm_variant();
             k->kernel = "qconv2d_gemm (integers)";
             snprintf(k->why, sizeof k->why, "%s: weights expanded to int16 pairs at load, times the patches by "

@@ -154,6 +154,73 @@ void dcz_requant8(const dcz_requant *rq, const int64_t *acc, size_t batch, uint3
     dcz_requant8_ref(rq, acc, batch, channels, plane, y);
 }
 
+/* ---- element-wise layers ---------------------------------------------------- */
+
+#ifdef DCZ_X86
+/* rq(v, m, k) of 8 values (k <= 62, |v m| < 2^62): the signed multiply, the
+ * rounding half, an arithmetic shift (a floor) */
+__attribute__((target("avx512f")))
+static inline __m512i rescale8__avx512(__m512i v, __m512i m, unsigned k)
+{
+    v = _mm512_mul_epi32(v, m);
+    if (!k) return v;
+    return _mm512_sra_epi64(_mm512_add_epi64(v, _mm512_set1_epi64((int64_t)1 << (k - 1))), _mm_cvtsi32_si128((int)k));
+}
+
+__attribute__((target("avx512f")))
+static void qadd__avx512(const dcz_q *a, const dcz_q *b, size_t n, const int32_t *mult, const uint8_t *shift,
+                         int32_t qmax, dcz_q *y)
+{
+    const __m512i m0 = _mm512_set1_epi64(mult[0]), m1 = _mm512_set1_epi64(mult[1]);
+    const __m512i hi = _mm512_set1_epi64(qmax), lo = _mm512_set1_epi64(-(int64_t)qmax);
+    size_t i = 0;
+    for (; i + 8 <= n; i += 8) {
+        const __m512i va = _mm512_cvtepi16_epi64(_mm_loadu_si128((const __m128i *)(const void *)(a + i)));
+        const __m512i vb = _mm512_cvtepi16_epi64(_mm_loadu_si128((const __m128i *)(const void *)(b + i)));
+        __m512i v = _mm512_add_epi64(rescale8__avx512(va, m0, shift[0]), rescale8__avx512(vb, m1, shift[1]));
+        v = _mm512_min_epi64(_mm512_max_epi64(v, lo), hi);
+        _mm_storeu_si128((__m128i *)(void *)(y + i), _mm512_cvtepi64_epi16(v));
+    }
+    if (i < n) dcz_qadd_ref(a + i, b + i, n - i, mult, shift, qmax, y + i);
+}
+
+__attribute__((target("avx2")))
+static void qrelu__avx2(dcz_q *x, size_t n)
+{
+    const __m256i zero = _mm256_setzero_si256();
+    size_t i = 0;
+    for (; i + 16 <= n; i += 16) {
+        __m256i *p = (__m256i *)(void *)(x + i);
+        _mm256_storeu_si256(p, _mm256_max_epi16(_mm256_loadu_si256(p), zero));
+    }
+    dcz_qrelu_ref(x + i, n - i);
+}
+#endif
+
+void dcz_qadd(const dcz_q *a, const dcz_q *b, size_t n, const int32_t *mult, const uint8_t *shift, int32_t qmax,
+              dcz_q *y)
+{
+#ifdef DCZ_X86
+    /* the reference's formula holds for shifts up to 62 (dcz_round_shift) */
+    if (dcz_isa_supported(DCZ_ISA_AVX512) && shift[0] <= 62 && shift[1] <= 62) {
+        qadd__avx512(a, b, n, mult, shift, qmax, y);
+        return;
+    }
+#endif
+    dcz_qadd_ref(a, b, n, mult, shift, qmax, y);
+}
+
+void dcz_qrelu(dcz_q *x, size_t n)
+{
+#ifdef DCZ_X86
+    if (dcz_isa_supported(DCZ_ISA_AVX2)) {
+        qrelu__avx2(x, n);
+        return;
+    }
+#endif
+    dcz_qrelu_ref(x, n);
+}
+
 /* ---- the region's input ------------------------------------------------- */
 
 void dcz_quantize_ref(const float *x, size_t n, float scale, int32_t qmax, dcz_q *y)

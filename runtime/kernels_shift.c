@@ -50,30 +50,35 @@ typedef struct split_geom {
     size_t out16;           /* out_h wq rounded up to 16: an output plane as computed */
 } split_geom;
 
-static split_geom split_geom_of(const dcz_conv_geom *g)
+/* units: channels of the split input (the integer form: quads of channels) */
+static split_geom split_geom_of(const dcz_conv_geom *g, uint32_t units)
 {
     split_geom s;
     s.hq = ((size_t)g->in_h + 2 * (size_t)g->ph + g->sh - 1) / g->sh;
     s.wq = ((size_t)g->in_w + 2 * (size_t)g->pw + g->sw - 1) / g->sw;
     s.plane = s.hq * s.wq;
     /* the last plane is read up to (kw - 1) / sw + 15 cells past its end */
-    s.floats = (size_t)g->in_c * g->sh * g->sw * s.plane + (g->kw - 1) / g->sw + 16;
+    s.floats = (size_t)units * g->sh * g->sw * s.plane + (g->kw - 1) / g->sw + 16;
     s.out16 = ((size_t)g->out_h * s.wq + 15) / 16 * 16;
     return s;
 }
 
-uint64_t dcz_shift_scratch_floats(const dcz_conv_geom *g)
+/* floats (or 32-bit cells) of the split input of units channels and of the
+ * output planes as computed; saturates rather than wraps for absurd
+ * geometries */
+static uint64_t scratch_cells(const dcz_conv_geom *g, uint32_t units)
 {
-    /* saturates rather than wraps for absurd geometries */
     const uint64_t hq = ((uint64_t)g->in_h + 2 * (uint64_t)g->ph + g->sh - 1) / g->sh;
     const uint64_t wq = ((uint64_t)g->in_w + 2 * (uint64_t)g->pw + g->sw - 1) / g->sw;
-    const uint64_t planes = (uint64_t)g->in_c * g->sh * g->sw, plane = hq * wq;
+    const uint64_t planes = (uint64_t)units * g->sh * g->sw, plane = hq * wq;
     const uint64_t out16 = ((uint64_t)g->out_h * wq + 15) / 16 * 16;
     if (plane > UINT32_MAX || planes > UINT32_MAX || out16 > UINT32_MAX) return UINT64_MAX;
     const uint64_t in = planes * plane, out = out16 * g->out_c;  /* each below 2^64 */
     if (in > UINT64_MAX / 4 || out > UINT64_MAX / 4) return UINT64_MAX;
     return in + (g->kw - 1) / g->sw + 16 + out;
 }
+
+uint64_t dcz_shift_scratch_floats(const dcz_conv_geom *g) { return scratch_cells(g, g->in_c); }
 
 uint64_t dcz_shift_bytes(uint32_t out_c, uint64_t nnz)
 {
@@ -89,7 +94,7 @@ static uint32_t tap_offset(const dcz_conv_geom *g, const split_geom *q, uint32_t
 
 void dcz_shift_build(const dcz_conv_geom *g, const dcz_sparse *s, const float *w, void *mem, dcz_shift *f)
 {
-    const split_geom q = split_geom_of(g);
+    const split_geom q = split_geom_of(g, g->in_c);
     const uint32_t ksize = g->kh * g->kw, cols = dcz_conv_group_in(g) * ksize;
     uint32_t nnz = cols * g->out_c;
     if (s) {
@@ -260,7 +265,7 @@ int dcz_conv2d_shift_isa(dcz_isa isa, const dcz_conv_geom *g, const dcz_shift *f
 {
     const planes_fn planes = planes_variant(isa);
     if (!planes) return 0;
-    const split_geom q = split_geom_of(g);
+    const split_geom q = split_geom_of(g, g->in_c);
     float *xs = scratch, *t = scratch + q.floats;
     const size_t in_sample = (size_t)g->in_c * g->in_h * g->in_w;
     const size_t out_plane = (size_t)g->out_h * g->out_w;
@@ -280,4 +285,286 @@ void dcz_conv2d_shift(const dcz_conv_geom *g, const dcz_shift *f, const float *b
                       size_t batch, int ref, float *scratch, float *y)
 {
     dcz_conv2d_shift_isa(ref ? DCZ_ISA_REF : best(), g, f, bias, x, batch, scratch, y);
+}
+
+/* ---- the integer shift form ------------------------------------------------
+ * The 8-bit schemes' convolutions the same way on integers, four input
+ * channels at a time: the split input holds, in each 32-bit cell, the
+ * activations of four consecutive channels ("a quad") at one position, each
+ * as a byte x + 128 (0 to 255; the padding, and the channels past in_c,
+ * 128: zero); a weight of the form ("a quad tap") holds the four channels'
+ * weights at one kernel offset as bytes (0 where nothing is stored). One
+ * vpdpbusd per vector of 16 cells and quad tap adds the four products of
+ * each cell to its 32-bit sum; -128 times the sum of the channel's weights,
+ * the sums' starting value, takes the +128 back out. The sums wrap modulo
+ * 2^32 on their way, and end exact: the loader bounds every output's sum
+ * of products within 32 bits (model.h). qshift_planes_ref computes the same
+ * sums in 64 bits, products of the activations themselves. */
+
+uint64_t dcz_qshift_bytes(uint32_t out_c, uint64_t nnz)
+{
+    return ((uint64_t)out_c * 2 + 1) * sizeof(uint32_t) + nnz * (sizeof(uint32_t) + sizeof(int32_t));
+}
+
+uint64_t dcz_qshift_scratch_floats(const dcz_conv_geom *g) { return scratch_cells(g, (g->in_c + 3) / 4); }
+
+int dcz_qshift_build(const dcz_conv_geom *g, const dcz_qsparse *s, void *mem, dcz_qshift *f)
+{
+    const uint32_t ksize = g->kh * g->kw;
+    if (ksize > DCZ_QSHIFT_MAX_WINDOW) return 0;
+    const split_geom q = split_geom_of(g, (g->in_c + 3) / 4);
+    uint32_t nnz = 0;
+    for (uint32_t e = 0; e < s->entries; e++) nnz += s->step[e] != DCZ_STEP_FILLER;
+    uint32_t *ptr = mem;
+    int32_t *corr = (int32_t *)(ptr + g->out_c + 1);
+    uint32_t *off = (uint32_t *)(corr + g->out_c);
+    int32_t *w = (int32_t *)(off + nnz);
+    uint32_t packed[DCZ_QSHIFT_MAX_WINDOW] = { 0 }, n = 0;
+    uint8_t used[DCZ_QSHIFT_MAX_WINDOW] = { 0 };
+    for (uint32_t oc = 0; oc < g->out_c; oc++) {
+        ptr[oc] = n;
+        const uint32_t ic0 = dcz_conv_in0(g, oc);
+        uint32_t col = 0, quad = UINT32_MAX;
+        int64_t sum = 0;
+        /* a row's entries come in column order, so a quad's are consecutive */
+        for (uint32_t e = s->row_ptr[oc]; e <= s->row_ptr[oc + 1]; e++) {
+            const int last = e == s->row_ptr[oc + 1];
+            if (!last) {
+                col += s->step[e];
+                if (s->step[e] == DCZ_STEP_FILLER) continue;
+            }
+            const uint32_t c = last ? UINT32_MAX : ic0 + col / ksize;
+            if ((last || c / 4 != quad) && quad != UINT32_MAX)
+                for (uint32_t r = 0; r < ksize; r++) {
+                    if (!used[r]) continue;
+                    off[n] = (uint32_t)(((uint64_t)quad * g->sh + r / g->kw % g->sh) * g->sw * q.plane +
+                                        (uint64_t)(r % g->kw % g->sw) * q.plane + r / g->kw / g->sh * q.wq +
+                                        r % g->kw / g->sw);
+                    w[n++] = (int32_t)packed[r];
+                    packed[r] = 0;
+                    used[r] = 0;
+                }
+            if (last) break;
+            quad = c / 4;
+            const int32_t v = dcz_qsparse_weight(s, oc, e);
+            if (v < -128 || v > 127) return 0;
+            const uint32_t r = col % ksize;
+            packed[r] |= (uint32_t)(uint8_t)(int8_t)v << (8 * (c % 4));
+            used[r] = 1;
+            sum += v;
+        }
+        corr[oc] = (int32_t)(uint32_t)((uint64_t)(-128 * sum) & 0xFFFFFFFFu);
+    }
+    ptr[g->out_c] = n;
+    f->ptr = ptr;
+    f->off = off;
+    f->w = w;
+    f->corr = corr;
+    return 1;
+}
+
+/* xs = the integer split input of sample x: byte c % 4 of the cells of quad c / 4 */
+static void qsplit(const dcz_conv_geom *g, const split_geom *q, const dcz_q *x, uint8_t *xs)
+{
+    const size_t sh = g->sh, sw = g->sw, plane = q->plane;
+    memset(xs, 0x80, q->floats * 4);
+    size_t lo[DCZ_MAX_WINDOW], hi[DCZ_MAX_WINDOW];
+    for (size_t px = 0; px < sw; px++) {
+        lo[px] = px < g->pw ? (g->pw - px + sw - 1) / sw : 0;
+        hi[px] = (g->in_w + g->pw - px + sw - 1) / sw;
+    }
+    for (uint32_t c = 0; c < g->in_c; c++)
+        for (uint32_t iy = 0; iy < g->in_h; iy++) {
+            const size_t r = iy + g->ph;
+            const dcz_q *xr = x + ((size_t)c * g->in_h + iy) * g->in_w;
+            uint8_t *row = xs + 4 * ((c / 4 * sh + r % sh) * sw * plane + r / sh * q->wq) + c % 4;
+            for (size_t px = 0; px < sw; px++, row += 4 * plane)
+                for (size_t cell = lo[px]; cell < hi[px]; cell++)
+                    row[4 * cell] = (uint8_t)(xr[cell * sw + px - g->pw] + 128);
+        }
+}
+
+#ifdef DCZ_X86
+#define VNNI_TGT __attribute__((target("avx512f,avx512bw,avx512vl,avx512vnni")))
+/* qsplit at stride 1: sixteen cells of a row at once, the quad's four
+ * channel rows widened, offset by 128 and merged byte by byte */
+VNNI_TGT static void qsplit1__vnni(const dcz_conv_geom *g, const split_geom *q, const dcz_q *x, uint8_t *xs)
+{
+    memset(xs, 0x80, q->floats * 4);
+    int32_t *cells = (int32_t *)(void *)xs;
+    const __m512i off = _mm512_set1_epi32(128), none = _mm512_set1_epi32(0x80);
+    for (uint32_t c0 = 0; c0 < g->in_c; c0 += 4)
+        for (uint32_t iy = 0; iy < g->in_h; iy++) {
+            int32_t *row = cells + c0 / 4 * q->plane + (iy + g->ph) * q->wq + g->pw;
+            for (uint32_t ix = 0; ix < g->in_w; ix += 16) {
+                const uint32_t n = g->in_w - ix < 16 ? g->in_w - ix : 16;
+                const __mmask16 k = (__mmask16)((1u << n) - 1);
+                __m512i cell = _mm512_setzero_si512();
+                for (uint32_t j = 0; j < 4; j++) {
+                    __m512i v = none;
+                    if (c0 + j < g->in_c)
+                        v = _mm512_add_epi32(_mm512_cvtepi16_epi32(_mm256_maskz_loadu_epi16(
+                            k, x + ((size_t)(c0 + j) * g->in_h + iy) * g->in_w + ix)), off);
+                    cell = _mm512_or_si512(cell, _mm512_slli_epi32(v, 8 * j));
+                }
+                _mm512_mask_storeu_epi32(row + ix, k, cell);
+            }
+        }
+}
+
+/* y row (n) = the requantization of bias + t row, 8 at a time: as
+ * dcz_requant8 (|bias + t| < 2^31: the signed 32 x 32 multiply; k <= 62:
+ * the rounding half and an arithmetic shift, a floor) */
+VNNI_TGT static void requant_row__vnni(const int32_t *t, int64_t bias, int32_t mult, unsigned k, int32_t qmax,
+                                       uint32_t n, dcz_q *y)
+{
+    const __m512i b = _mm512_set1_epi64(bias), m = _mm512_set1_epi64(mult);
+    const __m512i half = _mm512_set1_epi64(k ? (int64_t)1 << (k - 1) : 0);
+    const __m512i hi = _mm512_set1_epi64(qmax), lo = _mm512_set1_epi64(-(int64_t)qmax);
+    const __m128i count = _mm_cvtsi32_si128((int)k);
+    for (uint32_t i = 0; i < n; i += 8) {
+        const __mmask8 km = (__mmask8)(n - i >= 8 ? 0xFF : (1u << (n - i)) - 1);
+        const __m512i a = _mm512_add_epi64(_mm512_cvtepi32_epi64(_mm256_maskz_loadu_epi32(km, t + i)), b);
+        __m512i v = _mm512_sra_epi64(_mm512_add_epi64(_mm512_mul_epi32(a, m), half), count);
+        v = _mm512_min_epi64(_mm512_max_epi64(v, lo), hi);
+        _mm_mask_storeu_epi16(y + i, km, _mm512_cvtepi64_epi16(v));
+    }
+}
+
+/* acc row (n) = bias + t row, 8 at a time */
+VNNI_TGT static void widen_row__vnni(const int32_t *t, int64_t bias, uint32_t n, int64_t *acc)
+{
+    const __m512i b = _mm512_set1_epi64(bias);
+    for (uint32_t i = 0; i < n; i += 8) {
+        const __mmask8 k = (__mmask8)(n - i >= 8 ? 0xFF : (1u << (n - i)) - 1);
+        _mm512_mask_storeu_epi64(acc + i, k, _mm512_add_epi64(_mm512_cvtepi32_epi64(_mm256_maskz_loadu_epi32(k, t + i)), b));
+    }
+}
+#endif
+
+typedef void (*qplanes_fn)(const dcz_qshift *f, const int32_t *corr, uint32_t out_c, size_t out16,
+                           const int32_t *xs, int32_t *t);
+
+static void qshift_planes_ref(const dcz_qshift *f, const int32_t *corr, uint32_t out_c, size_t out16,
+                              const int32_t *xs, int32_t *t)
+{
+    (void)corr;
+    const uint8_t *xb = (const uint8_t *)xs;
+    for (uint32_t oc = 0; oc < out_c; oc++)
+        for (size_t p = 0; p < out16; p++) {
+            int64_t acc = 0;
+            for (uint32_t e = f->ptr[oc]; e < f->ptr[oc + 1]; e++)
+                for (uint32_t j = 0; j < 4; j++)
+                    acc += (int64_t)((int32_t)xb[4 * (f->off[e] + p) + j] - 128) *
+                           (int8_t)(uint8_t)((uint32_t)f->w[e] >> (8 * j));
+            t[(size_t)oc * out16 + p] = (int32_t)acc;
+        }
+}
+
+#ifdef DCZ_X86
+#define SFX __vnni
+#define TGT VNNI_TGT
+#define V __m512i
+#define L 16
+#define ET int32_t
+#define FORM dcz_qshift
+#define VSET1(f) _mm512_set1_epi32(f)
+#define VLOAD(p) _mm512_loadu_si512((const void *)(p))
+#define VFMA(a, b, c) _mm512_dpbusd_epi32(c, b, a)
+#define VSTORE(p, v) _mm512_storeu_si512((void *)(p), v)
+#define TMAX 12
+#include "runtime/shift_tile.h"
+#endif
+
+static qplanes_fn qplanes_variant(dcz_isa isa)
+{
+    if (isa == DCZ_ISA_REF) return qshift_planes_ref;
+#ifdef DCZ_X86
+    if (isa == DCZ_ISA_AVX512 && dcz_isa_supported(DCZ_ISA_AVX512) && __builtin_cpu_supports("avx512bw") &&
+        __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("avx512vnni"))
+        return shift_planes__vnni;
+#endif
+    return NULL;
+}
+
+const char *dcz_qshift_variant(void) { return qplanes_variant(DCZ_ISA_AVX512) ? "avx512 vnni" : NULL; }
+
+int dcz_qconv2d_pick_shift(const dcz_conv_geom *g)
+{
+    return dcz_qshift_variant() && g->kh * g->kw <= DCZ_QSHIFT_MAX_WINDOW &&
+           dcz_qshift_scratch_floats(g) <= DCZ_CONV_SCRATCH_MAX;
+}
+
+int dcz_qconv2d_shift_isa(dcz_isa isa, const dcz_conv_geom *g, const dcz_qshift *f, const int64_t *bias,
+                          const dcz_q *x, size_t batch, float *scratch, int64_t *acc)
+{
+    const qplanes_fn planes = qplanes_variant(isa);
+    if (!planes) return 0;
+    const split_geom q = split_geom_of(g, (g->in_c + 3) / 4);
+    int32_t *xs = (int32_t *)(void *)scratch, *t = xs + q.floats;
+    const size_t in_sample = (size_t)g->in_c * g->in_h * g->in_w, out_plane = (size_t)g->out_h * g->out_w;
+    /* the vector variant also splits and widens in vectors */
+    int vec = 0;
+#ifdef DCZ_X86
+    vec = isa != DCZ_ISA_REF;
+#endif
+    for (size_t b = 0; b < batch; b++) {
+#ifdef DCZ_X86
+        if (vec && g->sh == 1 && g->sw == 1) qsplit1__vnni(g, &q, x + b * in_sample, (uint8_t *)xs);
+        else
+#endif
+        qsplit(g, &q, x + b * in_sample, (uint8_t *)xs);
+        planes(f, f->corr, g->out_c, q.out16, xs, t);
+        int64_t *ab = acc + b * g->out_c * out_plane;
+        for (uint32_t oc = 0; oc < g->out_c; oc++) {
+            const int64_t bo = bias ? bias[oc] : 0;
+            for (uint32_t oy = 0; oy < g->out_h; oy++) {
+                const int32_t *tr = t + oc * q.out16 + oy * q.wq;
+                int64_t *ar = ab + oc * out_plane + (size_t)oy * g->out_w;
+#ifdef DCZ_X86
+                if (vec) {
+                    widen_row__vnni(tr, bo, g->out_w, ar);
+                    continue;
+                }
+#endif
+                for (uint32_t ox = 0; ox < g->out_w; ox++) ar[ox] = bo + tr[ox];
+            }
+        }
+    }
+    return 1;
+}
+
+int dcz_qconv2d_shift_requant(const dcz_conv_geom *g, const dcz_qshift *f, const int64_t *bias,
+                              const dcz_requant *rq, const dcz_q *x, size_t batch, float *scratch, dcz_q *y)
+{
+#ifdef DCZ_X86
+    const qplanes_fn planes = qplanes_variant(DCZ_ISA_AVX512);
+    if (!planes || rq->qmax != 127) return 0;
+    for (uint32_t oc = 0; oc < g->out_c; oc++)
+        if (rq->shift[oc] > 62) return 0;
+    const split_geom q = split_geom_of(g, (g->in_c + 3) / 4);
+    int32_t *xs = (int32_t *)(void *)scratch, *t = xs + q.floats;
+    const size_t in_sample = (size_t)g->in_c * g->in_h * g->in_w, out_plane = (size_t)g->out_h * g->out_w;
+    for (size_t b = 0; b < batch; b++) {
+        if (g->sh == 1 && g->sw == 1) qsplit1__vnni(g, &q, x + b * in_sample, (uint8_t *)xs);
+        else qsplit(g, &q, x + b * in_sample, (uint8_t *)xs);
+        planes(f, f->corr, g->out_c, q.out16, xs, t);
+        dcz_q *yb = y + b * g->out_c * out_plane;
+        for (uint32_t oc = 0; oc < g->out_c; oc++)
+            for (uint32_t oy = 0; oy < g->out_h; oy++)
+                requant_row__vnni(t + oc * q.out16 + oy * q.wq, bias ? bias[oc] : 0, rq->mult[oc], rq->shift[oc],
+                                  rq->qmax, g->out_w, yb + oc * out_plane + (size_t)oy * g->out_w);
+    }
+    return 1;
+#else
+    (void)g; (void)f; (void)bias; (void)rq; (void)x; (void)batch; (void)scratch; (void)y;
+    return 0;
+#endif
+}
+
+void dcz_qconv2d_shift(const dcz_conv_geom *g, const dcz_qshift *f, const int64_t *bias, const dcz_q *x,
+                       size_t batch, int ref, float *scratch, int64_t *acc)
+{
+    if (ref || !dcz_qconv2d_shift_isa(DCZ_ISA_AVX512, g, f, bias, x, batch, scratch, acc))
+        dcz_qconv2d_shift_isa(DCZ_ISA_REF, g, f, bias, x, batch, scratch, acc);
 }

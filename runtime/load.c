@@ -297,8 +297,16 @@ static dcz_status load_params(const dcz_container *c, const dcz_graph_layer *g, 
      * integer product also gets its weights as dense int16 pairs (decided
      * alike in both passes: the scratch depends on it) */
     const uint64_t kept = w.enc == DCZ_ENC_SPARSE_F32 || w.enc == DCZ_ENC_CODEBOOK ? w.nnz : w.n;
-    if (g->op == DCZ_OP_CONV2D && (ld->forms & FORM_DENSE) && dcz_scheme_qmax(cw->scheme) == 127 &&
-        dcz_qgemm_variant() && dcz_conv2d_pick_expand(&l->geom, kept)) {
+    /* a convolution of an 8-bit scheme gets the integer shift form where
+     * this CPU runs it (a weight past a byte leaves it to the kernels below,
+     * which need no scratch) */
+    if (g->op == DCZ_OP_CONV2D && (ld->forms & FORM_SHIFT) && dcz_scheme_qmax(cw->scheme) == 127 &&
+        dcz_qconv2d_pick_shift(&l->geom)) {
+        l->shifted = 1;
+        void *mem = arena_take(&ld->a, dcz_qshift_bytes(l->geom.out_c, kept));
+        if (mem && !dcz_qshift_build(&l->geom, &l->qs, mem, &l->qshift)) l->shifted = 0;
+    } else if (g->op == DCZ_OP_CONV2D && (ld->forms & FORM_DENSE) && dcz_scheme_qmax(cw->scheme) == 127 &&
+               dcz_qgemm_variant() && dcz_conv2d_pick_expand(&l->geom, kept)) {
         l->expanded = 1;
         const uint32_t k = l->geom.in_c * l->geom.kh * l->geom.kw;
         int32_t *w2 = arena_take(&ld->a, (uint64_t)l->geom.out_c * ((k + 1) / 2) * sizeof *w2);
@@ -335,8 +343,10 @@ static dcz_status load_layer(const dcz_container *c, const dcz_graph_layer *g, u
     switch (g->op) {
     case DCZ_OP_CONV2D:
         TRY(load_params(c, g, index, ld, cw, l));
-        l->im2col = !l->shifted && (l->expanded || (l->sparse ? dcz_conv2d_pick_im2col(&l->geom)
-                                                              : !cw && dcz_conv2d_pick_dense_im2col(&l->geom)));
+        /* (of the integer kernels only the integer product on expanded
+         * weights takes the patches' scratch) */
+        l->im2col = !l->shifted && (l->expanded || (!cw && (l->sparse ? dcz_conv2d_pick_im2col(&l->geom)
+                                                                      : dcz_conv2d_pick_dense_im2col(&l->geom))));
         return DCZ_OK;
     case DCZ_OP_AVGPOOL:
         l->count_include_pad = g->attr[6];
@@ -461,8 +471,9 @@ static dcz_status load_walk(const dcz_container *c, const dcz_options *o, loader
         if (l->out > max_width) max_width = l->out;
         if (l->im2col && dcz_conv2d_im2col_floats(&l->geom) > scratch_floats)
             scratch_floats = dcz_conv2d_im2col_floats(&l->geom);
-        if (l->shifted && dcz_shift_scratch_floats(&l->geom) > scratch_floats)
-            scratch_floats = dcz_shift_scratch_floats(&l->geom);
+        const uint64_t shift_floats = !l->shifted ? 0 : quant ? dcz_qshift_scratch_floats(&l->geom)
+                                                              : dcz_shift_scratch_floats(&l->geom);
+        if (shift_floats > scratch_floats) scratch_floats = shift_floats;
         /* the float spmm's tile; a calibrated model runs these on integers */
         if (!quant && l->op == DCZ_OP_DENSE && l->sparse &&
             dcz_spmm_scratch_floats(l->out, l->in) > scratch_floats)

@@ -137,6 +137,14 @@ typedef struct dcz_shift {
     const uint32_t *off;    /* (weights) offset in the split input */
     const float *w;         /* (weights) value */
 } dcz_shift;
+/* Its integer twin for the 8-bit schemes (kernels_shift.c): weights by
+ * quads of input channels, four bytes in a 32-bit word. */
+typedef struct dcz_qshift {
+    const uint32_t *ptr;    /* (out_c + 1) first quad tap of each output channel */
+    const uint32_t *off;    /* (quad taps) offset in the split input, in 4-byte cells */
+    const int32_t *w;       /* (quad taps) the four channels' weights, a byte each */
+    const int32_t *corr;    /* (out_c) -128 times the sum of the channel's weights, modulo 2^32 */
+} dcz_qshift;
 
 /* A layer in execution form. Its kernels are its op's in the operator
  * table (ops.h: run, run_q); a weighted layer's weight is dense (w) or in
@@ -155,8 +163,9 @@ typedef struct dcz_exec_layer {
                                (dcz_conv2d_pick_im2col), else dcz_conv2d_sparse_direct; dense
                                fp32 CONV2D: dcz_conv2d_dense_im2col (dcz_conv2d_pick_dense_im2col),
                                else dcz_conv2d_dense */
-    uint8_t shifted;        /* float CONV2D also held in the shift form (shift), which runs it
-                               (dcz_conv2d_pick_shift) */
+    uint8_t shifted;        /* CONV2D also held in the shift form, which runs it: float in shift
+                               (dcz_conv2d_pick_shift), of an 8-bit scheme in qshift
+                               (dcz_qconv2d_pick_shift) */
     uint8_t expanded;       /* CONV2D also held dense (dcz_conv2d_pick_expand): a sparse float one
                                in w, run by dcz_conv2d_dense_im2col; an integer one of an 8-bit
                                scheme in qw2, run by dcz_qconv2d_gemm */
@@ -166,7 +175,8 @@ typedef struct dcz_exec_layer {
     const float *wt;        /* dense DENSE where this CPU runs dcz_gemm_f32: w transposed,
                                (in, dcz_gemm_ldb(out)), the padding 0 */
     dcz_sparse sp;          /* sparse DENSE: (out, in); sparse CONV2D: (out_c, in_c / group kh kw) */
-    dcz_shift shift;        /* shifted CONV2D */
+    dcz_shift shift;        /* shifted float CONV2D */
+    dcz_qshift qshift;      /* shifted integer CONV2D */
     const float *bias;      /* (out) or (out_c), or NULL */
     /* integer execution (qload.c): layers from the first weighted layer to
      * the last run on dcz_q activations */
@@ -333,6 +343,8 @@ struct dcz_model {
     dcz_tensor *tensors;      /* (nlayers + 1), inside block */
     uint64_t act_width;       /* floats a sample of the activation block */
     void *block;              /* everything loaded, one allocation; NULL when fixed */
+    int keep_acc;             /* a tap reads each weighted layer's accumulators (dcz_run_tapped):
+                                 no kernel may fuse them away */
     int fixed;                /* dcz_open_static: everything lives in the caller's arena,
                                  act and qacc hold act_batch samples and never grow */
     float *scratch;           /* (scratch_floats) for im2col layers, dcz_spmm's tile and
@@ -709,6 +721,26 @@ const char *dcz_conv2d_shift_variant(void);
  * ahead of the other sparse kernels at every density. */
 #define DCZ_SHIFT_GEMM_RATE 2
 int dcz_conv2d_pick_shift(const dcz_conv_geom *g, uint64_t nnz);
+/* The integer shift form of the 8-bit schemes: bytes of dcz_qshift_bytes
+ * for out_c channels and nnz stored weights (a bound: quad taps are fewer);
+ * dcz_qshift_build fills f from the integer weights s in mem, 0 when it
+ * cannot (a weight past a byte, a window of more than
+ * DCZ_QSHIFT_MAX_WINDOW cells). dcz_qconv2d_shift: acc (batch, out_c,
+ * out_h, out_w) = bias + the sums of products, exact, on AVX-512 VNNI or
+ * the scalar reference (ref); scratch of dcz_qshift_scratch_floats floats.
+ * dcz_qconv2d_shift_isa: DCZ_ISA_AVX512 (VNNI) or DCZ_ISA_REF, 0 when this
+ * machine has none. dcz_qconv2d_pick_shift: the loader's choice for the
+ * convolutions of 8-bit schemes where this CPU has VNNI. */
+#define DCZ_QSHIFT_MAX_WINDOW 64
+uint64_t dcz_qshift_bytes(uint32_t out_c, uint64_t nnz);
+int dcz_qshift_build(const dcz_conv_geom *g, const dcz_qsparse *s, void *mem, dcz_qshift *f);
+uint64_t dcz_qshift_scratch_floats(const dcz_conv_geom *g);
+void dcz_qconv2d_shift(const dcz_conv_geom *g, const dcz_qshift *f, const int64_t *bias, const dcz_q *x,
+                       size_t batch, int ref, float *scratch, int64_t *acc);
+int dcz_qconv2d_shift_isa(dcz_isa isa, const dcz_conv_geom *g, const dcz_qshift *f, const int64_t *bias,
+                          const dcz_q *x, size_t batch, float *scratch, int64_t *acc);
+const char *dcz_qshift_variant(void);
+int dcz_qconv2d_pick_shift(const dcz_conv_geom *g);
 
 /* col (out_h out_w, in_c kh kw): row p is the receptive field of output
  * pixel p in (ic, ky, kx) order, 0 where it falls in the padding. */
@@ -862,6 +894,12 @@ void dcz_requant8_ref(const dcz_requant *rq, const int64_t *acc, size_t batch, u
                       uint32_t plane, dcz_q *y);
 void dcz_requant8(const dcz_requant *rq, const int64_t *acc, size_t batch, uint32_t channels,
                   uint32_t plane, dcz_q *y);
+/* dcz_qconv2d_shift on AVX-512 VNNI with the requantization of each sum to
+ * the output's scale fused in: y = what dcz_requant8 makes of its
+ * accumulators, bit for bit, without them. 0 (nothing written) where this
+ * machine has no VNNI, qmax is not 127, or a shift passes 62. */
+int dcz_qconv2d_shift_requant(const dcz_conv_geom *g, const dcz_qshift *f, const int64_t *bias,
+                              const dcz_requant *rq, const dcz_q *x, size_t batch, float *scratch, dcz_q *y);
 
 void dcz_qrelu_ref(dcz_q *x, size_t n);
 /* y (n) = clamp(rq(a, mult[0], shift[0]) + rq(b, mult[1], shift[1]), +-qmax)
@@ -869,6 +907,11 @@ void dcz_qrelu_ref(dcz_q *x, size_t n);
  * brought to the output's scale, then added. */
 void dcz_qadd_ref(const dcz_q *a, const dcz_q *b, size_t n, const int32_t *mult,
                   const uint8_t *shift, int32_t qmax, dcz_q *y);
+/* The two above in vectors (kernels_qsimd.c: Add in AVX-512 where both
+ * shifts are at most 62, ReLU in AVX2), the same bits. */
+void dcz_qadd(const dcz_q *a, const dcz_q *b, size_t n, const int32_t *mult, const uint8_t *shift, int32_t qmax,
+              dcz_q *y);
+void dcz_qrelu(dcz_q *x, size_t n);
 /* y (batch, channels, plane) = clamp(rq(x f, mult, shift), +-qmax), f
  * (batch, channels) one factor per channel of each sample (plane 1: per
  * element). */

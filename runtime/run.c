@@ -85,7 +85,9 @@ static void dequantize_q(const void *x, size_t n, float s, float *y)
 static void run_qweights(const dcz_model *m, const dcz_exec_layer *l, const dcz_q *x,
                          size_t batch, int64_t *acc)
 {
-    if (l->op == DCZ_OP_CONV2D && l->qw2 && !m->opt.force_reference)
+    if (l->op == DCZ_OP_CONV2D && l->shifted)
+        dcz_qconv2d_shift(&l->geom, &l->qshift, l->qbias, x, batch, m->opt.force_reference, m->scratch, acc);
+    else if (l->op == DCZ_OP_CONV2D && l->qw2 && !m->opt.force_reference)
         dcz_qconv2d_gemm(&l->geom, l->qw2, l->qbias, x, batch, (int32_t *)(void *)m->scratch, acc);
     else if (l->op == DCZ_OP_CONV2D)
         dcz_qconv2d_sparse_taps(&l->geom, &l->qs, l->qbias, x, batch,
@@ -106,6 +108,10 @@ void dcz_qrun_weighted(const dcz_model *m, uint32_t index, const void *const *xs
 {
     const dcz_exec_layer *l = &m->layers[index];
     const uint32_t plane = l->out / l->channels;
+    if (l->op == DCZ_OP_CONV2D && l->shifted && index != m->q_last && !m->opt.force_reference && !m->keep_acc) {
+        const dcz_requant rq = { l->rq_mult, l->rq_shift, m->qmax };
+        if (dcz_qconv2d_shift_requant(&l->geom, &l->qshift, l->qbias, &rq, xs[0], batch, m->scratch, y)) return;
+    }
     run_qweights(m, l, xs[0], batch, m->qacc);
     if (index == m->q_last) {
         dequantize(m->qacc, batch, l->channels, plane, l->out_scale, y);
@@ -148,7 +154,8 @@ void dcz_qrun_relu(const dcz_model *m, uint32_t index, const void *const *xs, si
 {
     const dcz_exec_layer *l = &m->layers[index];
     memmove(y, xs[0], batch * l->in * sizeof(dcz_q));
-    dcz_qrelu_ref(y, batch * l->in);
+    if (m->opt.force_reference) dcz_qrelu_ref(y, batch * l->in);
+    else dcz_qrelu(y, batch * l->in);
 }
 
 void dcz_qrun_copy(const dcz_model *m, uint32_t index, const void *const *xs, size_t batch,
@@ -161,7 +168,8 @@ void dcz_qrun_add(const dcz_model *m, uint32_t index, const void *const *xs, siz
                   void *y)
 {
     const dcz_exec_layer *l = &m->layers[index];
-    dcz_qadd_ref(xs[0], xs[1], batch * l->in, l->in_mult, l->in_shift, m->qmax, y);
+    if (m->opt.force_reference) dcz_qadd_ref(xs[0], xs[1], batch * l->in, l->in_mult, l->in_shift, m->qmax, y);
+    else dcz_qadd(xs[0], xs[1], batch * l->in, l->in_mult, l->in_shift, m->qmax, y);
 }
 
 void dcz_qrun_mul(const dcz_model *m, uint32_t index, const void *const *xs, size_t batch,
@@ -389,10 +397,12 @@ dcz_status dcz_run_tapped(dcz_model *m, const float *input, size_t batch, float 
         deq = malloc(chunk * m->max_width * sizeof *deq);
         if (!deq) return DCZ_ERR_NOMEM;
     }
+    m->keep_acc = tap != NULL;
     for (size_t done = 0; done < batch; done += chunk) {
         const size_t n = batch - done < chunk ? batch - done : chunk;
         run_batch(m, input + done * m->in_size, n, output + done * m->out_size, tap, ctx, deq);
     }
+    m->keep_acc = 0;
     if (deq) free(deq); /* a static model calls no allocator at all */
     return DCZ_OK;
 }

@@ -5,23 +5,32 @@
  *   V, L    the vector type and its float lanes (L divides 16)
  *   VSET1(f), VLOAD(p), VFMA(a, b, c) = a b + c fused, VSTORE(p, v)
  *   TMAX    vectors a tile holds in registers (at most 24)
- * It defines CAT(shift_planes, SFX), the vector form of shift_planes_ref:
- * the same fused multiply-add per lane in the same order, so the same bits. */
+ * and, for another element type than float, ET (weights, input cells,
+ * sums) and FORM (the form's type: dcz_shift when float, else one with the
+ * same ptr, off and w). It defines CAT(shift_planes, SFX), the vector form
+ * of the scalar reference: the same fused multiply-add per lane in the same
+ * order, so the same bits (integers: exact sums). */
 #define CAT_(a, b) a##b
 #define CAT(a, b) CAT_(a, b)
+#ifndef ET
+#define ET float
+#endif
+#ifndef FORM
+#define FORM dcz_shift
+#endif
 
 /* t (T L) = b + the sum over the n weights of w[e] xs[off[e] ..], the
  * accumulators held in registers through all the weights: T is a constant
  * at every call and the loops over it unroll. */
 TGT static inline __attribute__((always_inline)) void CAT(shift_tile, SFX)(
-    const uint32_t T, const uint32_t *off, const float *w, uint32_t n, float b, const float *xs, float *t)
+    const uint32_t T, const uint32_t *off, const ET *w, uint32_t n, ET b, const ET *xs, ET *t)
 {
     V acc[TMAX];
 #pragma GCC unroll 24
     for (uint32_t i = 0; i < T; i++) acc[i] = VSET1(b);
     for (uint32_t e = 0; e < n; e++) {
         const V wv = VSET1(w[e]);
-        const float *p = xs + off[e];
+        const ET *p = xs + off[e];
 #pragma GCC unroll 24
         for (uint32_t i = 0; i < T; i++) acc[i] = VFMA(wv, VLOAD(p + (size_t)i * L), acc[i]);
     }
@@ -29,8 +38,8 @@ TGT static inline __attribute__((always_inline)) void CAT(shift_tile, SFX)(
     for (uint32_t i = 0; i < T; i++) VSTORE(t + (size_t)i * L, acc[i]);
 }
 
-TGT static void CAT(shift_planes, SFX)(const dcz_shift *f, const float *bias, uint32_t out_c, size_t plane16,
-                                       const float *xs, float *t)
+TGT static void CAT(shift_planes, SFX)(const FORM *f, const ET *bias, uint32_t out_c, size_t plane16,
+                                       const ET *xs, ET *t)
 {
     /* the plane's vectors in tiles of at most TMAX, as even as can be; a
      * tile runs every output channel while its input stays in cache */
@@ -40,9 +49,9 @@ TGT static void CAT(shift_planes, SFX)(const dcz_shift *f, const float *bias, ui
         const size_t left = nv - v0, T = (left + (tiles - ti) - 1) / (tiles - ti);
         for (uint32_t oc = 0; oc < out_c; oc++) {
             const uint32_t e0 = f->ptr[oc], n = f->ptr[oc + 1] - e0;
-            const float b = bias ? bias[oc] : 0.0f;
-            const float *x0 = xs + v0 * L;
-            float *t0 = t + (size_t)oc * plane16 + v0 * L;
+            const ET b = bias ? bias[oc] : (ET)0;
+            const ET *x0 = xs + v0 * L;
+            ET *t0 = t + (size_t)oc * plane16 + v0 * L;
             switch (T) {
 #define SHIFT_CASE(k) case k: CAT(shift_tile, SFX)(k, f->off + e0, f->w + e0, n, b, x0, t0); break;
             SHIFT_CASE(1) SHIFT_CASE(2) SHIFT_CASE(3) SHIFT_CASE(4) SHIFT_CASE(5) SHIFT_CASE(6)
@@ -68,3 +77,5 @@ TGT static void CAT(shift_planes, SFX)(const dcz_shift *f, const float *bias, ui
 #undef VFMA
 #undef VSTORE
 #undef TMAX
+#undef ET
+#undef FORM

@@ -253,7 +253,7 @@ static void test_qconv_ref_by_hand(void)
 }
 
 typedef struct conv_tally {
-    size_t cases, bad, float_cases, float_bad, variants, gemm_cases;
+    size_t cases, bad, float_cases, float_bad, variants, gemm_cases, shift_cases, shift_vector;
     uint32_t fillers;
 } conv_tally;
 
@@ -293,6 +293,41 @@ static void qconv_case(const dcz_conv_geom *g, double density, uint32_t k, int32
             dcz_qconv2d_sparse_taps(g, &m.sp, bp, x, b, tap, got);
             t->bad += diff_i64("qconv2d_sparse (vector taps)", ctx, got, ref, b * yout);
             t->variants++;
+        }
+        /* the integer shift form (8-bit schemes): its reference and its
+         * VNNI variant, and the variant with the requantization fused in
+         * against dcz_requant8_ref of the reference's sums */
+        if (vmax == 127) {
+            void *mem = alloc(dcz_qshift_bytes(g->out_c, m.sp.entries) + 4, 1);
+            float *scratch = alloc(dcz_qshift_scratch_floats(g) + 1, sizeof(float));
+            dcz_qshift f;
+            if (dcz_qshift_build(g, &m.sp, mem, &f)) {
+                for (int r = 1; r >= 0; r--) {
+                    memset(got, 0xAA, B * yout * sizeof(int64_t));
+                    dcz_qconv2d_shift(g, &f, bp, x, b, r, scratch, got);
+                    t->bad += diff_i64(r ? "qconv2d_shift (reference)" : "qconv2d_shift", ctx, got, ref, b * yout);
+                }
+                t->shift_cases++;
+                int32_t *mult = alloc(g->out_c + 1, sizeof(int32_t));
+                uint8_t *shift = alloc(g->out_c + 1, 1);
+                /* small multipliers and shifts make ties (half up) and shift 0 */
+                for (uint32_t c = 0; c < g->out_c; c++) {
+                    mult[c] = c % 4 == 0 ? 1 : c % 4 == 1 ? 3 : (int32_t)(rnd() >> 33);
+                    shift[c] = (uint8_t)(c % 4 == 0 ? 1 : c % 4 == 1 ? 2 : c % 8 == 2 ? 0 : rnd() % 63);
+                }
+                const dcz_requant rq = { mult, shift, 127 };
+                dcz_q *want = alloc(B * yout + 1, sizeof(dcz_q)), *yq = alloc(B * yout + 1, sizeof(dcz_q));
+                dcz_requant8_ref(&rq, ref, b, g->out_c, g->out_h * g->out_w, want);
+                memset(yq, 0x55, (B * yout + 1) * sizeof(dcz_q));
+                if (dcz_qconv2d_shift_requant(g, &f, bp, &rq, x, b, scratch, yq)) {
+                    t->bad += diff_q("qconv2d_shift_requant", ctx, yq, want, b * yout);
+                    t->shift_vector++;
+                }
+                free(mult); free(shift); free(want); free(yq);
+            } else {
+                t->bad++;   /* every 8-bit weight fits a byte, every window here 25 cells or fewer */
+            }
+            free(mem); free(scratch);
         }
         /* the integer product on the expanded weights (8-bit schemes,
          * ungrouped): dcz_qconv2d_gemm, and each variant of the product */
@@ -354,7 +389,7 @@ static void test_qconv_grid(void)
     const double dens[] = { 0.0, 0.5, 1.0 };
     const uint32_t codebooks[] = { 256, 16, 0 };
     const int32_t ranges[] = { 127, 32767 };
-    conv_tally t = { 0, 0, 0, 0, 0, 0, 0 };
+    conv_tally t = { 0, 0, 0, 0, 0, 0, 0, 0, 0 };
     for (size_t ki = 0; ki < 3; ki++)
         for (size_t si = 0; si < 2; si++)
             for (size_t pi = 0; pi < 2; pi++)
@@ -384,6 +419,8 @@ static void test_qconv_grid(void)
         conv_geom(2, 3, 6, 21, 3, 3, 1, 1, 1, 1),     /* rows of 21: vectors of 4 and 1 over */
         conv_geom(3, 1, 9, 40, 3, 3, 1, 1, 1, 1),     /* one output channel: the product's one-row tiles */
         conv_geom(5, 13, 10, 10, 3, 3, 1, 1, 1, 1),   /* 13 channels: 6-row tiles and one over */
+        conv_geom(6, 3, 17, 30, 3, 3, 1, 1, 1, 1),    /* planes of several register tiles */
+        conv_geom(5, 2, 29, 27, 3, 3, 2, 2, 1, 1),    /* the same strided, odd sizes */
     };
     for (size_t i = 0; i < sizeof extra / sizeof *extra; i++)
         for (size_t ci = 0; ci < 3; ci++)
@@ -399,6 +436,8 @@ static void test_qconv_grid(void)
           "no vector tap kernel ran");
     CHECK(t.gemm_cases > 50 || !dcz_qgemm_variant(), "the integer product's vector variants ran %zu times",
           t.gemm_cases);
+    CHECK(t.shift_cases > 100, "the integer shift form ran %zu times", t.shift_cases);
+    CHECK(t.shift_vector > 100 || !dcz_qshift_variant(), "the VNNI shift kernel ran %zu times", t.shift_vector);
     CHECK(t.float_cases > 100 && t.float_bad == 0,
           "qconv2d_direct_ref differs from the fp32 reference in %zu elements (%zu cases)",
           t.float_bad, t.float_cases);
@@ -648,6 +687,40 @@ static void test_qrelu(void)
     const dcz_q want[7] = { 0, 0, 2, 0, INT16_MAX, 0, 127 };
     dcz_qrelu_ref(v, 7);
     CHECK(diff_q("qrelu", "", v, want, 7) == 0, "relu");
+    /* the vector one, on lengths that end inside and outside a vector */
+    dcz_q a[77], r[77];
+    size_t bad = 0;
+    for (size_t n = 0; n <= 77; n += 7) {
+        for (size_t i = 0; i < n; i++) a[i] = r[i] = (dcz_q)(rnd() % 65535 - 32767);
+        dcz_qrelu_ref(r, n);
+        dcz_qrelu(a, n);
+        bad += diff_q("qrelu (vector)", "", a, r, n);
+    }
+    CHECK(bad == 0, "vector relu differs in %zu elements", bad);
+}
+
+/* dcz_qadd against the reference: both ranges, every shift up to 62 (and
+ * past it, where it takes the reference), any multiplier, in place too */
+static void test_qadd(void)
+{
+    enum { N = 61 };
+    dcz_q a[N], b[N], want[N], got[N];
+    size_t bad = 0;
+    for (int round = 0; round < 300; round++) {
+        const int32_t qmax = round & 1 ? 32767 : 127;
+        const int32_t mult[2] = { (int32_t)(rnd() >> 33), round % 7 == 0 ? 0 : (int32_t)(rnd() >> 33) };
+        const uint8_t shift[2] = { (uint8_t)(round % 64), (uint8_t)((round * 7) % 64) };
+        for (size_t i = 0; i < N; i++) {
+            a[i] = (dcz_q)((int32_t)(rnd() % (2 * (uint64_t)qmax + 1)) - qmax);
+            b[i] = (dcz_q)((int32_t)(rnd() % (2 * (uint64_t)qmax + 1)) - qmax);
+        }
+        dcz_qadd_ref(a, b, N, mult, shift, qmax, want);
+        dcz_qadd(a, b, N, mult, shift, qmax, got);
+        bad += diff_q("qadd", "", got, want, N);
+        dcz_qadd(a, b, N, mult, shift, qmax, a);   /* in place */
+        bad += diff_q("qadd (in place)", "", a, want, N);
+    }
+    CHECK(bad == 0, "qadd differs from the reference in %zu elements", bad);
 }
 
 static void test_qpools_by_hand(void)
@@ -902,6 +975,7 @@ int main(void)
     RUNQ(test_requant8);
     RUNQ(test_quantize);
     RUNQ(test_qrelu);
+    RUNQ(test_qadd);
     RUNQ(test_qpools_by_hand);
     RUNQ(test_qpools_random);
     RUNQ(test_qglobal_avgpool_rescale);
