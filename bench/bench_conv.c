@@ -93,6 +93,9 @@ int main(void)
     const double bw = bench_copy_bandwidth((size_t)64 << 20);
     printf("copy bandwidth %.1f GB/s (read + write), one thread\n\n", bw / 1e9);
     const layer layers[] = {
+        { "dense-16-16", 16, 16, 28, 3, 1, 1, 1.0 },
+        { "dense-32-64", 32, 64, 14, 3, 1, 1, 1.0 },
+        { "dense-64-64-7", 64, 64, 7, 3, 1, 1, 1.0 },
         { "lenet5-conv1", 1, 20, 28, 5, 0, 1, 0.66 },
         { "lenet5-conv2", 20, 50, 12, 5, 0, 1, 0.12 },
         { "resnet-16-16", 16, 16, 28, 3, 1, 1, 0.40 },
@@ -157,8 +160,9 @@ int main(void)
         const dcz_sparse sp = { .rows = rows, .cols = cols, .entries = bld.entries, .row_ptr = row_ptr, .step = step,
                                 .idx = idx, .codebook = cb, .k = 256 };
         dcz_shift sf;
-        void *sfmem = malloc(dcz_shift_bytes(rows, nnz));
-        dcz_shift_build(&g, &sp, NULL, sfmem, &sf);
+        const uint32_t ob = dcz_shift_pick_block(&g, nnz);
+        void *sfmem = malloc(dcz_shift_bytes(&g, nnz, ob));
+        dcz_shift_build(&g, &sp, NULL, ob, sfmem, &sf);
         float *sscratch = malloc(dcz_shift_scratch_floats(&g) * sizeof *sscratch);
         for (size_t bi = 0; bi < 2; bi++) {
             const size_t batch = batches[bi];

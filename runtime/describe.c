@@ -136,7 +136,8 @@ dcz_status dcz_describe_layer(const dcz_model *m, uint32_t layer, dcz_layer_desc
         const char *sisa = dcz_conv2d_shift_variant();
         k->kernel = "conv2d_shift";
         snprintf(k->why, sizeof k->why, "%s: each output plane the sum of the padded input, split by stride "
-                 "phase, shifted by each weight, %s", l->sparse ? "sparse weights" : "grouped dense weights",
+                 "phase, shifted by each weight, %u output channel%s a block, %s",
+                 l->sparse ? "sparse weights" : "dense weights", l->shift.ob, l->shift.ob > 1 ? "s" : "",
                  sisa ? sisa : "scalar");
     } else if (!l->sparse) {
         const char *isa = m->opt.force_reference ? NULL : dcz_dense_f32_variant();

@@ -537,8 +537,7 @@ void dcz_maxpool_ref(const dcz_conv_geom *g, const float *x, size_t batch, float
  * each kept only when greater: max_ps(cell, m)), so NaN and the sign of a
  * zero come out as there; the other columns run the reference's loop. */
 
-/* the interior columns of g: lo .. hi - 1, ox sw - pw >= 0 and ox sw - pw + kw <= in_w */
-static void interior_cols(const dcz_conv_geom *g, uint32_t *lo, uint32_t *hi)
+void dcz_pool_interior_cols(const dcz_conv_geom *g, uint32_t *lo, uint32_t *hi)
 {
     const uint32_t l = g->pw ? (g->pw + g->sw - 1) / g->sw : 0;
     const uint32_t h = g->in_w + g->pw < g->kw ? 0 : (g->in_w + g->pw - g->kw) / g->sw + 1;
@@ -621,7 +620,7 @@ int dcz_maxpool_isa(dcz_isa isa, const dcz_conv_geom *g, const float *x, size_t 
     const maxplane_fn plane = maxplane_variant(isa);
     if (!plane) return 0;
     uint32_t lo, hi;
-    interior_cols(g, &lo, &hi);
+    dcz_pool_interior_cols(g, &lo, &hi);
     const size_t planes = batch * g->in_c;
     for (size_t p = 0; p < planes; p++) {
         const float *xp = x + p * g->in_h * g->in_w;

@@ -221,6 +221,81 @@ void dcz_qrelu(dcz_q *x, size_t n)
     dcz_qrelu_ref(x, n);
 }
 
+/* ---- max pooling ---------------------------------------------------------- */
+
+/* y (out_w) = the max pool of output row oy of plane xp, columns from ox0
+ * (the window rows y0 .. y1 - 1) by the reference's loop */
+static void qmax_cols(const dcz_conv_geom *g, const dcz_q *xp, uint32_t y0, uint32_t y1, uint32_t ox0,
+                      uint32_t ox1, dcz_q *y)
+{
+    for (uint32_t ox = ox0; ox < ox1; ox++) {
+        uint32_t x0, x1;
+        dcz_window_cells(ox, g->sw, g->pw, g->kw, g->in_w, &x0, &x1);
+        dcz_q m = INT16_MIN;
+        for (uint32_t iy = y0; iy < y1; iy++)
+            for (uint32_t ix = x0; ix < x1; ix++)
+                if (xp[(size_t)iy * g->in_w + ix] > m) m = xp[(size_t)iy * g->in_w + ix];
+        y[ox] = m;
+    }
+}
+
+#ifdef DCZ_X86
+/* the interior columns lo .. hi - 1 of row oy: 16 outputs a step; their
+ * cells at stride 2 come from 32 consecutive inputs by a permute */
+__attribute__((target("avx512f,avx512bw,avx512vl")))
+static void qmax_interior__avx512(const dcz_conv_geom *g, const dcz_q *xp, uint32_t y0, uint32_t y1, uint32_t lo,
+                                  uint32_t hi, dcz_q *y)
+{
+    const uint32_t sw = g->sw;
+    const __m512i even = _mm512_set_epi16(62, 60, 58, 56, 54, 52, 50, 48, 46, 44, 42, 40, 38, 36, 34, 32,
+                                          30, 28, 26, 24, 22, 20, 18, 16, 14, 12, 10, 8, 6, 4, 2, 0);
+    for (uint32_t ox = lo; ox < hi; ox += 16) {
+        const uint32_t n = hi - ox < 16 ? hi - ox : 16;
+        __m256i m = _mm256_set1_epi16(INT16_MIN);
+        for (uint32_t iy = y0; iy < y1; iy++) {
+            const dcz_q *r = xp + (size_t)iy * g->in_w + (size_t)ox * sw - g->pw;
+            for (uint32_t kx = 0; kx < g->kw; kx++) {
+                const uint32_t words = sw * (n - 1) + 1;
+                const __mmask32 k = words >= 32 ? 0xFFFFFFFFu : (__mmask32)((1u << words) - 1);
+                __m512i v = _mm512_maskz_loadu_epi16(k, r + kx);
+                if (sw == 2) v = _mm512_permutexvar_epi16(even, v);
+                m = _mm256_max_epi16(m, _mm512_castsi512_si256(v));
+            }
+        }
+        _mm256_mask_storeu_epi16(y + ox, (__mmask16)((1u << n) - 1), m);
+    }
+}
+#endif
+
+void dcz_qmaxpool(const dcz_conv_geom *g, const dcz_q *x, size_t batch, dcz_q *y)
+{
+    int vec = 0;
+#ifdef DCZ_X86
+    vec = g->sw <= 2 && dcz_isa_supported(DCZ_ISA_AVX512) && __builtin_cpu_supports("avx512bw") &&
+          __builtin_cpu_supports("avx512vl");
+#endif
+    if (!vec) {
+        dcz_qmaxpool_ref(g, x, batch, y);
+        return;
+    }
+    uint32_t lo, hi;
+    dcz_pool_interior_cols(g, &lo, &hi);
+    const size_t planes = batch * g->in_c;
+    for (size_t p = 0; p < planes; p++) {
+        const dcz_q *xp = x + p * g->in_h * g->in_w;
+        for (uint32_t oy = 0; oy < g->out_h; oy++) {
+            dcz_q *yr = y + (p * g->out_h + oy) * g->out_w;
+            uint32_t y0, y1;
+            dcz_window_cells(oy, g->sh, g->ph, g->kh, g->in_h, &y0, &y1);
+            qmax_cols(g, xp, y0, y1, 0, lo, yr);
+#ifdef DCZ_X86
+            qmax_interior__avx512(g, xp, y0, y1, lo, hi, yr);
+#endif
+            qmax_cols(g, xp, y0, y1, hi, g->out_w, yr);
+        }
+    }
+}
+
 /* ---- the region's input ------------------------------------------------- */
 
 void dcz_quantize_ref(const float *x, size_t n, float scale, int32_t qmax, dcz_q *y)

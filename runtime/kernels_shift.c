@@ -15,11 +15,15 @@
  *   off = ((c sh + ky % sh) sw + kx % sw) hq wq + (ky / sh) wq + kx / sw,
  * so an output plane is the sum of the split input shifted by each of its
  * weights' offsets, times the weight. The shift form stores a layer's
- * weights as (off, w), each output channel's in column order; the vector
- * kernel (shift_tile.h) holds a tile of up to TMAX vectors of an output
- * plane in registers through all the channel's weights, one load and one
- * fused multiply-add per vector and weight, with no bounds to test: the
- * padding is in the split input. Stride 1 is the single phase; the stride 2
+ * weights by blocks of ob output channels (1, 2 or 4): the union of the
+ * block's columns in column order, each as its offset and the ob weights
+ * (0 where a channel stores none). The vector kernel (shift_tile.h) holds a
+ * tile of the block's output planes in registers through all its taps, one
+ * load per vector and tap and ob fused multiply-adds, with no bounds to
+ * test: the padding is in the split input. Blocks share each load among
+ * their channels at the price of the zeros' multiply-adds:
+ * dcz_shift_pick_block weighs the two from the layer's density (dense
+ * weights: 4, sparse ones mostly 2). Stride 1 is the single phase; the stride 2
  * of a downsampling convolution costs nothing more than the split.
  *
  * Sums: bias first, then each weight's product fused into the sum in
@@ -73,17 +77,14 @@ static uint64_t scratch_cells(const dcz_conv_geom *g, uint32_t units)
     const uint64_t planes = (uint64_t)units * g->sh * g->sw, plane = hq * wq;
     const uint64_t out16 = ((uint64_t)g->out_h * wq + 15) / 16 * 16;
     if (plane > UINT32_MAX || planes > UINT32_MAX || out16 > UINT32_MAX) return UINT64_MAX;
-    const uint64_t in = planes * plane, out = out16 * g->out_c;  /* each below 2^64 */
+    /* the output planes of whole blocks of up to 4 channels */
+    const uint64_t in = planes * plane, out = out16 * (((uint64_t)g->out_c + 3) / 4 * 4);  /* each below 2^64 */
     if (in > UINT64_MAX / 4 || out > UINT64_MAX / 4) return UINT64_MAX;
     return in + (g->kw - 1) / g->sw + 16 + out;
 }
 
 uint64_t dcz_shift_scratch_floats(const dcz_conv_geom *g) { return scratch_cells(g, g->in_c); }
 
-uint64_t dcz_shift_bytes(uint32_t out_c, uint64_t nnz)
-{
-    return ((uint64_t)out_c + 1) * sizeof(uint32_t) + nnz * (sizeof(uint32_t) + sizeof(float));
-}
 
 /* the offset of weight (c, ky, kx) in the split input */
 static uint32_t tap_offset(const dcz_conv_geom *g, const split_geom *q, uint32_t c, uint32_t ky, uint32_t kx)
@@ -92,50 +93,114 @@ static uint32_t tap_offset(const dcz_conv_geom *g, const split_geom *q, uint32_t
                       ky / g->sh * q->wq + kx / g->sw);
 }
 
-void dcz_shift_build(const dcz_conv_geom *g, const dcz_sparse *s, const float *w, void *mem, dcz_shift *f)
+void dcz_shift_build(const dcz_conv_geom *g, const dcz_sparse *s, const float *w, uint32_t ob, void *mem,
+                     dcz_shift *f)
 {
     const split_geom q = split_geom_of(g, g->in_c);
     const uint32_t ksize = g->kh * g->kw, cols = dcz_conv_group_in(g) * ksize;
-    uint32_t nnz = cols * g->out_c;
+    const uint32_t blocks = (g->out_c + ob - 1) / ob;
+    uint64_t nnz = (uint64_t)cols * g->out_c;
     if (s) {
         nnz = 0;
         for (uint32_t e = 0; e < s->entries; e++) nnz += s->step[e] != DCZ_STEP_FILLER;
     }
-    uint32_t *ptr = mem, *off = ptr + g->out_c + 1;
-    float *val = (float *)(off + nnz);
+    uint32_t *ptr = mem, *off = ptr + blocks + 1;
+    float *val = (float *)(off + dcz_shift_taps_bound(g, nnz, ob));
     uint32_t n = 0;
-    for (uint32_t oc = 0; oc < g->out_c; oc++) {
-        ptr[oc] = n;
-        const uint32_t ic0 = dcz_conv_in0(g, oc);
-        if (!s) {
-            for (uint32_t col = 0; col < cols; col++) {
-                off[n] = tap_offset(g, &q, ic0 + col / ksize, col % ksize / g->kw, col % g->kw);
-                val[n++] = w[(size_t)oc * cols + col];
-            }
-            continue;
+    for (uint32_t k = 0; k < blocks; k++) {
+        ptr[k] = n;
+        /* the union of the block's columns, in column order: a k-way merge
+         * of its rows (or every column of dense weights) */
+        uint32_t e[4], end[4], col[4];
+        const uint32_t rows = g->out_c - k * ob < ob ? g->out_c - k * ob : ob;
+        for (uint32_t o = 0; o < rows; o++) {
+            const uint32_t r = k * ob + o;
+            e[o] = s ? s->row_ptr[r] : 0;
+            end[o] = s ? s->row_ptr[r + 1] : cols;
+            col[o] = 0;
+            /* the first real entry: col[o] its column, e[o] its index */
+            if (s)
+                while (e[o] < end[o] && (col[o] += s->step[e[o]], s->step[e[o]] == DCZ_STEP_FILLER)) e[o]++;
         }
-        uint32_t col = 0;
-        for (uint32_t e = s->row_ptr[oc]; e < s->row_ptr[oc + 1]; e++) {
-            col += s->step[e];
-            if (s->step[e] == DCZ_STEP_FILLER) continue;
-            off[n] = tap_offset(g, &q, ic0 + col / ksize, col % ksize / g->kw, col % g->kw);
-            val[n++] = dcz_sparse_weight(s, e);
+        const uint32_t ic0 = dcz_conv_in0(g, k * ob);
+        for (;;) {
+            uint32_t next = UINT32_MAX;
+            for (uint32_t o = 0; o < rows; o++)
+                if (e[o] < end[o] && col[o] < next) next = col[o];
+            if (next == UINT32_MAX) break;
+            off[n] = tap_offset(g, &q, ic0 + next / ksize, next % ksize / g->kw, next % g->kw);
+            for (uint32_t o = 0; o < ob; o++) {
+                float v = 0.0f;
+                if (o < rows && e[o] < end[o] && col[o] == next) {
+                    v = s ? dcz_sparse_weight(s, e[o]) : w[(size_t)(k * ob + o) * cols + next];
+                    e[o]++;
+                    if (!s) col[o]++;
+                    else
+                        while (e[o] < end[o] && (col[o] += s->step[e[o]], s->step[e[o]] == DCZ_STEP_FILLER)) e[o]++;
+                }
+                val[(size_t)n * ob + o] = v;
+            }
+            n++;
         }
     }
-    ptr[g->out_c] = n;
+    ptr[blocks] = n;
+    f->ob = ob;
     f->ptr = ptr;
     f->off = off;
     f->w = val;
+}
+
+uint64_t dcz_shift_taps_bound(const dcz_conv_geom *g, uint64_t entries, uint32_t ob)
+{
+    const uint64_t blocks = (g->out_c + ob - 1) / ob, cols = (uint64_t)dcz_conv_group_in(g) * g->kh * g->kw;
+    return entries < blocks * cols ? entries : blocks * cols;
+}
+
+uint64_t dcz_shift_bytes(const dcz_conv_geom *g, uint64_t entries, uint32_t ob)
+{
+    const uint64_t blocks = (g->out_c + ob - 1) / ob;
+    return (blocks + 1) * sizeof(uint32_t) + dcz_shift_taps_bound(g, entries, ob) * (sizeof(uint32_t) + ob * sizeof(float));
+}
+
+/* The time a channel of density d costs per column and vector of its
+ * plane in blocks of ob, in units of a tap of one channel: a block reads
+ * each tap of the union of its channels' columns once and multiplies it
+ * into ob sums, stored weights or zeros. A tap of a block of 2 costs 1.29
+ * units, of 4, 2.0 (bench/bench_conv.c on AVX-512: dense 16 -> 16
+ * channels over 28 x 28, 49, 32 and 25 us in blocks of 1, 2 and 4; the
+ * model then predicts the sparse layers within 10%). */
+static double block_cost(double d, uint32_t ob)
+{
+    const double tap = ob == 1 ? 1.0 : ob == 2 ? 1.29 : 2.0;
+    return tap * (1.0 - pow(1.0 - d, ob)) / ob;
+}
+
+uint32_t dcz_shift_pick_block(const dcz_conv_geom *g, uint64_t nnz)
+{
+    const double cols = (double)dcz_conv_group_in(g) * g->kh * g->kw;
+    const double d = g->out_c && cols > 0 ? (double)nnz / (g->out_c * cols) : 0;
+    /* a block's channels read the same input channels: within a group */
+    const uint32_t per_group = g->out_c / dcz_conv_groups(g);
+    uint32_t best = 1;
+    for (uint32_t ob = 2; ob <= 4; ob *= 2)
+        if ((dcz_conv_groups(g) == 1 || per_group % ob == 0) &&
+            block_cost(d > 1 ? 1 : d, ob) < block_cost(d > 1 ? 1 : d, best))
+            best = ob;
+    return best;
 }
 
 int dcz_conv2d_pick_shift(const dcz_conv_geom *g, uint64_t nnz)
 {
     if (dcz_shift_scratch_floats(g) > DCZ_CONV_SCRATCH_MAX) return 0;
     if (!dcz_conv2d_pick_dense_im2col(g)) return 1;   /* the dense product cannot run it */
-    const double wq = ((double)g->in_w + 2.0 * g->pw + g->sw - 1) / g->sw;
-    const double lanes = (double)nnz * (((double)g->out_h * (uint32_t)wq + 15) / 16 * 16);
-    const double macs = (double)g->out_c * g->in_c * g->kh * g->kw * g->out_h * g->out_w;
-    return lanes * DCZ_SHIFT_GEMM_RATE < macs;
+    const split_geom q = split_geom_of(g, g->in_c);
+    /* on planes of a few vectors the taps' own loads dominate */
+    if (q.out16 / 16 < DCZ_SHIFT_MIN_VECTORS) return 0;
+    const double cols = (double)g->in_c * g->kh * g->kw;
+    const double d = g->out_c && cols > 0 ? (double)nnz / (g->out_c * cols) : 0;
+    const double shift = g->out_c * cols * block_cost(d > 1 ? 1 : d, dcz_shift_pick_block(g, nnz)) * (q.out16 / 16);
+    const double gemm = (double)g->out_c * cols * g->out_h * g->out_w / 16 / DCZ_SHIFT_GEMM_RATE;
+    return shift < gemm;
 }
 
 /* xs = the split input of sample x */
@@ -183,10 +248,13 @@ typedef void (*planes_fn)(const dcz_shift *f, const float *bias, uint32_t out_c,
 static void shift_planes_ref(const dcz_shift *f, const float *bias, uint32_t out_c, size_t out16,
                              const float *xs, float *t)
 {
+    const uint32_t ob = f->ob;
     for (uint32_t oc = 0; oc < out_c; oc++)
         for (size_t p = 0; p < out16; p++) {
+            const uint32_t k = oc / ob, o = oc % ob;
             float acc = bias ? bias[oc] : 0.0f;
-            for (uint32_t e = f->ptr[oc]; e < f->ptr[oc + 1]; e++) acc = fmaf(f->w[e], xs[f->off[e] + p], acc);
+            for (uint32_t e = f->ptr[k]; e < f->ptr[k + 1]; e++)
+                acc = fmaf(f->w[(size_t)e * ob + o], xs[f->off[e] + p], acc);
             t[(size_t)oc * out16 + p] = acc;
         }
 }
@@ -200,7 +268,10 @@ static void shift_planes_ref(const dcz_shift *f, const float *bias, uint32_t out
 #define VLOAD(p) _mm512_loadu_ps(p)
 #define VFMA(a, b, c) _mm512_fmadd_ps(a, b, c)
 #define VSTORE(p, v) _mm512_storeu_ps(p, v)
-#define TMAX 12
+#define VREG(x) "v"(x)
+#define TMAX1 12
+#define TMAX2 12
+#define TMAX4 6
 #include "runtime/shift_tile.h"
 
 #define SFX __avx2
@@ -211,7 +282,10 @@ static void shift_planes_ref(const dcz_shift *f, const float *bias, uint32_t out
 #define VLOAD(p) _mm256_loadu_ps(p)
 #define VFMA(a, b, c) _mm256_fmadd_ps(a, b, c)
 #define VSTORE(p, v) _mm256_storeu_ps(p, v)
-#define TMAX 12
+#define VREG(x) "x"(x)
+#define TMAX1 12
+#define TMAX2 6
+#define TMAX4 3
 #include "runtime/shift_tile.h"
 #endif
 
@@ -224,7 +298,10 @@ static void shift_planes_ref(const dcz_shift *f, const float *bias, uint32_t out
 #define VLOAD(p) vld1q_f32(p)
 #define VFMA(a, b, c) vfmaq_f32(c, a, b)
 #define VSTORE(p, v) vst1q_f32(p, v)
-#define TMAX 24
+#define VREG(x) "w"(x)
+#define TMAX1 12
+#define TMAX2 12
+#define TMAX4 6
 #include "runtime/shift_tile.h"
 #endif
 
@@ -386,28 +463,43 @@ static void qsplit(const dcz_conv_geom *g, const split_geom *q, const dcz_q *x, 
 
 #ifdef DCZ_X86
 #define VNNI_TGT __attribute__((target("avx512f,avx512bw,avx512vl,avx512vnni")))
-/* qsplit at stride 1: sixteen cells of a row at once, the quad's four
- * channel rows widened, offset by 128 and merged byte by byte */
-VNNI_TGT static void qsplit1__vnni(const dcz_conv_geom *g, const split_geom *q, const dcz_q *x, uint8_t *xs)
+/* qsplit at column strides 1 and 2 (any row stride): sixteen cells of a
+ * row phase at once, the quad's four channel rows widened, offset by 128
+ * and merged byte by byte; at stride 2 the sixteen inputs of a phase come
+ * from 32 consecutive ones by a permute */
+VNNI_TGT static void qsplit__vnni(const dcz_conv_geom *g, const split_geom *q, const dcz_q *x, uint8_t *xs)
 {
     memset(xs, 0x80, q->floats * 4);
     int32_t *cells = (int32_t *)(void *)xs;
+    const uint32_t sh = g->sh, sw = g->sw;
     const __m512i off = _mm512_set1_epi32(128), none = _mm512_set1_epi32(0x80);
+    const __m512i even = _mm512_set_epi16(62, 60, 58, 56, 54, 52, 50, 48, 46, 44, 42, 40, 38, 36, 34, 32,
+                                          30, 28, 26, 24, 22, 20, 18, 16, 14, 12, 10, 8, 6, 4, 2, 0);
     for (uint32_t c0 = 0; c0 < g->in_c; c0 += 4)
         for (uint32_t iy = 0; iy < g->in_h; iy++) {
-            int32_t *row = cells + c0 / 4 * q->plane + (iy + g->ph) * q->wq + g->pw;
-            for (uint32_t ix = 0; ix < g->in_w; ix += 16) {
-                const uint32_t n = g->in_w - ix < 16 ? g->in_w - ix : 16;
-                const __mmask16 k = (__mmask16)((1u << n) - 1);
-                __m512i cell = _mm512_setzero_si512();
-                for (uint32_t j = 0; j < 4; j++) {
-                    __m512i v = none;
-                    if (c0 + j < g->in_c)
-                        v = _mm512_add_epi32(_mm512_cvtepi16_epi32(_mm256_maskz_loadu_epi16(
-                            k, x + ((size_t)(c0 + j) * g->in_h + iy) * g->in_w + ix)), off);
-                    cell = _mm512_or_si512(cell, _mm512_slli_epi32(v, 8 * j));
+            const uint32_t r = iy + g->ph;
+            for (uint32_t px = 0; px < sw; px++) {
+                /* cells lo .. hi - 1 of phase px hold input columns cell sw + px - pw */
+                const uint32_t lo = px < g->pw ? (g->pw - px + sw - 1) / sw : 0;
+                const uint32_t hi = (g->in_w + g->pw - px + sw - 1) / sw;
+                int32_t *row = cells + ((c0 / 4 * sh + r % sh) * sw + px) * q->plane + r / sh * q->wq;
+                for (uint32_t cell = lo; cell < hi; cell += 16) {
+                    const uint32_t n = hi - cell < 16 ? hi - cell : 16, src = cell * sw + px - g->pw;
+                    const uint32_t words = sw * (n - 1) + 1;   /* the inputs the n cells span */
+                    const __mmask32 kw = words >= 32 ? 0xFFFFFFFFu : (__mmask32)((1u << words) - 1);
+                    __m512i merged = _mm512_setzero_si512();
+                    for (uint32_t j = 0; j < 4; j++) {
+                        __m512i v = none;
+                        if (c0 + j < g->in_c) {
+                            const dcz_q *xr = x + ((size_t)(c0 + j) * g->in_h + iy) * g->in_w + src;
+                            __m512i w = _mm512_maskz_loadu_epi16(kw, xr);
+                            if (sw == 2) w = _mm512_permutexvar_epi16(even, w);
+                            v = _mm512_add_epi32(_mm512_cvtepi16_epi32(_mm512_castsi512_si256(w)), off);
+                        }
+                        merged = _mm512_or_si512(merged, _mm512_slli_epi32(v, 8 * j));
+                    }
+                    _mm512_mask_storeu_epi32(row + cell, (__mmask16)((1u << n) - 1), merged);
                 }
-                _mm512_mask_storeu_epi32(row + ix, k, cell);
             }
         }
 }
@@ -472,7 +564,10 @@ static void qshift_planes_ref(const dcz_qshift *f, const int32_t *corr, uint32_t
 #define VLOAD(p) _mm512_loadu_si512((const void *)(p))
 #define VFMA(a, b, c) _mm512_dpbusd_epi32(c, b, a)
 #define VSTORE(p, v) _mm512_storeu_si512((void *)(p), v)
-#define TMAX 12
+#define VREG(x) "v"(x)
+#define TMAX1 12
+#define TMAX2 0
+#define TMAX4 0
 #include "runtime/shift_tile.h"
 #endif
 
@@ -510,7 +605,7 @@ int dcz_qconv2d_shift_isa(dcz_isa isa, const dcz_conv_geom *g, const dcz_qshift 
 #endif
     for (size_t b = 0; b < batch; b++) {
 #ifdef DCZ_X86
-        if (vec && g->sh == 1 && g->sw == 1) qsplit1__vnni(g, &q, x + b * in_sample, (uint8_t *)xs);
+        if (vec && g->sw <= 2) qsplit__vnni(g, &q, x + b * in_sample, (uint8_t *)xs);
         else
 #endif
         qsplit(g, &q, x + b * in_sample, (uint8_t *)xs);
@@ -546,7 +641,7 @@ int dcz_qconv2d_shift_requant(const dcz_conv_geom *g, const dcz_qshift *f, const
     int32_t *xs = (int32_t *)(void *)scratch, *t = xs + q.floats;
     const size_t in_sample = (size_t)g->in_c * g->in_h * g->in_w, out_plane = (size_t)g->out_h * g->out_w;
     for (size_t b = 0; b < batch; b++) {
-        if (g->sh == 1 && g->sw == 1) qsplit1__vnni(g, &q, x + b * in_sample, (uint8_t *)xs);
+        if (g->sw <= 2) qsplit__vnni(g, &q, x + b * in_sample, (uint8_t *)xs);
         else qsplit(g, &q, x + b * in_sample, (uint8_t *)xs);
         planes(f, f->corr, g->out_c, q.out16, xs, t);
         dcz_q *yb = y + b * g->out_c * out_plane;

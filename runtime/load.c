@@ -262,9 +262,11 @@ static dcz_status load_params(const dcz_container *c, const dcz_graph_layer *g, 
      * alike in both passes: the scratch depends on them) */
     if (!cw && g->op == DCZ_OP_CONV2D && (ld->forms & FORM_SHIFT) &&
         dcz_conv2d_pick_shift(&l->geom, l->sparse ? w.nnz : w.n)) {
+        const uint64_t kept = l->sparse ? w.nnz : w.n;
+        const uint32_t ob = dcz_shift_pick_block(&l->geom, kept);
         l->shifted = 1;
-        void *mem = arena_take(&ld->a, dcz_shift_bytes(l->geom.out_c, l->sparse ? w.nnz : w.n));
-        if (mem) dcz_shift_build(&l->geom, l->sparse ? &sp : NULL, wd, mem, &l->shift);
+        void *mem = arena_take(&ld->a, dcz_shift_bytes(&l->geom, kept, ob));
+        if (mem) dcz_shift_build(&l->geom, l->sparse ? &sp : NULL, wd, ob, mem, &l->shift);
     } else if (!cw && l->sparse && g->op == DCZ_OP_CONV2D && (ld->forms & FORM_DENSE) &&
                dcz_conv2d_pick_expand(&l->geom, w.nnz)) {
         l->expanded = 1;

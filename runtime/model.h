@@ -128,14 +128,15 @@ static inline int32_t dcz_qsparse_weight(const dcz_qsparse *s, uint32_t row, uin
 
 
 /* The shift form of a float convolution (kernels_shift.c has the layout
- * and the numbers): for each output channel, its stored weights in column
- * order, each as the offset in the split input (the sample padded and
- * split by stride phase) of the cell it multiplies for output pixel 0, and
- * its value. */
+ * and the numbers): for each block of output channels, the union of their
+ * stored weights' columns in column order ("taps"), each as the offset in
+ * the split input (the sample padded and split by stride phase) of the
+ * cell it multiplies for output pixel 0, and the block's values there. */
 typedef struct dcz_shift {
-    const uint32_t *ptr;    /* (out_c + 1) first weight of each output channel */
-    const uint32_t *off;    /* (weights) offset in the split input */
-    const float *w;         /* (weights) value */
+    uint32_t ob;            /* output channels a block: 1, 2 or 4 */
+    const uint32_t *ptr;    /* (blocks + 1) first tap of each block of ob channels */
+    const uint32_t *off;    /* (taps) offset in the split input */
+    const float *w;         /* (taps, ob) the block's weights at the tap, 0 where none is stored */
 } dcz_shift;
 /* Its integer twin for the 8-bit schemes (kernels_shift.c): weights by
  * quads of input channels, four bytes in a 32-bit word. */
@@ -686,13 +687,20 @@ void dcz_sparse_expand(const dcz_sparse *s, float *w);
 int dcz_conv2d_pick_expand(const dcz_conv_geom *g, uint64_t nnz);
 /* ---- the shift form (kernels_shift.c) ---------------------------------------
  * dcz_shift: see above. */
-/* Bytes of the shift form of out_c channels and nnz stored weights. */
-uint64_t dcz_shift_bytes(uint32_t out_c, uint64_t nnz);
-/* f = the shift form of a convolution of geometry g, in mem
- * (dcz_shift_bytes, 4-byte aligned), from its execution form s, or when s
- * is NULL from its dense weights w (out_c, in_c / group, kh, kw), every
- * one stored. */
-void dcz_shift_build(const dcz_conv_geom *g, const dcz_sparse *s, const float *w, void *mem, dcz_shift *f);
+/* The channels a block of the shift form of a convolution of geometry g
+ * and nnz stored weights: 1, 2 or 4 by a cost model of the kernel. */
+uint32_t dcz_shift_pick_block(const dcz_conv_geom *g, uint64_t nnz);
+/* Taps (at most) and bytes of the shift form of g in blocks of ob
+ * channels, nnz stored weights. */
+uint64_t dcz_shift_taps_bound(const dcz_conv_geom *g, uint64_t nnz, uint32_t ob);
+uint64_t dcz_shift_bytes(const dcz_conv_geom *g, uint64_t nnz, uint32_t ob);
+/* f = the shift form of a convolution of geometry g in blocks of ob
+ * channels (grouped: ob divides out_c / group, so a block stays within a
+ * group), in mem (dcz_shift_bytes, 4-byte aligned), from its execution
+ * form s, or when s is NULL from its dense weights w (out_c, in_c / group,
+ * kh, kw), every one stored. */
+void dcz_shift_build(const dcz_conv_geom *g, const dcz_sparse *s, const float *w, uint32_t ob, void *mem,
+                     dcz_shift *f);
 /* Floats of scratch dcz_conv2d_shift needs (per call, any batch): the
  * split input and the output planes as computed. */
 uint64_t dcz_shift_scratch_floats(const dcz_conv_geom *g);
@@ -713,13 +721,18 @@ const char *dcz_conv2d_shift_variant(void);
 /* Nonzero when a float convolution of geometry g and nnz stored weights
  * should run on its shift form: its scratch within DCZ_CONV_SCRATCH_MAX,
  * and either the dense product cannot run it (grouped, or patches past the
- * cap) or the shift kernel's multiply-adds (nnz times the output plane as
- * computed) times DCZ_SHIFT_GEMM_RATE are fewer than the dense product's:
- * bench/bench_conv.c measures the dense product at about twice the
- * multiply-adds per second of the shift kernel (46 to 58 against 17 to 26
- * G/s on 3x3 layers of 4x4 to 28x28 planes, AVX-512), and the shift kernel
- * ahead of the other sparse kernels at every density. */
-#define DCZ_SHIFT_GEMM_RATE 2
+ * cap) or the shift kernel's taps (in its blocks' cost, over the output
+ * plane as computed) take less time than the dense product's multiply-adds
+ * of 16 lanes, of which it does DCZ_SHIFT_GEMM_RATE in the time of a tap
+ * (bench/bench_conv.c on AVX-512: 0.23 to 0.30 ns a vector multiply-add
+ * for the dense product on 3x3 layers of 4x4 to 28x28 planes, 0.40 to 0.58
+ * ns a tap of one channel for the shift kernel). */
+#define DCZ_SHIFT_GEMM_RATE 1.7
+/* ... and the plane as computed spans at least this many vectors of 16
+ * (below, a tap's weight and offset loads and broadcasts outweigh its
+ * multiply-adds: 1x1 convolutions over 4 x 4 planes run 10 to 30% slower
+ * than on the dense product). */
+#define DCZ_SHIFT_MIN_VECTORS 4
 int dcz_conv2d_pick_shift(const dcz_conv_geom *g, uint64_t nnz);
 /* The integer shift form of the 8-bit schemes: bytes of dcz_qshift_bytes
  * for out_c channels and nnz stored weights (a bound: quad taps are fewer);
@@ -778,6 +791,10 @@ void dcz_maxpool_ref(const dcz_conv_geom *g, const float *x, size_t batch, float
  * runs the variant of isa (DCZ_ISA_REF: interior rows by scalar loops), 0
  * when this build or machine has none. */
 void dcz_maxpool(const dcz_conv_geom *g, const float *x, size_t batch, float *y);
+/* The interior columns of a pool (or convolution) g, whose windows lie
+ * inside the image across: lo .. hi - 1, ox sw - pw >= 0 and
+ * ox sw - pw + kw <= in_w (an empty range when none). */
+void dcz_pool_interior_cols(const dcz_conv_geom *g, uint32_t *lo, uint32_t *hi);
 int dcz_maxpool_isa(dcz_isa isa, const dcz_conv_geom *g, const float *x, size_t batch, float *y);
 /* Mean over each window: divided by kh kw when count_include_pad, else by
  * the number of its cells inside the input. */
@@ -927,6 +944,9 @@ void dcz_qtable_ref(const dcz_q *table, int32_t qmax, const dcz_q *x, size_t n, 
  * cells inside the input; average rounded half away from zero, divided as
  * dcz_avgpool_ref divides. */
 void dcz_qmaxpool_ref(const dcz_conv_geom *g, const dcz_q *x, size_t batch, dcz_q *y);
+/* The same, the interior columns of each row 16 at a time in AVX-512BW
+ * where the column stride is 1 or 2 (kernels_qsimd.c), the same values. */
+void dcz_qmaxpool(const dcz_conv_geom *g, const dcz_q *x, size_t batch, dcz_q *y);
 void dcz_qavgpool_ref(const dcz_conv_geom *g, int count_include_pad, const dcz_q *x,
                       size_t batch, dcz_q *y);
 void dcz_qglobal_avgpool_ref(uint32_t channels, uint32_t plane, const dcz_q *x, size_t batch,

@@ -127,7 +127,8 @@ void dcz_qrun_weighted(const dcz_model *m, uint32_t index, const void *const *xs
 void dcz_qrun_maxpool(const dcz_model *m, uint32_t index, const void *const *xs, size_t batch,
                       void *y)
 {
-    dcz_qmaxpool_ref(&m->layers[index].geom, xs[0], batch, y);
+    if (m->opt.force_reference) dcz_qmaxpool_ref(&m->layers[index].geom, xs[0], batch, y);
+    else dcz_qmaxpool(&m->layers[index].geom, xs[0], batch, y);
 }
 
 void dcz_qrun_avgpool(const dcz_model *m, uint32_t index, const void *const *xs, size_t batch,

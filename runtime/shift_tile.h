@@ -2,14 +2,17 @@
  * included once per instruction set after defining
  *   SFX     suffix of the functions (__avx512, __avx2, __neon)
  *   TGT     their target attribute (empty where the build has the set)
- *   V, L    the vector type and its float lanes (L divides 16)
+ *   V, L    the vector type and its lanes (L divides 16)
  *   VSET1(f), VLOAD(p), VFMA(a, b, c) = a b + c fused, VSTORE(p, v)
- *   TMAX    vectors a tile holds in registers (at most 24)
+ *   VREG    the asm constraint of a vector register ("v", "w")
+ *   TMAX1, TMAX2, TMAX4  vectors a tile holds in registers for blocks of
+ *           1, 2 and 4 output channels (TMAX1 at most 12)
  * and, for another element type than float, ET (weights, input cells,
  * sums) and FORM (the form's type: dcz_shift when float, else one with the
- * same ptr, off and w). It defines CAT(shift_planes, SFX), the vector form
- * of the scalar reference: the same fused multiply-add per lane in the same
- * order, so the same bits (integers: exact sums). */
+ * same ptr, off and w, blocks of one channel). It defines
+ * CAT(shift_planes, SFX), the vector form of the scalar reference: the
+ * same fused multiply-add per lane in the same order, so the same bits
+ * (integers: exact sums). */
 #define CAT_(a, b) a##b
 #define CAT(a, b) CAT_(a, b)
 #ifndef ET
@@ -17,48 +20,78 @@
 #endif
 #ifndef FORM
 #define FORM dcz_shift
+#define FORM_OB(f) ((f)->ob)
+#else
+#define FORM_OB(f) 1u
 #endif
 
-/* t (T L) = b + the sum over the n weights of w[e] xs[off[e] ..], the
- * accumulators held in registers through all the weights: T is a constant
- * at every call and the loops over it unroll. */
+/* t (OB planes tstride apart, T L each) = b + the sum over the n taps of
+ * w[e OB + o] xs[off[e] ..], the accumulators held in registers through
+ * all the taps, each input vector loaded once for the block's OB channels:
+ * OB and T are constants at every call and the loops over them unroll. */
 TGT static inline __attribute__((always_inline)) void CAT(shift_tile, SFX)(
-    const uint32_t T, const uint32_t *off, const ET *w, uint32_t n, ET b, const ET *xs, ET *t)
+    const uint32_t OB, const uint32_t T, const uint32_t *off, const ET *w, uint32_t n, const ET *b, const ET *xs,
+    ET *t, size_t tstride)
 {
-    V acc[TMAX];
-#pragma GCC unroll 24
-    for (uint32_t i = 0; i < T; i++) acc[i] = VSET1(b);
+    V acc[4][TMAX1];
+#pragma GCC unroll 4
+    for (uint32_t o = 0; o < OB; o++)
+#pragma GCC unroll 12
+        for (uint32_t i = 0; i < T; i++) acc[o][i] = VSET1(b[o]);
     for (uint32_t e = 0; e < n; e++) {
-        const V wv = VSET1(w[e]);
+        V wv[4];
+#pragma GCC unroll 4
+        for (uint32_t o = 0; o < OB; o++) wv[o] = VSET1(w[(size_t)e * OB + o]);
         const ET *p = xs + off[e];
-#pragma GCC unroll 24
-        for (uint32_t i = 0; i < T; i++) acc[i] = VFMA(wv, VLOAD(p + (size_t)i * L), acc[i]);
+#pragma GCC unroll 12
+        for (uint32_t i = 0; i < T; i++) {
+            V x = VLOAD(p + (size_t)i * L);
+            /* one load for the block: keep the compiler from folding it
+             * into each multiply-add as a memory operand */
+            if (OB > 1) __asm__("" : "+" VREG(x));
+#pragma GCC unroll 4
+            for (uint32_t o = 0; o < OB; o++) acc[o][i] = VFMA(wv[o], x, acc[o][i]);
+        }
     }
-#pragma GCC unroll 24
-    for (uint32_t i = 0; i < T; i++) VSTORE(t + (size_t)i * L, acc[i]);
+#pragma GCC unroll 4
+    for (uint32_t o = 0; o < OB; o++)
+#pragma GCC unroll 12
+        for (uint32_t i = 0; i < T; i++) VSTORE(t + o * tstride + (size_t)i * L, acc[o][i]);
 }
 
 TGT static void CAT(shift_planes, SFX)(const FORM *f, const ET *bias, uint32_t out_c, size_t plane16,
                                        const ET *xs, ET *t)
 {
-    /* the plane's vectors in tiles of at most TMAX, as even as can be; a
-     * tile runs every output channel while its input stays in cache */
-    const size_t nv = plane16 / L, tiles = (nv + TMAX - 1) / TMAX;
+    const uint32_t ob = FORM_OB(f), blocks = (out_c + ob - 1) / ob;
+    const size_t tmax = ob == 1 ? TMAX1 : ob == 2 ? TMAX2 : TMAX4;
+    /* the plane's vectors in tiles of at most tmax, as even as can be; a
+     * tile runs every block of output channels while its input stays in
+     * cache */
+    const size_t nv = plane16 / L, tiles = (nv + tmax - 1) / tmax;
     size_t v0 = 0;
     for (size_t ti = 0; ti < tiles; ti++) {
         const size_t left = nv - v0, T = (left + (tiles - ti) - 1) / (tiles - ti);
-        for (uint32_t oc = 0; oc < out_c; oc++) {
-            const uint32_t e0 = f->ptr[oc], n = f->ptr[oc + 1] - e0;
-            const ET b = bias ? bias[oc] : (ET)0;
-            const ET *x0 = xs + v0 * L;
-            ET *t0 = t + (size_t)oc * plane16 + v0 * L;
-            switch (T) {
-#define SHIFT_CASE(k) case k: CAT(shift_tile, SFX)(k, f->off + e0, f->w + e0, n, b, x0, t0); break;
-            SHIFT_CASE(1) SHIFT_CASE(2) SHIFT_CASE(3) SHIFT_CASE(4) SHIFT_CASE(5) SHIFT_CASE(6)
-            SHIFT_CASE(7) SHIFT_CASE(8) SHIFT_CASE(9) SHIFT_CASE(10) SHIFT_CASE(11) SHIFT_CASE(12)
-#if TMAX > 12
-            SHIFT_CASE(13) SHIFT_CASE(14) SHIFT_CASE(15) SHIFT_CASE(16) SHIFT_CASE(17) SHIFT_CASE(18)
-            SHIFT_CASE(19) SHIFT_CASE(20) SHIFT_CASE(21) SHIFT_CASE(22) SHIFT_CASE(23) SHIFT_CASE(24)
+        for (uint32_t k = 0; k < blocks; k++) {
+            const uint32_t e0 = f->ptr[k], n = f->ptr[k + 1] - e0;
+            ET b[4] = { 0, 0, 0, 0 };
+            for (uint32_t o = 0; o < ob && k * ob + o < out_c; o++) b[o] = bias ? bias[k * ob + o] : (ET)0;
+            const ET *x0 = xs + v0 * L, *w0 = f->w + (size_t)e0 * ob;
+            ET *t0 = t + (size_t)k * ob * plane16 + v0 * L;
+            switch (ob * 16 + T) {
+#define SHIFT_CASE(OB, k) case OB * 16 + k: CAT(shift_tile, SFX)(OB, k, f->off + e0, w0, n, b, x0, t0, plane16); break;
+            SHIFT_CASE(1, 1) SHIFT_CASE(1, 2) SHIFT_CASE(1, 3) SHIFT_CASE(1, 4) SHIFT_CASE(1, 5) SHIFT_CASE(1, 6)
+            SHIFT_CASE(1, 7) SHIFT_CASE(1, 8) SHIFT_CASE(1, 9) SHIFT_CASE(1, 10) SHIFT_CASE(1, 11) SHIFT_CASE(1, 12)
+#if TMAX2 > 0
+            SHIFT_CASE(2, 1) SHIFT_CASE(2, 2) SHIFT_CASE(2, 3) SHIFT_CASE(2, 4) SHIFT_CASE(2, 5) SHIFT_CASE(2, 6)
+#endif
+#if TMAX2 > 6
+            SHIFT_CASE(2, 7) SHIFT_CASE(2, 8) SHIFT_CASE(2, 9) SHIFT_CASE(2, 10) SHIFT_CASE(2, 11) SHIFT_CASE(2, 12)
+#endif
+#if TMAX4 > 0
+            SHIFT_CASE(4, 1) SHIFT_CASE(4, 2) SHIFT_CASE(4, 3)
+#endif
+#if TMAX4 > 3
+            SHIFT_CASE(4, 4) SHIFT_CASE(4, 5) SHIFT_CASE(4, 6)
 #endif
 #undef SHIFT_CASE
             default: break;
@@ -76,6 +109,10 @@ TGT static void CAT(shift_planes, SFX)(const FORM *f, const ET *bias, uint32_t o
 #undef VLOAD
 #undef VFMA
 #undef VSTORE
-#undef TMAX
+#undef VREG
+#undef TMAX1
+#undef TMAX2
+#undef TMAX4
 #undef ET
 #undef FORM
+#undef FORM_OB

@@ -241,10 +241,19 @@ static int conv_case(const dcz_conv_geom *g, double density, uint32_t k, conv_ta
     float *mag = malloc(B * yout * sizeof(float)), *y = malloc(B * yout * sizeof(float));
     float *scratch = malloc(dcz_conv2d_im2col_floats(g) * sizeof(float));
     float *sscratch = malloc(dcz_shift_scratch_floats(g) * sizeof(float)), *y2 = malloc(B * yout * sizeof(float));
-    void *smem = malloc(dcz_shift_bytes(g->out_c, m.nnz)), *smemd = malloc(dcz_shift_bytes(g->out_c, nw));
-    dcz_shift sf, sfd;
-    dcz_shift_build(g, &m.sp, NULL, smem, &sf);
-    dcz_shift_build(g, NULL, m.dense, smemd, &sfd);
+    /* the shift form in blocks of 1, 2 and 4 channels, from the execution
+     * form and from the dense weights */
+    void *smem[3], *smemd[3];
+    dcz_shift sfs[3], sfds[3];
+    for (uint32_t i = 0; i < 3; i++) {
+        /* (a block stays within a group) */
+        const uint32_t per_group = g->out_c / dcz_conv_groups(g);
+        const uint32_t ob = dcz_conv_groups(g) > 1 && per_group % (1u << i) ? 1 : 1u << i;
+        smem[i] = malloc(dcz_shift_bytes(g, m.nnz, ob));
+        smemd[i] = malloc(dcz_shift_bytes(g, nw, ob));
+        dcz_shift_build(g, &m.sp, NULL, ob, smem[i], &sfs[i]);
+        dcz_shift_build(g, NULL, m.dense, ob, smemd[i], &sfds[i]);
+    }
     fill_nonzero(x, B * xin);
     fill_nonzero(bias, g->out_c);
     absolute(xa, x, B * xin);
@@ -279,8 +288,9 @@ static int conv_case(const dcz_conv_geom *g, double density, uint32_t k, conv_ta
          * weights: its reference and best variant near the reference
          * convolution; from the execution form, the dense product's bits on
          * the weights expanded; every vector variant the reference's bits */
-        for (int from_dense = 0; from_dense < 2; from_dense++) {
-            const dcz_shift *f = from_dense ? &sfd : &sf;
+        for (int form = 0; form < 6; form++) {
+            const int from_dense = form >= 3;
+            const dcz_shift *f = from_dense ? &sfds[form - 3] : &sfs[form];
             for (int r = 0; r < 2; r++) {
                 dcz_conv2d_shift(g, f, bias, x, b, r, sscratch, y);
                 t->shift += conv_mismatches(r ? "shift (reference)" : "shift", g, b, y, ref, mag);
@@ -311,7 +321,8 @@ static int conv_case(const dcz_conv_geom *g, double density, uint32_t k, conv_ta
         t->cases++;
     }
     free(x); free(xa); free(wa); free(bias); free(ba); free(ref); free(mag); free(y); free(scratch);
-    free(sscratch); free(y2); free(smem); free(smemd);
+    free(sscratch); free(y2);
+    for (int i = 0; i < 3; i++) { free(smem[i]); free(smemd[i]); }
     free_mat(&m);
     return 1;
 }

@@ -841,6 +841,32 @@ static void test_qpools_random(void)
         free(x); free(y); free(xf); free(yf);
     }
     CHECK(max_bad == 0, "qmaxpool differs from the fp32 pool in %zu elements", max_bad);
+    /* dcz_qmaxpool against the reference: these and real networks' pools
+     * (2x2 stride 2 on even, odd and padded images, 3x3 stride 2 padded,
+     * stride 1 over rows of 40, stride 3), both ranges, batch 3 */
+    const dcz_conv_geom pools[] = {
+        conv_geom(3, 3, 7, 9, 3, 3, 2, 2, 1, 1), conv_geom(2, 2, 5, 11, 2, 3, 1, 2, 1, 0),
+        conv_geom(1, 1, 9, 7, 5, 5, 2, 1, 2, 4), conv_geom(4, 4, 1, 1, 3, 3, 1, 1, 1, 1),
+        conv_geom(3, 3, 24, 24, 2, 2, 2, 2, 0, 0), conv_geom(2, 2, 9, 35, 2, 2, 2, 2, 0, 0),
+        conv_geom(2, 2, 7, 9, 2, 2, 2, 2, 1, 1), conv_geom(2, 2, 14, 14, 3, 3, 2, 2, 1, 1),
+        conv_geom(1, 1, 5, 40, 2, 2, 1, 1, 0, 0), conv_geom(2, 2, 9, 50, 3, 3, 3, 3, 0, 0),
+    };
+    size_t qbad = 0;
+    for (size_t gi = 0; gi < sizeof pools / sizeof *pools; gi++)
+        for (int range = 0; range < 2; range++) {
+            const dcz_conv_geom *g = &pools[gi];
+            const size_t B = 3, xin = (size_t)g->in_c * g->in_h * g->in_w;
+            const size_t yout = (size_t)g->out_c * g->out_h * g->out_w;
+            dcz_q *x = alloc(B * xin, sizeof(dcz_q)), *want = alloc(B * yout, sizeof(dcz_q));
+            dcz_q *got = alloc(B * yout, sizeof(dcz_q));
+            fill_q(x, B * xin, range ? 127 : 32767);
+            dcz_qmaxpool_ref(g, x, B, want);
+            memset(got, 0x55, B * yout * sizeof(dcz_q));
+            dcz_qmaxpool(g, x, B, got);
+            qbad += diff_q("qmaxpool", "", got, want, B * yout);
+            free(x); free(want); free(got);
+        }
+    CHECK(qbad == 0, "dcz_qmaxpool differs from the reference in %zu elements", qbad);
     CHECK(avg_bad == 0, "qavgpool misrounds %zu elements", avg_bad);
     /* global average on random planes */
     const uint32_t C = 5, P = 37;
