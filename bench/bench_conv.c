@@ -7,14 +7,18 @@
  *            times the weights by dcz_gemm_f32 (what the runtime runs for
  *            dense convolutions, and for sparse ones above
  *            DCZ_CONV_DENSE_MIN_DENSITY)
+ *   shift    dcz_conv2d_shift on the shift form in the blocks the runtime
+ *            picks (dcz_shift_pick_block): what the runtime runs where
+ *            dcz_conv2d_pick_shift says so
  *   direct   dcz_conv2d_sparse_direct on the execution form (8-bit codebook)
  *   im2col   dcz_conv2d_sparse_im2col: im2col + dcz_spmm_ref, same weights
  *   im2colT  im2col into (in_c kh kw, pixels) + a row-streaming sparse
  *            product (this file only): im2col without the strided access of
  *            dcz_spmm_ref, to show what the layout costs
- * Prints microseconds (median of repeated runs), the ratio im2col / direct
- * behind the runtime's choice of kernel (kernels_conv.c) and the kernel it
- * picks, direct against the baseline, the useful multiply-adds per second of direct, and the memory
+ * Prints microseconds (median of repeated runs), the ratios im2col / direct
+ * (kernels_conv.c) and gemm / shift (kernels_shift.c) behind the runtime's
+ * choice of kernel and the kernel it picks, direct against the baseline,
+ * the useful multiply-adds per second of shift, and the memory
  * floor: bytes direct must move (compressed weights, input, output) at the
  * copy bandwidth measured here, as a share of its time. Timings are
  * reported, never asserted.
@@ -182,15 +186,16 @@ int main(void)
                    "%7.2f %5.1f%% %7s\n",
                    L->name, batch, L->density * 100, tb * 1e6, td * 1e6, tg * 1e6, ts * 1e6, tz * 1e6, ti * 1e6,
                    tt * 1e6, ti / tz, tb / tz, tg / tz, tg / ts, macs / ts / 1e9, bytes / (bw / 2) / tz * 100,
-                   dcz_conv2d_pick_im2col(&g) ? "im2col" : "direct");
+                   dcz_conv2d_pick_shift(&g, nnz) ? "shift" : dcz_conv2d_pick_expand(&g, nnz) ? "gemm"
+                   : dcz_conv2d_pick_im2col(&g) ? "im2col" : "direct");
         }
         free(w); free(bias); free(x); free(y); free(scratch); free(colt); free(keep);
         free(row_ptr); free(step); free(idx); free(src); free(sfmem); free(sscratch);
     }
-    printf("\n(ratios > 1: direct faster. All dcz kernels are plain C on one thread; blas is\n"
-           " OpenBLAS on one thread. GMAC/s: multiply-adds of the stored weights per second in\n"
-           " direct. floor %%: the time moving direct's bytes takes at the copy bandwidth measured\n"
+    printf("\n(ratios > 1: the kernel below the bar (direct, shift) faster. All dcz kernels run on\n"
+           " one thread, as does OpenBLAS. GMAC/s: multiply-adds of the stored weights per second\n"
+           " in shift. floor %%: the time moving direct's bytes takes at the copy bandwidth measured\n"
            " above, as a share of its time: convolution is compute-bound. runtime runs: the\n"
-           " kernel dcz_run picks for the layer, dcz_conv2d_pick_im2col)\n");
+           " kernel dcz_run picks for the layer (dcz_conv2d_pick_shift, then _expand, _im2col))\n");
     return 0;
 }

@@ -1,5 +1,5 @@
-/* kernels_shift.c: sparse float convolution by shifted planes (the shift
- * form, model.h).
+/* kernels_shift.c: convolution by shifted planes (the shift form,
+ * model.h): float, and calibrated 8-bit on integers (below).
  *
  * One sample's input is first laid out padded and split by stride phase,
  * "the split input": for input channel c and phase (py, px), py < sh,
@@ -23,8 +23,29 @@
  * test: the padding is in the split input. Blocks share each load among
  * their channels at the price of the zeros' multiply-adds:
  * dcz_shift_pick_block weighs the two from the layer's density (dense
- * weights: 4, sparse ones mostly 2). Stride 1 is the single phase; the stride 2
- * of a downsampling convolution costs nothing more than the split.
+ * weights: 4, sparse ones mostly 1). Stride 1 is the single phase; the
+ * stride 2 of a downsampling convolution costs nothing more than the split.
+ *
+ * Measured by bench/bench_conv.c (one core of a Xeon with AVX-512, batch 1,
+ * microseconds; the dense product is dcz_conv2d_dense_im2col on the weights
+ * expanded, what the runtime ran before):
+ *
+ *   layer (output plane)                 density  dense product  shift (block)
+ *   16 -> 16 3x3 pad 1 (28 x 28)           100%        38           25 (4)
+ *                                           40%        33           23 (1)
+ *                                           15%        33           11 (1)
+ *   32 -> 64 3x3 pad 1 (14 x 14)           100%        47           44 (4)
+ *                                           15%        47           19 (1)
+ *   16 -> 32 3x3 stride 2 pad 1 (14 x 14)   30%        31           17 (1)
+ *   64 -> 64 3x3 pad 1 (7 x 7)             100%        38           29 (4)
+ *                                           16%        34           13 (1)
+ *   128 -> 256 3x3 pad 1 (4 x 4)            40%        88          129 (1)
+ *
+ * A multiply-add of the shift kernel costs about twice one of the dense
+ * product (most of its loads cross a cache line; the product reuses each
+ * load six ways): it wins by doing fewer, and loses on planes of a few
+ * vectors, whose taps cost more in loads and broadcasts than in
+ * multiply-adds (dcz_conv2d_pick_shift, DCZ_SHIFT_MIN_VECTORS).
  *
  * Sums: bias first, then each weight's product fused into the sum in
  * column order (fmaf), the order of dcz_gemm_f32 on the weights expanded,

@@ -46,7 +46,8 @@ enum {
     FORM_DENSE = 2,   /* the dense product's forms: sparse convolutions past
                          DCZ_CONV_DENSE_MIN_DENSITY as dense weights (float and 8-bit
                          integer), dense fully connected weights transposed */
-    FORM_SHIFT = 4,   /* float convolutions: the shift form (dcz_conv2d_pick_shift) */
+    FORM_SHIFT = 4,   /* convolutions: the shift form (float: dcz_conv2d_pick_shift; 8-bit
+                         integer: dcz_qconv2d_pick_shift) */
 };
 #define arena_take dcz_arena_take
 

@@ -791,11 +791,11 @@ void dcz_maxpool_ref(const dcz_conv_geom *g, const float *x, size_t batch, float
  * runs the variant of isa (DCZ_ISA_REF: interior rows by scalar loops), 0
  * when this build or machine has none. */
 void dcz_maxpool(const dcz_conv_geom *g, const float *x, size_t batch, float *y);
+int dcz_maxpool_isa(dcz_isa isa, const dcz_conv_geom *g, const float *x, size_t batch, float *y);
 /* The interior columns of a pool (or convolution) g, whose windows lie
  * inside the image across: lo .. hi - 1, ox sw - pw >= 0 and
  * ox sw - pw + kw <= in_w (an empty range when none). */
 void dcz_pool_interior_cols(const dcz_conv_geom *g, uint32_t *lo, uint32_t *hi);
-int dcz_maxpool_isa(dcz_isa isa, const dcz_conv_geom *g, const float *x, size_t batch, float *y);
 /* Mean over each window: divided by kh kw when count_include_pad, else by
  * the number of its cells inside the input. */
 void dcz_avgpool_ref(const dcz_conv_geom *g, int count_include_pad, const float *x,

@@ -6,9 +6,10 @@
  * dense product when dense enough, else the direct sparse kernel, or im2col
  * and the matrix-matrix kernel on small output planes (the choice and the
  * measurements behind it: kernels_conv.c). The sparse kernels read the
- * compressed execution form. They are the vectorized kernels of kernels_simd.c, or the
- * references when the options force them. The scratch of im2col and of
- * dcz_spmm's tile is sized and placed at load.
+ * compressed execution form. They are the vectorized kernels of
+ * kernels_simd.c and the others, or the references when the options force
+ * them. The scratch of im2col, of the shift form and of dcz_spmm's tile is
+ * sized and placed at load.
  *
  * A heap model grows its activation buffers to the largest batch it has
  * run; a static one (dcz_open_static) has them in its arena for act_batch
