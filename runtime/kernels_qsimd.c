@@ -221,6 +221,36 @@ void dcz_qrelu(dcz_q *x, size_t n)
     dcz_qrelu_ref(x, n);
 }
 
+/* ---- activations by table ------------------------------------------------ */
+
+#ifdef DCZ_X86
+/* 16 lookups a step: the entries' 32-bit words gathered (the table has an
+ * entry past its end for the last one's upper half), their low halves kept */
+__attribute__((target("avx512f")))
+static void qtable__avx512(const dcz_q *table, int32_t qmax, const dcz_q *x, size_t n, dcz_q *y)
+{
+    const __m512i off = _mm512_set1_epi32(qmax);
+    size_t i = 0;
+    for (; i + 16 <= n; i += 16) {
+        const __m512i at = _mm512_add_epi32(_mm512_cvtepi16_epi32(_mm256_loadu_si256((const __m256i *)(const void *)(x + i))), off);
+        const __m512i v = _mm512_i32gather_epi32(at, (const void *)table, 2);
+        _mm256_storeu_si256((__m256i *)(void *)(y + i), _mm512_cvtepi32_epi16(v));
+    }
+    dcz_qtable_ref(table, qmax, x + i, n - i, y + i);
+}
+#endif
+
+void dcz_qtable(const dcz_q *table, int32_t qmax, const dcz_q *x, size_t n, dcz_q *y)
+{
+#ifdef DCZ_X86
+    if (dcz_isa_supported(DCZ_ISA_AVX512)) {
+        qtable__avx512(table, qmax, x, n, y);
+        return;
+    }
+#endif
+    dcz_qtable_ref(table, qmax, x, n, y);
+}
+
 /* ---- max pooling ---------------------------------------------------------- */
 
 /* y (out_w) = the max pool of output row oy of plane xp, columns from ox0

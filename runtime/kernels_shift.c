@@ -224,11 +224,16 @@ int dcz_conv2d_pick_shift(const dcz_conv_geom *g, uint64_t nnz)
     return shift < gemm;
 }
 
+static size_t plane_in(const dcz_conv_geom *g) { return (size_t)g->in_h * g->in_w; }
+
 /* xs = the split input of sample x */
 static void split(const dcz_conv_geom *g, const split_geom *q, const float *x, float *xs)
 {
     const size_t sh = g->sh, sw = g->sw;
-    if (sh == 1 && sw == 1) {
+    if (sh == 1 && sw == 1 && g->ph == 0 && g->pw == 0) {
+        /* no padding: the input as it is */
+        memcpy(xs, x, (size_t)g->in_c * plane_in(g) * sizeof *xs);
+    } else if (sh == 1 && sw == 1) {
         /* one plane per channel: zero rows above and below, rows framed by pw zeros */
         for (uint32_t c = 0; c < g->in_c; c++) {
             float *p = xs + c * q->plane;
@@ -371,10 +376,15 @@ int dcz_conv2d_shift_isa(dcz_isa isa, const dcz_conv_geom *g, const dcz_shift *f
         split(g, &q, x + b * in_sample, xs);
         planes(f, bias, g->out_c, q.out16, xs, t);
         float *yb = y + b * g->out_c * out_plane;
-        for (uint32_t oc = 0; oc < g->out_c; oc++)
+        for (uint32_t oc = 0; oc < g->out_c; oc++) {
+            if (q.wq == g->out_w) {   /* no columns to drop: the plane in one copy */
+                memcpy(yb + oc * out_plane, t + oc * q.out16, out_plane * sizeof *yb);
+                continue;
+            }
             for (uint32_t oy = 0; oy < g->out_h; oy++)
                 memcpy(yb + oc * out_plane + (size_t)oy * g->out_w, t + oc * q.out16 + oy * q.wq,
                        g->out_w * sizeof *yb);
+        }
     }
     return 1;
 }
@@ -666,10 +676,12 @@ int dcz_qconv2d_shift_requant(const dcz_conv_geom *g, const dcz_qshift *f, const
         else qsplit(g, &q, x + b * in_sample, (uint8_t *)xs);
         planes(f, f->corr, g->out_c, q.out16, xs, t);
         dcz_q *yb = y + b * g->out_c * out_plane;
+        /* rows with no columns to drop make one row of the whole plane */
+        const uint32_t rows = q.wq == g->out_w ? 1 : g->out_h, n = q.wq == g->out_w ? (uint32_t)out_plane : g->out_w;
         for (uint32_t oc = 0; oc < g->out_c; oc++)
-            for (uint32_t oy = 0; oy < g->out_h; oy++)
+            for (uint32_t oy = 0; oy < rows; oy++)
                 requant_row__vnni(t + oc * q.out16 + oy * q.wq, bias ? bias[oc] : 0, rq->mult[oc], rq->shift[oc],
-                                  rq->qmax, g->out_w, yb + oc * out_plane + (size_t)oy * g->out_w);
+                                  rq->qmax, n, yb + oc * out_plane + (size_t)oy * g->out_w);
     }
     return 1;
 #else

@@ -810,3 +810,69 @@ void dcz_relu(const float *x, size_t n, float *y)
     if (y != x) memcpy(y, x, n * sizeof *y);
     dcz_relu_ref(y, n);
 }
+
+/* ---- Clip (ReLU6) ------------------------------------------------------------------ */
+
+/* y = lo > t ? lo : t, t = hi < x ? hi : x: the reference's formula, NaN
+ * and zeros of both signs included: max_ps(a, b) and min_ps(a, b) return
+ * b unless a compares greater (less), as the conditional expressions do;
+ * NEON's min and max propagate NaN, so there a compare and a select. */
+#ifdef DCZ_X86
+__attribute__((target("avx2")))
+static void clip__avx2(float lo, float hi, const float *x, size_t n, float *y)
+{
+    const __m256 l = _mm256_set1_ps(lo), h = _mm256_set1_ps(hi);
+    size_t i = 0;
+    for (; i + 8 <= n; i += 8) _mm256_storeu_ps(y + i, _mm256_max_ps(l, _mm256_min_ps(h, _mm256_loadu_ps(x + i))));
+    for (; i < n; i++) {
+        const float t = hi < x[i] ? hi : x[i];
+        y[i] = lo > t ? lo : t;
+    }
+}
+#endif
+
+#ifdef DCZ_NEON
+static void clip__neon(float lo, float hi, const float *x, size_t n, float *y)
+{
+    const float32x4_t l = vdupq_n_f32(lo), h = vdupq_n_f32(hi);
+    size_t i = 0;
+    for (; i + 4 <= n; i += 4) {
+        const float32x4_t v = vld1q_f32(x + i), t = vbslq_f32(vcltq_f32(h, v), h, v);
+        vst1q_f32(y + i, vbslq_f32(vcgtq_f32(l, t), l, t));
+    }
+    for (; i < n; i++) {
+        const float t = hi < x[i] ? hi : x[i];
+        y[i] = lo > t ? lo : t;
+    }
+}
+#endif
+
+int dcz_clip_isa(dcz_isa isa, float lo, float hi, const float *x, size_t n, float *y)
+{
+#ifdef DCZ_X86
+    if (isa == DCZ_ISA_AVX2 && dcz_isa_supported(DCZ_ISA_AVX2)) {
+        clip__avx2(lo, hi, x, n, y);
+        return 1;
+    }
+#endif
+#ifdef DCZ_NEON
+    if (isa == DCZ_ISA_NEON) {
+        clip__neon(lo, hi, x, n, y);
+        return 1;
+    }
+#endif
+    (void)isa;
+    (void)lo;
+    (void)hi;
+    (void)x;
+    (void)n;
+    (void)y;
+    return 0;
+}
+
+void dcz_clip(float lo, float hi, const float *x, size_t n, float *y)
+{
+    if (dcz_clip_isa(DCZ_ISA_AVX2, lo, hi, x, n, y) || dcz_clip_isa(DCZ_ISA_NEON, lo, hi, x, n, y)) return;
+    const float param[2] = { lo, hi };
+    dcz_activation_ref(DCZ_OP_CLIP, param, x, n, y);
+}

@@ -342,7 +342,8 @@ static dcz_status load_layer(const dcz_container *c, const dcz_graph_layer *g, u
     for (uint32_t k = 0; k < 2 && k < g->nattr; k++) l->param[k] = dcz_attr_f32(g->attr[k]);
     /* an activation on integers runs by its table (qload.c fills it) */
     if (cw && o->qscale == DCZ_QS_TABLE)
-        l->table = arena_take(&ld->a, (2 * (uint64_t)dcz_scheme_qmax(cw->scheme) + 1) * sizeof(dcz_q));
+        /* (one entry more, never read as one: dcz_qtable reads 32 bits at each) */
+        l->table = arena_take(&ld->a, (2 * (uint64_t)dcz_scheme_qmax(cw->scheme) + 2) * sizeof(dcz_q));
     switch (g->op) {
     case DCZ_OP_CONV2D:
         TRY(load_params(c, g, index, ld, cw, l));

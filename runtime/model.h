@@ -513,6 +513,10 @@ void dcz_relu_ref(float *x, size_t n);
  * y may be x. dcz_relu_isa: the variant of isa, 0 when missing. */
 void dcz_relu(const float *x, size_t n, float *y);
 int dcz_relu_isa(dcz_isa isa, const float *x, size_t n, float *y);
+/* CLIP (ReLU6 and kin) in vectors, the bits of dcz_activation_ref's (AVX2,
+ * NEON; y may be x); dcz_clip_isa: the variant of isa, 0 when missing. */
+void dcz_clip(float lo, float hi, const float *x, size_t n, float *y);
+int dcz_clip_isa(dcz_isa isa, float lo, float hi, const float *x, size_t n, float *y);
 
 /* y (n) = a + b. */
 void dcz_add_ref(const float *a, const float *b, size_t n, float *y);
@@ -940,6 +944,9 @@ void dcz_qconcat_ref(const dcz_q *const *x, const uint32_t *width, uint32_t nin,
                      const int32_t *mult, const uint8_t *shift, int32_t qmax, dcz_q *y);
 /* y (n) = table[x + qmax]: an activation by its table of 2 qmax + 1. */
 void dcz_qtable_ref(const dcz_q *table, int32_t qmax, const dcz_q *x, size_t n, dcz_q *y);
+/* The same, 16 lookups a step by AVX-512 gathers (kernels_qsimd.c): the
+ * table must have 2 qmax + 2 entries, the last never looked up. */
+void dcz_qtable(const dcz_q *table, int32_t qmax, const dcz_q *x, size_t n, dcz_q *y);
 /* Integer pools on the geometry of the float ones: max over the window's
  * cells inside the input; average rounded half away from zero, divided as
  * dcz_avgpool_ref divides. */

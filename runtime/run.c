@@ -197,7 +197,8 @@ void dcz_qrun_table(const dcz_model *m, uint32_t index, const void *const *xs, s
                     void *y)
 {
     const dcz_exec_layer *l = &m->layers[index];
-    dcz_qtable_ref(l->table, m->qmax, xs[0], batch * l->in, y);
+    if (m->opt.force_reference) dcz_qtable_ref(l->table, m->qmax, xs[0], batch * l->in, y);
+    else dcz_qtable(l->table, m->qmax, xs[0], batch * l->in, y);
 }
 
 /* ---- sparse fully connected layers, split over the threads --------------- */
@@ -326,7 +327,8 @@ void dcz_run_concat(const dcz_model *m, const dcz_exec_layer *l, const float *co
 void dcz_run_activation(const dcz_model *m, const dcz_exec_layer *l, const float *const *xs,
                         size_t batch, float *y)
 {
-    dcz_activation_ref(l->op, l->param, xs[0], batch * l->in, y);
+    if (l->op == DCZ_OP_CLIP && !m->opt.force_reference) dcz_clip(l->param[0], l->param[1], xs[0], batch * l->in, y);
+    else dcz_activation_ref(l->op, l->param, xs[0], batch * l->in, y);
 }
 
 /* The place of tensor t > 0 (a layer's output) for batch samples (batch <=

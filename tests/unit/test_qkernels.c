@@ -699,6 +699,27 @@ static void test_qrelu(void)
     CHECK(bad == 0, "vector relu differs in %zu elements", bad);
 }
 
+/* dcz_qtable against the reference: both ranges, every entry looked up,
+ * the last one included, on lengths that end inside and outside a vector */
+static void test_qtable(void)
+{
+    size_t bad = 0;
+    for (int r = 0; r < 2; r++) {
+        const int32_t qmax = r ? 32767 : 127;
+        const size_t entries = 2 * (size_t)qmax + 2, n = 2 * (size_t)qmax + 1 + 13;
+        dcz_q *table = alloc(entries, sizeof(dcz_q)), *x = alloc(n, sizeof(dcz_q));
+        dcz_q *want = alloc(n, sizeof(dcz_q)), *got = alloc(n, sizeof(dcz_q));
+        for (size_t i = 0; i < entries; i++) table[i] = (dcz_q)(rnd() % 65535 - 32767);
+        for (size_t i = 0; i < n; i++) x[i] = (dcz_q)(i < 2 * (size_t)qmax + 1 ? (int32_t)i - qmax : (int32_t)(rnd() % (2 * (uint64_t)qmax + 1)) - qmax);
+        x[n - 1] = (dcz_q)qmax;
+        dcz_qtable_ref(table, qmax, x, n, want);
+        dcz_qtable(table, qmax, x, n, got);
+        bad += diff_q("qtable", "", got, want, n);
+        free(table); free(x); free(want); free(got);
+    }
+    CHECK(bad == 0, "qtable differs from the reference in %zu elements", bad);
+}
+
 /* dcz_qadd against the reference: both ranges, every shift up to 62 (and
  * past it, where it takes the reference), any multiplier, in place too */
 static void test_qadd(void)
@@ -1002,6 +1023,7 @@ int main(void)
     RUNQ(test_quantize);
     RUNQ(test_qrelu);
     RUNQ(test_qadd);
+    RUNQ(test_qtable);
     RUNQ(test_qpools_by_hand);
     RUNQ(test_qpools_random);
     RUNQ(test_qglobal_avgpool_rescale);

@@ -665,6 +665,36 @@ static void test_relu(void)
     free(x); free(want); free(y);
 }
 
+/* CLIP in vectors: the reference's bits on random values, NaN of both
+ * signs, infinities, zeros of both signs and the bounds themselves, in
+ * place too, on a length that ends inside a vector */
+static void test_clip(void)
+{
+    const size_t n = 1003;
+    const float lo = -0.0f, hi = 6.0f, param[2] = { lo, hi };
+    float *x = malloc(n * 4), *want = malloc(n * 4), *y = malloc(n * 4);
+    for (size_t i = 0; i < n; i++) x[i] = 16.0f * frand();
+    x[3] = -0.0f; x[4] = 0.0f; x[5] = 6.0f; x[10] = NAN; x[11] = -NAN; x[20] = INFINITY; x[21] = -INFINITY;
+    x[n - 1] = NAN;
+    dcz_activation_ref(DCZ_OP_CLIP, param, x, n, want);
+    const dcz_isa isas[] = { DCZ_ISA_AVX2, DCZ_ISA_NEON };
+    size_t ran = 0, bad = 0;
+    for (size_t v = 0; v < 2; v++) {
+        if (!dcz_clip_isa(isas[v], lo, hi, x, n, y)) continue;
+        ran++;
+        bad += memcmp(y, want, n * 4) != 0;
+        memcpy(y, x, n * 4);
+        dcz_clip_isa(isas[v], lo, hi, y, n, y);
+        bad += memcmp(y, want, n * 4) != 0;
+    }
+    dcz_clip(lo, hi, x, n, y);
+    bad += memcmp(y, want, n * 4) != 0;
+    CHECK(isnan(want[10]) && want[20] == 6.0f && want[21] == 0.0f, "the reference's clip of NaN and infinities");
+    CHECK(ran > 0 || !dcz_gemm_f32_variant(), "no clip variant ran");
+    CHECK(bad == 0, "%zu clip runs differ from the reference", bad);
+    free(x); free(want); free(y);
+}
+
 int main(void)
 {
     RUN(test_grid);
@@ -674,5 +704,6 @@ int main(void)
     RUN(test_gemm);
     RUN(test_im2col_k);
     RUN(test_relu);
+    RUN(test_clip);
     return check_summary();
 }
