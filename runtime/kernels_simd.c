@@ -876,3 +876,53 @@ void dcz_clip(float lo, float hi, const float *x, size_t n, float *y)
     const float param[2] = { lo, hi };
     dcz_activation_ref(DCZ_OP_CLIP, param, x, n, y);
 }
+
+/* ---- Add ---------------------------------------------------------------------------- */
+
+/* y = a + b, a vector at a time (one rounding per element: the reference's bits) */
+#ifdef DCZ_X86
+__attribute__((target("avx2")))
+static void add__avx2(const float *a, const float *b, size_t n, float *y)
+{
+    size_t i = 0;
+    for (; i + 8 <= n; i += 8) _mm256_storeu_ps(y + i, _mm256_add_ps(_mm256_loadu_ps(a + i), _mm256_loadu_ps(b + i)));
+    for (; i < n; i++) y[i] = a[i] + b[i];
+}
+#endif
+
+#ifdef DCZ_NEON
+static void add__neon(const float *a, const float *b, size_t n, float *y)
+{
+    size_t i = 0;
+    for (; i + 4 <= n; i += 4) vst1q_f32(y + i, vaddq_f32(vld1q_f32(a + i), vld1q_f32(b + i)));
+    for (; i < n; i++) y[i] = a[i] + b[i];
+}
+#endif
+
+int dcz_add_isa(dcz_isa isa, const float *a, const float *b, size_t n, float *y)
+{
+#ifdef DCZ_X86
+    if (isa == DCZ_ISA_AVX2 && dcz_isa_supported(DCZ_ISA_AVX2)) {
+        add__avx2(a, b, n, y);
+        return 1;
+    }
+#endif
+#ifdef DCZ_NEON
+    if (isa == DCZ_ISA_NEON) {
+        add__neon(a, b, n, y);
+        return 1;
+    }
+#endif
+    (void)isa;
+    (void)a;
+    (void)b;
+    (void)n;
+    (void)y;
+    return 0;
+}
+
+void dcz_add(const float *a, const float *b, size_t n, float *y)
+{
+    if (dcz_add_isa(DCZ_ISA_AVX2, a, b, n, y) || dcz_add_isa(DCZ_ISA_NEON, a, b, n, y)) return;
+    dcz_add_ref(a, b, n, y);
+}

@@ -517,6 +517,10 @@ int dcz_relu_isa(dcz_isa isa, const float *x, size_t n, float *y);
  * NEON; y may be x); dcz_clip_isa: the variant of isa, 0 when missing. */
 void dcz_clip(float lo, float hi, const float *x, size_t n, float *y);
 int dcz_clip_isa(dcz_isa isa, float lo, float hi, const float *x, size_t n, float *y);
+/* ADD in vectors, the bits of dcz_add_ref (AVX2, NEON; y may be a or b);
+ * dcz_add_isa: the variant of isa, 0 when missing. */
+void dcz_add(const float *a, const float *b, size_t n, float *y);
+int dcz_add_isa(dcz_isa isa, const float *a, const float *b, size_t n, float *y);
 
 /* y (n) = a + b. */
 void dcz_add_ref(const float *a, const float *b, size_t n, float *y);

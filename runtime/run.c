@@ -306,7 +306,8 @@ void dcz_run_softmax(const dcz_model *m, const dcz_exec_layer *l, const float *c
 void dcz_run_add(const dcz_model *m, const dcz_exec_layer *l, const float *const *xs,
                  size_t batch, float *y)
 {
-    dcz_add_ref(xs[0], xs[1], batch * l->in, y);
+    if (m->opt.force_reference) dcz_add_ref(xs[0], xs[1], batch * l->in, y);
+    else dcz_add(xs[0], xs[1], batch * l->in, y);
 }
 
 void dcz_run_mul(const dcz_model *m, const dcz_exec_layer *l, const float *const *xs,

@@ -695,6 +695,33 @@ static void test_clip(void)
     free(x); free(want); free(y);
 }
 
+/* ADD in vectors: the reference's bits on random values, NaN, infinities
+ * of both signs (their sum NaN) and zeros of both signs, in place too */
+static void test_add(void)
+{
+    const size_t n = 1003;
+    float *a = malloc(n * 4), *b = malloc(n * 4), *want = malloc(n * 4), *y = malloc(n * 4);
+    for (size_t i = 0; i < n; i++) { a[i] = frand(); b[i] = frand(); }
+    a[3] = -0.0f; b[3] = -0.0f; a[4] = 0.0f; b[4] = -0.0f; a[10] = NAN; b[20] = INFINITY; a[21] = INFINITY;
+    b[21] = -INFINITY; a[n - 1] = NAN;
+    dcz_add_ref(a, b, n, want);
+    const dcz_isa isas[] = { DCZ_ISA_AVX2, DCZ_ISA_NEON };
+    size_t ran = 0, bad = 0;
+    for (size_t v = 0; v < 2; v++) {
+        if (!dcz_add_isa(isas[v], a, b, n, y)) continue;
+        ran++;
+        bad += memcmp(y, want, n * 4) != 0;
+        memcpy(y, a, n * 4);
+        dcz_add_isa(isas[v], y, b, n, y);
+        bad += memcmp(y, want, n * 4) != 0;
+    }
+    dcz_add(a, b, n, y);
+    bad += memcmp(y, want, n * 4) != 0;
+    CHECK(ran > 0 || !dcz_gemm_f32_variant(), "no add variant ran");
+    CHECK(bad == 0, "%zu add runs differ from the reference", bad);
+    free(a); free(b); free(want); free(y);
+}
+
 int main(void)
 {
     RUN(test_grid);
@@ -705,5 +732,6 @@ int main(void)
     RUN(test_im2col_k);
     RUN(test_relu);
     RUN(test_clip);
+    RUN(test_add);
     return check_summary();
 }
