@@ -13,6 +13,9 @@
  *
  * Checked by tests/unit/test_train.c (finite differences of the training
  * loss, folding into the previous layer).
+ *
+ * Channels are independent, so a pass splits them over the trainer's threads
+ * (dcz_train_par); the sums of one channel stay on one thread, in one order.
  */
 #include <math.h>
 
@@ -62,38 +65,56 @@ static void lincomb(float *restrict d, const float *restrict g, const float *res
     for (; j < n; j++) d[j] = g[j] * p + x[j] * q + r;
 }
 
-void dcz_bn_forward(dcz_tlayer *l, const float *x, float *y, int batch, int train)
+/* Floats of a channel range a thread takes at least. */
+#define BN_GRAIN_FLOATS 16384
+
+/* One pass over channels [lo, hi) of a batch: every channel's statistics,
+ * output and gradients are its own, so the channels split over the threads. */
+typedef struct bn_job {
+    dcz_tlayer *l;
+    const float *x, *dy;
+    float *y, *dx;
+    int batch;
+} bn_job;
+
+static void infer_part(void *ctx, size_t lo, size_t hi)
 {
-    const int C = l->in_c;
-    const size_t hw = (size_t)l->in_h * l->in_w, M = (size_t)batch * hw;
-    if (!train) {
-        for (int c = 0; c < C; c++) {
-            float scale = l->w[c] / sqrtf(l->run_var[c] + l->eps);
-            float shift = l->b[c] - l->run_mean[c] * scale;
-            for (int n = 0; n < batch; n++) {
-                size_t o = ((size_t)n * C + c) * hw;
-                dcz_vaffine(y + o, x + o, scale, shift, hw);
-            }
+    const bn_job *j = ctx;
+    const dcz_tlayer *l = j->l;
+    const size_t C = (size_t)l->in_c, hw = (size_t)l->in_h * l->in_w;
+    for (size_t c = lo; c < hi; c++) {
+        float scale = l->w[c] / sqrtf(l->run_var[c] + l->eps);
+        float shift = l->b[c] - l->run_mean[c] * scale;
+        for (int n = 0; n < j->batch; n++) {
+            size_t o = ((size_t)n * C + c) * hw;
+            dcz_vaffine(j->y + o, j->x + o, scale, shift, hw);
         }
-        return;
     }
+}
+
+static void train_part(void *ctx, size_t lo, size_t hi)
+{
+    const bn_job *j = ctx;
+    dcz_tlayer *l = j->l;
+    const size_t C = (size_t)l->in_c, hw = (size_t)l->in_h * l->in_w, M = (size_t)j->batch * hw;
+    const float *x = j->x;
     float *mean = l->cache, *istd = (float *)l->cache + C;   /* (c) each */
     const float mom = l->bn_momentum;
-    for (int c = 0; c < C; c++) {
+    for (size_t c = lo; c < hi; c++) {
         /* two passes (mean, then squared deviations): no cancellation */
         double s = 0;
-        for (int n = 0; n < batch; n++) s += dcz_vsum(x + ((size_t)n * C + c) * hw, hw);
+        for (int n = 0; n < j->batch; n++) s += dcz_vsum(x + ((size_t)n * C + c) * hw, hw);
         double mu = s / (double)M, v = 0;
         float m = (float)mu;
-        for (int n = 0; n < batch; n++) v += sumsq_centered(x + ((size_t)n * C + c) * hw, m, hw);
+        for (int n = 0; n < j->batch; n++) v += sumsq_centered(x + ((size_t)n * C + c) * hw, m, hw);
         v /= (double)M;
         float is = (float)(1.0 / sqrt(v + l->eps));
         mean[c] = m;
         istd[c] = is;
         float scale = l->w[c] * is, shift = l->b[c] - m * scale;
-        for (int n = 0; n < batch; n++) {
+        for (int n = 0; n < j->batch; n++) {
             size_t o = ((size_t)n * C + c) * hw;
-            dcz_vaffine(y + o, x + o, scale, shift, hw);
+            dcz_vaffine(j->y + o, x + o, scale, shift, hw);
         }
         double unbiased = M > 1 ? v * (double)M / (double)(M - 1) : v;
         l->run_mean[c] = (1.0f - mom) * l->run_mean[c] + mom * m;
@@ -101,32 +122,52 @@ void dcz_bn_forward(dcz_tlayer *l, const float *x, float *y, int batch, int trai
     }
 }
 
-void dcz_bn_backward(dcz_tlayer *l, const float *x, const float *dy, float *dx, int batch)
+static void backward_part(void *ctx, size_t lo, size_t hi)
 {
-    const int C = l->in_c;
-    const size_t hw = (size_t)l->in_h * l->in_w, M = (size_t)batch * hw;
+    const bn_job *j = ctx;
+    dcz_tlayer *l = j->l;
+    const size_t C = (size_t)l->in_c, hw = (size_t)l->in_h * l->in_w, M = (size_t)j->batch * hw;
     const float *mean = l->cache, *istd = (const float *)l->cache + C;
-    for (int c = 0; c < C; c++) {
+    for (size_t c = lo; c < hi; c++) {
         const float m = mean[c], is = istd[c];
         double sdy = 0, sdyx = 0;
-        for (int n = 0; n < batch; n++) {
+        for (int n = 0; n < j->batch; n++) {
             size_t o = ((size_t)n * C + c) * hw;
             float a, b;
-            sums_grad(dy + o, x + o, m, hw, &a, &b);
+            sums_grad(j->dy + o, j->x + o, m, hw, &a, &b);
             sdy += a;
             sdyx += b;
         }
         sdyx *= is;   /* sum of dy xhat */
         l->gb[c] = (float)sdy;
         l->gw[c] = (float)sdyx;
-        if (!dx) continue;
+        if (!j->dx) continue;
         /* dx = k (dy - a - xhat b) with k = gamma is, a = sdy / M, b = sdyx / M,
          * xhat = (x - m) is: dx = k dy + q x + r */
         const double k = (double)l->w[c] * is, a = sdy / (double)M, b = sdyx / (double)M;
         const float q = (float)(-k * is * b), r = (float)(-k * a + k * is * b * m);
-        for (int n = 0; n < batch; n++) {
+        for (int n = 0; n < j->batch; n++) {
             size_t o = ((size_t)n * C + c) * hw;
-            lincomb(dx + o, dy + o, x + o, (float)k, q, r, hw);
+            lincomb(j->dx + o, j->dy + o, j->x + o, (float)k, q, r, hw);
         }
     }
+}
+
+/* Channels a part takes at least for a batch. */
+static size_t grain(const dcz_tlayer *l, int batch)
+{
+    size_t per = (size_t)batch * (size_t)l->in_h * (size_t)l->in_w;
+    return (BN_GRAIN_FLOATS + per - 1) / (per ? per : 1);
+}
+
+void dcz_bn_forward(dcz_tlayer *l, const float *x, float *y, int batch, int train)
+{
+    bn_job j = { .l = l, .x = x, .y = y, .batch = batch };
+    dcz_train_par((size_t)l->in_c, grain(l, batch), train ? train_part : infer_part, &j);
+}
+
+void dcz_bn_backward(dcz_tlayer *l, const float *x, const float *dy, float *dx, int batch)
+{
+    bn_job j = { .l = l, .x = x, .dy = dy, .dx = dx, .batch = batch };
+    dcz_train_par((size_t)l->in_c, grain(l, batch), backward_part, &j);
 }

@@ -18,6 +18,10 @@
  * for gW in one product, then computes dcols and col2im chunk by chunk in
  * the scratch; larger layers rebuild their columns chunk by chunk.
  *
+ * Every step splits over the trainer's threads (par.c): im2col by rows of
+ * the columns, its adjoint by input channels, the bias by planes, dYc by
+ * output channels, each product by the longer side of its output.
+ *
  * A grouped convolution (G groups) uses the same columns: group g's output
  * channels (oc / G of them) read rows g K/G .. (g + 1) K/G - 1, its input
  * channels, so each product above runs once per group on those rows.
@@ -33,7 +37,6 @@
  * random data and by finite differences (strides 1 and 2, padding 0 and 1,
  * odd sizes).
  */
-#include <cblas.h>
 #include <string.h>
 
 #include "train/internal.h"
@@ -44,8 +47,6 @@
 /* floats of columns a layer may keep from the forward to the backward pass
  * (the net's total is bounded by DCZ_CONV_KEEP_TOTAL, internal.h) */
 #define CONV_KEEP_FLOATS ((size_t)1 << 24)
-/* products with at most this many outputs run on one OpenBLAS thread */
-#define GEMM_SMALL_OUT 2048
 
 /* Rows of the im2col columns: in_c kh kw (every group's together). */
 static size_t col_rows(const dcz_tlayer *l)
@@ -92,23 +93,15 @@ static float *kept_cols(const dcz_tlayer *l, int batch)
     return need && l->cache && l->cache_bytes >= need * sizeof(float) ? l->cache : NULL;
 }
 
-/* gW (oc, K) = dYc (oc, N) cols^T (N, K) (+ gW when accumulate). A threaded
- * OpenBLAS product splits its outputs between the threads, which meet again
- * after every block of the reduction; a small gW over a long N (a first
- * convolution: few filters of few weights, a batch of pixels deep) then
- * takes 2.5 to 3 times its one-thread time (measured with OpenBLAS 0.3.21
- * on LeNet-5's conv1), so it runs on one thread. */
+/* gW (oc, K) = dYc (oc, N) cols^T (N, K) (+ gW when accumulate). */
 static void weight_grad(dcz_tlayer *l, int oc, int K, int N, const float *dyc,
                         const float *cols, int accumulate)
 {
     const int G = dcz_tlayer_groups(l), og = oc / G, Kg = K / G;
-    int threads = (size_t)oc * (size_t)K <= GEMM_SMALL_OUT ? openblas_get_num_threads() : 1;
-    if (threads > 1) openblas_set_num_threads(1);
     for (int g = 0; g < G; g++)   /* gW_g (og, Kg) = dYc_g cols_g^T */
-        cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, og, Kg, N, 1.0f,
-                    dyc + (size_t)g * og * N, N, cols + (size_t)g * Kg * N, N,
-                    accumulate ? 1.0f : 0.0f, l->gw + (size_t)g * og * Kg, Kg);
-    if (threads > 1) openblas_set_num_threads(threads);
+        dcz_train_sgemm(0, 1, og, Kg, N, 1.0f, dyc + (size_t)g * og * N, N,
+                        cols + (size_t)g * Kg * N, N, accumulate ? 1.0f : 0.0f,
+                        l->gw + (size_t)g * og * Kg, Kg);
 }
 
 /* Output columns [*lo, *hi) whose input column ow*s - pad + j is inside
@@ -125,57 +118,88 @@ static void valid_range(int j, int n, int out, int s, int pad, int *lo, int *hi)
     *hi = h;
 }
 
+/* Floats a part of a split loop moves at least. */
+#define CONV_GRAIN_FLOATS 16384
+
+/* A loop of the columns over a chunk of nb samples, split over the
+ * trainer's threads by rows (im2col: each row (c, ki, kj) of the columns is
+ * written alone), by input channels (col2im: the rows of channel c all add
+ * into its planes) or by planes (the bias) or output channels (dYc). */
+typedef struct cols_job {
+    const dcz_tlayer *l;
+    const float *src;
+    float *dst;
+    int nb;
+    size_t ld;   /* gather_dy: the row length of dYc */
+} cols_job;
+
+static size_t grain_of(size_t floats_per_item)
+{
+    return (CONV_GRAIN_FLOATS + floats_per_item - 1) / (floats_per_item ? floats_per_item : 1);
+}
+
+/* rows [r0, r1) of cols (K, nb*OHW) from x (nb, C, H, W) */
+static void im2col_part(void *ctx, size_t r0, size_t r1)
+{
+    const cols_job *jb = ctx;
+    const dcz_tlayer *l = jb->l;
+    const int H = l->in_h, W = l->in_w, OH = l->out_h, OW = l->out_w, C = l->in_c;
+    const int kh = l->kh, kw = l->kw, sh = l->sh, sw = l->sw, ph = l->ph, pw = l->pw;
+    const size_t hw = (size_t)H * W, ohw = (size_t)OH * OW, N = (size_t)jb->nb * ohw;
+    for (size_t r = r0; r < r1; r++) {
+        const int c = (int)(r / (size_t)(kh * kw)), ki = (int)(r / (size_t)kw % (size_t)kh);
+        const int kj = (int)(r % (size_t)kw);
+        float *row = jb->dst + r * N;
+        int lo, hi;
+        valid_range(kj, W, OW, sw, pw, &lo, &hi);
+        for (int n = 0; n < jb->nb; n++) {
+            const float *xp = jb->src + ((size_t)n * C + c) * hw;   /* (H, W) */
+            float *d = row + (size_t)n * ohw;
+            for (int oh = 0; oh < OH; oh++, d += OW) {
+                int ih = oh * sh - ph + ki;
+                if (ih < 0 || ih >= H) {
+                    memset(d, 0, (size_t)OW * sizeof(float));
+                    continue;
+                }
+                /* input column of ow is off + ow*sw, >= 0 from lo on */
+                const float *xr = xp + (size_t)ih * W;
+                int off = kj - pw;
+                for (int ow = 0; ow < lo; ow++) d[ow] = 0.0f;
+                if (sw == 1)
+                    dcz_vcopy(d + lo, xr + lo + off, (size_t)(hi - lo));
+                else
+                    for (int ow = lo; ow < hi; ow++) d[ow] = xr[ow * sw + off];
+                for (int ow = hi; ow < OW; ow++) d[ow] = 0.0f;
+            }
+        }
+    }
+}
+
 /* cols (K, nb*OHW) from x (nb, C, H, W). */
 static void im2col(const dcz_tlayer *l, const float *x, int nb, float *cols)
 {
-    const int C = l->in_c, H = l->in_h, W = l->in_w, OH = l->out_h, OW = l->out_w;
-    const int kh = l->kh, kw = l->kw, sh = l->sh, sw = l->sw, ph = l->ph, pw = l->pw;
-    const size_t hw = (size_t)H * W, ohw = (size_t)OH * OW, N = (size_t)nb * ohw;
-    for (int c = 0; c < C; c++)
-        for (int ki = 0; ki < kh; ki++)
-            for (int kj = 0; kj < kw; kj++) {
-                float *row = cols + ((size_t)(c * kh + ki) * kw + kj) * N;
-                int lo, hi;
-                valid_range(kj, W, OW, sw, pw, &lo, &hi);
-                for (int n = 0; n < nb; n++) {
-                    const float *xp = x + ((size_t)n * C + c) * hw;   /* (H, W) */
-                    float *d = row + (size_t)n * ohw;
-                    for (int oh = 0; oh < OH; oh++, d += OW) {
-                        int ih = oh * sh - ph + ki;
-                        if (ih < 0 || ih >= H) {
-                            memset(d, 0, (size_t)OW * sizeof(float));
-                            continue;
-                        }
-                        /* input column of ow is off + ow*sw, >= 0 from lo on */
-                        const float *xr = xp + (size_t)ih * W;
-                        int off = kj - pw;
-                        for (int ow = 0; ow < lo; ow++) d[ow] = 0.0f;
-                        if (sw == 1)
-                            dcz_vcopy(d + lo, xr + lo + off, (size_t)(hi - lo));
-                        else
-                            for (int ow = lo; ow < hi; ow++) d[ow] = xr[ow * sw + off];
-                        for (int ow = hi; ow < OW; ow++) d[ow] = 0.0f;
-                    }
-                }
-            }
+    cols_job jb = { .l = l, .src = x, .dst = cols, .nb = nb };
+    dcz_train_par(col_rows(l), grain_of((size_t)nb * l->out_h * l->out_w), im2col_part, &jb);
 }
 
-/* dx (nb, C, H, W) = col2im(cols): the sum, over every column entry, of the
- * entry into the pixel it was read from (padding reads are dropped). */
-static void col2im(const dcz_tlayer *l, const float *cols, int nb, float *dx)
+/* the planes of input channels [c0, c1) of dx from the columns */
+static void col2im_part(void *ctx, size_t c0, size_t c1)
 {
+    const cols_job *jb = ctx;
+    const dcz_tlayer *l = jb->l;
     const int C = l->in_c, H = l->in_h, W = l->in_w, OH = l->out_h, OW = l->out_w;
     const int kh = l->kh, kw = l->kw, sh = l->sh, sw = l->sw, ph = l->ph, pw = l->pw;
-    const size_t hw = (size_t)H * W, ohw = (size_t)OH * OW, N = (size_t)nb * ohw;
-    memset(dx, 0, (size_t)nb * (size_t)C * hw * sizeof(float));
-    for (int c = 0; c < C; c++)
+    const size_t hw = (size_t)H * W, ohw = (size_t)OH * OW, N = (size_t)jb->nb * ohw;
+    for (int n = 0; n < jb->nb; n++)
+        memset(jb->dst + ((size_t)n * C + c0) * hw, 0, (c1 - c0) * hw * sizeof(float));
+    for (int c = (int)c0; c < (int)c1; c++)
         for (int ki = 0; ki < kh; ki++)
             for (int kj = 0; kj < kw; kj++) {
-                const float *row = cols + ((size_t)(c * kh + ki) * kw + kj) * N;
+                const float *row = jb->src + ((size_t)(c * kh + ki) * kw + kj) * N;
                 int lo, hi;
                 valid_range(kj, W, OW, sw, pw, &lo, &hi);
-                for (int n = 0; n < nb; n++) {
-                    float *xp = dx + ((size_t)n * C + c) * hw;
+                for (int n = 0; n < jb->nb; n++) {
+                    float *xp = jb->dst + ((size_t)n * C + c) * hw;
                     const float *d = row + (size_t)n * ohw;
                     for (int oh = 0; oh < OH; oh++, d += OW) {
                         int ih = oh * sh - ph + ki;
@@ -189,6 +213,15 @@ static void col2im(const dcz_tlayer *l, const float *cols, int nb, float *dx)
                     }
                 }
             }
+}
+
+/* dx (nb, C, H, W) = col2im(cols): the sum, over every column entry, of the
+ * entry into the pixel it was read from (padding reads are dropped). */
+static void col2im(const dcz_tlayer *l, const float *cols, int nb, float *dx)
+{
+    cols_job jb = { .l = l, .src = cols, .dst = dx, .nb = nb };
+    size_t per = (size_t)nb * l->kh * l->kw * l->out_h * l->out_w;
+    dcz_train_par((size_t)l->in_c, grain_of(per), col2im_part, &jb);
 }
 
 /* The taps of a depthwise convolution: for every sample, output channel oc
@@ -275,6 +308,40 @@ static void depthwise_backward(dcz_tlayer *l, const float *x, const float *dy, f
     each_tap(l, batch, tap_backward, &c);
 }
 
+/* planes [p0, p1) of y (nb, oc, ohw) from Yc (oc, ld) plus the bias */
+static void bias_part(void *ctx, size_t p0, size_t p1)
+{
+    const cols_job *jb = ctx;
+    const dcz_tlayer *l = jb->l;
+    const size_t ohw = (size_t)l->out_h * l->out_w, oc = (size_t)l->out_c;
+    for (size_t p = p0; p < p1; p++) {
+        const size_t n = p / oc, c = p % oc;
+        dcz_vaffine(jb->dst + p * ohw, jb->src + c * jb->ld + n * ohw, 1.0f, l->b[c], ohw);
+    }
+}
+
+/* rows [c0, c1) of dYc and those channels' gb */
+static void gather_part(void *ctx, size_t c0, size_t c1)
+{
+    const cols_job *jb = ctx;
+    dcz_tlayer *l = (dcz_tlayer *)jb->l;
+    const size_t ohw = (size_t)l->out_h * l->out_w;
+    for (int n = 0; n < jb->nb; n++)
+        for (size_t c = c0; c < c1; c++) {
+            const float *src = jb->src + (size_t)n * l->out + c * ohw;
+            dcz_vcopy(jb->dst + c * jb->ld + (size_t)n * ohw, src, ohw);
+            l->gb[c] += dcz_vsum(src, ohw);
+        }
+}
+
+/* dYc (oc, N) from dy of nb samples (ld: the row length of dYc); adds the
+ * plane sums to gb. */
+static void gather_dy(dcz_tlayer *l, const float *dy, int nb, float *dyc, size_t ld)
+{
+    cols_job jb = { .l = l, .src = dy, .dst = dyc, .nb = nb, .ld = ld };
+    dcz_train_par((size_t)l->out_c, grain_of((size_t)nb * l->out_h * l->out_w), gather_part, &jb);
+}
+
 void dcz_conv_forward(const dcz_tlayer *l, const float *x, float *y, int batch,
                       float *work, int train)
 {
@@ -293,29 +360,11 @@ void dcz_conv_forward(const dcz_tlayer *l, const float *x, float *y, int batch,
         int N = (int)((size_t)nb * ohw);
         im2col(l, x + (size_t)s * l->in, nb, cols);
         for (int g = 0; g < G; g++)   /* Yc_g (og, N) = W_g (og, Kg) cols_g (Kg, N) */
-            cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, og, N, Kg, 1.0f,
-                        l->w + (size_t)g * og * Kg, Kg, cols + (size_t)g * Kg * N, N, 0.0f,
-                        yc + (size_t)g * og * N, N);
-        for (int n = 0; n < nb; n++)
-            for (int c = 0; c < oc; c++) {
-                const float *src = yc + (size_t)c * N + (size_t)n * ohw;
-                float *dst = y + (size_t)(s + n) * l->out + (size_t)c * ohw;
-                dcz_vaffine(dst, src, 1.0f, l->b[c], ohw);
-            }
+            dcz_train_sgemm(0, 0, og, N, Kg, 1.0f, l->w + (size_t)g * og * Kg, Kg,
+                            cols + (size_t)g * Kg * N, N, 0.0f, yc + (size_t)g * og * N, N);
+        cols_job jb = { .l = l, .src = yc, .dst = y + (size_t)s * l->out, .nb = nb, .ld = (size_t)N };
+        dcz_train_par((size_t)nb * oc, grain_of(ohw), bias_part, &jb);
     }
-}
-
-/* dYc (oc, N) from dy of nb samples (ld: the row length of dYc); adds the
- * plane sums to gb. */
-static void gather_dy(dcz_tlayer *l, const float *dy, int nb, float *dyc, size_t ld)
-{
-    const size_t ohw = (size_t)l->out_h * l->out_w;
-    for (int n = 0; n < nb; n++)
-        for (int c = 0; c < l->out_c; c++) {
-            const float *src = dy + (size_t)n * l->out + (size_t)c * ohw;
-            dcz_vcopy(dyc + (size_t)c * ld + (size_t)n * ohw, src, ohw);
-            l->gb[c] += dcz_vsum(src, ohw);
-        }
 }
 
 /* dx of nb samples from dYc (oc, nb*ohw, row length ld): dcols (K, nb*ohw) =
@@ -326,9 +375,8 @@ static void input_grad(const dcz_tlayer *l, const float *dyc, size_t ld, int nb,
     const int K = (int)col_rows(l), N = nb * l->out_h * l->out_w;
     const int G = dcz_tlayer_groups(l), og = l->out_c / G, Kg = K / G;
     for (int g = 0; g < G; g++)   /* dcols_g (Kg, N) = W_g^T dYc_g */
-        cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, Kg, N, og, 1.0f,
-                    l->w + (size_t)g * og * Kg, Kg, dyc + (size_t)g * og * ld, (int)ld, 0.0f,
-                    dcols + (size_t)g * Kg * N, N);
+        dcz_train_sgemm(1, 0, Kg, N, og, 1.0f, l->w + (size_t)g * og * Kg, Kg,
+                        dyc + (size_t)g * og * ld, (int)ld, 0.0f, dcols + (size_t)g * Kg * N, N);
     col2im(l, dcols, nb, dx);
 }
 

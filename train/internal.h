@@ -110,6 +110,11 @@ typedef struct dcz_train_op {
     size_t (*cache_bytes)(const dcz_tlayer *l, int batch);
     /* nonzero: the layer keeps its input and output geometry (in_c .. out_w) */
     uint8_t geometry;
+    /* nonzero: each sample's output, input gradient and slice of l->cache
+     * (cache_bytes linear in the batch) depend on that sample alone, and
+     * neither pass writes the layer: dcz_train_forward and
+     * dcz_train_backward split the batch over the threads */
+    uint8_t per_sample;
 } dcz_train_op;
 
 /* The entry of op, or NULL for an op the trainer does not run. */
@@ -119,6 +124,28 @@ const dcz_train_op *dcz_train_op_get(dcz_op op);
  * (DCZ_MAX_ATTRS); returns their count, 0 for an op the trainer does not
  * run. in is the shape of its first input. */
 uint32_t dcz_tlayer_attrs(const dcz_tlayer *l, dcz_chw in, int32_t *attr);
+
+/* Layer l's forward and backward passes by its table entry, the batch
+ * split over the trainer's threads when the entry is per_sample. */
+void dcz_train_forward(dcz_net *net, dcz_tlayer *l, const float *const *xs, float *y, int batch,
+                       unsigned flags);
+void dcz_train_backward(dcz_net *net, dcz_tlayer *l, const float *const *xs, const float *y,
+                        const float *dy, float *const *dxs, int batch);
+
+/* ---- threads (par.c) --------------------------------------------------------- */
+
+/* fn(ctx, lo, hi) over contiguous parts that cover [0, n), one per thread
+ * of the trainer's pool and each of at least grain items (one part when n
+ * is under 2 grain); returns when all are done. The items must be
+ * independent: a result never depends on the thread count. */
+typedef void (*dcz_range_fn)(void *ctx, size_t lo, size_t hi);
+void dcz_train_par(size_t n, size_t grain, dcz_range_fn fn, void *ctx);
+
+/* C (M, N) = alpha op(A) op(B) + beta C, row major, op(X) = X^T when its
+ * flag is set: cblas_sgemm's product with C's longer side split over the
+ * trainer's threads (large products only), each part one OpenBLAS call. */
+void dcz_train_sgemm(int ta, int tb, int M, int N, int K, float alpha, const float *A, int lda,
+                     const float *B, int ldb, float beta, float *C, int ldc);
 
 /* Runs the layers on the batch already in act[0], filling act[1..nlayers],
  * in the mode given by flags (DCZ_RUN_*; 0: inference, logits). The net must

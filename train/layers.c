@@ -29,7 +29,6 @@
  * double for every op, a residual and a squeeze-and-excitation network
  * against the runtime's forward pass.
  */
-#include <cblas.h>
 #include <math.h>
 #include <string.h>
 
@@ -40,8 +39,7 @@ static void dense_forward(const dcz_tlayer *l, const float *x, float *y, int bat
 {
     for (int r = 0; r < batch; r++)
         memcpy(y + (size_t)r * l->out, l->b, (size_t)l->out * sizeof(float));
-    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, batch, l->out, l->in,
-                1.0f, x, l->in, l->w, l->in, 1.0f, y, l->out);
+    dcz_train_sgemm(0, 1, batch, l->out, l->in, 1.0f, x, l->in, l->w, l->in, 1.0f, y, l->out);
 }
 
 /* Row-wise softmax, shifted by the row maximum so exp never overflows. */
@@ -99,8 +97,7 @@ static void dense_backward(dcz_tlayer *l, const float *x, const float *dy, float
                            int batch)
 {
     /* gW (out, in) = dy^T (out, batch) x (batch, in) */
-    cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, l->out, l->in, batch,
-                1.0f, dy, l->out, x, l->in, 0.0f, l->gw, l->in);
+    dcz_train_sgemm(1, 0, l->out, l->in, batch, 1.0f, dy, l->out, x, l->in, 0.0f, l->gw, l->in);
     for (int j = 0; j < l->out; j++) l->gb[j] = 0.0f;
     for (int r = 0; r < batch; r++) {
         const float *dr = dy + (size_t)r * l->out;
@@ -108,8 +105,7 @@ static void dense_backward(dcz_tlayer *l, const float *x, const float *dy, float
     }
     /* dx (batch, in) = dy (batch, out) W (out, in) */
     if (dx)
-        cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, batch, l->in, l->out,
-                    1.0f, dy, l->out, l->w, l->in, 0.0f, dx, l->in);
+        dcz_train_sgemm(0, 0, batch, l->in, l->out, 1.0f, dy, l->out, l->w, l->in, 0.0f, dx, l->in);
 }
 
 /* dx = dy where the forward pass kept the unit, scaled alike. */
@@ -458,29 +454,29 @@ static size_t cache_dropout(const dcz_tlayer *l, int batch) { return (size_t)bat
 static size_t cache_conv(const dcz_tlayer *l, int batch) { return dcz_conv_cache_floats(l, batch) * sizeof(float); }
 
 /* op, forward, backward, attributes from settings, settings from
- * attributes, buffer checks, cache bytes, keeps geometry */
+ * attributes, buffer checks, cache bytes, keeps geometry, per sample */
 #define PLAIN attrs_none, settings_none
-#define ACTIVATION fwd_activation, bwd_activation, attrs_floats, settings_floats, NULL, NULL, 0
+#define ACTIVATION fwd_activation, bwd_activation, attrs_floats, settings_floats, NULL, NULL, 0, 1
 static const dcz_train_op train_ops[] = {
-    { DCZ_OP_DENSE, fwd_dense, bwd_dense, attrs_dense, settings_dense, check_weighted, NULL, 0 },
-    { DCZ_OP_RELU, fwd_relu, bwd_relu, PLAIN, NULL, NULL, 0 },
-    { DCZ_OP_SOFTMAX, fwd_softmax, bwd_copy, PLAIN, NULL, NULL, 0 },
-    { DCZ_OP_CONV2D, fwd_conv, bwd_conv, attrs_conv, settings_conv, check_weighted, cache_conv, 1 },
-    { DCZ_OP_MAXPOOL, fwd_pool, bwd_pool, attrs_maxpool, settings_maxpool, NULL, cache_maxpool, 1 },
-    { DCZ_OP_AVGPOOL, fwd_pool, bwd_pool, attrs_avgpool, settings_avgpool, NULL, NULL, 1 },
-    { DCZ_OP_GLOBAL_AVGPOOL, fwd_pool, bwd_pool, PLAIN, NULL, NULL, 1 },
-    { DCZ_OP_FLATTEN, fwd_copy, bwd_copy, PLAIN, NULL, NULL, 1 },
-    { DCZ_OP_ADD, fwd_add, bwd_add, PLAIN, NULL, NULL, 0 },
-    { DCZ_OP_MUL, fwd_mul, bwd_mul, PLAIN, NULL, NULL, 0 },
-    { DCZ_OP_CONCAT, fwd_concat, bwd_concat, PLAIN, NULL, NULL, 0 },
+    { DCZ_OP_DENSE, fwd_dense, bwd_dense, attrs_dense, settings_dense, check_weighted, NULL, 0, 0 },
+    { DCZ_OP_RELU, fwd_relu, bwd_relu, PLAIN, NULL, NULL, 0, 1 },
+    { DCZ_OP_SOFTMAX, fwd_softmax, bwd_copy, PLAIN, NULL, NULL, 0, 1 },
+    { DCZ_OP_CONV2D, fwd_conv, bwd_conv, attrs_conv, settings_conv, check_weighted, cache_conv, 1, 0 },
+    { DCZ_OP_MAXPOOL, fwd_pool, bwd_pool, attrs_maxpool, settings_maxpool, NULL, cache_maxpool, 1, 1 },
+    { DCZ_OP_AVGPOOL, fwd_pool, bwd_pool, attrs_avgpool, settings_avgpool, NULL, NULL, 1, 1 },
+    { DCZ_OP_GLOBAL_AVGPOOL, fwd_pool, bwd_pool, PLAIN, NULL, NULL, 1, 1 },
+    { DCZ_OP_FLATTEN, fwd_copy, bwd_copy, PLAIN, NULL, NULL, 1, 1 },
+    { DCZ_OP_ADD, fwd_add, bwd_add, PLAIN, NULL, NULL, 0, 1 },
+    { DCZ_OP_MUL, fwd_mul, bwd_mul, PLAIN, NULL, NULL, 0, 1 },
+    { DCZ_OP_CONCAT, fwd_concat, bwd_concat, PLAIN, NULL, NULL, 0, 1 },
     { DCZ_OP_CLIP, ACTIVATION },
     { DCZ_OP_LEAKY_RELU, ACTIVATION },
     { DCZ_OP_SIGMOID, ACTIVATION },
     { DCZ_OP_TANH, ACTIVATION },
     { DCZ_OP_HARD_SIGMOID, ACTIVATION },
     { DCZ_OP_HARD_SWISH, ACTIVATION },
-    { DCZ_OP_BATCHNORM, fwd_bn, bwd_bn, attrs_bn, settings_bn, check_bn, cache_bn, 1 },
-    { DCZ_OP_DROPOUT, fwd_dropout, bwd_dropout, attrs_dropout, settings_dropout, check_dropout, cache_dropout, 0 },
+    { DCZ_OP_BATCHNORM, fwd_bn, bwd_bn, attrs_bn, settings_bn, check_bn, cache_bn, 1, 0 },
+    { DCZ_OP_DROPOUT, fwd_dropout, bwd_dropout, attrs_dropout, settings_dropout, check_dropout, cache_dropout, 0, 0 },
 };
 #undef PLAIN
 #undef ACTIVATION
@@ -490,6 +486,73 @@ const dcz_train_op *dcz_train_op_get(dcz_op op)
     for (size_t i = 0; i < sizeof train_ops / sizeof train_ops[0]; i++)
         if (train_ops[i].op == op) return &train_ops[i];
     return NULL;
+}
+
+/* Floats a part of a per-sample split reads and writes at least: below
+ * it the hand-over costs more than a second thread saves. */
+#define SPLIT_GRAIN_FLOATS 32768
+
+/* One pass of a per-sample layer over samples [lo, hi): its tensors from
+ * sample lo on, its cache from that sample's slice on. */
+typedef struct split_job {
+    dcz_net *net;
+    dcz_tlayer *l;
+    const dcz_train_op *t;
+    const float *const *xs;
+    float *y;                /* forward: written */
+    const float *yk, *dy;    /* backward: read */
+    float *const *dxs;       /* backward: written (entries may be NULL) */
+    unsigned flags;
+} split_job;
+
+static void split_part(void *ctx, size_t lo, size_t hi)
+{
+    const split_job *j = ctx;
+    const dcz_tlayer *l = j->l;
+    dcz_tlayer part = *l;
+    const float *xs[DCZ_MAX_INPUTS];
+    float *dxs[DCZ_MAX_INPUTS];
+    for (uint32_t k = 0; k < l->nin; k++) {
+        const size_t w = j->net->twidth[l->tin[k]];
+        xs[k] = j->xs[k] + lo * w;
+        dxs[k] = j->dxs && j->dxs[k] ? j->dxs[k] + lo * w : NULL;
+    }
+    if (j->t->cache_bytes && part.cache) part.cache = (uint8_t *)part.cache + j->t->cache_bytes(l, (int)lo);
+    const size_t o = lo * (size_t)l->out;
+    if (j->dxs) j->t->backward(j->net, &part, xs, j->yk + o, j->dy + o, dxs, (int)(hi - lo));
+    else j->t->forward(j->net, &part, xs, j->y + o, (int)(hi - lo), j->flags);
+}
+
+/* Samples a part of layer l's split takes at least. */
+static size_t split_grain(const dcz_net *net, const dcz_tlayer *l)
+{
+    size_t w = (size_t)l->out;
+    for (uint32_t k = 0; k < l->nin; k++) w += net->twidth[l->tin[k]];
+    return (SPLIT_GRAIN_FLOATS + w - 1) / (w ? w : 1);
+}
+
+void dcz_train_forward(dcz_net *net, dcz_tlayer *l, const float *const *xs, float *y, int batch,
+                       unsigned flags)
+{
+    const dcz_train_op *t = dcz_train_op_get(l->op);
+    if (!t->per_sample) {
+        t->forward(net, l, xs, y, batch, flags);
+        return;
+    }
+    split_job j = { .net = net, .l = l, .t = t, .xs = xs, .y = y, .flags = flags };
+    dcz_train_par((size_t)batch, split_grain(net, l), split_part, &j);
+}
+
+void dcz_train_backward(dcz_net *net, dcz_tlayer *l, const float *const *xs, const float *y,
+                        const float *dy, float *const *dxs, int batch)
+{
+    const dcz_train_op *t = dcz_train_op_get(l->op);
+    if (!t->per_sample) {
+        t->backward(net, l, xs, y, dy, dxs, batch);
+        return;
+    }
+    split_job j = { .net = net, .l = l, .t = t, .xs = xs, .yk = y, .dy = dy, .dxs = dxs };
+    dcz_train_par((size_t)batch, split_grain(net, l), split_part, &j);
 }
 
 uint32_t dcz_tlayer_attrs(const dcz_tlayer *l, dcz_chw in, int32_t *attr)

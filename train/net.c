@@ -594,7 +594,7 @@ void dcz_net_run_layers(dcz_net *net, int batch, unsigned flags)
         dcz_tlayer *l = &net->layers[i];
         const float *xs[DCZ_MAX_INPUTS];   /* (batch, width of each input) */
         for (uint32_t k = 0; k < l->nin; k++) xs[k] = net->act[l->tin[k]];
-        dcz_train_op_get(l->op)->forward(net, l, xs, net->act[i + 1], batch, flags);
+        dcz_train_forward(net, l, xs, net->act[i + 1], batch, flags);
     }
 }
 

@@ -30,7 +30,6 @@
  * Tested by tests/unit/test_train.c: finite-difference gradient checks in
  * double, masks, codebooks, convergence, determinism, sharded steps.
  */
-#include <cblas.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -115,7 +114,7 @@ static double grad_core(dcz_net *net, const uint8_t *y, int batch)
                 dxs[k] = net->dact[t];
             }
         }
-        dcz_train_op_get(l->op)->backward(net, l, xs, net->act[i + 1], net->dact[i + 1], dxs, batch);
+        dcz_train_backward(net, l, xs, net->act[i + 1], net->dact[i + 1], dxs, batch);
         for (uint32_t k = 0; k < l->nin; k++) {
             const uint32_t t = l->tin[k];
             if (!dxs[k]) continue;
@@ -520,9 +519,4 @@ float dcz_lr_at(const char *schedule, float base, int e, int n)
         return (float)(0.5 * base * (1.0 + cos(3.141592653589793 * e / n)));
     }
     return base;
-}
-
-void dcz_train_set_threads(int threads)
-{
-    if (threads > 0) openblas_set_num_threads(threads);
 }

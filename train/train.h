@@ -549,7 +549,9 @@ float dcz_lr_at(const char *schedule, float base, int e, int n);
  * dcz_lr_at treats an unknown name as "const". */
 dcz_status dcz_lr_check(const char *schedule);
 
-/* Threads OpenBLAS may use (0 leaves the library default). */
+/* Threads of training and inference in the engine: OpenBLAS's for the
+ * products, the engine's own pool (par.c) for the loops around them; 0
+ * leaves both at every online core. */
 void dcz_train_set_threads(int threads);
 
 /* ---- helpers for stages that train over a whole run (util.c) ------------- */

@@ -1997,6 +1997,63 @@ static void test_cnn_determinism(void)
     dcz_dataset_free(&ds);
 }
 
+/* The largest difference between two nets' parameters and batch-norm
+ * statistics, relative to the largest magnitude of the layer's weights
+ * (statistics: of the statistic). A bias ahead of a batch norm has no
+ * gradient but rounding, so its own magnitude is no scale. */
+static double params_apart(const dcz_net *a, const dcz_net *b)
+{
+    double worst = 0;
+    for (int i = 0; i < a->nlayers; i++) {
+        const dcz_tlayer *la = &a->layers[i], *lb = &b->layers[i];
+        size_t n[4] = { dcz_tlayer_nweights(la), dcz_tlayer_nbias(la), 0, 0 };
+        if (!n[1]) continue;
+        n[2] = n[3] = n[1];
+        const float *pa[4] = { la->w, la->b, la->run_mean, la->run_var };
+        const float *pb[4] = { lb->w, lb->b, lb->run_mean, lb->run_var };
+        double scale[4] = { 1e-30, 0, 1e-30, 1e-30 };
+        for (int t = 0; t < 4; t++)
+            for (size_t j = 0; pa[t] && t != 1 && j < n[t]; j++) scale[t] = fmax(scale[t], fabs((double)pa[t][j]));
+        scale[1] = scale[0];
+        for (int t = 0; t < 4; t++) {
+            double d = 0;
+            for (size_t j = 0; pa[t] && j < n[t]; j++) d = fmax(d, fabs((double)pa[t][j] - pb[t][j]));
+            worst = fmax(worst, d / scale[t]);
+        }
+    }
+    return worst;
+}
+
+/* Splitting a batch over threads (samples of the activations and pooling,
+ * channels of batch norm, rows of im2col, channels of its adjoint, the
+ * outputs of every product) changes no arithmetic but OpenBLAS's blocking
+ * of the smaller products: training on 1 thread and on 3 (uneven parts)
+ * gives the same parameters and statistics within rounding. The batch is
+ * large enough that every kind of split happens. */
+static void test_threads_same_result(void)
+{
+    dcz_dataset ds;
+    REQUIRE(make_bars(&ds, 384, 43), "alloc");
+    dcz_net *net[2] = { NULL, NULL };
+    for (int k = 0; k < 2; k++) {
+        dcz_train_set_threads(k ? 3 : 1);
+        REQUIRE_OK(dcz_net_create_arch("cnn:i1x8x8-c16k3-r16-p2-c32k3-gap-f48-f2", 9, &net[k], NULL, 0),
+                   "arch");
+        dcz_rng r;
+        dcz_rng_seed(&r, 6);
+        dcz_sgd opt = { .lr = 0.05f, .momentum = 0.9f, .weight_decay = 5e-4f, .batch = 128,
+                        .train_biases = 1, .train_weights = 1 };
+        REQUIRE_OK(dcz_train_epoch(net[k], &ds, &opt, &r, NULL, NULL, NULL), "epoch on %d threads",
+                   k ? 3 : 1);
+    }
+    dcz_train_set_threads(2);
+    double apart = params_apart(net[0], net[1]);
+    CHECK(apart < 1e-5, "3 threads trained other parameters than 1 (apart by %g)", apart);
+    dcz_net_free(net[0]);
+    dcz_net_free(net[1]);
+    dcz_dataset_free(&ds);
+}
+
 /* A conv layer too large to keep its columns between the passes rebuilds
  * them chunk by chunk: its gradient over a batch equals the mean of the
  * gradients of parts of the batch small enough to keep them. */
@@ -2121,6 +2178,7 @@ int main(void)
     RUN(test_validate_cnn);
     RUN(test_cnn_learns);
     RUN(test_cnn_determinism);
+    RUN(test_threads_same_result);
     RUN(test_lr);
     RUN(test_rng);
     return check_summary();

@@ -1,0 +1,142 @@
+/* par.c: the training engine's threads.
+ *
+ * One pool runs all of the trainer's parallel work: the runtime's dcz_pool,
+ * started on first use with the thread count dcz_train_set_threads gave
+ * (every online core until it is called). dcz_train_par splits a range of
+ * independent items (channels, samples, elements) into contiguous parts,
+ * one per thread, so a result never depends on the thread count: each item
+ * is computed by the same code in the same order whichever thread owns it.
+ * dcz_train_sgemm splits a product's output the same way, each part one
+ * OpenBLAS call on its thread.
+ *
+ * OpenBLAS's own threads are not used (the library is set to one thread):
+ * after a product they spin for some milliseconds, and on a core whose
+ * hardware threads are the machine's processors that spinning takes the
+ * core from the loops between the products (im2col, batch normalization,
+ * activations), which then ran on one thread while the other spun: one
+ * training epoch of the conv-heavy CNN at 2 threads spent a quarter of its
+ * processor time in OpenBLAS's sched_yield.
+ *
+ * The pool serves one job at a time: a call made while it is busy (from
+ * another thread of the program, or from inside a job) runs on the caller's
+ * thread alone.
+ */
+#include <cblas.h>
+#include <pthread.h>
+
+#include "runtime/model.h"
+#include "train/internal.h"
+
+static pthread_mutex_t state = PTHREAD_MUTEX_INITIALIZER;
+static pthread_mutex_t busy = PTHREAD_MUTEX_INITIALIZER;
+static int wanted;          /* threads asked for; 0: every online core */
+static int started;         /* pool matches wanted (it may be NULL: one thread) */
+static dcz_pool *pool;
+
+void dcz_train_set_threads(int threads)
+{
+    if (threads <= 0) return;
+    pthread_mutex_lock(&state);
+    if (threads != wanted || !started) {
+        pthread_mutex_lock(&busy);
+        dcz_pool_stop(pool);
+        pool = NULL;
+        started = 0;
+        wanted = threads;
+        pthread_mutex_unlock(&busy);
+    }
+    pthread_mutex_unlock(&state);
+}
+
+/* The pool, started when first needed; NULL for one thread or when threads
+ * cannot be started (the work then runs on the caller's thread). */
+static dcz_pool *get_pool(void)
+{
+    pthread_mutex_lock(&state);
+    if (!started) {
+        uint32_t n = wanted > 0 ? (uint32_t)wanted : dcz_threads_online();
+        if (n > DCZ_MAX_THREADS) n = DCZ_MAX_THREADS;
+        if (n < 2 || dcz_pool_start(n, &pool) != DCZ_OK) pool = NULL;
+        openblas_set_num_threads(1);
+        started = 1;
+    }
+    dcz_pool *p = pool;
+    pthread_mutex_unlock(&state);
+    return p;
+}
+
+typedef struct par_job {
+    size_t n;
+    uint32_t parts;
+    dcz_range_fn fn;
+    void *ctx;
+} par_job;
+
+static void run_part(void *ctx, uint32_t t)
+{
+    const par_job *j = ctx;
+    if (t >= j->parts) return;
+    size_t lo = j->n / j->parts * t + (t < j->n % j->parts ? t : j->n % j->parts);
+    size_t hi = lo + j->n / j->parts + (t < j->n % j->parts);
+    j->fn(j->ctx, lo, hi);
+}
+
+void dcz_train_par(size_t n, size_t grain, dcz_range_fn fn, void *ctx)
+{
+    if (n == 0) return;
+    size_t most = grain ? n / grain : n;
+    dcz_pool *p = get_pool();   /* also sets OpenBLAS to one thread */
+    if (most < 2 || !p || pthread_mutex_trylock(&busy) != 0) {
+        fn(ctx, 0, n);
+        return;
+    }
+    uint32_t threads = dcz_pool_threads(p);
+    par_job j = { n, most < threads ? (uint32_t)most : threads, fn, ctx };
+    dcz_pool_run(p, run_part, &j);
+    pthread_mutex_unlock(&busy);
+}
+
+/* MACs of a product part below which a second thread costs more than it
+ * saves. */
+#define GEMM_GRAIN_MACS ((size_t)1 << 18)
+/* Columns of a column part: a multiple of every vector width. */
+#define GEMM_COL_STEP 16
+
+typedef struct gemm_job {
+    int ta, tb, by_rows;
+    int M, N, K;
+    float alpha, beta;
+    const float *A, *B;
+    int lda, ldb, ldc;
+    float *C;
+    size_t step;   /* rows or columns per item */
+} gemm_job;
+
+static void gemm_part(void *ctx, size_t lo, size_t hi)
+{
+    const gemm_job *j = ctx;
+    const size_t total = j->by_rows ? (size_t)j->M : (size_t)j->N;
+    size_t a = lo * j->step, b = hi * j->step < total ? hi * j->step : total;
+    if (a >= b) return;
+    const enum CBLAS_TRANSPOSE ta = j->ta ? CblasTrans : CblasNoTrans;
+    const enum CBLAS_TRANSPOSE tb = j->tb ? CblasTrans : CblasNoTrans;
+    if (j->by_rows)   /* rows a..b of C: rows of op(A) */
+        cblas_sgemm(CblasRowMajor, ta, tb, (int)(b - a), j->N, j->K, j->alpha,
+                    j->A + (j->ta ? a : a * (size_t)j->lda), j->lda, j->B, j->ldb, j->beta,
+                    j->C + a * (size_t)j->ldc, j->ldc);
+    else              /* columns a..b of C: columns of op(B) */
+        cblas_sgemm(CblasRowMajor, ta, tb, j->M, (int)(b - a), j->K, j->alpha, j->A, j->lda,
+                    j->B + (j->tb ? a * (size_t)j->ldb : a), j->ldb, j->beta, j->C + a, j->ldc);
+}
+
+void dcz_train_sgemm(int ta, int tb, int M, int N, int K, float alpha, const float *A, int lda,
+                     const float *B, int ldb, float beta, float *C, int ldc)
+{
+    if (M <= 0 || N <= 0) return;
+    /* split the longer side of C; columns in steps that keep vectors whole */
+    gemm_job j = { ta, tb, M >= N, M, N, K, alpha, beta, A, B, lda, ldb, ldc, C, 1 };
+    if (!j.by_rows) j.step = GEMM_COL_STEP;
+    size_t side = j.by_rows ? (size_t)M : (size_t)N, items = (side + j.step - 1) / j.step;
+    size_t per_item = (size_t)(K > 0 ? K : 1) * j.step * (size_t)(j.by_rows ? N : M);
+    dcz_train_par(items, (GEMM_GRAIN_MACS + per_item - 1) / per_item, gemm_part, &j);
+}
