@@ -45,8 +45,13 @@
  * for every thread, small enough to stay in the last-level cache */
 #define CONV_COL_BUDGET ((size_t)1 << 21)
 /* floats of columns a layer may keep from the forward to the backward pass
- * (the net's total is bounded by DCZ_CONV_KEEP_TOTAL, internal.h) */
-#define CONV_KEEP_FLOATS ((size_t)1 << 24)
+ * (the net's total is bounded by DCZ_CONV_KEEP_TOTAL, internal.h). Larger
+ * columns cross memory twice more than rebuilt ones, whose products run
+ * while each chunk is in cache: at 2 threads, keeping up to 2^24 floats
+ * instead trained the conv-heavy CNN at 792 samples/s against 837, the
+ * ResNet-style preset at 1017 against 1059 (LeNet-5 keeps both its layers
+ * either way) */
+#define CONV_KEEP_FLOATS ((size_t)1 << 22)
 
 /* Rows of the im2col columns: in_c kh kw (every group's together). */
 static size_t col_rows(const dcz_tlayer *l)
