@@ -1,37 +1,51 @@
 #!/usr/bin/env bash
-# train_epoch.sh: the time of one LeNet-5 training epoch on Fashion-MNIST,
-# dcz's engine (build/bench/bench_train) next to PyTorch (bench/torch_lenet5.py)
-# on the same machine, in the same run, with the same thread count, batch,
-# optimizer and data. PyTorch is Debian's python3-torch; without it the
-# comparison is skipped with a note, and dcz's time is still printed.
+# train_epoch.sh: training speed on Fashion-MNIST, dcz's engine
+# (build/bench/bench_train) next to PyTorch (bench/torch_train.py) on the
+# same machine, in the same run, with the same thread count, network,
+# batch (64), optimizer (SGD, momentum 0.9) and data, for
+#   LeNet-5                 one epoch (60,000 samples)
+#   the conv-heavy CNN      FRACTION of an epoch
+#   the ResNet-style preset FRACTION of an epoch
+# PyTorch is Debian's python3-torch; without it the comparison is skipped
+# with a note, and dcz's times are still printed. Run it with nothing else
+# running: on a machine whose vCPUs share a core, a second busy process
+# halves a timing.
 #
-#   bash bench/train_epoch.sh [THREADS]      (default: all cores)
+#   bash bench/train_epoch.sh [THREADS [FRACTION]]   (default: all cores, 0.2)
 set -u
 cd "$(dirname "$0")/.."
 threads=${1:-$(nproc)}
+fraction=${2:-0.2}
 bin=build/bench/bench_train
 [ -x "$bin" ] || { echo "train_epoch: build $bin first (make bench)" >&2; exit 1; }
-
-echo "== one LeNet-5 training epoch (60,000 samples, batch 64, SGD momentum 0.9), $threads threads"
-dcz_out=$("$bin" -t "$threads" -e 1 -c 0) || { echo "$dcz_out"; exit 1; }
-echo "$dcz_out"
-if echo "$dcz_out" | grep -q SKIP; then exit 0; fi
-dcz_s=$(echo "$dcz_out" | sed -n 's/.*epoch 1: [0-9]* samples in \([0-9.]*\) s.*/\1/p' | head -n 1)
 
 # Debian's python3-torch belongs to Debian's interpreter, which another
 # python3 earlier on PATH may hide; PYTHON overrides
 py=${PYTHON:-$( [ -x /usr/bin/python3 ] && echo /usr/bin/python3 || echo python3 )}
-torch_out=$("$py" bench/torch_lenet5.py "$threads" 2>&1)
-rc=$?
-if [ $rc -eq 3 ]; then
-    echo "PyTorch: SKIP (python3-torch is not installed; apt-get install python3-torch to compare)"
-    exit 0
-elif [ $rc -ne 0 ]; then
-    echo "PyTorch: failed: $torch_out"
-    exit 0
-fi
-torch_s=$(echo "$torch_out" | sed -n 's/torch_epoch_seconds \([0-9.]*\).*/\1/p')
-printf '%-28s %10s\n' "LeNet-5 epoch" "seconds"
-printf '%-28s %10.2f\n' "dcz (im2col + OpenBLAS)" "$dcz_s"
-printf '%-28s %10.2f\n' "PyTorch $("$py" -c 'import torch; print(torch.__version__)')" "$torch_s"
-awk -v d="$dcz_s" -v t="$torch_s" 'BEGIN { printf "dcz / PyTorch time: %.2f (below 1: dcz is faster)\n", d / t }'
+have_torch=1
+"$py" -c 'import torch' 2> /dev/null || have_torch=0
+
+echo "== training speed: batch 64, SGD momentum 0.9, $threads threads"
+[ $have_torch = 1 ] || echo "PyTorch: SKIP (python3-torch is not installed; apt-get install python3-torch to compare)"
+printf '%-12s %8s %10s %10s %12s %12s %10s\n' model samples "dcz (s)" "dcz /s" "PyTorch (s)" "PyTorch /s" "dcz/torch"
+# NAME BENCH_ARGS TORCH_ARCH FRACTION
+row() {
+    local out secs n tsecs
+    out=$("$bin" -t "$threads" $2) || { echo "$out"; exit 1; }
+    if echo "$out" | grep -q SKIP; then echo "$out"; exit 0; fi
+    n=$(echo "$out" | sed -n 's/.*epoch 1: \([0-9]*\) samples in .*/\1/p' | head -n 1)
+    secs=$(echo "$out" | sed -n 's/.*epoch 1: [0-9]* samples in \([0-9.]*\) s.*/\1/p' | head -n 1)
+    tsecs=-
+    if [ $have_torch = 1 ]; then
+        tsecs=$("$py" bench/torch_train.py "$3" "$threads" "$4" 2>&1 |
+            sed -n 's/torch_epoch_seconds \([0-9.]*\).*/\1/p')
+        [ -n "$tsecs" ] || tsecs=-
+    fi
+    awk -v m="$1" -v n="$n" -v d="$secs" -v t="$tsecs" 'BEGIN {
+        if (t == "-") printf "%-12s %8d %10.2f %10.0f %12s %12s %10s\n", m, n, d, n / d, "-", "-", "-";
+        else printf "%-12s %8d %10.2f %10.0f %12.2f %12.0f %10.2f\n", m, n, d, n / d, t, n / t, d / t }'
+}
+row lenet5 "-e 1 -c 0" lenet5 1
+row cnn "-e 0 -c $fraction -a cnn:c32k3-c32k3-p2-c64k3-c64k3-p2-c128k3-gap-f10" cnn "$fraction"
+row resnet "-e 0 -c $fraction -a resnet" resnet "$fraction"
+echo "dcz/torch: the ratio of times (below 1: dcz is faster)"
