@@ -283,12 +283,15 @@ static inline void dcz_part_range(uint32_t n, uint32_t part, uint32_t parts, uin
     *hi = (uint32_t)((uint64_t)n * (part + 1) / parts);
 }
 
+/* Threads a model runs on at most; a pool (the trainer's) takes up to
+ * DCZ_POOL_MAX. */
 #define DCZ_MAX_THREADS 16
+#define DCZ_POOL_MAX 1024
 typedef void (*dcz_task_fn)(void *ctx, uint32_t part);
 typedef struct dcz_pool dcz_pool;
 /* Online processors, at most DCZ_MAX_THREADS. */
 uint32_t dcz_threads_online(void);
-/* threads - 1 workers (threads 2 .. DCZ_MAX_THREADS). */
+/* threads - 1 workers (threads 2 .. DCZ_POOL_MAX). */
 dcz_status dcz_pool_start(uint32_t threads, dcz_pool **out);
 /* fn(ctx, t) for every t < threads, t = 0 on the caller's thread; returns
  * when all are done. A NULL pool runs fn(ctx, 0) alone. */

@@ -38,8 +38,7 @@ struct dcz_pool {
     int stop;
     dcz_task_fn fn;
     void *ctx;
-    struct worker { dcz_pool *p; uint32_t part; } arg[DCZ_MAX_THREADS];
-    pthread_t tid[DCZ_MAX_THREADS];
+    struct worker { dcz_pool *p; uint32_t part; pthread_t tid; } w[];   /* threads of them */
 };
 
 static void *worker(void *argp)
@@ -81,17 +80,17 @@ uint32_t dcz_threads_online(void)
 dcz_status dcz_pool_start(uint32_t threads, dcz_pool **out)
 {
     *out = NULL;
-    if (threads < 2 || threads > DCZ_MAX_THREADS) return DCZ_ERR_ARG;
-    dcz_pool *p = calloc(1, sizeof *p);
+    if (threads < 2 || threads > DCZ_POOL_MAX) return DCZ_ERR_ARG;
+    dcz_pool *p = calloc(1, sizeof *p + threads * sizeof p->w[0]);
     if (!p) return DCZ_ERR_NOMEM;
     pthread_mutex_init(&p->mu, NULL);
     pthread_cond_init(&p->go, NULL);
     pthread_cond_init(&p->done, NULL);
     p->threads = threads;
     for (uint32_t t = 1; t < threads; t++) {
-        p->arg[t].p = p;
-        p->arg[t].part = t;
-        if (pthread_create(&p->tid[t], NULL, worker, &p->arg[t]) != 0) {
+        p->w[t].p = p;
+        p->w[t].part = t;
+        if (pthread_create(&p->w[t].tid, NULL, worker, &p->w[t]) != 0) {
             dcz_pool_stop(p);
             return DCZ_ERR_NOMEM;
         }
@@ -134,7 +133,7 @@ void dcz_pool_stop(dcz_pool *p)
     __atomic_store_n(&p->stop, 1, __ATOMIC_RELEASE);
     pthread_cond_broadcast(&p->go);
     pthread_mutex_unlock(&p->mu);
-    for (uint32_t t = 1; t <= p->started; t++) pthread_join(p->tid[t], NULL);
+    for (uint32_t t = 1; t <= p->started; t++) pthread_join(p->w[t].tid, NULL);
     pthread_cond_destroy(&p->done);
     pthread_cond_destroy(&p->go);
     pthread_mutex_destroy(&p->mu);

@@ -23,6 +23,7 @@
  */
 #include <cblas.h>
 #include <pthread.h>
+#include <unistd.h>
 
 #include "runtime/model.h"
 #include "train/internal.h"
@@ -54,8 +55,9 @@ static dcz_pool *get_pool(void)
 {
     pthread_mutex_lock(&state);
     if (!started) {
-        uint32_t n = wanted > 0 ? (uint32_t)wanted : dcz_threads_online();
-        if (n > DCZ_MAX_THREADS) n = DCZ_MAX_THREADS;
+        long online = sysconf(_SC_NPROCESSORS_ONLN);
+        uint32_t n = wanted > 0 ? (uint32_t)wanted : online > 0 ? (uint32_t)online : 1;
+        if (n > DCZ_POOL_MAX) n = DCZ_POOL_MAX;
         if (n < 2 || dcz_pool_start(n, &pool) != DCZ_OK) pool = NULL;
         openblas_set_num_threads(1);
         started = 1;

@@ -19,6 +19,7 @@
 #include "dcz.h"
 #include "model/doc.h"
 #include "tests/check.h"
+#include "train/internal.h"
 #include "train/train.h"
 
 /* ---- helpers ------------------------------------------------------------- */
@@ -1997,6 +1998,60 @@ static void test_cnn_determinism(void)
     dcz_dataset_free(&ds);
 }
 
+/* dcz_train_par covers its range once, in parts of at least the grain, on
+ * any thread count; a call from inside a job runs on its caller's thread. */
+typedef struct par_probe { int *hits; size_t *part; } par_probe;   /* part[lo]: its size */
+
+static void par_count(void *ctx, size_t lo, size_t hi)
+{
+    par_probe *p = ctx;
+    for (size_t i = lo; i < hi; i++) p->hits[i]++;
+    if (p->part) p->part[lo] = hi - lo;
+}
+
+static void par_outer(void *ctx, size_t lo, size_t hi)
+{
+    par_probe *p = ctx;
+    for (size_t i = lo; i < hi; i++) {
+        par_probe inner = { p->hits + i * 100, NULL };
+        dcz_train_par(100, 1, par_count, &inner);
+    }
+}
+
+static void test_par_covers(void)
+{
+    static int hits[1000];
+    static size_t part[1000];
+    for (int threads = 1; threads <= 3; threads++) {
+        dcz_train_set_threads(threads);
+        for (size_t grain = 1; grain <= 400; grain *= 20) {
+            memset(hits, 0, sizeof hits);
+            memset(part, 0, sizeof part);
+            par_probe p = { hits, part };
+            dcz_train_par(1000, grain, par_count, &p);
+            int once = 1, parts = 0;
+            size_t smallest = 1000;
+            for (int i = 0; i < 1000; i++) {
+                once &= hits[i] == 1;
+                if (part[i]) parts++;
+                if (part[i] && part[i] < smallest) smallest = part[i];
+            }
+            CHECK(once, "%d threads, grain %zu: an item not covered once", threads, grain);
+            CHECK(smallest >= grain, "%d threads: a part of %zu items under the grain %zu", threads,
+                  smallest, grain);
+            int cap = (int)(1000 / grain), most = cap < 2 ? 1 : cap < threads ? cap : threads;
+            CHECK(parts == most, "%d threads, grain %zu: %d parts", threads, grain, parts);
+        }
+        memset(hits, 0, sizeof hits);
+        par_probe p = { hits, NULL };
+        dcz_train_par(10, 1, par_outer, &p);
+        int once = 1;
+        for (int i = 0; i < 1000; i++) once &= hits[i] == 1;
+        CHECK(once, "%d threads: a nested split did not cover its items once", threads);
+    }
+    dcz_train_set_threads(2);
+}
+
 /* The largest difference between two nets' parameters and batch-norm
  * statistics, relative to the largest magnitude of the layer's weights
  * (statistics: of the statistic). A bias ahead of a batch norm has no
@@ -2178,6 +2233,7 @@ int main(void)
     RUN(test_validate_cnn);
     RUN(test_cnn_learns);
     RUN(test_cnn_determinism);
+    RUN(test_par_covers);
     RUN(test_threads_same_result);
     RUN(test_lr);
     RUN(test_rng);
