@@ -126,8 +126,8 @@ dcz_status dcz_describe_layer(const dcz_model *m, uint32_t layer, dcz_layer_desc
         } else if (m->qmax == 127 && !m->opt.force_reference) {
             const char *isa = dcz_qspmm8_variant();
             k->kernel = "qspmm8 (integers)";
-            snprintf(k->why, sizeof k->why, "%s: 8-bit weights and activations, 32-bit sums; batches of 8 or more "
-                     "%s%s%s", scheme, isa ? "in " : "by scalar rows", isa ? isa : "", isa ? " tiles of 16 samples" : "");
+            snprintf(k->why, sizeof k->why, "%s: 8-bit weights and activations, 32-bit sums; batches of half a tile or more "
+                     "%s%s", scheme, isa ? "in " : "by scalar rows", isa ? isa : "");
         } else {
             k->kernel = "qspmm (integers)";
             snprintf(k->why, sizeof k->why, "%s: integer multiply, add and shift only, 64-bit sums", scheme);

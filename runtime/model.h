@@ -852,16 +852,17 @@ void dcz_qspmm(const dcz_qsparse *s, const int64_t *bias, const dcz_q *x, size_t
 
 /* The 8-bit schemes on 32-bit sums (kernels_qsimd.c): dcz_qspmm's result
  * for a model the loader admitted with qmax 127 (every sum within 32 bits),
- * batches of 8 or more by vector tiles of 16 samples in scratch (of
- * dcz_qspmm8_scratch_floats(cols) floats). dcz_qspmm8_isa runs the variant
- * of isa (DCZ_ISA_REF: one sample at a time); 0 when this build or machine
- * has none. */
+ * batches of half a tile or more by vector tiles (16 samples; 32 on
+ * AVX-512) in scratch (of dcz_qspmm8_scratch_floats(cols) floats).
+ * dcz_qspmm8_isa runs the variant of isa (DCZ_ISA_REF: one sample at a
+ * time); 0 when this build or machine has none. */
 uint64_t dcz_qspmm8_scratch_floats(uint32_t cols);
 void dcz_qspmm8(const dcz_qsparse *s, const int64_t *bias, const dcz_q *x, size_t batch, int16_t *scratch,
                 int64_t *acc);
 int dcz_qspmm8_isa(dcz_isa isa, const dcz_qsparse *s, const int64_t *bias, const dcz_q *x, size_t batch,
                    int16_t *scratch, int64_t *acc);
-/* The vector variant dcz_qspmm8 runs here ("avx2", "neon"), or NULL. */
+/* The vector variant dcz_qspmm8 runs here, with its tile ("avx512 tiles
+ * of 32 samples", "avx2 ...", "neon ..."), or NULL. */
 const char *dcz_qspmm8_variant(void);
 
 /* acc (batch, out_c, out_h, out_w) = conv(x, w) + bias by seven plain loops,

@@ -124,7 +124,7 @@ static void qspmm_case(uint32_t rows, uint32_t cols, size_t batch, double densit
         for (uint32_t r = 0; r < rows; r++) bias[r] /= 1 << 17;
         dcz_qspmm_ref(&m.sp, bp, x, batch, ref);
         int16_t *tile = alloc((size_t)dcz_qspmm8_scratch_floats(cols) * 2, sizeof(int16_t));
-        const dcz_isa isas[] = { DCZ_ISA_REF, DCZ_ISA_AVX2, DCZ_ISA_NEON };
+        const dcz_isa isas[] = { DCZ_ISA_REF, DCZ_ISA_AVX2, DCZ_ISA_AVX512, DCZ_ISA_NEON };
         for (size_t i = 0; i < sizeof isas / sizeof *isas; i++) {
             memset(got, 0xAA, ny * sizeof(int64_t));
             if (!dcz_qspmm8_isa(isas[i], &m.sp, bp, x, batch, tile, got)) continue;
@@ -147,8 +147,8 @@ static void qspmm_case(uint32_t rows, uint32_t cols, size_t batch, double densit
 static void qspmm_grid(uint32_t k)
 {
     const uint32_t sizes[] = { 0, 1, 3, 7, 8, 9, 31, 300 };
-    /* 8, 17 and 40 samples: vector tiles of 16, part full, and the samples
-     * left to the scalar rows (8-bit ranges only) */
+    /* 8, 17 and 40 samples: vector tiles of 16 (AVX-512: of 32), part full,
+     * and the samples left to the scalar rows (8-bit ranges only) */
     const size_t batches[] = { 1, 2, 7, 8, 17, 40 };
     const double dens[] = { 0.0, 0.5, 1.0, 0.01 };
     const int32_t ranges[] = { 127, 32767 };
