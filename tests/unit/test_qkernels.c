@@ -582,7 +582,9 @@ static void test_requant8(void)
  * both signs, on lengths that end inside and outside a vector. */
 static void test_quantize(void)
 {
-    const float scales[] = { 1.0f, 0.0078125f, 0.013f, 3.7e-5f, 250.0f };
+    /* 0x1.88p-7 (49 / 4096): exact ties x / s = k + 1/2 where x times the
+     * double reciprocal of s rounds below the tie (k = 1, x = 0x1.26p-6) */
+    const float scales[] = { 1.0f, 0.0078125f, 0.013f, 3.7e-5f, 250.0f, 0x1.88p-7f };
     const int32_t qmaxes[] = { 127, 32767 };
     const size_t ns = sizeof scales / sizeof *scales;
     enum { N = 1003 };
