@@ -25,8 +25,11 @@
  * quantization and the tile's transposition take much of the rest). NEON
  * widens each weight x column into the int32 sums (smlal).
  * Below half a tile of samples a tile would be mostly empty: the rows are
- * summed one sample at a time (the scalar kernel, which is also the
- * variant where there is no vector unit).
+ * summed one sample at a time, on AVX-512 16 entries a step (their columns
+ * a prefix sum of their steps in the register, inputs gathered, weights
+ * permuted out of the row's table; LeNet-300-100 int8 at batch 1: 17.3 ->
+ * 8.6 us), elsewhere by the scalar kernel, which is also the variant where
+ * there is no vector unit.
  *
  * The convolution's taps (every scheme): a stored weight adds itself times
  * a shifted input row to an output row of 64-bit sums, 4 outputs a step
@@ -62,6 +65,7 @@
 
 uint64_t dcz_qspmm8_scratch_floats(uint32_t cols)
 {
+    /* the widest tile, which also holds a sample widened to int32 */
     return (uint64_t)cols * QTILE_WIDE * sizeof(int16_t) / sizeof(float);
 }
 
@@ -510,6 +514,65 @@ static void tile_rows__avx512(const dcz_qsparse *s, const int64_t *bias, const i
         }
     }
 }
+
+/* Whether row_sums__avx512 runs s: codebooks of at most 32 values (a row's
+ * table in two registers) or values per entry. */
+static int row_sums_fit(const dcz_qsparse *s)
+{
+    return !s->idx || s->k <= 32;
+}
+
+/* Rows of s on samples b0 .. b0 + nb - 1 one sample at a time, as
+ * rows_scalar, 16 entries a step: their columns the running sum of their
+ * steps (a prefix sum in the register), the inputs gathered from the
+ * sample widened to int32 in scratch (at least cols int32), the weights
+ * looked up in the row's table by a permute, fillers masked out. */
+__attribute__((target("avx512f,avx512bw,avx512vl")))
+static void row_sums__avx512(const dcz_qsparse *s, const int64_t *bias, const dcz_q *x, size_t b0, size_t nb,
+                             int32_t *xw, int64_t *acc)
+{
+    const uint32_t in = s->cols, out = s->rows;
+    const __m512i zero = _mm512_setzero_si512(), last = _mm512_set1_epi32(15);
+    const __m512i filler = _mm512_set1_epi32((int32_t)DCZ_STEP_FILLER);
+    for (size_t b = b0; b < b0 + nb; b++) {
+        const dcz_q *xb = x + b * in;
+        uint32_t c = 0;
+        for (; c + 16 <= in; c += 16)
+            _mm512_storeu_si512((void *)(xw + c), _mm512_cvtepi16_epi32(_mm256_loadu_si256((const __m256i *)(const void *)(xb + c))));
+        for (; c < in; c++) xw[c] = xb[c];
+        for (uint32_t r = 0; r < out; r++) {
+            __m512i t0 = zero, t1 = zero;   /* the row's table, values 0-15 and 16-31 */
+            if (s->idx) {
+                const int16_t *tab = s->qtab + (size_t)r * s->k;
+                const uint32_t k0 = s->k < 16 ? s->k : 16, k1 = s->k - k0;
+                t0 = _mm512_cvtepi16_epi32(_mm256_maskz_loadu_epi16((__mmask16)((1u << k0) - 1), tab));
+                t1 = _mm512_cvtepi16_epi32(_mm256_maskz_loadu_epi16((__mmask16)((1u << k1) - 1), tab + k0));
+            }
+            __m512i sum = zero, base = zero;   /* base: the column before the step, in every lane */
+            const uint32_t e1 = s->row_ptr[r + 1];
+            for (uint32_t e = s->row_ptr[r]; e < e1; e += 16) {
+                const uint32_t n = e1 - e < 16 ? e1 - e : 16;
+                const __mmask16 m = (__mmask16)((1u << n) - 1);
+                const __m512i st = _mm512_cvtepu8_epi32(_mm_maskz_loadu_epi8(m, s->step + e));
+                __m512i col = st;   /* prefix sums: lane i adds lane i - k, k = 1, 2, 4, 8 */
+                col = _mm512_add_epi32(col, _mm512_alignr_epi32(col, zero, 15));
+                col = _mm512_add_epi32(col, _mm512_alignr_epi32(col, zero, 14));
+                col = _mm512_add_epi32(col, _mm512_alignr_epi32(col, zero, 12));
+                col = _mm512_add_epi32(col, _mm512_alignr_epi32(col, zero, 8));
+                col = _mm512_add_epi32(col, base);
+                base = _mm512_permutexvar_epi32(last, col);
+                const __mmask16 real = _mm512_mask_cmpneq_epi32_mask(m, st, filler);
+                const __m512i xv = _mm512_mask_i32gather_epi32(zero, real, col, xw, 4);
+                const __m512i w = s->idx
+                    ? _mm512_permutex2var_epi32(t0, _mm512_cvtepu8_epi32(_mm_maskz_loadu_epi8(m, s->idx + e)), t1)
+                    : _mm512_cvtepi16_epi32(_mm256_maskz_loadu_epi16(m, s->qval + e));
+                sum = _mm512_mask_add_epi32(sum, real, sum, _mm512_mullo_epi32(w, xv));
+            }
+            const int32_t a = (bias ? (int32_t)bias[r] : 0) + _mm512_reduce_add_epi32(sum);
+            acc[b * out + r] = a;
+        }
+    }
+}
 #endif
 
 /* ---- aarch64 ------------------------------------------------------------ */
@@ -656,6 +719,12 @@ int dcz_qspmm8_isa(dcz_isa isa, const dcz_qsparse *s, const int64_t *bias, const
             tile(s, bias, scratch, b0, nb, acc);
             b0 += nb;
         }
+#ifdef DCZ_X86
+    if (tile == tile_rows__avx512 && row_sums_fit(s)) {
+        row_sums__avx512(s, bias, x, b0, batch - b0, (int32_t *)(void *)scratch, acc);
+        return 1;
+    }
+#endif
     rows_scalar(s, bias, x, b0, batch - b0, acc);
     return 1;
 }
