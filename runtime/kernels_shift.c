@@ -220,7 +220,9 @@ int dcz_conv2d_pick_shift(const dcz_conv_geom *g, uint64_t nnz)
     const double cols = (double)g->in_c * g->kh * g->kw;
     const double d = g->out_c && cols > 0 ? (double)nnz / (g->out_c * cols) : 0;
     const double shift = g->out_c * cols * block_cost(d > 1 ? 1 : d, dcz_shift_pick_block(g, nnz)) * (q.out16 / 16);
-    const double gemm = (double)g->out_c * cols * g->out_h * g->out_w / 16 / DCZ_SHIFT_GEMM_RATE;
+    /* the dense product runs whole vectors of the plane: 7 x 7 takes 4 */
+    const double gemm = (double)g->out_c * cols * (double)(dcz_gemm_ldb((size_t)g->out_h * g->out_w) / 16) /
+                        DCZ_SHIFT_GEMM_RATE;
     return shift < gemm;
 }
 

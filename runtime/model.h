@@ -734,7 +734,8 @@ const char *dcz_conv2d_shift_variant(void);
  * and either the dense product cannot run it (grouped, or patches past the
  * cap) or the shift kernel's taps (in its blocks' cost, over the output
  * plane as computed) take less time than the dense product's multiply-adds
- * of 16 lanes, of which it does DCZ_SHIFT_GEMM_RATE in the time of a tap
+ * of 16 lanes (over the plane in whole vectors, as it runs), of which it
+ * does DCZ_SHIFT_GEMM_RATE in the time of a tap
  * (bench/bench_conv.c on AVX-512: 0.23 to 0.30 ns a vector multiply-add
  * for the dense product on 3x3 layers of 4x4 to 28x28 planes, 0.40 to 0.58
  * ns a tap of one channel for the shift kernel). */
