@@ -1,5 +1,6 @@
-/* bench_conv.c: convolution on compressed weights, on the LeNet-5 conv
- * layers and three CNN layers, batch 1 and 8, in the same run and on one
+/* bench_conv.c: convolution on compressed and dense weights, on the
+ * LeNet-5 conv layers, layers of the CNN and ResNet-style presets and 1x1
+ * layers over 4 x 4 planes, batch 1 and 8, in the same run and on one
  * thread:
  *   blas     im2col + OpenBLAS sgemm on the dense fp32 weights (the baseline)
  *   dense    dcz_conv2d_dense, the direct loop for dense-weight layers
@@ -100,7 +101,9 @@ int main(void)
         { "dense-16-16", 16, 16, 28, 3, 1, 1, 1.0 },
         { "dense-32-64", 32, 64, 14, 3, 1, 1, 1.0 },
         { "dense-64-64-7", 64, 64, 7, 3, 1, 1, 1.0 },
+        { "lenet5-conv1", 1, 20, 28, 5, 0, 1, 1.0 },
         { "lenet5-conv1", 1, 20, 28, 5, 0, 1, 0.66 },
+        { "lenet5-conv2", 20, 50, 12, 5, 0, 1, 1.0 },
         { "lenet5-conv2", 20, 50, 12, 5, 0, 1, 0.12 },
         { "resnet-16-16", 16, 16, 28, 3, 1, 1, 0.40 },
         { "resnet-16-16", 16, 16, 28, 3, 1, 1, 0.15 },
@@ -115,6 +118,9 @@ int main(void)
         { "resnet-s2-16-32", 16, 32, 28, 3, 1, 2, 0.30 },
         { "resnet-s2-32-64", 32, 64, 14, 3, 1, 2, 0.20 },
         { "resnet-64-64-7", 64, 64, 7, 3, 1, 1, 0.16 },
+        { "pw-64-384-4", 64, 384, 4, 1, 0, 1, 1.0 },
+        { "pw-64-384-4", 64, 384, 4, 1, 0, 1, 0.40 },
+        { "pw-384-96-4", 384, 96, 4, 1, 0, 1, 0.10 },
     };
     const size_t batches[] = { 1, 8 };
     printf("%-15s %5s %7s %9s %9s %9s %9s %9s %9s %10s %8s %8s %8s %8s %7s %6s %7s\n", "layer", "batch",

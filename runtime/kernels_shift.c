@@ -43,9 +43,9 @@
  *
  * A multiply-add of the shift kernel costs about twice one of the dense
  * product (most of its loads cross a cache line; the product reuses each
- * load six ways): it wins by doing fewer, and loses on planes of a few
- * vectors, whose taps cost more in loads and broadcasts than in
- * multiply-adds (dcz_conv2d_pick_shift, DCZ_SHIFT_MIN_VECTORS).
+ * load six ways): it wins by doing fewer, and loses on dense layers over
+ * planes of a few vectors, whose taps cost more in loads and broadcasts
+ * than in multiply-adds (dcz_conv2d_pick_shift, DCZ_SHIFT_TAP_COST).
  *
  * Sums: bias first, then each weight's product fused into the sum in
  * column order (fmaf), the order of dcz_gemm_f32 on the weights expanded,
@@ -183,29 +183,38 @@ uint64_t dcz_shift_bytes(const dcz_conv_geom *g, uint64_t entries, uint32_t ob)
     return (blocks + 1) * sizeof(uint32_t) + dcz_shift_taps_bound(g, entries, ob) * (sizeof(uint32_t) + ob * sizeof(float));
 }
 
-/* The time a channel of density d costs per column and vector of its
- * plane in blocks of ob, in units of a tap of one channel: a block reads
- * each tap of the union of its channels' columns once and multiplies it
- * into ob sums, stored weights or zeros. A tap of a block of 2 costs 1.29
- * units, of 4, 2.0 (bench/bench_conv.c on AVX-512: dense 16 -> 16
- * channels over 28 x 28, 49, 32 and 25 us in blocks of 1, 2 and 4; the
- * model then predicts the sparse layers within 10%). */
-static double block_cost(double d, uint32_t ob)
+/* The time a channel of density d costs per column of its plane of v
+ * vectors in blocks of ob, in units of a tap of one channel over one
+ * vector: a block reads each tap of the union of its channels' columns
+ * once and multiplies it into ob sums, stored weights or zeros. A tap of a
+ * block of 2 costs 1.29 units a vector, of 4, 2.0, and every tap
+ * DCZ_SHIFT_TAP_COST more for its offset, weights and broadcasts
+ * (bench/bench_conv.c on AVX-512: dense 16 -> 16 channels over 28 x 28, 49,
+ * 32 and 25 us in blocks of 1, 2 and 4; 1x1 convolutions over 4 x 4, one
+ * vector, for the fixed cost; the model then predicts the sparse layers
+ * within 10% on planes of many vectors, 30% on planes of one). */
+static double block_cost(double d, uint32_t ob, double v)
 {
     const double tap = ob == 1 ? 1.0 : ob == 2 ? 1.29 : 2.0;
-    return tap * (1.0 - pow(1.0 - d, ob)) / ob;
+    return (tap * v + DCZ_SHIFT_TAP_COST) * (1.0 - pow(1.0 - d, ob)) / ob;
+}
+
+/* Vectors of g's output plane as the shift kernel computes it. */
+static double plane_vectors(const dcz_conv_geom *g)
+{
+    return (double)(split_geom_of(g, g->in_c).out16 / 16);
 }
 
 uint32_t dcz_shift_pick_block(const dcz_conv_geom *g, uint64_t nnz)
 {
-    const double cols = (double)dcz_conv_group_in(g) * g->kh * g->kw;
+    const double cols = (double)dcz_conv_group_in(g) * g->kh * g->kw, v = plane_vectors(g);
     const double d = g->out_c && cols > 0 ? (double)nnz / (g->out_c * cols) : 0;
     /* a block's channels read the same input channels: within a group */
     const uint32_t per_group = g->out_c / dcz_conv_groups(g);
     uint32_t best = 1;
     for (uint32_t ob = 2; ob <= 4; ob *= 2)
         if ((dcz_conv_groups(g) == 1 || per_group % ob == 0) &&
-            block_cost(d > 1 ? 1 : d, ob) < block_cost(d > 1 ? 1 : d, best))
+            block_cost(d > 1 ? 1 : d, ob, v) < block_cost(d > 1 ? 1 : d, best, v))
             best = ob;
     return best;
 }
@@ -214,12 +223,9 @@ int dcz_conv2d_pick_shift(const dcz_conv_geom *g, uint64_t nnz)
 {
     if (dcz_shift_scratch_floats(g) > DCZ_CONV_SCRATCH_MAX) return 0;
     if (!dcz_conv2d_pick_dense_im2col(g)) return 1;   /* the dense product cannot run it */
-    const split_geom q = split_geom_of(g, g->in_c);
-    /* on planes of a few vectors the taps' own loads dominate */
-    if (q.out16 / 16 < DCZ_SHIFT_MIN_VECTORS) return 0;
     const double cols = (double)g->in_c * g->kh * g->kw;
     const double d = g->out_c && cols > 0 ? (double)nnz / (g->out_c * cols) : 0;
-    const double shift = g->out_c * cols * block_cost(d > 1 ? 1 : d, dcz_shift_pick_block(g, nnz)) * (q.out16 / 16);
+    const double shift = g->out_c * cols * block_cost(d > 1 ? 1 : d, dcz_shift_pick_block(g, nnz), plane_vectors(g));
     /* the dense product runs whole vectors of the plane: 7 x 7 takes 4 */
     const double gemm = (double)g->out_c * cols * (double)(dcz_gemm_ldb((size_t)g->out_h * g->out_w) / 16) /
                         DCZ_SHIFT_GEMM_RATE;

@@ -740,11 +740,12 @@ const char *dcz_conv2d_shift_variant(void);
  * for the dense product on 3x3 layers of 4x4 to 28x28 planes, 0.40 to 0.58
  * ns a tap of one channel for the shift kernel). */
 #define DCZ_SHIFT_GEMM_RATE 1.7
-/* ... and the plane as computed spans at least this many vectors of 16
- * (below, a tap's weight and offset loads and broadcasts outweigh its
- * multiply-adds: 1x1 convolutions over 4 x 4 planes run 10 to 30% slower
- * than on the dense product). */
-#define DCZ_SHIFT_MIN_VECTORS 4
+/* ... where a tap of the shift kernel also costs this many taps over one
+ * vector for its offset, weights and broadcasts, whatever the plane: what
+ * decides on planes of one or two vectors (bench/bench_conv.c: 1x1
+ * convolutions over 4 x 4 at 100% and 40% run 1.2 and 1.5 times as long as
+ * on the dense product, at 10% 4.4 times faster). */
+#define DCZ_SHIFT_TAP_COST 1.2
 int dcz_conv2d_pick_shift(const dcz_conv_geom *g, uint64_t nnz);
 /* The integer shift form of the 8-bit schemes: bytes of dcz_qshift_bytes
  * for out_c channels and nnz stored weights (a bound: quad taps are fewer);
