@@ -339,6 +339,85 @@ static void shift_planes_ref(const dcz_shift *f, const float *bias, uint32_t out
 #include "runtime/shift_tile.h"
 #endif
 
+#ifdef DCZ_X86
+/* ceil(a / b) for b > 0, any sign of a */
+static inline int64_t ceil_div(int64_t a, int64_t b)
+{
+    return a >= 0 ? (a + b - 1) / b : -((-a) / b);
+}
+
+/* bits lo .. hi - 1 of the first n (each bound clamped to 0 .. n) */
+static inline uint32_t lanes(int64_t lo, int64_t hi, int64_t n)
+{
+    lo = lo < 0 ? 0 : lo > n ? n : lo;
+    hi = hi < lo ? lo : hi > n ? n : hi;
+    const uint64_t below_hi = hi >= 64 ? ~0ull : (1ull << hi) - 1, below_lo = (1ull << lo) - 1;
+    return (uint32_t)(below_hi & ~below_lo);
+}
+
+/* split at column stride 1 or 2 in vectors: each row of a phase plane is
+ * written whole, its padding and its cells in one pass, the cells by
+ * masked loads (lanes past the input row are neither read nor faulted) and,
+ * at stride 2, a permute that keeps one phase of each pair of columns; the
+ * scalar split's bits. The masks depend on the phase and the vector only,
+ * so they are made once a call; 0 (nothing written) for rows of more than
+ * SPLIT_MAX_VECTORS vectors, strides past 2, or no padding at stride 1. */
+#define SPLIT_MAX_VECTORS 64
+__attribute__((target("avx512f")))
+static int split__avx512(const dcz_conv_geom *g, const split_geom *q, const float *x, float *xs)
+{
+    const size_t sh = g->sh, sw = g->sw, wq = q->wq, W = g->in_w, nv = (wq + 15) / 16;
+    /* without padding or stride the scalar split is one copy */
+    if (nv > SPLIT_MAX_VECTORS || sw > 2 || (sh == 1 && sw == 1 && g->ph == 0 && g->pw == 0)) return 0;
+    struct { int64_t first; __mmask16 m, lo, hi, store; } t[2][SPLIT_MAX_VECTORS];
+    for (size_t px = 0; px < sw; px++)
+        for (size_t v = 0; v < nv; v++) {
+            /* lane i < n of vector v reads column first + i sw where 0 <= it < W
+             * (at stride 2, columns first .. first + 31 loaded where they exist) */
+            const int64_t first = (int64_t)(16 * v * sw + px) - (int64_t)g->pw;
+            const size_t n = wq - 16 * v < 16 ? wq - 16 * v : 16;
+            const uint32_t m2 = lanes(-first, (int64_t)W - first, 32);
+            t[px][v].first = first;
+            t[px][v].m = (__mmask16)lanes(ceil_div(-first, (int64_t)sw), ceil_div((int64_t)W - first, (int64_t)sw),
+                                          (int64_t)n);
+            t[px][v].lo = (__mmask16)(m2 & 0xFFFF);
+            t[px][v].hi = (__mmask16)(m2 >> 16);
+            t[px][v].store = (__mmask16)((1u << n) - 1);
+        }
+    const __m512i even = _mm512_set_epi32(30, 28, 26, 24, 22, 20, 18, 16, 14, 12, 10, 8, 6, 4, 2, 0);
+    const size_t planes = (size_t)g->in_c * sh * sw;
+    for (size_t c = 0; c < g->in_c; c++)
+        for (size_t py = 0; py < sh; py++)
+            for (size_t px = 0; px < sw; px++) {
+                float *plane = xs + ((c * sh + py) * sw + px) * q->plane;
+                for (size_t ry = 0; ry < q->hq; ry++) {
+                    float *row = plane + ry * wq;
+                    const int64_t iy = (int64_t)(ry * sh + py) - (int64_t)g->ph;
+                    if (iy < 0 || iy >= (int64_t)g->in_h) {
+                        for (size_t v = 0; v < nv; v++)
+                            _mm512_mask_storeu_ps(row + 16 * v, t[px][v].store, _mm512_setzero_ps());
+                        continue;
+                    }
+                    const float *xr = x + (c * g->in_h + (size_t)iy) * W;
+                    for (size_t v = 0; v < nv; v++) {
+                        const int64_t first = t[px][v].first;
+                        __m512 r;
+                        if (sw == 1) {
+                            r = _mm512_maskz_loadu_ps(t[px][v].m, xr + first);
+                        } else {
+                            const __m512 a = _mm512_maskz_loadu_ps(t[px][v].lo, xr + first);
+                            const __m512 b = _mm512_maskz_loadu_ps(t[px][v].hi, xr + first + 16);
+                            r = _mm512_permutex2var_ps(a, even, b);   /* columns outside the row are 0 */
+                        }
+                        _mm512_mask_storeu_ps(row + 16 * v, t[px][v].store, r);
+                    }
+                }
+            }
+    memset(xs + planes * q->plane, 0, (q->floats - planes * q->plane) * sizeof *xs);
+    return 1;
+}
+#endif
+
 static planes_fn planes_variant(dcz_isa isa)
 {
     if (isa == DCZ_ISA_REF) return shift_planes_ref;
@@ -381,7 +460,10 @@ int dcz_conv2d_shift_isa(dcz_isa isa, const dcz_conv_geom *g, const dcz_shift *f
     const size_t in_sample = (size_t)g->in_c * g->in_h * g->in_w;
     const size_t out_plane = (size_t)g->out_h * g->out_w;
     for (size_t b = 0; b < batch; b++) {
-        split(g, &q, x + b * in_sample, xs);
+#ifdef DCZ_X86
+        if (isa != DCZ_ISA_AVX512 || !split__avx512(g, &q, x + b * in_sample, xs))
+#endif
+            split(g, &q, x + b * in_sample, xs);
         planes(f, bias, g->out_c, q.out16, xs, t);
         float *yb = y + b * g->out_c * out_plane;
         for (uint32_t oc = 0; oc < g->out_c; oc++) {
