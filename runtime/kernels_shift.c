@@ -418,6 +418,25 @@ static int split__avx512(const dcz_conv_geom *g, const split_geom *q, const floa
 }
 #endif
 
+#ifdef DCZ_X86
+/* The output planes from the planes as computed, t (out_c, out16), rows
+ * wq apart of which the first out_w are kept: each row by masked vector
+ * copies rather than a call to memcpy. */
+__attribute__((target("avx512f")))
+static void gather_rows__avx512(const dcz_conv_geom *g, const split_geom *q, const float *t, float *y)
+{
+    const size_t W = g->out_w, nv = (W + 15) / 16;
+    const __mmask16 tail = (__mmask16)((1u << (W - 16 * (nv - 1))) - 1);
+    for (size_t oc = 0; oc < g->out_c; oc++)
+        for (size_t oy = 0; oy < g->out_h; oy++) {
+            const float *src = t + oc * q->out16 + oy * q->wq;
+            float *dst = y + (oc * g->out_h + oy) * W;
+            for (size_t v = 0; v + 1 < nv; v++) _mm512_storeu_ps(dst + 16 * v, _mm512_loadu_ps(src + 16 * v));
+            _mm512_mask_storeu_ps(dst + 16 * (nv - 1), tail, _mm512_maskz_loadu_ps(tail, src + 16 * (nv - 1)));
+        }
+}
+#endif
+
 static planes_fn planes_variant(dcz_isa isa)
 {
     if (isa == DCZ_ISA_REF) return shift_planes_ref;
@@ -466,6 +485,12 @@ int dcz_conv2d_shift_isa(dcz_isa isa, const dcz_conv_geom *g, const dcz_shift *f
             split(g, &q, x + b * in_sample, xs);
         planes(f, bias, g->out_c, q.out16, xs, t);
         float *yb = y + b * g->out_c * out_plane;
+#ifdef DCZ_X86
+        if (isa == DCZ_ISA_AVX512 && q.wq != g->out_w && g->out_w <= 16 * SPLIT_MAX_VECTORS) {
+            gather_rows__avx512(g, &q, t, yb);
+            continue;
+        }
+#endif
         for (uint32_t oc = 0; oc < g->out_c; oc++) {
             if (q.wq == g->out_w) {   /* no columns to drop: the plane in one copy */
                 memcpy(yb + oc * out_plane, t + oc * q.out16, out_plane * sizeof *yb);
