@@ -367,14 +367,22 @@ static dcz_status load_layer(const dcz_container *c, const dcz_graph_layer *g, u
 }
 
 /* Places of the activations (dcz_tensor), from the tensors' lifetimes, in
- * layer order: the output of layer i takes a free place (one whose tenant's
- * last reader ran before i), the smallest that holds it, else the largest
- * free one, grown, else a new one; places are laid out in the order they
- * were opened. Returns the floats a sample of the whole block. */
+ * layer order: the output of layer i takes its input's place when layer i
+ * is in place and the last to read that input, else a free place (one
+ * whose tenant's last reader ran before i), the smallest that holds it,
+ * else the largest free one, grown, else a new one; places are laid out in
+ * the order they were opened. Returns the floats a sample of the whole
+ * block. */
 static uint64_t plan_places(dcz_tensor *t, uint32_t nlayers)
 {
     for (uint32_t v = 1; v <= nlayers; v++) {
         const uint32_t def = v - 1;   /* the layer that writes it */
+        const uint32_t u = t[v].share, us = u ? t[u].slot : 0;
+        if (u && t[u].last == def && t[us].busy == def && t[us].size >= t[v].width) {
+            t[v].slot = us;   /* in place: the activation runs over its input */
+            t[us].busy = t[v].last;
+            continue;
+        }
         uint32_t best = 0, grow = 0;
         for (uint32_t o = 1; o < v; o++) {
             if (t[o].slot != o || t[o].busy >= def) continue;
@@ -472,6 +480,7 @@ static dcz_status load_walk(const dcz_container *c, const dcz_options *o, loader
         for (uint32_t k = 0; k < g.nin; k++) tensors[g.in[k]].last = i;
         tensors[i + 1].shape = l->out_shape;
         tensors[i + 1].width = l->out;
+        tensors[i + 1].share = dcz_op_get(g.op)->in_place ? g.in[0] : 0;
         if (l->out > max_width) max_width = l->out;
         if (l->im2col && dcz_conv2d_im2col_floats(&l->geom) > scratch_floats)
             scratch_floats = dcz_conv2d_im2col_floats(&l->geom);

@@ -328,6 +328,8 @@ typedef struct dcz_tensor {
                                  an earlier one) */
     uint32_t busy;            /* of a tensor that opened a place: the last reader of the
                                  place's latest tenant */
+    uint32_t share;           /* the input whose place it may take (the first input of an
+                                 in-place op, dcz_op_info.in_place), 0 for none */
     uint64_t size;            /* of a tensor that opened a place: its floats a sample */
     uint64_t off;             /* floats a sample before its place in the block */
 } dcz_tensor;

@@ -144,6 +144,10 @@ typedef struct dcz_op_info {
     dcz_gpu_fn run_gpu;    /* the float kernel on a GPU; NULL in a build without the CUDA
                               backend, and for training-only ops */
     dcz_gpu_qfn run_gpu_q; /* the integer kernel on a GPU, where run_q is set */
+    uint8_t in_place;      /* every kernel of the op (float, integer, GPU) computes each
+                              output element from the same element of its inputs alone,
+                              so the output may take its first input's place when that
+                              input is read by no later layer (the loader's plan) */
 } dcz_op_info;
 
 /* y (n) = the activation of op (CLIP, LEAKY_RELU, SIGMOID, TANH,

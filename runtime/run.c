@@ -289,7 +289,7 @@ void dcz_run_relu(const dcz_model *m, const dcz_exec_layer *l, const float *cons
                   size_t batch, float *y)
 {
     if (m->opt.force_reference) {
-        memcpy(y, xs[0], batch * l->in * sizeof *y);
+        memmove(y, xs[0], batch * l->in * sizeof *y);   /* y may be x (in place) */
         dcz_relu_ref(y, batch * l->in);
     } else {
         dcz_relu(xs[0], batch * l->in, y);

@@ -785,6 +785,17 @@ static void built(const char *name, dcz_doc *d, dcz_scheme want)
         if (strstr(name, "shift"))
             CHECK(shifted == ((want == DCZ_SCHEME_NONE ? dcz_conv2d_shift_variant() : dcz_qshift_variant()) ? 3u : 0u),
                   "%s: shifted layers %u", name, shifted);
+        /* an in-place op (the activations) whose input no later layer reads
+         * runs over that input's place; every net here has one */
+        uint32_t over = 0;
+        for (uint32_t i = 0; i < m->nlayers; i++) {
+            const uint32_t u = m->layers[i].tin[0];
+            if (!dcz_op_get(m->layers[i].op)->in_place || u == 0 || m->tensors[u].last != i) continue;
+            CHECK(m->tensors[i + 1].off == m->tensors[u].off, "%s: %s not over its input's place", name,
+                  m->layers[i].name);
+            over++;
+        }
+        CHECK(over > 0, "%s: no layer in place", name);
     }
     dcz_close(m);
     dcz_options o;
