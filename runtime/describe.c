@@ -105,6 +105,11 @@ dcz_status dcz_describe_layer(const dcz_model *m, uint32_t layer, dcz_layer_desc
     k->why[0] = '\0';
     k->kernel = o ? o->label : "?";
     gpu_why(m, l, k);
+    if (l->fused && !m->opt.force_reference) {
+        k->kernel = "fused";
+        snprintf(k->why, sizeof k->why, "applied by %s as it writes its output (runs with taps apply it here)",
+                 m->layers[layer - 1].name);
+    }
     if (!k->weighted) return DCZ_OK;
     const char *cisa = m->opt.force_reference ? NULL : dcz_conv2d_variant();   /* convolution rows */
     if (l->q) {
@@ -136,9 +141,10 @@ dcz_status dcz_describe_layer(const dcz_model *m, uint32_t layer, dcz_layer_desc
         const char *sisa = dcz_conv2d_shift_variant();
         k->kernel = "conv2d_shift";
         snprintf(k->why, sizeof k->why, "%s: each output plane the sum of the padded input, split by stride "
-                 "phase, shifted by each weight, %u output channel%s a block, %s",
+                 "phase, shifted by each weight, %u output channel%s a block, %s%s%s",
                  l->sparse ? "sparse weights" : "dense weights", l->shift.ob, l->shift.ob > 1 ? "s" : "",
-                 sisa ? sisa : "scalar");
+                 sisa ? sisa : "scalar", l->act.op && !m->opt.force_reference ? ", then " : "",
+                 l->act.op && !m->opt.force_reference ? dcz_op_get(l->act.op)->label : "");
     } else if (!l->sparse) {
         const char *isa = m->opt.force_reference ? NULL : dcz_dense_f32_variant();
         k->kernel = conv ? l->im2col ? "conv2d_dense_im2col" : "conv2d_dense"

@@ -420,10 +420,23 @@ static int split__avx512(const dcz_conv_geom *g, const split_geom *q, const floa
 
 #ifdef DCZ_X86
 /* The output planes from the planes as computed, t (out_c, out16), rows
- * wq apart of which the first out_w are kept: each row by masked vector
- * copies rather than a call to memcpy. */
+ * wq apart of which the first out_w are kept, with act applied: each row
+ * by vector copies rather than a call to memcpy. ReLU is max(v, 0) and
+ * CLIP max(lo, min(hi, v)): the bits of dcz_relu and dcz_clip (NaN and
+ * zeros of both signs included: max and min return their second operand
+ * unless the first compares greater, or less). */
 __attribute__((target("avx512f")))
-static void gather_rows__avx512(const dcz_conv_geom *g, const split_geom *q, const float *t, float *y)
+static inline __m512 act__avx512(__m512 v, const dcz_act *act)
+{
+    if (act->op == DCZ_OP_RELU) return _mm512_max_ps(v, _mm512_setzero_ps());
+    if (act->op == DCZ_OP_CLIP)
+        return _mm512_max_ps(_mm512_set1_ps(act->lo), _mm512_min_ps(_mm512_set1_ps(act->hi), v));
+    return v;
+}
+
+__attribute__((target("avx512f")))
+static void gather_rows__avx512(const dcz_conv_geom *g, const split_geom *q, const float *t, const dcz_act *act,
+                                float *y)
 {
     const size_t W = g->out_w, nv = (W + 15) / 16;
     const __mmask16 tail = (__mmask16)((1u << (W - 16 * (nv - 1))) - 1);
@@ -431,8 +444,10 @@ static void gather_rows__avx512(const dcz_conv_geom *g, const split_geom *q, con
         for (size_t oy = 0; oy < g->out_h; oy++) {
             const float *src = t + oc * q->out16 + oy * q->wq;
             float *dst = y + (oc * g->out_h + oy) * W;
-            for (size_t v = 0; v + 1 < nv; v++) _mm512_storeu_ps(dst + 16 * v, _mm512_loadu_ps(src + 16 * v));
-            _mm512_mask_storeu_ps(dst + 16 * (nv - 1), tail, _mm512_maskz_loadu_ps(tail, src + 16 * (nv - 1)));
+            for (size_t v = 0; v + 1 < nv; v++)
+                _mm512_storeu_ps(dst + 16 * v, act__avx512(_mm512_loadu_ps(src + 16 * v), act));
+            _mm512_mask_storeu_ps(dst + 16 * (nv - 1), tail,
+                                  act__avx512(_mm512_maskz_loadu_ps(tail, src + 16 * (nv - 1)), act));
         }
 }
 #endif
@@ -469,8 +484,10 @@ const char *dcz_conv2d_shift_variant(void)
     }
 }
 
-int dcz_conv2d_shift_isa(dcz_isa isa, const dcz_conv_geom *g, const dcz_shift *f, const float *bias,
-                         const float *x, size_t batch, float *scratch, float *y)
+/* The convolution on isa's planes, act applied as the output is written
+ * (op 0: none). */
+static int shift_run(dcz_isa isa, const dcz_conv_geom *g, const dcz_shift *f, const float *bias, const float *x,
+                     size_t batch, const dcz_act *act, float *scratch, float *y)
 {
     const planes_fn planes = planes_variant(isa);
     if (!planes) return 0;
@@ -486,8 +503,8 @@ int dcz_conv2d_shift_isa(dcz_isa isa, const dcz_conv_geom *g, const dcz_shift *f
         planes(f, bias, g->out_c, q.out16, xs, t);
         float *yb = y + b * g->out_c * out_plane;
 #ifdef DCZ_X86
-        if (isa == DCZ_ISA_AVX512 && q.wq != g->out_w && g->out_w <= 16 * SPLIT_MAX_VECTORS) {
-            gather_rows__avx512(g, &q, t, yb);
+        if (isa == DCZ_ISA_AVX512 && (q.wq != g->out_w || act->op) && g->out_w <= 16 * SPLIT_MAX_VECTORS) {
+            gather_rows__avx512(g, &q, t, act, yb);
             continue;
         }
 #endif
@@ -500,14 +517,30 @@ int dcz_conv2d_shift_isa(dcz_isa isa, const dcz_conv_geom *g, const dcz_shift *f
                 memcpy(yb + oc * out_plane + (size_t)oy * g->out_w, t + oc * q.out16 + oy * q.wq,
                        g->out_w * sizeof *yb);
         }
+        const size_t n = g->out_c * out_plane;
+        if (act->op == DCZ_OP_RELU) dcz_relu(yb, n, yb);
+        else if (act->op == DCZ_OP_CLIP) dcz_clip(act->lo, act->hi, yb, n, yb);
     }
     return 1;
+}
+
+int dcz_conv2d_shift_isa(dcz_isa isa, const dcz_conv_geom *g, const dcz_shift *f, const float *bias,
+                         const float *x, size_t batch, float *scratch, float *y)
+{
+    const dcz_act none = { 0, 0.0f, 0.0f };
+    return shift_run(isa, g, f, bias, x, batch, &none, scratch, y);
 }
 
 void dcz_conv2d_shift(const dcz_conv_geom *g, const dcz_shift *f, const float *bias, const float *x,
                       size_t batch, int ref, float *scratch, float *y)
 {
     dcz_conv2d_shift_isa(ref ? DCZ_ISA_REF : best(), g, f, bias, x, batch, scratch, y);
+}
+
+void dcz_conv2d_shift_act(const dcz_conv_geom *g, const dcz_shift *f, const float *bias, const float *x,
+                          size_t batch, dcz_act act, float *scratch, float *y)
+{
+    shift_run(best(), g, f, bias, x, batch, &act, scratch, y);
 }
 
 /* ---- the integer shift form ------------------------------------------------

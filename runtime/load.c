@@ -366,6 +366,22 @@ static dcz_status load_layer(const dcz_container *c, const dcz_graph_layer *g, u
     }
 }
 
+/* A float convolution on the shift form whose output only the next layer,
+ * a ReLU or CLIP run in place over it, reads takes that activation as it
+ * writes its output (dcz_conv2d_shift_act), and the activation layer is
+ * skipped, in runs without taps (run.c): one pass over the output less. */
+static void fuse_activations(dcz_model *m)
+{
+    for (uint32_t i = 0; i + 1 < m->nlayers; i++) {
+        dcz_exec_layer *c = &m->layers[i], *a = &m->layers[i + 1];
+        if (c->op != DCZ_OP_CONV2D || !c->shifted || c->q || a->q || (a->op != DCZ_OP_RELU && a->op != DCZ_OP_CLIP) ||
+            a->tin[0] != i + 1 || m->tensors[i + 1].last != i + 1 || m->tensors[i + 2].off != m->tensors[i + 1].off)
+            continue;
+        c->act = (dcz_act){ a->op, a->param[0], a->param[1] };
+        a->fused = 1;
+    }
+}
+
 /* Places of the activations (dcz_tensor), from the tensors' lifetimes, in
  * layer order: the output of layer i takes its input's place when layer i
  * is in place and the last to read that input, else a free place (one
@@ -525,6 +541,7 @@ static dcz_status load_walk(const dcz_container *c, const dcz_options *o, loader
             m->t_scale = t_scale;
             TRY(dcz_qload_finish(m, tscales, ntscales));
         }
+        fuse_activations(m);
         *out = m;
     }
     return DCZ_OK;

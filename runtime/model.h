@@ -138,6 +138,10 @@ typedef struct dcz_shift {
     const uint32_t *off;    /* (taps) offset in the split input */
     const float *w;         /* (taps, ob) the block's weights at the tap, 0 where none is stored */
 } dcz_shift;
+/* The activation a layer's output takes on its way out, the next layer's
+ * run in its place (run.c): DCZ_OP_RELU, or DCZ_OP_CLIP between lo and hi;
+ * op 0 for none. */
+typedef struct dcz_act { uint16_t op; float lo, hi; } dcz_act;
 /* Its integer twin for the 8-bit schemes (kernels_shift.c): weights by
  * quads of input channels, four bytes in a 32-bit word. */
 typedef struct dcz_qshift {
@@ -164,6 +168,9 @@ typedef struct dcz_exec_layer {
                                (dcz_conv2d_pick_im2col), else dcz_conv2d_sparse_direct; dense
                                fp32 CONV2D: dcz_conv2d_dense_im2col (dcz_conv2d_pick_dense_im2col),
                                else dcz_conv2d_dense */
+    dcz_act act;            /* float CONV2D on the shift form: the next layer's activation,
+                               applied as it writes its output when the run fuses (op 0: none) */
+    uint8_t fused;          /* RELU or CLIP applied by the layer before when the run fuses */
     uint8_t shifted;        /* CONV2D also held in the shift form, which runs it: float in shift
                                (dcz_conv2d_pick_shift), of an 8-bit scheme in qshift
                                (dcz_qconv2d_pick_shift) */
@@ -351,6 +358,8 @@ struct dcz_model {
     void *block;              /* everything loaded, one allocation; NULL when fixed */
     int keep_acc;             /* a tap reads each weighted layer's accumulators (dcz_run_tapped):
                                  no kernel may fuse them away */
+    int fuse;                 /* this run applies fused activations (no tap reads the
+                                 outputs between, no reference kernels forced) */
     int fixed;                /* dcz_open_static: everything lives in the caller's arena,
                                  act and qacc hold act_batch samples and never grow */
     float *scratch;           /* (scratch_floats) for im2col layers, dcz_spmm's tile and
@@ -731,6 +740,10 @@ int dcz_conv2d_shift_isa(dcz_isa isa, const dcz_conv_geom *g, const dcz_shift *f
 /* The vector variant dcz_conv2d_shift runs here ("avx512", "avx2",
  * "neon"), or NULL. */
 const char *dcz_conv2d_shift_variant(void);
+/* dcz_conv2d_shift on the best variant with act applied to every output
+ * element: the bits of dcz_relu or dcz_clip run over its output. */
+void dcz_conv2d_shift_act(const dcz_conv_geom *g, const dcz_shift *f, const float *bias, const float *x,
+                          size_t batch, dcz_act act, float *scratch, float *y);
 /* Nonzero when a float convolution of geometry g and nnz stored weights
  * should run on its shift form: its scratch within DCZ_CONV_SCRATCH_MAX,
  * and either the dense product cannot run it (grouped, or patches past the

@@ -238,7 +238,8 @@ void dcz_run_conv2d(const dcz_model *m, const dcz_exec_layer *l, const float *co
                     size_t batch, float *y)
 {
     if (l->shifted) {
-        dcz_conv2d_shift(&l->geom, &l->shift, l->bias, xs[0], batch, m->opt.force_reference, m->scratch, y);
+        if (l->act.op && m->fuse) dcz_conv2d_shift_act(&l->geom, &l->shift, l->bias, xs[0], batch, l->act, m->scratch, y);
+        else dcz_conv2d_shift(&l->geom, &l->shift, l->bias, xs[0], batch, m->opt.force_reference, m->scratch, y);
         return;
     }
     if (l->im2col) {
@@ -355,6 +356,7 @@ static void run_batch(dcz_model *m, const float *input, size_t batch, float *out
         const void *xs[DCZ_MAX_INPUTS];
         for (uint32_t k = 0; k < l->nin; k++) xs[k] = tensor_at(m, l->tin[k], input, batch);
         if (!l->q) {
+            if (l->fused && m->fuse) continue;   /* the layer before applied it, in this place */
             dcz_op_get(l->op)->run(m, l, (const float *const *)xs, batch, y);
             if (tap) tap(ctx, i, y, batch, l->out);
             continue;
@@ -403,11 +405,13 @@ dcz_status dcz_run_tapped(dcz_model *m, const float *input, size_t batch, float 
         if (!deq) return DCZ_ERR_NOMEM;
     }
     m->keep_acc = tap != NULL;
+    m->fuse = tap == NULL && !m->opt.force_reference;
     for (size_t done = 0; done < batch; done += chunk) {
         const size_t n = batch - done < chunk ? batch - done : chunk;
         run_batch(m, input + done * m->in_size, n, output + done * m->out_size, tap, ctx, deq);
     }
     m->keep_acc = 0;
+    m->fuse = 0;
     if (deq) free(deq); /* a static model calls no allocator at all */
     return DCZ_OK;
 }

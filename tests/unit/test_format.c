@@ -1402,7 +1402,7 @@ static void test_dag_refused(void)
 static void test_describe_layers(void)
 {
     dcz_doc *(*const make[])(void) = { small_doc, conv_doc, conv_doc_b, dag_doc, mobile_doc, calib_doc };
-    int seen_im2col = 0, seen_direct = 0, seen_cols = 0, seen_int = 0, seen_dense = 0;
+    int seen_im2col = 0, seen_direct = 0, seen_cols = 0, seen_int = 0, seen_dense = 0, seen_fused = 0;
     for (size_t f = 0; f < sizeof make / sizeof make[0]; f++) {
         dcz_doc *d = make[f]();
         uint8_t *buf = NULL;
@@ -1417,6 +1417,12 @@ static void test_describe_layers(void)
             REQUIRE(dcz_describe_layer(m, i, &ld) == DCZ_OK, "describe %u", i);
             CHECK(ld.op == l->op && ld.width == l->out && ld.weighted == dcz_op_get(l->op)->weighted,
                   "doc %zu layer %u: op, width, weights", f, i);
+            if (!ld.weighted && l->fused) {   /* an activation the convolution before applies */
+                seen_fused++;
+                CHECK(strcmp(ld.kernel, "fused") == 0 && strstr(ld.why, m->layers[i - 1].name) != NULL,
+                      "doc %zu layer %u: fused: %s (%s)", f, i, ld.kernel, ld.why);
+                continue;
+            }
             if (!ld.weighted) {
                 CHECK(strcmp(ld.kernel, dcz_op_get(l->op)->label) == 0 && ld.why[0] == '\0', "plain layer %u", i);
                 continue;
@@ -1446,6 +1452,7 @@ static void test_describe_layers(void)
     CHECK(seen_im2col && seen_direct && seen_cols && seen_int && seen_dense,
           "kinds seen: im2col %d direct %d columns %d integer %d dense %d", seen_im2col, seen_direct,
           seen_cols, seen_int, seen_dense);
+    CHECK(seen_fused > 0 || !dcz_conv2d_shift_variant(), "no activation fused into a convolution");
 }
 
 static void test_v1_files(void)

@@ -223,7 +223,7 @@ static size_t conv_mismatches(const char *what, const dcz_conv_geom *g, size_t b
 
 typedef struct conv_tally {
     size_t cases, direct, im2col, dense, variant, variants;
-    size_t shift, shift_gemm, shift_variants;
+    size_t shift, shift_gemm, shift_variants, shift_act;
 } conv_tally;
 
 /* One geometry and weight set: every kernel against the reference, batch 1
@@ -308,6 +308,24 @@ static int conv_case(const dcz_conv_geom *g, double density, uint32_t k, conv_ta
                 t->variant += memcmp(y, y2, b * yout * sizeof(float)) != 0;
                 t->shift_variants++;
             }
+            /* an activation taken on the way out: the bits of the activation
+             * run over the output (ReLU, ReLU6, a clip around 0), on an input
+             * with a NaN and an infinity, so some outputs are NaN or infinite */
+            const dcz_act acts[] = { { DCZ_OP_RELU, 0.0f, 0.0f }, { DCZ_OP_CLIP, 0.0f, 6.0f },
+                                     { DCZ_OP_CLIP, -0.25f, 0.5f } };
+            const float keep0 = x[0], keep1 = x[b * xin - 1];
+            x[0] = NAN;
+            x[b * xin - 1] = -INFINITY;
+            for (size_t a = 0; a < 3; a++) {
+                dcz_conv2d_shift(g, f, bias, x, b, 0, sscratch, y2);
+                if (acts[a].op == DCZ_OP_RELU) dcz_relu(y2, b * yout, y2);
+                else dcz_clip(acts[a].lo, acts[a].hi, y2, b * yout, y2);
+                memset(y, 0xA5, b * yout * sizeof(float));
+                dcz_conv2d_shift_act(g, f, bias, x, b, acts[a], sscratch, y);
+                t->shift_act += memcmp(y, y2, b * yout * sizeof(float)) != 0;
+            }
+            x[0] = keep0;
+            x[b * xin - 1] = keep1;
         }
         /* every vector variant gives the scalar rows' bits */
         const dcz_isa isas[] = { DCZ_ISA_AVX2, DCZ_ISA_NEON };
@@ -370,7 +388,7 @@ static void test_conv_grid(void)
 {
     const double dens[] = { 0.0, 0.5, 1.0 };
     const uint32_t codebooks[] = { 256, 0 }; /* 8-bit codebook, fp32 values */
-    conv_tally t = { 0, 0, 0, 0, 0, 0, 0, 0, 0 };
+    conv_tally t = { 0, 0, 0, 0, 0, 0, 0, 0, 0, 0 };
     dcz_conv_geom g, extra[CONV_EXTRA];
     for (size_t i = 0; conv_grid(i, &g); i++)
         for (size_t di = 0; di < 3; di++)
@@ -389,6 +407,7 @@ static void test_conv_grid(void)
     CHECK(t.shift_gemm == 0, "shift: %zu cases differ from the dense product on the weights expanded", t.shift_gemm);
     CHECK(t.variant == 0, "vector convolutions: %zu cases differ from the scalar rows", t.variant);
     CHECK(t.shift_variants > 0 || !dcz_conv2d_shift_variant(), "no vector shift kernel ran");
+    CHECK(t.shift_act == 0, "shift with an activation: %zu cases differ from the activation run after", t.shift_act);
     CHECK(t.variants > 0 || !(dcz_isa_supported(DCZ_ISA_AVX2) || dcz_isa_supported(DCZ_ISA_NEON)),
           "no vector convolution ran");
 }
