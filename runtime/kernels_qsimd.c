@@ -37,8 +37,8 @@
  * multiply), the loop around them kernels_int.c's.
  *
  * Dispatch: x86 with AVX-512BW: the matrix's __avx512 tiles; with AVX2:
- * __avx2; aarch64: __neon; otherwise the scalar kernel. The x86 variant has a per-function target attribute, so libdcz
- * needs no global -m flags.
+ * __avx2; aarch64: __neon; otherwise the scalar kernel. The x86 variants
+ * have per-function target attributes, so libdcz needs no global -m flags.
  *
  * Checked by tests/unit/test_qkernels.c: every variant this machine runs,
  * bit for bit against dcz_qspmm_ref and dcz_requant_ref on the matrix grid
@@ -450,6 +450,20 @@ static inline int next_pair(const dcz_qsparse *s, const int16_t *tab, uint32_t *
 /* ---- x86 ---------------------------------------------------------------- */
 #ifdef DCZ_X86
 
+/* Row r's sums of a tile of nb samples into acc, plus the bias: sample t's
+ * sum is in lo for t % 8 < 4, else in hi, at t % 4 + 4 (t / 8), the order
+ * vpunpck{l,h}wd leave them in within each 128-bit half (AVX2) or lane
+ * (AVX-512). */
+static void store_tile_sums(const int32_t *lo, const int32_t *hi, const int64_t *bias, uint32_t r, size_t b0,
+                            size_t nb, uint32_t out, int64_t *acc)
+{
+    const int32_t b = bias ? (int32_t)bias[r] : 0;
+    for (size_t t = 0; t < nb; t++) {
+        const unsigned i = (unsigned)(t % 4) + 4 * (unsigned)(t / 8);
+        acc[(b0 + t) * out + r] = b + ((t % 8) < 4 ? lo[i] : hi[i]);
+    }
+}
+
 /* Rows of s on one tile of nb samples; sums of row r for samples
  * t = 0..15 end in lo (t 0-3, 8-11) and hi (t 4-7, 12-15), the order of
  * vpunpck{l,h}wd within each 128-bit half. */
@@ -474,18 +488,11 @@ static void tile_rows__avx2(const dcz_qsparse *s, const int64_t *bias, const int
         int32_t l[8], h[8];
         _mm256_storeu_si256((__m256i *)(void *)l, lo);
         _mm256_storeu_si256((__m256i *)(void *)h, hi);
-        const int32_t b = bias ? (int32_t)bias[r] : 0;
-        for (size_t t = 0; t < nb; t++) {
-            /* sample t: half t / 8, then lo for t % 8 < 4 */
-            const unsigned half = (unsigned)(t / 8), i = (unsigned)(t % 4) + 4 * half;
-            acc[(b0 + t) * out + r] = b + ((t % 8) < 4 ? l[i] : h[i]);
-        }
+        store_tile_sums(l, h, bias, r, b0, nb, out, acc);
     }
 }
 
-/* tile_rows__avx2 on tiles of 32 samples: the sums of samples 8L .. 8L + 3
- * end in lane L (128 bits) of lo, those of 8L + 4 .. 8L + 7 in lane L of
- * hi. */
+/* tile_rows__avx2 on tiles of 32 samples, a 128-bit lane for each 8. */
 __attribute__((target("avx512f,avx512bw")))
 static void tile_rows__avx512(const dcz_qsparse *s, const int64_t *bias, const int16_t *tile, size_t b0,
                               size_t nb, int64_t *acc)
@@ -507,11 +514,7 @@ static void tile_rows__avx512(const dcz_qsparse *s, const int64_t *bias, const i
         int32_t l[16], h[16];
         _mm512_storeu_si512((void *)l, lo);
         _mm512_storeu_si512((void *)h, hi);
-        const int32_t b = bias ? (int32_t)bias[r] : 0;
-        for (size_t t = 0; t < nb; t++) {
-            const unsigned lane = (unsigned)(t / 8), i = (unsigned)(t % 4) + 4 * lane;
-            acc[(b0 + t) * out + r] = b + ((t % 8) < 4 ? l[i] : h[i]);
-        }
+        store_tile_sums(l, h, bias, r, b0, nb, out, acc);
     }
 }
 

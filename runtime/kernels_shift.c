@@ -340,12 +340,6 @@ static void shift_planes_ref(const dcz_shift *f, const float *bias, uint32_t out
 #endif
 
 #ifdef DCZ_X86
-/* ceil(a / b) for b > 0, any sign of a */
-static inline int64_t ceil_div(int64_t a, int64_t b)
-{
-    return a >= 0 ? (a + b - 1) / b : -((-a) / b);
-}
-
 /* bits lo .. hi - 1 of the first n (each bound clamped to 0 .. n) */
 static inline uint32_t lanes(int64_t lo, int64_t hi, int64_t n)
 {
@@ -369,17 +363,16 @@ static int split__avx512(const dcz_conv_geom *g, const split_geom *q, const floa
     const size_t sh = g->sh, sw = g->sw, wq = q->wq, W = g->in_w, nv = (wq + 15) / 16;
     /* without padding or stride the scalar split is one copy */
     if (nv > SPLIT_MAX_VECTORS || sw > 2 || (sh == 1 && sw == 1 && g->ph == 0 && g->pw == 0)) return 0;
-    struct { int64_t first; __mmask16 m, lo, hi, store; } t[2][SPLIT_MAX_VECTORS];
+    struct { int64_t first; __mmask16 lo, hi, store; } t[2][SPLIT_MAX_VECTORS];
     for (size_t px = 0; px < sw; px++)
         for (size_t v = 0; v < nv; v++) {
-            /* lane i < n of vector v reads column first + i sw where 0 <= it < W
-             * (at stride 2, columns first .. first + 31 loaded where they exist) */
+            /* lane i of vector v reads column first + i sw: the columns first ..
+             * first + 16 sw - 1 are loaded where they are in the row (0
+             * elsewhere), the first n lanes stored */
             const int64_t first = (int64_t)(16 * v * sw + px) - (int64_t)g->pw;
             const size_t n = wq - 16 * v < 16 ? wq - 16 * v : 16;
             const uint32_t m2 = lanes(-first, (int64_t)W - first, 32);
             t[px][v].first = first;
-            t[px][v].m = (__mmask16)lanes(ceil_div(-first, (int64_t)sw), ceil_div((int64_t)W - first, (int64_t)sw),
-                                          (int64_t)n);
             t[px][v].lo = (__mmask16)(m2 & 0xFFFF);
             t[px][v].hi = (__mmask16)(m2 >> 16);
             t[px][v].store = (__mmask16)((1u << n) - 1);
@@ -403,7 +396,7 @@ static int split__avx512(const dcz_conv_geom *g, const split_geom *q, const floa
                         const int64_t first = t[px][v].first;
                         __m512 r;
                         if (sw == 1) {
-                            r = _mm512_maskz_loadu_ps(t[px][v].m, xr + first);
+                            r = _mm512_maskz_loadu_ps(t[px][v].lo, xr + first);
                         } else {
                             const __m512 a = _mm512_maskz_loadu_ps(t[px][v].lo, xr + first);
                             const __m512 b = _mm512_maskz_loadu_ps(t[px][v].hi, xr + first + 16);
@@ -416,9 +409,7 @@ static int split__avx512(const dcz_conv_geom *g, const split_geom *q, const floa
     memset(xs + planes * q->plane, 0, (q->floats - planes * q->plane) * sizeof *xs);
     return 1;
 }
-#endif
 
-#ifdef DCZ_X86
 /* The output planes from the planes as computed, t (out_c, out16), rows
  * wq apart of which the first out_w are kept, with act applied: each row
  * by vector copies rather than a call to memcpy. ReLU is max(v, 0) and

@@ -143,6 +143,7 @@ typedef struct cols_job {
     float *dst;
     int nb;
     size_t ld;   /* gather_dy: the row length of dYc */
+    float *gb;   /* gather_dy: the bias gradient, summed into */
 } cols_job;
 
 static size_t grain_of(size_t floats_per_item)
@@ -336,13 +337,13 @@ static void bias_part(void *ctx, size_t p0, size_t p1)
 static void gather_part(void *ctx, size_t c0, size_t c1)
 {
     const cols_job *jb = ctx;
-    dcz_tlayer *l = (dcz_tlayer *)jb->l;
+    const dcz_tlayer *l = jb->l;
     const size_t ohw = (size_t)l->out_h * l->out_w;
     for (int n = 0; n < jb->nb; n++)
         for (size_t c = c0; c < c1; c++) {
             const float *src = jb->src + (size_t)n * l->out + c * ohw;
             dcz_vcopy(jb->dst + c * jb->ld + (size_t)n * ohw, src, ohw);
-            l->gb[c] += dcz_vsum(src, ohw);
+            jb->gb[c] += dcz_vsum(src, ohw);
         }
 }
 
@@ -350,7 +351,7 @@ static void gather_part(void *ctx, size_t c0, size_t c1)
  * plane sums to gb. */
 static void gather_dy(dcz_tlayer *l, const float *dy, int nb, float *dyc, size_t ld)
 {
-    cols_job jb = { .l = l, .src = dy, .dst = dyc, .nb = nb, .ld = ld };
+    cols_job jb = { .l = l, .src = dy, .dst = dyc, .nb = nb, .ld = ld, .gb = l->gb };
     dcz_train_par((size_t)l->out_c, grain_of((size_t)nb * l->out_h * l->out_w), gather_part, &jb);
 }
 
