@@ -21,9 +21,12 @@
 #   bash scripts/gpu-check.sh [OUT]
 # Environment: DATA=dir trains and evaluates on the IDX files in dir
 # (default: Debian's fashion-mnist); ARCHS="lenet5 resnet" makes and checks
-# those models of step 3 alone (default: all four); BUILD=0 skips step 1's make and checks
-# the binaries already in bin/ and build/ (built on another machine with
-# make CUDA=1, for a GPU machine that lacks the build's libraries).
+# those models of step 3 alone (default: all four); MODELS=dir takes the
+# models of step 3 from dir (ARCH.dcz, ARCH-small.dcz, ARCH-int8.dcz and
+# ARCH-fixed16.dcz, made there with the commands below on another machine)
+# instead of making them; BUILD=0 skips step 1's make and checks the binaries
+# already in bin/ and build/ (built on another machine with make CUDA=1, for
+# a GPU machine that lacks the build's libraries).
 set -u
 cd "$(dirname "$0")/.."
 OUT=${1:-build/gpu-check}
@@ -61,21 +64,23 @@ else
 fi
 
 step "models: accuracy on the CPU and on the GPU"
-M=$OUT/models
+M=${MODELS:-$OUT/models}
 mkdir -p "$M"
-printf '%-22s %10s %10s\n' model cpu gpu | tee "$M/accuracy.txt"
+printf '%-22s %10s %10s\n' model cpu gpu | tee "$OUT/accuracy.txt"
 for arch in ${ARCHS:-lenet300 lenet5 resnet mobilenetv2}; do
-    ./bin/dcz train --arch "$arch" --epochs 2 --warmup-epochs 1 --data $D --device cpu -q -o "$M/$arch.dcz" &&
-        ./bin/dcz compress "$M/$arch.dcz" --data $D --rounds 1 --prune-epochs 1 --final-epochs 1 --quant-epochs 1 \
-            --device gpu -q -o "$M/$arch-small.dcz" > /dev/null &&
-        ./bin/dcz calibrate "$M/$arch-small.dcz" --data $D -q -o "$M/$arch-int8.dcz" > /dev/null &&
-        ./bin/dcz calibrate "$M/$arch-small.dcz" --data $D --scheme fixed16 -q -o "$M/$arch-fixed16.dcz" > /dev/null ||
-        { echo "FAIL making $arch"; fails=$((fails + 1)); continue; }
+    if [ -z "${MODELS:-}" ]; then
+        ./bin/dcz train --arch "$arch" --epochs 2 --warmup-epochs 1 --data $D --device cpu -q -o "$M/$arch.dcz" &&
+            ./bin/dcz compress "$M/$arch.dcz" --data $D --rounds 1 --prune-epochs 1 --final-epochs 1 --quant-epochs 1 \
+                --device gpu -q -o "$M/$arch-small.dcz" > /dev/null &&
+            ./bin/dcz calibrate "$M/$arch-small.dcz" --data $D -q -o "$M/$arch-int8.dcz" > /dev/null &&
+            ./bin/dcz calibrate "$M/$arch-small.dcz" --data $D --scheme fixed16 -q -o "$M/$arch-fixed16.dcz" > /dev/null ||
+            { echo "FAIL making $arch"; fails=$((fails + 1)); continue; }
+    fi
     for f in "$arch" "$arch-small" "$arch-int8" "$arch-int8 --fp32"; do
         set -- $f
         c=$(./bin/dcz eval "$M/$1.dcz" --data $D --device cpu ${2:-} --json -q | sed -n 's/.*"accuracy":\([0-9.]*\).*/\1/p')
         g=$(./bin/dcz eval "$M/$1.dcz" --data $D --device gpu ${2:-} --json -q | sed -n 's/.*"accuracy":\([0-9.]*\).*/\1/p')
-        printf '%-22s %10s %10s\n' "$f" "$c" "$g" | tee -a "$M/accuracy.txt"
+        printf '%-22s %10s %10s\n' "$f" "$c" "$g" | tee -a "$OUT/accuracy.txt"
         # integers agree exactly; floats but for the odd sample whose top two
         # scores tie within rounding
         tol=0.0003; [ "$f" = "$arch-int8" ] && tol=0.00000001
@@ -83,7 +88,7 @@ for arch in ${ARCHS:-lenet300 lenet5 resnet mobilenetv2}; do
             { echo "FAIL $f: cpu $c, gpu $g"; fails=$((fails + 1)); }
     done
     check "$arch-fixed16 refused on the GPU with its reason" \
-        bash -c "! ./bin/dcz eval '$M/$arch-fixed16.dcz' --data $D --device gpu -q 2> '$M/fixed16.err'; grep -q '16-bit fixed point' '$M/fixed16.err'"
+        bash -c "! ./bin/dcz eval '$M/$arch-fixed16.dcz' --data $D --device gpu -q 2> '$OUT/fixed16.err'; grep -q '16-bit fixed point' '$OUT/fixed16.err'"
 done
 
 step "benchmarks"
