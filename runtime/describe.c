@@ -20,11 +20,12 @@ dcz_gpu_kernel dcz_gpu_pick(const dcz_exec_layer *l)
 {
     const dcz_op_info *o = dcz_op_get(l->op);
     if (!o || !o->weighted) return DCZ_GK_ELEMENT;
-    const int wide = l->geom.out_h * l->geom.out_w >= DCZ_GPU_DIRECT_MIN_PLANE;
-    if (l->q) return l->op != DCZ_OP_CONV2D ? DCZ_GK_QFC : wide ? DCZ_GK_QCONV_DIRECT : DCZ_GK_QCONV_IM2COL;
+    const int grouped = l->op == DCZ_OP_CONV2D && dcz_conv_groups(&l->geom) > 1;
+    const int direct = grouped || l->geom.out_h * l->geom.out_w >= DCZ_GPU_DIRECT_MIN_PLANE;
+    if (l->q) return l->op != DCZ_OP_CONV2D ? DCZ_GK_QFC : direct ? DCZ_GK_QCONV_DIRECT : DCZ_GK_QCONV_IM2COL;
     if (l->op == DCZ_OP_CONV2D) {
-        if (!l->sparse) return DCZ_GK_CONV_DENSE;
-        return wide ? DCZ_GK_CONV_DIRECT : DCZ_GK_CONV_IM2COL;
+        if (!l->sparse) return grouped ? DCZ_GK_CONV_DENSE_DIRECT : DCZ_GK_CONV_DENSE;
+        return direct ? DCZ_GK_CONV_DIRECT : DCZ_GK_CONV_IM2COL;
     }
     if (!l->sparse) return DCZ_GK_DENSE_FC;
     const double cells = (double)l->sp.rows * l->sp.cols;
@@ -41,11 +42,12 @@ static void gpu_why(const dcz_model *m, const dcz_exec_layer *l, dcz_layer_desc 
         [DCZ_GK_SPARSE_FC] = { "spmv/spmm__cuda", "a warp per compressed row", 0 },
         [DCZ_GK_SPARSE_FC_WIDE] = { "spmv__cuda|gemm", "%g%%+ dense: cublas above batch 1", DCZ_GPU_DENSE_DENSITY * 100 },
         [DCZ_GK_CONV_DENSE] = { "im2col+cublas gemm", "dense weights", 0 },
+        [DCZ_GK_CONV_DENSE_DIRECT] = { "conv2d_dense__cuda", "grouped: a thread per output", 0 },
         [DCZ_GK_CONV_DIRECT] = { "conv2d_sparse__cuda", "planes of %g+ cells", DCZ_GPU_DIRECT_MIN_PLANE },
-        [DCZ_GK_CONV_IM2COL] = { "im2col+spmm__cuda", "planes under %g cells", DCZ_GPU_DIRECT_MIN_PLANE },
+        [DCZ_GK_CONV_IM2COL] = { "im2col+spmm__cuda", "one group, planes under %g cells", DCZ_GPU_DIRECT_MIN_PLANE },
         [DCZ_GK_QFC] = { "qspmm__cuda", "int8 rows: dp4a, int32 sums", 0 },
         [DCZ_GK_QCONV_DIRECT] = { "qconv2d__cuda", "int8, planes of %g+ cells", DCZ_GPU_DIRECT_MIN_PLANE },
-        [DCZ_GK_QCONV_IM2COL] = { "qim2col+qspmm__cuda", "int8, planes under %g cells", DCZ_GPU_DIRECT_MIN_PLANE },
+        [DCZ_GK_QCONV_IM2COL] = { "qim2col+qspmm__cuda", "int8, one group, planes under %g cells", DCZ_GPU_DIRECT_MIN_PLANE },
     };
     if (l->q && m->scheme == DCZ_SCHEME_FIXED16) {
         k->gpu_kernel = "none (CPU)";
@@ -55,6 +57,8 @@ static void gpu_why(const dcz_model *m, const dcz_exec_layer *l, dcz_layer_desc 
     const dcz_gpu_kernel g = dcz_gpu_pick(l);
     k->gpu_kernel = kinds[g].name ? kinds[g].name : k->kernel;
     snprintf(k->gpu_why, sizeof k->gpu_why, kinds[g].why, kinds[g].arg);
+    if (l->op == DCZ_OP_CONV2D && dcz_conv_groups(&l->geom) > 1 && g != DCZ_GK_CONV_DENSE_DIRECT)
+        snprintf(k->gpu_why, sizeof k->gpu_why, "%sgrouped: a thread per output", l->q ? "int8, " : "");
 }
 
 static const char *isa_name(void)

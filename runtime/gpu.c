@@ -226,7 +226,7 @@ static dcz_status upload_layer(dcz_gpu *g, const dcz_model *m, uint32_t i)
                                  : (size_t)l->out * l->in;
         TRY(upload(g, l->w, cells * sizeof(float), &p));
         gl->w = p;
-        if (l->op == DCZ_OP_CONV2D) note_patches(g, &l->geom);
+        if (gl->kernel == DCZ_GK_CONV_DENSE) note_patches(g, &l->geom);
         return DCZ_OK;
     }
     const dcz_sparse *s = &l->sp;
@@ -429,6 +429,7 @@ dcz_status dcz_gpu_run_conv2d(const dcz_model *m, uint32_t index, const float *c
     const dcz_conv_geom *g = &l->geom;
     void *st = m->gpu->stream;
     if (gl->kernel == DCZ_GK_CONV_DIRECT) return dcz_conv2d_sparse__cuda(g, &gl->sp, gl->bias, xs[0], batch, y, st);
+    if (gl->kernel == DCZ_GK_CONV_DENSE_DIRECT) return dcz_conv2d_dense__cuda(g, gl->w, gl->bias, xs[0], batch, y, st);
     const uint32_t groups = dcz_conv_groups(g), oc = g->out_c / groups;
     const uint32_t pixels = g->out_h * g->out_w, k = dcz_conv_group_in(g) * g->kh * g->kw;
     const size_t in_sample = (size_t)g->in_c * g->in_h * g->in_w, out_sample = (size_t)g->out_c * pixels;

@@ -56,6 +56,10 @@ dcz_status dcz_spmm__cuda(const dcz_gsparse *s, const float *bias, const float *
  * in_h, in_w): a thread per output (dcz_gk_conv_sparse). */
 dcz_status dcz_conv2d_sparse__cuda(const dcz_conv_geom *g, const dcz_gsparse *s, const float *bias,
                                    const float *x, size_t batch, float *y, void *stream);
+/* The same with dense weights w (out_c, in_c / groups, kh, kw): a thread
+ * per output (dcz_gk_conv_dense). */
+dcz_status dcz_conv2d_dense__cuda(const dcz_conv_geom *g, const float *w, const float *bias,
+                                  const float *x, size_t batch, float *y, void *stream);
 /* col (out_h out_w, in_c / groups kh kw) = the patches of group gr of one
  * sample x (dcz_gk_im2col). */
 dcz_status dcz_im2col__cuda(const dcz_conv_geom *g, uint32_t gr, const float *x, float *col,
@@ -129,23 +133,29 @@ typedef enum dcz_gpu_kernel {
     DCZ_GK_SPARSE_FC,     /* compressed: dcz_spmv__cuda / dcz_spmm__cuda */
     DCZ_GK_SPARSE_FC_WIDE,/* compressed, at least DCZ_GPU_DENSE_DENSITY dense: dcz_spmv__cuda at
                              batch 1, cuBLAS sgemm on a dense copy made at upload above */
-    DCZ_GK_CONV_DENSE,    /* dense weights: im2col and cuBLAS sgemm */
-    DCZ_GK_CONV_DIRECT,   /* compressed: dcz_conv2d_sparse__cuda, a thread per output */
-    DCZ_GK_CONV_IM2COL,   /* compressed, output planes under DCZ_GPU_DIRECT_MIN_PLANE
-                             cells: im2col and dcz_spmm__cuda */
+    DCZ_GK_CONV_DENSE,    /* dense weights, one group: im2col and cuBLAS sgemm */
+    DCZ_GK_CONV_DENSE_DIRECT, /* dense weights, grouped: dcz_conv2d_dense__cuda */
+    DCZ_GK_CONV_DIRECT,   /* compressed, output planes of DCZ_GPU_DIRECT_MIN_PLANE cells
+                             or more, or grouped: dcz_conv2d_sparse__cuda */
+    DCZ_GK_CONV_IM2COL,   /* compressed, one group, smaller planes: im2col and
+                             dcz_spmm__cuda */
     DCZ_GK_QFC,           /* integer region: dcz_qspmm__cuda (dense weights too: every
                              entry present) */
     DCZ_GK_QCONV_DIRECT,  /* integer region, planes of DCZ_GPU_DIRECT_MIN_PLANE cells or
-                             more: dcz_qconv2d__cuda */
-    DCZ_GK_QCONV_IM2COL   /* integer region, smaller planes: dcz_qim2col__cuda and
-                             dcz_qspmm__cuda */
+                             more, or grouped: dcz_qconv2d__cuda */
+    DCZ_GK_QCONV_IM2COL   /* integer region, one group, smaller planes: dcz_qim2col__cuda
+                             and dcz_qspmm__cuda */
 } dcz_gpu_kernel;
 
 /* Rules of the choice, set from the kernels' design until bench_gpu has
  * measured the crossovers on a GPU: the direct convolution needs a warp's
  * 32 threads on one output channel to read its row once for all of them;
  * a batch kernel decoding each entry once per 8 samples cannot beat a
- * dense sgemm on a matrix a fifth full or more. */
+ * dense sgemm on a matrix a fifth full or more. Grouped convolutions run
+ * direct whatever their planes: the patch path launches two kernels a
+ * sample and group (a depthwise layer of 384 channels at batch 64 made
+ * 49,152 launches, and a MobileNetV2-style model ran 100 times slower on
+ * an H100 than on one CPU core), while a group's rows are short. */
 #define DCZ_GPU_DIRECT_MIN_PLANE 32
 #define DCZ_GPU_DENSE_DENSITY 0.2
 

@@ -121,6 +121,24 @@ DCZ_HD float dcz_gk_conv_sparse(const dcz_conv_geom *g, const dcz_gsparse *s, co
     return sum;
 }
 
+/* Output i of one sample of a convolution with dense weights w (out_c,
+ * in_c / groups, kh, kw): dcz_gk_conv_sparse with every column present. */
+DCZ_HD float dcz_gk_conv_dense(const dcz_conv_geom *g, const float *w, const float *bias, const float *x,
+                               uint32_t i)
+{
+    uint32_t ic0;
+    int64_t y0, x0;
+    const uint32_t oc = dcz_gk_conv_out(g, i, &ic0, &y0, &x0);
+    const uint32_t groups = g->group ? g->group : 1, cols = g->in_c / groups * g->kh * g->kw;
+    const float *row = w + (size_t)oc * cols;
+    float sum = bias ? bias[oc] : 0.0f;
+    for (uint32_t col = 0; col < cols; col++) {
+        const int64_t at = dcz_gk_tap_cell(g, ic0, y0, x0, col);
+        if (at >= 0) sum += row[col] * x[at];
+    }
+    return sum;
+}
+
 /* The cell of one input sample that element i of group gr's im2col
  * patches holds: (out_h out_w, in_c / groups kh kw) row-major, as
  * dcz_im2col lays them out for one group; -1 in the padding. */

@@ -2,11 +2,12 @@
  * kernels_conv.c (gpu.h). Each thread computes one output element by the
  * body gpu_kern.h shares with the host: the sparse direct convolution
  * walks its output channel's compressed row (the threads of a warp share
- * that row, so its bytes are read once for all of them), im2col lays out
+ * that row, so its bytes are read once for all of them), the dense one its
+ * row of weights (grouped convolutions), im2col lays out
  * one group's patches of one sample for the sparse batch kernel or cuBLAS,
  * and the pools read their windows.
  *
- * Checked against dcz_conv2d_direct_ref, dcz_im2col, dcz_maxpool_ref,
+ * Checked against dcz_conv2d_direct_ref (both direct kernels), dcz_im2col, dcz_maxpool_ref,
  * dcz_avgpool_ref and dcz_global_avgpool_ref on the host through
  * gpu_kern.h (tests/unit/test_gpu_emu.c) and launched on a GPU by
  * tests/unit/test_gpu.c.
@@ -22,6 +23,14 @@ static __global__ void conv_sparse_kernel(dcz_conv_geom g, dcz_gsparse s, const 
         const uint64_t b = t / per;
         y[t] = dcz_gk_conv_sparse(&g, &s, bias, x + b * in_sample, (uint32_t)(t % per));
     }
+}
+
+static __global__ void conv_dense_kernel(dcz_conv_geom g, const float *w, const float *bias, const float *x,
+                                         uint64_t batch, float *y)
+{
+    const uint32_t per = g.out_c * g.out_h * g.out_w;
+    const size_t in_sample = (size_t)g.in_c * g.in_h * g.in_w;
+    DCZ_GPU_FOR_EACH(t, batch * per) y[t] = dcz_gk_conv_dense(&g, w, bias, x + t / per * in_sample, (uint32_t)(t % per));
 }
 
 static __global__ void im2col_kernel(dcz_conv_geom g, uint32_t gr, const float *x, float *col, uint64_t n)
@@ -47,6 +56,15 @@ extern "C" dcz_status dcz_conv2d_sparse__cuda(const dcz_conv_geom *g, const dcz_
     const uint64_t n = (uint64_t)batch * g->out_c * g->out_h * g->out_w;
     if (n == 0) return DCZ_OK;
     conv_sparse_kernel<<<dcz_gpu_blocks(n), DCZ_GPU_BLOCK, 0, (cudaStream_t)stream>>>(*g, *s, bias, x, batch, y);
+    return dcz_gpu_launched();
+}
+
+extern "C" dcz_status dcz_conv2d_dense__cuda(const dcz_conv_geom *g, const float *w, const float *bias,
+                                             const float *x, size_t batch, float *y, void *stream)
+{
+    const uint64_t n = (uint64_t)batch * g->out_c * g->out_h * g->out_w;
+    if (n == 0) return DCZ_OK;
+    conv_dense_kernel<<<dcz_gpu_blocks(n), DCZ_GPU_BLOCK, 0, (cudaStream_t)stream>>>(*g, w, bias, x, batch, y);
     return dcz_gpu_launched();
 }
 

@@ -6,8 +6,9 @@
  *   matrix-vector and matrix-matrix (codebooks of 2 and 256 values, fp32
  *   values; densities 0, 0.5, 1 and 0.01 so fillers occur; batch 1 and 7,
  *   and 9 so a warp's sample group is cut short) against a dense product in
- *   double, within 1e-5 of each output's |w x| sum; the sparse direct
- *   convolution over the convolution grid (groups and depthwise included)
+ *   double, within 1e-5 of each output's |w x| sum; the direct
+ *   convolution, on compressed rows and on dense weights, over the
+ *   convolution grid (groups and depthwise included)
  *   against dcz_conv2d_direct_ref within the same bound; pools and the
  *   global mean bit for bit; activations and softmax within 4e-6
  *   relative (the device's expf and tanhf);
@@ -164,14 +165,20 @@ static void test_convolutions(void)
                 dcz_conv2d_direct_ref(g, wa, ba, xa, B, mag);
                 dcz_gsparse gs = upload_sparse(&m.sp);
                 float *dx = dev_copy(x, B * xin * 4), *db = dev_copy(bias, g->out_c * 4), *dy = dev_copy(NULL, B * yout * 4);
-                CHECK(dcz_conv2d_sparse__cuda(g, &gs, db, dx, B, dy, NULL) == DCZ_OK, "launch");
-                host_copy(y, dy, B * yout * 4);
-                for (size_t i = 0; i < B * yout; i++)
-                    if (!(fabsf(y[i] - ref[i]) <= 1e-5f * (mag[i] + 1e-6f)) && bad++ < 3)
-                        fprintf(stderr, "  conv geometry %zu: y[%zu] = %.8g, reference %.8g\n", gi, i, y[i], ref[i]);
-                cases++;
+                float *dw = dev_copy(m.dense, nw * 4);
+                for (int dense = 0; dense < 2; dense++) {   /* the compressed rows, then dense weights */
+                    cudaMemset(dy, 0xff, B * yout * 4);      /* NaN where a kernel writes nothing */
+                    CHECK((dense ? dcz_conv2d_dense__cuda(g, dw, db, dx, B, dy, NULL)
+                                 : dcz_conv2d_sparse__cuda(g, &gs, db, dx, B, dy, NULL)) == DCZ_OK, "launch");
+                    host_copy(y, dy, B * yout * 4);
+                    for (size_t i = 0; i < B * yout; i++)
+                        if (!(fabsf(y[i] - ref[i]) <= 1e-5f * (mag[i] + 1e-6f)) && bad++ < 3)
+                            fprintf(stderr, "  conv geometry %zu (%s): y[%zu] = %.8g, reference %.8g\n", gi,
+                                    dense ? "dense" : "sparse", i, y[i], ref[i]);
+                    cases++;
+                }
                 free_gsparse(&gs);
-                cudaFree(dx); cudaFree(db); cudaFree(dy);
+                cudaFree(dx); cudaFree(db); cudaFree(dy); cudaFree(dw);
                 free(x); free(xa); free(wa); free(bias); free(ba); free(ref); free(mag); free(y);
                 free_mat(&m);
             }

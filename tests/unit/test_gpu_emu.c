@@ -11,7 +11,9 @@
  *   5 and non-square, strides 1 and 2, padding 0 and 1, groups and
  *   depthwise, densities 0, 0.5, 1 and 0.01 so fillers occur, 8-bit
  *   codebooks and fp32 values, batch 1 and 3) against
- *   dcz_conv2d_direct_ref within 1e-5 of each output's |w x| sum;
+ *   dcz_conv2d_direct_ref within 1e-5 of each output's |w x| sum; the
+ *   dense direct convolution (grouped layers with dense weights) likewise;
+ * - the backend's choice of convolution kernel (dcz_gpu_pick);
  * - the patch path the GPU takes on small planes and dense weights: each
  *   group's im2col (dcz_gk_im2col, equal to dcz_im2col of the group's
  *   channels) times that group's rows (dcz_gk_sparse_row on the rows from
@@ -39,7 +41,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "runtime/gpu_kern.h"
+#include "runtime/gpu.h"
 #include "runtime/ops.h"
 #include "tests/check.h"
 #define TEST_RNG_SEED 4242
@@ -60,7 +62,7 @@ static void fill(float *p, size_t n)
 }
 
 typedef struct tally {
-    size_t cases, direct, patches;
+    size_t cases, direct, dense, patches;
 } tally;
 
 /* got against ref within 1e-5 of each output's |w x| sum (mag). */
@@ -128,6 +130,9 @@ static void conv_case(const dcz_conv_geom *g, double density, uint32_t k, tally 
     for (size_t b = 0; b < B; b++)
         for (uint32_t i = 0; i < yout; i++) y[b * yout + i] = dcz_gk_conv_sparse(g, &gs, bias, x + b * xin, i);
     t->direct += off("direct", g, y, ref, mag, B * yout);
+    for (size_t b = 0; b < B; b++)
+        for (uint32_t i = 0; i < yout; i++) y[b * yout + i] = dcz_gk_conv_dense(g, m.dense, bias, x + b * xin, i);
+    t->dense += off("dense", g, y, ref, mag, B * yout);
     for (size_t b = 0; b < B; b++) t->patches += patch_path(g, &m.sp, bias, x + b * xin, y + b * yout);
     t->patches += off("patches", g, y, ref, mag, B * yout);
     t->cases++;
@@ -139,7 +144,7 @@ static void test_convolutions(void)
 {
     const double dens[] = { 0.0, 0.5, 1.0 };
     const uint32_t codebooks[] = { 256, 0 };
-    tally t = { 0, 0, 0 };
+    tally t = { 0, 0, 0, 0 };
     dcz_conv_geom g, extra[CONV_EXTRA];
     for (size_t i = 0; conv_grid(i, &g); i++)
         for (size_t di = 0; di < 3; di++)
@@ -152,7 +157,33 @@ static void test_convolutions(void)
         }
     CHECK(t.cases > 120, "only %zu cases", t.cases);
     CHECK(t.direct == 0, "direct: %zu mismatches", t.direct);
+    CHECK(t.dense == 0, "dense direct: %zu mismatches", t.dense);
     CHECK(t.patches == 0, "patches: %zu mismatches", t.patches);
+}
+
+/* The backend's choice for convolutions (dcz_gpu_pick): grouped ones run
+ * direct whatever their planes, dense weights and integers too; one group
+ * takes the patch path on planes under DCZ_GPU_DIRECT_MIN_PLANE cells. */
+static void test_pick(void)
+{
+    static const struct { uint32_t groups, hw; int sparse, q; dcz_gpu_kernel want; } cases[] = {
+        { 1, 28, 1, 0, DCZ_GK_CONV_DIRECT },       { 1, 4, 1, 0, DCZ_GK_CONV_IM2COL },
+        { 8, 4, 1, 0, DCZ_GK_CONV_DIRECT },        { 8, 28, 1, 0, DCZ_GK_CONV_DIRECT },
+        { 1, 4, 0, 0, DCZ_GK_CONV_DENSE },         { 1, 28, 0, 0, DCZ_GK_CONV_DENSE },
+        { 8, 4, 0, 0, DCZ_GK_CONV_DENSE_DIRECT },  { 8, 28, 0, 0, DCZ_GK_CONV_DENSE_DIRECT },
+        { 1, 4, 1, 1, DCZ_GK_QCONV_IM2COL },       { 1, 28, 1, 1, DCZ_GK_QCONV_DIRECT },
+        { 8, 4, 1, 1, DCZ_GK_QCONV_DIRECT },
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
+        dcz_exec_layer l;
+        memset(&l, 0, sizeof l);
+        l.op = DCZ_OP_CONV2D;
+        l.geom = conv_geom_grouped(8, 16, cases[i].hw, cases[i].hw, 3, 1, 1, cases[i].groups);
+        l.sparse = (uint8_t)cases[i].sparse;
+        l.q = cases[i].q;
+        CHECK(dcz_gpu_pick(&l) == cases[i].want, "case %zu: kernel %d, expected %d", i, (int)dcz_gpu_pick(&l),
+              (int)cases[i].want);
+    }
 }
 
 static void test_sparse_rows(void)
@@ -565,6 +596,7 @@ static void test_int_elements(void)
 int main(void)
 {
     RUN(test_convolutions);
+    RUN(test_pick);
     RUN(test_sparse_rows);
     RUN(test_pools);
     RUN(test_elements);
