@@ -332,7 +332,10 @@ static void run_once(const gpu *g, const dev_layer *d, int method, int batch, in
     switch (method) {
     case M_DCZ:
         if (batch == 1) DZ(dcz_spmv__cuda(&d->g, NULL, x, y, g->stream));
-        else DZ(dcz_spmm__cuda(&d->g, NULL, x, (size_t)batch, y, (size_t)rows, 1, g->stream));
+        else {
+            const dcz_gplace fc = { 1, (uint64_t)rows, 0, 1 };
+            DZ(dcz_spmm__cuda(&d->g, NULL, x, (size_t)batch, y, fc, g->stream));
+        }
         break;
     case M_CUBLAS:
         /* row-major W (rows, cols) is column-major W^T (cols, rows) */

@@ -57,9 +57,9 @@ struct dcz_gpu {
     float *in;                /* (act_batch, in_size) */
     size_t act_batch;
     int8_t *qin;              /* (act_batch, max_width): the integer region's input */
-    float *col;               /* im2col patches of one sample and group (int8 ones in the
+    float *col;               /* (act_batch, col_floats): im2col patches (int8 ones in the
                                  integer region) */
-    uint64_t col_floats;
+    uint64_t col_floats;      /* of one sample, the largest of the layers' */
     float *h_in, *h_out;      /* pinned: the batch-1 input and output */
     cudaGraphExec_t graph1;   /* the batch-1 run, or NULL */
 };
@@ -138,10 +138,10 @@ static float *expand(const dcz_sparse *s)
     return w;
 }
 
-/* The im2col buffer holds one sample's patches of one group of c. */
+/* The im2col buffer holds the patches of c (one group) of each sample. */
 static void note_patches(dcz_gpu *g, const dcz_conv_geom *c)
 {
-    const uint64_t n = (uint64_t)c->out_h * c->out_w * dcz_conv_group_in(c) * c->kh * c->kw;
+    const uint64_t n = (uint64_t)c->out_h * c->out_w * c->in_c * c->kh * c->kw;
     if (n > g->col_floats) g->col_floats = n;
 }
 
@@ -272,7 +272,6 @@ dcz_status dcz_gpu_open(dcz_model *m)
     if (s == DCZ_OK) s = blas(cublasSetWorkspace(g->blas, g->workspace, BLAS_WORKSPACE));
     for (uint32_t i = 0; s == DCZ_OK && i < m->nlayers; i++)
         s = m->layers[i].q ? upload_qlayer(g, m, i) : upload_layer(g, m, i);
-    if (s == DCZ_OK && g->col_floats) s = cu(cudaMalloc((void **)&g->col, g->col_floats * sizeof(float)));
     if (s == DCZ_OK) s = cu(cudaMallocHost((void **)&g->h_in, (size_t)m->in_size * sizeof(float)));
     if (s == DCZ_OK) s = cu(cudaMallocHost((void **)&g->h_out, (size_t)m->out_size * sizeof(float)));
     if (s != DCZ_OK) dcz_gpu_close(m);
@@ -305,18 +304,20 @@ static dcz_status ensure_batch(dcz_model *m, size_t batch)
 {
     dcz_gpu *g = m->gpu;
     if (batch <= g->act_batch) return DCZ_OK;
-    if (batch > SIZE_MAX / sizeof(float) / (m->act_width + m->in_size)) return DCZ_ERR_NOMEM;
+    if (batch > SIZE_MAX / sizeof(float) / (m->act_width + m->in_size + g->col_floats)) return DCZ_ERR_NOMEM;
     if (g->graph1) cudaGraphExecDestroy(g->graph1);
     g->graph1 = NULL;
     cudaFree(g->act);
     cudaFree(g->in);
     cudaFree(g->qin);
-    g->act = g->in = NULL;
+    cudaFree(g->col);
+    g->act = g->in = g->col = NULL;
     g->qin = NULL;
     g->act_batch = 0;
     TRY(cu(cudaMalloc((void **)&g->act, batch * m->act_width * sizeof(float))));
     TRY(cu(cudaMalloc((void **)&g->in, batch * m->in_size * sizeof(float))));
     if (m->scheme != DCZ_SCHEME_NONE) TRY(cu(cudaMalloc((void **)&g->qin, batch * m->max_width)));
+    if (g->col_floats) TRY(cu(cudaMalloc((void **)&g->col, batch * g->col_floats * sizeof(float))));
     g->act_batch = batch;
     return DCZ_OK;
 }
@@ -408,6 +409,13 @@ static dcz_status dense_product(const dcz_model *m, const float *w, uint32_t in,
                             (int)in, &one, y, (int)out));
 }
 
+/* The place of a fully connected layer's outputs: sample after sample. */
+static dcz_gplace fc_place(uint32_t rows)
+{
+    const dcz_gplace p = { 1, rows, 0, 1 };
+    return p;
+}
+
 dcz_status dcz_gpu_run_dense(const dcz_model *m, uint32_t index, const float *const *xs, size_t batch,
                              float *y)
 {
@@ -416,7 +424,7 @@ dcz_status dcz_gpu_run_dense(const dcz_model *m, uint32_t index, const float *co
     void *st = m->gpu->stream;
     if (gl->kernel == DCZ_GK_SPARSE_FC || (gl->kernel == DCZ_GK_SPARSE_FC_WIDE && batch == 1))
         return batch == 1 ? dcz_spmv__cuda(&gl->sp, gl->bias, xs[0], y, st)
-                          : dcz_spmm__cuda(&gl->sp, gl->bias, xs[0], batch, y, l->out, 1, st);
+                          : dcz_spmm__cuda(&gl->sp, gl->bias, xs[0], batch, y, fc_place(l->out), st);
     TRY(dcz_bias_rows__cuda(gl->bias, batch, l->out, 1, y, st));
     return dense_product(m, gl->w, l->in, l->out, xs[0], batch, y);
 }
@@ -430,29 +438,22 @@ dcz_status dcz_gpu_run_conv2d(const dcz_model *m, uint32_t index, const float *c
     void *st = m->gpu->stream;
     if (gl->kernel == DCZ_GK_CONV_DIRECT) return dcz_conv2d_sparse__cuda(g, &gl->sp, gl->bias, xs[0], batch, y, st);
     if (gl->kernel == DCZ_GK_CONV_DENSE_DIRECT) return dcz_conv2d_dense__cuda(g, gl->w, gl->bias, xs[0], batch, y, st);
-    const uint32_t groups = dcz_conv_groups(g), oc = g->out_c / groups;
-    const uint32_t pixels = g->out_h * g->out_w, k = dcz_conv_group_in(g) * g->kh * g->kw;
-    const size_t in_sample = (size_t)g->in_c * g->in_h * g->in_w, out_sample = (size_t)g->out_c * pixels;
-    if (gl->kernel == DCZ_GK_CONV_DENSE) TRY(dcz_bias_rows__cuda(gl->bias, batch, g->out_c, pixels, y, st));
-    for (size_t b = 0; b < batch; b++)
-        for (uint32_t gr = 0; gr < groups; gr++) {
-            float *yg = y + b * out_sample + (size_t)gr * oc * pixels;
-            TRY(dcz_im2col__cuda(g, gr, xs[0] + b * in_sample, m->gpu->col, st));
-            if (gl->kernel == DCZ_GK_CONV_DENSE) {
-                /* yg (oc, pixels) += W_gr (oc, k) col^T: column-major yg^T = col^T' W_gr^T' */
-                TRY(blas(cublasSgemm(m->gpu->blas, CUBLAS_OP_T, CUBLAS_OP_N, (int)pixels, (int)oc, (int)k, &one,
-                                     m->gpu->col, (int)k, gl->w + (size_t)gr * oc * k, (int)k, &one, yg,
-                                     (int)pixels)));
-                continue;
-            }
-            /* the group's rows: the same arrays from its first row on */
-            dcz_gsparse sg = gl->sp;
-            sg.row_ptr += (size_t)gr * oc;
-            sg.rows = oc;
-            TRY(dcz_spmm__cuda(&sg, gl->bias ? gl->bias + (size_t)gr * oc : NULL, m->gpu->col, pixels, yg, 1,
-                               pixels, st));
-        }
-    return DCZ_OK;
+    /* one group (dcz_gpu_pick runs grouped ones direct): the batch's patches
+     * in one launch, then one product over all of them */
+    const uint32_t pixels = g->out_h * g->out_w, k = g->in_c * g->kh * g->kw;
+    const size_t out_sample = (size_t)g->out_c * pixels;
+    float *col = m->gpu->col;
+    TRY(dcz_im2col__cuda(g, xs[0], batch, col, st));
+    if (gl->kernel == DCZ_GK_CONV_DENSE) {
+        TRY(dcz_bias_rows__cuda(gl->bias, batch, g->out_c, pixels, y, st));
+        /* y_b (oc, pixels) += W (oc, k) col_b^T for each sample b: column-major
+         * y_b^T = col_b^T' W^T', W the same for all (stride 0) */
+        return blas(cublasSgemmStridedBatched(m->gpu->blas, CUBLAS_OP_T, CUBLAS_OP_N, (int)pixels, (int)g->out_c,
+                                              (int)k, &one, col, (int)k, (long long)pixels * k, gl->w, (int)k, 0,
+                                              &one, y, (int)pixels, (long long)out_sample, (int)batch));
+    }
+    const dcz_gplace place = { pixels, out_sample, 1, pixels };
+    return dcz_spmm__cuda(&gl->sp, gl->bias, col, batch * pixels, y, place, st);
 }
 
 dcz_status dcz_gpu_run_pool(const dcz_model *m, uint32_t index, const float *const *xs, size_t batch, float *y)
@@ -512,16 +513,6 @@ dcz_status dcz_gpu_run_concat(const dcz_model *m, uint32_t index, const float *c
 
 /* ---- the operator table's integer GPU entries ----------------------------------- */
 
-/* Layer l's output finisher writing to y from element at and row row on. */
-static dcz_gqout qout_at(const gpu_layer *gl, void *y, size_t at, uint32_t row)
-{
-    dcz_gqout o = gl->qo;
-    o.y = o.scale ? (void *)((float *)y + at) : (void *)((int8_t *)y + at);
-    if (o.bias) o.bias += row;
-    if (o.scale) o.scale += row;
-    if (o.mult) o.mult += row, o.shift += row;
-    return o;
-}
 
 dcz_status dcz_gpu_qrun_weighted(const dcz_model *m, uint32_t index, const void *const *xs, size_t batch, void *y)
 {
@@ -529,24 +520,16 @@ dcz_status dcz_gpu_qrun_weighted(const dcz_model *m, uint32_t index, const void 
     const gpu_layer *gl = &m->gpu->layers[index];
     const dcz_conv_geom *g = &l->geom;
     void *st = m->gpu->stream;
-    const dcz_gqout o = qout_at(gl, y, 0, 0);
-    if (gl->kernel == DCZ_GK_QFC) return dcz_qspmm__cuda(&gl->qs, &o, xs[0], batch, l->out, 1, st);
+    dcz_gqout o = gl->qo;   /* the layer's output finisher, writing to y */
+    o.y = y;
+    if (gl->kernel == DCZ_GK_QFC) return dcz_qspmm__cuda(&gl->qs, &o, xs[0], batch, fc_place(l->out), st);
     if (gl->kernel == DCZ_GK_QCONV_DIRECT) return dcz_qconv2d__cuda(g, &gl->qs, &o, xs[0], batch, st);
-    /* small planes: each group's patches of each sample times its rows */
-    const uint32_t groups = dcz_conv_groups(g), oc = g->out_c / groups, pixels = g->out_h * g->out_w;
-    const size_t in_sample = (size_t)g->in_c * g->in_h * g->in_w, out_sample = (size_t)g->out_c * pixels;
+    /* small planes, one group: the batch's patches, then one product */
+    const uint32_t pixels = g->out_h * g->out_w;
     int8_t *col = (int8_t *)m->gpu->col;
-    for (size_t b = 0; b < batch; b++)
-        for (uint32_t gr = 0; gr < groups; gr++) {
-            TRY(dcz_qim2col__cuda(g, gr, (const int8_t *)xs[0] + b * in_sample, col, st));
-            dcz_gqsparse sg = gl->qs;
-            sg.row_ptr += (size_t)gr * oc;
-            sg.rows = oc;
-            if (sg.qtab) sg.qtab += (size_t)gr * oc * sg.k;
-            const dcz_gqout og = qout_at(gl, y, b * out_sample + (size_t)gr * oc * pixels, gr * oc);
-            TRY(dcz_qspmm__cuda(&sg, &og, col, pixels, 1, pixels, st));
-        }
-    return DCZ_OK;
+    TRY(dcz_qim2col__cuda(g, (const int8_t *)xs[0], batch, col, st));
+    const dcz_gplace place = { pixels, (uint64_t)g->out_c * pixels, 1, pixels };
+    return dcz_qspmm__cuda(&gl->qs, &o, col, batch * pixels, place, st);
 }
 
 dcz_status dcz_gpu_qrun_relu(const dcz_model *m, uint32_t index, const void *const *xs, size_t batch, void *y)

@@ -41,14 +41,13 @@ extern "C" {
  * into columns by a warp scan, the codebook in shared memory. */
 dcz_status dcz_spmv__cuda(const dcz_gsparse *s, const float *bias, const float *x, float *y,
                           void *stream);
-/* y = x (batch, cols) S^T + bias with output row r of sample b at
- * y[b * y_sample + r * y_row] (a fully connected layer: y_sample = rows,
- * y_row = 1; a convolution's patches: y_sample = 1, y_row = pixels): one
- * warp per row and DCZ_GPU_SPMM_SAMPLES samples, each entry decoded once
- * for them. */
+/* y = x (batch, cols) S^T + bias with output row r of sample b where place
+ * puts it (gpu_kern.h: dcz_gplace; a fully connected layer, or a
+ * convolution's patches over a batch): one warp per row and
+ * DCZ_GPU_SPMM_SAMPLES samples, each entry decoded once for them. */
 #define DCZ_GPU_SPMM_SAMPLES 8
 dcz_status dcz_spmm__cuda(const dcz_gsparse *s, const float *bias, const float *x, size_t batch,
-                          float *y, size_t y_sample, size_t y_row, void *stream);
+                          float *y, dcz_gplace place, void *stream);
 
 /* ---- kernels_conv.cu -------------------------------------------------------- */
 
@@ -60,10 +59,9 @@ dcz_status dcz_conv2d_sparse__cuda(const dcz_conv_geom *g, const dcz_gsparse *s,
  * per output (dcz_gk_conv_dense). */
 dcz_status dcz_conv2d_dense__cuda(const dcz_conv_geom *g, const float *w, const float *bias,
                                   const float *x, size_t batch, float *y, void *stream);
-/* col (out_h out_w, in_c / groups kh kw) = the patches of group gr of one
- * sample x (dcz_gk_im2col). */
-dcz_status dcz_im2col__cuda(const dcz_conv_geom *g, uint32_t gr, const float *x, float *col,
-                            void *stream);
+/* col (batch out_h out_w, in_c kh kw) = the patches of the batch x of a
+ * convolution of one group (dcz_gk_im2col). */
+dcz_status dcz_im2col__cuda(const dcz_conv_geom *g, const float *x, size_t batch, float *col, void *stream);
 /* Max (avg 0) or average (avg 1) pool of x (batch, in_c, in_h, in_w). */
 dcz_status dcz_pool__cuda(const dcz_conv_geom *g, int avg, int count_include_pad, const float *x,
                           size_t batch, float *y, void *stream);
@@ -92,18 +90,18 @@ dcz_status dcz_bias_rows__cuda(const float *bias, size_t batch, uint32_t rows, u
 
 /* ---- kernels_int.cu: the integer region (8-bit schemes) ----------------------- */
 
-/* Output row r of sample b, finished by o (gpu_kern.h: dcz_gk_qfinish), at
- * b * y_sample + r * y_row of o->y: x (batch, cols) int8 times the rows of
- * s; a warp per row and DCZ_GPU_SPMM_SAMPLES samples, 4 entries a lane
+/* Output row r of sample b, finished by o (gpu_kern.h: dcz_gk_qfinish), in
+ * o->y where place puts it: x (batch, cols) int8 times the rows of s; a
+ * warp per row and DCZ_GPU_SPMM_SAMPLES samples, 4 entries a lane
  * multiplied and summed by one dp4a, the row's codebook in shared memory. */
 dcz_status dcz_qspmm__cuda(const dcz_gqsparse *s, const dcz_gqout *o, const int8_t *x, size_t batch,
-                           size_t y_sample, size_t y_row, void *stream);
+                           dcz_gplace place, void *stream);
 /* The integer convolution of x (batch, in_c, in_h, in_w), a thread per
  * output (dcz_gk_qconv), finished by o into (batch, out_c, out_h, out_w). */
 dcz_status dcz_qconv2d__cuda(const dcz_conv_geom *g, const dcz_gqsparse *s, const dcz_gqout *o,
                              const int8_t *x, size_t batch, void *stream);
-/* col (out_h out_w, in_c / groups kh kw) int8 = group gr's patches of one sample. */
-dcz_status dcz_qim2col__cuda(const dcz_conv_geom *g, uint32_t gr, const int8_t *x, int8_t *col, void *stream);
+/* col (batch out_h out_w, in_c kh kw) int8 = the patches of the batch x (one group). */
+dcz_status dcz_qim2col__cuda(const dcz_conv_geom *g, const int8_t *x, size_t batch, int8_t *col, void *stream);
 /* y (n) = x (n) on scale, as run.c quantizes the region's input. */
 dcz_status dcz_quantize__cuda(const float *x, size_t n, float scale, int32_t qmax, int8_t *y, void *stream);
 dcz_status dcz_qpool__cuda(const dcz_conv_geom *g, int avg, int count_include_pad, const int8_t *x,
@@ -147,16 +145,23 @@ typedef enum dcz_gpu_kernel {
                              and dcz_qspmm__cuda */
 } dcz_gpu_kernel;
 
-/* Rules of the choice, set from the kernels' design until bench_gpu has
- * measured the crossovers on a GPU: the direct convolution needs a warp's
- * 32 threads on one output channel to read its row once for all of them;
- * a batch kernel decoding each entry once per 8 samples cannot beat a
- * dense sgemm on a matrix a fifth full or more. Grouped convolutions run
- * direct whatever their planes: the patch path launches two kernels a
- * sample and group (a depthwise layer of 384 channels at batch 64 made
- * 49,152 launches, and a MobileNetV2-style model ran 100 times slower on
- * an H100 than on one CPU core), while a group's rows are short. */
-#define DCZ_GPU_DIRECT_MIN_PLANE 32
+/* Rules of the choice. The direct convolution walks a whole row in each
+ * thread, one entry after the other, and its latency shows where few
+ * outputs are in flight; the patch path (one im2col over the batch, then
+ * a warp per row and 8 pixels, the row's entries split over the lanes)
+ * pays a pass over the patches instead. Measured on an H100 (dcz bench,
+ * compressed presets; batch 1 / batch 64, microseconds), the smallest
+ * plane the direct kernel takes at 32 cells, then at 256:
+ *   LeNet-5 94 / 299 -> 52 / 194, ResNet-style 313 / 1086 -> 142 / 835,
+ *   conv-heavy CNN 250 / 1778 -> 111 / 1200, MobileNetV2-style
+ *   326 / 1449 -> 207 / 1605, int8 ResNet-style 309 / 1075 -> 151 / 986;
+ * at 1000 cells (28 x 28 planes by patches too) batch 1 gains more
+ * (ResNet-style 102) and batch 64 loses (913). Grouped convolutions run
+ * direct whatever their planes: their rows are short, and a patch path per
+ * group would cost two launches a group. A batch kernel decoding each
+ * entry once per 8 samples cannot beat a dense sgemm on a matrix a fifth
+ * full or more. */
+#define DCZ_GPU_DIRECT_MIN_PLANE 256
 #define DCZ_GPU_DENSE_DENSITY 0.2
 
 struct dcz_model;

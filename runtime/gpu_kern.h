@@ -66,6 +66,21 @@ typedef struct dcz_gsparse {
     const float *codebook;    /* (k) when idx */
 } dcz_gsparse;
 
+/* Where a sparse product's output row r of its sample s goes in y: samples
+ * come in blocks of per, s at (s / per) block + (s % per) sample + r row. A
+ * fully connected layer: per 1, block rows, row 1; a convolution's patches
+ * over a batch (each sample's pixels are the product's samples): per
+ * pixels, block out_c pixels, sample 1, row pixels. */
+typedef struct dcz_gplace {
+    uint32_t per;
+    uint64_t block, sample, row;
+} dcz_gplace;
+
+DCZ_HD uint64_t dcz_gk_place(const dcz_gplace *p, uint32_t s, uint32_t r)
+{
+    return (uint64_t)(s / p->per) * p->block + (uint64_t)(s % p->per) * p->sample + (uint64_t)r * p->row;
+}
+
 /* Input cells [lo, hi) of window o along an axis of n cells (as
  * dcz_window_cells). */
 DCZ_HD void dcz_gk_window(uint32_t o, uint32_t stride, uint32_t pad, uint32_t k, uint32_t n,

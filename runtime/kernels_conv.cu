@@ -4,7 +4,7 @@
  * walks its output channel's compressed row (the threads of a warp share
  * that row, so its bytes are read once for all of them), the dense one its
  * row of weights (grouped convolutions), im2col lays out
- * one group's patches of one sample for the sparse batch kernel or cuBLAS,
+ * the patches of a batch (one group) for the sparse batch kernel or cuBLAS,
  * and the pools read their windows.
  *
  * Checked against dcz_conv2d_direct_ref (both direct kernels), dcz_im2col, dcz_maxpool_ref,
@@ -33,9 +33,10 @@ static __global__ void conv_dense_kernel(dcz_conv_geom g, const float *w, const 
     DCZ_GPU_FOR_EACH(t, batch * per) y[t] = dcz_gk_conv_dense(&g, w, bias, x + t / per * in_sample, (uint32_t)(t % per));
 }
 
-static __global__ void im2col_kernel(dcz_conv_geom g, uint32_t gr, const float *x, float *col, uint64_t n)
+static __global__ void im2col_kernel(dcz_conv_geom g, const float *x, float *col, uint64_t per, uint64_t n)
 {
-    DCZ_GPU_FOR_EACH(t, n) col[t] = dcz_gk_im2col(&g, gr, x, (uint32_t)t);
+    const size_t in_sample = (size_t)g.in_c * g.in_h * g.in_w;
+    DCZ_GPU_FOR_EACH(t, n) col[t] = dcz_gk_im2col(&g, 0, x + t / per * in_sample, (uint32_t)(t % per));
 }
 
 static __global__ void pool_kernel(dcz_conv_geom g, int avg, int cip, const float *x, uint64_t batch, float *y)
@@ -68,13 +69,12 @@ extern "C" dcz_status dcz_conv2d_dense__cuda(const dcz_conv_geom *g, const float
     return dcz_gpu_launched();
 }
 
-extern "C" dcz_status dcz_im2col__cuda(const dcz_conv_geom *g, uint32_t gr, const float *x, float *col,
+extern "C" dcz_status dcz_im2col__cuda(const dcz_conv_geom *g, const float *x, size_t batch, float *col,
                                        void *stream)
 {
-    const uint32_t groups = g->group ? g->group : 1;
-    const uint64_t n = (uint64_t)g->out_h * g->out_w * (g->in_c / groups) * g->kh * g->kw;
+    const uint64_t per = (uint64_t)g->out_h * g->out_w * g->in_c * g->kh * g->kw, n = per * batch;
     if (n == 0) return DCZ_OK;
-    im2col_kernel<<<dcz_gpu_blocks(n), DCZ_GPU_BLOCK, 0, (cudaStream_t)stream>>>(*g, gr, x, col, n);
+    im2col_kernel<<<dcz_gpu_blocks(n), DCZ_GPU_BLOCK, 0, (cudaStream_t)stream>>>(*g, x, col, per, n);
     return dcz_gpu_launched();
 }
 

@@ -46,10 +46,10 @@ static __device__ __forceinline__ uint32_t pack4(const int32_t *v)
            (uint32_t)(v[3] & 0xff) << 24;
 }
 
-/* A warp per (row, 8 samples): output row r of sample b at
- * y[b * y_sample + r * y_row], as dcz_spmm__cuda lays it out. */
+/* A warp per (row, 8 samples): output row r of sample b where place puts
+ * it, as dcz_spmm__cuda lays it out. */
 static __global__ void qspmm_kernel(dcz_gqsparse s, dcz_gqout o, const int8_t *__restrict__ x, uint32_t batch,
-                                    size_t y_sample, size_t y_row)
+                                    dcz_gplace place)
 {
     __shared__ int8_t tabs[DCZ_GPU_BLOCK / 32][256];
     const uint32_t lane = threadIdx.x & 31;
@@ -99,7 +99,7 @@ static __global__ void qspmm_kernel(dcz_gqsparse s, dcz_gqout o, const int8_t *_
 #pragma unroll
         for (int b = 0; b < DCZ_GPU_SPMM_SAMPLES; b++) {
             const int32_t sum = warp_sum(acc[b]);
-            if (lane == 0 && (uint32_t)b < nb) dcz_gk_qfinish(&o, r, sum, (size_t)(b0 + b) * y_sample + (size_t)r * y_row);
+            if (lane == 0 && (uint32_t)b < nb) dcz_gk_qfinish(&o, r, sum, dcz_gk_place(&place, b0 + b, r));
         }
     }
 }
@@ -114,9 +114,10 @@ static __global__ void qconv_kernel(dcz_conv_geom g, dcz_gqsparse s, dcz_gqout o
     }
 }
 
-static __global__ void qim2col_kernel(dcz_conv_geom g, uint32_t gr, const int8_t *x, int8_t *col, uint64_t n)
+static __global__ void qim2col_kernel(dcz_conv_geom g, const int8_t *x, int8_t *col, uint64_t per, uint64_t n)
 {
-    DCZ_GPU_FOR_EACH(t, n) col[t] = dcz_gk_qim2col(&g, gr, x, (uint32_t)t);
+    const size_t in_sample = (size_t)g.in_c * g.in_h * g.in_w;
+    DCZ_GPU_FOR_EACH(t, n) col[t] = dcz_gk_qim2col(&g, 0, x + t / per * in_sample, (uint32_t)(t % per));
 }
 
 static __global__ void quantize_kernel(const float *x, uint64_t n, float scale, int32_t qmax, int8_t *y)
@@ -189,13 +190,13 @@ static __global__ void qconcat_kernel(qinputs in, uint32_t nin, uint32_t per, ui
     } while (0)
 
 extern "C" dcz_status dcz_qspmm__cuda(const dcz_gqsparse *s, const dcz_gqout *o, const int8_t *x, size_t batch,
-                                      size_t y_sample, size_t y_row, void *stream)
+                                      dcz_gplace place, void *stream)
 {
     if (s->rows == 0 || batch == 0) return DCZ_OK;
-    if (batch > UINT32_MAX || (s->idx && s->k > 256)) return DCZ_ERR_ARG;
+    if (batch > UINT32_MAX || place.per == 0 || (s->idx && s->k > 256)) return DCZ_ERR_ARG;
     const uint64_t groups = (batch + DCZ_GPU_SPMM_SAMPLES - 1) / DCZ_GPU_SPMM_SAMPLES;
     qspmm_kernel<<<dcz_gpu_warp_blocks(groups * s->rows), DCZ_GPU_BLOCK, 0, (cudaStream_t)stream>>>(
-        *s, *o, x, (uint32_t)batch, y_sample, y_row);
+        *s, *o, x, (uint32_t)batch, place);
     return dcz_gpu_launched();
 }
 
@@ -205,12 +206,11 @@ extern "C" dcz_status dcz_qconv2d__cuda(const dcz_conv_geom *g, const dcz_gqspar
     LAUNCH(qconv_kernel, (uint64_t)batch * g->out_c * g->out_h * g->out_w, *g, *s, *o, x, batch);
 }
 
-extern "C" dcz_status dcz_qim2col__cuda(const dcz_conv_geom *g, uint32_t gr, const int8_t *x, int8_t *col,
+extern "C" dcz_status dcz_qim2col__cuda(const dcz_conv_geom *g, const int8_t *x, size_t batch, int8_t *col,
                                         void *stream)
 {
-    const uint32_t groups = g->group ? g->group : 1;
-    const uint64_t n = (uint64_t)g->out_h * g->out_w * (g->in_c / groups) * g->kh * g->kw;
-    LAUNCH(qim2col_kernel, n, *g, gr, x, col, n);
+    const uint64_t per = (uint64_t)g->out_h * g->out_w * g->in_c * g->kh * g->kw;
+    LAUNCH(qim2col_kernel, per * batch, *g, x, col, per, per * batch);
 }
 
 extern "C" dcz_status dcz_quantize__cuda(const float *x, size_t n, float scale, int32_t qmax, int8_t *y,

@@ -76,7 +76,7 @@ static __global__ void spmv_kernel(dcz_gsparse s, const float *bias, const float
 }
 
 static __global__ void spmm_kernel(dcz_gsparse s, const float *bias, const float *__restrict__ x,
-                                   uint32_t batch, float *y, size_t y_sample, size_t y_row)
+                                   uint32_t batch, float *y, dcz_gplace place)
 {
     extern __shared__ float shared_cb[];
     const float *cb = load_codebook(s, shared_cb);
@@ -105,7 +105,7 @@ static __global__ void spmm_kernel(dcz_gsparse s, const float *bias, const float
         for (int j = 0; j < DCZ_GPU_SPMM_SAMPLES; j++) {
             const float v = warp_sum(acc[j]);
             if (lane == 0 && (uint32_t)j < nb)
-                y[(size_t)(b0 + j) * y_sample + (size_t)r * y_row] = bias ? v + bias[r] : v;
+                y[dcz_gk_place(&place, b0 + j, r)] = bias ? v + bias[r] : v;
         }
     }
 }
@@ -120,13 +120,13 @@ extern "C" dcz_status dcz_spmv__cuda(const dcz_gsparse *s, const float *bias, co
 }
 
 extern "C" dcz_status dcz_spmm__cuda(const dcz_gsparse *s, const float *bias, const float *x, size_t batch,
-                                     float *y, size_t y_sample, size_t y_row, void *stream)
+                                     float *y, dcz_gplace place, void *stream)
 {
     if (s->rows == 0 || batch == 0) return DCZ_OK;
-    if (batch > UINT32_MAX) return DCZ_ERR_ARG;
+    if (batch > UINT32_MAX || place.per == 0) return DCZ_ERR_ARG;
     const uint64_t groups = (batch + DCZ_GPU_SPMM_SAMPLES - 1) / DCZ_GPU_SPMM_SAMPLES;
     const size_t shared = s->idx ? (size_t)s->k * sizeof(float) : 0;
     spmm_kernel<<<dcz_gpu_warp_blocks(groups * s->rows), DCZ_GPU_BLOCK, shared, (cudaStream_t)stream>>>(
-        *s, bias, x, (uint32_t)batch, y, y_sample, y_row);
+        *s, bias, x, (uint32_t)batch, y, place);
     return dcz_gpu_launched();
 }

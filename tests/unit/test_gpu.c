@@ -7,8 +7,9 @@
  *   values; densities 0, 0.5, 1 and 0.01 so fillers occur; batch 1 and 7,
  *   and 9 so a warp's sample group is cut short) against a dense product in
  *   double, within 1e-5 of each output's |w x| sum; the direct
- *   convolution, on compressed rows and on dense weights, over the
- *   convolution grid (groups and depthwise included)
+ *   convolution, on compressed rows and on dense weights, and the patch
+ *   path over a batch (im2col, then the sparse product placing each
+ *   output), over the convolution grid (groups and depthwise included)
  *   against dcz_conv2d_direct_ref within the same bound; pools and the
  *   global mean bit for bit; activations and softmax within 4e-6
  *   relative (the device's expf and tanhf);
@@ -107,10 +108,11 @@ static void test_sparse_fc(void)
                 for (uint32_t i = 0; i < rows; i++) bias[i] = nonzero();
                 dcz_gsparse g = upload_sparse(&m.sp);
                 float *dx = dev_copy(x, B * cols * 4), *db = dev_copy(bias, rows * 4), *dy = dev_copy(NULL, B * rows * 4);
+                const dcz_gplace fc = { 1, rows, 0, 1 };
                 for (size_t bi = 0; bi < 3; bi++) {
                     const size_t b = batches[bi];
                     const dcz_status s = b == 1 ? dcz_spmv__cuda(&g, db, dx, dy, NULL)
-                                                : dcz_spmm__cuda(&g, db, dx, b, dy, rows, 1, NULL);
+                                                : dcz_spmm__cuda(&g, db, dx, b, dy, fc, NULL);
                     CHECK(s == DCZ_OK, "launch: %s", dcz_status_str(s));
                     host_copy(y, dy, b * rows * 4);
                     for (size_t k = 0; k < b; k++)
@@ -166,17 +168,26 @@ static void test_convolutions(void)
                 dcz_gsparse gs = upload_sparse(&m.sp);
                 float *dx = dev_copy(x, B * xin * 4), *db = dev_copy(bias, g->out_c * 4), *dy = dev_copy(NULL, B * yout * 4);
                 float *dw = dev_copy(m.dense, nw * 4);
-                for (int dense = 0; dense < 2; dense++) {   /* the compressed rows, then dense weights */
-                    cudaMemset(dy, 0xff, B * yout * 4);      /* NaN where a kernel writes nothing */
-                    CHECK((dense ? dcz_conv2d_dense__cuda(g, dw, db, dx, B, dy, NULL)
-                                 : dcz_conv2d_sparse__cuda(g, &gs, db, dx, B, dy, NULL)) == DCZ_OK, "launch");
+                const uint32_t pixels = g->out_h * g->out_w;
+                float *dcol = dev_copy(NULL, B * pixels * cols * 4);
+                const dcz_gplace place = { pixels, yout, 1, pixels };
+                static const char *const path[] = { "sparse direct", "dense direct", "patches" };
+                for (int p = 0; p < 3; p++) {   /* compressed rows, dense weights, the batch's patches */
+                    if (p == 2 && g->group > 1) break;   /* grouped convolutions run direct */
+                    cudaMemset(dy, 0xff, B * yout * 4);  /* NaN where a kernel writes nothing */
+                    dcz_status s = p == 0   ? dcz_conv2d_sparse__cuda(g, &gs, db, dx, B, dy, NULL)
+                                   : p == 1 ? dcz_conv2d_dense__cuda(g, dw, db, dx, B, dy, NULL)
+                                            : dcz_im2col__cuda(g, dx, B, dcol, NULL);
+                    if (p == 2 && s == DCZ_OK) s = dcz_spmm__cuda(&gs, db, dcol, B * pixels, dy, place, NULL);
+                    CHECK(s == DCZ_OK, "launch: %s", dcz_status_str(s));
                     host_copy(y, dy, B * yout * 4);
                     for (size_t i = 0; i < B * yout; i++)
                         if (!(fabsf(y[i] - ref[i]) <= 1e-5f * (mag[i] + 1e-6f)) && bad++ < 3)
                             fprintf(stderr, "  conv geometry %zu (%s): y[%zu] = %.8g, reference %.8g\n", gi,
-                                    dense ? "dense" : "sparse", i, y[i], ref[i]);
+                                    path[p], i, y[i], ref[i]);
                     cases++;
                 }
+                cudaFree(dcol);
                 free_gsparse(&gs);
                 cudaFree(dx); cudaFree(db); cudaFree(dy); cudaFree(dw);
                 free(x); free(xa); free(wa); free(bias); free(ba); free(ref); free(mag); free(y);
@@ -339,8 +350,9 @@ static void test_int_rows(void)
                     dcz_gqout o8 = f.o8, of = f.of;
                     o8.y = d8;
                     of.y = dfl;
-                    CHECK(dcz_qspmm__cuda(&g, &o8, dx, b, rows, 1, NULL) == DCZ_OK &&
-                          dcz_qspmm__cuda(&g, &of, dx, b, rows, 1, NULL) == DCZ_OK, "launch");
+                    const dcz_gplace fc = { 1, rows, 0, 1 };
+                    CHECK(dcz_qspmm__cuda(&g, &o8, dx, b, fc, NULL) == DCZ_OK &&
+                          dcz_qspmm__cuda(&g, &of, dx, b, fc, NULL) == DCZ_OK, "launch");
                     host_copy(y8, d8, b * rows);
                     host_copy(yf, dfl, b * rows * 4);
                     dcz_qspmm_ref(&m.sp, f.bias64, xq, b, acc);
@@ -394,6 +406,20 @@ static void test_int_convolutions(void)
             host_copy(yf, dfl, B * yout * 4);
             dcz_qconv2d_direct_ref(g, m.dense, f.bias64, xq, B, acc);
             bad += qfin_bad(&f, acc, B, plane, y8, yf);
+            if (g->group <= 1) {   /* the patch path over the batch (one group) */
+                int8_t *dcol = (int8_t *)dev_copy(NULL, B * plane * cols);
+                const dcz_gplace place = { plane, yout, 1, plane };
+                cudaMemset(d8, 0, B * yout);
+                cudaMemset(dfl, 0xff, B * yout * 4);
+                CHECK(dcz_qim2col__cuda(g, dx, B, dcol, NULL) == DCZ_OK &&
+                          dcz_qspmm__cuda(&gs, &o8, dcol, B * plane, place, NULL) == DCZ_OK &&
+                          dcz_qspmm__cuda(&gs, &of, dcol, B * plane, place, NULL) == DCZ_OK,
+                      "launch");
+                host_copy(y8, d8, B * yout);
+                host_copy(yf, dfl, B * yout * 4);
+                bad += qfin_bad(&f, acc, B, plane, y8, yf);
+                cudaFree(dcol);
+            }
             /* the integer max pool on the same input and window */
             if (ci == 0 && g->group == 1) {
                 dcz_conv_geom pg = *g;

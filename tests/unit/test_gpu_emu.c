@@ -14,11 +14,10 @@
  *   dcz_conv2d_direct_ref within 1e-5 of each output's |w x| sum; the
  *   dense direct convolution (grouped layers with dense weights) likewise;
  * - the backend's choice of convolution kernel (dcz_gpu_pick);
- * - the patch path the GPU takes on small planes and dense weights: each
- *   group's im2col (dcz_gk_im2col, equal to dcz_im2col of the group's
- *   channels) times that group's rows (dcz_gk_sparse_row on the rows from
- *   the group's first), laid out as gpu.c lays it out, against the same
- *   reference;
+ * - the patch path the GPU takes on small planes of one group: each
+ *   sample's im2col (dcz_gk_im2col, equal to dcz_im2col) times the rows
+ *   (dcz_gk_sparse_row) over the batch's patches, each output where
+ *   dcz_gk_place puts it as gpu.c lays it out, against the same reference;
  * - sparse rows against dcz_spmm_ref, pools and the global mean against
  *   their references, activations against dcz_activation_ref and
  *   dcz_relu_ref, Concat's element map against dcz_concat_ref: bit for bit
@@ -78,32 +77,28 @@ static size_t off(const char *what, const dcz_conv_geom *g, const float *got, co
     return bad;
 }
 
-/* The GPU's patch path for a sample: per group, dcz_gk_im2col's patches
- * (checked against dcz_im2col of the group's channels) times the group's
- * rows, into y (out_c, pixels) as gpu.c's dcz_gpu_run_conv2d lays it out. */
-static size_t patch_path(const dcz_conv_geom *g, const dcz_sparse *s, const float *bias, const float *x, float *y)
+/* The GPU's patch path over a batch of B samples x (one group: grouped
+ * convolutions run direct): each sample's patches by dcz_gk_im2col
+ * (checked against dcz_im2col), then the rows over the B pixels patches,
+ * each output where dcz_gk_place puts it, as gpu.c's dcz_gpu_run_conv2d
+ * lays them out in y (B, out_c, pixels). */
+static size_t patch_path(const dcz_conv_geom *g, const dcz_sparse *s, const float *bias, const float *x, size_t B,
+                         float *y)
 {
-    const uint32_t groups = dcz_conv_groups(g), oc = g->out_c / groups, ic = g->in_c / groups;
-    const uint32_t pixels = g->out_h * g->out_w, k = ic * g->kh * g->kw;
-    const size_t plane = (size_t)g->in_h * g->in_w;
-    float *col = malloc((size_t)pixels * k * sizeof *col + 1), *want = malloc((size_t)pixels * k * sizeof *want + 1);
+    const uint32_t pixels = g->out_h * g->out_w, k = g->in_c * g->kh * g->kw;
+    const size_t xin = (size_t)g->in_c * g->in_h * g->in_w, per = (size_t)pixels * k;
+    float *col = malloc(B * per * sizeof *col + 1), *want = malloc(per * sizeof *want + 1);
     size_t bad = 0;
-    dcz_conv_geom g1 = *g;
-    g1.in_c = ic;
-    g1.out_c = oc;
-    g1.group = 1;
-    for (uint32_t gr = 0; gr < groups; gr++) {
-        for (uint32_t i = 0; i < pixels * k; i++) col[i] = dcz_gk_im2col(g, gr, x, i);
-        dcz_im2col(&g1, x + (size_t)gr * ic * plane, want);
-        bad += memcmp(col, want, (size_t)pixels * k * sizeof *col) != 0;
-        dcz_gsparse sg = gsparse_of(s);
-        sg.row_ptr += (size_t)gr * oc;
-        sg.rows = oc;
-        for (uint32_t r = 0; r < oc; r++)
-            for (uint32_t p = 0; p < pixels; p++)
-                y[((size_t)gr * oc + r) * pixels + p] =
-                    dcz_gk_sparse_row(&sg, bias + (size_t)gr * oc, col + (size_t)p * k, r);
+    for (size_t b = 0; b < B; b++) {
+        for (size_t i = 0; i < per; i++) col[b * per + i] = dcz_gk_im2col(g, 0, x + b * xin, (uint32_t)i);
+        dcz_im2col(g, x + b * xin, want);
+        bad += memcmp(col + b * per, want, per * sizeof *col) != 0;
     }
+    const dcz_gsparse gs = gsparse_of(s);
+    const dcz_gplace place = { pixels, (uint64_t)g->out_c * pixels, 1, pixels };
+    for (uint32_t j = 0; j < B * pixels; j++)
+        for (uint32_t r = 0; r < g->out_c; r++)
+            y[dcz_gk_place(&place, j, r)] = dcz_gk_sparse_row(&gs, bias, col + (size_t)j * k, r);
     free(col);
     free(want);
     return bad;
@@ -133,8 +128,11 @@ static void conv_case(const dcz_conv_geom *g, double density, uint32_t k, tally 
     for (size_t b = 0; b < B; b++)
         for (uint32_t i = 0; i < yout; i++) y[b * yout + i] = dcz_gk_conv_dense(g, m.dense, bias, x + b * xin, i);
     t->dense += off("dense", g, y, ref, mag, B * yout);
-    for (size_t b = 0; b < B; b++) t->patches += patch_path(g, &m.sp, bias, x + b * xin, y + b * yout);
-    t->patches += off("patches", g, y, ref, mag, B * yout);
+    if (dcz_conv_groups(g) == 1) {
+        for (size_t i = 0; i < B * yout; i++) y[i] = NAN;   /* every output written */
+        t->patches += patch_path(g, &m.sp, bias, x, B, y);
+        t->patches += off("patches", g, y, ref, mag, B * yout);
+    }
     t->cases++;
     free(x); free(xa); free(wa); free(bias); free(ba); free(ref); free(mag); free(y);
     free_mat(&m);
@@ -451,7 +449,7 @@ static void test_int_rows(void)
 /* The integer convolution on g: direct and by patches, as gpu.c runs them. */
 static size_t qconv_case(const dcz_conv_geom *g, double density, uint32_t k)
 {
-    const uint32_t groups = dcz_conv_groups(g), oc = g->out_c / groups, pixels = g->out_h * g->out_w;
+    const uint32_t groups = dcz_conv_groups(g), pixels = g->out_h * g->out_w;
     const uint32_t cols = dcz_conv_group_in(g) * g->kh * g->kw;
     const size_t B = 2, xin = (size_t)g->in_c * g->in_h * g->in_w, yout = (size_t)g->out_c * pixels;
     qdev d;
@@ -459,7 +457,7 @@ static size_t qconv_case(const dcz_conv_geom *g, double density, uint32_t k)
     qconsts c;
     make_consts(&c, g->out_c);
     int8_t *x = alloc(B * xin, 1), *y8 = alloc(B * yout, 1), *p8 = alloc(B * yout, 1);
-    int8_t *col = alloc((size_t)pixels * cols, 1);
+    int8_t *col = alloc(B * pixels * cols, 1);
     dcz_q *xq = alloc(B * xin, sizeof(dcz_q));
     int64_t *acc = alloc(B * yout, sizeof(int64_t));
     float *yf = alloc(B * yout, sizeof(float)), *pf = alloc(B * yout, sizeof(float));
@@ -473,26 +471,23 @@ static size_t qconv_case(const dcz_conv_geom *g, double density, uint32_t k)
             dcz_gk_qfinish(&of, i / pixels, sum, b * yout + i);
         }
     size_t bad = finish_bad(&c, acc, B, g->out_c, pixels, y8, yf);
-    /* the patch path: each group's patches times its rows, output row r of
-     * pixel p at (group's first row + r) pixels + p */
-    o8.y = p8;
-    of.y = pf;
-    for (size_t b = 0; b < B; b++)
-        for (uint32_t gr = 0; gr < groups; gr++) {
-            for (uint32_t i = 0; i < pixels * cols; i++) col[i] = dcz_gk_qim2col(g, gr, x + b * xin, i);
-            dcz_gqsparse sg = d.gs;
-            sg.row_ptr += (size_t)gr * oc;
-            sg.rows = oc;
-            if (sg.qtab) sg.qtab += (size_t)gr * oc * k;
-            for (uint32_t r = 0; r < oc; r++)
-                for (uint32_t p = 0; p < pixels; p++) {
-                    const int32_t sum = dcz_gk_qsparse_row(&sg, col + (size_t)p * cols, r);
-                    const size_t at = b * yout + ((size_t)gr * oc + r) * pixels + p;
-                    dcz_gk_qfinish(&o8, gr * oc + r, sum, at);
-                    dcz_gk_qfinish(&of, gr * oc + r, sum, at);
-                }
-        }
-    bad += finish_bad(&c, acc, B, g->out_c, pixels, p8, pf);
+    /* the patch path (one group: grouped convolutions run direct): the
+     * batch's patches times the rows, each output where dcz_gk_place puts it */
+    if (groups == 1) {
+        o8.y = p8;
+        of.y = pf;
+        for (size_t b = 0; b < B; b++)
+            for (uint32_t i = 0; i < pixels * cols; i++)
+                col[b * pixels * cols + i] = dcz_gk_qim2col(g, 0, x + b * xin, i);
+        const dcz_gplace place = { pixels, yout, 1, pixels };
+        for (uint32_t j = 0; j < B * pixels; j++)
+            for (uint32_t r = 0; r < g->out_c; r++) {
+                const int32_t sum = dcz_gk_qsparse_row(&d.gs, col + (size_t)j * cols, r);
+                dcz_gk_qfinish(&o8, r, sum, dcz_gk_place(&place, j, r));
+                dcz_gk_qfinish(&of, r, sum, dcz_gk_place(&place, j, r));
+            }
+        bad += finish_bad(&c, acc, B, g->out_c, pixels, p8, pf);
+    }
     free(x); free(y8); free(p8); free(col); free(xq); free(acc); free(yf); free(pf);
     free_consts(&c);
     free_qdev(&d);
