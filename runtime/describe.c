@@ -33,9 +33,17 @@ dcz_gpu_kernel dcz_gpu_pick(const dcz_exec_layer *l)
                                                                                      : DCZ_GK_SPARSE_FC;
 }
 
+int dcz_gpu_by_patches(const dcz_exec_layer *l, dcz_gpu_kernel k, size_t batch)
+{
+    if (k == DCZ_GK_CONV_DENSE || k == DCZ_GK_CONV_IM2COL || k == DCZ_GK_QCONV_IM2COL) return 1;
+    if ((k != DCZ_GK_CONV_DIRECT && k != DCZ_GK_QCONV_DIRECT) || dcz_conv_groups(&l->geom) > 1) return 0;
+    return (double)batch * l->geom.out_c * l->geom.out_h * l->geom.out_w < DCZ_GPU_DIRECT_MIN_OUTPUTS;
+}
+
 /* The GPU kernel of layer l of m and why, in a few words. */
 static void gpu_why(const dcz_model *m, const dcz_exec_layer *l, dcz_layer_desc *k)
 {
+    _Static_assert(DCZ_GPU_DIRECT_MIN_OUTPUTS == 1 << 17, "the direct kernels' reason says 2^17");
     static const struct { const char *name, *why; double arg; } kinds[] = {
         [DCZ_GK_ELEMENT] = { NULL, "", 0 },
         [DCZ_GK_DENSE_FC] = { "cublas gemv/gemm", "dense weights", 0 },
@@ -43,10 +51,10 @@ static void gpu_why(const dcz_model *m, const dcz_exec_layer *l, dcz_layer_desc 
         [DCZ_GK_SPARSE_FC_WIDE] = { "spmv__cuda|gemm", "%g%%+ dense: cublas above batch 1", DCZ_GPU_DENSE_DENSITY * 100 },
         [DCZ_GK_CONV_DENSE] = { "im2col+cublas gemm", "dense weights", 0 },
         [DCZ_GK_CONV_DENSE_DIRECT] = { "conv2d_dense__cuda", "grouped: a thread per output", 0 },
-        [DCZ_GK_CONV_DIRECT] = { "conv2d_sparse__cuda", "planes of %g+ cells", DCZ_GPU_DIRECT_MIN_PLANE },
+        [DCZ_GK_CONV_DIRECT] = { "conv2d_sparse__cuda", "%g+ cell planes; patches < 2^17 outputs", DCZ_GPU_DIRECT_MIN_PLANE },
         [DCZ_GK_CONV_IM2COL] = { "im2col+spmm__cuda", "one group, planes under %g cells", DCZ_GPU_DIRECT_MIN_PLANE },
         [DCZ_GK_QFC] = { "qspmm__cuda", "int8 rows: dp4a, int32 sums", 0 },
-        [DCZ_GK_QCONV_DIRECT] = { "qconv2d__cuda", "int8, planes of %g+ cells", DCZ_GPU_DIRECT_MIN_PLANE },
+        [DCZ_GK_QCONV_DIRECT] = { "qconv2d__cuda", "int8, %g+ cell planes; patches < 2^17 outputs", DCZ_GPU_DIRECT_MIN_PLANE },
         [DCZ_GK_QCONV_IM2COL] = { "qim2col+qspmm__cuda", "int8, one group, planes under %g cells", DCZ_GPU_DIRECT_MIN_PLANE },
     };
     if (l->q && m->scheme == DCZ_SCHEME_FIXED16) {

@@ -57,9 +57,8 @@ struct dcz_gpu {
     float *in;                /* (act_batch, in_size) */
     size_t act_batch;
     int8_t *qin;              /* (act_batch, max_width): the integer region's input */
-    float *col;               /* (act_batch, col_floats): im2col patches (int8 ones in the
-                                 integer region) */
-    uint64_t col_floats;      /* of one sample, the largest of the layers' */
+    float *col;               /* im2col patches (int8 ones in the integer region), as many
+                                 as a run of up to act_batch samples needs (patch_floats) */
     float *h_in, *h_out;      /* pinned: the batch-1 input and output */
     cudaGraphExec_t graph1;   /* the batch-1 run, or NULL */
 };
@@ -138,11 +137,26 @@ static float *expand(const dcz_sparse *s)
     return w;
 }
 
-/* The im2col buffer holds the patches of c (one group) of each sample. */
-static void note_patches(dcz_gpu *g, const dcz_conv_geom *c)
+/* Floats (or int8 cells) of patches the layers of m need in a run of up
+ * to batch samples: the most any one layer needs at any batch up to that
+ * (dcz_gpu_by_patches holds at small batches only, so this grows with
+ * batch). */
+static uint64_t patch_floats(const dcz_model *m, size_t batch)
 {
-    const uint64_t n = (uint64_t)c->out_h * c->out_w * c->in_c * c->kh * c->kw;
-    if (n > g->col_floats) g->col_floats = n;
+    uint64_t most = 0;
+    for (uint32_t i = 0; i < m->nlayers; i++) {
+        const dcz_exec_layer *l = &m->layers[i];
+        const dcz_gpu_kernel k = m->gpu->layers[i].kernel;
+        if (l->op != DCZ_OP_CONV2D || !dcz_gpu_by_patches(l, k, 1)) continue;
+        const dcz_conv_geom *c = &l->geom;
+        const uint64_t outputs = (uint64_t)c->out_c * c->out_h * c->out_w;
+        uint64_t b = batch;
+        if (!dcz_gpu_by_patches(l, k, batch))   /* the largest batch it takes patches at */
+            b = (DCZ_GPU_DIRECT_MIN_OUTPUTS - 1) / outputs;
+        const uint64_t n = b * c->out_h * c->out_w * c->in_c * c->kh * c->kw;
+        if (n > most) most = n;
+    }
+    return most;
 }
 
 /* n int16 values of an 8-bit scheme (within +-127) as int8, on the device. */
@@ -205,7 +219,6 @@ static dcz_status upload_qlayer(dcz_gpu *g, const dcz_model *m, uint32_t i)
         TRY(upload(g, l->rq_shift, l->channels, &p));
         gl->qo.shift = p;
     }
-    if (gl->kernel == DCZ_GK_QCONV_IM2COL) note_patches(g, &l->geom);
     return DCZ_OK;
 }
 
@@ -226,7 +239,6 @@ static dcz_status upload_layer(dcz_gpu *g, const dcz_model *m, uint32_t i)
                                  : (size_t)l->out * l->in;
         TRY(upload(g, l->w, cells * sizeof(float), &p));
         gl->w = p;
-        if (gl->kernel == DCZ_GK_CONV_DENSE) note_patches(g, &l->geom);
         return DCZ_OK;
     }
     const dcz_sparse *s = &l->sp;
@@ -252,7 +264,6 @@ static dcz_status upload_layer(dcz_gpu *g, const dcz_model *m, uint32_t i)
         TRY(st);
         gl->w = p;
     }
-    if (gl->kernel == DCZ_GK_CONV_IM2COL) note_patches(g, &l->geom);
     return DCZ_OK;
 }
 
@@ -304,7 +315,9 @@ static dcz_status ensure_batch(dcz_model *m, size_t batch)
 {
     dcz_gpu *g = m->gpu;
     if (batch <= g->act_batch) return DCZ_OK;
-    if (batch > SIZE_MAX / sizeof(float) / (m->act_width + m->in_size + g->col_floats)) return DCZ_ERR_NOMEM;
+    const uint64_t col = patch_floats(m, batch);
+    if (batch > SIZE_MAX / sizeof(float) / (m->act_width + m->in_size) || col > SIZE_MAX / sizeof(float))
+        return DCZ_ERR_NOMEM;
     if (g->graph1) cudaGraphExecDestroy(g->graph1);
     g->graph1 = NULL;
     cudaFree(g->act);
@@ -317,7 +330,7 @@ static dcz_status ensure_batch(dcz_model *m, size_t batch)
     TRY(cu(cudaMalloc((void **)&g->act, batch * m->act_width * sizeof(float))));
     TRY(cu(cudaMalloc((void **)&g->in, batch * m->in_size * sizeof(float))));
     if (m->scheme != DCZ_SCHEME_NONE) TRY(cu(cudaMalloc((void **)&g->qin, batch * m->max_width)));
-    if (g->col_floats) TRY(cu(cudaMalloc((void **)&g->col, batch * g->col_floats * sizeof(float))));
+    if (col) TRY(cu(cudaMalloc((void **)&g->col, col * sizeof(float))));
     g->act_batch = batch;
     return DCZ_OK;
 }
@@ -436,10 +449,11 @@ dcz_status dcz_gpu_run_conv2d(const dcz_model *m, uint32_t index, const float *c
     const gpu_layer *gl = &m->gpu->layers[index];
     const dcz_conv_geom *g = &l->geom;
     void *st = m->gpu->stream;
-    if (gl->kernel == DCZ_GK_CONV_DIRECT) return dcz_conv2d_sparse__cuda(g, &gl->sp, gl->bias, xs[0], batch, y, st);
     if (gl->kernel == DCZ_GK_CONV_DENSE_DIRECT) return dcz_conv2d_dense__cuda(g, gl->w, gl->bias, xs[0], batch, y, st);
-    /* one group (dcz_gpu_pick runs grouped ones direct): the batch's patches
-     * in one launch, then one product over all of them */
+    if (!dcz_gpu_by_patches(l, gl->kernel, batch))
+        return dcz_conv2d_sparse__cuda(g, &gl->sp, gl->bias, xs[0], batch, y, st);
+    /* one group: the batch's patches in one launch, then one product over
+     * all of them */
     const uint32_t pixels = g->out_h * g->out_w, k = g->in_c * g->kh * g->kw;
     const size_t out_sample = (size_t)g->out_c * pixels;
     float *col = m->gpu->col;
@@ -523,7 +537,7 @@ dcz_status dcz_gpu_qrun_weighted(const dcz_model *m, uint32_t index, const void 
     dcz_gqout o = gl->qo;   /* the layer's output finisher, writing to y */
     o.y = y;
     if (gl->kernel == DCZ_GK_QFC) return dcz_qspmm__cuda(&gl->qs, &o, xs[0], batch, fc_place(l->out), st);
-    if (gl->kernel == DCZ_GK_QCONV_DIRECT) return dcz_qconv2d__cuda(g, &gl->qs, &o, xs[0], batch, st);
+    if (!dcz_gpu_by_patches(l, gl->kernel, batch)) return dcz_qconv2d__cuda(g, &gl->qs, &o, xs[0], batch, st);
     /* small planes, one group: the batch's patches, then one product */
     const uint32_t pixels = g->out_h * g->out_w;
     int8_t *col = (int8_t *)m->gpu->col;

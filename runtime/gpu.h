@@ -156,18 +156,31 @@ typedef enum dcz_gpu_kernel {
  *   conv-heavy CNN 250 / 1778 -> 111 / 1200, MobileNetV2-style
  *   326 / 1449 -> 207 / 1605, int8 ResNet-style 309 / 1075 -> 151 / 986;
  * at 1000 cells (28 x 28 planes by patches too) batch 1 gains more
- * (ResNet-style 102) and batch 64 loses (913). Grouped convolutions run
+ * (ResNet-style 102) and batch 64 loses (913). So a launch of fewer than
+ * DCZ_GPU_DIRECT_MIN_OUTPUTS outputs (batch out_c out_h out_w: about 30
+ * warps a multiprocessor of an H100) takes the patch path whatever its
+ * planes (dcz_gpu_by_patches), the same compressed rows uploaded once for
+ * both. Measured at batches 1 / 4 / 16 / 64 with the bound at 2^15, 2^17,
+ * 2^19 and 2^21 outputs, 2^17 was the fastest or within 5% of it
+ * everywhere: ResNet-style 102 / 170 / 323 / 849 us (2^21: 104 / 174 /
+ * 324 / 921), CNN 78 / 162 / 380 / 1208, LeNet-5 45 / 77 / 98 / 201, int8
+ * ResNet-style 119 / 202 / 368 / 998. Grouped convolutions run
  * direct whatever their planes: their rows are short, and a patch path per
  * group would cost two launches a group. A batch kernel decoding each
  * entry once per 8 samples cannot beat a dense sgemm on a matrix a fifth
  * full or more. */
 #define DCZ_GPU_DIRECT_MIN_PLANE 256
+#define DCZ_GPU_DIRECT_MIN_OUTPUTS 131072
 #define DCZ_GPU_DENSE_DENSITY 0.2
 
 struct dcz_model;
 struct dcz_exec_layer;
 
 dcz_gpu_kernel dcz_gpu_pick(const struct dcz_exec_layer *l);
+/* Nonzero when convolution l, whose kernel is k, runs by patches at batch
+ * samples: the patch kinds always, the direct ones of one group on
+ * compressed rows below DCZ_GPU_DIRECT_MIN_OUTPUTS outputs. */
+int dcz_gpu_by_patches(const struct dcz_exec_layer *l, dcz_gpu_kernel k, size_t batch);
 
 /* ---- gpu.c: the model on the device ------------------------------------------ */
 

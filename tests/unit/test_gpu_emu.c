@@ -161,7 +161,8 @@ static void test_convolutions(void)
 
 /* The backend's choice for convolutions (dcz_gpu_pick): grouped ones run
  * direct whatever their planes, dense weights and integers too; one group
- * takes the patch path on planes under DCZ_GPU_DIRECT_MIN_PLANE cells. */
+ * takes the patch path on planes under DCZ_GPU_DIRECT_MIN_PLANE cells, and
+ * on larger ones in small launches (dcz_gpu_by_patches). */
 static void test_pick(void)
 {
     static const struct { uint32_t groups, hw; int sparse, q; dcz_gpu_kernel want; } cases[] = {
@@ -182,6 +183,23 @@ static void test_pick(void)
         CHECK(dcz_gpu_pick(&l) == cases[i].want, "case %zu: kernel %d, expected %d", i, (int)dcz_gpu_pick(&l),
               (int)cases[i].want);
     }
+    /* the direct kernels of one group take the patch path in launches of
+     * fewer than DCZ_GPU_DIRECT_MIN_OUTPUTS outputs (here 16 x 28 x 28 a sample) */
+    dcz_exec_layer l;
+    memset(&l, 0, sizeof l);
+    l.op = DCZ_OP_CONV2D;
+    l.sparse = 1;
+    l.geom = conv_geom_grouped(8, 16, 28, 28, 3, 1, 1, 1);
+    const size_t last = (DCZ_GPU_DIRECT_MIN_OUTPUTS - 1) / (16 * 28 * 28);
+    CHECK(dcz_gpu_by_patches(&l, DCZ_GK_CONV_DIRECT, 1) && dcz_gpu_by_patches(&l, DCZ_GK_CONV_DIRECT, last) &&
+          !dcz_gpu_by_patches(&l, DCZ_GK_CONV_DIRECT, last + 1) && !dcz_gpu_by_patches(&l, DCZ_GK_CONV_DIRECT, 64),
+          "one group, compressed rows");
+    CHECK(dcz_gpu_by_patches(&l, DCZ_GK_QCONV_DIRECT, 1) && !dcz_gpu_by_patches(&l, DCZ_GK_QCONV_DIRECT, 64), "int8");
+    CHECK(dcz_gpu_by_patches(&l, DCZ_GK_CONV_IM2COL, 1000) && dcz_gpu_by_patches(&l, DCZ_GK_CONV_DENSE, 1000) &&
+          !dcz_gpu_by_patches(&l, DCZ_GK_CONV_DENSE_DIRECT, 1), "the patch kinds always, the dense direct never");
+    l.geom.group = 8;
+    l.geom.in_c = 8;
+    CHECK(!dcz_gpu_by_patches(&l, DCZ_GK_CONV_DIRECT, 1), "grouped: always direct");
 }
 
 static void test_sparse_rows(void)
