@@ -527,7 +527,6 @@ dcz_status dcz_gpu_run_concat(const dcz_model *m, uint32_t index, const float *c
 
 /* ---- the operator table's integer GPU entries ----------------------------------- */
 
-
 dcz_status dcz_gpu_qrun_weighted(const dcz_model *m, uint32_t index, const void *const *xs, size_t batch, void *y)
 {
     const dcz_exec_layer *l = &m->layers[index];
