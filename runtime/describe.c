@@ -64,9 +64,10 @@ static void gpu_why(const dcz_model *m, const dcz_exec_layer *l, dcz_layer_desc 
     }
     const dcz_gpu_kernel g = dcz_gpu_pick(l);
     k->gpu_kernel = kinds[g].name ? kinds[g].name : k->kernel;
-    snprintf(k->gpu_why, sizeof k->gpu_why, kinds[g].why, kinds[g].arg);
-    if (l->op == DCZ_OP_CONV2D && dcz_conv_groups(&l->geom) > 1 && g != DCZ_GK_CONV_DENSE_DIRECT)
-        snprintf(k->gpu_why, sizeof k->gpu_why, "%sgrouped: a thread per output", l->q ? "int8, " : "");
+    /* a grouped convolution runs direct whatever its planes */
+    const int grouped = l->op == DCZ_OP_CONV2D && dcz_conv_groups(&l->geom) > 1;
+    const char *why = !grouped ? kinds[g].why : l->q ? "int8, grouped: a thread per output" : "grouped: a thread per output";
+    snprintf(k->gpu_why, sizeof k->gpu_why, why, kinds[g].arg);
 }
 
 static const char *isa_name(void)

@@ -154,20 +154,20 @@ DCZ_HD float dcz_gk_conv_dense(const dcz_conv_geom *g, const float *w, const flo
     return sum;
 }
 
-/* The cell of one input sample that element i of group gr's im2col
- * patches holds: (out_h out_w, in_c / groups kh kw) row-major, as
- * dcz_im2col lays them out for one group; -1 in the padding. */
-DCZ_HD int64_t dcz_gk_patch_cell(const dcz_conv_geom *g, uint32_t gr, uint32_t i)
+/* The cell of one input sample that element i of the im2col patches of a
+ * convolution of one group holds: (out_h out_w, in_c kh kw) row-major, as
+ * dcz_im2col lays them out; -1 in the padding. */
+DCZ_HD int64_t dcz_gk_patch_cell(const dcz_conv_geom *g, uint32_t i)
 {
-    const uint32_t groups = g->group ? g->group : 1, k = (g->in_c / groups) * g->kh * g->kw, p = i / k;
+    const uint32_t k = g->in_c * g->kh * g->kw, p = i / k;
     const int64_t y0 = (int64_t)(p / g->out_w) * g->sh - g->ph, x0 = (int64_t)(p % g->out_w) * g->sw - g->pw;
-    return dcz_gk_tap_cell(g, gr * (g->in_c / groups), y0, x0, i % k);
+    return dcz_gk_tap_cell(g, 0, y0, x0, i % k);
 }
 
-/* Element i of one sample's im2col patches of group gr (0 in the padding). */
-DCZ_HD float dcz_gk_im2col(const dcz_conv_geom *g, uint32_t gr, const float *x, uint32_t i)
+/* Element i of one sample's im2col patches (one group; 0 in the padding). */
+DCZ_HD float dcz_gk_im2col(const dcz_conv_geom *g, const float *x, uint32_t i)
 {
-    const int64_t at = dcz_gk_patch_cell(g, gr, i);
+    const int64_t at = dcz_gk_patch_cell(g, i);
     return at < 0 ? 0.0f : x[at];
 }
 
@@ -360,10 +360,10 @@ DCZ_HD int32_t dcz_gk_qconv(const dcz_conv_geom *g, const dcz_gqsparse *s, const
     return sum;
 }
 
-/* Element i of one sample's int8 patches of group gr (0 in the padding). */
-DCZ_HD int8_t dcz_gk_qim2col(const dcz_conv_geom *g, uint32_t gr, const int8_t *x, uint32_t i)
+/* Element i of one sample's int8 patches (one group; 0 in the padding). */
+DCZ_HD int8_t dcz_gk_qim2col(const dcz_conv_geom *g, const int8_t *x, uint32_t i)
 {
-    const int64_t at = dcz_gk_patch_cell(g, gr, i);
+    const int64_t at = dcz_gk_patch_cell(g, i);
     return at < 0 ? 0 : x[at];
 }
 

@@ -36,7 +36,7 @@ static __global__ void conv_dense_kernel(dcz_conv_geom g, const float *w, const 
 static __global__ void im2col_kernel(dcz_conv_geom g, const float *x, float *col, uint64_t per, uint64_t n)
 {
     const size_t in_sample = (size_t)g.in_c * g.in_h * g.in_w;
-    DCZ_GPU_FOR_EACH(t, n) col[t] = dcz_gk_im2col(&g, 0, x + t / per * in_sample, (uint32_t)(t % per));
+    DCZ_GPU_FOR_EACH(t, n) col[t] = dcz_gk_im2col(&g, x + t / per * in_sample, (uint32_t)(t % per));
 }
 
 static __global__ void pool_kernel(dcz_conv_geom g, int avg, int cip, const float *x, uint64_t batch, float *y)

@@ -117,7 +117,7 @@ static __global__ void qconv_kernel(dcz_conv_geom g, dcz_gqsparse s, dcz_gqout o
 static __global__ void qim2col_kernel(dcz_conv_geom g, const int8_t *x, int8_t *col, uint64_t per, uint64_t n)
 {
     const size_t in_sample = (size_t)g.in_c * g.in_h * g.in_w;
-    DCZ_GPU_FOR_EACH(t, n) col[t] = dcz_gk_qim2col(&g, 0, x + t / per * in_sample, (uint32_t)(t % per));
+    DCZ_GPU_FOR_EACH(t, n) col[t] = dcz_gk_qim2col(&g, x + t / per * in_sample, (uint32_t)(t % per));
 }
 
 static __global__ void quantize_kernel(const float *x, uint64_t n, float scale, int32_t qmax, int8_t *y)

@@ -90,7 +90,7 @@ static size_t patch_path(const dcz_conv_geom *g, const dcz_sparse *s, const floa
     float *col = malloc(B * per * sizeof *col + 1), *want = malloc(per * sizeof *want + 1);
     size_t bad = 0;
     for (size_t b = 0; b < B; b++) {
-        for (size_t i = 0; i < per; i++) col[b * per + i] = dcz_gk_im2col(g, 0, x + b * xin, (uint32_t)i);
+        for (size_t i = 0; i < per; i++) col[b * per + i] = dcz_gk_im2col(g, x + b * xin, (uint32_t)i);
         dcz_im2col(g, x + b * xin, want);
         bad += memcmp(col + b * per, want, per * sizeof *col) != 0;
     }
@@ -496,7 +496,7 @@ static size_t qconv_case(const dcz_conv_geom *g, double density, uint32_t k)
         of.y = pf;
         for (size_t b = 0; b < B; b++)
             for (uint32_t i = 0; i < pixels * cols; i++)
-                col[b * pixels * cols + i] = dcz_gk_qim2col(g, 0, x + b * xin, i);
+                col[b * pixels * cols + i] = dcz_gk_qim2col(g, x + b * xin, i);
         const dcz_gplace place = { pixels, yout, 1, pixels };
         for (uint32_t j = 0; j < B * pixels; j++)
             for (uint32_t r = 0; r < g->out_c; r++) {
