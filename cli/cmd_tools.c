@@ -185,6 +185,7 @@ typedef struct layer_info {
     stream_stats idx, gap;
     const char *kernel, *why, *gpu_kernel;
     char why_buf[512], gpu_why[160];
+    uint32_t seg_first, chunk;   /* dcz_layer_desc's */
 } layer_info;
 
 static void measure_layer(const dcz_doc_layer *l, layer_info *li)
@@ -233,6 +234,8 @@ static void describe_kernels(const uint8_t *buf, size_t len, const dcz_doc *d, l
             snprintf(li[i].why_buf, sizeof li[i].why_buf, "%s", ld.why);
             li[i].gpu_kernel = ld.gpu_kernel;
             snprintf(li[i].gpu_why, sizeof li[i].gpu_why, "%s", ld.gpu_why);
+            li[i].seg_first = ld.seg_first;
+            li[i].chunk = ld.chunk;
         } else {
             li[i].kernel = li[i].gpu_kernel = "none";
             snprintf(li[i].why_buf, sizeof li[i].why_buf, "libdcz does not load this file: %s",
@@ -362,6 +365,7 @@ int cmd_info(verb_ctx *v)
                 json_str(&j, "kernel_reason", li[i].why);
                 json_str(&j, "gpu_kernel", li[i].gpu_kernel);
                 json_str(&j, "gpu_kernel_reason", li[i].gpu_why);
+                json_int(&j, "batch_chunk", li[i].chunk);
                 json_int(&j, "macs_per_sample", (long long)layer_macs(l, &shapes[i + 1], li[i].weights));
                 json_int(&j, "macs_per_sample_kept", (long long)layer_macs(l, &shapes[i + 1], li[i].kept));
             }
@@ -476,6 +480,14 @@ int cmd_info(verb_ctx *v)
                    strcmp(li[first].why, li[i].why) != 0)
                 first++;
             if (first == i) printf("  %s: %s\n", li[i].kernel, li[i].why);
+        }
+        /* the runs of per-sample layers a batch goes through by chunks */
+        for (uint32_t i = 0; i < d->nlayers; i++) {
+            if (!li[i].chunk || li[i].seg_first != i) continue;
+            uint32_t last = i;
+            while (last + 1 < d->nlayers && li[last + 1].seg_first == i) last++;
+            printf("  batches: %s .. %s by chunks of %u sample%s, their activations kept in the cache\n",
+                   d->layers[i].name, d->layers[last].name, li[i].chunk, li[i].chunk == 1 ? "" : "s");
         }
 
         if (d->nstages) {

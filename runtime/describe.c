@@ -117,6 +117,8 @@ dcz_status dcz_describe_layer(const dcz_model *m, uint32_t layer, dcz_layer_desc
     k->width = l->out;
     k->why[0] = '\0';
     k->kernel = o ? o->label : "?";
+    k->seg_first = m->tensors[layer + 1].seg_first;
+    k->chunk = m->tensors[k->seg_first + 1].chunk;
     gpu_why(m, l, k);
     if (l->fused && !m->opt.force_reference) {
         k->kernel = "fused";

@@ -4,8 +4,10 @@
  *
  * Built only with the CUDA backend (the Makefile's CUDA toggle). The
  * model's CPU execution form is uploaded as it is; the activations of a
- * run live in one device block laid out as the CPU's (each tensor at
- * m->tensors[t].off floats a sample), grown to the largest batch run.
+ * run live in one device block laid out as the CPU's activation block
+ * (each tensor at m->tensors[t].off floats a sample) followed by its chunk
+ * block (the inner tensors, there for the whole batch: the device runs
+ * each layer on the whole batch), grown to the largest batch run.
  * A batch-1 run copies the input into a pinned host buffer and replays a
  * graph that copies it in, runs every layer and copies the output out; the
  * graph is captured on the first batch-1 run and again after the block
@@ -53,7 +55,7 @@ struct dcz_gpu {
     void **mem;               /* every device allocation of the weights */
     size_t nmem, capmem;
     void *workspace;          /* cuBLAS's */
-    float *act;               /* (act_batch, act_width) */
+    float *act;               /* (act_batch, act_width + chunk_width) */
     float *in;                /* (act_batch, in_size) */
     size_t act_batch;
     int8_t *qin;              /* (act_batch, max_width): the integer region's input */
@@ -316,7 +318,8 @@ static dcz_status ensure_batch(dcz_model *m, size_t batch)
     dcz_gpu *g = m->gpu;
     if (batch <= g->act_batch) return DCZ_OK;
     const uint64_t col = patch_floats(m, batch);
-    if (batch > SIZE_MAX / sizeof(float) / (m->act_width + m->in_size) || col > SIZE_MAX / sizeof(float))
+    if (batch > SIZE_MAX / sizeof(float) / (m->act_width + m->chunk_width + m->in_size) ||
+        col > SIZE_MAX / sizeof(float))
         return DCZ_ERR_NOMEM;
     if (g->graph1) cudaGraphExecDestroy(g->graph1);
     g->graph1 = NULL;
@@ -327,7 +330,7 @@ static dcz_status ensure_batch(dcz_model *m, size_t batch)
     g->act = g->in = g->col = NULL;
     g->qin = NULL;
     g->act_batch = 0;
-    TRY(cu(cudaMalloc((void **)&g->act, batch * m->act_width * sizeof(float))));
+    TRY(cu(cudaMalloc((void **)&g->act, batch * (m->act_width + m->chunk_width) * sizeof(float))));
     TRY(cu(cudaMalloc((void **)&g->in, batch * m->in_size * sizeof(float))));
     if (m->scheme != DCZ_SCHEME_NONE) TRY(cu(cudaMalloc((void **)&g->qin, batch * m->max_width)));
     if (col) TRY(cu(cudaMalloc((void **)&g->col, col * sizeof(float))));
@@ -338,7 +341,8 @@ static dcz_status ensure_batch(dcz_model *m, size_t batch)
 /* Tensor t of a run of batch samples on the device. */
 static float *device_tensor(const dcz_model *m, uint32_t t, size_t batch)
 {
-    return t == 0 ? m->gpu->in : m->gpu->act + m->tensors[t].off * batch;
+    const dcz_tensor *x = &m->tensors[t];
+    return t == 0 ? m->gpu->in : m->gpu->act + ((x->inner ? m->act_width : 0) + x->off) * batch;
 }
 
 /* Every layer, enqueued on the stream; the integer region's as run.c's

@@ -93,6 +93,8 @@ typedef struct loader {
     int in_place;
     uint64_t max_width;  /* elements of the largest activation of one sample */
     uint64_t act_width;  /* floats a sample of the activation block */
+    uint64_t chunk_width;/* floats a sample of the chunk block */
+    uint32_t chunk_max;  /* the largest chunk of a segment */
     int quant;           /* the model runs on integers */
     uint32_t cblocks;    /* row blocks of the column forms: the threads that run them */
     int forms;           /* FORM_ bits: the extra forms to build (this CPU runs their kernels) */
@@ -375,33 +377,96 @@ static void fuse_activations(dcz_model *m)
     for (uint32_t i = 0; i + 1 < m->nlayers; i++) {
         dcz_exec_layer *c = &m->layers[i], *a = &m->layers[i + 1];
         if (c->op != DCZ_OP_CONV2D || !c->shifted || c->q || a->q || (a->op != DCZ_OP_RELU && a->op != DCZ_OP_CLIP) ||
-            a->tin[0] != i + 1 || m->tensors[i + 1].last != i + 1 || m->tensors[i + 2].off != m->tensors[i + 1].off)
+            a->tin[0] != i + 1 || m->tensors[i + 1].last != i + 1 || m->tensors[i + 2].off != m->tensors[i + 1].off ||
+            m->tensors[i + 2].inner != m->tensors[i + 1].inner)
             continue;
         c->act = (dcz_act){ a->op, a->param[0], a->param[1] };
         a->fused = 1;
     }
 }
 
-/* Places of the activations (dcz_tensor), from the tensors' lifetimes, in
+/* The segments of run.c: a maximal run of layers that each compute a
+ * sample from that sample alone and gain nothing from a batch (t[i +
+ * 1].chunk 1 on entry for such a layer i, 0 for one that takes the whole
+ * batch) goes through the batch a chunk of samples at a time, so that the
+ * chunk's activations stay in the cache from one layer to the next; every
+ * other layer is a segment of its own. A chunk is as many samples as
+ * DCZ_CHUNK_BYTES holds of the segment's outputs (at least one). The
+ * tensors written and last read within a segment of chunks are inner; a
+ * segment without any takes the whole batch after all. Returns the
+ * largest chunk (0: none), the samples the chunk block must hold. */
+static uint32_t plan_segments(dcz_tensor *t, uint32_t nlayers)
+{
+    uint32_t most = 0;
+    for (uint32_t i = 0; i < nlayers;) {
+        const uint32_t alone = t[i + 1].chunk;
+        uint32_t j = i;
+        while (alone && j + 1 < nlayers && t[j + 2].chunk) j++;
+        uint64_t bytes = 0;   /* a sample's outputs, those run in place over their input aside */
+        for (uint32_t k = i; k <= j; k++) {
+            if (!t[k + 1].share) bytes += (uint64_t)t[k + 1].width * sizeof(float);
+            t[k + 1].seg_first = i;
+            t[k + 1].seg_last = j;
+            t[k + 1].chunk = 0;
+        }
+        if (alone && bytes) {
+            const uint64_t c = DCZ_CHUNK_BYTES / bytes;
+            t[i + 1].chunk = c < 1 ? 1 : c > UINT32_MAX ? UINT32_MAX : (uint32_t)c;
+            int inner = 0;
+            /* and a layer that may run in place over its input shares
+             * that input's block, both ways, so that it still runs in
+             * place: over an input from outside, or one that is not inner,
+             * its output is not either; an output that is not inner keeps
+             * the input it runs over out of the chunk block too */
+            for (uint32_t k = i; k <= j; k++) {
+                const uint32_t u = t[k + 1].share;
+                t[k + 1].inner = k + 1 < nlayers && t[k + 1].last <= j &&
+                                 !(u && t[u].last == k && (u <= i || !t[u].inner));
+            }
+            for (uint32_t k = j + 1; k-- > i;) {
+                const uint32_t u = t[k + 1].share;
+                if (!t[k + 1].inner && u > i && t[u].last == k) t[u].inner = 0;
+                inner |= t[k + 1].inner;
+            }
+            if (!inner) t[i + 1].chunk = 0;   /* nothing to keep in the cache */
+            else if (t[i + 1].chunk > most) most = t[i + 1].chunk;
+        }
+        i = j + 1;
+    }
+    return most;
+}
+
+/* Whether the place whose tenant's last reader is layer busy (nlayers: the
+ * model output) is free for the output of layer def. Inner tensors: that
+ * reader ran before def (in every chunk, layer after layer); the others:
+ * that reader's segment ended before def's began. */
+static int place_free(const dcz_tensor *t, uint32_t nlayers, uint32_t busy, uint32_t def, int inner)
+{
+    if (inner) return busy < def;
+    return busy < nlayers && t[busy + 1].seg_last < t[def + 1].seg_first;
+}
+
+/* Places of the activations (dcz_tensor) of one block (the inner tensors,
+ * or the others), from the tensors' lifetimes, in
  * layer order: the output of layer i takes its input's place when layer i
- * is in place and the last to read that input, else a free place (one
- * whose tenant's last reader ran before i), the smallest that holds it,
- * else the largest free one, grown, else a new one; places are laid out in
- * the order they were opened. Returns the floats a sample of the whole
- * block. */
-static uint64_t plan_places(dcz_tensor *t, uint32_t nlayers)
+ * is in place and the last to read that input, else a free place
+ * (place_free), the smallest that holds it, else the largest free one,
+ * grown, else a new one; places are laid out in the order they were
+ * opened. Returns the floats a sample of the block. */
+static uint64_t plan_places(dcz_tensor *t, uint32_t nlayers, int inner)
 {
     for (uint32_t v = 1; v <= nlayers; v++) {
+        if (t[v].inner != inner) continue;
         const uint32_t def = v - 1;   /* the layer that writes it */
         const uint32_t u = t[v].share, us = u ? t[u].slot : 0;
-        if (u && t[u].last == def && t[us].busy == def && t[us].size >= t[v].width) {
+        if (u && t[u].inner == inner && t[u].last == def && t[us].busy == def && t[us].size >= t[v].width) {
             t[v].slot = us;   /* in place: the activation runs over its input */
             t[us].busy = t[v].last;
             continue;
         }
         uint32_t best = 0, grow = 0;
         for (uint32_t o = 1; o < v; o++) {
-            if (t[o].slot != o || t[o].busy >= def) continue;
+            if (t[o].inner != inner || t[o].slot != o || !place_free(t, nlayers, t[o].busy, def, inner)) continue;
             if (t[o].size >= t[v].width) {
                 if (!best || t[o].size < t[best].size) best = o;
             } else if (!grow || t[o].size > t[grow].size) {
@@ -416,11 +481,12 @@ static uint64_t plan_places(dcz_tensor *t, uint32_t nlayers)
     }
     uint64_t end = 0;
     for (uint32_t o = 1; o <= nlayers; o++)
-        if (t[o].slot == o) {
+        if (t[o].inner == inner && t[o].slot == o) {
             t[o].off = end;
             end += t[o].size;
         }
-    for (uint32_t v = 1; v <= nlayers; v++) t[v].off = t[t[v].slot].off;
+    for (uint32_t v = 1; v <= nlayers; v++)
+        if (t[v].inner == inner) t[v].off = t[t[v].slot].off;
     return end;
 }
 
@@ -497,6 +563,9 @@ static dcz_status load_walk(const dcz_container *c, const dcz_options *o, loader
         tensors[i + 1].shape = l->out_shape;
         tensors[i + 1].width = l->out;
         tensors[i + 1].share = dcz_op_get(g.op)->in_place ? g.in[0] : 0;
+        /* the float layers but the fully connected ones work sample by
+         * sample (plan_segments) */
+        tensors[i + 1].chunk = !quant && g.op != DCZ_OP_DENSE;
         if (l->out > max_width) max_width = l->out;
         if (l->im2col && dcz_conv2d_im2col_floats(&l->geom) > scratch_floats)
             scratch_floats = dcz_conv2d_im2col_floats(&l->geom);
@@ -514,7 +583,9 @@ static dcz_status load_walk(const dcz_container *c, const dcz_options *o, loader
     }
     TRY(dcz_graph_end(&w));
     tensors[nlayers].last = nlayers;   /* the model output outlives every layer */
-    const uint64_t act_width = plan_places(tensors, nlayers);
+    const uint32_t chunk_max = plan_segments(tensors, nlayers);
+    const uint64_t act_width = plan_places(tensors, nlayers, 0);
+    const uint64_t chunk_width = plan_places(tensors, nlayers, 1);
     /* batch 1 on a lane form: the input's panels (run.c) */
     if (ld->lane_floats > scratch_floats) scratch_floats = ld->lane_floats;
     /* after the entries, the scales of the tensors (absent in format 1.2) */
@@ -526,6 +597,8 @@ static dcz_status load_walk(const dcz_container *c, const dcz_options *o, loader
     float *conv_scratch = arena_take(a, scratch_floats * ld->cblocks * sizeof(float));
     ld->max_width = max_width;
     ld->act_width = act_width;
+    ld->chunk_width = chunk_width;
+    ld->chunk_max = chunk_max;
     ld->quant = quant;
     if (m) {
         m->scratch = conv_scratch;
@@ -535,6 +608,8 @@ static dcz_status load_walk(const dcz_container *c, const dcz_options *o, loader
         m->out_size = tensors[nlayers].width;
         m->max_width = (uint32_t)max_width;
         m->act_width = act_width;
+        m->chunk_width = chunk_width;
+        m->chunk_max = chunk_width ? chunk_max : 0;
         if (quant) {
             m->scheme = (dcz_scheme)cw.scheme;
             m->qmax = dcz_scheme_qmax(cw.scheme);
@@ -554,7 +629,8 @@ typedef struct layout {
     size_t walk;                /* bytes the walk takes */
     size_t gaps, idx;           /* decoding scratch */
     size_t load;                /* walk and decoding scratch */
-    size_t act, qacc;           /* static: activation buffers, accumulators */
+    size_t act, cact, qacc;     /* static: activation and chunk blocks, accumulators */
+    size_t cact_batch;          /* static: samples the chunk block holds */
     size_t total;               /* the block */
     scratch sc;                 /* scratch capacities */
     uint64_t max_width, act_width;
@@ -627,10 +703,13 @@ static dcz_status plan_layout(const dcz_container *c, const dcz_options *o, int 
         /* the activation block of (max_batch, act_width) floats; on
          * integers the accumulators, then the quantized model input (run.c) */
         const uint64_t w = ld.max_width, aw = ld.act_width;
-        if ((w && max_batch > UINT64_MAX / 16 / w) || (aw && max_batch > UINT64_MAX / 16 / aw))
+        if ((w && max_batch > UINT64_MAX / 16 / w) || (aw && max_batch > UINT64_MAX / 16 / aw) ||
+            (ld.chunk_width && max_batch > UINT64_MAX / 16 / ld.chunk_width))
             return DCZ_ERR_NOMEM;
         const uint64_t cells = (uint64_t)max_batch * w;
         L->act = take_at(&r, (uint64_t)max_batch * aw * sizeof(float));
+        L->cact_batch = ld.chunk_width ? (max_batch < ld.chunk_max ? max_batch : ld.chunk_max) : 0;
+        L->cact = take_at(&r, (uint64_t)L->cact_batch * ld.chunk_width * sizeof(float));
         if (ld.quant) L->qacc = take_at(&r, cells * (sizeof(int64_t) + sizeof(dcz_q)));
     }
     if (ld.a.overflow || s.overflow || r.overflow) return DCZ_ERR_NOMEM;
@@ -831,6 +910,8 @@ dcz_status dcz_open_static(const void *buf, size_t len, void *arena_mem, size_t 
     TRY(fill(&c, &o, in_place, &L, block, &m));
     m->fixed = 1;
     m->act = (float *)(void *)(block + L.act);
+    m->cact = (float *)(void *)(block + L.cact);
+    m->cact_batch = L.cact_batch;
     m->qacc = L.quant ? (int64_t *)(void *)(block + L.qacc) : NULL;
     m->act_batch = o.max_batch;
     *out = m;
@@ -845,6 +926,7 @@ void dcz_close(dcz_model *m)
 #endif
     dcz_pool_stop(m->pool);
     free(m->act);
+    free(m->cact);
     free(m->qacc);
     free(m->block); /* m itself lives inside block */
 }

@@ -320,13 +320,22 @@ static inline int dcz_sparse_split(const dcz_sparse *s)
     return s->col_ptr ? s->cblocks > 1 : s->entries >= DCZ_PARALLEL_MIN_ENTRIES;
 }
 
+/* The activations of a chunk of samples a segment of per-sample layers
+ * runs at once (run.c, load.c plan_segments): within a core's second-level
+ * cache (1 MB and up on the x86 and Arm cores of this decade). */
+#define DCZ_CHUNK_BYTES (1u << 20)
+
 /* A tensor of the graph: 0 the model input, j + 1 the output of layer j.
  * Activations live in one block of act_width floats a sample, each tensor
  * at its offset there, planned from the tensors' lifetimes (load.c): a
- * tensor's place is reused once its last reader has run, so a chain takes
- * two places, as a ping-pong pair would. A batch of b samples keeps tensor
- * t at act + off b, its samples one after the other. The model input stays
- * where the caller has it (off unused). */
+ * tensor's place is reused once its last reader has run on every sample
+ * (the end of that reader's segment), so a chain of layers that each take
+ * the whole batch uses two places, as a ping-pong pair would. A batch of b
+ * samples keeps tensor t at act + off b, its samples one after the other.
+ * A tensor written and last read within one segment run by chunks of
+ * samples ("inner") lives in the chunk block instead, planned the same way
+ * over the inner tensors: a chunk of n samples keeps it at cact + off n.
+ * The model input stays where the caller has it (off unused). */
 typedef struct dcz_tensor {
     dcz_shape shape;          /* one sample */
     uint32_t width;           /* elements of one sample */
@@ -338,7 +347,15 @@ typedef struct dcz_tensor {
     uint32_t share;           /* the input whose place it may take (the first input of an
                                  in-place op, dcz_op_info.in_place), 0 for none */
     uint64_t size;            /* of a tensor that opened a place: its floats a sample */
-    uint64_t off;             /* floats a sample before its place in the block */
+    uint64_t off;             /* floats a sample before its place in its block */
+    uint8_t inner;            /* written and last read within one segment run by chunks:
+                                 it lives in the chunk block, which holds a chunk */
+    /* The segment of the layer writing it (run.c, "segments"): the first
+     * and last layer of the run of layers a chunk of samples goes through
+     * together, and, on the output of a segment's first layer, the samples
+     * of a chunk (0: the whole batch at once). */
+    uint32_t seg_first, seg_last;
+    uint32_t chunk;
 } dcz_tensor;
 
 /* The model on a CUDA device (gpu.c; the CUDA backend only). */
@@ -355,6 +372,8 @@ struct dcz_model {
     dcz_exec_layer *layers;   /* (nlayers), inside block */
     dcz_tensor *tensors;      /* (nlayers + 1), inside block */
     uint64_t act_width;       /* floats a sample of the activation block */
+    uint64_t chunk_width;     /* floats a sample of the chunk block (the inner tensors) */
+    uint32_t chunk_max;       /* the largest chunk of a segment (run.c) */
     void *block;              /* everything loaded, one allocation; NULL when fixed */
     int keep_acc;             /* a tap reads each weighted layer's accumulators (dcz_run_tapped):
                                  no kernel may fuse them away */
@@ -367,6 +386,8 @@ struct dcz_model {
     uint64_t scratch_floats;
     float *act;               /* the activation block: act_width * act_batch floats */
     size_t act_batch;
+    float *cact;              /* the chunk block: chunk_width * cact_batch floats */
+    size_t cact_batch;
     dcz_scheme scheme;        /* DCZ_SCHEME_NONE: every layer in float */
     int32_t qmax;             /* the scheme's integer range */
     uint32_t q_first, q_last; /* the integer region: layers from the first weighted one

@@ -25,7 +25,9 @@ typedef void (*dcz_tap_fn)(void *ctx, uint32_t layer, const float *y, size_t bat
 
 /* dcz_run, calling tap after each layer (on the integer region: a weighted
  * layer's accumulators dequantized, another layer's integers times its
- * output's scale; on a static model once per chunk of act_batch samples).
+ * output's scale; on a static model once per chunk of act_batch samples,
+ * or of the samples its chunk block holds when fewer). Each layer sees the
+ * whole of each such chunk: a tapped run takes no segments by chunks.
  * Allocates when tapping a calibrated model; for the toolchain's
  * measurements, not for deployment. Runs the CPU form of a model placed
  * on a GPU too. */
@@ -61,6 +63,9 @@ typedef struct dcz_layer_desc {
     const char *gpu_kernel; /* the kernel it would run with on a GPU (the CUDA
                              backend's choice, told on any machine) */
     char gpu_why[160];    /* why, in a few words ("" for a layer without weights) */
+    uint32_t seg_first;   /* the first layer of its segment (run.c: layers a chunk of
+                             samples goes through together) */
+    uint32_t chunk;       /* samples of such a chunk, 0: the layer takes the whole batch */
 } dcz_layer_desc;
 
 /* Describes layer `layer` of m (DCZ_ERR_ARG out of range). The kernel:

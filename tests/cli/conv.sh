@@ -62,7 +62,13 @@ grep -Eq '^conv1 +conv2d_[a-z0-9_]+ +(conv2d_sparse__cuda|im2col\+spmm__cuda): [
     fail "conv1's kernel line: $(cat "$T/kernels.txt")"
 awk 'length > 100 && !/^  /' "$T/kernels.txt" | grep -q . && fail "a long kernel line: $(cat "$T/kernels.txt")"
 grep -q '"kernel":"conv2d_[a-z0-9_]*","kernel_reason":"[^"]' "$T/info.json" || fail "kernel and its reason in JSON"
-reasons=$(grep -c '^  [^ ].*: ' "$T/kernels.txt")
+# a batch goes through the convolutions by chunks of samples, through the
+# fully connected layers whole
+grep -Eq '^  batches: conv1 \.\. [a-z0-9]+ by chunks of [0-9]+ samples?,' "$T/kernels.txt" ||
+    fail "no chunks line: $(cat "$T/kernels.txt")"
+tr '{' '\n' < "$T/info.json" | grep '"name":"conv1"' | grep -Eq '"batch_chunk":[1-9]' || fail "conv1's batch_chunk"
+tr '{' '\n' < "$T/info.json" | grep '"name":"fc2"' | grep -q '"batch_chunk":0,' || fail "fc2's batch_chunk"
+reasons=$(grep -v '^  batches: ' "$T/kernels.txt" | grep -c '^  [^ ].*: ')
 kinds=$(grep -v '^  \|^layer\|^$' "$T/kernels.txt" | awk '{$1=""; print}' | sort -u | wc -l)
 [ "$reasons" -ge 1 ] && [ "$reasons" -le "$kinds" ] || fail "$reasons reasons for $kinds kernels: $(cat "$T/kernels.txt")"
 

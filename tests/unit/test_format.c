@@ -1174,16 +1174,16 @@ static void reads(dcz_doc_layer *l, uint32_t nin, const uint32_t *in)
     for (uint32_t k = 0; k < nin; k++) l->in[k] = in[k];
 }
 
-/* (2, 6, 6): conv a 3x3 (codebook) -> relu -> conv b 3x3 (sparse f32), a
- * 1x1 projection of the input (dense f32), their ADD (residual); squeeze
- * and excitation of the sum: gap -> dense 4 -> 4 -> MUL per channel; a
- * CONCAT of that with conv a's output (read again far below) -> maxpool 2
- * -> flatten -> dense 72 -> 5 -> softmax. */
-static dcz_doc *dag_doc(void)
+/* (2, side, side), side even: conv a 3x3 (codebook) -> relu -> conv b 3x3
+ * (sparse f32), a 1x1 projection of the input (dense f32), their ADD
+ * (residual); squeeze and excitation of the sum: gap -> dense 4 -> 4 -> MUL
+ * per channel; a CONCAT of that with conv a's output (read again far
+ * below) -> maxpool 2 -> flatten -> dense 8 (side / 2)^2 -> 5 -> softmax. */
+static dcz_doc *dag_doc_sized(uint32_t side)
 {
     dcz_doc *d;
     if (dcz_doc_alloc(13, &d) != DCZ_OK) return NULL;
-    set_input(d, 2, 6, 6);
+    set_input(d, 2, side, side);
     dcz_doc_layer *l = d->layers;
     doc_conv_layer(&l[0], "conva", 2, 4, 3, 1, 1, DCZ_ENC_CODEBOOK, 3, 3, DCZ_CODING_HUFFMAN);
     fill_weights(&l[0], 0.6);
@@ -1204,7 +1204,7 @@ static dcz_doc *dag_doc(void)
     reads(&l[8], 2, (const uint32_t[]){ 8, 1 });
     doc_pool_layer(&l[9], DCZ_OP_MAXPOOL, "pool", 2, 2, 0, 0);
     doc_plain_layer(&l[10], DCZ_OP_FLATTEN, "flatten");
-    doc_dense_layer(&l[11], "fc", 72, 5, DCZ_ENC_CODEBOOK, 5, 4, DCZ_CODING_RAW);
+    doc_dense_layer(&l[11], "fc", 8 * (side / 2) * (side / 2), 5, DCZ_ENC_CODEBOOK, 5, 4, DCZ_CODING_RAW);
     fill_weights(&l[11], 0.7);
     doc_plain_layer(&l[12], DCZ_OP_SOFTMAX, "prob");
     for (uint32_t i = 0; i < d->nlayers; i++)
@@ -1212,6 +1212,8 @@ static dcz_doc *dag_doc(void)
             for (uint32_t j = 0; j < l[i].t[1].n; j++) l[i].t[1].values[j] = frand();
     return d;
 }
+
+static dcz_doc *dag_doc(void) { return dag_doc_sized(6); }
 
 /* Layer l becomes activation op with float attributes a. */
 static void activation(dcz_doc_layer *l, uint16_t op, const char *name, uint32_t nattr, const float *a)
@@ -1274,6 +1276,28 @@ static void test_mobile_runtime_matches_reference(void)
     dcz_doc_free(d);
 }
 
+/* The place plan of m holds: two tensors of one block whose places
+ * overlap are never alive together, the later one written in place over the
+ * earlier aside. Alive: an inner tensor from its layer to its last reader;
+ * any other from its layer's segment to the end of its last reader's (run
+ * by chunks, a segment has every layer at work on some sample meanwhile). */
+static void check_places(const dcz_model *m, const char *what)
+{
+    const dcz_tensor *t = m->tensors;
+    const uint32_t n = m->nlayers;
+    for (uint32_t a = 1; a <= n; a++)
+        for (uint32_t b = a + 1; b <= n; b++) {
+            if (t[a].inner != t[b].inner || t[a].off + t[a].width <= t[b].off ||
+                t[b].off + t[b].width <= t[a].off)
+                continue;
+            if (t[b].share == a && t[a].last == b - 1) continue;   /* in place */
+            const uint32_t last = t[a].last;
+            const int apart = t[a].inner ? last < b - 1
+                                         : last < n && t[last + 1].seg_last < t[b].seg_first;
+            CHECK(apart, "%s: tensor %u takes the place of tensor %u, alive until layer %u", what, b, a, last);
+        }
+}
+
 static void test_dag_runtime_matches_reference(void)
 {
     dcz_doc *d = dag_doc();
@@ -1292,25 +1316,90 @@ static void test_dag_runtime_matches_reference(void)
         all += m->tensors[t].width;
         opened += m->tensors[t].slot == t;
     }
-    CHECK(m->act_width < all && opened < m->nlayers / 2, "dag: %u places, %llu floats a sample of %llu",
-          opened, (unsigned long long)m->act_width, (unsigned long long)all);
-    /* the output of conv a lives until the concat: nothing else shares its place before */
+    CHECK(m->act_width + m->chunk_width < all && opened <= m->nlayers / 2,
+          "dag: %u places, %llu + %llu floats a sample of %llu", opened, (unsigned long long)m->act_width,
+          (unsigned long long)m->chunk_width, (unsigned long long)all);
+    check_places(m, "dag");
+    /* the output of conv a lives until the concat: nothing else shares its
+     * place before (in its block) */
     const dcz_tensor *t = m->tensors;
     for (uint32_t v = 2; v <= 8; v++)
-        CHECK(t[v].off + t[v].width <= t[1].off || t[1].off + t[1].width <= t[v].off,
-              "tensor %u overlaps the live tensor 1", v);
+        CHECK(t[v].inner != t[1].inner || t[v].off + t[v].width <= t[1].off ||
+              t[1].off + t[1].width <= t[v].off, "tensor %u overlaps the live tensor 1", v);
     dcz_close(m);
     free(buf);
     dcz_doc *c = conv_doc();
     REQUIRE(c && dcz_doc_write(c, &buf, &len) == DCZ_OK, "write chain");
     REQUIRE(dcz_open_memory(buf, len, NULL, &m) == DCZ_OK, "open chain");
-    uint32_t places = 0;
-    for (uint32_t v = 1; v <= m->nlayers; v++) places += m->tensors[v].slot == v;
-    CHECK(places == 2 && m->act_width <= 2ull * m->max_width, "chain: %u places, %llu floats", places,
-          (unsigned long long)m->act_width);
+    /* in each block */
+    uint32_t places[2] = { 0, 0 };
+    for (uint32_t v = 1; v <= m->nlayers; v++) places[m->tensors[v].inner] += m->tensors[v].slot == v;
+    CHECK(places[0] <= 2 && places[1] <= 2 && m->act_width <= 2ull * m->max_width &&
+          m->chunk_width <= 2ull * m->max_width, "chain: %u + %u places, %llu + %llu floats", places[0],
+          places[1], (unsigned long long)m->act_width, (unsigned long long)m->chunk_width);
     dcz_close(m);
     free(buf);
     dcz_doc_free(c);
+    dcz_doc_free(d);
+}
+
+static void no_tap(void *ctx, uint32_t layer, const float *y, size_t batch, uint32_t width)
+{
+    (void)ctx, (void)layer, (void)y, (void)batch, (void)width;
+}
+
+/* The DAG on planes large enough that its segments of per-sample layers
+ * run by chunks of fewer samples than the batch (run.c): it still matches
+ * the reference, and a run with a tap (whole batches, layer after layer)
+ * gives the same bits, on the heap and in an arena. */
+static void test_dag_chunks(void)
+{
+    dcz_doc *d = dag_doc_sized(96);
+    REQUIRE(d, "alloc");
+    runtime_matches_reference(d, "wide dag");
+    uint8_t *buf = NULL;
+    size_t len = 0;
+    REQUIRE(dcz_doc_write(d, &buf, &len) == DCZ_OK, "write");
+    dcz_model *m = NULL;
+    REQUIRE(dcz_open_memory(buf, len, NULL, &m) == DCZ_OK, "open");
+    enum { B = 7 };
+    uint32_t chunked = 0, inner = 0, outer = 0;
+    for (uint32_t v = 1; v <= m->nlayers; v++) {
+        const dcz_tensor *t = &m->tensors[v];
+        chunked += t->chunk > 0 && t->chunk < B;
+        inner += t->inner;
+        outer += !t->inner && t->seg_first != t->seg_last;
+    }
+    CHECK(chunked >= 2 && inner > 0 && outer > 0 && m->chunk_width > 0,
+          "wide dag: %u segments by chunks, %u inner tensors, %u leaving a segment", chunked, inner, outer);
+    check_places(m, "wide dag");
+    const size_t in = dcz_input_size(m), out = dcz_output_size(m);
+    float *x = malloc(B * in * sizeof *x), *y = malloc(B * out * sizeof *y), *yt = malloc(B * out * sizeof *yt);
+    float *ys = malloc(B * out * sizeof *ys);
+    REQUIRE(x && y && yt && ys, "alloc");
+    for (size_t i = 0; i < B * in; i++) x[i] = frand();
+    CHECK(dcz_run(m, x, B, y) == DCZ_OK, "run");
+    CHECK(dcz_run_tapped(m, x, B, yt, no_tap, NULL) == DCZ_OK, "run tapped");
+    CHECK(memcmp(y, yt, B * out * sizeof *y) == 0, "wide dag: chunked run differs from the tapped one");
+    /* an arena of 5 samples: a chunk block of fewer */
+    dcz_options o;
+    dcz_options_init(&o);
+    o.max_batch = 5;
+    size_t need = 0;
+    REQUIRE(dcz_plan(buf, len, &o, &need) == DCZ_OK, "plan");
+    void *arena = malloc(need);
+    dcz_model *s = NULL;
+    REQUIRE(arena && dcz_open_static(buf, len, arena, need, &o, &s) == DCZ_OK, "open static");
+    CHECK(s->cact_batch > 0 && s->cact_batch < 5, "arena: chunk block of %zu samples", s->cact_batch);
+    CHECK(dcz_run(s, x, B, ys) == DCZ_OK && memcmp(y, ys, B * out * sizeof *y) == 0, "arena run differs");
+    memset(ys, 0, B * out * sizeof *ys);
+    CHECK(dcz_run_tapped(s, x, B, ys, no_tap, NULL) == DCZ_OK && memcmp(y, ys, B * out * sizeof *y) == 0,
+          "arena tapped run differs");
+    dcz_close(s);
+    free(arena);
+    free(x); free(y); free(yt); free(ys);
+    dcz_close(m);
+    free(buf);
     dcz_doc_free(d);
 }
 
@@ -1519,6 +1608,7 @@ int main(void)
     RUN(test_calib_corruption_refused);
     RUN(test_calib_lies_with_valid_crc);
     RUN(test_dag_runtime_matches_reference);
+    RUN(test_dag_chunks);
     RUN(test_dag_round_trip);
     RUN(test_mobile_runtime_matches_reference);
     RUN(test_dag_refused);
