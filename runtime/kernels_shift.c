@@ -24,7 +24,12 @@
  * their channels at the price of the zeros' multiply-adds:
  * dcz_shift_pick_block weighs the two from the layer's density (dense
  * weights: 4, sparse ones mostly 1). Stride 1 is the single phase; the
- * stride 2 of a downsampling convolution costs nothing more than the split.
+ * stride 2 of a downsampling convolution costs nothing more than the split,
+ * which writes only the phases a tap reads: phase (py, px) holds the cells
+ * of kernel rows ky = py mod sh and columns kx = px mod sw, so py < kh and
+ * px < kw (a 1x1 projection at stride 2 reads one phase of four). Outputs
+ * read the phases no tap reads only past their rows, where the planes as
+ * computed are dropped.
  *
  * Measured by bench/bench_conv.c (one core of a Xeon with AVX-512, batch 1,
  * microseconds; the dense product is dcz_conv2d_dense_im2col on the weights
@@ -189,13 +194,24 @@ uint64_t dcz_shift_bytes(const dcz_conv_geom *g, uint64_t entries, uint32_t ob)
  * once and multiplies it into ob sums, stored weights or zeros. A tap of a
  * block of 2 costs 1.29 units a vector, of 4, 2.0, and every tap
  * DCZ_SHIFT_TAP_COST more for its offset, weights and broadcasts
- * (bench/bench_conv.c on AVX-512: dense 16 -> 16 channels over 28 x 28, 49,
- * 32 and 25 us in blocks of 1, 2 and 4; 1x1 convolutions over 4 x 4, one
- * vector, for the fixed cost; the model then predicts the sparse layers
- * within 10% on planes of many vectors, 30% on planes of one). */
+ * (bench/bench_conv.c on a Xeon's AVX-512: dense 16 -> 16 channels over
+ * 28 x 28, 49, 32 and 25 us in blocks of 1, 2 and 4; 1x1 convolutions over
+ * 4 x 4, one vector, for the fixed cost; the model then predicts the
+ * sparse layers within 10% on planes of many vectors, 30% on planes of
+ * one). AMD's cores (Zen 4: AVX-512 in 256-bit halves) pay more for the
+ * load of a tap against its multiply-adds, which a block shares: there a
+ * tap of a block of 2 costs 1.13 units (the same dense layer: 71.5, 40.5
+ * and 36.5 us); the compressed presets then run 2-3% faster at batch 1
+ * (dcz bench, medians: ResNet-style 130.0 -> 127.7 us, conv-heavy CNN
+ * 264.8 -> 258.4, MobileNetV2-style 292.4 -> 284.7). */
 static double block_cost(double d, uint32_t ob, double v)
 {
-    const double tap = ob == 1 ? 1.0 : ob == 2 ? 1.29 : 2.0;
+#ifdef DCZ_X86
+    const double tap2 = __builtin_cpu_is("amd") ? 1.13 : 1.29;
+#else
+    const double tap2 = 1.29;
+#endif
+    const double tap = ob == 1 ? 1.0 : ob == 2 ? tap2 : 2.0;
     return (tap * v + DCZ_SHIFT_TAP_COST) * (1.0 - pow(1.0 - d, ob)) / ob;
 }
 
@@ -266,9 +282,10 @@ static void split(const dcz_conv_geom *g, const split_geom *q, const float *x, f
         for (uint32_t c = 0; c < g->in_c; c++)
             for (uint32_t iy = 0; iy < g->in_h; iy++) {
                 const size_t r = iy + g->ph;
+                if (r % sh >= g->kh) continue;   /* a phase no tap reads */
                 const float *xr = x + ((size_t)c * g->in_h + iy) * g->in_w;
                 float *row = xs + (c * sh + r % sh) * sw * q->plane + r / sh * q->wq;
-                for (size_t px = 0; px < sw; px++, row += q->plane)
+                for (size_t px = 0; px < sw && px < g->kw; px++, row += q->plane)
                     for (size_t cell = lo[px]; cell < hi[px]; cell++) row[cell] = xr[cell * sw + px - g->pw];
             }
     }
@@ -380,8 +397,8 @@ static int split__avx512(const dcz_conv_geom *g, const split_geom *q, const floa
     const __m512i even = _mm512_set_epi32(30, 28, 26, 24, 22, 20, 18, 16, 14, 12, 10, 8, 6, 4, 2, 0);
     const size_t planes = (size_t)g->in_c * sh * sw;
     for (size_t c = 0; c < g->in_c; c++)
-        for (size_t py = 0; py < sh; py++)
-            for (size_t px = 0; px < sw; px++) {
+        for (size_t py = 0; py < sh && py < g->kh; py++)   /* the phases a tap reads */
+            for (size_t px = 0; px < sw && px < g->kw; px++) {
                 float *plane = xs + ((c * sh + py) * sw + px) * q->plane;
                 for (size_t ry = 0; ry < q->hq; ry++) {
                     float *row = plane + ry * wq;
