@@ -18,6 +18,12 @@
  * for gW in one product, then computes dcols and col2im chunk by chunk in
  * the scratch; larger layers rebuild their columns chunk by chunk.
  *
+ * On x86 with AVX-512, im2col writes each row of a stride-1 layer's columns
+ * (padding included) by masked vectors, 16 columns a step; elsewhere by
+ * libc's copy between loops of zeros. Best of five 0.1-epoch runs at 2
+ * threads on an AMD EPYC: the ResNet-style preset 1203-1311 -> 1338-1340
+ * samples/s, the conv-heavy CNN unchanged (824-838).
+ *
  * Every step splits over the trainer's threads (par.c): im2col by rows of
  * the columns, its adjoint by input channels, the bias by planes, dYc by
  * output channels, each product by the longer side of its output.
@@ -47,6 +53,25 @@
 #include <string.h>
 
 #include "train/internal.h"
+
+#if defined(__x86_64__)
+#include <immintrin.h>
+/* Row d (OW) of the columns at stride 1: xr[off + ow] for ow in [lo, hi),
+ * 0 elsewhere, 16 columns a step, one masked load and one store each
+ * (lanes outside [lo, hi) are neither read nor faulted): the rows of
+ * 7 to 28 columns of the presets cost a libc call and two loops of
+ * zeros each otherwise. */
+__attribute__((target("avx512f")))
+static void im2col_row__avx512(float *d, const float *xr, int off, int lo, int hi, int OW)
+{
+    for (int o = 0; o < OW; o += 16) {
+        const int n = OW - o < 16 ? OW - o : 16;
+        const int a = lo - o < 0 ? 0 : lo - o, b = hi - o > n ? n : hi - o;
+        const __mmask16 in = (__mmask16)(b > a ? ((1u << b) - 1) & ~((1u << a) - 1) : 0);
+        _mm512_mask_storeu_ps(d + o, (__mmask16)((1u << n) - 1), _mm512_maskz_loadu_ps(in, xr + off + o));
+    }
+}
+#endif
 
 /* floats of im2col columns per chunk: large enough that one GEMM has work
  * for every thread, small enough to stay in the last-level cache */
@@ -159,6 +184,9 @@ static void im2col_part(void *ctx, size_t r0, size_t r1)
     const int H = l->in_h, W = l->in_w, OH = l->out_h, OW = l->out_w, C = l->in_c;
     const int kh = l->kh, kw = l->kw, sh = l->sh, sw = l->sw, ph = l->ph, pw = l->pw;
     const size_t hw = (size_t)H * W, ohw = (size_t)OH * OW, N = (size_t)jb->nb * ohw;
+#if defined(__x86_64__)
+    const int vec = sw == 1 && __builtin_cpu_supports("avx512f");
+#endif
     for (size_t r = r0; r < r1; r++) {
         const int c = (int)(r / (size_t)(kh * kw)), ki = (int)(r / (size_t)kw % (size_t)kh);
         const int kj = (int)(r % (size_t)kw);
@@ -170,6 +198,14 @@ static void im2col_part(void *ctx, size_t r0, size_t r1)
             float *d = row + (size_t)n * ohw;
             for (int oh = 0; oh < OH; oh++, d += OW) {
                 int ih = oh * sh - ph + ki;
+#if defined(__x86_64__)
+                if (vec) {
+                    const int inside = ih >= 0 && ih < H;
+                    im2col_row__avx512(d, xp + (inside ? (size_t)ih * W : 0), kj - pw, inside ? lo : 0,
+                                       inside ? hi : 0, OW);
+                    continue;
+                }
+#endif
                 if (ih < 0 || ih >= H) {
                     memset(d, 0, (size_t)OW * sizeof(float));
                     continue;
