@@ -474,7 +474,7 @@ static void gather_rows__avx512(const dcz_conv_geom *g, const split_geom *q, con
  * within 1%. */
 #define REMAP_MAX 16
 typedef struct remap {
-    size_t nv, D, S;
+    size_t nv;
     struct {
         int64_t first;
         int32_t idx[16];
@@ -499,8 +499,6 @@ static int remap_init(remap *r, const dcz_conv_geom *g, size_t wq, size_t D, siz
                       int64_t (*src)(const dcz_conv_geom *, size_t, size_t))
 {
     r->nv = (D + 15) / 16;
-    r->D = D;
-    r->S = S;
     if (r->nv > REMAP_MAX || r->nv >= rows) return 0;
     for (size_t j = 0; j < r->nv; j++) {
         int64_t lo = INT64_MAX, hi = -1;
@@ -598,7 +596,8 @@ static int shift_run(dcz_isa isa, const dcz_conv_geom *g, const dcz_shift *f, co
     const int vec = isa == DCZ_ISA_AVX512;
     const int small_split = vec && g->sh == 1 && g->sw == 1 && (g->ph || g->pw) &&
                             remap_init(&rs, g, q.wq, q.plane, (size_t)g->in_h * g->in_w, q.hq, split_src);
-    const int small_gather = vec && (q.wq != g->out_w || act->op) && remap_init(&rg, g, q.wq, out_plane, q.out16, g->out_h, gather_src);
+    const int small_gather = vec && (q.wq != g->out_w || act->op) &&
+                             remap_init(&rg, g, q.wq, out_plane, q.out16, g->out_h, gather_src);
 #endif
     for (size_t b = 0; b < batch; b++) {
 #ifdef DCZ_X86

@@ -609,7 +609,7 @@ static dcz_status load_walk(const dcz_container *c, const dcz_options *o, loader
         m->max_width = (uint32_t)max_width;
         m->act_width = act_width;
         m->chunk_width = chunk_width;
-        m->chunk_max = chunk_width ? chunk_max : 0;
+        m->chunk_max = chunk_max;
         if (quant) {
             m->scheme = (dcz_scheme)cw.scheme;
             m->qmax = dcz_scheme_qmax(cw.scheme);
