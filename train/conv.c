@@ -18,11 +18,15 @@
  * for gW in one product, then computes dcols and col2im chunk by chunk in
  * the scratch; larger layers rebuild their columns chunk by chunk.
  *
- * On x86 with AVX-512, im2col writes each row of a stride-1 layer's columns
- * (padding included) by masked vectors, 16 columns a step; elsewhere by
- * libc's copy between loops of zeros. Best of five 0.1-epoch runs at 2
- * threads on an AMD EPYC: the ResNet-style preset 1203-1311 -> 1338-1340
- * samples/s, the conv-heavy CNN unchanged (824-838).
+ * On x86 with AVX-512, im2col writes the columns of a layer of stride 1 or
+ * 2 across a plane (one row of the columns, one sample) at a time, by
+ * masked vectors made once per plane, 16 columns a step; elsewhere by
+ * libc's copy between loops of zeros. On an AMD EPYC at one thread,
+ * alternated runs: the ResNet-style preset 695-770 samples/s by a masked
+ * call per row (stride 2 by scalar loops), 733-801 by planes; the
+ * conv-heavy CNN 441-449 by a call per row, 471-487 by planes. Full stores
+ * that run past a row into the next (masks only at the plane's end)
+ * measured slower there (732-763 against 786-805).
  *
  * Every step splits over the trainer's threads (par.c): im2col by rows of
  * the columns, its adjoint by input channels, the bias by planes, dYc by
@@ -56,19 +60,56 @@
 
 #if defined(__x86_64__)
 #include <immintrin.h>
-/* Row d (OW) of the columns at stride 1: xr[off + ow] for ow in [lo, hi),
- * 0 elsewhere, 16 columns a step, one masked load and one store each
- * (lanes outside [lo, hi) are neither read nor faulted): the rows of
- * 7 to 28 columns of the presets cost a libc call and two loops of
- * zeros each otherwise. */
+/* The plane d (OH, OW) of one row (c, ki, kj) of the columns and one
+ * sample, at stride sw = 1 or 2 across: row oh is xp[ih * W + off + ow*sw]
+ * for ow in [lo, hi), ih = oh*sh - ph + ki inside [0, H), and 0 elsewhere.
+ * 16 columns a step: at stride 1 one masked load, at stride 2 two masked
+ * loads and a permute that keeps their even lanes; lanes outside
+ * [lo, hi) are neither read nor faulted (the loads cover only the inputs
+ * from the first column's to the last's). The masks are the same for every
+ * row of the plane, so they are made once: the rows of 7 to 28 columns of
+ * the presets cost a libc call and two loops of zeros each otherwise. */
 __attribute__((target("avx512f")))
-static void im2col_row__avx512(float *d, const float *xr, int off, int lo, int hi, int OW)
+static void im2col_plane__avx512(float *d, const float *xp, int ih0, int sh, int H, int W, int off,
+                                 int sw, int lo, int hi, int OH, int OW)
 {
-    for (int o = 0; o < OW; o += 16) {
-        const int n = OW - o < 16 ? OW - o : 16;
+    enum { MAXV = 8 };   /* vectors of a row whose masks are kept: OW <= 128 */
+    __mmask16 in[MAXV], all[MAXV], ld0[MAXV], ld1[MAXV];
+    const int nv = (OW + 15) / 16;
+    if (nv > MAXV) {   /* wider rows: the masks are made row by row */
+        for (int oh = 0, ih = ih0; oh < OH; oh++, ih += sh, d += OW)
+            im2col_plane__avx512(d, xp, ih, sh, H, W, off, sw, lo, hi, 1, OW);
+        return;
+    }
+    for (int v = 0; v < nv; v++) {
+        const int o = 16 * v, n = OW - o < 16 ? OW - o : 16;
         const int a = lo - o < 0 ? 0 : lo - o, b = hi - o > n ? n : hi - o;
-        const __mmask16 in = (__mmask16)(b > a ? ((1u << b) - 1) & ~((1u << a) - 1) : 0);
-        _mm512_mask_storeu_ps(d + o, (__mmask16)((1u << n) - 1), _mm512_maskz_loadu_ps(in, xr + off + o));
+        /* input lanes [a sw, (b - 1) sw] of the step's 16 sw */
+        const uint32_t inputs = b > a ? (uint32_t)(((uint64_t)1 << ((b - 1) * sw + 1)) - 1) &
+                                            ~(((uint32_t)1 << (a * sw)) - 1) : 0;
+        in[v] = (__mmask16)(b > a ? ((1u << b) - 1) & ~((1u << a) - 1) : 0);
+        all[v] = (__mmask16)((1u << n) - 1);
+        ld0[v] = (__mmask16)inputs;
+        ld1[v] = (__mmask16)(inputs >> 16);
+    }
+    const __m512 zero = _mm512_setzero_ps();
+    const __m512i even = _mm512_set_epi32(30, 28, 26, 24, 22, 20, 18, 16, 14, 12, 10, 8, 6, 4, 2, 0);
+    for (int oh = 0, ih = ih0; oh < OH; oh++, ih += sh, d += OW) {
+        if (ih < 0 || ih >= H) {
+            for (int v = 0; v < nv; v++) _mm512_mask_storeu_ps(d + 16 * v, all[v], zero);
+            continue;
+        }
+        const float *xr = xp + (size_t)ih * W + off;
+        if (sw == 1)
+            for (int v = 0; v < nv; v++)
+                _mm512_mask_storeu_ps(d + 16 * v, all[v], _mm512_maskz_loadu_ps(in[v], xr + 16 * v));
+        else
+            for (int v = 0; v < nv; v++) {
+                const __m512 x0 = _mm512_maskz_loadu_ps(ld0[v], xr + 32 * v);
+                const __m512 x1 = _mm512_maskz_loadu_ps(ld1[v], xr + 32 * v + 16);
+                _mm512_mask_storeu_ps(d + 16 * v, all[v],
+                                      _mm512_maskz_permutex2var_ps(in[v], x0, even, x1));
+            }
     }
 }
 #endif
@@ -185,7 +226,7 @@ static void im2col_part(void *ctx, size_t r0, size_t r1)
     const int kh = l->kh, kw = l->kw, sh = l->sh, sw = l->sw, ph = l->ph, pw = l->pw;
     const size_t hw = (size_t)H * W, ohw = (size_t)OH * OW, N = (size_t)jb->nb * ohw;
 #if defined(__x86_64__)
-    const int vec = sw == 1 && __builtin_cpu_supports("avx512f");
+    const int vec = sw <= 2 && __builtin_cpu_supports("avx512f");
 #endif
     for (size_t r = r0; r < r1; r++) {
         const int c = (int)(r / (size_t)(kh * kw)), ki = (int)(r / (size_t)kw % (size_t)kh);
@@ -196,16 +237,14 @@ static void im2col_part(void *ctx, size_t r0, size_t r1)
         for (int n = 0; n < jb->nb; n++) {
             const float *xp = jb->src + ((size_t)n * C + c) * hw;   /* (H, W) */
             float *d = row + (size_t)n * ohw;
+#if defined(__x86_64__)
+            if (vec) {
+                im2col_plane__avx512(d, xp, ki - ph, sh, H, W, kj - pw, sw, lo, hi, OH, OW);
+                continue;
+            }
+#endif
             for (int oh = 0; oh < OH; oh++, d += OW) {
                 int ih = oh * sh - ph + ki;
-#if defined(__x86_64__)
-                if (vec) {
-                    const int inside = ih >= 0 && ih < H;
-                    im2col_row__avx512(d, xp + (inside ? (size_t)ih * W : 0), kj - pw, inside ? lo : 0,
-                                       inside ? hi : 0, OW);
-                    continue;
-                }
-#endif
                 if (ih < 0 || ih >= H) {
                     memset(d, 0, (size_t)OW * sizeof(float));
                     continue;
