@@ -59,6 +59,10 @@
  * bits (tests/unit/test_kernels.c, every geometry of the convolution grid).
  * Timings: bench/bench_conv.c; the rule that picks the kernel:
  * dcz_conv2d_pick_shift (model.h).
+ *
+ * Depthwise convolutions held in this form run on AVX-512 by two kernels
+ * of their own, straight from the input (dw_path below; `dcz info` says
+ * conv2d_depthwise): the same taps from the same form, the same bits.
  */
 #include <math.h>
 #include <string.h>
@@ -544,6 +548,258 @@ static void remap_run__avx512(const remap *r, size_t count, const float *x, size
     }
 }
 
+
+/* Depthwise convolutions (one input channel a group, one output channel
+ * each: blocks of one) at strides 1 and 2, straight from the input into
+ * the output (AVX-512): the split and the copy out cost several times the
+ * nine or so multiply-adds of each output on such small planes. Two
+ * kernels, each output starting from the bias and taking the fused
+ * multiply-add of each of its channel's taps in column order, so the bits
+ * of shift_planes_ref:
+ *   rows   each output row, a vector of 16 columns at a time, over the
+ *          input row its tap reads (masked loads: lanes outside the image
+ *          read 0, as the split input's padding does; at stride 2 a permute
+ *          keeps every other column); a row above or below the image is
+ *          read from zeros, so the tap adds w x 0 there as the reference
+ *          does. R rows are summed at once, the tap outermost, so that each
+ *          weight is broadcast once and the R NV sums stay in registers.
+ *   plane  small planes held in registers whole (dw_plane__avx512).
+ * dw_path picks: plane where it fits, else rows, except at stride 1 over
+ * rows of 8 or fewer (7 x 7 that the plane cannot take), where the shift
+ * form was faster. Measured per layer on the MobileNetV2-style preset,
+ * dense, batch 1, one core of an AMD EPYC (us, shift form -> this):
+ * 16 x 28 x 28 7.8 -> 6.5, 96 x 14 x 14 stride 2 30.6 -> 21.8,
+ * 144 x 14 x 14 23.0 -> 21.0, 144 x 7 x 7 stride 2 19.7 -> 17.7,
+ * 192 x 7 x 7 10.2 -> 8.2 (plane; 16.2 by rows), 192 x 4 x 4 stride 2
+ * 14.7 -> 14.3, 384 x 4 x 4 10.3 -> 7.2 (plane; 20.4 by rows). The whole
+ * model: dense 324 -> 302 us, compressed 285 -> 261 (dcz bench medians,
+ * alternated). */
+#define DW_MAX_TAPS 49
+#define DW_MAX_KW 7
+#define DW_MAX_ROWS 64
+#define DW_MAX_W 96
+static const float dw_zeros[DW_MAX_W];
+
+typedef struct dw_plan {
+    int64_t first[DW_MAX_KW][2];   /* the input column of lane 0 of vector v at tap column kx */
+    __mmask16 lo[DW_MAX_KW][2], hi[DW_MAX_KW][2];   /* its lanes inside the row (hi: the next 16, stride 2) */
+    __mmask16 tail;                /* the lanes of the last vector of an output row */
+} dw_plan;
+
+/* Output rows oy0 .. oy0 + R - 1 of one channel (those below out_h stored),
+ * rows[j] the input row that window row j of output row 0 of the group
+ * reads, times the stride. */
+__attribute__((target("avx512f"), always_inline))
+static inline void dw_rows__avx512(const size_t NV, const size_t R, const int S2, const dw_plan *pl, size_t sh,
+                                   const float *const *rows, const uint8_t *ky, const uint8_t *kx,
+                                   const float *w, uint32_t n, float b, size_t nrows, size_t out_w,
+                                   const dcz_act *act, float *y)
+{
+    const __m512i even = _mm512_set_epi32(30, 28, 26, 24, 22, 20, 18, 16, 14, 12, 10, 8, 6, 4, 2, 0);
+    __m512 acc[8][2];
+#pragma GCC unroll 8
+    for (size_t r = 0; r < R; r++)
+#pragma GCC unroll 2
+        for (size_t v = 0; v < NV; v++) acc[r][v] = _mm512_set1_ps(b);
+    for (uint32_t e = 0; e < n; e++) {
+        const __m512 wv = _mm512_set1_ps(w[e]);
+        const size_t c = kx[e];
+        const float *const *rp = rows + ky[e];
+#pragma GCC unroll 8
+        for (size_t r = 0; r < R; r++) {
+            const float *xr = rp[r * sh];
+#pragma GCC unroll 2
+            for (size_t v = 0; v < NV; v++) {
+                const float *p = xr + pl->first[c][v];
+                __m512 x = _mm512_maskz_loadu_ps(pl->lo[c][v], p);
+                if (S2) x = _mm512_permutex2var_ps(x, even, _mm512_maskz_loadu_ps(pl->hi[c][v], p + 16));
+                acc[r][v] = _mm512_fmadd_ps(wv, x, acc[r][v]);
+            }
+        }
+    }
+#pragma GCC unroll 8
+    for (size_t r = 0; r < R; r++) {
+        if (r >= nrows) break;
+        float *yr = y + r * out_w;
+        for (size_t v = 0; v + 1 < NV; v++) _mm512_storeu_ps(yr + 16 * v, act__avx512(acc[r][v], act));
+        _mm512_mask_storeu_ps(yr + 16 * (NV - 1), pl->tail, act__avx512(acc[r][NV - 1], act));
+    }
+}
+
+#define DW_PLANE_VECTORS 4
+static int dw_plane_fits(const dcz_conv_geom *g)
+{
+    const size_t W = g->in_w, H = g->in_h, out_plane = (size_t)g->out_h * g->out_w;
+    if (H * W <= 32 && out_plane <= 16) return 1;
+    return g->sh == 1 && g->sw == 1 && g->out_h == H && g->out_w == W && (g->kh - 1) * W + g->kw - 1 <= 16 &&
+           out_plane <= 16 * DW_PLANE_VECTORS;
+}
+
+/* Which of the two depthwise kernels runs g on the shift form f: DW_PLANE
+ * where the plane fits (dw_plane_fits, below), else DW_ROWS,
+ * except at stride 1 over rows of 8 or fewer, where the shift form is
+ * faster; DW_NONE for other convolutions. */
+enum { DW_NONE, DW_ROWS, DW_PLANE };
+static int dw_path(const dcz_conv_geom *g, const dcz_shift *f)
+{
+    const size_t W = g->in_w, ow = g->out_w, ksize = (size_t)g->kh * g->kw;
+    if (dcz_conv_groups(g) != g->in_c || g->out_c != g->in_c || f->ob != 1 || ow > 32 || g->sw > 2 ||
+        g->sh > 2 || g->kw > DW_MAX_KW || ksize > DW_MAX_TAPS || g->out_h > DW_MAX_ROWS || W > DW_MAX_W)
+        return DW_NONE;
+    if (dw_plane_fits(g)) return DW_PLANE;
+    return g->sw == 1 && ow <= 8 ? DW_NONE : DW_ROWS;
+}
+
+/* Small planes in registers: output vector j (cells 16 j ..) reads every
+ * tap's inputs from a window of 32 cells at base[j], two masked loads, and
+ * each tap is one permute of the window, its lanes that read padding
+ * masked to 0 (the same w x 0 as above). dw_plane_fits takes two cases:
+ * an input plane of at most 32 cells and an output of one vector (any
+ * stride: the window is the plane), or stride 1 with the size kept over at
+ * most DW_PLANE_VECTORS vectors, where the window of vector j starts
+ * ph W + pw cells before it and tap (ky, kx) reads lane i at
+ * i + ky W + kx, which fits while (kh - 1) W + kw - 1 <= 16 (7 x 7 planes
+ * at 3 x 3). */
+/* The NV vectors of one plane, the taps outermost: NV independent sums
+ * (NV is a constant at every call). */
+__attribute__((target("avx512f"), always_inline))
+static inline void dw_plane_vectors__avx512(const size_t NV, const float *xc, float *yc, const __mmask16 *lo,
+                                            const __mmask16 *hi, const int64_t *base, const __mmask16 *store,
+                                            const __mmask16 (*in)[DW_MAX_TAPS], const __m512i *idx,
+                                            const uint8_t *tk, const float *w, uint32_t n, float b,
+                                            const dcz_act *act)
+{
+    __m512 x0[DW_PLANE_VECTORS], x1[DW_PLANE_VECTORS], acc[DW_PLANE_VECTORS];
+#pragma GCC unroll 4
+    for (size_t j = 0; j < NV; j++) {
+        x0[j] = _mm512_maskz_loadu_ps(lo[j], xc + base[j]);
+        x1[j] = _mm512_maskz_loadu_ps(hi[j], xc + base[j] + 16);
+        acc[j] = _mm512_set1_ps(b);
+    }
+    for (uint32_t e = 0; e < n; e++) {
+        const __m512 wv = _mm512_set1_ps(w[e]);
+        const __m512i ix = idx[tk[e]];
+#pragma GCC unroll 4
+        for (size_t j = 0; j < NV; j++)
+            acc[j] = _mm512_fmadd_ps(wv, _mm512_maskz_permutex2var_ps(in[j][tk[e]], x0[j], ix, x1[j]), acc[j]);
+    }
+#pragma GCC unroll 4
+    for (size_t j = 0; j < NV; j++) _mm512_mask_storeu_ps(yc + 16 * j, store[j], act__avx512(acc[j], act));
+}
+
+__attribute__((target("avx512f")))
+static void dw_plane__avx512(const dcz_conv_geom *g, const split_geom *q, const dcz_shift *f, const float *bias,
+                             const float *x, size_t batch, const dcz_act *act, float *y)
+{
+    const size_t H = g->in_h, W = g->in_w, oh = g->out_h, ow = g->out_w, ksize = (size_t)g->kh * g->kw;
+    const size_t in_plane = H * W, out_plane = oh * ow, nv = (out_plane + 15) / 16;
+    const int one = in_plane <= 32 && out_plane <= 16;
+    __m512i idx[DW_MAX_TAPS];
+    __mmask16 in[DW_PLANE_VECTORS][DW_MAX_TAPS], lo[DW_PLANE_VECTORS], hi[DW_PLANE_VECTORS], store[DW_PLANE_VECTORS];
+    int64_t base[DW_PLANE_VECTORS];
+    uint32_t rel[DW_MAX_TAPS];
+    for (size_t j = 0; j < nv; j++) {
+        base[j] = one ? 0 : (int64_t)(16 * j) - (int64_t)(g->ph * W + g->pw);
+        lo[j] = (__mmask16)lanes(-base[j], (int64_t)in_plane - base[j], 16);
+        hi[j] = (__mmask16)lanes(-base[j] - 16, (int64_t)in_plane - base[j] - 16, 16);
+        store[j] = (__mmask16)lanes(0, (int64_t)out_plane - (int64_t)(16 * j), 16);
+    }
+    for (size_t k = 0; k < ksize; k++) {
+        const size_t ky = k / g->kw, kx = k % g->kw;
+        int32_t ix[16];
+        for (size_t j = 0; j < nv; j++) {
+            uint32_t m = 0;
+            for (size_t i = 0; i < 16; i++) {
+                const size_t cell = 16 * j + i;
+                const int64_t iy = (int64_t)(cell / ow * g->sh + ky) - g->ph;
+                const int64_t jx = (int64_t)(cell % ow * g->sw + kx) - g->pw;
+                const int inside = cell < out_plane && iy >= 0 && iy < (int64_t)H && jx >= 0 && jx < (int64_t)W;
+                if (j == 0) ix[i] = (int32_t)(one ? (inside ? iy * (int64_t)W + jx : 0) : (int64_t)(i + ky * W + kx));
+                m |= (uint32_t)inside << i;
+            }
+            in[j][k] = (__mmask16)m;
+        }
+        idx[k] = _mm512_loadu_si512((const void *)ix);
+        rel[k] = tap_offset(g, q, 0, (uint32_t)ky, (uint32_t)kx);
+    }
+    for (uint32_t c = 0; c < g->out_c; c++) {
+        uint8_t tk[DW_MAX_TAPS];
+        const uint32_t e0 = f->ptr[c], n = f->ptr[c + 1] - e0, first = tap_offset(g, q, c, 0, 0);
+        for (uint32_t e = 0, k = 0; e < n; e++, k++) {
+            while (rel[k] != f->off[e0 + e] - first) k++;
+            tk[e] = (uint8_t)k;
+        }
+        const float *w = f->w + e0, b = bias ? bias[c] : 0.0f;
+        for (size_t s = 0; s < batch; s++) {
+            const float *xc = x + (s * g->in_c + c) * in_plane;
+            float *yc = y + (s * g->out_c + c) * out_plane;
+            switch (nv) {
+            case 1: dw_plane_vectors__avx512(1, xc, yc, lo, hi, base, store, in, idx, tk, w, n, b, act); break;
+            case 2: dw_plane_vectors__avx512(2, xc, yc, lo, hi, base, store, in, idx, tk, w, n, b, act); break;
+            case 3: dw_plane_vectors__avx512(3, xc, yc, lo, hi, base, store, in, idx, tk, w, n, b, act); break;
+            default: dw_plane_vectors__avx512(4, xc, yc, lo, hi, base, store, in, idx, tk, w, n, b, act); break;
+            }
+        }
+    }
+}
+
+__attribute__((target("avx512f")))
+static void dw_rows_run__avx512(const dcz_conv_geom *g, const split_geom *q, const dcz_shift *f, const float *bias,
+                      const float *x, size_t batch, const dcz_act *act, float *y)
+{
+    const size_t W = g->in_w, H = g->in_h, ow = g->out_w, oh = g->out_h, sw = g->sw, sh = g->sh;
+    const size_t nv = (ow + 15) / 16, ksize = (size_t)g->kh * g->kw;
+    dw_plan pl;
+    for (size_t c = 0; c < g->kw; c++)
+        for (size_t v = 0; v < nv; v++) {
+            const int64_t first = (int64_t)(16 * v * sw + c) - (int64_t)g->pw;
+            const uint32_t m = lanes(-first, (int64_t)W - first, sw == 1 ? 16 : 32);
+            pl.first[c][v] = first;
+            pl.lo[c][v] = (__mmask16)(m & 0xFFFF);
+            pl.hi[c][v] = (__mmask16)(m >> 16);
+        }
+    pl.tail = (__mmask16)((1u << (ow - 16 * (nv - 1))) - 1);
+    /* output rows a call: 8 of one vector (4 where the plane has no more),
+     * 4 of two */
+    const size_t R = nv == 2 ? 4 : oh <= 4 ? 4 : 8, groups = (oh + R - 1) / R;
+    /* the offset of each cell of the window from its channel's first, in
+     * column order: a channel's entries are some of them, in that order */
+    uint32_t rel[DW_MAX_TAPS];
+    for (size_t k = 0; k < ksize; k++) rel[k] = tap_offset(g, q, 0, (uint32_t)(k / g->kw), (uint32_t)(k % g->kw));
+    /* window row j of output row oy reads input row oy sh + j - ph */
+    const float *rows[(DW_MAX_ROWS + 8) * 2 + DW_MAX_TAPS];
+    const size_t nrow = (groups * R - 1) * sh + g->kh;
+    const size_t in_plane = H * W, out_plane = oh * ow;
+    for (uint32_t c = 0; c < g->out_c; c++) {
+        uint8_t ky[DW_MAX_TAPS], kx[DW_MAX_TAPS];
+        const uint32_t e0 = f->ptr[c], n = f->ptr[c + 1] - e0, base = tap_offset(g, q, c, 0, 0);
+        for (uint32_t e = 0, k = 0; e < n; e++, k++) {
+            while (rel[k] != f->off[e0 + e] - base) k++;
+            ky[e] = (uint8_t)(k / g->kw);
+            kx[e] = (uint8_t)(k % g->kw);
+        }
+        const float *w = f->w + e0, b = bias ? bias[c] : 0.0f;
+        for (size_t s = 0; s < batch; s++) {
+            const float *xc = x + (s * g->in_c + c) * in_plane;
+            float *yc = y + (s * g->out_c + c) * out_plane;
+            for (size_t j = 0; j < nrow; j++) {
+                const int64_t iy = (int64_t)j - (int64_t)g->ph;
+                rows[j] = iy >= 0 && iy < (int64_t)H ? xc + (size_t)iy * W : dw_zeros;
+            }
+            for (size_t gi = 0; gi < groups; gi++) {
+                const size_t oy = gi * R, left = oh - oy < R ? oh - oy : R;
+                const float *const *rp = rows + oy * sh;
+                float *yr = yc + oy * ow;
+                if (nv == 2 && sw == 1) dw_rows__avx512(2, 4, 0, &pl, sh, rp, ky, kx, w, n, b, left, ow, act, yr);
+                else if (nv == 2) dw_rows__avx512(2, 4, 1, &pl, sh, rp, ky, kx, w, n, b, left, ow, act, yr);
+                else if (R == 4 && sw == 1) dw_rows__avx512(1, 4, 0, &pl, sh, rp, ky, kx, w, n, b, left, ow, act, yr);
+                else if (R == 4) dw_rows__avx512(1, 4, 1, &pl, sh, rp, ky, kx, w, n, b, left, ow, act, yr);
+                else if (sw == 1) dw_rows__avx512(1, 8, 0, &pl, sh, rp, ky, kx, w, n, b, left, ow, act, yr);
+                else dw_rows__avx512(1, 8, 1, &pl, sh, rp, ky, kx, w, n, b, left, ow, act, yr);
+            }
+        }
+    }
+}
 #endif
 
 static planes_fn planes_variant(dcz_isa isa)
@@ -578,6 +834,19 @@ const char *dcz_conv2d_shift_variant(void)
     }
 }
 
+const char *dcz_conv2d_shift_depthwise(const dcz_conv_geom *g, const dcz_shift *f)
+{
+#ifdef DCZ_X86
+    if (best() == DCZ_ISA_AVX512) {
+        const int dw = dw_path(g, f);
+        return dw == DW_PLANE ? "plane" : dw == DW_ROWS ? "rows" : NULL;
+    }
+#endif
+    (void)g;
+    (void)f;
+    return NULL;
+}
+
 /* The convolution on isa's planes, act applied as the output is written
  * (op 0: none). */
 static int shift_run(dcz_isa isa, const dcz_conv_geom *g, const dcz_shift *f, const float *bias, const float *x,
@@ -598,6 +867,14 @@ static int shift_run(dcz_isa isa, const dcz_conv_geom *g, const dcz_shift *f, co
                             remap_init(&rs, g, q.wq, q.plane, (size_t)g->in_h * g->in_w, q.hq, split_src);
     const int small_gather = vec && (q.wq != g->out_w || act->op) &&
                              remap_init(&rg, g, q.wq, out_plane, q.out16, g->out_h, gather_src);
+#endif
+#ifdef DCZ_X86
+    if (vec) {   /* depthwise: straight from the input */
+        const int dw = dw_path(g, f);
+        if (dw == DW_PLANE) dw_plane__avx512(g, &q, f, bias, x, batch, act, y);
+        if (dw == DW_ROWS) dw_rows_run__avx512(g, &q, f, bias, x, batch, act, y);
+        if (dw != DW_NONE) return 1;
+    }
 #endif
     for (size_t b = 0; b < batch; b++) {
 #ifdef DCZ_X86

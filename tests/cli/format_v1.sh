@@ -5,7 +5,8 @@
 # run dense kernels that sum in another order than that release's scalar
 # loop (vector lanes; fused multiply-adds), and so do compressed files whose
 # sparse convolutions libdcz expands to dense weights or runs on the shift
-# form on this CPU (dcz info: "expanded at load", conv2d_shift; both fuse
+# form on this CPU (dcz info: "expanded at load", conv2d_shift or
+# conv2d_depthwise; all fuse
 # each product into its sum): theirs agree within 1e-6 of 1 + |output|
 # instead.
 source "$(dirname "$0")/lib.bash"
@@ -17,7 +18,7 @@ for f in "$V1"/*.dcz; do
     shape=100,1,28,28
     case $name in mlp*) shape=100,784 ;; esac
     expect 0 "$DCZ" run "$f" --raw "$T/in.f32" --shape $shape --top 1 -o "$T/$name.out"
-    if [[ $name == *-dense ]] || "$DCZ" info "$f" | grep -q 'expanded at load\|conv2d_shift'; then
+    if [[ $name == *-dense ]] || "$DCZ" info "$f" | grep -q 'expanded at load\|conv2d_shift\|conv2d_depthwise'; then
         values=$(( $(stat -c %s "$V1/$name.out.f32") / 4 ))
         paste <(od -An -v -w4 -f "$T/$name.out") <(od -An -v -w4 -f "$V1/$name.out.f32") |
             awk -v want="$values" '{ d = $1 - $2; if (d < 0) d = -d; m = $2 < 0 ? -$2 : $2; if (d > 1e-6 * (1 + m)) bad++; n++ }

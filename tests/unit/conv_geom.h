@@ -49,9 +49,10 @@ static inline int conv_grid(size_t i, dcz_conv_geom *g)
 /* The cases beyond the grid, into g (room for CONV_EXTRA): grouped and
  * depthwise convolutions, non-square windows, mixed strides and paddings,
  * a kernel as large as the padded image, a 1 x 1 image, rows of
- * 16 x 5 x 5 = 400 columns, where fillers occur at 1% density, and planes
- * wide and tall enough for several register tiles of 16-lane vectors. */
-#define CONV_EXTRA 12
+ * 16 x 5 x 5 = 400 columns, where fillers occur at 1% density, planes
+ * wide and tall enough for several register tiles of 16-lane vectors, and
+ * depthwise ones for each path of the depthwise kernels. */
+#define CONV_EXTRA 21
 static inline void conv_extra(dcz_conv_geom *g)
 {
     const dcz_conv_geom e[CONV_EXTRA] = {
@@ -67,6 +68,15 @@ static inline void conv_extra(dcz_conv_geom *g)
         conv_geom(2, 3, 6, 21, 3, 3, 1, 1, 1, 1),     /* rows of 21: two vectors of 8 and 5 over */
         conv_geom(2, 3, 17, 30, 3, 3, 1, 1, 1, 1),    /* 17 x 30: 34 vectors of 16 a plane */
         conv_geom(3, 2, 29, 27, 3, 3, 2, 2, 1, 1),    /* strided, odd sizes: 15 x 14 of 15 x 14 */
+        conv_geom_grouped(5, 5, 4, 4, 3, 1, 1, 5),    /* depthwise planes of one vector */
+        conv_geom_grouped(3, 3, 5, 6, 3, 2, 1, 3),    /* the same strided: 30 cells to 9 */
+        conv_geom_grouped(4, 4, 14, 13, 3, 2, 1, 4),  /* depthwise by rows, strided, odd width */
+        conv_geom_grouped(3, 3, 28, 28, 3, 1, 1, 3),  /* depthwise rows of two vectors */
+        conv_geom_grouped(2, 2, 19, 23, 5, 2, 2, 2),  /* 5 x 5, strided: 10 x 12 */
+        conv_geom_grouped(3, 3, 9, 20, 3, 1, 0, 3),   /* unpadded: 7 x 18 */
+        conv_geom_grouped(2, 2, 40, 11, 3, 1, 1, 2),  /* 40 rows: 5 calls of 8 */
+        conv_geom_grouped(4, 4, 7, 7, 3, 1, 1, 4),    /* depthwise 7 x 7 in registers: 4 vectors */
+        conv_geom_grouped(2, 2, 6, 5, 3, 1, 1, 2),    /* the same over 30 cells: 2 vectors */
     };
     for (int i = 0; i < CONV_EXTRA; i++) g[i] = e[i];
 }
