@@ -52,7 +52,7 @@ static inline int conv_grid(size_t i, dcz_conv_geom *g)
  * 16 x 5 x 5 = 400 columns, where fillers occur at 1% density, planes
  * wide and tall enough for several register tiles of 16-lane vectors, and
  * depthwise ones for each path of the depthwise kernels. */
-#define CONV_EXTRA 21
+#define CONV_EXTRA 22
 static inline void conv_extra(dcz_conv_geom *g)
 {
     const dcz_conv_geom e[CONV_EXTRA] = {
@@ -77,6 +77,7 @@ static inline void conv_extra(dcz_conv_geom *g)
         conv_geom_grouped(2, 2, 40, 11, 3, 1, 1, 2),  /* 40 rows: 5 calls of 8 */
         conv_geom_grouped(4, 4, 7, 7, 3, 1, 1, 4),    /* depthwise 7 x 7 in registers: 4 vectors */
         conv_geom_grouped(2, 2, 6, 5, 3, 1, 1, 2),    /* the same over 30 cells: 2 vectors */
+        conv_geom_grouped(2, 2, 14, 10, 3, 1, 1, 2),  /* depthwise rows 7 at a time */
     };
     for (int i = 0; i < CONV_EXTRA; i++) g[i] = e[i];
 }
