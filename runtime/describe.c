@@ -127,6 +127,9 @@ dcz_status dcz_describe_layer(const dcz_model *m, uint32_t layer, dcz_layer_desc
     }
     if (!k->weighted) return DCZ_OK;
     const char *cisa = m->opt.force_reference ? NULL : dcz_conv2d_variant();   /* convolution rows */
+    /* "rows" or "plane": a depthwise kernel runs the shift form */
+    const char *dw = l->shifted && !l->q && !m->opt.force_reference ? dcz_conv2d_shift_depthwise(&l->geom, &l->shift)
+                                                                      : NULL;
     if (l->q) {
         const char *scheme = m->scheme == DCZ_SCHEME_INT8 ? "calibrated int8" : "calibrated fixed point";
         if (conv && l->shifted) {
@@ -152,12 +155,11 @@ dcz_status dcz_describe_layer(const dcz_model *m, uint32_t layer, dcz_layer_desc
             k->kernel = "qspmm (integers)";
             snprintf(k->why, sizeof k->why, "%s: integer multiply, add and shift only, 64-bit sums", scheme);
         }
-    } else if (l->shifted && !m->opt.force_reference && dcz_conv2d_shift_depthwise(&l->geom, &l->shift)) {
-        const char *how = dcz_conv2d_shift_depthwise(&l->geom, &l->shift);
+    } else if (dw) {
         k->kernel = "conv2d_depthwise";
         snprintf(k->why, sizeof k->why, "%s, one channel a group: %s the sum of its taps over the input, "
                  "masked at the edges, avx512%s%s", l->sparse ? "sparse weights" : "dense weights",
-                 how[0] == 'p' ? "each output plane in one vector," : "each output row, 4 or 8 at a time,",
+                 dw[0] == 'p' ? "each output plane held in registers," : "each output row, 4 to 8 at a time,",
                  l->act.op ? ", then " : "", l->act.op ? dcz_op_get(l->act.op)->label : "");
     } else if (l->shifted) {
         const char *sisa = dcz_conv2d_shift_variant();

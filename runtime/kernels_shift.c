@@ -628,6 +628,26 @@ static inline void dw_rows__avx512(const size_t NV, const size_t R, const int S2
     }
 }
 
+/* rel[k]: the offset of window cell k (ky kw + kx) in the split input from
+ * its channel's first cell */
+static void dw_cells_rel(const dcz_conv_geom *g, const split_geom *q, uint32_t *rel)
+{
+    for (uint32_t k = 0; k < (uint32_t)g->kh * g->kw; k++) rel[k] = tap_offset(g, q, 0, k / g->kw, k % g->kw);
+}
+
+/* cell[e]: the window cell of each of channel c's taps, from its offset: a
+ * channel's taps are some of the cells, in column order */
+static uint32_t dw_cells(const dcz_conv_geom *g, const split_geom *q, const dcz_shift *f, const uint32_t *rel,
+                         uint32_t c, uint8_t *cell)
+{
+    const uint32_t e0 = f->ptr[c], n = f->ptr[c + 1] - e0, first = tap_offset(g, q, c, 0, 0);
+    for (uint32_t e = 0, k = 0; e < n; e++, k++) {
+        while (rel[k] != f->off[e0 + e] - first) k++;
+        cell[e] = (uint8_t)k;
+    }
+    return n;
+}
+
 #define DW_PLANE_VECTORS 4
 static int dw_plane_fits(const dcz_conv_geom *g)
 {
@@ -638,9 +658,9 @@ static int dw_plane_fits(const dcz_conv_geom *g)
 }
 
 /* Which of the two depthwise kernels runs g on the shift form f: DW_PLANE
- * where the plane fits (dw_plane_fits, below), else DW_ROWS,
- * except at stride 1 over rows of 8 or fewer, where the shift form is
- * faster; DW_NONE for other convolutions. */
+ * where the plane fits (dw_plane_fits), else DW_ROWS, except at stride 1
+ * over rows of 8 or fewer, where the shift form is faster; DW_NONE for
+ * other convolutions. */
 enum { DW_NONE, DW_ROWS, DW_PLANE };
 static int dw_path(const dcz_conv_geom *g, const dcz_shift *f)
 {
@@ -652,16 +672,6 @@ static int dw_path(const dcz_conv_geom *g, const dcz_shift *f)
     return g->sw == 1 && ow <= 8 ? DW_NONE : DW_ROWS;
 }
 
-/* Small planes in registers: output vector j (cells 16 j ..) reads every
- * tap's inputs from a window of 32 cells at base[j], two masked loads, and
- * each tap is one permute of the window, its lanes that read padding
- * masked to 0 (the same w x 0 as above). dw_plane_fits takes two cases:
- * an input plane of at most 32 cells and an output of one vector (any
- * stride: the window is the plane), or stride 1 with the size kept over at
- * most DW_PLANE_VECTORS vectors, where the window of vector j starts
- * ph W + pw cells before it and tap (ky, kx) reads lane i at
- * i + ky W + kx, which fits while (kh - 1) W + kw - 1 <= 16 (7 x 7 planes
- * at 3 x 3). */
 /* The NV vectors of one plane, the taps outermost: NV independent sums
  * (NV is a constant at every call). */
 __attribute__((target("avx512f"), always_inline))
@@ -689,6 +699,16 @@ static inline void dw_plane_vectors__avx512(const size_t NV, const float *xc, fl
     for (size_t j = 0; j < NV; j++) _mm512_mask_storeu_ps(yc + 16 * j, store[j], act__avx512(acc[j], act));
 }
 
+/* Small planes in registers: output vector j (cells 16 j ..) reads every
+ * tap's inputs from a window of 32 cells at base[j], two masked loads, and
+ * each tap is one permute of the window, its lanes that read padding
+ * masked to 0 (the same w x 0 as above). dw_plane_fits takes two cases:
+ * an input plane of at most 32 cells and an output of one vector (any
+ * stride: the window is the plane), or stride 1 with the size kept over at
+ * most DW_PLANE_VECTORS vectors, where the window of vector j starts
+ * ph W + pw cells before it and tap (ky, kx) reads lane i at
+ * i + ky W + kx, which fits while (kh - 1) W + kw - 1 <= 16 (7 x 7 planes
+ * at 3 x 3). */
 __attribute__((target("avx512f")))
 static void dw_plane__avx512(const dcz_conv_geom *g, const split_geom *q, const dcz_shift *f, const float *bias,
                              const float *x, size_t batch, const dcz_act *act, float *y)
@@ -706,32 +726,35 @@ static void dw_plane__avx512(const dcz_conv_geom *g, const split_geom *q, const 
         hi[j] = (__mmask16)lanes(-base[j] - 16, (int64_t)in_plane - base[j] - 16, 16);
         store[j] = (__mmask16)lanes(0, (int64_t)out_plane - (int64_t)(16 * j), 16);
     }
+    /* the input row and column that window cell (0, 0) reads for each output cell */
+    int64_t iy0[16 * DW_PLANE_VECTORS], jx0[16 * DW_PLANE_VECTORS];
+    for (size_t cell = 0, oy = 0, ox = 0; cell < out_plane; cell++) {
+        iy0[cell] = (int64_t)(oy * g->sh) - g->ph;
+        jx0[cell] = (int64_t)(ox * g->sw) - g->pw;
+        if (++ox == ow) ox = 0, oy++;
+    }
     for (size_t k = 0; k < ksize; k++) {
-        const size_t ky = k / g->kw, kx = k % g->kw;
+        const int64_t ky = (int64_t)(k / g->kw), kx = (int64_t)(k % g->kw);
         int32_t ix[16];
         for (size_t j = 0; j < nv; j++) {
             uint32_t m = 0;
             for (size_t i = 0; i < 16; i++) {
                 const size_t cell = 16 * j + i;
-                const int64_t iy = (int64_t)(cell / ow * g->sh + ky) - g->ph;
-                const int64_t jx = (int64_t)(cell % ow * g->sw + kx) - g->pw;
-                const int inside = cell < out_plane && iy >= 0 && iy < (int64_t)H && jx >= 0 && jx < (int64_t)W;
-                if (j == 0) ix[i] = (int32_t)(one ? (inside ? iy * (int64_t)W + jx : 0) : (int64_t)(i + ky * W + kx));
+                const int64_t iy = cell < out_plane ? iy0[cell] + ky : -1, jx = cell < out_plane ? jx0[cell] + kx : -1;
+                const int inside = iy >= 0 && iy < (int64_t)H && jx >= 0 && jx < (int64_t)W;
+                if (j == 0) /* one: the cell read; else the window's lane */
+                    ix[i] = (int32_t)(one ? (inside ? iy * (int64_t)W + jx : 0) : (int64_t)i + ky * (int64_t)W + kx);
                 m |= (uint32_t)inside << i;
             }
             in[j][k] = (__mmask16)m;
         }
         idx[k] = _mm512_loadu_si512((const void *)ix);
-        rel[k] = tap_offset(g, q, 0, (uint32_t)ky, (uint32_t)kx);
     }
+    dw_cells_rel(g, q, rel);
     for (uint32_t c = 0; c < g->out_c; c++) {
         uint8_t tk[DW_MAX_TAPS];
-        const uint32_t e0 = f->ptr[c], n = f->ptr[c + 1] - e0, first = tap_offset(g, q, c, 0, 0);
-        for (uint32_t e = 0, k = 0; e < n; e++, k++) {
-            while (rel[k] != f->off[e0 + e] - first) k++;
-            tk[e] = (uint8_t)k;
-        }
-        const float *w = f->w + e0, b = bias ? bias[c] : 0.0f;
+        const uint32_t n = dw_cells(g, q, f, rel, c, tk);
+        const float *w = f->w + f->ptr[c], b = bias ? bias[c] : 0.0f;
         for (size_t s = 0; s < batch; s++) {
             const float *xc = x + (s * g->in_c + c) * in_plane;
             float *yc = y + (s * g->out_c + c) * out_plane;
@@ -746,11 +769,11 @@ static void dw_plane__avx512(const dcz_conv_geom *g, const split_geom *q, const 
 }
 
 __attribute__((target("avx512f")))
-static void dw_rows_run__avx512(const dcz_conv_geom *g, const split_geom *q, const dcz_shift *f, const float *bias,
-                      const float *x, size_t batch, const dcz_act *act, float *y)
+static void dw_rows_run__avx512(const dcz_conv_geom *g, const split_geom *q, const dcz_shift *f,
+                                const float *bias, const float *x, size_t batch, const dcz_act *act, float *y)
 {
     const size_t W = g->in_w, H = g->in_h, ow = g->out_w, oh = g->out_h, sw = g->sw, sh = g->sh;
-    const size_t nv = (ow + 15) / 16, ksize = (size_t)g->kh * g->kw;
+    const size_t nv = (ow + 15) / 16;
     dw_plan pl;
     for (size_t c = 0; c < g->kw; c++)
         for (size_t v = 0; v < nv; v++) {
@@ -761,26 +784,25 @@ static void dw_rows_run__avx512(const dcz_conv_geom *g, const split_geom *q, con
             pl.hi[c][v] = (__mmask16)(m >> 16);
         }
     pl.tail = (__mmask16)((1u << (ow - 16 * (nv - 1))) - 1);
-    /* output rows a call: 8 of one vector (4 where the plane has no more),
-     * 4 of two */
+    /* output rows a call: 8 of one vector (7 over planes of 7 or 14 rows, 4
+     * where the plane has no more), 4 of two */
     const size_t R = nv == 2 ? 4 : oh <= 4 ? 4 : oh % 7 == 0 ? 7 : 8, groups = (oh + R - 1) / R;
     /* the offset of each cell of the window from its channel's first, in
      * column order: a channel's entries are some of them, in that order */
     uint32_t rel[DW_MAX_TAPS];
-    for (size_t k = 0; k < ksize; k++) rel[k] = tap_offset(g, q, 0, (uint32_t)(k / g->kw), (uint32_t)(k % g->kw));
+    dw_cells_rel(g, q, rel);
     /* window row j of output row oy reads input row oy sh + j - ph */
     const float *rows[(DW_MAX_ROWS + 8) * 2 + DW_MAX_TAPS];
     const size_t nrow = (groups * R - 1) * sh + g->kh;
     const size_t in_plane = H * W, out_plane = oh * ow;
     for (uint32_t c = 0; c < g->out_c; c++) {
         uint8_t ky[DW_MAX_TAPS], kx[DW_MAX_TAPS];
-        const uint32_t e0 = f->ptr[c], n = f->ptr[c + 1] - e0, base = tap_offset(g, q, c, 0, 0);
-        for (uint32_t e = 0, k = 0; e < n; e++, k++) {
-            while (rel[k] != f->off[e0 + e] - base) k++;
-            ky[e] = (uint8_t)(k / g->kw);
-            kx[e] = (uint8_t)(k % g->kw);
+        const uint32_t n = dw_cells(g, q, f, rel, c, ky);
+        for (uint32_t e = 0; e < n; e++) {
+            kx[e] = (uint8_t)(ky[e] % g->kw);
+            ky[e] = (uint8_t)(ky[e] / g->kw);
         }
-        const float *w = f->w + e0, b = bias ? bias[c] : 0.0f;
+        const float *w = f->w + f->ptr[c], b = bias ? bias[c] : 0.0f;
         for (size_t s = 0; s < batch; s++) {
             const float *xc = x + (s * g->in_c + c) * in_plane;
             float *yc = y + (s * g->out_c + c) * out_plane;
@@ -863,22 +885,20 @@ static int shift_run(dcz_isa isa, const dcz_conv_geom *g, const dcz_shift *f, co
     const size_t in_sample = (size_t)g->in_c * g->in_h * g->in_w;
     const size_t out_plane = (size_t)g->out_h * g->out_w;
 #ifdef DCZ_X86
-    /* small planes at stride 1, and small output planes, a vector at a time */
-    remap rs, rg;
-    const dcz_act none = { 0, 0.0f, 0.0f };
     const int vec = isa == DCZ_ISA_AVX512;
-    const int small_split = vec && g->sh == 1 && g->sw == 1 && (g->ph || g->pw) &&
-                            remap_init(&rs, g, q.wq, q.plane, (size_t)g->in_h * g->in_w, q.hq, split_src);
-    const int small_gather = vec && (q.wq != g->out_w || act->op) &&
-                             remap_init(&rg, g, q.wq, out_plane, q.out16, g->out_h, gather_src);
-#endif
-#ifdef DCZ_X86
     if (vec) {   /* depthwise: straight from the input */
         const int dw = dw_path(g, f);
         if (dw == DW_PLANE) dw_plane__avx512(g, &q, f, bias, x, batch, act, y);
         if (dw == DW_ROWS) dw_rows_run__avx512(g, &q, f, bias, x, batch, act, y);
         if (dw != DW_NONE) return 1;
     }
+    /* small planes at stride 1, and small output planes, a vector at a time */
+    remap rs, rg;
+    const dcz_act none = { 0, 0.0f, 0.0f };
+    const int small_split = vec && g->sh == 1 && g->sw == 1 && (g->ph || g->pw) &&
+                            remap_init(&rs, g, q.wq, q.plane, (size_t)g->in_h * g->in_w, q.hq, split_src);
+    const int small_gather = vec && (q.wq != g->out_w || act->op) &&
+                             remap_init(&rg, g, q.wq, out_plane, q.out16, g->out_h, gather_src);
 #endif
     for (size_t b = 0; b < batch; b++) {
 #ifdef DCZ_X86
