@@ -94,18 +94,6 @@ typedef struct lane {
     uint32_t e, end, col;
 } lane;
 
-/* Moves ln to the first real entry at or after ln->e, the column cursor
- * standing at cur before ln->e. */
-static void lane_seek(const dcz_sparse *s, lane *ln, uint32_t cur)
-{
-    for (; ln->e < ln->end; ln->e++) {
-        cur += s->step[ln->e];
-        if (s->step[ln->e] != DCZ_STEP_FILLER) {
-            ln->col = cur;
-            return;
-        }
-    }
-}
 
 /* One step of a slice of 16 lanes: its window (the latest to start at or
  * before the smallest column the lanes need) and each lane's slot
@@ -132,7 +120,7 @@ static int slice_step(const dcz_sparse *s, lane *ln, uint32_t xbits, uint16_t *b
         if (ln[l].e < ln[l].end && ln[l].col < start + w) {
             slot[4 * l] = (uint8_t)((ln[l].col - start) | (uint32_t)s->idx[ln[l].e] << xbits);
             ln[l].e++;
-            lane_seek(s, &ln[l], ln[l].col);
+            dcz_steps_seek(s->step, &ln[l].e, ln[l].end, ln[l].col, &ln[l].col);
         } else {
             slot[4 * l] = (uint8_t)w;
         }
@@ -159,7 +147,7 @@ void dcz_lanes_build(dcz_sparse *s, uint32_t nnz, void *mem)
             if (r < s->rows) {
                 ln[i].e = s->row_ptr[r];
                 ln[i].end = s->row_ptr[r + 1];
-                lane_seek(s, &ln[i], 0);
+                dcz_steps_seek(s->step, &ln[i].e, ln[i].end, 0, &ln[i].col);
             }
         }
         start[g] = (uint32_t)t;

@@ -298,13 +298,18 @@ static dcz_status load_params(const dcz_container *c, const dcz_graph_layer *g, 
     cw->read++;
     if (e.layer != index) return DCZ_ERR_FORMAT;
     TRY(dcz_qload_weights(&ld->a, cw->scheme, &w, &e, l));
-    /* an ungrouped convolution of an 8-bit scheme dense enough for the
-     * integer product also gets its weights as dense int16 pairs (decided
-     * alike in both passes: the scratch depends on it) */
     const uint64_t kept = w.enc == DCZ_ENC_SPARSE_F32 || w.enc == DCZ_ENC_CODEBOOK ? w.nnz : w.n;
+    /* a fully connected layer of an 8-bit scheme gets the integer lane form
+     * where this CPU runs it (a weight past a byte leaves it without) */
+    if (g->op == DCZ_OP_DENSE && (ld->forms & FORM_LANES) && dcz_scheme_qmax(cw->scheme) == 127) {
+        void *mem = arena_take(&ld->a, dcz_qlanes_bytes(w.dims[0], (uint32_t)(w.n / w.dims[0]), kept));
+        if (mem) dcz_qlanes_build(&l->qs, kept, mem);
+    }
     /* a convolution of an 8-bit scheme gets the integer shift form where
      * this CPU runs it (a weight past a byte leaves it to the kernels below,
-     * which need no scratch) */
+     * which need no scratch); else an ungrouped one dense enough for the
+     * integer product gets its weights as dense int16 pairs (decided alike
+     * in both passes: the scratch depends on it) */
     if (g->op == DCZ_OP_CONV2D && (ld->forms & FORM_SHIFT) && dcz_scheme_qmax(cw->scheme) == 127 &&
         dcz_qconv2d_pick_shift(&l->geom)) {
         l->shifted = 1;

@@ -70,6 +70,20 @@ typedef struct dcz_sparse {
     const uint8_t *lslot;     /* (steps, DCZ_LANE_ROWS) slots */
 } dcz_sparse;
 
+/* Moves *e (before end) to the first real entry at or after it, the
+ * column cursor standing at cur before *e, and sets *col to its column;
+ * *e == end when none is left. */
+static inline void dcz_steps_seek(const uint8_t *step, uint32_t *e, uint32_t end, uint32_t cur, uint32_t *col)
+{
+    for (; *e < end; (*e)++) {
+        cur += step[*e];
+        if (step[*e] != DCZ_STEP_FILLER) {
+            *col = cur;
+            return;
+        }
+    }
+}
+
 /* The weight of real entry e. */
 static inline float dcz_sparse_weight(const dcz_sparse *s, uint32_t e)
 {
@@ -119,6 +133,13 @@ typedef struct dcz_qsparse {
     const int16_t *qtab;      /* (rows, k) when idx */
     uint32_t k;
     const int16_t *qval;      /* (entries) when !idx */
+    /* The integer lane form, for fully connected layers of the 8-bit
+     * schemes where the CPU runs dcz_qspmm8's AVX-512 variant (see "the
+     * integer lane form" below); lslices is 0 when it is not built. */
+    uint32_t lslices;
+    const uint32_t *lstart;   /* (lslices + 1) first step of each slice */
+    const uint16_t *lbase;    /* (steps) window of each step */
+    const uint32_t *lslot;    /* (steps, 16) slots, 64-byte aligned */
 } dcz_qsparse;
 
 static inline int32_t dcz_qsparse_weight(const dcz_qsparse *s, uint32_t row, uint32_t e)
@@ -895,7 +916,8 @@ void dcz_qspmm(const dcz_qsparse *s, const int64_t *bias, const dcz_q *x, size_t
 /* The 8-bit schemes on 32-bit sums (kernels_qsimd.c): dcz_qspmm's result
  * for a model the loader admitted with qmax 127 (every sum within 32 bits),
  * batches of half a tile or more by vector tiles (16 samples; 32 on
- * AVX-512) in scratch (of dcz_qspmm8_scratch_floats(cols) floats).
+ * AVX-512) in scratch (of dcz_qspmm8_scratch_floats(cols) floats), or
+ * on AVX-512 by s's integer lane form when it has one.
  * dcz_qspmm8_isa runs the variant of isa (DCZ_ISA_REF: one sample at a
  * time); 0 when this build or machine has none. */
 uint64_t dcz_qspmm8_scratch_floats(uint32_t cols);
@@ -906,6 +928,61 @@ int dcz_qspmm8_isa(dcz_isa isa, const dcz_qsparse *s, const int64_t *bias, const
 /* The vector variant dcz_qspmm8 runs here, with its tile ("avx512 tiles
  * of 32 samples", "avx2 ...", "neon ..."), or NULL. */
 const char *dcz_qspmm8_variant(void);
+
+/* ---- the integer lane form (kernels_qlanes.c) -------------------------------
+ * The float lane form's idea (above) for the 8-bit schemes, where a weight
+ * is a byte and two products fit one multiply-add of 16-bit pairs: sixteen
+ * rows in the 32-bit lanes of one vector, each lane summing two entries of
+ * its row a step, the input read from a window of it held in a register.
+ *
+ * The rows are cut into slices of 16 consecutive rows, lane l of slice s
+ * being row 16 s + l; a slice is a sequence of steps, lstart[s] ..
+ * lstart[s + 1] - 1. In step t, the slice reads window lbase[t] of
+ * DCZ_QLANE_W = 31 columns (window v covers dcz_lanes_window_start(v, 5) ..
+ * + 30: the windows start every 10 or 11 columns), and lane l the two
+ * 16-bit slots of lslot[16 t + l], low one first: the next entry of its
+ * row whose column lies in the window, as (column - start) | weight << 8,
+ * the weight a signed byte, else 31, "no entry" (weight 0). The vector
+ * kernel reads a window as one aligned panel of 32 inputs whose last is 0,
+ * so an empty slot adds 0 x 0.
+ *
+ * Steps (dcz_qlanes_build, a greedy walk): the window is the latest to
+ * start at or before the smallest column among the lanes' next entries;
+ * every lane takes up to two of its next entries that lie in it. The form
+ * is built for weights within +-127 and at most 65535 columns, and given
+ * up when the walk needs more steps than DCZ_QLANE_STEPS_MAX (a quarter of
+ * the slots filled). Sums are exact in 32 bits (the loader's bound), so the
+ * kernels give dcz_qspmm_ref's bits whatever the order.
+ */
+#define DCZ_QLANE_W 31
+#define DCZ_QLANE_STEPS_MAX(nnz, rows) ((uint64_t)(nnz) / 8 + ((uint64_t)(rows) + 15) / 16)
+/* Bytes of the lane form of a rows x cols matrix of nnz entries (its most:
+ * the steps' bound), 0 when it cannot have one. */
+uint64_t dcz_qlanes_bytes(uint32_t rows, uint32_t cols, uint64_t nnz);
+/* Builds s's lane form in mem (dcz_qlanes_bytes of its real entries,
+ * DCZ_ARENA_ALIGN aligned) from its row form; returns 0, leaving lslices 0,
+ * when a weight is past a byte or the walk needs more steps than the bound. */
+int dcz_qlanes_build(dcz_qsparse *s, uint64_t nnz, void *mem);
+/* Steps of s's lane form (0 without one). */
+static inline uint32_t dcz_qlanes_steps(const dcz_qsparse *s)
+{
+    return s->lslices ? s->lstart[s->lslices] : 0;
+}
+/* acc (batch, rows) = x S^T + bias from the lane form, slot by slot: its
+ * specification. */
+void dcz_qlanes_ref(const dcz_qsparse *s, const int64_t *bias, const dcz_q *x, size_t batch, int64_t *acc);
+/* Bytes of the panels the vector kernel reads for a matrix of cols columns
+ * (samples at a time included); the kernel's variant where this build and
+ * CPU have one ("avx512vnni", else "avx512bw"), else NULL; the kernel
+ * itself on s's form, the best variant: 0 when s has none or nothing runs
+ * it; dcz_qlanes_run_vnni runs the one with VNNI (vnni 1), the one
+ * without (0) or the best (-1), 0 where the CPU lacks it. */
+uint64_t dcz_qlanes_scratch_bytes(uint32_t cols);
+const char *dcz_qlanes_variant(void);
+int dcz_qlanes_run(const dcz_qsparse *s, const int64_t *bias, const dcz_q *x, size_t batch, void *scratch,
+                   int64_t *acc);
+int dcz_qlanes_run_vnni(int vnni, const dcz_qsparse *s, const int64_t *bias, const dcz_q *x, size_t batch,
+                        void *scratch, int64_t *acc);
 
 /* acc (batch, out_c, out_h, out_w) = conv(x, w) + bias by seven plain loops,
  * taps in the padding skipped; w (out_c, in_c, kh, kw) dense integers. The
@@ -960,11 +1037,15 @@ void dcz_quantize_ref(const float *x, size_t n, float scale, int32_t qmax, dcz_q
 void dcz_quantize(const float *x, size_t n, float scale, int32_t qmax, dcz_q *y);
 /* dcz_requant_ref for qmax 127, where |acc| < 2^31: an add and a shift
  * where the reference divides (kernels_qsimd.c); dcz_requant8_ref one
- * element at a time, dcz_requant8 4 at a time on AVX2, the same bits. */
+ * element at a time, dcz_requant8 8 at a time on AVX-512, 4 on AVX2, the
+ * same bits; dcz_requant8_isa the variant of isa (0 where this build or
+ * machine has none). */
 void dcz_requant8_ref(const dcz_requant *rq, const int64_t *acc, size_t batch, uint32_t channels,
                       uint32_t plane, dcz_q *y);
 void dcz_requant8(const dcz_requant *rq, const int64_t *acc, size_t batch, uint32_t channels,
                   uint32_t plane, dcz_q *y);
+int dcz_requant8_isa(dcz_isa isa, const dcz_requant *rq, const int64_t *acc, size_t batch, uint32_t channels,
+                     uint32_t plane, dcz_q *y);
 /* dcz_qconv2d_shift on AVX-512 VNNI with the requantization of each sum to
  * the output's scale fused in: y = what dcz_requant8 makes of its
  * accumulators, bit for bit, without them. 0 (nothing written) where this

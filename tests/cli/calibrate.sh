@@ -28,6 +28,10 @@ in_bytes=$(stat -c %s "$T/mlp.dcz"); out_bytes=$(stat -c %s "$T/int8.dcz")
 [ "$out_bytes" -lt $(( in_bytes / 3 )) ] || fail "int8 file $out_bytes bytes, float $in_bytes"
 "$DCZ" info "$T/int8.dcz" > "$T/info.txt" || fail "info"
 grep -q 'int8' "$T/info.txt" || fail "info does not show the int8 weights: $(cat "$T/info.txt")"
+# where the CPU has AVX-512BW, the fully connected layers run the integer lane form
+if grep -qw avx512bw /proc/cpuinfo 2>/dev/null; then
+    grep -q 'qspmm8_lanes' "$T/info.txt" || fail "info does not name the integer lane kernel: $(cat "$T/info.txt")"
+fi
 
 # a stage that changes weights drops the table, and says so
 "$DCZ" prune "$T/int8.dcz" --sparsity 0.5 -o "$T/pruned.dcz" > /dev/null 2> "$T/prune.err" || fail "prune calibrated"

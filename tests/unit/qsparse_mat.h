@@ -103,7 +103,8 @@ static inline void make_qmat(qmat *m, uint32_t rows, uint32_t cols, double densi
         }
     }
     m->row_ptr[rows] = e;
-    m->sp = (dcz_qsparse){ rows, cols, e, m->row_ptr, m->step, m->idx, m->qtab, k, m->qval };
+    m->sp = (dcz_qsparse){ .rows = rows, .cols = cols, .entries = e, .row_ptr = m->row_ptr, .step = m->step,
+                           .idx = m->idx, .qtab = m->qtab, .k = k, .qval = m->qval };
     free(keep);
     free(pick);
 }

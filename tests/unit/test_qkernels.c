@@ -17,8 +17,9 @@
  * enough for fillers); the reference itself on hand cases and against the
  * fp32 reference on 8-bit values, where every fp32 sum is exact.
  *
- * Requantization against exact 128-bit arithmetic (when the compiler has
- * __int128) and hand cases: saturation just inside, at and past +-127 and
+ * Quantization of the input against its reference near and at ties, on
+ * scales from 2^-99 to 2^99 and past. Requantization against exact 128-bit
+ * arithmetic (when the compiler has __int128) and hand cases: saturation just inside, at and past +-127 and
  * +-32767, ties of both signs (round half up), shift 0 with products past
  * int64, mult 0. dcz_round_shift on hand cases and against 128-bit
  * arithmetic; pools on hand cases (padding, count_include_pad 0 and 1,
@@ -90,7 +91,7 @@ static void dense_product(const qmat *m, const int64_t *bias, const dcz_q *x, si
 }
 
 typedef struct grid_tally {
-    size_t cases, ref_bad, opt_bad, variants;
+    size_t cases, ref_bad, opt_bad, variants, lane_forms, lane_variants;
     uint32_t fillers, value_rows;
 } grid_tally;
 
@@ -135,6 +136,32 @@ static void qspmm_case(uint32_t rows, uint32_t cols, size_t batch, double densit
         memset(got, 0xAA, ny * sizeof(int64_t));
         dcz_qspmm8(&m.sp, bp, x, batch, tile, got);
         t->opt_bad += diff_i64("qspmm8 vs qspmm_ref", ctx, got, ref, ny);
+        /* again with the integer lane form, where the walk builds one: its
+         * specification, and each variant (AVX-512 runs the form) */
+        uint64_t real = 0;
+        for (uint32_t r = 0; r < rows; r++)
+            for (uint32_t e = m.sp.row_ptr[r]; e < m.sp.row_ptr[r + 1]; e++) real += m.sp.step[e] != DCZ_STEP_FILLER;
+        void *lmem = alloc((size_t)dcz_qlanes_bytes(rows, cols, real), 1);
+        if (dcz_qlanes_build(&m.sp, real, lmem)) {
+            t->lane_forms++;
+            memset(got, 0xAA, ny * sizeof(int64_t));
+            dcz_qlanes_ref(&m.sp, bp, x, batch, got);
+            t->opt_bad += diff_i64("qlanes_ref vs qspmm_ref", ctx, got, ref, ny);
+            for (size_t i = 0; i < sizeof isas / sizeof *isas; i++) {
+                memset(got, 0xAA, ny * sizeof(int64_t));
+                if (!dcz_qspmm8_isa(isas[i], &m.sp, bp, x, batch, tile, got)) continue;
+                t->opt_bad += diff_i64("qspmm8 (lane form) vs qspmm_ref", ctx, got, ref, ny);
+            }
+            for (int vnni = 0; vnni < 2; vnni++) {
+                memset(got, 0xAA, ny * sizeof(int64_t));
+                if (!dcz_qlanes_run_vnni(vnni, &m.sp, bp, x, batch, tile, got)) continue;
+                t->opt_bad += diff_i64(vnni ? "qlanes (vnni) vs qspmm_ref" : "qlanes (bw) vs qspmm_ref", ctx, got, ref,
+                                       ny);
+                t->lane_variants++;
+            }
+            m.sp.lslices = 0;
+        }
+        free(lmem);
         free(tile);
     }
     t->fillers += m.fillers;
@@ -153,7 +180,7 @@ static void qspmm_grid(uint32_t k)
     const double dens[] = { 0.0, 0.5, 1.0, 0.01 };
     const int32_t ranges[] = { 127, 32767 };
     const size_t ns = sizeof sizes / sizeof *sizes;
-    grid_tally t = { 0, 0, 0, 0, 0, 0 };
+    grid_tally t = { 0, 0, 0, 0, 0, 0, 0, 0 };
     for (size_t ri = 0; ri < ns; ri++)
         for (size_t ci = 0; ci < ns; ci++)
             for (size_t bi = 0; bi < 6; bi++)
@@ -172,6 +199,8 @@ static void qspmm_grid(uint32_t k)
     CHECK(t.variants > 0 || !(dcz_isa_supported(DCZ_ISA_AVX2) || dcz_isa_supported(DCZ_ISA_NEON)),
           "no vector variant of qspmm8 ran");
     CHECK(t.fillers > 0, "no fillers in the grid");
+    CHECK(t.lane_forms > 0, "k %u: no matrix of the grid has the integer lane form", k);
+    CHECK(t.lane_variants > 0 || !dcz_qlanes_variant(), "k %u: no variant of the integer lane kernel ran", k);
     if (k) CHECK(t.value_rows > 0, "k %u: no row summed per codebook value", k);
     CHECK(t.ref_bad == 0, "k %u: qspmm_ref differs from the dense product in %zu elements", k,
           t.ref_bad);
@@ -204,14 +233,16 @@ static void test_qspmm_fillers_by_hand(void)
     /* k 3: three real entries, not more than k, entry by entry */
     const uint8_t idx3[6] = { 1, 0, 2, 0, 0, 1 };
     const int16_t tab3[6] = { 9, 9, 9, 5, -7, 11 };
-    const dcz_qsparse s3 = { 2, 1000, 6, row_ptr, step, idx3, tab3, 3, NULL };
+    const dcz_qsparse s3 = { .rows = 2, .cols = 1000, .entries = 6, .row_ptr = row_ptr, .step = step, .idx = idx3,
+                             .qtab = tab3, .k = 3 };
     /* k 2: more real entries than values, summed per value */
     const uint8_t idx2[6] = { 0, 0, 1, 0, 0, 0 };
     const int16_t tab2[4] = { 9, 9, -7, 11 };
-    const dcz_qsparse s2 = { 2, 1000, 6, row_ptr, step, idx2, tab2, 2, NULL };
+    const dcz_qsparse s2 = { .rows = 2, .cols = 1000, .entries = 6, .row_ptr = row_ptr, .step = step, .idx = idx2,
+                             .qtab = tab2, .k = 2 };
     /* per-entry values, fillers 0 */
     const int16_t qval[6] = { -7, 0, 11, 0, 0, -7 };
-    const dcz_qsparse sv = { 2, 1000, 6, row_ptr, step, NULL, NULL, 0, qval };
+    const dcz_qsparse sv = { .rows = 2, .cols = 1000, .entries = 6, .row_ptr = row_ptr, .step = step, .qval = qval };
     const dcz_qsparse *forms[3] = { &s3, &s2, &sv };
     const char *names[3] = { "k 3", "k 2", "values" };
     for (int f = 0; f < 3; f++) {
@@ -545,12 +576,12 @@ static void test_requant_layout(void)
  * every shift, by channel and by plane. */
 static void test_requant8(void)
 {
-    enum { C = 67, P = 5, B = 3 };
+    enum { C = 67, P = 13, B = 3 };   /* planes across a vector of 8 and inside one */
     int32_t mult[C];
     uint8_t shift[C];
     int64_t acc[B * C * P];
     dcz_q want[B * C * P], got[B * C * P];
-    size_t bad = 0;
+    size_t bad = 0, variants = 0;
     for (int round = 0; round < 200; round++) {
         for (int c = 0; c < C; c++) {
             mult[c] = c == 0 ? INT32_MAX : c == 1 ? 0 : (int32_t)(rnd() >> 33);
@@ -568,12 +599,18 @@ static void test_requant8(void)
             dcz_requant_ref(&rq, acc, batch, C, planes[k], want);
             memset(got, 0x55, sizeof got);
             dcz_requant8(&rq, acc, batch, C, planes[k], got);
-            bad += diff_q("requant8", k ? "plane 1" : "plane 5", got, want, (size_t)B * C * P);
-            memset(got, 0x55, sizeof got);
-            dcz_requant8_ref(&rq, acc, batch, C, planes[k], got);
-            bad += diff_q("requant8_ref", k ? "plane 1" : "plane 5", got, want, (size_t)B * C * P);
+            bad += diff_q("requant8", k ? "plane 1" : "plane 13", got, want, (size_t)B * C * P);
+            const dcz_isa isas[] = { DCZ_ISA_REF, DCZ_ISA_AVX2, DCZ_ISA_AVX512 };
+            for (size_t i = 0; i < sizeof isas / sizeof *isas; i++) {
+                memset(got, 0x55, sizeof got);
+                if (!dcz_requant8_isa(isas[i], &rq, acc, batch, C, planes[k], got)) continue;
+                bad += diff_q(i == 0 ? "requant8_ref" : i == 1 ? "requant8 (avx2)" : "requant8 (avx512)",
+                              k ? "plane 1" : "plane 13", got, want, (size_t)B * C * P);
+                variants += i > 0;
+            }
         }
     }
+    CHECK(variants > 0 || !dcz_isa_supported(DCZ_ISA_AVX2), "no vector variant of requant8 ran");
     CHECK(bad == 0, "requant8 differs from requant_ref in %zu elements", bad);
 }
 
@@ -584,7 +621,8 @@ static void test_quantize(void)
 {
     /* 0x1.88p-7 (49 / 4096): exact ties x / s = k + 1/2 where x times the
      * double reciprocal of s rounds below the tie (k = 1, x = 0x1.26p-6) */
-    const float scales[] = { 1.0f, 0.0078125f, 0.013f, 3.7e-5f, 250.0f, 0x1.88p-7f };
+    const float scales[] = { 1.0f, 0.0078125f, 0.013f, 3.7e-5f, 250.0f, 0x1.88p-7f,
+                             0x1.7p-99f, 0x1.3p99f, 1e-35f, 3e38f };
     const int32_t qmaxes[] = { 127, 32767 };
     const size_t ns = sizeof scales / sizeof *scales;
     enum { N = 1003 };
@@ -598,6 +636,10 @@ static void test_quantize(void)
                 const uint64_t r = rnd();
                 switch (r % 8) {
                 case 0: x[i] = ((float)(int32_t)((r >> 8) % 301) - 150.0f + 0.5f) * s; break;   /* ties */
+                case 2:                                                                         /* beside them */
+                    x[i] = ((float)(int32_t)((r >> 8) % 301) - 150.0f + 0.5f) * s;
+                    x[i] = nextafterf(x[i], (r & 1 << 20) ? INFINITY : -INFINITY);
+                    break;
                 case 1: x[i] = frand() * s * 1e6f; break;                                       /* far out */
                 default: x[i] = frand() * s * (float)qmaxes[qi] * 1.2f; break;
                 }

@@ -1,0 +1,322 @@
+/* kernels_qlanes.c: the integer lane form (model.h, "the integer lane
+ * form"), its builder, its specification and its AVX-512 kernel.
+ *
+ * Why: the 8-bit fully connected kernels of kernels_qsimd.c either gather
+ * each entry's input (batch 1: 16 entries a step, a gather and a 32-bit
+ * multiply each, then a sum across the lanes per row) or decode each entry
+ * in scalar code per tile of samples. Here a lane owns a row and keeps its
+ * sum in a register, as in the float lane form, and a step is three
+ * instructions for 32 entries: a word permute (vpermw) of the window by
+ * the slots' low bits, which are the column offsets, an arithmetic shift
+ * of the slots that leaves their weights as 16-bit values, and a multiply-
+ * add of pairs (vpmaddwd) into the row sums. A window is 31 columns where
+ * the float form's is 15 or 7, so the slots fill better too.
+ *
+ * Samples: the kernel takes up to four samples at a time over the same
+ * steps, the slots loaded and their weights shifted out once for all four;
+ * each sample has its own panels (copies of its input, window by window,
+ * aligned). A batch of one alternates two sums, so the multiply-adds of
+ * consecutive steps overlap.
+ *
+ * Checked by tests/unit/test_qkernels.c: dcz_qlanes_ref and dcz_qspmm8
+ * with the form, bit for bit against dcz_qspmm_ref on the matrix grid
+ * (both weight ranges' 8-bit cases, codebooks and per-entry values,
+ * fillers), and the builder's refusals.
+ */
+#include <stdint.h>
+#include <string.h>
+
+#include "runtime/model.h"
+
+#if defined(__x86_64__) || defined(__i386__)
+#include <immintrin.h>
+#define DCZ_X86 1
+#endif
+
+#define QL_LANES 16
+#define QL_XBITS 5                /* window v starts at dcz_lanes_window_start(v, 5) */
+#define QL_EMPTY DCZ_QLANE_W      /* a slot's offset with no entry: the panel's 0 */
+#define QL_COPIES 3               /* windows per DCZ_QLANE_W columns */
+#define QL_PANEL 32               /* int16 inputs of a panel: 64 bytes */
+#define QL_SAMPLES 4              /* samples the vector kernel takes at a time */
+
+static uint64_t slices_of(uint32_t rows) { return ((uint64_t)rows + QL_LANES - 1) / QL_LANES; }
+
+static uint32_t panels_of(uint32_t cols)
+{
+    return cols ? ((cols - 1) / DCZ_QLANE_W + 1) * QL_COPIES : 0;
+}
+
+uint64_t dcz_qlanes_bytes(uint32_t rows, uint32_t cols, uint64_t nnz)
+{
+    if (nnz == 0 || rows == 0 || cols == 0 || cols > 65535) return 0;
+    const uint64_t cap = DCZ_QLANE_STEPS_MAX(nnz, rows);
+    return (slices_of(rows) + 1) * 4 + cap * 2 + 63 + cap * QL_LANES * 4;
+}
+
+/* A lane's place in its row: the next real entry e (e == end: none left),
+ * its column and weight. */
+typedef struct qlane {
+    uint32_t row, e, end, col;
+} qlane;
+
+
+/* The slot of ln's next entry if it lies in the window from start (taking
+ * it), else the empty slot. */
+static uint16_t qlane_take(const dcz_qsparse *s, qlane *ln, uint32_t start)
+{
+    if (ln->e == ln->end || ln->col >= start + DCZ_QLANE_W) return QL_EMPTY;
+    const int32_t w = dcz_qsparse_weight(s, ln->row, ln->e);
+    const uint16_t slot = (uint16_t)((ln->col - start) | (uint32_t)(uint8_t)(int8_t)w << 8);
+    ln->e++;
+    dcz_steps_seek(s->step, &ln->e, ln->end, ln->col, &ln->col);
+    return slot;
+}
+
+int dcz_qlanes_build(dcz_qsparse *s, uint64_t nnz, void *mem)
+{
+    s->lslices = 0;
+    if (!mem || dcz_qlanes_bytes(s->rows, s->cols, nnz) == 0) return 0;
+    for (uint32_t r = 0; r < s->rows; r++)
+        for (uint32_t e = s->row_ptr[r]; e < s->row_ptr[r + 1]; e++) {
+            const int32_t w = dcz_qsparse_weight(s, r, e);
+            if (w > 127 || w < -127) return 0;
+        }
+    const uint32_t slices = (uint32_t)slices_of(s->rows);
+    const uint64_t cap = DCZ_QLANE_STEPS_MAX(nnz, s->rows);
+    uint32_t *start = mem;
+    uint16_t *base = (uint16_t *)(start + slices + 1);
+    uint32_t *slot = (uint32_t *)(((uintptr_t)(base + cap) + 63) & ~(uintptr_t)63);
+    uint64_t t = 0;
+    for (uint32_t sl = 0; sl < slices; sl++) {
+        qlane ln[QL_LANES];
+        for (uint32_t l = 0; l < QL_LANES; l++) {
+            const uint32_t r = sl * QL_LANES + l;
+            ln[l].row = r;
+            ln[l].e = ln[l].end = 0;
+            if (r < s->rows) {
+                ln[l].e = s->row_ptr[r];
+                ln[l].end = s->row_ptr[r + 1];
+                dcz_steps_seek(s->step, &ln[l].e, ln[l].end, 0, &ln[l].col);
+            }
+        }
+        start[sl] = (uint32_t)t;
+        for (;;) {
+            uint32_t b = UINT32_MAX;
+            for (uint32_t l = 0; l < QL_LANES; l++)
+                if (ln[l].e < ln[l].end && ln[l].col < b) b = ln[l].col;
+            if (b == UINT32_MAX) break;
+            if (t == cap) return 0; /* past the bound: no lane form */
+            /* the windows of copy c start c W / 3 columns into each run of W */
+            uint32_t c = QL_COPIES - 1;
+            while (c * DCZ_QLANE_W / QL_COPIES > b % DCZ_QLANE_W) c--;
+            const uint32_t v = b / DCZ_QLANE_W * QL_COPIES + c, st = dcz_lanes_window_start(v, QL_XBITS);
+            base[t] = (uint16_t)v;
+            for (uint32_t l = 0; l < QL_LANES; l++) {
+                const uint16_t lo = qlane_take(s, &ln[l], st), hi = qlane_take(s, &ln[l], st);
+                slot[t * QL_LANES + l] = lo | (uint32_t)hi << 16;
+            }
+            t++;
+        }
+    }
+    start[slices] = (uint32_t)t;
+    s->lslices = slices;
+    s->lstart = start;
+    s->lbase = base;
+    s->lslot = slot;
+    return 1;
+}
+
+void dcz_qlanes_ref(const dcz_qsparse *s, const int64_t *bias, const dcz_q *x, size_t batch, int64_t *acc)
+{
+    for (size_t b = 0; b < batch; b++) {
+        const dcz_q *xb = x + b * s->cols;
+        for (uint32_t sl = 0; sl < s->lslices; sl++) {
+            int64_t sum[QL_LANES];
+            for (uint32_t l = 0; l < QL_LANES; l++) {
+                const uint32_t r = sl * QL_LANES + l;
+                sum[l] = bias && r < s->rows ? bias[r] : 0;
+            }
+            for (uint32_t t = s->lstart[sl]; t < s->lstart[sl + 1]; t++) {
+                const uint32_t st = dcz_lanes_window_start(s->lbase[t], QL_XBITS);
+                for (uint32_t l = 0; l < QL_LANES; l++)
+                    for (unsigned h = 0; h < 2; h++) {
+                        const uint16_t q = (uint16_t)(s->lslot[(size_t)t * QL_LANES + l] >> (16 * h));
+                        if ((q & 0xFF) == QL_EMPTY) continue;
+                        sum[l] += (int64_t)(int8_t)(q >> 8) * xb[st + (q & 0xFF)];
+                    }
+            }
+            for (uint32_t l = 0; l < QL_LANES && sl * QL_LANES + l < s->rows; l++)
+                acc[b * s->rows + sl * QL_LANES + l] = sum[l];
+        }
+    }
+}
+
+uint64_t dcz_qlanes_scratch_bytes(uint32_t cols)
+{
+    return (uint64_t)panels_of(cols) * QL_PANEL * sizeof(dcz_q) * QL_SAMPLES + 64;
+}
+
+#ifdef DCZ_X86
+
+/* The panels of sample x (cols inputs) at p: panel v holds the window's 31
+ * inputs (0 past the last column) and a 0. */
+__attribute__((target("avx512f,avx512bw")))
+static void qlanes_panels__avx512(const dcz_q *x, uint32_t cols, dcz_q *p)
+{
+    /* window v = 3 u + c starts at 31 u + 0, 10 or 20 (dcz_lanes_window_start);
+     * whole loads with the last word cleared while 32 inputs remain */
+    const uint32_t n = panels_of(cols);
+    const __mmask32 first31 = 0x7FFFFFFF;
+    uint32_t v = 0, u = 0;
+    for (; u * DCZ_QLANE_W + 2 * DCZ_QLANE_W / QL_COPIES + QL_PANEL <= cols; u++, v += QL_COPIES)
+        for (uint32_t c = 0; c < QL_COPIES; c++) {
+            const dcz_q *src = x + u * DCZ_QLANE_W + c * DCZ_QLANE_W / QL_COPIES;
+            _mm512_store_si512((void *)(p + (size_t)(v + c) * QL_PANEL), _mm512_maskz_mov_epi16(first31, _mm512_loadu_si512((const void *)src)));
+        }
+    for (; v < n; v++) {
+        const uint32_t st = v / QL_COPIES * DCZ_QLANE_W + v % QL_COPIES * DCZ_QLANE_W / QL_COPIES;
+        const uint32_t left = st < cols ? cols - st : 0, take = left < DCZ_QLANE_W ? left : DCZ_QLANE_W;
+        const __m512i w = _mm512_maskz_loadu_epi16((__mmask32)((1u << take) - 1), x + (take ? st : 0));
+        _mm512_store_si512((void *)(p + (size_t)v * QL_PANEL), w);
+    }
+}
+
+/* Slice sums (int32 lanes) to acc (int64) for the rows that exist. */
+__attribute__((target("avx512f")))
+static inline void qlanes_store(__m512i sum, uint32_t rows, uint32_t r0, int64_t *acc)
+{
+    const uint32_t n = rows - r0 < QL_LANES ? rows - r0 : QL_LANES;
+    const __mmask8 lo = (__mmask8)(n >= 8 ? 0xFF : (1u << n) - 1), hi = (__mmask8)(n > 8 ? (1u << (n - 8)) - 1 : 0);
+    _mm512_mask_storeu_epi64(acc + r0, lo, _mm512_cvtepi32_epi64(_mm512_castsi512_si256(sum)));
+    _mm512_mask_storeu_epi64(acc + r0 + 8, hi, _mm512_cvtepi32_epi64(_mm512_extracti64x4_epi64(sum, 1)));
+}
+
+/* a + the pair products of x and w in one VNNI vpdpwssd (b64 LeNet-300-100
+ * fc1: 92 -> 82 us against vpmaddwd and vpaddd). Written as an instruction
+ * because the kernel's body is shared with the variant for CPUs without
+ * VNNI, which must not be compiled for it (GCC would fuse multiply-adds). */
+__attribute__((target("avx512f"), always_inline))
+static inline __m512i dpwssd(__m512i a, __m512i x, __m512i w)
+{
+    __asm__("vpdpwssd %2, %1, %0" : "+v"(a) : "v"(x), "v"(w));
+    return a;
+}
+
+/* One step of sample j: its window permuted by the slots q, times the
+ * weights wq, added pair by pair into A. */
+#define QL_STEP(A, j) do { \
+    const __m512i xv_ = _mm512_permutexvar_epi16( \
+        q, _mm512_load_si512((const void *)(pan[j] + ((size_t)s->lbase[t] << 5)))); \
+    A = VNNI ? dpwssd(A, xv_, wq) : _mm512_add_epi32(A, _mm512_madd_epi16(xv_, wq)); \
+} while (0)
+
+/* The rows of s on NB samples, their panels at pan[0 .. NB - 1], sums to
+ * acc[j * stride ..]. */
+__attribute__((target("avx512f,avx512bw"), always_inline))
+static inline void qlanes_samples__avx512(const dcz_qsparse *s, const int64_t *bias, const dcz_q *const *pan,
+                                          int64_t *acc, size_t stride, const int NB, const int VNNI)
+{
+    for (uint32_t sl = 0; sl < s->lslices; sl++) {
+        const uint32_t r0 = sl * QL_LANES;
+        int32_t b32[QL_LANES];
+        for (uint32_t l = 0; l < QL_LANES; l++) b32[l] = bias && r0 + l < s->rows ? (int32_t)bias[r0 + l] : 0;
+        const __m512i b0 = _mm512_loadu_si512((const void *)b32), zero = _mm512_setzero_si512();
+        __m512i a0 = b0, a1 = NB > 1 ? b0 : zero, a2 = b0, a3 = b0, e0 = zero;
+        uint32_t t = s->lstart[sl];
+        const uint32_t t1 = s->lstart[sl + 1];
+        if (NB == 1)
+            for (; t + 1 < t1; t++) {
+                __m512i q = _mm512_load_si512((const void *)(s->lslot + (size_t)t * QL_LANES));
+                __m512i wq = _mm512_srai_epi16(q, 8);
+                QL_STEP(a0, 0);
+                t++;
+                q = _mm512_load_si512((const void *)(s->lslot + (size_t)t * QL_LANES));
+                wq = _mm512_srai_epi16(q, 8);
+                QL_STEP(e0, 0);
+            }
+        for (; t < t1; t++) {
+            const __m512i q = _mm512_load_si512((const void *)(s->lslot + (size_t)t * QL_LANES));
+            const __m512i wq = _mm512_srai_epi16(q, 8);
+            QL_STEP(a0, 0);
+            if (NB > 1) QL_STEP(a1, 1);
+            if (NB > 2) QL_STEP(a2, 2);
+            if (NB > 3) QL_STEP(a3, 3);
+        }
+        if (NB == 1) a0 = _mm512_add_epi32(a0, e0);
+        qlanes_store(a0, s->rows, r0, acc);
+        if (NB > 1) qlanes_store(a1, s->rows, r0, acc + stride);
+        if (NB > 2) qlanes_store(a2, s->rows, r0, acc + 2 * stride);
+        if (NB > 3) qlanes_store(a3, s->rows, r0, acc + 3 * stride);
+    }
+}
+
+__attribute__((target("avx512f,avx512bw"), always_inline))
+static inline void qlanes_batch__avx512(const dcz_qsparse *s, const int64_t *bias, const dcz_q *x, size_t batch,
+                                        void *scratch, int64_t *acc, const int VNNI)
+{
+    dcz_q *p = (dcz_q *)(((uintptr_t)scratch + 63) & ~(uintptr_t)63);
+    const size_t per = (size_t)panels_of(s->cols) * QL_PANEL;
+    const dcz_q *pan[QL_SAMPLES];
+    for (size_t b0 = 0; b0 < batch; b0 += QL_SAMPLES) {
+        const size_t nb = batch - b0 < QL_SAMPLES ? batch - b0 : QL_SAMPLES;
+        for (size_t j = 0; j < nb; j++) {
+            qlanes_panels__avx512(x + (b0 + j) * s->cols, s->cols, p + j * per);
+            pan[j] = p + j * per;
+        }
+        int64_t *a = acc + b0 * s->rows;
+        if (nb == 4) qlanes_samples__avx512(s, bias, pan, a, s->rows, 4, VNNI);
+        else if (nb == 3) qlanes_samples__avx512(s, bias, pan, a, s->rows, 3, VNNI);
+        else if (nb == 2) qlanes_samples__avx512(s, bias, pan, a, s->rows, 2, VNNI);
+        else qlanes_samples__avx512(s, bias, pan, a, s->rows, 1, VNNI);
+    }
+}
+
+__attribute__((target("avx512f,avx512bw")))
+static void qlanes__avx512vnni(const dcz_qsparse *s, const int64_t *bias, const dcz_q *x, size_t batch,
+                               void *scratch, int64_t *acc)
+{
+    qlanes_batch__avx512(s, bias, x, batch, scratch, acc, 1);
+}
+
+__attribute__((target("avx512f,avx512bw")))
+static void qlanes__avx512(const dcz_qsparse *s, const int64_t *bias, const dcz_q *x, size_t batch,
+                           void *scratch, int64_t *acc)
+{
+    qlanes_batch__avx512(s, bias, x, batch, scratch, acc, 0);
+}
+
+#endif /* DCZ_X86 */
+
+const char *dcz_qlanes_variant(void)
+{
+#ifdef DCZ_X86
+    if (dcz_isa_supported(DCZ_ISA_AVX512) && __builtin_cpu_supports("avx512bw"))
+        return __builtin_cpu_supports("avx512vnni") ? "avx512vnni" : "avx512bw";
+#endif
+    return NULL;
+}
+
+int dcz_qlanes_run_vnni(int vnni, const dcz_qsparse *s, const int64_t *bias, const dcz_q *x, size_t batch,
+                        void *scratch, int64_t *acc)
+{
+    const char *v = dcz_qlanes_variant();
+    if (!s->lslices || !v) return 0;
+#ifdef DCZ_X86
+    const int has = strcmp(v, "avx512vnni") == 0;
+    if (vnni < 0) vnni = has;
+    if (vnni && !has) return 0;
+    if (vnni) qlanes__avx512vnni(s, bias, x, batch, scratch, acc);
+    else qlanes__avx512(s, bias, x, batch, scratch, acc);
+    return 1;
+#else
+    (void)vnni; (void)bias; (void)x; (void)batch; (void)scratch; (void)acc;
+    return 0;
+#endif
+}
+
+int dcz_qlanes_run(const dcz_qsparse *s, const int64_t *bias, const dcz_q *x, size_t batch, void *scratch,
+                   int64_t *acc)
+{
+    return dcz_qlanes_run_vnni(-1, s, bias, x, batch, scratch, acc);
+}
