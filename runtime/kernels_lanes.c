@@ -47,18 +47,12 @@
 
 #define SLICES 4
 #define LANES 16
-#define COPIES 3 /* shifted copies of the input's panels */
+#define COPIES DCZ_LANE_COPIES /* shifted copies of the input's panels */
 /* Bytes of slots the vector kernel asks for ahead of its reads, with a
  * non-temporal hint: the stream then does not push the panels out of the
  * second-level cache (on 4096 x 25088 at 4%, 321 KB of panels: without
  * it the kernel took from 1.0 to 4 times as long from run to run). */
 #define SLOT_PREFETCH 4096
-
-uint32_t dcz_lanes_window_start(uint32_t v, uint32_t xbits)
-{
-    const uint32_t w = (1u << xbits) - 1;
-    return v / COPIES * w + v % COPIES * w / COPIES;
-}
 
 /* whether a matrix of cols columns and k codebook values can have the form */
 static int lanes_fit(uint32_t cols, uint32_t k)
@@ -93,7 +87,6 @@ uint64_t dcz_lanes_bytes(uint32_t rows, uint32_t cols, uint32_t nnz, uint32_t k)
 typedef struct lane {
     uint32_t e, end, col;
 } lane;
-
 
 /* One step of a slice of 16 lanes: its window (the latest to start at or
  * before the smallest column the lanes need) and each lane's slot

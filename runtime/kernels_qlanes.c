@@ -9,7 +9,8 @@
  * instructions for 32 entries: a word permute (vpermw) of the window by
  * the slots' low bits, which are the column offsets, an arithmetic shift
  * of the slots that leaves their weights as 16-bit values, and a multiply-
- * add of pairs (vpmaddwd) into the row sums. A window is 31 columns where
+ * add of pairs into the row sums (vpdpwssd with VNNI, else vpmaddwd and
+ * vpaddd). A window is 31 columns where
  * the float form's is 15 or 7, so the slots fill better too.
  *
  * Samples: the kernel takes up to four samples at a time over the same
@@ -20,11 +21,10 @@
  *
  * Checked by tests/unit/test_qkernels.c: dcz_qlanes_ref and dcz_qspmm8
  * with the form, bit for bit against dcz_qspmm_ref on the matrix grid
- * (both weight ranges' 8-bit cases, codebooks and per-entry values,
- * fillers), and the builder's refusals.
+ * (8-bit weights, codebooks and per-entry values, fillers, batches across
+ * and inside the kernel's four samples), each variant called by name.
  */
 #include <stdint.h>
-#include <string.h>
 
 #include "runtime/model.h"
 
@@ -36,7 +36,7 @@
 #define QL_LANES 16
 #define QL_XBITS 5                /* window v starts at dcz_lanes_window_start(v, 5) */
 #define QL_EMPTY DCZ_QLANE_W      /* a slot's offset with no entry: the panel's 0 */
-#define QL_COPIES 3               /* windows per DCZ_QLANE_W columns */
+#define QL_COPIES DCZ_LANE_COPIES /* windows per DCZ_QLANE_W columns */
 #define QL_PANEL 32               /* int16 inputs of a panel: 64 bytes */
 #define QL_SAMPLES 4              /* samples the vector kernel takes at a time */
 
@@ -54,8 +54,8 @@ uint64_t dcz_qlanes_bytes(uint32_t rows, uint32_t cols, uint64_t nnz)
     return (slices_of(rows) + 1) * 4 + cap * 2 + 63 + cap * QL_LANES * 4;
 }
 
-/* A lane's place in its row: the next real entry e (e == end: none left),
- * its column and weight. */
+/* A lane's place in its row: the next real entry e (e == end: none left)
+ * and its column. */
 typedef struct qlane {
     uint32_t row, e, end, col;
 } qlane;
@@ -175,7 +175,7 @@ static void qlanes_panels__avx512(const dcz_q *x, uint32_t cols, dcz_q *p)
             _mm512_store_si512((void *)(p + (size_t)(v + c) * QL_PANEL), _mm512_maskz_mov_epi16(first31, _mm512_loadu_si512((const void *)src)));
         }
     for (; v < n; v++) {
-        const uint32_t st = v / QL_COPIES * DCZ_QLANE_W + v % QL_COPIES * DCZ_QLANE_W / QL_COPIES;
+        const uint32_t st = dcz_lanes_window_start(v, QL_XBITS);
         const uint32_t left = st < cols ? cols - st : 0, take = left < DCZ_QLANE_W ? left : DCZ_QLANE_W;
         const __m512i w = _mm512_maskz_loadu_epi16((__mmask32)((1u << take) - 1), x + (take ? st : 0));
         _mm512_store_si512((void *)(p + (size_t)v * QL_PANEL), w);
@@ -207,7 +207,7 @@ static inline __m512i dpwssd(__m512i a, __m512i x, __m512i w)
  * weights wq, added pair by pair into A. */
 #define QL_STEP(A, j) do { \
     const __m512i xv_ = _mm512_permutexvar_epi16( \
-        q, _mm512_load_si512((const void *)(pan[j] + ((size_t)s->lbase[t] << 5)))); \
+        q, _mm512_load_si512((const void *)(pan[j] + (size_t)s->lbase[t] * QL_PANEL))); \
     A = VNNI ? dpwssd(A, xv_, wq) : _mm512_add_epi32(A, _mm512_madd_epi16(xv_, wq)); \
 } while (0)
 
@@ -222,7 +222,7 @@ static inline void qlanes_samples__avx512(const dcz_qsparse *s, const int64_t *b
         int32_t b32[QL_LANES];
         for (uint32_t l = 0; l < QL_LANES; l++) b32[l] = bias && r0 + l < s->rows ? (int32_t)bias[r0 + l] : 0;
         const __m512i b0 = _mm512_loadu_si512((const void *)b32), zero = _mm512_setzero_si512();
-        __m512i a0 = b0, a1 = NB > 1 ? b0 : zero, a2 = b0, a3 = b0, e0 = zero;
+        __m512i a0 = b0, a1 = b0, a2 = b0, a3 = b0, e0 = zero;
         uint32_t t = s->lstart[sl];
         const uint32_t t1 = s->lstart[sl + 1];
         if (NB == 1)
@@ -300,10 +300,9 @@ const char *dcz_qlanes_variant(void)
 int dcz_qlanes_run_vnni(int vnni, const dcz_qsparse *s, const int64_t *bias, const dcz_q *x, size_t batch,
                         void *scratch, int64_t *acc)
 {
-    const char *v = dcz_qlanes_variant();
-    if (!s->lslices || !v) return 0;
+    if (!s->lslices || !dcz_qlanes_variant()) return 0;
 #ifdef DCZ_X86
-    const int has = strcmp(v, "avx512vnni") == 0;
+    const int has = __builtin_cpu_supports("avx512vnni") != 0;
     if (vnni < 0) vnni = has;
     if (vnni && !has) return 0;
     if (vnni) qlanes__avx512vnni(s, bias, x, batch, scratch, acc);

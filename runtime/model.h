@@ -279,8 +279,15 @@ static inline uint32_t dcz_lanes_xbits(uint32_t k)
 {
     return k <= 16 ? 4 : 3;
 }
-/* First column of window v for offsets of xbits bits. */
-uint32_t dcz_lanes_window_start(uint32_t v, uint32_t xbits);
+/* Windows of the lane forms per 2^xbits - 1 columns (three shifted copies
+ * of the input), and the first column of window v for offsets of xbits
+ * bits. */
+#define DCZ_LANE_COPIES 3
+static inline uint32_t dcz_lanes_window_start(uint32_t v, uint32_t xbits)
+{
+    const uint32_t w = (1u << xbits) - 1;
+    return v / DCZ_LANE_COPIES * w + v % DCZ_LANE_COPIES * w / DCZ_LANE_COPIES;
+}
 /* Floats of the scratch the vector kernel's panels of the input take for
  * a matrix of cols columns and k codebook values (0 without a lane form). */
 uint64_t dcz_lanes_scratch_floats(uint32_t cols, uint32_t k);
