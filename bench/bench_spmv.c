@@ -180,8 +180,8 @@ int main(int argc, char **argv)
             c.ptr[r + 1] = k;
         }
         dcz_sparse_builder_finish(&bld);
-        dcz_sparse sp = { s->rows, s->cols, bld.entries, row_ptr, step, idx, NULL, cb, 16,
-                          0, 0, NULL, NULL, NULL, NULL, 0, 0, NULL, NULL, NULL };
+        dcz_sparse sp = { .rows = s->rows, .cols = s->cols, .entries = bld.entries, .row_ptr = row_ptr,
+                          .step = step, .idx = idx, .codebook = cb, .k = 16 };
         /* as the loader and run.c do: a layer too small to split runs on
          * the caller's thread alone, its column form in one block */
         const uint32_t lthreads = nnz >= DCZ_PARALLEL_MIN_ENTRIES ? (uint32_t)threads : 1;
@@ -235,7 +235,7 @@ int main(int argc, char **argv)
                         if (x[jc] != 0.0f) live += p[jc + 1] - p[jc];
                 }
                 /* the lane kernel reads its slots and bases whatever x is */
-                const double lane_bytes = dcz_lanes_steps(&sp) * (DCZ_LANE_ROWS + 8.0);
+                const double lane_bytes = dcz_lanes_steps(&sp) * (DCZ_LANE_ROWS * 2 + 4.0);
                 const double csc_bytes = (s->cols + 1) * 4.0 + live * (sp.cent16 ? 2 : 4);
                 row(s->name, shp, s->density, act, 1, td, tc, tr, tk,
                     pick == DCZ_SPMV_LANES ? "lanes" : "columns", tz,

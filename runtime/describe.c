@@ -84,7 +84,7 @@ static void sparse_dense_why(const dcz_sparse *s, dcz_layer_desc *k)
         snprintf(cols, sizeof cols, "by columns, skipping zero inputs (%d-bit entries)", s->cent16 ? 16 : 32);
     if (s->lgroups)
         snprintf(lanes, sizeof lanes, "%s by lanes (avx512, 16 rows per vector, %u-column windows)%s",
-                 s->col_ptr ? " or" : "; instead", (1u << s->lxbits) - 1,
+                 s->col_ptr ? " or" : "; instead", DCZ_LANE_W,
                  s->col_ptr ? ", whichever visits less for the input at hand" : "");
     snprintf(k->why, sizeof k->why,
              "compressed (libdcz runs every sparse layer compressed); batch 1 %s%s; batches: %s spmm, "
@@ -154,7 +154,7 @@ dcz_status dcz_describe_layer(const dcz_model *m, uint32_t layer, dcz_layer_desc
             k->kernel = "qspmm8_lanes (integers)";
             snprintf(k->why, sizeof k->why, "%s: 8-bit weights and activations, 16 rows in the lanes of a vector "
                      "(%s), two entries of each a step from a %u-column window, pair multiply-adds, 32-bit sums; "
-                     "%u steps, %.0f%% of the slots filled", scheme, dcz_qlanes_variant(), DCZ_QLANE_W, steps,
+                     "%u steps, %.0f%% of the slots filled", scheme, dcz_qlanes_variant(), DCZ_LANE_W, steps,
                      steps ? 100.0 * (double)real / (32.0 * steps) : 0.0);
         } else if (m->qmax == 127 && !m->opt.force_reference) {
             const char *isa = dcz_qspmm8_variant();

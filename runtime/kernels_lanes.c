@@ -5,17 +5,24 @@
  * row of y in memory, a scalar read-modify-write that costs a cycle or more
  * per entry whatever the vector width. Here a vector lane owns a row and
  * keeps its sum in a register; the input a lane needs comes from a window
- * of 15 (or 7) columns held in a register and looked up by a permute, so
- * nothing is gathered or scattered. The price is the empty slots of lanes
- * whose row has no entry in the window: the builder's greedy walk keeps
- * about half the slots full at 9% density (a third at 4%).
+ * of 31 columns held in two registers and looked up by a two-table permute
+ * (vpermt2ps), its weight from the codebook by another, so nothing is
+ * gathered or scattered. The price is the empty slots of lanes whose row
+ * has no entry in the window: the builder's greedy walk keeps about half
+ * the slots full at 8% density (LeNet-300-100 fc1: 55%).
+ *
+ * Slots of 16 bits, two slices a vector: the form had byte slots, four
+ * slices a vector, and windows of 15 columns for codebooks of 16 values
+ * but of 7 for 32 (the fully connected layers' 5 bits), a third of its
+ * slots filled; with 31 columns and a byte for each of offset and index,
+ * LeNet-300-100 batch 1 took 5.4 -> 3.4 us.
  *
  * The windows. A window load that straddles two cache lines costs about
  * twice an aligned one, and a masked load more, so the vector kernel does
  * not read x itself: per call, dcz_lanes_panels__avx512 copies x into
- * aligned panels of 2^xbits floats, each W = 2^xbits - 1 consecutive
- * inputs and a 0 (the empty slot's lane), in three copies shifted by
- * W / 3 columns. A window is one panel, loaded whole; the builder picks,
+ * aligned panels of 32 floats, each W = 31 consecutive inputs and a 0 (the
+ * empty slot's lane), in three copies shifted by W / 3 columns. A window
+ * is one panel, loaded whole as two vectors; the builder picks,
  * of the windows that start at or before the column it needs, the latest,
  * so it loses a third of a window at most (measured on 4096 x 4096 at 9%:
  * 7% more steps than windows at any column, each a third cheaper).
@@ -45,9 +52,11 @@
 #define DCZ_X86 1
 #endif
 
-#define SLICES 4
+#define SLICES 2
 #define LANES 16
 #define COPIES DCZ_LANE_COPIES /* shifted copies of the input's panels */
+#define PANEL 32               /* floats of a panel: a window and a 0 */
+#define EMPTY DCZ_LANE_W       /* a slot with no entry: the panel's 0, index 0 */
 /* Bytes of slots the vector kernel asks for ahead of its reads, with a
  * non-temporal hint: the stream then does not push the panels out of the
  * second-level cache (on 4096 x 25088 at 4%, 321 KB of panels: without
@@ -61,17 +70,16 @@ static int lanes_fit(uint32_t cols, uint32_t k)
 }
 
 /* panels of the input for a matrix of cols columns (three per W columns) */
-static uint32_t lane_panels(uint32_t cols, uint32_t xbits)
+static uint32_t lane_panels(uint32_t cols)
 {
-    return cols ? ((cols - 1) / ((1u << xbits) - 1) + 1) * COPIES : 0;
+    return cols ? ((cols - 1) / DCZ_LANE_W + 1) * COPIES : 0;
 }
 
 uint64_t dcz_lanes_scratch_floats(uint32_t cols, uint32_t k)
 {
     if (!lanes_fit(cols, k) || cols == 0) return 0;
-    const uint32_t xbits = dcz_lanes_xbits(k);
     /* and 16 to align the first to 64 bytes */
-    return ((uint64_t)lane_panels(cols, xbits) << xbits) + 16;
+    return (uint64_t)lane_panels(cols) * PANEL + 16;
 }
 
 uint64_t dcz_lanes_bytes(uint32_t rows, uint32_t cols, uint32_t nnz, uint32_t k)
@@ -79,7 +87,7 @@ uint64_t dcz_lanes_bytes(uint32_t rows, uint32_t cols, uint32_t nnz, uint32_t k)
     if (!lanes_fit(cols, k) || nnz == 0) return 0;
     const uint64_t groups = ((uint64_t)rows + DCZ_LANE_ROWS - 1) / DCZ_LANE_ROWS;
     const uint64_t steps = DCZ_LANE_STEPS_MAX(nnz, rows);
-    return (groups + 1) * 4 + steps * SLICES * 2 + steps * DCZ_LANE_ROWS;
+    return (groups + 1) * 4 + steps * SLICES * 2 + 63 + steps * DCZ_LANE_ROWS * 2;
 }
 
 /* A lane's place in its row of the row form: the next real entry e (e ==
@@ -90,35 +98,31 @@ typedef struct lane {
 
 /* One step of a slice of 16 lanes: its window (the latest to start at or
  * before the smallest column the lanes need) and each lane's slot
- * (slot[4 l]). Returns 0, writing an empty step, when no lane has entries
- * left. */
-static int slice_step(const dcz_sparse *s, lane *ln, uint32_t xbits, uint16_t *base,
-                      uint8_t *slot)
+ * (slot[2 l]). Writes an empty step when no lane has entries left. */
+static void slice_step(const dcz_sparse *s, lane *ln, uint16_t *base, uint16_t *slot)
 {
-    const uint32_t w = (1u << xbits) - 1;
     uint32_t b = UINT32_MAX;
     for (int l = 0; l < LANES; l++)
         if (ln[l].e < ln[l].end && ln[l].col < b) b = ln[l].col;
     if (b == UINT32_MAX) {
         *base = 0;
-        for (int l = 0; l < LANES; l++) slot[4 * l] = (uint8_t)w;
-        return 0;
+        for (int l = 0; l < LANES; l++) slot[SLICES * l] = EMPTY;
+        return;
     }
     /* windows of copy c start c W / 3 columns into each run of W */
     uint32_t c = COPIES - 1;
-    while (c * w / COPIES > b % w) c--;
-    const uint32_t v = b / w * COPIES + c, start = dcz_lanes_window_start(v, xbits);
+    while (c * DCZ_LANE_W / COPIES > b % DCZ_LANE_W) c--;
+    const uint32_t v = b / DCZ_LANE_W * COPIES + c, start = dcz_lanes_window_start(v);
     *base = (uint16_t)v;
     for (int l = 0; l < LANES; l++) {
-        if (ln[l].e < ln[l].end && ln[l].col < start + w) {
-            slot[4 * l] = (uint8_t)((ln[l].col - start) | (uint32_t)s->idx[ln[l].e] << xbits);
+        if (ln[l].e < ln[l].end && ln[l].col < start + DCZ_LANE_W) {
+            slot[SLICES * l] = (uint16_t)((ln[l].col - start) | (uint32_t)s->idx[ln[l].e] << 8);
             ln[l].e++;
             dcz_steps_seek(s->step, &ln[l].e, ln[l].end, ln[l].col, &ln[l].col);
         } else {
-            slot[4 * l] = (uint8_t)w;
+            slot[SLICES * l] = EMPTY;
         }
     }
-    return 1;
 }
 
 void dcz_lanes_build(dcz_sparse *s, uint32_t nnz, void *mem)
@@ -127,10 +131,9 @@ void dcz_lanes_build(dcz_sparse *s, uint32_t nnz, void *mem)
     if (!s->idx || dcz_lanes_bytes(s->rows, s->cols, nnz, s->k) == 0) return;
     const uint32_t groups = (s->rows + DCZ_LANE_ROWS - 1) / DCZ_LANE_ROWS;
     const uint64_t cap = DCZ_LANE_STEPS_MAX(nnz, s->rows);
-    const uint32_t xbits = dcz_lanes_xbits(s->k);
     uint32_t *start = mem;
     uint16_t *base = (uint16_t *)(start + groups + 1);
-    uint8_t *slot = (uint8_t *)(base + cap * SLICES);
+    uint16_t *slot = (uint16_t *)(((uintptr_t)(base + cap * SLICES) + 63) & ~(uintptr_t)63);
     uint64_t t = 0;
     for (uint32_t g = 0; g < groups; g++) {
         lane ln[DCZ_LANE_ROWS];
@@ -150,14 +153,12 @@ void dcz_lanes_build(dcz_sparse *s, uint32_t nnz, void *mem)
             if (!left) break;
             if (t == cap) return; /* past the bound: no lane form */
             for (int sl = 0; sl < SLICES; sl++)
-                slice_step(s, ln + LANES * sl, xbits, base + t * SLICES + sl,
-                           slot + t * DCZ_LANE_ROWS + sl);
+                slice_step(s, ln + LANES * sl, base + t * SLICES + sl, slot + t * DCZ_LANE_ROWS + sl);
             t++;
         }
     }
     start[groups] = (uint32_t)t;
     s->lgroups = groups;
-    s->lxbits = xbits;
     s->lstart = start;
     s->lbase = base;
     s->lslot = slot;
@@ -166,7 +167,6 @@ void dcz_lanes_build(dcz_sparse *s, uint32_t nnz, void *mem)
 void dcz_spmv_lanes_ref(const dcz_sparse *s, uint32_t g0, uint32_t g1, const float *bias,
                         const float *x, float *y)
 {
-    const uint32_t xbits = s->lxbits, w = (1u << xbits) - 1;
     for (uint32_t g = g0; g < g1; g++) {
         float acc[DCZ_LANE_ROWS];
         const uint32_t r0 = g * DCZ_LANE_ROWS;
@@ -174,12 +174,11 @@ void dcz_spmv_lanes_ref(const dcz_sparse *s, uint32_t g0, uint32_t g1, const flo
             acc[i] = bias && r0 + i < s->rows ? bias[r0 + i] : 0.0f;
         for (uint32_t t = s->lstart[g]; t < s->lstart[g + 1]; t++) {
             for (uint32_t sl = 0; sl < SLICES; sl++) {
-                const uint32_t b = dcz_lanes_window_start(s->lbase[(size_t)t * SLICES + sl], xbits);
+                const uint32_t b = dcz_lanes_window_start(s->lbase[(size_t)t * SLICES + sl]);
                 for (uint32_t l = 0; l < LANES; l++) {
-                    const uint32_t q = s->lslot[(size_t)t * DCZ_LANE_ROWS + 4 * l + sl];
-                    if ((q & w) == w) continue;
-                    acc[LANES * sl + l] = fmaf(s->codebook[q >> xbits], x[b + (q & w)],
-                                               acc[LANES * sl + l]);
+                    const uint32_t q = s->lslot[(size_t)t * DCZ_LANE_ROWS + SLICES * l + sl];
+                    if ((q & 0xFF) == EMPTY) continue;
+                    acc[LANES * sl + l] = fmaf(s->codebook[q >> 8], x[b + (q & 0xFF)], acc[LANES * sl + l]);
                 }
             }
         }
@@ -188,27 +187,6 @@ void dcz_spmv_lanes_ref(const dcz_sparse *s, uint32_t g0, uint32_t g1, const flo
 }
 
 #ifdef DCZ_X86
-
-/* Slice sl's window lookup and codebook lookup for the slots in byte sl
- * of q's 32-bit lanes, their product fused into A. xbits is a constant at
- * every call: 4, a panel of 16 floats, a codebook of 16 in cb0 and the
- * offset in the slot's low four bits (vpermps reads just those); 3, a
- * panel of 8, a codebook of 32 in cb0 and cb1 (vpermt2ps reads five bits)
- * and a three-bit offset. */
-#define LANE_SLICE(A, sl) do { \
-    const __m512i qs_ = (sl) ? _mm512_srli_epi32(q, 8 * (sl)) : q; \
-    const float *pw_ = panels + ((size_t)b[sl] << xbits); \
-    __m512 xv_, wv_; \
-    if (xbits == 4) { \
-        xv_ = _mm512_permutexvar_ps(qs_, _mm512_load_ps(pw_)); \
-        wv_ = _mm512_permutexvar_ps(_mm512_srli_epi32(qs_, 4), cb0); \
-    } else { \
-        xv_ = _mm512_permutexvar_ps(_mm512_and_si512(qs_, seven), \
-                                    _mm512_castps256_ps512(_mm256_load_ps(pw_))); \
-        wv_ = _mm512_permutex2var_ps(cb0, _mm512_srli_epi32(qs_, 3), cb1); \
-    } \
-    A = _mm512_fmadd_ps(wv_, xv_, A); \
-} while (0)
 
 /* the lanes of rows [r0, r0 + 16) that exist */
 static __mmask16 rows_mask(uint32_t rows, uint32_t r0)
@@ -221,21 +199,41 @@ __attribute__((target("avx512f")))
 const float *dcz_lanes_panels__avx512(const dcz_sparse *s, const float *x, float *scratch)
 {
     float *p = (float *)(((uintptr_t)scratch + 63) & ~(uintptr_t)63);
-    const uint32_t xbits = s->lxbits, w = (1u << xbits) - 1, n = lane_panels(s->cols, xbits);
-    for (uint32_t v = 0; v < n; v++) {
-        const uint32_t st = dcz_lanes_window_start(v, xbits);
-        const uint32_t left = st < s->cols ? s->cols - st : 0, take = left < w ? left : w;
-        const __m512 xw = _mm512_maskz_loadu_ps((__mmask16)((1u << take) - 1), x + (take ? st : 0));
-        if (xbits == 4) _mm512_store_ps(p + ((size_t)v << 4), xw);
-        else _mm256_store_ps(p + ((size_t)v << 3), _mm512_castps512_ps256(xw));
+    const uint32_t cols = s->cols, n = lane_panels(cols);
+    /* window v = 3 u + c starts at 31 u + 0, 10 or 20 (dcz_lanes_window_start):
+     * whole loads, the last float cleared, while 32 inputs remain */
+    uint32_t v = 0, u = 0;
+    for (; u * DCZ_LANE_W + 2 * DCZ_LANE_W / COPIES + PANEL <= cols; u++, v += COPIES)
+        for (uint32_t c = 0; c < COPIES; c++) {
+            const float *src = x + u * DCZ_LANE_W + c * DCZ_LANE_W / COPIES;
+            _mm512_store_ps(p + (size_t)(v + c) * PANEL, _mm512_loadu_ps(src));
+            _mm512_store_ps(p + (size_t)(v + c) * PANEL + 16, _mm512_maskz_loadu_ps(0x7FFF, src + 16));
+        }
+    for (; v < n; v++) {
+        const uint32_t st = dcz_lanes_window_start(v);
+        const uint32_t left = st < cols ? cols - st : 0, take = left < DCZ_LANE_W ? left : DCZ_LANE_W;
+        const uint32_t m = (1u << take) - 1;
+        const float *src = x + (take ? st : 0);
+        _mm512_store_ps(p + (size_t)v * PANEL, _mm512_maskz_loadu_ps((__mmask16)m, src));
+        _mm512_store_ps(p + (size_t)v * PANEL + 16, _mm512_maskz_loadu_ps((__mmask16)(m >> 16), src + 16));
     }
     return p;
 }
 
-__attribute__((target("avx512f"), always_inline))
-static inline void lanes_groups__avx512(const dcz_sparse *s, uint32_t g0, uint32_t g1,
-                                        const float *bias, const float *panels, float *y,
-                                        const uint32_t xbits)
+/* Slice sl's window lookup (the offset in the slot's low five bits, which
+ * vpermt2ps reads) and codebook lookup (the index in the high byte), their
+ * product fused into A. */
+#define LANE_SLICE(A, sl) do { \
+    const __m512i qs_ = (sl) ? _mm512_srli_epi32(q, 16) : q; \
+    const float *pw_ = panels + (size_t)b[sl] * PANEL; \
+    const __m512 xv_ = _mm512_permutex2var_ps(_mm512_load_ps(pw_), qs_, _mm512_load_ps(pw_ + 16)); \
+    const __m512 wv_ = _mm512_permutex2var_ps(cb0, _mm512_srli_epi32(q, 16 * (sl) + 8), cb1); \
+    A = _mm512_fmadd_ps(wv_, xv_, A); \
+} while (0)
+
+__attribute__((target("avx512f")))
+void dcz_spmv_lanes__avx512(const dcz_sparse *s, uint32_t g0, uint32_t g1, const float *bias,
+                            const float *panels, float *y)
 {
     const uint32_t k = s->k;
     const __m512 cb0 = _mm512_maskz_loadu_ps(k >= 16 ? 0xFFFF : (__mmask16)((1u << k) - 1),
@@ -243,38 +241,22 @@ static inline void lanes_groups__avx512(const dcz_sparse *s, uint32_t g0, uint32
     const __m512 cb1 = k > 16 ? _mm512_maskz_loadu_ps((__mmask16)((1u << (k - 16)) - 1),
                                                       s->codebook + 16)
                               : _mm512_setzero_ps();
-    const __m512i seven = _mm512_set1_epi32(7);
     for (uint32_t g = g0; g < g1; g++) {
         const uint32_t r0 = g * DCZ_LANE_ROWS;
-        const __mmask16 m0 = rows_mask(s->rows, r0), m1 = rows_mask(s->rows, r0 + 16);
-        const __mmask16 m2 = rows_mask(s->rows, r0 + 32), m3 = rows_mask(s->rows, r0 + 48);
+        const __mmask16 m0 = rows_mask(s->rows, r0), m1 = rows_mask(s->rows, r0 + LANES);
         __m512 a0 = bias ? _mm512_maskz_loadu_ps(m0, bias + r0) : _mm512_setzero_ps();
-        __m512 a1 = bias ? _mm512_maskz_loadu_ps(m1, bias + r0 + 16) : _mm512_setzero_ps();
-        __m512 a2 = bias ? _mm512_maskz_loadu_ps(m2, bias + r0 + 32) : _mm512_setzero_ps();
-        __m512 a3 = bias ? _mm512_maskz_loadu_ps(m3, bias + r0 + 48) : _mm512_setzero_ps();
+        __m512 a1 = bias ? _mm512_maskz_loadu_ps(m1, bias + r0 + LANES) : _mm512_setzero_ps();
         for (uint32_t t = s->lstart[g]; t < s->lstart[g + 1]; t++) {
-            _mm_prefetch((const char *)(s->lslot + (size_t)t * DCZ_LANE_ROWS + SLOT_PREFETCH),
+            _mm_prefetch((const char *)(s->lslot + (size_t)t * DCZ_LANE_ROWS) + SLOT_PREFETCH,
                          _MM_HINT_NTA);
-            const __m512i q = _mm512_loadu_si512(s->lslot + (size_t)t * DCZ_LANE_ROWS);
+            const __m512i q = _mm512_load_si512((const void *)(s->lslot + (size_t)t * DCZ_LANE_ROWS));
             const uint16_t *b = s->lbase + (size_t)t * SLICES;
             LANE_SLICE(a0, 0);
             LANE_SLICE(a1, 1);
-            LANE_SLICE(a2, 2);
-            LANE_SLICE(a3, 3);
         }
         _mm512_mask_storeu_ps(y + r0, m0, a0);
-        _mm512_mask_storeu_ps(y + r0 + 16, m1, a1);
-        _mm512_mask_storeu_ps(y + r0 + 32, m2, a2);
-        _mm512_mask_storeu_ps(y + r0 + 48, m3, a3);
+        _mm512_mask_storeu_ps(y + r0 + LANES, m1, a1);
     }
-}
-
-__attribute__((target("avx512f")))
-void dcz_spmv_lanes__avx512(const dcz_sparse *s, uint32_t g0, uint32_t g1, const float *bias,
-                            const float *panels, float *y)
-{
-    if (s->lxbits == 4) lanes_groups__avx512(s, g0, g1, bias, panels, y, 4);
-    else lanes_groups__avx512(s, g0, g1, bias, panels, y, 3);
 }
 
 #endif /* DCZ_X86 */

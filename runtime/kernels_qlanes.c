@@ -10,8 +10,7 @@
  * the slots' low bits, which are the column offsets, an arithmetic shift
  * of the slots that leaves their weights as 16-bit values, and a multiply-
  * add of pairs into the row sums (vpdpwssd with VNNI, else vpmaddwd and
- * vpaddd). A window is 31 columns where
- * the float form's is 15 or 7, so the slots fill better too.
+ * vpaddd). The windows are the float form's, 31 columns.
  *
  * Samples: the kernel takes up to four samples at a time over the same
  * steps, the slots loaded and their weights shifted out once for all four;
@@ -34,9 +33,8 @@
 #endif
 
 #define QL_LANES 16
-#define QL_XBITS 5                /* window v starts at dcz_lanes_window_start(v, 5) */
-#define QL_EMPTY DCZ_QLANE_W      /* a slot's offset with no entry: the panel's 0 */
-#define QL_COPIES DCZ_LANE_COPIES /* windows per DCZ_QLANE_W columns */
+#define QL_EMPTY DCZ_LANE_W      /* a slot's offset with no entry: the panel's 0 */
+#define QL_COPIES DCZ_LANE_COPIES /* windows per DCZ_LANE_W columns */
 #define QL_PANEL 32               /* int16 inputs of a panel: 64 bytes */
 #define QL_SAMPLES 4              /* samples the vector kernel takes at a time */
 
@@ -44,7 +42,7 @@ static uint64_t slices_of(uint32_t rows) { return ((uint64_t)rows + QL_LANES - 1
 
 static uint32_t panels_of(uint32_t cols)
 {
-    return cols ? ((cols - 1) / DCZ_QLANE_W + 1) * QL_COPIES : 0;
+    return cols ? ((cols - 1) / DCZ_LANE_W + 1) * QL_COPIES : 0;
 }
 
 uint64_t dcz_qlanes_bytes(uint32_t rows, uint32_t cols, uint64_t nnz)
@@ -65,7 +63,7 @@ typedef struct qlane {
  * it), else the empty slot. */
 static uint16_t qlane_take(const dcz_qsparse *s, qlane *ln, uint32_t start)
 {
-    if (ln->e == ln->end || ln->col >= start + DCZ_QLANE_W) return QL_EMPTY;
+    if (ln->e == ln->end || ln->col >= start + DCZ_LANE_W) return QL_EMPTY;
     const int32_t w = dcz_qsparse_weight(s, ln->row, ln->e);
     const uint16_t slot = (uint16_t)((ln->col - start) | (uint32_t)(uint8_t)(int8_t)w << 8);
     ln->e++;
@@ -109,8 +107,8 @@ int dcz_qlanes_build(dcz_qsparse *s, uint64_t nnz, void *mem)
             if (t == cap) return 0; /* past the bound: no lane form */
             /* the windows of copy c start c W / 3 columns into each run of W */
             uint32_t c = QL_COPIES - 1;
-            while (c * DCZ_QLANE_W / QL_COPIES > b % DCZ_QLANE_W) c--;
-            const uint32_t v = b / DCZ_QLANE_W * QL_COPIES + c, st = dcz_lanes_window_start(v, QL_XBITS);
+            while (c * DCZ_LANE_W / QL_COPIES > b % DCZ_LANE_W) c--;
+            const uint32_t v = b / DCZ_LANE_W * QL_COPIES + c, st = dcz_lanes_window_start(v);
             base[t] = (uint16_t)v;
             for (uint32_t l = 0; l < QL_LANES; l++) {
                 const uint16_t lo = qlane_take(s, &ln[l], st), hi = qlane_take(s, &ln[l], st);
@@ -138,7 +136,7 @@ void dcz_qlanes_ref(const dcz_qsparse *s, const int64_t *bias, const dcz_q *x, s
                 sum[l] = bias && r < s->rows ? bias[r] : 0;
             }
             for (uint32_t t = s->lstart[sl]; t < s->lstart[sl + 1]; t++) {
-                const uint32_t st = dcz_lanes_window_start(s->lbase[t], QL_XBITS);
+                const uint32_t st = dcz_lanes_window_start(s->lbase[t]);
                 for (uint32_t l = 0; l < QL_LANES; l++)
                     for (unsigned h = 0; h < 2; h++) {
                         const uint16_t q = (uint16_t)(s->lslot[(size_t)t * QL_LANES + l] >> (16 * h));
@@ -169,14 +167,14 @@ static void qlanes_panels__avx512(const dcz_q *x, uint32_t cols, dcz_q *p)
     const uint32_t n = panels_of(cols);
     const __mmask32 first31 = 0x7FFFFFFF;
     uint32_t v = 0, u = 0;
-    for (; u * DCZ_QLANE_W + 2 * DCZ_QLANE_W / QL_COPIES + QL_PANEL <= cols; u++, v += QL_COPIES)
+    for (; u * DCZ_LANE_W + 2 * DCZ_LANE_W / QL_COPIES + QL_PANEL <= cols; u++, v += QL_COPIES)
         for (uint32_t c = 0; c < QL_COPIES; c++) {
-            const dcz_q *src = x + u * DCZ_QLANE_W + c * DCZ_QLANE_W / QL_COPIES;
+            const dcz_q *src = x + u * DCZ_LANE_W + c * DCZ_LANE_W / QL_COPIES;
             _mm512_store_si512((void *)(p + (size_t)(v + c) * QL_PANEL), _mm512_maskz_mov_epi16(first31, _mm512_loadu_si512((const void *)src)));
         }
     for (; v < n; v++) {
-        const uint32_t st = dcz_lanes_window_start(v, QL_XBITS);
-        const uint32_t left = st < cols ? cols - st : 0, take = left < DCZ_QLANE_W ? left : DCZ_QLANE_W;
+        const uint32_t st = dcz_lanes_window_start(v);
+        const uint32_t left = st < cols ? cols - st : 0, take = left < DCZ_LANE_W ? left : DCZ_LANE_W;
         const __m512i w = _mm512_maskz_loadu_epi16((__mmask32)((1u << take) - 1), x + (take ? st : 0));
         _mm512_store_si512((void *)(p + (size_t)v * QL_PANEL), w);
     }

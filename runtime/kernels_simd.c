@@ -556,7 +556,12 @@ dcz_spmv_kind dcz_spmv_pick(const dcz_sparse *s, const float *x)
         const uint64_t need = nnz ? (uint64_t)dcz_lanes_steps(s) * DCZ_LANE_STEP_ENTRIES * s->cols / nnz
                                   : UINT64_MAX;
         uint64_t nz = 0;
-        for (uint32_t c = 0; c < s->cols && nz <= need; c++) nz += x[c] != 0.0f;
+        uint32_t c = 0;
+        /* eight at a time: one test of the bound per eight inputs */
+        for (; c + 8 <= s->cols && nz <= need; c += 8)
+            nz += (uint64_t)((x[c] != 0.0f) + (x[c + 1] != 0.0f) + (x[c + 2] != 0.0f) + (x[c + 3] != 0.0f) +
+                             (x[c + 4] != 0.0f) + (x[c + 5] != 0.0f) + (x[c + 6] != 0.0f) + (x[c + 7] != 0.0f));
+        for (; c < s->cols && nz <= need; c++) nz += x[c] != 0.0f;
         if (nz > need) return DCZ_SPMV_LANES;
     }
     return plain_kind(s);

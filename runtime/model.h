@@ -64,10 +64,10 @@ typedef struct dcz_sparse {
     const float *cval;        /* (nnz) value of each entry, when val */
     /* The lane form, for batch 1 where the CPU runs dcz_spmv_lanes__avx512
      * (see "the lane form" below); lgroups is 0 when it is not built. */
-    uint32_t lgroups, lxbits;
+    uint32_t lgroups;
     const uint32_t *lstart;   /* (lgroups + 1) first step of each group */
-    const uint16_t *lbase;    /* (steps, 4) window of each slice */
-    const uint8_t *lslot;     /* (steps, DCZ_LANE_ROWS) slots */
+    const uint16_t *lbase;    /* (steps, 2) window of each slice */
+    const uint16_t *lslot;    /* (steps, DCZ_LANE_ROWS) slots, 64-byte aligned */
 } dcz_sparse;
 
 /* Moves *e (before end) to the first real entry at or after it, the
@@ -229,38 +229,39 @@ typedef struct dcz_exec_layer {
 
 /* ---- the lane form (kernels_lanes.c) ---------------------------------------
  * Batch 1 without scatter: sixteen rows in the lanes of one vector, each
- * lane summing its own row, the input read from a window of it held in a
- * register. For fully connected codebook layers of at most 32 values.
+ * lane summing its own row, the input read from a window of it held in
+ * registers. For fully connected codebook layers of at most 32 values.
  *
- * The rows are cut into groups of DCZ_LANE_ROWS (64): four slices of 16
- * consecutive rows, lane l of slice s being row 64 g + 16 s + l. A group is
+ * The rows are cut into groups of DCZ_LANE_ROWS (32): two slices of 16
+ * consecutive rows, lane l of slice s being row 32 g + 16 s + l. A group is
  * a sequence of steps. In a step, each slice reads a window of
- * W = 2^xbits - 1 columns (xbits 4, W = 15, when the codebook has at most
- * 16 values; xbits 3, W = 7, up to 32), and each lane one slot, a byte:
- * the next entry of its row when that entry's column lies in the window,
- * as (column - start) | codebook index << xbits, else W, "no entry". The
- * windows start every W / 3 columns: window v covers columns
- * dcz_lanes_window_start(v) .. + W - 1 (the vector kernel reads it as one
- * aligned panel of the input, whose lane W is 0). A row's entries come in
+ * DCZ_LANE_W = 31 columns, and each lane one 16-bit slot: the next entry
+ * of its row when that entry's column lies in the window, as
+ * (column - start) | codebook index << 8, else 31, "no entry" (index 0).
+ * The windows start every 10 or 11 columns: window v covers columns
+ * dcz_lanes_window_start(v) .. + 30 (the vector kernel reads it as one
+ * aligned panel of 32 inputs whose last is 0). A row's entries come in
  * column order, and a lane adds them slot after slot, each product fused
  * into the sum.
  *
  * Steps of a slice (dcz_lanes_build, a greedy walk): the window is the
  * latest to start at or before the smallest column among the lanes' next
- * entries; every lane whose next entry lies in it takes it. The four
+ * entries; every lane whose next entry lies in it takes it. The two
  * slices of a group walk in lockstep, a slice that is done padding with
- * empty steps. Step t of the layer: lbase[4 t + s] the window of slice s,
- * and lslot[64 t + 4 l + s] the slot of lane l of slice s, so one 64-byte
- * vector holds the four slices' slots as the four bytes of its 32-bit lanes.
+ * empty steps. Step t of the layer: lbase[2 t + s] the window of slice s,
+ * and lslot[32 t + 2 l + s] the slot of lane l of slice s, so one 64-byte
+ * vector holds both slices' slots as the two halves of its 32-bit lanes.
  *
  * The form is built where it pays: at most 32 codebook values, at most
  * 65535 columns, and no more steps than DCZ_LANE_STEPS_MAX allows (a
  * quarter of the slots filled); dcz_spmv_pick chooses it or the column
- * kernel per call from their measured costs.
+ * kernel per call from their measured costs. The integer lane form (below)
+ * has the same windows.
  */
-#define DCZ_LANE_ROWS 64
+#define DCZ_LANE_ROWS 32
+#define DCZ_LANE_W 31
 /* Steps a matrix of nnz entries may take, with rows rows. */
-#define DCZ_LANE_STEPS_MAX(nnz, rows) ((uint64_t)(nnz) / 16 + ((uint64_t)(rows) + 63) / 64)
+#define DCZ_LANE_STEPS_MAX(nnz, rows) ((uint64_t)(nnz) / 8 + ((uint64_t)(rows) + 31) / 32)
 /* Bytes of the lane form of a rows x cols codebook matrix of nnz entries
  * and k values (its most: the steps' bound), 0 when it is not built. */
 uint64_t dcz_lanes_bytes(uint32_t rows, uint32_t cols, uint32_t nnz, uint32_t k);
@@ -273,20 +274,12 @@ static inline uint32_t dcz_lanes_steps(const dcz_sparse *s)
 {
     return s->lgroups ? s->lstart[s->lgroups] : 0;
 }
-/* Bits of a slot's column offset for a codebook of k values (its window
- * is 2^xbits - 1 columns wide). */
-static inline uint32_t dcz_lanes_xbits(uint32_t k)
-{
-    return k <= 16 ? 4 : 3;
-}
-/* Windows of the lane forms per 2^xbits - 1 columns (three shifted copies
- * of the input), and the first column of window v for offsets of xbits
- * bits. */
+/* Windows of the lane forms per DCZ_LANE_W columns (three shifted copies
+ * of the input), and the first column of window v. */
 #define DCZ_LANE_COPIES 3
-static inline uint32_t dcz_lanes_window_start(uint32_t v, uint32_t xbits)
+static inline uint32_t dcz_lanes_window_start(uint32_t v)
 {
-    const uint32_t w = (1u << xbits) - 1;
-    return v / DCZ_LANE_COPIES * w + v % DCZ_LANE_COPIES * w / DCZ_LANE_COPIES;
+    return v / DCZ_LANE_COPIES * DCZ_LANE_W + v % DCZ_LANE_COPIES * DCZ_LANE_W / DCZ_LANE_COPIES;
 }
 /* Floats of the scratch the vector kernel's panels of the input take for
  * a matrix of cols columns and k codebook values (0 without a lane form). */
@@ -299,9 +292,9 @@ void dcz_spmv_lanes_ref(const dcz_sparse *s, uint32_t g0, uint32_t g1, const flo
 /* The panels of x for s's lane form, in scratch (dcz_lanes_scratch_floats
  * floats): returns the first, 64-byte aligned. */
 const float *dcz_lanes_panels__avx512(const dcz_sparse *s, const float *x, float *scratch);
-/* dcz_spmv_lanes_ref with AVX-512, from x's panels: per step, four 16-lane
- * window lookups (vpermps), four codebook lookups, four fused multiply-adds
- * into four slices' sums. */
+/* dcz_spmv_lanes_ref with AVX-512, from x's panels: per step, two 16-lane
+ * window lookups (vpermt2ps), two codebook lookups, two fused multiply-adds
+ * into two slices' sums. */
 void dcz_spmv_lanes__avx512(const dcz_sparse *s, uint32_t g0, uint32_t g1, const float *bias,
                             const float *panels, float *y);
 #endif
@@ -624,8 +617,9 @@ typedef enum dcz_spmv_kind {
 } dcz_spmv_kind;
 /* Cost of one lane-form step in column-kernel entries (an entry whose
  * input is nonzero), as bench/bench_spmv.c measures the two kernels: a step
- * fills 64 slots with four lookups of each kind, the column kernel pays a
- * read-modify-write of y per entry. */
+ * fills 32 slots with two lookups of each kind, the column kernel pays a
+ * read-modify-write of y per entry (LeNet-300-100 fc1, 1050 steps: 2.4 us
+ * by lanes, 12.3 us by columns with every input nonzero). */
 #define DCZ_LANE_STEP_ENTRIES 4
 /* The kernel for input x: the lane form when s has one, this CPU runs it
  * and its steps cost less than the entries the column kernel would visit
@@ -945,7 +939,7 @@ const char *dcz_qspmm8_variant(void);
  * The rows are cut into slices of 16 consecutive rows, lane l of slice s
  * being row 16 s + l; a slice is a sequence of steps, lstart[s] ..
  * lstart[s + 1] - 1. In step t, the slice reads window lbase[t] of
- * DCZ_QLANE_W = 31 columns (window v covers dcz_lanes_window_start(v, 5) ..
+ * DCZ_LANE_W = 31 columns (window v covers dcz_lanes_window_start(v) ..
  * + 30: the windows start every 10 or 11 columns), and lane l the two
  * 16-bit slots of lslot[16 t + l], low one first: the next entry of its
  * row whose column lies in the window, as (column - start) | weight << 8,
@@ -961,7 +955,6 @@ const char *dcz_qspmm8_variant(void);
  * the slots filled). Sums are exact in 32 bits (the loader's bound), so the
  * kernels give dcz_qspmm_ref's bits whatever the order.
  */
-#define DCZ_QLANE_W 31
 #define DCZ_QLANE_STEPS_MAX(nnz, rows) ((uint64_t)(nnz) / 8 + ((uint64_t)(rows) + 15) / 16)
 /* Bytes of the lane form of a rows x cols matrix of nnz entries (its most:
  * the steps' bound), 0 when it cannot have one. */

@@ -65,8 +65,8 @@ static inline int make_mat(mat *m, uint32_t rows, uint32_t cols, double density,
     dcz_sparse_builder_finish(&b);
     for (uint32_t e = 0; e < b.entries; e++) m->fillers += m->step[e] == DCZ_STEP_FILLER;
     m->nnz = nnz;
-    m->sp = (dcz_sparse){ rows, cols, b.entries, m->row_ptr, m->step, m->idx, m->val, m->cb, k,
-                          0, 0, NULL, NULL, NULL, NULL, 0, 0, NULL, NULL, NULL };
+    m->sp = (dcz_sparse){ .rows = rows, .cols = cols, .entries = b.entries, .row_ptr = m->row_ptr,
+                          .step = m->step, .idx = m->idx, .val = m->val, .codebook = m->cb, .k = k };
     free(keep);
     free(vsrc);
     return ok;

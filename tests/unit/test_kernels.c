@@ -100,8 +100,8 @@ static void test_fillers(void)
         CHECK(b.entries == 2 + at / 255, "at %u: %u entries", at, b.entries);
         float cb[4] = { 0.5f, 2.0f, -1.0f, 3.0f }, x[1000], y[2];
         for (uint32_t i = 0; i < cols; i++) x[i] = (float)i;
-        dcz_sparse s = { 2, cols, b.entries, row_ptr, step, idx, NULL, cb, 4, 0, 0,
-                         NULL, NULL, NULL, NULL, 0, 0, NULL, NULL, NULL };
+        dcz_sparse s = { .rows = 2, .cols = cols, .entries = b.entries, .row_ptr = row_ptr,
+                         .step = step, .idx = idx, .codebook = cb, .k = 4 };
         dcz_spmv_ref(&s, NULL, x, y);
         CHECK(y[0] == 0.0f && y[1] == 3.0f * (float)at, "at %u: y = %g %g", at, y[0], y[1]);
     }

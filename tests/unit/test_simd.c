@@ -132,7 +132,7 @@ static const float canary = 12345.0f;
 
 typedef struct tally {
     size_t cases[NFAM], outputs[NFAM], csc, skipped, fillers, wide[2];
-    size_t lanes[2], lanes_avx512, lanes_over; /* lane forms (xbits 4, 3), avx512 runs, over the bound */
+    size_t lanes[2], lanes_avx512, lanes_over; /* lane forms (codebooks to 16, to 32), avx512 runs, over the bound */
     size_t lanes_picked;                       /* dcz_spmv ran the lane form */
 } tally;
 
@@ -218,8 +218,7 @@ static void check_lanes(mat *m, const float *x, const float *bv, const float *re
     const int built = make_lanes(m);
     if (eligible && !built) t->lanes_over++;
     if (!built) return;
-    t->lanes[m->sp.lxbits == 3]++;
-    CHECK(m->sp.lxbits == (m->sp.k <= 16 ? 4u : 3u), "xbits %u for k %u", m->sp.lxbits, m->sp.k);
+    t->lanes[m->sp.k > 16]++;
     CHECK(m->sp.lgroups == (rows + DCZ_LANE_ROWS - 1) / DCZ_LANE_ROWS, "groups");
     CHECK(dcz_lanes_steps(&m->sp) <= DCZ_LANE_STEPS_MAX(m->nnz, rows), "steps past the bound");
     float *lref = malloc(((size_t)rows + GUARD) * sizeof(float));
@@ -359,11 +358,11 @@ static void test_grid(void)
     }
     printf("     csc      %zu cases (%zu with 16-bit entries, %zu with 32), %zu zero inputs skipped\n",
            t.csc, t.wide[0], t.wide[1], t.skipped);
-    printf("     lanes    %zu cases (%zu with 4-bit offsets, %zu with 3), %zu over the step bound, "
+    printf("     lanes    %zu cases (%zu with codebooks to 16, %zu to 32), %zu over the step bound, "
            "%zu picked by dcz_spmv; avx512: %s\n", t.lanes[0] + t.lanes[1], t.lanes[0], t.lanes[1],
            t.lanes_over, t.lanes_picked, t.lanes_avx512 ? "checked" : "SKIP: this CPU lacks it");
     if (dcz_isa_supported(DCZ_ISA_AVX512)) CHECK(t.lanes_picked > 50, "dcz_spmv picks lanes");
-    CHECK(t.lanes[0] > 100 && t.lanes[1] > 100, "lane forms of both offset widths");
+    CHECK(t.lanes[0] > 100 && t.lanes[1] > 100, "lane forms of both codebook sizes");
     CHECK(t.lanes_over > 10, "matrices past the step bound");
     CHECK(t.wide[0] > 100 && t.wide[1] > 10, "entries of both widths");
     CHECK(t.fillers > 100, "only %zu fillers in the grid", t.fillers);
