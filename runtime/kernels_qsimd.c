@@ -300,6 +300,37 @@ void dcz_qrelu(dcz_q *x, size_t n)
 /* ---- activations by table ------------------------------------------------ */
 
 #ifdef DCZ_X86
+/* Tables of the 8-bit schemes (255 entries, qmax 127) held in eight
+ * registers, 32 lookups a step: a two-register word permute (vpermt2w)
+ * looks up the index's low six bits in each quarter of the table, and its
+ * bits 6 and 7 choose the quarter. Gathers cost AMD's cores (Zen 4) about
+ * a lookup a cycle: MobileNetV2-style int8 at batch 1 spent 23% of its
+ * time in them. */
+__attribute__((target("avx512f,avx512bw")))
+static void qtable8__avx512(const dcz_q *table, int32_t qmax, const dcz_q *x, size_t n, dcz_q *y)
+{
+    const size_t entries = 2 * (size_t)qmax + 1;
+    __m512i q[8];
+    for (size_t k = 0; k < 8; k++) {
+        const size_t lo = 32 * k, take = lo >= entries ? 0 : entries - lo >= 32 ? 32 : entries - lo;
+        q[k] = _mm512_maskz_loadu_epi16(take == 32 ? 0xFFFFFFFFu : (__mmask32)((1u << take) - 1),
+                                        table + (take ? lo : 0));
+    }
+    const __m512i off = _mm512_set1_epi16((short)qmax);
+    const __m512i bit6 = _mm512_set1_epi16(64), bit7 = _mm512_set1_epi16(128);
+    for (size_t i = 0; i < n; i += 32) {
+        const __mmask32 m = n - i >= 32 ? 0xFFFFFFFFu : (__mmask32)((1u << (n - i)) - 1);
+        const __m512i at = _mm512_add_epi16(_mm512_maskz_loadu_epi16(m, x + i), off);
+        const __m512i r0 = _mm512_permutex2var_epi16(q[0], at, q[1]);
+        const __m512i r1 = _mm512_permutex2var_epi16(q[2], at, q[3]);
+        const __m512i r2 = _mm512_permutex2var_epi16(q[4], at, q[5]);
+        const __m512i r3 = _mm512_permutex2var_epi16(q[6], at, q[7]);
+        const __mmask32 b6 = _mm512_test_epi16_mask(at, bit6), b7 = _mm512_test_epi16_mask(at, bit7);
+        const __m512i lo = _mm512_mask_blend_epi16(b6, r0, r1), hi = _mm512_mask_blend_epi16(b6, r2, r3);
+        _mm512_mask_storeu_epi16(y + i, m, _mm512_mask_blend_epi16(b7, lo, hi));
+    }
+}
+
 /* 16 lookups a step: the entries' 32-bit words gathered (the table has an
  * entry past its end for the last one's upper half), their low halves kept */
 __attribute__((target("avx512f")))
@@ -319,6 +350,10 @@ static void qtable__avx512(const dcz_q *table, int32_t qmax, const dcz_q *x, siz
 void dcz_qtable(const dcz_q *table, int32_t qmax, const dcz_q *x, size_t n, dcz_q *y)
 {
 #ifdef DCZ_X86
+    if (qmax <= 127 && dcz_isa_supported(DCZ_ISA_AVX512) && __builtin_cpu_supports("avx512bw")) {
+        qtable8__avx512(table, qmax, x, n, y);
+        return;
+    }
     if (dcz_isa_supported(DCZ_ISA_AVX512)) {
         qtable__avx512(table, qmax, x, n, y);
         return;

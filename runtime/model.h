@@ -1075,8 +1075,10 @@ void dcz_qconcat_ref(const dcz_q *const *x, const uint32_t *width, uint32_t nin,
                      const int32_t *mult, const uint8_t *shift, int32_t qmax, dcz_q *y);
 /* y (n) = table[x + qmax]: an activation by its table of 2 qmax + 1. */
 void dcz_qtable_ref(const dcz_q *table, int32_t qmax, const dcz_q *x, size_t n, dcz_q *y);
-/* The same, 16 lookups a step by AVX-512 gathers (kernels_qsimd.c): the
- * table must have 2 qmax + 2 entries, the last never looked up. */
+/* The same on AVX-512 (kernels_qsimd.c): 32 lookups a step by word
+ * permutes of the table held in registers when qmax <= 127, else 16 by
+ * gathers; the table must have 2 qmax + 2 entries, the last never looked
+ * up. */
 void dcz_qtable(const dcz_q *table, int32_t qmax, const dcz_q *x, size_t n, dcz_q *y);
 /* Integer pools on the geometry of the float ones: max over the window's
  * cells inside the input; average rounded half away from zero, divided as

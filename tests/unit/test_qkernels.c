@@ -743,13 +743,14 @@ static void test_qrelu(void)
     CHECK(bad == 0, "vector relu differs in %zu elements", bad);
 }
 
-/* dcz_qtable against the reference: both ranges, every entry looked up,
- * the last one included, on lengths that end inside and outside a vector */
+/* dcz_qtable against the reference: both ranges and a table shorter than
+ * the registers that hold it, every entry looked up, the last one
+ * included, on lengths that end inside and outside a vector */
 static void test_qtable(void)
 {
     size_t bad = 0;
-    for (int r = 0; r < 2; r++) {
-        const int32_t qmax = r ? 32767 : 127;
+    for (int r = 0; r < 3; r++) {
+        const int32_t qmax = r == 0 ? 127 : r == 1 ? 32767 : 50;
         const size_t entries = 2 * (size_t)qmax + 2, n = 2 * (size_t)qmax + 1 + 13;
         dcz_q *table = alloc(entries, sizeof(dcz_q)), *x = alloc(n, sizeof(dcz_q));
         dcz_q *want = alloc(n, sizeof(dcz_q)), *got = alloc(n, sizeof(dcz_q));
