@@ -1095,6 +1095,62 @@ VNNI_TGT static void qsplit__vnni(const dcz_conv_geom *g, const split_geom *q, c
         }
 }
 
+/* qsplit at column stride 1 with VBMI: 32 cells a step, the four channel
+ * rows' low bytes paired by a byte permute (vpermt2b) of two rows at a
+ * time, the pairs merged into cells by a word permute (vpermt2w), the
+ * offset of 128 one exclusive or of the bytes' top bits */
+#define VBMI_TGT __attribute__((target("avx512f,avx512bw,avx512vl,avx512vbmi")))
+VBMI_TGT static void qsplit1__vbmi(const dcz_conv_geom *g, const split_geom *q, const dcz_q *x, uint8_t *xs)
+{
+    int32_t *cells = (int32_t *)(void *)xs;
+    const uint32_t sh = g->sh;
+    /* without padding at row stride 1 the planes are the input's, each one
+     * row: every cell is written, so only the margin past them is cleared */
+    const int flat = g->ph == 0 && g->pw == 0 && sh == 1;
+    const uint32_t rows = flat ? 1 : g->in_h, width = flat ? g->in_h * g->in_w : g->in_w;
+    const size_t quads = (g->in_c + 3) / 4;
+    if (flat) memset(cells + quads * q->plane, 0x80, (q->floats - quads * q->plane) * 4);
+    else memset(xs, 0x80, q->floats * 4);
+    /* pair: byte 2 i the low byte of word i of the first row, 2 i + 1 of the second's */
+    uint8_t pi[64];
+    uint16_t wlo[32], whi[32];
+    for (int i = 0; i < 32; i++) { pi[2 * i] = (uint8_t)(2 * i); pi[2 * i + 1] = (uint8_t)(64 + 2 * i); }
+    for (int i = 0; i < 16; i++) {
+        wlo[2 * i] = (uint16_t)i; wlo[2 * i + 1] = (uint16_t)(32 + i);
+        whi[2 * i] = (uint16_t)(16 + i); whi[2 * i + 1] = (uint16_t)(48 + i);
+    }
+    const __m512i pair = _mm512_loadu_si512(pi), lo16 = _mm512_loadu_si512(wlo), hi16 = _mm512_loadu_si512(whi);
+    const __m512i top = _mm512_set1_epi8((char)0x80);
+    for (uint32_t c0 = 0; c0 < g->in_c; c0 += 4) {
+        const dcz_q *xc[4];
+        for (uint32_t j = 0; j < 4; j++) xc[j] = c0 + j < g->in_c ? x + (size_t)(c0 + j) * g->in_h * g->in_w : NULL;
+        for (uint32_t iy = 0; iy < rows; iy++) {
+            const uint32_t r = iy + g->ph;
+            int32_t *row = cells + (c0 / 4 * sh + r % sh) * q->plane + r / sh * q->wq + g->pw;
+            for (uint32_t ix = 0; ix < width; ix += 32) {
+                const uint32_t n = width - ix < 32 ? width - ix : 32;
+                const __mmask32 m = n == 32 ? 0xFFFFFFFFu : (__mmask32)((1u << n) - 1);
+                __m512i v[4];
+                for (uint32_t j = 0; j < 4; j++)
+                    v[j] = xc[j] ? _mm512_maskz_loadu_epi16(m, xc[j] + (size_t)iy * width + ix) : _mm512_setzero_si512();
+                const __m512i ab = _mm512_xor_si512(_mm512_permutex2var_epi8(v[0], pair, v[1]), top);
+                const __m512i cd = _mm512_xor_si512(_mm512_permutex2var_epi8(v[2], pair, v[3]), top);
+                _mm512_mask_storeu_epi32(row + ix, (__mmask16)m, _mm512_permutex2var_epi16(ab, lo16, cd));
+                if (n > 16) _mm512_mask_storeu_epi32(row + ix + 16, (__mmask16)(m >> 16), _mm512_permutex2var_epi16(ab, hi16, cd));
+            }
+        }
+    }
+}
+
+/* The integer split of sample x by the fastest variant this CPU has (the
+ * scalar one with vec 0). */
+static void qsplit_any(int vec, const dcz_conv_geom *g, const split_geom *q, const dcz_q *x, uint8_t *xs)
+{
+    if (vec && g->sw == 1 && __builtin_cpu_supports("avx512vbmi")) qsplit1__vbmi(g, q, x, xs);
+    else if (vec && g->sw <= 2) qsplit__vnni(g, q, x, xs);
+    else qsplit(g, q, x, xs);
+}
+
 /* y row (n) = the requantization of bias + t row, 8 at a time: as
  * dcz_requant8 (|bias + t| < 2^31: the signed 32 x 32 multiply; k <= 62:
  * the rounding half and an arithmetic shift, a floor) */
@@ -1196,10 +1252,10 @@ int dcz_qconv2d_shift_isa(dcz_isa isa, const dcz_conv_geom *g, const dcz_qshift 
 #endif
     for (size_t b = 0; b < batch; b++) {
 #ifdef DCZ_X86
-        if (vec && g->sw <= 2) qsplit__vnni(g, &q, x + b * in_sample, (uint8_t *)xs);
-        else
-#endif
+        qsplit_any(vec, g, &q, x + b * in_sample, (uint8_t *)xs);
+#else
         qsplit(g, &q, x + b * in_sample, (uint8_t *)xs);
+#endif
         planes(f, f->corr, g->out_c, q.out16, xs, t);
         int64_t *ab = acc + b * g->out_c * out_plane;
         for (uint32_t oc = 0; oc < g->out_c; oc++) {
@@ -1232,8 +1288,7 @@ int dcz_qconv2d_shift_requant(const dcz_conv_geom *g, const dcz_qshift *f, const
     int32_t *xs = (int32_t *)(void *)scratch, *t = xs + q.floats;
     const size_t in_sample = (size_t)g->in_c * g->in_h * g->in_w, out_plane = (size_t)g->out_h * g->out_w;
     for (size_t b = 0; b < batch; b++) {
-        if (g->sw <= 2) qsplit__vnni(g, &q, x + b * in_sample, (uint8_t *)xs);
-        else qsplit(g, &q, x + b * in_sample, (uint8_t *)xs);
+        qsplit_any(1, g, &q, x + b * in_sample, (uint8_t *)xs);
         planes(f, f->corr, g->out_c, q.out16, xs, t);
         dcz_q *yb = y + b * g->out_c * out_plane;
         /* rows with no columns to drop make one row of the whole plane */
