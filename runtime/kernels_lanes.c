@@ -109,10 +109,7 @@ static void slice_step(const dcz_sparse *s, lane *ln, uint16_t *base, uint16_t *
         for (int l = 0; l < LANES; l++) slot[SLICES * l] = EMPTY;
         return;
     }
-    /* windows of copy c start c W / 3 columns into each run of W */
-    uint32_t c = COPIES - 1;
-    while (c * DCZ_LANE_W / COPIES > b % DCZ_LANE_W) c--;
-    const uint32_t v = b / DCZ_LANE_W * COPIES + c, start = dcz_lanes_window_start(v);
+    const uint32_t v = dcz_lanes_window_of(b), start = dcz_lanes_window_start(v);
     *base = (uint16_t)v;
     for (int l = 0; l < LANES; l++) {
         if (ln[l].e < ln[l].end && ln[l].col < start + DCZ_LANE_W) {
@@ -137,15 +134,8 @@ void dcz_lanes_build(dcz_sparse *s, uint32_t nnz, void *mem)
     uint64_t t = 0;
     for (uint32_t g = 0; g < groups; g++) {
         lane ln[DCZ_LANE_ROWS];
-        for (uint32_t i = 0; i < DCZ_LANE_ROWS; i++) {
-            const uint32_t r = g * DCZ_LANE_ROWS + i;
-            ln[i].e = ln[i].end = 0;
-            if (r < s->rows) {
-                ln[i].e = s->row_ptr[r];
-                ln[i].end = s->row_ptr[r + 1];
-                dcz_steps_seek(s->step, &ln[i].e, ln[i].end, 0, &ln[i].col);
-            }
-        }
+        for (uint32_t i = 0; i < DCZ_LANE_ROWS; i++)
+            dcz_steps_row(s->row_ptr, s->step, s->rows, g * DCZ_LANE_ROWS + i, &ln[i].e, &ln[i].end, &ln[i].col);
         start[g] = (uint32_t)t;
         for (;;) {
             int left = 0;

@@ -89,14 +89,8 @@ int dcz_qlanes_build(dcz_qsparse *s, uint64_t nnz, void *mem)
     for (uint32_t sl = 0; sl < slices; sl++) {
         qlane ln[QL_LANES];
         for (uint32_t l = 0; l < QL_LANES; l++) {
-            const uint32_t r = sl * QL_LANES + l;
-            ln[l].row = r;
-            ln[l].e = ln[l].end = 0;
-            if (r < s->rows) {
-                ln[l].e = s->row_ptr[r];
-                ln[l].end = s->row_ptr[r + 1];
-                dcz_steps_seek(s->step, &ln[l].e, ln[l].end, 0, &ln[l].col);
-            }
+            ln[l].row = sl * QL_LANES + l;
+            dcz_steps_row(s->row_ptr, s->step, s->rows, ln[l].row, &ln[l].e, &ln[l].end, &ln[l].col);
         }
         start[sl] = (uint32_t)t;
         for (;;) {
@@ -105,10 +99,7 @@ int dcz_qlanes_build(dcz_qsparse *s, uint64_t nnz, void *mem)
                 if (ln[l].e < ln[l].end && ln[l].col < b) b = ln[l].col;
             if (b == UINT32_MAX) break;
             if (t == cap) return 0; /* past the bound: no lane form */
-            /* the windows of copy c start c W / 3 columns into each run of W */
-            uint32_t c = QL_COPIES - 1;
-            while (c * DCZ_LANE_W / QL_COPIES > b % DCZ_LANE_W) c--;
-            const uint32_t v = b / DCZ_LANE_W * QL_COPIES + c, st = dcz_lanes_window_start(v);
+            const uint32_t v = dcz_lanes_window_of(b), st = dcz_lanes_window_start(v);
             base[t] = (uint16_t)v;
             for (uint32_t l = 0; l < QL_LANES; l++) {
                 const uint16_t lo = qlane_take(s, &ln[l], st), hi = qlane_take(s, &ln[l], st);

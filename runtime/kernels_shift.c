@@ -1095,6 +1095,22 @@ VNNI_TGT static void qsplit__vnni(const dcz_conv_geom *g, const split_geom *q, c
         }
 }
 
+/* qsplit1__vbmi's permutes: pair's bytes 2 i and 2 i + 1 are the low bytes
+ * of word i of two rows (vpermt2b); cells' words 2 i and 2 i + 1 are pair i
+ * of each of two such vectors, for cells 0 .. 15 and then 16 .. 31 */
+static const uint8_t qsplit_pair[64] = {
+    0, 64, 2, 66, 4, 68, 6, 70, 8, 72, 10, 74, 12, 76, 14, 78,
+    16, 80, 18, 82, 20, 84, 22, 86, 24, 88, 26, 90, 28, 92, 30, 94,
+    32, 96, 34, 98, 36, 100, 38, 102, 40, 104, 42, 106, 44, 108, 46, 110,
+    48, 112, 50, 114, 52, 116, 54, 118, 56, 120, 58, 122, 60, 124, 62, 126,
+};
+static const uint16_t qsplit_cells[64] = {
+    0, 32, 1, 33, 2, 34, 3, 35, 4, 36, 5, 37, 6, 38, 7, 39,
+    8, 40, 9, 41, 10, 42, 11, 43, 12, 44, 13, 45, 14, 46, 15, 47,
+    16, 48, 17, 49, 18, 50, 19, 51, 20, 52, 21, 53, 22, 54, 23, 55,
+    24, 56, 25, 57, 26, 58, 27, 59, 28, 60, 29, 61, 30, 62, 31, 63,
+};
+
 /* qsplit at column stride 1 with VBMI: 32 cells a step, the four channel
  * rows' low bytes paired by a byte permute (vpermt2b) of two rows at a
  * time, the pairs merged into cells by a word permute (vpermt2w), the
@@ -1111,15 +1127,8 @@ VBMI_TGT static void qsplit1__vbmi(const dcz_conv_geom *g, const split_geom *q, 
     const size_t quads = (g->in_c + 3) / 4;
     if (flat) memset(cells + quads * q->plane, 0x80, (q->floats - quads * q->plane) * 4);
     else memset(xs, 0x80, q->floats * 4);
-    /* pair: byte 2 i the low byte of word i of the first row, 2 i + 1 of the second's */
-    uint8_t pi[64];
-    uint16_t wlo[32], whi[32];
-    for (int i = 0; i < 32; i++) { pi[2 * i] = (uint8_t)(2 * i); pi[2 * i + 1] = (uint8_t)(64 + 2 * i); }
-    for (int i = 0; i < 16; i++) {
-        wlo[2 * i] = (uint16_t)i; wlo[2 * i + 1] = (uint16_t)(32 + i);
-        whi[2 * i] = (uint16_t)(16 + i); whi[2 * i + 1] = (uint16_t)(48 + i);
-    }
-    const __m512i pair = _mm512_loadu_si512(pi), lo16 = _mm512_loadu_si512(wlo), hi16 = _mm512_loadu_si512(whi);
+    const __m512i pair = _mm512_loadu_si512(qsplit_pair), lo16 = _mm512_loadu_si512(qsplit_cells),
+                  hi16 = _mm512_loadu_si512(qsplit_cells + 32);
     const __m512i top = _mm512_set1_epi8((char)0x80);
     for (uint32_t c0 = 0; c0 < g->in_c; c0 += 4) {
         const dcz_q *xc[4];

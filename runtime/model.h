@@ -84,6 +84,19 @@ static inline void dcz_steps_seek(const uint8_t *step, uint32_t *e, uint32_t end
     }
 }
 
+/* A lane's start on row r of a row form (rows rows): *e its first real
+ * entry and *col that entry's column, *e == *end when it has none (a row
+ * past the last has none). */
+static inline void dcz_steps_row(const uint32_t *row_ptr, const uint8_t *step, uint32_t rows, uint32_t r,
+                                 uint32_t *e, uint32_t *end, uint32_t *col)
+{
+    *e = *end = 0;
+    if (r >= rows) return;
+    *e = row_ptr[r];
+    *end = row_ptr[r + 1];
+    dcz_steps_seek(step, e, *end, 0, col);
+}
+
 /* The weight of real entry e. */
 static inline float dcz_sparse_weight(const dcz_sparse *s, uint32_t e)
 {
@@ -280,6 +293,14 @@ static inline uint32_t dcz_lanes_steps(const dcz_sparse *s)
 static inline uint32_t dcz_lanes_window_start(uint32_t v)
 {
     return v / DCZ_LANE_COPIES * DCZ_LANE_W + v % DCZ_LANE_COPIES * DCZ_LANE_W / DCZ_LANE_COPIES;
+}
+/* The latest window to start at or before column b (the builders' choice
+ * for a step whose lanes need b first). */
+static inline uint32_t dcz_lanes_window_of(uint32_t b)
+{
+    uint32_t c = DCZ_LANE_COPIES - 1;
+    while (c * DCZ_LANE_W / DCZ_LANE_COPIES > b % DCZ_LANE_W) c--;
+    return b / DCZ_LANE_W * DCZ_LANE_COPIES + c;
 }
 /* Floats of the scratch the vector kernel's panels of the input take for
  * a matrix of cols columns and k codebook values (0 without a lane form). */
