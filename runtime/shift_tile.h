@@ -9,7 +9,11 @@
  *           1, 2 and 4 output channels (TMAX1 at most 12)
  * and, for another element type than float, ET (weights, input cells,
  * sums) and FORM (the form's type: dcz_shift when float, else one with the
- * same ptr, off and w, blocks of one channel). It defines
+ * same ptr, off and w, blocks of one channel); where the variant stores
+ * its sums straight into the output (the float AVX-512 one), OUT_T (the
+ * type of the output map, void by default), OUT_FILL(om, v0, T) that maps
+ * a tile's vectors v0 .. v0 + T - 1 to the output, and OUT_STORE(om, oc,
+ * i, v) that stores vector i of the tile of channel oc through it. It defines
  * CAT(shift_planes, SFX), the vector form of the scalar reference: the
  * same fused multiply-add per lane in the same order, so the same bits
  * (integers: exact sums). */
@@ -17,6 +21,9 @@
 #define CAT(a, b) CAT_(a, b)
 #ifndef ET
 #define ET float
+#endif
+#ifndef OUT_T
+#define OUT_T void
 #endif
 #ifndef FORM
 #define FORM dcz_shift
@@ -28,10 +35,12 @@
 /* t (OB planes tstride apart, T L each) = b + the sum over the n taps of
  * w[e OB + o] xs[off[e] ..], the accumulators held in registers through
  * all the taps, each input vector loaded once for the block's OB channels:
- * OB and T are constants at every call and the loops over them unroll. */
+ * OB and T are constants at every call and the loops over them unroll.
+ * With an output map om (OUT_STORE), the sums of channels oc0 .. oc0 + OB
+ * - 1 go through it rather than to t. */
 TGT static inline __attribute__((always_inline)) void CAT(shift_tile, SFX)(
     const uint32_t OB, const uint32_t T, const uint32_t *off, const ET *w, uint32_t n, const ET *b, const ET *xs,
-    ET *t, size_t tstride)
+    ET *t, size_t tstride, OUT_T *om, uint32_t oc0)
 {
     V acc[4][TMAX1];
 #pragma GCC unroll 4
@@ -53,6 +62,19 @@ TGT static inline __attribute__((always_inline)) void CAT(shift_tile, SFX)(
             for (uint32_t o = 0; o < OB; o++) acc[o][i] = VFMA(wv[o], x, acc[o][i]);
         }
     }
+#ifdef OUT_STORE
+    if (om) {
+#pragma GCC unroll 4
+        for (uint32_t o = 0; o < OB; o++)
+            if (OB == 1 || oc0 + o < om->out_c)
+#pragma GCC unroll 12
+                for (uint32_t i = 0; i < T; i++) OUT_STORE(om, oc0 + o, i, acc[o][i]);
+        return;
+    }
+#else
+    (void)om;
+    (void)oc0;
+#endif
 #pragma GCC unroll 4
     for (uint32_t o = 0; o < OB; o++)
 #pragma GCC unroll 12
@@ -60,7 +82,7 @@ TGT static inline __attribute__((always_inline)) void CAT(shift_tile, SFX)(
 }
 
 TGT static void CAT(shift_planes, SFX)(const FORM *f, const ET *bias, uint32_t out_c, size_t plane16,
-                                       const ET *xs, ET *t)
+                                       const ET *xs, ET *t, OUT_T *om)
 {
     const uint32_t ob = FORM_OB(f), blocks = (out_c + ob - 1) / ob;
     const size_t tmax = ob == 1 ? TMAX1 : ob == 2 ? TMAX2 : TMAX4;
@@ -71,14 +93,18 @@ TGT static void CAT(shift_planes, SFX)(const FORM *f, const ET *bias, uint32_t o
     size_t v0 = 0;
     for (size_t ti = 0; ti < tiles; ti++) {
         const size_t left = nv - v0, T = (left + (tiles - ti) - 1) / (tiles - ti);
+#ifdef OUT_STORE
+        if (om) OUT_FILL(om, v0, T);
+#endif
         for (uint32_t k = 0; k < blocks; k++) {
             const uint32_t e0 = f->ptr[k], n = f->ptr[k + 1] - e0;
             ET b[4] = { 0, 0, 0, 0 };
             for (uint32_t o = 0; o < ob && k * ob + o < out_c; o++) b[o] = bias ? bias[k * ob + o] : (ET)0;
             const ET *x0 = xs + v0 * L, *w0 = f->w + (size_t)e0 * ob;
             ET *t0 = t + (size_t)k * ob * plane16 + v0 * L;
+            const uint32_t oc0 = k * ob;
             switch (ob * 16 + T) {
-#define SHIFT_CASE(OB, k) case OB * 16 + k: CAT(shift_tile, SFX)(OB, k, f->off + e0, w0, n, b, x0, t0, plane16); break;
+#define SHIFT_CASE(OB, k) case OB * 16 + k: CAT(shift_tile, SFX)(OB, k, f->off + e0, w0, n, b, x0, t0, plane16, om, oc0); break;
             SHIFT_CASE(1, 1) SHIFT_CASE(1, 2) SHIFT_CASE(1, 3) SHIFT_CASE(1, 4) SHIFT_CASE(1, 5) SHIFT_CASE(1, 6)
             SHIFT_CASE(1, 7) SHIFT_CASE(1, 8) SHIFT_CASE(1, 9) SHIFT_CASE(1, 10) SHIFT_CASE(1, 11) SHIFT_CASE(1, 12)
 #if TMAX2 > 0
@@ -116,3 +142,6 @@ TGT static void CAT(shift_planes, SFX)(const FORM *f, const ET *bias, uint32_t o
 #undef ET
 #undef FORM
 #undef FORM_OB
+#undef OUT_T
+#undef OUT_FILL
+#undef OUT_STORE
