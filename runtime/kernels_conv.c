@@ -681,3 +681,62 @@ void dcz_global_avgpool_ref(uint32_t channels, uint32_t plane, const float *x, s
         y[p] = sum / (float)plane;
     }
 }
+
+/* Each channel's sum in the reference's order (one rounding per add),
+ * eight channels at a time: on AVX2 in the lanes of a vector, eight cells
+ * of the eight planes loaded and transposed at a time, the planes' last
+ * cells added in scalars; elsewhere in eight scalar sums in turn, so that
+ * their chains of dependent adds overlap. The ResNet-style preset's 64 x 7
+ * x 7 on one core of an AMD EPYC: 1.23 us by the reference, 1.15 by scalar
+ * sums, 1.2 by gathers (slow there), 0.65 by transposes. */
+#ifdef DCZ_X86
+__attribute__((target("avx2")))
+static size_t global_avgpool__avx2(size_t planes, uint32_t plane, const float *x, float *y)
+{
+    size_t p = 0;
+    for (; p + 8 <= planes; p += 8) {
+        const float *xp = x + p * plane;
+        __m256 sum = _mm256_setzero_ps();
+        uint32_t i = 0;
+        for (; i + 8 <= plane; i += 8) {
+            __m256 r[8], t[8], u[8];
+            for (size_t k = 0; k < 8; k++) r[k] = _mm256_loadu_ps(xp + k * plane + i);
+            for (size_t k = 0; k < 8; k += 2) {
+                t[k] = _mm256_unpacklo_ps(r[k], r[k + 1]);
+                t[k + 1] = _mm256_unpackhi_ps(r[k], r[k + 1]);
+            }
+            for (size_t k = 0; k < 8; k += 4) {   /* u[k + j]: cells j and j + 4 of four channels */
+                u[k] = _mm256_shuffle_ps(t[k], t[k + 2], 0x44);
+                u[k + 1] = _mm256_shuffle_ps(t[k], t[k + 2], 0xEE);
+                u[k + 2] = _mm256_shuffle_ps(t[k + 1], t[k + 3], 0x44);
+                u[k + 3] = _mm256_shuffle_ps(t[k + 1], t[k + 3], 0xEE);
+            }
+            for (size_t j = 0; j < 4; j++) sum = _mm256_add_ps(sum, _mm256_permute2f128_ps(u[j], u[j + 4], 0x20));
+            for (size_t j = 0; j < 4; j++) sum = _mm256_add_ps(sum, _mm256_permute2f128_ps(u[j], u[j + 4], 0x31));
+        }
+        float s[8];
+        _mm256_storeu_ps(s, sum);
+        for (; i < plane; i++)
+            for (size_t k = 0; k < 8; k++) s[k] += xp[k * plane + i];
+        for (size_t k = 0; k < 8; k++) y[p + k] = s[k] / (float)plane;
+    }
+    return p;
+}
+#endif
+
+void dcz_global_avgpool(uint32_t channels, uint32_t plane, const float *x, size_t batch, float *y)
+{
+    const size_t planes = batch * channels;
+    size_t p = 0;
+#ifdef DCZ_X86
+    if (dcz_isa_supported(DCZ_ISA_AVX2)) p = global_avgpool__avx2(planes, plane, x, y);
+#endif
+    for (; p + 8 <= planes; p += 8) {
+        float sum[8] = { 0.0f, 0.0f, 0.0f, 0.0f, 0.0f, 0.0f, 0.0f, 0.0f };
+        const float *xp = x + p * plane;
+        for (uint32_t i = 0; i < plane; i++)
+            for (size_t k = 0; k < 8; k++) sum[k] += xp[k * plane + i];
+        for (size_t k = 0; k < 8; k++) y[p + k] = sum[k] / (float)plane;
+    }
+    if (p < planes) dcz_global_avgpool_ref((uint32_t)(planes - p), plane, x + p * plane, 1, y + p);
+}

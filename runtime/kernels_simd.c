@@ -884,37 +884,65 @@ void dcz_clip(float lo, float hi, const float *x, size_t n, float *y)
 
 /* ---- Add ---------------------------------------------------------------------------- */
 
-/* y = a + b, a vector at a time (one rounding per element: the reference's bits) */
+/* y = act(a + b), a vector at a time: one rounding per sum, then ReLU or
+ * CLIP by the instructions of relu and clip above (the references' bits);
+ * act NULL or op 0: the sum alone. */
 #ifdef DCZ_X86
 __attribute__((target("avx2")))
-static void add__avx2(const float *a, const float *b, size_t n, float *y)
+static void add__avx2(const float *a, const float *b, size_t n, const dcz_act *act, float *y)
 {
+    const int op = act ? act->op : 0;
+    const float lo = op == DCZ_OP_CLIP ? act->lo : 0.0f, hi = op == DCZ_OP_CLIP ? act->hi : 0.0f;
+    const __m256 zero = _mm256_setzero_ps(), l = _mm256_set1_ps(lo), h = _mm256_set1_ps(hi);
     size_t i = 0;
-    for (; i + 8 <= n; i += 8) _mm256_storeu_ps(y + i, _mm256_add_ps(_mm256_loadu_ps(a + i), _mm256_loadu_ps(b + i)));
-    for (; i < n; i++) y[i] = a[i] + b[i];
+    for (; i + 8 <= n; i += 8) {
+        __m256 v = _mm256_add_ps(_mm256_loadu_ps(a + i), _mm256_loadu_ps(b + i));
+        if (op == DCZ_OP_RELU) v = _mm256_and_ps(_mm256_cmp_ps(v, zero, _CMP_GT_OQ), v);
+        else if (op == DCZ_OP_CLIP) v = _mm256_max_ps(l, _mm256_min_ps(h, v));
+        _mm256_storeu_ps(y + i, v);
+    }
+    for (; i < n; i++) {
+        const float v = a[i] + b[i], t = hi < v ? hi : v;
+        y[i] = op == DCZ_OP_RELU ? (v > 0.0f ? v : 0.0f) : op == DCZ_OP_CLIP ? (lo > t ? lo : t) : v;
+    }
 }
 #endif
 
 #ifdef DCZ_NEON
-static void add__neon(const float *a, const float *b, size_t n, float *y)
+static void add__neon(const float *a, const float *b, size_t n, const dcz_act *act, float *y)
 {
+    const int op = act ? act->op : 0;
+    const float lo = op == DCZ_OP_CLIP ? act->lo : 0.0f, hi = op == DCZ_OP_CLIP ? act->hi : 0.0f;
+    const float32x4_t zero = vdupq_n_f32(0.0f), l = vdupq_n_f32(lo), h = vdupq_n_f32(hi);
     size_t i = 0;
-    for (; i + 4 <= n; i += 4) vst1q_f32(y + i, vaddq_f32(vld1q_f32(a + i), vld1q_f32(b + i)));
-    for (; i < n; i++) y[i] = a[i] + b[i];
+    for (; i + 4 <= n; i += 4) {
+        float32x4_t v = vaddq_f32(vld1q_f32(a + i), vld1q_f32(b + i));
+        if (op == DCZ_OP_RELU) {
+            v = vreinterpretq_f32_u32(vandq_u32(vcgtq_f32(v, zero), vreinterpretq_u32_f32(v)));
+        } else if (op == DCZ_OP_CLIP) {
+            const float32x4_t t = vbslq_f32(vcltq_f32(h, v), h, v);
+            v = vbslq_f32(vcgtq_f32(l, t), l, t);
+        }
+        vst1q_f32(y + i, v);
+    }
+    for (; i < n; i++) {
+        const float v = a[i] + b[i], t = hi < v ? hi : v;
+        y[i] = op == DCZ_OP_RELU ? (v > 0.0f ? v : 0.0f) : op == DCZ_OP_CLIP ? (lo > t ? lo : t) : v;
+    }
 }
 #endif
 
-int dcz_add_isa(dcz_isa isa, const float *a, const float *b, size_t n, float *y)
+int dcz_add_isa(dcz_isa isa, const float *a, const float *b, size_t n, const dcz_act *act, float *y)
 {
 #ifdef DCZ_X86
     if (isa == DCZ_ISA_AVX2 && dcz_isa_supported(DCZ_ISA_AVX2)) {
-        add__avx2(a, b, n, y);
+        add__avx2(a, b, n, act, y);
         return 1;
     }
 #endif
 #ifdef DCZ_NEON
     if (isa == DCZ_ISA_NEON) {
-        add__neon(a, b, n, y);
+        add__neon(a, b, n, act, y);
         return 1;
     }
 #endif
@@ -922,12 +950,18 @@ int dcz_add_isa(dcz_isa isa, const float *a, const float *b, size_t n, float *y)
     (void)a;
     (void)b;
     (void)n;
+    (void)act;
     (void)y;
     return 0;
 }
 
-void dcz_add(const float *a, const float *b, size_t n, float *y)
+void dcz_add(const float *a, const float *b, size_t n, const dcz_act *act, float *y)
 {
-    if (dcz_add_isa(DCZ_ISA_AVX2, a, b, n, y) || dcz_add_isa(DCZ_ISA_NEON, a, b, n, y)) return;
+    if (dcz_add_isa(DCZ_ISA_AVX2, a, b, n, act, y) || dcz_add_isa(DCZ_ISA_NEON, a, b, n, act, y)) return;
     dcz_add_ref(a, b, n, y);
+    if (act && act->op == DCZ_OP_RELU) dcz_relu_ref(y, n);
+    if (act && act->op == DCZ_OP_CLIP) {
+        const float param[2] = { act->lo, act->hi };
+        dcz_activation_ref(DCZ_OP_CLIP, param, y, n, y);
+    }
 }

@@ -373,15 +373,16 @@ static dcz_status load_layer(const dcz_container *c, const dcz_graph_layer *g, u
     }
 }
 
-/* A float convolution on the shift form whose output only the next layer,
- * a ReLU or CLIP run in place over it, reads takes that activation as it
- * writes its output (dcz_conv2d_shift_act), and the activation layer is
- * skipped, in runs without taps (run.c): one pass over the output less. */
+/* A float convolution on the shift form or a float ADD whose output only
+ * the next layer, a ReLU or CLIP run in place over it, reads takes that
+ * activation as it writes its output (dcz_conv2d_shift_act, dcz_add), and
+ * the activation layer is skipped, in runs without taps (run.c): one pass
+ * over the output less. */
 static void fuse_activations(dcz_model *m)
 {
     for (uint32_t i = 0; i + 1 < m->nlayers; i++) {
         dcz_exec_layer *c = &m->layers[i], *a = &m->layers[i + 1];
-        if (c->op != DCZ_OP_CONV2D || !c->shifted || c->q || a->q || (a->op != DCZ_OP_RELU && a->op != DCZ_OP_CLIP) ||
+        if (!((c->op == DCZ_OP_CONV2D && c->shifted) || c->op == DCZ_OP_ADD) || c->q || a->q || (a->op != DCZ_OP_RELU && a->op != DCZ_OP_CLIP) ||
             a->tin[0] != i + 1 || m->tensors[i + 1].last != i + 1 || m->tensors[i + 2].off != m->tensors[i + 1].off ||
             m->tensors[i + 2].inner != m->tensors[i + 1].inner)
             continue;

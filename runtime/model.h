@@ -202,7 +202,7 @@ typedef struct dcz_exec_layer {
                                (dcz_conv2d_pick_im2col), else dcz_conv2d_sparse_direct; dense
                                fp32 CONV2D: dcz_conv2d_dense_im2col (dcz_conv2d_pick_dense_im2col),
                                else dcz_conv2d_dense */
-    dcz_act act;            /* float CONV2D on the shift form: the next layer's activation,
+    dcz_act act;            /* float CONV2D on the shift form, float ADD: the next layer's activation,
                                applied as it writes its output when the run fuses (op 0: none) */
     uint8_t fused;          /* RELU or CLIP applied by the layer before when the run fuses */
     uint8_t shifted;        /* CONV2D also held in the shift form, which runs it: float in shift
@@ -594,10 +594,11 @@ int dcz_relu_isa(dcz_isa isa, const float *x, size_t n, float *y);
  * NEON; y may be x); dcz_clip_isa: the variant of isa, 0 when missing. */
 void dcz_clip(float lo, float hi, const float *x, size_t n, float *y);
 int dcz_clip_isa(dcz_isa isa, float lo, float hi, const float *x, size_t n, float *y);
-/* ADD in vectors, the bits of dcz_add_ref (AVX2, NEON; y may be a or b);
- * dcz_add_isa: the variant of isa, 0 when missing. */
-void dcz_add(const float *a, const float *b, size_t n, float *y);
-int dcz_add_isa(dcz_isa isa, const float *a, const float *b, size_t n, float *y);
+/* ADD in vectors, then act (NULL or op 0: none; ReLU or CLIP): the bits
+ * of dcz_add_ref and the activation's reference after it (AVX2, NEON; y
+ * may be a or b); dcz_add_isa: the variant of isa, 0 when missing. */
+void dcz_add(const float *a, const float *b, size_t n, const dcz_act *act, float *y);
+int dcz_add_isa(dcz_isa isa, const float *a, const float *b, size_t n, const dcz_act *act, float *y);
 
 /* y (n) = a + b. */
 void dcz_add_ref(const float *a, const float *b, size_t n, float *y);
@@ -899,6 +900,8 @@ void dcz_avgpool_ref(const dcz_conv_geom *g, int count_include_pad, const float 
 /* y (batch, channels) = mean of each of the channels planes of plane floats. */
 void dcz_global_avgpool_ref(uint32_t channels, uint32_t plane, const float *x, size_t batch,
                             float *y);
+/* The same bits, eight channels at a time (kernels_conv.c). */
+void dcz_global_avgpool(uint32_t channels, uint32_t plane, const float *x, size_t batch, float *y);
 
 /* ---- integer execution (calibrated models; kernels_int.c) ----------------
  * A calibrated model runs its weighted layers on integers: activations are

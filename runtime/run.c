@@ -286,7 +286,8 @@ void dcz_run_avgpool(const dcz_model *m, const dcz_exec_layer *l, const float *c
 void dcz_run_global_avgpool(const dcz_model *m, const dcz_exec_layer *l, const float *const *xs,
                             size_t batch, float *y)
 {
-    dcz_global_avgpool_ref(l->geom.in_c, l->geom.in_h * l->geom.in_w, xs[0], batch, y);
+    if (m->opt.force_reference) dcz_global_avgpool_ref(l->geom.in_c, l->geom.in_h * l->geom.in_w, xs[0], batch, y);
+    else dcz_global_avgpool(l->geom.in_c, l->geom.in_h * l->geom.in_w, xs[0], batch, y);
 }
 
 /* FLATTEN: the data of (C, H, W) in C order is already flat */
@@ -318,7 +319,7 @@ void dcz_run_add(const dcz_model *m, const dcz_exec_layer *l, const float *const
                  size_t batch, float *y)
 {
     if (m->opt.force_reference) dcz_add_ref(xs[0], xs[1], batch * l->in, y);
-    else dcz_add(xs[0], xs[1], batch * l->in, y);
+    else dcz_add(xs[0], xs[1], batch * l->in, m->fuse ? &l->act : NULL, y);
 }
 
 void dcz_run_mul(const dcz_model *m, const dcz_exec_layer *l, const float *const *xs,

@@ -694,8 +694,10 @@ static void test_clip(void)
     free(x); free(want); free(y);
 }
 
-/* ADD in vectors: the reference's bits on random values, NaN, infinities
- * of both signs (their sum NaN) and zeros of both signs, in place too */
+/* ADD in vectors, alone and followed by ReLU and CLIP: the bits of the
+ * references (dcz_add_ref, then dcz_relu_ref or dcz_activation_ref) on
+ * random values, NaN, infinities of both signs (their sum NaN) and zeros
+ * of both signs, in place too */
 static void test_add(void)
 {
     const size_t n = 1003;
@@ -703,19 +705,36 @@ static void test_add(void)
     for (size_t i = 0; i < n; i++) { a[i] = frand(); b[i] = frand(); }
     a[3] = -0.0f; b[3] = -0.0f; a[4] = 0.0f; b[4] = -0.0f; a[10] = NAN; b[20] = INFINITY; a[21] = INFINITY;
     b[21] = -INFINITY; a[n - 1] = NAN;
-    dcz_add_ref(a, b, n, want);
+    const dcz_act acts[] = { { 0, 0.0f, 0.0f }, { DCZ_OP_RELU, 0.0f, 0.0f }, { DCZ_OP_CLIP, -0.25f, 0.5f } };
     const dcz_isa isas[] = { DCZ_ISA_AVX2, DCZ_ISA_NEON };
-    size_t ran = 0, bad = 0;
-    for (size_t v = 0; v < 2; v++) {
-        if (!dcz_add_isa(isas[v], a, b, n, y)) continue;
-        ran++;
+    size_t ran = 0, bad = 0, changed = 0;
+    for (size_t k = 0; k < 3; k++) {
+        const dcz_act *act = &acts[k];
+        dcz_add_ref(a, b, n, want);
+        if (act->op == DCZ_OP_RELU) dcz_relu_ref(want, n);
+        if (act->op == DCZ_OP_CLIP) {
+            const float param[2] = { act->lo, act->hi };
+            dcz_activation_ref(DCZ_OP_CLIP, param, want, n, want);
+        }
+        /* the activation changes the sums: the test sees whether it ran */
+        dcz_add_ref(a, b, n, y);
+        changed += act->op && memcmp(y, want, n * 4) != 0;
+        for (size_t v = 0; v < 2; v++) {
+            if (!dcz_add_isa(isas[v], a, b, n, act, y)) continue;
+            ran++;
+            bad += memcmp(y, want, n * 4) != 0;
+            memcpy(y, a, n * 4);
+            dcz_add_isa(isas[v], y, b, n, act, y);
+            bad += memcmp(y, want, n * 4) != 0;
+        }
+        dcz_add(a, b, n, act, y);
         bad += memcmp(y, want, n * 4) != 0;
-        memcpy(y, a, n * 4);
-        dcz_add_isa(isas[v], y, b, n, y);
-        bad += memcmp(y, want, n * 4) != 0;
+        if (!act->op) {
+            dcz_add(a, b, n, NULL, y);
+            bad += memcmp(y, want, n * 4) != 0;
+        }
     }
-    dcz_add(a, b, n, y);
-    bad += memcmp(y, want, n * 4) != 0;
+    CHECK(changed == 2, "the activations change no sum");
     CHECK(ran > 0 || !dcz_gemm_f32_variant(), "no add variant ran");
     CHECK(bad == 0, "%zu add runs differ from the reference", bad);
     free(a); free(b); free(want); free(y);
