@@ -6,8 +6,10 @@
  * px < sw, the plane Q[c][py][px] of hq x wq cells holds
  *   Q[i][j] = P[i sh + py][j sw + px],
  * P being the input with ph, pw zeros around it, hq = ceil((in_h + 2 ph) /
- * sh), wq = ceil((in_w + 2 pw) / sw), and 0 past P. Output pixel (oy, ox)
- * then reads, for weight (c, ky, kx), the cell
+ * sh), wq = ceil((in_w + 2 pw) / sw), and 0 past P; at column stride 1, wq
+ * = in_w + pw, each row's right padding being the next row's left
+ * (split_wq). Output pixel (oy, ox) then reads, for weight (c, ky, kx),
+ * the cell
  *   Q[c][ky % sh][kx % sw][oy + ky / sh][ox + kx / sw].
  * Number the output pixels p = oy wq + ox: rows of wq, the last wq - out_w
  * of each not outputs (they are computed and dropped). Every weight then
@@ -84,12 +86,25 @@ typedef struct split_geom {
     size_t out16;           /* out_h wq rounded up to 16: an output plane as computed */
 } split_geom;
 
+/* Cells of a row of a phase plane. At column stride 1 a row's right
+ * padding is the next row's left, its pw zeros: rows of in_w + pw cells,
+ * not in_w + 2 pw. The last output column, out_w - 1 = in_w + 2 pw - kw,
+ * reads up to input column in_w + pw - 1, so a tap reads at most pw cells
+ * past a row's end, the next row's zeros, at the offset it would read the
+ * row's own right padding at. The planes as computed are that many cells
+ * narrower a row: 28 x 28 pad 1 takes 51 vectors rather than 53. */
+static uint64_t split_wq(const dcz_conv_geom *g)
+{
+    if (g->sw == 1) return (uint64_t)g->in_w + g->pw;
+    return ((uint64_t)g->in_w + 2 * (uint64_t)g->pw + g->sw - 1) / g->sw;
+}
+
 /* units: channels of the split input (the integer form: quads of channels) */
 static split_geom split_geom_of(const dcz_conv_geom *g, uint32_t units)
 {
     split_geom s;
     s.hq = ((size_t)g->in_h + 2 * (size_t)g->ph + g->sh - 1) / g->sh;
-    s.wq = ((size_t)g->in_w + 2 * (size_t)g->pw + g->sw - 1) / g->sw;
+    s.wq = (size_t)split_wq(g);
     s.plane = s.hq * s.wq;
     /* the last plane is read up to (kw - 1) / sw + 15 cells past its end */
     s.floats = (size_t)units * g->sh * g->sw * s.plane + (g->kw - 1) / g->sw + 16;
@@ -103,7 +118,7 @@ static split_geom split_geom_of(const dcz_conv_geom *g, uint32_t units)
 static uint64_t scratch_cells(const dcz_conv_geom *g, uint32_t units)
 {
     const uint64_t hq = ((uint64_t)g->in_h + 2 * (uint64_t)g->ph + g->sh - 1) / g->sh;
-    const uint64_t wq = ((uint64_t)g->in_w + 2 * (uint64_t)g->pw + g->sw - 1) / g->sw;
+    const uint64_t wq = split_wq(g);
     const uint64_t planes = (uint64_t)units * g->sh * g->sw, plane = hq * wq;
     const uint64_t out16 = ((uint64_t)g->out_h * wq + 15) / 16 * 16;
     if (plane > UINT32_MAX || planes > UINT32_MAX || out16 > UINT32_MAX) return UINT64_MAX;
@@ -262,14 +277,15 @@ static void split(const dcz_conv_geom *g, const split_geom *q, const float *x, f
         /* no padding: the input as it is */
         memcpy(xs, x, (size_t)g->in_c * plane_in(g) * sizeof *xs);
     } else if (sh == 1 && sw == 1) {
-        /* one plane per channel: zero rows above and below, rows framed by pw zeros */
+        /* one plane per channel: zero rows above and below, each row after pw zeros
+         * (split_wq) */
         for (uint32_t c = 0; c < g->in_c; c++) {
             float *p = xs + c * q->plane;
             memset(p, 0, (g->ph * q->wq + g->pw) * sizeof *p);
             for (uint32_t iy = 0; iy < g->in_h; iy++) {
                 float *r = p + (iy + g->ph) * q->wq + g->pw;
                 memcpy(r, x + ((size_t)c * g->in_h + iy) * g->in_w, g->in_w * sizeof *r);
-                memset(r + g->in_w, 0, 2 * g->pw * sizeof *r); /* this row's right, the next one's left */
+                memset(r + g->in_w, 0, g->pw * sizeof *r); /* this row's right, the next one's left */
             }
             const size_t done = (g->ph + g->in_h) * q->wq + g->pw;
             memset(p + done, 0, (q->plane - (done < q->plane ? done : q->plane)) * sizeof *p);
@@ -388,8 +404,13 @@ static void out_fill(tile_out *om, size_t v0, size_t T)
                           _mm512_maskz_compress_ps((__mmask16)(om)->v[i].keep, act__avx512(sum, (om)->act)))
 #define OUT_FILL(om, v0, T) out_fill(om, v0, T)
 #define OUT_T tile_out
+#define VHLOAD(p) _mm512_castps256_ps512(_mm256_loadu_ps(p))
+#define VHFMA(a, b, c)                                                                                           \
+    _mm512_castps256_ps512(                                                                                    \
+        _mm256_fmadd_ps(_mm512_castps512_ps256(a), _mm512_castps512_ps256(b), _mm512_castps512_ps256(c)))
 #define SFX __avx512
-#define TGT __attribute__((target("avx512f")))
+/* fma for the half vectors (every AVX-512 CPU has it) */
+#define TGT __attribute__((target("avx512f,fma")))
 #define V __m512
 #define L 16
 #define VSET1(f) _mm512_set1_ps(f)

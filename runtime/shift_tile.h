@@ -13,7 +13,10 @@
  * its sums straight into the output (the float AVX-512 one), OUT_T (the
  * type of the output map, void by default), OUT_FILL(om, v0, T) that maps
  * a tile's vectors v0 .. v0 + T - 1 to the output, and OUT_STORE(om, oc,
- * i, v) that stores vector i of the tile of channel oc through it. It defines
+ * i, v) that stores vector i of the tile of channel oc through it, and
+ * where the variant has vectors of half the lanes, VHLOAD(p) and VHFMA(a,
+ * b, c), the low half of a vector loaded and multiplied and added in them
+ * (the upper lanes left undefined). It defines
  * CAT(shift_planes, SFX), the vector form of the scalar reference: the
  * same fused multiply-add per lane in the same order, so the same bits
  * (integers: exact sums). */
@@ -24,6 +27,11 @@
 #endif
 #ifndef OUT_T
 #define OUT_T void
+#endif
+#ifndef VHFMA
+#define VHLOAD(p) VLOAD(p)
+#define VHFMA(a, b, c) VFMA(a, b, c)
+#define NO_HALF 1
 #endif
 #ifndef FORM
 #define FORM dcz_shift
@@ -37,10 +45,12 @@
  * all the taps, each input vector loaded once for the block's OB channels:
  * OB and T are constants at every call and the loops over them unroll.
  * With an output map om (OUT_STORE), the sums of channels oc0 .. oc0 + OB
- * - 1 go through it rather than to t. */
+ * - 1 go through it rather than to t. HALF: the tile's last vector is a
+ * half (the plane's last vector, with L / 2 cells or fewer to compute),
+ * which takes half the loads and multiply-adds. */
 TGT static inline __attribute__((always_inline)) void CAT(shift_tile, SFX)(
-    const uint32_t OB, const uint32_t T, const uint32_t *off, const ET *w, uint32_t n, const ET *b, const ET *xs,
-    ET *t, size_t tstride, OUT_T *om, uint32_t oc0)
+    const uint32_t OB, const uint32_t T, const int HALF, const uint32_t *off, const ET *w, uint32_t n,
+    const ET *b, const ET *xs, ET *t, size_t tstride, OUT_T *om, uint32_t oc0)
 {
     V acc[4][TMAX1];
 #pragma GCC unroll 4
@@ -54,12 +64,14 @@ TGT static inline __attribute__((always_inline)) void CAT(shift_tile, SFX)(
         const ET *p = xs + off[e];
 #pragma GCC unroll 12
         for (uint32_t i = 0; i < T; i++) {
-            V x = VLOAD(p + (size_t)i * L);
+            const int half = HALF && i == T - 1;
+            V x = half ? VHLOAD(p + (size_t)i * L) : VLOAD(p + (size_t)i * L);
             /* one load for the block: keep the compiler from folding it
              * into each multiply-add as a memory operand */
             if (OB > 1) __asm__("" : "+" VREG(x));
 #pragma GCC unroll 4
-            for (uint32_t o = 0; o < OB; o++) acc[o][i] = VFMA(wv[o], x, acc[o][i]);
+            for (uint32_t o = 0; o < OB; o++)
+                acc[o][i] = half ? VHFMA(wv[o], x, acc[o][i]) : VFMA(wv[o], x, acc[o][i]);
         }
     }
 #ifdef OUT_STORE
@@ -90,9 +102,16 @@ TGT static void CAT(shift_planes, SFX)(const FORM *f, const ET *bias, uint32_t o
      * tile runs every block of output channels while its input stays in
      * cache */
     const size_t nv = plane16 / L, tiles = (nv + tmax - 1) / tmax;
+    /* the last vector a half: where the output goes through om, whose
+     * stores keep only its cells */
+    int last_half = 0;
+#if defined(OUT_STORE) && !defined(NO_HALF)
+    last_half = om && om->cells + L / 2 <= plane16;
+#endif
     size_t v0 = 0;
     for (size_t ti = 0; ti < tiles; ti++) {
         const size_t left = nv - v0, T = (left + (tiles - ti) - 1) / (tiles - ti);
+        const int half = last_half && ti == tiles - 1;
 #ifdef OUT_STORE
         if (om) OUT_FILL(om, v0, T);
 #endif
@@ -103,8 +122,15 @@ TGT static void CAT(shift_planes, SFX)(const FORM *f, const ET *bias, uint32_t o
             const ET *x0 = xs + v0 * L, *w0 = f->w + (size_t)e0 * ob;
             ET *t0 = t + (size_t)k * ob * plane16 + v0 * L;
             const uint32_t oc0 = k * ob;
-            switch (ob * 16 + T) {
-#define SHIFT_CASE(OB, k) case OB * 16 + k: CAT(shift_tile, SFX)(OB, k, f->off + e0, w0, n, b, x0, t0, plane16, om, oc0); break;
+            switch ((ob * 2 + half) * 16 + T) {
+#ifdef NO_HALF
+#define SHIFT_CASE(OB, k)                                                                                        \
+    case OB * 32 + k: CAT(shift_tile, SFX)(OB, k, 0, f->off + e0, w0, n, b, x0, t0, plane16, om, oc0); break;
+#else
+#define SHIFT_CASE(OB, k)                                                                                        \
+    case OB * 32 + k: CAT(shift_tile, SFX)(OB, k, 0, f->off + e0, w0, n, b, x0, t0, plane16, om, oc0); break; \
+    case OB * 32 + 16 + k: CAT(shift_tile, SFX)(OB, k, 1, f->off + e0, w0, n, b, x0, t0, plane16, om, oc0); break;
+#endif
             SHIFT_CASE(1, 1) SHIFT_CASE(1, 2) SHIFT_CASE(1, 3) SHIFT_CASE(1, 4) SHIFT_CASE(1, 5) SHIFT_CASE(1, 6)
             SHIFT_CASE(1, 7) SHIFT_CASE(1, 8) SHIFT_CASE(1, 9) SHIFT_CASE(1, 10) SHIFT_CASE(1, 11) SHIFT_CASE(1, 12)
 #if TMAX2 > 0
@@ -145,3 +171,6 @@ TGT static void CAT(shift_planes, SFX)(const FORM *f, const ET *bias, uint32_t o
 #undef OUT_T
 #undef OUT_FILL
 #undef OUT_STORE
+#undef VHLOAD
+#undef VHFMA
+#undef NO_HALF
