@@ -336,12 +336,13 @@ typedef struct tile_out {
 
 /* t (out_c, out16): each output channel's plane as computed, p = oy wq +
  * ox; or, where the variant takes a map om, the output itself */
-typedef void (*planes_fn)(const dcz_shift *f, const float *bias, uint32_t out_c, size_t out16, const float *xs,
-                          float *t, tile_out *om);
+typedef void (*planes_fn)(const dcz_shift *f, const float *bias, uint32_t out_c, size_t out16, size_t cells,
+                          const float *xs, float *t, tile_out *om);
 
-static void shift_planes_ref(const dcz_shift *f, const float *bias, uint32_t out_c, size_t out16,
+static void shift_planes_ref(const dcz_shift *f, const float *bias, uint32_t out_c, size_t out16, size_t cells,
                              const float *xs, float *t, tile_out *om)
 {
+    (void)cells;
     (void)om;
     const uint32_t ob = f->ob;
     for (uint32_t oc = 0; oc < out_c; oc++)
@@ -966,11 +967,11 @@ static int shift_run(dcz_isa isa, const dcz_conv_geom *g, const dcz_shift *f, co
         if (vec) {   /* the sums straight into the output */
             tile_out om = { .act = act, .y = yb, .plane = out_plane, .out_c = g->out_c, .out_w = g->out_w,
                             .wq = (uint32_t)q.wq, .cells = (size_t)g->out_h * q.wq };
-            planes(f, bias, g->out_c, q.out16, xs, t, &om);
+            planes(f, bias, g->out_c, q.out16, om.cells, xs, t, &om);
             continue;
         }
 #endif
-        planes(f, bias, g->out_c, q.out16, xs, t, NULL);
+        planes(f, bias, g->out_c, q.out16, (size_t)g->out_h * q.wq, xs, t, NULL);
         for (uint32_t oc = 0; oc < g->out_c; oc++) {
             if (q.wq == g->out_w) {   /* no columns to drop: the plane in one copy */
                 memcpy(yb + oc * out_plane, t + oc * q.out16, out_plane * sizeof *yb);
@@ -1241,12 +1242,13 @@ VNNI_TGT static void widen_row__vnni(const int32_t *t, int64_t bias, uint32_t n,
 }
 #endif
 
-typedef void (*qplanes_fn)(const dcz_qshift *f, const int32_t *corr, uint32_t out_c, size_t out16,
+typedef void (*qplanes_fn)(const dcz_qshift *f, const int32_t *corr, uint32_t out_c, size_t out16, size_t cells,
                            const int32_t *xs, int32_t *t, void *om);
 
-static void qshift_planes_ref(const dcz_qshift *f, const int32_t *corr, uint32_t out_c, size_t out16,
+static void qshift_planes_ref(const dcz_qshift *f, const int32_t *corr, uint32_t out_c, size_t out16, size_t cells,
                               const int32_t *xs, int32_t *t, void *om)
 {
+    (void)cells;
     (void)corr;
     (void)om;
     const uint8_t *xb = (const uint8_t *)xs;
@@ -1271,6 +1273,10 @@ static void qshift_planes_ref(const dcz_qshift *f, const int32_t *corr, uint32_t
 #define VSET1(f) _mm512_set1_epi32(f)
 #define VLOAD(p) _mm512_loadu_si512((const void *)(p))
 #define VFMA(a, b, c) _mm512_dpbusd_epi32(c, b, a)
+#define VHLOAD(p) _mm512_castsi256_si512(_mm256_loadu_si256((const void *)(p)))
+#define VHFMA(a, b, c)                                                                                           \
+    _mm512_castsi256_si512(                                                                                    \
+        _mm256_dpbusd_epi32(_mm512_castsi512_si256(c), _mm512_castsi512_si256(b), _mm512_castsi512_si256(a)))
 #define VSTORE(p, v) _mm512_storeu_si512((void *)(p), v)
 #define VREG(x) "v"(x)
 #define TMAX1 12
@@ -1317,7 +1323,7 @@ int dcz_qconv2d_shift_isa(dcz_isa isa, const dcz_conv_geom *g, const dcz_qshift 
 #else
         qsplit(g, &q, x + b * in_sample, (uint8_t *)xs);
 #endif
-        planes(f, f->corr, g->out_c, q.out16, xs, t, NULL);
+        planes(f, f->corr, g->out_c, q.out16, (size_t)g->out_h * q.wq, xs, t, NULL);
         int64_t *ab = acc + b * g->out_c * out_plane;
         for (uint32_t oc = 0; oc < g->out_c; oc++) {
             const int64_t bo = bias ? bias[oc] : 0;
@@ -1350,7 +1356,7 @@ int dcz_qconv2d_shift_requant(const dcz_conv_geom *g, const dcz_qshift *f, const
     const size_t in_sample = (size_t)g->in_c * g->in_h * g->in_w, out_plane = (size_t)g->out_h * g->out_w;
     for (size_t b = 0; b < batch; b++) {
         qsplit_any(1, g, &q, x + b * in_sample, (uint8_t *)xs);
-        planes(f, f->corr, g->out_c, q.out16, xs, t, NULL);
+        planes(f, f->corr, g->out_c, q.out16, (size_t)g->out_h * q.wq, xs, t, NULL);
         dcz_q *yb = y + b * g->out_c * out_plane;
         /* rows with no columns to drop make one row of the whole plane */
         const uint32_t rows = q.wq == g->out_w ? 1 : g->out_h, n = q.wq == g->out_w ? (uint32_t)out_plane : g->out_w;

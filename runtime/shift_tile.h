@@ -94,7 +94,7 @@ TGT static inline __attribute__((always_inline)) void CAT(shift_tile, SFX)(
 }
 
 TGT static void CAT(shift_planes, SFX)(const FORM *f, const ET *bias, uint32_t out_c, size_t plane16,
-                                       const ET *xs, ET *t, OUT_T *om)
+                                       size_t cells, const ET *xs, ET *t, OUT_T *om)
 {
     const uint32_t ob = FORM_OB(f), blocks = (out_c + ob - 1) / ob;
     const size_t tmax = ob == 1 ? TMAX1 : ob == 2 ? TMAX2 : TMAX4;
@@ -102,12 +102,13 @@ TGT static void CAT(shift_planes, SFX)(const FORM *f, const ET *bias, uint32_t o
      * tile runs every block of output channels while its input stays in
      * cache */
     const size_t nv = plane16 / L, tiles = (nv + tmax - 1) / tmax;
-    /* the last vector a half: where the output goes through om, whose
-     * stores keep only its cells */
+    /* the last vector a half where it holds L / 2 of the cells that
+     * matter or fewer (its upper lanes, undefined, are never read) */
     int last_half = 0;
-#if defined(OUT_STORE) && !defined(NO_HALF)
-    last_half = om && om->cells + L / 2 <= plane16;
+#ifndef NO_HALF
+    last_half = cells + L / 2 <= plane16;
 #endif
+    (void)cells;
     size_t v0 = 0;
     for (size_t ti = 0; ti < tiles; ti++) {
         const size_t left = nv - v0, T = (left + (tiles - ti) - 1) / (tiles - ti);
