@@ -455,6 +455,7 @@ static void test_qconv_grid(void)
         conv_geom(3, 2, 5, 37, 3, 3, 1, 1, 1, 1),     /* rows of 37: the split's 32 a step and 5 */
         conv_geom(2, 3, 6, 9, 1, 3, 1, 1, 0, 1),      /* padded columns only: rows, not one plane */
         conv_geom(6, 4, 7, 11, 1, 1, 1, 1, 0, 0),     /* 1x1: the split one plane of 77 cells */
+        conv_geom(1, 2, 96, 90, 3, 3, 1, 1, 1, 1),    /* 96 x 91 cells: past 512 vectors, requantized by rows */
     };
     for (size_t i = 0; i < sizeof extra / sizeof *extra; i++)
         for (size_t ci = 0; ci < 3; ci++)
