@@ -683,12 +683,12 @@ void dcz_global_avgpool_ref(uint32_t channels, uint32_t plane, const float *x, s
 }
 
 /* Each channel's sum in the reference's order (one rounding per add),
- * eight channels at a time: on AVX2 in the lanes of a vector, eight cells
- * of the eight planes loaded and transposed at a time, the planes' last
- * cells added in scalars; elsewhere in eight scalar sums in turn, so that
- * their chains of dependent adds overlap. The ResNet-style preset's 64 x 7
- * x 7 on one core of an AMD EPYC: 1.23 us by the reference, 1.15 by scalar
- * sums, 1.2 by gathers (slow there), 0.65 by transposes. */
+ * eight channels at a time in the lanes of an AVX2 vector, eight cells of
+ * the eight planes loaded and transposed at a time, the planes' last cells
+ * added in scalars; the channels left over, and other CPUs, by the
+ * reference. The ResNet-style preset's 64 x 7 x 7 on one core of an AMD
+ * EPYC: 1.23 us by the reference, 0.65 by transposes (gathers: 1.2, eight
+ * scalar sums in turn: 1.15). */
 #ifdef DCZ_X86
 __attribute__((target("avx2")))
 static size_t global_avgpool__avx2(size_t planes, uint32_t plane, const float *x, float *y)
@@ -731,12 +731,5 @@ void dcz_global_avgpool(uint32_t channels, uint32_t plane, const float *x, size_
 #ifdef DCZ_X86
     if (dcz_isa_supported(DCZ_ISA_AVX2)) p = global_avgpool__avx2(planes, plane, x, y);
 #endif
-    for (; p + 8 <= planes; p += 8) {
-        float sum[8] = { 0.0f, 0.0f, 0.0f, 0.0f, 0.0f, 0.0f, 0.0f, 0.0f };
-        const float *xp = x + p * plane;
-        for (uint32_t i = 0; i < plane; i++)
-            for (size_t k = 0; k < 8; k++) sum[k] += xp[k * plane + i];
-        for (size_t k = 0; k < 8; k++) y[p + k] = sum[k] / (float)plane;
-    }
     if (p < planes) dcz_global_avgpool_ref((uint32_t)(planes - p), plane, x + p * plane, 1, y + p);
 }

@@ -536,9 +536,9 @@ static int split__avx512(const dcz_conv_geom *g, const split_geom *q, const floa
     return 1;
 }
 
-/* Small planes, copied a vector at a time: a remap takes, for each of
- * count channels, dest cell d (d < D) = source cell src(d) of that
- * channel, or 0 where src(d) is none. Dest vector j reads a window of 32
+/* Small planes split a vector at a time: a remap takes, for each of count
+ * channels, dest cell d (d < D) of the split plane = input cell
+ * split_src(d) of that channel, or 0 where split_src(d) is none (padding). Dest vector j reads a window of 32
  * source cells from first[j] (two loads, masked to the source's S cells)
  * and permutes its lanes out of it (zeros masked in), so a plane of a few
  * rows costs a few vectors, not a masked copy per row. Built per call;
@@ -566,15 +566,14 @@ static int64_t split_src(const dcz_conv_geom *g, size_t wq, size_t d)
     return iy < 0 || iy >= (int64_t)g->in_h || ix < 0 || ix >= (int64_t)g->in_w ? -1 : iy * g->in_w + ix;
 }
 
-static int remap_init(remap *r, const dcz_conv_geom *g, size_t wq, size_t D, size_t S, size_t rows,
-                      int64_t (*src)(const dcz_conv_geom *, size_t, size_t))
+static int remap_init(remap *r, const dcz_conv_geom *g, size_t wq, size_t D, size_t S, size_t rows)
 {
     r->nv = (D + 15) / 16;
     if (r->nv > REMAP_MAX || r->nv >= rows) return 0;
     for (size_t j = 0; j < r->nv; j++) {
         int64_t lo = INT64_MAX, hi = -1;
         for (size_t i = 0; i < 16 && 16 * j + i < D; i++) {
-            const int64_t c = src(g, wq, 16 * j + i);
+            const int64_t c = split_src(g, wq, 16 * j + i);
             if (c < 0) continue;
             if (c < lo) lo = c;
             if (c > hi) hi = c;
@@ -584,7 +583,7 @@ static int remap_init(remap *r, const dcz_conv_geom *g, size_t wq, size_t D, siz
         r->v[j].first = lo;
         uint32_t some = 0;
         for (size_t i = 0; i < 16; i++) {
-            const int64_t c = 16 * j + i < D ? src(g, wq, 16 * j + i) : -1;
+            const int64_t c = 16 * j + i < D ? split_src(g, wq, 16 * j + i) : -1;
             r->v[j].idx[i] = c < 0 ? 0 : (int32_t)(c - lo);
             if (c >= 0) some |= 1u << i;
         }
@@ -596,11 +595,9 @@ static int remap_init(remap *r, const dcz_conv_geom *g, size_t wq, size_t D, siz
     return 1;
 }
 
-/* The remap of count channels, source planes ss apart, dest planes ds apart,
- * act applied to each dest vector. */
+/* The remap of count channels, source planes ss apart, dest planes ds apart. */
 __attribute__((target("avx512f")))
-static void remap_run__avx512(const remap *r, size_t count, const float *x, size_t ss, float *y, size_t ds,
-                              const dcz_act *act)
+static void remap_run__avx512(const remap *r, size_t count, const float *x, size_t ss, float *y, size_t ds)
 {
     for (size_t c = 0; c < count; c++) {
         const float *xc = x + c * ss;
@@ -610,7 +607,7 @@ static void remap_run__avx512(const remap *r, size_t count, const float *x, size
             const __m512 a = _mm512_maskz_loadu_ps(r->v[j].lo, p), b = _mm512_maskz_loadu_ps(r->v[j].hi, p + 16);
             const __m512i idx = _mm512_loadu_si512((const void *)r->v[j].idx);
             const __m512 v = _mm512_maskz_permutex2var_ps(r->v[j].some, a, idx, b);
-            _mm512_mask_storeu_ps(yc + 16 * j, r->v[j].store, act__avx512(v, act));
+            _mm512_mask_storeu_ps(yc + 16 * j, r->v[j].store, v);
         }
     }
 }
@@ -961,15 +958,14 @@ static int shift_run(dcz_isa isa, const dcz_conv_geom *g, const dcz_shift *f, co
     }
     /* small planes at stride 1 split a vector at a time */
     remap rs;
-    const dcz_act none = { 0, 0.0f, 0.0f };
     const int small_split = vec && g->sh == 1 && g->sw == 1 && (g->ph || g->pw) &&
-                            remap_init(&rs, g, q.wq, q.plane, (size_t)g->in_h * g->in_w, q.hq, split_src);
+                            remap_init(&rs, g, q.wq, q.plane, (size_t)g->in_h * g->in_w, q.hq);
 #endif
     for (size_t b = 0; b < batch; b++) {
         float *yb = y + b * g->out_c * out_plane;
 #ifdef DCZ_X86
         if (small_split) {
-            remap_run__avx512(&rs, g->in_c, x + b * in_sample, (size_t)g->in_h * g->in_w, xs, q.plane, &none);
+            remap_run__avx512(&rs, g->in_c, x + b * in_sample, (size_t)g->in_h * g->in_w, xs, q.plane);
             memset(xs + g->in_c * q.plane, 0, (q.floats - g->in_c * q.plane) * sizeof *xs);
         } else if (isa != DCZ_ISA_AVX512 || !split__avx512(g, &q, x + b * in_sample, xs))
 #endif
@@ -1242,19 +1238,6 @@ VNNI_TGT static void requant_row__vnni(const int32_t *t, int64_t bias, int32_t m
     }
 }
 
-/* y (the output plane, plane cells) = the requantization of bias + t (a
- * plane as computed, nv vectors), 16 at a time: each vector's lanes that
- * keep[j] says are output cells, packed by a compress where some lane is
- * not one, and stored after those of the vectors before it, whole (the
- * next vector writes over the lanes past them) but at the plane's end.
- * |bias + t| < 2^31, so the bias is added in 32 bits; the even and the odd
- * lanes are then multiplied, rounded, shifted and clamped in 64 bits as
- * requant_row__vnni does (the same integers), and narrowed together. One
- * pass over a plane with the channel's constants made once, rather than a
- * call per row of 7 to 28 cells: int8 at batch 1, one core of an AMD EPYC,
- * dcz bench medians of three alternated runs, MobileNetV2-style 307 -> 269
- * us, ResNet-style 110 -> 102, conv-heavy CNN 183 -> 172. A compress and a
- * masked store on every vector instead took twice as long as the rows. */
 /* The requantization of a's 16 lanes (bias added) as 32-bit lanes: the
  * even and odd lanes' products plus half in 64 bits; with HIGH (k >= 32)
  * their high halves taken and shifted by k - 32 and clamped in 32 bits
@@ -1302,6 +1285,19 @@ VNNI_TGT static inline __attribute__((always_inline)) void requant_vectors(const
     }
 }
 
+/* y (the output plane, plane cells) = the requantization of bias + t (a
+ * plane as computed, nv vectors), 16 at a time: each vector's lanes that
+ * keep[j] says are output cells, packed by a compress where some lane is
+ * not one, and stored after those of the vectors before it, whole (the
+ * next vector writes over the lanes past them) but at the plane's end.
+ * |bias + t| < 2^31, so the bias is added in 32 bits; the even and the odd
+ * lanes are then multiplied, rounded, shifted and clamped in 64 bits as
+ * requant_row__vnni does (the same integers), and narrowed together. One
+ * pass over a plane with the channel's constants made once, rather than a
+ * call per row of 7 to 28 cells: int8 at batch 1, one core of an AMD EPYC,
+ * dcz bench medians of three alternated runs, MobileNetV2-style 307 -> 269
+ * us, ResNet-style 110 -> 102, conv-heavy CNN 183 -> 172. A compress and a
+ * masked store on every vector instead took twice as long as the rows. */
 VNNI_TGT static void requant_plane__vnni(const int32_t *t, const uint16_t *keep, size_t nv, int64_t bias,
                                          int32_t mult, unsigned k, int32_t qmax, size_t plane, dcz_q *y)
 {

@@ -382,8 +382,9 @@ static void fuse_activations(dcz_model *m)
 {
     for (uint32_t i = 0; i + 1 < m->nlayers; i++) {
         dcz_exec_layer *c = &m->layers[i], *a = &m->layers[i + 1];
-        if (!((c->op == DCZ_OP_CONV2D && c->shifted) || c->op == DCZ_OP_ADD) || c->q || a->q || (a->op != DCZ_OP_RELU && a->op != DCZ_OP_CLIP) ||
-            a->tin[0] != i + 1 || m->tensors[i + 1].last != i + 1 || m->tensors[i + 2].off != m->tensors[i + 1].off ||
+        const int takes = (c->op == DCZ_OP_CONV2D && c->shifted) || c->op == DCZ_OP_ADD;
+        if (!takes || c->q || a->q || (a->op != DCZ_OP_RELU && a->op != DCZ_OP_CLIP) || a->tin[0] != i + 1 ||
+            m->tensors[i + 1].last != i + 1 || m->tensors[i + 2].off != m->tensors[i + 1].off ||
             m->tensors[i + 2].inner != m->tensors[i + 1].inner)
             continue;
         c->act = (dcz_act){ a->op, a->param[0], a->param[1] };

@@ -900,7 +900,7 @@ void dcz_avgpool_ref(const dcz_conv_geom *g, int count_include_pad, const float 
 /* y (batch, channels) = mean of each of the channels planes of plane floats. */
 void dcz_global_avgpool_ref(uint32_t channels, uint32_t plane, const float *x, size_t batch,
                             float *y);
-/* The same bits, eight channels at a time (kernels_conv.c). */
+/* The same bits, eight channels at a time in AVX2 (kernels_conv.c). */
 void dcz_global_avgpool(uint32_t channels, uint32_t plane, const float *x, size_t batch, float *y);
 
 /* ---- integer execution (calibrated models; kernels_int.c) ----------------
