@@ -545,8 +545,32 @@ static dcz_spmv_kind plain_kind(const dcz_sparse *s)
     return s->col_ptr ? DCZ_SPMV_COLUMNS : DCZ_SPMV_REF;
 }
 
+#ifdef DCZ_X86
+/* Whether more than `need` of x[0 .. n) are nonzero (NaN counts, -0 does
+ * not, as with x != 0), counted 64 at a time until the count passes need:
+ * eight scalar tests at a time took 95 ns of LeNet-300-100's 2.8 us. */
+__attribute__((target("avx512f,popcnt")))
+static int nonzeros_past__avx512(const float *x, uint32_t n, uint64_t need)
+{
+    const __m512 zero = _mm512_setzero_ps();
+    uint64_t nz = 0;
+    uint32_t c = 0;
+    for (; c + 64 <= n && nz <= need; c += 64)
+        for (int v = 0; v < 4; v++)
+            nz += (uint64_t)__builtin_popcount(
+                _mm512_cmp_ps_mask(_mm512_loadu_ps(x + c + 16 * v), zero, _CMP_NEQ_UQ));
+    for (; c < n && nz <= need; c += 16) {
+        const __mmask16 in = n - c >= 16 ? (__mmask16)0xFFFF : (__mmask16)((1u << (n - c)) - 1);
+        nz += (uint64_t)__builtin_popcount(
+            _mm512_mask_cmp_ps_mask(in, _mm512_maskz_loadu_ps(in, x + c), zero, _CMP_NEQ_UQ));
+    }
+    return nz > need;
+}
+#endif
+
 dcz_spmv_kind dcz_spmv_pick(const dcz_sparse *s, const float *x)
 {
+#ifdef DCZ_X86
     if (s->lgroups && dcz_isa_supported(DCZ_ISA_AVX512)) {
         if (!s->col_ptr) return DCZ_SPMV_LANES;
         /* the column kernel visits the entries of the nonzero inputs,
@@ -555,15 +579,11 @@ dcz_spmv_kind dcz_spmv_pick(const dcz_sparse *s, const float *x)
         const uint64_t nnz = s->col_ptr[(size_t)s->cblocks * (s->cols + 1) - 1];
         const uint64_t need = nnz ? (uint64_t)dcz_lanes_steps(s) * DCZ_LANE_STEP_ENTRIES * s->cols / nnz
                                   : UINT64_MAX;
-        uint64_t nz = 0;
-        uint32_t c = 0;
-        /* eight at a time: one test of the bound per eight inputs */
-        for (; c + 8 <= s->cols && nz <= need; c += 8)
-            nz += (uint64_t)((x[c] != 0.0f) + (x[c + 1] != 0.0f) + (x[c + 2] != 0.0f) + (x[c + 3] != 0.0f) +
-                             (x[c + 4] != 0.0f) + (x[c + 5] != 0.0f) + (x[c + 6] != 0.0f) + (x[c + 7] != 0.0f));
-        for (; c < s->cols && nz <= need; c++) nz += x[c] != 0.0f;
-        if (nz > need) return DCZ_SPMV_LANES;
+        if (nonzeros_past__avx512(x, s->cols, need)) return DCZ_SPMV_LANES;
     }
+#else
+    (void)x;
+#endif
     return plain_kind(s);
 }
 

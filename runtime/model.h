@@ -641,10 +641,12 @@ typedef enum dcz_spmv_kind {
 } dcz_spmv_kind;
 /* Cost of one lane-form step in column-kernel entries (an entry whose
  * input is nonzero), as bench/bench_spmv.c measures the two kernels: a step
- * fills 32 slots with two lookups of each kind, the column kernel pays a
- * read-modify-write of y per entry (LeNet-300-100 fc1, 1050 steps: 2.4 us
- * by lanes, 12.3 us by columns with every input nonzero). */
-#define DCZ_LANE_STEP_ENTRIES 4
+ * fills 32 slots with one panel and two lookups of each kind, the column
+ * kernel pays a read-modify-write of y per entry (LeNet-300-100 fc1, 1110
+ * steps: 1.7 us by lanes, 13.0 us by columns with every input nonzero, a
+ * step 2.2 entries; fc2 1.7, fc3 1.3, where fewer rows make an entry
+ * dearer). */
+#define DCZ_LANE_STEP_ENTRIES 2
 /* The kernel for input x: the lane form when s has one, this CPU runs it
  * and its steps cost less than the entries the column kernel would visit
  * (estimated from the share of nonzero inputs); else the column form when
