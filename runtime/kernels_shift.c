@@ -1026,7 +1026,16 @@ void dcz_conv2d_shift_act(const dcz_conv_geom *g, const dcz_shift *f, const floa
  * the sums' starting value, takes the +128 back out. The sums wrap modulo
  * 2^32 on their way, and end exact: the loader bounds every output's sum
  * of products within 32 bits (model.h). qshift_planes_ref computes the same
- * sums in 64 bits, products of the activations themselves. */
+ * sums in 64 bits, products of the activations themselves.
+ *
+ * Column quads. A layer of one input channel at column stride 1 (a
+ * network's first, on a grey image) would fill one byte of four: its quads
+ * are four neighbouring columns instead. Byte j of cell i of the split is
+ * then the one channel's byte at cell i + j, and a quad tap holds the
+ * weights of kernel columns kx .. kx + 3 of one row, at kx's offset: a
+ * 5 x 5 window is 10 quad taps, not 25, a 3 x 3 one 3, not 9. The split
+ * is the usual one, its cells then widened in place (colquads); byte j of
+ * a tap past the window's last column is a 0 weight, whatever it reads. */
 
 uint64_t dcz_qshift_bytes(uint32_t out_c, uint64_t nnz)
 {
@@ -1035,9 +1044,16 @@ uint64_t dcz_qshift_bytes(uint32_t out_c, uint64_t nnz)
 
 uint64_t dcz_qshift_scratch_floats(const dcz_conv_geom *g) { return scratch_cells(g, (g->in_c + 3) / 4); }
 
+/* Whether g's integer quads are column quads (above). */
+static int col_quads(const dcz_conv_geom *g)
+{
+    return g->in_c == 1 && g->sw == 1 && g->kw > 1;
+}
+
 int dcz_qshift_build(const dcz_conv_geom *g, const dcz_qsparse *s, void *mem, dcz_qshift *f)
 {
     const uint32_t ksize = g->kh * g->kw;
+    const int cq = col_quads(g);
     if (ksize > DCZ_QSHIFT_MAX_WINDOW) return 0;
     const split_geom q = split_geom_of(g, (g->in_c + 3) / 4);
     uint32_t nnz = 0;
@@ -1075,8 +1091,10 @@ int dcz_qshift_build(const dcz_conv_geom *g, const dcz_qsparse *s, void *mem, dc
             quad = c / 4;
             const int32_t v = dcz_qsparse_weight(s, oc, e);
             if (v < -128 || v > 127) return 0;
-            const uint32_t r = col % ksize;
-            packed[r] |= (uint32_t)(uint8_t)(int8_t)v << (8 * (c % 4));
+            /* the quad tap (its first window cell) and the weight's byte */
+            const uint32_t r = col % ksize - (cq ? col % ksize % g->kw % 4 : 0);
+            const uint32_t byte = cq ? col % ksize % g->kw % 4 : c % 4;
+            packed[r] |= (uint32_t)(uint8_t)(int8_t)v << (8 * byte);
             used[r] = 1;
             sum += v;
         }
@@ -1111,8 +1129,39 @@ static void qsplit(const dcz_conv_geom *g, const split_geom *q, const dcz_q *x, 
         }
 }
 
+/* The split's n cells (one channel in byte 0 of each) widened in place to
+ * column quads: byte j of cell i from byte 0 of cell i + j (0x80, zero,
+ * past the last). Byte 0 never changes, so cells later in the pass still
+ * read their own. */
+static void colquads(uint32_t *cells, size_t n)
+{
+    for (size_t i = 0; i < n; i++) {
+        uint32_t v = cells[i] & 0xFF;
+        for (size_t j = 1; j < 4; j++) v |= (i + j < n ? cells[i + j] & 0xFF : 0x80u) << (8 * j);
+        cells[i] = v;
+    }
+}
+
 #ifdef DCZ_X86
 #define VNNI_TGT __attribute__((target("avx512f,avx512bw,avx512vl,avx512vnni")))
+/* colquads sixteen cells at a time: the cells at i, i + 1, i + 2 and i + 3
+ * loaded (each vector before this step's store, whose byte 0s are the
+ * same), their low bytes shifted into place */
+VNNI_TGT static void colquads__avx512(uint32_t *cells, size_t n)
+{
+    const __m512i low = _mm512_set1_epi32(0xFF), none = _mm512_set1_epi32(0x80);
+    for (size_t i = 0; i < n; i += 16) {
+        __m512i v = _mm512_setzero_si512();
+        for (size_t j = 0; j < 4; j++) {
+            const size_t left = n - i > j ? n - i - j : 0;
+            const __mmask16 m = left >= 16 ? (__mmask16)0xFFFF : (__mmask16)((1u << left) - 1);
+            const __m512i b = _mm512_and_si512(_mm512_mask_loadu_epi32(none, m, cells + i + j), low);
+            v = _mm512_or_si512(v, _mm512_slli_epi32(b, (unsigned)(8 * j)));
+        }
+        const size_t left = n - i;
+        _mm512_mask_storeu_epi32(cells + i, left >= 16 ? (__mmask16)0xFFFF : (__mmask16)((1u << left) - 1), v);
+    }
+}
 /* qsplit at column strides 1 and 2 (any row stride): sixteen cells of a
  * row phase at once, the quad's four channel rows widened, offset by 128
  * and merged byte by byte; at stride 2 the sixteen inputs of a phase come
@@ -1217,6 +1266,9 @@ static void qsplit_any(int vec, const dcz_conv_geom *g, const split_geom *q, con
     if (vec && g->sw == 1 && __builtin_cpu_supports("avx512vbmi")) qsplit1__vbmi(g, q, x, xs);
     else if (vec && g->sw <= 2) qsplit__vnni(g, q, x, xs);
     else qsplit(g, q, x, xs);
+    if (!col_quads(g)) return;
+    if (vec) colquads__avx512((uint32_t *)(void *)xs, q->floats);
+    else colquads((uint32_t *)(void *)xs, q->floats);
 }
 
 /* y row (n) = the requantization of bias + t row, 8 at a time: as
@@ -1396,6 +1448,7 @@ int dcz_qconv2d_shift_isa(dcz_isa isa, const dcz_conv_geom *g, const dcz_qshift 
         qsplit_any(vec, g, &q, x + b * in_sample, (uint8_t *)xs);
 #else
         qsplit(g, &q, x + b * in_sample, (uint8_t *)xs);
+        if (col_quads(g)) colquads((uint32_t *)(void *)xs, q.floats);
 #endif
         planes(f, f->corr, g->out_c, q.out16, (size_t)g->out_h * q.wq, xs, t, NULL);
         int64_t *ab = acc + b * g->out_c * out_plane;

@@ -456,6 +456,12 @@ static void test_qconv_grid(void)
         conv_geom(2, 3, 6, 9, 1, 3, 1, 1, 0, 1),      /* padded columns only: rows, not one plane */
         conv_geom(6, 4, 7, 11, 1, 1, 1, 1, 0, 0),     /* 1x1: the split one plane of 77 cells */
         conv_geom(1, 2, 96, 90, 3, 3, 1, 1, 1, 1),    /* 96 x 91 cells: past 512 vectors, requantized by rows */
+        /* one input channel: the integer form's column quads */
+        conv_geom(1, 4, 12, 13, 5, 5, 1, 1, 2, 2),    /* two quads a window row, the second one column */
+        conv_geom(1, 3, 11, 19, 3, 7, 2, 1, 1, 3),    /* row stride 2: the quads in the row phases */
+        conv_geom(1, 3, 9, 9, 2, 2, 1, 1, 0, 0),      /* half a quad, no padding: one plane */
+        conv_geom(1, 2, 8, 30, 1, 9, 1, 1, 0, 4),     /* three quads a row */
+        conv_geom(1, 3, 9, 10, 3, 3, 1, 2, 1, 1),     /* column stride 2: channel quads */
     };
     for (size_t i = 0; i < sizeof extra / sizeof *extra; i++)
         for (size_t ci = 0; ci < 3; ci++)
