@@ -28,7 +28,8 @@
  * 7% more steps than windows at any column, each a third cheaper). Both
  * slices of a step share its window: a step is bound by its loads (the
  * slots and the panel), and a panel per slice took 5 of them where one
- * takes 3; 5% more steps, each 20% cheaper.
+ * takes 3; 5% more steps, each about 25% cheaper (LeNet-300-100 fc1,
+ * with the slots loaded once: 2.26 -> 1.70 us).
  *
  * Rounding. Each product is fused into its row's sum (one rounding per
  * entry, where the other kernels round the product and then the sum): a

@@ -1092,8 +1092,8 @@ int dcz_qshift_build(const dcz_conv_geom *g, const dcz_qsparse *s, void *mem, dc
             const int32_t v = dcz_qsparse_weight(s, oc, e);
             if (v < -128 || v > 127) return 0;
             /* the quad tap (its first window cell) and the weight's byte */
-            const uint32_t r = col % ksize - (cq ? col % ksize % g->kw % 4 : 0);
-            const uint32_t byte = cq ? col % ksize % g->kw % 4 : c % 4;
+            const uint32_t kx4 = cq ? col % ksize % g->kw % 4 : 0;   /* column quads: kx % 4 */
+            const uint32_t r = col % ksize - kx4, byte = cq ? kx4 : c % 4;
             packed[r] |= (uint32_t)(uint8_t)(int8_t)v << (8 * byte);
             used[r] = 1;
             sum += v;
@@ -1259,17 +1259,6 @@ VBMI_TGT static void qsplit1__vbmi(const dcz_conv_geom *g, const split_geom *q, 
     }
 }
 
-/* The integer split of sample x by the fastest variant this CPU has (the
- * scalar one with vec 0). */
-static void qsplit_any(int vec, const dcz_conv_geom *g, const split_geom *q, const dcz_q *x, uint8_t *xs)
-{
-    if (vec && g->sw == 1 && __builtin_cpu_supports("avx512vbmi")) qsplit1__vbmi(g, q, x, xs);
-    else if (vec && g->sw <= 2) qsplit__vnni(g, q, x, xs);
-    else qsplit(g, q, x, xs);
-    if (!col_quads(g)) return;
-    if (vec) colquads__avx512((uint32_t *)(void *)xs, q->floats);
-    else colquads((uint32_t *)(void *)xs, q->floats);
-}
 
 /* y row (n) = the requantization of bias + t row, 8 at a time: as
  * dcz_requant8 (|bias + t| < 2^31: the signed 32 x 32 multiply; k <= 62:
@@ -1368,6 +1357,27 @@ VNNI_TGT static void widen_row__vnni(const int32_t *t, int64_t bias, uint32_t n,
 }
 #endif
 
+/* The integer split of sample x, widened to column quads where the form
+ * has them, by the fastest variants this CPU has (the scalar ones with
+ * vec 0). */
+static void qsplit_any(int vec, const dcz_conv_geom *g, const split_geom *q, const dcz_q *x, uint8_t *xs)
+{
+#ifdef DCZ_X86
+    if (vec && g->sw == 1 && __builtin_cpu_supports("avx512vbmi")) qsplit1__vbmi(g, q, x, xs);
+    else if (vec && g->sw <= 2) qsplit__vnni(g, q, x, xs);
+    else
+#endif
+        qsplit(g, q, x, xs);
+    if (!col_quads(g)) return;
+#ifdef DCZ_X86
+    if (vec) {
+        colquads__avx512((uint32_t *)(void *)xs, q->floats);
+        return;
+    }
+#endif
+    colquads((uint32_t *)(void *)xs, q->floats);
+}
+
 typedef void (*qplanes_fn)(const dcz_qshift *f, const int32_t *corr, uint32_t out_c, size_t out16, size_t cells,
                            const int32_t *xs, int32_t *t, void *om);
 
@@ -1444,12 +1454,7 @@ int dcz_qconv2d_shift_isa(dcz_isa isa, const dcz_conv_geom *g, const dcz_qshift 
     vec = isa != DCZ_ISA_REF;
 #endif
     for (size_t b = 0; b < batch; b++) {
-#ifdef DCZ_X86
         qsplit_any(vec, g, &q, x + b * in_sample, (uint8_t *)xs);
-#else
-        qsplit(g, &q, x + b * in_sample, (uint8_t *)xs);
-        if (col_quads(g)) colquads((uint32_t *)(void *)xs, q.floats);
-#endif
         planes(f, f->corr, g->out_c, q.out16, (size_t)g->out_h * q.wq, xs, t, NULL);
         int64_t *ab = acc + b * g->out_c * out_plane;
         for (uint32_t oc = 0; oc < g->out_c; oc++) {
