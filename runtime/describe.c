@@ -132,7 +132,12 @@ dcz_status dcz_describe_layer(const dcz_model *m, uint32_t layer, dcz_layer_desc
                                                                       : NULL;
     if (l->q) {
         const char *scheme = m->scheme == DCZ_SCHEME_INT8 ? "calibrated int8" : "calibrated fixed point";
-        if (conv && l->shifted) {
+        if (conv && l->shifted && !m->opt.force_reference && dcz_qshift_depthwise(&l->qshift)) {
+            k->kernel = "qconv2d_depthwise (integers)";
+            snprintf(k->why, sizeof k->why, "%s: each channel's padded plane as bytes, 16 outputs a vector gathering "
+                     "the four inputs of each window row's quad of weights by byte permutes (vpermt2b) of a "
+                     "128-byte window, vpdpbusd 32-bit sums, requantized in registers (avx512 vbmi vnni)", scheme);
+        } else if (conv && l->shifted) {
             k->kernel = "qconv2d_shift (integers)";
             snprintf(k->why, sizeof k->why, "%s: 8-bit activations of four input channels per 32-bit cell of the "
                      "padded input split by stride phase, shifted by each quad of weights, vpdpbusd 32-bit sums "

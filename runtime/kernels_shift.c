@@ -1037,12 +1037,120 @@ void dcz_conv2d_shift_act(const dcz_conv_geom *g, const dcz_shift *f, const floa
  * is the usual one, its cells then widened in place (colquads); byte j of
  * a tap past the window's last column is a 0 weight, whatever it reads. */
 
-uint64_t dcz_qshift_bytes(uint32_t out_c, uint64_t nnz)
+/* Depthwise by byte permutes. A depthwise convolution (one input and one
+ * output channel a group) fills one byte of each channel quad above, so
+ * its vpdpbusd do a quarter of their work, and the split gives every
+ * input a cell of its own: int8 ran MobileNetV2-style's depthwise layers
+ * no faster than float. The form also holds such a layer, where it fits,
+ * another way. Each channel's plane is copied once as bytes x + 128,
+ * padded, PH x PW (the extent its windows read: (out_h - 1) sh + kh rows
+ * of (out_w - 1) sw + kw). An output vector, 16 consecutive cells of the
+ * output plane (across its rows), reads its inputs from the 128 bytes at
+ * the cell its first lane's window starts at: two loads. For each window
+ * row and each four columns of it, a byte permute of those 128 bytes
+ * (vpermt2b) gathers every lane's four inputs into its 32-bit cell, and
+ * one vpdpbusd adds their products with the four weights: 3 permutes and
+ * 3 vpdpbusd for 16 outputs of a 3 x 3 window. The permute's indices depend
+ * on the first lane's column alone; vectors start at the columns that are
+ * multiples of d = gcd(16, out_w), so out_w / d patterns serve the whole
+ * plane, made by dcz_qshift_build. It takes a layer where every pattern's
+ * inputs lie within 128 bytes (3 x 3 windows over planes up to 28 x 28 at
+ * stride 1, 14 x 14 at stride 2). Bytes past a window row's last column
+ * carry weight 0. The sums are those of the form above (corr included),
+ * requantized in registers as requant_plane__vnni does; the references
+ * are the same (qshift_planes_ref, dcz_qconv2d_direct_ref). */
+#define QDW_MAX_TAPS 16
+#define QDW_MAX_PATTERNS 32
+#define QDW_WINDOW 128
+
+typedef struct qdw_shape {
+    uint32_t PH, PW;            /* the padded plane */
+    uint32_t nq, taps;          /* quads of a window row; kh nq */
+    uint32_t dshift, patterns;  /* d = 2^dshift; out_w / d */
+} qdw_shape;
+
+/* s = g's shape in the depthwise form; 0 where the form does not take g */
+static int qdw_shape_of(const dcz_conv_geom *g, qdw_shape *s)
 {
-    return ((uint64_t)out_c * 2 + 1) * sizeof(uint32_t) + nnz * (sizeof(uint32_t) + sizeof(int32_t));
+    if (g->in_c == 0 || dcz_conv_groups(g) != g->in_c || g->out_c != g->in_c || g->out_h == 0 || g->out_w == 0 ||
+        g->kw > 8 || g->out_w > 16 * QDW_MAX_PATTERNS || g->kh > QDW_WINDOW)
+        return 0;
+    s->nq = (g->kw + 3) / 4;
+    s->taps = g->kh * s->nq;
+    if (s->taps > QDW_MAX_TAPS) return 0;
+    const uint64_t PW = (uint64_t)(g->out_w - 1) * g->sw + g->kw, PH = (uint64_t)(g->out_h - 1) * g->sh + g->kh;
+    if (PW >= QDW_WINDOW || PH * PW > UINT32_MAX / 2) return 0;
+    s->PW = (uint32_t)PW;
+    s->PH = (uint32_t)PH;
+    s->dshift = 0;
+    while (s->dshift < 4 && g->out_w % (2u << s->dshift) == 0) s->dshift++;
+    s->patterns = g->out_w >> s->dshift;
+    if (s->patterns > QDW_MAX_PATTERNS) return 0;
+    /* the last byte lane i reads: window row kh - 1, column kw - 1 */
+    for (uint32_t p = 0; p < s->patterns; p++)
+        for (uint32_t i = 0, ox0 = p << s->dshift; i < 16; i++) {
+            const uint64_t dy = (ox0 + i) / g->out_w, ox = (ox0 + i) % g->out_w;
+            if ((dy * g->sh + g->kh - 1) * PW + ox * g->sw + g->kw - 1 >= (uint64_t)ox0 * g->sw + QDW_WINDOW) return 0;
+        }
+    return 1;
 }
 
-uint64_t dcz_qshift_scratch_floats(const dcz_conv_geom *g) { return scratch_cells(g, (g->in_c + 3) / 4); }
+static uint64_t qdw_bytes(const dcz_conv_geom *g)
+{
+    qdw_shape s;
+    if (!qdw_shape_of(g, &s)) return 0;
+    return ((uint64_t)g->out_c * sizeof(int32_t) + (uint64_t)s.patterns * 64) * s.taps;
+}
+
+/* Fill the depthwise part of the form at mem (qdw_bytes) from s */
+static void qdw_build(const dcz_conv_geom *g, const qdw_shape *d, const dcz_qsparse *s, void *mem, dcz_qshift *f)
+{
+    int32_t *dw = mem;
+    uint8_t *idx = (uint8_t *)(dw + (size_t)g->out_c * d->taps);
+    memset(dw, 0, (size_t)g->out_c * d->taps * sizeof *dw);
+    for (uint32_t oc = 0; oc < g->out_c; oc++) {
+        uint32_t col = 0;
+        for (uint32_t e = s->row_ptr[oc]; e < s->row_ptr[oc + 1]; e++) {
+            col += s->step[e];
+            if (s->step[e] == DCZ_STEP_FILLER) continue;
+            const uint32_t ky = col / g->kw, kx = col % g->kw;
+            uint32_t *q = (uint32_t *)&dw[((size_t)oc * g->kh + ky) * d->nq + kx / 4];
+            *q |= (uint32_t)(uint8_t)(int8_t)dcz_qsparse_weight(s, oc, e) << (8 * (kx % 4));
+        }
+    }
+    for (uint32_t p = 0; p < d->patterns; p++) {
+        const uint32_t ox0 = p << d->dshift;
+        for (uint32_t t = 0; t < d->taps; t++) {
+            uint8_t *v = idx + ((size_t)p * d->taps + t) * 64;
+            const uint32_t ky = t / d->nq, kq = 4 * (t % d->nq);
+            for (uint32_t i = 0; i < 16; i++) {
+                const uint32_t dy = (ox0 + i) / g->out_w, ox = (ox0 + i) % g->out_w;
+                for (uint32_t b = 0; b < 4; b++) {
+                    const uint32_t kx = kq + b < g->kw ? kq + b : kq;   /* past the row: weight 0 */
+                    v[4 * i + b] = (uint8_t)((dy * g->sh + ky) * d->PW + ox * g->sw + kx - ox0 * g->sw);
+                }
+            }
+        }
+    }
+    f->dw = dw;
+    f->dwidx = idx;
+}
+
+uint64_t dcz_qshift_bytes(const dcz_conv_geom *g, uint64_t nnz)
+{
+    return ((uint64_t)g->out_c * 2 + 1) * sizeof(uint32_t) + nnz * (sizeof(uint32_t) + sizeof(int32_t)) +
+           qdw_bytes(g);
+}
+
+uint64_t dcz_qshift_scratch_floats(const dcz_conv_geom *g)
+{
+    const uint64_t cells = scratch_cells(g, (g->in_c + 3) / 4);
+    qdw_shape s;
+    if (!qdw_shape_of(g, &s)) return cells;
+    /* the byte planes and the window past the last */
+    const uint64_t planes = ((uint64_t)g->in_c * s.PH * s.PW + QDW_WINDOW + 3) / 4;
+    return planes > cells ? planes : cells;
+}
 
 /* Whether g's integer quads are column quads (above). */
 static int col_quads(const dcz_conv_geom *g)
@@ -1105,6 +1213,10 @@ int dcz_qshift_build(const dcz_conv_geom *g, const dcz_qsparse *s, void *mem, dc
     f->off = off;
     f->w = w;
     f->corr = corr;
+    f->dw = NULL;
+    f->dwidx = NULL;
+    qdw_shape d;
+    if (qdw_shape_of(g, &d)) qdw_build(g, &d, s, w + nnz, f);
     return 1;
 }
 
@@ -1346,6 +1458,116 @@ VNNI_TGT static void requant_plane__vnni(const int32_t *t, const uint16_t *keep,
     else requant_vectors(0, t, keep, nv, bias, mult, k, qmax, plane, y);
 }
 
+/* The depthwise form (above) on AVX-512 VBMI and VNNI */
+#define QDW_TGT __attribute__((target("avx512f,avx512bw,avx512vl,avx512vbmi,avx512vnni")))
+
+/* planes = sample x's channels as bytes x + 128 in their padded planes
+ * (PH x PW each), then QDW_WINDOW bytes of 128 */
+QDW_TGT static void qdw_planes__vbmi(const dcz_conv_geom *g, const qdw_shape *s, const dcz_q *x, uint8_t *planes)
+{
+    const size_t plane = (size_t)s->PH * s->PW, in_plane = (size_t)g->in_h * g->in_w;
+    const __m512i top512 = _mm512_set1_epi8((char)0x80);
+    if (in_plane <= 64 && plane <= 128) {
+        /* small planes a channel at a time: the input plane's bytes in one
+         * vector, permuted into the padded plane (stored whole: the next
+         * channel's writes over the bytes past it, the margin past the last) */
+        uint8_t map[128];
+        uint64_t inside[2] = { 0, 0 };
+        for (size_t o = 0; o < 128; o++) {
+            const int64_t iy = o < plane ? (int64_t)(o / s->PW) - g->ph : -1, ix = (int64_t)(o % s->PW) - g->pw;
+            const int in = iy >= 0 && iy < (int64_t)g->in_h && ix >= 0 && ix < (int64_t)g->in_w;
+            map[o] = in ? (uint8_t)(iy * g->in_w + ix) : 0;
+            inside[o / 64] |= (uint64_t)in << (o % 64);
+        }
+        const __m512i map0 = _mm512_loadu_si512((const void *)map), map1 = _mm512_loadu_si512((const void *)(map + 64));
+        const __mmask32 m0 = in_plane >= 32 ? 0xFFFFFFFFu : (__mmask32)((1u << in_plane) - 1);
+        const __mmask32 m1 = in_plane <= 32 ? 0 : in_plane == 64 ? 0xFFFFFFFFu : (__mmask32)((1u << (in_plane - 32)) - 1);
+        for (uint32_t c = 0; c < g->in_c; c++) {
+            const dcz_q *src = x + c * in_plane;
+            const __m256i lo = _mm512_cvtepi16_epi8(_mm512_maskz_loadu_epi16(m0, src));
+            const __m256i hi = _mm512_cvtepi16_epi8(_mm512_maskz_loadu_epi16(m1, src + 32));
+            const __m512i v = _mm512_xor_si512(_mm512_inserti64x4(_mm512_castsi256_si512(lo), hi, 1), top512);
+            uint8_t *dst = planes + c * plane;
+            _mm512_storeu_si512((void *)dst, _mm512_mask_permutexvar_epi8(top512, (__mmask64)inside[0], map0, v));
+            if (plane > 64)
+                _mm512_storeu_si512((void *)(dst + 64), _mm512_mask_permutexvar_epi8(top512, (__mmask64)inside[1], map1, v));
+        }
+        memset(planes + g->in_c * plane, 0x80, QDW_WINDOW);
+        return;
+    }
+    memset(planes, 0x80, g->in_c * plane + QDW_WINDOW);
+    const uint32_t rows = s->PH <= g->ph ? 0 : s->PH - g->ph < g->in_h ? s->PH - g->ph : g->in_h;
+    const uint32_t cols = s->PW <= g->pw ? 0 : s->PW - g->pw < g->in_w ? s->PW - g->pw : g->in_w;
+    const __m256i top = _mm256_set1_epi8((char)0x80);
+    for (uint32_t c = 0; c < g->in_c; c++)
+        for (uint32_t iy = 0; iy < rows; iy++) {
+            const dcz_q *src = x + ((size_t)c * g->in_h + iy) * g->in_w;
+            uint8_t *dst = planes + c * plane + (size_t)(iy + g->ph) * s->PW + g->pw;
+            for (uint32_t k = 0; k < cols; k += 32) {
+                const uint32_t n = cols - k < 32 ? cols - k : 32;
+                const __mmask32 m = n == 32 ? 0xFFFFFFFFu : (__mmask32)((1u << n) - 1);
+                const __m256i b = _mm512_cvtepi16_epi8(_mm512_maskz_loadu_epi16(m, src + k));
+                _mm256_mask_storeu_epi8(dst + k, m, _mm256_xor_si256(b, top));
+            }
+        }
+}
+
+/* y (the output plane) = one channel's outputs from its byte plane, T taps
+ * of weights wq, the sums starting at a0 (corr and bias) */
+QDW_TGT static inline __attribute__((always_inline)) void
+qdw_channel__vbmi(const int HIGH, const uint32_t T, const dcz_conv_geom *g, const qdw_shape *s, const uint8_t *plane,
+                  const uint8_t *idx, const int32_t *wq, int32_t a0, int32_t mult, unsigned k, int32_t qmax, dcz_q *y)
+{
+    const __m512i m = _mm512_set1_epi64(mult), half = _mm512_set1_epi64(k ? (int64_t)1 << (k - 1) : 0);
+    const __m512i hi = HIGH ? _mm512_set1_epi32(qmax) : _mm512_set1_epi64(qmax);
+    const __m512i lo = HIGH ? _mm512_set1_epi32(-qmax) : _mm512_set1_epi64(-(int64_t)qmax);
+    const __m128i count = _mm_cvtsi32_si128((int)(HIGH ? k - 32 : k));
+    const __m512i init = _mm512_set1_epi32(a0);
+    const size_t out_plane = (size_t)g->out_h * g->out_w, rowstep = (size_t)g->sh * s->PW;
+    size_t oy0 = 0, ox0 = 0;
+    for (size_t c0 = 0; c0 < out_plane; c0 += 16) {
+        const uint8_t *src = plane + oy0 * rowstep + ox0 * g->sw;
+        const __m512i x0 = _mm512_loadu_si512((const void *)src), x1 = _mm512_loadu_si512((const void *)(src + 64));
+        const uint8_t *ix = idx + (ox0 >> s->dshift) * T * 64;
+        __m512i acc = init;
+#pragma GCC unroll 16
+        for (uint32_t t = 0; t < T; t++)
+            acc = _mm512_dpbusd_epi32(acc, _mm512_permutex2var_epi8(x0, _mm512_loadu_si512((const void *)(ix + 64 * t)), x1),
+                                      _mm512_set1_epi32(wq[t]));
+        const __m256i r = _mm512_cvtepi32_epi16(requant16(HIGH, acc, m, half, count, lo, hi));
+        if (c0 + 16 <= out_plane) _mm256_storeu_si256((void *)(y + c0), r);
+        else _mm256_mask_storeu_epi16(y + c0, (__mmask16)((1u << (out_plane - c0)) - 1), r);
+        ox0 += 16;
+        if (ox0 >= g->out_w) oy0 += ox0 / g->out_w, ox0 %= g->out_w;
+    }
+}
+
+/* dcz_qconv2d_shift_requant of a layer held in the depthwise form */
+QDW_TGT static void qdw_requant__vbmi(const dcz_conv_geom *g, const dcz_qshift *f, const int64_t *bias,
+                                      const dcz_requant *rq, const dcz_q *x, size_t batch, uint8_t *planes, dcz_q *y)
+{
+    qdw_shape s;
+    qdw_shape_of(g, &s);
+    const size_t in_sample = (size_t)g->in_c * g->in_h * g->in_w, out_plane = (size_t)g->out_h * g->out_w;
+    const size_t plane = (size_t)s.PH * s.PW;
+    for (size_t b = 0; b < batch; b++) {
+        qdw_planes__vbmi(g, &s, x + b * in_sample, planes);
+        dcz_q *yb = y + b * g->out_c * out_plane;
+        for (uint32_t oc = 0; oc < g->out_c; oc++) {
+            /* the 32-bit sums wrap on their way (the bound: model.h) */
+            const int32_t a0 = (int32_t)((uint32_t)f->corr[oc] + (uint32_t)(uint64_t)(bias ? bias[oc] : 0));
+            const unsigned k = rq->shift[oc];
+            const uint8_t *pc = planes + oc * plane;
+            const int32_t *wq = f->dw + (size_t)oc * s.taps;
+            dcz_q *yc = yb + oc * out_plane;
+            if (s.taps == 3 && k >= 32) qdw_channel__vbmi(1, 3, g, &s, pc, f->dwidx, wq, a0, rq->mult[oc], k, rq->qmax, yc);
+            else if (s.taps == 3) qdw_channel__vbmi(0, 3, g, &s, pc, f->dwidx, wq, a0, rq->mult[oc], k, rq->qmax, yc);
+            else if (k >= 32) qdw_channel__vbmi(1, s.taps, g, &s, pc, f->dwidx, wq, a0, rq->mult[oc], k, rq->qmax, yc);
+            else qdw_channel__vbmi(0, s.taps, g, &s, pc, f->dwidx, wq, a0, rq->mult[oc], k, rq->qmax, yc);
+        }
+    }
+}
+
 /* acc row (n) = bias + t row, 8 at a time */
 VNNI_TGT static void widen_row__vnni(const int32_t *t, int64_t bias, uint32_t n, int64_t *acc)
 {
@@ -1434,6 +1656,15 @@ static qplanes_fn qplanes_variant(dcz_isa isa)
 
 const char *dcz_qshift_variant(void) { return qplanes_variant(DCZ_ISA_AVX512) ? "avx512 vnni" : NULL; }
 
+int dcz_qshift_depthwise(const dcz_qshift *f)
+{
+#ifdef DCZ_X86
+    return f->dw && qplanes_variant(DCZ_ISA_AVX512) && __builtin_cpu_supports("avx512vbmi");
+#else
+    return 0;
+#endif
+}
+
 int dcz_qconv2d_pick_shift(const dcz_conv_geom *g)
 {
     return dcz_qshift_variant() && g->kh * g->kw <= DCZ_QSHIFT_MAX_WINDOW &&
@@ -1484,6 +1715,10 @@ int dcz_qconv2d_shift_requant(const dcz_conv_geom *g, const dcz_qshift *f, const
     if (!planes || rq->qmax != 127) return 0;
     for (uint32_t oc = 0; oc < g->out_c; oc++)
         if (rq->shift[oc] > 62) return 0;
+    if (dcz_qshift_depthwise(f)) {
+        qdw_requant__vbmi(g, f, bias, rq, x, batch, (uint8_t *)(void *)scratch, y);
+        return 1;
+    }
     const split_geom q = split_geom_of(g, (g->in_c + 3) / 4);
     int32_t *xs = (int32_t *)(void *)scratch, *t = xs + q.floats;
     const size_t in_sample = (size_t)g->in_c * g->in_h * g->in_w, out_plane = (size_t)g->out_h * g->out_w;

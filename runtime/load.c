@@ -313,7 +313,7 @@ static dcz_status load_params(const dcz_container *c, const dcz_graph_layer *g, 
     if (g->op == DCZ_OP_CONV2D && (ld->forms & FORM_SHIFT) && dcz_scheme_qmax(cw->scheme) == 127 &&
         dcz_qconv2d_pick_shift(&l->geom)) {
         l->shifted = 1;
-        void *mem = arena_take(&ld->a, dcz_qshift_bytes(l->geom.out_c, kept));
+        void *mem = arena_take(&ld->a, dcz_qshift_bytes(&l->geom, kept));
         if (mem && !dcz_qshift_build(&l->geom, &l->qs, mem, &l->qshift)) l->shifted = 0;
     } else if (g->op == DCZ_OP_CONV2D && (ld->forms & FORM_DENSE) && dcz_scheme_qmax(cw->scheme) == 127 &&
                dcz_qgemm_variant() && dcz_conv2d_pick_expand(&l->geom, kept)) {

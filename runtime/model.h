@@ -183,6 +183,10 @@ typedef struct dcz_qshift {
     const uint32_t *off;    /* (quad taps) offset in the split input, in 4-byte cells */
     const int32_t *w;       /* (quad taps) the four channels' weights, a byte each */
     const int32_t *corr;    /* (out_c) -128 times the sum of the channel's weights, modulo 2^32 */
+    /* depthwise convolutions whose windows fit (kernels_shift.c, "depthwise
+     * by byte permutes"), else NULL: */
+    const int32_t *dw;      /* (out_c, kh, ceil(kw / 4)) the weights of four columns of a window row, a byte each */
+    const uint8_t *dwidx;   /* (patterns, kh ceil(kw / 4), 64) the bytes of a vector's window each lane reads */
 } dcz_qshift;
 
 /* A layer in execution form. Its kernels are its op's in the operator
@@ -846,7 +850,7 @@ int dcz_conv2d_pick_shift(const dcz_conv_geom *g, uint64_t nnz);
  * machine has none. dcz_qconv2d_pick_shift: the loader's choice for the
  * convolutions of 8-bit schemes where this CPU has VNNI. */
 #define DCZ_QSHIFT_MAX_WINDOW 64
-uint64_t dcz_qshift_bytes(uint32_t out_c, uint64_t nnz);
+uint64_t dcz_qshift_bytes(const dcz_conv_geom *g, uint64_t nnz);
 int dcz_qshift_build(const dcz_conv_geom *g, const dcz_qsparse *s, void *mem, dcz_qshift *f);
 uint64_t dcz_qshift_scratch_floats(const dcz_conv_geom *g);
 void dcz_qconv2d_shift(const dcz_conv_geom *g, const dcz_qshift *f, const int64_t *bias, const dcz_q *x,
@@ -855,6 +859,9 @@ int dcz_qconv2d_shift_isa(dcz_isa isa, const dcz_conv_geom *g, const dcz_qshift 
                           const dcz_q *x, size_t batch, float *scratch, int64_t *acc);
 const char *dcz_qshift_variant(void);
 int dcz_qconv2d_pick_shift(const dcz_conv_geom *g);
+/* Whether dcz_qconv2d_shift_requant runs f by the depthwise kernel
+ * (f->dw set and this CPU has AVX-512 VBMI and VNNI). */
+int dcz_qshift_depthwise(const dcz_qshift *f);
 
 /* col (out_h out_w, in_c kh kw): row p is the receptive field of output
  * pixel p in (ic, ky, kx) order, 0 where it falls in the padding. */

@@ -284,7 +284,7 @@ static void test_qconv_ref_by_hand(void)
 }
 
 typedef struct conv_tally {
-    size_t cases, bad, float_cases, float_bad, variants, gemm_cases, shift_cases, shift_vector;
+    size_t cases, bad, float_cases, float_bad, variants, gemm_cases, shift_cases, shift_vector, dw_forms, dw_runs;
     uint32_t fillers;
 } conv_tally;
 
@@ -329,7 +329,7 @@ static void qconv_case(const dcz_conv_geom *g, double density, uint32_t k, int32
          * VNNI variant, and the variant with the requantization fused in
          * against dcz_requant8_ref of the reference's sums */
         if (vmax == 127) {
-            void *mem = alloc(dcz_qshift_bytes(g->out_c, m.sp.entries) + 4, 1);
+            void *mem = alloc(dcz_qshift_bytes(g, m.sp.entries) + 4, 1);
             float *scratch = alloc(dcz_qshift_scratch_floats(g) + 1, sizeof(float));
             dcz_qshift f;
             if (dcz_qshift_build(g, &m.sp, mem, &f)) {
@@ -351,9 +351,12 @@ static void qconv_case(const dcz_conv_geom *g, double density, uint32_t k, int32
                 dcz_requant8_ref(&rq, ref, b, g->out_c, g->out_h * g->out_w, want);
                 memset(yq, 0x55, (B * yout + 1) * sizeof(dcz_q));
                 if (dcz_qconv2d_shift_requant(g, &f, bp, &rq, x, b, scratch, yq)) {
-                    t->bad += diff_q("qconv2d_shift_requant", ctx, yq, want, b * yout);
+                    t->bad += diff_q(dcz_qshift_depthwise(&f) ? "qconv2d_shift_requant (depthwise)"
+                                                              : "qconv2d_shift_requant", ctx, yq, want, b * yout);
                     t->shift_vector++;
+                    t->dw_runs += dcz_qshift_depthwise(&f);
                 }
+                t->dw_forms += f.dw != NULL;
                 free(mult); free(shift); free(want); free(yq);
             } else {
                 t->bad++;   /* every 8-bit weight fits a byte, every window here 25 cells or fewer */
@@ -420,7 +423,7 @@ static void test_qconv_grid(void)
     const double dens[] = { 0.0, 0.5, 1.0 };
     const uint32_t codebooks[] = { 256, 16, 0 };
     const int32_t ranges[] = { 127, 32767 };
-    conv_tally t = { 0, 0, 0, 0, 0, 0, 0, 0, 0 };
+    conv_tally t = { 0 };
     for (size_t ki = 0; ki < 3; ki++)
         for (size_t si = 0; si < 2; si++)
             for (size_t pi = 0; pi < 2; pi++)
@@ -462,6 +465,16 @@ static void test_qconv_grid(void)
         conv_geom(1, 3, 9, 9, 2, 2, 1, 1, 0, 0),      /* half a quad, no padding: one plane */
         conv_geom(1, 2, 8, 30, 1, 9, 1, 1, 0, 4),     /* three quads a row */
         conv_geom(1, 3, 9, 10, 3, 3, 1, 2, 1, 1),     /* column stride 2: channel quads */
+        /* depthwise: the integer form's byte permutes */
+        conv_geom_grouped(16, 16, 28, 28, 3, 1, 1, 16),   /* planes copied by rows, 7 patterns */
+        conv_geom_grouped(8, 8, 14, 14, 3, 2, 1, 8),      /* stride 2 */
+        conv_geom_grouped(6, 6, 7, 7, 3, 1, 1, 6),        /* small planes copied by a permute */
+        conv_geom_grouped(5, 5, 7, 7, 3, 2, 1, 5),        /* the same strided: 81 bytes a plane */
+        conv_geom_grouped(7, 7, 4, 4, 3, 1, 1, 7),        /* one vector a channel */
+        conv_geom_grouped(3, 3, 9, 9, 5, 1, 2, 3),        /* two quads a window row, 9 patterns */
+        conv_geom_grouped(4, 4, 5, 5, 1, 1, 0, 4),        /* 1 x 1 */
+        conv_geom_grouped(3, 3, 11, 6, 3, 1, 0, 3),       /* no padding, 4 x 9 outputs */
+        conv_geom_grouped(2, 2, 6, 60, 3, 1, 1, 2),       /* rows too wide: the quads of channels */
     };
     for (size_t i = 0; i < sizeof extra / sizeof *extra; i++)
         for (size_t ci = 0; ci < 3; ci++)
@@ -478,6 +491,10 @@ static void test_qconv_grid(void)
     CHECK(t.gemm_cases > 50 || !dcz_qgemm_variant(), "the integer product's vector variants ran %zu times",
           t.gemm_cases);
     CHECK(t.shift_cases > 100, "the integer shift form ran %zu times", t.shift_cases);
+    /* eight depthwise geometries above fit, each 18 times with 8-bit weights */
+    CHECK(t.dw_forms >= 8 * 18, "the depthwise form was built %zu times", t.dw_forms);
+    CHECK(t.dw_runs == 0 || t.dw_runs == t.dw_forms, "the depthwise kernel ran %zu of %zu times", t.dw_runs,
+          t.dw_forms);
     CHECK(t.shift_vector > 100 || !dcz_qshift_variant(), "the VNNI shift kernel ran %zu times", t.shift_vector);
     CHECK(t.float_cases > 100 && t.float_bad == 0,
           "qconv2d_direct_ref differs from the fp32 reference in %zu elements (%zu cases)",
