@@ -264,7 +264,11 @@ static uint32_t find_root(uint32_t *parent, uint32_t t)
  * chosen from the statistics of the group's last tensor that a weighted
  * layer reads (else its last tensor) by the method of that reader (else of
  * the next weighted layer); min-max for a group that an Add, Concat or Mul
- * reads. */
+ * reads. A CLIP that alone reads a weighted layer's output joins it too:
+ * the layer's sums are requantized straight to the range the CLIP keeps,
+ * which then is a clamp of integers that the runtime fuses into the
+ * layer's requantization (load.c), and the range past it, which the CLIP
+ * drops, costs no resolution. */
 static dcz_status tensor_scales(const dcz_doc *d, const dcz_cal_collect *c,
                                 const dcz_cal_layer_cfg *cfg, int32_t qmax, int fixed,
                                 float *ts, dcz_cal_choice *pick)
@@ -273,8 +277,12 @@ static dcz_status tensor_scales(const dcz_doc *d, const dcz_cal_collect *c,
     uint32_t *parent = malloc(T * sizeof *parent), *rep = malloc(T * sizeof *rep);
     int32_t *reader = malloc(T * sizeof *reader);   /* the weighted slot reading t, or -1 */
     uint8_t *in = calloc(T, 1), *summed = calloc(T, 1);
+    uint32_t *readers = calloc(T, sizeof *readers);   /* layers reading t */
     dcz_status s = DCZ_ERR_NOMEM;
-    if (!parent || !rep || !reader || !in || !summed) goto done;
+    if (!parent || !rep || !reader || !in || !summed || !readers) goto done;
+    for (uint32_t i = 0; i < d->nlayers; i++)
+        for (uint32_t k = 0; k < d->layers[i].nin; k++)
+            if (d->layers[i].in[k] < T) readers[d->layers[i].in[k]]++;
     for (uint32_t t = 0; t < T; t++) {
         parent[t] = t;
         reader[t] = -1;
@@ -289,8 +297,11 @@ static dcz_status tensor_scales(const dcz_doc *d, const dcz_cal_collect *c,
             summed[l->in[k]] |= q == DCZ_QS_RESCALE || q == DCZ_QS_PRODUCT;
         }
         if (i != last) in[i + 1] = 1;
-        if (dcz_op_get(l->op)->qscale == DCZ_QS_KEEP && i != last)
-            parent[find_root(parent, i + 1)] = find_root(parent, l->in[0]);
+        const uint32_t x = l->in[0];
+        const int clamp = l->op == DCZ_OP_CLIP && x > first && readers[x] == 1 &&
+                          dcz_op_get(d->layers[x - 1].op)->qscale == DCZ_QS_WEIGHTED;
+        if ((dcz_op_get(l->op)->qscale == DCZ_QS_KEEP || clamp) && i != last)
+            parent[find_root(parent, i + 1)] = find_root(parent, x);
     }
     /* each group's representative: the last tensor a weighted layer reads,
      * else its last one */
@@ -327,6 +338,7 @@ done:
     free(reader);
     free(in);
     free(summed);
+    free(readers);
     return s;
 }
 

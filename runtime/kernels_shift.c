@@ -1375,12 +1375,12 @@ VBMI_TGT static void qsplit1__vbmi(const dcz_conv_geom *g, const split_geom *q, 
 /* y row (n) = the requantization of bias + t row, 8 at a time: as
  * dcz_requant8 (|bias + t| < 2^31: the signed 32 x 32 multiply; k <= 62:
  * the rounding half and an arithmetic shift, a floor) */
-VNNI_TGT static void requant_row__vnni(const int32_t *t, int64_t bias, int32_t mult, unsigned k, int32_t qmax,
+VNNI_TGT static void requant_row__vnni(const int32_t *t, int64_t bias, int32_t mult, unsigned k, int32_t qlo, int32_t qhi,
                                        uint32_t n, dcz_q *y)
 {
     const __m512i b = _mm512_set1_epi64(bias), m = _mm512_set1_epi64(mult);
     const __m512i half = _mm512_set1_epi64(k ? (int64_t)1 << (k - 1) : 0);
-    const __m512i hi = _mm512_set1_epi64(qmax), lo = _mm512_set1_epi64(-(int64_t)qmax);
+    const __m512i hi = _mm512_set1_epi64(qhi), lo = _mm512_set1_epi64(qlo);
     const __m128i count = _mm_cvtsi32_si128((int)k);
     for (uint32_t i = 0; i < n; i += 8) {
         const __mmask8 km = (__mmask8)(n - i >= 8 ? 0xFF : (1u << (n - i)) - 1);
@@ -1417,12 +1417,13 @@ VNNI_TGT static inline __attribute__((always_inline)) __m512i requant16(const in
 VNNI_TGT static inline __attribute__((always_inline)) void requant_vectors(const int HIGH, const int32_t *t,
                                                                            const uint16_t *keep, size_t nv,
                                                                            int64_t bias, int32_t mult, unsigned k,
-                                                                           int32_t qmax, size_t plane, dcz_q *y)
+                                                                           int32_t qlo, int32_t qhi, size_t plane,
+                                                                           dcz_q *y)
 {
     const __m512i b = _mm512_set1_epi32((int32_t)(uint32_t)(uint64_t)bias), m = _mm512_set1_epi64(mult);
     const __m512i half = _mm512_set1_epi64(k ? (int64_t)1 << (k - 1) : 0);
-    const __m512i hi = HIGH ? _mm512_set1_epi32(qmax) : _mm512_set1_epi64(qmax);
-    const __m512i lo = HIGH ? _mm512_set1_epi32(-qmax) : _mm512_set1_epi64(-(int64_t)qmax);
+    const __m512i hi = HIGH ? _mm512_set1_epi32(qhi) : _mm512_set1_epi64(qhi);
+    const __m512i lo = HIGH ? _mm512_set1_epi32(qlo) : _mm512_set1_epi64(qlo);
     const __m128i count = _mm_cvtsi32_si128((int)(HIGH ? k - 32 : k));
     size_t at = 0;
     for (size_t j = 0; j < nv; j++) {
@@ -1452,10 +1453,10 @@ VNNI_TGT static inline __attribute__((always_inline)) void requant_vectors(const
  * us, ResNet-style 110 -> 102, conv-heavy CNN 183 -> 172. A compress and a
  * masked store on every vector instead took twice as long as the rows. */
 VNNI_TGT static void requant_plane__vnni(const int32_t *t, const uint16_t *keep, size_t nv, int64_t bias,
-                                         int32_t mult, unsigned k, int32_t qmax, size_t plane, dcz_q *y)
+                                         int32_t mult, unsigned k, int32_t qlo, int32_t qhi, size_t plane, dcz_q *y)
 {
-    if (k >= 32) requant_vectors(1, t, keep, nv, bias, mult, k, qmax, plane, y);
-    else requant_vectors(0, t, keep, nv, bias, mult, k, qmax, plane, y);
+    if (k >= 32) requant_vectors(1, t, keep, nv, bias, mult, k, qlo, qhi, plane, y);
+    else requant_vectors(0, t, keep, nv, bias, mult, k, qlo, qhi, plane, y);
 }
 
 /* The depthwise form (above) on AVX-512 VBMI and VNNI */
@@ -1516,11 +1517,12 @@ QDW_TGT static void qdw_planes__vbmi(const dcz_conv_geom *g, const qdw_shape *s,
  * of weights wq, the sums starting at a0 (corr and bias) */
 QDW_TGT static inline __attribute__((always_inline)) void
 qdw_channel__vbmi(const int HIGH, const uint32_t T, const dcz_conv_geom *g, const qdw_shape *s, const uint8_t *plane,
-                  const uint8_t *idx, const int32_t *wq, int32_t a0, int32_t mult, unsigned k, int32_t qmax, dcz_q *y)
+                  const uint8_t *idx, const int32_t *wq, int32_t a0, int32_t mult, unsigned k, int32_t qlo, int32_t qhi,
+                  dcz_q *y)
 {
     const __m512i m = _mm512_set1_epi64(mult), half = _mm512_set1_epi64(k ? (int64_t)1 << (k - 1) : 0);
-    const __m512i hi = HIGH ? _mm512_set1_epi32(qmax) : _mm512_set1_epi64(qmax);
-    const __m512i lo = HIGH ? _mm512_set1_epi32(-qmax) : _mm512_set1_epi64(-(int64_t)qmax);
+    const __m512i hi = HIGH ? _mm512_set1_epi32(qhi) : _mm512_set1_epi64(qhi);
+    const __m512i lo = HIGH ? _mm512_set1_epi32(qlo) : _mm512_set1_epi64(qlo);
     const __m128i count = _mm_cvtsi32_si128((int)(HIGH ? k - 32 : k));
     const __m512i init = _mm512_set1_epi32(a0);
     const size_t out_plane = (size_t)g->out_h * g->out_w, rowstep = (size_t)g->sh * s->PW;
@@ -1544,7 +1546,8 @@ qdw_channel__vbmi(const int HIGH, const uint32_t T, const dcz_conv_geom *g, cons
 
 /* dcz_qconv2d_shift_requant of a layer held in the depthwise form */
 QDW_TGT static void qdw_requant__vbmi(const dcz_conv_geom *g, const dcz_qshift *f, const int64_t *bias,
-                                      const dcz_requant *rq, const dcz_q *x, size_t batch, uint8_t *planes, dcz_q *y)
+                                      const dcz_requant *rq, int32_t lo, int32_t hi, const dcz_q *x, size_t batch,
+                                      uint8_t *planes, dcz_q *y)
 {
     qdw_shape s;
     qdw_shape_of(g, &s);
@@ -1560,10 +1563,10 @@ QDW_TGT static void qdw_requant__vbmi(const dcz_conv_geom *g, const dcz_qshift *
             const uint8_t *pc = planes + oc * plane;
             const int32_t *wq = f->dw + (size_t)oc * s.taps;
             dcz_q *yc = yb + oc * out_plane;
-            if (s.taps == 3 && k >= 32) qdw_channel__vbmi(1, 3, g, &s, pc, f->dwidx, wq, a0, rq->mult[oc], k, rq->qmax, yc);
-            else if (s.taps == 3) qdw_channel__vbmi(0, 3, g, &s, pc, f->dwidx, wq, a0, rq->mult[oc], k, rq->qmax, yc);
-            else if (k >= 32) qdw_channel__vbmi(1, s.taps, g, &s, pc, f->dwidx, wq, a0, rq->mult[oc], k, rq->qmax, yc);
-            else qdw_channel__vbmi(0, s.taps, g, &s, pc, f->dwidx, wq, a0, rq->mult[oc], k, rq->qmax, yc);
+            if (s.taps == 3 && k >= 32) qdw_channel__vbmi(1, 3, g, &s, pc, f->dwidx, wq, a0, rq->mult[oc], k, lo, hi, yc);
+            else if (s.taps == 3) qdw_channel__vbmi(0, 3, g, &s, pc, f->dwidx, wq, a0, rq->mult[oc], k, lo, hi, yc);
+            else if (k >= 32) qdw_channel__vbmi(1, s.taps, g, &s, pc, f->dwidx, wq, a0, rq->mult[oc], k, lo, hi, yc);
+            else qdw_channel__vbmi(0, s.taps, g, &s, pc, f->dwidx, wq, a0, rq->mult[oc], k, lo, hi, yc);
         }
     }
 }
@@ -1708,7 +1711,8 @@ int dcz_qconv2d_shift_isa(dcz_isa isa, const dcz_conv_geom *g, const dcz_qshift 
 
 #define REQ_PLANE_MAX 512
 int dcz_qconv2d_shift_requant(const dcz_conv_geom *g, const dcz_qshift *f, const int64_t *bias,
-                              const dcz_requant *rq, const dcz_q *x, size_t batch, float *scratch, dcz_q *y)
+                              const dcz_requant *rq, int32_t lo, int32_t hi, const dcz_q *x, size_t batch,
+                              float *scratch, dcz_q *y)
 {
 #ifdef DCZ_X86
     const qplanes_fn planes = qplanes_variant(DCZ_ISA_AVX512);
@@ -1716,7 +1720,7 @@ int dcz_qconv2d_shift_requant(const dcz_conv_geom *g, const dcz_qshift *f, const
     for (uint32_t oc = 0; oc < g->out_c; oc++)
         if (rq->shift[oc] > 62) return 0;
     if (dcz_qshift_depthwise(f)) {
-        qdw_requant__vbmi(g, f, bias, rq, x, batch, (uint8_t *)(void *)scratch, y);
+        qdw_requant__vbmi(g, f, bias, rq, lo, hi, x, batch, (uint8_t *)(void *)scratch, y);
         return 1;
     }
     const split_geom q = split_geom_of(g, (g->in_c + 3) / 4);
@@ -1736,7 +1740,7 @@ int dcz_qconv2d_shift_requant(const dcz_conv_geom *g, const dcz_qshift *f, const
         if (nv <= REQ_PLANE_MAX) {
             for (uint32_t oc = 0; oc < g->out_c; oc++)
                 requant_plane__vnni(t + oc * q.out16, keep, nv, bias ? bias[oc] : 0, rq->mult[oc], rq->shift[oc],
-                                    rq->qmax, out_plane, yb + oc * out_plane);
+                                    lo, hi, out_plane, yb + oc * out_plane);
             continue;
         }
         /* rows with no columns to drop make one row of the whole plane */
@@ -1744,11 +1748,11 @@ int dcz_qconv2d_shift_requant(const dcz_conv_geom *g, const dcz_qshift *f, const
         for (uint32_t oc = 0; oc < g->out_c; oc++)
             for (uint32_t oy = 0; oy < rows; oy++)
                 requant_row__vnni(t + oc * q.out16 + oy * q.wq, bias ? bias[oc] : 0, rq->mult[oc], rq->shift[oc],
-                                  rq->qmax, n, yb + oc * out_plane + (size_t)oy * g->out_w);
+                                  lo, hi, n, yb + oc * out_plane + (size_t)oy * g->out_w);
     }
     return 1;
 #else
-    (void)g; (void)f; (void)bias; (void)rq; (void)x; (void)batch; (void)scratch; (void)y;
+    (void)g; (void)f; (void)bias; (void)rq; (void)lo; (void)hi; (void)x; (void)batch; (void)scratch; (void)y;
     return 0;
 #endif
 }

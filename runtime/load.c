@@ -373,20 +373,48 @@ static dcz_status load_layer(const dcz_container *c, const dcz_graph_layer *g, u
     }
 }
 
+/* Whether an integer activation's table is a clamp: table[v] = min(max(v,
+ * lo), hi) for every v (a CLIP whose input and output share a scale). */
+static int table_clamp(const dcz_q *table, int32_t qmax, int32_t *lo, int32_t *hi)
+{
+    const int32_t a = table[0], b = table[2 * qmax];
+    for (int32_t v = -qmax; v <= qmax; v++)
+        if (table[v + qmax] != (v < a ? a : v > b ? b : v)) return 0;
+    *lo = a;
+    *hi = b;
+    return a <= b;
+}
+
 /* A float convolution on the shift form or a float ADD whose output only
  * the next layer, a ReLU or CLIP run in place over it, reads takes that
  * activation as it writes its output (dcz_conv2d_shift_act, dcz_add), and
  * the activation layer is skipped, in runs without taps (run.c): one pass
- * over the output less. */
+ * over the output less. On integers, an activation that is a clamp (ReLU:
+ * 0 .. qmax; a table that is one, as calibration makes a CLIP's after a
+ * weighted layer) is fused alike into a convolution on the integer shift
+ * form, as the bounds of its requantization (qlo, qhi): the bits of the
+ * two layers run apart. */
 static void fuse_activations(dcz_model *m)
 {
+    for (uint32_t i = 0; i < m->nlayers; i++) {
+        m->layers[i].qlo = -m->qmax;
+        m->layers[i].qhi = m->qmax;
+    }
     for (uint32_t i = 0; i + 1 < m->nlayers; i++) {
         dcz_exec_layer *c = &m->layers[i], *a = &m->layers[i + 1];
-        const int takes = (c->op == DCZ_OP_CONV2D && c->shifted) || c->op == DCZ_OP_ADD;
-        if (!takes || c->q || a->q || (a->op != DCZ_OP_RELU && a->op != DCZ_OP_CLIP) || a->tin[0] != i + 1 ||
-            m->tensors[i + 1].last != i + 1 || m->tensors[i + 2].off != m->tensors[i + 1].off ||
-            m->tensors[i + 2].inner != m->tensors[i + 1].inner)
+        if (a->tin[0] != i + 1 || m->tensors[i + 1].last != i + 1 ||
+            m->tensors[i + 2].off != m->tensors[i + 1].off || m->tensors[i + 2].inner != m->tensors[i + 1].inner)
             continue;
+        if (c->q && a->q && c->op == DCZ_OP_CONV2D && c->shifted && i != m->q_last) {
+            int32_t lo = 0, hi = m->qmax;
+            if (a->op != DCZ_OP_RELU && !(a->table && table_clamp(a->table, m->qmax, &lo, &hi))) continue;
+            c->qlo = lo;
+            c->qhi = hi;
+            a->fused = 1;
+            continue;
+        }
+        const int takes = (c->op == DCZ_OP_CONV2D && c->shifted) || c->op == DCZ_OP_ADD;
+        if (!takes || c->q || a->q || (a->op != DCZ_OP_RELU && a->op != DCZ_OP_CLIP)) continue;
         c->act = (dcz_act){ a->op, a->param[0], a->param[1] };
         a->fused = 1;
     }

@@ -235,6 +235,9 @@ typedef struct dcz_exec_layer {
     const int32_t *qw2;     /* expanded integer CONV2D: (out_c, ceil(in_c kh kw / 2)) int16 pairs */
     int32_t *rq_mult;       /* weighted but the last: (channels) requantization to */
     uint8_t *rq_shift;      /*   the scale of its output (dcz_requant) */
+    int32_t qlo, qhi;       /* integer CONV2D on the shift form: its outputs' clamp, that of the
+                               activation after it where that is one and fused in (load.c), else
+                               -qmax, qmax */
     double *out_scale;      /* the last weighted layer: (channels) accumulator to float,
                                s_in * s_w[c] exactly */
     int32_t in_mult[DCZ_MAX_INPUTS]; /* ADD, CONCAT: input k to the output's scale; MUL: */
@@ -1083,10 +1086,13 @@ int dcz_requant8_isa(dcz_isa isa, const dcz_requant *rq, const int64_t *acc, siz
                      uint32_t plane, dcz_q *y);
 /* dcz_qconv2d_shift on AVX-512 VNNI with the requantization of each sum to
  * the output's scale fused in: y = what dcz_requant8 makes of its
- * accumulators, bit for bit, without them. 0 (nothing written) where this
- * machine has no VNNI, qmax is not 127, or a shift passes 62. */
+ * accumulators, bit for bit, without them, then clamped to lo .. hi
+ * (-qmax <= lo <= hi <= qmax: the bounds of an activation fused in, else
+ * -qmax, qmax). 0 (nothing written) where this machine has no VNNI, qmax
+ * is not 127, or a shift passes 62. */
 int dcz_qconv2d_shift_requant(const dcz_conv_geom *g, const dcz_qshift *f, const int64_t *bias,
-                              const dcz_requant *rq, const dcz_q *x, size_t batch, float *scratch, dcz_q *y);
+                              const dcz_requant *rq, int32_t lo, int32_t hi, const dcz_q *x, size_t batch,
+                              float *scratch, dcz_q *y);
 
 void dcz_qrelu_ref(dcz_q *x, size_t n);
 /* y (n) = clamp(rq(a, mult[0], shift[0]) + rq(b, mult[1], shift[1]), +-qmax)

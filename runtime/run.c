@@ -119,9 +119,12 @@ void dcz_qrun_weighted(const dcz_model *m, uint32_t index, const void *const *xs
 {
     const dcz_exec_layer *l = &m->layers[index];
     const uint32_t plane = l->out / l->channels;
+    /* the clamp of an activation fused in (load.c) */
+    const int32_t lo = m->fuse ? l->qlo : -m->qmax, hi = m->fuse ? l->qhi : m->qmax;
     if (l->op == DCZ_OP_CONV2D && l->shifted && index != m->q_last && !m->opt.force_reference && !m->keep_acc) {
         const dcz_requant rq = { l->rq_mult, l->rq_shift, m->qmax };
-        if (dcz_qconv2d_shift_requant(&l->geom, &l->qshift, l->qbias, &rq, xs[0], batch, m->scratch, y)) return;
+        if (dcz_qconv2d_shift_requant(&l->geom, &l->qshift, l->qbias, &rq, lo, hi, xs[0], batch, m->scratch, y))
+            return;
     }
     run_qweights(m, l, xs[0], batch, m->qacc);
     if (index == m->q_last) {
@@ -132,6 +135,9 @@ void dcz_qrun_weighted(const dcz_model *m, uint32_t index, const void *const *xs
             dcz_requant8(&rq, m->qacc, batch, l->channels, plane, y);
         else
             dcz_requant_ref(&rq, m->qacc, batch, l->channels, plane, y);
+        dcz_q *q = y;
+        if (lo != -m->qmax || hi != m->qmax)
+            for (size_t i = 0; i < batch * l->out; i++) q[i] = (dcz_q)(q[i] < lo ? lo : q[i] > hi ? hi : q[i]);
     }
 }
 
@@ -390,11 +396,11 @@ static void run_layers(dcz_model *m, uint32_t first, uint32_t last, const float 
 {
     for (uint32_t i = first; i <= last; i++) {
         const dcz_exec_layer *l = &m->layers[i];
+        if (l->fused && m->fuse) continue;   /* the layer before applied it, in this place */
         float *y = place_of(m, i + 1, batch, s0, n);
         const void *xs[DCZ_MAX_INPUTS];
         for (uint32_t k = 0; k < l->nin; k++) xs[k] = tensor_at(m, l->tin[k], input, batch, s0, n);
         if (!l->q) {
-            if (l->fused && m->fuse) continue;   /* the layer before applied it, in this place */
             dcz_op_get(l->op)->run(m, l, (const float *const *)xs, n, y);
             if (tap) tap(ctx, i, y, n, l->out);
             continue;

@@ -19,6 +19,7 @@
 
 #include "calibrate/calibrate.h"
 #include "runtime/model.h"
+#include "runtime/tool.h"
 #include "tests/check.h"
 #include "tests/unit/test_util.h"
 #include "tests/unit/doc_build.h"
@@ -337,6 +338,7 @@ static void test_graph_integer(void)
     for (size_t i = 0; i < 200; i++) idx[i] = i;
     float *fo = malloc(data.n * 5 * sizeof *fo), *qo = malloc(data.n * 5 * sizeof *qo);
     const double tol[3] = { 0.08, 0.3, 0.002 };
+    uint32_t fused = 0;
     for (size_t s = 0; s < 3; s++) {
         dcz_doc *d = make_graph(7);
         REQUIRE(d, "graph");
@@ -363,6 +365,23 @@ static void test_graph_integer(void)
         REQUIRE(run_all(fbuf, flen, DCZ_PRECISION_AUTO, &data, fo, &fs), "float run");
         REQUIRE(run_all(qbuf, qlen, DCZ_PRECISION_AUTO, &data, qo, &qs), "integer run");
         CHECK(qs == (dcz_scheme)schemes[s], "runs on integers");
+        /* the CLIP alone after conv2 shares its scale: a clamp, which the
+         * 8-bit schemes fuse into conv2's requantization where it runs on
+         * the integer shift form, as ReLU into conv1's (run_all: the same
+         * bits as the reference kernels, which run them apart) */
+        CHECK(ts[3] == ts[4], "the CLIP's scale %g, conv2's %g", ts[4], ts[3]);
+        dcz_model *fm;
+        REQUIRE(dcz_open_memory(qbuf, qlen, NULL, &fm) == DCZ_OK, "open calibrated");
+        for (uint32_t i = 0; i < 4; i += 2) {
+            dcz_layer_desc wd, ad;
+            REQUIRE(dcz_describe_layer(fm, i, &wd) == DCZ_OK && dcz_describe_layer(fm, i + 1, &ad) == DCZ_OK,
+                    "describe");
+            const int shift = strcmp(wd.kernel, "qconv2d_shift (integers)") == 0;
+            CHECK(shift == (strcmp(ad.kernel, "fused") == 0), "scheme %u: layer %u runs %s, the next %s",
+                  schemes[s], i, wd.kernel, ad.kernel);
+            fused += shift;
+        }
+        dcz_close(fm);
         double maxd = 0;
         for (size_t i = 0; i < data.n * 5; i++) maxd = fmax(maxd, fabs((double)fo[i] - qo[i]));
         CHECK(maxd <= tol[s] && maxd > 0, "scheme %u: max |diff| %g (limit %g)", schemes[s], maxd, tol[s]);
@@ -402,6 +421,7 @@ static void test_graph_integer(void)
         dcz_cal_collect_free(&c);
         dcz_doc_free(d);
     }
+    CHECK(fused == 0 || fused == 4, "activations fused in %u convolutions of the two 8-bit schemes", fused);
     /* a tensor an Add, Concat or Mul reads keeps its range: min-max there */
     dcz_doc *d = make_graph(7);
     dcz_cal_collect c;

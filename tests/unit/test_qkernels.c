@@ -349,8 +349,13 @@ static void qconv_case(const dcz_conv_geom *g, double density, uint32_t k, int32
                 const dcz_requant rq = { mult, shift, 127 };
                 dcz_q *want = alloc(B * yout + 1, sizeof(dcz_q)), *yq = alloc(B * yout + 1, sizeof(dcz_q));
                 dcz_requant8_ref(&rq, ref, b, g->out_c, g->out_h * g->out_w, want);
+                /* and clamped as a fused activation clamps them: ReLU's
+                 * 0 .. 127 on odd cases, a narrower clamp on some */
+                const int32_t lo = t->cases % 2 ? 0 : t->cases % 4 == 2 ? -90 : -127;
+                const int32_t hi = t->cases % 8 == 4 ? 100 : 127;
+                for (size_t i = 0; i < b * yout; i++) want[i] = (dcz_q)(want[i] < lo ? lo : want[i] > hi ? hi : want[i]);
                 memset(yq, 0x55, (B * yout + 1) * sizeof(dcz_q));
-                if (dcz_qconv2d_shift_requant(g, &f, bp, &rq, x, b, scratch, yq)) {
+                if (dcz_qconv2d_shift_requant(g, &f, bp, &rq, lo, hi, x, b, scratch, yq)) {
                     t->bad += diff_q(dcz_qshift_depthwise(&f) ? "qconv2d_shift_requant (depthwise)"
                                                               : "qconv2d_shift_requant", ctx, yq, want, b * yout);
                     t->shift_vector++;
