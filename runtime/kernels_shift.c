@@ -1277,7 +1277,8 @@ VNNI_TGT static void colquads__avx512(uint32_t *cells, size_t n)
 /* qsplit at column strides 1 and 2 (any row stride): sixteen cells of a
  * row phase at once, the quad's four channel rows widened, offset by 128
  * and merged byte by byte; at stride 2 the sixteen inputs of a phase come
- * from 32 consecutive ones by a permute */
+ * from 32 consecutive ones by a permute. The phases no tap reads (py >=
+ * kh, px >= kw) keep the padding. */
 VNNI_TGT static void qsplit__vnni(const dcz_conv_geom *g, const split_geom *q, const dcz_q *x, uint8_t *xs)
 {
     memset(xs, 0x80, q->floats * 4);
@@ -1289,7 +1290,8 @@ VNNI_TGT static void qsplit__vnni(const dcz_conv_geom *g, const split_geom *q, c
     for (uint32_t c0 = 0; c0 < g->in_c; c0 += 4)
         for (uint32_t iy = 0; iy < g->in_h; iy++) {
             const uint32_t r = iy + g->ph;
-            for (uint32_t px = 0; px < sw; px++) {
+            if (r % sh >= g->kh) continue;   /* a row phase no tap reads (a 1x1 at stride 2: 3 of 4) */
+            for (uint32_t px = 0; px < sw && px < g->kw; px++) {
                 /* cells lo .. hi - 1 of phase px hold input columns cell sw + px - pw */
                 const uint32_t lo = px < g->pw ? (g->pw - px + sw - 1) / sw : 0;
                 const uint32_t hi = (g->in_w + g->pw - px + sw - 1) / sw;
@@ -1640,6 +1642,8 @@ static void qshift_planes_ref(const dcz_qshift *f, const int32_t *corr, uint32_t
         _mm256_dpbusd_epi32(_mm512_castsi512_si256(c), _mm512_castsi512_si256(b), _mm512_castsi512_si256(a)))
 #define VSTORE(p, v) _mm512_storeu_si512((void *)(p), v)
 #define VREG(x) "v"(x)
+#define VADD(a, b) _mm512_add_epi32(a, b)
+#define SPLIT_TMAX 6
 #define TMAX1 12
 #define TMAX2 0
 #define TMAX4 0

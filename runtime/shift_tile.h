@@ -16,7 +16,8 @@
  * i, v) that stores vector i of the tile of channel oc through it, and
  * where the variant has vectors of half the lanes, VHLOAD(p) and VHFMA(a,
  * b, c), the low half of a vector loaded and multiplied and added in them
- * (the upper lanes left undefined). It defines
+ * (the upper lanes left undefined); for integers, VADD(a, b) and
+ * SPLIT_TMAX, the largest tile that sums its taps in two chains. It defines
  * CAT(shift_planes, SFX), the vector form of the scalar reference: the
  * same fused multiply-add per lane in the same order, so the same bits
  * (integers: exact sums). */
@@ -57,7 +58,34 @@ TGT static inline __attribute__((always_inline)) void CAT(shift_tile, SFX)(
     for (uint32_t o = 0; o < OB; o++)
 #pragma GCC unroll 12
         for (uint32_t i = 0; i < T; i++) acc[o][i] = VSET1(b[o]);
-    for (uint32_t e = 0; e < n; e++) {
+    uint32_t e0 = 0;
+#ifdef VADD
+    /* Integer sums are exact in any order, so a small tile, which one chain
+     * of multiply-adds per vector would hold to the instruction's latency,
+     * takes its taps two at a time into two chains, added at the end. */
+    if (OB == 1 && T <= SPLIT_TMAX) {
+        V acc2[TMAX1];
+#pragma GCC unroll 12
+        for (uint32_t i = 0; i < T; i++) acc2[i] = VSET1(0);
+        for (; e0 + 1 < n; e0 += 2) {
+            const V w0 = VSET1(w[e0]), w1 = VSET1(w[e0 + 1]);
+            const ET *p0 = xs + off[e0], *p1 = xs + off[e0 + 1];
+#pragma GCC unroll 12
+            for (uint32_t i = 0; i < T; i++) {
+                if (HALF && i == T - 1) {
+                    acc[0][i] = VHFMA(w0, VHLOAD(p0 + (size_t)i * L), acc[0][i]);
+                    acc2[i] = VHFMA(w1, VHLOAD(p1 + (size_t)i * L), acc2[i]);
+                } else {
+                    acc[0][i] = VFMA(w0, VLOAD(p0 + (size_t)i * L), acc[0][i]);
+                    acc2[i] = VFMA(w1, VLOAD(p1 + (size_t)i * L), acc2[i]);
+                }
+            }
+        }
+#pragma GCC unroll 12
+        for (uint32_t i = 0; i < T; i++) acc[0][i] = VADD(acc[0][i], acc2[i]);
+    }
+#endif
+    for (uint32_t e = e0; e < n; e++) {
         V wv[4];
 #pragma GCC unroll 4
         for (uint32_t o = 0; o < OB; o++) wv[o] = VSET1(w[(size_t)e * OB + o]);
@@ -175,3 +203,5 @@ TGT static void CAT(shift_planes, SFX)(const FORM *f, const ET *bias, uint32_t o
 #undef VHLOAD
 #undef VHFMA
 #undef NO_HALF
+#undef VADD
+#undef SPLIT_TMAX
