@@ -1220,7 +1220,9 @@ int dcz_qshift_build(const dcz_conv_geom *g, const dcz_qsparse *s, void *mem, dc
     return 1;
 }
 
-/* xs = the integer split input of sample x: byte c % 4 of the cells of quad c / 4 */
+/* xs = the integer split input of sample x: byte c % 4 of the cells of quad c / 4;
+ * the phases no tap reads (py >= kh, px >= kw: a 1x1 at stride 2 reads one
+ * of four) keep the padding, in every variant below */
 static void qsplit(const dcz_conv_geom *g, const split_geom *q, const dcz_q *x, uint8_t *xs)
 {
     const size_t sh = g->sh, sw = g->sw, plane = q->plane;
@@ -1233,9 +1235,10 @@ static void qsplit(const dcz_conv_geom *g, const split_geom *q, const dcz_q *x, 
     for (uint32_t c = 0; c < g->in_c; c++)
         for (uint32_t iy = 0; iy < g->in_h; iy++) {
             const size_t r = iy + g->ph;
+            if (r % sh >= g->kh) continue;   /* a phase no tap reads keeps the padding */
             const dcz_q *xr = x + ((size_t)c * g->in_h + iy) * g->in_w;
             uint8_t *row = xs + 4 * ((c / 4 * sh + r % sh) * sw * plane + r / sh * q->wq) + c % 4;
-            for (size_t px = 0; px < sw; px++, row += 4 * plane)
+            for (size_t px = 0; px < sw && px < g->kw; px++, row += 4 * plane)
                 for (size_t cell = lo[px]; cell < hi[px]; cell++)
                     row[4 * cell] = (uint8_t)(xr[cell * sw + px - g->pw] + 128);
         }
@@ -1278,7 +1281,21 @@ VNNI_TGT static void colquads__avx512(uint32_t *cells, size_t n)
  * row phase at once, the quad's four channel rows widened, offset by 128
  * and merged byte by byte; at stride 2 the sixteen inputs of a phase come
  * from 32 consecutive ones by a permute. The phases no tap reads (py >=
- * kh, px >= kw) keep the padding. */
+ * kh, px >= kw) keep the padding. qsplit2__vbmi (column stride 2 on a CPU
+ * with VBMI) merges the four rows by byte permutes instead: the low
+ * bytes of the even words of two rows paired by vpermt2b, the pairs of the
+ * two pairs of rows made cells by vpermt2w (a word the load masks out is
+ * 0, whose byte becomes the padding's 128 by the same exclusive or of the
+ * top bit as the others): int8 ResNet-style's 3x3 stride-2 convolutions
+ * split in half the time. */
+static const uint8_t qsplit_pair2[64] = {
+    0, 64, 4, 68, 8, 72, 12, 76, 16, 80, 20, 84, 24, 88, 28, 92,
+    32, 96, 36, 100, 40, 104, 44, 108, 48, 112, 52, 116, 56, 120, 60, 124,
+};
+static const uint16_t qsplit_cells2[32] = {
+    0, 32, 1, 33, 2, 34, 3, 35, 4, 36, 5, 37, 6, 38, 7, 39,
+    8, 40, 9, 41, 10, 42, 11, 43, 12, 44, 13, 45, 14, 46, 15, 47,
+};
 VNNI_TGT static void qsplit__vnni(const dcz_conv_geom *g, const split_geom *q, const dcz_q *x, uint8_t *xs)
 {
     memset(xs, 0x80, q->floats * 4);
@@ -1290,7 +1307,7 @@ VNNI_TGT static void qsplit__vnni(const dcz_conv_geom *g, const split_geom *q, c
     for (uint32_t c0 = 0; c0 < g->in_c; c0 += 4)
         for (uint32_t iy = 0; iy < g->in_h; iy++) {
             const uint32_t r = iy + g->ph;
-            if (r % sh >= g->kh) continue;   /* a row phase no tap reads (a 1x1 at stride 2: 3 of 4) */
+            if (r % sh >= g->kh) continue;
             for (uint32_t px = 0; px < sw && px < g->kw; px++) {
                 /* cells lo .. hi - 1 of phase px hold input columns cell sw + px - pw */
                 const uint32_t lo = px < g->pw ? (g->pw - px + sw - 1) / sw : 0;
@@ -1312,6 +1329,39 @@ VNNI_TGT static void qsplit__vnni(const dcz_conv_geom *g, const split_geom *q, c
                         merged = _mm512_or_si512(merged, _mm512_slli_epi32(v, 8 * j));
                     }
                     _mm512_mask_storeu_epi32(row + cell, (__mmask16)((1u << n) - 1), merged);
+                }
+            }
+        }
+}
+
+/* qsplit__vnni at column stride 2 on a CPU with VBMI */
+__attribute__((target("avx512f,avx512bw,avx512vl,avx512vbmi"))) static void
+qsplit2__vbmi(const dcz_conv_geom *g, const split_geom *q, const dcz_q *x, uint8_t *xs)
+{
+    memset(xs, 0x80, q->floats * 4);
+    int32_t *cells = (int32_t *)(void *)xs;
+    const uint32_t sh = g->sh;
+    const __m512i top = _mm512_set1_epi8((char)0x80), pair = _mm512_loadu_si512((const void *)qsplit_pair2),
+                  merge = _mm512_loadu_si512((const void *)qsplit_cells2);
+    for (uint32_t c0 = 0; c0 < g->in_c; c0 += 4)
+        for (uint32_t iy = 0; iy < g->in_h; iy++) {
+            const uint32_t r = iy + g->ph;
+            if (r % sh >= g->kh) continue;
+            for (uint32_t px = 0; px < 2 && px < g->kw; px++) {
+                const uint32_t lo = px < g->pw ? (g->pw - px + 1) / 2 : 0, hi = (g->in_w + g->pw - px + 1) / 2;
+                int32_t *row = cells + ((c0 / 4 * sh + r % sh) * 2 + px) * q->plane + r / sh * q->wq;
+                for (uint32_t cell = lo; cell < hi; cell += 16) {
+                    const uint32_t n = hi - cell < 16 ? hi - cell : 16, src = cell * 2 + px - g->pw;
+                    const __mmask32 kw = n == 16 ? 0x7FFFFFFFu : (__mmask32)((1u << (2 * n - 1)) - 1);
+                    __m512i v[4];
+                    for (uint32_t j = 0; j < 4; j++)
+                        v[j] = c0 + j < g->in_c
+                                   ? _mm512_maskz_loadu_epi16(kw, x + ((size_t)(c0 + j) * g->in_h + iy) * g->in_w + src)
+                                   : _mm512_setzero_si512();
+                    const __m512i ab = _mm512_permutex2var_epi8(v[0], pair, v[1]);
+                    const __m512i cd = _mm512_permutex2var_epi8(v[2], pair, v[3]);
+                    _mm512_mask_storeu_epi32(row + cell, (__mmask16)((1u << n) - 1),
+                                             _mm512_xor_si512(_mm512_permutex2var_epi16(ab, merge, cd), top));
                 }
             }
         }
@@ -1357,6 +1407,7 @@ VBMI_TGT static void qsplit1__vbmi(const dcz_conv_geom *g, const split_geom *q, 
         for (uint32_t j = 0; j < 4; j++) xc[j] = c0 + j < g->in_c ? x + (size_t)(c0 + j) * g->in_h * g->in_w : NULL;
         for (uint32_t iy = 0; iy < rows; iy++) {
             const uint32_t r = iy + g->ph;
+            if (r % sh >= g->kh) continue;
             int32_t *row = cells + (c0 / 4 * sh + r % sh) * q->plane + r / sh * q->wq + g->pw;
             for (uint32_t ix = 0; ix < width; ix += 32) {
                 const uint32_t n = width - ix < 32 ? width - ix : 32;
@@ -1591,6 +1642,7 @@ static void qsplit_any(int vec, const dcz_conv_geom *g, const split_geom *q, con
 {
 #ifdef DCZ_X86
     if (vec && g->sw == 1 && __builtin_cpu_supports("avx512vbmi")) qsplit1__vbmi(g, q, x, xs);
+    else if (vec && g->sw == 2 && __builtin_cpu_supports("avx512vbmi")) qsplit2__vbmi(g, q, x, xs);
     else if (vec && g->sw <= 2) qsplit__vnni(g, q, x, xs);
     else
 #endif
@@ -1603,6 +1655,30 @@ static void qsplit_any(int vec, const dcz_conv_geom *g, const split_geom *q, con
     }
 #endif
     colquads((uint32_t *)(void *)xs, q->floats);
+}
+
+int dcz_qsplit_check(const dcz_conv_geom *g, const dcz_q *x, uint8_t *a, uint8_t *b)
+{
+    const split_geom q = split_geom_of(g, (g->in_c + 3) / 4);
+    const size_t bytes = q.floats * 4;
+    qsplit(g, &q, x, a);
+    int n = 0;
+#ifdef DCZ_X86
+    if (!dcz_qshift_variant()) return 0;   /* the variants run where the form's kernel does */
+    const int vbmi = __builtin_cpu_supports("avx512vbmi");
+    for (int v = 0; v < 3; v++) {
+        if (v == 0 && g->sw <= 2) qsplit__vnni(g, &q, x, b);
+        else if (v == 1 && vbmi && g->sw == 1) qsplit1__vbmi(g, &q, x, b);
+        else if (v == 2 && vbmi && g->sw == 2) qsplit2__vbmi(g, &q, x, b);
+        else continue;
+        if (memcmp(a, b, bytes)) return -1;
+        n++;
+    }
+#else
+    (void)b;
+    (void)bytes;
+#endif
+    return n;
 }
 
 typedef void (*qplanes_fn)(const dcz_qshift *f, const int32_t *corr, uint32_t out_c, size_t out16, size_t cells,

@@ -862,6 +862,11 @@ int dcz_qconv2d_shift_isa(dcz_isa isa, const dcz_conv_geom *g, const dcz_qshift 
                           const dcz_q *x, size_t batch, float *scratch, int64_t *acc);
 const char *dcz_qshift_variant(void);
 int dcz_qconv2d_pick_shift(const dcz_conv_geom *g);
+/* The integer split of sample x (kernels_shift.c) by each vector variant
+ * this CPU runs, against the scalar one: the number of variants that gave
+ * its bytes, -1 at the first that did not; a and b hold
+ * dcz_qshift_scratch_floats(g) floats each. For the tests. */
+int dcz_qsplit_check(const dcz_conv_geom *g, const dcz_q *x, uint8_t *a, uint8_t *b);
 /* Whether dcz_qconv2d_shift_requant runs f by the depthwise kernel
  * (f->dw set and this CPU has AVX-512 VBMI and VNNI). */
 int dcz_qshift_depthwise(const dcz_qshift *f);

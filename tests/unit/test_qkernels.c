@@ -285,6 +285,7 @@ static void test_qconv_ref_by_hand(void)
 
 typedef struct conv_tally {
     size_t cases, bad, float_cases, float_bad, variants, gemm_cases, shift_cases, shift_vector, dw_forms, dw_runs;
+    size_t split_variants;
     uint32_t fillers;
 } conv_tally;
 
@@ -331,6 +332,12 @@ static void qconv_case(const dcz_conv_geom *g, double density, uint32_t k, int32
         if (vmax == 127) {
             void *mem = alloc(dcz_qshift_bytes(g, m.sp.entries) + 4, 1);
             float *scratch = alloc(dcz_qshift_scratch_floats(g) + 1, sizeof(float));
+            /* the split of the first sample by every vector variant, the scalar one's bytes */
+            float *scratch2 = alloc(dcz_qshift_scratch_floats(g) + 1, sizeof(float));
+            const int variants = dcz_qsplit_check(g, x, (uint8_t *)scratch, (uint8_t *)scratch2);
+            t->bad += variants < 0;
+            t->split_variants += variants > 0 ? (size_t)variants : 0;
+            free(scratch2);
             dcz_qshift f;
             if (dcz_qshift_build(g, &m.sp, mem, &f)) {
                 for (int r = 1; r >= 0; r--) {
@@ -496,6 +503,8 @@ static void test_qconv_grid(void)
     CHECK(t.gemm_cases > 50 || !dcz_qgemm_variant(), "the integer product's vector variants ran %zu times",
           t.gemm_cases);
     CHECK(t.shift_cases > 100, "the integer shift form ran %zu times", t.shift_cases);
+    CHECK(t.split_variants > t.shift_cases || !dcz_qshift_variant(), "the integer split's vector variants ran %zu "
+          "times", t.split_variants);
     /* eight depthwise geometries above fit, each 18 times with 8-bit weights */
     CHECK(t.dw_forms >= 8 * 18, "the depthwise form was built %zu times", t.dw_forms);
     CHECK(t.dw_runs == 0 || t.dw_runs == t.dw_forms, "the depthwise kernel ran %zu of %zu times", t.dw_runs,
