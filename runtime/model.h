@@ -179,9 +179,11 @@ typedef struct dcz_act { uint16_t op; float lo, hi; } dcz_act;
 /* Its integer twin for the 8-bit schemes (kernels_shift.c): weights by
  * quads of input channels, four bytes in a 32-bit word. */
 typedef struct dcz_qshift {
-    const uint32_t *ptr;    /* (out_c + 1) first quad tap of each output channel */
+    uint32_t ob;            /* output channels a block: 1 or 2 (DCZ_QSHIFT_MAX_OB) */
+    const uint32_t *ptr;    /* (blocks + 1) first quad tap of each block of ob channels */
     const uint32_t *off;    /* (quad taps) offset in the split input, in 4-byte cells */
-    const int32_t *w;       /* (quad taps) the four channels' weights, a byte each */
+    const int32_t *w;       /* (quad taps, ob) the four input channels' weights, a byte each, of
+                               each channel of the block (0 where it stores none) */
     const int32_t *corr;    /* (out_c) -128 times the sum of the channel's weights, modulo 2^32 */
     /* depthwise convolutions whose windows fit (kernels_shift.c, "depthwise
      * by byte permutes"), else NULL: */
@@ -853,6 +855,7 @@ int dcz_conv2d_pick_shift(const dcz_conv_geom *g, uint64_t nnz);
  * machine has none. dcz_qconv2d_pick_shift: the loader's choice for the
  * convolutions of 8-bit schemes where this CPU has VNNI. */
 #define DCZ_QSHIFT_MAX_WINDOW 64
+#define DCZ_QSHIFT_MAX_OB 2
 uint64_t dcz_qshift_bytes(const dcz_conv_geom *g, uint64_t nnz);
 int dcz_qshift_build(const dcz_conv_geom *g, const dcz_qsparse *s, void *mem, dcz_qshift *f);
 uint64_t dcz_qshift_scratch_floats(const dcz_conv_geom *g);

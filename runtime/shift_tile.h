@@ -9,7 +9,7 @@
  *           1, 2 and 4 output channels (TMAX1 at most 12)
  * and, for another element type than float, ET (weights, input cells,
  * sums) and FORM (the form's type: dcz_shift when float, else one with the
- * same ptr, off and w, blocks of one channel); where the variant stores
+ * same ob, ptr, off and w); where the variant stores
  * its sums straight into the output (the float AVX-512 one), OUT_T (the
  * type of the output map, void by default), OUT_FILL(om, v0, T) that maps
  * a tile's vectors v0 .. v0 + T - 1 to the output, and OUT_STORE(om, oc,
@@ -36,10 +36,8 @@
 #endif
 #ifndef FORM
 #define FORM dcz_shift
-#define FORM_OB(f) ((f)->ob)
-#else
-#define FORM_OB(f) 1u
 #endif
+#define FORM_OB(f) ((f)->ob)
 
 /* t (OB planes tstride apart, T L each) = b + the sum over the n taps of
  * w[e OB + o] xs[off[e] ..], the accumulators held in registers through

@@ -285,7 +285,7 @@ static void test_qconv_ref_by_hand(void)
 
 typedef struct conv_tally {
     size_t cases, bad, float_cases, float_bad, variants, gemm_cases, shift_cases, shift_vector, dw_forms, dw_runs;
-    size_t split_variants;
+    size_t split_variants, blocks2;
     uint32_t fillers;
 } conv_tally;
 
@@ -346,6 +346,7 @@ static void qconv_case(const dcz_conv_geom *g, double density, uint32_t k, int32
                     t->bad += diff_i64(r ? "qconv2d_shift (reference)" : "qconv2d_shift", ctx, got, ref, b * yout);
                 }
                 t->shift_cases++;
+                t->blocks2 += f.ob == 2;
                 int32_t *mult = alloc(g->out_c + 1, sizeof(int32_t));
                 uint8_t *shift = alloc(g->out_c + 1, 1);
                 /* small multipliers and shifts make ties (half up) and shift 0 */
@@ -503,6 +504,8 @@ static void test_qconv_grid(void)
     CHECK(t.gemm_cases > 50 || !dcz_qgemm_variant(), "the integer product's vector variants ran %zu times",
           t.gemm_cases);
     CHECK(t.shift_cases > 100, "the integer shift form ran %zu times", t.shift_cases);
+    CHECK(t.blocks2 > 20 && t.blocks2 + 20 < t.shift_cases, "%zu of %zu integer shift forms in blocks of two",
+          t.blocks2, t.shift_cases);
     CHECK(t.split_variants > t.shift_cases || !dcz_qshift_variant(), "the integer split's vector variants ran %zu "
           "times", t.split_variants);
     /* eight depthwise geometries above fit, each 18 times with 8-bit weights */
