@@ -25,7 +25,9 @@
  * and nothing past y or outside the asked rows is written. Declines: spmm
  * without scratch. The split over threads run.c makes (chunks of the
  * batch-1 kernels; dcz_spmm_pool above), run by libdcz's pool of 1 to 4
- * threads, gives the same bits.
+ * threads, gives the same bits. dcz_spmv_pick at its boundary: the lanes
+ * once more than its count of nonzero inputs is passed (NaN counting, -0
+ * not), the columns at that count.
  *
  * Dense fp32 layers (kernels_dense.c): every variant this machine runs
  * (dcz_dense_f32_isa: __avx2 with FMA, __neon) and the dispatching
@@ -370,6 +372,40 @@ static void test_grid(void)
     CHECK(t.skipped > 1000, "only %zu zero inputs", t.skipped);
     CHECK(t.cases[1] == t.cases[0], "dcz_spmm_pool on every case");
     dcz_pool_stop(grid_pool);
+}
+
+/* dcz_spmv_pick at its boundary: with the lane form beside the column
+ * form, the lanes once more than `need` inputs are nonzero (NaN counts, -0
+ * does not, as with x != 0), the columns at `need` or fewer; the count in
+ * vectors of 64 and a tail (1000 inputs), the deciding input in the tail
+ * and in a whole vector. Without AVX-512, always the columns. */
+static void test_spmv_pick(void)
+{
+    mat m;
+    REQUIRE(make_mat(&m, 300, 1000, 0.08, 16), "build");
+    make_columns(&m, 1);
+    REQUIRE(make_lanes(&m), "lane form");
+    const uint64_t nnz = m.sp.col_ptr[m.sp.cols];
+    const uint64_t need = (uint64_t)dcz_lanes_steps(&m.sp) * DCZ_LANE_STEP_ENTRIES * m.sp.cols / nnz;
+    REQUIRE(need + 1 < 960, "need %llu", (unsigned long long)need);
+    float x[1000];
+    const int vec = dcz_isa_supported(DCZ_ISA_AVX512);
+    for (int where = 0; where < 2; where++) {
+        /* need nonzeros (every seventh NaN) over the first 960 inputs but
+         * one, -0 and 0 elsewhere; then one more nonzero, in the tail (past
+         * 960) or in the vectors */
+        for (uint32_t i = 0; i < 1000; i++) x[i] = i % 2 ? -0.0f : 0.0f;
+        uint32_t placed = 0;
+        for (uint32_t i = 0; placed < need; i = (i + 13) % 959)
+            if (x[i] == 0.0f) x[i] = placed++ % 7 ? nonzero() : NAN;
+        CHECK(dcz_spmv_pick(&m.sp, x) == DCZ_SPMV_COLUMNS, "%llu nonzero inputs of %llu: the columns",
+              (unsigned long long)need, (unsigned long long)need);
+        x[where ? 999 : 959] = NAN;
+        CHECK(dcz_spmv_pick(&m.sp, x) == (vec ? DCZ_SPMV_LANES : DCZ_SPMV_COLUMNS),
+              "%llu nonzero inputs of %llu (the last at %u): %s", (unsigned long long)need + 1,
+              (unsigned long long)need, where ? 999 : 959, vec ? "the lanes" : "the columns");
+    }
+    free_mat(&m);
 }
 
 /* A matrix past the column form's 65535 rows gets none, and dcz_spmv runs
@@ -743,6 +779,7 @@ static void test_add(void)
 int main(void)
 {
     RUN(test_grid);
+    RUN(test_spmv_pick);
     RUN(test_declines);
     RUN(test_threads);
     RUN(test_dense);
