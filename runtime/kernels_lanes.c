@@ -212,9 +212,9 @@ const float *dcz_lanes_panels__avx512(const dcz_sparse *s, const float *x, float
     return p;
 }
 
-/* Slice sl's window lookup in the step's window (x0, x1: the offset in
- * the slot's low five bits, which vpermt2ps reads: qx) and codebook lookup
- * (the index in the high byte: qw), their product fused into A. */
+/* A slice's window lookup in the step's window (x0, x1; qx: its slots,
+ * whose low five bits vpermt2ps reads) and codebook lookup (qw: its slots
+ * shifted to the index byte), their product fused into A. */
 #define LANE_SLICE(A, qx, qw) \
     A = _mm512_fmadd_ps(_mm512_permutex2var_ps(cb0, qw, cb1), _mm512_permutex2var_ps(x0, qx, x1), A)
 

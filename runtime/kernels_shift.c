@@ -1080,23 +1080,29 @@ typedef struct qdw_shape {
     uint32_t dshift, patterns;  /* d = 2^dshift; out_w / d */
 } qdw_shape;
 
+/* s = the shape of g, a geometry the form takes (qdw_shape_of) */
+static void qdw_measure(const dcz_conv_geom *g, qdw_shape *s)
+{
+    s->nq = (g->kw + 3) / 4;
+    s->taps = g->kh * s->nq;
+    s->PW = (g->out_w - 1) * g->sw + g->kw;
+    s->PH = (g->out_h - 1) * g->sh + g->kh;
+    s->dshift = 0;
+    while (s->dshift < 4 && g->out_w % (2u << s->dshift) == 0) s->dshift++;
+    s->patterns = g->out_w >> s->dshift;
+}
+
 /* s = g's shape in the depthwise form; 0 where the form does not take g */
 static int qdw_shape_of(const dcz_conv_geom *g, qdw_shape *s)
 {
     if (g->in_c == 0 || dcz_conv_groups(g) != g->in_c || g->out_c != g->in_c || g->out_h == 0 || g->out_w == 0 ||
-        g->kw > 8 || g->out_w > 16 * QDW_MAX_PATTERNS || g->kh > QDW_WINDOW)
+        g->kw > 8 || g->kh > QDW_WINDOW || g->out_w > 16 * QDW_MAX_PATTERNS ||
+        (uint64_t)(g->out_w - 1) * g->sw + g->kw >= QDW_WINDOW ||
+        ((uint64_t)(g->out_h - 1) * g->sh + g->kh) * QDW_WINDOW > UINT32_MAX / 2)
         return 0;
-    s->nq = (g->kw + 3) / 4;
-    s->taps = g->kh * s->nq;
-    if (s->taps > QDW_MAX_TAPS) return 0;
-    const uint64_t PW = (uint64_t)(g->out_w - 1) * g->sw + g->kw, PH = (uint64_t)(g->out_h - 1) * g->sh + g->kh;
-    if (PW >= QDW_WINDOW || PH * PW > UINT32_MAX / 2) return 0;
-    s->PW = (uint32_t)PW;
-    s->PH = (uint32_t)PH;
-    s->dshift = 0;
-    while (s->dshift < 4 && g->out_w % (2u << s->dshift) == 0) s->dshift++;
-    s->patterns = g->out_w >> s->dshift;
-    if (s->patterns > QDW_MAX_PATTERNS) return 0;
+    qdw_measure(g, s);
+    const uint64_t PW = s->PW;
+    if (s->taps > QDW_MAX_TAPS || s->patterns > QDW_MAX_PATTERNS) return 0;
     /* the last byte lane i reads: window row kh - 1, column kw - 1 */
     for (uint32_t p = 0; p < s->patterns; p++)
         for (uint32_t i = 0, ox0 = p << s->dshift; i < 16; i++) {
@@ -1120,10 +1126,9 @@ static void qdw_build(const dcz_conv_geom *g, const qdw_shape *d, const dcz_qspa
     uint8_t *idx = (uint8_t *)(dw + (size_t)g->out_c * d->taps);
     memset(dw, 0, (size_t)g->out_c * d->taps * sizeof *dw);
     for (uint32_t oc = 0; oc < g->out_c; oc++) {
-        uint32_t col = 0;
-        for (uint32_t e = s->row_ptr[oc]; e < s->row_ptr[oc + 1]; e++) {
-            col += s->step[e];
-            if (s->step[e] == DCZ_STEP_FILLER) continue;
+        uint32_t e, end, col;
+        for (dcz_steps_row(s->row_ptr, s->step, g->out_c, oc, &e, &end, &col); e < end;
+             e++, dcz_steps_seek(s->step, &e, end, col, &col)) {
             const uint32_t ky = col / g->kw, kx = col % g->kw;
             uint32_t *q = (uint32_t *)&dw[((size_t)oc * g->kh + ky) * d->nq + kx / 4];
             *q |= (uint32_t)(uint8_t)(int8_t)dcz_qsparse_weight(s, oc, e) << (8 * (kx % 4));
@@ -1169,15 +1174,15 @@ static int col_quads(const dcz_conv_geom *g)
     return g->in_c == 1 && g->sw == 1 && g->kw > 1;
 }
 
-/* A block's cursor on one channel's row of weights */
+/* A block's cursor on one channel's row of weights: its next stored
+ * weight e (e == end past the row) at column col (dcz_steps_row) */
 typedef struct qrow { uint32_t e, end, col, ic0; } qrow;
 
-/* the quad of input channels of the row's next stored weight (fillers
- * skipped), UINT32_MAX past the row */
-static uint32_t qrow_quad(const dcz_qsparse *s, uint32_t ksize, qrow *r)
+/* the quad of input channels of the row's next stored weight, UINT32_MAX
+ * past the row */
+static uint32_t qrow_quad(uint32_t ksize, const qrow *r)
 {
-    while (r->e < r->end && s->step[r->e] == DCZ_STEP_FILLER) r->col += s->step[r->e++];
-    return r->e < r->end ? (r->ic0 + (r->col + s->step[r->e]) / ksize) / 4 : UINT32_MAX;
+    return r->e < r->end ? (r->ic0 + r->col / ksize) / 4 : UINT32_MAX;
 }
 
 /* The quad taps of output channels oc0 .. oc0 + ob - 1 (a block; those past
@@ -1196,25 +1201,23 @@ static uint32_t qblock_taps(const dcz_conv_geom *g, const split_geom *q, const d
     uint8_t used[DCZ_QSHIFT_MAX_WINDOW] = { 0 };
     qrow row[DCZ_QSHIFT_MAX_OB];
     for (uint32_t o = 0; o < ob; o++) {
-        const uint32_t oc = oc0 + o < g->out_c ? oc0 + o : oc0;
-        row[o] = (qrow){ s->row_ptr[oc], oc0 + o < g->out_c ? s->row_ptr[oc + 1] : s->row_ptr[oc], 0,
-                         dcz_conv_in0(g, oc) };
+        dcz_steps_row(s->row_ptr, s->step, g->out_c, oc0 + o, &row[o].e, &row[o].end, &row[o].col);
+        row[o].ic0 = oc0 + o < g->out_c ? dcz_conv_in0(g, oc0 + o) : 0;
         memset(packed[o], 0, ksize * sizeof packed[o][0]);
         sum[o] = 0;
     }
     for (;;) {
         uint32_t quad = UINT32_MAX;
         for (uint32_t o = 0; o < ob; o++) {
-            const uint32_t qo = qrow_quad(s, ksize, &row[o]);
+            const uint32_t qo = qrow_quad(ksize, &row[o]);
             if (qo < quad) quad = qo;
         }
         if (quad == UINT32_MAX) return n;
         /* a row's entries come in column order, so a quad's are consecutive */
         for (uint32_t o = 0; o < ob; o++)
-            while (qrow_quad(s, ksize, &row[o]) == quad) {
+            while (qrow_quad(ksize, &row[o]) == quad) {
                 qrow *r = &row[o];
-                r->col += s->step[r->e];
-                const int32_t v = dcz_qsparse_weight(s, oc0 + o, r->e++);
+                const int32_t v = dcz_qsparse_weight(s, oc0 + o, r->e);
                 if (v < -128 || v > 127) return UINT32_MAX;
                 /* the quad tap (its first window cell) and the weight's byte */
                 const uint32_t c = r->ic0 + r->col / ksize;
@@ -1223,6 +1226,8 @@ static uint32_t qblock_taps(const dcz_conv_geom *g, const split_geom *q, const d
                 packed[o][cell] |= (uint32_t)(uint8_t)(int8_t)v << (8 * byte);
                 used[cell] = 1;
                 sum[o] += v;
+                r->e++;
+                dcz_steps_seek(s->step, &r->e, r->end, r->col, &r->col);
             }
         for (uint32_t r = 0; r < ksize; r++) {
             if (!used[r]) continue;
@@ -1609,25 +1614,42 @@ VNNI_TGT static void requant_plane__vnni(const int32_t *t, const uint16_t *keep,
 /* The depthwise form (above) on AVX-512 VBMI and VNNI */
 #define QDW_TGT __attribute__((target("avx512f,avx512bw,avx512vl,avx512vbmi,avx512vnni")))
 
+/* Small planes (an input plane of 64 cells at most, a padded one of 128
+ * bytes) are copied a channel at a time, the input plane's bytes in one
+ * vector permuted into the padded plane: byte o of the padded plane is
+ * input byte map[o] where bit o of inside is set, else 128. */
+typedef struct qdw_map { uint8_t map[128]; uint64_t inside[2]; } qdw_map;
+
+static int qdw_small(const dcz_conv_geom *g, const qdw_shape *s)
+{
+    return (size_t)g->in_h * g->in_w <= 64 && (size_t)s->PH * s->PW <= 128;
+}
+
+static void qdw_map_init(const dcz_conv_geom *g, const qdw_shape *s, qdw_map *m)
+{
+    memset(m, 0, sizeof *m);
+    for (uint32_t r = 0, o = 0; r < s->PH; r++)
+        for (uint32_t c = 0; c < s->PW; c++, o++) {
+            const int64_t iy = (int64_t)r - g->ph, ix = (int64_t)c - g->pw;
+            if (iy < 0 || iy >= (int64_t)g->in_h || ix < 0 || ix >= (int64_t)g->in_w) continue;
+            m->map[o] = (uint8_t)(iy * g->in_w + ix);
+            m->inside[o / 64] |= (uint64_t)1 << (o % 64);
+        }
+}
+
 /* planes = sample x's channels as bytes x + 128 in their padded planes
- * (PH x PW each), then QDW_WINDOW bytes of 128 */
-QDW_TGT static void qdw_planes__vbmi(const dcz_conv_geom *g, const qdw_shape *s, const dcz_q *x, uint8_t *planes)
+ * (PH x PW each), then QDW_WINDOW bytes of 128; small planes by mp */
+QDW_TGT static void qdw_planes__vbmi(const dcz_conv_geom *g, const qdw_shape *s, const qdw_map *mp,
+                                     const dcz_q *x, uint8_t *planes)
 {
     const size_t plane = (size_t)s->PH * s->PW, in_plane = (size_t)g->in_h * g->in_w;
     const __m512i top512 = _mm512_set1_epi8((char)0x80);
-    if (in_plane <= 64 && plane <= 128) {
-        /* small planes a channel at a time: the input plane's bytes in one
-         * vector, permuted into the padded plane (stored whole: the next
-         * channel's writes over the bytes past it, the margin past the last) */
-        uint8_t map[128];
-        uint64_t inside[2] = { 0, 0 };
-        for (size_t o = 0; o < 128; o++) {
-            const int64_t iy = o < plane ? (int64_t)(o / s->PW) - g->ph : -1, ix = (int64_t)(o % s->PW) - g->pw;
-            const int in = iy >= 0 && iy < (int64_t)g->in_h && ix >= 0 && ix < (int64_t)g->in_w;
-            map[o] = in ? (uint8_t)(iy * g->in_w + ix) : 0;
-            inside[o / 64] |= (uint64_t)in << (o % 64);
-        }
-        const __m512i map0 = _mm512_loadu_si512((const void *)map), map1 = _mm512_loadu_si512((const void *)(map + 64));
+    if (qdw_small(g, s)) {
+        /* stored whole: the next channel's writes over the bytes past the
+         * plane, the margin past the last */
+        const uint64_t *inside = mp->inside;
+        const __m512i map0 = _mm512_loadu_si512((const void *)mp->map);
+        const __m512i map1 = _mm512_loadu_si512((const void *)(mp->map + 64));
         const __mmask32 m0 = in_plane >= 32 ? 0xFFFFFFFFu : (__mmask32)((1u << in_plane) - 1);
         const __mmask32 m1 = in_plane <= 32 ? 0 : in_plane == 64 ? 0xFFFFFFFFu : (__mmask32)((1u << (in_plane - 32)) - 1);
         for (uint32_t c = 0; c < g->in_c; c++) {
@@ -1694,11 +1716,13 @@ QDW_TGT static void qdw_requant__vbmi(const dcz_conv_geom *g, const dcz_qshift *
                                       uint8_t *planes, dcz_q *y)
 {
     qdw_shape s;
-    qdw_shape_of(g, &s);
+    qdw_measure(g, &s);   /* f->dw: the form took g */
+    qdw_map mp;
+    if (qdw_small(g, &s)) qdw_map_init(g, &s, &mp);
     const size_t in_sample = (size_t)g->in_c * g->in_h * g->in_w, out_plane = (size_t)g->out_h * g->out_w;
     const size_t plane = (size_t)s.PH * s.PW;
     for (size_t b = 0; b < batch; b++) {
-        qdw_planes__vbmi(g, &s, x + b * in_sample, planes);
+        qdw_planes__vbmi(g, &s, &mp, x + b * in_sample, planes);
         dcz_q *yb = y + b * g->out_c * out_plane;
         for (uint32_t oc = 0; oc < g->out_c; oc++) {
             /* the 32-bit sums wrap on their way (the bound: model.h) */
