@@ -151,16 +151,19 @@ dcz_status dcz_describe_layer(const dcz_model *m, uint32_t layer, dcz_layer_desc
             k->kernel = "qconv2d_sparse (integers)";
             snprintf(k->why, sizeof k->why, "%s: each stored integer weight scales a shifted input plane, "
                      "64-bit sums, %s rows", scheme, cisa ? cisa : "scalar");
-        } else if (m->qmax == 127 && !m->opt.force_reference && l->qs.lslices && dcz_qlanes_variant()) {
+        } else if (m->qmax == 127 && !m->opt.force_reference && l->qs.lslices && dcz_qlanes_variant(&l->qs)) {
             uint64_t real = 0;
             for (uint32_t r = 0; r < l->qs.rows; r++)
                 for (uint32_t e = l->qs.row_ptr[r]; e < l->qs.row_ptr[r + 1]; e++) real += l->qs.step[e] != DCZ_STEP_FILLER;
             const uint32_t steps = dcz_qlanes_steps(&l->qs);
             k->kernel = "qspmm8_lanes (integers)";
+            const int quads = l->qs.lbytes != 0;
             snprintf(k->why, sizeof k->why, "%s: 8-bit weights and activations, 16 rows in the lanes of a vector "
-                     "(%s), two entries of each a step from a %u-column window, pair multiply-adds, 32-bit sums; "
-                     "%u steps, %.0f%% of the slots filled", scheme, dcz_qlanes_variant(), DCZ_LANE_W, steps,
-                     steps ? 100.0 * (double)real / (32.0 * steps) : 0.0);
+                     "(%s), %s of each a step from a %u-column window, %s multiply-adds, 32-bit sums; "
+                     "%u steps, %.0f%% of the slots filled", scheme, dcz_qlanes_variant(&l->qs),
+                     quads ? "four entries" : "two entries", quads ? DCZ_QLANE8_W : DCZ_LANE_W,
+                     quads ? "byte quad" : "pair", steps,
+                     steps ? 100.0 * (double)real / ((quads ? 64.0 : 32.0) * steps) : 0.0);
         } else if (m->qmax == 127 && !m->opt.force_reference) {
             const char *isa = dcz_qspmm8_variant();
             k->kernel = "qspmm8 (integers)";

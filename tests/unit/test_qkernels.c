@@ -91,7 +91,7 @@ static void dense_product(const qmat *m, const int64_t *bias, const dcz_q *x, si
 }
 
 typedef struct grid_tally {
-    size_t cases, ref_bad, opt_bad, variants, lane_forms, lane_variants;
+    size_t cases, ref_bad, opt_bad, variants, lane_forms, quad_forms, lane_runnable, lane_variants;
     uint32_t fillers, value_rows;
 } grid_tally;
 
@@ -142,21 +142,26 @@ static void qspmm_case(uint32_t rows, uint32_t cols, size_t batch, double densit
         for (uint32_t r = 0; r < rows; r++)
             for (uint32_t e = m.sp.row_ptr[r]; e < m.sp.row_ptr[r + 1]; e++) real += m.sp.step[e] != DCZ_STEP_FILLER;
         void *lmem = alloc((size_t)dcz_qlanes_bytes(rows, cols, real), 1);
-        if (dcz_qlanes_build(&m.sp, real, lmem)) {
+        for (int quads = 0; quads < 2; quads++) {   /* the form of pairs, then of byte quads */
+            if (!dcz_qlanes_build_form(&m.sp, real, lmem, quads)) continue;
             t->lane_forms++;
+            t->quad_forms += quads;
             memset(got, 0xAA, ny * sizeof(int64_t));
             dcz_qlanes_ref(&m.sp, bp, x, batch, got);
-            t->opt_bad += diff_i64("qlanes_ref vs qspmm_ref", ctx, got, ref, ny);
+            t->opt_bad += diff_i64(quads ? "qlanes_ref (quads) vs qspmm_ref" : "qlanes_ref vs qspmm_ref", ctx, got, ref,
+                                   ny);
             for (size_t i = 0; i < sizeof isas / sizeof *isas; i++) {
                 memset(got, 0xAA, ny * sizeof(int64_t));
                 if (!dcz_qspmm8_isa(isas[i], &m.sp, bp, x, batch, tile, got)) continue;
                 t->opt_bad += diff_i64("qspmm8 (lane form) vs qspmm_ref", ctx, got, ref, ny);
             }
+            t->lane_runnable += dcz_qlanes_variant(&m.sp) != NULL;
             for (int vnni = 0; vnni < 2; vnni++) {
                 memset(got, 0xAA, ny * sizeof(int64_t));
                 if (!dcz_qlanes_run_vnni(vnni, &m.sp, bp, x, batch, tile, got)) continue;
-                t->opt_bad += diff_i64(vnni ? "qlanes (vnni) vs qspmm_ref" : "qlanes (bw) vs qspmm_ref", ctx, got, ref,
-                                       ny);
+                t->opt_bad += diff_i64(quads ? "qlanes (byte quads) vs qspmm_ref"
+                                             : vnni ? "qlanes (vnni) vs qspmm_ref" : "qlanes (bw) vs qspmm_ref",
+                                       ctx, got, ref, ny);
                 t->lane_variants++;
             }
             m.sp.lslices = 0;
@@ -180,7 +185,7 @@ static void qspmm_grid(uint32_t k)
     const double dens[] = { 0.0, 0.5, 1.0, 0.01 };
     const int32_t ranges[] = { 127, 32767 };
     const size_t ns = sizeof sizes / sizeof *sizes;
-    grid_tally t = { 0, 0, 0, 0, 0, 0, 0, 0 };
+    grid_tally t = { 0 };
     for (size_t ri = 0; ri < ns; ri++)
         for (size_t ci = 0; ci < ns; ci++)
             for (size_t bi = 0; bi < 6; bi++)
@@ -200,7 +205,9 @@ static void qspmm_grid(uint32_t k)
           "no vector variant of qspmm8 ran");
     CHECK(t.fillers > 0, "no fillers in the grid");
     CHECK(t.lane_forms > 0, "k %u: no matrix of the grid has the integer lane form", k);
-    CHECK(t.lane_variants > 0 || !dcz_qlanes_variant(), "k %u: no variant of the integer lane kernel ran", k);
+    CHECK(t.quad_forms > 0, "k %u: no matrix of the grid has the integer lane form of byte quads", k);
+    CHECK(t.lane_variants >= t.lane_runnable && (t.lane_variants > 0 || t.lane_runnable == 0),
+          "k %u: %zu integer lane forms could run here, %zu kernel runs", k, t.lane_runnable, t.lane_variants);
     if (k) CHECK(t.value_rows > 0, "k %u: no row summed per codebook value", k);
     CHECK(t.ref_bad == 0, "k %u: qspmm_ref differs from the dense product in %zu elements", k,
           t.ref_bad);
