@@ -584,6 +584,7 @@ static dcz_status load_walk(const dcz_container *c, const dcz_options *o, loader
         m->tensors = tensors;
     }
     uint64_t work = 0;
+    uint32_t qfirst = UINT32_MAX, qin = 0;   /* a calibrated model's first weighted layer, its input */
     for (uint32_t i = 0; i < nlayers; i++) {
         dcz_graph_layer g;
         TRY(dcz_graph_next(&w, &g));
@@ -598,9 +599,18 @@ static dcz_status load_walk(const dcz_container *c, const dcz_options *o, loader
         tensors[i + 1].shape = l->out_shape;
         tensors[i + 1].width = l->out;
         tensors[i + 1].share = dcz_op_get(g.op)->in_place ? g.in[0] : 0;
-        /* the float layers but the fully connected ones work sample by
-         * sample (plan_segments) */
-        tensors[i + 1].chunk = !quant && g.op != DCZ_OP_DENSE;
+        /* the layers but the fully connected ones work sample by sample
+         * (plan_segments); but in a calibrated model, the first weighted
+         * layer quantizes the integer region's input once for the whole
+         * batch (run.c), and it and every later reader of that input take
+         * the whole batch */
+        if (quant && dcz_op_get(g.op)->weighted && qfirst == UINT32_MAX) {
+            qfirst = i;
+            qin = g.in[0];
+        }
+        int reads_qin = 0;
+        for (uint32_t k = 0; k < g.nin; k++) reads_qin |= qfirst != UINT32_MAX && g.in[k] == qin;
+        tensors[i + 1].chunk = g.op != DCZ_OP_DENSE && !reads_qin;
         if (l->out > max_width) max_width = l->out;
         if (l->im2col && dcz_conv2d_im2col_floats(&l->geom) > scratch_floats)
             scratch_floats = dcz_conv2d_im2col_floats(&l->geom);
