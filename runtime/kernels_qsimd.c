@@ -233,31 +233,44 @@ void dcz_requant8(const dcz_requant *rq, const int64_t *acc, size_t batch, uint3
 /* ---- element-wise layers ---------------------------------------------------- */
 
 #ifdef DCZ_X86
-/* rq(v, m, k) of 8 values (k <= 62, |v m| < 2^62): the signed multiply, the
- * rounding half, an arithmetic shift (a floor) */
+/* rq(v, m, k) of the even (64-bit) lanes of v (k <= 62, |v m| < 2^62): the
+ * signed multiply, the rounding half, an arithmetic shift (a floor) */
 __attribute__((target("avx512f")))
-static inline __m512i rescale8__avx512(__m512i v, __m512i m, unsigned k)
+static inline __m512i rescale8__avx512(__m512i v, __m512i m, __m512i half, __m128i k)
 {
-    v = _mm512_mul_epi32(v, m);
-    if (!k) return v;
-    return _mm512_sra_epi64(_mm512_add_epi64(v, _mm512_set1_epi64((int64_t)1 << (k - 1))), _mm_cvtsi32_si128((int)k));
+    return _mm512_sra_epi64(_mm512_add_epi64(_mm512_mul_epi32(v, m), half), k);
 }
 
-__attribute__((target("avx512f")))
+/* 16 values a step: the inputs widened to 32-bit lanes, whose even and odd
+ * lanes are rescaled and added in 64 bits, clamped there and narrowed
+ * together (the reference's integers). Against 8 values a step in 64-bit
+ * lanes and the ReLU after the Add in a pass of its own, this and the Add
+ * taking the ReLU: ResNet-style int8 batch 1 76.5 -> 74.4 us. */
+__attribute__((target("avx512f,avx512bw")))
 static void qadd__avx512(const dcz_q *a, const dcz_q *b, size_t n, const int32_t *mult, const uint8_t *shift,
-                         int32_t qmax, dcz_q *y)
+                         int32_t lo, int32_t hi, dcz_q *y)
 {
     const __m512i m0 = _mm512_set1_epi64(mult[0]), m1 = _mm512_set1_epi64(mult[1]);
-    const __m512i hi = _mm512_set1_epi64(qmax), lo = _mm512_set1_epi64(-(int64_t)qmax);
+    const __m512i h0 = _mm512_set1_epi64(shift[0] ? (int64_t)1 << (shift[0] - 1) : 0);
+    const __m512i h1 = _mm512_set1_epi64(shift[1] ? (int64_t)1 << (shift[1] - 1) : 0);
+    const __m128i k0 = _mm_cvtsi32_si128(shift[0]), k1 = _mm_cvtsi32_si128(shift[1]);
+    const __m512i vhi = _mm512_set1_epi64(hi), vlo = _mm512_set1_epi64(lo);
     size_t i = 0;
-    for (; i + 8 <= n; i += 8) {
-        const __m512i va = _mm512_cvtepi16_epi64(_mm_loadu_si128((const __m128i *)(const void *)(a + i)));
-        const __m512i vb = _mm512_cvtepi16_epi64(_mm_loadu_si128((const __m128i *)(const void *)(b + i)));
-        __m512i v = _mm512_add_epi64(rescale8__avx512(va, m0, shift[0]), rescale8__avx512(vb, m1, shift[1]));
-        v = _mm512_min_epi64(_mm512_max_epi64(v, lo), hi);
-        _mm_storeu_si128((__m128i *)(void *)(y + i), _mm512_cvtepi64_epi16(v));
+    for (; i + 16 <= n; i += 16) {
+        const __m512i va = _mm512_cvtepi16_epi32(_mm256_loadu_si256((const __m256i *)(const void *)(a + i)));
+        const __m512i vb = _mm512_cvtepi16_epi32(_mm256_loadu_si256((const __m256i *)(const void *)(b + i)));
+        __m512i ev = _mm512_add_epi64(rescale8__avx512(va, m0, h0, k0), rescale8__avx512(vb, m1, h1, k1));
+        __m512i od = _mm512_add_epi64(rescale8__avx512(_mm512_srli_epi64(va, 32), m0, h0, k0),
+                                      rescale8__avx512(_mm512_srli_epi64(vb, 32), m1, h1, k1));
+        ev = _mm512_min_epi64(_mm512_max_epi64(ev, vlo), vhi);
+        od = _mm512_min_epi64(_mm512_max_epi64(od, vlo), vhi);
+        const __m512i v = _mm512_mask_blend_epi32((__mmask16)0xAAAA, ev, _mm512_slli_epi64(od, 32));
+        _mm256_storeu_si256((__m256i *)(void *)(y + i), _mm512_cvtepi32_epi16(v));
     }
-    if (i < n) dcz_qadd_ref(a + i, b + i, n - i, mult, shift, qmax, y + i);
+    if (i < n) {
+        dcz_qadd_ref(a + i, b + i, n - i, mult, shift, hi > -lo ? hi : -lo, y + i);
+        for (; i < n; i++) y[i] = (dcz_q)(y[i] < lo ? lo : y[i] > hi ? hi : y[i]);
+    }
 }
 
 __attribute__((target("avx2")))
@@ -273,17 +286,19 @@ static void qrelu__avx2(dcz_q *x, size_t n)
 }
 #endif
 
-void dcz_qadd(const dcz_q *a, const dcz_q *b, size_t n, const int32_t *mult, const uint8_t *shift, int32_t qmax,
-              dcz_q *y)
+void dcz_qadd(const dcz_q *a, const dcz_q *b, size_t n, const int32_t *mult, const uint8_t *shift, int32_t lo,
+              int32_t hi, dcz_q *y)
 {
 #ifdef DCZ_X86
     /* the reference's formula holds for shifts up to 62 (dcz_round_shift) */
-    if (dcz_isa_supported(DCZ_ISA_AVX512) && shift[0] <= 62 && shift[1] <= 62) {
-        qadd__avx512(a, b, n, mult, shift, qmax, y);
+    if (dcz_isa_supported(DCZ_ISA_AVX512) && __builtin_cpu_supports("avx512bw") && shift[0] <= 62 &&
+        shift[1] <= 62) {
+        qadd__avx512(a, b, n, mult, shift, lo, hi, y);
         return;
     }
 #endif
-    dcz_qadd_ref(a, b, n, mult, shift, qmax, y);
+    dcz_qadd_ref(a, b, n, mult, shift, hi > -lo ? hi : -lo, y);
+    for (size_t i = 0; i < n; i++) y[i] = (dcz_q)(y[i] < lo ? lo : y[i] > hi ? hi : y[i]);
 }
 
 void dcz_qrelu(dcz_q *x, size_t n)

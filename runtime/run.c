@@ -187,7 +187,8 @@ void dcz_qrun_add(const dcz_model *m, uint32_t index, const void *const *xs, siz
 {
     const dcz_exec_layer *l = &m->layers[index];
     if (m->opt.force_reference) dcz_qadd_ref(xs[0], xs[1], batch * l->in, l->in_mult, l->in_shift, m->qmax, y);
-    else dcz_qadd(xs[0], xs[1], batch * l->in, l->in_mult, l->in_shift, m->qmax, y);
+    else if (m->fuse) dcz_qadd(xs[0], xs[1], batch * l->in, l->in_mult, l->in_shift, l->qlo, l->qhi, y);
+    else dcz_qadd(xs[0], xs[1], batch * l->in, l->in_mult, l->in_shift, -m->qmax, m->qmax, y);
 }
 
 void dcz_qrun_mul(const dcz_model *m, uint32_t index, const void *const *xs, size_t batch,

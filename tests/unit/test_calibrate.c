@@ -7,7 +7,8 @@
  *   pools, dense).
  * - A graph (residual Add, squeeze-and-excitation Mul, Concat, depthwise
  *   convolution, table activations) does the same, with one scale per
- *   tensor and the refusals of tables that break the scale rules.
+ *   tensor and the refusals of tables that break the scale rules; an Add
+ *   takes the ReLU after it, with the bits of the two run apart.
  * - A fixed-point MLP computed by hand from docs/FORMAT.md ("Integer
  *   execution") equals libdcz's output bit for bit.
  * - Tables survive their text form exactly; malformed tables and CALIB
@@ -440,6 +441,68 @@ static void test_graph_integer(void)
     dcz_dataset_free(&data);
 }
 
+/* input (1, 8, 8) -> conv1 (4, dense) -> relu1 -> conv2 (4, codebook) ->
+ * add (conv2 + relu1) -> relu -> gap -> fc (4 -> 5, dense) -> softmax: a
+ * residual block whose ReLU after the Add the Add takes on integers, in
+ * every scheme, with the bits of the two run apart (run_all: batch 1 and
+ * the reference kernels, which run them apart, give the same bits). */
+static void test_residual_relu_fused(void)
+{
+    dcz_dataset data;
+    REQUIRE(make_data(&data, 200, 43), "data");
+    size_t idx[200];
+    for (size_t i = 0; i < 200; i++) idx[i] = i;
+    float *fo = malloc(data.n * 5 * sizeof *fo), *qo = malloc(data.n * 5 * sizeof *qo);
+    REQUIRE(fo && qo, "alloc");
+    for (size_t s = 0; s < 3; s++) {
+        dcz_doc *d;
+        REQUIRE(dcz_doc_alloc(8, &d) == DCZ_OK, "alloc doc");
+        d->input_rank = 3;
+        d->input_dims[0] = 1; d->input_dims[1] = 8; d->input_dims[2] = 8;
+        dcz_doc_layer *L = d->layers;
+        doc_conv_layer(&L[0], "conv1", 1, 4, 3, 1, 1, DCZ_ENC_F32, 0, 0, 0);
+        doc_plain_layer(&L[1], DCZ_OP_RELU, "relu1");
+        doc_conv_layer(&L[2], "conv2", 4, 4, 3, 1, 1, DCZ_ENC_CODEBOOK, 4, 4, DCZ_CODING_HUFFMAN);
+        doc_plain_layer(&L[3], DCZ_OP_ADD, "add");
+        reads(d, 3, 2, 3, 2);
+        doc_plain_layer(&L[4], DCZ_OP_RELU, "relu");
+        doc_plain_layer(&L[5], DCZ_OP_GLOBAL_AVGPOOL, "gap");
+        doc_dense_layer(&L[6], "fc", 4, 5, DCZ_ENC_F32, 0, 0, 0);
+        doc_plain_layer(&L[7], DCZ_OP_SOFTMAX, "prob");
+        fill_params(d, 17 + s);
+        uint8_t *fbuf, *qbuf;
+        size_t flen, qlen;
+        REQUIRE(dcz_doc_write(d, &fbuf, &flen) == DCZ_OK, "write float");
+        dcz_cal_collect c;
+        REQUIRE(dcz_cal_collect_stats(d, &data, idx, 200, 64, NULL, NULL, &c) == DCZ_OK, "collect");
+        dcz_cal_layer_cfg cfg[3];
+        dcz_cal_result res[3];
+        fill_cfg(cfg, 3, DCZ_CAL_MINMAX, 1);
+        REQUIRE(c.count == 3 && dcz_cal_apply(d, schemes[s], &c, cfg, res) == DCZ_OK, "apply");
+        REQUIRE(dcz_doc_write(d, &qbuf, &qlen) == DCZ_OK, "write calibrated");
+        dcz_scheme fs, qs;
+        REQUIRE(run_all(fbuf, flen, DCZ_PRECISION_AUTO, &data, fo, &fs), "float run");
+        CHECK(run_all(qbuf, qlen, DCZ_PRECISION_AUTO, &data, qo, &qs) && qs == (dcz_scheme)schemes[s],
+              "scheme %u: the integer run differs at batch 1 or from the reference kernels", schemes[s]);
+        dcz_model *m;
+        REQUIRE(dcz_open_memory(qbuf, qlen, NULL, &m) == DCZ_OK, "open calibrated");
+        dcz_layer_desc ad;
+        CHECK(dcz_describe_layer(m, 4, &ad) == DCZ_OK && strcmp(ad.kernel, "fused") == 0,
+              "scheme %u: the ReLU after the Add runs %s", schemes[s], ad.kernel);
+        dcz_close(m);
+        double maxd = 0;
+        for (size_t i = 0; i < data.n * 5; i++) maxd = fmax(maxd, fabs((double)fo[i] - qo[i]));
+        CHECK(maxd <= 0.3 && maxd > 0, "scheme %u: max |diff| %g from float", schemes[s], maxd);
+        free(fbuf);
+        free(qbuf);
+        dcz_cal_collect_free(&c);
+        dcz_doc_free(d);
+    }
+    free(fo);
+    free(qo);
+    dcz_dataset_free(&data);
+}
+
 /* ---- a fixed-point MLP by hand ------------------------------------------------- */
 
 static int64_t rnd_shift(int64_t v, int k)
@@ -778,6 +841,7 @@ int main(void)
     RUN(test_order_and_batch_independence);
     RUN(test_integer_close_to_float);
     RUN(test_graph_integer);
+    RUN(test_residual_relu_fused);
     RUN(test_fixed_point_by_hand);
     RUN(test_table_text);
     RUN(test_bad_tables_refused);

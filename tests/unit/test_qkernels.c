@@ -817,12 +817,13 @@ static void test_qtable(void)
 }
 
 /* dcz_qadd against the reference: both ranges, every shift up to 62 (and
- * past it, where it takes the reference), any multiplier, in place too */
+ * past it, where it takes the reference), any multiplier, in place too, and
+ * with a ReLU's bounds against the reference and then dcz_qrelu_ref */
 static void test_qadd(void)
 {
     enum { N = 61 };
     dcz_q a[N], b[N], want[N], got[N];
-    size_t bad = 0;
+    size_t bad = 0, cut = 0;
     for (int round = 0; round < 300; round++) {
         const int32_t qmax = round & 1 ? 32767 : 127;
         const int32_t mult[2] = { (int32_t)(rnd() >> 33), round % 7 == 0 ? 0 : (int32_t)(rnd() >> 33) };
@@ -832,12 +833,18 @@ static void test_qadd(void)
             b[i] = (dcz_q)((int32_t)(rnd() % (2 * (uint64_t)qmax + 1)) - qmax);
         }
         dcz_qadd_ref(a, b, N, mult, shift, qmax, want);
-        dcz_qadd(a, b, N, mult, shift, qmax, got);
+        dcz_qadd(a, b, N, mult, shift, -qmax, qmax, got);
         bad += diff_q("qadd", "", got, want, N);
-        dcz_qadd(a, b, N, mult, shift, qmax, a);   /* in place */
+        for (size_t i = 0; i < N; i++) cut += want[i] < 0;   /* sums the ReLU's bound clamps */
+        dcz_qrelu_ref(want, N);
+        dcz_qadd(a, b, N, mult, shift, 0, qmax, got);
+        bad += diff_q("qadd (relu)", "", got, want, N);
+        dcz_qadd_ref(a, b, N, mult, shift, qmax, want);
+        dcz_qadd(a, b, N, mult, shift, -qmax, qmax, a);   /* in place */
         bad += diff_q("qadd (in place)", "", a, want, N);
     }
     CHECK(bad == 0, "qadd differs from the reference in %zu elements", bad);
+    CHECK(cut > 1000, "only %zu negative sums for the ReLU's bound", cut);
 }
 
 static void test_qpools_by_hand(void)
