@@ -121,9 +121,11 @@ dcz_status dcz_describe_layer(const dcz_model *m, uint32_t layer, dcz_layer_desc
     k->chunk = m->tensors[k->seg_first + 1].chunk;
     gpu_why(m, l, k);
     if (l->fused && !m->opt.force_reference) {
+        /* a pool: by the convolution before, or the one before its activation */
+        const uint32_t by = l->fused == 2 && !m->layers[layer - 1].qpool ? layer - 2 : layer - 1;
         k->kernel = "fused";
-        snprintf(k->why, sizeof k->why, "applied by %s as it writes its output (runs with taps apply it here)",
-                 m->layers[layer - 1].name);
+        snprintf(k->why, sizeof k->why, "applied by %s as it writes its output (%s)", m->layers[by].name,
+                 l->fused == 2 ? "a copy here; runs with taps pool here" : "runs with taps apply it here");
     }
     if (!k->weighted) return DCZ_OK;
     const char *cisa = m->opt.force_reference ? NULL : dcz_conv2d_variant();   /* convolution rows */
@@ -141,7 +143,8 @@ dcz_status dcz_describe_layer(const dcz_model *m, uint32_t layer, dcz_layer_desc
             k->kernel = "qconv2d_shift (integers)";
             snprintf(k->why, sizeof k->why, "%s: 8-bit activations of four input channels per 32-bit cell of the "
                      "padded input split by stride phase, shifted by each quad of weights, vpdpbusd 32-bit sums "
-                     "(%s)", scheme, dcz_qshift_variant() ? dcz_qshift_variant() : "?");
+                     "(%s)%s", scheme, dcz_qshift_variant() ? dcz_qshift_variant() : "?",
+                     l->qpool ? ", then the 2x2 max pool after it on the sums" : "");
         } else if (conv && l->qw2) {
             const char *qisa = dcz_qgemm_variant();
             k->kernel = "qconv2d_gemm (integers)";

@@ -418,6 +418,24 @@ static void fuse_activations(dcz_model *m)
         c->act = (dcz_act){ a->op, a->param[0], a->param[1] };
         a->fused = 1;
     }
+    /* then an integer 2x2 max pool of stride 2 that alone reads such a
+     * convolution's output (or that of its fused activation), whole windows
+     * only, into the convolution, whose requantization takes the pooled
+     * sums: a quarter of its work (dcz_qconv2d_shift_requant) */
+    for (uint32_t i = 0; i + 1 < m->nlayers; i++) {
+        dcz_exec_layer *c = &m->layers[i];
+        const uint32_t j = i + 1 + (i + 2 < m->nlayers && m->layers[i + 1].fused);   /* the pool */
+        if (!c->q || c->op != DCZ_OP_CONV2D || !c->shifted || i == m->q_last || j >= m->nlayers) continue;
+        dcz_exec_layer *p = &m->layers[j];
+        const dcz_requant rq = { c->rq_mult, c->rq_shift, m->qmax };
+        if (!p->q || p->op != DCZ_OP_MAXPOOL || p->tin[0] != j || m->tensors[j].last != j ||
+            p->geom.kh != 2 || p->geom.kw != 2 || p->geom.sh != 2 || p->geom.sw != 2 || p->geom.ph || p->geom.pw ||
+            p->geom.out_h != c->geom.out_h / 2 || p->geom.out_w != c->geom.out_w / 2 ||
+            !dcz_qconv2d_shift_requant_runs(&c->geom, &c->qshift, &rq, 1))
+            continue;
+        c->qpool = 1;
+        p->fused = 2;
+    }
 }
 
 /* The segments of run.c: a maximal run of layers that each compute a

@@ -212,7 +212,11 @@ typedef struct dcz_exec_layer {
                                else dcz_conv2d_dense */
     dcz_act act;            /* float CONV2D on the shift form, float ADD: the next layer's activation,
                                applied as it writes its output when the run fuses (op 0: none) */
-    uint8_t fused;          /* RELU or CLIP applied by the layer before when the run fuses */
+    uint8_t fused;          /* RELU or CLIP applied by the layer before when the run fuses; a
+                               MAXPOOL: 2 when the convolution before (or the one before its
+                               fused activation) pools as it writes, which leaves it a copy */
+    uint8_t qpool;          /* integer CONV2D on the shift form: takes the 2x2 MAXPOOL after it
+                               when the run fuses (dcz_qconv2d_shift_requant pool2) */
     uint8_t shifted;        /* CONV2D also held in the shift form, which runs it: float in shift
                                (dcz_conv2d_pick_shift), of an 8-bit scheme in qshift
                                (dcz_qconv2d_pick_shift) */
@@ -1122,11 +1126,19 @@ int dcz_requant8_isa(dcz_isa isa, const dcz_requant *rq, const int64_t *acc, siz
  * the output's scale fused in: y = what dcz_requant8 makes of its
  * accumulators, bit for bit, without them, then clamped to lo .. hi
  * (-qmax <= lo <= hi <= qmax: the bounds of an activation fused in, else
- * -qmax, qmax). 0 (nothing written) where this machine has no VNNI, qmax
- * is not 127, or a shift passes 62. */
+ * -qmax, qmax); with pool2, then the 2x2 maxima of stride 2 of each plane
+ * (out_h / 2 by out_w / 2 a plane, a sample's planes one after the other
+ * from the start of its place as unpooled, so that every sample keeps its
+ * place whatever samples a call takes): the
+ * kernel takes the maxima of the sums and requantizes those alone, as the
+ * requantization and the clamp never decrease (mult >= 0). 0 (nothing
+ * written) where dcz_qconv2d_shift_requant_runs says it does not run: this
+ * machine has no VNNI, qmax is not 127, a shift passes 62, or, with pool2,
+ * the layer is depthwise, its planes pass the kernel's or are below 2x2. */
+int dcz_qconv2d_shift_requant_runs(const dcz_conv_geom *g, const dcz_qshift *f, const dcz_requant *rq, int pool2);
 int dcz_qconv2d_shift_requant(const dcz_conv_geom *g, const dcz_qshift *f, const int64_t *bias,
-                              const dcz_requant *rq, int32_t lo, int32_t hi, const dcz_q *x, size_t batch,
-                              float *scratch, dcz_q *y);
+                              const dcz_requant *rq, int32_t lo, int32_t hi, int pool2, const dcz_q *x,
+                              size_t batch, float *scratch, dcz_q *y);
 
 void dcz_qrelu_ref(dcz_q *x, size_t n);
 /* y (n) = clamp(rq(a, mult[0], shift[0]) + rq(b, mult[1], shift[1]), +-qmax)

@@ -123,7 +123,8 @@ void dcz_qrun_weighted(const dcz_model *m, uint32_t index, const void *const *xs
     const int32_t lo = m->fuse ? l->qlo : -m->qmax, hi = m->fuse ? l->qhi : m->qmax;
     if (l->op == DCZ_OP_CONV2D && l->shifted && index != m->q_last && !m->opt.force_reference && !m->keep_acc) {
         const dcz_requant rq = { l->rq_mult, l->rq_shift, m->qmax };
-        if (dcz_qconv2d_shift_requant(&l->geom, &l->qshift, l->qbias, &rq, lo, hi, xs[0], batch, m->scratch, y))
+        if (dcz_qconv2d_shift_requant(&l->geom, &l->qshift, l->qbias, &rq, lo, hi, m->fuse && l->qpool, xs[0], batch,
+                                      m->scratch, y))
             return;
     }
     run_qweights(m, l, xs[0], batch, m->qacc);
@@ -144,7 +145,13 @@ void dcz_qrun_weighted(const dcz_model *m, uint32_t index, const void *const *xs
 void dcz_qrun_maxpool(const dcz_model *m, uint32_t index, const void *const *xs, size_t batch,
                       void *y)
 {
-    if (m->opt.force_reference) dcz_qmaxpool_ref(&m->layers[index].geom, xs[0], batch, y);
+    const dcz_exec_layer *l = &m->layers[index];
+    /* pooled already by the convolution before (load.c): a sample's pooled
+     * planes lie at the start of its place */
+    if (m->fuse && l->fused) {
+        for (size_t b = 0; b < batch; b++)
+            memcpy((dcz_q *)y + b * l->out, (const dcz_q *)xs[0] + b * l->in, l->out * sizeof(dcz_q));
+    } else if (m->opt.force_reference) dcz_qmaxpool_ref(&m->layers[index].geom, xs[0], batch, y);
     else dcz_qmaxpool(&m->layers[index].geom, xs[0], batch, y);
 }
 
@@ -403,7 +410,7 @@ static void run_layers(dcz_model *m, uint32_t first, uint32_t last, const float 
 {
     for (uint32_t i = first; i <= last; i++) {
         const dcz_exec_layer *l = &m->layers[i];
-        if (l->fused && m->fuse) continue;   /* the layer before applied it, in this place */
+        if (l->fused == 1 && m->fuse) continue;   /* the layer before applied it, in this place */
         float *y = place_of(m, i + 1, batch, s0, n);
         const void *xs[DCZ_MAX_INPUTS];
         for (uint32_t k = 0; k < l->nin; k++) xs[k] = tensor_at(m, l->tin[k], input, batch, s0, n);

@@ -503,6 +503,68 @@ static void test_residual_relu_fused(void)
     dcz_dataset_free(&data);
 }
 
+/* input (1, 8, 8) -> conv1 (128) -> relu -> maxpool 2 -> conv2 (4) -> relu
+ * -> maxpool 2 -> gap -> fc (4 -> 5) -> softmax, wide enough that its
+ * per-sample layers run by chunks of fewer samples than the batch (run.c).
+ * Where the convolutions run on the integer shift form, each takes the pool
+ * after it: conv1, the first weighted layer, takes the whole batch and its
+ * pool a chunk at a time, conv2 and its pool the same chunks. The bits are
+ * those of batch 1 and of the reference kernels, which pool apart. */
+static void test_pool_fused_in_chunks(void)
+{
+    dcz_dataset data;
+    REQUIRE(make_data(&data, 300, 47), "data");
+    size_t idx[100];
+    for (size_t i = 0; i < 100; i++) idx[i] = i;
+    float *qo = malloc(data.n * 5 * sizeof *qo);
+    REQUIRE(qo, "alloc");
+    dcz_doc *d;
+    REQUIRE(dcz_doc_alloc(10, &d) == DCZ_OK, "alloc doc");
+    d->input_rank = 3;
+    d->input_dims[0] = 1; d->input_dims[1] = 8; d->input_dims[2] = 8;
+    dcz_doc_layer *L = d->layers;
+    doc_conv_layer(&L[0], "conv1", 1, 128, 3, 1, 1, DCZ_ENC_F32, 0, 0, 0);
+    doc_plain_layer(&L[1], DCZ_OP_RELU, "relu1");
+    doc_pool_layer(&L[2], DCZ_OP_MAXPOOL, "pool1", 2, 2, 0, 0);
+    doc_conv_layer(&L[3], "conv2", 128, 4, 3, 1, 1, DCZ_ENC_CODEBOOK, 4, 4, DCZ_CODING_HUFFMAN);
+    doc_plain_layer(&L[4], DCZ_OP_RELU, "relu2");
+    doc_pool_layer(&L[5], DCZ_OP_MAXPOOL, "pool2", 2, 2, 0, 0);
+    doc_plain_layer(&L[6], DCZ_OP_GLOBAL_AVGPOOL, "gap");
+    doc_plain_layer(&L[7], DCZ_OP_FLATTEN, "flat");
+    doc_dense_layer(&L[8], "fc", 4, 5, DCZ_ENC_F32, 0, 0, 0);
+    doc_plain_layer(&L[9], DCZ_OP_SOFTMAX, "prob");
+    fill_params(d, 29);
+    dcz_cal_collect c;
+    REQUIRE(dcz_cal_collect_stats(d, &data, idx, 100, 50, NULL, NULL, &c) == DCZ_OK, "collect");
+    dcz_cal_layer_cfg cfg[3];
+    dcz_cal_result res[3];
+    fill_cfg(cfg, 3, DCZ_CAL_MINMAX, 1);
+    REQUIRE(c.count == 3 && dcz_cal_apply(d, DCZ_SCHEME_INT8, &c, cfg, res) == DCZ_OK, "apply");
+    uint8_t *qbuf;
+    size_t qlen;
+    REQUIRE(dcz_doc_write(d, &qbuf, &qlen) == DCZ_OK, "write calibrated");
+    dcz_scheme qs;
+    CHECK(run_all(qbuf, qlen, DCZ_PRECISION_AUTO, &data, qo, &qs) && qs == DCZ_SCHEME_INT8,
+          "the integer run differs at batch 1 or from the reference kernels");
+    dcz_model *m;
+    REQUIRE(dcz_open_memory(qbuf, qlen, NULL, &m) == DCZ_OK, "open calibrated");
+    CHECK(m->tensors[1].chunk == 0 && m->tensors[2].chunk > 0 && m->tensors[2].chunk < data.n &&
+          m->tensors[2].seg_last >= 5, "conv1 takes the batch (chunk %u), the layers after it chunks of %u samples "
+          "up to layer %u", m->tensors[1].chunk, m->tensors[2].chunk, m->tensors[2].seg_last);
+    for (uint32_t i = 0; i <= 3; i += 3) {
+        dcz_layer_desc cd, pd;
+        REQUIRE(dcz_describe_layer(m, i, &cd) == DCZ_OK && dcz_describe_layer(m, i + 2, &pd) == DCZ_OK, "describe");
+        const int shift = strcmp(cd.kernel, "qconv2d_shift (integers)") == 0;
+        CHECK(shift == (strcmp(pd.kernel, "fused") == 0), "layer %u runs %s, its pool %s", i, cd.kernel, pd.kernel);
+    }
+    dcz_close(m);
+    free(qbuf);
+    dcz_cal_collect_free(&c);
+    dcz_doc_free(d);
+    free(qo);
+    dcz_dataset_free(&data);
+}
+
 /* ---- a fixed-point MLP by hand ------------------------------------------------- */
 
 static int64_t rnd_shift(int64_t v, int k)
@@ -842,6 +904,7 @@ int main(void)
     RUN(test_integer_close_to_float);
     RUN(test_graph_integer);
     RUN(test_residual_relu_fused);
+    RUN(test_pool_fused_in_chunks);
     RUN(test_fixed_point_by_hand);
     RUN(test_table_text);
     RUN(test_bad_tables_refused);

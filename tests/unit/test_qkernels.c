@@ -292,7 +292,7 @@ static void test_qconv_ref_by_hand(void)
 
 typedef struct conv_tally {
     size_t cases, bad, float_cases, float_bad, variants, gemm_cases, shift_cases, shift_vector, dw_forms, dw_runs;
-    size_t split_variants, blocks2;
+    size_t split_variants, blocks2, pooled;
     uint32_t fillers;
 } conv_tally;
 
@@ -370,11 +370,30 @@ static void qconv_case(const dcz_conv_geom *g, double density, uint32_t k, int32
                 const int32_t hi = t->cases % 8 == 4 ? 100 : 127;
                 for (size_t i = 0; i < b * yout; i++) want[i] = (dcz_q)(want[i] < lo ? lo : want[i] > hi ? hi : want[i]);
                 memset(yq, 0x55, (B * yout + 1) * sizeof(dcz_q));
-                if (dcz_qconv2d_shift_requant(g, &f, bp, &rq, lo, hi, x, b, scratch, yq)) {
+                if (dcz_qconv2d_shift_requant(g, &f, bp, &rq, lo, hi, 0, x, b, scratch, yq)) {
                     t->bad += diff_q(dcz_qshift_depthwise(&f) ? "qconv2d_shift_requant (depthwise)"
                                                               : "qconv2d_shift_requant", ctx, yq, want, b * yout);
                     t->shift_vector++;
                     t->dw_runs += dcz_qshift_depthwise(&f);
+                }
+                /* with the 2x2 max pool of stride 2 after it taken in: the
+                 * reference pool of the above */
+                if (dcz_qconv2d_shift_requant_runs(g, &f, &rq, 1)) {
+                    const dcz_conv_geom pg = conv_geom(g->out_c, g->out_c, g->out_h, g->out_w, 2, 2, 2, 2, 0, 0);
+                    dcz_q *pooled = alloc(B * yout + 1, sizeof(dcz_q));
+                    dcz_qmaxpool_ref(&pg, want, b, pooled);
+                    memset(yq, 0x55, (B * yout + 1) * sizeof(dcz_q));
+                    const size_t n = g->out_c * pg.out_h * pg.out_w;   /* a sample's, at the start of its place */
+                    if (dcz_qconv2d_shift_requant(g, &f, bp, &rq, lo, hi, 1, x, b, scratch, yq)) {
+                        for (size_t j = 0; j < b; j++) {
+                            t->bad += diff_q("qconv2d_shift_requant (pool)", ctx, yq + j * yout, pooled + j * n, n);
+                            t->bad += yq[j * yout + n] != (dcz_q)0x5555;   /* nothing past the pooled planes */
+                        }
+                        t->pooled++;
+                    } else {
+                        t->bad++;   /* said to run */
+                    }
+                    free(pooled);
                 }
                 t->dw_forms += f.dw != NULL;
                 free(mult); free(shift); free(want); free(yq);
@@ -520,6 +539,7 @@ static void test_qconv_grid(void)
     CHECK(t.dw_runs == 0 || t.dw_runs == t.dw_forms, "the depthwise kernel ran %zu of %zu times", t.dw_runs,
           t.dw_forms);
     CHECK(t.shift_vector > 100 || !dcz_qshift_variant(), "the VNNI shift kernel ran %zu times", t.shift_vector);
+    CHECK(t.pooled > 100 || !dcz_qshift_variant(), "the VNNI shift kernel pooled %zu times", t.pooled);
     CHECK(t.float_cases > 100 && t.float_bad == 0,
           "qconv2d_direct_ref differs from the fp32 reference in %zu elements (%zu cases)",
           t.float_bad, t.float_cases);
