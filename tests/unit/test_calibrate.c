@@ -261,7 +261,6 @@ static void test_integer_close_to_float(void)
         CHECK(ps == DCZ_SCHEME_NONE, "precision fp32 runs in float");
         free(fbuf);
         free(qbuf);
-        dcz_cal_collect_free(&c);
         dcz_doc_free(d);
     }
     free(fo);
@@ -441,6 +440,35 @@ static void test_graph_integer(void)
     dcz_dataset_free(&data);
 }
 
+/* A doc of nlayers layers on the (1, 8, 8) input of make_data. */
+static dcz_doc *doc_8x8(uint32_t nlayers)
+{
+    dcz_doc *d;
+    if (dcz_doc_alloc(nlayers, &d) != DCZ_OK) return NULL;
+    d->input_rank = 3;
+    d->input_dims[0] = 1; d->input_dims[1] = 8; d->input_dims[2] = 8;
+    return d;
+}
+
+/* d calibrated in scheme on its first ncal samples (count weighted layers,
+ * min-max per channel) and written to *buf; 0 when a step fails. */
+static int calibrate_doc(dcz_doc *d, const dcz_dataset *data, size_t ncal, uint32_t scheme, uint32_t count,
+                         uint8_t **buf, size_t *len)
+{
+    size_t idx[200];
+    dcz_cal_collect c;
+    dcz_cal_layer_cfg cfg[8];
+    dcz_cal_result res[8];
+    if (ncal > 200 || count > 8) return 0;
+    for (size_t i = 0; i < ncal; i++) idx[i] = i;
+    if (dcz_cal_collect_stats(d, data, idx, ncal, 50, NULL, NULL, &c) != DCZ_OK) return 0;
+    fill_cfg(cfg, count, DCZ_CAL_MINMAX, 1);
+    const int ok = c.count == count && dcz_cal_apply(d, scheme, &c, cfg, res) == DCZ_OK &&
+                   dcz_doc_write(d, buf, len) == DCZ_OK;
+    dcz_cal_collect_free(&c);
+    return ok;
+}
+
 /* input (1, 8, 8) -> conv1 (4, dense) -> relu1 -> conv2 (4, codebook) ->
  * add (conv2 + relu1) -> relu -> gap -> fc (4 -> 5, dense) -> softmax: a
  * residual block whose ReLU after the Add the Add takes on integers, in
@@ -450,15 +478,11 @@ static void test_residual_relu_fused(void)
 {
     dcz_dataset data;
     REQUIRE(make_data(&data, 200, 43), "data");
-    size_t idx[200];
-    for (size_t i = 0; i < 200; i++) idx[i] = i;
     float *fo = malloc(data.n * 5 * sizeof *fo), *qo = malloc(data.n * 5 * sizeof *qo);
     REQUIRE(fo && qo, "alloc");
     for (size_t s = 0; s < 3; s++) {
-        dcz_doc *d;
-        REQUIRE(dcz_doc_alloc(8, &d) == DCZ_OK, "alloc doc");
-        d->input_rank = 3;
-        d->input_dims[0] = 1; d->input_dims[1] = 8; d->input_dims[2] = 8;
+        dcz_doc *d = doc_8x8(8);
+        REQUIRE(d, "alloc doc");
         dcz_doc_layer *L = d->layers;
         doc_conv_layer(&L[0], "conv1", 1, 4, 3, 1, 1, DCZ_ENC_F32, 0, 0, 0);
         doc_plain_layer(&L[1], DCZ_OP_RELU, "relu1");
@@ -473,13 +497,7 @@ static void test_residual_relu_fused(void)
         uint8_t *fbuf, *qbuf;
         size_t flen, qlen;
         REQUIRE(dcz_doc_write(d, &fbuf, &flen) == DCZ_OK, "write float");
-        dcz_cal_collect c;
-        REQUIRE(dcz_cal_collect_stats(d, &data, idx, 200, 64, NULL, NULL, &c) == DCZ_OK, "collect");
-        dcz_cal_layer_cfg cfg[3];
-        dcz_cal_result res[3];
-        fill_cfg(cfg, 3, DCZ_CAL_MINMAX, 1);
-        REQUIRE(c.count == 3 && dcz_cal_apply(d, schemes[s], &c, cfg, res) == DCZ_OK, "apply");
-        REQUIRE(dcz_doc_write(d, &qbuf, &qlen) == DCZ_OK, "write calibrated");
+        REQUIRE(calibrate_doc(d, &data, 200, schemes[s], 3, &qbuf, &qlen), "calibrate");
         dcz_scheme fs, qs;
         REQUIRE(run_all(fbuf, flen, DCZ_PRECISION_AUTO, &data, fo, &fs), "float run");
         CHECK(run_all(qbuf, qlen, DCZ_PRECISION_AUTO, &data, qo, &qs) && qs == (dcz_scheme)schemes[s],
@@ -495,7 +513,6 @@ static void test_residual_relu_fused(void)
         CHECK(maxd <= 0.3 && maxd > 0, "scheme %u: max |diff| %g from float", schemes[s], maxd);
         free(fbuf);
         free(qbuf);
-        dcz_cal_collect_free(&c);
         dcz_doc_free(d);
     }
     free(fo);
@@ -514,14 +531,9 @@ static void test_pool_fused_in_chunks(void)
 {
     dcz_dataset data;
     REQUIRE(make_data(&data, 300, 47), "data");
-    size_t idx[100];
-    for (size_t i = 0; i < 100; i++) idx[i] = i;
     float *qo = malloc(data.n * 5 * sizeof *qo);
-    REQUIRE(qo, "alloc");
-    dcz_doc *d;
-    REQUIRE(dcz_doc_alloc(10, &d) == DCZ_OK, "alloc doc");
-    d->input_rank = 3;
-    d->input_dims[0] = 1; d->input_dims[1] = 8; d->input_dims[2] = 8;
+    dcz_doc *d = doc_8x8(10);
+    REQUIRE(qo && d, "alloc");
     dcz_doc_layer *L = d->layers;
     doc_conv_layer(&L[0], "conv1", 1, 128, 3, 1, 1, DCZ_ENC_F32, 0, 0, 0);
     doc_plain_layer(&L[1], DCZ_OP_RELU, "relu1");
@@ -534,15 +546,9 @@ static void test_pool_fused_in_chunks(void)
     doc_dense_layer(&L[8], "fc", 4, 5, DCZ_ENC_F32, 0, 0, 0);
     doc_plain_layer(&L[9], DCZ_OP_SOFTMAX, "prob");
     fill_params(d, 29);
-    dcz_cal_collect c;
-    REQUIRE(dcz_cal_collect_stats(d, &data, idx, 100, 50, NULL, NULL, &c) == DCZ_OK, "collect");
-    dcz_cal_layer_cfg cfg[3];
-    dcz_cal_result res[3];
-    fill_cfg(cfg, 3, DCZ_CAL_MINMAX, 1);
-    REQUIRE(c.count == 3 && dcz_cal_apply(d, DCZ_SCHEME_INT8, &c, cfg, res) == DCZ_OK, "apply");
     uint8_t *qbuf;
     size_t qlen;
-    REQUIRE(dcz_doc_write(d, &qbuf, &qlen) == DCZ_OK, "write calibrated");
+    REQUIRE(calibrate_doc(d, &data, 100, DCZ_SCHEME_INT8, 3, &qbuf, &qlen), "calibrate");
     dcz_scheme qs;
     CHECK(run_all(qbuf, qlen, DCZ_PRECISION_AUTO, &data, qo, &qs) && qs == DCZ_SCHEME_INT8,
           "the integer run differs at batch 1 or from the reference kernels");
@@ -559,7 +565,6 @@ static void test_pool_fused_in_chunks(void)
     }
     dcz_close(m);
     free(qbuf);
-    dcz_cal_collect_free(&c);
     dcz_doc_free(d);
     free(qo);
     dcz_dataset_free(&data);
