@@ -228,6 +228,7 @@ static void test_integer_close_to_float(void)
         dcz_cal_result res[4];
         fill_cfg(cfg, 4, s == 1 ? DCZ_CAL_MSE : DCZ_CAL_MINMAX, s == 0);
         REQUIRE(dcz_cal_apply(d, schemes[s], &c, cfg, res) == DCZ_OK, "apply");
+        dcz_cal_collect_free(&c);
         CHECK(d->layers[0].t[0].enc == (s == 2 ? DCZ_ENC_I16 : DCZ_ENC_I8), "dense weights as integers");
         CHECK(d->layers[3].t[0].enc == DCZ_ENC_CODEBOOK && d->layers[8].t[0].enc == DCZ_ENC_SPARSE_F32,
               "sparse weights keep their encoding");
