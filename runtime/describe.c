@@ -122,10 +122,11 @@ dcz_status dcz_describe_layer(const dcz_model *m, uint32_t layer, dcz_layer_desc
     gpu_why(m, l, k);
     if (l->fused && !m->opt.force_reference) {
         /* a pool: by the convolution before, or the one before its activation */
-        const uint32_t by = l->fused == 2 && !m->layers[layer - 1].qpool ? layer - 2 : layer - 1;
+        const int pool = l->fused == DCZ_FUSED_POOL;
+        const uint32_t by = pool && !m->layers[layer - 1].qpool ? layer - 2 : layer - 1;
         k->kernel = "fused";
         snprintf(k->why, sizeof k->why, "applied by %s as it writes its output (%s)", m->layers[by].name,
-                 l->fused == 2 ? "a copy here; runs with taps pool here" : "runs with taps apply it here");
+                 pool ? "a copy here; runs with taps pool here" : "runs with taps apply it here");
     }
     if (!k->weighted) return DCZ_OK;
     const char *cisa = m->opt.force_reference ? NULL : dcz_conv2d_variant();   /* convolution rows */

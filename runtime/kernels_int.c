@@ -119,6 +119,11 @@ void dcz_qrelu_ref(dcz_q *x, size_t n)
     for (size_t i = 0; i < n; i++) x[i] = x[i] < 0 ? 0 : x[i];
 }
 
+void dcz_qclamp_ref(dcz_q *x, size_t n, int32_t lo, int32_t hi)
+{
+    for (size_t i = 0; i < n; i++) x[i] = (dcz_q)(x[i] < lo ? lo : x[i] > hi ? hi : x[i]);
+}
+
 /* rq(v, m, k) of a value |v| < 2^31 (an activation or the product of two):
  * |v m| < 2^62, so the product never overflows. */
 static int64_t rescale(int64_t v, int32_t mult, uint8_t shift)

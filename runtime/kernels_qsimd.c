@@ -232,6 +232,15 @@ void dcz_requant8(const dcz_requant *rq, const int64_t *acc, size_t batch, uint3
 
 /* ---- element-wise layers ---------------------------------------------------- */
 
+/* dcz_qadd_ref clamped to lo .. hi (within +-qmax: the reference's own
+ * clamp at max(hi, -lo) then changes nothing) */
+static void qadd_clamped_ref(const dcz_q *a, const dcz_q *b, size_t n, const int32_t *mult, const uint8_t *shift,
+                             int32_t lo, int32_t hi, dcz_q *y)
+{
+    dcz_qadd_ref(a, b, n, mult, shift, hi > -lo ? hi : -lo, y);
+    dcz_qclamp_ref(y, n, lo, hi);
+}
+
 #ifdef DCZ_X86
 /* rq(v, m, k) of the even (64-bit) lanes of v (k <= 62, |v m| < 2^62): the
  * signed multiply, the rounding half, an arithmetic shift (a floor) */
@@ -246,7 +255,7 @@ static inline __m512i rescale8__avx512(__m512i v, __m512i m, __m512i half, __m12
  * together (the reference's integers). Against 8 values a step in 64-bit
  * lanes and the ReLU after the Add in a pass of its own, this and the Add
  * taking the ReLU: ResNet-style int8 batch 1 76.5 -> 74.4 us. */
-__attribute__((target("avx512f,avx512bw")))
+__attribute__((target("avx512f")))
 static void qadd__avx512(const dcz_q *a, const dcz_q *b, size_t n, const int32_t *mult, const uint8_t *shift,
                          int32_t lo, int32_t hi, dcz_q *y)
 {
@@ -267,10 +276,7 @@ static void qadd__avx512(const dcz_q *a, const dcz_q *b, size_t n, const int32_t
         const __m512i v = _mm512_mask_blend_epi32((__mmask16)0xAAAA, ev, _mm512_slli_epi64(od, 32));
         _mm256_storeu_si256((__m256i *)(void *)(y + i), _mm512_cvtepi32_epi16(v));
     }
-    if (i < n) {
-        dcz_qadd_ref(a + i, b + i, n - i, mult, shift, hi > -lo ? hi : -lo, y + i);
-        for (; i < n; i++) y[i] = (dcz_q)(y[i] < lo ? lo : y[i] > hi ? hi : y[i]);
-    }
+    if (i < n) qadd_clamped_ref(a + i, b + i, n - i, mult, shift, lo, hi, y + i);
 }
 
 __attribute__((target("avx2")))
@@ -291,14 +297,12 @@ void dcz_qadd(const dcz_q *a, const dcz_q *b, size_t n, const int32_t *mult, con
 {
 #ifdef DCZ_X86
     /* the reference's formula holds for shifts up to 62 (dcz_round_shift) */
-    if (dcz_isa_supported(DCZ_ISA_AVX512) && __builtin_cpu_supports("avx512bw") && shift[0] <= 62 &&
-        shift[1] <= 62) {
+    if (dcz_isa_supported(DCZ_ISA_AVX512) && shift[0] <= 62 && shift[1] <= 62) {
         qadd__avx512(a, b, n, mult, shift, lo, hi, y);
         return;
     }
 #endif
-    dcz_qadd_ref(a, b, n, mult, shift, hi > -lo ? hi : -lo, y);
-    for (size_t i = 0; i < n; i++) y[i] = (dcz_q)(y[i] < lo ? lo : y[i] > hi ? hi : y[i]);
+    qadd_clamped_ref(a, b, n, mult, shift, lo, hi, y);
 }
 
 void dcz_qrelu(dcz_q *x, size_t n)

@@ -1984,16 +1984,17 @@ int dcz_qconv2d_shift_requant(const dcz_conv_geom *g, const dcz_qshift *f, const
     if (nv <= REQ_PLANE_MAX)
         for (size_t j = 0, col = 0; j < nv; j++, col = (col + 16) % q.wq)
             keep[j] = (uint16_t)keep_lanes(16 * j, (int64_t)col, (int64_t)q.wq, g->out_w, cells);
+    /* with pool2, the pooled plane: its cells one after the other, a
+     * quarter of the plane's (within REQ_PLANE_MAX * 4, requant_by_planes) */
+    const uint32_t ph = g->out_h / 2, pw = g->out_w / 2;
+    const size_t pooled = (size_t)ph * pw, pnv = pool2 ? (pooled + 15) / 16 : 0;
+    uint16_t pkeep[REQ_PLANE_MAX];
+    for (size_t j = 0; j < pnv; j++) pkeep[j] = (uint16_t)keep_lanes(16 * j, 0, (int64_t)pooled, pooled, pooled);
     for (size_t b = 0; b < batch; b++) {
         qsplit_any(1, g, &q, x + b * in_sample, (uint8_t *)xs);
         planes(f, f->corr, g->out_c, q.out16, cells, xs, t, NULL);
         if (pool2) {   /* the pooled sums requantized: max commutes with the requantization */
-            const uint32_t ph = g->out_h / 2, pw = g->out_w / 2;
-            const size_t pooled = (size_t)ph * pw, pnv = (pooled + 15) / 16;
-            int32_t pt[REQ_PLANE_MAX * 4];   /* the pooled plane: a quarter of the plane's cells */
-            uint16_t pkeep[REQ_PLANE_MAX];
-            for (size_t j = 0; j < pnv; j++)
-                pkeep[j] = (uint16_t)(pooled - 16 * j >= 16 ? 0xFFFF : (1u << (pooled - 16 * j)) - 1);
+            int32_t pt[REQ_PLANE_MAX * 4];
             dcz_q *yb = y + b * g->out_c * out_plane;   /* a sample's place as unpooled */
             for (uint32_t oc = 0; oc < g->out_c; oc++) {
                 pool2_plane__avx512(t + oc * q.out16, q.wq, ph, pw, pt);

@@ -410,13 +410,13 @@ static void fuse_activations(dcz_model *m)
             if (a->op != DCZ_OP_RELU && !(a->table && table_clamp(a->table, m->qmax, &lo, &hi))) continue;
             c->qlo = lo;
             c->qhi = hi;
-            a->fused = 1;
+            a->fused = DCZ_FUSED_ACT;
             continue;
         }
         const int takes = (c->op == DCZ_OP_CONV2D && c->shifted) || c->op == DCZ_OP_ADD;
         if (!takes || c->q || a->q || (a->op != DCZ_OP_RELU && a->op != DCZ_OP_CLIP)) continue;
         c->act = (dcz_act){ a->op, a->param[0], a->param[1] };
-        a->fused = 1;
+        a->fused = DCZ_FUSED_ACT;
     }
     /* then an integer 2x2 max pool of stride 2 that alone reads such a
      * convolution's output (or that of its fused activation), whole windows
@@ -424,7 +424,7 @@ static void fuse_activations(dcz_model *m)
      * sums: a quarter of its work (dcz_qconv2d_shift_requant) */
     for (uint32_t i = 0; i + 1 < m->nlayers; i++) {
         dcz_exec_layer *c = &m->layers[i];
-        const uint32_t j = i + 1 + (i + 2 < m->nlayers && m->layers[i + 1].fused);   /* the pool */
+        const uint32_t j = i + 1 + (i + 2 < m->nlayers && m->layers[i + 1].fused == DCZ_FUSED_ACT);   /* the pool */
         if (!c->q || c->op != DCZ_OP_CONV2D || !c->shifted || i == m->q_last || j >= m->nlayers) continue;
         dcz_exec_layer *p = &m->layers[j];
         const dcz_requant rq = { c->rq_mult, c->rq_shift, m->qmax };
@@ -434,7 +434,7 @@ static void fuse_activations(dcz_model *m)
             !dcz_qconv2d_shift_requant_runs(&c->geom, &c->qshift, &rq, 1))
             continue;
         c->qpool = 1;
-        p->fused = 2;
+        p->fused = DCZ_FUSED_POOL;
     }
 }
 

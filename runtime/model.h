@@ -196,6 +196,10 @@ typedef struct dcz_qshift {
 /* A layer in execution form. Its kernels are its op's in the operator
  * table (ops.h: run, run_q); a weighted layer's weight is dense (w) or in
  * the sparse execution form (sp, sparse set). */
+/* What a layer fused into the one before it leaves to do (load.c,
+ * fuse_activations; dcz_exec_layer.fused). */
+enum { DCZ_FUSED_ACT = 1, DCZ_FUSED_POOL = 2 };
+
 typedef struct dcz_exec_layer {
     uint16_t op;
     uint8_t sparse;         /* weighted: sp holds the weight (else w) */
@@ -212,9 +216,9 @@ typedef struct dcz_exec_layer {
                                else dcz_conv2d_dense */
     dcz_act act;            /* float CONV2D on the shift form, float ADD: the next layer's activation,
                                applied as it writes its output when the run fuses (op 0: none) */
-    uint8_t fused;          /* RELU or CLIP applied by the layer before when the run fuses; a
-                               MAXPOOL: 2 when the convolution before (or the one before its
-                               fused activation) pools as it writes, which leaves it a copy */
+    uint8_t fused;          /* DCZ_FUSED_ACT: a RELU or CLIP the layer before applies when the
+                               run fuses; DCZ_FUSED_POOL: a MAXPOOL the convolution before (or
+                               the one before its fused activation) takes, leaving it a copy */
     uint8_t qpool;          /* integer CONV2D on the shift form: takes the 2x2 MAXPOOL after it
                                when the run fuses (dcz_qconv2d_shift_requant pool2) */
     uint8_t shifted;        /* CONV2D also held in the shift form, which runs it: float in shift
@@ -1141,6 +1145,9 @@ int dcz_qconv2d_shift_requant(const dcz_conv_geom *g, const dcz_qshift *f, const
                               size_t batch, float *scratch, dcz_q *y);
 
 void dcz_qrelu_ref(dcz_q *x, size_t n);
+/* x (n) = clamp(x, lo, hi): the bounds of an integer activation fused in
+ * (lo <= hi). */
+void dcz_qclamp_ref(dcz_q *x, size_t n, int32_t lo, int32_t hi);
 /* y (n) = clamp(rq(a, mult[0], shift[0]) + rq(b, mult[1], shift[1]), +-qmax)
  * with rq(v, m, k) = round_shift(v m, k) (v m for k 0): both inputs
  * brought to the output's scale, then added. */

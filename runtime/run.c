@@ -136,9 +136,7 @@ void dcz_qrun_weighted(const dcz_model *m, uint32_t index, const void *const *xs
             dcz_requant8(&rq, m->qacc, batch, l->channels, plane, y);
         else
             dcz_requant_ref(&rq, m->qacc, batch, l->channels, plane, y);
-        dcz_q *q = y;
-        if (lo != -m->qmax || hi != m->qmax)
-            for (size_t i = 0; i < batch * l->out; i++) q[i] = (dcz_q)(q[i] < lo ? lo : q[i] > hi ? hi : q[i]);
+        if (lo != -m->qmax || hi != m->qmax) dcz_qclamp_ref(y, batch * l->out, lo, hi);
     }
 }
 
@@ -148,7 +146,7 @@ void dcz_qrun_maxpool(const dcz_model *m, uint32_t index, const void *const *xs,
     const dcz_exec_layer *l = &m->layers[index];
     /* pooled already by the convolution before (load.c): a sample's pooled
      * planes lie at the start of its place */
-    if (m->fuse && l->fused) {
+    if (m->fuse && l->fused == DCZ_FUSED_POOL) {
         for (size_t b = 0; b < batch; b++)
             memcpy((dcz_q *)y + b * l->out, (const dcz_q *)xs[0] + b * l->in, l->out * sizeof(dcz_q));
     } else if (m->opt.force_reference) dcz_qmaxpool_ref(&m->layers[index].geom, xs[0], batch, y);
@@ -398,10 +396,11 @@ static const void *tensor_at(const dcz_model *m, uint32_t t, const float *input,
  * dense ResNet-style 14.5). The LeNets run their fully connected layers on
  * the whole batch as before. Integer models take chunks too, but for the
  * readers of the region's input, which the first weighted layer quantizes
- * for the whole batch: with the integer kernels of today, int8 MobileNetV2-style at batch
- * 64 10.91 -> 10.49 ms, ResNet-style 5.01 -> 4.95 (LeNet-5 0.94 -> 0.95,
- * within the noise; chunks of 2 MB or 512 KB measured the same). A run with
- * a tap sees each layer's whole batch, so it takes no chunks. */
+ * for the whole batch: with the integer kernels of today, int8
+ * MobileNetV2-style at batch 64 10.91 -> 10.49 ms, ResNet-style 5.01 ->
+ * 4.95 (LeNet-5 0.94 -> 0.95, within the noise; chunks of 2 MB or 512 KB
+ * measured the same). A run with a tap sees each layer's whole batch, so it
+ * takes no chunks. */
 
 /* Layers first .. last on samples s0 .. s0 + n - 1 of a batch of batch
  * samples (s0 0 on the integer region). */
@@ -410,7 +409,7 @@ static void run_layers(dcz_model *m, uint32_t first, uint32_t last, const float 
 {
     for (uint32_t i = first; i <= last; i++) {
         const dcz_exec_layer *l = &m->layers[i];
-        if (l->fused == 1 && m->fuse) continue;   /* the layer before applied it, in this place */
+        if (l->fused == DCZ_FUSED_ACT && m->fuse) continue;   /* the layer before applied it, in this place */
         float *y = place_of(m, i + 1, batch, s0, n);
         const void *xs[DCZ_MAX_INPUTS];
         for (uint32_t k = 0; k < l->nin; k++) xs[k] = tensor_at(m, l->tin[k], input, batch, s0, n);

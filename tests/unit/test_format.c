@@ -1508,7 +1508,7 @@ static void test_describe_layers(void)
                   "doc %zu layer %u: op, width, weights", f, i);
             if (!ld.weighted && l->fused) {   /* an activation the convolution before applies, or a pool */
                 seen_fused++;
-                const uint32_t by = l->fused == 2 && !m->layers[i - 1].qpool ? i - 2 : i - 1;
+                const uint32_t by = l->fused == DCZ_FUSED_POOL && !m->layers[i - 1].qpool ? i - 2 : i - 1;
                 CHECK(strcmp(ld.kernel, "fused") == 0 && strstr(ld.why, m->layers[by].name) != NULL,
                       "doc %zu layer %u: fused: %s (%s)", f, i, ld.kernel, ld.why);
                 continue;
