@@ -215,16 +215,16 @@ int main(int argc, char **argv)
                 TIME(REPS, dcz_spmv_ref(&sp, NULL, x, y), tr);
                 /* each kernel, then dcz_spmv_pick's choice with the choosing */
                 double tk[2] = { 0, 0 };
-                TIME(REPS, dcz_spmv_pool(lpool, &sp, DCZ_SPMV_COLUMNS, NULL, x, y), tk[0]);
+                TIME(REPS, dcz_spmv_pool(lpool, &sp, DCZ_SPMV_COLUMNS, NULL, NULL, x, y), tk[0]);
                 /* the lane kernel with its copy of x into panels */
                 if (sp.lgroups)
-                    TIME(REPS, dcz_spmv_pool(lpool, &sp, DCZ_SPMV_LANES, NULL,
+                    TIME(REPS, dcz_spmv_pool(lpool, &sp, DCZ_SPMV_LANES, NULL, NULL,
                                              dcz_spmv_input(&sp, DCZ_SPMV_LANES, x, panels), y),
                          tk[1]);
                 const dcz_spmv_kind pick = dcz_spmv_pick(&sp, x);
                 dcz_spmv_kind kz = pick;
                 TIME(REPS, (kz = dcz_spmv_pick(&sp, x),
-                            dcz_spmv_pool(lpool, &sp, kz, NULL, dcz_spmv_input(&sp, kz, x, panels), y)),
+                            dcz_spmv_pool(lpool, &sp, kz, NULL, NULL, dcz_spmv_input(&sp, kz, x, panels), y)),
                      tz);
                 /* what the column kernel reads: col_ptr, and the packed
                  * entries of the columns of nonzero inputs */
@@ -235,7 +235,7 @@ int main(int argc, char **argv)
                         if (x[jc] != 0.0f) live += p[jc + 1] - p[jc];
                 }
                 /* the lane kernel reads its slots and bases whatever x is */
-                const double lane_bytes = dcz_lanes_steps(&sp) * (DCZ_LANE_ROWS * 2 + 4.0);
+                const double lane_bytes = dcz_lanes_steps(&sp) * (DCZ_LANE_SLOTS * 2 + 4.0);
                 const double csc_bytes = (s->cols + 1) * 4.0 + live * (sp.cent16 ? 2 : 4);
                 row(s->name, shp, s->density, act, 1, td, tc, tr, tk,
                     pick == DCZ_SPMV_LANES ? "lanes" : "columns", tz,

@@ -4,6 +4,7 @@
  * and dcz info tells on any machine.
  */
 #include <stdio.h>
+#include <string.h>
 
 #include "runtime/gpu.h"
 #include "runtime/model.h"
@@ -83,7 +84,7 @@ static void sparse_dense_why(const dcz_sparse *s, dcz_layer_desc *k)
     if (s->col_ptr)
         snprintf(cols, sizeof cols, "by columns, skipping zero inputs (%d-bit entries)", s->cent16 ? 16 : 32);
     if (s->lgroups)
-        snprintf(lanes, sizeof lanes, "%s by lanes (avx512, 16 rows per vector, %u-column windows)%s",
+        snprintf(lanes, sizeof lanes, "%s by lanes (avx512, 16 rows per vector, two entries of each a step, %u-column windows)%s",
                  s->col_ptr ? " or" : "; instead", DCZ_LANE_W,
                  s->col_ptr ? ", whichever visits less for the input at hand" : "");
     snprintf(k->why, sizeof k->why,
@@ -224,6 +225,10 @@ dcz_status dcz_describe_layer(const dcz_model *m, uint32_t layer, dcz_layer_desc
     } else {
         k->kernel = l->sp.idx ? "spmv / spmm (codebook)" : "spmv_csc / spmm (fp32 values)";
         sparse_dense_why(&l->sp, k);
+    }
+    if (l->op == DCZ_OP_DENSE && l->act.op && !m->opt.force_reference) {
+        const size_t used = strlen(k->why);
+        snprintf(k->why + used, sizeof k->why - used, "; then %s", dcz_op_get(l->act.op)->label);
     }
     return DCZ_OK;
 }

@@ -11,6 +11,15 @@
  * has no entry in the window: the builder's greedy walk keeps about half
  * the slots full at 8% density (LeNet-300-100 fc1: 55%).
  *
+ * Two entries of a row a step. A step's two slices are the same sixteen
+ * rows, slice 0 taking each row's next entry in the window and slice 1 the
+ * one after it, into two sums a row that the end adds: the walk of 32
+ * rows, a slice each, took 1110 steps on LeNet-300-100 fc1, 181 on fc2 and
+ * 32 on fc3, this one 1060, 163 and 16 (batch 1: 2.46 -> 2.35 us, with the
+ * ReLUs fused into the stores). Eight rows of four entries took more steps
+ * (1189 on fc1), and so did sixteen rows of three or four with their wider
+ * steps counted as 1.5 or 2 (1165, 1268).
+ *
  * Slots of 16 bits, two slices a vector: the form had byte slots, four
  * slices a vector, and windows of 15 columns for codebooks of 16 values
  * but of 7 for 32 (the fully connected layers' 5 bits), a third of its
@@ -26,24 +35,36 @@
  * of the windows that start at or before the column it needs, the latest,
  * so it loses a third of a window at most (measured on 4096 x 4096 at 9%:
  * 7% more steps than windows at any column, each a third cheaper). Both
- * slices of a step share its window: a step is bound by its loads (the
- * slots and the panel), and a panel per slice took 5 of them where one
- * takes 3; 5% more steps, each about 25% cheaper (LeNet-300-100 fc1,
- * with the slots loaded once: 2.26 -> 1.70 us).
+ * slices of a step share its window (a panel per slice took 5 loads where
+ * one takes 3; LeNet-300-100 fc1 with the slots loaded once: 2.26 -> 1.70
+ * us), and the next window for slice 1 took more steps (1137 on fc1).
+ *
+ * The cost of a step (Zen 4, measured by removing instructions from the
+ * loop): its nine vector instructions, four permutes, three shifts that
+ * bring the other three fields of the slots down to the bits a permute
+ * reads, and two multiply-adds; without the shifts a step takes 30% less.
+ * Each field loaded in its own vector instead (four slot vectors a step)
+ * took 1.8 times as long, two vectors and two shifts 1.05 times, the
+ * weights loaded as floats 1.3 times: the slots then no longer fit the
+ * second-level cache's bandwidth. Two chains of sums a slice gained
+ * nothing, nor ands in place of the shifts (5%), nor multiplies (slower).
  *
  * Rounding. Each product is fused into its row's sum (one rounding per
  * entry, where the other kernels round the product and then the sum): a
  * fused multiply-add is one instruction where a multiply and an add are
  * two, on the ports the lookups need too. dcz_spmv_lanes_ref, the
- * specification, sums with fmaf in the same order (bias, then the entries
- * in column order), so the two lane kernels agree bit for bit; against
- * dcz_spmv_ref a row differs by at most the rounding of its products
- * (tests/unit/test_simd.c states the bound it checks). The vector kernel
- * adds w * 0 for an empty slot, which only changes the sign of a zero sum.
+ * specification, sums with fmaf in the same order (slice 0: the bias, then
+ * the row's first entry of each step; slice 1: from 0, its second entries;
+ * then the two sums added, and the fused activation applied), so the two
+ * lane kernels agree bit for bit; against dcz_spmv_ref a row differs by at
+ * most the rounding of its products (tests/unit/test_simd.c states the
+ * bound it checks). The vector kernel adds w * 0 for an empty slot, which
+ * only changes the sign of a zero sum.
  *
  * Checked by tests/unit/test_simd.c: the vector kernel against the scalar
- * one bit for bit, both against dcz_spmv_ref within that bound, over an
- * edge-case grid, and the builder's bound.
+ * one bit for bit, with and without a fused ReLU or CLIP, both against
+ * dcz_spmv_ref within that bound, over an edge-case grid, and the
+ * builder's bound.
  */
 #include <math.h>
 #include <stdint.h>
@@ -53,6 +74,8 @@
 
 #if defined(__x86_64__) || defined(__i386__)
 #include <immintrin.h>
+
+#include "runtime/act_avx512.h"
 #define DCZ_X86 1
 #endif
 
@@ -91,7 +114,7 @@ uint64_t dcz_lanes_bytes(uint32_t rows, uint32_t cols, uint32_t nnz, uint32_t k)
     if (!lanes_fit(cols, k) || nnz == 0) return 0;
     const uint64_t groups = ((uint64_t)rows + DCZ_LANE_ROWS - 1) / DCZ_LANE_ROWS;
     const uint64_t steps = DCZ_LANE_STEPS_MAX(nnz, rows);
-    return (groups + 1) * 4 + steps * 2 + 63 + steps * DCZ_LANE_ROWS * 2;
+    return (groups + 1) * 4 + steps * 2 + 63 + steps * DCZ_LANE_SLOTS * 2;
 }
 
 /* A lane's place in its row of the row form: the next real entry e (e ==
@@ -100,10 +123,10 @@ typedef struct lane {
     uint32_t e, end, col;
 } lane;
 
-/* One step of a group's 32 lanes: its window (the latest to start at or
- * before the smallest column the lanes need) and each lane's slot (lane l
- * of slice sl at slot[2 l + sl]). Returns 0, writing nothing, when no lane
- * has entries left. */
+/* One step of a group's 16 rows: its window (the latest to start at or
+ * before the smallest column the rows need) and each row's two slots (row
+ * l's first entry in the window at slot[2 l], its second at slot[2 l + 1]).
+ * Returns 0, writing nothing, when no row has entries left. */
 static int group_step(const dcz_sparse *s, lane *ln, uint16_t *base, uint16_t *slot)
 {
     uint32_t b = UINT32_MAX;
@@ -112,16 +135,17 @@ static int group_step(const dcz_sparse *s, lane *ln, uint16_t *base, uint16_t *s
     if (b == UINT32_MAX) return 0;
     const uint32_t v = dcz_lanes_window_of(b), start = dcz_lanes_window_start(v);
     *base = (uint16_t)v;
-    for (int l = 0; l < DCZ_LANE_ROWS; l++) {
-        uint16_t *q = slot + SLICES * (l % LANES) + l / LANES;
-        if (ln[l].e < ln[l].end && ln[l].col < start + DCZ_LANE_W) {
-            *q = (uint16_t)((ln[l].col - start) | (uint32_t)s->idx[ln[l].e] << 8);
-            ln[l].e++;
-            dcz_steps_seek(s->step, &ln[l].e, ln[l].end, ln[l].col, &ln[l].col);
-        } else {
-            *q = EMPTY;
+    for (int l = 0; l < DCZ_LANE_ROWS; l++)
+        for (int sl = 0; sl < SLICES; sl++) {
+            uint16_t *q = slot + SLICES * l + sl;
+            if (ln[l].e < ln[l].end && ln[l].col < start + DCZ_LANE_W) {
+                *q = (uint16_t)((ln[l].col - start) | (uint32_t)s->idx[ln[l].e] << 8);
+                ln[l].e++;
+                dcz_steps_seek(s->step, &ln[l].e, ln[l].end, ln[l].col, &ln[l].col);
+            } else {
+                *q = EMPTY;
+            }
         }
-    }
     return 1;
 }
 
@@ -141,15 +165,19 @@ void dcz_lanes_build(dcz_sparse *s, uint32_t nnz, void *mem)
             dcz_steps_row(s->row_ptr, s->step, s->rows, g * DCZ_LANE_ROWS + i, &ln[i].e, &ln[i].end, &ln[i].col);
         start[g] = (uint32_t)t;
         for (;;) {
-            uint16_t b, q[DCZ_LANE_ROWS];
+            uint16_t b, q[DCZ_LANE_SLOTS];
             if (!group_step(s, ln, &b, q)) break;
             if (t == cap) return; /* past the bound: no lane form */
             base[t] = b;
-            memcpy(slot + t * DCZ_LANE_ROWS, q, sizeof q);
+            memcpy(slot + t * DCZ_LANE_SLOTS, q, sizeof q);
             t++;
         }
     }
     start[groups] = (uint32_t)t;
+    /* the column kernel visits the entries of the nonzero inputs, about nnz
+     * times their share: lanes win past this many (DCZ_LANE_STEP_ENTRIES) */
+    const uint64_t need = nnz ? t * DCZ_LANE_STEP_ENTRIES * s->cols / nnz : UINT32_MAX;
+    s->lneed = need < UINT32_MAX ? (uint32_t)need : UINT32_MAX;
     s->lgroups = groups;
     s->lstart = start;
     s->lbase = base;
@@ -157,24 +185,26 @@ void dcz_lanes_build(dcz_sparse *s, uint32_t nnz, void *mem)
 }
 
 void dcz_spmv_lanes_ref(const dcz_sparse *s, uint32_t g0, uint32_t g1, const float *bias,
-                        const float *x, float *y)
+                        const dcz_act *act, const float *x, float *y)
 {
     for (uint32_t g = g0; g < g1; g++) {
-        float acc[DCZ_LANE_ROWS];
+        float acc[SLICES][DCZ_LANE_ROWS];
         const uint32_t r0 = g * DCZ_LANE_ROWS;
-        for (uint32_t i = 0; i < DCZ_LANE_ROWS; i++)
-            acc[i] = bias && r0 + i < s->rows ? bias[r0 + i] : 0.0f;
+        for (uint32_t l = 0; l < DCZ_LANE_ROWS; l++) {
+            acc[0][l] = bias && r0 + l < s->rows ? bias[r0 + l] : 0.0f;
+            acc[1][l] = 0.0f;
+        }
         for (uint32_t t = s->lstart[g]; t < s->lstart[g + 1]; t++) {
             const uint32_t b = dcz_lanes_window_start(s->lbase[t]);
-            for (uint32_t sl = 0; sl < SLICES; sl++) {
-                for (uint32_t l = 0; l < LANES; l++) {
-                    const uint32_t q = s->lslot[(size_t)t * DCZ_LANE_ROWS + SLICES * l + sl];
+            for (uint32_t l = 0; l < DCZ_LANE_ROWS; l++)
+                for (uint32_t sl = 0; sl < SLICES; sl++) {
+                    const uint32_t q = s->lslot[(size_t)t * DCZ_LANE_SLOTS + SLICES * l + sl];
                     if ((q & 0xFF) == EMPTY) continue;
-                    acc[LANES * sl + l] = fmaf(s->codebook[q >> 8], x[b + (q & 0xFF)], acc[LANES * sl + l]);
+                    acc[sl][l] = fmaf(s->codebook[q >> 8], x[b + (q & 0xFF)], acc[sl][l]);
                 }
-            }
         }
-        for (uint32_t i = 0; i < DCZ_LANE_ROWS && r0 + i < s->rows; i++) y[r0 + i] = acc[i];
+        for (uint32_t l = 0; l < DCZ_LANE_ROWS && r0 + l < s->rows; l++)
+            y[r0 + l] = dcz_act_one(act, acc[0][l] + acc[1][l]);
     }
 }
 
@@ -220,7 +250,7 @@ const float *dcz_lanes_panels__avx512(const dcz_sparse *s, const float *x, float
 
 __attribute__((target("avx512f")))
 void dcz_spmv_lanes__avx512(const dcz_sparse *s, uint32_t g0, uint32_t g1, const float *bias,
-                            const float *panels, float *y)
+                            const dcz_act *act, const float *panels, float *y)
 {
     const uint32_t k = s->k;
     const __m512 cb0 = _mm512_maskz_loadu_ps(k >= 16 ? 0xFFFF : (__mmask16)((1u << k) - 1),
@@ -230,25 +260,24 @@ void dcz_spmv_lanes__avx512(const dcz_sparse *s, uint32_t g0, uint32_t g1, const
                               : _mm512_setzero_ps();
     for (uint32_t g = g0; g < g1; g++) {
         const uint32_t r0 = g * DCZ_LANE_ROWS;
-        const __mmask16 m0 = rows_mask(s->rows, r0), m1 = rows_mask(s->rows, r0 + LANES);
-        __m512 a0 = bias ? _mm512_maskz_loadu_ps(m0, bias + r0) : _mm512_setzero_ps();
-        __m512 a1 = bias ? _mm512_maskz_loadu_ps(m1, bias + r0 + LANES) : _mm512_setzero_ps();
+        const __mmask16 m = rows_mask(s->rows, r0);
+        __m512 a0 = bias ? _mm512_maskz_loadu_ps(m, bias + r0) : _mm512_setzero_ps();
+        __m512 a1 = _mm512_setzero_ps();
         for (uint32_t t = s->lstart[g]; t < s->lstart[g + 1]; t++) {
-            _mm_prefetch((const char *)(s->lslot + (size_t)t * DCZ_LANE_ROWS) + SLOT_PREFETCH,
+            _mm_prefetch((const char *)(s->lslot + (size_t)t * DCZ_LANE_SLOTS) + SLOT_PREFETCH,
                          _MM_HINT_NTA);
             /* the slot vector is loaded once, into a register: left to
              * it, the compiler folds the load into each shift that reads
              * it, and extra 64-byte loads slow a step that the loads
              * bound (fc1 of LeNet-300-100: 2.26 -> 1.78 us) */
-            __m512i q = _mm512_load_si512((const void *)(s->lslot + (size_t)t * DCZ_LANE_ROWS));
+            __m512i q = _mm512_load_si512((const void *)(s->lslot + (size_t)t * DCZ_LANE_SLOTS));
             __asm__("" : "+v"(q));
             const float *pw = panels + (size_t)s->lbase[t] * PANEL;
             const __m512 x0 = _mm512_load_ps(pw), x1 = _mm512_load_ps(pw + 16);
             LANE_SLICE(a0, q, _mm512_srli_epi32(q, 8));
             LANE_SLICE(a1, _mm512_srli_epi32(q, 16), _mm512_srli_epi32(q, 24));
         }
-        _mm512_mask_storeu_ps(y + r0, m0, a0);
-        _mm512_mask_storeu_ps(y + r0 + LANES, m1, a1);
+        _mm512_mask_storeu_ps(y + r0, m, dcz_act__avx512(_mm512_add_ps(a0, a1), act));
     }
 }
 

@@ -73,6 +73,8 @@
 
 #if defined(__x86_64__) || defined(__i386__)
 #include <immintrin.h>
+
+#include "runtime/act_avx512.h"
 #define DCZ_X86 1
 #elif defined(__aarch64__) && defined(__ARM_NEON)
 #include <arm_neon.h>
@@ -365,18 +367,6 @@ static inline uint32_t lanes(int64_t lo, int64_t hi, int64_t n)
     return (uint32_t)(below_hi & ~below_lo);
 }
 
-/* act on a vector: ReLU is max(v, 0) and CLIP max(lo, min(hi, v)), the
- * bits of dcz_relu and dcz_clip (NaN and zeros of both signs included:
- * max and min return their second operand unless the first compares
- * greater, or less) */
-__attribute__((target("avx512f")))
-static inline __m512 act__avx512(__m512 v, const dcz_act *act)
-{
-    if (act->op == DCZ_OP_RELU) return _mm512_max_ps(v, _mm512_setzero_ps());
-    if (act->op == DCZ_OP_CLIP)
-        return _mm512_max_ps(_mm512_set1_ps(act->lo), _mm512_min_ps(_mm512_set1_ps(act->hi), v));
-    return v;
-}
 
 /* The lanes of the vector of 16 cells from cell p, at column col of its
  * row, that are output cells: columns below out_w of rows wq wide, cells
@@ -413,7 +403,7 @@ static void out_fill(tile_out *om, size_t v0, size_t T)
  * does, ran no faster, and slower: ResNet-style 115 -> 121 us) */
 #define OUT_STORE(om, oc, i, sum)                                                                                \
     _mm512_mask_storeu_ps((om)->y + (size_t)(oc) * (om)->plane + (om)->v[i].at, (__mmask16)(om)->v[i].n,       \
-                          _mm512_maskz_compress_ps((__mmask16)(om)->v[i].keep, act__avx512(sum, (om)->act)))
+                          _mm512_maskz_compress_ps((__mmask16)(om)->v[i].keep, dcz_act__avx512(sum, (om)->act)))
 #define OUT_FILL(om, v0, T) out_fill(om, v0, T)
 #define OUT_T tile_out
 #define VHLOAD(p) _mm512_castps256_ps512(_mm256_loadu_ps(p))
@@ -687,8 +677,8 @@ static inline void dw_rows__avx512(const size_t NV, const size_t R, const int S2
     for (size_t r = 0; r < R; r++) {
         if (r >= nrows) break;
         float *yr = y + r * out_w;
-        for (size_t v = 0; v + 1 < NV; v++) _mm512_storeu_ps(yr + 16 * v, act__avx512(acc[r][v], act));
-        _mm512_mask_storeu_ps(yr + 16 * (NV - 1), pl->tail, act__avx512(acc[r][NV - 1], act));
+        for (size_t v = 0; v + 1 < NV; v++) _mm512_storeu_ps(yr + 16 * v, dcz_act__avx512(acc[r][v], act));
+        _mm512_mask_storeu_ps(yr + 16 * (NV - 1), pl->tail, dcz_act__avx512(acc[r][NV - 1], act));
     }
 }
 
@@ -760,7 +750,7 @@ static inline void dw_plane_vectors__avx512(const size_t NV, const float *xc, fl
             acc[j] = _mm512_fmadd_ps(wv, _mm512_maskz_permutex2var_ps(in[j][tk[e]], x0[j], ix, x1[j]), acc[j]);
     }
 #pragma GCC unroll 4
-    for (size_t j = 0; j < NV; j++) _mm512_mask_storeu_ps(yc + 16 * j, store[j], act__avx512(acc[j], act));
+    for (size_t j = 0; j < NV; j++) _mm512_mask_storeu_ps(yc + 16 * j, store[j], dcz_act__avx512(acc[j], act));
 }
 
 /* Small planes in registers: output vector j (cells 16 j ..) reads every
@@ -988,9 +978,7 @@ static int shift_run(dcz_isa isa, const dcz_conv_geom *g, const dcz_shift *f, co
                 memcpy(yb + oc * out_plane + (size_t)oy * g->out_w, t + oc * q.out16 + oy * q.wq,
                        g->out_w * sizeof *yb);
         }
-        const size_t n = g->out_c * out_plane;
-        if (act->op == DCZ_OP_RELU) dcz_relu(yb, n, yb);
-        else if (act->op == DCZ_OP_CLIP) dcz_clip(act->lo, act->hi, yb, n, yb);
+        dcz_act_apply(act, yb, g->out_c * out_plane);
     }
     return 1;
 }

@@ -572,14 +572,9 @@ dcz_spmv_kind dcz_spmv_pick(const dcz_sparse *s, const float *x)
 {
 #ifdef DCZ_X86
     if (s->lgroups && dcz_isa_supported(DCZ_ISA_AVX512)) {
-        if (!s->col_ptr) return DCZ_SPMV_LANES;
-        /* the column kernel visits the entries of the nonzero inputs,
-         * about nnz times their share: lanes win once more than `need`
-         * inputs are nonzero, which the count stops at */
-        const uint64_t nnz = s->col_ptr[(size_t)s->cblocks * (s->cols + 1) - 1];
-        const uint64_t need = nnz ? (uint64_t)dcz_lanes_steps(s) * DCZ_LANE_STEP_ENTRIES * s->cols / nnz
-                                  : UINT64_MAX;
-        if (nonzeros_past__avx512(x, s->cols, need)) return DCZ_SPMV_LANES;
+        /* lanes win once more than s->lneed inputs are nonzero, which
+         * the count stops at */
+        if (!s->col_ptr || nonzeros_past__avx512(x, s->cols, s->lneed)) return DCZ_SPMV_LANES;
     }
 #else
     (void)x;
@@ -599,10 +594,13 @@ const float *dcz_spmv_input(const dcz_sparse *s, dcz_spmv_kind kind, const float
 }
 
 void dcz_spmv_part(const dcz_sparse *s, dcz_spmv_kind kind, uint32_t part, uint32_t parts,
-                   const float *bias, const float *xin, float *y)
+                   const float *bias, const dcz_act *act, const float *xin, float *y)
 {
+    uint32_t r0, r1;
     if (kind == DCZ_SPMV_COLUMNS && s->col_ptr && s->cblocks == parts) {
         dcz_spmv_csc(s, part, bias, xin, y);
+        dcz_sparse_block_rows(s, part, &r0, &r1);
+        dcz_act_apply(act, y + r0, r1 - r0);
         return;
     }
     if (kind == DCZ_SPMV_LANES && s->lgroups) {
@@ -610,16 +608,16 @@ void dcz_spmv_part(const dcz_sparse *s, dcz_spmv_kind kind, uint32_t part, uint3
         dcz_part_range(s->lgroups, part, parts, &g0, &g1);
 #ifdef DCZ_X86
         if (dcz_isa_supported(DCZ_ISA_AVX512)) {
-            dcz_spmv_lanes__avx512(s, g0, g1, bias, xin, y);
+            dcz_spmv_lanes__avx512(s, g0, g1, bias, act, xin, y);
             return;
         }
 #endif
-        dcz_spmv_lanes_ref(s, g0, g1, bias, xin, y);
+        dcz_spmv_lanes_ref(s, g0, g1, bias, act, xin, y);
         return;
     }
-    uint32_t r0, r1;
     dcz_part_range(s->rows, part, parts, &r0, &r1);
     dcz_spmm_ref_rows(s, r0, r1, bias, xin, 1, y);
+    dcz_act_apply(act, y + r0, r1 - r0);
 }
 
 /* Chunks per thread of a call shared by threads: enough that a thread on a
@@ -646,6 +644,7 @@ typedef struct spmv_job {
     const dcz_sparse *s;
     dcz_spmv_kind kind;
     const float *bias, *xin;
+    const dcz_act *act;
     float *y;
     uint32_t chunks, next;
 } spmv_job;
@@ -655,16 +654,20 @@ static void spmv_share(void *ctx, uint32_t t)
     spmv_job *j = ctx;
     (void)t;
     for (uint32_t c; (c = take_chunk(&j->next)) < j->chunks;)
-        dcz_spmv_part(j->s, j->kind, c, j->chunks, j->bias, j->xin, j->y);
+        dcz_spmv_part(j->s, j->kind, c, j->chunks, j->bias, j->act, j->xin, j->y);
 }
 
 void dcz_spmv_pool(dcz_pool *pool, const dcz_sparse *s, dcz_spmv_kind kind, const float *bias,
-                   const float *xin, float *y)
+                   const dcz_act *act, const float *xin, float *y)
 {
     const uint32_t items = kind == DCZ_SPMV_LANES && s->lgroups ? s->lgroups : s->rows;
     const uint32_t chunks = kind == DCZ_SPMV_COLUMNS && s->col_ptr
         ? s->cblocks : share_chunks(items, dcz_pool_threads(pool));
-    spmv_job j = { s, kind, bias, xin, y, chunks, 0 };
+    if (!pool) {   /* the caller alone: the parts in turn, no job to share */
+        for (uint32_t c = 0; c < chunks; c++) dcz_spmv_part(s, kind, c, chunks, bias, act, xin, y);
+        return;
+    }
+    spmv_job j = { s, kind, bias, xin, act, y, chunks, 0 };
     dcz_pool_run(pool, spmv_share, &j);
 }
 
@@ -672,7 +675,7 @@ void dcz_spmv(const dcz_sparse *s, const float *bias, const float *x, float *y, 
 {
     dcz_spmv_kind kind = dcz_spmv_pick(s, x);
     if (kind == DCZ_SPMV_LANES && !scratch) kind = plain_kind(s);
-    dcz_spmv_pool(NULL, s, kind, bias, dcz_spmv_input(s, kind, x, scratch), y);
+    dcz_spmv_pool(NULL, s, kind, bias, NULL, dcz_spmv_input(s, kind, x, scratch), y);
 }
 
 void dcz_spmm_rows(const dcz_sparse *s, uint32_t r0, uint32_t r1, const float *bias,
@@ -902,6 +905,12 @@ void dcz_clip(float lo, float hi, const float *x, size_t n, float *y)
     dcz_activation_ref(DCZ_OP_CLIP, param, x, n, y);
 }
 
+void dcz_act_apply(const dcz_act *act, float *y, size_t n)
+{
+    if (act && act->op == DCZ_OP_RELU) dcz_relu(y, n, y);
+    else if (act && act->op == DCZ_OP_CLIP) dcz_clip(act->lo, act->hi, y, n, y);
+}
+
 /* ---- Add ---------------------------------------------------------------------------- */
 
 /* y = act(a + b), a vector at a time: one rounding per sum, then ReLU or
@@ -921,10 +930,7 @@ static void add__avx2(const float *a, const float *b, size_t n, const dcz_act *a
         else if (op == DCZ_OP_CLIP) v = _mm256_max_ps(l, _mm256_min_ps(h, v));
         _mm256_storeu_ps(y + i, v);
     }
-    for (; i < n; i++) {
-        const float v = a[i] + b[i], t = hi < v ? hi : v;
-        y[i] = op == DCZ_OP_RELU ? (v > 0.0f ? v : 0.0f) : op == DCZ_OP_CLIP ? (lo > t ? lo : t) : v;
-    }
+    for (; i < n; i++) y[i] = dcz_act_one(act, a[i] + b[i]);
 }
 #endif
 
@@ -945,10 +951,7 @@ static void add__neon(const float *a, const float *b, size_t n, const dcz_act *a
         }
         vst1q_f32(y + i, v);
     }
-    for (; i < n; i++) {
-        const float v = a[i] + b[i], t = hi < v ? hi : v;
-        y[i] = op == DCZ_OP_RELU ? (v > 0.0f ? v : 0.0f) : op == DCZ_OP_CLIP ? (lo > t ? lo : t) : v;
-    }
+    for (; i < n; i++) y[i] = dcz_act_one(act, a[i] + b[i]);
 }
 #endif
 
@@ -979,9 +982,5 @@ void dcz_add(const float *a, const float *b, size_t n, const dcz_act *act, float
 {
     if (dcz_add_isa(DCZ_ISA_AVX2, a, b, n, act, y) || dcz_add_isa(DCZ_ISA_NEON, a, b, n, act, y)) return;
     dcz_add_ref(a, b, n, y);
-    if (act && act->op == DCZ_OP_RELU) dcz_relu_ref(y, n);
-    if (act && act->op == DCZ_OP_CLIP) {
-        const float param[2] = { act->lo, act->hi };
-        dcz_activation_ref(DCZ_OP_CLIP, param, y, n, y);
-    }
+    dcz_act_apply(act, y, n);
 }

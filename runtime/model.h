@@ -67,7 +67,9 @@ typedef struct dcz_sparse {
     uint32_t lgroups;
     const uint32_t *lstart;   /* (lgroups + 1) first step of each group */
     const uint16_t *lbase;    /* (steps) window of each step */
-    const uint16_t *lslot;    /* (steps, DCZ_LANE_ROWS) slots, 64-byte aligned */
+    const uint16_t *lslot;    /* (steps, DCZ_LANE_SLOTS) slots, 64-byte aligned */
+    uint32_t lneed;           /* the lane form wins for an input with more nonzeros
+                                 (dcz_spmv_pick; capped at UINT32_MAX) */
 } dcz_sparse;
 
 /* Moves *e (before end) to the first real entry at or after it, the
@@ -178,6 +180,16 @@ typedef struct dcz_shift {
  * run in its place (run.c): DCZ_OP_RELU, or DCZ_OP_CLIP between lo and hi;
  * op 0 for none. */
 typedef struct dcz_act { uint16_t op; float lo, hi; } dcz_act;
+/* act (NULL or op 0: none) on one value, the references' formulas (NaN and
+ * zeros of both signs included): ReLU v > 0 ? v : 0; CLIP lo > t ? lo : t,
+ * t = hi < v ? hi : v. */
+static inline float dcz_act_one(const dcz_act *act, float v)
+{
+    if (!act || act->op == 0) return v;
+    if (act->op == DCZ_OP_RELU) return v > 0.0f ? v : 0.0f;
+    const float t = act->hi < v ? act->hi : v;
+    return act->lo > t ? act->lo : t;
+}
 /* Its integer twin for the 8-bit schemes (kernels_shift.c): weights by
  * quads of input channels, four bytes in a 32-bit word. */
 typedef struct dcz_qshift {
@@ -214,8 +226,9 @@ typedef struct dcz_exec_layer {
                                (dcz_conv2d_pick_im2col), else dcz_conv2d_sparse_direct; dense
                                fp32 CONV2D: dcz_conv2d_dense_im2col (dcz_conv2d_pick_dense_im2col),
                                else dcz_conv2d_dense */
-    dcz_act act;            /* float CONV2D on the shift form, float ADD: the next layer's activation,
-                               applied as it writes its output when the run fuses (op 0: none) */
+    dcz_act act;            /* float CONV2D on the shift form, float ADD, float DENSE: the next
+                               layer's activation, applied as it writes its output when the run
+                               fuses (op 0: none) */
     uint8_t fused;          /* DCZ_FUSED_ACT: a RELU or CLIP the layer before applies when the
                                run fuses; DCZ_FUSED_POOL: a MAXPOOL the convolution before (or
                                the one before its fused activation) takes, leaving it a copy */
@@ -264,27 +277,25 @@ typedef struct dcz_exec_layer {
  * lane summing its own row, the input read from a window of it held in
  * registers. For fully connected codebook layers of at most 32 values.
  *
- * The rows are cut into groups of DCZ_LANE_ROWS (32): two slices of 16
- * consecutive rows, lane l of slice s being row 32 g + 16 s + l. A group is
- * a sequence of steps. In a step, the group reads a window of
- * DCZ_LANE_W = 31 columns, and each lane one 16-bit slot: the next entry
- * of its row when that entry's column lies in the window, as
- * (column - start) | codebook index << 8, else 31, "no entry" (index 0).
- * The windows start every 10 or 11 columns: window v covers columns
- * dcz_lanes_window_start(v) .. + 30 (the vector kernel reads it as one
- * aligned panel of 32 inputs whose last is 0). A row's entries come in
- * column order, and a lane adds them slot after slot, each product fused
- * into the sum.
+ * The rows are cut into groups of DCZ_LANE_ROWS (16) consecutive rows,
+ * lane l being row 16 g + l. A group is a sequence of steps. In a step,
+ * the group reads a window of DCZ_LANE_W = 31 columns, and each lane two
+ * 16-bit slots, one a slice: its row's next two entries whose columns lie
+ * in the window, each as (column - start) | codebook index << 8, else 31,
+ * "no entry" (index 0). The windows start every 10 or 11 columns: window v
+ * covers columns dcz_lanes_window_start(v) .. + 30 (the vector kernel reads
+ * it as one aligned panel of 32 inputs whose last is 0). A row's entries
+ * come in column order; slice 0 sums the bias and each step's first entry,
+ * slice 1 each step's second, each product fused into its sum, and the row
+ * is the two sums added.
  *
  * Steps of a group (dcz_lanes_build, a greedy walk): the window is the
- * latest to start at or before the smallest column among the 32 lanes'
- * next entries; every lane whose next entry lies in it takes it. Step t
- * of the layer: lbase[t] its window, and lslot[32 t + 2 l + s] the slot of
- * lane l of slice s, so one 64-byte vector holds both slices' slots as the
- * two halves of its 32-bit lanes. One window for both slices costs about
- * 5% more steps than a window each (LeNet-300-100 fc1: 1110 against 1057
- * on random entries), but halves the panels a step loads, and the loads
- * bound the step (kernels_lanes.c).
+ * latest to start at or before the smallest column among the 16 rows'
+ * next entries; every row takes its next entries that lie in it, two at
+ * most. Step t of the layer: lbase[t] its window, and lslot[32 t + 2 l + s]
+ * the slot of lane l in slice s, so one 64-byte vector holds both slices'
+ * slots as the two halves of its 32-bit lanes, and a step loads that
+ * vector and one panel (kernels_lanes.c: what a step costs).
  *
  * The form is built where it pays: at most 32 codebook values, at most
  * 65535 columns, and no more steps than DCZ_LANE_STEPS_MAX allows (a
@@ -292,10 +303,11 @@ typedef struct dcz_exec_layer {
  * kernel per call from their measured costs. The integer lane form (below)
  * has the same windows.
  */
-#define DCZ_LANE_ROWS 32
+#define DCZ_LANE_ROWS 16
+#define DCZ_LANE_SLOTS 32   /* slots of a step: two per row */
 #define DCZ_LANE_W 31
 /* Steps a matrix of nnz entries may take, with rows rows. */
-#define DCZ_LANE_STEPS_MAX(nnz, rows) ((uint64_t)(nnz) / 8 + ((uint64_t)(rows) + 31) / 32)
+#define DCZ_LANE_STEPS_MAX(nnz, rows) ((uint64_t)(nnz) / 8 + ((uint64_t)(rows) + 15) / 16)
 /* Bytes of the lane form of a rows x cols codebook matrix of nnz entries
  * and k values (its most: the steps' bound), 0 when it is not built. */
 uint64_t dcz_lanes_bytes(uint32_t rows, uint32_t cols, uint32_t nnz, uint32_t k);
@@ -326,19 +338,21 @@ static inline uint32_t dcz_lanes_window_of(uint32_t b)
 /* Floats of the scratch the vector kernel's panels of the input take for
  * a matrix of cols columns and k codebook values (0 without a lane form). */
 uint64_t dcz_lanes_scratch_floats(uint32_t cols, uint32_t k);
-/* y rows of groups g0 .. g1 - 1 = S x + bias, slot by slot, scalar, with
- * fmaf: the specification of the lane form. */
+/* y rows of groups g0 .. g1 - 1 = act(S x + bias) (act NULL or op 0:
+ * none), slot by slot, scalar, with fmaf: the specification of the lane
+ * form. */
 void dcz_spmv_lanes_ref(const dcz_sparse *s, uint32_t g0, uint32_t g1, const float *bias,
-                        const float *x, float *y);
+                        const dcz_act *act, const float *x, float *y);
 #if defined(__x86_64__) || defined(__i386__)
 /* The panels of x for s's lane form, in scratch (dcz_lanes_scratch_floats
  * floats): returns the first, 64-byte aligned. */
 const float *dcz_lanes_panels__avx512(const dcz_sparse *s, const float *x, float *scratch);
 /* dcz_spmv_lanes_ref with AVX-512, from x's panels: per step, one panel
  * loaded, two 16-lane window lookups in it (vpermt2ps), two codebook
- * lookups, two fused multiply-adds into two slices' sums. */
+ * lookups, two fused multiply-adds into two slices' sums; act applied as
+ * the group's rows are stored. */
 void dcz_spmv_lanes__avx512(const dcz_sparse *s, uint32_t g0, uint32_t g1, const float *bias,
-                            const float *panels, float *y);
+                            const dcz_act *act, const float *panels, float *y);
 #endif
 
 /* ---- threads (pool.c) ------------------------------------------------------ */
@@ -615,6 +629,9 @@ int dcz_relu_isa(dcz_isa isa, const float *x, size_t n, float *y);
  * NEON; y may be x); dcz_clip_isa: the variant of isa, 0 when missing. */
 void dcz_clip(float lo, float hi, const float *x, size_t n, float *y);
 int dcz_clip_isa(dcz_isa isa, float lo, float hi, const float *x, size_t n, float *y);
+/* act (NULL or op 0: none; ReLU or CLIP) over y (n) in place, by dcz_relu
+ * or dcz_clip: the bits of dcz_act_one. */
+void dcz_act_apply(const dcz_act *act, float *y, size_t n);
 /* ADD in vectors, then act (NULL or op 0: none; ReLU or CLIP): the bits
  * of dcz_add_ref and the activation's reference after it (AVX2, NEON; y
  * may be a or b); dcz_add_isa: the variant of isa, 0 when missing. */
@@ -676,18 +693,19 @@ dcz_spmv_kind dcz_spmv_pick(const dcz_sparse *s, const float *x);
 const float *dcz_spmv_input(const dcz_sparse *s, dcz_spmv_kind kind, const float *x,
                             float *scratch);
 /* Part `part` of `parts` of y = S x + bias by kernel kind (COLUMNS needs
- * parts == s->cblocks), xin being dcz_spmv_input's form of x. Parts write
- * disjoint rows and sum each row in the same order, so any split gives the
- * same bits. */
+ * parts == s->cblocks), xin being dcz_spmv_input's form of x, then act
+ * (NULL or op 0: none) on the part's rows, fused into the lane kernel's
+ * stores. Parts write disjoint rows and sum each row in the same order, so
+ * any split gives the same bits. */
 void dcz_spmv_part(const dcz_sparse *s, dcz_spmv_kind kind, uint32_t part, uint32_t parts,
-                   const float *bias, const float *xin, float *y);
+                   const float *bias, const dcz_act *act, const float *xin, float *y);
 /* y = S x + bias by kernel kind over the threads of pool (NULL: the caller
  * alone), xin being dcz_spmv_input's form of x: dcz_spmv_part's parts, the
  * column form's blocks or about eight rows or lane groups per thread,
  * taken as the threads come, so a thread on a busier core takes fewer.
  * Any thread may run any part, so the bits do not depend on which. */
 void dcz_spmv_pool(dcz_pool *pool, const dcz_sparse *s, dcz_spmv_kind kind, const float *bias,
-                   const float *xin, float *y);
+                   const dcz_act *act, const float *xin, float *y);
 /* y (batch, out) = x (batch, in) S^T + bias over the threads of pool (NULL:
  * the caller alone), as dcz_spmm computes it. Each tile of DCZ_SPMM_TILE
  * samples is transposed once into part 0 of scratch, its columns cut into

@@ -227,9 +227,9 @@ void dcz_qrun_table(const dcz_model *m, uint32_t index, const void *const *xs, s
 
 /* A layer worth splitting runs on the pool, others on the caller's thread.
  * The loader sized the scratch for the spmm tile and, where a lane form
- * was built, for the input's panels. */
+ * was built, for the input's panels. act: the fused activation, or NULL. */
 static void run_sparse_fc(const dcz_model *m, const dcz_exec_layer *l, const float *x,
-                          size_t batch, float *y)
+                          size_t batch, const dcz_act *act, float *y)
 {
     dcz_pool *pool = dcz_sparse_split(&l->sp) ? m->pool : NULL;
     if (m->opt.force_reference && batch == 1) {
@@ -238,22 +238,31 @@ static void run_sparse_fc(const dcz_model *m, const dcz_exec_layer *l, const flo
         dcz_spmm_ref(&l->sp, l->bias, x, batch, y);
     } else if (batch == 1) {
         const dcz_spmv_kind kind = dcz_spmv_pick(&l->sp, x);
-        dcz_spmv_pool(pool, &l->sp, kind, l->bias, dcz_spmv_input(&l->sp, kind, x, m->scratch), y);
+        dcz_spmv_pool(pool, &l->sp, kind, l->bias, act, dcz_spmv_input(&l->sp, kind, x, m->scratch), y);
+        return;
     } else {
         dcz_spmm_pool(pool, &l->sp, l->bias, x, batch, y, m->scratch, m->scratch_floats);
     }
+    dcz_act_apply(act, y, batch * l->out);
 }
 
 /* ---- the float kernels of the operator table (dcz_run_fn) ---------------- */
 
+/* A fully connected layer, then the activation fused into it (load.c) when
+ * the run fuses: in the lane kernel's stores, else one pass over y. */
 void dcz_run_dense(const dcz_model *m, const dcz_exec_layer *l, const float *const *xs,
                    size_t batch, float *y)
 {
-    if (l->sparse) run_sparse_fc(m, l, xs[0], batch, y);
-    else if (m->opt.force_reference) dcz_dense_f32_ref(l->w, l->bias, xs[0], batch, l->in, l->out, y);
+    const dcz_act *act = m->fuse && l->act.op ? &l->act : NULL;
+    if (l->sparse) {
+        run_sparse_fc(m, l, xs[0], batch, act, y);
+        return;
+    }
+    if (m->opt.force_reference) dcz_dense_f32_ref(l->w, l->bias, xs[0], batch, l->in, l->out, y);
     else if (l->wt)
         dcz_gemm_f32(batch, l->out, l->in, xs[0], l->in, l->wt, dcz_gemm_ldb(l->out), NULL, l->bias, y, l->out);
     else dcz_dense_f32(l->w, l->bias, xs[0], batch, l->in, l->out, y);
+    dcz_act_apply(act, y, batch * l->out);
 }
 
 void dcz_run_conv2d(const dcz_model *m, const dcz_exec_layer *l, const float *const *xs,

@@ -1492,6 +1492,7 @@ static void test_describe_layers(void)
 {
     dcz_doc *(*const make[])(void) = { small_doc, conv_doc, conv_doc_b, dag_doc, mobile_doc, calib_doc };
     int seen_im2col = 0, seen_direct = 0, seen_cols = 0, seen_int = 0, seen_dense = 0, seen_fused = 0;
+    int seen_dense_act = 0;
     for (size_t f = 0; f < sizeof make / sizeof make[0]; f++) {
         dcz_doc *d = make[f]();
         uint8_t *buf = NULL;
@@ -1518,6 +1519,11 @@ static void test_describe_layers(void)
                 continue;
             }
             CHECK(ld.why[0] != '\0', "doc %zu layer %u: no reason", f, i);
+            if (l->op == DCZ_OP_DENSE && l->act.op) {   /* a fully connected layer that applies the next */
+                seen_dense_act++;
+                CHECK(strstr(ld.why, "then relu") || strstr(ld.why, "then clip"), "doc %zu layer %u: %s", f, i,
+                      ld.why);
+            }
             if (l->q) {
                 seen_int++;
                 CHECK(strstr(ld.kernel, "integers") != NULL, "doc %zu layer %u: %s on integers", f, i, ld.kernel);
@@ -1543,6 +1549,7 @@ static void test_describe_layers(void)
           "kinds seen: im2col %d direct %d columns %d integer %d dense %d", seen_im2col, seen_direct,
           seen_cols, seen_int, seen_dense);
     CHECK(seen_fused > 0 || !dcz_conv2d_shift_variant(), "no activation fused into a convolution");
+    CHECK(seen_dense_act > 0, "no activation fused into a fully connected layer");
 }
 
 static void test_v1_files(void)

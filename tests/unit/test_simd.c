@@ -136,6 +136,7 @@ typedef struct tally {
     size_t cases[NFAM], outputs[NFAM], csc, skipped, fillers, wide[2];
     size_t lanes[2], lanes_avx512, lanes_over; /* lane forms (codebooks to 16, to 32), avx512 runs, over the bound */
     size_t lanes_picked;                       /* dcz_spmv ran the lane form */
+    size_t act_changed;                        /* outputs a fused activation changed */
 } tally;
 
 /* Outputs of got (batch, rows) in rows r0 .. r1 - 1 whose bits differ from
@@ -206,6 +207,47 @@ static size_t past_rounding(const mat *m, const float *x, const float *bv, const
     return bad;
 }
 
+/* A fused activation (ReLU, and a CLIP that cuts both ends) in each batch-1
+ * kernel of m's parts: the rows' bits (lref by lanes, ref otherwise), then
+ * the activation's (dcz_act_one). */
+static void check_lanes_act(const mat *m, const float *x, const float *bv, const float *lref,
+                            const float *ref, const float *xin, float *y, tally *t)
+{
+    static const dcz_act acts[] = { { DCZ_OP_RELU, 0.0f, 0.0f }, { DCZ_OP_CLIP, -0.5f, 0.75f } };
+    const uint32_t rows = m->sp.rows;
+    const int vec = dcz_isa_supported(DCZ_ISA_AVX512);
+    float *want = malloc(((size_t)rows + GUARD) * sizeof(float));
+    for (size_t a = 0; a < sizeof acts / sizeof *acts; a++) {
+        /* 0 lanes_ref, 1 spmv_part lanes, 2 lanes avx512, 3 spmv_part columns, 4 spmv_part rows */
+        for (int kind = 0; kind < 5; kind++) {
+            if ((kind == 2 && !vec) || (kind == 3 && !m->sp.col_ptr)) continue;
+            const float *rows_bits = kind <= 2 ? lref : ref;
+            for (uint32_t i = 0; i < rows; i++) {
+                want[i] = dcz_act_one(&acts[a], rows_bits[i]);
+                t->act_changed += want[i] != rows_bits[i];
+            }
+            const uint32_t parts = kind == 3 ? m->sp.cblocks : 3;
+            for (size_t i = 0; i < rows + GUARD; i++) y[i] = canary;
+            for (uint32_t p = 0; p < parts; p++) {
+                uint32_t g0, g1;
+                dcz_part_range(m->sp.lgroups, p, parts, &g0, &g1);
+                if (kind == 0) dcz_spmv_lanes_ref(&m->sp, g0, g1, bv, &acts[a], x, y);
+                else if (kind == 1) dcz_spmv_part(&m->sp, DCZ_SPMV_LANES, p, parts, bv, &acts[a], xin, y);
+#if defined(__x86_64__) || defined(__i386__)
+                else if (kind == 2) dcz_spmv_lanes__avx512(&m->sp, g0, g1, bv, &acts[a], xin, y);
+#endif
+                else dcz_spmv_part(&m->sp, kind == 3 ? DCZ_SPMV_COLUMNS : DCZ_SPMV_REF, p, parts, bv, &acts[a],
+                                   x, y);
+            }
+            static const char *names[] = { "lanes_ref", "spmv_part lanes", "lanes avx512", "spmv_part columns",
+                                           "spmv_part rows" };
+            CHECK(differences(names[kind], m, 1, 0, rows, y, want) == 0, "%s with %s %ux%u k %u", names[kind],
+                  a ? "clip" : "relu", rows, m->sp.cols, m->sp.k);
+        }
+    }
+    free(want);
+}
+
 /* The lane form of m, where it qualifies (codebooks up to 32): the scalar
  * kernel within rounding of the reference; the scalar kernel in three
  * parts, dcz_spmv_part by lanes, and (on CPUs with AVX-512) the vector
@@ -226,7 +268,7 @@ static void check_lanes(mat *m, const float *x, const float *bv, const float *re
     float *lref = malloc(((size_t)rows + GUARD) * sizeof(float));
     float *scratch = malloc(dcz_lanes_scratch_floats(m->sp.cols, m->sp.k) * sizeof(float));
     for (size_t i = 0; i < rows + GUARD; i++) lref[i] = canary;
-    dcz_spmv_lanes_ref(&m->sp, 0, m->sp.lgroups, bv, x, lref);
+    dcz_spmv_lanes_ref(&m->sp, 0, m->sp.lgroups, bv, NULL, x, lref);
     CHECK(differences("lanes_ref (rows written)", m, 1, 0, rows, lref, lref) == 0, "guard");
     CHECK(past_rounding(m, x, bv, lref, ref) == 0, "lanes_ref %ux%u k %u vs spmv_ref", rows,
           m->sp.cols, m->sp.k);
@@ -240,10 +282,10 @@ static void check_lanes(mat *m, const float *x, const float *bv, const float *re
             for (uint32_t p = 0; p < parts; p++) {
                 uint32_t g0, g1;
                 dcz_part_range(m->sp.lgroups, p, parts, &g0, &g1);
-                if (kind == 0) dcz_spmv_lanes_ref(&m->sp, g0, g1, bv, x, y);
-                else if (kind == 1) dcz_spmv_part(&m->sp, DCZ_SPMV_LANES, p, parts, bv, xin, y);
+                if (kind == 0) dcz_spmv_lanes_ref(&m->sp, g0, g1, bv, NULL, x, y);
+                else if (kind == 1) dcz_spmv_part(&m->sp, DCZ_SPMV_LANES, p, parts, bv, NULL, xin, y);
 #if defined(__x86_64__) || defined(__i386__)
-                else dcz_spmv_lanes__avx512(&m->sp, g0, g1, bv, xin, y);
+                else dcz_spmv_lanes__avx512(&m->sp, g0, g1, bv, NULL, xin, y);
 #endif
             }
             static const char *names[] = { "lanes_ref", "spmv_part lanes", "lanes avx512" };
@@ -252,6 +294,7 @@ static void check_lanes(mat *m, const float *x, const float *bv, const float *re
         }
     }
     t->lanes_avx512 += vec;
+    check_lanes_act(m, x, bv, lref, ref, xin, y, t);
     for (size_t i = 0; i < rows + GUARD; i++) y[i] = canary;
     dcz_spmv(&m->sp, bv, x, y, scratch);
     const int lanes = dcz_spmv_pick(&m->sp, x) == DCZ_SPMV_LANES;
@@ -366,6 +409,8 @@ static void test_grid(void)
     if (dcz_isa_supported(DCZ_ISA_AVX512)) CHECK(t.lanes_picked > 50, "dcz_spmv picks lanes");
     CHECK(t.lanes[0] > 100 && t.lanes[1] > 100, "lane forms of both codebook sizes");
     CHECK(t.lanes_over > 10, "matrices past the step bound");
+    printf("     fused    %zu outputs changed by a ReLU or CLIP in the batch-1 kernels\n", t.act_changed);
+    CHECK(t.act_changed > 1000, "fused activations that change outputs");
     CHECK(t.wide[0] > 100 && t.wide[1] > 10, "entries of both widths");
     CHECK(t.fillers > 100, "only %zu fillers in the grid", t.fillers);
     CHECK(t.cases[0] > 5000, "only %zu cases", t.cases[0]);
@@ -475,11 +520,11 @@ static void test_threads(void)
                 const int lanes = kinds[bi] == DCZ_SPMV_LANES;
                 const float *xin = lanes ? dcz_spmv_input(&m.sp, kinds[bi], x, panels) : x;
                 const size_t batch = batches[bi];
-                if (lanes) dcz_spmv_lanes_ref(&m.sp, 0, m.sp.lgroups, bias, x, ref);
+                if (lanes) dcz_spmv_lanes_ref(&m.sp, 0, m.sp.lgroups, bias, NULL, x, ref);
                 else dcz_spmm_ref(&m.sp, bias, x, batch, ref);
                 for (int rep = 0; rep < 3; rep++) {
                     memset(y, 0xFF, batch_max * rows * sizeof(float));
-                    if (batch == 1) dcz_spmv_pool(pool, &m.sp, kinds[bi], bias, xin, y);
+                    if (batch == 1) dcz_spmv_pool(pool, &m.sp, kinds[bi], bias, NULL, xin, y);
                     else dcz_spmm_pool(pool, &m.sp, bias, x, batch, y, rep < 2 ? scratch : NULL, sf);
                     CHECK(memcmp(y, ref, batch * rows * sizeof(float)) == 0,
                           "%ux%u batch %zu on %u threads%s", rows, cols, batch, threads,

@@ -798,7 +798,8 @@ static void built(const char *name, dcz_doc *d, dcz_scheme want)
         CHECK(over > 0, "%s: no layer in place", name);
         /* a float convolution on the shift form takes the ReLU after it */
         uint32_t fused = 0;
-        for (uint32_t i = 0; i < m->nlayers; i++) fused += m->layers[i].fused;
+        for (uint32_t i = 1; i < m->nlayers; i++)
+            fused += m->layers[i].fused && m->layers[i - 1].op == DCZ_OP_CONV2D;
         if (strstr(name, "shift") && want == DCZ_SCHEME_NONE)
             CHECK(fused == (dcz_conv2d_shift_variant() ? 2u : 0u) || !dcz_conv2d_shift_variant(),
                   "%s: fused activations %u", name, fused);
