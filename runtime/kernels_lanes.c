@@ -268,8 +268,8 @@ void dcz_spmv_lanes__avx512(const dcz_sparse *s, uint32_t g0, uint32_t g1, const
                          _MM_HINT_NTA);
             /* the slot vector is loaded once, into a register: left to
              * it, the compiler folds the load into each shift that reads
-             * it, and extra 64-byte loads slow a step that the loads
-             * bound (fc1 of LeNet-300-100: 2.26 -> 1.78 us) */
+             * it, three more 64-byte loads a step (fc1 of LeNet-300-100:
+             * 2.26 -> 1.78 us) */
             __m512i q = _mm512_load_si512((const void *)(s->lslot + (size_t)t * DCZ_LANE_SLOTS));
             __asm__("" : "+v"(q));
             const float *pw = panels + (size_t)s->lbase[t] * PANEL;

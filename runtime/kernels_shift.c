@@ -367,7 +367,6 @@ static inline uint32_t lanes(int64_t lo, int64_t hi, int64_t n)
     return (uint32_t)(below_hi & ~below_lo);
 }
 
-
 /* The lanes of the vector of 16 cells from cell p, at column col of its
  * row, that are output cells: columns below out_w of rows wq wide, cells
  * below cells. */

@@ -599,8 +599,10 @@ void dcz_spmv_part(const dcz_sparse *s, dcz_spmv_kind kind, uint32_t part, uint3
     uint32_t r0, r1;
     if (kind == DCZ_SPMV_COLUMNS && s->col_ptr && s->cblocks == parts) {
         dcz_spmv_csc(s, part, bias, xin, y);
-        dcz_sparse_block_rows(s, part, &r0, &r1);
-        dcz_act_apply(act, y + r0, r1 - r0);
+        if (act) {
+            dcz_sparse_block_rows(s, part, &r0, &r1);
+            dcz_act_apply(act, y + r0, r1 - r0);
+        }
         return;
     }
     if (kind == DCZ_SPMV_LANES && s->lgroups) {
