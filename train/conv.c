@@ -1,43 +1,54 @@
 /* conv.c: 2-D convolution of the training engine, forward and backward, by
- * im2col over many samples at once and one OpenBLAS sgemm per chunk.
+ * im2col and OpenBLAS sgemm, a tile of the batch at a time.
  *
- * Activations are batch major, (batch, C, H, W) in C order. A chunk of nb
- * samples is unrolled into columns cols (K, nb*OH*OW), K = in_c*kh*kw: row
- * (c, i, j), column (n, oh, ow) holds input pixel (c, oh*sh - ph + i,
- * ow*sw - pw + j) of sample n, 0 outside the input (zero padding). Then
- *   forward   Yc (out_c, nb*OHW) = W (out_c, K) cols; y (n, c, p) = Yc + b;
- *   backward  dYc (out_c, nb*OHW) gathered from dy; gb = row sums of dYc;
- *             gW += dYc cols^T; dcols = W^T dYc; dx = col2im(dcols), the
- *             adjoint of im2col (each column entry added back to its pixel).
- * One GEMM covers nb samples, so its N dimension is nb*OH*OW rather than the
- * OH*OW of one sample. nb is chosen so the columns stay within
- * CONV_COL_BUDGET floats; the columns and dYc live in the net's shared
- * scratch (net->work, dcz_conv_work_floats). In training, when the columns
- * of the whole batch fit CONV_KEEP_FLOATS, the forward pass builds them in
- * the layer's cache instead, in one chunk, and the backward pass reuses them
- * for gW in one product, then computes dcols and col2im chunk by chunk in
- * the scratch; larger layers rebuild their columns chunk by chunk.
+ * Activations are batch major, (batch, C, H, W) in C order. A tile is
+ * output rows [oh0, oh0 + nr) of samples [n0, n0 + ns): its columns cols
+ * (K, T), K = in_c*kh*kw, T = ns*nr*OW, hold in row (c, i, j), column
+ * (n, oh, ow) input pixel (c, oh*sh - ph + i, ow*sw - pw + j) of sample n,
+ * 0 outside the input (zero padding). A tile has as many rows as keep its
+ * columns within CONV_TILE_FLOATS, and when those are all of a sample's
+ * rows, as many samples, so that its columns are still in the core's cache
+ * when the products read them. Then
+ *   forward   y's part (out_c, T) = b + W cols;
+ *   backward  gW += dY cols^T and dcols = W^T dY, dY being dy's part;
+ *             dx = col2im(dcols), the adjoint of im2col (each column entry
+ *             added back to its pixel); gb = plane sums of dy.
+ * With one sample a tile, y's and dy's parts are read and written in place
+ * (rows OH*OW apart); with several, through a scratch of out_c rows.
+ * The work splits over the trainer's threads (par.c) in slots, each with
+ * its own scratch in net->work (dcz_conv_work_floats): forward by tiles;
+ * backward by input channels (rows of the columns when dx is not wanted),
+ * each slot building only its channels' rows of each tile's columns, so
+ * that its part of gW and its channels of dx are its own. An item's result
+ * is the same whichever slot computes it.
+ *
+ * Against building the columns of chunks of samples (up to 2^21 floats,
+ * out of cache by the products) and, for layers whose columns fit 2^22
+ * floats, keeping them from the forward to the backward pass, on an AMD
+ * EPYC at 2 threads, alternated runs of a tenth of an epoch: the
+ * ResNet-style preset 3.6-4.5 s against 4.3-5.0 s, the conv-heavy CNN
+ * 6.7-7.1 s against 6.9-7.6 s.
  *
  * On x86 with AVX-512, im2col writes the columns of a layer of stride 1 or
- * 2 across a plane (one row of the columns, one sample) at a time, by
- * masked vectors made once per plane, 16 columns a step; elsewhere by
- * libc's copy between loops of zeros. On an AMD EPYC at one thread,
+ * 2 across a plane (one row of the columns, one sample's rows of a tile)
+ * at a time, by masked vectors made once per plane, 16 columns a step;
+ * elsewhere by libc's copy between loops of zeros. On an AMD EPYC at one thread,
  * alternated runs: the ResNet-style preset 695-770 samples/s by a masked
  * call per row (stride 2 by scalar loops), 733-801 by planes; the
  * conv-heavy CNN 441-449 by a call per row, 471-487 by planes. Full stores
  * that run past a row into the next (masks only at the plane's end)
- * measured slower there (732-763 against 786-805).
- *
- * Every step splits over the trainer's threads (par.c): im2col by rows of
- * the columns, its adjoint by input channels, the bias by planes, dYc by
- * output channels, each product by the longer side of its output.
+ * measured slower there (732-763 against 786-805). Its adjoint at stride 1
+ * across goes by input rows: each vector of pixels loaded once, every tap's
+ * entries added, stored once (the ResNet-style preset's col2im took 10% of
+ * a training run tap by tap, 3% by rows); at stride 2 tap by tap, each
+ * tap's entries spread over even lanes by permutes.
  *
  * libdcz's own dense convolution kernels (the shift form, the patches
  * times the weights), which beat im2col and OpenBLAS on one sample, lose to
  * them over a batch: run for the forward pass, sample by sample on the
  * threads, they trained the conv-heavy CNN at 855 samples/s against 950
- * and LeNet-5 at 8300 against 9000 at 2 threads (a product over the whole
- * chunk's pixels keeps OpenBLAS's kernel near the core's peak).
+ * and LeNet-5 at 8300 against 9000 at 2 threads (measured against products
+ * over chunks of samples).
  *
  * A grouped convolution (G groups) uses the same columns: group g's output
  * channels (oc / G of them) read rows g K/G .. (g + 1) K/G - 1, its input
@@ -54,133 +65,10 @@
  * random data and by finite differences (strides 1 and 2, padding 0 and 1,
  * odd sizes).
  */
+#include <cblas.h>
 #include <string.h>
 
 #include "train/internal.h"
-
-#if defined(__x86_64__)
-#include <immintrin.h>
-/* The plane d (OH, OW) of one row (c, ki, kj) of the columns and one
- * sample, at stride sw = 1 or 2 across: row oh is xp[ih * W + off + ow*sw]
- * for ow in [lo, hi), ih = oh*sh - ph + ki inside [0, H), and 0 elsewhere.
- * 16 columns a step: at stride 1 one masked load, at stride 2 two masked
- * loads and a permute that keeps their even lanes; lanes outside
- * [lo, hi) are neither read nor faulted (the loads cover only the inputs
- * from the first column's to the last's). The masks are the same for every
- * row of the plane, so they are made once: the rows of 7 to 28 columns of
- * the presets cost a libc call and two loops of zeros each otherwise. */
-__attribute__((target("avx512f")))
-static void im2col_plane__avx512(float *d, const float *xp, int ih0, int sh, int H, int W, int off,
-                                 int sw, int lo, int hi, int OH, int OW)
-{
-    enum { MAXV = 8 };   /* vectors of a row whose masks are kept: OW <= 128 */
-    __mmask16 in[MAXV], all[MAXV], ld0[MAXV], ld1[MAXV];
-    const int nv = (OW + 15) / 16;
-    if (nv > MAXV) {   /* wider rows: the masks are made row by row */
-        for (int oh = 0, ih = ih0; oh < OH; oh++, ih += sh, d += OW)
-            im2col_plane__avx512(d, xp, ih, sh, H, W, off, sw, lo, hi, 1, OW);
-        return;
-    }
-    for (int v = 0; v < nv; v++) {
-        const int o = 16 * v, n = OW - o < 16 ? OW - o : 16;
-        const int a = lo - o < 0 ? 0 : lo - o, b = hi - o > n ? n : hi - o;
-        /* input lanes [a sw, (b - 1) sw] of the step's 16 sw */
-        const uint32_t inputs = b > a ? (uint32_t)(((uint64_t)1 << ((b - 1) * sw + 1)) - 1) &
-                                            ~(((uint32_t)1 << (a * sw)) - 1) : 0;
-        in[v] = (__mmask16)(b > a ? ((1u << b) - 1) & ~((1u << a) - 1) : 0);
-        all[v] = (__mmask16)((1u << n) - 1);
-        ld0[v] = (__mmask16)inputs;
-        ld1[v] = (__mmask16)(inputs >> 16);
-    }
-    const __m512 zero = _mm512_setzero_ps();
-    const __m512i even = _mm512_set_epi32(30, 28, 26, 24, 22, 20, 18, 16, 14, 12, 10, 8, 6, 4, 2, 0);
-    for (int oh = 0, ih = ih0; oh < OH; oh++, ih += sh, d += OW) {
-        if (ih < 0 || ih >= H) {
-            for (int v = 0; v < nv; v++) _mm512_mask_storeu_ps(d + 16 * v, all[v], zero);
-            continue;
-        }
-        const float *xr = xp + (size_t)ih * W + off;
-        if (sw == 1)
-            for (int v = 0; v < nv; v++)
-                _mm512_mask_storeu_ps(d + 16 * v, all[v], _mm512_maskz_loadu_ps(in[v], xr + 16 * v));
-        else
-            for (int v = 0; v < nv; v++) {
-                const __m512 x0 = _mm512_maskz_loadu_ps(ld0[v], xr + 32 * v);
-                const __m512 x1 = _mm512_maskz_loadu_ps(ld1[v], xr + 32 * v + 16);
-                _mm512_mask_storeu_ps(d + 16 * v, all[v],
-                                      _mm512_maskz_permutex2var_ps(in[v], x0, even, x1));
-            }
-    }
-}
-#endif
-
-/* floats of im2col columns per chunk: large enough that one GEMM has work
- * for every thread, small enough to stay in the last-level cache */
-#define CONV_COL_BUDGET ((size_t)1 << 21)
-/* floats of columns a layer may keep from the forward to the backward pass
- * (the net's total is bounded by DCZ_CONV_KEEP_TOTAL, internal.h). Larger
- * columns cross memory twice more than rebuilt ones, whose products run
- * while each chunk is in cache: at 2 threads, keeping up to 2^24 floats
- * instead trained the conv-heavy CNN at 792 samples/s against 837, the
- * ResNet-style preset at 1017 against 1059 (LeNet-5 keeps both its layers
- * either way) */
-#define CONV_KEEP_FLOATS ((size_t)1 << 22)
-
-/* Rows of the im2col columns: in_c kh kw (every group's together). */
-static size_t col_rows(const dcz_tlayer *l)
-{
-    return (size_t)l->in_c * (size_t)l->kh * (size_t)l->kw;
-}
-
-/* Samples per chunk for a batch of batch samples. */
-static int conv_chunk(const dcz_tlayer *l, int batch)
-{
-    size_t per = col_rows(l) * (size_t)l->out_h * (size_t)l->out_w;
-    size_t c = CONV_COL_BUDGET / per;
-    if (c < 1) c = 1;
-    return c < (size_t)batch ? (int)c : batch;
-}
-
-/* Nonzero for a depthwise convolution (one input channel per group). */
-static int depthwise(const dcz_tlayer *l)
-{
-    return dcz_tlayer_groups(l) > 1 && dcz_tlayer_groups(l) == l->in_c;
-}
-
-size_t dcz_conv_cache_floats(const dcz_tlayer *l, int batch)
-{
-    if (depthwise(l)) return 0;
-    size_t cols = col_rows(l) * (size_t)l->out_h * (size_t)l->out_w * (size_t)batch;
-    return cols <= CONV_KEEP_FLOATS ? cols : 0;
-}
-
-size_t dcz_conv_work_floats(const dcz_tlayer *l, int batch)
-{
-    if (depthwise(l)) return 0;
-    size_t nb = (size_t)conv_chunk(l, batch), ohw = (size_t)l->out_h * (size_t)l->out_w;
-    size_t chunked = nb * ohw * (col_rows(l) + (size_t)l->out_c);
-    size_t kept = dcz_conv_cache_floats(l, batch)
-                      ? ohw * ((size_t)batch * l->out_c + nb * col_rows(l)) : 0;
-    return chunked > kept ? chunked : kept;
-}
-
-/* The columns kept in l->cache for batch samples, or NULL. */
-static float *kept_cols(const dcz_tlayer *l, int batch)
-{
-    size_t need = dcz_conv_cache_floats(l, batch);
-    return need && l->cache && l->cache_bytes >= need * sizeof(float) ? l->cache : NULL;
-}
-
-/* gW (oc, K) = dYc (oc, N) cols^T (N, K) (+ gW when accumulate). */
-static void weight_grad(dcz_tlayer *l, int oc, int K, int N, const float *dyc,
-                        const float *cols, int accumulate)
-{
-    const int G = dcz_tlayer_groups(l), og = oc / G, Kg = K / G;
-    for (int g = 0; g < G; g++)   /* gW_g (og, Kg) = dYc_g cols_g^T */
-        dcz_train_sgemm(0, 1, og, Kg, N, 1.0f, dyc + (size_t)g * og * N, N,
-                        cols + (size_t)g * Kg * N, N, accumulate ? 1.0f : 0.0f,
-                        l->gw + (size_t)g * og * Kg, Kg);
-}
 
 /* Output columns [*lo, *hi) whose input column ow*s - pad + j is inside
  * [0, n); the others read padding. */
@@ -196,121 +84,236 @@ static void valid_range(int j, int n, int out, int s, int pad, int *lo, int *hi)
     *hi = h;
 }
 
-/* Floats a part of a split loop moves at least. */
-#define CONV_GRAIN_FLOATS 16384
+#if defined(__x86_64__)
+#include <immintrin.h>
+/* A row of OW columns, 16 a vector (at most ROW_MAXV vectors: OW <= 128),
+ * of which [lo, hi) read inside the input, at stride sw = 1 or 2 across:
+ * per vector, in: its columns that read; all: its columns; ld0, ld1: the
+ * input lanes those read among the 16 sw from the vector's first (ld0 the
+ * first 16, ld1 the next 16). The same for every row of a plane, so made
+ * once a plane. */
+enum { ROW_MAXV = 8 };
+typedef struct row_masks {
+    int nv;
+    __mmask16 in[ROW_MAXV], all[ROW_MAXV], ld0[ROW_MAXV], ld1[ROW_MAXV];
+} row_masks;
 
-/* A loop of the columns over a chunk of nb samples, split over the
- * trainer's threads by rows (im2col: each row (c, ki, kj) of the columns is
- * written alone), by input channels (col2im: the rows of channel c all add
- * into its planes) or by planes (the bias) or output channels (dYc). */
-typedef struct cols_job {
-    const dcz_tlayer *l;
-    const float *src;
-    float *dst;
-    int nb;
-    size_t ld;   /* gather_dy: the row length of dYc */
-    float *gb;   /* gather_dy: the bias gradient, summed into */
-} cols_job;
-
-static size_t grain_of(size_t floats_per_item)
+/* The masks of a row; 0 when it is wider than ROW_MAXV vectors. */
+static int row_masks_make(row_masks *m, int sw, int lo, int hi, int OW)
 {
-    return (CONV_GRAIN_FLOATS + floats_per_item - 1) / (floats_per_item ? floats_per_item : 1);
+    m->nv = (OW + 15) / 16;
+    if (m->nv > ROW_MAXV) return 0;
+    for (int v = 0; v < m->nv; v++) {
+        const int o = 16 * v, n = OW - o < 16 ? OW - o : 16;
+        const int a = lo - o < 0 ? 0 : lo - o, b = hi - o > n ? n : hi - o;
+        /* input lanes [a sw, (b - 1) sw] of the step's 16 sw */
+        const uint32_t inputs = b > a ? (uint32_t)(((uint64_t)1 << ((b - 1) * sw + 1)) - 1) &
+                                            ~(((uint32_t)1 << (a * sw)) - 1) : 0;
+        m->in[v] = (__mmask16)(b > a ? ((1u << b) - 1) & ~((1u << a) - 1) : 0);
+        m->all[v] = (__mmask16)((1u << n) - 1);
+        m->ld0[v] = (__mmask16)inputs;
+        m->ld1[v] = (__mmask16)(inputs >> 16);
+    }
+    return 1;
 }
 
-/* rows [r0, r1) of cols (K, nb*OHW) from x (nb, C, H, W) */
-static void im2col_part(void *ctx, size_t r0, size_t r1)
+/* The plane d (OH, OW) of one row (c, ki, kj) of the columns and one
+ * sample, at stride sw = 1 or 2 across: row oh is xp[ih * W + off + ow*sw]
+ * for ow in [lo, hi), ih = ih0 + oh*sh inside [0, H), and 0 elsewhere.
+ * 16 columns a step: at stride 1 one masked load, at stride 2 two masked
+ * loads and a permute that keeps their even lanes; lanes outside
+ * [lo, hi) are neither read nor faulted (the loads cover only the inputs
+ * from the first column's to the last's). The rows of 7 to 28 columns of
+ * the presets cost a libc call and two loops of zeros each otherwise. */
+__attribute__((target("avx512f")))
+static void im2col_plane__avx512(float *d, const float *xp, int ih0, int sh, int H, int W, int off,
+                                 int sw, int lo, int hi, int OH, int OW)
 {
-    const cols_job *jb = ctx;
-    const dcz_tlayer *l = jb->l;
-    const int H = l->in_h, W = l->in_w, OH = l->out_h, OW = l->out_w, C = l->in_c;
-    const int kh = l->kh, kw = l->kw, sh = l->sh, sw = l->sw, ph = l->ph, pw = l->pw;
-    const size_t hw = (size_t)H * W, ohw = (size_t)OH * OW, N = (size_t)jb->nb * ohw;
-#if defined(__x86_64__)
-    const int vec = sw <= 2 && __builtin_cpu_supports("avx512f");
-#endif
-    for (size_t r = r0; r < r1; r++) {
-        const int c = (int)(r / (size_t)(kh * kw)), ki = (int)(r / (size_t)kw % (size_t)kh);
-        const int kj = (int)(r % (size_t)kw);
-        float *row = jb->dst + r * N;
-        int lo, hi;
-        valid_range(kj, W, OW, sw, pw, &lo, &hi);
-        for (int n = 0; n < jb->nb; n++) {
-            const float *xp = jb->src + ((size_t)n * C + c) * hw;   /* (H, W) */
-            float *d = row + (size_t)n * ohw;
-#if defined(__x86_64__)
-            if (vec) {
-                im2col_plane__avx512(d, xp, ki - ph, sh, H, W, kj - pw, sw, lo, hi, OH, OW);
-                continue;
+    row_masks m;
+    if (!row_masks_make(&m, sw, lo, hi, OW)) {   /* wider rows: masks made row by row */
+        for (int oh = 0, ih = ih0; oh < OH; oh++, ih += sh, d += OW)
+            for (int o = 0; o < OW; o += 16 * ROW_MAXV) {
+                const int n = OW - o < 16 * ROW_MAXV ? OW - o : 16 * ROW_MAXV;
+                const int l = lo - o < 0 ? 0 : lo - o > n ? n : lo - o;
+                const int h = hi - o < l ? l : hi - o > n ? n : hi - o;
+                im2col_plane__avx512(d + o, xp, ih, sh, H, W, off + o * sw, sw, l, h, 1, n);
             }
-#endif
-            for (int oh = 0; oh < OH; oh++, d += OW) {
-                int ih = oh * sh - ph + ki;
-                if (ih < 0 || ih >= H) {
-                    memset(d, 0, (size_t)OW * sizeof(float));
-                    continue;
-                }
-                /* input column of ow is off + ow*sw, >= 0 from lo on */
-                const float *xr = xp + (size_t)ih * W;
-                int off = kj - pw;
-                for (int ow = 0; ow < lo; ow++) d[ow] = 0.0f;
-                if (sw == 1)   /* libc's copy: faster than dcz_vcopy on rows this short */
-                    memcpy(d + lo, xr + lo + off, (size_t)(hi - lo) * sizeof(float));
-                else
-                    for (int ow = lo; ow < hi; ow++) d[ow] = xr[ow * sw + off];
-                for (int ow = hi; ow < OW; ow++) d[ow] = 0.0f;
-            }
+        return;
+    }
+    const __m512 zero = _mm512_setzero_ps();
+    const __m512i even = _mm512_set_epi32(30, 28, 26, 24, 22, 20, 18, 16, 14, 12, 10, 8, 6, 4, 2, 0);
+    for (int oh = 0, ih = ih0; oh < OH; oh++, ih += sh, d += OW) {
+        if (ih < 0 || ih >= H) {
+            for (int v = 0; v < m.nv; v++) _mm512_mask_storeu_ps(d + 16 * v, m.all[v], zero);
+            continue;
         }
+        const float *xr = xp + (size_t)ih * W + off;
+        if (sw == 1)
+            for (int v = 0; v < m.nv; v++)
+                _mm512_mask_storeu_ps(d + 16 * v, m.all[v], _mm512_maskz_loadu_ps(m.in[v], xr + 16 * v));
+        else
+            for (int v = 0; v < m.nv; v++) {
+                const __m512 x0 = _mm512_maskz_loadu_ps(m.ld0[v], xr + 32 * v);
+                const __m512 x1 = _mm512_maskz_loadu_ps(m.ld1[v], xr + 32 * v + 16);
+                _mm512_mask_storeu_ps(d + 16 * v, m.all[v],
+                                      _mm512_maskz_permutex2var_ps(m.in[v], x0, even, x1));
+            }
     }
 }
 
-/* cols (K, nb*OHW) from x (nb, C, H, W). */
-static void im2col(const dcz_tlayer *l, const float *x, int nb, float *cols)
+/* The adjoint of im2col_plane__avx512: entry (oh, ow) of d, ow in
+ * [lo, hi), added back to xp[ih * W + off + ow*sw] (ih = ih0 + oh*sh
+ * inside [0, H)); at stride 2 each vector of d spread over the even lanes
+ * of two vectors of the input by permutes. */
+__attribute__((target("avx512f")))
+static void col2im_plane__avx512(const float *d, float *xp, int ih0, int sh, int H, int W, int off,
+                                 int sw, int lo, int hi, int OH, int OW)
 {
-    cols_job jb = { .l = l, .src = x, .dst = cols, .nb = nb };
-    dcz_train_par(col_rows(l), grain_of((size_t)nb * l->out_h * l->out_w), im2col_part, &jb);
-}
-
-/* the planes of input channels [c0, c1) of dx from the columns */
-static void col2im_part(void *ctx, size_t c0, size_t c1)
-{
-    const cols_job *jb = ctx;
-    const dcz_tlayer *l = jb->l;
-    const int C = l->in_c, H = l->in_h, W = l->in_w, OH = l->out_h, OW = l->out_w;
-    const int kh = l->kh, kw = l->kw, sh = l->sh, sw = l->sw, ph = l->ph, pw = l->pw;
-    const size_t hw = (size_t)H * W, ohw = (size_t)OH * OW, N = (size_t)jb->nb * ohw;
-    for (int n = 0; n < jb->nb; n++)
-        memset(jb->dst + ((size_t)n * C + c0) * hw, 0, (c1 - c0) * hw * sizeof(float));
-    for (int c = (int)c0; c < (int)c1; c++)
-        for (int ki = 0; ki < kh; ki++)
-            for (int kj = 0; kj < kw; kj++) {
-                const float *row = jb->src + ((size_t)(c * kh + ki) * kw + kj) * N;
-                int lo, hi;
-                valid_range(kj, W, OW, sw, pw, &lo, &hi);
-                for (int n = 0; n < jb->nb; n++) {
-                    float *xp = jb->dst + ((size_t)n * C + c) * hw;
-                    const float *d = row + (size_t)n * ohw;
-                    for (int oh = 0; oh < OH; oh++, d += OW) {
-                        int ih = oh * sh - ph + ki;
-                        if (ih < 0 || ih >= H) continue;
-                        float *xr = xp + (size_t)ih * W;
-                        int off = kj - pw;
-                        if (sw == 1)
-                            dcz_vadd(xr + lo + off, d + lo, (size_t)(hi - lo));
-                        else
-                            for (int ow = lo; ow < hi; ow++) xr[ow * sw + off] += d[ow];
-                    }
-                }
+    row_masks m;
+    if (!row_masks_make(&m, sw, lo, hi, OW)) {
+        for (int oh = 0, ih = ih0; oh < OH; oh++, ih += sh, d += OW)
+            for (int o = 0; o < OW; o += 16 * ROW_MAXV) {
+                const int n = OW - o < 16 * ROW_MAXV ? OW - o : 16 * ROW_MAXV;
+                const int l = lo - o < 0 ? 0 : lo - o > n ? n : lo - o;
+                const int h = hi - o < l ? l : hi - o > n ? n : hi - o;
+                col2im_plane__avx512(d + o, xp, ih, sh, H, W, off + o * sw, sw, l, h, 1, n);
             }
+        return;
+    }
+    const __m512i lower = _mm512_set_epi32(7, 7, 6, 6, 5, 5, 4, 4, 3, 3, 2, 2, 1, 1, 0, 0);
+    const __m512i upper = _mm512_add_epi32(lower, _mm512_set1_epi32(8));
+    for (int oh = 0, ih = ih0; oh < OH; oh++, ih += sh, d += OW) {
+        if (ih < 0 || ih >= H) continue;
+        float *xr = xp + (size_t)ih * W + off;
+        if (sw == 1)
+            for (int v = 0; v < m.nv; v++) {
+                const __mmask16 k = m.in[v];
+                const __m512 s = _mm512_add_ps(_mm512_maskz_loadu_ps(k, xr + 16 * v),
+                                               _mm512_maskz_loadu_ps(k, d + 16 * v));
+                _mm512_mask_storeu_ps(xr + 16 * v, k, s);
+            }
+        else
+            for (int v = 0; v < m.nv; v++) {
+                const __mmask16 k0 = m.ld0[v] & 0x5555, k1 = m.ld1[v] & 0x5555;
+                const __m512 g = _mm512_maskz_loadu_ps(m.in[v], d + 16 * v);
+                const __m512 s0 = _mm512_add_ps(_mm512_maskz_loadu_ps(k0, xr + 32 * v),
+                                                _mm512_permutexvar_ps(lower, g));
+                const __m512 s1 = _mm512_add_ps(_mm512_maskz_loadu_ps(k1, xr + 32 * v + 16),
+                                                _mm512_permutexvar_ps(upper, g));
+                _mm512_mask_storeu_ps(xr + 32 * v, k0, s0);
+                _mm512_mask_storeu_ps(xr + 32 * v + 16, k1, s1);
+            }
+    }
 }
 
-/* dx (nb, C, H, W) = col2im(cols): the sum, over every column entry, of the
- * entry into the pixel it was read from (padding reads are dropped). */
-static void col2im(const dcz_tlayer *l, const float *cols, int nb, float *dx)
+/* Kernels of at most this many columns a vectorized adjoint by input rows
+ * takes. */
+enum { ROWS_MAXKW = 8 };
+
+/* The adjoint of one input channel's rows at stride 1 across, by input
+ * rows: each vector of 16 pixels of a row of xp (H, W) is loaded once,
+ * gets every entry of the tile's columns read from it (the kh kw rows
+ * d, each b.T long) and is stored once, so a pixel is not read back
+ * right after its store for each tap in turn. 0 (nothing done) for rows
+ * wider than ROW_MAXV vectors or kernels wider than ROWS_MAXKW. */
+__attribute__((target("avx512f")))
+static int col2im_rows__avx512(const dcz_tlayer *l, const float *d, int oh0, int nr, size_t T,
+                               float *xp)
 {
-    cols_job jb = { .l = l, .src = cols, .dst = dx, .nb = nb };
-    size_t per = (size_t)nb * l->kh * l->kw * l->out_h * l->out_w;
-    dcz_train_par((size_t)l->in_c, grain_of(per), col2im_part, &jb);
+    const int H = l->in_h, W = l->in_w, OW = l->out_w, kh = l->kh, kw = l->kw;
+    const int sh = l->sh, ph = l->ph, pw = l->pw, nv = (W + 15) / 16;
+    if (nv > ROW_MAXV || kw > ROWS_MAXKW) return 0;
+    /* tap kj adds d entry ow to pixel ow + kj - pw, for ow in [lo, hi) */
+    __mmask16 m[ROWS_MAXKW][ROW_MAXV], all[ROW_MAXV];
+    for (int v = 0; v < nv; v++) {
+        const int n = W - 16 * v < 16 ? W - 16 * v : 16;
+        all[v] = (__mmask16)((1u << n) - 1);
+        for (int kj = 0; kj < kw; kj++) {
+            int lo, hi;
+            valid_range(kj, W, OW, 1, pw, &lo, &hi);
+            const int a = lo + kj - pw - 16 * v, e = hi + kj - pw - 16 * v;   /* pixels, in lanes */
+            const int a0 = a < 0 ? 0 : a, e0 = e > n ? n : e;
+            m[kj][v] = (__mmask16)(e0 > a0 ? ((1u << e0) - 1) & ~((1u << a0) - 1) : 0);
+        }
+    }
+    int ih0 = oh0 * sh - ph, ih1 = (oh0 + nr - 1) * sh - ph + kh;   /* rows [ih0, ih1) */
+    if (ih0 < 0) ih0 = 0;
+    if (ih1 > H) ih1 = H;
+    for (int ih = ih0; ih < ih1; ih++) {
+        float *xr = xp + (size_t)ih * W;
+        for (int v = 0; v < nv; v++) {
+            __m512 acc = _mm512_maskz_loadu_ps(all[v], xr + 16 * v);
+            for (int ki = 0; ki < kh; ki++) {
+                const int t = ih + ph - ki, oh = t / sh;
+                if (t < 0 || t % sh || oh < oh0 || oh >= oh0 + nr) continue;
+                const float *dr = d + (size_t)ki * kw * T + (size_t)(oh - oh0) * OW + 16 * v + pw;
+                for (int kj = 0; kj < kw; kj++, dr += T)   /* entry ow = pixel - kj + pw */
+                    acc = _mm512_add_ps(acc, _mm512_maskz_loadu_ps(m[kj][v], dr - kj));
+            }
+            _mm512_mask_storeu_ps(xr + 16 * v, all[v], acc);
+        }
+    }
+    return 1;
 }
+#endif
+
+/* Floats a part of a split loop moves at least. */
+#define CONV_GRAIN_FLOATS 16384
+
+/* Floats of a tile's columns: a tile has as many output rows as keep its
+ * columns (all K rows) within this (at least one), and when they are a
+ * whole sample's, as many samples. Small enough that a tile's columns and
+ * its product stay in the core's second-level cache. */
+#define CONV_TILE_FLOATS ((size_t)1 << 17)
+
+/* Rows of the im2col columns: in_c kh kw (every group's together). */
+static size_t col_rows(const dcz_tlayer *l)
+{
+    return (size_t)l->in_c * (size_t)l->kh * (size_t)l->kw;
+}
+
+/* Nonzero for a depthwise convolution (one input channel per group). */
+static int depthwise(const dcz_tlayer *l)
+{
+    return dcz_tlayer_groups(l) > 1 && dcz_tlayer_groups(l) == l->in_c;
+}
+
+/* Output rows of a tile. */
+static int tile_rows(const dcz_tlayer *l)
+{
+    size_t r = CONV_TILE_FLOATS / (col_rows(l) * (size_t)l->out_w);
+    if (r < 1) r = 1;
+    return r < (size_t)l->out_h ? (int)r : l->out_h;
+}
+
+/* Samples of a tile (at most; 1 unless a tile has every output row). */
+static int tile_samples(const dcz_tlayer *l)
+{
+    if (tile_rows(l) < l->out_h) return 1;
+    size_t s = CONV_TILE_FLOATS / (col_rows(l) * (size_t)l->out_h * (size_t)l->out_w);
+    return s < 1 ? 1 : s > 4096 ? 4096 : (int)s;
+}
+
+/* Columns of a tile (at most). */
+static size_t tile_cols(const dcz_tlayer *l)
+{
+    return (size_t)tile_samples(l) * (size_t)tile_rows(l) * (size_t)l->out_w;
+}
+
+/* Floats of one thread's scratch: a tile's columns, their gradient
+ * (backward) and its part of y or dy (out_c rows, for tiles of several
+ * samples). */
+static size_t slot_floats(const dcz_tlayer *l)
+{
+    return (2 * col_rows(l) + (size_t)l->out_c) * tile_cols(l);
+}
+
+size_t dcz_conv_work_floats(const dcz_tlayer *l)
+{
+    if (depthwise(l)) return 0;
+    return (size_t)dcz_train_threads() * slot_floats(l);
+}
+
 
 /* The taps of a depthwise convolution: for every sample, output channel oc
  * (reading input channel oc / m, m = out_c / in_c), tap (ki, kj) and output
@@ -379,7 +382,7 @@ static void depthwise_forward(const dcz_tlayer *l, const float *x, float *y, int
 {
     const size_t ohw = (size_t)l->out_h * l->out_w;
     for (size_t p = 0; p < (size_t)batch * (size_t)l->out_c; p++)
-        for (size_t j = 0; j < ohw; j++) y[p * ohw + j] = l->b[p % (size_t)l->out_c];
+        dcz_vfill(y + p * ohw, l->b[p % (size_t)l->out_c], ohw);
     tap_ctx c = { .l = l, .x = x, .y = y };
     each_tap(l, batch, tap_forward, &c);
 }
@@ -396,113 +399,306 @@ static void depthwise_backward(dcz_tlayer *l, const float *x, const float *dy, f
     each_tap(l, batch, tap_backward, &c);
 }
 
-/* planes [p0, p1) of y (nb, oc, ohw) from Yc (oc, ld) plus the bias */
-static void bias_part(void *ctx, size_t p0, size_t p1)
+
+/* A tile: output rows [oh0, oh0 + nr) of samples [n0, n0 + ns) (ns > 1
+ * only with every row); its columns are T = ns nr OW wide, sample n0 + i's
+ * from i nr OW on. */
+typedef struct tile {
+    int n0, ns, oh0, nr;
+    size_t T;
+} tile;
+
+/* Tiles of a batch. */
+static size_t tiles_of(const dcz_tlayer *l, int batch)
 {
-    const cols_job *jb = ctx;
-    const dcz_tlayer *l = jb->l;
-    const size_t ohw = (size_t)l->out_h * l->out_w, oc = (size_t)l->out_c;
-    for (size_t p = p0; p < p1; p++) {
-        const size_t n = p / oc, c = p % oc;
-        dcz_vaffine(jb->dst + p * ohw, jb->src + c * jb->ld + n * ohw, 1.0f, l->b[c], ohw);
+    const int R = tile_rows(l), S = tile_samples(l);
+    return R < l->out_h ? (size_t)batch * (size_t)((l->out_h + R - 1) / R)
+                        : (size_t)((batch + S - 1) / S);
+}
+
+/* Tile t of a batch. */
+static tile tile_of(const dcz_tlayer *l, size_t t, int batch)
+{
+    const int R = tile_rows(l), S = tile_samples(l), per = (l->out_h + R - 1) / R;
+    tile b;
+    if (R < l->out_h) {
+        b.n0 = (int)(t / (size_t)per);
+        b.ns = 1;
+        b.oh0 = (int)(t % (size_t)per) * R;
+        b.nr = l->out_h - b.oh0 < R ? l->out_h - b.oh0 : R;
+    } else {
+        b.n0 = (int)t * S;
+        b.ns = batch - b.n0 < S ? batch - b.n0 : S;
+        b.oh0 = 0;
+        b.nr = l->out_h;
+    }
+    b.T = (size_t)b.ns * (size_t)b.nr * (size_t)l->out_w;
+    return b;
+}
+
+/* Rows [r0, r1) of the columns of output rows [oh0, oh0 + nr) of one
+ * sample, row r at cols + (r - r0) ld, from xn, the sample's input
+ * (C, H, W). */
+static void im2col_rows(const dcz_tlayer *l, const float *xn, size_t r0, size_t r1, int oh0,
+                        int nr, float *cols, size_t ld)
+{
+    const int H = l->in_h, W = l->in_w, OW = l->out_w;
+    const int kh = l->kh, kw = l->kw, sh = l->sh, sw = l->sw, ph = l->ph, pw = l->pw;
+    const size_t hw = (size_t)H * W;
+#if defined(__x86_64__)
+    const int vec = sw <= 2 && __builtin_cpu_supports("avx512f");
+#endif
+    for (size_t r = r0; r < r1; r++) {
+        const int c = (int)(r / (size_t)(kh * kw)), ki = (int)(r / (size_t)kw % (size_t)kh);
+        const int kj = (int)(r % (size_t)kw), off = kj - pw;
+        const float *xp = xn + (size_t)c * hw;   /* (H, W) */
+        float *d = cols + (r - r0) * ld;
+        int lo, hi;
+        valid_range(kj, W, OW, sw, pw, &lo, &hi);
+#if defined(__x86_64__)
+        if (vec) {
+            im2col_plane__avx512(d, xp, oh0 * sh - ph + ki, sh, H, W, off, sw, lo, hi, nr, OW);
+            continue;
+        }
+#endif
+        for (int oh = oh0; oh < oh0 + nr; oh++, d += OW) {
+            int ih = oh * sh - ph + ki;
+            if (ih < 0 || ih >= H) {
+                memset(d, 0, (size_t)OW * sizeof(float));
+                continue;
+            }
+            /* input column of ow is off + ow*sw, >= 0 from lo on */
+            const float *xr = xp + (size_t)ih * W;
+            for (int ow = 0; ow < lo; ow++) d[ow] = 0.0f;
+            if (sw == 1)   /* libc's copy: faster than dcz_vcopy on rows this short */
+                memcpy(d + lo, xr + lo + off, (size_t)(hi - lo) * sizeof(float));
+            else
+                for (int ow = lo; ow < hi; ow++) d[ow] = xr[ow * sw + off];
+            for (int ow = hi; ow < OW; ow++) d[ow] = 0.0f;
+        }
     }
 }
 
-/* rows [c0, c1) of dYc and those channels' gb */
-static void gather_part(void *ctx, size_t c0, size_t c1)
+/* The adjoint of im2col_rows: each entry of rows [r0, r1) of the columns
+ * of output rows [oh0, oh0 + nr) of one sample (row r at cols + (r - r0)
+ * ld) added back to the pixel of dxn (C, H, W) it was read from. */
+static void col2im_rows(const dcz_tlayer *l, const float *cols, size_t ld, size_t r0, size_t r1,
+                        int oh0, int nr, float *dxn)
 {
-    const cols_job *jb = ctx;
-    const dcz_tlayer *l = jb->l;
-    const size_t ohw = (size_t)l->out_h * l->out_w;
-    for (int n = 0; n < jb->nb; n++)
-        for (size_t c = c0; c < c1; c++) {
-            const float *src = jb->src + (size_t)n * l->out + c * ohw;
-            dcz_vcopy(jb->dst + c * jb->ld + (size_t)n * ohw, src, ohw);
-            jb->gb[c] += dcz_vsum(src, ohw);
+    const int H = l->in_h, W = l->in_w, OW = l->out_w;
+    const int kh = l->kh, kw = l->kw, sh = l->sh, sw = l->sw, ph = l->ph, pw = l->pw;
+    const size_t hw = (size_t)H * W;
+#if defined(__x86_64__)
+    const int vec = sw <= 2 && __builtin_cpu_supports("avx512f");
+#endif
+    for (size_t r = r0; r < r1; r++) {
+        const int c = (int)(r / (size_t)(kh * kw)), ki = (int)(r / (size_t)kw % (size_t)kh);
+        const int kj = (int)(r % (size_t)kw), off = kj - pw;
+        const float *d = cols + (r - r0) * ld;
+        float *xp = dxn + (size_t)c * hw;
+#if defined(__x86_64__)
+        if (vec && sw == 1 && ki == 0 && kj == 0 && r + (size_t)(kh * kw) <= r1 &&
+            col2im_rows__avx512(l, d, oh0, nr, ld, xp)) {
+            r += (size_t)(kh * kw) - 1;   /* the channel's rows, all done */
+            continue;
         }
+#endif
+        int lo, hi;
+        valid_range(kj, W, OW, sw, pw, &lo, &hi);
+#if defined(__x86_64__)
+        if (vec) {
+            col2im_plane__avx512(d, xp, oh0 * sh - ph + ki, sh, H, W, off, sw, lo, hi, nr, OW);
+            continue;
+        }
+#endif
+        for (int oh = oh0; oh < oh0 + nr; oh++, d += OW) {
+            int ih = oh * sh - ph + ki;
+            if (ih < 0 || ih >= H) continue;
+            float *xr = xp + (size_t)ih * W;
+            if (sw == 1)
+                dcz_vadd(xr + lo + off, d + lo, (size_t)(hi - lo));
+            else
+                for (int ow = lo; ow < hi; ow++) xr[ow * sw + off] += d[ow];
+        }
+    }
 }
 
-/* dYc (oc, N) from dy of nb samples (ld: the row length of dYc); adds the
- * plane sums to gb. */
-static void gather_dy(dcz_tlayer *l, const float *dy, int nb, float *dyc, size_t ld)
+/* Rows [r0, r1) of tile b's columns, cols (r1 - r0, b.T), from x (batch,
+ * C, H, W). */
+static void im2col_tile(const dcz_tlayer *l, const float *x, size_t r0, size_t r1, tile b,
+                        float *cols)
 {
-    cols_job jb = { .l = l, .src = dy, .dst = dyc, .nb = nb, .ld = ld, .gb = l->gb };
-    dcz_train_par((size_t)l->out_c, grain_of((size_t)nb * l->out_h * l->out_w), gather_part, &jb);
+    const size_t per = (size_t)b.nr * (size_t)l->out_w;
+    for (int i = 0; i < b.ns; i++)
+        im2col_rows(l, x + (size_t)(b.n0 + i) * l->in, r0, r1, b.oh0, b.nr, cols + i * per, b.T);
 }
 
-void dcz_conv_forward(const dcz_tlayer *l, const float *x, float *y, int batch,
-                      float *work, int train)
+/* The adjoint of im2col_tile, into dx (batch, C, H, W). */
+static void col2im_tile(const dcz_tlayer *l, const float *cols, size_t r0, size_t r1, tile b,
+                        float *dx)
+{
+    const size_t per = (size_t)b.nr * (size_t)l->out_w;
+    for (int i = 0; i < b.ns; i++)
+        col2im_rows(l, cols + i * per, b.T, r0, r1, b.oh0, b.nr, dx + (size_t)(b.n0 + i) * l->in);
+}
+
+/* A pass over the tiles of a batch, in slots: each slot one part of the
+ * work with its own scratch (slot floats of work). */
+typedef struct tile_job {
+    const dcz_tlayer *l;
+    const float *x, *dy;
+    float *y, *dx;
+    float *work;
+    size_t slot;      /* floats of a slot's scratch */
+    size_t slots;     /* parts the work is cut in */
+    size_t units;     /* forward: tiles; backward: rows or input channels */
+    int batch;
+} tile_job;
+
+/* Slots the work is cut in: one per thread, at most one per unit, and no
+ * more than the scratch holds (net->work is sized for the thread count at
+ * dcz_net_reserve; a later, larger count uses fewer). */
+static size_t slots_for(const dcz_tlayer *l, size_t units, size_t work_floats)
+{
+    size_t s = work_floats / slot_floats(l), t = (size_t)dcz_train_threads();
+    if (s > t) s = t;
+    if (s > units) s = units;
+    return s ? s : 1;
+}
+
+/* Units [*u0, *u1) of slot k. */
+static void slot_units(const tile_job *j, size_t k, size_t *u0, size_t *u1)
+{
+    *u0 = j->units * k / j->slots;
+    *u1 = j->units * (k + 1) / j->slots;
+}
+
+/* Forward, slots [k0, k1): the tiles of a slot in turn, each its columns,
+ * then y's part = b + W cols, one product per group: in place for a tile
+ * of one sample (its rows of y are OH*OW apart), else into the scratch yt
+ * and copied out with the bias. */
+static void forward_slots(void *ctx, size_t k0, size_t k1)
+{
+    const tile_job *j = ctx;
+    const dcz_tlayer *l = j->l;
+    const int K = (int)col_rows(l), G = dcz_tlayer_groups(l), og = l->out_c / G, Kg = K / G;
+    const size_t ohw = (size_t)l->out_h * l->out_w;
+    for (size_t k = k0; k < k1; k++) {
+        float *cols = j->work + k * j->slot, *yt = cols + 2 * (size_t)K * tile_cols(l);
+        size_t t0, t1;
+        slot_units(j, k, &t0, &t1);
+        for (size_t t = t0; t < t1; t++) {
+            const tile b = tile_of(l, t, j->batch);
+            im2col_tile(l, j->x, 0, (size_t)K, b, cols);
+            float *yb = j->y + (size_t)b.n0 * l->out + (size_t)b.oh0 * l->out_w;
+            if (b.ns == 1)
+                for (int c = 0; c < l->out_c; c++) dcz_vfill(yb + (size_t)c * ohw, l->b[c], b.T);
+            float *out = b.ns == 1 ? yb : yt;
+            const size_t ld = b.ns == 1 ? ohw : b.T;
+            for (int g = 0; g < G; g++)   /* out_g (og, T) (+)= W_g (og, Kg) cols_g (Kg, T) */
+                cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, og, (int)b.T, Kg, 1.0f,
+                            l->w + (size_t)g * og * Kg, Kg, cols + (size_t)g * Kg * b.T, (int)b.T,
+                            b.ns == 1 ? 1.0f : 0.0f, out + (size_t)g * og * ld, (int)ld);
+            if (b.ns > 1)
+                for (int i = 0; i < b.ns; i++)
+                    for (int c = 0; c < l->out_c; c++)
+                        dcz_vaffine(yb + (size_t)i * l->out + (size_t)c * ohw,
+                                    yt + (size_t)c * b.T + (size_t)i * ohw, 1.0f, l->b[c], ohw);
+        }
+    }
+}
+
+void dcz_conv_forward(const dcz_tlayer *l, const float *x, float *y, int batch, float *work,
+                      size_t work_floats)
 {
     if (depthwise(l)) {
         depthwise_forward(l, x, y, batch);
         return;
     }
-    const int K = (int)col_rows(l), oc = l->out_c, G = dcz_tlayer_groups(l), og = oc / G, Kg = K / G;
-    const size_t ohw = (size_t)l->out_h * l->out_w;
-    float *keep = train ? kept_cols(l, batch) : NULL;
-    const int chunk = keep ? batch : conv_chunk(l, batch);
-    float *cols = keep ? keep : work;                    /* (K, chunk*ohw) */
-    float *yc = keep ? work : work + (size_t)K * (size_t)chunk * ohw;  /* (oc, chunk*ohw) */
-    for (int s = 0; s < batch; s += chunk) {
-        int nb = batch - s < chunk ? batch - s : chunk;
-        int N = (int)((size_t)nb * ohw);
-        im2col(l, x + (size_t)s * l->in, nb, cols);
-        for (int g = 0; g < G; g++)   /* Yc_g (og, N) = W_g (og, Kg) cols_g (Kg, N) */
-            dcz_train_sgemm(0, 0, og, N, Kg, 1.0f, l->w + (size_t)g * og * Kg, Kg,
-                            cols + (size_t)g * Kg * N, N, 0.0f, yc + (size_t)g * og * N, N);
-        cols_job jb = { .l = l, .src = yc, .dst = y + (size_t)s * l->out, .nb = nb, .ld = (size_t)N };
-        dcz_train_par((size_t)nb * oc, grain_of(ohw), bias_part, &jb);
+    tile_job j = { .l = l, .x = x, .y = y, .work = work, .slot = slot_floats(l),
+                   .units = tiles_of(l, batch), .batch = batch };
+    j.slots = slots_for(l, j.units, work_floats);
+    dcz_train_par(j.slots, 1, forward_slots, &j);
+}
+
+/* Backward, slots [k0, k1): slot k owns rows [r0, r1) of the columns
+ * (whole input channels when dx is wanted) and, for every tile in turn,
+ * builds those rows of its columns, adds their part of gW, and computes
+ * their gradient and adds it back into its channels of dx. dY is dy's
+ * part read in place for a tile of one sample, else gathered into the
+ * scratch dyt. */
+static void backward_slots(void *ctx, size_t k0, size_t k1)
+{
+    const tile_job *j = ctx;
+    const dcz_tlayer *l = j->l;
+    const int K = (int)col_rows(l), G = dcz_tlayer_groups(l), og = l->out_c / G, Kg = K / G;
+    const size_t ohw = (size_t)l->out_h * l->out_w, hw = (size_t)l->in_h * l->in_w;
+    const size_t per_unit = j->dx ? (size_t)l->kh * (size_t)l->kw : 1;
+    for (size_t k = k0; k < k1; k++) {
+        float *cols = j->work + k * j->slot, *dcols = cols + (size_t)K * tile_cols(l);
+        float *dyt = dcols + (size_t)K * tile_cols(l);
+        size_t u0, u1;
+        slot_units(j, k, &u0, &u1);
+        const size_t r0 = u0 * per_unit, r1 = u1 * per_unit;
+        if (j->dx)
+            for (int n = 0; n < j->batch; n++)
+                memset(j->dx + (size_t)n * l->in + u0 * hw, 0, (u1 - u0) * hw * sizeof(float));
+        for (size_t t = 0, nt = tiles_of(l, j->batch); t < nt; t++) {
+            const tile b = tile_of(l, t, j->batch);
+            const float *dyb = j->dy + (size_t)b.n0 * l->out + (size_t)b.oh0 * l->out_w;
+            size_t ld = ohw;   /* dY's row length */
+            if (b.ns > 1) {
+                for (int i = 0; i < b.ns; i++)
+                    for (int c = 0; c < l->out_c; c++)
+                        dcz_vcopy(dyt + (size_t)c * b.T + (size_t)i * ohw,
+                                  dyb + (size_t)i * l->out + (size_t)c * ohw, ohw);
+                dyb = dyt;
+                ld = b.T;
+            }
+            im2col_tile(l, j->x, r0, r1, b, cols);
+            for (int g = (int)(r0 / (size_t)Kg); g < G && (size_t)g * Kg < r1; g++) {
+                const size_t a = r0 > (size_t)g * Kg ? r0 : (size_t)g * Kg;
+                const size_t e = r1 < (size_t)(g + 1) * Kg ? r1 : (size_t)(g + 1) * Kg;
+                const float *dyg = dyb + (size_t)g * og * ld;   /* dY_g (og, T), rows ld apart */
+                /* gW_g[:, a..e) += dY_g cols[a..e)^T */
+                cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, og, (int)(e - a), (int)b.T,
+                            1.0f, dyg, (int)ld, cols + (a - r0) * b.T, (int)b.T, 1.0f,
+                            l->gw + (size_t)g * og * Kg + (a - (size_t)g * Kg), Kg);
+                if (j->dx)   /* dcols[a..e) = W_g[:, a..e)^T dY_g */
+                    cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, (int)(e - a), (int)b.T, og,
+                                1.0f, l->w + (size_t)g * og * Kg + (a - (size_t)g * Kg), Kg, dyg,
+                                (int)ld, 0.0f, dcols + (a - r0) * b.T, (int)b.T);
+            }
+            if (j->dx) col2im_tile(l, dcols, r0, r1, b, j->dx);
+        }
     }
 }
 
-/* dx of nb samples from dYc (oc, nb*ohw, row length ld): dcols (K, nb*ohw) =
- * W^T dYc into the scratch dcols, then col2im. */
-static void input_grad(const dcz_tlayer *l, const float *dyc, size_t ld, int nb, float *dcols,
-                       float *dx)
+/* gb[c] for channels [c0, c1): the sum of dy's planes of channel c. */
+static void bias_grad_part(void *ctx, size_t c0, size_t c1)
 {
-    const int K = (int)col_rows(l), N = nb * l->out_h * l->out_w;
-    const int G = dcz_tlayer_groups(l), og = l->out_c / G, Kg = K / G;
-    for (int g = 0; g < G; g++)   /* dcols_g (Kg, N) = W_g^T dYc_g */
-        dcz_train_sgemm(1, 0, Kg, N, og, 1.0f, l->w + (size_t)g * og * Kg, Kg,
-                        dyc + (size_t)g * og * ld, (int)ld, 0.0f, dcols + (size_t)g * Kg * N, N);
-    col2im(l, dcols, nb, dx);
+    const tile_job *j = ctx;
+    const dcz_tlayer *l = j->l;
+    const size_t ohw = (size_t)l->out_h * l->out_w;
+    for (size_t c = c0; c < c1; c++) {
+        float s = 0.0f;
+        for (int n = 0; n < j->batch; n++) s += dcz_vsum(j->dy + (size_t)n * l->out + c * ohw, ohw);
+        l->gb[c] = s;
+    }
 }
 
-void dcz_conv_backward(dcz_tlayer *l, const float *x, const float *dy, float *dx,
-                       int batch, float *work)
+void dcz_conv_backward(dcz_tlayer *l, const float *x, const float *dy, float *dx, int batch,
+                       float *work, size_t work_floats)
 {
     if (depthwise(l)) {
         depthwise_backward(l, x, dy, dx, batch);
         return;
     }
-    const int K = (int)col_rows(l), oc = l->out_c;
-    const size_t ohw = (size_t)l->out_h * l->out_w;
-    const int chunk = conv_chunk(l, batch);
-    float *keep = kept_cols(l, batch);   /* the forward pass's columns */
-    for (int c = 0; c < oc; c++) l->gb[c] = 0.0f;
-    if (keep) {
-        /* one product for gW over the batch; dx chunk by chunk, so that the
-         * columns of dx stay in cache between their product and col2im */
-        const size_t N = (size_t)batch * ohw;
-        float *dyc = work;                 /* (oc, N) */
-        float *dcols = work + (size_t)oc * N;   /* (K, chunk*ohw) */
-        gather_dy(l, dy, batch, dyc, N);
-        weight_grad(l, oc, K, (int)N, dyc, keep, 0);
-        if (dx)
-            for (int s = 0; s < batch; s += chunk) {
-                int nb = batch - s < chunk ? batch - s : chunk;
-                input_grad(l, dyc + (size_t)s * ohw, N, nb, dcols, dx + (size_t)s * l->in);
-            }
-        return;
-    }
-    float *cols = work;                                  /* (K, chunk*ohw) */
-    float *dyc = work + (size_t)K * (size_t)chunk * ohw; /* (oc, chunk*ohw) */
-    for (int s = 0; s < batch; s += chunk) {
-        int nb = batch - s < chunk ? batch - s : chunk;
-        size_t N = (size_t)nb * ohw;
-        gather_dy(l, dy + (size_t)s * l->out, nb, dyc, N);
-        im2col(l, x + (size_t)s * l->in, nb, cols);
-        weight_grad(l, oc, K, (int)N, dyc, cols, s > 0);
-        if (dx) input_grad(l, dyc, N, nb, cols, dx + (size_t)s * l->in);
-    }
+    tile_job j = { .l = l, .x = x, .dy = dy, .dx = dx, .work = work, .slot = slot_floats(l),
+                   .units = dx ? (size_t)l->in_c : col_rows(l), .batch = batch };
+    j.slots = slots_for(l, j.units, work_floats);
+    memset(l->gw, 0, dcz_tlayer_nweights(l) * sizeof *l->gw);
+    dcz_train_par(j.slots, 1, backward_slots, &j);
+    const size_t planes = (size_t)batch * l->out_h * l->out_w;   /* floats a channel sums */
+    dcz_train_par((size_t)l->out_c, (CONV_GRAIN_FLOATS + planes - 1) / planes, bias_grad_part, &j);
 }

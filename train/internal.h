@@ -141,6 +141,11 @@ void dcz_train_backward(dcz_net *net, dcz_tlayer *l, const float *const *xs, con
 typedef void (*dcz_range_fn)(void *ctx, size_t lo, size_t hi);
 void dcz_train_par(size_t n, size_t grain, dcz_range_fn fn, void *ctx);
 
+/* The threads the trainer's pool has or will have: the count
+ * dcz_train_set_threads gave, else every online core (at most
+ * DCZ_POOL_MAX). */
+int dcz_train_threads(void);
+
 /* C (M, N) = alpha op(A) op(B) + beta C, row major, op(X) = X^T when its
  * flag is set: cblas_sgemm's product with C's longer side split over the
  * trainer's threads (large products only), each part one OpenBLAS call. */
@@ -158,19 +163,14 @@ void dcz_net_run_layers(dcz_net *net, int batch, unsigned flags);
  * and the gradient dy of the output; dx may be NULL when no input gradient
  * is needed; parameter gradients are written (not accumulated) to gw, gb. */
 
-/* conv.c: floats of net->work that a CONV layer needs for batch samples,
- * and floats of l->cache it can use to keep its im2col columns from the
- * forward to the backward pass (0: too many, rebuilt instead). The forward
- * pass fills the cache when train is set and the cache is large enough. */
-size_t dcz_conv_work_floats(const dcz_tlayer *l, int batch);
-size_t dcz_conv_cache_floats(const dcz_tlayer *l, int batch);
-/* floats of kept columns of all CONV layers of a net together; layers past
- * it (in layer order) rebuild their columns */
-#define DCZ_CONV_KEEP_TOTAL ((size_t)1 << 26)
-void dcz_conv_forward(const dcz_tlayer *l, const float *x, float *y, int batch,
-                      float *work, int train);
-void dcz_conv_backward(dcz_tlayer *l, const float *x, const float *dy, float *dx,
-                       int batch, float *work);
+/* conv.c: floats of net->work that a CONV layer needs, one scratch per
+ * thread of the trainer (dcz_train_threads). The passes use as many threads
+ * as work_floats has scratch for. */
+size_t dcz_conv_work_floats(const dcz_tlayer *l);
+void dcz_conv_forward(const dcz_tlayer *l, const float *x, float *y, int batch, float *work,
+                      size_t work_floats);
+void dcz_conv_backward(dcz_tlayer *l, const float *x, const float *dy, float *dx, int batch,
+                       float *work, size_t work_floats);
 
 /* pool.c: MAXPOOL, AVGPOOL and GAP. MAXPOOL keeps the argmax of each output
  * in l->cache (int32_t (batch, out)) when train is set, for the backward. */
@@ -197,6 +197,16 @@ static inline void dcz_vcopy(float *restrict d, const float *restrict s, size_t 
         d[j] = s[j]; d[j + 1] = s[j + 1]; d[j + 2] = s[j + 2]; d[j + 3] = s[j + 3];
     }
     for (; j < n; j++) d[j] = s[j];
+}
+
+/* d[j] = v for j < n. */
+static inline void dcz_vfill(float *d, float v, size_t n)
+{
+    size_t j = 0;
+    for (; j + 4 <= n; j += 4) {
+        d[j] = v; d[j + 1] = v; d[j + 2] = v; d[j + 3] = v;
+    }
+    for (; j < n; j++) d[j] = v;
 }
 
 /* d[j] += s[j] for j < n. */

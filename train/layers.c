@@ -141,13 +141,13 @@ static void bwd_dense(dcz_net *net, dcz_tlayer *l, const float *const *xs, const
 static void fwd_conv(dcz_net *net, dcz_tlayer *l, const float *const *xs, float *y, int batch,
                      unsigned flags)
 {
-    dcz_conv_forward(l, xs[0], y, batch, net->work, (flags & DCZ_RUN_TRAIN) != 0);
+    dcz_conv_forward(l, xs[0], y, batch, net->work, net->work_floats);
 }
 
 static void bwd_conv(dcz_net *net, dcz_tlayer *l, const float *const *xs, const float *y,
                      const float *dy, float *const *dxs, int batch)
 {
-    dcz_conv_backward(l, xs[0], dy, dxs[0], batch, net->work);
+    dcz_conv_backward(l, xs[0], dy, dxs[0], batch, net->work, net->work_floats);
     constrain_grads(l);
 }
 
@@ -451,7 +451,6 @@ static dcz_status check_dropout(const dcz_tlayer *l)
 static size_t cache_maxpool(const dcz_tlayer *l, int batch) { return (size_t)batch * (size_t)l->out * sizeof(int32_t); }
 static size_t cache_bn(const dcz_tlayer *l, int batch) { (void)batch; return 2 * (size_t)l->in_c * sizeof(float); }
 static size_t cache_dropout(const dcz_tlayer *l, int batch) { return (size_t)batch * (size_t)l->in; }
-static size_t cache_conv(const dcz_tlayer *l, int batch) { return dcz_conv_cache_floats(l, batch) * sizeof(float); }
 
 /* op, forward, backward, attributes from settings, settings from
  * attributes, buffer checks, cache bytes, keeps geometry, per sample */
@@ -461,7 +460,7 @@ static const dcz_train_op train_ops[] = {
     { DCZ_OP_DENSE, fwd_dense, bwd_dense, attrs_dense, settings_dense, check_weighted, NULL, 0, 0 },
     { DCZ_OP_RELU, fwd_relu, bwd_relu, PLAIN, NULL, NULL, 0, 1 },
     { DCZ_OP_SOFTMAX, fwd_softmax, bwd_copy, PLAIN, NULL, NULL, 0, 1 },
-    { DCZ_OP_CONV2D, fwd_conv, bwd_conv, attrs_conv, settings_conv, check_weighted, cache_conv, 1, 0 },
+    { DCZ_OP_CONV2D, fwd_conv, bwd_conv, attrs_conv, settings_conv, check_weighted, NULL, 1, 0 },
     { DCZ_OP_MAXPOOL, fwd_pool, bwd_pool, attrs_maxpool, settings_maxpool, NULL, cache_maxpool, 1, 1 },
     { DCZ_OP_AVGPOOL, fwd_pool, bwd_pool, attrs_avgpool, settings_avgpool, NULL, NULL, 1, 1 },
     { DCZ_OP_GLOBAL_AVGPOOL, fwd_pool, bwd_pool, PLAIN, NULL, NULL, 1, 1 },

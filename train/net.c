@@ -499,14 +499,9 @@ size_t dcz_tlayer_cache_bytes(const dcz_tlayer *l, int batch)
 /* Sizes the caches of the layers for cap_batch samples, for training. */
 static dcz_status reserve_caches(dcz_net *net)
 {
-    size_t kept = 0;
     for (int i = 0; i < net->nlayers; i++) {
         dcz_tlayer *l = &net->layers[i];
         size_t bytes = dcz_tlayer_cache_bytes(l, net->cap_batch);
-        if (l->op == DCZ_OP_CONV2D) {
-            kept += bytes / sizeof(float);
-            if (kept > DCZ_CONV_KEEP_TOTAL) bytes = 0;   /* rebuilds its columns */
-        }
         if (bytes <= l->cache_bytes) continue;
         free(l->cache);
         l->cache = malloc(bytes);
@@ -532,7 +527,7 @@ dcz_status dcz_net_reserve(dcz_net *net, int batch, int train)
         size_t work = 0;
         for (int i = 0; i < net->nlayers; i++)
             if (net->layers[i].op == DCZ_OP_CONV2D) {
-                size_t wf = dcz_conv_work_floats(&net->layers[i], batch);
+                size_t wf = dcz_conv_work_floats(&net->layers[i]);
                 if (wf > work) work = wf;
             }
         if (work) {

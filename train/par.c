@@ -49,15 +49,30 @@ void dcz_train_set_threads(int threads)
     pthread_mutex_unlock(&state);
 }
 
+/* The thread count asked for, or every online core; called with state
+ * locked. */
+static uint32_t threads_wanted(void)
+{
+    long online = sysconf(_SC_NPROCESSORS_ONLN);
+    uint32_t n = wanted > 0 ? (uint32_t)wanted : online > 0 ? (uint32_t)online : 1;
+    return n < DCZ_POOL_MAX ? n : DCZ_POOL_MAX;
+}
+
+int dcz_train_threads(void)
+{
+    pthread_mutex_lock(&state);
+    uint32_t n = threads_wanted();
+    pthread_mutex_unlock(&state);
+    return (int)n;
+}
+
 /* The pool, started when first needed; NULL for one thread or when threads
  * cannot be started (the work then runs on the caller's thread). */
 static dcz_pool *get_pool(void)
 {
     pthread_mutex_lock(&state);
     if (!started) {
-        long online = sysconf(_SC_NPROCESSORS_ONLN);
-        uint32_t n = wanted > 0 ? (uint32_t)wanted : online > 0 ? (uint32_t)online : 1;
-        if (n > DCZ_POOL_MAX) n = DCZ_POOL_MAX;
+        uint32_t n = threads_wanted();
         if (n < 2 || dcz_pool_start(n, &pool) != DCZ_OK) pool = NULL;
         openblas_set_num_threads(1);
         started = 1;

@@ -10,7 +10,8 @@
  * built by hand or by architecture name gets its document when it is
  * validated. A layer read by several others gets the sum of their
  * gradients. Dense and convolution layers run forward and backward
- * through OpenBLAS sgemm (convolutions by im2col over many samples at once);
+ * through OpenBLAS sgemm (convolutions by im2col, a cache-sized tile of
+ * the batch at a time);
  * the loss is softmax cross-entropy on the last layer's logits (a final
  * softmax layer, when present, is the identity for training).
  *
@@ -183,9 +184,8 @@ typedef struct dcz_tlayer {
     void *cache;          /* forward values of the last training pass, kept
                              for backward: MAXPOOL int32 argmax (batch, out);
                              BATCHNORM mean and 1/sqrt(var + eps) (2, c);
-                             DROPOUT uint8 mask (batch, in); CONV im2col
-                             columns (in_c*kh*kw, batch*out_h*out_w) when
-                             they fit a budget. Sized with net->act. */
+                             DROPOUT uint8 mask (batch, in). Sized with
+                             net->act. */
     size_t cache_bytes;
 } dcz_tlayer;
 
@@ -255,8 +255,9 @@ typedef struct dcz_net {
     float **dact;         /* gradients w.r.t. act[t] */
     float *gsum;          /* scratch for the gradients of tensors read twice */
     size_t gsum_floats;
-    float *work;          /* scratch of the CONV layers (im2col columns),
-                             work_floats floats, owned; sized with act */
+    float *work;          /* scratch of the CONV layers (im2col columns of
+                             a tile, one scratch per thread), work_floats
+                             floats, owned; sized with act */
     size_t work_floats;
     /* One flat buffer per kind of parameter state, owned, the layers'
      * pointers into it: per layer with parameters (DENSE, CONV, BATCHNORM),
