@@ -98,6 +98,15 @@ typedef struct row_masks {
     __mmask16 in[ROW_MAXV], all[ROW_MAXV], ld0[ROW_MAXV], ld1[ROW_MAXV];
 } row_masks;
 
+/* Piece o.. of a row wider than ROW_MAXV vectors: its *n columns, and its
+ * columns [*l, *h) of the row's [lo, hi). */
+static void row_piece(int o, int OW, int lo, int hi, int *n, int *l, int *h)
+{
+    *n = OW - o < 16 * ROW_MAXV ? OW - o : 16 * ROW_MAXV;
+    *l = lo - o < 0 ? 0 : lo - o > *n ? *n : lo - o;
+    *h = hi - o < *l ? *l : hi - o > *n ? *n : hi - o;
+}
+
 /* The masks of a row; 0 when it is wider than ROW_MAXV vectors. */
 static int row_masks_make(row_masks *m, int sw, int lo, int hi, int OW)
 {
@@ -132,10 +141,8 @@ static void im2col_plane__avx512(float *d, const float *xp, int ih0, int sh, int
     row_masks m;
     if (!row_masks_make(&m, sw, lo, hi, OW)) {   /* wider rows: masks made row by row */
         for (int oh = 0, ih = ih0; oh < OH; oh++, ih += sh, d += OW)
-            for (int o = 0; o < OW; o += 16 * ROW_MAXV) {
-                const int n = OW - o < 16 * ROW_MAXV ? OW - o : 16 * ROW_MAXV;
-                const int l = lo - o < 0 ? 0 : lo - o > n ? n : lo - o;
-                const int h = hi - o < l ? l : hi - o > n ? n : hi - o;
+            for (int o = 0, n, l, h; o < OW; o += n) {
+                row_piece(o, OW, lo, hi, &n, &l, &h);
                 im2col_plane__avx512(d + o, xp, ih, sh, H, W, off + o * sw, sw, l, h, 1, n);
             }
         return;
@@ -172,10 +179,8 @@ static void col2im_plane__avx512(const float *d, float *xp, int ih0, int sh, int
     row_masks m;
     if (!row_masks_make(&m, sw, lo, hi, OW)) {
         for (int oh = 0, ih = ih0; oh < OH; oh++, ih += sh, d += OW)
-            for (int o = 0; o < OW; o += 16 * ROW_MAXV) {
-                const int n = OW - o < 16 * ROW_MAXV ? OW - o : 16 * ROW_MAXV;
-                const int l = lo - o < 0 ? 0 : lo - o > n ? n : lo - o;
-                const int h = hi - o < l ? l : hi - o > n ? n : hi - o;
+            for (int o = 0, n, l, h; o < OW; o += n) {
+                row_piece(o, OW, lo, hi, &n, &l, &h);
                 col2im_plane__avx512(d + o, xp, ih, sh, H, W, off + o * sw, sw, l, h, 1, n);
             }
         return;
@@ -217,8 +222,8 @@ enum { ROWS_MAXKW = 8 };
  * right after its store for each tap in turn. 0 (nothing done) for rows
  * wider than ROW_MAXV vectors or kernels wider than ROWS_MAXKW. */
 __attribute__((target("avx512f")))
-static int col2im_rows__avx512(const dcz_tlayer *l, const float *d, int oh0, int nr, size_t T,
-                               float *xp)
+static int col2im_channel__avx512(const dcz_tlayer *l, const float *d, int oh0, int nr, size_t T,
+                                  float *xp)
 {
     const int H = l->in_h, W = l->in_w, OW = l->out_w, kh = l->kh, kw = l->kw;
     const int sh = l->sh, ph = l->ph, pw = l->pw, nv = (W + 15) / 16;
@@ -479,11 +484,12 @@ static void im2col_rows(const dcz_tlayer *l, const float *xn, size_t r0, size_t 
     }
 }
 
-/* The adjoint of im2col_rows: each entry of rows [r0, r1) of the columns
- * of output rows [oh0, oh0 + nr) of one sample (row r at cols + (r - r0)
- * ld) added back to the pixel of dxn (C, H, W) it was read from. */
-static void col2im_rows(const dcz_tlayer *l, const float *cols, size_t ld, size_t r0, size_t r1,
-                        int oh0, int nr, float *dxn)
+/* The adjoint of im2col_rows for input channels [c0, c1): each entry of
+ * the columns of output rows [oh0, oh0 + nr) of one sample (channel c's kh
+ * kw rows from cols + (c - c0) kh kw ld, ld apart) added back to the pixel
+ * of dxn (C, H, W) it was read from. */
+static void col2im_channels(const dcz_tlayer *l, const float *cols, size_t ld, int c0, int c1,
+                            int oh0, int nr, float *dxn)
 {
     const int H = l->in_h, W = l->in_w, OW = l->out_w;
     const int kh = l->kh, kw = l->kw, sh = l->sh, sw = l->sw, ph = l->ph, pw = l->pw;
@@ -491,35 +497,33 @@ static void col2im_rows(const dcz_tlayer *l, const float *cols, size_t ld, size_
 #if defined(__x86_64__)
     const int vec = sw <= 2 && __builtin_cpu_supports("avx512f");
 #endif
-    for (size_t r = r0; r < r1; r++) {
-        const int c = (int)(r / (size_t)(kh * kw)), ki = (int)(r / (size_t)kw % (size_t)kh);
-        const int kj = (int)(r % (size_t)kw), off = kj - pw;
-        const float *d = cols + (r - r0) * ld;
+    for (int c = c0; c < c1; c++) {
+        const float *dc = cols + (size_t)(c - c0) * (size_t)(kh * kw) * ld;
         float *xp = dxn + (size_t)c * hw;
 #if defined(__x86_64__)
-        if (vec && sw == 1 && ki == 0 && kj == 0 && r + (size_t)(kh * kw) <= r1 &&
-            col2im_rows__avx512(l, d, oh0, nr, ld, xp)) {
-            r += (size_t)(kh * kw) - 1;   /* the channel's rows, all done */
-            continue;
-        }
+        if (vec && sw == 1 && col2im_channel__avx512(l, dc, oh0, nr, ld, xp)) continue;
 #endif
-        int lo, hi;
-        valid_range(kj, W, OW, sw, pw, &lo, &hi);
+        for (int ki = 0; ki < kh; ki++)
+            for (int kj = 0, off = -pw; kj < kw; kj++, off++) {
+                const float *d = dc + (size_t)(ki * kw + kj) * ld;
+                int lo, hi;
+                valid_range(kj, W, OW, sw, pw, &lo, &hi);
 #if defined(__x86_64__)
-        if (vec) {
-            col2im_plane__avx512(d, xp, oh0 * sh - ph + ki, sh, H, W, off, sw, lo, hi, nr, OW);
-            continue;
-        }
+                if (vec) {
+                    col2im_plane__avx512(d, xp, oh0 * sh - ph + ki, sh, H, W, off, sw, lo, hi, nr, OW);
+                    continue;
+                }
 #endif
-        for (int oh = oh0; oh < oh0 + nr; oh++, d += OW) {
-            int ih = oh * sh - ph + ki;
-            if (ih < 0 || ih >= H) continue;
-            float *xr = xp + (size_t)ih * W;
-            if (sw == 1)
-                dcz_vadd(xr + lo + off, d + lo, (size_t)(hi - lo));
-            else
-                for (int ow = lo; ow < hi; ow++) xr[ow * sw + off] += d[ow];
-        }
+                for (int oh = oh0; oh < oh0 + nr; oh++, d += OW) {
+                    int ih = oh * sh - ph + ki;
+                    if (ih < 0 || ih >= H) continue;
+                    float *xr = xp + (size_t)ih * W;
+                    if (sw == 1)
+                        dcz_vadd(xr + lo + off, d + lo, (size_t)(hi - lo));
+                    else
+                        for (int ow = lo; ow < hi; ow++) xr[ow * sw + off] += d[ow];
+                }
+            }
     }
 }
 
@@ -533,13 +537,13 @@ static void im2col_tile(const dcz_tlayer *l, const float *x, size_t r0, size_t r
         im2col_rows(l, x + (size_t)(b.n0 + i) * l->in, r0, r1, b.oh0, b.nr, cols + i * per, b.T);
 }
 
-/* The adjoint of im2col_tile, into dx (batch, C, H, W). */
-static void col2im_tile(const dcz_tlayer *l, const float *cols, size_t r0, size_t r1, tile b,
-                        float *dx)
+/* The adjoint of im2col_tile for the rows of input channels [c0, c1), into
+ * dx (batch, C, H, W). */
+static void col2im_tile(const dcz_tlayer *l, const float *cols, int c0, int c1, tile b, float *dx)
 {
     const size_t per = (size_t)b.nr * (size_t)l->out_w;
     for (int i = 0; i < b.ns; i++)
-        col2im_rows(l, cols + i * per, b.T, r0, r1, b.oh0, b.nr, dx + (size_t)(b.n0 + i) * l->in);
+        col2im_channels(l, cols + i * per, b.T, c0, c1, b.oh0, b.nr, dx + (size_t)(b.n0 + i) * l->in);
 }
 
 /* A pass over the tiles of a batch, in slots: each slot one part of the
@@ -669,7 +673,7 @@ static void backward_slots(void *ctx, size_t k0, size_t k1)
                                 1.0f, l->w + (size_t)g * og * Kg + (a - (size_t)g * Kg), Kg, dyg,
                                 (int)ld, 0.0f, dcols + (a - r0) * b.T, (int)b.T);
             }
-            if (j->dx) col2im_tile(l, dcols, r0, r1, b, j->dx);
+            if (j->dx) col2im_tile(l, dcols, (int)u0, (int)u1, b, j->dx);
         }
     }
 }
