@@ -531,7 +531,7 @@ dcz_status dcz_net_reserve(dcz_net *net, int batch, int train)
                 if (wf > work) work = wf;
             }
         if (work) {
-            net->work = malloc(work * sizeof(float));
+            net->work = calloc(work, sizeof(float));   /* finite: products read past rows */
             if (!net->work) goto nomem;
             net->work_floats = work;
         }

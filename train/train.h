@@ -9,9 +9,9 @@
  * trains and written back into the document by dcz_net_store. A network
  * built by hand or by architecture name gets its document when it is
  * validated. A layer read by several others gets the sum of their
- * gradients. Dense and convolution layers run forward and backward
- * through OpenBLAS sgemm (convolutions by im2col, a cache-sized tile of
- * the batch at a time);
+ * gradients. Dense layers run forward and backward through OpenBLAS
+ * sgemm, convolutions by im2col and libdcz's dense product, a cache-sized
+ * tile of the batch at a time;
  * the loss is softmax cross-entropy on the last layer's logits (a final
  * softmax layer, when present, is the identity for training).
  *

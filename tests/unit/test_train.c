@@ -1096,6 +1096,18 @@ static void test_gradcheck_conv(void)
     gradcheck_net(net, 2, 60, 17, "wide rows, bands");
     CHECK(forward_error(net, 2, 18) < 1e-5, "wide rows, bands: forward off the reference");
     dcz_net_free(net);
+
+    /* output channels past the 16 x 16 blocks dY is transposed by: 20 (a
+     * block and 4 more), then 2 groups of 16 (each group's dY^T read from
+     * its offset) */
+    dcz_tlayer d[] = { CONV(20, 3, 3, 1, 1), SIMPLE(DCZ_OP_RELU), CONV(32, 3, 3, 1, 1),
+                       SIMPLE(DCZ_OP_GLOBAL_AVGPOOL), FC(3) };
+    d[2].group = 2;
+    net = build_net(d, 5, 4, 6, 7, 4);
+    REQUIRE(net && net->layers[2].group == 2, "build d");
+    gradcheck_net(net, 3, 60, 19, "20 channels, 2 groups of 16");
+    CHECK(forward_error(net, 3, 20) < 1e-5, "20 channels, 2 groups of 16: forward off the reference");
+    dcz_net_free(net);
 }
 
 /* ---- graphs ------------------------------------------------------------------ */
