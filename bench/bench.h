@@ -3,6 +3,7 @@
 #ifndef DCZ_BENCH_H
 #define DCZ_BENCH_H
 
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -43,5 +44,13 @@ static inline double bench_copy_bandwidth(size_t nb)
     free(b);
     return bw;
 }
+
+/* A convolution layer of the benchmarks: in_c -> out_c over hw x hw, a
+ * k x k window, its padding and stride, at a density of stored weights. */
+typedef struct bench_layer {
+    const char *name;
+    uint32_t in_c, out_c, hw, k, pad, stride;
+    double density;
+} bench_layer;
 
 #endif /* DCZ_BENCH_H */

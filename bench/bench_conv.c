@@ -44,12 +44,6 @@
     out = t_[REPS / 2]; \
 } while (0)
 
-typedef struct layer {
-    const char *name;
-    uint32_t in_c, out_c, hw, k, pad, stride;
-    double density;
-} layer;
-
 /* im2col + OpenBLAS: col (pixels, K) from dcz_im2col, y (out_c, pixels) =
  * W (out_c, K) col^T + bias */
 static void blas_conv(const dcz_conv_geom *g, const float *w, const float *bias, const float *x,
@@ -97,7 +91,7 @@ int main(void)
     openblas_set_num_threads(1);
     const double bw = bench_copy_bandwidth((size_t)64 << 20);
     printf("copy bandwidth %.1f GB/s (read + write), one thread\n\n", bw / 1e9);
-    const layer layers[] = {
+    const bench_layer layers[] = {
         { "dense-16-16", 16, 16, 28, 3, 1, 1, 1.0 },
         { "dense-32-64", 32, 64, 14, 3, 1, 1, 1.0 },
         { "dense-64-64-7", 64, 64, 7, 3, 1, 1, 1.0 },
@@ -131,7 +125,7 @@ int main(void)
     dcz_rng rng;
     dcz_rng_seed(&rng, 1);
     for (size_t li = 0; li < sizeof layers / sizeof *layers; li++) {
-        const layer *L = &layers[li];
+        const bench_layer *L = &layers[li];
         const uint32_t out_hw = (L->hw + 2 * L->pad - L->k) / L->stride + 1;
         const dcz_conv_geom g = { L->in_c, L->hw, L->hw, L->out_c, out_hw, out_hw,
                                   L->k, L->k, L->stride, L->stride, L->pad, L->pad, 1 };

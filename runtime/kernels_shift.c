@@ -127,10 +127,18 @@ static uint64_t scratch_cells(const dcz_conv_geom *g, uint32_t units)
     /* the output planes of whole blocks of up to 4 channels */
     const uint64_t in = planes * plane, out = out16 * (((uint64_t)g->out_c + 3) / 4 * 4);  /* each below 2^64 */
     if (in > UINT64_MAX / 4 || out > UINT64_MAX / 4) return UINT64_MAX;
-    return in + (g->kw - 1) / g->sw + 16 + out;
+    return in + (g->kw - 1) / g->sw + 16 + 16 + out;   /* 16: planes_at's alignment */
 }
 
 uint64_t dcz_shift_scratch_floats(const dcz_conv_geom *g) { return scratch_cells(g, g->in_c); }
+
+/* The planes as computed, after the split input xs at the first 64-byte
+ * boundary, so that a vector's store or a tile's row fills one cache line
+ * (a tile's rows stored across two took twice as long). */
+static void *planes_at(void *xs, const split_geom *q)
+{
+    return (void *)(((uintptr_t)((uint32_t *)xs + q->floats) + 63) & ~(uintptr_t)63);
+}
 
 
 /* the offset of weight (c, ky, kx) in the split input */
@@ -934,7 +942,7 @@ static int shift_run(dcz_isa isa, const dcz_conv_geom *g, const dcz_shift *f, co
     const planes_fn planes = planes_variant(isa);
     if (!planes) return 0;
     const split_geom q = split_geom_of(g, g->in_c);
-    float *xs = scratch, *t = scratch + q.floats;
+    float *xs = scratch, *t = planes_at(scratch, &q);
     const size_t in_sample = (size_t)g->in_c * g->in_h * g->in_w;
     const size_t out_plane = (size_t)g->out_h * g->out_w;
 #ifdef DCZ_X86
@@ -1139,10 +1147,16 @@ static void qdw_build(const dcz_conv_geom *g, const qdw_shape *d, const dcz_qspa
     f->dwidx = idx;
 }
 
+static int col_quads(const dcz_conv_geom *g);
+
+/* the AMX tile form's bytes: layers of quads of channels (column quads
+ * fill one byte of four) */
+static uint64_t qamx_bytes(const dcz_conv_geom *g) { return col_quads(g) ? 0 : dcz_qamx_bytes(g); }
+
 uint64_t dcz_qshift_bytes(const dcz_conv_geom *g, uint64_t nnz)
 {
     return ((uint64_t)g->out_c * 2 + 1) * sizeof(uint32_t) +
-           nnz * (sizeof(uint32_t) + DCZ_QSHIFT_MAX_OB * sizeof(int32_t)) + qdw_bytes(g);
+           nnz * (sizeof(uint32_t) + DCZ_QSHIFT_MAX_OB * sizeof(int32_t)) + qdw_bytes(g) + qamx_bytes(g);
 }
 
 uint64_t dcz_qshift_scratch_floats(const dcz_conv_geom *g)
@@ -1278,7 +1292,15 @@ int dcz_qshift_build(const dcz_conv_geom *g, const dcz_qsparse *s, void *mem, dc
     f->dw = NULL;
     f->dwidx = NULL;
     qdw_shape d;
-    if (qdw_shape_of(g, &d)) qdw_build(g, &d, s, w + (size_t)nnz * DCZ_QSHIFT_MAX_OB, f);
+    uint8_t *rest = (uint8_t *)(w + (size_t)nnz * DCZ_QSHIFT_MAX_OB);
+    if (qdw_shape_of(g, &d)) qdw_build(g, &d, s, rest, f);
+    /* the AMX tiles, run where they take less time than the quad taps */
+    f->amx = NULL;
+    f->amx_pick = 0;
+    if (qamx_bytes(g)) {
+        dcz_qamx_build(g, s, corr, rest + qdw_bytes(g), f);
+        f->amx_pick = dcz_qamx_cost(g, f, q.out16) < (double)(q.out16 / 16) * (n + blocks * DCZ_QSHIFT_BLOCK_COST);
+    }
     return 1;
 }
 
@@ -1791,6 +1813,21 @@ int dcz_qsplit_check(const dcz_conv_geom *g, const dcz_q *x, uint8_t *a, uint8_t
 typedef void (*qplanes_fn)(const dcz_qshift *f, const int32_t *corr, uint32_t out_c, size_t out16, size_t cells,
                            const int32_t *xs, int32_t *t, void *om);
 
+/* t = the planes as computed of one sample's split xs by planes, or on
+ * the AMX tiles where the form picks them (a vector variant) */
+static void qplanes_run(qplanes_fn planes, int vec, const dcz_conv_geom *g, const split_geom *q,
+                        const dcz_qshift *f, const int32_t *xs, int32_t *t)
+{
+    if (vec && f->amx_pick) {
+        uint32_t toff[DCZ_QSHIFT_MAX_WINDOW];
+        for (uint32_t k = 0; k < g->kh * g->kw; k++) toff[k] = tap_offset(g, q, 0, k / g->kw, k % g->kw);
+        dcz_qamx_planes(f, g->out_c, g->kh * g->kw, toff, (size_t)g->sh * g->sw * q->plane, q->out16,
+                        (const uint8_t *)xs, t);
+        return;
+    }
+    planes(f, f->corr, g->out_c, q->out16, (size_t)g->out_h * q->wq, xs, t, NULL);
+}
+
 static void qshift_planes_ref(const dcz_qshift *f, const int32_t *corr, uint32_t out_c, size_t out16, size_t cells,
                               const int32_t *xs, int32_t *t, void *om)
 {
@@ -1869,7 +1906,7 @@ int dcz_qconv2d_shift_isa(dcz_isa isa, const dcz_conv_geom *g, const dcz_qshift 
     const qplanes_fn planes = qplanes_variant(isa);
     if (!planes) return 0;
     const split_geom q = split_geom_of(g, (g->in_c + 3) / 4);
-    int32_t *xs = (int32_t *)(void *)scratch, *t = xs + q.floats;
+    int32_t *xs = (int32_t *)(void *)scratch, *t = planes_at(scratch, &q);
     const size_t in_sample = (size_t)g->in_c * g->in_h * g->in_w, out_plane = (size_t)g->out_h * g->out_w;
     /* the vector variant also splits and widens in vectors */
     int vec = 0;
@@ -1878,7 +1915,7 @@ int dcz_qconv2d_shift_isa(dcz_isa isa, const dcz_conv_geom *g, const dcz_qshift 
 #endif
     for (size_t b = 0; b < batch; b++) {
         qsplit_any(vec, g, &q, x + b * in_sample, (uint8_t *)xs);
-        planes(f, f->corr, g->out_c, q.out16, (size_t)g->out_h * q.wq, xs, t, NULL);
+        qplanes_run(planes, vec, g, &q, f, xs, t);
         int64_t *ab = acc + b * g->out_c * out_plane;
         for (uint32_t oc = 0; oc < g->out_c; oc++) {
             const int64_t bo = bias ? bias[oc] : 0;
@@ -1962,7 +1999,7 @@ int dcz_qconv2d_shift_requant(const dcz_conv_geom *g, const dcz_qshift *f, const
         return 1;
     }
     const split_geom q = split_geom_of(g, (g->in_c + 3) / 4);
-    int32_t *xs = (int32_t *)(void *)scratch, *t = xs + q.floats;
+    int32_t *xs = (int32_t *)(void *)scratch, *t = planes_at(scratch, &q);
     const size_t in_sample = (size_t)g->in_c * g->in_h * g->in_w, out_plane = (size_t)g->out_h * g->out_w;
     /* planes of up to REQ_PLANE_MAX vectors requantized by vectors, their
      * output lanes found once */
@@ -1979,7 +2016,7 @@ int dcz_qconv2d_shift_requant(const dcz_conv_geom *g, const dcz_qshift *f, const
     for (size_t j = 0; j < pnv; j++) pkeep[j] = (uint16_t)keep_lanes(16 * j, 0, (int64_t)pooled, pooled, pooled);
     for (size_t b = 0; b < batch; b++) {
         qsplit_any(1, g, &q, x + b * in_sample, (uint8_t *)xs);
-        planes(f, f->corr, g->out_c, q.out16, cells, xs, t, NULL);
+        qplanes_run(planes, 1, g, &q, f, xs, t);
         if (pool2) {   /* the pooled sums requantized: max commutes with the requantization */
             int32_t pt[REQ_PLANE_MAX * 4];
             dcz_q *yb = y + b * g->out_c * out_plane;   /* a sample's place as unpooled */

@@ -203,6 +203,13 @@ typedef struct dcz_qshift {
      * by byte permutes"), else NULL: */
     const int32_t *dw;      /* (out_c, kh, ceil(kw / 4)) the weights of four columns of a window row, a byte each */
     const uint8_t *dwidx;   /* (patterns, kh ceil(kw / 4), 64) the bytes of a vector's window each lane reads */
+    /* the AMX tile form (kernels_amx.c) of ungrouped convolutions where the
+     * CPU has AMX-INT8, else NULL: */
+    const int8_t *amx;      /* (ceil(out_c / 16), kh kw, amx_chunks, 16, 4 amx_kc) tiles of weights: row o
+                               an output channel, byte 4 j + b input channel 4 (chunk's first quad + j) + b */
+    const int32_t *amxc;    /* (ceil(out_c / 16) 16, 16) each channel's corr, 16 times (the sums' start) */
+    uint32_t amx_nq, amx_kc, amx_chunks;  /* quads of input channels; quads a chunk; chunks a tap */
+    uint8_t amx_pick;       /* the tiles run the layer (dcz_qamx_cost below the quad taps' cost) */
 } dcz_qshift;
 
 /* A layer in execution form. Its kernels are its op's in the operator
@@ -893,6 +900,30 @@ int dcz_qconv2d_shift_isa(dcz_isa isa, const dcz_conv_geom *g, const dcz_qshift 
                           const dcz_q *x, size_t batch, float *scratch, int64_t *acc);
 const char *dcz_qshift_variant(void);
 int dcz_qconv2d_pick_shift(const dcz_conv_geom *g);
+/* The AMX tile form of the integer shift form (kernels_amx.c).
+ * dcz_amx_ready: the CPU has AMX-INT8 and the OS lets this process use it
+ * (asked once, by arch_prctl). dcz_qamx_bytes: the form's bytes for g, 0
+ * where it is not built (no AMX, a grouped convolution). dcz_qamx_build
+ * fills f's amx part in mem from the weights s and the sums' starts corr.
+ * dcz_qamx_planes: the planes as computed t (out_c rows of out16 cells)
+ * from the integer split xs, tap k of quad c at cell toff[k] + c qstride,
+ * the same sums as the vector kernel. dcz_qamx_cost: the time of a sample
+ * on the tiles, and dcz_qshift_cost on the quad taps, in units of a quad
+ * tap over one vector (a load and a vpdpbusd or two): a tile multiply
+ * costs DCZ_QAMX_TILE_COST + DCZ_QAMX_ROW_COST a row of its inputs (kc),
+ * loading and storing a tile of sums DCZ_QAMX_SUMS_COST; a block of the
+ * quad taps DCZ_QSHIFT_BLOCK_COST a vector for its sums. Fitted on one
+ * core of a Xeon with AMX (kernels_amx.c has the times). */
+#define DCZ_QAMX_TILE_COST 7.0
+#define DCZ_QAMX_ROW_COST 0.45
+#define DCZ_QAMX_SUMS_COST 39.0
+#define DCZ_QSHIFT_BLOCK_COST 2.0
+int dcz_amx_ready(void);
+uint64_t dcz_qamx_bytes(const dcz_conv_geom *g);
+void dcz_qamx_build(const dcz_conv_geom *g, const dcz_qsparse *s, const int32_t *corr, void *mem, dcz_qshift *f);
+void dcz_qamx_planes(const dcz_qshift *f, uint32_t out_c, uint32_t taps, const uint32_t *toff, size_t qstride,
+                     size_t out16, const uint8_t *xs, int32_t *t);
+double dcz_qamx_cost(const dcz_conv_geom *g, const dcz_qshift *f, size_t out16);
 /* The integer split of sample x (kernels_shift.c) by each vector variant
  * this CPU runs, against the scalar one: the number of variants that gave
  * its bytes, -1 at the first that did not; a and b hold

@@ -377,7 +377,8 @@ static void test_graph_integer(void)
             dcz_layer_desc wd, ad;
             REQUIRE(dcz_describe_layer(fm, i, &wd) == DCZ_OK && dcz_describe_layer(fm, i + 1, &ad) == DCZ_OK,
                     "describe");
-            const int shift = strcmp(wd.kernel, "qconv2d_shift (integers)") == 0;
+            const int shift = strcmp(wd.kernel, "qconv2d_shift (integers)") == 0 ||
+                              strcmp(wd.kernel, "qconv2d_amx (integers)") == 0;
             CHECK(shift == (strcmp(ad.kernel, "fused") == 0), "scheme %u: layer %u runs %s, the next %s",
                   schemes[s], i, wd.kernel, ad.kernel);
             fused += shift;
@@ -561,7 +562,8 @@ static void test_pool_fused_in_chunks(void)
     for (uint32_t i = 0; i <= 3; i += 3) {
         dcz_layer_desc cd, pd;
         REQUIRE(dcz_describe_layer(m, i, &cd) == DCZ_OK && dcz_describe_layer(m, i + 2, &pd) == DCZ_OK, "describe");
-        const int shift = strcmp(cd.kernel, "qconv2d_shift (integers)") == 0;
+        const int shift = strcmp(cd.kernel, "qconv2d_shift (integers)") == 0 ||
+                          strcmp(cd.kernel, "qconv2d_amx (integers)") == 0;
         CHECK(shift == (strcmp(pd.kernel, "fused") == 0), "layer %u runs %s, its pool %s", i, cd.kernel, pd.kernel);
     }
     dcz_close(m);

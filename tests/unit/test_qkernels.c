@@ -292,6 +292,7 @@ static void test_qconv_ref_by_hand(void)
 
 typedef struct conv_tally {
     size_t cases, bad, float_cases, float_bad, variants, gemm_cases, shift_cases, shift_vector, dw_forms, dw_runs;
+    size_t amx_forms, amx_runs;
     size_t split_variants, blocks2, pooled;
     uint32_t fillers;
 } conv_tally;
@@ -347,56 +348,65 @@ static void qconv_case(const dcz_conv_geom *g, double density, uint32_t k, int32
             free(scratch2);
             dcz_qshift f;
             if (dcz_qshift_build(g, &m.sp, mem, &f)) {
-                for (int r = 1; r >= 0; r--) {
-                    memset(got, 0xAA, B * yout * sizeof(int64_t));
-                    dcz_qconv2d_shift(g, &f, bp, x, b, r, scratch, got);
-                    t->bad += diff_i64(r ? "qconv2d_shift (reference)" : "qconv2d_shift", ctx, got, ref, b * yout);
-                }
-                t->shift_cases++;
-                t->blocks2 += f.ob == 2;
-                int32_t *mult = alloc(g->out_c + 1, sizeof(int32_t));
-                uint8_t *shift = alloc(g->out_c + 1, 1);
-                /* small multipliers and shifts make ties (half up) and shift 0 */
-                for (uint32_t c = 0; c < g->out_c; c++) {
-                    mult[c] = c % 4 == 0 ? 1 : c % 4 == 1 ? 3 : (int32_t)(rnd() >> 33);
-                    shift[c] = (uint8_t)(c % 4 == 0 ? 1 : c % 4 == 1 ? 2 : c % 8 == 2 ? 0 : rnd() % 63);
-                }
-                const dcz_requant rq = { mult, shift, 127 };
-                dcz_q *want = alloc(B * yout + 1, sizeof(dcz_q)), *yq = alloc(B * yout + 1, sizeof(dcz_q));
-                dcz_requant8_ref(&rq, ref, b, g->out_c, g->out_h * g->out_w, want);
-                /* and clamped as a fused activation clamps them: ReLU's
-                 * 0 .. 127 on odd cases, a narrower clamp on some */
-                const int32_t lo = t->cases % 2 ? 0 : t->cases % 4 == 2 ? -90 : -127;
-                const int32_t hi = t->cases % 8 == 4 ? 100 : 127;
-                for (size_t i = 0; i < b * yout; i++) want[i] = (dcz_q)(want[i] < lo ? lo : want[i] > hi ? hi : want[i]);
-                memset(yq, 0x55, (B * yout + 1) * sizeof(dcz_q));
-                if (dcz_qconv2d_shift_requant(g, &f, bp, &rq, lo, hi, 0, x, b, scratch, yq)) {
-                    t->bad += diff_q(dcz_qshift_depthwise(&f) ? "qconv2d_shift_requant (depthwise)"
-                                                              : "qconv2d_shift_requant", ctx, yq, want, b * yout);
-                    t->shift_vector++;
-                    t->dw_runs += dcz_qshift_depthwise(&f);
-                }
-                /* with the 2x2 max pool of stride 2 after it taken in: the
-                 * reference pool of the above */
-                if (dcz_qconv2d_shift_requant_runs(g, &f, &rq, 1)) {
-                    const dcz_conv_geom pg = conv_geom(g->out_c, g->out_c, g->out_h, g->out_w, 2, 2, 2, 2, 0, 0);
-                    dcz_q *pooled = alloc(B * yout + 1, sizeof(dcz_q));
-                    dcz_qmaxpool_ref(&pg, want, b, pooled);
-                    memset(yq, 0x55, (B * yout + 1) * sizeof(dcz_q));
-                    const size_t n = g->out_c * pg.out_h * pg.out_w;   /* a sample's, at the start of its place */
-                    if (dcz_qconv2d_shift_requant(g, &f, bp, &rq, lo, hi, 1, x, b, scratch, yq)) {
-                        for (size_t j = 0; j < b; j++) {
-                            t->bad += diff_q("qconv2d_shift_requant (pool)", ctx, yq + j * yout, pooled + j * n, n);
-                            t->bad += yq[j * yout + n] != (dcz_q)0x5555;   /* nothing past the pooled planes */
-                        }
-                        t->pooled++;
-                    } else {
-                        t->bad++;   /* said to run */
+                /* where the AMX tiles are built: on them and on the quad
+                 * taps, whichever the cost rule picked */
+                for (int amx = 0; amx < 1 + (f.amx != NULL); amx++) {
+                    f.amx_pick = (uint8_t)amx;
+                    t->amx_runs += (size_t)amx;
+                    for (int r = 1; r >= 0; r--) {
+                        memset(got, 0xAA, B * yout * sizeof(int64_t));
+                        dcz_qconv2d_shift(g, &f, bp, x, b, r, scratch, got);
+                        t->bad += diff_i64(r ? "qconv2d_shift (reference)" : amx ? "qconv2d_shift (AMX tiles)"
+                                                                           : "qconv2d_shift", ctx, got, ref, b * yout);
                     }
-                    free(pooled);
+                    t->shift_cases++;
+                    t->blocks2 += f.ob == 2;
+                    int32_t *mult = alloc(g->out_c + 1, sizeof(int32_t));
+                    uint8_t *shift = alloc(g->out_c + 1, 1);
+                    /* small multipliers and shifts make ties (half up) and shift 0 */
+                    for (uint32_t c = 0; c < g->out_c; c++) {
+                        mult[c] = c % 4 == 0 ? 1 : c % 4 == 1 ? 3 : (int32_t)(rnd() >> 33);
+                        shift[c] = (uint8_t)(c % 4 == 0 ? 1 : c % 4 == 1 ? 2 : c % 8 == 2 ? 0 : rnd() % 63);
+                    }
+                    const dcz_requant rq = { mult, shift, 127 };
+                    dcz_q *want = alloc(B * yout + 1, sizeof(dcz_q)), *yq = alloc(B * yout + 1, sizeof(dcz_q));
+                    dcz_requant8_ref(&rq, ref, b, g->out_c, g->out_h * g->out_w, want);
+                    /* and clamped as a fused activation clamps them: ReLU's
+                     * 0 .. 127 on odd cases, a narrower clamp on some */
+                    const int32_t lo = t->cases % 2 ? 0 : t->cases % 4 == 2 ? -90 : -127;
+                    const int32_t hi = t->cases % 8 == 4 ? 100 : 127;
+                    for (size_t i = 0; i < b * yout; i++) want[i] = (dcz_q)(want[i] < lo ? lo : want[i] > hi ? hi : want[i]);
+                    memset(yq, 0x55, (B * yout + 1) * sizeof(dcz_q));
+                    if (dcz_qconv2d_shift_requant(g, &f, bp, &rq, lo, hi, 0, x, b, scratch, yq)) {
+                        t->bad += diff_q(dcz_qshift_depthwise(&f) ? "qconv2d_shift_requant (depthwise)"
+                                         : amx ? "qconv2d_shift_requant (AMX tiles)" : "qconv2d_shift_requant",
+                                         ctx, yq, want, b * yout);
+                        t->shift_vector++;
+                        t->dw_runs += dcz_qshift_depthwise(&f);
+                    }
+                    /* with the 2x2 max pool of stride 2 after it taken in: the
+                     * reference pool of the above */
+                    if (dcz_qconv2d_shift_requant_runs(g, &f, &rq, 1)) {
+                        const dcz_conv_geom pg = conv_geom(g->out_c, g->out_c, g->out_h, g->out_w, 2, 2, 2, 2, 0, 0);
+                        dcz_q *pooled = alloc(B * yout + 1, sizeof(dcz_q));
+                        dcz_qmaxpool_ref(&pg, want, b, pooled);
+                        memset(yq, 0x55, (B * yout + 1) * sizeof(dcz_q));
+                        const size_t n = g->out_c * pg.out_h * pg.out_w;   /* a sample's, at the start of its place */
+                        if (dcz_qconv2d_shift_requant(g, &f, bp, &rq, lo, hi, 1, x, b, scratch, yq)) {
+                            for (size_t j = 0; j < b; j++) {
+                                t->bad += diff_q("qconv2d_shift_requant (pool)", ctx, yq + j * yout, pooled + j * n, n);
+                                t->bad += yq[j * yout + n] != (dcz_q)0x5555;   /* nothing past the pooled planes */
+                            }
+                            t->pooled++;
+                        } else {
+                            t->bad++;   /* said to run */
+                        }
+                        free(pooled);
+                    }
+                    free(mult); free(shift); free(want); free(yq);
                 }
                 t->dw_forms += f.dw != NULL;
-                free(mult); free(shift); free(want); free(yq);
+                t->amx_forms += f.amx != NULL;
             } else {
                 t->bad++;   /* every 8-bit weight fits a byte, every window here 25 cells or fewer */
             }
@@ -514,6 +524,12 @@ static void test_qconv_grid(void)
         conv_geom_grouped(4, 4, 5, 5, 1, 1, 0, 4),        /* 1 x 1 */
         conv_geom_grouped(3, 3, 11, 6, 3, 1, 0, 3),       /* no padding, 4 x 9 outputs */
         conv_geom_grouped(2, 2, 6, 60, 3, 1, 1, 2),       /* rows too wide: the quads of channels */
+        /* the AMX tiles: pairs of channel tiles and an odd one, several
+         * blocks of 16 cells, a tap's quads in chunks */
+        conv_geom(9, 40, 6, 9, 3, 3, 1, 1, 1, 1),         /* 40 channels: a pair and 8 rows over */
+        conv_geom(72, 33, 5, 7, 3, 3, 2, 2, 1, 1),        /* 18 quads: two chunks of 9; strided */
+        conv_geom(100, 17, 5, 6, 1, 1, 1, 1, 0, 0),       /* 25 quads: chunks of 13, the second from 12 */
+        conv_geom(130, 48, 3, 3, 3, 3, 1, 1, 1, 1),       /* 33 quads: three chunks of 11; one block */
     };
     for (size_t i = 0; i < sizeof extra / sizeof *extra; i++)
         for (size_t ci = 0; ci < 3; ci++)
@@ -540,6 +556,12 @@ static void test_qconv_grid(void)
           t.dw_forms);
     CHECK(t.shift_vector > 100 || !dcz_qshift_variant(), "the VNNI shift kernel ran %zu times", t.shift_vector);
     CHECK(t.pooled > 100 || !dcz_qshift_variant(), "the VNNI shift kernel pooled %zu times", t.pooled);
+    /* every ungrouped layer of quads of channels, where the CPU has AMX */
+    if (dcz_amx_ready() && dcz_qshift_variant())
+        CHECK(t.amx_forms > 100 && t.amx_runs == t.amx_forms, "the AMX tiles were built %zu times, ran %zu",
+              t.amx_forms, t.amx_runs);
+    else
+        printf("SKIP AMX tiles: this CPU has no AMX-INT8 (or the OS refuses it)\n");
     CHECK(t.float_cases > 100 && t.float_bad == 0,
           "qconv2d_direct_ref differs from the fp32 reference in %zu elements (%zu cases)",
           t.float_bad, t.float_cases);
@@ -1039,7 +1061,10 @@ static void test_qglobal_avgpool_rescale(void)
         const uint32_t C = 3, P = planes[t % 3];
         const size_t B = 2;
         const int32_t qmax = t & 1 ? 127 : 32767;
-        const double s_in = 0.01 * (1 + frand() * frand()), s_out = s_in * (0.05 + 3 * fabs(frand()));
+        /* every other plane near the top (t % 6 == 2) into a scale below
+         * its average: that side clamps whatever the generator gives */
+        const double s_in = 0.01 * (1 + frand() * frand());
+        const double s_out = s_in * (t % 6 == 2 ? 0.05 + 0.5 * fabs(frand()) : 0.05 + 3 * fabs(frand()));
         const double M = s_in / (s_out * P);
         int32_t mult;
         uint8_t shift;

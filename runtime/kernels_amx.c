@@ -1,0 +1,310 @@
+/* kernels_amx.c: the integer shift form's convolutions on AMX tiles
+ * (model.h, dcz_qshift: amx), for x86 CPUs with AMX-INT8.
+ *
+ * Why: vpdpbusd multiply-adds 64 bytes an instruction; an AMX tile
+ * multiply (tdpbsud) multiplies a tile of 16 rows of up to 64 signed bytes
+ * (the weights) by one of up to 16 rows of 64 unsigned bytes (the inputs)
+ * into 16 x 16 32-bit sums, up to 16,384 products, in about the time of 16
+ * vector instructions. On a convolution's weights at their density (15% to
+ * 65% in the presets) the dense tiles then do the work of the sparse quad
+ * taps (kernels_shift.c) in a fraction of their time.
+ *
+ * The input is the integer split of kernels_shift.c as it is: a cell holds
+ * the bytes x + 128 of four input channels (a quad) at one pixel of the
+ * padded input split by stride phase, and tap (ky, kx) of quad c reads the
+ * cells from toff[tap] + c qstride on, for output cells 0, 1, ... of the
+ * plane as computed (rows of wq cells, out16 in all). So, for 16 output
+ * cells from p on, the kc quads of a chunk at one tap are kc rows of 64
+ * bytes, qstride cells apart: a tile B, loaded as it lies. The weights of
+ * 16 output channels at the same tap and chunk are a tile A of 16 rows of
+ * 4 kc bytes (byte 4 j + b of row o: channel o's weight of input channel
+ * 4 (chunk's first quad + j) + b), made once at load. tdpbsud adds A B to
+ * the 16 x 16 sums C: row o (an output channel), column i (output cell
+ * p + i). C starts at each channel's corr (-128 times its weights' sum,
+ * which takes the +128 of the inputs back out) and gathers every tap and
+ * chunk, then is stored as it lies into the planes as computed, the layout
+ * of shift_planes__vnni's: the requantization, the fused pool and
+ * activation that follow are the same code, the sums the same integers
+ * (they wrap modulo 2^32 on their way and end exact, as the loader's bound
+ * in model.h says of the vector kernel's).
+ *
+ * Chunks: a tap's nq quads in chunks of kc <= 16 rows, as even as they go
+ * (kc = ceil(nq / ceil(nq / 16))); the last chunk starts at nq - kc, so
+ * every row it loads is a quad of the input, and its tile holds zeros for
+ * the quads the chunk before took. Output channels past out_c in the last
+ * tile of 16 have zero weights, their sums stored aside.
+ *
+ * The kernel holds four sums C through all taps and chunks: two tiles of
+ * 16 channels over two blocks of 16 cells, or one over four.
+ *
+ * Which kernel runs a layer: dcz_qamx_cost against the quad taps' cost
+ * (model.h), fitted on bench/bench_qconv.c. On one core of a Xeon with
+ * AMX, batch 1 with the split and the requantization, quad taps against
+ * tiles: 3 x 3 convolutions of the presets 1.3 to 3.5 times faster on the
+ * tiles (ResNet-style 16 -> 16 over 28 x 28 at 40% 11.6 -> 7.2 us,
+ * conv-heavy CNN 64 -> 64 over 14 x 14 at 30% 37.1 -> 10.5 us); 1 x 1 ones
+ * over planes of a few vectors 1.2 to 2.4 times; 1 x 1 ones of few input
+ * channels over large planes no faster (their sums' stores, one tile of
+ * sums a multiply, bound them). Whole int8 models (dcz bench, medians):
+ * ResNet-style 78.9 -> 52.4 us, conv-heavy CNN 121.3 -> 49.4,
+ * MobileNetV2-style 187.3 -> 162.9, LeNet-5 15.1 -> 12.6.
+ *
+ * AMX needs the kernel's leave: dcz_amx_ready asks it once a process
+ * (arch_prctl ARCH_REQ_XCOMP_PERM, idempotent) and says no where the CPU,
+ * the kernel or a sandbox refuses, and the form is then not built.
+ *
+ * Checked by tests/unit/test_qkernels.c: on a CPU with AMX, every geometry
+ * of the integer convolution grid that the form takes, the tiles against
+ * the reference (dcz_qconv2d_direct_ref) and the vector kernel, bit for
+ * bit, with the requantization, the fused activation and the fused pool.
+ */
+#if defined(__x86_64__)
+#define _GNU_SOURCE 1   /* syscall() */
+#endif
+#include <stdint.h>
+#include <string.h>
+
+#include "runtime/model.h"
+
+#if defined(__x86_64__)
+#include <cpuid.h>
+#include <immintrin.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#define ARCH_REQ_XCOMP_PERM 0x1023
+#define XFEATURE_XTILEDATA 18
+
+int dcz_amx_ready(void)
+{
+    unsigned a, b, c, d;
+    if (!__get_cpuid_count(7, 0, &a, &b, &c, &d)) return 0;
+    if (!(d & (1u << 24)) || !(d & (1u << 25))) return 0;   /* AMX-TILE, AMX-INT8 */
+    if (!__get_cpuid(1, &a, &b, &c, &d) || !(c & (1u << 27))) return 0;   /* OSXSAVE */
+    uint32_t lo, hi;
+    __asm__ volatile("xgetbv" : "=a"(lo), "=d"(hi) : "c"(0));
+    if ((lo & (3u << 17)) != (3u << 17)) return 0;   /* XTILECFG, XTILEDATA enabled by the OS */
+    return syscall(SYS_arch_prctl, ARCH_REQ_XCOMP_PERM, XFEATURE_XTILEDATA) == 0;
+}
+#else
+int dcz_amx_ready(void) { return 0; }
+#endif
+
+/* quads of input channels, chunks of a tap and quads a chunk */
+static void amx_chunks(const dcz_conv_geom *g, uint32_t *nq, uint32_t *chunks, uint32_t *kc)
+{
+    *nq = (g->in_c + 3) / 4;
+    *chunks = (*nq + 15) / 16;
+    *kc = (*nq + *chunks - 1) / *chunks;
+}
+
+uint64_t dcz_qamx_bytes(const dcz_conv_geom *g)
+{
+    if (dcz_conv_groups(g) != 1 || g->in_c == 0 || g->out_c == 0 || !dcz_amx_ready()) return 0;
+    uint32_t nq, chunks, kc;
+    amx_chunks(g, &nq, &chunks, &kc);
+    const uint64_t mt = (g->out_c + 15) / 16, taps = (uint64_t)g->kh * g->kw;
+    /* the tiles A, the sums' starts, and 64 bytes to align them */
+    return mt * taps * chunks * 16 * 4 * kc + mt * 16 * 64 + 64;
+}
+
+void dcz_qamx_build(const dcz_conv_geom *g, const dcz_qsparse *s, const int32_t *corr, void *mem, dcz_qshift *f)
+{
+    uint32_t nq, chunks, kc;
+    amx_chunks(g, &nq, &chunks, &kc);
+    const uint32_t mt = (g->out_c + 15) / 16, taps = g->kh * g->kw, ksize = taps;
+    const size_t tile = (size_t)16 * 4 * kc;
+    int8_t *a = (int8_t *)(((uintptr_t)mem + 63) & ~(uintptr_t)63);
+    int32_t *c0 = (int32_t *)(void *)(a + (size_t)mt * taps * chunks * tile);
+    memset(a, 0, (size_t)mt * taps * chunks * tile);
+    for (uint32_t oc = 0; oc < mt * 16; oc++)
+        for (uint32_t i = 0; i < 16; i++) c0[(size_t)oc * 16 + i] = oc < g->out_c ? corr[oc] : 0;
+    for (uint32_t oc = 0; oc < g->out_c; oc++) {
+        uint32_t e, end, col = 0;
+        for (dcz_steps_row(s->row_ptr, s->step, g->out_c, oc, &e, &end, &col); e < end;
+             e++, dcz_steps_seek(s->step, &e, end, col, &col)) {
+            /* column (ic, tap); quad ic / 4 belongs to chunk (ic / 4) / kc, at row j of it */
+            const uint32_t ic = col / ksize, tap = col % ksize, q = ic / 4, ch = q / kc;
+            const uint32_t first = ch * kc < nq - kc ? ch * kc : nq - kc;
+            const size_t at = (((size_t)(oc / 16) * taps + tap) * chunks + ch) * tile;
+            a[at + (size_t)(oc % 16) * 4 * kc + 4 * (q - first) + ic % 4] = (int8_t)dcz_qsparse_weight(s, oc, e);
+        }
+    }
+    f->amx = a;
+    f->amxc = c0;
+    f->amx_nq = nq;
+    f->amx_kc = kc;
+    f->amx_chunks = chunks;
+}
+
+double dcz_qamx_cost(const dcz_conv_geom *g, const dcz_qshift *f, size_t out16)
+{
+    const double mt = (g->out_c + 15) / 16, blocks = (double)(out16 / 16);
+    const double tile = DCZ_QAMX_TILE_COST + DCZ_QAMX_ROW_COST * f->amx_kc;
+    return mt * blocks * ((double)g->kh * g->kw * f->amx_chunks * tile + DCZ_QAMX_SUMS_COST);
+}
+
+#if defined(__x86_64__)
+#define AMX_TGT __attribute__((target("amx-tile,amx-int8")))
+
+/* The tile configuration (palette 1): tiles 0 - 3 the sums (16 rows of 16
+ * 32-bit sums), 4 and 5 the weights A (16 rows of 4 kc bytes), 6 and 7
+ * the inputs B (kc rows of 64 bytes). */
+typedef struct amx_config {
+    uint8_t palette, start_row, reserved[14];
+    uint16_t colsb[16];
+    uint8_t rows[16];
+} amx_config;
+
+/* What the kernel's loops share. */
+typedef struct amx_job {
+    const dcz_qshift *f;
+    uint32_t out_c, taps, kc, chunks, last;   /* last: the last chunk's first quad */
+    const uint32_t *toff;
+    size_t tile, bstride, out16;
+    const uint8_t *xs;
+    int32_t *t;
+} amx_job;
+
+/* the input of block p (16 output cells) at tap k, chunk ch */
+static inline const uint8_t *amx_src(const amx_job *j, uint32_t k, uint32_t ch, size_t p)
+{
+    const uint32_t first = ch * j->kc < j->last ? ch * j->kc : j->last;
+    return j->xs + 4 * (j->toff[k] + (size_t)first * (j->bstride / 4) + 16 * p);
+}
+
+/* the tiles A of channel tile m */
+static inline const int8_t *amx_a(const amx_job *j, uint32_t m)
+{
+    return j->f->amx + (size_t)m * j->taps * j->chunks * j->tile;
+}
+
+/* Sums C (a tile number) of channel tile m, block p, stored into the
+ * planes; a last tile of fewer channels through aside. */
+#define AMX_STORE(C, m, p)                                                                     \
+    do {                                                                                       \
+        const uint32_t rows_ = j->out_c - 16 * (m) < 16 ? j->out_c - 16 * (m) : 16;            \
+        int32_t *dst_ = j->t + (size_t)16 * (m) * j->out16 + 16 * (p);                         \
+        if (rows_ == 16) {                                                                     \
+            _tile_stored(C, dst_, 4 * j->out16);                                               \
+        } else {                                                                               \
+            _tile_stored(C, aside, 64);                                                        \
+            for (uint32_t r_ = 0; r_ < rows_; r_++) memcpy(dst_ + r_ * j->out16, aside + 16 * r_, 64); \
+        }                                                                                      \
+    } while (0)
+
+/* Channel tiles m and m + 1 over blocks p and p + 1 (two: p + 1 is one):
+ * sums 0, 1 of m, 2, 3 of m + 1; each tile A and B loaded once for two
+ * multiplies. */
+AMX_TGT static void amx_2x2(const amx_job *j, uint32_t m, size_t p, int two)
+{
+    int32_t aside[16 * 16];
+    const size_t lda = 4 * j->kc, bs = j->bstride;
+    const int32_t *c0 = j->f->amxc + (size_t)m * 256, *c1 = c0 + 256;
+    _tile_loadd(0, c0, 64);
+    _tile_loadd(2, c1, 64);
+    if (two) {
+        _tile_loadd(1, c0, 64);
+        _tile_loadd(3, c1, 64);
+    }
+    const int8_t *a0 = amx_a(j, m), *a1 = amx_a(j, m + 1);
+    for (uint32_t k = 0; k < j->taps; k++)
+        for (uint32_t ch = 0; ch < j->chunks; ch++, a0 += j->tile, a1 += j->tile) {
+            const uint8_t *src = amx_src(j, k, ch, p);
+            _tile_loadd(4, a0, lda);
+            _tile_loadd(6, src, bs);
+            _tile_dpbsud(0, 4, 6);
+            if (two) {
+                _tile_loadd(7, src + 64, bs);
+                _tile_dpbsud(1, 4, 7);
+            }
+            _tile_loadd(5, a1, lda);
+            _tile_dpbsud(2, 5, 6);
+            if (two) _tile_dpbsud(3, 5, 7);
+        }
+    AMX_STORE(0, m, p);
+    AMX_STORE(2, m + 1, p);
+    if (two) {
+        AMX_STORE(1, m, p + 1);
+        AMX_STORE(3, m + 1, p + 1);
+    }
+}
+
+/* Channel tile m over blocks p .. p + nb - 1 (nb <= 4): sums 0 - 3, the
+ * tile A loaded once for nb multiplies. */
+AMX_TGT static void amx_1x4(const amx_job *j, uint32_t m, size_t p, size_t nb)
+{
+    int32_t aside[16 * 16];
+    const size_t lda = 4 * j->kc, bs = j->bstride;
+    const int32_t *c0 = j->f->amxc + (size_t)m * 256;
+    _tile_loadd(0, c0, 64);
+    if (nb > 1) _tile_loadd(1, c0, 64);
+    if (nb > 2) _tile_loadd(2, c0, 64);
+    if (nb > 3) _tile_loadd(3, c0, 64);
+    const int8_t *a = amx_a(j, m);
+    for (uint32_t k = 0; k < j->taps; k++)
+        for (uint32_t ch = 0; ch < j->chunks; ch++, a += j->tile) {
+            const uint8_t *src = amx_src(j, k, ch, p);
+            _tile_loadd(4, a, lda);
+            _tile_loadd(6, src, bs);
+            _tile_dpbsud(0, 4, 6);
+            if (nb > 1) {
+                _tile_loadd(7, src + 64, bs);
+                _tile_dpbsud(1, 4, 7);
+            }
+            if (nb > 2) {
+                _tile_loadd(5, src + 128, bs);
+                _tile_dpbsud(2, 4, 5);
+            }
+            if (nb > 3) {
+                _tile_loadd(6, src + 192, bs);
+                _tile_dpbsud(3, 4, 6);
+            }
+        }
+    AMX_STORE(0, m, p);
+    if (nb > 1) AMX_STORE(1, m, p + 1);
+    if (nb > 2) AMX_STORE(2, m, p + 2);
+    if (nb > 3) AMX_STORE(3, m, p + 3);
+}
+
+/* Pairs of channel tiles by 2 x 2 blocks (amx_2x2), an odd last one by
+ * four blocks (amx_1x4, tile 5 then holding inputs). In cache (64 -> 64
+ * channels, 3 x 3 over 14 x 14, one core of a Xeon with AMX) the 2 x 2
+ * blocks take 7.7 ns a multiply, blocks of one channel tile by four 12.2:
+ * each tile loaded for two multiplies rather than 1.25 loads a multiply. */
+AMX_TGT void dcz_qamx_planes(const dcz_qshift *f, uint32_t out_c, uint32_t taps, const uint32_t *toff,
+                             size_t qstride, size_t out16, const uint8_t *xs, int32_t *t)
+{
+    const uint32_t kc = f->amx_kc;
+    const amx_job j = { .f = f, .out_c = out_c, .taps = taps, .kc = kc, .chunks = f->amx_chunks,
+                        .last = f->amx_nq - kc, .toff = toff, .tile = (size_t)16 * 4 * kc,
+                        .bstride = 4 * qstride, .out16 = out16, .xs = xs, .t = t };
+    amx_config cfg;
+    memset(&cfg, 0, sizeof cfg);
+    cfg.palette = 1;
+    for (int i = 0; i < 4; i++) cfg.rows[i] = 16, cfg.colsb[i] = 64;
+    const int pairs = out_c > 16;   /* tile 5: weights (pairs) or inputs (one channel tile) */
+    cfg.rows[4] = 16, cfg.colsb[4] = (uint16_t)(4 * kc);
+    cfg.rows[5] = pairs ? 16 : (uint8_t)kc, cfg.colsb[5] = pairs ? (uint16_t)(4 * kc) : 64;
+    for (int i = 6; i < 8; i++) cfg.rows[i] = (uint8_t)kc, cfg.colsb[i] = 64;
+    _tile_loadconfig(&cfg);
+    const size_t nblk = out16 / 16;
+    const uint32_t mt = (out_c + 15) / 16;
+    for (size_t p = 0; p < nblk; p += 2)
+        for (uint32_t m = 0; m + 1 < mt; m += 2) amx_2x2(&j, m, p, nblk - p > 1);
+    if (mt % 2) {
+        if (pairs) {   /* tile 5 holds inputs from here */
+            cfg.rows[5] = (uint8_t)kc, cfg.colsb[5] = 64;
+            _tile_loadconfig(&cfg);
+        }
+        for (size_t p = 0; p < nblk; p += 4) amx_1x4(&j, mt - 1, p, nblk - p < 4 ? nblk - p : 4);
+    }
+    _tile_release();
+}
+#else
+void dcz_qamx_planes(const dcz_qshift *f, uint32_t out_c, uint32_t taps, const uint32_t *toff, size_t qstride,
+                     size_t out16, const uint8_t *xs, int32_t *t)
+{
+    (void)f; (void)out_c; (void)taps; (void)toff; (void)qstride; (void)out16; (void)xs; (void)t;
+}
+#endif
