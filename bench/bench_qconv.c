@@ -10,6 +10,7 @@
  * cost rule (dcz_qamx_cost against the quad taps' cost) picks and whether
  * that was the faster one. Timings are reported, never asserted; without
  * AVX-512 VNNI nothing runs, without AMX the amx column says SKIP.
+ * BENCH_LAYER=NAME times that layer alone (for a profiler).
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -68,7 +69,9 @@ int main(void)
            "microseconds with the split and the requantization\n");
     if (!amx) printf("AMX: SKIP (this CPU has no AMX-INT8, or the OS refuses it)\n");
     printf("%-20s %8s %8s %8s %8s %6s\n", "layer", "density", "taps", "amx", "taps/amx", "pick");
+    const char *only = getenv("BENCH_LAYER");
     for (size_t i = 0; i < sizeof layers / sizeof *layers; i++) {
+        if (only && strcmp(only, layers[i].name)) continue;
         const bench_layer *l = &layers[i];
         const dcz_conv_geom g = conv_geom(l->in_c, l->out_c, l->hw, l->hw, l->k, l->k, l->stride, l->stride,
                                           l->pad, l->pad);
