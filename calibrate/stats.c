@@ -334,6 +334,16 @@ dcz_status dcz_cal_choose(const dcz_cal_stats *s, dcz_cal_method method, double 
         if (i >= DCZ_CAL_BINS)
             i = 128;
         t = (double)i + 0.5;
+        /* the guard (calstats.h): MSE's threshold where entropy's clips
+         * more than DCZ_CAL_ENTROPY_CLIP_LIMIT of the nonzero values and
+         * errs more than DCZ_CAL_ENTROPY_MSE_LIMIT times as much */
+        const double tm = clipped_fraction(nz, t) > DCZ_CAL_ENTROPY_CLIP_LIMIT ? (double)mse_edge(nz, qmax) : t;
+        if (tm != t &&
+            mse_fixed_cost(nz, t / qmax, t) > DCZ_CAL_ENTROPY_MSE_LIMIT * mse_fixed_cost(nz, tm / qmax, tm)) {
+            t = tm;
+            c.method = DCZ_CAL_MSE;
+            c.entropy_threshold = ((double)i + 0.5) * (amax / (double)DCZ_CAL_BINS);
+        }
         break;
     }
     }

@@ -192,6 +192,8 @@ static void print_layer_table(const verb_ctx *v, const dcz_doc *d, uint32_t sche
         /* the method its input's scale came from (min-max on a residual path) */
         if (r->act.method == DCZ_CAL_PERCENTILE)
             snprintf(method, sizeof method, "percentile:%g", cfg[j].percentile);
+        else if (r->act.entropy_threshold > 0)   /* the entropy guard took mse's */
+            snprintf(method, sizeof method, "entropy>mse");
         else
             snprintf(method, sizeof method, "%s", dcz_cal_method_name(r->act.method));
         if (fixed) {
@@ -208,6 +210,12 @@ static void print_layer_table(const verb_ctx *v, const dcz_doc *d, uint32_t sche
                 method, r->nw > 1 ? "per-channel" : "per-tensor", r->act.threshold,
                 r->act.clipped * 100, q, r->sqnr_db);
     }
+    for (uint32_t j = 0; j < count; j++)
+        if (res[j].act.entropy_threshold > 0)
+            fprintf(f, "note: %s: entropy's threshold %.5g clips over %g%% of the nonzero values and errs over %g "
+                    "times as much as mse's (expected squared error); mse's "
+                    "taken (docs/CLI.md, \"Activation scales\")\n", d->layers[res[j].layer].name,
+                    res[j].act.entropy_threshold, 100 * DCZ_CAL_ENTROPY_CLIP_LIMIT, DCZ_CAL_ENTROPY_MSE_LIMIT);
 }
 
 /* Calibrates a fresh copy of the input (in, len) with one configuration
@@ -356,6 +364,7 @@ static void print_json(const verb_ctx *v, uint32_t scheme, double fp32, const ca
         json_num(&j, "input_scale", x->act.scale);
         if (scheme != DCZ_SCHEME_INT8) json_int(&j, "input_fl", x->act.fl);
         json_num(&j, "clipped", x->act.clipped);
+        if (x->act.entropy_threshold > 0) json_num(&j, "entropy_threshold", x->act.entropy_threshold);
         json_int(&j, "weight_scales", x->nw);
         if (isfinite(x->sqnr_db)) json_num(&j, "sqnr_db", x->sqnr_db);
         json_close_obj(&j);

@@ -243,7 +243,11 @@ static int plot_calibration(const plot_ctx *c, dcz_doc *d, dcz_fig **out)
             dcz_cal_choice ch;
             if (dcz_cal_choose(st, methods[m], 99.99, 127, 0, &ch) != DCZ_OK) continue;
             char label[96];
-            snprintf(label, sizeof label, "%s: %.3g, %.2f%% clipped", names[m], ch.threshold, ch.clipped * 100);
+            if (ch.entropy_threshold > 0)   /* the guard took mse's */
+                snprintf(label, sizeof label, "%s: %.3g (mse's: its own %.3g errs more), %.2f%% clipped", names[m],
+                         ch.threshold, ch.entropy_threshold, ch.clipped * 100);
+            else
+                snprintf(label, sizeof label, "%s: %.3g, %.2f%% clipped", names[m], ch.threshold, ch.clipped * 100);
             dcz_fig_new_color(*out);
             dcz_fig_vlines(*out, &ch.threshold, 1, label);
         }

@@ -264,6 +264,49 @@ static void test_mse(void)
     free(x);
 }
 
+/* The entropy guard: a bulk of small values and a sparse tail ten times as
+ * wide, which the divergence at 128 levels clips whole (its threshold sits
+ * at the bulk's edge): mse's threshold is taken, method says mse and
+ * entropy_threshold keeps entropy's; on a Laplace distribution entropy's
+ * own threshold stands. Both for int8 and for power-of-two scales. */
+static void test_entropy_guard(void)
+{
+    enum { N = 200000 };
+    float *x = malloc(N * sizeof *x);
+    REQUIRE(x, "alloc");
+    dcz_rng r;
+    dcz_rng_seed(&r, 9);
+    for (size_t i = 0; i < N; i++)
+        x[i] = dcz_rng_uniform(&r) < 0.98f ? 0.5f * dcz_rng_uniform(&r) : 0.5f + 5.0f * dcz_rng_uniform(&r);
+    dcz_cal_stats s;
+    gather(&s, x, N);
+    const uint32_t edge = dcz_cal_entropy_bins(s.bins, DCZ_CAL_BINS, 128, 128);
+    const double width = s.amax / (double)DCZ_CAL_BINS;
+    CHECK((edge + 0.5) * width < 1.0, "the divergence alone clips the tail: %g of %g", (edge + 0.5) * width,
+          s.amax);
+    dcz_cal_choice e, m;
+    for (int fixed = 0; fixed < 2; fixed++) {
+        REQUIRE(dcz_cal_choose(&s, DCZ_CAL_ENTROPY, 0, 127, fixed, &e) == DCZ_OK &&
+                dcz_cal_choose(&s, DCZ_CAL_MSE, 0, 127, fixed, &m) == DCZ_OK, "ok");
+        CHECK(e.method == DCZ_CAL_MSE && e.entropy_threshold == (edge + 0.5) * width && m.entropy_threshold == 0,
+              "fixed %d: method %d, entropy's threshold %g", fixed, (int)e.method, e.entropy_threshold);
+        if (!fixed)
+            CHECK(e.threshold == m.threshold && e.threshold > 0.9 * s.amax, "T %g, mse's %g, amax %g",
+                  e.threshold, m.threshold, s.amax);
+        else   /* the largest fl holding mse's bin-edge threshold */
+            CHECK(e.threshold >= m.threshold * 0.5 && e.fl >= m.fl && e.threshold > 0.45 * s.amax,
+                  "fixed: T %g (fl %d), mse's %g (fl %d)", e.threshold, e.fl, m.threshold, m.fl);
+    }
+    for (size_t i = 0; i < N; i++)
+        x[i] = laplace(&r);
+    gather(&s, x, N);
+    REQUIRE(dcz_cal_choose(&s, DCZ_CAL_ENTROPY, 0, 127, 0, &e) == DCZ_OK, "ok");
+    CHECK(e.method == DCZ_CAL_ENTROPY && e.entropy_threshold == 0 &&
+          e.threshold == (dcz_cal_entropy_bins(s.bins, DCZ_CAL_BINS, 128, 128) + 0.5) * (s.amax / DCZ_CAL_BINS),
+          "laplace: method %d, T %g", (int)e.method, e.threshold);
+    free(x);
+}
+
 /* Ristretto's rule for parameters, applied to activations too: IL =
  * ceil(log2 amax) + 1 (the sign bit), fl = bits - IL. */
 static void test_fixed_minmax(void)
@@ -586,6 +629,7 @@ int main(void)
     RUN(test_percentile);
     RUN(test_minmax);
     RUN(test_mse);
+    RUN(test_entropy_guard);
     RUN(test_fixed_minmax);
     RUN(test_fixed_mapping);
     RUN(test_fixed_mse);
