@@ -231,6 +231,22 @@ static inline void dcz_vaffine(float *restrict d, const float *restrict s, float
     for (; j < n; j++) d[j] = s[j] * a + b;
 }
 
+/* d[j] = max(s[j] * a + b, 0) for j < n (0 for NaN): dcz_vaffine then
+ * dcz_vrelu, in one pass. */
+static inline void dcz_vaffine_relu(float *restrict d, const float *restrict s, float a, float b, size_t n)
+{
+    size_t j = 0;
+    for (; j + 4 <= n; j += 4) {
+        const float v0 = s[j] * a + b, v1 = s[j + 1] * a + b, v2 = s[j + 2] * a + b, v3 = s[j + 3] * a + b;
+        d[j] = v0 > 0.0f ? v0 : 0.0f; d[j + 1] = v1 > 0.0f ? v1 : 0.0f;
+        d[j + 2] = v2 > 0.0f ? v2 : 0.0f; d[j + 3] = v3 > 0.0f ? v3 : 0.0f;
+    }
+    for (; j < n; j++) {
+        const float v = s[j] * a + b;
+        d[j] = v > 0.0f ? v : 0.0f;
+    }
+}
+
 /* d[j] = max(s[j], 0) for j < n (0 for NaN). */
 static inline void dcz_vrelu(float *restrict d, const float *restrict s, size_t n)
 {

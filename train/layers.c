@@ -154,6 +154,7 @@ static void bwd_conv(dcz_net *net, dcz_tlayer *l, const float *const *xs, const 
 static void fwd_relu(dcz_net *net, dcz_tlayer *l, const float *const *xs, float *y, int batch,
                      unsigned flags)
 {
+    if (l->relu_fused) return;   /* the batch norm before wrote it (bnorm.c) */
     dcz_vrelu(y, xs[0], (size_t)batch * (size_t)l->out);
 }
 

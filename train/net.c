@@ -55,7 +55,8 @@ dcz_status dcz_net_alloc(int nlayers, dcz_net **out)
 static void free_acts(dcz_net *net)
 {
     if (net->act)
-        for (int i = 0; i <= net->nlayers; i++) free(net->act[i]);
+        for (int i = 0; i <= net->nlayers; i++)
+            if (i == 0 || !net->layers[i - 1].relu_fused) free(net->act[i]);   /* not a fused ReLU's alias */
     if (net->dact)
         for (int i = 0; i <= net->nlayers; i++) free(net->dact[i]);
     free(net->act);
@@ -511,6 +512,25 @@ static dcz_status reserve_caches(dcz_net *net)
     return DCZ_OK;
 }
 
+/* A BATCHNORM whose output a RELU alone reads (a RELU before the last
+ * layer) applies the ReLU itself and the RELU's output aliases its own
+ * (bnorm.c): sets relu_after and relu_fused, clears them elsewhere. */
+static void fuse_bn_relu(dcz_net *net)
+{
+    for (int i = 0; i < net->nlayers; i++) net->layers[i].relu_after = net->layers[i].relu_fused = 0;
+    for (int i = 1; i < net->nlayers - 1; i++) {
+        dcz_tlayer *r = &net->layers[i];
+        const uint32_t t = r->tin[0];   /* the tensor it reads: layer t - 1's output */
+        if (r->op != DCZ_OP_RELU || r->nin != 1 || t == 0 || net->layers[t - 1].op != DCZ_OP_BATCHNORM) continue;
+        int readers = 0;
+        for (int j = 0; j < net->nlayers; j++)
+            for (uint32_t k = 0; k < net->layers[j].nin; k++) readers += net->layers[j].tin[k] == t;
+        if (readers != 1) continue;
+        net->layers[t - 1].relu_after = 1;
+        r->relu_fused = 1;
+    }
+}
+
 dcz_status dcz_net_reserve(dcz_net *net, int batch, int train)
 {
     if (!net->act || batch > net->cap_batch) {
@@ -518,9 +538,14 @@ dcz_status dcz_net_reserve(dcz_net *net, int batch, int train)
         net->act = calloc((size_t)net->nlayers + 1, sizeof *net->act);
         net->dact = calloc((size_t)net->nlayers + 1, sizeof *net->dact);
         if (!net->act || !net->dact) goto nomem;
+        fuse_bn_relu(net);
         for (int i = 0; i <= net->nlayers; i++) {
             size_t dim = (size_t)act_dim(net, i);
             if ((size_t)batch > SIZE_MAX / sizeof(float) / dim) goto nomem;
+            if (i > 0 && net->layers[i - 1].relu_fused) {   /* the batch norm's output, ReLU applied */
+                net->act[i] = net->act[net->layers[i - 1].tin[0]];
+                continue;
+            }
             net->act[i] = malloc((size_t)batch * dim * sizeof(float));    /* (batch, dim) */
             if (!net->act[i]) goto nomem;
         }

@@ -187,6 +187,10 @@ typedef struct dcz_tlayer {
                              DROPOUT uint8 mask (batch, in). Sized with
                              net->act. */
     size_t cache_bytes;
+    /* BATCHNORM whose output a RELU alone reads: the batch norm applies the
+     * ReLU as it writes, and the RELU's output is the same buffer, which it
+     * leaves as it is (dcz_net_reserve sets both; relu_fused on the RELU) */
+    uint8_t relu_after, relu_fused;
 } dcz_tlayer;
 
 /* Nonzero for layers whose weights can be pruned and shared (DENSE, CONV). */

@@ -1323,6 +1323,54 @@ static void test_gradcheck_batchnorm(void)
     dcz_net_free(net);
 }
 
+/* A ReLU that alone reads a batch norm's output is applied by the batch
+ * norm (bnorm.c): the two share a buffer, whose values are the batch
+ * norm's output run alone then ReLU'd, bit for bit; a batch norm read by
+ * another layer too keeps its ReLU apart. */
+static void test_bn_relu_fused(void)
+{
+    dcz_tlayer a[] = { CONV(5, 3, 3, 1, 1), SIMPLE(DCZ_OP_BATCHNORM), SIMPLE(DCZ_OP_RELU),
+                       SIMPLE(DCZ_OP_GLOBAL_AVGPOOL), FC(3) };
+    dcz_net *net = build_net(a, 5, 2, 6, 7, 41);
+    REQUIRE(net, "build conv bn relu");
+    enum { B = 6 };
+    float x[B * 2 * 6 * 7];
+    uint8_t y[B];
+    random_batch(net, B, x, y, 43);
+    REQUIRE_OK(dcz_net_grad(net, x, y, B, NULL), "grad");
+    dcz_tlayer *bn = &net->layers[1];
+    CHECK(bn->relu_after && net->layers[2].relu_fused && net->act[3] == net->act[2], "fused: %d %d",
+          bn->relu_after, net->layers[2].relu_fused);
+    const size_t n = (size_t)B * (size_t)bn->out;
+    float *apart = malloc(n * sizeof *apart);
+    REQUIRE(apart, "alloc");
+    bn->relu_after = 0;   /* the batch norm alone, then the ReLU: the same statistics of the same batch */
+    dcz_bn_forward(bn, net->act[1], apart, B, 1);
+    bn->relu_after = 1;
+    size_t zeros = 0, bad = 0;
+    for (size_t i = 0; i < n; i++) {
+        apart[i] = apart[i] > 0.0f ? apart[i] : 0.0f;
+        bad += memcmp(&apart[i], &net->act[2][i], sizeof(float)) != 0;
+        zeros += apart[i] == 0.0f;
+    }
+    CHECK(bad == 0 && zeros > n / 10 && zeros < n - n / 10, "%zu of %zu values differ (%zu ReLU zeros)", bad, n,
+          zeros);
+    free(apart);
+    dcz_net_free(net);
+
+    /* the batch norm's output also read by the ADD: no fusion */
+    dcz_tlayer b[] = { CONV(4, 3, 3, 1, 1), SIMPLE(DCZ_OP_BATCHNORM), SIMPLE(DCZ_OP_RELU),
+                       { .op = DCZ_OP_ADD, .nin = 2, .tin = { 3, 2 } }, SIMPLE(DCZ_OP_GLOBAL_AVGPOOL), FC(3) };
+    net = build_net(b, 6, 2, 6, 7, 47);
+    REQUIRE(net, "build bn read twice");
+    random_batch(net, B, x, y, 49);
+    REQUIRE_OK(dcz_net_grad(net, x, y, B, NULL), "grad");
+    CHECK(!net->layers[1].relu_after && !net->layers[2].relu_fused && net->act[3] != net->act[2],
+          "a batch norm read twice fused its ReLU");
+    gradcheck_net(net, 3, 40, 51, "batch norm read by a ReLU and an Add");
+    dcz_net_free(net);
+}
+
 static void test_dropout(void)
 {
     dcz_tlayer a[] = { { .op = DCZ_OP_DROPOUT, .rate = 0.4f }, SIMPLE(DCZ_OP_FLATTEN), FC(3),
@@ -2248,6 +2296,7 @@ int main(void)
     RUN(test_graph_matches_runtime);
     RUN(test_fold_graph);
     RUN(test_gradcheck_batchnorm);
+    RUN(test_bn_relu_fused);
     RUN(test_dropout);
     RUN(test_conv_masks_codebooks);
     RUN(test_weight_decay_scope);
