@@ -77,14 +77,14 @@ int main(void)
                                           l->pad, l->pad);
         qmat m;
         make_qmat(&m, g.out_c, l->in_c * l->k * l->k, l->density, 16, 127);
-        void *mem = alloc(dcz_qshift_bytes(&g, m.sp.entries), 1);
+        void *mem = alloc(dcz_qshift_bytes(&g, m.sp.entries, amx), 1);
         float *scratch = alloc(dcz_qshift_scratch_floats(&g), sizeof(float));
         const size_t xin = (size_t)l->in_c * l->hw * l->hw, yout = (size_t)g.out_c * g.out_h * g.out_w;
         dcz_q *x = alloc(xin, sizeof(dcz_q)), *y = alloc(yout, sizeof(dcz_q));
         int32_t *mult = alloc(g.out_c, sizeof(int32_t));
         uint8_t *shift = alloc(g.out_c, 1);
         dcz_qshift f;
-        if (!mem || !scratch || !x || !y || !mult || !shift || !dcz_qshift_build(&g, &m.sp, mem, &f)) {
+        if (!mem || !scratch || !x || !y || !mult || !shift || !dcz_qshift_build(&g, &m.sp, amx, mem, &f)) {
             fprintf(stderr, "bench_qconv: %s: no memory or no form\n", l->name);
             return 1;
         }

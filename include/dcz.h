@@ -33,10 +33,11 @@
  * Thread safety: distinct models may be used from distinct threads; one model
  * must not be run from two threads at once (it owns its activation buffers).
  *
- * On x86 CPUs with AMX-INT8, loading a calibrated 8-bit model asks Linux
- * once for the process's use of the AMX tile registers (arch_prctl
- * ARCH_REQ_XCOMP_PERM); where that is refused (an older kernel, a seccomp
- * filter) the model runs on its other kernels, with the same results.
+ * On x86 CPUs with AMX-INT8, each load asks Linux once for the process's
+ * use of the AMX tile registers (arch_prctl ARCH_REQ_XCOMP_PERM), which the
+ * convolutions of calibrated 8-bit models run on; where that is refused
+ * (an older kernel, a seccomp filter) they run on their other kernels,
+ * with the same results.
  */
 #ifndef DCZ_H
 #define DCZ_H

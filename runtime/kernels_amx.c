@@ -49,9 +49,10 @@
  * ResNet-style 78.9 -> 52.4 us, conv-heavy CNN 121.3 -> 49.4,
  * MobileNetV2-style 187.3 -> 162.9, LeNet-5 15.1 -> 12.6.
  *
- * AMX needs the kernel's leave: dcz_amx_ready asks it once a process
- * (arch_prctl ARCH_REQ_XCOMP_PERM, idempotent) and says no where the CPU,
- * the kernel or a sandbox refuses, and the form is then not built.
+ * AMX needs the kernel's leave: dcz_amx_ready asks for it (arch_prctl
+ * ARCH_REQ_XCOMP_PERM; granted, it holds for the process) and says no where
+ * the CPU, the kernel or a sandbox refuses. The loader asks once a load
+ * (load.c, FORM_AMX) and builds the form only where it may run.
  *
  * Checked by tests/unit/test_qkernels.c: on a CPU with AMX, every geometry
  * of the integer convolution grid that the form takes, the tiles against
@@ -100,7 +101,7 @@ static void amx_chunks(const dcz_conv_geom *g, uint32_t *nq, uint32_t *chunks, u
 
 uint64_t dcz_qamx_bytes(const dcz_conv_geom *g)
 {
-    if (dcz_conv_groups(g) != 1 || g->in_c == 0 || g->out_c == 0 || !dcz_amx_ready()) return 0;
+    if (dcz_conv_groups(g) != 1 || g->in_c == 0 || g->out_c == 0) return 0;
     uint32_t nq, chunks, kc;
     amx_chunks(g, &nq, &chunks, &kc);
     const uint64_t mt = (g->out_c + 15) / 16, taps = (uint64_t)g->kh * g->kw;
@@ -161,7 +162,7 @@ typedef struct amx_job {
     const dcz_qshift *f;
     uint32_t out_c, taps, kc, chunks, last;   /* last: the last chunk's first quad */
     const uint32_t *toff;
-    size_t tile, bstride, out16;
+    size_t tile, qstride, out16;   /* qstride: cells from a quad's plane to the next's */
     const uint8_t *xs;
     int32_t *t;
 } amx_job;
@@ -170,7 +171,7 @@ typedef struct amx_job {
 static inline const uint8_t *amx_src(const amx_job *j, uint32_t k, uint32_t ch, size_t p)
 {
     const uint32_t first = ch * j->kc < j->last ? ch * j->kc : j->last;
-    return j->xs + 4 * (j->toff[k] + (size_t)first * (j->bstride / 4) + 16 * p);
+    return j->xs + 4 * (j->toff[k] + (size_t)first * j->qstride + 16 * p);
 }
 
 /* the tiles A of channel tile m */
@@ -199,7 +200,7 @@ static inline const int8_t *amx_a(const amx_job *j, uint32_t m)
 AMX_TGT static void amx_2x2(const amx_job *j, uint32_t m, size_t p, int two)
 {
     int32_t aside[16 * 16];
-    const size_t lda = 4 * j->kc, bs = j->bstride;
+    const size_t lda = 4 * j->kc, bs = 4 * j->qstride;
     const int32_t *c0 = j->f->amxc + (size_t)m * 256, *c1 = c0 + 256;
     _tile_loadd(0, c0, 64);
     _tile_loadd(2, c1, 64);
@@ -235,7 +236,7 @@ AMX_TGT static void amx_2x2(const amx_job *j, uint32_t m, size_t p, int two)
 AMX_TGT static void amx_1x4(const amx_job *j, uint32_t m, size_t p, size_t nb)
 {
     int32_t aside[16 * 16];
-    const size_t lda = 4 * j->kc, bs = j->bstride;
+    const size_t lda = 4 * j->kc, bs = 4 * j->qstride;
     const int32_t *c0 = j->f->amxc + (size_t)m * 256;
     _tile_loadd(0, c0, 64);
     if (nb > 1) _tile_loadd(1, c0, 64);
@@ -278,7 +279,7 @@ AMX_TGT void dcz_qamx_planes(const dcz_qshift *f, uint32_t out_c, uint32_t taps,
     const uint32_t kc = f->amx_kc;
     const amx_job j = { .f = f, .out_c = out_c, .taps = taps, .kc = kc, .chunks = f->amx_chunks,
                         .last = f->amx_nq - kc, .toff = toff, .tile = (size_t)16 * 4 * kc,
-                        .bstride = 4 * qstride, .out16 = out16, .xs = xs, .t = t };
+                        .qstride = qstride, .out16 = out16, .xs = xs, .t = t };
     amx_config cfg;
     memset(&cfg, 0, sizeof cfg);
     cfg.palette = 1;
@@ -302,6 +303,7 @@ AMX_TGT void dcz_qamx_planes(const dcz_qshift *f, uint32_t out_c, uint32_t taps,
     _tile_release();
 }
 #else
+/* never reached: the form is built only where dcz_amx_ready says yes */
 void dcz_qamx_planes(const dcz_qshift *f, uint32_t out_c, uint32_t taps, const uint32_t *toff, size_t qstride,
                      size_t out16, const uint8_t *xs, int32_t *t)
 {

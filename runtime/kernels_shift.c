@@ -1149,14 +1149,14 @@ static void qdw_build(const dcz_conv_geom *g, const qdw_shape *d, const dcz_qspa
 
 static int col_quads(const dcz_conv_geom *g);
 
-/* the AMX tile form's bytes: layers of quads of channels (column quads
- * fill one byte of four) */
-static uint64_t qamx_bytes(const dcz_conv_geom *g) { return col_quads(g) ? 0 : dcz_qamx_bytes(g); }
+/* the AMX tile form's bytes where it is built (amx): layers of quads of
+ * channels (column quads fill one byte of four) */
+static uint64_t qamx_bytes(const dcz_conv_geom *g, int amx) { return amx && !col_quads(g) ? dcz_qamx_bytes(g) : 0; }
 
-uint64_t dcz_qshift_bytes(const dcz_conv_geom *g, uint64_t nnz)
+uint64_t dcz_qshift_bytes(const dcz_conv_geom *g, uint64_t nnz, int amx)
 {
     return ((uint64_t)g->out_c * 2 + 1) * sizeof(uint32_t) +
-           nnz * (sizeof(uint32_t) + DCZ_QSHIFT_MAX_OB * sizeof(int32_t)) + qdw_bytes(g) + qamx_bytes(g);
+           nnz * (sizeof(uint32_t) + DCZ_QSHIFT_MAX_OB * sizeof(int32_t)) + qdw_bytes(g) + qamx_bytes(g, amx);
 }
 
 uint64_t dcz_qshift_scratch_floats(const dcz_conv_geom *g)
@@ -1262,7 +1262,7 @@ static uint32_t qshift_pick_block(const dcz_conv_geom *g, const split_geom *q, c
     return n2 * 10 < n1 * 9 ? 2 : 1;
 }
 
-int dcz_qshift_build(const dcz_conv_geom *g, const dcz_qsparse *s, void *mem, dcz_qshift *f)
+int dcz_qshift_build(const dcz_conv_geom *g, const dcz_qsparse *s, int amx, void *mem, dcz_qshift *f)
 {
     if (g->kh * g->kw > DCZ_QSHIFT_MAX_WINDOW) return 0;
     const split_geom q = split_geom_of(g, (g->in_c + 3) / 4);
@@ -1297,7 +1297,7 @@ int dcz_qshift_build(const dcz_conv_geom *g, const dcz_qsparse *s, void *mem, dc
     /* the AMX tiles, run where they take less time than the quad taps */
     f->amx = NULL;
     f->amx_pick = 0;
-    if (qamx_bytes(g)) {
+    if (qamx_bytes(g, amx)) {
         dcz_qamx_build(g, s, corr, rest + qdw_bytes(g), f);
         f->amx_pick = dcz_qamx_cost(g, f, q.out16) < (double)(q.out16 / 16) * (n + blocks * DCZ_QSHIFT_BLOCK_COST);
     }

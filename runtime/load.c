@@ -48,6 +48,7 @@ enum {
                          integer), dense fully connected weights transposed */
     FORM_SHIFT = 4,   /* convolutions: the shift form (float: dcz_conv2d_pick_shift; 8-bit
                          integer: dcz_qconv2d_pick_shift) */
+    FORM_AMX = 8,     /* the integer shift form's AMX tiles (dcz_amx_ready, asked once a load) */
 };
 #define arena_take dcz_arena_take
 
@@ -313,8 +314,9 @@ static dcz_status load_params(const dcz_container *c, const dcz_graph_layer *g, 
     if (g->op == DCZ_OP_CONV2D && (ld->forms & FORM_SHIFT) && dcz_scheme_qmax(cw->scheme) == 127 &&
         dcz_qconv2d_pick_shift(&l->geom)) {
         l->shifted = 1;
-        void *mem = arena_take(&ld->a, dcz_qshift_bytes(&l->geom, kept));
-        if (mem && !dcz_qshift_build(&l->geom, &l->qs, mem, &l->qshift)) l->shifted = 0;
+        const int amx = (ld->forms & FORM_AMX) != 0;
+        void *mem = arena_take(&ld->a, dcz_qshift_bytes(&l->geom, kept, amx));
+        if (mem && !dcz_qshift_build(&l->geom, &l->qs, amx, mem, &l->qshift)) l->shifted = 0;
     } else if (g->op == DCZ_OP_CONV2D && (ld->forms & FORM_DENSE) && dcz_scheme_qmax(cw->scheme) == 127 &&
                dcz_qgemm_variant() && dcz_conv2d_pick_expand(&l->geom, kept)) {
         l->expanded = 1;
@@ -811,7 +813,8 @@ static int want_forms(const dcz_options *o)
 {
     if (o->force_reference) return 0;
     return (dcz_isa_supported(DCZ_ISA_AVX512) ? FORM_LANES : 0) | (dcz_gemm_f32_variant() ? FORM_DENSE : 0) |
-           (dcz_conv2d_shift_variant() ? FORM_SHIFT : 0);
+           (dcz_conv2d_shift_variant() ? FORM_SHIFT : 0) |
+           (dcz_qshift_variant() && dcz_amx_ready() ? FORM_AMX : 0);
 }
 
 /* The threads of a heap model: as asked, or every online processor, at

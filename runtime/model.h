@@ -891,8 +891,8 @@ int dcz_conv2d_pick_shift(const dcz_conv_geom *g, uint64_t nnz);
  * convolutions of 8-bit schemes where this CPU has VNNI. */
 #define DCZ_QSHIFT_MAX_WINDOW 64
 #define DCZ_QSHIFT_MAX_OB 2
-uint64_t dcz_qshift_bytes(const dcz_conv_geom *g, uint64_t nnz);
-int dcz_qshift_build(const dcz_conv_geom *g, const dcz_qsparse *s, void *mem, dcz_qshift *f);
+uint64_t dcz_qshift_bytes(const dcz_conv_geom *g, uint64_t nnz, int amx);
+int dcz_qshift_build(const dcz_conv_geom *g, const dcz_qsparse *s, int amx, void *mem, dcz_qshift *f);
 uint64_t dcz_qshift_scratch_floats(const dcz_conv_geom *g);
 void dcz_qconv2d_shift(const dcz_conv_geom *g, const dcz_qshift *f, const int64_t *bias, const dcz_q *x,
                        size_t batch, int ref, float *scratch, int64_t *acc);
@@ -902,14 +902,17 @@ const char *dcz_qshift_variant(void);
 int dcz_qconv2d_pick_shift(const dcz_conv_geom *g);
 /* The AMX tile form of the integer shift form (kernels_amx.c).
  * dcz_amx_ready: the CPU has AMX-INT8 and the OS lets this process use it
- * (asked once, by arch_prctl). dcz_qamx_bytes: the form's bytes for g, 0
- * where it is not built (no AMX, a grouped convolution). dcz_qamx_build
+ * (asked by arch_prctl; the loader asks once a load, FORM_AMX, and passes
+ * the answer to dcz_qshift_bytes and dcz_qshift_build as amx: with 0 no
+ * tiles are built). dcz_qamx_bytes: the form's bytes for g, 0 where it is
+ * not built (a grouped convolution). dcz_qamx_build
  * fills f's amx part in mem from the weights s and the sums' starts corr.
  * dcz_qamx_planes: the planes as computed t (out_c rows of out16 cells)
  * from the integer split xs, tap k of quad c at cell toff[k] + c qstride,
  * the same sums as the vector kernel. dcz_qamx_cost: the time of a sample
- * on the tiles, and dcz_qshift_cost on the quad taps, in units of a quad
- * tap over one vector (a load and a vpdpbusd or two): a tile multiply
+ * on the tiles, which dcz_qshift_build weighs against the quad taps', in
+ * units of a quad tap over one vector (a load and a vpdpbusd or two): a
+ * tile multiply
  * costs DCZ_QAMX_TILE_COST + DCZ_QAMX_ROW_COST a row of its inputs (kc),
  * loading and storing a tile of sums DCZ_QAMX_SUMS_COST; a block of the
  * quad taps DCZ_QSHIFT_BLOCK_COST a vector for its sums. Fitted on one

@@ -553,6 +553,12 @@ static tile tile_of(const dcz_tlayer *l, size_t t, int batch)
     return b;
 }
 
+/* Whether im2col and its adjoint run by the AVX-512 plane kernels above
+ * (this CPU has AVX-512, the layer's column stride is 1 or 2). */
+#if defined(__x86_64__)
+static int planes_vec(const dcz_tlayer *l) { return l->sw <= 2 && __builtin_cpu_supports("avx512f"); }
+#endif
+
 /* Rows [r0, r1) of the columns of output rows [oh0, oh0 + nr) of one
  * sample, row r at cols + (r - r0) ld, from xn, the sample's input
  * (C, H, W). */
@@ -563,7 +569,7 @@ static void im2col_rows(const dcz_tlayer *l, const float *xn, size_t r0, size_t 
     const int kh = l->kh, kw = l->kw, sh = l->sh, sw = l->sw, ph = l->ph, pw = l->pw;
     const size_t hw = (size_t)H * W;
 #if defined(__x86_64__)
-    const int vec = sw <= 2 && __builtin_cpu_supports("avx512f");
+    const int vec = planes_vec(l);
 #endif
     for (size_t r = r0; r < r1; r++) {
         const int c = (int)(r / (size_t)(kh * kw)), ki = (int)(r / (size_t)kw % (size_t)kh);
@@ -607,7 +613,7 @@ static void col2im_channels(const dcz_tlayer *l, const float *cols, size_t ld, i
     const int kh = l->kh, kw = l->kw, sh = l->sh, sw = l->sw, ph = l->ph, pw = l->pw;
     const size_t hw = (size_t)H * W;
 #if defined(__x86_64__)
-    const int vec = sw <= 2 && __builtin_cpu_supports("avx512f");
+    const int vec = planes_vec(l);
 #endif
     for (int c = c0; c < c1; c++) {
         const float *dc = cols + (size_t)(c - c0) * (size_t)(kh * kw) * ld;

@@ -338,7 +338,8 @@ static void qconv_case(const dcz_conv_geom *g, double density, uint32_t k, int32
          * VNNI variant, and the variant with the requantization fused in
          * against dcz_requant8_ref of the reference's sums */
         if (vmax == 127) {
-            void *mem = alloc(dcz_qshift_bytes(g, m.sp.entries) + 4, 1);
+            const int amx_here = dcz_amx_ready();
+            void *mem = alloc(dcz_qshift_bytes(g, m.sp.entries, amx_here) + 4, 1);
             float *scratch = alloc(dcz_qshift_scratch_floats(g) + 1, sizeof(float));
             /* the split of the first sample by every vector variant, the scalar one's bytes */
             float *scratch2 = alloc(dcz_qshift_scratch_floats(g) + 1, sizeof(float));
@@ -347,7 +348,7 @@ static void qconv_case(const dcz_conv_geom *g, double density, uint32_t k, int32
             t->split_variants += variants > 0 ? (size_t)variants : 0;
             free(scratch2);
             dcz_qshift f;
-            if (dcz_qshift_build(g, &m.sp, mem, &f)) {
+            if (dcz_qshift_build(g, &m.sp, amx_here, mem, &f)) {
                 /* where the AMX tiles are built: on them and on the quad
                  * taps, whichever the cost rule picked */
                 for (int amx = 0; amx < 1 + (f.amx != NULL); amx++) {
