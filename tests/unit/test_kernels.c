@@ -291,8 +291,11 @@ static int conv_case(const dcz_conv_geom *g, double density, uint32_t k, conv_ta
         for (int form = 0; form < 6; form++) {
             const int from_dense = form >= 3;
             const dcz_shift *f = from_dense ? &sfds[form - 3] : &sfs[form];
+            /* an output left unwritten shows, and a cell of the split input (NaN) */
+            const size_t sfloats = dcz_shift_scratch_floats(g);
             for (int r = 0; r < 2; r++) {
-                memset(y, 0xA5, b * yout * sizeof(float));   /* an element left unwritten shows */
+                memset(y, 0xA5, b * yout * sizeof(float));
+                memset(sscratch, 0xFF, sfloats * sizeof(float));
                 dcz_conv2d_shift(g, f, bias, x, b, r, sscratch, y);
                 t->shift += conv_mismatches(r ? "shift (reference)" : "shift", g, b, y, ref, mag);
             }
@@ -301,9 +304,11 @@ static int conv_case(const dcz_conv_geom *g, double density, uint32_t k, conv_ta
                 t->shift_gemm += memcmp(y, y2, b * yout * sizeof(float)) != 0;
             }
             const dcz_isa sisas[] = { DCZ_ISA_AVX512, DCZ_ISA_AVX2, DCZ_ISA_NEON };
+            memset(sscratch, 0xFF, sfloats * sizeof(float));
             dcz_conv2d_shift_isa(DCZ_ISA_REF, g, f, bias, x, b, sscratch, y2);
             for (size_t i = 0; i < 3; i++) {
                 memset(y, 0xA5, b * yout * sizeof(float));
+                memset(sscratch, 0xFF, sfloats * sizeof(float));
                 if (!dcz_conv2d_shift_isa(sisas[i], g, f, bias, x, b, sscratch, y)) continue;
                 t->variant += memcmp(y, y2, b * yout * sizeof(float)) != 0;
                 t->shift_variants++;
