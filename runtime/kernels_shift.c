@@ -104,6 +104,12 @@ static uint64_t split_wq(const dcz_conv_geom *g)
     return ((uint64_t)g->in_w + 2 * (uint64_t)g->pw + g->sw - 1) / g->sw;
 }
 
+/* Whether g's split input is the input itself (no padding at stride 1). */
+static int split_is_input(const dcz_conv_geom *g)
+{
+    return g->sh == 1 && g->sw == 1 && g->ph == 0 && g->pw == 0;
+}
+
 /* The float form's rows: 16 cells where rows of 16 take no more vectors of
  * the planes as computed (14 x 14 pad 1: 14 vectors both, rows of 15 or
  * 16), so that with the planes at 64-byte boundaries (plane_stride) the
@@ -115,7 +121,7 @@ static uint64_t split_wq(const dcz_conv_geom *g)
 static uint64_t float_wq(const dcz_conv_geom *g)
 {
     const uint64_t wq = split_wq(g);
-    if (wq >= 16 || (g->sh == 1 && g->sw == 1 && g->ph == 0 && g->pw == 0)) return wq;
+    if (wq >= 16 || split_is_input(g)) return wq;
     return (uint64_t)g->out_h * wq + 15 >= (uint64_t)g->out_h * 16 ? 16 : wq;
 }
 
@@ -132,7 +138,7 @@ static uint64_t float_wq(const dcz_conv_geom *g)
 static uint64_t plane_stride(const dcz_conv_geom *g, uint64_t hq, uint64_t wq, int f32)
 {
     /* the integer form's, and the input itself where the split is a copy */
-    if (!f32 || (g->sh == 1 && g->sw == 1 && g->ph == 0 && g->pw == 0)) return hq * wq;
+    if (!f32 || split_is_input(g)) return hq * wq;
     const uint64_t lines = (hq * wq + 15) / 16;
     return (lines | 1) * 16;
 }
@@ -320,7 +326,7 @@ static size_t plane_in(const dcz_conv_geom *g) { return (size_t)g->in_h * g->in_
 static void split(const dcz_conv_geom *g, const split_geom *q, const float *x, float *xs)
 {
     const size_t sh = g->sh, sw = g->sw;
-    if (sh == 1 && sw == 1 && g->ph == 0 && g->pw == 0) {
+    if (split_is_input(g)) {
         /* no padding: the input as it is */
         memcpy(xs, x, (size_t)g->in_c * plane_in(g) * sizeof *xs);
     } else if (sh == 1 && sw == 1) {
@@ -573,7 +579,7 @@ static int split__avx512(const dcz_conv_geom *g, const split_geom *q, const floa
 {
     const size_t sh = g->sh, sw = g->sw, wq = q->wq, W = g->in_w, nv = (wq + 15) / 16;
     /* without padding or stride the scalar split is one copy */
-    if (nv > SPLIT_MAX_VECTORS || sw > 2 || (sh == 1 && sw == 1 && g->ph == 0 && g->pw == 0)) return 0;
+    if (nv > SPLIT_MAX_VECTORS || sw > 2 || split_is_input(g)) return 0;
     split_vec t[SPLIT_MAX_VECTORS];
     for (size_t v = 0; v < nv; v++) {
         /* lane i of vector v of phase px reads column first + i sw + px:
@@ -1924,6 +1930,31 @@ static void qdw_vectors(const dcz_conv_geom *g, const qdw_shape *s, qdw_vec *v)
     }
 }
 
+/* A walk over a channel's output vectors: vector j of the period, base
+ * bytes into the plane, a period of rows period bytes. */
+typedef struct qdw_cursor { size_t j, base, period; } qdw_cursor;
+
+/* The sums of cur's output vector (T taps of weights wq from init), cur
+ * moved on to the next vector. */
+QDW_TGT static inline __attribute__((always_inline)) __m512i
+qdw_sums__vbmi(const uint32_t T, const qdw_shape *s, const qdw_vec *vecs, const uint8_t *plane,
+               const uint8_t *idx, const int32_t *wq, __m512i init, qdw_cursor *cur)
+{
+    const uint8_t *src = plane + cur->base + vecs[cur->j].src;
+    const __m512i x0 = _mm512_loadu_si512((const void *)src), x1 = _mm512_loadu_si512((const void *)(src + 64));
+    const uint8_t *ix = idx + vecs[cur->j].ix;
+    if (++cur->j == s->patterns) {
+        cur->j = 0;
+        cur->base += cur->period;
+    }
+    __m512i acc = init;
+#pragma GCC unroll 16
+    for (uint32_t t = 0; t < T; t++)
+        acc = _mm512_dpbusd_epi32(acc, _mm512_permutex2var_epi8(x0, _mm512_loadu_si512((const void *)(ix + 64 * t)), x1),
+                                  _mm512_set1_epi32(wq[t]));
+    return acc;
+}
+
 QDW_TGT static inline __attribute__((always_inline)) void
 qdw_channel__vbmi(const int MODE, const uint32_t T, const dcz_conv_geom *g, const qdw_shape *s,
                   const qdw_vec *vecs, const uint8_t *plane, const uint8_t *idx, const int32_t *wq, int32_t a0,
@@ -1932,24 +1963,8 @@ qdw_channel__vbmi(const int MODE, const uint32_t T, const dcz_conv_geom *g, cons
     const rq_consts c = rq_setup(MODE, mult, k, qlo, qhi);
     const __m512i init = _mm512_set1_epi32(a0);
     const size_t out_plane = (size_t)g->out_h * g->out_w;
-    const size_t period = ((size_t)16 >> s->dshift) * g->sh * s->PW;
-    size_t c0 = 0, j = 0, base = 0;
-/* the sums of the next output vector into acc */
-#define QDW_VECTOR(acc)                                                                                          \
-    do {                                                                                                       \
-        const uint8_t *src = plane + base + vecs[j].src;                                                      \
-        const __m512i x0 = _mm512_loadu_si512((const void *)src);                                              \
-        const __m512i x1 = _mm512_loadu_si512((const void *)(src + 64));                                       \
-        const uint8_t *ix = idx + vecs[j].ix;                                                                  \
-        if (++j == s->patterns) {                                                                              \
-            j = 0;                                                                                             \
-            base += period;                                                                                    \
-        }                                                                                                      \
-        acc = init;                                                                                            \
-        _Pragma("GCC unroll 16") for (uint32_t t = 0; t < T; t++) acc = _mm512_dpbusd_epi32(                   \
-            acc, _mm512_permutex2var_epi8(x0, _mm512_loadu_si512((const void *)(ix + 64 * t)), x1),           \
-            _mm512_set1_epi32(wq[t]));                                                                         \
-    } while (0)
+    qdw_cursor cur = { 0, 0, ((size_t)16 >> s->dshift) * g->sh * s->PW };
+    size_t c0 = 0;
     if (MODE) {
         /* two whole vectors: packed to 16 bits and clamped there, as
          * requant_vectors does (int8 MobileNetV2-style, one core of a Xeon,
@@ -1958,22 +1973,19 @@ qdw_channel__vbmi(const int MODE, const uint32_t T, const dcz_conv_geom *g, cons
         const __m512i lo16 = _mm512_set1_epi16((int16_t)qlo), hi16 = _mm512_set1_epi16((int16_t)qhi);
         const __m512i order = _mm512_set_epi64(7, 5, 3, 1, 6, 4, 2, 0);
         for (; c0 + 32 <= out_plane; c0 += 32) {
-            __m512i a, b;
-            QDW_VECTOR(a);
-            QDW_VECTOR(b);
+            const __m512i a = qdw_sums__vbmi(T, s, vecs, plane, idx, wq, init, &cur);
+            const __m512i b = qdw_sums__vbmi(T, s, vecs, plane, idx, wq, init, &cur);
             const __m512i p = _mm512_permutexvar_epi64(
                 order, _mm512_packs_epi32(requant16_wide(MODE, a, &c), requant16_wide(MODE, b, &c)));
             _mm512_storeu_si512((void *)(y + c0), _mm512_min_epi16(_mm512_max_epi16(p, lo16), hi16));
         }
     }
     for (; c0 < out_plane; c0 += 16) {
-        __m512i acc;
-        QDW_VECTOR(acc);
+        const __m512i acc = qdw_sums__vbmi(T, s, vecs, plane, idx, wq, init, &cur);
         const __m256i r = _mm512_cvtepi32_epi16(requant16(MODE, acc, &c));
         if (c0 + 16 <= out_plane) _mm256_storeu_si256((void *)(y + c0), r);
         else _mm256_mask_storeu_epi16(y + c0, (__mmask16)((1u << (out_plane - c0)) - 1), r);
     }
-#undef QDW_VECTOR
 }
 
 /* dcz_qconv2d_shift_requant of a layer held in the depthwise form */
