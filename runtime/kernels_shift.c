@@ -55,7 +55,7 @@
  * product (most of its loads cross a cache line; the product reuses each
  * load six ways): it wins by doing fewer, and loses on dense layers over
  * planes of a few vectors, whose taps cost more in loads and broadcasts
- * than in multiply-adds (dcz_conv2d_pick_shift, DCZ_SHIFT_TAP_COST).
+ * than in multiply-adds (dcz_conv2d_pick_shift, shift_costs).
  *
  * Sums: bias first, then each weight's product fused into the sum in
  * column order (fmaf), the order of dcz_gemm_f32 on the weights expanded,
@@ -260,31 +260,58 @@ uint64_t dcz_shift_bytes(const dcz_conv_geom *g, uint64_t entries, uint32_t ob)
     return (blocks + 1) * sizeof(uint32_t) + dcz_shift_taps_bound(g, entries, ob) * (sizeof(uint32_t) + ob * sizeof(float));
 }
 
+/* The costs behind the choice of blocks and of the shift form against the
+ * dense product, per instruction set of the variant that runs, in units of
+ * a tap of one channel over one vector of 16 cells:
+ *   tap2, tap4  a tap of a block of 2, of 4 channels
+ *   fixed       what every tap costs more for its offset, weights and
+ *               broadcasts, whatever the plane: what decides on planes of
+ *               one or two vectors
+ *   gemm_rate   multiply-adds of 16 lanes the dense product does in the
+ *               time of a unit
+ * AVX-512 (bench/bench_conv.c on a Xeon): dense 16 -> 16 channels over 28 x
+ * 28 take 49, 32 and 25 us in blocks of 1, 2 and 4; 1x1 convolutions over
+ * 4 x 4 at 100% and 40% run 1.2 and 1.5 times as long as on the dense
+ * product, at 10% 4.4 times faster; the dense product takes 0.23 to 0.30 ns
+ * a vector multiply-add on 3x3 layers of 4x4 to 28x28 planes, the shift
+ * kernel 0.40 to 0.58 ns a tap of one channel. The model then predicts the
+ * sparse layers within 10% on planes of many vectors, 30% on planes of one.
+ * AMD's cores with AVX-512 (Zen 4: in 256-bit halves) pay more for the load
+ * of a tap against its multiply-adds, which a block shares: a tap of a block
+ * of 2 costs 1.13 units there (the same dense layer: 71.5, 40.5 and 36.5
+ * us), which took the compressed presets 2-3% faster at batch 1 (dcz bench,
+ * medians: ResNet-style 130.0 -> 127.7 us, conv-heavy CNN 264.8 -> 258.4,
+ * MobileNetV2-style 292.4 -> 284.7). AVX2 (Zen 3): a tile of a block of 4
+ * holds 3 vectors, whose 4 broadcasts and 3 loads a tap feed 12 multiply-
+ * adds: dense 16 -> 16 over 28 x 28 takes 72, 47 and 93 us in blocks of 1,
+ * 2 and 4, 32 -> 64 over 14 x 14 148, 94 and 185 us (tap2 1.29, tap4 5.2);
+ * blocks of 2 run dense 3x3 and 1x1 layers 1.1 to 1.3 times as fast as the
+ * dense product, so gemm_rate 1.2 (dense presets at batch 1, dcz bench:
+ * ResNet-style 528 -> 290 us). */
+typedef struct shift_costs {
+    double tap2, tap4, fixed, gemm_rate;
+} shift_costs;
+
+static dcz_isa best(void);
+
+static shift_costs costs(void)
+{
+    shift_costs c = { 1.29, 2.0, 1.2, 1.7 };
+#ifdef DCZ_X86
+    if (best() == DCZ_ISA_AVX2) c = (shift_costs){ 1.29, 5.2, 1.2, 1.2 };
+    else if (__builtin_cpu_is("amd")) c.tap2 = 1.13;
+#endif
+    return c;
+}
+
 /* The time a channel of density d costs per column of its plane of v
  * vectors in blocks of ob, in units of a tap of one channel over one
  * vector: a block reads each tap of the union of its channels' columns
- * once and multiplies it into ob sums, stored weights or zeros. A tap of a
- * block of 2 costs 1.29 units a vector, of 4, 2.0, and every tap
- * DCZ_SHIFT_TAP_COST more for its offset, weights and broadcasts
- * (bench/bench_conv.c on a Xeon's AVX-512: dense 16 -> 16 channels over
- * 28 x 28, 49, 32 and 25 us in blocks of 1, 2 and 4; 1x1 convolutions over
- * 4 x 4, one vector, for the fixed cost; the model then predicts the
- * sparse layers within 10% on planes of many vectors, 30% on planes of
- * one). AMD's cores (Zen 4: AVX-512 in 256-bit halves) pay more for the
- * load of a tap against its multiply-adds, which a block shares: there a
- * tap of a block of 2 costs 1.13 units (the same dense layer: 71.5, 40.5
- * and 36.5 us); the compressed presets then run 2-3% faster at batch 1
- * (dcz bench, medians: ResNet-style 130.0 -> 127.7 us, conv-heavy CNN
- * 264.8 -> 258.4, MobileNetV2-style 292.4 -> 284.7). */
-static double block_cost(double d, uint32_t ob, double v)
+ * once and multiplies it into ob sums, stored weights or zeros. */
+static double block_cost(const shift_costs *c, double d, uint32_t ob, double v)
 {
-#ifdef DCZ_X86
-    const double tap2 = __builtin_cpu_is("amd") ? 1.13 : 1.29;
-#else
-    const double tap2 = 1.29;
-#endif
-    const double tap = ob == 1 ? 1.0 : ob == 2 ? tap2 : 2.0;
-    return (tap * v + DCZ_SHIFT_TAP_COST) * (1.0 - pow(1.0 - d, ob)) / ob;
+    const double tap = ob == 1 ? 1.0 : ob == 2 ? c->tap2 : c->tap4;
+    return (tap * v + c->fixed) * (1.0 - pow(1.0 - d, ob)) / ob;
 }
 
 /* Vectors of g's output plane as the shift kernel computes it. */
@@ -299,12 +326,13 @@ uint32_t dcz_shift_pick_block(const dcz_conv_geom *g, uint64_t nnz)
     const double d = g->out_c && cols > 0 ? (double)nnz / (g->out_c * cols) : 0;
     /* a block's channels read the same input channels: within a group */
     const uint32_t per_group = g->out_c / dcz_conv_groups(g);
-    uint32_t best = 1;
+    const shift_costs c = costs();
+    uint32_t pick = 1;
     for (uint32_t ob = 2; ob <= 4; ob *= 2)
         if ((dcz_conv_groups(g) == 1 || per_group % ob == 0) &&
-            block_cost(d > 1 ? 1 : d, ob, v) < block_cost(d > 1 ? 1 : d, best, v))
-            best = ob;
-    return best;
+            block_cost(&c, d > 1 ? 1 : d, ob, v) < block_cost(&c, d > 1 ? 1 : d, pick, v))
+            pick = ob;
+    return pick;
 }
 
 int dcz_conv2d_pick_shift(const dcz_conv_geom *g, uint64_t nnz)
@@ -313,10 +341,12 @@ int dcz_conv2d_pick_shift(const dcz_conv_geom *g, uint64_t nnz)
     if (!dcz_conv2d_pick_dense_im2col(g)) return 1;   /* the dense product cannot run it */
     const double cols = (double)g->in_c * g->kh * g->kw;
     const double d = g->out_c && cols > 0 ? (double)nnz / (g->out_c * cols) : 0;
-    const double shift = g->out_c * cols * block_cost(d > 1 ? 1 : d, dcz_shift_pick_block(g, nnz), plane_vectors(g));
+    const shift_costs c = costs();
+    const double shift =
+        g->out_c * cols * block_cost(&c, d > 1 ? 1 : d, dcz_shift_pick_block(g, nnz), plane_vectors(g));
     /* the dense product runs whole vectors of the plane: 7 x 7 takes 4 */
     const double gemm = (double)g->out_c * cols * (double)(dcz_gemm_ldb((size_t)g->out_h * g->out_w) / 16) /
-                        DCZ_SHIFT_GEMM_RATE;
+                        c.gemm_rate;
     return shift < gemm;
 }
 

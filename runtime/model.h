@@ -866,18 +866,9 @@ void dcz_conv2d_shift_act(const dcz_conv_geom *g, const dcz_shift *f, const floa
  * and either the dense product cannot run it (grouped, or patches past the
  * cap) or the shift kernel's taps (in its blocks' cost, over the output
  * plane as computed) take less time than the dense product's multiply-adds
- * of 16 lanes (over the plane in whole vectors, as it runs), of which it
- * does DCZ_SHIFT_GEMM_RATE in the time of a tap
- * (bench/bench_conv.c on AVX-512: 0.23 to 0.30 ns a vector multiply-add
- * for the dense product on 3x3 layers of 4x4 to 28x28 planes, 0.40 to 0.58
- * ns a tap of one channel for the shift kernel). */
-#define DCZ_SHIFT_GEMM_RATE 1.7
-/* ... where a tap of the shift kernel also costs this many taps over one
- * vector for its offset, weights and broadcasts, whatever the plane: what
- * decides on planes of one or two vectors (bench/bench_conv.c: 1x1
- * convolutions over 4 x 4 at 100% and 40% run 1.2 and 1.5 times as long as
- * on the dense product, at 10% 4.4 times faster). */
-#define DCZ_SHIFT_TAP_COST 1.2
+ * of 16 lanes (over the plane in whole vectors, as it runs). The costs of
+ * a tap and of a multiply-add are measured per instruction set
+ * (kernels_shift.c, shift_costs). */
 int dcz_conv2d_pick_shift(const dcz_conv_geom *g, uint64_t nnz);
 /* The integer shift form of the 8-bit schemes: bytes of dcz_qshift_bytes
  * for out_c channels and nnz stored weights (a bound: quad taps are fewer);
