@@ -77,7 +77,7 @@
 #if defined(__x86_64__) || defined(__i386__)
 #include <immintrin.h>
 
-#include "runtime/act_avx512.h"
+#include "runtime/act_x86.h"
 #define DCZ_X86 1
 #elif defined(__aarch64__) && defined(__ARM_NEON)
 #include <arm_neon.h>
@@ -398,14 +398,16 @@ static void split(const dcz_conv_geom *g, const split_geom *q, const float *x, f
 
 /* The fused copy out: a tile's sums stored straight into the output
  * planes, only the lanes that are output cells, act applied as they are
- * (the float AVX-512 variant, which saves writing the planes as computed
- * and copying their rows out; shift_run gives the others no map). The
- * tile's vector i keeps lanes keep (the cells p with p mod wq < out_w and
- * p < cells) and stores them packed by a compress in registers, the first
- * n lanes, from output cell at of each channel's plane. dcz bench at batch
- * 1, one core of an AMD EPYC, medians of three alternated runs: the
- * ResNet-style preset 126.2 -> 122.2 us, the conv-heavy CNN 262.0 ->
- * 256.6. */
+ * (the float AVX-512 and AVX2 variants, which save writing the planes as
+ * computed and copying their rows out; shift_run gives the others no map).
+ * The tile's vector i keeps lanes keep (the cells p with p mod wq < out_w
+ * and p < cells) and stores them packed, the first n lanes, from output
+ * cell at of each channel's plane: on AVX-512 by a compress in registers,
+ * on AVX2, which has none, by a permute of the lanes idx (byte j the lane
+ * that goes to lane j) and a masked store. dcz bench at batch 1, one core,
+ * medians of alternated runs: AVX-512 (an AMD EPYC), the ResNet-style
+ * preset 126.2 -> 122.2 us, the conv-heavy CNN 262.0 -> 256.6; AVX2 (an
+ * AMD EPYC, Zen 3), see OUT_STORE there. */
 typedef struct tile_out {
     const dcz_act *act;
     float *y;                   /* the sample's output, planes plane cells apart */
@@ -415,6 +417,8 @@ typedef struct tile_out {
     struct {
         size_t at;
         uint16_t keep, n;
+        uint64_t idx;
+        int tail;               /* at + L past the plane */
     } v[12];                    /* of the tile at hand (TMAX1, TMAX2 and TMAX4 at most 12) */
 } tile_out;
 
@@ -449,32 +453,37 @@ static inline uint32_t lanes(int64_t lo, int64_t hi, int64_t n)
     return (uint32_t)(below_hi & ~below_lo);
 }
 
-/* The lanes of the vector of 16 cells from cell p, at column col of its
+/* The lanes of the vector of L cells from cell p, at column col of its
  * row, that are output cells: columns below out_w of rows wq wide, cells
  * below cells. */
-static uint32_t keep_lanes(size_t p, int64_t col, int64_t wq, int64_t out_w, size_t cells)
+static uint32_t keep_lanes(size_t L, size_t p, int64_t col, int64_t wq, int64_t out_w, size_t cells)
 {
     uint32_t keep = 0;
     /* lane s starts a row's cells at column c */
-    for (int64_t s = 0, c = col; s < 16; s += wq - c, c = 0) keep |= lanes(s, s + out_w - c, 16);
-    return keep & lanes(0, (int64_t)cells - (int64_t)p, 16);
+    for (int64_t s = 0, c = col; s < (int64_t)L; s += wq - c, c = 0) keep |= lanes(s, s + out_w - c, (int64_t)L);
+    return keep & lanes(0, (int64_t)cells - (int64_t)p, (int64_t)L);
 }
 
-/* om's map of the tile of vectors v0 .. v0 + T - 1 (cells 16 v0 ..) */
-static void out_fill(tile_out *om, size_t v0, size_t T)
+/* om's map of the tile of vectors v0 .. v0 + T - 1 of L lanes (cells L v0
+ * ..) */
+static void out_fill(tile_out *om, size_t L, size_t v0, size_t T)
 {
     const int64_t wq = om->wq, out_w = om->out_w;
-    size_t p = 16 * v0, at = p / om->wq * om->out_w;
+    size_t p = L * v0, at = p / om->wq * om->out_w;
     int64_t col = (int64_t)(p % om->wq);
     at += (size_t)(col < out_w ? col : out_w);
-    for (size_t i = 0; i < T; i++, p += 16) {
-        const uint32_t keep = keep_lanes(p, col, wq, out_w, om->cells);
+    for (size_t i = 0; i < T; i++, p += L) {
+        const uint32_t keep = keep_lanes(L, p, col, wq, out_w, om->cells);
         const uint32_t kept = (uint32_t)__builtin_popcount(keep);
         om->v[i].at = at;
         om->v[i].keep = (uint16_t)keep;
         om->v[i].n = (uint16_t)((1u << kept) - 1);
+        uint64_t idx = 0;
+        for (uint32_t k = keep, j = 0; k; k &= k - 1, j++) idx |= (uint64_t)__builtin_ctz(k) << (8 * j);
+        om->v[i].idx = idx;
+        om->v[i].tail = at + L > om->plane;
         at += kept;
-        for (col += 16; col >= wq; col -= wq) {}
+        for (col += (int64_t)L; col >= wq; col -= wq) {}
     }
 }
 
@@ -485,7 +494,7 @@ static void out_fill(tile_out *om, size_t v0, size_t T)
 #define OUT_STORE(om, oc, i, sum)                                                                                \
     _mm512_mask_storeu_ps((om)->y + (size_t)(oc) * (om)->plane + (om)->v[i].at, (__mmask16)(om)->v[i].n,       \
                           _mm512_maskz_compress_ps((__mmask16)(om)->v[i].keep, dcz_act__avx512(sum, (om)->act)))
-#define OUT_FILL(om, v0, T) out_fill(om, v0, T)
+#define OUT_FILL(om, v0, T) out_fill(om, 16, v0, T)
 #define OUT_T tile_out
 #define VHLOAD(p) _mm512_castps256_ps512(_mm256_loadu_ps(p))
 #define VHFMA(a, b, c)                                                                                           \
@@ -506,6 +515,30 @@ static void out_fill(tile_out *om, size_t v0, size_t T)
 #define TMAX4 6
 #include "runtime/shift_tile.h"
 
+/* The kept lanes of sum, act applied, packed by a permute and stored
+ * whole: the lanes past the kept ones land on cells of the plane that a
+ * later vector of the same channel writes, since a channel's vectors are
+ * stored in order. Only where the vector would write past the plane (tail)
+ * does a masked store write the kept lanes alone (lane j's mask: bit j of
+ * n brought to the sign): on Zen 3 a masked store a vector took the
+ * ResNet-style preset from 168 to 200 us. Where the AVX2 variant wrote the
+ * planes as computed and copied their rows out (then applied act over the
+ * output), with split1__avx2: dcz bench at batch 1, one core of an AMD
+ * EPYC (Zen 3), best medians of alternated runs: compressed ResNet-style
+ * 164.8 -> 163.2 us, conv-heavy CNN 345 -> 332, MobileNetV2-style 453 ->
+ * 418, dense MobileNetV2-style 518 -> 486. */
+static inline __attribute__((target("avx2"), always_inline)) void out_store__avx2(const tile_out *om, uint32_t oc,
+                                                                                  size_t i, __m256 sum)
+{
+    float *y = om->y + (size_t)oc * om->plane + om->v[i].at;
+    const __m256 v = _mm256_permutevar8x32_ps(dcz_act__avx2(sum, om->act),
+                                              _mm256_cvtepu8_epi32(_mm_cvtsi64_si128((long long)om->v[i].idx)));
+    if (om->v[i].tail)
+        _mm256_maskstore_ps(y, _mm256_sllv_epi32(_mm256_set1_epi32(om->v[i].n), _mm256_setr_epi32(31, 30, 29, 28, 27, 26, 25, 24)), v);
+    else _mm256_storeu_ps(y, v);
+}
+#define OUT_STORE(om, oc, i, sum) out_store__avx2(om, oc, i, sum)
+#define OUT_FILL(om, v0, T) out_fill(om, 8, v0, T)
 #define OUT_T tile_out
 #define SFX __avx2
 #define TGT __attribute__((target("avx2,fma")))
@@ -541,6 +574,43 @@ static void out_fill(tile_out *om, size_t v0, size_t T)
 
 #ifdef DCZ_X86
 
+#define SPLIT_MAX_VECTORS 64
+
+/* split at stride 1 in AVX2 vectors (padding on some side): a row's cells
+ * and its right padding by whole vectors, the lanes past the input row
+ * loaded as zeros by masked loads and every vector stored whole, the last
+ * running up to 7 cells into the next row (written after it), the plane's
+ * bottom padding or the next plane (zeroed or written after it) or the
+ * scratch's margin (16 cells or more, zeroed after it); the scalar split's
+ * bits. 0 where it does not run. (It replaces a memcpy and a memset a row
+ * of the scalar split; with the output stored from the tiles, see
+ * out_store__avx2.) */
+__attribute__((target("avx2")))
+static int split1__avx2(const dcz_conv_geom *g, const split_geom *q, const float *x, float *xs)
+{
+    if (g->sh != 1 || g->sw != 1 || split_is_input(g)) return 0;
+    const size_t W = g->in_w, wq = q->wq, nv = (wq + 7) / 8, top = g->ph * wq + g->pw;
+    __m256i m[SPLIT_MAX_VECTORS];
+    if (nv > SPLIT_MAX_VECTORS) return 0;
+    for (size_t v = 0; v < nv; v++)
+        m[v] = _mm256_cmpgt_epi32(_mm256_set1_epi32((int)(W > 8 * v ? W - 8 * v : 0)),
+                                  _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7));
+    for (uint32_t c = 0; c < g->in_c; c++) {
+        float *p = xs + c * q->plane;
+        const float *xc = x + (size_t)c * g->in_h * W;
+        memset(p, 0, top * sizeof *p);
+        for (uint32_t iy = 0; iy < g->in_h; iy++) {
+            float *r = p + top + (size_t)iy * wq;
+            const float *xr = xc + (size_t)iy * W;
+            for (size_t v = 0; v < nv; v++) _mm256_storeu_ps(r + 8 * v, _mm256_maskload_ps(xr + 8 * v, m[v]));
+        }
+        const size_t done = top + (size_t)g->in_h * wq;
+        if (done < q->plane) memset(p + done, 0, (q->plane - done) * sizeof *p);
+    }
+    memset(xs + g->in_c * q->plane, 0, (q->floats - g->in_c * q->plane) * sizeof *xs);
+    return 1;
+}
+
 /* split at column stride 1 or 2 in vectors: each row of a phase plane is
  * written whole, its padding and its cells in one pass, the cells by
  * masked loads (lanes past the input row are neither read nor faulted) and,
@@ -551,7 +621,6 @@ static void out_fill(tile_out *om, size_t v0, size_t T)
  * Loading each input row once for both phases, rather than once a phase,
  * took the ResNet-style preset's two 3 x 3 stride-2 splits from 2.7 and
  * 2.9 us to 1.8 and 1.9 (one core of an AMD EPYC). */
-#define SPLIT_MAX_VECTORS 64
 typedef struct split_vec {
     int64_t first;
     __mmask16 lo, hi, store;
@@ -1155,11 +1224,12 @@ static int shift_run(dcz_isa isa, const dcz_conv_geom *g, const dcz_shift *f, co
         if (small_split) {
             remap_run__avx512(&rs, g->in_c, x + b * in_sample, (size_t)g->in_h * g->in_w, xs, q.plane);
             memset(xs + g->in_c * q.plane, 0, (q.floats - g->in_c * q.plane) * sizeof *xs);
-        } else if (isa != DCZ_ISA_AVX512 || !split__avx512(g, &q, x + b * in_sample, xs))
+        } else if (!(isa == DCZ_ISA_AVX512 && split__avx512(g, &q, x + b * in_sample, xs)) &&
+                   !(isa == DCZ_ISA_AVX2 && split1__avx2(g, &q, x + b * in_sample, xs)))
 #endif
             split(g, &q, x + b * in_sample, xs);
 #ifdef DCZ_X86
-        if (vec) {   /* the sums straight into the output */
+        if (vec || isa == DCZ_ISA_AVX2) {   /* the sums straight into the output */
             tile_out om = { .act = act, .y = yb, .plane = out_plane, .out_c = g->out_c, .out_w = g->out_w,
                             .wq = (uint32_t)q.wq, .cells = (size_t)g->out_h * q.wq };
             planes(f, bias, g->out_c, q.out16, om.cells, xs, t, &om);
@@ -2308,13 +2378,13 @@ int dcz_qconv2d_shift_requant(const dcz_conv_geom *g, const dcz_qshift *f, const
     uint16_t keep[REQ_PLANE_MAX];
     if (nv <= REQ_PLANE_MAX)
         for (size_t j = 0, col = 0; j < nv; j++, col = (col + 16) % q.wq)
-            keep[j] = (uint16_t)keep_lanes(16 * j, (int64_t)col, (int64_t)q.wq, g->out_w, cells);
+            keep[j] = (uint16_t)keep_lanes(16, 16 * j, (int64_t)col, (int64_t)q.wq, g->out_w, cells);
     /* with pool2, the pooled plane: its cells one after the other, a
      * quarter of the plane's (within REQ_PLANE_MAX * 4, requant_by_planes) */
     const uint32_t ph = g->out_h / 2, pw = g->out_w / 2;
     const size_t pooled = (size_t)ph * pw, pnv = pool2 ? (pooled + 15) / 16 : 0;
     uint16_t pkeep[REQ_PLANE_MAX];
-    for (size_t j = 0; j < pnv; j++) pkeep[j] = (uint16_t)keep_lanes(16 * j, 0, (int64_t)pooled, pooled, pooled);
+    for (size_t j = 0; j < pnv; j++) pkeep[j] = (uint16_t)keep_lanes(16, 16 * j, 0, (int64_t)pooled, pooled, pooled);
     for (size_t b = 0; b < batch; b++) {
         qsplit_any(1, g, &q, x + b * in_sample, (uint8_t *)xs);
         qplanes_run(planes, 1, g, &q, f, xs, t);
