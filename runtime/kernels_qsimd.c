@@ -279,6 +279,73 @@ static void qadd__avx512(const dcz_q *a, const dcz_q *b, size_t n, const int32_t
     if (i < n) qadd_clamped_ref(a + i, b + i, n - i, mult, shift, lo, hi, y + i);
 }
 
+/* rq(v, m, k) of the even (64-bit) lanes of v (k <= 62, |v m| < 2^62) in
+ * AVX2, which has no arithmetic 64-bit shift: the product lifted by 2^62
+ * plus the rounding half is never negative, so a logical shift gives the
+ * floor, and the lift's share, 2^62 / 2^k, comes off after it (the
+ * formula of dcz_round_shift). lift_half: 2^62 + the half. */
+__attribute__((target("avx2")))
+static inline __m256i rescale4__avx2(__m256i v, __m256i m, __m256i lift_half, __m256i lift_k, __m128i k)
+{
+    return _mm256_sub_epi64(_mm256_srl_epi64(_mm256_add_epi64(_mm256_mul_epi32(v, m), lift_half), k), lift_k);
+}
+
+/* v (64-bit lanes) clamped to lo .. hi */
+__attribute__((target("avx2")))
+static inline __m256i clamp4__avx2(__m256i v, __m256i lo, __m256i hi)
+{
+    v = _mm256_blendv_epi8(v, hi, _mm256_cmpgt_epi64(v, hi));
+    return _mm256_blendv_epi8(v, lo, _mm256_cmpgt_epi64(lo, v));
+}
+
+/* qadd__avx512 in AVX2: 8 values a step, their even and odd lanes
+ * rescaled, added and clamped in 64 bits, then narrowed together. Where
+ * AVX2 ran the reference, with qclamp__avx2 below, one core of an AMD EPYC
+ * (Zen 3), dcz bench best medians of alternated runs: ResNet-style int8
+ * batch 1 599 -> 472 us, batch 64 44.5 -> 30.8 ms; MobileNetV2-style int8
+ * batch 1 1300 -> 1234 us. */
+__attribute__((target("avx2")))
+static void qadd__avx2(const dcz_q *a, const dcz_q *b, size_t n, const int32_t *mult, const uint8_t *shift,
+                       int32_t lo, int32_t hi, dcz_q *y)
+{
+    const int64_t lift = (int64_t)1 << 62;
+    const __m256i m0 = _mm256_set1_epi64x(mult[0]), m1 = _mm256_set1_epi64x(mult[1]);
+    const __m256i h0 = _mm256_set1_epi64x(lift + (shift[0] ? (int64_t)1 << (shift[0] - 1) : 0));
+    const __m256i h1 = _mm256_set1_epi64x(lift + (shift[1] ? (int64_t)1 << (shift[1] - 1) : 0));
+    const __m256i l0 = _mm256_set1_epi64x(lift >> shift[0]), l1 = _mm256_set1_epi64x(lift >> shift[1]);
+    const __m128i k0 = _mm_cvtsi32_si128(shift[0]), k1 = _mm_cvtsi32_si128(shift[1]);
+    const __m256i vhi = _mm256_set1_epi64x(hi), vlo = _mm256_set1_epi64x(lo);
+    size_t i = 0;
+    for (; i + 8 <= n; i += 8) {
+        const __m256i va = _mm256_cvtepi16_epi32(_mm_loadu_si128((const __m128i *)(const void *)(a + i)));
+        const __m256i vb = _mm256_cvtepi16_epi32(_mm_loadu_si128((const __m128i *)(const void *)(b + i)));
+        const __m256i ev = clamp4__avx2(_mm256_add_epi64(rescale4__avx2(va, m0, h0, l0, k0),
+                                                         rescale4__avx2(vb, m1, h1, l1, k1)), vlo, vhi);
+        const __m256i od = clamp4__avx2(_mm256_add_epi64(rescale4__avx2(_mm256_srli_epi64(va, 32), m0, h0, l0, k0),
+                                                         rescale4__avx2(_mm256_srli_epi64(vb, 32), m1, h1, l1, k1)),
+                                        vlo, vhi);
+        /* the 8 sums as int32 (within +-32767), narrowed: packs leaves them
+         * as quads 0 0 1 1, the permute takes quads 0 and 1 */
+        const __m256i v = _mm256_blend_epi32(ev, _mm256_slli_epi64(od, 32), 0xAA);
+        const __m256i p = _mm256_permute4x64_epi64(_mm256_packs_epi32(v, v), 0x08);
+        _mm_storeu_si128((__m128i *)(void *)(y + i), _mm256_castsi256_si128(p));
+    }
+    if (i < n) qadd_clamped_ref(a + i, b + i, n - i, mult, shift, lo, hi, y + i);
+}
+
+/* dcz_qclamp_ref in AVX2, 16 values a step */
+__attribute__((target("avx2")))
+static void qclamp__avx2(dcz_q *x, size_t n, int32_t lo, int32_t hi)
+{
+    const __m256i vlo = _mm256_set1_epi16((int16_t)lo), vhi = _mm256_set1_epi16((int16_t)hi);
+    size_t i = 0;
+    for (; i + 16 <= n; i += 16) {
+        __m256i *p = (__m256i *)(void *)(x + i);
+        _mm256_storeu_si256(p, _mm256_min_epi16(_mm256_max_epi16(_mm256_loadu_si256(p), vlo), vhi));
+    }
+    dcz_qclamp_ref(x + i, n - i, lo, hi);
+}
+
 __attribute__((target("avx2")))
 static void qrelu__avx2(dcz_q *x, size_t n)
 {
@@ -292,17 +359,47 @@ static void qrelu__avx2(dcz_q *x, size_t n)
 }
 #endif
 
+int dcz_qadd_isa(dcz_isa isa, const dcz_q *a, const dcz_q *b, size_t n, const int32_t *mult, const uint8_t *shift,
+                 int32_t lo, int32_t hi, dcz_q *y)
+{
+    if (isa == DCZ_ISA_REF) {
+        qadd_clamped_ref(a, b, n, mult, shift, lo, hi, y);
+        return 1;
+    }
+#ifdef DCZ_X86
+    /* the reference's formula holds for shifts up to 62 (dcz_round_shift) */
+    if (shift[0] > 62 || shift[1] > 62) return 0;
+    if (isa == DCZ_ISA_AVX512 && dcz_isa_supported(DCZ_ISA_AVX512)) {
+        qadd__avx512(a, b, n, mult, shift, lo, hi, y);
+        return 1;
+    }
+    if (isa == DCZ_ISA_AVX2 && dcz_isa_supported(DCZ_ISA_AVX2)) {
+        qadd__avx2(a, b, n, mult, shift, lo, hi, y);
+        return 1;
+    }
+#else
+    (void)a; (void)b; (void)n; (void)mult; (void)shift; (void)lo; (void)hi; (void)y;
+#endif
+    return 0;
+}
+
 void dcz_qadd(const dcz_q *a, const dcz_q *b, size_t n, const int32_t *mult, const uint8_t *shift, int32_t lo,
               int32_t hi, dcz_q *y)
 {
+    if (!dcz_qadd_isa(DCZ_ISA_AVX512, a, b, n, mult, shift, lo, hi, y) &&
+        !dcz_qadd_isa(DCZ_ISA_AVX2, a, b, n, mult, shift, lo, hi, y))
+        dcz_qadd_isa(DCZ_ISA_REF, a, b, n, mult, shift, lo, hi, y);
+}
+
+void dcz_qclamp(dcz_q *x, size_t n, int32_t lo, int32_t hi)
+{
 #ifdef DCZ_X86
-    /* the reference's formula holds for shifts up to 62 (dcz_round_shift) */
-    if (dcz_isa_supported(DCZ_ISA_AVX512) && shift[0] <= 62 && shift[1] <= 62) {
-        qadd__avx512(a, b, n, mult, shift, lo, hi, y);
+    if (dcz_isa_supported(DCZ_ISA_AVX2)) {
+        qclamp__avx2(x, n, lo, hi);
         return;
     }
 #endif
-    qadd_clamped_ref(a, b, n, mult, shift, lo, hi, y);
+    dcz_qclamp_ref(x, n, lo, hi);
 }
 
 void dcz_qrelu(dcz_q *x, size_t n)

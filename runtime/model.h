@@ -1196,13 +1196,18 @@ void dcz_qclamp_ref(dcz_q *x, size_t n, int32_t lo, int32_t hi);
  * brought to the output's scale, then added. */
 void dcz_qadd_ref(const dcz_q *a, const dcz_q *b, size_t n, const int32_t *mult,
                   const uint8_t *shift, int32_t qmax, dcz_q *y);
-/* The two above in vectors (kernels_qsimd.c: Add in AVX-512 where both
- * shifts are at most 62, ReLU in AVX2), the same bits; dcz_qadd clamps to
- * lo .. hi, -qmax .. qmax for the reference's bits, 0 .. qmax for those of
- * a ReLU after it (an activation fused in, load.c). */
+/* The three above in vectors (kernels_qsimd.c: Add in AVX-512 or AVX2
+ * where both shifts are at most 62, ReLU and the clamp in AVX2), the same
+ * bits; dcz_qadd clamps to lo .. hi, -qmax .. qmax for the reference's
+ * bits, 0 .. qmax for those of a ReLU after it (an activation fused in,
+ * load.c). dcz_qadd_isa: on isa's variant (DCZ_ISA_REF: the reference
+ * then the clamp), 0 where this machine or the shifts have none. */
 void dcz_qadd(const dcz_q *a, const dcz_q *b, size_t n, const int32_t *mult, const uint8_t *shift, int32_t lo,
               int32_t hi, dcz_q *y);
+int dcz_qadd_isa(dcz_isa isa, const dcz_q *a, const dcz_q *b, size_t n, const int32_t *mult, const uint8_t *shift,
+                 int32_t lo, int32_t hi, dcz_q *y);
 void dcz_qrelu(dcz_q *x, size_t n);
+void dcz_qclamp(dcz_q *x, size_t n, int32_t lo, int32_t hi);
 /* y (batch, channels, plane) = clamp(rq(x f, mult, shift), +-qmax), f
  * (batch, channels) one factor per channel of each sample (plane 1: per
  * element). */

@@ -136,7 +136,10 @@ void dcz_qrun_weighted(const dcz_model *m, uint32_t index, const void *const *xs
             dcz_requant8(&rq, m->qacc, batch, l->channels, plane, y);
         else
             dcz_requant_ref(&rq, m->qacc, batch, l->channels, plane, y);
-        if (lo != -m->qmax || hi != m->qmax) dcz_qclamp_ref(y, batch * l->out, lo, hi);
+        if (lo != -m->qmax || hi != m->qmax) {
+            if (m->opt.force_reference) dcz_qclamp_ref(y, batch * l->out, lo, hi);
+            else dcz_qclamp(y, batch * l->out, lo, hi);
+        }
     }
 }
 

@@ -859,35 +859,72 @@ static void test_qtable(void)
     CHECK(bad == 0, "qtable differs from the reference in %zu elements", bad);
 }
 
-/* dcz_qadd against the reference: both ranges, every shift up to 62 (and
- * past it, where it takes the reference), any multiplier, in place too, and
- * with a ReLU's bounds against the reference and then dcz_qrelu_ref */
+/* dcz_qadd and each variant this machine runs against the reference:
+ * both ranges, every shift up to 62 (and past it, where the variants
+ * decline and dcz_qadd takes the reference), any multiplier, in place too,
+ * and with a ReLU's bounds against the reference and then dcz_qrelu_ref;
+ * lengths across the vectors' steps */
 static void test_qadd(void)
 {
     enum { N = 61 };
-    dcz_q a[N], b[N], want[N], got[N];
-    size_t bad = 0, cut = 0;
+    dcz_q a[N], b[N], want[N], got[N], relu[N];
+    const dcz_isa isas[] = { DCZ_ISA_AVX512, DCZ_ISA_AVX2 };
+    size_t bad = 0, cut = 0, runs = 0;
     for (int round = 0; round < 300; round++) {
         const int32_t qmax = round & 1 ? 32767 : 127;
         const int32_t mult[2] = { (int32_t)(rnd() >> 33), round % 7 == 0 ? 0 : (int32_t)(rnd() >> 33) };
         const uint8_t shift[2] = { (uint8_t)(round % 64), (uint8_t)((round * 7) % 64) };
+        const size_t n = N - (size_t)round % 17;
         for (size_t i = 0; i < N; i++) {
             a[i] = (dcz_q)((int32_t)(rnd() % (2 * (uint64_t)qmax + 1)) - qmax);
             b[i] = (dcz_q)((int32_t)(rnd() % (2 * (uint64_t)qmax + 1)) - qmax);
         }
-        dcz_qadd_ref(a, b, N, mult, shift, qmax, want);
-        dcz_qadd(a, b, N, mult, shift, -qmax, qmax, got);
-        bad += diff_q("qadd", "", got, want, N);
-        for (size_t i = 0; i < N; i++) cut += want[i] < 0;   /* sums the ReLU's bound clamps */
-        dcz_qrelu_ref(want, N);
-        dcz_qadd(a, b, N, mult, shift, 0, qmax, got);
-        bad += diff_q("qadd (relu)", "", got, want, N);
-        dcz_qadd_ref(a, b, N, mult, shift, qmax, want);
-        dcz_qadd(a, b, N, mult, shift, -qmax, qmax, a);   /* in place */
-        bad += diff_q("qadd (in place)", "", a, want, N);
+        dcz_qadd_ref(a, b, n, mult, shift, qmax, want);
+        memcpy(relu, want, sizeof relu);
+        for (size_t i = 0; i < n; i++) cut += want[i] < 0;   /* sums the ReLU's bound clamps */
+        dcz_qrelu_ref(relu, n);
+        for (size_t v = 0; v <= sizeof isas / sizeof *isas; v++) {
+            /* v past the variants: dcz_qadd itself */
+            const int all = v == sizeof isas / sizeof *isas;
+            dcz_q keep[N];
+            memcpy(keep, a, sizeof keep);
+            if (all) dcz_qadd(a, b, n, mult, shift, -qmax, qmax, got);
+            else if (!dcz_qadd_isa(isas[v], a, b, n, mult, shift, -qmax, qmax, got)) continue;
+            runs++;
+            bad += diff_q("qadd", "", got, want, n);
+            if (all) dcz_qadd(a, b, n, mult, shift, 0, qmax, got);
+            else dcz_qadd_isa(isas[v], a, b, n, mult, shift, 0, qmax, got);
+            bad += diff_q("qadd (relu)", "", got, relu, n);
+            if (all) dcz_qadd(a, b, n, mult, shift, -qmax, qmax, a);   /* in place */
+            else dcz_qadd_isa(isas[v], a, b, n, mult, shift, -qmax, qmax, a);
+            bad += diff_q("qadd (in place)", "", a, want, n);
+            memcpy(a, keep, sizeof keep);
+        }
     }
     CHECK(bad == 0, "qadd differs from the reference in %zu elements", bad);
     CHECK(cut > 1000, "only %zu negative sums for the ReLU's bound", cut);
+    CHECK(runs >= 300, "qadd ran %zu times", runs);
+}
+
+/* dcz_qclamp against the reference: both ranges, bounds inside and at the
+ * range's ends, lengths across the vector's steps */
+static void test_qclamp(void)
+{
+    enum { N = 77 };
+    dcz_q x[N], want[N];
+    size_t bad = 0;
+    for (int round = 0; round < 200; round++) {
+        const int32_t qmax = round & 1 ? 32767 : 127;
+        const int32_t lo = round % 3 == 0 ? -qmax : round % 3 == 1 ? 0 : -(int32_t)(rnd() % (uint64_t)qmax);
+        const int32_t hi = round % 5 == 0 ? qmax : (int32_t)(rnd() % (uint64_t)qmax);
+        const size_t n = N - (size_t)round % 23;
+        for (size_t i = 0; i < N; i++) x[i] = (dcz_q)((int32_t)(rnd() % (2 * (uint64_t)qmax + 1)) - qmax);
+        memcpy(want, x, sizeof want);
+        dcz_qclamp_ref(want, n, lo, hi);
+        dcz_qclamp(x, n, lo, hi);
+        bad += diff_q("qclamp", "", x, want, N);
+    }
+    CHECK(bad == 0, "qclamp differs from the reference in %zu elements", bad);
 }
 
 static void test_qpools_by_hand(void)
@@ -1172,6 +1209,7 @@ int main(void)
     RUNQ(test_quantize);
     RUNQ(test_qrelu);
     RUNQ(test_qadd);
+    RUNQ(test_qclamp);
     RUNQ(test_qtable);
     RUNQ(test_qpools_by_hand);
     RUNQ(test_qpools_random);
