@@ -1076,6 +1076,78 @@ static void pair_row__avx2(uint32_t *o, const dcz_q *src, uint32_t out_w, uint32
 }
 #endif
 
+/* The patches of a stride-1 convolution whose output rows are as wide as
+ * its input's (padding (kw - 1) / 2 a side, or a 1x1 without), two patch
+ * rows at a time in AVX2: output pixel p of tap (c, ky, kx) reads input
+ * cell p + (ky - ph) in_w + (kx - pw) of channel c, one shift for the
+ * whole plane, so each channel is copied once between zeros (above and
+ * below, no mask needed there) and a tap is 8 loads a vector, zeroed in
+ * the columns its shift takes past a row's side; the two rows' vectors are
+ * interleaved (unpack) into pairs. Planes of up to QPAIR_PLANE cells with
+ * margins of up to QPAIR_MARGIN (two channels on the stack); 0 elsewhere.
+ * Where pair_row filled a row of each tap at a time (a vector at most per
+ * row of 14 cells, the rest scalar) and or-ed the second tap in, one core
+ * of an AMD EPYC (Zen 3), dcz bench best medians of alternated runs:
+ * ResNet-style int8 batch 1 472 -> 316 us, batch 64 30.8 -> 20.2 ms. */
+#define QPAIR_PLANE 4096
+#define QPAIR_MARGIN 512
+__attribute__((target("avx2")))
+static int qim2col_pairs_same__avx2(const dcz_conv_geom *g, const dcz_q *x, int32_t *col2, size_t ldb)
+{
+    const size_t W = g->in_w, pixels = (size_t)g->out_h * g->out_w, plane = (size_t)g->in_h * W;
+    const size_t margin = (size_t)g->ph * W + g->pw + 16;
+    if (g->sh != 1 || g->sw != 1 || g->out_w != W || g->out_h != g->in_h || plane > QPAIR_PLANE ||
+        margin > QPAIR_MARGIN || !dcz_isa_supported(DCZ_ISA_AVX2))
+        return 0;
+    /* two channels between zeros: the taps of a pair may be in two */
+    dcz_q pad[2][QPAIR_MARGIN + QPAIR_PLANE + QPAIR_MARGIN];
+    uint32_t held[2] = { UINT32_MAX, UINT32_MAX };
+    const uint32_t ksize = g->kh * g->kw, K = g->in_c * ksize;
+    /* lane i's column at pixel 0, and what 8 pixels further adds to it */
+    int16_t col0[8];
+    for (int i = 0; i < 8; i++) col0[i] = (int16_t)(i % W);
+    const __m128i next = _mm_set1_epi16((int16_t)(8 % W)), w = _mm_set1_epi16((int16_t)W);
+    const __m128i last = _mm_set1_epi16((int16_t)(W - 1));
+    for (uint32_t r = 0; r < K; r += 2) {
+        /* tap j of the pair: its channel's copy shifted, its column bounds */
+        const dcz_q *src[2] = { NULL, NULL };
+        __m128i lo[2], hi[2];
+        for (uint32_t j = 0; j < 2 && r + j < K; j++) {
+            const uint32_t c = (r + j) / ksize, ky = (r + j) % ksize / g->kw, kx = (r + j) % g->kw;
+            dcz_q *pc = pad[c & 1];
+            if (held[c & 1] != c) {
+                memset(pc, 0, margin * sizeof *pc);
+                memcpy(pc + margin, x + (size_t)c * plane, plane * sizeof *pc);
+                memset(pc + margin + plane, 0, margin * sizeof *pc);
+                held[c & 1] = c;
+            }
+            src[j] = pc + margin + ((int64_t)ky - g->ph) * (int64_t)W + ((int64_t)kx - g->pw);
+            /* output columns ox with 0 <= ox + kx - pw < W */
+            lo[j] = _mm_set1_epi16((int16_t)((int)g->pw - (int)kx - 1));
+            hi[j] = _mm_set1_epi16((int16_t)((int)W + (int)g->pw - (int)kx));
+        }
+        uint32_t *row = (uint32_t *)(void *)(col2 + (size_t)(r / 2) * ldb);
+        __m128i col = _mm_loadu_si128((const __m128i *)(const void *)col0);
+        for (size_t p = 0; p < pixels; p += 8) {
+            __m128i v[2] = { _mm_setzero_si128(), _mm_setzero_si128() };
+            for (uint32_t j = 0; j < 2; j++) {
+                if (!src[j]) continue;
+                const __m128i in = _mm_and_si128(_mm_cmpgt_epi16(col, lo[j]), _mm_cmplt_epi16(col, hi[j]));
+                v[j] = _mm_and_si128(_mm_loadu_si128((const __m128i *)(const void *)(src[j] + p)), in);
+            }
+            const __m256i pairs = _mm256_set_m128i(_mm_unpackhi_epi16(v[0], v[1]), _mm_unpacklo_epi16(v[0], v[1]));
+            _mm256_storeu_si256((__m256i *)(void *)(row + p), pairs);
+            /* each lane 8 pixels further: its column plus 8 mod W, less W
+             * past the row */
+            col = _mm_add_epi16(col, next);
+            col = _mm_sub_epi16(col, _mm_and_si128(_mm_cmpgt_epi16(col, last), w));
+        }
+        /* the pairs past the plane: the last vector's loads ran past it */
+        for (size_t p = pixels; p < ldb; p++) row[p] = 0;
+    }
+    return 1;
+}
+
 /* One output row of one patch row into the low (high 0: every element
  * written, 0 outside) or high halves (high 1: or-ed in, inside only) of o;
  * xr the input row (NULL: in the padding), inside outputs lo .. hi - 1;
@@ -1103,6 +1175,9 @@ static void pair_row(uint32_t *o, const dcz_q *xr, uint32_t out_w, uint32_t sw, 
 
 void dcz_qim2col_pairs(const dcz_conv_geom *g, const dcz_q *x, int32_t *col2, size_t ldb)
 {
+#ifdef DCZ_X86
+    if (qim2col_pairs_same__avx2(g, x, col2, ldb)) return;
+#endif
     const size_t pixels = (size_t)g->out_h * g->out_w;
     const int avx2 = dcz_isa_supported(DCZ_ISA_AVX2);
     for (uint32_t ic = 0; ic < g->in_c; ic++)
