@@ -66,6 +66,10 @@
 
 #define QTILE 16        /* samples of a tile: AVX2, NEON */
 #define QTILE_WIDE 32   /* AVX-512 */
+/* the largest plane and margins a channel copied between zeros on the
+ * stack may have (qim2col_pairs_same__avx2, dcz_qconv2d_dw_same) */
+#define QPAIR_PLANE 4096
+#define QPAIR_MARGIN 512
 
 uint64_t dcz_qspmm8_scratch_floats(uint32_t cols)
 {
@@ -935,6 +939,108 @@ static void qtap__avx2(const dcz_conv_geom *g, const dcz_conv_tap *ty, const dcz
 }
 #endif
 
+#ifdef DCZ_X86
+/* A convolution each of whose output channels reads one input channel
+ * (depthwise), at stride 1 with output rows as wide as the input's, in
+ * AVX2 on 32-bit sums held in registers (exact on 8-bit schemes, qload.c):
+ * as qim2col_pairs_same__avx2, output pixel p of tap (ky, kx) reads input
+ * cell p + (ky - ph) in_w + (kx - pw) of the channel copied between zeros,
+ * masked in the columns the shift takes past a row's side; 8 pixels a
+ * step, every stored tap of the channel multiplied in, the sums widened to
+ * the int64 accumulators once. The tap kernels added each tap to int64
+ * sums in memory, 4 a step, and ran stride 2 by the scalar reference. */
+__attribute__((target("avx2")))
+static void dw_same_channel__avx2(const dcz_conv_geom *g, const dcz_q *src, const int32_t *off, const int32_t *w,
+                                  const int32_t *lo, const int32_t *hi, uint32_t taps, int32_t bias, int64_t *ap)
+{
+    const size_t W = g->in_w, pixels = (size_t)g->out_h * g->out_w;
+    int32_t col0[8];
+    for (int i = 0; i < 8; i++) col0[i] = (int32_t)(i % W);
+    const __m256i next = _mm256_set1_epi32((int32_t)(8 % W)), wv = _mm256_set1_epi32((int32_t)W);
+    const __m256i last = _mm256_set1_epi32((int32_t)(W - 1));
+    __m256i col = _mm256_loadu_si256((const __m256i *)(const void *)col0);
+    for (size_t p = 0; p < pixels; p += 8) {
+        __m256i acc = _mm256_set1_epi32(bias);
+        for (uint32_t t = 0; t < taps; t++) {
+            const __m256i in = _mm256_and_si256(_mm256_cmpgt_epi32(col, _mm256_set1_epi32(lo[t])),
+                                                _mm256_cmpgt_epi32(_mm256_set1_epi32(hi[t]), col));
+            const __m256i v = _mm256_cvtepi16_epi32(_mm_loadu_si128((const __m128i *)(const void *)(src + off[t] + p)));
+            acc = _mm256_add_epi32(acc, _mm256_mullo_epi32(_mm256_and_si256(v, in), _mm256_set1_epi32(w[t])));
+        }
+        const __m256i a0 = _mm256_cvtepi32_epi64(_mm256_castsi256_si128(acc));
+        const __m256i a1 = _mm256_cvtepi32_epi64(_mm256_extracti128_si256(acc, 1));
+        if (p + 8 <= pixels) {
+            _mm256_storeu_si256((__m256i *)(void *)(ap + p), a0);
+            _mm256_storeu_si256((__m256i *)(void *)(ap + p + 4), a1);
+        } else {   /* the plane's last pixels: the next channel's sums follow */
+            int64_t tail[8];
+            _mm256_storeu_si256((__m256i *)(void *)tail, a0);
+            _mm256_storeu_si256((__m256i *)(void *)(tail + 4), a1);
+            memcpy(ap + p, tail, (pixels - p) * sizeof *ap);
+        }
+        col = _mm256_add_epi32(col, next);
+        col = _mm256_sub_epi32(col, _mm256_and_si256(_mm256_cmpgt_epi32(col, last), wv));
+    }
+}
+#endif
+
+int dcz_qconv2d_dw_same(const dcz_conv_geom *g, const dcz_qsparse *s, const int64_t *bias, const dcz_q *x,
+                        size_t batch, int64_t *acc)
+{
+#ifdef DCZ_X86
+    const size_t W = g->in_w, plane = (size_t)g->in_h * W, pixels = plane;
+    const size_t margin = (size_t)g->ph * W + g->pw + 16;
+    const uint32_t ksize = g->kh * g->kw;
+    if (!dcz_qconv2d_dw_same_runs(g)) return 0;
+    dcz_q pad[QPAIR_MARGIN + QPAIR_PLANE + QPAIR_MARGIN];
+    int32_t off[DCZ_MAX_WINDOW * DCZ_MAX_WINDOW], w[DCZ_MAX_WINDOW * DCZ_MAX_WINDOW];
+    int32_t lo[DCZ_MAX_WINDOW * DCZ_MAX_WINDOW], hi[DCZ_MAX_WINDOW * DCZ_MAX_WINDOW];
+    for (size_t b = 0; b < batch; b++) {
+        uint32_t held = UINT32_MAX;
+        for (uint32_t oc = 0; oc < g->out_c; oc++) {
+            const uint32_t ic = dcz_conv_in0(g, oc);
+            if (held != ic) {
+                memset(pad, 0, margin * sizeof *pad);
+                memcpy(pad + margin, x + (b * g->in_c + ic) * plane, plane * sizeof *pad);
+                memset(pad + margin + plane, 0, margin * sizeof *pad);
+                held = ic;
+            }
+            uint32_t taps = 0, c = 0;
+            for (uint32_t e = s->row_ptr[oc]; e < s->row_ptr[oc + 1]; e++) {
+                c += s->step[e];
+                if (s->step[e] == DCZ_STEP_FILLER) continue;
+                const uint32_t ky = c % ksize / g->kw, kx = c % g->kw;
+                off[taps] = (int32_t)((int64_t)margin + ((int64_t)ky - g->ph) * (int64_t)W + ((int64_t)kx - g->pw));
+                w[taps] = (int32_t)dcz_qsparse_weight(s, oc, e);
+                /* output columns ox with 0 <= ox + kx - pw < W */
+                lo[taps] = (int32_t)g->pw - (int32_t)kx - 1;
+                hi[taps] = (int32_t)W + (int32_t)g->pw - (int32_t)kx;
+                taps++;
+            }
+            dw_same_channel__avx2(g, pad, off, w, lo, hi, taps, bias ? (int32_t)bias[oc] : 0,
+                                  acc + (b * g->out_c + oc) * pixels);
+        }
+    }
+    return 1;
+#else
+    (void)g; (void)s; (void)bias; (void)x; (void)batch; (void)acc;
+    return 0;
+#endif
+}
+
+int dcz_qconv2d_dw_same_runs(const dcz_conv_geom *g)
+{
+#ifdef DCZ_X86
+    const size_t plane = (size_t)g->in_h * g->in_w, margin = (size_t)g->ph * g->in_w + g->pw + 16;
+    return dcz_isa_supported(DCZ_ISA_AVX2) && dcz_conv_group_in(g) == 1 && g->sh == 1 && g->sw == 1 &&
+           g->out_w == g->in_w && g->out_h == g->in_h && plane <= QPAIR_PLANE && margin <= QPAIR_MARGIN &&
+           g->kh * g->kw <= DCZ_MAX_WINDOW * DCZ_MAX_WINDOW;
+#else
+    (void)g;
+    return 0;
+#endif
+}
+
 #ifdef DCZ_NEON
 static void qtap__neon(const dcz_conv_geom *g, const dcz_conv_tap *ty, const dcz_conv_tap *tx, int64_t w,
                        const dcz_q *xp, int64_t *ap)
@@ -1089,8 +1195,6 @@ static void pair_row__avx2(uint32_t *o, const dcz_q *src, uint32_t out_w, uint32
  * row of 14 cells, the rest scalar) and or-ed the second tap in, one core
  * of an AMD EPYC (Zen 3), dcz bench best medians of alternated runs:
  * ResNet-style int8 batch 1 472 -> 316 us, batch 64 30.8 -> 20.2 ms. */
-#define QPAIR_PLANE 4096
-#define QPAIR_MARGIN 512
 __attribute__((target("avx2")))
 static int qim2col_pairs_same__avx2(const dcz_conv_geom *g, const dcz_q *x, int32_t *col2, size_t ldb)
 {
