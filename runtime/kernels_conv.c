@@ -606,11 +606,71 @@ static void maxplane__avx512(const dcz_conv_geom *g, uint32_t lo, uint32_t hi, c
 }
 #endif
 
+#ifdef DCZ_X86
+/* The first n lanes of an AVX2 mask (n at most 8) */
+__attribute__((target("avx2")))
+static inline __m256i first_lanes__avx2(uint32_t n)
+{
+    return _mm256_cmpgt_epi32(_mm256_set1_epi32((int)n), _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7));
+}
+
+/* maxplane__avx512 in AVX2, 8 outputs a step: at stride 1 a masked load a
+ * window column; at stride 2 over windows of at most 2 columns, the 16
+ * cells of 8 outputs in two masked loads, whose even and odd floats two
+ * shuffles and a permute each deal to the lanes; other strides by the
+ * scalar loop. max(v, m) keeps m where v is NaN, as the reference's
+ * comparison does. Where AVX2 ran the scalar loop, one core of an AMD EPYC
+ * (Zen 3), dcz bench best medians of alternated runs at batch 1:
+ * compressed LeNet-5 63.4 -> 56.6 us, conv-heavy CNN 355 -> 330. */
+__attribute__((target("avx2")))
+static void maxplane__avx2(const dcz_conv_geom *g, uint32_t lo, uint32_t hi, const float *xp, float *yp)
+{
+    const uint32_t sw = g->sw, kw = g->kw, n = hi - lo;
+    if (sw > 2 || (sw == 2 && kw > 2)) {
+        maxplane(g, lo, hi, xp, yp);
+        return;
+    }
+    for (uint32_t oy = 0; oy < g->out_h; oy++) {
+        uint32_t y0, y1;
+        dcz_window_cells(oy, g->sh, g->ph, g->kh, g->in_h, &y0, &y1);
+        for (uint32_t i = 0; i < n; i += 8) {
+            const uint32_t lanes = n - i >= 8 ? 8 : n - i, cells = 2 * (lanes - 1) + kw;
+            const __m256i k = first_lanes__avx2(lanes);
+            const __m256i k0 = first_lanes__avx2(cells >= 8 ? 8 : cells);
+            const __m256i k1 = first_lanes__avx2(cells > 8 ? cells - 8 : 0);
+            const float *r = xp + ((size_t)lo + i) * sw - g->pw;
+            __m256 m = _mm256_set1_ps(-INFINITY);
+            for (uint32_t iy = y0; iy < y1; iy++) {
+                const float *c = r + (size_t)iy * g->in_w;
+                if (sw == 2) {
+                    const __m256 a = _mm256_maskload_ps(c, k0), b = _mm256_maskload_ps(c + 8, k1);
+                    /* a0 a2 b0 b2 a4 a6 b4 b6 -> a0 a2 a4 a6 b0 b2 b4 b6 */
+                    const __m256 ev = _mm256_castpd_ps(
+                        _mm256_permute4x64_pd(_mm256_castps_pd(_mm256_shuffle_ps(a, b, 0x88)), 0xD8));
+                    m = _mm256_max_ps(ev, m);
+                    if (kw == 2) {
+                        const __m256 od = _mm256_castpd_ps(
+                            _mm256_permute4x64_pd(_mm256_castps_pd(_mm256_shuffle_ps(a, b, 0xDD)), 0xD8));
+                        m = _mm256_max_ps(od, m);
+                    }
+                    continue;
+                }
+                for (uint32_t kx = 0; kx < kw; kx++) m = _mm256_max_ps(_mm256_maskload_ps(c + kx, k), m);
+            }
+            float *out = yp + (size_t)oy * g->out_w + lo + i;
+            if (lanes == 8) _mm256_storeu_ps(out, m);
+            else _mm256_maskstore_ps(out, k, m);
+        }
+    }
+}
+#endif
+
 static maxplane_fn maxplane_variant(dcz_isa isa)
 {
     if (isa == DCZ_ISA_REF) return maxplane;
 #ifdef DCZ_X86
     if (isa == DCZ_ISA_AVX512 && dcz_isa_supported(DCZ_ISA_AVX512)) return maxplane__avx512;
+    if (isa == DCZ_ISA_AVX2 && dcz_isa_supported(DCZ_ISA_AVX2)) return maxplane__avx2;
 #endif
     return NULL;
 }
@@ -648,7 +708,8 @@ int dcz_maxpool_isa(dcz_isa isa, const dcz_conv_geom *g, const float *x, size_t 
 
 void dcz_maxpool(const dcz_conv_geom *g, const float *x, size_t batch, float *y)
 {
-    if (!dcz_maxpool_isa(DCZ_ISA_AVX512, g, x, batch, y)) dcz_maxpool_isa(DCZ_ISA_REF, g, x, batch, y);
+    if (!dcz_maxpool_isa(DCZ_ISA_AVX512, g, x, batch, y) && !dcz_maxpool_isa(DCZ_ISA_AVX2, g, x, batch, y))
+        dcz_maxpool_isa(DCZ_ISA_REF, g, x, batch, y);
 }
 
 void dcz_avgpool_ref(const dcz_conv_geom *g, int count_include_pad, const float *x,
