@@ -158,7 +158,7 @@ dcz_status dcz_describe_layer(const dcz_model *m, uint32_t layer, dcz_layer_desc
             k->kernel = "qconv2d_gemm (integers)";
             snprintf(k->why, sizeof k->why, "%s: weights expanded to int16 pairs at load, times the patches by "
                      "qgemm in %s (pair products, 32-bit sums)", scheme, qisa ? qisa : "?");
-        } else if (conv && m->qmax == 127 && !m->opt.force_reference && dcz_qconv2d_dw_same_runs(&l->geom)) {
+        } else if (conv && m->qmax == 127 && !m->opt.force_reference && dcz_qconv2d_depthwise_runs(&l->geom)) {
             k->kernel = "qconv2d_depthwise (integers)";
             snprintf(k->why, sizeof k->why, "%s: each channel's stored weights scale its input plane shifted, "
                      "32-bit sums in registers, avx2 vectors of 8 outputs", scheme);

@@ -984,63 +984,6 @@ static void dw_same_channel__avx2(const dcz_conv_geom *g, const dcz_q *src, cons
 }
 #endif
 
-int dcz_qconv2d_dw_same(const dcz_conv_geom *g, const dcz_qsparse *s, const int64_t *bias, const dcz_q *x,
-                        size_t batch, int64_t *acc)
-{
-#ifdef DCZ_X86
-    const size_t W = g->in_w, plane = (size_t)g->in_h * W, pixels = plane;
-    const size_t margin = (size_t)g->ph * W + g->pw + 16;
-    const uint32_t ksize = g->kh * g->kw;
-    if (!dcz_qconv2d_dw_same_runs(g)) return 0;
-    dcz_q pad[QPAIR_MARGIN + QPAIR_PLANE + QPAIR_MARGIN];
-    int32_t off[DCZ_MAX_WINDOW * DCZ_MAX_WINDOW], w[DCZ_MAX_WINDOW * DCZ_MAX_WINDOW];
-    int32_t lo[DCZ_MAX_WINDOW * DCZ_MAX_WINDOW], hi[DCZ_MAX_WINDOW * DCZ_MAX_WINDOW];
-    for (size_t b = 0; b < batch; b++) {
-        uint32_t held = UINT32_MAX;
-        for (uint32_t oc = 0; oc < g->out_c; oc++) {
-            const uint32_t ic = dcz_conv_in0(g, oc);
-            if (held != ic) {
-                memset(pad, 0, margin * sizeof *pad);
-                memcpy(pad + margin, x + (b * g->in_c + ic) * plane, plane * sizeof *pad);
-                memset(pad + margin + plane, 0, margin * sizeof *pad);
-                held = ic;
-            }
-            uint32_t taps = 0, c = 0;
-            for (uint32_t e = s->row_ptr[oc]; e < s->row_ptr[oc + 1]; e++) {
-                c += s->step[e];
-                if (s->step[e] == DCZ_STEP_FILLER) continue;
-                const uint32_t ky = c % ksize / g->kw, kx = c % g->kw;
-                off[taps] = (int32_t)((int64_t)margin + ((int64_t)ky - g->ph) * (int64_t)W + ((int64_t)kx - g->pw));
-                w[taps] = (int32_t)dcz_qsparse_weight(s, oc, e);
-                /* output columns ox with 0 <= ox + kx - pw < W */
-                lo[taps] = (int32_t)g->pw - (int32_t)kx - 1;
-                hi[taps] = (int32_t)W + (int32_t)g->pw - (int32_t)kx;
-                taps++;
-            }
-            dw_same_channel__avx2(g, pad, off, w, lo, hi, taps, bias ? (int32_t)bias[oc] : 0,
-                                  acc + (b * g->out_c + oc) * pixels);
-        }
-    }
-    return 1;
-#else
-    (void)g; (void)s; (void)bias; (void)x; (void)batch; (void)acc;
-    return 0;
-#endif
-}
-
-int dcz_qconv2d_dw_same_runs(const dcz_conv_geom *g)
-{
-#ifdef DCZ_X86
-    const size_t plane = (size_t)g->in_h * g->in_w, margin = (size_t)g->ph * g->in_w + g->pw + 16;
-    return dcz_isa_supported(DCZ_ISA_AVX2) && dcz_conv_group_in(g) == 1 && g->sh == 1 && g->sw == 1 &&
-           g->out_w == g->in_w && g->out_h == g->in_h && plane <= QPAIR_PLANE && margin <= QPAIR_MARGIN &&
-           g->kh * g->kw <= DCZ_MAX_WINDOW * DCZ_MAX_WINDOW;
-#else
-    (void)g;
-    return 0;
-#endif
-}
-
 #ifdef DCZ_NEON
 static void qtap__neon(const dcz_conv_geom *g, const dcz_conv_tap *ty, const dcz_conv_tap *tx, int64_t w,
                        const dcz_q *xp, int64_t *ap)
@@ -1252,6 +1195,51 @@ static int qim2col_pairs_same__avx2(const dcz_conv_geom *g, const dcz_q *x, int3
     return 1;
 }
 
+/* A channel padded (ph zero rows above and below, pw zero columns left and
+ * the rest right) and split by column phase: PH[px][iy][j] = padded row
+ * iy's column j sw + px, phase rows of wq cells (8 more than a run of
+ * out_w from any tap reads, for a vector's overrun), QPH_CELLS at most. */
+#define QPH_CELLS 8192
+typedef struct qphase {
+    size_t rows, wq, cells;
+} qphase;
+
+static int qphase_of(const dcz_conv_geom *g, qphase *q)
+{
+    const size_t sw = g->sw;
+    q->rows = (size_t)g->in_h + 2 * (size_t)g->ph;
+    q->wq = ((size_t)g->in_w + 2 * (size_t)g->pw + sw - 1) / sw + 8;
+    q->cells = sw * q->rows * q->wq;
+    return sw <= 2 && q->cells <= QPH_CELLS;
+}
+
+static void qphase_copy(const dcz_conv_geom *g, const qphase *q, const dcz_q *xc, dcz_q *pc)
+{
+    const size_t sw = g->sw, W = g->in_w;
+    memset(pc, 0, q->cells * sizeof *pc);
+    for (size_t iy = 0; iy < g->in_h; iy++) {
+        /* padded column ix + pw: phase px, cell at (no division a cell: they
+         * took this layout longer than pair_row) */
+        size_t px = g->pw % sw, at = g->pw / sw;
+        dcz_q *p0 = pc + (iy + g->ph) * q->wq, *p1 = p0 + q->rows * q->wq;
+        for (size_t ix = 0; ix < W; ix++) {
+            (px ? p1 : p0)[at] = xc[iy * W + ix];
+            if (++px == sw) {
+                px = 0;
+                at++;
+            }
+        }
+    }
+}
+
+/* Where output row 0 of tap (ky, kx) starts in a channel's phase copy:
+ * phase kx % sw, padded row ky, cell kx / sw; output row oy's run is sh wq
+ * cells further a row. */
+static size_t qphase_tap(const dcz_conv_geom *g, const qphase *q, uint32_t ky, uint32_t kx)
+{
+    return (kx % g->sw * q->rows + ky) * q->wq + kx / g->sw;
+}
+
 /* The patches of any convolution at column stride 1 or 2, two patch rows
  * at a time in AVX2: each channel copied once, padded (ph zero rows above
  * and below, pw zero columns left and the rest right) and split by column
@@ -1264,15 +1252,13 @@ static int qim2col_pairs_same__avx2(const dcz_conv_geom *g, const dcz_q *x, int3
  * at a time, scalar at stride 2, one core of an AMD EPYC (Zen 3), dcz bench
  * best medians of alternated runs, batch 1: ResNet-style int8 316 -> 300
  * us, LeNet-5 int8 144 -> 119. */
-#define QPH_CELLS 8192
 __attribute__((target("avx2")))
 static int qim2col_pairs_rows__avx2(const dcz_conv_geom *g, const dcz_q *x, int32_t *col2, size_t ldb)
 {
-    const size_t sw = g->sw, rows = (size_t)g->in_h + 2 * (size_t)g->ph, W = g->in_w;
-    /* a phase row: the cells a run reads, 8 more for a vector's overrun */
-    const size_t wq = (W + 2 * (size_t)g->pw + sw - 1) / sw + 8, cells = sw * rows * wq;
+    qphase q;
     const size_t pixels = (size_t)g->out_h * g->out_w;
-    if (sw > 2 || cells > QPH_CELLS || !dcz_isa_supported(DCZ_ISA_AVX2)) return 0;
+    if (!qphase_of(g, &q) || !dcz_isa_supported(DCZ_ISA_AVX2)) return 0;
+    const size_t wq = q.wq;
     dcz_q ph[2][QPH_CELLS];
     uint32_t held[2] = { UINT32_MAX, UINT32_MAX };
     const uint32_t ksize = g->kh * g->kw, K = g->in_c * ksize;
@@ -1282,25 +1268,10 @@ static int qim2col_pairs_rows__avx2(const dcz_conv_geom *g, const dcz_q *x, int3
             const uint32_t c = (r + j) / ksize, ky = (r + j) % ksize / g->kw, kx = (r + j) % g->kw;
             dcz_q *pc = ph[c & 1];
             if (held[c & 1] != c) {
-                memset(pc, 0, cells * sizeof *pc);
-                const dcz_q *xc = x + (size_t)c * g->in_h * W;
-                for (size_t iy = 0; iy < g->in_h; iy++) {
-                    /* padded column ix + pw: phase px, cell at (no division a
-                     * cell: they took this layout longer than pair_row) */
-                    size_t px = g->pw % sw, at = g->pw / sw;
-                    dcz_q *p0 = pc + (iy + g->ph) * wq, *p1 = p0 + rows * wq;
-                    for (size_t ix = 0; ix < W; ix++) {
-                        (px ? p1 : p0)[at] = xc[iy * W + ix];
-                        if (++px == sw) {
-                            px = 0;
-                            at++;
-                        }
-                    }
-                }
+                qphase_copy(g, &q, x + (size_t)c * g->in_h * g->in_w, pc);
                 held[c & 1] = c;
             }
-            /* output row 0's run: phase kx % sw, padded row ky, cell kx / sw */
-            src[j] = pc + (kx % sw * rows + ky) * wq + kx / sw;
+            src[j] = pc + qphase_tap(g, &q, ky, kx);
         }
         uint32_t *row = (uint32_t *)(void *)(col2 + (size_t)(r / 2) * ldb);
         const size_t step = (size_t)g->sh * wq;
@@ -1373,4 +1344,165 @@ void dcz_qim2col_pairs(const dcz_conv_geom *g, const dcz_q *x, int32_t *col2, si
                 if (!(r & 1))
                     for (size_t p = pixels; p < ldb; p++) row[p] = 0;
             }
+}
+
+/* ---- depthwise convolutions on integers --------------------------------- */
+
+static int qdw_same_runs(const dcz_conv_geom *g)
+{
+#ifdef DCZ_X86
+    const size_t plane = (size_t)g->in_h * g->in_w, margin = (size_t)g->ph * g->in_w + g->pw + 16;
+    return dcz_isa_supported(DCZ_ISA_AVX2) && dcz_conv_group_in(g) == 1 && g->sh == 1 && g->sw == 1 &&
+           g->out_w == g->in_w && g->out_h == g->in_h && plane <= QPAIR_PLANE && margin <= QPAIR_MARGIN &&
+           g->kh * g->kw <= DCZ_MAX_WINDOW * DCZ_MAX_WINDOW;
+#else
+    (void)g;
+    return 0;
+#endif
+}
+
+
+/* dcz_qconv2d_depthwise where the output planes are as large as the
+ * input's at stride 1: dw_same_channel__avx2 */
+static int qdw_same(const dcz_conv_geom *g, const dcz_qsparse *s, const int64_t *bias, const dcz_q *x, size_t batch,
+                    int64_t *acc)
+{
+#ifdef DCZ_X86
+    const size_t W = g->in_w, plane = (size_t)g->in_h * W, pixels = plane;
+    const size_t margin = (size_t)g->ph * W + g->pw + 16;
+    const uint32_t ksize = g->kh * g->kw;
+    if (!qdw_same_runs(g)) return 0;
+    dcz_q pad[QPAIR_MARGIN + QPAIR_PLANE + QPAIR_MARGIN];
+    int32_t off[DCZ_MAX_WINDOW * DCZ_MAX_WINDOW], w[DCZ_MAX_WINDOW * DCZ_MAX_WINDOW];
+    int32_t lo[DCZ_MAX_WINDOW * DCZ_MAX_WINDOW], hi[DCZ_MAX_WINDOW * DCZ_MAX_WINDOW];
+    for (size_t b = 0; b < batch; b++) {
+        uint32_t held = UINT32_MAX;
+        for (uint32_t oc = 0; oc < g->out_c; oc++) {
+            const uint32_t ic = dcz_conv_in0(g, oc);
+            if (held != ic) {
+                memset(pad, 0, margin * sizeof *pad);
+                memcpy(pad + margin, x + (b * g->in_c + ic) * plane, plane * sizeof *pad);
+                memset(pad + margin + plane, 0, margin * sizeof *pad);
+                held = ic;
+            }
+            uint32_t taps = 0, c = 0;
+            for (uint32_t e = s->row_ptr[oc]; e < s->row_ptr[oc + 1]; e++) {
+                c += s->step[e];
+                if (s->step[e] == DCZ_STEP_FILLER) continue;
+                const uint32_t ky = c % ksize / g->kw, kx = c % g->kw;
+                off[taps] = (int32_t)((int64_t)margin + ((int64_t)ky - g->ph) * (int64_t)W + ((int64_t)kx - g->pw));
+                w[taps] = (int32_t)dcz_qsparse_weight(s, oc, e);
+                /* output columns ox with 0 <= ox + kx - pw < W */
+                lo[taps] = (int32_t)g->pw - (int32_t)kx - 1;
+                hi[taps] = (int32_t)W + (int32_t)g->pw - (int32_t)kx;
+                taps++;
+            }
+            dw_same_channel__avx2(g, pad, off, w, lo, hi, taps, bias ? (int32_t)bias[oc] : 0,
+                                  acc + (b * g->out_c + oc) * pixels);
+        }
+    }
+    return 1;
+#else
+    (void)g; (void)s; (void)bias; (void)x; (void)batch; (void)acc;
+    return 0;
+#endif
+}
+
+
+/* dcz_qconv2d_depthwise elsewhere (column stride 1 or 2, any padding): the
+ * channel's phase copy (qphase_copy), each output row's runs of the
+ * channel's stored taps, 8 outputs a step on 32-bit sums in registers,
+ * widened to the accumulators once; a row's last vector running past it
+ * lands on the next row's (written after it), but for the plane's last
+ * row. The tap kernels ran stride 2 by the scalar reference, with 64-bit
+ * sums in memory. */
+static int qdw_rows_runs(const dcz_conv_geom *g)
+{
+#ifdef DCZ_X86
+    qphase q;
+    return dcz_isa_supported(DCZ_ISA_AVX2) && dcz_conv_group_in(g) == 1 && qphase_of(g, &q) &&
+           g->kh * g->kw <= DCZ_MAX_WINDOW * DCZ_MAX_WINDOW;
+#else
+    (void)g;
+    return 0;
+#endif
+}
+
+#ifdef DCZ_X86
+__attribute__((target("avx2")))
+static void qdw_rows_channel__avx2(const dcz_conv_geom *g, const qphase *q, const dcz_q *pc, const uint32_t *off,
+                                   const int32_t *w, uint32_t taps, int32_t bias, int64_t *ap)
+{
+    const size_t step = (size_t)g->sh * q->wq, pixels = (size_t)g->out_h * g->out_w;
+    for (uint32_t oy = 0; oy < g->out_h; oy++) {
+        const dcz_q *row = pc + oy * step;
+        for (uint32_t ox = 0; ox < g->out_w; ox += 8) {
+            __m256i acc = _mm256_set1_epi32(bias);
+            for (uint32_t t = 0; t < taps; t++) {
+                const __m256i v = _mm256_cvtepi16_epi32(_mm_loadu_si128((const __m128i *)(const void *)(row + off[t] + ox)));
+                acc = _mm256_add_epi32(acc, _mm256_mullo_epi32(v, _mm256_set1_epi32(w[t])));
+            }
+            const __m256i a0 = _mm256_cvtepi32_epi64(_mm256_castsi256_si128(acc));
+            const __m256i a1 = _mm256_cvtepi32_epi64(_mm256_extracti128_si256(acc, 1));
+            const size_t at = (size_t)oy * g->out_w + ox;
+            if (at + 8 <= pixels) {
+                _mm256_storeu_si256((__m256i *)(void *)(ap + at), a0);
+                _mm256_storeu_si256((__m256i *)(void *)(ap + at + 4), a1);
+            } else {   /* the plane's last cells: the next channel's sums follow */
+                int64_t tail[8];
+                _mm256_storeu_si256((__m256i *)(void *)tail, a0);
+                _mm256_storeu_si256((__m256i *)(void *)(tail + 4), a1);
+                memcpy(ap + at, tail, (pixels - at) * sizeof *ap);
+            }
+        }
+    }
+}
+#endif
+
+static int qdw_rows(const dcz_conv_geom *g, const dcz_qsparse *s, const int64_t *bias, const dcz_q *x, size_t batch,
+                    int64_t *acc)
+{
+#ifdef DCZ_X86
+    qphase q;
+    if (!qdw_rows_runs(g) || !qphase_of(g, &q)) return 0;
+    const size_t plane = (size_t)g->in_h * g->in_w, pixels = (size_t)g->out_h * g->out_w;
+    const uint32_t ksize = g->kh * g->kw;
+    dcz_q pc[QPH_CELLS];
+    uint32_t off[DCZ_MAX_WINDOW * DCZ_MAX_WINDOW];
+    int32_t w[DCZ_MAX_WINDOW * DCZ_MAX_WINDOW];
+    for (size_t b = 0; b < batch; b++) {
+        uint32_t held = UINT32_MAX;
+        for (uint32_t oc = 0; oc < g->out_c; oc++) {
+            const uint32_t ic = dcz_conv_in0(g, oc);
+            if (held != ic) {
+                qphase_copy(g, &q, x + (b * g->in_c + ic) * plane, pc);
+                held = ic;
+            }
+            uint32_t taps = 0, c = 0;
+            for (uint32_t e = s->row_ptr[oc]; e < s->row_ptr[oc + 1]; e++) {
+                c += s->step[e];
+                if (s->step[e] == DCZ_STEP_FILLER) continue;
+                off[taps] = (uint32_t)qphase_tap(g, &q, c % ksize / g->kw, c % g->kw);
+                w[taps++] = (int32_t)dcz_qsparse_weight(s, oc, e);
+            }
+            qdw_rows_channel__avx2(g, &q, pc, off, w, taps, bias ? (int32_t)bias[oc] : 0,
+                                   acc + (b * g->out_c + oc) * pixels);
+        }
+    }
+    return 1;
+#else
+    (void)g; (void)s; (void)bias; (void)x; (void)batch; (void)acc;
+    return 0;
+#endif
+}
+
+int dcz_qconv2d_depthwise(const dcz_conv_geom *g, const dcz_qsparse *s, const int64_t *bias, const dcz_q *x,
+                          size_t batch, int64_t *acc)
+{
+    return qdw_same(g, s, bias, x, batch, acc) || qdw_rows(g, s, bias, x, batch, acc);
+}
+
+int dcz_qconv2d_depthwise_runs(const dcz_conv_geom *g)
+{
+    return qdw_same_runs(g) || qdw_rows_runs(g);
 }

@@ -1145,13 +1145,13 @@ void dcz_qconv2d_sparse_taps(const dcz_conv_geom *g, const dcz_qsparse *s, const
  * fastest here. */
 dcz_qtap_fn dcz_qtap_isa(dcz_isa isa);
 /* An 8-bit scheme's convolution each of whose output channels reads one
- * input channel (depthwise), at stride 1 with output planes as large as
- * the input's: acc as dcz_qconv2d_sparse computes it, on 32-bit sums in
- * AVX2 (exact where the loader admits the model, qload.c); 0 (nothing
- * written) where dcz_qconv2d_dw_same_runs says it does not run. */
-int dcz_qconv2d_dw_same(const dcz_conv_geom *g, const dcz_qsparse *s, const int64_t *bias, const dcz_q *x,
-                        size_t batch, int64_t *acc);
-int dcz_qconv2d_dw_same_runs(const dcz_conv_geom *g);
+ * input channel (depthwise), at column stride 1 or 2: acc as
+ * dcz_qconv2d_sparse computes it, on 32-bit sums in AVX2 (exact where the
+ * loader admits the model, qload.c); 0 (nothing written) where
+ * dcz_qconv2d_depthwise_runs says it does not run. */
+int dcz_qconv2d_depthwise(const dcz_conv_geom *g, const dcz_qsparse *s, const int64_t *bias, const dcz_q *x,
+                          size_t batch, int64_t *acc);
+int dcz_qconv2d_depthwise_runs(const dcz_conv_geom *g);
 dcz_qtap_fn dcz_qtap_best(void);
 
 /* y (batch, channels, plane) from acc of the same layout (plane 1 for

@@ -293,7 +293,7 @@ static void test_qconv_ref_by_hand(void)
 typedef struct conv_tally {
     size_t cases, bad, float_cases, float_bad, variants, gemm_cases, shift_cases, shift_vector, dw_forms, dw_runs;
     size_t amx_forms, amx_runs;
-    size_t split_variants, blocks2, pooled, dw_same;
+    size_t split_variants, blocks2, pooled, qdw;
     uint32_t fillers;
 } conv_tally;
 
@@ -337,9 +337,9 @@ static void qconv_case(const dcz_conv_geom *g, double density, uint32_t k, int32
         /* the depthwise kernel (8-bit schemes) where it runs */
         if (vmax == 127) {
             memset(got, 0xAA, B * yout * sizeof(int64_t));
-            if (dcz_qconv2d_dw_same(g, &m.sp, bp, x, b, got)) {
-                t->bad += diff_i64("qconv2d_dw_same", ctx, got, ref, b * yout);
-                t->dw_same++;
+            if (dcz_qconv2d_depthwise(g, &m.sp, bp, x, b, got)) {
+                t->bad += diff_i64("qconv2d_depthwise", ctx, got, ref, b * yout);
+                t->qdw++;
             }
         }
         /* the integer shift form (8-bit schemes): its reference and its
@@ -561,7 +561,7 @@ static void test_qconv_grid(void)
           "times", t.split_variants);
     /* eight depthwise geometries above fit, each 18 times with 8-bit weights */
     CHECK(t.dw_forms >= 8 * 18, "the depthwise form was built %zu times", t.dw_forms);
-    CHECK(!dcz_isa_supported(DCZ_ISA_AVX2) || t.dw_same >= 8, "the AVX2 depthwise kernel ran %zu times", t.dw_same);
+    CHECK(!dcz_isa_supported(DCZ_ISA_AVX2) || t.qdw >= 8, "the AVX2 depthwise kernel ran %zu times", t.qdw);
     CHECK(t.dw_runs == 0 || t.dw_runs == t.dw_forms, "the depthwise kernel ran %zu of %zu times", t.dw_runs,
           t.dw_forms);
     CHECK(t.shift_vector > 100 || !dcz_qshift_variant(), "the VNNI shift kernel ran %zu times", t.shift_vector);
