@@ -553,6 +553,41 @@ static void qmax_2x2__avx512(const dcz_conv_geom *g, const dcz_q *x, size_t plan
 }
 #endif
 
+#ifdef DCZ_X86
+/* qmax_2x2__avx512 in AVX2: per output row the two input rows' larger
+ * words, 8 outputs' pairs (a 32-bit lane each) loaded by masked loads of
+ * their lanes, then each pair's larger by a shift of the lanes, its low
+ * word sign-extended and the lanes narrowed. The scalar reference took 13%
+ * of the conv-heavy CNN's int8 run at batch 1 on AVX2. */
+__attribute__((target("avx2")))
+static void qmax_2x2__avx2(const dcz_conv_geom *g, const dcz_q *x, size_t planes, dcz_q *y)
+{
+    const __m256i iota = _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7);
+    for (size_t p = 0; p < planes; p++) {
+        const dcz_q *xp = x + p * g->in_h * g->in_w;
+        for (uint32_t oy = 0; oy < g->out_h; oy++, y += g->out_w) {
+            const dcz_q *r0 = xp + (size_t)2 * oy * g->in_w, *r1 = r0 + g->in_w;
+            for (uint32_t ox = 0; ox < g->out_w; ox += 8) {
+                const uint32_t n = g->out_w - ox < 8 ? g->out_w - ox : 8;
+                const __m256i k = _mm256_cmpgt_epi32(_mm256_set1_epi32((int)n), iota);
+                const __m256i v = _mm256_max_epi16(_mm256_maskload_epi32((const int *)(const void *)(r0 + 2 * ox), k),
+                                                   _mm256_maskload_epi32((const int *)(const void *)(r1 + 2 * ox), k));
+                __m256i m = _mm256_max_epi16(v, _mm256_srli_epi32(v, 16));
+                m = _mm256_srai_epi32(_mm256_slli_epi32(m, 16), 16);
+                const __m128i o = _mm256_castsi256_si128(_mm256_permute4x64_epi64(_mm256_packs_epi32(m, m), 0x08));
+                if (n == 8) {
+                    _mm_storeu_si128((__m128i *)(void *)(y + ox), o);
+                } else {
+                    dcz_q t[8];
+                    _mm_storeu_si128((__m128i *)(void *)t, o);
+                    memcpy(y + ox, t, n * sizeof *t);
+                }
+            }
+        }
+    }
+}
+#endif
+
 void dcz_qmaxpool(const dcz_conv_geom *g, const dcz_q *x, size_t batch, dcz_q *y)
 {
     int vec = 0;
@@ -561,6 +596,13 @@ void dcz_qmaxpool(const dcz_conv_geom *g, const dcz_q *x, size_t batch, dcz_q *y
           __builtin_cpu_supports("avx512vl");
 #endif
     if (!vec) {
+#ifdef DCZ_X86
+        if (g->kh == 2 && g->kw == 2 && g->sh == 2 && g->sw == 2 && g->ph == 0 && g->pw == 0 &&
+            dcz_isa_supported(DCZ_ISA_AVX2)) {
+            qmax_2x2__avx2(g, x, batch * g->in_c, y);
+            return;
+        }
+#endif
         dcz_qmaxpool_ref(g, x, batch, y);
         return;
     }
