@@ -1259,6 +1259,11 @@ static void qphase_copy(const dcz_conv_geom *g, const qphase *q, const dcz_q *xc
 {
     const size_t sw = g->sw, W = g->in_w;
     memset(pc, 0, q->cells * sizeof *pc);
+    if (sw == 1) {   /* one phase: the padded rows */
+        for (size_t iy = 0; iy < g->in_h; iy++)
+            memcpy(pc + (iy + g->ph) * q->wq + g->pw, xc + iy * W, W * sizeof *pc);
+        return;
+    }
     for (size_t iy = 0; iy < g->in_h; iy++) {
         /* padded column ix + pw: phase px, cell at (no division a cell: they
          * took this layout longer than pair_row) */
