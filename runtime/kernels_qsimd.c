@@ -1255,6 +1255,37 @@ static int qphase_of(const dcz_conv_geom *g, qphase *q)
     return sw <= 2 && q->cells <= QPH_CELLS;
 }
 
+#ifdef DCZ_X86
+/* The rows of qphase_copy at column stride 2 and padding 0 or 1 (the phase
+ * planes zeroed): each row's even and odd inputs (E, O) dealt by a byte
+ * shuffle and a permute, 16 inputs a step, by masked loads of their pairs
+ * (a 32-bit lane each; an odd row's last input by itself), the phases'
+ * cells past the row zeros. Padding 0: phase 0 takes E from cell 0, phase
+ * 1 O; padding 1: phase 1 takes E from cell 0, phase 0 O from cell 1. */
+__attribute__((target("avx2")))
+static void qphase_copy2__avx2(const dcz_conv_geom *g, const qphase *q, const dcz_q *xc, dcz_q *pc)
+{
+    const size_t W = g->in_w, pairs = W / 2;
+    /* per 128-bit lane: the even words to the low 8 bytes, the odd ones to the high */
+    const __m256i deal = _mm256_setr_epi8(0, 1, 4, 5, 8, 9, 12, 13, 2, 3, 6, 7, 10, 11, 14, 15,
+                                          0, 1, 4, 5, 8, 9, 12, 13, 2, 3, 6, 7, 10, 11, 14, 15);
+    const __m256i iota = _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7);
+    for (size_t iy = 0; iy < g->in_h; iy++) {
+        const dcz_q *xr = xc + iy * W;
+        dcz_q *p0 = pc + (iy + g->ph) * q->wq, *p1 = p0 + q->rows * q->wq;
+        dcz_q *e = g->pw ? p1 : p0, *o = g->pw ? p0 + 1 : p1;
+        for (size_t k = 0; k < pairs; k += 8) {
+            const __m256i m = _mm256_cmpgt_epi32(_mm256_set1_epi32((int)(pairs - k)), iota);
+            const __m256i v = _mm256_permute4x64_epi64(
+                _mm256_shuffle_epi8(_mm256_maskload_epi32((const int *)(const void *)(xr + 2 * k), m), deal), 0xD8);
+            _mm_storeu_si128((__m128i *)(void *)(e + k), _mm256_castsi256_si128(v));
+            _mm_storeu_si128((__m128i *)(void *)(o + k), _mm256_extracti128_si256(v, 1));
+        }
+        if (W & 1) e[pairs] = xr[W - 1];   /* an odd row's last input: even */
+    }
+}
+#endif
+
 static void qphase_copy(const dcz_conv_geom *g, const qphase *q, const dcz_q *xc, dcz_q *pc)
 {
     const size_t sw = g->sw, W = g->in_w;
@@ -1264,6 +1295,12 @@ static void qphase_copy(const dcz_conv_geom *g, const qphase *q, const dcz_q *xc
             memcpy(pc + (iy + g->ph) * q->wq + g->pw, xc + iy * W, W * sizeof *pc);
         return;
     }
+#ifdef DCZ_X86
+    if (g->pw <= 1 && dcz_isa_supported(DCZ_ISA_AVX2)) {
+        qphase_copy2__avx2(g, q, xc, pc);
+        return;
+    }
+#endif
     for (size_t iy = 0; iy < g->in_h; iy++) {
         /* padded column ix + pw: phase px, cell at (no division a cell: they
          * took this layout longer than pair_row) */
