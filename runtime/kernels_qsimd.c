@@ -991,6 +991,24 @@ static void qtap__avx2(const dcz_conv_geom *g, const dcz_conv_tap *ty, const dcz
  * step, every stored tap of the channel multiplied in, the sums widened to
  * the int64 accumulators once. The tap kernels added each tap to int64
  * sums in memory, 4 a step, and ran stride 2 by the scalar reference. */
+/* 8 sums of 32 bits widened to the accumulators ap[at ..], within the
+ * plane's pixels (the next channel's sums follow it) */
+__attribute__((target("avx2")))
+static inline void store_sums8__avx2(int64_t *ap, size_t at, size_t pixels, __m256i acc)
+{
+    const __m256i a0 = _mm256_cvtepi32_epi64(_mm256_castsi256_si128(acc));
+    const __m256i a1 = _mm256_cvtepi32_epi64(_mm256_extracti128_si256(acc, 1));
+    if (at + 8 <= pixels) {
+        _mm256_storeu_si256((__m256i *)(void *)(ap + at), a0);
+        _mm256_storeu_si256((__m256i *)(void *)(ap + at + 4), a1);
+        return;
+    }
+    int64_t tail[8];
+    _mm256_storeu_si256((__m256i *)(void *)tail, a0);
+    _mm256_storeu_si256((__m256i *)(void *)(tail + 4), a1);
+    memcpy(ap + at, tail, (pixels - at) * sizeof *ap);
+}
+
 __attribute__((target("avx2")))
 static void dw_same_channel__avx2(const dcz_conv_geom *g, const dcz_q *src, const int32_t *off, const int32_t *w,
                                   const int32_t *lo, const int32_t *hi, uint32_t taps, int32_t bias, int64_t *ap)
@@ -1009,17 +1027,7 @@ static void dw_same_channel__avx2(const dcz_conv_geom *g, const dcz_q *src, cons
             const __m256i v = _mm256_cvtepi16_epi32(_mm_loadu_si128((const __m128i *)(const void *)(src + off[t] + p)));
             acc = _mm256_add_epi32(acc, _mm256_mullo_epi32(_mm256_and_si256(v, in), _mm256_set1_epi32(w[t])));
         }
-        const __m256i a0 = _mm256_cvtepi32_epi64(_mm256_castsi256_si128(acc));
-        const __m256i a1 = _mm256_cvtepi32_epi64(_mm256_extracti128_si256(acc, 1));
-        if (p + 8 <= pixels) {
-            _mm256_storeu_si256((__m256i *)(void *)(ap + p), a0);
-            _mm256_storeu_si256((__m256i *)(void *)(ap + p + 4), a1);
-        } else {   /* the plane's last pixels: the next channel's sums follow */
-            int64_t tail[8];
-            _mm256_storeu_si256((__m256i *)(void *)tail, a0);
-            _mm256_storeu_si256((__m256i *)(void *)(tail + 4), a1);
-            memcpy(ap + p, tail, (pixels - p) * sizeof *ap);
-        }
+        store_sums8__avx2(ap, p, pixels, acc);
         col = _mm256_add_epi32(col, next);
         col = _mm256_sub_epi32(col, _mm256_and_si256(_mm256_cmpgt_epi32(col, last), wv));
     }
@@ -1432,17 +1440,30 @@ void dcz_qim2col_pairs(const dcz_conv_geom *g, const dcz_q *x, int32_t *col2, si
 
 /* ---- depthwise convolutions on integers --------------------------------- */
 
+#ifdef DCZ_X86
+/* The stored taps of output channel oc of a depthwise convolution: their
+ * window rows and columns and weights, in column order; their count. */
+static uint32_t qdw_taps(const dcz_conv_geom *g, const dcz_qsparse *s, uint32_t oc, uint32_t *ky, uint32_t *kx,
+                         int32_t *w)
+{
+    const uint32_t ksize = g->kh * g->kw;
+    uint32_t taps = 0, c = 0;
+    for (uint32_t e = s->row_ptr[oc]; e < s->row_ptr[oc + 1]; e++) {
+        c += s->step[e];
+        if (s->step[e] == DCZ_STEP_FILLER) continue;
+        ky[taps] = c % ksize / g->kw;
+        kx[taps] = c % g->kw;
+        w[taps++] = (int32_t)dcz_qsparse_weight(s, oc, e);
+    }
+    return taps;
+}
+
 static int qdw_same_runs(const dcz_conv_geom *g)
 {
-#ifdef DCZ_X86
     const size_t plane = (size_t)g->in_h * g->in_w, margin = (size_t)g->ph * g->in_w + g->pw + 16;
     return dcz_isa_supported(DCZ_ISA_AVX2) && dcz_conv_group_in(g) == 1 && g->sh == 1 && g->sw == 1 &&
            g->out_w == g->in_w && g->out_h == g->in_h && plane <= QPAIR_PLANE && margin <= QPAIR_MARGIN &&
            g->kh * g->kw <= DCZ_MAX_WINDOW * DCZ_MAX_WINDOW;
-#else
-    (void)g;
-    return 0;
-#endif
 }
 
 
@@ -1451,14 +1472,13 @@ static int qdw_same_runs(const dcz_conv_geom *g)
 static int qdw_same(const dcz_conv_geom *g, const dcz_qsparse *s, const int64_t *bias, const dcz_q *x, size_t batch,
                     int64_t *acc)
 {
-#ifdef DCZ_X86
     const size_t W = g->in_w, plane = (size_t)g->in_h * W, pixels = plane;
     const size_t margin = (size_t)g->ph * W + g->pw + 16;
-    const uint32_t ksize = g->kh * g->kw;
     if (!qdw_same_runs(g)) return 0;
     dcz_q pad[QPAIR_MARGIN + QPAIR_PLANE + QPAIR_MARGIN];
     int32_t off[DCZ_MAX_WINDOW * DCZ_MAX_WINDOW], w[DCZ_MAX_WINDOW * DCZ_MAX_WINDOW];
     int32_t lo[DCZ_MAX_WINDOW * DCZ_MAX_WINDOW], hi[DCZ_MAX_WINDOW * DCZ_MAX_WINDOW];
+    uint32_t ky[DCZ_MAX_WINDOW * DCZ_MAX_WINDOW], kx[DCZ_MAX_WINDOW * DCZ_MAX_WINDOW];
     for (size_t b = 0; b < batch; b++) {
         uint32_t held = UINT32_MAX;
         for (uint32_t oc = 0; oc < g->out_c; oc++) {
@@ -1469,27 +1489,18 @@ static int qdw_same(const dcz_conv_geom *g, const dcz_qsparse *s, const int64_t 
                 memset(pad + margin + plane, 0, margin * sizeof *pad);
                 held = ic;
             }
-            uint32_t taps = 0, c = 0;
-            for (uint32_t e = s->row_ptr[oc]; e < s->row_ptr[oc + 1]; e++) {
-                c += s->step[e];
-                if (s->step[e] == DCZ_STEP_FILLER) continue;
-                const uint32_t ky = c % ksize / g->kw, kx = c % g->kw;
-                off[taps] = (int32_t)((int64_t)margin + ((int64_t)ky - g->ph) * (int64_t)W + ((int64_t)kx - g->pw));
-                w[taps] = (int32_t)dcz_qsparse_weight(s, oc, e);
+            const uint32_t taps = qdw_taps(g, s, oc, ky, kx, w);
+            for (uint32_t t = 0; t < taps; t++) {
+                off[t] = (int32_t)((int64_t)margin + ((int64_t)ky[t] - g->ph) * (int64_t)W + ((int64_t)kx[t] - g->pw));
                 /* output columns ox with 0 <= ox + kx - pw < W */
-                lo[taps] = (int32_t)g->pw - (int32_t)kx - 1;
-                hi[taps] = (int32_t)W + (int32_t)g->pw - (int32_t)kx;
-                taps++;
+                lo[t] = (int32_t)g->pw - (int32_t)kx[t] - 1;
+                hi[t] = (int32_t)W + (int32_t)g->pw - (int32_t)kx[t];
             }
             dw_same_channel__avx2(g, pad, off, w, lo, hi, taps, bias ? (int32_t)bias[oc] : 0,
                                   acc + (b * g->out_c + oc) * pixels);
         }
     }
     return 1;
-#else
-    (void)g; (void)s; (void)bias; (void)x; (void)batch; (void)acc;
-    return 0;
-#endif
 }
 
 
@@ -1502,17 +1513,11 @@ static int qdw_same(const dcz_conv_geom *g, const dcz_qsparse *s, const int64_t 
  * sums in memory. */
 static int qdw_rows_runs(const dcz_conv_geom *g)
 {
-#ifdef DCZ_X86
     qphase q;
     return dcz_isa_supported(DCZ_ISA_AVX2) && dcz_conv_group_in(g) == 1 && qphase_of(g, &q) &&
            g->kh * g->kw <= DCZ_MAX_WINDOW * DCZ_MAX_WINDOW;
-#else
-    (void)g;
-    return 0;
-#endif
 }
 
-#ifdef DCZ_X86
 __attribute__((target("avx2")))
 static void qdw_rows_channel__avx2(const dcz_conv_geom *g, const qphase *q, const dcz_q *pc, const uint32_t *off,
                                    const int32_t *w, uint32_t taps, int32_t bias, int64_t *ap)
@@ -1526,33 +1531,19 @@ static void qdw_rows_channel__avx2(const dcz_conv_geom *g, const qphase *q, cons
                 const __m256i v = _mm256_cvtepi16_epi32(_mm_loadu_si128((const __m128i *)(const void *)(row + off[t] + ox)));
                 acc = _mm256_add_epi32(acc, _mm256_mullo_epi32(v, _mm256_set1_epi32(w[t])));
             }
-            const __m256i a0 = _mm256_cvtepi32_epi64(_mm256_castsi256_si128(acc));
-            const __m256i a1 = _mm256_cvtepi32_epi64(_mm256_extracti128_si256(acc, 1));
-            const size_t at = (size_t)oy * g->out_w + ox;
-            if (at + 8 <= pixels) {
-                _mm256_storeu_si256((__m256i *)(void *)(ap + at), a0);
-                _mm256_storeu_si256((__m256i *)(void *)(ap + at + 4), a1);
-            } else {   /* the plane's last cells: the next channel's sums follow */
-                int64_t tail[8];
-                _mm256_storeu_si256((__m256i *)(void *)tail, a0);
-                _mm256_storeu_si256((__m256i *)(void *)(tail + 4), a1);
-                memcpy(ap + at, tail, (pixels - at) * sizeof *ap);
-            }
+            store_sums8__avx2(ap, (size_t)oy * g->out_w + ox, pixels, acc);
         }
     }
 }
-#endif
 
 static int qdw_rows(const dcz_conv_geom *g, const dcz_qsparse *s, const int64_t *bias, const dcz_q *x, size_t batch,
                     int64_t *acc)
 {
-#ifdef DCZ_X86
     qphase q;
     if (!qdw_rows_runs(g) || !qphase_of(g, &q)) return 0;
     const size_t plane = (size_t)g->in_h * g->in_w, pixels = (size_t)g->out_h * g->out_w;
-    const uint32_t ksize = g->kh * g->kw;
     dcz_q pc[QPH_CELLS];
-    uint32_t off[DCZ_MAX_WINDOW * DCZ_MAX_WINDOW];
+    uint32_t off[DCZ_MAX_WINDOW * DCZ_MAX_WINDOW], ky[DCZ_MAX_WINDOW * DCZ_MAX_WINDOW], kx[DCZ_MAX_WINDOW * DCZ_MAX_WINDOW];
     int32_t w[DCZ_MAX_WINDOW * DCZ_MAX_WINDOW];
     for (size_t b = 0; b < batch; b++) {
         uint32_t held = UINT32_MAX;
@@ -1562,31 +1553,34 @@ static int qdw_rows(const dcz_conv_geom *g, const dcz_qsparse *s, const int64_t 
                 qphase_copy(g, &q, x + (b * g->in_c + ic) * plane, pc);
                 held = ic;
             }
-            uint32_t taps = 0, c = 0;
-            for (uint32_t e = s->row_ptr[oc]; e < s->row_ptr[oc + 1]; e++) {
-                c += s->step[e];
-                if (s->step[e] == DCZ_STEP_FILLER) continue;
-                off[taps] = (uint32_t)qphase_tap(g, &q, c % ksize / g->kw, c % g->kw);
-                w[taps++] = (int32_t)dcz_qsparse_weight(s, oc, e);
-            }
+            const uint32_t taps = qdw_taps(g, s, oc, ky, kx, w);
+            for (uint32_t t = 0; t < taps; t++) off[t] = (uint32_t)qphase_tap(g, &q, ky[t], kx[t]);
             qdw_rows_channel__avx2(g, &q, pc, off, w, taps, bias ? (int32_t)bias[oc] : 0,
                                    acc + (b * g->out_c + oc) * pixels);
         }
     }
     return 1;
+}
+
+#endif
+
+int dcz_qconv2d_depthwise(const dcz_conv_geom *g, const dcz_qsparse *s, const int64_t *bias, const dcz_q *x,
+                          size_t batch, int64_t *acc)
+{
+#ifdef DCZ_X86
+    return qdw_same(g, s, bias, x, batch, acc) || qdw_rows(g, s, bias, x, batch, acc);
 #else
     (void)g; (void)s; (void)bias; (void)x; (void)batch; (void)acc;
     return 0;
 #endif
 }
 
-int dcz_qconv2d_depthwise(const dcz_conv_geom *g, const dcz_qsparse *s, const int64_t *bias, const dcz_q *x,
-                          size_t batch, int64_t *acc)
-{
-    return qdw_same(g, s, bias, x, batch, acc) || qdw_rows(g, s, bias, x, batch, acc);
-}
-
 int dcz_qconv2d_depthwise_runs(const dcz_conv_geom *g)
 {
+#ifdef DCZ_X86
     return qdw_same_runs(g) || qdw_rows_runs(g);
+#else
+    (void)g;
+    return 0;
+#endif
 }
