@@ -1173,7 +1173,6 @@ static void pair_row__avx2(uint32_t *o, const dcz_q *src, uint32_t out_w, uint32
         o[ox] = high ? o[ox] | v << 16 : v;
     }
 }
-#endif
 
 /* The patches of a stride-1 convolution whose output rows are as wide as
  * its input's (padding (kw - 1) / 2 a side, or a 1x1 without), two patch
@@ -1387,6 +1386,8 @@ static int qim2col_pairs_rows__avx2(const dcz_conv_geom *g, const dcz_q *x, int3
     }
     return 1;
 }
+
+#endif
 
 /* One output row of one patch row into the low (high 0: every element
  * written, 0 outside) or high halves (high 1: or-ed in, inside only) of o;

@@ -40,6 +40,7 @@
  * dcz_open_static the same status.
  */
 #include <dirent.h>
+#include <math.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -50,8 +51,6 @@
 #define TEST_RNG_SEED 777
 #include "tests/unit/test_util.h"
 #ifndef DCZ_RUNTIME_ONLY
-#include <math.h>
-
 #include "calibrate/calibrate.h"
 #include "model/doc.h"
 #include "tests/unit/doc_build.h"
