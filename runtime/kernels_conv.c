@@ -53,6 +53,8 @@
 
 #if defined(__x86_64__) || defined(__i386__)
 #include <immintrin.h>
+
+#include "runtime/avx2_lanes.h"
 #define DCZ_X86 1
 #elif defined(__aarch64__) && defined(__ARM_NEON)
 #include <arm_neon.h>
@@ -607,13 +609,6 @@ static void maxplane__avx512(const dcz_conv_geom *g, uint32_t lo, uint32_t hi, c
 #endif
 
 #ifdef DCZ_X86
-/* The first n lanes of an AVX2 mask (n at most 8) */
-__attribute__((target("avx2")))
-static inline __m256i first_lanes__avx2(uint32_t n)
-{
-    return _mm256_cmpgt_epi32(_mm256_set1_epi32((int)n), _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7));
-}
-
 /* maxplane__avx512 in AVX2, 8 outputs a step: at stride 1 a masked load a
  * window column; at stride 2 over windows of at most 2 columns, the 16
  * cells of 8 outputs in two masked loads, whose even and odd floats two
@@ -635,24 +630,17 @@ static void maxplane__avx2(const dcz_conv_geom *g, uint32_t lo, uint32_t hi, con
         dcz_window_cells(oy, g->sh, g->ph, g->kh, g->in_h, &y0, &y1);
         for (uint32_t i = 0; i < n; i += 8) {
             const uint32_t lanes = n - i >= 8 ? 8 : n - i, cells = 2 * (lanes - 1) + kw;
-            const __m256i k = first_lanes__avx2(lanes);
-            const __m256i k0 = first_lanes__avx2(cells >= 8 ? 8 : cells);
-            const __m256i k1 = first_lanes__avx2(cells > 8 ? cells - 8 : 0);
+            const __m256i k = dcz_mask8__avx2(lanes);
+            const __m256i k0 = dcz_mask8__avx2(cells >= 8 ? 8 : cells);
+            const __m256i k1 = dcz_mask8__avx2(cells > 8 ? cells - 8 : 0);
             const float *r = xp + ((size_t)lo + i) * sw - g->pw;
             __m256 m = _mm256_set1_ps(-INFINITY);
             for (uint32_t iy = y0; iy < y1; iy++) {
                 const float *c = r + (size_t)iy * g->in_w;
                 if (sw == 2) {
                     const __m256 a = _mm256_maskload_ps(c, k0), b = _mm256_maskload_ps(c + 8, k1);
-                    /* a0 a2 b0 b2 a4 a6 b4 b6 -> a0 a2 a4 a6 b0 b2 b4 b6 */
-                    const __m256 ev = _mm256_castpd_ps(
-                        _mm256_permute4x64_pd(_mm256_castps_pd(_mm256_shuffle_ps(a, b, 0x88)), 0xD8));
-                    m = _mm256_max_ps(ev, m);
-                    if (kw == 2) {
-                        const __m256 od = _mm256_castpd_ps(
-                            _mm256_permute4x64_pd(_mm256_castps_pd(_mm256_shuffle_ps(a, b, 0xDD)), 0xD8));
-                        m = _mm256_max_ps(od, m);
-                    }
+                    m = _mm256_max_ps(dcz_evens__avx2(a, b), m);
+                    if (kw == 2) m = _mm256_max_ps(dcz_odds__avx2(a, b), m);
                     continue;
                 }
                 for (uint32_t kx = 0; kx < kw; kx++) m = _mm256_max_ps(_mm256_maskload_ps(c + kx, k), m);

@@ -33,6 +33,8 @@
 
 #if defined(__x86_64__) || defined(__i386__)
 #include <immintrin.h>
+
+#include "runtime/avx2_lanes.h"
 #define DCZ_X86 1
 #elif defined(__aarch64__) && defined(__ARM_NEON)
 #include <arm_neon.h>
@@ -68,10 +70,7 @@ void dcz_gemm_f32_ref(size_t m, size_t n, uint32_t k, const float *a, size_t lda
 #include "runtime/gemm_tile.h"
 
 /* lanes 0 .. n - 1 of an AVX2 mask */
-__attribute__((target("avx2"))) static inline __m256i mask8(uint32_t n)
-{
-    return _mm256_cmpgt_epi32(_mm256_set1_epi32((int)n), _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7));
-}
+#define mask8 dcz_mask8__avx2
 
 #define SFX __avx2
 #define TGT __attribute__((target("avx2,fma")))

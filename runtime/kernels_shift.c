@@ -78,6 +78,7 @@
 #include <immintrin.h>
 
 #include "runtime/act_x86.h"
+#include "runtime/avx2_lanes.h"
 #define DCZ_X86 1
 #elif defined(__aarch64__) && defined(__ARM_NEON)
 #include <arm_neon.h>
@@ -519,8 +520,7 @@ static void out_fill(tile_out *om, size_t L, size_t v0, size_t T)
  * whole: the lanes past the kept ones land on cells of the plane that a
  * later vector of the same channel writes, since a channel's vectors are
  * stored in order. Only where the vector would write past the plane (tail)
- * does a masked store write the kept lanes alone (lane j's mask: bit j of
- * n brought to the sign): on Zen 3 a masked store a vector took the
+ * does a masked store write the kept lanes alone: on Zen 3 a masked store a vector took the
  * ResNet-style preset from 168 to 200 us. Where the AVX2 variant wrote the
  * planes as computed and copied their rows out (then applied act over the
  * output), with split1__avx2: dcz bench at batch 1, one core of an AMD
@@ -534,7 +534,7 @@ static inline __attribute__((target("avx2"), always_inline)) void out_store__avx
     const __m256 v = _mm256_permutevar8x32_ps(dcz_act__avx2(sum, om->act),
                                               _mm256_cvtepu8_epi32(_mm_cvtsi64_si128((long long)om->v[i].idx)));
     if (om->v[i].tail)
-        _mm256_maskstore_ps(y, _mm256_sllv_epi32(_mm256_set1_epi32(om->v[i].n), _mm256_setr_epi32(31, 30, 29, 28, 27, 26, 25, 24)), v);
+        _mm256_maskstore_ps(y, dcz_mask8__avx2((uint32_t)__builtin_popcount(om->v[i].n)), v);
     else _mm256_storeu_ps(y, v);
 }
 #define OUT_STORE(om, oc, i, sum) out_store__avx2(om, oc, i, sum)
@@ -593,8 +593,7 @@ static int split1__avx2(const dcz_conv_geom *g, const split_geom *q, const float
     __m256i m[SPLIT_MAX_VECTORS];
     if (nv > SPLIT_MAX_VECTORS) return 0;
     for (size_t v = 0; v < nv; v++)
-        m[v] = _mm256_cmpgt_epi32(_mm256_set1_epi32((int)(W > 8 * v ? W - 8 * v : 0)),
-                                  _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7));
+        m[v] = dcz_mask8__avx2((uint32_t)(W > 8 * v ? W - 8 * v : 0));
     for (uint32_t c = 0; c < g->in_c; c++) {
         float *p = xs + c * q->plane;
         const float *xc = x + (size_t)c * g->in_h * W;
@@ -636,7 +635,7 @@ static int split2__avx2(const dcz_conv_geom *g, const split_geom *q, const float
         m[v] = _mm256_and_si256(_mm256_cmpgt_epi32(_mm256_set1_epi32((int)((int64_t)W - first)), iota),
                                 _mm256_cmpgt_epi32(iota, _mm256_set1_epi32((int)(-first - 1))));
     }
-    const __m256i last = _mm256_cmpgt_epi32(_mm256_set1_epi32((int)(wq - 8 * (nv - 1))), iota);
+    const __m256i last = dcz_mask8__avx2((uint32_t)(wq - 8 * (nv - 1)));
     for (uint32_t c = 0; c < g->in_c; c++) {
         /* zeros where no input row lands: planes no tap reads, padding rows,
          * each plane's cells past its rows */
@@ -664,9 +663,7 @@ static int split2__avx2(const dcz_conv_geom *g, const split_geom *q, const float
             for (size_t v = 0; v < nv; v++) {
                 const __m256 a = _mm256_maskload_ps(xr + 16 * v, m[2 * v]);
                 const __m256 b = _mm256_maskload_ps(xr + 16 * v + 8, m[2 * v + 1]);
-                /* a0 a2 b0 b2 a4 a6 b4 b6 -> a0 a2 a4 a6 b0 b2 b4 b6 */
-                const __m256 ev = _mm256_castpd_ps(_mm256_permute4x64_pd(_mm256_castps_pd(_mm256_shuffle_ps(a, b, 0x88)), 0xD8));
-                const __m256 od = _mm256_castpd_ps(_mm256_permute4x64_pd(_mm256_castps_pd(_mm256_shuffle_ps(a, b, 0xDD)), 0xD8));
+                const __m256 ev = dcz_evens__avx2(a, b), od = dcz_odds__avx2(a, b);
                 if (end && v == nv - 1) {
                     _mm256_maskstore_ps(row + 8 * v, last, ev);
                     if (g->kw > 1) _mm256_maskstore_ps(row + q->plane + 8 * v, last, od);
@@ -1220,6 +1217,17 @@ static void dw_rows_run__avx512(const dcz_conv_geom *g, const split_geom *q, con
 }
 #endif
 
+#ifdef DCZ_X86
+/* xs = the split input of sample x by isa's vector split; 0 (nothing
+ * written) where isa has none for g */
+static int split_vector(dcz_isa isa, const dcz_conv_geom *g, const split_geom *q, const float *x, float *xs)
+{
+    if (isa == DCZ_ISA_AVX512) return split__avx512(g, q, x, xs);
+    if (isa == DCZ_ISA_AVX2) return split1__avx2(g, q, x, xs) || split2__avx2(g, q, x, xs);
+    return 0;
+}
+#endif
+
 static planes_fn planes_variant(dcz_isa isa)
 {
     if (isa == DCZ_ISA_REF) return shift_planes_ref;
@@ -1295,9 +1303,7 @@ static int shift_run(dcz_isa isa, const dcz_conv_geom *g, const dcz_shift *f, co
         if (small_split) {
             remap_run__avx512(&rs, g->in_c, x + b * in_sample, (size_t)g->in_h * g->in_w, xs, q.plane);
             memset(xs + g->in_c * q.plane, 0, (q.floats - g->in_c * q.plane) * sizeof *xs);
-        } else if (!(isa == DCZ_ISA_AVX512 && split__avx512(g, &q, x + b * in_sample, xs)) &&
-                   !(isa == DCZ_ISA_AVX2 && (split1__avx2(g, &q, x + b * in_sample, xs) ||
-                                             split2__avx2(g, &q, x + b * in_sample, xs))))
+        } else if (!split_vector(isa, g, &q, x + b * in_sample, xs))
 #endif
             split(g, &q, x + b * in_sample, xs);
 #ifdef DCZ_X86
