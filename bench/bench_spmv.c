@@ -132,9 +132,12 @@ int main(int argc, char **argv)
     const char *isa = dcz_isa_supported(DCZ_ISA_AVX2)   ? "avx2"
                       : dcz_isa_supported(DCZ_ISA_NEON) ? "neon"
                                                         : "none (the references)";
-    const int lanes = dcz_isa_supported(DCZ_ISA_AVX512);
-    printf("dcz spmm kernels: %s; batch 1: the column kernel%s, dcz_spmv_pick's choice per call\n\n",
-           isa, lanes ? " and the lane kernel (avx512)" : " (no AVX-512: no lane kernel)");
+    /* the lane form the loader builds on this CPU: 16 rows (AVX-512), 8
+     * (AVX2 and FMA) or none */
+    const int lanes = dcz_isa_supported(DCZ_ISA_AVX512) ? 16 : dcz_lanes8_variant() ? 8 : 0;
+    printf("dcz spmm kernels: %s; batch 1: the column kernel%s, dcz_spmv_pick's choice per call\n\n", isa,
+           lanes == 16 ? " and the lane kernel (avx512)"
+           : lanes == 8 ? " and the 8-row lane kernel (avx2)" : " (no AVX2: no lane kernel)");
     printf("%-10s %11s %7s %6s %5s %10s %10s %10s %9s %9s %-7s %10s %9s %9s %9s %8s\n", "layer",
            "shape", "density", "act", "batch", "dense us", "csr us", "ref us", "csc us", "lanes us",
            "picks", "dcz us", "vs ref", "vs dense", "vs csr", "floor %");
@@ -189,11 +192,15 @@ int main(int argc, char **argv)
         void *cols_mem = malloc(dcz_sparse_columns_bytes(s->rows, s->cols, nnz, 16, lthreads));
         dcz_sparse_build_columns(&sp, lthreads, cols_mem);
         void *lanes_mem = NULL;
-        if (lanes) {
+        if (lanes == 16) {
             lanes_mem = malloc(dcz_lanes_bytes(s->rows, s->cols, nnz, 16));
             dcz_lanes_build(&sp, nnz, lanes_mem);
+        } else if (lanes == 8) {
+            lanes_mem = malloc(dcz_lanes8_bytes(s->rows, s->cols, nnz));
+            dcz_lanes8_build(&sp, nnz, lanes_mem);
         }
-        float *panels = malloc((dcz_lanes_scratch_floats(s->cols, 16) + 1) * sizeof(float));
+        const uint64_t pf = lanes == 8 ? dcz_lanes8_scratch_floats(s->cols) : dcz_lanes_scratch_floats(s->cols, 16);
+        float *panels = malloc((pf + 1) * sizeof(float));
         csr_job j = { &c, s->cols, lthreads, x, y, 1 };
         double td, tc, tr, tz;
         char shp[32];
@@ -235,7 +242,8 @@ int main(int argc, char **argv)
                         if (x[jc] != 0.0f) live += p[jc + 1] - p[jc];
                 }
                 /* the lane kernel reads its slots and bases whatever x is */
-                const double lane_bytes = dcz_lanes_steps(&sp) * (DCZ_LANE_SLOTS * 2 + 4.0);
+                const double lane_bytes = dcz_lanes_steps(&sp) *
+                    (lanes == 8 ? DCZ_LANE8_ROWS * 5 + 2.0 : DCZ_LANE_SLOTS * 2 + 4.0);
                 const double csc_bytes = (s->cols + 1) * 4.0 + live * (sp.cent16 ? 2 : 4);
                 row(s->name, shp, s->density, act, 1, td, tc, tr, tk,
                     pick == DCZ_SPMV_LANES ? "lanes" : "columns", tz,

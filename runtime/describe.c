@@ -83,9 +83,11 @@ static void sparse_dense_why(const dcz_sparse *s, dcz_layer_desc *k)
     char cols[96] = "by rows (over 65535 rows: no column form)", lanes[160] = "";
     if (s->col_ptr)
         snprintf(cols, sizeof cols, "by columns, skipping zero inputs (%d-bit entries)", s->cent16 ? 16 : 32);
+    const int eight = s->lrows == DCZ_LANE8_ROWS;
     if (s->lgroups)
-        snprintf(lanes, sizeof lanes, "%s by lanes (avx512, 16 rows per vector, two entries of each a step, %u-column windows)%s",
-                 s->col_ptr ? " or" : "; instead", DCZ_LANE_W,
+        snprintf(lanes, sizeof lanes, "%s by lanes (%s, %u rows per vector, %s of each a step, %u-column windows)%s",
+                 s->col_ptr ? " or" : "; instead", eight ? "avx2" : "avx512", s->lrows,
+                 eight ? "one entry" : "two entries", eight ? DCZ_LANE8_W : DCZ_LANE_W,
                  s->col_ptr ? ", whichever visits less for the input at hand" : "");
     snprintf(k->why, sizeof k->why,
              "compressed (libdcz runs every sparse layer compressed); batch 1 %s%s; batches: %s spmm, "

@@ -178,6 +178,7 @@ void dcz_lanes_build(dcz_sparse *s, uint32_t nnz, void *mem)
      * times their share: lanes win past this many (DCZ_LANE_STEP_ENTRIES) */
     const uint64_t need = nnz ? t * DCZ_LANE_STEP_ENTRIES * s->cols / nnz : UINT32_MAX;
     s->lneed = need < UINT32_MAX ? (uint32_t)need : UINT32_MAX;
+    s->lrows = DCZ_LANE_ROWS;
     s->lgroups = groups;
     s->lstart = start;
     s->lbase = base;

@@ -545,7 +545,34 @@ static dcz_spmv_kind plain_kind(const dcz_sparse *s)
     return s->col_ptr ? DCZ_SPMV_COLUMNS : DCZ_SPMV_REF;
 }
 
+/* Whether this CPU runs s's lane form by its vector kernel. */
+static int lanes_vector(const dcz_sparse *s)
+{
+    if (!s->lgroups) return 0;
 #ifdef DCZ_X86
+    if (s->lrows == DCZ_LANE8_ROWS) return dcz_lanes8_variant() != NULL;
+    return dcz_isa_supported(DCZ_ISA_AVX512);
+#else
+    return 0;
+#endif
+}
+
+#ifdef DCZ_X86
+/* nonzeros_past__avx512 on AVX2: 32 at a time */
+__attribute__((target("avx2,popcnt")))
+static int nonzeros_past__avx2(const float *x, uint32_t n, uint64_t need)
+{
+    const __m256 zero = _mm256_setzero_ps();
+    uint64_t nz = 0;
+    uint32_t c = 0;
+    for (; c + 32 <= n && nz <= need; c += 32)
+        for (int v = 0; v < 4; v++)
+            nz += (uint64_t)__builtin_popcount(
+                (unsigned)_mm256_movemask_ps(_mm256_cmp_ps(_mm256_loadu_ps(x + c + 8 * v), zero, _CMP_NEQ_UQ)));
+    for (; c < n && nz <= need; c++) nz += x[c] != 0.0f;
+    return nz > need;
+}
+
 /* Whether more than `need` of x[0 .. n) are nonzero (NaN counts, -0 does
  * not, as with x != 0), counted 64 at a time until the count passes need:
  * eight scalar tests at a time took 95 ns of LeNet-300-100's 2.8 us. */
@@ -571,10 +598,13 @@ static int nonzeros_past__avx512(const float *x, uint32_t n, uint64_t need)
 dcz_spmv_kind dcz_spmv_pick(const dcz_sparse *s, const float *x)
 {
 #ifdef DCZ_X86
-    if (s->lgroups && dcz_isa_supported(DCZ_ISA_AVX512)) {
+    if (lanes_vector(s)) {
         /* lanes win once more than s->lneed inputs are nonzero, which
          * the count stops at */
-        if (!s->col_ptr || nonzeros_past__avx512(x, s->cols, s->lneed)) return DCZ_SPMV_LANES;
+        if (!s->col_ptr) return DCZ_SPMV_LANES;
+        if (dcz_isa_supported(DCZ_ISA_AVX512) ? nonzeros_past__avx512(x, s->cols, s->lneed)
+                                              : nonzeros_past__avx2(x, s->cols, s->lneed))
+            return DCZ_SPMV_LANES;
     }
 #else
     (void)x;
@@ -586,8 +616,9 @@ const float *dcz_spmv_input(const dcz_sparse *s, dcz_spmv_kind kind, const float
                             float *scratch)
 {
 #ifdef DCZ_X86
-    if (kind == DCZ_SPMV_LANES && s->lgroups && dcz_isa_supported(DCZ_ISA_AVX512))
-        return dcz_lanes_panels__avx512(s, x, scratch);
+    if (kind == DCZ_SPMV_LANES && lanes_vector(s))
+        return s->lrows == DCZ_LANE8_ROWS ? dcz_lanes8_panels__avx2(s, x, scratch)
+                                          : dcz_lanes_panels__avx512(s, x, scratch);
 #endif
     (void)scratch;
     return x;
@@ -608,13 +639,16 @@ void dcz_spmv_part(const dcz_sparse *s, dcz_spmv_kind kind, uint32_t part, uint3
     if (kind == DCZ_SPMV_LANES && s->lgroups) {
         uint32_t g0, g1;
         dcz_part_range(s->lgroups, part, parts, &g0, &g1);
+        const int eight = s->lrows == DCZ_LANE8_ROWS;
 #ifdef DCZ_X86
-        if (dcz_isa_supported(DCZ_ISA_AVX512)) {
-            dcz_spmv_lanes__avx512(s, g0, g1, bias, act, xin, y);
+        if (lanes_vector(s)) {
+            if (eight) dcz_spmv_lanes8__avx2(s, g0, g1, bias, act, xin, y);
+            else dcz_spmv_lanes__avx512(s, g0, g1, bias, act, xin, y);
             return;
         }
 #endif
-        dcz_spmv_lanes_ref(s, g0, g1, bias, act, xin, y);
+        if (eight) dcz_spmv_lanes8_ref(s, g0, g1, bias, act, xin, y);
+        else dcz_spmv_lanes_ref(s, g0, g1, bias, act, xin, y);
         return;
     }
     dcz_part_range(s->rows, part, parts, &r0, &r1);

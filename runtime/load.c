@@ -49,6 +49,8 @@ enum {
     FORM_SHIFT = 4,   /* convolutions: the shift form (float: dcz_conv2d_pick_shift; 8-bit
                          integer: dcz_qconv2d_pick_shift) */
     FORM_AMX = 8,     /* the integer shift form's AMX tiles (dcz_amx_ready, asked once a load) */
+    FORM_LANES8 = 16, /* fully connected codebook layers: the 8-row lane form (AVX2 and
+                         FMA without AVX-512) */
 };
 #define arena_take dcz_arena_take
 
@@ -251,12 +253,16 @@ static dcz_status load_params(const dcz_container *c, const dcz_graph_layer *g, 
             if (real != w.nnz) return DCZ_ERR_FORMAT;
             dcz_sparse_build_columns(&sp, blocks, mem);
         }
-        /* codebook layers also get the lane form where this CPU runs it */
-        const uint64_t lbytes = (ld->forms & FORM_LANES) && w.enc == DCZ_ENC_CODEBOOK
-            ? dcz_lanes_bytes(rows, cols, w.nnz, w.k) : 0;
+        /* codebook layers also get a lane form where this CPU runs one
+         * (its fused sums may differ in their last bits from a batch's:
+         * float layers keep the same bits at every batch) */
+        const int eight = (ld->forms & FORM_LANES8) != 0, cb = w.enc == DCZ_ENC_CODEBOOK;
+        const uint64_t lbytes = !cb ? 0 : eight ? dcz_lanes8_bytes(rows, cols, w.nnz)
+            : (ld->forms & FORM_LANES) ? dcz_lanes_bytes(rows, cols, w.nnz, w.k) : 0;
         void *lmem = lbytes ? arena_take(&ld->a, lbytes) : NULL;
-        if (lmem) dcz_lanes_build(&sp, w.nnz, lmem);
-        const uint64_t panels = lbytes ? dcz_lanes_scratch_floats(cols, w.k) : 0;
+        if (lmem && eight) dcz_lanes8_build(&sp, w.nnz, lmem);
+        else if (lmem) dcz_lanes_build(&sp, w.nnz, lmem);
+        const uint64_t panels = !lbytes ? 0 : eight ? dcz_lanes8_scratch_floats(cols) : dcz_lanes_scratch_floats(cols, w.k);
         if (panels > ld->lane_floats) ld->lane_floats = panels;
     }
     l->sparse = w.enc == DCZ_ENC_SPARSE_F32 || w.enc == DCZ_ENC_CODEBOOK;
@@ -816,7 +822,9 @@ static dcz_status fill(const dcz_container *c, const dcz_options *o, int in_plac
 static int want_forms(const dcz_options *o)
 {
     if (o->force_reference) return 0;
-    return (dcz_isa_supported(DCZ_ISA_AVX512) ? FORM_LANES : 0) | (dcz_gemm_f32_variant() ? FORM_DENSE : 0) |
+    const int lanes = dcz_isa_supported(DCZ_ISA_AVX512) ? FORM_LANES
+        : dcz_lanes8_variant() ? FORM_LANES8 : 0;
+    return lanes | (dcz_gemm_f32_variant() ? FORM_DENSE : 0) |
            (dcz_conv2d_shift_variant() ? FORM_SHIFT : 0) |
            (dcz_qshift_variant() && dcz_amx_ready() ? FORM_AMX : 0);
 }

@@ -62,12 +62,16 @@ typedef struct dcz_sparse {
     const uint16_t *cent16;   /* (nnz) packed entries when they fit 16 bits, */
     const uint32_t *cent32;   /*   else these */
     const float *cval;        /* (nnz) value of each entry, when val */
-    /* The lane form, for batch 1 where the CPU runs dcz_spmv_lanes__avx512
-     * (see "the lane form" below); lgroups is 0 when it is not built. */
-    uint32_t lgroups;
+    /* A lane form, for batch 1 where the CPU runs its vector kernel: the
+     * 16-row form (dcz_spmv_lanes__avx512, "the lane form" below) or the
+     * 8-row one (dcz_spmv_lanes8__avx2, "the 8-row lane form"), as lrows
+     * says; lgroups is 0 when neither is built. */
+    uint32_t lgroups, lrows;
     const uint32_t *lstart;   /* (lgroups + 1) first step of each group */
     const uint16_t *lbase;    /* (steps) window of each step */
-    const uint16_t *lslot;    /* (steps, DCZ_LANE_SLOTS) slots, 64-byte aligned */
+    const uint16_t *lslot;    /* 16 rows: (steps, DCZ_LANE_SLOTS) slots, 64-byte aligned */
+    const int8_t *loff;       /* 8 rows: (steps, 8) window lanes of the slots */
+    const float *lw;          /* 8 rows: (steps, 8) weights of the slots, 32-byte aligned */
     uint32_t lneed;           /* the lane form wins for an input with more nonzeros
                                  (dcz_spmv_pick; capped at UINT32_MAX) */
 } dcz_sparse;
@@ -330,17 +334,25 @@ static inline uint32_t dcz_lanes_steps(const dcz_sparse *s)
 /* Windows of the lane forms per DCZ_LANE_W columns (three shifted copies
  * of the input), and the first column of window v. */
 #define DCZ_LANE_COPIES 3
+static inline uint32_t dcz_lanes_window_start_w(uint32_t w, uint32_t v)
+{
+    return v / DCZ_LANE_COPIES * w + v % DCZ_LANE_COPIES * w / DCZ_LANE_COPIES;
+}
 static inline uint32_t dcz_lanes_window_start(uint32_t v)
 {
-    return v / DCZ_LANE_COPIES * DCZ_LANE_W + v % DCZ_LANE_COPIES * DCZ_LANE_W / DCZ_LANE_COPIES;
+    return dcz_lanes_window_start_w(DCZ_LANE_W, v);
 }
-/* The latest window to start at or before column b (the builders' choice
- * for a step whose lanes need b first). */
-static inline uint32_t dcz_lanes_window_of(uint32_t b)
+/* The latest window of w columns to start at or before column b (the
+ * builders' choice for a step whose lanes need b first). */
+static inline uint32_t dcz_lanes_window_of_w(uint32_t w, uint32_t b)
 {
     uint32_t c = DCZ_LANE_COPIES - 1;
-    while (c * DCZ_LANE_W / DCZ_LANE_COPIES > b % DCZ_LANE_W) c--;
-    return b / DCZ_LANE_W * DCZ_LANE_COPIES + c;
+    while (c * w / DCZ_LANE_COPIES > b % w) c--;
+    return b / w * DCZ_LANE_COPIES + c;
+}
+static inline uint32_t dcz_lanes_window_of(uint32_t b)
+{
+    return dcz_lanes_window_of_w(DCZ_LANE_W, b);
 }
 /* Floats of the scratch the vector kernel's panels of the input take for
  * a matrix of cols columns and k codebook values (0 without a lane form). */
@@ -360,6 +372,52 @@ const float *dcz_lanes_panels__avx512(const dcz_sparse *s, const float *x, float
  * the group's rows are stored. */
 void dcz_spmv_lanes__avx512(const dcz_sparse *s, uint32_t g0, uint32_t g1, const float *bias,
                             const dcz_act *act, const float *panels, float *y);
+#endif
+
+/* ---- the 8-row lane form (kernels_lanes8.c) --------------------------------
+ * The lane form of CPUs with AVX2 and FMA but not AVX-512, for fully
+ * connected codebook layers (any codebook size): eight rows in the lanes
+ * of a vector, the weights held as floats (AVX2 has no one-instruction
+ * lookup of 32 values).
+ *
+ * The rows are cut into groups of DCZ_LANE8_ROWS (8) consecutive rows. A
+ * step of a group reads a window of DCZ_LANE8_W = 15 columns (window v
+ * covers dcz_lanes_window_start_w(15, v) .. + 14: three shifted copies as
+ * the 16-row form's) and gives each lane one slot: its row's next entry,
+ * if its column lies in the window, as a weight lw[8 t + l] and a window
+ * lane loff[8 t + l] (bits 0-2 the lane's low three bits, bit 7 its bit
+ * 3), else weight 0 and lane 15, the panel's 0. Steps as the 16-row form's
+ * greedy walk. Step j of a group is fused into the row's chain j mod 4,
+ * chain 0 starting from the bias, and the row is (c0 + c1) + (c2 + c3).
+ * Built where it pays: at most 65535 columns, no more steps than
+ * DCZ_LANE8_STEPS_MAX (a quarter of the slots filled). */
+#define DCZ_LANE8_ROWS 8
+#define DCZ_LANE8_W 15
+#define DCZ_LANE8_STEPS_MAX(nnz, rows) ((uint64_t)(nnz) / 2 + ((uint64_t)(rows) + 7) / 8)
+/* Bytes of the 8-row form of a rows x cols matrix of nnz entries (its
+ * most), 0 when it is not built. */
+uint64_t dcz_lanes8_bytes(uint32_t rows, uint32_t cols, uint32_t nnz);
+/* Builds s's 8-row form in mem (dcz_lanes8_bytes bytes, 4-byte aligned)
+ * from its row form; leaves lgroups 0 past the bound or for fp32 values. */
+void dcz_lanes8_build(dcz_sparse *s, uint32_t nnz, void *mem);
+/* "avx2" where this CPU runs dcz_spmv_lanes8__avx2 (AVX2 and FMA), else
+ * NULL. */
+const char *dcz_lanes8_variant(void);
+/* Floats of the scratch dcz_lanes8_panels__avx2 takes for cols columns. */
+uint64_t dcz_lanes8_scratch_floats(uint32_t cols);
+/* y rows of groups g0 .. g1 - 1 = act(S x + bias), slot by slot, scalar,
+ * with fmaf: the specification of the 8-row form. */
+void dcz_spmv_lanes8_ref(const dcz_sparse *s, uint32_t g0, uint32_t g1, const float *bias,
+                         const dcz_act *act, const float *x, float *y);
+#if defined(__x86_64__) || defined(__i386__)
+/* The panels of x for the 8-row form, in scratch: returns the first,
+ * 32-byte aligned. */
+const float *dcz_lanes8_panels__avx2(const dcz_sparse *s, const float *x, float *scratch);
+/* dcz_spmv_lanes8_ref with AVX2 and FMA, from x's panels: per step a
+ * window lookup (two vpermps and a blend) and a multiply-add into one of
+ * four chains; act applied as the group's rows are stored. */
+void dcz_spmv_lanes8__avx2(const dcz_sparse *s, uint32_t g0, uint32_t g1, const float *bias,
+                           const dcz_act *act, const float *panels, float *y);
 #endif
 
 /* ---- threads (pool.c) ------------------------------------------------------ */
@@ -690,6 +748,8 @@ typedef enum dcz_spmv_kind {
  * step 2.2 entries; fc2 1.7, fc3 1.3, where fewer rows make an entry
  * dearer). */
 #define DCZ_LANE_STEP_ENTRIES 2
+/* The same for a step of the 8-row form, in eighths of an entry. */
+#define DCZ_LANE8_STEP_EIGHTHS 12
 /* The kernel for input x: the lane form when s has one, this CPU runs it
  * and its steps cost less than the entries the column kernel would visit
  * (estimated from the share of nonzero inputs); else the column form when

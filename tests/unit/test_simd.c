@@ -1,16 +1,18 @@
 /* test_simd.c: the optimized sparse kernels (runtime/kernels_simd.c,
- * kernels_lanes.c) against the references, bit for bit.
+ * kernels_lanes.c, kernels_lanes8.c) against the references, bit for bit.
  *
  * Every spmm variant this machine runs is called directly (x86: __avx2
  * where the CPU has it; aarch64: __neon), and the dispatching dcz_spmm
  * too, on whole matrices and on row ranges, and dcz_spmm_pool on whole
  * matrices over a pool of GRID_THREADS threads; the column-form kernel
  * dcz_spmv_csc with the rows cut into 1, 2 and 3 blocks, and the
- * dispatching dcz_spmv; the lane form's kernels (dcz_spmv_lanes_ref, and
- * __avx512 where the CPU has it) on whole matrices and in parts. The lane
- * form fuses its products into the sums, so its kernels must give the bits
- * of its own reference, and that reference be within rounding of
- * dcz_spmv_ref (past_rounding states the bound).
+ * dispatching dcz_spmv; each lane form's kernels (the 16-row form's
+ * dcz_spmv_lanes_ref and __avx512 where the CPU has AVX-512, the 8-row
+ * form's dcz_spmv_lanes8_ref and __avx2 where it has AVX2 and FMA) on
+ * whole matrices and in parts. The lane forms fuse their products into the
+ * sums, so a form's kernels must give the bits of its own reference, and
+ * that reference be within rounding of dcz_spmv_ref (past_rounding states
+ * the bound).
  * Random matrices in the execution form (stored
  * weights and biases never zero) over a grid: rows 0, 1, 7, 8, 9, 15, 16,
  * 17, 31, 33 and columns 0, 1, 7, 8, 9, 15, 16, 17, 31, 33, 300, 1000 (plus
@@ -73,17 +75,61 @@ static void make_columns(mat *m, uint32_t cblocks)
     dcz_sparse_build_columns(&m->sp, cblocks, m->cols_mem);
 }
 
-/* Builds m's lane form where the matrix qualifies; returns whether it has
- * one. */
-static int make_lanes(mat *m)
+/* The two lane forms of codebook matrices: 16 rows a group (codebooks to
+ * 32; the vector kernel needs AVX-512) and 8 rows (any codebook; AVX2 and
+ * FMA). */
+typedef struct lane_form {
+    const char *name, *vec_name;
+    uint32_t rows;
+} lane_form;
+static const lane_form lane_forms[] = { { "lanes", "lanes avx512", DCZ_LANE_ROWS },
+                                        { "lanes8", "lanes8 avx2", DCZ_LANE8_ROWS } };
+
+/* bytes of f's form of m (its most), 0 where m does not qualify */
+static uint64_t lane_bytes(const lane_form *f, const mat *m)
+{
+    if (!m->idx) return 0;
+    if (f->rows == DCZ_LANE8_ROWS) return dcz_lanes8_bytes(m->sp.rows, m->sp.cols, m->nnz);
+    return dcz_lanes_bytes(m->sp.rows, m->sp.cols, m->nnz, m->sp.k);
+}
+
+/* whether this CPU runs f's vector kernel */
+static int lane_vec(const lane_form *f)
+{
+    return f->rows == DCZ_LANE8_ROWS ? dcz_lanes8_variant() != NULL : dcz_isa_supported(DCZ_ISA_AVX512);
+}
+
+static void lane_ref(const lane_form *f, const dcz_sparse *s, uint32_t g0, uint32_t g1, const float *bv,
+                     const dcz_act *act, const float *x, float *y)
+{
+    if (f->rows == DCZ_LANE8_ROWS) dcz_spmv_lanes8_ref(s, g0, g1, bv, act, x, y);
+    else dcz_spmv_lanes_ref(s, g0, g1, bv, act, x, y);
+}
+
+/* f's vector kernel from the panels xin (only where lane_vec) */
+static void lane_kernel(const lane_form *f, const dcz_sparse *s, uint32_t g0, uint32_t g1, const float *bv,
+                        const dcz_act *act, const float *xin, float *y)
+{
+#if defined(__x86_64__) || defined(__i386__)
+    if (f->rows == DCZ_LANE8_ROWS) dcz_spmv_lanes8__avx2(s, g0, g1, bv, act, xin, y);
+    else dcz_spmv_lanes__avx512(s, g0, g1, bv, act, xin, y);
+#else
+    (void)f; (void)s; (void)g0; (void)g1; (void)bv; (void)act; (void)xin; (void)y;
+#endif
+}
+
+/* Builds m's lane form f where the matrix qualifies; returns whether it
+ * has one. */
+static int make_lanes(mat *m, const lane_form *f)
 {
     free(m->lanes_mem);
     m->lanes_mem = NULL;
-    const uint64_t bytes = m->idx ? dcz_lanes_bytes(m->sp.rows, m->sp.cols, m->nnz, m->sp.k) : 0;
+    const uint64_t bytes = lane_bytes(f, m);
     m->sp.lgroups = 0;
     if (!bytes) return 0;
     m->lanes_mem = malloc(bytes);
-    dcz_lanes_build(&m->sp, m->nnz, m->lanes_mem);
+    if (f->rows == DCZ_LANE8_ROWS) dcz_lanes8_build(&m->sp, m->nnz, m->lanes_mem);
+    else dcz_lanes_build(&m->sp, m->nnz, m->lanes_mem);
     return m->sp.lgroups != 0;
 }
 
@@ -134,8 +180,9 @@ static const float canary = 12345.0f;
 
 typedef struct tally {
     size_t cases[NFAM], outputs[NFAM], csc, skipped, fillers, wide[2];
-    size_t lanes[2], lanes_avx512, lanes_over; /* lane forms (codebooks to 16, to 32), avx512 runs, over the bound */
-    size_t lanes_picked;                       /* dcz_spmv ran the lane form */
+    /* per lane form: built (codebooks to 16, to 32, to 256), vector kernel
+     * runs, over the step bound, dcz_spmv ran it */
+    size_t lanes[2][3], lanes_vec[2], lanes_over[2], lanes_picked[2];
     size_t act_changed;                        /* outputs a fused activation changed */
 } tally;
 
@@ -210,15 +257,16 @@ static size_t past_rounding(const mat *m, const float *x, const float *bv, const
 /* A fused activation (ReLU, and a CLIP that cuts both ends) in each batch-1
  * kernel of m's parts: the rows' bits (lref by lanes, ref otherwise), then
  * the activation's (dcz_act_one). */
-static void check_lanes_act(const mat *m, const float *x, const float *bv, const float *lref,
-                            const float *ref, const float *xin, float *y, tally *t)
+static void check_lanes_act(const mat *m, const lane_form *f, const float *x, const float *bv,
+                            const float *lref, const float *ref, const float *xin, float *y, tally *t)
 {
     static const dcz_act acts[] = { { DCZ_OP_RELU, 0.0f, 0.0f }, { DCZ_OP_CLIP, -0.5f, 0.75f } };
     const uint32_t rows = m->sp.rows;
-    const int vec = dcz_isa_supported(DCZ_ISA_AVX512);
+    const int vec = lane_vec(f);
     float *want = malloc(((size_t)rows + GUARD) * sizeof(float));
     for (size_t a = 0; a < sizeof acts / sizeof *acts; a++) {
-        /* 0 lanes_ref, 1 spmv_part lanes, 2 lanes avx512, 3 spmv_part columns, 4 spmv_part rows */
+        /* 0 the form's reference, 1 spmv_part lanes, 2 its vector kernel, 3 spmv_part columns,
+         * 4 spmv_part rows */
         for (int kind = 0; kind < 5; kind++) {
             if ((kind == 2 && !vec) || (kind == 3 && !m->sp.col_ptr)) continue;
             const float *rows_bits = kind <= 2 ? lref : ref;
@@ -231,50 +279,52 @@ static void check_lanes_act(const mat *m, const float *x, const float *bv, const
             for (uint32_t p = 0; p < parts; p++) {
                 uint32_t g0, g1;
                 dcz_part_range(m->sp.lgroups, p, parts, &g0, &g1);
-                if (kind == 0) dcz_spmv_lanes_ref(&m->sp, g0, g1, bv, &acts[a], x, y);
+                if (kind == 0) lane_ref(f, &m->sp, g0, g1, bv, &acts[a], x, y);
                 else if (kind == 1) dcz_spmv_part(&m->sp, DCZ_SPMV_LANES, p, parts, bv, &acts[a], xin, y);
-#if defined(__x86_64__) || defined(__i386__)
-                else if (kind == 2) dcz_spmv_lanes__avx512(&m->sp, g0, g1, bv, &acts[a], xin, y);
-#endif
+                else if (kind == 2) lane_kernel(f, &m->sp, g0, g1, bv, &acts[a], xin, y);
                 else dcz_spmv_part(&m->sp, kind == 3 ? DCZ_SPMV_COLUMNS : DCZ_SPMV_REF, p, parts, bv, &acts[a],
                                    x, y);
             }
-            static const char *names[] = { "lanes_ref", "spmv_part lanes", "lanes avx512", "spmv_part columns",
-                                           "spmv_part rows" };
-            CHECK(differences(names[kind], m, 1, 0, rows, y, want) == 0, "%s with %s %ux%u k %u", names[kind],
-                  a ? "clip" : "relu", rows, m->sp.cols, m->sp.k);
+            const char *names[] = { "lanes_ref", "spmv_part lanes", f->vec_name, "spmv_part columns",
+                                    "spmv_part rows" };
+            CHECK(differences(names[kind], m, 1, 0, rows, y, want) == 0, "%s: %s with %s %ux%u k %u", f->name,
+                  names[kind], a ? "clip" : "relu", rows, m->sp.cols, m->sp.k);
         }
     }
     free(want);
 }
 
-/* The lane form of m, where it qualifies (codebooks up to 32): the scalar
- * kernel within rounding of the reference; the scalar kernel in three
- * parts, dcz_spmv_part by lanes, and (on CPUs with AVX-512) the vector
- * kernel from the input's panels on all groups and on each of three parts,
- * against the scalar kernel's bits; dcz_spmv with the lane form beside the
- * column form gives the bits of the kernel dcz_spmv_pick names. */
-static void check_lanes(mat *m, const float *x, const float *bv, const float *ref, float *y,
+/* Lane form f of m (index fi of lane_forms), where it qualifies: the
+ * scalar kernel within rounding of the reference; the scalar kernel in
+ * three parts, dcz_spmv_part by lanes, and (where this CPU runs it) the
+ * vector kernel from the input's panels on all groups and on each of three
+ * parts, against the scalar kernel's bits; dcz_spmv with the lane form
+ * beside the column form gives the bits of the kernel dcz_spmv_pick names. */
+static void check_lanes(mat *m, size_t fi, const float *x, const float *bv, const float *ref, float *y,
                         tally *t)
 {
+    const lane_form *f = &lane_forms[fi];
     const uint32_t rows = m->sp.rows;
-    const int eligible = m->idx && dcz_lanes_bytes(rows, m->sp.cols, m->nnz, m->sp.k);
-    const int built = make_lanes(m);
-    if (eligible && !built) t->lanes_over++;
+    const int eligible = lane_bytes(f, m) != 0;
+    const int built = make_lanes(m, f);
+    if (eligible && !built) t->lanes_over[fi]++;
     if (!built) return;
-    t->lanes[m->sp.k > 16]++;
-    CHECK(m->sp.lgroups == (rows + DCZ_LANE_ROWS - 1) / DCZ_LANE_ROWS, "groups");
-    CHECK(dcz_lanes_steps(&m->sp) <= DCZ_LANE_STEPS_MAX(m->nnz, rows), "steps past the bound");
+    t->lanes[fi][(m->sp.k > 16) + (m->sp.k > 32)]++;
+    const int eight = f->rows == DCZ_LANE8_ROWS;
+    CHECK(m->sp.lrows == f->rows && m->sp.lgroups == (rows + f->rows - 1) / f->rows, "%s groups", f->name);
+    CHECK(dcz_lanes_steps(&m->sp) <= (eight ? DCZ_LANE8_STEPS_MAX(m->nnz, rows) : DCZ_LANE_STEPS_MAX(m->nnz, rows)),
+          "%s steps past the bound", f->name);
     float *lref = malloc(((size_t)rows + GUARD) * sizeof(float));
-    float *scratch = malloc(dcz_lanes_scratch_floats(m->sp.cols, m->sp.k) * sizeof(float));
+    float *scratch = malloc((eight ? dcz_lanes8_scratch_floats(m->sp.cols)
+                                   : dcz_lanes_scratch_floats(m->sp.cols, m->sp.k)) * sizeof(float));
     for (size_t i = 0; i < rows + GUARD; i++) lref[i] = canary;
-    dcz_spmv_lanes_ref(&m->sp, 0, m->sp.lgroups, bv, NULL, x, lref);
-    CHECK(differences("lanes_ref (rows written)", m, 1, 0, rows, lref, lref) == 0, "guard");
-    CHECK(past_rounding(m, x, bv, lref, ref) == 0, "lanes_ref %ux%u k %u vs spmv_ref", rows,
+    lane_ref(f, &m->sp, 0, m->sp.lgroups, bv, NULL, x, lref);
+    CHECK(differences("lanes_ref (rows written)", m, 1, 0, rows, lref, lref) == 0, "%s guard", f->name);
+    CHECK(past_rounding(m, x, bv, lref, ref) == 0, "%s ref %ux%u k %u vs spmv_ref", f->name, rows,
           m->sp.cols, m->sp.k);
-    const int vec = dcz_isa_supported(DCZ_ISA_AVX512);
+    const int vec = lane_vec(f);
     const float *xin = dcz_spmv_input(&m->sp, DCZ_SPMV_LANES, x, scratch);
-    CHECK(vec ? xin != x : xin == x, "lane input: panels exactly where the CPU has AVX-512");
+    CHECK(vec ? xin != x : xin == x, "%s input: panels exactly where the CPU runs its kernel", f->name);
     for (int kind = 0; kind < 2 + vec; kind++) {
         for (uint32_t parts = 1; parts <= 3; parts += 2) {
             if (kind == 0 && parts == 1) continue; /* lref itself */
@@ -282,25 +332,23 @@ static void check_lanes(mat *m, const float *x, const float *bv, const float *re
             for (uint32_t p = 0; p < parts; p++) {
                 uint32_t g0, g1;
                 dcz_part_range(m->sp.lgroups, p, parts, &g0, &g1);
-                if (kind == 0) dcz_spmv_lanes_ref(&m->sp, g0, g1, bv, NULL, x, y);
+                if (kind == 0) lane_ref(f, &m->sp, g0, g1, bv, NULL, x, y);
                 else if (kind == 1) dcz_spmv_part(&m->sp, DCZ_SPMV_LANES, p, parts, bv, NULL, xin, y);
-#if defined(__x86_64__) || defined(__i386__)
-                else dcz_spmv_lanes__avx512(&m->sp, g0, g1, bv, NULL, xin, y);
-#endif
+                else lane_kernel(f, &m->sp, g0, g1, bv, NULL, xin, y);
             }
-            static const char *names[] = { "lanes_ref", "spmv_part lanes", "lanes avx512" };
-            CHECK(differences(names[kind], m, 1, 0, rows, y, lref) == 0, "%s %ux%u k %u in %u parts",
-                  names[kind], rows, m->sp.cols, m->sp.k, parts);
+            const char *names[] = { "lanes_ref", "spmv_part lanes", f->vec_name };
+            CHECK(differences(names[kind], m, 1, 0, rows, y, lref) == 0, "%s: %s %ux%u k %u in %u parts",
+                  f->name, names[kind], rows, m->sp.cols, m->sp.k, parts);
         }
     }
-    t->lanes_avx512 += vec;
-    check_lanes_act(m, x, bv, lref, ref, xin, y, t);
+    t->lanes_vec[fi] += vec;
+    check_lanes_act(m, f, x, bv, lref, ref, xin, y, t);
     for (size_t i = 0; i < rows + GUARD; i++) y[i] = canary;
     dcz_spmv(&m->sp, bv, x, y, scratch);
     const int lanes = dcz_spmv_pick(&m->sp, x) == DCZ_SPMV_LANES;
-    t->lanes_picked += lanes;
+    t->lanes_picked[fi] += lanes;
     CHECK(differences("spmv (lanes built)", m, 1, 0, rows, y, lanes ? lref : ref) == 0,
-          "spmv %ux%u k %u (%s)", rows, m->sp.cols, m->sp.k, lanes ? "lanes" : "columns");
+          "spmv %ux%u k %u (%s, %s)", rows, m->sp.cols, m->sp.k, f->name, lanes ? "lanes" : "columns");
     /* without scratch for the panels: the column form */
     for (size_t i = 0; i < rows + GUARD; i++) y[i] = canary;
     dcz_spmv(&m->sp, bv, x, y, NULL);
@@ -333,7 +381,7 @@ static void check_csc(mat *m, const float *x, const float *bv, const float *ref,
         t->csc++;
         t->wide[m->sp.cent32 != NULL]++;
     }
-    check_lanes(m, x, bv, ref, y, t);
+    for (size_t fi = 0; fi < sizeof lane_forms / sizeof *lane_forms; fi++) check_lanes(m, fi, x, bv, ref, y, t);
 }
 
 static void check_case(mat *m, tally *t)
@@ -403,12 +451,18 @@ static void test_grid(void)
     }
     printf("     csc      %zu cases (%zu with 16-bit entries, %zu with 32), %zu zero inputs skipped\n",
            t.csc, t.wide[0], t.wide[1], t.skipped);
-    printf("     lanes    %zu cases (%zu with codebooks to 16, %zu to 32), %zu over the step bound, "
-           "%zu picked by dcz_spmv; avx512: %s\n", t.lanes[0] + t.lanes[1], t.lanes[0], t.lanes[1],
-           t.lanes_over, t.lanes_picked, t.lanes_avx512 ? "checked" : "SKIP: this CPU lacks it");
-    if (dcz_isa_supported(DCZ_ISA_AVX512)) CHECK(t.lanes_picked > 50, "dcz_spmv picks lanes");
-    CHECK(t.lanes[0] > 100 && t.lanes[1] > 100, "lane forms of both codebook sizes");
-    CHECK(t.lanes_over > 10, "matrices past the step bound");
+    for (size_t fi = 0; fi < 2; fi++) {
+        const lane_form *f = &lane_forms[fi];
+        printf("     %-8s %zu cases (%zu with codebooks to 16, %zu to 32, %zu to 256), %zu over the "
+               "step bound, %zu picked by dcz_spmv; %s: %s\n", f->name,
+               t.lanes[fi][0] + t.lanes[fi][1] + t.lanes[fi][2], t.lanes[fi][0], t.lanes[fi][1], t.lanes[fi][2],
+               t.lanes_over[fi], t.lanes_picked[fi], f->vec_name,
+               t.lanes_vec[fi] ? "checked" : "SKIP: this CPU lacks it");
+        if (lane_vec(f)) CHECK(t.lanes_picked[fi] > 50, "dcz_spmv picks %s", f->name);
+        CHECK(t.lanes[fi][0] > 100 && t.lanes[fi][1] > 100, "%s of both codebook sizes", f->name);
+        CHECK(t.lanes_over[fi] > 10, "%s: matrices past the step bound", f->name);
+    }
+    CHECK(t.lanes[1][2] > 100, "lanes8 of codebooks past 32 values");
     printf("     fused    %zu outputs changed by a ReLU or CLIP in the batch-1 kernels\n", t.act_changed);
     CHECK(t.act_changed > 1000, "fused activations that change outputs");
     CHECK(t.wide[0] > 100 && t.wide[1] > 10, "entries of both widths");
@@ -419,22 +473,26 @@ static void test_grid(void)
     dcz_pool_stop(grid_pool);
 }
 
-/* dcz_spmv_pick at its boundary: with the lane form beside the column
+/* dcz_spmv_pick at its boundary: with each lane form beside the column
  * form, the lanes once more than `need` inputs are nonzero (NaN counts, -0
  * does not, as with x != 0), the columns at `need` or fewer; the count in
- * vectors of 64 and a tail (1000 inputs), the deciding input in the tail
- * and in a whole vector. Without AVX-512, always the columns. */
+ * vectors of 64 or 32 and a tail (1000 inputs), the deciding input in the
+ * tail and in a whole vector. Where this CPU does not run the form's
+ * kernel, always the columns. */
 static void test_spmv_pick(void)
 {
+    for (size_t fi = 0; fi < sizeof lane_forms / sizeof *lane_forms; fi++) {
+    const lane_form *f = &lane_forms[fi];
     mat m;
     REQUIRE(make_mat(&m, 300, 1000, 0.08, 16), "build");
     make_columns(&m, 1);
-    REQUIRE(make_lanes(&m), "lane form");
-    const uint64_t nnz = m.sp.col_ptr[m.sp.cols];
-    const uint64_t need = (uint64_t)dcz_lanes_steps(&m.sp) * DCZ_LANE_STEP_ENTRIES * m.sp.cols / nnz;
+    REQUIRE(make_lanes(&m, f), "%s", f->name);
+    const uint64_t nnz = m.sp.col_ptr[m.sp.cols], steps = dcz_lanes_steps(&m.sp);
+    const uint64_t need = f->rows == DCZ_LANE8_ROWS ? steps * DCZ_LANE8_STEP_EIGHTHS * m.sp.cols / (8 * nnz)
+                                                    : steps * DCZ_LANE_STEP_ENTRIES * m.sp.cols / nnz;
     REQUIRE(need + 1 < 960, "need %llu", (unsigned long long)need);
     float x[1000];
-    const int vec = dcz_isa_supported(DCZ_ISA_AVX512);
+    const int vec = lane_vec(f);
     for (int where = 0; where < 2; where++) {
         /* need nonzeros (every seventh NaN) over the first 960 inputs but
          * one, -0 and 0 elsewhere; then one more nonzero, in the tail (past
@@ -447,10 +505,11 @@ static void test_spmv_pick(void)
               (unsigned long long)need, (unsigned long long)need);
         x[where ? 999 : 959] = NAN;
         CHECK(dcz_spmv_pick(&m.sp, x) == (vec ? DCZ_SPMV_LANES : DCZ_SPMV_COLUMNS),
-              "%llu nonzero inputs of %llu (the last at %u): %s", (unsigned long long)need + 1,
+              "%s: %llu nonzero inputs of %llu (the last at %u): %s", f->name, (unsigned long long)need + 1,
               (unsigned long long)need, where ? 999 : 959, vec ? "the lanes" : "the columns");
     }
     free_mat(&m);
+    }
 }
 
 /* A matrix past the column form's 65535 rows gets none, and dcz_spmv runs
@@ -493,6 +552,7 @@ static void test_threads(void)
 {
     static const uint32_t shapes[][2] = { { 300, 784 }, { 33, 3000 }, { 2, 50 } };
     size_t runs = 0;
+    for (size_t fi = 0; fi < sizeof lane_forms / sizeof *lane_forms; fi++)
     for (uint32_t threads = 1; threads <= 4; threads++) {
         dcz_pool *pool = NULL;
         if (threads > 1) REQUIRE(dcz_pool_start(threads, &pool) == DCZ_OK, "pool of %u", threads);
@@ -502,13 +562,14 @@ static void test_threads(void)
             const uint32_t rows = shapes[si][0], cols = shapes[si][1];
             REQUIRE(make_mat(&m, rows, cols, 0.3, 16), "build");
             make_columns(&m, threads);
-            make_lanes(&m);
+            make_lanes(&m, &lane_forms[fi]);
             const size_t batch_max = 40;
             float *x = malloc(batch_max * cols * sizeof(float)), *bias = malloc(rows * sizeof(float));
             float *y = malloc(batch_max * rows * sizeof(float)), *ref = malloc(batch_max * rows * sizeof(float));
             const uint64_t sf = dcz_spmm_scratch_floats(rows, cols);
             float *scratch = malloc(sf * threads * sizeof(float));
-            float *panels = malloc(dcz_lanes_scratch_floats(cols, 16) * sizeof(float));
+            float *panels = malloc((fi ? dcz_lanes8_scratch_floats(cols) : dcz_lanes_scratch_floats(cols, 16)) *
+                                   sizeof(float));
             for (size_t i = 0; i < batch_max * cols; i++) x[i] = rnd() % 3 == 0 ? 0.0f : nonzero();
             for (uint32_t i = 0; i < rows; i++) bias[i] = nonzero();
             /* batch 1 by columns, by lanes and by the reference's rows, then 40 */
@@ -520,7 +581,7 @@ static void test_threads(void)
                 const int lanes = kinds[bi] == DCZ_SPMV_LANES;
                 const float *xin = lanes ? dcz_spmv_input(&m.sp, kinds[bi], x, panels) : x;
                 const size_t batch = batches[bi];
-                if (lanes) dcz_spmv_lanes_ref(&m.sp, 0, m.sp.lgroups, bias, NULL, x, ref);
+                if (lanes) lane_ref(&lane_forms[fi], &m.sp, 0, m.sp.lgroups, bias, NULL, x, ref);
                 else dcz_spmm_ref(&m.sp, bias, x, batch, ref);
                 for (int rep = 0; rep < 3; rep++) {
                     memset(y, 0xFF, batch_max * rows * sizeof(float));
@@ -537,7 +598,7 @@ static void test_threads(void)
         }
         dcz_pool_stop(pool);
     }
-    CHECK(runs == 4 * 3 * 4 * 3, "%zu runs", runs);
+    CHECK(runs == 2 * 4 * 3 * 4 * 3, "%zu runs", runs);
     CHECK(dcz_pool_start(1, &(dcz_pool *){ NULL }) == DCZ_ERR_ARG, "a pool of one is refused");
 }
 
