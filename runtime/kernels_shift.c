@@ -1025,12 +1025,20 @@ static int dw_plane_fits(const dcz_conv_geom *g)
  * over rows of 8 or fewer, where the shift form is faster; DW_NONE for
  * other convolutions. */
 enum { DW_NONE, DW_ROWS, DW_PLANE };
+/* whether the rows kernels take g on the shift form f: a depthwise
+ * convolution of rows of at most 32 outputs within their bounds */
+static int dw_rows_fit(const dcz_conv_geom *g, const dcz_shift *f)
+{
+    const size_t ksize = (size_t)g->kh * g->kw;
+    return dcz_conv_groups(g) == g->in_c && g->out_c == g->in_c && f->ob == 1 && g->out_w <= 32 && g->sw <= 2 &&
+           g->sh <= 2 && g->kw <= DW_MAX_KW && ksize <= DW_MAX_TAPS && g->out_h <= DW_MAX_ROWS &&
+           g->in_w <= DW_MAX_W;
+}
+
 static int dw_path(const dcz_conv_geom *g, const dcz_shift *f)
 {
-    const size_t W = g->in_w, ow = g->out_w, ksize = (size_t)g->kh * g->kw;
-    if (dcz_conv_groups(g) != g->in_c || g->out_c != g->in_c || f->ob != 1 || ow > 32 || g->sw > 2 ||
-        g->sh > 2 || g->kw > DW_MAX_KW || ksize > DW_MAX_TAPS || g->out_h > DW_MAX_ROWS || W > DW_MAX_W)
-        return DW_NONE;
+    const size_t ow = g->out_w;
+    if (!dw_rows_fit(g, f)) return DW_NONE;
     if (dw_plane_fits(g)) return DW_PLANE;
     return g->sw == 1 && ow <= 8 ? DW_NONE : DW_ROWS;
 }
@@ -1215,6 +1223,139 @@ static void dw_rows_run__avx512(const dcz_conv_geom *g, const split_geom *q, con
         }
     }
 }
+
+/* dw_rows__avx512 in AVX2, 8 columns a vector (rows of up to 32 outputs:
+ * NV up to 4), R rows a call (8 of one vector, 7 over planes of 7 or 14
+ * rows, 4 of two, 2 of three or four): each tap's input vector by a load
+ * where its lanes lie inside the row, else a masked one (lanes outside
+ * read 0); at stride 2 two, whose even floats a shuffle and a permute
+ * deal. The same taps in the same order, so the same bits. It runs the
+ * depthwise layers dw_rows_fit takes at column stride 2 (dw_rows_avx2):
+ * one core of an AMD EPYC (Zen 3), MobileNetV2-style dense, batch 1, best
+ * per-layer times of 2000 runs (us, shift form -> this): 96 x 28 x 28
+ * stride 2 44.3 -> 42.0, 144 x 14 x 14 stride 2 24.6 -> 19.5, 192 x 7 x 7
+ * stride 2 21.4 -> 17.0. At stride 1 the shift form is faster, the planes
+ * small or not (16 x 28 x 28 11.6 against 15.8, 144 x 14 x 14 27.6
+ * against 43.7, 384 x 4 x 4 16.5 against 30.2): a masked load on Zen 3
+ * costs several plain ones, and over planes of 4 or 7 columns half a
+ * vector's lanes or more lie outside, where the shift form's split planes
+ * hold rows side by side. */
+/* whether the AVX2 rows kernel runs g on the shift form f (see above) */
+static int dw_rows_avx2(const dcz_conv_geom *g, const dcz_shift *f)
+{
+    return g->sw == 2 && dw_rows_fit(g, f);
+}
+
+typedef struct dw_plan8 {
+    int64_t first[DW_MAX_KW][4];    /* the input column of lane 0 of vector v at tap column kx */
+    __m256i lo[DW_MAX_KW][4], hi[DW_MAX_KW][4]; /* its lanes inside the row (hi: the next 8, stride 2) */
+    uint8_t whole[DW_MAX_KW][4];    /* every lane of both inside: plain loads */
+    __m256i tail;                   /* the lanes of the last vector of an output row */
+} dw_plan8;
+
+__attribute__((target("avx2,fma"), always_inline))
+static inline void dw_rows__avx2(const size_t NV, const size_t R, const int S2, const dw_plan8 *pl, size_t sh,
+                                 const float *const *rows, const uint8_t *ky, const uint8_t *kx, const float *w,
+                                 uint32_t n, float b, size_t nrows, size_t out_w, const dcz_act *act, float *y)
+{
+    __m256 acc[8][4];
+#pragma GCC unroll 8
+    for (size_t r = 0; r < R; r++)
+#pragma GCC unroll 4
+        for (size_t v = 0; v < NV; v++) acc[r][v] = _mm256_set1_ps(b);
+    for (uint32_t e = 0; e < n; e++) {
+        const __m256 wv = _mm256_set1_ps(w[e]);
+        const size_t c = kx[e];
+        const float *const *rp = rows + ky[e];
+#pragma GCC unroll 8
+        for (size_t r = 0; r < R; r++) {
+            const float *xr = rp[r * sh];
+#pragma GCC unroll 4
+            for (size_t v = 0; v < NV; v++) {
+                const float *p = xr + pl->first[c][v];
+                __m256 x;
+                if (pl->whole[c][v]) {
+                    x = _mm256_loadu_ps(p);
+                    if (S2) x = dcz_evens__avx2(x, _mm256_loadu_ps(p + 8));
+                } else {
+                    x = _mm256_maskload_ps(p, pl->lo[c][v]);
+                    if (S2) x = dcz_evens__avx2(x, _mm256_maskload_ps(p + 8, pl->hi[c][v]));
+                }
+                acc[r][v] = _mm256_fmadd_ps(wv, x, acc[r][v]);
+            }
+        }
+    }
+#pragma GCC unroll 8
+    for (size_t r = 0; r < R; r++) {
+        if (r >= nrows) break;
+        float *yr = y + r * out_w;
+#pragma GCC unroll 4
+        for (size_t v = 0; v + 1 < NV; v++) _mm256_storeu_ps(yr + 8 * v, dcz_act__avx2(acc[r][v], act));
+        _mm256_maskstore_ps(yr + 8 * (NV - 1), pl->tail, dcz_act__avx2(acc[r][NV - 1], act));
+    }
+}
+
+__attribute__((target("avx2,fma")))
+static void dw_rows_run__avx2(const dcz_conv_geom *g, const split_geom *q, const dcz_shift *f,
+                              const float *bias, const float *x, size_t batch, const dcz_act *act, float *y)
+{
+    const size_t W = g->in_w, H = g->in_h, ow = g->out_w, oh = g->out_h, sw = g->sw, sh = g->sh;
+    const size_t nv = (ow + 7) / 8;
+    dw_plan8 pl;
+    for (size_t c = 0; c < g->kw; c++)
+        for (size_t v = 0; v < nv; v++) {
+            const int64_t first = (int64_t)(8 * v * sw + c) - (int64_t)g->pw;
+            const uint32_t width = sw == 1 ? 8 : 16, m = lanes(-first, (int64_t)W - first, width);
+            pl.first[c][v] = first;
+            pl.lo[c][v] = dcz_bits8__avx2(m & 0xFF);
+            pl.hi[c][v] = dcz_bits8__avx2(m >> 8);
+            pl.whole[c][v] = m == (1u << width) - 1;
+        }
+    pl.tail = dcz_mask8__avx2((uint32_t)(ow - 8 * (nv - 1)));
+    const size_t R = nv == 1 ? (oh <= 4 ? 4 : oh % 7 == 0 ? 7 : 8) : nv == 2 ? 4 : 2, groups = (oh + R - 1) / R;
+    uint32_t rel[DW_MAX_TAPS];
+    dw_cells_rel(g, q, rel);
+    uint8_t cell_ky[DW_MAX_TAPS], cell_kx[DW_MAX_TAPS];
+    for (uint32_t k = 0; k < (uint32_t)g->kh * g->kw; k++) {
+        cell_ky[k] = (uint8_t)(k / g->kw);
+        cell_kx[k] = (uint8_t)(k % g->kw);
+    }
+    const float *rows[(DW_MAX_ROWS + 8) * 2 + DW_MAX_TAPS];
+    const size_t nrow = (groups * R - 1) * sh + g->kh;
+    const size_t in_plane = H * W, out_plane = oh * ow;
+    for (uint32_t c = 0; c < g->out_c; c++) {
+        uint8_t ky[DW_MAX_TAPS], kx[DW_MAX_TAPS];
+        const uint32_t n = dw_cells(g, q, f, rel, c, ky);
+        for (uint32_t e = 0; e < n; e++) {
+            kx[e] = cell_kx[ky[e]];
+            ky[e] = cell_ky[ky[e]];
+        }
+        const float *w = f->w + f->ptr[c], b = bias ? bias[c] : 0.0f;
+        for (size_t s = 0; s < batch; s++) {
+            const float *xc = x + (s * g->in_c + c) * in_plane;
+            float *yc = y + (s * g->out_c + c) * out_plane;
+            for (size_t j = 0; j < nrow; j++) {
+                const int64_t iy = (int64_t)j - (int64_t)g->ph;
+                rows[j] = iy >= 0 && iy < (int64_t)H ? xc + (size_t)iy * W : dw_zeros;
+            }
+            for (size_t gi = 0; gi < groups; gi++) {
+                const size_t oy = gi * R, left = oh - oy < R ? oh - oy : R;
+                const float *const *rp = rows + oy * sh;
+                float *yr = yc + oy * ow;
+#define DW_ROWS2(NV_, R_) \
+    (sw == 1 ? dw_rows__avx2(NV_, R_, 0, &pl, sh, rp, ky, kx, w, n, b, left, ow, act, yr) \
+             : dw_rows__avx2(NV_, R_, 1, &pl, sh, rp, ky, kx, w, n, b, left, ow, act, yr))
+                if (nv == 4) DW_ROWS2(4, 2);
+                else if (nv == 3) DW_ROWS2(3, 2);
+                else if (nv == 2) DW_ROWS2(2, 4);
+                else if (R == 4) DW_ROWS2(1, 4);
+                else if (R == 7) DW_ROWS2(1, 7);
+                else DW_ROWS2(1, 8);
+#undef DW_ROWS2
+            }
+        }
+    }
+}
 #endif
 
 #ifdef DCZ_X86
@@ -1267,6 +1408,7 @@ const char *dcz_conv2d_shift_depthwise(const dcz_conv_geom *g, const dcz_shift *
         const int dw = dw_path(g, f);
         return dw == DW_PLANE ? "plane" : dw == DW_ROWS ? "rows" : NULL;
     }
+    if (best() == DCZ_ISA_AVX2) return dw_rows_avx2(g, f) ? "rows" : NULL;
 #endif
     (void)g;
     (void)f;
@@ -1291,6 +1433,10 @@ static int shift_run(dcz_isa isa, const dcz_conv_geom *g, const dcz_shift *f, co
         if (dw == DW_PLANE) dw_plane__avx512(g, &q, f, bias, x, batch, act, y);
         if (dw == DW_ROWS) dw_rows_run__avx512(g, &q, f, bias, x, batch, act, y);
         if (dw != DW_NONE) return 1;
+    }
+    if (isa == DCZ_ISA_AVX2 && dw_rows_avx2(g, f)) {
+        dw_rows_run__avx2(g, &q, f, bias, x, batch, act, y);
+        return 1;
     }
     /* small planes at stride 1 split a vector at a time */
     remap rs;

@@ -52,7 +52,7 @@ static inline int conv_grid(size_t i, dcz_conv_geom *g)
  * 16 x 5 x 5 = 400 columns, where fillers occur at 1% density, planes
  * wide and tall enough for several register tiles of 16-lane vectors, and
  * depthwise ones for each path of the depthwise kernels. */
-#define CONV_EXTRA 26
+#define CONV_EXTRA 28
 static inline void conv_extra(dcz_conv_geom *g)
 {
     const dcz_conv_geom e[CONV_EXTRA] = {
@@ -80,6 +80,8 @@ static inline void conv_extra(dcz_conv_geom *g)
         conv_geom_grouped(2, 2, 14, 10, 3, 1, 1, 2),  /* depthwise rows 7 at a time */
         conv_geom_grouped(3, 3, 7, 7, 3, 2, 1, 3),    /* by rows, 4 at a time, strided: 4 x 4 */
         conv_geom_grouped(2, 2, 9, 32, 3, 2, 1, 2),   /* strided rows of 16 whose window spans 33 columns */
+        conv_geom_grouped(2, 2, 5, 40, 3, 2, 1, 2),   /* strided rows of 20: three vectors of 8 */
+        conv_geom_grouped(2, 2, 6, 61, 3, 2, 1, 2),   /* strided rows of 31: four vectors of 8 */
         conv_geom(3, 4, 14, 14, 3, 3, 1, 1, 1, 1),    /* 14 x 14: split rows of 16 cells, not 15 */
         conv_geom(3, 4, 28, 27, 3, 3, 2, 2, 1, 1),    /* the same at stride 2 */
     };
