@@ -1011,6 +1011,42 @@ static uint32_t dw_cells(const dcz_conv_geom *g, const split_geom *q, const dcz_
     return n;
 }
 
+/* The rows kernels' tables for g: rel (dw_cells_rel), and each window
+ * cell's row and column (cell_ky, cell_kx: looked up, since a division per
+ * tap and channel took a tenth of the kernel's time). */
+static void dw_taps_init(const dcz_conv_geom *g, const split_geom *q, uint32_t *rel, uint8_t *cell_ky,
+                         uint8_t *cell_kx)
+{
+    dw_cells_rel(g, q, rel);
+    for (uint32_t k = 0; k < (uint32_t)g->kh * g->kw; k++) {
+        cell_ky[k] = (uint8_t)(k / g->kw);
+        cell_kx[k] = (uint8_t)(k % g->kw);
+    }
+}
+
+/* Channel c's n taps (returned) in the rows kernels' terms: tap e in
+ * window row ky[e] and column kx[e], in column order. */
+static uint32_t dw_channel_taps(const dcz_conv_geom *g, const split_geom *q, const dcz_shift *f, const uint32_t *rel,
+                                const uint8_t *cell_ky, const uint8_t *cell_kx, uint32_t c, uint8_t *ky, uint8_t *kx)
+{
+    const uint32_t n = dw_cells(g, q, f, rel, c, ky);
+    for (uint32_t e = 0; e < n; e++) {
+        kx[e] = cell_kx[ky[e]];
+        ky[e] = cell_ky[ky[e]];
+    }
+    return n;
+}
+
+/* rows[j], j < nrow: the input row of plane xc that window row j of output
+ * row 0 reads (row j - ph), dw_zeros above and below the image. */
+static void dw_input_rows(const dcz_conv_geom *g, const float *xc, size_t nrow, const float **rows)
+{
+    for (size_t j = 0; j < nrow; j++) {
+        const int64_t iy = (int64_t)j - (int64_t)g->ph;
+        rows[j] = iy >= 0 && iy < (int64_t)g->in_h ? xc + (size_t)iy * g->in_w : dw_zeros;
+    }
+}
+
 #define DW_PLANE_VECTORS 4
 static int dw_plane_fits(const dcz_conv_geom *g)
 {
@@ -1169,36 +1205,21 @@ static void dw_rows_run__avx512(const dcz_conv_geom *g, const split_geom *q, con
     /* output rows a call: 8 of one vector (7 over planes of 7 or 14 rows, 4
      * where the plane has no more), 4 of two */
     const size_t R = nv == 2 ? 4 : oh <= 4 ? 4 : oh % 7 == 0 ? 7 : 8, groups = (oh + R - 1) / R;
-    /* the offset of each cell of the window from its channel's first, in
-     * column order: a channel's entries are some of them, in that order */
     uint32_t rel[DW_MAX_TAPS];
-    dw_cells_rel(g, q, rel);
-    /* each window cell's row and column (a division per tap and channel
-     * took a tenth of the kernel's time) */
     uint8_t cell_ky[DW_MAX_TAPS], cell_kx[DW_MAX_TAPS];
-    for (uint32_t k = 0; k < (uint32_t)g->kh * g->kw; k++) {
-        cell_ky[k] = (uint8_t)(k / g->kw);
-        cell_kx[k] = (uint8_t)(k % g->kw);
-    }
+    dw_taps_init(g, q, rel, cell_ky, cell_kx);
     /* window row j of output row oy reads input row oy sh + j - ph */
     const float *rows[(DW_MAX_ROWS + 8) * 2 + DW_MAX_TAPS];
     const size_t nrow = (groups * R - 1) * sh + g->kh;
     const size_t in_plane = H * W, out_plane = oh * ow;
     for (uint32_t c = 0; c < g->out_c; c++) {
         uint8_t ky[DW_MAX_TAPS], kx[DW_MAX_TAPS];
-        const uint32_t n = dw_cells(g, q, f, rel, c, ky);
-        for (uint32_t e = 0; e < n; e++) {
-            kx[e] = cell_kx[ky[e]];
-            ky[e] = cell_ky[ky[e]];
-        }
+        const uint32_t n = dw_channel_taps(g, q, f, rel, cell_ky, cell_kx, c, ky, kx);
         const float *w = f->w + f->ptr[c], b = bias ? bias[c] : 0.0f;
         for (size_t s = 0; s < batch; s++) {
             const float *xc = x + (s * g->in_c + c) * in_plane;
             float *yc = y + (s * g->out_c + c) * out_plane;
-            for (size_t j = 0; j < nrow; j++) {
-                const int64_t iy = (int64_t)j - (int64_t)g->ph;
-                rows[j] = iy >= 0 && iy < (int64_t)H ? xc + (size_t)iy * W : dw_zeros;
-            }
+            dw_input_rows(g, xc, nrow, rows);
             for (size_t gi = 0; gi < groups; gi++) {
                 const size_t oy = gi * R, left = oh - oy < R ? oh - oy : R;
                 const float *const *rp = rows + oy * sh;
@@ -1314,30 +1335,19 @@ static void dw_rows_run__avx2(const dcz_conv_geom *g, const split_geom *q, const
     pl.tail = dcz_mask8__avx2((uint32_t)(ow - 8 * (nv - 1)));
     const size_t R = nv == 1 ? (oh <= 4 ? 4 : oh % 7 == 0 ? 7 : 8) : nv == 2 ? 4 : 2, groups = (oh + R - 1) / R;
     uint32_t rel[DW_MAX_TAPS];
-    dw_cells_rel(g, q, rel);
     uint8_t cell_ky[DW_MAX_TAPS], cell_kx[DW_MAX_TAPS];
-    for (uint32_t k = 0; k < (uint32_t)g->kh * g->kw; k++) {
-        cell_ky[k] = (uint8_t)(k / g->kw);
-        cell_kx[k] = (uint8_t)(k % g->kw);
-    }
+    dw_taps_init(g, q, rel, cell_ky, cell_kx);
     const float *rows[(DW_MAX_ROWS + 8) * 2 + DW_MAX_TAPS];
     const size_t nrow = (groups * R - 1) * sh + g->kh;
     const size_t in_plane = H * W, out_plane = oh * ow;
     for (uint32_t c = 0; c < g->out_c; c++) {
         uint8_t ky[DW_MAX_TAPS], kx[DW_MAX_TAPS];
-        const uint32_t n = dw_cells(g, q, f, rel, c, ky);
-        for (uint32_t e = 0; e < n; e++) {
-            kx[e] = cell_kx[ky[e]];
-            ky[e] = cell_ky[ky[e]];
-        }
+        const uint32_t n = dw_channel_taps(g, q, f, rel, cell_ky, cell_kx, c, ky, kx);
         const float *w = f->w + f->ptr[c], b = bias ? bias[c] : 0.0f;
         for (size_t s = 0; s < batch; s++) {
             const float *xc = x + (s * g->in_c + c) * in_plane;
             float *yc = y + (s * g->out_c + c) * out_plane;
-            for (size_t j = 0; j < nrow; j++) {
-                const int64_t iy = (int64_t)j - (int64_t)g->ph;
-                rows[j] = iy >= 0 && iy < (int64_t)H ? xc + (size_t)iy * W : dw_zeros;
-            }
+            dw_input_rows(g, xc, nrow, rows);
             for (size_t gi = 0; gi < groups; gi++) {
                 const size_t oy = gi * R, left = oh - oy < R ? oh - oy : R;
                 const float *const *rp = rows + oy * sh;
