@@ -134,7 +134,7 @@ int main(int argc, char **argv)
                                                         : "none (the references)";
     /* the lane form the loader builds on this CPU: 16 rows (AVX-512), 8
      * (AVX2 and FMA) or none */
-    const int lanes = dcz_isa_supported(DCZ_ISA_AVX512) ? 16 : dcz_lanes8_variant() ? 8 : 0;
+    const uint32_t lanes = dcz_lanes_rows();
     printf("dcz spmm kernels: %s; batch 1: the column kernel%s, dcz_spmv_pick's choice per call\n\n", isa,
            lanes == 16 ? " and the lane kernel (avx512)"
            : lanes == 8 ? " and the 8-row lane kernel (avx2)" : " (no AVX2: no lane kernel)");
@@ -192,15 +192,11 @@ int main(int argc, char **argv)
         void *cols_mem = malloc(dcz_sparse_columns_bytes(s->rows, s->cols, nnz, 16, lthreads));
         dcz_sparse_build_columns(&sp, lthreads, cols_mem);
         void *lanes_mem = NULL;
-        if (lanes == 16) {
-            lanes_mem = malloc(dcz_lanes_bytes(s->rows, s->cols, nnz, 16));
-            dcz_lanes_build(&sp, nnz, lanes_mem);
-        } else if (lanes == 8) {
-            lanes_mem = malloc(dcz_lanes8_bytes(s->rows, s->cols, nnz));
-            dcz_lanes8_build(&sp, nnz, lanes_mem);
+        if (lanes) {
+            lanes_mem = malloc(dcz_lanes_bytes(lanes, s->rows, s->cols, nnz, 16));
+            dcz_lanes_build(&sp, lanes, nnz, lanes_mem);
         }
-        const uint64_t pf = lanes == 8 ? dcz_lanes8_scratch_floats(s->cols) : dcz_lanes_scratch_floats(s->cols, 16);
-        float *panels = malloc((pf + 1) * sizeof(float));
+        float *panels = malloc((dcz_lanes_scratch_floats(lanes, s->cols, 16) + 1) * sizeof(float));
         csr_job j = { &c, s->cols, lthreads, x, y, 1 };
         double td, tc, tr, tz;
         char shp[32];

@@ -102,14 +102,14 @@ static uint32_t lane_panels(uint32_t cols)
     return cols ? ((cols - 1) / DCZ_LANE_W + 1) * COPIES : 0;
 }
 
-uint64_t dcz_lanes_scratch_floats(uint32_t cols, uint32_t k)
+static uint64_t lanes16_scratch_floats(uint32_t cols, uint32_t k)
 {
     if (!lanes_fit(cols, k) || cols == 0) return 0;
     /* and 16 to align the first to 64 bytes */
     return (uint64_t)lane_panels(cols) * PANEL + 16;
 }
 
-uint64_t dcz_lanes_bytes(uint32_t rows, uint32_t cols, uint32_t nnz, uint32_t k)
+static uint64_t lanes16_bytes(uint32_t rows, uint32_t cols, uint32_t nnz, uint32_t k)
 {
     if (!lanes_fit(cols, k) || nnz == 0) return 0;
     const uint64_t groups = ((uint64_t)rows + DCZ_LANE_ROWS - 1) / DCZ_LANE_ROWS;
@@ -149,10 +149,10 @@ static int group_step(const dcz_sparse *s, lane *ln, uint16_t *base, uint16_t *s
     return 1;
 }
 
-void dcz_lanes_build(dcz_sparse *s, uint32_t nnz, void *mem)
+static void lanes16_build(dcz_sparse *s, uint32_t nnz, void *mem)
 {
     s->lgroups = 0;
-    if (!s->idx || dcz_lanes_bytes(s->rows, s->cols, nnz, s->k) == 0) return;
+    if (!s->idx || lanes16_bytes(s->rows, s->cols, nnz, s->k) == 0) return;
     const uint32_t groups = (s->rows + DCZ_LANE_ROWS - 1) / DCZ_LANE_ROWS;
     const uint64_t cap = DCZ_LANE_STEPS_MAX(nnz, s->rows);
     uint32_t *start = mem;
@@ -185,8 +185,8 @@ void dcz_lanes_build(dcz_sparse *s, uint32_t nnz, void *mem)
     s->lslot = slot;
 }
 
-void dcz_spmv_lanes_ref(const dcz_sparse *s, uint32_t g0, uint32_t g1, const float *bias,
-                        const dcz_act *act, const float *x, float *y)
+static void lanes16_ref(const dcz_sparse *s, uint32_t g0, uint32_t g1, const float *bias, const dcz_act *act,
+                        const float *x, float *y)
 {
     for (uint32_t g = g0; g < g1; g++) {
         float acc[SLICES][DCZ_LANE_ROWS];
@@ -207,6 +207,39 @@ void dcz_spmv_lanes_ref(const dcz_sparse *s, uint32_t g0, uint32_t g1, const flo
         for (uint32_t l = 0; l < DCZ_LANE_ROWS && r0 + l < s->rows; l++)
             y[r0 + l] = dcz_act_one(act, acc[0][l] + acc[1][l]);
     }
+}
+
+/* ---- either form, by its rows a group ---- */
+
+uint32_t dcz_lanes_rows(void)
+{
+    return dcz_isa_supported(DCZ_ISA_AVX512) ? DCZ_LANE_ROWS : dcz_lanes8_variant() ? DCZ_LANE8_ROWS : 0;
+}
+
+uint64_t dcz_lanes_bytes(uint32_t lrows, uint32_t rows, uint32_t cols, uint32_t nnz, uint32_t k)
+{
+    return lrows == DCZ_LANE8_ROWS ? dcz_lanes8_bytes(rows, cols, nnz)
+           : lrows == DCZ_LANE_ROWS ? lanes16_bytes(rows, cols, nnz, k) : 0;
+}
+
+void dcz_lanes_build(dcz_sparse *s, uint32_t lrows, uint32_t nnz, void *mem)
+{
+    s->lgroups = 0;
+    if (lrows == DCZ_LANE8_ROWS) dcz_lanes8_build(s, nnz, mem);
+    else if (lrows == DCZ_LANE_ROWS) lanes16_build(s, nnz, mem);
+}
+
+uint64_t dcz_lanes_scratch_floats(uint32_t lrows, uint32_t cols, uint32_t k)
+{
+    return lrows == DCZ_LANE8_ROWS ? dcz_lanes8_scratch_floats(cols)
+           : lrows == DCZ_LANE_ROWS ? lanes16_scratch_floats(cols, k) : 0;
+}
+
+void dcz_spmv_lanes_ref(const dcz_sparse *s, uint32_t g0, uint32_t g1, const float *bias,
+                        const dcz_act *act, const float *x, float *y)
+{
+    if (s->lrows == DCZ_LANE8_ROWS) dcz_spmv_lanes8_ref(s, g0, g1, bias, act, x, y);
+    else lanes16_ref(s, g0, g1, bias, act, x, y);
 }
 
 #ifdef DCZ_X86

@@ -60,7 +60,6 @@
 #define ROWS DCZ_LANE8_ROWS
 #define W DCZ_LANE8_W
 #define PANEL 16          /* floats of a panel: a window and a 0 */
-#define EMPTY ((int8_t)-121) /* lane 15 (0x87): the panel's 0 */
 #define CHAINS 4
 /* Bytes of weights the vector kernel asks for ahead of its reads, with a
  * non-temporal hint (the 16-row form's reason: the stream then leaves the
@@ -133,7 +132,7 @@ static int group_step(const dcz_sparse *s, lane *ln, uint16_t *base, int8_t *off
             ln[l].e++;
             dcz_steps_seek(s->step, &ln[l].e, ln[l].end, ln[l].col, &ln[l].col);
         } else {
-            off[l] = EMPTY;
+            off[l] = lane_byte(W); /* lane 15: the panel's 0 */
             w[l] = 0.0f;
         }
     }

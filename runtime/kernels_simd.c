@@ -639,16 +639,14 @@ void dcz_spmv_part(const dcz_sparse *s, dcz_spmv_kind kind, uint32_t part, uint3
     if (kind == DCZ_SPMV_LANES && s->lgroups) {
         uint32_t g0, g1;
         dcz_part_range(s->lgroups, part, parts, &g0, &g1);
-        const int eight = s->lrows == DCZ_LANE8_ROWS;
 #ifdef DCZ_X86
         if (lanes_vector(s)) {
-            if (eight) dcz_spmv_lanes8__avx2(s, g0, g1, bias, act, xin, y);
+            if (s->lrows == DCZ_LANE8_ROWS) dcz_spmv_lanes8__avx2(s, g0, g1, bias, act, xin, y);
             else dcz_spmv_lanes__avx512(s, g0, g1, bias, act, xin, y);
             return;
         }
 #endif
-        if (eight) dcz_spmv_lanes8_ref(s, g0, g1, bias, act, xin, y);
-        else dcz_spmv_lanes_ref(s, g0, g1, bias, act, xin, y);
+        dcz_spmv_lanes_ref(s, g0, g1, bias, act, xin, y);
         return;
     }
     dcz_part_range(s->rows, part, parts, &r0, &r1);

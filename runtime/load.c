@@ -256,13 +256,11 @@ static dcz_status load_params(const dcz_container *c, const dcz_graph_layer *g, 
         /* codebook layers also get a lane form where this CPU runs one
          * (its fused sums may differ in their last bits from a batch's:
          * float layers keep the same bits at every batch) */
-        const int eight = (ld->forms & FORM_LANES8) != 0, cb = w.enc == DCZ_ENC_CODEBOOK;
-        const uint64_t lbytes = !cb ? 0 : eight ? dcz_lanes8_bytes(rows, cols, w.nnz)
-            : (ld->forms & FORM_LANES) ? dcz_lanes_bytes(rows, cols, w.nnz, w.k) : 0;
+        const uint32_t lr = ld->forms & FORM_LANES ? DCZ_LANE_ROWS : ld->forms & FORM_LANES8 ? DCZ_LANE8_ROWS : 0;
+        const uint64_t lbytes = w.enc == DCZ_ENC_CODEBOOK ? dcz_lanes_bytes(lr, rows, cols, w.nnz, w.k) : 0;
         void *lmem = lbytes ? arena_take(&ld->a, lbytes) : NULL;
-        if (lmem && eight) dcz_lanes8_build(&sp, w.nnz, lmem);
-        else if (lmem) dcz_lanes_build(&sp, w.nnz, lmem);
-        const uint64_t panels = !lbytes ? 0 : eight ? dcz_lanes8_scratch_floats(cols) : dcz_lanes_scratch_floats(cols, w.k);
+        if (lmem) dcz_lanes_build(&sp, lr, w.nnz, lmem);
+        const uint64_t panels = lbytes ? dcz_lanes_scratch_floats(lr, cols, w.k) : 0;
         if (panels > ld->lane_floats) ld->lane_floats = panels;
     }
     l->sparse = w.enc == DCZ_ENC_SPARSE_F32 || w.enc == DCZ_ENC_CODEBOOK;
@@ -822,8 +820,8 @@ static dcz_status fill(const dcz_container *c, const dcz_options *o, int in_plac
 static int want_forms(const dcz_options *o)
 {
     if (o->force_reference) return 0;
-    const int lanes = dcz_isa_supported(DCZ_ISA_AVX512) ? FORM_LANES
-        : dcz_lanes8_variant() ? FORM_LANES8 : 0;
+    const uint32_t lr = dcz_lanes_rows();
+    const int lanes = lr == DCZ_LANE_ROWS ? FORM_LANES : lr == DCZ_LANE8_ROWS ? FORM_LANES8 : 0;
     return lanes | (dcz_gemm_f32_variant() ? FORM_DENSE : 0) |
            (dcz_conv2d_shift_variant() ? FORM_SHIFT : 0) |
            (dcz_qshift_variant() && dcz_amx_ready() ? FORM_AMX : 0);

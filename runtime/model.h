@@ -319,13 +319,20 @@ typedef struct dcz_exec_layer {
 #define DCZ_LANE_W 31
 /* Steps a matrix of nnz entries may take, with rows rows. */
 #define DCZ_LANE_STEPS_MAX(nnz, rows) ((uint64_t)(nnz) / 8 + ((uint64_t)(rows) + 15) / 16)
-/* Bytes of the lane form of a rows x cols codebook matrix of nnz entries
- * and k values (its most: the steps' bound), 0 when it is not built. */
-uint64_t dcz_lanes_bytes(uint32_t rows, uint32_t cols, uint32_t nnz, uint32_t k);
-/* Builds s's lane form in mem (dcz_lanes_bytes bytes for its nnz real
- * entries, 4-byte aligned) from its row form; leaves lgroups 0 (no lane
- * form) when the walk needs more steps than the bound. */
-void dcz_lanes_build(dcz_sparse *s, uint32_t nnz, void *mem);
+/* The lane form a load builds on this CPU, whose vector kernel it runs:
+ * DCZ_LANE_ROWS (AVX-512), DCZ_LANE8_ROWS (AVX2 and FMA: "the 8-row lane
+ * form" below), or 0. The functions below take a form by its rows a group,
+ * lrows, and run the one s holds (s->lrows). */
+uint32_t dcz_lanes_rows(void);
+/* Bytes of lane form lrows of a rows x cols codebook matrix of nnz
+ * entries and k values (its most: the steps' bound), 0 when it is not
+ * built. */
+uint64_t dcz_lanes_bytes(uint32_t lrows, uint32_t rows, uint32_t cols, uint32_t nnz, uint32_t k);
+/* Builds s's lane form lrows in mem (dcz_lanes_bytes bytes for its nnz
+ * real entries, 4-byte aligned) from its row form, setting s->lrows;
+ * leaves lgroups 0 (no lane form) for fp32 values or when the walk needs
+ * more steps than the bound. */
+void dcz_lanes_build(dcz_sparse *s, uint32_t lrows, uint32_t nnz, void *mem);
 /* Steps of s's lane form (0 without one). */
 static inline uint32_t dcz_lanes_steps(const dcz_sparse *s)
 {
@@ -354,12 +361,13 @@ static inline uint32_t dcz_lanes_window_of(uint32_t b)
 {
     return dcz_lanes_window_of_w(DCZ_LANE_W, b);
 }
-/* Floats of the scratch the vector kernel's panels of the input take for
- * a matrix of cols columns and k codebook values (0 without a lane form). */
-uint64_t dcz_lanes_scratch_floats(uint32_t cols, uint32_t k);
+/* Floats of the scratch the vector kernel of lane form lrows takes for
+ * the panels of the input of a matrix of cols columns and k codebook
+ * values (0 without a lane form). */
+uint64_t dcz_lanes_scratch_floats(uint32_t lrows, uint32_t cols, uint32_t k);
 /* y rows of groups g0 .. g1 - 1 = act(S x + bias) (act NULL or op 0:
- * none), slot by slot, scalar, with fmaf: the specification of the lane
- * form. */
+ * none), slot by slot, scalar, with fmaf: the specification of s's lane
+ * form (the 8-row one: dcz_spmv_lanes8_ref). */
 void dcz_spmv_lanes_ref(const dcz_sparse *s, uint32_t g0, uint32_t g1, const float *bias,
                         const dcz_act *act, const float *x, float *y);
 #if defined(__x86_64__) || defined(__i386__)
@@ -394,17 +402,14 @@ void dcz_spmv_lanes__avx512(const dcz_sparse *s, uint32_t g0, uint32_t g1, const
 #define DCZ_LANE8_ROWS 8
 #define DCZ_LANE8_W 15
 #define DCZ_LANE8_STEPS_MAX(nnz, rows) ((uint64_t)(nnz) / 2 + ((uint64_t)(rows) + 7) / 8)
-/* Bytes of the 8-row form of a rows x cols matrix of nnz entries (its
- * most), 0 when it is not built. */
+/* The 8-row form's dcz_lanes_bytes, dcz_lanes_build and
+ * dcz_lanes_scratch_floats, which call them. */
 uint64_t dcz_lanes8_bytes(uint32_t rows, uint32_t cols, uint32_t nnz);
-/* Builds s's 8-row form in mem (dcz_lanes8_bytes bytes, 4-byte aligned)
- * from its row form; leaves lgroups 0 past the bound or for fp32 values. */
 void dcz_lanes8_build(dcz_sparse *s, uint32_t nnz, void *mem);
+uint64_t dcz_lanes8_scratch_floats(uint32_t cols);
 /* "avx2" where this CPU runs dcz_spmv_lanes8__avx2 (AVX2 and FMA), else
  * NULL. */
 const char *dcz_lanes8_variant(void);
-/* Floats of the scratch dcz_lanes8_panels__avx2 takes for cols columns. */
-uint64_t dcz_lanes8_scratch_floats(uint32_t cols);
 /* y rows of groups g0 .. g1 - 1 = act(S x + bias), slot by slot, scalar,
  * with fmaf: the specification of the 8-row form. */
 void dcz_spmv_lanes8_ref(const dcz_sparse *s, uint32_t g0, uint32_t g1, const float *bias,

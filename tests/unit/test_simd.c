@@ -88,22 +88,13 @@ static const lane_form lane_forms[] = { { "lanes", "lanes avx512", DCZ_LANE_ROWS
 /* bytes of f's form of m (its most), 0 where m does not qualify */
 static uint64_t lane_bytes(const lane_form *f, const mat *m)
 {
-    if (!m->idx) return 0;
-    if (f->rows == DCZ_LANE8_ROWS) return dcz_lanes8_bytes(m->sp.rows, m->sp.cols, m->nnz);
-    return dcz_lanes_bytes(m->sp.rows, m->sp.cols, m->nnz, m->sp.k);
+    return m->idx ? dcz_lanes_bytes(f->rows, m->sp.rows, m->sp.cols, m->nnz, m->sp.k) : 0;
 }
 
 /* whether this CPU runs f's vector kernel */
 static int lane_vec(const lane_form *f)
 {
     return f->rows == DCZ_LANE8_ROWS ? dcz_lanes8_variant() != NULL : dcz_isa_supported(DCZ_ISA_AVX512);
-}
-
-static void lane_ref(const lane_form *f, const dcz_sparse *s, uint32_t g0, uint32_t g1, const float *bv,
-                     const dcz_act *act, const float *x, float *y)
-{
-    if (f->rows == DCZ_LANE8_ROWS) dcz_spmv_lanes8_ref(s, g0, g1, bv, act, x, y);
-    else dcz_spmv_lanes_ref(s, g0, g1, bv, act, x, y);
 }
 
 /* f's vector kernel from the panels xin (only where lane_vec) */
@@ -128,8 +119,7 @@ static int make_lanes(mat *m, const lane_form *f)
     m->sp.lgroups = 0;
     if (!bytes) return 0;
     m->lanes_mem = malloc(bytes);
-    if (f->rows == DCZ_LANE8_ROWS) dcz_lanes8_build(&m->sp, m->nnz, m->lanes_mem);
-    else dcz_lanes_build(&m->sp, m->nnz, m->lanes_mem);
+    dcz_lanes_build(&m->sp, f->rows, m->nnz, m->lanes_mem);
     return m->sp.lgroups != 0;
 }
 
@@ -279,7 +269,7 @@ static void check_lanes_act(const mat *m, const lane_form *f, const float *x, co
             for (uint32_t p = 0; p < parts; p++) {
                 uint32_t g0, g1;
                 dcz_part_range(m->sp.lgroups, p, parts, &g0, &g1);
-                if (kind == 0) lane_ref(f, &m->sp, g0, g1, bv, &acts[a], x, y);
+                if (kind == 0) dcz_spmv_lanes_ref(&m->sp, g0, g1, bv, &acts[a], x, y);
                 else if (kind == 1) dcz_spmv_part(&m->sp, DCZ_SPMV_LANES, p, parts, bv, &acts[a], xin, y);
                 else if (kind == 2) lane_kernel(f, &m->sp, g0, g1, bv, &acts[a], xin, y);
                 else dcz_spmv_part(&m->sp, kind == 3 ? DCZ_SPMV_COLUMNS : DCZ_SPMV_REF, p, parts, bv, &acts[a],
@@ -315,10 +305,9 @@ static void check_lanes(mat *m, size_t fi, const float *x, const float *bv, cons
     CHECK(dcz_lanes_steps(&m->sp) <= (eight ? DCZ_LANE8_STEPS_MAX(m->nnz, rows) : DCZ_LANE_STEPS_MAX(m->nnz, rows)),
           "%s steps past the bound", f->name);
     float *lref = malloc(((size_t)rows + GUARD) * sizeof(float));
-    float *scratch = malloc((eight ? dcz_lanes8_scratch_floats(m->sp.cols)
-                                   : dcz_lanes_scratch_floats(m->sp.cols, m->sp.k)) * sizeof(float));
+    float *scratch = malloc(dcz_lanes_scratch_floats(f->rows, m->sp.cols, m->sp.k) * sizeof(float));
     for (size_t i = 0; i < rows + GUARD; i++) lref[i] = canary;
-    lane_ref(f, &m->sp, 0, m->sp.lgroups, bv, NULL, x, lref);
+    dcz_spmv_lanes_ref(&m->sp, 0, m->sp.lgroups, bv, NULL, x, lref);
     CHECK(differences("lanes_ref (rows written)", m, 1, 0, rows, lref, lref) == 0, "%s guard", f->name);
     CHECK(past_rounding(m, x, bv, lref, ref) == 0, "%s ref %ux%u k %u vs spmv_ref", f->name, rows,
           m->sp.cols, m->sp.k);
@@ -332,7 +321,7 @@ static void check_lanes(mat *m, size_t fi, const float *x, const float *bv, cons
             for (uint32_t p = 0; p < parts; p++) {
                 uint32_t g0, g1;
                 dcz_part_range(m->sp.lgroups, p, parts, &g0, &g1);
-                if (kind == 0) lane_ref(f, &m->sp, g0, g1, bv, NULL, x, y);
+                if (kind == 0) dcz_spmv_lanes_ref(&m->sp, g0, g1, bv, NULL, x, y);
                 else if (kind == 1) dcz_spmv_part(&m->sp, DCZ_SPMV_LANES, p, parts, bv, NULL, xin, y);
                 else lane_kernel(f, &m->sp, g0, g1, bv, NULL, xin, y);
             }
@@ -568,8 +557,7 @@ static void test_threads(void)
             float *y = malloc(batch_max * rows * sizeof(float)), *ref = malloc(batch_max * rows * sizeof(float));
             const uint64_t sf = dcz_spmm_scratch_floats(rows, cols);
             float *scratch = malloc(sf * threads * sizeof(float));
-            float *panels = malloc((fi ? dcz_lanes8_scratch_floats(cols) : dcz_lanes_scratch_floats(cols, 16)) *
-                                   sizeof(float));
+            float *panels = malloc(dcz_lanes_scratch_floats(lane_forms[fi].rows, cols, 16) * sizeof(float));
             for (size_t i = 0; i < batch_max * cols; i++) x[i] = rnd() % 3 == 0 ? 0.0f : nonzero();
             for (uint32_t i = 0; i < rows; i++) bias[i] = nonzero();
             /* batch 1 by columns, by lanes and by the reference's rows, then 40 */
@@ -581,7 +569,7 @@ static void test_threads(void)
                 const int lanes = kinds[bi] == DCZ_SPMV_LANES;
                 const float *xin = lanes ? dcz_spmv_input(&m.sp, kinds[bi], x, panels) : x;
                 const size_t batch = batches[bi];
-                if (lanes) lane_ref(&lane_forms[fi], &m.sp, 0, m.sp.lgroups, bias, NULL, x, ref);
+                if (lanes) dcz_spmv_lanes_ref(&m.sp, 0, m.sp.lgroups, bias, NULL, x, ref);
                 else dcz_spmm_ref(&m.sp, bias, x, batch, ref);
                 for (int rep = 0; rep < 3; rep++) {
                     memset(y, 0xFF, batch_max * rows * sizeof(float));
