@@ -174,13 +174,14 @@ dcz_status dcz_describe_layer(const dcz_model *m, uint32_t layer, dcz_layer_desc
                 for (uint32_t e = l->qs.row_ptr[r]; e < l->qs.row_ptr[r + 1]; e++) real += l->qs.step[e] != DCZ_STEP_FILLER;
             const uint32_t steps = dcz_qlanes_steps(&l->qs);
             k->kernel = "qspmm8_lanes (integers)";
-            const int quads = l->qs.lbytes != 0;
-            snprintf(k->why, sizeof k->why, "%s: 8-bit weights and activations, 16 rows in the lanes of a vector "
+            const int quads = l->qs.lform != DCZ_QLANE_PAIRS, lanes = (int)DCZ_QLANE_ROWS(l->qs.lform);
+            const unsigned width = l->qs.lform == DCZ_QLANE_QUADS    ? DCZ_QLANE8_W
+                                   : l->qs.lform == DCZ_QLANE_QUADS8 ? DCZ_QLANE_Q8_W : DCZ_LANE_W;
+            snprintf(k->why, sizeof k->why, "%s: 8-bit weights and activations, %d rows in the lanes of a vector "
                      "(%s), %s of each a step from a %u-column window, %s multiply-adds, 32-bit sums; "
-                     "%u steps, %.0f%% of the slots filled", scheme, dcz_qlanes_variant(&l->qs),
-                     quads ? "four entries" : "two entries", quads ? DCZ_QLANE8_W : DCZ_LANE_W,
-                     quads ? "byte quad" : "pair", steps,
-                     steps ? 100.0 * (double)real / ((quads ? 64.0 : 32.0) * steps) : 0.0);
+                     "%u steps, %.0f%% of the slots filled", scheme, lanes, dcz_qlanes_variant(&l->qs),
+                     quads ? "four entries" : "two entries", width, quads ? "byte quad" : "pair", steps,
+                     steps ? 100.0 * (double)real / ((quads ? 4.0 : 2.0) * lanes * steps) : 0.0);
         } else if (m->qmax == 127 && !m->opt.force_reference) {
             const char *isa = dcz_qspmm8_variant();
             k->kernel = "qspmm8 (integers)";

@@ -1110,7 +1110,7 @@ int dcz_qspmm8_isa(dcz_isa isa, const dcz_qsparse *s, const int64_t *bias, const
     size_t width;
     const tile_fn tile = tile_variant(isa, &width);
     if (isa != DCZ_ISA_REF && !tile) return 0;
-    if (isa == DCZ_ISA_AVX512 && dcz_qlanes_run(s, bias, x, batch, scratch, acc)) return 1;
+    if (s->lslices && isa == dcz_qlanes_isa(s) && dcz_qlanes_run(s, bias, x, batch, scratch, acc)) return 1;
     size_t b0 = 0;
     if (tile && s->rows && s->cols)
         while (batch - b0 >= width / 2) {

@@ -305,8 +305,8 @@ static dcz_status load_params(const dcz_container *c, const dcz_graph_layer *g, 
     TRY(dcz_qload_weights(&ld->a, cw->scheme, &w, &e, l));
     const uint64_t kept = w.enc == DCZ_ENC_SPARSE_F32 || w.enc == DCZ_ENC_CODEBOOK ? w.nnz : w.n;
     /* a fully connected layer of an 8-bit scheme gets the integer lane form
-     * where this CPU runs it (a weight past a byte leaves it without) */
-    if (g->op == DCZ_OP_DENSE && (ld->forms & FORM_LANES) && dcz_scheme_qmax(cw->scheme) == 127) {
+     * where this CPU runs one (a weight past a byte leaves it without) */
+    if (g->op == DCZ_OP_DENSE && (ld->forms & (FORM_LANES | FORM_LANES8)) && dcz_scheme_qmax(cw->scheme) == 127) {
         void *mem = arena_take(&ld->a, dcz_qlanes_bytes(w.dims[0], (uint32_t)(w.n / w.dims[0]), kept));
         if (mem) dcz_qlanes_build(&l->qs, kept, mem);
     }

@@ -153,14 +153,14 @@ typedef struct dcz_qsparse {
     uint32_t k;
     const int16_t *qval;      /* (entries) when !idx */
     /* The integer lane form, for fully connected layers of the 8-bit
-     * schemes where the CPU runs dcz_qspmm8's AVX-512 variant (see "the
-     * integer lane form" below); lslices is 0 when it is not built. */
+     * schemes where the CPU runs one of its kernels (see "the integer lane
+     * form" below); lslices is 0 when it is not built. */
     uint32_t lslices;
-    uint32_t lbytes;          /* 1: the form of byte quads, 0: of 16-bit pairs */
+    uint32_t lform;           /* dcz_qlane_form */
     const uint32_t *lstart;   /* (lslices + 1) first step of each slice */
     const uint16_t *lbase;    /* (steps) window of each step */
-    const uint32_t *lslot;    /* (steps, 16) slots, or (steps, 32) quads; 64-byte aligned */
-    const int32_t *lcorr;     /* byte quads: (lslices, 16) -128 times each row's weight sum */
+    const uint32_t *lslot;    /* (steps, 16) slots, or (steps, 2 lanes) quads; 64-byte aligned */
+    const int32_t *lcorr;     /* byte quads of 16 rows: (lslices, 16) -128 times each row's weight sum */
 } dcz_qsparse;
 
 static inline int32_t dcz_qsparse_weight(const dcz_qsparse *s, uint32_t row, uint32_t e)
@@ -1128,28 +1128,52 @@ const char *dcz_qspmm8_variant(void);
  * 8% density (LeNet-300-100 fc1) a step fills 64% of its 64 slots against
  * 55% of 32 for the form of pairs: 457 steps against 1060.
  *
- * Either form is built for weights within +-127 and at most 65535 columns,
- * and given up when the walk needs more steps than DCZ_QLANE_STEPS_MAX (a
- * quarter of the slots filled: either form takes 8 bytes a weight at
- * most, as many as its steps' slots). Sums are exact in 32 bits (the
+ * The form of 8-row quads (DCZ_QLANE_QUADS8) is the one of CPUs with AVX2
+ * but not AVX-512, whose byte shuffle (vpshufb) reads 16 bytes: slices of
+ * 8 rows, lane l of slice s being row 8 s + l; step t's window covers the
+ * DCZ_QLANE_Q8_W = 32 columns from column lbase[t] itself (the smallest
+ * column among the lanes' next entries; the kernel shuffles each half of
+ * it and blends the two by bit 4 of the offset), and it holds 16 words at
+ * lslot[16 t]: lane l's four column offsets in the window (bytes of word
+ * l, 0 where none) and their weights (signed bytes of word 8 + l, 0 where
+ * none). The kernel reads the inputs as signed bytes and multiplies their
+ * magnitudes by the weights carrying their signs (vpmaddubsw: each pair
+ * of products within 2 x 128 x 127, no saturation); no lcorr. On the same
+ * 8% matrix a step fills 54% of its 32 slots: 1092 steps (16-column
+ * windows: 1786).
+ *
+ * Each form is built for weights within +-127 and at most 65535 columns,
+ * and given up when the walk needs more steps than DCZ_QLANE_STEPS_MAX
+ * (each form takes 8 bytes a weight at most). Sums are exact in 32 bits (the
  * loader's bound; the byte form's are exact modulo 2^32, and so is its
  * offset), so the kernels give dcz_qspmm_ref's bits whatever the order.
  */
-#define DCZ_QLANE_STEPS_MAX(nnz, rows, bytes) ((uint64_t)(nnz) / ((bytes) ? 16 : 8) + ((uint64_t)(rows) + 15) / 16)
+typedef enum dcz_qlane_form {
+    DCZ_QLANE_PAIRS,    /* 16 rows, two entries a lane a step, 31-column windows (AVX-512 BW) */
+    DCZ_QLANE_QUADS,    /* 16 rows, four entries, 64-column windows (AVX-512 VBMI and VNNI) */
+    DCZ_QLANE_QUADS8,   /* 8 rows, four entries, 16-column windows (AVX2) */
+    DCZ_QLANE_FORMS
+} dcz_qlane_form;
+#define DCZ_QLANE_ROWS(form) ((form) == DCZ_QLANE_QUADS8 ? 8u : 16u)
+/* 8 bytes a weight at most: a step of pairs holds 64 bytes, of quads 128,
+ * of the 8-row quads 64 */
+#define DCZ_QLANE_STEPS_MAX(nnz, rows, form) \
+    ((uint64_t)(nnz) / ((form) == DCZ_QLANE_QUADS ? 16 : 8) + \
+     ((uint64_t)(rows) + DCZ_QLANE_ROWS(form) - 1) / DCZ_QLANE_ROWS(form))
 #define DCZ_QLANE8_W 64
 #define DCZ_QLANE8_STRIDE 16
+#define DCZ_QLANE_Q8_W 32
 /* Bytes of the lane form of a rows x cols matrix of nnz entries (its most:
- * the steps' bound, either form), 0 when it cannot have one. */
+ * the steps' bound, any form), 0 when it cannot have one. */
 uint64_t dcz_qlanes_bytes(uint32_t rows, uint32_t cols, uint64_t nnz);
 /* Builds s's lane form in mem (dcz_qlanes_bytes of its real entries,
- * DCZ_ARENA_ALIGN aligned) from its row form, of byte quads where this
- * build and CPU run their kernel and the walk keeps within its bound, else
- * of pairs; dcz_qlanes_build_form
- * builds the one asked for (bytes 1: quads). Returns 0, leaving lslices 0,
- * when a weight is past a byte or the walk needs more steps than the
- * bound. */
+ * DCZ_ARENA_ALIGN aligned) from its row form: the first of byte quads,
+ * pairs and 8-row quads whose kernel this build and CPU run and whose
+ * walk keeps within its bound; dcz_qlanes_build_form builds the form
+ * asked for. Returns 0, leaving lslices 0, when there is none, a weight
+ * is past a byte or the walk needs more steps than the bound. */
 int dcz_qlanes_build(dcz_qsparse *s, uint64_t nnz, void *mem);
-int dcz_qlanes_build_form(dcz_qsparse *s, uint64_t nnz, void *mem, int bytes);
+int dcz_qlanes_build_form(dcz_qsparse *s, uint64_t nnz, void *mem, dcz_qlane_form form);
 /* Steps of s's lane form (0 without one). */
 static inline uint32_t dcz_qlanes_steps(const dcz_qsparse *s)
 {
@@ -1161,12 +1185,17 @@ void dcz_qlanes_ref(const dcz_qsparse *s, const int64_t *bias, const dcz_q *x, s
 /* Bytes of the panels the vector kernels read for a matrix of cols
  * columns (samples at a time included); the kernel's variant for s's form
  * where this build and CPU have one ("avx512vbmi byte quads" for quads;
- * "avx512vnni", else "avx512bw" for pairs), else NULL; the kernel itself
+ * "avx512vnni", else "avx512bw" for pairs; "avx2 byte quads" for 8-row
+ * quads), else NULL; the instruction set of s's form's kernel; the kernel itself
  * on s's form, the best variant: 0 when s has none or nothing runs it;
  * dcz_qlanes_run_vnni runs the one with VNNI (vnni 1), the one without (0,
  * pairs only) or the best (-1), 0 where the CPU lacks it. */
 uint64_t dcz_qlanes_scratch_bytes(uint32_t cols);
 const char *dcz_qlanes_variant(const dcz_qsparse *s);
+static inline dcz_isa dcz_qlanes_isa(const dcz_qsparse *s)
+{
+    return s->lform == DCZ_QLANE_QUADS8 ? DCZ_ISA_AVX2 : DCZ_ISA_AVX512;
+}
 int dcz_qlanes_run(const dcz_qsparse *s, const int64_t *bias, const dcz_q *x, size_t batch, void *scratch,
                    int64_t *acc);
 int dcz_qlanes_run_vnni(int vnni, const dcz_qsparse *s, const int64_t *bias, const dcz_q *x, size_t batch,

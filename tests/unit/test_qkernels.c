@@ -91,7 +91,7 @@ static void dense_product(const qmat *m, const int64_t *bias, const dcz_q *x, si
 }
 
 typedef struct grid_tally {
-    size_t cases, ref_bad, opt_bad, variants, lane_forms, quad_forms, lane_runnable, lane_variants;
+    size_t cases, ref_bad, opt_bad, variants, lane_forms, quad_forms, quad8_forms, lane_runnable, lane_variants;
     uint32_t fillers, value_rows;
 } grid_tally;
 
@@ -142,30 +142,46 @@ static void qspmm_case(uint32_t rows, uint32_t cols, size_t batch, double densit
         for (uint32_t r = 0; r < rows; r++)
             for (uint32_t e = m.sp.row_ptr[r]; e < m.sp.row_ptr[r + 1]; e++) real += m.sp.step[e] != DCZ_STEP_FILLER;
         void *lmem = alloc((size_t)dcz_qlanes_bytes(rows, cols, real), 1);
-        for (int quads = 0; quads < 2; quads++) {   /* the form of pairs, then of byte quads */
-            if (!dcz_qlanes_build_form(&m.sp, real, lmem, quads)) continue;
+        /* the inputs as given (signed), then their magnitudes: the 8-row
+         * quads' kernel has a path for inputs without a negative one */
+        dcz_q *xpos = alloc(nx, sizeof(dcz_q));
+        int64_t *refpos = alloc(ny, sizeof(int64_t));
+        for (size_t i = 0; i < nx; i++) xpos[i] = (dcz_q)abs(x[i]);
+        dcz_qspmm_ref(&m.sp, bp, xpos, batch, refpos);
+        static const char *const names[] = { "pairs", "byte quads", "8-row byte quads" };
+        for (int f = 0; f < DCZ_QLANE_FORMS; f++) {
+            if (!dcz_qlanes_build_form(&m.sp, real, lmem, (dcz_qlane_form)f)) continue;
             t->lane_forms++;
-            t->quad_forms += quads;
-            memset(got, 0xAA, ny * sizeof(int64_t));
-            dcz_qlanes_ref(&m.sp, bp, x, batch, got);
-            t->opt_bad += diff_i64(quads ? "qlanes_ref (quads) vs qspmm_ref" : "qlanes_ref vs qspmm_ref", ctx, got, ref,
-                                   ny);
-            for (size_t i = 0; i < sizeof isas / sizeof *isas; i++) {
-                memset(got, 0xAA, ny * sizeof(int64_t));
-                if (!dcz_qspmm8_isa(isas[i], &m.sp, bp, x, batch, tile, got)) continue;
-                t->opt_bad += diff_i64("qspmm8 (lane form) vs qspmm_ref", ctx, got, ref, ny);
-            }
+            t->quad_forms += f == DCZ_QLANE_QUADS;
+            t->quad8_forms += f == DCZ_QLANE_QUADS8;
             t->lane_runnable += dcz_qlanes_variant(&m.sp) != NULL;
-            for (int vnni = 0; vnni < 2; vnni++) {
+            for (int pos = 0; pos < 2; pos++) {
+                const dcz_q *xin = pos ? xpos : x;
+                const int64_t *want_in = pos ? refpos : ref;
+                char what[96];
+                snprintf(what, sizeof what, "qlanes_ref (%s%s) vs qspmm_ref", names[f], pos ? ", inputs >= 0" : "");
                 memset(got, 0xAA, ny * sizeof(int64_t));
-                if (!dcz_qlanes_run_vnni(vnni, &m.sp, bp, x, batch, tile, got)) continue;
-                t->opt_bad += diff_i64(quads ? "qlanes (byte quads) vs qspmm_ref"
-                                             : vnni ? "qlanes (vnni) vs qspmm_ref" : "qlanes (bw) vs qspmm_ref",
-                                       ctx, got, ref, ny);
-                t->lane_variants++;
+                dcz_qlanes_ref(&m.sp, bp, xin, batch, got);
+                t->opt_bad += diff_i64(what, ctx, got, want_in, ny);
+                for (size_t i = 0; i < sizeof isas / sizeof *isas; i++) {
+                    memset(got, 0xAA, ny * sizeof(int64_t));
+                    if (!dcz_qspmm8_isa(isas[i], &m.sp, bp, xin, batch, tile, got)) continue;
+                    snprintf(what, sizeof what, "qspmm8 (%s%s) vs qspmm_ref", names[f], pos ? ", inputs >= 0" : "");
+                    t->opt_bad += diff_i64(what, ctx, got, want_in, ny);
+                }
+                for (int vnni = 0; vnni < 2; vnni++) {
+                    memset(got, 0xAA, ny * sizeof(int64_t));
+                    if (!dcz_qlanes_run_vnni(vnni, &m.sp, bp, xin, batch, tile, got)) continue;
+                    snprintf(what, sizeof what, "qlanes (%s%s%s) vs qspmm_ref", names[f], vnni ? ", vnni" : "",
+                             pos ? ", inputs >= 0" : "");
+                    t->opt_bad += diff_i64(what, ctx, got, want_in, ny);
+                    t->lane_variants += pos == 0;
+                }
             }
             m.sp.lslices = 0;
         }
+        free(xpos);
+        free(refpos);
         free(lmem);
         free(tile);
     }
@@ -206,6 +222,7 @@ static void qspmm_grid(uint32_t k)
     CHECK(t.fillers > 0, "no fillers in the grid");
     CHECK(t.lane_forms > 0, "k %u: no matrix of the grid has the integer lane form", k);
     CHECK(t.quad_forms > 0, "k %u: no matrix of the grid has the integer lane form of byte quads", k);
+    CHECK(t.quad8_forms > 0, "k %u: no matrix of the grid has the integer lane form of 8-row byte quads", k);
     CHECK(t.lane_variants >= t.lane_runnable && (t.lane_variants > 0 || t.lane_runnable == 0),
           "k %u: %zu integer lane forms could run here, %zu kernel runs", k, t.lane_runnable, t.lane_variants);
     if (k) CHECK(t.value_rows > 0, "k %u: no row summed per codebook value", k);
