@@ -191,12 +191,18 @@ dcz_status dcz_describe_layer(const dcz_model *m, uint32_t layer, dcz_layer_desc
             k->kernel = "qspmm (integers)";
             snprintf(k->why, sizeof k->why, "%s: integer multiply, add and shift only, 64-bit sums", scheme);
         }
+    } else if (dw && dw[0] == 'l') {
+        k->kernel = "conv2d_depthwise";
+        snprintf(k->why, sizeof k->why, "%s, one channel a group: 8 channels in the lanes of a vector, the input "
+                 "and output planes transposed into cells of them, a multiply-add a tap, avx2%s%s",
+                 l->sparse ? "sparse weights" : "dense weights", l->act.op ? ", then " : "",
+                 l->act.op ? dcz_op_get(l->act.op)->label : "");
     } else if (dw) {
         k->kernel = "conv2d_depthwise";
         snprintf(k->why, sizeof k->why, "%s, one channel a group: %s the sum of its taps over the input, "
-                 "masked at the edges, avx512%s%s", l->sparse ? "sparse weights" : "dense weights",
+                 "masked at the edges, %s%s%s", l->sparse ? "sparse weights" : "dense weights",
                  dw[0] == 'p' ? "each output plane held in registers," : "each output row, 4 to 8 at a time,",
-                 l->act.op ? ", then " : "", l->act.op ? dcz_op_get(l->act.op)->label : "");
+                 dcz_conv2d_shift_variant(), l->act.op ? ", then " : "", l->act.op ? dcz_op_get(l->act.op)->label : "");
     } else if (l->shifted) {
         const char *sisa = dcz_conv2d_shift_variant();
         k->kernel = "conv2d_shift";

@@ -918,9 +918,9 @@ int dcz_conv2d_shift_isa(dcz_isa isa, const dcz_conv_geom *g, const dcz_shift *f
 /* The vector variant dcz_conv2d_shift runs here ("avx512", "avx2",
  * "neon"), or NULL. */
 const char *dcz_conv2d_shift_variant(void);
-/* "rows" or "plane": the depthwise kernel that runs g on the shift form f
- * straight from the input (kernels_shift.c), or NULL where the shift form
- * itself runs it. */
+/* "rows", "plane" or "lanes" (channels in the lanes): the depthwise
+ * kernel that runs g on the shift form f straight from the input
+ * (kernels_shift.c), or NULL where the shift form itself runs it. */
 const char *dcz_conv2d_shift_depthwise(const dcz_conv_geom *g, const dcz_shift *f);
 /* dcz_conv2d_shift on the best variant with act applied to every output
  * element: the bits of dcz_relu or dcz_clip run over its output. */

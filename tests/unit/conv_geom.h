@@ -51,8 +51,9 @@ static inline int conv_grid(size_t i, dcz_conv_geom *g)
  * a kernel as large as the padded image, a 1 x 1 image, rows of
  * 16 x 5 x 5 = 400 columns, where fillers occur at 1% density, planes
  * wide and tall enough for several register tiles of 16-lane vectors, and
- * depthwise ones for each path of the depthwise kernels. */
-#define CONV_EXTRA 28
+ * depthwise ones for each path of the depthwise kernels (8 channels or
+ * more: with the channels in the lanes). */
+#define CONV_EXTRA 33
 static inline void conv_extra(dcz_conv_geom *g)
 {
     const dcz_conv_geom e[CONV_EXTRA] = {
@@ -84,6 +85,11 @@ static inline void conv_extra(dcz_conv_geom *g)
         conv_geom_grouped(2, 2, 6, 61, 3, 2, 1, 2),   /* strided rows of 31: four vectors of 8 */
         conv_geom(3, 4, 14, 14, 3, 3, 1, 1, 1, 1),    /* 14 x 14: split rows of 16 cells, not 15 */
         conv_geom(3, 4, 28, 27, 3, 3, 2, 2, 1, 1),    /* the same at stride 2 */
+        conv_geom_grouped(11, 11, 7, 7, 3, 1, 1, 11), /* channels in lanes: a block of 8 and one of 3 */
+        conv_geom_grouped(9, 9, 10, 13, 3, 2, 1, 9),  /* the same strided, odd width: 5 x 7 */
+        conv_geom_grouped(8, 8, 4, 4, 3, 1, 1, 8),    /* rows of 4: whole stores into the next row */
+        conv_geom_grouped(8, 8, 2, 2, 3, 1, 1, 8),    /* a row of 2 on the plane's last: masked */
+        conv_geom_grouped(10, 10, 9, 17, 5, 1, 2, 10), /* 5 x 5 windows: a load a tap */
     };
     for (int i = 0; i < CONV_EXTRA; i++) g[i] = e[i];
 }
