@@ -271,7 +271,9 @@ uint64_t dcz_shift_bytes(const dcz_conv_geom *g, uint64_t entries, uint32_t ob)
  *               broadcasts, whatever the plane: what decides on planes of
  *               one or two vectors
  *   gemm_rate   multiply-adds of 16 lanes the dense product does in the
- *               time of a unit
+ *               time of a unit (gemm_rate1 on 1x1 windows, whose patches
+ *               are the input itself and whose taps each read a plane of
+ *               their own)
  * AVX-512 (bench/bench_conv.c on a Xeon): dense 16 -> 16 channels over 28 x
  * 28 take 49, 32 and 25 us in blocks of 1, 2 and 4; 1x1 convolutions over
  * 4 x 4 at 100% and 40% run 1.2 and 1.5 times as long as on the dense
@@ -288,20 +290,24 @@ uint64_t dcz_shift_bytes(const dcz_conv_geom *g, uint64_t entries, uint32_t ob)
  * holds 3 vectors, whose 4 broadcasts and 3 loads a tap feed 12 multiply-
  * adds: dense 16 -> 16 over 28 x 28 takes 72, 47 and 93 us in blocks of 1,
  * 2 and 4, 32 -> 64 over 14 x 14 148, 94 and 185 us (tap2 1.29, tap4 5.2);
- * blocks of 2 run dense 3x3 and 1x1 layers 1.1 to 1.3 times as fast as the
+ * blocks of 2 run dense 3x3 layers 1.1 to 1.4 times as fast as the
  * dense product, so gemm_rate 1.2 (dense presets at batch 1, dcz bench:
- * ResNet-style 528 -> 290 us). */
+ * ResNet-style 528 -> 290 us). Dense 1x1 layers of MobileNetV2 run 1.0 to
+ * 1.7 times as fast on the dense product as in blocks of 2 (16 -> 96 over
+ * 28 x 28 31.6 against 45.1 us, 24 -> 144 over 14 x 14 17.1 against 24.1,
+ * 144 -> 32 over 7 x 7 8.8 against 8.9, 64 -> 384 over 4 x 4 9.0 against
+ * 15.3): gemm_rate1 1.6. */
 typedef struct shift_costs {
-    double tap2, tap4, fixed, gemm_rate;
+    double tap2, tap4, fixed, gemm_rate, gemm_rate1;
 } shift_costs;
 
 static dcz_isa best(void);
 
 static shift_costs costs(void)
 {
-    shift_costs c = { 1.29, 2.0, 1.2, 1.7 };
+    shift_costs c = { 1.29, 2.0, 1.2, 1.7, 1.7 };
 #ifdef DCZ_X86
-    if (best() == DCZ_ISA_AVX2) c = (shift_costs){ 1.29, 5.2, 1.2, 1.2 };
+    if (best() == DCZ_ISA_AVX2) c = (shift_costs){ 1.29, 5.2, 1.2, 1.2, 1.6 };
     else if (__builtin_cpu_is("amd")) c.tap2 = 1.13;
 #endif
     return c;
@@ -349,7 +355,7 @@ int dcz_conv2d_pick_shift(const dcz_conv_geom *g, uint64_t nnz)
         g->out_c * cols * block_cost(&c, d > 1 ? 1 : d, dcz_shift_pick_block(g, nnz), plane_vectors(g));
     /* the dense product runs whole vectors of the plane: 7 x 7 takes 4 */
     const double gemm = (double)g->out_c * cols * (double)(dcz_gemm_ldb((size_t)g->out_h * g->out_w) / 16) /
-                        c.gemm_rate;
+                        (g->kh * g->kw == 1 ? c.gemm_rate1 : c.gemm_rate);
     return shift < gemm;
 }
 
