@@ -413,14 +413,21 @@ void dcz_qexpand_pairs(const dcz_qsparse *s, uint32_t k, int32_t *w2)
     }
 }
 
+uint64_t dcz_qconv2d_gemm_scratch_floats(const dcz_conv_geom *g)
+{
+    const uint64_t k2 = ((uint64_t)g->in_c * g->kh * g->kw + 1) / 2, ldb = dcz_gemm_ldb((size_t)g->out_h * g->out_w);
+    return k2 * ldb + (dcz_qconv2d_copy_bytes(g) + sizeof(float) - 1) / sizeof(float);
+}
+
 void dcz_qconv2d_gemm(const dcz_conv_geom *g, const int32_t *w2, const int64_t *bias, const dcz_q *x, size_t batch,
                       int32_t *scratch, int64_t *acc)
 {
     const size_t pixels = (size_t)g->out_h * g->out_w, ldb = dcz_gemm_ldb(pixels);
     const uint32_t k2 = (g->in_c * g->kh * g->kw + 1) / 2;
     const size_t in_sample = (size_t)g->in_c * g->in_h * g->in_w, out_sample = pixels * g->out_c;
+    dcz_q *copy = (dcz_q *)(void *)(scratch + (size_t)k2 * ldb);   /* after the patches */
     for (size_t b = 0; b < batch; b++) {
-        dcz_qim2col_pairs(g, x + b * in_sample, scratch, ldb);
+        dcz_qim2col_pairs(g, x + b * in_sample, scratch, ldb, copy);
         dcz_qgemm(g->out_c, pixels, k2, w2, k2, scratch, ldb, bias, acc + b * out_sample, pixels);
     }
 }

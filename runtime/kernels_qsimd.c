@@ -68,8 +68,9 @@
 
 #define QTILE 16        /* samples of a tile: AVX2, NEON */
 #define QTILE_WIDE 32   /* AVX-512 */
-/* the largest plane and margins a channel copied between zeros on the
- * stack may have (qim2col_pairs_same__avx2, dcz_qconv2d_dw_same) */
+/* the largest plane and margins a channel copied between zeros may have
+ * (qim2col_pairs_same__avx2, qdw_same); the copies lie in the caller's
+ * scratch (dcz_qconv2d_copy_bytes), not on the stack */
 #define QPAIR_PLANE 4096
 #define QPAIR_MARGIN 512
 
@@ -1191,16 +1192,16 @@ static void pair_row__avx2(uint32_t *o, const dcz_q *src, uint32_t out_w, uint32
  * row of 14 cells, the rest scalar) and or-ed the second tap in, one core
  * of an AMD EPYC (Zen 3), dcz bench best medians of alternated runs:
  * ResNet-style int8 batch 1 472 -> 316 us, batch 64 30.8 -> 20.2 ms. */
+static int same_copy_fits(const dcz_conv_geom *g);
+
 __attribute__((target("avx2")))
-static int qim2col_pairs_same__avx2(const dcz_conv_geom *g, const dcz_q *x, int32_t *col2, size_t ldb)
+static int qim2col_pairs_same__avx2(const dcz_conv_geom *g, const dcz_q *x, int32_t *col2, size_t ldb, dcz_q *copy)
 {
     const size_t W = g->in_w, pixels = (size_t)g->out_h * g->out_w, plane = (size_t)g->in_h * W;
     const size_t margin = (size_t)g->ph * W + g->pw + 16;
-    if (g->sh != 1 || g->sw != 1 || g->out_w != W || g->out_h != g->in_h || plane > QPAIR_PLANE ||
-        margin > QPAIR_MARGIN || !dcz_isa_supported(DCZ_ISA_AVX2))
-        return 0;
+    if (!copy || !same_copy_fits(g)) return 0;
     /* two channels between zeros: the taps of a pair may be in two */
-    dcz_q pad[2][QPAIR_MARGIN + QPAIR_PLANE + QPAIR_MARGIN];
+    dcz_q *pad[2] = { copy, copy + 2 * margin + plane };
     uint32_t held[2] = { UINT32_MAX, UINT32_MAX };
     const uint32_t ksize = g->kh * g->kw, K = g->in_c * ksize;
     /* lane i's column at pixel 0, and what 8 pixels further adds to it */
@@ -1264,6 +1265,27 @@ static int qphase_of(const dcz_conv_geom *g, qphase *q)
     q->wq = ((size_t)g->in_w + 2 * (size_t)g->pw + sw - 1) / sw + 8;
     q->cells = sw * q->rows * q->wq;
     return sw <= 2 && q->cells <= QPH_CELLS;
+}
+
+/* Whether a stride-1 convolution whose output rows are as wide as its
+ * input's takes its channels copied between zeros (the plane and margins
+ * of qim2col_pairs_same__avx2 and qdw_same). */
+static int same_copy_fits(const dcz_conv_geom *g)
+{
+    const size_t plane = (size_t)g->in_h * g->in_w, margin = (size_t)g->ph * g->in_w + g->pw + 16;
+    return dcz_isa_supported(DCZ_ISA_AVX2) && g->sh == 1 && g->sw == 1 && g->out_w == g->in_w &&
+           g->out_h == g->in_h && plane <= QPAIR_PLANE && margin <= QPAIR_MARGIN;
+}
+
+/* dcz_qconv2d_copy_bytes here: two channels' copies of the larger kind
+ * that runs g */
+static uint64_t copy_bytes(const dcz_conv_geom *g)
+{
+    uint64_t cells = 0;
+    qphase q;
+    if (same_copy_fits(g)) cells = 2 * (2 * ((uint64_t)g->ph * g->in_w + g->pw + 16) + (uint64_t)g->in_h * g->in_w);
+    if (dcz_isa_supported(DCZ_ISA_AVX2) && qphase_of(g, &q) && 2 * (uint64_t)q.cells > cells) cells = 2 * (uint64_t)q.cells;
+    return cells * sizeof(dcz_q);
 }
 
 #ifdef DCZ_X86
@@ -1347,13 +1369,13 @@ static size_t qphase_tap(const dcz_conv_geom *g, const qphase *q, uint32_t ky, u
  * best medians of alternated runs, batch 1: ResNet-style int8 316 -> 300
  * us, LeNet-5 int8 144 -> 119. */
 __attribute__((target("avx2")))
-static int qim2col_pairs_rows__avx2(const dcz_conv_geom *g, const dcz_q *x, int32_t *col2, size_t ldb)
+static int qim2col_pairs_rows__avx2(const dcz_conv_geom *g, const dcz_q *x, int32_t *col2, size_t ldb, dcz_q *copy)
 {
     qphase q;
     const size_t pixels = (size_t)g->out_h * g->out_w;
-    if (!qphase_of(g, &q) || !dcz_isa_supported(DCZ_ISA_AVX2)) return 0;
+    if (!copy || !qphase_of(g, &q) || !dcz_isa_supported(DCZ_ISA_AVX2)) return 0;
     const size_t wq = q.wq;
-    dcz_q ph[2][QPH_CELLS];
+    dcz_q *ph[2] = { copy, copy + q.cells };
     uint32_t held[2] = { UINT32_MAX, UINT32_MAX };
     const uint32_t ksize = g->kh * g->kw, K = g->in_c * ksize;
     for (uint32_t r = 0; r < K; r += 2) {
@@ -1417,10 +1439,12 @@ static void pair_row(uint32_t *o, const dcz_q *xr, uint32_t out_w, uint32_t sw, 
         for (uint32_t ox = lo; ox < hi; ox++) o[ox] = (uint16_t)src[(int64_t)ox * sw];
 }
 
-void dcz_qim2col_pairs(const dcz_conv_geom *g, const dcz_q *x, int32_t *col2, size_t ldb)
+void dcz_qim2col_pairs(const dcz_conv_geom *g, const dcz_q *x, int32_t *col2, size_t ldb, dcz_q *copy)
 {
 #ifdef DCZ_X86
-    if (qim2col_pairs_same__avx2(g, x, col2, ldb) || qim2col_pairs_rows__avx2(g, x, col2, ldb)) return;
+    if (qim2col_pairs_same__avx2(g, x, col2, ldb, copy) || qim2col_pairs_rows__avx2(g, x, col2, ldb, copy)) return;
+#else
+    (void)copy;
 #endif
     const size_t pixels = (size_t)g->out_h * g->out_w;
     const int avx2 = dcz_isa_supported(DCZ_ISA_AVX2);
@@ -1464,22 +1488,18 @@ static uint32_t qdw_taps(const dcz_conv_geom *g, const dcz_qsparse *s, uint32_t 
 
 static int qdw_same_runs(const dcz_conv_geom *g)
 {
-    const size_t plane = (size_t)g->in_h * g->in_w, margin = (size_t)g->ph * g->in_w + g->pw + 16;
-    return dcz_isa_supported(DCZ_ISA_AVX2) && dcz_conv_group_in(g) == 1 && g->sh == 1 && g->sw == 1 &&
-           g->out_w == g->in_w && g->out_h == g->in_h && plane <= QPAIR_PLANE && margin <= QPAIR_MARGIN &&
-           g->kh * g->kw <= DCZ_MAX_WINDOW * DCZ_MAX_WINDOW;
+    return dcz_conv_group_in(g) == 1 && same_copy_fits(g) && g->kh * g->kw <= DCZ_MAX_WINDOW * DCZ_MAX_WINDOW;
 }
 
 
 /* dcz_qconv2d_depthwise where the output planes are as large as the
  * input's at stride 1: dw_same_channel__avx2 */
 static int qdw_same(const dcz_conv_geom *g, const dcz_qsparse *s, const int64_t *bias, const dcz_q *x, size_t batch,
-                    int64_t *acc)
+                    dcz_q *pad, int64_t *acc)
 {
     const size_t W = g->in_w, plane = (size_t)g->in_h * W, pixels = plane;
     const size_t margin = (size_t)g->ph * W + g->pw + 16;
-    if (!qdw_same_runs(g)) return 0;
-    dcz_q pad[QPAIR_MARGIN + QPAIR_PLANE + QPAIR_MARGIN];
+    if (!pad || !qdw_same_runs(g)) return 0;
     int32_t off[DCZ_MAX_WINDOW * DCZ_MAX_WINDOW], w[DCZ_MAX_WINDOW * DCZ_MAX_WINDOW];
     int32_t lo[DCZ_MAX_WINDOW * DCZ_MAX_WINDOW], hi[DCZ_MAX_WINDOW * DCZ_MAX_WINDOW];
     uint32_t ky[DCZ_MAX_WINDOW * DCZ_MAX_WINDOW], kx[DCZ_MAX_WINDOW * DCZ_MAX_WINDOW];
@@ -1541,12 +1561,11 @@ static void qdw_rows_channel__avx2(const dcz_conv_geom *g, const qphase *q, cons
 }
 
 static int qdw_rows(const dcz_conv_geom *g, const dcz_qsparse *s, const int64_t *bias, const dcz_q *x, size_t batch,
-                    int64_t *acc)
+                    dcz_q *pc, int64_t *acc)
 {
     qphase q;
-    if (!qdw_rows_runs(g) || !qphase_of(g, &q)) return 0;
+    if (!pc || !qdw_rows_runs(g) || !qphase_of(g, &q)) return 0;
     const size_t plane = (size_t)g->in_h * g->in_w, pixels = (size_t)g->out_h * g->out_w;
-    dcz_q pc[QPH_CELLS];
     uint32_t off[DCZ_MAX_WINDOW * DCZ_MAX_WINDOW], ky[DCZ_MAX_WINDOW * DCZ_MAX_WINDOW], kx[DCZ_MAX_WINDOW * DCZ_MAX_WINDOW];
     int32_t w[DCZ_MAX_WINDOW * DCZ_MAX_WINDOW];
     for (size_t b = 0; b < batch; b++) {
@@ -1569,12 +1588,22 @@ static int qdw_rows(const dcz_conv_geom *g, const dcz_qsparse *s, const int64_t 
 #endif
 
 int dcz_qconv2d_depthwise(const dcz_conv_geom *g, const dcz_qsparse *s, const int64_t *bias, const dcz_q *x,
-                          size_t batch, int64_t *acc)
+                          size_t batch, dcz_q *copy, int64_t *acc)
 {
 #ifdef DCZ_X86
-    return qdw_same(g, s, bias, x, batch, acc) || qdw_rows(g, s, bias, x, batch, acc);
+    return qdw_same(g, s, bias, x, batch, copy, acc) || qdw_rows(g, s, bias, x, batch, copy, acc);
 #else
-    (void)g; (void)s; (void)bias; (void)x; (void)batch; (void)acc;
+    (void)g; (void)s; (void)bias; (void)x; (void)batch; (void)copy; (void)acc;
+    return 0;
+#endif
+}
+
+uint64_t dcz_qconv2d_copy_bytes(const dcz_conv_geom *g)
+{
+#ifdef DCZ_X86
+    return copy_bytes(g);
+#else
+    (void)g;
     return 0;
 #endif
 }

@@ -647,6 +647,13 @@ static dcz_status load_walk(const dcz_container *c, const dcz_options *o, loader
         const uint64_t shift_floats = !l->shifted ? 0 : quant ? dcz_qshift_scratch_floats(&l->geom)
                                                               : dcz_shift_scratch_floats(&l->geom);
         if (shift_floats > scratch_floats) scratch_floats = shift_floats;
+        /* an integer convolution's patches and channel copies (the product
+         * on expanded weights), or its copies (depthwise) */
+        if (quant && l->op == DCZ_OP_CONV2D && !l->shifted) {
+            const uint64_t q = l->expanded ? dcz_qconv2d_gemm_scratch_floats(&l->geom)
+                                           : (dcz_qconv2d_copy_bytes(&l->geom) + sizeof(float) - 1) / sizeof(float);
+            if (q > scratch_floats) scratch_floats = q;
+        }
         /* the float spmm's tile; a calibrated model runs these on integers */
         if (!quant && l->op == DCZ_OP_DENSE && l->sparse &&
             dcz_spmm_scratch_floats(l->out, l->in) > scratch_floats)

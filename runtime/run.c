@@ -101,7 +101,7 @@ static void run_qweights(const dcz_model *m, const dcz_exec_layer *l, const dcz_
     else if (l->op == DCZ_OP_CONV2D && l->qw2 && !m->opt.force_reference)
         dcz_qconv2d_gemm(&l->geom, l->qw2, l->qbias, x, batch, (int32_t *)(void *)m->scratch, acc);
     else if (l->op == DCZ_OP_CONV2D && m->qmax == 127 && !m->opt.force_reference &&
-             dcz_qconv2d_depthwise(&l->geom, &l->qs, l->qbias, x, batch, acc))
+             dcz_qconv2d_depthwise(&l->geom, &l->qs, l->qbias, x, batch, (dcz_q *)(void *)m->scratch, acc))
         return;
     else if (l->op == DCZ_OP_CONV2D)
         dcz_qconv2d_sparse_taps(&l->geom, &l->qs, l->qbias, x, batch,

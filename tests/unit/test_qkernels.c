@@ -353,11 +353,15 @@ static void qconv_case(const dcz_conv_geom *g, double density, uint32_t k, int32
         }
         /* the depthwise kernel (8-bit schemes) where it runs */
         if (vmax == 127) {
+            /* its channel copies in a buffer of exactly the bytes asked for */
+            const size_t cbytes = (size_t)dcz_qconv2d_copy_bytes(g);
+            dcz_q *copy = alloc(cbytes, 1);
             memset(got, 0xAA, B * yout * sizeof(int64_t));
-            if (dcz_qconv2d_depthwise(g, &m.sp, bp, x, b, got)) {
+            if (dcz_qconv2d_depthwise(g, &m.sp, bp, x, b, cbytes ? copy : NULL, got)) {
                 t->bad += diff_i64("qconv2d_depthwise", ctx, got, ref, b * yout);
                 t->qdw++;
             }
+            free(copy);
         }
         /* the integer shift form (8-bit schemes): its reference and its
          * VNNI variant, and the variant with the requantization fused in
@@ -444,7 +448,8 @@ static void qconv_case(const dcz_conv_geom *g, double density, uint32_t k, int32
             const uint32_t k2 = (cols + 1) / 2;
             const size_t pixels = (size_t)g->out_h * g->out_w, ldb = dcz_gemm_ldb(pixels);
             int32_t *w2 = alloc((size_t)g->out_c * k2 + 1, sizeof(int32_t));
-            int32_t *col2 = alloc(dcz_conv2d_im2col_floats(g) + 1, sizeof(int32_t));
+            int32_t *col2 = alloc(dcz_qconv2d_gemm_scratch_floats(g), sizeof(int32_t));
+            dcz_q *copy = (dcz_q *)(void *)(col2 + (size_t)k2 * ldb);
             dcz_qexpand_pairs(&m.sp, cols, w2);
             memset(got, 0xAA, B * yout * sizeof(int64_t));
             dcz_qconv2d_gemm(g, w2, bp, x, b, col2, got);
@@ -454,7 +459,7 @@ static void qconv_case(const dcz_conv_geom *g, double density, uint32_t k, int32
                 memset(got, 0xAA, B * yout * sizeof(int64_t));
                 int ran = 1;
                 for (size_t s = 0; s < b && ran; s++) {
-                    dcz_qim2col_pairs(g, x + s * xin, col2, ldb);
+                    dcz_qim2col_pairs(g, x + s * xin, col2, ldb, dcz_qconv2d_copy_bytes(g) ? copy : NULL);
                     int64_t *o = got + s * yout;
                     if (qisas[i] == DCZ_ISA_REF) dcz_qgemm_ref(g->out_c, pixels, k2, w2, k2, col2, ldb, bp, o, pixels);
                     else ran = dcz_qgemm_isa(qisas[i], g->out_c, pixels, k2, w2, k2, col2, ldb, bp, o, pixels);
