@@ -427,11 +427,16 @@ static void test_conv_grid(void)
 static void test_maxpool_variants(void)
 {
     /* and the pools of real networks: 2x2 stride 2 (even and odd images,
-     * padded), 3x3 stride 2 padded, 2x2 stride 1 over rows of 40, 3x3 stride 3 */
+     * padded), 3x3 stride 2 padded, 2x2 stride 1 over rows of 40, 3x3 stride 3,
+     * 2x2 stride 2 over rows of 8 and 16 */
     const dcz_conv_geom pools[] = {
         conv_geom(3, 3, 24, 24, 2, 2, 2, 2, 0, 0), conv_geom(2, 2, 9, 35, 2, 2, 2, 2, 0, 0),
         conv_geom(2, 2, 7, 9, 2, 2, 2, 2, 1, 1), conv_geom(2, 2, 14, 14, 3, 3, 2, 2, 1, 1),
         conv_geom(1, 1, 5, 40, 2, 2, 1, 1, 0, 0), conv_geom(2, 2, 9, 50, 3, 3, 3, 3, 0, 0),
+        /* 2x2 stride 2 over rows of 8 (two output rows a vector; planes of
+         * 4 rows, and of 3, whose stacked rows end alone) and of 16 */
+        conv_geom(3, 3, 8, 8, 2, 2, 2, 2, 0, 0), conv_geom(1, 1, 6, 8, 2, 2, 2, 2, 0, 0),
+        conv_geom(2, 2, 5, 16, 2, 2, 2, 2, 0, 0),
     };
     const size_t npools = sizeof pools / sizeof *pools;
     dcz_conv_geom grid[64], extra[CONV_EXTRA];
