@@ -274,6 +274,9 @@ uint64_t dcz_shift_bytes(const dcz_conv_geom *g, uint64_t entries, uint32_t ob)
  *               time of a unit (gemm_rate1 on 1x1 windows, whose patches
  *               are the input itself and whose taps each read a plane of
  *               their own)
+ *   store       what each output vector of a channel costs the shift form
+ *               besides its taps (its store and its tile's setup): what
+ *               decides where a channel has few taps
  * AVX-512 (bench/bench_conv.c on a Xeon): dense 16 -> 16 channels over 28 x
  * 28 take 49, 32 and 25 us in blocks of 1, 2 and 4; 1x1 convolutions over
  * 4 x 4 at 100% and 40% run 1.2 and 1.5 times as long as on the dense
@@ -296,18 +299,29 @@ uint64_t dcz_shift_bytes(const dcz_conv_geom *g, uint64_t entries, uint32_t ob)
  * 1.7 times as fast on the dense product as in blocks of 2 (16 -> 96 over
  * 28 x 28 31.6 against 45.1 us, 24 -> 144 over 14 x 14 17.1 against 24.1,
  * 144 -> 32 over 7 x 7 8.8 against 8.9, 64 -> 384 over 4 x 4 9.0 against
- * 15.3): gemm_rate1 1.6. */
+ * 15.3): gemm_rate1 1.6. Over few input channels the shift form pays for
+ * its output more than for its taps (dense 3x3 over 28 x 28 into 16
+ * channels, us, shift form against the dense product: from 1 channel 7.6
+ * against 4.4, 2 10.0 against 8.0, 3 12.5 against 11.5, 4 15.0 against
+ * 16.0; 1 -> 20 by 5 x 5 11.6 against 10.5): store 2.5 units a vector,
+ * which takes the 3x3 layers over one channel (the dense product 1.7 times
+ * as fast) to the dense product and keeps LeNet-5's first layer (5 x 5,
+ * even once the shift form's fused ReLU is counted) on the shift form;
+ * other instruction sets 0, unmeasured. Compressed presets at batch 1,
+ * best medians of alternated runs: ResNet-style 157.9 -> 153.8 us,
+ * MobileNetV2-style 333.0 -> 325.6, conv-heavy CNN 304.5 -> 300.8,
+ * LeNet-5 unchanged (35.3 -> 35.1). */
 typedef struct shift_costs {
-    double tap2, tap4, fixed, gemm_rate, gemm_rate1;
+    double tap2, tap4, fixed, gemm_rate, gemm_rate1, store;
 } shift_costs;
 
 static dcz_isa best(void);
 
 static shift_costs costs(void)
 {
-    shift_costs c = { 1.29, 2.0, 1.2, 1.7, 1.7 };
+    shift_costs c = { 1.29, 2.0, 1.2, 1.7, 1.7, 0.0 };
 #ifdef DCZ_X86
-    if (best() == DCZ_ISA_AVX2) c = (shift_costs){ 1.29, 5.2, 1.2, 1.2, 1.6 };
+    if (best() == DCZ_ISA_AVX2) c = (shift_costs){ 1.29, 5.2, 1.2, 1.2, 1.6, 2.5 };
     else if (__builtin_cpu_is("amd")) c.tap2 = 1.13;
 #endif
     return c;
@@ -351,8 +365,8 @@ int dcz_conv2d_pick_shift(const dcz_conv_geom *g, uint64_t nnz)
     const double cols = (double)g->in_c * g->kh * g->kw;
     const double d = g->out_c && cols > 0 ? (double)nnz / (g->out_c * cols) : 0;
     const shift_costs c = costs();
-    const double shift =
-        g->out_c * cols * block_cost(&c, d > 1 ? 1 : d, dcz_shift_pick_block(g, nnz), plane_vectors(g));
+    const double shift = g->out_c * cols * block_cost(&c, d > 1 ? 1 : d, dcz_shift_pick_block(g, nnz), plane_vectors(g)) +
+                         g->out_c * plane_vectors(g) * c.store;
     /* the dense product runs whole vectors of the plane: 7 x 7 takes 4 */
     const double gemm = (double)g->out_c * cols * (double)(dcz_gemm_ldb((size_t)g->out_h * g->out_w) / 16) /
                         (g->kh * g->kw == 1 ? c.gemm_rate1 : c.gemm_rate);
