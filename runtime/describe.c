@@ -175,8 +175,7 @@ dcz_status dcz_describe_layer(const dcz_model *m, uint32_t layer, dcz_layer_desc
             const uint32_t steps = dcz_qlanes_steps(&l->qs);
             k->kernel = "qspmm8_lanes (integers)";
             const int quads = l->qs.lform != DCZ_QLANE_PAIRS, lanes = (int)DCZ_QLANE_ROWS(l->qs.lform);
-            const unsigned width = l->qs.lform == DCZ_QLANE_QUADS    ? DCZ_QLANE8_W
-                                   : l->qs.lform == DCZ_QLANE_QUADS8 ? DCZ_QLANE_Q8_W : DCZ_LANE_W;
+            const unsigned width = dcz_qlanes_window_width(&l->qs);
             snprintf(k->why, sizeof k->why, "%s: 8-bit weights and activations, %d rows in the lanes of a vector "
                      "(%s), %s of each a step from a %u-column window, %s multiply-adds, 32-bit sums; "
                      "%u steps, %.0f%% of the slots filled", scheme, lanes, dcz_qlanes_variant(&l->qs),

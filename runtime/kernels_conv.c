@@ -749,12 +749,12 @@ int dcz_maxpool_isa(dcz_isa isa, const dcz_conv_geom *g, const float *x, size_t 
         t.in_h = (uint32_t)(planes * g->in_h);
         t.out_h = (uint32_t)(planes * g->out_h);
         plane(&t, lo, hi, x, y, planes * g->out_h * g->out_w);
+        if (lo == 0 && hi == g->out_w) return 1;   /* no edge columns */
     }
     for (size_t p = 0; p < planes; p++) {
         const float *xp = x + p * g->in_h * g->in_w;
         float *yp = y + p * g->out_h * g->out_w;
         if (!stack) plane(g, lo, hi, xp, yp, (planes - p) * g->out_h * g->out_w);
-        else if (lo == 0 && hi == g->out_w) break;
         /* the columns whose windows reach past the image */
         for (uint32_t oy = 0; oy < g->out_h; oy++) {
             uint32_t y0, y1;

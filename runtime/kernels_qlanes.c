@@ -208,6 +208,8 @@ int dcz_qlanes_build_form(dcz_qsparse *s, uint64_t nnz, void *mem, dcz_qlane_for
     return 1;
 }
 
+uint32_t dcz_qlanes_window_width(const dcz_qsparse *s) { return window_width((dcz_qlane_form)s->lform); }
+
 /* Nonzero where this build and CPU run the kernel of byte quads. */
 static int quads_run(void)
 {

@@ -249,6 +249,8 @@ void dcz_shift_build(const dcz_conv_geom *g, const dcz_sparse *s, const float *w
     f->ptr = ptr;
     f->off = off;
     f->w = val;
+    f->whole = 1;
+    for (uint32_t k = 0; k < blocks; k++) f->whole &= ptr[k + 1] - ptr[k] == cols;
 }
 
 uint64_t dcz_shift_taps_bound(const dcz_conv_geom *g, uint64_t entries, uint32_t ob)
@@ -1421,12 +1423,9 @@ static void dw_rows_run__avx2(const dcz_conv_geom *g, const split_geom *q, const
 static int dw_lanes_fit(const dcz_conv_geom *g, const dcz_shift *f)
 {
     const size_t taps = (size_t)g->kh * g->kw, hp = (size_t)g->in_h + 2 * g->ph, wp = (size_t)g->in_w + 2 * g->pw;
-    if (dcz_conv_groups(g) != g->in_c || g->out_c != g->in_c || f->ob != 1 || g->in_c < 8 || taps > DW_MAX_TAPS ||
-        g->out_w > DWL_MAX_OUT_W || hp * wp * 8 + (size_t)DWL_MAX_OUT_W * 8 + 8 > dcz_shift_scratch_floats(g))
-        return 0;
-    for (uint32_t c = 0; c < g->out_c; c++)
-        if (f->ptr[c + 1] - f->ptr[c] != taps) return 0;
-    return 1;
+    return dcz_conv_groups(g) == g->in_c && g->out_c == g->in_c && f->ob == 1 && f->whole && g->in_c >= 8 &&
+           taps <= DW_MAX_TAPS && g->out_w <= DWL_MAX_OUT_W &&
+           hp * wp * 8 + (size_t)DWL_MAX_OUT_W * 8 + 8 <= dcz_shift_scratch_floats(g);
 }
 
 /* 8 x 8 transpose: r[i] lane j to r[j] lane i */

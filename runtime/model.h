@@ -179,6 +179,7 @@ typedef struct dcz_shift {
     const uint32_t *ptr;    /* (blocks + 1) first tap of each block of ob channels */
     const uint32_t *off;    /* (taps) offset in the split input */
     const float *w;         /* (taps, ob) the block's weights at the tap, 0 where none is stored */
+    int whole;              /* every block holds every cell of its window (dense weights) */
 } dcz_shift;
 /* The activation a layer's output takes on its way out, the next layer's
  * run in its place (run.c): DCZ_OP_RELU, or DCZ_OP_CLIP between lo and hi;
@@ -1174,6 +1175,8 @@ uint64_t dcz_qlanes_bytes(uint32_t rows, uint32_t cols, uint64_t nnz);
  * is past a byte or the walk needs more steps than the bound. */
 int dcz_qlanes_build(dcz_qsparse *s, uint64_t nnz, void *mem);
 int dcz_qlanes_build_form(dcz_qsparse *s, uint64_t nnz, void *mem, dcz_qlane_form form);
+/* Columns of a window of s's lane form. */
+uint32_t dcz_qlanes_window_width(const dcz_qsparse *s);
 /* Steps of s's lane form (0 without one). */
 static inline uint32_t dcz_qlanes_steps(const dcz_qsparse *s)
 {
