@@ -606,6 +606,10 @@ typedef struct dcz_arena {
 
 /* bytes at a DCZ_ARENA_ALIGN boundary of the block (NULL while sizing) */
 void *dcz_arena_take(dcz_arena *a, uint64_t bytes);
+/* bytes at a 64-byte boundary of memory (a cache line), wherever the block
+ * lies: for the operands whose rows a kernel reads by whole vectors, which
+ * would otherwise straddle two lines each (NULL while sizing) */
+void *dcz_arena_take_line(dcz_arena *a, uint64_t bytes);
 
 /* The requantization constants of a scale ratio M > 0: M ~ mult 2^-shift
  * with mult < 2^31 and shift <= 62; mult is odd unless shift is 0 (a power

@@ -173,7 +173,7 @@ static void check_places(const dcz_model *m, where *w)
     }
 }
 
-static size_t models_checked, inplace_models, lane_models, expanded_models, shifted_models;
+static size_t models_checked, inplace_models, lane_models, expanded_models, shifted_models, wt_models;
 
 /* The largest |a[i] - b[i]| over n floats. */
 static double max_difference(const float *a, const float *b, size_t n)
@@ -250,6 +250,19 @@ static void check_model(const char *name, uint8_t *buf, size_t len, dcz_options 
     where w = { worst, need, buf, len, 0, 0 };
     check_places(m, &w);
     CHECK(w.bad == 0, "%s: %d pointers outside the arena", name, w.bad);
+    /* the dense product reads transposed weights by whole vectors: each
+     * row on a cache line's boundary, wherever the arena lies */
+    int wt = 0;
+    for (uint32_t i = 0; i < m->nlayers; i++) {
+        const float *p[2] = { m->layers[i].wt, hm->layers[i].wt };
+        for (int k = 0; k < 2; k++)
+            if (p[k]) {
+                wt = 1;
+                CHECK(((uintptr_t)p[k] & 63) == 0, "%s: layer %u's transposed weights %s at %p", name,
+                      i, k ? "(heap)" : "(arena)", (const void *)p[k]);
+            }
+    }
+    wt_models += wt;
     if (host_le_f32()) {
         CHECK(w.in_file > 0 || m->nlayers == 0, "%s: no tensor used in place", name);
         inplace_models += w.in_file > 0;
@@ -436,10 +449,11 @@ static void test_counter_is_live(void)
 
 static void test_corpus(void)
 {
-    models_checked = inplace_models = lane_models = expanded_models = shifted_models = 0;
+    models_checked = inplace_models = lane_models = expanded_models = shifted_models = wt_models = 0;
     size_t n = each_corpus_model(corpus_default);
     CHECK(n >= 12 && models_checked == n, "%zu of %zu corpus models checked", models_checked, n);
     CHECK(expanded_models > 0 || !dcz_gemm_f32_variant(), "no corpus model has an expanded sparse convolution");
+    CHECK(wt_models > 0 || !dcz_gemm_f32_variant(), "no corpus model has transposed dense weights");
     printf("     %zu corpus models, %zu with tensors used in place, %zu with lane forms, %zu with expanded sparse "
            "convolutions, %zu with shift forms\n", n, inplace_models, lane_models, expanded_models, shifted_models);
 }
