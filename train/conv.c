@@ -405,6 +405,15 @@ typedef struct slot_map {
     size_t dcols, yt, dyT, gwt, gtmp, floats;
 } slot_map;
 
+/* n floats rounded up to whole cache lines: every block of the scratch
+ * starts on a line, as net->work does, so that the products' rows of B
+ * (ld floats apart, ld a multiple of 16) do too; rows 4 bytes off a line
+ * took a load across two lines for every vector. */
+static size_t lines(size_t n)
+{
+    return (n + 15) & ~(size_t)15;
+}
+
 static slot_map slot_of(const dcz_tlayer *l)
 {
     const size_t K = col_rows(l), ld = tile_ld(l), C = (size_t)l->out_c;
@@ -413,8 +422,8 @@ static slot_map slot_of(const dcz_tlayer *l)
     m.yt = m.dcols + K * ld;
     m.dyT = m.yt + C * ld;
     m.gwt = m.dyT + ld * dcz_gemm_ldb(C) + DCZ_GEMM_PAD;
-    m.gtmp = m.gwt + K * group_out(l);
-    m.floats = m.gtmp + K * group_out(l);
+    m.gtmp = lines(m.gwt + K * group_out(l));
+    m.floats = lines(m.gtmp + K * group_out(l));
     return m;
 }
 
@@ -423,12 +432,19 @@ static size_t slot_floats(const dcz_tlayer *l)
     return slot_of(l).floats;
 }
 
-/* The scratch net->work holds: one slot per thread, then W transposed per
- * group, (K, out_c/G), shared by the slots of a backward pass. */
+/* Floats of W transposed per group, (K, out_c/G), which the slots of a
+ * backward pass share: the first block of the scratch. */
+static size_t shared_floats(const dcz_tlayer *l)
+{
+    return lines(col_rows(l) * group_out(l));
+}
+
+/* The scratch net->work holds: W transposed per group (shared_floats),
+ * then one slot per thread. */
 size_t dcz_conv_work_floats(const dcz_tlayer *l)
 {
     if (depthwise(l)) return 0;
-    return (size_t)dcz_train_threads() * slot_floats(l) + col_rows(l) * group_out(l);
+    return (size_t)dcz_train_threads() * slot_floats(l) + shared_floats(l);
 }
 
 
@@ -710,7 +726,7 @@ typedef struct tile_job {
  * dcz_net_reserve; a later, larger count uses fewer). */
 static size_t slots_for(const dcz_tlayer *l, size_t units, size_t work_floats)
 {
-    const size_t shared = col_rows(l) * group_out(l);
+    const size_t shared = shared_floats(l);
     size_t s = work_floats > shared ? (work_floats - shared) / slot_floats(l) : 0;
     size_t t = (size_t)dcz_train_threads();
     if (s > t) s = t;
@@ -728,7 +744,7 @@ static void slot_units(const tile_job *j, size_t k, size_t *u0, size_t *u1)
 /* Slot k's scratch. */
 static float *slot_base(const tile_job *j, size_t k)
 {
-    return j->work + col_rows(j->l) * group_out(j->l) + k * j->slot;
+    return j->work + shared_floats(j->l) + k * j->slot;
 }
 
 /* Forward, slots [k0, k1): the tiles of a slot in turn, each its columns,

@@ -556,8 +556,12 @@ dcz_status dcz_net_reserve(dcz_net *net, int batch, int train)
                 if (wf > work) work = wf;
             }
         if (work) {
-            net->work = calloc(work, sizeof(float));   /* finite: products read past rows */
+            /* on a cache line, zeroed (finite: products read past rows) */
+            if (work > (SIZE_MAX - 63) / sizeof(float)) goto nomem;
+            const size_t bytes = (work * sizeof(float) + 63) & ~(size_t)63;
+            net->work = aligned_alloc(64, bytes);
             if (!net->work) goto nomem;
+            memset(net->work, 0, bytes);
             net->work_floats = work;
         }
         net->cap_batch = batch;

@@ -1027,6 +1027,9 @@ static void test_conv_forward_direct(void)
         const double worst = forward_error(net, g[k].batch, 90 + k);
         CHECK(worst < 1e-5, "geometry %zu (%dx%dx%d, %d filters %dx%d s%d p%d): error %g", k,
               g[k].c, g[k].h, g[k].w, g[k].oc, g[k].kh, g[k].kw, g[k].s, g[k].p, worst);
+        /* the products read the scratch's rows by whole vectors */
+        CHECK(net->work && ((uintptr_t)net->work & 63) == 0, "geometry %zu: scratch at %p", k,
+              (void *)net->work);
         dcz_net_free(net);
     }
 }
