@@ -8,8 +8,8 @@
  * Backward (training): dbeta = sum dy, dgamma = sum dy xhat,
  *   dx = gamma / sqrt(var + eps) (dy - dbeta / M - xhat dgamma / M).
  * The forward pass keeps mean and 1 / sqrt(var + eps) in l->cache; xhat is
- * recomputed from x. Sums run in float within a sample's plane (four
- * partial sums) and in double across samples.
+ * recomputed from x. Sums run in float within a sample's plane (16
+ * partial sums, vec.c) and in double across samples.
  *
  * A RELU that alone reads the output is applied here as the output is
  * written, into the buffer the RELU's output shares, and its forward pass
@@ -31,50 +31,6 @@
 #include <math.h>
 
 #include "train/internal.h"
-
-/* Sum of (s[j] - m)^2 for j < n, in four partial sums. */
-static float sumsq_centered(const float *s, float m, size_t n)
-{
-    float a0 = 0.0f, a1 = 0.0f, a2 = 0.0f, a3 = 0.0f;
-    size_t j = 0;
-    for (; j + 4 <= n; j += 4) {
-        float d0 = s[j] - m, d1 = s[j + 1] - m, d2 = s[j + 2] - m, d3 = s[j + 3] - m;
-        a0 += d0 * d0; a1 += d1 * d1; a2 += d2 * d2; a3 += d3 * d3;
-    }
-    for (; j < n; j++) a0 += (s[j] - m) * (s[j] - m);
-    return (a0 + a1) + (a2 + a3);
-}
-
-/* Sums of g[j] and of g[j] (x[j] - m) for j < n, in four partial sums each. */
-static void sums_grad(const float *g, const float *x, float m, size_t n, float *sg, float *sgx)
-{
-    float a0 = 0.0f, a1 = 0.0f, a2 = 0.0f, a3 = 0.0f;
-    float b0 = 0.0f, b1 = 0.0f, b2 = 0.0f, b3 = 0.0f;
-    size_t j = 0;
-    for (; j + 4 <= n; j += 4) {
-        a0 += g[j]; a1 += g[j + 1]; a2 += g[j + 2]; a3 += g[j + 3];
-        b0 += g[j] * (x[j] - m); b1 += g[j + 1] * (x[j + 1] - m);
-        b2 += g[j + 2] * (x[j + 2] - m); b3 += g[j + 3] * (x[j + 3] - m);
-    }
-    for (; j < n; j++) {
-        a0 += g[j];
-        b0 += g[j] * (x[j] - m);
-    }
-    *sg = (a0 + a1) + (a2 + a3);
-    *sgx = (b0 + b1) + (b2 + b3);
-}
-
-/* d[j] = g[j] p + x[j] q + r for j < n. */
-static void lincomb(float *restrict d, const float *restrict g, const float *restrict x,
-                    float p, float q, float r, size_t n)
-{
-    size_t j = 0;
-    for (; j + 4 <= n; j += 4) {
-        d[j] = g[j] * p + x[j] * q + r; d[j + 1] = g[j + 1] * p + x[j + 1] * q + r;
-        d[j + 2] = g[j + 2] * p + x[j + 2] * q + r; d[j + 3] = g[j + 3] * p + x[j + 3] * q + r;
-    }
-    for (; j < n; j++) d[j] = g[j] * p + x[j] * q + r;
-}
 
 /* The output of a plane: y = x scale + shift, through the ReLU after the
  * layer where it applies it (relu_after). */
@@ -125,7 +81,7 @@ static void train_part(void *ctx, size_t lo, size_t hi)
         for (int n = 0; n < j->batch; n++) s += dcz_vsum(x + ((size_t)n * C + c) * hw, hw);
         double mu = s / (double)M, v = 0;
         float m = (float)mu;
-        for (int n = 0; n < j->batch; n++) v += sumsq_centered(x + ((size_t)n * C + c) * hw, m, hw);
+        for (int n = 0; n < j->batch; n++) v += dcz_vec()->sumsq_dev(x + ((size_t)n * C + c) * hw, m, hw);
         v /= (double)M;
         float is = (float)(1.0 / sqrt(v + l->eps));
         mean[c] = m;
@@ -153,7 +109,7 @@ static void backward_part(void *ctx, size_t lo, size_t hi)
         for (int n = 0; n < j->batch; n++) {
             size_t o = ((size_t)n * C + c) * hw;
             float a, b;
-            sums_grad(j->dy + o, j->x + o, m, hw, &a, &b);
+            dcz_vec()->sums_grad(j->dy + o, j->x + o, m, hw, &a, &b);
             sdy += a;
             sdyx += b;
         }
@@ -167,7 +123,7 @@ static void backward_part(void *ctx, size_t lo, size_t hi)
         const float q = (float)(-k * is * b), r = (float)(-k * a + k * is * b * m);
         for (int n = 0; n < j->batch; n++) {
             size_t o = ((size_t)n * C + c) * hw;
-            lincomb(j->dx + o, j->dy + o, j->x + o, (float)k, q, r, hw);
+            dcz_vec()->lincomb(j->dx + o, j->dy + o, j->x + o, (float)k, q, r, hw);
         }
     }
 }

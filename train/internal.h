@@ -10,6 +10,7 @@
 #include <stdint.h>
 
 #include "runtime/format.h"
+#include "runtime/tool.h"
 #include "train/train.h"
 
 /* Writes a printf-style one-line reason to err (errlen bytes); err may be
@@ -209,108 +210,57 @@ static inline void dcz_vfill(float *d, float v, size_t n)
     for (; j < n; j++) d[j] = v;
 }
 
-/* d[j] += s[j] for j < n. */
-static inline void dcz_vadd(float *restrict d, const float *restrict s, size_t n)
-{
-    size_t j = 0;
-    for (; j + 4 <= n; j += 4) {
-        d[j] += s[j]; d[j + 1] += s[j + 1]; d[j + 2] += s[j + 2]; d[j + 3] += s[j + 3];
-    }
-    for (; j < n; j++) d[j] += s[j];
-}
+/* ---- element-wise loops and sums (vec.c) -------------------------------------
+ * A table of functions per ISA, each giving the scalar references' bits;
+ * a sum adds element j into partial sum j % 16 and the 16 by halves
+ * (dcz_vec_tree16). */
+typedef struct dcz_vec_ops {
+    float (*sum)(const float *s, size_t n);                    /* sum of s[j] */
+    float (*dot)(const float *a, const float *b, size_t n);    /* sum of a[j] b[j] */
+    float (*sumsq_dev)(const float *s, float m, size_t n);     /* sum of (s[j] - m)^2 */
+    /* *sg = sum of g[j], *sgx = sum of g[j] (x[j] - m) */
+    void (*sums_grad)(const float *g, const float *x, float m, size_t n, float *sg, float *sgx);
+    void (*affine)(float *restrict d, const float *restrict s, float a, float b, size_t n); /* s a + b */
+    /* max(s a + b, 0), 0 for NaN */
+    void (*affine_relu)(float *restrict d, const float *restrict s, float a, float b, size_t n);
+    /* d = g p + x q + r */
+    void (*lincomb)(float *restrict d, const float *restrict g, const float *restrict x, float p, float q,
+                    float r, size_t n);
+    void (*relu)(float *restrict d, const float *restrict s, size_t n);   /* max(s, 0), 0 for NaN */
+    /* d = g where y > 0, else 0 (the ReLU backward) */
+    void (*relu_grad)(float *restrict d, const float *restrict g, const float *restrict y, size_t n);
+    void (*add)(float *restrict d, const float *restrict s, size_t n);    /* d += s */
+    void (*sum2)(float *restrict d, const float *a, const float *b, size_t n); /* d = a + b */
+    void (*axpy)(float *restrict d, const float *restrict s, float a, size_t n); /* d += a s */
+} dcz_vec_ops;
+/* The table of isa, NULL when this build or CPU has none (DCZ_ISA_REF: the
+ * references). */
+const dcz_vec_ops *dcz_vec_ops_of(dcz_isa isa);
+/* The table this CPU runs best. */
+const dcz_vec_ops *dcz_vec(void);
+/* p[0] + ... + p[15] by halves: (p[i] + p[i + 8]), then + 4, + 2, + 1. */
+float dcz_vec_tree16(const float *p);
 
-/* d[j] = s[j] * a + b for j < n. */
-static inline void dcz_vaffine(float *restrict d, const float *restrict s, float a, float b,
-                               size_t n)
+static inline void dcz_vadd(float *restrict d, const float *restrict s, size_t n) { dcz_vec()->add(d, s, n); }
+static inline void dcz_vaffine(float *restrict d, const float *restrict s, float a, float b, size_t n)
 {
-    size_t j = 0;
-    for (; j + 4 <= n; j += 4) {
-        d[j] = s[j] * a + b; d[j + 1] = s[j + 1] * a + b;
-        d[j + 2] = s[j + 2] * a + b; d[j + 3] = s[j + 3] * a + b;
-    }
-    for (; j < n; j++) d[j] = s[j] * a + b;
+    dcz_vec()->affine(d, s, a, b, n);
 }
-
-/* d[j] = max(s[j] * a + b, 0) for j < n (0 for NaN): dcz_vaffine then
- * dcz_vrelu, in one pass. */
 static inline void dcz_vaffine_relu(float *restrict d, const float *restrict s, float a, float b, size_t n)
 {
-    size_t j = 0;
-    for (; j + 4 <= n; j += 4) {
-        const float v0 = s[j] * a + b, v1 = s[j + 1] * a + b, v2 = s[j + 2] * a + b, v3 = s[j + 3] * a + b;
-        d[j] = v0 > 0.0f ? v0 : 0.0f; d[j + 1] = v1 > 0.0f ? v1 : 0.0f;
-        d[j + 2] = v2 > 0.0f ? v2 : 0.0f; d[j + 3] = v3 > 0.0f ? v3 : 0.0f;
-    }
-    for (; j < n; j++) {
-        const float v = s[j] * a + b;
-        d[j] = v > 0.0f ? v : 0.0f;
-    }
+    dcz_vec()->affine_relu(d, s, a, b, n);
 }
-
-/* d[j] = max(s[j], 0) for j < n (0 for NaN). */
-static inline void dcz_vrelu(float *restrict d, const float *restrict s, size_t n)
+static inline void dcz_vrelu(float *restrict d, const float *restrict s, size_t n) { dcz_vec()->relu(d, s, n); }
+static inline void dcz_vrelu_grad(float *restrict d, const float *restrict g, const float *restrict y, size_t n)
 {
-    size_t j = 0;
-    for (; j + 4 <= n; j += 4) {
-        d[j] = s[j] > 0.0f ? s[j] : 0.0f; d[j + 1] = s[j + 1] > 0.0f ? s[j + 1] : 0.0f;
-        d[j + 2] = s[j + 2] > 0.0f ? s[j + 2] : 0.0f; d[j + 3] = s[j + 3] > 0.0f ? s[j + 3] : 0.0f;
-    }
-    for (; j < n; j++) d[j] = s[j] > 0.0f ? s[j] : 0.0f;
+    dcz_vec()->relu_grad(d, g, y, n);
 }
-
-/* d[j] = g[j] where y[j] > 0, else 0, for j < n (the ReLU backward). Both
- * operands are loaded before the choice so that it compiles to a mask, not
- * a branch that mispredicts on half the units. */
-static inline void dcz_vrelu_grad(float *restrict d, const float *restrict g,
-                                  const float *restrict y, size_t n)
-{
-    size_t j = 0;
-    for (; j + 4 <= n; j += 4) {
-        float g0 = g[j], g1 = g[j + 1], g2 = g[j + 2], g3 = g[j + 3];
-        d[j] = y[j] > 0.0f ? g0 : 0.0f; d[j + 1] = y[j + 1] > 0.0f ? g1 : 0.0f;
-        d[j + 2] = y[j + 2] > 0.0f ? g2 : 0.0f; d[j + 3] = y[j + 3] > 0.0f ? g3 : 0.0f;
-    }
-    for (; j < n; j++) {
-        float g0 = g[j];
-        d[j] = y[j] > 0.0f ? g0 : 0.0f;
-    }
-}
-
-/* d[j] += a s[j] for j < n. */
 static inline void dcz_vaxpy(float *restrict d, const float *restrict s, float a, size_t n)
 {
-    size_t j = 0;
-    for (; j + 4 <= n; j += 4) {
-        d[j] += a * s[j]; d[j + 1] += a * s[j + 1];
-        d[j + 2] += a * s[j + 2]; d[j + 3] += a * s[j + 3];
-    }
-    for (; j < n; j++) d[j] += a * s[j];
+    dcz_vec()->axpy(d, s, a, n);
 }
-
-/* Sum of a[j] b[j] for j < n, in four partial sums. */
-static inline float dcz_vdot(const float *a, const float *b, size_t n)
-{
-    float a0 = 0.0f, a1 = 0.0f, a2 = 0.0f, a3 = 0.0f;
-    size_t j = 0;
-    for (; j + 4 <= n; j += 4) {
-        a0 += a[j] * b[j]; a1 += a[j + 1] * b[j + 1];
-        a2 += a[j + 2] * b[j + 2]; a3 += a[j + 3] * b[j + 3];
-    }
-    for (; j < n; j++) a0 += a[j] * b[j];
-    return (a0 + a1) + (a2 + a3);
-}
-
-/* Sum of s[j] for j < n, in four partial sums. */
-static inline float dcz_vsum(const float *s, size_t n)
-{
-    float a0 = 0.0f, a1 = 0.0f, a2 = 0.0f, a3 = 0.0f;
-    size_t j = 0;
-    for (; j + 4 <= n; j += 4) {
-        a0 += s[j]; a1 += s[j + 1]; a2 += s[j + 2]; a3 += s[j + 3];
-    }
-    for (; j < n; j++) a0 += s[j];
-    return (a0 + a1) + (a2 + a3);
-}
+static inline float dcz_vdot(const float *a, const float *b, size_t n) { return dcz_vec()->dot(a, b, n); }
+static inline float dcz_vsum(const float *s, size_t n) { return dcz_vec()->sum(s, n); }
 
 /* Bytes of l->cache a layer needs for batch samples (0: none). */
 size_t dcz_tlayer_cache_bytes(const dcz_tlayer *l, int batch);

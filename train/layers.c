@@ -224,8 +224,7 @@ static void bwd_dropout(dcz_net *net, dcz_tlayer *l, const float *const *xs, con
 static void fwd_add(dcz_net *net, dcz_tlayer *l, const float *const *xs, float *y, int batch,
                     unsigned flags)
 {
-    const size_t n = (size_t)batch * (size_t)l->out;
-    for (size_t j = 0; j < n; j++) y[j] = xs[0][j] + xs[1][j];
+    dcz_vec()->sum2(y, xs[0], xs[1], (size_t)batch * (size_t)l->out);
 }
 
 static void bwd_add(dcz_net *net, dcz_tlayer *l, const float *const *xs, const float *y,
