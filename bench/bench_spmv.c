@@ -261,26 +261,38 @@ int main(int argc, char **argv)
         free(c.ptr); free(c.col); free(c.val); free(cols_mem); free(lanes_mem);
         free(panels);
     }
-    /* dense fp32 layers: libdcz's own dense kernel (no BLAS in libdcz)
-     * against OpenBLAS on the same shapes, one thread each */
-    const char *dv = dcz_dense_f32_variant();
-    printf("\ndense fp32 layers: dcz_dense_f32 (%s) against OpenBLAS sgemv / sgemm, one thread\n",
-           dv ? dv : "the reference");
-    printf("%-10s %11s %5s %12s %10s %10s %8s\n", "layer", "shape", "batch", "openblas us", "ref us", "dcz us",
-           "vs blas");
+    /* dense fp32 layers: libdcz's own dense kernels (no BLAS in libdcz)
+     * against OpenBLAS on the same shapes, one thread each: by rows
+     * (dcz_dense_f32, on the weights as the file holds them) and the
+     * product dcz_run takes where the CPU has a vector variant of it
+     * (dcz_gemm_f32 on the weights transposed at load, rows padded to
+     * DCZ_GEMM_PAD, on a cache line as the loader lays them) */
+    const char *dv = dcz_dense_f32_variant(), *gv = dcz_gemm_f32_variant();
+    printf("\ndense fp32 layers: dcz_dense_f32 (%s) and dcz_gemm_f32 on the transposed weights (%s, what "
+           "dcz_run takes%s) against OpenBLAS sgemv / sgemm, one thread\n",
+           dv ? dv : "the reference", gv ? gv : "the reference", gv ? "" : " on no CPU without it");
+    printf("%-10s %11s %5s %12s %10s %10s %10s %8s\n", "layer", "shape", "batch", "openblas us", "ref us",
+           "rows us", "gemm us", "vs blas");
     openblas_set_num_threads(1);
     for (size_t si = 0; si < sizeof shapes / sizeof *shapes; si++) {
         const shape *s = &shapes[si];
         if (only && strstr(s->name, only) == NULL) continue;
-        const size_t n = (size_t)s->rows * s->cols;
+        const size_t n = (size_t)s->rows * s->cols, ldb = dcz_gemm_ldb(s->rows);
         float *w = malloc(n * sizeof *w), *x = malloc(BATCH * s->cols * sizeof *x);
         float *y = malloc(BATCH * s->rows * sizeof *y);
+        float *wt = aligned_alloc(64, ((size_t)s->cols * ldb * sizeof *wt + 63) & ~(size_t)63);
+        if (!w || !x || !y || !wt) {
+            fprintf(stderr, "bench_spmv: out of memory\n");
+            return 1;
+        }
         for (size_t i = 0; i < n; i++) w[i] = dcz_rng_uniform(&rng) - 0.5f;
         for (size_t i = 0; i < BATCH * s->cols; i++) x[i] = dcz_rng_uniform(&rng);
+        for (size_t c = 0; c < s->cols; c++)
+            for (size_t r = 0; r < ldb; r++) wt[c * ldb + r] = r < s->rows ? w[r * s->cols + c] : 0.0f;
         char shp[32];
         snprintf(shp, sizeof shp, "%ux%u", s->rows, s->cols);
         for (int batch = 1; batch <= BATCH; batch += BATCH - 1) {
-            double tb, tr, tz;
+            double tb, tr, tz, tg;
             const int reps = batch == 1 ? REPS : REPS_MM;
             if (batch == 1)
                 TIME(reps, cblas_sgemv(CblasRowMajor, CblasNoTrans, (int)s->rows, (int)s->cols, 1.0f, w,
@@ -291,12 +303,14 @@ int main(int argc, char **argv)
             tr = 0;   /* the scalar reference at batch 1 only: at 64 it takes seconds a call */
             if (batch == 1) TIME(reps, dcz_dense_f32_ref(w, NULL, x, 1, s->cols, s->rows, y), tr);
             TIME(reps, dcz_dense_f32(w, NULL, x, (size_t)batch, s->cols, s->rows, y), tz);
+            TIME(reps, dcz_gemm_f32((size_t)batch, s->rows, s->cols, x, s->cols, wt, ldb, NULL, NULL, y, s->rows),
+                 tg);
             char ref[32] = "-";
             if (tr > 0) snprintf(ref, sizeof ref, "%.1f", tr * 1e6);
-            printf("%-10s %11s %5d %12.1f %10s %10.1f %7.2fx\n", s->name, shp, batch, tb * 1e6, ref, tz * 1e6,
-                   tb / tz);
+            printf("%-10s %11s %5d %12.1f %10s %10.1f %10.1f %7.2fx\n", s->name, shp, batch, tb * 1e6, ref,
+                   tz * 1e6, tg * 1e6, tb / (gv ? tg : tz));
         }
-        free(w); free(x); free(y);
+        free(w); free(x); free(y); free(wt);
     }
     printf("\n(ratios > 1: dcz faster. floor %%: the time moving its bytes takes at the copy\n"
            " bandwidth measured above, as a share of the time it took; at batch 64 dcz_spmm reads\n"

@@ -67,6 +67,10 @@ void dcz_gemm_f32_ref(size_t m, size_t n, uint32_t k, const float *a, size_t lda
 #define MR 6
 #define NV 4
 #define NV1 8
+#define KC 128
+#define KR 64
+#define GEMV_BYTES (2u << 20)
+#define VLOADC(p) _mm512_loadu_ps(p)
 #include "runtime/gemm_tile.h"
 
 /* lanes 0 .. n - 1 of an AVX2 mask */
@@ -86,6 +90,10 @@ void dcz_gemm_f32_ref(size_t m, size_t n, uint32_t k, const float *a, size_t lda
 #define MR 6
 #define NV 2
 #define NV1 8
+#define KC 256
+#define KR 64
+#define GEMV_BYTES (2u << 20)
+#define VLOADC(p) _mm256_loadu_ps(p)
 #include "runtime/gemm_tile.h"
 #endif
 
@@ -118,6 +126,10 @@ static inline float32x4_t load_part__neon(const float *p, uint32_t n)
 #define MR 6
 #define NV 4
 #define NV1 8
+#define KC 128
+#define KR 64
+#define GEMV_BYTES (2u << 20)
+#define VLOADC(p) vld1q_f32(p)
 #include "runtime/gemm_tile.h"
 #endif
 

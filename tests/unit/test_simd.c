@@ -47,7 +47,8 @@
  * (every tail of the 6-row tiles, a one-row C), columns 1, 5, 15, 16, 17,
  * 63, 64, 65, 129 and 300 (tails of every vector width and of the 64- and
  * 128-column panels), k 0, 1, 9 and 300, a row stride past k and B rows
- * padded with a sentinel, with a bias per row, per column and none; no
+ * padded with a sentinel, and B past 2 MB (bands of its rows: 1, 3, 7
+ * and 13 rows of C), with a bias per row, per column and none; no
  * element of C's row padding written. dcz_im2col_k_ref and dcz_im2col_k
  * (by planes where stride 1 keeps the width) over the convolution
  * geometries against dcz_im2col transposed, their padding columns 0. ReLU:
@@ -675,64 +676,80 @@ static int gemm_dispatch(dcz_isa isa, size_t m, size_t n, uint32_t k, const floa
     return 1;
 }
 
+typedef struct gemm_tally {
+    size_t ran[4], unlike, far, past;
+} gemm_tally;
+
+/* One product of m x k by k x n, each variant against the reference, the
+ * reference against a sum in double, three kinds of bias. */
+static void gemm_case(size_t m, size_t n, uint32_t k, gemm_tally *t)
+{
+    const struct { const char *name; dcz_isa isa; gemm_isa_fn fn; } vs[] = {
+        { "avx512", DCZ_ISA_AVX512, dcz_gemm_f32_isa }, { "avx2", DCZ_ISA_AVX2, dcz_gemm_f32_isa },
+        { "neon", DCZ_ISA_NEON, dcz_gemm_f32_isa }, { "dcz_gemm_f32", DCZ_ISA_REF, gemm_dispatch },
+    };
+    const size_t ldb = dcz_gemm_ldb(n), ldc = n + 3;
+    const size_t lda = (size_t)k + 2;
+    float *a = malloc((m * lda + 1) * 4), *b = malloc(((size_t)k * ldb + 1) * 4);
+    float *bm = malloc(m * 4), *bn = malloc(n * 4);
+    float *want = malloc(m * ldc * 4), *c = malloc(m * ldc * 4);
+    REQUIRE(a && b && bm && bn && want && c, "out of memory");
+    for (size_t i = 0; i < m * lda; i++) a[i] = nonzero();
+    for (uint32_t p = 0; p < k; p++)
+        for (size_t j = 0; j < ldb; j++) b[(size_t)p * ldb + j] = j < n ? nonzero() : 7.0f;
+    for (size_t i = 0; i < m; i++) bm[i] = nonzero();
+    for (size_t j = 0; j < n; j++) bn[j] = nonzero();
+    for (int bias = 0; bias < 3; bias++) {
+        const float *pm = bias == 1 ? bm : NULL, *pn = bias == 2 ? bn : NULL;
+        dcz_gemm_f32_ref(m, n, k, a, lda, b, ldb, pm, pn, want, ldc);
+        for (size_t i = 0; i < m; i++)
+            for (size_t j = 0; j < n; j++) {
+                double sum = pm ? pm[i] : pn ? pn[j] : 0, mag = fabs(sum);
+                for (uint32_t p = 0; p < k; p++) {
+                    const double q = (double)a[i * lda + p] * b[(size_t)p * ldb + j];
+                    sum += q;
+                    mag += fabs(q);
+                }
+                t->far += !(fabs(want[i * ldc + j] - sum) <= 1e-6 * mag + 1e-30);
+            }
+        for (size_t v = 0; v < sizeof vs / sizeof *vs; v++) {
+            for (size_t i = 0; i < m * ldc; i++) c[i] = -9.0f;
+            if (!vs[v].fn(vs[v].isa, m, n, k, a, lda, b, ldb, pm, pn, c, ldc)) continue;
+            t->ran[v]++;
+            for (size_t i = 0; i < m; i++) {
+                size_t bad = memcmp(c + i * ldc, want + i * ldc, n * 4) != 0;
+                if (bad && t->unlike < 3)
+                    fprintf(stderr, "  %s m %zu n %zu k %u bias %d: row %zu differs\n", vs[v].name, m, n, k,
+                            bias, i);
+                t->unlike += bad;
+                for (size_t j = n; j < ldc; j++) t->past += c[i * ldc + j] != -9.0f;
+            }
+        }
+    }
+    free(a); free(b); free(bm); free(bn); free(want); free(c);
+}
+
 static void test_gemm(void)
 {
     const size_t ms[] = { 1, 2, 3, 4, 5, 6, 7, 12, 13 };
     const size_t ns[] = { 1, 5, 15, 16, 17, 63, 64, 65, 129, 300 };
     const uint32_t ks[] = { 0, 1, 9, 300 };
-    const struct { const char *name; dcz_isa isa; gemm_isa_fn fn; } vs[] = {
-        { "avx512", DCZ_ISA_AVX512, dcz_gemm_f32_isa }, { "avx2", DCZ_ISA_AVX2, dcz_gemm_f32_isa },
-        { "neon", DCZ_ISA_NEON, dcz_gemm_f32_isa }, { "dcz_gemm_f32", DCZ_ISA_REF, gemm_dispatch },
+    /* and B past 2 MB, which the walk takes a band of rows at a time:
+     * one row of C, a few, more than a tile's; depths not a whole number
+     * of bands */
+    const struct { size_t m, n; uint32_t k; } big[] = {
+        { 1, 300, 1800 }, { 3, 300, 1800 }, { 13, 300, 1800 }, { 7, 129, 4100 }, { 1, 65, 8200 },
     };
-    size_t ran[4] = { 0 }, unlike = 0, far = 0, past = 0;
+    gemm_tally t = { { 0 }, 0, 0, 0 };
     for (size_t mi = 0; mi < sizeof ms / sizeof *ms; mi++)
         for (size_t ni = 0; ni < sizeof ns / sizeof *ns; ni++)
-            for (size_t ki = 0; ki < sizeof ks / sizeof *ks; ki++) {
-                const size_t m = ms[mi], n = ns[ni], ldb = dcz_gemm_ldb(n), ldc = n + 3;
-                const uint32_t k = ks[ki];
-                const size_t lda = (size_t)k + 2;
-                float *a = malloc((m * lda + 1) * 4), *b = malloc(((size_t)k * ldb + 1) * 4);
-                float *bm = malloc(m * 4), *bn = malloc(n * 4);
-                float *want = malloc(m * ldc * 4), *c = malloc(m * ldc * 4);
-                for (size_t i = 0; i < m * lda; i++) a[i] = nonzero();
-                for (uint32_t p = 0; p < k; p++)
-                    for (size_t j = 0; j < ldb; j++) b[(size_t)p * ldb + j] = j < n ? nonzero() : 7.0f;
-                for (size_t i = 0; i < m; i++) bm[i] = nonzero();
-                for (size_t j = 0; j < n; j++) bn[j] = nonzero();
-                for (int bias = 0; bias < 3; bias++) {
-                    const float *pm = bias == 1 ? bm : NULL, *pn = bias == 2 ? bn : NULL;
-                    dcz_gemm_f32_ref(m, n, k, a, lda, b, ldb, pm, pn, want, ldc);
-                    for (size_t i = 0; i < m; i++)
-                        for (size_t j = 0; j < n; j++) {
-                            double t = pm ? pm[i] : pn ? pn[j] : 0, mag = fabs(t);
-                            for (uint32_t p = 0; p < k; p++) {
-                                const double q = (double)a[i * lda + p] * b[(size_t)p * ldb + j];
-                                t += q;
-                                mag += fabs(q);
-                            }
-                            far += !(fabs(want[i * ldc + j] - t) <= 1e-6 * mag + 1e-30);
-                        }
-                    for (size_t v = 0; v < sizeof vs / sizeof *vs; v++) {
-                        for (size_t i = 0; i < m * ldc; i++) c[i] = -9.0f;
-                        if (!vs[v].fn(vs[v].isa, m, n, k, a, lda, b, ldb, pm, pn, c, ldc)) continue;
-                        ran[v]++;
-                        for (size_t i = 0; i < m; i++) {
-                            size_t bad = memcmp(c + i * ldc, want + i * ldc, n * 4) != 0;
-                            if (bad && unlike < 3)
-                                fprintf(stderr, "  %s m %zu n %zu k %u bias %d: row %zu differs\n", vs[v].name, m, n,
-                                        k, bias, i);
-                            unlike += bad;
-                            for (size_t j = n; j < ldc; j++) past += c[i * ldc + j] != -9.0f;
-                        }
-                    }
-                }
-                free(a); free(b); free(bm); free(bn); free(want); free(c);
-            }
-    CHECK(ran[3] > 0 && (ran[0] > 0 || ran[1] > 0 || ran[2] > 0 || !dcz_gemm_f32_variant()),
-          "variants run: avx512 %zu, avx2 %zu, neon %zu, dispatch %zu", ran[0], ran[1], ran[2], ran[3]);
-    CHECK(far == 0, "%zu reference outputs beyond 1e-6 of their |a b| sum", far);
-    CHECK(unlike == 0, "%zu rows of C differ from the reference's bits", unlike);
-    CHECK(past == 0, "%zu elements of C's row padding written", past);
+            for (size_t ki = 0; ki < sizeof ks / sizeof *ks; ki++) gemm_case(ms[mi], ns[ni], ks[ki], &t);
+    for (size_t i = 0; i < sizeof big / sizeof *big; i++) gemm_case(big[i].m, big[i].n, big[i].k, &t);
+    CHECK(t.ran[3] > 0 && (t.ran[0] > 0 || t.ran[1] > 0 || t.ran[2] > 0 || !dcz_gemm_f32_variant()),
+          "variants run: avx512 %zu, avx2 %zu, neon %zu, dispatch %zu", t.ran[0], t.ran[1], t.ran[2], t.ran[3]);
+    CHECK(t.far == 0, "%zu reference outputs beyond 1e-6 of their |a b| sum", t.far);
+    CHECK(t.unlike == 0, "%zu rows of C differ from the reference's bits", t.unlike);
+    CHECK(t.past == 0, "%zu elements of C's row padding written", t.past);
 }
 
 static void test_im2col_k(void)
