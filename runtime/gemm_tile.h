@@ -16,10 +16,12 @@
  *                  in A and B, int64 C and biases, VFMA their pair
  *                  products added)
  * and undefined again at its end.
- * A tile keeps its MR x NV sums in registers over the whole of k: each sum
- * starts at its bias (or 0) and takes A's element times B's by a fused
- * multiply-add, k in order, so every output has dcz_gemm_f32_ref's bits
- * whatever the tile, the ISA and the rows around it. */
+ * A tile keeps its MR x NV sums in registers over k (the blocked walks:
+ * over a block of k, the sums stored into C between blocks and loaded
+ * back, exactly): each sum starts at its bias (or 0) and takes A's element
+ * times B's by a fused multiply-add, k in order, so every output has
+ * dcz_gemm_f32_ref's bits whatever the tile, the walk, the ISA and the
+ * rows around it. */
 #ifndef TA
 #define TA float
 #define TB float
@@ -134,15 +136,16 @@ TGT static void NAME(panel)(size_t m, size_t j, size_t cols, uint32_t p, uint32_
  * output still takes its products in k order from its bias, the same
  * bits:
  *  - more than MR rows of C: a panel goes down them a block of KC rows of
- *    B at a time (64 x KC floats, in the first-level cache for every tile
- *    but the first); a panel of a large B came from memory once per MR
- *    rows (4096 x 4096 at batch 64, one core of an Intel Xeon: 62 -> 22
- *    ms against OpenBLAS's 19-22);
+ *    B at a time (KC rows of the panel, in the first-level cache for every
+ *    tile but the first); a panel of a large B came from memory once per
+ *    MR rows (4096 x 4096 at batch 64, one core of an Intel Xeon with
+ *    AVX-512: 62 -> 24 ms);
  *  - a B of more than GEMV_BYTES (past the second-level cache): its rows
  *    in order, a band of them (KR for up to MR rows of C, else KC) across
- *    every panel before the next band, so that B streams from memory;
- *    down a panel its rows are a row of B apart, 4 lines each (4096 x
- *    4096 at batch 1: 3.7 -> 2.5 ms, OpenBLAS's sgemv 2.4-2.7). */
+ *    every panel before the next band, so that B streams from memory,
+ *    where down a panel its rows lie a row of B apart, each a few lines
+ *    (4096 x 4096 at batch 1: 3.7 -> 2.5 ms, OpenBLAS's sgemv 2.4-2.7; at
+ *    batch 64 24 -> 19-22 ms, OpenBLAS's sgemm 19-22). */
 TGT static void NAME(gemm)(size_t m, size_t n, uint32_t k, const TA *a, size_t lda, const TB *b, size_t ldb,
                            const TBIAS *bias_m, const TBIAS *bias_n, TC *c, size_t ldc)
 {
@@ -150,10 +153,12 @@ TGT static void NAME(gemm)(size_t m, size_t n, uint32_t k, const TA *a, size_t l
 #ifdef KC
     if ((uint64_t)k * ldb * sizeof *b > GEMV_BYTES) {
         const uint32_t band = m <= MR ? KR : KC;
-        for (uint32_t p = 0; p < k; p += band)
+        for (uint32_t p = 0; p < k;) {
+            const uint32_t depth = k - p < band ? k - p : band;
             for (size_t j = 0; j < n; j += width)
-                NAME(panel)(m, j, n - j < width ? n - j : width, p, k - p < band ? k - p : band, a, lda, b, ldb,
-                            bias_m, bias_n, c, ldc);
+                NAME(panel)(m, j, n - j < width ? n - j : width, p, depth, a, lda, b, ldb, bias_m, bias_n, c, ldc);
+            p += depth;
+        }
         return;
     }
     const uint32_t kc = m > MR && k > KC ? KC : k;

@@ -6,8 +6,9 @@
  * vectors run along C's columns (B's rows are contiguous and padded to
  * DCZ_GEMM_PAD elements, so whole vectors are always read), A's elements
  * are broadcast, and a tile keeps MR rows by NV vectors of sums in
- * registers over the whole of k (gemm_tile.h, one template for both
- * element types). fp32: each output is its bias plus the products added
+ * registers over k, or a block of k, the float products storing them into
+ * C between blocks and loading them back exactly (gemm_tile.h, one
+ * template for both element types). fp32: each output is its bias plus the products added
  * one by one in k order by fused multiply-adds, exactly as the reference
  * computes it, so every variant and the reference give the same bits, at
  * any size, on any machine, and a sample of a batch the bits it has alone.
@@ -19,7 +20,9 @@
  * sums), AVX2 6 x 16 (12 of 16), NEON 6 x 16 (24 of 32); a C of one row
  * (one output channel) takes 128, 64 and 32 columns a tile so that eight
  * sums are in flight. The panel of B a tile reads stays in the caches
- * while the tiles go down A.
+ * while the tiles go down A; the float products take it a block of rows
+ * at a time where it would not, and a B past the second-level cache by
+ * bands of rows in order (gemm_tile.h, the walk).
  *
  * Checked by tests/unit/test_simd.c (fp32: every variant this machine runs
  * against the reference bit for bit on random matrices of odd sizes, with

@@ -714,7 +714,7 @@ typedef struct tile_job {
     const float *x, *dy;
     float *y, *dx;
     float *work;
-    float *wt;        /* W transposed per group (backward), after the slots */
+    float *wt;        /* W transposed per group (backward), before the slots */
     size_t slot;      /* floats of a slot's scratch */
     size_t slots;     /* parts the work is cut in */
     size_t units;     /* forward: tiles; backward: rows or input channels */
