@@ -123,7 +123,7 @@ static void backward_part(void *ctx, size_t lo, size_t hi)
         const float q = (float)(-k * is * b), r = (float)(-k * a + k * is * b * m);
         for (int n = 0; n < j->batch; n++) {
             size_t o = ((size_t)n * C + c) * hw;
-            dcz_vec()->lincomb(j->dx + o, j->dy + o, j->x + o, (float)k, q, r, hw);
+            dcz_vlincomb(j->dx + o, j->dy + o, j->x + o, (float)k, q, r, hw);
         }
     }
 }

@@ -2314,6 +2314,26 @@ static void test_vec_isas(void)
         CHECK(bad == 0, "isa %d: %zu results off the references' bits", (int)isas[v], bad);
     }
     printf("     %d vector version(s) checked\n", ran);
+    /* the wrappers, inline below DCZ_VEC_INLINE_MAX and by the table above */
+    size_t wbad = 0;
+    for (size_t n = 1; n <= 80; n++) {
+        for (size_t i = 0; i < N; i++) {
+            a[i] = dcz_rng_uniform(&r) - 0.5f;
+            b[i] = dcz_rng_uniform(&r) - 0.5f;
+            c[i] = dcz_rng_uniform(&r) - 0.5f;
+        }
+        for (int op = 0; op < 4; op++) {
+            for (size_t i = 0; i < N; i++) d0[i] = d1[i] = c[i];
+            switch (op) {
+            case 0: dcz_vaffine(d0, a, 0.7f, 0.01f, n); ref->affine(d1, a, 0.7f, 0.01f, n); break;
+            case 1: dcz_vlincomb(d0, a, b, 0.7f, -1.3f, 0.01f, n); ref->lincomb(d1, a, b, 0.7f, -1.3f, 0.01f, n); break;
+            case 2: dcz_vadd(d0, a, n); ref->add(d1, a, n); break;
+            default: dcz_vaxpy(d0, a, -1.3f, n); ref->axpy(d1, a, -1.3f, n); break;
+            }
+            for (size_t i = 0; i < N; i++) wbad += !same_bits(d0[i], d1[i]);
+        }
+    }
+    CHECK(wbad == 0, "%zu results of the inline wrappers off the references' bits", wbad);
 }
 
 static void test_rng(void)
