@@ -249,24 +249,18 @@ float dcz_vec_tree16(const float *p);
  * table). Same bits either way. */
 #define DCZ_VEC_INLINE_MAX 64
 
-static inline void dcz_vadd(float *restrict d, const float *restrict s, size_t n)
+/* The references of the element-wise loops that run inline (the table's
+ * add, affine, lincomb and axpy of DCZ_ISA_REF): four statements a step. */
+static inline void dcz_vadd_ref(float *restrict d, const float *restrict s, size_t n)
 {
-    if (n >= DCZ_VEC_INLINE_MAX) {
-        dcz_vec()->add(d, s, n);
-        return;
-    }
-    size_t j = 0;   /* four statements a step, which the compiler pairs into a vector */
+    size_t j = 0;
     for (; j + 4 <= n; j += 4) {
         d[j] += s[j]; d[j + 1] += s[j + 1]; d[j + 2] += s[j + 2]; d[j + 3] += s[j + 3];
     }
     for (; j < n; j++) d[j] += s[j];
 }
-static inline void dcz_vaffine(float *restrict d, const float *restrict s, float a, float b, size_t n)
+static inline void dcz_vaffine_ref(float *restrict d, const float *restrict s, float a, float b, size_t n)
 {
-    if (n >= DCZ_VEC_INLINE_MAX) {
-        dcz_vec()->affine(d, s, a, b, n);
-        return;
-    }
     size_t j = 0;
     for (; j + 4 <= n; j += 4) {
         d[j] = s[j] * a + b; d[j + 1] = s[j + 1] * a + b;
@@ -274,20 +268,47 @@ static inline void dcz_vaffine(float *restrict d, const float *restrict s, float
     }
     for (; j < n; j++) d[j] = s[j] * a + b;
 }
-/* d = g p + x q + r */
-static inline void dcz_vlincomb(float *restrict d, const float *restrict g, const float *restrict x, float p,
-                                float q, float r, size_t n)
+static inline void dcz_vlincomb_ref(float *restrict d, const float *restrict g, const float *restrict x, float p,
+                                    float q, float r, size_t n)
 {
-    if (n >= DCZ_VEC_INLINE_MAX) {
-        dcz_vec()->lincomb(d, g, x, p, q, r, n);
-        return;
-    }
     size_t j = 0;
     for (; j + 4 <= n; j += 4) {
         d[j] = g[j] * p + x[j] * q + r; d[j + 1] = g[j + 1] * p + x[j + 1] * q + r;
         d[j + 2] = g[j + 2] * p + x[j + 2] * q + r; d[j + 3] = g[j + 3] * p + x[j + 3] * q + r;
     }
     for (; j < n; j++) d[j] = g[j] * p + x[j] * q + r;
+}
+static inline void dcz_vaxpy_ref(float *restrict d, const float *restrict s, float a, size_t n)
+{
+    size_t j = 0;
+    for (; j + 4 <= n; j += 4) {
+        d[j] += a * s[j]; d[j + 1] += a * s[j + 1];
+        d[j + 2] += a * s[j + 2]; d[j + 3] += a * s[j + 3];
+    }
+    for (; j < n; j++) d[j] += a * s[j];
+}
+
+static inline void dcz_vadd(float *restrict d, const float *restrict s, size_t n)
+{
+    if (n < DCZ_VEC_INLINE_MAX) dcz_vadd_ref(d, s, n);
+    else dcz_vec()->add(d, s, n);
+}
+static inline void dcz_vaffine(float *restrict d, const float *restrict s, float a, float b, size_t n)
+{
+    if (n < DCZ_VEC_INLINE_MAX) dcz_vaffine_ref(d, s, a, b, n);
+    else dcz_vec()->affine(d, s, a, b, n);
+}
+/* d = g p + x q + r */
+static inline void dcz_vlincomb(float *restrict d, const float *restrict g, const float *restrict x, float p,
+                                float q, float r, size_t n)
+{
+    if (n < DCZ_VEC_INLINE_MAX) dcz_vlincomb_ref(d, g, x, p, q, r, n);
+    else dcz_vec()->lincomb(d, g, x, p, q, r, n);
+}
+static inline void dcz_vaxpy(float *restrict d, const float *restrict s, float a, size_t n)
+{
+    if (n < DCZ_VEC_INLINE_MAX) dcz_vaxpy_ref(d, s, a, n);
+    else dcz_vec()->axpy(d, s, a, n);
 }
 static inline void dcz_vaffine_relu(float *restrict d, const float *restrict s, float a, float b, size_t n)
 {
@@ -297,19 +318,6 @@ static inline void dcz_vrelu(float *restrict d, const float *restrict s, size_t 
 static inline void dcz_vrelu_grad(float *restrict d, const float *restrict g, const float *restrict y, size_t n)
 {
     dcz_vec()->relu_grad(d, g, y, n);
-}
-static inline void dcz_vaxpy(float *restrict d, const float *restrict s, float a, size_t n)
-{
-    if (n >= DCZ_VEC_INLINE_MAX) {
-        dcz_vec()->axpy(d, s, a, n);
-        return;
-    }
-    size_t j = 0;
-    for (; j + 4 <= n; j += 4) {
-        d[j] += a * s[j]; d[j + 1] += a * s[j + 1];
-        d[j + 2] += a * s[j + 2]; d[j + 3] += a * s[j + 3];
-    }
-    for (; j < n; j++) d[j] += a * s[j];
 }
 static inline float dcz_vdot(const float *a, const float *b, size_t n) { return dcz_vec()->dot(a, b, n); }
 static inline float dcz_vsum(const float *s, size_t n) { return dcz_vec()->sum(s, n); }

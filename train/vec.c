@@ -94,23 +94,12 @@ static void sums_grad_ref(const float *g, const float *x, float m, size_t n, flo
     *sgx = tree16(q);
 }
 
-static void affine_ref(float *restrict d, const float *restrict s, float a, float b, size_t n)
-{
-    for (size_t j = 0; j < n; j++) d[j] = s[j] * a + b;
-}
-
 static void affine_relu_ref(float *restrict d, const float *restrict s, float a, float b, size_t n)
 {
     for (size_t j = 0; j < n; j++) {
         const float v = s[j] * a + b;
         d[j] = v > 0.0f ? v : 0.0f;
     }
-}
-
-static void lincomb_ref(float *restrict d, const float *restrict g, const float *restrict x, float p, float q,
-                        float r, size_t n)
-{
-    for (size_t j = 0; j < n; j++) d[j] = g[j] * p + x[j] * q + r;
 }
 
 static void relu_ref(float *restrict d, const float *restrict s, size_t n)
@@ -128,24 +117,15 @@ static void relu_grad_ref(float *restrict d, const float *restrict g, const floa
     }
 }
 
-static void add_ref(float *restrict d, const float *restrict s, size_t n)
-{
-    for (size_t j = 0; j < n; j++) d[j] += s[j];
-}
-
 static void sum2_ref(float *restrict d, const float *a, const float *b, size_t n)
 {
     for (size_t j = 0; j < n; j++) d[j] = a[j] + b[j];
 }
 
-static void axpy_ref(float *restrict d, const float *restrict s, float a, size_t n)
-{
-    for (size_t j = 0; j < n; j++) d[j] += a * s[j];
-}
-
+/* add, affine, lincomb and axpy: internal.h's, which also run inline */
 static const dcz_vec_ops ops_ref = {
-    sum_ref, dot_ref, sumsq_dev_ref, sums_grad_ref, affine_ref, affine_relu_ref,
-    lincomb_ref, relu_ref, relu_grad_ref, add_ref, sum2_ref, axpy_ref,
+    sum_ref, dot_ref, sumsq_dev_ref, sums_grad_ref, dcz_vaffine_ref, affine_relu_ref,
+    dcz_vlincomb_ref, relu_ref, relu_grad_ref, dcz_vadd_ref, sum2_ref, dcz_vaxpy_ref,
 };
 
 /* ---- AVX-512 and AVX2 ------------------------------------------------------- */
