@@ -244,7 +244,7 @@ dcz_status dcz_describe_layer(const dcz_model *m, uint32_t layer, dcz_layer_desc
         k->kernel = l->sp.idx ? "spmv / spmm (codebook)" : "spmv_csc / spmm (fp32 values)";
         sparse_dense_why(&l->sp, k);
     }
-    if (l->op == DCZ_OP_DENSE && l->act.op && !m->opt.force_reference) {
+    if ((l->op == DCZ_OP_DENSE || (conv && !l->shifted)) && l->act.op && !m->opt.force_reference) {
         const size_t used = strlen(k->why);
         snprintf(k->why + used, sizeof k->why - used, "; then %s", dcz_op_get(l->act.op)->label);
     }

@@ -279,6 +279,8 @@ uint64_t dcz_shift_bytes(const dcz_conv_geom *g, uint64_t entries, uint32_t ob)
  *   store       what each output vector of a channel costs the shift form
  *               besides its taps (its store and its tile's setup): what
  *               decides where a channel has few taps
+ *   gemm_pw, store_pw  gemm_rate1 and store on dense 1x1 windows at
+ *               stride 1
  * AVX-512 (bench/bench_conv.c on a Xeon): dense 16 -> 16 channels over 28 x
  * 28 take 49, 32 and 25 us in blocks of 1, 2 and 4; 1x1 convolutions over
  * 4 x 4 at 100% and 40% run 1.2 and 1.5 times as long as on the dense
@@ -312,19 +314,36 @@ uint64_t dcz_shift_bytes(const dcz_conv_geom *g, uint64_t entries, uint32_t ob)
  * other instruction sets 0, unmeasured. Compressed presets at batch 1,
  * best medians of alternated runs: ResNet-style 157.9 -> 153.8 us,
  * MobileNetV2-style 333.0 -> 325.6, conv-heavy CNN 304.5 -> 300.8,
- * LeNet-5 unchanged (35.3 -> 35.1). */
+ * LeNet-5 unchanged (35.3 -> 35.1). Intel's cores with AVX-512 (the Xeon
+ * above): on 1x1 windows at stride 1 the output weighs as on AVX2, the
+ * taps being few where a layer widens. The 17 dense pointwise layers of
+ * the MobileNetV2-style preset and bench_conv's, each timed on both
+ * kernels at batch 1: the dense product is the faster on every layer of
+ * fewer input than output channels (16 -> 96 over 28 x 28: 18.5 us, the
+ * shift form 21.1; 32 -> 192 over 7 x 7: 5.2 against 5.4), the shift form
+ * on the others (384 -> 64 over 4 x 4: 7.8 us, the dense product 10.5).
+ * store_pw 10 and gemm_pw 1.15 pick the faster on all 17, where store 0
+ * and gemm_rate1 1.7 lost 11.8 us over them; the dense model at batch 1,
+ * dcz bench medians of alternated runs, 207.8-211.3 -> 200.9-204.0 us.
+ * Sparse layers keep the other costs: the compressed model (25% to 50% of
+ * the weights kept) ran slower with its 50% layers over 28 x 28 on the
+ * dense product (186.4 -> 189.1 us), though timed alone they were faster
+ * there. So do the 3x3 layers (their dense product pays for its patches)
+ * and 1x1 ones at stride 2, which the shift form runs from one phase of
+ * four. */
 typedef struct shift_costs {
-    double tap2, tap4, fixed, gemm_rate, gemm_rate1, store;
+    double tap2, tap4, fixed, gemm_rate, gemm_rate1, store, gemm_pw, store_pw;
 } shift_costs;
 
 static dcz_isa best(void);
 
 static shift_costs costs(void)
 {
-    shift_costs c = { 1.29, 2.0, 1.2, 1.7, 1.7, 0.0 };
+    shift_costs c = { 1.29, 2.0, 1.2, 1.7, 1.7, 0.0, 1.7, 0.0 };
 #ifdef DCZ_X86
-    if (best() == DCZ_ISA_AVX2) c = (shift_costs){ 1.29, 5.2, 1.2, 1.2, 1.6, 2.5 };
+    if (best() == DCZ_ISA_AVX2) c = (shift_costs){ 1.29, 5.2, 1.2, 1.2, 1.6, 2.5, 1.6, 2.5 };
     else if (__builtin_cpu_is("amd")) c.tap2 = 1.13;
+    else if (best() == DCZ_ISA_AVX512) c.gemm_pw = 1.15, c.store_pw = 10.0;
 #endif
     return c;
 }
@@ -367,11 +386,12 @@ int dcz_conv2d_pick_shift(const dcz_conv_geom *g, uint64_t nnz)
     const double cols = (double)g->in_c * g->kh * g->kw;
     const double d = g->out_c && cols > 0 ? (double)nnz / (g->out_c * cols) : 0;
     const shift_costs c = costs();
+    const int win1 = g->kh * g->kw == 1, pw = win1 && g->sh == 1 && g->sw == 1 && d >= 1;
     const double shift = g->out_c * cols * block_cost(&c, d > 1 ? 1 : d, dcz_shift_pick_block(g, nnz), plane_vectors(g)) +
-                         g->out_c * plane_vectors(g) * c.store;
+                         g->out_c * plane_vectors(g) * (pw ? c.store_pw : c.store);
     /* the dense product runs whole vectors of the plane: 7 x 7 takes 4 */
     const double gemm = (double)g->out_c * cols * (double)(dcz_gemm_ldb((size_t)g->out_h * g->out_w) / 16) /
-                        (g->kh * g->kw == 1 ? c.gemm_rate1 : c.gemm_rate);
+                        (pw ? c.gemm_pw : win1 ? c.gemm_rate1 : c.gemm_rate);
     return shift < gemm;
 }
 

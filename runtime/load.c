@@ -402,13 +402,13 @@ static int table_clamp(const dcz_q *table, int32_t qmax, int32_t *lo, int32_t *h
     return a <= b;
 }
 
-/* A float convolution on the shift form, a float ADD or a float fully
- * connected layer whose output only the next layer, a ReLU or CLIP run in
- * place over it, reads takes that activation as it writes its output
- * (dcz_conv2d_shift_act, dcz_add, the lane kernel's stores; a pass over
- * the output after the other fully connected kernels), and the activation
- * layer is skipped, in runs without taps (run.c): a pass over the output
- * and a layer's call less. On integers, an activation that is a clamp (ReLU:
+/* A float convolution, a float ADD or a float fully connected layer whose
+ * output only the next layer, a ReLU or CLIP run in place over it, reads
+ * takes that activation as it writes its output (dcz_conv2d_shift_act,
+ * dcz_add, the lane kernel's stores; a pass over the output, still in
+ * cache, after the other convolution and fully connected kernels), and the
+ * activation layer is skipped, in runs without taps (run.c): a pass over
+ * the output and a layer's call less. On integers, an activation that is a clamp (ReLU:
  * 0 .. qmax; a table that is one, as calibration makes a CLIP's after a
  * weighted layer) is fused alike into a convolution or a fully connected
  * layer, as the bounds of its requantization (qlo, qhi: the integer shift
@@ -436,7 +436,7 @@ static void fuse_activations(dcz_model *m)
             a->fused = DCZ_FUSED_ACT;
             continue;
         }
-        const int takes = (c->op == DCZ_OP_CONV2D && c->shifted) || c->op == DCZ_OP_ADD || c->op == DCZ_OP_DENSE;
+        const int takes = c->op == DCZ_OP_CONV2D || c->op == DCZ_OP_ADD || c->op == DCZ_OP_DENSE;
         if (!takes || c->q || a->q || (a->op != DCZ_OP_RELU && a->op != DCZ_OP_CLIP)) continue;
         c->act = (dcz_act){ a->op, a->param[0], a->param[1] };
         a->fused = DCZ_FUSED_ACT;

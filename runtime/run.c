@@ -271,6 +271,8 @@ void dcz_run_dense(const dcz_model *m, const dcz_exec_layer *l, const float *con
     dcz_act_apply(act, y, batch * l->out);
 }
 
+/* A convolution, then the activation fused into it (load.c) when the run
+ * fuses: in the shift form's stores, else one pass over y. */
 void dcz_run_conv2d(const dcz_model *m, const dcz_exec_layer *l, const float *const *xs,
                     size_t batch, float *y)
 {
@@ -285,16 +287,17 @@ void dcz_run_conv2d(const dcz_model *m, const dcz_exec_layer *l, const float *co
                                      m->scratch, y);
         else
             dcz_conv2d_dense_im2col(&l->geom, l->w, l->bias, xs[0], batch, m->opt.force_reference, m->scratch, y);
-        return;
+    } else {
+        /* the vector variants give the scalar rows' bits */
+        const dcz_isa isa = m->opt.force_reference ? DCZ_ISA_REF : dcz_isa_best();
+        if (!l->sparse) {
+            if (!dcz_conv2d_dense_isa(isa, &l->geom, l->w, l->bias, xs[0], batch, y))
+                dcz_conv2d_dense_isa(DCZ_ISA_REF, &l->geom, l->w, l->bias, xs[0], batch, y);
+        } else if (!dcz_conv2d_sparse_direct_isa(isa, &l->geom, &l->sp, l->bias, xs[0], batch, y)) {
+            dcz_conv2d_sparse_direct_isa(DCZ_ISA_REF, &l->geom, &l->sp, l->bias, xs[0], batch, y);
+        }
     }
-    /* the vector variants give the scalar rows' bits */
-    const dcz_isa isa = m->opt.force_reference ? DCZ_ISA_REF : dcz_isa_best();
-    if (!l->sparse) {
-        if (!dcz_conv2d_dense_isa(isa, &l->geom, l->w, l->bias, xs[0], batch, y))
-            dcz_conv2d_dense_isa(DCZ_ISA_REF, &l->geom, l->w, l->bias, xs[0], batch, y);
-    } else if (!dcz_conv2d_sparse_direct_isa(isa, &l->geom, &l->sp, l->bias, xs[0], batch, y)) {
-        dcz_conv2d_sparse_direct_isa(DCZ_ISA_REF, &l->geom, &l->sp, l->bias, xs[0], batch, y);
-    }
+    dcz_act_apply(m->fuse && l->act.op ? &l->act : NULL, y, batch * l->out);
 }
 
 void dcz_run_maxpool(const dcz_model *m, const dcz_exec_layer *l, const float *const *xs,

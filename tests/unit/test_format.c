@@ -1492,7 +1492,7 @@ static void test_describe_layers(void)
 {
     dcz_doc *(*const make[])(void) = { small_doc, conv_doc, conv_doc_b, dag_doc, mobile_doc, calib_doc };
     int seen_im2col = 0, seen_direct = 0, seen_cols = 0, seen_int = 0, seen_dense = 0, seen_fused = 0;
-    int seen_dense_act = 0;
+    int seen_act = 0;
     /* each document as this CPU's kernels run it and, for the sparse
      * convolutions, as the references do: which convolutions take the
      * shift form depends on the CPU's costs, the references' choice
@@ -1534,8 +1534,8 @@ static void test_describe_layers(void)
                 continue;
             }
             CHECK(ld.why[0] != '\0', "doc %zu layer %u: no reason", f, i);
-            if (l->op == DCZ_OP_DENSE && l->act.op) {   /* a fully connected layer that applies the next */
-                seen_dense_act++;
+            if (l->act.op) {   /* a fully connected layer or a convolution that applies the next */
+                seen_act++;
                 CHECK(strstr(ld.why, "then relu") || strstr(ld.why, "then clip"), "doc %zu layer %u: %s", f, i,
                       ld.why);
             }
@@ -1564,7 +1564,7 @@ static void test_describe_layers(void)
           "kinds seen: im2col %d direct %d columns %d integer %d dense %d", seen_im2col, seen_direct,
           seen_cols, seen_int, seen_dense);
     CHECK(seen_fused > 0 || !dcz_conv2d_shift_variant(), "no activation fused into a convolution");
-    CHECK(seen_dense_act > 0, "no activation fused into a fully connected layer");
+    CHECK(seen_act > 0, "no activation fused into a weighted layer");
 }
 
 static void test_v1_files(void)
