@@ -809,7 +809,8 @@ static void built(const char *name, dcz_doc *d, dcz_scheme want)
             over++;
         }
         CHECK(over > 0, "%s: no layer in place", name);
-        /* a float convolution on the shift form takes the ReLU after it */
+        /* a float convolution takes the ReLU after it (the shift form in its
+         * stores, the others by a pass over their output) */
         uint32_t fused = 0;
         for (uint32_t i = 1; i < m->nlayers; i++)
             fused += m->layers[i].fused && m->layers[i - 1].op == DCZ_OP_CONV2D;
