@@ -8,6 +8,12 @@
 #   bash bench/latency.sh [THREADS] [RUNS] [MODELS]
 #       defaults: 1 thread, 2000 runs at batch 1 (RUNS / 20 at batch 64),
 #       MODELS "lenet300 lenet5 cnn resnet mobilenetv2"
+#   ROUNDS=N (default 3): each model's runtimes are timed in N rounds, one
+#       after the other within a round, and each figure is the median of
+#       its N rounds' (a host whose speed drifts from one minute to the next
+#       then moves every runtime of a round alike, not one runtime alone);
+#       the compressed file's ratio to ONNX Runtime at batch 1 is also
+#       printed round by round, its spread.
 #
 # The models are made here, untrained (latency depends on the structure,
 # not on the weights' values): dcz train --epochs 0 of the architecture of
@@ -26,6 +32,8 @@ threads=${1:-1}
 runs=${2:-2000}
 models=${3:-lenet300 lenet5 cnn resnet mobilenetv2}
 runs64=$((runs / 20 > 20 ? runs / 20 : 20))
+rounds=${ROUNDS:-3}
+case $rounds in ''|*[!0-9]*|0) echo "latency: ROUNDS must be a positive integer, not '$rounds'" >&2; exit 1 ;; esac
 dcz=bin/dcz
 # the dcz command links OpenBLAS (training); its worker threads, started at
 # load and idle here, spin a while before they sleep: keep them to the
@@ -60,6 +68,16 @@ make_model() { # name
 # field NAME of a JSON line
 field() { sed -n "s/.*\"$1\":\([0-9.e+-]*\).*/\1/p"; }
 
+# the median of the numbers given (the lower middle one of an even count)
+middle() { printf '%s\n' "$@" | sort -g | sed -n "$((($# + 1) / 2))p"; }
+
+# over KEY: the medians over the rounds of KEY's median and p99 (med[KEY.ROUND], p99[...])
+over() {
+    local k a=() b=()
+    for k in $(seq "$rounds"); do a+=("${med[$1.$k]}"); b+=("${p99[$1.$k]}"); done
+    echo "$(middle "${a[@]}") $(middle "${b[@]}")"
+}
+
 # row MODEL RUNTIME B1_MED B1_P99 B64_MED B64_P99 BASE1 BASE64: the ratios
 # are the row's medians over the compressed file's (above 1: dcz faster)
 row() {
@@ -67,37 +85,57 @@ row() {
         "$(awk -v a="$3" -v b="$7" 'BEGIN { print a / b }')" "$5" "$6" "$(awk -v a="$5" -v b="$8" 'BEGIN { print a / b }')"
 }
 
-echo "== whole-model latency, $threads thread(s), microseconds; $runs timed runs at batch 1, $runs64 at batch 64"
+echo "== whole-model latency, $threads thread(s), microseconds; $runs timed runs at batch 1, $runs64 at batch 64;" \
+    "medians of $rounds rounds"
 echo "   CPU: $(sed -n 's/^model name[[:space:]]*: //p' /proc/cpuinfo | head -1)"
 printf '%-12s %-26s %9s %9s %7s %10s %10s %7s\n' model runtime "b1 med" "b1 p99" "vs dcz" "b64 med" "b64 p99" \
     "vs dcz"
 for m in $models; do
     make_model "$m" || { echo "latency: cannot make $m" >&2; exit 1; }
     declare -A med=() p99=()
-    for v in "$m" "$m-dense" "$m-int8"; do
-        for b in 1 64; do
-            r=$runs; [ $b = 64 ] && r=$runs64
-            j=$("$dcz" bench "$w/$v.dcz" --batch $b --threads "$threads" --runs "$r" --warmup 20 --device cpu --json) || exit 1
-            med[$v.$b]=$(echo "$j" | field median_us)
-            p99[$v.$b]=$(echo "$j" | field p99_us)
+    ort=ok ort_out=
+    # rounds: every runtime once a round, figures kept as KEY.ROUND
+    for k in $(seq "$rounds"); do
+        for v in "$m" "$m-dense" "$m-int8"; do
+            for b in 1 64; do
+                r=$runs; [ $b = 64 ] && r=$runs64
+                j=$("$dcz" bench "$w/$v.dcz" --batch $b --threads "$threads" --runs "$r" --warmup 20 --device cpu \
+                    --json) || exit 1
+                med[$v.$b.$k]=$(echo "$j" | field median_us)
+                p99[$v.$b.$k]=$(echo "$j" | field p99_us)
+            done
         done
+        [ $ort = ok ] || continue
+        out=$("$ort_py" bench/ort_latency.py "$w/$m.onnx" "$threads" "$runs" 1 2>&1) &&
+            out64=$("$ort_py" bench/ort_latency.py "$w/$m.onnx" "$threads" "$runs64" 64 2>&1)
+        rc=$?
+        if [ $rc -eq 3 ]; then ort=absent; continue; fi
+        if [ $rc -ne 0 ]; then ort=failed ort_out="$out ${out64:-}"; continue; fi
+        read -r _ _ _ med[ort.1.$k] _ p99[ort.1.$k] <<< "$out"
+        read -r _ _ _ med[ort.64.$k] _ p99[ort.64.$k] <<< "$out64"
     done
-    b1=${med[$m.1]} b64=${med[$m.64]}
-    row "$m" "dcz compressed ($(stat -c %s "$w/$m.dcz") B)" "$b1" "${p99[$m.1]}" "$b64" "${p99[$m.64]}" "$b1" "$b64"
-    row "$m" "dcz int8" "${med[$m-int8.1]}" "${p99[$m-int8.1]}" "${med[$m-int8.64]}" "${p99[$m-int8.64]}" "$b1" "$b64"
-    row "$m" "dcz dense fp32" "${med[$m-dense.1]}" "${p99[$m-dense.1]}" "${med[$m-dense.64]}" "${p99[$m-dense.64]}" \
-        "$b1" "$b64"
-    out=$("$ort_py" bench/ort_latency.py "$w/$m.onnx" "$threads" "$runs" 1 2>&1) &&
-        out64=$("$ort_py" bench/ort_latency.py "$w/$m.onnx" "$threads" "$runs64" 64 2>&1)
-    rc=$?
-    if [ $rc -eq 3 ]; then
+    read -r b1 c1p <<< "$(over "$m.1")"
+    read -r b64 c64p <<< "$(over "$m.64")"
+    row "$m" "dcz compressed ($(stat -c %s "$w/$m.dcz") B)" "$b1" "$c1p" "$b64" "$c64p" "$b1" "$b64"
+    for v in int8 dense; do
+        read -r m1 p1 <<< "$(over "$m-$v.1")"
+        read -r m64 p64 <<< "$(over "$m-$v.64")"
+        name="dcz int8"; [ $v = dense ] && name="dcz dense fp32"
+        row "$m" "$name" "$m1" "$p1" "$m64" "$p64" "$b1" "$b64"
+    done
+    if [ $ort = absent ]; then
         echo "             ONNX Runtime: SKIP (onnxruntime does not import in $ort_py; set ORT_PYTHON)"
-    elif [ $rc -ne 0 ]; then
-        echo "             ONNX Runtime: failed: $out ${out64:-}"
+    elif [ $ort = failed ]; then
+        echo "             ONNX Runtime: failed: $ort_out"
     else
-        read -r _ _ _ om1 _ op1 <<< "$out"
-        read -r _ _ _ om64 _ op64 <<< "$out64"
+        read -r om1 op1 <<< "$(over ort.1)"
+        read -r om64 op64 <<< "$(over ort.64)"
         row "$m" "ONNX Runtime dense fp32" "$om1" "$op1" "$om64" "$op64" "$b1" "$b64"
+        spread=
+        for k in $(seq "$rounds"); do
+            spread+=" $(awk -v a="${med[ort.1.$k]}" -v b="${med[$m.1.$k]}" 'BEGIN { printf "%.2fx", a / b }')"
+        done
+        echo "             rounds: ONNX Runtime over dcz compressed at batch 1:$spread"
     fi
     case $m in
         lenet300|lenet5)
