@@ -15,6 +15,10 @@
  *                  not defined; the integer product: int32 pairs of int16
  *                  in A and B, int64 C and biases, VFMA their pair
  *                  products added)
+ *   VACT(v, act)   (optional, float only) v after the activation act (NULL
+ *                  or op 0: none), dcz_act_one's bits: applied to the sums
+ *                  as the tiles store them the last time (act NULL until
+ *                  then)
  * and undefined again at its end.
  * A tile keeps its MR x NV sums in registers over k (the blocked walks:
  * over a block of k, the sums stored into C between blocks and loaded
@@ -37,7 +41,7 @@
 TGT __attribute__((always_inline))
 static inline void NAME(tile)(const int mr, const int nv, uint32_t k, const TA *a, size_t lda, const TB *b,
                               size_t ldb, const TBIAS *bias_m, const TBIAS *bias_n, TC *c, size_t ldc,
-                              uint32_t last, int from_c)
+                              uint32_t last, int from_c, const dcz_act *act)
 {
     V acc[MR][NV1];
 #pragma GCC unroll 8
@@ -69,6 +73,11 @@ static inline void NAME(tile)(const int mr, const int nv, uint32_t k, const TA *
 #pragma GCC unroll 8
         for (int v = 0; v < nv; v++) {
             TC *cp = c + (size_t)i * ldc + v * L;
+#ifdef VACT
+            if (act) acc[i][v] = VACT(acc[i][v], act);
+#else
+            (void)act;
+#endif
             if (v == nv - 1 && last < L) VSTORE_PART(cp, acc[i][v], last);
             else VSTORE(cp, acc[i][v]);
         }
@@ -76,14 +85,15 @@ static inline void NAME(tile)(const int mr, const int nv, uint32_t k, const TA *
 
 typedef void (*NAME(tile_fn))(uint32_t k, const TA *a, size_t lda, const TB *b, size_t ldb,
                               const TBIAS *bias_m, const TBIAS *bias_n, TC *c, size_t ldc, uint32_t last,
-                              int from_c);
+                              int from_c, const dcz_act *act);
 
 #define TILE(R, N)                                                                                      \
     TGT static void CAT(NAME(tile), _##R##x##N)(uint32_t k, const TA *a, size_t lda, const TB *b,       \
                                                 size_t ldb, const TBIAS *bias_m, const TBIAS *bias_n,  \
-                                                TC *c, size_t ldc, uint32_t last, int from_c)          \
+                                                TC *c, size_t ldc, uint32_t last, int from_c,          \
+                                                const dcz_act *act)                                     \
     {                                                                                                   \
-        NAME(tile)(R, N, k, a, lda, b, ldb, bias_m, bias_n, c, ldc, last, from_c);                      \
+        NAME(tile)(R, N, k, a, lda, b, ldb, bias_m, bias_n, c, ldc, last, from_c, act);                 \
     }
 #define TILE_ROW(R) TILE(R, 1) TILE(R, 2) TILE(R, 3) TILE(R, 4)
 TILE_ROW(1) TILE_ROW(2) TILE_ROW(3) TILE_ROW(4)
@@ -116,16 +126,17 @@ static const NAME(tile_fn) NAME(tiles)[MR + 1][NV1 + 1] = {
 
 /* Rows p .. p + depth - 1 of B's panel of columns j .. j + cols - 1 down
  * every MR rows of C: the tiles' sums start at their biases when p is 0,
- * else at what C holds. */
+ * else at what C holds; act: the rows' last (VACT). */
 TGT static void NAME(panel)(size_t m, size_t j, size_t cols, uint32_t p, uint32_t depth, const TA *a, size_t lda,
-                            const TB *b, size_t ldb, const TBIAS *bias_m, const TBIAS *bias_n, TC *c, size_t ldc)
+                            const TB *b, size_t ldb, const TBIAS *bias_m, const TBIAS *bias_n, TC *c, size_t ldc,
+                            const dcz_act *act)
 {
     const int nv = (int)((cols + L - 1) / L);
     const uint32_t last = (uint32_t)(cols - (size_t)(nv - 1) * L);
     for (size_t i = 0; i < m; i += MR) {
         const int mr = m - i < MR ? (int)(m - i) : MR;
         NAME(tiles)[mr][nv](depth, a + i * lda + p, lda, b + (size_t)p * ldb + j, ldb, bias_m ? bias_m + i : NULL,
-                            bias_n ? bias_n + j : NULL, c + i * ldc + j, ldc, last, p > 0);
+                            bias_n ? bias_n + j : NULL, c + i * ldc + j, ldc, last, p > 0, act);
     }
 }
 
@@ -147,7 +158,7 @@ TGT static void NAME(panel)(size_t m, size_t j, size_t cols, uint32_t p, uint32_
  *    (4096 x 4096 at batch 1: 3.7 -> 2.5 ms, OpenBLAS's sgemv 2.4-2.7; at
  *    batch 64 24 -> 19-22 ms, OpenBLAS's sgemm 19-22). */
 TGT static void NAME(gemm)(size_t m, size_t n, uint32_t k, const TA *a, size_t lda, const TB *b, size_t ldb,
-                           const TBIAS *bias_m, const TBIAS *bias_n, TC *c, size_t ldc)
+                           const TBIAS *bias_m, const TBIAS *bias_n, TC *c, size_t ldc, const dcz_act *act)
 {
     const size_t width = (size_t)(m == 1 ? NV1 : NV) * L;
 #ifdef KC
@@ -156,7 +167,8 @@ TGT static void NAME(gemm)(size_t m, size_t n, uint32_t k, const TA *a, size_t l
         for (uint32_t p = 0; p < k;) {
             const uint32_t depth = k - p < band ? k - p : band;
             for (size_t j = 0; j < n; j += width)
-                NAME(panel)(m, j, n - j < width ? n - j : width, p, depth, a, lda, b, ldb, bias_m, bias_n, c, ldc);
+                NAME(panel)(m, j, n - j < width ? n - j : width, p, depth, a, lda, b, ldb, bias_m, bias_n, c, ldc,
+                            p + depth == k ? act : NULL);
             p += depth;
         }
         return;
@@ -169,7 +181,8 @@ TGT static void NAME(gemm)(size_t m, size_t n, uint32_t k, const TA *a, size_t l
         uint32_t p = 0;
         do {   /* once when k is 0: the biases */
             const uint32_t depth = k - p < kc ? k - p : kc;
-            NAME(panel)(m, j, n - j < width ? n - j : width, p, depth, a, lda, b, ldb, bias_m, bias_n, c, ldc);
+            NAME(panel)(m, j, n - j < width ? n - j : width, p, depth, a, lda, b, ldb, bias_m, bias_n, c, ldc,
+                        p + depth >= k ? act : NULL);
             p += depth;
         } while (p < k);
     }
@@ -200,3 +213,4 @@ TGT static void NAME(gemm)(size_t m, size_t n, uint32_t k, const TA *a, size_t l
 #undef TB
 #undef TC
 #undef TBIAS
+#undef VACT

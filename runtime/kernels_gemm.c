@@ -37,6 +37,7 @@
 #if defined(__x86_64__) || defined(__i386__)
 #include <immintrin.h>
 
+#include "runtime/act_x86.h"
 #include "runtime/avx2_lanes.h"
 #define DCZ_X86 1
 #elif defined(__aarch64__) && defined(__ARM_NEON)
@@ -74,6 +75,7 @@ void dcz_gemm_f32_ref(size_t m, size_t n, uint32_t k, const float *a, size_t lda
 #define KR 64
 #define GEMV_BYTES (2u << 20)
 #define VLOADC(p) _mm512_loadu_ps(p)
+#define VACT(v, act) dcz_act__avx512(v, act)
 #include "runtime/gemm_tile.h"
 
 /* lanes 0 .. n - 1 of an AVX2 mask */
@@ -97,6 +99,7 @@ void dcz_gemm_f32_ref(size_t m, size_t n, uint32_t k, const float *a, size_t lda
 #define KR 64
 #define GEMV_BYTES (2u << 20)
 #define VLOADC(p) _mm256_loadu_ps(p)
+#define VACT(v, act) dcz_act__avx2(v, act)
 #include "runtime/gemm_tile.h"
 #endif
 
@@ -113,6 +116,17 @@ static inline float32x4_t load_part__neon(const float *p, uint32_t n)
     float t[4] = { 0 };
     memcpy(t, p, n * sizeof *t);
     return vld1q_f32(t);
+}
+
+/* max(v, 0) and max(lo, min(hi, v)) by compares and selects: NEON's
+ * fmax and fmin return NaN for a NaN operand, where dcz_act_one's ReLU
+ * gives 0 */
+static inline float32x4_t act__neon(float32x4_t v, const dcz_act *act)
+{
+    if (act->op == 0) return v;
+    if (act->op == DCZ_OP_RELU) return vbslq_f32(vcgtq_f32(v, vdupq_n_f32(0.0f)), v, vdupq_n_f32(0.0f));
+    const float32x4_t lo = vdupq_n_f32(act->lo), hi = vdupq_n_f32(act->hi), t = vbslq_f32(vcltq_f32(hi, v), hi, v);
+    return vbslq_f32(vcgtq_f32(lo, t), lo, t);
 }
 
 #define SFX __neon
@@ -133,6 +147,7 @@ static inline float32x4_t load_part__neon(const float *p, uint32_t n)
 #define KR 64
 #define GEMV_BYTES (2u << 20)
 #define VLOADC(p) vld1q_f32(p)
+#define VACT(v, act) act__neon(v, act)
 #include "runtime/gemm_tile.h"
 #endif
 
@@ -229,7 +244,8 @@ static inline void qstore_part__avx2(int64_t *p, __m256i v, uint32_t n)
 #endif
 
 typedef void (*qgemm_fn)(size_t m, size_t n, uint32_t k2, const int32_t *a, size_t lda, const int32_t *b,
-                         size_t ldb, const int64_t *bias_m, const int64_t *bias_n, int64_t *c, size_t ldc);
+                         size_t ldb, const int64_t *bias_m, const int64_t *bias_n, int64_t *c, size_t ldc,
+                         const dcz_act *act);
 
 static qgemm_fn qvariant(dcz_isa isa)
 {
@@ -254,7 +270,7 @@ int dcz_qgemm_isa(dcz_isa isa, size_t m, size_t n, uint32_t k2, const int32_t *a
 {
     const qgemm_fn f = qvariant(isa);
     if (!f) return 0;
-    if (m && n) f(m, n, k2, a, lda, b, ldb, bias_m, NULL, c, ldc);
+    if (m && n) f(m, n, k2, a, lda, b, ldb, bias_m, NULL, c, ldc, NULL);
     return 1;
 }
 
@@ -274,7 +290,7 @@ const char *dcz_qgemm_variant(void)
 /* ---- dispatch of the float product ------------------------------------------- */
 
 typedef void (*gemm_fn)(size_t m, size_t n, uint32_t k, const float *a, size_t lda, const float *b, size_t ldb,
-                        const float *bias_m, const float *bias_n, float *c, size_t ldc);
+                        const float *bias_m, const float *bias_n, float *c, size_t ldc, const dcz_act *act);
 
 /* The variant for isa; NULL when this build or machine has none. */
 static gemm_fn variant(dcz_isa isa)
@@ -298,20 +314,42 @@ static dcz_isa best(void)
     return DCZ_ISA_REF;
 }
 
-int dcz_gemm_f32_isa(dcz_isa isa, size_t m, size_t n, uint32_t k, const float *a, size_t lda, const float *b,
-                     size_t ldb, const float *bias_m, const float *bias_n, float *c, size_t ldc)
+int dcz_gemm_f32_act_isa(dcz_isa isa, const dcz_act *act, size_t m, size_t n, uint32_t k, const float *a,
+                         size_t lda, const float *b, size_t ldb, const float *bias_m, const float *bias_n, float *c,
+                         size_t ldc)
 {
     const gemm_fn f = variant(isa);
     if (!f) return 0;
-    if (m && n) f(m, n, k, a, lda, b, ldb, bias_m, bias_n, c, ldc);
+    if (m && n) f(m, n, k, a, lda, b, ldb, bias_m, bias_n, c, ldc, act && act->op ? act : NULL);
     return 1;
+}
+
+int dcz_gemm_f32_isa(dcz_isa isa, size_t m, size_t n, uint32_t k, const float *a, size_t lda, const float *b,
+                     size_t ldb, const float *bias_m, const float *bias_n, float *c, size_t ldc)
+{
+    return dcz_gemm_f32_act_isa(isa, NULL, m, n, k, a, lda, b, ldb, bias_m, bias_n, c, ldc);
+}
+
+void dcz_gemm_f32_act_ref(const dcz_act *act, size_t m, size_t n, uint32_t k, const float *a, size_t lda,
+                          const float *b, size_t ldb, const float *bias_m, const float *bias_n, float *c, size_t ldc)
+{
+    dcz_gemm_f32_ref(m, n, k, a, lda, b, ldb, bias_m, bias_n, c, ldc);
+    if (act && act->op)
+        for (size_t i = 0; i < m; i++)
+            for (size_t j = 0; j < n; j++) c[i * ldc + j] = dcz_act_one(act, c[i * ldc + j]);
+}
+
+void dcz_gemm_f32_act(const dcz_act *act, size_t m, size_t n, uint32_t k, const float *a, size_t lda,
+                      const float *b, size_t ldb, const float *bias_m, const float *bias_n, float *c, size_t ldc)
+{
+    if (!dcz_gemm_f32_act_isa(best(), act, m, n, k, a, lda, b, ldb, bias_m, bias_n, c, ldc))
+        dcz_gemm_f32_act_ref(act, m, n, k, a, lda, b, ldb, bias_m, bias_n, c, ldc);
 }
 
 void dcz_gemm_f32(size_t m, size_t n, uint32_t k, const float *a, size_t lda, const float *b, size_t ldb,
                   const float *bias_m, const float *bias_n, float *c, size_t ldc)
 {
-    if (!dcz_gemm_f32_isa(best(), m, n, k, a, lda, b, ldb, bias_m, bias_n, c, ldc))
-        dcz_gemm_f32_ref(m, n, k, a, lda, b, ldb, bias_m, bias_n, c, ldc);
+    dcz_gemm_f32_act(NULL, m, n, k, a, lda, b, ldb, bias_m, bias_n, c, ldc);
 }
 
 const char *dcz_gemm_f32_variant(void)

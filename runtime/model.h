@@ -674,6 +674,16 @@ void dcz_gemm_f32(size_t m, size_t n, uint32_t k, const float *a, size_t lda, co
                   const float *bias_m, const float *bias_n, float *c, size_t ldc);
 int dcz_gemm_f32_isa(dcz_isa isa, size_t m, size_t n, uint32_t k, const float *a, size_t lda, const float *b,
                      size_t ldb, const float *bias_m, const float *bias_n, float *c, size_t ldc);
+/* The same, then act (NULL or op 0: none) on each output, dcz_act_one's
+ * bits: the vector variants apply it in registers as their tiles store the
+ * sums the last time, the reference after its loops. */
+void dcz_gemm_f32_act_ref(const dcz_act *act, size_t m, size_t n, uint32_t k, const float *a, size_t lda,
+                          const float *b, size_t ldb, const float *bias_m, const float *bias_n, float *c, size_t ldc);
+void dcz_gemm_f32_act(const dcz_act *act, size_t m, size_t n, uint32_t k, const float *a, size_t lda,
+                      const float *b, size_t ldb, const float *bias_m, const float *bias_n, float *c, size_t ldc);
+int dcz_gemm_f32_act_isa(dcz_isa isa, const dcz_act *act, size_t m, size_t n, uint32_t k, const float *a,
+                         size_t lda, const float *b, size_t ldb, const float *bias_m, const float *bias_n, float *c,
+                         size_t ldc);
 /* The variant dcz_gemm_f32 runs here ("avx512", "avx2", "neon"), NULL: the reference. */
 const char *dcz_gemm_f32_variant(void);
 /* The integer product of the 8-bit schemes: C (m, n) int64 = bias_m + A B
@@ -869,15 +879,20 @@ uint64_t dcz_conv2d_im2col_floats(const dcz_conv_geom *g);
 #define DCZ_CONV_DIRECT_MIN_W 8
 #define DCZ_CONV_SCRATCH_MAX (1u << 22)
 int dcz_conv2d_pick_im2col(const dcz_conv_geom *g);
-/* Dense weights: each sample's patches laid out by dcz_im2col_k, then the
- * weights (out_c, in_c kh kw) times them by dcz_gemm_f32 (its reference
- * when ref), straight into the output planes; scratch of
- * dcz_conv2d_im2col_floats floats. A sample gives the same bits at any
- * batch, and on every variant the reference's. The runtime takes it for
- * every ungrouped dense convolution whose patches take at most
- * DCZ_CONV_SCRATCH_MAX floats (dcz_conv2d_pick_dense_im2col). */
+/* Dense weights: each sample's patches laid out by dcz_im2col_k (a 1 x 1
+ * convolution at stride 1 without padding whose planes are whole vectors
+ * reads the input itself: its patches are the input), then the weights
+ * (out_c, in_c kh kw) times them by dcz_gemm_f32 (its reference when ref),
+ * straight into the output planes; scratch of dcz_conv2d_im2col_floats
+ * floats. A sample gives the same bits at any batch, and on every variant
+ * the reference's. The runtime takes it for every ungrouped dense
+ * convolution whose patches take at most DCZ_CONV_SCRATCH_MAX floats
+ * (dcz_conv2d_pick_dense_im2col). dcz_conv2d_dense_im2col_act: then act
+ * (NULL or op 0: none) on each output, by dcz_gemm_f32_act. */
 void dcz_conv2d_dense_im2col(const dcz_conv_geom *g, const float *w, const float *bias, const float *x,
                              size_t batch, int ref, float *scratch, float *y);
+void dcz_conv2d_dense_im2col_act(const dcz_conv_geom *g, const float *w, const float *bias, const float *x,
+                                 size_t batch, int ref, const dcz_act *act, float *scratch, float *y);
 int dcz_conv2d_pick_dense_im2col(const dcz_conv_geom *g);
 /* w (rows, cols) = the matrix s stores, 0 where it stores nothing. */
 void dcz_sparse_expand(const dcz_sparse *s, float *w);

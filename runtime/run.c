@@ -281,12 +281,17 @@ void dcz_run_conv2d(const dcz_model *m, const dcz_exec_layer *l, const float *co
         else dcz_conv2d_shift(&l->geom, &l->shift, l->bias, xs[0], batch, m->opt.force_reference, m->scratch, y);
         return;
     }
+    const dcz_act *act = m->fuse && l->act.op ? &l->act : NULL;
     if (l->im2col) {
-        if (l->sparse && !l->expanded)
+        if (l->sparse && !l->expanded) {
             dcz_conv2d_sparse_im2col(&l->geom, &l->sp, l->bias, xs[0], batch, m->opt.force_reference,
                                      m->scratch, y);
-        else
-            dcz_conv2d_dense_im2col(&l->geom, l->w, l->bias, xs[0], batch, m->opt.force_reference, m->scratch, y);
+        } else {   /* act in the product's registers as its tiles store the sums (a pass over
+                      the output took 5.5% of dense MobileNetV2-style at batch 64) */
+            dcz_conv2d_dense_im2col_act(&l->geom, l->w, l->bias, xs[0], batch, m->opt.force_reference, act,
+                                        m->scratch, y);
+            return;
+        }
     } else {
         /* the vector variants give the scalar rows' bits */
         const dcz_isa isa = m->opt.force_reference ? DCZ_ISA_REF : dcz_isa_best();
@@ -297,7 +302,7 @@ void dcz_run_conv2d(const dcz_model *m, const dcz_exec_layer *l, const float *co
             dcz_conv2d_sparse_direct_isa(DCZ_ISA_REF, &l->geom, &l->sp, l->bias, xs[0], batch, y);
         }
     }
-    dcz_act_apply(m->fuse && l->act.op ? &l->act : NULL, y, batch * l->out);
+    dcz_act_apply(act, y, batch * l->out);
 }
 
 void dcz_run_maxpool(const dcz_model *m, const dcz_exec_layer *l, const float *const *xs,

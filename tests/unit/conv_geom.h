@@ -52,8 +52,9 @@ static inline int conv_grid(size_t i, dcz_conv_geom *g)
  * 16 x 5 x 5 = 400 columns, where fillers occur at 1% density, planes
  * wide and tall enough for several register tiles of 16-lane vectors, and
  * depthwise ones for each path of the depthwise kernels (8 channels or
- * more: with the channels in the lanes). */
-#define CONV_EXTRA 33
+ * more: with the channels in the lanes), and a 1 x 1 one over planes of
+ * whole vectors, whose dense product reads the input as it lies. */
+#define CONV_EXTRA 34
 static inline void conv_extra(dcz_conv_geom *g)
 {
     const dcz_conv_geom e[CONV_EXTRA] = {
@@ -90,6 +91,7 @@ static inline void conv_extra(dcz_conv_geom *g)
         conv_geom_grouped(8, 8, 4, 4, 3, 1, 1, 8),    /* rows of 4: whole stores into the next row */
         conv_geom_grouped(8, 8, 2, 2, 3, 1, 1, 8),    /* a row of 2 on the plane's last: masked */
         conv_geom_grouped(10, 10, 9, 17, 5, 1, 2, 10), /* 5 x 5 windows: a load a tap */
+        conv_geom(5, 3, 4, 8, 1, 1, 1, 1, 0, 0),      /* 1 x 1 over 32 cells: its patches the input itself */
     };
     for (int i = 0; i < CONV_EXTRA; i++) g[i] = e[i];
 }

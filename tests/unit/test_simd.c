@@ -665,29 +665,48 @@ static void test_dense(void)
     CHECK(past == 0, "%zu runs wrote past y", past);
 }
 
-typedef int (*gemm_isa_fn)(dcz_isa isa, size_t m, size_t n, uint32_t k, const float *a, size_t lda,
-                           const float *b, size_t ldb, const float *bias_m, const float *bias_n, float *c, size_t ldc);
+typedef int (*gemm_isa_fn)(dcz_isa isa, const dcz_act *act, size_t m, size_t n, uint32_t k, const float *a,
+                           size_t lda, const float *b, size_t ldb, const float *bias_m, const float *bias_n,
+                           float *c, size_t ldc);
 
-static int gemm_dispatch(dcz_isa isa, size_t m, size_t n, uint32_t k, const float *a, size_t lda, const float *b,
-                         size_t ldb, const float *bias_m, const float *bias_n, float *c, size_t ldc)
+/* dcz_gemm_f32_isa where act is none, which has no activation */
+static int gemm_plain_isa(dcz_isa isa, const dcz_act *act, size_t m, size_t n, uint32_t k, const float *a,
+                          size_t lda, const float *b, size_t ldb, const float *bias_m, const float *bias_n, float *c,
+                          size_t ldc)
+{
+    if (act->op) return 0;
+    return dcz_gemm_f32_isa(isa, m, n, k, a, lda, b, ldb, bias_m, bias_n, c, ldc);
+}
+
+static int gemm_dispatch(dcz_isa isa, const dcz_act *act, size_t m, size_t n, uint32_t k, const float *a,
+                         size_t lda, const float *b, size_t ldb, const float *bias_m, const float *bias_n, float *c,
+                         size_t ldc)
 {
     (void)isa;
-    dcz_gemm_f32(m, n, k, a, lda, b, ldb, bias_m, bias_n, c, ldc);
+    if (act->op) dcz_gemm_f32_act(act, m, n, k, a, lda, b, ldb, bias_m, bias_n, c, ldc);
+    else dcz_gemm_f32(m, n, k, a, lda, b, ldb, bias_m, bias_n, c, ldc);
     return 1;
 }
 
 typedef struct gemm_tally {
-    size_t ran[4], unlike, far, past;
+    size_t ran[6], unlike, far, past, acted, cut;
 } gemm_tally;
 
 /* One product of m x k by k x n, each variant against the reference, the
- * reference against a sum in double, three kinds of bias. */
+ * reference against a sum in double, three kinds of bias; and with each
+ * activation after it (dcz_gemm_f32_act_isa against dcz_gemm_f32_act_ref,
+ * which is dcz_act_one over the reference's outputs). */
 static void gemm_case(size_t m, size_t n, uint32_t k, gemm_tally *t)
 {
     const struct { const char *name; dcz_isa isa; gemm_isa_fn fn; } vs[] = {
-        { "avx512", DCZ_ISA_AVX512, dcz_gemm_f32_isa }, { "avx2", DCZ_ISA_AVX2, dcz_gemm_f32_isa },
-        { "neon", DCZ_ISA_NEON, dcz_gemm_f32_isa }, { "dcz_gemm_f32", DCZ_ISA_REF, gemm_dispatch },
+        { "avx512", DCZ_ISA_AVX512, gemm_plain_isa }, { "avx2", DCZ_ISA_AVX2, gemm_plain_isa },
+        { "neon", DCZ_ISA_NEON, gemm_plain_isa }, { "dcz_gemm_f32", DCZ_ISA_REF, gemm_dispatch },
+        { "avx512 act", DCZ_ISA_AVX512, dcz_gemm_f32_act_isa }, { "avx2 act", DCZ_ISA_AVX2, dcz_gemm_f32_act_isa },
+        { "neon act", DCZ_ISA_NEON, dcz_gemm_f32_act_isa },
     };
+    const dcz_act acts[] = { { 0, 0.0f, 0.0f }, { DCZ_OP_RELU, 0.0f, 0.0f }, { DCZ_OP_CLIP, -0.25f, 0.5f } };
+    float *plain = malloc(m * (n + 3) * 4);
+    REQUIRE(plain, "out of memory");
     const size_t ldb = dcz_gemm_ldb(n), ldc = n + 3;
     const size_t lda = (size_t)k + 2;
     float *a = malloc((m * lda + 1) * 4), *b = malloc(((size_t)k * ldb + 1) * 4);
@@ -699,9 +718,20 @@ static void gemm_case(size_t m, size_t n, uint32_t k, gemm_tally *t)
         for (size_t j = 0; j < ldb; j++) b[(size_t)p * ldb + j] = j < n ? nonzero() : 7.0f;
     for (size_t i = 0; i < m; i++) bm[i] = nonzero();
     for (size_t j = 0; j < n; j++) bn[j] = nonzero();
-    for (int bias = 0; bias < 3; bias++) {
-        const float *pm = bias == 1 ? bm : NULL, *pn = bias == 2 ? bn : NULL;
-        dcz_gemm_f32_ref(m, n, k, a, lda, b, ldb, pm, pn, want, ldc);
+    for (int bias = 0; bias < 3 * 3; bias++) {
+        const dcz_act *act = &acts[bias / 3];
+        const float *pm = bias % 3 == 1 ? bm : NULL, *pn = bias % 3 == 2 ? bn : NULL;
+        dcz_gemm_f32_act_ref(act, m, n, k, a, lda, b, ldb, pm, pn, want, ldc);
+        if (act->op) {   /* the activation took effect, on outputs of both signs */
+            dcz_gemm_f32_ref(m, n, k, a, lda, b, ldb, pm, pn, plain, ldc);
+            for (size_t i = 0; i < m; i++)
+                for (size_t j = 0; j < n; j++) {
+                    const float v = plain[i * ldc + j];
+                    t->cut += want[i * ldc + j] != v;
+                    t->acted += want[i * ldc + j] != dcz_act_one(act, v);
+                }
+            goto variants;
+        }
         for (size_t i = 0; i < m; i++)
             for (size_t j = 0; j < n; j++) {
                 double sum = pm ? pm[i] : pn ? pn[j] : 0, mag = fabs(sum);
@@ -712,21 +742,22 @@ static void gemm_case(size_t m, size_t n, uint32_t k, gemm_tally *t)
                 }
                 t->far += !(fabs(want[i * ldc + j] - sum) <= 1e-6 * mag + 1e-30);
             }
+    variants:
         for (size_t v = 0; v < sizeof vs / sizeof *vs; v++) {
             for (size_t i = 0; i < m * ldc; i++) c[i] = -9.0f;
-            if (!vs[v].fn(vs[v].isa, m, n, k, a, lda, b, ldb, pm, pn, c, ldc)) continue;
-            t->ran[v]++;
+            if (!vs[v].fn(vs[v].isa, act, m, n, k, a, lda, b, ldb, pm, pn, c, ldc)) continue;
+            t->ran[v < 3 ? v : v < 4 ? 3 : v == 4 ? 4 : 5]++;
             for (size_t i = 0; i < m; i++) {
                 size_t bad = memcmp(c + i * ldc, want + i * ldc, n * 4) != 0;
                 if (bad && t->unlike < 3)
-                    fprintf(stderr, "  %s m %zu n %zu k %u bias %d: row %zu differs\n", vs[v].name, m, n, k,
-                            bias, i);
+                    fprintf(stderr, "  %s m %zu n %zu k %u bias %d act %u: row %zu differs\n", vs[v].name, m, n,
+                            k, bias % 3, act->op, i);
                 t->unlike += bad;
                 for (size_t j = n; j < ldc; j++) t->past += c[i * ldc + j] != -9.0f;
             }
         }
     }
-    free(a); free(b); free(bm); free(bn); free(want); free(c);
+    free(a); free(b); free(bm); free(bn); free(want); free(c); free(plain);
 }
 
 static void test_gemm(void)
@@ -740,7 +771,7 @@ static void test_gemm(void)
     const struct { size_t m, n; uint32_t k; } big[] = {
         { 1, 300, 1800 }, { 3, 300, 1800 }, { 13, 300, 1800 }, { 7, 129, 4100 }, { 1, 65, 8200 },
     };
-    gemm_tally t = { { 0 }, 0, 0, 0 };
+    gemm_tally t = { { 0 }, 0, 0, 0, 0, 0 };
     for (size_t mi = 0; mi < sizeof ms / sizeof *ms; mi++)
         for (size_t ni = 0; ni < sizeof ns / sizeof *ns; ni++)
             for (size_t ki = 0; ki < sizeof ks / sizeof *ks; ki++) gemm_case(ms[mi], ns[ni], ks[ki], &t);
@@ -750,6 +781,9 @@ static void test_gemm(void)
     CHECK(t.far == 0, "%zu reference outputs beyond 1e-6 of their |a b| sum", t.far);
     CHECK(t.unlike == 0, "%zu rows of C differ from the reference's bits", t.unlike);
     CHECK(t.past == 0, "%zu elements of C's row padding written", t.past);
+    CHECK(t.ran[4] + t.ran[5] > 0 || !dcz_gemm_f32_variant(), "no variant ran with an activation");
+    CHECK(t.acted == 0, "%zu outputs of dcz_gemm_f32_act_ref are not the activation of the product's", t.acted);
+    CHECK(t.cut > 0, "no activation changed an output");
 }
 
 static void test_im2col_k(void)
