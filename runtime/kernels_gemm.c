@@ -42,6 +42,8 @@
 #define DCZ_X86 1
 #elif defined(__aarch64__) && defined(__ARM_NEON)
 #include <arm_neon.h>
+
+#include "runtime/act_neon.h"
 #define DCZ_NEON 1
 #endif
 
@@ -118,17 +120,6 @@ static inline float32x4_t load_part__neon(const float *p, uint32_t n)
     return vld1q_f32(t);
 }
 
-/* max(v, 0) and max(lo, min(hi, v)) by compares and selects: NEON's
- * fmax and fmin return NaN for a NaN operand, where dcz_act_one's ReLU
- * gives 0 */
-static inline float32x4_t act__neon(float32x4_t v, const dcz_act *act)
-{
-    if (act->op == 0) return v;
-    if (act->op == DCZ_OP_RELU) return vbslq_f32(vcgtq_f32(v, vdupq_n_f32(0.0f)), v, vdupq_n_f32(0.0f));
-    const float32x4_t lo = vdupq_n_f32(act->lo), hi = vdupq_n_f32(act->hi), t = vbslq_f32(vcltq_f32(hi, v), hi, v);
-    return vbslq_f32(vcgtq_f32(lo, t), lo, t);
-}
-
 #define SFX __neon
 #define TGT
 #define V float32x4_t
@@ -147,7 +138,7 @@ static inline float32x4_t act__neon(float32x4_t v, const dcz_act *act)
 #define KR 64
 #define GEMV_BYTES (2u << 20)
 #define VLOADC(p) vld1q_f32(p)
-#define VACT(v, act) act__neon(v, act)
+#define VACT(v, act) dcz_act__neon(v, act)
 #include "runtime/gemm_tile.h"
 #endif
 

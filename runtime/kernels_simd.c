@@ -51,6 +51,8 @@
 #define DCZ_X86 1
 #elif defined(__aarch64__) && defined(__ARM_NEON)
 #include <arm_neon.h>
+
+#include "runtime/act_neon.h"
 #define DCZ_NEON 1
 #endif
 
@@ -971,20 +973,8 @@ static void add__avx2(const float *a, const float *b, size_t n, const dcz_act *a
 #ifdef DCZ_NEON
 static void add__neon(const float *a, const float *b, size_t n, const dcz_act *act, float *y)
 {
-    const int op = act ? act->op : 0;
-    const float lo = op == DCZ_OP_CLIP ? act->lo : 0.0f, hi = op == DCZ_OP_CLIP ? act->hi : 0.0f;
-    const float32x4_t zero = vdupq_n_f32(0.0f), l = vdupq_n_f32(lo), h = vdupq_n_f32(hi);
     size_t i = 0;
-    for (; i + 4 <= n; i += 4) {
-        float32x4_t v = vaddq_f32(vld1q_f32(a + i), vld1q_f32(b + i));
-        if (op == DCZ_OP_RELU) {
-            v = vreinterpretq_f32_u32(vandq_u32(vcgtq_f32(v, zero), vreinterpretq_u32_f32(v)));
-        } else if (op == DCZ_OP_CLIP) {
-            const float32x4_t t = vbslq_f32(vcltq_f32(h, v), h, v);
-            v = vbslq_f32(vcgtq_f32(l, t), l, t);
-        }
-        vst1q_f32(y + i, v);
-    }
+    for (; i + 4 <= n; i += 4) vst1q_f32(y + i, dcz_act__neon(vaddq_f32(vld1q_f32(a + i), vld1q_f32(b + i)), act));
     for (; i < n; i++) y[i] = dcz_act_one(act, a[i] + b[i]);
 }
 #endif

@@ -405,8 +405,9 @@ static int table_clamp(const dcz_q *table, int32_t qmax, int32_t *lo, int32_t *h
 /* A float convolution, a float ADD or a float fully connected layer whose
  * output only the next layer, a ReLU or CLIP run in place over it, reads
  * takes that activation as it writes its output (dcz_conv2d_shift_act,
- * dcz_add, the lane kernel's stores; a pass over the output, still in
- * cache, after the other convolution and fully connected kernels), and the
+ * dcz_add, the lane kernel's and dcz_gemm_f32_act's stores; a pass over
+ * the output, still in cache, after the other convolution and fully
+ * connected kernels), and the
  * activation layer is skipped, in runs without taps (run.c): a pass over
  * the output and a layer's call less. On integers, an activation that is a clamp (ReLU:
  * 0 .. qmax; a table that is one, as calibration makes a CLIP's after a

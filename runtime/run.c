@@ -255,7 +255,8 @@ static void run_sparse_fc(const dcz_model *m, const dcz_exec_layer *l, const flo
 /* ---- the float kernels of the operator table (dcz_run_fn) ---------------- */
 
 /* A fully connected layer, then the activation fused into it (load.c) when
- * the run fuses: in the lane kernel's stores, else one pass over y. */
+ * the run fuses: in the lane kernel's and the product's stores, else one
+ * pass over y. */
 void dcz_run_dense(const dcz_model *m, const dcz_exec_layer *l, const float *const *xs,
                    size_t batch, float *y)
 {
@@ -264,15 +265,19 @@ void dcz_run_dense(const dcz_model *m, const dcz_exec_layer *l, const float *con
         run_sparse_fc(m, l, xs[0], batch, act, y);
         return;
     }
+    if (!m->opt.force_reference && l->wt) {   /* act in the product's registers */
+        dcz_gemm_f32_act(act, batch, l->out, l->in, xs[0], l->in, l->wt, dcz_gemm_ldb(l->out), NULL, l->bias, y,
+                         l->out);
+        return;
+    }
     if (m->opt.force_reference) dcz_dense_f32_ref(l->w, l->bias, xs[0], batch, l->in, l->out, y);
-    else if (l->wt)
-        dcz_gemm_f32(batch, l->out, l->in, xs[0], l->in, l->wt, dcz_gemm_ldb(l->out), NULL, l->bias, y, l->out);
     else dcz_dense_f32(l->w, l->bias, xs[0], batch, l->in, l->out, y);
     dcz_act_apply(act, y, batch * l->out);
 }
 
 /* A convolution, then the activation fused into it (load.c) when the run
- * fuses: in the shift form's stores, else one pass over y. */
+ * fuses: in the shift form's and the dense product's stores, else one pass
+ * over y. */
 void dcz_run_conv2d(const dcz_model *m, const dcz_exec_layer *l, const float *const *xs,
                     size_t batch, float *y)
 {
@@ -282,25 +287,22 @@ void dcz_run_conv2d(const dcz_model *m, const dcz_exec_layer *l, const float *co
         return;
     }
     const dcz_act *act = m->fuse && l->act.op ? &l->act : NULL;
+    if (l->im2col && (!l->sparse || l->expanded)) {
+        /* act in the product's registers as its tiles store the sums (a pass
+         * over the output took 5.5% of dense MobileNetV2-style at batch 64) */
+        dcz_conv2d_dense_im2col_act(&l->geom, l->w, l->bias, xs[0], batch, m->opt.force_reference, act,
+                                    m->scratch, y);
+        return;
+    }
+    /* the vector variants give the scalar rows' bits */
+    const dcz_isa isa = m->opt.force_reference ? DCZ_ISA_REF : dcz_isa_best();
     if (l->im2col) {
-        if (l->sparse && !l->expanded) {
-            dcz_conv2d_sparse_im2col(&l->geom, &l->sp, l->bias, xs[0], batch, m->opt.force_reference,
-                                     m->scratch, y);
-        } else {   /* act in the product's registers as its tiles store the sums (a pass over
-                      the output took 5.5% of dense MobileNetV2-style at batch 64) */
-            dcz_conv2d_dense_im2col_act(&l->geom, l->w, l->bias, xs[0], batch, m->opt.force_reference, act,
-                                        m->scratch, y);
-            return;
-        }
-    } else {
-        /* the vector variants give the scalar rows' bits */
-        const dcz_isa isa = m->opt.force_reference ? DCZ_ISA_REF : dcz_isa_best();
-        if (!l->sparse) {
-            if (!dcz_conv2d_dense_isa(isa, &l->geom, l->w, l->bias, xs[0], batch, y))
-                dcz_conv2d_dense_isa(DCZ_ISA_REF, &l->geom, l->w, l->bias, xs[0], batch, y);
-        } else if (!dcz_conv2d_sparse_direct_isa(isa, &l->geom, &l->sp, l->bias, xs[0], batch, y)) {
-            dcz_conv2d_sparse_direct_isa(DCZ_ISA_REF, &l->geom, &l->sp, l->bias, xs[0], batch, y);
-        }
+        dcz_conv2d_sparse_im2col(&l->geom, &l->sp, l->bias, xs[0], batch, m->opt.force_reference, m->scratch, y);
+    } else if (!l->sparse) {
+        if (!dcz_conv2d_dense_isa(isa, &l->geom, l->w, l->bias, xs[0], batch, y))
+            dcz_conv2d_dense_isa(DCZ_ISA_REF, &l->geom, l->w, l->bias, xs[0], batch, y);
+    } else if (!dcz_conv2d_sparse_direct_isa(isa, &l->geom, &l->sp, l->bias, xs[0], batch, y)) {
+        dcz_conv2d_sparse_direct_isa(DCZ_ISA_REF, &l->geom, &l->sp, l->bias, xs[0], batch, y);
     }
     dcz_act_apply(act, y, batch * l->out);
 }
