@@ -205,11 +205,13 @@ dcz_status dcz_describe_layer(const dcz_model *m, uint32_t layer, dcz_layer_desc
     } else if (l->shifted) {
         const char *sisa = dcz_conv2d_shift_variant();
         k->kernel = "conv2d_shift";
+        const int fuse = !m->opt.force_reference;
         snprintf(k->why, sizeof k->why, "%s: each output plane the sum of the padded input, split by stride "
-                 "phase, shifted by each weight, %u output channel%s a block, %s%s%s",
+                 "phase, shifted by each weight, %u output channel%s a block, %s%s%s%s%s",
                  l->sparse ? "sparse weights" : "dense weights", l->shift.ob, l->shift.ob > 1 ? "s" : "",
-                 sisa ? sisa : "scalar", l->act.op && !m->opt.force_reference ? ", then " : "",
-                 l->act.op && !m->opt.force_reference ? dcz_op_get(l->act.op)->label : "");
+                 sisa ? sisa : "scalar", l->res && fuse ? ", then the add of " : "",
+                 l->res && fuse ? m->layers[layer + 1].name : "", l->act.op && fuse ? ", then " : "",
+                 l->act.op && fuse ? dcz_op_get(l->act.op)->label : "");
     } else if (!l->sparse) {
         const char *isa = m->opt.force_reference ? NULL : dcz_dense_f32_variant();
         k->kernel = conv ? l->im2col ? "conv2d_dense_im2col" : "conv2d_dense"

@@ -456,6 +456,8 @@ static void split(const dcz_conv_geom *g, const split_geom *q, const float *x, f
 typedef struct tile_out {
     const dcz_act *act;
     float *y;                   /* the sample's output, planes plane cells apart */
+    const float *res;           /* the residual added before act (AVX-512 only), or NULL; y's
+                                   layout, and may be y itself: each store reads its own cells */
     size_t plane;
     uint32_t out_c, out_w, wq;
     size_t cells;               /* out_h wq: the cells of the rows as computed */
@@ -543,6 +545,18 @@ __attribute__((target("popcnt"))) static void out_fill(tile_out *om, size_t L, s
 #define OUT_STORE(om, oc, i, sum)                                                                                \
     _mm512_mask_storeu_ps((om)->y + (size_t)(oc) * (om)->plane + (om)->v[i].at, (__mmask16)(om)->v[i].n,       \
                           _mm512_maskz_compress_ps((__mmask16)(om)->v[i].keep, dcz_act__avx512(sum, (om)->act)))
+/* the same with the ADD after the convolution: res's cells added before act */
+static inline __attribute__((target("avx512f"), always_inline)) void out_store_res__avx512(const tile_out *om,
+                                                                                          uint32_t oc, size_t i,
+                                                                                          __m512 sum)
+{
+    const size_t at = (size_t)oc * om->plane + om->v[i].at;
+    const __mmask16 n = (__mmask16)om->v[i].n;
+    const __m512 v = _mm512_add_ps(_mm512_maskz_compress_ps((__mmask16)om->v[i].keep, sum),
+                                   _mm512_maskz_loadu_ps(n, om->res + at));
+    _mm512_mask_storeu_ps(om->y + at, n, dcz_act__avx512(v, om->act));
+}
+#define OUT_STORE_RES(om, oc, i, sum) out_store_res__avx512(om, oc, i, sum)
 #define OUT_FILL(om, v0, T) out_fill(om, 16, v0, T)
 #define OUT_T tile_out
 #define VHLOAD(p) _mm512_castps256_ps512(_mm256_loadu_ps(p))
@@ -1687,32 +1701,57 @@ const char *dcz_conv2d_shift_depthwise(const dcz_conv_geom *g, const dcz_shift *
     return NULL;
 }
 
+/* Whether isa's kernel adds a residual as it stores the sums: the AVX-512
+ * map, not the depthwise kernels. */
+static int res_in_store(dcz_isa isa, const dcz_conv_geom *g, const dcz_shift *f)
+{
+#ifdef DCZ_X86
+    return isa == DCZ_ISA_AVX512 && dw_path(g, f) == DW_NONE;
+#else
+    (void)isa; (void)g; (void)f;
+    return 0;
+#endif
+}
+
+/* y (n) = src, or src + res; res may be y, each cell read before it is
+ * written */
+static void copy_out(dcz_isa isa, const float *src, const float *res, size_t n, float *y)
+{
+    if (!res) memcpy(y, src, n * sizeof *y);
+    else if (isa == DCZ_ISA_REF) dcz_add_ref(src, res, n, y);
+    else dcz_add(src, res, n, NULL, y);
+}
+
 /* The convolution on isa's planes, act applied as the output is written
- * (op 0: none). */
-static int shift_run(dcz_isa isa, const dcz_conv_geom *g, const dcz_shift *f, const float *bias, const float *x,
-                     size_t batch, const dcz_act *act, float *scratch, float *y)
+ * (op 0: none), res (or NULL) added before it (shift_run): by the AVX-512
+ * map's stores where in_store, else as the planes as computed are copied
+ * out, by the generic path (no map, no depthwise kernel). */
+static void shift_conv(dcz_isa isa, const dcz_conv_geom *g, const dcz_shift *f, const float *bias, const float *x,
+                       size_t batch, const dcz_act *act, const float *res, int in_store, float *scratch,
+                       float *y)
 {
     const planes_fn planes = planes_variant(isa);
-    if (!planes) return 0;
+    const int apart = res && !in_store;   /* x86's other paths then give way to the generic one */
+    (void)apart;
     const split_geom q = split_geom_of(g, g->in_c, 1);
     float *xs = (float *)(((uintptr_t)scratch + 63) & ~(uintptr_t)63), *t = planes_at(xs, &q);
     const size_t in_sample = (size_t)g->in_c * g->in_h * g->in_w;
     const size_t out_plane = (size_t)g->out_h * g->out_w;
 #ifdef DCZ_X86
     const int vec = isa == DCZ_ISA_AVX512;
-    if (vec) {   /* depthwise: straight from the input */
+    if (vec && !apart) {   /* depthwise: straight from the input */
         const int dw = dw_path(g, f);
         if (dw == DW_PLANE) dw_plane__avx512(g, &q, f, bias, x, batch, act, y);
         if (dw == DW_ROWS) dw_rows_run__avx512(g, &q, f, bias, x, batch, act, y);
-        if (dw != DW_NONE) return 1;
+        if (dw != DW_NONE) return;
     }
-    if (isa == DCZ_ISA_AVX2 && dw_lanes_fit(g, f)) {
+    if (isa == DCZ_ISA_AVX2 && !apart && dw_lanes_fit(g, f)) {
         dw_lanes_run__avx2(g, &q, f, bias, x, batch, act, scratch, y);
-        return 1;
+        return;
     }
-    if (isa == DCZ_ISA_AVX2 && dw_rows_avx2(g, f)) {
+    if (isa == DCZ_ISA_AVX2 && !apart && dw_rows_avx2(g, f)) {
         dw_rows_run__avx2(g, &q, f, bias, x, batch, act, y);
-        return 1;
+        return;
     }
     /* small planes at stride 1 split a vector at a time */
     remap rs;
@@ -1721,6 +1760,7 @@ static int shift_run(dcz_isa isa, const dcz_conv_geom *g, const dcz_shift *f, co
 #endif
     for (size_t b = 0; b < batch; b++) {
         float *yb = y + b * g->out_c * out_plane;
+        const float *rb = res ? res + b * g->out_c * out_plane : NULL;
 #ifdef DCZ_X86
         if (small_split) {
             remap_run__avx512(&rs, g->in_c, x + b * in_sample, (size_t)g->in_h * g->in_w, xs, q.plane);
@@ -1729,33 +1769,66 @@ static int shift_run(dcz_isa isa, const dcz_conv_geom *g, const dcz_shift *f, co
 #endif
             split(g, &q, x + b * in_sample, xs);
 #ifdef DCZ_X86
-        if (vec || isa == DCZ_ISA_AVX2) {   /* the sums straight into the output */
-            tile_out om = { .act = act, .y = yb, .plane = out_plane, .out_c = g->out_c, .out_w = g->out_w,
-                            .wq = (uint32_t)q.wq, .cells = (size_t)g->out_h * q.wq };
+        if ((vec || isa == DCZ_ISA_AVX2) && !apart) {   /* the sums straight into the output */
+            tile_out om = { .act = act, .y = yb, .res = rb, .plane = out_plane, .out_c = g->out_c,
+                            .out_w = g->out_w, .wq = (uint32_t)q.wq, .cells = (size_t)g->out_h * q.wq };
             planes(f, bias, g->out_c, q.out16, om.cells, xs, t, &om);
             continue;
         }
 #endif
         planes(f, bias, g->out_c, q.out16, (size_t)g->out_h * q.wq, xs, t, NULL);
         for (uint32_t oc = 0; oc < g->out_c; oc++) {
-            if (q.wq == g->out_w) {   /* no columns to drop: the plane in one copy */
-                memcpy(yb + oc * out_plane, t + oc * q.out16, out_plane * sizeof *yb);
-                continue;
+            /* the plane in one copy where no columns are dropped */
+            const uint32_t rows = q.wq == g->out_w ? 1 : g->out_h, n = q.wq == g->out_w ? out_plane : g->out_w;
+            for (uint32_t oy = 0; oy < rows; oy++) {
+                const size_t at = oc * out_plane + (size_t)oy * g->out_w;
+                copy_out(isa, t + oc * q.out16 + oy * q.wq, rb ? rb + at : NULL, n, yb + at);
             }
-            for (uint32_t oy = 0; oy < g->out_h; oy++)
-                memcpy(yb + oc * out_plane + (size_t)oy * g->out_w, t + oc * q.out16 + oy * q.wq,
-                       g->out_w * sizeof *yb);
         }
         dcz_act_apply(act, yb, g->out_c * out_plane);
     }
+}
+
+/* shift_conv; with a residual res, act(conv + res): the ADD after the
+ * convolution, so the bits of the two run apart (a sum of two floats is
+ * the same in either order, but for which NaN a NaN plus a NaN keeps,
+ * which no kernel of the ADD fixes either). The AVX-512 map adds res as it
+ * stores the sums; elsewhere the generic path adds it as it copies the
+ * planes out (AVX2's map stores whole vectors, whose lanes past the kept
+ * ones would overwrite res where it is y; the depthwise kernels write y as
+ * they go). The loader fuses an ADD only where the stores take it
+ * (dcz_conv2d_shift_res_fuses). */
+static int shift_run(dcz_isa isa, const dcz_conv_geom *g, const dcz_shift *f, const float *bias, const float *x,
+                     size_t batch, const dcz_act *act, const float *res, float *scratch, float *y)
+{
+    if (!planes_variant(isa)) return 0;
+    shift_conv(isa, g, f, bias, x, batch, act, res, res && res_in_store(isa, g, f), scratch, y);
     return 1;
+}
+
+int dcz_conv2d_shift_res_fuses(const dcz_conv_geom *g, const dcz_shift *f)
+{
+    return res_in_store(best(), g, f);
 }
 
 int dcz_conv2d_shift_isa(dcz_isa isa, const dcz_conv_geom *g, const dcz_shift *f, const float *bias,
                          const float *x, size_t batch, float *scratch, float *y)
 {
     const dcz_act none = { 0, 0.0f, 0.0f };
-    return shift_run(isa, g, f, bias, x, batch, &none, scratch, y);
+    return shift_run(isa, g, f, bias, x, batch, &none, NULL, scratch, y);
+}
+
+int dcz_conv2d_shift_res_isa(dcz_isa isa, const dcz_conv_geom *g, const dcz_shift *f, const float *bias,
+                             const float *x, size_t batch, const dcz_act *act, const float *res, float *scratch,
+                             float *y)
+{
+    return shift_run(isa, g, f, bias, x, batch, act, res, scratch, y);
+}
+
+void dcz_conv2d_shift_res(const dcz_conv_geom *g, const dcz_shift *f, const float *bias, const float *x,
+                          size_t batch, const dcz_act *act, const float *res, float *scratch, float *y)
+{
+    shift_run(best(), g, f, bias, x, batch, act, res, scratch, y);
 }
 
 void dcz_conv2d_shift(const dcz_conv_geom *g, const dcz_shift *f, const float *bias, const float *x,
@@ -1767,7 +1840,7 @@ void dcz_conv2d_shift(const dcz_conv_geom *g, const dcz_shift *f, const float *b
 void dcz_conv2d_shift_act(const dcz_conv_geom *g, const dcz_shift *f, const float *bias, const float *x,
                           size_t batch, dcz_act act, float *scratch, float *y)
 {
-    shift_run(best(), g, f, bias, x, batch, &act, scratch, y);
+    shift_run(best(), g, f, bias, x, batch, &act, NULL, scratch, y);
 }
 
 /* ---- the integer shift form ------------------------------------------------

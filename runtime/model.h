@@ -221,8 +221,9 @@ typedef struct dcz_qshift {
  * table (ops.h: run, run_q); a weighted layer's weight is dense (w) or in
  * the sparse execution form (sp, sparse set). */
 /* What a layer fused into the one before it leaves to do (load.c,
- * fuse_activations; dcz_exec_layer.fused). */
-enum { DCZ_FUSED_ACT = 1, DCZ_FUSED_POOL = 2 };
+ * fuse_activations; dcz_exec_layer.fused): DCZ_FUSED_ADD, nothing (the
+ * convolution before wrote its output). */
+enum { DCZ_FUSED_ACT = 1, DCZ_FUSED_POOL = 2, DCZ_FUSED_ADD = 3 };
 
 typedef struct dcz_exec_layer {
     uint16_t op;
@@ -239,11 +240,16 @@ typedef struct dcz_exec_layer {
                                fp32 CONV2D: dcz_conv2d_dense_im2col (dcz_conv2d_pick_dense_im2col),
                                else dcz_conv2d_dense */
     dcz_act act;            /* float CONV2D on the shift form, float ADD, float DENSE: the next
-                               layer's activation, applied as it writes its output when the run
-                               fuses (op 0: none) */
+                               layer's activation (that of an ADD it takes: res), applied as it
+                               writes its output when the run fuses (op 0: none) */
     uint8_t fused;          /* DCZ_FUSED_ACT: a RELU or CLIP the layer before applies when the
                                run fuses; DCZ_FUSED_POOL: a MAXPOOL the convolution before (or
-                               the one before its fused activation) takes, leaving it a copy */
+                               the one before its fused activation) takes, leaving it a copy;
+                               DCZ_FUSED_ADD: a float ADD the convolution before computes */
+    uint16_t res;           /* float CONV2D on the shift form that takes the ADD after it when
+                               the run fuses: the ADD's other input (a tensor), added to each
+                               output as it is written, before act, into the ADD's output place;
+                               0 for none */
     uint8_t qpool;          /* integer CONV2D on the shift form: takes the 2x2 MAXPOOL after it
                                when the run fuses (dcz_qconv2d_shift_requant pool2) */
     uint8_t shifted;        /* CONV2D also held in the shift form, which runs it: float in shift
@@ -946,6 +952,19 @@ const char *dcz_conv2d_shift_depthwise(const dcz_conv_geom *g, const dcz_shift *
  * element: the bits of dcz_relu or dcz_clip run over its output. */
 void dcz_conv2d_shift_act(const dcz_conv_geom *g, const dcz_shift *f, const float *bias, const float *x,
                           size_t batch, dcz_act act, float *scratch, float *y);
+/* dcz_conv2d_shift_act and a residual: y = act(conv + res), the bits of
+ * dcz_add over the convolution's output and res, act after; res (batch,
+ * out_c, out_h, out_w) may be y itself, not x. dcz_conv2d_shift_res_isa on
+ * the variant of isa (DCZ_ISA_REF: the references), 0 where missing. */
+void dcz_conv2d_shift_res(const dcz_conv_geom *g, const dcz_shift *f, const float *bias, const float *x,
+                          size_t batch, const dcz_act *act, const float *res, float *scratch, float *y);
+int dcz_conv2d_shift_res_isa(dcz_isa isa, const dcz_conv_geom *g, const dcz_shift *f, const float *bias,
+                             const float *x, size_t batch, const dcz_act *act, const float *res, float *scratch,
+                             float *y);
+/* Whether dcz_conv2d_shift_res on this CPU adds the residual as its
+ * kernel stores the sums (AVX-512, not the depthwise kernels), rather than
+ * as a slower generic path copies them out. */
+int dcz_conv2d_shift_res_fuses(const dcz_conv_geom *g, const dcz_shift *f);
 /* Nonzero when a float convolution of geometry g and nnz stored weights
  * should run on its shift form: its scratch within DCZ_CONV_SCRATCH_MAX,
  * and either the dense product cannot run it (grouped, or patches past the

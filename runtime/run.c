@@ -277,12 +277,15 @@ void dcz_run_dense(const dcz_model *m, const dcz_exec_layer *l, const float *con
 
 /* A convolution, then the activation fused into it (load.c) when the run
  * fuses: in the shift form's and the dense product's stores, else one pass
- * over y. */
+ * over y; on the shift form, the ADD after it too where it takes it
+ * (l->res, its other input xs[1]). */
 void dcz_run_conv2d(const dcz_model *m, const dcz_exec_layer *l, const float *const *xs,
                     size_t batch, float *y)
 {
     if (l->shifted) {
-        if (l->act.op && m->fuse) dcz_conv2d_shift_act(&l->geom, &l->shift, l->bias, xs[0], batch, l->act, m->scratch, y);
+        if (l->res && m->fuse)
+            dcz_conv2d_shift_res(&l->geom, &l->shift, l->bias, xs[0], batch, &l->act, xs[1], m->scratch, y);
+        else if (l->act.op && m->fuse) dcz_conv2d_shift_act(&l->geom, &l->shift, l->bias, xs[0], batch, l->act, m->scratch, y);
         else dcz_conv2d_shift(&l->geom, &l->shift, l->bias, xs[0], batch, m->opt.force_reference, m->scratch, y);
         return;
     }
@@ -434,10 +437,15 @@ static void run_layers(dcz_model *m, uint32_t first, uint32_t last, const float 
 {
     for (uint32_t i = first; i <= last; i++) {
         const dcz_exec_layer *l = &m->layers[i];
-        if (l->fused == DCZ_FUSED_ACT && m->fuse) continue;   /* the layer before applied it, in this place */
-        float *y = place_of(m, i + 1, batch, s0, n);
+        /* the layer before applied it, in this place, or computed it */
+        if ((l->fused == DCZ_FUSED_ACT || l->fused == DCZ_FUSED_ADD) && m->fuse) continue;
+        /* a convolution that takes the ADD after it writes the ADD's output
+         * and reads its other input after its own (load.c) */
+        const int res = m->fuse && l->res;
+        float *y = place_of(m, i + 1 + res, batch, s0, n);
         const void *xs[DCZ_MAX_INPUTS];
         for (uint32_t k = 0; k < l->nin; k++) xs[k] = tensor_at(m, l->tin[k], input, batch, s0, n);
+        if (res) xs[l->nin] = tensor_at(m, l->res, input, batch, s0, n);
         if (!l->q) {
             dcz_op_get(l->op)->run(m, l, (const float *const *)xs, n, y);
             if (tap) tap(ctx, i, y, n, l->out);

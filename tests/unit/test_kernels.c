@@ -223,7 +223,7 @@ static size_t conv_mismatches(const char *what, const dcz_conv_geom *g, size_t b
 
 typedef struct conv_tally {
     size_t cases, direct, im2col, dense, variant, variants;
-    size_t shift, shift_gemm, shift_variants, shift_act;
+    size_t shift, shift_gemm, shift_variants, shift_act, shift_res, shift_res_runs, shift_res_store;
 } conv_tally;
 
 /* One geometry and weight set: every kernel against the reference, batch 1
@@ -241,6 +241,7 @@ static int conv_case(const dcz_conv_geom *g, double density, uint32_t k, conv_ta
     float *mag = malloc(B * yout * sizeof(float)), *y = malloc(B * yout * sizeof(float));
     float *scratch = malloc(dcz_conv2d_im2col_floats(g) * sizeof(float));
     float *sscratch = malloc(dcz_shift_scratch_floats(g) * sizeof(float)), *y2 = malloc(B * yout * sizeof(float));
+    float *res = malloc(B * yout * sizeof(float));
     /* the shift form in blocks of 1, 2 and 4 channels, from the execution
      * form and from the dense weights */
     void *smem[3], *smemd[3];
@@ -329,6 +330,29 @@ static int conv_case(const dcz_conv_geom *g, double density, uint32_t k, conv_ta
                 dcz_conv2d_shift_act(g, f, bias, x, b, acts[a], sscratch, y);
                 t->shift_act += memcmp(y, y2, b * yout * sizeof(float)) != 0;
             }
+            /* the ADD after it taken too: act(conv + res) on every variant,
+             * with res apart and res in y's place, the bits of the
+             * reference convolution, dcz_add_ref and the activation after */
+            fill_nonzero(res, b * yout);
+            for (size_t a = 1; a < 4; a += 2) {   /* ReLU6, and no activation */
+                const dcz_act none = { 0, 0.0f, 0.0f }, *act = a < 3 ? &acts[a] : &none;
+                dcz_conv2d_shift_isa(DCZ_ISA_REF, g, f, bias, x, b, sscratch, y2);
+                dcz_add_ref(y2, res, b * yout, y2);
+                if (act->op == DCZ_OP_RELU) dcz_relu(y2, b * yout, y2);
+                else if (act->op == DCZ_OP_CLIP) dcz_clip(act->lo, act->hi, y2, b * yout, y2);
+                const dcz_isa risas[] = { DCZ_ISA_REF, DCZ_ISA_AVX512, DCZ_ISA_AVX2, DCZ_ISA_NEON };
+                for (size_t i = 0; i < 4; i++)
+                    for (int inplace = 0; inplace < 2; inplace++) {
+                        if (inplace) memcpy(y, res, b * yout * sizeof(float));
+                        else memset(y, 0xA5, b * yout * sizeof(float));
+                        if (!dcz_conv2d_shift_res_isa(risas[i], g, f, bias, x, b, act, inplace ? y : res,
+                                                      sscratch, y))
+                            continue;
+                        t->shift_res += memcmp(y, y2, b * yout * sizeof(float)) != 0;
+                        t->shift_res_runs++;
+                        t->shift_res_store += risas[i] == DCZ_ISA_AVX512;
+                    }
+            }
             x[0] = keep0;
             x[b * xin - 1] = keep1;
         }
@@ -346,7 +370,7 @@ static int conv_case(const dcz_conv_geom *g, double density, uint32_t k, conv_ta
         t->cases++;
     }
     free(x); free(xa); free(wa); free(bias); free(ba); free(ref); free(mag); free(y); free(scratch);
-    free(sscratch); free(y2);
+    free(sscratch); free(y2); free(res);
     for (int i = 0; i < 3; i++) { free(smem[i]); free(smemd[i]); }
     free_mat(&m);
     return 1;
@@ -393,7 +417,7 @@ static void test_conv_grid(void)
 {
     const double dens[] = { 0.0, 0.5, 1.0 };
     const uint32_t codebooks[] = { 256, 0 }; /* 8-bit codebook, fp32 values */
-    conv_tally t = { 0, 0, 0, 0, 0, 0, 0, 0, 0, 0 };
+    conv_tally t = { 0 };
     dcz_conv_geom g, extra[CONV_EXTRA];
     for (size_t i = 0; conv_grid(i, &g); i++)
         for (size_t di = 0; di < 3; di++)
@@ -413,6 +437,10 @@ static void test_conv_grid(void)
     CHECK(t.variant == 0, "vector convolutions: %zu cases differ from the scalar rows", t.variant);
     CHECK(t.shift_variants > 0 || !dcz_conv2d_shift_variant(), "no vector shift kernel ran");
     CHECK(t.shift_act == 0, "shift with an activation: %zu cases differ from the activation run after", t.shift_act);
+    CHECK(t.shift_res == 0 && t.shift_res_runs > 0,
+          "shift with a residual: %zu of %zu runs differ from the add and the activation run after", t.shift_res,
+          t.shift_res_runs);
+    CHECK(t.shift_res_store > 0 || !dcz_isa_supported(DCZ_ISA_AVX512), "no residual added in the AVX-512 stores");
     CHECK(t.variants > 0 || !(dcz_isa_supported(DCZ_ISA_AVX2) || dcz_isa_supported(DCZ_ISA_NEON)),
           "no vector convolution ran");
 }

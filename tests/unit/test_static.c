@@ -729,6 +729,45 @@ static dcz_doc *shift_net(void)
     return d;
 }
 
+/* (3, 24, 24) -> conv1 (codebook) -> relu1 -> conv2 (codebook) -> add
+ * (conv2, relu1) -> relu -> conv3 (sparse f32) -> add (relu, conv3) -> gap
+ * -> flat -> fc -> softmax: two residual blocks, the convolution's output
+ * first and second of its ADD, the second ADD in place over its other
+ * input */
+static dcz_doc *residual_net(void)
+{
+    dcz_doc *d;
+    if (dcz_doc_alloc(11, &d) != DCZ_OK) return NULL;
+    d->input_rank = 3;
+    d->input_dims[0] = 3; d->input_dims[1] = 24; d->input_dims[2] = 24;
+    dcz_doc_layer *l = d->layers;
+    doc_conv_layer(&l[0], "conv1", 3, 8, 3, 1, 1, DCZ_ENC_CODEBOOK, 4, 4, DCZ_CODING_HUFFMAN);
+    fill(&l[0], 11);
+    doc_plain_layer(&l[1], DCZ_OP_RELU, "relu1");
+    doc_conv_layer(&l[2], "conv2", 8, 8, 3, 1, 1, DCZ_ENC_CODEBOOK, 4, 4, DCZ_CODING_HUFFMAN);
+    fill(&l[2], 12);
+    thin(&l[2]);
+    doc_plain_layer(&l[3], DCZ_OP_ADD, "add1");
+    l[3].nin = 2; l[3].in[0] = 3; l[3].in[1] = 2;
+    doc_plain_layer(&l[4], DCZ_OP_RELU, "relu2");
+    doc_conv_layer(&l[5], "conv3", 8, 8, 3, 1, 1, DCZ_ENC_SPARSE_F32, 3, 0, DCZ_CODING_RAW);
+    fill(&l[5], 13);
+    thin(&l[5]);
+    doc_plain_layer(&l[6], DCZ_OP_ADD, "add2");
+    l[6].nin = 2; l[6].in[0] = 5; l[6].in[1] = 6;
+    doc_plain_layer(&l[7], DCZ_OP_GLOBAL_AVGPOOL, "gap");
+    doc_plain_layer(&l[8], DCZ_OP_FLATTEN, "flat");
+    doc_dense_layer(&l[9], "fc", 8, 5, DCZ_ENC_F32, 0, 0, 0);
+    fill(&l[9], 14);
+    doc_plain_layer(&l[10], DCZ_OP_SOFTMAX, "prob");
+    return d;
+}
+
+static void no_tap(void *ctx, uint32_t layer, const float *y, size_t batch, uint32_t width)
+{
+    (void)ctx; (void)layer; (void)y; (void)batch; (void)width;
+}
+
 /* 20 -> dense (f32) -> relu -> dense (codebook, gaps) -> softmax */
 static dcz_doc *mlp(void)
 {
@@ -835,6 +874,47 @@ static void test_built_int8_shift(void) { built("int8 shift net", int8(shift_net
 static void test_built_int8_im2col(void) { built("int8 im2col net", int8(im2col_net()), DCZ_SCHEME_INT8); }
 static void test_built_int8_mlp(void) { built("int8 mlp", int8(mlp()), DCZ_SCHEME_INT8); }
 
+/* A float ADD after a convolution on the shift form is computed in the
+ * convolution's stores where this CPU's kernel adds it there (load.c):
+ * the bits of the run with taps, which runs every layer apart, at batch 1
+ * and in chunks. */
+static void test_residual_fused(void)
+{
+    dcz_doc *d = residual_net();
+    REQUIRE(d, "build");
+    uint8_t *buf = NULL;
+    size_t len = 0;
+    REQUIRE(dcz_doc_write(d, &buf, &len) == DCZ_OK, "write");
+    dcz_doc_free(d);
+    dcz_model *m;
+    REQUIRE(dcz_open_memory(buf, len, NULL, &m) == DCZ_OK, "open");
+    const uint32_t adds[2] = { 3, 6 };
+    for (int k = 0; k < 2; k++) {
+        const dcz_exec_layer *c = &m->layers[adds[k] - 1];
+        const int fuses = c->shifted && dcz_conv2d_shift_res_fuses(&c->geom, &c->shift);
+        CHECK((m->layers[adds[k]].fused == DCZ_FUSED_ADD) == fuses && (c->res != 0) == fuses,
+              "%s: fused %d where the stores %s add it", m->layers[adds[k]].name, m->layers[adds[k]].fused,
+              fuses ? "do" : "do not");
+    }
+    const size_t in = dcz_input_size(m), out = dcz_output_size(m);
+    float *x = malloc(BATCH * in * sizeof *x), *y = malloc(BATCH * out * sizeof *y);
+    float *yt = malloc(BATCH * out * sizeof *yt);
+    REQUIRE(x && y && yt, "out of memory");
+    for (size_t i = 0; i < BATCH * in; i++) x[i] = frand() - 0.5f;
+    const size_t batches[2] = { 1, BATCH };
+    for (int bi = 0; bi < 2; bi++) {
+        CHECK(dcz_run(m, x, batches[bi], y) == DCZ_OK && dcz_run_tapped(m, x, batches[bi], yt, no_tap, NULL) == DCZ_OK,
+              "run batch %zu", batches[bi]);
+        CHECK(memcmp(y, yt, batches[bi] * out * sizeof *y) == 0, "batch %zu: the fused run differs from the taps'",
+              batches[bi]);
+    }
+    dcz_close(m);
+    free(x); free(y); free(yt);
+    built("residual net", residual_net(), DCZ_SCHEME_NONE);
+    free(buf);
+}
+
+
 /* 600 -> dense (codebook, 300 x 600, about 44% kept: more entries than
  * DCZ_PARALLEL_MIN_ENTRIES) -> relu -> dense (sparse f32) -> softmax */
 static dcz_doc *wide_mlp(void)
@@ -909,6 +989,7 @@ int main(int argc, char **argv)
     RUN(test_built_im2col);
     RUN(test_built_int8_im2col);
     RUN(test_built_shift);
+    RUN(test_residual_fused);
     RUN(test_built_int8_shift);
     RUN(test_built_int8_mlp);
     RUN(test_threads_same_bits);
