@@ -1122,6 +1122,38 @@ static void test_qpools_random(void)
 /* The global average into another scale: each plane's sum times s_in /
  * (s_out plane), rounded, within the multiplier's precision of the real
  * product; also on a plane whose sum passes 2^31 and on scales that clamp. */
+/* The integer shift form's requantization takes shifts of 62 at most (the
+ * 64-bit products): any past that, in the first channel, the last, or one
+ * past a multiple of 64, and it declines, the caller running the others */
+static void test_qshift_requant_shifts(void)
+{
+    const uint32_t outs[] = { 1, 63, 64, 65, 130 };
+    for (size_t k = 0; k < sizeof outs / sizeof *outs; k++) {
+        const uint32_t n = outs[k];
+        const dcz_conv_geom g = conv_geom(4, n, 6, 6, 3, 3, 1, 1, 1, 1);
+        int32_t *mult = alloc(n, sizeof(int32_t));
+        uint8_t *shift = alloc(n, 1);
+        for (uint32_t c = 0; c < n; c++) {
+            mult[c] = 3;
+            shift[c] = (uint8_t)(c % 63);
+        }
+        shift[n / 2] = 62;
+        const dcz_requant rq = { mult, shift, 127 };
+        const int runs = dcz_qshift_variant() != NULL;
+        CHECK(dcz_qconv2d_shift_requant_runs(&g, NULL, &rq, 0) == runs, "%u channels, shifts up to 62", n);
+        const uint32_t at[3] = { 0, n - 1, n > 64 ? 64 : n / 2 };
+        for (int j = 0; j < 3; j++) {
+            const uint8_t keep = shift[at[j]];
+            shift[at[j]] = j == 2 ? 255 : 63;
+            CHECK(dcz_qconv2d_shift_requant_runs(&g, NULL, &rq, 0) == 0, "%u channels, shift %u at %u", n,
+                  shift[at[j]], at[j]);
+            shift[at[j]] = keep;
+        }
+        free(mult);
+        free(shift);
+    }
+}
+
 static void test_qglobal_avgpool_rescale(void)
 {
     const uint32_t planes[3] = { 37, 9, 70000 };
@@ -1244,6 +1276,7 @@ int main(void)
     RUNQ(test_qtable);
     RUNQ(test_qpools_by_hand);
     RUNQ(test_qpools_random);
+    RUNQ(test_qshift_requant_shifts);
     RUNQ(test_qglobal_avgpool_rescale);
     RUNQ(test_zero_sizes);
     return check_summary();
