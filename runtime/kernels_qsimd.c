@@ -366,6 +366,69 @@ static void qrelu__avx2(dcz_q *x, size_t n)
 }
 #endif
 
+#ifdef DCZ_X86
+/* dcz_qglobal_avgpool_rescale_ref on AVX-512: each plane summed 32 cells
+ * at a time by vpmaddwd into 32-bit lanes (a plane of 2^16 cells or fewer
+ * sums within 32 bits), eight planes' sums then multiplied in 64-bit lanes
+ * (within 2^62: dcz_round_shift's exact range), rounded half up by an
+ * arithmetic shift, clamped and narrowed: the reference's values, where it
+ * took 1.9% of int8 MobileNetV2-style at batch 64 (perf), a call per
+ * plane of requant_one and its branches */
+__attribute__((target("avx512f,avx512bw,avx512vl"))) static void qgap_rescale__avx512(uint32_t channels, uint32_t plane,
+                                                                             const dcz_q *x, size_t batch,
+                                                                             int32_t mult, uint8_t shift,
+                                                                             int32_t qmax, dcz_q *y)
+{
+    const size_t planes = batch * channels;
+    const __m512i ones = _mm512_set1_epi16(1), m = _mm512_set1_epi64(mult);
+    const __m512i half = _mm512_set1_epi64(shift ? (int64_t)1 << (shift - 1) : 0);
+    const __m512i hi = _mm512_set1_epi64(qmax), lo = _mm512_set1_epi64(-(int64_t)qmax);
+    const __m128i count = _mm_cvtsi32_si128(shift);
+    for (size_t p0 = 0; p0 < planes; p0 += 8) {
+        const size_t n = planes - p0 < 8 ? planes - p0 : 8;
+        int32_t sum[8] = { 0 };
+        for (size_t j = 0; j < n; j++) {
+            const dcz_q *xp = x + (p0 + j) * plane;
+            __m512i acc = _mm512_setzero_si512();
+            for (uint32_t i = 0; i < plane; i += 32) {
+                const __mmask32 k = plane - i >= 32 ? 0xFFFFFFFFu : (__mmask32)((1u << (plane - i)) - 1);
+                acc = _mm512_add_epi32(acc, _mm512_madd_epi16(_mm512_maskz_loadu_epi16(k, xp + i), ones));
+            }
+            sum[j] = _mm512_reduce_add_epi32(acc);
+        }
+        const __m512i v = _mm512_mul_epi32(_mm512_cvtepi32_epi64(_mm256_loadu_si256((const __m256i *)(void *)sum)), m);
+        const __m512i r = _mm512_min_epi64(_mm512_max_epi64(_mm512_sra_epi64(_mm512_add_epi64(v, half), count), lo), hi);
+        _mm_mask_storeu_epi16(y + p0, (__mmask8)((1u << n) - 1), _mm512_cvtepi64_epi16(r));
+    }
+}
+#endif
+
+int dcz_qglobal_avgpool_rescale_isa(dcz_isa isa, uint32_t channels, uint32_t plane, const dcz_q *x, size_t batch,
+                                    int32_t mult, uint8_t shift, int32_t qmax, dcz_q *y)
+{
+    if (isa == DCZ_ISA_REF) {
+        dcz_qglobal_avgpool_rescale_ref(channels, plane, x, batch, mult, shift, qmax, y);
+        return 1;
+    }
+#ifdef DCZ_X86
+    if (isa == DCZ_ISA_AVX512 && plane <= 65536 && shift <= 62 && dcz_isa_supported(DCZ_ISA_AVX512) &&
+        __builtin_cpu_supports("avx512bw") && __builtin_cpu_supports("avx512vl")) {
+        qgap_rescale__avx512(channels, plane, x, batch, mult, shift, qmax, y);
+        return 1;
+    }
+#else
+    (void)channels; (void)plane; (void)x; (void)batch; (void)mult; (void)shift; (void)qmax; (void)y;
+#endif
+    return 0;
+}
+
+void dcz_qglobal_avgpool_rescale(uint32_t channels, uint32_t plane, const dcz_q *x, size_t batch, int32_t mult,
+                                 uint8_t shift, int32_t qmax, dcz_q *y)
+{
+    if (!dcz_qglobal_avgpool_rescale_isa(DCZ_ISA_AVX512, channels, plane, x, batch, mult, shift, qmax, y))
+        dcz_qglobal_avgpool_rescale_ref(channels, plane, x, batch, mult, shift, qmax, y);
+}
+
 int dcz_qadd_isa(dcz_isa isa, const dcz_q *a, const dcz_q *b, size_t n, const int32_t *mult, const uint8_t *shift,
                  int32_t lo, int32_t hi, dcz_q *y)
 {

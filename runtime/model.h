@@ -1392,6 +1392,13 @@ void dcz_qglobal_avgpool_ref(uint32_t channels, uint32_t plane, const dcz_q *x, 
  * for any S; mult, shift from dcz_requant_params(s_in / (s_out plane)). */
 void dcz_qglobal_avgpool_rescale_ref(uint32_t channels, uint32_t plane, const dcz_q *x, size_t batch,
                                      int32_t mult, uint8_t shift, int32_t qmax, dcz_q *y);
+/* The same values on AVX-512 where planes hold 2^16 cells or fewer and the
+ * shift is 62 or less (kernels_qsimd.c), else by the reference;
+ * dcz_qglobal_avgpool_rescale_isa on isa's variant, 0 where it declines. */
+void dcz_qglobal_avgpool_rescale(uint32_t channels, uint32_t plane, const dcz_q *x, size_t batch, int32_t mult,
+                                 uint8_t shift, int32_t qmax, dcz_q *y);
+int dcz_qglobal_avgpool_rescale_isa(dcz_isa isa, uint32_t channels, uint32_t plane, const dcz_q *x, size_t batch,
+                                    int32_t mult, uint8_t shift, int32_t qmax, dcz_q *y);
 
 /* ---- running with a tap (run.c): dcz_run_tapped, tool.h ------------------ */
 

@@ -174,8 +174,8 @@ void dcz_qrun_global_avgpool(const dcz_model *m, uint32_t index, const void *con
     if (dcz_f32_bits(m->t_scale[l->tin[0]]) == dcz_f32_bits(m->t_scale[index + 1]))
         dcz_qglobal_avgpool_ref(l->geom.in_c, plane, xs[0], batch, y);
     else
-        dcz_qglobal_avgpool_rescale_ref(l->geom.in_c, plane, xs[0], batch, l->in_mult[0], l->in_shift[0],
-                                        m->qmax, y);
+        (m->opt.force_reference ? dcz_qglobal_avgpool_rescale_ref : dcz_qglobal_avgpool_rescale)(
+            l->geom.in_c, plane, xs[0], batch, l->in_mult[0], l->in_shift[0], m->qmax, y);
 }
 
 void dcz_qrun_relu(const dcz_model *m, uint32_t index, const void *const *xs, size_t batch,

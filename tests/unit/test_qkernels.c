@@ -1190,6 +1190,32 @@ static void test_qglobal_avgpool_rescale(void)
     }
     CHECK(bad == 0, "%zu of %zu rescaled averages off", bad, total);
     CHECK(clamped > 0 && clamped < total, "%zu of %zu clamped: the cases miss a side", clamped, total);
+    /* the vector variant: the reference's values, on eight planes at a time
+     * and the rest, planes within and past a vector of cells, shifts 0 to
+     * 62, multipliers of either sign, inputs to both ends of the range */
+    const uint32_t Cs[4] = { 3, 8, 13, 130 }, Ps[6] = { 1, 9, 16, 33, 49, 65536 };
+    size_t vbad = 0, vruns = 0;
+    for (int t = 0; t < 48; t++) {
+        const uint32_t C = Cs[t % 4], P = Ps[t % 6];
+        const size_t B = 1 + (size_t)(t % 2);
+        const int32_t qmax = t % 3 ? 127 : 32767;
+        const uint8_t shift = (uint8_t)(t % 8 == 0 ? 0 : t % 8 == 1 ? 62 : 1 + rnd() % 61);
+        const int32_t mult = (int32_t)(rnd() >> 33) * (t % 5 == 0 ? -1 : 1);
+        dcz_q *x = alloc(B * C * P, sizeof(dcz_q)), *want = alloc(B * C + 1, sizeof(dcz_q));
+        dcz_q *got = alloc(B * C + 1, sizeof(dcz_q));
+        fill_q(x, B * C * P, qmax);
+        if (t % 7 == 3)   /* every cell at one end */
+            for (size_t i = 0; i < B * C * P; i++) x[i] = (dcz_q)(t % 2 ? qmax : -qmax);
+        dcz_qglobal_avgpool_rescale_ref(C, P, x, B, mult, shift, qmax, want);
+        got[B * C] = 0x5A5A;
+        if (dcz_qglobal_avgpool_rescale_isa(DCZ_ISA_AVX512, C, P, x, B, mult, shift, qmax, got)) {
+            vbad += memcmp(got, want, B * C * sizeof(dcz_q)) != 0 || got[B * C] != 0x5A5A;
+            vruns++;
+        }
+        free(x); free(want); free(got);
+    }
+    CHECK(vbad == 0, "%zu of %zu runs of the vector variant differ from the reference", vbad, vruns);
+    CHECK(vruns > 0 || !dcz_isa_supported(DCZ_ISA_AVX512), "the vector variant never ran");
 }
 
 /* ---- sizes 0 ----------------------------------------------------------------- */
