@@ -511,9 +511,10 @@ void dcz_conv2d_dense_im2col_act(const dcz_conv_geom *g, const float *w, const f
     const size_t in_sample = (size_t)g->in_c * g->in_h * g->in_w, out_sample = pixels * g->out_c;
     const int direct = patches_are_input(g);
     for (size_t b = 0; b < batch; b++) {
-        const float *col = direct ? x + b * in_sample : scratch;
-        if (!direct && ref) dcz_im2col_k_ref(g, x + b * in_sample, scratch, ldb);
-        else if (!direct) dcz_im2col_k(g, x + b * in_sample, scratch, ldb);
+        const float *col = scratch;
+        if (direct) col = x + b * in_sample;
+        else if (ref) dcz_im2col_k_ref(g, x + b * in_sample, scratch, ldb);
+        else dcz_im2col_k(g, x + b * in_sample, scratch, ldb);
         if (ref) dcz_gemm_f32_act_ref(act, g->out_c, pixels, k, w, k, col, ldb, bias, NULL, y + b * out_sample, pixels);
         else dcz_gemm_f32_act(act, g->out_c, pixels, k, w, k, col, ldb, bias, NULL, y + b * out_sample, pixels);
     }

@@ -1722,36 +1722,41 @@ static void copy_out(dcz_isa isa, const float *src, const float *res, size_t n, 
     else dcz_add(src, res, n, NULL, y);
 }
 
-/* The convolution on isa's planes, act applied as the output is written
- * (op 0: none), res (or NULL) added before it (shift_run): by the AVX-512
- * map's stores where in_store, else as the planes as computed are copied
- * out, by the generic path (no map, no depthwise kernel). */
-static void shift_conv(dcz_isa isa, const dcz_conv_geom *g, const dcz_shift *f, const float *bias, const float *x,
-                       size_t batch, const dcz_act *act, const float *res, int in_store, float *scratch,
-                       float *y)
+/* The convolution on isa's planes, act (op 0: none) applied as the output
+ * is written; with a residual res (or NULL), act(conv + res): the ADD
+ * after the convolution, so the bits of the two run apart (a sum of two
+ * floats is the same in either order, but for which NaN a NaN plus a NaN
+ * keeps, which no kernel of the ADD fixes either). The AVX-512 map adds res
+ * as it stores the sums (res_in_store); elsewhere the generic path adds it
+ * as it copies the planes out (AVX2's map stores whole vectors, whose lanes
+ * past the kept ones would overwrite res where it is y; the depthwise
+ * kernels write y as they go). The loader fuses an ADD only where the
+ * stores take it (dcz_conv2d_shift_res_fuses). */
+static int shift_run(dcz_isa isa, const dcz_conv_geom *g, const dcz_shift *f, const float *bias, const float *x,
+                     size_t batch, const dcz_act *act, const float *res, float *scratch, float *y)
 {
     const planes_fn planes = planes_variant(isa);
-    const int apart = res && !in_store;   /* x86's other paths then give way to the generic one */
-    (void)apart;
+    if (!planes) return 0;
     const split_geom q = split_geom_of(g, g->in_c, 1);
     float *xs = (float *)(((uintptr_t)scratch + 63) & ~(uintptr_t)63), *t = planes_at(xs, &q);
     const size_t in_sample = (size_t)g->in_c * g->in_h * g->in_w;
     const size_t out_plane = (size_t)g->out_h * g->out_w;
 #ifdef DCZ_X86
     const int vec = isa == DCZ_ISA_AVX512;
+    const int apart = res && !res_in_store(isa, g, f);   /* the other paths give way to the generic one */
     if (vec && !apart) {   /* depthwise: straight from the input */
         const int dw = dw_path(g, f);
         if (dw == DW_PLANE) dw_plane__avx512(g, &q, f, bias, x, batch, act, y);
         if (dw == DW_ROWS) dw_rows_run__avx512(g, &q, f, bias, x, batch, act, y);
-        if (dw != DW_NONE) return;
+        if (dw != DW_NONE) return 1;
     }
     if (isa == DCZ_ISA_AVX2 && !apart && dw_lanes_fit(g, f)) {
         dw_lanes_run__avx2(g, &q, f, bias, x, batch, act, scratch, y);
-        return;
+        return 1;
     }
     if (isa == DCZ_ISA_AVX2 && !apart && dw_rows_avx2(g, f)) {
         dw_rows_run__avx2(g, &q, f, bias, x, batch, act, y);
-        return;
+        return 1;
     }
     /* small planes at stride 1 split a vector at a time */
     remap rs;
@@ -1787,22 +1792,6 @@ static void shift_conv(dcz_isa isa, const dcz_conv_geom *g, const dcz_shift *f, 
         }
         dcz_act_apply(act, yb, g->out_c * out_plane);
     }
-}
-
-/* shift_conv; with a residual res, act(conv + res): the ADD after the
- * convolution, so the bits of the two run apart (a sum of two floats is
- * the same in either order, but for which NaN a NaN plus a NaN keeps,
- * which no kernel of the ADD fixes either). The AVX-512 map adds res as it
- * stores the sums; elsewhere the generic path adds it as it copies the
- * planes out (AVX2's map stores whole vectors, whose lanes past the kept
- * ones would overwrite res where it is y; the depthwise kernels write y as
- * they go). The loader fuses an ADD only where the stores take it
- * (dcz_conv2d_shift_res_fuses). */
-static int shift_run(dcz_isa isa, const dcz_conv_geom *g, const dcz_shift *f, const float *bias, const float *x,
-                     size_t batch, const dcz_act *act, const float *res, float *scratch, float *y)
-{
-    if (!planes_variant(isa)) return 0;
-    shift_conv(isa, g, f, bias, x, batch, act, res, res && res_in_store(isa, g, f), scratch, y);
     return 1;
 }
 
@@ -1818,17 +1807,11 @@ int dcz_conv2d_shift_isa(dcz_isa isa, const dcz_conv_geom *g, const dcz_shift *f
     return shift_run(isa, g, f, bias, x, batch, &none, NULL, scratch, y);
 }
 
-int dcz_conv2d_shift_res_isa(dcz_isa isa, const dcz_conv_geom *g, const dcz_shift *f, const float *bias,
+int dcz_conv2d_shift_act_isa(dcz_isa isa, const dcz_conv_geom *g, const dcz_shift *f, const float *bias,
                              const float *x, size_t batch, const dcz_act *act, const float *res, float *scratch,
                              float *y)
 {
     return shift_run(isa, g, f, bias, x, batch, act, res, scratch, y);
-}
-
-void dcz_conv2d_shift_res(const dcz_conv_geom *g, const dcz_shift *f, const float *bias, const float *x,
-                          size_t batch, const dcz_act *act, const float *res, float *scratch, float *y)
-{
-    shift_run(best(), g, f, bias, x, batch, act, res, scratch, y);
 }
 
 void dcz_conv2d_shift(const dcz_conv_geom *g, const dcz_shift *f, const float *bias, const float *x,
@@ -1838,9 +1821,9 @@ void dcz_conv2d_shift(const dcz_conv_geom *g, const dcz_shift *f, const float *b
 }
 
 void dcz_conv2d_shift_act(const dcz_conv_geom *g, const dcz_shift *f, const float *bias, const float *x,
-                          size_t batch, dcz_act act, float *scratch, float *y)
+                          size_t batch, const dcz_act *act, const float *res, float *scratch, float *y)
 {
-    shift_run(best(), g, f, bias, x, batch, &act, NULL, scratch, y);
+    shift_run(best(), g, f, bias, x, batch, act, res, scratch, y);
 }
 
 /* ---- the integer shift form ------------------------------------------------

@@ -445,7 +445,7 @@ static void fuse_activations(dcz_model *m)
     /* then a float ADD that reads a convolution's output, which nothing
      * else reads, on the shift form, into the convolution, which adds the
      * ADD's other input and applies its activation as it writes the ADD's
-     * output (dcz_conv2d_shift_res, where its stores add it; a pass over an
+     * output (dcz_conv2d_shift_act, where its stores add it; a pass over an
      * output less, and the ADD's call: 2.4% of the ResNet-style preset at
      * batch 1). The convolution writes the ADD's place as it reads its own
      * input: the two places differ, or are one (its input is the ADD's
@@ -455,7 +455,7 @@ static void fuse_activations(dcz_model *m)
     for (uint32_t i = 0; i + 1 < m->nlayers; i++) {
         dcz_exec_layer *c = &m->layers[i], *a = &m->layers[i + 1];
         const dcz_tensor *t = m->tensors;
-        if (c->q || a->q || c->op != DCZ_OP_CONV2D || !c->shifted || c->act.op || a->op != DCZ_OP_ADD ||
+        if (c->q || a->q || c->op != DCZ_OP_CONV2D || !c->shifted || a->op != DCZ_OP_ADD ||
             a->nin != 2 || t[i + 1].last != i + 1 || t[i + 1].seg_first != t[i + 2].seg_first ||
             !dcz_conv2d_shift_res_fuses(&c->geom, &c->shift))
             continue;

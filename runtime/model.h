@@ -948,20 +948,18 @@ const char *dcz_conv2d_shift_variant(void);
  * kernel that runs g on the shift form f straight from the input
  * (kernels_shift.c), or NULL where the shift form itself runs it. */
 const char *dcz_conv2d_shift_depthwise(const dcz_conv_geom *g, const dcz_shift *f);
-/* dcz_conv2d_shift on the best variant with act applied to every output
- * element: the bits of dcz_relu or dcz_clip run over its output. */
+/* dcz_conv2d_shift on the best variant, then what the layers after it
+ * leave to it: a residual res (NULL for none) added to every output, the
+ * bits of dcz_add over the convolution's output and res, then act (op 0:
+ * none), the bits of dcz_relu or dcz_clip run over that. res (batch, out_c,
+ * out_h, out_w) may be y itself, not x. dcz_conv2d_shift_act_isa on the
+ * variant of isa (DCZ_ISA_REF: the references), 0 where missing. */
 void dcz_conv2d_shift_act(const dcz_conv_geom *g, const dcz_shift *f, const float *bias, const float *x,
-                          size_t batch, dcz_act act, float *scratch, float *y);
-/* dcz_conv2d_shift_act and a residual: y = act(conv + res), the bits of
- * dcz_add over the convolution's output and res, act after; res (batch,
- * out_c, out_h, out_w) may be y itself, not x. dcz_conv2d_shift_res_isa on
- * the variant of isa (DCZ_ISA_REF: the references), 0 where missing. */
-void dcz_conv2d_shift_res(const dcz_conv_geom *g, const dcz_shift *f, const float *bias, const float *x,
                           size_t batch, const dcz_act *act, const float *res, float *scratch, float *y);
-int dcz_conv2d_shift_res_isa(dcz_isa isa, const dcz_conv_geom *g, const dcz_shift *f, const float *bias,
+int dcz_conv2d_shift_act_isa(dcz_isa isa, const dcz_conv_geom *g, const dcz_shift *f, const float *bias,
                              const float *x, size_t batch, const dcz_act *act, const float *res, float *scratch,
                              float *y);
-/* Whether dcz_conv2d_shift_res on this CPU adds the residual as its
+/* Whether dcz_conv2d_shift_act on this CPU adds the residual as its
  * kernel stores the sums (AVX-512, not the depthwise kernels), rather than
  * as a slower generic path copies them out. */
 int dcz_conv2d_shift_res_fuses(const dcz_conv_geom *g, const dcz_shift *f);

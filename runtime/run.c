@@ -173,9 +173,10 @@ void dcz_qrun_global_avgpool(const dcz_model *m, uint32_t index, const void *con
     const uint32_t plane = l->geom.in_h * l->geom.in_w;
     if (dcz_f32_bits(m->t_scale[l->tin[0]]) == dcz_f32_bits(m->t_scale[index + 1]))
         dcz_qglobal_avgpool_ref(l->geom.in_c, plane, xs[0], batch, y);
+    else if (m->opt.force_reference)
+        dcz_qglobal_avgpool_rescale_ref(l->geom.in_c, plane, xs[0], batch, l->in_mult[0], l->in_shift[0], m->qmax, y);
     else
-        (m->opt.force_reference ? dcz_qglobal_avgpool_rescale_ref : dcz_qglobal_avgpool_rescale)(
-            l->geom.in_c, plane, xs[0], batch, l->in_mult[0], l->in_shift[0], m->qmax, y);
+        dcz_qglobal_avgpool_rescale(l->geom.in_c, plane, xs[0], batch, l->in_mult[0], l->in_shift[0], m->qmax, y);
 }
 
 void dcz_qrun_relu(const dcz_model *m, uint32_t index, const void *const *xs, size_t batch,
@@ -283,9 +284,9 @@ void dcz_run_conv2d(const dcz_model *m, const dcz_exec_layer *l, const float *co
                     size_t batch, float *y)
 {
     if (l->shifted) {
-        if (l->res && m->fuse)
-            dcz_conv2d_shift_res(&l->geom, &l->shift, l->bias, xs[0], batch, &l->act, xs[1], m->scratch, y);
-        else if (l->act.op && m->fuse) dcz_conv2d_shift_act(&l->geom, &l->shift, l->bias, xs[0], batch, l->act, m->scratch, y);
+        if (m->fuse)
+            dcz_conv2d_shift_act(&l->geom, &l->shift, l->bias, xs[0], batch, &l->act, l->res ? xs[1] : NULL,
+                                 m->scratch, y);
         else dcz_conv2d_shift(&l->geom, &l->shift, l->bias, xs[0], batch, m->opt.force_reference, m->scratch, y);
         return;
     }

@@ -327,7 +327,7 @@ static int conv_case(const dcz_conv_geom *g, double density, uint32_t k, conv_ta
                 if (acts[a].op == DCZ_OP_RELU) dcz_relu(y2, b * yout, y2);
                 else dcz_clip(acts[a].lo, acts[a].hi, y2, b * yout, y2);
                 memset(y, 0xA5, b * yout * sizeof(float));
-                dcz_conv2d_shift_act(g, f, bias, x, b, acts[a], sscratch, y);
+                dcz_conv2d_shift_act(g, f, bias, x, b, &acts[a], NULL, sscratch, y);
                 t->shift_act += memcmp(y, y2, b * yout * sizeof(float)) != 0;
             }
             /* the ADD after it taken too: act(conv + res) on every variant,
@@ -345,7 +345,7 @@ static int conv_case(const dcz_conv_geom *g, double density, uint32_t k, conv_ta
                     for (int inplace = 0; inplace < 2; inplace++) {
                         if (inplace) memcpy(y, res, b * yout * sizeof(float));
                         else memset(y, 0xA5, b * yout * sizeof(float));
-                        if (!dcz_conv2d_shift_res_isa(risas[i], g, f, bias, x, b, act, inplace ? y : res,
+                        if (!dcz_conv2d_shift_act_isa(risas[i], g, f, bias, x, b, act, inplace ? y : res,
                                                       sscratch, y))
                             continue;
                         t->shift_res += memcmp(y, y2, b * yout * sizeof(float)) != 0;

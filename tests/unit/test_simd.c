@@ -718,9 +718,11 @@ static void gemm_case(size_t m, size_t n, uint32_t k, gemm_tally *t)
         for (size_t j = 0; j < ldb; j++) b[(size_t)p * ldb + j] = j < n ? nonzero() : 7.0f;
     for (size_t i = 0; i < m; i++) bm[i] = nonzero();
     for (size_t j = 0; j < n; j++) bn[j] = nonzero();
-    for (int bias = 0; bias < 3 * 3; bias++) {
-        const dcz_act *act = &acts[bias / 3];
-        const float *pm = bias % 3 == 1 ? bm : NULL, *pn = bias % 3 == 2 ? bn : NULL;
+    /* each activation (kind / 3) with each kind of bias (kind % 3) */
+    for (int kind = 0; kind < 3 * 3; kind++) {
+        const dcz_act *act = &acts[kind / 3];
+        const int bias = kind % 3;
+        const float *pm = bias == 1 ? bm : NULL, *pn = bias == 2 ? bn : NULL;
         dcz_gemm_f32_act_ref(act, m, n, k, a, lda, b, ldb, pm, pn, want, ldc);
         if (act->op) {   /* the activation took effect, on outputs of both signs */
             dcz_gemm_f32_ref(m, n, k, a, lda, b, ldb, pm, pn, plain, ldc);
@@ -730,19 +732,18 @@ static void gemm_case(size_t m, size_t n, uint32_t k, gemm_tally *t)
                     t->cut += want[i * ldc + j] != v;
                     t->acted += want[i * ldc + j] != dcz_act_one(act, v);
                 }
-            goto variants;
-        }
-        for (size_t i = 0; i < m; i++)
-            for (size_t j = 0; j < n; j++) {
-                double sum = pm ? pm[i] : pn ? pn[j] : 0, mag = fabs(sum);
-                for (uint32_t p = 0; p < k; p++) {
-                    const double q = (double)a[i * lda + p] * b[(size_t)p * ldb + j];
-                    sum += q;
-                    mag += fabs(q);
+        } else {   /* the reference against a sum in double */
+            for (size_t i = 0; i < m; i++)
+                for (size_t j = 0; j < n; j++) {
+                    double sum = pm ? pm[i] : pn ? pn[j] : 0, mag = fabs(sum);
+                    for (uint32_t p = 0; p < k; p++) {
+                        const double q = (double)a[i * lda + p] * b[(size_t)p * ldb + j];
+                        sum += q;
+                        mag += fabs(q);
+                    }
+                    t->far += !(fabs(want[i * ldc + j] - sum) <= 1e-6 * mag + 1e-30);
                 }
-                t->far += !(fabs(want[i * ldc + j] - sum) <= 1e-6 * mag + 1e-30);
-            }
-    variants:
+        }
         for (size_t v = 0; v < sizeof vs / sizeof *vs; v++) {
             for (size_t i = 0; i < m * ldc; i++) c[i] = -9.0f;
             if (!vs[v].fn(vs[v].isa, act, m, n, k, a, lda, b, ldb, pm, pn, c, ldc)) continue;
@@ -751,7 +752,7 @@ static void gemm_case(size_t m, size_t n, uint32_t k, gemm_tally *t)
                 size_t bad = memcmp(c + i * ldc, want + i * ldc, n * 4) != 0;
                 if (bad && t->unlike < 3)
                     fprintf(stderr, "  %s m %zu n %zu k %u bias %d act %u: row %zu differs\n", vs[v].name, m, n,
-                            k, bias % 3, act->op, i);
+                            k, bias, act->op, i);
                 t->unlike += bad;
                 for (size_t j = n; j < ldc; j++) t->past += c[i * ldc + j] != -9.0f;
             }
