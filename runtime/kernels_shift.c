@@ -1924,11 +1924,53 @@ static int qdw_shape_of(const dcz_conv_geom *g, qdw_shape *s)
     return 1;
 }
 
+/* The padded planes are made 64 bytes at a time, each vector of them by
+ * one byte permute (vpermt2b) of the 64 input cells from its first one:
+ * an input cell's place in the padded plane grows with it, so the cells
+ * a vector takes lie within 64 of each other, unless the plane leaves out
+ * input columns between them (a strided window that never reaches the
+ * last ones). Byte o of the vector is the low byte of input cell first +
+ * idx[o] / 2 where bit o of inside is set, else 128; load: the cells from
+ * first that lie in the input plane. The same for every channel: made
+ * with the form. */
+typedef struct dcz_qdw_vmap {
+    uint8_t idx[64];
+    uint64_t inside, load;
+    uint32_t first;
+} dcz_qdw_vmap;
+
+static size_t qdw_vmaps(const qdw_shape *s) { return ((size_t)s->PH * s->PW + 63) / 64; }
+
 static uint64_t qdw_bytes(const dcz_conv_geom *g)
 {
     qdw_shape s;
     if (!qdw_shape_of(g, &s)) return 0;
-    return ((uint64_t)g->out_c * sizeof(int32_t) + (uint64_t)s.patterns * 64) * s.taps;
+    /* the maps aligned to 8 bytes after the rest */
+    return ((uint64_t)g->out_c * sizeof(int32_t) + (uint64_t)s.patterns * 64) * s.taps + 8 +
+           qdw_vmaps(&s) * sizeof(dcz_qdw_vmap);
+}
+
+/* m = the maps of g's padded plane (qdw_vmaps of them); 0 where some
+ * vector's cells do not lie within 64 */
+static int qdw_vmap_build(const dcz_conv_geom *g, const qdw_shape *s, dcz_qdw_vmap *m)
+{
+    const uint64_t plane = (uint64_t)s->PH * s->PW, in_plane = (uint64_t)g->in_h * g->in_w;
+    memset(m, 0, qdw_vmaps(s) * sizeof *m);
+    for (size_t v = 0; v < qdw_vmaps(s); v++, m++) {
+        int have = 0;
+        for (uint32_t o = 0; o < 64 && 64 * v + o < plane; o++) {
+            const int64_t iy = (int64_t)((64 * v + o) / s->PW) - g->ph, ix = (int64_t)((64 * v + o) % s->PW) - g->pw;
+            if (iy < 0 || iy >= (int64_t)g->in_h || ix < 0 || ix >= (int64_t)g->in_w) continue;
+            const uint64_t cell = (uint64_t)iy * g->in_w + (uint64_t)ix;
+            if (!have) m->first = (uint32_t)cell, have = 1;
+            if (cell - m->first >= 64) return 0;
+            m->idx[o] = (uint8_t)(2 * (cell - m->first));
+            m->inside |= (uint64_t)1 << o;
+        }
+        const uint64_t n = have ? in_plane - m->first : 0;
+        m->load = n >= 64 ? ~(uint64_t)0 : ((uint64_t)1 << n) - 1;
+    }
+    return 1;
 }
 
 /* Fill the depthwise part of the form at mem (qdw_bytes) from s */
@@ -1962,6 +2004,9 @@ static void qdw_build(const dcz_conv_geom *g, const qdw_shape *d, const dcz_qspa
     }
     f->dw = dw;
     f->dwidx = idx;
+    uint8_t *end = idx + (size_t)d->patterns * d->taps * 64;
+    dcz_qdw_vmap *maps = (dcz_qdw_vmap *)(void *)(end + (-(uintptr_t)end & 7));
+    f->dwmap = qdw_vmap_build(g, d, maps) ? maps : NULL;
 }
 
 static int col_quads(const dcz_conv_geom *g);
@@ -2108,6 +2153,7 @@ int dcz_qshift_build(const dcz_conv_geom *g, const dcz_qsparse *s, int amx, void
     f->corr = corr;
     f->dw = NULL;
     f->dwidx = NULL;
+    f->dwmap = NULL;
     qdw_shape d;
     uint8_t *rest = (uint8_t *)(w + (size_t)nnz * DCZ_QSHIFT_MAX_OB);
     if (qdw_shape_of(g, &d)) qdw_build(g, &d, s, rest, f);
@@ -2466,80 +2512,34 @@ VNNI_TGT static void requant_plane__vnni(const int32_t *t, const uint16_t *keep,
 /* The depthwise form (above) on AVX-512 VBMI and VNNI */
 #define QDW_TGT __attribute__((target("avx512f,avx512bw,avx512vl,avx512vbmi,avx512vnni")))
 
-/* Small planes (an input plane of 64 cells at most, a padded one of 128
- * bytes) are copied a channel at a time, the input plane's bytes in one
- * vector permuted into the padded plane: byte o of the padded plane is
- * input byte map[o] where bit o of inside is set, else 128. */
-typedef struct qdw_map { uint8_t map[128]; uint64_t inside[2]; } qdw_map;
-
-static int qdw_small(const dcz_conv_geom *g, const qdw_shape *s)
-{
-    return (size_t)g->in_h * g->in_w <= 64 && (size_t)s->PH * s->PW <= 128;
-}
-
-static void qdw_map_init(const dcz_conv_geom *g, const qdw_shape *s, qdw_map *m)
-{
-    memset(m, 0, sizeof *m);
-    for (uint32_t r = 0, o = 0; r < s->PH; r++)
-        for (uint32_t c = 0; c < s->PW; c++, o++) {
-            const int64_t iy = (int64_t)r - g->ph, ix = (int64_t)c - g->pw;
-            if (iy < 0 || iy >= (int64_t)g->in_h || ix < 0 || ix >= (int64_t)g->in_w) continue;
-            m->map[o] = (uint8_t)(iy * g->in_w + ix);
-            m->inside[o / 64] |= (uint64_t)1 << (o % 64);
-        }
-}
-
 /* planes = sample x's channels as bytes x + 128 in their padded planes
- * (PH x PW each), then QDW_WINDOW bytes of 128; small planes by mp */
-QDW_TGT static void qdw_planes__vbmi(const dcz_conv_geom *g, const qdw_shape *s, const qdw_map *mp,
+ * (PH x PW each), then QDW_WINDOW bytes of 128: by the maps where the form
+ * has them (dcz_qdw_vmap), each vector stored whole (the next channel's
+ * write over the bytes past a plane, the margin past the last). They took
+ * the place of a permute of small planes and a masked copy a row of
+ * others, whose loop took a fifth of the depthwise kernel's time: int8
+ * MobileNetV2-style, one core of a Xeon, dcz_run medians of alternated
+ * runs, batch 1 153.0 -> 150.8 us, batch 64 9.48 -> 9.46 ms (its inputs
+ * come from beyond the first-level cache). Else the planes filled with
+ * 128, then the rows copied into them. */
+QDW_TGT static void qdw_planes__vbmi(const dcz_conv_geom *g, const qdw_shape *s, const dcz_qdw_vmap *maps,
                                      const dcz_q *x, uint8_t *planes)
 {
     const size_t plane = (size_t)s->PH * s->PW, in_plane = (size_t)g->in_h * g->in_w;
     const __m512i top512 = _mm512_set1_epi8((char)0x80);
-    if (qdw_small(g, s)) {
-        /* stored whole: the next channel's writes over the bytes past the
-         * plane, the margin past the last */
-        const uint64_t *inside = mp->inside;
-        const __m512i map0 = _mm512_loadu_si512((const void *)mp->map);
-        const __m512i map1 = _mm512_loadu_si512((const void *)(mp->map + 64));
-        const __mmask32 m0 = in_plane >= 32 ? 0xFFFFFFFFu : (__mmask32)((1u << in_plane) - 1);
-        const __mmask32 m1 = in_plane <= 32 ? 0 : in_plane == 64 ? 0xFFFFFFFFu : (__mmask32)((1u << (in_plane - 32)) - 1);
+    if (maps) {
+        const size_t nv = qdw_vmaps(s);
         for (uint32_t c = 0; c < g->in_c; c++) {
             const dcz_q *src = x + c * in_plane;
-            const __m256i lo = _mm512_cvtepi16_epi8(_mm512_maskz_loadu_epi16(m0, src));
-            const __m256i hi = _mm512_cvtepi16_epi8(_mm512_maskz_loadu_epi16(m1, src + 32));
-            const __m512i v = _mm512_xor_si512(_mm512_inserti64x4(_mm512_castsi256_si512(lo), hi, 1), top512);
             uint8_t *dst = planes + c * plane;
-            _mm512_storeu_si512((void *)dst, _mm512_mask_permutexvar_epi8(top512, (__mmask64)inside[0], map0, v));
-            if (plane > 64)
-                _mm512_storeu_si512((void *)(dst + 64), _mm512_mask_permutexvar_epi8(top512, (__mmask64)inside[1], map1, v));
-        }
-        memset(planes + g->in_c * plane, 0x80, QDW_WINDOW);
-        return;
-    }
-    if (s->PW <= 32 && g->pw + g->in_w <= 32) {
-        /* rows of 32 bytes at most: each padded row made whole in a
-         * register (the lanes left and right of the input row loaded as 0,
-         * 0x80 once flipped) and stored whole, its last 32 - PW bytes
-         * written over by the next row's (the last channel's, by the
-         * margin). A fill of the planes with 0x80, then a masked store a
-         * row, took longer: int8 MobileNetV2-style at batch 1, one core of
-         * a Xeon, the planes of its 96 x 28 x 28 stride 2 layer 8.9 -> 6.0
-         * us, of its 144 x 14 x 14 ones 5.8 -> 3.9; the model 154.5 ->
-         * 153.0 (dcz bench medians). */
-        const __mmask32 m = (__mmask32)((((uint64_t)1 << g->in_w) - 1) << g->pw);
-        const __m256i top = _mm256_set1_epi8((char)0x80);
-        for (uint32_t c = 0; c < g->in_c; c++) {
-            uint8_t *dst = planes + c * plane;
-            for (uint32_t r = 0; r < s->PH; r++, dst += s->PW) {
-                const int64_t iy = (int64_t)r - g->ph;
-                if (iy < 0 || iy >= (int64_t)g->in_h) {
-                    _mm256_storeu_si256((void *)dst, top);
-                    continue;
-                }
-                const dcz_q *src = x + ((size_t)c * g->in_h + (size_t)iy) * g->in_w;
-                const __m256i b = _mm512_cvtepi16_epi8(_mm512_maskz_loadu_epi16(m, src - g->pw));
-                _mm256_storeu_si256((void *)dst, _mm256_xor_si256(b, top));
+            for (size_t v = 0; v < nv; v++) {
+                const dcz_qdw_vmap *m = maps + v;
+                const dcz_q *at = src + m->first;
+                const __m512i lo = _mm512_maskz_loadu_epi16((__mmask32)m->load, at);
+                const __m512i hi = _mm512_maskz_loadu_epi16((__mmask32)(m->load >> 32), at + 32);
+                const __m512i b = _mm512_maskz_permutex2var_epi8((__mmask64)m->inside, lo,
+                                                                 _mm512_loadu_si512((const void *)m->idx), hi);
+                _mm512_storeu_si512((void *)(dst + 64 * v), _mm512_xor_si512(b, top512));
             }
         }
         memset(planes + g->in_c * plane, 0x80, QDW_WINDOW);
@@ -2651,14 +2651,12 @@ QDW_TGT static void qdw_requant__vbmi(const dcz_conv_geom *g, const dcz_qshift *
 {
     qdw_shape s;
     qdw_measure(g, &s);   /* f->dw: the form took g */
-    qdw_map mp;
-    if (qdw_small(g, &s)) qdw_map_init(g, &s, &mp);
     const size_t in_sample = (size_t)g->in_c * g->in_h * g->in_w, out_plane = (size_t)g->out_h * g->out_w;
     const size_t plane = (size_t)s.PH * s.PW;
     qdw_vec vecs[QDW_MAX_PATTERNS];
     qdw_vectors(g, &s, vecs);
     for (size_t b = 0; b < batch; b++) {
-        qdw_planes__vbmi(g, &s, &mp, x + b * in_sample, planes);
+        qdw_planes__vbmi(g, &s, f->dwmap, x + b * in_sample, planes);
         dcz_q *yb = y + b * g->out_c * out_plane;
         for (uint32_t oc = 0; oc < g->out_c; oc++) {
             /* the 32-bit sums wrap on their way (the bound: model.h) */

@@ -208,6 +208,8 @@ typedef struct dcz_qshift {
      * by byte permutes"), else NULL: */
     const int32_t *dw;      /* (out_c, kh, ceil(kw / 4)) the weights of four columns of a window row, a byte each */
     const uint8_t *dwidx;   /* (patterns, kh ceil(kw / 4), 64) the bytes of a vector's window each lane reads */
+    const struct dcz_qdw_vmap *dwmap;  /* (ceil(PH PW / 64)) where each 64 bytes of a channel's padded plane
+                                          come from in its input plane; NULL where some do not fit a vector */
     /* the AMX tile form (kernels_amx.c) of ungrouped convolutions where the
      * CPU has AMX-INT8, else NULL: */
     const int8_t *amx;      /* (ceil(out_c / 16), kh kw, amx_chunks, 16, 4 amx_kc) tiles of weights: row o

@@ -310,7 +310,7 @@ static void test_qconv_ref_by_hand(void)
 typedef struct conv_tally {
     size_t cases, bad, float_cases, float_bad, variants, gemm_cases, shift_cases, shift_vector, dw_forms, dw_runs;
     size_t amx_forms, amx_runs;
-    size_t split_variants, blocks2, pooled, qdw;
+    size_t split_variants, blocks2, pooled, qdw, dw_maps;
     uint32_t fillers;
 } conv_tally;
 
@@ -436,6 +436,7 @@ static void qconv_case(const dcz_conv_geom *g, double density, uint32_t k, int32
                     free(mult); free(shift); free(want); free(yq);
                 }
                 t->dw_forms += f.dw != NULL;
+                t->dw_maps += f.dwmap != NULL;
                 t->amx_forms += f.amx != NULL;
             } else {
                 t->bad++;   /* every 8-bit weight fits a byte, every window here 25 cells or fewer */
@@ -546,10 +547,11 @@ static void test_qconv_grid(void)
         conv_geom(1, 2, 8, 30, 1, 9, 1, 1, 0, 4),     /* three quads a row */
         conv_geom(1, 3, 9, 10, 3, 3, 1, 2, 1, 1),     /* column stride 2: channel quads */
         /* depthwise: the integer form's byte permutes */
-        conv_geom_grouped(16, 16, 28, 28, 3, 1, 1, 16),   /* planes copied by rows, 7 patterns */
+        conv_geom_grouped(16, 16, 28, 28, 3, 1, 1, 16),   /* 15 maps of 64 bytes a plane, 7 patterns */
         conv_geom_grouped(8, 8, 14, 14, 3, 2, 1, 8),      /* stride 2 */
-        conv_geom_grouped(6, 6, 7, 7, 3, 1, 1, 6),        /* small planes copied by a permute */
+        conv_geom_grouped(6, 6, 7, 7, 3, 1, 1, 6),        /* small planes: two maps */
         conv_geom_grouped(5, 5, 7, 7, 3, 2, 1, 5),        /* the same strided: 81 bytes a plane */
+        conv_geom_grouped(4, 4, 12, 12, 3, 2, 0, 4),      /* the last input column left out: no maps */
         conv_geom_grouped(7, 7, 4, 4, 3, 1, 1, 7),        /* one vector a channel */
         conv_geom_grouped(3, 3, 9, 9, 5, 1, 2, 3),        /* two quads a window row, 9 patterns */
         conv_geom_grouped(4, 4, 5, 5, 1, 1, 0, 4),        /* 1 x 1 */
@@ -581,8 +583,11 @@ static void test_qconv_grid(void)
           t.blocks2, t.shift_cases);
     CHECK(t.split_variants > t.shift_cases || !dcz_qshift_variant(), "the integer split's vector variants ran %zu "
           "times", t.split_variants);
-    /* eight depthwise geometries above fit, each 18 times with 8-bit weights */
-    CHECK(t.dw_forms >= 8 * 18, "the depthwise form was built %zu times", t.dw_forms);
+    /* nine depthwise geometries above fit, each 18 times with 8-bit weights;
+     * all but one with the planes' maps */
+    CHECK(t.dw_forms >= 9 * 18, "the depthwise form was built %zu times", t.dw_forms);
+    CHECK(t.dw_maps >= 8 * 18 && t.dw_maps < t.dw_forms, "the depthwise form has maps %zu of %zu times", t.dw_maps,
+          t.dw_forms);
     CHECK(!dcz_isa_supported(DCZ_ISA_AVX2) || t.qdw >= 8, "the AVX2 depthwise kernel ran %zu times", t.qdw);
     CHECK(t.dw_runs == 0 || t.dw_runs == t.dw_forms, "the depthwise kernel ran %zu of %zu times", t.dw_runs,
           t.dw_forms);
