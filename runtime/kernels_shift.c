@@ -2161,7 +2161,7 @@ int dcz_qshift_build(const dcz_conv_geom *g, const dcz_qsparse *s, int amx, void
     f->amx = NULL;
     f->amx_pick = 0;
     if (qamx_bytes(g, amx)) {
-        dcz_qamx_build(g, s, corr, rest + qdw_bytes(g), f);
+        dcz_qamx_build(g, s, rest + qdw_bytes(g), f);
         f->amx_pick = dcz_qamx_cost(g, f, q.out16) < (double)(q.out16 / 16) * (n + blocks * DCZ_QSHIFT_BLOCK_COST);
     }
     return 1;
@@ -2372,19 +2372,20 @@ VBMI_TGT static void qsplit1__vbmi(const dcz_conv_geom *g, const split_geom *q, 
 }
 
 
-/* y row (n) = the requantization of bias + t row, 8 at a time: as
+/* y row (n) = the requantization of bias + (t row + add modulo 2^32), 8 at a time: as
  * dcz_requant8 (|bias + t| < 2^31: the signed 32 x 32 multiply; k <= 62:
  * the rounding half and an arithmetic shift, a floor) */
-VNNI_TGT static void requant_row__vnni(const int32_t *t, int64_t bias, int32_t mult, unsigned k, int32_t qlo, int32_t qhi,
-                                       uint32_t n, dcz_q *y)
+VNNI_TGT static void requant_row__vnni(const int32_t *t, int32_t add, int64_t bias, int32_t mult, unsigned k,
+                                       int32_t qlo, int32_t qhi, uint32_t n, dcz_q *y)
 {
+    const __m256i c = _mm256_set1_epi32(add);
     const __m512i b = _mm512_set1_epi64(bias), m = _mm512_set1_epi64(mult);
     const __m512i half = _mm512_set1_epi64(k ? (int64_t)1 << (k - 1) : 0);
     const __m512i hi = _mm512_set1_epi64(qhi), lo = _mm512_set1_epi64(qlo);
     const __m128i count = _mm_cvtsi32_si128((int)k);
     for (uint32_t i = 0; i < n; i += 8) {
         const __mmask8 km = (__mmask8)(n - i >= 8 ? 0xFF : (1u << (n - i)) - 1);
-        const __m512i a = _mm512_add_epi64(_mm512_cvtepi32_epi64(_mm256_maskz_loadu_epi32(km, t + i)), b);
+        const __m512i a = _mm512_add_epi64(_mm512_cvtepi32_epi64(_mm256_add_epi32(_mm256_maskz_loadu_epi32(km, t + i), c)), b);
         __m512i v = _mm512_sra_epi64(_mm512_add_epi64(_mm512_mul_epi32(a, m), half), count);
         v = _mm512_min_epi64(_mm512_max_epi64(v, lo), hi);
         _mm_mask_storeu_epi16(y + i, km, _mm512_cvtepi64_epi16(v));
@@ -2491,7 +2492,8 @@ VNNI_TGT static inline __attribute__((always_inline)) void requant_vectors(const
  * keep[j] says are output cells, packed by a compress where some lane is
  * not one, and stored after those of the vectors before it, whole (the
  * next vector writes over the lanes past them) but at the plane's end.
- * |bias + t| < 2^31, so the bias is added in 32 bits; the even and the odd
+ * |bias + t| < 2^31, so the bias is added in 32 bits (modulo 2^32: a
+ * bias that also holds the corr the AMX tiles leave out); the even and the odd
  * lanes are then multiplied, rounded, shifted and clamped in 64 bits as
  * requant_row__vnni does (the same integers), and narrowed together. One
  * pass over a plane with the channel's constants made once, rather than a
@@ -2678,13 +2680,14 @@ QDW_TGT static void qdw_requant__vbmi(const dcz_conv_geom *g, const dcz_qshift *
     }
 }
 
-/* acc row (n) = bias + t row, 8 at a time */
-VNNI_TGT static void widen_row__vnni(const int32_t *t, int64_t bias, uint32_t n, int64_t *acc)
+/* acc row (n) = bias + (t row + add modulo 2^32), 8 at a time */
+VNNI_TGT static void widen_row__vnni(const int32_t *t, int32_t add, int64_t bias, uint32_t n, int64_t *acc)
 {
+    const __m256i c = _mm256_set1_epi32(add);
     const __m512i b = _mm512_set1_epi64(bias);
     for (uint32_t i = 0; i < n; i += 8) {
         const __mmask8 k = (__mmask8)(n - i >= 8 ? 0xFF : (1u << (n - i)) - 1);
-        _mm512_mask_storeu_epi64(acc + i, k, _mm512_add_epi64(_mm512_cvtepi32_epi64(_mm256_maskz_loadu_epi32(k, t + i)), b));
+        _mm512_mask_storeu_epi64(acc + i, k, _mm512_add_epi64(_mm512_cvtepi32_epi64(_mm256_add_epi32(_mm256_maskz_loadu_epi32(k, t + i), c)), b));
     }
 }
 #endif
@@ -2740,17 +2743,18 @@ typedef void (*qplanes_fn)(const dcz_qshift *f, const int32_t *corr, uint32_t ou
 
 /* t = the planes as computed of one sample's split xs by planes, or on
  * the AMX tiles where the form picks them (a vector variant) */
-static void qplanes_run(qplanes_fn planes, int vec, const dcz_conv_geom *g, const split_geom *q,
-                        const dcz_qshift *f, const int32_t *xs, int32_t *t)
+static const int32_t *qplanes_run(qplanes_fn planes, int vec, const dcz_conv_geom *g, const split_geom *q,
+                                  const dcz_qshift *f, const int32_t *xs, int32_t *t)
 {
     if (vec && f->amx_pick) {
         uint32_t toff[DCZ_QSHIFT_MAX_WINDOW];
         for (uint32_t k = 0; k < g->kh * g->kw; k++) toff[k] = tap_offset(g, q, 0, k / g->kw, k % g->kw);
         dcz_qamx_planes(f, g->out_c, g->kh * g->kw, toff, (size_t)g->sh * g->sw * q->plane, q->out16,
                         (const uint8_t *)xs, t);
-        return;
+        return f->corr;
     }
     planes(f, f->corr, g->out_c, q->out16, (size_t)g->out_h * q->wq, xs, t, NULL);
+    return NULL;
 }
 
 static void qshift_planes_ref(const dcz_qshift *f, const int32_t *corr, uint32_t out_c, size_t out16, size_t cells,
@@ -2840,20 +2844,21 @@ int dcz_qconv2d_shift_isa(dcz_isa isa, const dcz_conv_geom *g, const dcz_qshift 
 #endif
     for (size_t b = 0; b < batch; b++) {
         qsplit_any(vec, g, &q, x + b * in_sample, (uint8_t *)xs);
-        qplanes_run(planes, vec, g, &q, f, xs, t);
+        const int32_t *add = qplanes_run(planes, vec, g, &q, f, xs, t);
         int64_t *ab = acc + b * g->out_c * out_plane;
         for (uint32_t oc = 0; oc < g->out_c; oc++) {
             const int64_t bo = bias ? bias[oc] : 0;
+            const int32_t ao = add ? add[oc] : 0;
             for (uint32_t oy = 0; oy < g->out_h; oy++) {
                 const int32_t *tr = t + oc * q.out16 + oy * q.wq;
                 int64_t *ar = ab + oc * out_plane + (size_t)oy * g->out_w;
 #ifdef DCZ_X86
                 if (vec) {
-                    widen_row__vnni(tr, bo, g->out_w, ar);
+                    widen_row__vnni(tr, ao, bo, g->out_w, ar);
                     continue;
                 }
 #endif
-                for (uint32_t ox = 0; ox < g->out_w; ox++) ar[ox] = bo + tr[ox];
+                for (uint32_t ox = 0; ox < g->out_w; ox++) ar[ox] = bo + (int32_t)((uint32_t)tr[ox] + (uint32_t)ao);
             }
         }
     }
@@ -2864,14 +2869,15 @@ int dcz_qconv2d_shift_isa(dcz_isa isa, const dcz_conv_geom *g, const dcz_qshift 
 
 #ifdef DCZ_X86
 /* p (ph, pw) = the 2x2 maxima of stride 2 of the plane t (rows of wq
- * cells): the rows' pairs by vectors, then the maxima of their even and odd
+ * cells) plus add (modulo 2^32, before the maxima): the rows' pairs by vectors, then the maxima of their even and odd
  * lanes, 16 outputs a step. A convolution that takes the pool after it
  * (load.c) requantizes a quarter of its sums and the pool becomes a copy:
  * int8, one core of an AMD EPYC, medians of three alternated runs, LeNet-5
  * batch 1 15.7 -> 14.4 us, batch 64 938 -> 852; conv-heavy CNN batch 1
  * 125.3 -> 121.9, batch 64 8157 -> 8019. */
-VNNI_TGT static void pool2_plane__avx512(const int32_t *t, size_t wq, uint32_t ph, uint32_t pw, int32_t *p)
+VNNI_TGT static void pool2_plane__avx512(const int32_t *t, size_t wq, uint32_t ph, uint32_t pw, int32_t add, int32_t *p)
 {
+    const __m512i c = _mm512_set1_epi32(add);
     const __m512i even = _mm512_set_epi32(30, 28, 26, 24, 22, 20, 18, 16, 14, 12, 10, 8, 6, 4, 2, 0);
     const __m512i odd = _mm512_set_epi32(31, 29, 27, 25, 23, 21, 19, 17, 15, 13, 11, 9, 7, 5, 3, 1);
     for (uint32_t py = 0; py < ph; py++, p += pw) {
@@ -2881,8 +2887,10 @@ VNNI_TGT static void pool2_plane__avx512(const int32_t *t, size_t wq, uint32_t p
             const __mmask16 m0 = (__mmask16)(n >= 8 ? 0xFFFF : (1u << (2 * n)) - 1);
             const __mmask16 m1 = (__mmask16)(n > 8 ? (1u << (2 * n - 16)) - 1 : 0);
             const int32_t *a = r0 + 2 * (size_t)px, *b = r1 + 2 * (size_t)px;
-            const __m512i v0 = _mm512_max_epi32(_mm512_maskz_loadu_epi32(m0, a), _mm512_maskz_loadu_epi32(m0, b));
-            const __m512i v1 = _mm512_max_epi32(_mm512_maskz_loadu_epi32(m1, a + 16), _mm512_maskz_loadu_epi32(m1, b + 16));
+            const __m512i v0 = _mm512_max_epi32(_mm512_add_epi32(_mm512_maskz_loadu_epi32(m0, a), c),
+                                                _mm512_add_epi32(_mm512_maskz_loadu_epi32(m0, b), c));
+            const __m512i v1 = _mm512_max_epi32(_mm512_add_epi32(_mm512_maskz_loadu_epi32(m1, a + 16), c),
+                                                _mm512_add_epi32(_mm512_maskz_loadu_epi32(m1, b + 16), c));
             const __m512i mx = _mm512_max_epi32(_mm512_permutex2var_epi32(v0, even, v1),
                                                 _mm512_permutex2var_epi32(v0, odd, v1));
             _mm512_mask_storeu_epi32(p + px, (__mmask16)((1u << n) - 1), mx);
@@ -2954,12 +2962,13 @@ int dcz_qconv2d_shift_requant(const dcz_conv_geom *g, const dcz_qshift *f, const
     for (size_t j = 0; j < pnv; j++) pkeep[j] = (uint16_t)keep_lanes(16, 16 * j, 0, (int64_t)pooled, pooled, pooled);
     for (size_t b = 0; b < batch; b++) {
         qsplit_any(1, g, &q, x + b * in_sample, (uint8_t *)xs);
-        qplanes_run(planes, 1, g, &q, f, xs, t);
+        /* the sums' corr, where the tiles leave it, added with the bias */
+        const int32_t *add = qplanes_run(planes, 1, g, &q, f, xs, t);
         if (pool2) {   /* the pooled sums requantized: max commutes with the requantization */
             int32_t pt[REQ_PLANE_MAX * 4];
             dcz_q *yb = y + b * g->out_c * out_plane;   /* a sample's place as unpooled */
             for (uint32_t oc = 0; oc < g->out_c; oc++) {
-                pool2_plane__avx512(t + oc * q.out16, q.wq, ph, pw, pt);
+                pool2_plane__avx512(t + oc * q.out16, q.wq, ph, pw, add ? add[oc] : 0, pt);
                 requant_plane__vnni(pt, pkeep, pnv, bias ? bias[oc] : 0, rq->mult[oc], rq->shift[oc], lo, hi,
                                     pooled, yb + oc * pooled);
             }
@@ -2968,16 +2977,16 @@ int dcz_qconv2d_shift_requant(const dcz_conv_geom *g, const dcz_qshift *f, const
         dcz_q *yb = y + b * g->out_c * out_plane;
         if (nv <= REQ_PLANE_MAX) {
             for (uint32_t oc = 0; oc < g->out_c; oc++)
-                requant_plane__vnni(t + oc * q.out16, keep, nv, bias ? bias[oc] : 0, rq->mult[oc], rq->shift[oc],
-                                    lo, hi, out_plane, yb + oc * out_plane);
+                requant_plane__vnni(t + oc * q.out16, keep, nv, (bias ? bias[oc] : 0) + (add ? add[oc] : 0),
+                                    rq->mult[oc], rq->shift[oc], lo, hi, out_plane, yb + oc * out_plane);
             continue;
         }
         /* rows with no columns to drop make one row of the whole plane */
         const uint32_t rows = q.wq == g->out_w ? 1 : g->out_h, n = q.wq == g->out_w ? (uint32_t)out_plane : g->out_w;
         for (uint32_t oc = 0; oc < g->out_c; oc++)
             for (uint32_t oy = 0; oy < rows; oy++)
-                requant_row__vnni(t + oc * q.out16 + oy * q.wq, bias ? bias[oc] : 0, rq->mult[oc], rq->shift[oc],
-                                  lo, hi, n, yb + oc * out_plane + (size_t)oy * g->out_w);
+                requant_row__vnni(t + oc * q.out16 + oy * q.wq, add ? add[oc] : 0, bias ? bias[oc] : 0, rq->mult[oc],
+                                  rq->shift[oc], lo, hi, n, yb + oc * out_plane + (size_t)oy * g->out_w);
     }
     return 1;
 #else

@@ -214,7 +214,6 @@ typedef struct dcz_qshift {
      * CPU has AMX-INT8, else NULL: */
     const int8_t *amx;      /* (ceil(out_c / 16), kh kw, amx_chunks, 16, 4 amx_kc) tiles of weights: row o
                                an output channel, byte 4 j + b input channel 4 (chunk's first quad + j) + b */
-    const int32_t *amxc;    /* (ceil(out_c / 16) 16, 16) each channel's corr, 16 times (the sums' start) */
     uint32_t amx_nq, amx_kc, amx_chunks;  /* quads of input channels; quads a chunk; chunks a tap */
     uint8_t amx_pick;       /* the tiles run the layer (dcz_qamx_cost below the quad taps' cost) */
 } dcz_qshift;
@@ -1001,10 +1000,10 @@ int dcz_qconv2d_pick_shift(const dcz_conv_geom *g);
  * the answer to dcz_qshift_bytes and dcz_qshift_build as amx: with 0 no
  * tiles are built). dcz_qamx_bytes: the form's bytes for g, 0 where it is
  * not built (a grouped convolution). dcz_qamx_build
- * fills f's amx part in mem from the weights s and the sums' starts corr.
+ * fills f's amx part in mem from the weights s.
  * dcz_qamx_planes: the planes as computed t (out_c rows of out16 cells)
  * from the integer split xs, tap k of quad c at cell toff[k] + c qstride,
- * the same sums as the vector kernel. dcz_qamx_cost: the time of a sample
+ * the vector kernel's sums less each channel's f->corr (modulo 2^32). dcz_qamx_cost: the time of a sample
  * on the tiles, which dcz_qshift_build weighs against the quad taps', in
  * units of a quad tap over one vector (a load and a vpdpbusd or two): a
  * tile multiply
@@ -1018,7 +1017,7 @@ int dcz_qconv2d_pick_shift(const dcz_conv_geom *g);
 #define DCZ_QSHIFT_BLOCK_COST 2.0
 int dcz_amx_ready(void);
 uint64_t dcz_qamx_bytes(const dcz_conv_geom *g);
-void dcz_qamx_build(const dcz_conv_geom *g, const dcz_qsparse *s, const int32_t *corr, void *mem, dcz_qshift *f);
+void dcz_qamx_build(const dcz_conv_geom *g, const dcz_qsparse *s, void *mem, dcz_qshift *f);
 void dcz_qamx_planes(const dcz_qshift *f, uint32_t out_c, uint32_t taps, const uint32_t *toff, size_t qstride,
                      size_t out16, const uint8_t *xs, int32_t *t);
 double dcz_qamx_cost(const dcz_conv_geom *g, const dcz_qshift *f, size_t out16);
