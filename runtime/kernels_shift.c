@@ -2372,8 +2372,8 @@ VBMI_TGT static void qsplit1__vbmi(const dcz_conv_geom *g, const split_geom *q, 
 }
 
 
-/* y row (n) = the requantization of bias + (t row + add modulo 2^32), 8 at a time: as
- * dcz_requant8 (|bias + t| < 2^31: the signed 32 x 32 multiply; k <= 62:
+/* y row (n) = the requantization of bias + (t row + add modulo 2^32), 8
+ * at a time: as dcz_requant8 (|bias + t| < 2^31: the signed 32 x 32 multiply; k <= 62:
  * the rounding half and an arithmetic shift, a floor) */
 VNNI_TGT static void requant_row__vnni(const int32_t *t, int32_t add, int64_t bias, int32_t mult, unsigned k,
                                        int32_t qlo, int32_t qhi, uint32_t n, dcz_q *y)
@@ -2385,7 +2385,8 @@ VNNI_TGT static void requant_row__vnni(const int32_t *t, int32_t add, int64_t bi
     const __m128i count = _mm_cvtsi32_si128((int)k);
     for (uint32_t i = 0; i < n; i += 8) {
         const __mmask8 km = (__mmask8)(n - i >= 8 ? 0xFF : (1u << (n - i)) - 1);
-        const __m512i a = _mm512_add_epi64(_mm512_cvtepi32_epi64(_mm256_add_epi32(_mm256_maskz_loadu_epi32(km, t + i), c)), b);
+        const __m256i tc = _mm256_add_epi32(_mm256_maskz_loadu_epi32(km, t + i), c);
+        const __m512i a = _mm512_add_epi64(_mm512_cvtepi32_epi64(tc), b);
         __m512i v = _mm512_sra_epi64(_mm512_add_epi64(_mm512_mul_epi32(a, m), half), count);
         v = _mm512_min_epi64(_mm512_max_epi64(v, lo), hi);
         _mm_mask_storeu_epi16(y + i, km, _mm512_cvtepi64_epi16(v));
@@ -2490,13 +2491,13 @@ VNNI_TGT static inline __attribute__((always_inline)) void requant_vectors(const
 /* y (channels output planes of plane cells, one after the other) = the
  * requantization of bias + add + t (planes as computed, tstride cells
  * apart, nv vectors each; bias and add NULL for none; channel c's
- * multiplier and shift mult[c], shift[c]), 16 at a time: each vector's lanes that
- * keep[j] says are output cells, packed by a compress where some lane is
+ * multiplier and shift mult[c], shift[c]), 16 at a time: each vector's
+ * lanes that keep[j] says are output cells, packed by a compress where some lane is
  * not one, and stored after those of the vectors before it, whole (the
  * next vector writes over the lanes past them) but at the plane's end.
  * |bias + t| < 2^31, so the bias is added in 32 bits (modulo 2^32: a
- * bias that also holds the corr the AMX tiles leave out); the even and the odd
- * lanes are then multiplied, rounded, shifted and clamped in 64 bits as
+ * bias that also holds the corr the AMX tiles leave out); the even and
+ * the odd lanes are then multiplied, rounded, shifted and clamped in 64 bits as
  * requant_row__vnni does (the same integers), and narrowed together. One
  * pass over a plane with the channel's constants made once, rather than a
  * call per row of 7 to 28 cells: int8 at batch 1, one core of an AMD EPYC,
@@ -2701,7 +2702,8 @@ VNNI_TGT static void widen_row__vnni(const int32_t *t, int32_t add, int64_t bias
     const __m512i b = _mm512_set1_epi64(bias);
     for (uint32_t i = 0; i < n; i += 8) {
         const __mmask8 k = (__mmask8)(n - i >= 8 ? 0xFF : (1u << (n - i)) - 1);
-        _mm512_mask_storeu_epi64(acc + i, k, _mm512_add_epi64(_mm512_cvtepi32_epi64(_mm256_add_epi32(_mm256_maskz_loadu_epi32(k, t + i), c)), b));
+        const __m256i tc = _mm256_add_epi32(_mm256_maskz_loadu_epi32(k, t + i), c);
+        _mm512_mask_storeu_epi64(acc + i, k, _mm512_add_epi64(_mm512_cvtepi32_epi64(tc), b));
     }
 }
 #endif
@@ -2756,7 +2758,9 @@ typedef void (*qplanes_fn)(const dcz_qshift *f, const int32_t *corr, uint32_t ou
                            const int32_t *xs, int32_t *t, void *om);
 
 /* t = the planes as computed of one sample's split xs by planes, or on
- * the AMX tiles where the form picks them (a vector variant) */
+ * the AMX tiles where the form picks them (a vector variant). Returns what
+ * each channel's sums still lack, to be added with its bias modulo 2^32:
+ * f->corr after the tiles, which start their sums at zero; else NULL. */
 static const int32_t *qplanes_run(qplanes_fn planes, int vec, const dcz_conv_geom *g, const split_geom *q,
                                   const dcz_qshift *f, const int32_t *xs, int32_t *t)
 {
@@ -2883,8 +2887,8 @@ int dcz_qconv2d_shift_isa(dcz_isa isa, const dcz_conv_geom *g, const dcz_qshift 
 
 #ifdef DCZ_X86
 /* p (ph, pw) = the 2x2 maxima of stride 2 of the plane t (rows of wq
- * cells) plus add (modulo 2^32, before the maxima): the rows' pairs by vectors, then the maxima of their even and odd
- * lanes, 16 outputs a step. A convolution that takes the pool after it
+ * cells) plus add (modulo 2^32, before the maxima): the rows' pairs by
+ * vectors, then the maxima of their even and odd lanes, 16 outputs a step. A convolution that takes the pool after it
  * (load.c) requantizes a quarter of its sums and the pool becomes a copy:
  * int8, one core of an AMD EPYC, medians of three alternated runs, LeNet-5
  * batch 1 15.7 -> 14.4 us, batch 64 938 -> 852; conv-heavy CNN batch 1
