@@ -5,7 +5,8 @@
  *   amx    the AMX tiles (kernels_amx.c: tdpbsud, 16 channels by 16 cells)
  * both with the split of the input and the requantization around them, on
  * layers of the presets (the ResNet-style, MobileNetV2-style and
- * conv-heavy CNN ones, LeNet-5's conv2) at their recipes' densities, random
+ * conv-heavy CNN ones, LeNet-5's conv2) at their recipes' densities, and layers of few
+ * input channels (an RGB image's first layer: the tiles' row form), random
  * 8-bit weights. Prints microseconds (medians), taps / amx, the kernel the
  * cost rule (dcz_qamx_cost against the quad taps' cost) picks and whether
  * that was the faster one. Timings are reported, never asserted; without
@@ -64,6 +65,10 @@ int main(void)
         { "cnn-64-64-14", 64, 64, 14, 3, 1, 1, 0.30 },
         { "cnn-64-128-7", 64, 128, 7, 3, 1, 1, 0.30 },
         { "lenet5-conv2", 20, 50, 12, 5, 0, 1, 0.12 },
+        { "rgb-3-32-32", 3, 32, 32, 3, 1, 1, 0.60 },
+        { "rgb-3-64-32-k5", 3, 64, 32, 5, 2, 1, 0.60 },
+        { "small-8-32-28", 8, 32, 28, 3, 1, 1, 0.50 },
+        { "small-12-32-14-k5", 12, 32, 14, 5, 2, 1, 0.40 },
     };
     printf("== integer convolutions, batch 1, one thread: quad taps (vpdpbusd) against AMX tiles (tdpbsud), "
            "microseconds with the split and the requantization\n");

@@ -146,9 +146,11 @@ dcz_status dcz_describe_layer(const dcz_model *m, uint32_t layer, dcz_layer_desc
         } else if (conv && l->shifted && !m->opt.force_reference && l->qshift.amx_pick) {
             k->kernel = "qconv2d_amx (integers)";
             snprintf(k->why, sizeof k->why, "%s: 8-bit activations of four input channels per 32-bit cell of the "
-                     "padded input split by stride phase; at each tap, tiles of 16 channels' weights times tiles "
-                     "of 16 output cells' inputs by AMX tdpbsud, 32-bit sums (the dense tiles cost less than the "
-                     "quad taps here)%s", scheme, l->qpool ? ", then the 2x2 max pool after it on the sums" : "");
+                     "padded input split by stride phase; at each %s, tiles of 16 channels' weights times tiles "
+                     "of %s by AMX tdpbsud, 32-bit sums (the dense tiles cost less than the quad taps here)%s",
+                     scheme, l->qshift.amx_run ? "window row of a quad" : "tap",
+                     l->qshift.amx_run ? "its taps' inputs of 16 output cells" : "16 output cells' inputs",
+                     l->qpool ? ", then the 2x2 max pool after it on the sums" : "");
         } else if (conv && l->shifted) {
             k->kernel = "qconv2d_shift (integers)";
             snprintf(k->why, sizeof k->why, "%s: 8-bit activations of four input channels per 32-bit cell of the "

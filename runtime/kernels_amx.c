@@ -39,6 +39,21 @@
  * the quads the chunk before took. Output channels past out_c in the last
  * tile of 16 have zero weights, their sums stored aside.
  *
+ * The row form, for layers of few quads at column stride 1 (amx_run):
+ * the taps of a window row read cells one apart (tap (ky, kx) at toff[ky
+ * kw] + kx), so one quad's kw taps of a window row are kw rows of 64 bytes
+ * 4 bytes apart, a tile B as it lies too (rows overlap). A multiply then
+ * takes a window row of one quad, kh nq multiplies of kw rows where the
+ * taps take kh kw chunks multiplies of kc rows: an RGB image's 5 x 5 first
+ * layer 5 multiplies of 5 rows where it took 25 of 1. A tile A is then 16
+ * rows of 4 kw bytes (byte 4 kx + b of row o: channel o's weight of input
+ * channel 4 q + b at (ky, kx)). amx_shape_of takes the form of the smaller
+ * cost (dcz_qamx_cost's units). bench/bench_qconv.c, medians of three
+ * alternated runs, tiles before -> after: 3 -> 64 channels 5 x 5 over 32 x
+ * 32 45-48 -> 22.2 us (the quad taps 39-41: the tiles now win), 3 -> 32
+ * 3 x 3 13.9 -> 10.8 (taps 12.0), 8 -> 32 over 28 x 28 10.7 -> 9.4, 12 ->
+ * 32 5 x 5 over 14 x 14 5.8 -> 4.8.
+ *
  * The kernel holds four sums C through all taps and chunks: two tiles of
  * 16 channels over two blocks of 16 cells, or one over four.
  *
@@ -96,54 +111,78 @@ int dcz_amx_ready(void)
 int dcz_amx_ready(void) { return 0; }
 #endif
 
-/* quads of input channels, chunks of a tap and quads a chunk */
-static void amx_chunks(const dcz_conv_geom *g, uint32_t *nq, uint32_t *chunks, uint32_t *kc)
+/* The multiplies of a block: groups of taps (taps, or window rows in the
+ * row form), chunks a group, rows of a tile B (quads of a chunk, or taps
+ * of a window row); nq quads of input channels. */
+typedef struct amx_shape {
+    uint32_t nq, groups, chunks, kc, run;
+} amx_shape;
+
+/* the cost of a block's multiplies, in dcz_qamx_cost's units */
+static double amx_mults_cost(const amx_shape *a)
 {
-    *nq = (g->in_c + 3) / 4;
-    *chunks = (*nq + 15) / 16;
-    *kc = (*nq + *chunks - 1) / *chunks;
+    return (double)a->groups * a->chunks * (DCZ_QAMX_TILE_COST + DCZ_QAMX_ROW_COST * a->kc);
+}
+
+static amx_shape amx_shape_of(const dcz_conv_geom *g)
+{
+    amx_shape a;
+    a.nq = (g->in_c + 3) / 4;
+    a.chunks = (a.nq + 15) / 16;
+    a.kc = (a.nq + a.chunks - 1) / a.chunks;
+    a.groups = g->kh * g->kw;
+    a.run = 0;
+    if (g->sw == 1 && g->kw > 1 && g->kw <= 16) {
+        const amx_shape r = { .nq = a.nq, .groups = g->kh, .chunks = a.nq, .kc = g->kw, .run = 1 };
+        if (amx_mults_cost(&r) < amx_mults_cost(&a)) return r;
+    }
+    return a;
 }
 
 uint64_t dcz_qamx_bytes(const dcz_conv_geom *g)
 {
     if (dcz_conv_groups(g) != 1 || g->in_c == 0 || g->out_c == 0) return 0;
-    uint32_t nq, chunks, kc;
-    amx_chunks(g, &nq, &chunks, &kc);
-    const uint64_t mt = (g->out_c + 15) / 16, taps = (uint64_t)g->kh * g->kw;
+    const amx_shape a = amx_shape_of(g);
+    const uint64_t mt = (g->out_c + 15) / 16;
     /* the tiles A, and 64 bytes to align them */
-    return mt * taps * chunks * 16 * 4 * kc + 64;
+    return mt * a.groups * a.chunks * 16 * 4 * a.kc + 64;
 }
 
 void dcz_qamx_build(const dcz_conv_geom *g, const dcz_qsparse *s, void *mem, dcz_qshift *f)
 {
-    uint32_t nq, chunks, kc;
-    amx_chunks(g, &nq, &chunks, &kc);
-    const uint32_t mt = (g->out_c + 15) / 16, taps = g->kh * g->kw, ksize = taps;
+    const amx_shape sh = amx_shape_of(g);
+    const uint32_t nq = sh.nq, chunks = sh.chunks, kc = sh.kc, groups = sh.groups;
+    const uint32_t mt = (g->out_c + 15) / 16, ksize = g->kh * g->kw;
     const size_t tile = (size_t)16 * 4 * kc;
     int8_t *a = (int8_t *)(((uintptr_t)mem + 63) & ~(uintptr_t)63);
-    memset(a, 0, (size_t)mt * taps * chunks * tile);
+    memset(a, 0, (size_t)mt * groups * chunks * tile);
     for (uint32_t oc = 0; oc < g->out_c; oc++) {
         uint32_t e, end, col = 0;
         for (dcz_steps_row(s->row_ptr, s->step, g->out_c, oc, &e, &end, &col); e < end;
              e++, dcz_steps_seek(s->step, &e, end, col, &col)) {
-            /* column (ic, tap); quad ic / 4 belongs to chunk (ic / 4) / kc, at row j of it */
-            const uint32_t ic = col / ksize, tap = col % ksize, q = ic / 4, ch = q / kc;
-            const uint32_t first = ch * kc < nq - kc ? ch * kc : nq - kc;
-            const size_t at = (((size_t)(oc / 16) * taps + tap) * chunks + ch) * tile;
-            a[at + (size_t)(oc % 16) * 4 * kc + 4 * (q - first) + ic % 4] = (int8_t)dcz_qsparse_weight(s, oc, e);
+            /* column (ic, tap); taps: quad ic / 4 belongs to chunk (ic / 4) / kc, at row
+             * j of it; rows: window row tap / kw, chunk ic / 4, row tap % kw */
+            const uint32_t ic = col / ksize, tap = col % ksize, q = ic / 4;
+            uint32_t grp = tap, ch = q / kc, j = 0;
+            if (sh.run) grp = tap / g->kw, ch = q, j = tap % g->kw;
+            else j = q - (ch * kc < nq - kc ? ch * kc : nq - kc);
+            const size_t at = (((size_t)(oc / 16) * groups + grp) * chunks + ch) * tile;
+            a[at + (size_t)(oc % 16) * 4 * kc + 4 * j + ic % 4] = (int8_t)dcz_qsparse_weight(s, oc, e);
         }
     }
     f->amx = a;
     f->amx_nq = nq;
     f->amx_kc = kc;
     f->amx_chunks = chunks;
+    f->amx_run = (uint8_t)sh.run;
 }
 
 double dcz_qamx_cost(const dcz_conv_geom *g, const dcz_qshift *f, size_t out16)
 {
     const double mt = (g->out_c + 15) / 16, blocks = (double)(out16 / 16);
-    const double tile = DCZ_QAMX_TILE_COST + DCZ_QAMX_ROW_COST * f->amx_kc;
-    return mt * blocks * ((double)g->kh * g->kw * f->amx_chunks * tile + DCZ_QAMX_SUMS_COST);
+    const amx_shape a = { .nq = f->amx_nq, .groups = f->amx_run ? g->kh : g->kh * g->kw, .chunks = f->amx_chunks,
+                          .kc = f->amx_kc, .run = f->amx_run };
+    return mt * blocks * (amx_mults_cost(&a) + DCZ_QAMX_SUMS_COST);
 }
 
 #if defined(__x86_64__)
@@ -161,16 +200,19 @@ typedef struct amx_config {
 /* What the kernel's loops share. */
 typedef struct amx_job {
     const dcz_qshift *f;
-    uint32_t out_c, taps, kc, chunks, last;   /* last: the last chunk's first quad */
+    uint32_t out_c, taps, kc, chunks, last;   /* taps: groups of taps; last: the last chunk's first quad */
+    int run;                                  /* the row form */
     const uint32_t *toff;
     size_t tile, qstride, out16;   /* qstride: cells from a quad's plane to the next's */
     const uint8_t *xs;
     int32_t *t;
 } amx_job;
 
-/* the input of block p (16 output cells) at tap k, chunk ch */
+/* the input of block p (16 output cells) at tap k, chunk ch; in the row
+ * form at window row k, quad ch */
 static inline const uint8_t *amx_src(const amx_job *j, uint32_t k, uint32_t ch, size_t p)
 {
+    if (j->run) return j->xs + 4 * (j->toff[k * j->kc] + (size_t)ch * j->qstride + 16 * p);
     const uint32_t first = ch * j->kc < j->last ? ch * j->kc : j->last;
     return j->xs + 4 * (j->toff[k] + (size_t)first * j->qstride + 16 * p);
 }
@@ -201,7 +243,7 @@ static inline const int8_t *amx_a(const amx_job *j, uint32_t m)
 AMX_TGT static void amx_2x2(const amx_job *j, uint32_t m, size_t p, int two)
 {
     int32_t aside[16 * 16];
-    const size_t lda = 4 * j->kc, bs = 4 * j->qstride;
+    const size_t lda = 4 * j->kc, bs = j->run ? 4 : 4 * j->qstride;
     _tile_zero(0);
     _tile_zero(2);
     if (two) {
@@ -236,7 +278,7 @@ AMX_TGT static void amx_2x2(const amx_job *j, uint32_t m, size_t p, int two)
 AMX_TGT static void amx_1x4(const amx_job *j, uint32_t m, size_t p, size_t nb)
 {
     int32_t aside[16 * 16];
-    const size_t lda = 4 * j->kc, bs = 4 * j->qstride;
+    const size_t lda = 4 * j->kc, bs = j->run ? 4 : 4 * j->qstride;
     _tile_zero(0);
     if (nb > 1) _tile_zero(1);
     if (nb > 2) _tile_zero(2);
@@ -276,8 +318,9 @@ AMX_TGT void dcz_qamx_planes(const dcz_qshift *f, uint32_t out_c, uint32_t taps,
                              size_t qstride, size_t out16, const uint8_t *xs, int32_t *t)
 {
     const uint32_t kc = f->amx_kc;
-    const amx_job j = { .f = f, .out_c = out_c, .taps = taps, .kc = kc, .chunks = f->amx_chunks,
-                        .last = f->amx_nq - kc, .toff = toff, .tile = (size_t)16 * 4 * kc,
+    const amx_job j = { .f = f, .out_c = out_c, .taps = f->amx_run ? taps / kc : taps, .kc = kc,
+                        .chunks = f->amx_chunks, .last = f->amx_run ? 0 : f->amx_nq - kc, .run = f->amx_run,
+                        .toff = toff, .tile = (size_t)16 * 4 * kc,
                         .qstride = qstride, .out16 = out16, .xs = xs, .t = t };
     amx_config cfg;
     memset(&cfg, 0, sizeof cfg);

@@ -213,8 +213,12 @@ typedef struct dcz_qshift {
     /* the AMX tile form (kernels_amx.c) of ungrouped convolutions where the
      * CPU has AMX-INT8, else NULL: */
     const int8_t *amx;      /* (ceil(out_c / 16), kh kw, amx_chunks, 16, 4 amx_kc) tiles of weights: row o
-                               an output channel, byte 4 j + b input channel 4 (chunk's first quad + j) + b */
-    uint32_t amx_nq, amx_kc, amx_chunks;  /* quads of input channels; quads a chunk; chunks a tap */
+                               an output channel, byte 4 j + b input channel 4 (chunk's first quad + j) + b;
+                               in the row form (ceil(out_c / 16), kh, amx_nq, 16, 4 kw), byte 4 kx + b input
+                               channel 4 q + b at (ky, kx) */
+    uint32_t amx_nq, amx_kc, amx_chunks;  /* quads of input channels; rows of a tile B (quads a chunk, or kw
+                                             taps a window row); chunks a tap (quads a window row) */
+    uint8_t amx_run;        /* the row form: a tile B is a window row's taps of one quad (kernels_amx.c) */
     uint8_t amx_pick;       /* the tiles run the layer (dcz_qamx_cost below the quad taps' cost) */
 } dcz_qshift;
 

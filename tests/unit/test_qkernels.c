@@ -309,7 +309,7 @@ static void test_qconv_ref_by_hand(void)
 
 typedef struct conv_tally {
     size_t cases, bad, float_cases, float_bad, variants, gemm_cases, shift_cases, shift_vector, dw_forms, dw_runs;
-    size_t amx_forms, amx_runs;
+    size_t amx_forms, amx_runs, amx_rows;
     size_t split_variants, blocks2, pooled, qdw, dw_maps;
     uint32_t fillers;
 } conv_tally;
@@ -438,6 +438,7 @@ static void qconv_case(const dcz_conv_geom *g, double density, uint32_t k, int32
                 t->dw_forms += f.dw != NULL;
                 t->dw_maps += f.dwmap != NULL;
                 t->amx_forms += f.amx != NULL;
+                t->amx_rows += f.amx != NULL && f.amx_run;
             } else {
                 t->bad++;   /* every 8-bit weight fits a byte, every window here 25 cells or fewer */
             }
@@ -564,6 +565,9 @@ static void test_qconv_grid(void)
         conv_geom(72, 33, 5, 7, 3, 3, 2, 2, 1, 1),        /* 18 quads: two chunks of 9; strided */
         conv_geom(100, 17, 5, 6, 1, 1, 1, 1, 0, 0),       /* 25 quads: chunks of 13, the second from 12 */
         conv_geom(130, 48, 3, 3, 3, 3, 1, 1, 1, 1),       /* 33 quads: three chunks of 11; one block */
+        /* the tiles' row form: a window row's taps of one quad a tile */
+        conv_geom(3, 20, 11, 13, 3, 3, 1, 1, 1, 1),       /* an RGB image's first layer */
+        conv_geom(12, 17, 9, 8, 5, 5, 2, 1, 2, 2),        /* three quads, 5 x 5, row stride 2 */
     };
     for (size_t i = 0; i < sizeof extra / sizeof *extra; i++)
         for (size_t ci = 0; ci < 3; ci++)
@@ -595,10 +599,13 @@ static void test_qconv_grid(void)
     CHECK(t.shift_vector > 100 || !dcz_qshift_variant(), "the VNNI shift kernel ran %zu times", t.shift_vector);
     CHECK(t.pooled > 100 || !dcz_qshift_variant(), "the VNNI shift kernel pooled %zu times", t.pooled);
     /* every ungrouped layer of quads of channels, where the CPU has AMX */
-    if (dcz_amx_ready() && dcz_qshift_variant())
+    if (dcz_amx_ready() && dcz_qshift_variant()) {
         CHECK(t.amx_forms > 100 && t.amx_runs == t.amx_forms, "the AMX tiles were built %zu times, ran %zu",
               t.amx_forms, t.amx_runs);
-    else
+        /* and the row form of layers of few quads at column stride 1 */
+        CHECK(t.amx_rows > 20 && t.amx_rows < t.amx_forms, "the AMX tiles' row form was built %zu of %zu times",
+              t.amx_rows, t.amx_forms);
+    } else
         printf("SKIP AMX tiles: this CPU has no AMX-INT8 (or the OS refuses it)\n");
     CHECK(t.float_cases > 100 && t.float_bad == 0,
           "qconv2d_direct_ref differs from the fp32 reference in %zu elements (%zu cases)",
