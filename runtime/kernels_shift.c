@@ -194,6 +194,25 @@ static uint32_t tap_offset(const dcz_conv_geom *g, const split_geom *q, uint32_t
                       ky / g->sh * q->wq + kx / g->sw);
 }
 
+/* Cells of a plane of the tiles' copied rows form (kernels_amx.c): what
+ * the window rows read, from the last one's first tap. */
+static size_t copy_cells(const dcz_conv_geom *g, const split_geom *q)
+{
+    size_t most = 0;
+    for (uint32_t ky = 0; ky < g->kh; ky++) {
+        const size_t c = tap_offset(g, q, 0, ky, 0) + q->out16;
+        if (c > most) most = c;
+    }
+    return most;
+}
+
+/* The copies of the copied rows form: after the planes as computed t (of
+ * whole blocks of 4 channels), at a 64-byte boundary. */
+static uint8_t *copies_at(int32_t *t, const split_geom *q, const dcz_conv_geom *g)
+{
+    return (uint8_t *)(((uintptr_t)(t + q->out16 * (((size_t)g->out_c + 3) / 4 * 4)) + 63) & ~(uintptr_t)63);
+}
+
 void dcz_shift_build(const dcz_conv_geom *g, const dcz_sparse *s, const float *w, uint32_t ob, void *mem,
                      dcz_shift *f)
 {
@@ -2023,7 +2042,12 @@ uint64_t dcz_qshift_bytes(const dcz_conv_geom *g, uint64_t nnz, int amx)
 
 uint64_t dcz_qshift_scratch_floats(const dcz_conv_geom *g)
 {
-    const uint64_t cells = scratch_cells(g, (g->in_c + 3) / 4, 0);
+    uint64_t cells = scratch_cells(g, (g->in_c + 3) / 4, 0);
+    const uint32_t copies = dcz_qamx_copies(g);
+    if (copies && cells != UINT64_MAX) {   /* and the tiles' copies, at a 64-byte boundary */
+        const split_geom q = split_geom_of(g, (g->in_c + 3) / 4, 0);
+        cells += (uint64_t)copies * copy_cells(g, &q) + 16;
+    }
     qdw_shape s;
     if (!qdw_shape_of(g, &s)) return cells;
     /* the byte planes and the window past the last */
@@ -2767,8 +2791,19 @@ static const int32_t *qplanes_run(qplanes_fn planes, int vec, const dcz_conv_geo
     if (vec && f->amx_pick) {
         uint32_t toff[DCZ_QSHIFT_MAX_WINDOW];
         for (uint32_t k = 0; k < g->kh * g->kw; k++) toff[k] = tap_offset(g, q, 0, k / g->kw, k % g->kw);
-        dcz_qamx_planes(f, g->out_c, g->kh * g->kw, toff, (size_t)g->sh * g->sw * q->plane, q->out16,
-                        (const uint8_t *)xs, t);
+        const size_t qstride = (size_t)g->sh * g->sw * q->plane;
+        if (f->amx_run == DCZ_QAMX_COPIES) {
+            /* plane v = q kw + kx: quad q's cells from kx on, as many as a
+             * window row's taps read */
+            const size_t cells = copy_cells(g, q);
+            uint8_t *cp = copies_at(t, q, g);
+            for (uint32_t v = 0; v < f->amx_nq; v++)
+                memcpy(cp + 4 * v * cells, (const uint8_t *)xs + 4 * (v / g->kw * qstride + v % g->kw), 4 * cells);
+            for (uint32_t ky = 0; ky < g->kh; ky++) toff[ky] = toff[ky * g->kw];
+            dcz_qamx_planes(f, g->out_c, g->kh, toff, cells, q->out16, cp, t);
+            return f->corr;
+        }
+        dcz_qamx_planes(f, g->out_c, g->kh * g->kw, toff, qstride, q->out16, (const uint8_t *)xs, t);
         return f->corr;
     }
     planes(f, f->corr, g->out_c, q->out16, (size_t)g->out_h * q->wq, xs, t, NULL);

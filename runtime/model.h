@@ -218,7 +218,9 @@ typedef struct dcz_qshift {
                                channel 4 q + b at (ky, kx) */
     uint32_t amx_nq, amx_kc, amx_chunks;  /* quads of input channels; rows of a tile B (quads a chunk, or kw
                                              taps a window row); chunks a tap (quads a window row) */
-    uint8_t amx_run;        /* the row form: a tile B is a window row's taps of one quad (kernels_amx.c) */
+    uint8_t amx_run;        /* the form of the tiles (kernels_amx.c): DCZ_QAMX_TAPS, a tile B a tap's quads;
+                               DCZ_QAMX_ROWS, a window row's taps of one quad; DCZ_QAMX_COPIES, the taps form
+                               over dcz_qamx_copies copies of the quads' planes (amx_nq of them) */
     uint8_t amx_pick;       /* the tiles run the layer (dcz_qamx_cost below the quad taps' cost) */
 } dcz_qshift;
 
@@ -1019,8 +1021,12 @@ int dcz_qconv2d_pick_shift(const dcz_conv_geom *g);
 #define DCZ_QAMX_ROW_COST 0.45
 #define DCZ_QAMX_SUMS_COST 39.0
 #define DCZ_QSHIFT_BLOCK_COST 2.0
+enum { DCZ_QAMX_TAPS, DCZ_QAMX_ROWS, DCZ_QAMX_COPIES };
 int dcz_amx_ready(void);
 uint64_t dcz_qamx_bytes(const dcz_conv_geom *g);
+/* The planes the copied rows form copies the input to for g (quads times
+ * kw), 0 where its tiles take another form. */
+uint32_t dcz_qamx_copies(const dcz_conv_geom *g);
 void dcz_qamx_build(const dcz_conv_geom *g, const dcz_qsparse *s, void *mem, dcz_qshift *f);
 void dcz_qamx_planes(const dcz_qshift *f, uint32_t out_c, uint32_t taps, const uint32_t *toff, size_t qstride,
                      size_t out16, const uint8_t *xs, int32_t *t);

@@ -309,7 +309,7 @@ static void test_qconv_ref_by_hand(void)
 
 typedef struct conv_tally {
     size_t cases, bad, float_cases, float_bad, variants, gemm_cases, shift_cases, shift_vector, dw_forms, dw_runs;
-    size_t amx_forms, amx_runs, amx_rows;
+    size_t amx_forms, amx_runs, amx_rows, amx_copies;
     size_t split_variants, blocks2, pooled, qdw, dw_maps;
     uint32_t fillers;
 } conv_tally;
@@ -438,7 +438,8 @@ static void qconv_case(const dcz_conv_geom *g, double density, uint32_t k, int32
                 t->dw_forms += f.dw != NULL;
                 t->dw_maps += f.dwmap != NULL;
                 t->amx_forms += f.amx != NULL;
-                t->amx_rows += f.amx != NULL && f.amx_run;
+                t->amx_rows += f.amx != NULL && f.amx_run == DCZ_QAMX_ROWS;
+                t->amx_copies += f.amx != NULL && f.amx_run == DCZ_QAMX_COPIES;
             } else {
                 t->bad++;   /* every 8-bit weight fits a byte, every window here 25 cells or fewer */
             }
@@ -568,6 +569,9 @@ static void test_qconv_grid(void)
         /* the tiles' row form: a window row's taps of one quad a tile */
         conv_geom(3, 20, 11, 13, 3, 3, 1, 1, 1, 1),       /* an RGB image's first layer */
         conv_geom(12, 17, 9, 8, 5, 5, 2, 1, 2, 2),        /* three quads, 5 x 5, row stride 2 */
+        /* and its copied rows form: the taps form over copies of the quads */
+        conv_geom(20, 50, 12, 12, 5, 5, 1, 1, 0, 0),      /* LeNet-5's second layer: 25 planes, 2 chunks */
+        conv_geom(40, 33, 7, 9, 3, 3, 2, 1, 1, 1),        /* 30 planes, row stride 2: the phases' rows */
     };
     for (size_t i = 0; i < sizeof extra / sizeof *extra; i++)
         for (size_t ci = 0; ci < 3; ci++)
@@ -605,6 +609,8 @@ static void test_qconv_grid(void)
         /* and the row form of layers of few quads at column stride 1 */
         CHECK(t.amx_rows > 20 && t.amx_rows < t.amx_forms, "the AMX tiles' row form was built %zu of %zu times",
               t.amx_rows, t.amx_forms);
+        CHECK(t.amx_copies > 20 && t.amx_copies + t.amx_rows < t.amx_forms,
+              "the AMX tiles' copied rows form was built %zu of %zu times", t.amx_copies, t.amx_forms);
     } else
         printf("SKIP AMX tiles: this CPU has no AMX-INT8 (or the OS refuses it)\n");
     CHECK(t.float_cases > 100 && t.float_bad == 0,
