@@ -39,7 +39,8 @@
  * the quads the chunk before took. Output channels past out_c in the last
  * tile of 16 have zero weights, their sums stored aside.
  *
- * The row form, for layers of few quads at column stride 1 (amx_run):
+ * The row form, for layers of few quads at column stride 1 (amx_run
+ * DCZ_QAMX_ROWS):
  * the taps of a window row read cells one apart (tap (ky, kx) at toff[ky
  * kw] + kx), so one quad's kw taps of a window row are kw rows of 64 bytes
  * 4 bytes apart, a tile B as it lies too (rows overlap). A multiply then
@@ -122,9 +123,6 @@ int dcz_amx_ready(void)
 int dcz_amx_ready(void) { return 0; }
 #endif
 
-#define AMX_TAPS DCZ_QAMX_TAPS
-#define AMX_ROWS DCZ_QAMX_ROWS
-#define AMX_COPIES DCZ_QAMX_COPIES
 /* the most planes of the copied rows form */
 #define AMX_COPIES_MAX 256
 
@@ -157,11 +155,11 @@ static amx_shape amx_chunked(uint32_t nq, uint32_t groups, uint32_t run)
 static amx_shape amx_shape_of(const dcz_conv_geom *g)
 {
     const uint32_t nq = (g->in_c + 3) / 4, mt = (g->out_c + 15) / 16;
-    amx_shape a = amx_chunked(nq, g->kh * g->kw, AMX_TAPS);
+    amx_shape a = amx_chunked(nq, g->kh * g->kw, DCZ_QAMX_TAPS);
     if (g->sw != 1 || g->kw < 2 || g->kw > 16) return a;
-    const amx_shape r = { .nq = nq, .groups = g->kh, .chunks = nq, .kc = g->kw, .run = AMX_ROWS };
+    const amx_shape r = { .nq = nq, .groups = g->kh, .chunks = nq, .kc = g->kw, .run = DCZ_QAMX_ROWS };
     if (amx_mults_cost(&r) < amx_mults_cost(&a)) a = r;
-    const amx_shape c = amx_chunked(nq * g->kw, g->kh, AMX_COPIES);
+    const amx_shape c = amx_chunked(nq * g->kw, g->kh, DCZ_QAMX_COPIES);
     if (nq * g->kw <= AMX_COPIES_MAX && mt * amx_mults_cost(&c) + c.nq < mt * amx_mults_cost(&a)) a = c;
     return a;
 }
@@ -170,7 +168,7 @@ uint32_t dcz_qamx_copies(const dcz_conv_geom *g)
 {
     if (dcz_qamx_bytes(g) == 0) return 0;
     const amx_shape a = amx_shape_of(g);
-    return a.run == AMX_COPIES ? a.nq : 0;
+    return a.run == DCZ_QAMX_COPIES ? a.nq : 0;
 }
 
 uint64_t dcz_qamx_bytes(const dcz_conv_geom *g)
@@ -198,11 +196,11 @@ void dcz_qamx_build(const dcz_conv_geom *g, const dcz_qsparse *s, void *mem, dcz
              * j of it; rows: window row tap / kw, chunk ic / 4, row tap % kw */
             const uint32_t ic = col / ksize, tap = col % ksize, q = ic / 4;
             uint32_t grp = tap, ch = q / kc, j = 0;
-            if (sh.run == AMX_ROWS) {
+            if (sh.run == DCZ_QAMX_ROWS) {
                 grp = tap / g->kw, ch = q, j = tap % g->kw;
-            } else {   /* the copied rows form: plane q kw + kx, a quad of the taps form */
-                const uint32_t v = sh.run == AMX_COPIES ? q * g->kw + tap % g->kw : q;
-                if (sh.run == AMX_COPIES) grp = tap / g->kw, ch = v / kc;
+            } else {   /* taps; copied rows: plane q kw + kx is a quad of the taps form */
+                const uint32_t v = sh.run == DCZ_QAMX_COPIES ? q * g->kw + tap % g->kw : q;
+                if (sh.run == DCZ_QAMX_COPIES) grp = tap / g->kw, ch = v / kc;
                 j = v - (ch * kc < nq - kc ? ch * kc : nq - kc);
             }
             const size_t at = (((size_t)(oc / 16) * groups + grp) * chunks + ch) * tile;
@@ -223,7 +221,7 @@ double dcz_qamx_cost(const dcz_conv_geom *g, const dcz_qshift *f, size_t out16)
                           .kc = f->amx_kc, .run = f->amx_run };
     /* the copied rows form's copies: a vector a unit, each plane about the
      * output's blocks and a row of margin */
-    const double copies = f->amx_run == AMX_COPIES ? (double)f->amx_nq * (blocks + 1) : 0.0;
+    const double copies = f->amx_run == DCZ_QAMX_COPIES ? (double)f->amx_nq * (blocks + 1) : 0.0;
     return mt * blocks * (amx_mults_cost(&a) + DCZ_QAMX_SUMS_COST) + copies;
 }
 
@@ -360,7 +358,7 @@ AMX_TGT void dcz_qamx_planes(const dcz_qshift *f, uint32_t out_c, uint32_t taps,
                              size_t qstride, size_t out16, const uint8_t *xs, int32_t *t)
 {
     const uint32_t kc = f->amx_kc;
-    const int run = f->amx_run == AMX_ROWS;
+    const int run = f->amx_run == DCZ_QAMX_ROWS;
     const amx_job j = { .f = f, .out_c = out_c, .taps = run ? taps / kc : taps, .kc = kc,
                         .chunks = f->amx_chunks, .last = run ? 0 : f->amx_nq - kc, .run = run,
                         .toff = toff, .tile = (size_t)16 * 4 * kc,
