@@ -144,16 +144,18 @@ dcz_status dcz_describe_layer(const dcz_model *m, uint32_t layer, dcz_layer_desc
                      "the four inputs of each window row's quad of weights by byte permutes (vpermt2b) of a "
                      "128-byte window, vpdpbusd 32-bit sums, requantized in registers (avx512 vbmi vnni)", scheme);
         } else if (conv && l->shifted && !m->opt.force_reference && l->qshift.amx_pick) {
-            /* by the form of the tiles (DCZ_QAMX_TAPS, _ROWS, _COPIES) */
-            static const char *const amx_at[3] = { "tap", "window row of a quad", "window row" };
-            static const char *const amx_of[3] = { "16 output cells' inputs",
+            /* by the form of the tiles (DCZ_QAMX_TAPS, _ROWS, _COPIES, _COLUMNS) */
+            static const char *const amx_at[4] = { "tap", "window row of a quad", "window row", "column quad" };
+            static const char *const amx_of[4] = { "16 output cells' inputs",
                                                    "its taps' inputs of 16 output cells",
-                                                   "16 cells' inputs at up to 16 taps and quads (planes copied)" };
+                                                   "16 cells' inputs at up to 16 taps and quads (planes copied)",
+                                                   "its window rows' inputs of 16 output cells" };
             k->kernel = "qconv2d_amx (integers)";
-            snprintf(k->why, sizeof k->why, "%s: 8-bit activations of four input channels per 32-bit cell of the "
+            snprintf(k->why, sizeof k->why, "%s: 8-bit activations of four %s per 32-bit cell of the "
                      "padded input split by stride phase; at each %s, tiles of 16 channels' weights times tiles "
                      "of %s by AMX tdpbsud, 32-bit sums (the dense tiles cost less than the quad taps here)%s",
-                     scheme, amx_at[l->qshift.amx_run % 3], amx_of[l->qshift.amx_run % 3],
+                     scheme, l->qshift.amx_run == DCZ_QAMX_COLUMNS ? "columns of the input" : "input channels",
+                     amx_at[l->qshift.amx_run % 4], amx_of[l->qshift.amx_run % 4],
                      l->qpool ? ", then the 2x2 max pool after it on the sums" : "");
         } else if (conv && l->shifted) {
             k->kernel = "qconv2d_shift (integers)";

@@ -61,10 +61,27 @@
  * so that the taps form over those nq kw planes and the kh window rows
  * (each at its first tap's offset) multiplies up to 16 taps and quads a
  * tile B: LeNet-5's second layer (5 quads, 5 x 5) 10 multiplies of 13 or
- * 12 rows where the taps took 25 of 5. The copies cost a vector a unit in
- * dcz_qamx_cost, the tiles' cost rule. Int8 LeNet-5, one core of a Xeon,
+ * 12 rows where the taps took 25 of 5. Int8 LeNet-5, one core of a Xeon,
  * dcz_run medians of alternated runs: batch 1 12.5 -> 12.3 us (median of
- * the ratios 0.986), batch 64 720 -> 695 us (0.949).
+ * the ratios 0.986), batch 64 720 -> 695 us (0.949). The copies cost
+ * DCZ_QAMX_COPY_COST a vector in dcz_qamx_cost, the tiles' cost rule: at
+ * a unit the form also ran the 3 x 3 layers of 16 and 32 channels of the
+ * ResNet-style and conv-heavy CNN presets, whose int8 models then took
+ * 1.03 and 1.09 times as long at batch 1 (as many rows of B loaded, in
+ * fewer multiplies, and the copies besides).
+ *
+ * The columns form, for layers of column quads (one input channel at
+ * column stride 1, kernels_shift.c) at row stride 1 (amx_run
+ * DCZ_QAMX_COLUMNS): a cell holds four columns of the input, so column
+ * quad c's window rows are kh rows of 64 bytes wq cells apart, a tile B
+ * as it lies: ceil(kw / 4) multiplies of kh rows (LeNet-5's 5 x 5 first
+ * layer: 2 of 5). A tile A: byte 4 ky + b of row o, channel o's weight at
+ * (ky, 4 c + b). Where the taps form cannot run (no quads of channels),
+ * the tiles race the column quad taps: LeNet-5's first layer picks them,
+ * the 3 x 3 ones of the other presets keep the taps. Int8 LeNet-5 at
+ * batch 1 with both forms against neither, alternated runs: 12.9 -> 12.2
+ * us (median of the ratios 0.934); ResNet-style and the CNN unchanged
+ * (1.000, 1.007).
  *
  * The kernel holds four sums C through all taps and chunks: two tiles of
  * 16 channels over two blocks of 16 cells, or one over four.
@@ -150,17 +167,24 @@ static amx_shape amx_chunked(uint32_t nq, uint32_t groups, uint32_t run)
 
 /* The form of g's tiles: of the taps, the rows and the copied rows forms
  * that apply, the one of the smallest cost a sample; a block's
- * multiplies against the copies, whose cells (about 16 a block) cost a
- * unit a vector each of their nq kw planes. */
+ * multiplies against the copies, whose cells (about 16 a block) cost
+ * DCZ_QAMX_COPY_COST a vector each of their nq kw planes. */
 static amx_shape amx_shape_of(const dcz_conv_geom *g)
 {
     const uint32_t nq = (g->in_c + 3) / 4, mt = (g->out_c + 15) / 16;
+    if (dcz_qshift_col_quads(g)) {   /* the columns form, or none */
+        const amx_shape c = { .nq = g->kh, .groups = (g->kw + 3) / 4, .chunks = 1, .kc = g->kh,
+                              .run = DCZ_QAMX_COLUMNS };
+        const amx_shape none = { 0 };
+        return g->sh == 1 && g->kh <= 16 ? c : none;
+    }
     amx_shape a = amx_chunked(nq, g->kh * g->kw, DCZ_QAMX_TAPS);
     if (g->sw != 1 || g->kw < 2 || g->kw > 16) return a;
     const amx_shape r = { .nq = nq, .groups = g->kh, .chunks = nq, .kc = g->kw, .run = DCZ_QAMX_ROWS };
     if (amx_mults_cost(&r) < amx_mults_cost(&a)) a = r;
     const amx_shape c = amx_chunked(nq * g->kw, g->kh, DCZ_QAMX_COPIES);
-    if (nq * g->kw <= AMX_COPIES_MAX && mt * amx_mults_cost(&c) + c.nq < mt * amx_mults_cost(&a)) a = c;
+    if (nq * g->kw <= AMX_COPIES_MAX && mt * amx_mults_cost(&c) + DCZ_QAMX_COPY_COST * c.nq < mt * amx_mults_cost(&a))
+        a = c;
     return a;
 }
 
@@ -175,6 +199,7 @@ uint64_t dcz_qamx_bytes(const dcz_conv_geom *g)
 {
     if (dcz_conv_groups(g) != 1 || g->in_c == 0 || g->out_c == 0) return 0;
     const amx_shape a = amx_shape_of(g);
+    if (a.groups == 0) return 0;
     const uint64_t mt = (g->out_c + 15) / 16;
     /* the tiles A, and 64 bytes to align them */
     return mt * a.groups * a.chunks * 16 * 4 * a.kc + 64;
@@ -196,15 +221,18 @@ void dcz_qamx_build(const dcz_conv_geom *g, const dcz_qsparse *s, void *mem, dcz
              * j of it; rows: window row tap / kw, chunk ic / 4, row tap % kw */
             const uint32_t ic = col / ksize, tap = col % ksize, q = ic / 4;
             uint32_t grp = tap, ch = q / kc, j = 0;
+            uint32_t byte = ic % 4;
             if (sh.run == DCZ_QAMX_ROWS) {
                 grp = tap / g->kw, ch = q, j = tap % g->kw;
+            } else if (sh.run == DCZ_QAMX_COLUMNS) {   /* column quad kx / 4, row ky, byte kx % 4 */
+                grp = tap % g->kw / 4, ch = 0, j = tap / g->kw, byte = tap % g->kw % 4;
             } else {   /* taps; copied rows: plane q kw + kx is a quad of the taps form */
                 const uint32_t v = sh.run == DCZ_QAMX_COPIES ? q * g->kw + tap % g->kw : q;
                 if (sh.run == DCZ_QAMX_COPIES) grp = tap / g->kw, ch = v / kc;
                 j = v - (ch * kc < nq - kc ? ch * kc : nq - kc);
             }
             const size_t at = (((size_t)(oc / 16) * groups + grp) * chunks + ch) * tile;
-            a[at + (size_t)(oc % 16) * 4 * kc + 4 * j + ic % 4] = (int8_t)dcz_qsparse_weight(s, oc, e);
+            a[at + (size_t)(oc % 16) * 4 * kc + 4 * j + byte] = (int8_t)dcz_qsparse_weight(s, oc, e);
         }
     }
     f->amx = a;
@@ -217,11 +245,10 @@ void dcz_qamx_build(const dcz_conv_geom *g, const dcz_qsparse *s, void *mem, dcz
 double dcz_qamx_cost(const dcz_conv_geom *g, const dcz_qshift *f, size_t out16)
 {
     const double mt = (g->out_c + 15) / 16, blocks = (double)(out16 / 16);
-    const amx_shape a = { .nq = f->amx_nq, .groups = f->amx_run ? g->kh : g->kh * g->kw, .chunks = f->amx_chunks,
-                          .kc = f->amx_kc, .run = f->amx_run };
-    /* the copied rows form's copies: a vector a unit, each plane about the
-     * output's blocks and a row of margin */
-    const double copies = f->amx_run == DCZ_QAMX_COPIES ? (double)f->amx_nq * (blocks + 1) : 0.0;
+    const amx_shape a = amx_shape_of(g);   /* f's, built from g */
+    /* the copied rows form's copies, each plane about the output's blocks
+     * and a row of margin */
+    const double copies = f->amx_run == DCZ_QAMX_COPIES ? DCZ_QAMX_COPY_COST * f->amx_nq * (blocks + 1) : 0.0;
     return mt * blocks * (amx_mults_cost(&a) + DCZ_QAMX_SUMS_COST) + copies;
 }
 

@@ -2028,11 +2028,9 @@ static void qdw_build(const dcz_conv_geom *g, const qdw_shape *d, const dcz_qspa
     f->dwmap = qdw_vmap_build(g, d, maps) ? maps : NULL;
 }
 
-static int col_quads(const dcz_conv_geom *g);
-
-/* the AMX tile form's bytes where it is built (amx): layers of quads of
- * channels (column quads fill one byte of four) */
-static uint64_t qamx_bytes(const dcz_conv_geom *g, int amx) { return amx && !col_quads(g) ? dcz_qamx_bytes(g) : 0; }
+/* the AMX tile form's bytes where it is built (amx): ungrouped layers,
+ * column quads included (kernels_amx.c, the columns form) */
+static uint64_t qamx_bytes(const dcz_conv_geom *g, int amx) { return amx ? dcz_qamx_bytes(g) : 0; }
 
 uint64_t dcz_qshift_bytes(const dcz_conv_geom *g, uint64_t nnz, int amx)
 {
@@ -2060,6 +2058,8 @@ static int col_quads(const dcz_conv_geom *g)
 {
     return g->in_c == 1 && g->sw == 1 && g->kw > 1;
 }
+
+int dcz_qshift_col_quads(const dcz_conv_geom *g) { return col_quads(g); }
 
 /* A block's cursor on one channel's row of weights: its next stored
  * weight e (e == end past the row) at column col (dcz_steps_row) */
@@ -2801,6 +2801,12 @@ static const int32_t *qplanes_run(qplanes_fn planes, int vec, const dcz_conv_geo
                 memcpy(cp + 4 * v * cells, (const uint8_t *)xs + 4 * (v / g->kw * qstride + v % g->kw), 4 * cells);
             for (uint32_t ky = 0; ky < g->kh; ky++) toff[ky] = toff[ky * g->kw];
             dcz_qamx_planes(f, g->out_c, g->kh, toff, cells, q->out16, cp, t);
+            return f->corr;
+        }
+        if (f->amx_run == DCZ_QAMX_COLUMNS) {   /* column quad c at (0, 4 c), its window rows wq apart */
+            const uint32_t n = (g->kw + 3) / 4;
+            for (uint32_t c = 0; c < n; c++) toff[c] = tap_offset(g, q, 0, 0, 4 * c);
+            dcz_qamx_planes(f, g->out_c, n, toff, q->wq, q->out16, (const uint8_t *)xs, t);
             return f->corr;
         }
         dcz_qamx_planes(f, g->out_c, g->kh * g->kw, toff, qstride, q->out16, (const uint8_t *)xs, t);

@@ -220,7 +220,8 @@ typedef struct dcz_qshift {
                                              taps a window row); chunks a tap (quads a window row) */
     uint8_t amx_run;        /* the form of the tiles (kernels_amx.c): DCZ_QAMX_TAPS, a tile B a tap's quads;
                                DCZ_QAMX_ROWS, a window row's taps of one quad; DCZ_QAMX_COPIES, the taps form
-                               over dcz_qamx_copies copies of the quads' planes (amx_nq of them) */
+                               over dcz_qamx_copies copies of the quads' planes (amx_nq of them);
+                               DCZ_QAMX_COLUMNS, a column quad's window rows (column quads, row stride 1) */
     uint8_t amx_pick;       /* the tiles run the layer (dcz_qamx_cost below the quad taps' cost) */
 } dcz_qshift;
 
@@ -1020,8 +1021,17 @@ int dcz_qconv2d_pick_shift(const dcz_conv_geom *g);
 #define DCZ_QAMX_TILE_COST 7.0
 #define DCZ_QAMX_ROW_COST 0.45
 #define DCZ_QAMX_SUMS_COST 39.0
+/* a vector of the copied rows form's copies (kernels_amx.c): fitted so
+ * that the form runs LeNet-5's second layer, where it was faster, and not
+ * the ResNet-style and conv-heavy CNN presets' 3 x 3 layers of 16 and 32
+ * channels, where int8 ResNet-style took 1.03 and the CNN 1.09 times as
+ * long at batch 1 with a unit */
+#define DCZ_QAMX_COPY_COST 8.0
 #define DCZ_QSHIFT_BLOCK_COST 2.0
-enum { DCZ_QAMX_TAPS, DCZ_QAMX_ROWS, DCZ_QAMX_COPIES };
+enum { DCZ_QAMX_TAPS, DCZ_QAMX_ROWS, DCZ_QAMX_COPIES, DCZ_QAMX_COLUMNS };
+/* Whether g's integer shift form holds column quads (one input channel at
+ * column stride 1: a cell four columns of it; kernels_shift.c). */
+int dcz_qshift_col_quads(const dcz_conv_geom *g);
 int dcz_amx_ready(void);
 uint64_t dcz_qamx_bytes(const dcz_conv_geom *g);
 /* The planes the copied rows form copies the input to for g (quads times

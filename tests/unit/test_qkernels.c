@@ -309,7 +309,7 @@ static void test_qconv_ref_by_hand(void)
 
 typedef struct conv_tally {
     size_t cases, bad, float_cases, float_bad, variants, gemm_cases, shift_cases, shift_vector, dw_forms, dw_runs;
-    size_t amx_forms, amx_runs, amx_rows, amx_copies;
+    size_t amx_forms, amx_runs, amx_rows, amx_copies, amx_cols;
     size_t split_variants, blocks2, pooled, qdw, dw_maps;
     uint32_t fillers;
 } conv_tally;
@@ -440,6 +440,7 @@ static void qconv_case(const dcz_conv_geom *g, double density, uint32_t k, int32
                 t->amx_forms += f.amx != NULL;
                 t->amx_rows += f.amx != NULL && f.amx_run == DCZ_QAMX_ROWS;
                 t->amx_copies += f.amx != NULL && f.amx_run == DCZ_QAMX_COPIES;
+                t->amx_cols += f.amx != NULL && f.amx_run == DCZ_QAMX_COLUMNS;
             } else {
                 t->bad++;   /* every 8-bit weight fits a byte, every window here 25 cells or fewer */
             }
@@ -549,6 +550,7 @@ static void test_qconv_grid(void)
         conv_geom(1, 3, 9, 9, 2, 2, 1, 1, 0, 0),      /* half a quad, no padding: one plane */
         conv_geom(1, 2, 8, 30, 1, 9, 1, 1, 0, 4),     /* three quads a row */
         conv_geom(1, 3, 9, 10, 3, 3, 1, 2, 1, 1),     /* column stride 2: channel quads */
+        conv_geom(1, 20, 28, 28, 5, 5, 1, 1, 0, 0),   /* LeNet-5's first layer: the tiles' columns form */
         /* depthwise: the integer form's byte permutes */
         conv_geom_grouped(16, 16, 28, 28, 3, 1, 1, 16),   /* 15 maps of 64 bytes a plane, 7 patterns */
         conv_geom_grouped(8, 8, 14, 14, 3, 2, 1, 8),      /* stride 2 */
@@ -611,6 +613,8 @@ static void test_qconv_grid(void)
               t.amx_rows, t.amx_forms);
         CHECK(t.amx_copies > 20 && t.amx_copies + t.amx_rows < t.amx_forms,
               "the AMX tiles' copied rows form was built %zu of %zu times", t.amx_copies, t.amx_forms);
+        CHECK(t.amx_cols > 20 && t.amx_cols + t.amx_copies + t.amx_rows < t.amx_forms,
+              "the AMX tiles' columns form was built %zu of %zu times", t.amx_cols, t.amx_forms);
     } else
         printf("SKIP AMX tiles: this CPU has no AMX-INT8 (or the OS refuses it)\n");
     CHECK(t.float_cases > 100 && t.float_bad == 0,
