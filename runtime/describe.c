@@ -155,7 +155,7 @@ dcz_status dcz_describe_layer(const dcz_model *m, uint32_t layer, dcz_layer_desc
                      "padded input split by stride phase; at each %s, tiles of 16 channels' weights times tiles "
                      "of %s by AMX tdpbsud, 32-bit sums (the dense tiles cost less than the quad taps here)%s",
                      scheme, l->qshift.amx_run == DCZ_QAMX_COLUMNS ? "columns of the input" : "input channels",
-                     amx_at[l->qshift.amx_run % 4], amx_of[l->qshift.amx_run % 4],
+                     amx_at[l->qshift.amx_run], amx_of[l->qshift.amx_run],
                      l->qpool ? ", then the 2x2 max pool after it on the sums" : "");
         } else if (conv && l->shifted) {
             k->kernel = "qconv2d_shift (integers)";

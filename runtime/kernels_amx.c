@@ -188,11 +188,21 @@ static amx_shape amx_shape_of(const dcz_conv_geom *g)
     return a;
 }
 
-uint32_t dcz_qamx_copies(const dcz_conv_geom *g)
+/* Cells of a plane of the copied rows form: what the window rows read,
+ * from the first tap of each (toff[ky kw]). */
+static size_t copy_cells(const dcz_conv_geom *g, const uint32_t *toff, size_t out16)
+{
+    size_t most = 0;
+    for (uint32_t ky = 0; ky < g->kh; ky++)
+        if (toff[ky * g->kw] + out16 > most) most = toff[ky * g->kw] + out16;
+    return most;
+}
+
+uint64_t dcz_qamx_copy_cells(const dcz_conv_geom *g, const uint32_t *toff, size_t out16)
 {
     if (dcz_qamx_bytes(g) == 0) return 0;
     const amx_shape a = amx_shape_of(g);
-    return a.run == DCZ_QAMX_COPIES ? a.nq : 0;
+    return a.run == DCZ_QAMX_COPIES ? (uint64_t)a.nq * copy_cells(g, toff, out16) : 0;
 }
 
 uint64_t dcz_qamx_bytes(const dcz_conv_geom *g)
@@ -242,13 +252,13 @@ void dcz_qamx_build(const dcz_conv_geom *g, const dcz_qsparse *s, void *mem, dcz
     f->amx_run = (uint8_t)sh.run;
 }
 
-double dcz_qamx_cost(const dcz_conv_geom *g, const dcz_qshift *f, size_t out16)
+double dcz_qamx_cost(const dcz_conv_geom *g, size_t out16)
 {
     const double mt = (g->out_c + 15) / 16, blocks = (double)(out16 / 16);
-    const amx_shape a = amx_shape_of(g);   /* f's, built from g */
+    const amx_shape a = amx_shape_of(g);   /* the form's, built from g */
     /* the copied rows form's copies, each plane about the output's blocks
      * and a row of margin */
-    const double copies = f->amx_run == DCZ_QAMX_COPIES ? DCZ_QAMX_COPY_COST * f->amx_nq * (blocks + 1) : 0.0;
+    const double copies = a.run == DCZ_QAMX_COPIES ? DCZ_QAMX_COPY_COST * a.nq * (blocks + 1) : 0.0;
     return mt * blocks * (amx_mults_cost(&a) + DCZ_QAMX_SUMS_COST) + copies;
 }
 
@@ -267,27 +277,25 @@ typedef struct amx_config {
 /* What the kernel's loops share. */
 typedef struct amx_job {
     const dcz_qshift *f;
-    uint32_t out_c, taps, kc, chunks, last;   /* taps: groups of taps; last: the last chunk's first quad */
-    int run;                                  /* the row form */
-    const uint32_t *toff;
-    size_t tile, qstride, out16;   /* qstride: cells from a quad's plane to the next's */
+    uint32_t out_c, groups, kc, chunks;
+    uint32_t step, last;        /* chunk ch's first plane: min(ch step, last) */
+    const uint32_t *goff;       /* (groups) each group's first cell */
+    size_t tile, cstride, bs, out16;   /* cells from a plane to the next; from a row of B to the next */
     const uint8_t *xs;
     int32_t *t;
 } amx_job;
 
-/* the input of block p (16 output cells) at tap k, chunk ch; in the row
- * form at window row k, quad ch */
+/* the input of block p (16 output cells) at group k, chunk ch */
 static inline const uint8_t *amx_src(const amx_job *j, uint32_t k, uint32_t ch, size_t p)
 {
-    if (j->run) return j->xs + 4 * (j->toff[k * j->kc] + (size_t)ch * j->qstride + 16 * p);
-    const uint32_t first = ch * j->kc < j->last ? ch * j->kc : j->last;
-    return j->xs + 4 * (j->toff[k] + (size_t)first * j->qstride + 16 * p);
+    const uint32_t first = ch * j->step < j->last ? ch * j->step : j->last;
+    return j->xs + 4 * (j->goff[k] + (size_t)first * j->cstride + 16 * p);
 }
 
 /* the tiles A of channel tile m */
 static inline const int8_t *amx_a(const amx_job *j, uint32_t m)
 {
-    return j->f->amx + (size_t)m * j->taps * j->chunks * j->tile;
+    return j->f->amx + (size_t)m * j->groups * j->chunks * j->tile;
 }
 
 /* Sums C (a tile number) of channel tile m, block p, stored into the
@@ -310,7 +318,7 @@ static inline const int8_t *amx_a(const amx_job *j, uint32_t m)
 AMX_TGT static void amx_2x2(const amx_job *j, uint32_t m, size_t p, int two)
 {
     int32_t aside[16 * 16];
-    const size_t lda = 4 * j->kc, bs = j->run ? 4 : 4 * j->qstride;
+    const size_t lda = 4 * j->kc, bs = 4 * j->bs;
     _tile_zero(0);
     _tile_zero(2);
     if (two) {
@@ -318,7 +326,7 @@ AMX_TGT static void amx_2x2(const amx_job *j, uint32_t m, size_t p, int two)
         _tile_zero(3);
     }
     const int8_t *a0 = amx_a(j, m), *a1 = amx_a(j, m + 1);
-    for (uint32_t k = 0; k < j->taps; k++)
+    for (uint32_t k = 0; k < j->groups; k++)
         for (uint32_t ch = 0; ch < j->chunks; ch++, a0 += j->tile, a1 += j->tile) {
             const uint8_t *src = amx_src(j, k, ch, p);
             _tile_loadd(4, a0, lda);
@@ -345,13 +353,13 @@ AMX_TGT static void amx_2x2(const amx_job *j, uint32_t m, size_t p, int two)
 AMX_TGT static void amx_1x4(const amx_job *j, uint32_t m, size_t p, size_t nb)
 {
     int32_t aside[16 * 16];
-    const size_t lda = 4 * j->kc, bs = j->run ? 4 : 4 * j->qstride;
+    const size_t lda = 4 * j->kc, bs = 4 * j->bs;
     _tile_zero(0);
     if (nb > 1) _tile_zero(1);
     if (nb > 2) _tile_zero(2);
     if (nb > 3) _tile_zero(3);
     const int8_t *a = amx_a(j, m);
-    for (uint32_t k = 0; k < j->taps; k++)
+    for (uint32_t k = 0; k < j->groups; k++)
         for (uint32_t ch = 0; ch < j->chunks; ch++, a += j->tile) {
             const uint8_t *src = amx_src(j, k, ch, p);
             _tile_loadd(4, a, lda);
@@ -381,15 +389,31 @@ AMX_TGT static void amx_1x4(const amx_job *j, uint32_t m, size_t p, size_t nb)
  * channels, 3 x 3 over 14 x 14, one core of a Xeon with AMX) the 2 x 2
  * blocks take 7.7 ns a multiply, blocks of one channel tile by four 12.2:
  * each tile loaded for two multiplies rather than 1.25 loads a multiply. */
-AMX_TGT void dcz_qamx_planes(const dcz_qshift *f, uint32_t out_c, uint32_t taps, const uint32_t *toff,
-                             size_t qstride, size_t out16, const uint8_t *xs, int32_t *t)
+AMX_TGT void dcz_qamx_planes(const dcz_qshift *f, const dcz_conv_geom *g, const uint32_t *toff, size_t qstride,
+                             size_t out16, const uint8_t *xs, uint8_t *copies, int32_t *t)
 {
-    const uint32_t kc = f->amx_kc;
-    const int run = f->amx_run == DCZ_QAMX_ROWS;
-    const amx_job j = { .f = f, .out_c = out_c, .taps = run ? taps / kc : taps, .kc = kc,
-                        .chunks = f->amx_chunks, .last = run ? 0 : f->amx_nq - kc, .run = run,
-                        .toff = toff, .tile = (size_t)16 * 4 * kc,
-                        .qstride = qstride, .out16 = out16, .xs = xs, .t = t };
+    const uint32_t kc = f->amx_kc, out_c = g->out_c;
+    /* the taps form: tap k's quads in chunks, kc rows qstride apart */
+    amx_job j = { .f = f, .out_c = out_c, .groups = g->kh * g->kw, .kc = kc, .chunks = f->amx_chunks,
+                  .step = kc, .last = f->amx_nq - kc, .goff = toff, .tile = (size_t)16 * 4 * kc,
+                  .cstride = qstride, .bs = qstride, .out16 = out16, .xs = xs, .t = t };
+    uint32_t goff[DCZ_QSHIFT_MAX_WINDOW];
+    if (f->amx_run != DCZ_QAMX_TAPS) {   /* the other forms' groups: window rows, or column quads */
+        const int cols = f->amx_run == DCZ_QAMX_COLUMNS;
+        j.groups = cols ? (g->kw + 3) / 4 : g->kh;
+        for (uint32_t k = 0; k < j.groups; k++) goff[k] = toff[cols ? 4 * k : k * g->kw];
+        j.goff = goff;
+    }
+    if (f->amx_run == DCZ_QAMX_ROWS) {   /* quad ch a chunk, its window row's taps a cell apart */
+        j.step = 1, j.last = f->amx_nq - 1, j.bs = 1;
+    } else if (f->amx_run == DCZ_QAMX_COPIES) {   /* the taps form over the copies */
+        const size_t cells = copy_cells(g, toff, out16);
+        for (uint32_t v = 0; v < f->amx_nq; v++)   /* plane q kw + kx: quad q's cells from kx on */
+            memcpy(copies + 4 * v * cells, xs + 4 * (v / g->kw * qstride + v % g->kw), 4 * cells);
+        j.xs = copies, j.cstride = cells, j.bs = cells;
+    } else if (f->amx_run == DCZ_QAMX_COLUMNS) {   /* one chunk; a column quad's rows wq apart */
+        j.bs = g->kh > 1 ? toff[g->kw] - toff[0] : 0;
+    }
     amx_config cfg;
     memset(&cfg, 0, sizeof cfg);
     cfg.palette = 1;
@@ -414,9 +438,9 @@ AMX_TGT void dcz_qamx_planes(const dcz_qshift *f, uint32_t out_c, uint32_t taps,
 }
 #else
 /* never reached: the form is built only where dcz_amx_ready says yes */
-void dcz_qamx_planes(const dcz_qshift *f, uint32_t out_c, uint32_t taps, const uint32_t *toff, size_t qstride,
-                     size_t out16, const uint8_t *xs, int32_t *t)
+void dcz_qamx_planes(const dcz_qshift *f, const dcz_conv_geom *g, const uint32_t *toff, size_t qstride,
+                     size_t out16, const uint8_t *xs, uint8_t *copies, int32_t *t)
 {
-    (void)f; (void)out_c; (void)taps; (void)toff; (void)qstride; (void)out16; (void)xs; (void)t;
+    (void)f; (void)g; (void)toff; (void)qstride; (void)out16; (void)xs; (void)copies; (void)t;
 }
 #endif

@@ -194,20 +194,14 @@ static uint32_t tap_offset(const dcz_conv_geom *g, const split_geom *q, uint32_t
                       ky / g->sh * q->wq + kx / g->sw);
 }
 
-/* Cells of a plane of the tiles' copied rows form (kernels_amx.c): what
- * the window rows read, from the last one's first tap. */
-static size_t copy_cells(const dcz_conv_geom *g, const split_geom *q)
+/* toff[k] = tap k's offset for quad 0 (the AMX tiles' input) */
+static void tap_offsets(const dcz_conv_geom *g, const split_geom *q, uint32_t *toff)
 {
-    size_t most = 0;
-    for (uint32_t ky = 0; ky < g->kh; ky++) {
-        const size_t c = tap_offset(g, q, 0, ky, 0) + q->out16;
-        if (c > most) most = c;
-    }
-    return most;
+    for (uint32_t k = 0; k < g->kh * g->kw; k++) toff[k] = tap_offset(g, q, 0, k / g->kw, k % g->kw);
 }
 
-/* The copies of the copied rows form: after the planes as computed t (of
- * whole blocks of 4 channels), at a 64-byte boundary. */
+/* The copies of the AMX tiles' copied rows form: after the planes as
+ * computed t (of whole blocks of 4 channels), at a 64-byte boundary. */
 static uint8_t *copies_at(int32_t *t, const split_geom *q, const dcz_conv_geom *g)
 {
     return (uint8_t *)(((uintptr_t)(t + q->out16 * (((size_t)g->out_c + 3) / 4 * 4)) + 63) & ~(uintptr_t)63);
@@ -2041,10 +2035,12 @@ uint64_t dcz_qshift_bytes(const dcz_conv_geom *g, uint64_t nnz, int amx)
 uint64_t dcz_qshift_scratch_floats(const dcz_conv_geom *g)
 {
     uint64_t cells = scratch_cells(g, (g->in_c + 3) / 4, 0);
-    const uint32_t copies = dcz_qamx_copies(g);
-    if (copies && cells != UINT64_MAX) {   /* and the tiles' copies, at a 64-byte boundary */
+    if (cells != UINT64_MAX && g->kh * g->kw <= DCZ_QSHIFT_MAX_WINDOW) {   /* and the tiles' copies */
         const split_geom q = split_geom_of(g, (g->in_c + 3) / 4, 0);
-        cells += (uint64_t)copies * copy_cells(g, &q) + 16;
+        uint32_t toff[DCZ_QSHIFT_MAX_WINDOW];
+        tap_offsets(g, &q, toff);
+        const uint64_t copies = dcz_qamx_copy_cells(g, toff, q.out16);
+        if (copies) cells += copies + 16;   /* at a 64-byte boundary */
     }
     qdw_shape s;
     if (!qdw_shape_of(g, &s)) return cells;
@@ -2186,7 +2182,7 @@ int dcz_qshift_build(const dcz_conv_geom *g, const dcz_qsparse *s, int amx, void
     f->amx_pick = 0;
     if (qamx_bytes(g, amx)) {
         dcz_qamx_build(g, s, rest + qdw_bytes(g), f);
-        f->amx_pick = dcz_qamx_cost(g, f, q.out16) < (double)(q.out16 / 16) * (n + blocks * DCZ_QSHIFT_BLOCK_COST);
+        f->amx_pick = dcz_qamx_cost(g, q.out16) < (double)(q.out16 / 16) * (n + blocks * DCZ_QSHIFT_BLOCK_COST);
     }
     return 1;
 }
@@ -2790,26 +2786,9 @@ static const int32_t *qplanes_run(qplanes_fn planes, int vec, const dcz_conv_geo
 {
     if (vec && f->amx_pick) {
         uint32_t toff[DCZ_QSHIFT_MAX_WINDOW];
-        for (uint32_t k = 0; k < g->kh * g->kw; k++) toff[k] = tap_offset(g, q, 0, k / g->kw, k % g->kw);
-        const size_t qstride = (size_t)g->sh * g->sw * q->plane;
-        if (f->amx_run == DCZ_QAMX_COPIES) {
-            /* plane v = q kw + kx: quad q's cells from kx on, as many as a
-             * window row's taps read */
-            const size_t cells = copy_cells(g, q);
-            uint8_t *cp = copies_at(t, q, g);
-            for (uint32_t v = 0; v < f->amx_nq; v++)
-                memcpy(cp + 4 * v * cells, (const uint8_t *)xs + 4 * (v / g->kw * qstride + v % g->kw), 4 * cells);
-            for (uint32_t ky = 0; ky < g->kh; ky++) toff[ky] = toff[ky * g->kw];
-            dcz_qamx_planes(f, g->out_c, g->kh, toff, cells, q->out16, cp, t);
-            return f->corr;
-        }
-        if (f->amx_run == DCZ_QAMX_COLUMNS) {   /* column quad c at (0, 4 c), its window rows wq apart */
-            const uint32_t n = (g->kw + 3) / 4;
-            for (uint32_t c = 0; c < n; c++) toff[c] = tap_offset(g, q, 0, 0, 4 * c);
-            dcz_qamx_planes(f, g->out_c, n, toff, q->wq, q->out16, (const uint8_t *)xs, t);
-            return f->corr;
-        }
-        dcz_qamx_planes(f, g->out_c, g->kh * g->kw, toff, qstride, q->out16, (const uint8_t *)xs, t);
+        tap_offsets(g, q, toff);
+        dcz_qamx_planes(f, g, toff, (size_t)g->sh * g->sw * q->plane, q->out16, (const uint8_t *)xs,
+                        copies_at(t, q, g), t);
         return f->corr;
     }
     planes(f, f->corr, g->out_c, q->out16, (size_t)g->out_h * q->wq, xs, t, NULL);

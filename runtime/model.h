@@ -220,7 +220,7 @@ typedef struct dcz_qshift {
                                              taps a window row); chunks a tap (quads a window row) */
     uint8_t amx_run;        /* the form of the tiles (kernels_amx.c): DCZ_QAMX_TAPS, a tile B a tap's quads;
                                DCZ_QAMX_ROWS, a window row's taps of one quad; DCZ_QAMX_COPIES, the taps form
-                               over dcz_qamx_copies copies of the quads' planes (amx_nq of them);
+                               over kw copies of each quad's plane (amx_nq planes);
                                DCZ_QAMX_COLUMNS, a column quad's window rows (column quads, row stride 1) */
     uint8_t amx_pick;       /* the tiles run the layer (dcz_qamx_cost below the quad taps' cost) */
 } dcz_qshift;
@@ -1010,7 +1010,8 @@ int dcz_qconv2d_pick_shift(const dcz_conv_geom *g);
  * fills f's amx part in mem from the weights s.
  * dcz_qamx_planes: the planes as computed t (out_c rows of out16 cells)
  * from the integer split xs, tap k of quad c at cell toff[k] + c qstride,
- * the vector kernel's sums less each channel's f->corr (modulo 2^32). dcz_qamx_cost: the time of a sample
+ * the vector kernel's sums less each channel's f->corr (modulo 2^32); the
+ * copied rows form writes its copies to copies (dcz_qamx_copy_cells). dcz_qamx_cost: the time of a sample
  * on the tiles, which dcz_qshift_build weighs against the quad taps', in
  * units of a quad tap over one vector (a load and a vpdpbusd or two): a
  * tile multiply
@@ -1034,13 +1035,14 @@ enum { DCZ_QAMX_TAPS, DCZ_QAMX_ROWS, DCZ_QAMX_COPIES, DCZ_QAMX_COLUMNS };
 int dcz_qshift_col_quads(const dcz_conv_geom *g);
 int dcz_amx_ready(void);
 uint64_t dcz_qamx_bytes(const dcz_conv_geom *g);
-/* The planes the copied rows form copies the input to for g (quads times
- * kw), 0 where its tiles take another form. */
-uint32_t dcz_qamx_copies(const dcz_conv_geom *g);
+/* Cells of the copies the copied rows form makes of the input for g (its
+ * taps at toff, out16 cells a plane as computed), 0 where its tiles take
+ * another form. */
+uint64_t dcz_qamx_copy_cells(const dcz_conv_geom *g, const uint32_t *toff, size_t out16);
 void dcz_qamx_build(const dcz_conv_geom *g, const dcz_qsparse *s, void *mem, dcz_qshift *f);
-void dcz_qamx_planes(const dcz_qshift *f, uint32_t out_c, uint32_t taps, const uint32_t *toff, size_t qstride,
-                     size_t out16, const uint8_t *xs, int32_t *t);
-double dcz_qamx_cost(const dcz_conv_geom *g, const dcz_qshift *f, size_t out16);
+void dcz_qamx_planes(const dcz_qshift *f, const dcz_conv_geom *g, const uint32_t *toff, size_t qstride,
+                     size_t out16, const uint8_t *xs, uint8_t *copies, int32_t *t);
+double dcz_qamx_cost(const dcz_conv_geom *g, size_t out16);
 /* The integer split of sample x (kernels_shift.c) by each vector variant
  * this CPU runs, against the scalar one: the number of variants that gave
  * its bytes, -1 at the first that did not; a and b hold
