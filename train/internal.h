@@ -173,6 +173,25 @@ void dcz_conv_forward(const dcz_tlayer *l, const float *x, float *y, int batch, 
 void dcz_conv_backward(dcz_tlayer *l, const float *x, const float *dy, float *dx, int batch,
                        float *work, size_t work_floats);
 
+/* conv.c: d (n, m) = s (m, n) transposed, d[c ldd + r] = s[r lds + c]:
+ * by 16 x 16 blocks of AVX-512 (partial ones by masks) where the machine
+ * has it, else by scalars; nothing read or written outside the two. */
+void dcz_transpose_planes(const float *s, size_t lds, size_t m, size_t n, float *d, size_t ldd);
+
+/* wino.c: the forward pass of the 3x3 convolutions of stride 1, one group,
+ * and input and output channels multiples of 16 (dcz_wino_fits) by
+ * Winograd's F(2x2, 3x3), on machines with AVX-512 (dcz_wino_vector);
+ * dcz_conv_forward takes it for them. dcz_wino_forward returns 0 (nothing
+ * written) when work_floats is short of dcz_wino_work_floats for one
+ * thread. dcz_wino_forward_ref is the same by scalar transforms and
+ * dcz_gemm_f32_ref: the same bits. */
+int dcz_wino_fits(const dcz_tlayer *l);
+int dcz_wino_vector(void);
+size_t dcz_wino_work_floats(const dcz_tlayer *l);
+int dcz_wino_forward(const dcz_tlayer *l, const float *x, float *y, int batch, float *work, size_t work_floats);
+int dcz_wino_forward_ref(const dcz_tlayer *l, const float *x, float *y, int batch, float *work,
+                         size_t work_floats);
+
 /* pool.c: MAXPOOL, AVGPOOL and GAP. MAXPOOL keeps the argmax of each output
  * in l->cache (int32_t (batch, out)) when train is set, for the backward. */
 void dcz_pool_forward(dcz_tlayer *l, const float *x, float *y, int batch, int train);

@@ -1019,6 +1019,12 @@ static void test_conv_forward_direct(void)
         { 8, 40, 40, 16, 3, 3, 1, 1, 40 },/* many samples */
         { 2, 6, 300, 3, 3, 3, 1, 1, 2 },  /* rows of 300 columns */
         { 2, 5, 301, 3, 3, 3, 2, 1, 2 },  /* rows of 151 columns, stride 2 */
+        /* Winograd's (3x3, stride 1, channels multiples of 16): */
+        { 16, 9, 8, 16, 3, 3, 1, 1, 3 },  /* odd output rows */
+        { 16, 7, 7, 32, 3, 3, 1, 0, 2 },  /* no padding, 5x5 outputs */
+        { 32, 28, 28, 16, 3, 3, 1, 1, 2 },/* a sample's tiles in rounds */
+        { 16, 5, 6, 16, 3, 3, 1, 2, 5 },  /* padding 2, several samples a round */
+        { 48, 3, 3, 16, 3, 3, 1, 1, 7 },  /* 4 tiles a sample */
     };
     for (size_t k = 0; k < sizeof g / sizeof g[0]; k++) {
         dcz_tlayer protos[1] = { CONV(g[k].oc, g[k].kh, g[k].kw, g[k].s, g[k].p) };
@@ -1030,6 +1036,57 @@ static void test_conv_forward_direct(void)
         /* the products read the scratch's rows by whole vectors */
         CHECK(net->work && ((uintptr_t)net->work & 63) == 0, "geometry %zu: scratch at %p", k,
               (void *)net->work);
+        dcz_net_free(net);
+    }
+}
+
+/* Winograd's forward pass: taken by the layers it fits, the AVX-512
+ * transforms the same bits as the scalar reference, and the same outputs
+ * as dcz_conv_forward gives them. */
+static void test_conv_winograd(void)
+{
+    static const struct { int c, h, w, oc, p, batch; } g[] = {
+        { 16, 9, 8, 16, 1, 3 }, { 32, 28, 28, 48, 1, 2 }, { 16, 5, 6, 16, 2, 13 }, { 48, 3, 3, 32, 0, 7 },
+    };
+    const dcz_tlayer other[] = { CONV(16, 3, 3, 2, 1), CONV(16, 3, 2, 1, 1), CONV(12, 3, 3, 1, 1) };
+    for (size_t k = 0; k < sizeof other / sizeof other[0]; k++) {
+        dcz_net *net = build_net(&other[k], 1, 16, 8, 8, 70 + k);
+        REQUIRE(net, "layer %zu: build failed", k);
+        CHECK(!dcz_wino_fits(&net->layers[0]), "layer %zu (stride, kernel or channels): Winograd fits", k);
+        dcz_net_free(net);
+    }
+    for (size_t k = 0; k < sizeof g / sizeof g[0]; k++) {
+        dcz_tlayer protos[1] = { CONV(g[k].oc, 3, 3, 1, g[k].p) };
+        dcz_net *net = build_net(protos, 1, g[k].c, g[k].h, g[k].w, 50 + k);
+        REQUIRE(net, "geometry %zu: build failed", k);
+        REQUIRE(dcz_net_reserve(net, g[k].batch, 0) == DCZ_OK, "geometry %zu: reserve", k);
+        const dcz_tlayer *l = &net->layers[0];
+        CHECK(dcz_wino_fits(l), "geometry %zu: Winograd does not fit", k);
+        const size_t nx = (size_t)g[k].batch * l->in, ny = (size_t)g[k].batch * l->out;
+        float *x = malloc(nx * sizeof *x), *y = malloc(3 * ny * sizeof *y);
+        dcz_rng r;
+        dcz_rng_seed(&r, 60 + k);
+        for (size_t i = 0; i < nx; i++) x[i] = dcz_rng_normal(&r);
+        for (size_t i = 0; i < 3 * ny; i++) y[i] = NAN;
+        CHECK(dcz_wino_forward_ref(l, x, y, g[k].batch, net->work, net->work_floats), "geometry %zu: ref", k);
+        if (dcz_wino_vector()) {
+            CHECK(dcz_wino_forward(l, x, y + ny, g[k].batch, net->work, net->work_floats), "geometry %zu", k);
+            dcz_conv_forward(l, x, y + 2 * ny, g[k].batch, net->work, net->work_floats);
+            size_t apart = 0, conv = 0;
+            for (size_t i = 0; i < ny; i++) {
+                apart += memcmp(&y[i], &y[ny + i], sizeof *y) != 0;
+                conv += memcmp(&y[ny + i], &y[2 * ny + i], sizeof *y) != 0;
+            }
+            CHECK(apart == 0, "geometry %zu: %zu of %zu outputs not the reference's bits", k, apart, ny);
+            CHECK(conv == 0, "geometry %zu: dcz_conv_forward differs at %zu outputs", k, conv);
+        }
+        size_t unset = 0;
+        for (size_t i = 0; i < ny; i++) unset += isnan(y[i]);
+        CHECK(unset == 0, "geometry %zu: %zu outputs not written", k, unset);
+        CHECK(!dcz_wino_forward(l, x, y, g[k].batch, net->work, dcz_wino_work_floats(l) / 64),
+              "geometry %zu: ran in a scratch too small", k);
+        free(x);
+        free(y);
         dcz_net_free(net);
     }
 }
@@ -2386,6 +2443,7 @@ int main(void)
     RUN(test_validate);
     RUN(test_forward);
     RUN(test_conv_forward_direct);
+    RUN(test_conv_winograd);
     RUN(test_conv_depthwise);
     RUN(test_gradcheck_conv);
     RUN(test_gradcheck_pool);
