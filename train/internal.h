@@ -178,19 +178,25 @@ void dcz_conv_backward(dcz_tlayer *l, const float *x, const float *dy, float *dx
  * has it, else by scalars; nothing read or written outside the two. */
 void dcz_transpose_planes(const float *s, size_t lds, size_t m, size_t n, float *d, size_t ldd);
 
-/* wino.c: the forward pass of the 3x3 convolutions of stride 1, one group,
- * and input and output channels multiples of 16 (dcz_wino_fits) by
- * Winograd's F(2x2, 3x3), on machines with AVX-512 (dcz_wino_vector);
- * dcz_conv_forward takes it for them. dcz_wino_forward returns 0 (nothing
- * written) when work_floats is short of dcz_wino_work_floats for one
- * thread. dcz_wino_forward_ref is the same by scalar transforms and
- * dcz_gemm_f32_ref: the same bits. */
+/* wino.c: the forward pass and the input's gradient of the 3x3
+ * convolutions of stride 1, one group, and input and output channels
+ * multiples of 16 (dcz_wino_fits) by Winograd's F(2x2, 3x3), on machines
+ * with AVX-512 (dcz_wino_vector); dcz_conv_forward and dcz_conv_backward
+ * take them for those layers. dcz_wino_forward writes y from x,
+ * dcz_wino_input_grad dx from dy; both return 0 (nothing written) when
+ * work_floats is short of what one thread needs (dcz_wino_work_floats
+ * holds one per thread for either). The _ref variants run the same by
+ * scalar transforms and dcz_gemm_f32_ref: the same bits. */
 int dcz_wino_fits(const dcz_tlayer *l);
 int dcz_wino_vector(void);
 size_t dcz_wino_work_floats(const dcz_tlayer *l);
 int dcz_wino_forward(const dcz_tlayer *l, const float *x, float *y, int batch, float *work, size_t work_floats);
 int dcz_wino_forward_ref(const dcz_tlayer *l, const float *x, float *y, int batch, float *work,
                          size_t work_floats);
+int dcz_wino_input_grad(const dcz_tlayer *l, const float *dy, float *dx, int batch, float *work,
+                        size_t work_floats);
+int dcz_wino_input_grad_ref(const dcz_tlayer *l, const float *dy, float *dx, int batch, float *work,
+                            size_t work_floats);
 
 /* pool.c: MAXPOOL, AVGPOOL and GAP. MAXPOOL keeps the argmax of each output
  * in l->cache (int32_t (batch, out)) when train is set, for the backward. */

@@ -1,6 +1,14 @@
-/* wino.c: the forward pass of a 3x3 convolution of stride 1 by Winograd's
- * minimal filtering F(2x2, 3x3): 16 products of (tiles, C) by (C, K) where
- * im2col takes one 2.25 times their size (per output).
+/* wino.c: the forward pass of a 3x3 convolution of stride 1 and its
+ * input's gradient by Winograd's minimal filtering F(2x2, 3x3): 16
+ * products of (tiles, C) by (C, K) where im2col takes one 2.25 times their
+ * size (per output).
+ *
+ * The input's gradient is a convolution of the same kind (geom_of): at
+ * stride 1 the adjoint of the layer's convolution reads dy padded by
+ * 2 - p with the weights turned by 180 degrees and input and output
+ * channels exchanged, and writes every pixel of dx (H + 2 (2 - p) - 2 = the
+ * input's height when the output's is H + 2 p - 2). The weights' gradient
+ * stays with the columns (conv.c).
  *
  * Each 2x2 block of outputs (a tile) of an output channel k is
  *   Y = A^T [ sum over input channels c of U(k, c) . V(c) ] A + b[k]
@@ -55,6 +63,8 @@
 
 typedef struct wino_geom {
     size_t C, K, kp;     /* input and output channels; K rounded as B's rows are */
+    size_t H, W, OH, OW, ph, pw;   /* input and output planes, padding */
+    size_t in, out;      /* floats of a sample's input and output */
     size_t TH, TW, T;    /* tiles down, across and of a sample */
     size_t PH, PW, ps;   /* P's rows, columns and floats */
     size_t ns;           /* samples a round takes at most (1 when T > WINO_TILES) */
@@ -67,20 +77,32 @@ static size_t up16(size_t n)
     return (n + 15) & ~(size_t)15;
 }
 
-static wino_geom geom_of(const dcz_tlayer *l)
+/* The convolution the transforms run: the layer's (grad 0), or the one
+ * that takes dy to dx (grad 1): dy's K planes in, padded by 2 - p, the
+ * weights turned by 180 degrees with input and output channels exchanged,
+ * dx's C planes out (at stride 1, the adjoint of the layer's). */
+static wino_geom geom_of(const dcz_tlayer *l, int grad)
 {
     wino_geom g;
-    g.C = (size_t)l->in_c;
-    g.K = (size_t)l->out_c;
+    g.C = (size_t)(grad ? l->out_c : l->in_c);
+    g.K = (size_t)(grad ? l->in_c : l->out_c);
+    g.H = (size_t)(grad ? l->out_h : l->in_h);
+    g.W = (size_t)(grad ? l->out_w : l->in_w);
+    g.OH = (size_t)(grad ? l->in_h : l->out_h);
+    g.OW = (size_t)(grad ? l->in_w : l->out_w);
+    g.ph = (size_t)(grad ? 2 - l->ph : l->ph);
+    g.pw = (size_t)(grad ? 2 - l->pw : l->pw);
+    g.in = g.C * g.H * g.W;
+    g.out = g.K * g.OH * g.OW;
     g.kp = dcz_gemm_ldb(g.K);
-    g.TH = ((size_t)l->out_h + 1) / 2;
-    g.TW = ((size_t)l->out_w + 1) / 2;
+    g.TH = (g.OH + 1) / 2;
+    g.TW = (g.OW + 1) / 2;
     g.T = g.TH * g.TW;
     g.PH = 2 * g.TH + 2;
     g.PW = 2 * g.TW + 2;
     g.ps = g.PH * g.PW * g.C;
     g.ns = g.T >= WINO_TILES ? 1 : WINO_TILES / g.T;
-    const size_t ohw = (size_t)l->out_h * l->out_w;
+    const size_t ohw = g.OH * g.OW;
     /* a line more than the blocks: 16 blocks a multiple of 4 KB apart
      * would share a set of the first-level cache */
     g.vs = WINO_TILES * g.C + 16;
@@ -105,10 +127,16 @@ static size_t shared_floats(const wino_geom *g)
     return up16(16 * g->C * g->kp);
 }
 
+static size_t work_floats_of(const wino_geom *g)
+{
+    return shared_floats(g) + (size_t)dcz_train_threads() * g->floats;
+}
+
 size_t dcz_wino_work_floats(const dcz_tlayer *l)
 {
-    const wino_geom g = geom_of(l);
-    return shared_floats(&g) + (size_t)dcz_train_threads() * g.floats;
+    const wino_geom f = geom_of(l, 0), b = geom_of(l, 1);
+    const size_t a = work_floats_of(&f), c = work_floats_of(&b);
+    return a > c ? a : c;
 }
 
 /* ---- the transforms: one entry (a channel) in scalars, 16 in vectors ---- */
@@ -146,17 +174,22 @@ size_t dcz_wino_work_floats(const dcz_tlayer *l)
 #define SADD(a, b) ((a) + (b))
 #define SSUB(a, b) ((a) - (b))
 
-/* U from the layer's weights (out_c, in_c, 3, 3), input channel by input
+/* U from the layer's weights (out_c, in_c, 3, 3) (grad: turned and
+ * exchanged, geom_of), input channel by input
  * channel through tmp (16 K floats): U's 16 blocks lie C kp floats apart,
  * a multiple of 4 KB for many layers, and written in place 16 rows at a
  * time they evicted each other from the first-level cache (the transform
  * took 6% of a training run). */
-static void weights_transform(const dcz_tlayer *l, const wino_geom *g, float *u, float *tmp)
+static void weights_transform(const dcz_tlayer *l, const wino_geom *g, int grad, float *u, float *tmp)
 {
     memset(u, 0, shared_floats(g) * sizeof *u);
     for (size_t c = 0; c < g->C; c++) {
         for (size_t k = 0; k < g->K; k++) {
-            const float *w = l->w + (k * g->C + c) * 9;
+            float w[9];   /* weight (k, c) of the convolution run */
+            if (grad)
+                for (int t = 0; t < 9; t++) w[t] = l->w[(c * g->K + k) * 9 + 8 - t];
+            else
+                memcpy(w, l->w + (k * g->C + c) * 9, sizeof w);
             for (int i = 0; i < 4; i++) {   /* row i of G g, then times G^T */
                 const float a0 = i == 0 ? w[0] : i == 3 ? w[6] : 0.5f * (w[0] + (i == 1 ? w[3] : -w[3]) + w[6]);
                 const float a1 = i == 0 ? w[1] : i == 3 ? w[7] : 0.5f * (w[1] + (i == 1 ? w[4] : -w[4]) + w[7]);
@@ -177,7 +210,7 @@ static void weights_transform(const dcz_tlayer *l, const wino_geom *g, float *u,
 
 typedef struct wino_job {
     const dcz_tlayer *l;
-    const float *x;
+    const float *x, *bias;   /* bias NULL: none */
     float *y, *work;
     wino_geom g;
     size_t slots;
@@ -186,13 +219,10 @@ typedef struct wino_job {
 
 /* P of sample x (C, H, W) at p, its border left as it is (0): each row of
  * x's planes transposed into P's row. */
-static void image_in(const wino_job *j, const float *x, float *p)
+static void image_in(const wino_geom *g, const float *x, float *p)
 {
-    const dcz_tlayer *l = j->l;
-    const size_t C = j->g.C, hw = (size_t)l->in_h * l->in_w;
-    for (int r = 0; r < l->in_h; r++)
-        dcz_transpose_planes(x + (size_t)r * l->in_w, hw, C, (size_t)l->in_w,
-                             p + (((size_t)r + l->ph) * j->g.PW + l->pw) * C, C);
+    for (size_t r = 0; r < g->H; r++)
+        dcz_transpose_planes(x + r * g->W, g->H * g->W, g->C, g->W, p + ((r + g->ph) * g->PW + g->pw) * g->C, g->C);
 }
 
 /* The tile u of a round (sample u / T of the round's first, in P's of
@@ -219,20 +249,19 @@ static void in_ref(const wino_geom *g, const float *p, size_t u0, size_t n, floa
 
 /* Outputs of tile u of the round (sample s0 + u / T of the batch): from M
  * into F (the round's samples' (OH OW, K) one after the other). */
-static void out_ref(const dcz_tlayer *l, const wino_geom *g, const float *m, size_t u0, size_t n, float *f)
+static void out_ref(const wino_geom *g, const float *bias, const float *m, size_t u0, size_t n, float *f)
 {
-    const size_t ohw = (size_t)l->out_h * l->out_w;
+    const size_t ohw = g->OH * g->OW;
     for (size_t u = 0; u < n; u++) {
         const size_t s = (u0 + u) / g->T, t = (u0 + u) % g->T, oy = 2 * (t / g->TW), ox = 2 * (t % g->TW);
         for (size_t k = 0; k < g->K; k++) {
             float e[16], y[2][2];
             for (int xi = 0; xi < 16; xi++) e[xi] = m[(size_t)xi * g->ms + u * g->kp + k];
-            const float b = l->b ? l->b[k] : 0.0f;
+            const float b = bias ? bias[k] : 0.0f;
             WINO_OUT(float, SADD, SSUB, e, b, y);
             for (size_t a = 0; a < 2; a++)
                 for (size_t c = 0; c < 2; c++)
-                    if (oy + a < (size_t)l->out_h && ox + c < (size_t)l->out_w)
-                        f[s * ohw * g->K + ((oy + a) * l->out_w + ox + c) * g->K + k] = y[a][c];
+                    if (oy + a < g->OH && ox + c < g->OW) f[(s * ohw + (oy + a) * g->OW + ox + c) * g->K + k] = y[a][c];
         }
     }
 }
@@ -257,24 +286,23 @@ static void in__avx512(const wino_geom *g, const float *p, size_t u0, size_t n, 
 }
 
 __attribute__((target("avx512f")))
-static void out__avx512(const dcz_tlayer *l, const wino_geom *g, const float *m, size_t u0, size_t n,
-                        float *f)
+static void out__avx512(const wino_geom *g, const float *bias, const float *m, size_t u0, size_t n, float *f)
 {
-    const size_t ohw = (size_t)l->out_h * l->out_w;
+    const size_t ohw = g->OH * g->OW;
     for (size_t u = 0; u < n; u++) {
         const size_t s = (u0 + u) / g->T, t = (u0 + u) % g->T, oy = 2 * (t / g->TW), ox = 2 * (t % g->TW);
-        const int down = oy + 1 < (size_t)l->out_h, across = ox + 1 < (size_t)l->out_w;
-        float *o = f + s * ohw * g->K + (oy * l->out_w + ox) * g->K;
+        const int down = oy + 1 < g->OH, across = ox + 1 < g->OW;
+        float *o = f + (s * ohw + oy * g->OW + ox) * g->K;
         for (size_t k = 0; k < g->K; k += 16) {
             __m512 e[16], y[2][2];
             for (int xi = 0; xi < 16; xi++) e[xi] = _mm512_loadu_ps(m + (size_t)xi * g->ms + u * g->kp + k);
-            const __m512 b = l->b ? _mm512_loadu_ps(l->b + k) : _mm512_setzero_ps();
+            const __m512 b = bias ? _mm512_loadu_ps(bias + k) : _mm512_setzero_ps();
             WINO_OUT(__m512, VADD, VSUB, e, b, y);
             _mm512_storeu_ps(o + k, y[0][0]);
             if (across) _mm512_storeu_ps(o + g->K + k, y[0][1]);
             if (down) {
-                _mm512_storeu_ps(o + (size_t)l->out_w * g->K + k, y[1][0]);
-                if (across) _mm512_storeu_ps(o + ((size_t)l->out_w + 1) * g->K + k, y[1][1]);
+                _mm512_storeu_ps(o + g->OW * g->K + k, y[1][0]);
+                if (across) _mm512_storeu_ps(o + (g->OW + 1) * g->K + k, y[1][1]);
             }
         }
     }
@@ -284,15 +312,14 @@ static void out__avx512(const dcz_tlayer *l, const wino_geom *g, const float *m,
 /* Samples [n0, n1) of the batch by the slot whose scratch is at p. */
 static void wino_samples(const wino_job *j, size_t n0, size_t n1, float *p)
 {
-    const dcz_tlayer *l = j->l;
     const wino_geom *g = &j->g;
     const float *u = j->work;
     float *v = p + g->v, *m = p + g->m, *f = p + g->f;
-    const size_t ohw = (size_t)l->out_h * l->out_w;
+    const size_t ohw = g->OH * g->OW;
     memset(p, 0, g->ns * g->ps * sizeof *p);   /* P's borders */
     for (size_t s0 = n0; s0 < n1; s0 += g->ns) {
         const size_t ns = n1 - s0 < g->ns ? n1 - s0 : g->ns, tiles = ns * g->T;
-        for (size_t s = 0; s < ns; s++) image_in(j, j->x + (s0 + s) * l->in, p + s * g->ps);
+        for (size_t s = 0; s < ns; s++) image_in(g, j->x + (s0 + s) * g->in, p + s * g->ps);
         for (size_t u0 = 0; u0 < tiles; u0 += WINO_TILES) {
             const size_t n = tiles - u0 < WINO_TILES ? tiles - u0 : WINO_TILES;
 #if defined(__x86_64__)
@@ -307,13 +334,13 @@ static void wino_samples(const wino_job *j, size_t n0, size_t n1, float *p)
                 else dcz_gemm_f32_ref(n, g->K, (uint32_t)g->C, a, g->C, b, g->kp, NULL, NULL, c, g->kp);
             }
 #if defined(__x86_64__)
-            if (j->vec) out__avx512(l, g, m, u0, n, f);
+            if (j->vec) out__avx512(g, j->bias, m, u0, n, f);
             else
 #endif
-                out_ref(l, g, m, u0, n, f);
+                out_ref(g, j->bias, m, u0, n, f);
         }
         for (size_t s = 0; s < ns; s++)
-            dcz_transpose_planes(f + s * ohw * g->K, g->K, ohw, g->K, j->y + (s0 + s) * l->out, ohw);
+            dcz_transpose_planes(f + s * ohw * g->K, g->K, ohw, g->K, j->y + (s0 + s) * g->out, ohw);
     }
 }
 
@@ -325,10 +352,11 @@ static void wino_slots(void *ctx, size_t k0, size_t k1)
                      j->work + shared_floats(&j->g) + k * j->g.floats);
 }
 
-static int wino_run(const dcz_tlayer *l, const float *x, float *y, int batch, float *work, size_t work_floats,
-                    int vec)
+static int wino_run(const dcz_tlayer *l, int grad, const float *x, float *y, int batch, float *work,
+                    size_t work_floats, int vec)
 {
-    wino_job j = { .l = l, .x = x, .y = y, .work = work, .g = geom_of(l), .batch = batch, .vec = vec };
+    wino_job j = { .l = l, .x = x, .bias = grad ? NULL : l->b, .y = y, .work = work, .g = geom_of(l, grad),
+                   .batch = batch, .vec = vec };
     const size_t shared = shared_floats(&j.g);
     size_t s = work_floats > shared ? (work_floats - shared) / j.g.floats : 0;
     const size_t t = (size_t)dcz_train_threads();
@@ -336,7 +364,7 @@ static int wino_run(const dcz_tlayer *l, const float *x, float *y, int batch, fl
     if (s > (size_t)batch) s = (size_t)batch;
     if (s == 0 || batch <= 0) return 0;
     j.slots = s;
-    weights_transform(l, &j.g, work, work + shared);   /* the first slot's scratch, unused yet */
+    weights_transform(l, &j.g, grad, work, work + shared);   /* the first slot's scratch, unused yet */
     dcz_train_par(j.slots, 1, wino_slots, &j);
     return 1;
 }
@@ -352,11 +380,23 @@ int dcz_wino_vector(void)
 
 int dcz_wino_forward(const dcz_tlayer *l, const float *x, float *y, int batch, float *work, size_t work_floats)
 {
-    return wino_run(l, x, y, batch, work, work_floats, dcz_wino_vector());
+    return wino_run(l, 0, x, y, batch, work, work_floats, dcz_wino_vector());
 }
 
 int dcz_wino_forward_ref(const dcz_tlayer *l, const float *x, float *y, int batch, float *work,
                          size_t work_floats)
 {
-    return wino_run(l, x, y, batch, work, work_floats, 0);
+    return wino_run(l, 0, x, y, batch, work, work_floats, 0);
+}
+
+int dcz_wino_input_grad(const dcz_tlayer *l, const float *dy, float *dx, int batch, float *work,
+                        size_t work_floats)
+{
+    return wino_run(l, 1, dy, dx, batch, work, work_floats, dcz_wino_vector());
+}
+
+int dcz_wino_input_grad_ref(const dcz_tlayer *l, const float *dy, float *dx, int batch, float *work,
+                            size_t work_floats)
+{
+    return wino_run(l, 1, dy, dx, batch, work, work_floats, 0);
 }

@@ -1040,9 +1040,34 @@ static void test_conv_forward_direct(void)
     }
 }
 
-/* Winograd's forward pass: taken by the layers it fits, the AVX-512
- * transforms the same bits as the scalar reference, and the same outputs
- * as dcz_conv_forward gives them. */
+/* The largest error, relative to 1 + |reference|, of dx (batch, in) from
+ * dy (batch, out) against the adjoint of l's convolution in doubles. */
+static double input_grad_error(const dcz_tlayer *l, const float *dy, const float *dx, int batch)
+{
+    double worst = 0;
+    for (int n = 0; n < batch; n++)
+        for (int i = 0; i < l->in_c; i++)
+            for (int iy = 0; iy < l->in_h; iy++)
+                for (int ix = 0; ix < l->in_w; ix++) {
+                    double want = 0;
+                    for (int o = 0; o < l->out_c; o++)
+                        for (int r = 0; r < l->kh; r++)
+                            for (int c = 0; c < l->kw; c++) {
+                                const int oy = iy + l->ph - r, ox = ix + l->pw - c;
+                                if (oy < 0 || oy >= l->out_h || ox < 0 || ox >= l->out_w) continue;
+                                want += (double)l->w[((size_t)(o * l->in_c + i) * l->kh + r) * l->kw + c] *
+                                        dy[(size_t)n * l->out + ((size_t)o * l->out_h + oy) * l->out_w + ox];
+                            }
+                    const double got = dx[(size_t)n * l->in + ((size_t)i * l->in_h + iy) * l->in_w + ix];
+                    worst = fmax(worst, isnan(got) ? INFINITY : fabs(got - want) / (1 + fabs(want)));
+                }
+    return worst;
+}
+
+/* Winograd's passes: taken by the layers they fit, the AVX-512 transforms
+ * the same bits as the scalar reference, and the same outputs as
+ * dcz_conv_forward and dcz_conv_backward give; the input's gradient
+ * within the bound of the direct check of its adjoint. */
 static void test_conv_winograd(void)
 {
     static const struct { int c, h, w, oc, p, batch; } g[] = {
@@ -1059,7 +1084,7 @@ static void test_conv_winograd(void)
         dcz_tlayer protos[1] = { CONV(g[k].oc, 3, 3, 1, g[k].p) };
         dcz_net *net = build_net(protos, 1, g[k].c, g[k].h, g[k].w, 50 + k);
         REQUIRE(net, "geometry %zu: build failed", k);
-        REQUIRE(dcz_net_reserve(net, g[k].batch, 0) == DCZ_OK, "geometry %zu: reserve", k);
+        REQUIRE(dcz_net_reserve(net, g[k].batch, 1) == DCZ_OK, "geometry %zu: reserve", k);
         const dcz_tlayer *l = &net->layers[0];
         CHECK(dcz_wino_fits(l), "geometry %zu: Winograd does not fit", k);
         const size_t nx = (size_t)g[k].batch * l->in, ny = (size_t)g[k].batch * l->out;
@@ -1085,6 +1110,32 @@ static void test_conv_winograd(void)
         CHECK(unset == 0, "geometry %zu: %zu outputs not written", k, unset);
         CHECK(!dcz_wino_forward(l, x, y, g[k].batch, net->work, dcz_wino_work_floats(l) / 64),
               "geometry %zu: ran in a scratch too small", k);
+        /* the input's gradient from dy = y's first ny floats */
+        float *dx = malloc(3 * nx * sizeof *dx);
+        for (size_t i = 0; i < 3 * nx; i++) dx[i] = NAN;
+        CHECK(dcz_wino_input_grad_ref(l, y, dx, g[k].batch, net->work, net->work_floats), "geometry %zu: dx ref", k);
+        CHECK(input_grad_error(l, y, dx, g[k].batch) < 1e-5, "geometry %zu: dx off the adjoint by %g", k,
+              input_grad_error(l, y, dx, g[k].batch));
+        if (dcz_wino_vector()) {
+            CHECK(dcz_wino_input_grad(l, y, dx + nx, g[k].batch, net->work, net->work_floats), "geometry %zu: dx", k);
+            dcz_tlayer *lw = &net->layers[0];   /* the weights' gradients land in scratch here */
+            float *gw = lw->gw, *gb = lw->gb;
+            lw->gw = malloc(dcz_tlayer_nweights(lw) * sizeof(float));
+            lw->gb = malloc((size_t)lw->out_c * sizeof(float));
+            dcz_conv_backward(lw, x, y, dx + 2 * nx, g[k].batch, net->work, net->work_floats);
+            free(lw->gw);
+            free(lw->gb);
+            lw->gw = gw;
+            lw->gb = gb;
+            size_t apart = 0, conv = 0;
+            for (size_t i = 0; i < nx; i++) {
+                apart += memcmp(&dx[i], &dx[nx + i], sizeof *dx) != 0;
+                conv += memcmp(&dx[nx + i], &dx[2 * nx + i], sizeof *dx) != 0;
+            }
+            CHECK(apart == 0, "geometry %zu: %zu of %zu of dx not the reference's bits", k, apart, nx);
+            CHECK(conv == 0, "geometry %zu: dcz_conv_backward's dx differs at %zu", k, conv);
+        }
+        free(dx);
         free(x);
         free(y);
         dcz_net_free(net);
@@ -1167,6 +1218,22 @@ static void test_gradcheck_conv(void)
     REQUIRE(net && net->layers[2].group == 2, "build d");
     gradcheck_net(net, 3, 60, 19, "20 channels, 2 groups of 16");
     CHECK(forward_error(net, 3, 20) < 1e-5, "20 channels, 2 groups of 16: forward off the reference");
+    dcz_net_free(net);
+}
+
+/* Winograd's passes inside a network (16 channels, 3x3 at stride 1,
+ * padding 1 then 0): the second layer's input gradient reaches the first's
+ * weights. */
+static void test_gradcheck_winograd(void)
+{
+    dcz_tlayer a[] = { CONV(16, 3, 3, 1, 1), SIMPLE(DCZ_OP_RELU), CONV(16, 3, 3, 1, 0), SIMPLE(DCZ_OP_RELU),
+                       CONV(16, 3, 3, 1, 2), SIMPLE(DCZ_OP_GLOBAL_AVGPOOL), FC(3) };
+    dcz_net *net = build_net(a, 7, 16, 7, 6, 5);
+    REQUIRE(net, "build");
+    CHECK(dcz_wino_fits(&net->layers[0]) && dcz_wino_fits(&net->layers[2]) && dcz_wino_fits(&net->layers[4]),
+          "the layers do not fit Winograd's");
+    gradcheck_net(net, 3, 60, 21, "Winograd 16 channels");
+    CHECK(forward_error(net, 3, 22) < 1e-5, "Winograd 16 channels: forward off the reference");
     dcz_net_free(net);
 }
 
@@ -2446,6 +2513,7 @@ int main(void)
     RUN(test_conv_winograd);
     RUN(test_conv_depthwise);
     RUN(test_gradcheck_conv);
+    RUN(test_gradcheck_winograd);
     RUN(test_gradcheck_pool);
     RUN(test_gradcheck_graph);
     RUN(test_graph_matches_runtime);
