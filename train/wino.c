@@ -114,11 +114,19 @@ static wino_geom geom_of(const dcz_tlayer *l, int grad)
     return g;
 }
 
+/* A slot's scratch at most, in floats, for either pass: a sample's image
+ * and outputs as pixels take it, where the columns' tiles take 2^17 floats
+ * whatever the image; past it (an image of 64 channels over 180 x 180)
+ * the columns run the layer. */
+#define WINO_SLOT_MAX ((size_t)1 << 22)
+
 int dcz_wino_fits(const dcz_tlayer *l)
 {
-    return l->kh == 3 && l->kw == 3 && l->sh == 1 && l->sw == 1 && dcz_tlayer_groups(l) == 1 &&
-           l->in_c % 16 == 0 && l->out_c % 16 == 0 && l->ph <= 2 && l->pw <= 2 && l->out_h > 0 &&
-           l->out_w > 0;
+    if (!(l->kh == 3 && l->kw == 3 && l->sh == 1 && l->sw == 1 && dcz_tlayer_groups(l) == 1 &&
+          l->in_c % 16 == 0 && l->out_c % 16 == 0 && l->ph <= 2 && l->pw <= 2 && l->out_h > 0 && l->out_w > 0))
+        return 0;
+    const wino_geom f = geom_of(l, 0), b = geom_of(l, 1);
+    return f.floats <= WINO_SLOT_MAX && b.floats <= WINO_SLOT_MAX;
 }
 
 /* U (16, C, kp): U_xi[c][k] = (G g(k, c) G^T)[xi], the padding 0. */
