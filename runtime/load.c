@@ -51,6 +51,8 @@ enum {
     FORM_AMX = 8,     /* the integer shift form's AMX tiles (dcz_amx_ready, asked once a load) */
     FORM_LANES8 = 16, /* fully connected codebook layers: the 8-row lane form (AVX2 and
                          FMA without AVX-512) */
+    FORM_WINO = 32,   /* dense float convolutions: Winograd's transform of the weights
+                         (dcz_conv2d_pick_wino) */
 };
 #define arena_take dcz_arena_take
 
@@ -271,11 +273,22 @@ static dcz_status load_params(const dcz_container *c, const dcz_graph_layer *g, 
         if (panels > ld->lane_floats) ld->lane_floats = panels;
     }
     l->sparse = w.enc == DCZ_ENC_SPARSE_F32 || w.enc == DCZ_ENC_CODEBOOK;
+    /* a dense float 3x3 convolution of stride 1 whose channels are
+     * multiples of 16 runs by Winograd's F(2x2, 3x3): its weights'
+     * transform (16 C K floats) beside them */
+    if (!cw && g->op == DCZ_OP_CONV2D && !l->sparse && (ld->forms & FORM_WINO) && dcz_conv2d_pick_wino(&l->geom)) {
+        dcz_wino p;
+        dcz_wino_init(&p, l->geom.in_c, l->geom.out_c, l->geom.in_h, l->geom.in_w, l->geom.ph, l->geom.pw);
+        float *u = dcz_arena_take_line(&ld->a, dcz_wino_weights_floats(&p) * sizeof *u);
+        if (u && wd) dcz_wino_weights(&p, wd, 0, u, NULL);
+        l->wino = 1;
+        l->wu = u;
+    }
     /* a float convolution the shift kernel runs faster than the others gets
      * the shift form; else a sparse one dense enough for the dense product
      * to beat its sparse kernels gets its weights expanded (both decided
      * alike in both passes: the scratch depends on them) */
-    if (!cw && g->op == DCZ_OP_CONV2D && (ld->forms & FORM_SHIFT) &&
+    if (!cw && g->op == DCZ_OP_CONV2D && !l->wino && (ld->forms & FORM_SHIFT) &&
         dcz_conv2d_pick_shift(&l->geom, l->sparse ? w.nnz : w.n)) {
         const uint64_t kept = l->sparse ? w.nnz : w.n;
         const uint32_t ob = dcz_shift_pick_block(&l->geom, kept);
@@ -373,7 +386,7 @@ static dcz_status load_layer(const dcz_container *c, const dcz_graph_layer *g, u
         TRY(load_params(c, g, index, ld, cw, l));
         /* (of the integer kernels only the integer product on expanded
          * weights takes the patches' scratch) */
-        l->im2col = !l->shifted && (l->expanded || (!cw && (l->sparse ? dcz_conv2d_pick_im2col(&l->geom)
+        l->im2col = !l->shifted && !l->wino && (l->expanded || (!cw && (l->sparse ? dcz_conv2d_pick_im2col(&l->geom)
                                                                       : dcz_conv2d_pick_dense_im2col(&l->geom))));
         return DCZ_OK;
     case DCZ_OP_AVGPOOL:
@@ -684,6 +697,11 @@ static dcz_status load_walk(const dcz_container *c, const dcz_options *o, loader
         const uint64_t shift_floats = !l->shifted ? 0 : quant ? dcz_qshift_scratch_floats(&l->geom)
                                                               : dcz_shift_scratch_floats(&l->geom);
         if (shift_floats > scratch_floats) scratch_floats = shift_floats;
+        if (l->wino) {
+            dcz_wino p;
+            dcz_wino_init(&p, l->geom.in_c, l->geom.out_c, l->geom.in_h, l->geom.in_w, l->geom.ph, l->geom.pw);
+            if (p.scratch > scratch_floats) scratch_floats = p.scratch;
+        }
         /* an integer convolution's patches and channel copies (the product
          * on expanded weights), or its copies (depthwise) */
         if (quant && l->op == DCZ_OP_CONV2D && !l->shifted) {
@@ -868,7 +886,8 @@ static int want_forms(const dcz_options *o)
     const int lanes = lr == DCZ_LANE_ROWS ? FORM_LANES : lr == DCZ_LANE8_ROWS ? FORM_LANES8 : 0;
     return lanes | (dcz_gemm_f32_variant() ? FORM_DENSE : 0) |
            (dcz_conv2d_shift_variant() ? FORM_SHIFT : 0) |
-           (dcz_qshift_variant() && dcz_amx_ready() ? FORM_AMX : 0);
+           (dcz_qshift_variant() && dcz_amx_ready() ? FORM_AMX : 0) |
+           (dcz_wino_vector() && dcz_gemm_f32_variant() ? FORM_WINO : 0);
 }
 
 /* The threads of a heap model: as asked, or every online processor, at

@@ -318,54 +318,7 @@ static int col2im_channel__avx512(const dcz_tlayer *l, const float *d, int oh0, 
     return 1;
 }
 
-/* d (nc, mr) = s (mr, nc) transposed, mr and nc at most 16; s rows lds
- * floats apart, d rows ldd: pairs of rows interleaved, then pairs of pairs,
- * then 128-bit lanes exchanged in two steps. Reads and writes nothing
- * outside the two blocks. */
-__attribute__((target("avx512f")))
-static void transpose16__avx512(const float *s, size_t lds, float *d, size_t ldd, int mr, int nc)
-{
-    __m512 r[16], t[16];
-    const __mmask16 cols = (__mmask16)((1u << nc) - 1), rows = (__mmask16)((1u << mr) - 1);
-    for (int i = 0; i < 16; i++) r[i] = i < mr ? _mm512_maskz_loadu_ps(cols, s + (size_t)i * lds) : _mm512_setzero_ps();
-    for (int i = 0; i < 16; i += 2) {
-        t[i] = _mm512_unpacklo_ps(r[i], r[i + 1]);
-        t[i + 1] = _mm512_unpackhi_ps(r[i], r[i + 1]);
-    }
-    for (int i = 0; i < 16; i += 4) {
-        r[i] = _mm512_shuffle_ps(t[i], t[i + 2], 0x44);
-        r[i + 1] = _mm512_shuffle_ps(t[i], t[i + 2], 0xee);
-        r[i + 2] = _mm512_shuffle_ps(t[i + 1], t[i + 3], 0x44);
-        r[i + 3] = _mm512_shuffle_ps(t[i + 1], t[i + 3], 0xee);
-    }
-    for (int i = 0; i < 4; i++) {
-        t[i] = _mm512_shuffle_f32x4(r[i], r[i + 4], 0x88);
-        t[i + 4] = _mm512_shuffle_f32x4(r[i], r[i + 4], 0xdd);
-        t[i + 8] = _mm512_shuffle_f32x4(r[i + 8], r[i + 12], 0x88);
-        t[i + 12] = _mm512_shuffle_f32x4(r[i + 8], r[i + 12], 0xdd);
-    }
-    for (int i = 0; i < 8; i++) {
-        r[i] = _mm512_shuffle_f32x4(t[i], t[i + 8], 0x88);
-        r[i + 8] = _mm512_shuffle_f32x4(t[i], t[i + 8], 0xdd);
-    }
-    for (int i = 0; i < nc; i++) _mm512_mask_storeu_ps(d + (size_t)i * ldd, rows, r[i]);
-}
 #endif
-
-void dcz_transpose_planes(const float *s, size_t lds, size_t m, size_t n, float *d, size_t ldd)
-{
-#if defined(__x86_64__)
-    if (__builtin_cpu_supports("avx512f")) {
-        for (size_t r = 0; r < m; r += 16)
-            for (size_t c = 0; c < n; c += 16)
-                transpose16__avx512(s + r * lds + c, lds, d + c * ldd + r, ldd, m - r < 16 ? (int)(m - r) : 16,
-                                    n - c < 16 ? (int)(n - c) : 16);
-        return;
-    }
-#endif
-    for (size_t r = 0; r < m; r++)
-        for (size_t c = 0; c < n; c++) d[c * ldd + r] = s[r * lds + c];
-}
 
 /* Floats a part of a split loop moves at least. */
 #define CONV_GRAIN_FLOATS 16384

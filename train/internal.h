@@ -173,22 +173,16 @@ void dcz_conv_forward(const dcz_tlayer *l, const float *x, float *y, int batch, 
 void dcz_conv_backward(dcz_tlayer *l, const float *x, const float *dy, float *dx, int batch,
                        float *work, size_t work_floats);
 
-/* conv.c: d (n, m) = s (m, n) transposed, d[c ldd + r] = s[r lds + c]:
- * by 16 x 16 blocks of AVX-512 (partial ones by masks) where the machine
- * has it, else by scalars; nothing read or written outside the two. */
-void dcz_transpose_planes(const float *s, size_t lds, size_t m, size_t n, float *d, size_t ldd);
-
 /* wino.c: the forward pass and the input's gradient of the 3x3
  * convolutions of stride 1, one group, and input and output channels
- * multiples of 16 (dcz_wino_fits) by Winograd's F(2x2, 3x3), on machines
- * with AVX-512 (dcz_wino_vector); dcz_conv_forward and dcz_conv_backward
- * take them for those layers. dcz_wino_forward writes y from x,
- * dcz_wino_input_grad dx from dy; both return 0 (nothing written) when
- * work_floats is short of what one thread needs (dcz_wino_work_floats
- * holds one per thread for either). The _ref variants run the same by
- * scalar transforms and dcz_gemm_f32_ref: the same bits. */
+ * multiples of 16 (dcz_wino_fits) by libdcz's Winograd F(2x2, 3x3), on
+ * machines with AVX-512 (dcz_wino_vector, model.h); dcz_conv_forward and
+ * dcz_conv_backward take them for those layers. dcz_wino_forward writes y
+ * from x, dcz_wino_input_grad dx from dy; both return 0 (nothing written)
+ * when work_floats is short of what one thread needs
+ * (dcz_wino_work_floats holds one per thread for either). The _ref
+ * variants run the scalar transforms and dcz_gemm_f32_ref: the same bits. */
 int dcz_wino_fits(const dcz_tlayer *l);
-int dcz_wino_vector(void);
 size_t dcz_wino_work_floats(const dcz_tlayer *l);
 int dcz_wino_forward(const dcz_tlayer *l, const float *x, float *y, int batch, float *work, size_t work_floats);
 int dcz_wino_forward_ref(const dcz_tlayer *l, const float *x, float *y, int batch, float *work,

@@ -560,6 +560,80 @@ static void test_pools(void)
     CHECK(bad == 0, "global average: %zu cases differ from the reference", bad);
 }
 
+/* Winograd's F(2x2, 3x3) (kernels_wino.c): the AVX-512 transforms give
+ * the scalar reference's bits; both within 1e-5 of the sum of |w x| terms
+ * of the direct reference (its rounding and the transforms'); a sample the
+ * same bits alone as in a batch; a fused activation the bits of
+ * dcz_act_one on the sums; which geometries the runtime gives it. */
+static void test_conv_wino(void)
+{
+    static const uint32_t cases[][6] = {
+        /* C, K, H, W, padding, batch */
+        { 32, 32, 9, 8, 1, 3 },  /* odd output rows */
+        { 16, 48, 7, 7, 0, 2 },  /* no padding */
+        { 32, 16, 20, 20, 1, 2 },/* a sample's tiles in rounds */
+        { 16, 16, 5, 6, 2, 7 },  /* padding 2, several samples a round */
+        { 48, 32, 3, 3, 1, 23 }, /* 4 tiles a sample: rounds of 16 samples */
+    };
+    size_t bad = 0, vec = 0;
+    for (size_t k = 0; k < sizeof cases / sizeof cases[0]; k++) {
+        const uint32_t *c = cases[k];
+        const dcz_conv_geom g = conv_geom(c[0], c[1], c[2], c[3], 3, 3, 1, 1, c[4], c[4]);
+        dcz_wino p;
+        dcz_wino_init(&p, c[0], c[1], c[2], c[3], c[4], c[4]);
+        CHECK(p.OH == g.out_h && p.OW == g.out_w, "case %zu: output %zux%zu", k, p.OH, p.OW);
+        const size_t b = c[5], nx = b * p.in, ny = b * p.out, nw = (size_t)c[0] * c[1] * 9;
+        float *x = malloc(nx * sizeof *x), *w = malloc(nw * sizeof *w), *bias = malloc(c[1] * sizeof *bias);
+        float *ax = malloc(nx * sizeof *ax), *aw = malloc(nw * sizeof *aw), *zero = calloc(c[1], sizeof *zero);
+        float *yd = malloc(ny * sizeof *yd), *mag = malloc(ny * sizeof *mag), *y = malloc(4 * ny * sizeof *y);
+        float *u = malloc(dcz_wino_weights_floats(&p) * sizeof *u), *u2 = malloc(dcz_wino_weights_floats(&p) * 4);
+        float *tmp = malloc(16 * (size_t)c[1] * sizeof *tmp), *scratch = malloc(p.scratch * sizeof *scratch);
+        for (size_t i = 0; i < nx; i++) ax[i] = fabsf(x[i] = nonzero());
+        for (size_t i = 0; i < nw; i++) aw[i] = fabsf(w[i] = nonzero());
+        for (uint32_t i = 0; i < c[1]; i++) bias[i] = frand();
+        dcz_conv2d_direct_ref(&g, w, bias, x, b, yd);
+        dcz_conv2d_direct_ref(&g, aw, zero, ax, b, mag);
+        dcz_wino_weights(&p, w, 0, u, tmp);
+        dcz_wino_weights(&p, w, 0, u2, NULL);   /* in place: the same */
+        bad += memcmp(u, u2, dcz_wino_weights_floats(&p) * sizeof *u) != 0;
+        const dcz_act relu = { DCZ_OP_RELU, 0, 0 }, clip = { DCZ_OP_CLIP, -0.5f, 0.75f };
+        dcz_wino_conv(&p, u, bias, NULL, x, b, 1, scratch, y);
+        dcz_wino_conv(&p, u, bias, NULL, x, b, 0, scratch, y + ny);
+        vec += dcz_wino_vector();
+        bad += memcmp(y, y + ny, ny * sizeof *y) != 0;
+        for (size_t i = 0; i < ny; i++) bad += !(fabsf(y[i] - yd[i]) <= 1e-5f * (1 + mag[i]));
+        /* the last sample alone */
+        dcz_wino_conv(&p, u, bias, NULL, x + (b - 1) * p.in, 1, 0, scratch, y + 2 * ny);
+        bad += memcmp(y + 2 * ny, y + (b - 1) * p.out, p.out * sizeof *y) != 0;
+        for (int a = 0; a < 2; a++) {
+            const dcz_act *act = a ? &clip : &relu;
+            for (int r = 0; r < 2; r++) {
+                dcz_wino_conv(&p, u, bias, act, x, b, r, scratch, y + 3 * ny);
+                for (size_t i = 0; i < ny; i++) {
+                    const float want = dcz_act_one(act, y[i]);
+                    bad += memcmp(&want, &y[3 * ny + i], sizeof want) != 0;
+                }
+            }
+        }
+        free(x); free(w); free(bias); free(ax); free(aw); free(zero); free(yd); free(mag); free(y);
+        free(u); free(u2); free(tmp); free(scratch);
+    }
+    CHECK(bad == 0, "Winograd: %zu outputs or transforms off", bad);
+    CHECK(vec == 0 || dcz_wino_vector(), "vector runs counted");
+    /* the runtime's rule: 3x3 at stride 1, one group, channels multiples
+     * of 16 and at least DCZ_WINO_MIN_C, padding at most 2, the scratch
+     * within its cap; the machine's AVX-512 */
+    const dcz_conv_geom yes = conv_geom(32, 64, 14, 14, 3, 3, 1, 1, 1, 1);
+    const dcz_conv_geom no[] = {
+        conv_geom(16, 64, 14, 14, 3, 3, 1, 1, 1, 1), conv_geom(32, 40, 14, 14, 3, 3, 1, 1, 1, 1),
+        conv_geom(32, 64, 14, 14, 3, 3, 2, 2, 1, 1), conv_geom(32, 64, 14, 14, 3, 1, 1, 1, 1, 0),
+        conv_geom_grouped(32, 64, 14, 14, 3, 1, 1, 2), conv_geom(64, 64, 200, 200, 3, 3, 1, 1, 1, 1),
+    };
+    CHECK(dcz_conv2d_pick_wino(&yes) == dcz_wino_vector(), "the rule declines 32 -> 64 over 14 x 14");
+    for (size_t i = 0; i < sizeof no / sizeof no[0]; i++)
+        CHECK(!dcz_conv2d_pick_wino(&no[i]), "the rule takes geometry %zu", i);
+}
+
 int main(void)
 {
     RUN(test_codebook_2);
@@ -571,6 +645,7 @@ int main(void)
     RUN(test_conv_ref_by_hand);
     RUN(test_conv_groups_ref);
     RUN(test_conv_grid);
+    RUN(test_conv_wino);
     RUN(test_pools);
     RUN(test_maxpool_variants);
     return check_summary();

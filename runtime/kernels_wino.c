@@ -1,0 +1,371 @@
+/* kernels_wino.c: 3x3 convolutions of stride 1 by Winograd's minimal
+ * filtering F(2x2, 3x3) (model.h, "Winograd's F(2x2, 3x3)"): 16 products
+ * of (tiles, C) by (C, K) where im2col's product is 2.25 times their size
+ * (per output). The training engine runs its forward passes and input
+ * gradients by them (train/wino.c), the runtime dense float convolutions
+ * that fit (dcz_conv2d_pick_wino).
+ *
+ * Each 2x2 block of outputs (a tile) of an output channel k is
+ *   Y = A^T [ sum over input channels c of U(k, c) . V(c) ] A + b[k]
+ * where U(k, c) = G g(k, c) G^T (4x4, from the 3x3 weights g), V(c) =
+ * B^T d(c) B (4x4, from the 4x4 input patch d(c) at the tile's top left,
+ * zero outside the input), "." the entrywise product, and
+ *   G = [1 0 0; .5 .5 .5; .5 -.5 .5; 0 0 1],
+ *   B^T = [1 0 -1 0; 0 1 1 0; 0 -1 1 0; 0 1 0 -1],
+ *   A^T = [1 1 1 0; 0 1 -1 -1].
+ * The sum over c is, for each of the 16 entries xi of the 4x4 matrices, a
+ * product M_xi (tiles, K) = V_xi (tiles, C) U_xi (C, K) by dcz_gemm_f32.
+ *
+ * Layout. The transforms run on 16 channels a vector, so input and output
+ * channels are multiples of 16, and they read and write pixels whose
+ * channels are consecutive: a sample's input is transposed (16 x 16
+ * blocks, dcz_transpose_planes) into a zero-bordered image of pixels, P
+ * (PH, PW, C), the tile (ty, tx) reading P's rows 2 ty .. 2 ty + 3,
+ * columns 2 tx .. 2 tx + 3; its outputs go to F (OH OW, K), transposed into
+ * y's planes at the end. The samples' tiles go through the products
+ * DCZ_WINO_TILES at a time (the rows of the products' A), several samples'
+ * together when a sample has fewer.
+ *
+ * Cost. The transforms and the transposes are passes over the input and
+ * the output that im2col does not have. In a training run of the
+ * conv-heavy CNN (2 threads, samples of perf): the products 52% -> 37% of
+ * the time, the transforms 9% and these transposes about 7%. Through a
+ * flat copy of the input and scalar tails the transposes cost more (0.96
+ * of im2col's time; writing P's rows and reading F's directly, partial
+ * 16 x 16 blocks by masks: 0.904).
+ *
+ * Rounding: the transforms add and subtract in the order written in
+ * WINO_IN and WINO_OUT (the scalar reference and the AVX-512 variant run
+ * the same operations, and dcz_gemm_f32 gives its reference's bits, so
+ * both give the same bits); against a direct convolution each output
+ * differs by the rounding of the transforms' sums, a few units of the last
+ * place of the inputs' and weights' magnitudes (tests/unit/test_train.c
+ * and test_conv.c bound it as they do im2col's).
+ */
+#include <string.h>
+
+#include "runtime/model.h"
+
+#if defined(__x86_64__)
+#include <immintrin.h>
+
+#include "runtime/act_x86.h"
+#endif
+
+static size_t up16(size_t n)
+{
+    return (n + 15) & ~(size_t)15;
+}
+
+void dcz_wino_init(dcz_wino *g, uint32_t C, uint32_t K, uint32_t H, uint32_t W, uint32_t ph, uint32_t pw)
+{
+    g->C = C;
+    g->K = K;
+    g->H = H;
+    g->W = W;
+    g->OH = H + 2 * (size_t)ph - 2;
+    g->OW = W + 2 * (size_t)pw - 2;
+    g->ph = ph;
+    g->pw = pw;
+    g->in = g->C * g->H * g->W;
+    g->out = g->K * g->OH * g->OW;
+    g->kp = dcz_gemm_ldb(g->K);
+    g->TH = (g->OH + 1) / 2;
+    g->TW = (g->OW + 1) / 2;
+    g->T = g->TH * g->TW;
+    g->PH = 2 * g->TH + 2;
+    g->PW = 2 * g->TW + 2;
+    g->ps = g->PH * g->PW * g->C;
+    g->ns = g->T >= DCZ_WINO_TILES ? 1 : DCZ_WINO_TILES / g->T;
+    /* a line more than the blocks: 16 blocks a multiple of 4 KB apart
+     * would share a set of the first-level cache */
+    g->vs = DCZ_WINO_TILES * g->C + 16;
+    g->ms = DCZ_WINO_TILES * g->kp + 16;
+    g->v = up16(g->ns * g->ps);
+    g->m = g->v + 16 * g->vs;
+    g->f = g->m + 16 * g->ms + DCZ_GEMM_PAD;
+    g->scratch = up16(g->f + g->ns * g->OH * g->OW * g->K);
+}
+
+uint64_t dcz_wino_weights_floats(const dcz_wino *g)
+{
+    return up16(16 * g->C * g->kp);
+}
+
+/* ---- transposes ---- */
+
+#if defined(__x86_64__)
+/* d (nc, mr) = s (mr, nc) transposed, mr and nc at most 16; s rows lds
+ * floats apart, d rows ldd: pairs of rows interleaved, then pairs of pairs,
+ * then 128-bit lanes exchanged in two steps. Reads and writes nothing
+ * outside the two blocks. */
+__attribute__((target("avx512f")))
+static void transpose16__avx512(const float *s, size_t lds, float *d, size_t ldd, int mr, int nc)
+{
+    __m512 r[16], t[16];
+    const __mmask16 cols = (__mmask16)((1u << nc) - 1), rows = (__mmask16)((1u << mr) - 1);
+    for (int i = 0; i < 16; i++) r[i] = i < mr ? _mm512_maskz_loadu_ps(cols, s + (size_t)i * lds) : _mm512_setzero_ps();
+    for (int i = 0; i < 16; i += 2) {
+        t[i] = _mm512_unpacklo_ps(r[i], r[i + 1]);
+        t[i + 1] = _mm512_unpackhi_ps(r[i], r[i + 1]);
+    }
+    for (int i = 0; i < 16; i += 4) {
+        r[i] = _mm512_shuffle_ps(t[i], t[i + 2], 0x44);
+        r[i + 1] = _mm512_shuffle_ps(t[i], t[i + 2], 0xee);
+        r[i + 2] = _mm512_shuffle_ps(t[i + 1], t[i + 3], 0x44);
+        r[i + 3] = _mm512_shuffle_ps(t[i + 1], t[i + 3], 0xee);
+    }
+    for (int i = 0; i < 4; i++) {
+        t[i] = _mm512_shuffle_f32x4(r[i], r[i + 4], 0x88);
+        t[i + 4] = _mm512_shuffle_f32x4(r[i], r[i + 4], 0xdd);
+        t[i + 8] = _mm512_shuffle_f32x4(r[i + 8], r[i + 12], 0x88);
+        t[i + 12] = _mm512_shuffle_f32x4(r[i + 8], r[i + 12], 0xdd);
+    }
+    for (int i = 0; i < 8; i++) {
+        r[i] = _mm512_shuffle_f32x4(t[i], t[i + 8], 0x88);
+        r[i + 8] = _mm512_shuffle_f32x4(t[i], t[i + 8], 0xdd);
+    }
+    for (int i = 0; i < nc; i++) _mm512_mask_storeu_ps(d + (size_t)i * ldd, rows, r[i]);
+}
+#endif
+
+void dcz_transpose_planes(const float *s, size_t lds, size_t m, size_t n, float *d, size_t ldd)
+{
+#if defined(__x86_64__)
+    if (dcz_isa_supported(DCZ_ISA_AVX512)) {
+        for (size_t r = 0; r < m; r += 16)
+            for (size_t c = 0; c < n; c += 16)
+                transpose16__avx512(s + r * lds + c, lds, d + c * ldd + r, ldd, m - r < 16 ? (int)(m - r) : 16,
+                                    n - c < 16 ? (int)(n - c) : 16);
+        return;
+    }
+#endif
+    for (size_t r = 0; r < m; r++)
+        for (size_t c = 0; c < n; c++) d[c * ldd + r] = s[r * lds + c];
+}
+
+/* ---- the transforms: one entry (a channel) in scalars, 16 in vectors ---- */
+
+#define WINO_IN(T, ADD, SUB, d, v)                                                    \
+    do {                                                                              \
+        T t_[4][4];                                                                   \
+        for (int j = 0; j < 4; j++) {                                                 \
+            t_[0][j] = SUB(d[0][j], d[2][j]);                                         \
+            t_[1][j] = ADD(d[1][j], d[2][j]);                                         \
+            t_[2][j] = SUB(d[2][j], d[1][j]);                                         \
+            t_[3][j] = SUB(d[1][j], d[3][j]);                                         \
+        }                                                                             \
+        for (int i = 0; i < 4; i++) {                                                 \
+            v[4 * i] = SUB(t_[i][0], t_[i][2]);                                       \
+            v[4 * i + 1] = ADD(t_[i][1], t_[i][2]);                                   \
+            v[4 * i + 2] = SUB(t_[i][2], t_[i][1]);                                   \
+            v[4 * i + 3] = SUB(t_[i][1], t_[i][3]);                                   \
+        }                                                                             \
+    } while (0)
+
+#define WINO_OUT(T, ADD, SUB, m, b, y)                                                \
+    do {                                                                              \
+        T s_[2][4];                                                                   \
+        for (int j = 0; j < 4; j++) {                                                 \
+            s_[0][j] = ADD(ADD(m[j], m[4 + j]), m[8 + j]);                            \
+            s_[1][j] = SUB(SUB(m[4 + j], m[8 + j]), m[12 + j]);                       \
+        }                                                                             \
+        for (int a = 0; a < 2; a++) {                                                 \
+            y[a][0] = ADD(ADD(ADD(s_[a][0], s_[a][1]), s_[a][2]), b);                 \
+            y[a][1] = ADD(SUB(SUB(s_[a][1], s_[a][2]), s_[a][3]), b);                 \
+        }                                                                             \
+    } while (0)
+
+#define SADD(a, b) ((a) + (b))
+#define SSUB(a, b) ((a) - (b))
+
+/* U from w, input channel by input channel through tmp (16 K floats; NULL:
+ * in place, as a load does once): U's 16 blocks lie C kp floats apart, a
+ * multiple of 4 KB for many layers, and written in place 16 rows at a time
+ * they evicted each other from the first-level cache (the transform took
+ * 6% of a training run). */
+void dcz_wino_weights(const dcz_wino *g, const float *w, int turned, float *u, float *tmp)
+{
+    memset(u, 0, dcz_wino_weights_floats(g) * sizeof *u);
+    for (size_t c = 0; c < g->C; c++) {
+        for (size_t k = 0; k < g->K; k++) {
+            float v[9];   /* weight (k, c) of the convolution run */
+            if (turned)
+                for (int t = 0; t < 9; t++) v[t] = w[(c * g->K + k) * 9 + 8 - t];
+            else
+                memcpy(v, w + (k * g->C + c) * 9, sizeof v);
+            for (int i = 0; i < 4; i++) {   /* row i of G g, then times G^T */
+                const float a0 = i == 0 ? v[0] : i == 3 ? v[6] : 0.5f * (v[0] + (i == 1 ? v[3] : -v[3]) + v[6]);
+                const float a1 = i == 0 ? v[1] : i == 3 ? v[7] : 0.5f * (v[1] + (i == 1 ? v[4] : -v[4]) + v[7]);
+                const float a2 = i == 0 ? v[2] : i == 3 ? v[8] : 0.5f * (v[2] + (i == 1 ? v[5] : -v[5]) + v[8]);
+                /* entry xi of U(k, c) at e[xi / 4 * st], st floats apart */
+                const size_t st = tmp ? g->K : g->C * g->kp;
+                float *e = tmp ? tmp + (size_t)4 * i * g->K + k : u + ((size_t)4 * i * g->C + c) * g->kp + k;
+                e[0] = a0;
+                e[st] = 0.5f * (a0 + a1 + a2);
+                e[2 * st] = 0.5f * (a0 - a1 + a2);
+                e[3 * st] = a2;
+            }
+        }
+        for (int xi = 0; tmp && xi < 16; xi++)
+            memcpy(u + ((size_t)xi * g->C + c) * g->kp, tmp + (size_t)xi * g->K, g->K * sizeof *u);
+    }
+}
+
+/* ---- a batch ---- */
+
+/* P of sample x (C, H, W) at p, its border left as it is (0): each row of
+ * x's planes transposed into P's row. */
+static void image_in(const dcz_wino *g, const float *x, float *p)
+{
+    for (size_t r = 0; r < g->H; r++)
+        dcz_transpose_planes(x + r * g->W, g->H * g->W, g->C, g->W, p + ((r + g->ph) * g->PW + g->pw) * g->C, g->C);
+}
+
+/* The tile u of a round (sample u / T of the round's first, in P's of
+ * ps floats each): its top left in P. */
+static const float *tile_in(const dcz_wino *g, const float *p, size_t u)
+{
+    const size_t s = u / g->T, t = u % g->T;
+    return p + s * g->ps + (2 * (t / g->TW) * g->PW + 2 * (t % g->TW)) * g->C;
+}
+
+static void in_ref(const dcz_wino *g, const float *p, size_t u0, size_t n, float *v)
+{
+    for (size_t u = 0; u < n; u++) {
+        const float *q = tile_in(g, p, u0 + u);
+        for (size_t c = 0; c < g->C; c++) {
+            float d[4][4], e[16];
+            for (int i = 0; i < 4; i++)
+                for (int k = 0; k < 4; k++) d[i][k] = q[((size_t)i * g->PW + k) * g->C + c];
+            WINO_IN(float, SADD, SSUB, d, e);
+            for (int xi = 0; xi < 16; xi++) v[(size_t)xi * g->vs + u * g->C + c] = e[xi];
+        }
+    }
+}
+
+/* Outputs of tile u of the round (sample s0 + u / T of the batch): from M
+ * into F (the round's samples' (OH OW, K) one after the other). */
+static void out_ref(const dcz_wino *g, const float *bias, const dcz_act *act, const float *m, size_t u0, size_t n,
+                    float *f)
+{
+    const size_t ohw = g->OH * g->OW;
+    for (size_t u = 0; u < n; u++) {
+        const size_t s = (u0 + u) / g->T, t = (u0 + u) % g->T, oy = 2 * (t / g->TW), ox = 2 * (t % g->TW);
+        for (size_t k = 0; k < g->K; k++) {
+            float e[16], y[2][2];
+            for (int xi = 0; xi < 16; xi++) e[xi] = m[(size_t)xi * g->ms + u * g->kp + k];
+            const float b = bias ? bias[k] : 0.0f;
+            WINO_OUT(float, SADD, SSUB, e, b, y);
+            for (size_t a = 0; a < 2; a++)
+                for (size_t c = 0; c < 2; c++)
+                    if (oy + a < g->OH && ox + c < g->OW)
+                        f[(s * ohw + (oy + a) * g->OW + ox + c) * g->K + k] = dcz_act_one(act, y[a][c]);
+        }
+    }
+}
+
+#if defined(__x86_64__)
+#define VADD(a, b) _mm512_add_ps(a, b)
+#define VSUB(a, b) _mm512_sub_ps(a, b)
+
+__attribute__((target("avx512f")))
+static void in__avx512(const dcz_wino *g, const float *p, size_t u0, size_t n, float *v)
+{
+    for (size_t u = 0; u < n; u++) {
+        const float *q = tile_in(g, p, u0 + u);
+        for (size_t c = 0; c < g->C; c += 16) {
+            __m512 d[4][4], e[16];
+            for (int i = 0; i < 4; i++)
+                for (int k = 0; k < 4; k++) d[i][k] = _mm512_loadu_ps(q + ((size_t)i * g->PW + k) * g->C + c);
+            WINO_IN(__m512, VADD, VSUB, d, e);
+            for (int xi = 0; xi < 16; xi++) _mm512_storeu_ps(v + (size_t)xi * g->vs + u * g->C + c, e[xi]);
+        }
+    }
+}
+
+__attribute__((target("avx512f")))
+static void out__avx512(const dcz_wino *g, const float *bias, const dcz_act *act, const float *m, size_t u0,
+                        size_t n, float *f)
+{
+    const size_t ohw = g->OH * g->OW;
+    for (size_t u = 0; u < n; u++) {
+        const size_t s = (u0 + u) / g->T, t = (u0 + u) % g->T, oy = 2 * (t / g->TW), ox = 2 * (t % g->TW);
+        const int down = oy + 1 < g->OH, across = ox + 1 < g->OW;
+        float *o = f + (s * ohw + oy * g->OW + ox) * g->K;
+        for (size_t k = 0; k < g->K; k += 16) {
+            __m512 e[16], y[2][2];
+            for (int xi = 0; xi < 16; xi++) e[xi] = _mm512_loadu_ps(m + (size_t)xi * g->ms + u * g->kp + k);
+            const __m512 b = bias ? _mm512_loadu_ps(bias + k) : _mm512_setzero_ps();
+            WINO_OUT(__m512, VADD, VSUB, e, b, y);
+            for (int a = 0; a < 2; a++)
+                for (int c = 0; c < 2; c++) y[a][c] = dcz_act__avx512(y[a][c], act);
+            _mm512_storeu_ps(o + k, y[0][0]);
+            if (across) _mm512_storeu_ps(o + g->K + k, y[0][1]);
+            if (down) {
+                _mm512_storeu_ps(o + g->OW * g->K + k, y[1][0]);
+                if (across) _mm512_storeu_ps(o + (g->OW + 1) * g->K + k, y[1][1]);
+            }
+        }
+    }
+}
+#endif
+
+void dcz_wino_conv(const dcz_wino *g, const float *u, const float *bias, const dcz_act *act, const float *x,
+                   size_t batch, int ref, float *scratch, float *y)
+{
+#if defined(__x86_64__)
+    const int vec = !ref && dcz_wino_vector();
+#else
+    const int vec = 0;
+    (void)ref;
+#endif
+    float *p = scratch, *v = p + g->v, *m = p + g->m, *f = p + g->f;
+    const size_t ohw = g->OH * g->OW;
+    memset(p, 0, g->ns * g->ps * sizeof *p);   /* P's borders */
+    for (size_t s0 = 0; s0 < batch; s0 += g->ns) {
+        const size_t ns = batch - s0 < g->ns ? batch - s0 : g->ns, tiles = ns * g->T;
+        for (size_t s = 0; s < ns; s++) image_in(g, x + (s0 + s) * g->in, p + s * g->ps);
+        for (size_t u0 = 0; u0 < tiles; u0 += DCZ_WINO_TILES) {
+            const size_t n = tiles - u0 < DCZ_WINO_TILES ? tiles - u0 : DCZ_WINO_TILES;
+#if defined(__x86_64__)
+            if (vec) in__avx512(g, p, u0, n, v);
+            else
+#endif
+                in_ref(g, p, u0, n, v);
+            for (int xi = 0; xi < 16; xi++) {   /* M_xi (n, K) = V_xi (n, C) U_xi (C, K) */
+                const float *a = v + (size_t)xi * g->vs, *b = u + (size_t)xi * g->C * g->kp;
+                float *c = m + (size_t)xi * g->ms;
+                if (vec) dcz_gemm_f32(n, g->K, (uint32_t)g->C, a, g->C, b, g->kp, NULL, NULL, c, g->kp);
+                else dcz_gemm_f32_ref(n, g->K, (uint32_t)g->C, a, g->C, b, g->kp, NULL, NULL, c, g->kp);
+            }
+#if defined(__x86_64__)
+            if (vec) out__avx512(g, bias, act, m, u0, n, f);
+            else
+#endif
+                out_ref(g, bias, act, m, u0, n, f);
+        }
+        for (size_t s = 0; s < ns; s++)
+            dcz_transpose_planes(f + s * ohw * g->K, g->K, ohw, g->K, y + (s0 + s) * g->out, ohw);
+    }
+}
+
+int dcz_wino_vector(void)
+{
+#if defined(__x86_64__)
+    return dcz_isa_supported(DCZ_ISA_AVX512);
+#else
+    return 0;
+#endif
+}
+
+int dcz_conv2d_pick_wino(const dcz_conv_geom *g)
+{
+    if (!(g->kh == 3 && g->kw == 3 && g->sh == 1 && g->sw == 1 && dcz_conv_groups(g) == 1 && g->in_c % 16 == 0 &&
+          g->out_c % 16 == 0 && g->in_c >= DCZ_WINO_MIN_C && g->out_c >= DCZ_WINO_MIN_C && g->ph <= 2 &&
+          g->pw <= 2 && g->out_h > 0 && g->out_w > 0 && dcz_wino_vector()))
+        return 0;
+    dcz_wino w;
+    dcz_wino_init(&w, g->in_c, g->out_c, g->in_h, g->in_w, g->ph, g->pw);
+    return w.scratch <= DCZ_WINO_SCRATCH_MAX;
+}
