@@ -221,7 +221,7 @@ dcz_status dcz_describe_layer(const dcz_model *m, uint32_t layer, dcz_layer_desc
                  l->res && fuse ? m->layers[layer + 1].name : "", l->act.op && fuse ? ", then " : "",
                  l->act.op && fuse ? dcz_op_get(l->act.op)->label : "");
     } else if (l->wino) {
-        k->kernel = "conv2d_wino";
+        k->kernel = "conv2d_dense_wino";
         snprintf(k->why, sizeof k->why, "dense weights, 3x3 at stride 1: Winograd's F(2x2, 3x3), 16 channels a "
                  "vector, 16 products of the transforms by gemm_f32 in %s", dcz_gemm_f32_variant());
     } else if (!l->sparse) {

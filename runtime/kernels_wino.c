@@ -40,7 +40,7 @@
  * both give the same bits); against a direct convolution each output
  * differs by the rounding of the transforms' sums, a few units of the last
  * place of the inputs' and weights' magnitudes (tests/unit/test_train.c
- * and test_conv.c bound it as they do im2col's).
+ * and test_kernels.c bound it as they do im2col's).
  */
 #include <string.h>
 

@@ -943,13 +943,15 @@ int dcz_conv2d_pick_expand(const dcz_conv_geom *g, uint64_t nnz);
 /* Rounds of 64 tiles: against 96, training a tenth of an epoch at 2
  * threads (median ratio of alternated pairs), the conv-heavy CNN 0.988 and
  * 0.989, the ResNet-style preset 0.973; 48, 144 and 192 tiles took 1.020,
- * 1.010 and 1.033 on the CNN. The runtime gives it the dense convolutions of at least DCZ_WINO_MIN_C input and output
- * channels: at one thread, alternated runs, the dense ResNet-style
- * preset's 16-channel layers took longer than on their shift form (batch
- * 1 138 -> 153 us), its 32- and 64-channel ones less (batch 1 121 -> 112
- * us, batch 64 8.42 -> 7.91 ms); the dense conv-heavy CNN (32 to 128
- * channels) batch 1 295 -> 237 us, batch 64 18.4 -> 15.2 ms. */
+ * 1.010 and 1.033 on the CNN. */
 #define DCZ_WINO_TILES 64
+/* The runtime gives it the dense convolutions of at least DCZ_WINO_MIN_C
+ * input and output channels: at one thread, alternated runs, the dense
+ * ResNet-style preset's 16-channel layers took longer than on their shift
+ * form, which also adds the residual as it stores (batch 1 138 -> 153
+ * us), its 32- and 64-channel ones less (batch 1 121 -> 112 us, batch 64
+ * 8.42 -> 7.91 ms); the dense conv-heavy CNN (32 to 128 channels) batch 1
+ * 295 -> 237 us, batch 64 18.4 -> 15.2 ms. */
 #define DCZ_WINO_MIN_C 32
 #define DCZ_WINO_SCRATCH_MAX ((uint64_t)1 << 22)
 typedef struct dcz_wino {

@@ -77,7 +77,10 @@
  * the conv-heavy CNN, whose layers but the first are such, the forward
  * pass alone 0.904, both 0.864; the ResNet-style preset (16 to 64
  * channels, strides 1 and 2) 0.984 and 0.975 with the forward pass alone,
- * 0.955 more with the input's gradient.
+ * 0.955 more with the input's gradient. Its scratch holds whole samples
+ * (a zero-bordered image and the outputs, as pixels), per thread, up to
+ * DCZ_WINO_SCRATCH_MAX floats (16 MB; larger layers keep the columns),
+ * where the columns' tiles stay within CONV_TILE_FLOATS.
  *
  * A grouped convolution (G groups) uses the same columns: group g's output
  * channels (oc / G of them) read rows g K/G .. (g + 1) K/G - 1, its input

@@ -5,8 +5,8 @@
  * The input's gradient is a convolution of the same kind (plan_of): at
  * stride 1 the adjoint of the layer's convolution reads dy padded by
  * 2 - p with the weights turned by 180 degrees and input and output
- * channels exchanged, and writes every pixel of dx (H + 2 (2 - p) - 2 = the
- * input's height when the output's is H + 2 p - 2). The weights' gradient
+ * channels exchanged, and writes every pixel of dx (OH + 2 (2 - p) - 2 = H
+ * when OH = H + 2 p - 2). The weights' gradient
  * stays with the columns (conv.c).
  *
  * The scratch: U (the weights' transform, made once a pass, which every

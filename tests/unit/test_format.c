@@ -393,6 +393,25 @@ static dcz_doc *conv_doc(void)
     return d;
 }
 
+/* (32, 6, 5) -> conv 3x3 pad 1 to 32 (dense f32: Winograd's where this
+ * CPU runs it) -> relu -> gap -> flatten -> dense (f32) -> softmax */
+static dcz_doc *wino_doc(void)
+{
+    dcz_doc *d;
+    if (dcz_doc_alloc(6, &d) != DCZ_OK) return NULL;
+    set_input(d, 32, 6, 5);
+    dcz_doc_layer *l = d->layers;
+    doc_conv_layer(&l[0], "conv", 32, 32, 3, 1, 1, DCZ_ENC_F32, 0, 0, 0);
+    fill_weights(&l[0], 1);
+    doc_plain_layer(&l[1], DCZ_OP_RELU, "relu");
+    doc_plain_layer(&l[2], DCZ_OP_GLOBAL_AVGPOOL, "gap");
+    doc_plain_layer(&l[3], DCZ_OP_FLATTEN, "flat");
+    doc_dense_layer(&l[4], "fc", 32, 3, DCZ_ENC_F32, 0, 0, 0);
+    fill_weights(&l[4], 1);
+    doc_plain_layer(&l[5], DCZ_OP_SOFTMAX, "prob");
+    return d;
+}
+
 /* (3, 9, 7) -> conv 3x3 stride 2 pad 1 (4-bit codebook, 2-bit gaps, raw:
  * fillers) -> relu -> avgpool 2 pad 1 counting the padding -> conv 3x3
  * (dense f16) -> (3, 4, 3) -> dense 36 -> 4 on the (C, H, W) input
@@ -1490,9 +1509,9 @@ static void test_dag_refused(void)
  * direct, the column form, integer kernels on a calibrated model. */
 static void test_describe_layers(void)
 {
-    dcz_doc *(*const make[])(void) = { small_doc, conv_doc, conv_doc_b, dag_doc, mobile_doc, calib_doc };
+    dcz_doc *(*const make[])(void) = { small_doc, conv_doc, conv_doc_b, dag_doc, mobile_doc, calib_doc, wino_doc };
     int seen_im2col = 0, seen_direct = 0, seen_cols = 0, seen_int = 0, seen_dense = 0, seen_fused = 0;
-    int seen_act = 0;
+    int seen_act = 0, seen_wino = 0;
     /* each document as this CPU's kernels run it and, for the sparse
      * convolutions, as the references do: which convolutions take the
      * shift form depends on the CPU's costs, the references' choice
@@ -1544,6 +1563,8 @@ static void test_describe_layers(void)
                 CHECK(strstr(ld.kernel, "integers") != NULL, "doc %zu layer %u: %s on integers", f, i, ld.kernel);
             } else if (!l->sparse) {
                 seen_dense++;
+                seen_wino += l->wino;
+                CHECK(!strstr(ld.kernel, "wino") == !l->wino, "doc %zu layer %u: %s", f, i, ld.kernel);
                 CHECK(strstr(ld.kernel, "dense") != NULL, "doc %zu layer %u: %s for dense weights", f, i, ld.kernel);
             } else if (l->op == DCZ_OP_CONV2D) {
                 seen_im2col += l->im2col;
@@ -1565,6 +1586,8 @@ static void test_describe_layers(void)
           seen_cols, seen_int, seen_dense);
     CHECK(seen_fused > 0 || !dcz_conv2d_shift_variant(), "no activation fused into a convolution");
     CHECK(seen_act > 0, "no activation fused into a weighted layer");
+    CHECK(seen_wino == (dcz_conv2d_pick_wino(&(dcz_conv_geom){ 32, 6, 5, 32, 6, 5, 3, 3, 1, 1, 1, 1, 1 }) ? 1 : 0),
+          "Winograd layers described: %d", seen_wino);
 }
 
 static void test_v1_files(void)

@@ -729,6 +729,31 @@ static dcz_doc *shift_net(void)
     return d;
 }
 
+/* (32, 10, 9) -> conv 3x3 pad 1 to 32 (dense f32) -> relu -> conv 3x3 to
+ * 48 (dense f32, no padding) -> relu -> gap -> flatten -> dense (f32) ->
+ * softmax: both convolutions by Winograd's F(2x2, 3x3) where this CPU runs
+ * it (dcz_conv2d_pick_wino), each taking the ReLU after it */
+static dcz_doc *wino_net(void)
+{
+    dcz_doc *d;
+    if (dcz_doc_alloc(8, &d) != DCZ_OK) return NULL;
+    d->input_rank = 3;
+    d->input_dims[0] = 32; d->input_dims[1] = 10; d->input_dims[2] = 9;
+    dcz_doc_layer *l = d->layers;
+    doc_conv_layer(&l[0], "conv1", 32, 32, 3, 1, 1, DCZ_ENC_F32, 0, 0, 0);
+    fill(&l[0], 15);
+    doc_plain_layer(&l[1], DCZ_OP_RELU, "relu1");
+    doc_conv_layer(&l[2], "conv2", 32, 48, 3, 1, 0, DCZ_ENC_F32, 0, 0, 0);
+    fill(&l[2], 16);
+    doc_plain_layer(&l[3], DCZ_OP_RELU, "relu2");
+    doc_plain_layer(&l[4], DCZ_OP_GLOBAL_AVGPOOL, "gap");
+    doc_plain_layer(&l[5], DCZ_OP_FLATTEN, "flat");
+    doc_dense_layer(&l[6], "fc", 48, 5, DCZ_ENC_F32, 0, 0, 0);
+    fill(&l[6], 17);
+    doc_plain_layer(&l[7], DCZ_OP_SOFTMAX, "prob");
+    return d;
+}
+
 /* (3, 24, 24) -> conv1 (codebook) -> relu1 -> conv2 (codebook) -> add
  * (conv2, relu1) -> relu -> conv3 (sparse f32) -> add (relu, conv3) -> gap
  * -> flat -> fc -> softmax: two residual blocks, the convolution's output
@@ -826,8 +851,9 @@ static void built(const char *name, dcz_doc *d, dcz_scheme want)
         CHECK(dcz_model_scheme(m) == want, "%s: scheme %d", name, (int)dcz_model_scheme(m));
         uint32_t im2col = 0;
         for (uint32_t i = 0; i < m->nlayers; i++) im2col += m->layers[i].im2col;
-        uint32_t shifted = 0;
+        uint32_t shifted = 0, wino = 0;
         for (uint32_t i = 0; i < m->nlayers; i++) shifted += m->layers[i].shifted;
+        for (uint32_t i = 0; i < m->nlayers; i++) wino += m->layers[i].wino && m->layers[i].wu;
         /* its two convolutions by im2col, or the shift form where this CPU
          * runs it faster (integer convolutions take no im2col patches but
          * the integer product's) */
@@ -837,6 +863,10 @@ static void built(const char *name, dcz_doc *d, dcz_scheme want)
         if (strstr(name, "shift"))
             CHECK(shifted == ((want == DCZ_SCHEME_NONE ? dcz_conv2d_shift_variant() : dcz_qshift_variant()) ? 3u : 0u),
                   "%s: shifted layers %u", name, shifted);
+        if (strstr(name, "wino")) {
+            const int runs = dcz_wino_vector() && dcz_gemm_f32_variant();
+            CHECK(wino == (runs ? 2u : 0u) && shifted + wino + im2col >= 2, "%s: Winograd layers %u", name, wino);
+        }
         /* an in-place op (the activations) whose input no later layer reads
          * runs over that input's place; every net here has one */
         uint32_t over = 0;
@@ -856,6 +886,7 @@ static void built(const char *name, dcz_doc *d, dcz_scheme want)
         if (strstr(name, "shift") && want == DCZ_SCHEME_NONE)
             CHECK(fused == (dcz_conv2d_shift_variant() ? 2u : 0u) || !dcz_conv2d_shift_variant(),
                   "%s: fused activations %u", name, fused);
+        if (strstr(name, "wino")) CHECK(fused == 2, "%s: fused activations %u", name, fused);
     }
     dcz_close(m);
     dcz_options o;
@@ -873,6 +904,7 @@ static void test_built_shift(void) { built("shift net", shift_net(), DCZ_SCHEME_
 static void test_built_int8_shift(void) { built("int8 shift net", int8(shift_net()), DCZ_SCHEME_INT8); }
 static void test_built_int8_im2col(void) { built("int8 im2col net", int8(im2col_net()), DCZ_SCHEME_INT8); }
 static void test_built_int8_mlp(void) { built("int8 mlp", int8(mlp()), DCZ_SCHEME_INT8); }
+static void test_built_wino(void) { built("wino net", wino_net(), DCZ_SCHEME_NONE); }
 
 /* A float ADD after a convolution on the shift form is computed in the
  * convolution's stores where this CPU's kernel adds it there (load.c):
@@ -992,6 +1024,7 @@ int main(int argc, char **argv)
     RUN(test_residual_fused);
     RUN(test_built_int8_shift);
     RUN(test_built_int8_mlp);
+    RUN(test_built_wino);
     RUN(test_threads_same_bits);
 #else
     printf("SKIP models built by the toolchain's writer: this is the runtime-only build\n");
