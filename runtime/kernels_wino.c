@@ -83,8 +83,23 @@ void dcz_wino_init(dcz_wino *g, uint32_t C, uint32_t K, uint32_t H, uint32_t W, 
     g->ms = DCZ_WINO_TILES * g->kp + 16;
     g->v = up16(g->ns * g->ps);
     g->m = g->v + 16 * g->vs;
-    g->f = g->m + 16 * g->ms + DCZ_GEMM_PAD;
+    g->f = g->m + 16 * g->ms;
     g->scratch = up16(g->f + g->ns * g->OH * g->OW * g->K);
+}
+
+void dcz_wino_init_geom(dcz_wino *p, const dcz_conv_geom *g)
+{
+    dcz_wino_init(p, g->in_c, g->out_c, g->in_h, g->in_w, g->ph, g->pw);
+}
+
+int dcz_wino_fits_geom(const dcz_conv_geom *g)
+{
+    if (!(g->kh == 3 && g->kw == 3 && g->sh == 1 && g->sw == 1 && dcz_conv_groups(g) == 1 && g->in_c % 16 == 0 &&
+          g->out_c % 16 == 0 && g->ph <= 2 && g->pw <= 2 && g->out_h > 0 && g->out_w > 0))
+        return 0;
+    dcz_wino p;
+    dcz_wino_init_geom(&p, g);
+    return p.scratch <= DCZ_WINO_SCRATCH_MAX;
 }
 
 uint64_t dcz_wino_weights_floats(const dcz_wino *g)
@@ -361,11 +376,5 @@ int dcz_wino_vector(void)
 
 int dcz_conv2d_pick_wino(const dcz_conv_geom *g)
 {
-    if (!(g->kh == 3 && g->kw == 3 && g->sh == 1 && g->sw == 1 && dcz_conv_groups(g) == 1 && g->in_c % 16 == 0 &&
-          g->out_c % 16 == 0 && g->in_c >= DCZ_WINO_MIN_C && g->out_c >= DCZ_WINO_MIN_C && g->ph <= 2 &&
-          g->pw <= 2 && g->out_h > 0 && g->out_w > 0 && dcz_wino_vector()))
-        return 0;
-    dcz_wino w;
-    dcz_wino_init(&w, g->in_c, g->out_c, g->in_h, g->in_w, g->ph, g->pw);
-    return w.scratch <= DCZ_WINO_SCRATCH_MAX;
+    return g->in_c >= DCZ_WINO_MIN_C && g->out_c >= DCZ_WINO_MIN_C && dcz_wino_vector() && dcz_wino_fits_geom(g);
 }

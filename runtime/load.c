@@ -278,7 +278,7 @@ static dcz_status load_params(const dcz_container *c, const dcz_graph_layer *g, 
      * transform (16 C K floats) beside them */
     if (!cw && g->op == DCZ_OP_CONV2D && !l->sparse && (ld->forms & FORM_WINO) && dcz_conv2d_pick_wino(&l->geom)) {
         dcz_wino p;
-        dcz_wino_init(&p, l->geom.in_c, l->geom.out_c, l->geom.in_h, l->geom.in_w, l->geom.ph, l->geom.pw);
+        dcz_wino_init_geom(&p, &l->geom);
         float *u = dcz_arena_take_line(&ld->a, dcz_wino_weights_floats(&p) * sizeof *u);
         if (u && wd) dcz_wino_weights(&p, wd, 0, u, NULL);
         l->wino = 1;
@@ -699,7 +699,7 @@ static dcz_status load_walk(const dcz_container *c, const dcz_options *o, loader
         if (shift_floats > scratch_floats) scratch_floats = shift_floats;
         if (l->wino) {
             dcz_wino p;
-            dcz_wino_init(&p, l->geom.in_c, l->geom.out_c, l->geom.in_h, l->geom.in_w, l->geom.ph, l->geom.pw);
+            dcz_wino_init_geom(&p, &l->geom);
             if (p.scratch > scratch_floats) scratch_floats = p.scratch;
         }
         /* an integer convolution's patches and channel copies (the product

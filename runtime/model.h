@@ -965,6 +965,13 @@ typedef struct dcz_wino {
     size_t v, m, f, scratch;  /* the scratch's blocks after P, and its floats */
 } dcz_wino;
 void dcz_wino_init(dcz_wino *g, uint32_t C, uint32_t K, uint32_t H, uint32_t W, uint32_t ph, uint32_t pw);
+/* The plan of convolution g (its channels, input and padding), and whether
+ * g is one the transforms run: 3x3, stride 1, one group, channels
+ * multiples of 16, padding at most 2, the scratch within
+ * DCZ_WINO_SCRATCH_MAX (on any machine: dcz_conv2d_pick_wino adds the
+ * runtime's channel floor and AVX-512). */
+void dcz_wino_init_geom(dcz_wino *p, const dcz_conv_geom *g);
+int dcz_wino_fits_geom(const dcz_conv_geom *g);
 uint64_t dcz_wino_weights_floats(const dcz_wino *g);
 void dcz_wino_weights(const dcz_wino *g, const float *w, int turned, float *u, float *tmp);
 void dcz_wino_conv(const dcz_wino *g, const float *u, const float *bias, const dcz_act *act, const float *x,

@@ -293,7 +293,7 @@ void dcz_run_conv2d(const dcz_model *m, const dcz_exec_layer *l, const float *co
     const dcz_act *act = m->fuse && l->act.op ? &l->act : NULL;
     if (l->wino) {   /* act in the output transform's registers */
         dcz_wino p;
-        dcz_wino_init(&p, l->geom.in_c, l->geom.out_c, l->geom.in_h, l->geom.in_w, l->geom.ph, l->geom.pw);
+        dcz_wino_init_geom(&p, &l->geom);
         dcz_wino_conv(&p, l->wu, l->bias, act, xs[0], batch, m->opt.force_reference, m->scratch, y);
         return;
     }

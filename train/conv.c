@@ -438,11 +438,18 @@ static size_t shared_floats(const dcz_tlayer *l)
 
 /* The scratch net->work holds: W transposed per group (shared_floats),
  * then one slot per thread. */
+/* Whether the layer's forward pass and input gradient go by Winograd's
+ * transforms (wino.c) on this machine. */
+static int wino_runs(const dcz_tlayer *l)
+{
+    return dcz_wino_fits(l) && dcz_wino_vector();
+}
+
 size_t dcz_conv_work_floats(const dcz_tlayer *l)
 {
     if (depthwise(l)) return 0;
     const size_t im2col = (size_t)dcz_train_threads() * slot_floats(l) + shared_floats(l);
-    if (!dcz_wino_fits(l) || !dcz_wino_vector()) return im2col;
+    if (!wino_runs(l)) return im2col;
     const size_t wino = dcz_wino_work_floats(l);
     return wino > im2col ? wino : im2col;
 }
@@ -819,7 +826,7 @@ void dcz_conv_forward(const dcz_tlayer *l, const float *x, float *y, int batch, 
         depthwise_forward(l, x, y, batch);
         return;
     }
-    if (dcz_wino_fits(l) && dcz_wino_vector() && dcz_wino_forward(l, x, y, batch, work, work_floats)) return;
+    if (wino_runs(l) && dcz_wino_forward(l, x, y, batch, work, work_floats)) return;
     tile_job j = { .l = l, .x = x, .y = y, .work = work, .slot = slot_floats(l),
                    .units = tiles_of(l, batch), .batch = batch };
     j.slots = slots_for(l, j.units, work_floats);
@@ -897,7 +904,7 @@ void dcz_conv_backward(dcz_tlayer *l, const float *x, const float *dy, float *dx
     }
     /* dx by Winograd's transforms where they fit: then the columns' pass
      * computes the weights' gradient alone */
-    if (dx && dcz_wino_fits(l) && dcz_wino_vector() && dcz_wino_input_grad(l, dy, dx, batch, work, work_floats))
+    if (dx && wino_runs(l) && dcz_wino_input_grad(l, dy, dx, batch, work, work_floats))
         dx = NULL;
     tile_job j = { .l = l, .x = x, .dy = dy, .dx = dx, .work = work, .slot = slot_floats(l),
                    .units = dx ? (size_t)l->in_c : col_rows(l), .batch = batch };

@@ -19,26 +19,30 @@
 #include "train/internal.h"
 
 /* The convolution the transforms run: the layer's (grad 0), or the one
- * that takes dy to dx (grad 1). */
+ * that takes dy to dx (grad 1; a padding past 2 wraps to one the rule
+ * declines). */
+static dcz_conv_geom geom_of(const dcz_tlayer *l, int grad)
+{
+    const uint32_t ic = (uint32_t)l->in_c, ih = (uint32_t)l->in_h, iw = (uint32_t)l->in_w;
+    const uint32_t oc = (uint32_t)l->out_c, oh = (uint32_t)l->out_h, ow = (uint32_t)l->out_w;
+    const dcz_conv_geom f = { ic, ih, iw, oc, oh, ow, (uint32_t)l->kh, (uint32_t)l->kw, (uint32_t)l->sh,
+                              (uint32_t)l->sw, (uint32_t)l->ph, (uint32_t)l->pw, (uint32_t)dcz_tlayer_groups(l) };
+    const dcz_conv_geom b = { oc, oh, ow, ic, ih, iw, f.kh, f.kw, f.sh, f.sw, 2 - f.ph, 2 - f.pw, f.group };
+    return grad ? b : f;
+}
+
 static dcz_wino plan_of(const dcz_tlayer *l, int grad)
 {
-    dcz_wino g;
-    if (grad)
-        dcz_wino_init(&g, (uint32_t)l->out_c, (uint32_t)l->in_c, (uint32_t)l->out_h, (uint32_t)l->out_w,
-                      (uint32_t)(2 - l->ph), (uint32_t)(2 - l->pw));
-    else
-        dcz_wino_init(&g, (uint32_t)l->in_c, (uint32_t)l->out_c, (uint32_t)l->in_h, (uint32_t)l->in_w,
-                      (uint32_t)l->ph, (uint32_t)l->pw);
-    return g;
+    const dcz_conv_geom g = geom_of(l, grad);
+    dcz_wino p;
+    dcz_wino_init_geom(&p, &g);
+    return p;
 }
 
 int dcz_wino_fits(const dcz_tlayer *l)
 {
-    if (!(l->kh == 3 && l->kw == 3 && l->sh == 1 && l->sw == 1 && dcz_tlayer_groups(l) == 1 &&
-          l->in_c % 16 == 0 && l->out_c % 16 == 0 && l->ph <= 2 && l->pw <= 2 && l->out_h > 0 && l->out_w > 0))
-        return 0;
-    const dcz_wino f = plan_of(l, 0), b = plan_of(l, 1);
-    return f.scratch <= DCZ_WINO_SCRATCH_MAX && b.scratch <= DCZ_WINO_SCRATCH_MAX;
+    const dcz_conv_geom f = geom_of(l, 0), b = geom_of(l, 1);
+    return dcz_wino_fits_geom(&f) && dcz_wino_fits_geom(&b);
 }
 
 static size_t work_floats_of(const dcz_wino *g)
