@@ -318,15 +318,24 @@ size:
 	@$(strip $(CROSS))size -t $(LIBDIR)-size/libdcz.a | \
 	  awk '/TOTALS/ { printf "libdcz.a -Os text ($(CC)): %d bytes (%.1f KiB)\n", $$1, $$1 / 1024 }'
 
+# The libFuzzer targets (clang): libdcz without its CUDA backend and the
+# toolchain, built once into objects of their own with the sanitizers, then
+# linked to each target.
 FUZZ_CC ?= clang
-fuzz: $(ONNX_GEN)
-	@mkdir -p $(BUILD)/fuzz
-	@for f in $(FUZZ_SRC); do n=$$(basename $$f .c); \
-	  echo "$(FUZZ_CC) $$f -> $(BUILD)/fuzz/$$n"; \
-	  $(FUZZ_CC) -std=c11 -g -O1 -fsanitize=fuzzer,address,undefined -D_POSIX_C_SOURCE=200809L \
-	    -Iinclude -I. -I$(BUILD)/onnx $(shell pkg-config --cflags cairo 2>/dev/null) $(MPI_CFLAGS) \
-	    -o $(BUILD)/fuzz/$$n $$f $(LIB_SRC) $(TOOL_SRC) $(ONNX_GEN) $(LDLIBS_TOOL) || exit 1; done
+FUZZ_FLAGS := -std=c11 -g -O1 -D_POSIX_C_SOURCE=200809L -Iinclude -I. -I$(BUILD)/onnx \
+              $(shell pkg-config --cflags cairo 2>/dev/null) $(MPI_CFLAGS)
+FUZZ_OBJ := $(patsubst %.c,$(BUILD)/fuzz/obj/%.o,$(filter-out runtime/gpu.c,$(LIB_SRC)) $(TOOL_SRC) $(ONNX_GEN))
+FUZZ_BIN := $(FUZZ_SRC:tests/fuzz/%.c=$(BUILD)/fuzz/%)
+fuzz: $(FUZZ_BIN)
 	@echo "run e.g.: $(BUILD)/fuzz/fuzz_dcz tests/fuzz/corpus/dcz"
+$(BUILD)/fuzz/obj/%.o: %.c | $(ONNX_GEN)
+	@mkdir -p $(dir $@)
+	@echo "$(FUZZ_CC) $<"
+	@$(FUZZ_CC) $(FUZZ_FLAGS) -fsanitize=fuzzer-no-link,address,undefined -MMD -MP -c $< -o $@
+$(FUZZ_BIN): $(BUILD)/fuzz/%: tests/fuzz/%.c $(FUZZ_OBJ)
+	@echo "$(FUZZ_CC) $< -> $@"
+	@$(FUZZ_CC) $(FUZZ_FLAGS) -fsanitize=fuzzer,address,undefined -o $@ $< $(FUZZ_OBJ) $(LDLIBS_TOOL)
+-include $(FUZZ_OBJ:.o=.d)
 
 install: all
 	install -d $(DESTDIR)$(PREFIX)/bin $(DESTDIR)$(PREFIX)/lib $(DESTDIR)$(PREFIX)/include \

@@ -4,9 +4,11 @@
  * kernels of the runtime, the dense one, every pool, strides, padding), and
  * calibrated ones (int8, fixed8, fixed16: a CALIB section, I8 and I16
  * weights), and a graph (a residual ADD, a per-channel MUL, a CONCAT, a
- * tensor read far below), so the fuzzer starts from inputs that reach deep
- * into the readers. The seeds named v1-* are files of format 1.2, written
- * by the release before graphs (this program writes the current format).
+ * tensor read far below), and a net of wide and depthwise convolutions
+ * (and its int8 twin), so the fuzzer starts from inputs that reach deep
+ * into the readers and every form the loader builds. The seeds named v1-*
+ * are files of format 1.2, written by the release before graphs (this
+ * program writes the current format).
  *   cc -Iinclude -I. tests/fuzz/gen_dcz_corpus.c lib/libdcztool.a lib/libdcz.a -lm
  */
 #include <stdio.h>
@@ -122,6 +124,32 @@ static dcz_doc *dag_net(void)
     return d;
 }
 
+/* (32, 5, 4) -> conv 3x3 pad 1, 32 -> 32 (dense f16; Winograd where the
+ * CPU has it) -> relu -> depthwise 3x3 stride 2 pad 1 (codebook, Huffman)
+ * -> relu -> conv 1x1 32 -> 16 (sparse f32) -> gap -> flatten -> dense
+ * (codebook) -> softmax: the kernels of wide and of depthwise layers */
+static dcz_doc *wide_net(void)
+{
+    dcz_doc *d;
+    if (dcz_doc_alloc(9, &d) != DCZ_OK) return NULL;
+    d->input_rank = 3;
+    d->input_dims[0] = 32; d->input_dims[1] = 5; d->input_dims[2] = 4;
+    dcz_doc_layer *l = d->layers;
+    conv(&l[0], "wide", 32, 32, 3, 1, 1, DCZ_ENC_F16, 0, 0, 0, 31);
+    doc_plain_layer(&l[1], DCZ_OP_RELU, "relu1");
+    doc_conv_layer(&l[2], "dw", 32, 32, 3, 2, 1, DCZ_ENC_CODEBOOK, 3, 3, DCZ_CODING_HUFFMAN);
+    doc_conv_groups(&l[2], 32);
+    fill(&l[2], 32);
+    doc_plain_layer(&l[3], DCZ_OP_RELU, "relu2");
+    conv(&l[4], "pw", 32, 16, 1, 1, 0, DCZ_ENC_SPARSE_F32, 3, 0, DCZ_CODING_RAW, 33);
+    doc_plain_layer(&l[5], DCZ_OP_GLOBAL_AVGPOOL, "gap");
+    doc_plain_layer(&l[6], DCZ_OP_FLATTEN, "flat");
+    dense(&l[7], "fc", 16, 3, DCZ_ENC_CODEBOOK, 2, 3, DCZ_CODING_HUFFMAN, 34);
+    doc_plain_layer(&l[8], DCZ_OP_SOFTMAX, "prob");
+    dcz_doc_add_stage(d, "stage = corpus\n");
+    return d;
+}
+
 /* Installs a table of scheme on d: input and tensor scales fixed, weight
  * scales from each row's largest |w| (powers of two for fixed point). */
 static dcz_doc *calibrated(dcz_doc *d, uint32_t scheme, int per_channel)
@@ -224,5 +252,9 @@ int main(int argc, char **argv)
     rc |= emit(argv[1], "calib_int8_dag.dcz", d);
     if (!(d = calibrated(dag_net(), DCZ_SCHEME_FIXED16, 0))) return 1;
     rc |= emit(argv[1], "calib_fixed16_dag.dcz", d);
+    if (!(d = wide_net())) return 1;
+    rc |= emit(argv[1], "wide_net.dcz", d);
+    if (!(d = calibrated(wide_net(), DCZ_SCHEME_INT8, 1))) return 1;
+    rc |= emit(argv[1], "calib_int8_wide.dcz", d);
     return rc;
 }
