@@ -334,7 +334,7 @@ $(BUILD)/fuzz/obj/%.o: %.c | $(ONNX_GEN)
 	@$(FUZZ_CC) $(FUZZ_FLAGS) -fsanitize=fuzzer-no-link,address,undefined -MMD -MP -c $< -o $@
 $(FUZZ_BIN): $(BUILD)/fuzz/%: tests/fuzz/%.c $(FUZZ_OBJ)
 	@echo "$(FUZZ_CC) $< -> $@"
-	@$(FUZZ_CC) $(FUZZ_FLAGS) -fsanitize=fuzzer,address,undefined -o $@ $< $(FUZZ_OBJ) $(LDLIBS_TOOL)
+	@$(FUZZ_CC) $(FUZZ_FLAGS) -fsanitize=fuzzer,address,undefined -o $@ $< $(FUZZ_OBJ) $(filter-out $(LDLIBS_RT),$(LDLIBS_TOOL))
 -include $(FUZZ_OBJ:.o=.d)
 
 install: all

@@ -436,8 +436,6 @@ static size_t shared_floats(const dcz_tlayer *l)
     return lines(col_rows(l) * group_out(l));
 }
 
-/* The scratch net->work holds: W transposed per group (shared_floats),
- * then one slot per thread. */
 /* Whether the layer's forward pass and input gradient go by Winograd's
  * transforms (wino.c) on this machine. */
 static int wino_runs(const dcz_tlayer *l)
@@ -445,6 +443,9 @@ static int wino_runs(const dcz_tlayer *l)
     return dcz_wino_fits(l) && dcz_wino_vector();
 }
 
+/* The scratch net->work holds: W transposed per group (shared_floats),
+ * then one slot per thread; or, where Winograd's passes run, their U and
+ * slots (dcz_wino_work_floats), whichever is larger. */
 size_t dcz_conv_work_floats(const dcz_tlayer *l)
 {
     if (depthwise(l)) return 0;

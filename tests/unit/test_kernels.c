@@ -586,7 +586,7 @@ static void test_conv_wino(void)
         float *x = malloc(nx * sizeof *x), *w = malloc(nw * sizeof *w), *bias = malloc(c[1] * sizeof *bias);
         float *ax = malloc(nx * sizeof *ax), *aw = malloc(nw * sizeof *aw), *zero = calloc(c[1], sizeof *zero);
         float *yd = malloc(ny * sizeof *yd), *mag = malloc(ny * sizeof *mag), *y = malloc(4 * ny * sizeof *y);
-        float *u = malloc(dcz_wino_weights_floats(&p) * sizeof *u), *u2 = malloc(dcz_wino_weights_floats(&p) * 4);
+        float *u = malloc(dcz_wino_weights_floats(&p) * sizeof *u), *u2 = malloc(dcz_wino_weights_floats(&p) * sizeof *u);
         float *tmp = malloc(16 * (size_t)c[1] * sizeof *tmp), *scratch = malloc(p.scratch * sizeof *scratch);
         for (size_t i = 0; i < nx; i++) ax[i] = fabsf(x[i] = nonzero());
         for (size_t i = 0; i < nw; i++) aw[i] = fabsf(w[i] = nonzero());

@@ -1227,8 +1227,8 @@ static void test_gradcheck_conv(void)
 }
 
 /* Winograd's passes inside a network (16 channels, 3x3 at stride 1,
- * padding 1 then 0): the second layer's input gradient reaches the first's
- * weights. */
+ * paddings 1, 0 and 2): the later layers' input gradients reach the
+ * first's weights. */
 static void test_gradcheck_winograd(void)
 {
     dcz_tlayer a[] = { CONV(16, 3, 3, 1, 1), SIMPLE(DCZ_OP_RELU), CONV(16, 3, 3, 1, 0), SIMPLE(DCZ_OP_RELU),
