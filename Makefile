@@ -286,7 +286,7 @@ demo: deps
 
 bench: deps
 	@$(MAKE) --no-print-directory bin/dcz $(BENCH_BIN)
-	@for b in $(filter-out $(BUILD)/bench/bench_train,$(BENCH_BIN)); do $$b || exit 1; done
+	@for b in $(filter-out $(BUILD)/bench/bench_train $(BUILD)/bench/outbits,$(BENCH_BIN)); do $$b || exit 1; done
 	@$(BUILD)/bench/bench_spmv all 2
 	@bash bench/train_epoch.sh
 	@bash bench/scaling.sh
