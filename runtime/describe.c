@@ -1,45 +1,15 @@
 /* describe.c: which kernel libdcz runs each layer with, and why (tool.h),
- * read from the forms the loader built, for dcz info; and the CUDA
- * backend's choice of kernel (gpu.h: dcz_gpu_pick), which gpu.c follows
- * and dcz info tells on any machine.
+ * for dcz info: the plan's kernel (plan.h) and the CUDA backend's, both
+ * decided at load, named with the reason for them and the figures of the
+ * forms the loader built. It decides nothing.
+ *
+ * Checked by tests/unit/test_format.c and tests/cli/conv.sh.
  */
 #include <stdio.h>
 #include <string.h>
 
 #include "runtime/gpu.h"
 #include "runtime/model.h"
-
-/* Real entries of s (its entries less the fillers). */
-static uint64_t real_entries(const dcz_sparse *s)
-{
-    uint64_t n = 0;
-    for (uint32_t e = 0; e < s->entries; e++) n += s->step[e] != DCZ_STEP_FILLER;
-    return n;
-}
-
-dcz_gpu_kernel dcz_gpu_pick(const dcz_exec_layer *l)
-{
-    const dcz_op_info *o = dcz_op_get(l->op);
-    if (!o || !o->weighted) return DCZ_GK_ELEMENT;
-    const int grouped = l->op == DCZ_OP_CONV2D && dcz_conv_groups(&l->geom) > 1;
-    const int direct = grouped || l->geom.out_h * l->geom.out_w >= DCZ_GPU_DIRECT_MIN_PLANE;
-    if (l->q) return l->op != DCZ_OP_CONV2D ? DCZ_GK_QFC : direct ? DCZ_GK_QCONV_DIRECT : DCZ_GK_QCONV_IM2COL;
-    if (l->op == DCZ_OP_CONV2D) {
-        if (!l->sparse) return grouped ? DCZ_GK_CONV_DENSE_DIRECT : DCZ_GK_CONV_DENSE;
-        return direct ? DCZ_GK_CONV_DIRECT : DCZ_GK_CONV_IM2COL;
-    }
-    if (!l->sparse) return DCZ_GK_DENSE_FC;
-    const double cells = (double)l->sp.rows * l->sp.cols;
-    return cells > 0 && (double)real_entries(&l->sp) >= DCZ_GPU_DENSE_DENSITY * cells ? DCZ_GK_SPARSE_FC_WIDE
-                                                                                     : DCZ_GK_SPARSE_FC;
-}
-
-int dcz_gpu_by_patches(const dcz_exec_layer *l, dcz_gpu_kernel k, size_t batch)
-{
-    if (k == DCZ_GK_CONV_DENSE || k == DCZ_GK_CONV_IM2COL || k == DCZ_GK_QCONV_IM2COL) return 1;
-    if ((k != DCZ_GK_CONV_DIRECT && k != DCZ_GK_QCONV_DIRECT) || dcz_conv_groups(&l->geom) > 1) return 0;
-    return (double)batch * l->geom.out_c * l->geom.out_h * l->geom.out_w < DCZ_GPU_DIRECT_MIN_OUTPUTS;
-}
 
 /* The GPU kernel of layer l of m and why, in a few words. */
 static void gpu_why(const dcz_model *m, const dcz_exec_layer *l, dcz_layer_desc *k)
@@ -63,7 +33,7 @@ static void gpu_why(const dcz_model *m, const dcz_exec_layer *l, dcz_layer_desc 
         snprintf(k->gpu_why, sizeof k->gpu_why, "16-bit fixed point: 64-bit sums, CPU only");
         return;
     }
-    const dcz_gpu_kernel g = dcz_gpu_pick(l);
+    const dcz_gpu_kernel g = (dcz_gpu_kernel)l->gpu_kernel;
     k->gpu_kernel = kinds[g].name ? kinds[g].name : k->kernel;
     /* a grouped convolution runs direct whatever its planes */
     const int grouped = l->op == DCZ_OP_CONV2D && dcz_conv_groups(&l->geom) > 1;
@@ -114,12 +84,11 @@ dcz_status dcz_describe_layer(const dcz_model *m, uint32_t layer, dcz_layer_desc
     if (!m || !k || layer >= m->nlayers) return DCZ_ERR_ARG;
     const dcz_exec_layer *l = &m->layers[layer];
     const dcz_op_info *o = dcz_op_get(l->op);
-    const int conv = l->op == DCZ_OP_CONV2D;
     k->op = l->op;
     k->weighted = o && o->weighted;
     k->width = l->out;
     k->why[0] = '\0';
-    k->kernel = o ? o->label : "?";
+    k->kernel = dcz_kernel_name((dcz_kernel)l->kernel);
     k->seg_first = m->tensors[layer + 1].seg_first;
     k->chunk = m->tensors[k->seg_first + 1].chunk;
     gpu_why(m, l, k);
@@ -132,135 +101,150 @@ dcz_status dcz_describe_layer(const dcz_model *m, uint32_t layer, dcz_layer_desc
                  pool ? "a copy here; runs with taps pool here" : "runs with taps apply it here");
     }
     if (!k->weighted) return DCZ_OK;
-    const char *cisa = m->opt.force_reference ? NULL : dcz_conv2d_variant();   /* convolution rows */
-    /* "rows" or "plane": a depthwise kernel runs the shift form */
-    const char *dw = l->shifted && !l->q && !m->opt.force_reference ? dcz_conv2d_shift_depthwise(&l->geom, &l->shift)
-                                                                      : NULL;
-    if (l->q) {
-        const char *scheme = m->scheme == DCZ_SCHEME_INT8 ? "calibrated int8" : "calibrated fixed point";
-        if (conv && l->shifted && !m->opt.force_reference && dcz_qshift_depthwise(&l->qshift)) {
-            k->kernel = "qconv2d_depthwise (integers)";
-            snprintf(k->why, sizeof k->why, "%s: each channel's padded plane as bytes, 16 outputs a vector gathering "
-                     "the four inputs of each window row's quad of weights by byte permutes (vpermt2b) of a "
-                     "128-byte window, vpdpbusd 32-bit sums, requantized in registers (avx512 vbmi vnni)", scheme);
-        } else if (conv && l->shifted && !m->opt.force_reference && l->qshift.amx_pick) {
-            /* by the form of the tiles (DCZ_QAMX_TAPS, _ROWS, _COPIES, _COLUMNS) */
-            static const char *const amx_at[4] = { "tap", "window row of a quad", "window row", "column quad" };
-            static const char *const amx_of[4] = { "16 output cells' inputs",
-                                                   "its taps' inputs of 16 output cells",
-                                                   "16 cells' inputs at up to 16 taps and quads (planes copied)",
-                                                   "its window rows' inputs of 16 output cells" };
-            k->kernel = "qconv2d_amx (integers)";
-            snprintf(k->why, sizeof k->why, "%s: 8-bit activations of four %s per 32-bit cell of the "
-                     "padded input split by stride phase; at each %s, tiles of 16 channels' weights times tiles "
-                     "of %s by AMX tdpbsud, 32-bit sums (the dense tiles cost less than the quad taps here)%s",
-                     scheme, l->qshift.amx_run == DCZ_QAMX_COLUMNS ? "columns of the input" : "input channels",
-                     amx_at[l->qshift.amx_run], amx_of[l->qshift.amx_run],
-                     l->qpool ? ", then the 2x2 max pool after it on the sums" : "");
-        } else if (conv && l->shifted) {
-            k->kernel = "qconv2d_shift (integers)";
-            snprintf(k->why, sizeof k->why, "%s: 8-bit activations of four input channels per 32-bit cell of the "
-                     "padded input split by stride phase, shifted by each quad of weights, vpdpbusd 32-bit sums "
-                     "(%s)%s", scheme, dcz_qshift_variant() ? dcz_qshift_variant() : "?",
-                     l->qpool ? ", then the 2x2 max pool after it on the sums" : "");
-        } else if (conv && l->qw2) {
-            const char *qisa = dcz_qgemm_variant();
-            k->kernel = "qconv2d_gemm (integers)";
-            snprintf(k->why, sizeof k->why, "%s: weights expanded to int16 pairs at load, times the patches by "
-                     "qgemm in %s (pair products, 32-bit sums)", scheme, qisa ? qisa : "?");
-        } else if (conv && m->qmax == 127 && !m->opt.force_reference && dcz_qconv2d_depthwise_runs(&l->geom)) {
-            k->kernel = "qconv2d_depthwise (integers)";
-            snprintf(k->why, sizeof k->why, "%s: each channel's stored weights scale its input plane shifted, "
-                     "32-bit sums in registers, avx2 vectors of 8 outputs", scheme);
-        } else if (conv) {
-            k->kernel = "qconv2d_sparse (integers)";
-            snprintf(k->why, sizeof k->why, "%s: each stored integer weight scales a shifted input plane, "
-                     "64-bit sums, %s rows", scheme, cisa ? cisa : "scalar");
-        } else if (m->qmax == 127 && !m->opt.force_reference && l->qs.lslices && dcz_qlanes_variant(&l->qs)) {
-            uint64_t real = 0;
-            for (uint32_t r = 0; r < l->qs.rows; r++)
-                for (uint32_t e = l->qs.row_ptr[r]; e < l->qs.row_ptr[r + 1]; e++) real += l->qs.step[e] != DCZ_STEP_FILLER;
-            const uint32_t steps = dcz_qlanes_steps(&l->qs);
-            k->kernel = "qspmm8_lanes (integers)";
-            const int quads = l->qs.lform != DCZ_QLANE_PAIRS, lanes = (int)DCZ_QLANE_ROWS(l->qs.lform);
-            const unsigned width = dcz_qlanes_window_width(&l->qs);
-            snprintf(k->why, sizeof k->why, "%s: 8-bit weights and activations, %d rows in the lanes of a vector "
-                     "(%s), %s of each a step from a %u-column window, %s multiply-adds, 32-bit sums; "
-                     "%u steps, %.0f%% of the slots filled", scheme, lanes, dcz_qlanes_variant(&l->qs),
-                     quads ? "four entries" : "two entries", width, quads ? "byte quad" : "pair", steps,
-                     steps ? 100.0 * (double)real / ((quads ? 4.0 : 2.0) * lanes * steps) : 0.0);
-        } else if (m->qmax == 127 && !m->opt.force_reference) {
-            const char *isa = dcz_qspmm8_variant();
-            k->kernel = "qspmm8 (integers)";
-            snprintf(k->why, sizeof k->why, "%s: 8-bit weights and activations, 32-bit sums; batches of half a tile or more "
-                     "%s%s", scheme, isa ? "in " : "by scalar rows", isa ? isa : "");
-        } else {
-            k->kernel = "qspmm (integers)";
-            snprintf(k->why, sizeof k->why, "%s: integer multiply, add and shift only, 64-bit sums", scheme);
-        }
-    } else if (dw && dw[0] == 'l') {
-        k->kernel = "conv2d_depthwise";
+    const dcz_kernel kern = (dcz_kernel)l->kernel;
+    k->kernel = dcz_kernel_name(kern);
+    const char *cisa = dcz_conv2d_variant();   /* the rows of the direct convolutions */
+    const char *gisa = dcz_gemm_f32_variant();
+    const char *scheme = m->scheme == DCZ_SCHEME_INT8 ? "calibrated int8" : "calibrated fixed point";
+    const char *weights = l->sparse ? "sparse weights" : "dense weights";
+    const char *act = l->act.op ? dcz_op_get(l->act.op)->label : "";
+    /* the amx tiles' forms (DCZ_QAMX_TAPS, _ROWS, _COPIES, _COLUMNS) */
+    static const char *const amx_at[4] = { "tap", "window row of a quad", "window row", "column quad" };
+    static const char *const amx_of[4] = { "16 output cells' inputs", "its taps' inputs of 16 output cells",
+                                           "16 cells' inputs at up to 16 taps and quads (planes copied)",
+                                           "its window rows' inputs of 16 output cells" };
+    switch (kern) {
+    case DCZ_K_QCONV_SHIFT_DEPTHWISE:
+        snprintf(k->why, sizeof k->why, "%s: each channel's padded plane as bytes, 16 outputs a vector gathering "
+                 "the four inputs of each window row's quad of weights by byte permutes (vpermt2b) of a "
+                 "128-byte window, vpdpbusd 32-bit sums, requantized in registers (avx512 vbmi vnni)", scheme);
+        break;
+    case DCZ_K_QCONV_AMX:
+        snprintf(k->why, sizeof k->why, "%s: 8-bit activations of four %s per 32-bit cell of the "
+                 "padded input split by stride phase; at each %s, tiles of 16 channels' weights times tiles "
+                 "of %s by AMX tdpbsud, 32-bit sums (the dense tiles cost less than the quad taps here)%s",
+                 scheme, l->qshift.amx_run == DCZ_QAMX_COLUMNS ? "columns of the input" : "input channels",
+                 amx_at[l->qshift.amx_run], amx_of[l->qshift.amx_run],
+                 l->qpool ? ", then the 2x2 max pool after it on the sums" : "");
+        break;
+    case DCZ_K_QCONV_SHIFT:
+        snprintf(k->why, sizeof k->why, "%s: 8-bit activations of four input channels per 32-bit cell of the "
+                 "padded input split by stride phase, shifted by each quad of weights, vpdpbusd 32-bit sums "
+                 "(%s)%s", scheme, dcz_qshift_variant() ? dcz_qshift_variant() : "?",
+                 l->qpool ? ", then the 2x2 max pool after it on the sums" : "");
+        break;
+    case DCZ_K_QCONV_GEMM:
+        snprintf(k->why, sizeof k->why, "%s: weights expanded to int16 pairs at load, times the patches by "
+                 "qgemm in %s (pair products, 32-bit sums)", scheme, dcz_qgemm_variant() ? dcz_qgemm_variant() : "?");
+        break;
+    case DCZ_K_QCONV_DEPTHWISE:
+        snprintf(k->why, sizeof k->why, "%s: each channel's stored weights scale its input plane shifted, "
+                 "32-bit sums in registers, avx2 vectors of 8 outputs", scheme);
+        break;
+    case DCZ_K_QCONV_TAPS:
+    case DCZ_K_QCONV_TAPS_REF:
+        snprintf(k->why, sizeof k->why, "%s: each stored integer weight scales a shifted input plane, "
+                 "64-bit sums, %s rows", scheme, kern == DCZ_K_QCONV_TAPS && cisa ? cisa : "scalar");
+        break;
+    case DCZ_K_QFC8_LANES: {
+        uint64_t real = 0;
+        for (uint32_t r = 0; r < l->qs.rows; r++)
+            for (uint32_t e = l->qs.row_ptr[r]; e < l->qs.row_ptr[r + 1]; e++) real += l->qs.step[e] != DCZ_STEP_FILLER;
+        const uint32_t steps = dcz_qlanes_steps(&l->qs);
+        const int quads = l->qs.lform != DCZ_QLANE_PAIRS, lanes = (int)DCZ_QLANE_ROWS(l->qs.lform);
+        const unsigned width = dcz_qlanes_window_width(&l->qs);
+        snprintf(k->why, sizeof k->why, "%s: 8-bit weights and activations, %d rows in the lanes of a vector "
+                 "(%s), %s of each a step from a %u-column window, %s multiply-adds, 32-bit sums; "
+                 "%u steps, %.0f%% of the slots filled", scheme, lanes, dcz_qlanes_variant(&l->qs),
+                 quads ? "four entries" : "two entries", width, quads ? "byte quad" : "pair", steps,
+                 steps ? 100.0 * (double)real / ((quads ? 4.0 : 2.0) * lanes * steps) : 0.0);
+        break;
+    }
+    case DCZ_K_QFC8: {
+        const char *isa = dcz_qspmm8_variant();
+        snprintf(k->why, sizeof k->why, "%s: 8-bit weights and activations, 32-bit sums; batches of half a tile or "
+                 "more %s%s", scheme, isa ? "in " : "by scalar rows", isa ? isa : "");
+        break;
+    }
+    case DCZ_K_QFC:
+    case DCZ_K_QFC_REF:
+        snprintf(k->why, sizeof k->why, "%s: integer multiply, add and shift only, 64-bit sums", scheme);
+        break;
+    case DCZ_K_CONV_DEPTHWISE_LANES:
         snprintf(k->why, sizeof k->why, "%s, one channel a group: 8 channels in the lanes of a vector, the input "
-                 "and output planes transposed into cells of them, a multiply-add a tap, avx2%s%s",
-                 l->sparse ? "sparse weights" : "dense weights", l->act.op ? ", then " : "",
-                 l->act.op ? dcz_op_get(l->act.op)->label : "");
-    } else if (dw) {
-        k->kernel = "conv2d_depthwise";
+                 "and output planes transposed into cells of them, a multiply-add a tap, avx2%s%s", weights,
+                 l->act.op ? ", then " : "", act);
+        break;
+    case DCZ_K_CONV_DEPTHWISE_PLANE:
+    case DCZ_K_CONV_DEPTHWISE_ROWS:
         snprintf(k->why, sizeof k->why, "%s, one channel a group: %s the sum of its taps over the input, "
-                 "masked at the edges, %s%s%s", l->sparse ? "sparse weights" : "dense weights",
-                 dw[0] == 'p' ? "each output plane held in registers," : "each output row, 4 to 8 at a time,",
-                 dcz_conv2d_shift_variant(), l->act.op ? ", then " : "", l->act.op ? dcz_op_get(l->act.op)->label : "");
-    } else if (l->shifted) {
+                 "masked at the edges, %s%s%s", weights,
+                 kern == DCZ_K_CONV_DEPTHWISE_PLANE ? "each output plane held in registers,"
+                                                    : "each output row, 4 to 8 at a time,",
+                 dcz_conv2d_shift_variant(), l->act.op ? ", then " : "", act);
+        break;
+    case DCZ_K_CONV_SHIFT: {
         const char *sisa = dcz_conv2d_shift_variant();
-        k->kernel = "conv2d_shift";
-        const int fuse = !m->opt.force_reference;
         snprintf(k->why, sizeof k->why, "%s: each output plane the sum of the padded input, split by stride "
-                 "phase, shifted by each weight, %u output channel%s a block, %s%s%s%s%s",
-                 l->sparse ? "sparse weights" : "dense weights", l->shift.ob, l->shift.ob > 1 ? "s" : "",
-                 sisa ? sisa : "scalar", l->res && fuse ? ", then the add of " : "",
-                 l->res && fuse ? m->layers[layer + 1].name : "", l->act.op && fuse ? ", then " : "",
-                 l->act.op && fuse ? dcz_op_get(l->act.op)->label : "");
-    } else if (l->wino) {
-        k->kernel = "conv2d_dense_wino";
+                 "phase, shifted by each weight, %u output channel%s a block, %s%s%s%s%s", weights, l->shift.ob,
+                 l->shift.ob > 1 ? "s" : "", sisa ? sisa : "scalar", l->res ? ", then the add of " : "",
+                 l->res ? m->layers[layer + 1].name : "", l->act.op ? ", then " : "", act);
+        break;
+    }
+    case DCZ_K_CONV_WINO:
         snprintf(k->why, sizeof k->why, "dense weights, 3x3 at stride 1: Winograd's F(2x2, 3x3), 16 channels a "
-                 "vector, 16 products of the transforms by gemm_f32 in %s", dcz_gemm_f32_variant());
-    } else if (!l->sparse) {
-        const char *isa = m->opt.force_reference ? NULL : dcz_dense_f32_variant();
-        k->kernel = conv ? l->im2col ? "conv2d_dense_im2col" : "conv2d_dense"
-                  : l->wt ? "dense_gemm_f32" : isa ? "dense_f32" : "dense_f32_ref";
-        const char *gisa = m->opt.force_reference ? NULL : dcz_gemm_f32_variant();
-        if (conv && l->im2col)
-            snprintf(k->why, sizeof k->why, "dense weights: the weights times the patches by gemm_f32%s%s",
-                     gisa ? " in " : "_ref", gisa ? gisa : "");
-        else if (conv)
-            snprintf(k->why, sizeof k->why, "dense weights, grouped or patches past the scratch cap: direct "
-                     "convolution, %s rows",
-                     cisa ? cisa : "scalar");
-        else if (l->wt)
-            snprintf(k->why, sizeof k->why, "dense weights, transposed at load: the samples times them by gemm_f32 "
-                     "in %s", gisa ? gisa : "?");
-        else if (!isa) snprintf(k->why, sizeof k->why, "dense weights: the scalar reference");
-        else snprintf(k->why, sizeof k->why, "dense weights: %s, each row's dot product over the vector lanes, four rows "
-                      "per pass over a sample", isa);
-    } else if (conv && l->expanded) {
-        const char *gisa = dcz_gemm_f32_variant();
-        k->kernel = "conv2d_dense_im2col";
+                 "vector, 16 products of the transforms by gemm_f32 in %s", gisa);
+        break;
+    case DCZ_K_CONV_GEMM:
+    case DCZ_K_CONV_GEMM_REF:
+        snprintf(k->why, sizeof k->why, "dense weights: the weights times the patches by gemm_f32%s%s",
+                 kern == DCZ_K_CONV_GEMM && gisa ? " in " : "_ref", kern == DCZ_K_CONV_GEMM && gisa ? gisa : "");
+        break;
+    case DCZ_K_CONV_EXPANDED:
         snprintf(k->why, sizeof k->why, "sparse weights at %g%%+ density, expanded at load: the weights times the "
                  "patches by gemm_f32 in %s", DCZ_CONV_DENSE_MIN_DENSITY * 100, gisa ? gisa : "?");
-    } else if (conv) {
-        k->kernel = l->im2col ? "conv2d_sparse_im2col" : "conv2d_sparse_direct";
-        if (l->im2col)
-            snprintf(k->why, sizeof k->why, "output rows shorter than 8: im2col patches times the compressed rows");
-        else
-            snprintf(k->why, sizeof k->why, "each stored weight scales a shifted input plane into its output plane, "
-                     "%s rows", cisa ? cisa : "scalar");
-    } else {
-        k->kernel = l->sp.idx ? "spmv / spmm (codebook)" : "spmv_csc / spmm (fp32 values)";
-        sparse_dense_why(&l->sp, k);
+        break;
+    case DCZ_K_CONV_DIRECT:
+    case DCZ_K_CONV_DIRECT_REF:
+        snprintf(k->why, sizeof k->why, "dense weights, grouped or patches past the scratch cap: direct "
+                 "convolution, %s rows", kern == DCZ_K_CONV_DIRECT && cisa ? cisa : "scalar");
+        break;
+    case DCZ_K_CONV_SPARSE_IM2COL:
+    case DCZ_K_CONV_SPARSE_IM2COL_REF:
+        snprintf(k->why, sizeof k->why, "output rows shorter than 8: im2col patches times the compressed rows");
+        break;
+    case DCZ_K_CONV_SPARSE_DIRECT:
+    case DCZ_K_CONV_SPARSE_DIRECT_REF:
+        snprintf(k->why, sizeof k->why, "each stored weight scales a shifted input plane into its output plane, "
+                 "%s rows", kern == DCZ_K_CONV_SPARSE_DIRECT && cisa ? cisa : "scalar");
+        break;
+    case DCZ_K_FC_GEMM:
+        snprintf(k->why, sizeof k->why, "dense weights, transposed at load: the samples times them by gemm_f32 "
+                 "in %s", gisa ? gisa : "?");
+        break;
+    case DCZ_K_FC_ROWS: {
+        const char *isa = dcz_dense_f32_variant();
+        if (!isa) snprintf(k->why, sizeof k->why, "dense weights: the scalar reference");
+        else snprintf(k->why, sizeof k->why, "dense weights: %s, each row's dot product over the vector lanes, four "
+                      "rows per pass over a sample", isa);
+        break;
     }
-    if ((l->op == DCZ_OP_DENSE || (conv && !l->shifted)) && l->act.op && !m->opt.force_reference) {
+    case DCZ_K_FC_REF:
+        snprintf(k->why, sizeof k->why, "dense weights: the scalar reference");
+        break;
+    case DCZ_K_FC_SPARSE_REF:
+        snprintf(k->why, sizeof k->why, "compressed (libdcz runs every sparse layer compressed): the scalar "
+                 "references, row by row");
+        break;
+    default:   /* DCZ_K_FC_CODEBOOK, DCZ_K_FC_SPARSE */
+        sparse_dense_why(&l->sp, k);
+        break;
+    }
+    /* the activation the kernels apply as they write (the shift forms say
+     * it in their own words) */
+    if (!dcz_kernel_shifts(kern) && !l->q && l->act.op && !m->opt.force_reference) {
         const size_t used = strlen(k->why);
-        snprintf(k->why + used, sizeof k->why - used, "; then %s", dcz_op_get(l->act.op)->label);
+        snprintf(k->why + used, sizeof k->why - used, "; then %s", act);
     }
     return DCZ_OK;
 }

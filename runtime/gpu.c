@@ -176,6 +176,16 @@ static dcz_status upload_i8(dcz_gpu *g, const int16_t *h, size_t n, const int8_t
     return s;
 }
 
+/* The kernels of the operators on the device, float and integer (the
+ * table at the end of this file; NULL where the op has none). */
+typedef dcz_status (*gpu_fn)(const dcz_model *m, uint32_t index, const float *const *xs, size_t batch, float *y);
+typedef dcz_status (*gpu_qfn)(const dcz_model *m, uint32_t index, const void *const *xs, size_t batch, void *y);
+typedef struct gpu_op_kernels {
+    gpu_fn run;
+    gpu_qfn run_q;
+} gpu_op_kernels;
+static gpu_op_kernels gpu_op(uint16_t op);
+
 /* Integer layer i of m (the 8-bit schemes) on the device: a weighted
  * layer's int8 weights, int32 biases and its requantization (or, the
  * region's last, its float scales); an activation's table. */
@@ -183,8 +193,8 @@ static dcz_status upload_qlayer(dcz_gpu *g, const dcz_model *m, uint32_t i)
 {
     const dcz_exec_layer *l = &m->layers[i];
     gpu_layer *gl = &g->layers[i];
-    gl->kernel = dcz_gpu_pick(l);
-    if (!dcz_op_get(l->op)->run_gpu_q) return DCZ_ERR_UNSUPPORTED;
+    gl->kernel = (dcz_gpu_kernel)l->gpu_kernel;
+    if (!gpu_op(l->op).run_q) return DCZ_ERR_UNSUPPORTED;
     if (l->table) return upload_i8(g, l->table, 2 * (size_t)m->qmax + 1, &gl->table);
     if (l->op == DCZ_OP_GLOBAL_AVGPOOL && 127.0 * l->geom.in_h * l->geom.in_w >= 0x1p31)
         return DCZ_ERR_UNSUPPORTED;   /* a plane's sum would not fit the int32 dcz_gk_qmean requantizes */
@@ -229,7 +239,7 @@ static dcz_status upload_layer(dcz_gpu *g, const dcz_model *m, uint32_t i)
 {
     const dcz_exec_layer *l = &m->layers[i];
     gpu_layer *gl = &g->layers[i];
-    gl->kernel = dcz_gpu_pick(l);
+    gl->kernel = (dcz_gpu_kernel)l->gpu_kernel;
     if (gl->kernel == DCZ_GK_ELEMENT) return DCZ_OK;
     const uint32_t rows = l->op == DCZ_OP_CONV2D ? l->geom.out_c : l->out;
     const void *p;
@@ -352,19 +362,19 @@ static dcz_status enqueue_layers(const dcz_model *m, size_t batch)
 {
     for (uint32_t i = 0; i < m->nlayers; i++) {
         const dcz_exec_layer *l = &m->layers[i];
-        const dcz_op_info *o = dcz_op_get(l->op);
+        const gpu_op_kernels o = gpu_op(l->op);
         const void *xs[DCZ_MAX_INPUTS];
         for (uint32_t k = 0; k < l->nin; k++) xs[k] = device_tensor(m, l->tin[k], batch);
         float *y = device_tensor(m, i + 1, batch);
         if (!l->q) {
-            TRY(o->run_gpu(m, i, (const float *const *)xs, batch, y));
+            TRY(o.run(m, i, (const float *const *)xs, batch, y));
             continue;
         }
         if (i == m->q_first)
             TRY(dcz_quantize__cuda(xs[0], batch * l->in, l->in_scale, m->qmax, m->gpu->qin, m->gpu->stream));
         for (uint32_t k = 0; k < l->nin; k++)
             if (l->tin[k] == m->q_in) xs[k] = m->gpu->qin;
-        TRY(o->run_gpu_q(m, i, xs, batch, y));
+        TRY(o.run_q(m, i, xs, batch, y));
     }
     return DCZ_OK;
 }
@@ -433,7 +443,7 @@ static dcz_gplace fc_place(uint32_t rows)
     return p;
 }
 
-dcz_status dcz_gpu_run_dense(const dcz_model *m, uint32_t index, const float *const *xs, size_t batch,
+static dcz_status dcz_gpu_run_dense(const dcz_model *m, uint32_t index, const float *const *xs, size_t batch,
                              float *y)
 {
     const dcz_exec_layer *l = &m->layers[index];
@@ -446,7 +456,7 @@ dcz_status dcz_gpu_run_dense(const dcz_model *m, uint32_t index, const float *co
     return dense_product(m, gl->w, l->in, l->out, xs[0], batch, y);
 }
 
-dcz_status dcz_gpu_run_conv2d(const dcz_model *m, uint32_t index, const float *const *xs, size_t batch,
+static dcz_status dcz_gpu_run_conv2d(const dcz_model *m, uint32_t index, const float *const *xs, size_t batch,
                               float *y)
 {
     const dcz_exec_layer *l = &m->layers[index];
@@ -474,53 +484,53 @@ dcz_status dcz_gpu_run_conv2d(const dcz_model *m, uint32_t index, const float *c
     return dcz_spmm__cuda(&gl->sp, gl->bias, col, batch * pixels, y, place, st);
 }
 
-dcz_status dcz_gpu_run_pool(const dcz_model *m, uint32_t index, const float *const *xs, size_t batch, float *y)
+static dcz_status dcz_gpu_run_pool(const dcz_model *m, uint32_t index, const float *const *xs, size_t batch, float *y)
 {
     const dcz_exec_layer *l = &m->layers[index];
     return dcz_pool__cuda(&l->geom, l->op == DCZ_OP_AVGPOOL, l->count_include_pad, xs[0], batch, y,
                           m->gpu->stream);
 }
 
-dcz_status dcz_gpu_run_global_avgpool(const dcz_model *m, uint32_t index, const float *const *xs, size_t batch,
+static dcz_status dcz_gpu_run_global_avgpool(const dcz_model *m, uint32_t index, const float *const *xs, size_t batch,
                                       float *y)
 {
     const dcz_exec_layer *l = &m->layers[index];
     return dcz_global_avgpool__cuda(l->geom.in_c, l->geom.in_h * l->geom.in_w, xs[0], batch, y, m->gpu->stream);
 }
 
-dcz_status dcz_gpu_run_copy(const dcz_model *m, uint32_t index, const float *const *xs, size_t batch, float *y)
+static dcz_status dcz_gpu_run_copy(const dcz_model *m, uint32_t index, const float *const *xs, size_t batch, float *y)
 {
     if (y == xs[0]) return DCZ_OK;
     return cu(cudaMemcpyAsync(y, xs[0], batch * m->layers[index].in * sizeof(float), cudaMemcpyDeviceToDevice,
                               m->gpu->stream));
 }
 
-dcz_status dcz_gpu_run_activation(const dcz_model *m, uint32_t index, const float *const *xs, size_t batch,
+static dcz_status dcz_gpu_run_activation(const dcz_model *m, uint32_t index, const float *const *xs, size_t batch,
                                   float *y)
 {
     const dcz_exec_layer *l = &m->layers[index];
     return dcz_activation__cuda(l->op, l->param, xs[0], batch * l->in, y, m->gpu->stream);
 }
 
-dcz_status dcz_gpu_run_softmax(const dcz_model *m, uint32_t index, const float *const *xs, size_t batch,
+static dcz_status dcz_gpu_run_softmax(const dcz_model *m, uint32_t index, const float *const *xs, size_t batch,
                                float *y)
 {
     return dcz_softmax__cuda(xs[0], batch, m->layers[index].in, y, m->gpu->stream);
 }
 
-dcz_status dcz_gpu_run_add(const dcz_model *m, uint32_t index, const float *const *xs, size_t batch, float *y)
+static dcz_status dcz_gpu_run_add(const dcz_model *m, uint32_t index, const float *const *xs, size_t batch, float *y)
 {
     return dcz_add__cuda(xs[0], xs[1], batch * m->layers[index].in, y, m->gpu->stream);
 }
 
-dcz_status dcz_gpu_run_mul(const dcz_model *m, uint32_t index, const float *const *xs, size_t batch, float *y)
+static dcz_status dcz_gpu_run_mul(const dcz_model *m, uint32_t index, const float *const *xs, size_t batch, float *y)
 {
     const dcz_exec_layer *l = &m->layers[index];
     const uint32_t factors = m->tensors[l->tin[1]].width;
     return dcz_mul__cuda(xs[0], xs[1], batch, factors, l->in / factors, y, m->gpu->stream);
 }
 
-dcz_status dcz_gpu_run_concat(const dcz_model *m, uint32_t index, const float *const *xs, size_t batch,
+static dcz_status dcz_gpu_run_concat(const dcz_model *m, uint32_t index, const float *const *xs, size_t batch,
                               float *y)
 {
     const dcz_exec_layer *l = &m->layers[index];
@@ -531,7 +541,7 @@ dcz_status dcz_gpu_run_concat(const dcz_model *m, uint32_t index, const float *c
 
 /* ---- the operator table's integer GPU entries ----------------------------------- */
 
-dcz_status dcz_gpu_qrun_weighted(const dcz_model *m, uint32_t index, const void *const *xs, size_t batch, void *y)
+static dcz_status dcz_gpu_qrun_weighted(const dcz_model *m, uint32_t index, const void *const *xs, size_t batch, void *y)
 {
     const dcz_exec_layer *l = &m->layers[index];
     const gpu_layer *gl = &m->gpu->layers[index];
@@ -549,24 +559,24 @@ dcz_status dcz_gpu_qrun_weighted(const dcz_model *m, uint32_t index, const void 
     return dcz_qspmm__cuda(&gl->qs, &o, col, batch * pixels, place, st);
 }
 
-dcz_status dcz_gpu_qrun_relu(const dcz_model *m, uint32_t index, const void *const *xs, size_t batch, void *y)
+static dcz_status dcz_gpu_qrun_relu(const dcz_model *m, uint32_t index, const void *const *xs, size_t batch, void *y)
 {
     return dcz_qrelu__cuda(xs[0], batch * m->layers[index].in, y, m->gpu->stream);
 }
 
-dcz_status dcz_gpu_qrun_copy(const dcz_model *m, uint32_t index, const void *const *xs, size_t batch, void *y)
+static dcz_status dcz_gpu_qrun_copy(const dcz_model *m, uint32_t index, const void *const *xs, size_t batch, void *y)
 {
     if (y == xs[0]) return DCZ_OK;
     return cu(cudaMemcpyAsync(y, xs[0], batch * m->layers[index].in, cudaMemcpyDeviceToDevice, m->gpu->stream));
 }
 
-dcz_status dcz_gpu_qrun_pool(const dcz_model *m, uint32_t index, const void *const *xs, size_t batch, void *y)
+static dcz_status dcz_gpu_qrun_pool(const dcz_model *m, uint32_t index, const void *const *xs, size_t batch, void *y)
 {
     const dcz_exec_layer *l = &m->layers[index];
     return dcz_qpool__cuda(&l->geom, l->op == DCZ_OP_AVGPOOL, l->count_include_pad, xs[0], batch, y, m->gpu->stream);
 }
 
-dcz_status dcz_gpu_qrun_global_avgpool(const dcz_model *m, uint32_t index, const void *const *xs, size_t batch,
+static dcz_status dcz_gpu_qrun_global_avgpool(const dcz_model *m, uint32_t index, const void *const *xs, size_t batch,
                                        void *y)
 {
     const dcz_exec_layer *l = &m->layers[index];
@@ -576,13 +586,13 @@ dcz_status dcz_gpu_qrun_global_avgpool(const dcz_model *m, uint32_t index, const
                            l->in_shift[0], m->qmax, y, m->gpu->stream);
 }
 
-dcz_status dcz_gpu_qrun_add(const dcz_model *m, uint32_t index, const void *const *xs, size_t batch, void *y)
+static dcz_status dcz_gpu_qrun_add(const dcz_model *m, uint32_t index, const void *const *xs, size_t batch, void *y)
 {
     const dcz_exec_layer *l = &m->layers[index];
     return dcz_qadd__cuda(xs[0], xs[1], batch * l->in, l->in_mult, l->in_shift, m->qmax, y, m->gpu->stream);
 }
 
-dcz_status dcz_gpu_qrun_mul(const dcz_model *m, uint32_t index, const void *const *xs, size_t batch, void *y)
+static dcz_status dcz_gpu_qrun_mul(const dcz_model *m, uint32_t index, const void *const *xs, size_t batch, void *y)
 {
     const dcz_exec_layer *l = &m->layers[index];
     const uint32_t factors = m->tensors[l->tin[1]].width;
@@ -590,7 +600,7 @@ dcz_status dcz_gpu_qrun_mul(const dcz_model *m, uint32_t index, const void *cons
                           m->gpu->stream);
 }
 
-dcz_status dcz_gpu_qrun_concat(const dcz_model *m, uint32_t index, const void *const *xs, size_t batch, void *y)
+static dcz_status dcz_gpu_qrun_concat(const dcz_model *m, uint32_t index, const void *const *xs, size_t batch, void *y)
 {
     const dcz_exec_layer *l = &m->layers[index];
     uint32_t width[DCZ_MAX_INPUTS];
@@ -599,8 +609,33 @@ dcz_status dcz_gpu_qrun_concat(const dcz_model *m, uint32_t index, const void *c
                              m->gpu->stream);
 }
 
-dcz_status dcz_gpu_qrun_table(const dcz_model *m, uint32_t index, const void *const *xs, size_t batch, void *y)
+static dcz_status dcz_gpu_qrun_table(const dcz_model *m, uint32_t index, const void *const *xs, size_t batch, void *y)
 {
     return dcz_qtable__cuda(m->gpu->layers[index].table, m->qmax, xs[0], batch * m->layers[index].in, y,
                             m->gpu->stream);
+}
+
+static gpu_op_kernels gpu_op(uint16_t op)
+{
+    static const gpu_op_kernels by_op[] = {
+        [DCZ_OP_DENSE] = { dcz_gpu_run_dense, dcz_gpu_qrun_weighted },
+        [DCZ_OP_RELU] = { dcz_gpu_run_activation, dcz_gpu_qrun_relu },
+        [DCZ_OP_SOFTMAX] = { dcz_gpu_run_softmax, NULL },
+        [DCZ_OP_CONV2D] = { dcz_gpu_run_conv2d, dcz_gpu_qrun_weighted },
+        [DCZ_OP_MAXPOOL] = { dcz_gpu_run_pool, dcz_gpu_qrun_pool },
+        [DCZ_OP_AVGPOOL] = { dcz_gpu_run_pool, dcz_gpu_qrun_pool },
+        [DCZ_OP_GLOBAL_AVGPOOL] = { dcz_gpu_run_global_avgpool, dcz_gpu_qrun_global_avgpool },
+        [DCZ_OP_FLATTEN] = { dcz_gpu_run_copy, dcz_gpu_qrun_copy },
+        [DCZ_OP_ADD] = { dcz_gpu_run_add, dcz_gpu_qrun_add },
+        [DCZ_OP_MUL] = { dcz_gpu_run_mul, dcz_gpu_qrun_mul },
+        [DCZ_OP_CONCAT] = { dcz_gpu_run_concat, dcz_gpu_qrun_concat },
+        [DCZ_OP_CLIP] = { dcz_gpu_run_activation, dcz_gpu_qrun_table },
+        [DCZ_OP_LEAKY_RELU] = { dcz_gpu_run_activation, dcz_gpu_qrun_table },
+        [DCZ_OP_SIGMOID] = { dcz_gpu_run_activation, dcz_gpu_qrun_table },
+        [DCZ_OP_TANH] = { dcz_gpu_run_activation, dcz_gpu_qrun_table },
+        [DCZ_OP_HARD_SIGMOID] = { dcz_gpu_run_activation, dcz_gpu_qrun_table },
+        [DCZ_OP_HARD_SWISH] = { dcz_gpu_run_activation, dcz_gpu_qrun_table },
+    };
+    const gpu_op_kernels none = { NULL, NULL };
+    return op < sizeof by_op / sizeof *by_op ? by_op[op] : none;
 }

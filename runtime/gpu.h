@@ -203,49 +203,6 @@ dcz_status dcz_gpu_run(struct dcz_model *m, const float *input, size_t batch, fl
 /* Frees what dcz_gpu_open made (m->gpu NULL is fine). */
 void dcz_gpu_close(struct dcz_model *m);
 
-/* The operator table's GPU entries (ops.h: dcz_gpu_fn), in gpu.c. */
-dcz_status dcz_gpu_run_dense(const struct dcz_model *m, uint32_t index, const float *const *xs,
-                             size_t batch, float *y);
-dcz_status dcz_gpu_run_conv2d(const struct dcz_model *m, uint32_t index, const float *const *xs,
-                              size_t batch, float *y);
-dcz_status dcz_gpu_run_pool(const struct dcz_model *m, uint32_t index, const float *const *xs,
-                            size_t batch, float *y);
-dcz_status dcz_gpu_run_global_avgpool(const struct dcz_model *m, uint32_t index, const float *const *xs,
-                                      size_t batch, float *y);
-dcz_status dcz_gpu_run_copy(const struct dcz_model *m, uint32_t index, const float *const *xs,
-                            size_t batch, float *y);
-dcz_status dcz_gpu_run_activation(const struct dcz_model *m, uint32_t index, const float *const *xs,
-                                  size_t batch, float *y);
-dcz_status dcz_gpu_run_softmax(const struct dcz_model *m, uint32_t index, const float *const *xs,
-                               size_t batch, float *y);
-dcz_status dcz_gpu_run_add(const struct dcz_model *m, uint32_t index, const float *const *xs,
-                           size_t batch, float *y);
-dcz_status dcz_gpu_run_mul(const struct dcz_model *m, uint32_t index, const float *const *xs,
-                           size_t batch, float *y);
-dcz_status dcz_gpu_run_concat(const struct dcz_model *m, uint32_t index, const float *const *xs,
-                              size_t batch, float *y);
-
-/* The integer entries (ops.h: dcz_gpu_qfn): int8 activations in and out,
- * float out of the region's last weighted layer. */
-dcz_status dcz_gpu_qrun_weighted(const struct dcz_model *m, uint32_t index, const void *const *xs,
-                                 size_t batch, void *y);
-dcz_status dcz_gpu_qrun_relu(const struct dcz_model *m, uint32_t index, const void *const *xs,
-                             size_t batch, void *y);
-dcz_status dcz_gpu_qrun_copy(const struct dcz_model *m, uint32_t index, const void *const *xs,
-                             size_t batch, void *y);
-dcz_status dcz_gpu_qrun_pool(const struct dcz_model *m, uint32_t index, const void *const *xs,
-                             size_t batch, void *y);
-dcz_status dcz_gpu_qrun_global_avgpool(const struct dcz_model *m, uint32_t index, const void *const *xs,
-                                       size_t batch, void *y);
-dcz_status dcz_gpu_qrun_add(const struct dcz_model *m, uint32_t index, const void *const *xs,
-                            size_t batch, void *y);
-dcz_status dcz_gpu_qrun_mul(const struct dcz_model *m, uint32_t index, const void *const *xs,
-                            size_t batch, void *y);
-dcz_status dcz_gpu_qrun_concat(const struct dcz_model *m, uint32_t index, const void *const *xs,
-                               size_t batch, void *y);
-dcz_status dcz_gpu_qrun_table(const struct dcz_model *m, uint32_t index, const void *const *xs,
-                              size_t batch, void *y);
-
 #ifdef __cplusplus
 }
 #endif

@@ -39,21 +39,6 @@
 
 typedef dcz_arena arena;
 
-/* The extra forms a load may build for speed (a static arena too small for
- * them takes the model without): */
-enum {
-    FORM_LANES = 1,   /* fully connected codebook layers: the lane form (AVX-512) */
-    FORM_DENSE = 2,   /* the dense product's forms: sparse convolutions past
-                         DCZ_CONV_DENSE_MIN_DENSITY as dense weights (float and 8-bit
-                         integer), dense fully connected weights transposed */
-    FORM_SHIFT = 4,   /* convolutions: the shift form (float: dcz_conv2d_pick_shift; 8-bit
-                         integer: dcz_qconv2d_pick_shift) */
-    FORM_AMX = 8,     /* the integer shift form's AMX tiles (dcz_amx_ready, asked once a load) */
-    FORM_LANES8 = 16, /* fully connected codebook layers: the 8-row lane form (AVX2 and
-                         FMA without AVX-512) */
-    FORM_WINO = 32,   /* dense float convolutions: Winograd's transform of the weights
-                         (dcz_conv2d_pick_wino) */
-};
 #define arena_take dcz_arena_take
 
 void *dcz_arena_take(dcz_arena *a, uint64_t bytes)
@@ -109,7 +94,8 @@ typedef struct loader {
     uint32_t chunk_max;  /* the largest chunk of a segment */
     int quant;           /* the model runs on integers */
     uint32_t cblocks;    /* row blocks of the column forms: the threads that run them */
-    int forms;           /* FORM_ bits: the extra forms to build (this CPU runs their kernels) */
+    int forms;           /* DCZ_FORM_ bits: the extra forms to build (this CPU runs their kernels) */
+    int reference;       /* the options force the scalar references */
     uint64_t lane_floats;/* scratch the largest lane form's panels of the input take */
 } loader;
 
@@ -265,7 +251,7 @@ static dcz_status load_params(const dcz_container *c, const dcz_graph_layer *g, 
         /* codebook layers also get a lane form where this CPU runs one
          * (its fused sums may differ in their last bits from a batch's:
          * float layers keep the same bits at every batch) */
-        const uint32_t lr = ld->forms & FORM_LANES ? DCZ_LANE_ROWS : ld->forms & FORM_LANES8 ? DCZ_LANE8_ROWS : 0;
+        const uint32_t lr = ld->forms & DCZ_FORM_LANES ? DCZ_LANE_ROWS : ld->forms & DCZ_FORM_LANES8 ? DCZ_LANE8_ROWS : 0;
         const uint64_t lbytes = w.enc == DCZ_ENC_CODEBOOK ? dcz_lanes_bytes(lr, rows, cols, w.nnz, w.k) : 0;
         void *lmem = lbytes ? arena_take(&ld->a, lbytes) : NULL;
         if (lmem) dcz_lanes_build(&sp, lr, w.nnz, lmem);
@@ -273,31 +259,32 @@ static dcz_status load_params(const dcz_container *c, const dcz_graph_layer *g, 
         if (panels > ld->lane_floats) ld->lane_floats = panels;
     }
     l->sparse = w.enc == DCZ_ENC_SPARSE_F32 || w.enc == DCZ_ENC_CODEBOOK;
-    /* a dense float 3x3 convolution of stride 1 whose channels are
-     * multiples of 16 runs by Winograd's F(2x2, 3x3): its weights'
-     * transform (16 C K floats) beside them */
-    if (!cw && g->op == DCZ_OP_CONV2D && !l->sparse && (ld->forms & FORM_WINO) && dcz_conv2d_pick_wino(&l->geom)) {
+    const uint64_t kept = l->sparse ? w.nnz : w.n;
+    /* the plan's kernel, then the form it reads (the same in both passes:
+     * the scratch depends on it) */
+    if (!cw && g->op == DCZ_OP_CONV2D)
+        l->kernel = (uint8_t)dcz_plan_conv(&l->geom, l->sparse, kept, ld->forms, ld->reference);
+    else if (!cw)
+        l->kernel = (uint8_t)dcz_plan_fc(l->sparse, w.enc == DCZ_ENC_CODEBOOK, ld->forms, ld->reference);
+    /* Winograd's F(2x2, 3x3): the weights' transform (16 C K floats)
+     * beside them */
+    if (l->kernel == DCZ_K_CONV_WINO) {
         dcz_wino p;
         dcz_wino_init_geom(&p, &l->geom);
         float *u = dcz_arena_take_line(&ld->a, dcz_wino_weights_floats(&p) * sizeof *u);
         if (u && wd) dcz_wino_weights(&p, wd, 0, u, NULL);
-        l->wino = 1;
         l->wu = u;
     }
-    /* a float convolution the shift kernel runs faster than the others gets
-     * the shift form; else a sparse one dense enough for the dense product
-     * to beat its sparse kernels gets its weights expanded (both decided
-     * alike in both passes: the scratch depends on them) */
-    if (!cw && g->op == DCZ_OP_CONV2D && !l->wino && (ld->forms & FORM_SHIFT) &&
-        dcz_conv2d_pick_shift(&l->geom, l->sparse ? w.nnz : w.n)) {
-        const uint64_t kept = l->sparse ? w.nnz : w.n;
+    /* the shift form, whose build says which of its kernels runs it; or
+     * sparse weights expanded for the dense product */
+    if (l->kernel == DCZ_K_CONV_SHIFT) {
         const uint32_t ob = dcz_shift_pick_block(&l->geom, kept);
-        l->shifted = 1;
         void *mem = arena_take(&ld->a, dcz_shift_bytes(&l->geom, kept, ob));
-        if (mem) dcz_shift_build(&l->geom, l->sparse ? &sp : NULL, wd, ob, mem, &l->shift);
-    } else if (!cw && l->sparse && g->op == DCZ_OP_CONV2D && (ld->forms & FORM_DENSE) &&
-               dcz_conv2d_pick_expand(&l->geom, w.nnz)) {
-        l->expanded = 1;
+        if (mem) {
+            dcz_shift_build(&l->geom, l->sparse ? &sp : NULL, wd, ob, mem, &l->shift);
+            l->kernel = (uint8_t)dcz_plan_conv_shift(&l->geom, &l->shift);
+        }
+    } else if (l->kernel == DCZ_K_CONV_EXPANDED) {
         float *dense = arena_take(&ld->a, w.n * sizeof *dense);
         if (dense) dcz_sparse_expand(&sp, dense);
         wd = dense;
@@ -308,7 +295,7 @@ static dcz_status load_params(const dcz_container *c, const dcz_graph_layer *g, 
      * 16 bytes off one took a load across two lines for every vector
      * (dense LeNet-300-100 on AVX-512: batch 1 12.1 -> 7.1 us, batch 64
      * 259 -> 217 us) */
-    if (!cw && g->op == DCZ_OP_DENSE && !l->sparse && (ld->forms & FORM_DENSE)) {
+    if (l->kernel == DCZ_K_FC_GEMM) {
         const uint32_t out = w.dims[0], in = (uint32_t)(w.n / w.dims[0]);
         const size_t ldb = dcz_gemm_ldb(out);
         float *wt = dcz_arena_take_line(&ld->a, (uint64_t)in * ldb * sizeof *wt);
@@ -327,27 +314,30 @@ static dcz_status load_params(const dcz_container *c, const dcz_graph_layer *g, 
     cw->read++;
     if (e.layer != index) return DCZ_ERR_FORMAT;
     TRY(dcz_qload_weights(&ld->a, cw->scheme, &w, &e, l));
-    const uint64_t kept = w.enc == DCZ_ENC_SPARSE_F32 || w.enc == DCZ_ENC_CODEBOOK ? w.nnz : w.n;
+    const int32_t qmax = dcz_scheme_qmax(cw->scheme);
     /* a fully connected layer of an 8-bit scheme gets the integer lane form
      * where this CPU runs one (a weight past a byte leaves it without) */
-    if (g->op == DCZ_OP_DENSE && (ld->forms & (FORM_LANES | FORM_LANES8)) && dcz_scheme_qmax(cw->scheme) == 127) {
-        void *mem = arena_take(&ld->a, dcz_qlanes_bytes(w.dims[0], (uint32_t)(w.n / w.dims[0]), kept));
-        if (mem) dcz_qlanes_build(&l->qs, kept, mem);
+    if (g->op == DCZ_OP_DENSE) {
+        if ((ld->forms & (DCZ_FORM_LANES | DCZ_FORM_LANES8)) && qmax == 127) {
+            void *mem = arena_take(&ld->a, dcz_qlanes_bytes(w.dims[0], (uint32_t)(w.n / w.dims[0]), kept));
+            if (mem) dcz_qlanes_build(&l->qs, kept, mem);
+        }
+        l->kernel = (uint8_t)dcz_plan_qfc(qmax, l->qs.lslices && dcz_qlanes_variant(&l->qs), ld->reference);
+        return DCZ_OK;
     }
-    /* a convolution of an 8-bit scheme gets the integer shift form where
-     * this CPU runs it (a weight past a byte leaves it to the kernels below,
-     * which need no scratch); else an ungrouped one dense enough for the
-     * integer product gets its weights as dense int16 pairs (decided alike
-     * in both passes: the scratch depends on it) */
-    if (g->op == DCZ_OP_CONV2D && (ld->forms & FORM_SHIFT) && dcz_scheme_qmax(cw->scheme) == 127 &&
-        dcz_qconv2d_pick_shift(&l->geom)) {
-        l->shifted = 1;
-        const int amx = (ld->forms & FORM_AMX) != 0;
+    /* a convolution's integer shift form, whose build says which of its
+     * kernels runs it (a weight past a byte declines it: the plan's next
+     * choice, which needs no scratch); or its weights as dense int16 pairs
+     * for the integer product */
+    l->kernel = (uint8_t)dcz_plan_qconv(&l->geom, kept, qmax, ld->forms, ld->reference, 0);
+    if (l->kernel == DCZ_K_QCONV_SHIFT) {
+        const int amx = (ld->forms & DCZ_FORM_AMX) != 0;
         void *mem = arena_take(&ld->a, dcz_qshift_bytes(&l->geom, kept, amx));
-        if (mem && !dcz_qshift_build(&l->geom, &l->qs, amx, mem, &l->qshift)) l->shifted = 0;
-    } else if (g->op == DCZ_OP_CONV2D && (ld->forms & FORM_DENSE) && dcz_scheme_qmax(cw->scheme) == 127 &&
-               dcz_qgemm_variant() && dcz_conv2d_pick_expand(&l->geom, kept)) {
-        l->expanded = 1;
+        if (mem && !dcz_qshift_build(&l->geom, &l->qs, amx, mem, &l->qshift))
+            l->kernel = (uint8_t)dcz_plan_qconv(&l->geom, kept, qmax, ld->forms, ld->reference, 1);
+        else if (mem)
+            l->kernel = (uint8_t)dcz_plan_qconv_shift(&l->qshift);
+    } else if (l->kernel == DCZ_K_QCONV_GEMM) {
         const uint32_t k = l->geom.in_c * l->geom.kh * l->geom.kw;
         int32_t *w2 = arena_take(&ld->a, (uint64_t)l->geom.out_c * ((k + 1) / 2) * sizeof *w2);
         if (w2) dcz_qexpand_pairs(&l->qs, k, w2);
@@ -373,7 +363,7 @@ static dcz_status load_layer(const dcz_container *c, const dcz_graph_layer *g, u
     l->out = (uint32_t)dcz_shape_count(&l->out_shape);
     l->op = g->op;
     const dcz_op_info *o = dcz_op_get(g->op);
-    if (!o->run) return DCZ_ERR_UNSUPPORTED;
+    if (o->train_only) return DCZ_ERR_UNSUPPORTED;
     if (o->weighted && g->op != DCZ_OP_CONV2D) return load_params(c, g, index, ld, cw, l);
     if (o->window_at >= 0) TRY(dcz_conv_geom_init(&l->geom, g->op, g->attr, g->nattr, &in[0]));
     for (uint32_t k = 0; k < 2 && k < g->nattr; k++) l->param[k] = dcz_attr_f32(g->attr[k]);
@@ -383,12 +373,7 @@ static dcz_status load_layer(const dcz_container *c, const dcz_graph_layer *g, u
         l->table = arena_take(&ld->a, (2 * (uint64_t)dcz_scheme_qmax(cw->scheme) + 2) * sizeof(dcz_q));
     switch (g->op) {
     case DCZ_OP_CONV2D:
-        TRY(load_params(c, g, index, ld, cw, l));
-        /* (of the integer kernels only the integer product on expanded
-         * weights takes the patches' scratch) */
-        l->im2col = !l->shifted && !l->wino && (l->expanded || (!cw && (l->sparse ? dcz_conv2d_pick_im2col(&l->geom)
-                                                                      : dcz_conv2d_pick_dense_im2col(&l->geom))));
-        return DCZ_OK;
+        return load_params(c, g, index, ld, cw, l);
     case DCZ_OP_AVGPOOL:
         l->count_include_pad = g->attr[6];
         return DCZ_OK;
@@ -468,7 +453,7 @@ static void fuse_activations(dcz_model *m)
     for (uint32_t i = 0; i + 1 < m->nlayers; i++) {
         dcz_exec_layer *c = &m->layers[i], *a = &m->layers[i + 1];
         const dcz_tensor *t = m->tensors;
-        if (c->q || a->q || c->op != DCZ_OP_CONV2D || !c->shifted || a->op != DCZ_OP_ADD ||
+        if (c->q || a->q || c->op != DCZ_OP_CONV2D || !dcz_kernel_shifts((dcz_kernel)c->kernel) || a->op != DCZ_OP_ADD ||
             a->nin != 2 || t[i + 1].last != i + 1 || t[i + 1].seg_first != t[i + 2].seg_first ||
             !dcz_conv2d_shift_res_fuses(&c->geom, &c->shift))
             continue;
@@ -487,7 +472,7 @@ static void fuse_activations(dcz_model *m)
     for (uint32_t i = 0; i + 1 < m->nlayers; i++) {
         dcz_exec_layer *c = &m->layers[i];
         const uint32_t j = i + 1 + (i + 2 < m->nlayers && m->layers[i + 1].fused == DCZ_FUSED_ACT);   /* the pool */
-        if (!c->q || c->op != DCZ_OP_CONV2D || !c->shifted || i == m->q_last || j >= m->nlayers) continue;
+        if (!c->q || c->op != DCZ_OP_CONV2D || !dcz_kernel_shifts((dcz_kernel)c->kernel) || i == m->q_last || j >= m->nlayers) continue;
         dcz_exec_layer *p = &m->layers[j];
         const dcz_requant rq = { c->rq_mult, c->rq_shift, m->qmax };
         if (!p->q || p->op != DCZ_OP_MAXPOOL || p->tin[0] != j || m->tensors[j].last != j ||
@@ -640,6 +625,7 @@ static dcz_status load_walk(const dcz_container *c, const dcz_options *o, loader
     TRY(dcz_graph_begin(c, &w));
     const uint32_t nlayers = w.nlayers;
     const uint64_t in_size = dcz_shape_count(&w.input);
+    ld->reference = o->force_reference != 0;
 
     calib_walk cw;
     int quant;
@@ -692,21 +678,24 @@ static dcz_status load_walk(const dcz_container *c, const dcz_options *o, loader
         for (uint32_t k = 0; k < g.nin; k++) reads_qin |= qfirst != UINT32_MAX && g.in[k] == qin;
         tensors[i + 1].chunk = g.op != DCZ_OP_DENSE && !reads_qin;
         if (l->out > max_width) max_width = l->out;
-        if (l->im2col && dcz_conv2d_im2col_floats(&l->geom) > scratch_floats)
+        /* the scratch of the kernel the plan chose: patches (the float and
+         * integer products of im2col), the shift form's, Winograd's, an
+         * integer convolution's patches and channel copies (the product on
+         * expanded weights), or its copies (depthwise) */
+        const dcz_kernel k = (dcz_kernel)l->kernel;
+        if (dcz_kernel_patches(k) && dcz_conv2d_im2col_floats(&l->geom) > scratch_floats)
             scratch_floats = dcz_conv2d_im2col_floats(&l->geom);
-        const uint64_t shift_floats = !l->shifted ? 0 : quant ? dcz_qshift_scratch_floats(&l->geom)
-                                                              : dcz_shift_scratch_floats(&l->geom);
+        const uint64_t shift_floats = !dcz_kernel_shifts(k) ? 0 : quant ? dcz_qshift_scratch_floats(&l->geom)
+                                                                       : dcz_shift_scratch_floats(&l->geom);
         if (shift_floats > scratch_floats) scratch_floats = shift_floats;
-        if (l->wino) {
+        if (k == DCZ_K_CONV_WINO) {
             dcz_wino p;
             dcz_wino_init_geom(&p, &l->geom);
             if (p.scratch > scratch_floats) scratch_floats = p.scratch;
         }
-        /* an integer convolution's patches and channel copies (the product
-         * on expanded weights), or its copies (depthwise) */
-        if (quant && l->op == DCZ_OP_CONV2D && !l->shifted) {
-            const uint64_t q = l->expanded ? dcz_qconv2d_gemm_scratch_floats(&l->geom)
-                                           : (dcz_qconv2d_copy_bytes(&l->geom) + sizeof(float) - 1) / sizeof(float);
+        if (quant && l->op == DCZ_OP_CONV2D && !dcz_kernel_shifts(k)) {
+            const uint64_t q = k == DCZ_K_QCONV_GEMM ? dcz_qconv2d_gemm_scratch_floats(&l->geom)
+                                                     : (dcz_qconv2d_copy_bytes(&l->geom) + sizeof(float) - 1) / sizeof(float);
             if (q > scratch_floats) scratch_floats = q;
         }
         /* the float spmm's tile; a calibrated model runs these on integers */
@@ -754,6 +743,7 @@ static dcz_status load_walk(const dcz_container *c, const dcz_options *o, loader
             TRY(dcz_qload_finish(m, tscales, ntscales));
         }
         fuse_activations(m);
+        TRY(dcz_plan_finish(m));
         *out = m;
     }
     return DCZ_OK;
@@ -773,7 +763,7 @@ typedef struct layout {
     uint64_t max_width, act_width;
     int quant;
     uint32_t threads;           /* column-form blocks and scratch parts */
-    int forms;                  /* FORM_ bits: extra forms built */
+    int forms;                  /* DCZ_FORM_ bits: extra forms built */
 } layout;
 
 /* Takes bytes from a sizing arena and returns their offset. */
@@ -883,11 +873,11 @@ static int want_forms(const dcz_options *o)
 {
     if (o->force_reference) return 0;
     const uint32_t lr = dcz_lanes_rows();
-    const int lanes = lr == DCZ_LANE_ROWS ? FORM_LANES : lr == DCZ_LANE8_ROWS ? FORM_LANES8 : 0;
-    return lanes | (dcz_gemm_f32_variant() ? FORM_DENSE : 0) |
-           (dcz_conv2d_shift_variant() ? FORM_SHIFT : 0) |
-           (dcz_qshift_variant() && dcz_amx_ready() ? FORM_AMX : 0) |
-           (dcz_wino_vector() && dcz_gemm_f32_variant() ? FORM_WINO : 0);
+    const int lanes = lr == DCZ_LANE_ROWS ? DCZ_FORM_LANES : lr == DCZ_LANE8_ROWS ? DCZ_FORM_LANES8 : 0;
+    return lanes | (dcz_gemm_f32_variant() ? DCZ_FORM_DENSE : 0) |
+           (dcz_conv2d_shift_variant() ? DCZ_FORM_SHIFT : 0) |
+           (dcz_qshift_variant() && dcz_amx_ready() ? DCZ_FORM_AMX : 0) |
+           (dcz_wino_vector() && dcz_gemm_f32_variant() ? DCZ_FORM_WINO : 0);
 }
 
 /* The threads of a heap model: as asked, or every online processor, at

@@ -36,6 +36,7 @@
 
 #include "dcz.h"
 #include "runtime/format.h"
+#include "runtime/plan.h"
 #include "runtime/tool.h"
 
 #define DCZ_STEP_FILLER 255u
@@ -225,9 +226,10 @@ typedef struct dcz_qshift {
     uint8_t amx_pick;       /* the tiles run the layer (dcz_qamx_cost below the quad taps' cost) */
 } dcz_qshift;
 
-/* A layer in execution form. Its kernels are its op's in the operator
- * table (ops.h: run, run_q); a weighted layer's weight is dense (w) or in
- * the sparse execution form (sp, sparse set). */
+/* A layer in execution form. Its kernel is the plan's (plan.h: kernel),
+ * which run.c dispatches by its table; a weighted layer's weight is dense
+ * (w) or in the sparse execution form (sp, sparse set), with the extra
+ * form its kernel reads beside it. */
 /* What a layer fused into the one before it leaves to do (load.c,
  * fuse_activations; dcz_exec_layer.fused): DCZ_FUSED_ADD, nothing (the
  * convolution before wrote its output). */
@@ -243,10 +245,8 @@ typedef struct dcz_exec_layer {
     uint32_t in, out;       /* elements in and out of one sample (in: of the first input) */
     dcz_conv_geom geom;     /* CONV2D, MAXPOOL, AVGPOOL, GLOBAL_AVGPOOL (window unused) */
     int count_include_pad;  /* AVGPOOL */
-    int im2col;             /* sparse CONV2D: dcz_conv2d_sparse_im2col in the model's scratch
-                               (dcz_conv2d_pick_im2col), else dcz_conv2d_sparse_direct; dense
-                               fp32 CONV2D: dcz_conv2d_dense_im2col (dcz_conv2d_pick_dense_im2col),
-                               else dcz_conv2d_dense */
+    uint8_t kernel;         /* dcz_kernel (plan.h): the kernel it runs, decided once at load */
+    uint8_t gpu_kernel;     /* dcz_gpu_kernel (gpu.h): the one it runs on a GPU */
     dcz_act act;            /* float CONV2D on the shift form, float ADD, float DENSE: the next
                                layer's activation (that of an ADD it takes: res), applied as it
                                writes its output when the run fuses (op 0: none) */
@@ -260,14 +260,6 @@ typedef struct dcz_exec_layer {
                                0 for none */
     uint8_t qpool;          /* integer CONV2D on the shift form: takes the 2x2 MAXPOOL after it
                                when the run fuses (dcz_qconv2d_shift_requant pool2) */
-    uint8_t shifted;        /* CONV2D also held in the shift form, which runs it: float in shift
-                               (dcz_conv2d_pick_shift), of an 8-bit scheme in qshift
-                               (dcz_qconv2d_pick_shift) */
-    uint8_t wino;           /* dense float CONV2D run by Winograd's F(2x2, 3x3) (dcz_conv2d_pick_wino),
-                               its weights' transform in wu */
-    uint8_t expanded;       /* CONV2D also held dense (dcz_conv2d_pick_expand): a sparse float one
-                               in w, run by dcz_conv2d_dense_im2col; an integer one of an 8-bit
-                               scheme in qw2, run by dcz_qconv2d_gemm */
     float param[2];         /* CLIP min, max; LEAKY_RELU alpha; HARD_SIGMOID alpha, beta */
     const float *w;         /* dense DENSE: (out, in); dense CONV2D, and expanded sparse ones:
                                (out_c, in_c / group, kh, kw) */
@@ -564,53 +556,6 @@ struct dcz_model {
     dcz_gpu *gpu;             /* the device copy dcz_run runs when on a GPU, else NULL */
     char device_note[192];    /* why a GPU was looked for and not used ("" otherwise) */
 };
-
-/* The kernels of the operator table (ops.c), by op: float (dcz_run_fn)
- * and integer (dcz_qrun_fn), in run.c. */
-void dcz_run_dense(const dcz_model *m, const dcz_exec_layer *l, const float *const *xs,
-                   size_t batch, float *y);
-void dcz_run_conv2d(const dcz_model *m, const dcz_exec_layer *l, const float *const *xs,
-                    size_t batch, float *y);
-void dcz_run_maxpool(const dcz_model *m, const dcz_exec_layer *l, const float *const *xs,
-                     size_t batch, float *y);
-void dcz_run_avgpool(const dcz_model *m, const dcz_exec_layer *l, const float *const *xs,
-                     size_t batch, float *y);
-void dcz_run_global_avgpool(const dcz_model *m, const dcz_exec_layer *l, const float *const *xs,
-                            size_t batch, float *y);
-void dcz_run_copy(const dcz_model *m, const dcz_exec_layer *l, const float *const *xs,
-                  size_t batch, float *y);
-void dcz_run_relu(const dcz_model *m, const dcz_exec_layer *l, const float *const *xs,
-                  size_t batch, float *y);
-void dcz_run_softmax(const dcz_model *m, const dcz_exec_layer *l, const float *const *xs,
-                     size_t batch, float *y);
-void dcz_run_add(const dcz_model *m, const dcz_exec_layer *l, const float *const *xs,
-                 size_t batch, float *y);
-void dcz_run_mul(const dcz_model *m, const dcz_exec_layer *l, const float *const *xs,
-                 size_t batch, float *y);
-void dcz_run_concat(const dcz_model *m, const dcz_exec_layer *l, const float *const *xs,
-                    size_t batch, float *y);
-void dcz_run_activation(const dcz_model *m, const dcz_exec_layer *l, const float *const *xs,
-                        size_t batch, float *y);
-void dcz_qrun_weighted(const dcz_model *m, uint32_t index, const void *const *xs, size_t batch,
-                       void *y);
-void dcz_qrun_maxpool(const dcz_model *m, uint32_t index, const void *const *xs, size_t batch,
-                      void *y);
-void dcz_qrun_avgpool(const dcz_model *m, uint32_t index, const void *const *xs, size_t batch,
-                      void *y);
-void dcz_qrun_global_avgpool(const dcz_model *m, uint32_t index, const void *const *xs,
-                             size_t batch, void *y);
-void dcz_qrun_relu(const dcz_model *m, uint32_t index, const void *const *xs, size_t batch,
-                   void *y);
-void dcz_qrun_copy(const dcz_model *m, uint32_t index, const void *const *xs, size_t batch,
-                   void *y);
-void dcz_qrun_add(const dcz_model *m, uint32_t index, const void *const *xs, size_t batch,
-                  void *y);
-void dcz_qrun_mul(const dcz_model *m, uint32_t index, const void *const *xs, size_t batch,
-                  void *y);
-void dcz_qrun_concat(const dcz_model *m, uint32_t index, const void *const *xs, size_t batch,
-                     void *y);
-void dcz_qrun_table(const dcz_model *m, uint32_t index, const void *const *xs, size_t batch,
-                    void *y);
 
 /* Memory of a model being loaded: sized by a walk with base NULL, then
  * filled by the same walk into one block (load.c): a malloc'd block, or

@@ -218,73 +218,48 @@ static void params_conv(const int32_t *a, dcz_shape *w, dcz_shape *b)
 
 /* ---- the table -------------------------------------------------------------- */
 
-/* The GPU kernels exist in a build with the CUDA backend only. */
-#ifdef DCZ_CUDA
-#include "runtime/gpu.h"
-#define GPU(fn) fn
-#else
-#define GPU(fn) NULL
-#endif
-
 static const dcz_op_info ops[] = {
     /* op                    name            inputs nattr weighted train window
-       check          shape          params          float kernel        integer kernel
-       and its scale rule, GPU kernels: float and integer, in place */
+       check          shape          params          integer scale rule, in place
+       (the kernels: plan.c and run.c, gpu.c) */
     { DCZ_OP_DENSE,          "DENSE", "dense",          1, 1, 2, 1, 0, -1,
-      check_dense,   shape_dense,   params_dense,  dcz_run_dense,      dcz_qrun_weighted,  DCZ_QS_WEIGHTED,
-      GPU(dcz_gpu_run_dense), GPU(dcz_gpu_qrun_weighted), 0 },
+      check_dense,   shape_dense,   params_dense,  DCZ_QS_WEIGHTED, 0 },
     { DCZ_OP_RELU,           "RELU", "relu",           1, 1, 0, 0, 0, -1,
-      check_none,    shape_same,    NULL,          dcz_run_relu,       dcz_qrun_relu,      DCZ_QS_KEEP,
-      GPU(dcz_gpu_run_activation), GPU(dcz_gpu_qrun_relu), 1 },
+      check_none,    shape_same,    NULL,          DCZ_QS_KEEP, 1 },
     { DCZ_OP_SOFTMAX,        "SOFTMAX", "softmax",        1, 1, 0, 0, 0, -1,
-      check_none,    shape_same,    NULL,          dcz_run_softmax,    NULL,               DCZ_QS_NONE,
-      GPU(dcz_gpu_run_softmax), NULL, 0 },
+      check_none,    shape_same,    NULL,          DCZ_QS_NONE, 0 },
     { DCZ_OP_CONV2D,         "CONV2D", "conv2d",         1, 1, 9, 1, 0,  2,
-      check_conv,    shape_conv,    params_conv,   dcz_run_conv2d,     dcz_qrun_weighted,  DCZ_QS_WEIGHTED,
-      GPU(dcz_gpu_run_conv2d), GPU(dcz_gpu_qrun_weighted), 0 },
+      check_conv,    shape_conv,    params_conv,   DCZ_QS_WEIGHTED, 0 },
     { DCZ_OP_MAXPOOL,        "MAXPOOL", "maxpool",        1, 1, 6, 0, 0,  0,
-      check_maxpool, shape_pool,    NULL,          dcz_run_maxpool,    dcz_qrun_maxpool,   DCZ_QS_KEEP,
-      GPU(dcz_gpu_run_pool), GPU(dcz_gpu_qrun_pool), 0 },
+      check_maxpool, shape_pool,    NULL,          DCZ_QS_KEEP, 0 },
     { DCZ_OP_AVGPOOL,        "AVGPOOL", "avgpool",        1, 1, 7, 0, 0,  0,
-      check_avgpool, shape_pool,    NULL,          dcz_run_avgpool,    dcz_qrun_avgpool,   DCZ_QS_KEEP,
-      GPU(dcz_gpu_run_pool), GPU(dcz_gpu_qrun_pool), 0 },
+      check_avgpool, shape_pool,    NULL,          DCZ_QS_KEEP, 0 },
     { DCZ_OP_GLOBAL_AVGPOOL, "GLOBAL_AVGPOOL", "global_avgpool", 1, 1, 0, 0, 0, -1,
-      check_none,    shape_global_avgpool, NULL,   dcz_run_global_avgpool, dcz_qrun_global_avgpool, DCZ_QS_MEAN,
-      GPU(dcz_gpu_run_global_avgpool), GPU(dcz_gpu_qrun_global_avgpool), 0 },
+      check_none,    shape_global_avgpool, NULL,   DCZ_QS_MEAN, 0 },
     { DCZ_OP_FLATTEN,        "FLATTEN", "flatten",        1, 1, 0, 0, 0, -1,
-      check_none,    shape_flatten, NULL,          dcz_run_copy,       dcz_qrun_copy,      DCZ_QS_KEEP,
-      GPU(dcz_gpu_run_copy), GPU(dcz_gpu_qrun_copy), 0 },
+      check_none,    shape_flatten, NULL,          DCZ_QS_KEEP, 0 },
     { DCZ_OP_ADD,            "ADD", "add",            2, 2, 0, 0, 0, -1,
-      check_none,    shape_add,     NULL,          dcz_run_add,        dcz_qrun_add,       DCZ_QS_RESCALE,
-      GPU(dcz_gpu_run_add), GPU(dcz_gpu_qrun_add), 1 },
+      check_none,    shape_add,     NULL,          DCZ_QS_RESCALE, 1 },
     { DCZ_OP_MUL,            "MUL", "mul",            2, 2, 0, 0, 0, -1,
-      check_none,    shape_mul,     NULL,          dcz_run_mul,        dcz_qrun_mul,       DCZ_QS_PRODUCT,
-      GPU(dcz_gpu_run_mul), GPU(dcz_gpu_qrun_mul), 0 },
+      check_none,    shape_mul,     NULL,          DCZ_QS_PRODUCT, 0 },
     { DCZ_OP_CONCAT,         "CONCAT", "concat",         2, DCZ_MAX_INPUTS, 0, 0, 0, -1,
-      check_none,    shape_concat,  NULL,          dcz_run_concat,     dcz_qrun_concat,    DCZ_QS_RESCALE,
-      GPU(dcz_gpu_run_concat), GPU(dcz_gpu_qrun_concat), 0 },
+      check_none,    shape_concat,  NULL,          DCZ_QS_RESCALE, 0 },
     { DCZ_OP_CLIP,           "CLIP", "clip",           1, 1, 2, 0, 0, -1,
-      check_clip,    shape_same,    NULL,          dcz_run_activation, dcz_qrun_table,     DCZ_QS_TABLE,
-      GPU(dcz_gpu_run_activation), GPU(dcz_gpu_qrun_table), 1 },
+      check_clip,    shape_same,    NULL,          DCZ_QS_TABLE, 1 },
     { DCZ_OP_LEAKY_RELU,     "LEAKY_RELU", "leaky_relu",     1, 1, 1, 0, 0, -1,
-      check_one_f32, shape_same,    NULL,          dcz_run_activation, dcz_qrun_table,     DCZ_QS_TABLE,
-      GPU(dcz_gpu_run_activation), GPU(dcz_gpu_qrun_table), 1 },
+      check_one_f32, shape_same,    NULL,          DCZ_QS_TABLE, 1 },
     { DCZ_OP_SIGMOID,        "SIGMOID", "sigmoid",        1, 1, 0, 0, 0, -1,
-      check_none,    shape_same,    NULL,          dcz_run_activation, dcz_qrun_table,     DCZ_QS_TABLE,
-      GPU(dcz_gpu_run_activation), GPU(dcz_gpu_qrun_table), 1 },
+      check_none,    shape_same,    NULL,          DCZ_QS_TABLE, 1 },
     { DCZ_OP_TANH,           "TANH", "tanh",           1, 1, 0, 0, 0, -1,
-      check_none,    shape_same,    NULL,          dcz_run_activation, dcz_qrun_table,     DCZ_QS_TABLE,
-      GPU(dcz_gpu_run_activation), GPU(dcz_gpu_qrun_table), 1 },
+      check_none,    shape_same,    NULL,          DCZ_QS_TABLE, 1 },
     { DCZ_OP_HARD_SIGMOID,   "HARD_SIGMOID", "hard_sigmoid",   1, 1, 2, 0, 0, -1,
-      check_two_f32, shape_same,    NULL,          dcz_run_activation, dcz_qrun_table,     DCZ_QS_TABLE,
-      GPU(dcz_gpu_run_activation), GPU(dcz_gpu_qrun_table), 1 },
+      check_two_f32, shape_same,    NULL,          DCZ_QS_TABLE, 1 },
     { DCZ_OP_HARD_SWISH,     "HARD_SWISH", "hard_swish",     1, 1, 0, 0, 0, -1,
-      check_none,    shape_same,    NULL,          dcz_run_activation, dcz_qrun_table,     DCZ_QS_TABLE,
-      GPU(dcz_gpu_run_activation), GPU(dcz_gpu_qrun_table), 1 },
+      check_none,    shape_same,    NULL,          DCZ_QS_TABLE, 1 },
     { DCZ_OP_BATCHNORM,      "BATCHNORM", "batchnorm",      1, 1, 2, 0, 1, -1,
-      check_batchnorm, shape_same,  NULL,          NULL,               NULL,               DCZ_QS_NONE, NULL, NULL, 0 },
+      check_batchnorm, shape_same,  NULL,          DCZ_QS_NONE, 0 },
     { DCZ_OP_DROPOUT,        "DROPOUT", "dropout",        1, 1, 1, 0, 1, -1,
-      check_dropout, shape_same,    NULL,          NULL,               NULL,               DCZ_QS_NONE, NULL, NULL, 0 },
+      check_dropout, shape_same,    NULL,          DCZ_QS_NONE, 0 },
 };
 
 const dcz_op_info *dcz_op_get(uint32_t op)

@@ -78,30 +78,6 @@ typedef enum dcz_op {
 float dcz_attr_f32(int32_t a);
 int32_t dcz_f32_attr(float f);
 
-struct dcz_model;
-struct dcz_exec_layer;
-/* A layer's float kernel (run.c, by op): its inputs xs (xs[0] the first),
- * batch samples, into y. */
-typedef void (*dcz_run_fn)(const struct dcz_model *m, const struct dcz_exec_layer *l,
-                           const float *const *xs, size_t batch, float *y);
-/* A layer's kernel on the integer region of a calibrated model (run.c):
- * its inputs xs, dcz_q activations in and out, except where the region
- * ends (float out). */
-typedef void (*dcz_qrun_fn)(const struct dcz_model *m, uint32_t index, const void *const *xs,
-                            size_t batch, void *y);
-
-/* A layer's kernel on a CUDA device (gpu.c, the CUDA backend only): layer
- * index of m, its inputs xs and output y on the device, enqueued on the
- * model's stream. DCZ_ERR_DEVICE when a launch fails. */
-typedef dcz_status (*dcz_gpu_fn)(const struct dcz_model *m, uint32_t index, const float *const *xs,
-                                 size_t batch, float *y);
-
-/* A layer's kernel on the integer region of a calibrated model on a CUDA
- * device (gpu.c): int8 activations in and out, except where the region
- * ends (float out). */
-typedef dcz_status (*dcz_gpu_qfn)(const struct dcz_model *m, uint32_t index, const void *const *xs,
-                                  size_t batch, void *y);
-
 /* How an op's integer kernel treats scales (docs/FORMAT.md, "Integer
  * execution"): the tensors' scales a calibration table must give, and the
  * constants the loader derives from them. */
@@ -135,15 +111,7 @@ typedef struct dcz_op_info {
     dcz_status (*shape)(const int32_t *attr, const dcz_shape *in, uint32_t nin, dcz_shape *out);
     /* weighted ops: the weight and bias shapes from checked attributes */
     void (*param_shapes)(const int32_t *attr, dcz_shape *weight, dcz_shape *bias);
-    /* libdcz's kernels by precision: float, and on the integer segment of
-     * a calibrated model (NULL: such a model is refused as unsupported);
-     * NULL for training-only ops */
-    dcz_run_fn run;
-    dcz_qrun_fn run_q;
-    dcz_qscale qscale;     /* the scale rule of run_q */
-    dcz_gpu_fn run_gpu;    /* the float kernel on a GPU; NULL in a build without the CUDA
-                              backend, and for training-only ops */
-    dcz_gpu_qfn run_gpu_q; /* the integer kernel on a GPU, where run_q is set */
+    dcz_qscale qscale;     /* how its integer kernel treats scales (no kernel: DCZ_QS_NONE) */
     uint8_t in_place;      /* every kernel of the op (float, integer, GPU) computes each
                               output element from the same element of its inputs alone,
                               so the output may take its first input's place when that

@@ -92,304 +92,570 @@ static void dequantize_q(const void *x, size_t n, float s, float *y)
     for (size_t i = 0; i < n; i++) y[i] = (float)((double)q[i] * s);
 }
 
-/* A weighted layer's accumulators. */
-static void run_qweights(const dcz_model *m, const dcz_exec_layer *l, const dcz_q *x,
-                         size_t batch, int64_t *acc)
+/* ---- the kernels, by the plan's value --------------------------------------
+ * Each function runs one kernel of plan.h; the table at the end of this
+ * section maps the plan's value to it. A float kernel takes its layer, its
+ * inputs xs (xs[0] the first) and batch samples into y; an integer kernel
+ * its layer's index in the integer region, dcz_q inputs, and writes dcz_q
+ * (float for the last weighted layer). */
+typedef void (*run_fn)(const dcz_model *m, const dcz_exec_layer *l, const float *const *xs, size_t batch,
+                       float *y);
+typedef void (*qrun_fn)(const dcz_model *m, uint32_t index, const void *const *xs, size_t batch, void *y);
+
+/* The activation a float layer applies as it writes its output when the
+ * run fuses (load.c), else NULL. */
+static const dcz_act *fused_act(const dcz_model *m, const dcz_exec_layer *l)
 {
-    if (l->op == DCZ_OP_CONV2D && l->shifted)
-        dcz_qconv2d_shift(&l->geom, &l->qshift, l->qbias, x, batch, m->opt.force_reference, m->scratch, acc);
-    else if (l->op == DCZ_OP_CONV2D && l->qw2 && !m->opt.force_reference)
-        dcz_qconv2d_gemm(&l->geom, l->qw2, l->qbias, x, batch, (int32_t *)(void *)m->scratch, acc);
-    else if (l->op == DCZ_OP_CONV2D && m->qmax == 127 && !m->opt.force_reference &&
-             dcz_qconv2d_depthwise(&l->geom, &l->qs, l->qbias, x, batch, (dcz_q *)(void *)m->scratch, acc))
-        return;
-    else if (l->op == DCZ_OP_CONV2D)
-        dcz_qconv2d_sparse_taps(&l->geom, &l->qs, l->qbias, x, batch,
-                                m->opt.force_reference ? dcz_qtap_ref : dcz_qtap_best(), acc);
-    else if (m->opt.force_reference)
-        dcz_qspmm_ref(&l->qs, l->qbias, x, batch, acc);
-    else if (m->qmax == 127)
-        dcz_qspmm8(&l->qs, l->qbias, x, batch, (int16_t *)(void *)m->scratch, acc);
-    else
-        dcz_qspmm(&l->qs, l->qbias, x, batch, acc);
+    return m->fuse && l->act.op ? &l->act : NULL;
 }
 
-/* The integer kernels of the operator table (dcz_qrun_fn): layer index of
- * the integer region, dcz_q in; dcz_q out, or float out (y) for the last
- * weighted layer. */
-void dcz_qrun_weighted(const dcz_model *m, uint32_t index, const void *const *xs, size_t batch,
-                       void *y)
+/* ---- float fully connected layers ------------------------------------------ */
+
+static void run_fc_gemm(const dcz_model *m, const dcz_exec_layer *l, const float *const *xs, size_t batch,
+                        float *y)
 {
-    const dcz_exec_layer *l = &m->layers[index];
-    const uint32_t plane = l->out / l->channels;
-    /* the clamp of an activation fused in (load.c) */
-    const int32_t lo = m->fuse ? l->qlo : -m->qmax, hi = m->fuse ? l->qhi : m->qmax;
-    if (l->op == DCZ_OP_CONV2D && l->shifted && index != m->q_last && !m->opt.force_reference && !m->keep_acc) {
-        const dcz_requant rq = { l->rq_mult, l->rq_shift, m->qmax };
-        if (dcz_qconv2d_shift_requant(&l->geom, &l->qshift, l->qbias, &rq, lo, hi, m->fuse && l->qpool, xs[0], batch,
-                                      m->scratch, y))
-            return;
-    }
-    run_qweights(m, l, xs[0], batch, m->qacc);
-    if (index == m->q_last) {
-        dequantize(m->qacc, batch, l->channels, plane, l->out_scale, y);
-    } else {
-        dcz_requant rq = { l->rq_mult, l->rq_shift, m->qmax };
-        if (m->qmax == 127 && !m->opt.force_reference)
-            dcz_requant8(&rq, m->qacc, batch, l->channels, plane, y);
-        else
-            dcz_requant_ref(&rq, m->qacc, batch, l->channels, plane, y);
-        if (lo != -m->qmax || hi != m->qmax) {
-            if (m->opt.force_reference) dcz_qclamp_ref(y, batch * l->out, lo, hi);
-            else dcz_qclamp(y, batch * l->out, lo, hi);
-        }
-    }
+    /* act in the product's registers */
+    dcz_gemm_f32_act(fused_act(m, l), batch, l->out, l->in, xs[0], l->in, l->wt, dcz_gemm_ldb(l->out), NULL,
+                     l->bias, y, l->out);
 }
 
-void dcz_qrun_maxpool(const dcz_model *m, uint32_t index, const void *const *xs, size_t batch,
-                      void *y)
+static void run_fc_rows(const dcz_model *m, const dcz_exec_layer *l, const float *const *xs, size_t batch,
+                        float *y)
 {
-    const dcz_exec_layer *l = &m->layers[index];
-    /* pooled already by the convolution before (load.c): a sample's pooled
-     * planes lie at the start of its place */
-    if (m->fuse && l->fused == DCZ_FUSED_POOL) {
-        for (size_t b = 0; b < batch; b++)
-            memcpy((dcz_q *)y + b * l->out, (const dcz_q *)xs[0] + b * l->in, l->out * sizeof(dcz_q));
-    } else if (m->opt.force_reference) dcz_qmaxpool_ref(&m->layers[index].geom, xs[0], batch, y);
-    else dcz_qmaxpool(&m->layers[index].geom, xs[0], batch, y);
+    dcz_dense_f32(l->w, l->bias, xs[0], batch, l->in, l->out, y);
+    dcz_act_apply(fused_act(m, l), y, batch * l->out);
 }
 
-void dcz_qrun_avgpool(const dcz_model *m, uint32_t index, const void *const *xs, size_t batch,
-                      void *y)
+static void run_fc_ref(const dcz_model *m, const dcz_exec_layer *l, const float *const *xs, size_t batch,
+                       float *y)
 {
-    const dcz_exec_layer *l = &m->layers[index];
-    dcz_qavgpool_ref(&l->geom, l->count_include_pad, xs[0], batch, y);
+    dcz_dense_f32_ref(l->w, l->bias, xs[0], batch, l->in, l->out, y);
 }
 
-void dcz_qrun_global_avgpool(const dcz_model *m, uint32_t index, const void *const *xs,
-                             size_t batch, void *y)
-{
-    const dcz_exec_layer *l = &m->layers[index];
-    const uint32_t plane = l->geom.in_h * l->geom.in_w;
-    if (dcz_f32_bits(m->t_scale[l->tin[0]]) == dcz_f32_bits(m->t_scale[index + 1]))
-        dcz_qglobal_avgpool_ref(l->geom.in_c, plane, xs[0], batch, y);
-    else if (m->opt.force_reference)
-        dcz_qglobal_avgpool_rescale_ref(l->geom.in_c, plane, xs[0], batch, l->in_mult[0], l->in_shift[0], m->qmax, y);
-    else
-        dcz_qglobal_avgpool_rescale(l->geom.in_c, plane, xs[0], batch, l->in_mult[0], l->in_shift[0], m->qmax, y);
-}
-
-void dcz_qrun_relu(const dcz_model *m, uint32_t index, const void *const *xs, size_t batch,
-                   void *y)
-{
-    const dcz_exec_layer *l = &m->layers[index];
-    memmove(y, xs[0], batch * l->in * sizeof(dcz_q));
-    if (m->opt.force_reference) dcz_qrelu_ref(y, batch * l->in);
-    else dcz_qrelu(y, batch * l->in);
-}
-
-void dcz_qrun_copy(const dcz_model *m, uint32_t index, const void *const *xs, size_t batch,
-                   void *y)
-{
-    memmove(y, xs[0], batch * m->layers[index].in * sizeof(dcz_q));
-}
-
-void dcz_qrun_add(const dcz_model *m, uint32_t index, const void *const *xs, size_t batch,
-                  void *y)
-{
-    const dcz_exec_layer *l = &m->layers[index];
-    if (m->opt.force_reference) dcz_qadd_ref(xs[0], xs[1], batch * l->in, l->in_mult, l->in_shift, m->qmax, y);
-    else if (m->fuse) dcz_qadd(xs[0], xs[1], batch * l->in, l->in_mult, l->in_shift, l->qlo, l->qhi, y);
-    else dcz_qadd(xs[0], xs[1], batch * l->in, l->in_mult, l->in_shift, -m->qmax, m->qmax, y);
-}
-
-void dcz_qrun_mul(const dcz_model *m, uint32_t index, const void *const *xs, size_t batch,
-                  void *y)
-{
-    const dcz_exec_layer *l = &m->layers[index];
-    const uint32_t factors = m->tensors[l->tin[1]].width;
-    dcz_qmul_ref(xs[0], xs[1], batch, factors, l->in / factors, l->in_mult[0], l->in_shift[0],
-                 m->qmax, y);
-}
-
-void dcz_qrun_concat(const dcz_model *m, uint32_t index, const void *const *xs, size_t batch,
-                     void *y)
-{
-    const dcz_exec_layer *l = &m->layers[index];
-    uint32_t width[DCZ_MAX_INPUTS];
-    for (uint32_t k = 0; k < l->nin; k++) width[k] = m->tensors[l->tin[k]].width;
-    dcz_qconcat_ref((const dcz_q *const *)xs, width, l->nin, batch, l->in_mult, l->in_shift,
-                    m->qmax, y);
-}
-
-void dcz_qrun_table(const dcz_model *m, uint32_t index, const void *const *xs, size_t batch,
-                    void *y)
-{
-    const dcz_exec_layer *l = &m->layers[index];
-    if (m->opt.force_reference) dcz_qtable_ref(l->table, m->qmax, xs[0], batch * l->in, y);
-    else dcz_qtable(l->table, m->qmax, xs[0], batch * l->in, y);
-}
-
-/* ---- sparse fully connected layers, split over the threads --------------- */
-
-/* A layer worth splitting runs on the pool, others on the caller's thread.
- * The loader sized the scratch for the spmm tile and, where a lane form
- * was built, for the input's panels. act: the fused activation, or NULL. */
-static void run_sparse_fc(const dcz_model *m, const dcz_exec_layer *l, const float *x,
-                          size_t batch, const dcz_act *act, float *y)
+/* Compressed rows, split over the threads where the layer is worth it
+ * (the loader sized the scratch for the spmm tile and, where a lane form
+ * was built, for the input's panels): at batch 1 the lane, column or row
+ * form, whichever visits less for this input, act in its stores; above,
+ * the batch product. */
+static void run_fc_sparse(const dcz_model *m, const dcz_exec_layer *l, const float *const *xs, size_t batch,
+                          float *y)
 {
     dcz_pool *pool = dcz_sparse_split(&l->sp) ? m->pool : NULL;
-    if (m->opt.force_reference && batch == 1) {
-        dcz_spmv_ref(&l->sp, l->bias, x, y);
-    } else if (m->opt.force_reference) {
-        dcz_spmm_ref(&l->sp, l->bias, x, batch, y);
-    } else if (batch == 1) {
-        const dcz_spmv_kind kind = dcz_spmv_pick(&l->sp, x);
-        dcz_spmv_pool(pool, &l->sp, kind, l->bias, act, dcz_spmv_input(&l->sp, kind, x, m->scratch), y);
+    const dcz_act *act = fused_act(m, l);
+    if (batch == 1) {
+        const dcz_spmv_kind kind = dcz_spmv_pick(&l->sp, xs[0]);
+        dcz_spmv_pool(pool, &l->sp, kind, l->bias, act, dcz_spmv_input(&l->sp, kind, xs[0], m->scratch), y);
         return;
-    } else {
-        dcz_spmm_pool(pool, &l->sp, l->bias, x, batch, y, m->scratch, m->scratch_floats);
     }
+    dcz_spmm_pool(pool, &l->sp, l->bias, xs[0], batch, y, m->scratch, m->scratch_floats);
     dcz_act_apply(act, y, batch * l->out);
 }
 
-/* ---- the float kernels of the operator table (dcz_run_fn) ---------------- */
-
-/* A fully connected layer, then the activation fused into it (load.c) when
- * the run fuses: in the lane kernel's and the product's stores, else one
- * pass over y. */
-void dcz_run_dense(const dcz_model *m, const dcz_exec_layer *l, const float *const *xs,
-                   size_t batch, float *y)
+static void run_fc_sparse_ref(const dcz_model *m, const dcz_exec_layer *l, const float *const *xs,
+                              size_t batch, float *y)
 {
-    const dcz_act *act = m->fuse && l->act.op ? &l->act : NULL;
-    if (l->sparse) {
-        run_sparse_fc(m, l, xs[0], batch, act, y);
-        return;
-    }
-    if (!m->opt.force_reference && l->wt) {   /* act in the product's registers */
-        dcz_gemm_f32_act(act, batch, l->out, l->in, xs[0], l->in, l->wt, dcz_gemm_ldb(l->out), NULL, l->bias, y,
-                         l->out);
-        return;
-    }
-    if (m->opt.force_reference) dcz_dense_f32_ref(l->w, l->bias, xs[0], batch, l->in, l->out, y);
-    else dcz_dense_f32(l->w, l->bias, xs[0], batch, l->in, l->out, y);
-    dcz_act_apply(act, y, batch * l->out);
+    if (batch == 1) dcz_spmv_ref(&l->sp, l->bias, xs[0], y);
+    else dcz_spmm_ref(&l->sp, l->bias, xs[0], batch, y);
 }
 
-/* A convolution, then the activation fused into it (load.c) when the run
- * fuses: in the shift form's and the dense product's stores, else one pass
- * over y; on the shift form, the ADD after it too where it takes it
- * (l->res, its other input xs[1]). */
-void dcz_run_conv2d(const dcz_model *m, const dcz_exec_layer *l, const float *const *xs,
-                    size_t batch, float *y)
+/* ---- float convolutions ------------------------------------------------------ */
+
+/* The shift form (its depthwise kernels too: the form holds which), with
+ * the activation, and the ADD after it where it takes it (l->res, its
+ * other input xs[1]), in its stores when the run fuses. */
+static void run_conv_shift(const dcz_model *m, const dcz_exec_layer *l, const float *const *xs, size_t batch,
+                           float *y)
 {
-    if (l->shifted) {
-        if (m->fuse)
-            dcz_conv2d_shift_act(&l->geom, &l->shift, l->bias, xs[0], batch, &l->act, l->res ? xs[1] : NULL,
-                                 m->scratch, y);
-        else dcz_conv2d_shift(&l->geom, &l->shift, l->bias, xs[0], batch, m->opt.force_reference, m->scratch, y);
-        return;
-    }
-    const dcz_act *act = m->fuse && l->act.op ? &l->act : NULL;
-    if (l->wino) {   /* act in the output transform's registers */
-        dcz_wino p;
-        dcz_wino_init_geom(&p, &l->geom);
-        dcz_wino_conv(&p, l->wu, l->bias, act, xs[0], batch, m->opt.force_reference, m->scratch, y);
-        return;
-    }
-    if (l->im2col && (!l->sparse || l->expanded)) {
-        /* act in the product's registers as its tiles store the sums (a pass
-         * over the output took 5.5% of dense MobileNetV2-style at batch 64) */
-        dcz_conv2d_dense_im2col_act(&l->geom, l->w, l->bias, xs[0], batch, m->opt.force_reference, act,
-                                    m->scratch, y);
-        return;
-    }
-    /* the vector variants give the scalar rows' bits */
-    const dcz_isa isa = m->opt.force_reference ? DCZ_ISA_REF : dcz_isa_best();
-    if (l->im2col) {
-        dcz_conv2d_sparse_im2col(&l->geom, &l->sp, l->bias, xs[0], batch, m->opt.force_reference, m->scratch, y);
-    } else if (!l->sparse) {
-        if (!dcz_conv2d_dense_isa(isa, &l->geom, l->w, l->bias, xs[0], batch, y))
-            dcz_conv2d_dense_isa(DCZ_ISA_REF, &l->geom, l->w, l->bias, xs[0], batch, y);
-    } else if (!dcz_conv2d_sparse_direct_isa(isa, &l->geom, &l->sp, l->bias, xs[0], batch, y)) {
+    if (m->fuse)
+        dcz_conv2d_shift_act(&l->geom, &l->shift, l->bias, xs[0], batch, &l->act, l->res ? xs[1] : NULL,
+                             m->scratch, y);
+    else dcz_conv2d_shift(&l->geom, &l->shift, l->bias, xs[0], batch, 0, m->scratch, y);
+}
+
+static void run_conv_wino(const dcz_model *m, const dcz_exec_layer *l, const float *const *xs, size_t batch,
+                          float *y)
+{
+    /* act in the output transform's registers */
+    dcz_wino p;
+    dcz_wino_init_geom(&p, &l->geom);
+    dcz_wino_conv(&p, l->wu, l->bias, fused_act(m, l), xs[0], batch, 0, m->scratch, y);
+}
+
+/* Dense weights (or sparse ones expanded at load) times the patches, act
+ * in the product's registers as its tiles store the sums (a pass over the
+ * output took 5.5% of dense MobileNetV2-style at batch 64). */
+static void run_conv_gemm(const dcz_model *m, const dcz_exec_layer *l, const float *const *xs, size_t batch,
+                          float *y)
+{
+    dcz_conv2d_dense_im2col_act(&l->geom, l->w, l->bias, xs[0], batch, 0, fused_act(m, l), m->scratch, y);
+}
+
+static void run_conv_gemm_ref(const dcz_model *m, const dcz_exec_layer *l, const float *const *xs,
+                              size_t batch, float *y)
+{
+    dcz_conv2d_dense_im2col_act(&l->geom, l->w, l->bias, xs[0], batch, 1, NULL, m->scratch, y);
+}
+
+/* The direct kernels: the vector rows give the scalar rows' bits, and a
+ * geometry the vector rows do not take runs on the scalar ones. */
+static void run_conv_direct(const dcz_model *m, const dcz_exec_layer *l, const float *const *xs, size_t batch,
+                            float *y)
+{
+    if (!dcz_conv2d_dense_isa(dcz_isa_best(), &l->geom, l->w, l->bias, xs[0], batch, y))
+        dcz_conv2d_dense_isa(DCZ_ISA_REF, &l->geom, l->w, l->bias, xs[0], batch, y);
+    dcz_act_apply(fused_act(m, l), y, batch * l->out);
+}
+
+static void run_conv_direct_ref(const dcz_model *m, const dcz_exec_layer *l, const float *const *xs,
+                                size_t batch, float *y)
+{
+    dcz_conv2d_dense_isa(DCZ_ISA_REF, &l->geom, l->w, l->bias, xs[0], batch, y);
+}
+
+static void run_conv_sparse_im2col(const dcz_model *m, const dcz_exec_layer *l, const float *const *xs,
+                                   size_t batch, float *y)
+{
+    dcz_conv2d_sparse_im2col(&l->geom, &l->sp, l->bias, xs[0], batch, 0, m->scratch, y);
+    dcz_act_apply(fused_act(m, l), y, batch * l->out);
+}
+
+static void run_conv_sparse_im2col_ref(const dcz_model *m, const dcz_exec_layer *l, const float *const *xs,
+                                       size_t batch, float *y)
+{
+    dcz_conv2d_sparse_im2col(&l->geom, &l->sp, l->bias, xs[0], batch, 1, m->scratch, y);
+}
+
+static void run_conv_sparse_direct(const dcz_model *m, const dcz_exec_layer *l, const float *const *xs,
+                                   size_t batch, float *y)
+{
+    if (!dcz_conv2d_sparse_direct_isa(dcz_isa_best(), &l->geom, &l->sp, l->bias, xs[0], batch, y))
         dcz_conv2d_sparse_direct_isa(DCZ_ISA_REF, &l->geom, &l->sp, l->bias, xs[0], batch, y);
-    }
-    dcz_act_apply(act, y, batch * l->out);
+    dcz_act_apply(fused_act(m, l), y, batch * l->out);
 }
 
-void dcz_run_maxpool(const dcz_model *m, const dcz_exec_layer *l, const float *const *xs,
-                     size_t batch, float *y)
+static void run_conv_sparse_direct_ref(const dcz_model *m, const dcz_exec_layer *l, const float *const *xs,
+                                       size_t batch, float *y)
 {
-    if (m->opt.force_reference) dcz_maxpool_ref(&l->geom, xs[0], batch, y);
-    else dcz_maxpool(&l->geom, xs[0], batch, y);
+    dcz_conv2d_sparse_direct_isa(DCZ_ISA_REF, &l->geom, &l->sp, l->bias, xs[0], batch, y);
 }
 
-void dcz_run_avgpool(const dcz_model *m, const dcz_exec_layer *l, const float *const *xs,
-                     size_t batch, float *y)
+/* ---- float layers without weights --------------------------------------------- */
+
+static void run_maxpool(const dcz_model *m, const dcz_exec_layer *l, const float *const *xs, size_t batch,
+                        float *y)
+{
+    dcz_maxpool(&l->geom, xs[0], batch, y);
+}
+
+static void run_maxpool_ref(const dcz_model *m, const dcz_exec_layer *l, const float *const *xs,
+                            size_t batch, float *y)
+{
+    dcz_maxpool_ref(&l->geom, xs[0], batch, y);
+}
+
+static void run_avgpool_ref(const dcz_model *m, const dcz_exec_layer *l, const float *const *xs,
+                            size_t batch, float *y)
 {
     dcz_avgpool_ref(&l->geom, l->count_include_pad, xs[0], batch, y);
 }
 
-void dcz_run_global_avgpool(const dcz_model *m, const dcz_exec_layer *l, const float *const *xs,
-                            size_t batch, float *y)
+static void run_global_avgpool(const dcz_model *m, const dcz_exec_layer *l, const float *const *xs,
+                               size_t batch, float *y)
 {
-    if (m->opt.force_reference) dcz_global_avgpool_ref(l->geom.in_c, l->geom.in_h * l->geom.in_w, xs[0], batch, y);
-    else dcz_global_avgpool(l->geom.in_c, l->geom.in_h * l->geom.in_w, xs[0], batch, y);
+    dcz_global_avgpool(l->geom.in_c, l->geom.in_h * l->geom.in_w, xs[0], batch, y);
+}
+
+static void run_global_avgpool_ref(const dcz_model *m, const dcz_exec_layer *l, const float *const *xs,
+                                   size_t batch, float *y)
+{
+    dcz_global_avgpool_ref(l->geom.in_c, l->geom.in_h * l->geom.in_w, xs[0], batch, y);
 }
 
 /* FLATTEN: the data of (C, H, W) in C order is already flat */
-void dcz_run_copy(const dcz_model *m, const dcz_exec_layer *l, const float *const *xs,
-                  size_t batch, float *y)
+static void run_copy(const dcz_model *m, const dcz_exec_layer *l, const float *const *xs, size_t batch,
+                     float *y)
 {
     memcpy(y, xs[0], batch * l->in * sizeof *y);
 }
 
-void dcz_run_relu(const dcz_model *m, const dcz_exec_layer *l, const float *const *xs,
-                  size_t batch, float *y)
+static void run_relu(const dcz_model *m, const dcz_exec_layer *l, const float *const *xs, size_t batch,
+                     float *y)
 {
-    if (m->opt.force_reference) {
-        memmove(y, xs[0], batch * l->in * sizeof *y);   /* y may be x (in place) */
-        dcz_relu_ref(y, batch * l->in);
-    } else {
-        dcz_relu(xs[0], batch * l->in, y);
-    }
+    dcz_relu(xs[0], batch * l->in, y);
 }
 
-void dcz_run_softmax(const dcz_model *m, const dcz_exec_layer *l, const float *const *xs,
-                     size_t batch, float *y)
+static void run_relu_ref(const dcz_model *m, const dcz_exec_layer *l, const float *const *xs, size_t batch,
+                         float *y)
+{
+    memmove(y, xs[0], batch * l->in * sizeof *y);   /* y may be x (in place) */
+    dcz_relu_ref(y, batch * l->in);
+}
+
+static void run_softmax_ref(const dcz_model *m, const dcz_exec_layer *l, const float *const *xs,
+                            size_t batch, float *y)
 {
     memcpy(y, xs[0], batch * l->in * sizeof *y);
     dcz_softmax_ref(y, batch, l->in);
 }
 
-void dcz_run_add(const dcz_model *m, const dcz_exec_layer *l, const float *const *xs,
-                 size_t batch, float *y)
+static void run_add(const dcz_model *m, const dcz_exec_layer *l, const float *const *xs, size_t batch,
+                    float *y)
 {
-    if (m->opt.force_reference) dcz_add_ref(xs[0], xs[1], batch * l->in, y);
-    else dcz_add(xs[0], xs[1], batch * l->in, m->fuse ? &l->act : NULL, y);
+    dcz_add(xs[0], xs[1], batch * l->in, m->fuse ? &l->act : NULL, y);
 }
 
-void dcz_run_mul(const dcz_model *m, const dcz_exec_layer *l, const float *const *xs,
-                 size_t batch, float *y)
+static void run_add_ref(const dcz_model *m, const dcz_exec_layer *l, const float *const *xs, size_t batch,
+                        float *y)
+{
+    dcz_add_ref(xs[0], xs[1], batch * l->in, y);
+}
+
+static void run_mul_ref(const dcz_model *m, const dcz_exec_layer *l, const float *const *xs, size_t batch,
+                        float *y)
 {
     const uint32_t factors = m->tensors[l->tin[1]].width;
     dcz_mul_ref(xs[0], xs[1], batch, factors, l->in / factors, y);
 }
 
-void dcz_run_concat(const dcz_model *m, const dcz_exec_layer *l, const float *const *xs,
-                    size_t batch, float *y)
+static void run_concat_ref(const dcz_model *m, const dcz_exec_layer *l, const float *const *xs,
+                           size_t batch, float *y)
 {
     uint32_t width[DCZ_MAX_INPUTS];
     for (uint32_t k = 0; k < l->nin; k++) width[k] = m->tensors[l->tin[k]].width;
     dcz_concat_ref(xs, width, l->nin, batch, y);
 }
 
-void dcz_run_activation(const dcz_model *m, const dcz_exec_layer *l, const float *const *xs,
-                        size_t batch, float *y)
+static void run_clip(const dcz_model *m, const dcz_exec_layer *l, const float *const *xs, size_t batch,
+                     float *y)
 {
-    if (l->op == DCZ_OP_CLIP && !m->opt.force_reference) dcz_clip(l->param[0], l->param[1], xs[0], batch * l->in, y);
-    else dcz_activation_ref(l->op, l->param, xs[0], batch * l->in, y);
+    dcz_clip(l->param[0], l->param[1], xs[0], batch * l->in, y);
 }
+
+static void run_activation_ref(const dcz_model *m, const dcz_exec_layer *l, const float *const *xs,
+                               size_t batch, float *y)
+{
+    dcz_activation_ref(l->op, l->param, xs[0], batch * l->in, y);
+}
+
+/* ---- the integer region's weighted layers ---------------------------------- */
+
+/* The accumulators of a weighted layer, by its kernel. */
+static void qweights_shift(const dcz_model *m, const dcz_exec_layer *l, const dcz_q *x, size_t batch,
+                           int64_t *acc)
+{
+    dcz_qconv2d_shift(&l->geom, &l->qshift, l->qbias, x, batch, 0, m->scratch, acc);
+}
+
+static void qweights_gemm(const dcz_model *m, const dcz_exec_layer *l, const dcz_q *x, size_t batch,
+                          int64_t *acc)
+{
+    dcz_qconv2d_gemm(&l->geom, l->qw2, l->qbias, x, batch, (int32_t *)(void *)m->scratch, acc);
+}
+
+static void qweights_taps(const dcz_model *m, const dcz_exec_layer *l, const dcz_q *x, size_t batch,
+                          int64_t *acc)
+{
+    dcz_qconv2d_sparse_taps(&l->geom, &l->qs, l->qbias, x, batch, dcz_qtap_best(), acc);
+}
+
+/* (a geometry the depthwise kernel declines runs on the taps) */
+static void qweights_depthwise(const dcz_model *m, const dcz_exec_layer *l, const dcz_q *x, size_t batch,
+                               int64_t *acc)
+{
+    if (!dcz_qconv2d_depthwise(&l->geom, &l->qs, l->qbias, x, batch, (dcz_q *)(void *)m->scratch, acc))
+        qweights_taps(m, l, x, batch, acc);
+}
+
+static void qweights_taps_ref(const dcz_model *m, const dcz_exec_layer *l, const dcz_q *x, size_t batch,
+                              int64_t *acc)
+{
+    dcz_qconv2d_sparse_taps(&l->geom, &l->qs, l->qbias, x, batch, dcz_qtap_ref, acc);
+}
+
+static void qweights_fc8(const dcz_model *m, const dcz_exec_layer *l, const dcz_q *x, size_t batch,
+                         int64_t *acc)
+{
+    dcz_qspmm8(&l->qs, l->qbias, x, batch, (int16_t *)(void *)m->scratch, acc);
+}
+
+static void qweights_fc(const dcz_model *m, const dcz_exec_layer *l, const dcz_q *x, size_t batch,
+                        int64_t *acc)
+{
+    dcz_qspmm(&l->qs, l->qbias, x, batch, acc);
+}
+
+static void qweights_fc_ref(const dcz_model *m, const dcz_exec_layer *l, const dcz_q *x, size_t batch,
+                            int64_t *acc)
+{
+    dcz_qspmm_ref(&l->qs, l->qbias, x, batch, acc);
+}
+
+typedef void (*qweights_fn)(const dcz_model *m, const dcz_exec_layer *l, const dcz_q *x, size_t batch,
+                            int64_t *acc);
+
+/* A weighted layer of the integer region: its accumulators, then
+ * requantized to its output's scale and clamped (to the activation fused
+ * in: load.c), or as floats for the last weighted layer; ref: the
+ * references' requantization and clamp. */
+static void qrun_weighted(const dcz_model *m, uint32_t index, const void *const *xs, size_t batch, void *y,
+                          qweights_fn accumulate, int ref)
+{
+    const dcz_exec_layer *l = &m->layers[index];
+    const uint32_t plane = l->out / l->channels;
+    accumulate(m, l, xs[0], batch, m->qacc);
+    if (index == m->q_last) {
+        dequantize(m->qacc, batch, l->channels, plane, l->out_scale, y);
+        return;
+    }
+    const int32_t lo = m->fuse ? l->qlo : -m->qmax, hi = m->fuse ? l->qhi : m->qmax;
+    dcz_requant rq = { l->rq_mult, l->rq_shift, m->qmax };
+    if (m->qmax == 127 && !ref) dcz_requant8(&rq, m->qacc, batch, l->channels, plane, y);
+    else dcz_requant_ref(&rq, m->qacc, batch, l->channels, plane, y);
+    if (lo != -m->qmax || hi != m->qmax) {
+        if (ref) dcz_qclamp_ref(y, batch * l->out, lo, hi);
+        else dcz_qclamp(y, batch * l->out, lo, hi);
+    }
+}
+
+/* The integer shift form: requantized in its own registers (with the 2x2
+ * max pool after it where it takes it) when nothing reads its
+ * accumulators and its form runs so, else as the others. */
+static void qrun_conv_shift(const dcz_model *m, uint32_t index, const void *const *xs, size_t batch, void *y)
+{
+    const dcz_exec_layer *l = &m->layers[index];
+    if (index != m->q_last && !m->keep_acc) {
+        const int32_t lo = m->fuse ? l->qlo : -m->qmax, hi = m->fuse ? l->qhi : m->qmax;
+        const dcz_requant rq = { l->rq_mult, l->rq_shift, m->qmax };
+        if (dcz_qconv2d_shift_requant(&l->geom, &l->qshift, l->qbias, &rq, lo, hi, m->fuse && l->qpool, xs[0],
+                                      batch, m->scratch, y))
+            return;
+    }
+    qrun_weighted(m, index, xs, batch, y, qweights_shift, 0);
+}
+
+static void qrun_conv_gemm(const dcz_model *m, uint32_t index, const void *const *xs, size_t batch, void *y)
+{
+    qrun_weighted(m, index, xs, batch, y, qweights_gemm, 0);
+}
+
+static void qrun_conv_depthwise(const dcz_model *m, uint32_t index, const void *const *xs, size_t batch,
+                                void *y)
+{
+    qrun_weighted(m, index, xs, batch, y, qweights_depthwise, 0);
+}
+
+static void qrun_conv_taps(const dcz_model *m, uint32_t index, const void *const *xs, size_t batch, void *y)
+{
+    qrun_weighted(m, index, xs, batch, y, qweights_taps, 0);
+}
+
+static void qrun_conv_taps_ref(const dcz_model *m, uint32_t index, const void *const *xs, size_t batch,
+                               void *y)
+{
+    qrun_weighted(m, index, xs, batch, y, qweights_taps_ref, 1);
+}
+
+static void qrun_fc8(const dcz_model *m, uint32_t index, const void *const *xs, size_t batch, void *y)
+{
+    qrun_weighted(m, index, xs, batch, y, qweights_fc8, 0);
+}
+
+static void qrun_fc(const dcz_model *m, uint32_t index, const void *const *xs, size_t batch, void *y)
+{
+    qrun_weighted(m, index, xs, batch, y, qweights_fc, 0);
+}
+
+static void qrun_fc_ref(const dcz_model *m, uint32_t index, const void *const *xs, size_t batch, void *y)
+{
+    qrun_weighted(m, index, xs, batch, y, qweights_fc_ref, 1);
+}
+
+/* ---- the integer region's layers without weights --------------------------- */
+
+/* pooled already by the convolution before when the run fuses (load.c): a
+ * sample's pooled planes lie at the start of its place */
+static int qpool_fused(const dcz_model *m, uint32_t index, const void *const *xs, size_t batch, void *y)
+{
+    const dcz_exec_layer *l = &m->layers[index];
+    if (!m->fuse || l->fused != DCZ_FUSED_POOL) return 0;
+    for (size_t b = 0; b < batch; b++)
+        memcpy((dcz_q *)y + b * l->out, (const dcz_q *)xs[0] + b * l->in, l->out * sizeof(dcz_q));
+    return 1;
+}
+
+static void qrun_maxpool(const dcz_model *m, uint32_t index, const void *const *xs, size_t batch, void *y)
+{
+    if (!qpool_fused(m, index, xs, batch, y)) dcz_qmaxpool(&m->layers[index].geom, xs[0], batch, y);
+}
+
+static void qrun_maxpool_ref(const dcz_model *m, uint32_t index, const void *const *xs, size_t batch,
+                             void *y)
+{
+    dcz_qmaxpool_ref(&m->layers[index].geom, xs[0], batch, y);
+}
+
+static void qrun_avgpool_ref(const dcz_model *m, uint32_t index, const void *const *xs, size_t batch,
+                             void *y)
+{
+    const dcz_exec_layer *l = &m->layers[index];
+    dcz_qavgpool_ref(&l->geom, l->count_include_pad, xs[0], batch, y);
+}
+
+static void qrun_mean_ref(const dcz_model *m, uint32_t index, const void *const *xs, size_t batch, void *y)
+{
+    const dcz_exec_layer *l = &m->layers[index];
+    dcz_qglobal_avgpool_ref(l->geom.in_c, l->geom.in_h * l->geom.in_w, xs[0], batch, y);
+}
+
+static void qrun_mean_rescale(const dcz_model *m, uint32_t index, const void *const *xs, size_t batch,
+                              void *y)
+{
+    const dcz_exec_layer *l = &m->layers[index];
+    dcz_qglobal_avgpool_rescale(l->geom.in_c, l->geom.in_h * l->geom.in_w, xs[0], batch, l->in_mult[0],
+                                l->in_shift[0], m->qmax, y);
+}
+
+static void qrun_mean_rescale_ref(const dcz_model *m, uint32_t index, const void *const *xs, size_t batch,
+                                  void *y)
+{
+    const dcz_exec_layer *l = &m->layers[index];
+    dcz_qglobal_avgpool_rescale_ref(l->geom.in_c, l->geom.in_h * l->geom.in_w, xs[0], batch, l->in_mult[0],
+                                    l->in_shift[0], m->qmax, y);
+}
+
+static void qrun_relu(const dcz_model *m, uint32_t index, const void *const *xs, size_t batch, void *y)
+{
+    const dcz_exec_layer *l = &m->layers[index];
+    memmove(y, xs[0], batch * l->in * sizeof(dcz_q));
+    dcz_qrelu(y, batch * l->in);
+}
+
+static void qrun_relu_ref(const dcz_model *m, uint32_t index, const void *const *xs, size_t batch, void *y)
+{
+    const dcz_exec_layer *l = &m->layers[index];
+    memmove(y, xs[0], batch * l->in * sizeof(dcz_q));
+    dcz_qrelu_ref(y, batch * l->in);
+}
+
+static void qrun_copy(const dcz_model *m, uint32_t index, const void *const *xs, size_t batch, void *y)
+{
+    memmove(y, xs[0], batch * m->layers[index].in * sizeof(dcz_q));
+}
+
+/* the sum's bounds: the activation fused in when the run fuses (load.c) */
+static void qrun_add(const dcz_model *m, uint32_t index, const void *const *xs, size_t batch, void *y)
+{
+    const dcz_exec_layer *l = &m->layers[index];
+    if (m->fuse) dcz_qadd(xs[0], xs[1], batch * l->in, l->in_mult, l->in_shift, l->qlo, l->qhi, y);
+    else dcz_qadd(xs[0], xs[1], batch * l->in, l->in_mult, l->in_shift, -m->qmax, m->qmax, y);
+}
+
+static void qrun_add_ref(const dcz_model *m, uint32_t index, const void *const *xs, size_t batch, void *y)
+{
+    const dcz_exec_layer *l = &m->layers[index];
+    dcz_qadd_ref(xs[0], xs[1], batch * l->in, l->in_mult, l->in_shift, m->qmax, y);
+}
+
+static void qrun_mul_ref(const dcz_model *m, uint32_t index, const void *const *xs, size_t batch, void *y)
+{
+    const dcz_exec_layer *l = &m->layers[index];
+    const uint32_t factors = m->tensors[l->tin[1]].width;
+    dcz_qmul_ref(xs[0], xs[1], batch, factors, l->in / factors, l->in_mult[0], l->in_shift[0], m->qmax, y);
+}
+
+static void qrun_concat_ref(const dcz_model *m, uint32_t index, const void *const *xs, size_t batch,
+                            void *y)
+{
+    const dcz_exec_layer *l = &m->layers[index];
+    uint32_t width[DCZ_MAX_INPUTS];
+    for (uint32_t k = 0; k < l->nin; k++) width[k] = m->tensors[l->tin[k]].width;
+    dcz_qconcat_ref((const dcz_q *const *)xs, width, l->nin, batch, l->in_mult, l->in_shift, m->qmax, y);
+}
+
+static void qrun_table(const dcz_model *m, uint32_t index, const void *const *xs, size_t batch, void *y)
+{
+    const dcz_exec_layer *l = &m->layers[index];
+    dcz_qtable(l->table, m->qmax, xs[0], batch * l->in, y);
+}
+
+static void qrun_table_ref(const dcz_model *m, uint32_t index, const void *const *xs, size_t batch, void *y)
+{
+    const dcz_exec_layer *l = &m->layers[index];
+    dcz_qtable_ref(l->table, m->qmax, xs[0], batch * l->in, y);
+}
+
+/* ---- the dispatch table ----------------------------------------------------- */
+
+/* Kernel k of the plan: its float or its integer function; ref: a
+ * reference, whose integer region quantizes its input by the reference
+ * too. */
+static const struct {
+    run_fn f32;
+    qrun_fn q;
+    uint8_t ref;
+} kernels[DCZ_K_COUNT] = {
+    [DCZ_K_RELU] = { run_relu, NULL, 0 },
+    [DCZ_K_RELU_REF] = { run_relu_ref, NULL, 1 },
+    [DCZ_K_SOFTMAX_REF] = { run_softmax_ref, NULL, 1 },
+    [DCZ_K_MAXPOOL] = { run_maxpool, NULL, 0 },
+    [DCZ_K_MAXPOOL_REF] = { run_maxpool_ref, NULL, 1 },
+    [DCZ_K_AVGPOOL_REF] = { run_avgpool_ref, NULL, 1 },
+    [DCZ_K_GLOBAL_AVGPOOL] = { run_global_avgpool, NULL, 0 },
+    [DCZ_K_GLOBAL_AVGPOOL_REF] = { run_global_avgpool_ref, NULL, 1 },
+    [DCZ_K_COPY] = { run_copy, NULL, 0 },
+    [DCZ_K_ADD] = { run_add, NULL, 0 },
+    [DCZ_K_ADD_REF] = { run_add_ref, NULL, 1 },
+    [DCZ_K_MUL_REF] = { run_mul_ref, NULL, 1 },
+    [DCZ_K_CONCAT_REF] = { run_concat_ref, NULL, 1 },
+    [DCZ_K_CLIP] = { run_clip, NULL, 0 },
+    [DCZ_K_ACTIVATION_REF] = { run_activation_ref, NULL, 1 },
+    [DCZ_K_FC_GEMM] = { run_fc_gemm, NULL, 0 },
+    [DCZ_K_FC_ROWS] = { run_fc_rows, NULL, 0 },
+    [DCZ_K_FC_REF] = { run_fc_ref, NULL, 1 },
+    [DCZ_K_FC_CODEBOOK] = { run_fc_sparse, NULL, 0 },
+    [DCZ_K_FC_SPARSE] = { run_fc_sparse, NULL, 0 },
+    [DCZ_K_FC_SPARSE_REF] = { run_fc_sparse_ref, NULL, 1 },
+    [DCZ_K_CONV_SHIFT] = { run_conv_shift, NULL, 0 },
+    [DCZ_K_CONV_DEPTHWISE_LANES] = { run_conv_shift, NULL, 0 },
+    [DCZ_K_CONV_DEPTHWISE_PLANE] = { run_conv_shift, NULL, 0 },
+    [DCZ_K_CONV_DEPTHWISE_ROWS] = { run_conv_shift, NULL, 0 },
+    [DCZ_K_CONV_WINO] = { run_conv_wino, NULL, 0 },
+    [DCZ_K_CONV_GEMM] = { run_conv_gemm, NULL, 0 },
+    [DCZ_K_CONV_GEMM_REF] = { run_conv_gemm_ref, NULL, 1 },
+    [DCZ_K_CONV_EXPANDED] = { run_conv_gemm, NULL, 0 },
+    [DCZ_K_CONV_DIRECT] = { run_conv_direct, NULL, 0 },
+    [DCZ_K_CONV_DIRECT_REF] = { run_conv_direct_ref, NULL, 1 },
+    [DCZ_K_CONV_SPARSE_IM2COL] = { run_conv_sparse_im2col, NULL, 0 },
+    [DCZ_K_CONV_SPARSE_IM2COL_REF] = { run_conv_sparse_im2col_ref, NULL, 1 },
+    [DCZ_K_CONV_SPARSE_DIRECT] = { run_conv_sparse_direct, NULL, 0 },
+    [DCZ_K_CONV_SPARSE_DIRECT_REF] = { run_conv_sparse_direct_ref, NULL, 1 },
+    [DCZ_K_QRELU] = { NULL, qrun_relu, 0 },
+    [DCZ_K_QRELU_REF] = { NULL, qrun_relu_ref, 1 },
+    [DCZ_K_QMAXPOOL] = { NULL, qrun_maxpool, 0 },
+    [DCZ_K_QMAXPOOL_REF] = { NULL, qrun_maxpool_ref, 1 },
+    [DCZ_K_QAVGPOOL_REF] = { NULL, qrun_avgpool_ref, 1 },
+    [DCZ_K_QMEAN_REF] = { NULL, qrun_mean_ref, 1 },
+    [DCZ_K_QMEAN_RESCALE] = { NULL, qrun_mean_rescale, 0 },
+    [DCZ_K_QMEAN_RESCALE_REF] = { NULL, qrun_mean_rescale_ref, 1 },
+    [DCZ_K_QCOPY] = { NULL, qrun_copy, 0 },
+    [DCZ_K_QADD] = { NULL, qrun_add, 0 },
+    [DCZ_K_QADD_REF] = { NULL, qrun_add_ref, 1 },
+    [DCZ_K_QMUL_REF] = { NULL, qrun_mul_ref, 1 },
+    [DCZ_K_QCONCAT_REF] = { NULL, qrun_concat_ref, 1 },
+    [DCZ_K_QTABLE] = { NULL, qrun_table, 0 },
+    [DCZ_K_QTABLE_REF] = { NULL, qrun_table_ref, 1 },
+    [DCZ_K_QFC8_LANES] = { NULL, qrun_fc8, 0 },
+    [DCZ_K_QFC8] = { NULL, qrun_fc8, 0 },
+    [DCZ_K_QFC] = { NULL, qrun_fc, 0 },
+    [DCZ_K_QFC_REF] = { NULL, qrun_fc_ref, 1 },
+    [DCZ_K_QCONV_SHIFT] = { NULL, qrun_conv_shift, 0 },
+    [DCZ_K_QCONV_SHIFT_DEPTHWISE] = { NULL, qrun_conv_shift, 0 },
+    [DCZ_K_QCONV_AMX] = { NULL, qrun_conv_shift, 0 },
+    [DCZ_K_QCONV_GEMM] = { NULL, qrun_conv_gemm, 0 },
+    [DCZ_K_QCONV_DEPTHWISE] = { NULL, qrun_conv_depthwise, 0 },
+    [DCZ_K_QCONV_TAPS] = { NULL, qrun_conv_taps, 0 },
+    [DCZ_K_QCONV_TAPS_REF] = { NULL, qrun_conv_taps_ref, 1 },
+};
 
 /* Tensor t > 0 (a layer's output) from sample s0, in a run of samples s0 ..
  * s0 + n - 1 of a batch of batch (batch <= m->act_batch): in its place, or
@@ -454,7 +720,7 @@ static void run_layers(dcz_model *m, uint32_t first, uint32_t last, const float 
         for (uint32_t k = 0; k < l->nin; k++) xs[k] = tensor_at(m, l->tin[k], input, batch, s0, n);
         if (res) xs[l->nin] = tensor_at(m, l->res, input, batch, s0, n);
         if (!l->q) {
-            dcz_op_get(l->op)->run(m, l, (const float *const *)xs, n, y);
+            kernels[l->kernel].f32(m, l, (const float *const *)xs, n, y);
             if (tap) tap(ctx, i, y, n, l->out);
             continue;
         }
@@ -464,14 +730,14 @@ static void run_layers(dcz_model *m, uint32_t first, uint32_t last, const float 
          * reads it (each takes the whole batch, load.c) */
         if (i == m->q_first) {
             qin = *qinp = (dcz_q *)(m->qacc + batch * m->max_width);
-            if (m->opt.force_reference)
+            if (kernels[l->kernel].ref)
                 dcz_quantize_ref(xs[0], batch * l->in, l->in_scale, m->qmax, qin);
             else
                 dcz_quantize(xs[0], batch * l->in, l->in_scale, m->qmax, qin);
         }
         for (uint32_t k = 0; k < l->nin; k++)
             if (l->tin[k] == m->q_in) xs[k] = qin;
-        dcz_op_get(l->op)->run_q(m, i, xs, n, y);
+        kernels[l->kernel].q(m, i, xs, n, y);
         if (tap && l->w_scale) {   /* a run with a tap takes no chunks: n is batch */
             const uint32_t plane = l->out / l->channels;
             dequantize(m->qacc, n, l->channels, plane, l->out_scale, deq);

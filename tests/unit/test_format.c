@@ -1504,9 +1504,12 @@ static void test_dag_refused(void)
 /* The fixtures of format 1.2 (tests/fixtures/v1) read as documents of
  * format 2: chains, each CONV2D with group 1, and rewritten as 2.0 files
  * that run to the same bits. */
-/* The toolchain's description of each layer (runtime/tool.h) agrees with
- * the form the loader built: weights, widths, dense or sparse, im2col or
- * direct, the column form, integer kernels on a calibrated model. */
+/* The toolchain's description of each layer (runtime/tool.h) names the
+ * plan's kernel (runtime/plan.h), and the plan agrees with the form the
+ * loader built: weights, widths, dense or sparse, im2col or direct, the
+ * extra forms of the kernels that read them (Winograd's transform, the
+ * shift form, transposed or expanded weights, the column form), integer
+ * kernels on a calibrated model, the references when they are forced. */
 static void test_describe_layers(void)
 {
     dcz_doc *(*const make[])(void) = { small_doc, conv_doc, conv_doc_b, dag_doc, mobile_doc, calib_doc, wino_doc };
@@ -1529,15 +1532,31 @@ static void test_describe_layers(void)
         REQUIRE(dcz_model_layer_count(m) == d->nlayers, "doc %zu: layer count", f);
         for (uint32_t i = 0; i < m->nlayers; i++) {
             const dcz_exec_layer *l = &m->layers[i];
+            const dcz_kernel k = (dcz_kernel)l->kernel;
             dcz_layer_desc ld;
             REQUIRE(dcz_describe_layer(m, i, &ld) == DCZ_OK, "describe %u", i);
             CHECK(ld.op == l->op && ld.width == l->out && ld.weighted == dcz_op_get(l->op)->weighted,
                   "doc %zu layer %u: op, width, weights", f, i);
-            if (opt.force_reference) {   /* the convolutions' im2col or direct only */
+            CHECK(k != DCZ_K_NONE && k < DCZ_K_COUNT, "doc %zu layer %u: no kernel planned", f, i);
+            /* the forms built are those the kernel reads */
+            CHECK((k == DCZ_K_CONV_WINO) == (l->wu != NULL), "doc %zu layer %u: %s, Winograd's weights", f, i,
+                  dcz_kernel_name(k));
+            CHECK((k == DCZ_K_FC_GEMM) == (l->wt != NULL), "doc %zu layer %u: %s, transposed weights", f, i,
+                  dcz_kernel_name(k));
+            CHECK((k == DCZ_K_QCONV_GEMM) == (l->qw2 != NULL), "doc %zu layer %u: %s, int16 pairs", f, i,
+                  dcz_kernel_name(k));
+            CHECK((k == DCZ_K_CONV_EXPANDED) == (l->sparse && !l->q && l->w != NULL),
+                  "doc %zu layer %u: %s, expanded weights", f, i, dcz_kernel_name(k));
+            CHECK((!dcz_kernel_shifts(k)) == (l->q ? !l->qshift.ob : !l->shift.ob),
+                  "doc %zu layer %u: %s, the shift form", f, i, dcz_kernel_name(k));
+            if (opt.force_reference) {   /* the references, and the convolutions' im2col or direct */
+                CHECK(!ld.weighted || strstr(ld.kernel, "_ref"), "doc %zu layer %u: %s forced to the reference", f,
+                      i, ld.kernel);
                 if (ld.weighted && !l->q && l->sparse && l->op == DCZ_OP_CONV2D) {
-                    seen_im2col += l->im2col;
-                    seen_direct += !l->im2col;
-                    CHECK(!strstr(ld.kernel, "im2col") == !l->im2col, "doc %zu layer %u: %s", f, i, ld.kernel);
+                    const int im2col = k == DCZ_K_CONV_SPARSE_IM2COL_REF;
+                    seen_im2col += im2col;
+                    seen_direct += !im2col;
+                    CHECK(im2col == dcz_conv2d_pick_im2col(&l->geom), "doc %zu layer %u: %s", f, i, ld.kernel);
                 }
                 continue;
             }
@@ -1548,8 +1567,10 @@ static void test_describe_layers(void)
                       "doc %zu layer %u: fused: %s (%s)", f, i, ld.kernel, ld.why);
                 continue;
             }
+            CHECK(strcmp(ld.kernel, dcz_kernel_name(k)) == 0, "doc %zu layer %u: %s, planned %s", f, i, ld.kernel,
+                  dcz_kernel_name(k));
             if (!ld.weighted) {
-                CHECK(strcmp(ld.kernel, dcz_op_get(l->op)->label) == 0 && ld.why[0] == '\0', "plain layer %u", i);
+                CHECK(ld.why[0] == '\0', "plain layer %u", i);
                 continue;
             }
             CHECK(ld.why[0] != '\0', "doc %zu layer %u: no reason", f, i);
@@ -1563,13 +1584,13 @@ static void test_describe_layers(void)
                 CHECK(strstr(ld.kernel, "integers") != NULL, "doc %zu layer %u: %s on integers", f, i, ld.kernel);
             } else if (!l->sparse) {
                 seen_dense++;
-                seen_wino += l->wino;
-                CHECK(!strstr(ld.kernel, "wino") == !l->wino, "doc %zu layer %u: %s", f, i, ld.kernel);
+                seen_wino += k == DCZ_K_CONV_WINO;
                 CHECK(strstr(ld.kernel, "dense") != NULL, "doc %zu layer %u: %s for dense weights", f, i, ld.kernel);
             } else if (l->op == DCZ_OP_CONV2D) {
-                seen_im2col += l->im2col;
-                seen_direct += !l->im2col;
-                CHECK(!strstr(ld.kernel, "im2col") == !l->im2col, "doc %zu layer %u: %s", f, i, ld.kernel);
+                const int im2col = k == DCZ_K_CONV_SPARSE_IM2COL || k == DCZ_K_CONV_EXPANDED;
+                seen_im2col += im2col;
+                seen_direct += !im2col;
+                CHECK(!strstr(ld.kernel, "im2col") == !im2col, "doc %zu layer %u: %s", f, i, ld.kernel);
             } else {
                 seen_cols += l->sp.col_ptr != NULL;
                 CHECK(!strstr(ld.why, "by columns") == !l->sp.col_ptr, "doc %zu layer %u: %s", f, i, ld.why);

@@ -313,9 +313,12 @@ static void check_model(const char *name, uint8_t *buf, size_t len, dcz_options 
         }
         dcz_close(rm);
         for (uint32_t i = 0; i < hm->nlayers; i++)
-            if (hm->layers[i].expanded) { expanded_models++; break; }
+            if (hm->layers[i].kernel == DCZ_K_CONV_EXPANDED || hm->layers[i].kernel == DCZ_K_QCONV_GEMM) {
+                expanded_models++;
+                break;
+            }
         for (uint32_t i = 0; i < hm->nlayers; i++)
-            if (hm->layers[i].shifted) { shifted_models++; break; }
+            if (dcz_kernel_shifts((dcz_kernel)hm->layers[i].kernel)) { shifted_models++; break; }
     }
 
     /* the model reads its float biases from the file buffer: change one */
@@ -850,10 +853,10 @@ static void built(const char *name, dcz_doc *d, dcz_scheme want)
     if (dcz_open_memory(buf, len, NULL, &m) == DCZ_OK) {
         CHECK(dcz_model_scheme(m) == want, "%s: scheme %d", name, (int)dcz_model_scheme(m));
         uint32_t im2col = 0;
-        for (uint32_t i = 0; i < m->nlayers; i++) im2col += m->layers[i].im2col;
+        for (uint32_t i = 0; i < m->nlayers; i++) im2col += dcz_kernel_patches((dcz_kernel)m->layers[i].kernel);
         uint32_t shifted = 0, wino = 0;
-        for (uint32_t i = 0; i < m->nlayers; i++) shifted += m->layers[i].shifted;
-        for (uint32_t i = 0; i < m->nlayers; i++) wino += m->layers[i].wino && m->layers[i].wu;
+        for (uint32_t i = 0; i < m->nlayers; i++) shifted += dcz_kernel_shifts((dcz_kernel)m->layers[i].kernel);
+        for (uint32_t i = 0; i < m->nlayers; i++) wino += m->layers[i].kernel == DCZ_K_CONV_WINO && m->layers[i].wu;
         /* its two convolutions by im2col, or the shift form where this CPU
          * runs it faster (integer convolutions take no im2col patches but
          * the integer product's) */
@@ -923,7 +926,7 @@ static void test_residual_fused(void)
     const uint32_t adds[2] = { 3, 6 };
     for (int k = 0; k < 2; k++) {
         const dcz_exec_layer *c = &m->layers[adds[k] - 1];
-        const int fuses = c->shifted && dcz_conv2d_shift_res_fuses(&c->geom, &c->shift);
+        const int fuses = dcz_kernel_shifts((dcz_kernel)c->kernel) && dcz_conv2d_shift_res_fuses(&c->geom, &c->shift);
         CHECK((m->layers[adds[k]].fused == DCZ_FUSED_ADD) == fuses && (c->res != 0) == fuses,
               "%s: fused %d where the stores %s add it", m->layers[adds[k]].name, m->layers[adds[k]].fused,
               fuses ? "do" : "do not");

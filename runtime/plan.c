@@ -1,0 +1,238 @@
+/* plan.c: each layer's kernel, decided once at load (plan.h), and the
+ * CUDA backend's choice beside it (gpu.h: dcz_gpu_pick).
+ *
+ * The rules read the layer's geometry and weights and the measured rules
+ * of the kernel families (dcz_conv2d_pick_*, dcz_qconv2d_pick_shift, ...:
+ * each beside the kernels whose speed it weighs); the loader builds the
+ * form the chosen kernel reads (load.c), the runner dispatches through its
+ * table (run.c), dcz info names it (describe.c).
+ *
+ * Checked by tests/unit/test_format.c and tests/unit/test_calibrate.c (the
+ * kernels the test models get, through dcz info) and by the unit tests of
+ * the GPU's choice (tests/unit/test_gpu_emu.c).
+ */
+#include "runtime/plan.h"
+
+#include "runtime/gpu.h"
+#include "runtime/model.h"
+
+static const char *const names[DCZ_K_COUNT] = {
+    [DCZ_K_NONE] = "?",
+    [DCZ_K_RELU] = "relu",
+    [DCZ_K_RELU_REF] = "relu_ref",
+    [DCZ_K_SOFTMAX_REF] = "softmax_ref",
+    [DCZ_K_MAXPOOL] = "maxpool",
+    [DCZ_K_MAXPOOL_REF] = "maxpool_ref",
+    [DCZ_K_AVGPOOL_REF] = "avgpool_ref",
+    [DCZ_K_GLOBAL_AVGPOOL] = "global_avgpool",
+    [DCZ_K_GLOBAL_AVGPOOL_REF] = "global_avgpool_ref",
+    [DCZ_K_COPY] = "copy",
+    [DCZ_K_ADD] = "add",
+    [DCZ_K_ADD_REF] = "add_ref",
+    [DCZ_K_MUL_REF] = "mul_ref",
+    [DCZ_K_CONCAT_REF] = "concat_ref",
+    [DCZ_K_CLIP] = "clip",
+    [DCZ_K_ACTIVATION_REF] = "activation_ref",
+    [DCZ_K_FC_GEMM] = "dense_gemm_f32",
+    [DCZ_K_FC_ROWS] = "dense_f32",
+    [DCZ_K_FC_REF] = "dense_f32_ref",
+    [DCZ_K_FC_CODEBOOK] = "spmv / spmm (codebook)",
+    [DCZ_K_FC_SPARSE] = "spmv_csc / spmm (fp32 values)",
+    [DCZ_K_FC_SPARSE_REF] = "spmv_ref / spmm_ref",
+    [DCZ_K_CONV_SHIFT] = "conv2d_shift",
+    [DCZ_K_CONV_DEPTHWISE_LANES] = "conv2d_depthwise_lanes",
+    [DCZ_K_CONV_DEPTHWISE_PLANE] = "conv2d_depthwise_plane",
+    [DCZ_K_CONV_DEPTHWISE_ROWS] = "conv2d_depthwise_rows",
+    [DCZ_K_CONV_WINO] = "conv2d_dense_wino",
+    [DCZ_K_CONV_GEMM] = "conv2d_dense_im2col",
+    [DCZ_K_CONV_GEMM_REF] = "conv2d_dense_im2col_ref",
+    [DCZ_K_CONV_EXPANDED] = "conv2d_expanded_im2col",
+    [DCZ_K_CONV_DIRECT] = "conv2d_dense",
+    [DCZ_K_CONV_DIRECT_REF] = "conv2d_dense_ref",
+    [DCZ_K_CONV_SPARSE_IM2COL] = "conv2d_sparse_im2col",
+    [DCZ_K_CONV_SPARSE_IM2COL_REF] = "conv2d_sparse_im2col_ref",
+    [DCZ_K_CONV_SPARSE_DIRECT] = "conv2d_sparse_direct",
+    [DCZ_K_CONV_SPARSE_DIRECT_REF] = "conv2d_sparse_direct_ref",
+    [DCZ_K_QRELU] = "qrelu",
+    [DCZ_K_QRELU_REF] = "qrelu_ref",
+    [DCZ_K_QMAXPOOL] = "qmaxpool",
+    [DCZ_K_QMAXPOOL_REF] = "qmaxpool_ref",
+    [DCZ_K_QAVGPOOL_REF] = "qavgpool_ref",
+    [DCZ_K_QMEAN_REF] = "qglobal_avgpool_ref",
+    [DCZ_K_QMEAN_RESCALE] = "qglobal_avgpool_rescale",
+    [DCZ_K_QMEAN_RESCALE_REF] = "qglobal_avgpool_rescale_ref",
+    [DCZ_K_QCOPY] = "qcopy",
+    [DCZ_K_QADD] = "qadd",
+    [DCZ_K_QADD_REF] = "qadd_ref",
+    [DCZ_K_QMUL_REF] = "qmul_ref",
+    [DCZ_K_QCONCAT_REF] = "qconcat_ref",
+    [DCZ_K_QTABLE] = "qtable",
+    [DCZ_K_QTABLE_REF] = "qtable_ref",
+    [DCZ_K_QFC8_LANES] = "qspmm8_lanes (integers)",
+    [DCZ_K_QFC8] = "qspmm8 (integers)",
+    [DCZ_K_QFC] = "qspmm (integers)",
+    [DCZ_K_QFC_REF] = "qspmm_ref (integers)",
+    [DCZ_K_QCONV_SHIFT] = "qconv2d_shift (integers)",
+    [DCZ_K_QCONV_SHIFT_DEPTHWISE] = "qconv2d_shift_depthwise (integers)",
+    [DCZ_K_QCONV_AMX] = "qconv2d_amx (integers)",
+    [DCZ_K_QCONV_GEMM] = "qconv2d_gemm (integers)",
+    [DCZ_K_QCONV_DEPTHWISE] = "qconv2d_depthwise (integers)",
+    [DCZ_K_QCONV_TAPS] = "qconv2d_sparse (integers)",
+    [DCZ_K_QCONV_TAPS_REF] = "qconv2d_sparse_ref (integers)",
+};
+
+const char *dcz_kernel_name(dcz_kernel k)
+{
+    return (unsigned)k < DCZ_K_COUNT && names[k] ? names[k] : "?";
+}
+
+/* The kernels of the operators without weights, by precision: the vector
+ * kernel and its reference (the same where the op has only a reference). */
+typedef struct element_kernels {
+    dcz_kernel f32, f32_ref, q, q_ref;
+} element_kernels;
+
+static const element_kernels elements[] = {
+    [DCZ_OP_RELU] = { DCZ_K_RELU, DCZ_K_RELU_REF, DCZ_K_QRELU, DCZ_K_QRELU_REF },
+    [DCZ_OP_SOFTMAX] = { DCZ_K_SOFTMAX_REF, DCZ_K_SOFTMAX_REF, DCZ_K_NONE, DCZ_K_NONE },
+    [DCZ_OP_MAXPOOL] = { DCZ_K_MAXPOOL, DCZ_K_MAXPOOL_REF, DCZ_K_QMAXPOOL, DCZ_K_QMAXPOOL_REF },
+    [DCZ_OP_AVGPOOL] = { DCZ_K_AVGPOOL_REF, DCZ_K_AVGPOOL_REF, DCZ_K_QAVGPOOL_REF, DCZ_K_QAVGPOOL_REF },
+    /* on integers: by the scales (dcz_plan_finish) */
+    [DCZ_OP_GLOBAL_AVGPOOL] = { DCZ_K_GLOBAL_AVGPOOL, DCZ_K_GLOBAL_AVGPOOL_REF, DCZ_K_QMEAN_RESCALE,
+                                DCZ_K_QMEAN_RESCALE_REF },
+    [DCZ_OP_FLATTEN] = { DCZ_K_COPY, DCZ_K_COPY, DCZ_K_QCOPY, DCZ_K_QCOPY },
+    [DCZ_OP_ADD] = { DCZ_K_ADD, DCZ_K_ADD_REF, DCZ_K_QADD, DCZ_K_QADD_REF },
+    [DCZ_OP_MUL] = { DCZ_K_MUL_REF, DCZ_K_MUL_REF, DCZ_K_QMUL_REF, DCZ_K_QMUL_REF },
+    [DCZ_OP_CONCAT] = { DCZ_K_CONCAT_REF, DCZ_K_CONCAT_REF, DCZ_K_QCONCAT_REF, DCZ_K_QCONCAT_REF },
+    [DCZ_OP_CLIP] = { DCZ_K_CLIP, DCZ_K_ACTIVATION_REF, DCZ_K_QTABLE, DCZ_K_QTABLE_REF },
+    [DCZ_OP_LEAKY_RELU] = { DCZ_K_ACTIVATION_REF, DCZ_K_ACTIVATION_REF, DCZ_K_QTABLE, DCZ_K_QTABLE_REF },
+    [DCZ_OP_SIGMOID] = { DCZ_K_ACTIVATION_REF, DCZ_K_ACTIVATION_REF, DCZ_K_QTABLE, DCZ_K_QTABLE_REF },
+    [DCZ_OP_TANH] = { DCZ_K_ACTIVATION_REF, DCZ_K_ACTIVATION_REF, DCZ_K_QTABLE, DCZ_K_QTABLE_REF },
+    [DCZ_OP_HARD_SIGMOID] = { DCZ_K_ACTIVATION_REF, DCZ_K_ACTIVATION_REF, DCZ_K_QTABLE, DCZ_K_QTABLE_REF },
+    [DCZ_OP_HARD_SWISH] = { DCZ_K_ACTIVATION_REF, DCZ_K_ACTIVATION_REF, DCZ_K_QTABLE, DCZ_K_QTABLE_REF },
+};
+
+dcz_kernel dcz_plan_fc(int sparse, int codebook, int forms, int force_reference)
+{
+    if (sparse) return force_reference ? DCZ_K_FC_SPARSE_REF : codebook ? DCZ_K_FC_CODEBOOK : DCZ_K_FC_SPARSE;
+    /* the transposed weights (load.c) where the dense product runs */
+    if (forms & DCZ_FORM_DENSE) return DCZ_K_FC_GEMM;
+    return force_reference ? DCZ_K_FC_REF : DCZ_K_FC_ROWS;
+}
+
+dcz_kernel dcz_plan_conv(const dcz_conv_geom *g, int sparse, uint64_t kept, int forms, int force_reference)
+{
+    /* a dense 3x3 convolution of stride 1 whose channels are multiples of
+     * 16: Winograd's F(2x2, 3x3) */
+    if (!sparse && (forms & DCZ_FORM_WINO) && dcz_conv2d_pick_wino(g)) return DCZ_K_CONV_WINO;
+    /* the shift kernel where it runs faster than the others; else a sparse
+     * one dense enough for the dense product to beat its sparse kernels */
+    if ((forms & DCZ_FORM_SHIFT) && dcz_conv2d_pick_shift(g, kept)) return DCZ_K_CONV_SHIFT;
+    if (sparse && (forms & DCZ_FORM_DENSE) && dcz_conv2d_pick_expand(g, kept)) return DCZ_K_CONV_EXPANDED;
+    if (sparse && dcz_conv2d_pick_im2col(g))
+        return force_reference ? DCZ_K_CONV_SPARSE_IM2COL_REF : DCZ_K_CONV_SPARSE_IM2COL;
+    if (sparse) return force_reference ? DCZ_K_CONV_SPARSE_DIRECT_REF : DCZ_K_CONV_SPARSE_DIRECT;
+    if (dcz_conv2d_pick_dense_im2col(g)) return force_reference ? DCZ_K_CONV_GEMM_REF : DCZ_K_CONV_GEMM;
+    return force_reference ? DCZ_K_CONV_DIRECT_REF : DCZ_K_CONV_DIRECT;
+}
+
+dcz_kernel dcz_plan_conv_shift(const dcz_conv_geom *g, const dcz_shift *f)
+{
+    const char *dw = dcz_conv2d_shift_depthwise(g, f);
+    if (!dw) return DCZ_K_CONV_SHIFT;
+    return dw[0] == 'l' ? DCZ_K_CONV_DEPTHWISE_LANES : dw[0] == 'p' ? DCZ_K_CONV_DEPTHWISE_PLANE
+                                                                     : DCZ_K_CONV_DEPTHWISE_ROWS;
+}
+
+dcz_kernel dcz_plan_qconv(const dcz_conv_geom *g, uint64_t kept, int32_t qmax, int forms, int force_reference,
+                          int declined)
+{
+    const int q8 = qmax == 127;
+    /* the integer shift form where this CPU runs it; else an ungrouped
+     * convolution dense enough for the integer product gets its weights as
+     * dense int16 pairs; a form that declined leaves both out */
+    if (!declined && q8 && (forms & DCZ_FORM_SHIFT) && dcz_qconv2d_pick_shift(g)) return DCZ_K_QCONV_SHIFT;
+    if (!declined && q8 && (forms & DCZ_FORM_DENSE) && dcz_qgemm_variant() && dcz_conv2d_pick_expand(g, kept))
+        return DCZ_K_QCONV_GEMM;
+    if (!force_reference && q8 && dcz_qconv2d_depthwise_runs(g)) return DCZ_K_QCONV_DEPTHWISE;
+    return force_reference ? DCZ_K_QCONV_TAPS_REF : DCZ_K_QCONV_TAPS;
+}
+
+dcz_kernel dcz_plan_qconv_shift(const dcz_qshift *f)
+{
+    if (dcz_qshift_depthwise(f)) return DCZ_K_QCONV_SHIFT_DEPTHWISE;
+    return f->amx_pick ? DCZ_K_QCONV_AMX : DCZ_K_QCONV_SHIFT;
+}
+
+dcz_kernel dcz_plan_qfc(int32_t qmax, int lanes, int force_reference)
+{
+    if (force_reference) return DCZ_K_QFC_REF;
+    if (qmax == 127) return lanes ? DCZ_K_QFC8_LANES : DCZ_K_QFC8;
+    return DCZ_K_QFC;
+}
+
+int dcz_kernel_shifts(dcz_kernel k)
+{
+    return k == DCZ_K_CONV_SHIFT || k == DCZ_K_CONV_DEPTHWISE_LANES || k == DCZ_K_CONV_DEPTHWISE_PLANE ||
+           k == DCZ_K_CONV_DEPTHWISE_ROWS || k == DCZ_K_QCONV_SHIFT || k == DCZ_K_QCONV_SHIFT_DEPTHWISE ||
+           k == DCZ_K_QCONV_AMX;
+}
+
+int dcz_kernel_patches(dcz_kernel k)
+{
+    return k == DCZ_K_CONV_GEMM || k == DCZ_K_CONV_GEMM_REF || k == DCZ_K_CONV_EXPANDED ||
+           k == DCZ_K_CONV_SPARSE_IM2COL || k == DCZ_K_CONV_SPARSE_IM2COL_REF || k == DCZ_K_QCONV_GEMM;
+}
+
+/* Real entries of s (its entries less the fillers). */
+static uint64_t real_entries(const dcz_sparse *s)
+{
+    uint64_t n = 0;
+    for (uint32_t e = 0; e < s->entries; e++) n += s->step[e] != DCZ_STEP_FILLER;
+    return n;
+}
+
+dcz_gpu_kernel dcz_gpu_pick(const dcz_exec_layer *l)
+{
+    const dcz_op_info *o = dcz_op_get(l->op);
+    if (!o || !o->weighted) return DCZ_GK_ELEMENT;
+    const int grouped = l->op == DCZ_OP_CONV2D && dcz_conv_groups(&l->geom) > 1;
+    const int direct = grouped || l->geom.out_h * l->geom.out_w >= DCZ_GPU_DIRECT_MIN_PLANE;
+    if (l->q) return l->op != DCZ_OP_CONV2D ? DCZ_GK_QFC : direct ? DCZ_GK_QCONV_DIRECT : DCZ_GK_QCONV_IM2COL;
+    if (l->op == DCZ_OP_CONV2D) {
+        if (!l->sparse) return grouped ? DCZ_GK_CONV_DENSE_DIRECT : DCZ_GK_CONV_DENSE;
+        return direct ? DCZ_GK_CONV_DIRECT : DCZ_GK_CONV_IM2COL;
+    }
+    if (!l->sparse) return DCZ_GK_DENSE_FC;
+    const double cells = (double)l->sp.rows * l->sp.cols;
+    return cells > 0 && (double)real_entries(&l->sp) >= DCZ_GPU_DENSE_DENSITY * cells ? DCZ_GK_SPARSE_FC_WIDE
+                                                                                     : DCZ_GK_SPARSE_FC;
+}
+
+int dcz_gpu_by_patches(const dcz_exec_layer *l, dcz_gpu_kernel k, size_t batch)
+{
+    if (k == DCZ_GK_CONV_DENSE || k == DCZ_GK_CONV_IM2COL || k == DCZ_GK_QCONV_IM2COL) return 1;
+    if ((k != DCZ_GK_CONV_DIRECT && k != DCZ_GK_QCONV_DIRECT) || dcz_conv_groups(&l->geom) > 1) return 0;
+    return (double)batch * l->geom.out_c * l->geom.out_h * l->geom.out_w < DCZ_GPU_DIRECT_MIN_OUTPUTS;
+}
+
+dcz_status dcz_plan_finish(dcz_model *m)
+{
+    const int ref = m->opt.force_reference;
+    for (uint32_t i = 0; i < m->nlayers; i++) {
+        dcz_exec_layer *l = &m->layers[i];
+        l->gpu_kernel = (uint8_t)dcz_gpu_pick(l);
+        if (dcz_op_get(l->op)->weighted || l->op >= sizeof elements / sizeof *elements) continue;
+        const element_kernels *e = &elements[l->op];
+        if (!l->q) l->kernel = (uint8_t)(ref ? e->f32_ref : e->f32);
+        /* a mean whose output keeps its input's scale is the integer mean */
+        else if (l->op == DCZ_OP_GLOBAL_AVGPOOL &&
+                 dcz_f32_bits(m->t_scale[l->tin[0]]) == dcz_f32_bits(m->t_scale[i + 1]))
+            l->kernel = DCZ_K_QMEAN_REF;
+        else l->kernel = (uint8_t)(ref ? e->q_ref : e->q);
+    }
+    /* (the loader refuses the layers that have no kernel before this) */
+    for (uint32_t i = 0; i < m->nlayers; i++)
+        if (m->layers[i].kernel == DCZ_K_NONE) return DCZ_ERR_UNSUPPORTED;
+    return DCZ_OK;
+}
