@@ -22,7 +22,7 @@
 #
 # Toggles (a comment never shares a toggle's line: GNU make would keep the
 # spaces before it in the value, and `DEPS ?= 1   # ...` is not 1):
-#   CUDA      auto: libdcz's CUDA backend (runtime/*.cu, runtime/gpu.c) when nvcc
+#   CUDA      auto: libdcz's CUDA backend (runtime/cuda/) when nvcc
 #             is found (PATH, or NVCC=/path/to/nvcc); 1 requires it; 0 builds
 #             the CPU runtime alone. Machine code for sm_90 (CUDA_SM) and PTX
 #             for the oldest architecture the nvcc compiles (compute_70 up to
@@ -133,8 +133,13 @@ endif
 
 # libdcz: runtime and Huffman decoding; links with libc and libm alone (and
 # with the CUDA backend, the CUDA runtime and cuBLAS).
-LIB_SRC  := $(filter-out $(if $(filter 1,$(CUDA_ON)),,runtime/gpu.c),$(wildcard runtime/*.c)) huffman/huff_decode.c
-LIB_CU   := $(if $(filter 1,$(CUDA_ON)),$(wildcard runtime/*.cu))
+# runtime/ holds the API, the loader, the plan and the runner; its folders
+# the format's rules (format/), the CPU kernels (cpu/ref/ the scalar
+# references, cpu/f32/ the float kernels, cpu/q8/ the 8-bit integer ones)
+# and the CUDA backend (cuda/): runtime/README.md is their map.
+LIB_SRC  := $(wildcard runtime/*.c runtime/format/*.c runtime/cpu/*/*.c) \
+            $(if $(filter 1,$(CUDA_ON)),runtime/cuda/gpu.c) huffman/huff_decode.c
+LIB_CU   := $(if $(filter 1,$(CUDA_ON)),$(wildcard runtime/cuda/*.cu))
 # the toolchain: everything a stage needs beyond the runtime: the working
 # model (model/: the editable document and the .dcz writer), the trainer,
 # the stages
@@ -191,7 +196,7 @@ $(BUILD)/onnx/onnx.pb-c.o: $(ONNX_GEN)
 # sources that include the generated header wait for it
 $(filter $(BUILD)/interop/%,$(TOOL_OBJ)) $(UNIT_BIN) $(FUZZ_REPLAY): | $(ONNX_GEN)
 
-$(BUILD)/%.cu.o: %.cu runtime/gpu.h runtime/gpu_kern.h runtime/model.h runtime/ops.h include/dcz.h
+$(BUILD)/%.cu.o: %.cu runtime/cuda/gpu.h runtime/cuda/gpu_kern.h runtime/model.h runtime/format/ops.h include/dcz.h
 	@mkdir -p $(dir $@)
 	$(NVCC) $(NVFLAGS) -c $< -o $@
 
@@ -239,7 +244,7 @@ $(BUILD)/bench/%: bench/%.c bench/bench.h lib/libdcztool.a lib/libdcz.a
 # the CUDA backend's kernels next to cuBLAS and cuSPARSE (SKIP without a
 # GPU): libdcz alone, and cuSPARSE as a baseline (never a libdcz dependency)
 ifeq ($(CUDA_ON),1)
-$(BUILD)/bench/bench_gpu: bench/bench_gpu.c bench/bench.h lib/libdcz.a runtime/gpu.h runtime/gpu_kern.h \
+$(BUILD)/bench/bench_gpu: bench/bench_gpu.c bench/bench.h lib/libdcz.a runtime/cuda/gpu.h runtime/cuda/gpu_kern.h \
                           runtime/model.h include/dcz.h
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS_ALL) $(LDFLAGS_ALL) -o $@ $< lib/libdcz.a $(LDLIBS_RT) -lcusparse -lm -lpthread
@@ -261,7 +266,7 @@ $(BUILD)/check-lib: tests/lib_alone.c $(LIBDIR)/libdcz.a
 # error. A failure does not stop the build; tests/run.sh reports it as a
 # test, passing only when the stamp holds the checksum of the current source.
 NOFLOAT := $(BUILD)/tests/kernels_int_nofloat
-$(NOFLOAT).o: runtime/kernels_int.c
+$(NOFLOAT).o: runtime/cpu/ref/kernels_int.c
 	@mkdir -p $(dir $@)
 	@rm -f $@ $(NOFLOAT).stamp
 	@echo "$(CC) -mgeneral-regs-only -c $< -o $@"
@@ -324,7 +329,7 @@ size:
 FUZZ_CC ?= clang
 FUZZ_FLAGS := -std=c11 -g -O1 -D_POSIX_C_SOURCE=200809L -Iinclude -I. -I$(BUILD)/onnx \
               $(shell pkg-config --cflags cairo 2>/dev/null) $(MPI_CFLAGS)
-FUZZ_OBJ := $(patsubst %.c,$(BUILD)/fuzz/obj/%.o,$(filter-out runtime/gpu.c,$(LIB_SRC)) $(TOOL_SRC) $(ONNX_GEN))
+FUZZ_OBJ := $(patsubst %.c,$(BUILD)/fuzz/obj/%.o,$(filter-out runtime/cuda/gpu.c,$(LIB_SRC)) $(TOOL_SRC) $(ONNX_GEN))
 FUZZ_BIN := $(FUZZ_SRC:tests/fuzz/%.c=$(BUILD)/fuzz/%)
 fuzz: $(FUZZ_BIN)
 	@echo "run e.g.: $(BUILD)/fuzz/fuzz_dcz tests/fuzz/corpus/dcz"

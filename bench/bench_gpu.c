@@ -1,5 +1,5 @@
 /* bench_gpu.c: libdcz's CUDA kernels for sparse fully connected layers
- * (runtime/gpu.h: dcz_spmv__cuda at batch 1, dcz_spmm__cuda at batch 64)
+ * (runtime/cuda/gpu.h: dcz_spmv__cuda at batch 1, dcz_spmm__cuda at batch 64)
  * next to cuBLAS on the dense matrix and cuSPARSE on a CSR copy, on the
  * same GPU in the same run, and whole models on the GPU next to the CPU.
  *   copy      cudaMemcpy device to device of 256 MiB, best of 5 after one:
@@ -69,7 +69,7 @@ int main(void)
 #define DISABLE_CUSPARSE_DEPRECATED
 #include <cusparse.h>
 
-#include "runtime/gpu.h"
+#include "runtime/cuda/gpu.h"
 
 #define BATCH 64
 #define NBUF 8

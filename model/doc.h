@@ -17,7 +17,7 @@
 #include <stdint.h>
 
 #include "dcz.h"
-#include "runtime/format.h"
+#include "runtime/format/format.h"
 
 /* Limits of the STAGES section (docs/FORMAT.md) */
 #define DCZ_MAX_STAGES 1024

@@ -8,7 +8,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "runtime/gpu.h"
+#include "runtime/cuda/gpu.h"
 #include "runtime/model.h"
 
 /* The GPU kernel of layer l of m and why, in a few words. */

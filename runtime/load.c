@@ -32,7 +32,7 @@
 
 #include "runtime/model.h"
 #ifdef DCZ_CUDA
-#include "runtime/gpu.h"
+#include "runtime/cuda/gpu.h"
 #endif
 
 #define TRY(expr) do { dcz_status s_ = (expr); if (s_ != DCZ_OK) return s_; } while (0)

@@ -35,8 +35,12 @@
 #include <stdint.h>
 
 #include "dcz.h"
-#include "runtime/format.h"
+#include "runtime/cpu/f32/gemm.h"
+#include "runtime/cpu/f32/wino.h"
+#include "runtime/format/format.h"
 #include "runtime/plan.h"
+#include "runtime/shapes.h"
+#include "runtime/threads.h"
 #include "runtime/tool.h"
 
 #define DCZ_STEP_FILLER 255u
@@ -110,33 +114,6 @@ static inline float dcz_sparse_weight(const dcz_sparse *s, uint32_t e)
     return s->idx ? s->codebook[s->idx[e]] : s->val[e];
 }
 
-/* The geometry of a convolution or a pooling over one sample: input
- * (in_c, in_h, in_w), output (out_c, out_h, out_w), window kh x kw, stride
- * sh, sw, zero padding ph, pw on each side (ph < kh, pw < kw, so every
- * window holds at least one input cell). Pools have out_c = in_c. */
-typedef struct dcz_conv_geom {
-    uint32_t in_c, in_h, in_w;
-    uint32_t out_c, out_h, out_w;
-    uint32_t kh, kw, sh, sw, ph, pw;
-    uint32_t group;         /* CONV2D: groups (0 counts as 1); output channel oc sees the
-                               in_c / group input channels of group oc / (out_c / group) */
-} dcz_conv_geom;
-
-/* Groups of a convolution, and the input channels each output channel sees. */
-static inline uint32_t dcz_conv_groups(const dcz_conv_geom *g) { return g->group ? g->group : 1; }
-static inline uint32_t dcz_conv_group_in(const dcz_conv_geom *g) { return g->in_c / dcz_conv_groups(g); }
-/* First input channel output channel oc sees. */
-static inline uint32_t dcz_conv_in0(const dcz_conv_geom *g, uint32_t oc)
-{
-    const uint32_t groups = dcz_conv_groups(g);
-    return groups == 1 ? 0 : oc / (g->out_c / groups) * (g->in_c / groups);
-}
-
-/* Fills g for a CONV2D, MAXPOOL or AVGPOOL with checked attributes on input
- * shape in (dcz_op_shape's errors; DCZ_ERR_UNSUPPORTED for other ops). */
-dcz_status dcz_conv_geom_init(dcz_conv_geom *g, uint16_t op, const int32_t *attr, uint32_t nattr,
-                              const dcz_shape *in);
-
 /* Integer weights of a calibrated model (see "integer execution" below). */
 typedef int16_t dcz_q;
 
@@ -182,21 +159,7 @@ typedef struct dcz_shift {
     const float *w;         /* (taps, ob) the block's weights at the tap, 0 where none is stored */
     int whole;              /* every block holds every cell of its window (dense weights) */
 } dcz_shift;
-/* The activation a layer's output takes on its way out, the next layer's
- * run in its place (run.c): DCZ_OP_RELU, or DCZ_OP_CLIP between lo and hi;
- * op 0 for none. */
-typedef struct dcz_act { uint16_t op; float lo, hi; } dcz_act;
-/* act (NULL or op 0: none) on one value, the references' formulas (NaN and
- * zeros of both signs included): ReLU v > 0 ? v : 0; CLIP lo > t ? lo : t,
- * t = hi < v ? hi : v. */
-static inline float dcz_act_one(const dcz_act *act, float v)
-{
-    if (!act || act->op == 0) return v;
-    if (act->op == DCZ_OP_RELU) return v > 0.0f ? v : 0.0f;
-    const float t = act->hi < v ? act->hi : v;
-    return act->lo > t ? act->lo : t;
-}
-/* Its integer twin for the 8-bit schemes (kernels_shift.c): weights by
+/* Its integer twin for the 8-bit schemes (cpu/q8/kernels_qshift.c): weights by
  * quads of input channels, four bytes in a 32-bit word. */
 typedef struct dcz_qshift {
     uint32_t ob;            /* output channels a block: 1 or 2 (DCZ_QSHIFT_MAX_OB) */
@@ -205,7 +168,7 @@ typedef struct dcz_qshift {
     const int32_t *w;       /* (quad taps, ob) the four input channels' weights, a byte each, of
                                each channel of the block (0 where it stores none) */
     const int32_t *corr;    /* (out_c) -128 times the sum of the channel's weights, modulo 2^32 */
-    /* depthwise convolutions whose windows fit (kernels_shift.c, "depthwise
+    /* depthwise convolutions whose windows fit (kernels_qshift.c, "depthwise
      * by byte permutes"), else NULL: */
     const int32_t *dw;      /* (out_c, kh, ceil(kw / 4)) the weights of four columns of a window row, a byte each */
     const uint8_t *dwidx;   /* (patterns, kh ceil(kw / 4), 64) the bytes of a vector's window each lane reads */
@@ -435,33 +398,7 @@ void dcz_spmv_lanes8__avx2(const dcz_sparse *s, uint32_t g0, uint32_t g1, const 
                            const dcz_act *act, const float *panels, float *y);
 #endif
 
-/* ---- threads (pool.c) ------------------------------------------------------ */
-
-/* Part `part` of `parts` of n items: [*lo, *hi), parts in order, sizes
- * within one of each other. Every split of rows, column blocks and lane
- * groups over threads uses it. */
-static inline void dcz_part_range(uint32_t n, uint32_t part, uint32_t parts, uint32_t *lo,
-                                  uint32_t *hi)
-{
-    *lo = (uint32_t)((uint64_t)n * part / parts);
-    *hi = (uint32_t)((uint64_t)n * (part + 1) / parts);
-}
-
-/* Threads a model runs on at most; a pool (the trainer's) takes up to
- * DCZ_POOL_MAX. */
-#define DCZ_MAX_THREADS 16
-#define DCZ_POOL_MAX 1024
-typedef void (*dcz_task_fn)(void *ctx, uint32_t part);
-typedef struct dcz_pool dcz_pool;
-/* Online processors, at most DCZ_MAX_THREADS. */
-uint32_t dcz_threads_online(void);
-/* threads - 1 workers (threads 2 .. DCZ_POOL_MAX). */
-dcz_status dcz_pool_start(uint32_t threads, dcz_pool **out);
-/* fn(ctx, t) for every t < threads, t = 0 on the caller's thread; returns
- * when all are done. A NULL pool runs fn(ctx, 0) alone. */
-void dcz_pool_run(dcz_pool *p, dcz_task_fn fn, void *ctx);
-uint32_t dcz_pool_threads(const dcz_pool *p);
-void dcz_pool_stop(dcz_pool *p);
+/* ---- threads (threads.c): runtime/threads.h -------------------------------- */
 
 /* Entries of a sparse fully connected layer from which its rows are split
  * over the threads: below it the hand-over costs more than it saves
@@ -603,6 +540,7 @@ dcz_status dcz_qload_weights(dcz_arena *a, uint32_t scheme, const dcz_tensor_vie
 dcz_status dcz_qload_finish(dcz_model *m, const uint8_t *tscales, uint32_t ntscales);
 
 /* ---- scalar reference kernels ------------------------------------------- */
+/* (the dense matrix product: runtime/cpu/f32/gemm.h) */
 
 /* y (batch, out) = x (batch, in) W^T + bias; W (out, in) row-major. */
 void dcz_dense_f32_ref(const float *w, const float *bias, const float *x, size_t batch,
@@ -619,35 +557,6 @@ int dcz_dense_f32_isa(dcz_isa isa, const float *w, const float *bias, const floa
                       uint32_t out, float *y);
 /* The variant dcz_dense_f32 runs here ("avx2", "neon"), NULL: the reference. */
 const char *dcz_dense_f32_variant(void);
-/* C (m, n) = A (m, k) B (k, n) + a bias per row of C (bias_m) or per
- * column (bias_n), or none; A rows lda floats apart, B rows ldb apart, C
- * rows ldc apart. Each output starts at its bias (else 0) and adds its k
- * products in order, each by a fused multiply-add (fmaf). The reference
- * loops; dcz_gemm_f32 runs the best vector variant of this machine
- * (kernels_gemm.c), dcz_gemm_f32_isa the one asked for (0: this build or
- * machine lacks it, nothing written): they read whole vectors of B's rows,
- * so ldb is at least n rounded up to DCZ_GEMM_PAD and B's last row is that
- * long, the padding any finite values. All of them give the same bits. */
-#define DCZ_GEMM_PAD 16
-static inline size_t dcz_gemm_ldb(size_t n) { return (n + DCZ_GEMM_PAD - 1) / DCZ_GEMM_PAD * DCZ_GEMM_PAD; }
-void dcz_gemm_f32_ref(size_t m, size_t n, uint32_t k, const float *a, size_t lda, const float *b, size_t ldb,
-                      const float *bias_m, const float *bias_n, float *c, size_t ldc);
-void dcz_gemm_f32(size_t m, size_t n, uint32_t k, const float *a, size_t lda, const float *b, size_t ldb,
-                  const float *bias_m, const float *bias_n, float *c, size_t ldc);
-int dcz_gemm_f32_isa(dcz_isa isa, size_t m, size_t n, uint32_t k, const float *a, size_t lda, const float *b,
-                     size_t ldb, const float *bias_m, const float *bias_n, float *c, size_t ldc);
-/* The same, then act (NULL or op 0: none) on each output, dcz_act_one's
- * bits: the vector variants apply it in registers as their tiles store the
- * sums the last time, the reference after its loops. */
-void dcz_gemm_f32_act_ref(const dcz_act *act, size_t m, size_t n, uint32_t k, const float *a, size_t lda,
-                          const float *b, size_t ldb, const float *bias_m, const float *bias_n, float *c, size_t ldc);
-void dcz_gemm_f32_act(const dcz_act *act, size_t m, size_t n, uint32_t k, const float *a, size_t lda,
-                      const float *b, size_t ldb, const float *bias_m, const float *bias_n, float *c, size_t ldc);
-int dcz_gemm_f32_act_isa(dcz_isa isa, const dcz_act *act, size_t m, size_t n, uint32_t k, const float *a,
-                         size_t lda, const float *b, size_t ldb, const float *bias_m, const float *bias_n, float *c,
-                         size_t ldc);
-/* The variant dcz_gemm_f32 runs here ("avx512", "avx2", "neon"), NULL: the reference. */
-const char *dcz_gemm_f32_variant(void);
 /* The integer product of the 8-bit schemes: C (m, n) int64 = bias_m + A B
  * where A (m, k2) and B (k2, n) hold int32 pairs of int16 (the first of a
  * pair in the low half): each output adds, over p, a's pair times b's pair
@@ -867,68 +776,9 @@ void dcz_sparse_expand(const dcz_sparse *s, float *w);
  * at least that dense. */
 #define DCZ_CONV_DENSE_MIN_DENSITY 0.10
 int dcz_conv2d_pick_expand(const dcz_conv_geom *g, uint64_t nnz);
-/* ---- Winograd's F(2x2, 3x3) (kernels_wino.c) --------------------------------
- * A 3x3 convolution of stride 1, one group, C input and K output channels
- * (multiples of 16), padding ph, pw (at most 2), over H x W: per 2x2 block
- * of outputs, 16 products of C by K (dcz_gemm_f32) where im2col's holds
- * 36, between transforms of the input and the output. dcz_wino_init
- * fills the plan; dcz_wino_weights writes U (dcz_wino_weights_floats) from
- * the weights w (K, C, 3, 3), or when turned from the weights (C, K, 3, 3)
- * of the layer whose input's gradient this convolution is (turned by 180
- * degrees, channels exchanged), through tmp (16 K floats);
- * dcz_wino_conv: y (batch, K, OH, OW) = bias (NULL: none) + the
- * convolution of x (batch, C, H, W), then act (NULL or op 0: none, the
- * bits of dcz_act_one), in scratch of g->scratch floats; the AVX-512
- * transforms, or their scalar reference (ref, or a machine without
- * AVX-512, dcz_wino_vector): the same bits. Against a direct convolution
- * each output differs by the rounding of the transforms' sums.
- * dcz_conv2d_pick_wino: the geometries it runs, on this machine, within
- * DCZ_WINO_SCRATCH_MAX floats of scratch (a sample's image and outputs as
- * pixels take it: 64 channels of 180 x 180 pass it). */
-/* Rounds of 64 tiles: against 96, training a tenth of an epoch at 2
- * threads (median ratio of alternated pairs), the conv-heavy CNN 0.988 and
- * 0.989, the ResNet-style preset 0.973; 48, 144 and 192 tiles took 1.020,
- * 1.010 and 1.033 on the CNN. */
-#define DCZ_WINO_TILES 64
-/* The runtime gives it the dense convolutions of at least DCZ_WINO_MIN_C
- * input and output channels: at one thread, alternated runs, the dense
- * ResNet-style preset's 16-channel layers took longer than on their shift
- * form, which also adds the residual as it stores (batch 1 138 -> 153
- * us), its 32- and 64-channel ones less (batch 1 121 -> 112 us, batch 64
- * 8.42 -> 7.91 ms); the dense conv-heavy CNN (32 to 128 channels) batch 1
- * 295 -> 237 us, batch 64 18.4 -> 15.2 ms. */
-#define DCZ_WINO_MIN_C 32
-#define DCZ_WINO_SCRATCH_MAX ((uint64_t)1 << 22)
-typedef struct dcz_wino {
-    size_t C, K, kp;          /* input and output channels; K rounded as B's rows are */
-    size_t H, W, OH, OW, ph, pw;
-    size_t in, out;           /* floats of a sample's input and output */
-    size_t TH, TW, T;         /* tiles down, across and of a sample */
-    size_t PH, PW, ps;        /* the image of pixels P: rows, columns, floats */
-    size_t ns;                /* samples a round of the products takes at most */
-    size_t vs, ms;            /* floats between V's and M's 16 blocks */
-    size_t v, m, f, scratch;  /* the scratch's blocks after P, and its floats */
-} dcz_wino;
-void dcz_wino_init(dcz_wino *g, uint32_t C, uint32_t K, uint32_t H, uint32_t W, uint32_t ph, uint32_t pw);
-/* The plan of convolution g (its channels, input and padding), and whether
- * g is one the transforms run: 3x3, stride 1, one group, channels
- * multiples of 16, padding at most 2, the scratch within
- * DCZ_WINO_SCRATCH_MAX (on any machine: dcz_conv2d_pick_wino adds the
- * runtime's channel floor and AVX-512). */
-void dcz_wino_init_geom(dcz_wino *p, const dcz_conv_geom *g);
-int dcz_wino_fits_geom(const dcz_conv_geom *g);
-uint64_t dcz_wino_weights_floats(const dcz_wino *g);
-void dcz_wino_weights(const dcz_wino *g, const float *w, int turned, float *u, float *tmp);
-void dcz_wino_conv(const dcz_wino *g, const float *u, const float *bias, const dcz_act *act, const float *x,
-                   size_t batch, int ref, float *scratch, float *y);
-int dcz_wino_vector(void);
-int dcz_conv2d_pick_wino(const dcz_conv_geom *g);
-/* d (n, m) = s (m, n) transposed, d[c ldd + r] = s[r lds + c]: by 16 x 16
- * blocks of AVX-512 (partial ones by masks) where the machine has it, else
- * by scalars; nothing read or written outside the two. */
-void dcz_transpose_planes(const float *s, size_t lds, size_t m, size_t n, float *d, size_t ldd);
+/* ---- Winograd's F(2x2, 3x3): runtime/cpu/f32/wino.h ---------------------- */
 
-/* ---- the shift form (kernels_shift.c) ---------------------------------------
+/* ---- the shift form (f32/kernels_shift.c, q8/kernels_qshift.c) --------------
  * dcz_shift: see above. */
 /* The channels a block of the shift form of a convolution of geometry g
  * and nnz stored weights: 1, 2 or 4 by a cost model of the kernel. */

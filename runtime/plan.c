@@ -13,7 +13,7 @@
  */
 #include "runtime/plan.h"
 
-#include "runtime/gpu.h"
+#include "runtime/cuda/gpu.h"
 #include "runtime/model.h"
 
 static const char *const names[DCZ_K_COUNT] = {

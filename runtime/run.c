@@ -39,7 +39,7 @@
 
 #include "runtime/model.h"
 #ifdef DCZ_CUDA
-#include "runtime/gpu.h"
+#include "runtime/cuda/gpu.h"
 #endif
 
 /* A heap model's blocks for batch samples, the chunk block for cbatch. */

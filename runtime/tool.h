@@ -1,7 +1,20 @@
 /* tool.h: what the toolchain asks of libdcz beyond its public API (dcz.h).
  *
- * The compression stages, dcz info and dcz bench reach the runtime through
- * this header only, never through the execution form (model.h):
+ * The toolchain (the stages, the trainer, the working model, the CLI)
+ * includes of runtime/ only the headers meant for it, and never the
+ * execution form (model.h) or a kernel family's internals:
+ *   runtime/tool.h            this header;
+ *   runtime/format/format.h   the file format's constants and readers, which
+ *                             the .dcz writer shares;
+ *   runtime/format/ops.h      the operator table (attributes, shapes);
+ *   runtime/shapes.h          a convolution's geometry, a fused activation;
+ *   runtime/threads.h         the worker threads, which the trainer shares;
+ *   runtime/cpu/f32/gemm.h    the dense matrix product, the trainer's too;
+ *   runtime/cpu/f32/wino.h    Winograd's transforms, the trainer's too.
+ * tests/layout.sh fails when a file outside runtime/ and the tests includes
+ * another, or when runtime/ includes anything of the toolchain.
+ *
+ * What this header gives:
  * - running with a tap on every layer's output, for calibration;
  * - the instruction sets this machine runs;
  * - the layers as it runs them: which have weights, their widths, which

@@ -5,7 +5,8 @@
 # "N passed, N failed" line; fuzz corpora are replayed through
 # build/tests/replay_fuzz_*; CLI tests are the scripts tests/cli/*.sh, one
 # test each (exit 0 = pass); the integer kernels' proof of holding no
-# floating point is one more (two checks); the runtime tests built for
+# floating point is one more (two checks), the source tree's include rules
+# one more (tests/layout.sh); the runtime tests built for
 # 64-bit Arm run under qemu-user as one more group. A program that crashes
 # counts as one failure.
 set -u
@@ -28,6 +29,10 @@ if [ -x build/check-lib ]; then
     out=$log/check-lib.out
     { build/check-lib && echo "1 passed, 0 failed"; } > "$out" 2>&1; tally "libdcz links alone" $? "$out"
 fi
+# The source tree's dependency rules (tests/layout.sh: what libdcz and the
+# toolchain may include).
+out=$log/layout.out
+bash tests/layout.sh > "$out" 2>&1; tally "source layout" $? "$out"
 # The integer kernels hold no floating point, two ways: kernels_int.c
 # compiles with -mgeneral-regs-only (the Makefile's kernels_int_nofloat.o,
 # stamped with the checksum of the source it was built from; GCC refuses
@@ -36,7 +41,7 @@ fi
 # names no floating-point instruction (SSE/AVX arithmetic and conversions,
 # x87, AArch64 FP). Without objdump the second half reports SKIP.
 nofloat_check() {
-    local src=runtime/kernels_int.c nf=build/tests/kernels_int_nofloat obj=build/runtime/kernels_int.o
+    local src=runtime/cpu/ref/kernels_int.c nf=build/tests/kernels_int_nofloat obj=build/runtime/cpu/ref/kernels_int.o
     local p=0 f=0 hits soft=""
     if command -v nm > /dev/null 2>&1 && [ -f $nf.o ]; then
         soft=$(nm -u $nf.o | awk '{ print $NF }' |

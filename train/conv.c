@@ -99,7 +99,8 @@
  */
 #include <string.h>
 
-#include "runtime/model.h"
+#include "runtime/cpu/f32/gemm.h"
+#include "runtime/cpu/f32/wino.h"
 #include "train/internal.h"
 
 /* Output columns [*lo, *hi) whose input column ow*s - pad + j is inside

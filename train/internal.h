@@ -9,7 +9,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "runtime/format.h"
+#include "runtime/format/format.h"
 #include "runtime/tool.h"
 #include "train/train.h"
 

@@ -3,7 +3,7 @@
  * attributes (so shapes come from the runtime's rules and a net opens over
  * its document and describes a new one without a switch), its buffer
  * checks and its cache
- * (the runtime's table, runtime/ops.c, has the shapes, attribute checks and
+ * (the runtime's table, runtime/format/ops.c, has the shapes, attribute checks and
  * inference kernels). Dense layers run through
  * OpenBLAS sgemm; convolutions (conv.c), pooling (pool.c) and batch norm
  * (bnorm.c) have files of their own; the graph ops and the activations are

@@ -25,7 +25,7 @@
 #include <pthread.h>
 #include <unistd.h>
 
-#include "runtime/model.h"
+#include "runtime/threads.h"
 #include "train/internal.h"
 
 static pthread_mutex_t state = PTHREAD_MUTEX_INITIALIZER;

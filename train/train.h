@@ -46,7 +46,7 @@
 
 #include "dcz.h"
 #include "model/doc.h"
-#include "runtime/ops.h"
+#include "runtime/format/ops.h"
 
 /* ---- random numbers: xoshiro256**, seeded through splitmix64 ------------ */
 
@@ -117,7 +117,7 @@ void dcz_dataset_free(dcz_dataset *d);
 
 /* ---- the network --------------------------------------------------------- */
 
-/* A layer's operator is one of the table's (runtime/ops.h), the same codes
+/* A layer's operator is one of the table's (runtime/format/ops.h), the same codes
  * as in a file: DENSE (y = W x + b, W (out, in) row-major), RELU, SOFTMAX
  * (the identity while training: the loss is fused), CONV2D (W (out_c, in_c,
  * kh, kw), b (out_c)), MAXPOOL (padding never wins), AVGPOOL

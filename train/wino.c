@@ -15,7 +15,8 @@
  */
 #include <string.h>
 
-#include "runtime/model.h"
+#include "runtime/cpu/f32/gemm.h"
+#include "runtime/cpu/f32/wino.h"
 #include "train/internal.h"
 
 /* The convolution the transforms run: the layer's (grad 0), or the one

@@ -11,7 +11,7 @@
 #include <string.h>
 
 #include "onnx.pb-c.h"
-#include "runtime/format.h"
+#include "runtime/format/format.h"
 
 #define OB_MAX 64
 

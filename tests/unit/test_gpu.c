@@ -47,7 +47,7 @@
 #ifdef DCZ_CUDA
 #include <cuda_runtime_api.h>
 
-#include "runtime/gpu.h"
+#include "runtime/cuda/gpu.h"
 
 /* A copy of bytes bytes of h on the device (uninitialised for h NULL). */
 static float *dev_copy(const void *h, size_t bytes)

@@ -1,4 +1,4 @@
-/* test_gpu_emu.c: the bodies of the CUDA kernels (runtime/gpu_kern.h), run
+/* test_gpu_emu.c: the bodies of the CUDA kernels (runtime/cuda/gpu_kern.h), run
  * on the host over every output, against the CPU references. Runs in every
  * build, with or without nvcc or a GPU: the CUDA kernels of
  * kernels_conv.cu and kernels_ref.cu are a grid-stride loop around these
@@ -40,8 +40,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "runtime/gpu.h"
-#include "runtime/ops.h"
+#include "runtime/cuda/gpu.h"
+#include "runtime/format/ops.h"
 #include "tests/check.h"
 #define TEST_RNG_SEED 4242
 #include "tests/unit/test_util.h"

@@ -1,4 +1,4 @@
-/* test_qkernels.c: the integer kernels (runtime/kernels_int.c) bit for bit.
+/* test_qkernels.c: the integer kernels (runtime/cpu/ref/kernels_int.c) bit for bit.
  *
  * Matrix: dcz_qspmm and the 32-bit dcz_qspmm8 (each variant) against dcz_qspmm_ref, and the reference against a dense
  * int64 product of the matrix the execution form was built from, over rows

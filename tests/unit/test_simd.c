@@ -1,4 +1,4 @@
-/* test_simd.c: the optimized sparse kernels (runtime/kernels_simd.c,
+/* test_simd.c: the optimized sparse kernels (runtime/cpu/f32/kernels_simd.c,
  * kernels_lanes.c, kernels_lanes8.c) against the references, bit for bit.
  *
  * Every spmm variant this machine runs is called directly (x86: __avx2

@@ -16,7 +16,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "runtime/format.h"
+#include "runtime/format/format.h"
 
 #ifndef TEST_RNG_SEED
 #define TEST_RNG_SEED 1

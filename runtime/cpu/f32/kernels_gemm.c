@@ -37,13 +37,13 @@
 #if defined(__x86_64__) || defined(__i386__)
 #include <immintrin.h>
 
-#include "runtime/act_x86.h"
-#include "runtime/avx2_lanes.h"
+#include "runtime/cpu/f32/act_x86.h"
+#include "runtime/cpu/avx2_lanes.h"
 #define DCZ_X86 1
 #elif defined(__aarch64__) && defined(__ARM_NEON)
 #include <arm_neon.h>
 
-#include "runtime/act_neon.h"
+#include "runtime/cpu/f32/act_neon.h"
 #define DCZ_NEON 1
 #endif
 
@@ -78,7 +78,7 @@ void dcz_gemm_f32_ref(size_t m, size_t n, uint32_t k, const float *a, size_t lda
 #define GEMV_BYTES (2u << 20)
 #define VLOADC(p) _mm512_loadu_ps(p)
 #define VACT(v, act) dcz_act__avx512(v, act)
-#include "runtime/gemm_tile.h"
+#include "runtime/cpu/f32/gemm_tile.h"
 
 /* lanes 0 .. n - 1 of an AVX2 mask */
 #define mask8 dcz_mask8__avx2
@@ -102,7 +102,7 @@ void dcz_gemm_f32_ref(size_t m, size_t n, uint32_t k, const float *a, size_t lda
 #define GEMV_BYTES (2u << 20)
 #define VLOADC(p) _mm256_loadu_ps(p)
 #define VACT(v, act) dcz_act__avx2(v, act)
-#include "runtime/gemm_tile.h"
+#include "runtime/cpu/f32/gemm_tile.h"
 #endif
 
 #ifdef DCZ_NEON
@@ -139,7 +139,7 @@ static inline float32x4_t load_part__neon(const float *p, uint32_t n)
 #define GEMV_BYTES (2u << 20)
 #define VLOADC(p) vld1q_f32(p)
 #define VACT(v, act) dcz_act__neon(v, act)
-#include "runtime/gemm_tile.h"
+#include "runtime/cpu/f32/gemm_tile.h"
 #endif
 
 /* ---- the integer product ------------------------------------------------- */
@@ -196,7 +196,7 @@ static inline void qstore_part__avx512(int64_t *p, __m512i v, uint32_t n)
 #define TB int32_t
 #define TC int64_t
 #define TBIAS int64_t
-#include "runtime/gemm_tile.h"
+#include "runtime/cpu/f32/gemm_tile.h"
 
 __attribute__((target("avx2")))
 static inline void qstore__avx2(int64_t *p, __m256i v)
@@ -231,7 +231,7 @@ static inline void qstore_part__avx2(int64_t *p, __m256i v, uint32_t n)
 #define TB int32_t
 #define TC int64_t
 #define TBIAS int64_t
-#include "runtime/gemm_tile.h"
+#include "runtime/cpu/f32/gemm_tile.h"
 #endif
 
 typedef void (*qgemm_fn)(size_t m, size_t n, uint32_t k2, const int32_t *a, size_t lda, const int32_t *b,

@@ -52,7 +52,7 @@
 #elif defined(__aarch64__) && defined(__ARM_NEON)
 #include <arm_neon.h>
 
-#include "runtime/act_neon.h"
+#include "runtime/cpu/f32/act_neon.h"
 #define DCZ_NEON 1
 #endif
 

@@ -75,7 +75,7 @@
 #if defined(__x86_64__) || defined(__i386__)
 #include <immintrin.h>
 
-#include "runtime/act_x86.h"
+#include "runtime/cpu/f32/act_x86.h"
 #define DCZ_X86 1
 #endif
 

@@ -12,7 +12,7 @@
  * gpu_kern.h (tests/unit/test_gpu_emu.c) and launched on a GPU by
  * tests/unit/test_gpu.c.
  */
-#include "runtime/gpu.h"
+#include "runtime/cuda/gpu.h"
 
 static __global__ void conv_sparse_kernel(dcz_conv_geom g, dcz_gsparse s, const float *bias, const float *x,
                                           uint64_t batch, float *y)

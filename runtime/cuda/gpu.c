@@ -31,7 +31,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "runtime/gpu.h"
+#include "runtime/cuda/gpu.h"
 #include "runtime/model.h"
 
 /* cuBLAS's workspace, given to it so that a captured graph allocates

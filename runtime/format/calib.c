@@ -11,7 +11,7 @@
  * Checked by tests/unit/test_format.c (round trips, corruption loops) and
  * tests/fuzz/fuzz_dcz.c (calibrated models in the corpus).
  */
-#include "runtime/format.h"
+#include "runtime/format/format.h"
 
 #define TRY(expr) do { dcz_status s_ = (expr); if (s_ != DCZ_OK) return s_; } while (0)
 

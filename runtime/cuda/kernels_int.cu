@@ -19,7 +19,7 @@
  * and launched on a GPU by tests/unit/test_gpu.c (bit for bit against
  * kernels_int.c, and every calibrated corpus model against the CPU).
  */
-#include "runtime/gpu.h"
+#include "runtime/cuda/gpu.h"
 
 #define FULL_MASK 0xffffffffu
 #define ENTRIES_PER_LANE 4

@@ -16,7 +16,7 @@
 #include <stdint.h>
 
 #include "dcz.h"
-#include "runtime/ops.h"
+#include "runtime/format/ops.h"
 
 /* the version written; readers take 1.x (chains) and 2.x */
 #define DCZ_FMT_MAJOR 2

@@ -52,8 +52,8 @@
 #if defined(__x86_64__) || defined(__i386__)
 #include <immintrin.h>
 
-#include "runtime/act_x86.h"
-#include "runtime/avx2_lanes.h"
+#include "runtime/cpu/f32/act_x86.h"
+#include "runtime/cpu/avx2_lanes.h"
 #define DCZ_X86 1
 #endif
 

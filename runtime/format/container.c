@@ -14,9 +14,9 @@
 #include <string.h>
 
 #include "huffman/huffman.h"
-#include "runtime/format.h"
+#include "runtime/format/format.h"
 
-#include "runtime/crc32_table.h"
+#include "runtime/format/crc32_table.h"
 
 const uint8_t dcz_magic[8] = { 0x89, 'D', 'C', 'Z', 0x0D, 0x0A, 0x1A, 0x0A };
 

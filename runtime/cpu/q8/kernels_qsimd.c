@@ -59,7 +59,7 @@
 #if defined(__x86_64__) || defined(__i386__)
 #include <immintrin.h>
 
-#include "runtime/avx2_lanes.h"
+#include "runtime/cpu/avx2_lanes.h"
 #define DCZ_X86 1
 #elif defined(__aarch64__) && defined(__ARM_NEON)
 #include <arm_neon.h>

@@ -1,4 +1,4 @@
-/* pool.c: the worker threads of a heap model (dcz_options.threads).
+/* threads.c: the worker threads of a heap model (dcz_options.threads).
  *
  * A job is a function of a part number: dcz_pool_run calls fn(ctx, t) for
  * every t < threads, part 0 on the caller's thread and the others on the

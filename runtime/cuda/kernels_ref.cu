@@ -5,7 +5,7 @@
  * launched kernels on a GPU (activations within a few ulps: the device's
  * expf and tanhf).
  */
-#include "runtime/gpu.h"
+#include "runtime/cuda/gpu.h"
 
 static __global__ void act_kernel(uint16_t op, float p0, float p1, const float *x, uint64_t n, float *y)
 {

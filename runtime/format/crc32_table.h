@@ -1,5 +1,5 @@
 /* crc32_table.h: CRC-32 (ISO-HDLC, reflected polynomial 0xEDB88320) byte table,
- * generated once; included by runtime/container.c only. */
+ * generated once; included by runtime/format/container.c only. */
 static const uint32_t dcz_crc32_table[256] = {
     0x00000000u, 0x77073096u, 0xee0e612cu, 0x990951bau, 0x076dc419u, 0x706af48fu,
     0xe963a535u, 0x9e6495a3u, 0x0edb8832u, 0x79dcb8a4u, 0xe0d5e91eu, 0x97d2d988u,

@@ -11,7 +11,7 @@
  * the device between layers, and copies the output back. Batch-1 runs are
  * replayed from a CUDA graph captured on the first one.
  *
- * The kernels are the .cu files beside their CPU twins: kernels_simd.cu
+ * The kernels are the .cu files of this folder, twins of the CPU kernels: kernels_sparse.cu
  * (sparse fully connected layers: one warp per row), kernels_conv.cu
  * (sparse direct convolution, im2col, pools), kernels_ref.cu (activations,
  * softmax, Add, Mul, Concat, bias rows), kernels_int.cu (the integer
@@ -29,13 +29,13 @@
 #ifndef DCZ_RUNTIME_GPU_H
 #define DCZ_RUNTIME_GPU_H
 
-#include "runtime/gpu_kern.h"
+#include "runtime/cuda/gpu_kern.h"
 
 #ifdef __cplusplus
 extern "C" {
 #endif
 
-/* ---- kernels_simd.cu -------------------------------------------------------- */
+/* ---- kernels_sparse.cu ------------------------------------------------------ */
 
 /* y (rows) = S x (cols) + bias: one warp per row, the row's steps summed
  * into columns by a warp scan, the codebook in shared memory. */

@@ -49,7 +49,7 @@
 #if defined(__x86_64__)
 #include <immintrin.h>
 
-#include "runtime/act_x86.h"
+#include "runtime/cpu/f32/act_x86.h"
 #endif
 
 static size_t up16(size_t n)

@@ -1,4 +1,4 @@
-/* kernels_simd.cu: the sparse fully connected kernels on CUDA, twins of
+/* kernels_sparse.cu: the sparse fully connected kernels on CUDA, twins of
  * kernels_simd.c's dcz_spmv and dcz_spmm (gpu.h). Both read the execution
  * form of model.h as it is: a warp takes a row, its 32 lanes one entry each
  * (coalesced reads of the step and index bytes), a warp scan of the steps
@@ -10,7 +10,7 @@
  * tests/unit/test_gpu.c (fp32 within 1e-5 relative: the warp sums in
  * another order than the reference).
  */
-#include "runtime/gpu.h"
+#include "runtime/cuda/gpu.h"
 
 #define FULL_MASK 0xffffffffu
 

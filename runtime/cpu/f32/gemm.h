@@ -1,0 +1,44 @@
+/* gemm.h: the dense matrix product of libdcz (kernels_gemm.c), which
+ * dense convolutions run on their patches, dense fully connected layers on
+ * their weights transposed at load, Winograd's transforms on their
+ * products, and the trainer on its layers.
+ */
+#ifndef DCZ_RUNTIME_CPU_F32_GEMM_H
+#define DCZ_RUNTIME_CPU_F32_GEMM_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "runtime/shapes.h"
+#include "runtime/tool.h"
+
+/* C (m, n) = A (m, k) B (k, n) + a bias per row of C (bias_m) or per
+ * column (bias_n), or none; A rows lda floats apart, B rows ldb apart, C
+ * rows ldc apart. Each output starts at its bias (else 0) and adds its k
+ * products in order, each by a fused multiply-add (fmaf). The reference
+ * loops; dcz_gemm_f32 runs the best vector variant of this machine
+ * (kernels_gemm.c), dcz_gemm_f32_isa the one asked for (0: this build or
+ * machine lacks it, nothing written): they read whole vectors of B's rows,
+ * so ldb is at least n rounded up to DCZ_GEMM_PAD and B's last row is that
+ * long, the padding any finite values. All of them give the same bits. */
+#define DCZ_GEMM_PAD 16
+static inline size_t dcz_gemm_ldb(size_t n) { return (n + DCZ_GEMM_PAD - 1) / DCZ_GEMM_PAD * DCZ_GEMM_PAD; }
+void dcz_gemm_f32_ref(size_t m, size_t n, uint32_t k, const float *a, size_t lda, const float *b, size_t ldb,
+                      const float *bias_m, const float *bias_n, float *c, size_t ldc);
+void dcz_gemm_f32(size_t m, size_t n, uint32_t k, const float *a, size_t lda, const float *b, size_t ldb,
+                  const float *bias_m, const float *bias_n, float *c, size_t ldc);
+int dcz_gemm_f32_isa(dcz_isa isa, size_t m, size_t n, uint32_t k, const float *a, size_t lda, const float *b,
+                     size_t ldb, const float *bias_m, const float *bias_n, float *c, size_t ldc);
+/* The same, then act (NULL or op 0: none) on each output, dcz_act_one's
+ * bits: the vector variants apply it in registers as their tiles store the
+ * sums the last time, the reference after its loops. */
+void dcz_gemm_f32_act_ref(const dcz_act *act, size_t m, size_t n, uint32_t k, const float *a, size_t lda,
+                          const float *b, size_t ldb, const float *bias_m, const float *bias_n, float *c, size_t ldc);
+void dcz_gemm_f32_act(const dcz_act *act, size_t m, size_t n, uint32_t k, const float *a, size_t lda,
+                      const float *b, size_t ldb, const float *bias_m, const float *bias_n, float *c, size_t ldc);
+int dcz_gemm_f32_act_isa(dcz_isa isa, const dcz_act *act, size_t m, size_t n, uint32_t k, const float *a,
+                         size_t lda, const float *b, size_t ldb, const float *bias_m, const float *bias_n, float *c,
+                         size_t ldc);
+/* The variant dcz_gemm_f32 runs here ("avx512", "avx2", "neon"), NULL: the reference. */
+const char *dcz_gemm_f32_variant(void);
+#endif /* DCZ_RUNTIME_CPU_F32_GEMM_H */

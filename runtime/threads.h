@@ -1,0 +1,38 @@
+/* threads.h: the worker threads of libdcz (threads.c): a heap model's
+ * (dcz_options.threads), and the trainer's, which splits its products
+ * over the same pool.
+ */
+#ifndef DCZ_RUNTIME_THREADS_H
+#define DCZ_RUNTIME_THREADS_H
+
+#include <stdint.h>
+
+#include "dcz.h"
+
+/* Part `part` of `parts` of n items: [*lo, *hi), parts in order, sizes
+ * within one of each other. Every split of rows, column blocks and lane
+ * groups over threads uses it. */
+static inline void dcz_part_range(uint32_t n, uint32_t part, uint32_t parts, uint32_t *lo,
+                                  uint32_t *hi)
+{
+    *lo = (uint32_t)((uint64_t)n * part / parts);
+    *hi = (uint32_t)((uint64_t)n * (part + 1) / parts);
+}
+
+/* Threads a model runs on at most; a pool (the trainer's) takes up to
+ * DCZ_POOL_MAX. */
+#define DCZ_MAX_THREADS 16
+#define DCZ_POOL_MAX 1024
+typedef void (*dcz_task_fn)(void *ctx, uint32_t part);
+typedef struct dcz_pool dcz_pool;
+/* Online processors, at most DCZ_MAX_THREADS. */
+uint32_t dcz_threads_online(void);
+/* threads - 1 workers (threads 2 .. DCZ_POOL_MAX). */
+dcz_status dcz_pool_start(uint32_t threads, dcz_pool **out);
+/* fn(ctx, t) for every t < threads, t = 0 on the caller's thread; returns
+ * when all are done. A NULL pool runs fn(ctx, 0) alone. */
+void dcz_pool_run(dcz_pool *p, dcz_task_fn fn, void *ctx);
+uint32_t dcz_pool_threads(const dcz_pool *p);
+void dcz_pool_stop(dcz_pool *p);
+
+#endif /* DCZ_RUNTIME_THREADS_H */

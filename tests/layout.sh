@@ -1,0 +1,53 @@
+#!/usr/bin/env bash
+# layout.sh: the dependency rules of the source tree (docs: runtime/README.md,
+# runtime/tool.h), checked on every #include:
+# - libdcz (runtime/) includes of the project only its own headers, the
+#   public dcz.h and huffman/huffman.h (the decoder it links), never the
+#   toolchain's;
+# - only runtime/cuda/ includes the CUDA headers;
+# - huffman/ includes nothing of the project beyond itself and dcz.h;
+# - the toolchain includes of runtime/ only the headers runtime/tool.h
+#   names as meant for it (the list is read from tool.h itself, so the
+#   header and this test cannot disagree).
+# Prints one line per breach and the closing "N passed, N failed".
+#
+#   tests/layout.sh [ROOT]
+set -u
+cd "${1:-$(dirname "$0")/..}"
+passed=0 failed=0
+check() {   # name, breaches (empty: pass)
+    if [ -z "$2" ]; then
+        echo "ok   $1"; passed=$((passed + 1))
+    else
+        echo "FAIL $1:"; echo "$2" | sed 's/^/    /'; failed=$((failed + 1))
+    fi
+}
+# file:line:"header" for every quoted include of the files given
+includes() {
+    grep -Hn '^[[:space:]]*#[[:space:]]*include[[:space:]]*"' "$@" 2>/dev/null |
+        sed -E 's/^([^:]*):([0-9]+):.*"([^"]*)".*/\1:\2:\3/'
+}
+src() { find "$@" -type f \( -name '*.c' -o -name '*.h' -o -name '*.cu' \) 2>/dev/null | sort; }
+
+mapfile -t rt < <(src runtime)
+check "runtime/ includes only runtime/, dcz.h and huffman/huffman.h" \
+    "$(includes "${rt[@]}" | awk -F: '$3 !~ /^runtime\// && $3 != "dcz.h" && $3 != "huffman/huffman.h"')"
+
+check "only runtime/cuda/ includes the CUDA headers" \
+    "$(grep -Hn '^[[:space:]]*#[[:space:]]*include[[:space:]]*<\(cuda\|cublas\|cusparse\|nccl\)' "${rt[@]}" |
+       grep -v '^runtime/cuda/')"
+
+mapfile -t hf < <(src huffman)
+check "huffman/ includes only huffman/ and dcz.h" "$(includes "${hf[@]}" | awk -F: '$3 !~ /^huffman\// && $3 != "dcz.h"')"
+
+# the toolchain's headers of runtime/: the list in tool.h's opening comment
+allowed=$(sed -n '1,/\*\//p' runtime/tool.h | grep -oE '^ \*   runtime/[a-z0-9_/]+\.h' | awk '{ print $2 }')
+[ -n "$allowed" ] || check "runtime/tool.h names the headers meant for the toolchain" "none found"
+mapfile -t tool < <(src calibrate cli interop model plot prune quantize steer train)
+check "the toolchain includes of runtime/ only the headers tool.h names ($(echo $allowed | wc -w))" \
+    "$(includes "${tool[@]}" | awk -F: -v ok="$allowed" '
+        BEGIN { n = split(ok, a, /[ \n]+/); for (i = 1; i <= n; i++) allow[a[i]] = 1 }
+        $3 ~ /^runtime\// && !($3 in allow)')"
+
+echo "$passed passed, $failed failed"
+[ "$failed" -eq 0 ]
