@@ -126,8 +126,11 @@ static int layer_configs(const verb_ctx *v, const dcz_doc *d, const dcz_cal_coll
             for (uint32_t j = 0; j < c->count; j++)
                 hit |= fnmatch(sets[s]->pattern[i], d->layers[c->layer[j]].name, 0) == 0;
             if (!hit) {
-                cli_usage_error(v, "--%s: '%s' matches no layer with weights",
-                                s ? "granularity" : "method", sets[s]->pattern[i]);
+                const char *names[DCZ_MAX_LAYERS];
+                int n = 0;
+                for (uint32_t j = 0; j < c->count && n < DCZ_MAX_LAYERS; j++)
+                    names[n++] = d->layers[c->layer[j]].name;
+                cli_no_such_layer(v, s ? "granularity" : "method", sets[s]->pattern[i], names, n, NULL);
                 return EXIT_USAGE;
             }
         }

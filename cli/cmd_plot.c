@@ -33,9 +33,14 @@ static const char *base_name(const char *path)
 /* Layer `name` with weights in d, or NULL after a usage error. */
 static const dcz_doc_layer *find_layer(const verb_ctx *v, const dcz_doc *d, const char *path, const char *name)
 {
-    for (uint32_t i = 0; i < d->nlayers; i++)
-        if (d->layers[i].ntensors == 2 && strcmp(d->layers[i].name, name) == 0) return &d->layers[i];
-    cli_usage_error(v, "--layer %s: %s has no layer of that name with weights", name, path);
+    const char *names[DCZ_MAX_LAYERS];
+    int n = 0;
+    for (uint32_t i = 0; i < d->nlayers; i++) {
+        if (d->layers[i].ntensors != 2) continue;
+        if (strcmp(d->layers[i].name, name) == 0) return &d->layers[i];
+        if (n < DCZ_MAX_LAYERS) names[n++] = d->layers[i].name;
+    }
+    cli_no_such_layer(v, "layer", name, names, n, path);
     return NULL;
 }
 

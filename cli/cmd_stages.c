@@ -106,7 +106,7 @@ static int report_unmatched(const verb_ctx *v, const char *opt, const rule_set *
 {
     int bad = rules_unmatched(r, names, n);
     if (bad < 0) return -1;
-    cli_usage_error(v, "--%s: '%s' matches no layer with weights", opt, r->pattern[bad]);
+    cli_no_such_layer(v, opt, r->pattern[bad], names, n, NULL);
     return EXIT_USAGE;
 }
 
