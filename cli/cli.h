@@ -192,6 +192,10 @@ int cli_max_work(const verb_ctx *v, double max_work, dcz_options *opt);
 const char *cli_device_of(const verb_ctx *v, const dcz_model *m);
 
 int cli_model_fail(const verb_ctx *v, const char *path, dcz_status s);
+/* For a verb that could not read path (len bytes in buf) as a .dcz: when
+ * the bytes are an ONNX model, says so and how to import it, and returns
+ * the exit code; -1 otherwise. */
+int cli_not_dcz(const verb_ctx *v, const char *path, const uint8_t *buf, size_t len);
 
 /* The kernels libdcz runs on this machine: "avx512+avx2", "avx2", "neon",
  * or "reference" (also when reference is set: forced). */

@@ -54,6 +54,13 @@ int cmd_import(verb_ctx *v)
     int why;
     dcz_status s = cli_read_file(v->pos[0], &buf, &len, &why);
     if (s != DCZ_OK) return cli_io_fail(v, v->pos[0], s, why, 0);
+    if (dcz_onnx_is_dcz(buf, len)) {
+        free(buf);
+        cli_error("import: %s is already a .dcz model, not ONNX: it needs no import; give it to the other verbs "
+                  "as it is (dcz info %s), or write it as ONNX with 'dcz export %s -o MODEL.onnx'", v->pos[0],
+                  v->pos[0], v->pos[0]);
+        return EXIT_BAD_INPUT;
+    }
     dcz_onnx_import_opts io = { keep_dense };
     dcz_onnx_info info;
     dcz_doc *doc = NULL;

@@ -17,6 +17,7 @@
 #include <unistd.h>
 
 #include "cli/cli.h"
+#include "interop/interop.h"
 #include "runtime/tool.h"
 
 /* ---- messages and exit codes -------------------------------------------- */
@@ -766,6 +767,14 @@ int cli_max_work(const verb_ctx *v, double max_work, dcz_options *opt)
     }
     opt->max_work = max_work >= 1.8e19 ? UINT64_MAX : (uint64_t)max_work;
     return -1;
+}
+
+int cli_not_dcz(const verb_ctx *v, const char *path, const uint8_t *buf, size_t len)
+{
+    if (!dcz_onnx_sniff(buf, len)) return -1;
+    cli_error("%s: %s is an ONNX model, not a .dcz: convert it first with 'dcz import %s -o MODEL.dcz', then "
+              "give MODEL.dcz to dcz %s", v->verb, path, path, v->verb);
+    return EXIT_BAD_INPUT;
 }
 
 int cli_model_fail(const verb_ctx *v, const char *path, dcz_status s)

@@ -22,7 +22,9 @@ int stage_load_doc_bytes(const verb_ctx *v, const char *path, dcz_doc **doc, uin
     if (s != DCZ_OK) return cli_io_fail(v, path, s, err, 0);
     s = dcz_doc_read(buf, len, doc);
     if (s != DCZ_OK) {
+        const int rc = cli_not_dcz(v, path, buf, len);
         free(buf);
+        if (rc != -1) return rc;
         cli_error("%s: %s: %s", v->verb, path, dcz_status_str(s));
         return cli_exit_code(s, 1);
     }

@@ -103,4 +103,13 @@ dcz_status dcz_onnx_export(const dcz_doc *d, const dcz_onnx_export_opts *opt, ui
  * to 14 when d holds a HARD_SWISH layer (ONNX's HardSwish). */
 int dcz_onnx_export_opset(const dcz_doc *d, int opset);
 
+/* Nonzero when buf holds what reads as an ONNX model (a protobuf
+ * onnx.ModelProto with a graph): for a verb that expected a .dcz to say
+ * so. Reads the whole message; never fails otherwise. */
+int dcz_onnx_sniff(const void *buf, size_t len);
+
+/* Nonzero when buf starts with the .dcz magic: for import to say that the
+ * file needs no import. */
+int dcz_onnx_is_dcz(const void *buf, size_t len);
+
 #endif /* DCZ_INTEROP_H */

@@ -1932,6 +1932,23 @@ void dcz_onnx_info_free(dcz_onnx_info *info)
     memset(info, 0, sizeof *info);
 }
 
+int dcz_onnx_sniff(const void *buf, size_t len)
+{
+    if (!buf || len < 4 || dcz_onnx_is_dcz(buf, len)) return 0;
+    if (wire_check(buf, len, &onnx__model_proto__descriptor, 0) != 0) return 0;
+    Onnx__ModelProto *m = onnx__model_proto__unpack(NULL, len, buf);
+    if (!m) return 0;
+    const int yes = m->graph != NULL && (m->n_opset_import > 0 || m->graph->n_node > 0);
+    onnx__model_proto__free_unpacked(m, NULL);
+    return yes;
+}
+
+int dcz_onnx_is_dcz(const void *buf, size_t len)
+{
+    static const uint8_t magic[8] = { 0x89, 'D', 'C', 'Z', '\r', '\n', 0x1a, '\n' };
+    return buf && len >= sizeof magic && memcmp(buf, magic, sizeof magic) == 0;
+}
+
 dcz_status dcz_onnx_import(const void *buf, size_t len, const dcz_onnx_import_opts *opt,
                            dcz_doc **out, dcz_onnx_info *info, char *err, size_t errlen)
 {
