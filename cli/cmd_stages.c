@@ -485,16 +485,26 @@ static int plan_prune(const verb_ctx *v, const dcz_net *net, const dcz_doc *in, 
             targets[i].mode = DCZ_PRUNE_SPARSITY;
             targets[i].value = rules_value(&sr, name, default_sparsity(net, i));
         }
+        if (targets[i].mode == DCZ_PRUNE_SPARSITY && targets[i].value == 1) {
+            /* every weight pruned: the layer's output is its bias alone,
+             * whatever the input, and the network guesses */
+            cli_usage_error(v, "layer %s: sparsity 1 prunes every weight of the layer, leaving its output the bias "
+                            "alone for every input: give a sparsity below 1 (0.99 keeps one weight in 100)", name);
+            free(targets);
+            return EXIT_USAGE;
+        }
         if ((targets[i].mode == DCZ_PRUNE_SPARSITY && (targets[i].value < 0 || targets[i].value > 1)) ||
             (targets[i].mode == DCZ_PRUNE_QUALITY && targets[i].value < 0)) {
-            cli_usage_error(v, "layer %s: sparsity must be in [0, 1] and quality >= 0", name);
+            cli_usage_error(v, "layer %s: sparsity must be in [0, 1) and quality >= 0", name);
             free(targets);
             return EXIT_USAGE;
         }
     }
     dcz_prune_plan_init(plan);
     plan->targets = targets;
-    plan->rounds = po->rounds;
+    /* without retraining, rounds would only reach the same masks in steps:
+     * one shot */
+    plan->rounds = retrain ? po->rounds : 1;
     plan->epochs = retrain ? po->epochs : 0;
     plan->final_epochs = retrain ? po->final_epochs : 0;
     plan->sgd.lr = (float)lr;
@@ -517,6 +527,8 @@ static void note_round(void *ctx, int r, int rounds, const dcz_prune_round *R)
     if (c->test)
         cli_note(c->v, "prune round %d/%d: sparsity %.4f  accuracy %.2f%% -> %.2f%% after retraining", r, rounds,
                  R->target, R->acc_pruned * 100, R->acc_retrained * 100);
+    else if (rounds == 1)
+        cli_note(c->v, "prune: one shot to sparsity %.4f, no retraining (--data retrains, in rounds)", R->target);
     else
         cli_note(c->v, "prune round %d/%d: sparsity %.4f", r, rounds, R->target);
 }
@@ -546,8 +558,9 @@ static int exec_prune(const verb_ctx *v, dcz_net *net, stage_plan *sp, const dcz
                           plan->rounds, plan->epochs, plan->final_epochs, plan->sgd.lr);
     for (int i = 0; i < rep.nlayers; i++) {
         const dcz_prune_layer_report *l = &rep.layers[i];
-        cli_note(v, "%-10s %10zu %10zu %7.2f%% %10.4f", l->name, l->weights, l->kept, l->density * 100,
-                 l->threshold);
+        char thr[32] = "-";   /* a layer left whole has no threshold */
+        if (l->threshold >= 0) snprintf(thr, sizeof thr, "%.4f", l->threshold);
+        cli_note(v, "%-10s %10zu %10zu %7.2f%% %10s", l->name, l->weights, l->kept, l->density * 100, thr);
         if (n < extra_len)
             n += (size_t)snprintf(extra + n, extra_len - n, "layer.%s = sparsity %.4f threshold %.6g\n",
                                   l->name, 1 - l->density, l->threshold);

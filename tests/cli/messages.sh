@@ -54,4 +54,18 @@ expect 1 "$DCZ" calibrate "$T/m.dcz" --data $D --method 'conv*=mse' --calib-batc
 has "fc1, fc2"
 expect 1 "$DCZ" plot "$T/m.dcz" --kind weights --layer fc3 -o "$T/x.png"
 has "the 2 layers with weights of $T/m.dcz: fc1, fc2"
+
+# sparsity 1 would prune every weight of a layer: refused, saying why
+expect 1 "$DCZ" prune "$T/m.dcz" --sparsity 1.0 -o "$T/p.dcz"
+has "sparsity 1 prunes every weight"; has "give a sparsity below 1"
+expect 1 "$DCZ" compress "$T/m.dcz" --data $D --sparsity 'fc1=0.9,fc2=1' -o "$T/p.dcz"
+has "layer fc2: sparsity 1"
+[ ! -e "$T/p.dcz" ] || fail "a refused prune wrote its output"
+# one-shot pruning (no --data) is one step, said so, and a layer left
+# whole shows no threshold (not -1)
+"$DCZ" prune "$T/m.dcz" --sparsity 'fc1=0.5,fc2=0' --threads 1 -o "$T/p.dcz" 2> "$T/err" || fail "one-shot prune"
+grep -q 'prune round' "$T/err" && fail "rounds of a one-shot prune: $(cat "$T/err")"
+has "prune: one shot to sparsity"
+grep -q -- '-1\.0' "$T/err" && fail "a threshold of -1: $(cat "$T/err")"
+grep -Eq '^fc2 +160 +160 +100\.00% +-$' "$T/err" || fail "fc2's line: $(cat "$T/err")"
 echo "messages ok"
