@@ -40,9 +40,9 @@ int cmd_import(verb_ctx *v)
                  "sparse, its zeros kept at zero by retraining (--keep-dense: never). Layers are\n"
                  "named conv1, fc1, relu1, pool1, ... as dcz train names them, so per-layer rules\n"
                  "apply alike; the table printed says which ONNX nodes each comes from. A model\n"
-                 "dcz cannot represent is refused (exit 2): every unsupported operator is listed\n"
-                 "with its node name. With --data, the accuracy on the test split is measured\n"
-                 "and recorded.";
+                 "dcz cannot represent is refused (exit 2): every unsupported operator is named\n"
+                 "once, with how many nodes use it and the first of them. With --data, the\n"
+                 "accuracy on the test split is measured and recorded.";
     v->skip = CLI_NO_SEED;
     int rc = cli_parse(v, specs, 1, 1);
     if (rc != -1) return rc;

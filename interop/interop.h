@@ -20,8 +20,8 @@
  *                        (a tensor whose data does not fit its dims, a value
  *                        used before it is produced, ...)
  *   DCZ_ERR_UNSUPPORTED  valid ONNX dcz cannot represent: an opset outside
- *                        11..17, operators dcz lacks (every such node is
- *                        listed in one message), unsupported attributes,
+ *                        11..17, operators dcz lacks (each named once in one
+ *                        message, with its count of nodes and the first), unsupported attributes,
  *                        a batch norm or bias that cannot be folded,
  *                        external data
  *   DCZ_ERR_SHAPE        shapes that do not agree
