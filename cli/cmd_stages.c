@@ -320,7 +320,7 @@ int cmd_train(verb_ctx *v)
         SHARDS_SPEC(v),
         { NULL, 0, OPT_FLAG, NULL, NULL }
     };
-    v->usage = "dcz train --arch ARCH --data DATA -o OUT [options]";
+    v->usage = "dcz train [--arch ARCH] --data DATA -o OUT [options]";
     v->summary = "Trains a network from scratch and writes it as a dense fp32 .dcz.";
     int rc = cli_parse(v, specs, 0, 0);
     if (rc != -1) return rc;
