@@ -68,4 +68,13 @@ grep -q 'prune round' "$T/err" && fail "rounds of a one-shot prune: $(cat "$T/er
 has "prune: one shot to sparsity"
 grep -q -- '-1\.0' "$T/err" && fail "a threshold of -1: $(cat "$T/err")"
 grep -Eq '^fc2 +160 +160 +100\.00% +-$' "$T/err" || fail "fc2's line: $(cat "$T/err")"
+
+# the quantization table says what its rms columns measure; without
+# fine-tuning the tuned column is empty, not a copy
+"$DCZ" quantize "$T/p.dcz" --threads 1 -o "$T/q.dcz" 2> "$T/err" || fail "quantize"
+has "rms k-means"; has "how far the shared values lie from the weights before quantization"
+grep -Eq '^fc1 .* -$' "$T/err" || fail "a tuned rms without fine-tuning: $(cat "$T/err")"
+"$DCZ" quantize "$T/p.dcz" --data $D --quant-epochs 1 --threads 1 -o "$T/q.dcz" 2> "$T/err" || fail "quantize --data"
+has "the tuned figure grows by design"
+grep -Eq '^fc1 +5 +32 +[0-9]+ +[0-9]+ +[0-9.e-]+ +[0-9.e-]+$' "$T/err" || fail "the tuned column: $(cat "$T/err")"
 echo "messages ok"
