@@ -4,7 +4,8 @@
  * files, shared values marked: the paper's Figures 4 and 5), sparsity (the
  * layer's kept positions as an image), waterfall (file size and accuracy
  * by recorded stage), sensitivity and sharing (the sensitivity scan's
- * curves by layer: the paper's Figure 6).
+ * curves by layer: the paper's Figure 6), calibration (a layer's input
+ * histogram with each method's int8 threshold).
  */
 #include <math.h>
 #include <stdlib.h>

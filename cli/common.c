@@ -1,8 +1,11 @@
-/* common.c: option parsing, per-layer rules, messages and exit codes,
- * atomic file writes, progress bars and JSON output for the dcz command.
+/* common.c: option parsing, per-layer rules, messages and exit codes (with
+ * the name meant when a word is close to one: an option, a recipe key, a
+ * layer), atomic file writes, progress bars and JSON output for the dcz
+ * command.
  *
  * Checked end to end by the scripts in tests/cli/ (usage errors, exit codes, atomic
- * output, --json, quiet output when stderr is not a terminal).
+ * output, --json, quiet output when stderr is not a terminal; the
+ * suggestions by tests/cli/messages.sh).
  */
 #include <errno.h>
 #include <fcntl.h>
