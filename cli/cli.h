@@ -120,6 +120,17 @@ void cli_note(const verb_ctx *v, const char *fmt, ...);
 int cli_fail(const verb_ctx *v, dcz_status s, const char *what);
 int cli_exit_code(dcz_status s, int reading);
 
+/* The candidate closest to word (a typo of it, or word cut short), or NULL
+ * when none is close enough to suggest. */
+const char *cli_closest(const char *word, const char *const *cands, int n);
+/* "a, b, c" of the first `most` names, then " and N more". */
+void cli_name_list(char *buf, size_t len, const char *const *names, int n, int most);
+/* The usage error of a --OPT layer pattern that matches none of the n
+ * layers with weights: names the closest one and lists them (of path,
+ * when not NULL). */
+void cli_no_such_layer(const verb_ctx *v, const char *opt, const char *pattern, const char *const *names, int n,
+                       const char *path);
+
 /* ---- per-layer rules ("fc*=5,conv1=8"; later rules win) ------------------ */
 
 #define RULES_MAX 256   /* one per layer of a MobileNetV2 and more */
@@ -181,6 +192,10 @@ int cli_max_work(const verb_ctx *v, double max_work, dcz_options *opt);
 const char *cli_device_of(const verb_ctx *v, const dcz_model *m);
 
 int cli_model_fail(const verb_ctx *v, const char *path, dcz_status s);
+/* For a verb that could not read path (len bytes in buf) as a .dcz: when
+ * the bytes are an ONNX model, says so and how to import it, and returns
+ * the exit code; -1 otherwise. */
+int cli_not_dcz(const verb_ctx *v, const char *path, const uint8_t *buf, size_t len);
 
 /* The kernels libdcz runs on this machine: "avx512+avx2", "avx2", "neon",
  * or "reference" (also when reference is set: forced). */

@@ -79,7 +79,8 @@ int cmd_bench(verb_ctx *v)
         s = dcz_open_memory(buf, len, &opt, &m);
         load_us[i] = (cli_now() - t0) * 1e6;
         if (s != DCZ_OK) {
-            rc = cli_model_fail(v, v->pos[0], s);
+            rc = cli_not_dcz(v, v->pos[0], buf, len);
+            if (rc == -1) rc = cli_model_fail(v, v->pos[0], s);
             goto done;
         }
     }

@@ -126,8 +126,11 @@ static int layer_configs(const verb_ctx *v, const dcz_doc *d, const dcz_cal_coll
             for (uint32_t j = 0; j < c->count; j++)
                 hit |= fnmatch(sets[s]->pattern[i], d->layers[c->layer[j]].name, 0) == 0;
             if (!hit) {
-                cli_usage_error(v, "--%s: '%s' matches no layer with weights",
-                                s ? "granularity" : "method", sets[s]->pattern[i]);
+                const char *names[DCZ_MAX_LAYERS];
+                int n = 0;
+                for (uint32_t j = 0; j < c->count && n < DCZ_MAX_LAYERS; j++)
+                    names[n++] = d->layers[c->layer[j]].name;
+                cli_no_such_layer(v, s ? "granularity" : "method", sets[s]->pattern[i], names, n, NULL);
                 return EXIT_USAGE;
             }
         }
@@ -210,12 +213,30 @@ static void print_layer_table(const verb_ctx *v, const dcz_doc *d, uint32_t sche
                 method, r->nw > 1 ? "per-channel" : "per-tensor", r->act.threshold,
                 r->act.clipped * 100, q, r->sqnr_db);
     }
-    for (uint32_t j = 0; j < count; j++)
-        if (res[j].act.entropy_threshold > 0)
-            fprintf(f, "note: %s: entropy's threshold %.5g clips over %g%% of the nonzero values and errs over %g "
-                    "times as much as mse's (expected squared error); mse's "
-                    "taken (docs/CLI.md, \"Activation scales\")\n", d->layers[res[j].layer].name,
-                    res[j].act.entropy_threshold, 100 * DCZ_CAL_ENTROPY_CLIP_LIMIT, DCZ_CAL_ENTROPY_MSE_LIMIT);
+    /* one line for the methods the layers took, however many layers: the
+     * table above has each layer's, --json each entropy_threshold */
+    enum { KINDS = 8 };
+    char kind[KINDS][32];
+    uint32_t nkind[KINDS], nk = 0, guarded = 0;
+    for (uint32_t j = 0; j < count; j++) {
+        char m[32];
+        if (res[j].act.method == DCZ_CAL_PERCENTILE) snprintf(m, sizeof m, "percentile:%g", cfg[j].percentile);
+        else if (res[j].act.entropy_threshold > 0) snprintf(m, sizeof m, "entropy>mse");
+        else snprintf(m, sizeof m, "%s", dcz_cal_method_name(res[j].act.method));
+        guarded += res[j].act.entropy_threshold > 0;
+        uint32_t k = 0;
+        while (k < nk && strcmp(kind[k], m) != 0) k++;
+        if (k == nk && nk < KINDS) { snprintf(kind[nk], sizeof kind[nk], "%s", m); nkind[nk++] = 0; }
+        if (k < nk) nkind[k]++;
+    }
+    fprintf(f, "methods taken:");
+    for (uint32_t k = 0; k < nk; k++)
+        fprintf(f, "%s %s by %u layer%s", k ? "," : "", kind[k], nkind[k], nkind[k] == 1 ? "" : "s");
+    fputc('\n', f);
+    if (guarded)
+        fprintf(f, "(entropy>mse: entropy's threshold clipped over %g%% of the nonzero values and erred over %g times "
+                "as much as mse's, so mse's was taken; docs/CLI.md, \"Activation scales\"; --json gives each "
+                "layer's entropy_threshold)\n", 100 * DCZ_CAL_ENTROPY_CLIP_LIMIT, DCZ_CAL_ENTROPY_MSE_LIMIT);
 }
 
 /* Calibrates a fresh copy of the input (in, len) with one configuration
@@ -525,12 +546,19 @@ int cmd_calibrate(verb_ctx *v)
         }
         char size[48] = "";   /* nothing was written without -o */
         if (v->c.out) snprintf(size, sizeof size, ", %zu bytes", r->bytes);
+        char method[300];   /* the method asked for, and how many layers its guard overruled */
+        uint32_t guarded = 0;
+        for (uint32_t j = 0; r->res && j < col.count; j++) guarded += r->res[j].act.entropy_threshold > 0;
+        if (guarded)
+            snprintf(method, sizeof method, "%s (mse's threshold in %u of %u layers)", r->method, guarded, col.count);
+        else
+            snprintf(method, sizeof method, "%s", r->method);
         if (fp32 >= 0 && r->acc >= 0)
             fprintf(f, "%s: %s, %s: accuracy %.2f%% (fp32 %.2f%%, %+.2f points)%s\n",
-                    v->c.out ? v->c.out : v->pos[0], dcz_cal_scheme_name(scheme), r->method,
+                    v->c.out ? v->c.out : v->pos[0], dcz_cal_scheme_name(scheme), method,
                     r->acc * 100, fp32 * 100, (r->acc - fp32) * 100, size);
         else
-            fprintf(f, "%s: %s, %s%s\n", v->c.out ? v->c.out : v->pos[0], dcz_cal_scheme_name(scheme), r->method,
+            fprintf(f, "%s: %s, %s%s\n", v->c.out ? v->c.out : v->pos[0], dcz_cal_scheme_name(scheme), method,
                     size);
     } else if (v->c.json) {
         print_json(v, scheme, fp32, runs, nruns, best, cfg, col.count);

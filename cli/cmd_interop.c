@@ -40,9 +40,9 @@ int cmd_import(verb_ctx *v)
                  "sparse, its zeros kept at zero by retraining (--keep-dense: never). Layers are\n"
                  "named conv1, fc1, relu1, pool1, ... as dcz train names them, so per-layer rules\n"
                  "apply alike; the table printed says which ONNX nodes each comes from. A model\n"
-                 "dcz cannot represent is refused (exit 2): every unsupported operator is listed\n"
-                 "with its node name. With --data, the accuracy on the test split is measured\n"
-                 "and recorded.";
+                 "dcz cannot represent is refused (exit 2): every unsupported operator is named\n"
+                 "once, with how many nodes use it and the first of them. With --data, the\n"
+                 "accuracy on the test split is measured and recorded.";
     v->skip = CLI_NO_SEED;
     int rc = cli_parse(v, specs, 1, 1);
     if (rc != -1) return rc;
@@ -54,6 +54,13 @@ int cmd_import(verb_ctx *v)
     int why;
     dcz_status s = cli_read_file(v->pos[0], &buf, &len, &why);
     if (s != DCZ_OK) return cli_io_fail(v, v->pos[0], s, why, 0);
+    if (dcz_onnx_is_dcz(buf, len)) {
+        free(buf);
+        cli_error("import: %s is already a .dcz model, not ONNX: it needs no import; give it to the other verbs "
+                  "as it is (dcz info %s), or write it as ONNX with 'dcz export %s -o MODEL.onnx'", v->pos[0],
+                  v->pos[0], v->pos[0]);
+        return EXIT_BAD_INPUT;
+    }
     dcz_onnx_import_opts io = { keep_dense };
     dcz_onnx_info info;
     dcz_doc *doc = NULL;

@@ -4,7 +4,8 @@
  * files, shared values marked: the paper's Figures 4 and 5), sparsity (the
  * layer's kept positions as an image), waterfall (file size and accuracy
  * by recorded stage), sensitivity and sharing (the sensitivity scan's
- * curves by layer: the paper's Figure 6).
+ * curves by layer: the paper's Figure 6), calibration (a layer's input
+ * histogram with each method's int8 threshold).
  */
 #include <math.h>
 #include <stdlib.h>
@@ -17,11 +18,20 @@
 #define BINS 80
 #define MAX_FILES 8
 
+/* The calibration figure's thresholds, as its legend gives them. */
+typedef struct plot_thresholds {
+    int n;
+    const char *name[4];
+    double value[4];
+    char label[4][128];
+} plot_thresholds;
+
 typedef struct plot_ctx {
     verb_ctx *v;
     const char *layer;
     int width, height;
     scan_opts scan;
+    plot_thresholds *thresholds;   /* filled by the calibration kind */
 } plot_ctx;
 
 static const char *base_name(const char *path)
@@ -33,9 +43,14 @@ static const char *base_name(const char *path)
 /* Layer `name` with weights in d, or NULL after a usage error. */
 static const dcz_doc_layer *find_layer(const verb_ctx *v, const dcz_doc *d, const char *path, const char *name)
 {
-    for (uint32_t i = 0; i < d->nlayers; i++)
-        if (d->layers[i].ntensors == 2 && strcmp(d->layers[i].name, name) == 0) return &d->layers[i];
-    cli_usage_error(v, "--layer %s: %s has no layer of that name with weights", name, path);
+    const char *names[DCZ_MAX_LAYERS];
+    int n = 0;
+    for (uint32_t i = 0; i < d->nlayers; i++) {
+        if (d->layers[i].ntensors != 2) continue;
+        if (strcmp(d->layers[i].name, name) == 0) return &d->layers[i];
+        if (n < DCZ_MAX_LAYERS) names[n++] = d->layers[i].name;
+    }
+    cli_no_such_layer(v, "layer", name, names, n, path);
     return NULL;
 }
 
@@ -222,34 +237,47 @@ static int plot_calibration(const plot_ctx *c, dcz_doc *d, dcz_fig **out)
     dcz_dataset_free(&train);
     if (s != DCZ_OK) return cli_fail(c->v, s, "the activation statistics");
     const dcz_cal_stats *st = &col.stats[l->in[0]];
-    double edges[SHOWN + 1], h[SHOWN], top = 1;
-    const double amax = st->amax > 0 ? st->amax : 1;
-    for (int b = 0; b <= SHOWN; b++) edges[b] = amax * b / SHOWN;
+    double h[SHOWN];
     for (int b = 0; b < SHOWN; b++) {
         h[b] = 0;
         for (int k = 0; k < DCZ_CAL_BINS / SHOWN; k++) h[b] += (double)st->bins[b * (DCZ_CAL_BINS / SHOWN) + k];
-        top = fmax(top, h[b]);
+    }
+    static const dcz_cal_method methods[] = { DCZ_CAL_MINMAX, DCZ_CAL_PERCENTILE, DCZ_CAL_MSE, DCZ_CAL_ENTROPY };
+    static const char *const names[] = { "minmax", "percentile 99.99", "mse", "entropy" };
+    dcz_cal_choice ch[4];
+    double thr[4];
+    int nthr = 0, which[4];
+    for (int m = 0; m < 4; m++)
+        if (dcz_cal_choose(st, methods[m], 99.99, 127, 0, &ch[nthr]) == DCZ_OK) {
+            thr[nthr] = ch[nthr].threshold;
+            which[nthr++] = m;
+        }
+    /* thresholds printed with the digits that tell them apart: "1" and
+     * "0.9961", never two "1" of which one clips */
+    const int digits = dcz_fig_distinct_digits(thr, nthr);
+    char label[4][128];
+    const char *labels[4];
+    for (int i = 0; i < nthr; i++) {
+        if (ch[i].entropy_threshold > 0)   /* the guard took mse's */
+            snprintf(label[i], sizeof label[i], "%s: %.*g (mse's: its own %.*g errs more), %.2f%% clipped",
+                     names[which[i]], digits, ch[i].threshold, digits, ch[i].entropy_threshold, ch[i].clipped * 100);
+        else
+            snprintf(label[i], sizeof label[i], "%s: %.*g, %.2f%% clipped", names[which[i]], digits, ch[i].threshold,
+                     ch[i].clipped * 100);
+        labels[i] = label[i];
     }
     char title[160];
     snprintf(title, sizeof title, "Input of %s on %zu calibration samples: int8 thresholds", c->layer, n);
     s = dcz_fig_create(c->width, c->height, title, "|activation| (input value of the layer)",
                        "values per bin (logarithmic)", out);
-    if (s == DCZ_OK) {
-        dcz_fig_axes(*out, 0, amax, 0.5, pow(10, ceil(log10(top * 2))), 1);
-        dcz_fig_bars(*out, edges, h, SHOWN, "|x|, all calibration values");
-        static const dcz_cal_method methods[] = { DCZ_CAL_MINMAX, DCZ_CAL_PERCENTILE, DCZ_CAL_MSE, DCZ_CAL_ENTROPY };
-        static const char *const names[] = { "minmax", "percentile 99.99", "mse", "entropy" };
-        for (int m = 0; m < 4; m++) {
-            dcz_cal_choice ch;
-            if (dcz_cal_choose(st, methods[m], 99.99, 127, 0, &ch) != DCZ_OK) continue;
-            char label[96];
-            if (ch.entropy_threshold > 0)   /* the guard took mse's */
-                snprintf(label, sizeof label, "%s: %.3g (mse's: its own %.3g errs more), %.2f%% clipped", names[m],
-                         ch.threshold, ch.entropy_threshold, ch.clipped * 100);
-            else
-                snprintf(label, sizeof label, "%s: %.3g, %.2f%% clipped", names[m], ch.threshold, ch.clipped * 100);
-            dcz_fig_new_color(*out);
-            dcz_fig_vlines(*out, &ch.threshold, 1, label);
+    if (s == DCZ_OK)
+        dcz_fig_abs_histogram(*out, h, SHOWN, st->amax, thr, labels, nthr, "|x|, all calibration values");
+    if (s == DCZ_OK && c->thresholds) {   /* for --json: what the legend says */
+        c->thresholds->n = nthr;
+        for (int i = 0; i < nthr; i++) {
+            c->thresholds->name[i] = names[which[i]];
+            c->thresholds->value[i] = thr[i];
+            snprintf(c->thresholds->label[i], sizeof c->thresholds->label[i], "%s", label[i]);
         }
     }
     dcz_cal_collect_free(&col);
@@ -299,8 +327,11 @@ static int plot_scan(const plot_ctx *c, int bits, dcz_fig **out)
 int cmd_plot(verb_ctx *v)
 {
     plot_ctx c;
+    plot_thresholds thresholds;
     memset(&c, 0, sizeof c);
+    memset(&thresholds, 0, sizeof thresholds);
     c.v = v;
+    c.thresholds = &thresholds;
     c.width = 900;
     c.height = 600;
     scan_opts_init(&c.scan);
@@ -384,6 +415,17 @@ int cmd_plot(verb_ctx *v)
                 json_int(&j, "width", c.width);
                 json_int(&j, "height", c.height);
                 json_int(&j, "file_bytes", (long long)len);
+                if (k == CALIBRATION) {
+                    json_key_arr(&j, "thresholds");
+                    for (int i = 0; i < thresholds.n; i++) {
+                        json_obj(&j);
+                        json_str(&j, "method", thresholds.name[i]);
+                        json_num(&j, "threshold", thresholds.value[i]);
+                        json_str(&j, "label", thresholds.label[i]);
+                        json_close_obj(&j);
+                    }
+                    json_close_arr(&j);
+                }
                 json_end(&j);
             }
             rc = EXIT_OK;

@@ -106,7 +106,7 @@ static int report_unmatched(const verb_ctx *v, const char *opt, const rule_set *
 {
     int bad = rules_unmatched(r, names, n);
     if (bad < 0) return -1;
-    cli_usage_error(v, "--%s: '%s' matches no layer with weights", opt, r->pattern[bad]);
+    cli_no_such_layer(v, opt, r->pattern[bad], names, n, NULL);
     return EXIT_USAGE;
 }
 
@@ -320,7 +320,7 @@ int cmd_train(verb_ctx *v)
         SHARDS_SPEC(v),
         { NULL, 0, OPT_FLAG, NULL, NULL }
     };
-    v->usage = "dcz train --arch ARCH --data DATA -o OUT [options]";
+    v->usage = "dcz train [--arch ARCH] --data DATA -o OUT [options]";
     v->summary = "Trains a network from scratch and writes it as a dense fp32 .dcz.";
     int rc = cli_parse(v, specs, 0, 0);
     if (rc != -1) return rc;
@@ -485,16 +485,26 @@ static int plan_prune(const verb_ctx *v, const dcz_net *net, const dcz_doc *in, 
             targets[i].mode = DCZ_PRUNE_SPARSITY;
             targets[i].value = rules_value(&sr, name, default_sparsity(net, i));
         }
+        if (targets[i].mode == DCZ_PRUNE_SPARSITY && targets[i].value == 1) {
+            /* every weight pruned: the layer's output is its bias alone,
+             * whatever the input, and the network guesses */
+            cli_usage_error(v, "layer %s: sparsity 1 prunes every weight of the layer, leaving its output the bias "
+                            "alone for every input: give a sparsity below 1 (0.99 keeps one weight in 100)", name);
+            free(targets);
+            return EXIT_USAGE;
+        }
         if ((targets[i].mode == DCZ_PRUNE_SPARSITY && (targets[i].value < 0 || targets[i].value > 1)) ||
             (targets[i].mode == DCZ_PRUNE_QUALITY && targets[i].value < 0)) {
-            cli_usage_error(v, "layer %s: sparsity must be in [0, 1] and quality >= 0", name);
+            cli_usage_error(v, "layer %s: sparsity must be in [0, 1) and quality >= 0", name);
             free(targets);
             return EXIT_USAGE;
         }
     }
     dcz_prune_plan_init(plan);
     plan->targets = targets;
-    plan->rounds = po->rounds;
+    /* without retraining, rounds would only reach the same masks in steps:
+     * one shot */
+    plan->rounds = retrain ? po->rounds : 1;
     plan->epochs = retrain ? po->epochs : 0;
     plan->final_epochs = retrain ? po->final_epochs : 0;
     plan->sgd.lr = (float)lr;
@@ -517,6 +527,8 @@ static void note_round(void *ctx, int r, int rounds, const dcz_prune_round *R)
     if (c->test)
         cli_note(c->v, "prune round %d/%d: sparsity %.4f  accuracy %.2f%% -> %.2f%% after retraining", r, rounds,
                  R->target, R->acc_pruned * 100, R->acc_retrained * 100);
+    else if (rounds == 1)
+        cli_note(c->v, "prune: one shot to sparsity %.4f, no retraining (--data retrains, in rounds)", R->target);
     else
         cli_note(c->v, "prune round %d/%d: sparsity %.4f", r, rounds, R->target);
 }
@@ -546,8 +558,9 @@ static int exec_prune(const verb_ctx *v, dcz_net *net, stage_plan *sp, const dcz
                           plan->rounds, plan->epochs, plan->final_epochs, plan->sgd.lr);
     for (int i = 0; i < rep.nlayers; i++) {
         const dcz_prune_layer_report *l = &rep.layers[i];
-        cli_note(v, "%-10s %10zu %10zu %7.2f%% %10.4f", l->name, l->weights, l->kept, l->density * 100,
-                 l->threshold);
+        char thr[32] = "-";   /* a layer left whole has no threshold */
+        if (l->threshold >= 0) snprintf(thr, sizeof thr, "%.4f", l->threshold);
+        cli_note(v, "%-10s %10zu %10zu %7.2f%% %10s", l->name, l->weights, l->kept, l->density * 100, thr);
         if (n < extra_len)
             n += (size_t)snprintf(extra + n, extra_len - n, "layer.%s = sparsity %.4f threshold %.6g\n",
                                   l->name, 1 - l->density, l->threshold);
@@ -650,17 +663,26 @@ static int exec_quantize(const verb_ctx *v, dcz_net *net, stage_plan *sp, const 
     if (s != DCZ_OK) return cli_fail(v, s, "quantizing");
     if (test) cli_note(v, "quantize: accuracy %.2f%% before, %.2f%% clustered, %.2f%% after fine-tuning",
                        rep.acc_initial * 100, rep.acc_clustered * 100, rep.acc_final * 100);
-    cli_note(v, "%-10s %5s %5s %10s %6s %12s %12s", "layer", "bits", "k", "kept", "iters", "rms error", "rms tuned");
+    /* both columns measure the shared values against the weights before
+     * quantization: k-means minimizes that distance, fine-tuning the loss,
+     * so the tuned one is larger by design, which the note says */
+    const int tuned = train && plan->epochs > 0;
+    cli_note(v, "%-10s %5s %5s %10s %6s %12s %12s", "layer", "bits", "k", "kept", "iters", "rms k-means", "rms tuned");
     size_t n = (size_t)snprintf(extra, extra_len, "init = %s\nfinetune_epochs = %d\nfinetune_lr = %g\n",
                                 sp->init, plan->epochs, plan->sgd.lr);
     for (int i = 0; i < rep.nlayers; i++) {
         const dcz_quant_layer_report *l = &rep.layers[i];
-        cli_note(v, "%-10s %5d %5d %10zu %6d %12.3g %12.3g", l->name, l->bits, l->k, l->kept, l->iterations,
-                 l->rms_error, l->rms_final);
+        char after[32] = "-";
+        if (tuned) snprintf(after, sizeof after, "%.3g", l->rms_final);
+        cli_note(v, "%-10s %5d %5d %10zu %6d %12.3g %12s", l->name, l->bits, l->k, l->kept, l->iterations,
+                 l->rms_error, after);
         if (n < extra_len)
             n += (size_t)snprintf(extra + n, extra_len - n, "layer.%s = bits %d rms %.4g\n", l->name, l->bits,
                                   l->rms_error);
     }
+    cli_note(v, "(rms: how far the shared values lie from the weights before quantization, RMS over the kept "
+             "weights; k-means makes it least%s)", tuned ? ", and fine-tuning then moves the values to lower the "
+             "loss, not to stay near those weights: the tuned figure grows by design, and the accuracies above say what tuning gained" : "");
     dcz_quant_report_free(&rep);
     return -1;
 }

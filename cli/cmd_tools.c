@@ -49,9 +49,10 @@ int cmd_eval(verb_ctx *v)
     dcz_scheme scheme = DCZ_SCHEME_NONE;
     dcz_model *m;
     if ((s = dcz_open_memory(buf, len, &opt, &m)) != DCZ_OK) {
+        rc = cli_not_dcz(v, v->pos[0], buf, len);
         free(buf);
         dcz_dataset_free(&test);
-        return cli_model_fail(v, v->pos[0], s);
+        return rc != -1 ? rc : cli_model_fail(v, v->pos[0], s);
     }
     scheme = dcz_model_scheme(m);
     const char *device = cli_device_of(v, m);
@@ -714,8 +715,12 @@ int cmd_run(verb_ctx *v)
     dcz_status s = cli_read_file(v->pos[0], &model_bytes, &model_len, &err);
     if (s != DCZ_OK) return cli_io_fail(v, v->pos[0], s, err, 0);
     s = dcz_open_memory(model_bytes, model_len, &opt, &m);
+    if (s != DCZ_OK) {
+        rc = cli_not_dcz(v, v->pos[0], model_bytes, model_len);
+        free(model_bytes);
+        return rc != -1 ? rc : cli_model_fail(v, v->pos[0], s);
+    }
     free(model_bytes);
-    if (s != DCZ_OK) return cli_model_fail(v, v->pos[0], s);
     (void)cli_device_of(v, m);
     FILE *rep = cli_report(v);
     const size_t in = dcz_input_size(m), out = dcz_output_size(m);

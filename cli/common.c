@@ -1,8 +1,11 @@
-/* common.c: option parsing, per-layer rules, messages and exit codes,
- * atomic file writes, progress bars and JSON output for the dcz command.
+/* common.c: option parsing, per-layer rules, messages and exit codes (with
+ * the name meant when a word is close to one: an option, a recipe key, a
+ * layer), atomic file writes, progress bars and JSON output for the dcz
+ * command.
  *
  * Checked end to end by the scripts in tests/cli/ (usage errors, exit codes, atomic
- * output, --json, quiet output when stderr is not a terminal).
+ * output, --json, quiet output when stderr is not a terminal; the
+ * suggestions by tests/cli/messages.sh).
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -17,6 +20,7 @@
 #include <unistd.h>
 
 #include "cli/cli.h"
+#include "interop/interop.h"
 #include "runtime/tool.h"
 
 /* ---- messages and exit codes -------------------------------------------- */
@@ -105,6 +109,75 @@ void cli_usage_error(const verb_ctx *v, const char *fmt, ...)
     fprintf(stderr, "\nusage: %s\n(see dcz %s --help)\n", v->usage, v->verb);
 }
 
+/* ---- suggestions ------------------------------------------------------------ */
+
+/* Edit distance (insertions, deletions, substitutions and swaps of two
+ * neighbours) between a and b, stopping at 9: the distance of two close
+ * words, not of long ones. */
+static int edit_distance(const char *a, const char *b)
+{
+    enum { MAX = 64 };
+    const size_t na = strlen(a), nb = strlen(b);
+    if (na >= MAX || nb >= MAX) return 9;
+    int d[MAX][MAX];
+    for (size_t i = 0; i <= na; i++) d[i][0] = (int)i;
+    for (size_t j = 0; j <= nb; j++) d[0][j] = (int)j;
+    for (size_t i = 1; i <= na; i++)
+        for (size_t j = 1; j <= nb; j++) {
+            int best = d[i - 1][j - 1] + (a[i - 1] != b[j - 1]);
+            if (d[i - 1][j] + 1 < best) best = d[i - 1][j] + 1;
+            if (d[i][j - 1] + 1 < best) best = d[i][j - 1] + 1;
+            if (i > 1 && j > 1 && a[i - 1] == b[j - 2] && a[i - 2] == b[j - 1] && d[i - 2][j - 2] + 1 < best)
+                best = d[i - 2][j - 2] + 1;
+            d[i][j] = best;
+        }
+    return d[na][nb] < 9 ? d[na][nb] : 9;
+}
+
+const char *cli_closest(const char *word, const char *const *cands, int n)
+{
+    const char *best = NULL;
+    int bd = 9, ties = 0;
+    const size_t wl = strlen(word);
+    for (int i = 0; i < n; i++) {
+        if (!cands[i] || strcmp(cands[i], word) == 0) continue;
+        int d = edit_distance(word, cands[i]);
+        /* a word cut short ("prune-epoch") names the longer one */
+        if (wl >= 3 && strncmp(cands[i], word, wl) == 0 && d > 1) d = 1;
+        if (d < bd) { bd = d; best = cands[i]; ties = 0; }
+        else if (best && d == bd && strcmp(cands[i], best) != 0) ties++;
+    }
+    /* a third of the word may be wrong, at most 3 letters; two candidates
+     * as close ("fc4" among fc1 and fc2) are no suggestion */
+    const int allowed = wl < 4 ? 1 : wl < 10 ? 2 : 3;
+    return bd <= allowed && !ties ? best : NULL;
+}
+
+void cli_name_list(char *buf, size_t len, const char *const *names, int n, int most)
+{
+    size_t used = 0;
+    buf[0] = '\0';
+    for (int i = 0; i < n && i < most && used < len; i++)
+        used += (size_t)snprintf(buf + used, len - used, "%s%s", i ? ", " : "", names[i]);
+    if (n > most && used < len) snprintf(buf + used, len - used, " and %d more", n - most);
+}
+
+void cli_no_such_layer(const verb_ctx *v, const char *opt, const char *pattern, const char *const *names, int n,
+                       const char *path)
+{
+    char list[1024];
+    cli_name_list(list, sizeof list, names, n, 24);
+    const char *near = cli_closest(pattern, names, n);
+    char hint[160] = "";
+    if (near) snprintf(hint, sizeof hint, " (did you mean '%s'?)", near);
+    if (n == 0)
+        cli_usage_error(v, "--%s: '%s' matches no layer: the model has no layer with weights", opt, pattern);
+    else
+        cli_usage_error(v, "--%s: '%s' matches no layer with weights%s; the %d layer%s with weights%s%s: %s%s", opt,
+                        pattern, hint, n, n == 1 ? "" : "s", path ? " of " : "", path ? path : "", list,
+                        n > 24 ? " (dcz info lists them all)" : "");
+}
+
 /* ---- options -------------------------------------------------------------- */
 
 static const opt_spec *find_spec(const opt_spec *specs, const opt_spec *common, const char *name,
@@ -118,6 +191,20 @@ static const opt_spec *find_spec(const opt_spec *specs, const opt_spec *common, 
                 return s;
         }
     return NULL;
+}
+
+/* The option of specs or common closest to the unknown name (nlen bytes),
+ * or NULL when none is close. */
+static const char *closest_option(const opt_spec *specs, const opt_spec *common, const char *name, size_t nlen)
+{
+    const char *cands[256];
+    int n = 0;
+    const opt_spec *lists[2] = { specs, common };
+    for (int l = 0; l < 2; l++)
+        for (const opt_spec *s = lists[l]; s && s->name && n < 256; s++) cands[n++] = s->name;
+    char word[64];
+    snprintf(word, sizeof word, "%.*s", (int)(nlen < sizeof word ? nlen : sizeof word - 1), name);
+    return cli_closest(word, cands, n);
 }
 
 static int set_opt(const verb_ctx *v, const opt_spec *s, const char *val)
@@ -244,8 +331,13 @@ static int read_recipe(const verb_ctx *v, const char *path, const opt_spec *spec
         *eq = 0;
         char *key = trim(s), *val = trim(eq + 1);
         if (!find_spec(specs, common, key, strlen(key), 0)) {
-            cli_error("%s: %s:%d: unknown key '%s' (dcz %s --help lists the options; a '[verb]' line "
-                      "starts settings for another verb)", v->verb, path, lineno, key, v->verb);
+            const char *near = closest_option(specs, common, key, strlen(key));
+            if (near)
+                cli_error("%s: %s:%d: unknown key '%s' (did you mean '%s'? dcz %s --help lists the options; a "
+                          "'[verb]' line starts settings for another verb)", v->verb, path, lineno, key, near, v->verb);
+            else
+                cli_error("%s: %s:%d: unknown key '%s' (dcz %s --help lists the options; a '[verb]' line "
+                          "starts settings for another verb)", v->verb, path, lineno, key, v->verb);
             rc = EXIT_USAGE;
             break;
         }
@@ -280,7 +372,12 @@ static int parse_list(verb_ctx *v, const opt_spec *specs, const opt_spec *common
             const char *name = a + 2, *eq = strchr(name, '=');
             size_t nlen = eq ? (size_t)(eq - name) : strlen(name);
             s = find_spec(specs, common, name, nlen, 0);
-            if (!s) { cli_usage_error(v, "unknown option '%.*s'", (int)nlen + 2, a); return EXIT_USAGE; }
+            if (!s) {
+                const char *near = closest_option(specs, common, name, nlen);
+                if (near) cli_usage_error(v, "unknown option '%.*s' (did you mean --%s?)", (int)nlen + 2, a, near);
+                else cli_usage_error(v, "unknown option '%.*s'", (int)nlen + 2, a);
+                return EXIT_USAGE;
+            }
             if (eq) val = eq + 1;
         } else {
             s = a[2] == 0 ? find_spec(specs, common, NULL, 0, a[1]) : NULL;
@@ -673,6 +770,14 @@ int cli_max_work(const verb_ctx *v, double max_work, dcz_options *opt)
     }
     opt->max_work = max_work >= 1.8e19 ? UINT64_MAX : (uint64_t)max_work;
     return -1;
+}
+
+int cli_not_dcz(const verb_ctx *v, const char *path, const uint8_t *buf, size_t len)
+{
+    if (!dcz_onnx_sniff(buf, len)) return -1;
+    cli_error("%s: %s is an ONNX model, not a .dcz: convert it first with 'dcz import %s -o MODEL.dcz', then "
+              "give MODEL.dcz to dcz %s", v->verb, path, path, v->verb);
+    return EXIT_BAD_INPUT;
 }
 
 int cli_model_fail(const verb_ctx *v, const char *path, dcz_status s)

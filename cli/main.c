@@ -107,7 +107,11 @@ int main(int argc, char **argv)
         return rc;
     }
     free(cmdline);
-    cli_error("unknown verb '%s'", argv[1]);
+    const char *names[sizeof verbs / sizeof *verbs];
+    for (size_t i = 0; i < sizeof verbs / sizeof *verbs; i++) names[i] = verbs[i].name;
+    const char *near = cli_closest(argv[1], names, (int)(sizeof verbs / sizeof *verbs));
+    if (near) cli_error("unknown verb '%s' (did you mean '%s'?)", argv[1], near);
+    else cli_error("unknown verb '%s'", argv[1]);
     usage(stderr);
     return EXIT_USAGE;
 }

@@ -8,6 +8,7 @@
  */
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include "cli/cli.h"
 
@@ -21,7 +22,9 @@ int stage_load_doc_bytes(const verb_ctx *v, const char *path, dcz_doc **doc, uin
     if (s != DCZ_OK) return cli_io_fail(v, path, s, err, 0);
     s = dcz_doc_read(buf, len, doc);
     if (s != DCZ_OK) {
+        const int rc = cli_not_dcz(v, path, buf, len);
         free(buf);
+        if (rc != -1) return rc;
         cli_error("%s: %s: %s", v->verb, path, dcz_status_str(s));
         return cli_exit_code(s, 1);
     }
@@ -46,8 +49,16 @@ int stage_load_data(const verb_ctx *v, int split, dcz_dataset *d)
     const uint64_t max = v->c.max_data_mb ? (uint64_t)(v->c.max_data_mb * 1048576.0) : DCZ_DATA_DEFAULT_MAX;
     dcz_status s = dcz_data_load_max(v->c.data, split, max, d, err, sizeof err);
     if (s != DCZ_OK) {
-        cli_error("%s: --data %s: %s%s", v->verb, v->c.data, err[0] ? err : dcz_status_str(s),
-                  s == DCZ_ERR_LIMIT ? " (--max-data-mb raises it)" : "");
+        /* a misspelt built-in name is no folder either: say which was meant */
+        static const char *const builtin[] = { "fashion-mnist" };
+        struct stat st;
+        const char *near = stat(v->c.data, &st) != 0 ? cli_closest(v->c.data, builtin, 1) : NULL;
+        if (near)
+            cli_error("%s: --data %s: no dataset directory of that name; did you mean --data %s, the built-in "
+                      "name of Debian's dataset-fashion-mnist?", v->verb, v->c.data, near);
+        else
+            cli_error("%s: --data %s: %s%s", v->verb, v->c.data, err[0] ? err : dcz_status_str(s),
+                      s == DCZ_ERR_LIMIT ? " (--max-data-mb raises it)" : "");
         return cli_exit_code(s, 1);
     }
     return -1;

@@ -20,8 +20,8 @@
  *                        (a tensor whose data does not fit its dims, a value
  *                        used before it is produced, ...)
  *   DCZ_ERR_UNSUPPORTED  valid ONNX dcz cannot represent: an opset outside
- *                        11..17, operators dcz lacks (every such node is
- *                        listed in one message), unsupported attributes,
+ *                        11..17, operators dcz lacks (each named once in one
+ *                        message, with its count of nodes and the first), unsupported attributes,
  *                        a batch norm or bias that cannot be folded,
  *                        external data
  *   DCZ_ERR_SHAPE        shapes that do not agree
@@ -102,5 +102,14 @@ dcz_status dcz_onnx_export(const dcz_doc *d, const dcz_onnx_export_opts *opt, ui
  * default): opset itself when nonzero, else DCZ_ONNX_OPSET_DEFAULT, raised
  * to 14 when d holds a HARD_SWISH layer (ONNX's HardSwish). */
 int dcz_onnx_export_opset(const dcz_doc *d, int opset);
+
+/* Nonzero when buf holds what reads as an ONNX model (a protobuf
+ * onnx.ModelProto with a graph): for a verb that expected a .dcz to say
+ * so. Reads the whole message; never fails otherwise. */
+int dcz_onnx_sniff(const void *buf, size_t len);
+
+/* Nonzero when buf starts with the .dcz magic: for import to say that the
+ * file needs no import. */
+int dcz_onnx_is_dcz(const void *buf, size_t len);
 
 #endif /* DCZ_INTEROP_H */

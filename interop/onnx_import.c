@@ -1713,35 +1713,60 @@ static dcz_status node_run(imp *im, size_t index)
 
 /* ---- the graph ----------------------------------------------------------------- */
 
-/* One message listing every node whose operator dcz lacks. */
+/* One message naming every operator dcz lacks: each type once, in the
+ * order of its first node, with how many nodes use it and the first of
+ * them ("Softplus '/Softplus'", "Shape (120 nodes, the first '/Shape')"),
+ * so that a model of hundreds of such nodes gets a short line. */
 static dcz_status unsupported_ops(imp *im)
 {
-    size_t bad = 0, shown = 0, len = 0;
-    char list[1024];
-    list[0] = '\0';
+    enum { MAX_TYPES = 24 };
+    struct { const Onnx__NodeProto *first; size_t index, count; } types[MAX_TYPES];
+    size_t bad = 0, ntypes = 0, more_types = 0;
     for (size_t k = 0; k < im->g->n_node; k++) {
         const Onnx__NodeProto *n = im->g->node[k];
         if (op_find(n)) continue;
         bad++;
-        char one[200];
-        const int dom = n->domain && *n->domain && strcmp(n->domain, "ai.onnx") != 0;
-        if (n->name && *n->name)
-            snprintf(one, sizeof one, "%s%s%s '%s'", dom ? n->domain : "", dom ? "." : "", str(n->op_type), n->name);
-        else
-            snprintf(one, sizeof one, "%s%s%s (node %zu)", dom ? n->domain : "", dom ? "." : "", str(n->op_type), k);
-        if (len + strlen(one) + 2 < sizeof list - 32) {
-            len += (size_t)snprintf(list + len, sizeof list - len, "%s%s", shown ? ", " : "", one);
-            shown++;
-        }
+        size_t t = 0;
+        for (; t < ntypes; t++)
+            if (strcmp(str(types[t].first->op_type), str(n->op_type)) == 0 &&
+                strcmp(str(types[t].first->domain), str(n->domain)) == 0)
+                break;
+        if (t < ntypes) { types[t].count++; continue; }
+        if (ntypes == MAX_TYPES) { more_types++; continue; }
+        types[ntypes].first = n;
+        types[ntypes].index = k;
+        types[ntypes].count = 1;
+        ntypes++;
     }
     if (!bad) return DCZ_OK;
-    if (shown < bad) snprintf(list + len, sizeof list - len, " and %zu more", bad - shown);
+    char list[1024];
+    size_t len = 0;
+    list[0] = '\0';
+    for (size_t t = 0; t < ntypes && len < sizeof list; t++) {
+        const Onnx__NodeProto *n = types[t].first;
+        const int dom = n->domain && *n->domain && strcmp(n->domain, "ai.onnx") != 0;
+        char who[160];
+        if (n->name && *n->name) snprintf(who, sizeof who, "'%.120s'", n->name);
+        else snprintf(who, sizeof who, "(node %zu)", types[t].index);
+        if (types[t].count == 1)
+            len += (size_t)snprintf(list + len, sizeof list - len, "%s%s%s%.64s %s", t ? ", " : "",
+                                    dom ? n->domain : "", dom ? "." : "", str(n->op_type), who);
+        else
+            len += (size_t)snprintf(list + len, sizeof list - len, "%s%s%s%.64s (%zu nodes, the first %s)",
+                                    t ? ", " : "", dom ? n->domain : "", dom ? "." : "", str(n->op_type),
+                                    types[t].count, who);
+    }
+    if (more_types && len < sizeof list)
+        snprintf(list + len, sizeof list - len, " and %zu more operator types", more_types);
     char known[512];
     size_t n = 0;
     for (size_t k = 0; k < sizeof ops / sizeof *ops && n < sizeof known; k++)
         n += (size_t)snprintf(known + n, sizeof known - n, "%s%s", k ? ", " : "", ops[k].name);
-    return fail(&im->e, DCZ_ERR_UNSUPPORTED, "%zu unsupported operator%s: %s (dcz imports %s)", bad,
-                bad == 1 ? "" : "s", list, known);
+    if (bad == ntypes)
+        return fail(&im->e, DCZ_ERR_UNSUPPORTED, "%zu unsupported operator%s: %s (dcz imports %s)", bad,
+                    bad == 1 ? "" : "s", list, known);
+    return fail(&im->e, DCZ_ERR_UNSUPPORTED, "%zu nodes of %zu unsupported operator%s: %s (dcz imports %s)", bad,
+                ntypes + more_types, ntypes + more_types == 1 ? "" : "s", list, known);
 }
 
 /* A value's type as a float tensor of known shape: its dims (dims[0] -1 for
@@ -1930,6 +1955,23 @@ void dcz_onnx_info_free(dcz_onnx_info *info)
     if (!info) return;
     free(info->source);
     memset(info, 0, sizeof *info);
+}
+
+int dcz_onnx_sniff(const void *buf, size_t len)
+{
+    if (!buf || len < 4 || dcz_onnx_is_dcz(buf, len)) return 0;
+    if (wire_check(buf, len, &onnx__model_proto__descriptor, 0) != 0) return 0;
+    Onnx__ModelProto *m = onnx__model_proto__unpack(NULL, len, buf);
+    if (!m) return 0;
+    const int yes = m->graph != NULL && (m->n_opset_import > 0 || m->graph->n_node > 0);
+    onnx__model_proto__free_unpacked(m, NULL);
+    return yes;
+}
+
+int dcz_onnx_is_dcz(const void *buf, size_t len)
+{
+    static const uint8_t magic[8] = { 0x89, 'D', 'C', 'Z', '\r', '\n', 0x1a, '\n' };
+    return buf && len >= sizeof magic && memcmp(buf, magic, sizeof magic) == 0;
 }
 
 dcz_status dcz_onnx_import(const void *buf, size_t len, const dcz_onnx_import_opts *opt,

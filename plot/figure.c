@@ -310,12 +310,15 @@ void dcz_fig_vlines(dcz_fig *f, const double *x, int n, const char *label)
     clip(f);
     const double dash[] = { 5, 3 };
     cairo_set_dash(cr, dash, 2, 0);
-    cairo_set_line_width(cr, 1.2);
+    cairo_set_line_width(cr, 2);
     set_color(cr, f->color, 1);
     for (int i = 0; i < n; i++) {
         if (!isfinite(x[i])) continue;
-        cairo_move_to(cr, px(f, x[i]), f->top);
-        cairo_line_to(cr, px(f, x[i]), f->bottom);
+        /* on a pixel boundary: two whole columns of the color, not three
+         * of it blended with what lies under */
+        const double at = round(px(f, x[i]));
+        cairo_move_to(cr, at, f->top);
+        cairo_line_to(cr, at, f->bottom);
     }
     cairo_stroke(cr);
     cairo_restore(cr);
@@ -347,6 +350,55 @@ void dcz_fig_image(dcz_fig *f, const uint8_t *gray, int rows, int cols)
     cairo_set_source_rgb(cr, 0, 0, 0);
     cairo_rectangle(cr, f->left, f->top, f->right - f->left, f->bottom - f->top);
     cairo_stroke(cr);
+}
+
+void dcz_fig_abs_histogram(dcz_fig *f, const double *h, int nbins, double amax, const double *t,
+                           const char *const *labels, int n, const char *hist_label)
+{
+    double top = 1, right = amax > 0 && isfinite(amax) ? amax : 1;
+    for (int b = 0; b < nbins; b++)
+        if (isfinite(h[b])) top = fmax(top, h[b]);
+    for (int i = 0; i < n; i++)
+        if (isfinite(t[i])) right = fmax(right, t[i]);
+    /* 6% past the last line: a line at the right end is drawn in the frame,
+     * clear of its edge and its tick marks */
+    dcz_fig_axes(f, 0, right * 1.06, 0.5, pow(10, ceil(log10(top * 2))), 1);
+    double *edges = malloc(((size_t)(nbins > 0 ? nbins : 0) + 1) * sizeof *edges);
+    if (edges) {
+        for (int b = 0; b <= nbins; b++) edges[b] = (amax > 0 ? amax : 1) * b / (nbins > 0 ? nbins : 1);
+        dcz_fig_bars(f, edges, h, nbins, hist_label);
+        free(edges);
+    }
+    for (int i = 0; i < n; i++) {
+        dcz_fig_new_color(f);
+        if (f->color % NCOLORS == 4) dcz_fig_new_color(f);   /* sky blue: a line lost on the blue bars */
+        dcz_fig_vlines(f, &t[i], 1, labels ? labels[i] : NULL);
+    }
+}
+
+int dcz_fig_distinct_digits(const double *v, int n)
+{
+    for (int p = 3; p < 9; p++) {
+        int ok = 1;
+        for (int i = 0; i < n && ok; i++)
+            for (int j = i + 1; j < n && ok; j++) {
+                if (v[i] == v[j]) continue;
+                char a[40], b[40];
+                snprintf(a, sizeof a, "%.*g", p, v[i]);
+                snprintf(b, sizeof b, "%.*g", p, v[j]);
+                ok = strcmp(a, b) != 0;
+            }
+        if (ok) return p;
+    }
+    return 9;
+}
+
+void dcz_fig_plot_area(const dcz_fig *f, double *left, double *top, double *right, double *bottom)
+{
+    *left = f->left;
+    *top = f->top;
+    *right = f->right;
+    *bottom = f->bottom;
 }
 
 void dcz_fig_legend_lower_left(dcz_fig *f) { f->legend_lower_left = 1; }
@@ -383,7 +435,7 @@ static void draw_legend(dcz_fig *f)
         } else {
             const double dash[] = { 5, 3 };
             cairo_set_dash(cr, dash, e->kind == 2 ? 2 : 0, 0);
-            cairo_set_line_width(cr, e->kind == 2 ? 1.2 : 2);
+            cairo_set_line_width(cr, 2);
             cairo_move_to(cr, x0 + 0.4 * fs, y);
             cairo_line_to(cr, x0 + 1.8 * fs, y);
             cairo_stroke(cr);

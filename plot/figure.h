@@ -61,6 +61,23 @@ void dcz_fig_new_color(dcz_fig *f);
  * plot area, row 0 at the top; the axes then count columns and rows. */
 void dcz_fig_image(dcz_fig *f, const uint8_t *gray, int rows, int cols);
 
+/* The histogram of |x| of a tensor with the thresholds chosen for it: bar
+ * b counts the values in [amax * b / nbins, amax * (b + 1) / nbins), on
+ * a logarithmic count axis, labelled hist_label; threshold t[i] is a
+ * dashed line of its own color (none the bars' blue) named labels[i]. The axes are set here: x
+ * runs from 0 past the largest of amax and the thresholds, so that every
+ * line lies inside the frame, a threshold at the largest value (min-max's)
+ * included, never on its edge. */
+void dcz_fig_abs_histogram(dcz_fig *f, const double *h, int nbins, double amax, const double *t,
+                           const char *const *labels, int n, const char *hist_label);
+
+/* The fewest significant digits, from 3 to 9, with which values that
+ * differ print differently ("%.*g"): 0.9961 and 1 need 4. */
+int dcz_fig_distinct_digits(const double *v, int n);
+
+/* The plot area's corners, pixels (what the frame encloses). */
+void dcz_fig_plot_area(const dcz_fig *f, double *left, double *top, double *right, double *bottom);
+
 /* Puts the legend in the lower left corner of the plot area instead of
  * the upper right (for curves that fall to the right). */
 void dcz_fig_legend_lower_left(dcz_fig *f);

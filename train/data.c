@@ -376,7 +376,9 @@ dcz_status dcz_data_load_max(const char *spec, int split, uint64_t max_bytes, dc
             dcz_train_err(err, errlen, "Fashion-MNIST not found in %s: install Debian's "
                           "dataset-fashion-mnist (apt-get install dataset-fashion-mnist)", dir);
         else
-            dcz_train_err(err, errlen, "no dataset directory %s", dir);
+            dcz_train_err(err, errlen, "no dataset directory %s: --data takes fashion-mnist (the built-in "
+                          "name of Debian's dataset-fashion-mnist), a folder of IDX files or PNG folders "
+                          "ROOT/{train,test}/CLASS/", dir);
         return DCZ_ERR_IO;
     }
     if (!debian && dcz_png_folder_is(dir)) return dcz_png_folder_load(dir, split, max_bytes, out, err, errlen);

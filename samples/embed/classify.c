@@ -36,7 +36,8 @@ static _Alignas(64) unsigned char model[MODEL_BYTES];
 static unsigned char arena[ARENA_BYTES];
 
 /* Reads at most cap bytes of path into buf; *len receives the size.
- * Returns 0, or -1 (with a message) when unreadable or larger than cap. */
+ * Returns 0, 1 when the file is larger than cap (buf then holds its first
+ * cap bytes), or -1 (with a message) when unreadable. */
 static int read_file(const char *path, unsigned char *buf, size_t cap, size_t *len)
 {
     FILE *f = fopen(path, "rb");
@@ -46,8 +47,28 @@ static int read_file(const char *path, unsigned char *buf, size_t cap, size_t *l
     int bad = ferror(f);
     fclose(f);
     if (bad) { fprintf(stderr, "classify: cannot read %s\n", path); return -1; }
-    if (extra) { fprintf(stderr, "classify: %s is larger than %zu bytes\n", path, cap); return -1; }
-    return 0;
+    return extra;
+}
+
+/* "a JPEG", "a PNG" ... when the first bytes say what the file is, else
+ * NULL: an image of another kind than this program reads. */
+static const char *image_kind(const unsigned char *p, size_t n)
+{
+    if (n >= 3 && p[0] == 0xFF && p[1] == 0xD8 && p[2] == 0xFF) return "a JPEG image";
+    if (n >= 8 && memcmp(p, "\x89PNG\r\n\x1a\n", 8) == 0) return "a PNG image";
+    if (n >= 6 && (memcmp(p, "GIF87a", 6) == 0 || memcmp(p, "GIF89a", 6) == 0)) return "a GIF image";
+    if (n >= 2 && p[0] == 'B' && p[1] == 'M') return "a BMP image";
+    if (n >= 2 && p[0] == 'P' && p[1] >= '1' && p[1] <= '7' && p[1] != '5') return "a PNM image other than P5";
+    return NULL;
+}
+
+/* Why the image at path is not one this program reads, and how to make
+ * one: it takes a raw 28 x 28 8-bit gray image or a P5 PGM of that size. */
+static void not_an_image(const char *path, const char *what)
+{
+    fprintf(stderr, "classify: %s is %s; this program reads a 28x28 8-bit gray image as %u raw bytes or as a "
+            "binary PGM (P5): convert it, e.g. with ImageMagick 'convert %s -resize 28x28! -colorspace Gray "
+            "-depth 8 image.pgm'\n", path, what, PIXELS, path);
 }
 
 /* Skips whitespace and comments (from # to the end of the line), then
@@ -72,15 +93,18 @@ static int pgm_number(const unsigned char *p, size_t n, size_t *pos, unsigned *v
 /* The pixels of img (len bytes) as floats: a raw image is exactly PIXELS
  * bytes; anything else must be a P5 PGM of SIDE x SIDE, maxval 1..255, its
  * header ended by one whitespace byte and followed by exactly the pixels. */
-static int image_pixels(const unsigned char *img, size_t len, float *x)
+static int image_pixels(const char *path, const unsigned char *img, size_t len, float *x)
 {
     const unsigned char *px = img;
     unsigned w = SIDE, h = SIDE, maxval = 255;
     if (len != PIXELS) {
         size_t pos = 2;
         if (len < 3 || img[0] != 'P' || img[1] != '5' || !isspace(img[2])) {
-            fprintf(stderr, "classify: the image is neither %u raw bytes nor a binary PGM (P5)\n",
-                    PIXELS);
+            const char *kind = image_kind(img, len);
+            char what[96];
+            if (kind) snprintf(what, sizeof what, "%s", kind);
+            else snprintf(what, sizeof what, "%zu bytes and no PGM", len);
+            not_an_image(path, what);
             return -1;
         }
         if (pgm_number(img, len, &pos, &w) || pgm_number(img, len, &pos, &h) ||
@@ -121,8 +145,19 @@ int main(int argc, char **argv)
     }
     size_t model_len, img_len;
     static unsigned char img[PIXELS + 4096];
-    if (read_file(argv[1], model, sizeof model, &model_len)) return 2;
-    if (read_file(argv[2], img, sizeof img, &img_len)) return 2;
+    int r = read_file(argv[1], model, sizeof model, &model_len);
+    if (r > 0)
+        fprintf(stderr, "classify: %s is larger than the %zu bytes this build holds for a model (rebuild with a "
+                "larger -DMODEL_BYTES)\n", argv[1], sizeof model);
+    if (r) return 2;
+    r = read_file(argv[2], img, sizeof img, &img_len);
+    if (r > 0) {   /* larger than any image this program reads */
+        const char *kind = image_kind(img, img_len);
+        char what[96];
+        snprintf(what, sizeof what, "%s of more than %zu bytes", kind ? kind : "a file", sizeof img);
+        not_an_image(argv[2], what);
+    }
+    if (r) return 2;
 
     dcz_options opt;
     dcz_options_init(&opt);   /* max_batch 1: one image at a time */
@@ -151,7 +186,7 @@ int main(int argc, char **argv)
                 classes, PIXELS, sizeof y / sizeof y[0]);
         return 2;
     }
-    if (image_pixels(img, img_len, x)) return 2;
+    if (image_pixels(argv[2], img, img_len, x)) return 2;
     s = dcz_run(m, x, 1, y);
     if (s != DCZ_OK) {
         fprintf(stderr, "classify: run: %s\n", dcz_status_str(s));

@@ -46,6 +46,7 @@ h=$(json_field model_hash "$T/i1.json")
 "$DCZ" compress "$T/dense.dcz" --data $D --budget 3 --budget-runs 1 ${F#--validation 2000 } --budget-recipe "$T/r1" \
     -o "$T/one.dcz" 2> "$T/t.txt" || fail "one run"
 grep -q '^chosen: run ' "$T/t.txt" && grep -q '^fc2 ' "$T/t.txt" && [ -s "$T/r1" ] || fail "report: $(cat "$T/t.txt")"
+grep -q -- 'threshold -1\| -1\.0000' "$T/t.txt" && fail "a threshold of -1 in the report: $(cat "$T/t.txt")"
 grep -q ' on 2000 samples held out' "$T/t.txt" && grep -q '^validation = 2000' "$T/r1" ||
     fail "not the train record's hold-out: $(cat "$T/t.txt")"
 # a model that saw the validation samples gets a note

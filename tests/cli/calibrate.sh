@@ -118,9 +118,15 @@ awk -v a="$(json_field accuracy "$T/ccd.json")" -v f="$cfp" 'BEGIN { exit !(a > 
     fail "cnn int8 on 1,000 samples $(json_field accuracy "$T/ccd.json") against $cfp"
 if grep -q '"entropy_threshold"' "$T/ccd.json"; then
     "$DCZ" calibrate "$T/cnn.dcz" --data $D -o "$T/cnn8n.dcz" > /dev/null 2> "$T/ccd.txt" || fail "calibrate cnn, notes"
-    grep -q '^conv2 *entropy>mse' "$T/ccd.txt" && grep -q "^note: conv2: entropy's threshold" "$T/ccd.txt" ||
-        fail "the guard's table and note: $(cat "$T/ccd.txt")"
+    grep -q '^conv2 *entropy>mse' "$T/ccd.txt" && grep -q '^methods taken: .*entropy>mse by 1 layer' "$T/ccd.txt" &&
+        grep -q "mse's threshold in 1 of 3 layers" "$T/ccd.txt" || fail "the guard's table and summary: $(cat "$T/ccd.txt")"
+    grep -q '^note: ' "$T/ccd.txt" && fail "a note per layer: $(cat "$T/ccd.txt")"
 fi
+# one line says how many layers took which method, whatever their number
+"$DCZ" calibrate "$T/cnn.dcz" --data $D --calib-batches 2 --method '*=entropy,fc1=minmax' -o "$T/cnn8m.dcz" \
+    > /dev/null 2> "$T/cm.txt" || fail "calibrate cnn, two methods"
+[ "$(grep -c '^methods taken: ' "$T/cm.txt")" = 1 ] && grep -Eq '^methods taken: (entropy(>mse)? by [12] layers?, )+minmax by 1 layer$' "$T/cm.txt" ||
+    fail "the methods' summary: $(cat "$T/cm.txt")"
 
 # usage errors and bad inputs
 expect 1 "$DCZ" calibrate "$T/mlp.dcz" --data $D --scheme int4 -o "$T/x3.dcz"

@@ -2,7 +2,8 @@
 # embed: samples/embed builds against the freshly built lib/libdcz.a and
 # classifies Fashion-MNIST test images, given as raw bytes and as PGM, into
 # the top class `dcz run` gives, for a float model (weights used in place)
-# and its int8 calibration; malformed images are refused cleanly (exit 2).
+# and its int8 calibration; malformed images are refused cleanly (exit 2),
+# and one of another kind (a JPEG, a PNG) is named with how to convert it.
 source "$(dirname "$0")/lib.bash"
 D=fashion-mnist
 IDX=/usr/share/datasets/fashion-mnist/t10k-images-idx3-ubyte.gz
@@ -58,6 +59,16 @@ head -c 783 "$T/img.raw" > "$T/bad"; bad "783 raw bytes"
 { printf 'P5\n28 28\n100\n'; head -c 783 "$T/img.raw"; printf '\377'; } > "$T/bad"; bad "pixel above maxval"
 : > "$T/bad"; bad "empty file"
 head -c 5000 /dev/zero > "$T/bad"; bad "5000 zero bytes"
+# an image of another kind, small or larger than any it reads, is named as
+# such, with the sizes it takes and how to convert it
+{ printf '\377\330\377\340'; head -c 6000 /dev/zero; } > "$T/photo.jpg"
+"$C" "$T/m.dcz" "$T/photo.jpg" > /dev/null 2> "$T/err"; rc=$?
+[ $rc -eq 2 ] && grep -q 'photo.jpg is a JPEG image' "$T/err" && grep -q '784 raw bytes or as a binary PGM' "$T/err" &&
+    grep -q 'convert .*photo.jpg' "$T/err" || fail "a large JPEG: exit $rc, '$(cat "$T/err")'"
+grep -q 'larger than' "$T/err" && fail "a large JPEG is refused for its size: $(cat "$T/err")"
+{ printf '\211PNG\r\n\032\n'; head -c 300 /dev/zero; } > "$T/small.png"
+"$C" "$T/m.dcz" "$T/small.png" > /dev/null 2> "$T/err"; rc=$?
+[ $rc -eq 2 ] && grep -q 'small.png is a PNG image' "$T/err" || fail "a PNG: exit $rc, '$(cat "$T/err")'"
 # a bad model is refused the same way
 head -c 1000 "$T/m.dcz" > "$T/bad.dcz"
 "$C" "$T/bad.dcz" "$T/img.raw" > /dev/null 2> "$T/err"; rc=$?

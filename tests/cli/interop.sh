@@ -63,6 +63,14 @@ LC_ALL=C sed 's/Sigmoid/Hardmax/g; s/Tanh/Selu/g' "$FIX/unsupported.onnx" > "$T/
 [ "$(stat -c %s "$T/unsup.onnx")" = "$(stat -c %s "$FIX/unsupported.onnx")" ] || fail "renaming operators"
 expect 2 "$DCZ" import "$T/unsup.onnx" -o "$T/u.dcz"
 grep -q "2 unsupported operators: Hardmax '/Hardmax', Selu '/Selu'" "$T/err" || fail "unsupported: $(cat "$T/err")"
+# many nodes of a few such operators: each named once with its count and
+# its first node, in a line of a few hundred characters, not one per node
+LC_ALL=C sed 's/Conv/Celu/g; s/Clip/Ceil/g' "$FIX/mbv2.onnx" > "$T/many.onnx"
+expect 2 "$DCZ" import "$T/many.onnx" -o "$T/u.dcz"
+grep -q "24 nodes of 2 unsupported operators: Celu (16 nodes, the first '/stem/stem.0/Celu'), Ceil (8 nodes, the first '/stem/stem.2/Ceil')" "$T/err" ||
+    fail "many unsupported nodes: $(cat "$T/err")"
+[ "$(grep -o "Celu" "$T/err" | wc -l)" -eq 2 ] && [ "$(wc -c < "$T/err")" -lt 600 ] ||
+    fail "a node past the first named, or a long line: $(cat "$T/err")"
 size=$(stat -c %s "$FIX/cnn.onnx")
 head -c $((size / 2)) "$FIX/cnn.onnx" > "$T/trunc.onnx"
 expect 2 "$DCZ" import "$T/trunc.onnx" -o "$T/u.dcz"

@@ -3,7 +3,9 @@
 # signature and IHDR; dcz's own PNG reader decodes it, and dcz run refuses
 # it only for its size), the weights kind takes the files of several
 # stages, and wrong kinds, layers, sizes, a missing --layer and data given
-# to a kind that reads none are usage errors that write nothing.
+# to a kind that reads none are usage errors that write nothing; the
+# calibration kind's legend tells its thresholds apart (test_plot checks
+# that its lines lie inside the frame).
 source "$(dirname "$0")/lib.bash"
 D=fashion-mnist
 "$DCZ" train --arch mlp:784-32-16-10 --epochs 1 --data $D --seed 5 --threads 1 -q -o "$T/dense.dcz" || fail "train"
@@ -29,6 +31,14 @@ check waterfall "$T/c.dcz" --kind waterfall
 check sensitivity "$T/c.dcz" --kind sensitivity --data $D --validation 500 --sparsity-levels 0.5,0.9,0.99
 check sharing "$T/c.dcz" --kind sharing --data $D --validation 500 --bits-levels 1,2,4
 check calibration "$T/c.dcz" --kind calibration --layer fc2 --data $D
+# the calibration legend prints the thresholds with the digits that tell
+# them apart: fc1 reads pixels, where minmax takes 1 and mse about 0.9995
+"$DCZ" plot "$T/dense.dcz" --kind calibration --layer fc1 --data $D --json -q -o "$T/cal.png" > "$T/cal.json" ||
+    fail "calibration --json"
+[ "$(jq '.thresholds | length' "$T/cal.json")" = 4 ] || fail "thresholds: $(cat "$T/cal.json")"
+values=$(jq -r '.thresholds[].threshold' "$T/cal.json" | sort -u | wc -l)
+shown=$(jq -r '.thresholds[].label' "$T/cal.json" | sed 's/^[^:]*: \([^ ,]*\).*/\1/' | sort -u | wc -l)
+[ "$values" -ge 2 ] && [ "$shown" = "$values" ] || fail "$values thresholds shown as $shown numbers: $(cat "$T/cal.json")"
 # the figure is an image dcz itself decodes
 "$DCZ" run "$T/c.dcz" "$T/weights.png" > /dev/null 2> "$T/err" && fail "a 640x480 figure ran as a 28x28 sample"
 grep -q 'the image is 640 x 480' "$T/err" || fail "reading the figure back: $(cat "$T/err")"

@@ -324,6 +324,31 @@ static void test_unsupported_ops(void)
     ob_free(&b);
 }
 
+/* Many nodes of a few operators dcz lacks (as many as the builder holds;
+ * a real model has hundreds): one short message with each operator once,
+ * its count of nodes and the first of them. */
+static void test_unsupported_many(void)
+{
+    ob b;
+    ob_init(&b, 13);
+    ob_input(&b, "x", 2, (const int64_t[]){ -1, 4 });
+    ob_output(&b, "y");
+    enum { N = 60 };
+    char name[N][16], out[N][16];
+    for (int i = 0; i < N; i++) {
+        snprintf(name[i], sizeof name[i], "/n%d", i);
+        snprintf(out[i], sizeof out[i], i == N - 1 ? "y" : "h%d", i);
+        ob_node(&b, i % 3 == 2 ? "Erf" : "Softplus", name[i], i ? out[i - 1] : "x", out[i]);
+    }
+    char err[2048] = "";
+    const char *const words[] = { "60 nodes of 2 unsupported operators", "Softplus (40 nodes, the first '/n0')",
+                                  "Erf (20 nodes, the first '/n2')", NULL };
+    CHECK(refused(&b, DCZ_ERR_UNSUPPORTED, words, err, sizeof err), "got '%s'", err);
+    CHECK(strlen(err) < 500, "a message of %zu characters: '%s'", strlen(err), err);
+    CHECK(!strstr(err, "/n1'") && !strstr(err, "/n59"), "a node past the first of its type named: '%s'", err);
+    ob_free(&b);
+}
+
 /* ---- export ---------------------------------------------------------------------- */
 
 /* Exports d at opset (0: the default), imports the result, and compares
@@ -1759,6 +1784,7 @@ int main(void)
     RUN(test_fixtures_match_pytorch);
     RUN(test_older_fixtures);
     RUN(test_unsupported_ops);
+    RUN(test_unsupported_many);
     RUN(test_export_roundtrip_dense);
     RUN(test_export_roundtrip_codebook);
     RUN(test_export_refusals);

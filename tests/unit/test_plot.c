@@ -1,7 +1,8 @@
 /* test_plot.c: figures (plot/figure.c) are PNG files of the size asked for,
  * decoded by dcz's own PNG reader, with what was drawn in them: the series
  * colors in the plot area, an image's gray levels where they belong, white
- * elsewhere; bad sizes and texts are refused.
+ * elsewhere, the calibration figure's threshold lines inside the frame;
+ * bad sizes and texts are refused.
  */
 #include <math.h>
 #include <stdlib.h>
@@ -102,6 +103,66 @@ static void test_named_log_and_right_axis(void)
     dcz_fig_free(f);
 }
 
+/* The column of the plot area holding most of a vertical line of color
+ * (r, g, b) (a dashed line covers about 60% of the height; the legend
+ * hides the top of the lines at the right), or -1 when no column holds it
+ * over a quarter of the height. */
+static int line_column(const dcz_image *img, int x0, int x1, int y0, int y1, int r, int g, int b)
+{
+    int best = -1;
+    size_t most = (size_t)(y1 - y0) / 4;
+    for (int x = x0; x < x1; x++) {
+        const size_t n = count_color(img, x, x + 1, y0, y1, r, g, b);
+        if (n > most) { most = n; best = x; }
+    }
+    return best;
+}
+
+/* The calibration figure: a histogram of |x| ending at amax and the
+ * thresholds of four methods, one at amax (min-max's) and one past it.
+ * Every line is drawn inside the frame, clear of its right edge, in its
+ * own color, left to right in the order of the values. */
+static void test_thresholds_inside(void)
+{
+    dcz_fig *f = NULL;
+    REQUIRE(dcz_fig_create(640, 480, "Thresholds", "|x|", "values per bin", &f) == DCZ_OK, "create");
+    enum { NB = 64 };
+    double h[NB];
+    for (int b = 0; b < NB; b++) h[b] = 1000.0 / (1 + b);
+    const double t[] = { 1.0, 1.25, 0.6, 0.3 };   /* amax is 1 */
+    const char *const labels[] = { "minmax", "past the end", "mse", "entropy" };
+    dcz_fig_abs_histogram(f, h, NB, 1.0, t, labels, 4, "|x|");
+    double left, top, right, bottom;
+    dcz_fig_plot_area(f, &left, &top, &right, &bottom);
+    dcz_image img;
+    if (decode(f, 640, 480, &img)) {
+        /* the lines take the colors after the bars': palette 1 to 3, then
+         * 5 (4, sky blue, is too close to the bars' blue) */
+        static const int rgb[4][3] = { { 230, 158, 0 }, { 0, 158, 115 }, { 204, 120, 166 }, { 214, 94, 0 } };
+        int col[4];
+        for (int i = 0; i < 4; i++) {
+            col[i] = line_column(&img, 0, 640, (int)top, (int)bottom, rgb[i][0], rgb[i][1], rgb[i][2]);
+            CHECK(col[i] > left + 2 && col[i] < right - 2, "threshold %g: line at column %d, frame %.0f..%.0f", t[i],
+                  col[i], left, right);
+        }
+        CHECK(col[3] < col[2] && col[2] < col[0] && col[0] < col[1], "lines at columns %d %d %d %d", col[0], col[1],
+              col[2], col[3]);
+        dcz_image_free(&img);
+    }
+    dcz_fig_free(f);
+}
+
+/* Labels print thresholds with the digits that tell them apart. */
+static void test_distinct_digits(void)
+{
+    const double a[] = { 1.0, 0.99951171875, 0.9968 }, b[] = { 5.7108, 4.4337, 3.211 }, c[] = { 2, 2 };
+    CHECK(dcz_fig_distinct_digits(a, 3) == 4, "1, 0.9995, 0.9968: %d digits", dcz_fig_distinct_digits(a, 3));
+    CHECK(dcz_fig_distinct_digits(b, 3) == 3, "three apart: %d digits", dcz_fig_distinct_digits(b, 3));
+    CHECK(dcz_fig_distinct_digits(c, 2) == 3, "equal values: %d digits", dcz_fig_distinct_digits(c, 2));
+    const double d[] = { 1.0, 1.0 + 1e-12 };
+    CHECK(dcz_fig_distinct_digits(d, 2) == 9, "closer than 9 digits tell: %d", dcz_fig_distinct_digits(d, 2));
+}
+
 static void test_refused(void)
 {
     dcz_fig *f = (dcz_fig *)1;
@@ -126,6 +187,8 @@ int main(void)
     RUN(test_lines_and_bars);
     RUN(test_image);
     RUN(test_named_log_and_right_axis);
+    RUN(test_thresholds_inside);
+    RUN(test_distinct_digits);
     RUN(test_refused);
     return check_summary();
 }
