@@ -16,7 +16,10 @@
 #                     libdcz and its runtime tests for another target, in
 #                     build-aarch64/ and lib-aarch64/ (the native build stays)
 #   make test-aarch64 those tests under qemu-user (SKIP without the tools)
-#   make size         text bytes of libdcz built with -Os
+#   make size         text bytes of libdcz built with -Os, with every kernel
+#                     and with the scalar references alone (ISA=scalar)
+#   make test-scalar  the ISA=scalar build against the native one, model by
+#                     model (part of make test)
 #   make test-bare    the README's two commands in a minimal Debian chroot
 #                     with only git (scripts/bare-check.sh; root, network)
 #
@@ -38,6 +41,12 @@
 #   DEPS      0: do not check or install Debian packages before test, demo
 #             and bench (scripts/deps.sh)
 #   CROSS     a cross compiler's prefix: builds libdcz and the runtime tests only
+#   ISA       native: libdcz with every vector kernel of the target (x86:
+#             AVX2, AVX-512, VNNI, VBMI, AMX, each run where the CPU has it;
+#             64-bit Arm: NEON); scalar: the scalar references alone, for a
+#             target whose vector units libdcz has no kernels for, or the
+#             smallest library (in build-scalar/ and lib-scalar/; make size
+#             reports both)
 # ./configure writes config.mk (PREFIX, DEPS); the command line still wins.
 -include config.mk
 CC       ?= cc
@@ -48,16 +57,25 @@ DEBUG    ?= 0
 PREFIX   ?= /usr/local
 DEPS     ?= 1
 CROSS    ?=
+ISA      ?= native
 
-ifeq ($(strip $(CROSS)),)
+ifneq ($(filter-out native scalar,$(strip $(ISA))),)
+$(error ISA=$(ISA): native or scalar)
+endif
+ifeq ($(strip $(CROSS))$(filter scalar,$(strip $(ISA))),)
 BUILD  := build
 LIBDIR := lib
+else ifeq ($(strip $(CROSS)),)
+BUILD  := build-scalar
+LIBDIR := lib-scalar
 else
 CC     := $(strip $(CROSS))gcc
 XARCH  := $(firstword $(subst -, ,$(strip $(CROSS))))
 BUILD  := build-$(XARCH)
 LIBDIR := lib-$(XARCH)
 endif
+# a build of libdcz and its runtime tests alone: another target, or ISA=scalar
+RTONLY := $(strip $(CROSS))$(filter scalar,$(strip $(ISA)))
 WARN  := -Wall -Wextra -Wshadow -Wno-unused-parameter
 ifeq ($(strip $(DEBUG)),1)
 OPT := -O0 -g3
@@ -69,6 +87,9 @@ endif
 # mode already does this; clang fuses by default), and the runtime's batch-1
 # and batch-N kernels agree bit for bit on every compiler
 CFLAGS_ALL := -std=c11 $(WARN) $(OPT) -ffp-contract=off -D_POSIX_C_SOURCE=200809L -Iinclude -I. $(CFLAGS)
+ifeq ($(strip $(ISA)),scalar)
+CFLAGS_ALL += -DDCZ_SCALAR
+endif
 LDLIBS_TOOL := $(shell pkg-config --libs openblas 2>/dev/null || echo -lopenblas) -lz -lm -lpthread
 ifeq ($(strip $(CROSS)),)
 CFLAGS_ALL += $(shell pkg-config --cflags openblas 2>/dev/null)
@@ -168,13 +189,13 @@ BENCH_BIN := $(BENCH_SRC:bench/%.c=$(BUILD)/bench/%) $(if $(filter 1,$(CUDA_ON))
 # the kernel tests, and test_static, which adds models made by the
 # toolchain's writer where it is built (natively). test_static counts
 # allocations by wrapping the allocator at link time.
-RT_ONLY  := test_kernels test_qkernels test_simd $(if $(strip $(CROSS)),test_static)
+RT_ONLY  := test_kernels test_qkernels test_simd $(if $(RTONLY),test_static)
 RT_BIN   := $(patsubst %,$(BUILD)/tests/%,test_kernels test_qkernels test_simd test_static)
 WRAP_ALLOC := -Wl,--wrap=malloc,--wrap=calloc,--wrap=realloc,--wrap=free,--wrap=aligned_alloc,--wrap=posix_memalign
 $(BUILD)/tests/test_static: TEST_LDFLAGS := $(WRAP_ALLOC)
 
-.PHONY: all test demo bench fuzz install clean deps check-lib tests-build test-aarch64 size test-bare
-ifeq ($(strip $(CROSS)),)
+.PHONY: all test demo bench fuzz install clean deps check-lib tests-build test-aarch64 test-scalar size test-bare
+ifeq ($(RTONLY),)
 all: bin/dcz lib/libdcz.a lib/libdcztool.a
 	@echo "dcz: $(CUDA_SAYS); $(MPI_SAYS)"
 else
@@ -240,6 +261,11 @@ $(BUILD)/tests/replay_%: tests/fuzz/%.c tests/fuzz/replay.c lib/libdcztool.a lib
 $(BUILD)/bench/%: bench/%.c bench/bench.h lib/libdcztool.a lib/libdcz.a
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS_ALL) $(LDFLAGS_ALL) -o $@ $< lib/libdcztool.a lib/libdcz.a $(LDLIBS_TOOL)
+
+# bench/outbits.c (scripts/output-bits.sh, tests/scalar.sh) links libdcz alone
+$(BUILD)/bench/outbits: bench/outbits.c $(LIBDIR)/libdcz.a
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS_ALL) $(LDFLAGS_ALL) -o $@ $< $(LIBDIR)/libdcz.a $(LDLIBS_RT) -lm -lpthread
 
 # the CUDA backend's kernels next to cuBLAS and cuSPARSE (SKIP without a
 # GPU): libdcz alone, and cuSPARSE as a baseline (never a libdcz dependency)
@@ -309,19 +335,32 @@ test-aarch64:
 	else $(MAKE) --no-print-directory CROSS=$(AARCH64) SANITIZE= CC=$(AARCH64)gcc && \
 	  bash tests/run_runtime.sh build-$(firstword $(subst -, ,$(AARCH64))) $(QEMU_AARCH64); fi
 
+# The minimal build (ISA=scalar: the scalar references alone) runs every
+# corpus and fixture model to the bits of the native build's references
+# (tests/scalar.sh; part of make test).
+test-scalar:
+	@$(MAKE) --no-print-directory ISA=scalar CUDA=0 SANITIZE= build-scalar/bench/outbits > /dev/null
+	@$(MAKE) --no-print-directory build/bench/outbits > /dev/null
+	@bash tests/scalar.sh
+
 # The README's two commands on a bare Debian (not part of make test: it
 # needs root, the network to Debian's mirror and some minutes).
 test-bare:
 	@bash scripts/bare-check.sh
 
-# Text bytes of libdcz built with -Os, object by object (in $(BUILD)-size/;
-# with CROSS=, for that target).
+# Text bytes of libdcz's CPU runtime built with -Os (CUDA=0), object by
+# object (in $(BUILD)-size/; with CROSS=, for that target), then the same
+# for the minimal build, the scalar references alone (ISA=scalar).
 size:
 	@$(MAKE) --no-print-directory BUILD=$(BUILD)-size LIBDIR=$(LIBDIR)-size OPT=-Os SANITIZE= \
-	  $(LIBDIR)-size/libdcz.a > /dev/null
+	  CUDA=0 $(LIBDIR)-size/libdcz.a > /dev/null
+	@$(MAKE) --no-print-directory BUILD=$(BUILD)-size-scalar LIBDIR=$(LIBDIR)-size-scalar OPT=-Os SANITIZE= \
+	  ISA=scalar CUDA=0 $(LIBDIR)-size-scalar/libdcz.a > /dev/null
 	@$(strip $(CROSS))size -t $(LIBDIR)-size/libdcz.a
 	@$(strip $(CROSS))size -t $(LIBDIR)-size/libdcz.a | \
-	  awk '/TOTALS/ { printf "libdcz.a -Os text ($(CC)): %d bytes (%.1f KiB)\n", $$1, $$1 / 1024 }'
+	  awk '/TOTALS/ { printf "libdcz.a -Os text ($(CC)), every kernel: %d bytes (%.1f KiB)\n", $$1, $$1 / 1024 }'
+	@$(strip $(CROSS))size -t $(LIBDIR)-size-scalar/libdcz.a | \
+	  awk '/TOTALS/ { printf "libdcz.a -Os text ($(CC)), ISA=scalar (the references alone): %d bytes (%.1f KiB)\n", $$1, $$1 / 1024 }'
 
 # The libFuzzer targets (clang): libdcz without its CUDA backend and the
 # toolchain, built once into objects of their own with the sanitizers, then

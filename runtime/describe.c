@@ -59,11 +59,13 @@ static void sparse_dense_why(const dcz_sparse *s, dcz_layer_desc *k)
                  s->col_ptr ? " or" : "; instead", eight ? "avx2" : "avx512", s->lrows,
                  eight ? "one entry" : "two entries", eight ? DCZ_LANE8_W : DCZ_LANE_W,
                  s->col_ptr ? ", whichever visits less for the input at hand" : "");
-    snprintf(k->why, sizeof k->why,
-             "compressed (libdcz runs every sparse layer compressed); batch 1 %s%s; batches: %s spmm, "
-             "32 samples per decoded entry; %s",
-             cols, lanes, isa_name(),
-             dcz_sparse_split(s) ? "rows split over the threads" : "one thread (too small to split)");
+    /* (the longest sentence fits: a cut one would still be a reason) */
+    const int n = snprintf(k->why, sizeof k->why,
+                           "compressed (libdcz runs every sparse layer compressed); batch 1 %s%s; batches: %s spmm, "
+                           "32 samples per decoded entry; %s",
+                           cols, lanes, isa_name(),
+                           dcz_sparse_split(s) ? "rows split over the threads" : "one thread (too small to split)");
+    if (n >= (int)sizeof k->why) k->why[sizeof k->why - 2] = '.';
 }
 
 void dcz_backend_describe(char *buf, size_t len)

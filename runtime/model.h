@@ -36,6 +36,7 @@
 
 #include "dcz.h"
 #include "runtime/cpu/f32/gemm.h"
+#include "runtime/cpu/isa.h"
 #include "runtime/cpu/f32/wino.h"
 #include "runtime/format/format.h"
 #include "runtime/plan.h"
@@ -343,7 +344,7 @@ uint64_t dcz_lanes_scratch_floats(uint32_t lrows, uint32_t cols, uint32_t k);
  * form (the 8-row one: dcz_spmv_lanes8_ref). */
 void dcz_spmv_lanes_ref(const dcz_sparse *s, uint32_t g0, uint32_t g1, const float *bias,
                         const dcz_act *act, const float *x, float *y);
-#if defined(__x86_64__) || defined(__i386__)
+#if DCZ_BUILD_X86
 /* The panels of x for s's lane form, in scratch (dcz_lanes_scratch_floats
  * floats): returns the first, 64-byte aligned. */
 const float *dcz_lanes_panels__avx512(const dcz_sparse *s, const float *x, float *scratch);
@@ -387,7 +388,7 @@ const char *dcz_lanes8_variant(void);
  * with fmaf: the specification of the 8-row form. */
 void dcz_spmv_lanes8_ref(const dcz_sparse *s, uint32_t g0, uint32_t g1, const float *bias,
                          const dcz_act *act, const float *x, float *y);
-#if defined(__x86_64__) || defined(__i386__)
+#if DCZ_BUILD_X86
 /* The panels of x for the 8-row form, in scratch: returns the first,
  * 32-byte aligned. */
 const float *dcz_lanes8_panels__avx2(const dcz_sparse *s, const float *x, float *scratch);
@@ -693,10 +694,10 @@ void dcz_spmm(const dcz_sparse *s, const float *bias, const float *x, size_t bat
               float *scratch);
 void dcz_spmm_rows(const dcz_sparse *s, uint32_t r0, uint32_t r1, const float *bias,
                    const float *x, size_t batch, float *y, float *scratch);
-#if defined(__x86_64__) || defined(__i386__)
+#if DCZ_BUILD_X86
 int dcz_spmm__avx2(const dcz_sparse *s, uint32_t r0, uint32_t r1, const float *bias,
                    const float *x, size_t batch, float *y, float *scratch);
-#elif defined(__aarch64__) && defined(__ARM_NEON)
+#elif DCZ_BUILD_NEON
 int dcz_spmm__neon(const dcz_sparse *s, uint32_t r0, uint32_t r1, const float *bias,
                    const float *x, size_t batch, float *y, float *scratch);
 #endif

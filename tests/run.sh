@@ -6,7 +6,8 @@
 # build/tests/replay_fuzz_*; CLI tests are the scripts tests/cli/*.sh, one
 # test each (exit 0 = pass); the integer kernels' proof of holding no
 # floating point is one more (two checks), the source tree's include rules
-# one more (tests/layout.sh); the runtime tests built for
+# one more (tests/layout.sh), the minimal build's outputs one more
+# (tests/scalar.sh); the runtime tests built for
 # 64-bit Arm run under qemu-user as one more group. A program that crashes
 # counts as one failure.
 set -u
@@ -79,6 +80,10 @@ nofloat_check > "$out" 2>&1; tally "integer kernels build without floating point
 # (make test-aarch64; it prints SKIP without the cross compiler or qemu).
 out=$log/aarch64.out
 make --no-print-directory test-aarch64 > "$out" 2>&1; tally "runtime tests on aarch64 (qemu)" $? "$out"
+# The minimal build (ISA=scalar, the references alone) against the native
+# one, model by model (make test-scalar: tests/scalar.sh).
+out=$log/scalar.out
+make --no-print-directory test-scalar > "$out" 2>&1; tally "the scalar build's outputs" $? "$out"
 for s in tests/cli/*.sh; do
     [ -f "$s" ] || continue
     n=$(basename "$s" .sh); out=$log/cli_$n.out

@@ -131,7 +131,7 @@ static inline uint8_t *copies_at(int32_t *t, const split_geom *q, const dcz_conv
 }
 
 
-#if defined(__x86_64__) || defined(__i386__)
+#if DCZ_BUILD_X86
 /* bits lo .. hi - 1 of the first n (each bound clamped to 0 .. n) */
 static inline uint32_t lanes(int64_t lo, int64_t hi, int64_t n)
 {

@@ -40,6 +40,22 @@ for model in m q; do
     done
 done
 
+# the arena figure samples/embed/README.md quotes for this 784-32-10 MLP is
+# what the sample prints (the arena depends on the architecture and on the
+# CPU's vector dense product, which holds the weights transposed, never on
+# the weights' values)
+image 0 > "$T/img.raw"
+quoted=$(sed -n 's/.*arena \([0-9]*\) of [0-9]* bytes.*/\1/p' "$ROOT/samples/embed/README.md" | head -n 1)
+arena=$("$C" "$T/m.dcz" "$T/img.raw" | sed -n 's/.*arena \([0-9]*\) of .*/\1/p')
+[ -n "$quoted" ] && [ -n "$arena" ] || fail "no arena figure: README '$quoted', sample '$arena'"
+if "$DCZ" info "$T/m.dcz" | grep -q 'dense_gemm_f32'; then   # the weights transposed: the figure quoted
+    [ "$arena" = "$quoted" ] || fail "samples/embed/README.md quotes an arena of $quoted bytes, the sample needs $arena"
+    grep -q "takes $quoted bytes of arena" "$ROOT/samples/embed/README.md" ||
+        fail "samples/embed/README.md's sentence does not quote $quoted bytes"
+else   # no vector dense product: less than the figure by the transposed weights
+    [ "$arena" -lt "$quoted" ] || fail "an arena of $arena bytes without the transposed weights, not below $quoted"
+fi
+
 # bad images: exit 2 with a message, never a crash
 image 0 > "$T/img.raw"
 bad() { # NAME: $T/bad holds the image

@@ -51,12 +51,12 @@
 
 #include "runtime/model.h"
 
-#if defined(__x86_64__) || defined(__i386__)
+#if DCZ_BUILD_X86
 #include <immintrin.h>
 
 #include "runtime/cpu/avx2_lanes.h"
 #define DCZ_X86 1
-#elif defined(__aarch64__) && defined(__ARM_NEON)
+#elif DCZ_BUILD_NEON
 #include <arm_neon.h>
 #define DCZ_NEON 1
 #endif

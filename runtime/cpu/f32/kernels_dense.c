@@ -29,10 +29,10 @@
 
 #include "runtime/model.h"
 
-#if defined(__x86_64__) || defined(__i386__)
+#if DCZ_BUILD_X86
 #include <immintrin.h>
 #define DCZ_X86 1
-#elif defined(__aarch64__) && defined(__ARM_NEON)
+#elif DCZ_BUILD_NEON
 #include <arm_neon.h>
 #define DCZ_NEON 1
 #endif

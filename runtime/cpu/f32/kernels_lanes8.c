@@ -49,7 +49,7 @@
 
 #include "runtime/model.h"
 
-#if defined(__x86_64__) || defined(__i386__)
+#if DCZ_BUILD_X86
 #include <immintrin.h>
 
 #include "runtime/cpu/f32/act_x86.h"

@@ -46,10 +46,10 @@
 
 #include "runtime/model.h"
 
-#if defined(__x86_64__) || defined(__i386__)
+#if DCZ_BUILD_X86
 #include <immintrin.h>
 #define DCZ_X86 1
-#elif defined(__aarch64__) && defined(__ARM_NEON)
+#elif DCZ_BUILD_NEON
 #include <arm_neon.h>
 
 #include "runtime/cpu/f32/act_neon.h"
@@ -114,7 +114,7 @@ static void fill_tile(const float *x, uint32_t cols, uint32_t c0, uint32_t c1, s
 }
 
 /* y[(b0 + i) rows + r] = out[i] for nb samples of a tile */
-static void store_tile(const float *out, size_t nb, size_t b0, uint32_t rows, uint32_t r, float *y)
+static inline void store_tile(const float *out, size_t nb, size_t b0, uint32_t rows, uint32_t r, float *y)
 {
     for (size_t i = 0; i < nb; i++) y[(b0 + i) * rows + r] = out[i];
 }
@@ -548,7 +548,7 @@ static dcz_spmv_kind plain_kind(const dcz_sparse *s)
 }
 
 /* Whether this CPU runs s's lane form by its vector kernel. */
-static int lanes_vector(const dcz_sparse *s)
+static inline int lanes_vector(const dcz_sparse *s)
 {
     if (!s->lgroups) return 0;
 #ifdef DCZ_X86

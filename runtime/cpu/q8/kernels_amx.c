@@ -108,7 +108,8 @@
  * the reference (dcz_qconv2d_direct_ref) and the vector kernel, bit for
  * bit, with the requantization, the fused activation and the fused pool.
  */
-#if defined(__x86_64__)
+#include "runtime/cpu/isa.h"
+#if DCZ_BUILD_X86
 #define _GNU_SOURCE 1   /* syscall() */
 #endif
 #include <stdint.h>
@@ -116,7 +117,7 @@
 
 #include "runtime/model.h"
 
-#if defined(__x86_64__)
+#if DCZ_BUILD_X86
 #include <cpuid.h>
 #include <immintrin.h>
 #include <sys/syscall.h>
@@ -262,7 +263,7 @@ double dcz_qamx_cost(const dcz_conv_geom *g, size_t out16)
     return mt * blocks * (amx_mults_cost(&a) + DCZ_QAMX_SUMS_COST) + copies;
 }
 
-#if defined(__x86_64__)
+#if DCZ_BUILD_X86
 #define AMX_TGT __attribute__((target("amx-tile,amx-int8")))
 
 /* The tile configuration (palette 1): tiles 0 - 3 the sums (16 rows of 16

@@ -11,7 +11,7 @@
 
 #include "runtime/model.h"
 
-#if defined(__x86_64__) || defined(__i386__)
+#if DCZ_BUILD_X86
 #include <immintrin.h>
 #define DCZ_X86 1
 #endif

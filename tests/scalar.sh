@@ -1,0 +1,70 @@
+#!/usr/bin/env bash
+# scalar.sh: the minimal build of libdcz (make ISA=scalar: the scalar
+# references alone, no vector kernel, no extra weight form) runs every
+# corpus and fixture model, and gives each the bits the native build gives
+# with its references forced (bench/outbits.c: batch 1, 3 and 64, heap and
+# static); and, for the integer models (calibrated int8 and fixed point,
+# and a LeNet-300-100 pruned, shared and calibrated to int8 here, on 600
+# Fashion-MNIST images), the bits of the native build's own vector kernels
+# too, which match the references exactly. Needs build/bench/outbits,
+# build-scalar/bench/outbits (make test-scalar builds both) and bin/dcz.
+set -u
+cd "$(dirname "$0")/.."
+native=build/bench/outbits scalar=build-scalar/bench/outbits
+for b in $native $scalar; do
+    [ -x "$b" ] || { echo "FAIL no $b (make test-scalar)"; echo "0 passed, 1 failed"; exit 1; }
+done
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+models=(tests/fuzz/corpus/dcz/*.dcz tests/fixtures/v1/*.dcz)
+# LeNet-300-100 on integers: the first 600 training and 200 test images
+fm=/usr/share/datasets/fashion-mnist
+lenet=""
+if [ -x bin/dcz ] && [ -f $fm/train-images-idx3-ubyte.gz ]; then
+    d=$tmp/data; mkdir -p "$d"
+    idx() { # SRC DST COUNT(hex, 4 bytes) N ITEM_BYTES: the first N items of an IDX file, their count set
+        { printf "$(gzip -dc "$1" | head -c 4 | od -An -tx1 | sed 's/ /\\x/g')"; printf "$3"
+          gzip -dc "$1" | tail -c +9 | head -c $(( ($5 > 1 ? 8 : 0) + $4 * $5 )); } | gzip -1 > "$2"
+    }
+    idx $fm/train-images-idx3-ubyte.gz "$d/train-images-idx3-ubyte.gz" '\x00\x00\x02\x58' 600 784
+    idx $fm/train-labels-idx1-ubyte.gz "$d/train-labels-idx1-ubyte.gz" '\x00\x00\x02\x58' 600 1
+    idx $fm/t10k-images-idx3-ubyte.gz "$d/t10k-images-idx3-ubyte.gz" '\x00\x00\x00\xc8' 200 784
+    idx $fm/t10k-labels-idx1-ubyte.gz "$d/t10k-labels-idx1-ubyte.gz" '\x00\x00\x00\xc8' 200 1
+    if bin/dcz train --arch lenet300 --epochs 1 --data "$d" --seed 3 --threads 2 -q -o "$tmp/dense.dcz" &&
+       bin/dcz prune "$tmp/dense.dcz" --sparsity 0.9 -q -o "$tmp/pruned.dcz" &&
+       bin/dcz quantize "$tmp/pruned.dcz" --bits 5 -q -o "$tmp/shared.dcz" &&
+       bin/dcz calibrate "$tmp/shared.dcz" --data "$d" --scheme int8 -q -o "$tmp/lenet300-int8.dcz" > /dev/null; then
+        lenet=$tmp/lenet300-int8.dcz
+        models+=("$lenet")
+    else
+        echo "FAIL making the int8 LeNet-300-100"; echo "0 passed, 1 failed"; exit 1
+    fi
+fi
+"$native" "${models[@]}" > "$tmp/native"
+"$scalar" "${models[@]}" > "$tmp/scalar"
+passed=0 failed=0
+# the scalar build: its own kernels ("fast") are the references
+sed -n 's/ reference-\(heap\|static\) / \1 /p' "$tmp/native" | sort > "$tmp/want"
+sed -n 's/ fast-\(heap\|static\) / \1 /p' "$tmp/scalar" | sort > "$tmp/got"
+n=$(wc -l < "$tmp/want")
+if [ "$n" -gt 0 ] && diff "$tmp/want" "$tmp/got" > "$tmp/diff"; then
+    echo "ok   $((${#models[@]})) models, $n runs: the scalar build gives the native references' bits"
+    passed=$((passed + 1))
+else
+    echo "FAIL the scalar build against the native references ($n runs):"; head -n 20 "$tmp/diff"
+    failed=$((failed + 1))
+fi
+# integer models: the native vector kernels' bits as well
+int=$(ls tests/fuzz/corpus/dcz/*calib_*.dcz tests/fixtures/v1/*-int8.dcz tests/fixtures/v1/*-fixed8.dcz $lenet 2> /dev/null)
+grep -F -f <(echo "$int" | sed 's/$/ fast-/') "$tmp/native" | sed 's/ fast-/ /' | sort > "$tmp/want_int"
+grep -F -f <(echo "$int" | sed 's/$/ fast-/') "$tmp/scalar" | sed 's/ fast-/ /' | sort > "$tmp/got_int"
+m=$(wc -l < "$tmp/want_int")
+if [ "$m" -gt 0 ] && diff "$tmp/want_int" "$tmp/got_int" > "$tmp/diff"; then
+    echo "ok   $(echo "$int" | wc -l) integer models, $m runs: the scalar build gives the native vector kernels' bits"
+    passed=$((passed + 1))
+else
+    echo "FAIL integer models, the scalar build against the native vector kernels ($m runs):"; head -n 20 "$tmp/diff"
+    failed=$((failed + 1))
+fi
+echo "$passed passed, $failed failed"
+[ "$failed" -eq 0 ]
