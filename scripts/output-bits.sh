@@ -6,6 +6,11 @@
 #
 #   scripts/output-bits.sh OUT.txt            this checkout's build
 #   scripts/output-bits.sh --at REV OUT.txt   a clean copy of commit REV
+#   RUNNER='qemu-x86_64 -cpu Haswell-v4' scripts/output-bits.sh ...
+#       the models run under RUNNER: qemu-user's model of an older CPU runs
+#       the kernels of the instruction sets it has (Haswell-v4: AVX2 and
+#       FMA, no AVX-512; Nehalem: none, the scalar paths), so every
+#       variant the build has can be compared on one machine
 #
 # The models: the .dcz fuzz corpus, the format-1 fixtures, and the ONNX
 # test fixtures imported, each dense, pruned to 90% and shared to 4-bit
@@ -43,5 +48,5 @@ for f in tests/fixtures/onnx/*.onnx; do
         models+=("$work/$n-int8.dcz")
     fi
 done
-build/bench/outbits "${models[@]}" | sed "s|$work/||" > "$out"
+${RUNNER:-} build/bench/outbits "${models[@]}" 2> "$work/runner.err" | sed "s|$work/||" > "$out"
 echo "output-bits: $(wc -l < "$out") fingerprints of ${#models[@]} models in $out"
