@@ -80,9 +80,9 @@ fuzz_one() {
         "$build/$t" -max_total_time="$left" "${limit[@]}" -print_final_stats=1 \
             -artifact_prefix="$found/" "${extra[@]}" "$dir/corpus" > "$log" 2>&1
         local rc=$?
-        n=$(awk -F': *' '/^stat::number_of_executed_units/ { print $2 }' "$log" | tail -n 1)
+        n=$(awk '/^stat::number_of_executed_units/ { print $NF }' "$log" | tail -n 1)
         inputs=$((inputs + ${n:-0}))
-        n=$(awk -F': *' '/^stat::new_units_added/ { print $2 }' "$log" | tail -n 1)
+        n=$(awk '/^stat::new_units_added/ { print $NF }' "$log" | tail -n 1)
         new=$((new + ${n:-0}))
         # the last status line: "#N <event> cov: C ft: F corp: ..."
         local st
