@@ -10,7 +10,17 @@
 #                     a LeNet-5 training epoch and batch-1 LeNet latency next
 #                     to PyTorch when installed, and the scaling of retraining
 #                     over MPI ranks (bench/scaling.sh)
-#   make fuzz         libFuzzer targets (needs clang)
+#   make fuzz         libFuzzer targets (needs clang) with ASan and UBSan, where
+#                     any sanitizer report is a failure, and their corpus
+#                     replays built the same way (build/fuzz/)
+#   make fuzz-run     every fuzz target for FUZZ_SECONDS (default 60; FUZZ_RUNS
+#                     caps the inputs), FUZZ_JOBS (2) at a time, each from a
+#                     copy of its corpus; prints inputs, inputs/s, coverage
+#                     and findings (inputs kept in build/fuzz/findings/);
+#                     FUZZ_TARGETS="fuzz_png fuzz_idx" picks some
+#   make fuzz-merge   adds the inputs of the last fuzz-run that add coverage
+#                     to the committed corpus tests/fuzz/corpus/ (explicit:
+#                     review and commit the new files)
 #   make install PREFIX=/usr/local
 #   make CROSS=aarch64-linux-gnu-
 #                     libdcz and its runtime tests for another target, in
@@ -36,7 +46,8 @@
 #   MPI       auto: multi-process retraining (mpirun, srun) when OpenMPI's
 #             development files are found (Debian: libopenmpi-dev); 1
 #             requires them; 0 builds a single-process dcz
-#   SANITIZE  e.g. address,undefined (tests and the CLI)
+#   SANITIZE  e.g. address,undefined (tests and the CLI); any report fails
+#             the program (-fno-sanitize-recover=all)
 #   DEBUG     1: -O0 -g3
 #   DEPS      0: do not check or install Debian packages before test, demo
 #             and bench (scripts/deps.sh)
@@ -147,9 +158,12 @@ else
 DIST_OFF    := train/dist_mpi.c
 MPI_SAYS    := MPI: not built ($(if $(filter 0,$(strip $(MPI))),MPI=0,no libopenmpi-dev found))
 endif
+# -fno-sanitize-recover=all: the first sanitizer report ends the program
+# with a failure (UBSan would otherwise print and go on, and a test or a
+# corpus replay pass with undefined behaviour in its log)
 ifneq ($(strip $(SANITIZE)),)
-CFLAGS_ALL += -fsanitize=$(strip $(SANITIZE)) -fno-omit-frame-pointer
-LDFLAGS_ALL := -fsanitize=$(strip $(SANITIZE))
+CFLAGS_ALL += -fsanitize=$(strip $(SANITIZE)) -fno-sanitize-recover=all -fno-omit-frame-pointer
+LDFLAGS_ALL := -fsanitize=$(strip $(SANITIZE)) -fno-sanitize-recover=all
 endif
 
 # libdcz: runtime and Huffman decoding; links with libc and libm alone (and
@@ -194,7 +208,8 @@ RT_BIN   := $(patsubst %,$(BUILD)/tests/%,test_kernels test_qkernels test_simd t
 WRAP_ALLOC := -Wl,--wrap=malloc,--wrap=calloc,--wrap=realloc,--wrap=free,--wrap=aligned_alloc,--wrap=posix_memalign
 $(BUILD)/tests/test_static: TEST_LDFLAGS := $(WRAP_ALLOC)
 
-.PHONY: all test demo bench fuzz install clean deps check-lib tests-build test-aarch64 test-scalar size test-bare
+.PHONY: all test demo bench fuzz fuzz-run fuzz-merge install clean deps check-lib tests-build test-aarch64 test-scalar \
+        size test-bare
 ifeq ($(RTONLY),)
 all: bin/dcz lib/libdcz.a lib/libdcztool.a
 	@echo "dcz: $(CUDA_SAYS); $(MPI_SAYS)"
@@ -363,23 +378,54 @@ size:
 	  awk '/TOTALS/ { printf "libdcz.a -Os text ($(CC)), ISA=scalar (the references alone): %d bytes (%.1f KiB)\n", $$1, $$1 / 1024 }'
 
 # The libFuzzer targets (clang): libdcz without its CUDA backend and the
-# toolchain, built once into objects of their own with the sanitizers, then
-# linked to each target.
+# toolchain, built once into objects of their own with ASan and UBSan, then
+# linked to each target, and to the replay driver (build/fuzz/replay_*: the
+# corpus replay with the same sanitizers). -fno-sanitize-recover=all: any
+# sanitizer report is a finding (a crash, its input saved), never a line in
+# a log that the run goes past.
 FUZZ_CC ?= clang
-FUZZ_FLAGS := -std=c11 -g -O1 -D_POSIX_C_SOURCE=200809L -Iinclude -I. -I$(BUILD)/onnx \
+FUZZ_SAN := -fsanitize=address,undefined -fno-sanitize-recover=all
+FUZZ_OPT := -O1
+FUZZ_FLAGS := -std=c11 -g -D_POSIX_C_SOURCE=200809L -Iinclude -I. -I$(BUILD)/onnx \
               $(shell pkg-config --cflags cairo 2>/dev/null) $(MPI_CFLAGS)
 FUZZ_OBJ := $(patsubst %.c,$(BUILD)/fuzz/obj/%.o,$(filter-out runtime/cuda/gpu.c,$(LIB_SRC)) $(TOOL_SRC) $(ONNX_GEN))
 FUZZ_BIN := $(FUZZ_SRC:tests/fuzz/%.c=$(BUILD)/fuzz/%)
-fuzz: $(FUZZ_BIN)
-	@echo "run e.g.: $(BUILD)/fuzz/fuzz_dcz tests/fuzz/corpus/dcz"
+FUZZ_REPLAY_SAN := $(FUZZ_SRC:tests/fuzz/%.c=$(BUILD)/fuzz/replay_%)
+FUZZ_LIBS := $(filter-out $(LDLIBS_RT),$(LDLIBS_TOOL))
+fuzz: $(FUZZ_BIN) $(FUZZ_REPLAY_SAN)
+	@echo "run e.g.: $(BUILD)/fuzz/fuzz_dcz tests/fuzz/corpus/dcz, or make fuzz-run FUZZ_SECONDS=60"
 $(BUILD)/fuzz/obj/%.o: %.c | $(ONNX_GEN)
 	@mkdir -p $(dir $@)
 	@echo "$(FUZZ_CC) $<"
-	@$(FUZZ_CC) $(FUZZ_FLAGS) -fsanitize=fuzzer-no-link,address,undefined -MMD -MP -c $< -o $@
+	@$(FUZZ_CC) $(FUZZ_FLAGS) $(FUZZ_OPT) -fsanitize=fuzzer-no-link $(FUZZ_SAN) -MMD -MP -c $< -o $@
+# the shift forms at -O0: with a sanitizer report ending the program, each
+# check is an exit of its loop, and clang's loop analysis at -O1 ran for
+# over half an hour on their one file of before (21 seconds at -O0)
+$(BUILD)/fuzz/obj/runtime/cpu/f32/kernels_shift.o $(BUILD)/fuzz/obj/runtime/cpu/q8/kernels_qshift.o: FUZZ_OPT := -O0
 $(FUZZ_BIN): $(BUILD)/fuzz/%: tests/fuzz/%.c $(FUZZ_OBJ)
 	@echo "$(FUZZ_CC) $< -> $@"
-	@$(FUZZ_CC) $(FUZZ_FLAGS) -fsanitize=fuzzer,address,undefined -o $@ $< $(FUZZ_OBJ) $(filter-out $(LDLIBS_RT),$(LDLIBS_TOOL))
+	@$(FUZZ_CC) $(FUZZ_FLAGS) $(FUZZ_OPT) -fsanitize=fuzzer $(FUZZ_SAN) -o $@ $< $(FUZZ_OBJ) $(FUZZ_LIBS)
+$(FUZZ_REPLAY_SAN): $(BUILD)/fuzz/replay_%: tests/fuzz/%.c tests/fuzz/replay.c $(FUZZ_OBJ)
+	@echo "$(FUZZ_CC) $< replay.c -> $@"
+	@$(FUZZ_CC) $(FUZZ_FLAGS) $(FUZZ_OPT) $(FUZZ_SAN) -o $@ $< tests/fuzz/replay.c $(FUZZ_OBJ) $(FUZZ_LIBS)
 -include $(FUZZ_OBJ:.o=.d)
+
+# make fuzz-run: every target (FUZZ_TARGETS, default all) for FUZZ_SECONDS
+# each (and at most FUZZ_RUNS inputs, when set), FUZZ_JOBS at a time, from a
+# copy of its committed corpus (build/fuzz/run/<target>/); per target the
+# inputs run, inputs per second, coverage and every finding, whose input
+# is kept in build/fuzz/findings/<target>/. make fuzz-merge then adds the
+# inputs of those copies that add coverage to tests/fuzz/corpus/ (libFuzzer
+# -merge=1): an explicit step, its new files to review and commit.
+FUZZ_SECONDS ?= 60
+FUZZ_JOBS    ?= 2
+FUZZ_RUNS    ?=
+FUZZ_TARGETS ?=
+fuzz-run: fuzz
+	@FUZZ_BUILD=$(BUILD)/fuzz FUZZ_SECONDS=$(strip $(FUZZ_SECONDS)) FUZZ_JOBS=$(strip $(FUZZ_JOBS)) \
+	  FUZZ_RUNS=$(strip $(FUZZ_RUNS)) bash tests/fuzz/run.sh run $(FUZZ_TARGETS)
+fuzz-merge: fuzz
+	@FUZZ_BUILD=$(BUILD)/fuzz bash tests/fuzz/run.sh merge $(FUZZ_TARGETS)
 
 install: all
 	install -d $(DESTDIR)$(PREFIX)/bin $(DESTDIR)$(PREFIX)/lib $(DESTDIR)$(PREFIX)/include \

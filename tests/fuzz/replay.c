@@ -4,7 +4,11 @@
  * every file named on the command line, or every file of each directory named,
  * to the target. A crash or sanitizer report fails the run; reaching the end
  * prints "N passed, 0 failed" (N = inputs replayed). `make test` replays the
- * seed corpus of each target in tests/fuzz/corpus/<target>/ this way.
+ * seed corpus of each target in tests/fuzz/corpus/<target>/ this way
+ * (build/tests/replay_*, with the test build's flags: SANITIZE=... builds it
+ * with -fno-sanitize-recover=all, so any report fails it); `make fuzz`
+ * builds it with the fuzz targets' sanitizers as build/fuzz/replay_*, to
+ * replay a finding (tests/fuzz/run.sh).
  */
 #include <dirent.h>
 #include <stdint.h>

@@ -508,6 +508,55 @@ static void test_maxpool_variants(void)
     CHECK(variants > 0 || !(dcz_isa_supported(DCZ_ISA_AVX512) || dcz_isa_supported(DCZ_ISA_AVX2)), "no vector max pool ran");
 }
 
+/* windows wider than 16 columns (up to 40, past a 32-bit mask's width),
+ * strides 1, 2 and 3, with and without padding, rows of more than one
+ * vector of outputs, batch 1 and 3, random nonzero values: every variant
+ * the machine has gives the reference's bits. (Run with SANITIZE=undefined
+ * it also proves no mask is computed by a shift past its type's width.) */
+static void test_maxpool_wide(void)
+{
+    static const uint32_t widths[] = { 17, 24, 25, 31, 32, 33, 40 }, strides[] = { 1, 2, 3 };
+    const dcz_isa isas[] = { DCZ_ISA_REF, DCZ_ISA_AVX512, DCZ_ISA_AVX2, DCZ_ISA_NEON };
+    size_t cases = 0, bad = 0, ran[4] = { 0 };
+    for (size_t wi = 0; wi < sizeof widths / sizeof *widths; wi++)
+        for (size_t si = 0; si < sizeof strides / sizeof *strides; si++)
+            for (uint32_t pad = 0; pad < 2; pad++) {
+                const uint32_t kw = widths[wi], sw = strides[si], kh = 1 + pad, out_w = 37 + (uint32_t)wi;
+                dcz_conv_geom g = conv_geom(2, 2, 3 + pad, kw + sw * (out_w - 1) - 2 * pad * 3, kh, kw, 1, sw,
+                                            pad, 3 * pad);
+                g.group = 1;
+                const size_t B = 3, xin = (size_t)g.in_c * g.in_h * g.in_w, yout = (size_t)g.in_c * g.out_h * g.out_w;
+                float *x = malloc(B * xin * sizeof *x), *y = malloc(B * yout * sizeof *y),
+                      *r = malloc(B * yout * sizeof *r);
+                for (size_t k = 0; k < B * xin; k++) x[k] = nonzero();
+                const size_t batches[2] = { 1, B };
+                for (int bi = 0; bi < 2; bi++) {
+                    dcz_maxpool_ref(&g, x, batches[bi], r);
+                    for (size_t v = 0; v < 4; v++) {
+                        memset(y, 0x55, B * yout * sizeof *y);
+                        if (!dcz_maxpool_isa(isas[v], &g, x, batches[bi], y)) continue;
+                        size_t diff = memcmp(y, r, batches[bi] * yout * sizeof *y) != 0;
+                        for (size_t k = batches[bi] * yout; k < B * yout; k++) {
+                            uint32_t u;
+                            memcpy(&u, &y[k], sizeof u);
+                            diff += u != 0x55555555u;
+                        }
+                        if (diff && bad < 5)
+                            fprintf(stderr, "  max pool %ux%u stride %u pad %u batch %zu: isa %zu differs\n", kh, kw,
+                                    sw, pad, batches[bi], v);
+                        bad += diff != 0;
+                        ran[v]++;
+                        cases++;
+                    }
+                }
+                free(x); free(y); free(r);
+            }
+    CHECK(bad == 0, "wide max pool: %zu of %zu cases differ from the reference", bad, cases);
+    CHECK(ran[0] == 2 * 7 * 3 * 2, "the reference ran %zu times", ran[0]);
+    CHECK(ran[1] > 0 || !dcz_isa_supported(DCZ_ISA_AVX512), "AVX-512 max pool never ran");
+    CHECK(ran[2] > 0 || !dcz_isa_supported(DCZ_ISA_AVX2), "AVX2 max pool never ran");
+}
+
 static void test_pools(void)
 {
     /* two samples of one 4x4 channel: the second is the first negated */
@@ -646,5 +695,6 @@ int main(void)
     RUN(test_conv_wino);
     RUN(test_pools);
     RUN(test_maxpool_variants);
+    RUN(test_maxpool_wide);
     return check_summary();
 }

@@ -594,6 +594,13 @@ static void maxplane(const dcz_conv_geom *g, uint32_t lo, uint32_t hi, const flo
 }
 
 #ifdef DCZ_X86
+/* the mask of lanes 0 .. n - 1 of 16 (all 16 for n >= 16): the shift stays
+ * inside the type's width for any n */
+static inline __mmask16 first16(uint32_t n)
+{
+    return n >= 16 ? (__mmask16)0xFFFF : (__mmask16)((1u << n) - 1);
+}
+
 __attribute__((target("avx512f")))
 static void maxplane__avx512(const dcz_conv_geom *g, uint32_t lo, uint32_t hi, const float *xp, float *yp,
                              size_t room)
@@ -610,10 +617,17 @@ static void maxplane__avx512(const dcz_conv_geom *g, uint32_t lo, uint32_t hi, c
         uint32_t y0, y1;
         dcz_window_cells(oy, g->sh, g->ph, g->kh, g->in_h, &y0, &y1);
         for (uint32_t i = 0; i < n; i += 16) {
-            const uint32_t lanes = n - i >= 16 ? 16 : n - i, cells = 2 * (lanes - 1) + kw;
-            const __mmask16 k = (__mmask16)((1u << lanes) - 1);
-            const __mmask16 k0 = cells >= 16 ? (__mmask16)0xFFFF : (__mmask16)((1u << cells) - 1);
-            const __mmask16 k1 = cells > 16 ? (__mmask16)((1u << (cells - 16)) - 1) : 0;
+            const uint32_t lanes = n - i >= 16 ? 16 : n - i;
+            const __mmask16 k = first16(lanes);
+            /* pairs: the 2 (lanes - 1) + kw <= 32 cells, the first 16 in
+             * k0, the rest in k1 (computed only there: wider windows
+             * span more cells than two masks hold) */
+            __mmask16 k0 = 0, k1 = 0;
+            if (pairs) {
+                const uint32_t cells = 2 * (lanes - 1) + kw;
+                k0 = first16(cells);
+                k1 = cells > 16 ? first16(cells - 16) : 0;
+            }
             const float *r = xp + ((size_t)lo + i) * sw - g->pw;
             __m512 m = _mm512_set1_ps(-INFINITY);
             for (uint32_t iy = y0; iy < y1; iy++) {
