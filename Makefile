@@ -172,7 +172,7 @@ endif
 # the format's rules (format/), the CPU kernels (cpu/ref/ the scalar
 # references, cpu/f32/ the float kernels, cpu/q8/ the 8-bit integer ones)
 # and the CUDA backend (cuda/): runtime/README.md is their map.
-LIB_SRC  := $(wildcard runtime/*.c runtime/format/*.c runtime/cpu/*/*.c) \
+LIB_SRC  := $(wildcard runtime/*.c runtime/format/*.c runtime/cpu/*.c runtime/cpu/*/*.c) \
             $(if $(filter 1,$(CUDA_ON)),runtime/cuda/gpu.c) huffman/huff_decode.c
 LIB_CU   := $(if $(filter 1,$(CUDA_ON)),$(wildcard runtime/cuda/*.cu))
 # the toolchain: everything a stage needs beyond the runtime: the working

@@ -22,4 +22,16 @@
 #define DCZ_BUILD_NEON 0
 #endif
 
+/* The features of this CPU that libdcz's kernels use, probed once (the
+ * first call; threads may race to it) and read by every choice between
+ * variants: nonzero where the build has kernels for the feature and the
+ * CPU has it (all zero in a scalar build). AMX, which the kernel must also
+ * grant, is asked apart (dcz_amx_ready). */
+typedef struct dcz_cpu {
+    unsigned char avx2, fma, avx512f, avx512bw, avx512vl, avx512vnni, avx512vbmi;
+    unsigned char neon;
+    unsigned char amd;      /* the vendor, where a cost rule differs by it */
+} dcz_cpu;
+const dcz_cpu *dcz_cpu_features(void);
+
 #endif /* DCZ_RUNTIME_CPU_ISA_H */

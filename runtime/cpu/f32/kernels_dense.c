@@ -139,7 +139,7 @@ typedef struct blocks {
 static int variant(dcz_isa isa, blocks *v)
 {
 #ifdef DCZ_X86
-    if (isa == DCZ_ISA_AVX2 && dcz_isa_supported(DCZ_ISA_AVX2) && __builtin_cpu_supports("fma")) {
+    if (isa == DCZ_ISA_AVX2 && dcz_isa_supported(DCZ_ISA_AVX2) && dcz_cpu_features()->fma) {
         *v = (blocks){ block1x1__avx2, block4x1__avx2, block2x1__avx2, block2x2__avx2 };
         return 1;
     }

@@ -241,7 +241,7 @@ typedef void (*qgemm_fn)(size_t m, size_t n, uint32_t k2, const int32_t *a, size
 static qgemm_fn qvariant(dcz_isa isa)
 {
 #ifdef DCZ_X86
-    if (isa == DCZ_ISA_AVX512 && dcz_isa_supported(DCZ_ISA_AVX512) && __builtin_cpu_supports("avx512bw"))
+    if (isa == DCZ_ISA_AVX512 && dcz_isa_supported(DCZ_ISA_AVX512) && dcz_cpu_features()->avx512bw)
         return gemm__q_avx512;
     if (isa == DCZ_ISA_AVX2 && dcz_isa_supported(DCZ_ISA_AVX2)) return gemm__q_avx2;
 #endif
@@ -288,7 +288,7 @@ static gemm_fn variant(dcz_isa isa)
 {
 #ifdef DCZ_X86
     if (isa == DCZ_ISA_AVX512 && dcz_isa_supported(DCZ_ISA_AVX512)) return gemm__avx512;
-    if (isa == DCZ_ISA_AVX2 && dcz_isa_supported(DCZ_ISA_AVX2) && __builtin_cpu_supports("fma")) return gemm__avx2;
+    if (isa == DCZ_ISA_AVX2 && dcz_isa_supported(DCZ_ISA_AVX2) && dcz_cpu_features()->fma) return gemm__avx2;
 #endif
 #ifdef DCZ_NEON
     if (isa == DCZ_ISA_NEON) return gemm__neon;

@@ -79,7 +79,7 @@ static uint32_t lane8_panels(uint32_t cols)
 const char *dcz_lanes8_variant(void)
 {
 #ifdef DCZ_X86
-    if (dcz_isa_supported(DCZ_ISA_AVX2) && __builtin_cpu_supports("fma")) return "avx2";
+    if (dcz_isa_supported(DCZ_ISA_AVX2) && dcz_cpu_features()->fma) return "avx2";
 #endif
     return NULL;
 }

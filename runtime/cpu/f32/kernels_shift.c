@@ -240,7 +240,7 @@ static shift_costs costs(void)
     shift_costs c = { 1.29, 2.0, 1.2, 1.7, 1.7, 0.0, 1.7, 0.0 };
 #ifdef DCZ_X86
     if (best() == DCZ_ISA_AVX2) c = (shift_costs){ 1.29, 5.2, 1.2, 1.2, 1.6, 2.5, 1.6, 2.5 };
-    else if (__builtin_cpu_is("amd")) c.tap2 = 1.13;
+    else if (dcz_cpu_features()->amd) c.tap2 = 1.13;
     else if (best() == DCZ_ISA_AVX512) c.gemm_pw = 1.15, c.store_pw = 10.0;
 #endif
     return c;
@@ -1536,9 +1536,9 @@ static planes_fn planes_variant(dcz_isa isa)
 {
     if (isa == DCZ_ISA_REF) return shift_planes_ref;
 #ifdef DCZ_X86
-    if (isa == DCZ_ISA_AVX512 && dcz_isa_supported(DCZ_ISA_AVX512) && __builtin_cpu_supports("avx512vl"))
+    if (isa == DCZ_ISA_AVX512 && dcz_isa_supported(DCZ_ISA_AVX512) && dcz_cpu_features()->avx512vl)
         return shift_planes__avx512;
-    if (isa == DCZ_ISA_AVX2 && dcz_isa_supported(DCZ_ISA_AVX2) && __builtin_cpu_supports("fma"))
+    if (isa == DCZ_ISA_AVX2 && dcz_isa_supported(DCZ_ISA_AVX2) && dcz_cpu_features()->fma)
         return shift_planes__avx2;
 #endif
 #ifdef DCZ_NEON

@@ -80,9 +80,9 @@ int dcz_isa_supported(dcz_isa isa)
         return 1;
 #ifdef DCZ_X86
     case DCZ_ISA_AVX2:
-        return __builtin_cpu_supports("avx2") != 0;
+        return dcz_cpu_features()->avx2 != 0;
     case DCZ_ISA_AVX512:
-        return __builtin_cpu_supports("avx512f") != 0;
+        return dcz_cpu_features()->avx512f != 0;
 #endif
 #ifdef DCZ_NEON
     case DCZ_ISA_NEON:

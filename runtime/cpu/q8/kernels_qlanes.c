@@ -214,8 +214,8 @@ uint32_t dcz_qlanes_window_width(const dcz_qsparse *s) { return window_width((dc
 static int quads_run(void)
 {
 #ifdef DCZ_X86
-    return dcz_isa_supported(DCZ_ISA_AVX512) && __builtin_cpu_supports("avx512bw") &&
-           __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("avx512vbmi") && __builtin_cpu_supports("avx512vnni");
+    return dcz_isa_supported(DCZ_ISA_AVX512) && dcz_cpu_features()->avx512bw &&
+           dcz_cpu_features()->avx512vl && dcz_cpu_features()->avx512vbmi && dcz_cpu_features()->avx512vnni;
 #else
     return 0;
 #endif
@@ -226,7 +226,7 @@ static int quads_run(void)
 static int pairs_run(void)
 {
 #ifdef DCZ_X86
-    return dcz_isa_supported(DCZ_ISA_AVX512) && __builtin_cpu_supports("avx512bw");
+    return dcz_isa_supported(DCZ_ISA_AVX512) && dcz_cpu_features()->avx512bw;
 #else
     return 0;
 #endif
@@ -633,7 +633,7 @@ const char *dcz_qlanes_variant(const dcz_qsparse *s)
     if (s->lslices && s->lform == DCZ_QLANE_QUADS) return quads_run() ? "avx512vbmi byte quads" : NULL;
     if (s->lslices && s->lform == DCZ_QLANE_QUADS8) return quads8_run() ? "avx2 byte quads" : NULL;
 #ifdef DCZ_X86
-    if (pairs_run()) return __builtin_cpu_supports("avx512vnni") ? "avx512vnni" : "avx512bw";
+    if (pairs_run()) return dcz_cpu_features()->avx512vnni ? "avx512vnni" : "avx512bw";
 #endif
     return NULL;
 }
@@ -648,7 +648,7 @@ int dcz_qlanes_run_vnni(int vnni, const dcz_qsparse *s, const int64_t *bias, con
         quads8__avx2(s, bias, x, batch, scratch, acc);
         return 1;
     }
-    const int has = __builtin_cpu_supports("avx512vnni") != 0;
+    const int has = dcz_cpu_features()->avx512vnni != 0;
     if (vnni < 0) vnni = has;
     if (vnni && !has) return 0;
     if (s->lform == DCZ_QLANE_QUADS) {

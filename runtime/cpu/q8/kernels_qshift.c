@@ -913,8 +913,8 @@ VNNI_TGT static void widen_row__vnni(const int32_t *t, int32_t add, int64_t bias
 static void qsplit_any(int vec, const dcz_conv_geom *g, const split_geom *q, const dcz_q *x, uint8_t *xs)
 {
 #ifdef DCZ_X86
-    if (vec && g->sw == 1 && __builtin_cpu_supports("avx512vbmi")) qsplit1__vbmi(g, q, x, xs);
-    else if (vec && g->sw == 2 && __builtin_cpu_supports("avx512vbmi")) qsplit2__vbmi(g, q, x, xs);
+    if (vec && g->sw == 1 && dcz_cpu_features()->avx512vbmi) qsplit1__vbmi(g, q, x, xs);
+    else if (vec && g->sw == 2 && dcz_cpu_features()->avx512vbmi) qsplit2__vbmi(g, q, x, xs);
     else if (vec && g->sw <= 2) qsplit__vnni(g, q, x, xs);
     else
 #endif
@@ -937,7 +937,7 @@ int dcz_qsplit_check(const dcz_conv_geom *g, const dcz_q *x, uint8_t *a, uint8_t
     int n = 0;
 #ifdef DCZ_X86
     if (!dcz_qshift_variant()) return 0;   /* the variants run where the form's kernel does */
-    const int vbmi = __builtin_cpu_supports("avx512vbmi");
+    const int vbmi = dcz_cpu_features()->avx512vbmi;
     for (int v = 0; v < 3; v++) {
         if (v == 0 && g->sw <= 2) qsplit__vnni(g, &q, x, b);
         else if (v == 1 && vbmi && g->sw == 1) qsplit1__vbmi(g, &q, x, b);
@@ -1022,8 +1022,8 @@ static qplanes_fn qplanes_variant(dcz_isa isa)
 {
     if (isa == DCZ_ISA_REF) return qshift_planes_ref;
 #ifdef DCZ_X86
-    if (isa == DCZ_ISA_AVX512 && dcz_isa_supported(DCZ_ISA_AVX512) && __builtin_cpu_supports("avx512bw") &&
-        __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("avx512vnni"))
+    if (isa == DCZ_ISA_AVX512 && dcz_isa_supported(DCZ_ISA_AVX512) && dcz_cpu_features()->avx512bw &&
+        dcz_cpu_features()->avx512vl && dcz_cpu_features()->avx512vnni)
         return shift_planes__vnni;
 #endif
     return NULL;
@@ -1034,7 +1034,7 @@ const char *dcz_qshift_variant(void) { return qplanes_variant(DCZ_ISA_AVX512) ? 
 int dcz_qshift_depthwise(const dcz_qshift *f)
 {
 #ifdef DCZ_X86
-    return f->dw && qplanes_variant(DCZ_ISA_AVX512) && __builtin_cpu_supports("avx512vbmi");
+    return f->dw && qplanes_variant(DCZ_ISA_AVX512) && dcz_cpu_features()->avx512vbmi;
 #else
     return 0;
 #endif

@@ -412,7 +412,7 @@ int dcz_qglobal_avgpool_rescale_isa(dcz_isa isa, uint32_t channels, uint32_t pla
     }
 #ifdef DCZ_X86
     if (isa == DCZ_ISA_AVX512 && plane <= 65536 && shift <= 62 && dcz_isa_supported(DCZ_ISA_AVX512) &&
-        __builtin_cpu_supports("avx512bw") && __builtin_cpu_supports("avx512vl")) {
+        dcz_cpu_features()->avx512bw && dcz_cpu_features()->avx512vl) {
         qgap_rescale__avx512(channels, plane, x, batch, mult, shift, qmax, y);
         return 1;
     }
@@ -536,7 +536,7 @@ static void qtable__avx512(const dcz_q *table, int32_t qmax, const dcz_q *x, siz
 void dcz_qtable(const dcz_q *table, int32_t qmax, const dcz_q *x, size_t n, dcz_q *y)
 {
 #ifdef DCZ_X86
-    if (qmax <= 127 && dcz_isa_supported(DCZ_ISA_AVX512) && __builtin_cpu_supports("avx512bw")) {
+    if (qmax <= 127 && dcz_isa_supported(DCZ_ISA_AVX512) && dcz_cpu_features()->avx512bw) {
         qtable8__avx512(table, qmax, x, n, y);
         return;
     }
@@ -657,8 +657,8 @@ void dcz_qmaxpool(const dcz_conv_geom *g, const dcz_q *x, size_t batch, dcz_q *y
 {
     int vec = 0;
 #ifdef DCZ_X86
-    vec = g->sw <= 2 && dcz_isa_supported(DCZ_ISA_AVX512) && __builtin_cpu_supports("avx512bw") &&
-          __builtin_cpu_supports("avx512vl");
+    vec = g->sw <= 2 && dcz_isa_supported(DCZ_ISA_AVX512) && dcz_cpu_features()->avx512bw &&
+          dcz_cpu_features()->avx512vl;
 #endif
     if (!vec) {
 #ifdef DCZ_X86
@@ -775,7 +775,7 @@ void dcz_quantize(const float *x, size_t n, float scale, int32_t qmax, dcz_q *y)
 {
 #ifdef DCZ_X86
     if (scale >= 0x1p-100f && scale <= 0x1p100f && dcz_isa_supported(DCZ_ISA_AVX512) &&
-        __builtin_cpu_supports("avx512bw") && __builtin_cpu_supports("avx512vl")) {
+        dcz_cpu_features()->avx512bw && dcz_cpu_features()->avx512vl) {
         quantize__avx512(x, n, scale, qmax, y);
         return;
     }
@@ -1155,7 +1155,7 @@ static tile_fn tile_variant(dcz_isa isa, size_t *width)
 {
     *width = QTILE;
 #ifdef DCZ_X86
-    if (isa == DCZ_ISA_AVX512 && dcz_isa_supported(DCZ_ISA_AVX512) && __builtin_cpu_supports("avx512bw")) {
+    if (isa == DCZ_ISA_AVX512 && dcz_isa_supported(DCZ_ISA_AVX512) && dcz_cpu_features()->avx512bw) {
         *width = QTILE_WIDE;
         return tile_rows__avx512;
     }
