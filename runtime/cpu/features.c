@@ -1,4 +1,4 @@
-/* features.c: the CPU's features, probed once for every kernel's choice
+/* dcz_cpu_probed.c: the CPU's features, probed once for every kernel's choice
  * (cpu/isa.h). The one place libdcz asks the CPU what it has.
  *
  * Checked by tests/unit/test_simd.c and the kernel tests, whose variants
@@ -8,29 +8,31 @@
 
 #include "runtime/cpu/isa.h"
 
-static dcz_cpu features;
-static pthread_once_t probed = PTHREAD_ONCE_INIT;
+/* written once, by probe, before probed is set: every later read sees the
+ * same values */
+dcz_cpu dcz_cpu_probed;
+static pthread_once_t once = PTHREAD_ONCE_INIT;
 
 static void probe(void)
 {
 #if DCZ_BUILD_X86
     __builtin_cpu_init();
-    features.avx2 = __builtin_cpu_supports("avx2") != 0;
-    features.fma = __builtin_cpu_supports("fma") != 0;
-    features.avx512f = __builtin_cpu_supports("avx512f") != 0;
-    features.avx512bw = __builtin_cpu_supports("avx512bw") != 0;
-    features.avx512vl = __builtin_cpu_supports("avx512vl") != 0;
-    features.avx512vnni = __builtin_cpu_supports("avx512vnni") != 0;
-    features.avx512vbmi = __builtin_cpu_supports("avx512vbmi") != 0;
-    features.amd = __builtin_cpu_is("amd") != 0;
+    dcz_cpu_probed.avx2 = __builtin_cpu_supports("avx2") != 0;
+    dcz_cpu_probed.fma = __builtin_cpu_supports("fma") != 0;
+    dcz_cpu_probed.avx512f = __builtin_cpu_supports("avx512f") != 0;
+    dcz_cpu_probed.avx512bw = __builtin_cpu_supports("avx512bw") != 0;
+    dcz_cpu_probed.avx512vl = __builtin_cpu_supports("avx512vl") != 0;
+    dcz_cpu_probed.avx512vnni = __builtin_cpu_supports("avx512vnni") != 0;
+    dcz_cpu_probed.avx512vbmi = __builtin_cpu_supports("avx512vbmi") != 0;
+    dcz_cpu_probed.amd = __builtin_cpu_is("amd") != 0;
 #endif
 #if DCZ_BUILD_NEON
-    features.neon = 1;
+    dcz_cpu_probed.neon = 1;
 #endif
+    __atomic_store_n(&dcz_cpu_probed.probed, 1, __ATOMIC_RELEASE);
 }
 
-const dcz_cpu *dcz_cpu_features(void)
+void dcz_cpu_probe(void)
 {
-    pthread_once(&probed, probe);
-    return &features;
+    pthread_once(&once, probe);
 }

@@ -26,12 +26,21 @@
  * first call; threads may race to it) and read by every choice between
  * variants: nonzero where the build has kernels for the feature and the
  * CPU has it (all zero in a scalar build). AMX, which the kernel must also
- * grant, is asked apart (dcz_amx_ready). */
+ * grant, is asked apart (dcz_amx_ready). Read on every kernel call, so the
+ * read is one load once probed (features.c fills it under pthread_once and
+ * sets probed last). */
 typedef struct dcz_cpu {
     unsigned char avx2, fma, avx512f, avx512bw, avx512vl, avx512vnni, avx512vbmi;
     unsigned char neon;
     unsigned char amd;      /* the vendor, where a cost rule differs by it */
+    unsigned char probed;
 } dcz_cpu;
-const dcz_cpu *dcz_cpu_features(void);
+extern dcz_cpu dcz_cpu_probed;
+void dcz_cpu_probe(void);
+static inline const dcz_cpu *dcz_cpu_features(void)
+{
+    if (!__atomic_load_n(&dcz_cpu_probed.probed, __ATOMIC_ACQUIRE)) dcz_cpu_probe();
+    return &dcz_cpu_probed;
+}
 
 #endif /* DCZ_RUNTIME_CPU_ISA_H */
