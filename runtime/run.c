@@ -433,43 +433,6 @@ static void qrun_conv_shift(const dcz_model *m, uint32_t index, const void *cons
     qrun_weighted(m, index, xs, batch, y, qweights_shift, 0);
 }
 
-static void qrun_conv_gemm(const dcz_model *m, uint32_t index, const void *const *xs, size_t batch, void *y)
-{
-    qrun_weighted(m, index, xs, batch, y, qweights_gemm, 0);
-}
-
-static void qrun_conv_depthwise(const dcz_model *m, uint32_t index, const void *const *xs, size_t batch,
-                                void *y)
-{
-    qrun_weighted(m, index, xs, batch, y, qweights_depthwise, 0);
-}
-
-static void qrun_conv_taps(const dcz_model *m, uint32_t index, const void *const *xs, size_t batch, void *y)
-{
-    qrun_weighted(m, index, xs, batch, y, qweights_taps, 0);
-}
-
-static void qrun_conv_taps_ref(const dcz_model *m, uint32_t index, const void *const *xs, size_t batch,
-                               void *y)
-{
-    qrun_weighted(m, index, xs, batch, y, qweights_taps_ref, 1);
-}
-
-static void qrun_fc8(const dcz_model *m, uint32_t index, const void *const *xs, size_t batch, void *y)
-{
-    qrun_weighted(m, index, xs, batch, y, qweights_fc8, 0);
-}
-
-static void qrun_fc(const dcz_model *m, uint32_t index, const void *const *xs, size_t batch, void *y)
-{
-    qrun_weighted(m, index, xs, batch, y, qweights_fc, 0);
-}
-
-static void qrun_fc_ref(const dcz_model *m, uint32_t index, const void *const *xs, size_t batch, void *y)
-{
-    qrun_weighted(m, index, xs, batch, y, qweights_fc_ref, 1);
-}
-
 /* ---- the integer region's layers without weights --------------------------- */
 
 /* pooled already by the convolution before when the run fuses (load.c): a
@@ -586,75 +549,78 @@ static void qrun_table_ref(const dcz_model *m, uint32_t index, const void *const
 
 /* ---- the dispatch table ----------------------------------------------------- */
 
-/* Kernel k of the plan: its float or its integer function; ref: a
- * reference, whose integer region quantizes its input by the reference
+/* Kernel k of the plan: its float or its integer function, or the
+ * accumulators of a weighted integer one; ref: a reference, whose integer
+ * region quantizes its input, requantizes and clamps by the references
  * too. */
 static const struct {
     run_fn f32;
     qrun_fn q;
+    qweights_fn acc;   /* where q is NULL: a weighted integer kernel's accumulators,
+                          which qrun_weighted requantizes */
     uint8_t ref;
 } kernels[DCZ_K_COUNT] = {
-    [DCZ_K_RELU] = { run_relu, NULL, 0 },
-    [DCZ_K_RELU_REF] = { run_relu_ref, NULL, 1 },
-    [DCZ_K_SOFTMAX_REF] = { run_softmax_ref, NULL, 1 },
-    [DCZ_K_MAXPOOL] = { run_maxpool, NULL, 0 },
-    [DCZ_K_MAXPOOL_REF] = { run_maxpool_ref, NULL, 1 },
-    [DCZ_K_AVGPOOL_REF] = { run_avgpool_ref, NULL, 1 },
-    [DCZ_K_GLOBAL_AVGPOOL] = { run_global_avgpool, NULL, 0 },
-    [DCZ_K_GLOBAL_AVGPOOL_REF] = { run_global_avgpool_ref, NULL, 1 },
-    [DCZ_K_COPY] = { run_copy, NULL, 0 },
-    [DCZ_K_ADD] = { run_add, NULL, 0 },
-    [DCZ_K_ADD_REF] = { run_add_ref, NULL, 1 },
-    [DCZ_K_MUL_REF] = { run_mul_ref, NULL, 1 },
-    [DCZ_K_CONCAT_REF] = { run_concat_ref, NULL, 1 },
-    [DCZ_K_CLIP] = { run_clip, NULL, 0 },
-    [DCZ_K_ACTIVATION_REF] = { run_activation_ref, NULL, 1 },
-    [DCZ_K_FC_GEMM] = { run_fc_gemm, NULL, 0 },
-    [DCZ_K_FC_ROWS] = { run_fc_rows, NULL, 0 },
-    [DCZ_K_FC_REF] = { run_fc_ref, NULL, 1 },
-    [DCZ_K_FC_CODEBOOK] = { run_fc_sparse, NULL, 0 },
-    [DCZ_K_FC_SPARSE] = { run_fc_sparse, NULL, 0 },
-    [DCZ_K_FC_SPARSE_REF] = { run_fc_sparse_ref, NULL, 1 },
-    [DCZ_K_CONV_SHIFT] = { run_conv_shift, NULL, 0 },
-    [DCZ_K_CONV_DEPTHWISE_LANES] = { run_conv_shift, NULL, 0 },
-    [DCZ_K_CONV_DEPTHWISE_PLANE] = { run_conv_shift, NULL, 0 },
-    [DCZ_K_CONV_DEPTHWISE_ROWS] = { run_conv_shift, NULL, 0 },
-    [DCZ_K_CONV_WINO] = { run_conv_wino, NULL, 0 },
-    [DCZ_K_CONV_GEMM] = { run_conv_gemm, NULL, 0 },
-    [DCZ_K_CONV_GEMM_REF] = { run_conv_gemm_ref, NULL, 1 },
-    [DCZ_K_CONV_EXPANDED] = { run_conv_gemm, NULL, 0 },
-    [DCZ_K_CONV_DIRECT] = { run_conv_direct, NULL, 0 },
-    [DCZ_K_CONV_DIRECT_REF] = { run_conv_direct_ref, NULL, 1 },
-    [DCZ_K_CONV_SPARSE_IM2COL] = { run_conv_sparse_im2col, NULL, 0 },
-    [DCZ_K_CONV_SPARSE_IM2COL_REF] = { run_conv_sparse_im2col_ref, NULL, 1 },
-    [DCZ_K_CONV_SPARSE_DIRECT] = { run_conv_sparse_direct, NULL, 0 },
-    [DCZ_K_CONV_SPARSE_DIRECT_REF] = { run_conv_sparse_direct_ref, NULL, 1 },
-    [DCZ_K_QRELU] = { NULL, qrun_relu, 0 },
-    [DCZ_K_QRELU_REF] = { NULL, qrun_relu_ref, 1 },
-    [DCZ_K_QMAXPOOL] = { NULL, qrun_maxpool, 0 },
-    [DCZ_K_QMAXPOOL_REF] = { NULL, qrun_maxpool_ref, 1 },
-    [DCZ_K_QAVGPOOL_REF] = { NULL, qrun_avgpool_ref, 1 },
-    [DCZ_K_QMEAN_REF] = { NULL, qrun_mean_ref, 1 },
-    [DCZ_K_QMEAN_RESCALE] = { NULL, qrun_mean_rescale, 0 },
-    [DCZ_K_QMEAN_RESCALE_REF] = { NULL, qrun_mean_rescale_ref, 1 },
-    [DCZ_K_QCOPY] = { NULL, qrun_copy, 0 },
-    [DCZ_K_QADD] = { NULL, qrun_add, 0 },
-    [DCZ_K_QADD_REF] = { NULL, qrun_add_ref, 1 },
-    [DCZ_K_QMUL_REF] = { NULL, qrun_mul_ref, 1 },
-    [DCZ_K_QCONCAT_REF] = { NULL, qrun_concat_ref, 1 },
-    [DCZ_K_QTABLE] = { NULL, qrun_table, 0 },
-    [DCZ_K_QTABLE_REF] = { NULL, qrun_table_ref, 1 },
-    [DCZ_K_QFC8_LANES] = { NULL, qrun_fc8, 0 },
-    [DCZ_K_QFC8] = { NULL, qrun_fc8, 0 },
-    [DCZ_K_QFC] = { NULL, qrun_fc, 0 },
-    [DCZ_K_QFC_REF] = { NULL, qrun_fc_ref, 1 },
-    [DCZ_K_QCONV_SHIFT] = { NULL, qrun_conv_shift, 0 },
-    [DCZ_K_QCONV_SHIFT_DEPTHWISE] = { NULL, qrun_conv_shift, 0 },
-    [DCZ_K_QCONV_AMX] = { NULL, qrun_conv_shift, 0 },
-    [DCZ_K_QCONV_GEMM] = { NULL, qrun_conv_gemm, 0 },
-    [DCZ_K_QCONV_DEPTHWISE] = { NULL, qrun_conv_depthwise, 0 },
-    [DCZ_K_QCONV_TAPS] = { NULL, qrun_conv_taps, 0 },
-    [DCZ_K_QCONV_TAPS_REF] = { NULL, qrun_conv_taps_ref, 1 },
+    [DCZ_K_RELU] = { run_relu, NULL, NULL, 0 },
+    [DCZ_K_RELU_REF] = { run_relu_ref, NULL, NULL, 1 },
+    [DCZ_K_SOFTMAX_REF] = { run_softmax_ref, NULL, NULL, 1 },
+    [DCZ_K_MAXPOOL] = { run_maxpool, NULL, NULL, 0 },
+    [DCZ_K_MAXPOOL_REF] = { run_maxpool_ref, NULL, NULL, 1 },
+    [DCZ_K_AVGPOOL_REF] = { run_avgpool_ref, NULL, NULL, 1 },
+    [DCZ_K_GLOBAL_AVGPOOL] = { run_global_avgpool, NULL, NULL, 0 },
+    [DCZ_K_GLOBAL_AVGPOOL_REF] = { run_global_avgpool_ref, NULL, NULL, 1 },
+    [DCZ_K_COPY] = { run_copy, NULL, NULL, 0 },
+    [DCZ_K_ADD] = { run_add, NULL, NULL, 0 },
+    [DCZ_K_ADD_REF] = { run_add_ref, NULL, NULL, 1 },
+    [DCZ_K_MUL_REF] = { run_mul_ref, NULL, NULL, 1 },
+    [DCZ_K_CONCAT_REF] = { run_concat_ref, NULL, NULL, 1 },
+    [DCZ_K_CLIP] = { run_clip, NULL, NULL, 0 },
+    [DCZ_K_ACTIVATION_REF] = { run_activation_ref, NULL, NULL, 1 },
+    [DCZ_K_FC_GEMM] = { run_fc_gemm, NULL, NULL, 0 },
+    [DCZ_K_FC_ROWS] = { run_fc_rows, NULL, NULL, 0 },
+    [DCZ_K_FC_REF] = { run_fc_ref, NULL, NULL, 1 },
+    [DCZ_K_FC_CODEBOOK] = { run_fc_sparse, NULL, NULL, 0 },
+    [DCZ_K_FC_SPARSE] = { run_fc_sparse, NULL, NULL, 0 },
+    [DCZ_K_FC_SPARSE_REF] = { run_fc_sparse_ref, NULL, NULL, 1 },
+    [DCZ_K_CONV_SHIFT] = { run_conv_shift, NULL, NULL, 0 },
+    [DCZ_K_CONV_DEPTHWISE_LANES] = { run_conv_shift, NULL, NULL, 0 },
+    [DCZ_K_CONV_DEPTHWISE_PLANE] = { run_conv_shift, NULL, NULL, 0 },
+    [DCZ_K_CONV_DEPTHWISE_ROWS] = { run_conv_shift, NULL, NULL, 0 },
+    [DCZ_K_CONV_WINO] = { run_conv_wino, NULL, NULL, 0 },
+    [DCZ_K_CONV_GEMM] = { run_conv_gemm, NULL, NULL, 0 },
+    [DCZ_K_CONV_GEMM_REF] = { run_conv_gemm_ref, NULL, NULL, 1 },
+    [DCZ_K_CONV_EXPANDED] = { run_conv_gemm, NULL, NULL, 0 },
+    [DCZ_K_CONV_DIRECT] = { run_conv_direct, NULL, NULL, 0 },
+    [DCZ_K_CONV_DIRECT_REF] = { run_conv_direct_ref, NULL, NULL, 1 },
+    [DCZ_K_CONV_SPARSE_IM2COL] = { run_conv_sparse_im2col, NULL, NULL, 0 },
+    [DCZ_K_CONV_SPARSE_IM2COL_REF] = { run_conv_sparse_im2col_ref, NULL, NULL, 1 },
+    [DCZ_K_CONV_SPARSE_DIRECT] = { run_conv_sparse_direct, NULL, NULL, 0 },
+    [DCZ_K_CONV_SPARSE_DIRECT_REF] = { run_conv_sparse_direct_ref, NULL, NULL, 1 },
+    [DCZ_K_QRELU] = { NULL, qrun_relu, NULL, 0 },
+    [DCZ_K_QRELU_REF] = { NULL, qrun_relu_ref, NULL, 1 },
+    [DCZ_K_QMAXPOOL] = { NULL, qrun_maxpool, NULL, 0 },
+    [DCZ_K_QMAXPOOL_REF] = { NULL, qrun_maxpool_ref, NULL, 1 },
+    [DCZ_K_QAVGPOOL_REF] = { NULL, qrun_avgpool_ref, NULL, 1 },
+    [DCZ_K_QMEAN_REF] = { NULL, qrun_mean_ref, NULL, 1 },
+    [DCZ_K_QMEAN_RESCALE] = { NULL, qrun_mean_rescale, NULL, 0 },
+    [DCZ_K_QMEAN_RESCALE_REF] = { NULL, qrun_mean_rescale_ref, NULL, 1 },
+    [DCZ_K_QCOPY] = { NULL, qrun_copy, NULL, 0 },
+    [DCZ_K_QADD] = { NULL, qrun_add, NULL, 0 },
+    [DCZ_K_QADD_REF] = { NULL, qrun_add_ref, NULL, 1 },
+    [DCZ_K_QMUL_REF] = { NULL, qrun_mul_ref, NULL, 1 },
+    [DCZ_K_QCONCAT_REF] = { NULL, qrun_concat_ref, NULL, 1 },
+    [DCZ_K_QTABLE] = { NULL, qrun_table, NULL, 0 },
+    [DCZ_K_QTABLE_REF] = { NULL, qrun_table_ref, NULL, 1 },
+    [DCZ_K_QFC8_LANES] = { NULL, NULL, qweights_fc8, 0 },
+    [DCZ_K_QFC8] = { NULL, NULL, qweights_fc8, 0 },
+    [DCZ_K_QFC] = { NULL, NULL, qweights_fc, 0 },
+    [DCZ_K_QFC_REF] = { NULL, NULL, qweights_fc_ref, 1 },
+    [DCZ_K_QCONV_SHIFT] = { NULL, qrun_conv_shift, NULL, 0 },
+    [DCZ_K_QCONV_SHIFT_DEPTHWISE] = { NULL, qrun_conv_shift, NULL, 0 },
+    [DCZ_K_QCONV_AMX] = { NULL, qrun_conv_shift, NULL, 0 },
+    [DCZ_K_QCONV_GEMM] = { NULL, NULL, qweights_gemm, 0 },
+    [DCZ_K_QCONV_DEPTHWISE] = { NULL, NULL, qweights_depthwise, 0 },
+    [DCZ_K_QCONV_TAPS] = { NULL, NULL, qweights_taps, 0 },
+    [DCZ_K_QCONV_TAPS_REF] = { NULL, NULL, qweights_taps_ref, 1 },
 };
 
 /* Tensor t > 0 (a layer's output) from sample s0, in a run of samples s0 ..
@@ -737,7 +703,8 @@ static void run_layers(dcz_model *m, uint32_t first, uint32_t last, const float 
         }
         for (uint32_t k = 0; k < l->nin; k++)
             if (l->tin[k] == m->q_in) xs[k] = qin;
-        kernels[l->kernel].q(m, i, xs, n, y);
+        if (kernels[l->kernel].q) kernels[l->kernel].q(m, i, xs, n, y);
+        else qrun_weighted(m, i, xs, n, y, kernels[l->kernel].acc, kernels[l->kernel].ref);
         if (tap && l->w_scale) {   /* a run with a tap takes no chunks: n is batch */
             const uint32_t plane = l->out / l->channels;
             dequantize(m->qacc, n, l->channels, plane, l->out_scale, deq);
