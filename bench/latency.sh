@@ -14,6 +14,10 @@
 #       then moves every runtime of a round alike, not one runtime alone);
 #       the compressed file's ratio to ONNX Runtime at batch 1 is also
 #       printed round by round, its spread.
+#   BASE=PATH: another dcz binary (an earlier commit's bin/dcz) timed on
+#       the same files in the same rounds, each right after this one; a
+#       row per dcz row gives its figures and this one's over them (above
+#       1: this build slower), so a change can be checked for latency.
 #
 # The models are made here, untrained (latency depends on the structure,
 # not on the weights' values): dcz train --epochs 0 of the architecture of
@@ -40,6 +44,7 @@ dcz=bin/dcz
 # thread count timed
 export OPENBLAS_NUM_THREADS=$threads
 [ -x "$dcz" ] || { echo "latency: build $dcz first (make)" >&2; exit 1; }
+[ -z "${BASE:-}" ] || [ -x "$BASE" ] || { echo "latency: BASE=$BASE is no executable dcz" >&2; exit 1; }
 py=${PYTHON:-$( [ -x /usr/bin/python3 ] && echo /usr/bin/python3 || echo python3 )}
 ort_py=${ORT_PYTHON:-$py}
 w=$(mktemp -d)
@@ -99,10 +104,13 @@ for m in $models; do
         for v in "$m" "$m-dense" "$m-int8"; do
             for b in 1 64; do
                 r=$runs; [ $b = 64 ] && r=$runs64
-                j=$("$dcz" bench "$w/$v.dcz" --batch $b --threads "$threads" --runs "$r" --warmup 20 --device cpu \
-                    --json) || exit 1
-                med[$v.$b.$k]=$(echo "$j" | field median_us)
-                p99[$v.$b.$k]=$(echo "$j" | field p99_us)
+                for who in "" ${BASE:+base-}; do
+                    bin=$dcz; [ -n "$who" ] && bin=$BASE
+                    j=$("$bin" bench "$w/$v.dcz" --batch $b --threads "$threads" --runs "$r" --warmup 20 \
+                        --device cpu --json) || exit 1
+                    med[$who$v.$b.$k]=$(echo "$j" | field median_us)
+                    p99[$who$v.$b.$k]=$(echo "$j" | field p99_us)
+                done
             done
         done
         [ $ort = ok ] || continue
@@ -123,6 +131,18 @@ for m in $models; do
         name="dcz int8"; [ $v = dense ] && name="dcz dense fp32"
         row "$m" "$name" "$m1" "$p1" "$m64" "$p64" "$b1" "$b64"
     done
+    if [ -n "${BASE:-}" ]; then
+        for v in "" -int8 -dense; do
+            read -r m1 p1 <<< "$(over "$m$v.1")"
+            read -r m64 p64 <<< "$(over "$m$v.64")"
+            read -r o1 q1 <<< "$(over "base-$m$v.1")"
+            read -r o64 q64 <<< "$(over "base-$m$v.64")"
+            label=${v#-}
+            printf '%-12s %-26s %9.1f %9.1f %6.3f %10.1f %10.1f %6.3f\n' "$m" "BASE ${label:-compressed}" \
+                "$o1" "$q1" "$(awk -v a="$m1" -v b="$o1" 'BEGIN { print a / b }')" "$o64" "$q64" \
+                "$(awk -v a="$m64" -v b="$o64" 'BEGIN { print a / b }')"
+        done
+    fi
     if [ $ort = absent ]; then
         echo "             ONNX Runtime: SKIP (onnxruntime does not import in $ort_py; set ORT_PYTHON)"
     elif [ $ort = failed ]; then
@@ -153,3 +173,4 @@ for m in $models; do
     unset med p99
 done
 echo "(vs dcz: the row's median over the compressed file's in libdcz; above 1, dcz compressed is faster)"
+[ -n "${BASE:-}" ] && echo "(BASE rows: $BASE; their ratio is this build's median over BASE's; above 1, this build is slower)"

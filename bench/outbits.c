@@ -12,6 +12,9 @@
  *   outbits MODEL.dcz...
  *
  * OUTBITS_QUICK=1 leaves out batch 64 (for runs under an emulator).
+ * OUTBITS_ISA=LEVEL caps the instruction sets of the runs on this CPU's
+ * kernels (dcz_options.isa; LEVEL as dcz's --isa takes it), so that a
+ * level can be compared with an emulated CPU that has no more than it.
  */
 #include <stdint.h>
 #include <stdio.h>
@@ -92,6 +95,14 @@ static void fingerprint(const char *path, const char *way, dcz_model *m)
 
 int main(int argc, char **argv)
 {
+#ifndef OUTBITS_NO_ISA   /* (defined by output-bits.sh --at for commits before the cap) */
+    dcz_isa_cap isa = DCZ_CAP_NATIVE;
+    const char *level = getenv("OUTBITS_ISA");
+    if (level && *level && dcz_isa_cap_parse(level, &isa) != DCZ_OK) {
+        fprintf(stderr, "outbits: OUTBITS_ISA=%s: no such level\n", level);
+        return 2;
+    }
+#endif
     for (int a = 1; a < argc; a++) {
         size_t len = 0;
         unsigned char *buf = read_all(argv[a], &len);
@@ -105,6 +116,9 @@ int main(int argc, char **argv)
             o.device = DCZ_DEVICE_CPU;
             o.threads = 1;
             o.force_reference = ref;
+#ifndef OUTBITS_NO_ISA
+            o.isa = isa;
+#endif
             const char *way = ref ? "reference" : "fast";
             dcz_model *m = NULL;
             dcz_status s = dcz_open_memory(buf, len, &o, &m);

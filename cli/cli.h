@@ -185,6 +185,11 @@ void cli_join(int rank, int size);
  * default. -1, or the exit code of a bad value. */
 #define MAX_WORK_SPEC(w) { "max-work", 0, OPT_FLOAT, &(w), "most multiply-adds per sample a model may need (default 2^36)" }
 int cli_max_work(const verb_ctx *v, double max_work, dcz_options *opt);
+/* --isa: the most of the CPU's instruction sets the model's kernels may use
+ * (dcz_options.isa), checked against this machine. Exit code or -1. */
+#define ISA_SPEC(s) { "isa", 0, OPT_STR, &(s), "CPU kernels' instruction sets at most: native (default), scalar, " \
+                                              "avx2, avx512, avx512-vnni, avx512-vbmi or neon" }
+int cli_isa(const verb_ctx *v, const char *isa, dcz_options *opt);
 /* Prints why the model at path could not be loaded or run, and returns the
  * exit code. */
 /* The device m runs on ("cpu" or "gpu"), after a note saying why when a
@@ -198,8 +203,9 @@ int cli_model_fail(const verb_ctx *v, const char *path, dcz_status s);
 int cli_not_dcz(const verb_ctx *v, const char *path, const uint8_t *buf, size_t len);
 
 /* The kernels libdcz runs on this machine: "avx512+avx2", "avx2", "neon",
- * or "reference" (also when reference is set: forced). */
-const char *cli_kernels_name(int reference);
+ * or "reference" (also when reference is set: forced); under a cap
+ * (--isa), the level's name. */
+const char *cli_kernels_name(int reference, dcz_isa_cap isa);
 
 /* ---- progress ------------------------------------------------------------ */
 

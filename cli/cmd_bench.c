@@ -35,6 +35,7 @@ int cmd_bench(verb_ctx *v)
 {
     int batch = 1, runs = 200, warmup = 20, loads = 5, fp32 = 0, reference = 0;
     double max_work = 0;
+    const char *isa = NULL;
     const opt_spec specs[] = {
         { "batch", 0, OPT_INT, &batch, "samples per dcz_run (default 1)" },
         { "runs", 0, OPT_INT, &runs, "timed runs (default 200)" },
@@ -43,9 +44,10 @@ int cmd_bench(verb_ctx *v)
         { "fp32", 0, OPT_FLAG, &fp32, "run a calibrated model in floating point" },
         { "reference", 0, OPT_FLAG, &reference, "force the scalar reference kernels" },
         MAX_WORK_SPEC(max_work),
+        ISA_SPEC(isa),
         { NULL, 0, OPT_FLAG, NULL, NULL }
     };
-    v->usage = "dcz bench FILE [--batch N] [--threads T] [--runs R] [--json]";
+    v->usage = "dcz bench FILE [--batch N] [--threads T] [--runs R] [--isa LEVEL] [--json]";
     v->summary = "Latency of FILE in libdcz: the load (checks and Huffman decoding) timed\n"
                  "apart, then dcz_run on random input after a warm-up; prints min, median,\n"
                  "p90, p99 and max over the timed runs, in microseconds.";
@@ -59,6 +61,7 @@ int cmd_bench(verb_ctx *v)
     dcz_options opt;
     if ((rc = cli_runtime_options(v, &opt)) != -1) return rc;
     if ((rc = cli_max_work(v, max_work, &opt)) != -1) return rc;
+    if ((rc = cli_isa(v, isa, &opt)) != -1) return rc;
     if (fp32) opt.precision = DCZ_PRECISION_FP32;
     opt.force_reference = reference;
     uint8_t *buf;
@@ -124,7 +127,7 @@ int cmd_bench(verb_ctx *v)
         json_int(&j, "file_bytes", (long long)len);
         json_str(&j, "device", device);
         json_str(&j, "scheme", scheme);
-        json_str(&j, "kernels", strcmp(device, "gpu") ? cli_kernels_name(reference) : "cuda");
+        json_str(&j, "kernels", strcmp(device, "gpu") ? cli_kernels_name(reference, opt.isa) : "cuda");
         json_int(&j, "batch", batch);
         json_int(&j, "threads", dcz_model_threads(m));
         json_int(&j, "warmup", warmup);
@@ -141,7 +144,7 @@ int cmd_bench(verb_ctx *v)
     } else {
         FILE *f = cli_report(v);
         fprintf(f, "%s: %zu bytes, %s, %s (%s kernels), batch %d, %d warm-up + %d timed runs\n",
-                v->pos[0], len, scheme, device, strcmp(device, "gpu") ? cli_kernels_name(reference) : "CUDA",
+                v->pos[0], len, scheme, device, strcmp(device, "gpu") ? cli_kernels_name(reference, opt.isa) : "CUDA",
                 batch, warmup, runs);
         fprintf(f, "load    %10.1f us (median of %d, Huffman decoding included)\n",
                 quantile(load_us, (size_t)loads, 0.5), loads);

@@ -18,14 +18,16 @@
 
 int cmd_eval(verb_ctx *v)
 {
+    const char *isa = NULL;
     int fp32 = 0;
     double max_work = 0;
     const opt_spec specs[] = {
         { "fp32", 0, OPT_FLAG, &fp32, "run a calibrated model in floating point (ignore its table)" },
         MAX_WORK_SPEC(max_work),
+        ISA_SPEC(isa),
         { NULL, 0, OPT_FLAG, NULL, NULL }
     };
-    v->usage = "dcz eval FILE --data DATA [--fp32] [--json]";
+    v->usage = "dcz eval FILE --data DATA [--fp32] [--isa LEVEL] [--json]";
     v->summary = "Top-1 accuracy of FILE on the test split of DATA, computed by libdcz\n"
                  "(the runtime that ships), whatever stage wrote FILE. A calibrated FILE runs\n"
                  "on integers, as it would on a device.";
@@ -36,6 +38,7 @@ int cmd_eval(verb_ctx *v)
     dcz_options opt;
     if ((rc = cli_runtime_options(v, &opt)) != -1) return rc;
     if ((rc = cli_max_work(v, max_work, &opt)) != -1) return rc;
+    if ((rc = cli_isa(v, isa, &opt)) != -1) return rc;
     if (fp32) opt.precision = DCZ_PRECISION_FP32;
     uint8_t *buf;
     size_t len;
@@ -221,10 +224,10 @@ static void measure_layer(const dcz_doc_layer *l, layer_info *li)
 
 /* The kernel libdcz runs each weighted layer with, and why, as it loads
  * the file here. */
-static void describe_kernels(const uint8_t *buf, size_t len, const dcz_doc *d, layer_info *li)
+static void describe_kernels(const uint8_t *buf, size_t len, const dcz_options *cap, const dcz_doc *d,
+                             layer_info *li)
 {
-    dcz_options opt;
-    dcz_options_init(&opt);
+    dcz_options opt = *cap;
     opt.device = DCZ_DEVICE_CPU;
     dcz_model *m = NULL;
     const dcz_status s = dcz_open_memory(buf, len, &opt, &m);
@@ -249,14 +252,22 @@ static void describe_kernels(const uint8_t *buf, size_t len, const dcz_doc *d, l
 
 int cmd_info(verb_ctx *v)
 {
-    v->usage = "dcz info FILE [--json]";
+    const char *isa = NULL;
+    const opt_spec specs[] = {
+        ISA_SPEC(isa),
+        { NULL, 0, OPT_FLAG, NULL, NULL }
+    };
+    v->usage = "dcz info FILE [--isa LEVEL] [--json]";
     v->summary = "Per-layer table (shape, density, encoding, bytes, bits per weight for the\n"
                  "codebook-index and relative-position streams before and after Huffman coding\n"
                  "with their entropy, and the kernel the runtime uses), then the size and\n"
                  "accuracy of every stage recorded in FILE.";
     v->skip = CLI_NO_OUT | CLI_NO_DATA | CLI_NO_SEED;
-    int rc = cli_parse(v, NULL, 1, 1);
+    int rc = cli_parse(v, specs, 1, 1);
     if (rc != -1) return rc;
+    dcz_options kopt;   /* the kernels described: the CPU's, as capped */
+    dcz_options_init(&kopt);
+    if ((rc = cli_isa(v, isa, &kopt)) != -1) return rc;
     dcz_doc *d;
     uint8_t *file;
     size_t file_len;
@@ -271,7 +282,7 @@ int cmd_info(verb_ctx *v)
     }
     for (uint32_t i = 0; i < d->nlayers; i++)
         if (has_weights(&d->layers[i])) measure_layer(&d->layers[i], &li[i]);
-    describe_kernels(file, file_len, d, li);
+    describe_kernels(file, file_len, &kopt, d, li);
     free(file);
     int nw = 8;   /* the name column */
     for (uint32_t i = 0; i < d->nlayers; i++)
@@ -651,7 +662,7 @@ static void top_k(const float *y, size_t n, int k, int *best)
 
 int cmd_run(verb_ctx *v)
 {
-    const char *input = NULL, *raw = NULL, *shape = NULL;
+    const char *input = NULL, *raw = NULL, *shape = NULL, *isa = NULL;
     int index = 0, count = 1, top = 3, resize = 0;
     double max_work = 0;
     const opt_spec specs[] = {
@@ -664,10 +675,11 @@ int cmd_run(verb_ctx *v)
         { "count", 0, OPT_INT, &count, "with --data: number of samples (default 1)" },
         { "top", 0, OPT_INT, &top, "classes shown per sample (default 3)" },
         MAX_WORK_SPEC(max_work),
+        ISA_SPEC(isa),
         { NULL, 0, OPT_FLAG, NULL, NULL }
     };
     v->usage = "dcz run FILE (IMAGE.png... [--resize] | --raw SAMPLES.f32 [--shape N,C,H,W] |\n"
-               "               --data DATA [--index I] [--count N]) [--top K] [-o OUT.f32]";
+               "               --data DATA [--index I] [--count N]) [--top K] [--isa LEVEL] [-o OUT.f32]";
     v->summary = "Runs FILE on samples and prints the top K classes of each with their scores.\n"
                  "Samples are one of:\n"
                  "  PNG images: gray or RGB, 8 or 16 bit, palette, alpha or transparency\n"
@@ -699,6 +711,7 @@ int cmd_run(verb_ctx *v)
     dcz_options opt;
     if ((rc = cli_runtime_options(v, &opt)) != -1) return rc;
     if ((rc = cli_max_work(v, max_work, &opt)) != -1) return rc;
+    if ((rc = cli_isa(v, isa, &opt)) != -1) return rc;
     for (int i = 1; i < v->npos; i++)
         if (strcmp(v->pos[i], "-") == 0 && strcmp(v->pos[0], "-") == 0) {
             cli_usage_error(v, "the model and the samples cannot both come from stdin");

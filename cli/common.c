@@ -772,6 +772,27 @@ int cli_max_work(const verb_ctx *v, double max_work, dcz_options *opt)
     return -1;
 }
 
+int cli_isa(const verb_ctx *v, const char *isa, dcz_options *opt)
+{
+    if (!isa) return -1;   /* not given: all there are */
+    if (dcz_isa_cap_parse(isa, &opt->isa) != DCZ_OK) {
+        cli_usage_error(v, "--isa must be native, scalar, avx2, avx512, avx512-vnni, avx512-vbmi or neon, not '%s'",
+                        isa);
+        return EXIT_USAGE;
+    }
+    char why[256];
+    if (dcz_isa_probe(opt->isa, why, sizeof why) != DCZ_OK) {
+        cli_error("%s: --isa %s; run 'dcz %s --isa native' (the default) or a level named there", v->verb, why,
+                  v->verb);
+        return EXIT_DEVICE;
+    }
+    if (opt->isa != DCZ_CAP_NATIVE && opt->device == DCZ_DEVICE_GPU) {
+        cli_usage_error(v, "--isa caps the CPU's kernels; it goes with --device cpu or auto, not gpu");
+        return EXIT_USAGE;
+    }
+    return -1;
+}
+
 int cli_not_dcz(const verb_ctx *v, const char *path, const uint8_t *buf, size_t len)
 {
     if (!dcz_onnx_sniff(buf, len)) return -1;
@@ -804,9 +825,10 @@ const char *cli_device_of(const verb_ctx *v, const dcz_model *m)
     return dcz_model_device(m) == DCZ_DEVICE_GPU ? "gpu" : "cpu";
 }
 
-const char *cli_kernels_name(int reference)
+const char *cli_kernels_name(int reference, dcz_isa_cap isa)
 {
     if (reference) return "reference";
+    if (isa != DCZ_CAP_NATIVE) return dcz_isa_cap_name(isa);
     if (dcz_isa_supported(DCZ_ISA_AVX512)) return "avx512+avx2";
     if (dcz_isa_supported(DCZ_ISA_AVX2)) return "avx2";
     if (dcz_isa_supported(DCZ_ISA_NEON)) return "neon";

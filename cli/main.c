@@ -48,7 +48,7 @@ int main(int argc, char **argv)
         char mpi[256], gpu[320];
         dcz_backend_describe(gpu, sizeof gpu);
         printf("dcz %s (.dcz format %d.%d; CPU runtime, %s kernels on this machine)\n%s\n%s\n",
-               DCZ_VERSION_STRING, DCZ_FMT_MAJOR, DCZ_FMT_MINOR, cli_kernels_name(0), gpu,
+               DCZ_VERSION_STRING, DCZ_FMT_MAJOR, DCZ_FMT_MINOR, cli_kernels_name(0, DCZ_CAP_NATIVE), gpu,
                dcz_dist_describe(mpi, sizeof mpi));
         return EXIT_OK;
     }

@@ -92,6 +92,36 @@ typedef enum dcz_precision {
     DCZ_PRECISION_FP32      /* floating point always (a calibration table is ignored) */
 } dcz_precision;
 
+/* The most of the CPU's instruction sets a model's kernels may use
+ * (dcz_options.isa), so that each variant can be run and compared on one
+ * machine; every level runs the same operators, only slower below the
+ * CPU's best. Levels above what the CPU has (or the build compiled, as in
+ * a scalar-only build) are refused at load with DCZ_ERR_DEVICE. */
+typedef enum dcz_isa_cap {
+    DCZ_CAP_NATIVE = 0,   /* all this CPU and build have (the default) */
+    DCZ_CAP_SCALAR,       /* no vector instructions: the scalar kernels */
+    DCZ_CAP_AVX2,         /* x86: AVX2 and FMA */
+    DCZ_CAP_AVX512,       /* x86: and AVX-512 F, BW, VL */
+    DCZ_CAP_AVX512_VNNI,  /* x86: and AVX-512 VNNI */
+    DCZ_CAP_AVX512_VBMI,  /* x86: and AVX-512 VBMI: every x86 kernel but AMX's */
+    DCZ_CAP_NEON,         /* 64-bit Arm: NEON */
+    DCZ_CAP_COUNT
+} dcz_isa_cap;
+
+/* The level's name as the CLI's --isa takes it ("native", "scalar",
+ * "avx2", "avx512", "avx512-vnni", "avx512-vbmi", "neon"); "?" for no
+ * level. */
+const char *dcz_isa_cap_name(dcz_isa_cap cap);
+
+/* The level named name into *out; DCZ_ERR_ARG for a name of none. */
+dcz_status dcz_isa_cap_parse(const char *name, dcz_isa_cap *out);
+
+/* DCZ_OK when models capped at cap run here: this build has the level's
+ * kernels and this CPU its instructions; else DCZ_ERR_DEVICE, and why
+ * (why_len bytes, may be NULL) says what is missing and lists what this
+ * machine has. */
+dcz_status dcz_isa_probe(dcz_isa_cap cap, char *why, size_t why_len);
+
 typedef struct dcz_options {
     dcz_device device;
     int threads;          /* heap models: threads a large sparse fully connected layer
@@ -111,6 +141,9 @@ typedef struct dcz_options {
                              above it is refused at load with DCZ_ERR_LIMIT, so a
                              program that loads untrusted models is not stalled.
                              0 means DCZ_DEFAULT_MAX_WORK; UINT64_MAX: no bound. */
+    dcz_isa_cap isa;      /* CPU kernels: the most of the instruction sets they may
+                             use (DCZ_CAP_NATIVE, 0: all there are). A capped model
+                             runs on the CPU: AUTO takes it, GPU is DCZ_ERR_ARG. */
 } dcz_options;
 
 /* 2^36, about 69 G multiply-adds: four times VGG-16 at 224 x 224. */

@@ -81,9 +81,8 @@ uint32_t dcz_model_layer_count(const dcz_model *m) { return m ? m->nlayers : 0; 
 
 uint32_t dcz_model_threads(const dcz_model *m) { return m && m->pool ? m->threads : 1; }
 
-dcz_status dcz_describe_layer(const dcz_model *m, uint32_t layer, dcz_layer_desc *k)
+static dcz_status describe_viewed(const dcz_model *m, uint32_t layer, dcz_layer_desc *k)
 {
-    if (!m || !k || layer >= m->nlayers) return DCZ_ERR_ARG;
     const dcz_exec_layer *l = &m->layers[layer];
     const dcz_op_info *o = dcz_op_get(l->op);
     k->op = l->op;
@@ -249,4 +248,14 @@ dcz_status dcz_describe_layer(const dcz_model *m, uint32_t layer, dcz_layer_desc
         snprintf(k->why + used, sizeof k->why - used, "; then %s", act);
     }
     return DCZ_OK;
+}
+
+/* described as the model runs: under its view of the CPU (cpu/isa.h) */
+dcz_status dcz_describe_layer(const dcz_model *m, uint32_t layer, dcz_layer_desc *k)
+{
+    if (!m || !k || layer >= m->nlayers) return DCZ_ERR_ARG;
+    const dcz_cpu *was = dcz_cpu_enter(&m->cpu);
+    const dcz_status s = describe_viewed(m, layer, k);
+    dcz_cpu_leave(was);
+    return s;
 }

@@ -777,6 +777,8 @@ static size_t take_at(arena *a, uint64_t bytes)
 static dcz_status check_options(const dcz_options *opt, dcz_options *o)
 {
     if (opt) *o = *opt; else dcz_options_init(o);
+    /* a cap is of the CPU's kernels */
+    if ((unsigned)o->isa >= DCZ_CAP_COUNT || (o->isa && o->device == DCZ_DEVICE_GPU)) return DCZ_ERR_ARG;
     if (o->device != DCZ_DEVICE_AUTO && o->device != DCZ_DEVICE_CPU && o->device != DCZ_DEVICE_GPU)
         return DCZ_ERR_ARG;
 #ifndef DCZ_CUDA
@@ -863,6 +865,7 @@ static dcz_status fill(const dcz_container *c, const dcz_options *o, int in_plac
     /* sparse tensors take their bound while sizing, their entries here */
     if (ld.a.used > L->walk) return DCZ_ERR_INTERNAL;
     m->opt = *o;
+    m->cpu = *dcz_cpu_features();   /* the view the load took (with_view) */
     *out = m;
     return DCZ_OK;
 }
@@ -876,7 +879,7 @@ static int want_forms(const dcz_options *o)
     const int lanes = lr == DCZ_LANE_ROWS ? DCZ_FORM_LANES : lr == DCZ_LANE8_ROWS ? DCZ_FORM_LANES8 : 0;
     return lanes | (dcz_gemm_f32_variant() ? DCZ_FORM_DENSE : 0) |
            (dcz_conv2d_shift_variant() ? DCZ_FORM_SHIFT : 0) |
-           (dcz_qshift_variant() && dcz_amx_ready() ? DCZ_FORM_AMX : 0) |
+           (dcz_qshift_variant() && dcz_cpu_features()->amx && dcz_amx_ready() ? DCZ_FORM_AMX : 0) |
            (dcz_wino_vector() && dcz_gemm_f32_variant() ? DCZ_FORM_WINO : 0);
 }
 
@@ -933,8 +936,9 @@ dcz_status dcz_device_probe(dcz_device device, char *why, size_t why_len)
 static dcz_status place(dcz_model *m, const dcz_options *o)
 {
 #ifdef DCZ_CUDA
-    /* the reference kernels are the CPU's */
-    if (o->device == DCZ_DEVICE_CPU || (o->device == DCZ_DEVICE_AUTO && o->force_reference)) return DCZ_OK;
+    /* the reference kernels and capped ones are the CPU's */
+    if (o->device == DCZ_DEVICE_CPU || (o->device == DCZ_DEVICE_AUTO && (o->force_reference || o->isa)))
+        return DCZ_OK;
     char why[160];
     dcz_status s = dcz_gpu_probe(why, sizeof why);
     if (s == DCZ_OK) {
@@ -954,8 +958,7 @@ static dcz_status place(dcz_model *m, const dcz_options *o)
     return DCZ_OK;
 }
 
-dcz_status dcz_open_memory(const void *buf, size_t len, const dcz_options *opt,
-                           dcz_model **out)
+static dcz_status open_memory_viewed(const void *buf, size_t len, const dcz_options *opt, dcz_model **out)
 {
     dcz_container c;
     dcz_options o;
@@ -984,7 +987,7 @@ dcz_status dcz_open_memory(const void *buf, size_t len, const dcz_options *opt,
     return DCZ_OK;
 }
 
-dcz_status dcz_plan(const void *buf, size_t len, const dcz_options *opt, size_t *arena_bytes)
+static dcz_status plan_viewed(const void *buf, size_t len, const dcz_options *opt, size_t *arena_bytes)
 {
     dcz_container c;
     dcz_options o;
@@ -1009,8 +1012,8 @@ dcz_status dcz_plan(const void *buf, size_t len, const dcz_options *opt, size_t 
     return DCZ_OK;
 }
 
-dcz_status dcz_open_static(const void *buf, size_t len, void *arena_mem, size_t arena_bytes,
-                           const dcz_options *opt, dcz_model **out)
+static dcz_status open_static_viewed(const void *buf, size_t len, void *arena_mem, size_t arena_bytes,
+                                     const dcz_options *opt, dcz_model **out)
 {
     dcz_container c;
     dcz_options o;
@@ -1047,6 +1050,50 @@ dcz_status dcz_open_static(const void *buf, size_t len, void *arena_mem, size_t 
     m->act_batch = o.max_batch;
     *out = m;
     return DCZ_OK;
+}
+
+/* The public loaders run under the view of the CPU their options cap
+ * (cpu/isa.h): the plan chooses among the kernels the model may run, and
+ * the model keeps that view for its runs (fill). */
+static dcz_status enter_view(const dcz_options *opt, dcz_cpu *cpu, const dcz_cpu **was)
+{
+    TRY(dcz_cpu_capped(opt ? opt->isa : DCZ_CAP_NATIVE, cpu, NULL, 0));
+    *was = dcz_cpu_enter(cpu);
+    return DCZ_OK;
+}
+
+dcz_status dcz_open_memory(const void *buf, size_t len, const dcz_options *opt, dcz_model **out)
+{
+    dcz_cpu cpu;
+    const dcz_cpu *was;
+    if (out) *out = NULL;
+    TRY(enter_view(opt, &cpu, &was));
+    const dcz_status s = open_memory_viewed(buf, len, opt, out);
+    dcz_cpu_leave(was);
+    return s;
+}
+
+dcz_status dcz_plan(const void *buf, size_t len, const dcz_options *opt, size_t *arena_bytes)
+{
+    dcz_cpu cpu;
+    const dcz_cpu *was;
+    if (arena_bytes) *arena_bytes = 0;
+    TRY(enter_view(opt, &cpu, &was));
+    const dcz_status s = plan_viewed(buf, len, opt, arena_bytes);
+    dcz_cpu_leave(was);
+    return s;
+}
+
+dcz_status dcz_open_static(const void *buf, size_t len, void *arena_mem, size_t arena_bytes,
+                           const dcz_options *opt, dcz_model **out)
+{
+    dcz_cpu cpu;
+    const dcz_cpu *was;
+    if (out) *out = NULL;
+    TRY(enter_view(opt, &cpu, &was));
+    const dcz_status s = open_static_viewed(buf, len, arena_mem, arena_bytes, opt, out);
+    dcz_cpu_leave(was);
+    return s;
 }
 
 void dcz_close(dcz_model *m)

@@ -458,6 +458,8 @@ typedef struct dcz_gpu dcz_gpu;
 
 struct dcz_model {
     dcz_options opt;
+    dcz_cpu cpu;              /* the CPU's features less those above opt.isa: the
+                                 view its load and runs take (cpu/isa.h) */
     uint32_t threads;         /* column-form blocks and spmm scratch tiles; 1 for static models */
     dcz_pool *pool;           /* threads - 1 workers when a layer is worth splitting, or NULL */
     uint32_t in_rank, in_dims[DCZ_MAX_RANK];

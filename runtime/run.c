@@ -756,10 +756,12 @@ dcz_status dcz_run_tapped(dcz_model *m, const float *input, size_t batch, float 
     }
     m->keep_acc = tap != NULL;
     m->fuse = tap == NULL && !m->opt.force_reference;
+    const dcz_cpu *was = dcz_cpu_enter(&m->cpu);
     for (size_t done = 0; done < batch; done += chunk) {
         const size_t n = batch - done < chunk ? batch - done : chunk;
         run_batch(m, input + done * m->in_size, n, output + done * m->out_size, tap, ctx, deq);
     }
+    dcz_cpu_leave(was);
     m->keep_acc = 0;
     m->fuse = 0;
     if (deq) free(deq); /* a static model calls no allocator at all */

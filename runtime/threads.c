@@ -54,6 +54,7 @@ struct dcz_pool {
     int stop;
     dcz_task_fn fn;
     void *ctx;
+    const dcz_cpu *view;   /* the CPU as the job's caller sees it (cpu/isa.h) */
     struct worker { dcz_pool *p; uint32_t part; pthread_t tid; } w[];   /* threads of them */
 };
 
@@ -76,6 +77,7 @@ static void *worker(void *argp)
         seen = p->gen;
         dcz_task_fn fn = p->fn;
         void *ctx = p->ctx;
+        dcz_cpu_view = p->view;   /* the job's parts choose their variants alike */
         pthread_mutex_unlock(&p->mu);
         fn(ctx, w->part);
         if (__atomic_sub_fetch(&p->pending, 1, __ATOMIC_ACQ_REL) == 0) {
@@ -130,6 +132,7 @@ void dcz_pool_run(dcz_pool *p, dcz_task_fn fn, void *ctx)
     pthread_mutex_lock(&p->mu);
     p->fn = fn;
     p->ctx = ctx;
+    p->view = dcz_cpu_view;
     __atomic_store_n(&p->pending, p->threads - 1, __ATOMIC_RELAXED);
     __atomic_store_n(&p->gen, p->gen + 1, __ATOMIC_RELEASE);
     pthread_cond_broadcast(&p->go);

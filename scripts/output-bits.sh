@@ -23,6 +23,8 @@ if [ "${1:-}" = --at ]; then
     trap 'rm -rf "$tmp"' EXIT
     git -C "$top" worktree add -q --detach "$tmp/src" "$rev"
     cp "$top/bench/outbits.c" "$tmp/src/bench/outbits.c"   # the same tool at both commits
+    # (a commit before the instruction-set cap builds it without OUTBITS_ISA)
+    grep -q dcz_isa_cap "$tmp/src/include/dcz.h" || sed -i '1i #define OUTBITS_NO_ISA 1' "$tmp/src/bench/outbits.c"
     cp "$top/scripts/output-bits.sh" "$tmp/src/scripts/output-bits.sh"
     cp "$top/config.mk" "$tmp/src/" 2>/dev/null || true
     status=0

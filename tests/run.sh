@@ -7,7 +7,8 @@
 # test each (exit 0 = pass); the integer kernels' proof of holding no
 # floating point is one more (two checks), the source tree's include rules
 # one more (tests/layout.sh), the minimal build's outputs one more
-# (tests/scalar.sh); the runtime tests built for
+# (tests/scalar.sh), the instruction-set cap one more (tests/isa.sh); the
+# runtime tests built for
 # 64-bit Arm run under qemu-user as one more group. A program that crashes
 # counts as one failure.
 set -u
@@ -84,6 +85,10 @@ make --no-print-directory test-aarch64 > "$out" 2>&1; tally "runtime tests on aa
 # one, model by model (make test-scalar: tests/scalar.sh).
 out=$log/scalar.out
 make --no-print-directory test-scalar > "$out" 2>&1; tally "the scalar build's outputs" $? "$out"
+# The cap on instruction sets (--isa) against qemu-user's CPU models, and on
+# every level this CPU has (tests/isa.sh; needs the outbits test-scalar built).
+out=$log/isa.out
+bash tests/isa.sh > "$out" 2>&1; tally "the instruction-set cap" $? "$out"
 for s in tests/cli/*.sh; do
     [ -f "$s" ] || continue
     n=$(basename "$s" .sh); out=$log/cli_$n.out

@@ -1,16 +1,22 @@
-/* dcz_cpu_probed.c: the CPU's features, probed once for every kernel's choice
- * (cpu/isa.h). The one place libdcz asks the CPU what it has.
+/* features.c: the CPU's features, probed once for every kernel's choice
+ * (cpu/isa.h), and the caps on them a model's options ask for
+ * (dcz_options.isa). The one place libdcz asks the CPU what it has.
  *
  * Checked by tests/unit/test_simd.c and the kernel tests, whose variants
- * run where these say the CPU has them.
+ * run where these say the CPU has them, and by tests/unit/test_isa.c: every
+ * level this machine has, on the test models, against the references.
  */
 #include <pthread.h>
+#include <stdio.h>
+#include <string.h>
 
 #include "runtime/cpu/isa.h"
 
 /* written once, by probe, before probed is set: every later read sees the
  * same values */
 dcz_cpu dcz_cpu_probed;
+/* the calling thread's view (cpu/isa.h); NULL: dcz_cpu_probed */
+__thread const dcz_cpu *dcz_cpu_view;
 static pthread_once_t once = PTHREAD_ONCE_INIT;
 
 static void probe(void)
@@ -25,6 +31,7 @@ static void probe(void)
     dcz_cpu_probed.avx512vnni = __builtin_cpu_supports("avx512vnni") != 0;
     dcz_cpu_probed.avx512vbmi = __builtin_cpu_supports("avx512vbmi") != 0;
     dcz_cpu_probed.amd = __builtin_cpu_is("amd") != 0;
+    dcz_cpu_probed.amx = 1;   /* whether the CPU has it: dcz_amx_ready */
 #endif
 #if DCZ_BUILD_NEON
     dcz_cpu_probed.neon = 1;
@@ -35,4 +42,100 @@ static void probe(void)
 void dcz_cpu_probe(void)
 {
     pthread_once(&once, probe);
+}
+
+const dcz_cpu *dcz_cpu_enter(const dcz_cpu *c)
+{
+    const dcz_cpu *was = dcz_cpu_view;
+    dcz_cpu_view = c;
+    return was;
+}
+
+void dcz_cpu_leave(const dcz_cpu *was) { dcz_cpu_view = was; }
+
+static const char *const cap_names[DCZ_CAP_COUNT] = {
+    [DCZ_CAP_NATIVE] = "native", [DCZ_CAP_SCALAR] = "scalar", [DCZ_CAP_AVX2] = "avx2",
+    [DCZ_CAP_AVX512] = "avx512", [DCZ_CAP_AVX512_VNNI] = "avx512-vnni",
+    [DCZ_CAP_AVX512_VBMI] = "avx512-vbmi", [DCZ_CAP_NEON] = "neon",
+};
+
+const char *dcz_isa_cap_name(dcz_isa_cap cap)
+{
+    return (unsigned)cap < DCZ_CAP_COUNT ? cap_names[cap] : "?";
+}
+
+dcz_status dcz_isa_cap_parse(const char *name, dcz_isa_cap *out)
+{
+    for (int c = 0; name && c < DCZ_CAP_COUNT; c++)
+        if (strcmp(name, cap_names[c]) == 0) {
+            *out = (dcz_isa_cap)c;
+            return DCZ_OK;
+        }
+    return DCZ_ERR_ARG;
+}
+
+/* The names of the features c has, space-separated, into buf. */
+static void feature_list(const dcz_cpu *c, char *buf, size_t len)
+{
+    const struct { unsigned char on; const char *name; } f[] = {
+        { c->avx2, "avx2" }, { c->fma, "fma" }, { c->avx512f, "avx512f" }, { c->avx512bw, "avx512bw" },
+        { c->avx512vl, "avx512vl" }, { c->avx512vnni, "avx512-vnni" }, { c->avx512vbmi, "avx512-vbmi" },
+        { c->neon, "neon" },
+    };
+    size_t at = 0;
+    buf[0] = '\0';
+    for (size_t i = 0; i < sizeof f / sizeof *f; i++)
+        if (f[i].on && at < len) at += (size_t)snprintf(buf + at, len - at, "%s%s", at ? " " : "", f[i].name);
+    if (!at) snprintf(buf, len, "none (scalar kernels only)");
+}
+
+dcz_status dcz_cpu_capped(dcz_isa_cap cap, dcz_cpu *out, char *why, size_t why_len)
+{
+    if (why && why_len) why[0] = '\0';
+    if ((unsigned)cap >= DCZ_CAP_COUNT) return DCZ_ERR_ARG;
+    dcz_cpu_probe();
+    dcz_cpu c = dcz_cpu_probed;   /* a cap is of the CPU, never of another cap */
+    const int x86 = cap >= DCZ_CAP_AVX2 && cap <= DCZ_CAP_AVX512_VBMI;
+    /* what the level needs */
+    const dcz_cpu need = {
+        .avx2 = x86, .fma = x86,
+        .avx512f = cap >= DCZ_CAP_AVX512 && x86, .avx512bw = cap >= DCZ_CAP_AVX512 && x86,
+        .avx512vl = cap >= DCZ_CAP_AVX512 && x86, .avx512vnni = cap >= DCZ_CAP_AVX512_VNNI && x86,
+        .avx512vbmi = cap == DCZ_CAP_AVX512_VBMI, .neon = cap == DCZ_CAP_NEON,
+    };
+    const dcz_cpu lack = {
+        .avx2 = need.avx2 && !c.avx2, .fma = need.fma && !c.fma, .avx512f = need.avx512f && !c.avx512f,
+        .avx512bw = need.avx512bw && !c.avx512bw, .avx512vl = need.avx512vl && !c.avx512vl,
+        .avx512vnni = need.avx512vnni && !c.avx512vnni, .avx512vbmi = need.avx512vbmi && !c.avx512vbmi,
+        .neon = need.neon && !c.neon,
+    };
+    if (lack.avx2 || lack.fma || lack.avx512f || lack.avx512bw || lack.avx512vl || lack.avx512vnni ||
+        lack.avx512vbmi || lack.neon) {
+        if (why && why_len) {
+            char has[160], lacks[160];
+            feature_list(&c, has, sizeof has);
+            feature_list(&lack, lacks, sizeof lacks);
+            if (!DCZ_BUILD_X86 && !DCZ_BUILD_NEON)
+                snprintf(why, why_len, "%s: this build of libdcz has no vector kernels (ISA=scalar); "
+                                       "it runs scalar only", cap_names[cap]);
+            else
+                snprintf(why, why_len, "%s needs %s, which this CPU or build lacks; it has: %s",
+                         cap_names[cap], lacks, has);
+        }
+        return DCZ_ERR_DEVICE;
+    }
+    if (cap != DCZ_CAP_NATIVE) {
+        c.avx2 &= need.avx2, c.fma &= need.fma, c.avx512f &= need.avx512f, c.avx512bw &= need.avx512bw;
+        c.avx512vl &= need.avx512vl, c.avx512vnni &= need.avx512vnni, c.avx512vbmi &= need.avx512vbmi;
+        c.neon &= need.neon;
+        c.amx = 0;
+    }
+    *out = c;
+    return DCZ_OK;
+}
+
+dcz_status dcz_isa_probe(dcz_isa_cap cap, char *why, size_t why_len)
+{
+    dcz_cpu c;
+    return dcz_cpu_capped(cap, &c, why, why_len);
 }

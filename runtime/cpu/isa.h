@@ -11,6 +11,10 @@
 #ifndef DCZ_RUNTIME_CPU_ISA_H
 #define DCZ_RUNTIME_CPU_ISA_H
 
+#include <stddef.h>
+
+#include "dcz.h"
+
 #if (defined(__x86_64__) || defined(__i386__)) && !defined(DCZ_SCALAR)
 #define DCZ_BUILD_X86 1
 #else
@@ -26,21 +30,45 @@
  * first call; threads may race to it) and read by every choice between
  * variants: nonzero where the build has kernels for the feature and the
  * CPU has it (all zero in a scalar build). AMX, which the kernel must also
- * grant, is asked apart (dcz_amx_ready). Read on every kernel call, so the
- * read is one load once probed (features.c fills it under pthread_once and
- * sets probed last). */
+ * grant, is asked apart (dcz_amx_ready) where amx allows it. Read on every
+ * kernel call, so the read is one load once probed (features.c fills it
+ * under pthread_once and sets probed last).
+ *
+ * A model whose options cap the instruction sets (dcz_options.isa) keeps
+ * the probed features less those above the cap (dcz_cpu_capped) in its
+ * own copy, and its load and runs read that copy: dcz_cpu_enter makes it
+ * the calling thread's view until dcz_cpu_leave, and the thread pool hands
+ * the view of the thread that runs a job to the workers that share it
+ * (threads.c). Everything under them asks dcz_cpu_features(). */
 typedef struct dcz_cpu {
     unsigned char avx2, fma, avx512f, avx512bw, avx512vl, avx512vnni, avx512vbmi;
+    unsigned char amx;      /* AMX may be asked for (dcz_amx_ready): no cap below it */
     unsigned char neon;
     unsigned char amd;      /* the vendor, where a cost rule differs by it */
     unsigned char probed;
 } dcz_cpu;
 extern dcz_cpu dcz_cpu_probed;
+extern __thread const dcz_cpu *dcz_cpu_view;
 void dcz_cpu_probe(void);
 static inline const dcz_cpu *dcz_cpu_features(void)
 {
+    const dcz_cpu *v = dcz_cpu_view;
+    if (v) return v;
     if (!__atomic_load_n(&dcz_cpu_probed.probed, __ATOMIC_ACQUIRE)) dcz_cpu_probe();
     return &dcz_cpu_probed;
 }
+
+/* The probed features less those above cap, in *out; DCZ_ERR_DEVICE, with
+ * why (may be NULL) saying what this CPU or build lacks, when cap names an
+ * instruction set the kernels could not use here; DCZ_ERR_ARG for a value
+ * that is no dcz_isa_cap. */
+dcz_status dcz_cpu_capped(dcz_isa_cap cap, dcz_cpu *out, char *why, size_t why_len);
+
+/* Makes c the calling thread's view of the CPU (NULL: the probed one) and
+ * returns the view it replaces, for dcz_cpu_leave; c must outlive the view
+ * (functions, not inline: a view taken and left within one call is
+ * correct, but a compiler that sees the local address stored warns). */
+const dcz_cpu *dcz_cpu_enter(const dcz_cpu *c);
+void dcz_cpu_leave(const dcz_cpu *was);
 
 #endif /* DCZ_RUNTIME_CPU_ISA_H */

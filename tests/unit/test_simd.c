@@ -591,6 +591,44 @@ static void test_threads(void)
     CHECK(dcz_pool_start(1, &(dcz_pool *){ NULL }) == DCZ_ERR_ARG, "a pool of one is refused");
 }
 
+/* The view of the CPU a job's caller has (a model's cap, cpu/isa.h) is the
+ * one every part of the job reads, on the workers too; and a cap leaves
+ * out what is above it. */
+typedef struct view_job {
+    const dcz_cpu *seen[4];
+} view_job;
+
+static void view_part(void *ctx, uint32_t t)
+{
+    ((view_job *)ctx)->seen[t] = dcz_cpu_features();
+}
+
+static void test_cpu_view(void)
+{
+    dcz_cpu scalar, avx2;
+    REQUIRE(dcz_cpu_capped(DCZ_CAP_SCALAR, &scalar, NULL, 0) == DCZ_OK, "the scalar level is everywhere");
+    CHECK(!scalar.avx2 && !scalar.fma && !scalar.avx512f && !scalar.neon && !scalar.amx && scalar.probed,
+          "scalar: no vector feature left");
+    char why[256];
+    if (dcz_cpu_capped(DCZ_CAP_AVX2, &avx2, why, sizeof why) == DCZ_OK)
+        CHECK(avx2.avx2 && avx2.fma && !avx2.avx512f && !avx2.avx512vnni && !avx2.amx, "avx2: AVX2 and FMA alone");
+    else
+        CHECK(strstr(why, "avx2 needs avx2") != NULL, "a CPU without AVX2 says so: %s", why);
+    CHECK(dcz_cpu_capped(DCZ_CAP_COUNT, &avx2, NULL, 0) == DCZ_ERR_ARG, "no such level");
+    dcz_pool *pool;
+    REQUIRE(dcz_pool_start(4, &pool) == DCZ_OK, "pool of 4");
+    for (int round = 0; round < 3; round++) {
+        view_job j = { { NULL } };
+        const dcz_cpu *was = round == 1 ? dcz_cpu_enter(&scalar) : NULL;
+        dcz_pool_run(pool, view_part, &j);
+        const dcz_cpu *want = round == 1 ? &scalar : &dcz_cpu_probed;
+        if (round == 1) dcz_cpu_leave(was);
+        for (int t = 0; t < 4; t++)
+            CHECK(j.seen[t] == want, "round %d, part %d: %s view", round, t, round == 1 ? "the caller's" : "the probed");
+    }
+    dcz_pool_stop(pool);
+}
+
 /* ---- dense fp32 layers ---------------------------------------------------------- */
 
 typedef int (*dense_fn)(dcz_isa isa, const float *w, const float *bias, const float *x, size_t batch, uint32_t in,
@@ -928,6 +966,7 @@ int main(void)
     RUN(test_spmv_pick);
     RUN(test_declines);
     RUN(test_threads);
+    RUN(test_cpu_view);
     RUN(test_dense);
     RUN(test_gemm);
     RUN(test_im2col_k);

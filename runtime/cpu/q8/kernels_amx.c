@@ -108,10 +108,7 @@
  * the reference (dcz_qconv2d_direct_ref) and the vector kernel, bit for
  * bit, with the requantization, the fused activation and the fused pool.
  */
-#include "runtime/cpu/isa.h"
-#if DCZ_BUILD_X86
 #define _GNU_SOURCE 1   /* syscall() */
-#endif
 #include <stdint.h>
 #include <string.h>
 
