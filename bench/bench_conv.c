@@ -30,6 +30,8 @@
 #include <string.h>
 
 #include "bench/bench.h"
+#include "runtime/cpu/f32/conv.h"
+#include "runtime/cpu/f32/shift.h"
 #include "runtime/model.h"
 #include "train/train.h"
 

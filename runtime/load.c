@@ -30,6 +30,16 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "runtime/cpu/f32/conv.h"
+#include "runtime/cpu/f32/gemm.h"
+#include "runtime/cpu/f32/lanes.h"
+#include "runtime/cpu/f32/shift.h"
+#include "runtime/cpu/f32/sparse.h"
+#include "runtime/cpu/f32/wino.h"
+#include "runtime/cpu/q8/qconv.h"
+#include "runtime/cpu/q8/qlanes.h"
+#include "runtime/cpu/q8/qshift.h"
+#include "runtime/cpu/q8/qspmm.h"
 #include "runtime/model.h"
 #ifdef DCZ_CUDA
 #include "runtime/cuda/gpu.h"

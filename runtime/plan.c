@@ -13,6 +13,12 @@
  */
 #include "runtime/plan.h"
 
+#include "runtime/cpu/f32/conv.h"
+#include "runtime/cpu/f32/gemm.h"
+#include "runtime/cpu/f32/shift.h"
+#include "runtime/cpu/f32/wino.h"
+#include "runtime/cpu/q8/qconv.h"
+#include "runtime/cpu/q8/qshift.h"
 #include "runtime/cuda/gpu.h"
 #include "runtime/model.h"
 

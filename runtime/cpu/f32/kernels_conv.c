@@ -49,6 +49,9 @@
 #include <math.h>
 #include <string.h>
 
+#include "runtime/cpu/f32/conv.h"
+#include "runtime/cpu/f32/gemm.h"
+#include "runtime/cpu/f32/sparse.h"
 #include "runtime/model.h"
 
 #if DCZ_BUILD_X86

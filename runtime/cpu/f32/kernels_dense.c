@@ -27,6 +27,7 @@
  */
 #include <math.h>
 
+#include "runtime/cpu/f32/dense.h"
 #include "runtime/model.h"
 
 #if DCZ_BUILD_X86

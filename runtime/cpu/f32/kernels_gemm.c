@@ -32,6 +32,7 @@
 #include <math.h>
 #include <string.h>
 
+#include "runtime/cpu/f32/gemm.h"
 #include "runtime/model.h"
 
 #if DCZ_BUILD_X86

@@ -70,6 +70,7 @@
 #include <stdint.h>
 #include <string.h>
 
+#include "runtime/cpu/f32/lanes.h"
 #include "runtime/model.h"
 
 #if DCZ_BUILD_X86

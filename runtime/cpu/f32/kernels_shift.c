@@ -75,6 +75,10 @@
 #include <math.h>
 #include <string.h>
 
+#include "runtime/cpu/f32/conv.h"
+#include "runtime/cpu/f32/elem.h"
+#include "runtime/cpu/f32/gemm.h"
+#include "runtime/cpu/f32/shift.h"
 #include "runtime/model.h"
 
 #if DCZ_BUILD_X86

@@ -44,6 +44,9 @@
  */
 #include <string.h>
 
+#include "runtime/cpu/f32/elem.h"
+#include "runtime/cpu/f32/lanes.h"
+#include "runtime/cpu/f32/sparse.h"
 #include "runtime/model.h"
 
 #if DCZ_BUILD_X86

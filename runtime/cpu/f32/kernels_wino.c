@@ -44,6 +44,8 @@
  */
 #include <string.h>
 
+#include "runtime/cpu/f32/gemm.h"
+#include "runtime/cpu/f32/wino.h"
 #include "runtime/model.h"
 
 #if DCZ_BUILD_X86

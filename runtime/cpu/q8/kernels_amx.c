@@ -115,6 +115,7 @@
 #include <stdint.h>
 #include <string.h>
 
+#include "runtime/cpu/q8/qshift.h"
 #include "runtime/model.h"
 
 #if DCZ_BUILD_X86

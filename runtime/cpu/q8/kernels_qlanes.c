@@ -52,6 +52,8 @@
 #include <stdint.h>
 #include <string.h>
 
+#include "runtime/cpu/f32/lanes.h"
+#include "runtime/cpu/q8/qlanes.h"
 #include "runtime/model.h"
 
 #if DCZ_BUILD_X86

@@ -9,6 +9,8 @@
  */
 #include <string.h>
 
+#include "runtime/cpu/f32/conv.h"
+#include "runtime/cpu/q8/qshift.h"
 #include "runtime/model.h"
 
 #if DCZ_BUILD_X86

@@ -19,6 +19,12 @@
 #include <stdint.h>
 #include <string.h>
 
+#include "runtime/cpu/f32/conv.h"
+#include "runtime/cpu/f32/gemm.h"
+#include "runtime/cpu/q8/qconv.h"
+#include "runtime/cpu/q8/qelem.h"
+#include "runtime/cpu/q8/qrequant.h"
+#include "runtime/cpu/q8/qspmm.h"
 #include "runtime/model.h"
 
 /* ---- rounding and requantization ------------------------------------------ */
