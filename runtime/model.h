@@ -354,7 +354,7 @@ struct dcz_model {
 };
 
 /* The instruction sets' family dcz_spmm dispatches to on this machine
- * (dcz_isa and dcz_isa_supported: tool.h). */
+ * (cpu/features.c; dcz_isa and dcz_isa_supported: tool.h). */
 dcz_isa dcz_isa_best(void);
 
 /* Memory of a model being loaded: sized by a walk with base NULL, then

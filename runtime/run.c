@@ -8,7 +8,7 @@
  * and the matrix-matrix kernel on small output planes (the choice and the
  * measurements behind it: kernels_conv.c). The sparse kernels read the
  * compressed execution form. They are the vectorized kernels of
- * kernels_simd.c and the others, or the references when the options force
+ * kernels_spmv.c, kernels_spmm.c and the others, or the references when the options force
  * them. The scratch of im2col, of the shift form and of dcz_spmm's tile is
  * sized and placed at load.
  *

@@ -1,5 +1,9 @@
-/* dcz_cpu_probed.c: the CPU's features, probed once for every kernel's choice
- * (cpu/isa.h). The one place libdcz asks the CPU what it has.
+/* features.c: the CPU's features, probed once for every kernel's choice
+ * (cpu/isa.h). The one place libdcz asks the CPU what it has; and from
+ * them, the instruction-set families this build and CPU run
+ * (dcz_isa_supported, tool.h) and the one the sparse matrix product and
+ * the other kernels of a single vector family dispatch to (dcz_isa_best,
+ * model.h).
  *
  * Checked by tests/unit/test_simd.c and the kernel tests, whose variants
  * run where these say the CPU has them.
@@ -7,6 +11,13 @@
 #include <pthread.h>
 
 #include "runtime/cpu/isa.h"
+#include "runtime/model.h"
+
+#if DCZ_BUILD_X86
+#define DCZ_X86 1
+#elif DCZ_BUILD_NEON
+#define DCZ_NEON 1
+#endif
 
 /* written once, by probe, before probed is set: every later read sees the
  * same values */
@@ -35,4 +46,31 @@ static void probe(void)
 void dcz_cpu_probe(void)
 {
     pthread_once(&once, probe);
+}
+
+int dcz_isa_supported(dcz_isa isa)
+{
+    switch (isa) {
+    case DCZ_ISA_REF:
+        return 1;
+#ifdef DCZ_X86
+    case DCZ_ISA_AVX2:
+        return dcz_cpu_features()->avx2 != 0;
+    case DCZ_ISA_AVX512:
+        return dcz_cpu_features()->avx512f != 0;
+#endif
+#ifdef DCZ_NEON
+    case DCZ_ISA_NEON:
+        return 1;
+#endif
+    default:
+        return 0;
+    }
+}
+
+dcz_isa dcz_isa_best(void)
+{
+    if (dcz_isa_supported(DCZ_ISA_AVX2)) return DCZ_ISA_AVX2;
+    if (dcz_isa_supported(DCZ_ISA_NEON)) return DCZ_ISA_NEON;
+    return DCZ_ISA_REF;
 }

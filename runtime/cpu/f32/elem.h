@@ -1,5 +1,5 @@
 /* elem.h: the float layers without weights that run element by element:
- * ReLU, Clip, Add (kernels_simd.c, in vectors, and their references in
+ * ReLU, Clip, Add (kernels_elem.c, in vectors, and their references in
  * cpu/ref/kernels_ref.c), the fused activation a kernel applies as it
  * stores (dcz_act_apply), and the scalar references of Mul, Concat and
  * Softmax.
@@ -17,7 +17,7 @@
 #include "runtime/tool.h"
 
 void dcz_relu_ref(float *x, size_t n);
-/* y (n) = ReLU of x (n), vectorized (kernels_simd.c), the reference's bits;
+/* y (n) = ReLU of x (n), vectorized (kernels_elem.c), the reference's bits;
  * y may be x. dcz_relu_isa: the variant of isa, 0 when missing. */
 void dcz_relu(const float *x, size_t n, float *y);
 int dcz_relu_isa(dcz_isa isa, const float *x, size_t n, float *y);

@@ -1,8 +1,8 @@
 /* sparse.h: the float sparse matrix kernels of fully connected layers on
  * model.h's execution form: the references (cpu/ref/kernels_ref.c), batch 1
- * by the column form and the batch product by tiles (kernels_simd.c, which
- * also picks between the column form and the lane forms of lanes.h), over
- * the worker threads or not.
+ * by the column form (kernels_spmv.c, which also picks between it and the
+ * lane forms of lanes.h) and the batch product by tiles (kernels_spmm.c),
+ * over the worker threads or not.
  *
  * Checked by tests/unit/test_simd.c: every variant this machine runs
  * against the references on an edge-case grid, bit for bit.
@@ -21,7 +21,7 @@ void dcz_spmv_ref(const dcz_sparse *s, const float *bias, const float *x, float 
 void dcz_spmm_ref(const dcz_sparse *s, const float *bias, const float *x, size_t batch,
                   float *y);
 
-/* ---- optimized matrix kernels (kernels_simd.c) ----------------------------
+/* ---- optimized matrix kernels (kernels_spmv.c, kernels_spmm.c) -------------
  * They compute what dcz_spmv_ref and dcz_spmm_ref compute, in the same
  * order (bias first, then each product w * x rounded and added in column
  * order), so they give the references' bits and a sample gives the same
@@ -114,5 +114,26 @@ uint64_t dcz_sparse_columns_bytes(uint32_t rows, uint32_t cols, uint32_t nnz, ui
 /* Builds s's column form in mem (dcz_sparse_columns_bytes bytes, 4-byte
  * aligned) from its row form. */
 void dcz_sparse_build_columns(dcz_sparse *s, uint32_t cblocks, void *mem);
+
+
+/* Chunks per thread of a call shared by threads: enough that a thread on a
+ * slower core takes fewer of them (bench/bench_spmv.c, the EIE layers on
+ * two threads). Both the batch-1 parts and the batch product's tiles are
+ * shared so. */
+#define DCZ_CHUNKS_PER_THREAD 8
+
+/* chunks of n items for `threads` threads: about DCZ_CHUNKS_PER_THREAD
+ * each, one when a single thread runs the call */
+static inline uint32_t dcz_share_chunks(uint32_t n, uint32_t threads)
+{
+    const uint32_t want = threads > 1 ? threads * DCZ_CHUNKS_PER_THREAD : 1;
+    return n < want ? (n ? n : 1) : want;
+}
+
+/* the next chunk of a call shared by threads (past the last: none left) */
+static inline uint32_t dcz_take_chunk(uint32_t *next)
+{
+    return __atomic_fetch_add(next, 1, __ATOMIC_RELAXED);
+}
 
 #endif /* DCZ_RUNTIME_CPU_F32_SPARSE_H */
