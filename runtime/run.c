@@ -3,7 +3,7 @@
  * in the places the loader planned from their lifetimes. Dense layers with sparse
  * weights use the matrix-vector kernel at batch 1 and the matrix-matrix
  * kernel above; float convolutions run on the shift form where it pays
- * (kernels_shift.c, dcz_conv2d_pick_shift), sparse ones otherwise on the
+ * (kernels_shift.c; shift_form.c, dcz_conv2d_pick_shift), sparse ones otherwise on the
  * dense product when dense enough, else the direct sparse kernel, or im2col
  * and the matrix-matrix kernel on small output planes (the choice and the
  * measurements behind it: kernels_conv.c). The sparse kernels read the

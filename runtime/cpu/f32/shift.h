@@ -49,7 +49,7 @@ int dcz_conv2d_shift_isa(dcz_isa isa, const dcz_conv_geom *g, const dcz_shift *f
 const char *dcz_conv2d_shift_variant(void);
 /* "rows", "plane" or "lanes" (channels in the lanes): the depthwise
  * kernel that runs g on the shift form f straight from the input
- * (kernels_shift.c), or NULL where the shift form itself runs it. */
+ * (shift_depthwise.c), or NULL where the shift form itself runs it. */
 const char *dcz_conv2d_shift_depthwise(const dcz_conv_geom *g, const dcz_shift *f);
 /* dcz_conv2d_shift on the best variant, then what the layers after it
  * leave to it: a residual res (NULL for none) added to every output, the
@@ -73,7 +73,47 @@ int dcz_conv2d_shift_res_fuses(const dcz_conv_geom *g, const dcz_shift *f);
  * plane as computed) take less time than the dense product's multiply-adds
  * of 16 lanes (over the plane in whole vectors, as it runs). The costs of
  * a tap and of a multiply-add are measured per instruction set
- * (kernels_shift.c, shift_costs). */
+ * (shift_form.c, shift_costs). */
 int dcz_conv2d_pick_shift(const dcz_conv_geom *g, uint64_t nnz);
+
+
+/* ---- between the family's files -------------------------------------------
+ * Not for callers: what kernels_shift.c's dispatch and the cost model of
+ * shift_form.c take from the other files of the family. */
+
+/* The instruction set dcz_conv2d_shift runs here (kernels_shift.c; the
+ * scalar reference: DCZ_ISA_REF), whose costs the cost model weighs. */
+dcz_isa dcz_shift_best(void);
+
+#if DCZ_BUILD_X86
+struct split_geom;
+
+/* xs = the split input of sample x by isa's vector split
+ * (shift_split_x86.c); 0 (nothing written) where isa has none for g. */
+int dcz_shift_split_vector(dcz_isa isa, const dcz_conv_geom *g, const struct split_geom *q, const float *x,
+                           float *xs);
+
+/* The depthwise kernels (shift_depthwise.c). */
+/* Which of the two AVX-512 depthwise kernels runs g on the shift form f
+ * (dcz_shift_dw_path): DCZ_SHIFT_DW_PLANE where the plane fits
+ * (dw_plane_fits), else DCZ_SHIFT_DW_ROWS, except at stride 1 over rows of
+ * 8 or fewer, where the shift form is faster; DCZ_SHIFT_DW_NONE for other
+ * convolutions. */
+enum { DCZ_SHIFT_DW_NONE, DCZ_SHIFT_DW_ROWS, DCZ_SHIFT_DW_PLANE };
+int dcz_shift_dw_path(const dcz_conv_geom *g, const dcz_shift *f);
+void dcz_shift_dw_plane__avx512(const dcz_conv_geom *g, const struct split_geom *q, const dcz_shift *f,
+                                const float *bias, const float *x, size_t batch, const dcz_act *act, float *y);
+void dcz_shift_dw_rows_run__avx512(const dcz_conv_geom *g, const struct split_geom *q, const dcz_shift *f,
+                                   const float *bias, const float *x, size_t batch, const dcz_act *act, float *y);
+/* whether the AVX2 rows kernel runs g on the shift form f (column stride 2) */
+int dcz_shift_dw_rows_avx2(const dcz_conv_geom *g, const dcz_shift *f);
+void dcz_shift_dw_rows_run__avx2(const dcz_conv_geom *g, const struct split_geom *q, const dcz_shift *f,
+                                 const float *bias, const float *x, size_t batch, const dcz_act *act, float *y);
+/* whether the AVX2 channels-in-lanes kernel runs g on the shift form f */
+int dcz_shift_dw_lanes_fit(const dcz_conv_geom *g, const dcz_shift *f);
+void dcz_shift_dw_lanes_run__avx2(const dcz_conv_geom *g, const struct split_geom *q, const dcz_shift *f,
+                                  const float *bias, const float *x, size_t batch, const dcz_act *act,
+                                  float *scratch, float *y);
+#endif
 
 #endif /* DCZ_RUNTIME_CPU_F32_SHIFT_H */
