@@ -1,7 +1,7 @@
 /* kernels_qlanes.c: the integer lane form (model.h, "the integer lane
  * form"), its builder, its specification and its AVX-512 and AVX2 kernels.
  *
- * Why: the 8-bit fully connected kernels of kernels_qsimd.c either gather
+ * Why: the 8-bit fully connected kernels of kernels_qspmm.c either gather
  * each entry's input (batch 1: 16 entries a step, a gather and a 32-bit
  * multiply each, then a sum across the lanes per row) or decode each entry
  * in scalar code per tile of samples. Here a lane owns a row and keeps its

@@ -1,6 +1,6 @@
 /* qconv.h: integer convolutions other than the shift form: the
  * references (cpu/ref/kernels_int.c: direct, sparse by taps, the product
- * on int16 pairs) and the vector kernels of kernels_qsimd.c (the taps, the
+ * on int16 pairs) and the vector kernels of kernels_qconv.c (the taps, the
  * pairs' patches, depthwise). The float convolutions' geometry they share:
  * cpu/f32/conv.h.
  *
@@ -56,7 +56,7 @@ void dcz_qconv2d_gemm(const dcz_conv_geom *g, const int32_t *w2, const int64_t *
                       int32_t *scratch, int64_t *acc);
 void dcz_qconv2d_sparse_taps(const dcz_conv_geom *g, const dcz_qsparse *s, const int64_t *bias, const dcz_q *x,
                              size_t batch, dcz_qtap_fn add_tap, int64_t *acc);
-/* The tap kernel of isa (kernels_qsimd.c; DCZ_ISA_REF: dcz_qtap_ref; the
+/* The tap kernel of isa (kernels_qconv.c; DCZ_ISA_REF: dcz_qtap_ref; the
  * vector ones take 4 outputs of a row at once, stride 1, exact as integers
  * are), NULL when this build or machine has none; dcz_qtap_best: the
  * fastest here. */

@@ -1,7 +1,7 @@
 /* qelem.h: integer layers without weights: ReLU, clamps, Add, Mul,
  * Concat, activations by table, max, average and global average pools
  * (the references in cpu/ref/kernels_int.c, the 8-bit schemes' vector
- * variants in kernels_qsimd.c).
+ * variants in kernels_qelem.c).
  *
  * Checked by tests/unit/test_qkernels.c (every variant against its
  * reference, bit for bit).
@@ -23,7 +23,7 @@ void dcz_qclamp_ref(dcz_q *x, size_t n, int32_t lo, int32_t hi);
  * brought to the output's scale, then added. */
 void dcz_qadd_ref(const dcz_q *a, const dcz_q *b, size_t n, const int32_t *mult,
                   const uint8_t *shift, int32_t qmax, dcz_q *y);
-/* The three above in vectors (kernels_qsimd.c: Add in AVX-512 or AVX2
+/* The three above in vectors (kernels_qelem.c: Add in AVX-512 or AVX2
  * where both shifts are at most 62, ReLU and the clamp in AVX2), the same
  * bits; dcz_qadd clamps to lo .. hi, -qmax .. qmax for the reference's
  * bits, 0 .. qmax for those of a ReLU after it (an activation fused in,
@@ -46,7 +46,7 @@ void dcz_qconcat_ref(const dcz_q *const *x, const uint32_t *width, uint32_t nin,
                      const int32_t *mult, const uint8_t *shift, int32_t qmax, dcz_q *y);
 /* y (n) = table[x + qmax]: an activation by its table of 2 qmax + 1. */
 void dcz_qtable_ref(const dcz_q *table, int32_t qmax, const dcz_q *x, size_t n, dcz_q *y);
-/* The same on AVX-512 (kernels_qsimd.c): 32 lookups a step by word
+/* The same on AVX-512 (kernels_qelem.c): 32 lookups a step by word
  * permutes of the table held in registers when qmax <= 127, else 16 by
  * gathers; the table must have 2 qmax + 2 entries, the last never looked
  * up. */
@@ -56,7 +56,7 @@ void dcz_qtable(const dcz_q *table, int32_t qmax, const dcz_q *x, size_t n, dcz_
  * dcz_avgpool_ref divides. */
 void dcz_qmaxpool_ref(const dcz_conv_geom *g, const dcz_q *x, size_t batch, dcz_q *y);
 /* The same, the interior columns of each row 16 at a time in AVX-512BW
- * where the column stride is 1 or 2 (kernels_qsimd.c), the same values. */
+ * where the column stride is 1 or 2 (kernels_qelem.c), the same values. */
 void dcz_qmaxpool(const dcz_conv_geom *g, const dcz_q *x, size_t batch, dcz_q *y);
 void dcz_qavgpool_ref(const dcz_conv_geom *g, int count_include_pad, const dcz_q *x,
                       size_t batch, dcz_q *y);
@@ -68,7 +68,7 @@ void dcz_qglobal_avgpool_ref(uint32_t channels, uint32_t plane, const dcz_q *x, 
 void dcz_qglobal_avgpool_rescale_ref(uint32_t channels, uint32_t plane, const dcz_q *x, size_t batch,
                                      int32_t mult, uint8_t shift, int32_t qmax, dcz_q *y);
 /* The same values on AVX-512 where planes hold 2^16 cells or fewer and the
- * shift is 62 or less (kernels_qsimd.c), else by the reference;
+ * shift is 62 or less (kernels_qelem.c), else by the reference;
  * dcz_qglobal_avgpool_rescale_isa on isa's variant, 0 where it declines. */
 void dcz_qglobal_avgpool_rescale(uint32_t channels, uint32_t plane, const dcz_q *x, size_t batch, int32_t mult,
                                  uint8_t shift, int32_t qmax, dcz_q *y);

@@ -1,8 +1,8 @@
 /* qrequant.h: the integer region's ends and joints: the float input
  * quantized, accumulators requantized to the next layer's scale (the
- * references in cpu/ref/kernels_int.c, the 8-bit schemes' vector variants
- * in kernels_qsimd.c). The requantization's constants: model.h's
- * dcz_requant.
+ * requantization's reference in cpu/ref/kernels_int.c; the quantization's
+ * reference and the 8-bit schemes' vector variants in kernels_qrequant.c).
+ * The requantization's constants: model.h's dcz_requant.
  *
  * Checked by tests/unit/test_qkernels.c (every variant against its
  * reference, bit for bit).
@@ -28,11 +28,11 @@ void dcz_requant_ref(const dcz_requant *rq, const int64_t *acc, size_t batch, ui
  * clamped to +-qmax; NaN gives 0. The quotient is taken in double, where it
  * is exact enough that the rounding is that of the real quotient (x and s
  * have 24-bit mantissas). dcz_quantize: the same bits, vectorized
- * (kernels_qsimd.c). */
+ * (kernels_qrequant.c). */
 void dcz_quantize_ref(const float *x, size_t n, float scale, int32_t qmax, dcz_q *y);
 void dcz_quantize(const float *x, size_t n, float scale, int32_t qmax, dcz_q *y);
 /* dcz_requant_ref for qmax 127, where |acc| < 2^31: an add and a shift
- * where the reference divides (kernels_qsimd.c); dcz_requant8_ref one
+ * where the reference divides (kernels_qrequant.c); dcz_requant8_ref one
  * element at a time, dcz_requant8 8 at a time on AVX-512, 4 on AVX2, the
  * same bits; dcz_requant8_isa the variant of isa (0 where this build or
  * machine has none). */

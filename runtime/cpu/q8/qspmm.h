@@ -1,6 +1,6 @@
 /* qspmm.h: the integer sparse matrix of fully connected layers on a
  * calibrated model: the references on 64-bit sums (cpu/ref/kernels_int.c)
- * and the 8-bit schemes' vector tiles on 32-bit sums (kernels_qsimd.c).
+ * and the 8-bit schemes' vector tiles on 32-bit sums (kernels_qspmm.c).
  * The integer lane form has its own header (qlanes.h).
  *
  * Checked by tests/unit/test_qkernels.c (every variant against
@@ -24,7 +24,7 @@ void dcz_qspmm_ref(const dcz_qsparse *s, const int64_t *bias, const dcz_q *x, si
 void dcz_qspmm(const dcz_qsparse *s, const int64_t *bias, const dcz_q *x, size_t batch,
                int64_t *acc);
 
-/* The 8-bit schemes on 32-bit sums (kernels_qsimd.c): dcz_qspmm's result
+/* The 8-bit schemes on 32-bit sums (kernels_qspmm.c): dcz_qspmm's result
  * for a model the loader admitted with qmax 127 (every sum within 32 bits),
  * batches of half a tile or more by vector tiles (16 samples; 32 on
  * AVX-512) in scratch (of dcz_qspmm8_scratch_floats(cols) floats), or
