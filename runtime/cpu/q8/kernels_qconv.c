@@ -1,7 +1,8 @@
 /* kernels_qconv.c: the integer convolutions other than the shift form,
  * vectorized: the taps of the sparse direct convolution (every scheme), and
- * for the 8-bit schemes the patches of the product on int16 pairs
- * (dcz_qim2col_pairs, then dcz_qgemm) and the depthwise convolutions (by
+ * for the 8-bit schemes the product on int16 pairs (the weights expanded
+ * at load, dcz_qexpand_pairs; the patches, dcz_qim2col_pairs; then
+ * dcz_qgemm, dcz_qconv2d_gemm) and the depthwise convolutions (by
  * a channel's copy between zeros, or by rows of its phase planes). The
  * references are kernels_int.c's.
  *
@@ -485,6 +486,41 @@ void dcz_qim2col_pairs(const dcz_conv_geom *g, const dcz_q *x, int32_t *col2, si
                 if (!(r & 1))
                     for (size_t p = pixels; p < ldb; p++) row[p] = 0;
             }
+}
+
+/* ---- the integer product for convolutions ------------------------------- */
+
+void dcz_qexpand_pairs(const dcz_qsparse *s, uint32_t k, int32_t *w2)
+{
+    const uint32_t k2 = (k + 1) / 2;
+    memset(w2, 0, (size_t)s->rows * k2 * sizeof *w2);
+    for (uint32_t r = 0; r < s->rows; r++) {
+        uint32_t *row = (uint32_t *)(void *)(w2 + (size_t)r * k2), col = 0;
+        for (uint32_t e = s->row_ptr[r]; e < s->row_ptr[r + 1]; e++) {
+            col += s->step[e];
+            if (s->step[e] == DCZ_STEP_FILLER) continue;
+            row[col / 2] |= (uint32_t)(uint16_t)dcz_qsparse_weight(s, r, e) << (16 * (col & 1));
+        }
+    }
+}
+
+uint64_t dcz_qconv2d_gemm_scratch_floats(const dcz_conv_geom *g)
+{
+    const uint64_t k2 = ((uint64_t)g->in_c * g->kh * g->kw + 1) / 2, ldb = dcz_gemm_ldb((size_t)g->out_h * g->out_w);
+    return k2 * ldb + (dcz_qconv2d_copy_bytes(g) + sizeof(float) - 1) / sizeof(float);
+}
+
+void dcz_qconv2d_gemm(const dcz_conv_geom *g, const int32_t *w2, const int64_t *bias, const dcz_q *x, size_t batch,
+                      int32_t *scratch, int64_t *acc)
+{
+    const size_t pixels = (size_t)g->out_h * g->out_w, ldb = dcz_gemm_ldb(pixels);
+    const uint32_t k2 = (g->in_c * g->kh * g->kw + 1) / 2;
+    const size_t in_sample = (size_t)g->in_c * g->in_h * g->in_w, out_sample = pixels * g->out_c;
+    dcz_q *copy = (dcz_q *)(void *)(scratch + (size_t)k2 * ldb);   /* after the patches */
+    for (size_t b = 0; b < batch; b++) {
+        dcz_qim2col_pairs(g, x + b * in_sample, scratch, ldb, copy);
+        dcz_qgemm(g->out_c, pixels, k2, w2, k2, scratch, ldb, bias, acc + b * out_sample, pixels);
+    }
 }
 
 /* ---- depthwise convolutions on integers --------------------------------- */

@@ -1,7 +1,7 @@
 /* qconv.h: integer convolutions other than the shift form: the
- * references (cpu/ref/kernels_int.c: direct, sparse by taps, the product
- * on int16 pairs) and the vector kernels of kernels_qconv.c (the taps, the
- * pairs' patches, depthwise). The float convolutions' geometry they share:
+ * references (cpu/ref/kernels_int.c: direct, sparse by taps) and the
+ * kernels of kernels_qconv.c (the taps in vectors, the product on int16
+ * pairs and its patches, depthwise). The float convolutions' geometry they share:
  * cpu/f32/conv.h.
  *
  * Checked by tests/unit/test_qkernels.c (every kernel against
