@@ -404,7 +404,7 @@ $(BUILD)/fuzz/obj/%.o: %.c | $(ONNX_GEN)
 # file of the two families (cpu/f32/shift.h, cpu/q8/qshift.h) but AMX's
 FUZZ_O0 := $(addprefix $(BUILD)/fuzz/obj/runtime/cpu/f32/,kernels_shift.o shift_form.o shift_split_x86.o \
              shift_depthwise.o) \
-           $(addprefix $(BUILD)/fuzz/obj/runtime/cpu/q8/,kernels_qshift.o)
+           $(addprefix $(BUILD)/fuzz/obj/runtime/cpu/q8/,kernels_qshift.o qshift_form.o qshift_requant.o)
 $(FUZZ_O0): FUZZ_OPT := -O0
 $(FUZZ_BIN): $(BUILD)/fuzz/%: tests/fuzz/%.c $(FUZZ_OBJ)
 	@echo "$(FUZZ_CC) $< -> $@"

@@ -147,8 +147,9 @@ static inline int32_t dcz_qsparse_weight(const dcz_qsparse *s, uint32_t row, uin
 }
 
 
-/* The shift form of a float convolution (kernels_shift.c has the layout
- * and the numbers): for each block of output channels, the union of their
+/* The shift form of a float convolution (cpu/f32/kernels_shift.c has the
+ * layout and the numbers, shift_form.c the costs that choose it): for each
+ * block of output channels, the union of their
  * stored weights' columns in column order ("taps"), each as the offset in
  * the split input (the sample padded and split by stride phase) of the
  * cell it multiplies for output pixel 0, and the block's values there. */
@@ -159,8 +160,8 @@ typedef struct dcz_shift {
     const float *w;         /* (taps, ob) the block's weights at the tap, 0 where none is stored */
     int whole;              /* every block holds every cell of its window (dense weights) */
 } dcz_shift;
-/* Its integer twin for the 8-bit schemes (cpu/q8/kernels_qshift.c): weights by
- * quads of input channels, four bytes in a 32-bit word. */
+/* Its integer twin for the 8-bit schemes (cpu/q8/qshift.h, qshift_form.c):
+ * weights by quads of input channels, four bytes in a 32-bit word. */
 typedef struct dcz_qshift {
     uint32_t ob;            /* output channels a block: 1 or 2 (DCZ_QSHIFT_MAX_OB) */
     const uint32_t *ptr;    /* (blocks + 1) first quad tap of each block of ob channels */
@@ -168,7 +169,7 @@ typedef struct dcz_qshift {
     const int32_t *w;       /* (quad taps, ob) the four input channels' weights, a byte each, of
                                each channel of the block (0 where it stores none) */
     const int32_t *corr;    /* (out_c) -128 times the sum of the channel's weights, modulo 2^32 */
-    /* depthwise convolutions whose windows fit (kernels_qshift.c, "depthwise
+    /* depthwise convolutions whose windows fit (qshift_form.c, "depthwise
      * by byte permutes"), else NULL: */
     const int32_t *dw;      /* (out_c, kh, ceil(kw / 4)) the weights of four columns of a window row, a byte each */
     const uint8_t *dwidx;   /* (patterns, kh ceil(kw / 4), 64) the bytes of a vector's window each lane reads */

@@ -1,7 +1,7 @@
 /* qshift.h: 8-bit convolution by shifted planes on integers, the
- * integer shift form (model.h's dcz_qshift): its builder and kernels, on
- * accumulators or with the requantization fused in (kernels_qshift.c), and
- * the AMX tiles' form (kernels_amx.c).
+ * integer shift form (model.h's dcz_qshift): its builder (qshift_form.c),
+ * its kernels on accumulators (kernels_qshift.c), with the requantization
+ * fused in (qshift_requant.c), and the AMX tiles' form (kernels_amx.c).
  * The float form: cpu/f32/shift.h.
  *
  * Checked by tests/unit/test_qkernels.c (every variant against the
@@ -66,8 +66,11 @@ int dcz_qconv2d_pick_shift(const dcz_conv_geom *g);
 #define DCZ_QSHIFT_BLOCK_COST 2.0
 enum { DCZ_QAMX_TAPS, DCZ_QAMX_ROWS, DCZ_QAMX_COPIES, DCZ_QAMX_COLUMNS };
 /* Whether g's integer shift form holds column quads (one input channel at
- * column stride 1: a cell four columns of it; kernels_shift.c). */
-int dcz_qshift_col_quads(const dcz_conv_geom *g);
+ * column stride 1: a cell four columns of it; qshift_form.c). */
+static inline int dcz_qshift_col_quads(const dcz_conv_geom *g)
+{
+    return g->in_c == 1 && g->sw == 1 && g->kw > 1;
+}
 int dcz_amx_ready(void);
 uint64_t dcz_qamx_bytes(const dcz_conv_geom *g);
 /* Cells of the copies the copied rows form makes of the input for g (its
@@ -78,7 +81,7 @@ void dcz_qamx_build(const dcz_conv_geom *g, const dcz_qsparse *s, void *mem, dcz
 void dcz_qamx_planes(const dcz_qshift *f, const dcz_conv_geom *g, const uint32_t *toff, size_t qstride,
                      size_t out16, const uint8_t *xs, uint8_t *copies, int32_t *t);
 double dcz_qamx_cost(const dcz_conv_geom *g, size_t out16);
-/* The integer split of sample x (kernels_shift.c) by each vector variant
+/* The integer split of sample x (kernels_qshift.c) by each vector variant
  * this CPU runs, against the scalar one: the number of variants that gave
  * its bytes, -1 at the first that did not; a and b hold
  * dcz_qshift_scratch_floats(g) floats each. For the tests. */
@@ -103,5 +106,71 @@ int dcz_qconv2d_shift_requant_runs(const dcz_conv_geom *g, const dcz_qshift *f, 
 int dcz_qconv2d_shift_requant(const dcz_conv_geom *g, const dcz_qshift *f, const int64_t *bias,
                               const dcz_requant *rq, int32_t lo, int32_t hi, int pool2, const dcz_q *x,
                               size_t batch, float *scratch, dcz_q *y);
+
+
+/* ---- between the family's files -------------------------------------------
+ * Not for callers: what the builder (qshift_form.c), the kernels on
+ * accumulators (kernels_qshift.c), the requantizing ones
+ * (qshift_requant.c) and the AMX tiles (kernels_amx.c) share. */
+
+/* The depthwise form by byte permutes (qshift_form.c describes it), which
+ * the builder makes and the requantizing kernel reads: its bounds, a
+ * geometry's shape in it, and the maps of its padded planes. */
+#define QDW_MAX_TAPS 16
+#define QDW_MAX_PATTERNS 32
+#define QDW_WINDOW 128
+
+typedef struct qdw_shape {
+    uint32_t PH, PW;            /* the padded plane */
+    uint32_t nq, taps;          /* quads of a window row; kh nq */
+    uint32_t dshift, patterns;  /* d = 2^dshift; out_w / d */
+} qdw_shape;
+
+/* s = the shape of g, a geometry the form takes (qdw_shape_of) */
+static inline void qdw_measure(const dcz_conv_geom *g, qdw_shape *s)
+{
+    s->nq = (g->kw + 3) / 4;
+    s->taps = g->kh * s->nq;
+    s->PW = (g->out_w - 1) * g->sw + g->kw;
+    s->PH = (g->out_h - 1) * g->sh + g->kh;
+    s->dshift = 0;
+    while (s->dshift < 4 && g->out_w % (2u << s->dshift) == 0) s->dshift++;
+    s->patterns = g->out_w >> s->dshift;
+}
+
+/* The padded planes are made 64 bytes at a time, each vector of them by
+ * one byte permute (vpermt2b) of the 64 input cells from its first one:
+ * an input cell's place in the padded plane grows with it, so the cells
+ * a vector takes lie within 64 of each other, unless the plane leaves out
+ * input columns between them (a strided window that never reaches the
+ * last ones). Byte o of the vector is the low byte of input cell first +
+ * idx[o] / 2 where bit o of inside is set, else 128; load: the cells from
+ * first that lie in the input plane. The same for every channel: made
+ * with the form. */
+typedef struct dcz_qdw_vmap {
+    uint8_t idx[64];
+    uint64_t inside, load;
+    uint32_t first;
+} dcz_qdw_vmap;
+
+static inline size_t qdw_vmaps(const qdw_shape *s) { return ((size_t)s->PH * s->PW + 63) / 64; }
+
+/* The kernels on accumulators (kernels_qshift.c) that the requantizing
+ * ones run too: t (out_c, out16) = the planes as computed from the split
+ * xs (om unused); the integer split of sample x, widened to column quads
+ * where the form has them, by the fastest variants this CPU has (the
+ * scalar ones with vec 0); t = the planes of one sample's split xs by
+ * planes, or on the AMX tiles where the form picks them (a vector
+ * variant), returning what each channel's sums still lack, to be added
+ * with its bias modulo 2^32: f->corr after the tiles, which start their
+ * sums at zero, else NULL; the planes kernel of isa (DCZ_ISA_AVX512: VNNI;
+ * DCZ_ISA_REF: the reference), NULL where this machine has none. */
+struct split_geom;
+typedef void (*dcz_qplanes_fn)(const dcz_qshift *f, const int32_t *corr, uint32_t out_c, size_t out16, size_t cells,
+                               const int32_t *xs, int32_t *t, void *om);
+void dcz_qsplit_any(int vec, const dcz_conv_geom *g, const struct split_geom *q, const dcz_q *x, uint8_t *xs);
+const int32_t *dcz_qplanes_run(dcz_qplanes_fn planes, int vec, const dcz_conv_geom *g, const struct split_geom *q,
+                               const dcz_qshift *f, const int32_t *xs, int32_t *t);
+dcz_qplanes_fn dcz_qplanes_variant(dcz_isa isa);
 
 #endif /* DCZ_RUNTIME_CPU_Q8_QSHIFT_H */
