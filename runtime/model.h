@@ -1,6 +1,6 @@
 /* model.h: the runtime's execution form of a loaded .dcz.
  *
- * At load (load.c) every layer becomes one exec layer. Sparse layers keep
+ * At load (load.c, load_layer.c) every layer becomes one exec layer. Sparse layers keep
  * their compressed form: per row a run of entries, each a one-byte column
  * step and (codebook layers) a one-byte codebook index; Huffman streams are
  * decoded once into this form. Weights are expanded to dense only where the
@@ -149,10 +149,10 @@ static inline int32_t dcz_qsparse_weight(const dcz_qsparse *s, uint32_t row, uin
 
 /* The shift form of a float convolution (cpu/f32/kernels_shift.c has the
  * layout and the numbers, shift_form.c the costs that choose it): for each
- * block of output channels, the union of their
- * stored weights' columns in column order ("taps"), each as the offset in
- * the split input (the sample padded and split by stride phase) of the
- * cell it multiplies for output pixel 0, and the block's values there. */
+ * block of output channels, the union of their stored weights' columns in
+ * column order ("taps"), each as the offset in the split input (the sample
+ * padded and split by stride phase) of the cell it multiplies for output
+ * pixel 0, and the block's values there. */
 typedef struct dcz_shift {
     uint32_t ob;            /* output channels a block: 1, 2 or 4 */
     const uint32_t *ptr;    /* (blocks + 1) first tap of each block of ob channels */
@@ -359,8 +359,9 @@ struct dcz_model {
 dcz_isa dcz_isa_best(void);
 
 /* Memory of a model being loaded: sized by a walk with base NULL, then
- * filled by the same walk into one block (load.c): a malloc'd block, or
- * the caller's arena from its first DCZ_ARENA_ALIGN boundary. */
+ * filled by the same walk into one block (load.c; taken by arena.c): a
+ * malloc'd block, or the caller's arena from its first DCZ_ARENA_ALIGN
+ * boundary. */
 typedef struct dcz_arena {
     uint8_t *base;   /* NULL while sizing */
     size_t used;
@@ -454,7 +455,8 @@ typedef struct dcz_sparse_builder {
 dcz_status dcz_sparse_builder_add(void *builder, uint32_t weight, uint64_t pos);
 void dcz_sparse_builder_finish(dcz_sparse_builder *b);
 
-/* w (rows, cols) = the matrix s stores, 0 where it stores nothing. */
+/* w (rows, cols) = the matrix s stores, 0 where it stores nothing
+ * (load_layer.c). */
 void dcz_sparse_expand(const dcz_sparse *s, float *w);
 
 #endif /* DCZ_RUNTIME_MODEL_H */

@@ -1,7 +1,8 @@
 /* format.h: the constants of the .dcz file format and the helpers that read
  * it field by field. docs/FORMAT.md is the normative description; every
- * number here is named there. Shared by the runtime loader (load.c), the
- * toolchain's reader and writer (doc_read.c, doc_write.c) and the tests.
+ * number here is named there. Shared by the runtime loader (load.c,
+ * load_layer.c), the toolchain's reader and writer (doc_read.c,
+ * doc_write.c) and the tests.
  *
  * All multi-byte fields are little-endian and are read through dcz_rd_* on a
  * bounds-checked cursor; nothing is ever read by casting a struct.

@@ -15,7 +15,6 @@
  */
 #include <string.h>
 
-#include "runtime/cpu/f32/conv.h"
 #include "runtime/cpu/q8/qshift.h"
 #include "runtime/model.h"
 
