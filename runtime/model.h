@@ -146,7 +146,6 @@ static inline int32_t dcz_qsparse_weight(const dcz_qsparse *s, uint32_t row, uin
     return s->idx ? s->qtab[(size_t)row * s->k + s->idx[e]] : s->qval[e];
 }
 
-
 /* The shift form of a float convolution (cpu/f32/kernels_shift.c has the
  * layout and the numbers, shift_form.c the costs that choose it): for each
  * block of output channels, the union of their stored weights' columns in

@@ -108,7 +108,7 @@ void dcz_conv2d_direct_ref(const dcz_conv_geom *g, const float *w, const float *
 }
 
 /* ---- direct convolution by taps -------------------------------------------
- * Taps (model.h, dcz_conv_taps) are computed once per call for every kernel
+ * Taps (conv.h, dcz_conv_taps) are computed once per call for every kernel
  * offset, so the inner loops carry no bounds tests. */
 
 typedef dcz_conv_tap tap;

@@ -1,4 +1,4 @@
-/* kernels_lanes.c: the lane form of a sparse codebook matrix (model.h, "the
+/* kernels_lanes.c: the lane form of a sparse codebook matrix (lanes.h, "the
  * lane form"), its builder and its batch-1 kernels.
  *
  * Why: at batch 1 the column kernel (kernels_spmv.c) adds each entry to its

@@ -76,7 +76,6 @@ int dcz_conv2d_shift_res_fuses(const dcz_conv_geom *g, const dcz_shift *f);
  * (shift_form.c, shift_costs). */
 int dcz_conv2d_pick_shift(const dcz_conv_geom *g, uint64_t nnz);
 
-
 /* ---- between the family's files -------------------------------------------
  * Not for callers: what kernels_shift.c's dispatch and the cost model of
  * shift_form.c take from the other files of the family. */

@@ -115,7 +115,6 @@ uint64_t dcz_sparse_columns_bytes(uint32_t rows, uint32_t cols, uint32_t nnz, ui
  * aligned) from its row form. */
 void dcz_sparse_build_columns(dcz_sparse *s, uint32_t cblocks, void *mem);
 
-
 /* Chunks per thread of a call shared by threads: enough that a thread on a
  * slower core takes fewer of them (bench/bench_spmv.c, the EIE layers on
  * two threads). Both the batch-1 parts and the batch product's tiles are

@@ -87,7 +87,7 @@
  * 16 channels over two blocks of 16 cells, or one over four.
  *
  * Which kernel runs a layer: dcz_qamx_cost against the quad taps' cost
- * (model.h), fitted on bench/bench_qconv.c. On one core of a Xeon with
+ * (qshift.h), fitted on bench/bench_qconv.c. On one core of a Xeon with
  * AMX, batch 1 with the split and the requantization, quad taps against
  * tiles: 3 x 3 convolutions of the presets 1.3 to 3.5 times faster on the
  * tiles (ResNet-style 16 -> 16 over 28 x 28 at 40% 11.6 -> 7.2 us,

@@ -1,4 +1,4 @@
-/* kernels_qlanes.c: the integer lane form (model.h, "the integer lane
+/* kernels_qlanes.c: the integer lane form (qlanes.h, "the integer lane
  * form"), its builder, its specification and its AVX-512 and AVX2 kernels.
  *
  * Why: the 8-bit fully connected kernels of kernels_qspmm.c either gather
@@ -13,7 +13,7 @@
  * vpaddd). The windows are the float form's, 31 columns.
  *
  * Where the CPU permutes bytes (VBMI) and multiply-adds byte quads (VNNI
- * vpdpbusd), the form of byte quads (model.h) halves the steps again: a
+ * vpdpbusd), the form of byte quads (qlanes.h) halves the steps again: a
  * step is a byte permute (vpermb) of a 64-column window and one vpdpbusd
  * for 64 slots, four entries a lane, the inputs read as x + 128 (unsigned
  * bytes, straight from one copy of the sample: aligned panels of each

@@ -107,7 +107,6 @@ int dcz_qconv2d_shift_requant(const dcz_conv_geom *g, const dcz_qshift *f, const
                               const dcz_requant *rq, int32_t lo, int32_t hi, int pool2, const dcz_q *x,
                               size_t batch, float *scratch, dcz_q *y);
 
-
 /* ---- between the family's files -------------------------------------------
  * Not for callers: what the builder (qshift_form.c), the kernels on
  * accumulators (kernels_qshift.c), the requantizing ones
@@ -156,21 +155,23 @@ typedef struct dcz_qdw_vmap {
 static inline size_t qdw_vmaps(const qdw_shape *s) { return ((size_t)s->PH * s->PW + 63) / 64; }
 
 /* The kernels on accumulators (kernels_qshift.c) that the requantizing
- * ones run too: t (out_c, out16) = the planes as computed from the split
- * xs (om unused); the integer split of sample x, widened to column quads
- * where the form has them, by the fastest variants this CPU has (the
- * scalar ones with vec 0); t = the planes of one sample's split xs by
- * planes, or on the AMX tiles where the form picks them (a vector
- * variant), returning what each channel's sums still lack, to be added
- * with its bias modulo 2^32: f->corr after the tiles, which start their
- * sums at zero, else NULL; the planes kernel of isa (DCZ_ISA_AVX512: VNNI;
- * DCZ_ISA_REF: the reference), NULL where this machine has none. */
+ * ones run too. */
 struct split_geom;
+/* t (out_c, out16) = the planes as computed of the split xs (om unused) */
 typedef void (*dcz_qplanes_fn)(const dcz_qshift *f, const int32_t *corr, uint32_t out_c, size_t out16, size_t cells,
                                const int32_t *xs, int32_t *t, void *om);
+/* xs = the integer split of sample x, widened to column quads where the
+ * form has them, by the fastest variants this CPU has (the scalar ones
+ * with vec 0) */
 void dcz_qsplit_any(int vec, const dcz_conv_geom *g, const struct split_geom *q, const dcz_q *x, uint8_t *xs);
+/* t = the planes as computed of one sample's split xs by planes, or on the
+ * AMX tiles where the form picks them (a vector variant). Returns what
+ * each channel's sums still lack, to be added with its bias modulo 2^32:
+ * f->corr after the tiles, which start their sums at zero; else NULL. */
 const int32_t *dcz_qplanes_run(dcz_qplanes_fn planes, int vec, const dcz_conv_geom *g, const struct split_geom *q,
                                const dcz_qshift *f, const int32_t *xs, int32_t *t);
+/* the planes kernel of isa (DCZ_ISA_AVX512: VNNI; DCZ_ISA_REF: the
+ * reference), NULL where this build or machine has none */
 dcz_qplanes_fn dcz_qplanes_variant(dcz_isa isa);
 
 #endif /* DCZ_RUNTIME_CPU_Q8_QSHIFT_H */

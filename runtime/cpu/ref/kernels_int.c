@@ -276,7 +276,7 @@ void dcz_qconv2d_direct_ref(const dcz_conv_geom *g, const int16_t *w, const int6
                 }
 }
 
-typedef dcz_conv_tap qtap; /* model.h */
+typedef dcz_conv_tap qtap; /* cpu/f32/conv.h */
 
 /* ap (out_h, out_w) += w * (input plane xp seen through tap (ty, tx)) */
 void dcz_qtap_ref(const dcz_conv_geom *g, const qtap *ty, const qtap *tx, int64_t w, const dcz_q *xp, int64_t *ap)
