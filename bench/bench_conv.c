@@ -17,7 +17,7 @@
  *            product (this file only): im2col without the strided access of
  *            dcz_spmm_ref, to show what the layout costs
  * Prints microseconds (median of repeated runs), the ratios im2col / direct
- * (kernels_conv.c) and gemm / shift (kernels_shift.c) behind the runtime's
+ * (kernels_conv.c) and gemm / shift (shift_form.c) behind the runtime's
  * choice of kernel and the kernel it picks, direct against the baseline,
  * the useful multiply-adds per second of shift, and the memory
  * floor: bytes direct must move (compressed weights, input, output) at the
@@ -30,6 +30,8 @@
 #include <string.h>
 
 #include "bench/bench.h"
+#include "runtime/cpu/f32/conv.h"
+#include "runtime/cpu/f32/shift.h"
 #include "runtime/model.h"
 #include "train/train.h"
 

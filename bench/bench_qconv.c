@@ -18,6 +18,7 @@
 #include <string.h>
 
 #include "bench/bench.h"
+#include "runtime/cpu/q8/qshift.h"
 #include "runtime/model.h"
 #include "tests/unit/test_util.h"
 #include "tests/unit/qsparse_mat.h"

@@ -33,6 +33,10 @@
 #include <string.h>
 
 #include "bench/bench.h"
+#include "runtime/cpu/f32/dense.h"
+#include "runtime/cpu/f32/gemm.h"
+#include "runtime/cpu/f32/lanes.h"
+#include "runtime/cpu/f32/sparse.h"
 #include "runtime/model.h"
 #include "train/train.h"
 

@@ -14,8 +14,8 @@
 #include "cli/cli.h"
 #include "runtime/tool.h"
 
-/* The sparse kernels dcz_run dispatches to here (runtime/cpu/f32/kernels_simd.c,
- * runtime/cpu/f32/kernels_lanes.c). */
+/* The sparse kernels dcz_run dispatches to here (runtime/cpu/f32/kernels_spmv.c,
+ * kernels_spmm.c, kernels_lanes.c). */
 static int cmp_double(const void *a, const void *b)
 {
     const double x = *(const double *)a, y = *(const double *)b;

@@ -386,7 +386,7 @@ dcz_status dcz_doc_read(const void *buf, size_t len, dcz_doc **out)
         dcz_doc_layer *l = &d->layers[i];
         s = dcz_graph_next(&w, &g);
         if (s != DCZ_OK) break;
-        /* the same shape rules as the runtime (load.c) */
+        /* the same shape rules as the runtime (load_layer.c) */
         dcz_shape in[DCZ_MAX_INPUTS];
         for (uint32_t k = 0; k < g.nin; k++) in[k] = shapes[g.in[k]];
         s = dcz_op_shape(g.op, g.attr, g.nattr, in, g.nin, &shapes[i + 1]);

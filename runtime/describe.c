@@ -8,6 +8,14 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "runtime/cpu/f32/conv.h"
+#include "runtime/cpu/f32/dense.h"
+#include "runtime/cpu/f32/gemm.h"
+#include "runtime/cpu/f32/lanes.h"
+#include "runtime/cpu/f32/shift.h"
+#include "runtime/cpu/q8/qlanes.h"
+#include "runtime/cpu/q8/qshift.h"
+#include "runtime/cpu/q8/qspmm.h"
 #include "runtime/cuda/gpu.h"
 #include "runtime/model.h"
 

@@ -21,6 +21,12 @@
  *           dense fp32 tensors are not copied but used in place from the
  *           file buffer (little-endian IEEE hosts, 4-byte aligned payloads)
  *
+ * This file holds the model-level load: the walk over the graph, the
+ * activations' places and segments, the fused activations, the layout of
+ * the block and the two loaders. A layer's weights and the extra forms its
+ * kernel reads: load_layer.c; the arena both take from: arena.c; what the
+ * two files share: load.h.
+ *
  * Checked by tests/unit/test_format.c (round trips through the toolchain's
  * writer, corruptions, truncations), tests/unit/test_static.c (the arena
  * size is exact, nothing is allocated, results equal the heap model's bit
@@ -30,6 +36,16 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "runtime/cpu/f32/conv.h"
+#include "runtime/cpu/f32/gemm.h"
+#include "runtime/cpu/f32/lanes.h"
+#include "runtime/cpu/f32/shift.h"
+#include "runtime/cpu/f32/sparse.h"
+#include "runtime/cpu/f32/wino.h"
+#include "runtime/cpu/q8/qconv.h"
+#include "runtime/cpu/q8/qshift.h"
+#include "runtime/cpu/q8/qspmm.h"
+#include "runtime/load.h"
 #include "runtime/model.h"
 #ifdef DCZ_CUDA
 #include "runtime/cuda/gpu.h"
@@ -40,21 +56,6 @@
 typedef dcz_arena arena;
 
 #define arena_take dcz_arena_take
-
-void *dcz_arena_take(dcz_arena *a, uint64_t bytes)
-{
-    size_t off = (a->used + (DCZ_ARENA_ALIGN - 1)) & ~(size_t)(DCZ_ARENA_ALIGN - 1);
-    if (off < a->used || bytes > SIZE_MAX - off) { a->overflow = 1; return NULL; }
-    a->used = off + (size_t)bytes;
-    return a->base ? a->base + off : NULL;
-}
-
-void *dcz_arena_take_line(dcz_arena *a, uint64_t bytes)
-{
-    if (bytes > UINT64_MAX - 63) { a->overflow = 1; return NULL; }
-    uint8_t *p = dcz_arena_take(a, bytes + 63);
-    return p ? (void *)(((uintptr_t)p + 63) & ~(uintptr_t)63) : NULL;
-}
 
 void dcz_options_init(dcz_options *opt)
 {
@@ -72,320 +73,6 @@ static int host_reads_f32_in_place(void)
     uint8_t b[sizeof one];
     memcpy(b, &one, sizeof one);
     return sizeof one == 4 && b[0] == 0 && b[1] == 0 && b[2] == 0x80 && b[3] == 0x3f;
-}
-
-typedef struct scratch {
-    uint8_t *gaps;   /* gap symbols of one tensor */
-    uint8_t *idx;    /* index symbols of one tensor, in stream order */
-    uint64_t gaps_cap, idx_cap;
-} scratch;
-
-/* What the walk needs beside the graph: the arena it takes from (base NULL
- * while sizing), the decoding scratch, whether fp32 tensors may stay in the
- * file buffer, and what the sizing pass learns about activations. */
-typedef struct loader {
-    arena a;
-    scratch sc;
-    dcz_tensor *tscratch;/* the tensors while sizing (the block holds them after) */
-    int in_place;
-    uint64_t max_width;  /* elements of the largest activation of one sample */
-    uint64_t act_width;  /* floats a sample of the activation block */
-    uint64_t chunk_width;/* floats a sample of the chunk block */
-    uint32_t chunk_max;  /* the largest chunk of a segment */
-    int quant;           /* the model runs on integers */
-    uint32_t cblocks;    /* row blocks of the column forms: the threads that run them */
-    int forms;           /* DCZ_FORM_ bits: the extra forms to build (this CPU runs their kernels) */
-    int reference;       /* the options force the scalar references */
-    uint64_t lane_floats;/* scratch the largest lane form's panels of the input take */
-} loader;
-
-/* A dense tensor as floats: the payload itself for an aligned F32 tensor
- * when ld->in_place, else a converted copy in the arena. */
-static dcz_status load_dense(const dcz_tensor_view *t, loader *ld, const float **out)
-{
-    if (ld->in_place && t->enc == DCZ_ENC_F32 && ((uintptr_t)t->payload & 3) == 0) {
-        *out = (const float *)(const void *)t->payload;
-        return DCZ_OK;
-    }
-    float *dst = arena_take(&ld->a, t->n * 4);
-    if (!ld->a.base) return DCZ_OK;
-    const uint64_t per_scale = t->nscale ? t->n / t->nscale : 1;
-    for (uint64_t i = 0; i < t->n; i++) {
-        const uint8_t *p = t->payload;
-        switch (t->enc) {
-        case DCZ_ENC_F32: dst[i] = dcz_f32_from_bits(dcz_le32(p + i * 4)); break;
-        case DCZ_ENC_F16: dst[i] = dcz_f16_to_f32((uint16_t)(p[i * 2] | p[i * 2 + 1] << 8)); break;
-        default: { /* I8, I16: integer times the scale of its row */
-            const int32_t q = t->enc == DCZ_ENC_I8
-                ? (int8_t)p[i] : (int16_t)(uint16_t)(p[i * 2] | p[i * 2 + 1] << 8);
-            dst[i] = (float)q * dcz_f32_from_bits(dcz_le32(t->scales + i / per_scale * 4));
-        }
-        }
-    }
-    *out = dst;
-    return DCZ_OK;
-}
-
-/* A sparse tensor of any rank as a matrix: rows = dims[0], columns = the
- * rest flattened (a conv weight (out_c, in_c, kh, kw) gives out_c rows of
- * in_c kh kw columns). */
-static dcz_status load_sparse(const dcz_tensor_view *t, loader *ld, dcz_sparse *sp)
-{
-    arena *a = &ld->a;
-    scratch *sc = &ld->sc;
-    const uint32_t rows = t->dims[0], cols = (uint32_t)(t->n / t->dims[0]);
-    const uint64_t cap = dcz_sparse_max_entries(t->nnz, rows, cols);
-    if (cap > 0xFFFFFFFFu) return DCZ_ERR_FORMAT;
-    uint32_t *row_ptr = arena_take(a, ((uint64_t)rows + 1) * 4);
-    uint8_t *step = arena_take(a, cap);
-    uint8_t *idx = NULL;
-    float *val = NULL, *cb = NULL;
-    if (t->enc == DCZ_ENC_CODEBOOK) {
-        idx = arena_take(a, cap);
-        cb = arena_take(a, (uint64_t)t->k * 4);
-    } else {
-        val = arena_take(a, cap * 4);
-    }
-    if (!a->base) {
-        if (t->gap_count > sc->gaps_cap) sc->gaps_cap = t->gap_count;
-        if (t->nnz > sc->idx_cap) sc->idx_cap = t->nnz;
-        /* the entries are known once decoded: until then their bound, which
-         * the integer form (qload.c) is sized by as well */
-        sp->entries = (uint32_t)cap;
-        return DCZ_OK;
-    }
-    TRY(dcz_tensor_decode_streams(t, t->enc == DCZ_ENC_CODEBOOK ? sc->idx : NULL, sc->gaps));
-    for (uint32_t i = 0; i < t->k; i++) cb[i] = dcz_f32_from_bits(dcz_le32(t->codebook + i * 4));
-
-    dcz_sparse_builder b;
-    memset(&b, 0, sizeof b);
-    b.rows = rows; b.cols = cols; b.row_ptr = row_ptr; b.step = step; b.cap = (uint32_t)cap;
-    b.idx_dst = idx; b.idx_src = sc->idx;
-    b.val_dst = val; b.val_src = t->values;
-    row_ptr[0] = 0;
-    TRY(dcz_gaps_walk(sc->gaps, t->gap_count, t->gap_bits, t->nnz, t->n,
-                      dcz_sparse_builder_add, &b));
-    dcz_sparse_builder_finish(&b);
-
-    sp->rows = rows; sp->cols = cols; sp->entries = b.entries;
-    sp->row_ptr = row_ptr; sp->step = step; sp->idx = idx; sp->val = val;
-    sp->codebook = cb; sp->k = t->k;
-    return DCZ_OK;
-}
-
-void dcz_sparse_expand(const dcz_sparse *s, float *w)
-{
-    memset(w, 0, (size_t)s->rows * s->cols * sizeof *w);
-    for (uint32_t r = 0; r < s->rows; r++) {
-        uint32_t col = 0;
-        for (uint32_t e = s->row_ptr[r]; e < s->row_ptr[r + 1]; e++) {
-            col += s->step[e];
-            if (s->step[e] != DCZ_STEP_FILLER) w[(size_t)r * s->cols + col] = dcz_sparse_weight(s, e);
-        }
-    }
-}
-
-/* What the walk knows of the calibration table: the scheme, and a cursor
- * on the next entry. NULL when the model runs in float. */
-typedef struct calib_walk {
-    uint32_t scheme;
-    dcz_cur cur;
-    uint32_t count, read;
-} calib_walk;
-
-/* The weight and bias of a DENSE or CONV2D layer: shapes checked against
- * the attributes (dcz_op_param_shapes), then loaded into execution form,
- * and into integer form when the model is calibrated (cw). */
-static dcz_status load_params(const dcz_container *c, const dcz_graph_layer *g, uint32_t index,
-                              loader *ld, calib_walk *cw, dcz_exec_layer *l)
-{
-    dcz_section s;
-    dcz_cur cur;
-    uint32_t ntensors;
-    dcz_tensor_view w, b;
-    dcz_shape ws, bs;
-    TRY(dcz_op_param_shapes(g->op, g->attr, &ws, &bs));
-    dcz_container_section(c, g->param_section, &s);
-    TRY(dcz_layer_begin(c->base + s.offset, (size_t)s.size, &cur, &ntensors));
-    if (ntensors != 2) return DCZ_ERR_FORMAT;
-    TRY(dcz_tensor_next(&cur, &w));
-    TRY(dcz_tensor_next(&cur, &b));
-    if (!dcz_shape_is(&ws, w.rank, w.dims) || !dcz_shape_is(&bs, b.rank, b.dims))
-        return DCZ_ERR_SHAPE;
-    if (b.enc != DCZ_ENC_F32 && b.enc != DCZ_ENC_F16) return DCZ_ERR_FORMAT;
-
-    const float *bias = NULL, *wd = NULL;
-    dcz_sparse sp;
-    memset(&sp, 0, sizeof sp);
-    TRY(load_dense(&b, ld, &bias));
-    switch (w.enc) {
-    case DCZ_ENC_F32:
-    case DCZ_ENC_F16:
-    case DCZ_ENC_I8:
-    case DCZ_ENC_I16:
-        /* on integers, int tensors are read as stored (qload.c): no float copy */
-        if (!(cw && DCZ_ENC_IS_INT(w.enc))) TRY(load_dense(&w, ld, &wd));
-        break;
-    case DCZ_ENC_SPARSE_F32:
-    case DCZ_ENC_CODEBOOK:
-        TRY(load_sparse(&w, ld, &sp));
-        break;
-    default:
-        return DCZ_ERR_UNSUPPORTED;
-    }
-    /* fully connected float layers also get the column form for batch 1 */
-    if (!cw && g->op == DCZ_OP_DENSE && (w.enc == DCZ_ENC_SPARSE_F32 || w.enc == DCZ_ENC_CODEBOOK)) {
-        /* (while sizing, sp holds only its entry bound) */
-        const uint32_t rows = w.dims[0], cols = (uint32_t)(w.n / w.dims[0]);
-        /* one block per thread where the layer is split (run.c), else one */
-        const uint32_t blocks = w.nnz >= DCZ_PARALLEL_MIN_ENTRIES ? ld->cblocks : 1;
-        const uint64_t bytes = dcz_sparse_columns_bytes(
-            rows, cols, w.nnz, w.enc == DCZ_ENC_CODEBOOK ? w.k : 0, blocks);
-        void *mem = bytes ? arena_take(&ld->a, bytes) : NULL;
-        if (mem) {
-            uint32_t real = 0;
-            for (uint32_t e = 0; e < sp.entries; e++) real += sp.step[e] != DCZ_STEP_FILLER;
-            if (real != w.nnz) return DCZ_ERR_FORMAT;
-            dcz_sparse_build_columns(&sp, blocks, mem);
-        }
-        /* codebook layers also get a lane form where this CPU runs one
-         * (its fused sums may differ in their last bits from a batch's:
-         * float layers keep the same bits at every batch) */
-        const uint32_t lr = ld->forms & DCZ_FORM_LANES ? DCZ_LANE_ROWS : ld->forms & DCZ_FORM_LANES8 ? DCZ_LANE8_ROWS : 0;
-        const uint64_t lbytes = w.enc == DCZ_ENC_CODEBOOK ? dcz_lanes_bytes(lr, rows, cols, w.nnz, w.k) : 0;
-        void *lmem = lbytes ? arena_take(&ld->a, lbytes) : NULL;
-        if (lmem) dcz_lanes_build(&sp, lr, w.nnz, lmem);
-        const uint64_t panels = lbytes ? dcz_lanes_scratch_floats(lr, cols, w.k) : 0;
-        if (panels > ld->lane_floats) ld->lane_floats = panels;
-    }
-    l->sparse = w.enc == DCZ_ENC_SPARSE_F32 || w.enc == DCZ_ENC_CODEBOOK;
-    const uint64_t kept = l->sparse ? w.nnz : w.n;
-    /* the plan's kernel, then the form it reads (the same in both passes:
-     * the scratch depends on it) */
-    if (!cw && g->op == DCZ_OP_CONV2D)
-        l->kernel = (uint8_t)dcz_plan_conv(&l->geom, l->sparse, kept, ld->forms, ld->reference);
-    else if (!cw)
-        l->kernel = (uint8_t)dcz_plan_fc(l->sparse, w.enc == DCZ_ENC_CODEBOOK, ld->forms, ld->reference);
-    /* Winograd's F(2x2, 3x3): the weights' transform (16 C K floats)
-     * beside them */
-    if (l->kernel == DCZ_K_CONV_WINO) {
-        dcz_wino p;
-        dcz_wino_init_geom(&p, &l->geom);
-        float *u = dcz_arena_take_line(&ld->a, dcz_wino_weights_floats(&p) * sizeof *u);
-        if (u && wd) dcz_wino_weights(&p, wd, 0, u, NULL);
-        l->wu = u;
-    }
-    /* the shift form, whose build says which of its kernels runs it; or
-     * sparse weights expanded for the dense product */
-    if (l->kernel == DCZ_K_CONV_SHIFT) {
-        const uint32_t ob = dcz_shift_pick_block(&l->geom, kept);
-        void *mem = arena_take(&ld->a, dcz_shift_bytes(&l->geom, kept, ob));
-        if (mem) {
-            dcz_shift_build(&l->geom, l->sparse ? &sp : NULL, wd, ob, mem, &l->shift);
-            l->kernel = (uint8_t)dcz_plan_conv_shift(&l->geom, &l->shift);
-        }
-    } else if (l->kernel == DCZ_K_CONV_EXPANDED) {
-        float *dense = arena_take(&ld->a, w.n * sizeof *dense);
-        if (dense) dcz_sparse_expand(&sp, dense);
-        wd = dense;
-    }
-    /* a dense fully connected float layer also gets its weights transposed
-     * (in, out padded to DCZ_GEMM_PAD), which the dense product reads, a
-     * row of 64 columns at a time from a cache line's boundary: rows
-     * 16 bytes off one took a load across two lines for every vector
-     * (dense LeNet-300-100 on AVX-512: batch 1 12.1 -> 7.1 us, batch 64
-     * 259 -> 217 us) */
-    if (l->kernel == DCZ_K_FC_GEMM) {
-        const uint32_t out = w.dims[0], in = (uint32_t)(w.n / w.dims[0]);
-        const size_t ldb = dcz_gemm_ldb(out);
-        float *wt = dcz_arena_take_line(&ld->a, (uint64_t)in * ldb * sizeof *wt);
-        if (wt && wd)
-            for (uint32_t col = 0; col < in; col++)
-                for (size_t r = 0; r < ldb; r++) wt[col * ldb + r] = r < out ? wd[(size_t)r * in + col] : 0.0f;
-        l->wt = wt;
-    }
-    l->w = wd;
-    l->sp = sp;
-    l->bias = bias;
-    if (!cw) return DCZ_OK;
-    dcz_calib_entry e;
-    if (cw->read == cw->count) return DCZ_ERR_FORMAT;
-    TRY(dcz_calib_next(&cw->cur, cw->scheme, &e));
-    cw->read++;
-    if (e.layer != index) return DCZ_ERR_FORMAT;
-    TRY(dcz_qload_weights(&ld->a, cw->scheme, &w, &e, l));
-    const int32_t qmax = dcz_scheme_qmax(cw->scheme);
-    /* a fully connected layer of an 8-bit scheme gets the integer lane form
-     * where this CPU runs one (a weight past a byte leaves it without) */
-    if (g->op == DCZ_OP_DENSE) {
-        if ((ld->forms & (DCZ_FORM_LANES | DCZ_FORM_LANES8)) && qmax == 127) {
-            void *mem = arena_take(&ld->a, dcz_qlanes_bytes(w.dims[0], (uint32_t)(w.n / w.dims[0]), kept));
-            if (mem) dcz_qlanes_build(&l->qs, kept, mem);
-        }
-        l->kernel = (uint8_t)dcz_plan_qfc(qmax, l->qs.lslices && dcz_qlanes_variant(&l->qs), ld->reference);
-        return DCZ_OK;
-    }
-    /* a convolution's integer shift form, whose build says which of its
-     * kernels runs it (a weight past a byte declines it: the plan's next
-     * choice, which needs no scratch); or its weights as dense int16 pairs
-     * for the integer product */
-    l->kernel = (uint8_t)dcz_plan_qconv(&l->geom, kept, qmax, ld->forms, ld->reference, 0);
-    if (l->kernel == DCZ_K_QCONV_SHIFT) {
-        const int amx = (ld->forms & DCZ_FORM_AMX) != 0;
-        void *mem = arena_take(&ld->a, dcz_qshift_bytes(&l->geom, kept, amx));
-        if (mem && !dcz_qshift_build(&l->geom, &l->qs, amx, mem, &l->qshift))
-            l->kernel = (uint8_t)dcz_plan_qconv(&l->geom, kept, qmax, ld->forms, ld->reference, 1);
-        else if (mem)
-            l->kernel = (uint8_t)dcz_plan_qconv_shift(&l->qshift);
-    } else if (l->kernel == DCZ_K_QCONV_GEMM) {
-        const uint32_t k = l->geom.in_c * l->geom.kh * l->geom.kw;
-        int32_t *w2 = arena_take(&ld->a, (uint64_t)l->geom.out_c * ((k + 1) / 2) * sizeof *w2);
-        if (w2) dcz_qexpand_pairs(&l->qs, k, w2);
-        l->qw2 = w2;
-    }
-    return DCZ_OK;
-}
-
-/* Everything of one exec layer but its name, given the tensors it reads. */
-static dcz_status load_layer(const dcz_container *c, const dcz_graph_layer *g, uint32_t index,
-                             const dcz_tensor *tensors, loader *ld, calib_walk *cw,
-                             dcz_exec_layer *l)
-{
-    dcz_shape in[DCZ_MAX_INPUTS];
-    l->nin = g->nin;
-    for (uint32_t k = 0; k < g->nin; k++) {
-        l->tin[k] = (uint16_t)g->in[k];
-        in[k] = tensors[g->in[k]].shape;
-    }
-    l->in_shape = in[0];
-    TRY(dcz_op_shape(g->op, g->attr, g->nattr, in, g->nin, &l->out_shape));
-    l->in = (uint32_t)dcz_shape_count(&in[0]);
-    l->out = (uint32_t)dcz_shape_count(&l->out_shape);
-    l->op = g->op;
-    const dcz_op_info *o = dcz_op_get(g->op);
-    if (o->train_only) return DCZ_ERR_UNSUPPORTED;
-    if (o->weighted && g->op != DCZ_OP_CONV2D) return load_params(c, g, index, ld, cw, l);
-    if (o->window_at >= 0) TRY(dcz_conv_geom_init(&l->geom, g->op, g->attr, g->nattr, &in[0]));
-    for (uint32_t k = 0; k < 2 && k < g->nattr; k++) l->param[k] = dcz_attr_f32(g->attr[k]);
-    /* an activation on integers runs by its table (qload.c fills it) */
-    if (cw && o->qscale == DCZ_QS_TABLE)
-        /* (one entry more, never read as one: dcz_qtable reads 32 bits at each) */
-        l->table = arena_take(&ld->a, (2 * (uint64_t)dcz_scheme_qmax(cw->scheme) + 2) * sizeof(dcz_q));
-    switch (g->op) {
-    case DCZ_OP_CONV2D:
-        return load_params(c, g, index, ld, cw, l);
-    case DCZ_OP_AVGPOOL:
-        l->count_include_pad = g->attr[6];
-        return DCZ_OK;
-    case DCZ_OP_GLOBAL_AVGPOOL:
-        l->geom.in_c = l->geom.out_c = in[0].dims[0];
-        l->geom.in_h = in[0].dims[1];
-        l->geom.in_w = in[0].dims[2];
-        l->geom.out_h = l->geom.out_w = 1;
-        return DCZ_OK;
-    default:
-        return DCZ_OK;
-    }
 }
 
 /* Whether an integer activation's table is a clamp: table[v] = min(max(v,
@@ -657,7 +344,7 @@ static dcz_status load_walk(const dcz_container *c, const dcz_options *o, loader
         dcz_exec_layer tmp, *l = layers ? &layers[i] : &tmp;
         memset(l, 0, sizeof *l);
         memcpy(l->name, g.name, sizeof l->name);
-        TRY(load_layer(c, &g, i, tensors, ld, quant ? &cw : NULL, l));
+        TRY(dcz_load_layer(c, &g, i, tensors, ld, quant ? &cw : NULL, l));
         const uint64_t lw = dcz_op_work(g.op, g.attr, g.nin, &l->out_shape);
         work = lw > UINT64_MAX - work ? UINT64_MAX : work + lw;
         if (work > o->max_work) return DCZ_ERR_LIMIT;

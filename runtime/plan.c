@@ -4,8 +4,8 @@
  * The rules read the layer's geometry and weights and the measured rules
  * of the kernel families (dcz_conv2d_pick_*, dcz_qconv2d_pick_shift, ...:
  * each beside the kernels whose speed it weighs); the loader builds the
- * form the chosen kernel reads (load.c), the runner dispatches through its
- * table (run.c), dcz info names it (describe.c).
+ * form the chosen kernel reads (load_layer.c), the runner dispatches
+ * through its table (run.c), dcz info names it (describe.c).
  *
  * Checked by tests/unit/test_format.c and tests/unit/test_calibrate.c (the
  * kernels the test models get, through dcz info) and by the unit tests of
@@ -13,6 +13,12 @@
  */
 #include "runtime/plan.h"
 
+#include "runtime/cpu/f32/conv.h"
+#include "runtime/cpu/f32/gemm.h"
+#include "runtime/cpu/f32/shift.h"
+#include "runtime/cpu/f32/wino.h"
+#include "runtime/cpu/q8/qconv.h"
+#include "runtime/cpu/q8/qshift.h"
 #include "runtime/cuda/gpu.h"
 #include "runtime/model.h"
 
@@ -115,7 +121,7 @@ static const element_kernels elements[] = {
 dcz_kernel dcz_plan_fc(int sparse, int codebook, int forms, int force_reference)
 {
     if (sparse) return force_reference ? DCZ_K_FC_SPARSE_REF : codebook ? DCZ_K_FC_CODEBOOK : DCZ_K_FC_SPARSE;
-    /* the transposed weights (load.c) where the dense product runs */
+    /* the transposed weights (load_layer.c) where the dense product runs */
     if (forms & DCZ_FORM_DENSE) return DCZ_K_FC_GEMM;
     return force_reference ? DCZ_K_FC_REF : DCZ_K_FC_ROWS;
 }

@@ -3,12 +3,12 @@
  * in the places the loader planned from their lifetimes. Dense layers with sparse
  * weights use the matrix-vector kernel at batch 1 and the matrix-matrix
  * kernel above; float convolutions run on the shift form where it pays
- * (kernels_shift.c, dcz_conv2d_pick_shift), sparse ones otherwise on the
+ * (kernels_shift.c; shift_form.c, dcz_conv2d_pick_shift), sparse ones otherwise on the
  * dense product when dense enough, else the direct sparse kernel, or im2col
  * and the matrix-matrix kernel on small output planes (the choice and the
  * measurements behind it: kernels_conv.c). The sparse kernels read the
  * compressed execution form. They are the vectorized kernels of
- * kernels_simd.c and the others, or the references when the options force
+ * kernels_spmv.c, kernels_spmm.c and the others, or the references when the options force
  * them. The scratch of im2col, of the shift form and of dcz_spmm's tile is
  * sized and placed at load.
  *
@@ -37,6 +37,18 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "runtime/cpu/f32/conv.h"
+#include "runtime/cpu/f32/dense.h"
+#include "runtime/cpu/f32/elem.h"
+#include "runtime/cpu/f32/gemm.h"
+#include "runtime/cpu/f32/shift.h"
+#include "runtime/cpu/f32/sparse.h"
+#include "runtime/cpu/f32/wino.h"
+#include "runtime/cpu/q8/qconv.h"
+#include "runtime/cpu/q8/qelem.h"
+#include "runtime/cpu/q8/qrequant.h"
+#include "runtime/cpu/q8/qshift.h"
+#include "runtime/cpu/q8/qspmm.h"
 #include "runtime/model.h"
 #ifdef DCZ_CUDA
 #include "runtime/cuda/gpu.h"

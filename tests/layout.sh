@@ -8,7 +8,14 @@
 # - huffman/ includes nothing of the project beyond itself and dcz.h;
 # - the toolchain includes of runtime/ only the headers runtime/tool.h
 #   names as meant for it (the list is read from tool.h itself, so the
-#   header and this test cannot disagree).
+#   header and this test cannot disagree);
+# and on the built objects of libdcz's CPU runtime (BUILD, default build/:
+# one per source of runtime/, runtime/format/ and runtime/cpu/, as the
+# Makefile's LIB_SRC lists them), read by nm: no two of them call each
+# other (an object that calls another defines nothing the other calls),
+# so that the files of a kernel family and the loader's layer calls go one
+# way. SKIP where an object is missing or older than its source, or nm is
+# missing.
 # Prints one line per breach and the closing "N passed, N failed".
 #
 #   tests/layout.sh [ROOT]
@@ -48,6 +55,42 @@ check "the toolchain includes of runtime/ only the headers tool.h names ($(echo 
     "$(includes "${tool[@]}" | awk -F: -v ok="$allowed" '
         BEGIN { n = split(ok, a, /[ \n]+/); for (i = 1; i <= n; i++) allow[a[i]] = 1 }
         $3 ~ /^runtime\// && !($3 in allow)')"
+
+# pairs of objects that call each other: A has an undefined symbol that B
+# defines, and B one that A defines
+build=${BUILD:-build}
+mapfile -t objsrc < <(ls runtime/*.c runtime/format/*.c runtime/cpu/*.c runtime/cpu/*/*.c 2>/dev/null | sort)
+stale=""
+for s in "${objsrc[@]}"; do
+    o=$build/${s%.c}.o
+    if [ ! -f "$o" ] || [ "$s" -nt "$o" ]; then stale=$o; break; fi
+done
+if ! command -v nm > /dev/null 2>&1; then
+    echo "SKIP no two objects of the CPU runtime call each other: nm not found"
+elif [ ${#objsrc[@]} -eq 0 ] || [ -n "$stale" ]; then
+    echo "SKIP no two objects of the CPU runtime call each other: ${stale:-no sources} missing or older than its source (make)"
+else
+    pairs=$(for s in "${objsrc[@]}"; do
+                o=$build/${s%.c}.o
+                nm "$o" | awk -v o="$o" '$1 == "U" { print o, "U", $2; next }
+                                         NF >= 3 && $2 ~ /^[A-TV-Z]$/ { print o, "D", $3 }'
+            done | awk '
+        $2 == "D" { def[$3] = def[$3] " " $1; next }
+        { und[++n] = $1; sym[n] = $3 }
+        END {
+            for (i = 1; i <= n; i++) {
+                k = split(def[sym[i]], d, " ")
+                for (j = 1; j <= k; j++)
+                    if (d[j] != und[i] && !((und[i], d[j]) in calls)) calls[und[i], d[j]] = sym[i]
+            }
+            for (ab in calls) {
+                split(ab, p, SUBSEP)
+                if (p[1] < p[2] && ((p[2], p[1]) in calls))
+                    print p[1] " <-> " p[2] ": " calls[p[1], p[2]] " | " calls[p[2], p[1]]
+            }
+        }' | sort)
+    check "no two objects of the CPU runtime call each other (${#objsrc[@]})" "$pairs"
+fi
 
 echo "$passed passed, $failed failed"
 [ "$failed" -eq 0 ]

@@ -6,9 +6,9 @@
 # build/tests/replay_fuzz_*; CLI tests are the scripts tests/cli/*.sh, one
 # test each (exit 0 = pass); the integer kernels' proof of holding no
 # floating point is one more (two checks), the source tree's include rules
-# one more (tests/layout.sh), the minimal build's outputs one more
-# (tests/scalar.sh), the instruction-set cap one more (tests/isa.sh); the
-# runtime tests built for
+# and the runtime objects' calls one more (tests/layout.sh), the minimal
+# build's outputs one more (tests/scalar.sh), the instruction-set cap one
+# more (tests/isa.sh); the runtime tests built for
 # 64-bit Arm run under qemu-user as one more group. A program that crashes
 # counts as one failure.
 set -u
@@ -32,7 +32,7 @@ if [ -x build/check-lib ]; then
     { build/check-lib && echo "1 passed, 0 failed"; } > "$out" 2>&1; tally "libdcz links alone" $? "$out"
 fi
 # The source tree's dependency rules (tests/layout.sh: what libdcz and the
-# toolchain may include).
+# toolchain may include, and no two runtime objects calling each other).
 out=$log/layout.out
 bash tests/layout.sh > "$out" 2>&1; tally "source layout" $? "$out"
 # The integer kernels hold no floating point, two ways: kernels_int.c

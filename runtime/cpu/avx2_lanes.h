@@ -1,6 +1,7 @@
 /* avx2_lanes.h: lane helpers of the AVX2 kernels (kernels_shift.c,
- * kernels_conv.c, kernels_gemm.c, kernels_qsimd.c). Included after
- * <immintrin.h> on x86 only.
+ * shift_split_x86.c, shift_depthwise.c, kernels_conv.c, kernels_gemm.c,
+ * kernels_qelem.c, kernels_qconv.c). Included after <immintrin.h> on x86
+ * only.
  *
  * dcz_mask8__avx2(n): the mask of lanes 0 .. n - 1 (all 8 for n >= 8), for
  * masked loads and stores; dcz_bits8__avx2(bits): that of the lanes whose

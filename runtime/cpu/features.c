@@ -1,16 +1,28 @@
 /* features.c: the CPU's features, probed once for every kernel's choice
  * (cpu/isa.h), and the caps on them a model's options ask for
- * (dcz_options.isa). The one place libdcz asks the CPU what it has.
+ * (dcz_options.isa). The one place libdcz asks the CPU what it has; and from
+ * them, the instruction-set families this build and CPU run
+ * (dcz_isa_supported, tool.h) and the one the sparse matrix product and
+ * the other kernels of a single vector family dispatch to (dcz_isa_best,
+ * model.h).
  *
  * Checked by tests/unit/test_simd.c and the kernel tests, whose variants
- * run where these say the CPU has them, and by tests/unit/test_isa.c: every
- * level this machine has, on the test models, against the references.
+ * run where these say the CPU has them; the caps by tests/isa.sh (the bits
+ * of every level this machine has, against emulated CPUs and the
+ * references) and test_simd (the views the pool's workers read).
  */
 #include <pthread.h>
 #include <stdio.h>
 #include <string.h>
 
 #include "runtime/cpu/isa.h"
+#include "runtime/model.h"
+
+#if DCZ_BUILD_X86
+#define DCZ_X86 1
+#elif DCZ_BUILD_NEON
+#define DCZ_NEON 1
+#endif
 
 /* written once, by probe, before probed is set: every later read sees the
  * same values */
@@ -138,4 +150,31 @@ dcz_status dcz_isa_probe(dcz_isa_cap cap, char *why, size_t why_len)
 {
     dcz_cpu c;
     return dcz_cpu_capped(cap, &c, why, why_len);
+}
+
+int dcz_isa_supported(dcz_isa isa)
+{
+    switch (isa) {
+    case DCZ_ISA_REF:
+        return 1;
+#ifdef DCZ_X86
+    case DCZ_ISA_AVX2:
+        return dcz_cpu_features()->avx2 != 0;
+    case DCZ_ISA_AVX512:
+        return dcz_cpu_features()->avx512f != 0;
+#endif
+#ifdef DCZ_NEON
+    case DCZ_ISA_NEON:
+        return dcz_cpu_features()->neon != 0;
+#endif
+    default:
+        return 0;
+    }
+}
+
+dcz_isa dcz_isa_best(void)
+{
+    if (dcz_isa_supported(DCZ_ISA_AVX2)) return DCZ_ISA_AVX2;
+    if (dcz_isa_supported(DCZ_ISA_NEON)) return DCZ_ISA_NEON;
+    return DCZ_ISA_REF;
 }

@@ -1,5 +1,5 @@
 /* kernels_sparse.cu: the sparse fully connected kernels on CUDA, twins of
- * kernels_simd.c's dcz_spmv and dcz_spmm (gpu.h). Both read the execution
+ * kernels_spmv.c's dcz_spmv and kernels_spmm.c's dcz_spmm (gpu.h). Both read the execution
  * form of model.h as it is: a warp takes a row, its 32 lanes one entry each
  * (coalesced reads of the step and index bytes), a warp scan of the steps
  * gives each lane its column, the codebook sits in shared memory, and the

@@ -69,20 +69,6 @@ dcz_status dcz_rd_bytes(dcz_cur *c, size_t n, const uint8_t **p)
     return DCZ_OK;
 }
 
-float dcz_f32_from_bits(uint32_t u)
-{
-    float f;
-    memcpy(&f, &u, 4);
-    return f;
-}
-
-uint32_t dcz_f32_bits(float f)
-{
-    uint32_t u;
-    memcpy(&u, &f, 4);
-    return u;
-}
-
 float dcz_f16_to_f32(uint16_t h)
 {
     uint32_t sign = (uint32_t)(h >> 15) << 31, exp = (h >> 10) & 0x1f, man = h & 0x3ff;

@@ -1,7 +1,8 @@
 /* format.h: the constants of the .dcz file format and the helpers that read
  * it field by field. docs/FORMAT.md is the normative description; every
- * number here is named there. Shared by the runtime loader (load.c), the
- * toolchain's reader and writer (doc_read.c, doc_write.c) and the tests.
+ * number here is named there. Shared by the runtime loader (load.c,
+ * load_layer.c), the toolchain's reader and writer (doc_read.c,
+ * doc_write.c) and the tests.
  *
  * All multi-byte fields are little-endian and are read through dcz_rd_* on a
  * bounds-checked cursor; nothing is ever read by casting a struct.
@@ -14,6 +15,7 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include <string.h>
 
 #include "dcz.h"
 #include "runtime/format/ops.h"
@@ -89,8 +91,21 @@ static inline void dcz_put32(uint8_t *p, uint32_t v)
 {
     p[0] = (uint8_t)v; p[1] = (uint8_t)(v >> 8); p[2] = (uint8_t)(v >> 16); p[3] = (uint8_t)(v >> 24);
 }
-float dcz_f32_from_bits(uint32_t u);
-uint32_t dcz_f32_bits(float f);
+/* a float's bits and back, as the file stores them (inline: the operator
+ * table reads its float attributes through them, and the container reads
+ * the operator table) */
+static inline float dcz_f32_from_bits(uint32_t u)
+{
+    float f;
+    memcpy(&f, &u, 4);
+    return f;
+}
+static inline uint32_t dcz_f32_bits(float f)
+{
+    uint32_t u;
+    memcpy(&u, &f, 4);
+    return u;
+}
 float dcz_f16_to_f32(uint16_t h);
 uint16_t dcz_f32_to_f16(float f); /* round to nearest even */
 

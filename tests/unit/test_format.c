@@ -21,6 +21,11 @@
 
 #include "calibrate/calibrate.h"
 #include "model/doc.h"
+#include "runtime/cpu/f32/conv.h"
+#include "runtime/cpu/f32/dense.h"
+#include "runtime/cpu/f32/elem.h"
+#include "runtime/cpu/f32/shift.h"
+#include "runtime/cpu/f32/wino.h"
 #include "runtime/model.h"
 #include "tests/check.h"
 #define TEST_RNG_SEED 0x9E3779B97F4A7C15ull

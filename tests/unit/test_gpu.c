@@ -36,6 +36,12 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "runtime/cpu/f32/conv.h"
+#include "runtime/cpu/f32/elem.h"
+#include "runtime/cpu/q8/qconv.h"
+#include "runtime/cpu/q8/qelem.h"
+#include "runtime/cpu/q8/qrequant.h"
+#include "runtime/cpu/q8/qspmm.h"
 #include "runtime/model.h"
 #include "tests/check.h"
 #define TEST_RNG_SEED 9090

@@ -40,6 +40,13 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "runtime/cpu/f32/conv.h"
+#include "runtime/cpu/f32/elem.h"
+#include "runtime/cpu/f32/sparse.h"
+#include "runtime/cpu/q8/qconv.h"
+#include "runtime/cpu/q8/qelem.h"
+#include "runtime/cpu/q8/qrequant.h"
+#include "runtime/cpu/q8/qspmm.h"
 #include "runtime/cuda/gpu.h"
 #include "runtime/format/ops.h"
 #include "tests/check.h"

@@ -20,6 +20,12 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "runtime/cpu/f32/conv.h"
+#include "runtime/cpu/f32/dense.h"
+#include "runtime/cpu/f32/elem.h"
+#include "runtime/cpu/f32/shift.h"
+#include "runtime/cpu/f32/sparse.h"
+#include "runtime/cpu/f32/wino.h"
 #include "runtime/model.h"
 #include "tests/check.h"
 #define TEST_RNG_SEED 12345

@@ -1,5 +1,6 @@
-/* test_simd.c: the optimized sparse kernels (runtime/cpu/f32/kernels_simd.c,
- * kernels_lanes.c, kernels_lanes8.c) against the references, bit for bit.
+/* test_simd.c: the optimized sparse kernels (runtime/cpu/f32/kernels_spmv.c,
+ * kernels_spmm.c, kernels_lanes.c, kernels_lanes8.c, and the element-wise
+ * kernels_elem.c) against the references, bit for bit.
  *
  * Every spmm variant this machine runs is called directly (x86: __avx2
  * where the CPU has it; aarch64: __neon), and the dispatching dcz_spmm
@@ -59,6 +60,12 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "runtime/cpu/f32/conv.h"
+#include "runtime/cpu/f32/dense.h"
+#include "runtime/cpu/f32/elem.h"
+#include "runtime/cpu/f32/gemm.h"
+#include "runtime/cpu/f32/lanes.h"
+#include "runtime/cpu/f32/sparse.h"
 #include "runtime/model.h"
 #include "tests/check.h"
 #define TEST_RNG_SEED 0x5eed

@@ -46,6 +46,10 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "runtime/cpu/f32/gemm.h"
+#include "runtime/cpu/f32/shift.h"
+#include "runtime/cpu/f32/wino.h"
+#include "runtime/cpu/q8/qshift.h"
 #include "runtime/model.h"
 #include "tests/check.h"
 #define TEST_RNG_SEED 777

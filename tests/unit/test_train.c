@@ -18,6 +18,7 @@
 
 #include "dcz.h"
 #include "model/doc.h"
+#include "runtime/cpu/f32/wino.h"
 #include "runtime/model.h"
 #include "tests/check.h"
 #include "train/internal.h"

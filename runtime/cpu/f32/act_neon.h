@@ -1,6 +1,6 @@
 /* act_neon.h: a fused activation (dcz_act, model.h) on a NEON vector, for
  * the kernels that apply the next layer's ReLU or CLIP as they store their
- * output (kernels_gemm.c, kernels_simd.c's add). Included after
+ * output (kernels_gemm.c, kernels_elem.c's add). Included after
  * <arm_neon.h> on aarch64 only.
  *
  * ReLU is v > 0 ? v : 0 and CLIP max(lo, min(hi, v)) by compares and

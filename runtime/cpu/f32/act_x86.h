@@ -1,7 +1,7 @@
 /* act_x86.h: a fused activation (dcz_act, model.h) on an AVX-512 or an AVX2
  * vector, for the kernels that apply the next layer's ReLU or CLIP as they store
- * their output (kernels_shift.c, kernels_lanes.c). Included after
- * <immintrin.h> on x86 only.
+ * their output (kernels_shift.c, shift_depthwise.c, kernels_lanes.c).
+ * Included after <immintrin.h> on x86 only.
  *
  * ReLU is max(v, 0) and CLIP max(lo, min(hi, v)): the bits of dcz_act_one,
  * dcz_relu and dcz_clip (NaN and zeros of both signs included: max and min

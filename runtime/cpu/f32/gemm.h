@@ -1,7 +1,9 @@
 /* gemm.h: the dense matrix product of libdcz (kernels_gemm.c), which
  * dense convolutions run on their patches, dense fully connected layers on
  * their weights transposed at load, Winograd's transforms on their
- * products, and the trainer on its layers.
+ * products, and the trainer on its layers; and its integer twin on int16
+ * pairs, which the 8-bit schemes' convolutions run on their weights
+ * expanded at load.
  */
 #ifndef DCZ_RUNTIME_CPU_F32_GEMM_H
 #define DCZ_RUNTIME_CPU_F32_GEMM_H
@@ -41,4 +43,18 @@ int dcz_gemm_f32_act_isa(dcz_isa isa, const dcz_act *act, size_t m, size_t n, ui
                          size_t ldc);
 /* The variant dcz_gemm_f32 runs here ("avx512", "avx2", "neon"), NULL: the reference. */
 const char *dcz_gemm_f32_variant(void);
+/* The integer product of the 8-bit schemes: C (m, n) int64 = bias_m + A B
+ * where A (m, k2) and B (k2, n) hold int32 pairs of int16 (the first of a
+ * pair in the low half): each output adds, over p, a's pair times b's pair
+ * (two products). The vector variants (AVX-512BW, AVX2: vpmaddwd) sum in
+ * 32 bits, so every sum, the bias included, must fit 32 bits, which the
+ * loader checks for the 8-bit schemes; then all give the same integers.
+ * ldb and B's padding as dcz_gemm_f32's. */
+void dcz_qgemm_ref(size_t m, size_t n, uint32_t k2, const int32_t *a, size_t lda, const int32_t *b, size_t ldb,
+                   const int64_t *bias_m, int64_t *c, size_t ldc);
+void dcz_qgemm(size_t m, size_t n, uint32_t k2, const int32_t *a, size_t lda, const int32_t *b, size_t ldb,
+               const int64_t *bias_m, int64_t *c, size_t ldc);
+int dcz_qgemm_isa(dcz_isa isa, size_t m, size_t n, uint32_t k2, const int32_t *a, size_t lda, const int32_t *b,
+                  size_t ldb, const int64_t *bias_m, int64_t *c, size_t ldc);
+const char *dcz_qgemm_variant(void);
 #endif /* DCZ_RUNTIME_CPU_F32_GEMM_H */

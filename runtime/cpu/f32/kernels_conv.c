@@ -49,6 +49,9 @@
 #include <math.h>
 #include <string.h>
 
+#include "runtime/cpu/f32/conv.h"
+#include "runtime/cpu/f32/gemm.h"
+#include "runtime/cpu/f32/sparse.h"
 #include "runtime/model.h"
 
 #if DCZ_BUILD_X86
@@ -105,7 +108,7 @@ void dcz_conv2d_direct_ref(const dcz_conv_geom *g, const float *w, const float *
 }
 
 /* ---- direct convolution by taps -------------------------------------------
- * Taps (model.h, dcz_conv_taps) are computed once per call for every kernel
+ * Taps (conv.h, dcz_conv_taps) are computed once per call for every kernel
  * offset, so the inner loops carry no bounds tests. */
 
 typedef dcz_conv_tap tap;
@@ -207,7 +210,7 @@ static tap_fn tap_variant(dcz_isa isa)
     if (isa == DCZ_ISA_AVX2 && dcz_isa_supported(DCZ_ISA_AVX2)) return add_tap__avx2;
 #endif
 #ifdef DCZ_NEON
-    if (isa == DCZ_ISA_NEON) return add_tap__neon;
+    if (isa == DCZ_ISA_NEON && dcz_isa_supported(DCZ_ISA_NEON)) return add_tap__neon;
 #endif
     return NULL;
 }

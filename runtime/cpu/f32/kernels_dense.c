@@ -27,6 +27,7 @@
  */
 #include <math.h>
 
+#include "runtime/cpu/f32/dense.h"
 #include "runtime/model.h"
 
 #if DCZ_BUILD_X86
@@ -145,7 +146,7 @@ static int variant(dcz_isa isa, blocks *v)
     }
 #endif
 #ifdef DCZ_NEON
-    if (isa == DCZ_ISA_NEON) {
+    if (isa == DCZ_ISA_NEON && dcz_isa_supported(DCZ_ISA_NEON)) {
         *v = (blocks){ block1x1__neon, block4x1__neon, block2x1__neon, block2x2__neon };
         return 1;
     }

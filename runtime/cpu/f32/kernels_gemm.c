@@ -32,6 +32,7 @@
 #include <math.h>
 #include <string.h>
 
+#include "runtime/cpu/f32/gemm.h"
 #include "runtime/model.h"
 
 #if DCZ_BUILD_X86
@@ -291,7 +292,7 @@ static gemm_fn variant(dcz_isa isa)
     if (isa == DCZ_ISA_AVX2 && dcz_isa_supported(DCZ_ISA_AVX2) && dcz_cpu_features()->fma) return gemm__avx2;
 #endif
 #ifdef DCZ_NEON
-    if (isa == DCZ_ISA_NEON) return gemm__neon;
+    if (isa == DCZ_ISA_NEON && dcz_isa_supported(DCZ_ISA_NEON)) return gemm__neon;
 #endif
     (void)isa;
     return NULL;

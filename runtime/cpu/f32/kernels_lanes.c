@@ -1,7 +1,7 @@
-/* kernels_lanes.c: the lane form of a sparse codebook matrix (model.h, "the
+/* kernels_lanes.c: the lane form of a sparse codebook matrix (lanes.h, "the
  * lane form"), its builder and its batch-1 kernels.
  *
- * Why: at batch 1 the column kernel (kernels_simd.c) adds each entry to its
+ * Why: at batch 1 the column kernel (kernels_spmv.c) adds each entry to its
  * row of y in memory, a scalar read-modify-write that costs a cycle or more
  * per entry whatever the vector width. Here a vector lane owns a row and
  * keeps its sum in a register; the input a lane needs comes from a window
@@ -70,6 +70,7 @@
 #include <stdint.h>
 #include <string.h>
 
+#include "runtime/cpu/f32/lanes.h"
 #include "runtime/model.h"
 
 #if DCZ_BUILD_X86

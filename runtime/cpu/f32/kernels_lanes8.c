@@ -1,5 +1,5 @@
 /* kernels_lanes8.c: the 8-row lane form of a sparse codebook matrix
- * (model.h, "the 8-row lane form"), its builder and its batch-1 kernels:
+ * (lanes.h, "the 8-row lane form"), its builder and its batch-1 kernels:
  * the lane form of CPUs with AVX2 and FMA but not AVX-512.
  *
  * Why another form. The 16-row form (kernels_lanes.c) looks up a window of
@@ -47,6 +47,7 @@
 #include <stdint.h>
 #include <string.h>
 
+#include "runtime/cpu/f32/lanes.h"
 #include "runtime/model.h"
 
 #if DCZ_BUILD_X86

@@ -1,5 +1,5 @@
 /* kernels_wino.c: 3x3 convolutions of stride 1 by Winograd's minimal
- * filtering F(2x2, 3x3) (model.h, "Winograd's F(2x2, 3x3)"): 16 products
+ * filtering F(2x2, 3x3) (wino.h): 16 products
  * of (tiles, C) by (C, K) where im2col's product is 2.25 times their size
  * (per output). The training engine runs its forward passes and input
  * gradients by them (train/wino.c), the runtime dense float convolutions
@@ -44,6 +44,8 @@
  */
 #include <string.h>
 
+#include "runtime/cpu/f32/gemm.h"
+#include "runtime/cpu/f32/wino.h"
 #include "runtime/model.h"
 
 #if DCZ_BUILD_X86

@@ -7,7 +7,7 @@
  * into 16 x 16 32-bit sums, up to 16,384 products, in about the time of 16
  * vector instructions. On a convolution's weights at their density (15% to
  * 65% in the presets) the dense tiles then do the work of the sparse quad
- * taps (kernels_qshift.c) in a fraction of their time.
+ * taps (qshift_form.c, kernels_qshift.c) in a fraction of their time.
  *
  * The input is the integer split of kernels_qshift.c as it is: a cell holds
  * the bytes x + 128 of four input channels (a quad) at one pixel of the
@@ -24,7 +24,7 @@
  * stored as it lies into the planes as computed, the layout of
  * shift_planes__vnni's, each sum short of its channel's corr (-128 times
  * its weights' sum, which takes the +128 of the inputs back out): the
- * caller adds corr where it adds the bias (kernels_qshift.c, qplanes_run),
+ * caller adds corr where it adds the bias (kernels_qshift.c, dcz_qplanes_run),
  * in 32 bits, modulo 2^32, so that the sums end exact, as the loader's
  * bound in model.h says of the vector kernel's. The requantization, the
  * fused pool and activation that follow are the vector kernel's code. C
@@ -57,7 +57,7 @@
  *
  * The copied rows form, for layers of a few quads more (amx_run
  * DCZ_QAMX_COPIES): the caller copies each quad's plane kw times, plane
- * q kw + kx holding its cells from kx on (kernels_qshift.c, qplanes_run),
+ * q kw + kx holding its cells from kx on (kernels_qshift.c, dcz_qplanes_run),
  * so that the taps form over those nq kw planes and the kh window rows
  * (each at its first tap's offset) multiplies up to 16 taps and quads a
  * tile B: LeNet-5's second layer (5 quads, 5 x 5) 10 multiplies of 13 or
@@ -71,7 +71,7 @@
  * fewer multiplies, and the copies besides).
  *
  * The columns form, for layers of column quads (one input channel at
- * column stride 1, kernels_qshift.c) at row stride 1 (amx_run
+ * column stride 1, qshift_form.c) at row stride 1 (amx_run
  * DCZ_QAMX_COLUMNS): a cell holds four columns of the input, so column
  * quad c's window rows are kh rows of 64 bytes wq cells apart, a tile B
  * as it lies: ceil(kw / 4) multiplies of kh rows (LeNet-5's 5 x 5 first
@@ -87,7 +87,7 @@
  * 16 channels over two blocks of 16 cells, or one over four.
  *
  * Which kernel runs a layer: dcz_qamx_cost against the quad taps' cost
- * (model.h), fitted on bench/bench_qconv.c. On one core of a Xeon with
+ * (qshift.h), fitted on bench/bench_qconv.c. On one core of a Xeon with
  * AMX, batch 1 with the split and the requantization, quad taps against
  * tiles: 3 x 3 convolutions of the presets 1.3 to 3.5 times faster on the
  * tiles (ResNet-style 16 -> 16 over 28 x 28 at 40% 11.6 -> 7.2 us,
@@ -112,6 +112,7 @@
 #include <stdint.h>
 #include <string.h>
 
+#include "runtime/cpu/q8/qshift.h"
 #include "runtime/model.h"
 
 #if DCZ_BUILD_X86

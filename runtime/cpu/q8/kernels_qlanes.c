@@ -1,7 +1,7 @@
-/* kernels_qlanes.c: the integer lane form (model.h, "the integer lane
+/* kernels_qlanes.c: the integer lane form (qlanes.h, "the integer lane
  * form"), its builder, its specification and its AVX-512 and AVX2 kernels.
  *
- * Why: the 8-bit fully connected kernels of kernels_qsimd.c either gather
+ * Why: the 8-bit fully connected kernels of kernels_qspmm.c either gather
  * each entry's input (batch 1: 16 entries a step, a gather and a 32-bit
  * multiply each, then a sum across the lanes per row) or decode each entry
  * in scalar code per tile of samples. Here a lane owns a row and keeps its
@@ -13,7 +13,7 @@
  * vpaddd). The windows are the float form's, 31 columns.
  *
  * Where the CPU permutes bytes (VBMI) and multiply-adds byte quads (VNNI
- * vpdpbusd), the form of byte quads (model.h) halves the steps again: a
+ * vpdpbusd), the form of byte quads (qlanes.h) halves the steps again: a
  * step is a byte permute (vpermb) of a 64-column window and one vpdpbusd
  * for 64 slots, four entries a lane, the inputs read as x + 128 (unsigned
  * bytes, straight from one copy of the sample: aligned panels of each
@@ -52,6 +52,8 @@
 #include <stdint.h>
 #include <string.h>
 
+#include "runtime/cpu/f32/lanes.h"
+#include "runtime/cpu/q8/qlanes.h"
 #include "runtime/model.h"
 
 #if DCZ_BUILD_X86

@@ -19,6 +19,11 @@
 #include <stdint.h>
 #include <string.h>
 
+#include "runtime/cpu/f32/conv.h"
+#include "runtime/cpu/q8/qconv.h"
+#include "runtime/cpu/q8/qelem.h"
+#include "runtime/cpu/q8/qrequant.h"
+#include "runtime/cpu/q8/qspmm.h"
 #include "runtime/model.h"
 
 /* ---- rounding and requantization ------------------------------------------ */
@@ -271,7 +276,7 @@ void dcz_qconv2d_direct_ref(const dcz_conv_geom *g, const int16_t *w, const int6
                 }
 }
 
-typedef dcz_conv_tap qtap; /* model.h */
+typedef dcz_conv_tap qtap; /* cpu/f32/conv.h */
 
 /* ap (out_h, out_w) += w * (input plane xp seen through tap (ty, tx)) */
 void dcz_qtap_ref(const dcz_conv_geom *g, const qtap *ty, const qtap *tx, int64_t w, const dcz_q *xp, int64_t *ap)
@@ -324,7 +329,6 @@ void dcz_qconv2d_sparse_taps(const dcz_conv_geom *g, const dcz_qsparse *s, const
 }
 
 /* ---- pooling ---------------------------------------------------------------- */
-
 
 /* sum / count rounded half away from zero; count 0 (an empty plane) gives 0 */
 static dcz_q div_round(int64_t sum, uint64_t count)
@@ -397,37 +401,3 @@ void dcz_qglobal_avgpool_rescale_ref(uint32_t channels, uint32_t plane, const dc
     }
 }
 
-/* ---- the integer product for convolutions ------------------------------- */
-
-void dcz_qexpand_pairs(const dcz_qsparse *s, uint32_t k, int32_t *w2)
-{
-    const uint32_t k2 = (k + 1) / 2;
-    memset(w2, 0, (size_t)s->rows * k2 * sizeof *w2);
-    for (uint32_t r = 0; r < s->rows; r++) {
-        uint32_t *row = (uint32_t *)(void *)(w2 + (size_t)r * k2), col = 0;
-        for (uint32_t e = s->row_ptr[r]; e < s->row_ptr[r + 1]; e++) {
-            col += s->step[e];
-            if (s->step[e] == DCZ_STEP_FILLER) continue;
-            row[col / 2] |= (uint32_t)(uint16_t)dcz_qsparse_weight(s, r, e) << (16 * (col & 1));
-        }
-    }
-}
-
-uint64_t dcz_qconv2d_gemm_scratch_floats(const dcz_conv_geom *g)
-{
-    const uint64_t k2 = ((uint64_t)g->in_c * g->kh * g->kw + 1) / 2, ldb = dcz_gemm_ldb((size_t)g->out_h * g->out_w);
-    return k2 * ldb + (dcz_qconv2d_copy_bytes(g) + sizeof(float) - 1) / sizeof(float);
-}
-
-void dcz_qconv2d_gemm(const dcz_conv_geom *g, const int32_t *w2, const int64_t *bias, const dcz_q *x, size_t batch,
-                      int32_t *scratch, int64_t *acc)
-{
-    const size_t pixels = (size_t)g->out_h * g->out_w, ldb = dcz_gemm_ldb(pixels);
-    const uint32_t k2 = (g->in_c * g->kh * g->kw + 1) / 2;
-    const size_t in_sample = (size_t)g->in_c * g->in_h * g->in_w, out_sample = pixels * g->out_c;
-    dcz_q *copy = (dcz_q *)(void *)(scratch + (size_t)k2 * ldb);   /* after the patches */
-    for (size_t b = 0; b < batch; b++) {
-        dcz_qim2col_pairs(g, x + b * in_sample, scratch, ldb, copy);
-        dcz_qgemm(g->out_c, pixels, k2, w2, k2, scratch, ldb, bias, acc + b * out_sample, pixels);
-    }
-}

@@ -8,6 +8,9 @@
 #include <math.h>
 #include <string.h>
 
+#include "runtime/cpu/f32/dense.h"
+#include "runtime/cpu/f32/elem.h"
+#include "runtime/cpu/f32/sparse.h"
 #include "runtime/model.h"
 
 void dcz_dense_f32_ref(const float *w, const float *bias, const float *x, size_t batch,

@@ -1,0 +1,139 @@
+/* conv.h: float convolutions and pools (kernels_conv.c): direct, dense
+ * and sparse, by im2col and the dense product, and the choices between
+ * them; the patches (im2col) and the taps' geometry the integer
+ * convolutions share (cpu/q8/qconv.h); max, average and global average
+ * pools. The shift form has its own header (shift.h), Winograd's
+ * transforms theirs (wino.h).
+ *
+ * Checked by tests/unit/test_kernels.c (every kernel against the direct
+ * references on the convolution grid).
+ */
+#ifndef DCZ_RUNTIME_CPU_F32_CONV_H
+#define DCZ_RUNTIME_CPU_F32_CONV_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "runtime/model.h"
+
+/* ---- convolution and pooling (kernels_conv.c) ---------------------------
+ * x (batch, in_c, in_h, in_w) and y (batch, out_c, out_h, out_w), C order. */
+
+/* The specification: y = conv(x, w) + bias by seven plain loops, taps in
+ * the padding skipped. w (out_c, in_c, kh, kw); bias (out_c) or NULL. */
+void dcz_conv2d_direct_ref(const dcz_conv_geom *g, const float *w, const float *bias,
+                           const float *x, size_t batch, float *y);
+/* The same on dense weights, one output row at a time: each weight adds
+ * itself times a shifted input row to an output row. What the runtime runs
+ * for dense-weight convolutions. */
+void dcz_conv2d_dense(const dcz_conv_geom *g, const float *w, const float *bias,
+                      const float *x, size_t batch, float *y);
+/* Direct sparse convolution on the execution form s (out_c, in_c kh kw):
+ * for each output channel, each stored weight (ic, ky, kx, w) adds w times
+ * the shifted input plane ic to the output plane, for every sample. What the
+ * runtime runs for most sparse convolutions (dcz_conv2d_pick_im2col). */
+void dcz_conv2d_sparse_direct(const dcz_conv_geom *g, const dcz_sparse *s, const float *bias,
+                              const float *x, size_t batch, float *y);
+/* Both on the variant of isa (DCZ_ISA_REF: scalar rows; the vector ones
+ * take 8 or 4 outputs of a row at once, stride 1, and give the same bits);
+ * 0 when this build or machine has none. The two above run the best. */
+int dcz_conv2d_dense_isa(dcz_isa isa, const dcz_conv_geom *g, const float *w, const float *bias,
+                         const float *x, size_t batch, float *y);
+int dcz_conv2d_sparse_direct_isa(dcz_isa isa, const dcz_conv_geom *g, const dcz_sparse *s, const float *bias,
+                                 const float *x, size_t batch, float *y);
+/* The vector variant the two run here ("avx2", "neon"), or NULL. */
+const char *dcz_conv2d_variant(void);
+/* The alternative: im2col of each sample into (out_h out_w, in_c kh kw),
+ * then dcz_spmm (dcz_spmm_ref when ref) with the output pixels as its
+ * batch, then a transpose into (out_c, out_h, out_w). scratch holds
+ * dcz_conv2d_im2col_floats(g). What the runtime runs on small output
+ * planes. */
+void dcz_conv2d_sparse_im2col(const dcz_conv_geom *g, const dcz_sparse *s, const float *bias,
+                              const float *x, size_t batch, int ref, float *scratch, float *y);
+/* Floats of scratch dcz_conv2d_sparse_im2col needs (per call, any batch),
+ * dcz_spmm's tile included. */
+uint64_t dcz_conv2d_im2col_floats(const dcz_conv_geom *g);
+/* Nonzero when the runtime should run a sparse convolution of geometry g
+ * by im2col rather than directly: output rows shorter than
+ * DCZ_CONV_DIRECT_MIN_W, where direct pays a loop per short row, and scratch
+ * of at most DCZ_CONV_SCRATCH_MAX floats (kernels_conv.c has the numbers). */
+#define DCZ_CONV_DIRECT_MIN_W 8
+#define DCZ_CONV_SCRATCH_MAX (1u << 22)
+int dcz_conv2d_pick_im2col(const dcz_conv_geom *g);
+/* Dense weights: each sample's patches laid out by dcz_im2col_k (a 1 x 1
+ * convolution at stride 1 without padding whose planes are whole vectors
+ * reads the input itself: its patches are the input), then the weights
+ * (out_c, in_c kh kw) times them by dcz_gemm_f32 (its reference when ref),
+ * straight into the output planes; scratch of dcz_conv2d_im2col_floats
+ * floats. A sample gives the same bits at any batch, and on every variant
+ * the reference's. The runtime takes it for every ungrouped dense
+ * convolution whose patches take at most DCZ_CONV_SCRATCH_MAX floats
+ * (dcz_conv2d_pick_dense_im2col). dcz_conv2d_dense_im2col_act: then act
+ * (NULL or op 0: none) on each output, by dcz_gemm_f32_act. */
+void dcz_conv2d_dense_im2col(const dcz_conv_geom *g, const float *w, const float *bias, const float *x,
+                             size_t batch, int ref, float *scratch, float *y);
+void dcz_conv2d_dense_im2col_act(const dcz_conv_geom *g, const float *w, const float *bias, const float *x,
+                                 size_t batch, int ref, const dcz_act *act, float *scratch, float *y);
+int dcz_conv2d_pick_dense_im2col(const dcz_conv_geom *g);
+/* A sparse convolution of nnz stored weights runs faster expanded to dense
+ * weights by dcz_conv2d_dense_im2col than by its sparse kernels from this
+ * density on: the dense product does 6 to 20 times the multiply-adds per
+ * second of dcz_conv2d_sparse_direct (bench/bench_conv.c: 16 -> 16
+ * channels over 28 x 28 break even near 15%, 32 -> 64 and wider near 5%).
+ * dcz_conv2d_pick_expand: ungrouped, its patches within the scratch cap, and
+ * at least that dense. */
+#define DCZ_CONV_DENSE_MIN_DENSITY 0.10
+int dcz_conv2d_pick_expand(const dcz_conv_geom *g, uint64_t nnz);
+
+/* col (out_h out_w, in_c kh kw): row p is the receptive field of output
+ * pixel p in (ic, ky, kx) order, 0 where it falls in the padding. */
+void dcz_im2col(const dcz_conv_geom *g, const float *x, float *col);
+/* col (in_c kh kw, ldb): row (ic, ky, kx) holds, for every output pixel,
+ * the input it multiplies by that weight, 0 in the padding; columns from
+ * out_h out_w to ldb are 0. */
+/* The output columns ox whose input column ox sw + kx - pw is inside the
+ * image: lo .. hi - 1 (an empty range when none). */
+void dcz_conv_inside_cols(const dcz_conv_geom *g, uint32_t kx, uint32_t *lo, uint32_t *hi);
+void dcz_im2col_k_ref(const dcz_conv_geom *g, const float *x, float *col, size_t ldb);
+/* The same, whole planes at a time where stride 1 keeps the width (else
+ * the reference). */
+void dcz_im2col_k(const dcz_conv_geom *g, const float *x, float *col, size_t ldb);
+
+/* Geometry shared by the float and integer convolutions and pools
+ * (kernels_conv.c; integer arithmetic only). A tap is one kernel offset k
+ * along one axis: it touches the output positions o in [lo, hi) whose input
+ * o * stride + k - pad lies inside the image; first is the input position of
+ * o = lo. Computed once per call, so the inner loops test no bounds. */
+typedef struct dcz_conv_tap {
+    uint32_t lo, hi, first;
+} dcz_conv_tap;
+/* ty (kh) and tx (kw): the taps of every kernel offset of g */
+void dcz_conv_taps(const dcz_conv_geom *g, dcz_conv_tap *ty, dcz_conv_tap *tx);
+/* The input cells [lo, hi) of pooling window o along an axis of n cells
+ * (never empty: the padding is smaller than the window). */
+void dcz_window_cells(uint32_t o, uint32_t stride, uint32_t pad, uint32_t k, uint32_t n,
+                      uint32_t *lo, uint32_t *hi);
+
+/* Max over each window's cells inside the input (padding never wins). */
+void dcz_maxpool_ref(const dcz_conv_geom *g, const float *x, size_t batch, float *y);
+/* The same, the interior columns of each row in vector lanes (AVX-512;
+ * the reference's bits, NaN and signed zeros included); dcz_maxpool_isa
+ * runs the variant of isa (DCZ_ISA_REF: interior rows by scalar loops), 0
+ * when this build or machine has none. */
+void dcz_maxpool(const dcz_conv_geom *g, const float *x, size_t batch, float *y);
+int dcz_maxpool_isa(dcz_isa isa, const dcz_conv_geom *g, const float *x, size_t batch, float *y);
+/* The interior columns of a pool (or convolution) g, whose windows lie
+ * inside the image across: lo .. hi - 1, ox sw - pw >= 0 and
+ * ox sw - pw + kw <= in_w (an empty range when none). */
+void dcz_pool_interior_cols(const dcz_conv_geom *g, uint32_t *lo, uint32_t *hi);
+/* Mean over each window: divided by kh kw when count_include_pad, else by
+ * the number of its cells inside the input. */
+void dcz_avgpool_ref(const dcz_conv_geom *g, int count_include_pad, const float *x,
+                     size_t batch, float *y);
+/* y (batch, channels) = mean of each of the channels planes of plane floats. */
+void dcz_global_avgpool_ref(uint32_t channels, uint32_t plane, const float *x, size_t batch,
+                            float *y);
+/* The same bits, eight channels at a time in AVX2 (kernels_conv.c). */
+void dcz_global_avgpool(uint32_t channels, uint32_t plane, const float *x, size_t batch, float *y);
+
+#endif /* DCZ_RUNTIME_CPU_F32_CONV_H */

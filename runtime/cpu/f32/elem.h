@@ -1,0 +1,52 @@
+/* elem.h: the float layers without weights that run element by element:
+ * ReLU, Clip, Add (kernels_elem.c, in vectors, and their references in
+ * cpu/ref/kernels_ref.c), the fused activation a kernel applies as it
+ * stores (dcz_act_apply), and the scalar references of Mul, Concat and
+ * Softmax.
+ *
+ * Checked by tests/unit/test_simd.c (each variant against its reference,
+ * bit for bit) and tests/unit/test_kernels.c.
+ */
+#ifndef DCZ_RUNTIME_CPU_F32_ELEM_H
+#define DCZ_RUNTIME_CPU_F32_ELEM_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "runtime/shapes.h"
+#include "runtime/tool.h"
+
+void dcz_relu_ref(float *x, size_t n);
+/* y (n) = ReLU of x (n), vectorized (kernels_elem.c), the reference's bits;
+ * y may be x. dcz_relu_isa: the variant of isa, 0 when missing. */
+void dcz_relu(const float *x, size_t n, float *y);
+int dcz_relu_isa(dcz_isa isa, const float *x, size_t n, float *y);
+/* CLIP (ReLU6 and kin) in vectors, the bits of dcz_activation_ref's (AVX2,
+ * NEON; y may be x); dcz_clip_isa: the variant of isa, 0 when missing. */
+void dcz_clip(float lo, float hi, const float *x, size_t n, float *y);
+int dcz_clip_isa(dcz_isa isa, float lo, float hi, const float *x, size_t n, float *y);
+/* act (NULL or op 0: none; ReLU or CLIP) over y (n) in place, by dcz_relu
+ * or dcz_clip: the bits of dcz_act_one. */
+void dcz_act_apply(const dcz_act *act, float *y, size_t n);
+/* ADD in vectors, then act (NULL or op 0: none; ReLU or CLIP): the bits
+ * of dcz_add_ref and the activation's reference after it (AVX2, NEON; y
+ * may be a or b); dcz_add_isa: the variant of isa, 0 when missing. */
+void dcz_add(const float *a, const float *b, size_t n, const dcz_act *act, float *y);
+int dcz_add_isa(dcz_isa isa, const float *a, const float *b, size_t n, const dcz_act *act, float *y);
+
+/* y (n) = a + b. */
+void dcz_add_ref(const float *a, const float *b, size_t n, float *y);
+/* y (batch, channels, plane) = x times f (batch, channels), each factor
+ * over its channel's plane (plane 1: elementwise). */
+void dcz_mul_ref(const float *x, const float *f, size_t batch, uint32_t channels, uint32_t plane,
+                 float *y);
+/* y (batch, sum of width) = x[0] .. x[nin - 1] (batch, width[k]) side by
+ * side, sample by sample: a concatenation on the channels of (C, H, W) or
+ * (n) samples. */
+void dcz_concat_ref(const float *const *x, const uint32_t *width, uint32_t nin, size_t batch,
+                    float *y);
+
+/* in-place softmax over each of batch rows of width n */
+void dcz_softmax_ref(float *x, size_t batch, size_t n);
+
+#endif /* DCZ_RUNTIME_CPU_F32_ELEM_H */

@@ -1,0 +1,219 @@
+/* kernels_elem.c: the float layers that run element by element, in
+ * vectors: ReLU, Clip and Add (with the activation after it), and
+ * dcz_act_apply, which the kernels that fuse an activation run over their
+ * output. Each variant gives its reference's bits (cpu/ref/kernels_ref.c,
+ * dcz_act_one: the same comparisons, one rounding per sum). Apart from the
+ * matrix kernels, with which they share nothing but the instruction sets.
+ * The x86 variants (AVX2) have per-function target attributes; aarch64:
+ * NEON.
+ *
+ * Checked by tests/unit/test_simd.c: every variant the machine runs against
+ * its reference over an edge-case grid, bit for bit.
+ */
+#include <string.h>
+
+#include "runtime/cpu/f32/elem.h"
+#include "runtime/model.h"
+
+#if DCZ_BUILD_X86
+#include <immintrin.h>
+#define DCZ_X86 1
+#elif DCZ_BUILD_NEON
+#include <arm_neon.h>
+
+#include "runtime/cpu/f32/act_neon.h"
+#define DCZ_NEON 1
+#endif
+
+/* ---- ReLU --------------------------------------------------------------------- */
+
+/* y = x where x > 0, else 0 (NaN and -0 too): a compare and an and per
+ * vector, the reference's bits. */
+#ifdef DCZ_X86
+__attribute__((target("avx2")))
+static void relu__avx2(const float *x, size_t n, float *y)
+{
+    const __m256 zero = _mm256_setzero_ps();
+    size_t i = 0;
+    for (; i + 8 <= n; i += 8) {
+        const __m256 v = _mm256_loadu_ps(x + i);
+        _mm256_storeu_ps(y + i, _mm256_and_ps(_mm256_cmp_ps(v, zero, _CMP_GT_OQ), v));
+    }
+    for (; i < n; i++) y[i] = x[i] > 0.0f ? x[i] : 0.0f;
+}
+#endif
+
+#ifdef DCZ_NEON
+static void relu__neon(const float *x, size_t n, float *y)
+{
+    const float32x4_t zero = vdupq_n_f32(0.0f);
+    size_t i = 0;
+    for (; i + 4 <= n; i += 4) {
+        const float32x4_t v = vld1q_f32(x + i);
+        vst1q_f32(y + i, vreinterpretq_f32_u32(vandq_u32(vcgtq_f32(v, zero), vreinterpretq_u32_f32(v))));
+    }
+    for (; i < n; i++) y[i] = x[i] > 0.0f ? x[i] : 0.0f;
+}
+#endif
+
+int dcz_relu_isa(dcz_isa isa, const float *x, size_t n, float *y)
+{
+#ifdef DCZ_X86
+    if (isa == DCZ_ISA_AVX2 && dcz_isa_supported(DCZ_ISA_AVX2)) {
+        relu__avx2(x, n, y);
+        return 1;
+    }
+#endif
+#ifdef DCZ_NEON
+    if (isa == DCZ_ISA_NEON && dcz_isa_supported(DCZ_ISA_NEON)) {
+        relu__neon(x, n, y);
+        return 1;
+    }
+#endif
+    (void)isa;
+    (void)x;
+    (void)n;
+    (void)y;
+    return 0;
+}
+
+void dcz_relu(const float *x, size_t n, float *y)
+{
+    if (dcz_relu_isa(dcz_isa_best(), x, n, y)) return;
+    if (y != x) memcpy(y, x, n * sizeof *y);
+    dcz_relu_ref(y, n);
+}
+
+/* ---- Clip (ReLU6) ------------------------------------------------------------------ */
+
+/* y = lo > t ? lo : t, t = hi < x ? hi : x: the reference's formula, NaN
+ * and zeros of both signs included: max_ps(a, b) and min_ps(a, b) return
+ * b unless a compares greater (less), as the conditional expressions do;
+ * NEON's min and max propagate NaN, so there a compare and a select. */
+#ifdef DCZ_X86
+__attribute__((target("avx2")))
+static void clip__avx2(float lo, float hi, const float *x, size_t n, float *y)
+{
+    const __m256 l = _mm256_set1_ps(lo), h = _mm256_set1_ps(hi);
+    size_t i = 0;
+    for (; i + 8 <= n; i += 8) _mm256_storeu_ps(y + i, _mm256_max_ps(l, _mm256_min_ps(h, _mm256_loadu_ps(x + i))));
+    for (; i < n; i++) {
+        const float t = hi < x[i] ? hi : x[i];
+        y[i] = lo > t ? lo : t;
+    }
+}
+#endif
+
+#ifdef DCZ_NEON
+static void clip__neon(float lo, float hi, const float *x, size_t n, float *y)
+{
+    const float32x4_t l = vdupq_n_f32(lo), h = vdupq_n_f32(hi);
+    size_t i = 0;
+    for (; i + 4 <= n; i += 4) {
+        const float32x4_t v = vld1q_f32(x + i), t = vbslq_f32(vcltq_f32(h, v), h, v);
+        vst1q_f32(y + i, vbslq_f32(vcgtq_f32(l, t), l, t));
+    }
+    for (; i < n; i++) {
+        const float t = hi < x[i] ? hi : x[i];
+        y[i] = lo > t ? lo : t;
+    }
+}
+#endif
+
+int dcz_clip_isa(dcz_isa isa, float lo, float hi, const float *x, size_t n, float *y)
+{
+#ifdef DCZ_X86
+    if (isa == DCZ_ISA_AVX2 && dcz_isa_supported(DCZ_ISA_AVX2)) {
+        clip__avx2(lo, hi, x, n, y);
+        return 1;
+    }
+#endif
+#ifdef DCZ_NEON
+    if (isa == DCZ_ISA_NEON && dcz_isa_supported(DCZ_ISA_NEON)) {
+        clip__neon(lo, hi, x, n, y);
+        return 1;
+    }
+#endif
+    (void)isa;
+    (void)lo;
+    (void)hi;
+    (void)x;
+    (void)n;
+    (void)y;
+    return 0;
+}
+
+void dcz_clip(float lo, float hi, const float *x, size_t n, float *y)
+{
+    if (dcz_clip_isa(DCZ_ISA_AVX2, lo, hi, x, n, y) || dcz_clip_isa(DCZ_ISA_NEON, lo, hi, x, n, y)) return;
+    const float param[2] = { lo, hi };
+    dcz_activation_ref(DCZ_OP_CLIP, param, x, n, y);
+}
+
+void dcz_act_apply(const dcz_act *act, float *y, size_t n)
+{
+    if (act && act->op == DCZ_OP_RELU) dcz_relu(y, n, y);
+    else if (act && act->op == DCZ_OP_CLIP) dcz_clip(act->lo, act->hi, y, n, y);
+}
+
+/* ---- Add ---------------------------------------------------------------------------- */
+
+/* y = act(a + b), a vector at a time: one rounding per sum, then ReLU or
+ * CLIP by the instructions of relu and clip above (the references' bits);
+ * act NULL or op 0: the sum alone. */
+#ifdef DCZ_X86
+__attribute__((target("avx2")))
+static void add__avx2(const float *a, const float *b, size_t n, const dcz_act *act, float *y)
+{
+    const int op = act ? act->op : 0;
+    const float lo = op == DCZ_OP_CLIP ? act->lo : 0.0f, hi = op == DCZ_OP_CLIP ? act->hi : 0.0f;
+    const __m256 zero = _mm256_setzero_ps(), l = _mm256_set1_ps(lo), h = _mm256_set1_ps(hi);
+    size_t i = 0;
+    for (; i + 8 <= n; i += 8) {
+        __m256 v = _mm256_add_ps(_mm256_loadu_ps(a + i), _mm256_loadu_ps(b + i));
+        if (op == DCZ_OP_RELU) v = _mm256_and_ps(_mm256_cmp_ps(v, zero, _CMP_GT_OQ), v);
+        else if (op == DCZ_OP_CLIP) v = _mm256_max_ps(l, _mm256_min_ps(h, v));
+        _mm256_storeu_ps(y + i, v);
+    }
+    for (; i < n; i++) y[i] = dcz_act_one(act, a[i] + b[i]);
+}
+#endif
+
+#ifdef DCZ_NEON
+static void add__neon(const float *a, const float *b, size_t n, const dcz_act *act, float *y)
+{
+    size_t i = 0;
+    for (; i + 4 <= n; i += 4) vst1q_f32(y + i, dcz_act__neon(vaddq_f32(vld1q_f32(a + i), vld1q_f32(b + i)), act));
+    for (; i < n; i++) y[i] = dcz_act_one(act, a[i] + b[i]);
+}
+#endif
+
+int dcz_add_isa(dcz_isa isa, const float *a, const float *b, size_t n, const dcz_act *act, float *y)
+{
+#ifdef DCZ_X86
+    if (isa == DCZ_ISA_AVX2 && dcz_isa_supported(DCZ_ISA_AVX2)) {
+        add__avx2(a, b, n, act, y);
+        return 1;
+    }
+#endif
+#ifdef DCZ_NEON
+    if (isa == DCZ_ISA_NEON && dcz_isa_supported(DCZ_ISA_NEON)) {
+        add__neon(a, b, n, act, y);
+        return 1;
+    }
+#endif
+    (void)isa;
+    (void)a;
+    (void)b;
+    (void)n;
+    (void)act;
+    (void)y;
+    return 0;
+}
+
+void dcz_add(const float *a, const float *b, size_t n, const dcz_act *act, float *y)
+{
+    if (dcz_add_isa(DCZ_ISA_AVX2, a, b, n, act, y) || dcz_add_isa(DCZ_ISA_NEON, a, b, n, act, y)) return;
+    dcz_add_ref(a, b, n, y);
+    dcz_act_apply(act, y, n);
+}

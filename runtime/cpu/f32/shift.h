@@ -1,0 +1,118 @@
+/* shift.h: float convolution by shifted planes on the shift form
+ * (model.h's dcz_shift): the form's builder, the cost model that decides
+ * where it runs, and its kernels (kernels_shift.c, whose opening comment
+ * describes the form). The integer twin: cpu/q8/qshift.h.
+ *
+ * Checked by tests/unit/test_kernels.c: every variant against the scalar
+ * reference, bit for bit, on the convolution grid.
+ */
+#ifndef DCZ_RUNTIME_CPU_F32_SHIFT_H
+#define DCZ_RUNTIME_CPU_F32_SHIFT_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "runtime/model.h"
+
+/* ---- the shift form ----------------------------------------------------------
+ * dcz_shift: model.h. */
+/* The channels a block of the shift form of a convolution of geometry g
+ * and nnz stored weights: 1, 2 or 4 by a cost model of the kernel. */
+uint32_t dcz_shift_pick_block(const dcz_conv_geom *g, uint64_t nnz);
+/* Taps (at most) and bytes of the shift form of g in blocks of ob
+ * channels, nnz stored weights. */
+uint64_t dcz_shift_taps_bound(const dcz_conv_geom *g, uint64_t nnz, uint32_t ob);
+uint64_t dcz_shift_bytes(const dcz_conv_geom *g, uint64_t nnz, uint32_t ob);
+/* f = the shift form of a convolution of geometry g in blocks of ob
+ * channels (grouped: ob divides out_c / group, so a block stays within a
+ * group), in mem (dcz_shift_bytes, 4-byte aligned), from its execution
+ * form s, or when s is NULL from its dense weights w (out_c, in_c / group,
+ * kh, kw), every one stored. */
+void dcz_shift_build(const dcz_conv_geom *g, const dcz_sparse *s, const float *w, uint32_t ob, void *mem,
+                     dcz_shift *f);
+/* Floats of scratch dcz_conv2d_shift needs (per call, any batch): the
+ * split input and the output planes as computed. */
+uint64_t dcz_shift_scratch_floats(const dcz_conv_geom *g);
+/* y = the convolution: per sample, the split input, then each output
+ * plane as the sum of the split input shifted by each stored weight's
+ * offset times the weight (bias first, then each product fused into the
+ * sum in column order: the bits of dcz_conv2d_dense_im2col on the weights
+ * expanded, finite inputs), on the best vector variant or the scalar
+ * reference (ref). dcz_conv2d_shift_isa runs the variant of isa
+ * (DCZ_ISA_REF: the reference), 0 when this build or machine has none. */
+void dcz_conv2d_shift(const dcz_conv_geom *g, const dcz_shift *f, const float *bias, const float *x,
+                      size_t batch, int ref, float *scratch, float *y);
+int dcz_conv2d_shift_isa(dcz_isa isa, const dcz_conv_geom *g, const dcz_shift *f, const float *bias,
+                         const float *x, size_t batch, float *scratch, float *y);
+/* The vector variant dcz_conv2d_shift runs here ("avx512", "avx2",
+ * "neon"), or NULL. */
+const char *dcz_conv2d_shift_variant(void);
+/* "rows", "plane" or "lanes" (channels in the lanes): the depthwise
+ * kernel that runs g on the shift form f straight from the input
+ * (shift_depthwise.c), or NULL where the shift form itself runs it. */
+const char *dcz_conv2d_shift_depthwise(const dcz_conv_geom *g, const dcz_shift *f);
+/* dcz_conv2d_shift on the best variant, then what the layers after it
+ * leave to it: a residual res (NULL for none) added to every output, the
+ * bits of dcz_add over the convolution's output and res, then act (op 0:
+ * none), the bits of dcz_relu or dcz_clip run over that. res (batch, out_c,
+ * out_h, out_w) may be y itself, not x. dcz_conv2d_shift_act_isa on the
+ * variant of isa (DCZ_ISA_REF: the references), 0 where missing. */
+void dcz_conv2d_shift_act(const dcz_conv_geom *g, const dcz_shift *f, const float *bias, const float *x,
+                          size_t batch, const dcz_act *act, const float *res, float *scratch, float *y);
+int dcz_conv2d_shift_act_isa(dcz_isa isa, const dcz_conv_geom *g, const dcz_shift *f, const float *bias,
+                             const float *x, size_t batch, const dcz_act *act, const float *res, float *scratch,
+                             float *y);
+/* Whether dcz_conv2d_shift_act on this CPU adds the residual as its
+ * kernel stores the sums (AVX-512, not the depthwise kernels), rather than
+ * as a slower generic path copies them out. */
+int dcz_conv2d_shift_res_fuses(const dcz_conv_geom *g, const dcz_shift *f);
+/* Nonzero when a float convolution of geometry g and nnz stored weights
+ * should run on its shift form: its scratch within DCZ_CONV_SCRATCH_MAX,
+ * and either the dense product cannot run it (grouped, or patches past the
+ * cap) or the shift kernel's taps (in its blocks' cost, over the output
+ * plane as computed) take less time than the dense product's multiply-adds
+ * of 16 lanes (over the plane in whole vectors, as it runs). The costs of
+ * a tap and of a multiply-add are measured per instruction set
+ * (shift_form.c, shift_costs). */
+int dcz_conv2d_pick_shift(const dcz_conv_geom *g, uint64_t nnz);
+
+/* ---- between the family's files -------------------------------------------
+ * Not for callers: what kernels_shift.c's dispatch and the cost model of
+ * shift_form.c take from the other files of the family. */
+
+/* The instruction set dcz_conv2d_shift runs here (kernels_shift.c; the
+ * scalar reference: DCZ_ISA_REF), whose costs the cost model weighs. */
+dcz_isa dcz_shift_best(void);
+
+#if DCZ_BUILD_X86
+struct split_geom;
+
+/* xs = the split input of sample x by isa's vector split
+ * (shift_split_x86.c); 0 (nothing written) where isa has none for g. */
+int dcz_shift_split_vector(dcz_isa isa, const dcz_conv_geom *g, const struct split_geom *q, const float *x,
+                           float *xs);
+
+/* The depthwise kernels (shift_depthwise.c). */
+/* Which of the two AVX-512 depthwise kernels runs g on the shift form f
+ * (dcz_shift_dw_path): DCZ_SHIFT_DW_PLANE where the plane fits
+ * (dw_plane_fits), else DCZ_SHIFT_DW_ROWS, except at stride 1 over rows of
+ * 8 or fewer, where the shift form is faster; DCZ_SHIFT_DW_NONE for other
+ * convolutions. */
+enum { DCZ_SHIFT_DW_NONE, DCZ_SHIFT_DW_ROWS, DCZ_SHIFT_DW_PLANE };
+int dcz_shift_dw_path(const dcz_conv_geom *g, const dcz_shift *f);
+void dcz_shift_dw_plane__avx512(const dcz_conv_geom *g, const struct split_geom *q, const dcz_shift *f,
+                                const float *bias, const float *x, size_t batch, const dcz_act *act, float *y);
+void dcz_shift_dw_rows_run__avx512(const dcz_conv_geom *g, const struct split_geom *q, const dcz_shift *f,
+                                   const float *bias, const float *x, size_t batch, const dcz_act *act, float *y);
+/* whether the AVX2 rows kernel runs g on the shift form f (column stride 2) */
+int dcz_shift_dw_rows_avx2(const dcz_conv_geom *g, const dcz_shift *f);
+void dcz_shift_dw_rows_run__avx2(const dcz_conv_geom *g, const struct split_geom *q, const dcz_shift *f,
+                                 const float *bias, const float *x, size_t batch, const dcz_act *act, float *y);
+/* whether the AVX2 channels-in-lanes kernel runs g on the shift form f */
+int dcz_shift_dw_lanes_fit(const dcz_conv_geom *g, const dcz_shift *f);
+void dcz_shift_dw_lanes_run__avx2(const dcz_conv_geom *g, const struct split_geom *q, const dcz_shift *f,
+                                  const float *bias, const float *x, size_t batch, const dcz_act *act,
+                                  float *scratch, float *y);
+#endif
+
+#endif /* DCZ_RUNTIME_CPU_F32_SHIFT_H */

@@ -1,0 +1,744 @@
+/* shift_depthwise.c: depthwise float convolutions held in the shift form
+ * (one input channel a group, one output channel each: blocks of one), run
+ * straight from the input, without the split and the copy out that cost
+ * several times their few multiply-adds on small planes: on AVX-512 by
+ * rows or with the plane in registers, on AVX2 by rows at column stride 2
+ * or with the channels in the lanes. Each output starts from the bias and
+ * takes the fused multiply-add of each of its channel's taps in column
+ * order, the same taps from the same form, so the bits of the shift form's
+ * reference (kernels_shift.c, shift_planes_ref). dcz_shift_dw_path,
+ * dcz_shift_dw_lanes_fit and dcz_shift_dw_rows_avx2 say which runs a
+ * layer; kernels_shift.c calls them (shift.h). x86 only.
+ *
+ * Checked by tests/unit/test_kernels.c: the shift form's variants on every
+ * geometry of the convolution grid, depthwise ones among them, against the
+ * scalar reference, bit for bit.
+ */
+#include <string.h>
+
+#include "runtime/cpu/f32/shift.h"
+#include "runtime/model.h"
+
+#if DCZ_BUILD_X86
+#include <immintrin.h>
+
+#include "runtime/cpu/f32/act_x86.h"
+#include "runtime/cpu/avx2_lanes.h"
+#include "runtime/cpu/shift_split.h"
+
+/* Depthwise convolutions (one input channel a group, one output channel
+ * each: blocks of one) at strides 1 and 2, straight from the input into
+ * the output (AVX-512): the split and the copy out cost several times the
+ * nine or so multiply-adds of each output on such small planes. Two
+ * kernels, each output starting from the bias and taking the fused
+ * multiply-add of each of its channel's taps in column order, so the bits
+ * of shift_planes_ref:
+ *   rows   each output row, a vector of 16 columns at a time, over the
+ *          input row its tap reads (masked loads: lanes outside the image
+ *          read 0, as the split input's padding does; at stride 2 a permute
+ *          keeps every other column); a row above or below the image is
+ *          read from zeros, so the tap adds w x 0 there as the reference
+ *          does. R rows are summed at once (8, or 7 where the plane has 7
+ *          or 14 rows, 4 of two vectors), the tap outermost, so that each
+ *          weight is broadcast once and the R NV sums stay in registers.
+ *          Where a vector's window spans 32 columns or fewer (one vector
+ *          a row, or two at stride 1), each input row is loaded once for
+ *          all its taps and each tap permutes its lanes out of it
+ *          (dw_rows1__avx512); else each tap loads (dw_rows__avx512).
+ *   plane  small planes held in registers whole (dcz_shift_dw_plane__avx512).
+ * dcz_shift_dw_path picks: plane where it fits, else rows, except at stride 1 over
+ * rows of 8 or fewer (7 x 7 that the plane cannot take), where the shift
+ * form was faster. Measured per layer on the MobileNetV2-style preset,
+ * dense, batch 1, one core of an AMD EPYC (us, shift form -> this):
+ * 16 x 28 x 28 7.8 -> 6.5, 96 x 14 x 14 stride 2 30.6 -> 21.8,
+ * 144 x 14 x 14 23.0 -> 21.0, 144 x 7 x 7 stride 2 19.7 -> 17.7,
+ * 192 x 7 x 7 10.2 -> 8.2 (plane; 16.2 by rows), 192 x 4 x 4 stride 2
+ * 14.7 -> 14.3, 384 x 4 x 4 10.3 -> 7.2 (plane; 20.4 by rows). The whole
+ * model: dense 324 -> 302 us, compressed 285 -> 261 (dcz bench medians,
+ * alternated); rows 7 at a time over 7 and 14 rows, not 8: the three
+ * layers by rows 2 us faster each, the dense model 303 -> 297 us. */
+#define DW_MAX_TAPS 49
+#define DW_MAX_KW 7
+#define DW_MAX_ROWS 64
+#define DW_MAX_W 96
+static const float dw_zeros[DW_MAX_W];
+
+typedef struct dw_plan {
+    int64_t first[DW_MAX_KW][2];   /* the input column of lane 0 of vector v at tap column kx */
+    __mmask16 lo[DW_MAX_KW][2], hi[DW_MAX_KW][2];   /* its lanes inside the row (hi: the next 16, stride 2) */
+    __mmask16 tail;                /* the lanes of the last vector of an output row */
+} dw_plan;
+
+/* Output rows oy0 .. oy0 + R - 1 of one channel (those below out_h stored),
+ * rows[j] the input row that window row j of output row 0 of the group
+ * reads, times the stride. */
+__attribute__((target("avx512f"), always_inline))
+static inline void dw_rows__avx512(const size_t NV, const size_t R, const int S2, const dw_plan *pl, size_t sh,
+                                   const float *const *rows, const uint8_t *ky, const uint8_t *kx,
+                                   const float *w, uint32_t n, float b, size_t nrows, size_t out_w,
+                                   const dcz_act *act, float *y)
+{
+    const __m512i even = _mm512_set_epi32(30, 28, 26, 24, 22, 20, 18, 16, 14, 12, 10, 8, 6, 4, 2, 0);
+    __m512 acc[8][2];
+#pragma GCC unroll 8
+    for (size_t r = 0; r < R; r++)
+#pragma GCC unroll 2
+        for (size_t v = 0; v < NV; v++) acc[r][v] = _mm512_set1_ps(b);
+    for (uint32_t e = 0; e < n; e++) {
+        const __m512 wv = _mm512_set1_ps(w[e]);
+        const size_t c = kx[e];
+        const float *const *rp = rows + ky[e];
+#pragma GCC unroll 8
+        for (size_t r = 0; r < R; r++) {
+            const float *xr = rp[r * sh];
+#pragma GCC unroll 2
+            for (size_t v = 0; v < NV; v++) {
+                const float *p = xr + pl->first[c][v];
+                __m512 x = _mm512_maskz_loadu_ps(pl->lo[c][v], p);
+                if (S2) x = _mm512_permutex2var_ps(x, even, _mm512_maskz_loadu_ps(pl->hi[c][v], p + 16));
+                acc[r][v] = _mm512_fmadd_ps(wv, x, acc[r][v]);
+            }
+        }
+    }
+#pragma GCC unroll 8
+    for (size_t r = 0; r < R; r++) {
+        if (r >= nrows) break;
+        float *yr = y + r * out_w;
+        for (size_t v = 0; v + 1 < NV; v++) _mm512_storeu_ps(yr + 16 * v, dcz_act__avx512(acc[r][v], act));
+        _mm512_mask_storeu_ps(yr + 16 * (NV - 1), pl->tail, dcz_act__avx512(acc[r][NV - 1], act));
+    }
+}
+
+/* Output rows oy0 .. oy0 + R - 1 of one channel, NV vectors a row, where
+ * a vector's window spans at most 32 input columns: NV = 1 with (ow - 1)
+ * sw + kw <= 32, or NV = 2 at stride 1. Each input row a window row reads
+ * is loaded once, as NV + 1 vectors of the columns from -pw (masked
+ * m[j]: outside the row, 0), and each of its taps picks the lanes
+ * i sw + kx of vectors v, v + 1 for output vector v by a two-table
+ * permute (idx[kx]). A channel's taps come in column order, so the taps of
+ * a window row follow one another. Same taps in the same order as
+ * dw_rows__avx512, so the same bits; a permute and a multiply-add a tap
+ * and vector, where that takes two masked loads, a permute and the
+ * multiply-add at stride 2, and a masked load across cache lines at 1.
+ * One core of a Xeon (AVX-512), MobileNetV2-style dense, batch 1, per
+ * layer (us, dw_rows__avx512 -> this): 16 x 28 x 28 6.9 -> 6.0, 96 x 28
+ * x 28 stride 2 21.1 -> 14.3, 144 x 14 x 14 20.2 -> 17.6, 144 x 14 x 14
+ * stride 2 16.8 -> 11.1, 192 x 7 x 7 stride 2 15.1 -> 10.7 (with the
+ * window cells' rows and columns looked up, not divided); the whole
+ * model, dcz bench medians of alternated runs: dense 270 -> 252 us,
+ * compressed 255 -> 235. */
+__attribute__((target("avx512f"), always_inline))
+static inline void dw_rows1__avx512(const size_t NV, const size_t R, const __mmask16 *m, size_t pw, size_t sh,
+                                    const float *const *rows, const uint8_t *ky, const uint8_t *kx,
+                                    const __m512i *idx, const float *w, uint32_t n, float b, size_t nrows,
+                                    size_t out_w, __mmask16 tail, const dcz_act *act, float *y)
+{
+    __m512 acc[8][2];
+#pragma GCC unroll 8
+    for (size_t r = 0; r < R; r++)
+#pragma GCC unroll 2
+        for (size_t v = 0; v < NV; v++) acc[r][v] = _mm512_set1_ps(b);
+    for (uint32_t e = 0; e < n;) {
+        const uint8_t row = ky[e];
+        const float *const *rp = rows + row;
+        __m512 x[8][3];
+#pragma GCC unroll 8
+        for (size_t r = 0; r < R; r++)
+#pragma GCC unroll 3
+            for (size_t j = 0; j <= NV; j++) x[r][j] = _mm512_maskz_loadu_ps(m[j], rp[r * sh] - pw + 16 * j);
+        for (; e < n && ky[e] == row; e++) {
+            const __m512 wv = _mm512_set1_ps(w[e]);
+            const __m512i ix = idx[kx[e]];
+#pragma GCC unroll 8
+            for (size_t r = 0; r < R; r++)
+#pragma GCC unroll 2
+                for (size_t v = 0; v < NV; v++)
+                    acc[r][v] = _mm512_fmadd_ps(wv, _mm512_permutex2var_ps(x[r][v], ix, x[r][v + 1]), acc[r][v]);
+        }
+    }
+#pragma GCC unroll 8
+    for (size_t r = 0; r < R; r++) {
+        if (r >= nrows) break;
+        float *yr = y + r * out_w;
+        if (NV == 2) _mm512_storeu_ps(yr, dcz_act__avx512(acc[r][0], act));
+        _mm512_mask_storeu_ps(yr + 16 * (NV - 1), tail, dcz_act__avx512(acc[r][NV - 1], act));
+    }
+}
+
+/* rel[k]: the offset of window cell k (ky kw + kx) in the split input from
+ * its channel's first cell */
+static void dw_cells_rel(const dcz_conv_geom *g, const split_geom *q, uint32_t *rel)
+{
+    for (uint32_t k = 0; k < (uint32_t)g->kh * g->kw; k++) rel[k] = tap_offset(g, q, 0, k / g->kw, k % g->kw);
+}
+
+/* cell[e]: the window cell of each of channel c's taps, from its offset: a
+ * channel's taps are some of the cells, in column order */
+static uint32_t dw_cells(const dcz_conv_geom *g, const split_geom *q, const dcz_shift *f, const uint32_t *rel,
+                         uint32_t c, uint8_t *cell)
+{
+    const uint32_t e0 = f->ptr[c], n = f->ptr[c + 1] - e0, first = tap_offset(g, q, c, 0, 0);
+    for (uint32_t e = 0, k = 0; e < n; e++, k++) {
+        while (rel[k] != f->off[e0 + e] - first) k++;
+        cell[e] = (uint8_t)k;
+    }
+    return n;
+}
+
+/* The rows kernels' tables for g: rel (dw_cells_rel), and each window
+ * cell's row and column (cell_ky, cell_kx: looked up, since a division per
+ * tap and channel took a tenth of the kernel's time). */
+static void dw_taps_init(const dcz_conv_geom *g, const split_geom *q, uint32_t *rel, uint8_t *cell_ky,
+                         uint8_t *cell_kx)
+{
+    dw_cells_rel(g, q, rel);
+    for (uint32_t k = 0; k < (uint32_t)g->kh * g->kw; k++) {
+        cell_ky[k] = (uint8_t)(k / g->kw);
+        cell_kx[k] = (uint8_t)(k % g->kw);
+    }
+}
+
+/* Channel c's n taps (returned) in the rows kernels' terms: tap e in
+ * window row ky[e] and column kx[e], in column order. */
+static uint32_t dw_channel_taps(const dcz_conv_geom *g, const split_geom *q, const dcz_shift *f, const uint32_t *rel,
+                                const uint8_t *cell_ky, const uint8_t *cell_kx, uint32_t c, uint8_t *ky, uint8_t *kx)
+{
+    const uint32_t n = dw_cells(g, q, f, rel, c, ky);
+    for (uint32_t e = 0; e < n; e++) {
+        kx[e] = cell_kx[ky[e]];
+        ky[e] = cell_ky[ky[e]];
+    }
+    return n;
+}
+
+/* rows[j], j < nrow: the input row of plane xc that window row j of output
+ * row 0 reads (row j - ph), dw_zeros above and below the image. */
+static void dw_input_rows(const dcz_conv_geom *g, const float *xc, size_t nrow, const float **rows)
+{
+    for (size_t j = 0; j < nrow; j++) {
+        const int64_t iy = (int64_t)j - (int64_t)g->ph;
+        rows[j] = iy >= 0 && iy < (int64_t)g->in_h ? xc + (size_t)iy * g->in_w : dw_zeros;
+    }
+}
+
+#define DW_PLANE_VECTORS 4
+static int dw_plane_fits(const dcz_conv_geom *g)
+{
+    const size_t W = g->in_w, H = g->in_h, out_plane = (size_t)g->out_h * g->out_w;
+    if (H * W <= 32 && out_plane <= 16) return 1;
+    return g->sh == 1 && g->sw == 1 && g->out_h == H && g->out_w == W && (g->kh - 1) * W + g->kw - 1 <= 16 &&
+           out_plane <= 16 * DW_PLANE_VECTORS;
+}
+
+/* whether the rows kernels take g on the shift form f: a depthwise
+ * convolution of rows of at most 32 outputs within their bounds */
+static int dw_rows_fit(const dcz_conv_geom *g, const dcz_shift *f)
+{
+    const size_t ksize = (size_t)g->kh * g->kw;
+    return dcz_conv_groups(g) == g->in_c && g->out_c == g->in_c && f->ob == 1 && g->out_w <= 32 && g->sw <= 2 &&
+           g->sh <= 2 && g->kw <= DW_MAX_KW && ksize <= DW_MAX_TAPS && g->out_h <= DW_MAX_ROWS &&
+           g->in_w <= DW_MAX_W;
+}
+
+int dcz_shift_dw_path(const dcz_conv_geom *g, const dcz_shift *f)
+{
+    const size_t ow = g->out_w;
+    if (!dw_rows_fit(g, f)) return DCZ_SHIFT_DW_NONE;
+    if (dw_plane_fits(g)) return DCZ_SHIFT_DW_PLANE;
+    return g->sw == 1 && ow <= 8 ? DCZ_SHIFT_DW_NONE : DCZ_SHIFT_DW_ROWS;
+}
+
+/* The NV vectors of one plane, the taps outermost: NV independent sums
+ * (NV is a constant at every call). */
+__attribute__((target("avx512f"), always_inline))
+static inline void dw_plane_vectors__avx512(const size_t NV, const float *xc, float *yc, const __mmask16 *lo,
+                                            const __mmask16 *hi, const int64_t *base, const __mmask16 *store,
+                                            const __mmask16 (*in)[DW_MAX_TAPS], const __m512i *idx,
+                                            const uint8_t *tk, const float *w, uint32_t n, float b,
+                                            const dcz_act *act)
+{
+    __m512 x0[DW_PLANE_VECTORS], x1[DW_PLANE_VECTORS], acc[DW_PLANE_VECTORS];
+#pragma GCC unroll 4
+    for (size_t j = 0; j < NV; j++) {
+        x0[j] = _mm512_maskz_loadu_ps(lo[j], xc + base[j]);
+        x1[j] = _mm512_maskz_loadu_ps(hi[j], xc + base[j] + 16);
+        acc[j] = _mm512_set1_ps(b);
+    }
+    for (uint32_t e = 0; e < n; e++) {
+        const __m512 wv = _mm512_set1_ps(w[e]);
+        const __m512i ix = idx[tk[e]];
+#pragma GCC unroll 4
+        for (size_t j = 0; j < NV; j++)
+            acc[j] = _mm512_fmadd_ps(wv, _mm512_maskz_permutex2var_ps(in[j][tk[e]], x0[j], ix, x1[j]), acc[j]);
+    }
+#pragma GCC unroll 4
+    for (size_t j = 0; j < NV; j++) _mm512_mask_storeu_ps(yc + 16 * j, store[j], dcz_act__avx512(acc[j], act));
+}
+
+/* Small planes in registers: output vector j (cells 16 j ..) reads every
+ * tap's inputs from a window of 32 cells at base[j], two masked loads, and
+ * each tap is one permute of the window, its lanes that read padding
+ * masked to 0 (the same w x 0 as above). dw_plane_fits takes two cases:
+ * an input plane of at most 32 cells and an output of one vector (any
+ * stride: the window is the plane), or stride 1 with the size kept over at
+ * most DW_PLANE_VECTORS vectors, where the window of vector j starts
+ * ph W + pw cells before it and tap (ky, kx) reads lane i at
+ * i + ky W + kx, which fits while (kh - 1) W + kw - 1 <= 16 (7 x 7 planes
+ * at 3 x 3). */
+__attribute__((target("avx512f")))
+void dcz_shift_dw_plane__avx512(const dcz_conv_geom *g, const split_geom *q, const dcz_shift *f, const float *bias,
+                                const float *x, size_t batch, const dcz_act *act, float *y)
+{
+    const size_t H = g->in_h, W = g->in_w, oh = g->out_h, ow = g->out_w, ksize = (size_t)g->kh * g->kw;
+    const size_t in_plane = H * W, out_plane = oh * ow, nv = (out_plane + 15) / 16;
+    const int one = in_plane <= 32 && out_plane <= 16;
+    __m512i idx[DW_MAX_TAPS];
+    __mmask16 in[DW_PLANE_VECTORS][DW_MAX_TAPS], lo[DW_PLANE_VECTORS], hi[DW_PLANE_VECTORS], store[DW_PLANE_VECTORS];
+    int64_t base[DW_PLANE_VECTORS];
+    uint32_t rel[DW_MAX_TAPS];
+    for (size_t j = 0; j < nv; j++) {
+        base[j] = one ? 0 : (int64_t)(16 * j) - (int64_t)(g->ph * W + g->pw);
+        lo[j] = (__mmask16)lanes(-base[j], (int64_t)in_plane - base[j], 16);
+        hi[j] = (__mmask16)lanes(-base[j] - 16, (int64_t)in_plane - base[j] - 16, 16);
+        store[j] = (__mmask16)lanes(0, (int64_t)out_plane - (int64_t)(16 * j), 16);
+    }
+    /* the input row and column that window cell (0, 0) reads for each output cell */
+    int64_t iy0[16 * DW_PLANE_VECTORS], jx0[16 * DW_PLANE_VECTORS];
+    for (size_t cell = 0, oy = 0, ox = 0; cell < out_plane; cell++) {
+        iy0[cell] = (int64_t)(oy * g->sh) - g->ph;
+        jx0[cell] = (int64_t)(ox * g->sw) - g->pw;
+        if (++ox == ow) ox = 0, oy++;
+    }
+    for (size_t k = 0; k < ksize; k++) {
+        const int64_t ky = (int64_t)(k / g->kw), kx = (int64_t)(k % g->kw);
+        int32_t ix[16];
+        for (size_t j = 0; j < nv; j++) {
+            uint32_t m = 0;
+            for (size_t i = 0; i < 16; i++) {
+                const size_t cell = 16 * j + i;
+                const int64_t iy = cell < out_plane ? iy0[cell] + ky : -1, jx = cell < out_plane ? jx0[cell] + kx : -1;
+                const int inside = iy >= 0 && iy < (int64_t)H && jx >= 0 && jx < (int64_t)W;
+                if (j == 0) /* one: the cell read; else the window's lane */
+                    ix[i] = (int32_t)(one ? (inside ? iy * (int64_t)W + jx : 0) : (int64_t)i + ky * (int64_t)W + kx);
+                m |= (uint32_t)inside << i;
+            }
+            in[j][k] = (__mmask16)m;
+        }
+        idx[k] = _mm512_loadu_si512((const void *)ix);
+    }
+    dw_cells_rel(g, q, rel);
+    for (uint32_t c = 0; c < g->out_c; c++) {
+        uint8_t tk[DW_MAX_TAPS];
+        const uint32_t n = dw_cells(g, q, f, rel, c, tk);
+        const float *w = f->w + f->ptr[c], b = bias ? bias[c] : 0.0f;
+        for (size_t s = 0; s < batch; s++) {
+            const float *xc = x + (s * g->in_c + c) * in_plane;
+            float *yc = y + (s * g->out_c + c) * out_plane;
+            switch (nv) {
+            case 1: dw_plane_vectors__avx512(1, xc, yc, lo, hi, base, store, in, idx, tk, w, n, b, act); break;
+            case 2: dw_plane_vectors__avx512(2, xc, yc, lo, hi, base, store, in, idx, tk, w, n, b, act); break;
+            case 3: dw_plane_vectors__avx512(3, xc, yc, lo, hi, base, store, in, idx, tk, w, n, b, act); break;
+            default: dw_plane_vectors__avx512(4, xc, yc, lo, hi, base, store, in, idx, tk, w, n, b, act); break;
+            }
+        }
+    }
+}
+
+__attribute__((target("avx512f")))
+void dcz_shift_dw_rows_run__avx512(const dcz_conv_geom *g, const split_geom *q, const dcz_shift *f,
+                                   const float *bias, const float *x, size_t batch, const dcz_act *act, float *y)
+{
+    const size_t W = g->in_w, H = g->in_h, ow = g->out_w, oh = g->out_h, sw = g->sw, sh = g->sh;
+    const size_t nv = (ow + 15) / 16;
+    dw_plan pl;
+    for (size_t c = 0; c < g->kw; c++)
+        for (size_t v = 0; v < nv; v++) {
+            const int64_t first = (int64_t)(16 * v * sw + c) - (int64_t)g->pw;
+            const uint32_t m = lanes(-first, (int64_t)W - first, sw == 1 ? 16 : 32);
+            pl.first[c][v] = first;
+            pl.lo[c][v] = (__mmask16)(m & 0xFFFF);
+            pl.hi[c][v] = (__mmask16)(m >> 16);
+        }
+    pl.tail = (__mmask16)((1u << (ow - 16 * (nv - 1))) - 1);
+    /* vectors whose windows fit two: a row loaded once for its taps */
+    const int once = nv == 1 ? (ow - 1) * sw + g->kw <= 32 : sw == 1;
+    __mmask16 m1[3];
+    for (size_t j = 0; j < 3; j++)
+        m1[j] = (__mmask16)lanes((int64_t)g->pw - (int64_t)(16 * j), (int64_t)(W + g->pw) - (int64_t)(16 * j), 16);
+    __m512i idx1[DW_MAX_KW];
+    for (size_t c = 0; c < g->kw; c++)
+        idx1[c] = _mm512_add_epi32(_mm512_mullo_epi32(_mm512_set_epi32(15, 14, 13, 12, 11, 10, 9, 8, 7, 6, 5, 4, 3,
+                                                                        2, 1, 0),
+                                                       _mm512_set1_epi32((int)sw)),
+                                   _mm512_set1_epi32((int)c));
+    /* output rows a call: 8 of one vector (7 over planes of 7 or 14 rows, 4
+     * where the plane has no more), 4 of two */
+    const size_t R = nv == 2 ? 4 : oh <= 4 ? 4 : oh % 7 == 0 ? 7 : 8, groups = (oh + R - 1) / R;
+    uint32_t rel[DW_MAX_TAPS];
+    uint8_t cell_ky[DW_MAX_TAPS], cell_kx[DW_MAX_TAPS];
+    dw_taps_init(g, q, rel, cell_ky, cell_kx);
+    /* window row j of output row oy reads input row oy sh + j - ph */
+    const float *rows[(DW_MAX_ROWS + 8) * 2 + DW_MAX_TAPS];
+    const size_t nrow = (groups * R - 1) * sh + g->kh;
+    const size_t in_plane = H * W, out_plane = oh * ow;
+    for (uint32_t c = 0; c < g->out_c; c++) {
+        uint8_t ky[DW_MAX_TAPS], kx[DW_MAX_TAPS];
+        const uint32_t n = dw_channel_taps(g, q, f, rel, cell_ky, cell_kx, c, ky, kx);
+        const float *w = f->w + f->ptr[c], b = bias ? bias[c] : 0.0f;
+        for (size_t s = 0; s < batch; s++) {
+            const float *xc = x + (s * g->in_c + c) * in_plane;
+            float *yc = y + (s * g->out_c + c) * out_plane;
+            dw_input_rows(g, xc, nrow, rows);
+            for (size_t gi = 0; gi < groups; gi++) {
+                const size_t oy = gi * R, left = oh - oy < R ? oh - oy : R;
+                const float *const *rp = rows + oy * sh;
+                float *yr = yc + oy * ow;
+                if (once && nv == 2)
+                    dw_rows1__avx512(2, 4, m1, g->pw, sh, rp, ky, kx, idx1, w, n, b, left, ow, pl.tail, act, yr);
+                else if (once && R == 4)
+                    dw_rows1__avx512(1, 4, m1, g->pw, sh, rp, ky, kx, idx1, w, n, b, left, ow, pl.tail, act, yr);
+                else if (once && R == 7)
+                    dw_rows1__avx512(1, 7, m1, g->pw, sh, rp, ky, kx, idx1, w, n, b, left, ow, pl.tail, act, yr);
+                else if (once)
+                    dw_rows1__avx512(1, 8, m1, g->pw, sh, rp, ky, kx, idx1, w, n, b, left, ow, pl.tail, act, yr);
+                else if (nv == 2 && sw == 1) dw_rows__avx512(2, 4, 0, &pl, sh, rp, ky, kx, w, n, b, left, ow, act, yr);
+                else if (nv == 2) dw_rows__avx512(2, 4, 1, &pl, sh, rp, ky, kx, w, n, b, left, ow, act, yr);
+                else if (R == 4 && sw == 1) dw_rows__avx512(1, 4, 0, &pl, sh, rp, ky, kx, w, n, b, left, ow, act, yr);
+                else if (R == 4) dw_rows__avx512(1, 4, 1, &pl, sh, rp, ky, kx, w, n, b, left, ow, act, yr);
+                else if (R == 7 && sw == 1) dw_rows__avx512(1, 7, 0, &pl, sh, rp, ky, kx, w, n, b, left, ow, act, yr);
+                else if (R == 7) dw_rows__avx512(1, 7, 1, &pl, sh, rp, ky, kx, w, n, b, left, ow, act, yr);
+                else if (sw == 1) dw_rows__avx512(1, 8, 0, &pl, sh, rp, ky, kx, w, n, b, left, ow, act, yr);
+                else dw_rows__avx512(1, 8, 1, &pl, sh, rp, ky, kx, w, n, b, left, ow, act, yr);
+            }
+        }
+    }
+}
+
+/* dw_rows__avx512 in AVX2, 8 columns a vector (rows of up to 32 outputs:
+ * NV up to 4), R rows a call (8 of one vector, 7 over planes of 7 or 14
+ * rows, 4 of two, 2 of three or four): each tap's input vector by a load
+ * where its lanes lie inside the row, else a masked one (lanes outside
+ * read 0); at stride 2 two, whose even floats a shuffle and a permute
+ * deal. The same taps in the same order, so the same bits. It runs the
+ * depthwise layers dw_rows_fit takes at column stride 2 (dcz_shift_dw_rows_avx2):
+ * one core of an AMD EPYC (Zen 3), MobileNetV2-style dense, batch 1, best
+ * per-layer times of 2000 runs (us, shift form -> this): 96 x 28 x 28
+ * stride 2 44.3 -> 42.0, 144 x 14 x 14 stride 2 24.6 -> 19.5, 192 x 7 x 7
+ * stride 2 21.4 -> 17.0. At stride 1 the shift form is faster, the planes
+ * small or not (16 x 28 x 28 11.6 against 15.8, 144 x 14 x 14 27.6
+ * against 43.7, 384 x 4 x 4 16.5 against 30.2): a masked load on Zen 3
+ * costs several plain ones, and over planes of 4 or 7 columns half a
+ * vector's lanes or more lie outside, where the shift form's split planes
+ * hold rows side by side. */
+/* whether the AVX2 rows kernel runs g on the shift form f (see above) */
+int dcz_shift_dw_rows_avx2(const dcz_conv_geom *g, const dcz_shift *f)
+{
+    return g->sw == 2 && dw_rows_fit(g, f);
+}
+
+typedef struct dw_plan8 {
+    int64_t first[DW_MAX_KW][4];    /* the input column of lane 0 of vector v at tap column kx */
+    __m256i lo[DW_MAX_KW][4], hi[DW_MAX_KW][4]; /* its lanes inside the row (hi: the next 8, stride 2) */
+    uint8_t whole[DW_MAX_KW][4];    /* every lane of both inside: plain loads */
+    __m256i tail;                   /* the lanes of the last vector of an output row */
+} dw_plan8;
+
+__attribute__((target("avx2,fma"), always_inline))
+static inline void dw_rows__avx2(const size_t NV, const size_t R, const int S2, const dw_plan8 *pl, size_t sh,
+                                 const float *const *rows, const uint8_t *ky, const uint8_t *kx, const float *w,
+                                 uint32_t n, float b, size_t nrows, size_t out_w, const dcz_act *act, float *y)
+{
+    __m256 acc[8][4];
+#pragma GCC unroll 8
+    for (size_t r = 0; r < R; r++)
+#pragma GCC unroll 4
+        for (size_t v = 0; v < NV; v++) acc[r][v] = _mm256_set1_ps(b);
+    for (uint32_t e = 0; e < n; e++) {
+        const __m256 wv = _mm256_set1_ps(w[e]);
+        const size_t c = kx[e];
+        const float *const *rp = rows + ky[e];
+#pragma GCC unroll 8
+        for (size_t r = 0; r < R; r++) {
+            const float *xr = rp[r * sh];
+#pragma GCC unroll 4
+            for (size_t v = 0; v < NV; v++) {
+                const float *p = xr + pl->first[c][v];
+                __m256 x;
+                if (pl->whole[c][v]) {
+                    x = _mm256_loadu_ps(p);
+                    if (S2) x = dcz_evens__avx2(x, _mm256_loadu_ps(p + 8));
+                } else {
+                    x = _mm256_maskload_ps(p, pl->lo[c][v]);
+                    if (S2) x = dcz_evens__avx2(x, _mm256_maskload_ps(p + 8, pl->hi[c][v]));
+                }
+                acc[r][v] = _mm256_fmadd_ps(wv, x, acc[r][v]);
+            }
+        }
+    }
+#pragma GCC unroll 8
+    for (size_t r = 0; r < R; r++) {
+        if (r >= nrows) break;
+        float *yr = y + r * out_w;
+#pragma GCC unroll 4
+        for (size_t v = 0; v + 1 < NV; v++) _mm256_storeu_ps(yr + 8 * v, dcz_act__avx2(acc[r][v], act));
+        _mm256_maskstore_ps(yr + 8 * (NV - 1), pl->tail, dcz_act__avx2(acc[r][NV - 1], act));
+    }
+}
+
+__attribute__((target("avx2,fma")))
+void dcz_shift_dw_rows_run__avx2(const dcz_conv_geom *g, const split_geom *q, const dcz_shift *f,
+                                 const float *bias, const float *x, size_t batch, const dcz_act *act, float *y)
+{
+    const size_t W = g->in_w, H = g->in_h, ow = g->out_w, oh = g->out_h, sw = g->sw, sh = g->sh;
+    const size_t nv = (ow + 7) / 8;
+    dw_plan8 pl;
+    for (size_t c = 0; c < g->kw; c++)
+        for (size_t v = 0; v < nv; v++) {
+            const int64_t first = (int64_t)(8 * v * sw + c) - (int64_t)g->pw;
+            const uint32_t width = sw == 1 ? 8 : 16, m = lanes(-first, (int64_t)W - first, width);
+            pl.first[c][v] = first;
+            pl.lo[c][v] = dcz_bits8__avx2(m & 0xFF);
+            pl.hi[c][v] = dcz_bits8__avx2(m >> 8);
+            pl.whole[c][v] = m == (1u << width) - 1;
+        }
+    pl.tail = dcz_mask8__avx2((uint32_t)(ow - 8 * (nv - 1)));
+    const size_t R = nv == 1 ? (oh <= 4 ? 4 : oh % 7 == 0 ? 7 : 8) : nv == 2 ? 4 : 2, groups = (oh + R - 1) / R;
+    uint32_t rel[DW_MAX_TAPS];
+    uint8_t cell_ky[DW_MAX_TAPS], cell_kx[DW_MAX_TAPS];
+    dw_taps_init(g, q, rel, cell_ky, cell_kx);
+    const float *rows[(DW_MAX_ROWS + 8) * 2 + DW_MAX_TAPS];
+    const size_t nrow = (groups * R - 1) * sh + g->kh;
+    const size_t in_plane = H * W, out_plane = oh * ow;
+    for (uint32_t c = 0; c < g->out_c; c++) {
+        uint8_t ky[DW_MAX_TAPS], kx[DW_MAX_TAPS];
+        const uint32_t n = dw_channel_taps(g, q, f, rel, cell_ky, cell_kx, c, ky, kx);
+        const float *w = f->w + f->ptr[c], b = bias ? bias[c] : 0.0f;
+        for (size_t s = 0; s < batch; s++) {
+            const float *xc = x + (s * g->in_c + c) * in_plane;
+            float *yc = y + (s * g->out_c + c) * out_plane;
+            dw_input_rows(g, xc, nrow, rows);
+            for (size_t gi = 0; gi < groups; gi++) {
+                const size_t oy = gi * R, left = oh - oy < R ? oh - oy : R;
+                const float *const *rp = rows + oy * sh;
+                float *yr = yc + oy * ow;
+#define DW_ROWS2(NV_, R_) \
+    (sw == 1 ? dw_rows__avx2(NV_, R_, 0, &pl, sh, rp, ky, kx, w, n, b, left, ow, act, yr) \
+             : dw_rows__avx2(NV_, R_, 1, &pl, sh, rp, ky, kx, w, n, b, left, ow, act, yr))
+                if (nv == 4) DW_ROWS2(4, 2);
+                else if (nv == 3) DW_ROWS2(3, 2);
+                else if (nv == 2) DW_ROWS2(2, 4);
+                else if (R == 4) DW_ROWS2(1, 4);
+                else if (R == 7) DW_ROWS2(1, 7);
+                else DW_ROWS2(1, 8);
+#undef DW_ROWS2
+            }
+        }
+    }
+}
+
+/* Depthwise convolutions with channels in the lanes (AVX2): a vector holds
+ * 8 channels of one cell, so a tap is one multiply-add of 8 channels'
+ * weights by 8 channels' inputs, whatever the plane's width, no lane
+ * masked. Per block of 8 channels and sample: the padded input transposed
+ * into cells of 8 channels (8 x 8 transposes of rows; zeros around), then
+ * each output row 4 cells at a time, the sums of its taps in column order
+ * from the bias (the reference's), through the activation into a row of
+ * cells, transposed back into the 8 output planes. Every channel of a block
+ * must hold the same taps: it runs layers whose channels all hold every
+ * cell of the window (dense depthwise weights; a pruned layer keeps the
+ * other kernels). The transposes cost 24 shuffles per 64 floats each way;
+ * what it saves: the planes' masked edges, half-empty vectors over planes
+ * of 4 and 7 columns and a call's setup per channel. Its scratch: the
+ * block's padded input and a row of cells, within the split input's (8
+ * channels or more).
+ * MobileNetV2-style dense layers, batch 1, one core of an AMD EPYC (Zen
+ * 3), best of 2000 runs (us, the kernel before -> this): 16 x 28 x 28
+ * 11.7 -> 7.4, 96 x 28 x 28 stride 2 42.4 -> 30.5 (rows), 144 x 14 x 14
+ * 27.9 -> 19.1, 144 x 14 x 14 stride 2 20.2 -> 13.2 (rows), 192 x 7 x 7
+ * 11.8 -> 9.5, 192 x 7 x 7 stride 2 17.2 -> 7.1 (rows), 384 x 4 x 4 16.5
+ * -> 10.8; the dense model 451 -> 397 us (batch 64: 28.9 -> 25.6 ms), the
+ * compressed one 379 -> 332. Of 144 x 14 x 14's 19 us, the transposes
+ * take about 11 (the input's 6); 128-bit loads into the two halves, for
+ * in-lane transposes only, ran slower (22.7). */
+#define DWL_MAX_OUT_W 64
+
+/* whether the channels-in-lanes kernel runs g on the shift form f */
+int dcz_shift_dw_lanes_fit(const dcz_conv_geom *g, const dcz_shift *f)
+{
+    const size_t taps = (size_t)g->kh * g->kw, hp = (size_t)g->in_h + 2 * g->ph, wp = (size_t)g->in_w + 2 * g->pw;
+    return dcz_conv_groups(g) == g->in_c && g->out_c == g->in_c && f->ob == 1 && f->whole && g->in_c >= 8 &&
+           taps <= DW_MAX_TAPS && g->out_w <= DWL_MAX_OUT_W &&
+           hp * wp * 8 + (size_t)DWL_MAX_OUT_W * 8 + 8 <= dcz_shift_scratch_floats(g);
+}
+
+/* 8 x 8 transpose: r[i] lane j to r[j] lane i */
+__attribute__((target("avx2"), always_inline))
+static inline void transpose8__avx2(__m256 *r)
+{
+    __m256 t[8], u[8];
+#pragma GCC unroll 4
+    for (int i = 0; i < 8; i += 2) {
+        t[i] = _mm256_unpacklo_ps(r[i], r[i + 1]);
+        t[i + 1] = _mm256_unpackhi_ps(r[i], r[i + 1]);
+    }
+#pragma GCC unroll 2
+    for (int i = 0; i < 8; i += 4) {
+        u[i] = _mm256_shuffle_ps(t[i], t[i + 2], 0x44);
+        u[i + 1] = _mm256_shuffle_ps(t[i], t[i + 2], 0xEE);
+        u[i + 2] = _mm256_shuffle_ps(t[i + 1], t[i + 3], 0x44);
+        u[i + 3] = _mm256_shuffle_ps(t[i + 1], t[i + 3], 0xEE);
+    }
+#pragma GCC unroll 4
+    for (int i = 0; i < 4; i++) {
+        r[i] = _mm256_permute2f128_ps(u[i], u[i + 4], 0x20);
+        r[i + 4] = _mm256_permute2f128_ps(u[i], u[i + 4], 0x31);
+    }
+}
+
+/* O output cells from the window at t (the block's padded input in cells,
+ * the window's first cell), sw cells apart: wt the taps' weights (n, 8),
+ * toff their cells' offsets from the window's first (floats); into q (O
+ * cells of 8). */
+__attribute__((target("avx2,fma"), always_inline))
+static inline void dw_lanes_cells__avx2(const int O, const float *t, size_t sw, const float *wt, const uint32_t *toff,
+                                        uint32_t n, __m256 b, const dcz_act *act, float *q)
+{
+    __m256 acc[4];
+#pragma GCC unroll 4
+    for (int o = 0; o < O; o++) acc[o] = b;
+    for (uint32_t e = 0; e < n; e++) {
+        const __m256 wv = _mm256_load_ps(wt + 8 * (size_t)e);
+        const float *x = t + toff[e];
+#pragma GCC unroll 4
+        for (int o = 0; o < O; o++) acc[o] = _mm256_fmadd_ps(wv, _mm256_load_ps(x + 8 * sw * (size_t)o), acc[o]);
+    }
+#pragma GCC unroll 4
+    for (int o = 0; o < O; o++) _mm256_store_ps(q + 8 * (size_t)o, dcz_act__avx2(acc[o], act));
+}
+
+/* The same at stride 1 over 3 columns a window row, whose taps' column
+ * order is the window's row by row: each window row's O + 2 input cells
+ * loaded once for its three taps (O = 6: 8 loads and 3 weights for 18
+ * multiply-adds, where a load a tap took 4 + 1 for 4). */
+__attribute__((target("avx2,fma"), always_inline))
+static inline void dw_lanes_cells3__avx2(const int O, const float *t, size_t wp, uint32_t kh, const float *wt,
+                                         __m256 b, const dcz_act *act, float *q)
+{
+    __m256 acc[6], xr[8];
+#pragma GCC unroll 6
+    for (int o = 0; o < O; o++) acc[o] = b;
+    for (uint32_t ky = 0; ky < kh; ky++) {
+        const float *r = t + ky * wp * 8;
+#pragma GCC unroll 8
+        for (int j = 0; j < O + 2; j++) xr[j] = _mm256_load_ps(r + 8 * j);
+#pragma GCC unroll 3
+        for (int kx = 0; kx < 3; kx++) {
+            const __m256 wv = _mm256_load_ps(wt + 8 * (ky * 3 + (size_t)kx));
+#pragma GCC unroll 6
+            for (int o = 0; o < O; o++) acc[o] = _mm256_fmadd_ps(wv, xr[o + kx], acc[o]);
+        }
+    }
+#pragma GCC unroll 6
+    for (int o = 0; o < O; o++) _mm256_store_ps(q + 8 * (size_t)o, dcz_act__avx2(acc[o], act));
+}
+
+__attribute__((target("avx2,fma")))
+void dcz_shift_dw_lanes_run__avx2(const dcz_conv_geom *g, const split_geom *q, const dcz_shift *f, const float *bias,
+                                  const float *x, size_t batch, const dcz_act *act, float *scratch, float *y)
+{
+    const size_t H = g->in_h, W = g->in_w, C = g->in_c, oh = g->out_h, ow = g->out_w, sh = g->sh, sw = g->sw;
+    const size_t hp = H + 2 * g->ph, wp = W + 2 * g->pw, in_plane = H * W, out_plane = oh * ow;
+    float *T = (float *)(((uintptr_t)scratch + 31) & ~(uintptr_t)31), *Q = T + hp * wp * 8;
+    uint32_t rel[DW_MAX_TAPS];
+    uint8_t cell_ky[DW_MAX_TAPS], cell_kx[DW_MAX_TAPS], ky[DW_MAX_TAPS], kx[DW_MAX_TAPS];
+    dw_taps_init(g, q, rel, cell_ky, cell_kx);
+    const uint32_t n = dw_channel_taps(g, q, f, rel, cell_ky, cell_kx, 0, ky, kx);   /* the same in every channel */
+    uint32_t toff[DW_MAX_TAPS];
+    for (uint32_t e = 0; e < n; e++) toff[e] = (uint32_t)((ky[e] * wp + kx[e]) * 8);
+    const float *xend = x + batch * C * in_plane;
+    /* stride 1, 3 columns a window row (the split input is then the padded
+     * plane, so the taps' column order is the window's, row by row) */
+    const int rows3 = sh == 1 && sw == 1 && g->kw == 3;
+    float wt[DW_MAX_TAPS * 8] __attribute__((aligned(32)));
+    const __m256 zero = _mm256_setzero_ps();
+    for (size_t c0 = 0; c0 < C; c0 += 8) {
+        const size_t nc = C - c0 < 8 ? C - c0 : 8;
+        float b8[8];
+        for (size_t l = 0; l < 8; l++) {
+            b8[l] = bias && l < nc ? bias[c0 + l] : 0.0f;
+            for (uint32_t e = 0; e < n; e++) wt[8 * e + l] = l < nc ? f->w[f->ptr[c0 + l] + e] : 0.0f;
+        }
+        const __m256 b = _mm256_loadu_ps(b8);
+        for (size_t s = 0; s < batch; s++) {
+            const float *xb = x + (s * C + c0) * in_plane;
+            /* the padded input in cells: zeros around, each row's cells by
+             * transposes of 8 columns (the last ones through a copy) */
+            for (size_t iy = 0; iy < hp; iy++) {
+                float *row = T + iy * wp * 8;
+                if (iy < g->ph || iy >= g->ph + H) {
+                    for (size_t ix = 0; ix < wp; ix++) _mm256_store_ps(row + 8 * ix, zero);
+                    continue;
+                }
+                for (size_t ix = 0; ix < g->pw; ix++) {
+                    _mm256_store_ps(row + 8 * ix, zero);
+                    _mm256_store_ps(row + 8 * (wp - 1 - ix), zero);
+                }
+                const float *xr = xb + (iy - g->ph) * W;
+                for (size_t ix = 0; ix < W; ix += 8) {
+                    const size_t m = W - ix < 8 ? W - ix : 8;
+                    __m256 r[8];
+#pragma GCC unroll 8
+                    for (size_t l = 0; l < 8; l++) {
+                        if (l >= nc) r[l] = zero;
+                        /* past the row: columns not stored below (a masked load only at the input's end:
+                           one costs several plain ones on Zen 3) */
+                        else if (xr + l * in_plane + ix + 8 <= xend) r[l] = _mm256_loadu_ps(xr + l * in_plane + ix);
+                        else r[l] = _mm256_maskload_ps(xr + l * in_plane + ix, dcz_mask8__avx2((uint32_t)m));
+                    }
+                    transpose8__avx2(r);
+                    for (size_t j = 0; j < m; j++) _mm256_store_ps(row + 8 * (g->pw + ix + j), r[j]);
+                }
+            }
+            float *yb = y + (s * C + c0) * out_plane;
+            for (size_t oy = 0; oy < oh; oy++) {
+                const float *tr = T + oy * sh * wp * 8;
+                size_t ox = 0;
+                if (rows3) {
+                    for (; ox + 6 <= ow; ox += 6) dw_lanes_cells3__avx2(6, tr + ox * 8, wp, g->kh, wt, b, act, Q + 8 * ox);
+                    switch (ow - ox) {
+                    case 5: dw_lanes_cells3__avx2(5, tr + ox * 8, wp, g->kh, wt, b, act, Q + 8 * ox); break;
+                    case 4: dw_lanes_cells3__avx2(4, tr + ox * 8, wp, g->kh, wt, b, act, Q + 8 * ox); break;
+                    case 3: dw_lanes_cells3__avx2(3, tr + ox * 8, wp, g->kh, wt, b, act, Q + 8 * ox); break;
+                    case 2: dw_lanes_cells3__avx2(2, tr + ox * 8, wp, g->kh, wt, b, act, Q + 8 * ox); break;
+                    case 1: dw_lanes_cells3__avx2(1, tr + ox * 8, wp, g->kh, wt, b, act, Q + 8 * ox); break;
+                    default: break;
+                    }
+                    ox = ow;
+                }
+                for (; ox + 4 <= ow; ox += 4) dw_lanes_cells__avx2(4, tr + ox * sw * 8, sw, wt, toff, n, b, act, Q + 8 * ox);
+                switch (ow - ox) {
+                case 3: dw_lanes_cells__avx2(3, tr + ox * sw * 8, sw, wt, toff, n, b, act, Q + 8 * ox); break;
+                case 2: dw_lanes_cells__avx2(2, tr + ox * sw * 8, sw, wt, toff, n, b, act, Q + 8 * ox); break;
+                case 1: dw_lanes_cells__avx2(1, tr + ox * sw * 8, sw, wt, toff, n, b, act, Q + 8 * ox); break;
+                default: break;
+                }
+                /* the row's cells back into the channels' planes */
+                float *yr = yb + oy * ow;
+                for (ox = 0; ox < ow; ox += 8) {
+                    const size_t m = ow - ox < 8 ? ow - ox : 8;
+                    __m256 r[8];
+#pragma GCC unroll 8
+                    for (size_t j = 0; j < 8; j++) r[j] = j < m ? _mm256_load_ps(Q + 8 * (ox + j)) : zero;
+                    transpose8__avx2(r);
+                    /* whole stores but on a plane's last row: the lanes past a
+                       row land on the next, stored after this one */
+                    for (size_t l = 0; l < nc; l++) {
+                        if (m == 8 || oy * ow + ox + 8 <= out_plane) _mm256_storeu_ps(yr + l * out_plane + ox, r[l]);
+                        else _mm256_maskstore_ps(yr + l * out_plane + ox, dcz_mask8__avx2((uint32_t)m), r[l]);
+                    }
+                }
+            }
+        }
+    }
+}
+#endif /* DCZ_BUILD_X86 */

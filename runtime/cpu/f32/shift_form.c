@@ -1,0 +1,227 @@
+/* shift_form.c: the float shift form (shift.h; model.h's dcz_shift) as
+ * the loader builds it from a layer's weights, and the cost model that
+ * decides where it runs: the output channels of a block
+ * (dcz_shift_pick_block) and the shift form against the dense product
+ * (dcz_conv2d_pick_shift), from costs measured per instruction set.
+ * Apart from the kernels (kernels_shift.c, whose opening comment describes
+ * the layout and the sums), which only read the form; the model weighs the
+ * instruction set they run on (dcz_shift_best).
+ *
+ * Checked by tests/unit/test_kernels.c (forms of sparse and dense weights
+ * in blocks of 1, 2 and 4 over the convolution grid, run against the
+ * references) and bench/bench_conv.c (what the costs pick, layer by layer).
+ */
+#include <math.h>
+#include <string.h>
+
+#include "runtime/cpu/f32/conv.h"
+#include "runtime/cpu/f32/gemm.h"
+#include "runtime/cpu/f32/shift.h"
+#include "runtime/model.h"
+
+#if DCZ_BUILD_X86
+#define DCZ_X86 1
+#endif
+
+#include "runtime/cpu/shift_split.h"
+
+uint64_t dcz_shift_scratch_floats(const dcz_conv_geom *g) { return scratch_cells(g, g->in_c, 1); }
+
+void dcz_shift_build(const dcz_conv_geom *g, const dcz_sparse *s, const float *w, uint32_t ob, void *mem,
+                     dcz_shift *f)
+{
+    const split_geom q = split_geom_of(g, g->in_c, 1);
+    const uint32_t ksize = g->kh * g->kw, cols = dcz_conv_group_in(g) * ksize;
+    const uint32_t blocks = (g->out_c + ob - 1) / ob;
+    uint64_t nnz = (uint64_t)cols * g->out_c;
+    if (s) {
+        nnz = 0;
+        for (uint32_t e = 0; e < s->entries; e++) nnz += s->step[e] != DCZ_STEP_FILLER;
+    }
+    uint32_t *ptr = mem, *off = ptr + blocks + 1;
+    float *val = (float *)(off + dcz_shift_taps_bound(g, nnz, ob));
+    uint32_t n = 0;
+    for (uint32_t k = 0; k < blocks; k++) {
+        ptr[k] = n;
+        /* the union of the block's columns, in column order: a k-way merge
+         * of its rows (or every column of dense weights) */
+        uint32_t e[4], end[4], col[4];
+        const uint32_t rows = g->out_c - k * ob < ob ? g->out_c - k * ob : ob;
+        for (uint32_t o = 0; o < rows; o++) {
+            const uint32_t r = k * ob + o;
+            e[o] = s ? s->row_ptr[r] : 0;
+            end[o] = s ? s->row_ptr[r + 1] : cols;
+            col[o] = 0;
+            /* the first real entry: col[o] its column, e[o] its index */
+            if (s)
+                while (e[o] < end[o] && (col[o] += s->step[e[o]], s->step[e[o]] == DCZ_STEP_FILLER)) e[o]++;
+        }
+        const uint32_t ic0 = dcz_conv_in0(g, k * ob);
+        for (;;) {
+            uint32_t next = UINT32_MAX;
+            for (uint32_t o = 0; o < rows; o++)
+                if (e[o] < end[o] && col[o] < next) next = col[o];
+            if (next == UINT32_MAX) break;
+            off[n] = tap_offset(g, &q, ic0 + next / ksize, next % ksize / g->kw, next % g->kw);
+            for (uint32_t o = 0; o < ob; o++) {
+                float v = 0.0f;
+                if (o < rows && e[o] < end[o] && col[o] == next) {
+                    v = s ? dcz_sparse_weight(s, e[o]) : w[(size_t)(k * ob + o) * cols + next];
+                    e[o]++;
+                    if (!s) col[o]++;
+                    else
+                        while (e[o] < end[o] && (col[o] += s->step[e[o]], s->step[e[o]] == DCZ_STEP_FILLER)) e[o]++;
+                }
+                val[(size_t)n * ob + o] = v;
+            }
+            n++;
+        }
+    }
+    ptr[blocks] = n;
+    f->ob = ob;
+    f->ptr = ptr;
+    f->off = off;
+    f->w = val;
+    f->whole = 1;
+    for (uint32_t k = 0; k < blocks; k++) f->whole &= ptr[k + 1] - ptr[k] == cols;
+}
+
+uint64_t dcz_shift_taps_bound(const dcz_conv_geom *g, uint64_t entries, uint32_t ob)
+{
+    const uint64_t blocks = (g->out_c + ob - 1) / ob, cols = (uint64_t)dcz_conv_group_in(g) * g->kh * g->kw;
+    return entries < blocks * cols ? entries : blocks * cols;
+}
+
+uint64_t dcz_shift_bytes(const dcz_conv_geom *g, uint64_t entries, uint32_t ob)
+{
+    const uint64_t blocks = (g->out_c + ob - 1) / ob;
+    return (blocks + 1) * sizeof(uint32_t) + dcz_shift_taps_bound(g, entries, ob) * (sizeof(uint32_t) + ob * sizeof(float));
+}
+
+/* The costs behind the choice of blocks and of the shift form against the
+ * dense product, per instruction set of the variant that runs, in units of
+ * a tap of one channel over one vector of 16 cells:
+ *   tap2, tap4  a tap of a block of 2, of 4 channels
+ *   fixed       what every tap costs more for its offset, weights and
+ *               broadcasts, whatever the plane: what decides on planes of
+ *               one or two vectors
+ *   gemm_rate   multiply-adds of 16 lanes the dense product does in the
+ *               time of a unit (gemm_rate1 on 1x1 windows, whose patches
+ *               are the input itself and whose taps each read a plane of
+ *               their own)
+ *   store       what each output vector of a channel costs the shift form
+ *               besides its taps (its store and its tile's setup): what
+ *               decides where a channel has few taps
+ *   gemm_pw, store_pw  gemm_rate1 and store on dense 1x1 windows at
+ *               stride 1
+ * AVX-512 (bench/bench_conv.c on a Xeon): dense 16 -> 16 channels over 28 x
+ * 28 take 49, 32 and 25 us in blocks of 1, 2 and 4; 1x1 convolutions over
+ * 4 x 4 at 100% and 40% run 1.2 and 1.5 times as long as on the dense
+ * product, at 10% 4.4 times faster; the dense product takes 0.23 to 0.30 ns
+ * a vector multiply-add on 3x3 layers of 4x4 to 28x28 planes, the shift
+ * kernel 0.40 to 0.58 ns a tap of one channel. The model then predicts the
+ * sparse layers within 10% on planes of many vectors, 30% on planes of one.
+ * AMD's cores with AVX-512 (Zen 4: in 256-bit halves) pay more for the load
+ * of a tap against its multiply-adds, which a block shares: a tap of a block
+ * of 2 costs 1.13 units there (the same dense layer: 71.5, 40.5 and 36.5
+ * us), which took the compressed presets 2-3% faster at batch 1 (dcz bench,
+ * medians: ResNet-style 130.0 -> 127.7 us, conv-heavy CNN 264.8 -> 258.4,
+ * MobileNetV2-style 292.4 -> 284.7). AVX2 (Zen 3): a tile of a block of 4
+ * holds 3 vectors, whose 4 broadcasts and 3 loads a tap feed 12 multiply-
+ * adds: dense 16 -> 16 over 28 x 28 takes 72, 47 and 93 us in blocks of 1,
+ * 2 and 4, 32 -> 64 over 14 x 14 148, 94 and 185 us (tap2 1.29, tap4 5.2);
+ * blocks of 2 run dense 3x3 layers 1.1 to 1.4 times as fast as the
+ * dense product, so gemm_rate 1.2 (dense presets at batch 1, dcz bench:
+ * ResNet-style 528 -> 290 us). Dense 1x1 layers of MobileNetV2 run 1.0 to
+ * 1.7 times as fast on the dense product as in blocks of 2 (16 -> 96 over
+ * 28 x 28 31.6 against 45.1 us, 24 -> 144 over 14 x 14 17.1 against 24.1,
+ * 144 -> 32 over 7 x 7 8.8 against 8.9, 64 -> 384 over 4 x 4 9.0 against
+ * 15.3): gemm_rate1 1.6. Over few input channels the shift form pays for
+ * its output more than for its taps (dense 3x3 over 28 x 28 into 16
+ * channels, us, shift form against the dense product: from 1 channel 7.6
+ * against 4.4, 2 10.0 against 8.0, 3 12.5 against 11.5, 4 15.0 against
+ * 16.0; 1 -> 20 by 5 x 5 11.6 against 10.5): store 2.5 units a vector,
+ * which takes the 3x3 layers over one channel (the dense product 1.7 times
+ * as fast) to the dense product and keeps LeNet-5's first layer (5 x 5,
+ * even once the shift form's fused ReLU is counted) on the shift form;
+ * other instruction sets 0, unmeasured. Compressed presets at batch 1,
+ * best medians of alternated runs: ResNet-style 157.9 -> 153.8 us,
+ * MobileNetV2-style 333.0 -> 325.6, conv-heavy CNN 304.5 -> 300.8,
+ * LeNet-5 unchanged (35.3 -> 35.1). Intel's cores with AVX-512 (the Xeon
+ * above): on 1x1 windows at stride 1 the output weighs as on AVX2, the
+ * taps being few where a layer widens. The 17 dense pointwise layers of
+ * the MobileNetV2-style preset and bench_conv's, each timed on both
+ * kernels at batch 1: the dense product is the faster on every layer of
+ * fewer input than output channels (16 -> 96 over 28 x 28: 18.5 us, the
+ * shift form 21.1; 32 -> 192 over 7 x 7: 5.2 against 5.4), the shift form
+ * on the others (384 -> 64 over 4 x 4: 7.8 us, the dense product 10.5).
+ * store_pw 10 and gemm_pw 1.15 pick the faster on all 17, where store 0
+ * and gemm_rate1 1.7 lost 11.8 us over them; the dense model at batch 1,
+ * dcz bench medians of alternated runs, 207.8-211.3 -> 200.9-204.0 us.
+ * Sparse layers keep the other costs: the compressed model (25% to 50% of
+ * the weights kept) ran slower with its 50% layers over 28 x 28 on the
+ * dense product (186.4 -> 189.1 us), though timed alone they were faster
+ * there. So do the 3x3 layers (their dense product pays for its patches)
+ * and 1x1 ones at stride 2, which the shift form runs from one phase of
+ * four. */
+typedef struct shift_costs {
+    double tap2, tap4, fixed, gemm_rate, gemm_rate1, store, gemm_pw, store_pw;
+} shift_costs;
+
+static shift_costs costs(void)
+{
+    shift_costs c = { 1.29, 2.0, 1.2, 1.7, 1.7, 0.0, 1.7, 0.0 };
+#ifdef DCZ_X86
+    if (dcz_shift_best() == DCZ_ISA_AVX2) c = (shift_costs){ 1.29, 5.2, 1.2, 1.2, 1.6, 2.5, 1.6, 2.5 };
+    else if (dcz_cpu_features()->amd) c.tap2 = 1.13;
+    else if (dcz_shift_best() == DCZ_ISA_AVX512) c.gemm_pw = 1.15, c.store_pw = 10.0;
+#endif
+    return c;
+}
+
+/* The time a channel of density d costs per column of its plane of v
+ * vectors in blocks of ob, in units of a tap of one channel over one
+ * vector: a block reads each tap of the union of its channels' columns
+ * once and multiplies it into ob sums, stored weights or zeros. */
+static double block_cost(const shift_costs *c, double d, uint32_t ob, double v)
+{
+    const double tap = ob == 1 ? 1.0 : ob == 2 ? c->tap2 : c->tap4;
+    return (tap * v + c->fixed) * (1.0 - pow(1.0 - d, ob)) / ob;
+}
+
+/* Vectors of g's output plane as the shift kernel computes it. */
+static double plane_vectors(const dcz_conv_geom *g)
+{
+    return (double)(split_geom_of(g, g->in_c, 1).out16 / 16);
+}
+
+uint32_t dcz_shift_pick_block(const dcz_conv_geom *g, uint64_t nnz)
+{
+    const double cols = (double)dcz_conv_group_in(g) * g->kh * g->kw, v = plane_vectors(g);
+    const double d = g->out_c && cols > 0 ? (double)nnz / (g->out_c * cols) : 0;
+    /* a block's channels read the same input channels: within a group */
+    const uint32_t per_group = g->out_c / dcz_conv_groups(g);
+    const shift_costs c = costs();
+    uint32_t pick = 1;
+    for (uint32_t ob = 2; ob <= 4; ob *= 2)
+        if ((dcz_conv_groups(g) == 1 || per_group % ob == 0) &&
+            block_cost(&c, d > 1 ? 1 : d, ob, v) < block_cost(&c, d > 1 ? 1 : d, pick, v))
+            pick = ob;
+    return pick;
+}
+
+int dcz_conv2d_pick_shift(const dcz_conv_geom *g, uint64_t nnz)
+{
+    if (dcz_shift_scratch_floats(g) > DCZ_CONV_SCRATCH_MAX) return 0;
+    if (!dcz_conv2d_pick_dense_im2col(g)) return 1;   /* the dense product cannot run it */
+    const double cols = (double)g->in_c * g->kh * g->kw;
+    const double d = g->out_c && cols > 0 ? (double)nnz / (g->out_c * cols) : 0;
+    const shift_costs c = costs();
+    const int win1 = g->kh * g->kw == 1, pw = win1 && g->sh == 1 && g->sw == 1 && d >= 1;
+    const double shift = g->out_c * cols * block_cost(&c, d > 1 ? 1 : d, dcz_shift_pick_block(g, nnz), plane_vectors(g)) +
+                         g->out_c * plane_vectors(g) * (pw ? c.store_pw : c.store);
+    /* the dense product runs whole vectors of the plane: 7 x 7 takes 4 */
+    const double gemm = (double)g->out_c * cols * (double)(dcz_gemm_ldb((size_t)g->out_h * g->out_w) / 16) /
+                        (pw ? c.gemm_pw : win1 ? c.gemm_rate1 : c.gemm_rate);
+    return shift < gemm;
+}

@@ -1,0 +1,78 @@
+/* qelem.h: integer layers without weights: ReLU, clamps, Add, Mul,
+ * Concat, activations by table, max, average and global average pools
+ * (the references in cpu/ref/kernels_int.c, the 8-bit schemes' vector
+ * variants in kernels_qelem.c).
+ *
+ * Checked by tests/unit/test_qkernels.c (every variant against its
+ * reference, bit for bit).
+ */
+#ifndef DCZ_RUNTIME_CPU_Q8_QELEM_H
+#define DCZ_RUNTIME_CPU_Q8_QELEM_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "runtime/model.h"
+
+void dcz_qrelu_ref(dcz_q *x, size_t n);
+/* x (n) = clamp(x, lo, hi): the bounds of an integer activation fused in
+ * (lo <= hi). */
+void dcz_qclamp_ref(dcz_q *x, size_t n, int32_t lo, int32_t hi);
+/* y (n) = clamp(rq(a, mult[0], shift[0]) + rq(b, mult[1], shift[1]), +-qmax)
+ * with rq(v, m, k) = round_shift(v m, k) (v m for k 0): both inputs
+ * brought to the output's scale, then added. */
+void dcz_qadd_ref(const dcz_q *a, const dcz_q *b, size_t n, const int32_t *mult,
+                  const uint8_t *shift, int32_t qmax, dcz_q *y);
+/* The three above in vectors (kernels_qelem.c: Add in AVX-512 or AVX2
+ * where both shifts are at most 62, ReLU and the clamp in AVX2), the same
+ * bits; dcz_qadd clamps to lo .. hi, -qmax .. qmax for the reference's
+ * bits, 0 .. qmax for those of a ReLU after it (an activation fused in,
+ * load.c). dcz_qadd_isa: on isa's variant (DCZ_ISA_REF: the reference
+ * then the clamp), 0 where this machine or the shifts have none. */
+void dcz_qadd(const dcz_q *a, const dcz_q *b, size_t n, const int32_t *mult, const uint8_t *shift, int32_t lo,
+              int32_t hi, dcz_q *y);
+int dcz_qadd_isa(dcz_isa isa, const dcz_q *a, const dcz_q *b, size_t n, const int32_t *mult, const uint8_t *shift,
+                 int32_t lo, int32_t hi, dcz_q *y);
+void dcz_qrelu(dcz_q *x, size_t n);
+void dcz_qclamp(dcz_q *x, size_t n, int32_t lo, int32_t hi);
+/* y (batch, channels, plane) = clamp(rq(x f, mult, shift), +-qmax), f
+ * (batch, channels) one factor per channel of each sample (plane 1: per
+ * element). */
+void dcz_qmul_ref(const dcz_q *x, const dcz_q *f, size_t batch, uint32_t channels, uint32_t plane,
+                  int32_t mult, uint8_t shift, int32_t qmax, dcz_q *y);
+/* y (batch, sum of width) = the nin inputs x[k] (batch, width[k]) side by
+ * side per sample, each element clamp(rq(v, mult[k], shift[k]), +-qmax). */
+void dcz_qconcat_ref(const dcz_q *const *x, const uint32_t *width, uint32_t nin, size_t batch,
+                     const int32_t *mult, const uint8_t *shift, int32_t qmax, dcz_q *y);
+/* y (n) = table[x + qmax]: an activation by its table of 2 qmax + 1. */
+void dcz_qtable_ref(const dcz_q *table, int32_t qmax, const dcz_q *x, size_t n, dcz_q *y);
+/* The same on AVX-512 (kernels_qelem.c): 32 lookups a step by word
+ * permutes of the table held in registers when qmax <= 127, else 16 by
+ * gathers; the table must have 2 qmax + 2 entries, the last never looked
+ * up. */
+void dcz_qtable(const dcz_q *table, int32_t qmax, const dcz_q *x, size_t n, dcz_q *y);
+/* Integer pools on the geometry of the float ones: max over the window's
+ * cells inside the input; average rounded half away from zero, divided as
+ * dcz_avgpool_ref divides. */
+void dcz_qmaxpool_ref(const dcz_conv_geom *g, const dcz_q *x, size_t batch, dcz_q *y);
+/* The same, the interior columns of each row 16 at a time in AVX-512BW
+ * where the column stride is 1 or 2 (kernels_qelem.c), the same values. */
+void dcz_qmaxpool(const dcz_conv_geom *g, const dcz_q *x, size_t batch, dcz_q *y);
+void dcz_qavgpool_ref(const dcz_conv_geom *g, int count_include_pad, const dcz_q *x,
+                      size_t batch, dcz_q *y);
+void dcz_qglobal_avgpool_ref(uint32_t channels, uint32_t plane, const dcz_q *x, size_t batch,
+                             dcz_q *y);
+/* The global average into another scale: each plane's sum S requantized
+ * as a weighted layer's accumulator is, clamp(rq(S, mult, shift)), exact
+ * for any S; mult, shift from dcz_requant_params(s_in / (s_out plane)). */
+void dcz_qglobal_avgpool_rescale_ref(uint32_t channels, uint32_t plane, const dcz_q *x, size_t batch,
+                                     int32_t mult, uint8_t shift, int32_t qmax, dcz_q *y);
+/* The same values on AVX-512 where planes hold 2^16 cells or fewer and the
+ * shift is 62 or less (kernels_qelem.c), else by the reference;
+ * dcz_qglobal_avgpool_rescale_isa on isa's variant, 0 where it declines. */
+void dcz_qglobal_avgpool_rescale(uint32_t channels, uint32_t plane, const dcz_q *x, size_t batch, int32_t mult,
+                                 uint8_t shift, int32_t qmax, dcz_q *y);
+int dcz_qglobal_avgpool_rescale_isa(dcz_isa isa, uint32_t channels, uint32_t plane, const dcz_q *x, size_t batch,
+                                    int32_t mult, uint8_t shift, int32_t qmax, dcz_q *y);
+
+#endif /* DCZ_RUNTIME_CPU_Q8_QELEM_H */

@@ -1,0 +1,46 @@
+/* qrequant.h: the integer region's ends and joints: the float input
+ * quantized, accumulators requantized to the next layer's scale (the
+ * requantization's reference in cpu/ref/kernels_int.c; the quantization's
+ * reference and the 8-bit schemes' vector variants in kernels_qrequant.c).
+ * The requantization's constants: model.h's dcz_requant.
+ *
+ * Checked by tests/unit/test_qkernels.c (every variant against its
+ * reference, bit for bit).
+ */
+#ifndef DCZ_RUNTIME_CPU_Q8_QREQUANT_H
+#define DCZ_RUNTIME_CPU_Q8_QREQUANT_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "runtime/model.h"
+
+/* floor((v + 2^(shift-1)) / 2^shift): v / 2^shift rounded half up, without
+ * relying on the sign behaviour of >>. shift 0 returns v. */
+int64_t dcz_round_shift(int64_t v, unsigned shift);
+
+/* y (batch, channels, plane) from acc of the same layout (plane 1 for
+ * DENSE), channel c requantized by rq (see dcz_requant). */
+void dcz_requant_ref(const dcz_requant *rq, const int64_t *acc, size_t batch, uint32_t channels,
+                     uint32_t plane, dcz_q *y);
+
+/* y (n) = x / scale on the integer grid: round(x / s) half away from zero,
+ * clamped to +-qmax; NaN gives 0. The quotient is taken in double, where it
+ * is exact enough that the rounding is that of the real quotient (x and s
+ * have 24-bit mantissas). dcz_quantize: the same bits, vectorized
+ * (kernels_qrequant.c). */
+void dcz_quantize_ref(const float *x, size_t n, float scale, int32_t qmax, dcz_q *y);
+void dcz_quantize(const float *x, size_t n, float scale, int32_t qmax, dcz_q *y);
+/* dcz_requant_ref for qmax 127, where |acc| < 2^31: an add and a shift
+ * where the reference divides (kernels_qrequant.c); dcz_requant8_ref one
+ * element at a time, dcz_requant8 8 at a time on AVX-512, 4 on AVX2, the
+ * same bits; dcz_requant8_isa the variant of isa (0 where this build or
+ * machine has none). */
+void dcz_requant8_ref(const dcz_requant *rq, const int64_t *acc, size_t batch, uint32_t channels,
+                      uint32_t plane, dcz_q *y);
+void dcz_requant8(const dcz_requant *rq, const int64_t *acc, size_t batch, uint32_t channels,
+                  uint32_t plane, dcz_q *y);
+int dcz_requant8_isa(dcz_isa isa, const dcz_requant *rq, const int64_t *acc, size_t batch, uint32_t channels,
+                     uint32_t plane, dcz_q *y);
+
+#endif /* DCZ_RUNTIME_CPU_Q8_QREQUANT_H */

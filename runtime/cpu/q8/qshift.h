@@ -1,0 +1,177 @@
+/* qshift.h: 8-bit convolution by shifted planes on integers, the
+ * integer shift form (model.h's dcz_qshift): its builder (qshift_form.c),
+ * its kernels on accumulators (kernels_qshift.c), with the requantization
+ * fused in (qshift_requant.c), and the AMX tiles' form (kernels_amx.c).
+ * The float form: cpu/f32/shift.h.
+ *
+ * Checked by tests/unit/test_qkernels.c (every variant against the
+ * references, bit for bit) and tests/unit/test_calibrate.c (models).
+ */
+#ifndef DCZ_RUNTIME_CPU_Q8_QSHIFT_H
+#define DCZ_RUNTIME_CPU_Q8_QSHIFT_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "runtime/model.h"
+
+/* The integer shift form of the 8-bit schemes: bytes of dcz_qshift_bytes
+ * for out_c channels and nnz stored weights (a bound: quad taps are fewer);
+ * dcz_qshift_build fills f from the integer weights s in mem, 0 when it
+ * cannot (a weight past a byte, a window of more than
+ * DCZ_QSHIFT_MAX_WINDOW cells). dcz_qconv2d_shift: acc (batch, out_c,
+ * out_h, out_w) = bias + the sums of products, exact, on AVX-512 VNNI or
+ * the scalar reference (ref); scratch of dcz_qshift_scratch_floats floats.
+ * dcz_qconv2d_shift_isa: DCZ_ISA_AVX512 (VNNI) or DCZ_ISA_REF, 0 when this
+ * machine has none. dcz_qconv2d_pick_shift: the loader's choice for the
+ * convolutions of 8-bit schemes where this CPU has VNNI. */
+#define DCZ_QSHIFT_MAX_WINDOW 64
+#define DCZ_QSHIFT_MAX_OB 2
+uint64_t dcz_qshift_bytes(const dcz_conv_geom *g, uint64_t nnz, int amx);
+int dcz_qshift_build(const dcz_conv_geom *g, const dcz_qsparse *s, int amx, void *mem, dcz_qshift *f);
+uint64_t dcz_qshift_scratch_floats(const dcz_conv_geom *g);
+void dcz_qconv2d_shift(const dcz_conv_geom *g, const dcz_qshift *f, const int64_t *bias, const dcz_q *x,
+                       size_t batch, int ref, float *scratch, int64_t *acc);
+int dcz_qconv2d_shift_isa(dcz_isa isa, const dcz_conv_geom *g, const dcz_qshift *f, const int64_t *bias,
+                          const dcz_q *x, size_t batch, float *scratch, int64_t *acc);
+const char *dcz_qshift_variant(void);
+int dcz_qconv2d_pick_shift(const dcz_conv_geom *g);
+/* The AMX tile form of the integer shift form (kernels_amx.c).
+ * dcz_amx_ready: the CPU has AMX-INT8 and the OS lets this process use it
+ * (asked by arch_prctl; the loader asks once a load, FORM_AMX, and passes
+ * the answer to dcz_qshift_bytes and dcz_qshift_build as amx: with 0 no
+ * tiles are built). dcz_qamx_bytes: the form's bytes for g, 0 where it is
+ * not built (a grouped convolution). dcz_qamx_build
+ * fills f's amx part in mem from the weights s.
+ * dcz_qamx_planes: the planes as computed t (out_c rows of out16 cells)
+ * from the integer split xs, tap k of quad c at cell toff[k] + c qstride,
+ * the vector kernel's sums less each channel's f->corr (modulo 2^32); the
+ * copied rows form writes its copies to copies (dcz_qamx_copy_cells). dcz_qamx_cost: the time of a sample
+ * on the tiles, which dcz_qshift_build weighs against the quad taps', in
+ * units of a quad tap over one vector (a load and a vpdpbusd or two): a
+ * tile multiply
+ * costs DCZ_QAMX_TILE_COST + DCZ_QAMX_ROW_COST a row of its inputs (kc),
+ * loading and storing a tile of sums DCZ_QAMX_SUMS_COST; a block of the
+ * quad taps DCZ_QSHIFT_BLOCK_COST a vector for its sums. Fitted on one
+ * core of a Xeon with AMX (kernels_amx.c has the times). */
+#define DCZ_QAMX_TILE_COST 7.0
+#define DCZ_QAMX_ROW_COST 0.45
+#define DCZ_QAMX_SUMS_COST 39.0
+/* a vector of the copied rows form's copies (kernels_amx.c): fitted so
+ * that the form runs LeNet-5's second layer, where it was faster, and not
+ * the ResNet-style and conv-heavy CNN presets' 3 x 3 layers of 16 and 32
+ * channels, where int8 ResNet-style took 1.03 and the CNN 1.09 times as
+ * long at batch 1 with a unit */
+#define DCZ_QAMX_COPY_COST 8.0
+#define DCZ_QSHIFT_BLOCK_COST 2.0
+enum { DCZ_QAMX_TAPS, DCZ_QAMX_ROWS, DCZ_QAMX_COPIES, DCZ_QAMX_COLUMNS };
+/* Whether g's integer shift form holds column quads (one input channel at
+ * column stride 1: a cell four columns of it; qshift_form.c). */
+static inline int dcz_qshift_col_quads(const dcz_conv_geom *g)
+{
+    return g->in_c == 1 && g->sw == 1 && g->kw > 1;
+}
+int dcz_amx_ready(void);
+uint64_t dcz_qamx_bytes(const dcz_conv_geom *g);
+/* Cells of the copies the copied rows form makes of the input for g (its
+ * taps at toff, out16 cells a plane as computed), 0 where its tiles take
+ * another form. */
+uint64_t dcz_qamx_copy_cells(const dcz_conv_geom *g, const uint32_t *toff, size_t out16);
+void dcz_qamx_build(const dcz_conv_geom *g, const dcz_qsparse *s, void *mem, dcz_qshift *f);
+void dcz_qamx_planes(const dcz_qshift *f, const dcz_conv_geom *g, const uint32_t *toff, size_t qstride,
+                     size_t out16, const uint8_t *xs, uint8_t *copies, int32_t *t);
+double dcz_qamx_cost(const dcz_conv_geom *g, size_t out16);
+/* The integer split of sample x (kernels_qshift.c) by each vector variant
+ * this CPU runs, against the scalar one: the number of variants that gave
+ * its bytes, -1 at the first that did not; a and b hold
+ * dcz_qshift_scratch_floats(g) floats each. For the tests. */
+int dcz_qsplit_check(const dcz_conv_geom *g, const dcz_q *x, uint8_t *a, uint8_t *b);
+/* Whether dcz_qconv2d_shift_requant runs f by the depthwise kernel
+ * (f->dw set and this CPU has AVX-512 VBMI and VNNI). */
+int dcz_qshift_depthwise(const dcz_qshift *f);
+/* dcz_qconv2d_shift on AVX-512 VNNI with the requantization of each sum to
+ * the output's scale fused in: y = what dcz_requant8 makes of its
+ * accumulators, bit for bit, without them, then clamped to lo .. hi
+ * (-qmax <= lo <= hi <= qmax: the bounds of an activation fused in, else
+ * -qmax, qmax); with pool2, then the 2x2 maxima of stride 2 of each plane
+ * (out_h / 2 by out_w / 2 a plane, a sample's planes one after the other
+ * from the start of its place as unpooled, so that every sample keeps its
+ * place whatever samples a call takes): the
+ * kernel takes the maxima of the sums and requantizes those alone, as the
+ * requantization and the clamp never decrease (mult >= 0). 0 (nothing
+ * written) where dcz_qconv2d_shift_requant_runs says it does not run: this
+ * machine has no VNNI, qmax is not 127, a shift passes 62, or, with pool2,
+ * the layer is depthwise, its planes pass the kernel's or are below 2x2. */
+int dcz_qconv2d_shift_requant_runs(const dcz_conv_geom *g, const dcz_qshift *f, const dcz_requant *rq, int pool2);
+int dcz_qconv2d_shift_requant(const dcz_conv_geom *g, const dcz_qshift *f, const int64_t *bias,
+                              const dcz_requant *rq, int32_t lo, int32_t hi, int pool2, const dcz_q *x,
+                              size_t batch, float *scratch, dcz_q *y);
+
+/* ---- between the family's files -------------------------------------------
+ * Not for callers: what the builder (qshift_form.c), the kernels on
+ * accumulators (kernels_qshift.c), the requantizing ones
+ * (qshift_requant.c) and the AMX tiles (kernels_amx.c) share. */
+
+/* The depthwise form by byte permutes (qshift_form.c describes it), which
+ * the builder makes and the requantizing kernel reads: its bounds, a
+ * geometry's shape in it, and the maps of its padded planes. */
+#define QDW_MAX_TAPS 16
+#define QDW_MAX_PATTERNS 32
+#define QDW_WINDOW 128
+
+typedef struct qdw_shape {
+    uint32_t PH, PW;            /* the padded plane */
+    uint32_t nq, taps;          /* quads of a window row; kh nq */
+    uint32_t dshift, patterns;  /* d = 2^dshift; out_w / d */
+} qdw_shape;
+
+/* s = the shape of g, a geometry the form takes (qdw_shape_of) */
+static inline void qdw_measure(const dcz_conv_geom *g, qdw_shape *s)
+{
+    s->nq = (g->kw + 3) / 4;
+    s->taps = g->kh * s->nq;
+    s->PW = (g->out_w - 1) * g->sw + g->kw;
+    s->PH = (g->out_h - 1) * g->sh + g->kh;
+    s->dshift = 0;
+    while (s->dshift < 4 && g->out_w % (2u << s->dshift) == 0) s->dshift++;
+    s->patterns = g->out_w >> s->dshift;
+}
+
+/* The padded planes are made 64 bytes at a time, each vector of them by
+ * one byte permute (vpermt2b) of the 64 input cells from its first one:
+ * an input cell's place in the padded plane grows with it, so the cells
+ * a vector takes lie within 64 of each other, unless the plane leaves out
+ * input columns between them (a strided window that never reaches the
+ * last ones). Byte o of the vector is the low byte of input cell first +
+ * idx[o] / 2 where bit o of inside is set, else 128; load: the cells from
+ * first that lie in the input plane. The same for every channel: made
+ * with the form. */
+typedef struct dcz_qdw_vmap {
+    uint8_t idx[64];
+    uint64_t inside, load;
+    uint32_t first;
+} dcz_qdw_vmap;
+
+static inline size_t qdw_vmaps(const qdw_shape *s) { return ((size_t)s->PH * s->PW + 63) / 64; }
+
+/* The kernels on accumulators (kernels_qshift.c) that the requantizing
+ * ones run too. */
+struct split_geom;
+/* t (out_c, out16) = the planes as computed of the split xs (om unused) */
+typedef void (*dcz_qplanes_fn)(const dcz_qshift *f, const int32_t *corr, uint32_t out_c, size_t out16, size_t cells,
+                               const int32_t *xs, int32_t *t, void *om);
+/* xs = the integer split of sample x, widened to column quads where the
+ * form has them, by the fastest variants this CPU has (the scalar ones
+ * with vec 0) */
+void dcz_qsplit_any(int vec, const dcz_conv_geom *g, const struct split_geom *q, const dcz_q *x, uint8_t *xs);
+/* t = the planes as computed of one sample's split xs by planes, or on the
+ * AMX tiles where the form picks them (a vector variant). Returns what
+ * each channel's sums still lack, to be added with its bias modulo 2^32:
+ * f->corr after the tiles, which start their sums at zero; else NULL. */
+const int32_t *dcz_qplanes_run(dcz_qplanes_fn planes, int vec, const dcz_conv_geom *g, const struct split_geom *q,
+                               const dcz_qshift *f, const int32_t *xs, int32_t *t);
+/* the planes kernel of isa (DCZ_ISA_AVX512: VNNI; DCZ_ISA_REF: the
+ * reference), NULL where this build or machine has none */
+dcz_qplanes_fn dcz_qplanes_variant(dcz_isa isa);
+
+#endif /* DCZ_RUNTIME_CPU_Q8_QSHIFT_H */

@@ -1,0 +1,484 @@
+/* qshift_requant.c: the integer shift form's convolution with the
+ * requantization of each sum to the output's scale fused in
+ * (dcz_qconv2d_shift_requant), on AVX-512 VNNI: the planes as the kernel of
+ * kernels_qshift.c computes them, requantized by vectors or by rows, with
+ * a 2x2 max pool fused in where the layer takes one; and the depthwise
+ * form's kernel by byte permutes (VBMI, qshift_form.c describes the form),
+ * which requantizes in registers. Apart from the kernels on accumulators,
+ * which the reference, the AMX tiles and the tests share: these write the
+ * next layer's dcz_q activations straight, the bits of dcz_requant8 over
+ * the accumulators.
+ *
+ * Checked by tests/unit/test_qkernels.c (against the accumulators
+ * requantized, with the fused activation and the fused pool, bit for bit)
+ * and tests/unit/test_calibrate.c (models).
+ */
+#include <string.h>
+
+#include "runtime/cpu/q8/qshift.h"
+#include "runtime/model.h"
+
+#if DCZ_BUILD_X86
+#include <immintrin.h>
+#define DCZ_X86 1
+#endif
+
+#include "runtime/cpu/shift_split.h"
+
+#ifdef DCZ_X86
+/* as kernels_qshift.c's */
+#define VNNI_TGT __attribute__((target("avx512f,avx512bw,avx512vl,avx512vnni")))
+
+/* y row (n) = the requantization of bias + (t row + add modulo 2^32), 8
+ * at a time: as dcz_requant8 (|bias + t| < 2^31: the signed 32 x 32 multiply; k <= 62:
+ * the rounding half and an arithmetic shift, a floor) */
+VNNI_TGT static void requant_row__vnni(const int32_t *t, int32_t add, int64_t bias, int32_t mult, unsigned k,
+                                       int32_t qlo, int32_t qhi, uint32_t n, dcz_q *y)
+{
+    const __m256i c = _mm256_set1_epi32(add);
+    const __m512i b = _mm512_set1_epi64(bias), m = _mm512_set1_epi64(mult);
+    const __m512i half = _mm512_set1_epi64(k ? (int64_t)1 << (k - 1) : 0);
+    const __m512i hi = _mm512_set1_epi64(qhi), lo = _mm512_set1_epi64(qlo);
+    const __m128i count = _mm_cvtsi32_si128((int)k);
+    for (uint32_t i = 0; i < n; i += 8) {
+        const __mmask8 km = (__mmask8)(n - i >= 8 ? 0xFF : (1u << (n - i)) - 1);
+        const __m256i tc = _mm256_add_epi32(_mm256_maskz_loadu_epi32(km, t + i), c);
+        const __m512i a = _mm512_add_epi64(_mm512_cvtepi32_epi64(tc), b);
+        __m512i v = _mm512_sra_epi64(_mm512_add_epi64(_mm512_mul_epi32(a, m), half), count);
+        v = _mm512_min_epi64(_mm512_max_epi64(v, lo), hi);
+        _mm_mask_storeu_epi16(y + i, km, _mm512_cvtepi64_epi16(v));
+    }
+}
+
+/* The requantization of a's 16 lanes (bias added) as 32-bit lanes: the
+ * even and odd lanes' products P in 64 bits; in mode 0 (k < 32) P plus
+ * half shifted by k and clamped in 64 bits; in mode 1 (k = 32) the high
+ * halves of P plus half taken, shifted by k - 32 and clamped in 32 bits
+ * (floor(P / 2^k) = floor(floor(P / 2^32) / 2^(k - 32)), and |P| < 2^62
+ * leaves that within 2^30); in mode 2 (k > 32) the high halves of P
+ * themselves, gathered by one permute, plus half / 2^32 = 2^(k - 33) (the
+ * half adds to the high half alone). The high halves save a shift and a
+ * clamp of 64-bit lanes: int8 batch 1 (medians of three alternated runs)
+ * MobileNetV2-style 268.6 -> 259.6 us, ResNet-style 102.6 -> 99.5,
+ * conv-heavy CNN 172.4 -> 168.5. Mode 2 saves two instructions more. */
+#define RQ_MODE(k) ((k) > 32 ? 2 : (k) == 32 ? 1 : 0)
+typedef struct rq_consts { __m512i m, half, lo, hi; __m128i count; } rq_consts;
+
+VNNI_TGT static inline __attribute__((always_inline)) rq_consts rq_setup(const int MODE, int32_t mult, unsigned k,
+                                                                          int32_t qlo, int32_t qhi)
+{
+    rq_consts c;
+    c.m = _mm512_set1_epi64(mult);
+    c.half = MODE == 2 ? _mm512_set1_epi32(1 << (k - 33)) : _mm512_set1_epi64(k ? (int64_t)1 << (k - 1) : 0);
+    c.hi = MODE ? _mm512_set1_epi32(qhi) : _mm512_set1_epi64(qhi);
+    c.lo = MODE ? _mm512_set1_epi32(qlo) : _mm512_set1_epi64(qlo);
+    c.count = _mm_cvtsi32_si128((int)(MODE ? k - 32 : k));
+    return c;
+}
+
+/* modes 1 and 2: the requantized lanes before the clamp, in 32 bits */
+VNNI_TGT static inline __attribute__((always_inline)) __m512i requant16_wide(const int MODE, __m512i a,
+                                                                             const rq_consts *c)
+{
+    const __m512i m = c->m, half = c->half;
+    if (MODE == 2) {
+        const __m512i odd = _mm512_set_epi32(31, 15, 29, 13, 27, 11, 25, 9, 23, 7, 21, 5, 19, 3, 17, 1);
+        const __m512i ev = _mm512_mul_epi32(a, m), od = _mm512_mul_epi32(_mm512_srli_epi64(a, 32), m);
+        const __m512i r = _mm512_add_epi32(_mm512_permutex2var_epi32(ev, odd, od), half);
+        return _mm512_sra_epi32(r, c->count);
+    }
+    const __m512i ev = _mm512_add_epi64(_mm512_mul_epi32(a, m), half);
+    const __m512i od = _mm512_add_epi64(_mm512_mul_epi32(_mm512_srli_epi64(a, 32), m), half);
+    const __m512i r = _mm512_mask_blend_epi32((__mmask16)0xAAAA, _mm512_srli_epi64(ev, 32), od);
+    return _mm512_sra_epi32(r, c->count);
+}
+
+VNNI_TGT static inline __attribute__((always_inline)) __m512i requant16(const int MODE, __m512i a, const rq_consts *c)
+{
+    const __m512i m = c->m, half = c->half, lo = c->lo, hi = c->hi;
+    const __m128i count = c->count;
+    if (MODE) return _mm512_min_epi32(_mm512_max_epi32(requant16_wide(MODE, a, c), lo), hi);
+    __m512i ev = _mm512_add_epi64(_mm512_mul_epi32(a, m), half);
+    __m512i od = _mm512_add_epi64(_mm512_mul_epi32(_mm512_srli_epi64(a, 32), m), half);
+    ev = _mm512_min_epi64(_mm512_max_epi64(_mm512_sra_epi64(ev, count), lo), hi);
+    od = _mm512_min_epi64(_mm512_max_epi64(_mm512_sra_epi64(od, count), lo), hi);
+    return _mm512_mask_blend_epi32((__mmask16)0xAAAA, ev, _mm512_slli_epi64(od, 32));
+}
+
+VNNI_TGT static inline __attribute__((always_inline)) void requant_vectors(const int MODE, const int32_t *t,
+                                                                           const uint16_t *keep, size_t nv,
+                                                                           int64_t bias, int32_t mult, unsigned k,
+                                                                           int32_t qlo, int32_t qhi, size_t plane,
+                                                                           dcz_q *y)
+{
+    const __m512i b = _mm512_set1_epi32((int32_t)(uint32_t)(uint64_t)bias);
+    const rq_consts c = rq_setup(MODE, mult, k, qlo, qhi);
+    const __m512i lo16 = _mm512_set1_epi16((int16_t)qlo), hi16 = _mm512_set1_epi16((int16_t)qhi);
+    const __m512i order = _mm512_set_epi64(7, 5, 3, 1, 6, 4, 2, 0);
+    size_t at = 0;
+    for (size_t j = 0; j < nv; j++) {
+        if (MODE && j + 1 < nv && (keep[j] & keep[j + 1]) == 0xFFFF && at + 32 <= plane) {
+            /* two whole vectors: packed to 16 bits with saturation, then
+             * clamped there (the same values: [qlo, qhi] lies within 16
+             * bits), the 128-bit lanes put back in order; four
+             * instructions for the two where each took four (two of them
+             * vpmovdw's), on a CPU whose 512-bit work has two ports:
+             * 1 x 1 16 -> 96 over 28 x 28, one core of a Xeon, 18.8 ->
+             * 17.8 us */
+            const __m512i r0 = requant16_wide(MODE, _mm512_add_epi32(_mm512_loadu_si512((const void *)(t + 16 * j)), b), &c);
+            const __m512i r1 = requant16_wide(MODE, _mm512_add_epi32(_mm512_loadu_si512((const void *)(t + 16 * j + 16)), b), &c);
+            const __m512i p = _mm512_permutexvar_epi64(order, _mm512_packs_epi32(r0, r1));
+            _mm512_storeu_si512((void *)(y + at), _mm512_min_epi16(_mm512_max_epi16(p, lo16), hi16));
+            at += 32;
+            j++;
+            continue;
+        }
+        __m512i a = _mm512_add_epi32(_mm512_loadu_si512((const void *)(t + 16 * j)), b);
+        if (keep[j] != 0xFFFF) a = _mm512_maskz_compress_epi32((__mmask16)keep[j], a);
+        const __m256i r = _mm512_cvtepi32_epi16(requant16(MODE, a, &c));
+        const unsigned n = (unsigned)__builtin_popcount(keep[j]);
+        /* whole vectors inside the plane: the lanes past n are written
+         * over by the next vector's */
+        if (at + 16 <= plane) _mm256_storeu_si256((void *)(y + at), r);
+        else _mm256_mask_storeu_epi16(y + at, (__mmask16)((1u << n) - 1), r);
+        at += n;
+    }
+}
+
+/* y (channels output planes of plane cells, one after the other) = the
+ * requantization of bias + add + t (planes as computed, tstride cells
+ * apart, nv vectors each; bias and add NULL for none; channel c's
+ * multiplier and shift mult[c], shift[c]), 16 at a time: each vector's
+ * lanes that keep[j] says are output cells, packed by a compress where some lane is
+ * not one, and stored after those of the vectors before it, whole (the
+ * next vector writes over the lanes past them) but at the plane's end.
+ * |bias + t| < 2^31, so the bias is added in 32 bits (modulo 2^32: a
+ * bias that also holds the corr the AMX tiles leave out); the even and
+ * the odd lanes are then multiplied, rounded, shifted and clamped in 64 bits as
+ * requant_row__vnni does (the same integers), and narrowed together. One
+ * pass over a plane with the channel's constants made once, rather than a
+ * call per row of 7 to 28 cells: int8 at batch 1, one core of an AMD EPYC,
+ * dcz bench medians of three alternated runs, MobileNetV2-style 307 -> 269
+ * us, ResNet-style 110 -> 102, conv-heavy CNN 183 -> 172. A compress and a
+ * masked store on every vector instead took twice as long as the rows.
+ * The channels in one call, rather than a call a channel: int8
+ * MobileNetV2-style (planes of 16 to 784 cells, up to 384 channels), one
+ * core of a Xeon, dcz_run medians of alternated runs, batch 64 8.66 ->
+ * 8.25 ms, batch 1 131.9 -> 126.1 us (ResNet-style unchanged). */
+VNNI_TGT static void requant_planes__vnni(const int32_t *t, size_t tstride, const uint16_t *keep, size_t nv,
+                                          const int64_t *bias, const int32_t *add, const int32_t *mult,
+                                          const uint8_t *shift, uint32_t channels, int32_t qlo, int32_t qhi,
+                                          size_t plane, dcz_q *y)
+{
+    for (uint32_t c = 0; c < channels; c++) {
+        const int64_t b = (bias ? bias[c] : 0) + (add ? add[c] : 0);
+        const unsigned k = shift[c];
+        const int32_t *tc = t + c * tstride;
+        dcz_q *yc = y + c * plane;
+        switch (RQ_MODE(k)) {
+        case 2: requant_vectors(2, tc, keep, nv, b, mult[c], k, qlo, qhi, plane, yc); break;
+        case 1: requant_vectors(1, tc, keep, nv, b, mult[c], k, qlo, qhi, plane, yc); break;
+        default: requant_vectors(0, tc, keep, nv, b, mult[c], k, qlo, qhi, plane, yc); break;
+        }
+    }
+}
+
+/* The depthwise form (qshift_form.c) on AVX-512 VBMI and VNNI */
+#define QDW_TGT __attribute__((target("avx512f,avx512bw,avx512vl,avx512vbmi,avx512vnni")))
+
+/* planes = sample x's channels as bytes x + 128 in their padded planes
+ * (PH x PW each), then QDW_WINDOW bytes of 128: by the maps where the form
+ * has them (dcz_qdw_vmap), each vector stored whole (the next channel's
+ * write over the bytes past a plane, the margin past the last). They took
+ * the place of a permute of small planes and a masked copy a row of
+ * others, whose loop took a fifth of the depthwise kernel's time: int8
+ * MobileNetV2-style, one core of a Xeon, dcz_run medians of alternated
+ * runs, batch 1 153.0 -> 150.8 us, batch 64 9.48 -> 9.46 ms (its inputs
+ * come from beyond the first-level cache). Else the planes filled with
+ * 128, then the rows copied into them. */
+QDW_TGT static void qdw_planes__vbmi(const dcz_conv_geom *g, const qdw_shape *s, const dcz_qdw_vmap *maps,
+                                     const dcz_q *x, uint8_t *planes)
+{
+    const size_t plane = (size_t)s->PH * s->PW, in_plane = (size_t)g->in_h * g->in_w;
+    const __m512i top512 = _mm512_set1_epi8((char)0x80);
+    if (maps) {
+        const size_t nv = qdw_vmaps(s);
+        for (uint32_t c = 0; c < g->in_c; c++) {
+            const dcz_q *src = x + c * in_plane;
+            uint8_t *dst = planes + c * plane;
+            for (size_t v = 0; v < nv; v++) {
+                const dcz_qdw_vmap *m = maps + v;
+                const dcz_q *at = src + m->first;
+                const __m512i lo = _mm512_maskz_loadu_epi16((__mmask32)m->load, at);
+                const __m512i hi = _mm512_maskz_loadu_epi16((__mmask32)(m->load >> 32), at + 32);
+                const __m512i b = _mm512_maskz_permutex2var_epi8((__mmask64)m->inside, lo,
+                                                                 _mm512_loadu_si512((const void *)m->idx), hi);
+                _mm512_storeu_si512((void *)(dst + 64 * v), _mm512_xor_si512(b, top512));
+            }
+        }
+        memset(planes + g->in_c * plane, 0x80, QDW_WINDOW);
+        return;
+    }
+    memset(planes, 0x80, g->in_c * plane + QDW_WINDOW);
+    const uint32_t rows = s->PH <= g->ph ? 0 : s->PH - g->ph < g->in_h ? s->PH - g->ph : g->in_h;
+    const uint32_t cols = s->PW <= g->pw ? 0 : s->PW - g->pw < g->in_w ? s->PW - g->pw : g->in_w;
+    const __m256i top = _mm256_set1_epi8((char)0x80);
+    for (uint32_t c = 0; c < g->in_c; c++)
+        for (uint32_t iy = 0; iy < rows; iy++) {
+            const dcz_q *src = x + ((size_t)c * g->in_h + iy) * g->in_w;
+            uint8_t *dst = planes + c * plane + (size_t)(iy + g->ph) * s->PW + g->pw;
+            for (uint32_t k = 0; k < cols; k += 32) {
+                const uint32_t n = cols - k < 32 ? cols - k : 32;
+                const __mmask32 m = n == 32 ? 0xFFFFFFFFu : (__mmask32)((1u << n) - 1);
+                const __m256i b = _mm512_cvtepi16_epi8(_mm512_maskz_loadu_epi16(m, src + k));
+                _mm256_mask_storeu_epi8(dst + k, m, _mm256_xor_si256(b, top));
+            }
+        }
+}
+
+/* y (the output plane) = one channel's outputs from its byte plane, T taps
+ * of weights wq, the sums starting at a0 (corr and bias) */
+/* Where output vector j (cells 16 j ..) reads its window in a channel's
+ * byte plane, and the first byte of its permutes' indices, for the first
+ * s->patterns vectors; every s->patterns vectors (lcm(16, out_w) cells,
+ * 16 / d rows) the same again, 16 / d rows of the plane further. The
+ * same for every channel: made once a call. A walk of the cells in each
+ * channel, the next vector's first cell found by subtractions (a branch
+ * whose pattern the predictor does not learn over rows of 14 or 7 cells),
+ * took longer: int8 MobileNetV2-style, one core of a Xeon, dcz bench
+ * medians of alternated runs, batch 1 153.0 -> 148.8 us, batch 64 (with
+ * the planes above) 10.70 -> 9.99 ms. */
+typedef struct qdw_vec { uint32_t src, ix; } qdw_vec;
+
+static void qdw_vectors(const dcz_conv_geom *g, const qdw_shape *s, qdw_vec *v)
+{
+    const size_t rowstep = (size_t)g->sh * s->PW;
+    for (size_t j = 0; j < s->patterns; j++) {
+        const size_t oy0 = 16 * j / g->out_w, ox0 = 16 * j % g->out_w;
+        v[j].src = (uint32_t)(oy0 * rowstep + ox0 * g->sw);
+        v[j].ix = (uint32_t)((ox0 >> s->dshift) * s->taps * 64);
+    }
+}
+
+/* A walk over a channel's output vectors: vector j of the period, base
+ * bytes into the plane, a period of rows period bytes. */
+typedef struct qdw_cursor { size_t j, base, period; } qdw_cursor;
+
+/* The sums of cur's output vector (T taps of weights wq from init), cur
+ * moved on to the next vector. */
+QDW_TGT static inline __attribute__((always_inline)) __m512i
+qdw_sums__vbmi(const uint32_t T, const qdw_shape *s, const qdw_vec *vecs, const uint8_t *plane,
+               const uint8_t *idx, const int32_t *wq, __m512i init, qdw_cursor *cur)
+{
+    const uint8_t *src = plane + cur->base + vecs[cur->j].src;
+    const __m512i x0 = _mm512_loadu_si512((const void *)src), x1 = _mm512_loadu_si512((const void *)(src + 64));
+    const uint8_t *ix = idx + vecs[cur->j].ix;
+    if (++cur->j == s->patterns) {
+        cur->j = 0;
+        cur->base += cur->period;
+    }
+    __m512i acc = init;
+#pragma GCC unroll 16
+    for (uint32_t t = 0; t < T; t++)
+        acc = _mm512_dpbusd_epi32(acc, _mm512_permutex2var_epi8(x0, _mm512_loadu_si512((const void *)(ix + 64 * t)), x1),
+                                  _mm512_set1_epi32(wq[t]));
+    return acc;
+}
+
+QDW_TGT static inline __attribute__((always_inline)) void
+qdw_channel__vbmi(const int MODE, const uint32_t T, const dcz_conv_geom *g, const qdw_shape *s,
+                  const qdw_vec *vecs, const uint8_t *plane, const uint8_t *idx, const int32_t *wq, int32_t a0,
+                  int32_t mult, unsigned k, int32_t qlo, int32_t qhi, dcz_q *y)
+{
+    const rq_consts c = rq_setup(MODE, mult, k, qlo, qhi);
+    const __m512i init = _mm512_set1_epi32(a0);
+    const size_t out_plane = (size_t)g->out_h * g->out_w;
+    qdw_cursor cur = { 0, 0, ((size_t)16 >> s->dshift) * g->sh * s->PW };
+    size_t c0 = 0;
+    if (MODE) {
+        /* two whole vectors: packed to 16 bits and clamped there, as
+         * requant_vectors does (int8 MobileNetV2-style, one core of a Xeon,
+         * dcz bench medians of alternated runs: batch 64 9.95 -> 9.81 ms,
+         * batch 1 149 -> 147 us) */
+        const __m512i lo16 = _mm512_set1_epi16((int16_t)qlo), hi16 = _mm512_set1_epi16((int16_t)qhi);
+        const __m512i order = _mm512_set_epi64(7, 5, 3, 1, 6, 4, 2, 0);
+        for (; c0 + 32 <= out_plane; c0 += 32) {
+            const __m512i a = qdw_sums__vbmi(T, s, vecs, plane, idx, wq, init, &cur);
+            const __m512i b = qdw_sums__vbmi(T, s, vecs, plane, idx, wq, init, &cur);
+            const __m512i p = _mm512_permutexvar_epi64(
+                order, _mm512_packs_epi32(requant16_wide(MODE, a, &c), requant16_wide(MODE, b, &c)));
+            _mm512_storeu_si512((void *)(y + c0), _mm512_min_epi16(_mm512_max_epi16(p, lo16), hi16));
+        }
+    }
+    for (; c0 < out_plane; c0 += 16) {
+        const __m512i acc = qdw_sums__vbmi(T, s, vecs, plane, idx, wq, init, &cur);
+        const __m256i r = _mm512_cvtepi32_epi16(requant16(MODE, acc, &c));
+        if (c0 + 16 <= out_plane) _mm256_storeu_si256((void *)(y + c0), r);
+        else _mm256_mask_storeu_epi16(y + c0, (__mmask16)((1u << (out_plane - c0)) - 1), r);
+    }
+}
+
+/* dcz_qconv2d_shift_requant of a layer held in the depthwise form */
+QDW_TGT static void qdw_requant__vbmi(const dcz_conv_geom *g, const dcz_qshift *f, const int64_t *bias,
+                                      const dcz_requant *rq, int32_t lo, int32_t hi, const dcz_q *x, size_t batch,
+                                      uint8_t *planes, dcz_q *y)
+{
+    qdw_shape s;
+    qdw_measure(g, &s);   /* f->dw: the form took g */
+    const size_t in_sample = (size_t)g->in_c * g->in_h * g->in_w, out_plane = (size_t)g->out_h * g->out_w;
+    const size_t plane = (size_t)s.PH * s.PW;
+    qdw_vec vecs[QDW_MAX_PATTERNS];
+    qdw_vectors(g, &s, vecs);
+    for (size_t b = 0; b < batch; b++) {
+        qdw_planes__vbmi(g, &s, f->dwmap, x + b * in_sample, planes);
+        dcz_q *yb = y + b * g->out_c * out_plane;
+        for (uint32_t oc = 0; oc < g->out_c; oc++) {
+            /* the 32-bit sums wrap on their way (the bound: model.h) */
+            const int32_t a0 = (int32_t)((uint32_t)f->corr[oc] + (uint32_t)(uint64_t)(bias ? bias[oc] : 0));
+            const unsigned k = rq->shift[oc];
+            const uint8_t *pc = planes + oc * plane;
+            const int32_t *wq = f->dw + (size_t)oc * s.taps;
+            dcz_q *yc = yb + oc * out_plane;
+            const int32_t mult = rq->mult[oc];
+            switch (RQ_MODE(k) * 2 + (s.taps == 3)) {
+            case 5: qdw_channel__vbmi(2, 3, g, &s, vecs, pc, f->dwidx, wq, a0, mult, k, lo, hi, yc); break;
+            case 4: qdw_channel__vbmi(2, s.taps, g, &s, vecs, pc, f->dwidx, wq, a0, mult, k, lo, hi, yc); break;
+            case 3: qdw_channel__vbmi(1, 3, g, &s, vecs, pc, f->dwidx, wq, a0, mult, k, lo, hi, yc); break;
+            case 2: qdw_channel__vbmi(1, s.taps, g, &s, vecs, pc, f->dwidx, wq, a0, mult, k, lo, hi, yc); break;
+            case 1: qdw_channel__vbmi(0, 3, g, &s, vecs, pc, f->dwidx, wq, a0, mult, k, lo, hi, yc); break;
+            default: qdw_channel__vbmi(0, s.taps, g, &s, vecs, pc, f->dwidx, wq, a0, mult, k, lo, hi, yc); break;
+            }
+        }
+    }
+}
+
+#endif
+
+#define REQ_PLANE_MAX 512
+
+#ifdef DCZ_X86
+/* p (ph, pw) = the 2x2 maxima of stride 2 of the plane t (rows of wq
+ * cells) plus add (modulo 2^32, before the maxima): the rows' pairs by
+ * vectors, then the maxima of their even and odd lanes, 16 outputs a step. A convolution that takes the pool after it
+ * (load.c) requantizes a quarter of its sums and the pool becomes a copy:
+ * int8, one core of an AMD EPYC, medians of three alternated runs, LeNet-5
+ * batch 1 15.7 -> 14.4 us, batch 64 938 -> 852; conv-heavy CNN batch 1
+ * 125.3 -> 121.9, batch 64 8157 -> 8019. */
+VNNI_TGT static void pool2_plane__avx512(const int32_t *t, size_t wq, uint32_t ph, uint32_t pw, int32_t add, int32_t *p)
+{
+    const __m512i c = _mm512_set1_epi32(add);
+    const __m512i even = _mm512_set_epi32(30, 28, 26, 24, 22, 20, 18, 16, 14, 12, 10, 8, 6, 4, 2, 0);
+    const __m512i odd = _mm512_set_epi32(31, 29, 27, 25, 23, 21, 19, 17, 15, 13, 11, 9, 7, 5, 3, 1);
+    for (uint32_t py = 0; py < ph; py++, p += pw) {
+        const int32_t *r0 = t + 2 * (size_t)py * wq, *r1 = r0 + wq;
+        for (uint32_t px = 0; px < pw; px += 16) {
+            const uint32_t n = pw - px < 16 ? pw - px : 16;   /* outputs, 2 n inputs a row */
+            const __mmask16 m0 = (__mmask16)(n >= 8 ? 0xFFFF : (1u << (2 * n)) - 1);
+            const __mmask16 m1 = (__mmask16)(n > 8 ? (1u << (2 * n - 16)) - 1 : 0);
+            const int32_t *a = r0 + 2 * (size_t)px, *b = r1 + 2 * (size_t)px;
+            const __m512i v0 = _mm512_max_epi32(_mm512_add_epi32(_mm512_maskz_loadu_epi32(m0, a), c),
+                                                _mm512_add_epi32(_mm512_maskz_loadu_epi32(m0, b), c));
+            const __m512i v1 = _mm512_max_epi32(_mm512_add_epi32(_mm512_maskz_loadu_epi32(m1, a + 16), c),
+                                                _mm512_add_epi32(_mm512_maskz_loadu_epi32(m1, b + 16), c));
+            const __m512i mx = _mm512_max_epi32(_mm512_permutex2var_epi32(v0, even, v1),
+                                                _mm512_permutex2var_epi32(v0, odd, v1));
+            _mm512_mask_storeu_epi32(p + px, (__mmask16)((1u << n) - 1), mx);
+        }
+    }
+}
+
+/* The plane path of dcz_qconv2d_shift_requant: the vectors of a plane as
+ * the kernel computes it, within REQ_PLANE_MAX. */
+static int requant_by_planes(const dcz_conv_geom *g, const dcz_qshift *f)
+{
+    const split_geom q = split_geom_of(g, (g->in_c + 3) / 4, 0);
+    return !dcz_qshift_depthwise(f) && q.out16 / 16 <= REQ_PLANE_MAX;
+}
+#endif
+
+#ifdef DCZ_X86
+/* Whether one of the n shifts exceeds most: 64 at a time, where a test and
+ * a return per channel took 1.2% of int8 MobileNetV2-style, which asks at
+ * every call */
+VNNI_TGT static int shifts_past__vnni(const uint8_t *shift, uint32_t n, uint8_t most)
+{
+    for (uint32_t i = 0; i < n; i += 64) {
+        const __mmask64 m = n - i >= 64 ? ~(__mmask64)0 : ((__mmask64)1 << (n - i)) - 1;
+        if (_mm512_mask_cmpgt_epu8_mask(m, _mm512_maskz_loadu_epi8(m, shift + i), _mm512_set1_epi8((char)most)))
+            return 1;
+    }
+    return 0;
+}
+#endif
+
+int dcz_qconv2d_shift_requant_runs(const dcz_conv_geom *g, const dcz_qshift *f, const dcz_requant *rq, int pool2)
+{
+#ifdef DCZ_X86
+    if (!dcz_qplanes_variant(DCZ_ISA_AVX512) || rq->qmax != 127 || shifts_past__vnni(rq->shift, g->out_c, 62)) return 0;
+    return !pool2 || (requant_by_planes(g, f) && g->out_h >= 2 && g->out_w >= 2);
+#else
+    (void)g; (void)f; (void)rq; (void)pool2;
+    return 0;
+#endif
+}
+
+int dcz_qconv2d_shift_requant(const dcz_conv_geom *g, const dcz_qshift *f, const int64_t *bias,
+                              const dcz_requant *rq, int32_t lo, int32_t hi, int pool2, const dcz_q *x,
+                              size_t batch, float *scratch, dcz_q *y)
+{
+#ifdef DCZ_X86
+    if (!dcz_qconv2d_shift_requant_runs(g, f, rq, pool2)) return 0;
+    const dcz_qplanes_fn planes = dcz_qplanes_variant(DCZ_ISA_AVX512);
+    if (dcz_qshift_depthwise(f)) {
+        qdw_requant__vbmi(g, f, bias, rq, lo, hi, x, batch, (uint8_t *)(void *)scratch, y);
+        return 1;
+    }
+    const split_geom q = split_geom_of(g, (g->in_c + 3) / 4, 0);
+    int32_t *xs = (int32_t *)(void *)scratch, *t = planes_at(scratch, &q);
+    const size_t in_sample = (size_t)g->in_c * g->in_h * g->in_w, out_plane = (size_t)g->out_h * g->out_w;
+    /* planes of up to REQ_PLANE_MAX vectors requantized by vectors, their
+     * output lanes found once */
+    const size_t nv = q.out16 / 16, cells = (size_t)g->out_h * q.wq;
+    uint16_t keep[REQ_PLANE_MAX];
+    if (nv <= REQ_PLANE_MAX)
+        for (size_t j = 0, col = 0; j < nv; j++, col = (col + 16) % q.wq)
+            keep[j] = (uint16_t)keep_lanes(16, 16 * j, (int64_t)col, (int64_t)q.wq, g->out_w, cells);
+    /* with pool2, the pooled plane: its cells one after the other, a
+     * quarter of the plane's (within REQ_PLANE_MAX * 4, requant_by_planes) */
+    const uint32_t ph = g->out_h / 2, pw = g->out_w / 2;
+    const size_t pooled = (size_t)ph * pw, pnv = pool2 ? (pooled + 15) / 16 : 0;
+    uint16_t pkeep[REQ_PLANE_MAX];
+    for (size_t j = 0; j < pnv; j++) pkeep[j] = (uint16_t)keep_lanes(16, 16 * j, 0, (int64_t)pooled, pooled, pooled);
+    for (size_t b = 0; b < batch; b++) {
+        dcz_qsplit_any(1, g, &q, x + b * in_sample, (uint8_t *)xs);
+        /* the sums' corr, where the tiles leave it, added with the bias */
+        const int32_t *add = dcz_qplanes_run(planes, 1, g, &q, f, xs, t);
+        if (pool2) {   /* the pooled sums requantized: max commutes with the requantization */
+            int32_t pt[REQ_PLANE_MAX * 4];
+            dcz_q *yb = y + b * g->out_c * out_plane;   /* a sample's place as unpooled */
+            for (uint32_t oc = 0; oc < g->out_c; oc++) {
+                pool2_plane__avx512(t + oc * q.out16, q.wq, ph, pw, add ? add[oc] : 0, pt);
+                requant_planes__vnni(pt, 0, pkeep, pnv, bias ? bias + oc : NULL, NULL, rq->mult + oc,
+                                     rq->shift + oc, 1, lo, hi, pooled, yb + oc * pooled);
+            }
+            continue;
+        }
+        dcz_q *yb = y + b * g->out_c * out_plane;
+        if (nv <= REQ_PLANE_MAX) {
+            requant_planes__vnni(t, q.out16, keep, nv, bias, add, rq->mult, rq->shift, g->out_c, lo, hi, out_plane, yb);
+            continue;
+        }
+        /* rows with no columns to drop make one row of the whole plane */
+        const uint32_t rows = q.wq == g->out_w ? 1 : g->out_h, n = q.wq == g->out_w ? (uint32_t)out_plane : g->out_w;
+        for (uint32_t oc = 0; oc < g->out_c; oc++)
+            for (uint32_t oy = 0; oy < rows; oy++)
+                requant_row__vnni(t + oc * q.out16 + oy * q.wq, add ? add[oc] : 0, bias ? bias[oc] : 0, rq->mult[oc],
+                                  rq->shift[oc], lo, hi, n, yb + oc * out_plane + (size_t)oy * g->out_w);
+    }
+    return 1;
+#else
+    (void)g; (void)f; (void)bias; (void)rq; (void)lo; (void)hi; (void)pool2; (void)x; (void)batch; (void)scratch;
+    (void)y;
+    return 0;
+#endif
+}

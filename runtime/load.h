@@ -1,0 +1,53 @@
+/* load.h: what the loader's two files share: the walk's state (the
+ * arena, the decoding scratch, what the sizing pass learns), the cursor on
+ * the calibration table, and the reading of one layer (load_layer.c),
+ * which the model-level walk (load.c) calls for each. Not for the rest of
+ * libdcz: the loader's entry points are dcz.h's.
+ */
+#ifndef DCZ_RUNTIME_LOAD_H
+#define DCZ_RUNTIME_LOAD_H
+
+#include <stdint.h>
+
+#include "runtime/format/format.h"
+#include "runtime/model.h"
+
+typedef struct scratch {
+    uint8_t *gaps;   /* gap symbols of one tensor */
+    uint8_t *idx;    /* index symbols of one tensor, in stream order */
+    uint64_t gaps_cap, idx_cap;
+} scratch;
+
+/* What the walk needs beside the graph: the arena it takes from (base NULL
+ * while sizing), the decoding scratch, whether fp32 tensors may stay in the
+ * file buffer, and what the sizing pass learns about activations. */
+typedef struct loader {
+    dcz_arena a;
+    scratch sc;
+    dcz_tensor *tscratch;/* the tensors while sizing (the block holds them after) */
+    int in_place;
+    uint64_t max_width;  /* elements of the largest activation of one sample */
+    uint64_t act_width;  /* floats a sample of the activation block */
+    uint64_t chunk_width;/* floats a sample of the chunk block */
+    uint32_t chunk_max;  /* the largest chunk of a segment */
+    int quant;           /* the model runs on integers */
+    uint32_t cblocks;    /* row blocks of the column forms: the threads that run them */
+    int forms;           /* DCZ_FORM_ bits: the extra forms to build (this CPU runs their kernels) */
+    int reference;       /* the options force the scalar references */
+    uint64_t lane_floats;/* scratch the largest lane form's panels of the input take */
+} loader;
+
+/* What the walk knows of the calibration table: the scheme, and a cursor
+ * on the next entry. NULL when the model runs in float. */
+typedef struct calib_walk {
+    uint32_t scheme;
+    dcz_cur cur;
+    uint32_t count, read;
+} calib_walk;
+
+/* Everything of one exec layer but its name, given the tensors it reads
+ * (load_layer.c). */
+dcz_status dcz_load_layer(const dcz_container *c, const dcz_graph_layer *g, uint32_t index,
+                          const dcz_tensor *tensors, loader *ld, calib_walk *cw, dcz_exec_layer *l);
+
+#endif /* DCZ_RUNTIME_LOAD_H */
