@@ -560,11 +560,11 @@ typedef struct tensor_info {
 #define DEFER_TYPES 4
 
 /* Nodes of one operator refused by defer: how many, and why the first was. */
-typedef struct deferred {
+typedef struct deferral {
     const char *op;
     uint32_t n;
     char why[384];
-} deferred;
+} deferral;
 
 typedef struct imp {
     errbuf e;
@@ -588,7 +588,7 @@ typedef struct imp {
     uint32_t nlayers, caplayers;
     struct { const char *prefix; uint32_t n; } names[NAME_PREFIXES];   /* layer name counters */
     uint32_t dropped, folded;
-    deferred deferred[DEFER_TYPES];
+    deferral deferred[DEFER_TYPES];
     uint32_t ndeferred;
 } imp;
 
@@ -1058,7 +1058,7 @@ static dcz_status defer(const nodectx *c, long v, const char *fmt, ...)
     uint32_t k = 0;
     while (k < im->ndeferred && strcmp(im->deferred[k].op, c->def->name) != 0) k++;
     if (k == im->ndeferred && k < DEFER_TYPES) {
-        deferred *d = &im->deferred[im->ndeferred++];
+        deferral *d = &im->deferred[im->ndeferred++];
         d->op = c->def->name;
         d->n = 0;
         va_list ap;
@@ -1079,7 +1079,7 @@ static dcz_status deferred_report(imp *im)
     size_t len = 0;
     msg[0] = '\0';
     for (uint32_t k = 0; k < im->ndeferred && len < sizeof msg; k++) {
-        const deferred *d = &im->deferred[k];
+        const deferral *d = &im->deferred[k];
         if (d->n == 1)
             len += (size_t)snprintf(msg + len, sizeof msg - len, "%s%s", k ? "; " : "", d->why);
         else
@@ -1649,9 +1649,10 @@ static dcz_status op_reduce_mean(const nodectx *c)
         cten a;
         int present;
         if ((s = input_const(c, 1, WANT_INTS, "axes", &a, &present)) != DCZ_OK) return s;
-        if (present && (a.rank > 1 || a.n > (size_t)r)) s = fail(&im->e, DCZ_ERR_FORMAT, "%s: %zu axes for a "
-                                                                "rank-%lld tensor", c->label, a.n, (long long)r);
-        else if (present) memcpy(axes, a.i, (naxes = a.n) * sizeof *axes);
+        if (present && (a.rank > 1 || a.n > (size_t)r))
+            s = fail(&im->e, DCZ_ERR_FORMAT, "%s: %zu axes for a rank-%lld tensor", c->label, a.n, (long long)r);
+        else if (present)
+            memcpy(axes, a.i, (naxes = a.n) * sizeof *axes);
         cten_free(&a);
         if (s != DCZ_OK) return s;
     } else {
@@ -1676,7 +1677,8 @@ static dcz_status op_reduce_mean(const nodectx *c)
         if (ax < 0) ax += r;
         if (seen & 1u << ax) return fail(&im->e, DCZ_ERR_FORMAT, "%s: axis %lld given twice", c->label, (long long)ax);
         seen |= 1u << ax;
-        if (len < sizeof text) len += (size_t)snprintf(text + len, sizeof text - len, "%s%lld", k ? ", " : "", (long long)ax);
+        if (len < sizeof text)
+            len += (size_t)snprintf(text + len, sizeof text - len, "%s%lld", k ? ", " : "", (long long)ax);
     }
     if (naxes == 0 || r != 4 || seen != (1u << 2 | 1u << 3))
         return fail(&im->e, DCZ_ERR_UNSUPPORTED, "%s takes the mean over %s%s%s of a rank-%lld tensor (dcz takes "
