@@ -19,6 +19,19 @@ static size_t kept(const dcz_doc_tensor *t)
     return k;
 }
 
+/* The folder of a model's path, in which ONNX resolves the locations of
+ * its external data (as onnx.load does: the path's text, links not
+ * followed) into dir (len bytes); NULL for standard input, which has none. */
+static const char *model_dir(const char *path, char *dir, size_t len)
+{
+    if (strcmp(path, "-") == 0) return NULL;
+    const char *slash = strrchr(path, '/');
+    if (!slash) snprintf(dir, len, ".");
+    else if (slash == path) snprintf(dir, len, "/");
+    else snprintf(dir, len, "%.*s", (int)(slash - path), path);
+    return dir;
+}
+
 int cmd_import(verb_ctx *v)
 {
     int keep_dense = 0;
@@ -27,22 +40,26 @@ int cmd_import(verb_ctx *v)
         { NULL, 0, OPT_FLAG, NULL, NULL }
     };
     v->usage = "dcz import MODEL.onnx -o OUT.dcz [--data DATA] [--keep-dense]";
-    v->summary = "Reads an ONNX model (opsets 11 to 17, a dynamic or fixed batch dimension) into a\n"
+    v->summary = "Reads an ONNX model (opsets 11 to 22, a dynamic or fixed batch dimension) into a\n"
                  "dense fp32 .dcz. The graph, branches and residual connections included, may\n"
                  "hold Conv (grouped and depthwise too), Gemm, MatMul, Add, Mul, Concat, MaxPool,\n"
-                 "AveragePool, GlobalAveragePool, Relu, LeakyRelu, Sigmoid, Tanh, HardSigmoid,\n"
-                 "HardSwish, Clip, Flatten, Reshape, BatchNormalization, Softmax (last), Pad\n"
-                 "(zeros), Dropout, Identity and Constant nodes, weights in float32, float16,\n"
-                 "bfloat16 or float64 (docs/CLI.md lists the attributes each takes). Batch\n"
-                 "normalization and constant Adds are folded into the Conv or Gemm computing\n"
-                 "their input, Dropout and Identity are removed, and a layer of which\n"
-                 "at least 10% of the weights are exact zeros is taken as pruned elsewhere: stored\n"
-                 "sparse, its zeros kept at zero by retraining (--keep-dense: never). Layers are\n"
-                 "named conv1, fc1, relu1, pool1, ... as dcz train names them, so per-layer rules\n"
-                 "apply alike; the table printed says which ONNX nodes each comes from. A model\n"
-                 "dcz cannot represent is refused (exit 2): every unsupported operator is named\n"
-                 "once, with how many nodes use it and the first of them. With --data, the\n"
-                 "accuracy on the test split is measured and recorded.";
+                 "AveragePool, GlobalAveragePool, ReduceMean (over H and W), Relu, LeakyRelu,\n"
+                 "Sigmoid, Tanh, HardSigmoid, HardSwish, Clip, Flatten, Reshape,\n"
+                 "BatchNormalization, Softmax (last), Pad (zeros), Dropout, Identity and Constant\n"
+                 "nodes, weights in float32, float16, bfloat16 or float64 (docs/CLI.md lists the\n"
+                 "attributes each takes). Weights kept as external data (as torch.onnx.export\n"
+                 "writes them since PyTorch 2.9: MODEL.onnx.data) are read from the files their\n"
+                 "locations name in the model's folder, never outside it; a model read from\n"
+                 "standard input cannot have them. Batch normalization and constant Adds are\n"
+                 "folded into the Conv or Gemm computing their input, Dropout and Identity are\n"
+                 "removed, and a layer of which at least 10% of the weights are exact zeros is\n"
+                 "taken as pruned elsewhere: stored sparse, its zeros kept at zero by retraining\n"
+                 "(--keep-dense: never). Layers are named conv1, fc1, relu1, pool1, ... as dcz\n"
+                 "train names them, so per-layer rules apply alike; the table printed says which\n"
+                 "ONNX nodes each comes from. A model dcz cannot represent is refused (exit 2):\n"
+                 "every unsupported operator is named once, with how many nodes use it and the\n"
+                 "first of them. With --data, the accuracy on the test split is measured and\n"
+                 "recorded.";
     v->skip = CLI_NO_SEED;
     int rc = cli_parse(v, specs, 1, 1);
     if (rc != -1) return rc;
@@ -61,7 +78,8 @@ int cmd_import(verb_ctx *v)
                   v->pos[0], v->pos[0]);
         return EXIT_BAD_INPUT;
     }
-    dcz_onnx_import_opts io = { keep_dense };
+    char dir[4096];
+    dcz_onnx_import_opts io = { keep_dense, model_dir(v->pos[0], dir, sizeof dir) };
     dcz_onnx_info info;
     dcz_doc *doc = NULL;
     char err[2048];
@@ -144,7 +162,7 @@ int cmd_export(verb_ctx *v)
 {
     int opset = 0;
     const opt_spec specs[] = {
-        { "opset", 0, OPT_INT, &opset, "ONNX opset to write, 11 to 17 (default 13, or 14 for a model with "
+        { "opset", 0, OPT_INT, &opset, "ONNX opset to write, 11 to 22 (default 13, or 14 for a model with "
           "HardSwish)" },
         { NULL, 0, OPT_FLAG, NULL, NULL }
     };

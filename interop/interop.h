@@ -1,8 +1,9 @@
 /* interop.h: ONNX import and export for the dcz toolchain.
  *
  * dcz_onnx_import reads an ONNX model (a serialized onnx.ModelProto, parsed
- * with protobuf-c bindings generated at build time from Debian's onnx.proto)
- * into a .dcz document: a graph of DENSE, CONV2D (grouped and depthwise
+ * with protobuf-c bindings generated at build time from Debian's onnx.proto;
+ * tensors kept as external data read from files beside the model) into a
+ * .dcz document: a graph of DENSE, CONV2D (grouped and depthwise
  * too), pooling, FLATTEN, ADD, MUL, CONCAT, the activations and SOFTMAX
  * layers with dense fp32 weights, batch normalization folded into the layer
  * computing its input, and exact zeros of a layer that was pruned elsewhere
@@ -14,16 +15,24 @@
  * Nothing read from a file is trusted: the protobuf nesting depth is checked
  * before parsing, every tensor's size against its dims and data type, every
  * operator's attributes and the shapes of its inputs, and the graph's order
- * (a node reads only values made before it). Failures return a dcz_status
- * and write a one-line reason to err (errlen bytes; err may be NULL):
+ * (a node reads only values made before it), and every external data
+ * reference (a location inside the model's folder, a regular file holding
+ * the bytes at offset and length, exactly the tensor's size). Failures
+ * return a dcz_status and write a one-line reason to err (errlen bytes; err
+ * may be NULL):
  *   DCZ_ERR_FORMAT       not a valid ONNX protobuf, or an inconsistent one
  *                        (a tensor whose data does not fit its dims, a value
- *                        used before it is produced, ...)
+ *                        used before it is produced, external data beyond
+ *                        the end of its file or of another length, an
+ *                        absolute location, ...)
  *   DCZ_ERR_UNSUPPORTED  valid ONNX dcz cannot represent: an opset outside
- *                        11..17, operators dcz lacks (each named once in one
- *                        message, with its count of nodes and the first), unsupported attributes,
- *                        a batch norm or bias that cannot be folded,
- *                        external data
+ *                        11..22, operators dcz lacks (each named once in one
+ *                        message, with its count of nodes and the first),
+ *                        unsupported attributes, batch norms or biases that
+ *                        cannot be folded (counted per operator in one
+ *                        message), external data with no folder given or
+ *                        outside the model's folder ('..')
+ *   DCZ_ERR_IO           an external data file cannot be opened or read
  *   DCZ_ERR_SHAPE        shapes that do not agree
  *   DCZ_ERR_NOMEM        an allocation failed
  *
@@ -42,7 +51,7 @@
 #include "model/doc.h"
 
 #define DCZ_ONNX_OPSET_MIN 11
-#define DCZ_ONNX_OPSET_MAX 17
+#define DCZ_ONNX_OPSET_MAX 22
 #define DCZ_ONNX_OPSET_DEFAULT 13   /* what export writes unless told (14 for a model
                                        with HARD_SWISH: dcz_onnx_export_opset) */
 
@@ -52,6 +61,11 @@
 
 typedef struct dcz_onnx_import_opts {
     int keep_dense;      /* nonzero: store every weight dense, zeros included */
+    const char *dir;     /* the folder of the model file, in which the
+                            locations of its external data are resolved
+                            ("." the current one); NULL: none (a model read
+                            from a pipe), and a tensor kept as external data
+                            is refused */
 } dcz_onnx_import_opts;
 
 /* Where each layer of an imported document came from. */
@@ -72,7 +86,8 @@ typedef struct dcz_onnx_info {
 } dcz_onnx_info;
 
 /* Reads len bytes of an ONNX model into a new document (*out, freed with
- * dcz_doc_free). opt may be NULL (defaults); info may be NULL, else it is
+ * dcz_doc_free), its external data from the files opt->dir holds (read, never
+ * kept open). opt may be NULL (defaults); info may be NULL, else it is
  * filled on success and released with dcz_onnx_info_free. The document has
  * no stage record: the caller adds one. */
 dcz_status dcz_onnx_import(const void *buf, size_t len, const dcz_onnx_import_opts *opt,
@@ -82,7 +97,7 @@ dcz_status dcz_onnx_import(const void *buf, size_t len, const dcz_onnx_import_op
 void dcz_onnx_info_free(dcz_onnx_info *info);
 
 typedef struct dcz_onnx_export_opts {
-    int opset;                /* 11..17; 0: dcz_onnx_export_opset's choice */
+    int opset;                /* 11..22; 0: dcz_onnx_export_opset's choice */
     const char *doc_string;   /* stored as the model's doc_string; may be NULL */
 } dcz_onnx_export_opts;
 
@@ -92,7 +107,7 @@ typedef struct dcz_onnx_export_opts {
  * Gemm whose input is not flat, a Reshape of per-channel factors before a
  * Mul) reading the values of the layer's inputs, weights as dense fp32
  * initializers named LAYER.weight and LAYER.bias. opt may be NULL.
- * DCZ_ERR_ARG for an opset outside 11..17, DCZ_ERR_UNSUPPORTED for a layer
+ * DCZ_ERR_ARG for an opset outside 11..22, DCZ_ERR_UNSUPPORTED for a layer
  * the export cannot write, the status of dcz_doc_shapes for a graph whose
  * layers do not fit together. */
 dcz_status dcz_onnx_export(const dcz_doc *d, const dcz_onnx_export_opts *opt, uint8_t **buf,

@@ -248,7 +248,9 @@ static int64_t ir_for_opset(int opset)
 {
     if (opset <= 11) return 6;
     if (opset <= 14) return 7;
-    return 8;
+    if (opset <= 18) return 8;
+    if (opset <= 20) return 9;
+    return 10;
 }
 
 /* Layer names become value and initializer names when they are usable:

@@ -21,6 +21,8 @@
  *                           input: w' = w g, b' = (b - mean) g + beta,
  *                           g = scale / sqrt(var + epsilon)
  *   MaxPool, AveragePool    MAXPOOL, AVGPOOL; GlobalAveragePool GLOBAL_AVGPOOL
+ *   ReduceMean              over the two spatial axes of (N, C, H, W):
+ *                           GLOBAL_AVGPOOL, then FLATTEN without keepdims
  *   Flatten, Reshape        FLATTEN when they flatten each sample; removed
  *                           when they change nothing; a Reshape that alone
  *                           reads the input sets the input shape, one that
@@ -28,6 +30,7 @@
  *                           output (dcz's is flat) or the Mul's factors
  *   Pad (constant zeros)    removed when all pads are 0, else added to the
  *                           padding of the Conv or AveragePool reading it
+ *                           (from opset 18 pads may name their axes)
  *   Relu, Sigmoid, Tanh,    RELU, SIGMOID, TANH, HARD_SWISH,
  *   HardSwish, LeakyRelu,   LEAKY_RELU (alpha 0.01), HARD_SIGMOID (alpha 0.2,
  *   HardSigmoid, Clip       beta 0.5), CLIP (min, max: optional constant
@@ -40,8 +43,21 @@
  * layers the graph output does not depend on are dropped, so the output is
  * the last layer and every other layer is read by a later one, as the .dcz
  * writer requires. Every attribute a node carries must be known for its
- * operator, and its value supported; anything else is refused with the
- * node's name.
+ * operator at the model's opset, and its value supported; anything else is
+ * refused with the node's name. A batch norm or constant Add with nothing
+ * to fold into is refused without stopping the walk (defer): one message
+ * counts such nodes per operator.
+ *
+ * Opsets 11 to 22: where a later opset moved an attribute to an input
+ * (ReduceMean's axes in 18, Pad's axes in 18) or added one (AveragePool's
+ * dilations in 19), the model's opset says which form a node must use. The
+ * other changes of 18 to 22 to the operators above add data types only.
+ *
+ * A tensor may keep its bytes in an external file (data_location EXTERNAL;
+ * external_data: location, offset, length, checksum), read from the folder
+ * the caller names: the location must be relative and have no '..'
+ * component, the file must be a regular one, and offset and length must lie
+ * inside it and give exactly the tensor's size (ext_read).
  *
  * Before protobuf-c parses the bytes, wire_check walks them and refuses a
  * message nesting deeper than WIRE_MAX_DEPTH (protobuf-c's parser recurses
@@ -50,12 +66,16 @@
  * Tested by tests/unit/test_onnx.c and tests/cli/interop.sh; fuzzed by
  * tests/fuzz/fuzz_onnx.c.
  */
+#include <errno.h>
+#include <fcntl.h>
 #include <float.h>
 #include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include "onnx.pb-c.h"
 
@@ -154,6 +174,157 @@ static int wire_check(const uint8_t *p, size_t len, const ProtobufCMessageDescri
     return 0;
 }
 
+/* ---- external data ---------------------------------------------------------- */
+
+/* Where a model's external data is read: the model's folder, and the file
+ * read last, kept open for the next tensor (exporters put every tensor in
+ * one file). */
+typedef struct extdata {
+    const char *dir;        /* NULL: none known */
+    char *location;         /* the open file's location, owned */
+    int fd;                 /* -1: none open */
+    uint64_t size;          /* its bytes */
+} extdata;
+
+static void ext_close(extdata *x)
+{
+    if (x->fd >= 0) close(x->fd);
+    free(x->location);
+    x->location = NULL;
+    x->fd = -1;
+}
+
+/* A byte count of external_data: decimal digits only, below 2^64. */
+static int parse_count(const char *s, uint64_t *v)
+{
+    uint64_t x = 0;
+    if (!*s) return -1;
+    for (; *s; s++) {
+        if (*s < '0' || *s > '9') return -1;
+        const uint64_t d = (uint64_t)(*s - '0');
+        if (x > (UINT64_MAX - d) / 10) return -1;
+        x = x * 10 + d;
+    }
+    *v = x;
+    return 0;
+}
+
+/* Opens the file location names inside x->dir, unless it is open already. */
+static dcz_status ext_open(const errbuf *e, extdata *x, const char *location, const char *nm)
+{
+    if (x->location && strcmp(x->location, location) == 0) return DCZ_OK;
+    ext_close(x);
+    char path[4096];
+    const int n = snprintf(path, sizeof path, "%s/%s", x->dir, location);
+    if (n < 0 || (size_t)n >= sizeof path)
+        return fail(e, DCZ_ERR_UNSUPPORTED, "tensor '%s': the path of its external data file '%.80s' is longer "
+                    "than %zu bytes", nm, location, sizeof path - 1);
+    /* O_NONBLOCK: a FIFO opens at once, and is refused below */
+    const int fd = open(path, O_RDONLY | O_NONBLOCK | O_NOCTTY | O_CLOEXEC);
+    if (fd < 0) {
+        const int err = errno;
+        return fail(e, DCZ_ERR_IO, "tensor '%s': cannot open its external data file '%s' in %s: %s (keep the "
+                    "data file beside the .onnx file, under the name the model gives it)", nm, location, x->dir,
+                    strerror(err));
+    }
+    struct stat st;
+    if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode) || st.st_size < 0) {
+        close(fd);
+        return fail(e, DCZ_ERR_IO, "tensor '%s': its external data file '%s' in %s is not a regular file (a "
+                    "folder, a device or a FIFO)", nm, location, x->dir);
+    }
+    if (!(x->location = malloc(strlen(location) + 1))) {
+        close(fd);
+        return DCZ_ERR_NOMEM;
+    }
+    strcpy(x->location, location);
+    x->fd = fd;
+    x->size = (uint64_t)st.st_size;
+    return DCZ_OK;
+}
+
+/* Reads the need bytes of tensor t (named nm), kept in an external file,
+ * into *bytes (malloc'd). The entries: location (required; relative,
+ * without a '..' component), offset (default 0), length (default: to the
+ * end of the file), checksum (not checked); the range must lie inside the
+ * file and hold exactly need bytes. */
+static dcz_status ext_read(const errbuf *e, extdata *x, const Onnx__TensorProto *t, const char *nm, uint64_t need,
+                           uint8_t **bytes)
+{
+    const char *location = NULL, *offset_s = NULL, *length_s = NULL;
+    *bytes = NULL;
+    for (size_t k = 0; k < t->n_external_data; k++) {
+        const char *key = str(t->external_data[k]->key), *value = str(t->external_data[k]->value);
+        const char **slot = strcmp(key, "location") == 0 ? &location
+                          : strcmp(key, "offset") == 0   ? &offset_s
+                          : strcmp(key, "length") == 0   ? &length_s : NULL;
+        if (strcmp(key, "checksum") == 0) continue;   /* a SHA-1 of the file: not checked */
+        if (!slot)
+            return fail(e, DCZ_ERR_UNSUPPORTED, "tensor '%s': external_data key '%.40s' is not one dcz knows "
+                        "(location, offset, length, checksum)", nm, key);
+        if (*slot) return fail(e, DCZ_ERR_FORMAT, "tensor '%s': external_data key '%s' is given twice", nm, key);
+        *slot = value;
+    }
+    if (!location || !*location)
+        return fail(e, DCZ_ERR_FORMAT, "tensor '%s' keeps its data in an external file but names none (no "
+                    "'location' in its external_data)", nm);
+    if (location[0] == '/')
+        return fail(e, DCZ_ERR_FORMAT, "tensor '%s': its external data location '%.200s' is an absolute path; "
+                    "ONNX locations are relative to the model's folder (save the model again with its data file "
+                    "beside it)", nm, location);
+    for (const char *p = location; *p;) {
+        const size_t len = strcspn(p, "/");
+        if (len == 2 && p[0] == '.' && p[1] == '.')
+            return fail(e, DCZ_ERR_UNSUPPORTED, "tensor '%s': its external data location '%.200s' has a '..' "
+                        "component; dcz reads external data only inside the model's folder, named without '..' "
+                        "(move the data file there and save the model again)", nm, location);
+        p += len;
+        if (*p) p++;
+    }
+    uint64_t offset = 0, length = need;
+    if (offset_s && parse_count(offset_s, &offset) != 0)
+        return fail(e, DCZ_ERR_FORMAT, "tensor '%s': its external data offset '%.40s' is not a byte count", nm,
+                    offset_s);
+    if (length_s && parse_count(length_s, &length) != 0)
+        return fail(e, DCZ_ERR_FORMAT, "tensor '%s': its external data length '%.40s' is not a byte count", nm,
+                    length_s);
+    if (length != need)
+        return fail(e, DCZ_ERR_FORMAT, "tensor '%s': its external data is %llu bytes long, its dims and type need "
+                    "%llu (the model and its data file do not belong together)", nm, (unsigned long long)length,
+                    (unsigned long long)need);
+    if (!x->dir)
+        return fail(e, DCZ_ERR_UNSUPPORTED, "tensor '%s' keeps its data in the external file '%.200s', and the "
+                    "model came without the folder that holds it (as from standard input): import the .onnx "
+                    "file by its path, with its data file beside it", nm, location);
+    dcz_status s = ext_open(e, x, location, nm);
+    if (s != DCZ_OK) return s;
+    if (!length_s && offset <= x->size && x->size - offset != need)   /* no length: to the end of the file */
+        return fail(e, DCZ_ERR_FORMAT, "tensor '%s': its external data, from offset %llu to the end of '%s', is "
+                    "%llu bytes long, its dims and type need %llu (the model and its data file do not belong "
+                    "together)", nm, (unsigned long long)offset, location, (unsigned long long)(x->size - offset),
+                    (unsigned long long)need);
+    if (offset > x->size || length > x->size - offset)   /* offset + length without overflow */
+        return fail(e, DCZ_ERR_FORMAT, "tensor '%s': its external data (%llu bytes at offset %llu) lies beyond "
+                    "the end of '%s' (%llu bytes): the data file is truncated or belongs to another model", nm,
+                    (unsigned long long)length, (unsigned long long)offset, location,
+                    (unsigned long long)x->size);
+    uint8_t *b = malloc(need ? (size_t)need : 1);
+    if (!b) return DCZ_ERR_NOMEM;
+    for (size_t got = 0; got < need;) {
+        const ssize_t r = pread(x->fd, b + got, (size_t)need - got, (off_t)(offset + got));
+        if (r < 0 && errno == EINTR) continue;
+        if (r <= 0) {
+            const int err = r < 0 ? errno : 0;
+            free(b);
+            return fail(e, DCZ_ERR_IO, "tensor '%s': reading its external data from '%s' failed: %s", nm, location,
+                        err ? strerror(err) : "the file ended early (was it changed while dcz read it?)");
+        }
+        got += (size_t)r;
+    }
+    *bytes = b;
+    return DCZ_OK;
+}
+
 /* ---- constants -------------------------------------------------------------- */
 
 enum { WANT_FLOATS = 1, WANT_INTS = 2 };
@@ -191,25 +362,95 @@ static const char *dtype_name(int32_t t)
     case ONNX__TENSOR_PROTO__DATA_TYPE__UINT32: return "uint32";
     case ONNX__TENSOR_PROTO__DATA_TYPE__UINT64: return "uint64";
     case ONNX__TENSOR_PROTO__DATA_TYPE__BFLOAT16: return "bfloat16";
+    case ONNX__TENSOR_PROTO__DATA_TYPE__COMPLEX64: return "complex64";
+    case ONNX__TENSOR_PROTO__DATA_TYPE__COMPLEX128: return "complex128";
+    /* added after Debian's onnx.proto: opsets 19 to 23 */
+    case 17: return "float8e4m3fn";
+    case 18: return "float8e4m3fnuz";
+    case 19: return "float8e5m2";
+    case 20: return "float8e5m2fnuz";
+    case 21: return "uint4";
+    case 22: return "int4";
+    case 23: return "float4e2m1";
     }
     return "unknown";
 }
 
 static uint64_t le64(const uint8_t *p) { return dcz_le32(p) | (uint64_t)dcz_le32(p + 4) << 32; }
 
+/* The values of tensor t (named nm) as floats or integers into out, from
+ * raw little-endian bytes r or, r NULL, from its typed field; floats must
+ * be finite. */
+static dcz_status tensor_values(const errbuf *e, const Onnx__TensorProto *t, const uint8_t *r, int want,
+                                const char *nm, cten *out)
+{
+    const int32_t dt = t->data_type;
+    const size_t n = out->n;
+    if (want == WANT_INTS) {
+        out->i = malloc((n ? n : 1) * sizeof *out->i);
+        if (!out->i) return DCZ_ERR_NOMEM;
+        for (size_t k = 0; k < n; k++) {
+            if (dt == ONNX__TENSOR_PROTO__DATA_TYPE__INT64)
+                out->i[k] = r ? (int64_t)le64(r + 8 * k) : t->int64_data[k];
+            else
+                out->i[k] = r ? (int64_t)(int32_t)dcz_le32(r + 4 * k) : t->int32_data[k];
+        }
+        return DCZ_OK;
+    }
+    out->f = malloc((n ? n : 1) * sizeof *out->f);
+    if (!out->f) return DCZ_ERR_NOMEM;
+    for (size_t k = 0; k < n; k++) {
+        float v;
+        switch (dt) {
+        case ONNX__TENSOR_PROTO__DATA_TYPE__FLOAT:
+            v = r ? dcz_f32_from_bits(dcz_le32(r + 4 * k)) : t->float_data[k];
+            break;
+        case ONNX__TENSOR_PROTO__DATA_TYPE__FLOAT16:
+        case ONNX__TENSOR_PROTO__DATA_TYPE__BFLOAT16: {
+            uint32_t h;
+            if (r) h = (uint32_t)r[2 * k] | (uint32_t)r[2 * k + 1] << 8;
+            else if (t->int32_data[k] < 0 || t->int32_data[k] > 0xffff)
+                return fail(e, DCZ_ERR_FORMAT, "tensor '%s': %s value %d out of range", nm, dtype_name(dt),
+                            (int)t->int32_data[k]);
+            else h = (uint32_t)t->int32_data[k];
+            v = dt == ONNX__TENSOR_PROTO__DATA_TYPE__FLOAT16 ? dcz_f16_to_f32((uint16_t)h)
+                                                              : dcz_f32_from_bits(h << 16);
+            break;
+        }
+        default: {   /* float64: rounded to the nearest float32 */
+            double d;
+            if (r) {
+                uint64_t u = le64(r + 8 * k);
+                memcpy(&d, &u, sizeof d);
+            } else d = t->double_data[k];
+            if (!(fabs(d) <= FLT_MAX))
+                return fail(e, DCZ_ERR_UNSUPPORTED, "tensor '%s': float64 value %g is outside the float32 range",
+                            nm, d);
+            v = (float)d;
+            break;
+        }
+        }
+        if (!isfinite(v)) return fail(e, DCZ_ERR_FORMAT, "tensor '%s' holds a non-finite value (element %zu)", nm, k);
+        out->f[k] = v;
+    }
+    return DCZ_OK;
+}
+
 /* Decodes tensor t (named what in messages) as floats or integers. Checks
- * the dims, that exactly one data field holds exactly the element count,
- * the data type, and that floats are finite. */
-static dcz_status tensor_decode(const errbuf *e, const Onnx__TensorProto *t, int want, const char *what,
+ * the dims, the data type, that exactly one data field (raw_data, the
+ * type's own field, or an external file, read through x) holds exactly the
+ * element count, and that floats are finite. */
+static dcz_status tensor_decode(const errbuf *e, extdata *x, const Onnx__TensorProto *t, int want, const char *what,
                                 cten *out)
 {
     memset(out, 0, sizeof *out);
     const char *nm = t->name && *t->name ? t->name : what;
+    const int external = t->has_data_location && t->data_location == ONNX__TENSOR_PROTO__DATA_LOCATION__EXTERNAL;
     if (t->segment)
         return fail(e, DCZ_ERR_UNSUPPORTED, "tensor '%s' is stored in segments (not supported)", nm);
-    if (t->n_external_data || (t->has_data_location && t->data_location == ONNX__TENSOR_PROTO__DATA_LOCATION__EXTERNAL))
-        return fail(e, DCZ_ERR_UNSUPPORTED, "tensor '%s' keeps its data in an external file "
-                    "(not supported: save the model with its weights inside)", nm);
+    if (t->n_external_data && !external)
+        return fail(e, DCZ_ERR_FORMAT, "tensor '%s' has external_data entries, but its data_location is not "
+                    "EXTERNAL", nm);
     if (t->n_dims > TENSOR_MAX_RANK)
         return fail(e, DCZ_ERR_UNSUPPORTED, "tensor '%s' has rank %zu (at most %d)", nm, t->n_dims, TENSOR_MAX_RANK);
     uint64_t n = 1;
@@ -245,11 +486,22 @@ static dcz_status tensor_decode(const errbuf *e, const Onnx__TensorProto *t, int
         return fail(e, DCZ_ERR_UNSUPPORTED, "tensor '%s' holds %s, not floating-point values", nm, dtype_name(dt));
     if (want == WANT_INTS && is_float)
         return fail(e, DCZ_ERR_UNSUPPORTED, "tensor '%s' holds %s, not integers", nm, dtype_name(dt));
-    /* exactly one field holds the data: raw_data or the type's own field */
+    /* exactly one field holds the data: raw_data, the type's own field, or an external file */
     const size_t fields = (t->n_float_data > 0) + (t->n_int32_data > 0) + (t->n_int64_data > 0) +
                           (t->n_double_data > 0) + (t->n_uint64_data > 0) + (t->n_string_data > 0) +
                           (t->has_raw_data && t->raw_data.len > 0);
     const int raw = t->has_raw_data && t->raw_data.len > 0;
+    if (external) {
+        if (fields)
+            return fail(e, DCZ_ERR_FORMAT, "tensor '%s' keeps its data both in an external file and in the model",
+                        nm);
+        uint8_t *bytes;
+        dcz_status s = ext_read(e, x, t, nm, n * elem, &bytes);
+        if (s == DCZ_OK) s = tensor_values(e, t, bytes, want, nm, out);
+        free(bytes);
+        if (s != DCZ_OK) cten_free(out);
+        return s;
+    }
     if (fields > 1)
         return fail(e, DCZ_ERR_FORMAT, "tensor '%s' holds data in more than one field", nm);
     if (fields == 1 && !raw && typed == 0)
@@ -261,61 +513,9 @@ static dcz_status tensor_decode(const errbuf *e, const Onnx__TensorProto *t, int
     if (!raw && typed != n)
         return fail(e, DCZ_ERR_FORMAT, "tensor '%s' holds %zu values, its dims need %llu", nm, typed,
                     (unsigned long long)n);
-    const uint8_t *r = raw ? t->raw_data.data : NULL;
-    if (want == WANT_INTS) {
-        out->i = malloc((n ? n : 1) * sizeof *out->i);
-        if (!out->i) return DCZ_ERR_NOMEM;
-        for (size_t k = 0; k < n; k++) {
-            if (dt == ONNX__TENSOR_PROTO__DATA_TYPE__INT64)
-                out->i[k] = r ? (int64_t)le64(r + 8 * k) : t->int64_data[k];
-            else
-                out->i[k] = r ? (int64_t)(int32_t)dcz_le32(r + 4 * k) : t->int32_data[k];
-        }
-        return DCZ_OK;
-    }
-    out->f = malloc((n ? n : 1) * sizeof *out->f);
-    if (!out->f) return DCZ_ERR_NOMEM;
-    for (size_t k = 0; k < n; k++) {
-        float v;
-        switch (dt) {
-        case ONNX__TENSOR_PROTO__DATA_TYPE__FLOAT:
-            v = r ? dcz_f32_from_bits(dcz_le32(r + 4 * k)) : t->float_data[k];
-            break;
-        case ONNX__TENSOR_PROTO__DATA_TYPE__FLOAT16:
-        case ONNX__TENSOR_PROTO__DATA_TYPE__BFLOAT16: {
-            uint32_t h;
-            if (r) h = (uint32_t)r[2 * k] | (uint32_t)r[2 * k + 1] << 8;
-            else if (t->int32_data[k] < 0 || t->int32_data[k] > 0xffff) {
-                cten_free(out);
-                return fail(e, DCZ_ERR_FORMAT, "tensor '%s': %s value %d out of range", nm, dtype_name(dt),
-                            (int)t->int32_data[k]);
-            } else h = (uint32_t)t->int32_data[k];
-            v = dt == ONNX__TENSOR_PROTO__DATA_TYPE__FLOAT16 ? dcz_f16_to_f32((uint16_t)h)
-                                                              : dcz_f32_from_bits(h << 16);
-            break;
-        }
-        default: {   /* float64: rounded to the nearest float32 */
-            double d;
-            if (r) {
-                uint64_t u = le64(r + 8 * k);
-                memcpy(&d, &u, sizeof d);
-            } else d = t->double_data[k];
-            if (!(fabs(d) <= FLT_MAX)) {
-                cten_free(out);
-                return fail(e, DCZ_ERR_UNSUPPORTED, "tensor '%s': float64 value %g is outside the float32 range",
-                            nm, d);
-            }
-            v = (float)d;
-            break;
-        }
-        }
-        if (!isfinite(v)) {
-            cten_free(out);
-            return fail(e, DCZ_ERR_FORMAT, "tensor '%s' holds a non-finite value (element %zu)", nm, k);
-        }
-        out->f[k] = v;
-    }
-    return DCZ_OK;
+    dcz_status s = tensor_values(e, t, raw ? t->raw_data.data : NULL, want, nm, out);
+    if (s != DCZ_OK) cten_free(out);
+    return s;
 }
 
 /* ---- the values of the graph ------------------------------------------- */
@@ -357,11 +557,20 @@ typedef struct tensor_info {
 } tensor_info;
 
 #define NAME_PREFIXES 24
+#define DEFER_TYPES 4
+
+/* Nodes of one operator refused by defer: how many, and why the first was. */
+typedef struct deferral {
+    const char *op;
+    uint32_t n;
+    char why[384];
+} deferral;
 
 typedef struct imp {
     errbuf e;
     const Onnx__GraphProto *g;
     int64_t opset;
+    extdata ext;                    /* where external data is read */
     /* values, with an open-addressing index by name */
     val *vals;
     size_t nvals, capvals;
@@ -379,6 +588,8 @@ typedef struct imp {
     uint32_t nlayers, caplayers;
     struct { const char *prefix; uint32_t n; } names[NAME_PREFIXES];   /* layer name counters */
     uint32_t dropped, folded;
+    deferral deferred[DEFER_TYPES];
+    uint32_t ndeferred;
 } imp;
 
 static uint32_t name_hash(const char *s)
@@ -666,7 +877,7 @@ static dcz_status input_const(const nodectx *c, size_t k, int want, const char *
                     "a constant (an initializer or a Constant node)", c->label, what, x->name);
     char lbl[160];
     snprintf(lbl, sizeof lbl, "%s of %s", what, c->label);
-    if (x->t) return tensor_decode(&c->im->e, x->t, want, lbl, out);
+    if (x->t) return tensor_decode(&c->im->e, &c->im->ext, x->t, want, lbl, out);
     /* a Constant's value_float(s) / value_int(s) */
     const Onnx__AttributeProto *a = x->a;
     const int is_float = a->has_f || a->n_floats;
@@ -771,11 +982,12 @@ static dcz_status grow_layers(imp *im)
     return DCZ_OK;
 }
 
-/* Appends a layer of op reading the nin tensors in, after checking its
- * attributes and its inputs' shapes; node c's output becomes its output.
- * *out (may be NULL) gets the layer, to fill its tensors. */
-static dcz_status add_layer(const nodectx *c, uint16_t op, const int32_t *attr, uint32_t nattr,
-                            const uint32_t *in, uint32_t nin, dcz_doc_layer **out)
+/* Appends a layer of op named after prefix reading the nin tensors in,
+ * after checking its attributes and its inputs' shapes; its output is
+ * tensor im->nlayers, read by no one yet. *out (may be NULL) gets the
+ * layer, to fill its tensors. */
+static dcz_status push_layer(const nodectx *c, const char *prefix, uint16_t op, const int32_t *attr,
+                             uint32_t nattr, const uint32_t *in, uint32_t nin, dcz_doc_layer **out)
 {
     imp *im = c->im;
     if (im->nlayers >= DCZ_MAX_LAYERS)
@@ -804,7 +1016,7 @@ static dcz_status add_layer(const nodectx *c, uint16_t op, const int32_t *attr, 
     l->op = op;
     l->nin = nin;
     memcpy(l->in, in, nin * sizeof *in);
-    layer_name(im, c->def->layer, l->name, sizeof l->name);
+    layer_name(im, prefix, l->name, sizeof l->name);
     l->nattr = nattr;
     if (nattr) memcpy(l->attr, attr, nattr * sizeof *attr);
     snprintf(im->source[im->nlayers], DCZ_ONNX_SOURCE_LEN, "%s", c->label);
@@ -812,7 +1024,16 @@ static dcz_status add_layer(const nodectx *c, uint16_t op, const int32_t *attr, 
     im->tens[im->nlayers].shape = next;
     im->tens[im->nlayers].readers = 0;
     if (out) *out = l;
-    return outputs(c, im->nlayers, -1, NULL);
+    return DCZ_OK;
+}
+
+/* A layer of op (push_layer) named after the node's operator; node c's
+ * output becomes its output. */
+static dcz_status add_layer(const nodectx *c, uint16_t op, const int32_t *attr, uint32_t nattr,
+                            const uint32_t *in, uint32_t nin, dcz_doc_layer **out)
+{
+    dcz_status s = push_layer(c, c->def->layer, op, attr, nattr, in, nin, out);
+    return s == DCZ_OK ? outputs(c, c->im->nlayers, -1, NULL) : s;
 }
 
 /* One input activation in, one layer out. */
@@ -823,20 +1044,69 @@ static dcz_status add_layer1(const nodectx *c, uint16_t op, const int32_t *attr,
     return add_layer(c, op, attr, nattr, &in, 1, out);
 }
 
+/* Refuses node c, whose output has the shape of its input activation v,
+ * without stopping the walk: the reason (fmt) is counted under the node's
+ * operator, the first one kept, and the output takes v's tensor, so that
+ * the nodes after it are checked too. The import fails at the end of the
+ * walk with one message for all of them (deferred_report). */
+#if defined(__GNUC__)
+__attribute__((format(printf, 3, 4)))
+#endif
+static dcz_status defer(const nodectx *c, long v, const char *fmt, ...)
+{
+    imp *im = c->im;
+    uint32_t k = 0;
+    while (k < im->ndeferred && strcmp(im->deferred[k].op, c->def->name) != 0) k++;
+    if (k == im->ndeferred && k < DEFER_TYPES) {
+        deferral *d = &im->deferred[im->ndeferred++];
+        d->op = c->def->name;
+        d->n = 0;
+        va_list ap;
+        va_start(ap, fmt);
+        vsnprintf(d->why, sizeof d->why, fmt, ap);
+        va_end(ap);
+        printable(d->why);
+    }
+    if (k < DEFER_TYPES) im->deferred[k].n++;
+    return alias(c, v, NULL);
+}
+
+/* The message for the nodes defer refused: per operator, the reason of the
+ * first, and how many there are. */
+static dcz_status deferred_report(imp *im)
+{
+    char msg[1024];
+    size_t len = 0;
+    msg[0] = '\0';
+    for (uint32_t k = 0; k < im->ndeferred && len < sizeof msg; k++) {
+        const deferral *d = &im->deferred[k];
+        if (d->n == 1)
+            len += (size_t)snprintf(msg + len, sizeof msg - len, "%s%s", k ? "; " : "", d->why);
+        else
+            len += (size_t)snprintf(msg + len, sizeof msg - len, "%s%u %s nodes cannot be folded into a layer; "
+                                    "the first: %s", k ? "; " : "", d->n, d->op, d->why);
+    }
+    return fail(&im->e, DCZ_ERR_UNSUPPORTED, "%s", msg);
+}
+
+#define NO_LAYER UINT32_MAX
+
 /* The DENSE or CONV2D layer that computes activation v, for node c (what:
- * "batch normalization", "a bias") to fold into: the layer's output must
- * be read by c alone. */
+ * "batch normalization", "a constant it adds") to fold into: the layer's
+ * output must be read by c alone. *layer gets it, or NO_LAYER when there
+ * is none: then node c is refused (defer), its output given v's tensor. */
 static dcz_status fold_target(const nodectx *c, long v, const char *what, uint32_t *layer)
 {
     imp *im = c->im;
     const uint32_t t = im->vals[v].tensor;
+    *layer = NO_LAYER;
     if (t == 0 || !dcz_op_get(im->layers[t - 1].op)->weighted)
-        return fail(&im->e, DCZ_ERR_UNSUPPORTED, "%s follows no Conv, Gemm or MatMul: dcz folds %s into the "
-                    "layer that computes its input, and supports it nowhere else", c->label, what);
+        return defer(c, v, "%s follows no Conv, Gemm or MatMul: dcz folds %s into the layer that computes its "
+                     "input, and supports it nowhere else", c->label, what);
     if (im->tens[t].readers != 1)
-        return fail(&im->e, DCZ_ERR_UNSUPPORTED, "%s: the output of %s is read by other nodes too, so %s "
-                    "cannot be folded into it (dcz folds it only into a Conv, Gemm or MatMul whose output it "
-                    "alone reads)", c->label, im->source[t - 1], what);
+        return defer(c, v, "%s: the output of %s is read by other nodes too, so %s cannot be folded into it (dcz "
+                     "folds it only into a Conv, Gemm or MatMul whose output it alone reads)", c->label,
+                     im->source[t - 1], what);
     *layer = t - 1;
     return DCZ_OK;
 }
@@ -967,7 +1237,7 @@ static dcz_status add_bias(const nodectx *c, size_t act, size_t konst)
     uint32_t k;
     dcz_status s = input_act(c, act, &x);
     if (s == DCZ_OK) s = fold_target(c, x, "a constant it adds", &k);
-    if (s != DCZ_OK) return s;
+    if (s != DCZ_OK || k == NO_LAYER) return s;
     dcz_doc_layer *l = &im->layers[k];
     const int conv = l->op == DCZ_OP_CONV2D;
     const uint32_t m = (uint32_t)l->attr[1];
@@ -1321,7 +1591,8 @@ done:
     return s;
 }
 
-/* MaxPool, AveragePool: MAXPOOL, AVGPOOL (c->def->op). */
+/* MaxPool, AveragePool: MAXPOOL, AVGPOOL (c->def->op). AveragePool takes
+ * dilations from opset 19 (1 only, as every window here). */
 static dcz_status op_pool(const nodectx *c)
 {
     imp *im = c->im;
@@ -1330,7 +1601,9 @@ static dcz_status op_pool(const nodectx *c)
                                              "storage_order", "strides", NULL };
     static const char *const known_avg[] = { "auto_pad", "ceil_mode", "count_include_pad", "kernel_shape", "pads",
                                              "strides", NULL };
-    dcz_status s = attrs_known(c, avg ? known_avg : known_max);
+    static const char *const known_avg19[] = { "auto_pad", "ceil_mode", "count_include_pad", "dilations",
+                                               "kernel_shape", "pads", "strides", NULL };
+    dcz_status s = attrs_known(c, !avg ? known_max : im->opset >= 19 ? known_avg19 : known_avg);
     int64_t cip = 0, order = 0;
     if (s == DCZ_OK) s = max_inputs(c, 1, 1);
     if (s == DCZ_OK && avg) s = attr_int(c, "count_include_pad", 0, &cip);
@@ -1346,6 +1619,78 @@ static dcz_status op_pool(const nodectx *c)
     memcpy(attr, win, sizeof win);
     attr[6] = (int32_t)cip;
     return add_layer1(c, c->def->op, attr, avg ? 7 : 6, x, NULL);
+}
+
+/* ReduceMean over the two spatial axes of (N, C, H, W) is global average
+ * pooling: GLOBAL_AVGPOOL, then FLATTEN when keepdims is 0 ((N, C)). The
+ * axes are an attribute before opset 18, an optional constant input from 18
+ * on, which also brings noop_with_empty_axes; no axes means all of them, or
+ * with noop_with_empty_axes none: then the node changes nothing. */
+static dcz_status op_reduce_mean(const nodectx *c)
+{
+    imp *im = c->im;
+    static const char *const known_attr[] = { "axes", "keepdims", NULL };
+    static const char *const known_input[] = { "keepdims", "noop_with_empty_axes", NULL };
+    const int axes_input = im->opset >= 18;
+    int64_t keepdims = 1, noop = 0, axes[TENSOR_MAX_RANK];
+    size_t naxes = 0;
+    long x;
+    dcz_status s = attrs_known(c, axes_input ? known_input : known_attr);
+    if (s == DCZ_OK) s = max_inputs(c, 1, axes_input ? 2 : 1);
+    if (s == DCZ_OK) s = attr_int(c, "keepdims", 1, &keepdims);
+    if (s == DCZ_OK && axes_input) s = attr_int(c, "noop_with_empty_axes", 0, &noop);
+    if (s == DCZ_OK) s = input_act(c, 0, &x);
+    if (s != DCZ_OK) return s;
+    if ((keepdims != 0 && keepdims != 1) || (noop != 0 && noop != 1))
+        return fail(&im->e, DCZ_ERR_FORMAT, "%s: keepdims %lld, noop_with_empty_axes %lld (each 0 or 1)", c->label,
+                    (long long)keepdims, (long long)noop);
+    const int64_t r = (int64_t)act_shape(im, x)->rank + 1;
+    if (axes_input) {
+        cten a;
+        int present;
+        if ((s = input_const(c, 1, WANT_INTS, "axes", &a, &present)) != DCZ_OK) return s;
+        if (present && (a.rank > 1 || a.n > (size_t)r))
+            s = fail(&im->e, DCZ_ERR_FORMAT, "%s: %zu axes for a rank-%lld tensor", c->label, a.n, (long long)r);
+        else if (present)
+            memcpy(axes, a.i, (naxes = a.n) * sizeof *axes);
+        cten_free(&a);
+        if (s != DCZ_OK) return s;
+    } else {
+        const int64_t *v;
+        if ((s = attr_ints(c, "axes", 0, &v)) != DCZ_OK) return s;
+        const size_t n = v ? attr_find(c, "axes")->n_ints : 0;
+        if (n > (size_t)r)
+            return fail(&im->e, DCZ_ERR_FORMAT, "%s: %zu axes for a rank-%lld tensor", c->label, n, (long long)r);
+        if (n) memcpy(axes, v, (naxes = n) * sizeof *axes);
+    }
+    if (naxes == 0 && noop) {
+        im->dropped++;
+        return alias(c, x, NULL);
+    }
+    uint32_t seen = 0;
+    char text[64] = "";
+    for (size_t k = 0, len = 0; k < naxes; k++) {
+        int64_t ax = axes[k];
+        if (ax < -r || ax >= r)
+            return fail(&im->e, DCZ_ERR_FORMAT, "%s: axis %lld of a rank-%lld tensor", c->label, (long long)ax,
+                        (long long)r);
+        if (ax < 0) ax += r;
+        if (seen & 1u << ax) return fail(&im->e, DCZ_ERR_FORMAT, "%s: axis %lld given twice", c->label, (long long)ax);
+        seen |= 1u << ax;
+        if (len < sizeof text)
+            len += (size_t)snprintf(text + len, sizeof text - len, "%s%lld", k ? ", " : "", (long long)ax);
+    }
+    if (naxes == 0 || r != 4 || seen != (1u << 2 | 1u << 3))
+        return fail(&im->e, DCZ_ERR_UNSUPPORTED, "%s takes the mean over %s%s%s of a rank-%lld tensor (dcz takes "
+                    "the mean over the two spatial axes of (N, C, H, W) only: 2 and 3, global average pooling)",
+                    c->label, naxes ? "axes (" : "every axis", text, naxes ? ")" : "", (long long)r);
+    if (keepdims) return add_layer1(c, DCZ_OP_GLOBAL_AVGPOOL, NULL, 0, x, NULL);
+    const uint32_t in = im->vals[x].tensor;
+    if ((s = push_layer(c, c->def->layer, DCZ_OP_GLOBAL_AVGPOOL, NULL, 0, &in, 1, NULL)) != DCZ_OK) return s;
+    const uint32_t pooled = im->nlayers;
+    im->tens[pooled].readers = 1;
+    if ((s = push_layer(c, "flatten", DCZ_OP_FLATTEN, NULL, 0, &pooled, 1, NULL)) != DCZ_OK) return s;
+    return outputs(c, im->nlayers, -1, NULL);
 }
 
 /* BatchNormalization folded into the DENSE or CONV2D layer computing its
@@ -1370,7 +1715,7 @@ static dcz_status op_batchnorm(const nodectx *c)
     long x;
     uint32_t k;
     if ((s = input_act(c, 0, &x)) != DCZ_OK) return s;
-    if ((s = fold_target(c, x, "batch normalization", &k)) != DCZ_OK) return s;
+    if ((s = fold_target(c, x, "batch normalization", &k)) != DCZ_OK || k == NO_LAYER) return s;
     dcz_doc_layer *l = &im->layers[k];
     const uint32_t m = (uint32_t)l->attr[1];
     cten p[4];
@@ -1538,8 +1883,39 @@ static dcz_status op_softmax(const nodectx *c)
     return add_layer1(c, DCZ_OP_SOFTMAX, NULL, 0, x, NULL);
 }
 
+/* The pads of Pad as (begin of each axis, end of each axis) of a rank-r
+ * tensor into pads (2 r): from the pads input p alone, or (opset 18) for
+ * the axes it names (a, when present), the others 0. */
+static dcz_status pad_axes(const nodectx *c, const cten *p, const cten *a, int has_a, size_t r, int64_t *pads)
+{
+    imp *im = c->im;
+    if (!has_a) {
+        if (p->rank != 1 || p->n != 2 * r)
+            return fail(&im->e, DCZ_ERR_FORMAT, "%s: %zu pads for a rank-%zu tensor", c->label, p->n, r);
+        memcpy(pads, p->i, 2 * r * sizeof *pads);
+        return DCZ_OK;
+    }
+    if (a->rank != 1 || a->n > r || p->rank != 1 || p->n != 2 * a->n)
+        return fail(&im->e, DCZ_ERR_FORMAT, "%s: %zu pads for %zu axes of a rank-%zu tensor", c->label, p->n,
+                    a->n, r);
+    memset(pads, 0, 2 * r * sizeof *pads);
+    uint32_t seen = 0;
+    for (size_t k = 0; k < a->n; k++) {
+        int64_t ax = a->i[k];
+        if (ax < -(int64_t)r || ax >= (int64_t)r)
+            return fail(&im->e, DCZ_ERR_FORMAT, "%s: axis %lld of a rank-%zu tensor", c->label, (long long)ax, r);
+        if (ax < 0) ax += (int64_t)r;
+        if (seen & 1u << ax) return fail(&im->e, DCZ_ERR_FORMAT, "%s: axis %lld given twice", c->label, (long long)ax);
+        seen |= 1u << ax;
+        pads[ax] = p->i[k];
+        pads[ax + (int64_t)r] = p->i[k + a->n];
+    }
+    return DCZ_OK;
+}
+
 /* Pad: removed when all pads are 0; symmetric zero padding of H and W is
- * kept on its output value, for the Conv or AveragePool that reads it. */
+ * kept on its output value, for the Conv or AveragePool that reads it. From
+ * opset 18 a fourth input may name the axes the pads are for. */
 static dcz_status op_pad(const nodectx *c)
 {
     imp *im = c->im;
@@ -1548,23 +1924,25 @@ static dcz_status op_pad(const nodectx *c)
     int mode;
     long x;
     dcz_status s = attrs_known(c, known);
-    if (s == DCZ_OK) s = max_inputs(c, 2, 3);
+    if (s == DCZ_OK) s = max_inputs(c, 2, im->opset >= 18 ? 4 : 3);
     if (s == DCZ_OK) s = attr_choice(c, "mode", modes, &mode);
     if (s == DCZ_OK) s = input_act(c, 0, &x);
     if (s != DCZ_OK) return s;
-    cten p, v;
-    int has_v = 0;
+    cten p, v, a;
+    int has_v = 0, has_a = 0;
     memset(&v, 0, sizeof v);
+    memset(&a, 0, sizeof a);
     if ((s = input_const(c, 1, WANT_INTS, "pads", &p, NULL)) != DCZ_OK) return s;
     s = input_const(c, 2, WANT_FLOATS, "constant value", &v, &has_v);
+    if (s == DCZ_OK && im->opset >= 18) s = input_const(c, 3, WANT_INTS, "axes", &a, &has_a);
     const size_t r = (size_t)act_shape(im, x)->rank + 1;
+    int64_t pads[2 * (1 + DCZ_MAX_RANK)];
     if (s == DCZ_OK && has_v && (v.n != 1 || v.f[0] != 0.0f))
         s = fail(&im->e, DCZ_ERR_UNSUPPORTED, "%s pads with a value other than 0", c->label);
-    if (s == DCZ_OK && (p.rank != 1 || p.n != 2 * r))
-        s = fail(&im->e, DCZ_ERR_FORMAT, "%s: %zu pads for a rank-%zu tensor", c->label, p.n, r);
+    if (s == DCZ_OK) s = pad_axes(c, &p, &a, has_a, r, pads);
     int zero = 1, ok = 1;
     for (size_t k = 0; s == DCZ_OK && k < r; k++) {
-        const int64_t b = p.i[k], e = p.i[k + r];
+        const int64_t b = pads[k], e = pads[k + r];
         zero &= b == 0 && e == 0;
         /* only symmetric zero padding of H and W folds into a window */
         ok &= b == e && b >= 0 && b <= DCZ_MAX_WINDOW && (k >= 2 || b == 0);
@@ -1572,9 +1950,10 @@ static dcz_status op_pad(const nodectx *c)
     if (s == DCZ_OK && !zero && (!ok || r != 4))
         s = fail(&im->e, DCZ_ERR_UNSUPPORTED, "%s: only symmetric zero padding of height and width is supported "
                  "(folded into the Conv or AveragePool after it)", c->label);
-    const int64_t ph = s == DCZ_OK && !zero ? p.i[2] : 0, pw = s == DCZ_OK && !zero ? p.i[3] : 0;
+    const int64_t ph = s == DCZ_OK && !zero ? pads[2] : 0, pw = s == DCZ_OK && !zero ? pads[3] : 0;
     cten_free(&p);
     cten_free(&v);
+    cten_free(&a);
     if (s != DCZ_OK) return s;
     if (zero) {
         im->dropped++;
@@ -1688,6 +2067,7 @@ static const opdef ops[] = {
     { "MaxPool", op_pool, DCZ_OP_MAXPOOL, "pool", 0 },
     { "Mul", op_mul, DCZ_OP_MUL, "mul", F_VIEW },
     { "Pad", op_pad, 0, "", F_PAD },
+    { "ReduceMean", op_reduce_mean, DCZ_OP_GLOBAL_AVGPOOL, "gap", 0 },
     { "Relu", op_activation, DCZ_OP_RELU, "relu", 0 },
     { "Reshape", op_reshape, DCZ_OP_FLATTEN, "flatten", 0 },
     { "Sigmoid", op_activation, DCZ_OP_SIGMOID, "sigmoid", 0 },
@@ -1979,6 +2359,8 @@ dcz_status dcz_onnx_import(const void *buf, size_t len, const dcz_onnx_import_op
 {
     imp im;
     memset(&im, 0, sizeof im);
+    im.ext.dir = opt ? opt->dir : NULL;
+    im.ext.fd = -1;
     im.e.p = err;
     im.e.len = errlen;
     if (err && errlen) err[0] = '\0';
@@ -2033,6 +2415,8 @@ dcz_status dcz_onnx_import(const void *buf, size_t len, const dcz_onnx_import_op
     }
     if (s == DCZ_OK) s = graph_input(&im);
     for (size_t k = 0; k < g->n_node && s == DCZ_OK; k++) s = node_run(&im, k);
+    /* nodes refused on the way come first in the graph: their message wins */
+    if (im.ndeferred && s != DCZ_ERR_NOMEM && s != DCZ_ERR_INTERNAL) s = deferred_report(&im);
     if (s == DCZ_OK) s = graph_output(&im);
     if (s != DCZ_OK) goto done;
 
@@ -2065,6 +2449,7 @@ done:
     free(im.slot);
     free(im.uses);
     free(im.tens);
+    ext_close(&im.ext);
     onnx__model_proto__free_unpacked(m, NULL);
     return s;
 }

@@ -45,7 +45,9 @@ The outputs are committed, so the tests need no Python:
                         two branches, Mul by (N, C, 1, 1), Concat on axis 1,
                         depthwise and group-2 Conv, Clip with min/max inputs,
                         LeakyRelu, Sigmoid, Tanh, HardSigmoid, HardSwish
-                        (opset 14), Conv+BatchNormalization in a branch
+                        (opset 14), Conv+BatchNormalization in a branch;
+                        the opset-20 seeds torch2_*.onnx come from
+                        scripts/make_onnx_torch2_seeds.py (no PyTorch needed)
   tests/fuzz/corpus/png/   small PNGs of every colour type and bit depth
 
 Seeds are fixed (torch.manual_seed(0), one thread); the bytes may still

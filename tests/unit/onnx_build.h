@@ -262,6 +262,30 @@ static inline Onnx__TensorProto *ob_init_i64(ob *b, const char *name, size_t n, 
     return b->inits[b->g.n_initializer++] = ob_tensor_i64(b, name, n, v);
 }
 
+/* Moves tensor t's data out of the model: data_location EXTERNAL, no
+ * raw_data, and the external_data entries given as count pairs of strings
+ * (key, value). */
+static inline void ob_external(ob *b, Onnx__TensorProto *t, int count, ...)
+{
+    t->has_raw_data = 0;
+    t->raw_data.len = 0;
+    t->has_data_location = 1;
+    t->data_location = ONNX__TENSOR_PROTO__DATA_LOCATION__EXTERNAL;
+    t->n_external_data = (size_t)count;
+    t->external_data = ob_alloc(b, (size_t)count * sizeof *t->external_data);
+    va_list ap;
+    va_start(ap, count);
+    for (int k = 0; k < count; k++) {
+        Onnx__StringStringEntryProto *e = ob_alloc(b, sizeof *e);
+        const Onnx__StringStringEntryProto ei = ONNX__STRING_STRING_ENTRY_PROTO__INIT;
+        *e = ei;
+        e->key = ob_str(b, va_arg(ap, const char *));
+        e->value = ob_str(b, va_arg(ap, const char *));
+        t->external_data[k] = e;
+    }
+    va_end(ap);
+}
+
 /* The serialized model (malloc'd). */
 static inline uint8_t *ob_pack(ob *b, size_t *len)
 {
