@@ -23,7 +23,8 @@ maxdiff() {
         awk '{ d = $1 - $2; if (d < 0) d = -d; if (d > m) m = d } END { printf "%.3g\n", m + 0 }'
 }
 # le X LIMIT: X <= LIMIT
-le() { awk -v x="$1" -v l="$2" 'BEGIN { exit !(x <= l) }'; }
+# (X must be a number: an empty or garbled figure fails, never passes)
+le() { awk -v x="$1" -v l="$2" 'BEGIN { exit !(x ~ /^[-+]?([0-9]+[.]?[0-9]*|[.][0-9]+)([eE][-+]?[0-9]+)?$/ && x + 0 <= l + 0) }'; }
 # argmax_diff A B: on how many rows of 10 float32 the largest entry differs
 argmax_diff() {
     paste <(od -An -v -tf4 -w40 "$1") <(od -An -v -tf4 -w40 "$2") | awk '{
