@@ -21,15 +21,23 @@ static size_t kept(const dcz_doc_tensor *t)
 
 /* The folder of a model's path, in which ONNX resolves the locations of
  * its external data (as onnx.load does: the path's text, links not
- * followed) into dir (len bytes); NULL for standard input, which has none. */
-static const char *model_dir(const char *path, char *dir, size_t len)
+ * followed) into dir (len bytes); NULL for standard input, which has none.
+ * 0, or -1 for a folder's name longer than dir holds. */
+static int model_dir(const char *path, char *dir, size_t len, const char **out)
 {
-    if (strcmp(path, "-") == 0) return NULL;
+    *out = NULL;
+    if (strcmp(path, "-") == 0) return 0;
     const char *slash = strrchr(path, '/');
-    if (!slash) snprintf(dir, len, ".");
-    else if (slash == path) snprintf(dir, len, "/");
-    else snprintf(dir, len, "%.*s", (int)(slash - path), path);
-    return dir;
+    const size_t n = !slash ? 1 : slash == path ? 1 : (size_t)(slash - path);
+    if (n >= len) return -1;
+    if (!slash) memcpy(dir, ".", 2);
+    else if (slash == path) memcpy(dir, "/", 2);
+    else {
+        memcpy(dir, path, n);
+        dir[n] = '\0';
+    }
+    *out = dir;
+    return 0;
 }
 
 int cmd_import(verb_ctx *v)
@@ -79,7 +87,12 @@ int cmd_import(verb_ctx *v)
         return EXIT_BAD_INPUT;
     }
     char dir[4096];
-    dcz_onnx_import_opts io = { keep_dense, model_dir(v->pos[0], dir, sizeof dir) };
+    dcz_onnx_import_opts io = { keep_dense, NULL };
+    if (model_dir(v->pos[0], dir, sizeof dir, &io.dir) != 0) {
+        cli_error("import: %s: the folder's name is longer than %zu bytes, the most dcz resolves external data "
+                  "in; move the model (and its .onnx.data) to a shorter path", v->pos[0], sizeof dir - 1);
+        return EXIT_BAD_INPUT;
+    }
     dcz_onnx_info info;
     dcz_doc *doc = NULL;
     char err[2048];
