@@ -12,6 +12,7 @@
  * references) and test_simd (the views the pool's workers read).
  */
 #include <pthread.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -86,19 +87,39 @@ dcz_status dcz_isa_cap_parse(const char *name, dcz_isa_cap *out)
     return DCZ_ERR_ARG;
 }
 
-/* The names of the features c has, space-separated, into buf. */
-static void feature_list(const dcz_cpu *c, char *buf, size_t len)
+/* The features a cap leaves or takes: each with its name and the lowest
+ * level that needs it (an x86 level needs those of the levels below it;
+ * NEON is a family of its own). */
+static const struct {
+    size_t at;          /* offsetof the feature in dcz_cpu */
+    const char *name;
+    dcz_isa_cap level;
+} features[] = {
+    { offsetof(dcz_cpu, avx2), "avx2", DCZ_CAP_AVX2 },
+    { offsetof(dcz_cpu, fma), "fma", DCZ_CAP_AVX2 },
+    { offsetof(dcz_cpu, avx512f), "avx512f", DCZ_CAP_AVX512 },
+    { offsetof(dcz_cpu, avx512bw), "avx512bw", DCZ_CAP_AVX512 },
+    { offsetof(dcz_cpu, avx512vl), "avx512vl", DCZ_CAP_AVX512 },
+    { offsetof(dcz_cpu, avx512vnni), "avx512-vnni", DCZ_CAP_AVX512_VNNI },
+    { offsetof(dcz_cpu, avx512vbmi), "avx512-vbmi", DCZ_CAP_AVX512_VBMI },
+    { offsetof(dcz_cpu, neon), "neon", DCZ_CAP_NEON },
+};
+#define NFEATURES (sizeof features / sizeof *features)
+
+static unsigned char *feature(dcz_cpu *c, size_t i) { return (unsigned char *)c + features[i].at; }
+
+/* whether level cap needs feature i */
+static int needs(dcz_isa_cap cap, size_t i)
 {
-    const struct { unsigned char on; const char *name; } f[] = {
-        { c->avx2, "avx2" }, { c->fma, "fma" }, { c->avx512f, "avx512f" }, { c->avx512bw, "avx512bw" },
-        { c->avx512vl, "avx512vl" }, { c->avx512vnni, "avx512-vnni" }, { c->avx512vbmi, "avx512-vbmi" },
-        { c->neon, "neon" },
-    };
-    size_t at = 0;
-    buf[0] = '\0';
-    for (size_t i = 0; i < sizeof f / sizeof *f; i++)
-        if (f[i].on && at < len) at += (size_t)snprintf(buf + at, len - at, "%s%s", at ? " " : "", f[i].name);
-    if (!at) snprintf(buf, len, "none (scalar kernels only)");
+    const dcz_isa_cap l = features[i].level;
+    if (l == DCZ_CAP_NEON || cap == DCZ_CAP_NEON) return l == cap;
+    return cap >= DCZ_CAP_AVX2 && cap >= l;
+}
+
+/* Appends name to the space-separated list in buf (len bytes, at used). */
+static void list_add(char *buf, size_t len, size_t *at, const char *name)
+{
+    if (*at < len) *at += (size_t)snprintf(buf + *at, len - *at, "%s%s", *at ? " " : "", name);
 }
 
 dcz_status dcz_cpu_capped(dcz_isa_cap cap, dcz_cpu *out, char *why, size_t why_len)
@@ -107,39 +128,24 @@ dcz_status dcz_cpu_capped(dcz_isa_cap cap, dcz_cpu *out, char *why, size_t why_l
     if ((unsigned)cap >= DCZ_CAP_COUNT) return DCZ_ERR_ARG;
     dcz_cpu_probe();
     dcz_cpu c = dcz_cpu_probed;   /* a cap is of the CPU, never of another cap */
-    const int x86 = cap >= DCZ_CAP_AVX2 && cap <= DCZ_CAP_AVX512_VBMI;
-    /* what the level needs */
-    const dcz_cpu need = {
-        .avx2 = x86, .fma = x86,
-        .avx512f = cap >= DCZ_CAP_AVX512 && x86, .avx512bw = cap >= DCZ_CAP_AVX512 && x86,
-        .avx512vl = cap >= DCZ_CAP_AVX512 && x86, .avx512vnni = cap >= DCZ_CAP_AVX512_VNNI && x86,
-        .avx512vbmi = cap == DCZ_CAP_AVX512_VBMI, .neon = cap == DCZ_CAP_NEON,
-    };
-    const dcz_cpu lack = {
-        .avx2 = need.avx2 && !c.avx2, .fma = need.fma && !c.fma, .avx512f = need.avx512f && !c.avx512f,
-        .avx512bw = need.avx512bw && !c.avx512bw, .avx512vl = need.avx512vl && !c.avx512vl,
-        .avx512vnni = need.avx512vnni && !c.avx512vnni, .avx512vbmi = need.avx512vbmi && !c.avx512vbmi,
-        .neon = need.neon && !c.neon,
-    };
-    if (lack.avx2 || lack.fma || lack.avx512f || lack.avx512bw || lack.avx512vl || lack.avx512vnni ||
-        lack.avx512vbmi || lack.neon) {
-        if (why && why_len) {
-            char has[160], lacks[160];
-            feature_list(&c, has, sizeof has);
-            feature_list(&lack, lacks, sizeof lacks);
-            if (!DCZ_BUILD_X86 && !DCZ_BUILD_NEON)
-                snprintf(why, why_len, "%s: this build of libdcz has no vector kernels (ISA=scalar); "
-                                       "it runs scalar only", cap_names[cap]);
-            else
-                snprintf(why, why_len, "%s needs %s, which this CPU or build lacks; it has: %s",
-                         cap_names[cap], lacks, has);
-        }
+    char has[160] = "", lacks[160] = "";
+    size_t nhas = 0, nlacks = 0;
+    for (size_t i = 0; i < NFEATURES; i++) {
+        if (*feature(&c, i)) list_add(has, sizeof has, &nhas, features[i].name);
+        else if (needs(cap, i)) list_add(lacks, sizeof lacks, &nlacks, features[i].name);
+    }
+    if (nlacks) {
+        if (why && why_len && !DCZ_BUILD_X86 && !DCZ_BUILD_NEON)
+            snprintf(why, why_len, "%s: this build of libdcz has no vector kernels (ISA=scalar); it runs scalar only",
+                     cap_names[cap]);
+        else if (why && why_len)
+            snprintf(why, why_len, "%s needs %s, which this CPU or build lacks; it has: %s", cap_names[cap], lacks,
+                     nhas ? has : "none (scalar kernels only)");
         return DCZ_ERR_DEVICE;
     }
     if (cap != DCZ_CAP_NATIVE) {
-        c.avx2 &= need.avx2, c.fma &= need.fma, c.avx512f &= need.avx512f, c.avx512bw &= need.avx512bw;
-        c.avx512vl &= need.avx512vl, c.avx512vnni &= need.avx512vnni, c.avx512vbmi &= need.avx512vbmi;
-        c.neon &= need.neon;
+        for (size_t i = 0; i < NFEATURES; i++)
+            if (!needs(cap, i)) *feature(&c, i) = 0;
         c.amx = 0;
     }
     *out = c;
