@@ -145,7 +145,8 @@ static void fuse_activations(dcz_model *m)
             !dcz_conv2d_shift_res_fuses(&c->geom, &c->shift))
             continue;
         const uint32_t k = a->tin[1] == i + 1, in = c->tin[0];   /* the convolution's: input k */
-        if (a->tin[k] != i + 1 || a->tin[1 - k] == i + 1 ||
+        /* (res 0 says none: an ADD of the model's input stays apart) */
+        if (a->tin[k] != i + 1 || a->tin[1 - k] == i + 1 || a->tin[1 - k] == 0 ||
             (in && t[in].inner == t[i + 2].inner && t[in].off == t[i + 2].off && t[in].width != t[i + 2].width))
             continue;
         c->res = a->tin[1 - k];
