@@ -19,13 +19,10 @@
 #       row per dcz row gives its figures and this one's over them (above
 #       1: this build slower), so a change can be checked for latency.
 #
-# The models are made here, untrained (latency depends on the structure,
-# not on the weights' values): dcz train --epochs 0 of the architecture of
-# samples/recipes/MODEL-train.recipe, pruned to the sparsity
-# rules of samples/recipes/MODEL-compress.recipe (the LeNets: the paper's
-# densities) and quantized to its codebook widths (dcz's defaults where it
-# names none), Huffman-coded, and calibrated for int8 on 500 training
-# samples. Peers are benchmark tools, never dependencies of dcz:
+# The models are made here by bench/models.sh (untrained: latency depends
+# on the structure, not on the weights' values; pruned and quantized by the
+# samples' compress recipes, calibrated for int8 on 500 training
+# samples). Peers are benchmark tools, never dependencies of dcz:
 # onnxruntime from PyPI (ORT_PYTHON, default python3, must import it) and
 # Debian's python3-torch (PYTHON); each is skipped with a note when absent.
 # libdcz runs on the CPU (--device cpu), as ONNX Runtime does here. Time
@@ -50,25 +47,8 @@ ort_py=${ORT_PYTHON:-$py}
 w=$(mktemp -d)
 trap 'rm -rf "$w"' EXIT
 
-# the rule KEY of a compress recipe ([compress] section), or empty
-rule() { sed -n "/^\[compress\]/,/^\[/s/^$2 = //p" "samples/recipes/$1-compress.recipe" 2>/dev/null | head -1; }
-
-make_model() { # name
-    local m=$1 sp bits arch
-    case $m in
-        lenet300) sp='fc1=0.92,fc2=0.91,fc3=0.74' ;;
-        lenet5) sp='conv1=0.34,conv2=0.88,fc1=0.92,fc2=0.81' ;;
-        *) sp=$(rule "$m" sparsity) ;;
-    esac
-    bits=$(rule "$m" bits)
-    arch=$(sed -n 's/^arch = //p' "samples/recipes/$m-train.recipe" | head -1)
-    "$dcz" train --arch "${arch:-$m}" --epochs 0 --data fashion-mnist -q -o "$w/$m-dense.dcz" &&
-        "$dcz" prune "$w/$m-dense.dcz" ${sp:+--sparsity "$sp"} -q -o "$w/$m-pruned.dcz" &&
-        "$dcz" quantize "$w/$m-pruned.dcz" ${bits:+--bits "$bits"} -q -o "$w/$m-quant.dcz" &&
-        "$dcz" encode "$w/$m-quant.dcz" -q -o "$w/$m.dcz" &&
-        "$dcz" calibrate "$w/$m.dcz" --data fashion-mnist --calib-batches 5 --scheme int8 -q -o "$w/$m-int8.dcz" &&
-        "$dcz" export "$w/$m-dense.dcz" -q -o "$w/$m.onnx"
-}
+# make_model NAME: $w/NAME-dense.dcz, NAME.dcz, NAME-int8.dcz and NAME.onnx
+. bench/models.sh
 
 # field NAME of a JSON line
 field() { sed -n "s/.*\"$1\":\([0-9.e+-]*\).*/\1/p"; }

@@ -190,6 +190,11 @@ int cli_max_work(const verb_ctx *v, double max_work, dcz_options *opt);
 #define ISA_SPEC(s) { "isa", 0, OPT_STR, &(s), "CPU kernels' instruction sets at most: native (default), scalar, " \
                                               "avx2, avx512, avx512-vnni, avx512-vbmi or neon" }
 int cli_isa(const verb_ctx *v, const char *isa, dcz_options *opt);
+/* --plan: how the model's CPU kernels are chosen (dcz_options.plan): by the
+ * rules, or timed at load. Exit code or -1. */
+#define PLAN_SPEC(s) { "plan", 0, OPT_STR, &(s), "CPU kernels chosen by the rules (default) or measure: each " \
+                                                "layer's candidates timed at load, the fastest kept" }
+int cli_plan(const verb_ctx *v, const char *plan, dcz_options *opt);
 /* Prints why the model at path could not be loaded or run, and returns the
  * exit code. */
 /* The device m runs on ("cpu" or "gpu"), after a note saying why when a

@@ -35,7 +35,7 @@ int cmd_bench(verb_ctx *v)
 {
     int batch = 1, runs = 200, warmup = 20, loads = 5, fp32 = 0, reference = 0;
     double max_work = 0;
-    const char *isa = NULL;
+    const char *isa = NULL, *plan = NULL;
     const opt_spec specs[] = {
         { "batch", 0, OPT_INT, &batch, "samples per dcz_run (default 1)" },
         { "runs", 0, OPT_INT, &runs, "timed runs (default 200)" },
@@ -45,9 +45,10 @@ int cmd_bench(verb_ctx *v)
         { "reference", 0, OPT_FLAG, &reference, "force the scalar reference kernels" },
         MAX_WORK_SPEC(max_work),
         ISA_SPEC(isa),
+        PLAN_SPEC(plan),
         { NULL, 0, OPT_FLAG, NULL, NULL }
     };
-    v->usage = "dcz bench FILE [--batch N] [--threads T] [--runs R] [--isa LEVEL] [--json]";
+    v->usage = "dcz bench FILE [--batch N] [--threads T] [--runs R] [--isa LEVEL] [--plan measure] [--json]";
     v->summary = "Latency of FILE in libdcz: the load (checks and Huffman decoding) timed\n"
                  "apart, then dcz_run on random input after a warm-up; prints min, median,\n"
                  "p90, p99 and max over the timed runs, in microseconds.";
@@ -62,6 +63,8 @@ int cmd_bench(verb_ctx *v)
     if ((rc = cli_runtime_options(v, &opt)) != -1) return rc;
     if ((rc = cli_max_work(v, max_work, &opt)) != -1) return rc;
     if ((rc = cli_isa(v, isa, &opt)) != -1) return rc;
+    if ((rc = cli_plan(v, plan, &opt)) != -1) return rc;
+    opt.max_batch = (size_t)batch;   /* the batch a measured plan is timed at */
     if (fp32) opt.precision = DCZ_PRECISION_FP32;
     opt.force_reference = reference;
     uint8_t *buf;

@@ -18,16 +18,17 @@
 
 int cmd_eval(verb_ctx *v)
 {
-    const char *isa = NULL;
+    const char *isa = NULL, *plan = NULL;
     int fp32 = 0;
     double max_work = 0;
     const opt_spec specs[] = {
         { "fp32", 0, OPT_FLAG, &fp32, "run a calibrated model in floating point (ignore its table)" },
         MAX_WORK_SPEC(max_work),
         ISA_SPEC(isa),
+        PLAN_SPEC(plan),
         { NULL, 0, OPT_FLAG, NULL, NULL }
     };
-    v->usage = "dcz eval FILE --data DATA [--fp32] [--isa LEVEL] [--json]";
+    v->usage = "dcz eval FILE --data DATA [--fp32] [--isa LEVEL] [--plan measure] [--json]";
     v->summary = "Top-1 accuracy of FILE on the test split of DATA, computed by libdcz\n"
                  "(the runtime that ships), whatever stage wrote FILE. A calibrated FILE runs\n"
                  "on integers, as it would on a device.";
@@ -39,6 +40,7 @@ int cmd_eval(verb_ctx *v)
     if ((rc = cli_runtime_options(v, &opt)) != -1) return rc;
     if ((rc = cli_max_work(v, max_work, &opt)) != -1) return rc;
     if ((rc = cli_isa(v, isa, &opt)) != -1) return rc;
+    if ((rc = cli_plan(v, plan, &opt)) != -1) return rc;
     if (fp32) opt.precision = DCZ_PRECISION_FP32;
     uint8_t *buf;
     size_t len;
@@ -190,6 +192,9 @@ typedef struct layer_info {
     const char *kernel, *why, *gpu_kernel;
     char why_buf[512], gpu_why[160];
     uint32_t seg_first, chunk;   /* dcz_layer_desc's */
+    uint32_t timed, timed_pick;  /* and the kernels timed at load (--plan measure) */
+    const char *timed_kernel[DCZ_DESC_TIMED];
+    double timed_us[DCZ_DESC_TIMED];
 } layer_info;
 
 static void measure_layer(const dcz_doc_layer *l, layer_info *li)
@@ -240,6 +245,12 @@ static void describe_kernels(const uint8_t *buf, size_t len, const dcz_options *
             snprintf(li[i].gpu_why, sizeof li[i].gpu_why, "%s", ld.gpu_why);
             li[i].seg_first = ld.seg_first;
             li[i].chunk = ld.chunk;
+            li[i].timed = ld.timed;
+            li[i].timed_pick = ld.timed_pick;
+            for (uint32_t k = 0; k < ld.timed; k++) {
+                li[i].timed_kernel[k] = ld.timed_kernel[k];
+                li[i].timed_us[k] = ld.timed_us[k];
+            }
         } else {
             li[i].kernel = li[i].gpu_kernel = "none";
             snprintf(li[i].why_buf, sizeof li[i].why_buf, "libdcz does not load this file: %s",
@@ -252,12 +263,13 @@ static void describe_kernels(const uint8_t *buf, size_t len, const dcz_options *
 
 int cmd_info(verb_ctx *v)
 {
-    const char *isa = NULL;
+    const char *isa = NULL, *plan = NULL;
     const opt_spec specs[] = {
         ISA_SPEC(isa),
+        PLAN_SPEC(plan),
         { NULL, 0, OPT_FLAG, NULL, NULL }
     };
-    v->usage = "dcz info FILE [--isa LEVEL] [--json]";
+    v->usage = "dcz info FILE [--isa LEVEL] [--plan measure] [--json]";
     v->summary = "Per-layer table (shape, density, encoding, bytes, bits per weight for the\n"
                  "codebook-index and relative-position streams before and after Huffman coding\n"
                  "with their entropy, and the kernel the runtime uses), then the size and\n"
@@ -268,6 +280,7 @@ int cmd_info(verb_ctx *v)
     dcz_options kopt;   /* the kernels described: the CPU's, as capped */
     dcz_options_init(&kopt);
     if ((rc = cli_isa(v, isa, &kopt)) != -1) return rc;
+    if ((rc = cli_plan(v, plan, &kopt)) != -1) return rc;
     dcz_doc *d;
     uint8_t *file;
     size_t file_len;
@@ -378,6 +391,17 @@ int cmd_info(verb_ctx *v)
                 json_str(&j, "gpu_kernel", li[i].gpu_kernel);
                 json_str(&j, "gpu_kernel_reason", li[i].gpu_why);
                 json_int(&j, "batch_chunk", li[i].chunk);
+                if (li[i].timed) {   /* --plan measure: the candidates, the rules' first */
+                    json_key_arr(&j, "kernel_timed");
+                    for (uint32_t k = 0; k < li[i].timed; k++) {
+                        json_obj(&j);
+                        json_str(&j, "kernel", li[i].timed_kernel[k]);
+                        json_num(&j, "us", li[i].timed_us[k]);
+                        json_close_obj(&j);
+                    }
+                    json_close_arr(&j);
+                    json_str(&j, "kernel_rules", li[i].timed_kernel[0]);
+                }
                 json_int(&j, "macs_per_sample", (long long)layer_macs(l, &shapes[i + 1], li[i].weights));
                 json_int(&j, "macs_per_sample_kept", (long long)layer_macs(l, &shapes[i + 1], li[i].kept));
             }
@@ -492,6 +516,15 @@ int cmd_info(verb_ctx *v)
                    strcmp(li[first].why, li[i].why) != 0)
                 first++;
             if (first == i) printf("  %s: %s\n", li[i].kernel, li[i].why);
+        }
+        /* --plan measure: each layer's candidates as timed, the rules' first */
+        for (uint32_t i = 0; i < d->nlayers; i++) {
+            if (!li[i].timed) continue;
+            printf("  timed at load: %s:", d->layers[i].name);
+            for (uint32_t k = 0; k < li[i].timed; k++)
+                printf("%s %s %.1f us%s%s", k ? "," : "", li[i].timed_kernel[k], li[i].timed_us[k],
+                       k == 0 ? " (the rules')" : "", k == li[i].timed_pick ? " (kept)" : "");
+            printf("\n");
         }
         /* the runs of per-sample layers a batch goes through by chunks */
         for (uint32_t i = 0; i < d->nlayers; i++) {
@@ -662,7 +695,7 @@ static void top_k(const float *y, size_t n, int k, int *best)
 
 int cmd_run(verb_ctx *v)
 {
-    const char *input = NULL, *raw = NULL, *shape = NULL, *isa = NULL;
+    const char *input = NULL, *raw = NULL, *shape = NULL, *isa = NULL, *plan = NULL;
     int index = 0, count = 1, top = 3, resize = 0;
     double max_work = 0;
     const opt_spec specs[] = {
@@ -676,10 +709,11 @@ int cmd_run(verb_ctx *v)
         { "top", 0, OPT_INT, &top, "classes shown per sample (default 3)" },
         MAX_WORK_SPEC(max_work),
         ISA_SPEC(isa),
+        PLAN_SPEC(plan),
         { NULL, 0, OPT_FLAG, NULL, NULL }
     };
     v->usage = "dcz run FILE (IMAGE.png... [--resize] | --raw SAMPLES.f32 [--shape N,C,H,W] |\n"
-               "               --data DATA [--index I] [--count N]) [--top K] [--isa LEVEL] [-o OUT.f32]";
+               "               --data DATA [--index I] [--count N]) [--top K] [--isa LEVEL] [--plan measure] [-o OUT.f32]";
     v->summary = "Runs FILE on samples and prints the top K classes of each with their scores.\n"
                  "Samples are one of:\n"
                  "  PNG images: gray or RGB, 8 or 16 bit, palette, alpha or transparency\n"
@@ -712,6 +746,7 @@ int cmd_run(verb_ctx *v)
     if ((rc = cli_runtime_options(v, &opt)) != -1) return rc;
     if ((rc = cli_max_work(v, max_work, &opt)) != -1) return rc;
     if ((rc = cli_isa(v, isa, &opt)) != -1) return rc;
+    if ((rc = cli_plan(v, plan, &opt)) != -1) return rc;
     for (int i = 1; i < v->npos; i++)
         if (strcmp(v->pos[i], "-") == 0 && strcmp(v->pos[0], "-") == 0) {
             cli_usage_error(v, "the model and the samples cannot both come from stdin");

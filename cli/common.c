@@ -793,6 +793,21 @@ int cli_isa(const verb_ctx *v, const char *isa, dcz_options *opt)
     return -1;
 }
 
+int cli_plan(const verb_ctx *v, const char *plan, dcz_options *opt)
+{
+    if (!plan || strcmp(plan, "rules") == 0) return -1;   /* the default */
+    if (strcmp(plan, "measure") != 0) {
+        cli_usage_error(v, "--plan must be rules or measure, not '%s'", plan);
+        return EXIT_USAGE;
+    }
+    if (opt->device == DCZ_DEVICE_GPU) {
+        cli_usage_error(v, "--plan measure times the CPU's kernels; it goes with --device cpu or auto, not gpu");
+        return EXIT_USAGE;
+    }
+    opt->plan = DCZ_PLAN_MEASURE;
+    return -1;
+}
+
 int cli_not_dcz(const verb_ctx *v, const char *path, const uint8_t *buf, size_t len)
 {
     if (!dcz_onnx_sniff(buf, len)) return -1;

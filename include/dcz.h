@@ -108,6 +108,23 @@ typedef enum dcz_isa_cap {
     DCZ_CAP_COUNT
 } dcz_isa_cap;
 
+/* How a load chooses each layer's CPU kernel (dcz_options.plan). */
+typedef enum dcz_plan_mode {
+    DCZ_PLAN_RULES = 0,   /* by the kernel families' rules, measured on the CPUs
+                             libdcz was tuned on (the default; a load takes no time
+                             to choose) */
+    DCZ_PLAN_MEASURE      /* each weighted layer that more than one kernel can run
+                             gets the one that ran it fastest on this CPU: at load,
+                             the model runs a few times on a generated input of
+                             max_batch samples with each layer's candidates, timed
+                             layer by layer (the FFTW_MEASURE idea). The load takes
+                             a few of the model's runs longer; a float model's
+                             outputs may then differ from the rules' in their last
+                             bits (its kernels sum in other orders), an integer
+                             model's never. Heap models on the CPU: AUTO takes the
+                             CPU, GPU and dcz_open_static are DCZ_ERR_ARG. */
+} dcz_plan_mode;
+
 /* The level's name as the CLI's --isa takes it ("native", "scalar",
  * "avx2", "avx512", "avx512-vnni", "avx512-vbmi", "neon"); "?" for no
  * level. */
@@ -144,6 +161,7 @@ typedef struct dcz_options {
     dcz_isa_cap isa;      /* CPU kernels: the most of the instruction sets they may
                              use (DCZ_CAP_NATIVE, 0: all there are). A capped model
                              runs on the CPU: AUTO takes it, GPU is DCZ_ERR_ARG. */
+    dcz_plan_mode plan;   /* how the CPU kernels are chosen (DCZ_PLAN_RULES, 0) */
 } dcz_options;
 
 /* 2^36, about 69 G multiply-adds: four times VGG-16 at 224 x 224. */

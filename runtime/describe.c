@@ -99,6 +99,14 @@ static dcz_status describe_viewed(const dcz_model *m, uint32_t layer, dcz_layer_
     k->why[0] = '\0';
     k->kernel = dcz_kernel_name((dcz_kernel)l->kernel);
     k->seg_first = m->tensors[layer + 1].seg_first;
+    _Static_assert(DCZ_DESC_TIMED == DCZ_PLAN_CANDIDATES, "every candidate described");
+    const dcz_measured *t = m->measured ? &m->measured[layer] : NULL;
+    k->timed = t ? t->n : 0;
+    k->timed_pick = t ? t->pick : 0;
+    for (uint32_t c = 0; c < k->timed; c++) {
+        k->timed_kernel[c] = dcz_kernel_name((dcz_kernel)t->kernel[c]);
+        k->timed_us[c] = (double)t->ns[c] / 1000.0;
+    }
     k->chunk = m->tensors[k->seg_first + 1].chunk;
     gpu_why(m, l, k);
     if (l->fused && !m->opt.force_reference) {

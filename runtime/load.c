@@ -472,6 +472,8 @@ static dcz_status check_options(const dcz_options *opt, dcz_options *o)
 #ifndef DCZ_CUDA
     if (o->device == DCZ_DEVICE_GPU) return DCZ_ERR_DEVICE; /* no GPU backend in this build */
 #endif
+    /* a plan measured runs on the CPU */
+    if ((unsigned)o->plan > DCZ_PLAN_MEASURE || (o->plan && o->device == DCZ_DEVICE_GPU)) return DCZ_ERR_ARG;
     if (o->max_batch == 0) o->max_batch = 1;
     if (o->max_work == 0) o->max_work = DCZ_DEFAULT_MAX_WORK;
     return DCZ_OK;
@@ -491,11 +493,12 @@ static dcz_status graph_tensor_bytes(const dcz_container *c, size_t *bytes)
  * (graph_tensor_bytes). max_batch 0: no run-time buffers (the heap model
  * grows its own). DCZ_ERR_NOMEM when the sizes do not fit a size_t. */
 static dcz_status plan_layout(const dcz_container *c, const dcz_options *o, int in_place,
-                              size_t max_batch, uint32_t threads, int forms, dcz_tensor *tscratch,
-                              layout *L)
+                              size_t max_batch, uint32_t threads, int forms, const uint8_t *choice,
+                              dcz_tensor *tscratch, layout *L)
 {
     loader ld;
     memset(&ld, 0, sizeof ld);
+    ld.choice = choice;
     ld.tscratch = tscratch;
     ld.in_place = in_place;
     ld.cblocks = threads;
@@ -536,11 +539,13 @@ static dcz_status plan_layout(const dcz_container *c, const dcz_options *o, int 
 
 /* The filling pass into block (L->total bytes at a DCZ_ARENA_ALIGN
  * boundary): the model, with its decoding scratch placed by L. */
-static dcz_status fill(const dcz_container *c, const dcz_options *o, int in_place,
-                       const layout *L, uint8_t *block, dcz_model **out)
+static dcz_status fill(const dcz_container *c, const dcz_options *o, int in_place, const layout *L,
+                       const uint8_t *choice, dcz_measured *ran, uint8_t *block, dcz_model **out)
 {
     loader ld;
     memset(&ld, 0, sizeof ld);
+    ld.choice = choice;
+    ld.ran = ran;
     ld.in_place = in_place;
     ld.cblocks = L->threads;
     ld.forms = L->forms;
@@ -581,13 +586,13 @@ static uint32_t heap_threads(const dcz_options *o)
 
 /* plan_layout with the tensors of the sizing pass on the heap. */
 static dcz_status plan_heap(const dcz_container *c, const dcz_options *o, int in_place,
-                            size_t max_batch, uint32_t threads, layout *L)
+                            size_t max_batch, uint32_t threads, const uint8_t *choice, layout *L)
 {
     size_t tbytes;
     TRY(graph_tensor_bytes(c, &tbytes));
     dcz_tensor *t = malloc(tbytes);
     if (!t) return DCZ_ERR_NOMEM;
-    dcz_status s = plan_layout(c, o, in_place, max_batch, threads, want_forms(o), t, L);
+    dcz_status s = plan_layout(c, o, in_place, max_batch, threads, want_forms(o), choice, t, L);
     free(t);
     return s;
 }
@@ -624,8 +629,8 @@ dcz_status dcz_device_probe(dcz_device device, char *why, size_t why_len)
 static dcz_status place(dcz_model *m, const dcz_options *o)
 {
 #ifdef DCZ_CUDA
-    /* the reference kernels and capped ones are the CPU's */
-    if (o->device == DCZ_DEVICE_CPU || (o->device == DCZ_DEVICE_AUTO && (o->force_reference || o->isa)))
+    /* the reference kernels, capped ones and a measured plan are the CPU's */
+    if (o->device == DCZ_DEVICE_CPU || (o->device == DCZ_DEVICE_AUTO && (o->force_reference || o->isa || o->plan)))
         return DCZ_OK;
     char why[160];
     dcz_status s = dcz_gpu_probe(why, sizeof why);
@@ -646,27 +651,97 @@ static dcz_status place(dcz_model *m, const dcz_options *o)
     return DCZ_OK;
 }
 
-static dcz_status open_memory_viewed(const void *buf, size_t len, const dcz_options *opt, dcz_model **out)
+/* A heap model of c by o, each layer taking the candidate choice names
+ * (NULL: the rules'), with its candidates in ran (NULL: not kept). */
+static dcz_status open_heap(const dcz_container *c, const dcz_options *o, const uint8_t *choice,
+                            dcz_measured *ran, dcz_model **out)
 {
-    dcz_container c;
-    dcz_options o;
     layout L;
-    if (!out) return DCZ_ERR_ARG;
-    *out = NULL;
-    TRY(check_options(opt, &o));
-    TRY(dcz_container_open(buf, len, &c));
-    TRY(plan_heap(&c, &o, 0, 0, heap_threads(&o), &L));
+    TRY(plan_heap(c, o, 0, 0, heap_threads(o), choice, &L));
     uint8_t *block = malloc(L.load ? L.load : 1);
     if (!block) return DCZ_ERR_NOMEM;
     dcz_model *m = NULL;
-    dcz_status s = fill(&c, &o, 0, &L, block, &m);
+    dcz_status s = fill(c, o, 0, &L, choice, ran, block, &m);
     if (s != DCZ_OK) {
         free(block);
         return s;
     }
     m->block = block; /* m itself lives inside block */
     if (m->threads > 1 && worth_threads(m)) s = dcz_pool_start(m->threads, &m->pool);
-    if (s == DCZ_OK) s = place(m, &o);
+    if (s != DCZ_OK) {
+        dcz_close(m);
+        return s;
+    }
+    *out = m;
+    return DCZ_OK;
+}
+
+/* DCZ_PLAN_MEASURE: the model loaded once per rank of candidate (load r:
+ * every layer its candidate r, the rules' where it has fewer) and its
+ * layers timed (measure.c); then loaded with each layer's fastest, which
+ * *out keeps with the times of all (m->measured). A model whose layers
+ * have one candidate each keeps its first load. */
+static dcz_status open_measured(const dcz_container *c, const dcz_options *o, dcz_model **out)
+{
+    dcz_graph_walk w;
+    TRY(dcz_graph_begin(c, &w));
+    const uint32_t n = w.nlayers;
+    uint8_t *choice = calloc(n ? n : 1, 1);
+    dcz_measured *ran = calloc(n ? n : 1, sizeof *ran), *timed = calloc(n ? n : 1, sizeof *timed);
+    uint64_t *ns = malloc((n ? n : 1) * sizeof *ns);
+    dcz_status s = choice && ran && timed && ns ? DCZ_OK : DCZ_ERR_NOMEM;
+    dcz_model *m = NULL;
+    uint32_t ranks = 1;
+    for (uint32_t r = 0; s == DCZ_OK && r < ranks; r++) {
+        memset(choice, r, n);
+        memset(ran, 0, n * sizeof *ran);
+        s = open_heap(c, o, choice, ran, &m);
+        if (s == DCZ_OK) s = dcz_measure_layers(m, o->max_batch, ns);
+        for (uint32_t i = 0; s == DCZ_OK && i < n; i++) {
+            if (ran[i].n > ranks) ranks = ran[i].n;
+            if (ran[i].n < 2 || r >= ran[i].n) continue;
+            timed[i].n = ran[i].n;
+            timed[i].kernel[r] = m->layers[i].kernel;   /* as it ran: a shift form refines it */
+            timed[i].ns[r] = ns[i];
+        }
+        if (s == DCZ_OK && ranks == 1) break;   /* nothing to choose: this load is the model */
+        dcz_close(m);
+        m = NULL;
+    }
+    if (s == DCZ_OK && !m) {
+        /* each layer's fastest (the rules' on a tie) */
+        for (uint32_t i = 0; i < n; i++) {
+            uint8_t best = 0;
+            for (uint8_t k = 1; k < timed[i].n; k++)
+                if (timed[i].ns[k] < timed[i].ns[best]) best = k;
+            timed[i].pick = choice[i] = best;
+        }
+        s = open_heap(c, o, choice, NULL, &m);
+        if (s == DCZ_OK) {
+            m->measured = timed;
+            timed = NULL;
+        }
+    }
+    free(choice);
+    free(ran);
+    free(timed);
+    free(ns);
+    if (s == DCZ_OK) *out = m;
+    return s;
+}
+
+static dcz_status open_memory_viewed(const void *buf, size_t len, const dcz_options *opt, dcz_model **out)
+{
+    dcz_container c;
+    dcz_options o;
+    if (!out) return DCZ_ERR_ARG;
+    *out = NULL;
+    TRY(check_options(opt, &o));
+    TRY(dcz_container_open(buf, len, &c));
+    dcz_model *m = NULL;
+    TRY(o.plan == DCZ_PLAN_MEASURE && !o.force_reference ? open_measured(&c, &o, &m)
+                                                          : open_heap(&c, &o, NULL, NULL, &m));
+    const dcz_status s = place(m, &o);
     if (s != DCZ_OK) {
         dcz_close(m);
         return s;
@@ -684,16 +759,17 @@ static dcz_status plan_viewed(const void *buf, size_t len, const dcz_options *op
     *arena_bytes = 0;
     TRY(check_options(opt, &o));
     if (o.device == DCZ_DEVICE_GPU) return DCZ_ERR_DEVICE; /* arena models run on the CPU */
+    if (o.plan) return DCZ_ERR_ARG;   /* and by the rules: measuring takes the heap */
     TRY(dcz_container_open(buf, len, &c));
     const int in_place = host_reads_f32_in_place();
-    TRY(plan_heap(&c, &o, in_place, o.max_batch, 1, &L));
+    TRY(plan_heap(&c, &o, in_place, o.max_batch, 1, NULL, &L));
     if (L.total > SIZE_MAX - (DCZ_ARENA_ALIGN - 1)) return DCZ_ERR_NOMEM;
     /* what only the filling pass finds (stream contents, integer ranges)
      * is found by filling a temporary block once */
     uint8_t *block = malloc(L.load ? L.load : 1);
     if (!block) return DCZ_ERR_NOMEM;
     dcz_model *m = NULL;
-    dcz_status s = fill(&c, &o, in_place, &L, block, &m);
+    dcz_status s = fill(&c, &o, in_place, &L, NULL, NULL, block, &m);
     free(block);
     if (s != DCZ_OK) return s;
     *arena_bytes = L.total + (DCZ_ARENA_ALIGN - 1);
@@ -711,6 +787,7 @@ static dcz_status open_static_viewed(const void *buf, size_t len, void *arena_me
     if (!arena_mem) return DCZ_ERR_ARG;
     TRY(check_options(opt, &o));
     if (o.device == DCZ_DEVICE_GPU) return DCZ_ERR_DEVICE; /* arena models run on the CPU */
+    if (o.plan) return DCZ_ERR_ARG;   /* and by the rules: measuring takes the heap */
     TRY(dcz_container_open(buf, len, &c));
     const int in_place = host_reads_f32_in_place();
     const size_t pad = (size_t)(-(uintptr_t)arena_mem & (DCZ_ARENA_ALIGN - 1));
@@ -721,15 +798,15 @@ static dcz_status open_static_viewed(const void *buf, size_t len, void *arena_me
     TRY(graph_tensor_bytes(&c, &tbytes));
     if (room < tbytes) return DCZ_ERR_NOMEM;
     dcz_tensor *tscratch = (dcz_tensor *)(void *)((uint8_t *)arena_mem + pad);
-    TRY(plan_layout(&c, &o, in_place, o.max_batch, 1, want_forms(&o), tscratch, &L));
+    TRY(plan_layout(&c, &o, in_place, o.max_batch, 1, want_forms(&o), NULL, tscratch, &L));
     /* an arena planned where the extra forms are not built (another CPU)
      * still takes the model, without them */
     if (L.forms && room < L.total)
-        TRY(plan_layout(&c, &o, in_place, o.max_batch, 1, 0, tscratch, &L));
+        TRY(plan_layout(&c, &o, in_place, o.max_batch, 1, 0, NULL, tscratch, &L));
     if (room < L.total) return DCZ_ERR_NOMEM;
     uint8_t *block = (uint8_t *)arena_mem + pad;
     dcz_model *m = NULL;
-    TRY(fill(&c, &o, in_place, &L, block, &m));
+    TRY(fill(&c, &o, in_place, &L, NULL, NULL, block, &m));
     m->fixed = 1;
     m->act = (float *)(void *)(block + L.act);
     m->cact = (float *)(void *)(block + L.cact);
@@ -794,6 +871,7 @@ void dcz_close(dcz_model *m)
     free(m->act);
     free(m->cact);
     free(m->qacc);
+    free(m->measured);
     free(m->block); /* m itself lives inside block */
 }
 

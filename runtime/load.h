@@ -11,6 +11,7 @@
 
 #include "runtime/format/format.h"
 #include "runtime/model.h"
+#include "runtime/plan.h"
 
 typedef struct scratch {
     uint8_t *gaps;   /* gap symbols of one tensor */
@@ -35,6 +36,10 @@ typedef struct loader {
     int forms;           /* DCZ_FORM_ bits: the extra forms to build (this CPU runs their kernels) */
     int reference;       /* the options force the scalar references */
     uint64_t lane_floats;/* scratch the largest lane form's panels of the input take */
+    const uint8_t *choice;/* per layer, the candidate it takes (plan.h; one past the
+                             last: the rules'); NULL: the rules' */
+    dcz_measured *ran;   /* per layer (NULL: none), the candidates and the one taken
+                            (pick), as the filling pass builds them */
 } loader;
 
 /* What the walk knows of the calibration table: the scheme, and a cursor

@@ -119,6 +119,21 @@ void dcz_sparse_expand(const dcz_sparse *s, float *w)
     }
 }
 
+/* Layer index's kernel among its candidates c: the one the load's choice
+ * names (the rules' when none, or past the list), recorded for a load
+ * that measures. */
+static dcz_kernel take(loader *ld, uint32_t index, const dcz_candidates *c)
+{
+    const uint32_t i = ld->choice && ld->choice[index] < c->n ? ld->choice[index] : 0;
+    if (ld->ran && ld->a.base) {
+        dcz_measured *r = &ld->ran[index];
+        r->n = (uint8_t)c->n;
+        r->pick = (uint8_t)i;
+        for (uint32_t k = 0; k < c->n; k++) r->kernel[k] = (uint8_t)c->k[k];
+    }
+    return c->k[i];
+}
+
 /* The weight and bias of a DENSE or CONV2D layer: shapes checked against
  * the attributes (dcz_op_param_shapes), then loaded into execution form,
  * and into integer form when the model is calibrated (cw). */
@@ -188,10 +203,14 @@ static dcz_status load_params(const dcz_container *c, const dcz_graph_layer *g, 
     const uint64_t kept = l->sparse ? w.nnz : w.n;
     /* the plan's kernel, then the form it reads (the same in both passes:
      * the scratch depends on it) */
-    if (!cw && g->op == DCZ_OP_CONV2D)
-        l->kernel = (uint8_t)dcz_plan_conv(&l->geom, l->sparse, kept, ld->forms, ld->reference);
-    else if (!cw)
-        l->kernel = (uint8_t)dcz_plan_fc(l->sparse, w.enc == DCZ_ENC_CODEBOOK, ld->forms, ld->reference);
+    dcz_candidates cand;
+    if (!cw && g->op == DCZ_OP_CONV2D) {
+        dcz_plan_conv(&l->geom, l->sparse, kept, ld->forms, ld->reference, &cand);
+        l->kernel = (uint8_t)take(ld, index, &cand);
+    } else if (!cw) {
+        dcz_plan_fc(l->sparse, w.enc == DCZ_ENC_CODEBOOK, ld->forms, ld->reference, &cand);
+        l->kernel = (uint8_t)take(ld, index, &cand);
+    }
     /* Winograd's F(2x2, 3x3): the weights' transform (16 C K floats)
      * beside them */
     if (l->kernel == DCZ_K_CONV_WINO) {
@@ -248,20 +267,23 @@ static dcz_status load_params(const dcz_container *c, const dcz_graph_layer *g, 
             void *mem = arena_take(&ld->a, dcz_qlanes_bytes(w.dims[0], (uint32_t)(w.n / w.dims[0]), kept));
             if (mem) dcz_qlanes_build(&l->qs, kept, mem);
         }
-        l->kernel = (uint8_t)dcz_plan_qfc(qmax, l->qs.lslices && dcz_qlanes_variant(&l->qs), ld->reference);
+        dcz_plan_qfc(qmax, l->qs.lslices && dcz_qlanes_variant(&l->qs), ld->reference, &cand);
+        l->kernel = (uint8_t)take(ld, index, &cand);
         return DCZ_OK;
     }
     /* a convolution's integer shift form, whose build says which of its
      * kernels runs it (a weight past a byte declines it: the plan's next
      * choice, which needs no scratch); or its weights as dense int16 pairs
      * for the integer product */
-    l->kernel = (uint8_t)dcz_plan_qconv(&l->geom, kept, qmax, ld->forms, ld->reference, 0);
+    dcz_plan_qconv(&l->geom, kept, qmax, ld->forms, ld->reference, 0, &cand);
+    l->kernel = (uint8_t)take(ld, index, &cand);
     if (l->kernel == DCZ_K_QCONV_SHIFT) {
         const int amx = (ld->forms & DCZ_FORM_AMX) != 0;
         void *mem = arena_take(&ld->a, dcz_qshift_bytes(&l->geom, kept, amx));
-        if (mem && !dcz_qshift_build(&l->geom, &l->qs, amx, mem, &l->qshift))
-            l->kernel = (uint8_t)dcz_plan_qconv(&l->geom, kept, qmax, ld->forms, ld->reference, 1);
-        else if (mem)
+        if (mem && !dcz_qshift_build(&l->geom, &l->qs, amx, mem, &l->qshift)) {
+            dcz_plan_qconv(&l->geom, kept, qmax, ld->forms, ld->reference, 1, &cand);
+            l->kernel = (uint8_t)cand.k[0];
+        } else if (mem)
             l->kernel = (uint8_t)dcz_plan_qconv_shift(&l->qshift);
     } else if (l->kernel == DCZ_K_QCONV_GEMM) {
         const uint32_t k = l->geom.in_c * l->geom.kh * l->geom.kw;

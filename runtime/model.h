@@ -352,6 +352,10 @@ struct dcz_model {
     int64_t *qacc;            /* accumulators, max_width * act_batch, then as many
                                  dcz_q for the quantized input of the integer segment */
     dcz_gpu *gpu;             /* the device copy dcz_run runs when on a GPU, else NULL */
+    dcz_measured *measured;   /* (nlayers) what a load that measured timed (plan.h), on the
+                                 heap; NULL: the rules planned it */
+    uint64_t *layer_ns;       /* (nlayers) while a load measures: each layer's time in
+                                 this run, added to by run.c; else NULL */
     char device_note[192];    /* why a GPU was looked for and not used ("" otherwise) */
 };
 

@@ -118,28 +118,65 @@ static const element_kernels elements[] = {
     [DCZ_OP_HARD_SWISH] = { DCZ_K_ACTIVATION_REF, DCZ_K_ACTIVATION_REF, DCZ_K_QTABLE, DCZ_K_QTABLE_REF },
 };
 
-dcz_kernel dcz_plan_fc(int sparse, int codebook, int forms, int force_reference)
+/* c's candidates: the rule's pick first, then those of the list that
+ * run (runs) in its order, at most DCZ_PLAN_CANDIDATES. */
+static void candidates(dcz_candidates *c, dcz_kernel rule, const dcz_kernel *list, size_t n, const int *runs)
 {
-    if (sparse) return force_reference ? DCZ_K_FC_SPARSE_REF : codebook ? DCZ_K_FC_CODEBOOK : DCZ_K_FC_SPARSE;
-    /* the transposed weights (load_layer.c) where the dense product runs */
-    if (forms & DCZ_FORM_DENSE) return DCZ_K_FC_GEMM;
-    return force_reference ? DCZ_K_FC_REF : DCZ_K_FC_ROWS;
+    c->n = 1;
+    c->k[0] = rule;
+    for (size_t i = 0; i < n && c->n < DCZ_PLAN_CANDIDATES; i++)
+        if (runs[i] && list[i] != rule) c->k[c->n++] = list[i];
 }
 
-dcz_kernel dcz_plan_conv(const dcz_conv_geom *g, int sparse, uint64_t kept, int forms, int force_reference)
+void dcz_plan_fc(int sparse, int codebook, int forms, int force_reference, dcz_candidates *c)
 {
-    /* a dense 3x3 convolution of stride 1 whose channels are multiples of
-     * 16: Winograd's F(2x2, 3x3) */
-    if (!sparse && (forms & DCZ_FORM_WINO) && dcz_conv2d_pick_wino(g)) return DCZ_K_CONV_WINO;
-    /* the shift kernel where it runs faster than the others; else a sparse
-     * one dense enough for the dense product to beat its sparse kernels */
-    if ((forms & DCZ_FORM_SHIFT) && dcz_conv2d_pick_shift(g, kept)) return DCZ_K_CONV_SHIFT;
-    if (sparse && (forms & DCZ_FORM_DENSE) && dcz_conv2d_pick_expand(g, kept)) return DCZ_K_CONV_EXPANDED;
-    if (sparse && dcz_conv2d_pick_im2col(g))
-        return force_reference ? DCZ_K_CONV_SPARSE_IM2COL_REF : DCZ_K_CONV_SPARSE_IM2COL;
-    if (sparse) return force_reference ? DCZ_K_CONV_SPARSE_DIRECT_REF : DCZ_K_CONV_SPARSE_DIRECT;
-    if (dcz_conv2d_pick_dense_im2col(g)) return force_reference ? DCZ_K_CONV_GEMM_REF : DCZ_K_CONV_GEMM;
-    return force_reference ? DCZ_K_CONV_DIRECT_REF : DCZ_K_CONV_DIRECT;
+    /* a compressed layer's batch-1 form is chosen by its input (run.c) */
+    if (sparse) {
+        c->n = 1;
+        c->k[0] = force_reference ? DCZ_K_FC_SPARSE_REF : codebook ? DCZ_K_FC_CODEBOOK : DCZ_K_FC_SPARSE;
+        return;
+    }
+    if (force_reference) {
+        c->n = 1;
+        c->k[0] = DCZ_K_FC_REF;
+        return;
+    }
+    /* the transposed weights (load_layer.c) where the dense product runs */
+    static const dcz_kernel list[] = { DCZ_K_FC_GEMM, DCZ_K_FC_ROWS };
+    const int runs[] = { (forms & DCZ_FORM_DENSE) != 0, 1 };
+    candidates(c, runs[0] ? DCZ_K_FC_GEMM : DCZ_K_FC_ROWS, list, 2, runs);
+}
+
+void dcz_plan_conv(const dcz_conv_geom *g, int sparse, uint64_t kept, int forms, int force_reference,
+                   dcz_candidates *c)
+{
+    static const dcz_kernel list[] = { DCZ_K_CONV_WINO, DCZ_K_CONV_SHIFT, DCZ_K_CONV_EXPANDED, DCZ_K_CONV_GEMM,
+                                       DCZ_K_CONV_SPARSE_IM2COL, DCZ_K_CONV_SPARSE_DIRECT, DCZ_K_CONV_DIRECT };
+    /* what can run g here: each kernel's form built and its scratch within the cap */
+    const int runs[] = {
+        !sparse && (forms & DCZ_FORM_WINO) && dcz_conv2d_pick_wino(g),
+        (forms & DCZ_FORM_SHIFT) && dcz_conv2d_shift_fits(g),
+        sparse && (forms & DCZ_FORM_DENSE) && dcz_conv2d_pick_dense_im2col(g),
+        !sparse && dcz_conv2d_pick_dense_im2col(g),
+        sparse && dcz_conv2d_im2col_fits(g),
+        sparse,
+        !sparse,
+    };
+    /* the rules: a dense 3x3 convolution of stride 1 whose channels are
+     * multiples of 16 by Winograd's F(2x2, 3x3); the shift kernel where it
+     * runs faster than the others; else a sparse one dense enough for the
+     * dense product to beat its sparse kernels */
+    dcz_kernel rule;
+    if (runs[0]) rule = DCZ_K_CONV_WINO;
+    else if (runs[1] && dcz_conv2d_pick_shift(g, kept)) rule = DCZ_K_CONV_SHIFT;
+    else if (runs[2] && dcz_conv2d_pick_expand(g, kept)) rule = DCZ_K_CONV_EXPANDED;
+    else if (runs[4] && dcz_conv2d_pick_im2col(g))
+        rule = force_reference ? DCZ_K_CONV_SPARSE_IM2COL_REF : DCZ_K_CONV_SPARSE_IM2COL;
+    else if (sparse) rule = force_reference ? DCZ_K_CONV_SPARSE_DIRECT_REF : DCZ_K_CONV_SPARSE_DIRECT;
+    else if (runs[3]) rule = force_reference ? DCZ_K_CONV_GEMM_REF : DCZ_K_CONV_GEMM;
+    else rule = force_reference ? DCZ_K_CONV_DIRECT_REF : DCZ_K_CONV_DIRECT;
+    /* the references are the one kernel of a forced load */
+    candidates(c, rule, list, force_reference ? 0 : sizeof list / sizeof *list, runs);
 }
 
 dcz_kernel dcz_plan_conv_shift(const dcz_conv_geom *g, const dcz_shift *f)
@@ -150,18 +187,29 @@ dcz_kernel dcz_plan_conv_shift(const dcz_conv_geom *g, const dcz_shift *f)
                                                                      : DCZ_K_CONV_DEPTHWISE_ROWS;
 }
 
-dcz_kernel dcz_plan_qconv(const dcz_conv_geom *g, uint64_t kept, int32_t qmax, int forms, int force_reference,
-                          int declined)
+void dcz_plan_qconv(const dcz_conv_geom *g, uint64_t kept, int32_t qmax, int forms, int force_reference,
+                    int declined, dcz_candidates *c)
 {
     const int q8 = qmax == 127;
-    /* the integer shift form where this CPU runs it; else an ungrouped
-     * convolution dense enough for the integer product gets its weights as
-     * dense int16 pairs; a form that declined leaves both out */
-    if (!declined && q8 && (forms & DCZ_FORM_SHIFT) && dcz_qconv2d_pick_shift(g)) return DCZ_K_QCONV_SHIFT;
-    if (!declined && q8 && (forms & DCZ_FORM_DENSE) && dcz_qgemm_variant() && dcz_conv2d_pick_expand(g, kept))
-        return DCZ_K_QCONV_GEMM;
-    if (!force_reference && q8 && dcz_qconv2d_depthwise_runs(g)) return DCZ_K_QCONV_DEPTHWISE;
-    return force_reference ? DCZ_K_QCONV_TAPS_REF : DCZ_K_QCONV_TAPS;
+    static const dcz_kernel list[] = { DCZ_K_QCONV_SHIFT, DCZ_K_QCONV_GEMM, DCZ_K_QCONV_DEPTHWISE,
+                                       DCZ_K_QCONV_TAPS };
+    /* a form that declined leaves out both the shift form and the int16
+     * pairs */
+    const int runs[] = {
+        !declined && q8 && (forms & DCZ_FORM_SHIFT) && dcz_qconv2d_pick_shift(g),
+        !declined && q8 && (forms & DCZ_FORM_DENSE) && dcz_qgemm_variant() && dcz_conv2d_pick_dense_im2col(g),
+        !force_reference && q8 && dcz_qconv2d_depthwise_runs(g),
+        1,
+    };
+    /* the rules: the integer shift form where this CPU runs it; else an
+     * ungrouped convolution dense enough for the integer product gets its
+     * weights as dense int16 pairs */
+    dcz_kernel rule;
+    if (runs[0]) rule = DCZ_K_QCONV_SHIFT;
+    else if (runs[1] && dcz_conv2d_pick_expand(g, kept)) rule = DCZ_K_QCONV_GEMM;
+    else if (runs[2]) rule = DCZ_K_QCONV_DEPTHWISE;
+    else rule = force_reference ? DCZ_K_QCONV_TAPS_REF : DCZ_K_QCONV_TAPS;
+    candidates(c, rule, list, force_reference ? 0 : sizeof list / sizeof *list, runs);
 }
 
 dcz_kernel dcz_plan_qconv_shift(const dcz_qshift *f)
@@ -170,11 +218,14 @@ dcz_kernel dcz_plan_qconv_shift(const dcz_qshift *f)
     return f->amx_pick ? DCZ_K_QCONV_AMX : DCZ_K_QCONV_SHIFT;
 }
 
-dcz_kernel dcz_plan_qfc(int32_t qmax, int lanes, int force_reference)
+void dcz_plan_qfc(int32_t qmax, int lanes, int force_reference, dcz_candidates *c)
 {
-    if (force_reference) return DCZ_K_QFC_REF;
-    if (qmax == 127) return lanes ? DCZ_K_QFC8_LANES : DCZ_K_QFC8;
-    return DCZ_K_QFC;
+    static const dcz_kernel list[] = { DCZ_K_QFC8_LANES, DCZ_K_QFC8 };
+    const int runs[] = { lanes, 1 };
+    c->n = 1;
+    if (force_reference) c->k[0] = DCZ_K_QFC_REF;
+    else if (qmax != 127) c->k[0] = DCZ_K_QFC;
+    else candidates(c, lanes ? DCZ_K_QFC8_LANES : DCZ_K_QFC8, list, 2, runs);
 }
 
 int dcz_kernel_shifts(dcz_kernel k)

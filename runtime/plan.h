@@ -24,6 +24,7 @@
 #ifndef DCZ_RUNTIME_PLAN_H
 #define DCZ_RUNTIME_PLAN_H
 
+#include <stddef.h>
 #include <stdint.h>
 
 #include "dcz.h"
@@ -120,25 +121,38 @@ typedef enum dcz_kernel {
 /* The name of kernel k, as dcz info and its JSON print it ("?" for none). */
 const char *dcz_kernel_name(dcz_kernel k);
 
-/* The kernel of a float fully connected layer of sparse (compressed) or
- * dense weights, codebook ones or not, given the forms this load builds. */
-dcz_kernel dcz_plan_fc(int sparse, int codebook, int forms, int force_reference);
+/* The most kernels that can run one layer. */
+#define DCZ_PLAN_CANDIDATES 4
 
-/* The kernel of a float convolution of geometry g whose weight keeps kept
- * entries (sparse) or is dense, before its form is built; a shift form
- * built is refined by dcz_plan_conv_shift. */
-dcz_kernel dcz_plan_conv(const struct dcz_conv_geom *g, int sparse, uint64_t kept, int forms,
-                         int force_reference);
+/* A weighted layer's candidates: the kernels that can run it here (its
+ * form built, its scratch within the caps), the rules' choice first, the
+ * one a load by the rules takes; a load that measures (DCZ_PLAN_MEASURE,
+ * load.c) times each and keeps the fastest. One kernel only when the
+ * references are forced. */
+typedef struct dcz_candidates {
+    uint32_t n;
+    dcz_kernel k[DCZ_PLAN_CANDIDATES];
+} dcz_candidates;
+
+/* A float fully connected layer of sparse (compressed) or dense weights,
+ * codebook ones or not, given the forms this load builds. */
+void dcz_plan_fc(int sparse, int codebook, int forms, int force_reference, dcz_candidates *c);
+
+/* A float convolution of geometry g whose weight keeps kept entries
+ * (sparse) or is dense, before its form is built; a shift form built is
+ * refined by dcz_plan_conv_shift. */
+void dcz_plan_conv(const struct dcz_conv_geom *g, int sparse, uint64_t kept, int forms, int force_reference,
+                   dcz_candidates *c);
 
 /* A float convolution's kernel once its shift form is built: the shift
  * kernel, or the depthwise one the form runs. */
 dcz_kernel dcz_plan_conv_shift(const struct dcz_conv_geom *g, const struct dcz_shift *f);
 
-/* The kernel of an integer convolution of geometry g whose integer weight
- * keeps kept entries, for a scheme of largest integer qmax; declined: the
- * shift form would not take its weights (the next choice). */
-dcz_kernel dcz_plan_qconv(const struct dcz_conv_geom *g, uint64_t kept, int32_t qmax, int forms,
-                          int force_reference, int declined);
+/* An integer convolution of geometry g whose integer weight keeps kept
+ * entries, for a scheme of largest integer qmax; declined: the shift form
+ * would not take its weights (then neither it nor the int16 pairs). */
+void dcz_plan_qconv(const struct dcz_conv_geom *g, uint64_t kept, int32_t qmax, int forms, int force_reference,
+                    int declined, dcz_candidates *c);
 
 /* An integer convolution's kernel once its shift form is built: the shift
  * kernel, its depthwise form or its AMX tiles. */
@@ -150,9 +164,25 @@ int dcz_kernel_shifts(dcz_kernel k);
  * scratch). */
 int dcz_kernel_patches(dcz_kernel k);
 
-/* The kernel of an integer fully connected layer (qmax as above), lanes:
- * the integer lane form was built and this CPU runs it. */
-dcz_kernel dcz_plan_qfc(int32_t qmax, int lanes, int force_reference);
+/* An integer fully connected layer (qmax as above), lanes: the integer
+ * lane form was built and this CPU runs it. */
+void dcz_plan_qfc(int32_t qmax, int lanes, int force_reference, dcz_candidates *c);
+
+/* What a load that measures learned of a weighted layer of more than one
+ * candidate: each as it ran (a shift form's refined kernel), the rules'
+ * first, its time (the best of the runs, in ns: the layer with the layers
+ * after it up to the next weighted one, which it may have fused), and the
+ * one kept, the fastest. n 0: not timed. */
+typedef struct dcz_measured {
+    uint8_t n, pick;
+    uint8_t kernel[DCZ_PLAN_CANDIDATES];
+    uint64_t ns[DCZ_PLAN_CANDIDATES];
+} dcz_measured;
+
+/* The time of each weighted layer of m, ns[i] (nlayers entries, UINT64_MAX
+ * for the others): the best of a few runs at batch samples (0: 1) on a
+ * generated input, the layer with the layers it owns (measure.c). */
+dcz_status dcz_measure_layers(struct dcz_model *m, size_t batch, uint64_t *ns);
 
 /* Every layer without weights of a loaded model m gets its kernel, and
  * every layer its kernel on a GPU (called once the model's scales and

@@ -690,6 +690,7 @@ static void run_layers(dcz_model *m, uint32_t first, uint32_t last, const float 
         const dcz_exec_layer *l = &m->layers[i];
         /* the layer before applied it, in this place, or computed it */
         if ((l->fused == DCZ_FUSED_ACT || l->fused == DCZ_FUSED_ADD) && m->fuse) continue;
+        const uint64_t t0 = m->layer_ns ? dcz_now_ns() : 0;   /* a load that measures (load.c) */
         /* a convolution that takes the ADD after it writes the ADD's output
          * and reads its other input after its own (load.c) */
         const int res = m->fuse && l->res;
@@ -699,6 +700,7 @@ static void run_layers(dcz_model *m, uint32_t first, uint32_t last, const float 
         if (res) xs[l->nin] = tensor_at(m, l->res, input, batch, s0, n);
         if (!l->q) {
             kernels[l->kernel].f32(m, l, (const float *const *)xs, n, y);
+            if (m->layer_ns) m->layer_ns[i] += dcz_now_ns() - t0;
             if (tap) tap(ctx, i, y, n, l->out);
             continue;
         }
@@ -717,6 +719,7 @@ static void run_layers(dcz_model *m, uint32_t first, uint32_t last, const float 
             if (l->tin[k] == m->q_in) xs[k] = qin;
         if (kernels[l->kernel].q) kernels[l->kernel].q(m, i, xs, n, y);
         else qrun_weighted(m, i, xs, n, y, kernels[l->kernel].acc, kernels[l->kernel].ref);
+        if (m->layer_ns) m->layer_ns[i] += dcz_now_ns() - t0;
         if (tap && l->w_scale) {   /* a run with a tap takes no chunks: n is batch */
             const uint32_t plane = l->out / l->channels;
             dequantize(m->qacc, n, l->channels, plane, l->out_scale, deq);

@@ -11,6 +11,7 @@
 #include <pthread.h>
 #include <sched.h>
 #include <stdlib.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "runtime/model.h"
@@ -157,4 +158,11 @@ void dcz_pool_stop(dcz_pool *p)
     pthread_cond_destroy(&p->go);
     pthread_mutex_destroy(&p->mu);
     free(p);
+}
+
+uint64_t dcz_now_ns(void)
+{
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return (uint64_t)t.tv_sec * 1000000000u + (uint64_t)t.tv_nsec;
 }

@@ -34,5 +34,8 @@ dcz_status dcz_pool_start(uint32_t threads, dcz_pool **out);
 void dcz_pool_run(dcz_pool *p, dcz_task_fn fn, void *ctx);
 uint32_t dcz_pool_threads(const dcz_pool *p);
 void dcz_pool_stop(dcz_pool *p);
+/* A monotonic clock in nanoseconds (a load that measures times its
+ * kernels by it). */
+uint64_t dcz_now_ns(void);
 
 #endif /* DCZ_RUNTIME_THREADS_H */

@@ -65,6 +65,8 @@ uint32_t dcz_model_layer_count(const dcz_model *m);
 uint32_t dcz_model_threads(const dcz_model *m);
 
 /* A layer as libdcz runs it. */
+/* The most kernels a layer's description lists as timed. */
+#define DCZ_DESC_TIMED 4
 typedef struct dcz_layer_desc {
     uint16_t op;          /* DCZ_OP_* */
     int weighted;         /* has a weight and a bias (DENSE, CONV2D) */
@@ -79,6 +81,12 @@ typedef struct dcz_layer_desc {
     uint32_t seg_first;   /* the first layer of its segment (run.c: layers a chunk of
                              samples goes through together) */
     uint32_t chunk;       /* samples of such a chunk, 0: the layer takes the whole batch */
+    uint32_t timed;       /* kernels timed at load (dcz_options.plan DCZ_PLAN_MEASURE), the
+                             rules' choice first; 0: the rules chose */
+    uint32_t timed_pick;  /* the one that runs it: the fastest */
+    const char *timed_kernel[DCZ_DESC_TIMED];
+    double timed_us[DCZ_DESC_TIMED];   /* each one's time (the layer with the layers after
+                                          it up to the next weighted one), microseconds */
 } dcz_layer_desc;
 
 /* Describes layer `layer` of m (DCZ_ERR_ARG out of range). The kernel:

@@ -1616,6 +1616,92 @@ static void test_describe_layers(void)
           "Winograd layers described: %d", seen_wino);
 }
 
+/* A load that measures (dcz_options.plan DCZ_PLAN_MEASURE): every weighted
+ * layer that more than one kernel can run is timed on each, the rules'
+ * first, and runs its fastest, which dcz info's description lists; the
+ * model's outputs are the rules' within float rounding, an integer
+ * model's bit for bit; the references forced leave nothing to time; the
+ * loaders that cannot measure (the static ones, the GPU) refuse it. */
+static void test_plan_measure(void)
+{
+    dcz_doc *(*const make[])(void) = { small_doc, conv_doc, dag_doc, mobile_doc, calib_doc, wino_doc };
+    int timed = 0;
+    for (size_t f = 0; f < sizeof make / sizeof make[0]; f++) {
+        dcz_doc *d = make[f]();
+        uint8_t *buf = NULL;
+        size_t len = 0;
+        REQUIRE(d && dcz_doc_write(d, &buf, &len) == DCZ_OK, "doc %zu", f);
+        dcz_options rules_opt, opt;
+        dcz_options_init(&rules_opt);
+        rules_opt.device = DCZ_DEVICE_CPU;
+        opt = rules_opt;
+        opt.plan = DCZ_PLAN_MEASURE;
+        dcz_model *r = NULL, *m = NULL;
+        REQUIRE(dcz_open_memory(buf, len, &rules_opt, &r) == DCZ_OK && dcz_open_memory(buf, len, &opt, &m) == DCZ_OK,
+                "doc %zu: open", f);
+        for (uint32_t i = 0; i < m->nlayers && m->measured; i++) {
+            const dcz_measured *t = &m->measured[i];
+            dcz_layer_desc ld;
+            REQUIRE(dcz_describe_layer(m, i, &ld) == DCZ_OK, "describe %u", i);
+            CHECK(ld.timed == t->n && ld.timed_pick == t->pick, "doc %zu layer %u: described %u of %u", f, i,
+                  ld.timed, t->n);
+            if (!t->n) continue;
+            timed++;
+            CHECK(dcz_op_get(m->layers[i].op)->weighted && t->n >= 2 && t->n <= DCZ_PLAN_CANDIDATES &&
+                  t->pick < t->n, "doc %zu layer %u: %u candidates, pick %u", f, i, t->n, t->pick);
+            CHECK(t->kernel[0] == r->layers[i].kernel, "doc %zu layer %u: the rules' %s first, not %s", f, i,
+                  dcz_kernel_name((dcz_kernel)r->layers[i].kernel), dcz_kernel_name((dcz_kernel)t->kernel[0]));
+            CHECK(m->layers[i].kernel == t->kernel[t->pick], "doc %zu layer %u: runs %s, kept %s", f, i,
+                  dcz_kernel_name((dcz_kernel)m->layers[i].kernel), dcz_kernel_name((dcz_kernel)t->kernel[t->pick]));
+            for (uint32_t k = 0; k < t->n; k++) {
+                CHECK(t->ns[k] > 0 && t->ns[k] != UINT64_MAX && t->ns[t->pick] <= t->ns[k],
+                      "doc %zu layer %u: candidate %u %llu ns, the kept %llu", f, i, k, (unsigned long long)t->ns[k],
+                      (unsigned long long)t->ns[t->pick]);
+                CHECK(strcmp(ld.timed_kernel[k], dcz_kernel_name((dcz_kernel)t->kernel[k])) == 0 &&
+                      ld.timed_us[k] == (double)t->ns[k] / 1000.0, "doc %zu layer %u: candidate %u described", f, i, k);
+                for (uint32_t j = 0; j < k; j++)
+                    CHECK(t->kernel[j] != t->kernel[k], "doc %zu layer %u: %s timed twice", f, i,
+                          dcz_kernel_name((dcz_kernel)t->kernel[k]));
+            }
+        }
+        enum { B = 3 };
+        const size_t in = dcz_input_size(m), out = dcz_output_size(m);
+        float *x = malloc(B * in * sizeof *x), *yr = malloc(B * out * sizeof *yr), *ym = malloc(B * out * sizeof *ym);
+        REQUIRE(x && yr && ym, "memory");
+        for (size_t i = 0; i < B * in; i++) x[i] = (float)(rnd() % 2001) / 1000.0f - 1.0f;
+        CHECK(dcz_run(r, x, B, yr) == DCZ_OK && dcz_run(m, x, B, ym) == DCZ_OK, "doc %zu: run", f);
+        if (dcz_model_scheme(m) != DCZ_SCHEME_NONE)
+            CHECK(memcmp(yr, ym, B * out * sizeof *yr) == 0, "doc %zu: integer outputs differ", f);
+        else
+            for (size_t i = 0; i < B * out; i++)
+                CHECK(fabsf(yr[i] - ym[i]) <= 1e-4f * (1.0f + fabsf(yr[i])), "doc %zu output %zu: %g by the rules, "
+                      "%g measured", f, i, yr[i], ym[i]);
+        free(x); free(yr); free(ym);
+        dcz_close(r);
+        dcz_close(m);
+        /* the references leave nothing to time */
+        opt.force_reference = 1;
+        REQUIRE(dcz_open_memory(buf, len, &opt, &m) == DCZ_OK, "doc %zu: references", f);
+        CHECK(m->measured == NULL, "doc %zu: references timed", f);
+        dcz_close(m);
+        opt.force_reference = 0;
+        /* the loaders that cannot measure */
+        size_t bytes = 0;
+        static uint8_t arena[1 << 16];
+        CHECK(dcz_plan(buf, len, &opt, &bytes) == DCZ_ERR_ARG && bytes == 0, "doc %zu: dcz_plan measures", f);
+        CHECK(dcz_open_static(buf, len, arena, sizeof arena, &opt, &m) == DCZ_ERR_ARG && m == NULL,
+              "doc %zu: dcz_open_static measures", f);
+        opt.device = DCZ_DEVICE_GPU;
+        CHECK(dcz_open_memory(buf, len, &opt, &m) == DCZ_ERR_ARG && m == NULL, "doc %zu: a GPU measures", f);
+        opt.device = DCZ_DEVICE_CPU;
+        opt.plan = (dcz_plan_mode)7;
+        CHECK(dcz_open_memory(buf, len, &opt, &m) == DCZ_ERR_ARG && m == NULL, "doc %zu: plan 7", f);
+        free(buf);
+        dcz_doc_free(d);
+    }
+    CHECK(timed > 0, "no layer timed");
+}
+
 static void test_v1_files(void)
 {
     static const char *const names[] = { "mlp-codebook", "mlp-fixed8", "cnn-codebook", "cnn-int8",
@@ -1685,6 +1771,7 @@ int main(void)
     RUN(test_mobile_runtime_matches_reference);
     RUN(test_dag_refused);
     RUN(test_describe_layers);
+    RUN(test_plan_measure);
     RUN(test_v1_files);
     return check_summary();
 }

@@ -53,12 +53,14 @@ void dcz_conv2d_sparse_im2col(const dcz_conv_geom *g, const dcz_sparse *s, const
 /* Floats of scratch dcz_conv2d_sparse_im2col needs (per call, any batch),
  * dcz_spmm's tile included. */
 uint64_t dcz_conv2d_im2col_floats(const dcz_conv_geom *g);
-/* Nonzero when the runtime should run a sparse convolution of geometry g
- * by im2col rather than directly: output rows shorter than
- * DCZ_CONV_DIRECT_MIN_W, where direct pays a loop per short row, and scratch
- * of at most DCZ_CONV_SCRATCH_MAX floats (kernels_conv.c has the numbers). */
+/* dcz_conv2d_im2col_fits: a sparse convolution of geometry g can run by
+ * im2col: ungrouped, with scratch of at most DCZ_CONV_SCRATCH_MAX floats.
+ * dcz_conv2d_pick_im2col: the rule, it should rather than directly: it
+ * fits, and its output rows are shorter than DCZ_CONV_DIRECT_MIN_W, where
+ * direct pays a loop per short row (kernels_conv.c has the numbers). */
 #define DCZ_CONV_DIRECT_MIN_W 8
 #define DCZ_CONV_SCRATCH_MAX (1u << 22)
+int dcz_conv2d_im2col_fits(const dcz_conv_geom *g);
 int dcz_conv2d_pick_im2col(const dcz_conv_geom *g);
 /* Dense weights: each sample's patches laid out by dcz_im2col_k (a 1 x 1
  * convolution at stride 1 without padding whose planes are whole vectors

@@ -362,10 +362,14 @@ uint64_t dcz_conv2d_im2col_floats(const dcz_conv_geom *g)
     return sparse > dense ? sparse : dense;
 }
 
+int dcz_conv2d_im2col_fits(const dcz_conv_geom *g)
+{
+    return dcz_conv_groups(g) == 1 && im2col_matrix_floats(g) <= DCZ_CONV_SCRATCH_MAX;
+}
+
 int dcz_conv2d_pick_im2col(const dcz_conv_geom *g)
 {
-    return dcz_conv_groups(g) == 1 && g->out_w < DCZ_CONV_DIRECT_MIN_W &&
-           im2col_matrix_floats(g) <= DCZ_CONV_SCRATCH_MAX;
+    return dcz_conv2d_im2col_fits(g) && g->out_w < DCZ_CONV_DIRECT_MIN_W;
 }
 
 void dcz_im2col(const dcz_conv_geom *g, const float *x, float *col)

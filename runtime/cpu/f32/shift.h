@@ -66,14 +66,16 @@ int dcz_conv2d_shift_act_isa(dcz_isa isa, const dcz_conv_geom *g, const dcz_shif
  * kernel stores the sums (AVX-512, not the depthwise kernels), rather than
  * as a slower generic path copies them out. */
 int dcz_conv2d_shift_res_fuses(const dcz_conv_geom *g, const dcz_shift *f);
-/* Nonzero when a float convolution of geometry g and nnz stored weights
- * should run on its shift form: its scratch within DCZ_CONV_SCRATCH_MAX,
+/* dcz_conv2d_shift_fits: a float convolution of geometry g can run on its
+ * shift form: its scratch within DCZ_CONV_SCRATCH_MAX.
+ * dcz_conv2d_pick_shift, the rule: one of nnz stored weights should: it fits,
  * and either the dense product cannot run it (grouped, or patches past the
  * cap) or the shift kernel's taps (in its blocks' cost, over the output
  * plane as computed) take less time than the dense product's multiply-adds
  * of 16 lanes (over the plane in whole vectors, as it runs). The costs of
  * a tap and of a multiply-add are measured per instruction set
  * (shift_form.c, shift_costs). */
+int dcz_conv2d_shift_fits(const dcz_conv_geom *g);
 int dcz_conv2d_pick_shift(const dcz_conv_geom *g, uint64_t nnz);
 
 /* ---- between the family's files -------------------------------------------

@@ -210,9 +210,14 @@ uint32_t dcz_shift_pick_block(const dcz_conv_geom *g, uint64_t nnz)
     return pick;
 }
 
+int dcz_conv2d_shift_fits(const dcz_conv_geom *g)
+{
+    return dcz_shift_scratch_floats(g) <= DCZ_CONV_SCRATCH_MAX;
+}
+
 int dcz_conv2d_pick_shift(const dcz_conv_geom *g, uint64_t nnz)
 {
-    if (dcz_shift_scratch_floats(g) > DCZ_CONV_SCRATCH_MAX) return 0;
+    if (!dcz_conv2d_shift_fits(g)) return 0;
     if (!dcz_conv2d_pick_dense_im2col(g)) return 1;   /* the dense product cannot run it */
     const double cols = (double)g->in_c * g->kh * g->kw;
     const double d = g->out_c && cols > 0 ? (double)nnz / (g->out_c * cols) : 0;
