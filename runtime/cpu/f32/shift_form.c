@@ -158,6 +158,13 @@ uint64_t dcz_shift_bytes(const dcz_conv_geom *g, uint64_t entries, uint32_t ob)
  * store_pw 10 and gemm_pw 1.15 pick the faster on all 17, where store 0
  * and gemm_rate1 1.7 lost 11.8 us over them; the dense model at batch 1,
  * dcz bench medians of alternated runs, 207.8-211.3 -> 200.9-204.0 us.
+ * AMD's (Zen 4) take the same two: bench/plan.sh's dense MobileNetV2-style
+ * preset, every candidate of each layer timed at load, had the rules' layers
+ * 1.03 times as slow as the fastest candidates (its worst layer 1.22) with
+ * the other costs, 1.01 (1.08) with these. (Its dense LeNet-5 runs the 5x5
+ * layers on the dense product 1.2 times as slow as the shift form there,
+ * which no one constant of this model moves without losing the 1x1 layers:
+ * --plan measure times them.)
  * Sparse layers keep the other costs: the compressed model (25% to 50% of
  * the weights kept) ran slower with its 50% layers over 28 x 28 on the
  * dense product (186.4 -> 189.1 us), though timed alone they were faster
@@ -173,7 +180,7 @@ static shift_costs costs(void)
     shift_costs c = { 1.29, 2.0, 1.2, 1.7, 1.7, 0.0, 1.7, 0.0 };
 #ifdef DCZ_X86
     if (dcz_shift_best() == DCZ_ISA_AVX2) c = (shift_costs){ 1.29, 5.2, 1.2, 1.2, 1.6, 2.5, 1.6, 2.5 };
-    else if (dcz_cpu_features()->amd) c.tap2 = 1.13;
+    else if (dcz_cpu_features()->amd) c.tap2 = 1.13, c.gemm_pw = 1.15, c.store_pw = 10.0;
     else if (dcz_shift_best() == DCZ_ISA_AVX512) c.gemm_pw = 1.15, c.store_pw = 10.0;
 #endif
     return c;
