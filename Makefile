@@ -26,9 +26,12 @@
 #                     libdcz and its runtime tests for another target, in
 #                     build-aarch64/ and lib-aarch64/ (the native build stays)
 #   make test-aarch64 those tests under qemu-user (SKIP without the tools)
-#   make size         text bytes of libdcz built with -Os, with every kernel
-#                     and with the scalar references alone (ISA=scalar)
-#   make test-scalar  the ISA=scalar build against the native one, model by
+#   make size         text bytes of libdcz built with -Os, with every kernel,
+#                     with the references and the integer kernels
+#                     (KERNELS=ref,q8) and with the scalar references alone
+#                     (ISA=scalar)
+#   make test-scalar  the ISA=scalar and KERNELS=ref,q8 builds against the
+#                     native one, model by
 #                     model (part of make test)
 #   make test-bare    the README's two commands in a minimal Debian chroot
 #                     with only git (scripts/bare-check.sh; root, network)
@@ -58,6 +61,13 @@
 #             target whose vector units libdcz has no kernels for, or the
 #             smallest library (in build-scalar/ and lib-scalar/; make size
 #             reports both)
+#   KERNELS   all: every kernel family; or the families to build, by commas,
+#             among ref (the scalar references, always built), f32 (the
+#             float vector kernels) and q8 (the 8-bit integer ones): the
+#             plan falls back on the references for a family left out.
+#             KERNELS=ref,q8 is the smallest library that runs calibrated
+#             models at speed (in build-ref-q8/ and lib-ref-q8/; make size
+#             reports it)
 # ./configure writes config.mk (PREFIX, DEPS); the command line still wins.
 -include config.mk
 CC       ?= cc
@@ -69,24 +79,41 @@ PREFIX   ?= /usr/local
 DEPS     ?= 1
 CROSS    ?=
 ISA      ?= native
+KERNELS  ?= all
 
 ifneq ($(filter-out native scalar,$(strip $(ISA))),)
 $(error ISA=$(ISA): native or scalar)
 endif
-ifeq ($(strip $(CROSS))$(filter scalar,$(strip $(ISA))),)
+# the families asked for, sorted: "all", or some of "f32 q8 ref"
+comma := ,
+KFAM := $(sort $(subst $(comma), ,$(strip $(KERNELS))))
+ifneq ($(filter-out f32 q8 ref,$(KFAM)),)
+ifneq ($(KFAM),all)
+$(error KERNELS=$(KERNELS): all, or families by commas among ref, f32 and q8 (ref is always built))
+endif
+endif
+ifeq ($(filter all,$(KFAM))$(filter f32,$(KFAM))$(filter q8,$(KFAM)),f32q8)
+KFAM := all
+endif
+KTAG := $(if $(filter all,$(KFAM)),,ref$(if $(filter f32,$(KFAM)),-f32)$(if $(filter q8,$(KFAM)),-q8))
+ifeq ($(strip $(CROSS))$(filter scalar,$(strip $(ISA)))$(KTAG),)
 BUILD  := build
 LIBDIR := lib
-else ifeq ($(strip $(CROSS)),)
+else ifeq ($(strip $(CROSS))$(KTAG),)
 BUILD  := build-scalar
 LIBDIR := lib-scalar
+else ifeq ($(strip $(CROSS))$(filter scalar,$(strip $(ISA))),)
+BUILD  := build-$(KTAG)
+LIBDIR := lib-$(KTAG)
 else
 CC     := $(strip $(CROSS))gcc
 XARCH  := $(firstword $(subst -, ,$(strip $(CROSS))))
 BUILD  := build-$(XARCH)
 LIBDIR := lib-$(XARCH)
 endif
-# a build of libdcz and its runtime tests alone: another target, or ISA=scalar
-RTONLY := $(strip $(CROSS))$(filter scalar,$(strip $(ISA)))
+# a build of libdcz and its runtime tests alone: another target, ISA=scalar
+# or some kernel families
+RTONLY := $(strip $(CROSS))$(filter scalar,$(strip $(ISA)))$(KTAG)
 WARN  := -Wall -Wextra -Wshadow -Wno-unused-parameter
 ifeq ($(strip $(DEBUG)),1)
 OPT := -O0 -g3
@@ -100,6 +127,12 @@ endif
 CFLAGS_ALL := -std=c11 $(WARN) $(OPT) -ffp-contract=off -D_POSIX_C_SOURCE=200809L -Iinclude -I. $(CFLAGS)
 ifeq ($(strip $(ISA)),scalar)
 CFLAGS_ALL += -DDCZ_SCALAR
+endif
+ifeq ($(filter all f32,$(KFAM)),)
+CFLAGS_ALL += -DDCZ_NO_F32
+endif
+ifeq ($(filter all q8,$(KFAM)),)
+CFLAGS_ALL += -DDCZ_NO_Q8
 endif
 LDLIBS_TOOL := $(shell pkg-config --libs openblas 2>/dev/null || echo -lopenblas) -lz -lm -lpthread
 ifeq ($(strip $(CROSS)),)
@@ -350,13 +383,14 @@ test-aarch64:
 	else $(MAKE) --no-print-directory CROSS=$(AARCH64) SANITIZE= CC=$(AARCH64)gcc && \
 	  bash tests/run_runtime.sh build-$(firstword $(subst -, ,$(AARCH64))) $(QEMU_AARCH64); fi
 
-# The minimal build (ISA=scalar: the scalar references alone) runs every
-# corpus and fixture model to the bits of the native build's references
-# (tests/scalar.sh; part of make test).
+# The minimal builds (ISA=scalar: the scalar references alone; KERNELS=
+# ref,q8: and the integer kernels) run every corpus and fixture model to the
+# bits of the native build's references (tests/scalar.sh; part of make test).
 test-scalar:
 	@$(MAKE) --no-print-directory ISA=scalar CUDA=0 SANITIZE= build-scalar/bench/outbits > /dev/null
+	@$(MAKE) --no-print-directory KERNELS=ref,q8 CUDA=0 SANITIZE= build-ref-q8/bench/outbits > /dev/null
 	@$(MAKE) --no-print-directory build/bench/outbits > /dev/null
-	@bash tests/scalar.sh
+	@bash tests/scalar.sh build-scalar build-ref-q8
 
 # The README's two commands on a bare Debian (not part of make test: it
 # needs root, the network to Debian's mirror and some minutes).
@@ -365,15 +399,20 @@ test-bare:
 
 # Text bytes of libdcz's CPU runtime built with -Os (CUDA=0), object by
 # object (in $(BUILD)-size/; with CROSS=, for that target), then the same
-# for the minimal build, the scalar references alone (ISA=scalar).
+# for the minimal builds: the references and the integer kernels (KERNELS=
+# ref,q8), the scalar references alone (ISA=scalar).
 size:
 	@$(MAKE) --no-print-directory BUILD=$(BUILD)-size LIBDIR=$(LIBDIR)-size OPT=-Os SANITIZE= \
 	  CUDA=0 $(LIBDIR)-size/libdcz.a > /dev/null
 	@$(MAKE) --no-print-directory BUILD=$(BUILD)-size-scalar LIBDIR=$(LIBDIR)-size-scalar OPT=-Os SANITIZE= \
 	  ISA=scalar CUDA=0 $(LIBDIR)-size-scalar/libdcz.a > /dev/null
+	@$(MAKE) --no-print-directory BUILD=$(BUILD)-size-ref-q8 LIBDIR=$(LIBDIR)-size-ref-q8 OPT=-Os SANITIZE= \
+	  KERNELS=ref,q8 CUDA=0 $(LIBDIR)-size-ref-q8/libdcz.a > /dev/null
 	@$(strip $(CROSS))size -t $(LIBDIR)-size/libdcz.a
 	@$(strip $(CROSS))size -t $(LIBDIR)-size/libdcz.a | \
 	  awk '/TOTALS/ { printf "libdcz.a -Os text ($(CC)), every kernel: %d bytes (%.1f KiB)\n", $$1, $$1 / 1024 }'
+	@$(strip $(CROSS))size -t $(LIBDIR)-size-ref-q8/libdcz.a | \
+	  awk '/TOTALS/ { printf "libdcz.a -Os text ($(CC)), KERNELS=ref,q8 (the references and the integer kernels): %d bytes (%.1f KiB)\n", $$1, $$1 / 1024 }'
 	@$(strip $(CROSS))size -t $(LIBDIR)-size-scalar/libdcz.a | \
 	  awk '/TOTALS/ { printf "libdcz.a -Os text ($(CC)), ISA=scalar (the references alone): %d bytes (%.1f KiB)\n", $$1, $$1 / 1024 }'
 
@@ -445,7 +484,7 @@ clean:
 	rm -rf $(BUILD) bin lib build-*/ lib-*/
 else
 clean:
-	rm -rf $(BUILD) $(LIBDIR) $(BUILD)-size $(LIBDIR)-size
+	rm -rf $(BUILD) $(LIBDIR) $(BUILD)-size* $(LIBDIR)-size*
 endif
 
 -include $(shell find $(BUILD) -name '*.d' 2>/dev/null)

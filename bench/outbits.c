@@ -15,6 +15,9 @@
  * OUTBITS_ISA=LEVEL caps the instruction sets of the runs on this CPU's
  * kernels (dcz_options.isa; LEVEL as dcz's --isa takes it), so that a
  * level can be compared with an emulated CPU that has no more than it.
+ * OUTBITS_KERNELS=1 also prints, per model, the kernels its weighted layers
+ * run with on this CPU ("MODEL kernels: NAME; NAME; ..."), so that a test
+ * can see which families a build runs.
  */
 #include <stdint.h>
 #include <stdio.h>
@@ -22,6 +25,7 @@
 #include <string.h>
 
 #include "dcz.h"
+#include "runtime/tool.h"
 
 static uint64_t fnv(uint64_t h, const void *p, size_t n)
 {
@@ -124,6 +128,14 @@ int main(int argc, char **argv)
             dcz_status s = dcz_open_memory(buf, len, &o, &m);
             if (s != DCZ_OK) printf("%s %s heap: %s\n", argv[a], way, dcz_status_str(s));
             else fingerprint(argv[a], ref ? "reference-heap" : "fast-heap", m);
+            if (s == DCZ_OK && !ref && getenv("OUTBITS_KERNELS")) {
+                printf("%s kernels:", argv[a]);
+                for (uint32_t i = 0; i < dcz_model_layer_count(m); i++) {
+                    dcz_layer_desc d;
+                    if (dcz_describe_layer(m, i, &d) == DCZ_OK && d.weighted) printf(" %s;", d.kernel);
+                }
+                printf("\n");
+            }
             dcz_close(m);
             /* the static arena, for 4 samples at a time */
             o.max_batch = 4;

@@ -43,6 +43,7 @@
 #include "runtime/cpu/f32/sparse.h"
 #include "runtime/cpu/f32/wino.h"
 #include "runtime/cpu/q8/qconv.h"
+#include "runtime/cpu/q8/qlanes.h"
 #include "runtime/cpu/q8/qshift.h"
 #include "runtime/cpu/q8/qspmm.h"
 #include "runtime/load.h"
@@ -572,8 +573,10 @@ static int want_forms(const dcz_options *o)
     const int lanes = lr == DCZ_LANE_ROWS ? DCZ_FORM_LANES : lr == DCZ_LANE8_ROWS ? DCZ_FORM_LANES8 : 0;
     return lanes | (dcz_gemm_f32_variant() ? DCZ_FORM_DENSE : 0) |
            (dcz_conv2d_shift_variant() ? DCZ_FORM_SHIFT : 0) |
-           (dcz_qshift_variant() && dcz_cpu_features()->amx && dcz_amx_ready() ? DCZ_FORM_AMX : 0) |
-           (dcz_wino_vector() && dcz_gemm_f32_variant() ? DCZ_FORM_WINO : 0);
+           (dcz_wino_vector() && dcz_gemm_f32_variant() ? DCZ_FORM_WINO : 0) |
+           (dcz_qshift_variant() ? DCZ_FORM_QSHIFT : 0) | (dcz_qlanes_runs() ? DCZ_FORM_QLANES : 0) |
+           (dcz_qgemm_variant() ? DCZ_FORM_QDENSE : 0) |
+           (dcz_qshift_variant() && dcz_cpu_features()->amx && dcz_amx_ready() ? DCZ_FORM_AMX : 0);
 }
 
 /* The threads of a heap model: as asked, or every online processor, at

@@ -263,7 +263,7 @@ static dcz_status load_params(const dcz_container *c, const dcz_graph_layer *g, 
     /* a fully connected layer of an 8-bit scheme gets the integer lane form
      * where this CPU runs one (a weight past a byte leaves it without) */
     if (g->op == DCZ_OP_DENSE) {
-        if ((ld->forms & (DCZ_FORM_LANES | DCZ_FORM_LANES8)) && qmax == 127) {
+        if ((ld->forms & DCZ_FORM_QLANES) && qmax == 127) {
             void *mem = arena_take(&ld->a, dcz_qlanes_bytes(w.dims[0], (uint32_t)(w.n / w.dims[0]), kept));
             if (mem) dcz_qlanes_build(&l->qs, kept, mem);
         }

@@ -196,8 +196,8 @@ void dcz_plan_qconv(const dcz_conv_geom *g, uint64_t kept, int32_t qmax, int for
     /* a form that declined leaves out both the shift form and the int16
      * pairs */
     const int runs[] = {
-        !declined && q8 && (forms & DCZ_FORM_SHIFT) && dcz_qconv2d_pick_shift(g),
-        !declined && q8 && (forms & DCZ_FORM_DENSE) && dcz_qgemm_variant() && dcz_conv2d_pick_dense_im2col(g),
+        !declined && q8 && (forms & DCZ_FORM_QSHIFT) && dcz_qconv2d_pick_shift(g),
+        !declined && q8 && (forms & DCZ_FORM_QDENSE) && dcz_conv2d_pick_dense_im2col(g),
         !force_reference && q8 && dcz_qconv2d_depthwise_runs(g),
         1,
     };

@@ -39,16 +39,20 @@ struct dcz_qshift;
  * a static arena too small for them takes the model without). */
 enum {
     DCZ_FORM_LANES = 1,   /* fully connected codebook layers: the lane form (AVX-512) */
-    DCZ_FORM_DENSE = 2,   /* the dense product's forms: sparse convolutions past
-                             DCZ_CONV_DENSE_MIN_DENSITY as dense weights (float and 8-bit
-                             integer), dense fully connected weights transposed */
-    DCZ_FORM_SHIFT = 4,   /* convolutions: the shift form (float: dcz_conv2d_pick_shift; 8-bit
-                             integer: dcz_qconv2d_pick_shift) */
+    DCZ_FORM_DENSE = 2,   /* the dense product's forms: sparse float convolutions past
+                             DCZ_CONV_DENSE_MIN_DENSITY as dense weights, dense fully
+                             connected weights transposed */
+    DCZ_FORM_SHIFT = 4,   /* float convolutions: the shift form (dcz_conv2d_pick_shift) */
     DCZ_FORM_AMX = 8,     /* the integer shift form's AMX tiles (dcz_amx_ready, asked once a load) */
     DCZ_FORM_LANES8 = 16, /* fully connected codebook layers: the 8-row lane form (AVX2 and
                              FMA without AVX-512) */
     DCZ_FORM_WINO = 32,   /* dense float convolutions: Winograd's transform of the weights
                              (dcz_conv2d_pick_wino) */
+    /* the 8-bit integer kernels' forms (a build may leave either family out:
+       cpu/isa.h) */
+    DCZ_FORM_QSHIFT = 64, /* convolutions: the integer shift form (dcz_qconv2d_pick_shift) */
+    DCZ_FORM_QLANES = 128,/* fully connected layers: the integer lane form (dcz_qlanes_runs) */
+    DCZ_FORM_QDENSE = 256,/* ungrouped convolutions dense enough: int16 pairs (dcz_qgemm_variant) */
 };
 
 /* The kernels. _REF: the scalar reference (the specification of the kernel

@@ -81,10 +81,10 @@ nofloat_check > "$out" 2>&1; tally "integer kernels build without floating point
 # (make test-aarch64; it prints SKIP without the cross compiler or qemu).
 out=$log/aarch64.out
 make --no-print-directory test-aarch64 > "$out" 2>&1; tally "runtime tests on aarch64 (qemu)" $? "$out"
-# The minimal build (ISA=scalar, the references alone) against the native
+# The minimal builds (ISA=scalar, the references alone; KERNELS=ref,q8) against the native
 # one, model by model (make test-scalar: tests/scalar.sh).
 out=$log/scalar.out
-make --no-print-directory test-scalar > "$out" 2>&1; tally "the scalar build's outputs" $? "$out"
+make --no-print-directory test-scalar > "$out" 2>&1; tally "the minimal builds' outputs" $? "$out"
 # The cap on instruction sets (--isa) against qemu-user's CPU models, and on
 # every level this CPU has (tests/isa.sh; needs the outbits test-scalar built).
 out=$log/isa.out

@@ -1,17 +1,27 @@
 #!/usr/bin/env bash
-# scalar.sh: the minimal build of libdcz (make ISA=scalar: the scalar
-# references alone, no vector kernel, no extra weight form) runs every
-# corpus and fixture model, and gives each the bits the native build gives
-# with its references forced (bench/outbits.c: batch 1, 3 and 64, heap and
-# static); and, for the integer models (calibrated int8 and fixed point,
-# and a LeNet-300-100 pruned, shared and calibrated to int8 here, on 600
-# Fashion-MNIST images), the bits of the native build's own vector kernels
-# too, which match the references exactly. Needs build/bench/outbits,
-# build-scalar/bench/outbits (make test-scalar builds both) and bin/dcz.
+# scalar.sh: a minimal build of libdcz runs every corpus and fixture model,
+# and gives each the bits the native build gives with its references
+# forced (bench/outbits.c: batch 1, 3 and 64, heap and static); and, for
+# the integer models (calibrated int8 and fixed point, and a LeNet-300-100
+# pruned, shared and calibrated to int8 here, on 600 Fashion-MNIST images),
+# the bits of the native build's own vector kernels too, which match the
+# references exactly.
+#
+#   tests/scalar.sh [BUILD...]
+#     build-scalar (the default): make ISA=scalar, the scalar references alone,
+#       no vector kernel, no extra weight form
+#     build-ref-q8: make KERNELS=ref,q8, the references and the 8-bit
+#       integer kernels: the float layers on the references, the integer
+#       models on the very kernels the native build runs them with (the
+#       kernels' names compared, OUTBITS_KERNELS)
+#
+# Needs build/bench/outbits, BUILD/bench/outbits (make test-scalar builds
+# them) and bin/dcz.
 set -u
 cd "$(dirname "$0")/.."
-native=build/bench/outbits scalar=build-scalar/bench/outbits
-for b in $native $scalar; do
+[ $# -gt 0 ] || set -- build-scalar
+native=build/bench/outbits
+for b in $native "${@/%//bench/outbits}"; do
     [ -x "$b" ] || { echo "FAIL no $b (make test-scalar)"; echo "0 passed, 1 failed"; exit 1; }
 done
 tmp=$(mktemp -d)
@@ -40,31 +50,46 @@ if [ -x bin/dcz ] && [ -f $fm/train-images-idx3-ubyte.gz ]; then
         echo "FAIL making the int8 LeNet-300-100"; echo "0 passed, 1 failed"; exit 1
     fi
 fi
-"$native" "${models[@]}" > "$tmp/native"
-"$scalar" "${models[@]}" > "$tmp/scalar"
+OUTBITS_KERNELS=1 "$native" "${models[@]}" > "$tmp/native"
+int=$(ls tests/fuzz/corpus/dcz/*calib_*.dcz tests/fixtures/v1/*-int8.dcz tests/fixtures/v1/*-fixed8.dcz $lenet 2> /dev/null)
 passed=0 failed=0
-# the scalar build: its own kernels ("fast") are the references
+for build in "$@"; do
+name=${build#build-}
+OUTBITS_KERNELS=1 "$build/bench/outbits" "${models[@]}" > "$tmp/scalar"
+# the minimal build: its own kernels ("fast") give the references' bits
 sed -n 's/ reference-\(heap\|static\) / \1 /p' "$tmp/native" | sort > "$tmp/want"
 sed -n 's/ fast-\(heap\|static\) / \1 /p' "$tmp/scalar" | sort > "$tmp/got"
 n=$(wc -l < "$tmp/want")
 if [ "$n" -gt 0 ] && diff "$tmp/want" "$tmp/got" > "$tmp/diff"; then
-    echo "ok   $((${#models[@]})) models, $n runs: the scalar build gives the native references' bits"
+    echo "ok   $n runs: the $name build gives the native references' bits"
     passed=$((passed + 1))
 else
-    echo "FAIL the scalar build against the native references ($n runs):"; head -n 20 "$tmp/diff"
+    echo "FAIL the $name build against the native references ($n runs):"; head -n 20 "$tmp/diff"
     failed=$((failed + 1))
 fi
 # integer models: the native vector kernels' bits as well
-int=$(ls tests/fuzz/corpus/dcz/*calib_*.dcz tests/fixtures/v1/*-int8.dcz tests/fixtures/v1/*-fixed8.dcz $lenet 2> /dev/null)
 grep -F -f <(echo "$int" | sed 's/$/ fast-/') "$tmp/native" | sed 's/ fast-/ /' | sort > "$tmp/want_int"
 grep -F -f <(echo "$int" | sed 's/$/ fast-/') "$tmp/scalar" | sed 's/ fast-/ /' | sort > "$tmp/got_int"
 m=$(wc -l < "$tmp/want_int")
 if [ "$m" -gt 0 ] && diff "$tmp/want_int" "$tmp/got_int" > "$tmp/diff"; then
-    echo "ok   $(echo "$int" | wc -l) integer models, $m runs: the scalar build gives the native vector kernels' bits"
+    echo "ok   $(echo "$int" | wc -l) integer models, $m runs: the $name build gives the native vector kernels' bits"
     passed=$((passed + 1))
 else
-    echo "FAIL integer models, the scalar build against the native vector kernels ($m runs):"; head -n 20 "$tmp/diff"
+    echo "FAIL integer models, the $name build against the native vector kernels ($m runs):"; head -n 20 "$tmp/diff"
     failed=$((failed + 1))
 fi
+# KERNELS=ref,q8: the integer models run on the native build's kernels
+if [ "$name" = ref-q8 ]; then
+    grep -F -f <(echo "$int" | sed 's/$/ kernels:/') "$tmp/native" > "$tmp/kn"
+    grep -F -f <(echo "$int" | sed 's/$/ kernels:/') "$tmp/scalar" > "$tmp/kq"
+    if [ -s "$tmp/kn" ] && diff "$tmp/kn" "$tmp/kq" > "$tmp/diff"; then
+        echo "ok   $(wc -l < "$tmp/kn") integer models: the $name build runs them on the native build's kernels ($(grep -o '[a-z0-9_]* (integers)' "$tmp/kn" | sort -u | sed 's/ (integers)//' | tr '\n' ' '))"
+        passed=$((passed + 1))
+    else
+        echo "FAIL integer models' kernels, the $name build against the native one:"; head -n 20 "$tmp/diff"
+        failed=$((failed + 1))
+    fi
+fi
+done
 echo "$passed passed, $failed failed"
 [ "$failed" -eq 0 ]

@@ -26,6 +26,35 @@
 #define DCZ_BUILD_NEON 0
 #endif
 
+/* The kernel families a build compiles vector kernels for (the Makefile's
+ * KERNELS=, which passes -DDCZ_NO_F32 or -DDCZ_NO_Q8 for a family left
+ * out): the float kernels (cpu/f32/) and the 8-bit integer ones (cpu/q8/);
+ * the scalar references (cpu/ref/) are always built. A family's files test
+ * its pair of these, never DCZ_BUILD_X86 or DCZ_BUILD_NEON; a family left
+ * out compiles its scalar paths alone, as in a scalar build: its variant
+ * functions find no vector kernel and say so, and the plan builds none of
+ * its forms (load.c: want_forms). */
+#if DCZ_BUILD_X86 && !defined(DCZ_NO_F32)
+#define DCZ_BUILD_F32_X86 1
+#else
+#define DCZ_BUILD_F32_X86 0
+#endif
+#if DCZ_BUILD_NEON && !defined(DCZ_NO_F32)
+#define DCZ_BUILD_F32_NEON 1
+#else
+#define DCZ_BUILD_F32_NEON 0
+#endif
+#if DCZ_BUILD_X86 && !defined(DCZ_NO_Q8)
+#define DCZ_BUILD_Q8_X86 1
+#else
+#define DCZ_BUILD_Q8_X86 0
+#endif
+#if DCZ_BUILD_NEON && !defined(DCZ_NO_Q8)
+#define DCZ_BUILD_Q8_NEON 1
+#else
+#define DCZ_BUILD_Q8_NEON 0
+#endif
+
 /* The features of this CPU that libdcz's kernels use, probed once (the
  * first call; threads may race to it) and read by every choice between
  * variants: nonzero where the build has kernels for the feature and the

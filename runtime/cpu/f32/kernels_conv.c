@@ -54,12 +54,12 @@
 #include "runtime/cpu/f32/sparse.h"
 #include "runtime/model.h"
 
-#if DCZ_BUILD_X86
+#if DCZ_BUILD_F32_X86
 #include <immintrin.h>
 
 #include "runtime/cpu/avx2_lanes.h"
 #define DCZ_X86 1
-#elif DCZ_BUILD_NEON
+#elif DCZ_BUILD_F32_NEON
 #include <arm_neon.h>
 #define DCZ_NEON 1
 #endif

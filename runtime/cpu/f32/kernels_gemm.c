@@ -35,13 +35,21 @@
 #include "runtime/cpu/f32/gemm.h"
 #include "runtime/model.h"
 
-#if DCZ_BUILD_X86
+/* the integer product is the 8-bit family's (KERNELS=: DCZ_QX86), the
+ * float one the float family's */
+#if DCZ_BUILD_F32_X86 || DCZ_BUILD_Q8_X86
 #include <immintrin.h>
 
 #include "runtime/cpu/f32/act_x86.h"
 #include "runtime/cpu/avx2_lanes.h"
+#endif
+#if DCZ_BUILD_F32_X86
 #define DCZ_X86 1
-#elif DCZ_BUILD_NEON
+#endif
+#if DCZ_BUILD_Q8_X86
+#define DCZ_QX86 1
+#endif
+#if DCZ_BUILD_F32_NEON
 #include <arm_neon.h>
 
 #include "runtime/cpu/f32/act_neon.h"
@@ -163,7 +171,7 @@ void dcz_qgemm_ref(size_t m, size_t n, uint32_t k2, const int32_t *a, size_t lda
         }
 }
 
-#ifdef DCZ_X86
+#ifdef DCZ_QX86
 __attribute__((target("avx512f,avx512bw")))
 static inline void qstore__avx512(int64_t *p, __m512i v)
 {
@@ -241,7 +249,7 @@ typedef void (*qgemm_fn)(size_t m, size_t n, uint32_t k2, const int32_t *a, size
 
 static qgemm_fn qvariant(dcz_isa isa)
 {
-#ifdef DCZ_X86
+#ifdef DCZ_QX86
     if (isa == DCZ_ISA_AVX512 && dcz_isa_supported(DCZ_ISA_AVX512) && dcz_cpu_features()->avx512bw)
         return gemm__q_avx512;
     if (isa == DCZ_ISA_AVX2 && dcz_isa_supported(DCZ_ISA_AVX2)) return gemm__q_avx2;

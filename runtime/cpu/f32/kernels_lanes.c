@@ -85,7 +85,7 @@
 #include "runtime/cpu/f32/lanes.h"
 #include "runtime/model.h"
 
-#if DCZ_BUILD_X86
+#if DCZ_BUILD_F32_X86
 #include <immintrin.h>
 
 #include "runtime/cpu/f32/act_x86.h"
@@ -226,7 +226,11 @@ static void lanes16_ref(const dcz_sparse *s, uint32_t g0, uint32_t g1, const flo
 
 uint32_t dcz_lanes_rows(void)
 {
+#ifdef DCZ_X86
     return dcz_isa_supported(DCZ_ISA_AVX512) ? DCZ_LANE_ROWS : dcz_lanes8_variant() ? DCZ_LANE8_ROWS : 0;
+#else
+    return 0;
+#endif
 }
 
 uint64_t dcz_lanes_bytes(uint32_t lrows, uint32_t rows, uint32_t cols, uint32_t nnz, uint32_t k)

@@ -50,7 +50,7 @@
 #include "runtime/cpu/f32/lanes.h"
 #include "runtime/model.h"
 
-#if DCZ_BUILD_X86
+#if DCZ_BUILD_F32_X86
 #include <immintrin.h>
 
 #include "runtime/cpu/f32/act_x86.h"

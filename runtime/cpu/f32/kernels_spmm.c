@@ -36,10 +36,10 @@
 #include "runtime/cpu/f32/sparse.h"
 #include "runtime/model.h"
 
-#if DCZ_BUILD_X86
+#if DCZ_BUILD_F32_X86
 #include <immintrin.h>
 #define DCZ_X86 1
-#elif DCZ_BUILD_NEON
+#elif DCZ_BUILD_F32_NEON
 #include <arm_neon.h>
 #define DCZ_NEON 1
 #endif
@@ -377,6 +377,17 @@ static void tile_rows_vec(const dcz_sparse *s, uint32_t r0, uint32_t r1, const f
 #endif
 }
 
+/* Whether a vector variant of the tiles runs here (none where the build
+ * left the float family's vector kernels out). */
+static int tiles_vector(void)
+{
+#if defined(DCZ_X86) || defined(DCZ_NEON)
+    return dcz_isa_best() != DCZ_ISA_REF;
+#else
+    return 0;
+#endif
+}
+
 /* One call of dcz_spmm_pool, phase by phase. */
 typedef struct spmm_job {
     const dcz_sparse *s;
@@ -412,7 +423,7 @@ void dcz_spmm_pool(dcz_pool *pool, const dcz_sparse *s, const float *bias, const
 {
     const uint32_t threads = dcz_pool_threads(pool);
     spmm_job j = { s, bias, x, batch, y, scratch, part_floats, 0, 0, 0, 0, 0, 0 };
-    j.vec = scratch && dcz_isa_best() != DCZ_ISA_REF;
+    j.vec = scratch && tiles_vector();
     if (!j.vec) {
         j.chunks = dcz_share_chunks(s->rows, threads);
         dcz_pool_run(pool, spmm_part, &j);

@@ -38,7 +38,7 @@
 #include "runtime/cpu/f32/sparse.h"
 #include "runtime/model.h"
 
-#if DCZ_BUILD_X86
+#if DCZ_BUILD_F32_X86
 #include <immintrin.h>
 #define DCZ_X86 1
 #endif

@@ -48,7 +48,7 @@
 #include "runtime/cpu/f32/wino.h"
 #include "runtime/model.h"
 
-#if DCZ_BUILD_X86
+#if DCZ_BUILD_F32_X86
 #include <immintrin.h>
 
 #include "runtime/cpu/f32/act_x86.h"
@@ -111,7 +111,7 @@ uint64_t dcz_wino_weights_floats(const dcz_wino *g)
 
 /* ---- transposes ---- */
 
-#if DCZ_BUILD_X86
+#if DCZ_BUILD_F32_X86
 /* d (nc, mr) = s (mr, nc) transposed, mr and nc at most 16; s rows lds
  * floats apart, d rows ldd: pairs of rows interleaved, then pairs of pairs,
  * then 128-bit lanes exchanged in two steps. Reads and writes nothing
@@ -148,7 +148,7 @@ static void transpose16__avx512(const float *s, size_t lds, float *d, size_t ldd
 
 void dcz_transpose_planes(const float *s, size_t lds, size_t m, size_t n, float *d, size_t ldd)
 {
-#if DCZ_BUILD_X86
+#if DCZ_BUILD_F32_X86
     if (dcz_isa_supported(DCZ_ISA_AVX512)) {
         for (size_t r = 0; r < m; r += 16)
             for (size_t c = 0; c < n; c += 16)
@@ -282,7 +282,7 @@ static void out_ref(const dcz_wino *g, const float *bias, const dcz_act *act, co
     }
 }
 
-#if DCZ_BUILD_X86
+#if DCZ_BUILD_F32_X86
 #define VADD(a, b) _mm512_add_ps(a, b)
 #define VSUB(a, b) _mm512_sub_ps(a, b)
 
@@ -331,7 +331,7 @@ static void out__avx512(const dcz_wino *g, const float *bias, const dcz_act *act
 void dcz_wino_conv(const dcz_wino *g, const float *u, const float *bias, const dcz_act *act, const float *x,
                    size_t batch, int ref, float *scratch, float *y)
 {
-#if DCZ_BUILD_X86
+#if DCZ_BUILD_F32_X86
     const int vec = !ref && dcz_wino_vector();
 #else
     const int vec = 0;
@@ -345,7 +345,7 @@ void dcz_wino_conv(const dcz_wino *g, const float *u, const float *bias, const d
         for (size_t s = 0; s < ns; s++) image_in(g, x + (s0 + s) * g->in, p + s * g->ps);
         for (size_t u0 = 0; u0 < tiles; u0 += DCZ_WINO_TILES) {
             const size_t n = tiles - u0 < DCZ_WINO_TILES ? tiles - u0 : DCZ_WINO_TILES;
-#if DCZ_BUILD_X86
+#if DCZ_BUILD_F32_X86
             if (vec) in__avx512(g, p, u0, n, v);
             else
 #endif
@@ -356,7 +356,7 @@ void dcz_wino_conv(const dcz_wino *g, const float *u, const float *bias, const d
                 if (vec) dcz_gemm_f32(n, g->K, (uint32_t)g->C, a, g->C, b, g->kp, NULL, NULL, c, g->kp);
                 else dcz_gemm_f32_ref(n, g->K, (uint32_t)g->C, a, g->C, b, g->kp, NULL, NULL, c, g->kp);
             }
-#if DCZ_BUILD_X86
+#if DCZ_BUILD_F32_X86
             if (vec) out__avx512(g, bias, act, m, u0, n, f);
             else
 #endif
@@ -369,7 +369,7 @@ void dcz_wino_conv(const dcz_wino *g, const float *u, const float *bias, const d
 
 int dcz_wino_vector(void)
 {
-#if DCZ_BUILD_X86
+#if DCZ_BUILD_F32_X86
     return dcz_isa_supported(DCZ_ISA_AVX512);
 #else
     return 0;

@@ -102,7 +102,7 @@ uint64_t dcz_lanes_scratch_floats(uint32_t lrows, uint32_t cols, uint32_t k);
  * form (the 8-row one: dcz_spmv_lanes8_ref). */
 void dcz_spmv_lanes_ref(const dcz_sparse *s, uint32_t g0, uint32_t g1, const float *bias,
                         const dcz_act *act, const float *x, float *y);
-#if DCZ_BUILD_X86
+#if DCZ_BUILD_F32_X86
 /* The panels of x for s's lane form, in scratch (dcz_lanes_scratch_floats
  * floats): returns the first, 64-byte aligned. */
 const float *dcz_lanes_panels__avx512(const dcz_sparse *s, const float *x, float *scratch);
@@ -146,7 +146,7 @@ const char *dcz_lanes8_variant(void);
  * with fmaf: the specification of the 8-row form. */
 void dcz_spmv_lanes8_ref(const dcz_sparse *s, uint32_t g0, uint32_t g1, const float *bias,
                          const dcz_act *act, const float *x, float *y);
-#if DCZ_BUILD_X86
+#if DCZ_BUILD_F32_X86
 /* The panels of x for the 8-row form, in scratch: returns the first,
  * 32-byte aligned. */
 const float *dcz_lanes8_panels__avx2(const dcz_sparse *s, const float *x, float *scratch);

@@ -86,7 +86,7 @@ int dcz_conv2d_pick_shift(const dcz_conv_geom *g, uint64_t nnz);
  * scalar reference: DCZ_ISA_REF), whose costs the cost model weighs. */
 dcz_isa dcz_shift_best(void);
 
-#if DCZ_BUILD_X86
+#if DCZ_BUILD_F32_X86
 struct split_geom;
 
 /* xs = the split input of sample x by isa's vector split

@@ -19,7 +19,7 @@
 #include "runtime/cpu/f32/shift.h"
 #include "runtime/model.h"
 
-#if DCZ_BUILD_X86
+#if DCZ_BUILD_F32_X86
 #include <immintrin.h>
 
 #include "runtime/cpu/f32/act_x86.h"
@@ -741,4 +741,4 @@ void dcz_shift_dw_lanes_run__avx2(const dcz_conv_geom *g, const split_geom *q, c
         }
     }
 }
-#endif /* DCZ_BUILD_X86 */
+#endif /* DCZ_BUILD_F32_X86 */

@@ -19,7 +19,7 @@
 #include "runtime/cpu/f32/shift.h"
 #include "runtime/model.h"
 
-#if DCZ_BUILD_X86
+#if DCZ_BUILD_F32_X86
 #define DCZ_X86 1
 #endif
 

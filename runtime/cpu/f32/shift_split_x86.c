@@ -14,7 +14,7 @@
 #include "runtime/cpu/f32/shift.h"
 #include "runtime/model.h"
 
-#if DCZ_BUILD_X86
+#if DCZ_BUILD_F32_X86
 #include <immintrin.h>
 
 #include "runtime/cpu/avx2_lanes.h"
@@ -229,4 +229,4 @@ int dcz_shift_split_vector(dcz_isa isa, const dcz_conv_geom *g, const split_geom
     if (isa == DCZ_ISA_AVX2) return split1__avx2(g, q, x, xs) || split2__avx2(g, q, x, xs);
     return 0;
 }
-#endif /* DCZ_BUILD_X86 */
+#endif /* DCZ_BUILD_F32_X86 */

@@ -95,10 +95,10 @@ void dcz_spmm(const dcz_sparse *s, const float *bias, const float *x, size_t bat
               float *scratch);
 void dcz_spmm_rows(const dcz_sparse *s, uint32_t r0, uint32_t r1, const float *bias,
                    const float *x, size_t batch, float *y, float *scratch);
-#if DCZ_BUILD_X86
+#if DCZ_BUILD_F32_X86
 int dcz_spmm__avx2(const dcz_sparse *s, uint32_t r0, uint32_t r1, const float *bias,
                    const float *x, size_t batch, float *y, float *scratch);
-#elif DCZ_BUILD_NEON
+#elif DCZ_BUILD_F32_NEON
 int dcz_spmm__neon(const dcz_sparse *s, uint32_t r0, uint32_t r1, const float *bias,
                    const float *x, size_t batch, float *y, float *scratch);
 #endif

@@ -115,7 +115,7 @@
 #include "runtime/cpu/q8/qshift.h"
 #include "runtime/model.h"
 
-#if DCZ_BUILD_X86
+#if DCZ_BUILD_Q8_X86
 #include <cpuid.h>
 #include <immintrin.h>
 #include <sys/syscall.h>
@@ -261,7 +261,7 @@ double dcz_qamx_cost(const dcz_conv_geom *g, size_t out16)
     return mt * blocks * (amx_mults_cost(&a) + DCZ_QAMX_SUMS_COST) + copies;
 }
 
-#if DCZ_BUILD_X86
+#if DCZ_BUILD_Q8_X86
 #define AMX_TGT __attribute__((target("amx-tile,amx-int8")))
 
 /* The tile configuration (palette 1): tiles 0 - 3 the sums (16 rows of 16

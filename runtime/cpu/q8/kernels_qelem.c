@@ -20,7 +20,7 @@
 #include "runtime/cpu/q8/qelem.h"
 #include "runtime/model.h"
 
-#if DCZ_BUILD_X86
+#if DCZ_BUILD_Q8_X86
 #include <immintrin.h>
 
 #include "runtime/cpu/avx2_lanes.h"

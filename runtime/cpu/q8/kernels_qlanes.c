@@ -56,7 +56,7 @@
 #include "runtime/cpu/q8/qlanes.h"
 #include "runtime/model.h"
 
-#if DCZ_BUILD_X86
+#if DCZ_BUILD_Q8_X86
 #include <immintrin.h>
 #define DCZ_X86 1
 #endif
@@ -629,6 +629,8 @@ static void quads8__avx2(const dcz_qsparse *s, const int64_t *bias, const dcz_q 
 }
 
 #endif /* DCZ_X86 */
+
+int dcz_qlanes_runs(void) { return quads_run() || pairs_run() || quads8_run(); }
 
 const char *dcz_qlanes_variant(const dcz_qsparse *s)
 {

@@ -24,7 +24,7 @@
 #include "runtime/cpu/q8/qrequant.h"
 #include "runtime/model.h"
 
-#if DCZ_BUILD_X86
+#if DCZ_BUILD_Q8_X86
 #include <immintrin.h>
 #define DCZ_X86 1
 #endif

@@ -53,10 +53,10 @@
 #include "runtime/cpu/q8/qspmm.h"
 #include "runtime/model.h"
 
-#if DCZ_BUILD_X86
+#if DCZ_BUILD_Q8_X86
 #include <immintrin.h>
 #define DCZ_X86 1
-#elif DCZ_BUILD_NEON
+#elif DCZ_BUILD_Q8_NEON
 #include <arm_neon.h>
 #define DCZ_NEON 1
 #endif

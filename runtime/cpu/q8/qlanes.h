@@ -113,6 +113,9 @@ void dcz_qlanes_ref(const dcz_qsparse *s, const int64_t *bias, const dcz_q *x, s
  * pairs only) or the best (-1), 0 where the CPU lacks it. */
 uint64_t dcz_qlanes_scratch_bytes(uint32_t cols);
 const char *dcz_qlanes_variant(const dcz_qsparse *s);
+/* Whether this CPU runs a variant of some integer lane form (the loader
+ * builds the form where it does). */
+int dcz_qlanes_runs(void);
 static inline dcz_isa dcz_qlanes_isa(const dcz_qsparse *s)
 {
     return s->lform == DCZ_QLANE_QUADS8 ? DCZ_ISA_AVX2 : DCZ_ISA_AVX512;
