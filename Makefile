@@ -138,9 +138,10 @@ LDLIBS_TOOL := $(shell pkg-config --libs openblas 2>/dev/null || echo -lopenblas
 ifeq ($(strip $(CROSS)),)
 CFLAGS_ALL += $(shell pkg-config --cflags openblas 2>/dev/null)
 endif
-# ONNX (interop/) and PNG (train/): protobuf-c and libpng, toolchain only
-CFLAGS_ALL += -I$(BUILD)/onnx $(shell pkg-config --cflags libpng libprotobuf-c 2>/dev/null)
-LDLIBS_TOOL += $(shell pkg-config --libs libpng libprotobuf-c 2>/dev/null || echo -lpng16 -lprotobuf-c)
+# ONNX (interop/), PNG and JPEG (train/): protobuf-c, libpng and libjpeg
+# (libjpeg-turbo), toolchain only
+CFLAGS_ALL += -I$(BUILD)/onnx $(shell pkg-config --cflags libpng libjpeg libprotobuf-c 2>/dev/null)
+LDLIBS_TOOL += $(shell pkg-config --libs libpng libjpeg libprotobuf-c 2>/dev/null || echo -lpng16 -ljpeg -lprotobuf-c)
 # figures (plot/): cairo, toolchain only
 CFLAGS_ALL += $(shell pkg-config --cflags cairo 2>/dev/null)
 LDLIBS_TOOL += $(shell pkg-config --libs cairo 2>/dev/null || echo -lcairo)

@@ -1,6 +1,7 @@
 /* cmd_tools.c: the verbs that read models: eval (accuracy through libdcz),
  * info (per-layer table, stream statistics, size waterfall by stage) and
- * run (class scores for PNG images, raw float32 samples or dataset samples).
+ * run (class scores for PNG and JPEG images, raw float32 samples or dataset
+ * samples).
  *
  * Checked end to end by the scripts in tests/cli/.
  */
@@ -638,7 +639,7 @@ static int run_load_raw(const verb_ctx *v, const char *path, const char *shape, 
     return *x ? -1 : cli_fail(v, DCZ_ERR_NOMEM, "the samples");
 }
 
-/* The PNG images v->pos[1..] as samples of the model's input. */
+/* The PNG and JPEG images v->pos[1..] as samples of the model's input. */
 static int run_load_images(const verb_ctx *v, int resize, const dcz_model *m, float **x, size_t *n)
 {
     const size_t in = dcz_input_size(m), count = (size_t)v->npos - 1;
@@ -653,15 +654,15 @@ static int run_load_images(const verb_ctx *v, int resize, const dcz_model *m, fl
         int ioerr;
         dcz_status s = cli_read_file(path, &buf, &len, &ioerr);
         if (s != DCZ_OK) return cli_io_fail(v, path, s, ioerr, 0);
-        if (!dcz_png_sniff(buf, len)) {
-            cli_error("run: %s is not a PNG image (raw float32 samples go with --raw FILE)", path);
+        if (!dcz_png_sniff(buf, len) && !dcz_jpeg_sniff(buf, len)) {
+            cli_error("run: %s is neither a PNG nor a JPEG image (raw float32 samples go with --raw FILE)", path);
             free(buf);
             return EXIT_BAD_INPUT;
         }
         dcz_image img;
         char err[256];
         uint32_t c, h, w;
-        s = dcz_png_decode(buf, len, &img, err, sizeof err);
+        s = dcz_image_decode(buf, len, &img, err, sizeof err);
         free(buf);
         if (s == DCZ_OK) s = dcz_image_input_shape(&img, (uint32_t)mr, md, resize, &c, &h, &w, err, sizeof err);
         if (s == DCZ_OK && (size_t)c * h * w != in) {
@@ -712,12 +713,13 @@ int cmd_run(verb_ctx *v)
         PLAN_SPEC(plan),
         { NULL, 0, OPT_FLAG, NULL, NULL }
     };
-    v->usage = "dcz run FILE (IMAGE.png... [--resize] | --raw SAMPLES.f32 [--shape N,C,H,W] |\n"
+    v->usage = "dcz run FILE (IMAGE... [--resize] | --raw SAMPLES.f32 [--shape N,C,H,W] |\n"
                "               --data DATA [--index I] [--count N]) [--top K] [--isa LEVEL] [--plan measure] [-o OUT.f32]";
     v->summary = "Runs FILE on samples and prints the top K classes of each with their scores.\n"
                  "Samples are one of:\n"
-                 "  PNG images: gray or RGB, 8 or 16 bit, palette, alpha or transparency\n"
-                 "    (composited over black); RGB becomes gray by luma (299 R + 587 G + 114 B)\n"
+                 "  PNG images (gray or RGB, 8 or 16 bit, palette, alpha or transparency,\n"
+                 "    composited over black) and JPEG images (gray or colour, 8 bit, baseline or\n"
+                 "    progressive); RGB becomes gray by luma (299 R + 587 G + 114 B)\n"
                  "    / 1000, gray becomes RGB by repetition; values / 255 (or / 65535) as the\n"
                  "    IDX loader scales Fashion-MNIST. An image of another size than the model's\n"
                  "    input is an error (exit 2) unless --resize (bilinear, averaging when\n"
@@ -736,7 +738,7 @@ int cmd_run(verb_ctx *v)
     if (input) raw = input;
     const int images = v->npos > 1;
     if (images + !!raw + !!v->c.data != 1) {
-        cli_usage_error(v, "give exactly one of: PNG images, --raw, --data");
+        cli_usage_error(v, "give exactly one of: images (PNG or JPEG), --raw, --data");
         return EXIT_USAGE;
     }
     if (shape && !raw) { cli_usage_error(v, "--shape goes with --raw"); return EXIT_USAGE; }

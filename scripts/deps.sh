@@ -15,6 +15,7 @@
 #   gcc make pkg-config libc6-dev   the build
 #   zlib1g-dev            gzip-compressed IDX datasets
 #   libpng-dev            PNG images
+#   libjpeg62-turbo-dev   JPEG images (libjpeg-turbo's libjpeg API)
 #   libcairo2-dev         figures (dcz plot): drawing and PNG encoding
 #   libopenblas-dev       dense GEMM for training on CPU
 #   dataset-fashion-mnist the data of the demo and of the data-driven tests
@@ -35,7 +36,8 @@
 #                         (tests/cli/batch.sh)
 set -eu
 cd "$(dirname "$0")/.."
-pkgs="gcc make pkg-config libc6-dev zlib1g-dev libpng-dev libcairo2-dev libopenblas-dev dataset-fashion-mnist"
+pkgs="gcc make pkg-config libc6-dev zlib1g-dev libpng-dev libjpeg62-turbo-dev libcairo2-dev libopenblas-dev"
+pkgs="$pkgs dataset-fashion-mnist"
 pkgs="$pkgs protobuf-c-compiler libprotobuf-c-dev libonnx-dev jq"
 optional="gcc-aarch64-linux-gnu libc6-dev-arm64-cross qemu-user python3-onnx libopenmpi-dev openmpi-bin parallel"
 

@@ -300,8 +300,8 @@ static int is_file(const char *path)
 }
 
 /* Finds dir/base or dir/base.gz (the plain file first). */
-/* Nonzero when dir holds a folder that holds a PNG file: class folders
- * (ROOT/CLASS/NAME.png) without the train and test level. */
+/* Nonzero when dir holds a folder that holds an image file: class folders
+ * (ROOT/CLASS/NAME.png or .jpg) without the train and test level. */
 static int has_class_folders(const char *dir)
 {
     DIR *d = opendir(dir);
@@ -315,10 +315,7 @@ static int has_class_folders(const char *dir)
         DIR *c = opendir(sub);
         if (!c) continue;
         struct dirent *f;
-        while (!found && (f = readdir(c))) {
-            const size_t n = strlen(f->d_name);
-            found = n > 4 && strcasecmp(f->d_name + n - 4, ".png") == 0;
-        }
+        while (!found && (f = readdir(c))) found = dcz_image_name(f->d_name);
         closedir(c);
     }
     closedir(d);
@@ -340,12 +337,12 @@ static dcz_status find_file(const char *dir, const char *base, int debian, char 
         dcz_train_err(err, errlen, "no %s/%s[.gz]: install Debian's dataset-fashion-mnist "
                       "(apt-get install dataset-fashion-mnist)", dir, base);
     else if (has_class_folders(dir))
-        dcz_train_err(err, errlen, "%s holds class folders of PNG images but no train/ and test/ folders: "
-                      "a PNG dataset is ROOT/train/CLASS/*.png and ROOT/test/CLASS/*.png", dir);
+        dcz_train_err(err, errlen, "%s holds class folders of images but no train/ and test/ folders: "
+                      "an image dataset is ROOT/train/CLASS/*.png (or .jpg) and ROOT/test/CLASS/*.png", dir);
     else
         dcz_train_err(err, errlen, "no %s/%s[.gz]: --data takes fashion-mnist, a folder of IDX files "
-                      "({train,t10k}-{images-idx3,labels-idx1}-ubyte, each optionally .gz) or PNG folders "
-                      "ROOT/{train,test}/CLASS/*.png", dir, base);
+                      "({train,t10k}-{images-idx3,labels-idx1}-ubyte, each optionally .gz) or image folders "
+                      "ROOT/{train,test}/CLASS/*.png (or .jpg)", dir, base);
     return DCZ_ERR_IO;
 }
 

@@ -1,8 +1,9 @@
-/* data_png.c: a dataset from folders of PNG images,
- * ROOT/{train,test}/CLASS/NAME.png (rules in png.h, dcz_png_folder_load).
+/* data_png.c: a dataset from folders of PNG and JPEG images,
+ * ROOT/{train,test}/CLASS/NAME.{png,jpg,jpeg} (rules in png.h,
+ * dcz_png_folder_load).
  *
  * Two passes over the files of a split: the first decodes every image to
- * check it (a PNG, decodable, the size of the first) and learn whether any
+ * check it (a PNG or JPEG, decodable, the size of the first) and learn whether any
  * has colour; the second decodes them again into the sample array, as gray
  * or RGB for the whole split, and checks that nothing changed in between.
  *
@@ -70,9 +71,20 @@ int dcz_png_folder_is(const char *dir)
     return n > 0 && (size_t)n < sizeof p && is_dir(p);
 }
 
+int dcz_image_name(const char *name)
+{
+    static const char *const ext[] = { ".png", ".jpg", ".jpeg" };
+    const size_t len = strlen(name);
+    for (size_t i = 0; i < sizeof ext / sizeof *ext; i++) {
+        const size_t n = strlen(ext[i]);
+        if (len > n && strcasecmp(name + len - n, ext[i]) == 0) return 1;
+    }
+    return 0;
+}
+
 /* The entries of dir not starting with '.', sorted; dirs_only keeps
  * directories and refuses anything else (class level), otherwise every
- * entry must be a regular .png file. */
+ * entry must be a regular image file (dcz_image_name). */
 static dcz_status list_dir(const char *dir, int dirs_only, names *out, char *err, size_t errlen)
 {
     memset(out, 0, sizeof *out);
@@ -95,12 +107,12 @@ static dcz_status list_dir(const char *dir, int dirs_only, names *out, char *err
             dcz_train_err(err, errlen, "cannot read %s: %s", path, strerror(errno));
             st = DCZ_ERR_IO;
         } else if (dirs_only && !S_ISDIR(s.st_mode)) {
-            dcz_train_err(err, errlen, "%s is not a class folder (expected only folders of PNG images here)", path);
+            dcz_train_err(err, errlen, "%s is not a class folder (expected only folders of images here)", path);
             st = DCZ_ERR_DATA;
         } else if (!dirs_only) {
-            size_t len = strlen(e->d_name);
-            if (!S_ISREG(s.st_mode) || len < 5 || strcasecmp(e->d_name + len - 4, ".png") != 0) {
-                dcz_train_err(err, errlen, "%s is not a PNG file (a class folder holds .png images only)", path);
+            if (!S_ISREG(s.st_mode) || !dcz_image_name(e->d_name)) {
+                dcz_train_err(err, errlen, "%s is not an image file (a class folder holds .png, .jpg and .jpeg "
+                              "images only)", path);
                 st = DCZ_ERR_DATA;
             }
         }
@@ -152,7 +164,7 @@ static dcz_status list_split(const char *root, int split_id, names *classes, spl
         return DCZ_ERR_DATA;
     }
     /* the folders that define the classes must be sound whichever split is
-     * loaded: each holds PNG files and nothing else */
+     * loaded: each holds image files and nothing else */
     if (from_train != (split_id == DCZ_SPLIT_TRAIN)) {
         for (size_t c = 0; c < classes->n && st == DCZ_OK; c++) {
             names imgs;
@@ -164,7 +176,7 @@ static dcz_status list_split(const char *root, int split_id, names *classes, spl
             }
             if ((st = list_dir(cdir, 0, &imgs, err, errlen)) != DCZ_OK) break;
             if (imgs.n == 0) {
-                dcz_train_err(err, errlen, "class folder %s holds no PNG images", cdir);
+                dcz_train_err(err, errlen, "class folder %s holds no images", cdir);
                 st = DCZ_ERR_DATA;
             }
             names_free(&imgs);
@@ -176,7 +188,7 @@ static dcz_status list_split(const char *root, int split_id, names *classes, spl
     }
     int n = snprintf(dir, sizeof dir, "%s/%s", root, sub);
     if (n < 0 || (size_t)n >= sizeof dir || !is_dir(dir)) {
-        dcz_train_err(err, errlen, "no folder %s/%s (a PNG dataset holds ROOT/train/CLASS/NAME.png and "
+        dcz_train_err(err, errlen, "no folder %s/%s (an image dataset holds ROOT/train/CLASS/NAME.png (or .jpg) and "
                       "ROOT/test/CLASS/NAME.png)", root, sub);
         names_free(classes);
         return DCZ_ERR_IO;
@@ -199,7 +211,7 @@ static dcz_status list_split(const char *root, int split_id, names *classes, spl
         names imgs;
         if ((st = list_dir(cdir, 0, &imgs, err, errlen)) != DCZ_OK) break;
         if (imgs.n == 0) {
-            dcz_train_err(err, errlen, "class folder %s holds no PNG images", cdir);
+            dcz_train_err(err, errlen, "class folder %s holds no images", cdir);
             st = DCZ_ERR_DATA;
         }
         for (size_t i = 0; i < imgs.n && st == DCZ_OK; i++) {
@@ -238,7 +250,7 @@ static dcz_status load_image(const entry *f, uint64_t max, dcz_image *img, uint8
     dcz_status st = dcz_train_read_file(f->path, max, bytes, len, err, errlen);
     if (st != DCZ_OK) return st;
     char why[200];
-    st = dcz_png_decode(*bytes, *len, img, why, sizeof why);
+    st = dcz_image_decode(*bytes, *len, img, why, sizeof why);
     if (st != DCZ_OK) {
         dcz_train_err(err, errlen, "%s: %s", f->path, why);
         free(*bytes);

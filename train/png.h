@@ -1,5 +1,5 @@
-/* png.h: PNG images for dcz, read with libpng: one image into model input,
- * and folders of PNG images as a dataset.
+/* png.h: PNG and JPEG images for dcz, read with libpng and libjpeg: one
+ * image into model input, and folders of images as a dataset.
  *
  * Pixels are scaled as the IDX loader scales Fashion-MNIST: value / maximum
  * (255 for 8-bit, 65535 for 16-bit), so an 8-bit gray PNG of a test image
@@ -11,7 +11,8 @@
  * becomes colour by repeating it.
  *
  * Tested by tests/unit/test_png.c; dcz_png_decode and dcz_image_to_sample
- * are fuzzed by tests/fuzz/fuzz_png.c.
+ * are fuzzed by tests/fuzz/fuzz_png.c, dcz_jpeg_decode by
+ * tests/fuzz/fuzz_jpeg.c.
  */
 #ifndef DCZ_TRAIN_PNG_H
 #define DCZ_TRAIN_PNG_H
@@ -41,6 +42,15 @@ int dcz_png_sniff(const void *buf, size_t len);
  * DCZ_PNG_MAX_VALUES values); DCZ_ERR_NOMEM. *img is zeroed on failure. */
 dcz_status dcz_png_decode(const void *buf, size_t len, dcz_image *img, char *err, size_t errlen);
 
+/* JPEG (jpeg.c, libjpeg): gray JPEGs decode to c 1, colour ones (YCbCr,
+ * RGB) to c 3, maxval 255; CMYK, 12-bit and corrupt or truncated data give
+ * DCZ_ERR_DATA with a one-line reason in err, as do images of more than
+ * DCZ_PNG_MAX_VALUES values (checked before any pixel buffer). */
+int dcz_jpeg_sniff(const void *buf, size_t len);
+dcz_status dcz_jpeg_decode(const void *buf, size_t len, dcz_image *img, char *err, size_t errlen);
+/* A PNG or a JPEG by its first bytes; DCZ_ERR_DATA for neither. */
+dcz_status dcz_image_decode(const void *buf, size_t len, dcz_image *img, char *err, size_t errlen);
+
 /* Releases the pixels and zeroes img. NULL-safe. */
 void dcz_image_free(dcz_image *img);
 
@@ -65,12 +75,13 @@ dcz_status dcz_image_to_sample(const dcz_image *img, uint32_t c, uint32_t h, uin
 dcz_status dcz_image_input_shape(const dcz_image *img, uint32_t rank, const uint32_t *dims, int resize,
                                  uint32_t *c, uint32_t *h, uint32_t *w, char *err, size_t errlen);
 
-/* Loads one split of a folder dataset: ROOT/train/CLASS/NAME.png or
- * ROOT/test/CLASS/NAME.png. Classes are the folders of ROOT/train (of
+/* Loads one split of a folder dataset: ROOT/train/CLASS/NAME.png (or .jpg,
+ * .jpeg) or ROOT/test/CLASS/NAME.png. Classes are the folders of ROOT/train (of
  * ROOT/test when there is no ROOT/train) in byte order of their names,
  * labelled 0, 1, ...; a split may lack some classes but may not add any.
  * Names starting with '.' are skipped. Every other entry of a class folder
- * must be a .png file (any case) that decodes, and every image must have
+ * must be a .png, .jpg or .jpeg file (any case) that decodes as what it
+ * holds (PNG or JPEG, whatever its name says), and every image must have
  * the size of the first; a class folder without images, a file that is not
  * a PNG, a corrupt image, a different size or more than 256 classes give
  * DCZ_ERR_DATA with a one-line reason (a missing split folder DCZ_ERR_IO).
@@ -83,7 +94,11 @@ dcz_status dcz_image_input_shape(const dcz_image *img, uint32_t rank, const uint
 dcz_status dcz_png_folder_load(const char *root, int split, uint64_t max_bytes, dcz_dataset *out, char *err,
                                size_t errlen);
 
-/* Nonzero when dir holds a train or test subdirectory (a PNG folder dataset). */
+/* Nonzero when name ends in .png, .jpg or .jpeg (any case) after something:
+ * the files of an image folder. */
+int dcz_image_name(const char *name);
+
+/* Nonzero when dir holds a train or test subdirectory (an image folder dataset). */
 int dcz_png_folder_is(const char *dir);
 
 #endif /* DCZ_TRAIN_PNG_H */

@@ -45,6 +45,6 @@ grep -q 'the train split holds 3x28x28 samples (CxHxW) and the test split 1x28x2
 mkdir -p "$T/flat/shoe" "$T/flat/bag"
 cp "$PNG/img0_gray8.png" "$T/flat/shoe/0.png"; cp "$PNG/img0_gray8.png" "$T/flat/bag/0.png"
 expect 2 "$DCZ" eval "$T/m3.dcz" --data "$T/flat"
-grep -q 'holds class folders of PNG images but no train/ and test/ folders' "$T/err" ||
+grep -q 'holds class folders of images but no train/ and test/ folders' "$T/err" ||
     fail "class folders: $(cat "$T/err")"
 echo "data fit ok"

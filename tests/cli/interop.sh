@@ -102,11 +102,27 @@ grep -q -- "--resize" "$T/err" || fail "size mismatch message: $(cat "$T/err")"
 expect 0 "$DCZ" run "$T/cnn.dcz" "$PNG/img0_32x32.png" --resize
 expect 0 "$DCZ" run "$T/mlp.dcz" "$PNG/colour_rgb.png"
 expect 2 "$DCZ" run "$T/cnn.dcz" "$FIX/mlp.onnx"
-grep -q "not a PNG" "$T/err" || fail "non-PNG message"
+grep -q "neither a PNG nor a JPEG" "$T/err" || fail "non-image message: $(cat "$T/err")"
 head -c 300 "$PNG/img0_gray8.png" > "$T/cut.png"
 expect 2 "$DCZ" run "$T/cnn.dcz" "$T/cut.png"
 grep -q "corrupt" "$T/err" || fail "corrupt PNG message: $(cat "$T/err")"
 expect 2 "$DCZ" run "$T/cnn.dcz" "$T/nothing.png"
+
+# ---- JPEG images: test image 0 as a gray JPEG of quality 100 gives the IDX
+# sample's top class; a folder of JPEGs (and PNGs beside them) trains and evaluates
+"$ROOT/build/tests/idx2png" $D "$T/jp" 3 2 jpeg || fail "idx2png jpeg"
+jpg=$(ls "$T"/jp/test/*/00000.jpg)
+[ -f "$jpg" ] || fail "no JPEG of test image 0"
+"$DCZ" run "$T/cnn.dcz" "$jpg" --top 1 > "$T/jpg.txt" || fail "run a JPEG"
+[ "$(sed 's/^[^:]*: *\([^ ]*\).*/\1/' "$T/jpg.txt")" = "$(echo "$want" | sed 's/^ *\([^ ]*\).*/\1/')" ] ||
+    fail "the JPEG's top class '$(cat "$T/jpg.txt")', the IDX sample's '$want'"
+cp "$PNG/img0_gray8.png" "$(dirname "$jpg")/png-beside.png"
+"$DCZ" train --arch mlp:784-16-10 --epochs 1 --data "$T/jp" -q -o "$T/jp.dcz" || fail "train on a JPEG folder"
+expect 0 "$DCZ" eval "$T/jp.dcz" --data "$T/jp" --json
+grep -q '"samples":21' "$T/out" || fail "eval on the JPEG folder: $(cat "$T/out")"
+head -c 200 "$jpg" > "$T/cut.jpg"
+expect 2 "$DCZ" run "$T/cnn.dcz" "$T/cut.jpg"
+grep -q "corrupt or unsupported JPEG" "$T/err" || fail "cut JPEG message: $(cat "$T/err")"
 
 # ---- raw float32 samples ---------------------------------------------------------
 "$DCZ" run "$T/cnn.dcz" --raw "$T/inputs.f32" --shape 100,784 -q -o "$T/flat.out" > /dev/null || fail "N,D shape"
@@ -194,11 +210,11 @@ roundtrip "$T/scratch.dcz" trained
 cp -r "$T/png" "$T/bad"
 mkdir "$T/bad/train/9-boot-empty"
 expect 2 "$DCZ" eval "$T/cnn.dcz" --data "$T/bad"
-grep -q "holds no PNG images" "$T/err" || fail "empty class: $(cat "$T/err")"
+grep -q "holds no images" "$T/err" || fail "empty class: $(cat "$T/err")"
 rmdir "$T/bad/train/9-boot-empty"
 echo "notes" > "$T/bad/train/0-tshirt/notes.txt"
 expect 2 "$DCZ" compress "$T/cnn.dcz" --data "$T/bad" -o "$T/u.dcz"
-grep -q "notes.txt is not a PNG file" "$T/err" || fail "stray file: $(cat "$T/err")"
+grep -q "notes.txt is not an image file" "$T/err" || fail "stray file: $(cat "$T/err")"
 rm "$T/bad/train/0-tshirt/notes.txt"
 cp "$T/cut.png" "$T/bad/test/3-dress/zz.png"
 expect 2 "$DCZ" eval "$T/cnn.dcz" --data "$T/bad"

@@ -1,5 +1,5 @@
-/* test_png.c: tests of PNG images and PNG-folder datasets (train/png.c,
- * train/data_png.c).
+/* test_png.c: tests of PNG and JPEG images and image-folder datasets
+ * (train/png.c, train/jpeg.c, train/data_png.c).
  *
  * PNGs of every colour type and bit depth (palette and gray with
  * transparency, interlaced) are written here with libpng and decoded back;
@@ -9,12 +9,19 @@
  * the mapping of an image to a model input are checked; every truncation
  * and every byte change of a PNG is refused without a crash; folder
  * datasets load in class order and refuse empty classes, stray files,
- * corrupt images, mixed sizes and unknown classes.
+ * corrupt images, mixed sizes and unknown classes. JPEGs (gray, colour,
+ * progressive) are written here with libjpeg and decode to their pixels
+ * within the format's loss; every truncation is refused, byte changes
+ * never crash, CMYK and oversized headers are refused; folders take JPEG
+ * and PNG files side by side, each decoded as what its bytes are.
  *
  * Run by `make test` (build/tests/test_png).
  */
 #include <dirent.h>
 #include <math.h>
+#include <stdio.h>
+
+#include <jpeglib.h>
 #include <png.h>
 #include <setjmp.h>
 #include <stdio.h>
@@ -353,6 +360,135 @@ static void test_corrupt_files(void)
     free(good);
 }
 
+/* ---- JPEG ---------------------------------------------------------------------------- */
+
+/* A w x h JPEG of c components (1 gray, 3 RGB, 4 CMYK) of 8-bit pixels
+ * (h, w, c), quality 100, full-resolution chroma; progressive when asked. */
+static uint8_t *jpeg_encode(uint32_t w, uint32_t h, int c, const uint8_t *pix, int progressive, size_t *len)
+{
+    struct jpeg_compress_struct j;
+    struct jpeg_error_mgr e;
+    j.err = jpeg_std_error(&e);
+    jpeg_create_compress(&j);
+    unsigned char *out = NULL;
+    unsigned long n = 0;
+    jpeg_mem_dest(&j, &out, &n);
+    j.image_width = w;
+    j.image_height = h;
+    j.input_components = c;
+    j.in_color_space = c == 1 ? JCS_GRAYSCALE : c == 3 ? JCS_RGB : JCS_CMYK;
+    jpeg_set_defaults(&j);
+    jpeg_set_quality(&j, 100, TRUE);
+    for (int k = 0; k < j.num_components; k++) j.comp_info[k].h_samp_factor = j.comp_info[k].v_samp_factor = 1;
+    if (progressive) jpeg_simple_progression(&j);
+    jpeg_start_compress(&j, TRUE);
+    while (j.next_scanline < h) {
+        JSAMPROW row = (JSAMPROW)(pix + (size_t)j.next_scanline * w * c);
+        jpeg_write_scanlines(&j, &row, 1);
+    }
+    jpeg_finish_compress(&j);
+    jpeg_destroy_compress(&j);
+    uint8_t *b = malloc(n);
+    memcpy(b, out, n);
+    free(out);
+    *len = n;
+    return b;
+}
+
+/* A smooth test picture: JPEG keeps it within a few levels. */
+static void picture(uint32_t w, uint32_t h, int c, uint8_t *pix)
+{
+    for (uint32_t y = 0; y < h; y++)
+        for (uint32_t x = 0; x < w; x++)
+            for (int k = 0; k < c; k++)
+                pix[((size_t)y * w + x) * c + k] = (uint8_t)(40 + 6 * x + 5 * y + 30 * k);
+}
+
+static void test_jpeg_decode(void)
+{
+    const uint32_t w = 13, h = 7;
+    for (int c = 1; c <= 3; c += 2)
+        for (int prog = 0; prog < 2; prog++) {
+            uint8_t pix[13 * 7 * 3];
+            picture(w, h, c, pix);
+            size_t len;
+            uint8_t *b = jpeg_encode(w, h, c, pix, prog, &len);
+            CHECK(dcz_jpeg_sniff(b, len) && !dcz_png_sniff(b, len), "sniffed as a JPEG");
+            dcz_image img, img2;
+            char err[256] = "";
+            REQUIRE(dcz_jpeg_decode(b, len, &img, err, sizeof err) == DCZ_OK, "c %d progressive %d: %s", c, prog, err);
+            CHECK(img.w == w && img.h == h && img.c == (uint32_t)c && img.maxval == 255, "c %d: %ux%ux%u max %u", c,
+                  img.w, img.h, img.c, img.maxval);
+            int worst = 0;
+            for (size_t i = 0; i < (size_t)w * h * c; i++) {
+                const int d = abs((int)img.pix[i] - (int)pix[i]);
+                if (d > worst) worst = d;
+            }
+            CHECK(worst <= 3, "c %d progressive %d: a pixel %d levels off", c, prog, worst);
+            /* dcz_image_decode takes it by its bytes, to the same pixels */
+            REQUIRE(dcz_image_decode(b, len, &img2, err, sizeof err) == DCZ_OK, "image_decode: %s", err);
+            CHECK(img2.c == img.c && memcmp(img2.pix, img.pix, (size_t)w * h * c * sizeof *img.pix) == 0,
+                  "the same pixels");
+            /* into a sample as a PNG's: values / 255 */
+            float x[13 * 7 * 3];
+            CHECK(dcz_image_to_sample(&img, (uint32_t)c, h, w, 0, x, err, sizeof err) == DCZ_OK &&
+                  x[0] == (float)img.pix[0] / 255.0f, "sample");
+            dcz_image_free(&img);
+            dcz_image_free(&img2);
+            free(b);
+        }
+}
+
+static void test_jpeg_corrupt(void)
+{
+    uint8_t pix[16 * 9 * 4];
+    picture(16, 9, 3, pix);
+    size_t len;
+    uint8_t *good = jpeg_encode(16, 9, 3, pix, 0, &len);
+    dcz_image img;
+    char err[256];
+    size_t accepted = 0;
+    for (size_t n = 0; n < len; n++) {   /* every truncation, to nothing */
+        err[0] = 0;
+        const dcz_status st = dcz_jpeg_decode(good, n, &img, err, sizeof err);
+        accepted += st == DCZ_OK;
+        CHECK(st == DCZ_OK || (st == DCZ_ERR_DATA && err[0] && !img.pix), "truncated to %zu: %d", n, (int)st);
+        dcz_image_free(&img);
+    }
+    CHECK(accepted == 0, "%zu truncations accepted", accepted);
+    for (size_t i = 0; i < len; i++)   /* each byte changed: a status, never a crash (JPEG has no checksum) */
+        for (int bit = 0; bit < 8; bit += 3) {
+            uint8_t *t = malloc(len);
+            memcpy(t, good, len);
+            t[i] ^= (uint8_t)(1u << bit);
+            err[0] = 0;
+            const dcz_status st = dcz_jpeg_decode(t, len, &img, err, sizeof err);
+            CHECK(st == DCZ_OK ? img.pix && img.w && img.h : st == DCZ_ERR_DATA && err[0] && !img.pix,
+                  "byte %zu bit %d: %d", i, bit, (int)st);
+            dcz_image_free(&img);
+            free(t);
+        }
+    CHECK(dcz_jpeg_decode("GIF89a....", 10, &img, err, sizeof err) == DCZ_ERR_DATA && strstr(err, "not a JPEG"),
+          "not a JPEG: %s", err);
+    CHECK(dcz_image_decode("GIF89a....", 10, &img, err, sizeof err) == DCZ_ERR_DATA &&
+          strstr(err, "neither a PNG nor a JPEG"), "neither: %s", err);
+    /* CMYK: refused, naming it */
+    uint8_t *cmyk = jpeg_encode(16, 9, 4, pix, 0, &len);
+    CHECK(dcz_jpeg_decode(cmyk, len, &img, err, sizeof err) == DCZ_ERR_DATA && strstr(err, "CMYK"), "cmyk: %s", err);
+    free(cmyk);
+    /* a frame header claiming 20000 x 20000 pixels: refused before any pixel buffer */
+    uint8_t *huge = jpeg_encode(16, 9, 3, pix, 0, &len);
+    size_t sof = 2;
+    while (sof + 9 < len && !(huge[sof] == 0xFF && huge[sof + 1] == 0xC0)) sof++;
+    REQUIRE(sof + 9 < len, "a baseline frame header");
+    huge[sof + 5] = 0x4e; huge[sof + 6] = 0x20;   /* height 20000 */
+    huge[sof + 7] = 0x4e; huge[sof + 8] = 0x20;   /* width 20000 */
+    CHECK(dcz_jpeg_decode(huge, len, &img, err, sizeof err) == DCZ_ERR_DATA && strstr(err, "larger") && !img.pix,
+          "huge: %s", err);
+    free(huge);
+    free(good);
+}
+
 /* ---- folder datasets ------------------------------------------------------------------ */
 
 static void put_file(const char *path, const void *p, size_t n)
@@ -476,19 +612,54 @@ static void test_folders(void)
     /* each refusal, then the tree put back */
     sub(p, sizeof p, "train/empty");
     mkdir(p, 0755);
-    CHECK(load_expect(DCZ_SPLIT_TRAIN, DCZ_ERR_DATA, "holds no PNG images", &d), "empty class folder");
-    CHECK(load_expect(DCZ_SPLIT_TEST, DCZ_ERR_DATA, "holds no PNG images", &d), "empty class, test split");
+    CHECK(load_expect(DCZ_SPLIT_TRAIN, DCZ_ERR_DATA, "holds no images", &d), "empty class folder");
+    CHECK(load_expect(DCZ_SPLIT_TEST, DCZ_ERR_DATA, "holds no images", &d), "empty class, test split");
     rmdir(p);
     sub(p, sizeof p, "train/bag/notes.txt");
     put_file(p, "hello", 5);
-    CHECK(load_expect(DCZ_SPLIT_TRAIN, DCZ_ERR_DATA, "notes.txt is not a PNG file", &d), "stray file");
+    CHECK(load_expect(DCZ_SPLIT_TRAIN, DCZ_ERR_DATA, "notes.txt is not an image file", &d), "stray file");
     unlink(p);
     sub(p, sizeof p, "train/bag/broken.png");
     put_file(p, "\x89PNG\r\n\x1a\nbroken", 14);
     CHECK(load_expect(DCZ_SPLIT_TRAIN, DCZ_ERR_DATA, "broken.png", &d), "corrupt PNG");
     put_file(p, "plain text", 10);
-    CHECK(load_expect(DCZ_SPLIT_TRAIN, DCZ_ERR_DATA, "not a PNG", &d), "text named .png");
+    CHECK(load_expect(DCZ_SPLIT_TRAIN, DCZ_ERR_DATA, "neither a PNG nor a JPEG", &d), "text named .png");
     unlink(p);
+    /* JPEGs beside the PNGs, each decoded as what it is: a gray JPEG
+     * named .jpg, one named .JPEG, and a PNG named .jpg */
+    {
+        uint8_t g[12];
+        for (int i = 0; i < 12; i++) g[i] = (uint8_t)(100 + 10 * i);
+        size_t jl;
+        uint8_t *jb = jpeg_encode(4, 3, 1, g, 0, &jl);
+        sub(p, sizeof p, "train/ant/j0.jpg");
+        put_file(p, jb, jl);
+        sub(q, sizeof q, "train/bag/j1.JPEG");
+        put_file(q, jb, jl);
+        free(jb);
+        char r[512];
+        sub(r, sizeof r, "train/bag");
+        put_png(r, "p.jpg", 4, 3, 90);
+        CHECK(load_expect(DCZ_SPLIT_TRAIN, DCZ_OK, NULL, &d) && d.n == 8 && d.c == 1, "JPEG and PNG: n %zu", d.n);
+        if (d.n == 8) {   /* ant: a0 a1 j0; bag: b0 b1 b2 j1 p */
+            CHECK(fabsf(d.x[2 * 12] - 100.0f / 255) <= 3.0f / 255 && fabsf(d.x[2 * 12 + 11] - 210.0f / 255) <= 3.0f / 255,
+                  "the JPEG's values: %g %g", d.x[24], d.x[35]);
+            CHECK(d.x[7 * 12] == 90.0f / 255, "the PNG named .jpg");
+        }
+        dcz_dataset_free(&d);
+        unlink(p);
+        unlink(q);
+        sub(r, sizeof r, "train/bag/p.jpg");
+        unlink(r);
+        sub(p, sizeof p, "train/bag/cut.jpg");
+        uint8_t pic[12 * 3];
+        picture(4, 3, 3, pic);
+        jb = jpeg_encode(4, 3, 3, pic, 0, &jl);
+        put_file(p, jb, jl / 2);
+        free(jb);
+        CHECK(load_expect(DCZ_SPLIT_TRAIN, DCZ_ERR_DATA, "cut.jpg: corrupt or unsupported JPEG", &d), "a cut JPEG");
+        unlink(p);
+    }
     sub(p, sizeof p, "train/bag");
     put_png(p, "wide.png", 5, 3, 0);
     CHECK(load_expect(DCZ_SPLIT_TRAIN, DCZ_ERR_DATA, "one size", &d), "mixed sizes");
@@ -525,6 +696,8 @@ int main(void)
     RUN(test_resize);
     RUN(test_input_shape);
     RUN(test_corrupt_files);
+    RUN(test_jpeg_decode);
+    RUN(test_jpeg_corrupt);
     RUN(test_folders);
     return check_summary();
 }
