@@ -114,6 +114,7 @@ uint64_t dcz_shift_bytes(const dcz_conv_geom *g, uint64_t entries, uint32_t ob)
  *               decides where a channel has few taps
  *   gemm_pw, store_pw  gemm_rate1 and store on dense 1x1 windows at
  *               stride 1
+ *   gemm_rate5  gemm_rate on windows of 25 cells or more
  * AVX-512 (bench/bench_conv.c on a Xeon): dense 16 -> 16 channels over 28 x
  * 28 take 49, 32 and 25 us in blocks of 1, 2 and 4; 1x1 convolutions over
  * 4 x 4 at 100% and 40% run 1.2 and 1.5 times as long as on the dense
@@ -161,10 +162,13 @@ uint64_t dcz_shift_bytes(const dcz_conv_geom *g, uint64_t entries, uint32_t ob)
  * AMD's (Zen 4) take the same two: bench/plan.sh's dense MobileNetV2-style
  * preset, every candidate of each layer timed at load, had the rules' layers
  * 1.03 times as slow as the fastest candidates (its worst layer 1.22) with
- * the other costs, 1.01 (1.08) with these. (Its dense LeNet-5 runs the 5x5
- * layers on the dense product 1.2 times as slow as the shift form there,
- * which no one constant of this model moves without losing the 1x1 layers:
- * --plan measure times them.)
+ * the other costs, 1.01 (1.08) with these. There, dense 5x5 layers run on
+ * the shift form 1.2 to 1.3 times as fast as on the dense product (dense
+ * LeNet-5: 1 -> 20 over 28 x 28 10.6 us against 12.7, 20 -> 50 over 12 x
+ * 12 48.9 against 58.3 to 63.5), which the model of 3x3 layers put the
+ * other way (a tap cost that moves them, tap4 1.6, sends the 1x1 layers
+ * back to the worse kernel): gemm_rate5 1.0 on AMD alone, the other
+ * machines unmeasured.
  * Sparse layers keep the other costs: the compressed model (25% to 50% of
  * the weights kept) ran slower with its 50% layers over 28 x 28 on the
  * dense product (186.4 -> 189.1 us), though timed alone they were faster
@@ -172,15 +176,15 @@ uint64_t dcz_shift_bytes(const dcz_conv_geom *g, uint64_t entries, uint32_t ob)
  * and 1x1 ones at stride 2, which the shift form runs from one phase of
  * four. */
 typedef struct shift_costs {
-    double tap2, tap4, fixed, gemm_rate, gemm_rate1, store, gemm_pw, store_pw;
+    double tap2, tap4, fixed, gemm_rate, gemm_rate1, store, gemm_pw, store_pw, gemm_rate5;
 } shift_costs;
 
 static shift_costs costs(void)
 {
-    shift_costs c = { 1.29, 2.0, 1.2, 1.7, 1.7, 0.0, 1.7, 0.0 };
+    shift_costs c = { 1.29, 2.0, 1.2, 1.7, 1.7, 0.0, 1.7, 0.0, 1.7 };
 #ifdef DCZ_X86
-    if (dcz_shift_best() == DCZ_ISA_AVX2) c = (shift_costs){ 1.29, 5.2, 1.2, 1.2, 1.6, 2.5, 1.6, 2.5 };
-    else if (dcz_cpu_features()->amd) c.tap2 = 1.13, c.gemm_pw = 1.15, c.store_pw = 10.0;
+    if (dcz_shift_best() == DCZ_ISA_AVX2) c = (shift_costs){ 1.29, 5.2, 1.2, 1.2, 1.6, 2.5, 1.6, 2.5, 1.2 };
+    else if (dcz_cpu_features()->amd) c.tap2 = 1.13, c.gemm_pw = 1.15, c.store_pw = 10.0, c.gemm_rate5 = 1.0;
     else if (dcz_shift_best() == DCZ_ISA_AVX512) c.gemm_pw = 1.15, c.store_pw = 10.0;
 #endif
     return c;
@@ -234,6 +238,6 @@ int dcz_conv2d_pick_shift(const dcz_conv_geom *g, uint64_t nnz)
                          g->out_c * plane_vectors(g) * (pw ? c.store_pw : c.store);
     /* the dense product runs whole vectors of the plane: 7 x 7 takes 4 */
     const double gemm = (double)g->out_c * cols * (double)(dcz_gemm_ldb((size_t)g->out_h * g->out_w) / 16) /
-                        (pw ? c.gemm_pw : win1 ? c.gemm_rate1 : c.gemm_rate);
+                        (pw ? c.gemm_pw : win1 ? c.gemm_rate1 : g->kh * g->kw >= 25 ? c.gemm_rate5 : c.gemm_rate);
     return shift < gemm;
 }
