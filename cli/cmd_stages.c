@@ -692,10 +692,27 @@ static const stage_steps quantize_steps = { "quantize", plan_quantize, exec_quan
 /* ---- the single-stage verbs ------------------------------------------------------ */
 
 /* Loads IN and its net; its bytes too when bytes is not NULL (malloc'd). */
-static int open_model(verb_ctx *v, dcz_doc **doc, dcz_net **net, uint8_t **bytes, size_t *nbytes)
+/* head > 0: the last fully connected layer replaced by a fresh one of head
+ * outputs (seeded by --seed), and *bytes the document so changed. */
+static int open_model(verb_ctx *v, uint32_t head, dcz_doc **doc, dcz_net **net, uint8_t **bytes, size_t *nbytes)
 {
     int rc = stage_load_doc_bytes(v, v->pos[0], doc, bytes, nbytes);
     if (rc != -1) return rc;
+    if (head) {
+        char err[256] = "";
+        uint32_t was = 0;
+        dcz_status hs = dcz_doc_new_head(*doc, head, (uint64_t)v->c.seed, &was, err, sizeof err);
+        if (hs != DCZ_OK) {
+            cli_error("%s: %s: --head %u: %s", v->verb, v->pos[0], head, err[0] ? err : dcz_status_str(hs));
+            return cli_exit_code(hs, 1);
+        }
+        free(*bytes);
+        *bytes = NULL;
+        hs = dcz_doc_write(*doc, bytes, nbytes);
+        if (hs != DCZ_OK) return cli_fail(v, hs, "the model with its new head");
+        cli_note(v, "%s: %s: its last layer's %u outputs replaced by %u fresh ones (--head), retrained with the "
+                 "rest", v->verb, v->pos[0], was, head);
+    }
     dcz_status s = dcz_net_open(*doc, net);
     if (s != DCZ_OK) {
         cli_error("%s: %s: %s", v->verb, v->pos[0], dcz_status_str(s));
@@ -753,7 +770,7 @@ static int run_single_stage(verb_ctx *v, const stage_steps *st, const void *opts
     char extra[4096];
     double acc = -1;
     size_t bytes = 0;
-    rc = open_model(v, &doc, &net, NULL, NULL);
+    rc = open_model(v, 0, &doc, &net, NULL, NULL);
     if (rc == -1) rc = check_rule_text_names(v, "gap-bits", gap_bits, net);
     if (rc == -1) rc = st->plan(v, net, doc, opts, plan_data, &sp);
     if (rc == -1 && plan_data) rc = open_data(v, net, &train, &test);
@@ -1379,7 +1396,7 @@ int cmd_compress(verb_ctx *v)
     po.rounds = po.epochs = NOT_GIVEN;   /* defaults below: a budget prunes gradually */
     const char *bias = "f16", *recipe_given = NULL;
     double budget = NAN;
-    int runs = 5;
+    int runs = 5, head = 0;
     compress_job job;
     memset(&job, 0, sizeof job);
     job.validation = NOT_GIVEN;
@@ -1388,6 +1405,9 @@ int cmd_compress(verb_ctx *v)
         QUANT_SPECS(qo),
         { "bias", 0, OPT_STR, &bias, "bias format of the result: f32 or f16 (default f16)" },
         { "keep-stages", 0, OPT_STR, &job.stages_dir, "also write DIR/prune.dcz and DIR/quantize.dcz" },
+        { "head", 0, OPT_INT, &head, "N: replace the last fully connected layer by a fresh one of N outputs\n"
+          "                             (seeded), one per class of --data, trained with the rest: a network\n"
+          "                             pretrained on other classes, compressed for yours" },
         { "validation", 0, OPT_INT, &job.validation,
           "hold N training samples out of retraining (default 0; with --budget, those the input trained\n"
           "                             without, else 5000)" },
@@ -1400,7 +1420,7 @@ int cmd_compress(verb_ctx *v)
         SHARDS_SPEC(v),
         { NULL, 0, OPT_FLAG, NULL, NULL }
     };
-    v->usage = "dcz compress IN --data DATA -o OUT [options]";
+    v->usage = "dcz compress IN --data DATA -o OUT [--head N] [options]";
     v->summary = "The whole Deep Compression pipeline with the paper's defaults: iterative\n"
                  "pruning with retraining, trained quantization (5-bit codebooks for fully\n"
                  "connected layers, 8-bit for convolutions), and Huffman coding with the\n"
@@ -1422,6 +1442,7 @@ int cmd_compress(verb_ctx *v)
     if ((rc = check_rule_syntax(v, names, texts, 4)) != -1) return rc;
     if ((rc = need_output(v)) != -1) return rc;
     if (!v->c.data) { cli_usage_error(v, "compress retrains and needs --data"); return EXIT_USAGE; }
+    if (head < 0 || head > 65535) { cli_usage_error(v, "--head must be from 1 to 65535 outputs"); return EXIT_USAGE; }
     if (job.validation != NOT_GIVEN && job.validation < 0) {
         cli_usage_error(v, "--validation must be >= 0");
         return EXIT_USAGE;
@@ -1458,7 +1479,7 @@ int cmd_compress(verb_ctx *v)
     stage_result res[4];
     int nres = 0;
     double t0 = cli_now();
-    rc = open_model(v, &doc, &net, &in, &in_len);
+    rc = open_model(v, (uint32_t)head, &doc, &net, &in, &in_len);
     if (rc == -1 && job.validation == NOT_GIVEN) job.validation = stage_validation_default(doc);
     size_t params = doc ? dcz_doc_param_count(doc) : 0;
     /* every option of every stage, and where the stages go, is checked
@@ -1486,7 +1507,23 @@ int cmd_compress(verb_ctx *v)
      * without retraining and writes nothing */
     const int dry = v->dry_run;
     if (dry) job.stages_dir = NULL;
-    if (rc == -1) rc = open_data(v, net, &job.train, &job.test);
+    if (rc == -1) rc = stage_load_splits(v, &job.train, &job.test);
+    /* retraining on fewer classes than outputs trains the others toward
+     * nothing: a new head, or the data the model was made for */
+    if (rc == -1 && job.train.classes < (uint32_t)net->classes) {
+        if (head)
+            cli_error("compress: --head %d: --data %s has %u classes; give --head %u", head, v->c.data,
+                      job.train.classes, job.train.classes);
+        else
+            cli_error("compress: --data %s has %u classes and %s %u outputs: retraining would push the other "
+                      "outputs toward no class; give --head %u to replace its last layer by one of %u outputs "
+                      "(a network pretrained on other classes), or data of its %u classes", v->c.data,
+                      job.train.classes, v->pos[0], (unsigned)net->classes, job.train.classes, job.train.classes,
+                      (unsigned)net->classes);
+        rc = EXIT_BAD_INPUT;
+    }
+    if (rc == -1)
+        rc = stage_check_fit(v, &job.train, (int)net->in_rank, net->in_dims, (size_t)net->classes, 0);
     if (rc == -1 && job.validation) rc = stage_hold_out(v, &job.train, job.validation, &job.val);
     if (rc == -1 && budgeted) {
         rc = compress_budget(v, &job, &po, &qo, net, in, in_len, budget, runs, recipe);

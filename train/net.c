@@ -450,6 +450,71 @@ size_t dcz_net_param_count(const dcz_net *net)
     return n;
 }
 
+static dcz_status fill_tensor(dcz_doc_tensor *t, uint32_t enc, uint32_t rank, const uint32_t *dims,
+                              const float *values);
+
+/* He et al. 2015: N(0, 2 / fan_in) for layers followed by ReLU */
+static void he_normal(dcz_rng *rng, float *w, size_t nw, size_t cols)
+{
+    const float sd = (float)sqrt(2.0 / (double)cols);
+    for (size_t j = 0; j < nw; j++) w[j] = sd * dcz_rng_normal(rng);
+}
+
+dcz_status dcz_doc_new_head(dcz_doc *d, uint32_t outputs, uint64_t seed, uint32_t *was_outputs, char *err,
+                            size_t errlen)
+{
+    if (!d || outputs < 1 || outputs > DCZ_MAX_DIM) return DCZ_ERR_ARG;
+    uint32_t last = UINT32_MAX;
+    for (uint32_t i = 0; i < d->nlayers; i++)
+        if (dcz_op_get(d->layers[i].op) && dcz_op_get(d->layers[i].op)->weighted) last = i;
+    if (last == UINT32_MAX) {
+        dcz_train_err(err, errlen, "the model has no weighted layer to replace");
+        return DCZ_ERR_SHAPE;
+    }
+    dcz_doc_layer *l = &d->layers[last];
+    if (l->op != DCZ_OP_DENSE) {
+        dcz_train_err(err, errlen, "the last weighted layer, %s, is a %s; a new head replaces a fully connected "
+                      "one", l->name, dcz_op_get(l->op)->label);
+        return DCZ_ERR_UNSUPPORTED;
+    }
+    const int32_t was = l->attr[1];
+    if (was_outputs) *was_outputs = (uint32_t)was;
+    l->attr[1] = (int32_t)outputs;
+    dcz_shape ws, bs;
+    dcz_shape *shapes = malloc(((size_t)d->nlayers + 1) * sizeof *shapes);
+    dcz_status s = shapes ? dcz_doc_shapes(d, shapes) : DCZ_ERR_NOMEM;
+    free(shapes);
+    if (s == DCZ_OK) s = dcz_op_param_shapes(l->op, l->attr, &ws, &bs);
+    if (s != DCZ_OK) {
+        l->attr[1] = was;
+        dcz_train_err(err, errlen, "the layers after %s do not take %u values in place of %d", l->name, outputs,
+                      (int)was);
+        return s;
+    }
+    const size_t rows = ws.dims[0], cols = ws.dims[1];
+    float *w = malloc(rows * cols * sizeof *w), *b = calloc(rows, sizeof *b);
+    if (!w || !b) {
+        free(w);
+        free(b);
+        l->attr[1] = was;
+        return DCZ_ERR_NOMEM;
+    }
+    dcz_rng rng;
+    dcz_rng_seed(&rng, seed);
+    he_normal(&rng, w, rows * cols, cols);
+    s = fill_tensor(&l->t[0], DCZ_ENC_F32, ws.rank, ws.dims, w);
+    if (s == DCZ_OK) s = fill_tensor(&l->t[1], DCZ_ENC_F32, bs.rank, bs.dims, b);
+    free(w);
+    free(b);
+    l->ntensors = 2;
+    /* a calibration table is of the old weights */
+    if (s == DCZ_OK && d->calib) {
+        dcz_doc_calib_free(d->calib);
+        d->calib = NULL;
+    }
+    return s;
+}
+
 dcz_status dcz_net_init_params(dcz_net *net, dcz_rng *rng)
 {
     if (!net || !net->layers || !rng) return DCZ_ERR_ARG;
@@ -462,9 +527,7 @@ dcz_status dcz_net_init_params(dcz_net *net, dcz_rng *rng)
             l->w = malloc(nw * sizeof(float));                          /* (rows, cols) */
             if (!l->b) l->b = calloc(dcz_tlayer_nbias(l), sizeof(float));   /* (rows) */
             if (!l->w || !l->b) return DCZ_ERR_NOMEM;
-            /* He et al. 2015: N(0, 2 / fan_in) for layers followed by ReLU */
-            float sd = (float)sqrt(2.0 / (double)cols);
-            for (size_t j = 0; j < nw; j++) l->w[j] = sd * dcz_rng_normal(rng);
+            he_normal(rng, l->w, nw, cols);
         } else if (l->op == DCZ_OP_BATCHNORM) {
             size_t c = dcz_tlayer_nbias(l);
             if (c == 0) return DCZ_ERR_ARG;

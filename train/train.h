@@ -417,6 +417,16 @@ dcz_status dcz_net_infer_shapes(dcz_net *net);
  * allocated stays with the net). */
 dcz_status dcz_net_init_params(dcz_net *net, dcz_rng *rng);
 
+/* Replaces the last weighted layer of d, which must be DENSE, by a fresh
+ * one of outputs outputs: weights He-normal from seed (as
+ * dcz_net_init_params), biases 0, f32; the layers after it must take the
+ * new width (their shapes follow: a SOFTMAX does). A calibration table, of
+ * the old weights, is dropped; *was_outputs (may be NULL) gets the old
+ * width. DCZ_ERR_UNSUPPORTED (the last weighted layer
+ * is no DENSE) or DCZ_ERR_SHAPE with a reason in err; d is unchanged then. */
+dcz_status dcz_doc_new_head(dcz_doc *d, uint32_t outputs, uint64_t seed, uint32_t *was_outputs, char *err,
+                            size_t errlen);
+
 void dcz_net_free(dcz_net *net);
 
 /* Frees the training state (gradients and momentum) of every layer; call it

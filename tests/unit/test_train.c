@@ -22,6 +22,7 @@
 #include "runtime/model.h"
 #include "tests/check.h"
 #include "train/internal.h"
+#include "tests/unit/doc_build.h"
 #include "train/train.h"
 
 /* ---- helpers ------------------------------------------------------------- */
@@ -2503,6 +2504,74 @@ static void test_rng(void)
           nsum / N, ns2 / N);
 }
 
+/* dcz_doc_new_head: the last DENSE layer of a trained MLP becomes a fresh
+ * one of 3 outputs (He-normal from the seed, the same for the same seed,
+ * zero biases), which a net opens and runs to 3 outputs, the layers before
+ * it untouched; a document ending in a convolution is refused, unchanged. */
+static void test_new_head(void)
+{
+    char err[256] = "";
+    dcz_doc *d[2] = { NULL, NULL };
+    for (int k = 0; k < 2; k++) {
+        dcz_net *net = NULL;
+        REQUIRE_OK(dcz_net_create_arch("mlp:6-8-4", 21, &net, err, sizeof err), "%s", err);
+        REQUIRE_OK(dcz_net_store(net, NULL), "store");
+        uint8_t *buf = NULL;
+        size_t len = 0;
+        REQUIRE_OK(dcz_doc_write(net->doc, &buf, &len), "write");
+        REQUIRE_OK(dcz_doc_read(buf, len, &d[k]), "read");
+        free(buf);
+        dcz_net_free(net);
+    }
+    const dcz_doc_layer *first = &d[0]->layers[0];
+    float w0 = first->t[0].values[0];
+    uint32_t was = 0;
+    for (int k = 0; k < 2; k++)
+        REQUIRE_OK(dcz_doc_new_head(d[k], 3, 99, &was, err, sizeof err), "new head: %s", err);
+    CHECK(was == 4, "the old width %u", was);
+    uint32_t last = d[0]->nlayers;
+    while (last-- > 0 && d[0]->layers[last].op != DCZ_OP_DENSE) {}
+    const dcz_doc_layer *h = &d[0]->layers[last];
+    CHECK(h->attr[1] == 3 && h->ntensors == 2 && h->t[0].n == 3 * 8 && h->t[0].dims[0] == 3 &&
+          h->t[1].n == 3 && h->t[0].enc == DCZ_ENC_F32, "the head: %d outputs, %zu weights", (int)h->attr[1],
+          h->t[0].n);
+    double ss = 0;
+    int nonzero = 0;
+    for (size_t i = 0; i < h->t[0].n; i++) {
+        ss += (double)h->t[0].values[i] * h->t[0].values[i];
+        nonzero += h->t[0].values[i] != 0.0f;
+    }
+    CHECK(nonzero == (int)h->t[0].n && ss / (double)h->t[0].n > 0.05 && ss / (double)h->t[0].n < 1.0,
+          "He-normal weights (fan in 8: variance 0.25): mean square %g", ss / (double)h->t[0].n);
+    CHECK(h->t[1].values[0] == 0 && h->t[1].values[2] == 0, "zero biases");
+    CHECK(memcmp(h->t[0].values, d[1]->layers[last].t[0].values, h->t[0].n * sizeof(float)) == 0,
+          "the same seed, the same head");
+    CHECK(first->t[0].values[0] == w0, "the layers before untouched");
+    dcz_net *net = NULL;
+    REQUIRE_OK(dcz_net_open(d[0], &net), "open with the new head");
+    const float x[6] = { 0.1f, -0.2f, 0.3f, 0.4f, -0.5f, 0.6f };
+    float y[3];
+    CHECK(net->classes == 3 && dcz_net_forward(net, x, 1, y) == DCZ_OK, "3 outputs");
+    dcz_net_free(net);
+    CHECK(dcz_doc_new_head(d[0], 0, 1, NULL, err, sizeof err) == DCZ_ERR_ARG, "0 outputs");
+    dcz_doc_free(d[0]);
+    dcz_doc_free(d[1]);
+
+    /* conv 1 -> 2 (3x3) as the last weighted layer, then a softmax */
+    dcz_doc *c = NULL;
+    REQUIRE_OK(dcz_doc_alloc(2, &c), "alloc");
+    c->input_rank = 3;
+    c->input_dims[0] = 1;
+    c->input_dims[1] = c->input_dims[2] = 4;
+    doc_conv_layer(&c->layers[0], "conv", 1, 2, 3, 1, 1, DCZ_ENC_F32, 0, 0, 0);
+    doc_plain_layer(&c->layers[1], DCZ_OP_SOFTMAX, "prob");
+    err[0] = 0;
+    CHECK(dcz_doc_new_head(c, 3, 1, NULL, err, sizeof err) == DCZ_ERR_UNSUPPORTED &&
+          strstr(err, "conv, is a conv2d; a new head replaces a fully connected one") && c->layers[0].attr[1] == 2,
+          "conv last: %s", err);
+    dcz_doc_free(c);
+}
+
 int main(void)
 {
     RUN(test_gradcheck);
@@ -2541,6 +2610,7 @@ int main(void)
     RUN(test_threads_same_result);
     RUN(test_lr);
     RUN(test_rng);
+    RUN(test_new_head);
     RUN(test_vec_isas);
     return check_summary();
 }
