@@ -303,7 +303,8 @@ $(RT_ONLY:%=$(BUILD)/tests/%): $(BUILD)/tests/%: tests/unit/%.c $(LIBDIR)/libdcz
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS_ALL) -DDCZ_RUNTIME_ONLY $(LDFLAGS_ALL) $(TEST_LDFLAGS) -o $@ $< $(LIBDIR)/libdcz.a $(LDLIBS_RT) -lm -lpthread
 
-$(BUILD)/tests/replay_%: tests/fuzz/%.c tests/fuzz/replay.c lib/libdcztool.a lib/libdcz.a $(wildcard tests/unit/*.h)
+$(BUILD)/tests/replay_%: tests/fuzz/%.c tests/fuzz/replay.c lib/libdcztool.a lib/libdcz.a $(wildcard tests/unit/*.h) \
+                         $(wildcard tests/fuzz/*.h)
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS_ALL) $(LDFLAGS_ALL) -o $@ $< tests/fuzz/replay.c lib/libdcztool.a lib/libdcz.a $(LDLIBS_TOOL)
 
@@ -446,10 +447,10 @@ FUZZ_O0 := $(addprefix $(BUILD)/fuzz/obj/runtime/cpu/f32/,kernels_shift.o shift_
              shift_depthwise.o) \
            $(addprefix $(BUILD)/fuzz/obj/runtime/cpu/q8/,kernels_qshift.o qshift_form.o qshift_requant.o)
 $(FUZZ_O0): FUZZ_OPT := -O0
-$(FUZZ_BIN): $(BUILD)/fuzz/%: tests/fuzz/%.c $(FUZZ_OBJ)
+$(FUZZ_BIN): $(BUILD)/fuzz/%: tests/fuzz/%.c $(FUZZ_OBJ) $(wildcard tests/fuzz/*.h)
 	@echo "$(FUZZ_CC) $< -> $@"
 	@$(FUZZ_CC) $(FUZZ_FLAGS) $(FUZZ_OPT) -fsanitize=fuzzer $(FUZZ_SAN) -o $@ $< $(FUZZ_OBJ) $(FUZZ_LIBS)
-$(FUZZ_REPLAY_SAN): $(BUILD)/fuzz/replay_%: tests/fuzz/%.c tests/fuzz/replay.c $(FUZZ_OBJ)
+$(FUZZ_REPLAY_SAN): $(BUILD)/fuzz/replay_%: tests/fuzz/%.c tests/fuzz/replay.c $(FUZZ_OBJ) $(wildcard tests/fuzz/*.h)
 	@echo "$(FUZZ_CC) $< replay.c -> $@"
 	@$(FUZZ_CC) $(FUZZ_FLAGS) $(FUZZ_OPT) $(FUZZ_SAN) -o $@ $< tests/fuzz/replay.c $(FUZZ_OBJ) $(FUZZ_LIBS)
 -include $(FUZZ_OBJ:.o=.d)

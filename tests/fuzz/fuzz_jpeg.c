@@ -13,20 +13,10 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "tests/fuzz/image_sample.h"
 #include "train/png.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
-
-static void convert(const dcz_image *img, uint32_t c, uint32_t h, uint32_t w, int resize)
-{
-    float *x = malloc((size_t)c * h * w * sizeof *x);
-    char err[256];
-    if (!x) return;
-    if (dcz_image_to_sample(img, c, h, w, resize, x, err, sizeof err) == DCZ_OK)
-        for (size_t i = 0; i < (size_t)c * h * w; i++)
-            if (!(x[i] >= 0.0f && x[i] <= 1.0f)) abort();
-    free(x);
-}
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
