@@ -466,15 +466,14 @@ static size_t take_at(arena *a, uint64_t bytes)
 static dcz_status check_options(const dcz_options *opt, dcz_options *o)
 {
     if (opt) *o = *opt; else dcz_options_init(o);
-    /* a cap is of the CPU's kernels */
+    /* a cap is of the CPU's kernels, and a plan measured runs on the CPU */
     if ((unsigned)o->isa >= DCZ_CAP_COUNT || (o->isa && o->device == DCZ_DEVICE_GPU)) return DCZ_ERR_ARG;
+    if ((unsigned)o->plan > DCZ_PLAN_MEASURE || (o->plan && o->device == DCZ_DEVICE_GPU)) return DCZ_ERR_ARG;
     if (o->device != DCZ_DEVICE_AUTO && o->device != DCZ_DEVICE_CPU && o->device != DCZ_DEVICE_GPU)
         return DCZ_ERR_ARG;
 #ifndef DCZ_CUDA
     if (o->device == DCZ_DEVICE_GPU) return DCZ_ERR_DEVICE; /* no GPU backend in this build */
 #endif
-    /* a plan measured runs on the CPU */
-    if ((unsigned)o->plan > DCZ_PLAN_MEASURE || (o->plan && o->device == DCZ_DEVICE_GPU)) return DCZ_ERR_ARG;
     if (o->max_batch == 0) o->max_batch = 1;
     if (o->max_work == 0) o->max_work = DCZ_DEFAULT_MAX_WORK;
     return DCZ_OK;
