@@ -17,6 +17,9 @@
  *   TANH, ...       (alpha, beta), Clip (min and max as scalar
  *                   initializers); HARD_SWISH HardSwish from opset 14,
  *                   before that x HardSigmoid(x) (alpha 1/6, beta 1/2)
+ *   SLICE           Slice of axis 1 (starts, ends, axes as initializers)
+ *   CHANNEL_SHUFFLE Reshape to (N, g, C / g, ...), Transpose (perm 0, 2, 1,
+ *                   ...), Reshape to (N, C, ...)
  *   SOFTMAX         Softmax (axis 1) over each whole sample: from opset 13 a
  *                   sample that is not flat goes through Flatten, Softmax and
  *                   a Reshape back
@@ -409,6 +412,45 @@ static void put_hard_swish(const lay *y)
     node(b, "Mul", y->base, in, 2, y->out, NULL, 0);
 }
 
+/* SLICE: Slice of the channels (axis 1), its bounds as initializers. */
+static void put_slice(const lay *y)
+{
+    builder *b = y->b;
+    const int64_t start = y->l->attr[0], end = (int64_t)y->l->attr[0] + y->l->attr[1], axis = 1;
+    const char *in[4] = { y->in[0], pstr(&b->pl, "%s.starts", y->base), pstr(&b->pl, "%s.ends", y->base),
+                          pstr(&b->pl, "%s.axes", y->base) };
+    init_i64(b, in[1], &start, 1);
+    init_i64(b, in[2], &end, 1);
+    init_i64(b, in[3], &axis, 1);
+    node(b, "Slice", y->base, in, 4, y->out, NULL, 0);
+}
+
+/* CHANNEL_SHUFFLE of g groups: Reshape to (N, g, C / g, ...), Transpose of
+ * the two channel axes, Reshape back to (N, C, ...): the form exporters
+ * write for ShuffleNet, which the importer reads back as one layer. */
+static void put_shuffle(const lay *y)
+{
+    builder *b = y->b;
+    const dcz_shape *x = y->shape[0];
+    const int64_t g = y->l->attr[0];
+    int64_t split[2 + DCZ_MAX_RANK] = { -1, g, x->dims[0] / g }, back[1 + DCZ_MAX_RANK] = { -1 },
+            perm[2 + DCZ_MAX_RANK] = { 0, 2, 1 };
+    for (uint32_t k = 0; k < x->rank; k++) {
+        back[k + 1] = x->dims[k];
+        if (k) split[k + 2] = x->dims[k];
+        if (k) perm[k + 2] = k + 2;
+    }
+    const char *groups = pstr(&b->pl, "%s_groups", y->base), *swapped = pstr(&b->pl, "%s_swapped", y->base);
+    const char *sname = pstr(&b->pl, "%s.groups_shape", y->base), *bname = pstr(&b->pl, "%s.shape", y->base);
+    init_i64(b, sname, split, x->rank + 2);
+    init_i64(b, bname, back, x->rank + 1);
+    const char *rin[2] = { y->in[0], sname }, *bin[2] = { swapped, bname };
+    node(b, "Reshape", groups, rin, 2, groups, NULL, 0);
+    Onnx__AttributeProto *ta[1] = { attr_ints(b, "perm", perm, x->rank + 2) };
+    node(b, "Transpose", swapped, &groups, 1, swapped, ta, 1);
+    node(b, "Reshape", y->base, bin, 2, y->out, NULL, 0);
+}
+
 /* Operators that are one ONNX node with the same inputs and no attributes. */
 static const struct { uint16_t op; const char *onnx; } plain_ops[] = {
     { DCZ_OP_RELU, "Relu" }, { DCZ_OP_SIGMOID, "Sigmoid" }, { DCZ_OP_TANH, "Tanh" }, { DCZ_OP_ADD, "Add" },
@@ -440,6 +482,8 @@ static dcz_status put_layer(const lay *y)
     case DCZ_OP_MUL: put_mul(y); return DCZ_OK;
     case DCZ_OP_CLIP: put_clip(y); return DCZ_OK;
     case DCZ_OP_HARD_SWISH: put_hard_swish(y); return DCZ_OK;
+    case DCZ_OP_SLICE: put_slice(y); return DCZ_OK;
+    case DCZ_OP_CHANNEL_SHUFFLE: put_shuffle(y); return DCZ_OK;
     case DCZ_OP_FLATTEN:
     case DCZ_OP_CONCAT:
         a[0] = attr_int(b, "axis", 1);

@@ -19,7 +19,13 @@
  *   Concat                  axis 1 (-3 of rank 4, -1 of rank 2): CONCAT
  *   BatchNormalization      folded into the DENSE or CONV2D computing its
  *                           input: w' = w g, b' = (b - mean) g + beta,
- *                           g = scale / sqrt(var + epsilon)
+ *                           g = scale / sqrt(var + epsilon); where it cannot
+ *                           fold, a per-channel affine: the depthwise 1 x 1
+ *                           CONV2D of weight g, bias beta - mean g
+ *   Split, Slice            SLICE of the channels, one per output read
+ *   Transpose               of the two channel axes a Reshape to (N, g,
+ *                           C / g, H, W) made: CHANNEL_SHUFFLE (the Reshape
+ *                           back to (N, C, H, W) ends the view)
  *   MaxPool, AveragePool    MAXPOOL, AVGPOOL; GlobalAveragePool GLOBAL_AVGPOOL
  *   ReduceMean              over the two spatial axes of (N, C, H, W):
  *                           GLOBAL_AVGPOOL, then FLATTEN without keepdims
@@ -44,8 +50,9 @@
  * the last layer and every other layer is read by a later one, as the .dcz
  * writer requires. Every attribute a node carries must be known for its
  * operator at the model's opset, and its value supported; anything else is
- * refused with the node's name. A batch norm or constant Add with nothing
- * to fold into is refused without stopping the walk (defer): one message
+ * refused with the node's name. A batch norm of a flat value or a constant
+ * Add with nothing to fold into is refused without stopping the walk
+ * (defer): one message
  * counts such nodes per operator.
  *
  * Opsets 11 to 22: where a later opset moved an attribute to an input
@@ -1715,7 +1722,28 @@ static dcz_status op_batchnorm(const nodectx *c)
     long x;
     uint32_t k;
     if ((s = input_act(c, 0, &x)) != DCZ_OK) return s;
-    if ((s = fold_target(c, x, "batch normalization", &k)) != DCZ_OK || k == NO_LAYER) return s;
+    const uint32_t tx = im->vals[x].tensor;
+    const dcz_shape *shape = act_shape(im, x);
+    const int folds = tx > 0 && dcz_op_get(im->layers[tx - 1].op)->weighted && im->tens[tx].readers == 1;
+    if (!folds && shape->rank == 3) {
+        /* nothing to fold into: a per-channel affine, the depthwise 1 x 1
+         * CONV2D of weight 1 and bias 0 with the batch norm folded in */
+        const uint32_t ch = shape->dims[0];
+        const int32_t attr[9] = { (int32_t)ch, (int32_t)ch, 1, 1, 1, 1, 0, 0, (int32_t)ch };
+        const uint32_t wd[4] = { ch, 1, 1, 1 }, bd[1] = { ch };
+        dcz_doc_layer *a;
+        if ((s = push_layer(c, "bn", DCZ_OP_CONV2D, attr, 9, &tx, 1, &a)) != DCZ_OK) return s;
+        a->ntensors = 2;
+        if ((s = tensor_alloc(&a->t[0], 4, wd)) != DCZ_OK || (s = tensor_alloc(&a->t[1], 1, bd)) != DCZ_OK) return s;
+        for (uint32_t o = 0; o < ch; o++) a->t[0].values[o] = 1.0f;
+        k = im->nlayers - 1;
+    } else if (!folds) {
+        return defer(c, x, "%s normalizes a flat value that no Gemm or MatMul it alone reads computes (dcz folds "
+                     "such a batch norm into that layer, and keeps one per channel only of (N, C, H, W) values)",
+                     c->label);
+    } else if ((s = fold_target(c, x, "batch normalization", &k)) != DCZ_OK || k == NO_LAYER) {
+        return s;
+    }
     dcz_doc_layer *l = &im->layers[k];
     const uint32_t m = (uint32_t)l->attr[1];
     cten p[4];
@@ -1741,6 +1769,7 @@ static dcz_status op_batchnorm(const nodectx *c)
     }
     for (int j = 0; j < 4; j++) cten_free(&p[j]);
     if (s != DCZ_OK) return s;
+    if (k == im->nlayers - 1 && im->layers[k].in[0] == tx && !folds) return outputs(c, im->nlayers, -1, NULL);
     note_folded(c, k);
     return alias(c, x, NULL);
 }
@@ -1844,9 +1873,11 @@ static dcz_status op_reshape(const nodectx *c)
     cten_free(&t);
     if (s != DCZ_OK) return s;
     const uint32_t tx = im->vals[x].tensor;
+    long o;
     if (dcz_shape_is(&out, im->tens[tx].shape.rank, im->tens[tx].shape.dims)) {
-        im->dropped++;
-        return alias(c, x, NULL);
+        im->dropped++;   /* the tensor's own shape again: no view any more */
+        if ((s = alias(c, x, &o)) == DCZ_OK) im->vals[o].tail_node = -1;
+        return s;
     }
     if (tx == 0 && im->tens[0].readers == 1) {   /* a new view of the input */
         im->tens[0].shape = out;
@@ -1855,11 +1886,222 @@ static dcz_status op_reshape(const nodectx *c)
         return alias(c, x, NULL);
     }
     if (out.rank == 1) return flatten(c, x);
-    long o;
     im->dropped++;
     if ((s = alias(c, x, &o)) != DCZ_OK) return s;
     im->vals[o].tail_node = (long)c->index;
     im->vals[o].view = out;
+    return DCZ_OK;
+}
+
+/* The channel axis of a rank-r value (1, or 1 - r): nonzero when axis is it. */
+static int channel_axis(int64_t axis, int64_t r) { return axis == 1 || axis == 1 - r; }
+
+/* A SLICE of channels [start, start + count) of activation x as output k of
+ * node c (count the whole of x: no layer, x itself). */
+static dcz_status slice_out(const nodectx *c, long x, size_t k, uint32_t start, uint32_t count)
+{
+    imp *im = c->im;
+    const uint32_t tx = im->vals[x].tensor;
+    uint32_t t = tx;
+    if (count != act_shape(im, x)->dims[0]) {
+        const int32_t attr[2] = { (int32_t)start, (int32_t)count };
+        dcz_status s = push_layer(c, c->def->layer, DCZ_OP_SLICE, attr, 2, &tx, 1, NULL);
+        if (s != DCZ_OK) return s;
+        t = im->nlayers;
+        im->tens[tx].readers++;   /* the SLICE reads x */
+    } else {
+        im->dropped++;
+    }
+    long v;
+    dcz_status s = val_add(im, c->n->output[k], V_ACT, c->label, &v);
+    if (s != DCZ_OK) return s;
+    im->vals[v].tensor = t;
+    im->tens[t].readers += uses_of(im, c->n->output[k]);
+    return DCZ_OK;
+}
+
+/* Split on the channels (axis 1): a SLICE for each output that is read. Its
+ * sizes from the split attribute (opsets 11, 12) or input (13 on), else
+ * equal parts, num_outputs of them from opset 18 (the last smaller when
+ * they do not divide). */
+static dcz_status op_split(const nodectx *c)
+{
+    imp *im = c->im;
+    static const char *const known11[] = { "axis", "split", NULL };
+    static const char *const known13[] = { "axis", NULL };
+    static const char *const known18[] = { "axis", "num_outputs", NULL };
+    dcz_status s = attrs_known(c, im->opset >= 18 ? known18 : im->opset >= 13 ? known13 : known11);
+    int64_t axis = 0, num = 0;
+    long x;
+    if (s == DCZ_OK) s = max_inputs(c, 1, im->opset >= 13 ? 2 : 1);
+    if (s == DCZ_OK) s = attr_int(c, "axis", 0, &axis);
+    if (s == DCZ_OK && im->opset >= 18) s = attr_int(c, "num_outputs", 0, &num);
+    if (s == DCZ_OK) s = input_act(c, 0, &x);
+    if (s != DCZ_OK) return s;
+    const dcz_shape *shape = act_shape(im, x);
+    const uint32_t ch = shape->dims[0];
+    const size_t nout = c->n->n_output;
+    if (!channel_axis(axis, (int64_t)shape->rank + 1))
+        return fail(&im->e, DCZ_ERR_UNSUPPORTED, "%s splits axis %lld (dcz splits the channels: axis 1)", c->label,
+                    (long long)axis);
+    if (nout < 1 || nout > DCZ_MAX_INPUTS * 16)
+        return fail(&im->e, DCZ_ERR_UNSUPPORTED, "%s has %zu outputs", c->label, nout);
+    int64_t size[DCZ_MAX_INPUTS * 16];
+    cten sp;
+    int present = 0;
+    memset(&sp, 0, sizeof sp);
+    if (im->opset >= 13) {
+        if ((s = input_const(c, 1, WANT_INTS, "split", &sp, &present)) != DCZ_OK) return s;
+    } else {
+        const int64_t *v;
+        if ((s = attr_ints(c, "split", 0, &v)) != DCZ_OK) return s;
+        if (v) {
+            present = 1;
+            sp.n = attr_find(c, "split")->n_ints;
+            if (!(sp.i = malloc((sp.n ? sp.n : 1) * sizeof *sp.i))) return DCZ_ERR_NOMEM;
+            memcpy(sp.i, v, sp.n * sizeof *sp.i);
+        }
+    }
+    if (present && num)
+        s = fail(&im->e, DCZ_ERR_FORMAT, "%s has both split and num_outputs", c->label);
+    else if (present && sp.n != nout)
+        s = fail(&im->e, DCZ_ERR_FORMAT, "%s: %zu sizes for %zu outputs", c->label, sp.n, nout);
+    else if (num && num != (int64_t)nout)
+        s = fail(&im->e, DCZ_ERR_FORMAT, "%s: num_outputs %lld, %zu outputs", c->label, (long long)num, nout);
+    int64_t total = 0;
+    for (size_t k = 0; k < nout && s == DCZ_OK; k++) {
+        const int64_t part = (ch + (int64_t)nout - 1) / (int64_t)nout;   /* opset 18: ceil, the last smaller */
+        size[k] = present ? sp.i[k] : im->opset >= 18 ? (k + 1 < nout ? part : (int64_t)ch - part * (int64_t)k)
+                                                      : (int64_t)ch / (int64_t)nout;
+        if (!present && im->opset < 18 && ch % nout)
+            s = fail(&im->e, DCZ_ERR_SHAPE, "%s: %u channels do not split into %zu equal parts", c->label, ch, nout);
+        else if (size[k] < 1)
+            s = fail(&im->e, DCZ_ERR_UNSUPPORTED, "%s: output %zu would have %lld channels", c->label, k + 1,
+                     (long long)size[k]);
+        total += size[k];
+    }
+    cten_free(&sp);
+    if (s == DCZ_OK && total != (int64_t)ch)
+        s = fail(&im->e, DCZ_ERR_SHAPE, "%s: its parts hold %lld channels, its input %u", c->label, (long long)total,
+                 ch);
+    if (s != DCZ_OK) return s;
+    im->tens[im->vals[x].tensor].readers--;   /* the node's read: each SLICE counts its own */
+    for (size_t k = 0, at = 0; k < nout && s == DCZ_OK; at += (size_t)size[k], k++) {
+        if (!c->n->output[k] || !*c->n->output[k]) continue;
+        if (uses_of(im, c->n->output[k]) == 0) {   /* never read: no layer */
+            s = val_add(im, c->n->output[k], V_DEAD, c->label, NULL);
+            continue;
+        }
+        s = slice_out(c, x, k, (uint32_t)at, (uint32_t)size[k]);
+    }
+    return s;
+}
+
+/* Slice (starts, ends, axes, steps as constant inputs): SLICE of the
+ * channels; every other axis it names must keep its whole range, step 1. */
+static dcz_status op_slice(const nodectx *c)
+{
+    imp *im = c->im;
+    static const char *const none[] = { NULL };
+    dcz_status s = attrs_known(c, none);
+    long x;
+    if (s == DCZ_OK) s = max_inputs(c, 3, 5);
+    if (s == DCZ_OK) s = input_act(c, 0, &x);
+    if (s != DCZ_OK) return s;
+    const dcz_shape *shape = act_shape(im, x);
+    const int64_t r = (int64_t)shape->rank + 1;
+    cten in[4];
+    int present[4] = { 1, 1, 0, 0 };
+    static const char *const what[4] = { "starts", "ends", "axes", "steps" };
+    memset(in, 0, sizeof in);
+    for (int j = 0; j < 4 && s == DCZ_OK; j++) {
+        s = input_const(c, (size_t)j + 1, WANT_INTS, what[j], &in[j], j < 2 ? NULL : &present[j]);
+        if (s == DCZ_OK && (in[j].rank > 1 || (present[j] && in[j].n != in[0].n)))
+            s = fail(&im->e, DCZ_ERR_FORMAT, "%s: its %s do not match its %zu starts", c->label, what[j], in[0].n);
+    }
+    int64_t lo = 0, hi = shape->dims[0];
+    uint32_t seen = 0;
+    for (size_t k = 0; k < in[0].n && s == DCZ_OK; k++) {
+        int64_t ax = present[2] ? in[2].i[k] : (int64_t)k;
+        if (ax < 0) ax += r;
+        if (ax < 0 || ax >= r || seen & 1u << ax) {
+            s = fail(&im->e, DCZ_ERR_FORMAT, "%s: an axis out of range or repeated", c->label);
+            break;
+        }
+        seen |= 1u << ax;
+        const int64_t dim = ax == 0 ? -1 : (int64_t)shape->dims[ax - 1];   /* the batch: not sliced */
+        const int64_t step = present[3] ? in[3].i[k] : 1;
+        int64_t a = in[0].i[k], b = in[1].i[k];
+        if (dim > 0) {   /* ONNX's clamping, for step 1 */
+            if (a < 0) a += dim;
+            if (b < 0) b += dim;
+            a = a < 0 ? 0 : a > dim ? dim : a;
+            b = b < 0 ? 0 : b > dim ? dim : b;
+        }
+        if (step != 1 || dim < 0 || (ax != 1 && (a != 0 || b != dim)))
+            s = fail(&im->e, DCZ_ERR_UNSUPPORTED, "%s slices axis %lld other than in whole channels (dcz slices "
+                     "axis 1 of (N, C, H, W) or (N, C), step 1)", c->label, (long long)ax);
+        else if (ax == 1) {
+            lo = a;
+            hi = b;
+        }
+    }
+    for (int j = 0; j < 4; j++) cten_free(&in[j]);
+    if (s == DCZ_OK && hi <= lo)
+        s = fail(&im->e, DCZ_ERR_UNSUPPORTED, "%s keeps no channel", c->label);
+    if (s != DCZ_OK) return s;
+    if (c->n->n_output > 1) return fail(&im->e, DCZ_ERR_FORMAT, "%s has %zu outputs", c->label, c->n->n_output);
+    im->tens[im->vals[x].tensor].readers--;   /* the node's read: a SLICE counts its own */
+    return slice_out(c, x, 0, (uint32_t)lo, (uint32_t)(hi - lo));
+}
+
+/* Transpose: the identity, or a channel shuffle: the channels of (N, C, H,
+ * W) (or (N, C)) seen by a Reshape as (N, g, C / g, ...) with the two
+ * channel axes swapped (perm 0, 2, 1, 3, ...), which the Reshape after it
+ * reads back as (N, C, H, W): CHANNEL_SHUFFLE of g groups. */
+static dcz_status op_transpose(const nodectx *c)
+{
+    imp *im = c->im;
+    static const char *const known[] = { "perm", NULL };
+    dcz_status s = attrs_known(c, known);
+    const int64_t *perm;
+    long x;
+    if (s == DCZ_OK) s = max_inputs(c, 1, 1);
+    if (s == DCZ_OK) s = attr_ints(c, "perm", 0, &perm);
+    if (s == DCZ_OK) s = input_act(c, 0, &x);
+    if (s != DCZ_OK) return s;
+    const val *v = &im->vals[x];
+    const dcz_shape *view = v->tail_node >= 0 ? &v->view : act_shape(im, x);
+    const size_t r = (size_t)view->rank + 1, n = perm ? attr_find(c, "perm")->n_ints : 0;
+    int identity = 1, swap = r >= 3;
+    for (size_t k = 0; k < r; k++) {
+        const int64_t p = n ? (k < n ? perm[k] : -1) : (int64_t)(r - 1 - k);
+        identity &= p == (int64_t)k;
+        swap &= p == (int64_t)(k == 1 ? 2 : k == 2 ? 1 : k);
+    }
+    if (n != 0 && n != r) return fail(&im->e, DCZ_ERR_FORMAT, "%s: perm of %zu axes for rank %zu", c->label, n, r);
+    if (identity) {
+        im->dropped++;
+        return alias(c, x, NULL);
+    }
+    const dcz_shape *t = act_shape(im, x);
+    int fits = swap && v->tail_node >= 0 && t->rank + 1 == view->rank &&
+               (uint64_t)view->dims[0] * view->dims[1] == t->dims[0];
+    for (uint32_t k = 2; fits && k < view->rank; k++) fits = view->dims[k] == t->dims[k - 1];
+    if (!fits)
+        return fail(&im->e, DCZ_ERR_UNSUPPORTED, "%s permutes axes other than as a channel shuffle (dcz transposes "
+                    "only the two channel axes of a Reshape to (N, g, C / g, H, W): perm 0, 2, 1, 3, 4)", c->label);
+    const int32_t attr[1] = { (int32_t)view->dims[0] };
+    const uint32_t in = v->tensor;
+    dcz_shape shuffled = *view;
+    shuffled.dims[0] = view->dims[1];
+    shuffled.dims[1] = view->dims[0];
+    long o;
+    if ((s = push_layer(c, c->def->layer, DCZ_OP_CHANNEL_SHUFFLE, attr, 1, &in, 1, NULL)) != DCZ_OK ||
+        (s = outputs(c, im->nlayers, -1, &o)) != DCZ_OK)
+        return s;
+    im->vals[o].tail_node = (long)c->index;   /* the Reshape after it ends the view */
+    im->vals[o].view = shuffled;
     return DCZ_OK;
 }
 
@@ -2069,10 +2311,13 @@ static const opdef ops[] = {
     { "Pad", op_pad, 0, "", F_PAD },
     { "ReduceMean", op_reduce_mean, DCZ_OP_GLOBAL_AVGPOOL, "gap", 0 },
     { "Relu", op_activation, DCZ_OP_RELU, "relu", 0 },
-    { "Reshape", op_reshape, DCZ_OP_FLATTEN, "flatten", 0 },
+    { "Reshape", op_reshape, DCZ_OP_FLATTEN, "flatten", F_VIEW },
     { "Sigmoid", op_activation, DCZ_OP_SIGMOID, "sigmoid", 0 },
+    { "Slice", op_slice, DCZ_OP_SLICE, "slice", 0 },
     { "Softmax", op_softmax, DCZ_OP_SOFTMAX, "prob", 0 },
+    { "Split", op_split, DCZ_OP_SLICE, "slice", 0 },
     { "Tanh", op_activation, DCZ_OP_TANH, "tanh", 0 },
+    { "Transpose", op_transpose, DCZ_OP_CHANNEL_SHUFFLE, "shuffle", F_VIEW },
 };
 
 static const opdef *op_find(const Onnx__NodeProto *n)

@@ -330,6 +330,14 @@ dcz_status dcz_load_layer(const dcz_container *c, const dcz_graph_layer *g, uint
         l->geom.in_w = in[0].dims[2];
         l->geom.out_h = l->geom.out_w = 1;
         return DCZ_OK;
+    case DCZ_OP_CHANNEL_SHUFFLE:
+    case DCZ_OP_SLICE:
+        dcz_op_gather(g->op, g->attr, &l->gather_start, &l->gather_groups);
+        l->geom.in_c = in[0].dims[0];
+        l->geom.out_c = l->out_shape.dims[0];
+        l->geom.in_h = l->geom.out_h = in[0].rank == 3 ? in[0].dims[1] : 1;
+        l->geom.in_w = l->geom.out_w = in[0].rank == 3 ? in[0].dims[2] : 1;
+        return DCZ_OK;
     default:
         return DCZ_OK;
     }

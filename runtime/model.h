@@ -209,6 +209,10 @@ typedef struct dcz_exec_layer {
     uint32_t in, out;       /* elements in and out of one sample (in: of the first input) */
     dcz_conv_geom geom;     /* CONV2D, MAXPOOL, AVGPOOL, GLOBAL_AVGPOOL (window unused) */
     int count_include_pad;  /* AVGPOOL */
+    uint32_t gather_start, gather_groups; /* CHANNEL_SHUFFLE, SLICE (dcz_op_gather): output
+                               channel c of geom.out_c is input channel dcz_gather_source(c,
+                               geom.out_c, gather_start, gather_groups) of geom.in_c, planes
+                               of geom.in_h x geom.in_w */
     uint8_t kernel;         /* dcz_kernel (plan.h): the kernel it runs, decided once at load */
     uint8_t gpu_kernel;     /* dcz_gpu_kernel (gpu.h): the one it runs on a GPU */
     dcz_act act;            /* float CONV2D on the shift form, float ADD, float DENSE: the next

@@ -37,6 +37,7 @@ static const char *const names[DCZ_K_COUNT] = {
     [DCZ_K_ADD_REF] = "add_ref",
     [DCZ_K_MUL_REF] = "mul_ref",
     [DCZ_K_CONCAT_REF] = "concat_ref",
+    [DCZ_K_GATHER_REF] = "gather_channels_ref",
     [DCZ_K_CLIP] = "clip",
     [DCZ_K_ACTIVATION_REF] = "activation_ref",
     [DCZ_K_FC_GEMM] = "dense_gemm_f32",
@@ -72,6 +73,7 @@ static const char *const names[DCZ_K_COUNT] = {
     [DCZ_K_QADD_REF] = "qadd_ref",
     [DCZ_K_QMUL_REF] = "qmul_ref",
     [DCZ_K_QCONCAT_REF] = "qconcat_ref",
+    [DCZ_K_QGATHER_REF] = "qgather_channels_ref",
     [DCZ_K_QTABLE] = "qtable",
     [DCZ_K_QTABLE_REF] = "qtable_ref",
     [DCZ_K_QFC8_LANES] = "qspmm8_lanes (integers)",
@@ -116,6 +118,8 @@ static const element_kernels elements[] = {
     [DCZ_OP_TANH] = { DCZ_K_ACTIVATION_REF, DCZ_K_ACTIVATION_REF, DCZ_K_QTABLE, DCZ_K_QTABLE_REF },
     [DCZ_OP_HARD_SIGMOID] = { DCZ_K_ACTIVATION_REF, DCZ_K_ACTIVATION_REF, DCZ_K_QTABLE, DCZ_K_QTABLE_REF },
     [DCZ_OP_HARD_SWISH] = { DCZ_K_ACTIVATION_REF, DCZ_K_ACTIVATION_REF, DCZ_K_QTABLE, DCZ_K_QTABLE_REF },
+    [DCZ_OP_CHANNEL_SHUFFLE] = { DCZ_K_GATHER_REF, DCZ_K_GATHER_REF, DCZ_K_QGATHER_REF, DCZ_K_QGATHER_REF },
+    [DCZ_OP_SLICE] = { DCZ_K_GATHER_REF, DCZ_K_GATHER_REF, DCZ_K_QGATHER_REF, DCZ_K_QGATHER_REF },
 };
 
 /* c's candidates: the rule's pick first, then those of the list that

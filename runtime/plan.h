@@ -71,6 +71,7 @@ typedef enum dcz_kernel {
     DCZ_K_ADD, DCZ_K_ADD_REF,
     DCZ_K_MUL_REF,
     DCZ_K_CONCAT_REF,
+    DCZ_K_GATHER_REF,          /* CHANNEL_SHUFFLE, SLICE: channel planes copied */
     DCZ_K_CLIP,                /* CLIP vectorized; the other activations by their reference */
     DCZ_K_ACTIVATION_REF,
     /* float fully connected layers */
@@ -105,6 +106,7 @@ typedef enum dcz_kernel {
     DCZ_K_QADD, DCZ_K_QADD_REF,
     DCZ_K_QMUL_REF,
     DCZ_K_QCONCAT_REF,
+    DCZ_K_QGATHER_REF,
     DCZ_K_QTABLE, DCZ_K_QTABLE_REF,
     /* the integer region: fully connected layers */
     DCZ_K_QFC8_LANES,          /* 8-bit: rows in the lanes of a vector (the integer lane form) */

@@ -337,6 +337,14 @@ static void run_concat_ref(const dcz_model *m, const dcz_exec_layer *l, const fl
     dcz_concat_ref(xs, width, l->nin, batch, y);
 }
 
+static void run_gather_ref(const dcz_model *m, const dcz_exec_layer *l, const float *const *xs,
+                           size_t batch, float *y)
+{
+    const dcz_conv_geom *g = &l->geom;
+    dcz_gather_channels_ref(xs[0], sizeof *y, g->in_c, g->out_c, g->in_h * g->in_w, l->gather_start,
+                            l->gather_groups, batch, y);
+}
+
 static void run_clip(const dcz_model *m, const dcz_exec_layer *l, const float *const *xs, size_t batch,
                      float *y)
 {
@@ -547,6 +555,15 @@ static void qrun_concat_ref(const dcz_model *m, uint32_t index, const void *cons
     dcz_qconcat_ref((const dcz_q *const *)xs, width, l->nin, batch, l->in_mult, l->in_shift, m->qmax, y);
 }
 
+static void qrun_gather_ref(const dcz_model *m, uint32_t index, const void *const *xs, size_t batch,
+                            void *y)
+{
+    const dcz_exec_layer *l = &m->layers[index];
+    const dcz_conv_geom *g = &l->geom;
+    dcz_gather_channels_ref(xs[0], sizeof(dcz_q), g->in_c, g->out_c, g->in_h * g->in_w, l->gather_start,
+                            l->gather_groups, batch, y);
+}
+
 static void qrun_table(const dcz_model *m, uint32_t index, const void *const *xs, size_t batch, void *y)
 {
     const dcz_exec_layer *l = &m->layers[index];
@@ -585,6 +602,7 @@ static const struct {
     [DCZ_K_ADD_REF] = { run_add_ref, NULL, NULL, 1 },
     [DCZ_K_MUL_REF] = { run_mul_ref, NULL, NULL, 1 },
     [DCZ_K_CONCAT_REF] = { run_concat_ref, NULL, NULL, 1 },
+    [DCZ_K_GATHER_REF] = { run_gather_ref, NULL, NULL, 1 },
     [DCZ_K_CLIP] = { run_clip, NULL, NULL, 0 },
     [DCZ_K_ACTIVATION_REF] = { run_activation_ref, NULL, NULL, 1 },
     [DCZ_K_FC_GEMM] = { run_fc_gemm, NULL, NULL, 0 },
@@ -620,6 +638,7 @@ static const struct {
     [DCZ_K_QADD_REF] = { NULL, qrun_add_ref, NULL, 1 },
     [DCZ_K_QMUL_REF] = { NULL, qrun_mul_ref, NULL, 1 },
     [DCZ_K_QCONCAT_REF] = { NULL, qrun_concat_ref, NULL, 1 },
+    [DCZ_K_QGATHER_REF] = { NULL, qrun_gather_ref, NULL, 1 },
     [DCZ_K_QTABLE] = { NULL, qrun_table, NULL, 0 },
     [DCZ_K_QTABLE_REF] = { NULL, qrun_table_ref, NULL, 1 },
     [DCZ_K_QFC8_LANES] = { NULL, NULL, qweights_fc8, 0 },

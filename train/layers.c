@@ -19,6 +19,8 @@
  *   MUL          y = x f (f per channel or per element):
  *                                        dx = dy f, df = sum over the plane of dy x
  *   CONCAT       y = (x_0, x_1, ...):    dx_k = its part of dy
+ *   CHANNEL_SHUFFLE, SLICE   y[c] = x[source of c] (whole channel planes):
+ *                                        dx[source of c] = dy[c], 0 elsewhere
  *   CLIP         dx = dy where min < x < max
  *   LEAKY_RELU   dx = dy (x > 0), alpha dy (x <= 0)
  *   SIGMOID      dx = dy y (1 - y);  TANH: dx = dy (1 - y^2)
@@ -286,6 +288,39 @@ static void bwd_concat(dcz_net *net, dcz_tlayer *l, const float *const *xs, cons
         }
 }
 
+/* CHANNEL_SHUFFLE, SLICE: the runtime's reference moves the planes, and
+ * the gradient goes back to where each plane came from */
+static void gather_of(const dcz_tlayer *l, uint32_t *start, uint32_t *groups)
+{
+    *start = l->op == DCZ_OP_SLICE ? (uint32_t)l->start : 0;
+    *groups = l->op == DCZ_OP_CHANNEL_SHUFFLE ? (uint32_t)l->group : 1;
+}
+
+static void fwd_gather(dcz_net *net, dcz_tlayer *l, const float *const *xs, float *y, int batch,
+                       unsigned flags)
+{
+    uint32_t start, groups;
+    gather_of(l, &start, &groups);
+    dcz_gather_channels_ref(xs[0], sizeof *y, (uint32_t)l->in_c, (uint32_t)l->out_c,
+                            (uint32_t)(l->in_h * l->in_w), start, groups, (size_t)batch, y);
+}
+
+static void bwd_gather(dcz_net *net, dcz_tlayer *l, const float *const *xs, const float *y,
+                       const float *dy, float *const *dxs, int batch)
+{
+    if (!dxs[0]) return;
+    uint32_t start, groups;
+    gather_of(l, &start, &groups);
+    const size_t plane = (size_t)l->in_h * (size_t)l->in_w;
+    if (l->out_c != l->in_c) memset(dxs[0], 0, (size_t)batch * (size_t)l->in * sizeof(float));
+    for (size_t b = 0; b < (size_t)batch; b++)
+        for (uint32_t c = 0; c < (uint32_t)l->out_c; c++) {
+            const uint32_t from = dcz_gather_source(c, (uint32_t)l->out_c, start, groups);
+            memcpy(dxs[0] + (b * (size_t)l->in_c + from) * plane, dy + (b * (size_t)l->out_c + c) * plane,
+                   plane * sizeof(float));
+        }
+}
+
 /* the activations: y from x elementwise, the runtime's reference formulas */
 static void fwd_activation(dcz_net *net, dcz_tlayer *l, const float *const *xs, float *y, int batch,
                            unsigned flags)
@@ -395,6 +430,21 @@ static void settings_avgpool(dcz_tlayer *l, const int32_t *a)
     l->count_include_pad = a[6];
 }
 
+/* CHANNEL_SHUFFLE: groups; SLICE: start, count */
+static void attrs_shuffle(const dcz_tlayer *l, dcz_chw in, int32_t *a) { (void)in; a[0] = l->group; }
+static void settings_shuffle(dcz_tlayer *l, const int32_t *a) { l->group = a[0]; }
+static void attrs_slice(const dcz_tlayer *l, dcz_chw in, int32_t *a)
+{
+    (void)in;
+    a[0] = l->start;
+    a[1] = l->out_c;
+}
+static void settings_slice(dcz_tlayer *l, const int32_t *a)
+{
+    l->start = a[0];
+    l->out_c = a[1];
+}
+
 /* the activations: their float attributes, kept in param */
 static void attrs_floats(const dcz_tlayer *l, dcz_chw in, int32_t *a)
 {
@@ -474,6 +524,8 @@ static const dcz_train_op train_ops[] = {
     { DCZ_OP_TANH, ACTIVATION },
     { DCZ_OP_HARD_SIGMOID, ACTIVATION },
     { DCZ_OP_HARD_SWISH, ACTIVATION },
+    { DCZ_OP_CHANNEL_SHUFFLE, fwd_gather, bwd_gather, attrs_shuffle, settings_shuffle, NULL, NULL, 1, 1 },
+    { DCZ_OP_SLICE, fwd_gather, bwd_gather, attrs_slice, settings_slice, NULL, NULL, 1, 1 },
     { DCZ_OP_BATCHNORM, fwd_bn, bwd_bn, attrs_bn, settings_bn, check_bn, cache_bn, 1, 0 },
     { DCZ_OP_DROPOUT, fwd_dropout, bwd_dropout, attrs_dropout, settings_dropout, check_dropout, cache_dropout, 0, 0 },
 };

@@ -155,7 +155,9 @@ typedef struct dcz_tlayer {
     int sh, sw;           /* CONV and pools: stride (>= 1) */
     int ph, pw;           /* CONV and pools: zero padding each side (< window) */
     int count_include_pad;/* AVGPOOL: padded cells count in the divisor */
-    int group;            /* CONV: groups (0 counts as 1), dividing in_c and out_c */
+    int group;            /* CONV: groups (0 counts as 1), dividing in_c and out_c;
+                             CHANNEL_SHUFFLE: its groups, dividing in_c */
+    int start;            /* SLICE: its first channel (out_c channels from it) */
     float rate;           /* DROPOUT: fraction dropped, [0, 1) */
     float param[2];       /* CLIP min, max; LEAKY_RELU alpha; HARD_SIGMOID alpha, beta */
 

@@ -539,6 +539,13 @@ static dcz_status dcz_gpu_run_concat(const dcz_model *m, uint32_t index, const f
     return dcz_concat__cuda(xs, width, l->nin, batch, y, m->gpu->stream);
 }
 
+static dcz_status dcz_gpu_run_gather(const dcz_model *m, uint32_t index, const float *const *xs, size_t batch,
+                                     float *y)
+{
+    const dcz_exec_layer *l = &m->layers[index];
+    return dcz_gather__cuda(&l->geom, l->gather_start, l->gather_groups, xs[0], sizeof *y, batch, y, m->gpu->stream);
+}
+
 /* ---- the operator table's integer GPU entries ----------------------------------- */
 
 static dcz_status dcz_gpu_qrun_weighted(const dcz_model *m, uint32_t index, const void *const *xs, size_t batch, void *y)
@@ -615,6 +622,14 @@ static dcz_status dcz_gpu_qrun_table(const dcz_model *m, uint32_t index, const v
                             m->gpu->stream);
 }
 
+static dcz_status dcz_gpu_qrun_gather(const dcz_model *m, uint32_t index, const void *const *xs, size_t batch,
+                                      void *y)
+{
+    const dcz_exec_layer *l = &m->layers[index];
+    return dcz_gather__cuda(&l->geom, l->gather_start, l->gather_groups, xs[0], sizeof(int8_t), batch, y,
+                            m->gpu->stream);
+}
+
 static gpu_op_kernels gpu_op(uint16_t op)
 {
     static const gpu_op_kernels by_op[] = {
@@ -635,6 +650,8 @@ static gpu_op_kernels gpu_op(uint16_t op)
         [DCZ_OP_TANH] = { dcz_gpu_run_activation, dcz_gpu_qrun_table },
         [DCZ_OP_HARD_SIGMOID] = { dcz_gpu_run_activation, dcz_gpu_qrun_table },
         [DCZ_OP_HARD_SWISH] = { dcz_gpu_run_activation, dcz_gpu_qrun_table },
+        [DCZ_OP_CHANNEL_SHUFFLE] = { dcz_gpu_run_gather, dcz_gpu_qrun_gather },
+        [DCZ_OP_SLICE] = { dcz_gpu_run_gather, dcz_gpu_qrun_gather },
     };
     const gpu_op_kernels none = { NULL, NULL };
     return op < sizeof by_op / sizeof *by_op ? by_op[op] : none;

@@ -83,6 +83,11 @@ dcz_status dcz_mul__cuda(const float *x, const float *f, size_t batch, uint32_t 
 /* y (batch, sum of width) = the nin inputs x[k] (batch, width[k]) side by side. */
 dcz_status dcz_concat__cuda(const float *const *x, const uint32_t *width, uint32_t nin, size_t batch,
                             float *y, void *stream);
+/* y = the channels of x a CHANNEL_SHUFFLE or SLICE of geometry g gathers
+ * (dcz_gk_gather_from), elements of elem bytes: 4 (floats) or 1 (the
+ * integer region's int8). */
+dcz_status dcz_gather__cuda(const dcz_conv_geom *g, uint32_t start, uint32_t groups, const void *x, size_t elem,
+                            size_t batch, void *y, void *stream);
 /* y (batch, rows, plane) = bias[row] (0 without a bias): the start of a sum
  * cuBLAS adds to. */
 dcz_status dcz_bias_rows__cuda(const float *bias, size_t batch, uint32_t rows, uint32_t plane, float *y,

@@ -236,6 +236,16 @@ DCZ_HD uint32_t dcz_gk_concat_from(const uint32_t *width, uint32_t nin, uint32_t
     return k;
 }
 
+/* Element t of a batch's output of a CHANNEL_SHUFFLE or SLICE of geometry
+ * g (in_c channels in, out_c out, planes of in_h x in_w): where it is in
+ * the batch's input, by dcz_gather_source (ops.h). */
+DCZ_HD uint64_t dcz_gk_gather_from(const dcz_conv_geom *g, uint32_t start, uint32_t groups, uint64_t t)
+{
+    const uint64_t plane = (uint64_t)g->in_h * g->in_w;
+    const uint64_t p = t % plane, c = t / plane % g->out_c, b = t / plane / g->out_c;
+    return (b * g->in_c + dcz_gather_source((uint32_t)c, g->out_c, start, groups)) * plane + p;
+}
+
 /* Row r of y = S x + bias for one sample x (cols): from the bias, the
  * row's entries in order, as dcz_spmm_ref sums them. */
 DCZ_HD float dcz_gk_sparse_row(const dcz_gsparse *s, const float *bias, const float *x, uint32_t r)

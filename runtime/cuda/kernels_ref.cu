@@ -70,6 +70,12 @@ static __global__ void concat_kernel(concat_inputs in, uint32_t nin, uint32_t pe
     }
 }
 
+template <typename T>
+static __global__ void gather_kernel(dcz_conv_geom g, uint32_t start, uint32_t groups, const T *x, uint64_t n, T *y)
+{
+    DCZ_GPU_FOR_EACH(t, n) y[t] = x[dcz_gk_gather_from(&g, start, groups, t)];
+}
+
 static __global__ void bias_rows_kernel(const float *bias, uint32_t rows, uint32_t plane, uint64_t n, float *y)
 {
     DCZ_GPU_FOR_EACH(t, n) y[t] = bias ? bias[t / plane % rows] : 0.0f;
@@ -121,6 +127,21 @@ extern "C" dcz_status dcz_concat__cuda(const float *const *x, const uint32_t *wi
     const uint64_t n = (uint64_t)batch * per;
     if (n == 0) return DCZ_OK;
     concat_kernel<<<dcz_gpu_blocks(n), DCZ_GPU_BLOCK, 0, (cudaStream_t)stream>>>(in, nin, per, n, y);
+    return dcz_gpu_launched();
+}
+
+extern "C" dcz_status dcz_gather__cuda(const dcz_conv_geom *g, uint32_t start, uint32_t groups, const void *x,
+                                       size_t elem, size_t batch, void *y, void *stream)
+{
+    const uint64_t n = (uint64_t)batch * g->out_c * g->in_h * g->in_w;
+    if (n == 0) return DCZ_OK;
+    if (elem == sizeof(float))
+        gather_kernel<<<dcz_gpu_blocks(n), DCZ_GPU_BLOCK, 0, (cudaStream_t)stream>>>(*g, start, groups,
+                                                                                   (const float *)x, n, (float *)y);
+    else if (elem == sizeof(int8_t))
+        gather_kernel<<<dcz_gpu_blocks(n), DCZ_GPU_BLOCK, 0, (cudaStream_t)stream>>>(*g, start, groups,
+                                                                                   (const int8_t *)x, n, (int8_t *)y);
+    else return DCZ_ERR_ARG;
     return dcz_gpu_launched();
 }
 

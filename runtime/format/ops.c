@@ -86,6 +86,14 @@ static dcz_status check_dropout(const int32_t *a)
     return finite_attrs(a, 1) && r >= 0.0f && r < 1.0f ? DCZ_OK : DCZ_ERR_FORMAT;
 }
 
+/* CHANNEL_SHUFFLE: groups 1 .. 2^24 (dividing the channels: a shape rule);
+ * SLICE: start 0 .. 2^24 - 1, count 1 .. 2^24 */
+static dcz_status check_shuffle(const int32_t *a) { return in_range(a[0], 1, DCZ_MAX_DIM) ? DCZ_OK : DCZ_ERR_FORMAT; }
+static dcz_status check_slice(const int32_t *a)
+{
+    return in_range(a[0], 0, DCZ_MAX_DIM - 1) && in_range(a[1], 1, DCZ_MAX_DIM) ? DCZ_OK : DCZ_ERR_FORMAT;
+}
+
 static dcz_status check_maxpool(const int32_t *a) { return window_ok(a) ? DCZ_OK : DCZ_ERR_FORMAT; }
 
 static dcz_status check_avgpool(const int32_t *a)
@@ -204,6 +212,25 @@ static dcz_status shape_concat(const int32_t *a, const dcz_shape *in, uint32_t n
     return DCZ_OK;
 }
 
+/* (C, H, W) or (C) with C a multiple of groups, kept */
+static dcz_status shape_shuffle(const int32_t *a, const dcz_shape *in, uint32_t nin, dcz_shape *out)
+{
+    (void)nin;
+    if ((in->rank != 1 && in->rank != 3) || in->dims[0] % (uint32_t)a[0] != 0) return DCZ_ERR_SHAPE;
+    *out = *in;
+    return DCZ_OK;
+}
+
+/* (C, H, W) or (C) -> (count, H, W) or (count), start + count <= C */
+static dcz_status shape_slice(const int32_t *a, const dcz_shape *in, uint32_t nin, dcz_shape *out)
+{
+    (void)nin;
+    if ((in->rank != 1 && in->rank != 3) || (uint64_t)a[0] + (uint64_t)a[1] > in->dims[0]) return DCZ_ERR_SHAPE;
+    *out = *in;
+    out->dims[0] = (uint32_t)a[1];
+    return DCZ_OK;
+}
+
 static void params_dense(const int32_t *a, dcz_shape *w, dcz_shape *b)
 {
     *w = (dcz_shape){ 2, { (uint32_t)a[1], (uint32_t)a[0], 0, 0 } };
@@ -256,6 +283,10 @@ static const dcz_op_info ops[] = {
       check_two_f32, shape_same,    NULL,          DCZ_QS_TABLE, 1 },
     { DCZ_OP_HARD_SWISH,     "HARD_SWISH", "hard_swish",     1, 1, 0, 0, 0, -1,
       check_none,    shape_same,    NULL,          DCZ_QS_TABLE, 1 },
+    { DCZ_OP_CHANNEL_SHUFFLE, "CHANNEL_SHUFFLE", "channel_shuffle", 1, 1, 1, 0, 0, -1,
+      check_shuffle, shape_shuffle, NULL,          DCZ_QS_KEEP, 0 },
+    { DCZ_OP_SLICE,          "SLICE", "slice",          1, 1, 2, 0, 0, -1,
+      check_slice,   shape_slice,   NULL,          DCZ_QS_KEEP, 0 },
     { DCZ_OP_BATCHNORM,      "BATCHNORM", "batchnorm",      1, 1, 2, 0, 1, -1,
       check_batchnorm, shape_same,  NULL,          DCZ_QS_NONE, 0 },
     { DCZ_OP_DROPOUT,        "DROPOUT", "dropout",        1, 1, 1, 0, 1, -1,
@@ -269,6 +300,21 @@ const dcz_op_info *dcz_op_get(uint32_t op)
     for (size_t i = 0; i < sizeof ops / sizeof ops[0]; i++)
         if (ops[i].op == op) return &ops[i];
     return NULL;
+}
+
+int dcz_op_gather(uint16_t op, const int32_t *attr, uint32_t *start, uint32_t *groups)
+{
+    if (op == DCZ_OP_CHANNEL_SHUFFLE) {
+        *start = 0;
+        *groups = (uint32_t)attr[0];
+        return 1;
+    }
+    if (op == DCZ_OP_SLICE) {
+        *start = (uint32_t)attr[0];
+        *groups = 1;
+        return 1;
+    }
+    return 0;
 }
 
 const char *dcz_op_name(uint32_t op)

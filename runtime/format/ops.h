@@ -61,6 +61,10 @@ typedef enum dcz_op {
     DCZ_OP_TANH = 15,
     DCZ_OP_HARD_SIGMOID = 16, /* attrs: alpha, beta (f32 bits): max(0, min(1, alpha x + beta)) */
     DCZ_OP_HARD_SWISH = 17,   /* x max(0, min(1, x / 6 + 1 / 2)) */
+    DCZ_OP_CHANNEL_SHUFFLE = 18, /* attr: groups: the channels of (C, H, W) or (C) read as a
+                                    (groups, C / groups) matrix, transposed (ShuffleNet) */
+    DCZ_OP_SLICE = 19,   /* attrs: start, count: channels start .. start + count - 1 of
+                            (C, H, W) or (C) (one part of a split) */
     DCZ_OP_BATCHNORM = 0x8001, /* attrs: eps, momentum (f32 bits); tensors: gamma, beta,
                                   running mean, running variance, (C) each, per channel
                                   of (C, H, W) or (C); folded into the weighted layer
@@ -123,6 +127,32 @@ typedef struct dcz_op_info {
  * of x (n); y may be x. The reference (kernels_ref.c), which the trainer
  * runs as well. */
 void dcz_activation_ref(uint16_t op, const float *param, const float *x, size_t n, float *y);
+
+/* CHANNEL_SHUFFLE and SLICE move whole channel planes: output channel c
+ * of n is input channel start + (c mod groups) (n / groups) + c div groups,
+ * with (start, groups) = (0, groups) for CHANNEL_SHUFFLE (n = C) and
+ * (start, 1) for SLICE, as dcz_op_gather gives them from the attributes.
+ * One rule for every backend (the CUDA kernels call it on the device). */
+#ifdef __CUDACC__
+__host__ __device__
+#endif
+static inline uint32_t dcz_gather_source(uint32_t c, uint32_t n, uint32_t start, uint32_t groups)
+{
+    return start + (c % groups) * (n / groups) + c / groups;
+}
+
+/* The (start, groups) of a CHANNEL_SHUFFLE or SLICE layer from its checked
+ * attributes; nonzero when op is one of the two (else 0, nothing set). */
+int dcz_op_gather(uint16_t op, const int32_t *attr, uint32_t *start, uint32_t *groups);
+
+/* y (batch, out_c, plane) = the channels of x (batch, in_c, plane) that a
+ * CHANNEL_SHUFFLE or SLICE gathers: output channel c is input channel
+ * dcz_gather_source(c, out_c, start, groups). Elements of elem bytes: the
+ * one kernel of both ops on floats, on the integer region (elem
+ * sizeof(dcz_q)) and in the trainer (a plane copy needs nothing faster).
+ * The reference (kernels_ref.c). */
+void dcz_gather_channels_ref(const void *x, size_t elem, uint32_t in_c, uint32_t out_c, uint32_t plane,
+                             uint32_t start, uint32_t groups, size_t batch, void *y);
 
 /* The table entry of op, or NULL for an unknown operator. */
 const dcz_op_info *dcz_op_get(uint32_t op);

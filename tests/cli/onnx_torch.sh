@@ -3,13 +3,13 @@
 # the dynamo exporter: opset 20, weights as external data in NAME.onnx.data;
 # the fixtures of ../shared/fixtures/onnx-torch2.11 beside the repository,
 # made with PyTorch 2.11, SKIP when that folder is absent):
-# - lenet5, resnet8, squeezenet1_1, mnasnet0_5 and mobilenet_v3_small import
-#   and give PyTorch's outputs on two samples within 1e-5 of the largest
-#   |output| (max |dcz - torch| / max |torch|); each exported and imported
-#   again gives the same outputs bit for bit;
-# - shufflenet_v2_x0_5 (Split, Transpose) and densetiny (batch norms after a
-#   Concat or a Relu) are refused with exit code 2 and one short line that
-#   counts the nodes of each operator dcz lacks or cannot fold;
+# - all seven (lenet5, resnet8, densetiny, shufflenet_v2_x0_5, squeezenet1_1,
+#   mnasnet0_5, mobilenet_v3_small) import and give PyTorch's outputs on two
+#   samples within 1e-5 of the largest |output| (max |dcz - torch| / max
+#   |torch|); each exported and imported again gives the same outputs bit
+#   for bit; ShuffleNet's Reshape-Transpose-Reshape is one CHANNEL_SHUFFLE
+#   and its Splits SLICE layers, DenseNet's batch norms after a Concat or a
+#   Relu per-channel affines (depthwise 1x1 convolutions);
 # - external data that cannot be read is refused with exit code 2: a model
 #   read from standard input, one whose data file is missing, or truncated;
 #   a model given by a bare file name finds its data in the current folder.
@@ -32,7 +32,8 @@ reldiff() {
 le() { awk -v x="$1" -v l="$2" 'BEGIN { exit !(x ~ /^[0-9.e+-]+$/ && x + 0 <= l + 0) }'; }
 
 # ---- the networks dcz holds: PyTorch's outputs, and the same after export -----
-for m in lenet5:1x28 resnet8:1x28 squeezenet1_1:3x224 mnasnet0_5:3x224 mobilenet_v3_small:3x224; do
+for m in lenet5:1x28 resnet8:1x28 densetiny:1x28 shufflenet_v2_x0_5:3x224 squeezenet1_1:3x224 mnasnet0_5:3x224 \
+         mobilenet_v3_small:3x224; do
     n=${m%%:*} c=${m#*:}
     shape=2,${c%x*},${c#*x},${c#*x}
     "$DCZ" import "$FIX/$n.onnx" --json -o "$T/$n.dcz" > "$T/$n.json" || fail "import $n"
@@ -51,17 +52,11 @@ grep -q '"op":"global_avgpool","from":"ReduceMean ' "$T/resnet8.json" || fail "r
 grep -q '"op":"flatten","from":"ReduceMean ' "$T/mnasnet0_5.json" || fail "mnasnet0_5: ReduceMean without keepdims"
 grep -q '"op":"mul","from":"Mul ' "$T/mobilenet_v3_small.json" || fail "mobilenet_v3_small: no mul"
 
-# ---- the networks that need operators dcz lacks: one short line ---------------
-expect 2 "$DCZ" import "$FIX/shufflenet_v2_x0_5.onnx" -o "$T/u.dcz"
-grep -q "29 nodes of 2 unsupported operators: Transpose (16 nodes, the first 'node_transpose'), Split (13 nodes," \
-    "$T/err" || fail "shufflenet_v2_x0_5: $(cat "$T/err")"
-expect 2 "$DCZ" import "$FIX/densetiny.onnx" -o "$T/u.dcz"
-grep -q "5 BatchNormalization nodes cannot be folded into a layer; the first: BatchNormalization" "$T/err" ||
-    fail "densetiny: $(cat "$T/err")"
-for n in shufflenet_v2_x0_5 densetiny; do
-    "$DCZ" import "$FIX/$n.onnx" -o "$T/u.dcz" 2> "$T/err"
-    [ "$(wc -l < "$T/err")" -eq 1 ] && [ "$(wc -c < "$T/err")" -lt 700 ] || fail "$n: a long message: $(cat "$T/err")"
-done
+grep -q '"op":"channel_shuffle","from":"Transpose ' "$T/shufflenet_v2_x0_5.json" || fail "shufflenet: no shuffle"
+[ "$(grep -o '"op":"slice","from":"Split ' "$T/shufflenet_v2_x0_5.json" | wc -l)" = 26 ] ||
+    fail "shufflenet: not 26 slices of 13 Splits"
+[ "$(grep -o '"op":"conv2d","from":"BatchNormalization ' "$T/densetiny.json" | wc -l)" = 5 ] ||
+    fail "densetiny: not 5 batch norms as per-channel affines"
 
 # ---- external data: where it is found, and what is refused --------------------
 (cd "$FIX" && "$DCZ" import lenet5.onnx -q -o "$T/bare.dcz") || fail "a bare file name"

@@ -5,7 +5,8 @@
  * calibrated ones (int8, fixed8, fixed16: a CALIB section, I8 and I16
  * weights), and a graph (a residual ADD, a per-channel MUL, a CONCAT, a
  * tensor read far below), and a net of wide and depthwise convolutions
- * (and its int8 twin), so the fuzzer starts from inputs that reach deep
+ * (and its int8 twin), and ShuffleNet's channel shuffles and slices (and
+ * their int8 twin), so the fuzzer starts from inputs that reach deep
  * into the readers and every form the loader builds. The seeds named v1-*
  * are files of format 1.2, written by the release before graphs (this
  * program writes the current format).
@@ -119,6 +120,41 @@ static dcz_doc *dag_net(void)
     doc_pool_layer(&l[9], DCZ_OP_MAXPOOL, "pool", 2, 2, 0, 0);
     doc_plain_layer(&l[10], DCZ_OP_FLATTEN, "flatten");
     dense(&l[11], "fc", 72, 5, DCZ_ENC_CODEBOOK, 5, 4, DCZ_CODING_RAW, 25);
+    doc_plain_layer(&l[12], DCZ_OP_SOFTMAX, "prob");
+    dcz_doc_add_stage(d, "stage = corpus\n");
+    return d;
+}
+
+/* (4, 4, 4): conv 1x1 to 8 (codebook, Huffman) -> relu -> CHANNEL_SHUFFLE
+ * of 2 -> SLICE 0..2 and SLICE 3..7 -> conv 3x3 of the second (sparse f32)
+ * -> CONCAT -> CHANNEL_SHUFFLE of 4 -> SLICE 2..7 -> gap -> flatten ->
+ * dense -> softmax: ShuffleNet's moves */
+static dcz_doc *shuffle_net(void)
+{
+    dcz_doc *d;
+    if (dcz_doc_alloc(13, &d) != DCZ_OK) return NULL;
+    d->input_rank = 3;
+    d->input_dims[0] = 4; d->input_dims[1] = 4; d->input_dims[2] = 4;
+    dcz_doc_layer *l = d->layers;
+    conv(&l[0], "conv1", 4, 8, 1, 1, 0, DCZ_ENC_CODEBOOK, 3, 3, DCZ_CODING_HUFFMAN, 31);
+    doc_plain_layer(&l[1], DCZ_OP_RELU, "relu");
+    doc_plain_layer(&l[2], DCZ_OP_CHANNEL_SHUFFLE, "shuffle1");
+    l[2].nattr = 1; l[2].attr[0] = 2;
+    doc_plain_layer(&l[3], DCZ_OP_SLICE, "part1");
+    l[3].nattr = 2; l[3].attr[0] = 0; l[3].attr[1] = 3;
+    doc_plain_layer(&l[4], DCZ_OP_SLICE, "part2");
+    l[4].nattr = 2; l[4].attr[0] = 3; l[4].attr[1] = 5;
+    l[4].in[0] = 3;
+    conv(&l[5], "conv2", 5, 5, 3, 1, 1, DCZ_ENC_SPARSE_F32, 4, 0, DCZ_CODING_RAW, 32);
+    doc_plain_layer(&l[6], DCZ_OP_CONCAT, "cat");
+    l[6].nin = 2; l[6].in[0] = 4; l[6].in[1] = 6;
+    doc_plain_layer(&l[7], DCZ_OP_CHANNEL_SHUFFLE, "shuffle2");
+    l[7].nattr = 1; l[7].attr[0] = 4;
+    doc_plain_layer(&l[8], DCZ_OP_SLICE, "part3");
+    l[8].nattr = 2; l[8].attr[0] = 2; l[8].attr[1] = 6;
+    doc_plain_layer(&l[9], DCZ_OP_GLOBAL_AVGPOOL, "gap");
+    doc_plain_layer(&l[10], DCZ_OP_FLATTEN, "flatten");
+    dense(&l[11], "fc", 6, 5, DCZ_ENC_F32, 0, 0, 0, 33);
     doc_plain_layer(&l[12], DCZ_OP_SOFTMAX, "prob");
     dcz_doc_add_stage(d, "stage = corpus\n");
     return d;
@@ -256,5 +292,9 @@ int main(int argc, char **argv)
     rc |= emit(argv[1], "wide_net.dcz", d);
     if (!(d = calibrated(wide_net(), DCZ_SCHEME_INT8, 1))) return 1;
     rc |= emit(argv[1], "calib_int8_wide.dcz", d);
+    if (!(d = shuffle_net())) return 1;
+    rc |= emit(argv[1], "shuffle_net.dcz", d);
+    if (!(d = calibrated(shuffle_net(), DCZ_SCHEME_INT8, 1))) return 1;
+    rc |= emit(argv[1], "calib_int8_shuffle.dcz", d);
     return rc;
 }

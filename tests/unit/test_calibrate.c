@@ -441,6 +441,103 @@ static void test_graph_integer(void)
     dcz_dataset_free(&data);
 }
 
+/* input (1, 8, 8) -> conv1 (8, dense) -> relu -> CHANNEL_SHUFFLE of 2 ->
+ * SLICE 0..2, SLICE 3..7 -> conv2 of the second (5, codebook) -> concat
+ * (first, conv2) -> CHANNEL_SHUFFLE of 4 -> SLICE 2..7 -> maxpool 2 ->
+ * flatten -> fc (96 -> 5) -> softmax: ShuffleNet's moves on integers. */
+static dcz_doc *make_shuffle(uint64_t seed)
+{
+    dcz_doc *d;
+    if (dcz_doc_alloc(13, &d) != DCZ_OK) return NULL;
+    d->input_rank = 3;
+    d->input_dims[0] = 1; d->input_dims[1] = 8; d->input_dims[2] = 8;
+    dcz_doc_layer *L = d->layers;
+    doc_conv_layer(&L[0], "conv1", 1, 8, 3, 1, 1, DCZ_ENC_F32, 0, 0, 0);
+    doc_plain_layer(&L[1], DCZ_OP_RELU, "relu1");
+    doc_plain_layer(&L[2], DCZ_OP_CHANNEL_SHUFFLE, "shuffle1");
+    L[2].nattr = 1;
+    L[2].attr[0] = 2;
+    doc_plain_layer(&L[3], DCZ_OP_SLICE, "part1");
+    L[3].nattr = 2;
+    L[3].attr[0] = 0;
+    L[3].attr[1] = 3;
+    doc_plain_layer(&L[4], DCZ_OP_SLICE, "part2");
+    L[4].nattr = 2;
+    L[4].attr[0] = 3;
+    L[4].attr[1] = 5;
+    reads(d, 4, 1, 3, 0);
+    doc_conv_layer(&L[5], "conv2", 5, 5, 3, 1, 1, DCZ_ENC_CODEBOOK, 4, 4, DCZ_CODING_HUFFMAN);
+    doc_plain_layer(&L[6], DCZ_OP_CONCAT, "cat");
+    reads(d, 6, 2, 4, 6);
+    doc_plain_layer(&L[7], DCZ_OP_CHANNEL_SHUFFLE, "shuffle2");
+    L[7].nattr = 1;
+    L[7].attr[0] = 4;
+    doc_plain_layer(&L[8], DCZ_OP_SLICE, "part3");
+    L[8].nattr = 2;
+    L[8].attr[0] = 2;
+    L[8].attr[1] = 6;
+    doc_pool_layer(&L[9], DCZ_OP_MAXPOOL, "pool", 2, 2, 0, 0);
+    doc_plain_layer(&L[10], DCZ_OP_FLATTEN, "flat");
+    doc_dense_layer(&L[11], "fc", 96, 5, DCZ_ENC_SPARSE_F32, 3, 0, DCZ_CODING_RAW);
+    doc_plain_layer(&L[12], DCZ_OP_SOFTMAX, "prob");
+    fill_params(d, seed);
+    return d;
+}
+
+/* Channel shuffles and slices run on integers in every scheme, close to
+ * float, batch and reference kernels bit for bit (run_all); they keep
+ * their input's scale. */
+static void test_shuffle_integer(void)
+{
+    dcz_dataset data;
+    REQUIRE(make_data(&data, 200, 43), "data");
+    size_t idx[150];
+    for (size_t i = 0; i < 150; i++) idx[i] = i;
+    float *fo = malloc(data.n * 5 * sizeof *fo), *qo = malloc(data.n * 5 * sizeof *qo);
+    const double tol[3] = { 0.08, 0.3, 0.002 };
+    for (size_t s = 0; s < 3; s++) {
+        dcz_doc *d = make_shuffle(9);
+        REQUIRE(d, "graph");
+        uint8_t *fbuf, *qbuf;
+        size_t flen, qlen;
+        REQUIRE(dcz_doc_write(d, &fbuf, &flen) == DCZ_OK, "write float");
+        dcz_cal_collect c;
+        REQUIRE(dcz_cal_collect_stats(d, &data, idx, 150, 64, NULL, NULL, &c) == DCZ_OK, "collect");
+        REQUIRE(c.count == 3 && c.ntensors == 14, "%u weighted layers, %u tensors", c.count, c.ntensors);
+        dcz_cal_layer_cfg cfg[3];
+        dcz_cal_result res[3];
+        fill_cfg(cfg, 3, DCZ_CAL_MINMAX, s == 0);
+        REQUIRE(dcz_cal_apply(d, schemes[s], &c, cfg, res) == DCZ_OK, "apply");
+        const float *ts = d->calib->t_scale;
+        REQUIRE(ts, "tensor scales");
+        CHECK(ts[2] == ts[3] && ts[3] == ts[4] && ts[4] == ts[5] && ts[7] == ts[8] && ts[8] == ts[9] &&
+              ts[9] == ts[10], "shuffles and slices keep the scale");
+        REQUIRE(dcz_doc_write(d, &qbuf, &qlen) == DCZ_OK, "write calibrated");
+        dcz_scheme fs, qs;
+        REQUIRE(run_all(fbuf, flen, DCZ_PRECISION_AUTO, &data, fo, &fs), "float run");
+        REQUIRE(run_all(qbuf, qlen, DCZ_PRECISION_AUTO, &data, qo, &qs), "integer run");
+        CHECK(qs == (dcz_scheme)schemes[s], "runs on integers");
+        dcz_model *m;
+        REQUIRE(dcz_open_memory(qbuf, qlen, NULL, &m) == DCZ_OK, "open calibrated");
+        dcz_layer_desc ld;
+        CHECK(dcz_describe_layer(m, 2, &ld) == DCZ_OK && strcmp(ld.kernel, "qgather_channels_ref") == 0,
+              "shuffle1 runs %s", ld.kernel);
+        CHECK(dcz_describe_layer(m, 8, &ld) == DCZ_OK && strcmp(ld.kernel, "qgather_channels_ref") == 0,
+              "part3 runs %s", ld.kernel);
+        dcz_close(m);
+        double maxd = 0;
+        for (size_t i = 0; i < data.n * 5; i++) maxd = fmax(maxd, fabs((double)fo[i] - qo[i]));
+        CHECK(maxd <= tol[s] && maxd > 0, "scheme %u: max |diff| %g (limit %g)", schemes[s], maxd, tol[s]);
+        free(fbuf);
+        free(qbuf);
+        dcz_cal_collect_free(&c);
+        dcz_doc_free(d);
+    }
+    free(fo);
+    free(qo);
+    dcz_dataset_free(&data);
+}
+
 /* A doc of nlayers layers on the (1, 8, 8) input of make_data. */
 static dcz_doc *doc_8x8(uint32_t nlayers)
 {
@@ -910,6 +1007,7 @@ int main(void)
     RUN(test_order_and_batch_independence);
     RUN(test_integer_close_to_float);
     RUN(test_graph_integer);
+    RUN(test_shuffle_integer);
     RUN(test_residual_relu_fused);
     RUN(test_pool_fused_in_chunks);
     RUN(test_fixed_point_by_hand);

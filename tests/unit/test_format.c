@@ -475,6 +475,19 @@ static void ref_layer(const dcz_doc_layer *l, const dcz_shape *in, const dcz_sha
     case DCZ_OP_FLATTEN:
         memcpy(y, x, batch * n_in * sizeof *y);
         break;
+    case DCZ_OP_CHANNEL_SHUFFLE: {   /* the (g, C / g) channels transposed */
+        const size_t c = in->dims[0], plane = n_in / c, groups = (size_t)l->attr[0];
+        for (size_t b = 0; b < batch; b++)
+            for (size_t i = 0; i < groups; i++)
+                for (size_t j = 0; j < c / groups; j++)
+                    memcpy(y + (b * c + j * groups + i) * plane, x + (b * c + i * (c / groups) + j) * plane,
+                           plane * sizeof *y);
+        break;
+    }
+    case DCZ_OP_SLICE:
+        for (size_t b = 0; b < batch; b++)
+            memcpy(y + b * n_out, x + b * n_in + (size_t)l->attr[0] * (n_in / in->dims[0]), n_out * sizeof *y);
+        break;
     default: { /* the activations, as docs/FORMAT.md writes them */
         const double a = l->nattr > 0 ? dcz_attr_f32(l->attr[0]) : 0, c = l->nattr > 1 ? dcz_attr_f32(l->attr[1]) : 0;
         for (size_t i = 0; i < batch * n_in; i++) {
@@ -1292,6 +1305,86 @@ static dcz_doc *mobile_doc(void)
     return d;
 }
 
+/* ShuffleNet's moves: (8, 4, 4) -> 1x1 conv (codebook) -> CHANNEL_SHUFFLE
+ * of 2 -> SLICE 0..2 and SLICE 3..7 -> relu of the second -> CONCAT ->
+ * CHANNEL_SHUFFLE of 4 -> SLICE 2..5 -> flatten -> dense (codebook) ->
+ * softmax */
+static dcz_doc *shuffle_doc(void)
+{
+    dcz_doc *d;
+    if (dcz_doc_alloc(11, &d) != DCZ_OK) return NULL;
+    set_input(d, 8, 4, 4);
+    dcz_doc_layer *l = d->layers;
+    doc_conv_layer(&l[0], "conv", 8, 8, 1, 1, 0, DCZ_ENC_CODEBOOK, 3, 4, DCZ_CODING_HUFFMAN);
+    fill_weights(&l[0], 0.8);
+    doc_plain_layer(&l[1], DCZ_OP_CHANNEL_SHUFFLE, "shuffle");
+    l[1].nattr = 1;
+    l[1].attr[0] = 2;
+    doc_plain_layer(&l[2], DCZ_OP_SLICE, "part1");
+    l[2].nattr = 2;
+    l[2].attr[0] = 0;
+    l[2].attr[1] = 3;
+    doc_plain_layer(&l[3], DCZ_OP_SLICE, "part2");
+    l[3].nattr = 2;
+    l[3].attr[0] = 3;
+    l[3].attr[1] = 5;
+    reads(&l[3], 1, (const uint32_t[]){ 2 });
+    doc_plain_layer(&l[4], DCZ_OP_RELU, "relu");
+    doc_plain_layer(&l[5], DCZ_OP_CONCAT, "cat");
+    reads(&l[5], 2, (const uint32_t[]){ 3, 5 });
+    doc_plain_layer(&l[6], DCZ_OP_CHANNEL_SHUFFLE, "shuffle2");
+    l[6].nattr = 1;
+    l[6].attr[0] = 4;
+    doc_plain_layer(&l[7], DCZ_OP_SLICE, "part3");
+    l[7].nattr = 2;
+    l[7].attr[0] = 2;
+    l[7].attr[1] = 4;
+    doc_plain_layer(&l[8], DCZ_OP_FLATTEN, "flatten");
+    doc_dense_layer(&l[9], "fc", 64, 5, DCZ_ENC_CODEBOOK, 5, 4, DCZ_CODING_RAW);
+    fill_weights(&l[9], 0.7);
+    doc_plain_layer(&l[10], DCZ_OP_SOFTMAX, "prob");
+    for (uint32_t i = 0; i < d->nlayers; i++)
+        if (l[i].ntensors)
+            for (uint32_t j = 0; j < l[i].t[1].n; j++) l[i].t[1].values[j] = frand();
+    return d;
+}
+
+/* CHANNEL_SHUFFLE and SLICE: their attribute limits and shape rules, and
+ * a network of them through the container, run as the definition says
+ * (and with the reference kernels forced). */
+static void test_shuffle_runtime_matches_reference(void)
+{
+    const dcz_shape chw = { 3, { 6, 2, 3, 0 } }, flat = { 1, { 6, 0, 0, 0 } }, r2 = { 2, { 6, 2, 0, 0 } };
+    dcz_shape out;
+    int p;
+    const int32_t g3[1] = { 3 }, g4[1] = { 4 }, g0[1] = { 0 }, s15[2] = { 1, 5 }, s25[2] = { 2, 5 },
+                  s0[2] = { 0, 0 }, neg[2] = { -1, 2 };
+    CHECK(dcz_op_check(DCZ_OP_CHANNEL_SHUFFLE, g3, 1, &p) == DCZ_OK && !p, "shuffle: no parameters");
+    CHECK(dcz_op_check(DCZ_OP_CHANNEL_SHUFFLE, g0, 1, &p) == DCZ_ERR_FORMAT, "shuffle of 0 groups");
+    CHECK(dcz_op_check(DCZ_OP_CHANNEL_SHUFFLE, g3, 2, &p) == DCZ_ERR_FORMAT, "shuffle with 2 attributes");
+    CHECK(dcz_op_check(DCZ_OP_SLICE, s15, 2, &p) == DCZ_OK, "slice 1, 5");
+    CHECK(dcz_op_check(DCZ_OP_SLICE, s0, 2, &p) == DCZ_ERR_FORMAT, "slice of no channel");
+    CHECK(dcz_op_check(DCZ_OP_SLICE, neg, 2, &p) == DCZ_ERR_FORMAT, "slice from -1");
+    CHECK(dcz_op_shape(DCZ_OP_CHANNEL_SHUFFLE, g3, 1, &chw, 1, &out) == DCZ_OK && dcz_shape_is(&out, 3, chw.dims),
+          "shuffle keeps the shape");
+    CHECK(dcz_op_shape(DCZ_OP_CHANNEL_SHUFFLE, g3, 1, &flat, 1, &out) == DCZ_OK, "shuffle of (C)");
+    CHECK(dcz_op_shape(DCZ_OP_CHANNEL_SHUFFLE, g4, 1, &chw, 1, &out) == DCZ_ERR_SHAPE, "4 groups of 6 channels");
+    CHECK(dcz_op_shape(DCZ_OP_CHANNEL_SHUFFLE, g3, 1, &r2, 1, &out) == DCZ_ERR_SHAPE, "shuffle of rank 2");
+    CHECK(dcz_op_shape(DCZ_OP_SLICE, s15, 2, &chw, 1, &out) == DCZ_OK && out.rank == 3 && out.dims[0] == 5 &&
+          out.dims[2] == 3, "slice (5, 2, 3)");
+    CHECK(dcz_op_shape(DCZ_OP_SLICE, s25, 2, &chw, 1, &out) == DCZ_ERR_SHAPE, "slice past the channels");
+    CHECK(dcz_op_shape(DCZ_OP_SLICE, s15, 2, &flat, 1, &out) == DCZ_OK && out.dims[0] == 5, "slice of (C)");
+    uint32_t start, groups;
+    CHECK(dcz_op_gather(DCZ_OP_SLICE, s25, &start, &groups) && start == 2 && groups == 1, "slice gathers");
+    CHECK(dcz_op_gather(DCZ_OP_CHANNEL_SHUFFLE, g3, &start, &groups) && start == 0 && groups == 3, "shuffle gathers");
+    CHECK(!dcz_op_gather(DCZ_OP_RELU, g3, &start, &groups), "relu gathers nothing");
+
+    dcz_doc *d = shuffle_doc();
+    REQUIRE(d, "alloc");
+    runtime_matches_reference(d, "channel shuffles and slices");
+    dcz_doc_free(d);
+}
+
 static void test_mobile_runtime_matches_reference(void)
 {
     dcz_doc *d = mobile_doc();
@@ -1769,6 +1862,7 @@ int main(void)
     RUN(test_dag_chunks);
     RUN(test_dag_round_trip);
     RUN(test_mobile_runtime_matches_reference);
+    RUN(test_shuffle_runtime_matches_reference);
     RUN(test_dag_refused);
     RUN(test_describe_layers);
     RUN(test_plan_measure);

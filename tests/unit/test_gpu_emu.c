@@ -314,6 +314,19 @@ static void test_elements(void)
         got[t] = xs[k][t / 9 * width[k] + at];
     }
     CHECK(memcmp(got, cat, sizeof got) == 0, "concat differs");
+    /* CHANNEL_SHUFFLE of 3 groups of 12 channels of 2 x 3 planes, and
+     * SLICE 5..11 of them, batch 2: each output element from where the
+     * device's index rule says, against the CPU's copy of the planes */
+    enum { C = 12, P = 6 };
+    float cx[2 * C * P], cref[2 * C * P], cgot[2 * C * P];
+    fill(cx, 2 * C * P);
+    for (int op = 0; op < 2; op++) {
+        const uint32_t out_c = op ? 7 : C, start = op ? 5 : 0, groups = op ? 1 : 3;
+        const dcz_conv_geom g = { .in_c = C, .out_c = out_c, .in_h = 2, .in_w = 3, .out_h = 2, .out_w = 3 };
+        dcz_gather_channels_ref(cx, sizeof *cx, C, out_c, P, start, groups, 2, cref);
+        for (uint64_t t = 0; t < 2 * out_c * P; t++) cgot[t] = cx[dcz_gk_gather_from(&g, start, groups, t)];
+        CHECK(memcmp(cgot, cref, 2 * out_c * P * sizeof *cref) == 0, "%s differs", op ? "slice" : "shuffle");
+    }
 }
 
 /* ---- the integer region --------------------------------------------------------- */

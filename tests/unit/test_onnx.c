@@ -925,15 +925,16 @@ static void test_attribute_refusals(void)
             EXPECT_REFUSED(&b, DCZ_ERR_UNSUPPORTED, "Gemm 'gm'", "transA");
             break;
         }
-        case 7: {   /* batch norm first: nothing to fold into */
-            const int64_t cd[1] = { 2 };
-            const float one[2] = { 1, 1 }, zero[2] = { 0, 0 };
+        case 7: {   /* batch norm of the flat input: nothing to fold into */
+            const int64_t cd[1] = { 8 };
+            const float one[8] = { 1, 1, 1, 1, 1, 1, 1, 1 }, zero[8] = { 0 };
             ob_init_f(&b, "g", 1, cd, one);
             ob_init_f(&b, "bb", 1, cd, zero);
             ob_init_f(&b, "m", 1, cd, zero);
             ob_init_f(&b, "v", 1, cd, one);
-            ob_node(&b, "BatchNormalization", "bn", "x,g,bb,m,v", "y");
-            EXPECT_REFUSED(&b, DCZ_ERR_UNSUPPORTED, "BatchNormalization 'bn'", "follows no");
+            ob_attr_i(&b, ob_node(&b, "Flatten", "f", "x", "h"), "axis", 1);
+            ob_node(&b, "BatchNormalization", "bn", "h,g,bb,m,v", "y");
+            EXPECT_REFUSED(&b, DCZ_ERR_UNSUPPORTED, "BatchNormalization 'bn'", "normalizes a flat value");
             break;
         }
         case 8: {   /* a constant added to what no Conv or Gemm computes */
@@ -1491,12 +1492,13 @@ static void test_activations(void)
 }
 
 /* Batch norm inside a branch folds into its Conv: y = bn(conv2(r)) + r,
- * r = relu(conv1(x)); refused when the Conv's output has another reader
- * (so does a constant Add). */
+ * r = relu(conv1(x)); when the Conv's output has another reader, y =
+ * bn(h) + relu(h), h = conv1(x), it is a per-channel affine of its own; a
+ * constant Add there is refused. */
 static void test_batchnorm_in_branch(void)
 {
     const float g[2] = { 1.5f, -0.5f }, be[2] = { 0.1f, 0.2f }, mu[2] = { 0.3f, -0.2f }, var[2] = { 0.5f, 2.0f };
-    float x[2 * 50], W1[36], B1[2], W2[36], want[2 * 50];
+    float x[2 * 50], W1[36], B1[2], W2[36], want[2 * 50], want1[2 * 50];
     fill(x, 100, 95);
     fill(W1, 36, 96);
     fill(B1, 2, 97);
@@ -1504,6 +1506,10 @@ static void test_batchnorm_in_branch(void)
     for (int i = 0; i < 2; i++) {
         float r[50], h2[50];
         conv_ref(x + 50 * i, 2, 5, 5, W1, B1, 2, 1, 3, 1, r);
+        for (int k = 0; k < 50; k++) {
+            const int c = k / 25;
+            want1[50 * i + k] = (float)(g[c] * (r[k] - mu[c]) / sqrt(var[c] + 1e-5) + be[c] + fmaxf(r[k], 0.0f));
+        }
         for (int k = 0; k < 50; k++) r[k] = fmaxf(r[k], 0.0f);
         conv_ref(r, 2, 5, 5, W2, NULL, 2, 1, 3, 1, h2);
         for (int k = 0; k < 50; k++) {
@@ -1541,8 +1547,11 @@ static void test_batchnorm_in_branch(void)
         } else if (form == 1) {   /* the Conv's output also goes to the Add */
             ob_node(&b, "BatchNormalization", "bn", "h,g,be,mu,var", "hb");
             ob_node(&b, "Add", "a", "hb,hr", "y");
-            EXPECT_REFUSED(&b, DCZ_ERR_UNSUPPORTED, "BatchNormalization 'bn'", "read by other nodes",
-                           "Conv 'c1'");
+            dcz_doc *d = NULL;
+            graph_check(&b, x, 2, want1, 50, 1e-5f, "batch norm of an output read twice", &d);
+            CHECK(d && d->nlayers == 4 && d->layers[2].op == DCZ_OP_CONV2D && d->layers[2].in[0] == 1 &&
+                  d->layers[2].attr[8] == 2 && d->layers[2].attr[2] == 1, "conv1, relu1, bn1 (an affine), add1");
+            dcz_doc_free(d);
         } else {
             ob_node(&b, "Add", "ab", "h,B4", "hb");
             ob_node(&b, "Add", "a", "hb,hr", "y");
@@ -1781,35 +1790,160 @@ static void test_torch_dynamo_forms(void)
     }
 }
 
-/* Batch norms and a constant Add with nothing to fold into, as in a
- * DenseNet (after a Concat, after a Relu): one message counts them per
- * operator and names the first of each. */
-static void test_unfoldable_counted(void)
+/* Batch norms with nothing to fold into, as in a DenseNet (on the input,
+ * after a Relu): each a per-channel affine, the depthwise 1 x 1 CONV2D of
+ * weight g and bias beta - mean g, into which a constant Add after it folds
+ * as into any convolution; the outputs are those of the definition. A
+ * batch norm of a flat value with nothing to fold into is refused, counted
+ * with a constant Add that has nothing to fold into either. */
+static void test_unfoldable_affine(void)
 {
-    const int64_t cd[1] = { 4 }, wd[4] = { 2, 2, 3, 3 };
-    float W[36], ones[4] = { 1, 1, 1, 1 }, zeros[4] = { 0 };
-    fill(W, 36, 231);
+    const int64_t cd[1] = { 4 }, in[4] = { -1, 4, 3, 3 };
+    float x[2 * 36], g[4], be[4], mu[4], var[4], c[4], want[2 * 36];
+    fill(x, 72, 231);
+    fill(g, 4, 232);
+    fill(be, 4, 233);
+    fill(mu, 4, 234);
+    fill(var, 4, 235);
+    fill(c, 4, 236);
+    for (int k = 0; k < 4; k++) var[k] += 1.5f;
+    for (int i = 0; i < 72; i++) {
+        const int ch = i / 9 % 4;
+        const double a = (double)g[ch] / sqrt((double)var[ch] + 1e-5);
+        double v = (x[i] - mu[ch]) * a + be[ch];
+        v = v > 0 ? v : 0;
+        want[i] = (float)((v - mu[ch]) * a + be[ch] + c[ch]);
+    }
     ob b;
-    ob_init(&b, 20);
-    ob_input(&b, "x", 4, in245);
+    ob_init(&b, 13);
+    ob_input(&b, "x", 4, in);
     ob_output(&b, "y");
-    ob_init_f(&b, "W", 4, wd, W);
-    ob_init_f(&b, "g", 1, cd, ones);
-    ob_init_f(&b, "be", 1, cd, zeros);
-    ob_init_f(&b, "mu", 1, cd, zeros);
-    ob_init_f(&b, "var", 1, cd, ones);
-    ob_init_f(&b, "c", 4, (const int64_t[]){ 1, 4, 1, 1 }, ones);
-    ob_attr_ints(&b, ob_node(&b, "Conv", "c1", "x,W", "h1"), "pads", 4, 1, 1, 1, 1);
-    ob_attr_ints(&b, ob_node(&b, "Conv", "c2", "x,W", "h2"), "pads", 4, 1, 1, 1, 1);
-    ob_attr_i(&b, ob_node(&b, "Concat", "cat", "h1,h2", "h"), "axis", 1);
-    ob_node(&b, "BatchNormalization", "bn1", "h,g,be,mu,var", "b1");
+    ob_init_f(&b, "g", 1, cd, g);
+    ob_init_f(&b, "be", 1, cd, be);
+    ob_init_f(&b, "mu", 1, cd, mu);
+    ob_init_f(&b, "var", 1, cd, var);
+    ob_init_f(&b, "c", 4, (const int64_t[]){ 1, 4, 1, 1 }, c);
+    ob_node(&b, "BatchNormalization", "bn1", "x,g,be,mu,var", "b1");
     ob_node(&b, "Relu", "r", "b1", "hr");
     ob_node(&b, "BatchNormalization", "bn2", "hr,g,be,mu,var", "b2");
-    ob_node(&b, "Add", "a", "b2,c", "b3");
-    ob_node(&b, "BatchNormalization", "bn3", "b3,g,be,mu,var", "y");
-    EXPECT_REFUSED(&b, DCZ_ERR_UNSUPPORTED, "3 BatchNormalization nodes cannot be folded",
-                   "the first: BatchNormalization 'bn1' follows no Conv", "; Add 'a' follows no Conv");
+    ob_node(&b, "Add", "a", "b2,c", "y");
+    dcz_doc *d = NULL;
+    graph_check(&b, x, 2, want, 36, 1e-5f, "batch norms as per-channel affines", &d);
+    CHECK(d && d->nlayers == 3 && d->layers[0].op == DCZ_OP_CONV2D && d->layers[0].attr[8] == 4 &&
+          d->layers[0].attr[2] == 1 && d->layers[2].op == DCZ_OP_CONV2D && strcmp(d->layers[2].name, "bn2") == 0,
+          "bn1, relu1, bn2 (the Add folded in)");
+    if (d) export_roundtrip(d, x, 2, 0, 0, "per-channel affines");
+    dcz_doc_free(d);
     ob_free(&b);
+
+    ob_init(&b, 13);
+    ob_input(&b, "x", 2, (const int64_t[]){ -1, 4 });
+    ob_output(&b, "y");
+    ob_init_f(&b, "g", 1, cd, g);
+    ob_init_f(&b, "be", 1, cd, be);
+    ob_init_f(&b, "mu", 1, cd, mu);
+    ob_init_f(&b, "var", 1, cd, var);
+    ob_init_f(&b, "c", 2, (const int64_t[]){ 1, 4 }, c);
+    ob_node(&b, "Relu", "r", "x", "h");
+    ob_node(&b, "BatchNormalization", "bn1", "h,g,be,mu,var", "b1");
+    ob_node(&b, "BatchNormalization", "bn2", "b1,g,be,mu,var", "b2");
+    ob_node(&b, "Add", "a", "b2,c", "y");
+    EXPECT_REFUSED(&b, DCZ_ERR_UNSUPPORTED, "2 BatchNormalization nodes cannot be folded",
+                   "the first: BatchNormalization 'bn1' normalizes a flat value", "; Add 'a' follows no Conv");
+    ob_free(&b);
+}
+
+/* ShuffleNet's unit as exporters write it: a Reshape of (N, 8, 3, 3) to
+ * (N, 2, 4, 3, 3), Transpose (0, 2, 1, 3, 4), a Reshape back, then the
+ * channels cut in two parts, the second through a Sigmoid, and joined again.
+ * The cut as Split with num_outputs (opset 20, 4 and 4), with its sizes
+ * as an input (opset 13, 3 and 5) or an attribute (opset 11, 3 and 5), and
+ * as two Slices (opset 13, 3 and 5; ends past the end, a negative axis):
+ * CHANNEL_SHUFFLE, SLICE, SLICE, SIGMOID, CONCAT, with the outputs of the
+ * definition, through export and import again. A Split of another axis,
+ * a Slice of rows and other permutations are refused. */
+static void test_channel_shuffle_split(void)
+{
+    const int64_t in[4] = { 2, 8, 3, 3 };
+    float x[2 * 72], sh[2 * 72], want[2 * 72];
+    fill(x, 144, 241);
+    for (int n = 0; n < 2; n++)
+        for (int i = 0; i < 2; i++)        /* (2, 4) transposed to (4, 2), of relu(x) */
+            for (int j = 0; j < 4; j++)
+                for (int p = 0; p < 9; p++) {
+                    const float v = x[(n * 8 + i * 4 + j) * 9 + p];
+                    sh[(n * 8 + j * 2 + i) * 9 + p] = v > 0 ? v : 0.0f;
+                }
+    for (int form = 0; form < 4; form++) {
+        const int cut = form == 0 ? 4 : 3;
+        for (int i = 0; i < 144; i++)
+            want[i] = i / 9 % 8 < cut ? sh[i] : (float)(1 / (1 + exp(-(double)sh[i])));
+        ob b;
+        ob_init(&b, form == 0 ? 20 : form == 2 ? 11 : 13);
+        ob_input(&b, "x", 4, in);
+        ob_output(&b, "y");
+        ob_init_i64(&b, "s5", 5, (const int64_t[]){ 2, 2, 4, 3, 3 });
+        ob_init_i64(&b, "s4", 4, (const int64_t[]){ 2, 8, 3, 3 });
+        ob_node(&b, "Relu", "r0", "x", "h");
+        ob_node(&b, "Reshape", "v1", "h,s5", "v");
+        ob_attr_ints(&b, ob_node(&b, "Transpose", "t", "v", "vt"), "perm", 5, 0, 2, 1, 3, 4);
+        ob_node(&b, "Reshape", "v2", "vt,s4", "s");
+        if (form == 0) {
+            Onnx__NodeProto *sp = ob_node(&b, "Split", "sp", "s", "p0,p1");
+            ob_attr_i(&b, sp, "axis", 1);
+            ob_attr_i(&b, sp, "num_outputs", 2);
+        } else if (form == 1) {
+            ob_init_i64(&b, "sizes", 2, (const int64_t[]){ 3, 5 });
+            ob_attr_i(&b, ob_node(&b, "Split", "sp", "s,sizes", "p0,p1"), "axis", 1);
+        } else if (form == 2) {
+            Onnx__NodeProto *sp = ob_node(&b, "Split", "sp", "s", "p0,p1");
+            ob_attr_i(&b, sp, "axis", 1);
+            ob_attr_ints(&b, sp, "split", 2, 3, 5);
+        } else {
+            ob_init_i64(&b, "a0", 1, (const int64_t[]){ 0 });
+            ob_init_i64(&b, "a3", 1, (const int64_t[]){ 3 });
+            ob_init_i64(&b, "big", 1, (const int64_t[]){ INT64_MAX });
+            ob_init_i64(&b, "ax", 1, (const int64_t[]){ -3 });
+            ob_init_i64(&b, "a1", 1, (const int64_t[]){ 1 });
+            ob_node(&b, "Slice", "sl0", "s,a0,a3,a1", "p0");
+            ob_node(&b, "Slice", "sl1", "s,a3,big,ax", "p1");
+        }
+        ob_node(&b, "Sigmoid", "sg", "p1", "q1");
+        ob_attr_i(&b, ob_node(&b, "Concat", "cat", "p0,q1", "y"), "axis", 1);
+        char what[64];
+        snprintf(what, sizeof what, "channel shuffle and cut, form %d", form);
+        dcz_doc *d = NULL;
+        graph_check(&b, x, 2, want, 72, 1e-6f, what, &d);
+        CHECK(d && d->nlayers == 6 && d->layers[1].op == DCZ_OP_CHANNEL_SHUFFLE && d->layers[1].attr[0] == 2 &&
+              d->layers[2].op == DCZ_OP_SLICE && d->layers[2].attr[1] == cut && d->layers[3].op == DCZ_OP_SLICE &&
+              d->layers[3].attr[0] == cut && d->layers[3].attr[1] == 8 - cut, "%s: relu1, shuffle1, slice1, slice2, "
+              "sigmoid1, concat1", what);
+        if (d) export_roundtrip(d, x, 2, 0, 0, what);
+        dcz_doc_free(d);
+        ob_free(&b);
+    }
+    for (int bad = 0; bad < 3; bad++) {
+        ob b;
+        ob_init(&b, 13);
+        ob_input(&b, "x", 4, in);
+        ob_output(&b, "y");
+        ob_init_i64(&b, "s5", 5, (const int64_t[]){ 2, 2, 4, 3, 3 });
+        ob_init_i64(&b, "a0", 1, (const int64_t[]){ 0 });
+        ob_init_i64(&b, "a1", 1, (const int64_t[]){ 1 });
+        ob_init_i64(&b, "ax", 1, (const int64_t[]){ 2 });
+        if (bad == 0) {
+            ob_attr_i(&b, ob_node(&b, "Split", "sp", "x", "p0,y"), "axis", 2);
+            EXPECT_REFUSED(&b, DCZ_ERR_UNSUPPORTED, "Split 'sp' splits axis 2");
+        } else if (bad == 1) {
+            ob_node(&b, "Slice", "sl", "x,a0,a1,ax", "y");
+            EXPECT_REFUSED(&b, DCZ_ERR_UNSUPPORTED, "Slice 'sl' slices axis 2 other than in whole channels");
+        } else {
+            ob_node(&b, "Reshape", "v1", "x,s5", "v");
+            ob_attr_ints(&b, ob_node(&b, "Transpose", "t", "v", "y"), "perm", 5, 0, 1, 2, 4, 3);
+            EXPECT_REFUSED(&b, DCZ_ERR_UNSUPPORTED, "Transpose 't' permutes axes other than as a channel shuffle");
+        }
+        ob_free(&b);
+    }
 }
 
 /* ---- external data ------------------------------------------------------------- */
@@ -2214,7 +2348,8 @@ int main(void)
     RUN(test_reduce_mean);
     RUN(test_pad_axes_and_pool_dilations);
     RUN(test_torch_dynamo_forms);
-    RUN(test_unfoldable_counted);
+    RUN(test_unfoldable_affine);
+    RUN(test_channel_shuffle_split);
     RUN(test_external_data);
     RUN(test_dead_nodes);
     RUN(test_graph_bad_inputs);

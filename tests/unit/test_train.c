@@ -880,6 +880,20 @@ static void ref_layer(const dcz_net *net, const dcz_tlayer *l, const refp *p, do
         }
         break;
     }
+    case DCZ_OP_CHANNEL_SHUFFLE: {   /* (g, C / g) planes transposed to (C / g, g) */
+        const size_t hw = (size_t)H * W, g = (size_t)l->group, per = (size_t)C / g;
+        for (int n = 0; n < B; n++)
+            for (size_t i = 0; i < g; i++)
+                for (size_t j = 0; j < per; j++)
+                    memcpy(y + ((size_t)n * C + j * g + i) * hw, x + ((size_t)n * C + i * per + j) * hw,
+                           hw * sizeof(double));
+        break;
+    }
+    case DCZ_OP_SLICE:
+        for (int n = 0; n < B; n++)
+            memcpy(y + (size_t)n * OC * H * W, x + ((size_t)n * C + l->start) * H * W,
+                   (size_t)OC * H * W * sizeof(double));
+        break;
     default:   /* FLATTEN, SOFTMAX (fused with the loss), DROPOUT */
         memcpy(y, x, (size_t)B * l->in * sizeof(double));
         break;
@@ -1305,41 +1319,93 @@ static void test_gradcheck_graph(void)
     dcz_net_free(net);
 }
 
-/* The trained network and libdcz compute the same function: the graph net
- * written to a document, loaded and run. */
-static void test_graph_matches_runtime(void)
+/* (4, 6, 6): conv 3x3 to 8 -> CHANNEL_SHUFFLE of 2 -> SLICE 0..2 and SLICE
+ * 3..7 -> 1x1 conv of the second part to 3 -> CONCAT of the first part and
+ * it (6 channels) -> CHANNEL_SHUFFLE of 3 -> SLICE 1..4 -> gap -> dense 3
+ * -> softmax: the ShuffleNet unit's moves, with parts of unequal sizes. */
+static dcz_net *shuffle_net(uint64_t seed)
 {
-    dcz_net *net = graph_net(22);
+    dcz_tlayer g[] = {
+        CONV(8, 3, 3, 1, 1),
+        { .op = DCZ_OP_CHANNEL_SHUFFLE, .group = 2 },
+        { .op = DCZ_OP_SLICE, .start = 0, .out_c = 3, READS1(2) },
+        { .op = DCZ_OP_SLICE, .start = 3, .out_c = 5, READS1(2) },
+        CONV(3, 1, 1, 1, 0),
+        { .op = DCZ_OP_CONCAT, READS2(3, 5) },
+        { .op = DCZ_OP_CHANNEL_SHUFFLE, .group = 3 },
+        { .op = DCZ_OP_SLICE, .start = 1, .out_c = 4 },
+        SIMPLE(DCZ_OP_GLOBAL_AVGPOOL),
+        FC(3),
+        SIMPLE(DCZ_OP_SOFTMAX),
+    };
+    return build_net(g, (int)(sizeof g / sizeof g[0]), 4, 6, 6, seed);
+}
+
+static void test_gradcheck_shuffle(void)
+{
+    dcz_net *net = shuffle_net(23);
     REQUIRE(net, "build");
+    CHECK(net->layers[2].out_c == 3 && net->layers[3].out_c == 5 && net->layers[5].out == 6 * 36 &&
+          net->layers[7].out_c == 4 && net->layers[7].out_h == 6, "shapes of the parts");
+    gradcheck_net(net, 3, 40, 33, "channel shuffle and slices");
+    dcz_net_free(net);
+}
+
+/* The trained network and libdcz compute the same function: net written
+ * to a document, loaded and run, and read back as the same network. */
+static void matches_runtime(dcz_net *net, const char *what)
+{
     dcz_layer_encoding enc[32];
     memset(enc, 0, sizeof enc);
     REQUIRE(dcz_net_store(net, enc) == DCZ_OK, "store");
     dcz_doc *d = net->doc;
-    CHECK(d->layers[5].nin == 2 && d->layers[5].in[1] == 0 && d->layers[2].attr[8] == 8, "inputs and groups");
+    const int nout = net->layers[net->nlayers - 1].out;
     uint8_t *buf = NULL;
     size_t len = 0;
     REQUIRE(dcz_doc_write(d, &buf, &len) == DCZ_OK, "write");
     dcz_model *m = NULL;
     REQUIRE(dcz_open_memory(buf, len, NULL, &m) == DCZ_OK, "open");
     enum { B = 3 };
-    float x[B * 144], yn[B * 3], ym[B * 3];
+    float x[B * 144], yn[B * 8], ym[B * 8];
     uint8_t lbl[B];
+    REQUIRE(net->layers[0].in <= 144 && nout <= 8, "sizes");
     random_batch(net, B, x, lbl, 5);
     REQUIRE(dcz_net_forward(net, x, B, yn) == DCZ_OK && dcz_run(m, x, B, ym) == DCZ_OK, "run");
     double worst = 0;
-    for (int i = 0; i < B * 3; i++) worst = fmax(worst, fabs(yn[i] - ym[i]));
-    CHECK(worst < 1e-5, "trainer and runtime differ by %g", worst);
-    /* and back: the file becomes the same network */
+    for (int i = 0; i < B * nout; i++) worst = fmax(worst, fabs(yn[i] - ym[i]));
+    CHECK(worst < 1e-5, "%s: trainer and runtime differ by %g", what, worst);
     dcz_net *back = NULL;
     dcz_doc *r = NULL;
     REQUIRE(dcz_doc_read(buf, len, &r) == DCZ_OK && dcz_net_open(r, &back) == DCZ_OK, "open");
-    float yb[B * 3];
+    float yb[B * 8];
     REQUIRE(dcz_net_forward(back, x, B, yb) == DCZ_OK, "run back");
-    CHECK(memcmp(yb, yn, sizeof yb) == 0, "the network read back computes the same bits");
+    CHECK(memcmp(yb, yn, (size_t)(B * nout) * sizeof *yb) == 0, "%s: the network read back computes the same bits",
+          what);
     dcz_net_free(back);
     dcz_doc_free(r);
     dcz_close(m);
     free(buf);
+}
+
+static void test_shuffle_matches_runtime(void)
+{
+    dcz_net *net = shuffle_net(24);
+    REQUIRE(net, "build");
+    matches_runtime(net, "channel shuffle and slices");
+    CHECK(net->doc->layers[1].attr[0] == 2 && net->doc->layers[3].attr[0] == 3 && net->doc->layers[3].attr[1] == 5,
+          "stored attributes");
+    dcz_net_free(net);
+}
+
+/* The trained network and libdcz compute the same function: the graph net
+ * written to a document, loaded and run. */
+static void test_graph_matches_runtime(void)
+{
+    dcz_net *net = graph_net(22);
+    REQUIRE(net, "build");
+    matches_runtime(net, "graph");
+    const dcz_doc *d = net->doc;
+    CHECK(d->layers[5].nin == 2 && d->layers[5].in[1] == 0 && d->layers[2].attr[8] == 8, "inputs and groups");
     dcz_net_free(net);
 }
 
@@ -2592,6 +2658,8 @@ int main(void)
     RUN(test_gradcheck_pool);
     RUN(test_gradcheck_graph);
     RUN(test_graph_matches_runtime);
+    RUN(test_gradcheck_shuffle);
+    RUN(test_shuffle_matches_runtime);
     RUN(test_fold_graph);
     RUN(test_gradcheck_batchnorm);
     RUN(test_bn_relu_fused);

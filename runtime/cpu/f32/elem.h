@@ -45,7 +45,6 @@ void dcz_mul_ref(const float *x, const float *f, size_t batch, uint32_t channels
  * (n) samples. */
 void dcz_concat_ref(const float *const *x, const uint32_t *width, uint32_t nin, size_t batch,
                     float *y);
-
 /* in-place softmax over each of batch rows of width n */
 void dcz_softmax_ref(float *x, size_t batch, size_t n);
 

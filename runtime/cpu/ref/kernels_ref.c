@@ -144,6 +144,16 @@ void dcz_concat_ref(const float *const *x, const uint32_t *width, uint32_t nin, 
         }
 }
 
+void dcz_gather_channels_ref(const void *x, size_t elem, uint32_t in_c, uint32_t out_c, uint32_t plane,
+                             uint32_t start, uint32_t groups, size_t batch, void *y)
+{
+    const size_t bytes = (size_t)plane * elem;
+    for (size_t b = 0; b < batch; b++)
+        for (uint32_t c = 0; c < out_c; c++)
+            memcpy((char *)y + (b * out_c + c) * bytes,
+                   (const char *)x + (b * in_c + dcz_gather_source(c, out_c, start, groups)) * bytes, bytes);
+}
+
 void dcz_softmax_ref(float *x, size_t batch, size_t n)
 {
     for (size_t b = 0; b < batch; b++) {
