@@ -635,6 +635,7 @@ static gpu_op_kernels gpu_op(uint16_t op)
         [DCZ_OP_TANH] = { dcz_gpu_run_activation, dcz_gpu_qrun_table },
         [DCZ_OP_HARD_SIGMOID] = { dcz_gpu_run_activation, dcz_gpu_qrun_table },
         [DCZ_OP_HARD_SWISH] = { dcz_gpu_run_activation, dcz_gpu_qrun_table },
+        [DCZ_OP_SILU] = { dcz_gpu_run_activation, dcz_gpu_qrun_table },
     };
     const gpu_op_kernels none = { NULL, NULL };
     return op < sizeof by_op / sizeof *by_op ? by_op[op] : none;

@@ -22,7 +22,7 @@
 
 /* the version written; readers take 1.x (chains) and 2.x */
 #define DCZ_FMT_MAJOR 2
-#define DCZ_FMT_MINOR 0
+#define DCZ_FMT_MINOR 1
 
 #define DCZ_HEADER_BYTES 64
 #define DCZ_SECTION_ENTRY_BYTES 32

@@ -61,6 +61,7 @@ typedef enum dcz_op {
     DCZ_OP_TANH = 15,
     DCZ_OP_HARD_SIGMOID = 16, /* attrs: alpha, beta (f32 bits): max(0, min(1, alpha x + beta)) */
     DCZ_OP_HARD_SWISH = 17,   /* x max(0, min(1, x / 6 + 1 / 2)) */
+    DCZ_OP_SILU = 21,         /* x / (1 + e^-x): x sigmoid(x) */
     DCZ_OP_BATCHNORM = 0x8001, /* attrs: eps, momentum (f32 bits); tensors: gamma, beta,
                                   running mean, running variance, (C) each, per channel
                                   of (C, H, W) or (C); folded into the weighted layer
@@ -119,7 +120,7 @@ typedef struct dcz_op_info {
 } dcz_op_info;
 
 /* y (n) = the activation of op (CLIP, LEAKY_RELU, SIGMOID, TANH,
- * HARD_SIGMOID, HARD_SWISH; param: their float attributes, docs/FORMAT.md)
+ * HARD_SIGMOID, HARD_SWISH, SILU; param: their float attributes, docs/FORMAT.md)
  * of x (n); y may be x. The reference (kernels_ref.c), which the trainer
  * runs as well. */
 void dcz_activation_ref(uint16_t op, const float *param, const float *x, size_t n, float *y);
