@@ -17,6 +17,8 @@
  *   TANH, ...       (alpha, beta), Clip (min and max as scalar
  *                   initializers); HARD_SWISH HardSwish from opset 14,
  *                   before that x HardSigmoid(x) (alpha 1/6, beta 1/2)
+ *   SILU            Sigmoid, then Mul of the input and the Sigmoid (the
+ *                   importer reads the pair back as one SILU)
  *   SOFTMAX         Softmax (axis 1) over each whole sample: from opset 13 a
  *                   sample that is not flat goes through Flatten, Softmax and
  *                   a Reshape back
@@ -409,6 +411,17 @@ static void put_hard_swish(const lay *y)
     node(b, "Mul", y->base, in, 2, y->out, NULL, 0);
 }
 
+/* SILU: x Sigmoid(x), a Sigmoid then a Mul, as exporters write SiLU (ONNX
+ * has no operator of its own for it before opset 24). */
+static void put_silu(const lay *y)
+{
+    builder *b = y->b;
+    const char *gate = pstr(&b->pl, "%s_sigmoid", y->base);
+    node(b, "Sigmoid", gate, y->in, 1, gate, NULL, 0);
+    const char *in[2] = { y->in[0], gate };
+    node(b, "Mul", y->base, in, 2, y->out, NULL, 0);
+}
+
 /* Operators that are one ONNX node with the same inputs and no attributes. */
 static const struct { uint16_t op; const char *onnx; } plain_ops[] = {
     { DCZ_OP_RELU, "Relu" }, { DCZ_OP_SIGMOID, "Sigmoid" }, { DCZ_OP_TANH, "Tanh" }, { DCZ_OP_ADD, "Add" },
@@ -440,6 +453,7 @@ static dcz_status put_layer(const lay *y)
     case DCZ_OP_MUL: put_mul(y); return DCZ_OK;
     case DCZ_OP_CLIP: put_clip(y); return DCZ_OK;
     case DCZ_OP_HARD_SWISH: put_hard_swish(y); return DCZ_OK;
+    case DCZ_OP_SILU: put_silu(y); return DCZ_OK;
     case DCZ_OP_FLATTEN:
     case DCZ_OP_CONCAT:
         a[0] = attr_int(b, "axis", 1);
