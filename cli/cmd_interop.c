@@ -60,15 +60,16 @@ int cmd_import(verb_ctx *v)
                  "writes them since PyTorch 2.9: MODEL.onnx.data) are read from the files their\n"
                  "locations name in the model's folder, never outside it; a model read from\n"
                  "standard input cannot have them. Batch normalization and constant Adds are\n"
-                 "folded into the Conv or Gemm computing their input, Dropout and Identity are\n"
-                 "removed, and a layer of which at least 10% of the weights are exact zeros is\n"
-                 "taken as pruned elsewhere: stored sparse, its zeros kept at zero by retraining\n"
-                 "(--keep-dense: never). Layers are named conv1, fc1, relu1, pool1, ... as dcz\n"
-                 "train names them, so per-layer rules apply alike; the table printed says which\n"
-                 "ONNX nodes each comes from. A model dcz cannot represent is refused (exit 2):\n"
-                 "every unsupported operator is named once, with how many nodes use it and the\n"
-                 "first of them. With --data, the accuracy on the test split is measured and\n"
-                 "recorded.";
+                 "folded into the Conv or Gemm computing their input; a Sigmoid read only by a\n"
+                 "Mul of its input and output (SiLU) makes one SILU layer with that Mul; Dropout\n"
+                 "and Identity are removed; a layer of which at least 10% of the weights are\n"
+                 "exact zeros is taken as pruned elsewhere: stored sparse, its zeros kept at zero\n"
+                 "by retraining (--keep-dense: never). Layers are named conv1, fc1, relu1, pool1,\n"
+                 "... as dcz train names them, so per-layer rules apply alike; the table printed\n"
+                 "says which ONNX nodes each comes from. A model dcz cannot represent is refused\n"
+                 "(exit 2): every unsupported operator is named once, with how many nodes use it\n"
+                 "and the first of them. With --data, the accuracy on the test split is measured\n"
+                 "and recorded.";
     v->skip = CLI_NO_SEED;
     int rc = cli_parse(v, specs, 1, 1);
     if (rc != -1) return rc;

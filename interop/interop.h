@@ -79,7 +79,8 @@ typedef struct dcz_onnx_info {
     uint32_t dropped;              /* nodes removed: Identity, Dropout,
                                       Constant, no-op Reshape/Flatten/Pad */
     uint32_t folded;               /* nodes folded into a layer: batch
-                                      norm, bias Add, Pad */
+                                      norm, bias Add, Pad, the Sigmoid
+                                      of a SiLU */
     uint32_t nlayers;
     char (*source)[DCZ_ONNX_SOURCE_LEN]; /* (nlayers) the ONNX node(s) of each
                                       layer, "Conv '/c1/Conv' + BatchNor..."; owned */

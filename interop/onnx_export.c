@@ -20,6 +20,8 @@
  *   SLICE           Slice of axis 1 (starts, ends, axes as initializers)
  *   CHANNEL_SHUFFLE Reshape to (N, g, C / g, ...), Transpose (perm 0, 2, 1,
  *                   ...), Reshape to (N, C, ...)
+ *   SILU            Sigmoid, then Mul of the input and the Sigmoid (the
+ *                   importer reads the pair back as one SILU)
  *   SOFTMAX         Softmax (axis 1) over each whole sample: from opset 13 a
  *                   sample that is not flat goes through Flatten, Softmax and
  *                   a Reshape back
@@ -451,6 +453,17 @@ static void put_shuffle(const lay *y)
     node(b, "Reshape", y->base, bin, 2, y->out, NULL, 0);
 }
 
+/* SILU: x Sigmoid(x), a Sigmoid then a Mul, as exporters write SiLU (ONNX
+ * has no operator of its own for it before opset 24). */
+static void put_silu(const lay *y)
+{
+    builder *b = y->b;
+    const char *gate = pstr(&b->pl, "%s_sigmoid", y->base);
+    node(b, "Sigmoid", gate, y->in, 1, gate, NULL, 0);
+    const char *in[2] = { y->in[0], gate };
+    node(b, "Mul", y->base, in, 2, y->out, NULL, 0);
+}
+
 /* Operators that are one ONNX node with the same inputs and no attributes. */
 static const struct { uint16_t op; const char *onnx; } plain_ops[] = {
     { DCZ_OP_RELU, "Relu" }, { DCZ_OP_SIGMOID, "Sigmoid" }, { DCZ_OP_TANH, "Tanh" }, { DCZ_OP_ADD, "Add" },
@@ -484,6 +497,7 @@ static dcz_status put_layer(const lay *y)
     case DCZ_OP_HARD_SWISH: put_hard_swish(y); return DCZ_OK;
     case DCZ_OP_SLICE: put_slice(y); return DCZ_OK;
     case DCZ_OP_CHANNEL_SHUFFLE: put_shuffle(y); return DCZ_OK;
+    case DCZ_OP_SILU: put_silu(y); return DCZ_OK;
     case DCZ_OP_FLATTEN:
     case DCZ_OP_CONCAT:
         a[0] = attr_int(b, "axis", 1);

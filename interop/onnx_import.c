@@ -41,6 +41,10 @@
  *   HardSwish, LeakyRelu,   LEAKY_RELU (alpha 0.01), HARD_SIGMOID (alpha 0.2,
  *   HardSigmoid, Clip       beta 0.5), CLIP (min, max: optional constant
  *                           inputs; absent: -FLT_MAX, FLT_MAX)
+ *   Sigmoid, then Mul       SILU, one layer, when the Mul multiplies the
+ *                           Sigmoid's input by its output and the Sigmoid's
+ *                           output is read by that Mul alone (SiLU, x
+ *                           sigmoid(x), as exporters write it)
  *   Softmax                 SOFTMAX (the last layer only)
  *   Identity, Dropout       removed; Constant gives a constant
  * A removed or folded node gives its output its input's tensor. Folding
@@ -545,6 +549,10 @@ typedef struct val {
     long tail_node;                 /* a Reshape only the graph's end or a Mul may
                                        follow, or -1 */
     dcz_shape view;                 /* with tail_node: the shape it gives the value */
+    long silu_x;                    /* the output of a Sigmoid of value silu_x that
+                                       only a Mul of silu_x reads (that Mul makes
+                                       the SILU layer), or -1 */
+    long silu_node;                 /* with silu_x: that Sigmoid */
 } val;
 
 /* How often a name is read: node inputs and graph outputs, counted before
@@ -552,6 +560,7 @@ typedef struct val {
 typedef struct use {
     const char *name;
     uint32_t n;
+    size_t node;                    /* the last node reading it, + 1 (0: none) */
 } use;
 
 /* A dcz tensor: one sample's shape, and its reads in the whole graph (the
@@ -630,6 +639,7 @@ static dcz_status val_add(imp *im, const char *name, int kind, const char *by, l
     v->kind = kind;
     v->pad_node = -1;
     v->tail_node = -1;
+    v->silu_x = -1;
     size_t k = name_hash(name) & (im->nslots - 1);
     while (im->slot[k]) k = (k + 1) & (im->nslots - 1);
     im->slot[k] = (uint32_t)(++im->nvals);
@@ -650,12 +660,14 @@ static uint32_t uses_of(const imp *im, const char *name)
     return u->name ? u->n : 0;
 }
 
-static void use_count(imp *im, const char *name)
+/* Counts a read of name by node (its index + 1; 0: a graph output). */
+static void use_count(imp *im, const char *name, size_t node)
 {
     if (!name || !*name) return;
     use *u = use_slot(im, name);
     u->name = name;
     if (u->n < UINT32_MAX) u->n++;
+    if (node) u->node = node;
 }
 
 /* Counts the reads of every name: node inputs, then the graph outputs. */
@@ -669,8 +681,8 @@ static dcz_status count_uses(imp *im)
     im->uses = calloc(im->nuses, sizeof *im->uses);
     if (!im->uses) return DCZ_ERR_NOMEM;
     for (size_t k = 0; k < g->n_node; k++)
-        for (size_t i = 0; i < g->node[k]->n_input; i++) use_count(im, g->node[k]->input[i]);
-    for (size_t k = 0; k < g->n_output; k++) use_count(im, g->output[k]->name);
+        for (size_t i = 0; i < g->node[k]->n_input; i++) use_count(im, g->node[k]->input[i], k + 1);
+    for (size_t k = 0; k < g->n_output; k++) use_count(im, g->output[k]->name, 0);
     return DCZ_OK;
 }
 
@@ -805,6 +817,8 @@ typedef struct opdef {
     const char *layer;                      /* its layers are named layer1, layer2, ... */
     int flags;                              /* F_* */
 } opdef;
+
+static const opdef *op_find(const Onnx__NodeProto *n);
 
 static const char *input_name(const nodectx *c, size_t k)
 {
@@ -1321,8 +1335,27 @@ static int mul_fits(const imp *im, long x, long f)
     return dcz_op_shape(DCZ_OP_MUL, NULL, 0, in, 2, &out) == DCZ_OK;
 }
 
+/* Mul of x and the output (gate) of a Sigmoid of x that this Mul alone
+ * reads (op_activation made no layer of it): one SILU layer, x sigmoid(x),
+ * reading x once where the Mul read it twice. */
+static dcz_status mul_silu(const nodectx *c, long x, long gate)
+{
+    imp *im = c->im;
+    const uint32_t t = im->vals[x].tensor;
+    if (im->tens[t].readers) im->tens[t].readers--;
+    dcz_status s = push_layer(c, "silu", DCZ_OP_SILU, NULL, 0, &t, 1, NULL);
+    if (s != DCZ_OK) return s;
+    const size_t k = (size_t)im->vals[gate].silu_node;
+    char sig[96];
+    node_label(im->g->node[k], k, sig, sizeof sig);
+    snprintf(im->source[im->nlayers - 1], DCZ_ONNX_SOURCE_LEN, "%.72s + %.72s", sig, c->label);
+    im->folded++;
+    return outputs(c, im->nlayers, -1, NULL);
+}
+
 /* Mul of two activations: MUL, the factors either of the other's shape or
- * one per channel ((N, C, 1, 1) for (N, C, H, W)), in either order. */
+ * one per channel ((N, C, 1, 1) for (N, C, H, W)), in either order; SILU
+ * for x times a Sigmoid of x (mul_silu). */
 static dcz_status op_mul(const nodectx *c)
 {
     imp *im = c->im;
@@ -1333,6 +1366,8 @@ static dcz_status op_mul(const nodectx *c)
         return fail(&im->e, DCZ_ERR_UNSUPPORTED, "%s multiplies by a constant (dcz's Mul takes two computed "
                     "values)", c->label);
     if ((s = input_act(c, 0, &a)) != DCZ_OK || (s = input_act(c, 1, &b)) != DCZ_OK) return s;
+    if (im->vals[b].silu_x == a) return mul_silu(c, a, b);
+    if (im->vals[a].silu_x == b) return mul_silu(c, b, a);
     if (!mul_fits(im, a, b)) {
         const long t = a;
         a = b;
@@ -1416,9 +1451,27 @@ static dcz_status op_clip(const nodectx *c)
     return add_layer1(c, DCZ_OP_CLIP, attr, 2, x, NULL);
 }
 
+/* Whether Sigmoid node c is half of a SiLU as exporters write it: its
+ * output read by one later node alone, a Mul of the Sigmoid's input and
+ * that output (in either order). */
+static int silu_gate(const nodectx *c)
+{
+    const imp *im = c->im;
+    const char *x = input_name(c, 0), *y = c->n->n_output ? c->n->output[0] : NULL;
+    if (!y || !*y) return 0;
+    const use *u = use_slot(im, y);
+    if (!u->name || u->n != 1 || u->node <= c->index + 1) return 0;
+    const Onnx__NodeProto *m = im->g->node[u->node - 1];
+    const opdef *d = op_find(m);
+    if (!d || strcmp(d->name, "Mul") != 0 || m->n_input != 2 || !m->input[0] || !m->input[1]) return 0;
+    return (strcmp(m->input[0], x) == 0 && strcmp(m->input[1], y) == 0) ||
+           (strcmp(m->input[0], y) == 0 && strcmp(m->input[1], x) == 0);
+}
+
 /* One activation in, one out, with float attributes: Relu, Sigmoid, Tanh,
  * HardSwish, LeakyRelu (alpha 0.01), HardSigmoid (alpha 0.2, beta 0.5), and
- * GlobalAveragePool. */
+ * GlobalAveragePool. A Sigmoid that is half of a SiLU (silu_gate) makes no
+ * layer: its output is its input's tensor, marked for the Mul (mul_silu). */
 static dcz_status op_activation(const nodectx *c)
 {
     static const char *const none[] = { NULL }, *const leaky[] = { "alpha", NULL },
@@ -1440,6 +1493,13 @@ static dcz_status op_activation(const nodectx *c)
     long x;
     if (s == DCZ_OK) s = input_act(c, 0, &x);
     if (s != DCZ_OK) return s;
+    if (op == DCZ_OP_SIGMOID && silu_gate(c)) {
+        long gate;
+        if ((s = alias(c, x, &gate)) != DCZ_OK) return s;
+        c->im->vals[gate].silu_x = x;
+        c->im->vals[gate].silu_node = (long)c->index;
+        return DCZ_OK;
+    }
     const int32_t attr[2] = { dcz_f32_attr(alpha), dcz_f32_attr(beta) };
     return add_layer1(c, op, attr, nattr, x, NULL);
 }

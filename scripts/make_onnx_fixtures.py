@@ -45,7 +45,8 @@ The outputs are committed, so the tests need no Python:
                         two branches, Mul by (N, C, 1, 1), Concat on axis 1,
                         depthwise and group-2 Conv, Clip with min/max inputs,
                         LeakyRelu, Sigmoid, Tanh, HardSigmoid, HardSwish
-                        (opset 14), Conv+BatchNormalization in a branch;
+                        (opset 14), Conv+BatchNormalization in a branch,
+                        Conv then SiLU as Sigmoid and Mul;
                         the opset-20 seeds torch2_*.onnx come from
                         scripts/make_onnx_torch2_seeds.py (no PyTorch needed)
   tests/fuzz/corpus/png/   small PNGs of every colour type and bit depth
@@ -552,6 +553,12 @@ def dag_seeds():
             n("Add", ["bn", "x"], ["s"]), n("Relu", ["s"], ["y"])],
             [w("w", 2, 2, 3, 3), w("scale", 2), w("bias", 2), w("mean", 2),
              numpy_helper.from_array(rng.uniform(0.5, 2.0, 2).astype(np.float32), "var")]),
+        # y = h * Sigmoid(h), h = Conv3x3(x): SiLU as exporters write it, one
+        # SILU layer (last: the weights drawn before stay those of the seeds above)
+        "silu_opset13": model("silu", [
+            n("Conv", ["x", "w", "b"], ["h"], kernel_shape=[3, 3], pads=[1, 1, 1, 1]),
+            n("Sigmoid", ["h"], ["s"]), n("Mul", ["h", "s"], ["y"])],
+            [w("w", 2, 2, 3, 3), w("b", 2)]),
     }
     return seeds
 

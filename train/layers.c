@@ -26,6 +26,7 @@
  *   SIGMOID      dx = dy y (1 - y);  TANH: dx = dy (1 - y^2)
  *   HARD_SIGMOID dx = alpha dy where 0 < alpha x + beta < 1
  *   HARD_SWISH   dx = 0 (x <= -3), dy (x >= 3), dy (2 x + 3) / 6 between
+ *   SILU         y = x s, s = sigmoid(x): dx = dy (s + x s (1 - s))
  *
  * Tested by tests/unit/test_train.c: finite-difference gradient checks in
  * double for every op, a residual and a squeeze-and-excitation network
@@ -362,6 +363,15 @@ static void bwd_activation(dcz_net *net, dcz_tlayer *l, const float *const *xs, 
             dx[j] = t > 0.0f && t < 1.0f ? ag : 0.0f;
         }
         break;
+    case DCZ_OP_SILU:
+        /* s and 1 - s = sigmoid(-x) both through e^-|x|, as the forward
+         * pass: no overflow, and no cancellation in 1 - s */
+        for (size_t j = 0; j < n; j++) {
+            const float v = x[j], e = expf(-fabsf(v)), p = 1.0f / (1.0f + e), q = e * p;
+            const float s = v >= 0.0f ? p : q, t = v >= 0.0f ? q : p;
+            dx[j] = dy[j] * (s + v * s * t);
+        }
+        break;
     default: /* HARD_SWISH */
         for (size_t j = 0; j < n; j++) {
             const float v = x[j], g = dy[j];
@@ -526,6 +536,7 @@ static const dcz_train_op train_ops[] = {
     { DCZ_OP_HARD_SWISH, ACTIVATION },
     { DCZ_OP_CHANNEL_SHUFFLE, fwd_gather, bwd_gather, attrs_shuffle, settings_shuffle, NULL, NULL, 1, 1 },
     { DCZ_OP_SLICE, fwd_gather, bwd_gather, attrs_slice, settings_slice, NULL, NULL, 1, 1 },
+    { DCZ_OP_SILU, ACTIVATION },
     { DCZ_OP_BATCHNORM, fwd_bn, bwd_bn, attrs_bn, settings_bn, check_bn, cache_bn, 1, 0 },
     { DCZ_OP_DROPOUT, fwd_dropout, bwd_dropout, attrs_dropout, settings_dropout, check_dropout, cache_dropout, 0, 0 },
 };

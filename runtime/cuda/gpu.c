@@ -652,6 +652,7 @@ static gpu_op_kernels gpu_op(uint16_t op)
         [DCZ_OP_HARD_SWISH] = { dcz_gpu_run_activation, dcz_gpu_qrun_table },
         [DCZ_OP_CHANNEL_SHUFFLE] = { dcz_gpu_run_gather, dcz_gpu_qrun_gather },
         [DCZ_OP_SLICE] = { dcz_gpu_run_gather, dcz_gpu_qrun_gather },
+        [DCZ_OP_SILU] = { dcz_gpu_run_activation, dcz_gpu_qrun_table },
     };
     const gpu_op_kernels none = { NULL, NULL };
     return op < sizeof by_op / sizeof *by_op ? by_op[op] : none;

@@ -222,6 +222,10 @@ DCZ_HD float dcz_gk_act(uint16_t op, float p0, float p1, float v)
         const float t = v / 6.0f + 0.5f, u = 1.0f < t ? 1.0f : t;
         return v * (0.0f > u ? 0.0f : u);
     }
+    case DCZ_OP_SILU: {
+        const float e = expf(-fabsf(v));
+        return v * (v >= 0.0f ? 1.0f : e) / (1.0f + e);
+    }
     default: return v;
     }
 }

@@ -287,6 +287,8 @@ static const dcz_op_info ops[] = {
       check_shuffle, shape_shuffle, NULL,          DCZ_QS_KEEP, 0 },
     { DCZ_OP_SLICE,          "SLICE", "slice",          1, 1, 2, 0, 0, -1,
       check_slice,   shape_slice,   NULL,          DCZ_QS_KEEP, 0 },
+    { DCZ_OP_SILU,           "SILU", "silu",           1, 1, 0, 0, 0, -1,
+      check_none,    shape_same,    NULL,          DCZ_QS_TABLE, 1 },
     { DCZ_OP_BATCHNORM,      "BATCHNORM", "batchnorm",      1, 1, 2, 0, 1, -1,
       check_batchnorm, shape_same,  NULL,          DCZ_QS_NONE, 0 },
     { DCZ_OP_DROPOUT,        "DROPOUT", "dropout",        1, 1, 1, 0, 1, -1,

@@ -65,6 +65,7 @@ typedef enum dcz_op {
                                     (groups, C / groups) matrix, transposed (ShuffleNet) */
     DCZ_OP_SLICE = 19,   /* attrs: start, count: channels start .. start + count - 1 of
                             (C, H, W) or (C) (one part of a split) */
+    DCZ_OP_SILU = 20,         /* x / (1 + e^-x): x sigmoid(x) */
     DCZ_OP_BATCHNORM = 0x8001, /* attrs: eps, momentum (f32 bits); tensors: gamma, beta,
                                   running mean, running variance, (C) each, per channel
                                   of (C, H, W) or (C); folded into the weighted layer
@@ -123,7 +124,7 @@ typedef struct dcz_op_info {
 } dcz_op_info;
 
 /* y (n) = the activation of op (CLIP, LEAKY_RELU, SIGMOID, TANH,
- * HARD_SIGMOID, HARD_SWISH; param: their float attributes, docs/FORMAT.md)
+ * HARD_SIGMOID, HARD_SWISH, SILU; param: their float attributes, docs/FORMAT.md)
  * of x (n); y may be x. The reference (kernels_ref.c), which the trainer
  * runs as well. */
 void dcz_activation_ref(uint16_t op, const float *param, const float *x, size_t n, float *y);

@@ -6,7 +6,8 @@
 # with exit code 2; PNG images of a test sample in every encoding give that
 # sample's scores; raw float32 input with --shape, and its refusals; an
 # imported chain, ResNet and MobileNetV2-style model are compressed with
-# retraining on a PNG-folder dataset and evaluated; dense, graph and compressed models export to ONNX (checked by
+# retraining on a PNG-folder dataset and evaluated; a SiLU (Sigmoid and Mul)
+# imports as one layer; dense, graph and compressed models export to ONNX (checked by
 # onnx.checker when python3-onnx is installed, SKIP otherwise) and import
 # back to the same outputs (bit for bit for the graphs, <= 1e-5 otherwise);
 # bad datasets are refused with exit code 2.
@@ -56,6 +57,11 @@ grep -q '"op":"mul","from":"Mul ' "$T/mbv2.json" && grep -q '"op":"hard_swish"' 
 # the two models that were refused before graphs: a residual Add, Sigmoid and Tanh
 expect 0 "$DCZ" import "$FIX/branch.onnx" -o "$T/branch.dcz"
 expect 0 "$DCZ" import "$FIX/unsupported.onnx" -o "$T/sigmoid.dcz"
+# SiLU as exporters write it (Conv, then Sigmoid and Mul of the Conv's output
+# and the Sigmoid's): one SILU layer from both nodes
+expect 0 "$DCZ" import "$ROOT/tests/fuzz/corpus/onnx/silu_opset13.onnx" --json -o "$T/silu.dcz"
+grep -q '"name":"silu1","op":"silu","from":"Sigmoid .* + Mul [^"]*"}\]' "$T/out" &&
+    [ "$(json_field nodes_folded "$T/out")" = 1 ] || fail "silu: not one SILU layer: $(cat "$T/out")"
 
 # ---- refusals: exit code 2, a clear message, no output -------------------------
 # unsupported.onnx with its Sigmoid and Tanh renamed to Hardmax and Selu (names of
@@ -169,6 +175,7 @@ roundtrip "$T/mlp.dcz" mlp-dense
 roundtrip "$T/resnet.dcz" resnet 0
 roundtrip "$T/mbv2.dcz" mbv2 0
 roundtrip "$T/branch.dcz" branch 0
+roundtrip "$T/silu.dcz" silu 0
 "$DCZ" export "$T/mbv2.dcz" --json -o "$T/mbv2.onnx" > "$T/x.json" || fail "export mbv2"
 [ "$(json_field opset "$T/x.json")" = 14 ] || fail "mbv2 (HardSwish) is not written at opset 14: $(cat "$T/x.json")"
 "$DCZ" export "$T/mbv2.dcz" --opset 13 -q -o "$T/mbv2-13.onnx" > /dev/null || fail "export mbv2 at opset 13"

@@ -11,6 +11,7 @@
  *   takes the ReLU after it, with the bits of the two run apart.
  * - A fixed-point MLP computed by hand from docs/FORMAT.md ("Integer
  *   execution") equals libdcz's output bit for bit.
+ * - SILU's table is the format's rule and, within a step, the definition.
  * - Tables survive their text form exactly; malformed tables and CALIB
  *   sections that do not fit the graph are refused.
  */
@@ -747,6 +748,82 @@ static void test_fixed_point_by_hand(void)
     dcz_doc_free(d);
 }
 
+/* input (1, 8, 8) -> conv1 (4, dense) -> silu -> conv2 (4, codebook) ->
+ * gap -> fc (4 -> 5) -> softmax: the SILU between the convolutions runs on
+ * integers by its table in every scheme. Each entry is the rule of
+ * docs/FORMAT.md (v s_in rounded to fp32, the fp32 reference, rounded to
+ * s_out) and within one step of x / (1 + e^-x) computed in double from the
+ * definition; the run stays close to float, with the bits of batch 1 and
+ * of the reference kernels (run_all). */
+static void test_silu_table(void)
+{
+    dcz_dataset data;
+    REQUIRE(make_data(&data, 200, 53), "data");
+    float *fo = malloc(data.n * 5 * sizeof *fo), *qo = malloc(data.n * 5 * sizeof *qo);
+    REQUIRE(fo && qo, "alloc");
+    const double tol[3] = { 0.08, 0.3, 0.002 };
+    for (size_t s = 0; s < 3; s++) {
+        dcz_doc *d = doc_8x8(6);
+        REQUIRE(d, "alloc doc");
+        dcz_doc_layer *L = d->layers;
+        doc_conv_layer(&L[0], "conv1", 1, 4, 3, 1, 1, DCZ_ENC_F32, 0, 0, 0);
+        doc_plain_layer(&L[1], DCZ_OP_SILU, "silu");
+        doc_conv_layer(&L[2], "conv2", 4, 4, 3, 1, 1, DCZ_ENC_CODEBOOK, 4, 4, DCZ_CODING_HUFFMAN);
+        doc_plain_layer(&L[3], DCZ_OP_GLOBAL_AVGPOOL, "gap");
+        doc_dense_layer(&L[4], "fc", 4, 5, DCZ_ENC_F32, 0, 0, 0);
+        doc_plain_layer(&L[5], DCZ_OP_SOFTMAX, "prob");
+        fill_params(d, 61 + s);
+        /* conv1's outputs wide enough to reach both arms of the curve */
+        for (size_t i = 0; i < L[0].t[0].n; i++) L[0].t[0].values[i] *= 4;
+        uint8_t *fbuf, *qbuf;
+        size_t flen, qlen;
+        REQUIRE(dcz_doc_write(d, &fbuf, &flen) == DCZ_OK, "write float");
+        REQUIRE(calibrate_doc(d, &data, 200, schemes[s], 3, &qbuf, &qlen), "calibrate");
+        dcz_model *m;
+        REQUIRE(dcz_open_memory(qbuf, qlen, NULL, &m) == DCZ_OK, "open calibrated");
+        const dcz_exec_layer *l = &m->layers[1];
+        REQUIRE(l->op == DCZ_OP_SILU && l->q && l->table, "scheme %u: the SILU has no table", schemes[s]);
+        const double si = m->t_scale[l->tin[0]], so = m->t_scale[2];
+        const int32_t qmax = m->qmax;
+        size_t off_rule = 0, off_def = 0, exact_def = 0;
+        int32_t lowest = 0, highest = 0;
+        for (int32_t v = -qmax; v <= qmax; v++) {
+            const float x = (float)((double)v * si);
+            float f;
+            dcz_activation_ref(DCZ_OP_SILU, l->param, &x, 1, &f);
+            const int64_t got = l->table[v + qmax], rule = clampq(round_away((double)f / so), qmax);
+            const int64_t def = clampq(round_away((double)x / (1 + exp(-(double)x)) / so), qmax);
+            off_rule += got != rule;
+            off_def += llabs(got - def) > 1;
+            exact_def += got == def;
+            lowest = got < lowest ? (int32_t)got : lowest;
+            highest = got > highest ? (int32_t)got : highest;
+        }
+        CHECK(off_rule == 0 && off_def == 0, "scheme %u: %zu entries off the rule, %zu more than a step off the "
+              "definition", schemes[s], off_rule, off_def);
+        CHECK(exact_def * 100 >= 99 * (2 * (size_t)qmax + 1), "scheme %u: %zu of %d entries are the definition's",
+              schemes[s], exact_def, 2 * qmax + 1);
+        /* the curve's dip, -0.2785 at x = -1.2785, and its rise */
+        CHECK(lowest < 0 && fabs(lowest * so + 0.2785) <= so && highest * so > 1.5, "scheme %u: entries %d .. %d",
+              schemes[s], lowest, highest);
+        dcz_close(m);
+        dcz_scheme fs, qs;
+        REQUIRE(run_all(fbuf, flen, DCZ_PRECISION_AUTO, &data, fo, &fs), "float run");
+        CHECK(run_all(qbuf, qlen, DCZ_PRECISION_AUTO, &data, qo, &qs) && qs == (dcz_scheme)schemes[s],
+              "scheme %u: the integer run differs at batch 1 or from the reference kernels", schemes[s]);
+        double maxd = 0;
+        for (size_t i = 0; i < data.n * 5; i++) maxd = fmax(maxd, fabs((double)fo[i] - qo[i]));
+        CHECK(maxd <= tol[s] && maxd > 0, "scheme %u: max |diff| %g from float (limit %g)", schemes[s], maxd,
+              tol[s]);
+        free(fbuf);
+        free(qbuf);
+        dcz_doc_free(d);
+    }
+    free(fo);
+    free(qo);
+    dcz_dataset_free(&data);
+}
+
 /* ---- the table as text ------------------------------------------------------------ */
 
 static void test_table_text(void)
@@ -1011,6 +1088,7 @@ int main(void)
     RUN(test_residual_relu_fused);
     RUN(test_pool_fused_in_chunks);
     RUN(test_fixed_point_by_hand);
+    RUN(test_silu_table);
     RUN(test_table_text);
     RUN(test_bad_tables_refused);
     RUN(test_requant_params);

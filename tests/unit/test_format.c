@@ -499,6 +499,7 @@ static void ref_layer(const dcz_doc_layer *l, const dcz_shape *in, const dcz_sha
             else if (l->op == DCZ_OP_TANH) r = tanh(v);
             else if (l->op == DCZ_OP_HARD_SIGMOID) r = fmax(0, fmin(1, a * v + c));
             else if (l->op == DCZ_OP_HARD_SWISH) r = v * fmax(0, fmin(1, v / 6 + 0.5));
+            else if (l->op == DCZ_OP_SILU) r = v / (1 + exp(-v));
             y[i] = (float)r;
         }
     }
@@ -796,6 +797,22 @@ static void test_op_rules(void)
     three[1] = flat;
     CHECK(dcz_op_shape(DCZ_OP_CONCAT, NULL, 0, three, 3, &out) == DCZ_ERR_SHAPE, "concat of other ranks");
     CHECK(dcz_op_shape(DCZ_OP_CONCAT, NULL, 0, three, 1, &out) == DCZ_ERR_SHAPE, "concat of one input");
+
+    /* SILU: one input of any shape, kept; no attributes, no weights; run on
+     * integers by a table, in place */
+    const dcz_op_info *silu = dcz_op_get(DCZ_OP_SILU);
+    CHECK(DCZ_OP_SILU == 20 && silu && silu->op == DCZ_OP_SILU && strcmp(silu->name, "SILU") == 0 &&
+          strcmp(silu->label, "silu") == 0 && strcmp(dcz_op_name(20), "SILU") == 0, "silu's entry");
+    CHECK(silu && silu->min_in == 1 && silu->max_in == 1 && !silu->weighted && !silu->train_only &&
+          silu->qscale == DCZ_QS_TABLE && silu->in_place, "silu: one input, a table, in place");
+    CHECK(dcz_op_check(DCZ_OP_SILU, NULL, 0, &p) == DCZ_OK && p == 0, "silu attrs");
+    CHECK(dcz_op_check(DCZ_OP_SILU, pool, 1, &p) == DCZ_ERR_FORMAT, "silu with an attribute");
+    CHECK(dcz_op_shape(DCZ_OP_SILU, NULL, 0, &in, 1, &out) == DCZ_OK && dcz_shape_is(&out, 3, in.dims),
+          "silu (C, H, W)");
+    CHECK(dcz_op_shape(DCZ_OP_SILU, NULL, 0, &flat, 1, &out) == DCZ_OK && dcz_shape_is(&out, 1, flat.dims),
+          "silu (n)");
+    const dcz_shape pair[2] = { in, in };
+    CHECK(dcz_op_shape(DCZ_OP_SILU, NULL, 0, pair, 2, &out) == DCZ_ERR_SHAPE, "silu of two inputs");
 }
 
 /* The writer refuses documents whose shapes do not chain. */
@@ -1264,12 +1281,12 @@ static void activation(dcz_doc_layer *l, uint16_t op, const char *name, uint32_t
  * (4, 6, 6) -> 1x1 expand to 8 (codebook) -> CLIP [0, 6] -> depthwise 3x3
  * (group 8, sparse f32) -> HARD_SWISH -> 1x1 project to 4 (f16) -> ADD the
  * input; gap -> dense -> HARD_SIGMOID -> MUL per channel -> LEAKY_RELU ->
- * grouped 3x3 stride 2 (group 2, codebook) -> SIGMOID -> TANH -> flatten ->
- * dense (codebook) -> softmax */
+ * grouped 3x3 stride 2 (group 2, codebook) -> SILU -> SIGMOID -> TANH ->
+ * flatten -> dense (codebook) -> softmax */
 static dcz_doc *mobile_doc(void)
 {
     dcz_doc *d;
-    if (dcz_doc_alloc(17, &d) != DCZ_OK) return NULL;
+    if (dcz_doc_alloc(18, &d) != DCZ_OK) return NULL;
     set_input(d, 4, 6, 6);
     dcz_doc_layer *l = d->layers;
     doc_conv_layer(&l[0], "expand", 4, 8, 1, 1, 0, DCZ_ENC_CODEBOOK, 2, 4, DCZ_CODING_HUFFMAN);
@@ -1293,12 +1310,13 @@ static dcz_doc *mobile_doc(void)
     doc_conv_layer(&l[11], "grouped", 4, 6, 3, 2, 1, DCZ_ENC_CODEBOOK, 3, 3, DCZ_CODING_RAW);
     doc_conv_groups(&l[11], 2);
     fill_weights(&l[11], 0.6);
-    activation(&l[12], DCZ_OP_SIGMOID, "sigmoid", 0, NULL);
-    activation(&l[13], DCZ_OP_TANH, "tanh", 0, NULL);
-    doc_plain_layer(&l[14], DCZ_OP_FLATTEN, "flatten");
-    doc_dense_layer(&l[15], "fc", 54, 5, DCZ_ENC_CODEBOOK, 5, 4, DCZ_CODING_HUFFMAN);
-    fill_weights(&l[15], 0.7);
-    doc_plain_layer(&l[16], DCZ_OP_SOFTMAX, "prob");
+    activation(&l[12], DCZ_OP_SILU, "silu", 0, NULL);
+    activation(&l[13], DCZ_OP_SIGMOID, "sigmoid", 0, NULL);
+    activation(&l[14], DCZ_OP_TANH, "tanh", 0, NULL);
+    doc_plain_layer(&l[15], DCZ_OP_FLATTEN, "flatten");
+    doc_dense_layer(&l[16], "fc", 54, 5, DCZ_ENC_CODEBOOK, 5, 4, DCZ_CODING_HUFFMAN);
+    fill_weights(&l[16], 0.7);
+    doc_plain_layer(&l[17], DCZ_OP_SOFTMAX, "prob");
     for (uint32_t i = 0; i < d->nlayers; i++)
         if (l[i].ntensors)
             for (uint32_t j = 0; j < l[i].t[1].n; j++) l[i].t[1].values[j] = frand();

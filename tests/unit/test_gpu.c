@@ -221,7 +221,7 @@ static void test_pools_and_elements(void)
     host_copy(y, dy, B * 3 * 4);
     CHECK(memcmp(y, ref, B * 3 * 4) == 0, "global mean differs");
     const uint16_t ops[] = { DCZ_OP_RELU, DCZ_OP_CLIP, DCZ_OP_LEAKY_RELU, DCZ_OP_SIGMOID, DCZ_OP_TANH,
-                             DCZ_OP_HARD_SIGMOID, DCZ_OP_HARD_SWISH };
+                             DCZ_OP_HARD_SIGMOID, DCZ_OP_HARD_SWISH, DCZ_OP_SILU };
     const float param[2] = { 0.2f, 0.5f };
     for (size_t o = 0; o < sizeof ops / sizeof *ops; o++) {
         if (ops[o] == DCZ_OP_RELU) { memcpy(ref, x, B * xin * 4); dcz_relu_ref(ref, B * xin); }
@@ -500,7 +500,7 @@ static void model_case(const char *path, const uint8_t *buf, size_t len)
     int tail = 0; /* a layer after the integer region that the device's expf or tanhf computes */
     for (uint32_t i = m->q_last + 1; scheme != DCZ_SCHEME_NONE && i < m->nlayers; i++) {
         const uint16_t op = m->layers[i].op;
-        tail |= op == DCZ_OP_SOFTMAX || op == DCZ_OP_SIGMOID || op == DCZ_OP_TANH;
+        tail |= op == DCZ_OP_SOFTMAX || op == DCZ_OP_SIGMOID || op == DCZ_OP_TANH || op == DCZ_OP_SILU;
     }
     dcz_close(m);
     models++;

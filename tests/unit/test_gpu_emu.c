@@ -289,7 +289,7 @@ static void test_elements(void)
     const struct { uint16_t op; float p[2]; } acts[] = {
         { DCZ_OP_CLIP, { 0.0f, 6.0f } }, { DCZ_OP_CLIP, { -1.5f, 0.25f } }, { DCZ_OP_LEAKY_RELU, { 0.1f, 0 } },
         { DCZ_OP_SIGMOID, { 0, 0 } }, { DCZ_OP_TANH, { 0, 0 } }, { DCZ_OP_HARD_SIGMOID, { 0.2f, 0.5f } },
-        { DCZ_OP_HARD_SWISH, { 0, 0 } },
+        { DCZ_OP_HARD_SWISH, { 0, 0 } }, { DCZ_OP_SILU, { 0, 0 } },
     };
     for (size_t a = 0; a < sizeof acts / sizeof *acts; a++) {
         dcz_activation_ref(acts[a].op, acts[a].p, x, N, ref);

@@ -161,6 +161,23 @@ static void test_activations(void)
     memcpy(v, x, sizeof v);
     dcz_activation_ref(DCZ_OP_TANH, p, v, 5, v);
     CHECK(fabs(v[4] - tanh(7.0)) < 1e-7, "in place");
+    /* SILU x / (1 + e^-x), in double from the definition, out to where e^x
+     * and e^-x overflow a float (|x| > 88.7) and beyond */
+    const float sx[12] = { -1000.0f, -150.0f, -88.0f, -20.0f, -1.0f, -0.0f, 0.0f, 0.25f, 3.0f, 89.0f, 500.0f, 3e38f };
+    float sy[12];
+    dcz_activation_ref(DCZ_OP_SILU, p, sx, 12, sy);
+    int silu_ok = 1;
+    for (int i = 0; i < 12; i++) {
+        const double t = sx[i] / (1 + exp(-(double)sx[i]));
+        const int ok = isfinite(sy[i]) && fabs(sy[i] - t) <= 1e-6 * fabs(t) + 1e-45;
+        if (!ok) fprintf(stderr, "  silu(%g) = %g, expected %g\n", (double)sx[i], (double)sy[i], t);
+        silu_ok &= ok;
+    }
+    CHECK(silu_ok, "silu");
+    CHECK(sy[0] == 0 && sy[11] == 3e38f && sy[6] == 0 && signbit(sy[5]), "silu at the ends and at 0");
+    memcpy(v, x, sizeof v);
+    dcz_activation_ref(DCZ_OP_SILU, p, v, 5, v);
+    CHECK(fabs(v[1] + 1 / (1 + exp(1.0))) < 1e-7 && fabs(v[4] - 7 / (1 + exp(-7.0))) < 1e-6, "silu in place");
 }
 
 /* ---- convolution ---------------------------------------------------------- */

@@ -17,6 +17,9 @@
  *   batch norm on a shared output, opsets) with its status and a message
  *   naming the node; batch norms with nothing to fold into counted in one
  *   message.
+ * - SiLU as Sigmoid then Mul of its input and output: one SILU layer, only
+ *   where the Sigmoid's output is read by that Mul alone; exported as the
+ *   same pair, imported back as one SILU.
  * - Opsets 18 to 22: ReduceMean (axes attribute, then input) as global
  *   average pooling, Pad with axes, AveragePool dilations, and the forms
  *   PyTorch's dynamo exporter writes (SiLU as Sigmoid and Mul, a Reshape to
@@ -1739,7 +1742,7 @@ static void test_pad_axes_and_pool_dilations(void)
 }
 
 /* What PyTorch's dynamo exporter writes around the operators dcz has: SiLU
- * as Sigmoid then Mul (SIGMOID and MUL of one shape), and a Reshape to the
+ * as Sigmoid then Mul (one SILU layer), and a Reshape to the
  * traced batch and the features, (2, 18), after a Conv of a model whose
  * input fixes the batch at 2 (FLATTEN), at opset 20. */
 static void test_torch_dynamo_forms(void)
@@ -1777,8 +1780,7 @@ static void test_torch_dynamo_forms(void)
             ob_node(&b, "Sigmoid", "s", "h", "hs");
             ob_node(&b, "Mul", "m", "h,hs", "y");
             graph_check(&b, x, 2, silu, 18, 1e-6f, "SiLU as Sigmoid and Mul", &d);
-            CHECK(d && d->nlayers == 3 && d->layers[1].op == DCZ_OP_SIGMOID && d->layers[2].op == DCZ_OP_MUL,
-                  "conv1, sigmoid1, mul1");
+            CHECK(d && d->nlayers == 2 && d->layers[1].op == DCZ_OP_SILU, "conv1, silu1");
         } else {
             ob_attr_i(&b, ob_node(&b, "Reshape", "v", "h,shape", "hv"), "allowzero", 1);
             ob_attr_i(&b, ob_node(&b, "Gemm", "g", "hv,F", "y"), "transB", 1);
@@ -1788,6 +1790,107 @@ static void test_torch_dynamo_forms(void)
         dcz_doc_free(d);
         ob_free(&b);
     }
+}
+
+/* SiLU as exporters write it, Conv -> Sigmoid -> Mul of the Conv's output
+ * and the Sigmoid's, in either order (forms 0 and 1), and of the model
+ * input (2): one SILU layer, named silu1, from both nodes (the Sigmoid
+ * counted as folded), giving x / (1 + e^-x); (3) the same with the Conv's
+ * output read again by an Add. Not a SiLU, the layers as they are: (4) the
+ * Sigmoid's output read by an Add too, (5) a Mul of the Sigmoid by another
+ * value, (6) a Sigmoid alone. Each exported and imported back gives the
+ * same layers and outputs; a SILU is written as Sigmoid and Mul. */
+static void test_silu(void)
+{
+    const int64_t wd[4] = { 2, 2, 3, 3 };
+    float x[2 * 50], W[36], B[2], h[2 * 50], want[2 * 50];
+    fill(x, 100, 241);
+    fill(W, 36, 242);
+    fill(B, 2, 243);
+    for (int k = 0; k < 36; k++) W[k] *= 3.0f;   /* outputs over both arms of the curve */
+    for (int i = 0; i < 2; i++) conv_ref(x + 50 * i, 2, 5, 5, W, B, 2, 1, 3, 1, h + 50 * i);
+    static const uint16_t layers[7][4] = {
+        { DCZ_OP_CONV2D, DCZ_OP_SILU }, { DCZ_OP_CONV2D, DCZ_OP_SILU }, { DCZ_OP_SILU },
+        { DCZ_OP_CONV2D, DCZ_OP_SILU, DCZ_OP_ADD }, { DCZ_OP_CONV2D, DCZ_OP_SIGMOID, DCZ_OP_MUL, DCZ_OP_ADD },
+        { DCZ_OP_CONV2D, DCZ_OP_SIGMOID, DCZ_OP_RELU, DCZ_OP_MUL }, { DCZ_OP_CONV2D, DCZ_OP_SIGMOID },
+    };
+    double lo = 0, hi = 0;
+    for (int form = 0; form < 7; form++) {
+        ob b;
+        ob_init(&b, 13);
+        ob_input(&b, "x", 4, in245);
+        ob_output(&b, "y");
+        ob_init_f(&b, "W", 4, wd, W);
+        ob_init_f(&b, "B", 1, (const int64_t[]){ 2 }, B);
+        if (form != 2) ob_attr_ints(&b, ob_node(&b, "Conv", "c", "x,W,B", "h"), "pads", 4, 1, 1, 1, 1);
+        const char *v = form == 2 ? "x" : "h";
+        ob_node(&b, "Sigmoid", "s", v, form == 6 ? "y" : "hs");
+        switch (form) {
+        case 0: case 2: ob_node(&b, "Mul", "m", form == 2 ? "x,hs" : "h,hs", "y"); break;
+        case 1: ob_node(&b, "Mul", "m", "hs,h", "y"); break;
+        case 3: ob_node(&b, "Mul", "m", "h,hs", "p"); ob_node(&b, "Add", "a", "p,h", "y"); break;
+        case 4: ob_node(&b, "Mul", "m", "h,hs", "p"); ob_node(&b, "Add", "a", "p,hs", "y"); break;
+        case 5: ob_node(&b, "Relu", "r", "h", "hr"); ob_node(&b, "Mul", "m", "hr,hs", "y"); break;
+        default: break;
+        }
+        for (int i = 0; i < 100; i++) {
+            const double u = form == 2 ? x[i] : h[i], sg = 1 / (1 + exp(-u)), silu = u / (1 + exp(-u));
+            const double r[7] = { silu, silu, silu, silu + u, silu + sg, fmax(u, 0) * sg, sg };
+            want[i] = (float)r[form];
+            lo = fmin(lo, u);
+            hi = fmax(hi, u);
+        }
+        char what[32], err[512] = "";
+        snprintf(what, sizeof what, "SiLU form %d", form);
+        dcz_doc *d = NULL;
+        graph_check(&b, x, 2, want, 50, 1e-5f, what, &d);
+        uint32_t n = 0;
+        while (n < 4 && layers[form][n]) n++;
+        int same = d && d->nlayers == n;
+        for (uint32_t k = 0; same && k < n; k++) same = d->layers[k].op == layers[form][k];
+        CHECK(same, "%s: %u layers, the first %s", what, d ? d->nlayers : 0, d ? dcz_op_name(d->layers[0].op) : "");
+        if (same && form < 4) {   /* the SILU: its name, its input, its nodes */
+            const dcz_doc_layer *l = &d->layers[form == 2 ? 0 : 1];
+            CHECK(strcmp(l->name, "silu1") == 0 && l->nin == 1 && l->in[0] == (form == 2 ? 0u : 1u) &&
+                  l->nattr == 0, "%s: %s reads tensor %u", what, l->name, l->in[0]);
+            if (form == 3)
+                CHECK(d->layers[2].in[0] == 2 && d->layers[2].in[1] == 1, "%s: the Add reads silu1 and conv1", what);
+            size_t len;
+            uint8_t *buf = ob_pack(&b, &len);
+            dcz_doc *again = NULL;
+            dcz_onnx_info info;
+            dcz_onnx_import_opts o = { 0, NULL };
+            REQUIRE_OK(dcz_onnx_import(buf, len, &o, &again, &info, err, sizeof err), "%s: %s", what, err);
+            const char *from = info.source[form == 2 ? 0 : 1];
+            CHECK(info.folded == 1 && info.dropped == 0 && strcmp(from, "Sigmoid 's' + Mul 'm'") == 0,
+                  "%s: folded %u, from %s", what, info.folded, from);
+            dcz_onnx_info_free(&info);
+            dcz_doc_free(again);
+            free(buf);
+            /* written as Sigmoid and Mul of the SILU's input, read back as one SILU */
+            uint8_t *onnx = NULL;
+            REQUIRE_OK(dcz_onnx_export(d, NULL, &onnx, &len, err, sizeof err), "%s: export: %s", what, err);
+            Onnx__ModelProto *m = onnx__model_proto__unpack(NULL, len, onnx);
+            REQUIRE(m, "%s: the export does not parse", what);
+            const Onnx__GraphProto *g = m->graph;
+            const size_t at = form == 2 ? 0 : 1;
+            CHECK(g->n_node == at + 2 + (form == 3) && strcmp(g->node[at]->op_type, "Sigmoid") == 0 &&
+                  strcmp(g->node[at + 1]->op_type, "Mul") == 0 && g->node[at + 1]->n_input == 2 &&
+                  strcmp(g->node[at + 1]->input[0], g->node[at]->input[0]) == 0 &&
+                  strcmp(g->node[at + 1]->input[1], g->node[at]->output[0]) == 0,
+                  "%s: the SILU is not written as Sigmoid and Mul", what);
+            onnx__model_proto__free_unpacked(m, NULL);
+            dcz_doc *back = NULL;
+            REQUIRE_OK(import_bytes(onnx, len, 0, &back, err, sizeof err), "%s: re-import: %s", what, err);
+            CHECK(back->nlayers == d->nlayers && back->layers[at].op == DCZ_OP_SILU &&
+                  strcmp(back->layers[at].name, "silu1") == 0, "%s: re-imported as %u layers", what, back->nlayers);
+            dcz_doc_free(back);
+            free(onnx);
+        }
+        dcz_doc_free(d);
+        ob_free(&b);
+    }
+    CHECK(lo < -3 && hi > 3, "the Conv's outputs span %g .. %g", lo, hi);
 }
 
 /* Batch norms with nothing to fold into, as in a DenseNet (on the input,
@@ -2348,6 +2451,7 @@ int main(void)
     RUN(test_reduce_mean);
     RUN(test_pad_axes_and_pool_dilations);
     RUN(test_torch_dynamo_forms);
+    RUN(test_silu);
     RUN(test_unfoldable_affine);
     RUN(test_channel_shuffle_split);
     RUN(test_external_data);

@@ -867,7 +867,7 @@ static void ref_layer(const dcz_net *net, const dcz_tlayer *l, const refp *p, do
             }
         break;
     case DCZ_OP_CLIP: case DCZ_OP_LEAKY_RELU: case DCZ_OP_SIGMOID: case DCZ_OP_TANH:
-    case DCZ_OP_HARD_SIGMOID: case DCZ_OP_HARD_SWISH: {
+    case DCZ_OP_HARD_SIGMOID: case DCZ_OP_HARD_SWISH: case DCZ_OP_SILU: {
         const double a = l->param[0], c = l->param[1];
         for (size_t j = 0; j < (size_t)B * l->in; j++) {
             const double v = x[j];
@@ -876,6 +876,7 @@ static void ref_layer(const dcz_net *net, const dcz_tlayer *l, const refp *p, do
                  : l->op == DCZ_OP_SIGMOID ? 1 / (1 + exp(-v))
                  : l->op == DCZ_OP_TANH ? tanh(v)
                  : l->op == DCZ_OP_HARD_SIGMOID ? fmax(0, fmin(1, a * v + c))
+                 : l->op == DCZ_OP_SILU ? v / (1 + exp(-v))
                  : v * fmax(0, fmin(1, v / 6 + 0.5));
         }
         break;
@@ -1266,8 +1267,9 @@ static void test_gradcheck_winograd(void)
 /* (4, 6, 6): conv 3x3 to 8 -> CLIP [0, 6] -> depthwise 3x3 -> HARD_SWISH ->
  * 1x1 to 4 -> ADD the input (residual) -> gap -> dense 4 -> HARD_SIGMOID ->
  * MUL the sum per channel -> LEAKY_RELU -> CONCAT with the CLIP's output
- * (read again far below) -> 3x3 stride 2 in 2 groups -> SIGMOID -> TANH ->
- * flatten -> dense 3 -> softmax. Tensors 0, 2 and 6 have two readers. */
+ * (read again far below) -> 3x3 stride 2 in 2 groups -> SILU -> SIGMOID ->
+ * TANH -> flatten -> dense 3 -> softmax. Tensors 0, 2 and 6 have two
+ * readers. */
 static dcz_net *graph_net(uint64_t seed)
 {
     dcz_tlayer g[] = {
@@ -1284,6 +1286,7 @@ static dcz_net *graph_net(uint64_t seed)
         { .op = DCZ_OP_LEAKY_RELU, .param = { 0.1f } },
         { .op = DCZ_OP_CONCAT, READS2(11, 2) },
         { .op = DCZ_OP_CONV2D, .out_c = 6, .kh = 3, .kw = 3, .sh = 2, .sw = 2, .ph = 1, .pw = 1, .group = 2 },
+        SIMPLE(DCZ_OP_SILU),
         SIMPLE(DCZ_OP_SIGMOID),
         SIMPLE(DCZ_OP_TANH),
         SIMPLE(DCZ_OP_FLATTEN),
@@ -1395,6 +1398,47 @@ static void test_shuffle_matches_runtime(void)
     CHECK(net->doc->layers[1].attr[0] == 2 && net->doc->layers[3].attr[0] == 3 && net->doc->layers[3].attr[1] == 5,
           "stored attributes");
     dcz_net_free(net);
+}
+
+/* SILU's backward, dy (s + x s (1 - s)), s = sigmoid(x), on
+ * pre-activations spread over both arms of the curve and its dip: dense
+ * 5 -> 12 (weights x 4) -> SILU -> dense 3, every gradient of the first
+ * layer passing through it; then its forward and backward alone against
+ * the definition in double, out where e^x and e^-x overflow a float. */
+static void test_gradcheck_silu(void)
+{
+    const dcz_tlayer g[] = { FC(12), SIMPLE(DCZ_OP_SILU), FC(3) };
+    dcz_net *net = build_net(g, 3, 1, 1, 5, 91);
+    REQUIRE(net, "build");
+    for (size_t j = 0; j < dcz_tlayer_nweights(&net->layers[0]); j++) net->layers[0].w[j] *= 4.0f;
+    gradcheck_net(net, 4, 80, 92, "silu");
+    CHECK(forward_error(net, 4, 93) < 1e-5, "silu: forward off the reference");
+    dcz_net_free(net);
+    /* the backward alone, against the derivative in double, x from -120 to
+     * 120 (the float e^-x of -120 is infinite) */
+    enum { N = 481 };
+    dcz_tlayer l = { .op = DCZ_OP_SILU, .in = N, .out = N };
+    float x[N], y[N], dy[N], dx[N];
+    for (int i = 0; i < N; i++) {
+        x[i] = (float)(i - 240) * 0.5f;
+        dy[i] = 1.0f + (float)(i % 7) * 0.25f;
+    }
+    const dcz_train_op *op = dcz_train_op_get(DCZ_OP_SILU);
+    REQUIRE(op && op->forward && op->backward, "silu has no training op");
+    const float *xs[1] = { x };
+    float *dxs[1] = { dx };
+    op->forward(NULL, &l, xs, y, 1, 0);
+    op->backward(NULL, &l, xs, y, dy, dxs, 1);
+    int bad = 0;
+    for (int i = 0; i < N; i++) {
+        const double v = x[i], sg = 1 / (1 + exp(-v)), want_y = v * sg;
+        const double want_dx = dy[i] * (sg + v * sg * (1 - sg));
+        const int ok = fabs(y[i] - want_y) <= 1e-6 * (1 + fabs(want_y)) &&
+                       fabs(dx[i] - want_dx) <= 1e-6 * (1 + fabs(want_dx));
+        if (!ok && bad++ < 5)
+            CHECK(0, "silu at %g: y %.9g (want %.9g), dx %.9g (want %.9g)", v, y[i], want_y, dx[i], want_dx);
+    }
+    CHECK(bad == 0, "silu: %d of %d points off", bad, N);
 }
 
 /* The trained network and libdcz compute the same function: the graph net
@@ -2657,6 +2701,7 @@ int main(void)
     RUN(test_gradcheck_winograd);
     RUN(test_gradcheck_pool);
     RUN(test_gradcheck_graph);
+    RUN(test_gradcheck_silu);
     RUN(test_graph_matches_runtime);
     RUN(test_gradcheck_shuffle);
     RUN(test_shuffle_matches_runtime);

@@ -113,6 +113,14 @@ void dcz_activation_ref(uint16_t op, const float *param, const float *x, size_t 
             y[i] = v * (0.0f > u ? 0.0f : u);
         }
         break;
+    case DCZ_OP_SILU:
+        /* through e^-|x|, which never overflows: x / (1 + e^-x) for x >= 0,
+         * x e^x / (1 + e^x) below */
+        for (size_t i = 0; i < n; i++) {
+            const float v = x[i], e = expf(-fabsf(v));
+            y[i] = v * (v >= 0.0f ? 1.0f : e) / (1.0f + e);
+        }
+        break;
     default:
         if (y != x) memmove(y, x, n * sizeof *y);
     }
