@@ -16,7 +16,8 @@
  *                           the DENSE or CONV2D computing the activation
  *   Mul                     of two activations: MUL, one of the other's
  *                           shape or (N, C, 1, 1) for (N, C, H, W)
- *   Concat                  axis 1 (-3 of rank 4, -1 of rank 2): CONCAT
+ *   Concat                  axis 1 (-3 of rank 4, -1 of rank 2): CONCAT, a
+ *                           chain of them for more than 16 values
  *   BatchNormalization      folded into the DENSE or CONV2D computing its
  *                           input: w' = w g, b' = (b - mean) g + beta,
  *                           g = scale / sqrt(var + epsilon); where it cannot
@@ -96,6 +97,7 @@
 #define TENSOR_MAX_RANK 8
 #define TENSOR_MAX_ELEMS ((uint64_t)1 << 28)
 #define MAX_GRAPH_NODES 100000
+#define CONCAT_MAX_VALUES 1024           /* values one Concat joins (in a chain of layers) */
 
 /* ---- errors ---------------------------------------------------------------- */
 
@@ -1391,14 +1393,14 @@ static dcz_status op_concat(const nodectx *c)
     static const char *const known[] = { "axis", NULL };
     dcz_status s = attrs_known(c, known);
     if (s != DCZ_OK) return s;
-    if (c->n->n_input > DCZ_MAX_INPUTS)
+    if (c->n->n_input > CONCAT_MAX_VALUES)
         return fail(&im->e, DCZ_ERR_UNSUPPORTED, "%s joins %zu values (dcz joins at most %d)", c->label,
-                    c->n->n_input, DCZ_MAX_INPUTS);
-    if ((s = max_inputs(c, 1, DCZ_MAX_INPUTS)) != DCZ_OK) return s;
+                    c->n->n_input, CONCAT_MAX_VALUES);
+    if ((s = max_inputs(c, 1, CONCAT_MAX_VALUES)) != DCZ_OK) return s;
     if (!attr_find(c, "axis")) return fail(&im->e, DCZ_ERR_FORMAT, "%s has no axis", c->label);
     int64_t axis;
     if ((s = attr_int(c, "axis", 1, &axis)) != DCZ_OK) return s;
-    uint32_t in[DCZ_MAX_INPUTS];
+    uint32_t in[CONCAT_MAX_VALUES];
     long x = -1;
     for (size_t k = 0; k < c->n->n_input; k++) {
         if ((s = input_act(c, k, &x)) != DCZ_OK) return s;
@@ -1413,7 +1415,19 @@ static dcz_status op_concat(const nodectx *c)
         im->dropped++;
         return alias(c, x, NULL);
     }
-    return add_layer(c, DCZ_OP_CONCAT, NULL, 0, in, (uint32_t)c->n->n_input, NULL);
+    /* more values than a layer reads (DenseNet's later blocks): a chain of
+     * CONCAT layers, each joining the one before and the next values
+     * (joining channels is associative) */
+    uint32_t n = (uint32_t)c->n->n_input, *first = in;
+    while (n > DCZ_MAX_INPUTS) {
+        if ((s = push_layer(c, c->def->layer, DCZ_OP_CONCAT, NULL, 0, first, DCZ_MAX_INPUTS, NULL)) != DCZ_OK)
+            return s;
+        im->tens[im->nlayers].readers = 1;
+        first += DCZ_MAX_INPUTS - 1;
+        n -= DCZ_MAX_INPUTS - 1;
+        first[0] = im->nlayers;
+    }
+    return add_layer(c, DCZ_OP_CONCAT, NULL, 0, first, n, NULL);
 }
 
 /* A bound of Clip (input k): absent, or a constant scalar. */

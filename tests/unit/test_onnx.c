@@ -1893,6 +1893,40 @@ static void test_silu(void)
     CHECK(lo < -3 && hi > 3, "the Conv's outputs span %g .. %g", lo, hi);
 }
 
+/* A Concat of more values than a layer reads (DenseNet-121 joins 25):
+ * Relu of x joined 40 times with x between, a chain of three CONCAT
+ * layers (16, then the first and 15 more, then the second and the last
+ * 10), with the outputs of the definition. */
+static void test_concat_chain(void)
+{
+    enum { K = 41 };
+    const int64_t in[4] = { -1, 2, 2, 2 };
+    float x[2 * 8], want[2 * 8 * K];
+    fill(x, 16, 251);
+    char names[512] = "";
+    size_t len = 0;
+    for (int k = 0; k < K; k++) {
+        len += (size_t)snprintf(names + len, sizeof names - len, "%s%s", k ? "," : "", k % 2 ? "x" : "h");
+        for (int n = 0; n < 2; n++)
+            for (int i = 0; i < 8; i++) {
+                const float v = x[n * 8 + i];
+                want[(n * K + k) * 8 + i] = k % 2 || v > 0 ? v : 0.0f;
+            }
+    }
+    ob b;
+    ob_init(&b, 13);
+    ob_input(&b, "x", 4, in);
+    ob_output(&b, "y");
+    ob_node(&b, "Relu", "r", "x", "h");
+    ob_attr_i(&b, ob_node(&b, "Concat", "cat", names, "y"), "axis", 1);
+    dcz_doc *d = NULL;
+    graph_check(&b, x, 2, want, 8 * K, 0.0f, "a Concat of 41 values", &d);
+    CHECK(d && d->nlayers == 4 && d->layers[1].nin == 16 && d->layers[2].nin == 16 && d->layers[2].in[0] == 2 &&
+          d->layers[3].nin == 11 && d->layers[3].in[0] == 3, "relu1 and a chain of three concats");
+    dcz_doc_free(d);
+    ob_free(&b);
+}
+
 /* Batch norms with nothing to fold into, as in a DenseNet (on the input,
  * after a Relu): each a per-channel affine, the depthwise 1 x 1 CONV2D of
  * weight g and bias beta - mean g, into which a constant Add after it folds
@@ -2274,11 +2308,18 @@ static void test_graph_bad_inputs(void)
             ob_attr_i(&b, n, "axis", 2);
             EXPECT_REFUSED(&b, DCZ_ERR_UNSUPPORTED, "Concat 'cat'", "axis 2");
             break;
-        case 7:
-            n = ob_node(&b, "Concat", "cat", "x,x,x,x,x,x,x,x,x,x,x,x,x,x,x,x,x", "y");
+        case 7: {   /* more values than a chain of CONCAT layers takes */
+            static char many[2 * 1025];
+            for (int k = 0; k < 1025; k++) {
+                many[2 * k] = 'x';
+                many[2 * k + 1] = ',';
+            }
+            many[2 * 1025 - 1] = '\0';
+            n = ob_node(&b, "Concat", "cat", many, "y");
             ob_attr_i(&b, n, "axis", 1);
-            EXPECT_REFUSED(&b, DCZ_ERR_UNSUPPORTED, "Concat 'cat'", "17");
+            EXPECT_REFUSED(&b, DCZ_ERR_UNSUPPORTED, "Concat 'cat'", "1025 values");
             break;
+        }
         case 8:
             ob_node(&b, "Clip", "cl", "x,lo,hi", "y");
             EXPECT_REFUSED(&b, DCZ_ERR_UNSUPPORTED, "Clip 'cl'", "above");
@@ -2454,6 +2495,7 @@ int main(void)
     RUN(test_silu);
     RUN(test_unfoldable_affine);
     RUN(test_channel_shuffle_split);
+    RUN(test_concat_chain);
     RUN(test_external_data);
     RUN(test_dead_nodes);
     RUN(test_graph_bad_inputs);
