@@ -48,6 +48,11 @@
  *                           sigmoid(x), as exporters write it)
  *   Softmax                 SOFTMAX (the last layer only)
  *   Identity, Dropout       removed; Constant gives a constant
+ *   Shape, Gather,          evaluated for the model's fixed input shape
+ *   Unsqueeze, Squeeze,     (shapes folded): constants later nodes read, no
+ *   Cast, Sub, Div; Add,    layer
+ *   Mul, Concat, Slice of
+ *   constants
  * A removed or folded node gives its output its input's tensor. Folding
  * needs the folded-into layer's output to be read by the folding node
  * alone: every value's reads are counted before the walk (tensor_info). The
@@ -97,6 +102,8 @@
 #define TENSOR_MAX_RANK 8
 #define TENSOR_MAX_ELEMS ((uint64_t)1 << 28)
 #define MAX_GRAPH_NODES 100000
+#define FOLD_MAX 8                       /* values of a shape folded at import */
+#define BATCH_MARK INT64_MIN             /* the batch size in a folded shape, unknown */
 #define CONCAT_MAX_VALUES 1024           /* values one Concat joins (in a chain of layers) */
 
 /* ---- errors ---------------------------------------------------------------- */
@@ -340,7 +347,8 @@ static dcz_status ext_read(const errbuf *e, extdata *x, const Onnx__TensorProto 
 
 /* ---- constants -------------------------------------------------------------- */
 
-enum { WANT_FLOATS = 1, WANT_INTS = 2 };
+enum { WANT_FLOATS = 1, WANT_INTS = 2,
+       WANT_SHAPE = 6 };   /* integers, a folded batch size (BATCH_MARK) among them: a Reshape's shape */
 
 /* A constant tensor decoded into floats or 64-bit integers. */
 typedef struct cten {
@@ -555,6 +563,11 @@ typedef struct val {
                                        only a Mul of silu_x reads (that Mul makes
                                        the SILU layer), or -1 */
     long silu_node;                 /* with silu_x: that Sigmoid */
+    int fold_rank;                  /* V_CONST computed at import (shapes folded): rank 0
+                                       or 1, -1 for any other value */
+    uint32_t nfold;
+    int64_t fold[FOLD_MAX];         /* its values; the batch size, where the input's is
+                                       not fixed, as BATCH_MARK */
 } val;
 
 /* How often a name is read: node inputs and graph outputs, counted before
@@ -641,6 +654,7 @@ static dcz_status val_add(imp *im, const char *name, int kind, const char *by, l
     v->kind = kind;
     v->pad_node = -1;
     v->tail_node = -1;
+    v->fold_rank = -1;
     v->silu_x = -1;
     size_t k = name_hash(name) & (im->nslots - 1);
     while (im->slot[k]) k = (k + 1) & (im->nslots - 1);
@@ -898,6 +912,27 @@ static dcz_status input_const(const nodectx *c, size_t k, int want, const char *
     if (x->kind != V_CONST)
         return fail(&c->im->e, DCZ_ERR_UNSUPPORTED, "%s: its %s ('%s') is computed by the graph; dcz needs "
                     "a constant (an initializer or a Constant node)", c->label, what, x->name);
+    const int batch_ok = want == WANT_SHAPE;
+    if (batch_ok) want = WANT_INTS;
+    if (x->fold_rank >= 0) {   /* a shape folded on the way */
+        out->rank = (uint32_t)x->fold_rank;
+        out->dims[0] = x->nfold;
+        out->n = x->nfold;
+        if (want == WANT_INTS ? !(out->i = malloc(FOLD_MAX * sizeof *out->i))
+                              : !(out->f = malloc(FOLD_MAX * sizeof *out->f)))
+            return DCZ_ERR_NOMEM;
+        for (uint32_t j = 0; j < x->nfold; j++) {
+            if (x->fold[j] == BATCH_MARK && !batch_ok) {
+                cten_free(out);
+                return fail(&c->im->e, DCZ_ERR_UNSUPPORTED, "%s: its %s ('%s') depends on the batch size, which "
+                            "the model leaves open (dcz folds it into a Reshape's first dimension only)", c->label,
+                            what, x->name);
+            }
+            if (want == WANT_INTS) out->i[j] = x->fold[j];
+            else out->f[j] = (float)x->fold[j];
+        }
+        return DCZ_OK;
+    }
     char lbl[160];
     snprintf(lbl, sizeof lbl, "%s of %s", what, c->label);
     if (x->t) return tensor_decode(&c->im->e, &c->im->ext, x->t, want, lbl, out);
@@ -1278,6 +1313,279 @@ static dcz_status add_bias(const nodectx *c, size_t act, size_t konst)
     return alias(c, x, NULL);
 }
 
+/* The shape ONNX sees for activation v: the one a Reshape gave it, else
+ * its tensor's. */
+static const dcz_shape *onnx_shape(const imp *im, long v)
+{
+    return im->vals[v].tail_node >= 0 ? &im->vals[v].view : act_shape(im, v);
+}
+
+/* ---- shapes folded at import -------------------------------------------------
+ *
+ * For the model's fixed input shape, the nodes that compute shapes (Shape
+ * of an activation, then Gather, Unsqueeze, Squeeze, Concat, Slice, Cast,
+ * Add, Sub, Mul and Div of such integers and constants) are evaluated as
+ * the walk meets them: their outputs are constants of rank 0 or 1 (at most
+ * FOLD_MAX values) that later nodes read like initializers, and they leave
+ * no layer. The batch size, unknown where the input's batch dimension is
+ * not a number, may be moved (Gather, Unsqueeze, Concat, ...) but not
+ * computed with, and ends as a Reshape's first dimension. */
+
+/* Node c's one output: the folded constant of rank 0 or 1 holding v (n
+ * values). */
+static dcz_status fold_out(const nodectx *c, int rank, const int64_t *v, size_t n)
+{
+    imp *im = c->im;
+    if (n > FOLD_MAX)
+        return fail(&im->e, DCZ_ERR_UNSUPPORTED, "%s computes %zu values (dcz folds shapes of at most %d values)",
+                    c->label, n, FOLD_MAX);
+    if (c->n->n_output != 1) return fail(&im->e, DCZ_ERR_FORMAT, "%s must have one output", c->label);
+    long o;
+    dcz_status s = val_add(im, c->n->output[0], V_CONST, c->label, &o);
+    if (s != DCZ_OK) return s;
+    val *x = &im->vals[o];
+    x->fold_rank = rank;
+    x->nfold = (uint32_t)n;
+    if (n) memcpy(x->fold, v, n * sizeof *v);
+    im->dropped++;
+    return DCZ_OK;
+}
+
+/* Input k of node c (what, in messages) as the integers of a constant of
+ * rank 0 or 1: folded on the way, an initializer or a Constant. */
+static dcz_status fold_in(const nodectx *c, size_t k, const char *what, int64_t *v, size_t *n, int *rank)
+{
+    long x;
+    dcz_status s = input_val(c, k, &x);
+    if (s != DCZ_OK) return s;
+    if (c->im->vals[x].kind != V_CONST)
+        return fail(&c->im->e, DCZ_ERR_UNSUPPORTED, "%s reads the computed value '%s' as its %s: dcz evaluates %s "
+                    "on shapes and constants only", c->label, c->im->vals[x].name, what, c->def->name);
+    cten t;
+    if ((s = input_const(c, k, WANT_SHAPE, what, &t, NULL)) != DCZ_OK) return s;
+    if (t.rank > 1 || t.n > FOLD_MAX)
+        s = fail(&c->im->e, DCZ_ERR_UNSUPPORTED, "%s: its %s has %zu values of rank %u (dcz folds shapes: rank 0 "
+                 "or 1, at most %d values)", c->label, what, t.n, t.rank, FOLD_MAX);
+    else {
+        if (t.n) memcpy(v, t.i, t.n * sizeof *v);
+        *n = t.n;
+        *rank = (int)t.rank;
+    }
+    cten_free(&t);
+    return s;
+}
+
+/* Whether every input of node c is a constant (so the node folds). */
+static int all_const(const nodectx *c)
+{
+    for (size_t k = 0; k < c->n->n_input; k++) {
+        if (!*input_name(c, k)) continue;
+        const long v = val_find(c->im, input_name(c, k));
+        if (v < 0 || c->im->vals[v].kind != V_CONST) return 0;
+    }
+    return c->n->n_input > 0;
+}
+
+/* Shape (start and end from opset 15): the batch size, then the
+ * dimensions of one sample as ONNX sees it. Its read of the activation is
+ * no real read (a batch norm may still fold into the layer computing it). */
+static dcz_status op_shape(const nodectx *c)
+{
+    imp *im = c->im;
+    static const char *const known15[] = { "start", "end", NULL };
+    static const char *const known[] = { NULL };
+    dcz_status s = attrs_known(c, im->opset >= 15 ? known15 : known);
+    int64_t start = 0, end = INT64_MAX;
+    long x;
+    if (s == DCZ_OK) s = max_inputs(c, 1, 1);
+    if (s == DCZ_OK) s = attr_int(c, "start", 0, &start);
+    if (s == DCZ_OK) s = attr_int(c, "end", INT64_MAX, &end);
+    if (s == DCZ_OK) s = input_act(c, 0, &x);
+    if (s != DCZ_OK) return s;
+    const dcz_shape *sh = onnx_shape(im, x);
+    const int64_t r = (int64_t)sh->rank + 1;
+    int64_t d[1 + DCZ_MAX_RANK];
+    d[0] = im->batch_fixed ? im->batch : BATCH_MARK;
+    for (uint32_t k = 0; k < sh->rank; k++) d[k + 1] = sh->dims[k];
+    if (start < 0) start += r;
+    if (end < 0) end += r;
+    start = start < 0 ? 0 : start > r ? r : start;
+    end = end < start ? start : end > r ? r : end;
+    tensor_info *t = &im->tens[im->vals[x].tensor];
+    if (t->readers) t->readers--;
+    return fold_out(c, 1, d + start, (size_t)(end - start));
+}
+
+/* Gather on axis 0 of a folded shape: its values at the indices (negative
+ * ones from the end). */
+static dcz_status op_gather(const nodectx *c)
+{
+    imp *im = c->im;
+    static const char *const known[] = { "axis", NULL };
+    dcz_status s = attrs_known(c, known);
+    int64_t axis = 0, data[FOLD_MAX], idx[FOLD_MAX], out[FOLD_MAX];
+    size_t nd = 0, ni = 0;
+    int rd = 0, ri = 0;
+    if (s == DCZ_OK) s = max_inputs(c, 2, 2);
+    if (s == DCZ_OK) s = attr_int(c, "axis", 0, &axis);
+    if (s == DCZ_OK) s = fold_in(c, 0, "data", data, &nd, &rd);
+    if (s == DCZ_OK) s = fold_in(c, 1, "indices", idx, &ni, &ri);
+    if (s != DCZ_OK) return s;
+    if (rd != 1 || (axis != 0 && axis != -1))
+        return fail(&im->e, DCZ_ERR_UNSUPPORTED, "%s gathers on axis %lld of a rank-%d value (dcz folds Gather of a "
+                    "shape: axis 0 of rank 1)", c->label, (long long)axis, rd);
+    for (size_t k = 0; k < ni; k++) {
+        const int64_t i = idx[k] < 0 ? idx[k] + (int64_t)nd : idx[k];
+        if (i < 0 || i >= (int64_t)nd)
+            return fail(&im->e, DCZ_ERR_FORMAT, "%s: index %lld of %zu values", c->label, (long long)idx[k], nd);
+        out[k] = data[i];
+    }
+    return fold_out(c, ri, out, ni);
+}
+
+/* Unsqueeze of a scalar to (1) and Squeeze of (1) to a scalar, on axis 0
+ * (axes an attribute before opset 13, an input from 13). */
+static dcz_status op_squeeze(const nodectx *c)
+{
+    imp *im = c->im;
+    const int un = strcmp(c->def->name, "Unsqueeze") == 0, axes_input = im->opset >= 13;
+    static const char *const known_attr[] = { "axes", NULL };
+    static const char *const known[] = { NULL };
+    dcz_status s = attrs_known(c, axes_input ? known : known_attr);
+    int64_t v[FOLD_MAX], axes[FOLD_MAX];
+    size_t n = 0, na = 0;
+    int r = 0, ra = 0;
+    if (s == DCZ_OK) s = max_inputs(c, un && axes_input ? 2 : 1, axes_input ? 2 : 1);
+    if (s == DCZ_OK) s = fold_in(c, 0, "data", v, &n, &r);
+    if (s == DCZ_OK && axes_input && *input_name(c, 1)) s = fold_in(c, 1, "axes", axes, &na, &ra);
+    if (s == DCZ_OK && !axes_input) {
+        const int64_t *a;
+        if ((s = attr_ints(c, "axes", 0, &a)) == DCZ_OK && a) {
+            na = attr_find(c, "axes")->n_ints;
+            if (na > FOLD_MAX) na = FOLD_MAX + 1;
+            else memcpy(axes, a, na * sizeof *a);
+        }
+    }
+    if (s != DCZ_OK) return s;
+    const int fits = un ? r == 0 && na == 1 && (axes[0] == 0 || axes[0] == -1)
+                        : r == 1 && n == 1 && (na == 0 || (na == 1 && (axes[0] == 0 || axes[0] == -1)));
+    if (!fits)
+        return fail(&im->e, DCZ_ERR_UNSUPPORTED, "%s of a rank-%d value of %zu values (dcz folds %s of shapes "
+                    "only: a scalar to (1) and back)", c->label, r, n, c->def->name);
+    return fold_out(c, un ? 1 : 0, v, n);
+}
+
+/* Cast of folded integers to an integer type, values kept. */
+static dcz_status op_cast(const nodectx *c)
+{
+    imp *im = c->im;
+    static const char *const known[] = { "to", "saturate", NULL };
+    dcz_status s = attrs_known(c, known);
+    int64_t to = 0, v[FOLD_MAX];
+    size_t n = 0;
+    int r = 0;
+    if (s == DCZ_OK) s = max_inputs(c, 1, 1);
+    if (s == DCZ_OK) s = attr_int(c, "to", 0, &to);
+    if (s == DCZ_OK) s = fold_in(c, 0, "input", v, &n, &r);
+    if (s != DCZ_OK) return s;
+    int64_t lo, hi;
+    switch (to) {
+    case ONNX__TENSOR_PROTO__DATA_TYPE__INT64: lo = INT64_MIN; hi = INT64_MAX; break;
+    case ONNX__TENSOR_PROTO__DATA_TYPE__INT32: lo = INT32_MIN; hi = INT32_MAX; break;
+    case ONNX__TENSOR_PROTO__DATA_TYPE__UINT32: lo = 0; hi = UINT32_MAX; break;
+    case ONNX__TENSOR_PROTO__DATA_TYPE__UINT64: lo = 0; hi = INT64_MAX; break;
+    default:
+        return fail(&im->e, DCZ_ERR_UNSUPPORTED, "%s casts a shape to %s (dcz folds casts of shapes to int32, "
+                    "int64, uint32 and uint64)", c->label, dtype_name((int32_t)to));
+    }
+    for (size_t k = 0; k < n; k++)
+        if (v[k] != BATCH_MARK && (v[k] < lo || v[k] > hi))
+            return fail(&im->e, DCZ_ERR_UNSUPPORTED, "%s: %lld does not fit %s", c->label, (long long)v[k],
+                        dtype_name((int32_t)to));
+    return fold_out(c, r, v, n);
+}
+
+/* Add, Sub, Mul, Div of two folded shapes or integer constants, one of a
+ * single value broadcast; Div truncates (ONNX's integer division). */
+static dcz_status fold_arith(const nodectx *c)
+{
+    imp *im = c->im;
+    static const char *const known[] = { NULL };
+    dcz_status s = attrs_known(c, known);
+    int64_t a[FOLD_MAX], b[FOLD_MAX], y[FOLD_MAX];
+    size_t na = 0, nb = 0;
+    int ra = 0, rb = 0;
+    if (s == DCZ_OK) s = max_inputs(c, 2, 2);
+    if (s == DCZ_OK) s = fold_in(c, 0, "first input", a, &na, &ra);
+    if (s == DCZ_OK) s = fold_in(c, 1, "second input", b, &nb, &rb);
+    if (s != DCZ_OK) return s;
+    if (na != nb && na != 1 && nb != 1)
+        return fail(&im->e, DCZ_ERR_SHAPE, "%s: %zu and %zu values do not broadcast", c->label, na, nb);
+    const size_t n = na > nb ? na : nb;
+    const char op = c->def->name[0];   /* Add, Sub, Mul, Div */
+    for (size_t k = 0; k < n; k++) {
+        const int64_t u = a[na == 1 ? 0 : k], w = b[nb == 1 ? 0 : k];
+        if (u == BATCH_MARK || w == BATCH_MARK)
+            return fail(&im->e, DCZ_ERR_UNSUPPORTED, "%s computes with the batch size, which the model leaves open "
+                        "(export with a fixed batch size, or reshape with -1)", c->label);
+        if ((u > INT32_MAX || u < INT32_MIN || w > INT32_MAX || w < INT32_MIN) && op != 'D')
+            return fail(&im->e, DCZ_ERR_UNSUPPORTED, "%s: values beyond 32 bits (not a shape)", c->label);
+        if (op == 'D' && w == 0) return fail(&im->e, DCZ_ERR_FORMAT, "%s divides by zero", c->label);
+        y[k] = op == 'A' ? u + w : op == 'S' ? u - w : op == 'M' ? u * w : u / w;
+    }
+    return fold_out(c, ra > rb ? ra : rb, y, n);
+}
+
+/* Sub and Div: of shapes only. */
+static dcz_status op_arith(const nodectx *c) { return fold_arith(c); }
+
+/* Concat on axis 0 of folded shapes and integer constants. */
+static dcz_status fold_concat(const nodectx *c)
+{
+    imp *im = c->im;
+    int64_t axis, y[FOLD_MAX], v[FOLD_MAX];
+    size_t n = 0;
+    dcz_status s = attr_int(c, "axis", 0, &axis);
+    if (s != DCZ_OK) return s;
+    if (axis != 0 && axis != -1)
+        return fail(&im->e, DCZ_ERR_UNSUPPORTED, "%s joins shapes on axis %lld (of rank 1: axis 0)", c->label,
+                    (long long)axis);
+    for (size_t k = 0; k < c->n->n_input; k++) {
+        size_t nk = 0;
+        int r = 0;
+        if ((s = fold_in(c, k, "input", v, &nk, &r)) != DCZ_OK) return s;
+        if (r != 1 || n + nk > FOLD_MAX)
+            return fail(&im->e, DCZ_ERR_UNSUPPORTED, "%s joins a rank-%d value or more than %d values (dcz folds "
+                        "shapes)", c->label, r, FOLD_MAX);
+        memcpy(y + n, v, nk * sizeof *v);
+        n += nk;
+    }
+    return fold_out(c, 1, y, n);
+}
+
+/* Slice of a folded shape (axis 0, step 1). */
+static dcz_status fold_slice(const nodectx *c)
+{
+    imp *im = c->im;
+    int64_t v[FOLD_MAX], p[4][FOLD_MAX];
+    size_t n = 0, np[4] = { 0 };
+    int r = 0, rp;
+    static const char *const what[4] = { "starts", "ends", "axes", "steps" };
+    dcz_status s = fold_in(c, 0, "data", v, &n, &r);
+    for (int j = 0; j < 4 && s == DCZ_OK; j++)
+        if (j < 2 || *input_name(c, (size_t)j + 1)) s = fold_in(c, (size_t)j + 1, what[j], p[j], &np[j], &rp);
+    if (s != DCZ_OK) return s;
+    const int64_t dim = (int64_t)n;
+    if (r != 1 || np[0] != 1 || np[1] != 1 || (np[2] && p[2][0] != 0 && p[2][0] != -1) || (np[3] && p[3][0] != 1))
+        return fail(&im->e, DCZ_ERR_UNSUPPORTED, "%s slices a shape other than on axis 0 with step 1", c->label);
+    int64_t a = p[0][0], b = p[1][0];
+    if (a < 0) a += dim;
+    if (b < 0) b += dim;
+    a = a < 0 ? 0 : a > dim ? dim : a;
+    b = b < a ? a : b > dim ? dim : b;
+    return fold_out(c, 1, v + a, (size_t)(b - a));
+}
+
 /* The opening of a two-input node without attributes (Add, Mul): its
  * values a and b. */
 static dcz_status two_inputs(const nodectx *c, long *a, long *b)
@@ -1299,9 +1607,7 @@ static dcz_status op_add(const nodectx *c)
     dcz_status s = two_inputs(c, &a, &b);
     if (s != DCZ_OK) return s;
     const int a_act = im->vals[a].kind == V_ACT, b_act = im->vals[b].kind == V_ACT;
-    if (!a_act && !b_act)
-        return fail(&im->e, DCZ_ERR_UNSUPPORTED, "%s computes on constants only (folding constants is not "
-                    "supported)", c->label);
+    if (!a_act && !b_act) return fold_arith(c);   /* a shape computed */
     if (!a_act || !b_act) return add_bias(c, a_act ? 0 : 1, a_act ? 1 : 0);
     if ((s = input_act(c, 0, &a)) != DCZ_OK || (s = input_act(c, 1, &b)) != DCZ_OK) return s;
     const dcz_shape *sa = act_shape(im, a), *sb = act_shape(im, b);
@@ -1314,13 +1620,6 @@ static dcz_status op_add(const nodectx *c)
     }
     const uint32_t in[2] = { im->vals[a].tensor, im->vals[b].tensor };
     return add_layer(c, DCZ_OP_ADD, NULL, 0, in, 2, NULL);
-}
-
-/* The shape ONNX sees for activation v: the one a Reshape gave it, else
- * its tensor's. */
-static const dcz_shape *onnx_shape(const imp *im, long v)
-{
-    return im->vals[v].tail_node >= 0 ? &im->vals[v].view : act_shape(im, v);
 }
 
 /* Whether Mul(x, f) is dcz's MUL of x by factors f: x as it is, f of x's
@@ -1364,6 +1663,7 @@ static dcz_status op_mul(const nodectx *c)
     long a, b;
     dcz_status s = two_inputs(c, &a, &b);
     if (s != DCZ_OK) return s;
+    if (im->vals[a].kind == V_CONST && im->vals[b].kind == V_CONST) return fold_arith(c);   /* a shape */
     if (im->vals[a].kind != V_ACT || im->vals[b].kind != V_ACT)
         return fail(&im->e, DCZ_ERR_UNSUPPORTED, "%s multiplies by a constant (dcz's Mul takes two computed "
                     "values)", c->label);
@@ -1393,6 +1693,7 @@ static dcz_status op_concat(const nodectx *c)
     static const char *const known[] = { "axis", NULL };
     dcz_status s = attrs_known(c, known);
     if (s != DCZ_OK) return s;
+    if (all_const(c)) return fold_concat(c);   /* a shape */
     if (c->n->n_input > CONCAT_MAX_VALUES)
         return fail(&im->e, DCZ_ERR_UNSUPPORTED, "%s joins %zu values (dcz joins at most %d)", c->label,
                     c->n->n_input, CONCAT_MAX_VALUES);
@@ -1890,7 +2191,10 @@ static dcz_status reshape_to(const nodectx *c, const dcz_shape *in, const cten *
     int minus = -1, bad = t->rank != 1 || r < 1 || r > 1 + DCZ_MAX_RANK;
     for (size_t k = 0; k < r && !bad; k++) {
         d[k] = t->i[k];
-        if (d[k] == 0 && !allowzero) {   /* copy the input's dimension; index 0 is the batch */
+        if (d[k] == BATCH_MARK) {   /* the batch size, folded from a Shape: the batch */
+            bad = k != 0;
+            d[k] = -2;
+        } else if (d[k] == 0 && !allowzero) {   /* copy the input's dimension; index 0 is the batch */
             if (k > in->rank) bad = 1;
             else d[k] = k == 0 ? -2 : (int64_t)in->dims[k - 1];
         } else if (d[k] == -1) {
@@ -1942,7 +2246,7 @@ static dcz_status op_reshape(const nodectx *c)
     if (s != DCZ_OK) return s;
     cten t;
     dcz_shape out;
-    if ((s = input_const(c, 1, WANT_INTS, "shape", &t, NULL)) != DCZ_OK) return s;
+    if ((s = input_const(c, 1, WANT_SHAPE, "shape", &t, NULL)) != DCZ_OK) return s;
     s = reshape_to(c, act_shape(im, x), &t, allowzero, &out);
     cten_free(&t);
     if (s != DCZ_OK) return s;
@@ -2080,6 +2384,8 @@ static dcz_status op_slice(const nodectx *c)
     dcz_status s = attrs_known(c, none);
     long x;
     if (s == DCZ_OK) s = max_inputs(c, 3, 5);
+    if (s == DCZ_OK && (s = input_val(c, 0, &x)) == DCZ_OK && im->vals[x].kind == V_CONST)
+        return fold_slice(c);   /* of a shape */
     if (s == DCZ_OK) s = input_act(c, 0, &x);
     if (s != DCZ_OK) return s;
     const dcz_shape *shape = act_shape(im, x);
@@ -2124,7 +2430,7 @@ static dcz_status op_slice(const nodectx *c)
     if (s == DCZ_OK && hi <= lo)
         s = fail(&im->e, DCZ_ERR_UNSUPPORTED, "%s keeps no channel", c->label);
     if (s != DCZ_OK) return s;
-    if (c->n->n_output > 1) return fail(&im->e, DCZ_ERR_FORMAT, "%s has %zu outputs", c->label, c->n->n_output);
+    if (c->n->n_output != 1) return fail(&im->e, DCZ_ERR_FORMAT, "%s has %zu outputs", c->label, c->n->n_output);
     im->tens[im->vals[x].tensor].readers--;   /* the node's read: a SLICE counts its own */
     return slice_out(c, x, 0, (uint32_t)lo, (uint32_t)(hi - lo));
 }
@@ -2349,6 +2655,9 @@ static dcz_status passthrough(const nodectx *c, int dropout)
         if ((s = val_add(im, c->n->output[0], V_CONST, c->label, &o)) != DCZ_OK) return s;
         im->vals[o].t = im->vals[v].t;
         im->vals[o].a = im->vals[v].a;
+        im->vals[o].fold_rank = im->vals[v].fold_rank;
+        im->vals[o].nfold = im->vals[v].nfold;
+        memcpy(im->vals[o].fold, im->vals[v].fold, sizeof im->vals[o].fold);
         for (size_t k = 1; k < c->n->n_output && s == DCZ_OK; k++)
             if (c->n->output[k] && *c->n->output[k]) s = val_add(im, c->n->output[k], V_DEAD, c->label, NULL);
         im->dropped++;
@@ -2368,11 +2677,14 @@ static const opdef ops[] = {
     { "AveragePool", op_pool, DCZ_OP_AVGPOOL, "pool", F_PAD },
     { "BatchNormalization", op_batchnorm, 0, "", 0 },
     { "Clip", op_clip, DCZ_OP_CLIP, "clip", 0 },
+    { "Cast", op_cast, 0, "", 0 },
     { "Concat", op_concat, DCZ_OP_CONCAT, "concat", 0 },
     { "Constant", op_constant, 0, "", 0 },
     { "Conv", op_conv, DCZ_OP_CONV2D, "conv", F_PAD },
+    { "Div", op_arith, 0, "", 0 },
     { "Dropout", op_dropout, 0, "", F_PASS },
     { "Flatten", op_flatten, DCZ_OP_FLATTEN, "flatten", 0 },
+    { "Gather", op_gather, 0, "", 0 },
     { "Gemm", op_gemm, DCZ_OP_DENSE, "fc", 0 },
     { "GlobalAveragePool", op_activation, DCZ_OP_GLOBAL_AVGPOOL, "gap", 0 },
     { "HardSigmoid", op_activation, DCZ_OP_HARD_SIGMOID, "hsigmoid", 0 },
@@ -2386,12 +2698,16 @@ static const opdef ops[] = {
     { "ReduceMean", op_reduce_mean, DCZ_OP_GLOBAL_AVGPOOL, "gap", 0 },
     { "Relu", op_activation, DCZ_OP_RELU, "relu", 0 },
     { "Reshape", op_reshape, DCZ_OP_FLATTEN, "flatten", F_VIEW },
+    { "Shape", op_shape, 0, "", F_VIEW },
     { "Sigmoid", op_activation, DCZ_OP_SIGMOID, "sigmoid", 0 },
     { "Slice", op_slice, DCZ_OP_SLICE, "slice", 0 },
     { "Softmax", op_softmax, DCZ_OP_SOFTMAX, "prob", 0 },
     { "Split", op_split, DCZ_OP_SLICE, "slice", 0 },
+    { "Squeeze", op_squeeze, 0, "", 0 },
+    { "Sub", op_arith, 0, "", 0 },
     { "Tanh", op_activation, DCZ_OP_TANH, "tanh", 0 },
     { "Transpose", op_transpose, DCZ_OP_CHANNEL_SHUFFLE, "shuffle", F_VIEW },
+    { "Unsqueeze", op_squeeze, 0, "", 0 },
 };
 
 static const opdef *op_find(const Onnx__NodeProto *n)

@@ -559,6 +559,33 @@ def dag_seeds():
             n("Conv", ["x", "w", "b"], ["h"], kernel_shape=[3, 3], pads=[1, 1, 1, 1]),
             n("Sigmoid", ["h"], ["s"]), n("Mul", ["h", "s"], ["y"])],
             [w("w", 2, 2, 3, 3), w("b", 2)]),
+        # x (N, 4, 4, 4): Relu, then ShuffleNet's unit as PyTorch 1.13 exports it, the
+        # shapes computed by Shape, Gather, Div, Unsqueeze and Concat around
+        # Reshape, Transpose, Reshape, then Split in two, Relu of the second,
+        # Concat: CHANNEL_SHUFFLE and SLICE layers, the shape nodes folded
+        "shuffle_fold_opset13": model("shuffle_fold", [
+            n("Relu", ["x"], ["h"]), n("Shape", ["h"], ["shp"]),
+            n("Constant", [], ["i0"], value_int=0), n("Gather", ["shp", "i0"], ["b"], axis=0),
+            n("Constant", [], ["i1"], value_int=1), n("Gather", ["shp", "i1"], ["ch"], axis=0),
+            n("Constant", [], ["two"], value_int=2), n("Div", ["ch", "two"], ["half"]),
+            n("Cast", ["half"], ["halfc"], to=TensorProto.INT64),
+            n("Unsqueeze", ["b", "ax0"], ["ub"]), n("Unsqueeze", ["halfc", "ax0"], ["uh"]),
+            n("Concat", ["ub", "g2", "uh", "hw"], ["s5"], axis=0),
+            n("Reshape", ["h", "s5"], ["v"]), n("Transpose", ["v"], ["vt"], perm=[0, 2, 1, 3, 4]),
+            n("Concat", ["ub", "m1", "hw"], ["s4"], axis=0), n("Reshape", ["vt", "s4"], ["s"]),
+            n("Split", ["s", "sizes"], ["p0", "p1"], axis=1), n("Relu", ["p1"], ["q1"]),
+            n("Concat", ["p0", "q1"], ["y"], axis=1)],
+            [numpy_helper.from_array(np.array(v, np.int64), nm) for nm, v in
+             (("ax0", [0]), ("g2", [2]), ("hw", [4, 4]), ("m1", [-1]), ("sizes", [2, 2]))], cin=4,
+            out=(4, 4, 4)),
+        # BatchNormalization on the input and after a Relu: nothing to fold
+        # into, per-channel affines (depthwise 1x1 CONV2D)
+        "bn_affine_opset13": model("bn_affine", [
+            n("BatchNormalization", ["x", "scale", "bias", "mean", "var"], ["a"], epsilon=1e-5),
+            n("Relu", ["a"], ["r"]),
+            n("BatchNormalization", ["r", "scale", "bias", "mean", "var"], ["y"], epsilon=1e-5)],
+            [w("scale", 2), w("bias", 2), w("mean", 2),
+             numpy_helper.from_array(rng.uniform(0.5, 2.0, 2).astype(np.float32), "var")]),
     }
     return seeds
 

@@ -1893,6 +1893,96 @@ static void test_silu(void)
     CHECK(lo < -3 && hi > 3, "the Conv's outputs span %g .. %g", lo, hi);
 }
 
+/* Shapes computed by the graph, as PyTorch 1.13 exports ShuffleNet at
+ * opset 13 with a batch left open: Shape, Gather, Div, Cast, Unsqueeze and
+ * Concat build the Reshapes' shapes around the channel shuffle (the batch
+ * size moved into their first dimension), and Shape, Gather, Add, Div and
+ * Mul the bounds of two Slices. They fold into constants and leave no
+ * layer: RELU, CHANNEL_SHUFFLE, SLICE, SLICE, SIGMOID, CONCAT, with the
+ * outputs of the definition. Refused with the node named: a Gather of an
+ * activation, arithmetic on the batch size, a Cast of a shape to float. */
+static void scalar_const(ob *b, const char *name, int64_t v)
+{
+    ob_attr_i(b, ob_node(b, "Constant", name, "", name), "value_int", v);
+}
+
+static void test_shape_folding(void)
+{
+    const int64_t in[4] = { -1, 8, 3, 3 };
+    float x[2 * 72], sh[2 * 72], want[2 * 72];
+    fill(x, 144, 261);
+    for (int n = 0; n < 2; n++)
+        for (int i = 0; i < 2; i++)
+            for (int j = 0; j < 4; j++)
+                for (int p = 0; p < 9; p++) {
+                    const float v = x[(n * 8 + i * 4 + j) * 9 + p];
+                    sh[(n * 8 + j * 2 + i) * 9 + p] = v > 0 ? v : 0.0f;
+                }
+    for (int i = 0; i < 144; i++) want[i] = i / 9 % 8 < 4 ? sh[i] : (float)(1 / (1 + exp(-(double)sh[i])));
+    for (int form = 0; form < 4; form++) {
+        ob b;
+        ob_init(&b, 13);
+        ob_input(&b, "x", 4, in);
+        ob_output(&b, "y");
+        ob_init_i64(&b, "ax0", 1, (const int64_t[]){ 0 });
+        ob_init_i64(&b, "g2", 1, (const int64_t[]){ 2 });
+        ob_init_i64(&b, "m1", 1, (const int64_t[]){ -1 });
+        ob_init_i64(&b, "one", 1, (const int64_t[]){ 1 });
+        ob_init_i64(&b, "zero", 1, (const int64_t[]){ 0 });
+        ob_node(&b, "Relu", "r", "x", "h");
+        ob_node(&b, "Shape", "shp", "h", "shp");
+        for (int k = 0; k < 4; k++) {
+            char cn[8], gn[8], gi[32];
+            snprintf(cn, sizeof cn, "i%d", k);
+            snprintf(gn, sizeof gn, "d%d", k);
+            snprintf(gi, sizeof gi, "shp,%s", cn);
+            scalar_const(&b, cn, k);
+            ob_attr_i(&b, ob_node(&b, "Gather", gn, gi, gn), "axis", 0);
+        }
+        scalar_const(&b, "two", 2);
+        ob_node(&b, "Div", "div", "d1,two", "half");
+        ob_attr_i(&b, ob_node(&b, "Cast", "cast", "half", "halfc"), "to", form == 3 ? 1 : 7);
+        if (form == 2) ob_node(&b, "Mul", "bad", "d0,two", "bad");
+        ob_node(&b, "Unsqueeze", "u0", form == 2 ? "bad,ax0" : "d0,ax0", "un");
+        ob_node(&b, "Unsqueeze", "u1", "halfc,ax0", "uh");
+        ob_node(&b, "Unsqueeze", "u2", "d2,ax0", "uhh");
+        ob_node(&b, "Unsqueeze", "u3", "d3,ax0", "uww");
+        ob_attr_i(&b, ob_node(&b, "Concat", "s5", "un,g2,uh,uhh,uww", "s5"), "axis", 0);
+        ob_node(&b, "Reshape", "v1", "h,s5", "v");
+        ob_attr_ints(&b, ob_node(&b, "Transpose", "t", "v", "vt"), "perm", 5, 0, 2, 1, 3, 4);
+        ob_attr_i(&b, ob_node(&b, "Concat", "s4", "un,m1,uhh,uww", "s4"), "axis", 0);
+        ob_node(&b, "Reshape", "v2", "vt,s4", "s");
+        ob_node(&b, "Shape", "shp2", "s", "shp2");
+        ob_attr_i(&b, ob_node(&b, "Gather", "c", form == 1 ? "s,one" : "shp2,one", "c"), "axis", 0);
+        ob_node(&b, "Add", "add", "c,one", "c1");
+        ob_node(&b, "Div", "div2", "c1,g2", "q");
+        ob_node(&b, "Mul", "mul1", "q,one", "e1");
+        ob_node(&b, "Mul", "mul2", "q,g2", "e2");
+        ob_node(&b, "Slice", "sl0", "s,zero,e1,one", "p0");
+        ob_node(&b, "Slice", "sl1", "s,e1,e2,one", "p1");
+        ob_node(&b, "Sigmoid", "sg", "p1", "q1");
+        ob_attr_i(&b, ob_node(&b, "Concat", "cat", "p0,q1", "y"), "axis", 1);
+        if (form == 0) {
+            dcz_doc *d = NULL;
+            graph_check(&b, x, 2, want, 72, 1e-6f, "shapes folded", &d);
+            static const uint16_t ops[6] = { DCZ_OP_RELU, DCZ_OP_CHANNEL_SHUFFLE, DCZ_OP_SLICE, DCZ_OP_SLICE,
+                                             DCZ_OP_SIGMOID, DCZ_OP_CONCAT };
+            int same = d && d->nlayers == 6;
+            for (uint32_t k = 0; same && k < 6; k++) same = d->layers[k].op == ops[k];
+            CHECK(same && d->layers[1].attr[0] == 2 && d->layers[2].attr[1] == 4 && d->layers[3].attr[0] == 4,
+                  "relu1, shuffle1, slice1, slice2, sigmoid1, concat1");
+            dcz_doc_free(d);
+        } else if (form == 1) {
+            EXPECT_REFUSED(&b, DCZ_ERR_UNSUPPORTED, "Gather 'c' reads the computed value 's' as its data");
+        } else if (form == 2) {
+            EXPECT_REFUSED(&b, DCZ_ERR_UNSUPPORTED, "Mul 'bad' computes with the batch size");
+        } else {
+            EXPECT_REFUSED(&b, DCZ_ERR_UNSUPPORTED, "Cast 'cast' casts a shape to float");
+        }
+        ob_free(&b);
+    }
+}
+
 /* A Concat of more values than a layer reads (DenseNet-121 joins 25):
  * Relu of x joined 40 times with x between, a chain of three CONCAT
  * layers (16, then the first and 15 more, then the second and the last
@@ -2496,6 +2586,7 @@ int main(void)
     RUN(test_unfoldable_affine);
     RUN(test_channel_shuffle_split);
     RUN(test_concat_chain);
+    RUN(test_shape_folding);
     RUN(test_external_data);
     RUN(test_dead_nodes);
     RUN(test_graph_bad_inputs);

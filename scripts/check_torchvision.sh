@@ -1,0 +1,47 @@
+#!/usr/bin/env bash
+# check_torchvision.sh DIR: the networks scripts/make_torchvision_fixtures.py
+# wrote into DIR (torchvision's, exported by PyTorch at opset 13), each
+# imported by dcz, run on its two inputs and compared with PyTorch's outputs
+# (max |dcz - torch| / max |torch| at most 1e-5); then exported, checked by
+# onnx.checker (Debian's python3-onnx) and imported again, which must give
+# the same outputs bit for bit. One line per network; exit 1 if any fails.
+set -u
+DIR=${1:?usage: check_torchvision.sh DIR}
+ROOT=$(cd "$(dirname "$0")/.." && pwd)
+DCZ="$ROOT/bin/dcz"
+T=$(mktemp -d)
+trap 'rm -rf "$T"' EXIT
+
+# reldiff A B: max |a - b| / max |b| over two raw float32 files of equal size
+reldiff() {
+    [ "$(stat -c %s "$1")" = "$(stat -c %s "$2")" ] || { echo 1e30; return; }
+    paste <(od -An -v -tf4 -w4 "$1") <(od -An -v -tf4 -w4 "$2") | awk '{
+        d = $1 - $2; if (d < 0) d = -d; if (d > m) m = d
+        t = $2 < 0 ? -$2 : $2; if (t > top) top = t }
+        END { printf "%.3g\n", (top > 0 ? m / top : 1e30) }'
+}
+
+bad=0
+printf '%-20s %7s %7s %10s  %s\n' network layers nodes rel.diff "export"
+for onnx in "$DIR"/*.onnx; do
+    n=$(basename "$onnx" .onnx)
+    if ! "$DCZ" import "$onnx" --json -o "$T/$n.dcz" > "$T/$n.json" 2> "$T/$n.err"; then
+        printf '%-20s refused: %s\n' "$n" "$(cat "$T/$n.err")"
+        bad=1
+        continue
+    fi
+    layers=$(grep -o '"name":' "$T/$n.json" | wc -l)
+    nodes=$(sed -n 's/.*"nodes":\([0-9]*\).*/\1/p' "$T/$n.json")
+    "$DCZ" run "$T/$n.dcz" --raw "$DIR/$n.in.f32" --shape 2,3,224,224 -q -o "$T/$n.out" > /dev/null
+    r=$(reldiff "$T/$n.out" "$DIR/$n.logits.f32")
+    x=ok
+    "$DCZ" export "$T/$n.dcz" -q -o "$T/$n.x.onnx" > /dev/null &&
+        /usr/bin/python3 -c "import onnx, sys; onnx.checker.check_model(onnx.load(sys.argv[1]))" "$T/$n.x.onnx" &&
+        "$DCZ" import "$T/$n.x.onnx" -q -o "$T/$n.x.dcz" &&
+        "$DCZ" run "$T/$n.x.dcz" --raw "$DIR/$n.in.f32" --shape 2,3,224,224 -q -o "$T/$n.x.out" > /dev/null &&
+        cmp -s "$T/$n.out" "$T/$n.x.out" || x=FAILED
+    awk -v r="$r" 'BEGIN { exit !(r + 0 <= 1e-5) }' || { x="$x, outputs differ"; bad=1; }
+    [ "$x" = ok ] || bad=1
+    printf '%-20s %7s %7s %10s  %s\n' "$n" "$layers" "$nodes" "$r" "$x"
+done
+exit $bad
