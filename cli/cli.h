@@ -195,6 +195,22 @@ int cli_isa(const verb_ctx *v, const char *isa, dcz_options *opt);
 #define PLAN_SPEC(s) { "plan", 0, OPT_STR, &(s), "CPU kernels chosen by the rules (default) or measure: each " \
                                                 "layer's candidates timed at load, the fastest kept" }
 int cli_plan(const verb_ctx *v, const char *plan, dcz_options *opt);
+/* --resize, --crop, --normalize: the preprocessing an image gets before the
+ * model (docs/FORMAT.md, PREPROCESS), recorded in the file. */
+#define PREP_SPECS(resize, crop, normalize) \
+    { "resize", 0, OPT_INT, &(resize), "preprocessing recorded in the model: images' shorter side resized to N " \
+                                       "pixels (antialiased bilinear, as PIL and torchvision)" }, \
+    { "crop", 0, OPT_STR, &(crop), "preprocessing: the center N or HxW pixels kept (the model's input size)" }, \
+    { "normalize", 0, OPT_STR, &(normalize), "preprocessing: (x - mean) / std per channel of x in [0, 1]: " \
+                                             "imagenet, or MEAN/STD (0.5/0.25 gray, three values each RGB)" }
+/* Parses the three options into *p (*has 0 when none is given). Exit code
+ * or -1. */
+int cli_prep_parse(const verb_ctx *v, int resize, const char *crop, const char *normalize, dcz_preprocess *p,
+                   int *has);
+/* Records p in d after checking it fits d's input ((C, H, W) of 1 or 3
+ * channels, the crop its size, the normalization its channels). Exit code
+ * or -1. */
+int cli_prep_fit(const verb_ctx *v, dcz_preprocess *p, dcz_doc *d);
 /* Prints why the model at path could not be loaded or run, and returns the
  * exit code. */
 /* The device m runs on ("cpu" or "gpu"), after a note saying why when a

@@ -42,12 +42,15 @@ static int model_dir(const char *path, char *dir, size_t len, const char **out)
 
 int cmd_import(verb_ctx *v)
 {
-    int keep_dense = 0;
+    int keep_dense = 0, resize = 0;
+    const char *crop = NULL, *normalize = NULL;
     const opt_spec specs[] = {
         { "keep-dense", 0, OPT_FLAG, &keep_dense, "store every weight dense, even when a layer is mostly exact zeros" },
+        PREP_SPECS(resize, crop, normalize),
         { NULL, 0, OPT_FLAG, NULL, NULL }
     };
-    v->usage = "dcz import MODEL.onnx -o OUT.dcz [--data DATA] [--keep-dense]";
+    v->usage = "dcz import MODEL.onnx -o OUT.dcz [--data DATA] [--keep-dense]\n"
+               "                  [--resize N] [--crop N|HxW] [--normalize imagenet|MEAN/STD]";
     v->summary = "Reads an ONNX model (opsets 11 to 22, a dynamic or fixed batch dimension) into a\n"
                  "dense fp32 .dcz. The graph, branches and residual connections included, may\n"
                  "hold Conv (grouped and depthwise too), Gemm, MatMul, Add, Mul, Concat, MaxPool,\n"
@@ -71,11 +74,16 @@ int cmd_import(verb_ctx *v)
                  "says which ONNX nodes each comes from. A model dcz cannot represent is refused\n"
                  "(exit 2): every unsupported operator is named once, with how many nodes use it\n"
                  "and the first of them. With --data, the accuracy on the test split is measured\n"
-                 "and recorded.";
+                 "and recorded. --resize, --crop and --normalize record the preprocessing the\n"
+                 "network was trained with (torchvision's: --resize 256 --crop 224 --normalize\n"
+                 "imagenet), which dcz run applies to images and every later stage keeps.";
     v->skip = CLI_NO_SEED;
     int rc = cli_parse(v, specs, 1, 1);
     if (rc != -1) return rc;
     if (!v->c.out) { cli_usage_error(v, "import needs -o OUT.dcz"); return EXIT_USAGE; }
+    dcz_preprocess prep;
+    int has_prep;
+    if ((rc = cli_prep_parse(v, resize, crop, normalize, &prep, &has_prep)) != -1) return rc;
     dcz_options ropt;
     if ((rc = cli_runtime_options(v, &ropt)) != -1) return rc;
     uint8_t *buf;
@@ -108,6 +116,7 @@ int cmd_import(verb_ctx *v)
     }
     dcz_dataset test;
     memset(&test, 0, sizeof test);
+    if (has_prep && (rc = cli_prep_fit(v, &prep, doc)) != -1) goto done;
     if (v->c.data && (rc = stage_load_data(v, DCZ_SPLIT_TEST, &test)) != -1) goto done;
     char extra[512], source[256];
     snprintf(source, sizeof source, "%s", v->pos[0]);

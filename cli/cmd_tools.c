@@ -332,6 +332,20 @@ int cmd_info(verb_ctx *v)
         json_str(&j, "model_hash", hash_text);
         json_str(&j, "scheme", scheme);
         if (*method) json_str(&j, "calibration_method", method);
+        if (d->has_prep) {
+            const dcz_preprocess *pp = &d->prep;
+            json_key_obj(&j, "preprocess");
+            json_int(&j, "resize", pp->resize);
+            json_int(&j, "crop_height", pp->crop_h);
+            json_int(&j, "crop_width", pp->crop_w);
+            json_key_arr(&j, "mean");
+            for (uint32_t k = 0; k < pp->channels; k++) json_arr_num(&j, pp->mean[k]);
+            json_close_arr(&j);
+            json_key_arr(&j, "std");
+            for (uint32_t k = 0; k < pp->channels; k++) json_arr_num(&j, pp->std[k]);
+            json_close_arr(&j);
+            json_close_obj(&j);
+        }
         json_int(&j, "macs_per_sample", (long long)macs);
         json_int(&j, "macs_per_sample_kept", (long long)macs_kept);
         json_key_arr(&j, "stages");
@@ -424,6 +438,15 @@ int cmd_info(verb_ctx *v)
         if (d->calib)
             printf("runs on integers: %s (calibration table of %u layers%s%s); --fp32 runs it in float\n\n",
                    scheme, d->calib->count, *method ? ", method " : "", method);
+        if (d->has_prep) {   /* what dcz run does to an image first */
+            const dcz_preprocess *pp = &d->prep;
+            char r[32] = "kept", c[48] = "none", ms[96] = "";
+            if (pp->resize) snprintf(r, sizeof r, "shorter side to %u", pp->resize);
+            if (pp->crop_h) snprintf(c, sizeof c, "center %ux%u (width x height)", pp->crop_w, pp->crop_h);
+            for (uint32_t k = 0, n = 0; k < pp->channels; k++)
+                n += (uint32_t)snprintf(ms + n, sizeof ms - n, "%s%g/%g", k ? ", " : "", pp->mean[k], pp->std[k]);
+            printf("images: size %s, crop %s, then (x - mean) / std per channel: %s\n\n", r, c, ms);
+        }
         /* the graph: what each layer reads and computes */
         char inshape[48];
         shape_text(&shapes[0], inshape, sizeof inshape);
@@ -662,8 +685,19 @@ static int run_load_images(const verb_ctx *v, int resize, const dcz_model *m, fl
         dcz_image img;
         char err[256];
         uint32_t c, h, w;
+        dcz_preprocess prep;
         s = dcz_image_decode(buf, len, &img, err, sizeof err);
         free(buf);
+        if (s == DCZ_OK && dcz_model_preprocess(m, &prep)) {   /* as the network was trained */
+            s = dcz_prep_apply(&prep, &img, md[1], md[2], *x + i * in, err, sizeof err);
+            dcz_image_free(&img);
+            if (s != DCZ_OK) {
+                cli_error("run: %s: %s (the model's recorded preprocessing: dcz info shows it)", path,
+                          err[0] ? err : dcz_status_str(s));
+                return cli_exit_code(s, 1);
+            }
+            continue;
+        }
         if (s == DCZ_OK) s = dcz_image_input_shape(&img, (uint32_t)mr, md, resize, &c, &h, &w, err, sizeof err);
         if (s == DCZ_OK && (size_t)c * h * w != in) {
             snprintf(err, sizeof err, "does not fill the model's %zu inputs", in);
@@ -724,7 +758,10 @@ int cmd_run(verb_ctx *v)
                  "    IDX loader scales Fashion-MNIST. An image of another size than the model's\n"
                  "    input is an error (exit 2) unless --resize (bilinear, averaging when\n"
                  "    shrinking). A flat input of D values takes a gray image of D pixels or an\n"
-                 "    RGB image of D / 3.\n"
+                 "    RGB image of D / 3. A model that records its preprocessing (dcz import\n"
+                 "    --resize/--crop/--normalize) applies it instead: the shorter side resized\n"
+                 "    as PIL does, the center crop, (v / 255 - mean) / std per channel, the\n"
+                 "    transform torchvision's networks were trained with.\n"
                  "  raw little-endian float32 samples (--raw FILE): a whole number of samples;\n"
                  "    --shape N,C,H,W (or N,D) states their shape, checked against the file size\n"
                  "    and the model's input (exit 2 when either disagrees).\n"

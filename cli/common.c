@@ -7,6 +7,7 @@
  * output, --json, quiet output when stderr is not a terminal; the
  * suggestions by tests/cli/messages.sh).
  */
+#include <ctype.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <fnmatch.h>
@@ -22,6 +23,7 @@
 #include "cli/cli.h"
 #include "interop/interop.h"
 #include "runtime/tool.h"
+#include "train/png.h"
 
 /* ---- messages and exit codes -------------------------------------------- */
 
@@ -1037,4 +1039,93 @@ void cli_note_job(const verb_ctx *v, double seconds)
     cli_note(v, "mpi: %d ranks, %d shards: %llu gradient sums of %.0f bytes each, %.2f s in them (%.1f%% of %.1f s)",
              v->comm->size, v->shards, (unsigned long long)st.sums, (double)st.bytes / (double)st.sums, st.seconds,
              seconds > 0 ? 100 * st.seconds / seconds : 0, seconds);
+}
+
+/* "M[,M,M]" into up to 3 floats; their count, or 0 when the text is not that */
+static uint32_t float_list(const char *s, const char *end, float *v)
+{
+    uint32_t n = 0;
+    while (s < end && n < 3) {
+        char *e;
+        const double x = strtod(s, &e);
+        if (e == s || e > end || !isfinite(x)) return 0;
+        v[n++] = (float)x;
+        s = e;
+        if (s < end && *s++ != ',') return 0;
+    }
+    return s == end ? n : 0;
+}
+
+int cli_prep_parse(const verb_ctx *v, int resize, const char *crop, const char *normalize, dcz_preprocess *p,
+                   int *has)
+{
+    memset(p, 0, sizeof *p);
+    *has = resize || crop || normalize;
+    if (!*has) return -1;
+    if (resize < 0 || resize > 65535) {
+        cli_usage_error(v, "--resize must be 1 to 65535 pixels (the shorter side), not %d", resize);
+        return EXIT_USAGE;
+    }
+    p->resize = (uint32_t)resize;
+    if (crop) {
+        char *e;
+        const unsigned long h = strtoul(crop, &e, 10);
+        const unsigned long w = *e == 'x' ? strtoul(e + 1, &e, 10) : h;
+        if (*e || h < 1 || w < 1 || h > 65535 || w > 65535 || !isdigit((unsigned char)crop[0])) {
+            cli_usage_error(v, "--crop must be N or HxW pixels (1 to 65535), not '%s'", crop);
+            return EXIT_USAGE;
+        }
+        p->crop_h = (uint32_t)h;
+        p->crop_w = (uint32_t)w;
+    }
+    for (int k = 0; k < 3; k++) p->std[k] = 1.0f;
+    if (normalize && strcmp(normalize, "imagenet") == 0) {
+        const float mean[3] = DCZ_IMAGENET_MEAN, std[3] = DCZ_IMAGENET_STD;
+        memcpy(p->mean, mean, sizeof mean);
+        memcpy(p->std, std, sizeof std);
+        p->channels = 3;
+    } else if (normalize) {
+        const char *slash = strchr(normalize, '/');
+        const uint32_t nm = slash ? float_list(normalize, slash, p->mean) : 0;
+        const uint32_t ns = slash ? float_list(slash + 1, slash + strlen(slash), p->std) : 0;
+        int ok = nm && nm == ns && (nm == 1 || nm == 3);
+        for (uint32_t k = 0; ok && k < ns; k++) ok = p->std[k] > 0.0f;
+        if (!ok) {
+            cli_usage_error(v, "--normalize must be imagenet, or MEAN/STD with one value each for gray or three for "
+                            "RGB, each std > 0 (0.485,0.456,0.406/0.229,0.224,0.225), not '%s'", normalize);
+            return EXIT_USAGE;
+        }
+        p->channels = nm;
+    }
+    return -1;
+}
+
+int cli_prep_fit(const verb_ctx *v, dcz_preprocess *p, dcz_doc *d)
+{
+    const uint32_t *in = d->input_dims;
+    if (d->input_rank != 3 || (in[0] != 1 && in[0] != 3)) {
+        cli_error("%s: --resize, --crop and --normalize describe images, and the model's input is not (C, H, W) "
+                  "of 1 or 3 channels", v->verb);
+        return EXIT_BAD_INPUT;
+    }
+    if (p->channels && p->channels != in[0]) {
+        cli_error("%s: --normalize gives %u channel%s, the model takes %u", v->verb, p->channels,
+                  p->channels == 1 ? "" : "s", in[0]);
+        return EXIT_BAD_INPUT;
+    }
+    if (p->crop_h && (p->crop_h != in[1] || p->crop_w != in[2])) {
+        cli_error("%s: --crop %ux%u (height x width) does not give the model's %ux%u input", v->verb, p->crop_h,
+                  p->crop_w, in[1], in[2]);
+        return EXIT_BAD_INPUT;
+    }
+    if (!p->channels) {   /* no normalization: [0, 1] */
+        for (int k = 0; k < 3; k++) {
+            p->mean[k] = 0.0f;
+            p->std[k] = 1.0f;
+        }
+    }
+    p->channels = in[0];
+    d->prep = *p;
+    d->has_prep = 1;
+    return -1;
 }

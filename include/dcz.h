@@ -255,6 +255,22 @@ size_t dcz_output_size(const dcz_model *m);
  * max_rank dimensions to dims and returns the rank. */
 int dcz_input_shape(const dcz_model *m, uint32_t *dims, int max_rank);
 
+/* How an image becomes the model's input, as the network was trained (see
+ * docs/FORMAT.md, "PREPROCESS section"): the shorter side resized to resize
+ * pixels by antialiased bilinear interpolation (0: not resized), the
+ * center crop_h x crop_w kept (0: no crop), 8-bit samples scaled to [0, 1],
+ * then (x - mean[c]) / std[c] for each of channels channels (1 gray, 3 RGB). */
+typedef struct dcz_preprocess {
+    uint32_t resize;
+    uint32_t crop_h, crop_w;
+    uint32_t channels;
+    float mean[3], std[3];
+} dcz_preprocess;
+
+/* 1 and *out filled when m's file records its preprocessing, else 0 (the
+ * caller prepares its input as it knows best). */
+int dcz_model_preprocess(const dcz_model *m, dcz_preprocess *out);
+
 /* How a model computes (see docs/FORMAT.md, "CALIB section"). */
 typedef enum dcz_scheme {
     DCZ_SCHEME_NONE = 0,     /* floating point */

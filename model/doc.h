@@ -110,6 +110,8 @@ typedef struct dcz_doc {
     uint32_t nstages;
     char **stages;            /* (nstages) "key = value" texts, owned, in order */
     dcz_doc_calib *calib;     /* NULL: the model runs in floating point; owned */
+    int has_prep;             /* prep holds how an image becomes the input (PREPROCESS) */
+    dcz_preprocess prep;
     size_t file_bytes;        /* filled by read/write */
     size_t overhead_bytes;    /* header, table, graph, stages, padding */
 } dcz_doc;

@@ -415,6 +415,11 @@ dcz_status dcz_doc_read(const void *buf, size_t len, dcz_doc **out)
             s = calib_sections++ ? DCZ_ERR_FORMAT
                                  : read_calib(c.base + sec.offset, (size_t)sec.size, d);
     }
+    if (s == DCZ_OK) {
+        const dcz_shape in = { d->input_rank, { d->input_dims[0], d->input_dims[1], d->input_dims[2],
+                                                d->input_dims[3] } };
+        s = dcz_prep_find(&c, &in, &d->prep, &d->has_prep);
+    }
     if (s != DCZ_OK) {
         dcz_doc_free(d);
         return s;

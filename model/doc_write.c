@@ -442,6 +442,27 @@ static void put_calib(wsec *sec, const dcz_doc_calib *c)
     for (uint32_t t = 0; t < c->ntensors; t++) putf32(&sec->body, c->t_scale[t]);
 }
 
+/* The PREPROCESS section (docs/FORMAT.md), its rules checked as a reader
+ * checks them: DCZ_ERR_ARG for a record a reader would refuse. */
+static dcz_status put_prep(wsec *sec, const dcz_doc *d)
+{
+    const dcz_preprocess *p = &d->prep;
+    sec->type = DCZ_SEC_PREP;
+    put32(&sec->body, p->resize);
+    put32(&sec->body, p->crop_h);
+    put32(&sec->body, p->crop_w);
+    put32(&sec->body, p->channels);
+    for (uint32_t k = 0; k < p->channels && k < 3; k++) putf32(&sec->body, p->mean[k]);
+    for (uint32_t k = 0; k < p->channels && k < 3; k++) putf32(&sec->body, p->std[k]);
+    if (sec->body.err) return DCZ_ERR_NOMEM;
+    dcz_preprocess back;
+    const uint32_t *in = d->input_dims;
+    if (dcz_prep_parse(sec->body.p, sec->body.len, &back) != DCZ_OK || d->input_rank != 3 ||
+        in[0] != p->channels || (p->crop_h && (in[1] != p->crop_h || in[2] != p->crop_w)))
+        return DCZ_ERR_ARG;
+    return DCZ_OK;
+}
+
 /* The STAGES section: the record count, each record's file size as a u64
  * (taken out of its "file_bytes = N" line, so that the size of the file does
  * not depend on the number it states), then every record's text, in order,
@@ -491,7 +512,7 @@ dcz_status dcz_doc_write(dcz_doc *d, uint8_t **buf, size_t *len)
     TRY(check_doc(d));
     uint32_t nparam = 0;
     for (uint32_t i = 0; i < d->nlayers; i++) nparam += d->layers[i].ntensors > 0;
-    const uint32_t nsec = 1 + nparam + (d->calib ? 1 : 0) + (d->nstages ? 1 : 0);
+    const uint32_t nsec = 1 + nparam + (d->calib ? 1 : 0) + (d->has_prep ? 1 : 0) + (d->nstages ? 1 : 0);
     wsec *secs = calloc(nsec, sizeof *secs);
     uint32_t *section_of_layer = malloc(d->nlayers * sizeof *section_of_layer);
     dcz_status s = DCZ_ERR_NOMEM;
@@ -520,6 +541,7 @@ dcz_status dcz_doc_write(dcz_doc *d, uint8_t **buf, size_t *len)
     secs[0].flags = DCZ_SECF_REQUIRED;
     if ((s = put_graph(&secs[0].body, d, section_of_layer)) != DCZ_OK) goto done;
     if (d->calib) put_calib(&secs[si++], d->calib);
+    if (d->has_prep && (s = put_prep(&secs[si++], d)) != DCZ_OK) goto done;
     if (d->nstages && (s = put_stages(&secs[si], d)) != DCZ_OK) goto done;
 
     /* header and table, then sections at 64-byte boundaries */

@@ -319,6 +319,9 @@ static dcz_status load_walk(const dcz_container *c, const dcz_options *o, loader
     calib_walk cw;
     int quant;
     TRY(find_calib(c, o, &cw, &quant));
+    dcz_preprocess prep;
+    int has_prep;
+    TRY(dcz_prep_find(c, &w.input, &prep, &has_prep));
 
     arena *a = &ld->a;
     dcz_model *m = arena_take(a, sizeof *m);
@@ -334,6 +337,8 @@ static dcz_status load_walk(const dcz_container *c, const dcz_options *o, loader
         memset(layers, 0, (size_t)nlayers * sizeof *layers);
         m->in_rank = w.input.rank;
         memcpy(m->in_dims, w.input.dims, sizeof m->in_dims);
+        m->has_prep = has_prep;
+        m->prep = prep;
         m->nlayers = nlayers;
         m->layers = layers;
         m->tensors = tensors;
@@ -888,6 +893,13 @@ int dcz_input_shape(const dcz_model *m, uint32_t *dims, int max_rank)
 }
 
 dcz_scheme dcz_model_scheme(const dcz_model *m) { return m ? m->scheme : DCZ_SCHEME_NONE; }
+
+int dcz_model_preprocess(const dcz_model *m, dcz_preprocess *out)
+{
+    if (!m || !m->has_prep || !out) return 0;
+    *out = m->prep;
+    return 1;
+}
 
 dcz_device dcz_model_device(const dcz_model *m) { return m && m->gpu ? DCZ_DEVICE_GPU : DCZ_DEVICE_CPU; }
 

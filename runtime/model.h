@@ -325,6 +325,8 @@ struct dcz_model {
     uint32_t threads;         /* column-form blocks and spmm scratch tiles; 1 for static models */
     dcz_pool *pool;           /* threads - 1 workers when a layer is worth splitting, or NULL */
     uint32_t in_rank, in_dims[DCZ_MAX_RANK];
+    int has_prep;             /* the file's PREPROCESS section, read at load */
+    dcz_preprocess prep;
     uint32_t in_size, out_size;
     uint32_t max_width;       /* elements of the largest activation of one sample */
     uint32_t nlayers;

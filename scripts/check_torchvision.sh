@@ -4,7 +4,11 @@
 # imported by dcz, run on its two inputs and compared with PyTorch's outputs
 # (max |dcz - torch| / max |torch| at most 1e-5); then exported, checked by
 # onnx.checker (Debian's python3-onnx) and imported again, which must give
-# the same outputs bit for bit. One line per network; exit 1 if any fails.
+# the same outputs bit for bit. Then, imported with torchvision's evaluation
+# preprocessing recorded (--resize 256 --crop 224 --normalize imagenet),
+# `dcz run` on photo.jpg (400x300) gives PyTorch's outputs for that photo
+# through torchvision's transform (NAME.photo.f32) within 1e-5 as well.
+# One line per network; exit 1 if any fails.
 set -u
 DIR=${1:?usage: check_torchvision.sh DIR}
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
@@ -22,7 +26,7 @@ reldiff() {
 }
 
 bad=0
-printf '%-20s %7s %7s %10s  %s\n' network layers nodes rel.diff "export"
+printf '%-20s %7s %7s %10s  %-6s %10s\n' network layers nodes rel.diff export photo
 for onnx in "$DIR"/*.onnx; do
     n=$(basename "$onnx" .onnx)
     if ! "$DCZ" import "$onnx" --json -o "$T/$n.dcz" > "$T/$n.json" 2> "$T/$n.err"; then
@@ -42,6 +46,13 @@ for onnx in "$DIR"/*.onnx; do
         cmp -s "$T/$n.out" "$T/$n.x.out" || x=FAILED
     awk -v r="$r" 'BEGIN { exit !(r + 0 <= 1e-5) }' || { x="$x, outputs differ"; bad=1; }
     [ "$x" = ok ] || bad=1
-    printf '%-20s %7s %7s %10s  %s\n' "$n" "$layers" "$nodes" "$r" "$x"
+    p=-
+    if [ -f "$DIR/photo.jpg" ] && [ -f "$DIR/$n.photo.f32" ]; then
+        "$DCZ" import "$onnx" --resize 256 --crop 224 --normalize imagenet -q -o "$T/$n.p.dcz" &&
+            "$DCZ" run "$T/$n.p.dcz" "$DIR/photo.jpg" -q -o "$T/$n.p.out" > /dev/null &&
+            p=$(reldiff "$T/$n.p.out" "$DIR/$n.photo.f32") || p=FAILED
+        awk -v r="$p" 'BEGIN { exit !(r + 0 <= 1e-5) }' || bad=1
+    fi
+    printf '%-20s %7s %7s %10s  %-6s %10s\n' "$n" "$layers" "$nodes" "$r" "$x" "$p"
 done
 exit $bad

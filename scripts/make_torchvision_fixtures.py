@@ -12,6 +12,12 @@ writes, for each network (default: all nine below), into OUTDIR:
                         batch dimension dynamic; weights inside the file
     NAME.in.f32         two input samples, float32 (2, 3, 224, 224)
     NAME.logits.f32     PyTorch's outputs for them, float32 (2, 1000)
+    NAME.photo.f32      PyTorch's outputs for photo.jpg, float32 (1, 1000), through
+                        torchvision's evaluation transform: Resize(256),
+                        CenterCrop(224), ToTensor(), Normalize(ImageNet's
+                        mean and std) on PIL.Image.open(...).convert("RGB")
+and once:
+    photo.jpg           a 400x300 RGB JPEG (a seeded smooth pattern with noise)
 
 The files are large (up to 100 MB for ResNet-50) and not committed;
 scripts/check_torchvision.sh imports and compares them. Weights are
@@ -22,8 +28,11 @@ folding them is exercised; the inputs are seeded normal values.
 import os
 import sys
 
+import numpy as np
 import torch
 import torchvision
+from PIL import Image
+from torchvision import transforms
 
 NETWORKS = {
     "resnet18": lambda: torchvision.models.resnet18(),
@@ -49,6 +58,14 @@ def perturb(model, gen):
             m.bias.data.copy_(0.1 * torch.randn(c, generator=gen))
 
 
+def photo(path):
+    """A 400x300 RGB JPEG of a seeded smooth pattern with noise."""
+    rng = np.random.RandomState(7)
+    y, x = np.mgrid[0:300, 0:400].astype(np.float64)
+    planes = [127 + 90 * np.sin(x / (17 + 5 * k) + y / (23 + 3 * k) + k) + rng.randn(300, 400) * 20 for k in range(3)]
+    Image.fromarray(np.clip(np.stack(planes, axis=-1), 0, 255).astype(np.uint8)).save(path, quality=92)
+
+
 def main():
     if len(sys.argv) < 2:
         sys.exit(__doc__)
@@ -56,6 +73,10 @@ def main():
     names = sys.argv[2:] or list(NETWORKS)
     os.makedirs(out, exist_ok=True)
     torch.set_num_threads(1)
+    photo(os.path.join(out, "photo.jpg"))
+    evaluate = transforms.Compose([transforms.Resize(256), transforms.CenterCrop(224), transforms.ToTensor(),
+                                   transforms.Normalize([0.485, 0.456, 0.406], [0.229, 0.224, 0.225])])
+    pic = evaluate(Image.open(os.path.join(out, "photo.jpg")).convert("RGB")).unsqueeze(0)
     for name in names:
         torch.manual_seed(0)
         gen = torch.Generator().manual_seed(1)
@@ -64,11 +85,13 @@ def main():
             perturb(model, gen)
             x = torch.randn(2, 3, 224, 224, generator=gen)
             y = model(x)
+            yp = model(pic)
         path = os.path.join(out, name + ".onnx")
         torch.onnx.export(model, x, path, opset_version=13, input_names=["input"], output_names=["logits"],
                           dynamic_axes={"input": {0: "batch"}, "logits": {0: "batch"}})
         x.numpy().astype("<f4").tofile(os.path.join(out, name + ".in.f32"))
         y.numpy().astype("<f4").tofile(os.path.join(out, name + ".logits.f32"))
+        yp.numpy().astype("<f4").tofile(os.path.join(out, name + ".photo.f32"))
         print(f"{name}: {os.path.getsize(path)} bytes, logits {tuple(y.shape)}")
 
 

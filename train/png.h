@@ -67,6 +67,20 @@ int dcz_image_is_gray(const dcz_image *img);
 dcz_status dcz_image_to_sample(const dcz_image *img, uint32_t c, uint32_t h, uint32_t w, int resize, float *out,
                                char *err, size_t errlen);
 
+/* img made into one input of (p->channels, h, w) floats by preprocessing p
+ * (prep.c, docs/FORMAT.md "PREPROCESS section"): channels converted as
+ * dcz_image_to_sample converts them, the shorter side resized as PIL does,
+ * the center crop, (v / 255 - mean) / std. DCZ_ERR_SHAPE with a reason in
+ * err when the result is not h x w (or the image is smaller than the
+ * crop), DCZ_ERR_ARG, DCZ_ERR_NOMEM. */
+dcz_status dcz_prep_apply(const dcz_preprocess *p, const dcz_image *img, uint32_t h, uint32_t w, float *out,
+                          char *err, size_t errlen);
+
+/* ImageNet's per-channel statistics, as torchvision's networks were
+ * trained with (transforms.Normalize) */
+#define DCZ_IMAGENET_MEAN { 0.485f, 0.456f, 0.406f }
+#define DCZ_IMAGENET_STD { 0.229f, 0.224f, 0.225f }
+
 /* The sample shape (c, h, w) an image gives for a model input of the
  * given shape (one sample; rank 1 to 3): (C, H, W) with C 1 or 3; (H, W)
  * gray; (D) a flat input of D = h w gray or 3 h w colour values of an image

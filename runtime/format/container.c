@@ -11,6 +11,7 @@
  * single-byte corruption and every truncation of a dense and a conv file)
  * and tests/fuzz/fuzz_dcz.c.
  */
+#include <math.h>
 #include <string.h>
 
 #include "huffman/huffman.h"
@@ -191,6 +192,46 @@ dcz_status dcz_container_open(const void *buf, size_t len, dcz_container *c)
 /* ---- graph -------------------------------------------------------------- */
 
 #define TRY(expr) do { dcz_status s_ = (expr); if (s_ != DCZ_OK) return s_; } while (0)
+
+/* ---- the PREPROCESS section ----------------------------------------------- */
+
+dcz_status dcz_prep_parse(const uint8_t *p, size_t len, dcz_preprocess *out)
+{
+    dcz_cur c = { p, len, 0 };
+    memset(out, 0, sizeof *out);
+    out->std[0] = out->std[1] = out->std[2] = 1.0f;   /* channels it does not have: as is */
+    TRY(dcz_rd_u32(&c, &out->resize));
+    TRY(dcz_rd_u32(&c, &out->crop_h));
+    TRY(dcz_rd_u32(&c, &out->crop_w));
+    TRY(dcz_rd_u32(&c, &out->channels));
+    if (out->resize > 65535 || out->crop_h > 65535 || out->crop_w > 65535 || (out->crop_h == 0) != (out->crop_w == 0) ||
+        (out->channels != 1 && out->channels != 3))
+        return DCZ_ERR_FORMAT;
+    for (uint32_t k = 0; k < out->channels; k++) TRY(dcz_rd_f32(&c, &out->mean[k]));
+    for (uint32_t k = 0; k < out->channels; k++) {
+        TRY(dcz_rd_f32(&c, &out->std[k]));
+        if (!isfinite(out->mean[k]) || !isfinite(out->std[k]) || !(out->std[k] > 0.0f))
+            return DCZ_ERR_FORMAT;
+    }
+    return c.pos == len ? DCZ_OK : DCZ_ERR_FORMAT;
+}
+
+dcz_status dcz_prep_find(const dcz_container *c, const dcz_shape *input, dcz_preprocess *out, int *found)
+{
+    *found = 0;
+    for (uint32_t i = 0; i < c->nsections; i++) {
+        dcz_section s;
+        dcz_container_section(c, i, &s);
+        if (s.type != DCZ_SEC_PREP) continue;
+        if (*found) return DCZ_ERR_FORMAT;
+        TRY(dcz_prep_parse(c->base + s.offset, (size_t)s.size, out));
+        if (input->rank != 3 || input->dims[0] != out->channels ||
+            (out->crop_h && (input->dims[1] != out->crop_h || input->dims[2] != out->crop_w)))
+            return DCZ_ERR_FORMAT;
+        *found = 1;
+    }
+    return DCZ_OK;
+}
 
 dcz_status dcz_graph_begin(const dcz_container *c, dcz_graph_walk *w)
 {

@@ -45,6 +45,7 @@ enum {
     DCZ_SEC_LAYER = 2,   /* the parameters of one layer */
     DCZ_SEC_STAGE = 3,   /* what one toolchain stage did (key = value text) */
     DCZ_SEC_CALIB = 4,   /* the calibration table: integer execution (at most one) */
+    DCZ_SEC_PREP = 5,    /* how an image becomes the input (at most one) */
 };
 #define DCZ_SECF_REQUIRED 1u /* a reader that does not know the type must refuse */
 
@@ -135,6 +136,15 @@ typedef struct dcz_container {
 dcz_status dcz_container_open(const void *buf, size_t len, dcz_container *c);
 /* Entry i (i < nsections) of an opened container. */
 void dcz_container_section(const dcz_container *c, uint32_t i, dcz_section *s);
+
+/* The PREPROCESS section's body (len bytes at p) into *out, every rule of
+ * docs/FORMAT.md checked (DCZ_ERR_FORMAT otherwise). */
+dcz_status dcz_prep_parse(const uint8_t *p, size_t len, dcz_preprocess *out);
+
+/* The PREPROCESS section of c: *found 0 when there is none; DCZ_ERR_FORMAT
+ * for two, a damaged one, or one whose channels or crop do not fit the
+ * model's input shape. */
+dcz_status dcz_prep_find(const dcz_container *c, const dcz_shape *input, dcz_preprocess *out, int *found);
 
 /* ---- graph -------------------------------------------------------------- */
 

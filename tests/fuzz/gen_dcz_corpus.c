@@ -6,7 +6,7 @@
  * weights), and a graph (a residual ADD, a per-channel MUL, a CONCAT, a
  * tensor read far below), and a net of wide and depthwise convolutions
  * (and its int8 twin), and ShuffleNet's channel shuffles and slices (and
- * their int8 twin), so the fuzzer starts from inputs that reach deep
+ * their int8 twin), and a file with a PREPROCESS section, so the fuzzer starts from inputs that reach deep
  * into the readers and every form the loader builds. The seeds named v1-*
  * are files of format 1.2, written by the release before graphs (this
  * program writes the current format).
@@ -219,6 +219,25 @@ static dcz_doc *calibrated(dcz_doc *d, uint32_t scheme, int per_channel)
     return d;
 }
 
+/* (3, 4, 4) with a PREPROCESS section (resize 5, crop 4x4, ImageNet's
+ * statistics) -> conv 1x1 to 4 -> gap -> flatten -> dense 3 */
+static dcz_doc *prep_net(void)
+{
+    dcz_doc *d;
+    if (dcz_doc_alloc(4, &d) != DCZ_OK) return NULL;
+    d->input_rank = 3;
+    d->input_dims[0] = 3; d->input_dims[1] = 4; d->input_dims[2] = 4;
+    dcz_doc_layer *l = d->layers;
+    conv(&l[0], "conv1", 3, 4, 1, 1, 0, DCZ_ENC_F32, 0, 0, 0, 41);
+    doc_plain_layer(&l[1], DCZ_OP_GLOBAL_AVGPOOL, "gap");
+    doc_plain_layer(&l[2], DCZ_OP_FLATTEN, "flatten");
+    dense(&l[3], "fc", 4, 3, DCZ_ENC_F32, 0, 0, 0, 42);
+    d->has_prep = 1;
+    d->prep = (dcz_preprocess){ 5, 4, 4, 3, { 0.485f, 0.456f, 0.406f }, { 0.229f, 0.224f, 0.225f } };
+    dcz_doc_add_stage(d, "stage = corpus\n");
+    return d;
+}
+
 static int emit(const char *dir, const char *name, dcz_doc *d)
 {
     uint8_t *buf;
@@ -296,5 +315,7 @@ int main(int argc, char **argv)
     rc |= emit(argv[1], "shuffle_net.dcz", d);
     if (!(d = calibrated(shuffle_net(), DCZ_SCHEME_INT8, 1))) return 1;
     rc |= emit(argv[1], "calib_int8_shuffle.dcz", d);
+    if (!(d = prep_net())) return 1;
+    rc |= emit(argv[1], "prep_net.dcz", d);
     return rc;
 }

@@ -1081,6 +1081,87 @@ static void test_lies_with_valid_crc(void) { lies_with_valid_crc(small_doc()); }
 static void test_conv_lies_with_valid_crc(void) { lies_with_valid_crc(conv_doc()); }
 static void test_calib_lies_with_valid_crc(void) { lies_with_valid_crc(calib_doc()); }
 
+/* The PREPROCESS section: written and read back by the toolchain and the
+ * runtime (dcz_model_preprocess) as recorded; a record a reader would
+ * refuse is not written (channels other than the input's, a crop other
+ * than its size, std 0, an input that is not (C, H, W)); a damaged one
+ * (every field set out of its range, with valid CRCs) is refused by both
+ * readers; corruption and lies elsewhere are caught as in any file. */
+static dcz_doc *prep_doc(void)
+{
+    dcz_doc *d = conv_doc();   /* input (2, 11, 9) */
+    if (!d) return NULL;
+    d->input_dims[0] = 1;
+    d->layers[0].attr[0] = 1;
+    dcz_doc_tensor *w = &d->layers[0].t[0];
+    w->dims[1] = 1;
+    w->n = (size_t)w->dims[0] * 9;
+    d->has_prep = 1;
+    d->prep = (dcz_preprocess){ 12, 11, 9, 1, { 0.25f, 0, 0 }, { 0.5f, 1, 1 } };
+    return d;
+}
+
+static void test_prep_section(void)
+{
+    dcz_doc *d = prep_doc();
+    REQUIRE(d, "doc");
+    uint8_t *buf = NULL;
+    size_t len = 0;
+    REQUIRE(dcz_doc_write(d, &buf, &len) == DCZ_OK, "write");
+    dcz_doc *r = NULL;
+    REQUIRE(dcz_doc_read(buf, len, &r) == DCZ_OK, "read");
+    CHECK(r->has_prep && memcmp(&r->prep, &d->prep, sizeof r->prep) == 0, "the record read back");
+    dcz_model *m = NULL;
+    dcz_preprocess got;
+    REQUIRE(dcz_open_memory(buf, len, NULL, &m) == DCZ_OK, "open");
+    CHECK(dcz_model_preprocess(m, &got) == 1 && memcmp(&got, &d->prep, sizeof got) == 0, "the runtime's view");
+    dcz_close(m);
+    dcz_doc_free(r);
+    /* the section's offset: the table entry of type 5 */
+    size_t at = 0, size = 0;
+    const uint32_t nsec = dcz_le32(buf + 24);
+    for (uint32_t i = 0; i < nsec; i++) {
+        const uint8_t *e = buf + 64 + 32 * i;
+        if (dcz_le32(e) == DCZ_SEC_PREP) {
+            at = dcz_le32(e + 8);
+            size = dcz_le32(e + 16);
+        }
+    }
+    REQUIRE(at && size == 24, "a section of 24 bytes (%zu)", size);
+    static const struct { size_t off; uint32_t v; const char *what; } bad[] = {
+        { 0, 70000, "resize" }, { 4, 0, "a crop of no height" }, { 4, 12, "a crop other than the input" },
+        { 12, 2, "2 channels" }, { 12, 3, "3 channels of a gray input" }, { 20, 0, "std 0" },
+        { 20, 0xbf800000u, "std -1" }, { 16, 0x7fc00000u, "a NaN mean" },
+    };
+    uint8_t *copy = malloc(len);
+    for (size_t k = 0; k < sizeof bad / sizeof *bad; k++) {
+        memcpy(copy, buf, len);
+        dcz_put32(copy + at + bad[k].off, bad[k].v);
+        fix_crcs(copy, len);
+        CHECK(dcz_open_memory(copy, len, NULL, &m) == DCZ_ERR_FORMAT, "runtime accepted %s", bad[k].what);
+        CHECK(dcz_doc_read(copy, len, &r) != DCZ_OK, "reader accepted %s", bad[k].what);
+    }
+    free(copy);
+    free(buf);
+    /* what a reader would refuse is not written */
+    d->prep.channels = 3;
+    CHECK(dcz_doc_write(d, &buf, &len) == DCZ_ERR_ARG, "3 channels for a gray input written");
+    d->prep.channels = 1;
+    d->prep.crop_w = 8;
+    CHECK(dcz_doc_write(d, &buf, &len) == DCZ_ERR_ARG, "a crop of another width written");
+    d->prep.crop_w = 9;
+    d->prep.std[0] = 0;
+    CHECK(dcz_doc_write(d, &buf, &len) == DCZ_ERR_ARG, "std 0 written");
+    d->prep.std[0] = 0.5f;
+    d->prep.crop_h = d->prep.crop_w = 0;
+    CHECK(dcz_doc_write(d, &buf, &len) == DCZ_OK, "no crop: any size after resizing");
+    free(buf);
+    dcz_doc_free(d);
+}
+
+static void test_prep_corruption_refused(void) { corruption_refused(prep_doc()); }
+static void test_prep_lies_with_valid_crc(void) { lies_with_valid_crc(prep_doc()); }
+
 static void test_version_and_magic(void)
 {
     dcz_doc *d = small_doc();
@@ -1876,6 +1957,9 @@ int main(void)
     RUN(test_calib_round_trip);
     RUN(test_calib_corruption_refused);
     RUN(test_calib_lies_with_valid_crc);
+    RUN(test_prep_section);
+    RUN(test_prep_corruption_refused);
+    RUN(test_prep_lies_with_valid_crc);
     RUN(test_dag_runtime_matches_reference);
     RUN(test_dag_chunks);
     RUN(test_dag_round_trip);

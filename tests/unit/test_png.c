@@ -555,6 +555,71 @@ static void make_tree(void)
     put_png(p, "t.png", 4, 3, 70);
 }
 
+/* The whole file at path (malloc'd; *len its size), or NULL. */
+static uint8_t *slurp(const char *path, size_t *len)
+{
+    FILE *f = fopen(path, "rb");
+    if (!f) return NULL;
+    uint8_t *buf = NULL;
+    long n = fseek(f, 0, SEEK_END) == 0 ? ftell(f) : -1;
+    if (n >= 0 && fseek(f, 0, SEEK_SET) == 0 && (buf = malloc((size_t)n + 1)) &&
+        fread(buf, 1, (size_t)n, f) != (size_t)n) {
+        free(buf);
+        buf = NULL;
+    }
+    fclose(f);
+    *len = buf ? (size_t)n : 0;
+    return buf;
+}
+
+/* The preprocessing a network was trained with (train/prep.c) gives
+ * torchvision's tensors, to the last bit, on the fixtures of
+ * scripts/make_prep_fixture.py: Resize, CenterCrop, ToTensor and
+ * Normalize of a JPEG photo shrunk, a PNG enlarged, and a gray JPEG made
+ * RGB, cropped unevenly without resampling. A crop larger than the image
+ * and a result of another size than the model's are refused. */
+static void test_preprocess(void)
+{
+    static const struct { const char *name; uint32_t resize, h, w; } cases[] = {
+        { "photo", 32, 28, 28 }, { "small", 40, 36, 30 }, { "tall", 33, 31, 30 },
+    };
+    for (size_t k = 0; k < sizeof cases / sizeof *cases; k++) {
+        char path[256], err[256] = "";
+        snprintf(path, sizeof path, "tests/fixtures/prep/%s.%s", cases[k].name, k == 1 ? "png" : "jpg");
+        size_t len = 0, wlen = 0;
+        uint8_t *buf = slurp(path, &len);
+        snprintf(path, sizeof path, "tests/fixtures/prep/%s.f32", cases[k].name);
+        uint8_t *want = slurp(path, &wlen);
+        REQUIRE(buf && want && wlen == 3 * cases[k].h * cases[k].w * sizeof(float), "fixture %s", cases[k].name);
+        dcz_image img;
+        REQUIRE(dcz_image_decode(buf, len, &img, err, sizeof err) == DCZ_OK, "%s: %s", cases[k].name, err);
+        const dcz_preprocess p = { cases[k].resize, cases[k].h, cases[k].w, 3, DCZ_IMAGENET_MEAN, DCZ_IMAGENET_STD };
+        float *x = malloc(wlen);
+        REQUIRE(x, "alloc");
+        CHECK(dcz_prep_apply(&p, &img, cases[k].h, cases[k].w, x, err, sizeof err) == DCZ_OK, "%s: %s",
+              cases[k].name, err);
+        size_t diff = 0, first = 0;
+        for (size_t i = 0; i < wlen / sizeof(float); i++) {
+            float v;
+            memcpy(&v, want + 4 * i, 4);
+            if (memcmp(&v, &x[i], 4) != 0 && !diff++) first = i;
+        }
+        CHECK(diff == 0, "%s: %zu of %zu values differ from torchvision's, the first at %zu", cases[k].name, diff,
+              wlen / sizeof(float), first);
+        if (k == 0) {
+            const dcz_preprocess big = { 0, 46, 61, 3, DCZ_IMAGENET_MEAN, DCZ_IMAGENET_STD };
+            CHECK(dcz_prep_apply(&big, &img, 46, 61, x, err, sizeof err) == DCZ_ERR_SHAPE && strstr(err, "smaller"),
+                  "a crop larger than the image: %s", err);
+            CHECK(dcz_prep_apply(&p, &img, 30, 28, x, err, sizeof err) == DCZ_ERR_SHAPE &&
+                      strstr(err, "the model takes 28x30"), "another size than the model's: %s", err);
+        }
+        dcz_image_free(&img);
+        free(x);
+        free(buf);
+        free(want);
+    }
+}
+
 /* Loads split of root expecting status want (and a message holding word). */
 static int load_expect(int split, dcz_status want, const char *word, dcz_dataset *d)
 {
@@ -698,6 +763,7 @@ int main(void)
     RUN(test_corrupt_files);
     RUN(test_jpeg_decode);
     RUN(test_jpeg_corrupt);
+    RUN(test_preprocess);
     RUN(test_folders);
     return check_summary();
 }
