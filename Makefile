@@ -8,8 +8,9 @@
 #                     (MODEL=lenet5 or MODEL=cnn for the convolutional ones)
 #   make bench        benchmarks (ratios against baselines of the same run),
 #                     a LeNet-5 training epoch and batch-1 LeNet latency next
-#                     to PyTorch when installed, and the scaling of retraining
-#                     over MPI ranks (bench/scaling.sh)
+#                     to PyTorch when installed, the scaling of retraining
+#                     over MPI ranks (bench/scaling.sh), and the peak memory
+#                     of training on image folders (bench/stream_memory.sh)
 #   make fuzz         libFuzzer targets (needs clang) with ASan and UBSan, where
 #                     any sanitizer report is a failure, and their corpus
 #                     replays built the same way (build/fuzz/)
@@ -366,12 +367,13 @@ demo: deps
 	@bash samples/demo.sh $(MODEL)
 
 bench: deps
-	@$(MAKE) --no-print-directory bin/dcz $(BENCH_BIN)
+	@$(MAKE) --no-print-directory bin/dcz $(BENCH_BIN) $(BUILD)/tests/idx2png
 	@for b in $(filter-out $(BUILD)/bench/bench_train $(BUILD)/bench/outbits,$(BENCH_BIN)); do $$b || exit 1; done
 	@$(BUILD)/bench/bench_spmv all 2
 	@bash bench/train_epoch.sh
 	@bash bench/scaling.sh
 	@bash bench/latency.sh 1
+	@bash bench/stream_memory.sh
 
 # The runtime tests on 64-bit Arm: cross-built (make CROSS=...) and run
 # under qemu-user, without sanitizers; SKIP when a tool is missing.

@@ -87,17 +87,29 @@ dcz_status dcz_cal_model_hash(dcz_doc *d, uint64_t *hash)
     return DCZ_OK;
 }
 
-uint64_t dcz_cal_data_hash(const dcz_dataset *data, const size_t *idx, size_t n)
+/* Samples read at a time to hash them. */
+#define HASH_CHUNK 64
+
+dcz_status dcz_cal_data_hash(const dcz_dataset *data, const size_t *idx, size_t n, uint64_t *hash)
 {
     /* a sum of per-sample hashes does not depend on their order */
     const size_t size = (size_t)data->c * data->h * data->w;
+    float *x = malloc(HASH_CHUNK * (size ? size : 1) * sizeof *x);   /* (HASH_CHUNK, size) */
+    if (!x) return DCZ_ERR_NOMEM;
     uint64_t sum = 0;
-    for (size_t i = 0; i < n; i++) {
-        uint64_t h = fnv(FNV_OFFSET, data->x + idx[i] * size, size * sizeof(float));
-        h = fnv(h, &data->y[idx[i]], 1);
-        sum += h;
+    dcz_status s = DCZ_OK;
+    for (size_t from = 0; from < n && s == DCZ_OK; from += HASH_CHUNK) {
+        const size_t b = n - from < HASH_CHUNK ? n - from : HASH_CHUNK;
+        if ((s = dcz_dataset_samples(data, idx, from, b, x, NULL, 0)) != DCZ_OK) break;
+        for (size_t i = 0; i < b; i++) {
+            uint64_t h = fnv(FNV_OFFSET, x + i * size, size * sizeof(float));
+            h = fnv(h, &data->y[idx[from + i]], 1);
+            sum += h;
+        }
     }
-    return fnv(sum, &n, sizeof n);
+    free(x);
+    if (s == DCZ_OK) *hash = fnv(sum, &n, sizeof n);
+    return s;
 }
 
 /* ---- statistics ------------------------------------------------------------- */
@@ -119,13 +131,6 @@ static void tap_stats(void *ctx, uint32_t layer, const float *y, size_t batch, u
 {
     tap_ctx *t = ctx;
     observe(t->c, t->hist, layer + 1, y, batch * width);
-}
-
-/* The samples idx[from .. from + b) side by side in x. */
-static void gather(const dcz_dataset *data, const size_t *idx, size_t from, size_t b, float *x)
-{
-    const size_t size = (size_t)data->c * data->h * data->w;
-    for (size_t i = 0; i < b; i++) memcpy(x + i * size, data->x + idx[from + i] * size, size * sizeof *x);
 }
 
 static dcz_status open_doc(dcz_doc *d, dcz_precision precision, dcz_model **m)
@@ -192,7 +197,7 @@ dcz_status dcz_cal_collect_stats(dcz_doc *d, const dcz_dataset *data, const size
     weighted_layers(d, &count, out->layer);
     for (uint32_t t = 0; t < out->ntensors; t++) dcz_cal_stats_init(&out->stats[t]);
     if ((s = dcz_cal_model_hash(d, &out->model_hash)) != DCZ_OK) goto fail;
-    out->data_hash = dcz_cal_data_hash(data, idx, n);
+    if ((s = dcz_cal_data_hash(data, idx, n, &out->data_hash)) != DCZ_OK) goto fail;
     out->samples = n;
     if ((s = open_doc(d, DCZ_PRECISION_FP32, &m)) != DCZ_OK) goto fail;
     s = DCZ_ERR_NOMEM;
@@ -203,7 +208,7 @@ dcz_status dcz_cal_collect_stats(dcz_doc *d, const dcz_dataset *data, const size
         tap_ctx t = { out, pass };
         for (size_t from = 0; from < n; from += batch) {
             const size_t b = n - from < batch ? n - from : batch;
-            gather(data, idx, from, b, x);
+            if ((s = dcz_dataset_samples(data, idx, from, b, x, NULL, 0)) != DCZ_OK) goto fail;
             observe(out, pass, 0, x, b * size);
             if ((s = dcz_run_tapped(m, x, b, y, tap_stats, &t)) != DCZ_OK) goto fail;
             if (progress) progress(pctx, pass * n + from + b, 2 * n);
@@ -518,7 +523,7 @@ dcz_status dcz_cal_sqnr(const uint8_t *fbuf, size_t flen, const uint8_t *qbuf, s
     sqnr_ctx q = { count, layer, ref, sig, noise, 0 };
     for (size_t from = 0; from < n; from += batch) {
         const size_t b = n - from < batch ? n - from : batch;
-        gather(data, idx, from, b, x);
+        if ((s = dcz_dataset_samples(data, idx, from, b, x, NULL, 0)) != DCZ_OK) goto done;
         q.compare = 0;
         if ((s = dcz_run_tapped(fm, x, b, y, tap_sqnr, &q)) != DCZ_OK) goto done;
         q.compare = 1;

@@ -54,9 +54,11 @@ typedef struct dcz_cal_collect {
 /* A hash of the model d describes (graph and weights as the writer encodes
  * them, without stage records or calibration table). */
 dcz_status dcz_cal_model_hash(dcz_doc *d, uint64_t *hash);
-/* A hash of samples idx[0 .. n) of data (images and labels), the same in
- * any order. */
-uint64_t dcz_cal_data_hash(const dcz_dataset *data, const size_t *idx, size_t n);
+/* A hash of samples idx[0 .. n) of data (their floats and labels), the
+ * same in any order, into *hash. Fails as dcz_dataset_samples when a
+ * streaming set's files cannot be read (the reason in dcz_dataset_error),
+ * DCZ_ERR_NOMEM. */
+dcz_status dcz_cal_data_hash(const dcz_dataset *data, const size_t *idx, size_t n, uint64_t *hash);
 
 /* Statistics of every tensor of d, run in float by
  * libdcz on samples idx[0 .. n) in batches of `batch`. progress (may be

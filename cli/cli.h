@@ -118,6 +118,11 @@ void cli_note(const verb_ctx *v, const char *fmt, ...);
 
 /* Exit code for a library status, after printing "dcz VERB: WHAT: reason". */
 int cli_fail(const verb_ctx *v, dcz_status s, const char *what);
+/* cli_fail for the status of a call that read samples of a and b (either
+ * may be NULL): the reason is the one a streaming set's read left
+ * (dcz_dataset_error, naming the file) when there is one, a read input's
+ * failure. */
+int cli_fail_data(const verb_ctx *v, dcz_status s, const char *what, const dcz_dataset *a, const dcz_dataset *b);
 int cli_exit_code(dcz_status s, int reading);
 
 /* The candidate closest to word (a typo of it, or word cut short), or NULL

@@ -266,7 +266,7 @@ static int calibrate_once(const verb_ctx *v, const uint8_t *in, size_t len, uint
         s = stage_eval_bytes(qbuf, qlen, &o, test, NULL, &run->acc);
     }
     free(qbuf);
-    if (s != DCZ_OK) return cli_fail(v, s, "measuring the calibrated model");
+    if (s != DCZ_OK) return cli_fail_data(v, s, "measuring the calibrated model", train, test);
     return -1;
 }
 
@@ -327,8 +327,11 @@ static int import_table(const verb_ctx *v, const cal_opts *o, dcz_doc *doc,
         size_t *idx, n;
         int rc = calib_samples(v, o, train, &idx, &n);
         if (rc != -1) { dcz_doc_calib_free(t); return rc; }
-        if (t->data_hash != dcz_cal_data_hash(train, idx, n)) why = "it was made on other calibration data (data_hash differs)";
+        uint64_t dh = 0;
+        s = dcz_cal_data_hash(train, idx, n, &dh);
         free(idx);
+        if (s != DCZ_OK) { dcz_doc_calib_free(t); return cli_fail_data(v, s, "hashing the calibration samples", train, NULL); }
+        if (t->data_hash != dh) why = "it was made on other calibration data (data_hash differs)";
     }
     if (!why && o->method && strcmp(o->method, method) != 0) why = "it was made by another method";
     if (!why && o->scheme_given && dcz_cal_scheme_parse(o->scheme) != t->scheme) why = "it is for another scheme";
@@ -497,7 +500,7 @@ int cmd_calibrate(verb_ctx *v)
             else if (s == DCZ_ERR_SHAPE)
                 cli_error("calibrate: %s: the model does not fit the data's samples", v->pos[0]);
             else
-                cli_error("calibrate: %s", dcz_status_str(s));
+                cli_error("calibrate: %s", dcz_dataset_error(&train)[0] ? dcz_dataset_error(&train) : dcz_status_str(s));
             rc = cli_exit_code(s, 1);
             goto done;
         }

@@ -234,8 +234,9 @@ static int plot_calibration(const plot_ctx *c, dcz_doc *d, dcz_fig **out)
         progress_end(&p);
     }
     free(idx);
+    const int rc_data = s != DCZ_OK ? cli_fail_data(c->v, s, "the activation statistics", &train, NULL) : -1;
     dcz_dataset_free(&train);
-    if (s != DCZ_OK) return cli_fail(c->v, s, "the activation statistics");
+    if (rc_data != -1) return rc_data;
     const dcz_cal_stats *st = &col.stats[l->in[0]];
     double h[SHOWN];
     for (int b = 0; b < SHOWN; b++) {

@@ -368,9 +368,12 @@ int cmd_train(verb_ctx *v)
         s = dcz_train_epoch(net, &train, &sgd, &rng, progress_cb, &p, &loss);
         epoch_s += cli_now() - te;
         progress_end(&p);
-        if (s != DCZ_OK) { rc = cli_fail(v, s, "training"); goto done; }
+        if (s != DCZ_OK) { rc = cli_fail_data(v, s, "training", &train, NULL); goto done; }
         if (!v->c.quiet) {
-            dcz_net_evaluate(net, &test, &acc);
+            if ((s = dcz_net_evaluate(net, &test, &acc)) != DCZ_OK) {
+                rc = cli_fail_data(v, s, "evaluating on the test samples", &test, NULL);
+                goto done;
+            }
             cli_note(v, "epoch %3d/%d  lr %.5f  loss %.4f  test accuracy %.2f%%", e + 1, t.epochs,
                      sgd.lr, loss, acc * 100);
         }
@@ -549,7 +552,7 @@ static int exec_prune(const verb_ctx *v, dcz_net *net, stage_plan *sp, const dcz
     progress_end(&p);
     free((void *)plan->targets);
     plan->targets = NULL;
-    if (s != DCZ_OK) return cli_fail(v, s, "pruning");
+    if (s != DCZ_OK) return cli_fail_data(v, s, "pruning", train, test);
     if (test) cli_note(v, "prune: accuracy %.2f%% before, %.2f%% after the final retraining",
                        rep.acc_initial * 100, rep.acc_final * 100);
     cli_note(v, "%-10s %10s %10s %8s %10s", "layer", "weights", "kept", "density", "threshold");
@@ -660,7 +663,7 @@ static int exec_quantize(const verb_ctx *v, dcz_net *net, stage_plan *sp, const 
     progress_end(&p);
     free((void *)plan->bits);
     plan->bits = NULL;
-    if (s != DCZ_OK) return cli_fail(v, s, "quantizing");
+    if (s != DCZ_OK) return cli_fail_data(v, s, "quantizing", train, test);
     if (test) cli_note(v, "quantize: accuracy %.2f%% before, %.2f%% clustered, %.2f%% after fine-tuning",
                        rep.acc_initial * 100, rep.acc_clustered * 100, rep.acc_final * 100);
     /* both columns measure the shared values against the weights before
@@ -973,7 +976,7 @@ static int compress_stages(const verb_ctx *v, const compress_job *job, dcz_net *
     if (rc == -1 && val_floor >= 0) {
         double acc;
         dcz_status s = dcz_net_evaluate(net, &job->val, &acc);
-        if (s != DCZ_OK) return cli_fail(v, s, "evaluating on the validation samples");
+        if (s != DCZ_OK) return cli_fail_data(v, s, "evaluating on the validation samples", &job->val, NULL);
         if ((*stopped = acc < val_floor)) {
             cli_note(v, "compress: validation accuracy %.2f%% after pruning, below %.2f%%: stopped", acc * 100,
                      val_floor * 100);
@@ -1115,7 +1118,7 @@ static dcz_status budget_try(void *ctx, int cand, double *acc, double *margin, s
         s = dcz_doc_write(net->doc, &r->file, &r->len);
         if (s == DCZ_OK && r->len != r->res[r->nres - 1].bytes) s = DCZ_ERR_INTERNAL;
         if (s == DCZ_OK) s = stage_eval_bytes(r->file, r->len, &b->ro, &b->job->val, b->right, &r->val_acc);
-        if (s != DCZ_OK) rc = cli_fail(v, s, "measuring the run on the validation samples");
+        if (s != DCZ_OK) rc = cli_fail_data(v, s, "measuring the run on the validation samples", &b->job->val, NULL);
         else {
             r->margin = dcz_paired_se(b->base_right, b->right, b->job->val.n);
             cli_note(v, "compress --budget: run %d: %zu bytes (%.1fx), validation accuracy %.2f%% +- %.2f "
@@ -1309,7 +1312,7 @@ static int compress_budget(verb_ctx *v, compress_job *job, const prune_opts *po,
         b.input = (stage_result){ "input", in_len, -1 };
         s = stage_eval_bytes(in, in_len, &b.ro, &job->test, NULL, &b.input.acc);
         if (s == DCZ_OK) s = stage_eval_bytes(in, in_len, &b.ro, &job->val, b.base_right, &base);
-        if (s != DCZ_OK) rc = cli_fail(v, s, "evaluating the input");
+        if (s != DCZ_OK) rc = cli_fail_data(v, s, "evaluating the input", &job->test, &job->val);
     }
     if (rc == -1 && stage_trained_without(net->doc) != job->validation)
         cli_note(v, "compress: note: %s's train record does not say it trained without these %d validation "
@@ -1326,7 +1329,7 @@ static int compress_budget(verb_ctx *v, compress_job *job, const prune_opts *po,
         progress_start(&p, v, "sensitivity", 0);
         s = dcz_sensitivity(net, &job->val, &plan, progress_cb, &p, &scan);
         progress_end(&p);
-        if (s != DCZ_OK) rc = cli_fail(v, s, "the sensitivity scan");
+        if (s != DCZ_OK) rc = cli_fail_data(v, s, "the sensitivity scan", &job->val, NULL);
     }
     if (rc == -1 && (s = dcz_budget_candidates(&scan, &plan, budget * BUDGET_BITS_SHARE, runs > 1 ? (1 << runs) - 1 : 2, &cands)) != DCZ_OK)
         rc = cli_fail(v, s, "choosing the candidates");
@@ -1535,7 +1538,7 @@ int cmd_compress(verb_ctx *v)
         /* the input's accuracy, from its bytes as read (it may be stdin) */
         res[nres] = (stage_result){ "input", doc->file_bytes, -1 };
         dcz_status s = stage_eval_bytes(in, in_len, &ro, &job.test, NULL, &res[nres].acc);
-        if (s != DCZ_OK) rc = cli_fail(v, s, "evaluating the input");
+        if (s != DCZ_OK) rc = cli_fail_data(v, s, "evaluating the input", &job.test, NULL);
         nres++;
     }
     if (rc == -1) rc = compress_stages(v, &job, net, &sp, dry ? NULL : v->c.out, -1, NULL, res, &nres);

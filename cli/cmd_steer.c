@@ -151,7 +151,7 @@ int scan(verb_ctx *v, const char *path, const scan_opts *o, const dcz_sens_plan 
         progress_start(&p, v, "sensitivity", 0);
         dcz_status s = dcz_sensitivity(net, &val, plan, progress_cb, &p, rep);
         progress_end(&p);
-        if (s != DCZ_OK) rc = cli_fail(v, s, "the sensitivity scan");
+        if (s != DCZ_OK) rc = cli_fail_data(v, s, "the sensitivity scan", &val, NULL);
     }
     dcz_net_free(net);
     dcz_doc_free(doc);

@@ -76,8 +76,9 @@ int cmd_eval(verb_ctx *v)
     dcz_close(m);
     double secs = cli_now() - t0;
     if (s != DCZ_OK) {
+        const char *why = dcz_dataset_error(&test);
         cli_error("eval: %s: %s", v->pos[0], s == DCZ_ERR_SHAPE ? "the model does not fit the data's samples"
-                                                                : dcz_status_str(s));
+                                             : why[0] ? why : dcz_status_str(s));
         dcz_dataset_free(&test);
         return cli_exit_code(s, 1);
     }
@@ -831,7 +832,10 @@ int cmd_run(verb_ctx *v)
         n = (size_t)count;
         if (n > test.n - (size_t)index) n = test.n - (size_t)index;
         x = malloc(n * in * sizeof *x);
-        if (x) memcpy(x, test.x + (size_t)index * in, n * in * sizeof *x);
+        if (x && (s = dcz_dataset_samples(&test, NULL, (size_t)index, n, x, NULL, 0)) != DCZ_OK) {
+            rc = cli_fail_data(v, s, "reading the test samples", &test, NULL);
+            goto done;
+        }
         labels = test.y + index;
     }
     y = malloc(n * out * sizeof *y);

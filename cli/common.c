@@ -100,6 +100,15 @@ int cli_fail(const verb_ctx *v, dcz_status s, const char *what)
     return cli_exit_code(s, 0);
 }
 
+int cli_fail_data(const verb_ctx *v, dcz_status s, const char *what, const dcz_dataset *a, const dcz_dataset *b)
+{
+    const char *why = a ? dcz_dataset_error(a) : "";
+    if (!why[0] && b) why = dcz_dataset_error(b);
+    if (!why[0]) return cli_fail(v, s, what);
+    cli_error("%s: %s: %s", v->verb, what, why);
+    return cli_exit_code(s, 1);
+}
+
 void cli_usage_error(const verb_ctx *v, const char *fmt, ...)
 {
     if (job_rank > 0) return;   /* every rank parses the same line: rank 0 says it */

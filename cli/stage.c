@@ -128,13 +128,13 @@ dcz_status stage_eval_model(dcz_model *m, const dcz_dataset *data, uint8_t *righ
     const size_t sample = (size_t)data->c * data->h * data->w;
     if (in != sample || out < data->classes) return DCZ_ERR_SHAPE;
     const size_t B = 256;
-    float *y = malloc(B * out * sizeof *y);
-    if (!y) return DCZ_ERR_NOMEM;
-    dcz_status s = DCZ_OK;
+    float *x = malloc(B * in * sizeof *x), *y = malloc(B * out * sizeof *y);   /* (B, in), (B, out) */
+    dcz_status s = x && y ? DCZ_OK : DCZ_ERR_NOMEM;
     size_t correct = 0;
     for (size_t i = 0; i < data->n && s == DCZ_OK; i += B) {
         size_t b = data->n - i < B ? data->n - i : B;
-        s = dcz_run(m, data->x + i * in, b, y);
+        s = dcz_dataset_samples(data, NULL, i, b, x, NULL, 0);
+        if (s == DCZ_OK) s = dcz_run(m, x, b, y);
         for (size_t j = 0; j < b && s == DCZ_OK; j++) {
             const float *yj = y + j * out;
             size_t best = 0;
@@ -144,6 +144,7 @@ dcz_status stage_eval_model(dcz_model *m, const dcz_dataset *data, uint8_t *righ
             if (right) right[i + j] = best == data->y[i + j];
         }
     }
+    free(x);
     free(y);
     if (s == DCZ_OK) *accuracy = data->n ? (double)correct / (double)data->n : 0.0;
     return s;
@@ -228,7 +229,7 @@ int stage_finish(const verb_ctx *v, dcz_doc *doc, const char *stage, const dcz_d
         s = stage_eval_bytes(buf, len, &opt, test, NULL, &acc);
         free(buf);
         buf = NULL;
-        if (s != DCZ_OK) return cli_fail(v, s, "evaluating the output");
+        if (s != DCZ_OK) return cli_fail_data(v, s, "evaluating the output", test, NULL);
     }
     /* A dry run that does not evaluate records a stand-in accuracy of the
      * same width, so that its bytes are those of the real run's record. */

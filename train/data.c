@@ -1,5 +1,7 @@
 /* data.c: datasets for training: MNIST-style IDX files (gzip or plain),
- * and the entry point that also finds folders of PNG images (data_png.c).
+ * and the entry point that also finds folders of PNG images (data_png.c);
+ * what every dataset offers whichever its form: reading samples, holding a
+ * part out, freeing.
  *
  * An IDX file is big-endian: two zero bytes, a type byte (0x08 = unsigned
  * bytes, the only type accepted), a rank byte, one 32-bit size per
@@ -10,8 +12,8 @@
  *
  * Files are read whole through zlib's gzread, which reads gzip and plain
  * files alike, then parsed from memory.
- * Tested by tests/unit/test_idx.c; dcz_idx_parse is fuzzed by
- * tests/fuzz/fuzz_idx.c.
+ * Tested by tests/unit/test_idx.c (streaming sets by tests/unit/test_png.c);
+ * dcz_idx_parse is fuzzed by tests/fuzz/fuzz_idx.c.
  */
 #include <dirent.h>
 #include <errno.h>
@@ -164,10 +166,43 @@ void dcz_dataset_free(dcz_dataset *d)
     if (!d) return;
     free(d->x);
     free(d->y);
+    free(d->pick);
+    dcz_image_files_release(d->files);
     memset(d, 0, sizeof *d);
 }
 
-/* The samples idx[0 .. n) of d into out (n of them, same shape). */
+dcz_status dcz_dataset_samples(const dcz_dataset *d, const size_t *idx, size_t first, size_t n, float *x,
+                               char *err, size_t errlen)
+{
+    if (!d || (n && !x) || !dcz_dataset_ready(d) || first > SIZE_MAX - n) return DCZ_ERR_ARG;
+    if (idx) {
+        for (size_t j = 0; j < n; j++)
+            if (idx[first + j] >= d->n) {
+                dcz_train_err(err, errlen, "sample %zu of a dataset of %zu", idx[first + j], d->n);
+                return DCZ_ERR_ARG;
+            }
+    } else if (first + n > d->n) {
+        dcz_train_err(err, errlen, "samples %zu to %zu of a dataset of %zu", first, first + n, d->n);
+        return DCZ_ERR_ARG;
+    }
+    if (n == 0) return DCZ_OK;
+    if (d->files) return dcz_image_files_samples(d, idx, first, n, x, err, errlen);
+    const size_t per = (size_t)d->c * d->h * d->w;
+    if (!idx) {
+        memcpy(x, d->x + first * per, n * per * sizeof *x);
+        return DCZ_OK;
+    }
+    for (size_t j = 0; j < n; j++) memcpy(x + j * per, d->x + idx[first + j] * per, per * sizeof *x);
+    return DCZ_OK;
+}
+
+const char *dcz_dataset_error(const dcz_dataset *d)
+{
+    return d && d->files ? dcz_image_files_error(d->files) : "";
+}
+
+/* The samples idx[0 .. n) of d into out (n of them, same shape): a copy of
+ * an in-memory set's, a list of a streaming set's files. */
 static dcz_status gather(const dcz_dataset *d, const uint32_t *idx, size_t n, dcz_dataset *out)
 {
     const size_t per = (size_t)d->c * d->h * d->w;
@@ -177,16 +212,23 @@ static dcz_status gather(const dcz_dataset *d, const uint32_t *idx, size_t n, dc
     out->h = d->h;
     out->w = d->w;
     out->classes = d->classes;
-    out->x = malloc((n ? n : 1) * per * sizeof *out->x);
     out->y = malloc(n ? n : 1);
-    if (!out->x || !out->y) {
+    if (d->files) out->pick = malloc((n ? n : 1) * sizeof *out->pick);
+    else out->x = malloc((n ? n : 1) * per * sizeof *out->x);
+    if (!out->y || (!out->x && !out->pick)) {
         dcz_dataset_free(out);
         return DCZ_ERR_NOMEM;
     }
-    for (size_t i = 0; i < n; i++) {
-        memcpy(out->x + i * per, d->x + (size_t)idx[i] * per, per * sizeof *out->x);
-        out->y[i] = d->y[idx[i]];
+    for (size_t i = 0; i < n; i++) out->y[i] = d->y[idx[i]];
+    if (d->files) {
+        for (size_t i = 0; i < n; i++) out->pick[i] = d->pick ? d->pick[idx[i]] : idx[i];
+        dcz_image_files_retain(d->files);
+        out->files = d->files;
+        /* provenance: the files held (names, the CRC32 of their bytes) */
+        out->hash = dcz_image_files_part_hash(d->files, out->pick, out->y, n);
+        return DCZ_OK;
     }
+    for (size_t i = 0; i < n; i++) memcpy(out->x + i * per, d->x + (size_t)idx[i] * per, per * sizeof *out->x);
     /* provenance: the samples as held, then the seed's choice */
     out->hash = dcz_train_crc32(dcz_train_crc32((uint32_t)crc32(0, Z_NULL, 0), (const uint8_t *)out->x,
                                                 n * per * sizeof *out->x), out->y, n);
@@ -202,7 +244,7 @@ static int cmp_u32(const void *a, const void *b)
 dcz_status dcz_dataset_holdout(const dcz_dataset *d, size_t n, uint64_t seed, dcz_dataset *held,
                                dcz_dataset *rest)
 {
-    if (!d || !held || !d->x || !d->y || n == 0 || n >= d->n || d->n > UINT32_MAX) return DCZ_ERR_ARG;
+    if (!d || !held || !dcz_dataset_ready(d) || n == 0 || n >= d->n || d->n > UINT32_MAX) return DCZ_ERR_ARG;
     uint32_t *perm = malloc(d->n * sizeof *perm);
     if (!perm) return DCZ_ERR_NOMEM;
     for (size_t i = 0; i < d->n; i++) perm[i] = (uint32_t)i;

@@ -32,6 +32,24 @@ dcz_status dcz_train_read_file(const char *path, uint64_t max, uint8_t **buf, si
 /* zlib's crc32 over a buffer of any length. */
 uint32_t dcz_train_crc32(uint32_t crc, const uint8_t *p, size_t len);
 
+/* ---- the files of a streaming dataset (data_png.c) ---------------------------- */
+
+/* One more reference to f; a release drops one, and the last frees f
+ * (NULL-safe). */
+void dcz_image_files_retain(dcz_image_files *f);
+void dcz_image_files_release(dcz_image_files *f);
+
+/* dcz_dataset_samples of a streaming set, its indexes checked. */
+dcz_status dcz_image_files_samples(const dcz_dataset *d, const size_t *idx, size_t first, size_t n, float *x,
+                                   char *err, size_t errlen);
+
+/* The hash of a part of a streaming set (dcz_dataset_holdout): its n
+ * files pick[0 .. n) and labels y. */
+uint32_t dcz_image_files_part_hash(const dcz_image_files *f, const uint32_t *pick, const uint8_t *y, size_t n);
+
+/* The reason of the last failed read of f's samples, "" for none. */
+const char *dcz_image_files_error(dcz_image_files *f);
+
 /* ---- shapes (net.c) -------------------------------------------------------- */
 
 /* The shape of one sample's activations as (c, h, w); a flat vector of n

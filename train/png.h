@@ -10,6 +10,11 @@
  * image whose channels are equal gives exactly its gray value); gray
  * becomes colour by repeating it.
  *
+ * A folder dataset streams (data_png.c): it keeps its file list, not its
+ * samples, and each read of a sample reads, checks and decodes its file
+ * again, through one conversion from decoded pixels to floats (where a
+ * preprocessing step would go).
+ *
  * Tested by tests/unit/test_png.c; dcz_png_decode and dcz_image_to_sample
  * are fuzzed by tests/fuzz/fuzz_png.c, dcz_jpeg_decode by
  * tests/fuzz/fuzz_jpeg.c.
@@ -100,11 +105,21 @@ dcz_status dcz_image_input_shape(const dcz_image *img, uint32_t rank, const uint
  * a PNG, a corrupt image, a different size or more than 256 classes give
  * DCZ_ERR_DATA with a one-line reason (a missing split folder DCZ_ERR_IO).
  * Samples are gray (c 1) when every image is, else RGB (c 3); values as
- * dcz_image_to_sample. The hash covers the file names, bytes and labels.
- * Samples that would take more than max_bytes as floats give DCZ_ERR_LIMIT
- * before their memory is taken (a PNG file is read whole only when it is
- * at most max_bytes). dcz_data_load calls this for a directory holding
- * train/ or test/. */
+ * dcz_image_to_sample.
+ *
+ * The dataset streams: out->x is NULL, out->files lists the files (their
+ * names, and the size and CRC32 of the bytes of each as checked here),
+ * out->y holds the labels; dcz_dataset_samples decodes samples from the
+ * files when they are read, refusing a file whose bytes are no longer
+ * those checked. The load reads and decodes every file once (split over
+ * the trainer's threads, dcz_train_par) to check it and keeps nothing of
+ * its pixels, so the memory it takes is that of the list, a few dozen
+ * bytes a file. The hash is a CRC32 over, file by file in order, its name
+ * from ROOT (SPLIT/CLASS/NAME, NUL included) and its bytes, then the
+ * labels: what a load that held the samples hashed. A list that would take
+ * more than max_bytes, or a file of more than max_bytes (read whole only
+ * when at most that), gives DCZ_ERR_LIMIT. dcz_data_load calls this for a
+ * directory holding train/ or test/. */
 dcz_status dcz_png_folder_load(const char *root, int split, uint64_t max_bytes, dcz_dataset *out, char *err,
                                size_t errlen);
 

@@ -27,6 +27,10 @@
  * mean. Dropout draws come from a generator seeded by a number the step
  * draws from net->rng and the part's index.
  *
+ * Batches are read through dcz_dataset_samples (in memory, or decoded from
+ * a streaming set's files, in the epoch's shuffled order); a failed read
+ * ends the epoch or the evaluation with its status.
+ *
  * Tested by tests/unit/test_train.c: finite-difference gradient checks in
  * double, masks, codebooks, convergence, determinism, sharded steps.
  */
@@ -219,7 +223,7 @@ dcz_status dcz_net_step(dcz_net *net, const dcz_sgd *opt)
 /* Checks that data fits the validated net: sample size and labels. */
 static dcz_status check_data(const dcz_net *net, const dcz_dataset *d)
 {
-    if (!d || d->n == 0 || !d->x || !d->y) return DCZ_ERR_ARG;
+    if (!d || d->n == 0 || !dcz_dataset_ready(d)) return DCZ_ERR_ARG;
     if (d->n > UINT32_MAX) return DCZ_ERR_ARG;
     uint64_t sample = (uint64_t)d->c * d->h * d->w;
     if (sample != (uint64_t)net->in_dim) return DCZ_ERR_SHAPE;
@@ -345,10 +349,10 @@ static void bn_swap(dcz_net *net, shard_state *s, int dir)
 /* The gradient of one batch of bs samples (perm[start...]) as the sum of
  * its parts' (this rank's, then every rank's); the batch-norm running
  * statistics moved once; the mean loss into *loss. */
-static dcz_status sharded_grad(dcz_net *net, const dcz_dataset *data, const uint32_t *perm, size_t start, int bs,
+static dcz_status sharded_grad(dcz_net *net, const dcz_dataset *data, const size_t *perm, size_t start, int bs,
                                const dcz_sgd *opt, shard_state *s, uint8_t *yb, double *loss)
 {
-    const size_t in = (size_t)net->in_dim, G = net->grad_count, S = s->nsum;
+    const size_t G = net->grad_count, S = s->nsum;
     memset(s->acc, 0, s->nacc * sizeof *s->acc);
     dcz_rng step_rng = net->rng;   /* the net's generator after the step's draw */
     const uint64_t seed = dcz_rng_u64(&step_rng);
@@ -357,11 +361,9 @@ static dcz_status sharded_grad(dcz_net *net, const dcz_dataset *data, const uint
     for (int m = s->first; m < s->last && st == DCZ_OK; m++) {
         const int lo = (int)((long)bs * m / s->parts), hi = (int)((long)bs * (m + 1) / s->parts), b = hi - lo;
         if (b == 0) continue;
-        for (int r = 0; r < b; r++) {
-            const size_t i = perm[start + (size_t)(lo + r)];
-            memcpy(net->act[0] + (size_t)r * in, data->x + i * in, in * sizeof(float));
-            yb[r] = data->y[i];
-        }
+        if ((st = dcz_dataset_samples(data, perm, start + (size_t)lo, (size_t)b, net->act[0], NULL, 0)) != DCZ_OK)
+            break;
+        for (int r = 0; r < b; r++) yb[r] = data->y[perm[start + (size_t)(lo + r)]];
         dcz_rng_seed(&net->rng, seed + 0x9E3779B97F4A7C15ull * (uint64_t)(m + 1));
         const float part_loss = (float)grad_core(net, yb, b);
         /* the part's statistics: its running ones, at momentum 1 */
@@ -410,9 +412,9 @@ dcz_status dcz_train_epoch(dcz_net *net, const dcz_dataset *data, const dcz_sgd 
     if (st != DCZ_OK) return st;
     st = check_data(net, data);
     if (st != DCZ_OK) return st;
-    size_t n = data->n, in = (size_t)net->in_dim;
+    size_t n = data->n;
     int bmax = (size_t)opt->batch < n ? opt->batch : (int)n;
-    uint32_t *perm = malloc(n * sizeof *perm);   /* (n) sample order */
+    size_t *perm = malloc(n * sizeof *perm);     /* (n) sample order */
     uint8_t *yb = malloc((size_t)bmax);          /* (bmax) batch labels */
     const int sharded = opt->shards > 1 || opt->comm;
     shard_state sh;
@@ -426,10 +428,10 @@ dcz_status dcz_train_epoch(dcz_net *net, const dcz_dataset *data, const dcz_sgd 
     dcz_net_apply_constraints(net);
 
     /* Fisher-Yates */
-    for (size_t i = 0; i < n; i++) perm[i] = (uint32_t)i;
+    for (size_t i = 0; i < n; i++) perm[i] = i;
     for (size_t i = n - 1; i > 0; i--) {
-        uint32_t j = dcz_rng_below(rng, (uint32_t)(i + 1));
-        uint32_t t = perm[i]; perm[i] = perm[j]; perm[j] = t;
+        size_t j = dcz_rng_below(rng, (uint32_t)(i + 1));
+        size_t t = perm[i]; perm[i] = perm[j]; perm[j] = t;
     }
     double total = 0;
     const size_t steps = (n + (size_t)bmax - 1) / (size_t)bmax;
@@ -440,11 +442,9 @@ dcz_status dcz_train_epoch(dcz_net *net, const dcz_dataset *data, const dcz_sgd 
         if (sharded) {
             if ((st = sharded_grad(net, data, perm, start, bs, opt, &sh, yb, &bl)) != DCZ_OK) goto cleanup;
         } else {
-            for (int r = 0; r < bs; r++) {
-                size_t s = perm[start + (size_t)r];
-                memcpy(net->act[0] + (size_t)r * in, data->x + s * in, in * sizeof(float));
-                yb[r] = data->y[s];
-            }
+            if ((st = dcz_dataset_samples(data, perm, start, (size_t)bs, net->act[0], NULL, 0)) != DCZ_OK)
+                goto cleanup;
+            for (int r = 0; r < bs; r++) yb[r] = data->y[perm[start + (size_t)r]];
             bl = grad_core(net, yb, bs);
         }
         if (!isfinite(bl)) { st = DCZ_ERR_DIVERGED; goto cleanup; }
@@ -475,7 +475,7 @@ dcz_status dcz_net_evaluate(dcz_net *net, const dcz_dataset *data, double *accur
     if (st != DCZ_OK) return st;
     st = check_data(net, data);
     if (st != DCZ_OK) return st;
-    size_t n = data->n, in = (size_t)net->in_dim;
+    size_t n = data->n;
     int max = dcz_net_chunk(net, EVAL_CHUNK);
     int chunk = n < (size_t)max ? (int)n : max;
     st = dcz_net_reserve(net, chunk, 0);
@@ -484,7 +484,7 @@ dcz_status dcz_net_evaluate(dcz_net *net, const dcz_dataset *data, double *accur
     int classes = net->classes;
     for (size_t start = 0; start < n; start += (size_t)chunk) {
         int bs = n - start < (size_t)chunk ? (int)(n - start) : chunk;
-        memcpy(net->act[0], data->x + start * in, (size_t)bs * in * sizeof(float));
+        if ((st = dcz_dataset_samples(data, NULL, start, (size_t)bs, net->act[0], NULL, 0)) != DCZ_OK) return st;
         dcz_net_run_layers(net, bs, 0);   /* inference, logits: same argmax as probabilities */
         const float *z = net->act[net->nlayers];   /* (bs, classes) */
         for (int r = 0; r < bs; r++) {

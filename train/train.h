@@ -31,8 +31,9 @@
  *
  * Data: dcz_data_load reads MNIST-style IDX files (gzip or plain) from a
  * directory, or Fashion-MNIST from Debian's dataset-fashion-mnist package for
- * the spec "fashion-mnist", or folders of PNG images (train/png.h). Images
- * become floats in [0, 1].
+ * the spec "fashion-mnist", into memory, or folders of PNG and JPEG images
+ * (train/png.h), which stream: decoded from their files each time they are
+ * read (dcz_dataset_samples). Images become floats in [0, 1].
  *
  * Tested by tests/unit/test_train.c and tests/unit/test_idx.c; the IDX parser
  * is fuzzed by tests/fuzz/fuzz_idx.c. The helpers for stages (util.c) are
@@ -60,13 +61,29 @@ uint32_t dcz_rng_below(dcz_rng *r, uint32_t n); /* [0, n), unbiased; n > 0 */
 
 /* ---- datasets ------------------------------------------------------------ */
 
+/* The files of a streaming dataset (an image folder, train/data_png.c):
+ * opaque, shared by counted reference among the datasets that read them. */
+typedef struct dcz_image_files dcz_image_files;
+
+/* A dataset of n samples, in one of two forms:
+ * - in memory (IDX files): x holds every sample as floats;
+ * - streaming (image folders): x is NULL; files lists the images (paths,
+ *   and the size and CRC32 of each as the load checked it) and the
+ *   samples are decoded from them whenever they are read, so the memory a
+ *   dataset takes does not grow with its images (a few dozen bytes a file).
+ * Labels are in memory in both forms. Read samples through
+ * dcz_dataset_samples, whichever the form. */
 typedef struct dcz_dataset {
     size_t n;            /* samples */
     uint32_t c, h, w;    /* sample shape; a sample is c*h*w floats */
     uint32_t classes;    /* max label + 1 */
-    float *x;            /* (n, c*h*w), values in [0, 1] */
+    float *x;            /* (n, c*h*w), values in [0, 1]; NULL when streaming */
     uint8_t *y;          /* (n) labels */
-    uint32_t hash;       /* CRC32 over images then labels as read: provenance */
+    uint32_t hash;       /* provenance: a CRC32 of what was read (see
+                            dcz_data_load and dcz_dataset_holdout) */
+    dcz_image_files *files;  /* streaming: the files (one reference); NULL in memory */
+    uint32_t *pick;      /* streaming: (n) the file of each sample, or NULL
+                            when sample i is file i */
 } dcz_dataset;
 
 enum { DCZ_SPLIT_TRAIN = 0, DCZ_SPLIT_TEST = 1 };
@@ -76,20 +93,25 @@ enum { DCZ_SPLIT_TRAIN = 0, DCZ_SPLIT_TEST = 1 };
  * {train,t10k}-{images-idx3,labels-idx1}-ubyte, each optionally ".gz", or
  * a directory of PNG images ROOT/{train,test}/CLASS/NAME.png (recognised by
  * its train or test folder; rules in train/png.h, dcz_png_folder_load).
+ * IDX files load in memory, their hash a CRC32 over the image file's bytes
+ * then the label file's (decompressed); image folders stream, their hash
+ * a CRC32 over each file's name and bytes then the labels.
  * On failure writes a one-line reason to err (errlen bytes) and returns
  * DCZ_ERR_IO (missing/unreadable) or DCZ_ERR_DATA (malformed). */
 dcz_status dcz_data_load(const char *spec, int split, dcz_dataset *out,
                          char *err, size_t errlen);
 
 /* The memory a dataset split may take by default: 2 GiB of samples as
- * floats (Fashion-MNIST's train split takes 188 MB). */
+ * floats (Fashion-MNIST's train split takes 188 MB), or of a streaming
+ * split's file list. */
 #define DCZ_DATA_DEFAULT_MAX ((uint64_t)1 << 31)
 
-/* dcz_data_load with a bound on the memory of the split's samples:
- * max_bytes of floats (dcz_data_load uses DCZ_DATA_DEFAULT_MAX). A split
- * that would take more, whatever its files claim or decompress to (a
- * small gzip file can inflate a thousandfold), gives DCZ_ERR_LIMIT before
- * its memory is taken. */
+/* dcz_data_load with a bound on the memory of the split: max_bytes of
+ * floats for the samples of IDX files, of the file list for an image folder
+ * (whose files are each read whole only when at most max_bytes);
+ * dcz_data_load uses DCZ_DATA_DEFAULT_MAX. A split that would take more,
+ * whatever its files claim or decompress to (a small gzip file can inflate
+ * a thousandfold), gives DCZ_ERR_LIMIT before its memory is taken. */
 dcz_status dcz_data_load_max(const char *spec, int split, uint64_t max_bytes, dcz_dataset *out,
                              char *err, size_t errlen);
 
@@ -101,9 +123,14 @@ dcz_status dcz_idx_parse(const uint8_t *img, size_t img_len,
 
 /* Holds n samples of d out (0 < n < d->n): a seeded choice (the first n
  * places of a Fisher-Yates shuffle from seed) into held, the others into
- * rest (may be NULL), each part in the order of d; their hashes are of the
- * samples as held. The same d, n and seed give the same parts. DCZ_ERR_ARG
- * for n out of range, DCZ_ERR_NOMEM (nothing allocated is left). */
+ * rest (may be NULL), each part in the order of d. A part of an in-memory
+ * set is a copy of its samples, its hash a CRC32 over their floats then
+ * their labels; a part of a streaming set is a list of d's files (d,
+ * held and rest share them, and each may be freed first), its hash a
+ * CRC32 over, sample by sample, the file's name (as in d's hash) and the
+ * CRC32 of its bytes (4 bytes, little-endian), then the labels: nothing is
+ * decoded. The same d, n and seed give the same parts. DCZ_ERR_ARG for n
+ * out of range, DCZ_ERR_NOMEM (nothing allocated is left). */
 dcz_status dcz_dataset_holdout(const dcz_dataset *d, size_t n, uint64_t seed, dcz_dataset *held,
                                dcz_dataset *rest);
 
@@ -112,8 +139,37 @@ dcz_status dcz_dataset_holdout(const dcz_dataset *d, size_t n, uint64_t seed, dc
  * --validation N) is compressed and steered on samples it never saw. */
 #define DCZ_VALIDATION_SEED 0x76616cu
 
-/* Releases the dataset's arrays and zeroes it. NULL-safe. */
+/* Releases the dataset's arrays and its reference to its files, and zeroes
+ * it. NULL-safe. */
 void dcz_dataset_free(dcz_dataset *d);
+
+/* Nonzero when d's samples can be read: labels and either the samples in
+ * memory or the files of a streaming set. */
+static inline int dcz_dataset_ready(const dcz_dataset *d)
+{
+    return d->y && (d->x || d->files);
+}
+
+/* Reads n samples of d into x ((n, c*h*w) floats, the caller's): sample j
+ * of x is sample idx[first + j] of d, or first + j when idx is NULL, so a
+ * caller passes its whole (shuffled) order and the place of a batch in it.
+ * In memory, a copy. Streaming, each sample's file is read, checked to be
+ * the file the load checked (same size and CRC32 of its bytes), decoded and
+ * converted (dcz_png_folder_load's values), the files split over the
+ * trainer's threads (dcz_train_set_threads); the floats are the same
+ * whatever the thread count, in the order asked. On failure a one-line
+ * reason naming the file goes to err (may be NULL) and is kept with the
+ * files for dcz_dataset_error: DCZ_ERR_IO for a file gone or unreadable,
+ * DCZ_ERR_DATA for one that changed or no longer decodes, DCZ_ERR_NOMEM;
+ * the first failing sample in x's order is the one reported, and x is then
+ * undefined. DCZ_ERR_ARG for an index beyond d->n. */
+dcz_status dcz_dataset_samples(const dcz_dataset *d, const size_t *idx, size_t first, size_t n, float *x,
+                               char *err, size_t errlen);
+
+/* The reason of the last failure of dcz_dataset_samples on d's files (any
+ * dataset sharing them), for callers that got only its status through a
+ * library call (dcz_train_epoch, ...); "" when none or in memory. */
+const char *dcz_dataset_error(const dcz_dataset *d);
 
 /* ---- the network --------------------------------------------------------- */
 
@@ -549,13 +605,15 @@ dcz_status dcz_net_step(dcz_net *net, const dcz_sgd *opt);
  * codebooks. progress (may be NULL) is called after each batch. *loss gets
  * the mean training loss. DCZ_ERR_SHAPE when the samples are not of
  * net->in_dim floats (of shape (C, H, W) for a net whose in_rank is 3) or a
- * label is >= classes. */
+ * label is >= classes; a streaming set's failure to read a batch
+ * (dcz_dataset_samples: DCZ_ERR_IO, DCZ_ERR_DATA, ...) ends the epoch with
+ * its status, the reason in dcz_dataset_error. */
 dcz_status dcz_train_epoch(dcz_net *net, const dcz_dataset *data, const dcz_sgd *opt,
                            dcz_rng *rng, dcz_progress_fn progress, void *ctx,
                            float *loss);
 
 /* Top-1 accuracy of net on data (fraction correct, in [0, 1]), in inference
- * mode. */
+ * mode. Fails as dcz_train_epoch when a streaming set cannot be read. */
 dcz_status dcz_net_evaluate(dcz_net *net, const dcz_dataset *data, double *accuracy);
 
 /* Learning rate of epoch e (0-based) of n under a schedule: "const",
@@ -591,7 +649,8 @@ void dcz_progress_relay_fn(void *relay, size_t done, size_t total_epoch);
 
 /* Nonzero when d (not NULL) can feed net: samples of net->in_dim floats
  * (for a net with a (C, H, W) input, in_rank 3, samples of that shape), no
- * more classes than the net's outputs, and x and y present unless d->n is 0.
+ * more classes than the net's outputs, and ready (dcz_dataset_ready)
+ * unless d->n is 0.
  * Labels are not scanned (the engine checks them). */
 int dcz_dataset_fits(const dcz_net *net, const dcz_dataset *d);
 

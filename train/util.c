@@ -25,7 +25,7 @@ void dcz_progress_relay_fn(void *relay, size_t done, size_t total_epoch)
 
 int dcz_dataset_fits(const dcz_net *net, const dcz_dataset *d)
 {
-    if (d->n > 0 && (!d->x || !d->y))
+    if (d->n > 0 && !dcz_dataset_ready(d))
         return 0;
     size_t dim = (size_t)d->c * d->h * d->w;
     if (net->in_rank == 3 && (d->c != net->in_dims[0] || d->h != net->in_dims[1] ||

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Crafted inputs are refused quickly, in bounded memory, with a message
 # that says which limit and how to raise it: an IDX file whose gzip
-# inflates a thousandfold, and PNG folders of more samples than the bound.
+# inflates a thousandfold, and a file of an image folder over the bound.
 source "$(dirname "$0")/lib.bash"
 # 84,000 images of zero pixels (66 MB) in about 64 KB of gzip, labelled 0
 mkdir -p "$T/bomb"
@@ -26,11 +26,16 @@ cp "$T/bomb/train-labels-idx1-ubyte.gz" "$T/bomb/t10k-labels-idx1-ubyte.gz"
 "$DCZ" eval "$T/m.dcz" --data "$T/bomb" --max-data-mb 300 -q > /dev/null || fail "raised limit refused"
 expect 1 "$DCZ" eval "$T/m.dcz" --data fashion-mnist --max-data-mb 0.5
 
-# PNG folders: the count times the size, before the samples' memory
+# PNG folders stream: their samples are never all in memory, so 400 samples
+# (1.2 MiB as floats) train under 1 MiB; a file over the bound is refused
+# before it is read whole
 "$ROOT/build/tests/idx2png" fashion-mnist "$T/png" 40 5 || fail "idx2png"
-expect 2 "$DCZ" train --arch mlp:784-8-10 --epochs 1 --data "$T/png" --max-data-mb 1 -o "$T/p.dcz"
-grep -q '400 samples of 784 values take 1.2 MiB as floats, over the limit of 1.0 MiB' "$T/err" ||
-    fail "PNG bound message: $(cat "$T/err")"
+"$DCZ" train --arch mlp:784-8-10 --epochs 1 --data "$T/png" --max-data-mb 1 -q -o "$T/p.dcz" ||
+    fail "400 streamed samples under 1 MiB refused"
 "$DCZ" eval "$T/m.dcz" --data "$T/png" --max-data-mb 1 -q > /dev/null || fail "50 test samples under 1 MiB refused"
+head -c 1100000 /dev/zero > "$T/png/train/0-tshirt/99999.png"
+expect 2 "$DCZ" train --arch mlp:784-8-10 --epochs 1 --data "$T/png" --max-data-mb 1 -o "$T/p.dcz"
+grep -q '99999.png: a file of more than 1.0 MiB, over the limit on a dataset.s memory (--max-data-mb raises it)' \
+    "$T/err" || fail "PNG bound message: $(cat "$T/err")"
 expect 1 "$DCZ" eval "$T/m.dcz" --data "$T/png" --max-data-mb 1e13
 echo "limits ok"

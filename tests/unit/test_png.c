@@ -14,6 +14,14 @@
  * within the format's loss; every truncation is refused, byte changes
  * never crash, CMYK and oversized headers are refused; folders take JPEG
  * and PNG files side by side, each decoded as what its bytes are.
+ * Folders stream: the samples read through dcz_dataset_samples (in any
+ * order, from any place) are exactly those of decoding the files directly,
+ * the hash is the CRC32 of the names and bytes read, holdout parts are
+ * lists of the same files that outlive the whole set, a file deleted,
+ * changed, cut or grown after the load gives a clean error naming it (the
+ * first in the order asked), one thread and two give the same bits, and
+ * an epoch of training on the streaming set equals one on the same samples
+ * in memory.
  *
  * Run by `make test` (build/tests/test_png).
  */
@@ -34,6 +42,21 @@
 #include "tests/check.h"
 #include "train/png.h"
 #include "train/train.h"
+
+/* Every sample of d, read through dcz_dataset_samples, malloc'd; NULL on
+ * failure. */
+static float *all_samples(const dcz_dataset *d)
+{
+    const size_t per = (size_t)d->c * d->h * d->w;
+    float *x = malloc((d->n ? d->n : 1) * per * sizeof *x);
+    char err[512] = "";
+    if (x && dcz_dataset_samples(d, NULL, 0, d->n, x, err, sizeof err) != DCZ_OK) {
+        fprintf(stderr, "    reading the samples: %s\n", err);
+        free(x);
+        return NULL;
+    }
+    return x;
+}
 
 /* ---- writing PNGs ------------------------------------------------------------ */
 
@@ -644,11 +667,15 @@ static void test_folders(void)
     /* class order: ant (0), bag (1); files by name: a0 a1, b0 b1 b2 */
     const uint8_t labels[5] = { 0, 0, 1, 1, 1 };
     const int bases[5] = { 40, 50, 20, 10, 30 };
-    for (size_t i = 0; i < d.n && i < 5; i++) {
+    CHECK(d.x == NULL && d.files != NULL, "a folder streams");
+    float *x = all_samples(&d);
+    for (size_t i = 0; x && i < d.n && i < 5; i++) {
         CHECK(d.y[i] == labels[i], "label %zu", i);
-        CHECK(d.x[i * 12] == (float)bases[i] / 255.0f && d.x[i * 12 + 11] == (float)(bases[i] + 11) / 255.0f,
+        CHECK(x[i * 12] == (float)bases[i] / 255.0f && x[i * 12 + 11] == (float)(bases[i] + 11) / 255.0f,
               "sample %zu values", i);
     }
+    CHECK(x, "samples read");
+    free(x);
     const uint32_t hash = d.hash;
     dcz_dataset_free(&d);
     CHECK(load_expect(DCZ_SPLIT_TEST, DCZ_OK, NULL, &d) && d.n == 2 && d.y[0] == 0 && d.y[1] == 1 && d.classes == 2,
@@ -666,9 +693,11 @@ static void test_folders(void)
     put_file(p, b, len);
     free(b);
     CHECK(load_expect(DCZ_SPLIT_TRAIN, DCZ_OK, NULL, &d) && d.c == 3 && d.n == 6, "colour: c %u", d.c);
-    if (d.c == 3 && d.n == 6) {   /* planar: ant/c.png (third) pixel 0 is (0, 7, 14); gray ones repeat */
-        CHECK(d.x[2 * 36] == 0 && d.x[2 * 36 + 12] == 7.0f / 255 && d.x[2 * 36 + 24] == 14.0f / 255, "colour planes");
-        CHECK(d.x[0] == 40.0f / 255 && d.x[12] == d.x[0] && d.x[24] == d.x[0], "gray repeated");
+    if (d.c == 3 && d.n == 6 && (x = all_samples(&d)) != NULL) {
+        /* planar: ant/c.png (third) pixel 0 is (0, 7, 14); gray ones repeat */
+        CHECK(x[2 * 36] == 0 && x[2 * 36 + 12] == 7.0f / 255 && x[2 * 36 + 24] == 14.0f / 255, "colour planes");
+        CHECK(x[0] == 40.0f / 255 && x[12] == x[0] && x[24] == x[0], "gray repeated");
+        free(x);
     }
     CHECK(d.hash != hash, "the hash follows the content");
     dcz_dataset_free(&d);
@@ -706,10 +735,11 @@ static void test_folders(void)
         sub(r, sizeof r, "train/bag");
         put_png(r, "p.jpg", 4, 3, 90);
         CHECK(load_expect(DCZ_SPLIT_TRAIN, DCZ_OK, NULL, &d) && d.n == 8 && d.c == 1, "JPEG and PNG: n %zu", d.n);
-        if (d.n == 8) {   /* ant: a0 a1 j0; bag: b0 b1 b2 j1 p */
-            CHECK(fabsf(d.x[2 * 12] - 100.0f / 255) <= 3.0f / 255 && fabsf(d.x[2 * 12 + 11] - 210.0f / 255) <= 3.0f / 255,
-                  "the JPEG's values: %g %g", d.x[24], d.x[35]);
-            CHECK(d.x[7 * 12] == 90.0f / 255, "the PNG named .jpg");
+        if (d.n == 8 && (x = all_samples(&d)) != NULL) {   /* ant: a0 a1 j0; bag: b0 b1 b2 j1 p */
+            CHECK(fabsf(x[2 * 12] - 100.0f / 255) <= 3.0f / 255 && fabsf(x[2 * 12 + 11] - 210.0f / 255) <= 3.0f / 255,
+                  "the JPEG's values: %g %g", x[24], x[35]);
+            CHECK(x[7 * 12] == 90.0f / 255, "the PNG named .jpg");
+            free(x);
         }
         dcz_dataset_free(&d);
         unlink(p);
@@ -753,6 +783,262 @@ static void test_folders(void)
     rm_tree(root);
 }
 
+
+/* ---- streaming folders ------------------------------------------------------------------ */
+
+#define SC 3                 /* classes */
+#define SK 7                 /* images a class */
+#define SN (SC * SK)
+#define SW 5
+#define SH 4
+
+static char sroot[256];
+
+/* File i of the streaming tree, in load order: ROOT/train/cK/fNN.png, every
+ * third from the second a JPEG (names sort as their numbers). */
+static void s_rel(size_t i, char *out, size_t n)
+{
+    snprintf(out, n, "train/c%zu/f%02zu.%s", i / SK, i % SK, i % 3 == 1 ? "jpg" : "png");
+}
+
+static void s_path(size_t i, char *out, size_t n)
+{
+    char rel[64];
+    s_rel(i, rel, sizeof rel);
+    snprintf(out, n, "%s/%s", sroot, rel);
+}
+
+static uint8_t *slurp(const char *path, size_t *len)
+{
+    FILE *f = fopen(path, "rb");
+    if (!f) return NULL;
+    uint8_t *b = malloc(1 << 16);
+    *len = b ? fread(b, 1, 1 << 16, f) : 0;
+    fclose(f);
+    return b;
+}
+
+static void make_stream_tree(void)
+{
+    char p[512];
+    snprintf(p, sizeof p, "%s/train", sroot);
+    mkdir(p, 0755);
+    for (size_t c = 0; c < SC; c++) {
+        snprintf(p, sizeof p, "%s/train/c%zu", sroot, c);
+        mkdir(p, 0755);
+    }
+    for (size_t i = 0; i < SN; i++) {
+        uint16_t v[SW * SH];
+        uint8_t g[SW * SH];
+        for (size_t k = 0; k < SW * SH; k++) g[k] = (uint8_t)(v[k] = (uint16_t)((i * 37 + k * 11) % 256));
+        size_t len;
+        uint8_t *b = i % 3 == 1 ? jpeg_encode(SW, SH, 1, g, 0, &len) : gray8(SW, SH, v, &len);
+        s_path(i, p, sizeof p);
+        put_file(p, b, len);
+        free(b);
+    }
+}
+
+/* Reads samples of d (idx, first, n) expecting status want and, on
+ * failure, a reason holding word and file i's name, also in
+ * dcz_dataset_error. */
+static int read_expect(const dcz_dataset *d, const size_t *idx, size_t first, size_t n, dcz_status want,
+                       const char *word, size_t i)
+{
+    float *x = malloc(SN * SW * SH * sizeof *x);
+    char err[512] = "", rel[64];
+    s_rel(i, rel, sizeof rel);
+    const dcz_status st = dcz_dataset_samples(d, idx, first, n, x, err, sizeof err);
+    free(x);
+    const int ok = st == want && (want == DCZ_OK || (strstr(err, word) && strstr(err, rel + 6) &&
+                                                     strcmp(err, dcz_dataset_error(d)) == 0 && !strchr(err, '\n')));
+    if (!ok) fprintf(stderr, "    status %d (want %d): %s\n", (int)st, (int)want, err);
+    return ok;
+}
+
+static void test_streaming(void)
+{
+    snprintf(sroot, sizeof sroot, "/tmp/dcz-stream-XXXXXX");
+    REQUIRE(mkdtemp(sroot), "mkdtemp");
+    make_stream_tree();
+    const size_t per = SW * SH;
+    float *want = malloc(SN * per * sizeof *want), *a = malloc(SN * per * sizeof *a), *b = malloc(SN * per * sizeof *b);
+    REQUIRE(want && a && b, "alloc");
+    /* the samples, labels and hash the files give, read directly */
+    uint8_t labels[SN];
+    uint32_t crc = (uint32_t)crc32(0, Z_NULL, 0);
+    for (size_t i = 0; i < SN; i++) {
+        char p[512], rel[64];
+        size_t len;
+        s_path(i, p, sizeof p);
+        s_rel(i, rel, sizeof rel);
+        uint8_t *bytes = slurp(p, &len);
+        dcz_image img;
+        REQUIRE(bytes && dcz_image_decode(bytes, len, &img, NULL, 0) == DCZ_OK &&
+                dcz_image_to_sample(&img, 1, SH, SW, 0, want + i * per, NULL, 0) == DCZ_OK, "file %zu", i);
+        crc = (uint32_t)crc32(crc, (const uint8_t *)rel, (uInt)strlen(rel) + 1);
+        crc = (uint32_t)crc32(crc, bytes, (uInt)len);
+        labels[i] = (uint8_t)(i / SK);
+        dcz_image_free(&img);
+        free(bytes);
+    }
+    crc = (uint32_t)crc32(crc, labels, SN);
+
+    char err[512] = "";
+    dcz_dataset d, d1;
+    dcz_train_set_threads(2);
+    REQUIRE(dcz_data_load(sroot, DCZ_SPLIT_TRAIN, &d, err, sizeof err) == DCZ_OK, "load: %s", err);
+    REQUIRE(d.n == SN && d.c == 1 && d.h == SH && d.w == SW && d.classes == SC && !d.x && d.files, "shape");
+    CHECK(d.hash == crc, "the hash is a CRC32 of the names and bytes read, then the labels: %08x, want %08x", d.hash,
+          crc);
+    CHECK(memcmp(d.y, labels, SN) == 0, "labels in class order");
+    float *all = all_samples(&d);
+    CHECK(all && memcmp(all, want, SN * per * sizeof *all) == 0, "the samples are the files' own, in order");
+    free(all);
+    dcz_train_set_threads(1);
+    REQUIRE(dcz_data_load(sroot, DCZ_SPLIT_TRAIN, &d1, err, sizeof err) == DCZ_OK, "load: %s", err);
+    CHECK(d1.hash == d.hash && d1.c == d.c, "the load is the same with one thread");
+    dcz_dataset_free(&d1);
+
+    /* a shuffled order, from a place in it: the same bits with 1 and 2 threads */
+    size_t order[SN];
+    dcz_rng r;
+    dcz_rng_seed(&r, 5);
+    for (size_t i = 0; i < SN; i++) order[i] = i;
+    for (size_t i = SN - 1; i > 0; i--) {
+        const size_t j = dcz_rng_below(&r, (uint32_t)(i + 1)), t = order[i];
+        order[i] = order[j];
+        order[j] = t;
+    }
+    CHECK(dcz_dataset_samples(&d, order, 3, SN - 3, a, err, sizeof err) == DCZ_OK, "1 thread: %s", err);
+    dcz_train_set_threads(2);
+    CHECK(dcz_dataset_samples(&d, order, 3, SN - 3, b, err, sizeof err) == DCZ_OK, "2 threads: %s", err);
+    CHECK(memcmp(a, b, (SN - 3) * per * sizeof *a) == 0, "1 and 2 threads give the same bits");
+    int same = 1;
+    for (size_t j = 0; j + 3 < SN; j++) same &= memcmp(a + j * per, want + order[3 + j] * per, per * sizeof *a) == 0;
+    CHECK(same, "each in the order asked");
+    const size_t beyond = SN;
+    CHECK(dcz_dataset_samples(&d, &beyond, 0, 1, a, NULL, 0) == DCZ_ERR_ARG, "an index beyond n");
+    CHECK(dcz_dataset_samples(&d, NULL, SN - 1, 2, a, NULL, 0) == DCZ_ERR_ARG, "a range beyond n");
+
+    /* holdout: lists of the same files, in d's order, that outlive d */
+    dcz_dataset held, rest, again, other, part;
+    REQUIRE(dcz_dataset_holdout(&d, 6, 99, &held, &rest) == DCZ_OK, "holdout");
+    CHECK(held.n == 6 && rest.n == SN - 6 && !held.x && !rest.x && held.files == d.files && rest.files == d.files &&
+          held.pick && rest.pick, "parts of a streaming set share its files");
+    uint8_t seen[SN] = { 0 };
+    int ordered = 1;
+    for (size_t i = 0; i < held.n; i++) {
+        seen[held.pick[i]]++;
+        ordered &= i == 0 || held.pick[i] > held.pick[i - 1];
+    }
+    for (size_t i = 0; i < rest.n; i++) {
+        seen[rest.pick[i]]++;
+        ordered &= i == 0 || rest.pick[i] > rest.pick[i - 1];
+    }
+    int once = 1;
+    for (size_t i = 0; i < SN; i++) once &= seen[i] == 1;
+    CHECK(once && ordered, "the parts split d, each in d's order");
+    REQUIRE(dcz_dataset_holdout(&d, 6, 99, &again, NULL) == DCZ_OK, "holdout again");
+    CHECK(again.hash == held.hash && memcmp(again.pick, held.pick, 6 * sizeof *held.pick) == 0, "same seed, same part");
+    REQUIRE(dcz_dataset_holdout(&d, 6, 100, &other, NULL) == DCZ_OK, "holdout, another seed");
+    CHECK(memcmp(other.pick, held.pick, 6 * sizeof *held.pick) != 0 && other.hash != held.hash,
+          "another seed, another part and hash");
+    dcz_dataset_free(&again);
+    dcz_dataset_free(&other);
+    dcz_dataset_free(&d);
+    all = all_samples(&held);
+    same = all != NULL;
+    for (size_t i = 0; all && i < held.n; i++)
+        same &= memcmp(all + i * per, want + held.pick[i] * per, per * sizeof *all) == 0 &&
+                held.y[i] == labels[held.pick[i]];
+    CHECK(same, "a part's samples and labels are its files'");
+    free(all);
+    REQUIRE(dcz_dataset_holdout(&rest, 4, 5, &part, NULL) == DCZ_OK, "a part of a part");
+    all = all_samples(&part);
+    same = all != NULL;
+    for (size_t i = 0; all && i < part.n; i++) same &= memcmp(all + i * per, want + part.pick[i] * per, per * sizeof *all) == 0;
+    CHECK(same, "a part of a part reads its files");
+    free(all);
+    dcz_dataset_free(&part);
+    dcz_dataset_free(&held);
+
+    /* an epoch on the streaming set is an epoch on the same samples in memory */
+    dcz_dataset mem = rest;
+    mem.files = NULL;
+    mem.pick = NULL;
+    mem.x = all_samples(&rest);
+    mem.y = malloc(rest.n);
+    dcz_net *na = NULL, *nb = NULL;
+    REQUIRE(mem.x && mem.y, "alloc");
+    memcpy(mem.y, rest.y, rest.n);
+    REQUIRE(dcz_net_create_arch("mlp:20-8-3", 1, &na, err, sizeof err) == DCZ_OK &&
+            dcz_net_create_arch("mlp:20-8-3", 1, &nb, err, sizeof err) == DCZ_OK, "nets: %s", err);
+    dcz_sgd opt = { .lr = 0.1f, .momentum = 0.9f, .batch = 4, .train_biases = 1, .train_weights = 1 };
+    dcz_rng ra, rb;
+    dcz_rng_seed(&ra, 3);
+    dcz_rng_seed(&rb, 3);
+    float la = 0, lb = 0;
+    double acc_a = -1, acc_b = -2;
+    CHECK(dcz_train_epoch(na, &rest, &opt, &ra, NULL, NULL, &la) == DCZ_OK &&
+          dcz_train_epoch(nb, &mem, &opt, &rb, NULL, NULL, &lb) == DCZ_OK, "epochs");
+    CHECK(la == lb && na->param_count == nb->param_count &&
+          memcmp(na->param, nb->param, na->param_count * sizeof *na->param) == 0, "the same training");
+    CHECK(dcz_net_evaluate(na, &rest, &acc_a) == DCZ_OK && dcz_net_evaluate(nb, &mem, &acc_b) == DCZ_OK &&
+          acc_a == acc_b, "the same evaluation");
+    dcz_dataset_free(&mem);
+    dcz_dataset_free(&rest);
+
+    /* files deleted, changed, cut or grown after the load: clean errors */
+    REQUIRE(dcz_data_load(sroot, DCZ_SPLIT_TRAIN, &d, err, sizeof err) == DCZ_OK, "load: %s", err);
+    char p[512];
+    size_t len4, len7;
+    s_path(4, p, sizeof p);
+    uint8_t *f4 = slurp(p, &len4);
+    REQUIRE(f4 && unlink(p) == 0, "delete file 4");
+    CHECK(read_expect(&d, NULL, 0, SN, DCZ_ERR_IO, "but it was there when the dataset was loaded", 4), "a file deleted");
+    CHECK(read_expect(&d, NULL, 0, 4, DCZ_OK, NULL, 0) && read_expect(&d, NULL, 5, SN - 5, DCZ_OK, NULL, 0),
+          "the other files still read");
+    dcz_rng_seed(&ra, 3);
+    CHECK(dcz_train_epoch(na, &d, &opt, &ra, NULL, NULL, &la) == DCZ_ERR_IO && strstr(dcz_dataset_error(&d), "f04"),
+          "an epoch stops with the reason: %s", dcz_dataset_error(&d));
+    CHECK(dcz_net_evaluate(na, &d, &acc_a) == DCZ_ERR_IO, "so does an evaluation");
+    put_file(p, f4, len4);
+    CHECK(read_expect(&d, NULL, 0, SN, DCZ_OK, NULL, 0), "the same bytes back: the same file");
+    s_path(7, p, sizeof p);
+    uint8_t *f7 = slurp(p, &len7);
+    REQUIRE(f7, "file 7");
+    f7[len7 / 2] ^= 1;
+    put_file(p, f7, len7);
+    CHECK(read_expect(&d, NULL, 0, SN, DCZ_ERR_DATA, "changed after the dataset was loaded", 7), "a byte changed");
+    put_file(p, f7, len7 / 2);
+    CHECK(read_expect(&d, NULL, 0, SN, DCZ_ERR_DATA, "changed after the dataset was loaded", 7), "a file cut");
+    f7[len7 / 2] ^= 1;
+    put_file(p, f7, len7);
+    FILE *g = fopen(p, "ab");
+    REQUIRE(g && fputc(0, g) == 0 && fclose(g) == 0, "grow file 7");
+    CHECK(read_expect(&d, NULL, 0, SN, DCZ_ERR_DATA, "changed after the dataset was loaded", 7), "a file grown");
+    /* two failures: the first in the order asked is the one told */
+    s_path(16, p, sizeof p);
+    unlink(p);
+    size_t backwards[SN];
+    for (size_t i = 0; i < SN; i++) backwards[i] = SN - 1 - i;
+    CHECK(read_expect(&d, NULL, 0, SN, DCZ_ERR_DATA, "changed", 7), "file 7 first in order");
+    CHECK(read_expect(&d, backwards, 0, SN, DCZ_ERR_IO, "cannot open", 16), "file 16 first backwards");
+    dcz_train_set_threads(1);
+    CHECK(read_expect(&d, backwards, 0, SN, DCZ_ERR_IO, "cannot open", 16), "the same with one thread");
+    dcz_train_set_threads(2);
+    dcz_dataset_free(&d);
+    dcz_net_free(na);
+    dcz_net_free(nb);
+    free(f4);
+    free(f7);
+    free(want);
+    free(a);
+    free(b);
+    rm_tree(sroot);
+}
+
 int main(void)
 {
     RUN(test_decode_every_type);
@@ -765,5 +1051,6 @@ int main(void)
     RUN(test_jpeg_corrupt);
     RUN(test_preprocess);
     RUN(test_folders);
+    RUN(test_streaming);
     return check_summary();
 }
