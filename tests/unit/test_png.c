@@ -808,16 +808,6 @@ static void s_path(size_t i, char *out, size_t n)
     snprintf(out, n, "%s/%s", sroot, rel);
 }
 
-static uint8_t *slurp(const char *path, size_t *len)
-{
-    FILE *f = fopen(path, "rb");
-    if (!f) return NULL;
-    uint8_t *b = malloc(1 << 16);
-    *len = b ? fread(b, 1, 1 << 16, f) : 0;
-    fclose(f);
-    return b;
-}
-
 static void make_stream_tree(void)
 {
     char p[512];
