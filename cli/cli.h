@@ -77,6 +77,9 @@ typedef struct verb_ctx {
                               MPI ranks once cli_check_shards has run in a job) */
     const dcz_comm *comm;  /* the ranks of an MPI run, NULL alone */
     const dcz_dist *dist;  /* the MPI job (its sums' cost for --json) */
+    int has_prep;          /* image folders become samples through prep: the model's
+                              record (stage_load_doc), or train's options */
+    dcz_preprocess prep;
 } verb_ctx;
 
 /* --shards, for the verbs that train. */
@@ -283,10 +286,10 @@ void cli_note_job(const verb_ctx *v, double seconds);
 
 /* Reads and decodes a .dcz (or exits with a message): returns an exit code
  * or -1 on success. */
-int stage_load_doc(const verb_ctx *v, const char *path, dcz_doc **doc);
+int stage_load_doc(verb_ctx *v, const char *path, dcz_doc **doc);
 /* The same, also handing back the file's bytes (*bytes, malloc'd) for a
  * verb that needs them too: the input is read once ("-" can be read once). */
-int stage_load_doc_bytes(const verb_ctx *v, const char *path, dcz_doc **doc, uint8_t **bytes,
+int stage_load_doc_bytes(verb_ctx *v, const char *path, dcz_doc **doc, uint8_t **bytes,
                          size_t *nbytes);
 /* Loads a dataset split, printing a message on failure: exit code or -1. */
 int stage_load_data(const verb_ctx *v, int split, dcz_dataset *d);

@@ -117,6 +117,8 @@ int cmd_import(verb_ctx *v)
     dcz_dataset test;
     memset(&test, 0, sizeof test);
     if (has_prep && (rc = cli_prep_fit(v, &prep, doc)) != -1) goto done;
+    v->has_prep = doc->has_prep;   /* --data's images as the model takes them */
+    v->prep = doc->prep;
     if (v->c.data && (rc = stage_load_data(v, DCZ_SPLIT_TEST, &test)) != -1) goto done;
     char extra[512], source[256];
     snprintf(source, sizeof source, "%s", v->pos[0]);

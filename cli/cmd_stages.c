@@ -306,6 +306,8 @@ int cmd_train(verb_ctx *v)
     /* L2 regularization before pruning leaves weights that prune with less
      * loss (Deep Compression, section 2) */
     train_opts t = { "lenet300", "cosine", 30, 64, 0, 0, 0.02, 0.9, 5e-4 };
+    int resize = 0;
+    const char *crop = NULL, *normalize = NULL;
     const opt_spec specs[] = {
         { "arch", 0, OPT_STR, &t.arch, "lenet300, lenet5, resnet, mobilenetv2, mlp:784-500-10 or cnn:c32k3-p2-f10 (default lenet300)" },
         { "epochs", 0, OPT_INT, &t.epochs, "training epochs (default 30)" },
@@ -318,10 +320,13 @@ int cmd_train(verb_ctx *v)
         { "validation", 0, OPT_INT, &t.validation,
           "train without the N validation samples sensitivity and --budget measure on (default 0)" },
         SHARDS_SPEC(v),
+        PREP_SPECS(resize, crop, normalize),
         { NULL, 0, OPT_FLAG, NULL, NULL }
     };
     v->usage = "dcz train [--arch ARCH] --data DATA -o OUT [options]";
-    v->summary = "Trains a network from scratch and writes it as a dense fp32 .dcz.";
+    v->summary = "Trains a network from scratch and writes it as a dense fp32 .dcz. --resize,\n"
+                 "--crop and --normalize preprocess the images of an image folder (of any size)\n"
+                 "as the network takes them and record it in the file, as dcz import does.";
     int rc = cli_parse(v, specs, 0, 0);
     if (rc != -1) return rc;
     if ((rc = need_output(v)) != -1) return rc;
@@ -338,12 +343,22 @@ int cmd_train(verb_ctx *v)
         cli_usage_error(v, "--schedule must be const, step or cosine");
         return EXIT_USAGE;
     }
+    dcz_preprocess prep;
+    int has_prep;
+    if ((rc = cli_prep_parse(v, resize, crop, normalize, &prep, &has_prep)) != -1) return rc;
     char err[256] = "";
     dcz_net *net = NULL;
     dcz_status s = dcz_net_create_arch(t.arch, (uint64_t)v->c.seed, &net, err, sizeof err);
     if (s != DCZ_OK) { cli_usage_error(v, "--arch %s: %s", t.arch, err); return EXIT_USAGE; }
     dcz_dataset train, test, val;
+    memset(&train, 0, sizeof train);
+    memset(&test, 0, sizeof test);
     memset(&val, 0, sizeof val);
+    if (has_prep) {   /* recorded in the net's document, which becomes the file */
+        if ((rc = cli_prep_fit(v, &prep, net->doc)) != -1) goto done;
+        v->has_prep = 1;
+        v->prep = net->doc->prep;
+    }
     rc = stage_load_splits(v, &train, &test);
     if (rc == -1) rc = stage_check_fit(v, &train, (int)net->in_rank, net->in_dims, (size_t)net->classes, 1);
     if (rc == -1 && t.validation) rc = stage_hold_out(v, &train, t.validation, &val);

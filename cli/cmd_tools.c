@@ -49,16 +49,20 @@ int cmd_eval(verb_ctx *v)
     dcz_status s = cli_read_file(v->pos[0], &buf, &len, &err);
     if (s != DCZ_OK) return cli_io_fail(v, v->pos[0], s, err, 0);
     dcz_dataset test;
-    rc = stage_load_data(v, DCZ_SPLIT_TEST, &test);
-    if (rc != -1) { free(buf); return rc; }
+    memset(&test, 0, sizeof test);
     double t0 = cli_now(), acc = 0;
     dcz_scheme scheme = DCZ_SCHEME_NONE;
     dcz_model *m;
     if ((s = dcz_open_memory(buf, len, &opt, &m)) != DCZ_OK) {
         rc = cli_not_dcz(v, v->pos[0], buf, len);
         free(buf);
-        dcz_dataset_free(&test);
         return rc != -1 ? rc : cli_model_fail(v, v->pos[0], s);
+    }
+    v->has_prep = dcz_model_preprocess(m, &v->prep);   /* the images as the network was trained */
+    if ((rc = stage_load_data(v, DCZ_SPLIT_TEST, &test)) != -1) {
+        dcz_close(m);
+        free(buf);
+        return rc;
     }
     scheme = dcz_model_scheme(m);
     const char *device = cli_device_of(v, m);
@@ -822,6 +826,7 @@ int cmd_run(verb_ctx *v)
     } else if (images) {
         if ((rc = run_load_images(v, resize, m, &x, &n)) != -1) goto done;
     } else {
+        v->has_prep = dcz_model_preprocess(m, &v->prep);
         if ((rc = stage_load_data(v, DCZ_SPLIT_TEST, &test)) != -1) goto done;
         if ((size_t)test.c * test.h * test.w != in) {
             cli_error("run: %s samples do not fit the model's %zu inputs", v->c.data, in);

@@ -12,7 +12,7 @@
 
 #include "cli/cli.h"
 
-int stage_load_doc_bytes(const verb_ctx *v, const char *path, dcz_doc **doc, uint8_t **bytes,
+int stage_load_doc_bytes(verb_ctx *v, const char *path, dcz_doc **doc, uint8_t **bytes,
                          size_t *nbytes)
 {
     uint8_t *buf;
@@ -34,10 +34,12 @@ int stage_load_doc_bytes(const verb_ctx *v, const char *path, dcz_doc **doc, uin
     } else {
         free(buf);
     }
+    v->has_prep = (*doc)->has_prep;   /* the data the model is run on goes through it */
+    v->prep = (*doc)->prep;
     return -1;
 }
 
-int stage_load_doc(const verb_ctx *v, const char *path, dcz_doc **doc)
+int stage_load_doc(verb_ctx *v, const char *path, dcz_doc **doc)
 {
     return stage_load_doc_bytes(v, path, doc, NULL, NULL);
 }
@@ -47,7 +49,7 @@ int stage_load_data(const verb_ctx *v, int split, dcz_dataset *d)
     char err[512] = "";
     memset(d, 0, sizeof *d);
     const uint64_t max = v->c.max_data_mb ? (uint64_t)(v->c.max_data_mb * 1048576.0) : DCZ_DATA_DEFAULT_MAX;
-    dcz_status s = dcz_data_load_max(v->c.data, split, max, d, err, sizeof err);
+    dcz_status s = dcz_data_load_prep(v->c.data, split, max, v->has_prep ? &v->prep : NULL, d, err, sizeof err);
     if (s != DCZ_OK) {
         /* a misspelt built-in name is no folder either: say which was meant */
         static const char *const builtin[] = { "fashion-mnist" };

@@ -397,6 +397,37 @@ dcz_status dcz_data_load(const char *spec, int split, dcz_dataset *out,
 dcz_status dcz_data_load_max(const char *spec, int split, uint64_t max_bytes, dcz_dataset *out,
                              char *err, size_t errlen)
 {
+    return dcz_data_load_prep(spec, split, max_bytes, NULL, out, err, errlen);
+}
+
+/* IDX samples (one size, in memory) through preprocessing p: normalized;
+ * a resize or crop that would change their size is refused. */
+static dcz_status idx_prep(const dcz_preprocess *p, dcz_dataset *d, char *err, size_t errlen)
+{
+    uint32_t ow, oh;
+    dcz_status s = dcz_prep_size(p, d->w, d->h, &ow, &oh, err, errlen);
+    if (s == DCZ_OK && (ow != d->w || oh != d->h || p->channels != d->c)) {
+        dcz_train_err(err, errlen, "the model's preprocessing makes %ux%u images of %u channel%s of the IDX "
+                      "samples, which are %ux%u of %u", ow, oh, p->channels, p->channels == 1 ? "" : "s", d->w, d->h,
+                      d->c);
+        s = DCZ_ERR_SHAPE;
+    }
+    if (s != DCZ_OK) {
+        dcz_dataset_free(d);
+        return s;
+    }
+    const size_t plane = (size_t)d->h * d->w;
+    for (size_t i = 0; i < d->n; i++)
+        for (uint32_t c = 0; c < d->c; c++) {
+            float *x = d->x + (i * d->c + c) * plane;
+            for (size_t k = 0; k < plane; k++) x[k] = (x[k] - p->mean[c]) / p->std[c];
+        }
+    return DCZ_OK;
+}
+
+dcz_status dcz_data_load_prep(const char *spec, int split, uint64_t max_bytes, const dcz_preprocess *prep,
+                              dcz_dataset *out, char *err, size_t errlen)
+{
     if (!out) return DCZ_ERR_ARG;
     memset(out, 0, sizeof *out);
     if (!spec || !*spec) {
@@ -420,7 +451,7 @@ dcz_status dcz_data_load_max(const char *spec, int split, uint64_t max_bytes, dc
                           "ROOT/{train,test}/CLASS/", dir);
         return DCZ_ERR_IO;
     }
-    if (!debian && dcz_png_folder_is(dir)) return dcz_png_folder_load(dir, split, max_bytes, out, err, errlen);
+    if (!debian && dcz_png_folder_is(dir)) return dcz_png_folder_load(dir, split, max_bytes, prep, out, err, errlen);
     const char *prefix = split == DCZ_SPLIT_TRAIN ? "train" : "t10k";
     char base[64], img_path[4096], lbl_path[4096];
     snprintf(base, sizeof base, "%s-images-idx3-ubyte", prefix);
@@ -446,6 +477,7 @@ dcz_status dcz_data_load_max(const char *spec, int split, uint64_t max_bytes, dc
     st = dcz_idx_parse(img, img_len, lbl, lbl_len, out, why, sizeof why);
     if (st != DCZ_OK)
         dcz_train_err(err, errlen, "%s (%s split): %s", dir, prefix, why);
+    if (st == DCZ_OK && prep) st = idx_prep(prep, out, err, errlen);
 cleanup:
     free(img);
     free(lbl);

@@ -56,6 +56,8 @@ struct dcz_image_files {
     uint64_t *len;          /* (n) its bytes as the load read them */
     uint32_t *crc;          /* (n) the CRC32 of those bytes */
     uint32_t c, h, w;       /* the sample shape */
+    int has_prep;           /* images become samples through prep (any size), else as they are */
+    dcz_preprocess prep;
     char err[ERR_LEN];      /* the last failure of a read, "" for none */
 };
 
@@ -439,11 +441,14 @@ static dcz_status read_image(const dcz_image_files *f, size_t i, uint64_t max, u
 }
 
 /* Decoded pixels into a sample of f's shape: the one conversion every
- * sample of an image folder goes through. A preprocessing step (resize,
- * crop, per-channel mean and deviation) belongs here, its settings in f
- * and the load's shape check (dcz_png_folder_load) widened to match. */
+ * sample of an image folder goes through, through f's preprocessing
+ * (resize, crop, per-channel mean and deviation) when it has one. */
 static dcz_status image_sample(const dcz_image_files *f, const dcz_image *img, float *out, char *why, size_t whylen)
 {
+    if (f->has_prep) {
+        const dcz_status st = dcz_prep_apply(&f->prep, img, f->h, f->w, out, why, whylen);
+        return st == DCZ_OK || st == DCZ_ERR_NOMEM ? st : DCZ_ERR_DATA;
+    }
     if (img->w != f->w || img->h != f->h || (f->c == 1 && !dcz_image_is_gray(img))) {
         dcz_train_err(why, whylen, "%u x %u, %s; the dataset's samples are %u x %u, %s", img->w, img->h,
                       dcz_image_is_gray(img) ? "gray" : "colour", f->w, f->h, f->c == 1 ? "gray" : "colour");
@@ -506,15 +511,23 @@ static dcz_status check_file(dcz_image_files *f, size_t i, uint64_t max, int *co
     if (st != DCZ_OK) return st;
     f->len[i] = len;
     f->crc[i] = dcz_train_crc32((uint32_t)crc32(0, Z_NULL, 0), bytes, len);
-    if (i == 0) {
-        f->w = img.w;
-        f->h = img.h;
-    } else if (img.w != f->w || img.h != f->h) {
+    uint32_t w = img.w, h = img.h;   /* the sample's size: the image's, or after preprocessing */
+    char what[ERR_LEN / 2];
+    if (f->has_prep && (st = dcz_prep_size(&f->prep, img.w, img.h, &w, &h, what, sizeof what)) != DCZ_OK) {
+        char a[PATH_LEN];
+        file_path(f, i, a);
+        dcz_train_err(why, whylen, "%s: %s", a, what);
+        st = DCZ_ERR_DATA;
+    } else if (i == 0) {
+        f->w = w;
+        f->h = h;
+    } else if (w != f->w || h != f->h) {
         char a[PATH_LEN], b[PATH_LEN];
         file_path(f, i, a);
         file_path(f, 0, b);
-        dcz_train_err(why, whylen, "%s is %u x %u; %s, the first image, is %u x %u (every image of a dataset has "
-                      "one size)", a, img.w, img.h, b, f->w, f->h);
+        dcz_train_err(why, whylen, "%s is %u x %u%s; %s, the first image, is %u x %u (every image of a dataset has "
+                      "one size%s)", a, w, h, f->has_prep ? " after resizing" : "", b, f->w, f->h,
+                      f->has_prep ? ": a crop gives them one" : ", or the model's preprocessing gives them one");
         st = DCZ_ERR_DATA;
     }
     if (st == DCZ_OK && !*colour && !dcz_image_is_gray(&img)) *colour = 1;
@@ -544,8 +557,8 @@ static void check_part(void *ctx, size_t lo, size_t hi)
     }
 }
 
-dcz_status dcz_png_folder_load(const char *root, int split_id, uint64_t max_bytes, dcz_dataset *out, char *err,
-                               size_t errlen)
+dcz_status dcz_png_folder_load(const char *root, int split_id, uint64_t max_bytes, const dcz_preprocess *prep,
+                               dcz_dataset *out, char *err, size_t errlen)
 {
     if (!out || !root) return DCZ_ERR_ARG;
     memset(out, 0, sizeof *out);
@@ -574,6 +587,10 @@ dcz_status dcz_png_folder_load(const char *root, int split_id, uint64_t max_byte
     pthread_mutex_init(&f->lock, NULL);
     f->refs = 1;
     f->n = n;
+    if (prep) {
+        f->has_prep = 1;
+        f->prep = *prep;
+    }
     f->names = list.names;
     f->at = list.at;
     list.names = NULL;
@@ -602,7 +619,7 @@ dcz_status dcz_png_folder_load(const char *root, int split_id, uint64_t max_byte
         dcz_train_err(err, errlen, "%s", job.fail.err);
         goto cleanup;
     }
-    f->c = job.colour ? 3 : 1;
+    f->c = f->has_prep ? f->prep.channels : job.colour ? 3 : 1;
     const uint64_t sample = (uint64_t)f->c * f->h * f->w;
     if (sample > DCZ_PNG_MAX_VALUES) {
         dcz_train_err(err, errlen, "samples of %llu values do not fit in memory", (unsigned long long)sample);

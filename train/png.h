@@ -81,6 +81,12 @@ dcz_status dcz_image_to_sample(const dcz_image *img, uint32_t c, uint32_t h, uin
 dcz_status dcz_prep_apply(const dcz_preprocess *p, const dcz_image *img, uint32_t h, uint32_t w, float *out,
                           char *err, size_t errlen);
 
+/* The size (*ow, *oh) a w x h image has after preprocessing p: resized,
+ * then cropped. DCZ_ERR_SHAPE with a reason in err when it is smaller than
+ * the crop. */
+dcz_status dcz_prep_size(const dcz_preprocess *p, uint32_t w, uint32_t h, uint32_t *ow, uint32_t *oh, char *err,
+                         size_t errlen);
+
 /* ImageNet's per-channel statistics, as torchvision's networks were
  * trained with (transforms.Normalize) */
 #define DCZ_IMAGENET_MEAN { 0.485f, 0.456f, 0.406f }
@@ -118,10 +124,13 @@ dcz_status dcz_image_input_shape(const dcz_image *img, uint32_t rank, const uint
  * from ROOT (SPLIT/CLASS/NAME, NUL included) and its bytes, then the
  * labels: what a load that held the samples hashed. A list that would take
  * more than max_bytes, or a file of more than max_bytes (read whole only
- * when at most that), gives DCZ_ERR_LIMIT. dcz_data_load calls this for a
- * directory holding train/ or test/. */
-dcz_status dcz_png_folder_load(const char *root, int split, uint64_t max_bytes, dcz_dataset *out, char *err,
-                               size_t errlen);
+ * when at most that), gives DCZ_ERR_LIMIT. With preprocessing prep (NULL:
+ * none), images of any size become samples of prep->channels of their size
+ * after it (dcz_prep_size: one for all, else DCZ_ERR_DATA), converted by
+ * dcz_prep_apply. dcz_data_load calls this for a directory holding train/
+ * or test/. */
+dcz_status dcz_png_folder_load(const char *root, int split, uint64_t max_bytes, const dcz_preprocess *prep,
+                               dcz_dataset *out, char *err, size_t errlen);
 
 /* Nonzero when name ends in .png, .jpg or .jpeg (any case) after something:
  * the files of an image folder. */

@@ -154,6 +154,44 @@ done:
 /* Python's round(d / 2) of a difference d >= 0: halves to even */
 static uint32_t half_even(uint32_t d) { return (d >> 1) + ((d & 1) && ((d >> 1) & 1)); }
 
+/* The size of a w x h image resized as p says (*rw, *rh: the shorter side
+ * to p->resize, the longer in proportion, truncated) */
+static dcz_status resized(const dcz_preprocess *p, uint32_t w, uint32_t h, uint32_t *rw, uint32_t *rh, char *err,
+                          size_t errlen)
+{
+    *rw = w;
+    *rh = h;
+    if (p->resize && w <= h) {
+        *rw = p->resize;
+        *rh = (uint32_t)((uint64_t)p->resize * h / w);
+    } else if (p->resize) {
+        *rh = p->resize;
+        *rw = (uint32_t)((uint64_t)p->resize * w / h);
+    }
+    if (!*rw || !*rh || (uint64_t)*rw * *rh > DCZ_PNG_MAX_VALUES) {
+        snprintf(err, errlen, "a %ux%u image resized to %u pixels on its shorter side is %ux%u", w, h, p->resize,
+                 *rw, *rh);
+        return DCZ_ERR_SHAPE;
+    }
+    return DCZ_OK;
+}
+
+dcz_status dcz_prep_size(const dcz_preprocess *p, uint32_t w, uint32_t h, uint32_t *ow, uint32_t *oh, char *err,
+                         size_t errlen)
+{
+    uint32_t rw, rh;
+    dcz_status s = resized(p, w, h, &rw, &rh, err, errlen);
+    if (s != DCZ_OK) return s;
+    if (p->crop_h && (rw < p->crop_w || rh < p->crop_h)) {
+        snprintf(err, errlen, "the image is %ux%u after resizing, smaller than the %ux%u crop the model takes", rw, rh,
+                 p->crop_w, p->crop_h);
+        return DCZ_ERR_SHAPE;
+    }
+    *ow = p->crop_h ? p->crop_w : rw;
+    *oh = p->crop_h ? p->crop_h : rh;
+    return DCZ_OK;
+}
+
 dcz_status dcz_prep_apply(const dcz_preprocess *p, const dcz_image *img, uint32_t h, uint32_t w, float *out,
                           char *err, size_t errlen)
 {
@@ -169,36 +207,13 @@ dcz_status dcz_prep_apply(const dcz_preprocess *p, const dcz_image *img, uint32_
     if ((s = dcz_image_to_sample(img, c, img->h, img->w, 0, f, err, errlen)) != DCZ_OK) goto done;
     for (size_t i = 0; i < plane; i++)
         for (uint32_t ch = 0; ch < c; ch++) pix[i * c + ch] = (uint8_t)lrintf(f[ch * plane + i] * 255.0f);
-    uint32_t rw = img->w, rh = img->h;
-    if (p->resize) {   /* the shorter side to resize, the longer in proportion (truncated) */
-        if (img->w <= img->h) {
-            rw = p->resize;
-            rh = (uint32_t)((uint64_t)p->resize * img->h / img->w);
-        } else {
-            rh = p->resize;
-            rw = (uint32_t)((uint64_t)p->resize * img->w / img->h);
-        }
-        if (!rw || !rh) {
-            snprintf(err, errlen, "a %ux%u image resized to %u pixels on its shorter side is empty", img->w, img->h,
-                     p->resize);
-            s = DCZ_ERR_SHAPE;
-            goto done;
-        }
-        if ((s = resample(pix, img->w, img->h, c, rw, rh, &sized)) != DCZ_OK) goto done;
-    }
+    uint32_t rw, rh, ow, oh;
+    if ((s = dcz_prep_size(p, img->w, img->h, &ow, &oh, err, errlen)) != DCZ_OK ||
+        (s = resized(p, img->w, img->h, &rw, &rh, err, errlen)) != DCZ_OK)
+        goto done;
+    if ((rw != img->w || rh != img->h) && (s = resample(pix, img->w, img->h, c, rw, rh, &sized)) != DCZ_OK) goto done;
     const uint8_t *src = sized ? sized : pix;
-    uint32_t top = 0, left = 0;
-    if (p->crop_h) {
-        if (rw < p->crop_w || rh < p->crop_h) {
-            snprintf(err, errlen, "the image is %ux%u after resizing, smaller than the %ux%u crop the model takes",
-                     rw, rh, p->crop_w, p->crop_h);
-            s = DCZ_ERR_SHAPE;
-            goto done;
-        }
-        top = half_even(rh - p->crop_h);
-        left = half_even(rw - p->crop_w);
-    }
-    const uint32_t oh = p->crop_h ? p->crop_h : rh, ow = p->crop_w ? p->crop_w : rw;
+    const uint32_t top = p->crop_h ? half_even(rh - p->crop_h) : 0, left = p->crop_h ? half_even(rw - p->crop_w) : 0;
     if (oh != h || ow != w) {
         snprintf(err, errlen, "the image is %ux%u after its preprocessing, the model takes %ux%u", ow, oh, w, h);
         s = DCZ_ERR_SHAPE;

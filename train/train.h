@@ -115,6 +115,14 @@ dcz_status dcz_data_load(const char *spec, int split, dcz_dataset *out,
 dcz_status dcz_data_load_max(const char *spec, int split, uint64_t max_bytes, dcz_dataset *out,
                              char *err, size_t errlen);
 
+/* dcz_data_load_max through preprocessing prep (NULL: none): an image
+ * folder's images, of any size, become samples of (prep->channels, and the
+ * size after its resize and crop) by dcz_prep_apply; IDX samples, which have
+ * one size, are normalized, and a resize or crop that would change their
+ * size gives DCZ_ERR_SHAPE. */
+dcz_status dcz_data_load_prep(const char *spec, int split, uint64_t max_bytes, const dcz_preprocess *prep,
+                              dcz_dataset *out, char *err, size_t errlen);
+
 /* Parses decompressed IDX image and label buffers (ubyte images of rank 3,
  * ubyte labels of rank 1, same count). Exposed for tests and fuzzing. */
 dcz_status dcz_idx_parse(const uint8_t *img, size_t img_len,

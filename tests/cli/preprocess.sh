@@ -4,7 +4,8 @@
 # dcz run to images of other sizes: dcz info shows it (text and JSON), the
 # later stages keep it, options that do not fit the model are refused before
 # anything is written, and a model without it takes images of its own size
-# only. (Its values are checked against torchvision's in tests/unit/test_png.c.)
+# only; image folders of mixed sizes train and evaluate through it. (Its
+# values are checked against torchvision's in tests/unit/test_png.c.)
 source "$(dirname "$0")/lib.bash"
 FIX="$ROOT/tests/fixtures"
 
@@ -43,4 +44,24 @@ expect 1 "$DCZ" import "$FIX/onnx/resnet.onnx" --normalize 0.5/0 -o "$T/bad.dcz"
 expect 1 "$DCZ" import "$FIX/onnx/resnet.onnx" --resize 70000 -o "$T/bad.dcz"
 expect 1 "$DCZ" import "$FIX/onnx/resnet.onnx" --crop 2x -o "$T/bad.dcz"
 [ ! -e "$T/bad.dcz" ] || fail "a refused import wrote its output"
+
+# image folders of mixed sizes: 28x28 PNGs with a 33x50 JPEG among them,
+# refused as they are, taken through preprocessing (train records it, eval
+# applies the model's record)
+if [ -f /usr/share/datasets/fashion-mnist/t10k-images-idx3-ubyte.gz ]; then
+    "$ROOT/build/tests/idx2png" fashion-mnist "$T/imgs" 12 6 > /dev/null || fail "idx2png"
+    cls=$(ls "$T/imgs/train" | head -n 1)
+    cp "$FIX/prep/tall.jpg" "$T/imgs/train/$cls/zz-tall.jpg"
+    expect 2 "$DCZ" train --arch lenet5 --epochs 1 --data "$T/imgs" -o "$T/t.dcz"
+    grep -q "zz-tall.jpg is 33 x 50" "$T/err" || fail "mixed sizes without preprocessing: $(cat "$T/err")"
+    "$DCZ" train --arch lenet5 --epochs 1 --data "$T/imgs" --resize 28 --crop 28 --normalize 0.286/0.353 -q \
+        -o "$T/t.dcz" || fail "train through preprocessing"
+    "$DCZ" info "$T/t.dcz" | grep -q "^images: size shorter side to 28" || fail "train did not record it"
+    cp "$FIX/prep/tall.jpg" "$T/imgs/test/$cls/zz-tall.jpg"
+    "$DCZ" eval "$T/t.dcz" --data "$T/imgs" -q --json > "$T/eval.json" || fail "eval through the record"
+    n=$(find "$T/imgs/test" -type f | wc -l)
+    grep -q "\"samples\":$n," "$T/eval.json" || fail "eval of $n images: $(cat "$T/eval.json")"
+else
+    echo "SKIP image folders: Debian's dataset-fashion-mnist is not installed"
+fi
 echo "ok"
