@@ -18,6 +18,12 @@ writes tests/fixtures/prep/:
                 photo R 32, CROP 28 (shrinking); small R 40, CROP (36, 30)
                 (enlarging); tall R 33, CROP (31, 30) (no resampling;
                 crops whose halves round to even)
+    photo-boxes.f32
+                the random crop of training as torchvision computes it
+                for each box of BOXES, one tensor after the other:
+                Normalize(ToTensor(F.resized_crop(photo, top, left, height,
+                width, [out_h, out_w]))), the boxes drawn by hand to shrink,
+                enlarge, keep one axis and take the whole image
 """
 import os
 
@@ -25,10 +31,14 @@ import numpy as np
 import torch
 from PIL import Image
 from torchvision import transforms
+from torchvision.transforms import functional as F
 
 OUT = "tests/fixtures/prep"
 MEAN, STD = [0.485, 0.456, 0.406], [0.229, 0.224, 0.225]
 CASES = {"photo.jpg": (32, 28), "small.png": (40, (36, 30)), "tall.jpg": (33, (31, 30))}
+# (top, left, height, width, out_h, out_w) on photo.jpg (61x45); the same
+# list is in tests/unit/test_png.c
+BOXES = [(5, 7, 30, 40, 28, 28), (10, 20, 9, 11, 28, 28), (3, 2, 28, 50, 28, 28), (0, 0, 45, 61, 24, 32)]
 
 
 def pattern(w, h, c, seed):
@@ -50,6 +60,11 @@ def main():
         x = t(Image.open(os.path.join(OUT, name)).convert("RGB"))
         x.numpy().astype("<f4").tofile(os.path.join(OUT, os.path.splitext(name)[0] + ".f32"))
         print(name, tuple(x.shape))
+    photo = Image.open(os.path.join(OUT, "photo.jpg")).convert("RGB")
+    norm = transforms.Compose([transforms.ToTensor(), transforms.Normalize(MEAN, STD)])
+    boxes = [norm(F.resized_crop(photo, t, l, h, w, [oh, ow])) for t, l, h, w, oh, ow in BOXES]
+    torch.cat([b.flatten() for b in boxes]).numpy().astype("<f4").tofile(os.path.join(OUT, "photo-boxes.f32"))
+    print("photo-boxes", [tuple(b.shape) for b in boxes])
 
 
 if __name__ == "__main__":

@@ -1,7 +1,7 @@
 /* data.c: datasets for training: MNIST-style IDX files (gzip or plain),
  * and the entry point that also finds folders of PNG images (data_png.c);
- * what every dataset offers whichever its form: reading samples, holding a
- * part out, freeing.
+ * what every dataset offers whichever its form: reading samples (varied
+ * for training, augment.c), holding a part out, freeing.
  *
  * An IDX file is big-endian: two zero bytes, a type byte (0x08 = unsigned
  * bytes, the only type accepted), a rank byte, one 32-bit size per
@@ -174,7 +174,20 @@ void dcz_dataset_free(dcz_dataset *d)
 dcz_status dcz_dataset_samples(const dcz_dataset *d, const size_t *idx, size_t first, size_t n, float *x,
                                char *err, size_t errlen)
 {
+    return dcz_dataset_samples_aug(d, idx, first, n, NULL, x, err, errlen);
+}
+
+dcz_status dcz_dataset_samples_aug(const dcz_dataset *d, const size_t *idx, size_t first, size_t n,
+                                   const dcz_augment *aug, float *x, char *err, size_t errlen)
+{
     if (!d || (n && !x) || !dcz_dataset_ready(d) || first > SIZE_MAX - n) return DCZ_ERR_ARG;
+    if (aug && aug->what & ~DCZ_AUG_ALL) return DCZ_ERR_ARG;
+    if (aug && !aug->what) aug = NULL;
+    if (aug && aug->what & DCZ_AUG_CROP && !d->files) {
+        dcz_train_err(err, errlen, "random crops need the images of an image folder; in-memory (IDX) samples "
+                      "have one size and are not cropped");
+        return DCZ_ERR_UNSUPPORTED;
+    }
     if (idx) {
         for (size_t j = 0; j < n; j++)
             if (idx[first + j] >= d->n) {
@@ -186,13 +199,16 @@ dcz_status dcz_dataset_samples(const dcz_dataset *d, const size_t *idx, size_t f
         return DCZ_ERR_ARG;
     }
     if (n == 0) return DCZ_OK;
-    if (d->files) return dcz_image_files_samples(d, idx, first, n, x, err, errlen);
+    if (d->files) return dcz_image_files_samples(d, idx, first, n, aug, x, err, errlen);
     const size_t per = (size_t)d->c * d->h * d->w;
-    if (!idx) {
-        memcpy(x, d->x + first * per, n * per * sizeof *x);
-        return DCZ_OK;
+    if (!idx) memcpy(x, d->x + first * per, n * per * sizeof *x);
+    else
+        for (size_t j = 0; j < n; j++) memcpy(x + j * per, d->x + idx[first + j] * per, per * sizeof *x);
+    for (size_t j = 0; aug && j < n; j++) {   /* flips only (crops were refused) */
+        dcz_rng r;
+        dcz_augment_rng(aug->key, idx ? idx[first + j] : first + j, &r);
+        if (dcz_augment_draw_flip(&r)) dcz_augment_flip(x + j * per, d->c, d->h, d->w);
     }
-    for (size_t j = 0; j < n; j++) memcpy(x + j * per, d->x + idx[first + j] * per, per * sizeof *x);
     return DCZ_OK;
 }
 

@@ -9,7 +9,9 @@
  * the CRC32 of its bytes, and nothing of its pixels. A read
  * (dcz_dataset_samples) reads the files again, refuses one whose bytes are
  * not those checked (size and CRC32), decodes it and converts it
- * (image_sample, the one place a decoded image becomes a sample).
+ * (image_sample, the one place a decoded image becomes a sample: through
+ * the model's preprocessing, or for training batches its random variant,
+ * augment.c, each sample drawing from a generator of its own).
  *
  * Both passes split the files over the trainer's threads (dcz_train_par);
  * each file's result is written to its own place, and of several failures
@@ -442,25 +444,37 @@ static dcz_status read_image(const dcz_image_files *f, size_t i, uint64_t max, u
 
 /* Decoded pixels into a sample of f's shape: the one conversion every
  * sample of an image folder goes through, through f's preprocessing
- * (resize, crop, per-channel mean and deviation) when it has one. */
-static dcz_status image_sample(const dcz_image_files *f, const dcz_image *img, float *out, char *why, size_t whylen)
+ * (resize, crop, per-channel mean and deviation) when it has one. A
+ * training sample may be varied (aug: DCZ_AUG_* bits, drawn from r): a
+ * random box of the image resized to the sample's size in place of the
+ * preprocessing's resize and crop (with its mean and deviation; without a
+ * preprocessing, values in [0, 1] as always, through 8 bits), then a flip
+ * by even odds. */
+static dcz_status image_sample(const dcz_image_files *f, const dcz_image *img, unsigned aug, dcz_rng *r,
+                               float *out, char *why, size_t whylen)
 {
-    if (f->has_prep) {
-        const dcz_status st = dcz_prep_apply(&f->prep, img, f->h, f->w, out, why, whylen);
-        return st == DCZ_OK || st == DCZ_ERR_NOMEM ? st : DCZ_ERR_DATA;
-    }
-    if (img->w != f->w || img->h != f->h || (f->c == 1 && !dcz_image_is_gray(img))) {
+    dcz_status st;
+    if (aug & DCZ_AUG_CROP) {
+        dcz_preprocess plain = { .channels = f->c, .std = { 1.0f, 1.0f, 1.0f } };
+        st = dcz_prep_box(f->has_prep ? &f->prep : &plain, img, dcz_augment_crop_box(img->w, img->h, r), f->h, f->w,
+                          out, why, whylen);
+    } else if (f->has_prep) {
+        st = dcz_prep_apply(&f->prep, img, f->h, f->w, out, why, whylen);
+    } else if (img->w != f->w || img->h != f->h || (f->c == 1 && !dcz_image_is_gray(img))) {
         dcz_train_err(why, whylen, "%u x %u, %s; the dataset's samples are %u x %u, %s", img->w, img->h,
                       dcz_image_is_gray(img) ? "gray" : "colour", f->w, f->h, f->c == 1 ? "gray" : "colour");
         return DCZ_ERR_DATA;
+    } else {
+        st = dcz_image_to_sample(img, f->c, f->h, f->w, 0, out, why, whylen);
     }
-    const dcz_status st = dcz_image_to_sample(img, f->c, f->h, f->w, 0, out, why, whylen);
+    if (st == DCZ_OK && (aug & DCZ_AUG_FLIP) && dcz_augment_draw_flip(r)) dcz_augment_flip(out, f->c, f->h, f->w);
     return st == DCZ_OK || st == DCZ_ERR_NOMEM ? st : DCZ_ERR_DATA;
 }
 
 /* Sample of file i into out: its bytes read again, checked against the
- * load's, decoded and converted. */
-static dcz_status file_sample(const dcz_image_files *f, size_t i, float *out, char *why, size_t whylen)
+ * load's, decoded and converted (varied as aug says, drawn from r). */
+static dcz_status file_sample(const dcz_image_files *f, size_t i, unsigned aug, dcz_rng *r, float *out, char *why,
+                              size_t whylen)
 {
     char path[PATH_LEN];
     file_path(f, i, path);
@@ -484,7 +498,7 @@ static dcz_status file_sample(const dcz_image_files *f, size_t i, float *out, ch
     }
     if (st == DCZ_OK && (st = dcz_image_decode(bytes, len, &img, what, sizeof what)) != DCZ_OK)
         dcz_train_err(why, whylen, "%s: %s", path, what);
-    if (st == DCZ_OK && (st = image_sample(f, &img, out, what, sizeof what)) != DCZ_OK)
+    if (st == DCZ_OK && (st = image_sample(f, &img, aug, r, out, what, sizeof what)) != DCZ_OK)
         dcz_train_err(why, whylen, "%s: %s", path, what);
     dcz_image_free(&img);
     free(bytes);
@@ -655,6 +669,7 @@ typedef struct read_job {
     const dcz_dataset *d;
     const size_t *idx;
     size_t first;
+    const dcz_augment *aug; /* NULL: none */
     float *x;               /* (n, per) */
     size_t per;
     first_fail fail;
@@ -668,7 +683,10 @@ static void read_part(void *ctx, size_t lo, size_t hi)
         if (fail_before(&j->fail, k)) return;
         const size_t s = j->idx ? j->idx[j->first + k] : j->first + k;
         const size_t i = j->d->pick ? j->d->pick[s] : s;
-        const dcz_status st = file_sample(j->d->files, i, j->x + k * j->per, why, sizeof why);
+        dcz_rng r = { { 0 } };   /* sample s's own draws: the same whichever thread reads it */
+        if (j->aug) dcz_augment_rng(j->aug->key, s, &r);
+        const dcz_status st = file_sample(j->d->files, i, j->aug ? j->aug->what : 0, &r, j->x + k * j->per, why,
+                                          sizeof why);
         if (st != DCZ_OK) {
             fail_note(&j->fail, k, st, why);
             return;
@@ -676,10 +694,10 @@ static void read_part(void *ctx, size_t lo, size_t hi)
     }
 }
 
-dcz_status dcz_image_files_samples(const dcz_dataset *d, const size_t *idx, size_t first, size_t n, float *x,
-                                   char *err, size_t errlen)
+dcz_status dcz_image_files_samples(const dcz_dataset *d, const size_t *idx, size_t first, size_t n,
+                                   const dcz_augment *aug, float *x, char *err, size_t errlen)
 {
-    read_job j = { .d = d, .idx = idx, .first = first, .x = x, .per = (size_t)d->c * d->h * d->w };
+    read_job j = { .d = d, .idx = idx, .first = first, .aug = aug, .x = x, .per = (size_t)d->c * d->h * d->w };
     fail_init(&j.fail);
     dcz_train_par(n, 1, read_part, &j);
     pthread_mutex_destroy(&j.fail.lock);

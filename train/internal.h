@@ -39,9 +39,10 @@ uint32_t dcz_train_crc32(uint32_t crc, const uint8_t *p, size_t len);
 void dcz_image_files_retain(dcz_image_files *f);
 void dcz_image_files_release(dcz_image_files *f);
 
-/* dcz_dataset_samples of a streaming set, its indexes checked. */
-dcz_status dcz_image_files_samples(const dcz_dataset *d, const size_t *idx, size_t first, size_t n, float *x,
-                                   char *err, size_t errlen);
+/* dcz_dataset_samples_aug of a streaming set, its indexes and aug checked
+ * (aug NULL for none). */
+dcz_status dcz_image_files_samples(const dcz_dataset *d, const size_t *idx, size_t first, size_t n,
+                                   const dcz_augment *aug, float *x, char *err, size_t errlen);
 
 /* The hash of a part of a streaming set (dcz_dataset_holdout): its n
  * files pick[0 .. n) and labels y. */

@@ -12,8 +12,9 @@
  *
  * A folder dataset streams (data_png.c): it keeps its file list, not its
  * samples, and each read of a sample reads, checks and decodes its file
- * again, through one conversion from decoded pixels to floats (where a
- * preprocessing step would go).
+ * again, through one conversion from decoded pixels to floats: the
+ * model's preprocessing, or for training samples its random variant
+ * (dcz_augment).
  *
  * Tested by tests/unit/test_png.c; dcz_png_decode and dcz_image_to_sample
  * are fuzzed by tests/fuzz/fuzz_png.c, dcz_jpeg_decode by
@@ -80,6 +81,18 @@ dcz_status dcz_image_to_sample(const dcz_image *img, uint32_t c, uint32_t h, uin
  * crop), DCZ_ERR_ARG, DCZ_ERR_NOMEM. */
 dcz_status dcz_prep_apply(const dcz_preprocess *p, const dcz_image *img, uint32_t h, uint32_t w, float *out,
                           char *err, size_t errlen);
+
+/* The box of img cropped and resized to exactly h x w, then normalized,
+ * as torchvision's F.resized_crop on a PIL image then ToTensor and
+ * Normalize (the random crop of training, DCZ_AUG_CROP): channels
+ * converted as dcz_image_to_sample converts them to p->channels, the box
+ * cut out, resized by the filter of dcz_prep_apply (each axis whose size
+ * changes, the box's edges the filter's), (v / 255 - mean) / std; p's
+ * resize and crop are not used. DCZ_ERR_ARG for a box not inside the image
+ * (or empty), DCZ_ERR_SHAPE for an output of more than DCZ_PNG_MAX_VALUES
+ * pixels, DCZ_ERR_NOMEM. */
+dcz_status dcz_prep_box(const dcz_preprocess *p, const dcz_image *img, dcz_box box, uint32_t h, uint32_t w,
+                        float *out, char *err, size_t errlen);
 
 /* The size (*ow, *oh) a w x h image has after preprocessing p: resized,
  * then cropped. DCZ_ERR_SHAPE with a reason in err when it is smaller than

@@ -3,7 +3,9 @@
  * shorter side resized by antialiased bilinear interpolation in 8-bit
  * integers as PIL computes it (so torchvision's Resize on a PIL image, which
  * the networks torchvision ships were trained with), the center crop, then
- * x / 255 normalized per channel.
+ * x / 255 normalized per channel. The random crop of training
+ * (dcz_prep_box) cuts a box out and resizes it alone to the model's size
+ * with the same filter, as torchvision's F.resized_crop on a PIL image.
  *
  * The resampling follows PIL's: per axis, weights of a triangle of half
  * width max(scale, 1) around each output position's center in the input,
@@ -12,8 +14,8 @@
  * resampled.
  *
  * Checked by tests/unit/test_png.c against PIL's and torchvision's own
- * output on a committed JPEG (tests/fixtures/prep, written by
- * scripts/make_prep_fixture.py).
+ * output on committed images, boxes included (tests/fixtures/prep, written
+ * by scripts/make_prep_fixture.py).
  */
 #include <math.h>
 #include <stdio.h>
@@ -192,21 +194,48 @@ dcz_status dcz_prep_size(const dcz_preprocess *p, uint32_t w, uint32_t h, uint32
     return DCZ_OK;
 }
 
+/* img as 8-bit samples of c channels, interleaved (h, w, c), into *pix
+ * (malloc'd), by the conversions of dcz_image_to_sample (planar floats in
+ * [0, 1], back to 0..255) */
+static dcz_status pixels8(const dcz_image *img, uint32_t c, uint8_t **pix, char *err, size_t errlen)
+{
+    const size_t plane = (size_t)img->w * img->h;
+    float *f = malloc(plane * c * sizeof *f);
+    uint8_t *p = malloc(plane * c);
+    dcz_status s = DCZ_ERR_NOMEM;
+    if (f && p && (s = dcz_image_to_sample(img, c, img->h, img->w, 0, f, err, errlen)) == DCZ_OK) {
+        for (size_t i = 0; i < plane; i++)
+            for (uint32_t ch = 0; ch < c; ch++) p[i * c + ch] = (uint8_t)lrintf(f[ch * plane + i] * 255.0f);
+        *pix = p;
+        p = NULL;
+    }
+    free(f);
+    free(p);
+    return s;
+}
+
+/* out (c, h, w) = (v / 255 - mean) / std of the h x w pixels of src
+ * (rows of stride pixels, c interleaved) from (left, top) */
+static void normalize(const dcz_preprocess *p, const uint8_t *src, uint32_t stride, uint32_t top, uint32_t left,
+                      uint32_t h, uint32_t w, float *out)
+{
+    const uint32_t c = p->channels;
+    for (uint32_t ch = 0; ch < c; ch++)
+        for (uint32_t y = 0; y < h; y++)
+            for (uint32_t x = 0; x < w; x++) {
+                const float v = (float)src[(((size_t)(y + top)) * stride + x + left) * c + ch] / 255.0f;
+                out[((size_t)ch * h + y) * w + x] = (v - p->mean[ch]) / p->std[ch];
+            }
+}
+
 dcz_status dcz_prep_apply(const dcz_preprocess *p, const dcz_image *img, uint32_t h, uint32_t w, float *out,
                           char *err, size_t errlen)
 {
     if (!p || !img || !out || (p->channels != 1 && p->channels != 3) || !img->w || !img->h) return DCZ_ERR_ARG;
     const uint32_t c = p->channels;
-    /* 8-bit samples of c channels, interleaved, by the conversions of
-     * dcz_image_to_sample (planar floats in [0, 1], back to 0..255) */
-    const size_t plane = (size_t)img->w * img->h;
-    float *f = malloc(plane * c * sizeof *f);
-    uint8_t *pix = malloc(plane * c), *sized = NULL;
-    dcz_status s = DCZ_ERR_NOMEM;
-    if (!f || !pix) goto done;
-    if ((s = dcz_image_to_sample(img, c, img->h, img->w, 0, f, err, errlen)) != DCZ_OK) goto done;
-    for (size_t i = 0; i < plane; i++)
-        for (uint32_t ch = 0; ch < c; ch++) pix[i * c + ch] = (uint8_t)lrintf(f[ch * plane + i] * 255.0f);
+    uint8_t *pix = NULL, *sized = NULL;
+    dcz_status s;
+    if ((s = pixels8(img, c, &pix, err, errlen)) != DCZ_OK) goto done;
     uint32_t rw, rh, ow, oh;
     if ((s = dcz_prep_size(p, img->w, img->h, &ow, &oh, err, errlen)) != DCZ_OK ||
         (s = resized(p, img->w, img->h, &rw, &rh, err, errlen)) != DCZ_OK)
@@ -219,16 +248,41 @@ dcz_status dcz_prep_apply(const dcz_preprocess *p, const dcz_image *img, uint32_
         s = DCZ_ERR_SHAPE;
         goto done;
     }
-    for (uint32_t ch = 0; ch < c; ch++)
-        for (uint32_t y = 0; y < h; y++)
-            for (uint32_t x = 0; x < w; x++) {
-                const float v = (float)src[(((size_t)(y + top)) * rw + x + left) * c + ch] / 255.0f;
-                out[((size_t)ch * h + y) * w + x] = (v - p->mean[ch]) / p->std[ch];
-            }
+    normalize(p, src, rw, top, left, h, w, out);
     s = DCZ_OK;
 done:
-    free(f);
     free(pix);
+    free(sized);
+    return s;
+}
+
+dcz_status dcz_prep_box(const dcz_preprocess *p, const dcz_image *img, dcz_box box, uint32_t h, uint32_t w,
+                        float *out, char *err, size_t errlen)
+{
+    if (!p || !img || !out || (p->channels != 1 && p->channels != 3) || !box.w || !box.h || !h || !w ||
+        box.x > img->w || box.w > img->w - box.x || box.y > img->h || box.h > img->h - box.y)
+        return DCZ_ERR_ARG;
+    if ((uint64_t)h * w > DCZ_PNG_MAX_VALUES) {
+        snprintf(err, errlen, "a %ux%u output does not fit in memory", w, h);
+        return DCZ_ERR_SHAPE;
+    }
+    const uint32_t c = p->channels;
+    uint8_t *pix = NULL, *cut = NULL, *sized = NULL;
+    dcz_status s;
+    if ((s = pixels8(img, c, &pix, err, errlen)) != DCZ_OK) goto done;
+    /* the crop, then a resize of the crop alone (its edges are the image's
+     * edges for the filter), as PIL's crop then resize */
+    s = DCZ_ERR_NOMEM;
+    const size_t row = (size_t)box.w * c;
+    if (!(cut = malloc(row * box.h))) goto done;
+    for (uint32_t y = 0; y < box.h; y++)
+        memcpy(cut + y * row, pix + (((size_t)(box.y + y)) * img->w + box.x) * c, row);
+    if ((box.w != w || box.h != h) && (s = resample(cut, box.w, box.h, c, w, h, &sized)) != DCZ_OK) goto done;
+    normalize(p, sized ? sized : cut, w, 0, 0, h, w, out);
+    s = DCZ_OK;
+done:
+    free(pix);
+    free(cut);
     free(sized);
     return s;
 }

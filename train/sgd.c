@@ -29,7 +29,10 @@
  *
  * Batches are read through dcz_dataset_samples (in memory, or decoded from
  * a streaming set's files, in the epoch's shuffled order); a failed read
- * ends the epoch or the evaluation with its status.
+ * ends the epoch or the evaluation with its status. Training batches may be
+ * varied (dcz_sgd.augment, augment.c): the epoch draws one key from its
+ * generator after the shuffle, and each sample its crop and flip from that
+ * key and its index, so sharding and threads change nothing.
  *
  * Tested by tests/unit/test_train.c: finite-difference gradient checks in
  * double, masks, codebooks, convergence, determinism, sharded steps.
@@ -184,6 +187,7 @@ static dcz_status check_sgd(const dcz_sgd *o)
     if (!isfinite(o->momentum) || o->momentum < 0) return DCZ_ERR_ARG;
     if (!isfinite(o->weight_decay) || o->weight_decay < 0) return DCZ_ERR_ARG;
     if (!(o->ramp_from >= 0 && o->ramp_to >= 0 && o->ramp_from <= 1 && o->ramp_to <= 1)) return DCZ_ERR_ARG;
+    if (o->augment & ~DCZ_AUG_ALL) return DCZ_ERR_ARG;
     return DCZ_OK;
 }
 
@@ -350,7 +354,8 @@ static void bn_swap(dcz_net *net, shard_state *s, int dir)
  * its parts' (this rank's, then every rank's); the batch-norm running
  * statistics moved once; the mean loss into *loss. */
 static dcz_status sharded_grad(dcz_net *net, const dcz_dataset *data, const size_t *perm, size_t start, int bs,
-                               const dcz_sgd *opt, shard_state *s, uint8_t *yb, double *loss)
+                               const dcz_sgd *opt, const dcz_augment *aug, shard_state *s, uint8_t *yb,
+                               double *loss)
 {
     const size_t G = net->grad_count, S = s->nsum;
     memset(s->acc, 0, s->nacc * sizeof *s->acc);
@@ -361,7 +366,8 @@ static dcz_status sharded_grad(dcz_net *net, const dcz_dataset *data, const size
     for (int m = s->first; m < s->last && st == DCZ_OK; m++) {
         const int lo = (int)((long)bs * m / s->parts), hi = (int)((long)bs * (m + 1) / s->parts), b = hi - lo;
         if (b == 0) continue;
-        if ((st = dcz_dataset_samples(data, perm, start + (size_t)lo, (size_t)b, net->act[0], NULL, 0)) != DCZ_OK)
+        if ((st = dcz_dataset_samples_aug(data, perm, start + (size_t)lo, (size_t)b, aug, net->act[0], NULL, 0)) !=
+            DCZ_OK)
             break;
         for (int r = 0; r < b; r++) yb[r] = data->y[perm[start + (size_t)(lo + r)]];
         dcz_rng_seed(&net->rng, seed + 0x9E3779B97F4A7C15ull * (uint64_t)(m + 1));
@@ -412,6 +418,7 @@ dcz_status dcz_train_epoch(dcz_net *net, const dcz_dataset *data, const dcz_sgd 
     if (st != DCZ_OK) return st;
     st = check_data(net, data);
     if (st != DCZ_OK) return st;
+    if (opt->augment & DCZ_AUG_CROP && !data->files) return DCZ_ERR_UNSUPPORTED;   /* no image to crop */
     size_t n = data->n;
     int bmax = (size_t)opt->batch < n ? opt->batch : (int)n;
     size_t *perm = malloc(n * sizeof *perm);     /* (n) sample order */
@@ -433,6 +440,10 @@ dcz_status dcz_train_epoch(dcz_net *net, const dcz_dataset *data, const dcz_sgd 
         size_t j = dcz_rng_below(rng, (uint32_t)(i + 1));
         size_t t = perm[i]; perm[i] = perm[j]; perm[j] = t;
     }
+    /* the epoch's variations: a key from rng, drawn only when augmenting */
+    dcz_augment aug = { opt->augment, 0 };
+    if (aug.what) aug.key = dcz_rng_u64(rng);
+    const dcz_augment *augp = aug.what ? &aug : NULL;
     double total = 0;
     const size_t steps = (n + (size_t)bmax - 1) / (size_t)bmax;
     dcz_sgd step = *opt;
@@ -440,9 +451,9 @@ dcz_status dcz_train_epoch(dcz_net *net, const dcz_dataset *data, const dcz_sgd 
         int bs = n - start < (size_t)bmax ? (int)(n - start) : bmax;
         double bl;
         if (sharded) {
-            if ((st = sharded_grad(net, data, perm, start, bs, opt, &sh, yb, &bl)) != DCZ_OK) goto cleanup;
+            if ((st = sharded_grad(net, data, perm, start, bs, opt, augp, &sh, yb, &bl)) != DCZ_OK) goto cleanup;
         } else {
-            if ((st = dcz_dataset_samples(data, perm, start, (size_t)bs, net->act[0], NULL, 0)) != DCZ_OK)
+            if ((st = dcz_dataset_samples_aug(data, perm, start, (size_t)bs, augp, net->act[0], NULL, 0)) != DCZ_OK)
                 goto cleanup;
             for (int r = 0; r < bs; r++) yb[r] = data->y[perm[start + (size_t)r]];
             bl = grad_core(net, yb, bs);

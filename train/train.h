@@ -33,7 +33,10 @@
  * directory, or Fashion-MNIST from Debian's dataset-fashion-mnist package for
  * the spec "fashion-mnist", into memory, or folders of PNG and JPEG images
  * (train/png.h), which stream: decoded from their files each time they are
- * read (dcz_dataset_samples). Images become floats in [0, 1].
+ * read (dcz_dataset_samples). Images become floats in [0, 1], or what the
+ * model's preprocessing makes of them; training batches may be varied at
+ * random as torchvision trains ImageNet networks (dcz_augment: random
+ * resized crops and flips, reproducible from the seed).
  *
  * Tested by tests/unit/test_train.c and tests/unit/test_idx.c; the IDX parser
  * is fuzzed by tests/fuzz/fuzz_idx.c. The helpers for stages (util.c) are
@@ -178,6 +181,60 @@ dcz_status dcz_dataset_samples(const dcz_dataset *d, const size_t *idx, size_t f
  * dataset sharing them), for callers that got only its status through a
  * library call (dcz_train_epoch, ...); "" when none or in memory. */
 const char *dcz_dataset_error(const dcz_dataset *d);
+
+/* ---- training augmentation (augment.c) ------------------------------------ */
+
+/* The variations torchvision trains ImageNet networks with, applied to
+ * training samples only (the batches of dcz_train_epoch, dcz_sgd.augment;
+ * never evaluation, calibration or a test split):
+ * - DCZ_AUG_CROP: RandomResizedCrop. A box of the decoded image (area 8% to
+ *   100% of it, width / height 3/4 to 4/3, dcz_augment_crop_box) is cut out
+ *   and resized to the sample's size by PIL's bilinear filter
+ *   (dcz_prep_box), then normalized by the preprocessing's mean and
+ *   deviation; the record's resize and center crop are not applied (they
+ *   are what evaluation does). Image folders only: in-memory (IDX) samples
+ *   have lost their image, and give DCZ_ERR_UNSUPPORTED.
+ * - DCZ_AUG_FLIP: RandomHorizontalFlip, p 0.5: every row of every channel
+ *   of the sample reversed (after the crop); on image folders and IDX
+ *   samples alike (planar (C, H, W)). */
+enum { DCZ_AUG_FLIP = 1u, DCZ_AUG_CROP = 2u, DCZ_AUG_ALL = 3u };
+
+/* One read's augmentation: what (DCZ_AUG_* bits, 0 none), and the epoch's
+ * key: sample s of the dataset (its index in d, wherever it stands in the
+ * order read) draws its crop box, then its flip, from
+ * dcz_augment_rng(key, s), so the result depends on neither the thread
+ * count nor the batch. */
+typedef struct dcz_augment {
+    unsigned what;
+    uint64_t key;
+} dcz_augment;
+
+/* dcz_dataset_samples, each sample varied as aug says (NULL or what 0:
+ * exactly dcz_dataset_samples). DCZ_ERR_ARG for unknown bits,
+ * DCZ_ERR_UNSUPPORTED (with a reason in err) for a crop of in-memory
+ * samples. */
+dcz_status dcz_dataset_samples_aug(const dcz_dataset *d, const size_t *idx, size_t first, size_t n,
+                                   const dcz_augment *aug, float *x, char *err, size_t errlen);
+
+/* The generator of sample s under key: seeded by a hash of both. */
+void dcz_augment_rng(uint64_t key, size_t sample, dcz_rng *r);
+
+/* A box of an image: columns x .. x + w - 1, rows y .. y + h - 1. */
+typedef struct dcz_box { uint32_t x, y, w, h; } dcz_box;
+
+/* torchvision's RandomResizedCrop.get_params, scale (0.08, 1), ratio
+ * (3/4, 4/3), for a w x h image (w, h >= 1), drawn from r: a box inside the
+ * image, of area within the scale range and width / height within the
+ * ratio range up to the rounding of each side to whole pixels; after 10
+ * draws that do not fit, the center box of the image's ratio clamped into
+ * the range. */
+dcz_box dcz_augment_crop_box(uint32_t w, uint32_t h, dcz_rng *r);
+
+/* Nonzero with probability 1/2, drawn from r: flip this sample. */
+int dcz_augment_draw_flip(dcz_rng *r);
+
+/* Reverses every row of x, planar (c, h, w) floats. */
+void dcz_augment_flip(float *x, uint32_t c, uint32_t h, uint32_t w);
 
 /* ---- the network --------------------------------------------------------- */
 
@@ -590,6 +647,12 @@ typedef struct dcz_sgd {
      * float sums, as before. */
     int shards;
     const dcz_comm *comm; /* NULL: one process */
+    /* DCZ_AUG_* bits (0: none): the training samples varied as torchvision
+     * trains ImageNet networks (see dcz_augment). The epoch's key is one
+     * number drawn from its rng after the shuffle (only when augmenting:
+     * without, the rng moves as it always did), so every epoch, and every
+     * retraining epoch of a later stage, varies its samples anew. */
+    unsigned augment;
 } dcz_sgd;
 
 typedef void (*dcz_progress_fn)(void *ctx, size_t done, size_t total);
@@ -610,10 +673,12 @@ dcz_status dcz_net_grad(dcz_net *net, const float *x, const uint8_t *y, int batc
 dcz_status dcz_net_step(dcz_net *net, const dcz_sgd *opt);
 
 /* One epoch of SGD over data in an order shuffled by rng, honouring masks and
- * codebooks. progress (may be NULL) is called after each batch. *loss gets
- * the mean training loss. DCZ_ERR_SHAPE when the samples are not of
- * net->in_dim floats (of shape (C, H, W) for a net whose in_rank is 3) or a
- * label is >= classes; a streaming set's failure to read a batch
+ * codebooks, its samples varied as opt->augment says (the key drawn from
+ * rng after the shuffle). progress (may be NULL) is called after each
+ * batch. *loss gets the mean training loss. DCZ_ERR_SHAPE when the samples
+ * are not of net->in_dim floats (of shape (C, H, W) for a net whose in_rank
+ * is 3) or a label is >= classes; DCZ_ERR_UNSUPPORTED for DCZ_AUG_CROP on
+ * in-memory samples; a streaming set's failure to read a batch
  * (dcz_dataset_samples: DCZ_ERR_IO, DCZ_ERR_DATA, ...) ends the epoch with
  * its status, the reason in dcz_dataset_error. */
 dcz_status dcz_train_epoch(dcz_net *net, const dcz_dataset *data, const dcz_sgd *opt,
@@ -663,7 +728,7 @@ void dcz_progress_relay_fn(void *relay, size_t done, size_t total_epoch);
 int dcz_dataset_fits(const dcz_net *net, const dcz_dataset *d);
 
 /* Nonzero when s (not NULL) holds usable settings: batch >= 1, finite lr and
- * weight_decay >= 0, 0 <= momentum < 1. Stricter than the engine, which
+ * weight_decay >= 0, 0 <= momentum < 1, known augment bits. Stricter than the engine, which
  * accepts any momentum >= 0. */
 int dcz_sgd_valid(const dcz_sgd *s);
 

@@ -21,7 +21,9 @@
  * changed, cut or grown after the load gives a clean error naming it (the
  * first in the order asked), one thread and two give the same bits, and
  * an epoch of training on the streaming set equals one on the same samples
- * in memory.
+ * in memory. Training augmentation: crop boxes in torchvision's ranges,
+ * their resampling against torchvision's F.resized_crop (fixture), flips,
+ * samples independent of threads and order, epochs reproducible.
  *
  * Run by `make test` (build/tests/test_png).
  */
@@ -643,6 +645,49 @@ static void test_preprocess(void)
     }
 }
 
+/* The random crop's resampling (dcz_prep_box) gives torchvision's
+ * F.resized_crop on a PIL image, to the last bit, for boxes that shrink,
+ * enlarge, keep one axis and take the whole image (the list of
+ * scripts/make_prep_fixture.py); boxes outside the image are refused. */
+static void test_prep_box(void)
+{
+    static const struct { uint32_t top, left, h, w, oh, ow; } boxes[] = {
+        { 5, 7, 30, 40, 28, 28 }, { 10, 20, 9, 11, 28, 28 }, { 3, 2, 28, 50, 28, 28 }, { 0, 0, 45, 61, 24, 32 },
+    };
+    size_t len = 0, wlen = 0;
+    uint8_t *buf = slurp("tests/fixtures/prep/photo.jpg", &len), *want = slurp("tests/fixtures/prep/photo-boxes.f32",
+                                                                                &wlen);
+    size_t total = 0;
+    for (size_t k = 0; k < sizeof boxes / sizeof *boxes; k++) total += 3 * (size_t)boxes[k].oh * boxes[k].ow;
+    REQUIRE(buf && want && wlen == total * sizeof(float), "fixtures");
+    char err[256] = "";
+    dcz_image img;
+    REQUIRE(dcz_image_decode(buf, len, &img, err, sizeof err) == DCZ_OK && img.w == 61 && img.h == 45, "%s", err);
+    const dcz_preprocess p = { 0, 0, 0, 3, DCZ_IMAGENET_MEAN, DCZ_IMAGENET_STD };
+    float *x = malloc(wlen);
+    REQUIRE(x, "alloc");
+    size_t at = 0;
+    for (size_t k = 0; k < sizeof boxes / sizeof *boxes; k++) {
+        const dcz_box b = { boxes[k].left, boxes[k].top, boxes[k].w, boxes[k].h };
+        const size_t n = 3 * (size_t)boxes[k].oh * boxes[k].ow;
+        CHECK(dcz_prep_box(&p, &img, b, boxes[k].oh, boxes[k].ow, x + at, err, sizeof err) == DCZ_OK, "box %zu: %s",
+              k, err);
+        size_t diff = 0, first = 0;
+        for (size_t i = 0; i < n; i++)
+            if (memcmp(want + 4 * (at + i), &x[at + i], 4) != 0 && !diff++) first = i;
+        CHECK(diff == 0, "box %zu: %zu of %zu values differ from torchvision's, the first at %zu", k, diff, n, first);
+        at += n;
+    }
+    const dcz_box out1 = { 22, 0, 40, 10 }, out2 = { 0, 40, 10, 6 }, empty = { 3, 3, 0, 5 };
+    CHECK(dcz_prep_box(&p, &img, out1, 8, 8, x, err, sizeof err) == DCZ_ERR_ARG &&
+          dcz_prep_box(&p, &img, out2, 8, 8, x, err, sizeof err) == DCZ_ERR_ARG &&
+          dcz_prep_box(&p, &img, empty, 8, 8, x, err, sizeof err) == DCZ_ERR_ARG, "boxes outside the image");
+    dcz_image_free(&img);
+    free(x);
+    free(buf);
+    free(want);
+}
+
 /* Loads split of root expecting status want (and a message holding word). */
 static int load_expect(int split, dcz_status want, const char *word, dcz_dataset *d)
 {
@@ -1029,6 +1074,275 @@ static void test_streaming(void)
     rm_tree(sroot);
 }
 
+/* ---- training augmentation ------------------------------------------------------------- */
+
+#define AN 12                /* images, two classes */
+#define AW 23
+#define AH 17
+
+/* The crop boxes of torchvision's RandomResizedCrop: inside the image,
+ * their area 8% to 100% of it and their width / height 3/4 to 4/3, each
+ * up to the rounding of the sides to whole pixels; spread over those
+ * ranges; the same for the same generator; the center box of the image's
+ * ratio clamped into the range when no draw fits (images too thin for any). */
+static void test_crop_boxes(void)
+{
+    static const uint32_t sizes[][2] = { { 1, 1 }, { 2, 3 }, { 23, 17 }, { 100, 100 }, { 224, 300 }, { 640, 480 },
+                                         { 50, 20 }, { 20, 50 } };
+    int inside = 1, in_range = 1;
+    double amin = 1, amax = 0, rmin = 10, rmax = 0;
+    for (size_t k = 0; k < sizeof sizes / sizeof *sizes; k++) {
+        const uint32_t w = sizes[k][0], h = sizes[k][1];
+        for (uint64_t s = 0; s < 2000; s++) {
+            dcz_rng r, again;
+            dcz_augment_rng(77, s, &r);
+            dcz_augment_rng(77, s, &again);
+            const dcz_box b = dcz_augment_crop_box(w, h, &r), c = dcz_augment_crop_box(w, h, &again);
+            if (b.x != c.x || b.y != c.y || b.w != c.w || b.h != c.h) inside = 0;
+            if (!b.w || !b.h || b.x + b.w > w || b.y + b.h > h) {
+                if (inside) fprintf(stderr, "    %ux%u: box %u,%u %ux%u\n", w, h, b.x, b.y, b.w, b.h);
+                inside = 0;
+            }
+            /* each side is within half a pixel of the real one drawn */
+            const double lo_a = (b.w - 0.5) * (b.h - 0.5), hi_a = (b.w + 0.5) * (b.h + 0.5), area = (double)w * h;
+            const double lo_r = (b.w - 0.5) / (b.h + 0.5), hi_r = (b.w + 0.5) / (b.h - 0.5);
+            if (w >= 20 && h >= 20 && (hi_a < 0.08 * area || lo_a > area || hi_r < 0.75 || lo_r > 4.0 / 3.0)) {
+                if (in_range) fprintf(stderr, "    %ux%u: box %ux%u\n", w, h, b.w, b.h);
+                in_range = 0;
+            }
+            if (w == 640) {
+                const double a = (double)b.w * b.h / area, ratio = (double)b.w / b.h;
+                amin = a < amin ? a : amin;
+                amax = a > amax ? a : amax;
+                rmin = ratio < rmin ? ratio : rmin;
+                rmax = ratio > rmax ? ratio : rmax;
+            }
+        }
+    }
+    CHECK(inside, "every box inside its image, the same from the same generator");
+    CHECK(in_range, "area and ratio in torchvision's ranges");
+    CHECK(amin < 0.1 && amax > 0.95 && rmin < 0.8 && rmax > 1.25, "the ranges are covered: area %.3f..%.3f, ratio "
+          "%.3f..%.3f", amin, amax, rmin, rmax);
+    /* too thin for any draw: the center, of the nearest ratio in range */
+    dcz_rng r;
+    dcz_rng_seed(&r, 1);
+    dcz_box b = dcz_augment_crop_box(400, 10, &r);
+    const uint32_t bw = (uint32_t)lrint(10 * 4.0 / 3.0);
+    CHECK(b.w == bw && b.h == 10 && b.x == (400 - bw) / 2 && b.y == 0, "400x10: %u,%u %ux%u", b.x, b.y, b.w, b.h);
+    b = dcz_augment_crop_box(3, 200, &r);
+    const uint32_t bh = (uint32_t)lrint(3 / 0.75);
+    CHECK(b.w == 3 && b.h == bh && b.x == 0 && b.y == (200 - bh) / 2, "3x200: %u,%u %ux%u", b.x, b.y, b.w, b.h);
+}
+
+/* AN images of AW x AH, gray, every third a JPEG, of content that no flip
+ * leaves alone, in ROOT/train/{a,b}. */
+static void make_aug_tree(void)
+{
+    char p[512];
+    snprintf(p, sizeof p, "%s/train", sroot);
+    mkdir(p, 0755);
+    for (int c = 0; c < 2; c++) {
+        snprintf(p, sizeof p, "%s/train/%c", sroot, 'a' + c);
+        mkdir(p, 0755);
+    }
+    for (size_t i = 0; i < AN; i++) {
+        uint16_t v[AW * AH];
+        uint8_t g[AW * AH];
+        for (size_t y = 0; y < AH; y++)
+            for (size_t x = 0; x < AW; x++)
+                g[y * AW + x] = (uint8_t)(v[y * AW + x] = (uint16_t)((x * x * 3 + y * 11 + i * 29) % 256));
+        size_t len;
+        uint8_t *b = i % 3 == 1 ? jpeg_encode(AW, AH, 1, g, 0, &len) : gray8(AW, AH, v, &len);
+        snprintf(p, sizeof p, "%s/train/%c/f%02zu.%s", sroot, i < AN / 2 ? 'a' : 'b', i, i % 3 == 1 ? "jpg" : "png");
+        put_file(p, b, len);
+        free(b);
+    }
+}
+
+/* The decoded image of sample i of the augmentation tree. */
+static int aug_image(size_t i, dcz_image *img)
+{
+    char p[512];
+    size_t len;
+    snprintf(p, sizeof p, "%s/train/%c/f%02zu.%s", sroot, i < AN / 2 ? 'a' : 'b', i, i % 3 == 1 ? "jpg" : "png");
+    uint8_t *b = slurp(p, &len);
+    const int ok = b && dcz_image_decode(b, len, img, NULL, 0) == DCZ_OK;
+    free(b);
+    return ok;
+}
+
+/* Nonzero when y (c, h, w) is x with every row reversed. */
+static int is_flip(const float *x, const float *y, uint32_t c, uint32_t h, uint32_t w)
+{
+    for (size_t row = 0; row < (size_t)c * h; row++)
+        for (uint32_t k = 0; k < w; k++)
+            if (memcmp(&y[row * w + k], &x[row * w + w - 1 - k], sizeof *x) != 0) return 0;
+    return 1;
+}
+
+/* Training samples varied as torchvision varies them: with augmentation
+ * off, exactly the samples as read before; a flip reverses every row (on
+ * an image folder and in memory alike, each sample by even odds, the same
+ * sample flipped in both forms); a crop is the box drawn from the sample's
+ * own generator, resized by dcz_prep_box (to the size of the recorded
+ * crop, normalized by the record, when there is one), then flipped or not
+ * by the next draw; the samples depend on the key and each sample's index,
+ * not on the thread count or the order read, and another key (epoch)
+ * gives others; crops of in-memory samples and unknown bits are refused;
+ * an augmented epoch is the same with one thread and two. */
+static void test_augment(void)
+{
+    snprintf(sroot, sizeof sroot, "/tmp/dcz-aug-XXXXXX");
+    REQUIRE(mkdtemp(sroot), "mkdtemp");
+    make_aug_tree();
+    const size_t per = AW * AH;
+    float *plain = malloc(AN * per * sizeof *plain), *a = malloc(AN * per * sizeof *a),
+          *b = malloc(AN * per * sizeof *b), *want = malloc(per * sizeof *want);
+    REQUIRE(plain && a && b && want, "alloc");
+    char err[512] = "";
+    dcz_dataset d, mem;
+    dcz_train_set_threads(2);
+    REQUIRE(dcz_data_load(sroot, DCZ_SPLIT_TRAIN, &d, err, sizeof err) == DCZ_OK && d.files && d.c == 1 &&
+            d.w == AW && d.h == AH && d.n == AN, "load: %s", err);
+    REQUIRE(dcz_dataset_samples(&d, NULL, 0, AN, plain, err, sizeof err) == DCZ_OK, "read: %s", err);
+
+    /* off: the samples as they are */
+    const dcz_augment none = { 0, 12345 };
+    CHECK(dcz_dataset_samples_aug(&d, NULL, 0, AN, NULL, a, err, sizeof err) == DCZ_OK &&
+          dcz_dataset_samples_aug(&d, NULL, 0, AN, &none, b, err, sizeof err) == DCZ_OK &&
+          memcmp(a, plain, AN * per * sizeof *a) == 0 && memcmp(b, plain, AN * per * sizeof *b) == 0,
+          "without augmentation, the samples bit for bit");
+
+    /* flips, streaming and in memory */
+    mem = d;
+    mem.files = NULL;
+    mem.pick = NULL;
+    mem.x = malloc(AN * per * sizeof *mem.x);
+    mem.y = malloc(AN);
+    REQUIRE(mem.x && mem.y, "alloc");
+    memcpy(mem.x, plain, AN * per * sizeof *mem.x);
+    memcpy(mem.y, d.y, AN);
+    const dcz_augment flip = { DCZ_AUG_FLIP, 5 };
+    REQUIRE(dcz_dataset_samples_aug(&d, NULL, 0, AN, &flip, a, err, sizeof err) == DCZ_OK &&
+            dcz_dataset_samples_aug(&mem, NULL, 0, AN, &flip, b, err, sizeof err) == DCZ_OK, "flips: %s", err);
+    int flips = 0, ok = 1;
+    for (size_t i = 0; i < AN; i++) {
+        const int f = is_flip(plain + i * per, a + i * per, 1, AH, AW);
+        flips += f;
+        ok &= f || memcmp(a + i * per, plain + i * per, per * sizeof *a) == 0;
+        dcz_rng r;
+        dcz_augment_rng(flip.key, i, &r);
+        ok &= f == dcz_augment_draw_flip(&r);
+    }
+    CHECK(ok, "each sample flipped (every row reversed) or left, as its own draw says");
+    CHECK(flips > 0 && flips < AN, "some flipped and some not: %d of %d", flips, AN);
+    CHECK(memcmp(a, b, AN * per * sizeof *a) == 0, "the same flips in memory");
+    float row[4] = { 1, 2, 3, 4 }, col[1] = { 7 };
+    dcz_augment_flip(row, 1, 1, 4);
+    dcz_augment_flip(col, 1, 1, 1);
+    CHECK(row[0] == 4 && row[1] == 3 && row[2] == 2 && row[3] == 1 && col[0] == 7, "a flip of a row, of one value");
+
+    /* crops: the sample's box resized, then the flip its next draw says */
+    const dcz_augment crop = { DCZ_AUG_CROP | DCZ_AUG_FLIP, 9 };
+    const dcz_preprocess unit = { .channels = 1, .std = { 1.0f, 1.0f, 1.0f } };
+    dcz_train_set_threads(1);
+    REQUIRE(dcz_dataset_samples_aug(&d, NULL, 0, AN, &crop, a, err, sizeof err) == DCZ_OK, "crops: %s", err);
+    ok = 1;
+    flips = 0;
+    int cropped = 0;
+    for (size_t i = 0; i < AN; i++) {
+        dcz_image img;
+        dcz_rng r;
+        REQUIRE(aug_image(i, &img), "image %zu", i);
+        dcz_augment_rng(crop.key, i, &r);
+        const dcz_box bx = dcz_augment_crop_box(AW, AH, &r);
+        cropped += bx.w != AW || bx.h != AH;
+        ok &= dcz_prep_box(&unit, &img, bx, AH, AW, want, NULL, 0) == DCZ_OK;
+        if (dcz_augment_draw_flip(&r)) {
+            dcz_augment_flip(want, 1, AH, AW);
+            flips++;
+        }
+        ok &= memcmp(want, a + i * per, per * sizeof *want) == 0;
+        dcz_image_free(&img);
+    }
+    CHECK(ok, "each sample its box resized to the sample's size, then flipped by its draw");
+    CHECK(cropped > AN / 2 && flips > 0 && flips < AN, "boxes smaller than the image (%d), some flipped (%d)", cropped,
+          flips);
+    /* the order read and the threads change nothing; another key does */
+    size_t order[AN];
+    for (size_t i = 0; i < AN; i++) order[i] = (i * 5 + 3) % AN;
+    dcz_train_set_threads(2);
+    REQUIRE(dcz_dataset_samples_aug(&d, order, 2, AN - 2, &crop, b, err, sizeof err) == DCZ_OK, "crops: %s", err);
+    ok = 1;
+    for (size_t j = 0; j + 2 < AN; j++) ok &= memcmp(b + j * per, a + order[2 + j] * per, per * sizeof *b) == 0;
+    CHECK(ok, "the same sample whatever the order, the place in it and the thread count");
+    REQUIRE(dcz_dataset_samples_aug(&d, NULL, 0, AN, &crop, b, err, sizeof err) == DCZ_OK, "crops: %s", err);
+    CHECK(memcmp(a, b, AN * per * sizeof *a) == 0, "1 and 2 threads, the same bits");
+    const dcz_augment other = { DCZ_AUG_CROP | DCZ_AUG_FLIP, 10 };
+    REQUIRE(dcz_dataset_samples_aug(&d, NULL, 0, AN, &other, b, err, sizeof err) == DCZ_OK, "crops: %s", err);
+    int differ = 0;
+    for (size_t i = 0; i < AN; i++) differ += memcmp(a + i * per, b + i * per, per * sizeof *a) != 0;
+    CHECK(differ > AN / 2, "another epoch's key, other samples (%d of %d differ)", differ, AN);
+
+    /* refused: crops of in-memory samples, unknown bits */
+    const dcz_augment bad = { 4, 1 };
+    CHECK(dcz_dataset_samples_aug(&mem, NULL, 0, AN, &crop, b, err, sizeof err) == DCZ_ERR_UNSUPPORTED &&
+          strstr(err, "image folder"), "a crop of IDX samples: %s", err);
+    CHECK(dcz_dataset_samples_aug(&d, NULL, 0, AN, &bad, b, NULL, 0) == DCZ_ERR_ARG, "unknown bits");
+
+    /* epochs: one thread and two the same; crops of memory refused */
+    dcz_net *na = NULL, *nb = NULL;
+    REQUIRE(dcz_net_create_arch("cnn:i1x17x23-c4k3-p2-f2", 1, &na, err, sizeof err) == DCZ_OK &&
+            dcz_net_create_arch("cnn:i1x17x23-c4k3-p2-f2", 1, &nb, err, sizeof err) == DCZ_OK, "nets: %s", err);
+    dcz_sgd opt = { .lr = 0.05f, .momentum = 0.9f, .batch = 5, .train_biases = 1, .train_weights = 1,
+                    .augment = DCZ_AUG_CROP | DCZ_AUG_FLIP };
+    dcz_rng ra, rb;
+    dcz_rng_seed(&ra, 3);
+    dcz_rng_seed(&rb, 3);
+    float la = 0, lb = 0;
+    dcz_train_set_threads(1);
+    CHECK(dcz_train_epoch(na, &d, &opt, &ra, NULL, NULL, &la) == DCZ_OK &&
+          dcz_train_epoch(na, &d, &opt, &ra, NULL, NULL, &la) == DCZ_OK, "augmented epochs, 1 thread");
+    dcz_train_set_threads(2);
+    CHECK(dcz_train_epoch(nb, &d, &opt, &rb, NULL, NULL, &lb) == DCZ_OK &&
+          dcz_train_epoch(nb, &d, &opt, &rb, NULL, NULL, &lb) == DCZ_OK, "augmented epochs, 2 threads");
+    CHECK(la == lb && memcmp(na->param, nb->param, na->param_count * sizeof *na->param) == 0,
+          "the same training with 1 and 2 threads");
+    CHECK(dcz_train_epoch(na, &mem, &opt, &ra, NULL, NULL, &la) == DCZ_ERR_UNSUPPORTED, "crops of memory refused");
+    opt.augment = 8;
+    CHECK(dcz_train_epoch(na, &d, &opt, &ra, NULL, NULL, &la) == DCZ_ERR_ARG, "unknown bits refused");
+    dcz_net_free(na);
+    dcz_net_free(nb);
+    dcz_dataset_free(&d);
+    dcz_dataset_free(&mem);
+
+    /* with a recorded preprocessing: crops of the record's crop size,
+     * normalized by it (its resize is evaluation's) */
+    const dcz_preprocess prep = { 20, 14, 19, 1, { 0.5f }, { 0.25f } };
+    REQUIRE(dcz_data_load_prep(sroot, DCZ_SPLIT_TRAIN, DCZ_DATA_DEFAULT_MAX, &prep, &d, err, sizeof err) == DCZ_OK &&
+            d.h == 14 && d.w == 19, "load with preprocessing: %s", err);
+    REQUIRE(dcz_dataset_samples_aug(&d, NULL, 0, AN, &crop, a, err, sizeof err) == DCZ_OK, "crops: %s", err);
+    ok = 1;
+    const size_t per2 = 14 * 19;
+    for (size_t i = 0; i < AN; i++) {
+        dcz_image img;
+        dcz_rng r;
+        REQUIRE(aug_image(i, &img), "image %zu", i);
+        dcz_augment_rng(crop.key, i, &r);
+        ok &= dcz_prep_box(&prep, &img, dcz_augment_crop_box(AW, AH, &r), 14, 19, want, NULL, 0) == DCZ_OK;
+        if (dcz_augment_draw_flip(&r)) dcz_augment_flip(want, 1, 14, 19);
+        ok &= memcmp(want, a + i * per2, per2 * sizeof *want) == 0;
+        dcz_image_free(&img);
+    }
+    CHECK(ok, "crops resized to the record's crop and normalized by it");
+    dcz_dataset_free(&d);
+    free(plain);
+    free(a);
+    free(b);
+    free(want);
+    rm_tree(sroot);
+}
+
 int main(void)
 {
     RUN(test_decode_every_type);
@@ -1040,7 +1354,10 @@ int main(void)
     RUN(test_jpeg_decode);
     RUN(test_jpeg_corrupt);
     RUN(test_preprocess);
+    RUN(test_prep_box);
     RUN(test_folders);
     RUN(test_streaming);
+    RUN(test_crop_boxes);
+    RUN(test_augment);
     return check_summary();
 }
