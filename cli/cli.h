@@ -80,6 +80,8 @@ typedef struct verb_ctx {
     int has_prep;          /* image folders become samples through prep: the model's
                               record (stage_load_doc), or train's options */
     dcz_preprocess prep;
+    const char *augment_text; /* --augment (the verbs that train), NULL not given */
+    unsigned augment;      /* DCZ_AUG_* bits from it, once cli_check_augment has run */
 } verb_ctx;
 
 /* --shards, for the verbs that train. */
@@ -92,8 +94,23 @@ typedef struct verb_ctx {
  * error. Without --shards, an MPI job of several ranks shards each step
  * into a part per rank (v->shards set to the rank count). */
 int cli_check_shards(verb_ctx *v);
-/* Sets the sharding and ranks of training steps from --shards and the run. */
-void cli_sgd_parallel(const verb_ctx *v, dcz_sgd *sgd);
+/* --augment, for the verbs that train. */
+#define AUGMENT_SPEC(v) \
+    { "augment", 0, OPT_STR, &(v)->augment_text, \
+      "training samples varied at random as torchvision trains ImageNet networks: none,\n" \
+      "                             flip (mirrored, p 0.5), crop (a random box of 8-100% of the image, ratio 3/4\n" \
+      "                             to 4/3, resized to the input; image folders only) or crop+flip (default none)" }
+
+/* Parses --augment into v->augment: -1, or the exit code of a usage error
+ * (an unknown name; any but none without --data, which is what it
+ * varies). */
+int cli_check_augment(verb_ctx *v);
+/* "none", "flip", "crop" or "crop+flip": the name of DCZ_AUG_* bits, as
+ * --augment takes it and the stage records say it. */
+const char *cli_augment_name(unsigned augment);
+/* Sets what training steps share from the run: the sharding and ranks
+ * (--shards, MPI) and the augmentation (--augment). */
+void cli_sgd_shared(const verb_ctx *v, dcz_sgd *sgd);
 
 /* Common options a verb may leave out (verb_ctx.skip). */
 enum { CLI_NO_OUT = 1, CLI_NO_DATA = 2, CLI_NO_SEED = 4 };

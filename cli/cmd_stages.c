@@ -320,6 +320,7 @@ int cmd_train(verb_ctx *v)
         { "validation", 0, OPT_INT, &t.validation,
           "train without the N validation samples sensitivity and --budget measure on (default 0)" },
         SHARDS_SPEC(v),
+        AUGMENT_SPEC(v),
         PREP_SPECS(resize, crop, normalize),
         { NULL, 0, OPT_FLAG, NULL, NULL }
     };
@@ -334,6 +335,7 @@ int cmd_train(verb_ctx *v)
     dcz_options ro;
     if ((rc = cli_runtime_options(v, &ro)) != -1) return rc;
     if ((rc = cli_check_shards(v)) != -1) return rc;
+    if ((rc = cli_check_augment(v)) != -1) return rc;
     if (t.epochs < 0 || t.batch < 1 || t.validation < 0 || t.warmup < 0) {
         cli_usage_error(v, "--epochs, --warmup-epochs and --validation must be >= 0 and --batch >= 1");
         return EXIT_USAGE;
@@ -373,7 +375,7 @@ int cmd_train(verb_ctx *v)
             sgd.ramp_from = (float)e / (float)t.warmup;
             sgd.ramp_to = (float)(e + 1) / (float)t.warmup;
         }
-        cli_sgd_parallel(v, &sgd);
+        cli_sgd_shared(v, &sgd);
         progress p;
         char label[32];
         snprintf(label, sizeof label, "epoch %d/%d", e + 1, t.epochs);
@@ -398,7 +400,8 @@ int cmd_train(verb_ctx *v)
                      "arch = %s\nepochs = %d\nlr = %g\nschedule = %s\nwarmup_epochs = %d\nmomentum = %g\n"
                      "weight_decay = %g\nbatch = %d\n",
                      t.arch, t.epochs, t.lr, t.schedule, t.warmup, t.momentum, t.wd, t.batch);
-    if (t.validation) snprintf(extra + n, sizeof extra - (size_t)n, "validation = %d\n", t.validation);
+    if (t.validation) n += snprintf(extra + n, sizeof extra - (size_t)n, "validation = %d\n", t.validation);
+    if (v->augment) snprintf(extra + n, sizeof extra - (size_t)n, "augment = %s\n", cli_augment_name(v->augment));
     /* batch norm goes into the convolutions before anything is compressed:
      * the net's document then holds the trained model */
     s = dcz_net_fold_for_inference(net);
@@ -529,7 +532,7 @@ static int plan_prune(const verb_ctx *v, const dcz_net *net, const dcz_doc *in, 
     plan->sgd.momentum = (float)po->momentum;
     plan->sgd.weight_decay = (float)po->wd;
     plan->sgd.batch = po->batch;
-    cli_sgd_parallel(v, &plan->sgd);
+    cli_sgd_shared(v, &plan->sgd);
     plan->seed = (uint64_t)v->c.seed;
     return -1;
 }
@@ -574,6 +577,8 @@ static int exec_prune(const verb_ctx *v, dcz_net *net, stage_plan *sp, const dcz
     size_t n = 0;
     n += (size_t)snprintf(extra + n, extra_len - n, "rounds = %d\nretrain_epochs = %d\nfinal_epochs = %d\nlr = %g\n",
                           plan->rounds, plan->epochs, plan->final_epochs, plan->sgd.lr);
+    if (train && plan->sgd.augment && (plan->epochs || plan->final_epochs))
+        n += (size_t)snprintf(extra + n, extra_len - n, "augment = %s\n", cli_augment_name(plan->sgd.augment));
     for (int i = 0; i < rep.nlayers; i++) {
         const dcz_prune_layer_report *l = &rep.layers[i];
         char thr[32] = "-";   /* a layer left whole has no threshold */
@@ -661,7 +666,7 @@ static int plan_quantize(const verb_ctx *v, const dcz_net *net, const dcz_doc *i
     plan->epochs = retrain ? qo->epochs : 0;
     if (!isnan(qo->lr)) plan->sgd.lr = (float)qo->lr;
     plan->sgd.batch = qo->batch;
-    cli_sgd_parallel(v, &plan->sgd);
+    cli_sgd_shared(v, &plan->sgd);
     return -1;
 }
 
@@ -688,6 +693,8 @@ static int exec_quantize(const verb_ctx *v, dcz_net *net, stage_plan *sp, const 
     cli_note(v, "%-10s %5s %5s %10s %6s %12s %12s", "layer", "bits", "k", "kept", "iters", "rms k-means", "rms tuned");
     size_t n = (size_t)snprintf(extra, extra_len, "init = %s\nfinetune_epochs = %d\nfinetune_lr = %g\n",
                                 sp->init, plan->epochs, plan->sgd.lr);
+    if (train && plan->sgd.augment && plan->epochs)
+        n += (size_t)snprintf(extra + n, extra_len - n, "augment = %s\n", cli_augment_name(plan->sgd.augment));
     for (int i = 0; i < rep.nlayers; i++) {
         const dcz_quant_layer_report *l = &rep.layers[i];
         char after[32] = "-";
@@ -817,13 +824,15 @@ int cmd_prune(verb_ctx *v)
 {
     prune_opts po;
     prune_opts_init(&po);
-    const opt_spec specs[] = { PRUNE_SPECS(po), DRY_RUN_SPEC(v), SHARDS_SPEC(v), { NULL, 0, OPT_FLAG, NULL, NULL } };
+    const opt_spec specs[] = { PRUNE_SPECS(po), DRY_RUN_SPEC(v), SHARDS_SPEC(v), AUGMENT_SPEC(v),
+                               { NULL, 0, OPT_FLAG, NULL, NULL } };
     v->usage = "dcz prune IN [--sparsity S | --quality Q] [--data DATA] -o OUT";
     v->summary = "Magnitude pruning. With --data, iterative: prune on a cubic schedule over\n"
                  "--rounds rounds, retraining after each at a quarter of the training rate with\n"
                  "masks that keep pruned weights at zero. Without --data, one shot, no retraining.";
     int rc = cli_parse(v, specs, 1, 1);
     if (rc == -1) rc = cli_check_shards(v);
+    if (rc == -1) rc = cli_check_augment(v);
     if (rc != -1) return rc;
     const char *names[] = { "sparsity", "quality", "gap-bits" }, *texts[] = { po.sparsity, po.quality, po.gap_bits };
     if ((rc = check_rule_syntax(v, names, texts, 3)) != -1) return rc;
@@ -840,6 +849,7 @@ int cmd_quantize(verb_ctx *v)
         { "gap-bits", 0, OPT_STR, &gap_bits, "relative position width per layer (default: fc 5, conv 8)" },
         DRY_RUN_SPEC(v),
         SHARDS_SPEC(v),
+        AUGMENT_SPEC(v),
         { NULL, 0, OPT_FLAG, NULL, NULL }
     };
     v->usage = "dcz quantize IN [--bits B] [--data DATA] -o OUT";
@@ -848,6 +858,7 @@ int cmd_quantize(verb_ctx *v)
                  "are then fine-tuned (a centroid moves by the sum of its weights' gradients).";
     int rc = cli_parse(v, specs, 1, 1);
     if (rc == -1) rc = cli_check_shards(v);
+    if (rc == -1) rc = cli_check_augment(v);
     if (rc != -1) return rc;
     const char *names[] = { "bits", "gap-bits" }, *texts[] = { qo.bits, gap_bits };
     if ((rc = check_rule_syntax(v, names, texts, 2)) != -1) return rc;
@@ -1185,6 +1196,7 @@ static char *budget_recipe(const budget_ctx *b, const dcz_net *net, const dcz_bu
             "[compress]\nvalidation = %d\nrounds = %d\nprune-epochs = %d\nfinal-epochs = %d\n"
             "weight-decay = %.17g\n", b->job->validation, po->rounds, po->epochs, po->final_epochs, po->wd);
         if (b->v->shards > 1) n += (size_t)snprintf(t + n, cap - n, "shards = %d\n", b->v->shards);
+        if (b->v->augment) n += (size_t)snprintf(t + n, cap - n, "augment = %s\n", cli_augment_name(b->v->augment));
         if (!isnan(po->lr)) n += (size_t)snprintf(t + n, cap - n, "prune-lr = %.17g\n", po->lr);
         if (po->gap_bits) n += (size_t)snprintf(t + n, cap - n, "gap-bits = %s\n", po->gap_bits);
         n += (size_t)snprintf(t + n, cap - n, "bias = %s\ninit = %s\nkmeans-iters = %d\nquant-epochs = %d\n",
@@ -1436,6 +1448,7 @@ int cmd_compress(verb_ctx *v)
         { "budget-recipe", 0, OPT_STR, &recipe_given, "where --budget writes its recipe (default: OUT.recipe)" },
         DRY_RUN_SPEC(v),
         SHARDS_SPEC(v),
+        AUGMENT_SPEC(v),
         { NULL, 0, OPT_FLAG, NULL, NULL }
     };
     v->usage = "dcz compress IN --data DATA -o OUT [--head N] [options]";
@@ -1451,6 +1464,7 @@ int cmd_compress(verb_ctx *v)
     int rc = cli_parse(v, specs, 1, 1);
     if (rc != -1) return rc;
     if ((rc = cli_check_shards(v)) != -1) return rc;
+    if ((rc = cli_check_augment(v)) != -1) return rc;
     const int budgeted = !isnan(budget);
     if (po.rounds == NOT_GIVEN) po.rounds = budgeted ? BUDGET_ROUNDS : 4;
     if (po.epochs == NOT_GIVEN) po.epochs = budgeted ? BUDGET_ROUND_EPOCHS : 3;

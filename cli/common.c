@@ -1019,10 +1019,37 @@ int cli_check_shards(verb_ctx *v)
     return -1;
 }
 
-void cli_sgd_parallel(const verb_ctx *v, dcz_sgd *sgd)
+static const char *const augment_names[] = { "none", "flip", "crop", "crop+flip" };   /* by DCZ_AUG_* bits */
+
+int cli_check_augment(verb_ctx *v)
+{
+    v->augment = 0;
+    if (!v->augment_text) return -1;
+    unsigned a = 0;
+    while (a <= DCZ_AUG_ALL && strcmp(v->augment_text, augment_names[a]) != 0) a++;
+    if (a > DCZ_AUG_ALL && strcmp(v->augment_text, "flip+crop") == 0) a = DCZ_AUG_ALL;
+    if (a > DCZ_AUG_ALL) {
+        cli_usage_error(v, "--augment must be none, flip, crop or crop+flip, not '%s'", v->augment_text);
+        return EXIT_USAGE;
+    }
+    if (a && !v->c.data) {
+        cli_usage_error(v, "--augment %s varies the samples training reads: it needs --data", v->augment_text);
+        return EXIT_USAGE;
+    }
+    v->augment = a;
+    return -1;
+}
+
+const char *cli_augment_name(unsigned augment)
+{
+    return augment_names[augment & DCZ_AUG_ALL];
+}
+
+void cli_sgd_shared(const verb_ctx *v, dcz_sgd *sgd)
 {
     sgd->shards = v->shards;
     sgd->comm = v->comm;
+    sgd->augment = v->augment;
 }
 
 void cli_json_job(json_out *j, const verb_ctx *v)

@@ -79,6 +79,12 @@ int stage_load_splits(const verb_ctx *v, dcz_dataset *train, dcz_dataset *test)
                   v->c.data, train->c, train->h, train->w, test->c, test->h, test->w);
         return EXIT_BAD_INPUT;
     }
+    if (v->augment & DCZ_AUG_CROP && !train->files) {
+        cli_usage_error(v, "--augment %s: random crops cut boxes out of the images of an image folder, and --data %s "
+                        "holds IDX samples, in memory at one size (--augment flip mirrors them)",
+                        cli_augment_name(v->augment), v->c.data);
+        return EXIT_USAGE;
+    }
     if (test->classes > train->classes) {
         cli_error("%s: --data %s: the test split has labels up to %u but the train split only %u classes",
                   v->verb, v->c.data, test->classes - 1, train->classes);
