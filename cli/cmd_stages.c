@@ -301,15 +301,17 @@ typedef struct train_opts {
     double lr, momentum, wd;
 } train_opts;
 
+static int open_model(verb_ctx *v, uint32_t head, dcz_doc **doc, dcz_net **net, uint8_t **bytes, size_t *nbytes);
+
 int cmd_train(verb_ctx *v)
 {
     /* L2 regularization before pruning leaves weights that prune with less
      * loss (Deep Compression, section 2) */
     train_opts t = { "lenet300", "cosine", 30, 64, 0, 0, 0.02, 0.9, 5e-4 };
-    int resize = 0;
-    const char *crop = NULL, *normalize = NULL;
+    int resize = 0, head = 0;
+    const char *crop = NULL, *normalize = NULL, *arch = NULL;
     const opt_spec specs[] = {
-        { "arch", 0, OPT_STR, &t.arch, "lenet300, lenet5, resnet, mobilenetv2, mlp:784-500-10 or cnn:c32k3-p2-f10 (default lenet300)" },
+        { "arch", 0, OPT_STR, &arch, "lenet300, lenet5, resnet, mobilenetv2, mlp:784-500-10 or cnn:c32k3-p2-f10 (default lenet300)" },
         { "epochs", 0, OPT_INT, &t.epochs, "training epochs (default 30)" },
         { "lr", 0, OPT_FLOAT, &t.lr, "learning rate (default 0.02)" },
         { "schedule", 0, OPT_STR, &t.schedule, "lr schedule: const, step, cosine (default cosine)" },
@@ -322,13 +324,18 @@ int cmd_train(verb_ctx *v)
         SHARDS_SPEC(v),
         AUGMENT_SPEC(v),
         PREP_SPECS(resize, crop, normalize),
+        { "head", 0, OPT_INT, &head, "N: the last fully connected layer replaced by a fresh one of N outputs\n"
+                                     "                             (seeded), one per class of --data" },
         { NULL, 0, OPT_FLAG, NULL, NULL }
     };
-    v->usage = "dcz train [--arch ARCH] --data DATA -o OUT [options]";
-    v->summary = "Trains a network from scratch and writes it as a dense fp32 .dcz. --resize,\n"
-                 "--crop and --normalize preprocess the images of an image folder (of any size)\n"
-                 "as the network takes them and record it in the file, as dcz import does.";
-    int rc = cli_parse(v, specs, 0, 0);
+    v->usage = "dcz train [IN.dcz | --arch ARCH] --data DATA -o OUT [--head N] [options]";
+    v->summary = "Trains a network from scratch (--arch) and writes it as a dense fp32 .dcz; or,\n"
+                 "given IN.dcz (imported from ONNX, say), goes on training it (fine-tuning),\n"
+                 "with --head N on a fresh last layer of one output per class of your data.\n"
+                 "--resize, --crop and --normalize preprocess the images of an image folder (of\n"
+                 "any size) as the network takes them and record it in the file, as dcz import\n"
+                 "does; a model that records its preprocessing is trained through it.";
+    int rc = cli_parse(v, specs, 0, 1);
     if (rc != -1) return rc;
     if ((rc = need_output(v)) != -1) return rc;
     if (!v->c.data) { cli_usage_error(v, "training needs --data"); return EXIT_USAGE; }
@@ -348,14 +355,44 @@ int cmd_train(verb_ctx *v)
     dcz_preprocess prep;
     int has_prep;
     if ((rc = cli_prep_parse(v, resize, crop, normalize, &prep, &has_prep)) != -1) return rc;
+    if (arch && v->npos) { cli_usage_error(v, "give IN.dcz or --arch, not both"); return EXIT_USAGE; }
+    if (head < 0 || head > 65536) { cli_usage_error(v, "--head must be 1 to 65536 outputs"); return EXIT_USAGE; }
+    if (arch) t.arch = arch;
+    else if (v->npos) t.arch = v->pos[0];   /* recorded as what was trained */
     char err[256] = "";
     dcz_net *net = NULL;
-    dcz_status s = dcz_net_create_arch(t.arch, (uint64_t)v->c.seed, &net, err, sizeof err);
-    if (s != DCZ_OK) { cli_usage_error(v, "--arch %s: %s", t.arch, err); return EXIT_USAGE; }
+    dcz_doc *doc = NULL;   /* IN, or the architecture given a new head: the net's, not owned by it */
     dcz_dataset train, test, val;
     memset(&train, 0, sizeof train);
     memset(&test, 0, sizeof test);
     memset(&val, 0, sizeof val);
+    dcz_status s;
+    if (v->npos) {
+        uint8_t *bytes = NULL;
+        size_t nbytes = 0;
+        rc = open_model(v, (uint32_t)head, &doc, &net, &bytes, &nbytes);
+        free(bytes);
+        if (rc != -1) goto done;
+    } else {
+        s = dcz_net_create_arch(t.arch, (uint64_t)v->c.seed, &net, err, sizeof err);
+        if (s != DCZ_OK) { cli_usage_error(v, "--arch %s: %s", t.arch, err); return EXIT_USAGE; }
+        if (head) {   /* the architecture's document with its first weights, a fresh last layer */
+            uint32_t was = 0;
+            if ((s = dcz_net_store(net, NULL)) == DCZ_OK) {
+                doc = net->doc;
+                net->own_doc = 0;
+                dcz_net_free(net);
+                net = NULL;
+                s = dcz_doc_new_head(doc, (uint32_t)head, (uint64_t)v->c.seed, &was, err, sizeof err);
+                if (s == DCZ_OK) s = dcz_net_open(doc, &net);
+            }
+            if (s != DCZ_OK) {
+                cli_error("train: --arch %s --head %d: %s", t.arch, head, err[0] ? err : dcz_status_str(s));
+                rc = cli_exit_code(s, 1);
+                goto done;
+            }
+        }
+    }
     if (has_prep) {   /* recorded in the net's document, which becomes the file */
         if ((rc = cli_prep_fit(v, &prep, net->doc)) != -1) goto done;
         v->has_prep = 1;
@@ -401,7 +438,8 @@ int cmd_train(verb_ctx *v)
                      "weight_decay = %g\nbatch = %d\n",
                      t.arch, t.epochs, t.lr, t.schedule, t.warmup, t.momentum, t.wd, t.batch);
     if (t.validation) n += snprintf(extra + n, sizeof extra - (size_t)n, "validation = %d\n", t.validation);
-    if (v->augment) snprintf(extra + n, sizeof extra - (size_t)n, "augment = %s\n", cli_augment_name(v->augment));
+    if (v->augment) n += snprintf(extra + n, sizeof extra - (size_t)n, "augment = %s\n", cli_augment_name(v->augment));
+    if (head) snprintf(extra + n, sizeof extra - (size_t)n, "head = %d\n", head);
     /* batch norm goes into the convolutions before anything is compressed:
      * the net's document then holds the trained model */
     s = dcz_net_fold_for_inference(net);
@@ -429,6 +467,7 @@ int cmd_train(verb_ctx *v)
     rc = EXIT_OK;
 done:
     dcz_net_free(net);
+    dcz_doc_free(doc);
     dcz_dataset_free(&train);
     dcz_dataset_free(&test);
     dcz_dataset_free(&val);
