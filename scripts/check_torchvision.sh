@@ -11,19 +11,8 @@
 # One line per network; exit 1 if any fails.
 set -u
 DIR=${1:?usage: check_torchvision.sh DIR}
-ROOT=$(cd "$(dirname "$0")/.." && pwd)
-DCZ="$ROOT/bin/dcz"
-T=$(mktemp -d)
-trap 'rm -rf "$T"' EXIT
+source "$(dirname "$0")/../tests/cli/lib.bash"   # DCZ, a scratch folder T, reldiff
 
-# reldiff A B: max |a - b| / max |b| over two raw float32 files of equal size
-reldiff() {
-    [ "$(stat -c %s "$1")" = "$(stat -c %s "$2")" ] || { echo 1e30; return; }
-    paste <(od -An -v -tf4 -w4 "$1") <(od -An -v -tf4 -w4 "$2") | awk '{
-        d = $1 - $2; if (d < 0) d = -d; if (d > m) m = d
-        t = $2 < 0 ? -$2 : $2; if (t > top) top = t }
-        END { printf "%.3g\n", (top > 0 ? m / top : 1e30) }'
-}
 
 bad=0
 printf '%-20s %7s %7s %10s  %-6s %10s\n' network layers nodes rel.diff export photo

@@ -15,3 +15,11 @@ expect() {
 }
 # json_field NAME FILE: the value of a top-level number or string field
 json_field() { sed -n "s/.*\"$1\":\"\{0,1\}\([^,\"}]*\).*/\1/p" "$2" | head -n 1; }
+# reldiff A B: max |a - b| / max |b| over two raw float32 files of equal size
+reldiff() {
+    [ "$(stat -c %s "$1")" = "$(stat -c %s "$2")" ] || { echo 1e30; return; }
+    paste <(od -An -v -tf4 -w4 "$1") <(od -An -v -tf4 -w4 "$2") | awk '{
+        d = $1 - $2; if (d < 0) d = -d; if (d > m) m = d
+        t = $2 < 0 ? -$2 : $2; if (t > top) top = t }
+        END { printf "%.3g\n", (top > 0 ? m / top : 1e30) }'
+}

@@ -20,14 +20,6 @@ if [ ! -d "$FIX" ]; then
     exit 0
 fi
 
-# reldiff A B: max |a - b| / max |b| over two raw float32 files of equal size
-reldiff() {
-    [ "$(stat -c %s "$1")" = "$(stat -c %s "$2")" ] || { echo 1e30; return; }
-    paste <(od -An -v -tf4 -w4 "$1") <(od -An -v -tf4 -w4 "$2") | awk '{
-        d = $1 - $2; if (d < 0) d = -d; if (d > m) m = d
-        t = $2 < 0 ? -$2 : $2; if (t > top) top = t }
-        END { printf "%.3g\n", (top > 0 ? m / top : 1e30) }'
-}
 # le X LIMIT: X is a number and X <= LIMIT
 le() { awk -v x="$1" -v l="$2" 'BEGIN { exit !(x ~ /^[0-9.e+-]+$/ && x + 0 <= l + 0) }'; }
 

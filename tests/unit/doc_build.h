@@ -117,4 +117,14 @@ static inline void doc_plain_layer(dcz_doc_layer *l, uint16_t op, const char *na
     snprintf(l->name, sizeof l->name, "%s", name);
 }
 
+/* Layer l becomes a CHANNEL_SHUFFLE of groups channel groups, or with
+ * count > 0 a SLICE of channels from .. from + count - 1. */
+static inline void doc_gather_layer(dcz_doc_layer *l, const char *name, int32_t from_or_groups, int32_t count)
+{
+    doc_plain_layer(l, count ? DCZ_OP_SLICE : DCZ_OP_CHANNEL_SHUFFLE, name);
+    l->nattr = count ? 2 : 1;
+    l->attr[0] = from_or_groups;
+    l->attr[1] = count;
+}
+
 #endif

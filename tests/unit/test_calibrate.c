@@ -328,6 +328,46 @@ static dcz_doc *make_graph(uint64_t seed)
     return d;
 }
 
+/* d calibrated in scheme on its first ncal samples (count weighted layers,
+ * min-max per channel) and written to *buf; 0 when a step fails. */
+static int calibrate_doc_by(dcz_doc *d, const dcz_dataset *data, size_t ncal, uint32_t scheme, uint32_t count,
+                            int per_channel, uint8_t **buf, size_t *len)
+{
+    size_t idx[200];
+    dcz_cal_collect c;
+    dcz_cal_layer_cfg cfg[8];
+    dcz_cal_result res[8];
+    if (ncal > 200 || count > 8) return 0;
+    for (size_t i = 0; i < ncal; i++) idx[i] = i;
+    if (dcz_cal_collect_stats(d, data, idx, ncal, 50, NULL, NULL, &c) != DCZ_OK) return 0;
+    fill_cfg(cfg, count, DCZ_CAL_MINMAX, per_channel);
+    const int ok = c.count == count && dcz_cal_apply(d, scheme, &c, cfg, res) == DCZ_OK &&
+                   dcz_doc_write(d, buf, len) == DCZ_OK;
+    dcz_cal_collect_free(&c);
+    return ok;
+}
+
+static int calibrate_doc(dcz_doc *d, const dcz_dataset *data, size_t ncal, uint32_t scheme, uint32_t count,
+                         uint8_t **buf, size_t *len)
+{
+    return calibrate_doc_by(d, data, ncal, scheme, count, 1, buf, len);
+}
+
+/* The float file and the calibrated one run on every sample of data
+ * (run_all: batch, sample by sample and reference kernels alike): the
+ * latter on integers of scheme, within tol of the former but not equal. */
+static void integer_gap(const uint8_t *fbuf, size_t flen, const uint8_t *qbuf, size_t qlen, const dcz_dataset *data,
+                        uint32_t scheme, double tol, float *fo, float *qo)
+{
+    dcz_scheme fs, qs;
+    REQUIRE(run_all(fbuf, flen, DCZ_PRECISION_AUTO, data, fo, &fs), "float run");
+    REQUIRE(run_all(qbuf, qlen, DCZ_PRECISION_AUTO, data, qo, &qs), "integer run");
+    CHECK(qs == (dcz_scheme)scheme, "runs on integers");
+    double maxd = 0;
+    for (size_t i = 0; i < data->n * 5; i++) maxd = fmax(maxd, fabs((double)fo[i] - qo[i]));
+    CHECK(maxd <= tol && maxd > 0, "scheme %u: max |diff| %g (limit %g)", scheme, maxd, tol);
+}
+
 /* A graph with residual Add, Mul, Concat, depthwise convolution and table
  * activations runs on integers close to float in every scheme; ops that
  * keep the scale share it; the table survives text; a table whose tensor
@@ -364,10 +404,7 @@ static void test_graph_integer(void)
               "the region's tensors have scales, the float tail none");
         CHECK(d->calib->e[1].in_scale == ts[2] && d->calib->e[3].in_scale == ts[7], "in_scale is the input's");
         REQUIRE(dcz_doc_write(d, &qbuf, &qlen) == DCZ_OK, "write calibrated");
-        dcz_scheme fs, qs;
-        REQUIRE(run_all(fbuf, flen, DCZ_PRECISION_AUTO, &data, fo, &fs), "float run");
-        REQUIRE(run_all(qbuf, qlen, DCZ_PRECISION_AUTO, &data, qo, &qs), "integer run");
-        CHECK(qs == (dcz_scheme)schemes[s], "runs on integers");
+        integer_gap(fbuf, flen, qbuf, qlen, &data, schemes[s], tol[s], fo, qo);
         /* the CLIP alone after conv2 shares its scale: a clamp, which every
          * scheme fuses into conv2's requantization, as ReLU into conv1's,
          * whatever form the convolution runs on (run_all: the same bits as
@@ -385,9 +422,6 @@ static void test_graph_integer(void)
             fused += is_fused;
         }
         dcz_close(fm);
-        double maxd = 0;
-        for (size_t i = 0; i < data.n * 5; i++) maxd = fmax(maxd, fabs((double)fo[i] - qo[i]));
-        CHECK(maxd <= tol[s] && maxd > 0, "scheme %u: max |diff| %g (limit %g)", schemes[s], maxd, tol[s]);
 
         /* through text and back, the same table */
         char *text, method[32], err[256];
@@ -456,28 +490,15 @@ static dcz_doc *make_shuffle(uint64_t seed)
     dcz_doc_layer *L = d->layers;
     doc_conv_layer(&L[0], "conv1", 1, 8, 3, 1, 1, DCZ_ENC_F32, 0, 0, 0);
     doc_plain_layer(&L[1], DCZ_OP_RELU, "relu1");
-    doc_plain_layer(&L[2], DCZ_OP_CHANNEL_SHUFFLE, "shuffle1");
-    L[2].nattr = 1;
-    L[2].attr[0] = 2;
-    doc_plain_layer(&L[3], DCZ_OP_SLICE, "part1");
-    L[3].nattr = 2;
-    L[3].attr[0] = 0;
-    L[3].attr[1] = 3;
-    doc_plain_layer(&L[4], DCZ_OP_SLICE, "part2");
-    L[4].nattr = 2;
-    L[4].attr[0] = 3;
-    L[4].attr[1] = 5;
+    doc_gather_layer(&L[2], "shuffle1", 2, 0);
+    doc_gather_layer(&L[3], "part1", 0, 3);
+    doc_gather_layer(&L[4], "part2", 3, 5);
     reads(d, 4, 1, 3, 0);
     doc_conv_layer(&L[5], "conv2", 5, 5, 3, 1, 1, DCZ_ENC_CODEBOOK, 4, 4, DCZ_CODING_HUFFMAN);
     doc_plain_layer(&L[6], DCZ_OP_CONCAT, "cat");
     reads(d, 6, 2, 4, 6);
-    doc_plain_layer(&L[7], DCZ_OP_CHANNEL_SHUFFLE, "shuffle2");
-    L[7].nattr = 1;
-    L[7].attr[0] = 4;
-    doc_plain_layer(&L[8], DCZ_OP_SLICE, "part3");
-    L[8].nattr = 2;
-    L[8].attr[0] = 2;
-    L[8].attr[1] = 6;
+    doc_gather_layer(&L[7], "shuffle2", 4, 0);
+    doc_gather_layer(&L[8], "part3", 2, 6);
     doc_pool_layer(&L[9], DCZ_OP_MAXPOOL, "pool", 2, 2, 0, 0);
     doc_plain_layer(&L[10], DCZ_OP_FLATTEN, "flat");
     doc_dense_layer(&L[11], "fc", 96, 5, DCZ_ENC_SPARSE_F32, 3, 0, DCZ_CODING_RAW);
@@ -493,8 +514,6 @@ static void test_shuffle_integer(void)
 {
     dcz_dataset data;
     REQUIRE(make_data(&data, 200, 43), "data");
-    size_t idx[150];
-    for (size_t i = 0; i < 150; i++) idx[i] = i;
     float *fo = malloc(data.n * 5 * sizeof *fo), *qo = malloc(data.n * 5 * sizeof *qo);
     const double tol[3] = { 0.08, 0.3, 0.002 };
     for (size_t s = 0; s < 3; s++) {
@@ -503,22 +522,12 @@ static void test_shuffle_integer(void)
         uint8_t *fbuf, *qbuf;
         size_t flen, qlen;
         REQUIRE(dcz_doc_write(d, &fbuf, &flen) == DCZ_OK, "write float");
-        dcz_cal_collect c;
-        REQUIRE(dcz_cal_collect_stats(d, &data, idx, 150, 64, NULL, NULL, &c) == DCZ_OK, "collect");
-        REQUIRE(c.count == 3 && c.ntensors == 14, "%u weighted layers, %u tensors", c.count, c.ntensors);
-        dcz_cal_layer_cfg cfg[3];
-        dcz_cal_result res[3];
-        fill_cfg(cfg, 3, DCZ_CAL_MINMAX, s == 0);
-        REQUIRE(dcz_cal_apply(d, schemes[s], &c, cfg, res) == DCZ_OK, "apply");
+        REQUIRE(calibrate_doc_by(d, &data, 150, schemes[s], 3, s == 0, &qbuf, &qlen), "calibrate");
         const float *ts = d->calib->t_scale;
-        REQUIRE(ts, "tensor scales");
+        REQUIRE(ts && d->calib->ntensors == 14, "tensor scales");
         CHECK(ts[2] == ts[3] && ts[3] == ts[4] && ts[4] == ts[5] && ts[7] == ts[8] && ts[8] == ts[9] &&
               ts[9] == ts[10], "shuffles and slices keep the scale");
-        REQUIRE(dcz_doc_write(d, &qbuf, &qlen) == DCZ_OK, "write calibrated");
-        dcz_scheme fs, qs;
-        REQUIRE(run_all(fbuf, flen, DCZ_PRECISION_AUTO, &data, fo, &fs), "float run");
-        REQUIRE(run_all(qbuf, qlen, DCZ_PRECISION_AUTO, &data, qo, &qs), "integer run");
-        CHECK(qs == (dcz_scheme)schemes[s], "runs on integers");
+        integer_gap(fbuf, flen, qbuf, qlen, &data, schemes[s], tol[s], fo, qo);
         dcz_model *m;
         REQUIRE(dcz_open_memory(qbuf, qlen, NULL, &m) == DCZ_OK, "open calibrated");
         dcz_layer_desc ld;
@@ -527,12 +536,8 @@ static void test_shuffle_integer(void)
         CHECK(dcz_describe_layer(m, 8, &ld) == DCZ_OK && strcmp(ld.kernel, "qgather_channels_ref") == 0,
               "part3 runs %s", ld.kernel);
         dcz_close(m);
-        double maxd = 0;
-        for (size_t i = 0; i < data.n * 5; i++) maxd = fmax(maxd, fabs((double)fo[i] - qo[i]));
-        CHECK(maxd <= tol[s] && maxd > 0, "scheme %u: max |diff| %g (limit %g)", schemes[s], maxd, tol[s]);
         free(fbuf);
         free(qbuf);
-        dcz_cal_collect_free(&c);
         dcz_doc_free(d);
     }
     free(fo);
@@ -550,24 +555,6 @@ static dcz_doc *doc_8x8(uint32_t nlayers)
     return d;
 }
 
-/* d calibrated in scheme on its first ncal samples (count weighted layers,
- * min-max per channel) and written to *buf; 0 when a step fails. */
-static int calibrate_doc(dcz_doc *d, const dcz_dataset *data, size_t ncal, uint32_t scheme, uint32_t count,
-                         uint8_t **buf, size_t *len)
-{
-    size_t idx[200];
-    dcz_cal_collect c;
-    dcz_cal_layer_cfg cfg[8];
-    dcz_cal_result res[8];
-    if (ncal > 200 || count > 8) return 0;
-    for (size_t i = 0; i < ncal; i++) idx[i] = i;
-    if (dcz_cal_collect_stats(d, data, idx, ncal, 50, NULL, NULL, &c) != DCZ_OK) return 0;
-    fill_cfg(cfg, count, DCZ_CAL_MINMAX, 1);
-    const int ok = c.count == count && dcz_cal_apply(d, scheme, &c, cfg, res) == DCZ_OK &&
-                   dcz_doc_write(d, buf, len) == DCZ_OK;
-    dcz_cal_collect_free(&c);
-    return ok;
-}
 
 /* input (1, 8, 8) -> conv1 (4, dense) -> relu1 -> conv2 (4, codebook) ->
  * add (conv2 + relu1) -> relu -> gap -> fc (4 -> 5, dense) -> softmax: a
