@@ -2229,6 +2229,18 @@ static dcz_status reshape_to(const nodectx *c, const dcz_shape *in, const cten *
     return DCZ_OK;
 }
 
+/* Whether a node of type op reads the value named name. */
+static int read_by(const imp *im, const char *name, const char *op)
+{
+    for (size_t k = 0; name && k < im->g->n_node; k++) {
+        const Onnx__NodeProto *n = im->g->node[k];
+        if (!n->op_type || strcmp(n->op_type, op) != 0) continue;
+        for (size_t i = 0; i < n->n_input; i++)
+            if (n->input[i] && strcmp(n->input[i], name) == 0) return 1;
+    }
+    return 0;
+}
+
 /* Reshape: removed when it changes nothing; the new shape of the model
  * input when it alone reads the input; FLATTEN when it flattens; else only
  * the graph's end (dcz's output is flat) or a Mul (its factors, (C) seen as
@@ -2257,7 +2269,8 @@ static dcz_status op_reshape(const nodectx *c)
         if ((s = alias(c, x, &o)) == DCZ_OK) im->vals[o].tail_node = -1;
         return s;
     }
-    if (tx == 0 && im->tens[0].readers == 1) {   /* a new view of the input */
+    if (tx == 0 && im->tens[0].readers == 1 && !read_by(im, c->n->n_output ? c->n->output[0] : NULL, "Transpose")) {
+        /* a new view of the input (but a channel shuffle's split channels) */
         im->tens[0].shape = out;
         im->input_shape = out;
         im->dropped++;
