@@ -2366,10 +2366,10 @@ static dcz_status op_split(const nodectx *c)
                                                       : (int64_t)ch / (int64_t)nout;
         if (!present && im->opset < 18 && ch % nout)
             s = fail(&im->e, DCZ_ERR_SHAPE, "%s: %u channels do not split into %zu equal parts", c->label, ch, nout);
-        else if (size[k] < 1)
-            s = fail(&im->e, DCZ_ERR_UNSUPPORTED, "%s: output %zu would have %lld channels", c->label, k + 1,
-                     (long long)size[k]);
-        total += size[k];
+        else if (size[k] < 1 || size[k] > (int64_t)ch)
+            s = fail(&im->e, size[k] < 1 ? DCZ_ERR_UNSUPPORTED : DCZ_ERR_SHAPE, "%s: output %zu would have %lld "
+                     "channels of %u", c->label, k + 1, (long long)size[k], ch);
+        else total += size[k];   /* at most nout x ch: no overflow */
     }
     cten_free(&sp);
     if (s == DCZ_OK && total != (int64_t)ch)
