@@ -90,6 +90,14 @@ dcz_status dcz_cal_model_hash(dcz_doc *d, uint64_t *hash)
 /* Samples read at a time to hash them. */
 #define HASH_CHUNK 64
 
+/* One sample's hash: its floats, then its label. The data hash is the sum
+ * of those of its samples (which does not depend on their order), then
+ * their count. */
+static uint64_t sample_hash(const float *x, size_t size, uint8_t label)
+{
+    return fnv(fnv(FNV_OFFSET, x, size * sizeof(float)), &label, 1);
+}
+
 dcz_status dcz_cal_data_hash(const dcz_dataset *data, const size_t *idx, size_t n, uint64_t *hash)
 {
     /* a sum of per-sample hashes does not depend on their order */
@@ -101,11 +109,7 @@ dcz_status dcz_cal_data_hash(const dcz_dataset *data, const size_t *idx, size_t 
     for (size_t from = 0; from < n && s == DCZ_OK; from += HASH_CHUNK) {
         const size_t b = n - from < HASH_CHUNK ? n - from : HASH_CHUNK;
         if ((s = dcz_dataset_samples(data, idx, from, b, x, NULL, 0)) != DCZ_OK) break;
-        for (size_t i = 0; i < b; i++) {
-            uint64_t h = fnv(FNV_OFFSET, x + i * size, size * sizeof(float));
-            h = fnv(h, &data->y[idx[from + i]], 1);
-            sum += h;
-        }
+        for (size_t i = 0; i < b; i++) sum += sample_hash(x + i * size, size, data->y[idx[from + i]]);
     }
     free(x);
     if (s == DCZ_OK) *hash = fnv(sum, &n, sizeof n);
@@ -197,23 +201,25 @@ dcz_status dcz_cal_collect_stats(dcz_doc *d, const dcz_dataset *data, const size
     weighted_layers(d, &count, out->layer);
     for (uint32_t t = 0; t < out->ntensors; t++) dcz_cal_stats_init(&out->stats[t]);
     if ((s = dcz_cal_model_hash(d, &out->model_hash)) != DCZ_OK) goto fail;
-    if ((s = dcz_cal_data_hash(data, idx, n, &out->data_hash)) != DCZ_OK) goto fail;
-    out->samples = n;
+    out->samples = n;   /* the data hash: summed by the first pass, which reads every sample */
     if ((s = open_doc(d, DCZ_PRECISION_FP32, &m)) != DCZ_OK) goto fail;
     s = DCZ_ERR_NOMEM;
     x = malloc(batch * size * sizeof *x);
     y = malloc(batch * dcz_output_size(m) * sizeof *y);
     if (!x || !y) goto fail;
+    uint64_t sum = 0;
     for (int pass = 0; pass < 2; pass++) {
         tap_ctx t = { out, pass };
         for (size_t from = 0; from < n; from += batch) {
             const size_t b = n - from < batch ? n - from : batch;
             if ((s = dcz_dataset_samples(data, idx, from, b, x, NULL, 0)) != DCZ_OK) goto fail;
+            for (size_t i = 0; pass == 0 && i < b; i++) sum += sample_hash(x + i * size, size, data->y[idx[from + i]]);
             observe(out, pass, 0, x, b * size);
             if ((s = dcz_run_tapped(m, x, b, y, tap_stats, &t)) != DCZ_OK) goto fail;
             if (progress) progress(pctx, pass * n + from + b, 2 * n);
         }
     }
+    out->data_hash = fnv(sum, &n, sizeof n);
     s = DCZ_OK;
 fail:
     dcz_close(m);

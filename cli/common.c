@@ -1087,7 +1087,7 @@ static uint32_t float_list(const char *s, const char *end, float *v)
         if (e == s || e > end || !isfinite(x)) return 0;
         v[n++] = (float)x;
         s = e;
-        if (s < end && *s++ != ',') return 0;
+        if (s < end && (*s++ != ',' || s == end)) return 0;   /* a comma, then a value */
     }
     return s == end ? n : 0;
 }
@@ -1106,7 +1106,7 @@ int cli_prep_parse(const verb_ctx *v, int resize, const char *crop, const char *
     if (crop) {
         char *e;
         const unsigned long h = strtoul(crop, &e, 10);
-        const unsigned long w = *e == 'x' ? strtoul(e + 1, &e, 10) : h;
+        const unsigned long w = *e != 'x' ? h : isdigit((unsigned char)e[1]) ? strtoul(e + 1, &e, 10) : 0;
         if (*e || h < 1 || w < 1 || h > 65535 || w > 65535 || !isdigit((unsigned char)crop[0])) {
             cli_usage_error(v, "--crop must be N or HxW pixels (1 to 65535), not '%s'", crop);
             return EXIT_USAGE;

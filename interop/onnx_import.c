@@ -686,6 +686,15 @@ static void use_count(imp *im, const char *name, size_t node)
     if (node) u->node = node;
 }
 
+/* The index of the one node that reads the value named name, or -1 (read
+ * by several, by none, or by the graph's output). */
+static long sole_reader(const imp *im, const char *name)
+{
+    if (!name || !*name) return -1;
+    const use *u = use_slot(im, name);
+    return u->name && u->n == 1 && u->node ? (long)u->node - 1 : -1;
+}
+
 /* Counts the reads of every name: node inputs, then the graph outputs. */
 static dcz_status count_uses(imp *im)
 {
@@ -1536,9 +1545,6 @@ static dcz_status fold_arith(const nodectx *c)
     return fold_out(c, ra > rb ? ra : rb, y, n);
 }
 
-/* Sub and Div: of shapes only. */
-static dcz_status op_arith(const nodectx *c) { return fold_arith(c); }
-
 /* Concat on axis 0 of folded shapes and integer constants. */
 static dcz_status fold_concat(const nodectx *c)
 {
@@ -1773,10 +1779,9 @@ static int silu_gate(const nodectx *c)
 {
     const imp *im = c->im;
     const char *x = input_name(c, 0), *y = c->n->n_output ? c->n->output[0] : NULL;
-    if (!y || !*y) return 0;
-    const use *u = use_slot(im, y);
-    if (!u->name || u->n != 1 || u->node <= c->index + 1) return 0;
-    const Onnx__NodeProto *m = im->g->node[u->node - 1];
+    const long k = sole_reader(im, y);
+    if (k <= (long)c->index) return 0;
+    const Onnx__NodeProto *m = im->g->node[k];
     const opdef *d = op_find(m);
     if (!d || strcmp(d->name, "Mul") != 0 || m->n_input != 2 || !m->input[0] || !m->input[1]) return 0;
     return (strcmp(m->input[0], x) == 0 && strcmp(m->input[1], y) == 0) ||
@@ -2229,18 +2234,6 @@ static dcz_status reshape_to(const nodectx *c, const dcz_shape *in, const cten *
     return DCZ_OK;
 }
 
-/* Whether a node of type op reads the value named name. */
-static int read_by(const imp *im, const char *name, const char *op)
-{
-    for (size_t k = 0; name && k < im->g->n_node; k++) {
-        const Onnx__NodeProto *n = im->g->node[k];
-        if (!n->op_type || strcmp(n->op_type, op) != 0) continue;
-        for (size_t i = 0; i < n->n_input; i++)
-            if (n->input[i] && strcmp(n->input[i], name) == 0) return 1;
-    }
-    return 0;
-}
-
 /* Reshape: removed when it changes nothing; the new shape of the model
  * input when it alone reads the input; FLATTEN when it flattens; else only
  * the graph's end (dcz's output is flat) or a Mul (its factors, (C) seen as
@@ -2269,7 +2262,9 @@ static dcz_status op_reshape(const nodectx *c)
         if ((s = alias(c, x, &o)) == DCZ_OK) im->vals[o].tail_node = -1;
         return s;
     }
-    if (tx == 0 && im->tens[0].readers == 1 && !read_by(im, c->n->n_output ? c->n->output[0] : NULL, "Transpose")) {
+    const long next = sole_reader(im, c->n->n_output ? c->n->output[0] : NULL);
+    const int shuffle = next >= 0 && im->g->node[next]->op_type && strcmp(im->g->node[next]->op_type, "Transpose") == 0;
+    if (tx == 0 && im->tens[0].readers == 1 && !shuffle) {
         /* a new view of the input (but a channel shuffle's split channels) */
         im->tens[0].shape = out;
         im->input_shape = out;
@@ -2694,7 +2689,7 @@ static const opdef ops[] = {
     { "Concat", op_concat, DCZ_OP_CONCAT, "concat", 0 },
     { "Constant", op_constant, 0, "", 0 },
     { "Conv", op_conv, DCZ_OP_CONV2D, "conv", F_PAD },
-    { "Div", op_arith, 0, "", 0 },
+    { "Div", fold_arith, 0, "", 0 },
     { "Dropout", op_dropout, 0, "", F_PASS },
     { "Flatten", op_flatten, DCZ_OP_FLATTEN, "flatten", 0 },
     { "Gather", op_gather, 0, "", 0 },
@@ -2717,7 +2712,7 @@ static const opdef ops[] = {
     { "Softmax", op_softmax, DCZ_OP_SOFTMAX, "prob", 0 },
     { "Split", op_split, DCZ_OP_SLICE, "slice", 0 },
     { "Squeeze", op_squeeze, 0, "", 0 },
-    { "Sub", op_arith, 0, "", 0 },
+    { "Sub", fold_arith, 0, "", 0 },
     { "Tanh", op_activation, DCZ_OP_TANH, "tanh", 0 },
     { "Transpose", op_transpose, DCZ_OP_CHANNEL_SHUFFLE, "shuffle", F_VIEW },
     { "Unsqueeze", op_squeeze, 0, "", 0 },

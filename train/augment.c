@@ -28,17 +28,9 @@
 #define SCALE_HI 1.0
 #define TRIES 10
 
-/* splitmix64's finalizer: a bijection of 64 bits that mixes every bit */
-static uint64_t mix64(uint64_t z)
-{
-    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
-    z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
-    return z ^ (z >> 31);
-}
-
 void dcz_augment_rng(uint64_t key, size_t sample, dcz_rng *r)
 {
-    dcz_rng_seed(r, mix64(key ^ mix64((uint64_t)sample + 0x9e3779b97f4a7c15ULL)));
+    dcz_rng_seed(r, dcz_rng_mix64(key ^ dcz_rng_mix64((uint64_t)sample + 0x9e3779b97f4a7c15ULL)));
 }
 
 /* uniform in [lo, hi): 53 random bits */

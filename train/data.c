@@ -446,6 +446,15 @@ dcz_status dcz_data_load_prep(const char *spec, int split, uint64_t max_bytes, c
 {
     if (!out) return DCZ_ERR_ARG;
     memset(out, 0, sizeof *out);
+    if (prep && (prep->channels != 1 && prep->channels != 3)) {
+        dcz_train_err(err, errlen, "preprocessing of %u channels (1 or 3)", prep->channels);
+        return DCZ_ERR_ARG;
+    }
+    for (uint32_t c = 0; prep && c < prep->channels; c++)
+        if (!(prep->std[c] > 0.0f)) {
+            dcz_train_err(err, errlen, "preprocessing with a std of %g (not > 0)", prep->std[c]);
+            return DCZ_ERR_ARG;
+        }
     if (!spec || !*spec) {
         dcz_train_err(err, errlen, "no dataset given");
         return DCZ_ERR_ARG;

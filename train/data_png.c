@@ -432,7 +432,7 @@ static dcz_status read_image(const dcz_image_files *f, size_t i, uint64_t max, u
         dcz_train_err(why, whylen, "%s: a file of more than %.1f MiB, over the limit on a dataset's memory", path,
                       (double)max / 1048576.0);
     if (st != DCZ_OK) return st;
-    char what[ERR_LEN / 2];
+    char what[ERR_LEN / 2] = "";
     st = dcz_image_decode(*bytes, *len, img, what, sizeof what);
     if (st != DCZ_OK) {
         dcz_train_err(why, whylen, "%s: %s", path, what);
@@ -460,11 +460,7 @@ static dcz_status image_sample(const dcz_image_files *f, const dcz_image *img, u
                           out, why, whylen);
     } else if (f->has_prep) {
         st = dcz_prep_apply(&f->prep, img, f->h, f->w, out, why, whylen);
-    } else if (img->w != f->w || img->h != f->h || (f->c == 1 && !dcz_image_is_gray(img))) {
-        dcz_train_err(why, whylen, "%u x %u, %s; the dataset's samples are %u x %u, %s", img->w, img->h,
-                      dcz_image_is_gray(img) ? "gray" : "colour", f->w, f->h, f->c == 1 ? "gray" : "colour");
-        return DCZ_ERR_DATA;
-    } else {
+    } else {   /* the file the load checked (its bytes, its size and colour): as it is */
         st = dcz_image_to_sample(img, f->c, f->h, f->w, 0, out, why, whylen);
     }
     if (st == DCZ_OK && (aug & DCZ_AUG_FLIP) && dcz_augment_draw_flip(r)) dcz_augment_flip(out, f->c, f->h, f->w);
@@ -482,7 +478,7 @@ static dcz_status file_sample(const dcz_image_files *f, size_t i, unsigned aug, 
     size_t len = 0;
     dcz_image img;
     memset(&img, 0, sizeof img);
-    char what[ERR_LEN / 2];
+    char what[ERR_LEN / 2] = "";
     /* a file grown past the size checked has changed: read no further */
     dcz_status st = dcz_train_read_file(path, f->len[i], &bytes, &len, what, sizeof what);
     if (st == DCZ_ERR_LIMIT || (st == DCZ_OK && (len != f->len[i] ||
@@ -526,7 +522,7 @@ static dcz_status check_file(dcz_image_files *f, size_t i, uint64_t max, int *co
     f->len[i] = len;
     f->crc[i] = dcz_train_crc32((uint32_t)crc32(0, Z_NULL, 0), bytes, len);
     uint32_t w = img.w, h = img.h;   /* the sample's size: the image's, or after preprocessing */
-    char what[ERR_LEN / 2];
+    char what[ERR_LEN / 2] = "";
     if (f->has_prep && (st = dcz_prep_size(&f->prep, img.w, img.h, &w, &h, what, sizeof what)) != DCZ_OK) {
         char a[PATH_LEN];
         file_path(f, i, a);

@@ -234,20 +234,18 @@ dcz_status dcz_prep_apply(const dcz_preprocess *p, const dcz_image *img, uint32_
     if (!p || !img || !out || (p->channels != 1 && p->channels != 3) || !img->w || !img->h) return DCZ_ERR_ARG;
     const uint32_t c = p->channels;
     uint8_t *pix = NULL, *sized = NULL;
-    dcz_status s;
-    if ((s = pixels8(img, c, &pix, err, errlen)) != DCZ_OK) goto done;
     uint32_t rw, rh, ow, oh;
-    if ((s = dcz_prep_size(p, img->w, img->h, &ow, &oh, err, errlen)) != DCZ_OK ||
-        (s = resized(p, img->w, img->h, &rw, &rh, err, errlen)) != DCZ_OK)
-        goto done;
+    dcz_status s = dcz_prep_size(p, img->w, img->h, &ow, &oh, err, errlen);
+    if (s != DCZ_OK) return s;
+    if (oh != h || ow != w) {   /* refused before any pixel is touched */
+        snprintf(err, errlen, "the image is %ux%u after its preprocessing, the model takes %ux%u", ow, oh, w, h);
+        return DCZ_ERR_SHAPE;
+    }
+    if ((s = resized(p, img->w, img->h, &rw, &rh, err, errlen)) != DCZ_OK) return s;   /* before the crop */
+    if ((s = pixels8(img, c, &pix, err, errlen)) != DCZ_OK) goto done;
     if ((rw != img->w || rh != img->h) && (s = resample(pix, img->w, img->h, c, rw, rh, &sized)) != DCZ_OK) goto done;
     const uint8_t *src = sized ? sized : pix;
     const uint32_t top = p->crop_h ? half_even(rh - p->crop_h) : 0, left = p->crop_h ? half_even(rw - p->crop_w) : 0;
-    if (oh != h || ow != w) {
-        snprintf(err, errlen, "the image is %ux%u after its preprocessing, the model takes %ux%u", ow, oh, w, h);
-        s = DCZ_ERR_SHAPE;
-        goto done;
-    }
     normalize(p, src, rw, top, left, h, w, out);
     s = DCZ_OK;
 done:

@@ -61,6 +61,7 @@ uint64_t dcz_rng_u64(dcz_rng *r);
 float dcz_rng_uniform(dcz_rng *r);            /* [0, 1) */
 float dcz_rng_normal(dcz_rng *r);             /* mean 0, sd 1 */
 uint32_t dcz_rng_below(dcz_rng *r, uint32_t n); /* [0, n), unbiased; n > 0 */
+uint64_t dcz_rng_mix64(uint64_t z);           /* splitmix64's finalizer: a bijection mixing every bit */
 
 /* ---- datasets ------------------------------------------------------------ */
 

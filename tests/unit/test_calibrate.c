@@ -481,12 +481,12 @@ static void test_graph_integer(void)
  * SLICE 0..2, SLICE 3..7 -> conv2 of the second (5, codebook) -> concat
  * (first, conv2) -> CHANNEL_SHUFFLE of 4 -> SLICE 2..7 -> maxpool 2 ->
  * flatten -> fc (96 -> 5) -> softmax: ShuffleNet's moves on integers. */
+static dcz_doc *doc_8x8(uint32_t nlayers);
+
 static dcz_doc *make_shuffle(uint64_t seed)
 {
-    dcz_doc *d;
-    if (dcz_doc_alloc(13, &d) != DCZ_OK) return NULL;
-    d->input_rank = 3;
-    d->input_dims[0] = 1; d->input_dims[1] = 8; d->input_dims[2] = 8;
+    dcz_doc *d = doc_8x8(13);
+    if (!d) return NULL;
     dcz_doc_layer *L = d->layers;
     doc_conv_layer(&L[0], "conv1", 1, 8, 3, 1, 1, DCZ_ENC_F32, 0, 0, 0);
     doc_plain_layer(&L[1], DCZ_OP_RELU, "relu1");
