@@ -358,12 +358,17 @@ endif
 
 tests-build: bin/dcz $(UNIT_BIN) $(FUZZ_REPLAY) $(BUILD)/check-lib $(NOFLOAT).o $(BUILD)/tests/idx2png
 
+# Builds started by the test, demo and size targets run JOBS at once (every
+# core) unless make was itself given -j.
+JOBS ?= $(shell nproc 2>/dev/null || echo 1)
+PAR  := $(if $(findstring -j,$(MAKEFLAGS)),,-j$(JOBS))
+
 test: deps
-	@$(MAKE) --no-print-directory tests-build
+	@$(MAKE) --no-print-directory $(PAR) tests-build
 	@bash tests/run.sh
 
 demo: deps
-	@$(MAKE) --no-print-directory bin/dcz
+	@$(MAKE) --no-print-directory $(PAR) bin/dcz
 	@bash samples/demo.sh $(MODEL)
 
 bench: deps
@@ -384,16 +389,16 @@ test-aarch64:
 	  echo "SKIP test-aarch64: no $(AARCH64)gcc (Debian: gcc-aarch64-linux-gnu)"; \
 	elif ! command -v $(firstword $(QEMU_AARCH64)) > /dev/null 2>&1; then \
 	  echo "SKIP test-aarch64: no $(firstword $(QEMU_AARCH64)) (Debian: qemu-user)"; \
-	else $(MAKE) --no-print-directory CROSS=$(AARCH64) SANITIZE= CC=$(AARCH64)gcc && \
+	else $(MAKE) --no-print-directory $(PAR) CROSS=$(AARCH64) SANITIZE= CC=$(AARCH64)gcc && \
 	  bash tests/run_runtime.sh build-$(firstword $(subst -, ,$(AARCH64))) $(QEMU_AARCH64); fi
 
 # The minimal builds (ISA=scalar: the scalar references alone; KERNELS=
 # ref,q8: and the integer kernels) run every corpus and fixture model to the
 # bits of the native build's references (tests/scalar.sh; part of make test).
 test-scalar:
-	@$(MAKE) --no-print-directory ISA=scalar CUDA=0 SANITIZE= build-scalar/bench/outbits > /dev/null
-	@$(MAKE) --no-print-directory KERNELS=ref,q8 CUDA=0 SANITIZE= build-ref-q8/bench/outbits > /dev/null
-	@$(MAKE) --no-print-directory build/bench/outbits > /dev/null
+	@$(MAKE) --no-print-directory $(PAR) ISA=scalar CUDA=0 SANITIZE= build-scalar/bench/outbits > /dev/null
+	@$(MAKE) --no-print-directory $(PAR) KERNELS=ref,q8 CUDA=0 SANITIZE= build-ref-q8/bench/outbits > /dev/null
+	@$(MAKE) --no-print-directory $(PAR) build/bench/outbits > /dev/null
 	@bash tests/scalar.sh build-scalar build-ref-q8
 
 # The README's two commands on a bare Debian (not part of make test: it
@@ -406,11 +411,11 @@ test-bare:
 # for the minimal builds: the references and the integer kernels (KERNELS=
 # ref,q8), the scalar references alone (ISA=scalar).
 size:
-	@$(MAKE) --no-print-directory BUILD=$(BUILD)-size LIBDIR=$(LIBDIR)-size OPT=-Os SANITIZE= \
+	@$(MAKE) --no-print-directory $(PAR) BUILD=$(BUILD)-size LIBDIR=$(LIBDIR)-size OPT=-Os SANITIZE= \
 	  CUDA=0 $(LIBDIR)-size/libdcz.a > /dev/null
-	@$(MAKE) --no-print-directory BUILD=$(BUILD)-size-scalar LIBDIR=$(LIBDIR)-size-scalar OPT=-Os SANITIZE= \
+	@$(MAKE) --no-print-directory $(PAR) BUILD=$(BUILD)-size-scalar LIBDIR=$(LIBDIR)-size-scalar OPT=-Os SANITIZE= \
 	  ISA=scalar CUDA=0 $(LIBDIR)-size-scalar/libdcz.a > /dev/null
-	@$(MAKE) --no-print-directory BUILD=$(BUILD)-size-ref-q8 LIBDIR=$(LIBDIR)-size-ref-q8 OPT=-Os SANITIZE= \
+	@$(MAKE) --no-print-directory $(PAR) BUILD=$(BUILD)-size-ref-q8 LIBDIR=$(LIBDIR)-size-ref-q8 OPT=-Os SANITIZE= \
 	  KERNELS=ref,q8 CUDA=0 $(LIBDIR)-size-ref-q8/libdcz.a > /dev/null
 	@$(strip $(CROSS))size -t $(LIBDIR)-size/libdcz.a
 	@$(strip $(CROSS))size -t $(LIBDIR)-size/libdcz.a | \
