@@ -159,10 +159,15 @@ uint64_t dcz_shift_bytes(const dcz_conv_geom *g, uint64_t entries, uint32_t ob)
  * store_pw 10 and gemm_pw 1.15 pick the faster on all 17, where store 0
  * and gemm_rate1 1.7 lost 11.8 us over them; the dense model at batch 1,
  * dcz bench medians of alternated runs, 207.8-211.3 -> 200.9-204.0 us.
- * AMD's (Zen 4) take the same two: bench/plan.sh's dense MobileNetV2-style
- * preset, every candidate of each layer timed at load, had the rules' layers
- * 1.03 times as slow as the fastest candidates (its worst layer 1.22) with
- * the other costs, 1.01 (1.08) with these. There, dense 5x5 layers run on
+ * AMD's (Zen 4) differ by plane: over 7 x 7 the shift form wins where the
+ * layer widens (32 -> 192: 7.2-7.4 us, the dense product 7.9-8.7), over 4 x
+ * 4 the dense product where it narrows (192 -> 64: 3.5-4.0 against 3.9-4.2;
+ * 384 -> 64: 7.0-7.5 against 7.7-8.0; 384 -> 96: 10.2-11.2 against
+ * 10.8-11.6), two sets of bench/plan.sh timings of the dense MobileNetV2-
+ * style preset; no one store_pw parts them at gemm_pw 1.15 (the widening
+ * layers need it under 9.4, the narrowing ones over 13): gemm_pw 1.27 and
+ * store_pw 6 pick the faster of every pointwise layer timed apart by more
+ * than the two sets differ. There, dense 5x5 layers run on
  * the shift form 1.2 to 1.3 times as fast as on the dense product (dense
  * LeNet-5: 1 -> 20 over 28 x 28 10.6 us against 12.7, 20 -> 50 over 12 x
  * 12 48.9 against 58.3 to 63.5), which the model of 3x3 layers put the
@@ -184,7 +189,7 @@ static shift_costs costs(void)
     shift_costs c = { 1.29, 2.0, 1.2, 1.7, 1.7, 0.0, 1.7, 0.0, 1.7 };
 #ifdef DCZ_X86
     if (dcz_shift_best() == DCZ_ISA_AVX2) c = (shift_costs){ 1.29, 5.2, 1.2, 1.2, 1.6, 2.5, 1.6, 2.5, 1.2 };
-    else if (dcz_cpu_features()->amd) c.tap2 = 1.13, c.gemm_pw = 1.15, c.store_pw = 10.0, c.gemm_rate5 = 1.0;
+    else if (dcz_cpu_features()->amd) c.tap2 = 1.13, c.gemm_pw = 1.27, c.store_pw = 6.0, c.gemm_rate5 = 1.0;
     else if (dcz_shift_best() == DCZ_ISA_AVX512) c.gemm_pw = 1.15, c.store_pw = 10.0;
 #endif
     return c;
