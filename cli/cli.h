@@ -333,10 +333,21 @@ int stage_hold_out(const verb_ctx *v, dcz_dataset *train, int n, dcz_dataset *va
 /* The validation samples d's train record says it trained without (0 when
  * it says none). */
 int stage_trained_without(const dcz_doc *d);
+/* The validation samples held out of a training split of n samples when
+ * nothing says how many: a tenth of it, at most DEFAULT_VALIDATION (none
+ * of a split under 10). dcz train holds them out by default, so that the
+ * decisions of sensitivity and compress --budget are measured on samples the
+ * model never saw. */
+int stage_validation_count(size_t n);
 /* The validation samples a decision measures on when --validation is not
  * given: those the model's train record says it trained without, else
- * DEFAULT_VALIDATION. */
-int stage_validation_default(const dcz_doc *d);
+ * stage_validation_count of the training split's n samples. */
+int stage_validation_default(const dcz_doc *d, size_t n);
+/* A note when the model's train record does not say it trained without the
+ * n validation samples a decision is about to measure on (its accuracy on
+ * samples it saw is high, which makes every loss measured from there look
+ * larger). */
+void stage_note_seen(const verb_ctx *v, const dcz_doc *d, const char *path, int n);
 
 /* Accuracy of the .dcz held in buf on data, measured by libdcz; right
  * (NULL, or data->n bytes) gets 1 for each sample classified right. */

@@ -307,7 +307,7 @@ int cmd_train(verb_ctx *v)
 {
     /* L2 regularization before pruning leaves weights that prune with less
      * loss (Deep Compression, section 2) */
-    train_opts t = { "lenet300", "cosine", 30, 64, 0, 0, 0.02, 0.9, 5e-4 };
+    train_opts t = { "lenet300", "cosine", 30, 64, NOT_GIVEN, 0, 0.02, 0.9, 5e-4 };
     int resize = 0, head = 0;
     const char *crop = NULL, *normalize = NULL, *arch = NULL;
     const opt_spec specs[] = {
@@ -320,7 +320,8 @@ int cmd_train(verb_ctx *v)
         { "weight-decay", 0, OPT_FLOAT, &t.wd, "L2 weight decay (default 5e-4)" },
         { "batch", 0, OPT_INT, &t.batch, "mini-batch size (default 64)" },
         { "validation", 0, OPT_INT, &t.validation,
-          "train without the N validation samples sensitivity and --budget measure on (default 0)" },
+          "train without the N validation samples sensitivity and --budget measure on\n"
+          "                             (default: a tenth of the training split, at most 5000; 0: train on all)" },
         SHARDS_SPEC(v),
         AUGMENT_SPEC(v),
         PREP_SPECS(resize, crop, normalize),
@@ -343,7 +344,7 @@ int cmd_train(verb_ctx *v)
     if ((rc = cli_runtime_options(v, &ro)) != -1) return rc;
     if ((rc = cli_check_shards(v)) != -1) return rc;
     if ((rc = cli_check_augment(v)) != -1) return rc;
-    if (t.epochs < 0 || t.batch < 1 || t.validation < 0 || t.warmup < 0) {
+    if (t.epochs < 0 || t.batch < 1 || (t.validation < 0 && t.validation != NOT_GIVEN) || t.warmup < 0) {
         cli_usage_error(v, "--epochs, --warmup-epochs and --validation must be >= 0 and --batch >= 1");
         return EXIT_USAGE;
     }
@@ -400,6 +401,13 @@ int cmd_train(verb_ctx *v)
     }
     rc = stage_load_splits(v, &train, &test);
     if (rc == -1) rc = stage_check_fit(v, &train, (int)net->in_rank, net->in_dims, (size_t)net->classes, 1);
+    if (rc == -1 && t.validation == NOT_GIVEN) {
+        t.validation = stage_validation_count(train.n);
+        if (t.validation)
+            cli_note(v, "train: %d of the %zu training samples held out as the validation samples that dcz "
+                        "sensitivity and compress --budget measure on (--validation 0 trains on all)",
+                     t.validation, train.n);
+    }
     if (rc == -1 && t.validation) rc = stage_hold_out(v, &train, t.validation, &val);
     if (rc != -1) goto done;
     dcz_rng rng;
@@ -1380,10 +1388,7 @@ static int compress_budget(verb_ctx *v, compress_job *job, const prune_opts *po,
         if (s == DCZ_OK) s = stage_eval_bytes(in, in_len, &b.ro, &job->val, b.base_right, &base);
         if (s != DCZ_OK) rc = cli_fail_data(v, s, "evaluating the input", &job->test, &job->val);
     }
-    if (rc == -1 && stage_trained_without(net->doc) != job->validation)
-        cli_note(v, "compress: note: %s's train record does not say it trained without these %d validation "
-                    "samples (dcz train --validation %d); if it saw them, its accuracy on them is high and "
-                    "the budget is measured from there", v->pos[0], job->validation, job->validation);
+    if (rc == -1) stage_note_seen(v, net->doc, v->pos[0], job->validation);
     b.floor = base - budget / 100;
     dcz_sens_plan plan;
     dcz_sens_plan_init(&plan);
@@ -1551,7 +1556,6 @@ int cmd_compress(verb_ctx *v)
     int nres = 0;
     double t0 = cli_now();
     rc = open_model(v, (uint32_t)head, &doc, &net, &in, &in_len);
-    if (rc == -1 && job.validation == NOT_GIVEN) job.validation = stage_validation_default(doc);
     size_t params = doc ? dcz_doc_param_count(doc) : 0;
     /* every option of every stage, and where the stages go, is checked
      * before hours of retraining */
@@ -1595,6 +1599,13 @@ int cmd_compress(verb_ctx *v)
     }
     if (rc == -1)
         rc = stage_check_fit(v, &job.train, (int)net->in_rank, net->in_dims, (size_t)net->classes, 0);
+    if (rc == -1 && job.validation == NOT_GIVEN) job.validation = stage_validation_default(doc, job.train.n);
+    if (rc == -1 && budgeted && job.validation == 0) {
+        cli_error("compress: --budget measures on validation samples held out of the training split, and --data "
+                  "%s has %zu training samples: too few to hold out any (give data of 10 or more)", v->c.data,
+                  job.train.n);
+        rc = EXIT_BAD_INPUT;
+    }
     if (rc == -1 && job.validation) rc = stage_hold_out(v, &job.train, job.validation, &job.val);
     if (rc == -1 && budgeted) {
         rc = compress_budget(v, &job, &po, &qo, net, in, in_len, budget, runs, recipe);

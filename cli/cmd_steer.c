@@ -143,9 +143,9 @@ int scan(verb_ctx *v, const char *path, const scan_opts *o, const dcz_sens_plan 
     }
     if (rc == -1) rc = stage_load_data(v, DCZ_SPLIT_TRAIN, &train);
     if (rc == -1) rc = stage_check_fit(v, &train, (int)net->in_rank, net->in_dims, (size_t)net->classes, 0);
-    if (rc == -1)
-        rc = stage_hold_out(v, &train, o->validation == NOT_GIVEN ? stage_validation_default(doc) : o->validation,
-                            &val);
+    const int nval = o->validation == NOT_GIVEN ? stage_validation_default(doc, train.n) : o->validation;
+    if (rc == -1) rc = stage_hold_out(v, &train, nval, &val);
+    if (rc == -1) stage_note_seen(v, doc, path, nval);
     if (rc == -1) {
         progress p;
         progress_start(&p, v, "sensitivity", 0);
@@ -171,7 +171,7 @@ int cmd_sensitivity(verb_ctx *v)
                  "(no retraining) and with its kept weights shared among 2^bits centroids (no\n"
                  "fine-tuning), the other layers as they are. Measured on a validation split\n"
                  "held out of the training data (the same samples for every seed and verb;\n"
-                 "dcz train --validation N trains without them), never the test set.";
+                 "dcz train holds them out unless given --validation 0), never the test set.";
     v->skip = CLI_NO_OUT;
     int rc = cli_parse(v, specs, 1, 1);
     if (rc != -1) return rc;

@@ -183,10 +183,23 @@ int stage_trained_without(const dcz_doc *d)
     return 0;
 }
 
-int stage_validation_default(const dcz_doc *d)
+int stage_validation_count(size_t n)
 {
-    const int n = stage_trained_without(d);
-    return n > 0 ? n : DEFAULT_VALIDATION;
+    return n / 10 < DEFAULT_VALIDATION ? (int)(n / 10) : DEFAULT_VALIDATION;
+}
+
+int stage_validation_default(const dcz_doc *d, size_t n)
+{
+    const int held = stage_trained_without(d);
+    return held > 0 ? held : stage_validation_count(n);
+}
+
+void stage_note_seen(const verb_ctx *v, const dcz_doc *d, const char *path, int n)
+{
+    if (stage_trained_without(d) == n) return;
+    cli_note(v, "%s: note: %s's train record does not say it trained without these %d validation samples "
+                "(dcz train holds them out unless given --validation 0); if it saw them, its accuracy on them is "
+                "high and every loss is measured from there", v->verb, path, n);
 }
 
 dcz_status stage_record(dcz_doc *doc, const verb_ctx *v, const char *stage,
