@@ -414,7 +414,9 @@ static dcz_status load_walk(const dcz_container *c, const dcz_options *o, loader
     if (quant && cw.read != cw.count) return DCZ_ERR_FORMAT;
     if (quant) TRY(dcz_calib_tensors(&cw.cur, cw.scheme, &ntscales, &tscales));
     float *t_scale = quant ? arena_take(a, ((uint64_t)nlayers + 1) * sizeof(float)) : NULL;
-    float *conv_scratch = arena_take(a, scratch_floats * ld->cblocks * sizeof(float));
+    /* whole cache lines: a tile column of the batch product is two of them
+     * (at 16 bytes off, three: 1.2x the time of a layer, measured) */
+    float *conv_scratch = dcz_arena_take_line(a, scratch_floats * ld->cblocks * sizeof(float));
     ld->max_width = max_width;
     ld->act_width = act_width;
     ld->chunk_width = chunk_width;
