@@ -70,6 +70,7 @@ dcz_status dcz_cal_model_hash(dcz_doc *d, uint64_t *hash)
     char **stages = d->stages;
     uint32_t nstages = d->nstages;
     size_t file_bytes = d->file_bytes, overhead = d->overhead_bytes;
+    const dcz_doc_parts parts = d->parts;
     d->calib = NULL;
     d->stages = NULL;
     d->nstages = 0;
@@ -81,6 +82,7 @@ dcz_status dcz_cal_model_hash(dcz_doc *d, uint64_t *hash)
     d->nstages = nstages;
     d->file_bytes = file_bytes;
     d->overhead_bytes = overhead;
+    d->parts = parts;
     if (s != DCZ_OK) return s;
     *hash = fnv(FNV_OFFSET, buf, len);
     free(buf);

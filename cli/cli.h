@@ -82,6 +82,8 @@ typedef struct verb_ctx {
     dcz_preprocess prep;
     const char *augment_text; /* --augment (the verbs that train), NULL not given */
     unsigned augment;      /* DCZ_AUG_* bits from it, once cli_check_augment has run */
+    int strip;             /* --strip (the verbs that write a .dcz): written without
+                              stage records (stage_finish) */
 } verb_ctx;
 
 /* --shards, for the verbs that train. */
@@ -111,6 +113,12 @@ const char *cli_augment_name(unsigned augment);
 /* Sets what training steps share from the run: the sharding and ranks
  * (--shards, MPI) and the augmentation (--augment). */
 void cli_sgd_shared(const verb_ctx *v, dcz_sgd *sgd);
+
+/* --strip, for the verbs that write a .dcz (stage_finish acts on it). */
+#define STRIP_SPEC(v) \
+    { "strip", 0, OPT_FLAG, &(v)->strip, \
+      "write the file without stage records (its history: commands, accuracies, sizes),\n" \
+      "                             the smallest file; the same model, which runs the same" }
 
 /* Common options a verb may leave out (verb_ctx.skip). */
 enum { CLI_NO_OUT = 1, CLI_NO_DATA = 2, CLI_NO_SEED = 4 };
@@ -363,7 +371,10 @@ dcz_status stage_record(dcz_doc *doc, const verb_ctx *v, const char *stage,
 
 /* Encodes doc; when test is set, measures its accuracy with libdcz and adds
  * it to the stage record, then writes the file. *accuracy_out (may be NULL)
- * gets the accuracy or -1. Returns an exit code or -1 on success. */
+ * gets the accuracy or -1, *bytes_out the file's size. Under --strip
+ * (v->strip) doc's records are dropped, those before and this stage's, and
+ * the file is written without them (doc then holds what was written).
+ * Returns an exit code or -1 on success. */
 int stage_finish(const verb_ctx *v, dcz_doc *doc, const char *stage, const dcz_dataset *data,
                  const char *extra, const dcz_dataset *test, const char *out_path,
                  double *accuracy_out, size_t *bytes_out);

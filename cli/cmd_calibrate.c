@@ -426,6 +426,7 @@ int cmd_calibrate(verb_ctx *v)
         { "save-table", 0, OPT_STR, &o.save_table, "also write the calibration table as text to FILE" },
         { "table", 0, OPT_STR, &o.table, "install the table in FILE instead of calibrating" },
         { "force", 0, OPT_FLAG, &o.force, "install a --table made for another model, data or method" },
+        STRIP_SPEC(v),
         { NULL, 0, OPT_FLAG, NULL, NULL }
     };
     v->usage = "dcz calibrate IN --data DATA [--scheme S] [--method M] -o OUT";
@@ -451,6 +452,7 @@ int cmd_calibrate(verb_ctx *v)
     if (!o.table && !v->c.data) { cli_usage_error(v, "calibrate needs --data (or --table FILE)"); return EXIT_USAGE; }
     if (o.table && o.compare) { cli_usage_error(v, "--table and --compare exclude each other"); return EXIT_USAGE; }
     if (!v->c.out && !o.compare && !o.save_table) { cli_usage_error(v, "no output: give -o OUT"); return EXIT_USAGE; }
+    if (v->strip && !v->c.out) { cli_usage_error(v, "--strip is how OUT is written: give -o OUT"); return EXIT_USAGE; }
     {
         word_rules tmp;
         char err[256];

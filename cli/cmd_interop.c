@@ -47,6 +47,7 @@ int cmd_import(verb_ctx *v)
     const opt_spec specs[] = {
         { "keep-dense", 0, OPT_FLAG, &keep_dense, "store every weight dense, even when a layer is mostly exact zeros" },
         PREP_SPECS(resize, crop, normalize),
+        STRIP_SPEC(v),
         { NULL, 0, OPT_FLAG, NULL, NULL }
     };
     v->usage = "dcz import MODEL.onnx -o OUT.dcz [--data DATA] [--keep-dense]\n"

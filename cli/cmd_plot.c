@@ -182,6 +182,11 @@ static int plot_waterfall(const plot_ctx *c, const dcz_doc *d, dcz_fig **out)
         hi = fmax(hi, kb[n]);
         n++;
     }
+    if (n == 0 && d->nstages == 0) {
+        cli_error("plot: %s holds no stage records (a file written with --strip keeps none): no waterfall to "
+                  "draw; plot a file of the same run written without --strip", c->v->pos[0]);
+        return EXIT_BAD_INPUT;
+    }
     if (n == 0) {
         cli_error("plot: %s records no stage with its size (files written by dcz train, prune, quantize, "
                   "encode or compress do)", c->v->pos[0]);

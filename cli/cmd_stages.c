@@ -327,6 +327,7 @@ int cmd_train(verb_ctx *v)
         PREP_SPECS(resize, crop, normalize),
         { "head", 0, OPT_INT, &head, "N: the last fully connected layer replaced by a fresh one of N outputs\n"
                                      "                             (seeded), one per class of --data" },
+        STRIP_SPEC(v),
         { NULL, 0, OPT_FLAG, NULL, NULL }
     };
     v->usage = "dcz train [IN.dcz | --arch ARCH] --data DATA -o OUT [--head N] [options]";
@@ -872,7 +873,7 @@ int cmd_prune(verb_ctx *v)
     prune_opts po;
     prune_opts_init(&po);
     const opt_spec specs[] = { PRUNE_SPECS(po), DRY_RUN_SPEC(v), SHARDS_SPEC(v), AUGMENT_SPEC(v),
-                               { NULL, 0, OPT_FLAG, NULL, NULL } };
+                               STRIP_SPEC(v), { NULL, 0, OPT_FLAG, NULL, NULL } };
     v->usage = "dcz prune IN [--sparsity S | --quality Q] [--data DATA] -o OUT";
     v->summary = "Magnitude pruning. With --data, iterative: prune on a cubic schedule over\n"
                  "--rounds rounds, retraining after each at a quarter of the training rate with\n"
@@ -897,6 +898,7 @@ int cmd_quantize(verb_ctx *v)
         DRY_RUN_SPEC(v),
         SHARDS_SPEC(v),
         AUGMENT_SPEC(v),
+        STRIP_SPEC(v),
         { NULL, 0, OPT_FLAG, NULL, NULL }
     };
     v->usage = "dcz quantize IN [--bits B] [--data DATA] -o OUT";
@@ -972,6 +974,7 @@ int cmd_encode(verb_ctx *v)
         { "no-huffman", 0, OPT_FLAG, &no_huffman, "store the streams with fixed widths" },
         { "bias", 0, OPT_STR, &bias, "bias format: f32 or f16 (default: as in IN)" },
         DRY_RUN_SPEC(v),
+        STRIP_SPEC(v),
         { NULL, 0, OPT_FLAG, NULL, NULL }
     };
     v->usage = "dcz encode IN [--data DATA] -o OUT";
@@ -1244,6 +1247,7 @@ static char *budget_recipe(const budget_ctx *b, const dcz_net *net, const dcz_bu
             "weight-decay = %.17g\n", b->job->validation, po->rounds, po->epochs, po->final_epochs, po->wd);
         if (b->v->shards > 1) n += (size_t)snprintf(t + n, cap - n, "shards = %d\n", b->v->shards);
         if (b->v->augment) n += (size_t)snprintf(t + n, cap - n, "augment = %s\n", cli_augment_name(b->v->augment));
+        if (b->v->strip) n += (size_t)snprintf(t + n, cap - n, "strip = true\n");
         if (!isnan(po->lr)) n += (size_t)snprintf(t + n, cap - n, "prune-lr = %.17g\n", po->lr);
         if (po->gap_bits) n += (size_t)snprintf(t + n, cap - n, "gap-bits = %s\n", po->gap_bits);
         n += (size_t)snprintf(t + n, cap - n, "bias = %s\ninit = %s\nkmeans-iters = %d\nquant-epochs = %d\n",
@@ -1493,6 +1497,7 @@ int cmd_compress(verb_ctx *v)
         DRY_RUN_SPEC(v),
         SHARDS_SPEC(v),
         AUGMENT_SPEC(v),
+        STRIP_SPEC(v),
         { NULL, 0, OPT_FLAG, NULL, NULL }
     };
     v->usage = "dcz compress IN --data DATA -o OUT [--head N] [options]";

@@ -1,9 +1,10 @@
 /* cmd_tools.c: the verbs that read models: eval (accuracy through libdcz),
- * info (per-layer table, stream statistics, size waterfall by stage) and
- * run (class scores for PNG and JPEG images, raw float32 samples or dataset
- * samples).
+ * info (per-layer table, stream statistics, bits per kept weight against the
+ * floor of random positions, bytes by part of the file, size waterfall by
+ * stage) and run (class scores for PNG and JPEG images, raw float32 samples
+ * or dataset samples).
  *
- * Checked end to end by the scripts in tests/cli/.
+ * Checked end to end by the scripts in tests/cli/ (info: tests/cli/info.sh).
  */
 #include <math.h>
 #include <stdlib.h>
@@ -168,12 +169,27 @@ static void shape_text(const dcz_shape *s, char *buf, size_t len)
     dims_text(s->rank, s->dims, buf, len);
 }
 
+/* A stream's coding as --json names it. */
+static const char *coding_name(uint8_t coding)
+{
+    switch (coding) {
+    case DCZ_CODING_RAW: return "raw";
+    case DCZ_CODING_HUFFMAN: return "huffman";
+    }
+    return "?";
+}
+
 /* What one sparse stream costs: bits per weight as coded and raw, and the
- * empirical entropy of its symbols. */
+ * empirical entropy of its symbols; and, whatever its coding, what its
+ * block costs on disk against that entropy, per kept weight. */
 typedef struct stream_stats {
     int present;
     double coded_bits, raw_bits, entropy;  /* per stored weight / per symbol */
     uint32_t symbols;
+    size_t block_bytes;        /* the stream block as stored: its length field,
+                                  a code table if its coding has one, the symbols */
+    double stored_per_kept;    /* block_bytes * 8 per kept weight */
+    double entropy_per_kept;   /* entropy * symbols per kept weight */
 } stream_stats;
 
 static void stream_measure(const uint8_t *sym, uint32_t count, unsigned bits, size_t block_bytes,
@@ -188,6 +204,9 @@ static void stream_measure(const uint8_t *sym, uint32_t count, unsigned bits, si
     double data_bits = block_bytes >= 4 + table ? (double)(block_bytes - 4 - table) * 8 : 0;
     st->coded_bits = nnz ? data_bits / nnz : 0;
     st->raw_bits = nnz ? (double)count * bits / nnz : 0;
+    st->block_bytes = block_bytes;
+    st->stored_per_kept = nnz ? (double)block_bytes * 8 / nnz : 0;
+    st->entropy_per_kept = nnz ? st->entropy * count / nnz : 0;
 }
 
 typedef struct layer_info {
@@ -195,6 +214,8 @@ typedef struct layer_info {
     double density;
     size_t weights, kept, bytes, raw_bytes;
     stream_stats idx, gap;
+    double floor;                /* H(p) / p bits per kept weight (dcz_huff_gap_floor),
+                                    for a layer with a position stream and kept weights */
     const char *kernel, *why, *gpu_kernel;
     char why_buf[512], gpu_why[160];
     uint32_t seg_first, chunk;   /* dcz_layer_desc's */
@@ -227,6 +248,7 @@ static void measure_layer(const dcz_doc_layer *l, layer_info *li)
     if (w->gap_bits) {
         stream_measure(gaps, gap_count, w->gap_bits, w->st.gap_bytes, w->gap_coding, nnz, &li->gap);
         raw_streams += 4 + ((size_t)gap_count * w->gap_bits + 7) / 8;
+        if (nnz) li->floor = dcz_huff_gap_floor(li->density);
     }
     li->raw_bytes = l->section_bytes - w->st.index_bytes - w->st.gap_bytes + raw_streams;
     free(idx);
@@ -278,8 +300,11 @@ int cmd_info(verb_ctx *v)
     v->usage = "dcz info FILE [--isa LEVEL] [--plan measure] [--json]";
     v->summary = "Per-layer table (shape, density, encoding, bytes, bits per weight for the\n"
                  "codebook-index and relative-position streams before and after Huffman coding\n"
-                 "with their entropy, and the kernel the runtime uses), then the size and\n"
-                 "accuracy of every stage recorded in FILE.";
+                 "with their entropy; per kept weight, each stream as stored against its\n"
+                 "entropy and the positions against the floor H(p)/p of random ones; and the\n"
+                 "kernel the runtime uses), the file's bytes by part (header, graph, layers,\n"
+                 "stage records, calibration, preprocessing, padding), then the size and\n"
+                 "accuracy of every stage recorded in FILE (none in a file written with --strip).";
     v->skip = CLI_NO_OUT | CLI_NO_DATA | CLI_NO_SEED;
     int rc = cli_parse(v, specs, 1, 1);
     if (rc != -1) return rc;
@@ -353,6 +378,19 @@ int cmd_info(verb_ctx *v)
         }
         json_int(&j, "macs_per_sample", (long long)macs);
         json_int(&j, "macs_per_sample_kept", (long long)macs_kept);
+        const dcz_doc_parts *pt = &d->parts;
+        json_key_obj(&j, "bytes_by_part");
+        json_int(&j, "header", (long long)pt->header);
+        json_int(&j, "graph", (long long)pt->graph);
+        json_int(&j, "layers", (long long)pt->layers);
+        json_int(&j, "layer_sections", pt->nlayer_sections);
+        json_int(&j, "stages", (long long)pt->stages);
+        json_int(&j, "calibration", (long long)pt->calib);
+        json_int(&j, "preprocess", (long long)pt->prep);
+        json_int(&j, "other", (long long)pt->other);
+        json_int(&j, "padding", (long long)pt->padding);
+        json_close_obj(&j);
+        json_int(&j, "stage_records", d->nstages);
         json_key_arr(&j, "stages");
         for (uint32_t i = 0; i < d->nstages; i++) {
             char val[256];
@@ -395,16 +433,25 @@ int cmd_info(verb_ctx *v)
                 if (w->enc == DCZ_ENC_CODEBOOK) {
                     json_int(&j, "codebook_entries", w->k);
                     json_int(&j, "index_bits", w->index_bits);
-                    json_str(&j, "index_coding", w->index_coding ? "huffman" : "raw");
+                    json_str(&j, "index_coding", coding_name(w->index_coding));
                     json_num(&j, "index_bits_per_weight", li[i].idx.coded_bits);
                     json_num(&j, "index_entropy", li[i].idx.entropy);
                 }
+                if (li[i].idx.present) {
+                    json_int(&j, "index_block_bytes", (long long)li[i].idx.block_bytes);
+                    json_num(&j, "index_stored_bits_per_kept", li[i].idx.stored_per_kept);
+                    json_num(&j, "index_entropy_per_kept", li[i].idx.entropy_per_kept);
+                }
                 if (li[i].gap.present) {
                     json_int(&j, "gap_bits", w->gap_bits);
-                    json_str(&j, "gap_coding", w->gap_coding ? "huffman" : "raw");
+                    json_str(&j, "gap_coding", coding_name(w->gap_coding));
                     json_int(&j, "gap_symbols", li[i].gap.symbols);
                     json_num(&j, "gap_bits_per_weight", li[i].gap.coded_bits);
                     json_num(&j, "gap_entropy_per_symbol", li[i].gap.entropy);
+                    json_int(&j, "gap_block_bytes", (long long)li[i].gap.block_bytes);
+                    json_num(&j, "gap_stored_bits_per_kept", li[i].gap.stored_per_kept);
+                    json_num(&j, "gap_entropy_per_kept", li[i].gap.entropy_per_kept);
+                    if (li[i].kept) json_num(&j, "gap_floor_per_kept", li[i].floor);
                 }
                 json_str(&j, "kernel", li[i].kernel);
                 json_str(&j, "kernel_reason", li[i].why);
@@ -529,6 +576,60 @@ int cmd_info(verb_ctx *v)
                        ss[k]->entropy > 0 ? (per_sym / ss[k]->entropy - 1) * 100 : 0);
             }
         }
+        /* what each stream costs per kept weight, whatever its coding, against
+         * its entropy and, for positions, against the floor of random ones */
+        any = 0;
+        for (uint32_t i = 0; i < d->nlayers; i++) {
+            const layer_info *L = &li[i];
+            if ((!L->idx.present && !L->gap.present) || !L->kept) continue;
+            if (!any++) printf("\n%-*s %7s %9s %9s %9s %9s %9s %9s %9s\n", nw, "layer", "kept", "pos b/w",
+                               "pos H b/w", "floor b/w", "to floor", "idx b/w", "idx H b/w", "to bound");
+            char c[7][16];
+            for (int k = 0; k < 7; k++) snprintf(c[k], sizeof c[k], "-");
+            if (L->gap.present) {
+                snprintf(c[0], sizeof c[0], "%.3f", L->gap.stored_per_kept);
+                snprintf(c[1], sizeof c[1], "%.3f", L->gap.entropy_per_kept);
+                snprintf(c[2], sizeof c[2], "%.3f", L->floor);
+                if (L->floor > 0) snprintf(c[3], sizeof c[3], "%+.1f%%", (L->gap.stored_per_kept / L->floor - 1) * 100);
+            }
+            if (L->idx.present) {
+                snprintf(c[4], sizeof c[4], "%.3f", L->idx.stored_per_kept);
+                snprintf(c[5], sizeof c[5], "%.3f", L->idx.entropy_per_kept);
+                if (L->idx.entropy_per_kept > 0)
+                    snprintf(c[6], sizeof c[6], "%+.1f%%",
+                             (L->idx.stored_per_kept / L->idx.entropy_per_kept - 1) * 100);
+            }
+            printf("%-*s %6.2f%% %9s %9s %9s %9s %9s %9s %9s\n", nw, d->layers[i].name, L->density * 100, c[0], c[1],
+                   c[2], c[3], c[4], c[5], c[6]);
+        }
+        if (any)
+            printf("(bits per kept weight: b/w the stream's whole block as stored (length, code table,\n"
+                   " codes; positions' fillers included) x 8 / kept weights; H b/w its empirical entropy\n"
+                   " per symbol x symbols / kept weights; floor H(p)/p, p the fraction kept, H the binary\n"
+                   " entropy: no coder stores positions kept at random in fewer bits, and a stream below it\n"
+                   " has structure, rows or columns pruned together; to floor, to bound: pos b/w over the\n"
+                   " floor, idx b/w over its entropy)\n");
+
+        /* where the file's bytes go, from its section table */
+        {
+            const dcz_doc_parts *pt = &d->parts;
+            char lname[48];
+            snprintf(lname, sizeof lname, "layers (%u sections)", pt->nlayer_sections);
+            const char *names[] = { "header and table", "graph", lname, "stage records", "calibration",
+                                    "preprocessing", "other sections", "padding" };
+            const size_t bytes[] = { pt->header, pt->graph, pt->layers, pt->stages, pt->calib, pt->prep,
+                                     pt->other, pt->padding };
+            const double total = (double)d->file_bytes;
+            printf("\n%-22s %12s %8s\n", "part", "bytes", "share");
+            for (size_t k = 0; k < sizeof bytes / sizeof *bytes; k++)
+                if (bytes[k] || k != 6)   /* sections of unknown types only where there are some */
+                    printf("%-22s %12zu %7.2f%%\n", names[k], bytes[k],
+                           total > 0 ? 100.0 * (double)bytes[k] / total : 0);
+            printf("%-22s %12zu %7.2f%%\n(the file's bytes by part, from its section table; padding: the zeros that\n"
+                   " start each section on a 64-byte boundary; --strip drops the stage records)\n", "total",
+                   dcz_doc_parts_total(pt), 100.0);
+        }
+
         /* one short line per layer; why each kernel, once, below */
         int kw = (int)strlen("runtime kernel");
         for (uint32_t i = 0; i < d->nlayers; i++)
@@ -564,6 +665,9 @@ int cmd_info(verb_ctx *v)
                    d->layers[i].name, d->layers[last].name, li[i].chunk, li[i].chunk == 1 ? "" : "s");
         }
 
+        if (!d->nstages)
+            printf("\nno stage records: the file keeps no history (commands, accuracies, the size of each\n"
+                   "stage's file), as one written with --strip; no size waterfall to show\n");
         if (d->nstages) {
             printf("\n%-10s %12s %9s %10s\n", "stage", "bytes", "ratio", "accuracy");
             for (uint32_t i = 0; i < d->nstages; i++) {

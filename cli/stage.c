@@ -3,8 +3,12 @@
  * bytes it is about to write with libdcz itself, and write them atomically.
  *
  * The accuracy a stage reports is measured by the runtime on the very bytes
- * written (only the stage record, which the runtime skips, is added after),
- * so it always equals `dcz eval` on the output file.
+ * written (only the stage record, which the runtime skips, is added after;
+ * under --strip there is none), so it always equals `dcz eval` on the output
+ * file.
+ *
+ * Checked by tests/cli/pipeline.sh (recorded sizes and accuracies) and
+ * tests/cli/strip.sh (--strip on every verb that writes a .dcz).
  */
 #include <stdlib.h>
 #include <string.h>
@@ -196,6 +200,13 @@ int stage_validation_default(const dcz_doc *d, size_t n)
 
 void stage_note_seen(const verb_ctx *v, const dcz_doc *d, const char *path, int n)
 {
+    if (d->nstages == 0) {
+        cli_note(v, "%s: note: %s holds no stage records (a file written with --strip keeps none), so whether it "
+                    "trained on these %d validation samples cannot be told; if it saw them, its accuracy on them is "
+                    "high and every loss is measured from there (use the file from before stripping)", v->verb,
+                 path, n);
+        return;
+    }
     if (stage_trained_without(d) == n) return;
     cli_note(v, "%s: note: %s's train record does not say it trained without these %d validation samples "
                 "(dcz train holds them out unless given --validation 0); if it saw them, its accuracy on them is "
@@ -244,28 +255,34 @@ int stage_finish(const verb_ctx *v, dcz_doc *doc, const char *stage, const dcz_d
     dcz_options opt;
     int rc = cli_runtime_options(v, &opt);
     if (rc != -1) return rc;
-    if (test) {
+    /* --strip: the file keeps no history, neither the input's nor this
+     * stage's; what is measured is then the whole file */
+    if (v->strip) dcz_doc_clear_stages(doc);
+    if (test || v->strip) {
         /* measure the exact weights that will be written */
         if ((s = dcz_doc_write(doc, &buf, &len)) != DCZ_OK) return cli_fail(v, s, "encoding");
-        s = stage_eval_bytes(buf, len, &opt, test, NULL, &acc);
+        s = test ? stage_eval_bytes(buf, len, &opt, test, NULL, &acc) : DCZ_OK;
+        if (s != DCZ_OK) { free(buf); return cli_fail_data(v, s, "evaluating the output", test, NULL); }
+    }
+    if (!v->strip) {
         free(buf);
         buf = NULL;
-        if (s != DCZ_OK) return cli_fail_data(v, s, "evaluating the output", test, NULL);
+        /* A dry run that does not evaluate records a stand-in accuracy of the
+         * same width, so that its bytes are those of the real run's record. */
+        const double recorded = !test && v->dry_run && v->c.data ? 0.5 : acc;
+        /* The record states the size of the file it is in. That number is
+         * stored with a fixed width (FORMAT.md, STAGES), so writing once to
+         * measure and once with the measured size gives a file of the stated
+         * size. */
+        size_t stated = 0;
+        if ((s = write_recorded(v, doc, stage, data, extra, recorded, 0, &buf, &stated)) != DCZ_OK)
+            return cli_fail(v, s, "encoding");
+        free(buf);
+        free(doc->stages[--doc->nstages]);
+        if ((s = write_recorded(v, doc, stage, data, extra, recorded, stated, &buf, &len)) != DCZ_OK)
+            return cli_fail(v, s, "encoding");
+        if (len != stated) { free(buf); return cli_fail(v, DCZ_ERR_INTERNAL, "recording the file size"); }
     }
-    /* A dry run that does not evaluate records a stand-in accuracy of the
-     * same width, so that its bytes are those of the real run's record. */
-    const double recorded = !test && v->dry_run && v->c.data ? 0.5 : acc;
-    /* The record states the size of the file it is in. That number is stored
-     * with a fixed width (FORMAT.md, STAGES), so writing once to measure and
-     * once with the measured size gives a file of the stated size. */
-    size_t stated = 0;
-    if ((s = write_recorded(v, doc, stage, data, extra, recorded, 0, &buf, &stated)) != DCZ_OK)
-        return cli_fail(v, s, "encoding");
-    free(buf);
-    free(doc->stages[--doc->nstages]);
-    if ((s = write_recorded(v, doc, stage, data, extra, recorded, stated, &buf, &len)) != DCZ_OK)
-        return cli_fail(v, s, "encoding");
-    if (len != stated) { free(buf); return cli_fail(v, DCZ_ERR_INTERNAL, "recording the file size"); }
     if (out_path) {
         int err;
         s = cli_write_file(out_path, buf, len, &err);

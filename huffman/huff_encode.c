@@ -234,3 +234,9 @@ double dcz_huff_entropy(const uint64_t *freq, unsigned nsym)
     }
     return h > 0.0 ? h : 0.0;
 }
+
+double dcz_huff_gap_floor(double p)
+{
+    if (!(p > 0)) return INFINITY;
+    return p >= 1 ? 0 : (-p * log2(p) - (1 - p) * log2(1 - p)) / p;
+}

@@ -120,4 +120,12 @@ dcz_status dcz_bits_pack(const uint8_t *vals, size_t count, unsigned width,
 /* Empirical entropy of the distribution in bits per symbol (0 when empty). */
 double dcz_huff_entropy(const uint64_t *freq, unsigned nsym);
 
+/* The floor of a position stream: H(p) / p bits per kept weight, H the
+ * binary entropy, when each weight is kept at random with probability p
+ * (the gap before a kept weight is then geometric, of entropy H(p) / p).
+ * No coder stores such positions in fewer bits on average; positions with
+ * structure (whole rows or columns pruned) can go below it. 0 for p >= 1,
+ * infinity for p <= 0. */
+double dcz_huff_gap_floor(double p);
+
 #endif /* DCZ_HUFFMAN_H */

@@ -103,6 +103,23 @@ typedef struct dcz_doc_calib {
 
 void dcz_doc_calib_free(dcz_doc_calib *c);
 
+/* Where a file's bytes go (docs/FORMAT.md, Layout), filled by read and
+ * write; the parts sum to the file's size (dcz_doc_parts_total). */
+typedef struct dcz_doc_parts {
+    size_t header;            /* the header and the section table */
+    size_t graph;             /* the GRAPH section */
+    size_t layers;            /* the LAYER sections, together */
+    uint32_t nlayer_sections;
+    size_t stages, calib, prep; /* STAGES, CALIB, PREPROCESS; 0 when absent */
+    size_t other;             /* optional sections of types this reader does not know */
+    size_t padding;           /* the zeros that start each section on a 64-byte boundary */
+} dcz_doc_parts;
+
+/* Counts a section of the given type and size in p. */
+void dcz_doc_parts_add(dcz_doc_parts *p, uint32_t type, size_t size);
+/* The sum of the parts: the size of the file they describe. */
+size_t dcz_doc_parts_total(const dcz_doc_parts *p);
+
 typedef struct dcz_doc {
     uint32_t input_rank, input_dims[DCZ_MAX_RANK];
     uint32_t nlayers;
@@ -114,6 +131,7 @@ typedef struct dcz_doc {
     dcz_preprocess prep;
     size_t file_bytes;        /* filled by read/write */
     size_t overhead_bytes;    /* header, table, graph, stages, padding */
+    dcz_doc_parts parts;      /* filled by read/write */
 } dcz_doc;
 
 /* Elements of the tensors a document read from a file of len bytes may
@@ -192,6 +210,8 @@ dcz_status dcz_doc_shapes(const dcz_doc *d, dcz_shape *shapes);
 
 /* Appends a stage record (copied). */
 dcz_status dcz_doc_add_stage(dcz_doc *d, const char *text);
+/* Drops every stage record: d is then written without a STAGES section. */
+void dcz_doc_clear_stages(dcz_doc *d);
 
 /* Allocates a zeroed document with nlayers zeroed layers, layer i reading
  * tensor i (the output of the layer before, or the model input). */

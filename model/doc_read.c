@@ -60,13 +60,20 @@ void dcz_doc_tensor_clear(dcz_doc_tensor *t)
     memset(t, 0, sizeof *t);
 }
 
+void dcz_doc_clear_stages(dcz_doc *d)
+{
+    for (uint32_t i = 0; i < d->nstages; i++) free(d->stages[i]);
+    free(d->stages);
+    d->stages = NULL;
+    d->nstages = 0;
+}
+
 void dcz_doc_free(dcz_doc *d)
 {
     if (!d) return;
     for (uint32_t i = 0; i < d->nlayers; i++)
         for (uint32_t j = 0; j < DCZ_MAX_TENSORS; j++) dcz_doc_tensor_clear(&d->layers[i].t[j]);
-    for (uint32_t i = 0; i < d->nstages; i++) free(d->stages[i]);
-    free(d->stages);
+    dcz_doc_clear_stages(d);
     free(d->layers);
     dcz_doc_calib_free(d->calib);
     free(d);
@@ -92,6 +99,23 @@ dcz_status dcz_doc_add_stage(dcz_doc *d, const char *text)
     memcpy(copy, text, n + 1);
     d->stages[d->nstages++] = copy;
     return DCZ_OK;
+}
+
+void dcz_doc_parts_add(dcz_doc_parts *p, uint32_t type, size_t size)
+{
+    switch (type) {
+    case DCZ_SEC_GRAPH: p->graph += size; break;
+    case DCZ_SEC_LAYER: p->layers += size; p->nlayer_sections++; break;
+    case DCZ_SEC_STAGE: p->stages += size; break;
+    case DCZ_SEC_CALIB: p->calib += size; break;
+    case DCZ_SEC_PREP: p->prep += size; break;
+    default: p->other += size; break;
+    }
+}
+
+size_t dcz_doc_parts_total(const dcz_doc_parts *p)
+{
+    return p->header + p->graph + p->layers + p->stages + p->calib + p->prep + p->other + p->padding;
 }
 
 size_t dcz_doc_param_count(const dcz_doc *d)
@@ -405,9 +429,17 @@ dcz_status dcz_doc_read(const void *buf, size_t len, dcz_doc **out)
     free(shapes);
     if (s == DCZ_OK) s = dcz_graph_end(&w);
     int stage_sections = 0, calib_sections = 0;
+    /* the parts from the section table: each section's size, and the zeros
+     * between the end of the one before (or of the table) and its offset */
+    memset(&d->parts, 0, sizeof d->parts);
+    d->parts.header = DCZ_HEADER_BYTES + (size_t)c.nsections * DCZ_SECTION_ENTRY_BYTES;
+    uint64_t end = d->parts.header;
     for (uint32_t i = 0; i < c.nsections && s == DCZ_OK; i++) {
         dcz_section sec;
         dcz_container_section(&c, i, &sec);
+        dcz_doc_parts_add(&d->parts, sec.type, (size_t)sec.size);
+        d->parts.padding += (size_t)(sec.offset - end);   /* the container checked offset >= end */
+        end = sec.offset + sec.size;
         if (sec.type == DCZ_SEC_STAGE)
             s = stage_sections++ ? DCZ_ERR_FORMAT
                                  : read_stages(c.base + sec.offset, (size_t)sec.size, d);

@@ -1,8 +1,10 @@
 /* doc_write.c: encoding a dcz_doc into .dcz bytes (docs/FORMAT.md).
  *
  * Sections are laid out in a fixed order (graph, one LAYER section per layer
- * with parameters, calibration table, stages), each at a 64-byte boundary, padding zeroed, so
- * the same document always gives the same bytes. Sparse tensors become a
+ * with parameters, calibration table, preprocessing, stages), each at a
+ * 64-byte boundary, padding zeroed, so the same document always gives the
+ * same bytes; a document without stage records is written without a STAGES
+ * section (dcz_doc_clear_stages: `--strip`). Sparse tensors become a
  * gap stream and (codebook) an index stream, each raw or Huffman-coded.
  *
  * Checked by tests/unit/test_format.c.
@@ -549,9 +551,13 @@ dcz_status dcz_doc_write(dcz_doc *d, uint8_t **buf, size_t *len)
     uint64_t off = DCZ_HEADER_BYTES + (uint64_t)nsec * DCZ_SECTION_ENTRY_BYTES;
     uint64_t *offsets = malloc(nsec * sizeof *offsets);
     if (!offsets) goto done;
+    dcz_doc_parts parts = { .header = (size_t)off };
     for (uint32_t i = 0; i < nsec; i++) {
+        const uint64_t end = off;
         off = (off + DCZ_ALIGN - 1) / DCZ_ALIGN * DCZ_ALIGN;
         offsets[i] = off;
+        parts.padding += (size_t)(off - end);
+        dcz_doc_parts_add(&parts, secs[i].type, secs[i].body.len);
         off += secs[i].body.len;
         if (secs[i].body.err) { free(offsets); goto done; }
     }
@@ -581,6 +587,7 @@ dcz_status dcz_doc_write(dcz_doc *d, uint8_t **buf, size_t *len)
     dcz_put32(out.p + 28, dcz_crc32(0, out.p, DCZ_HEADER_BYTES + (size_t)nsec * DCZ_SECTION_ENTRY_BYTES));
     d->file_bytes = out.len;
     d->overhead_bytes = out.len - param_bytes;
+    d->parts = parts;
     *buf = out.p;
     *len = out.len;
     out.p = NULL;

@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "huffman/huffman.h"
 #include "steer/steer.h"
 
 double dcz_budget_est_bytes(size_t n, double density, int bits)
@@ -15,7 +16,7 @@ double dcz_budget_est_bytes(size_t n, double density, int bits)
     const double d = density < 1e-6 ? 1e-6 : density > 1 ? 1 : density;
     /* positions: a kept weight follows a run of pruned ones whose length is
      * geometric with parameter d; the entropy of that run, H(d) / d bits */
-    const double pos = d >= 1 ? 0 : (-d * log2(d) - (1 - d) * log2(1 - d)) / d;
+    const double pos = dcz_huff_gap_floor(d);
     return (double)n * d * (bits + pos) / 8 + 4.0 * (double)(1u << bits);
 }
 

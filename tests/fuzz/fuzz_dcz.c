@@ -2,7 +2,8 @@
  *
  * Feeds the input to the runtime loader (and, when it loads, runs one
  * sample) and to the toolchain's document reader. Neither may crash, leak or
- * read out of bounds, whatever the bytes. A copy with every checksum
+ * read out of bounds, whatever the bytes, and the parts of a file the reader
+ * takes must sum to its size. A copy with every checksum
  * recomputed is fed too, so that mutations reach the parsers behind the
  * CRC checks. A model of more than FUZZ_MAX_WORK per sample is refused at
  * load. fuzz_dcz_parse.c is the fast twin that runs nothing. Seeds:
@@ -38,7 +39,10 @@ static void parse(const uint8_t *data, size_t size)
         dcz_close(m);
     }
     dcz_doc *d = NULL;
-    if (dcz_doc_read(data, size, &d) == DCZ_OK) dcz_doc_free(d);
+    if (dcz_doc_read(data, size, &d) == DCZ_OK) {
+        if (dcz_doc_parts_total(&d->parts) != size) abort();   /* dcz info's bytes by part */
+        dcz_doc_free(d);
+    }
 }
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)

@@ -4,7 +4,8 @@
  * runtime loader, checks gap coding with fillers (gaps at and around the
  * limit, every gap width, raw and Huffman), byte-identical rewrites, and
  * that every single-byte corruption and every truncation of a small dense
- * file and of a small conv file is refused by both readers.
+ * file and of a small conv file is refused by both readers; where a file's
+ * bytes go (the parts of dcz_doc_parts) and a file without its records.
  *
  * Convolutional networks: two documents (conv, relu, max and average pools
  * with and without count_include_pad, global average pool, flatten, DENSE on
@@ -1243,6 +1244,94 @@ static void test_unknown_sections(void)
     dcz_doc_free(d);
 }
 
+/* Where the bytes go (dcz_doc_parts): the writer's parts (from its layout)
+ * and the reader's (from the section table) agree and sum to the file's
+ * size, for files with records, a calibration table and preprocessing; a
+ * document whose records are dropped (--strip) is written without the
+ * STAGES section, every other part the same, smaller by that section, its
+ * table entry and the padding that moved, and runs to the same outputs; an
+ * unknown optional section counts as other. */
+static int same_parts(const dcz_doc_parts *a, const dcz_doc_parts *b)
+{
+    return a->header == b->header && a->graph == b->graph && a->layers == b->layers &&
+           a->nlayer_sections == b->nlayer_sections && a->stages == b->stages && a->calib == b->calib &&
+           a->prep == b->prep && a->other == b->other && a->padding == b->padding;
+}
+
+static void parts_of(dcz_doc *d, const char *what)
+{
+    uint8_t *buf = NULL, *sbuf = NULL;
+    size_t len = 0, slen = 0;
+    dcz_doc *r = NULL, *sr = NULL;
+    REQUIRE(d && dcz_doc_write(d, &buf, &len) == DCZ_OK, "%s: write", what);
+    const dcz_doc_parts full = d->parts;
+    CHECK(dcz_doc_parts_total(&full) == len, "%s: writer's parts sum to %zu, the file has %zu", what,
+          dcz_doc_parts_total(&full), len);
+    CHECK(full.stages > 0 && full.graph > 0 && full.layers > 0, "%s: stages %zu graph %zu layers %zu", what,
+          full.stages, full.graph, full.layers);
+    CHECK(full.header == 64 + 32 * (size_t)dcz_le32(buf + 24), "%s: header and table %zu", what, full.header);
+    REQUIRE(dcz_doc_read(buf, len, &r) == DCZ_OK, "%s: read", what);
+    CHECK(same_parts(&r->parts, &full), "%s: the reader's parts differ from the writer's", what);
+    CHECK(r->parts.layers + r->overhead_bytes == len, "%s: layers %zu + overhead %zu != %zu", what,
+          r->parts.layers, r->overhead_bytes, len);
+    /* stripped */
+    dcz_doc_clear_stages(r);
+    REQUIRE(dcz_doc_write(r, &sbuf, &slen) == DCZ_OK, "%s: write stripped", what);
+    const dcz_doc_parts st = r->parts;
+    CHECK(st.stages == 0 && dcz_doc_parts_total(&st) == slen, "%s: stripped parts", what);
+    CHECK(st.graph == full.graph && st.layers == full.layers && st.calib == full.calib && st.prep == full.prep &&
+          st.header + 32 == full.header, "%s: stripping changed more than the records", what);
+    CHECK(slen + full.stages + 32 + full.padding - st.padding == len, "%s: stripped %zu bytes, full %zu", what, slen,
+          len);
+    REQUIRE(dcz_doc_read(sbuf, slen, &sr) == DCZ_OK, "%s: read stripped", what);
+    CHECK(sr->nstages == 0 && same_parts(&sr->parts, &st), "%s: stripped file read back", what);
+    /* the same model: the runtime gives the same outputs, bit for bit */
+    dcz_model *m1 = NULL, *m2 = NULL;
+    REQUIRE(dcz_open_memory(buf, len, NULL, &m1) == DCZ_OK && dcz_open_memory(sbuf, slen, NULL, &m2) == DCZ_OK,
+            "%s: open", what);
+    const size_t in = dcz_input_size(m1), out = dcz_output_size(m1);
+    float *x = malloc(3 * in * sizeof *x), *y1 = malloc(3 * out * sizeof *y1), *y2 = malloc(3 * out * sizeof *y2);
+    for (size_t i = 0; i < 3 * in; i++) x[i] = (float)((i * 7919) % 101) / 50.0f - 1.0f;
+    CHECK(dcz_run(m1, x, 3, y1) == DCZ_OK && dcz_run(m2, x, 3, y2) == DCZ_OK &&
+          memcmp(y1, y2, 3 * out * sizeof *y1) == 0, "%s: the stripped file runs otherwise", what);
+    dcz_close(m1);
+    dcz_close(m2);
+    free(x);
+    free(y1);
+    free(y2);
+    free(buf);
+    free(sbuf);
+    dcz_doc_free(r);
+    dcz_doc_free(sr);
+    dcz_doc_free(d);
+}
+
+static void test_parts(void)
+{
+    parts_of(small_doc(), "small");
+    parts_of(conv_doc(), "conv");
+    dcz_doc *c = calib_doc();
+    if (c) dcz_doc_add_stage(c, "stage = calibrate\n");
+    parts_of(c, "calibrated");
+    dcz_doc *p = prep_doc();
+    if (p) dcz_doc_add_stage(p, "stage = import\n");
+    parts_of(p, "preprocessing");
+    /* an optional section of a type this reader does not know: other */
+    dcz_doc *d = small_doc(), *r = NULL;
+    uint8_t *buf = NULL;
+    size_t len = 0;
+    REQUIRE(d && dcz_doc_write(d, &buf, &len) == DCZ_OK, "write");
+    const size_t stages = d->parts.stages;
+    dcz_put32(buf + 64 + 32 * (dcz_le32(buf + 24) - 1), 77);   /* the last section: the records */
+    fix_crcs(buf, len);
+    REQUIRE(dcz_doc_read(buf, len, &r) == DCZ_OK, "read with an unknown section");
+    CHECK(r->parts.other == stages && r->parts.stages == 0 && dcz_doc_parts_total(&r->parts) == len,
+          "unknown section: other %zu stages %zu", r->parts.other, r->parts.stages);
+    free(buf);
+    dcz_doc_free(d);
+    dcz_doc_free(r);
+}
+
 /* Two layers may not share a parameter section: a small file could
  * otherwise make the loader expand the same weights again and again. */
 static void test_shared_param_section(void)
@@ -1931,6 +2020,7 @@ int main(void)
     RUN(test_version_and_magic);
     RUN(test_unknown_sections);
     RUN(test_shared_param_section);
+    RUN(test_parts);
     RUN(test_f16);
     RUN(test_op_rules);
     RUN(test_conv_doc_round_trip);

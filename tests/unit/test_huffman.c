@@ -6,7 +6,9 @@
  * Fibonacci frequencies; canonical code order; table serialization and
  * rejection of invalid tables; truncated and random streams, where the
  * table-driven decoder must agree with a bit-by-bit reference decoder written
- * here; fixed-width packing; entropy bounds. Deterministic (fixed seeds).
+ * here; fixed-width packing; entropy bounds; the floor of positions kept at
+ * random (dcz_huff_gap_floor) against the geometric gap's entropy summed.
+ * Deterministic (fixed seeds).
  */
 #include <math.h>
 #include <stdint.h>
@@ -687,6 +689,23 @@ static void test_entropy(void)
     }
 }
 
+/* The floor of positions kept at random: H(p) / p against the entropy of
+ * the geometric gap it stands for, summed term by term. */
+static void test_gap_floor(void)
+{
+    CHECK(dcz_huff_gap_floor(1.0) == 0.0, "p = 1: %g", dcz_huff_gap_floor(1.0));
+    CHECK(isinf(dcz_huff_gap_floor(0.0)), "p = 0: %g", dcz_huff_gap_floor(0.0));
+    CHECK(fabs(dcz_huff_gap_floor(0.5) - 2.0) < 1e-12, "p = 1/2: %.15f", dcz_huff_gap_floor(0.5));
+    const double ps[] = { 0.9, 0.5, 0.25, 0.1, 0.04, 0.01 };
+    for (size_t i = 0; i < sizeof ps / sizeof *ps; i++) {
+        const double p = ps[i];
+        double h = 0, q = p;   /* q: P(gap = k) = (1 - p)^k p */
+        for (int k = 0; k < 20000 && q > 0; k++, q *= 1 - p) h -= q * log2(q);
+        CHECK(fabs(dcz_huff_gap_floor(p) - h) < 1e-9, "p = %g: floor %.12f, geometric entropy %.12f", p,
+              dcz_huff_gap_floor(p), h);
+    }
+}
+
 int main(void)
 {
     RUN(test_bitr);
@@ -705,5 +724,6 @@ int main(void)
     RUN(test_truncated);
     RUN(test_garbage);
     RUN(test_entropy);
+    RUN(test_gap_floor);
     return check_summary();
 }
