@@ -163,6 +163,9 @@ static void check_places(const dcz_model *m, where *w)
     if (m->scratch_floats) {
         place(w, m->scratch, 0, "scratch", 0);
         place(w, m->scratch + m->scratch_floats - 1, 0, "scratch's end", 0);
+        /* the kernels' tiles and panels start on a cache line, wherever the
+         * arena starts and whatever came before them in it */
+        if ((uintptr_t)m->scratch % 64 && w->bad++ < 3) fprintf(stderr, "    scratch not on a cache line\n");
     }
     for (uint32_t i = 0; i < m->nlayers; i++) {
         const dcz_exec_layer *l = &m->layers[i];
