@@ -335,6 +335,15 @@ int stage_check_fit(const verb_ctx *v, const dcz_dataset *d, int rank, const uin
  * or -1. */
 int stage_hold_out(const verb_ctx *v, dcz_dataset *train, int n, dcz_dataset *val);
 
+/* The validation samples of --data's own validation split (an image folder's
+ * ROOT/val) into *val, checked against the training split's shape and
+ * classes. Exit code or -1. Where --data has one, decisions measure on it
+ * and nothing is held out of the training split. */
+int stage_load_val(const verb_ctx *v, const dcz_dataset *train, dcz_dataset *val);
+/* A usage error (exit code) when --data has a validation split of its own
+ * and --validation N (not 0) asks to hold samples out as well; else -1. */
+int stage_check_own_val(const verb_ctx *v, int validation);
+
 /* An option's value before its default is known. */
 #define NOT_GIVEN INT_MIN
 

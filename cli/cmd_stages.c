@@ -350,6 +350,7 @@ int cmd_train(verb_ctx *v)
         return EXIT_USAGE;
     }
     if ((rc = check_sgd_opts(v, "lr", t.lr, t.momentum, t.wd)) != -1) return rc;
+    if ((rc = stage_check_own_val(v, t.validation)) != -1) return rc;
     if (strcmp(t.schedule, "const") && strcmp(t.schedule, "step") && strcmp(t.schedule, "cosine")) {
         cli_usage_error(v, "--schedule must be const, step or cosine");
         return EXIT_USAGE;
@@ -402,7 +403,11 @@ int cmd_train(verb_ctx *v)
     }
     rc = stage_load_splits(v, &train, &test);
     if (rc == -1) rc = stage_check_fit(v, &train, (int)net->in_rank, net->in_dims, (size_t)net->classes, 1);
-    if (rc == -1 && t.validation == NOT_GIVEN) {
+    if (rc == -1 && t.validation == NOT_GIVEN && dcz_data_has_val(v->c.data)) {
+        t.validation = 0;   /* the folder's own val split is the validation samples */
+        cli_note(v, "train: --data %s has a validation split of its own (val/): every training sample is trained "
+                    "on", v->c.data);
+    } else if (rc == -1 && t.validation == NOT_GIVEN) {
         t.validation = stage_validation_count(train.n);
         if (t.validation)
             cli_note(v, "train: %d of the %zu training samples held out as the validation samples that dcz "
@@ -1235,12 +1240,13 @@ static char *budget_recipe(const budget_ctx *b, const dcz_net *net, const dcz_bu
         const quant_opts *qo = &b->qo;
         size_t n = (size_t)snprintf(t, cap,
             "# The choice of dcz compress --budget %g for %s: the smallest file of the\n"
-            "# runs measured whose accuracy on the %d validation samples (held out of\n"
-            "# retraining) stayed within %g points of the input's. This recipe\n"
+            "# runs measured whose accuracy on the %zu validation samples (%s)\n"
+            "# stayed within %g points of the input's. This recipe\n"
             "# reproduces it with the same seed and threads:\n"
             "#   dcz compress %s --data DATA --recipe THIS -o OUT\n"
             "seed = %d\n",
-            budget, b->v->pos[0], b->job->validation, budget, b->v->pos[0], b->v->c.seed);
+            budget, b->v->pos[0], b->job->val.n, b->job->validation ? "held out of retraining" : "--data's val split",
+            budget, b->v->pos[0], b->v->c.seed);
         if (b->v->c.threads) n += (size_t)snprintf(t + n, cap - n, "threads = %d\n", b->v->c.threads);
         n += (size_t)snprintf(t + n, cap - n,
             "[compress]\nvalidation = %d\nrounds = %d\nprune-epochs = %d\nfinal-epochs = %d\n"
@@ -1271,8 +1277,9 @@ static void budget_report(const budget_ctx *b, const dcz_net *net, const dcz_sen
     const dcz_budget_cand *c = &b->cands->c[bt->cand];
     FILE *f = v->c.quiet || v->c.json ? NULL : cli_notes(v);
     if (f) {
-        fprintf(f, "\ncompress --budget %g: validation accuracy of the input %.2f%% on %d samples held out of "
-                   "retraining; floor %.2f%%\n", budget, base * 100, b->job->validation, b->floor * 100);
+        fprintf(f, "\ncompress --budget %g: validation accuracy of the input %.2f%% on %zu samples %s; floor "
+                   "%.2f%%\n", budget, base * 100, b->job->val.n,
+                   b->job->validation ? "held out of retraining" : "of --data's val split", b->floor * 100);
         fprintf(f, "%-4s %9s %12s %10s %8s %11s %6s  %s\n", "run", "candidate", "estimate", "bytes", "ratio",
                 "validation", "+-", "");
         for (int k = 0; k < ntrials; k++) {
@@ -1312,7 +1319,7 @@ static void budget_report(const budget_ctx *b, const dcz_net *net, const dcz_sen
     json_str(&j, "output", v->c.out);
     json_str(&j, "recipe", recipe);
     json_num(&j, "budget", budget);
-    json_int(&j, "validation_samples", b->job->validation);
+    json_int(&j, "validation_samples", (long long)b->job->val.n);
     json_num(&j, "validation_accuracy_input", base);
     json_num(&j, "validation_floor", b->floor);
     json_bool(&j, "within_budget", bt->within);
@@ -1392,7 +1399,7 @@ static int compress_budget(verb_ctx *v, compress_job *job, const prune_opts *po,
         if (s == DCZ_OK) s = stage_eval_bytes(in, in_len, &b.ro, &job->val, b.base_right, &base);
         if (s != DCZ_OK) rc = cli_fail_data(v, s, "evaluating the input", &job->test, &job->val);
     }
-    if (rc == -1) stage_note_seen(v, net->doc, v->pos[0], job->validation);
+    if (rc == -1 && job->validation) stage_note_seen(v, net->doc, v->pos[0], job->validation);
     b.floor = base - budget / 100;
     dcz_sens_plan plan;
     dcz_sens_plan_init(&plan);
@@ -1528,6 +1535,7 @@ int cmd_compress(verb_ctx *v)
         cli_usage_error(v, "--validation must be >= 0");
         return EXIT_USAGE;
     }
+    if ((rc = stage_check_own_val(v, job.validation)) != -1) return rc;
     if (budgeted) {
         const char *clash = po.sparsity ? "--sparsity" : po.quality ? "--quality" : qo.bits ? "--bits"
                           : job.stages_dir ? "--keep-stages" : v->dry_run ? "--dry-run" : NULL;
@@ -1541,7 +1549,10 @@ int cmd_compress(verb_ctx *v)
             return EXIT_USAGE;
         }
         if (runs < 1 || runs > 10) { cli_usage_error(v, "--budget-runs must be from 1 to 10"); return EXIT_USAGE; }
-        if (job.validation == 0) { cli_usage_error(v, "--budget measures on --validation samples: give 1 or more"); return EXIT_USAGE; }
+        if (job.validation == 0 && !dcz_data_has_val(v->c.data)) {
+            cli_usage_error(v, "--budget measures on --validation samples: give 1 or more");
+            return EXIT_USAGE;
+        }
     } else if (recipe_given) {
         cli_usage_error(v, "--budget-recipe goes with --budget");
         return EXIT_USAGE;
@@ -1604,8 +1615,13 @@ int cmd_compress(verb_ctx *v)
     }
     if (rc == -1)
         rc = stage_check_fit(v, &job.train, (int)net->in_rank, net->in_dims, (size_t)net->classes, 0);
+    const int own_val = rc == -1 && dcz_data_has_val(v->c.data);
+    if (own_val) {   /* measured on the folder's val split; nothing held out */
+        job.validation = 0;
+        if (budgeted) rc = stage_load_val(v, &job.train, &job.val);
+    }
     if (rc == -1 && job.validation == NOT_GIVEN) job.validation = stage_validation_default(doc, job.train.n);
-    if (rc == -1 && budgeted && job.validation == 0) {
+    if (rc == -1 && budgeted && !own_val && job.validation == 0) {
         cli_error("compress: --budget measures on validation samples held out of the training split, and --data "
                   "%s has %zu training samples: too few to hold out any (give data of 10 or more)", v->c.data,
                   job.train.n);

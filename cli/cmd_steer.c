@@ -121,7 +121,7 @@ int scan_plan(const verb_ctx *v, const scan_opts *o, dcz_sens_plan *plan)
         return EXIT_USAGE;
     }
     if (!v->c.data) { cli_usage_error(v, "the sensitivity scan measures on data: give --data"); return EXIT_USAGE; }
-    return -1;
+    return stage_check_own_val(v, o->validation);
 }
 
 int scan(verb_ctx *v, const char *path, const scan_opts *o, const dcz_sens_plan *plan,
@@ -143,9 +143,13 @@ int scan(verb_ctx *v, const char *path, const scan_opts *o, const dcz_sens_plan 
     }
     if (rc == -1) rc = stage_load_data(v, DCZ_SPLIT_TRAIN, &train);
     if (rc == -1) rc = stage_check_fit(v, &train, (int)net->in_rank, net->in_dims, (size_t)net->classes, 0);
-    const int nval = o->validation == NOT_GIVEN ? stage_validation_default(doc, train.n) : o->validation;
-    if (rc == -1) rc = stage_hold_out(v, &train, nval, &val);
-    if (rc == -1) stage_note_seen(v, doc, path, nval);
+    if (rc == -1 && dcz_data_has_val(v->c.data)) {
+        rc = stage_load_val(v, &train, &val);   /* the folder's own validation split */
+    } else {
+        const int nval = o->validation == NOT_GIVEN ? stage_validation_default(doc, train.n) : o->validation;
+        if (rc == -1) rc = stage_hold_out(v, &train, nval, &val);
+        if (rc == -1) stage_note_seen(v, doc, path, nval);
+    }
     if (rc == -1) {
         progress p;
         progress_start(&p, v, "sensitivity", 0);
@@ -184,8 +188,8 @@ int cmd_sensitivity(verb_ctx *v)
         int nw = 5;
         for (int l = 0; l < rep.nlayers; l++)
             if ((int)strlen(rep.layers[l].name) > nw) nw = (int)strlen(rep.layers[l].name);
-        fprintf(f, "%s: accuracy %.2f%% on %zu validation samples held out of the training split\n", v->pos[0],
-                rep.baseline * 100, rep.samples);
+        fprintf(f, "%s: accuracy %.2f%% on %zu validation samples %s\n", v->pos[0], rep.baseline * 100,
+                rep.samples, dcz_data_has_val(v->c.data) ? "of --data's val split" : "held out of the training split");
         print_table(f, &rep, nw, "accuracy (%) with one layer pruned to a sparsity, no retraining", "%",
                     plan.sparsity, plan.nsparsity, 0);
         double b[DCZ_SENS_MAX_LEVELS];

@@ -178,6 +178,30 @@ int stage_hold_out(const verb_ctx *v, dcz_dataset *train, int n, dcz_dataset *va
     return -1;
 }
 
+int stage_load_val(const verb_ctx *v, const dcz_dataset *train, dcz_dataset *val)
+{
+    int rc = stage_load_data(v, DCZ_SPLIT_VAL, val);
+    if (rc != -1) return rc;
+    if (val->c != train->c || val->h != train->h || val->w != train->w || val->classes > train->classes) {
+        cli_error("%s: --data %s: the val split holds %ux%ux%u samples (CxHxW) in %u classes and the train split "
+                  "%ux%ux%u in %u: the validation samples must have the training samples' shape and classes",
+                  v->verb, v->c.data, val->c, val->h, val->w, val->classes, train->c, train->h, train->w,
+                  train->classes);
+        dcz_dataset_free(val);
+        return EXIT_BAD_INPUT;
+    }
+    return -1;
+}
+
+int stage_check_own_val(const verb_ctx *v, int validation)
+{
+    if (validation == NOT_GIVEN || validation == 0 || !v->c.data || !dcz_data_has_val(v->c.data)) return -1;
+    cli_usage_error(v, "--data %s has a validation split of its own (%s/val), on which decisions are measured: "
+                       "--validation %d would hold more samples out of the training split; leave it out",
+                    v->c.data, v->c.data, validation);
+    return EXIT_USAGE;
+}
+
 int stage_trained_without(const dcz_doc *d)
 {
     char val[64], stage[32];

@@ -459,7 +459,7 @@ dcz_status dcz_data_load_prep(const char *spec, int split, uint64_t max_bytes, c
         dcz_train_err(err, errlen, "no dataset given");
         return DCZ_ERR_ARG;
     }
-    if (split != DCZ_SPLIT_TRAIN && split != DCZ_SPLIT_TEST) {
+    if (split != DCZ_SPLIT_TRAIN && split != DCZ_SPLIT_TEST && split != DCZ_SPLIT_VAL) {
         dcz_train_err(err, errlen, "unknown split %d", split);
         return DCZ_ERR_ARG;
     }
@@ -477,6 +477,11 @@ dcz_status dcz_data_load_prep(const char *spec, int split, uint64_t max_bytes, c
         return DCZ_ERR_IO;
     }
     if (!debian && dcz_png_folder_is(dir)) return dcz_png_folder_load(dir, split, max_bytes, prep, out, err, errlen);
+    if (split == DCZ_SPLIT_VAL) {
+        dcz_train_err(err, errlen, "%s holds IDX files, which have no validation split (an image folder may: "
+                      "ROOT/val/CLASS/NAME.png)", spec);
+        return DCZ_ERR_ARG;
+    }
     const char *prefix = split == DCZ_SPLIT_TRAIN ? "train" : "t10k";
     char base[64], img_path[4096], lbl_path[4096];
     snprintf(base, sizeof base, "%s-images-idx3-ubyte", prefix);

@@ -52,7 +52,7 @@ struct dcz_image_files {
     size_t refs;
     size_t n;               /* files */
     char *dir;              /* ROOT/train or ROOT/test */
-    char *sub;              /* "train" or "test": a name in the hash is sub/CLASS/NAME */
+    char *sub;              /* "train", "test" or "val": a name in the hash is sub/CLASS/NAME */
     char *names;            /* the n names CLASS/NAME, each ending in NUL */
     size_t *at;             /* (n) where file i's name starts in names */
     uint64_t *len;          /* (n) its bytes as the load read them */
@@ -99,6 +99,20 @@ static int is_dir(const char *path)
 {
     struct stat s;
     return stat(path, &s) == 0 && S_ISDIR(s.st_mode);
+}
+
+/* The folder of a split under ROOT. */
+static const char *split_name(int split_id)
+{
+    return split_id == DCZ_SPLIT_TRAIN ? "train" : split_id == DCZ_SPLIT_VAL ? "val" : "test";
+}
+
+int dcz_data_has_val(const char *spec)
+{
+    char p[4096];
+    const int n = snprintf(p, sizeof p, "%s/val", spec);
+    return strcmp(spec, "fashion-mnist") != 0 && dcz_png_folder_is(spec) && n > 0 && (size_t)n < sizeof p &&
+           is_dir(p);
 }
 
 int dcz_png_folder_is(const char *dir)
@@ -230,7 +244,7 @@ static dcz_status list_split(const char *root, int split_id, names *classes, fil
                              size_t errlen)
 {
     char dir[4096], cdir[4096];
-    const char *sub = split_id == DCZ_SPLIT_TRAIN ? "train" : "test";
+    const char *sub = split_name(split_id);
     /* classes from train/, or test/ when there is no train/ */
     snprintf(dir, sizeof dir, "%s/train", root);
     const int from_train = is_dir(dir);
@@ -584,7 +598,7 @@ dcz_status dcz_png_folder_load(const char *root, int split_id, uint64_t max_byte
     const size_t n = list.n;
     const uint32_t nclasses = (uint32_t)classes.n;
     names_free(&classes);
-    const char *sub = split_id == DCZ_SPLIT_TRAIN ? "train" : "test";
+    const char *sub = split_name(split_id);
     dcz_image_files *f = calloc(1, sizeof *f);
     check_job job;
     memset(&job, 0, sizeof job);

@@ -90,12 +90,17 @@ typedef struct dcz_dataset {
                             when sample i is file i */
 } dcz_dataset;
 
-enum { DCZ_SPLIT_TRAIN = 0, DCZ_SPLIT_TEST = 1 };
+/* The splits: an image folder may also hold ROOT/val/CLASS/NAME.png, a
+ * validation split of its own (DCZ_SPLIT_VAL; IDX files have none). */
+enum { DCZ_SPLIT_TRAIN = 0, DCZ_SPLIT_TEST = 1, DCZ_SPLIT_VAL = 2 };
+
+/* Whether spec is an image folder with a validation split (ROOT/val). */
+int dcz_data_has_val(const char *spec);
 
 /* Loads one split. spec is "fashion-mnist" (Debian's package location,
  * /usr/share/datasets/fashion-mnist), a directory holding
  * {train,t10k}-{images-idx3,labels-idx1}-ubyte, each optionally ".gz", or
- * a directory of PNG images ROOT/{train,test}/CLASS/NAME.png (recognised by
+ * a directory of PNG images ROOT/{train,test,val}/CLASS/NAME.png (recognised by
  * its train or test folder; rules in train/png.h, dcz_png_folder_load).
  * IDX files load in memory, their hash a CRC32 over the image file's bytes
  * then the label file's (decompressed); image folders stream, their hash
