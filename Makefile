@@ -201,19 +201,19 @@ CFLAGS_ALL += -fsanitize=$(strip $(SANITIZE)) -fno-sanitize-recover=all -fno-omi
 LDFLAGS_ALL := -fsanitize=$(strip $(SANITIZE)) -fno-sanitize-recover=all
 endif
 
-# libdcz: runtime and Huffman decoding; links with libc and libm alone (and
+# libdcz: runtime, Huffman and arithmetic decoding; links with libc and libm alone (and
 # with the CUDA backend, the CUDA runtime and cuBLAS).
 # runtime/ holds the API, the loader, the plan and the runner; its folders
 # the format's rules (format/), the CPU kernels (cpu/ref/ the scalar
 # references, cpu/f32/ the float kernels, cpu/q8/ the 8-bit integer ones)
 # and the CUDA backend (cuda/): runtime/README.md is their map.
 LIB_SRC  := $(wildcard runtime/*.c runtime/format/*.c runtime/cpu/*.c runtime/cpu/*/*.c) \
-            $(if $(filter 1,$(CUDA_ON)),runtime/cuda/gpu.c) huffman/huff_decode.c
+            $(if $(filter 1,$(CUDA_ON)),runtime/cuda/gpu.c) huffman/huff_decode.c huffman/arith_decode.c
 LIB_CU   := $(if $(filter 1,$(CUDA_ON)),$(wildcard runtime/cuda/*.cu))
 # the toolchain: everything a stage needs beyond the runtime: the working
 # model (model/: the editable document and the .dcz writer), the trainer,
 # the stages
-TOOL_SRC := huffman/huff_encode.c $(wildcard model/*.c) \
+TOOL_SRC := huffman/huff_encode.c huffman/arith_encode.c $(wildcard model/*.c) \
             $(filter-out $(DIST_OFF),$(wildcard train/*.c prune/*.c quantize/*.c calibrate/*.c steer/*.c plot/*.c))
 CLI_SRC  := $(wildcard cli/*.c)
 # ONNX import and export: C bindings generated at build time by protoc-c from
@@ -235,11 +235,11 @@ BENCH_SRC := $(filter-out bench/bench_gpu.c,$(wildcard bench/*.c))
 BENCH_BIN := $(BENCH_SRC:bench/%.c=$(BUILD)/bench/%) $(if $(filter 1,$(CUDA_ON)),$(BUILD)/bench/bench_gpu)
 
 # Runtime tests link libdcz alone, so they also build for CROSS targets:
-# the kernel tests, and test_static, which adds models made by the
-# toolchain's writer where it is built (natively). test_static counts
-# allocations by wrapping the allocator at link time.
-RT_ONLY  := test_kernels test_qkernels test_simd $(if $(RTONLY),test_static)
-RT_BIN   := $(patsubst %,$(BUILD)/tests/%,test_kernels test_qkernels test_simd test_static)
+# the kernel tests, and test_static and test_arith, which add models and
+# streams made by the toolchain where it is built (natively). test_static
+# counts allocations by wrapping the allocator at link time.
+RT_ONLY  := test_kernels test_qkernels test_simd $(if $(RTONLY),test_static test_arith)
+RT_BIN   := $(patsubst %,$(BUILD)/tests/%,test_kernels test_qkernels test_simd test_static test_arith)
 WRAP_ALLOC := -Wl,--wrap=malloc,--wrap=calloc,--wrap=realloc,--wrap=free,--wrap=aligned_alloc,--wrap=posix_memalign
 $(BUILD)/tests/test_static: TEST_LDFLAGS := $(WRAP_ALLOC)
 

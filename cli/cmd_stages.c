@@ -923,8 +923,11 @@ int cmd_quantize(verb_ctx *v)
  * position widths, codebook packing and the bias format change; every
  * weight stays as is. A layer no gap-bits rule names gets the position
  * width that stores it in the fewest bytes; codebook entries no weight uses
- * are dropped and the index width fits what is left. */
-static int apply_encoding(const verb_ctx *v, dcz_doc *doc, const char *gap_rules, int huffman, int bias_f16)
+ * are dropped and the index width fits what is left. With entropy coding
+ * (huffman) each stream takes the smallest of raw, Huffman and (arith)
+ * arithmetic coding; without, fixed widths. */
+static int apply_encoding(const verb_ctx *v, dcz_doc *doc, const char *gap_rules, int huffman, int arith,
+                          int bias_f16)
 {
     rule_set gr;
     int rc = parse_rules(v, "gap-bits", gap_rules, &gr);
@@ -946,6 +949,7 @@ static int apply_encoding(const verb_ctx *v, dcz_doc *doc, const char *gap_rules
                 return EXIT_USAGE;
             }
             dcz_status s = dcz_doc_tensor_pack(w, (unsigned)g);
+            if (s == DCZ_OK && huffman) s = dcz_doc_tensor_choose_codings(w, (unsigned)g, arith);
             if (s != DCZ_OK) {
                 char what[DCZ_MAX_NAME + 32];
                 snprintf(what, sizeof what, "packing the weights of %s", l->name);
@@ -973,18 +977,20 @@ static int bias_mode(const verb_ctx *v, const char *bias)
 int cmd_encode(verb_ctx *v)
 {
     const char *gap_bits = NULL, *bias = NULL;
-    int no_huffman = 0;
+    int no_huffman = 0, no_arith = 0;
     const opt_spec specs[] = {
         { "gap-bits", 0, OPT_STR, &gap_bits, "relative position width per layer (default: the smallest)" },
         { "no-huffman", 0, OPT_FLAG, &no_huffman, "store the streams with fixed widths" },
+        { "no-arith", 0, OPT_FLAG, &no_arith, "no arithmetic coding: raw or Huffman streams (format 2.1 readers)" },
         { "bias", 0, OPT_STR, &bias, "bias format: f32 or f16 (default: as in IN)" },
         DRY_RUN_SPEC(v),
         STRIP_SPEC(v),
         { NULL, 0, OPT_FLAG, NULL, NULL }
     };
     v->usage = "dcz encode IN [--data DATA] -o OUT";
-    v->summary = "Huffman coding: canonical, length-limited codes for the codebook-index stream\n"
-                 "and the relative-position stream of each sparse layer, coded separately.\n"
+    v->summary = "Entropy coding: the codebook-index stream and the position stream of each\n"
+                 "sparse layer, each stored raw, Huffman-coded or arithmetic-coded (positions\n"
+                 "then as a keep mask), whichever is smallest.\n"
                  "Codebook entries no weight uses are dropped and each layer's positions take\n"
                  "the width that stores them smallest, unless --gap-bits names the layer.\n"
                  "With --data the accuracy of the result is measured and recorded.";
@@ -1002,9 +1008,10 @@ int cmd_encode(verb_ctx *v)
     size_t bytes = 0;
     rc = stage_load_doc(v, v->pos[0], &doc);
     if (rc == -1 && v->c.data) rc = stage_load_data(v, DCZ_SPLIT_TEST, &test);
-    if (rc == -1) rc = apply_encoding(v, doc, gap_bits, !no_huffman, bm);
+    if (rc == -1) rc = apply_encoding(v, doc, gap_bits, !no_huffman, !no_arith, bm);
     char extra[128];
-    snprintf(extra, sizeof extra, "huffman = %s\n", no_huffman ? "no" : "yes");
+    snprintf(extra, sizeof extra, "huffman = %s\narith = %s\n", no_huffman ? "no" : "yes",
+             no_huffman || no_arith ? "no" : "yes");
     /* a dry run is the whole run, the output left unwritten: its bytes are exact */
     if (rc == -1)
         rc = stage_finish(v, doc, "encode", NULL, extra, v->c.data ? &test : NULL, v->dry_run ? NULL : v->c.out,
@@ -1078,11 +1085,11 @@ static int compress_stages(const verb_ctx *v, const compress_job *job, dcz_net *
                         &res[*nres].acc, &res[*nres].bytes);
         res[(*nres)++].name = "quantize";
     }
-    /* encode: the quantized net with Huffman-coded streams */
+    /* encode: the quantized net with entropy-coded streams */
     if (rc == -1) rc = store_net(v, net, NULL, 1, job->bias_f16);
-    if (rc == -1) rc = apply_encoding(v, net->doc, job->gap_bits, 1, -1);
+    if (rc == -1) rc = apply_encoding(v, net->doc, job->gap_bits, 1, 1, -1);
     if (rc == -1) {
-        snprintf(extra, sizeof extra, "huffman = yes\nbias = %s\n", job->bias_f16 ? "f16" : "f32");
+        snprintf(extra, sizeof extra, "huffman = yes\narith = yes\nbias = %s\n", job->bias_f16 ? "f16" : "f32");
         rc = stage_finish(v, net->doc, "encode", NULL, extra, te, out, &res[*nres].acc, &res[*nres].bytes);
         res[(*nres)++].name = "encode";
     }
@@ -1510,9 +1517,10 @@ int cmd_compress(verb_ctx *v)
     v->usage = "dcz compress IN --data DATA -o OUT [--head N] [options]";
     v->summary = "The whole Deep Compression pipeline with the paper's defaults: iterative\n"
                  "pruning with retraining, trained quantization (5-bit codebooks for fully\n"
-                 "connected layers, 8-bit for convolutions), and Huffman coding with the\n"
-                 "relative-position width that stores each layer smallest (--gap-bits rules\n"
-                 "fix it) and only the codebook entries in use.\n"
+                 "connected layers, 8-bit for convolutions), and entropy coding: each stream\n"
+                 "raw, Huffman- or arithmetic-coded, whichever is smallest, positions as wide\n"
+                 "as stores each layer smallest (--gap-bits rules fix it) and only the\n"
+                 "codebook entries in use.\n"
                  "With --budget P it chooses each layer's sparsity and codebook width itself:\n"
                  "the smallest file it measures within P points of the input's accuracy on\n"
                  "validation samples held out of retraining, and writes the choice as a recipe.\n"

@@ -169,12 +169,13 @@ static void shape_text(const dcz_shape *s, char *buf, size_t len)
     dims_text(s->rank, s->dims, buf, len);
 }
 
-/* A stream's coding as --json names it. */
+/* A stream's coding by name, as info prints it and --json names it. */
 static const char *coding_name(uint8_t coding)
 {
     switch (coding) {
     case DCZ_CODING_RAW: return "raw";
     case DCZ_CODING_HUFFMAN: return "huffman";
+    case DCZ_CODING_ARITH: return "arith";
     }
     return "?";
 }
@@ -207,6 +208,18 @@ static void stream_measure(const uint8_t *sym, uint32_t count, unsigned bits, si
     st->block_bytes = block_bytes;
     st->stored_per_kept = nnz ? (double)block_bytes * 8 / nnz : 0;
     st->entropy_per_kept = nnz ? st->entropy * count / nnz : 0;
+}
+
+/* A keep mask coded in block_bytes: its n flags, nnz of them kept; the
+ * entropy is that of one flag taken alone. */
+static void mask_measure(size_t n, uint32_t nnz, size_t block_bytes, stream_stats *st)
+{
+    const double p = n ? (double)nnz / (double)n : 0;
+    st->present = 1;
+    st->symbols = (uint32_t)n;
+    st->entropy = p > 0 && p < 1 ? -(p * log2(p) + (1 - p) * log2(1 - p)) : 0;
+    st->coded_bits = nnz && block_bytes >= 4 ? (double)(block_bytes - 4) * 8 / nnz : 0;
+    st->raw_bits = nnz ? (double)n / nnz : 0;
 }
 
 typedef struct layer_info {
@@ -245,7 +258,10 @@ static void measure_layer(const dcz_doc_layer *l, layer_info *li)
         stream_measure(idx, nnz, w->index_bits, w->st.index_bytes, w->index_coding, nnz, &li->idx);
         raw_streams += 4 + ((size_t)nnz * w->index_bits + 7) / 8;
     }
-    if (w->gap_bits) {
+    if (w->gap_bits && w->gap_coding == DCZ_CODING_ARITH) {
+        mask_measure(w->n, nnz, w->st.gap_bytes, &li->gap);
+        raw_streams += 4 + (w->n + 7) / 8;
+    } else if (w->gap_bits) {
         stream_measure(gaps, gap_count, w->gap_bits, w->st.gap_bytes, w->gap_coding, nnz, &li->gap);
         raw_streams += 4 + ((size_t)gap_count * w->gap_bits + 7) / 8;
         if (nnz) li->floor = dcz_huff_gap_floor(li->density);
@@ -563,17 +579,18 @@ int cmd_info(verb_ctx *v)
         int any = 0;
         for (uint32_t i = 0; i < d->nlayers; i++) {
             if (!li[i].idx.present && !li[i].gap.present) continue;
-            if (!any++) printf("\n%-*s %-8s %9s %7s %12s %12s %9s\n", nw, "layer", "stream", "symbols", "raw",
-                               "huffman b/s", "entropy b/s", "to bound");
+            if (!any++) printf("\n%-*s %-8s %9s %7s %12s %12s %9s %s\n", nw, "layer", "stream", "symbols", "raw",
+                               "coded b/s", "entropy b/s", "to bound", "coding");
             const stream_stats *ss[2] = { &li[i].idx, &li[i].gap };
             const char *nm[2] = { "index", "position" };
             const unsigned bits[2] = { d->layers[i].t[0].index_bits, d->layers[i].t[0].gap_bits };
+            const uint8_t coding[2] = { d->layers[i].t[0].index_coding, d->layers[i].t[0].gap_coding };
             for (int k = 0; k < 2; k++) {
                 if (!ss[k]->present) continue;
                 double per_sym = ss[k]->symbols ? ss[k]->coded_bits * (double)li[i].kept / ss[k]->symbols : 0;
-                printf("%-*s %-8s %9u %7u %12.3f %12.3f %8.1f%%\n", nw, d->layers[i].name, nm[k], ss[k]->symbols,
+                printf("%-*s %-8s %9u %7u %12.3f %12.3f %8.1f%% %s\n", nw, d->layers[i].name, nm[k], ss[k]->symbols,
                        bits[k], per_sym, ss[k]->entropy,
-                       ss[k]->entropy > 0 ? (per_sym / ss[k]->entropy - 1) * 100 : 0);
+                       ss[k]->entropy > 0 ? (per_sym / ss[k]->entropy - 1) * 100 : 0, coding_name(coding[k]));
             }
         }
         /* what each stream costs per kept weight, whatever its coding, against

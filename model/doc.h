@@ -48,8 +48,8 @@ typedef struct dcz_doc_tensor {
     uint8_t *assign;          /* (n) codebook index of each stored weight, owned */
     uint8_t index_bits;       /* 1..8, 2^index_bits >= k */
     /* sparse encodings */
-    uint8_t gap_bits;         /* 1..8; 0: every position stored */
-    uint8_t index_coding, gap_coding; /* DCZ_CODING_RAW or _HUFFMAN */
+    uint8_t gap_bits;         /* 1..8 (1 with gap_coding ARITH); 0: every position stored */
+    uint8_t index_coding, gap_coding; /* DCZ_CODING_RAW, _HUFFMAN or _ARITH (a keep mask) */
     /* DCZ_ENC_I8, DCZ_ENC_I16: values are integers times these scales (the
      * writer stores round(value / scale), clamped to the integer range) */
     uint32_t nscale;          /* 1 or dims[0] */
@@ -166,8 +166,9 @@ dcz_status dcz_doc_tensor_compact(dcz_doc_tensor *t);
 /* The position width, 1 to 8, that stores the positions of sparse tensor t
  * (mask set) in the fewest bytes with t's gap coding: few bits cost
  * fillers, many bits cost raw width or a larger Huffman table. Ties go to
- * the wider. 0 for a CODEBOOK tensor that stores every position (no
- * position stream: the caller drops the mask). */
+ * the wider. 1 when the coding is ARITH (a keep mask). 0 for a CODEBOOK
+ * tensor that stores every position (no position stream: the caller drops
+ * the mask). */
 dcz_status dcz_doc_tensor_best_gap_bits(const dcz_doc_tensor *t, uint8_t *bits);
 
 /* Packs a sparse tensor without changing a weight: its codebook compacted
@@ -177,6 +178,15 @@ dcz_status dcz_doc_tensor_best_gap_bits(const dcz_doc_tensor *t, uint8_t *bits);
  * position then drops its mask and its position stream). Dense tensors are
  * left as they are; DCZ_ERR_ARG as those two functions. */
 dcz_status dcz_doc_tensor_pack(dcz_doc_tensor *t, unsigned gap_bits);
+
+/* Sets the codings of a packed sparse tensor to those that store it in
+ * the fewest bytes, each stream on its own: the index stream raw, Huffman
+ * or (arith nonzero) arithmetic-coded; the positions at every width 1 to 8
+ * raw or Huffman, or (arith nonzero) as an arithmetic-coded keep mask, or
+ * with gap_bits nonzero at that width only, raw or Huffman. Ties go to the
+ * lower coding, then to the wider width, so the choice is deterministic.
+ * Dense tensors and tensors without positions keep what they have there. */
+dcz_status dcz_doc_tensor_choose_codings(dcz_doc_tensor *t, unsigned gap_bits, int arith);
 
 /* The fewest index bits (1 to 8) that address k codebook entries. */
 unsigned dcz_doc_index_bits(uint32_t k);

@@ -205,7 +205,8 @@ static dcz_status read_tensor(const dcz_tensor_view *v, dcz_doc_tensor *t, uint6
     t->st.gap_count = v->gap_count;
     t->st.gap_bytes = v->gap_bits ? 4 + v->gap_bytes + (v->gap_table ? (size_t)(v->gap_stream - v->gap_table) : 0) : 0;
     t->mask = calloc(t->n, 1);
-    uint8_t *gaps = malloc(v->gap_count ? v->gap_count : 1);
+    const uint64_t pos_scratch = dcz_tensor_positions_scratch(v);
+    uint8_t *gaps = malloc(pos_scratch ? (size_t)pos_scratch : 1);
     uint8_t *idx = NULL;
     dcz_status s = DCZ_ERR_NOMEM;
     if (!t->mask || !gaps) goto done;
@@ -224,10 +225,10 @@ static dcz_status read_tensor(const dcz_tensor_view *v, dcz_doc_tensor *t, uint6
     } else {
         t->st.value_bytes = (size_t)v->nnz * 4;
     }
-    s = dcz_tensor_decode_streams(v, idx, gaps);
+    s = dcz_tensor_decode_indices(v, idx);
     if (s != DCZ_OK) goto done;
     place_ctx pc = { t, v, idx };
-    s = dcz_gaps_walk(gaps, v->gap_count, v->gap_bits, v->nnz, v->n, place, &pc);
+    s = dcz_tensor_positions(v, gaps, place, &pc);
 done:
     free(gaps);
     free(idx);

@@ -5,9 +5,12 @@
  * 64-byte boundary, padding zeroed, so the same document always gives the
  * same bytes; a document without stage records is written without a STAGES
  * section (dcz_doc_clear_stages: `--strip`). Sparse tensors become a
- * gap stream and (codebook) an index stream, each raw or Huffman-coded.
+ * position stream (gaps, or a keep mask) and (codebook) an index stream,
+ * each raw, Huffman- or arithmetic-coded; dcz_doc_tensor_choose_codings
+ * picks the smallest.
  *
- * Checked by tests/unit/test_format.c.
+ * Checked by tests/unit/test_format.c and tests/unit/test_arith.c (the
+ * choice of codings, files of coding 2).
  */
 #include <math.h>
 #include <stdlib.h>
@@ -15,6 +18,7 @@
 
 #include <zlib.h>
 
+#include "huffman/arith.h"
 #include "huffman/huffman.h"
 #include "model/doc.h"
 
@@ -128,8 +132,8 @@ dcz_status dcz_doc_tensor_streams(const dcz_doc_tensor *t, uint8_t **idx_out, ui
     return DCZ_OK;
 }
 
-/* The sizes of a stream block's Huffman table (0 when raw) and data, and
- * the code lengths when Huffman-coded. */
+/* The sizes of a stream block's Huffman table (0 when raw or arithmetic)
+ * and data, and the code lengths when Huffman-coded. */
 static dcz_status stream_size(const uint8_t *sym, uint32_t count, unsigned bits, uint8_t coding,
                               uint8_t *len, size_t *table_bytes, size_t *data_bytes)
 {
@@ -143,6 +147,8 @@ static dcz_status stream_size(const uint8_t *sym, uint32_t count, unsigned bits,
         *data_bytes = (size_t)((dcz_huff_cost_bits(len, sym, count) + 7) / 8);
     } else if (coding == DCZ_CODING_RAW) {
         *data_bytes = (size_t)(((uint64_t)count * bits + 7) / 8);
+    } else if (coding == DCZ_CODING_ARITH) {
+        TRY(dcz_ac_encode_indices(sym, count, bits, NULL, 0, data_bytes));
     } else {
         return DCZ_ERR_ARG;
     }
@@ -154,7 +160,7 @@ static dcz_status put_stream(wbuf *w, const uint8_t *sym, uint32_t count, unsign
                              uint8_t coding, size_t *block_bytes)
 {
     const unsigned nsym = 1u << bits;
-    size_t data_bytes, table_bytes;
+    size_t data_bytes, table_bytes, used;
     uint8_t len[DCZ_HUFF_MAX_SYMBOLS];
     TRY(stream_size(sym, count, bits, coding, len, &table_bytes, &data_bytes));
     put32(w, (uint32_t)(table_bytes + data_bytes));
@@ -165,13 +171,50 @@ static dcz_status put_stream(wbuf *w, const uint8_t *sym, uint32_t count, unsign
     uint8_t *data = wb_grow(w, data_bytes);
     if (!data) return DCZ_ERR_NOMEM;
     if (coding == DCZ_CODING_HUFFMAN) {
-        size_t used;
         TRY(dcz_huff_encode(len, nsym, sym, count, data, data_bytes, &used));
+    } else if (coding == DCZ_CODING_ARITH) {
+        TRY(dcz_ac_encode_indices(sym, count, bits, data, data_bytes, &used));
     } else {
         TRY(dcz_bits_pack(sym, count, bits, data, data_bytes));
     }
     *block_bytes = 4 + table_bytes + data_bytes;
     return DCZ_OK;
+}
+
+/* The keep mask of t as flags (malloc'd), rows dims[0] by the rest. */
+static dcz_status keep_flags(const dcz_doc_tensor *t, uint8_t **out)
+{
+    uint8_t *keep = malloc(t->n ? t->n : 1);
+    if (!keep) return DCZ_ERR_NOMEM;
+    for (size_t i = 0; i < t->n; i++) keep[i] = (uint8_t)stored(t, i);
+    *out = keep;
+    return DCZ_OK;
+}
+
+/* The keep mask of t arithmetic-coded: its bytes (out NULL: counted only). */
+static dcz_status mask_code(const dcz_doc_tensor *t, uint8_t *out, size_t cap, size_t *used)
+{
+    uint8_t *keep;
+    if (t->rank == 0 || t->dims[0] == 0 || t->n % t->dims[0] != 0 || t->n / t->dims[0] > 0xFFFFFFFFu)
+        return DCZ_ERR_ARG;
+    TRY(keep_flags(t, &keep));
+    dcz_status s = dcz_ac_encode_mask(keep, t->dims[0], (uint32_t)(t->n / t->dims[0]), out, cap, used);
+    free(keep);
+    if (s == DCZ_OK && *used > 0xFFFFFFFFu) s = DCZ_ERR_ARG;
+    return s;
+}
+
+/* The position block of a mask-coded tensor: u32 bytes, then the code. */
+static dcz_status put_mask(wbuf *w, const dcz_doc_tensor *t, size_t *block_bytes)
+{
+    size_t bytes, used;
+    TRY(mask_code(t, NULL, 0, &bytes));
+    put32(w, (uint32_t)bytes);
+    uint8_t *data = wb_grow(w, bytes);
+    if (!data) return DCZ_ERR_NOMEM;
+    TRY(mask_code(t, data, bytes, &used));
+    *block_bytes = 4 + bytes;
+    return used == bytes ? DCZ_OK : DCZ_ERR_INTERNAL;
 }
 
 unsigned dcz_doc_index_bits(uint32_t k)
@@ -204,6 +247,26 @@ dcz_status dcz_doc_tensor_compact(dcz_doc_tensor *t)
     return DCZ_OK;
 }
 
+/* The bytes of t's position block, gap_bits wide with coding. */
+static dcz_status position_block(const dcz_doc_tensor *t, unsigned gap_bits, uint8_t coding, size_t *bytes)
+{
+    if (coding == DCZ_CODING_ARITH) {
+        TRY(mask_code(t, NULL, 0, bytes));
+        *bytes += 4;
+        return DCZ_OK;
+    }
+    dcz_doc_tensor probe = *t;
+    uint8_t *gaps = NULL, len[DCZ_HUFF_MAX_SYMBOLS];
+    uint32_t count;
+    size_t table, data;
+    probe.gap_bits = (uint8_t)gap_bits;
+    TRY(dcz_doc_tensor_streams(&probe, NULL, NULL, &gaps, &count));
+    dcz_status s = stream_size(gaps, count, gap_bits, coding, len, &table, &data);
+    free(gaps);
+    *bytes = 4 + table + data;
+    return s;
+}
+
 dcz_status dcz_doc_tensor_best_gap_bits(const dcz_doc_tensor *t, uint8_t *bits)
 {
     if (!t->mask) return DCZ_ERR_ARG;
@@ -215,19 +278,15 @@ dcz_status dcz_doc_tensor_best_gap_bits(const dcz_doc_tensor *t, uint8_t *bits)
             return DCZ_OK;
         }
     }
-    dcz_doc_tensor probe = *t;
-    size_t best = SIZE_MAX;
+    if (t->gap_coding == DCZ_CODING_ARITH) {   /* a keep mask: one bit a flag */
+        *bits = 1;
+        return DCZ_OK;
+    }
+    size_t best = SIZE_MAX, bytes;
     for (unsigned b = 8; b >= 1; b--) {
-        uint8_t *gaps = NULL, len[DCZ_HUFF_MAX_SYMBOLS];
-        uint32_t count;
-        size_t table, data;
-        probe.gap_bits = (uint8_t)b;
-        TRY(dcz_doc_tensor_streams(&probe, NULL, NULL, &gaps, &count));
-        dcz_status s = stream_size(gaps, count, b, t->gap_coding, len, &table, &data);
-        free(gaps);
-        TRY(s);
-        if (table + data < best) {
-            best = table + data;
+        TRY(position_block(t, b, t->gap_coding, &bytes));
+        if (bytes < best) {
+            best = bytes;
             *bits = (uint8_t)b;
         }
     }
@@ -252,6 +311,53 @@ dcz_status dcz_doc_tensor_pack(dcz_doc_tensor *t, unsigned gap_bits)
     return DCZ_OK;
 }
 
+dcz_status dcz_doc_tensor_choose_codings(dcz_doc_tensor *t, unsigned gap_bits, int arith)
+{
+    if (t->enc != DCZ_ENC_SPARSE_F32 && t->enc != DCZ_ENC_CODEBOOK) return DCZ_OK;
+    if (gap_bits > 8) return DCZ_ERR_ARG;
+    const uint8_t last = arith ? DCZ_CODING_ARITH : DCZ_CODING_HUFFMAN;
+    size_t best = SIZE_MAX, bytes;
+    if (t->enc == DCZ_ENC_CODEBOOK) {
+        uint8_t *idx = NULL, len[DCZ_HUFF_MAX_SYMBOLS];
+        uint32_t nnz;
+        size_t table, data;
+        if (t->index_bits < 1 || t->index_bits > 8) return DCZ_ERR_ARG;
+        TRY(dcz_doc_tensor_streams(t, &idx, &nnz, NULL, NULL));
+        dcz_status s = DCZ_OK;
+        for (uint8_t c = DCZ_CODING_RAW; c <= last && s == DCZ_OK; c++) {
+            s = stream_size(idx, nnz, t->index_bits, c, len, &table, &data);
+            if (s == DCZ_OK && table + data < best) {
+                best = table + data;
+                t->index_coding = c;
+            }
+        }
+        free(idx);
+        TRY(s);
+    }
+    if (!t->gap_bits) return DCZ_OK;   /* every position stored: no position stream */
+    best = SIZE_MAX;
+    uint8_t bits = t->gap_bits, coding = t->gap_coding;
+    for (uint8_t c = DCZ_CODING_RAW; c <= DCZ_CODING_HUFFMAN; c++)
+        for (unsigned b = gap_bits ? gap_bits : 8; b >= (gap_bits ? gap_bits : 1); b--) {
+            TRY(position_block(t, b, c, &bytes));
+            if (bytes < best) {
+                best = bytes;
+                bits = (uint8_t)b;
+                coding = c;
+            }
+        }
+    if (arith && !gap_bits) {
+        TRY(position_block(t, 1, DCZ_CODING_ARITH, &bytes));
+        if (bytes < best) {
+            bits = 1;
+            coding = DCZ_CODING_ARITH;
+        }
+    }
+    t->gap_bits = bits;
+    t->gap_coding = coding;
+    return DCZ_OK;
+}
+
 static dcz_status put_sparse(wbuf *w, dcz_doc_tensor *t)
 {
     uint8_t *idx = NULL, *gaps = NULL;
@@ -261,7 +367,11 @@ static dcz_status put_sparse(wbuf *w, dcz_doc_tensor *t)
     if (cb && (t->index_bits < 1 || t->index_bits > 8 || t->k < 1 ||
                t->k > (1u << t->index_bits) || !t->codebook))
         return DCZ_ERR_ARG;
-    TRY(dcz_doc_tensor_streams(t, cb ? &idx : NULL, &nnz, &gaps, &gap_count));
+    /* a keep mask (coding 2) is n flags of one bit: gap_bits 1, gap_count n */
+    const int mask = t->gap_bits && t->gap_coding == DCZ_CODING_ARITH;
+    if (mask && (t->gap_bits != 1 || t->n > 0xFFFFFFFFu)) return DCZ_ERR_ARG;
+    TRY(dcz_doc_tensor_streams(t, cb ? &idx : NULL, &nnz, mask ? NULL : &gaps, &gap_count));
+    if (mask) gap_count = (uint32_t)t->n;
     dcz_status s = DCZ_OK;
     put32(w, nnz);
     put32(w, gap_count);
@@ -284,7 +394,9 @@ static dcz_status put_sparse(wbuf *w, dcz_doc_tensor *t)
             if (stored(t, i)) putf32(w, t->values[i]);
         t->st.value_bytes = (size_t)nnz * 4;
     }
-    if (s == DCZ_OK && t->gap_bits)
+    if (s == DCZ_OK && mask)
+        s = put_mask(w, t, &t->st.gap_bytes);
+    else if (s == DCZ_OK && t->gap_bits)
         s = put_stream(w, gaps, gap_count, t->gap_bits, t->gap_coding, &t->st.gap_bytes);
     free(idx);
     free(gaps);

@@ -14,7 +14,7 @@
 #include "runtime/plan.h"
 
 typedef struct scratch {
-    uint8_t *gaps;   /* gap symbols of one tensor */
+    uint8_t *gaps;   /* positions of one tensor: gap symbols or a mask's column counts */
     uint8_t *idx;    /* index symbols of one tensor, in stream order */
     uint64_t gaps_cap, idx_cap;
 } scratch;

@@ -81,14 +81,15 @@ static dcz_status load_sparse(const dcz_tensor_view *t, loader *ld, dcz_sparse *
         val = arena_take(a, cap * 4);
     }
     if (!a->base) {
-        if (t->gap_count > sc->gaps_cap) sc->gaps_cap = t->gap_count;
+        const uint64_t pos_scratch = dcz_tensor_positions_scratch(t);
+        if (pos_scratch > sc->gaps_cap) sc->gaps_cap = pos_scratch;
         if (t->nnz > sc->idx_cap) sc->idx_cap = t->nnz;
         /* the entries are known once decoded: until then their bound, which
          * the integer form (qload.c) is sized by as well */
         sp->entries = (uint32_t)cap;
         return DCZ_OK;
     }
-    TRY(dcz_tensor_decode_streams(t, t->enc == DCZ_ENC_CODEBOOK ? sc->idx : NULL, sc->gaps));
+    TRY(dcz_tensor_decode_indices(t, sc->idx));
     for (uint32_t i = 0; i < t->k; i++) cb[i] = dcz_f32_from_bits(dcz_le32(t->codebook + i * 4));
 
     dcz_sparse_builder b;
@@ -97,8 +98,7 @@ static dcz_status load_sparse(const dcz_tensor_view *t, loader *ld, dcz_sparse *
     b.idx_dst = idx; b.idx_src = sc->idx;
     b.val_dst = val; b.val_src = t->values;
     row_ptr[0] = 0;
-    TRY(dcz_gaps_walk(sc->gaps, t->gap_count, t->gap_bits, t->nnz, t->n,
-                      dcz_sparse_builder_add, &b));
+    TRY(dcz_tensor_positions(t, sc->gaps, dcz_sparse_builder_add, &b));
     dcz_sparse_builder_finish(&b);
 
     sp->rows = rows; sp->cols = cols; sp->entries = b.entries;

@@ -2,8 +2,8 @@
 # layout.sh: the dependency rules of the source tree (docs: runtime/README.md,
 # runtime/tool.h), checked on every #include:
 # - libdcz (runtime/) includes of the project only its own headers, the
-#   public dcz.h and huffman/huffman.h (the decoder it links), never the
-#   toolchain's;
+#   public dcz.h, huffman/huffman.h and huffman/arith.h (the decoders it
+#   links), never the toolchain's;
 # - only runtime/cuda/ includes the CUDA headers;
 # - huffman/ includes nothing of the project beyond itself and dcz.h;
 # - the toolchain includes of runtime/ only the headers runtime/tool.h
@@ -37,8 +37,8 @@ includes() {
 src() { find "$@" -type f \( -name '*.c' -o -name '*.h' -o -name '*.cu' \) 2>/dev/null | sort; }
 
 mapfile -t rt < <(src runtime)
-check "runtime/ includes only runtime/, dcz.h and huffman/huffman.h" \
-    "$(includes "${rt[@]}" | awk -F: '$3 !~ /^runtime\// && $3 != "dcz.h" && $3 != "huffman/huffman.h"')"
+check "runtime/ includes only runtime/, dcz.h, huffman/huffman.h and huffman/arith.h" \
+    "$(includes "${rt[@]}" | awk -F: '$3 !~ /^runtime\// && $3 != "dcz.h" && $3 != "huffman/huffman.h" && $3 != "huffman/arith.h"')"
 
 check "only runtime/cuda/ includes the CUDA headers" \
     "$(grep -Hn '^[[:space:]]*#[[:space:]]*include[[:space:]]*<\(cuda\|cublas\|cusparse\|nccl\)' "${rt[@]}" |

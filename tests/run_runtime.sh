@@ -12,7 +12,7 @@ log=$build/tests/log; mkdir -p "$log"
 start=$(date +%s)
 
 
-for t in test_kernels test_qkernels test_simd test_static; do
+for t in test_kernels test_qkernels test_simd test_static test_arith; do
     out=$log/$t.out
     if [ ! -x "$build/tests/$t" ]; then echo "missing $build/tests/$t" > "$out"; tally "$t" 1 "$out"; continue; fi
     "$@" "$build/tests/$t" > "$out" 2>&1; tally "$t" $? "$out"

@@ -14,6 +14,7 @@
 #include <math.h>
 #include <string.h>
 
+#include "huffman/arith.h"
 #include "huffman/huffman.h"
 #include "runtime/format/format.h"
 
@@ -339,7 +340,9 @@ dcz_status dcz_layer_begin(const uint8_t *p, size_t len, dcz_cur *cur, uint32_t 
 }
 
 /* A stream block: u32 total bytes, then (Huffman) the length table, then data
- * whose size must match count symbols of width bits exactly when raw. */
+ * whose size must match count symbols of width bits exactly when raw; an
+ * arithmetic-coded stream has at least its four opening bytes. Codings
+ * this reader does not know make the file unsupported. */
 static dcz_status read_stream(dcz_cur *cur, unsigned bits, uint8_t coding, uint64_t count,
                               const uint8_t **table, const uint8_t **data, size_t *data_bytes)
 {
@@ -348,13 +351,18 @@ static dcz_status read_stream(dcz_cur *cur, unsigned bits, uint8_t coding, uint6
     TRY(dcz_rd_u32(cur, &bytes));
     TRY(dcz_rd_bytes(cur, bytes, &p));
     *table = NULL;
-    if (coding == DCZ_CODING_RAW) {
-        if ((uint64_t)bytes != (count * bits + 7) / 8) return DCZ_ERR_FORMAT;
-        *data = p;
-        *data_bytes = bytes;
-        return DCZ_OK;
+    *data = p;
+    *data_bytes = bytes;
+    switch (coding) {
+    case DCZ_CODING_RAW:
+        return (uint64_t)bytes == (count * bits + 7) / 8 ? DCZ_OK : DCZ_ERR_FORMAT;
+    case DCZ_CODING_ARITH:
+        return bytes >= 4 ? DCZ_OK : DCZ_ERR_FORMAT;
+    case DCZ_CODING_HUFFMAN:
+        break;
+    default:
+        return DCZ_ERR_UNSUPPORTED;
     }
-    if (coding != DCZ_CODING_HUFFMAN) return DCZ_ERR_FORMAT;
     size_t tb = dcz_huff_table_bytes(1u << bits);
     if (bytes < tb) return DCZ_ERR_FORMAT;
     /* a symbol costs at least one bit */
@@ -374,6 +382,9 @@ static dcz_status read_sparse_head(dcz_cur *cur, dcz_tensor_view *t)
     if (t->nnz > t->n || t->gap_bits > 8) return DCZ_ERR_FORMAT;
     if (t->gap_bits == 0) {
         if (t->nnz != t->n || t->gap_count != 0) return DCZ_ERR_FORMAT;
+    } else if (t->gap_coding == DCZ_CODING_ARITH) {
+        /* a keep mask: one flag of one bit per position */
+        if (t->gap_bits != 1 || t->gap_count != t->n) return DCZ_ERR_FORMAT;
     } else {
         /* every symbol is an entry or a filler advancing >= 1 position */
         if (t->gap_count < t->nnz || (uint64_t)t->gap_count > (uint64_t)t->nnz + t->n)
@@ -477,9 +488,10 @@ dcz_status dcz_tensor_next(dcz_cur *cur, dcz_tensor_view *t)
     return pc.pos == pc.len ? DCZ_OK : DCZ_ERR_FORMAT;
 }
 
-static dcz_status decode_stream(const uint8_t *table, const uint8_t *data, size_t bytes,
+static dcz_status decode_stream(uint8_t coding, const uint8_t *table, const uint8_t *data, size_t bytes,
                                 unsigned bits, uint8_t *out, size_t count)
 {
+    if (coding == DCZ_CODING_ARITH) return dcz_ac_decode_indices(data, bytes, bits, out, count);
     if (!table) return dcz_bits_unpack(data, bytes, bits, out, count);
     dcz_huff_decoder d;
     uint8_t len[DCZ_HUFF_MAX_SYMBOLS];
@@ -489,18 +501,34 @@ static dcz_status decode_stream(const uint8_t *table, const uint8_t *data, size_
     return dcz_huff_decode(&d, data, bytes, out, count);
 }
 
-dcz_status dcz_tensor_decode_streams(const dcz_tensor_view *t, uint8_t *idx, uint8_t *gaps)
+dcz_status dcz_tensor_decode_indices(const dcz_tensor_view *t, uint8_t *idx)
 {
-    if (idx && t->enc == DCZ_ENC_CODEBOOK && t->nnz) {
-        TRY(decode_stream(t->index_table, t->index_stream, t->index_bytes, t->index_bits,
-                          idx, t->nnz));
-        for (uint32_t i = 0; i < t->nnz; i++)
-            if (idx[i] >= t->k) return DCZ_ERR_FORMAT;
-    }
-    if (gaps && t->gap_bits && t->gap_count)
-        TRY(decode_stream(t->gap_table, t->gap_stream, t->gap_bytes, t->gap_bits, gaps,
-                          t->gap_count));
+    if (t->enc != DCZ_ENC_CODEBOOK) return DCZ_OK;
+    /* an arithmetic-coded stream of no index still has its opening bytes */
+    if (t->nnz == 0 && t->index_coding != DCZ_CODING_ARITH) return DCZ_OK;
+    TRY(decode_stream(t->index_coding, t->index_table, t->index_stream, t->index_bytes, t->index_bits,
+                      idx, t->nnz));
+    for (uint32_t i = 0; i < t->nnz; i++)
+        if (idx[i] >= t->k) return DCZ_ERR_FORMAT;
     return DCZ_OK;
+}
+
+uint64_t dcz_tensor_positions_scratch(const dcz_tensor_view *t)
+{
+    if (t->gap_bits == 0) return 0;
+    if (t->gap_coding == DCZ_CODING_ARITH) return dcz_ac_mask_scratch_bytes((uint32_t)(t->n / t->dims[0]));
+    return t->gap_count;
+}
+
+dcz_status dcz_tensor_positions(const dcz_tensor_view *t, void *scratch, dcz_pos_fn fn, void *ctx)
+{
+    if (t->gap_bits && t->gap_coding == DCZ_CODING_ARITH)
+        return dcz_ac_decode_mask(t->gap_stream, t->gap_bytes, t->dims[0], (uint32_t)(t->n / t->dims[0]),
+                                  t->nnz, (uint32_t *)scratch, fn, ctx);
+    if (t->gap_bits && t->gap_count)
+        TRY(decode_stream(t->gap_coding, t->gap_table, t->gap_stream, t->gap_bytes, t->gap_bits,
+                          (uint8_t *)scratch, t->gap_count));
+    return dcz_gaps_walk((const uint8_t *)scratch, t->gap_count, t->gap_bits, t->nnz, t->n, fn, ctx);
 }
 
 /* Gap semantics (FORMAT.md, "Positions"): prev starts at -1; a symbol

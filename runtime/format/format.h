@@ -22,7 +22,7 @@
 
 /* the version written; readers take 1.x (chains) and 2.x */
 #define DCZ_FMT_MAJOR 2
-#define DCZ_FMT_MINOR 1
+#define DCZ_FMT_MINOR 2
 
 #define DCZ_HEADER_BYTES 64
 #define DCZ_SECTION_ENTRY_BYTES 32
@@ -60,8 +60,9 @@ enum {
 };
 #define DCZ_ENC_IS_INT(e) ((e) == DCZ_ENC_I8 || (e) == DCZ_ENC_I16)
 
-/* stream codings inside a sparse tensor */
-enum { DCZ_CODING_RAW = 0, DCZ_CODING_HUFFMAN = 1 };
+/* stream codings inside a sparse tensor (ARITH: format 2.2; on the position
+ * stream it codes a keep mask, and gap_bits is 1, gap_count n) */
+enum { DCZ_CODING_RAW = 0, DCZ_CODING_HUFFMAN = 1, DCZ_CODING_ARITH = 2 };
 
 /* ---- little-endian cursor --------------------------------------------- */
 
@@ -206,26 +207,36 @@ typedef struct dcz_tensor_view {
     uint8_t index_bits;          /* CODEBOOK */
     uint32_t k;
     const uint8_t *codebook;     /* k float32 */
-    uint8_t index_coding, gap_coding;
+    uint8_t index_coding, gap_coding;         /* DCZ_CODING_* */
     const uint8_t *index_stream, *gap_stream; /* after any Huffman table */
     size_t index_bytes, gap_bytes;            /* stream data bytes */
     const uint8_t *index_table, *gap_table;   /* Huffman tables or NULL */
     size_t record_bytes;         /* the whole record on disk */
 } dcz_tensor_view;
 
+/* Called for each stored weight with its number and flat position. */
+typedef dcz_status (*dcz_pos_fn)(void *ctx, uint32_t entry, uint64_t pos);
+
 /* Reads the tensor count of a LAYER section. */
 dcz_status dcz_layer_begin(const uint8_t *p, size_t len, dcz_cur *cur, uint32_t *ntensors);
 /* Reads and validates the next tensor record. */
 dcz_status dcz_tensor_next(dcz_cur *cur, dcz_tensor_view *t);
 
-/* Decodes the index stream (nnz symbols) into idx and the gap stream
- * (gap_count symbols) into gaps. Either output may be NULL to skip it. */
-dcz_status dcz_tensor_decode_streams(const dcz_tensor_view *t, uint8_t *idx, uint8_t *gaps);
+/* Decodes the index stream (nnz symbols) into idx. */
+dcz_status dcz_tensor_decode_indices(const dcz_tensor_view *t, uint8_t *idx);
+
+/* Bytes of scratch dcz_tensor_positions needs for t: the decoded gap
+ * symbols, or the column counts of a keep mask (4-byte aligned). */
+uint64_t dcz_tensor_positions_scratch(const dcz_tensor_view *t);
+
+/* Decodes the positions of t, whatever their coding, and calls fn for each
+ * stored weight in position order, with the checks of dcz_gaps_walk (gap
+ * streams) or dcz_ac_decode_mask (keep masks). */
+dcz_status dcz_tensor_positions(const dcz_tensor_view *t, void *scratch, dcz_pos_fn fn, void *ctx);
 
 /* Walks a decoded gap stream: calls back for each entry with its flat
  * position. Checks that positions stay below n, that exactly nnz entries
  * appear and that the stream does not end in fillers. */
-typedef dcz_status (*dcz_pos_fn)(void *ctx, uint32_t entry, uint64_t pos);
 dcz_status dcz_gaps_walk(const uint8_t *gaps, uint32_t gap_count, unsigned gap_bits,
                          uint32_t nnz, uint64_t n, dcz_pos_fn fn, void *ctx);
 

@@ -6,7 +6,8 @@
  * weights), and a graph (a residual ADD, a per-channel MUL, a CONCAT, a
  * tensor read far below), and a net of wide and depthwise convolutions
  * (and its int8 twin), and ShuffleNet's channel shuffles and slices (and
- * their int8 twin), and a file with a PREPROCESS section, so the fuzzer starts from inputs that reach deep
+ * their int8 twin), and a file with a PREPROCESS section, and files with
+ * arithmetic-coded streams (format 2.2), so the fuzzer starts from inputs that reach deep
  * into the readers and every form the loader builds. The seeds named v1-*
  * are files of format 1.2, written by the release before graphs (this
  * program writes the current format).
@@ -254,13 +255,14 @@ int main(int argc, char **argv)
     const uint32_t encs[] = { DCZ_ENC_F32, DCZ_ENC_F16, DCZ_ENC_SPARSE_F32, DCZ_ENC_CODEBOOK };
     int rc = 0;
     for (int e = 0; e < 4; e++)
-        for (uint8_t coding = 0; coding <= 1; coding++) {
+        for (uint8_t coding = 0; coding <= DCZ_CODING_ARITH; coding++) {
             if (e < 2 && coding) continue;
             dcz_doc *d;
             if (dcz_doc_alloc(3, &d) != DCZ_OK) return 1;
             d->input_rank = 1;
             d->input_dims[0] = 20;
-            unsigned gap = encs[e] >= DCZ_ENC_SPARSE_F32 ? 3 : 0;
+            /* coding 2 stores the positions as a keep mask: gap_bits 1 */
+            unsigned gap = encs[e] < DCZ_ENC_SPARSE_F32 ? 0 : coding == DCZ_CODING_ARITH ? 1 : 3;
             dense(&d->layers[0], "fc1", 20, 6, encs[e], gap, 2, coding, 7u + (unsigned)e);
             d->layers[1].op = DCZ_OP_RELU;
             snprintf(d->layers[1].name, sizeof d->layers[1].name, "relu1");
@@ -283,6 +285,15 @@ int main(int argc, char **argv)
     if (!a || !b) return 1;
     rc |= emit(argv[1], "conv_net_a.dcz", a);
     rc |= emit(argv[1], "conv_net_b.dcz", b);
+    /* conv_net_a with its sparse convolutions arithmetic-coded (format 2.2) */
+    dcz_doc *aa = conv_net_a();
+    if (!aa) return 1;
+    for (int li = 0; li <= 3; li += 3) {
+        dcz_doc_tensor *w = &aa->layers[li].t[0];
+        w->gap_bits = 1;
+        w->gap_coding = w->index_coding = DCZ_CODING_ARITH;
+    }
+    rc |= emit(argv[1], "conv_net_a_arith.dcz", aa);
     dcz_doc *qa = calibrated(conv_net_a(), DCZ_SCHEME_FIXED8, 0);
     dcz_doc *qb = calibrated(conv_net_b(), DCZ_SCHEME_INT8, 1);
     if (!qa || !qb) return 1;
