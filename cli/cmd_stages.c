@@ -926,8 +926,12 @@ int cmd_quantize(verb_ctx *v)
  * are dropped and the index width fits what is left. With entropy coding
  * (huffman) each stream takes the smallest of raw, Huffman and (arith)
  * arithmetic coding; without, fixed widths. */
+/* How biases and codebooks are stored (-1: as they are). */
+enum { BIAS_F32 = 0, BIAS_F16 = 1, BIAS_I8 = 2 };
+enum { CODEBOOK_F32 = 0, CODEBOOK_F16 = 1 };
+
 static int apply_encoding(const verb_ctx *v, dcz_doc *doc, const char *gap_rules, int huffman, int arith,
-                          int bias_f16)
+                          int bias, int codebook)
 {
     rule_set gr;
     int rc = parse_rules(v, "gap-bits", gap_rules, &gr);
@@ -956,9 +960,16 @@ static int apply_encoding(const verb_ctx *v, dcz_doc *doc, const char *gap_rules
                 return cli_fail(v, s, what);
             }
         }
-        if (bias_f16 >= 0) {
-            l->t[1].enc = bias_f16 ? DCZ_ENC_F16 : DCZ_ENC_F32;
-            for (size_t k = 0; k < l->t[1].n && bias_f16; k++)
+        if (w->enc == DCZ_ENC_CODEBOOK && codebook == CODEBOOK_F16 && !dcz_doc_tensor_codebook_f16(w))
+            cli_note(v, "%s: note: %s's codebook holds a value past f16's range: kept as f32", v->verb, l->name);
+        else if (w->enc == DCZ_ENC_CODEBOOK && codebook == CODEBOOK_F32)
+            w->codebook_f16 = 0;   /* f16 values are exact in f32 */
+        if (bias == BIAS_I8) {
+            dcz_status s = dcz_doc_tensor_to_i8(&l->t[1]);
+            if (s != DCZ_OK) return cli_fail(v, s, "the biases in 8 bits");
+        } else if (bias >= 0) {
+            l->t[1].enc = bias == BIAS_F16 ? DCZ_ENC_F16 : DCZ_ENC_F32;
+            for (size_t k = 0; k < l->t[1].n && bias == BIAS_F16; k++)
                 l->t[1].values[k] = dcz_f16_to_f32(dcz_f32_to_f16(l->t[1].values[k]));
         }
     }
@@ -968,21 +979,36 @@ static int apply_encoding(const verb_ctx *v, dcz_doc *doc, const char *gap_rules
 static int bias_mode(const verb_ctx *v, const char *bias)
 {
     if (!bias) return -1;
-    if (strcmp(bias, "f16") == 0) return 1;
-    if (strcmp(bias, "f32") == 0) return 0;
-    cli_usage_error(v, "--bias must be f32 or f16");
+    if (strcmp(bias, "f16") == 0) return BIAS_F16;
+    if (strcmp(bias, "f32") == 0) return BIAS_F32;
+    if (strcmp(bias, "i8") == 0) return BIAS_I8;
+    cli_usage_error(v, "--bias must be f32, f16 or i8");
     return -2;
 }
 
+static int codebook_mode(const verb_ctx *v, const char *codebook)
+{
+    if (!codebook) return -1;
+    if (strcmp(codebook, "f16") == 0) return CODEBOOK_F16;
+    if (strcmp(codebook, "f32") == 0) return CODEBOOK_F32;
+    cli_usage_error(v, "--codebook must be f32 or f16");
+    return -2;
+}
+
+/* The names of the modes, for the stage records and recipes. */
+static const char *const bias_names[] = { [BIAS_F32] = "f32", [BIAS_F16] = "f16", [BIAS_I8] = "i8" };
+static const char *const codebook_names[] = { [CODEBOOK_F32] = "f32", [CODEBOOK_F16] = "f16" };
+
 int cmd_encode(verb_ctx *v)
 {
-    const char *gap_bits = NULL, *bias = NULL;
+    const char *gap_bits = NULL, *bias = NULL, *codebook = NULL;
     int no_huffman = 0, no_arith = 0;
     const opt_spec specs[] = {
         { "gap-bits", 0, OPT_STR, &gap_bits, "relative position width per layer (default: the smallest)" },
         { "no-huffman", 0, OPT_FLAG, &no_huffman, "store the streams with fixed widths" },
         { "no-arith", 0, OPT_FLAG, &no_arith, "no arithmetic coding: raw or Huffman streams (format 2.1 readers)" },
-        { "bias", 0, OPT_STR, &bias, "bias format: f32 or f16 (default: as in IN)" },
+        { "bias", 0, OPT_STR, &bias, "bias format: f32, f16 or i8 (default: as in IN)" },
+        { "codebook", 0, OPT_STR, &codebook, "codebook format: f32 or f16 (default: as in IN)" },
         DRY_RUN_SPEC(v),
         STRIP_SPEC(v),
         { NULL, 0, OPT_FLAG, NULL, NULL }
@@ -998,8 +1024,8 @@ int cmd_encode(verb_ctx *v)
     int rc = cli_parse(v, specs, 1, 1);
     if (rc != -1) return rc;
     if ((rc = need_output(v)) != -1) return rc;
-    int bm = bias_mode(v, bias);
-    if (bm == -2) return EXIT_USAGE;
+    const int bm = bias_mode(v, bias), cm = codebook_mode(v, codebook);
+    if (bm == -2 || cm == -2) return EXIT_USAGE;
     dcz_doc *doc = NULL;
     dcz_dataset train, test;
     memset(&train, 0, sizeof train);
@@ -1008,10 +1034,12 @@ int cmd_encode(verb_ctx *v)
     size_t bytes = 0;
     rc = stage_load_doc(v, v->pos[0], &doc);
     if (rc == -1 && v->c.data) rc = stage_load_data(v, DCZ_SPLIT_TEST, &test);
-    if (rc == -1) rc = apply_encoding(v, doc, gap_bits, !no_huffman, !no_arith, bm);
+    if (rc == -1) rc = apply_encoding(v, doc, gap_bits, !no_huffman, !no_arith, bm, cm);
     char extra[128];
-    snprintf(extra, sizeof extra, "huffman = %s\narith = %s\n", no_huffman ? "no" : "yes",
-             no_huffman || no_arith ? "no" : "yes");
+    int ne = snprintf(extra, sizeof extra, "huffman = %s\narith = %s\n", no_huffman ? "no" : "yes",
+                      no_huffman || no_arith ? "no" : "yes");
+    if (bm >= 0) ne += snprintf(extra + ne, sizeof extra - (size_t)ne, "bias = %s\n", bias_names[bm]);
+    if (cm >= 0) snprintf(extra + ne, sizeof extra - (size_t)ne, "codebook = %s\n", codebook_names[cm]);
     /* a dry run is the whole run, the output left unwritten: its bytes are exact */
     if (rc == -1)
         rc = stage_finish(v, doc, "encode", NULL, extra, v->c.data ? &test : NULL, v->dry_run ? NULL : v->c.out,
@@ -1042,7 +1070,7 @@ static int write_stage_file(const verb_ctx *v, const char *dir, const char *name
  * (train without the validation samples; val empty without them). */
 typedef struct compress_job {
     const char *gap_bits, *stages_dir;
-    int bias_f16, validation;
+    int bias, codebook, validation;   /* bias: BIAS_*; codebook: CODEBOOK_* */
     dcz_dataset train, test, val;
 } compress_job;
 
@@ -1086,10 +1114,11 @@ static int compress_stages(const verb_ctx *v, const compress_job *job, dcz_net *
         res[(*nres)++].name = "quantize";
     }
     /* encode: the quantized net with entropy-coded streams */
-    if (rc == -1) rc = store_net(v, net, NULL, 1, job->bias_f16);
-    if (rc == -1) rc = apply_encoding(v, net->doc, job->gap_bits, 1, 1, -1);
+    if (rc == -1) rc = store_net(v, net, NULL, 1, job->bias == BIAS_F16);
+    if (rc == -1) rc = apply_encoding(v, net->doc, job->gap_bits, 1, 1, job->bias, job->codebook);
     if (rc == -1) {
-        snprintf(extra, sizeof extra, "huffman = yes\narith = yes\nbias = %s\n", job->bias_f16 ? "f16" : "f32");
+        snprintf(extra, sizeof extra, "huffman = yes\narith = yes\nbias = %s\ncodebook = %s\n", bias_names[job->bias],
+                 codebook_names[job->codebook]);
         rc = stage_finish(v, net->doc, "encode", NULL, extra, te, out, &res[*nres].acc, &res[*nres].bytes);
         res[(*nres)++].name = "encode";
     }
@@ -1263,8 +1292,9 @@ static char *budget_recipe(const budget_ctx *b, const dcz_net *net, const dcz_bu
         if (b->v->strip) n += (size_t)snprintf(t + n, cap - n, "strip = true\n");
         if (!isnan(po->lr)) n += (size_t)snprintf(t + n, cap - n, "prune-lr = %.17g\n", po->lr);
         if (po->gap_bits) n += (size_t)snprintf(t + n, cap - n, "gap-bits = %s\n", po->gap_bits);
-        n += (size_t)snprintf(t + n, cap - n, "bias = %s\ninit = %s\nkmeans-iters = %d\nquant-epochs = %d\n",
-                              b->job->bias_f16 ? "f16" : "f32", qo->init, qo->iters, qo->epochs);
+        n += (size_t)snprintf(t + n, cap - n, "bias = %s\ncodebook = %s\ninit = %s\nkmeans-iters = %d\n"
+                              "quant-epochs = %d\n", bias_names[b->job->bias], codebook_names[b->job->codebook],
+                              qo->init, qo->iters, qo->epochs);
         if (!isnan(qo->lr)) n += (size_t)snprintf(t + n, cap - n, "quant-lr = %.17g\n", qo->lr);
         snprintf(t + n, cap - n, "sparsity = %s\nbits = %s\n", sp_rules, bit_rules);
     }
@@ -1486,7 +1516,7 @@ int cmd_compress(verb_ctx *v)
     prune_opts_init(&po);
     quant_opts_init(&qo);
     po.rounds = po.epochs = NOT_GIVEN;   /* defaults below: a budget prunes gradually */
-    const char *bias = "f16", *recipe_given = NULL;
+    const char *bias = "f16", *codebook = "f32", *recipe_given = NULL;
     double budget = NAN;
     int runs = 5, head = 0;
     compress_job job;
@@ -1495,7 +1525,8 @@ int cmd_compress(verb_ctx *v)
     const opt_spec specs[] = {
         PRUNE_SPECS(po),
         QUANT_SPECS(qo),
-        { "bias", 0, OPT_STR, &bias, "bias format of the result: f32 or f16 (default f16)" },
+        { "bias", 0, OPT_STR, &bias, "bias format of the result: f32, f16 or i8 (default f16)" },
+        { "codebook", 0, OPT_STR, &codebook, "codebook format of the result: f32 or f16 (default f32)" },
         { "keep-stages", 0, OPT_STR, &job.stages_dir, "also write DIR/prune.dcz and DIR/quantize.dcz" },
         { "head", 0, OPT_INT, &head, "N: replace the last fully connected layer by a fresh one of N outputs\n"
           "                             (seeded), one per class of --data, trained with the rest: a network\n"
@@ -1565,9 +1596,10 @@ int cmd_compress(verb_ctx *v)
         cli_usage_error(v, "--budget-recipe goes with --budget");
         return EXIT_USAGE;
     }
-    int bm = bias_mode(v, bias);
-    if (bm == -2) return EXIT_USAGE;
-    job.bias_f16 = bm == 1;
+    const int bm = bias_mode(v, bias), cm = codebook_mode(v, codebook);
+    if (bm == -2 || cm == -2) return EXIT_USAGE;
+    job.bias = bm;
+    job.codebook = cm;
     job.gap_bits = po.gap_bits;
     dcz_options ro;
     if ((rc = cli_runtime_options(v, &ro)) != -1) return rc;

@@ -448,6 +448,7 @@ int cmd_info(verb_ctx *v)
                 json_int(&j, "bytes_without_huffman", (long long)li[i].raw_bytes);
                 if (w->enc == DCZ_ENC_CODEBOOK) {
                     json_int(&j, "codebook_entries", w->k);
+                    json_str(&j, "codebook_format", w->codebook_f16 ? "f16" : "f32");
                     json_int(&j, "index_bits", w->index_bits);
                     json_str(&j, "index_coding", coding_name(w->index_coding));
                     json_num(&j, "index_bits_per_weight", li[i].idx.coded_bits);

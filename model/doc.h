@@ -50,6 +50,8 @@ typedef struct dcz_doc_tensor {
     /* sparse encodings */
     uint8_t gap_bits;         /* 1..8 (1 with gap_coding ARITH); 0: every position stored */
     uint8_t index_coding, gap_coding; /* DCZ_CODING_RAW, _HUFFMAN or _ARITH (a keep mask) */
+    uint8_t codebook_f16;     /* CODEBOOK: the codebook stored as f16 (format 2.2); the
+                                 writer rounds it, dcz_doc_compact rounds the values too */
     /* DCZ_ENC_I8, DCZ_ENC_I16: values are integers times these scales (the
      * writer stores round(value / scale), clamped to the integer range) */
     uint32_t nscale;          /* 1 or dims[0] */
@@ -188,13 +190,24 @@ dcz_status dcz_doc_tensor_pack(dcz_doc_tensor *t, unsigned gap_bits);
  * Dense tensors and tensors without positions keep what they have there. */
 dcz_status dcz_doc_tensor_choose_codings(dcz_doc_tensor *t, unsigned gap_bits, int arith);
 
+/* Stores the codebook of a CODEBOOK tensor as f16 (format 2.2): every
+ * entry, and so every stored weight, rounded to the nearest f16. Returns 0
+ * and leaves t as it is when an entry lies past f16's range (65504) or
+ * t is no CODEBOOK tensor, else 1. */
+int dcz_doc_tensor_codebook_f16(dcz_doc_tensor *t);
+
+/* Makes dense tensor t (a bias) I8 with one scale: the largest magnitude
+ * over 127 (DCZ_SCALE_MIN for an all-zero tensor), every value rounded to
+ * a multiple of it as the writer stores it. DCZ_ERR_NOMEM. */
+dcz_status dcz_doc_tensor_to_i8(dcz_doc_tensor *t);
+
 /* The fewest index bits (1 to 8) that address k codebook entries. */
 unsigned dcz_doc_index_bits(uint32_t k);
 
 /* Checks the tensors of l against its op and attributes (attributes already
  * checked by dcz_op_check): none for ops without parameters; for DENSE and
  * CONV2D a weight and a bias of the shapes dcz_op_param_shapes gives
- * (DCZ_ERR_SHAPE otherwise), the bias F32 or F16. DCZ_ERR_FORMAT for a wrong
+ * (DCZ_ERR_SHAPE otherwise), the bias F32, F16 or I8. DCZ_ERR_FORMAT for a wrong
  * tensor count or bias encoding. */
 dcz_status dcz_doc_layer_check_params(const dcz_doc_layer *l);
 

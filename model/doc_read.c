@@ -214,13 +214,14 @@ static dcz_status read_tensor(const dcz_tensor_view *v, dcz_doc_tensor *t, uint6
         t->k = v->k;
         t->index_bits = v->index_bits;
         t->index_coding = v->index_coding;
+        t->codebook_f16 = v->codebook_f16;
         t->codebook = malloc(v->k * sizeof *t->codebook);
         t->assign = calloc(t->n, 1);
         idx = malloc(v->nnz ? v->nnz : 1);
         if (!t->codebook || !t->assign || !idx) goto done;
         for (uint32_t i = 0; i < v->k; i++)
-            t->codebook[i] = dcz_f32_from_bits(dcz_le32(v->codebook + i * 4));
-        t->st.value_bytes = (size_t)v->k * 4;
+            t->codebook[i] = dcz_tensor_codebook_at(v, (uint32_t)i);
+        t->st.value_bytes = (size_t)v->k * (v->codebook_f16 ? 2 : 4);
         t->st.index_bytes = 4 + v->index_bytes + (v->index_table ? (size_t)(v->index_stream - v->index_table) : 0);
     } else {
         t->st.value_bytes = (size_t)v->nnz * 4;
@@ -261,7 +262,7 @@ dcz_status dcz_doc_layer_check_params(const dcz_doc_layer *l)
     const dcz_doc_tensor *w = &l->t[0], *b = &l->t[1];
     if (!dcz_shape_is(&ws, w->rank, w->dims) || !dcz_shape_is(&bs, b->rank, b->dims))
         return DCZ_ERR_SHAPE;
-    return b->enc == DCZ_ENC_F32 || b->enc == DCZ_ENC_F16 ? DCZ_OK : DCZ_ERR_FORMAT;
+    return b->enc == DCZ_ENC_F32 || b->enc == DCZ_ENC_F16 || b->enc == DCZ_ENC_I8 ? DCZ_OK : DCZ_ERR_FORMAT;
 }
 
 /* ---- calibration table ---------------------------------------------------- */

@@ -384,9 +384,11 @@ static dcz_status put_sparse(wbuf *w, dcz_doc_tensor *t)
         put8(w, t->index_bits);
         put8(w, t->index_coding);
         put16(w, (uint16_t)t->k);
-        put16(w, 0);
-        for (uint32_t i = 0; i < t->k; i++) putf32(w, t->codebook[i]);
-        t->st.value_bytes = (size_t)t->k * 4;
+        put16(w, t->codebook_f16 ? DCZ_CODEBOOK_F16 : DCZ_CODEBOOK_F32);
+        for (uint32_t i = 0; i < t->k; i++)
+            if (t->codebook_f16) put16(w, dcz_f32_to_f16(t->codebook[i]));
+            else putf32(w, t->codebook[i]);
+        t->st.value_bytes = (size_t)t->k * (t->codebook_f16 ? 2 : 4);
         s = put_stream(w, idx, nnz, t->index_bits, t->index_coding, &t->st.index_bytes);
     } else {
         put16(w, 0);
@@ -401,6 +403,42 @@ static dcz_status put_sparse(wbuf *w, dcz_doc_tensor *t)
     free(idx);
     free(gaps);
     return s;
+}
+
+int dcz_doc_tensor_codebook_f16(dcz_doc_tensor *t)
+{
+    if (t->enc != DCZ_ENC_CODEBOOK || !t->codebook) return 0;
+    for (uint32_t k = 0; k < t->k; k++)
+        if (!(fabsf(t->codebook[k]) <= 65504.0f)) return 0;
+    for (uint32_t k = 0; k < t->k; k++) t->codebook[k] = dcz_f16_to_f32(dcz_f32_to_f16(t->codebook[k]));
+    for (size_t i = 0; i < t->n && t->assign; i++)
+        if (stored(t, i)) t->values[i] = t->codebook[t->assign[i]];
+    t->codebook_f16 = 1;
+    return 1;
+}
+
+dcz_status dcz_doc_tensor_to_i8(dcz_doc_tensor *t)
+{
+    double top = 0;
+    for (size_t i = 0; i < t->n; i++)
+        if (fabs((double)t->values[i]) > top) top = fabs((double)t->values[i]);
+    float *scale = malloc(sizeof *scale);
+    if (!scale) return DCZ_ERR_NOMEM;
+    scale[0] = top > 0 ? (float)(top / 127) : DCZ_SCALE_MIN;
+    if (scale[0] < DCZ_SCALE_MIN) scale[0] = DCZ_SCALE_MIN;
+    if (scale[0] > DCZ_SCALE_MAX) scale[0] = DCZ_SCALE_MAX;
+    for (size_t i = 0; i < t->n; i++) {   /* as put_int stores them */
+        double q = (double)t->values[i] / scale[0];
+        q = q >= 0 ? floor(q + 0.5) : -floor(-q + 0.5);
+        if (!(q >= -127)) q = -127;
+        if (q > 127) q = 127;
+        t->values[i] = (float)(q * scale[0]);
+    }
+    free(t->scale);
+    t->scale = scale;
+    t->nscale = 1;
+    t->enc = DCZ_ENC_I8;
+    return DCZ_OK;
 }
 
 /* Dense integers: the scale count, the scales, then round(value / scale)

@@ -90,7 +90,7 @@ static dcz_status load_sparse(const dcz_tensor_view *t, loader *ld, dcz_sparse *
         return DCZ_OK;
     }
     TRY(dcz_tensor_decode_indices(t, sc->idx));
-    for (uint32_t i = 0; i < t->k; i++) cb[i] = dcz_f32_from_bits(dcz_le32(t->codebook + i * 4));
+    for (uint32_t i = 0; i < t->k; i++) cb[i] = dcz_tensor_codebook_at(t, i);
 
     dcz_sparse_builder b;
     memset(&b, 0, sizeof b);
@@ -153,7 +153,7 @@ static dcz_status load_params(const dcz_container *c, const dcz_graph_layer *g, 
     TRY(dcz_tensor_next(&cur, &b));
     if (!dcz_shape_is(&ws, w.rank, w.dims) || !dcz_shape_is(&bs, b.rank, b.dims))
         return DCZ_ERR_SHAPE;
-    if (b.enc != DCZ_ENC_F32 && b.enc != DCZ_ENC_F16) return DCZ_ERR_FORMAT;
+    if (b.enc != DCZ_ENC_F32 && b.enc != DCZ_ENC_F16 && b.enc != DCZ_ENC_I8) return DCZ_ERR_FORMAT;
 
     const float *bias = NULL, *wd = NULL;
     dcz_sparse sp;

@@ -466,17 +466,18 @@ dcz_status dcz_tensor_next(dcz_cur *cur, dcz_tensor_view *t)
         break;
     }
     case DCZ_ENC_CODEBOOK: {
-        uint16_t k, reserved;
+        uint16_t k, cb_format;
         TRY(read_sparse_head(&pc, t));
         TRY(dcz_rd_u8(&pc, &t->index_bits));
         TRY(dcz_rd_u8(&pc, &t->index_coding));
         TRY(dcz_rd_u16(&pc, &k));
-        TRY(dcz_rd_u16(&pc, &reserved));
-        if (reserved != 0) return DCZ_ERR_FORMAT;
+        TRY(dcz_rd_u16(&pc, &cb_format));   /* 0 f32, 1 f16 (format 2.2) */
+        if (cb_format > DCZ_CODEBOOK_F16) return DCZ_ERR_FORMAT;
         if (t->index_bits == 0 || t->index_bits > 8) return DCZ_ERR_FORMAT;
         if (k == 0 || k > (1u << t->index_bits)) return DCZ_ERR_FORMAT;
         t->k = k;
-        TRY(dcz_rd_bytes(&pc, (size_t)k * 4, &t->codebook));
+        t->codebook_f16 = (uint8_t)cb_format;
+        TRY(dcz_rd_bytes(&pc, (size_t)k * (cb_format ? 2 : 4), &t->codebook));
         TRY(read_stream(&pc, t->index_bits, t->index_coding, t->nnz, &t->index_table,
                         &t->index_stream, &t->index_bytes));
         TRY(read_gap_stream(&pc, t));
@@ -486,6 +487,13 @@ dcz_status dcz_tensor_next(dcz_cur *cur, dcz_tensor_view *t)
         return DCZ_ERR_UNSUPPORTED;
     }
     return pc.pos == pc.len ? DCZ_OK : DCZ_ERR_FORMAT;
+}
+
+float dcz_tensor_codebook_at(const dcz_tensor_view *t, uint32_t i)
+{
+    const uint8_t *p = t->codebook;
+    return t->codebook_f16 ? dcz_f16_to_f32((uint16_t)(p[i * 2] | p[i * 2 + 1] << 8))
+                           : dcz_f32_from_bits(dcz_le32(p + i * 4));
 }
 
 static dcz_status decode_stream(uint8_t coding, const uint8_t *table, const uint8_t *data, size_t bytes,

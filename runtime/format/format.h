@@ -63,6 +63,8 @@ enum {
 /* stream codings inside a sparse tensor (ARITH: format 2.2; on the position
  * stream it codes a keep mask, and gap_bits is 1, gap_count n) */
 enum { DCZ_CODING_RAW = 0, DCZ_CODING_HUFFMAN = 1, DCZ_CODING_ARITH = 2 };
+/* A CODEBOOK's codebook format (the u16 after k; format 2.2) */
+enum { DCZ_CODEBOOK_F32 = 0, DCZ_CODEBOOK_F16 = 1 };
 
 /* ---- little-endian cursor --------------------------------------------- */
 
@@ -206,7 +208,8 @@ typedef struct dcz_tensor_view {
     const uint8_t *values;       /* SPARSE_F32: nnz float32 */
     uint8_t index_bits;          /* CODEBOOK */
     uint32_t k;
-    const uint8_t *codebook;     /* k float32 */
+    const uint8_t *codebook;     /* k float32, or k float16 when codebook_f16 */
+    uint8_t codebook_f16;        /* the CODEBOOK's codebook format (format 2.2): 1 f16 */
     uint8_t index_coding, gap_coding;         /* DCZ_CODING_* */
     const uint8_t *index_stream, *gap_stream; /* after any Huffman table */
     size_t index_bytes, gap_bytes;            /* stream data bytes */
@@ -216,6 +219,9 @@ typedef struct dcz_tensor_view {
 
 /* Called for each stored weight with its number and flat position. */
 typedef dcz_status (*dcz_pos_fn)(void *ctx, uint32_t entry, uint64_t pos);
+
+/* Entry i of a CODEBOOK tensor's codebook, whichever its stored format. */
+float dcz_tensor_codebook_at(const dcz_tensor_view *t, uint32_t i);
 
 /* Reads the tensor count of a LAYER section. */
 dcz_status dcz_layer_begin(const uint8_t *p, size_t len, dcz_cur *cur, uint32_t *ntensors);

@@ -7,8 +7,9 @@
  * tensor read far below), and a net of wide and depthwise convolutions
  * (and its int8 twin), and ShuffleNet's channel shuffles and slices (and
  * their int8 twin), and a file with a PREPROCESS section, and files with
- * arithmetic-coded streams (format 2.2), so the fuzzer starts from inputs that reach deep
- * into the readers and every form the loader builds. The seeds named v1-*
+ * arithmetic-coded streams, an f16 codebook and 8-bit biases (format
+ * 2.2), so the fuzzer starts from inputs that reach deep into the readers
+ * and every form the loader builds. The seeds named v1-*
  * are files of format 1.2, written by the release before graphs (this
  * program writes the current format).
  *   cc -Iinclude -I. tests/fuzz/gen_dcz_corpus.c lib/libdcztool.a lib/libdcz.a -lm
@@ -294,6 +295,12 @@ int main(int argc, char **argv)
         w->gap_coding = w->index_coding = DCZ_CODING_ARITH;
     }
     rc |= emit(argv[1], "conv_net_a_arith.dcz", aa);
+    /* conv_net_a with an f16 codebook and 8-bit biases (format 2.2) */
+    dcz_doc *ac = conv_net_a();
+    if (!ac || !dcz_doc_tensor_codebook_f16(&ac->layers[0].t[0])) return 1;
+    for (int li = 0; li <= 8; li += 3)
+        if (ac->layers[li].ntensors == 2 && dcz_doc_tensor_to_i8(&ac->layers[li].t[1]) != DCZ_OK) return 1;
+    rc |= emit(argv[1], "conv_net_a_compact.dcz", ac);
     dcz_doc *qa = calibrated(conv_net_a(), DCZ_SCHEME_FIXED8, 0);
     dcz_doc *qb = calibrated(conv_net_b(), DCZ_SCHEME_INT8, 1);
     if (!qa || !qb) return 1;

@@ -1306,6 +1306,93 @@ static void parts_of(dcz_doc *d, const char *what)
     dcz_doc_free(d);
 }
 
+/* An f16 codebook and 8-bit biases (format 2.2) store the model the
+ * rounding gives: written that way, read back to those very values and
+ * run by libdcz to the bits of the same values written as f32; smaller by
+ * two bytes a codebook entry and three a bias (padding aside); a codebook
+ * format past f16 refused. */
+static void compact_of(dcz_doc *d, const char *what)
+{
+    REQUIRE(d, "%s: build", what);
+    size_t entries = 0, biases = 0, nbias = 0;
+    uint32_t first_k = 0;
+    for (uint32_t i = 0; i < d->nlayers; i++) {
+        dcz_doc_layer *l = &d->layers[i];
+        if (l->ntensors != 2) continue;
+        nbias++;
+        if (dcz_doc_tensor_codebook_f16(&l->t[0])) {
+            entries += l->t[0].k;
+            if (!first_k) first_k = l->t[0].k;
+        }
+        REQUIRE(dcz_doc_tensor_to_i8(&l->t[1]) == DCZ_OK, "%s: i8 bias", what);
+        biases += l->t[1].n;
+    }
+    CHECK(entries > 0 && biases > 0, "%s: %zu entries, %zu biases", what, entries, biases);
+    uint8_t *buf = NULL, *wide = NULL;
+    size_t len = 0, wlen = 0;
+    REQUIRE(dcz_doc_write(d, &buf, &len) == DCZ_OK, "%s: write compact", what);
+    const size_t compact_layers = d->parts.layers;
+    dcz_doc *r = NULL;
+    REQUIRE(dcz_doc_read(buf, len, &r) == DCZ_OK, "%s: read compact", what);
+    for (uint32_t i = 0; i < d->nlayers; i++)
+        for (uint32_t t = 0; t < d->layers[i].ntensors; t++) {
+            char name[DCZ_MAX_NAME + 64];
+            snprintf(name, sizeof name, "%s %s tensor %u", what, d->layers[i].name, t);
+            same_tensor(&d->layers[i].t[t], &r->layers[i].t[t], name);
+        }
+    /* the same values stored wide */
+    for (uint32_t i = 0; i < d->nlayers; i++) {
+        dcz_doc_layer *l = &d->layers[i];
+        if (l->ntensors != 2) continue;
+        l->t[0].codebook_f16 = 0;
+        l->t[1].enc = DCZ_ENC_F32;
+    }
+    REQUIRE(dcz_doc_write(d, &wide, &wlen) == DCZ_OK, "%s: write wide", what);
+    /* an I8 bias costs its scale and count (8 bytes); records pad to 4 */
+    CHECK(d->parts.layers + 8 * nbias + 6 * nbias >= compact_layers + 2 * entries + 3 * biases &&
+          d->parts.layers > compact_layers, "%s: layers %zu compact, %zu wide, %zu entries, %zu biases", what,
+          compact_layers, d->parts.layers, entries, biases);
+    dcz_model *m1 = NULL, *m2 = NULL;
+    REQUIRE(dcz_open_memory(buf, len, NULL, &m1) == DCZ_OK && dcz_open_memory(wide, wlen, NULL, &m2) == DCZ_OK,
+            "%s: open", what);
+    const size_t in = dcz_input_size(m1), out = dcz_output_size(m1);
+    float *x = malloc(3 * in * sizeof *x), *y1 = malloc(3 * out * sizeof *y1), *y2 = malloc(3 * out * sizeof *y2);
+    for (size_t i = 0; i < 3 * in; i++) x[i] = (float)((i * 7919) % 101) / 50.0f - 1.0f;
+    CHECK(dcz_run(m1, x, 3, y1) == DCZ_OK && dcz_run(m2, x, 3, y2) == DCZ_OK &&
+          memcmp(y1, y2, 3 * out * sizeof *y1) == 0, "%s: the compact file runs otherwise", what);
+    dcz_close(m1);
+    dcz_close(m2);
+    /* a codebook format of 2 is no format */
+    size_t field = 0;   /* of the first CODEBOOK record: after its header, nnz .. k */
+    for (size_t i = 0; i + 64 < len && !field; i += 4) {
+        const uint32_t rank = dcz_le32(buf + i + 4);
+        if (dcz_le32(buf + i) != DCZ_ENC_CODEBOOK || rank < 1 || rank > 4) continue;
+        const size_t f = i + 8 + 4 * rank + 4 + 4 + 4 + 1 + 1 + 1 + 1 + 2;
+        if (f + 2 < len && buf[f] == DCZ_CODEBOOK_F16 && buf[f + 1] == 0 &&
+            (uint32_t)(buf[f - 2] | buf[f - 1] << 8) == first_k)
+            field = f;
+    }
+    REQUIRE(field, "%s: the codebook format field of a CODEBOOK record", what);
+    buf[field] = 2;
+    fix_crcs(buf, len);
+    dcz_doc *bad = NULL;
+    CHECK(dcz_doc_read(buf, len, &bad) == DCZ_ERR_FORMAT && dcz_open_memory(buf, len, NULL, &m1) == DCZ_ERR_FORMAT,
+          "%s: codebook format 2 not refused", what);
+    free(x);
+    free(y1);
+    free(y2);
+    free(buf);
+    free(wide);
+    dcz_doc_free(r);
+    dcz_doc_free(d);
+}
+
+static void test_compact(void)
+{
+    compact_of(small_doc(), "small");
+    compact_of(conv_doc(), "conv");
+}
+
 static void test_parts(void)
 {
     parts_of(small_doc(), "small");
@@ -2046,5 +2133,6 @@ int main(void)
     RUN(test_describe_layers);
     RUN(test_plan_measure);
     RUN(test_v1_files);
+    RUN(test_compact);
     return check_summary();
 }
