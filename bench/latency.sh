@@ -42,6 +42,9 @@ dcz=bin/dcz
 export OPENBLAS_NUM_THREADS=$threads
 [ -x "$dcz" ] || { echo "latency: build $dcz first (make)" >&2; exit 1; }
 [ -z "${BASE:-}" ] || [ -x "$BASE" ] || { echo "latency: BASE=$BASE is no executable dcz" >&2; exit 1; }
+# an earlier release reads the files only without arithmetic coding (format
+# 2.2); the runtime runs the same forms either way
+[ -z "${BASE:-}" ] || export ENCODE_FLAGS=--no-arith
 py=${PYTHON:-$( [ -x /usr/bin/python3 ] && echo /usr/bin/python3 || echo python3 )}
 ort_py=${ORT_PYTHON:-$py}
 w=$(mktemp -d)

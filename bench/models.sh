@@ -9,6 +9,8 @@
 # and quantized to its codebook widths (dcz's defaults where it names none),
 # Huffman-coded ($w/NAME.dcz), calibrated for int8 on 500 training samples
 # ($w/NAME-int8.dcz), and the dense file exported to ONNX ($w/NAME.onnx).
+# ENCODE_FLAGS: more options of the encode (--no-arith: files that readers
+# of format 2.1, earlier releases, take).
 
 # the rule KEY of a compress recipe ([compress] section), or empty
 rule() { sed -n "/^\[compress\]/,/^\[/s/^$2 = //p" "samples/recipes/$1-compress.recipe" 2>/dev/null | head -1; }
@@ -25,7 +27,7 @@ make_model() { # name
     "$dcz" train --arch "${arch:-$m}" --epochs 0 --data fashion-mnist -q -o "$w/$m-dense.dcz" &&
         "$dcz" prune "$w/$m-dense.dcz" ${sp:+--sparsity "$sp"} -q -o "$w/$m-pruned.dcz" &&
         "$dcz" quantize "$w/$m-pruned.dcz" ${bits:+--bits "$bits"} -q -o "$w/$m-quant.dcz" &&
-        "$dcz" encode "$w/$m-quant.dcz" -q -o "$w/$m.dcz" &&
+        "$dcz" encode "$w/$m-quant.dcz" ${ENCODE_FLAGS:-} -q -o "$w/$m.dcz" &&
         "$dcz" calibrate "$w/$m.dcz" --data fashion-mnist --calib-batches 5 --scheme int8 -q -o "$w/$m-int8.dcz" &&
         "$dcz" export "$w/$m-dense.dcz" -q -o "$w/$m.onnx"
 }
