@@ -16,27 +16,10 @@
 
 #include "huffman/arith.h"
 
+#define GEN_SEED 7
+#include "tests/fuzz/gen_util.h"
+
 #define MAXF 4096
-
-static uint64_t seed = 7;
-
-static unsigned rnd(unsigned n)
-{
-    uint64_t z = (seed += 0x9e3779b97f4a7c15ull);
-    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
-    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
-    return (unsigned)((z ^ (z >> 31)) % n);
-}
-
-static int put(const char *dir, const char *name, const uint8_t *b, size_t n)
-{
-    char path[1024];
-    snprintf(path, sizeof path, "%s/%s", dir, name);
-    FILE *f = fopen(path, "wb");
-    if (!f) return 1;
-    size_t w = fwrite(b, 1, n, f);
-    return (fclose(f) != 0 || w != n) ? 1 : 0;
-}
 
 static uint8_t file[8 + 2 * MAXF], keep[MAXF], sym[MAXF];
 

@@ -16,27 +16,11 @@
 
 #include "huffman/huffman.h"
 
+#define GEN_SEED 42
+#include "tests/fuzz/gen_util.h"
+
 #define MAXN 8000
 
-static uint64_t seed = 42;
-
-static unsigned rnd(unsigned n)
-{
-    uint64_t z = (seed += 0x9e3779b97f4a7c15ull);
-    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
-    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
-    return (unsigned)((z ^ (z >> 31)) % n);
-}
-
-static int put(const char *dir, const char *name, const uint8_t *b, size_t n)
-{
-    char path[1024];
-    snprintf(path, sizeof path, "%s/%s", dir, name);
-    FILE *f = fopen(path, "wb");
-    if (!f) return 1;
-    size_t w = fwrite(b, 1, n, f);
-    return (fclose(f) != 0 || w != n) ? 1 : 0;
-}
 
 /* header + table + stream for sym[0..n); returns the file size (0 on error) */
 static size_t build(uint8_t *file, unsigned nsym, const uint8_t *sym, size_t n, unsigned lim)

@@ -93,17 +93,8 @@ static void test_vector_decode(void)
 
 #include "model/doc.h"
 #include "tests/unit/doc_build.h"
+#include "tests/unit/test_util.h"
 
-typedef struct rng { uint64_t s; } rng;
-
-static uint64_t rng_next(rng *r)
-{
-    uint64_t z = (r->s += 0x9e3779b97f4a7c15ull);
-    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
-    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
-    return z ^ (z >> 31);
-}
-static uint64_t rng_below(rng *r, uint64_t n) { return n ? rng_next(r) % n : 0; }
 
 /* Encodes a mask into a malloc'd buffer; NULL on failure. */
 static uint8_t *encode_mask(const uint8_t *keep, uint32_t rows, uint32_t cols, size_t *len)

@@ -17,21 +17,10 @@
 
 #include "huffman/huffman.h"
 #include "tests/check.h"
+#include "tests/unit/test_util.h"
 
 /* ---- helpers ----------------------------------------------------------- */
 
-typedef struct rng { uint64_t s; } rng;
-
-static uint64_t rng_next(rng *r)
-{
-    uint64_t z = (r->s += 0x9e3779b97f4a7c15ull);
-    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
-    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
-    return z ^ (z >> 31);
-}
-
-static uint64_t rng_below(rng *r, uint64_t n) { return n ? rng_next(r) % n : 0; }
-static double rng_unit(rng *r) { return (double)(rng_next(r) >> 11) / 9007199254740992.0; }
 
 /* Kraft sum in units of 2^-15; -1 when a length exceeds 15. */
 static long kraft_units(const uint8_t *len, unsigned nsym)
@@ -635,15 +624,15 @@ static void test_garbage(void)
         uint8_t *in = exact_copy(buf, nb);
         REQUIRE(in, "oom");
         dcz_status st = dcz_huff_decode(&d, in, nb, out, n);
-        dcz_status rs = ref_decode(len, nsym, in, nb, ref, n);
+        dcz_status ref_st = ref_decode(len, nsym, in, nb, ref, n);
         CHECK(st == DCZ_OK || st == DCZ_ERR_FORMAT, "status %d", st);
-        CHECK(st == rs, "iter %d: decoder %d, reference %d (nsym %u, %zu bytes, n %zu)",
-              iter, st, rs, nsym, nb, n);
-        if (st == DCZ_OK && rs == DCZ_OK) {
+        CHECK(st == ref_st, "iter %d: decoder %d, reference %d (nsym %u, %zu bytes, n %zu)",
+              iter, st, ref_st, nsym, nb, n);
+        if (st == DCZ_OK && ref_st == DCZ_OK) {
             CHECK(memcmp(out, ref, n) == 0, "iter %d: output differs from reference", iter);
             mismatches += memcmp(out, ref, n) != 0;
         }
-        mismatches += st != rs;
+        mismatches += st != ref_st;
         free(in);
     }
 }

@@ -2,6 +2,8 @@
  * one file and the runtime-only cross build needs nothing else):
  *   - a splitmix64 stream seeded by TEST_RNG_SEED (define it before
  *     including), rnd(), frand() in [-1, 1) and nonzero() away from 0;
+ *   - independent splitmix64 streams, each its own seed (rng r = { SEED }):
+ *     rng_next(), rng_below() and rng_unit() in [0, 1);
  *   - fix_crcs(): recompute every CRC of a .dcz buffer after a test edited
  *     its bytes, so that only the content checks of the readers remain;
  *   - read_file(): a whole file into a malloc'd buffer.
@@ -31,6 +33,19 @@ static inline uint64_t rnd(void)
     z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
     return z ^ (z >> 31);
 }
+
+typedef struct rng { uint64_t s; } rng;
+
+static inline uint64_t rng_next(rng *r)
+{
+    uint64_t z = (r->s += 0x9e3779b97f4a7c15ull);
+    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+    return z ^ (z >> 31);
+}
+
+static inline uint64_t rng_below(rng *r, uint64_t n) { return n ? rng_next(r) % n : 0; }
+static inline double rng_unit(rng *r) { return (double)(rng_next(r) >> 11) / 9007199254740992.0; }
 
 static inline float frand(void)
 {
