@@ -84,6 +84,8 @@ typedef struct verb_ctx {
     unsigned augment;      /* DCZ_AUG_* bits from it, once cli_check_augment has run */
     int strip;             /* --strip (the verbs that write a .dcz): written without
                               stage records (stage_finish) */
+    int own_val;           /* --data is an image folder with a validation split of
+                              its own (ROOT/val), asked once by cli_parse */
 } verb_ctx;
 
 /* --shards, for the verbs that train. */
@@ -340,6 +342,10 @@ int stage_hold_out(const verb_ctx *v, dcz_dataset *train, int n, dcz_dataset *va
  * classes. Exit code or -1. Where --data has one, decisions measure on it
  * and nothing is held out of the training split. */
 int stage_load_val(const verb_ctx *v, const dcz_dataset *train, dcz_dataset *val);
+/* Where the validation samples a decision measures on come from, as the
+ * reports say it: "of --data's val split" or "held out of the training
+ * split". */
+const char *stage_val_source(const verb_ctx *v);
 /* A usage error (exit code) when --data has a validation split of its own
  * and --validation N (not 0) asks to hold samples out as well; else -1. */
 int stage_check_own_val(const verb_ctx *v, int validation);

@@ -403,7 +403,7 @@ int cmd_train(verb_ctx *v)
     }
     rc = stage_load_splits(v, &train, &test);
     if (rc == -1) rc = stage_check_fit(v, &train, (int)net->in_rank, net->in_dims, (size_t)net->classes, 1);
-    if (rc == -1 && t.validation == NOT_GIVEN && dcz_data_has_val(v->c.data)) {
+    if (rc == -1 && t.validation == NOT_GIVEN && v->own_val) {
         t.validation = 0;   /* the folder's own val split is the validation samples */
         cli_note(v, "train: --data %s has a validation split of its own (val/): every training sample is trained "
                     "on", v->c.data);
@@ -1276,13 +1276,12 @@ static char *budget_recipe(const budget_ctx *b, const dcz_net *net, const dcz_bu
         const quant_opts *qo = &b->qo;
         size_t n = (size_t)snprintf(t, cap,
             "# The choice of dcz compress --budget %g for %s: the smallest file of the\n"
-            "# runs measured whose accuracy on the %zu validation samples (%s)\n"
+            "# runs measured whose accuracy on the %zu validation samples %s\n"
             "# stayed within %g points of the input's. This recipe\n"
             "# reproduces it with the same seed and threads:\n"
             "#   dcz compress %s --data DATA --recipe THIS -o OUT\n"
             "seed = %d\n",
-            budget, b->v->pos[0], b->job->val.n, b->job->validation ? "held out of retraining" : "--data's val split",
-            budget, b->v->pos[0], b->v->c.seed);
+            budget, b->v->pos[0], b->job->val.n, stage_val_source(b->v), budget, b->v->pos[0], b->v->c.seed);
         if (b->v->c.threads) n += (size_t)snprintf(t + n, cap - n, "threads = %d\n", b->v->c.threads);
         n += (size_t)snprintf(t + n, cap - n,
             "[compress]\nvalidation = %d\nrounds = %d\nprune-epochs = %d\nfinal-epochs = %d\n"
@@ -1316,7 +1315,7 @@ static void budget_report(const budget_ctx *b, const dcz_net *net, const dcz_sen
     if (f) {
         fprintf(f, "\ncompress --budget %g: validation accuracy of the input %.2f%% on %zu samples %s; floor "
                    "%.2f%%\n", budget, base * 100, b->job->val.n,
-                   b->job->validation ? "held out of retraining" : "of --data's val split", b->floor * 100);
+                   stage_val_source(v), b->floor * 100);
         fprintf(f, "%-4s %9s %12s %10s %8s %11s %6s  %s\n", "run", "candidate", "estimate", "bytes", "ratio",
                 "validation", "+-", "");
         for (int k = 0; k < ntrials; k++) {
@@ -1588,7 +1587,7 @@ int cmd_compress(verb_ctx *v)
             return EXIT_USAGE;
         }
         if (runs < 1 || runs > 10) { cli_usage_error(v, "--budget-runs must be from 1 to 10"); return EXIT_USAGE; }
-        if (job.validation == 0 && !dcz_data_has_val(v->c.data)) {
+        if (job.validation == 0 && !v->own_val) {
             cli_usage_error(v, "--budget measures on --validation samples: give 1 or more");
             return EXIT_USAGE;
         }
@@ -1655,13 +1654,12 @@ int cmd_compress(verb_ctx *v)
     }
     if (rc == -1)
         rc = stage_check_fit(v, &job.train, (int)net->in_rank, net->in_dims, (size_t)net->classes, 0);
-    const int own_val = rc == -1 && dcz_data_has_val(v->c.data);
-    if (own_val) {   /* measured on the folder's val split; nothing held out */
+    if (rc == -1 && v->own_val) {   /* measured on the folder's val split; nothing held out */
         job.validation = 0;
         if (budgeted) rc = stage_load_val(v, &job.train, &job.val);
     }
     if (rc == -1 && job.validation == NOT_GIVEN) job.validation = stage_validation_default(doc, job.train.n);
-    if (rc == -1 && budgeted && !own_val && job.validation == 0) {
+    if (rc == -1 && budgeted && !v->own_val && job.validation == 0) {
         cli_error("compress: --budget measures on validation samples held out of the training split, and --data "
                   "%s has %zu training samples: too few to hold out any (give data of 10 or more)", v->c.data,
                   job.train.n);

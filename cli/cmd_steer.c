@@ -143,7 +143,7 @@ int scan(verb_ctx *v, const char *path, const scan_opts *o, const dcz_sens_plan 
     }
     if (rc == -1) rc = stage_load_data(v, DCZ_SPLIT_TRAIN, &train);
     if (rc == -1) rc = stage_check_fit(v, &train, (int)net->in_rank, net->in_dims, (size_t)net->classes, 0);
-    if (rc == -1 && dcz_data_has_val(v->c.data)) {
+    if (rc == -1 && v->own_val) {
         rc = stage_load_val(v, &train, &val);   /* the folder's own validation split */
     } else {
         const int nval = o->validation == NOT_GIVEN ? stage_validation_default(doc, train.n) : o->validation;
@@ -189,7 +189,7 @@ int cmd_sensitivity(verb_ctx *v)
         for (int l = 0; l < rep.nlayers; l++)
             if ((int)strlen(rep.layers[l].name) > nw) nw = (int)strlen(rep.layers[l].name);
         fprintf(f, "%s: accuracy %.2f%% on %zu validation samples %s\n", v->pos[0], rep.baseline * 100,
-                rep.samples, dcz_data_has_val(v->c.data) ? "of --data's val split" : "held out of the training split");
+                rep.samples, stage_val_source(v));
         print_table(f, &rep, nw, "accuracy (%) with one layer pruned to a sparsity, no retraining", "%",
                     plan.sparsity, plan.nsparsity, 0);
         double b[DCZ_SENS_MAX_LEVELS];

@@ -214,10 +214,10 @@ static void stream_measure(const uint8_t *sym, uint32_t count, unsigned bits, si
  * entropy is that of one flag taken alone. */
 static void mask_measure(size_t n, uint32_t nnz, size_t block_bytes, stream_stats *st)
 {
-    const double p = n ? (double)nnz / (double)n : 0;
+    const uint64_t freq[2] = { n - nnz, nnz };
     st->present = 1;
     st->symbols = (uint32_t)n;
-    st->entropy = p > 0 && p < 1 ? -(p * log2(p) + (1 - p) * log2(1 - p)) : 0;
+    st->entropy = dcz_huff_entropy(freq, 2);
     st->coded_bits = nnz && block_bytes >= 4 ? (double)(block_bytes - 4) * 8 / nnz : 0;
     st->raw_bits = nnz ? (double)n / nnz : 0;
 }

@@ -466,6 +466,7 @@ int cli_parse(verb_ctx *v, const opt_spec *specs, int min_pos, int max_pos)
         int e = cli_check_output(c->out);
         if (e) return cli_io_fail(v, c->out, DCZ_ERR_IO, e, 1);
     }
+    v->own_val = c->data && dcz_data_has_val(c->data);
     v->progress = !c->quiet && isatty(2);
     if (job_rank > 0) {   /* rank 0 reports for the job */
         c->quiet = 1;

@@ -193,9 +193,14 @@ int stage_load_val(const verb_ctx *v, const dcz_dataset *train, dcz_dataset *val
     return -1;
 }
 
+const char *stage_val_source(const verb_ctx *v)
+{
+    return v->own_val ? "of --data's val split" : "held out of the training split";
+}
+
 int stage_check_own_val(const verb_ctx *v, int validation)
 {
-    if (validation == NOT_GIVEN || validation == 0 || !v->c.data || !dcz_data_has_val(v->c.data)) return -1;
+    if (validation == NOT_GIVEN || validation == 0 || !v->own_val) return -1;
     cli_usage_error(v, "--data %s has a validation split of its own (%s/val), on which decisions are measured: "
                        "--validation %d would hold more samples out of the training split; leave it out",
                     v->c.data, v->c.data, validation);

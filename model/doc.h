@@ -51,7 +51,8 @@ typedef struct dcz_doc_tensor {
     uint8_t gap_bits;         /* 1..8 (1 with gap_coding ARITH); 0: every position stored */
     uint8_t index_coding, gap_coding; /* DCZ_CODING_RAW, _HUFFMAN or _ARITH (a keep mask) */
     uint8_t codebook_f16;     /* CODEBOOK: the codebook stored as f16 (format 2.2); the
-                                 writer rounds it, dcz_doc_compact rounds the values too */
+                                 writer rounds it, dcz_doc_tensor_codebook_f16 rounds
+                                 the values too */
     /* DCZ_ENC_I8, DCZ_ENC_I16: values are integers times these scales (the
      * writer stores round(value / scale), clamped to the integer range) */
     uint32_t nscale;          /* 1 or dims[0] */

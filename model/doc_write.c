@@ -247,24 +247,31 @@ dcz_status dcz_doc_tensor_compact(dcz_doc_tensor *t)
     return DCZ_OK;
 }
 
-/* The bytes of t's position block, gap_bits wide with coding. */
-static dcz_status position_block(const dcz_doc_tensor *t, unsigned gap_bits, uint8_t coding, size_t *bytes)
+/* The bytes of t's position block gap_bits wide, raw (bytes[0]) and
+ * Huffman-coded (bytes[1]), from one walk over its gaps. */
+static dcz_status gap_blocks(const dcz_doc_tensor *t, unsigned gap_bits, size_t bytes[2])
 {
-    if (coding == DCZ_CODING_ARITH) {
-        TRY(mask_code(t, NULL, 0, bytes));
-        *bytes += 4;
-        return DCZ_OK;
-    }
     dcz_doc_tensor probe = *t;
     uint8_t *gaps = NULL, len[DCZ_HUFF_MAX_SYMBOLS];
     uint32_t count;
     size_t table, data;
     probe.gap_bits = (uint8_t)gap_bits;
     TRY(dcz_doc_tensor_streams(&probe, NULL, NULL, &gaps, &count));
-    dcz_status s = stream_size(gaps, count, gap_bits, coding, len, &table, &data);
+    dcz_status s = DCZ_OK;
+    for (uint8_t c = DCZ_CODING_RAW; c <= DCZ_CODING_HUFFMAN && s == DCZ_OK; c++) {
+        s = stream_size(gaps, count, gap_bits, c, len, &table, &data);
+        bytes[c] = 4 + table + data;
+    }
     free(gaps);
-    *bytes = 4 + table + data;
     return s;
+}
+
+/* The bytes of t's position block as a keep mask, arithmetic-coded. */
+static dcz_status mask_block(const dcz_doc_tensor *t, size_t *bytes)
+{
+    TRY(mask_code(t, NULL, 0, bytes));
+    *bytes += 4;
+    return DCZ_OK;
 }
 
 dcz_status dcz_doc_tensor_best_gap_bits(const dcz_doc_tensor *t, uint8_t *bits)
@@ -282,11 +289,11 @@ dcz_status dcz_doc_tensor_best_gap_bits(const dcz_doc_tensor *t, uint8_t *bits)
         *bits = 1;
         return DCZ_OK;
     }
-    size_t best = SIZE_MAX, bytes;
+    size_t best = SIZE_MAX, bytes[2];
     for (unsigned b = 8; b >= 1; b--) {
-        TRY(position_block(t, b, t->gap_coding, &bytes));
-        if (bytes < best) {
-            best = bytes;
+        TRY(gap_blocks(t, b, bytes));
+        if (bytes[t->gap_coding] < best) {
+            best = bytes[t->gap_coding];
             *bits = (uint8_t)b;
         }
     }
@@ -337,17 +344,18 @@ dcz_status dcz_doc_tensor_choose_codings(dcz_doc_tensor *t, unsigned gap_bits, i
     if (!t->gap_bits) return DCZ_OK;   /* every position stored: no position stream */
     best = SIZE_MAX;
     uint8_t bits = t->gap_bits, coding = t->gap_coding;
+    const unsigned hi = gap_bits ? gap_bits : 8, lo = gap_bits ? gap_bits : 1;
+    size_t sizes[9][2];   /* by width, raw and Huffman: the gaps walked once a width */
+    for (unsigned b = hi; b >= lo; b--) TRY(gap_blocks(t, b, sizes[b]));
     for (uint8_t c = DCZ_CODING_RAW; c <= DCZ_CODING_HUFFMAN; c++)
-        for (unsigned b = gap_bits ? gap_bits : 8; b >= (gap_bits ? gap_bits : 1); b--) {
-            TRY(position_block(t, b, c, &bytes));
-            if (bytes < best) {
-                best = bytes;
+        for (unsigned b = hi; b >= lo; b--)
+            if (sizes[b][c] < best) {
+                best = sizes[b][c];
                 bits = (uint8_t)b;
                 coding = c;
             }
-        }
     if (arith && !gap_bits) {
-        TRY(position_block(t, 1, DCZ_CODING_ARITH, &bytes));
+        TRY(mask_block(t, &bytes));
         if (bytes < best) {
             bits = 1;
             coding = DCZ_CODING_ARITH;
