@@ -379,19 +379,31 @@ dcz_status stage_eval_bytes(const uint8_t *buf, size_t len, const dcz_options *o
 /* The same on a model already open. */
 dcz_status stage_eval_model(dcz_model *m, const dcz_dataset *data, uint8_t *right, double *accuracy);
 
-/* Appends a stage record ("stage = NAME", tool version, command line, seed,
- * data hash, the extra key = value lines, accuracy when >= 0) to doc. */
-dcz_status stage_record(dcz_doc *doc, const verb_ctx *v, const char *stage,
-                        const dcz_dataset *data, const char *extra, double accuracy);
+/* The settings a verb adds to its stage record, as "key = value" lines (one
+ * per layer for prune and quantize): text that grows as lines are added,
+ * never cut, whatever the size of the network. Zeroed, it is empty. */
+typedef struct stage_extra {
+    char *text;    /* NUL-terminated; NULL while nothing was added */
+    size_t len, cap;
+    int nomem;     /* an addition found no memory: stage_finish fails with it */
+} stage_extra;
 
-/* Encodes doc; when test is set, measures its accuracy with libdcz and adds
- * it to the stage record, then writes the file. *accuracy_out (may be NULL)
- * gets the accuracy or -1, *bytes_out the file's size. Under --strip
- * (v->strip) doc's records are dropped, those before and this stage's, and
- * the file is written without them (doc then holds what was written).
- * Returns an exit code or -1 on success. */
+/* Appends printf-formatted text to e: "key = value" lines, each ending in
+ * '\n' (the record ends a last one that does not). */
+void stage_extra_add(stage_extra *e, const char *fmt, ...);
+/* Empties e, keeping its memory. */
+void stage_extra_clear(stage_extra *e);
+void stage_extra_free(stage_extra *e);
+
+/* Encodes doc with a record of this stage (extra: its settings, may be
+ * NULL); when test is set, measures its accuracy with libdcz and adds it to
+ * the stage record, then writes the file. *accuracy_out (may be NULL) gets
+ * the accuracy or -1, *bytes_out the file's size. Under --strip (v->strip)
+ * doc's records are dropped, those before and this stage's, and the file is
+ * written without them (doc then holds what was written). Returns an exit
+ * code or -1 on success. */
 int stage_finish(const verb_ctx *v, dcz_doc *doc, const char *stage, const dcz_dataset *data,
-                 const char *extra, const dcz_dataset *test, const char *out_path,
+                 const stage_extra *extra, const dcz_dataset *test, const char *out_path,
                  double *accuracy_out, size_t *bytes_out);
 
 /* Reads "key = value" from a stage text into val (vlen bytes); 0 if absent. */

@@ -528,16 +528,17 @@ int cmd_calibrate(verb_ctx *v)
     }
     cal_run *r = &runs[best];
     if ((rc = check_runs(v, r->doc)) != -1) goto done;
-    char extra[512];
-    snprintf(extra, sizeof extra, "scheme = %s\nmethod = %s\ncalib_samples = %zu\n"
-             "model_hash = %016llx\ncalib_data_hash = %016llx\n",
-             dcz_cal_scheme_name(r->doc->calib->scheme), r->method, n,
-             (unsigned long long)r->doc->calib->model_hash,
-             (unsigned long long)r->doc->calib->data_hash);
     if (o.save_table && (rc = write_table(v, r, o.save_table, n)) != -1) goto done;
     if (v->c.out) {
-        rc = stage_finish(v, r->doc, "calibrate", v->c.data ? &train : NULL, extra,
+        stage_extra extra = { 0 };
+        stage_extra_add(&extra, "scheme = %s\nmethod = %s\ncalib_samples = %zu\n"
+                        "model_hash = %016llx\ncalib_data_hash = %016llx\n",
+                        dcz_cal_scheme_name(r->doc->calib->scheme), r->method, n,
+                        (unsigned long long)r->doc->calib->model_hash,
+                        (unsigned long long)r->doc->calib->data_hash);
+        rc = stage_finish(v, r->doc, "calibrate", v->c.data ? &train : NULL, &extra,
                           v->c.data ? &test : NULL, v->c.out, &r->acc, &r->bytes);
+        stage_extra_free(&extra);
         if (rc != -1) goto done;
     }
     FILE *f = cli_notes(v);

@@ -121,16 +121,19 @@ int cmd_import(verb_ctx *v)
     v->has_prep = doc->has_prep;   /* --data's images as the model takes them */
     v->prep = doc->prep;
     if (v->c.data && (rc = stage_load_data(v, DCZ_SPLIT_TEST, &test)) != -1) goto done;
-    char extra[512], source[256];
-    snprintf(source, sizeof source, "%s", v->pos[0]);
-    for (char *p = source; *p; p++)   /* one value per line, whatever the path holds */
-        if ((unsigned char)*p < 0x20) *p = '?';
-    snprintf(extra, sizeof extra, "source = %s\nonnx_opset = %lld\nonnx_ir_version = %lld\nonnx_producer = %s\n",
-             source, (long long)info.opset, (long long)info.ir_version, info.producer[0] ? info.producer : "-");
+    stage_extra extra = { 0 };
+    stage_extra_add(&extra, "source = ");
+    const size_t at = extra.len;
+    stage_extra_add(&extra, "%s", v->pos[0]);
+    for (size_t i = at; i < extra.len; i++)   /* one value per line, whatever the path holds */
+        if ((unsigned char)extra.text[i] < 0x20) extra.text[i] = '?';
+    stage_extra_add(&extra, "\nonnx_opset = %lld\nonnx_ir_version = %lld\nonnx_producer = %s\n",
+                    (long long)info.opset, (long long)info.ir_version, info.producer[0] ? info.producer : "-");
     double acc = -1;
     size_t bytes = 0;
-    if ((rc = stage_finish(v, doc, "import", NULL, extra, v->c.data ? &test : NULL, v->c.out, &acc, &bytes)) != -1)
-        goto done;
+    rc = stage_finish(v, doc, "import", NULL, &extra, v->c.data ? &test : NULL, v->c.out, &acc, &bytes);
+    stage_extra_free(&extra);
+    if (rc != -1) goto done;
     const size_t params = dcz_doc_param_count(doc);
     if (v->c.json) {
         json_out j;

@@ -176,7 +176,7 @@ static int store_net(const verb_ctx *v, dcz_net *net, const char *gap_rules, int
 /* Writes net as the output of a stage: its document, which keeps the
  * records of the stages before and gets this one's. */
 static int finish_net(const verb_ctx *v, dcz_net *net, const char *stage, const char *gap_rules,
-                      const dcz_dataset *train, const char *extra, const dcz_dataset *test,
+                      const dcz_dataset *train, const stage_extra *extra, const dcz_dataset *test,
                       const char *out_path, double *acc, size_t *bytes)
 {
     int rc = store_net(v, net, gap_rules, 0, 0);
@@ -276,7 +276,7 @@ typedef struct stage_steps {
     int (*plan)(const verb_ctx *v, const dcz_net *net, const dcz_doc *in, const void *opts, int retrain,
                 stage_plan *p);
     int (*exec)(const verb_ctx *v, dcz_net *net, stage_plan *p, const dcz_dataset *train,
-                const dcz_dataset *test, char *extra, size_t extra_len);
+                const dcz_dataset *test, stage_extra *extra);
 } stage_steps;
 
 /* A learning rate (named by its option), momentum and weight decay in the
@@ -446,20 +446,20 @@ int cmd_train(verb_ctx *v)
                      sgd.lr, loss, acc * 100);
         }
     }
-    char extra[512];
-    int n = snprintf(extra, sizeof extra,
-                     "arch = %s\nepochs = %d\nlr = %g\nschedule = %s\nwarmup_epochs = %d\nmomentum = %g\n"
-                     "weight_decay = %g\nbatch = %d\n",
-                     t.arch, t.epochs, t.lr, t.schedule, t.warmup, t.momentum, t.wd, t.batch);
-    if (t.validation) n += snprintf(extra + n, sizeof extra - (size_t)n, "validation = %d\n", t.validation);
-    if (v->augment) n += snprintf(extra + n, sizeof extra - (size_t)n, "augment = %s\n", cli_augment_name(v->augment));
-    if (head) snprintf(extra + n, sizeof extra - (size_t)n, "head = %d\n", head);
     /* batch norm goes into the convolutions before anything is compressed:
      * the net's document then holds the trained model */
     s = dcz_net_fold_for_inference(net);
     if (s != DCZ_OK) { rc = cli_fail(v, s, "folding batch norm"); goto done; }
+    stage_extra extra = { 0 };
+    stage_extra_add(&extra, "arch = %s\nepochs = %d\nlr = %g\nschedule = %s\nwarmup_epochs = %d\nmomentum = %g\n"
+                    "weight_decay = %g\nbatch = %d\n",
+                    t.arch, t.epochs, t.lr, t.schedule, t.warmup, t.momentum, t.wd, t.batch);
+    if (t.validation) stage_extra_add(&extra, "validation = %d\n", t.validation);
+    if (v->augment) stage_extra_add(&extra, "augment = %s\n", cli_augment_name(v->augment));
+    if (head) stage_extra_add(&extra, "head = %d\n", head);
     size_t bytes = 0;
-    rc = stage_finish(v, net->doc, "train", &train, extra, &test, v->c.out, &acc, &bytes);
+    rc = stage_finish(v, net->doc, "train", &train, &extra, &test, v->c.out, &acc, &bytes);
+    stage_extra_free(&extra);
     if (rc != -1) goto done;
     cli_note(v, "train: %s: test accuracy %.2f%%, %zu bytes, %.1f s", v->c.out, acc * 100, bytes,
              cli_now() - t0);
@@ -610,7 +610,7 @@ static void note_round(void *ctx, int r, int rounds, const dcz_prune_round *R)
 /* Prunes net per a plan (whose targets it frees); prints each round's line
  * as it ends, then the per-layer report. */
 static int exec_prune(const verb_ctx *v, dcz_net *net, stage_plan *sp, const dcz_dataset *train,
-                      const dcz_dataset *test, char *extra, size_t extra_len)
+                      const dcz_dataset *test, stage_extra *extra)
 {
     dcz_prune_plan *plan = &sp->prune;
     dcz_prune_report rep;
@@ -627,19 +627,17 @@ static int exec_prune(const verb_ctx *v, dcz_net *net, stage_plan *sp, const dcz
     if (test) cli_note(v, "prune: accuracy %.2f%% before, %.2f%% after the final retraining",
                        rep.acc_initial * 100, rep.acc_final * 100);
     cli_note(v, "%-10s %10s %10s %8s %10s", "layer", "weights", "kept", "density", "threshold");
-    size_t n = 0;
-    n += (size_t)snprintf(extra + n, extra_len - n, "rounds = %d\nretrain_epochs = %d\nfinal_epochs = %d\nlr = %g\n",
-                          plan->rounds, plan->epochs, plan->final_epochs, plan->sgd.lr);
+    stage_extra_add(extra, "rounds = %d\nretrain_epochs = %d\nfinal_epochs = %d\nlr = %g\n", plan->rounds,
+                    plan->epochs, plan->final_epochs, plan->sgd.lr);
     if (train && plan->sgd.augment && (plan->epochs || plan->final_epochs))
-        n += (size_t)snprintf(extra + n, extra_len - n, "augment = %s\n", cli_augment_name(plan->sgd.augment));
+        stage_extra_add(extra, "augment = %s\n", cli_augment_name(plan->sgd.augment));
     for (int i = 0; i < rep.nlayers; i++) {
         const dcz_prune_layer_report *l = &rep.layers[i];
         char thr[32] = "-";   /* a layer left whole has no threshold */
         if (l->threshold >= 0) snprintf(thr, sizeof thr, "%.4f", l->threshold);
         cli_note(v, "%-10s %10zu %10zu %7.2f%% %10s", l->name, l->weights, l->kept, l->density * 100, thr);
-        if (n < extra_len)
-            n += (size_t)snprintf(extra + n, extra_len - n, "layer.%s = sparsity %.4f threshold %.6g\n",
-                                  l->name, 1 - l->density, l->threshold);
+        stage_extra_add(extra, "layer.%s = sparsity %.4f threshold %.6g\n", l->name, 1 - l->density,
+                        l->threshold);
     }
     dcz_prune_report_free(&rep);
     return -1;
@@ -726,7 +724,7 @@ static int plan_quantize(const verb_ctx *v, const dcz_net *net, const dcz_doc *i
 /* Quantizes net per a plan (whose bits it frees); prints the per-layer
  * report. */
 static int exec_quantize(const verb_ctx *v, dcz_net *net, stage_plan *sp, const dcz_dataset *train,
-                         const dcz_dataset *test, char *extra, size_t extra_len)
+                         const dcz_dataset *test, stage_extra *extra)
 {
     dcz_quant_plan *plan = &sp->quant;
     dcz_quant_report rep;
@@ -744,19 +742,17 @@ static int exec_quantize(const verb_ctx *v, dcz_net *net, stage_plan *sp, const 
      * so the tuned one is larger by design, which the note says */
     const int tuned = train && plan->epochs > 0;
     cli_note(v, "%-10s %5s %5s %10s %6s %12s %12s", "layer", "bits", "k", "kept", "iters", "rms k-means", "rms tuned");
-    size_t n = (size_t)snprintf(extra, extra_len, "init = %s\nfinetune_epochs = %d\nfinetune_lr = %g\n",
-                                sp->init, plan->epochs, plan->sgd.lr);
+    stage_extra_add(extra, "init = %s\nfinetune_epochs = %d\nfinetune_lr = %g\n", sp->init, plan->epochs,
+                    plan->sgd.lr);
     if (train && plan->sgd.augment && plan->epochs)
-        n += (size_t)snprintf(extra + n, extra_len - n, "augment = %s\n", cli_augment_name(plan->sgd.augment));
+        stage_extra_add(extra, "augment = %s\n", cli_augment_name(plan->sgd.augment));
     for (int i = 0; i < rep.nlayers; i++) {
         const dcz_quant_layer_report *l = &rep.layers[i];
         char after[32] = "-";
         if (tuned) snprintf(after, sizeof after, "%.3g", l->rms_final);
         cli_note(v, "%-10s %5d %5d %10zu %6d %12.3g %12s", l->name, l->bits, l->k, l->kept, l->iterations,
                  l->rms_error, after);
-        if (n < extra_len)
-            n += (size_t)snprintf(extra + n, extra_len - n, "layer.%s = bits %d rms %.4g\n", l->name, l->bits,
-                                  l->rms_error);
+        stage_extra_add(extra, "layer.%s = bits %d rms %.4g\n", l->name, l->bits, l->rms_error);
     }
     cli_note(v, "(rms: how far the shared values lie from the weights before quantization, RMS over the kept "
              "weights; k-means makes it least%s)", tuned ? ", and fine-tuning then moves the values to lower the "
@@ -845,15 +841,15 @@ static int run_single_stage(verb_ctx *v, const stage_steps *st, const void *opts
     memset(&sp, 0, sizeof sp);
     /* a dry run reads and checks the data it is given but runs without it */
     const int plan_data = v->c.data != NULL, have = plan_data && !v->dry_run;
-    char extra[4096];
+    stage_extra extra = { 0 };
     double acc = -1;
     size_t bytes = 0;
     rc = open_model(v, 0, &doc, &net, NULL, NULL);
     if (rc == -1) rc = check_rule_text_names(v, "gap-bits", gap_bits, net);
     if (rc == -1) rc = st->plan(v, net, doc, opts, plan_data, &sp);
     if (rc == -1 && plan_data) rc = open_data(v, net, &train, &test);
-    if (rc == -1) rc = st->exec(v, net, &sp, have ? &train : NULL, have ? &test : NULL, extra, sizeof extra);
-    if (rc == -1) rc = finish_net(v, net, st->name, gap_bits, plan_data ? &train : NULL, extra, have ? &test : NULL,
+    if (rc == -1) rc = st->exec(v, net, &sp, have ? &train : NULL, have ? &test : NULL, &extra);
+    if (rc == -1) rc = finish_net(v, net, st->name, gap_bits, plan_data ? &train : NULL, &extra, have ? &test : NULL,
                                   v->dry_run ? NULL : v->c.out, &acc, &bytes);
     if (rc == -1 && v->dry_run) {
         dry_report(v, doc, 0, NULL, 0);
@@ -866,6 +862,7 @@ static int run_single_stage(verb_ctx *v, const stage_steps *st, const void *opts
     }
     free((void *)sp.prune.targets);
     free((void *)sp.quant.bits);
+    stage_extra_free(&extra);
     dcz_net_free(net);
     dcz_doc_free(doc);
     dcz_dataset_free(&train);
@@ -1035,15 +1032,16 @@ int cmd_encode(verb_ctx *v)
     rc = stage_load_doc(v, v->pos[0], &doc);
     if (rc == -1 && v->c.data) rc = stage_load_data(v, DCZ_SPLIT_TEST, &test);
     if (rc == -1) rc = apply_encoding(v, doc, gap_bits, !no_huffman, !no_arith, bm, cm);
-    char extra[128];
-    int ne = snprintf(extra, sizeof extra, "huffman = %s\narith = %s\n", no_huffman ? "no" : "yes",
-                      no_huffman || no_arith ? "no" : "yes");
-    if (bm >= 0) ne += snprintf(extra + ne, sizeof extra - (size_t)ne, "bias = %s\n", bias_names[bm]);
-    if (cm >= 0) snprintf(extra + ne, sizeof extra - (size_t)ne, "codebook = %s\n", codebook_names[cm]);
+    stage_extra extra = { 0 };
+    stage_extra_add(&extra, "huffman = %s\narith = %s\n", no_huffman ? "no" : "yes",
+                    no_huffman || no_arith ? "no" : "yes");
+    if (bm >= 0) stage_extra_add(&extra, "bias = %s\n", bias_names[bm]);
+    if (cm >= 0) stage_extra_add(&extra, "codebook = %s\n", codebook_names[cm]);
     /* a dry run is the whole run, the output left unwritten: its bytes are exact */
     if (rc == -1)
-        rc = stage_finish(v, doc, "encode", NULL, extra, v->c.data ? &test : NULL, v->dry_run ? NULL : v->c.out,
+        rc = stage_finish(v, doc, "encode", NULL, &extra, v->c.data ? &test : NULL, v->dry_run ? NULL : v->c.out,
                           &acc, &bytes);
+    stage_extra_free(&extra);
     if (rc == -1 && v->dry_run) {
         dry_report(v, doc, 1, NULL, 0);
         rc = EXIT_OK;
@@ -1085,31 +1083,35 @@ static int compress_stages(const verb_ctx *v, const compress_job *job, dcz_net *
 {
     const int dry = v->dry_run;
     const dcz_dataset *tr = dry ? NULL : &job->train, *te = dry ? NULL : &job->test;
-    char extra[4096], path[4096];
-    const size_t n = job->validation ? (size_t)snprintf(extra, sizeof extra, "validation = %d\n", job->validation) : 0;
+    char path[4096];
+    stage_extra extra = { 0 };
+    if (job->validation) stage_extra_add(&extra, "validation = %d\n", job->validation);
     /* prune */
-    int rc = exec_prune(v, net, sp, tr, te, extra + n, sizeof extra - n);
+    int rc = exec_prune(v, net, sp, tr, te, &extra);
     if (rc == -1 && val_floor >= 0) {
         double acc;
         dcz_status s = dcz_net_evaluate(net, &job->val, &acc);
-        if (s != DCZ_OK) return cli_fail_data(v, s, "evaluating on the validation samples", &job->val, NULL);
-        if ((*stopped = acc < val_floor)) {
+        if (s != DCZ_OK) {
+            rc = cli_fail_data(v, s, "evaluating on the validation samples", &job->val, NULL);
+        } else if ((*stopped = acc < val_floor)) {
             cli_note(v, "compress: validation accuracy %.2f%% after pruning, below %.2f%%: stopped", acc * 100,
                      val_floor * 100);
+            stage_extra_free(&extra);
             return -1;
         }
     }
     if (rc == -1) {
         int keep = write_stage_file(v, job->stages_dir, "prune", path, sizeof path);
-        rc = finish_net(v, net, "prune", job->gap_bits, &job->train, extra, te, keep ? path : NULL,
+        rc = finish_net(v, net, "prune", job->gap_bits, &job->train, &extra, te, keep ? path : NULL,
                         &res[*nres].acc, &res[*nres].bytes);
         res[(*nres)++].name = "prune";
     }
     /* quantize */
-    if (rc == -1) rc = exec_quantize(v, net, sp, tr, te, extra, sizeof extra);
+    stage_extra_clear(&extra);   /* the validation samples are the prune record's */
+    if (rc == -1) rc = exec_quantize(v, net, sp, tr, te, &extra);
     if (rc == -1) {
         int keep = write_stage_file(v, job->stages_dir, "quantize", path, sizeof path);
-        rc = finish_net(v, net, "quantize", job->gap_bits, &job->train, extra, te, keep ? path : NULL,
+        rc = finish_net(v, net, "quantize", job->gap_bits, &job->train, &extra, te, keep ? path : NULL,
                         &res[*nres].acc, &res[*nres].bytes);
         res[(*nres)++].name = "quantize";
     }
@@ -1117,11 +1119,13 @@ static int compress_stages(const verb_ctx *v, const compress_job *job, dcz_net *
     if (rc == -1) rc = store_net(v, net, NULL, 1, job->bias == BIAS_F16);
     if (rc == -1) rc = apply_encoding(v, net->doc, job->gap_bits, 1, 1, job->bias, job->codebook);
     if (rc == -1) {
-        snprintf(extra, sizeof extra, "huffman = yes\narith = yes\nbias = %s\ncodebook = %s\n", bias_names[job->bias],
-                 codebook_names[job->codebook]);
-        rc = stage_finish(v, net->doc, "encode", NULL, extra, te, out, &res[*nres].acc, &res[*nres].bytes);
+        stage_extra_clear(&extra);
+        stage_extra_add(&extra, "huffman = yes\narith = yes\nbias = %s\ncodebook = %s\n", bias_names[job->bias],
+                        codebook_names[job->codebook]);
+        rc = stage_finish(v, net->doc, "encode", NULL, &extra, te, out, &res[*nres].acc, &res[*nres].bytes);
         res[(*nres)++].name = "encode";
     }
+    stage_extra_free(&extra);
     return rc;
 }
 

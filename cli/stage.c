@@ -7,9 +7,13 @@
  * under --strip there is none), so it always equals `dcz eval` on the output
  * file.
  *
- * Checked by tests/cli/pipeline.sh (recorded sizes and accuracies) and
- * tests/cli/strip.sh (--strip on every verb that writes a .dcz).
+ * Checked by tests/cli/pipeline.sh (recorded sizes and accuracies),
+ * tests/cli/strip.sh (--strip on every verb that writes a .dcz) and
+ * tests/cli/records.sh (records of any length, whole, on a network of many
+ * layers).
  */
+#include <stdarg.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -242,39 +246,74 @@ void stage_note_seen(const verb_ctx *v, const dcz_doc *d, const char *path, int 
                 "high and every loss is measured from there", v->verb, path, n);
 }
 
-dcz_status stage_record(dcz_doc *doc, const verb_ctx *v, const char *stage,
-                        const dcz_dataset *data, const char *extra, double accuracy)
+void stage_extra_add(stage_extra *e, const char *fmt, ...)
 {
-    const size_t cap = strlen(stage) + strlen(v->cmdline) + (v->c.data ? strlen(v->c.data) : 0) +
-                       (extra ? strlen(extra) : 0) + 256;
-    char *text = malloc(cap);
-    if (!text) return DCZ_ERR_NOMEM;
-    size_t n = (size_t)snprintf(text, cap, "stage = %s\ntool = dcz %s\ncommand = %s\nseed = %d\n", stage,
-                                DCZ_VERSION_STRING, v->cmdline, v->c.seed);
-    if (data)
-        n += (size_t)snprintf(text + n, cap - n, "data = %s\ndata_hash = %08x\n", v->c.data, data->hash);
-    if (v->shards > 1) n += (size_t)snprintf(text + n, cap - n, "shards = %d\n", v->shards);
-    if (extra) n += (size_t)snprintf(text + n, cap - n, "%s", extra);
-    if (accuracy >= 0) snprintf(text + n, cap - n, "accuracy = %.4f\n", accuracy);
-    dcz_status s = dcz_doc_add_stage(doc, text);
-    free(text);
+    va_list ap;
+    va_start(ap, fmt);
+    const int n = e->nomem ? -1 : vsnprintf(NULL, 0, fmt, ap);
+    va_end(ap);
+    if (n < 0) { e->nomem = 1; return; }
+    const size_t need = e->len + (size_t)n + 1;
+    if (need > e->cap) {
+        const size_t cap = need > 2 * e->cap ? need + 256 : 2 * e->cap;
+        char *t = realloc(e->text, cap);
+        if (!t) { e->nomem = 1; return; }
+        e->text = t;
+        e->cap = cap;
+    }
+    va_start(ap, fmt);
+    vsnprintf(e->text + e->len, e->cap - e->len, fmt, ap);
+    va_end(ap);
+    e->len += (size_t)n;
+}
+
+void stage_extra_clear(stage_extra *e)
+{
+    e->len = 0;
+    e->nomem = 0;
+    if (e->text) e->text[0] = 0;
+}
+
+void stage_extra_free(stage_extra *e)
+{
+    free(e->text);
+    memset(e, 0, sizeof *e);
+}
+
+/* Appends the stage record to doc: "stage = NAME", the tool's version, the
+ * command line, seed, data hash, the extra lines, the accuracy when >= 0,
+ * and last "file_bytes = N" on a line of its own. The writer takes that
+ * line out of the record's text (doc_write.c, put_stages), so that the
+ * file's size does not depend on the number it states: it must start a
+ * line, whatever extra ends with. */
+static dcz_status stage_record(dcz_doc *doc, const verb_ctx *v, const char *stage, const dcz_dataset *data,
+                               const stage_extra *extra, double accuracy, size_t file_bytes)
+{
+    stage_extra t = { 0 };
+    stage_extra_add(&t, "stage = %s\ntool = dcz %s\ncommand = %s\nseed = %d\n", stage, DCZ_VERSION_STRING,
+                    v->cmdline, v->c.seed);
+    if (data) stage_extra_add(&t, "data = %s\ndata_hash = %08x\n", v->c.data, data->hash);
+    if (v->shards > 1) stage_extra_add(&t, "shards = %d\n", v->shards);
+    if (extra && extra->len)
+        stage_extra_add(&t, "%s%s", extra->text, extra->text[extra->len - 1] == '\n' ? "" : "\n");
+    if (accuracy >= 0) stage_extra_add(&t, "accuracy = %.4f\n", accuracy);
+    stage_extra_add(&t, "file_bytes = %zu\n", file_bytes);
+    dcz_status s = t.nomem ? DCZ_ERR_NOMEM : dcz_doc_add_stage(doc, t.text);
+    stage_extra_free(&t);
     return s;
 }
 
 /* Adds the stage record, stating file_bytes, and encodes the document. */
 static dcz_status write_recorded(const verb_ctx *v, dcz_doc *doc, const char *stage, const dcz_dataset *data,
-                                 const char *extra, double acc, size_t file_bytes, uint8_t **buf, size_t *len)
+                                 const stage_extra *extra, double acc, size_t file_bytes, uint8_t **buf,
+                                 size_t *len)
 {
-    char *ext = malloc((extra ? strlen(extra) : 0) + 64);
-    if (!ext) return DCZ_ERR_NOMEM;
-    sprintf(ext, "%sfile_bytes = %zu\n", extra ? extra : "", file_bytes);
-    dcz_status s = stage_record(doc, v, stage, data, ext, acc);
-    free(ext);
+    dcz_status s = stage_record(doc, v, stage, data, extra, acc, file_bytes);
     return s == DCZ_OK ? dcz_doc_write(doc, buf, len) : s;
 }
 
 int stage_finish(const verb_ctx *v, dcz_doc *doc, const char *stage, const dcz_dataset *data,
-                 const char *extra, const dcz_dataset *test, const char *out_path,
+                 const stage_extra *extra, const dcz_dataset *test, const char *out_path,
                  double *accuracy_out, size_t *bytes_out)
 {
     uint8_t *buf = NULL;
@@ -284,6 +323,7 @@ int stage_finish(const verb_ctx *v, dcz_doc *doc, const char *stage, const dcz_d
     dcz_options opt;
     int rc = cli_runtime_options(v, &opt);
     if (rc != -1) return rc;
+    if (extra && extra->nomem) return cli_fail(v, DCZ_ERR_NOMEM, "the stage record");
     /* --strip: the file keeps no history, neither the input's nor this
      * stage's; what is measured is then the whole file */
     if (v->strip) dcz_doc_clear_stages(doc);
