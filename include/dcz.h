@@ -286,7 +286,7 @@ dcz_scheme dcz_model_scheme(const dcz_model *m);
 dcz_device dcz_model_device(const dcz_model *m);
 
 /* Why a model opened with DCZ_DEVICE_AUTO runs on the CPU although a GPU was
- * looked for ("running on the CPU: no CUDA device (...)"); "" when it runs
+ * looked for ("running on the CPU: no NVIDIA GPU or driver found"); "" when it runs
  * where it was asked to, and in a build without the CUDA backend. Owned by
  * the model. */
 const char *dcz_model_device_note(const dcz_model *m);

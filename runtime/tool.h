@@ -55,7 +55,8 @@ int dcz_isa_supported(dcz_isa isa);
 
 /* The GPU backend of this build, in one line: "CUDA backend: built for
  * sm_90 + compute_75 PTX (CUDA 13.0); GPU: NAME (compute capability X.Y)"
- * or "...; no CUDA device (REASON)", or "CUDA backend: not built". */
+ * or "...; no NVIDIA GPU or driver found" (or another reason the device is
+ * missing), or "CUDA backend: not built". */
 void dcz_backend_describe(char *buf, size_t len);
 
 /* Layers of m (the graph's, in order). */

@@ -89,9 +89,19 @@ dcz_status dcz_gpu_probe(char *why, size_t why_len)
             snprintf(why, why_len, "%s (compute capability %d.%d)", p.name, p.major, p.minor);
         return DCZ_OK;
     }
-    if (why)
-        snprintf(why, why_len, "no CUDA device (%s)",
-                 e == cudaSuccess ? "the CUDA runtime found none" : cudaGetErrorString(e));
+    if (!why) return DCZ_ERR_DEVICE;
+    /* the driver's CUDA version: 0 where no NVIDIA driver is installed */
+    int driver = 0;
+    if (cudaDriverGetVersion(&driver) != cudaSuccess) driver = 0;
+    if (driver == 0)
+        snprintf(why, why_len, "no NVIDIA GPU or driver found");
+    else if (e == cudaErrorInsufficientDriver)
+        snprintf(why, why_len, "the NVIDIA driver supports CUDA %d.%d, older than this build's CUDA %d.%d: update the driver",
+                 driver / 1000, driver % 1000 / 10, CUDART_VERSION / 1000, CUDART_VERSION % 1000 / 10);
+    else if (e == cudaSuccess || e == cudaErrorNoDevice)
+        snprintf(why, why_len, "no NVIDIA GPU found (driver for CUDA %d.%d)", driver / 1000, driver % 1000 / 10);
+    else
+        snprintf(why, why_len, "no CUDA device (%s)", cudaGetErrorString(e));
     return DCZ_ERR_DEVICE;
 }
 

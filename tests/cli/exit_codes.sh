@@ -44,6 +44,11 @@ expect 1 "$DCZ" prune "$T/m.dcz" --sparsity 1.5 -o "$T/p.dcz"
 expect 1 "$DCZ" prune "$T/m.dcz"
 expect 3 "$DCZ" prune "$T/m.dcz" --sparsity 0.5 -o /nonexistent-dir/p.dcz
 expect 4 "$DCZ" eval "$T/m.dcz" --data fashion-mnist --device gpu
+# where no NVIDIA driver is installed (no libcuda), the message says so
+if "$DCZ" --version | grep -q 'CUDA backend: built' &&
+    ! { PATH=$PATH:/sbin:/usr/sbin ldconfig -p 2>/dev/null | grep -q 'libcuda\.so\.1'; }; then
+    grep -q 'no NVIDIA GPU or driver found' "$T/err" || fail "--device gpu without a driver: $(cat "$T/err")"
+fi
 expect 1 "$DCZ" eval "$T/m.dcz" --data fashion-mnist --device tpu
 [ ! -e "$T/p.dcz" ] || fail "a failed run left an output"
 expect 1 "$DCZ" prune "$T/m.dcz" --sparsity 0.9 --quality 1.0 -o "$T/p.dcz"
