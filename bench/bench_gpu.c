@@ -1,15 +1,19 @@
 /* bench_gpu.c: libdcz's CUDA kernels for sparse fully connected layers
- * (runtime/cuda/gpu.h: dcz_spmv__cuda at batch 1, dcz_spmm__cuda at batch 64)
+ * (runtime/cuda/gpu.h: dcz_spmv_chunks__cuda at batch 1; at batch 64
+ * dcz_transpose__cuda then dcz_spmm_chunks__cuda, as dcz_run calls them)
  * next to cuBLAS on the dense matrix and cuSPARSE on a CSR copy, on the
  * same GPU in the same run, and whole models on the GPU next to the CPU.
  *   copy      cudaMemcpy device to device of 256 MiB, best of 5 after one:
- *             the device's copy bandwidth, bytes read + written per second
+ *             the device's copy bandwidth, bytes read + written per second;
+ *             the same of 8 MiB (both buffers in L2): L2's
  *   layers    LeNet-300-100 and the EIE benchmark layers (Alex-6/7/8,
  *             VGG-6/7/8) at bench_spmv.c's shapes and weight densities,
  *             random weights of a 4-bit codebook (16 values):
- *     dcz       the execution form (model.h) uploaded as gpu.c uploads it:
- *               row_ptr, a step and a codebook index byte per entry, the
- *               codebook
+ *     dcz       the chunk form (gpu_kern.h: dcz_gchunks) made from the
+ *               execution form as gpu.c makes it: per row a chunk pointer,
+ *               16 bytes for 8 entries (steps, codebook indices), the
+ *               codebook; at batch 1 also with each lane count a row can
+ *               take (1 to 32), beside the one gpu.c picks
  *     cublas    cublasSgemv / cublasSgemm on the dense fp32 copy, row-major
  *               (out, in) as gpu.c's dense layers (CUBLAS_OP_T, lda = in),
  *               fp32 math (no TF32)
@@ -26,12 +30,12 @@
  *   Checked once per layer and batch: dcz's and cuSPARSE's outputs against
  *   cuBLAS's, within 1e-4 of each output's sum of |w x| (else a FAIL line
  *   and exit 1).
- *   dcz's bandwidth: the bytes it must move at the least (row_ptr 4 B a
- *   row, a step and an index byte an entry, fillers included, the inputs
- *   read and the outputs written) per second, and as a share of the copy
- *   bandwidth. Above 100%, it read from L2: the compressed form of each of
- *   these layers fits in an H100's (50 MB), their dense fp32 matrices
- *   mostly do not.
+ *   dcz's bandwidth: the bytes it must move at the least (the chunk
+ *   form: 4 B a row, 16 B a chunk of 8 entries, fillers and padding
+ *   included; the inputs read and the outputs written) per second, and as
+ *   a share of the copy bandwidth of HBM and of L2 (the compressed form of
+ *   each of these layers fits in an H100's 50 MB L2, their dense fp32
+ *   matrices mostly do not).
  *   models    each .dcz named on the command line, opened with dcz_open_file
  *             on the GPU and on the CPU (its default threads): dcz_run at
  *             batch 1, median and p99 of MODEL_RUNS runs after
@@ -78,6 +82,7 @@ int main(void)
 #define MODEL_WARMUP 50
 #define MODEL_RUNS 500
 #define COPY_BYTES ((size_t)256 << 20)
+#define L2_COPY_BYTES ((size_t)8 << 20)
 #define COPY_REPS 5
 #define TOL 1e-4
 
@@ -233,7 +238,9 @@ static const char *const method_name[METHODS] = { "dcz", "cuBLAS", "cuSPARSE" };
 /* One layer on the device, in its three forms, with its inputs and an
  * output per method. */
 typedef struct dev_layer {
-    dcz_gsparse g;
+    dcz_gchunks g;
+    uint32_t parts;               /* of a row at batch 64 (DCZ_GK_SPMM_PARTS) */
+    float *xt;                    /* (cols, BATCH): the transposed input */
     float *w;                     /* dense (rows, cols) */
     int32_t *cptr, *ccol;
     float *cval;
@@ -258,13 +265,16 @@ static const float one = 1.0f, zero = 0.0f;
 static void upload_layer(const gpu *g, const host_layer *h, rng *r, float *x0, dev_layer *d)
 {
     memset(d, 0, sizeof *d);
-    d->g.rows = h->rows;
-    d->g.cols = h->cols;
-    d->g.k = 16;
-    d->g.row_ptr = dev_upload(h->row_ptr, ((size_t)h->rows + 1) * sizeof *h->row_ptr);
-    d->g.step = dev_upload(h->step, h->entries);
-    d->g.idx = dev_upload(h->idx, h->entries);
+    const dcz_gsparse hs = { h->rows, h->cols, 16, h->row_ptr, h->step, h->idx, NULL, h->cb };
+    dcz_gchunks c;
+    if (dcz_gk_chunks_make(&hs, &c) != 0) die("dcz_gk_chunks_make", "out of host memory", __LINE__);
+    d->g = c;
+    d->parts = DCZ_GK_SPMM_PARTS;
+    d->g.cptr = dev_upload(c.cptr, ((size_t)h->rows + 1) * sizeof *c.cptr);
+    d->g.chunk = dev_upload(c.chunk, (size_t)c.cptr[h->rows] * 16);
     d->g.codebook = dev_upload(h->cb, sizeof h->cb);
+    d->xt = dev_alloc((size_t)BATCH * h->cols * sizeof(float));
+    dcz_gk_chunks_free(&c);
     d->w = dev_upload(h->dense, (size_t)h->rows * h->cols * sizeof *h->dense);
     d->cptr = dev_upload(h->cptr, ((size_t)h->rows + 1) * sizeof *h->cptr);
     d->ccol = dev_upload(h->ccol, (size_t)h->nnz * sizeof *h->ccol);
@@ -310,10 +320,10 @@ static void free_dev_layer(dev_layer *d)
     CS(cusparseDestroyDnVec(d->vy));
     CS(cusparseDestroyDnMat(d->my));
     for (int m = 0; m < METHODS; m++) CK(cudaFree(d->y[m]));
-    CK(cudaFree((void *)d->g.row_ptr));
-    CK(cudaFree((void *)d->g.step));
-    CK(cudaFree((void *)d->g.idx));
+    CK(cudaFree((void *)d->g.cptr));
+    CK(cudaFree((void *)d->g.chunk));
     CK(cudaFree((void *)d->g.codebook));
+    CK(cudaFree(d->xt));
     CK(cudaFree(d->w));
     CK(cudaFree(d->cptr));
     CK(cudaFree(d->ccol));
@@ -323,34 +333,77 @@ static void free_dev_layer(dev_layer *d)
 }
 
 /* One product y = W x of method on input buffer buf, enqueued on g's
- * stream. */
-static void run_once(const gpu *g, const dev_layer *d, int method, int batch, int buf)
+ * stream; nonzero when a call fails (then nothing more is enqueued). */
+static int enqueue_once(const gpu *g, const dev_layer *d, int method, int batch, int buf)
 {
     const int rows = (int)d->g.rows, cols = (int)d->g.cols;
     float *y = d->y[method];
     const float *x = d->x[buf];
     switch (method) {
-    case M_DCZ:
-        if (batch == 1) DZ(dcz_spmv__cuda(&d->g, NULL, x, y, g->stream));
-        else {
-            const dcz_gplace fc = { 1, (uint64_t)rows, 0, 1 };
-            DZ(dcz_spmm__cuda(&d->g, NULL, x, (size_t)batch, y, fc, g->stream));
-        }
-        break;
+    case M_DCZ: {
+        const dcz_act none = { 0, 0.0f, 0.0f };
+        if (batch == 1) return dcz_spmv_chunks__cuda(&d->g, NULL, x, y, none, g->stream) != DCZ_OK;
+        const dcz_gplace fc = { 1, (uint64_t)rows, 0, 1 };
+        return dcz_transpose__cuda(x, (size_t)batch, (uint32_t)cols, d->xt, g->stream) != DCZ_OK ||
+               dcz_spmm_chunks__cuda(&d->g, NULL, d->xt, (size_t)batch, y, fc, none, d->parts, g->stream) != DCZ_OK;
+    }
     case M_CUBLAS:
         /* row-major W (rows, cols) is column-major W^T (cols, rows) */
-        if (batch == 1) CB(cublasSgemv(g->blas, CUBLAS_OP_T, cols, rows, &one, d->w, cols, x, 1, &zero, y, 1));
-        else CB(cublasSgemm(g->blas, CUBLAS_OP_T, CUBLAS_OP_N, rows, batch, cols, &one, d->w, cols, x, cols,
-                            &zero, y, rows));
-        break;
+        if (batch == 1)
+            return cublasSgemv(g->blas, CUBLAS_OP_T, cols, rows, &one, d->w, cols, x, 1, &zero, y, 1) !=
+                   CUBLAS_STATUS_SUCCESS;
+        return cublasSgemm(g->blas, CUBLAS_OP_T, CUBLAS_OP_N, rows, batch, cols, &one, d->w, cols, x, cols, &zero,
+                           y, rows) != CUBLAS_STATUS_SUCCESS;
     default:
         if (batch == 1)
-            CS(cusparseSpMV(g->sparse, CUSPARSE_OPERATION_NON_TRANSPOSE, &one, d->a, d->vx[buf], &zero, d->vy,
-                            CUDA_R_32F, CUSPARSE_SPMV_ALG_DEFAULT, d->work1));
-        else
-            CS(cusparseSpMM(g->sparse, CUSPARSE_OPERATION_NON_TRANSPOSE, CUSPARSE_OPERATION_NON_TRANSPOSE, &one,
-                            d->a, d->mx[buf], &zero, d->my, CUDA_R_32F, CUSPARSE_SPMM_ALG_DEFAULT, d->work64));
+            return cusparseSpMV(g->sparse, CUSPARSE_OPERATION_NON_TRANSPOSE, &one, d->a, d->vx[buf], &zero, d->vy,
+                                CUDA_R_32F, CUSPARSE_SPMV_ALG_DEFAULT, d->work1) != CUSPARSE_STATUS_SUCCESS;
+        return cusparseSpMM(g->sparse, CUSPARSE_OPERATION_NON_TRANSPOSE, CUSPARSE_OPERATION_NON_TRANSPOSE, &one,
+                            d->a, d->mx[buf], &zero, d->my, CUDA_R_32F, CUSPARSE_SPMM_ALG_DEFAULT,
+                            d->work64) != CUSPARSE_STATUS_SUCCESS;
     }
+}
+
+static void run_once(const gpu *g, const dev_layer *d, int method, int batch, int buf)
+{
+    if (enqueue_once(g, d, method, batch, buf)) die(method_name[method], "its product failed", __LINE__);
+}
+
+/* Microseconds of device time a call takes where a model's graph runs it:
+ * GRAPH_CALLS calls (inputs rotated) captured in one CUDA graph, the
+ * median of GRAPH_REPS replays (events around each) over GRAPH_CALLS, so
+ * no call waits on the host's launch; 0 when the calls cannot be
+ * captured. */
+#define GRAPH_CALLS 50
+#define GRAPH_REPS 21
+static double graph_us(const gpu *g, const dev_layer *d, int method, int batch)
+{
+    cudaGraph_t graph = NULL;
+    cudaGraphExec_t exec = NULL;
+    CK(cudaStreamBeginCapture(g->stream, cudaStreamCaptureModeThreadLocal));
+    int bad = 0;
+    for (int i = 0; i < GRAPH_CALLS && !bad; i++) bad = enqueue_once(g, d, method, batch, i % NBUF);
+    const cudaError_t end = cudaStreamEndCapture(g->stream, &graph);
+    if (!bad && end == cudaSuccess) bad = cudaGraphInstantiate(&exec, graph, 0) != cudaSuccess;
+    if (graph) CK(cudaGraphDestroy(graph));
+    if (bad || end != cudaSuccess) {
+        (void)cudaGetLastError();
+        return 0;
+    }
+    double t[GRAPH_REPS];
+    CK(cudaGraphLaunch(exec, g->stream)); /* warm-up */
+    for (int i = 0; i < GRAPH_REPS; i++) {
+        CK(cudaEventRecord(g->ev[0], g->stream));
+        CK(cudaGraphLaunch(exec, g->stream));
+        CK(cudaEventRecord(g->ev[1], g->stream));
+        CK(cudaEventSynchronize(g->ev[1]));
+        float ms = 0;
+        CK(cudaEventElapsedTime(&ms, g->ev[0], g->ev[1]));
+        t[i] = ms * 1e3 / GRAPH_CALLS;
+    }
+    CK(cudaGraphExecDestroy(exec));
+    qsort(t, GRAPH_REPS, sizeof *t, bench_cmp_double);
+    return t[GRAPH_REPS / 2];
 }
 
 /* Median microseconds of one call of method, by CUDA events. */
@@ -417,22 +470,24 @@ static void check_layer(const gpu *g, const dev_layer *d, const host_layer *h, c
     if (fail) exit(1);
 }
 
-/* The device's copy bandwidth: bytes read + written per second. */
-static double copy_bandwidth(const gpu *g)
+/* The copy bandwidth of n-byte buffers: bytes read + written per second
+ * (two buffers of 8 MiB stay in L2; of 256 MiB, HBM's). Each time is of
+ * reps copies back to back, so launch gaps weigh little. */
+static double copy_bandwidth(const gpu *g, size_t n, int reps)
 {
-    void *a = dev_alloc(COPY_BYTES), *b = dev_alloc(COPY_BYTES);
-    CK(cudaMemset(a, 1, COPY_BYTES));
-    CK(cudaMemset(b, 2, COPY_BYTES));
+    void *a = dev_alloc(n), *b = dev_alloc(n);
+    CK(cudaMemset(a, 1, n));
+    CK(cudaMemset(b, 2, n));
     CK(cudaDeviceSynchronize());
     double best = 0;
     for (int i = 0; i <= COPY_REPS; i++) { /* the first one warms up */
         CK(cudaEventRecord(g->ev[0], g->stream));
-        CK(cudaMemcpyAsync(b, a, COPY_BYTES, cudaMemcpyDeviceToDevice, g->stream));
+        for (int k = 0; k < reps; k++) CK(cudaMemcpyAsync(b, a, n, cudaMemcpyDeviceToDevice, g->stream));
         CK(cudaEventRecord(g->ev[1], g->stream));
         CK(cudaEventSynchronize(g->ev[1]));
         float ms = 0;
         CK(cudaEventElapsedTime(&ms, g->ev[0], g->ev[1]));
-        const double bw = 2.0 * (double)COPY_BYTES / (ms * 1e-3);
+        const double bw = 2.0 * (double)n * reps / (ms * 1e-3);
         if (i > 0 && bw > best) best = bw;
     }
     CK(cudaFree(a));
@@ -529,11 +584,12 @@ int main(int argc, char **argv)
     CS(cusparseCreate(&g.sparse));
     CS(cusparseSetStream(g.sparse, g.stream));
     for (int i = 0; i < 2 * RUNS; i++) CK(cudaEventCreate(&g.ev[i]));
-    const double bw = copy_bandwidth(&g);
-    printf("bench_gpu: %s (sm_%d%d, %d SMs, %.1f GiB), copy bandwidth %.1f GB/s (cudaMemcpy device to "
-           "device of %zu MiB, read + write, best of %d)\n",
+    const double bw = copy_bandwidth(&g, COPY_BYTES, 1), l2bw = copy_bandwidth(&g, L2_COPY_BYTES, 20);
+    printf("bench_gpu: %s (sm_%d%d, %d SMs, %.1f GiB, L2 %d MB), copy bandwidth %.1f GB/s HBM, %.1f GB/s L2 "
+           "(cudaMemcpy device to device of %zu MiB and %zu MiB, read + write, best of %d)\n",
            prop.name, prop.major, prop.minor, prop.multiProcessorCount,
-           (double)prop.totalGlobalMem / (1u << 30), bw / 1e9, COPY_BYTES >> 20, COPY_REPS);
+           (double)prop.totalGlobalMem / (1u << 30), prop.l2CacheSize >> 20, bw / 1e9, l2bw / 1e9,
+           COPY_BYTES >> 20, L2_COPY_BYTES >> 20, COPY_REPS);
     char info[512];
     dcz_gpu_build_info(info, sizeof info);
     printf("libdcz %s\n", info);
@@ -545,8 +601,10 @@ int main(int argc, char **argv)
         { "alex-6", 4096, 9216, 0.09 },    { "alex-7", 4096, 4096, 0.09 },  { "alex-8", 1000, 4096, 0.25 },
         { "vgg-6", 4096, 25088, 0.04 },    { "vgg-7", 4096, 4096, 0.04 },   { "vgg-8", 1000, 4096, 0.23 },
     };
-    printf("%-10s %11s %7s %5s %-6s %10s %10s %11s %9s %11s %9s %8s\n", "layer", "shape", "density", "batch",
-           "run", "dcz us", "cublas us", "cusparse us", "vs cublas", "vs cusparse", "dcz GB/s", "of copy");
+    printf("%-10s %11s %7s %5s %-6s %8s %8s %8s | %8s %8s %8s %9s %11s %9s %6s %6s\n", "layer", "shape", "density",
+           "batch", "run", "dcz", "cublas", "cusparse", "dcz", "cublas", "cusparse", "vs cublas", "vs cusparse",
+           "dcz GB/s", "of HBM", "of L2");
+    printf("%-43s %-26s | %s\n", "", "one call (us)", "in a graph (us a call)");
     rng keep = { 1 }, code = { 2 }, input = { 3 };
     for (size_t si = 0; si < sizeof shapes / sizeof *shapes; si++) {
         const shape *s = &shapes[si];
@@ -562,30 +620,49 @@ int main(int argc, char **argv)
         const double density = (double)h.nnz / ((double)s->rows * s->cols);
         /* what dcz_run does with such a layer (gpu.h: dcz_gpu_pick) */
         const int wide = density >= DCZ_GPU_DENSE_DENSITY;
-        /* the execution form: row_ptr, a step and an index byte per entry */
-        const double form = ((double)s->rows + 1) * 4.0 + (double)h.entries * 2.0;
+        /* the chunk form: a pointer a row, 16 bytes a chunk */
+        uint64_t chunks = 0;
+        for (uint32_t r = 0; r < h.rows; r++) chunks += (h.row_ptr[r + 1] - h.row_ptr[r] + 7) / 8;
+        const double form = ((double)s->rows + 1) * 4.0 + (double)chunks * 16.0;
         for (int bi = 0; bi < 2; bi++) {
             const int batch = bi == 0 ? 1 : BATCH;
             check_layer(&g, &d, &h, x0, batch, s->name);
-            double t[METHODS];
-            for (int m = 0; m < METHODS; m++) t[m] = time_us(&g, &d, m, batch);
+            double t[METHODS], tg[METHODS];
+            for (int m = 0; m < METHODS; m++) {
+                t[m] = time_us(&g, &d, m, batch);
+                tg[m] = graph_us(&g, &d, m, batch);
+            }
             const double bytes = form + (double)batch * ((double)s->cols + s->rows) * 4.0;
-            const double rate = bytes / (t[M_DCZ] * 1e-6);
-            printf("%-10s %11s %6.1f%% %5d %-6s %10.2f %10.2f %11.2f %8.2fx %10.2fx %9.1f %7.1f%%\n", s->name,
-                   shp, density * 100, batch, batch == 1 ? "spmv" : wide ? "sgemm" : "spmm", t[M_DCZ],
-                   t[M_CUBLAS], t[M_CUSPARSE], t[M_CUBLAS] / t[M_DCZ], t[M_CUSPARSE] / t[M_DCZ], rate / 1e9,
-                   rate / bw * 100);
+            const double rate = bytes / (tg[M_DCZ] * 1e-6);
+            printf("%-10s %11s %6.1f%% %5d %-6s %8.2f %8.2f %8.2f | %8.2f %8.2f %8.2f %8.2fx %10.2fx %9.1f %5.1f%% "
+                   "%5.1f%%\n",
+                   s->name, shp, density * 100, batch, batch == 1 ? "spmv" : wide ? "sgemm" : "spmm", t[M_DCZ],
+                   t[M_CUBLAS], t[M_CUSPARSE], tg[M_DCZ], tg[M_CUBLAS], tg[M_CUSPARSE], tg[M_CUBLAS] / tg[M_DCZ],
+                   tg[M_CUSPARSE] / tg[M_DCZ], rate / 1e9, rate / bw * 100, rate / l2bw * 100);
+            /* the other choices beside the runtime's (in a graph): lanes a
+             * row at batch 1, parts of a row at batch 64 */
+            uint32_t *knob = batch == 1 ? &d.g.group : &d.parts;
+            const uint32_t pick = *knob, most = batch == 1 ? 32 : 8;
+            printf("%-10s %s:", "", batch == 1 ? "lanes a row" : "parts a row");
+            for (uint32_t v = 1; v <= most; v <<= 1) {
+                *knob = v;
+                printf(" %u%s %.2f", v, v == pick ? "*" : "", graph_us(&g, &d, M_DCZ, batch));
+            }
+            *knob = pick;
+            printf("  (us a call in a graph; * the runtime's)\n");
             fflush(stdout);
         }
         free_dev_layer(&d);
         free_host_layer(&h);
         free(x0);
     }
-    printf("\n(run: what dcz_run uses for such a layer: dcz_spmv__cuda, dcz_spmm__cuda, or cuBLAS sgemm on a\n"
-           " dense copy at %.0f%% density and above; the dcz column always times dcz's own kernel.\n"
-           " vs: the baseline's time over dcz's, above 1 dcz is faster. dcz GB/s: the bytes it must move at\n"
-           " the least (the compressed form once, inputs, outputs) per second; of copy: that as a share of\n"
-           " the copy bandwidth; above 100%%, from L2. Outputs of dcz and cuSPARSE checked against cuBLAS.)\n",
+    printf("\n(run: what dcz_run uses for such a layer: dcz_spmv_chunks__cuda, dcz_spmm_chunks__cuda, or cuBLAS sgemm on a\n"
+           " dense copy at %.0f%% density and above; the dcz columns always time dcz's own kernels.\n"
+           " one call: events around each call, the host's launch included; in a graph: the device's time a\n"
+           " call, as a model's graph replays it (0: the calls could not be captured). vs: the baseline's\n"
+           " time in a graph over dcz's, above 1 dcz is faster. dcz GB/s: the bytes it must move at the\n"
+           " least (the chunk form once, inputs, outputs) per second in a graph; of HBM, of L2: that as a\n"
+           " share of each copy bandwidth. Outputs of dcz and cuSPARSE checked against cuBLAS.)\n",
            DCZ_GPU_DENSE_DENSITY * 100);
 
     const int rc = bench_models(argv + 1, argc - 1, &input);

@@ -26,12 +26,12 @@ static void gpu_why(const dcz_model *m, const dcz_exec_layer *l, dcz_layer_desc 
     static const struct { const char *name, *why; double arg; } kinds[] = {
         [DCZ_GK_ELEMENT] = { NULL, "", 0 },
         [DCZ_GK_DENSE_FC] = { "cublas gemv/gemm", "dense weights", 0 },
-        [DCZ_GK_SPARSE_FC] = { "spmv/spmm__cuda", "a warp per compressed row", 0 },
-        [DCZ_GK_SPARSE_FC_WIDE] = { "spmv__cuda|gemm", "%g%%+ dense: cublas above batch 1", DCZ_GPU_DENSE_DENSITY * 100 },
+        [DCZ_GK_SPARSE_FC] = { "spmv/spmm_chunks__cuda", "8-entry chunks, %g lanes a row at batch 1", 0 },
+        [DCZ_GK_SPARSE_FC_WIDE] = { "spmv_chunks__cuda|gemm", "%g%%+ dense: cublas above batch 1", DCZ_GPU_DENSE_DENSITY * 100 },
         [DCZ_GK_CONV_DENSE] = { "im2col+cublas gemm", "dense weights", 0 },
         [DCZ_GK_CONV_DENSE_DIRECT] = { "conv2d_dense__cuda", "grouped: a thread per output", 0 },
         [DCZ_GK_CONV_DIRECT] = { "conv2d_sparse__cuda", "%g+ cell planes; patches < 2^17 outputs", DCZ_GPU_DIRECT_MIN_PLANE },
-        [DCZ_GK_CONV_IM2COL] = { "im2col+spmm__cuda", "one group, planes under %g cells", DCZ_GPU_DIRECT_MIN_PLANE },
+        [DCZ_GK_CONV_IM2COL] = { "im2col_t+spmm_chunks__cuda", "one group, planes under %g cells", DCZ_GPU_DIRECT_MIN_PLANE },
         [DCZ_GK_QFC] = { "qspmm__cuda", "int8 rows: dp4a, int32 sums", 0 },
         [DCZ_GK_QCONV_DIRECT] = { "qconv2d__cuda", "int8, %g+ cell planes; patches < 2^17 outputs", DCZ_GPU_DIRECT_MIN_PLANE },
         [DCZ_GK_QCONV_IM2COL] = { "qim2col+qspmm__cuda", "int8, one group, planes under %g cells", DCZ_GPU_DIRECT_MIN_PLANE },
@@ -46,7 +46,14 @@ static void gpu_why(const dcz_model *m, const dcz_exec_layer *l, dcz_layer_desc 
     /* a grouped convolution runs direct whatever its planes */
     const int grouped = l->op == DCZ_OP_CONV2D && dcz_conv_groups(&l->geom) > 1;
     const char *why = !grouped ? kinds[g].why : l->q ? "int8, grouped: a thread per output" : "grouped: a thread per output";
-    snprintf(k->gpu_why, sizeof k->gpu_why, why, kinds[g].arg);
+    double arg = kinds[g].arg;
+    if (g == DCZ_GK_SPARSE_FC) {   /* the lanes gpu.c gives a row of the chunk form */
+        uint64_t chunks = 0;
+        for (uint32_t r = 0; r < l->sp.rows; r++)
+            chunks += (l->sp.row_ptr[r + 1] - l->sp.row_ptr[r] + DCZ_GK_CHUNK - 1) / DCZ_GK_CHUNK;
+        arg = dcz_gk_chunk_group(l->sp.rows, chunks);
+    }
+    snprintf(k->gpu_why, sizeof k->gpu_why, why, arg);
 }
 
 static const char *isa_name(void)

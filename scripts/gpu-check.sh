@@ -4,8 +4,7 @@
 # cuBLAS, cuSPARSE for the benchmark, compute-sanitizer):
 #   1. the CUDA build (make CUDA=1) with no warning, and dcz --version;
 #   2. tests/unit/test_gpu (every GPU kernel and every corpus model against
-#      the CPU references), then under compute-sanitizer memcheck and
-#      racecheck;
+#      the CPU references; under the sanitizers in step 6);
 #   3. models trained and compressed here (LeNet-300-100, LeNet-5, the
 #      ResNet-style and MobileNetV2-style presets; a few epochs each: the
 #      point is the same accuracy on both devices, not a good model), each
@@ -14,12 +13,23 @@
 #      and with --fp32), and a fixed16 calibration refused on the GPU with
 #      its reason;
 #   4. bench_gpu (the EIE and LeNet layers: dcz against cuBLAS and cuSPARSE,
-#      bandwidth against the device's copy bandwidth; whole-model batch-1
-#      latency, GPU against CPU, of the compressed models of step 3).
+#      bandwidth against the device's copy bandwidths, HBM and L2; whole-model
+#      batch-1 latency, GPU against CPU, of the compressed models of step
+#      3), and dcz bench of every model of step 3 at batch 1 and 64;
+#   5. the whole-model table against PyTorch on the same GPU: torchvision's
+#      ResNet-18 and MobileNetV2 exported by the PyTorch there
+#      (bench/torch_gpu.py --export), imported, and pruned to 90% with 4-bit
+#      codebooks in one shot (the kernels a compressed model runs, not its
+#      accuracy), dense and compressed, dcz bench --device gpu at batch 1
+#      and 64, beside bench/torch_gpu.py's CUDA-graph times of the same
+#      networks and of the LeNets (skipped where python3 has no torch);
+#   6. tests/unit/test_gpu under compute-sanitizer memcheck and racecheck
+#      (last: the slowest step; each within SANITIZER_TIMEOUT seconds,
+#      default 600).
 # Everything goes to stdout and into OUT (default build/gpu-check/). Exit
 # status: 0 when every check passed.
 #   bash scripts/gpu-check.sh [OUT]
-# Environment: DATA=dir trains and evaluates on the IDX files in dir
+# Environment: TORCH=0 skips step 5; DATA=dir trains and evaluates on the IDX files in dir
 # (default: Debian's fashion-mnist); ARCHS="lenet5 resnet" makes and checks
 # those models of step 3 alone (default: all four); MODELS=dir takes the
 # models of step 3 from dir (ARCH.dcz, ARCH-small.dcz, ARCH-int8.dcz and
@@ -53,15 +63,6 @@ nvidia-smi --query-gpu=name,memory.total,clocks.max.sm,clocks.max.mem --format=c
 step "kernel and model tests on the GPU"
 check test_gpu bash -c "build/tests/test_gpu | tee '$OUT/test_gpu.txt'; exit \${PIPESTATUS[0]}"
 grep -q '^SKIP' "$OUT/test_gpu.txt" && { echo "FAIL test_gpu skipped: no GPU seen"; fails=$((fails + 1)); }
-if command -v compute-sanitizer > /dev/null 2>&1; then
-    for tool in memcheck racecheck; do
-        check "compute-sanitizer $tool" compute-sanitizer --tool "$tool" --error-exitcode 9 \
-            --log-file "$OUT/sanitizer-$tool.txt" build/tests/test_gpu > /dev/null
-        tail -2 "$OUT/sanitizer-$tool.txt"
-    done
-else
-    echo "FAIL no compute-sanitizer on PATH"; fails=$((fails + 1))
-fi
 
 step "models: accuracy on the CPU and on the GPU"
 M=${MODELS:-$OUT/models}
@@ -93,11 +94,61 @@ done
 
 step "benchmarks"
 check bench_gpu bash -c "build/bench/bench_gpu $M/*-small.dcz | tee '$OUT/bench_gpu.txt'; exit \${PIPESTATUS[0]}"
-for f in "$M"/*-small.dcz "$M"/*-int8.dcz; do
-    for dev in cpu gpu; do
-        for b in 1 64; do ./bin/dcz bench "$f" --device $dev --batch $b --json; done
+# the median of dcz bench FILE on the GPU at batch B, microseconds
+gpu_us() {
+    ./bin/dcz bench "$1" --device gpu --batch "$2" --json -q |
+        sed -n 's/.*"median_us":\([0-9.]*\).*/\1/p' | awk '{ printf "%.1f", $1 }'
+}
+printf '%-34s %12s %12s\n' "model (dcz bench --device gpu)" "batch 1 us" "batch 64 us" | tee "$OUT/bench_models.txt"
+for arch in ${ARCHS:-lenet300 lenet5 resnet mobilenetv2}; do
+    for f in "$arch" "$arch-small" "$arch-int8"; do
+        [ -f "$M/$f.dcz" ] || continue
+        printf '%-34s %12s %12s\n' "$f" "$(gpu_us "$M/$f.dcz" 1)" "$(gpu_us "$M/$f.dcz" 64)"
     done
-done | tee "$OUT/bench_cli.jsonl"
+done | tee -a "$OUT/bench_models.txt"
+
+step "whole models against PyTorch on this GPU"
+if [ "${TORCH:-1}" = 0 ]; then
+    echo "TORCH=0: skipped"
+elif ! python3 -c 'import torch, torchvision; assert torch.cuda.is_available()' 2> /dev/null; then
+    echo "SKIP no python3 torch and torchvision with a CUDA device"
+else
+    TV=$OUT/torchvision
+    mkdir -p "$TV"
+    check torch_gpu bash -c "python3 bench/torch_gpu.py --export '$TV' lenet300 lenet5 resnet18 mobilenet_v2 > '$TV/torch.txt' 2> '$TV/torch.err'"
+    cat "$TV/torch.txt"
+    for n in resnet18 mobilenet_v2; do
+        check "$n: import and compress" bash -c "./bin/dcz import '$TV/$n.onnx' -q -o '$TV/$n.dcz' &&
+            ./bin/dcz prune '$TV/$n.dcz' --sparsity 0.9 -q -o '$TV/$n-p.dcz' &&
+            ./bin/dcz quantize '$TV/$n-p.dcz' --bits 4 -q -o '$TV/$n-q.dcz' &&
+            ./bin/dcz encode '$TV/$n-q.dcz' -q -o '$TV/$n-small.dcz'"
+    done
+    {
+        printf '%-26s %8s %8s %8s %8s %8s %8s\n' network "dense" "small" torch "dense" "small" torch
+        printf '%-26s %8s %8s %8s %8s %8s %8s\n' "(us, host to host)" b1 b1 b1 b64 b64 b64
+        for n in lenet300 lenet5 resnet18 mobilenet_v2; do
+            case $n in
+            lenet300 | lenet5) d=$M/$n.dcz c=$M/$n-small.dcz ;;
+            *) d=$TV/$n.dcz c=$TV/$n-small.dcz ;;
+            esac
+            t1=$(awk -v n=$n '$2 == n && $4 == 1 { print $6 }' "$TV/torch.txt")
+            t64=$(awk -v n=$n '$2 == n && $4 == 64 { print $6 }' "$TV/torch.txt")
+            printf '%-26s %8s %8s %8s %8s %8s %8s\n' $n "$(gpu_us "$d" 1)" "$(gpu_us "$c" 1)" "$t1" \
+                "$(gpu_us "$d" 64)" "$(gpu_us "$c" 64)" "$t64"
+        done
+    } | tee "$OUT/bench_torch.txt"
+fi
+
+step "the kernel tests under compute-sanitizer"
+if command -v compute-sanitizer > /dev/null 2>&1; then
+    for tool in memcheck racecheck; do
+        check "compute-sanitizer $tool" timeout "${SANITIZER_TIMEOUT:-600}" compute-sanitizer --tool "$tool" --error-exitcode 9 \
+            --log-file "$OUT/sanitizer-$tool.txt" build/tests/test_gpu > /dev/null
+        tail -2 "$OUT/sanitizer-$tool.txt"
+    done
+else
+    echo "FAIL no compute-sanitizer on PATH"; fails=$((fails + 1))
+fi
 
 step "done"
 echo "$fails failed; files in $OUT"

@@ -9,9 +9,11 @@
  * block (the inner tensors, there for the whole batch: the device runs
  * each layer on the whole batch), grown to the largest batch run.
  * A batch-1 run copies the input into a pinned host buffer and replays a
- * graph that copies it in, runs every layer and copies the output out; the
- * graph is captured on the first batch-1 run and again after the block
- * moves.
+ * graph that copies it in and runs every layer, the last one writing the
+ * output into a pinned host buffer; the graph is captured on the first
+ * batch-1 run and again after the block moves. A RELU or CLIP the loader
+ * fused into the layer before (load.c) runs in that layer's kernel, or
+ * right after it in place.
  *
  * A calibrated model of an 8-bit scheme runs its integer region as the CPU
  * does (run.c), on int8 values: each of its tensors holds int8 at the
@@ -40,7 +42,9 @@
 
 typedef struct gpu_layer {
     dcz_gpu_kernel kernel;
-    dcz_gsparse sp;           /* the compressed weight, device pointers */
+    dcz_gsparse sp;           /* the compressed weight of a convolution (the direct kernel's) */
+    dcz_gchunks ch;           /* the compressed weight in the chunk form (fully connected
+                                 layers; convolutions of one group, by patches) */
     const float *w;           /* dense weight (dense layers; SPARSE_FC_WIDE: the copy) */
     const float *bias;        /* or NULL */
     dcz_gqsparse qs;          /* integer region: int8 weights */
@@ -59,8 +63,10 @@ struct dcz_gpu {
     float *in;                /* (act_batch, in_size) */
     size_t act_batch;
     int8_t *qin;              /* (act_batch, max_width): the integer region's input */
-    float *col;               /* im2col patches (int8 ones in the integer region), as many
-                                 as a run of up to act_batch samples needs (patch_floats) */
+    float *col;               /* im2col patches (int8 ones in the integer region), or a
+                                 compressed fully connected layer's input transposed: as
+                                 many as a run of up to act_batch samples needs
+                                 (scratch_floats) */
     float *h_in, *h_out;      /* pinned: the batch-1 input and output */
     cudaGraphExec_t graph1;   /* the batch-1 run, or NULL */
 };
@@ -171,6 +177,18 @@ static uint64_t patch_floats(const dcz_model *m, size_t batch)
     return most;
 }
 
+/* Floats of scratch a run of up to batch samples needs: the patches, or
+ * the transposed input of a compressed fully connected layer above batch
+ * 1 (dcz_spmm_chunks__cuda). */
+static uint64_t scratch_floats(const dcz_model *m, size_t batch)
+{
+    uint64_t most = patch_floats(m, batch);
+    for (uint32_t i = 0; batch > 1 && i < m->nlayers; i++)
+        if (m->gpu->layers[i].kernel == DCZ_GK_SPARSE_FC && (uint64_t)batch * m->layers[i].in > most)
+            most = (uint64_t)batch * m->layers[i].in;
+    return most;
+}
+
 /* n int16 values of an 8-bit scheme (within +-127) as int8, on the device. */
 static dcz_status upload_i8(dcz_gpu *g, const int16_t *h, size_t n, const int8_t **out)
 {
@@ -244,6 +262,23 @@ static dcz_status upload_qlayer(dcz_gpu *g, const dcz_model *m, uint32_t i)
     return DCZ_OK;
 }
 
+/* The chunk form of s (gpu_kern.h: dcz_gchunks), made on the host and
+ * uploaded; its codebook at codebook (on the device already). */
+static dcz_status upload_chunks(dcz_gpu *g, const dcz_sparse *s, const float *codebook, dcz_gchunks *d)
+{
+    const dcz_gsparse hs = { s->rows, s->cols, s->k, s->row_ptr, s->step, s->idx, s->val, s->codebook };
+    dcz_gchunks h;
+    if (dcz_gk_chunks_make(&hs, &h) != 0) return DCZ_ERR_NOMEM;
+    const size_t n = h.cptr[s->rows];
+    const void *cptr = NULL, *chunk = NULL, *val = NULL;
+    dcz_status st = upload(g, h.cptr, ((size_t)s->rows + 1) * sizeof *h.cptr, &cptr);
+    if (st == DCZ_OK) st = upload(g, h.chunk, n * 16, &chunk);
+    if (st == DCZ_OK) st = upload(g, h.val, n * DCZ_GK_CHUNK * sizeof *h.val, &val);
+    *d = (dcz_gchunks){ s->rows, s->cols, s->k, h.group, cptr, chunk, codebook, val };
+    dcz_gk_chunks_free(&h);
+    return st;
+}
+
 /* Layer i's weights on the device, by the kernel dcz_gpu_pick chose. */
 static dcz_status upload_layer(dcz_gpu *g, const dcz_model *m, uint32_t i)
 {
@@ -265,19 +300,25 @@ static dcz_status upload_layer(dcz_gpu *g, const dcz_model *m, uint32_t i)
     }
     const dcz_sparse *s = &l->sp;
     dcz_gsparse *d = &gl->sp;
-    d->rows = s->rows;
-    d->cols = s->cols;
-    d->k = s->k;
-    TRY(upload(g, s->row_ptr, ((size_t)s->rows + 1) * sizeof(uint32_t), &p));
-    d->row_ptr = p;
-    TRY(upload(g, s->step, s->entries, &p));
-    d->step = p;
-    TRY(upload(g, s->idx, s->entries, &p));
-    d->idx = p;
-    TRY(upload(g, s->val, (size_t)s->entries * sizeof(float), &p));
-    d->val = p;
     TRY(upload(g, s->idx ? s->codebook : NULL, (size_t)s->k * sizeof(float), &p));
-    d->codebook = p;
+    const float *codebook = p;
+    /* convolutions of one group may run by patches (the chunk form), and
+     * direct (the execution form) */
+    if (l->op != DCZ_OP_CONV2D || dcz_conv_groups(&l->geom) == 1) TRY(upload_chunks(g, s, codebook, &gl->ch));
+    if (l->op == DCZ_OP_CONV2D) {
+        d->rows = s->rows;
+        d->cols = s->cols;
+        d->k = s->k;
+        d->codebook = codebook;
+        TRY(upload(g, s->row_ptr, ((size_t)s->rows + 1) * sizeof(uint32_t), &p));
+        d->row_ptr = p;
+        TRY(upload(g, s->step, s->entries, &p));
+        d->step = p;
+        TRY(upload(g, s->idx, s->entries, &p));
+        d->idx = p;
+        TRY(upload(g, s->val, (size_t)s->entries * sizeof(float), &p));
+        d->val = p;
+    }
     if (gl->kernel == DCZ_GK_SPARSE_FC_WIDE) {
         float *w = expand(s);
         if (!w) return DCZ_ERR_NOMEM;
@@ -337,7 +378,7 @@ static dcz_status ensure_batch(dcz_model *m, size_t batch)
 {
     dcz_gpu *g = m->gpu;
     if (batch <= g->act_batch) return DCZ_OK;
-    const uint64_t col = patch_floats(m, batch);
+    const uint64_t col = scratch_floats(m, batch);
     if (batch > SIZE_MAX / sizeof(float) / (m->act_width + m->chunk_width + m->in_size) ||
         col > SIZE_MAX / sizeof(float))
         return DCZ_ERR_NOMEM;
@@ -365,17 +406,29 @@ static float *device_tensor(const dcz_model *m, uint32_t t, size_t batch)
     return t == 0 ? m->gpu->in : m->gpu->act + ((x->inner ? m->act_width : 0) + x->off) * batch;
 }
 
+/* Whether layer l runs apart on the device: not a RELU or CLIP the layer
+ * before applies (gpu_act). */
+static int runs_apart(const dcz_exec_layer *l)
+{
+    return l->q || l->fused != DCZ_FUSED_ACT;
+}
+
 /* Every layer, enqueued on the stream; the integer region's as run.c's
  * run_batch runs it: its float input quantized once, where it starts, for
- * every layer of the region that reads it. */
-static dcz_status enqueue_layers(const dcz_model *m, size_t batch)
+ * every layer of the region that reads it. The last layer that runs
+ * writes the model's output to out where out is not NULL (pinned host
+ * memory, which a kernel writes directly: no copy after it). */
+static dcz_status enqueue_layers(const dcz_model *m, size_t batch, float *out)
 {
+    uint32_t last = m->nlayers;
+    while (last > 0 && !runs_apart(&m->layers[last - 1])) last--;
     for (uint32_t i = 0; i < m->nlayers; i++) {
         const dcz_exec_layer *l = &m->layers[i];
+        if (!runs_apart(l)) continue;
         const gpu_op_kernels o = gpu_op(l->op);
         const void *xs[DCZ_MAX_INPUTS];
         for (uint32_t k = 0; k < l->nin; k++) xs[k] = device_tensor(m, l->tin[k], batch);
-        float *y = device_tensor(m, i + 1, batch);
+        float *y = out && i + 1 == last ? out : device_tensor(m, i + 1, batch);
         if (!l->q) {
             TRY(o.run(m, i, (const float *const *)xs, batch, y));
             continue;
@@ -389,16 +442,22 @@ static dcz_status enqueue_layers(const dcz_model *m, size_t batch)
     return DCZ_OK;
 }
 
-/* The batch-1 graph: input in, every layer, output out. */
+/* The batch-1 graph: input in, every layer, the last one writing the
+ * output straight into pinned host memory (unified addressing: its
+ * device address is its host address), where a copy after it would be
+ * one more node to wait for; a model whose last layer does not run (no
+ * layer at all) copies it. */
 static dcz_status capture_batch1(dcz_model *m)
 {
     dcz_gpu *g = m->gpu;
     cudaGraph_t graph = NULL;
+    int direct = 0;
+    for (uint32_t i = 0; i < m->nlayers; i++) direct |= runs_apart(&m->layers[i]);
     TRY(cu(cudaStreamBeginCapture(g->stream, cudaStreamCaptureModeThreadLocal)));
     dcz_status s = cu(cudaMemcpyAsync(g->in, g->h_in, (size_t)m->in_size * sizeof(float),
                                       cudaMemcpyHostToDevice, g->stream));
-    if (s == DCZ_OK) s = enqueue_layers(m, 1);
-    if (s == DCZ_OK)
+    if (s == DCZ_OK) s = enqueue_layers(m, 1, direct ? g->h_out : NULL);
+    if (s == DCZ_OK && !direct)
         s = cu(cudaMemcpyAsync(g->h_out, device_tensor(m, m->nlayers, 1), (size_t)m->out_size * sizeof(float),
                                cudaMemcpyDeviceToHost, g->stream));
     const dcz_status end = cu(cudaStreamEndCapture(g->stream, &graph));
@@ -422,7 +481,7 @@ dcz_status dcz_gpu_run(dcz_model *m, const float *input, size_t batch, float *ou
     }
     TRY(cu(cudaMemcpyAsync(g->in, input, batch * m->in_size * sizeof(float), cudaMemcpyHostToDevice,
                            g->stream)));
-    dcz_status s = enqueue_layers(m, batch);
+    dcz_status s = enqueue_layers(m, batch, NULL);
     if (s == DCZ_OK)
         s = cu(cudaMemcpyAsync(output, device_tensor(m, m->nlayers, batch), batch * m->out_size * sizeof(float),
                                cudaMemcpyDeviceToHost, g->stream));
@@ -453,17 +512,40 @@ static dcz_gplace fc_place(uint32_t rows)
     return p;
 }
 
+/* The activation layer l applies as it writes its output: the RELU or
+ * CLIP after it, which the loader fused (load.c) and enqueue_layers skips;
+ * not that of an ADD a convolution takes on the CPU (res: the ADD applies
+ * it here). */
+static dcz_act gpu_act(const dcz_exec_layer *l)
+{
+    const dcz_act none = { 0, 0.0f, 0.0f };
+    return l->act.op && !l->res ? l->act : none;
+}
+
+/* gpu_act(l) over the n outputs y of a kernel that does not apply it. */
+static dcz_status finish_act(const dcz_model *m, const dcz_exec_layer *l, float *y, size_t n)
+{
+    const dcz_act a = gpu_act(l);
+    const float param[2] = { a.lo, a.hi };
+    return a.op ? dcz_activation__cuda(a.op, param, y, n, y, m->gpu->stream) : DCZ_OK;
+}
+
 static dcz_status dcz_gpu_run_dense(const dcz_model *m, uint32_t index, const float *const *xs, size_t batch,
                              float *y)
 {
     const dcz_exec_layer *l = &m->layers[index];
     const gpu_layer *gl = &m->gpu->layers[index];
     void *st = m->gpu->stream;
-    if (gl->kernel == DCZ_GK_SPARSE_FC || (gl->kernel == DCZ_GK_SPARSE_FC_WIDE && batch == 1))
-        return batch == 1 ? dcz_spmv__cuda(&gl->sp, gl->bias, xs[0], y, st)
-                          : dcz_spmm__cuda(&gl->sp, gl->bias, xs[0], batch, y, fc_place(l->out), st);
+    if ((gl->kernel == DCZ_GK_SPARSE_FC || gl->kernel == DCZ_GK_SPARSE_FC_WIDE) && batch == 1)
+        return dcz_spmv_chunks__cuda(&gl->ch, gl->bias, xs[0], y, gpu_act(l), st);
+    if (gl->kernel == DCZ_GK_SPARSE_FC) {
+        TRY(dcz_transpose__cuda(xs[0], batch, l->in, m->gpu->col, st));
+        return dcz_spmm_chunks__cuda(&gl->ch, gl->bias, m->gpu->col, batch, y, fc_place(l->out), gpu_act(l),
+                                     DCZ_GK_SPMM_PARTS, st);
+    }
     TRY(dcz_bias_rows__cuda(gl->bias, batch, l->out, 1, y, st));
-    return dense_product(m, gl->w, l->in, l->out, xs[0], batch, y);
+    TRY(dense_product(m, gl->w, l->in, l->out, xs[0], batch, y));
+    return finish_act(m, l, y, batch * l->out);
 }
 
 static dcz_status dcz_gpu_run_conv2d(const dcz_model *m, uint32_t index, const float *const *xs, size_t batch,
@@ -473,25 +555,31 @@ static dcz_status dcz_gpu_run_conv2d(const dcz_model *m, uint32_t index, const f
     const gpu_layer *gl = &m->gpu->layers[index];
     const dcz_conv_geom *g = &l->geom;
     void *st = m->gpu->stream;
-    if (gl->kernel == DCZ_GK_CONV_DENSE_DIRECT) return dcz_conv2d_dense__cuda(g, gl->w, gl->bias, xs[0], batch, y, st);
-    if (!dcz_gpu_by_patches(l, gl->kernel, batch))
-        return dcz_conv2d_sparse__cuda(g, &gl->sp, gl->bias, xs[0], batch, y, st);
-    /* one group: the batch's patches in one launch, then one product over
-     * all of them */
     const uint32_t pixels = g->out_h * g->out_w, k = g->in_c * g->kh * g->kw;
     const size_t out_sample = (size_t)g->out_c * pixels;
     float *col = m->gpu->col;
-    TRY(dcz_im2col__cuda(g, xs[0], batch, col, st));
-    if (gl->kernel == DCZ_GK_CONV_DENSE) {
-        TRY(dcz_bias_rows__cuda(gl->bias, batch, g->out_c, pixels, y, st));
-        /* y_b (oc, pixels) += W (oc, k) col_b^T for each sample b: column-major
+    if (gl->kernel == DCZ_GK_CONV_DENSE_DIRECT) TRY(dcz_conv2d_dense__cuda(g, gl->w, gl->bias, xs[0], batch, y, st));
+    else if (!dcz_gpu_by_patches(l, gl->kernel, batch))
+        TRY(dcz_conv2d_sparse__cuda(g, &gl->sp, gl->bias, xs[0], batch, y, st));
+    else if (gl->kernel == DCZ_GK_CONV_DENSE) {
+        /* one group: the batch's patches in one launch, then y_b (oc,
+         * pixels) += W (oc, k) col_b^T for each sample b: column-major
          * y_b^T = col_b^T' W^T', W the same for all (stride 0) */
-        return blas(cublasSgemmStridedBatched(m->gpu->blas, CUBLAS_OP_T, CUBLAS_OP_N, (int)pixels, (int)g->out_c,
-                                              (int)k, &one, col, (int)k, (long long)pixels * k, gl->w, (int)k, 0,
-                                              &one, y, (int)pixels, (long long)out_sample, (int)batch));
+        TRY(dcz_im2col__cuda(g, xs[0], batch, col, st));
+        TRY(dcz_bias_rows__cuda(gl->bias, batch, g->out_c, pixels, y, st));
+        TRY(blas(cublasSgemmStridedBatched(m->gpu->blas, CUBLAS_OP_T, CUBLAS_OP_N, (int)pixels, (int)g->out_c,
+                                           (int)k, &one, col, (int)k, (long long)pixels * k, gl->w, (int)k, 0,
+                                           &one, y, (int)pixels, (long long)out_sample, (int)batch)));
+    } else {
+        /* compressed, one group: the batch's patches transposed in one
+         * launch, then one product over all of them, the activation
+         * applied as it writes */
+        const dcz_gplace place = { pixels, out_sample, 1, pixels };
+        TRY(dcz_im2col_t__cuda(g, xs[0], batch, col, st));
+        return dcz_spmm_chunks__cuda(&gl->ch, gl->bias, col, batch * pixels, y, place, gpu_act(l),
+                                     DCZ_GK_SPMM_PARTS, st);
     }
-    const dcz_gplace place = { pixels, out_sample, 1, pixels };
-    return dcz_spmm__cuda(&gl->sp, gl->bias, col, batch * pixels, y, place, st);
+    return finish_act(m, l, y, batch * out_sample);
 }
 
 static dcz_status dcz_gpu_run_pool(const dcz_model *m, uint32_t index, const float *const *xs, size_t batch, float *y)
@@ -511,7 +599,7 @@ static dcz_status dcz_gpu_run_global_avgpool(const dcz_model *m, uint32_t index,
 static dcz_status dcz_gpu_run_copy(const dcz_model *m, uint32_t index, const float *const *xs, size_t batch, float *y)
 {
     if (y == xs[0]) return DCZ_OK;
-    return cu(cudaMemcpyAsync(y, xs[0], batch * m->layers[index].in * sizeof(float), cudaMemcpyDeviceToDevice,
+    return cu(cudaMemcpyAsync(y, xs[0], batch * m->layers[index].in * sizeof(float), cudaMemcpyDefault,
                               m->gpu->stream));
 }
 
@@ -530,7 +618,8 @@ static dcz_status dcz_gpu_run_softmax(const dcz_model *m, uint32_t index, const 
 
 static dcz_status dcz_gpu_run_add(const dcz_model *m, uint32_t index, const float *const *xs, size_t batch, float *y)
 {
-    return dcz_add__cuda(xs[0], xs[1], batch * m->layers[index].in, y, m->gpu->stream);
+    TRY(dcz_add__cuda(xs[0], xs[1], batch * m->layers[index].in, y, m->gpu->stream));
+    return finish_act(m, &m->layers[index], y, batch * m->layers[index].in);
 }
 
 static dcz_status dcz_gpu_run_mul(const dcz_model *m, uint32_t index, const float *const *xs, size_t batch, float *y)
@@ -584,7 +673,7 @@ static dcz_status dcz_gpu_qrun_relu(const dcz_model *m, uint32_t index, const vo
 static dcz_status dcz_gpu_qrun_copy(const dcz_model *m, uint32_t index, const void *const *xs, size_t batch, void *y)
 {
     if (y == xs[0]) return DCZ_OK;
-    return cu(cudaMemcpyAsync(y, xs[0], batch * m->layers[index].in, cudaMemcpyDeviceToDevice, m->gpu->stream));
+    return cu(cudaMemcpyAsync(y, xs[0], batch * m->layers[index].in, cudaMemcpyDefault, m->gpu->stream));
 }
 
 static dcz_status dcz_gpu_qrun_pool(const dcz_model *m, uint32_t index, const void *const *xs, size_t batch, void *y)

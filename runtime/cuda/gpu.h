@@ -3,16 +3,23 @@
  *
  * A model opened with dcz_options.device GPU (or AUTO on a machine with a
  * CUDA device) is loaded into its CPU execution form as always (load.c),
- * then uploaded once (gpu.c): every weight in that same compressed form
- * (row pointers, column steps, codebook indices, the codebook), dense
- * weights and biases, and the buffers every activation of a batch lives in.
- * dcz_run copies the input in, runs every layer on the device through the
- * operator table's GPU entry (ops.h: run_gpu), activations never leaving
- * the device between layers, and copies the output back. Batch-1 runs are
- * replayed from a CUDA graph captured on the first one.
+ * then uploaded once (gpu.c): every weight in its compressed form
+ * (convolutions: row pointers, column steps, codebook indices, the
+ * codebook, as the CPU holds them; fully connected layers, and
+ * convolutions that may run by patches, also in the chunk form of
+ * gpu_kern.h, 16 bytes for 8 entries, which the sparse products read),
+ * dense weights and biases, and the buffers every activation of a batch
+ * lives in. dcz_run copies the input in, runs every layer on the device
+ * through the operator table's GPU entry (ops.h: run_gpu), activations
+ * never leaving the device between layers, a RELU or CLIP the loader fused
+ * into the layer before applied by that layer's kernel (or right after
+ * it, in place), and copies the output back. Batch-1 runs are replayed
+ * from a CUDA graph captured on the first one.
  *
  * The kernels are the .cu files of this folder, twins of the CPU kernels: kernels_sparse.cu
- * (sparse fully connected layers: one warp per row), kernels_conv.cu
+ * (sparse fully connected layers and the patch products: the chunk form,
+ * a group of lanes a row at batch 1, a warp a row and 64 samples of a
+ * transposed input above), kernels_conv.cu
  * (sparse direct convolution, im2col, pools), kernels_ref.cu (activations,
  * softmax, Add, Mul, Concat, bias rows), kernels_int.cu (the integer
  * region of calibrated models of the 8-bit schemes: int8 values, dp4a,
@@ -37,17 +44,20 @@ extern "C" {
 
 /* ---- kernels_sparse.cu ------------------------------------------------------ */
 
-/* y (rows) = S x (cols) + bias: one warp per row, the row's steps summed
- * into columns by a warp scan, the codebook in shared memory. */
-dcz_status dcz_spmv__cuda(const dcz_gsparse *s, const float *bias, const float *x, float *y,
-                          void *stream);
-/* y = x (batch, cols) S^T + bias with output row r of sample b where place
- * puts it (gpu_kern.h: dcz_gplace; a fully connected layer, or a
- * convolution's patches over a batch): one warp per row and
- * DCZ_GPU_SPMM_SAMPLES samples, each entry decoded once for them. */
-#define DCZ_GPU_SPMM_SAMPLES 8
-dcz_status dcz_spmm__cuda(const dcz_gsparse *s, const float *bias, const float *x, size_t batch,
-                          float *y, dcz_gplace place, void *stream);
+/* y (rows) = act(S x (cols) + bias), S in the chunk form: a group of
+ * s->group lanes a row, a chunk a lane at a time, the codebook in shared
+ * memory. */
+dcz_status dcz_spmv_chunks__cuda(const dcz_gchunks *s, const float *bias, const float *x, float *y, dcz_act act,
+                                 void *stream);
+/* Row r of sample j = act(S x_j + bias) where place puts it, the samples'
+ * inputs transposed in xt (cols, samples): a block a row and 64 samples,
+ * its parts warps (DCZ_GK_SPMM_PARTS) each a part of the row's chunks
+ * (gpu_kern.h: dcz_gk_chunks_t), each entry decoded once for the 64
+ * samples and their inputs read in two coalesced loads. */
+dcz_status dcz_spmm_chunks__cuda(const dcz_gchunks *s, const float *bias, const float *xt, size_t samples,
+                                 float *y, dcz_gplace place, dcz_act act, uint32_t parts, void *stream);
+/* xt (cols, n) = x (n, cols) transposed. */
+dcz_status dcz_transpose__cuda(const float *x, size_t n, uint32_t cols, float *xt, void *stream);
 
 /* ---- kernels_conv.cu -------------------------------------------------------- */
 
@@ -62,6 +72,9 @@ dcz_status dcz_conv2d_dense__cuda(const dcz_conv_geom *g, const float *w, const 
 /* col (batch out_h out_w, in_c kh kw) = the patches of the batch x of a
  * convolution of one group (dcz_gk_im2col). */
 dcz_status dcz_im2col__cuda(const dcz_conv_geom *g, const float *x, size_t batch, float *col, void *stream);
+/* The same patches transposed, colt (in_c kh kw, batch out_h out_w): what
+ * dcz_spmm_chunks__cuda reads. */
+dcz_status dcz_im2col_t__cuda(const dcz_conv_geom *g, const float *x, size_t batch, float *colt, void *stream);
 /* Max (avg 0) or average (avg 1) pool of x (batch, in_c, in_h, in_w). */
 dcz_status dcz_pool__cuda(const dcz_conv_geom *g, int avg, int count_include_pad, const float *x,
                           size_t batch, float *y, void *stream);
@@ -95,6 +108,7 @@ dcz_status dcz_bias_rows__cuda(const float *bias, size_t batch, uint32_t rows, u
 
 /* ---- kernels_int.cu: the integer region (8-bit schemes) ----------------------- */
 
+#define DCZ_GPU_SPMM_SAMPLES 8
 /* Output row r of sample b, finished by o (gpu_kern.h: dcz_gk_qfinish), in
  * o->y where place puts it: x (batch, cols) int8 times the rows of s; a
  * warp per row and DCZ_GPU_SPMM_SAMPLES samples, 4 entries a lane
@@ -133,15 +147,15 @@ dcz_status dcz_qconcat__cuda(const int8_t *const *x, const uint32_t *width, uint
 typedef enum dcz_gpu_kernel {
     DCZ_GK_ELEMENT = 0,   /* a layer without weights: its op's kernel */
     DCZ_GK_DENSE_FC,      /* dense weights: cuBLAS sgemv (batch 1) or sgemm */
-    DCZ_GK_SPARSE_FC,     /* compressed: dcz_spmv__cuda / dcz_spmm__cuda */
-    DCZ_GK_SPARSE_FC_WIDE,/* compressed, at least DCZ_GPU_DENSE_DENSITY dense: dcz_spmv__cuda at
+    DCZ_GK_SPARSE_FC,     /* compressed: dcz_spmv_chunks__cuda / dcz_spmm_chunks__cuda */
+    DCZ_GK_SPARSE_FC_WIDE,/* compressed, at least DCZ_GPU_DENSE_DENSITY dense: dcz_spmv_chunks__cuda at
                              batch 1, cuBLAS sgemm on a dense copy made at upload above */
     DCZ_GK_CONV_DENSE,    /* dense weights, one group: im2col and cuBLAS sgemm */
     DCZ_GK_CONV_DENSE_DIRECT, /* dense weights, grouped: dcz_conv2d_dense__cuda */
     DCZ_GK_CONV_DIRECT,   /* compressed, output planes of DCZ_GPU_DIRECT_MIN_PLANE cells
                              or more, or grouped: dcz_conv2d_sparse__cuda */
-    DCZ_GK_CONV_IM2COL,   /* compressed, one group, smaller planes: im2col and
-                             dcz_spmm__cuda */
+    DCZ_GK_CONV_IM2COL,   /* compressed, one group, smaller planes: transposed im2col and
+                             dcz_spmm_chunks__cuda */
     DCZ_GK_QFC,           /* integer region: dcz_qspmm__cuda (dense weights too: every
                              entry present) */
     DCZ_GK_QCONV_DIRECT,  /* integer region, planes of DCZ_GPU_DIRECT_MIN_PLANE cells or

@@ -171,6 +171,17 @@ DCZ_HD float dcz_gk_im2col(const dcz_conv_geom *g, const float *x, uint32_t i)
     return at < 0 ? 0.0f : x[at];
 }
 
+/* Element t of the transposed patches of a batch x of n samples (n
+ * out_h out_w columns, in_c kh kw rows): patch column kk of pixel p of
+ * sample b at t = kk (n out_h out_w) + b out_h out_w + p. */
+DCZ_HD float dcz_gk_im2col_t(const dcz_conv_geom *g, const float *x, uint64_t n, uint64_t t)
+{
+    const uint64_t pixels = (uint64_t)g->out_h * g->out_w, cols = n * pixels, sp = t % cols;
+    const uint32_t k = g->in_c * g->kh * g->kw, kk = (uint32_t)(t / cols);
+    const uint64_t in_sample = (uint64_t)g->in_c * g->in_h * g->in_w;
+    return dcz_gk_im2col(g, x + sp / pixels * in_sample, (uint32_t)(sp % pixels) * k + kk);
+}
+
 /* Output i (of in_c out_h out_w) of one sample of a max pool (avg 0) or an
  * average pool (avg 1; count_include_pad as AVGPOOL's attribute). */
 DCZ_HD float dcz_gk_pool(const dcz_conv_geom *g, int avg, int count_include_pad, const float *x,
@@ -249,6 +260,214 @@ DCZ_HD uint64_t dcz_gk_gather_from(const dcz_conv_geom *g, uint32_t start, uint3
     const uint64_t p = t % plane, c = t / plane % g->out_c, b = t / plane / g->out_c;
     return (b * g->in_c + dcz_gather_source((uint32_t)c, g->out_c, start, groups)) * plane + p;
 }
+
+/* The GPU's own form of a compressed fully connected layer (and of a
+ * convolution's rows where it runs by patches), made from dcz_gsparse at
+ * upload: each row's entries, fillers included, in chunks of
+ * DCZ_GK_CHUNK, 16 bytes a chunk (its 8 column steps, then its 8 codebook
+ * indices), a row's last chunk padded with fillers (step 255: they advance
+ * the column past the row and add nothing). A lane loads a chunk in one
+ * 16-byte load; its entries' columns are its first column plus the running
+ * sum of its steps, and the lanes of a row find their chunks' first
+ * columns by one scan of the chunks' step totals: a scan per 8 entries
+ * where the execution form takes one per entry. Without a codebook the
+ * values sit in val, DCZ_GK_CHUNK a chunk in the chunks' order (padding
+ * 0). */
+#define DCZ_GK_CHUNK 8
+typedef struct dcz_gchunks {
+    uint32_t rows, cols, k;
+    uint32_t group;           /* lanes a row at batch 1: a power of two, 1 to 32 */
+    const uint32_t *cptr;     /* (rows + 1): row r's chunks are [cptr[r], cptr[r + 1]) */
+    const uint8_t *chunk;     /* (cptr[rows], 16) */
+    const float *codebook;    /* (k), or NULL */
+    const float *val;         /* (cptr[rows], DCZ_GK_CHUNK) without a codebook */
+} dcz_gchunks;
+
+/* Row r's chunk count, and the chunks of every row (cptr, rows + 1) and
+ * the lanes a row (dcz_gchunks.group) of s's rows. */
+DCZ_HD uint32_t dcz_gk_row_chunks(const dcz_gsparse *s, uint32_t r)
+{
+    return (s->row_ptr[r + 1] - s->row_ptr[r] + DCZ_GK_CHUNK - 1) / DCZ_GK_CHUNK;
+}
+
+/* The lanes that take a row at batch 1 (dcz_gchunks.group): the power of
+ * two at or above twice the mean chunks a row, 8 to 32. Measured on an
+ * H100 over every choice 1 to 32 (bench_gpu, in a graph), this was the
+ * fastest or within 5% of it on each of the nine layers timed: a row of
+ * 47 chunks (4096 columns 9% full) takes 32 lanes, two rounds; the 100 x
+ * 300 layer of LeNet-300-100 (3 chunks a row) 8. Fewer lanes than twice
+ * the chunks left rounds to wait on; fewer than 8 left small layers with
+ * too few threads in flight. A variant with two chunks a lane (32 bytes in
+ * flight, rows of more than 32 chunks) gained nothing (Alex-6 8.78 us
+ * against 8.86) and lost 14% on VGG-6: the loads in flight were not the
+ * limit. */
+#define DCZ_GK_GROUP_MIN 8
+DCZ_HD uint32_t dcz_gk_chunk_group(uint32_t rows, uint64_t chunks)
+{
+    uint32_t g = DCZ_GK_GROUP_MIN;
+    while (g < 32 && (uint64_t)g * rows < 2 * chunks) g <<= 1;
+    return g;
+}
+
+/* Fills cptr (rows + 1), chunk (16 bytes a chunk) and, without a
+ * codebook, val (DCZ_GK_CHUNK a chunk) from s; cptr first by itself
+ * (chunk NULL) to size the others. */
+DCZ_HD void dcz_gk_chunks_fill(const dcz_gsparse *s, uint32_t *cptr, uint8_t *chunk, float *val)
+{
+    cptr[0] = 0;
+    for (uint32_t r = 0; r < s->rows; r++) {
+        cptr[r + 1] = cptr[r] + dcz_gk_row_chunks(s, r);
+        if (!chunk) continue;
+        for (uint32_t c = cptr[r]; c < cptr[r + 1]; c++)
+            for (uint32_t j = 0; j < DCZ_GK_CHUNK; j++) {
+                const uint32_t e = s->row_ptr[r] + (c - cptr[r]) * DCZ_GK_CHUNK + j;
+                const int real = e < s->row_ptr[r + 1];
+                chunk[(size_t)c * 16 + j] = real ? s->step[e] : (uint8_t)DCZ_STEP_FILLER;
+                chunk[(size_t)c * 16 + 8 + j] = real && s->idx ? s->idx[e] : 0;
+                if (val) val[(size_t)c * DCZ_GK_CHUNK + j] = real && !s->idx ? s->val[e] : 0.0f;
+            }
+    }
+}
+
+#ifndef __CUDACC__
+#include <stdlib.h>
+/* The chunk form of s on the host, in memory of its own (malloc): cptr,
+ * chunk, and val without a codebook; the codebook is s's. 0, or -1 when
+ * memory ran out (nothing left allocated). What gpu.c uploads, and what
+ * the tests and bench_gpu build theirs from. */
+static inline int dcz_gk_chunks_make(const dcz_gsparse *s, dcz_gchunks *h)
+{
+    uint32_t *cptr = malloc(((size_t)s->rows + 1) * sizeof *cptr);
+    if (!cptr) return -1;
+    dcz_gk_chunks_fill(s, cptr, NULL, NULL);
+    const size_t n = cptr[s->rows];
+    uint8_t *chunk = malloc(n * 16 + 1);
+    float *val = s->idx ? NULL : malloc(n * DCZ_GK_CHUNK * sizeof *val + 1);
+    if (!chunk || (!s->idx && !val)) {
+        free(cptr);
+        free(chunk);
+        free(val);
+        return -1;
+    }
+    dcz_gk_chunks_fill(s, cptr, chunk, val);
+    *h = (dcz_gchunks){ s->rows, s->cols, s->k, dcz_gk_chunk_group(s->rows, n), cptr, chunk,
+                        s->idx ? s->codebook : NULL, val };
+    return 0;
+}
+
+/* Frees what dcz_gk_chunks_make allocated. */
+static inline void dcz_gk_chunks_free(dcz_gchunks *h)
+{
+    free((void *)h->cptr);
+    free((void *)h->chunk);
+    free((void *)h->val);
+    h->cptr = NULL;
+    h->chunk = NULL;
+    h->val = NULL;
+}
+#endif
+
+/* A chunk as a lane holds it (the 16 bytes as 4 little-endian words):
+ * entry j's step and codebook index. */
+DCZ_HD uint32_t dcz_gk_chunk_step(const uint32_t w[4], uint32_t j)
+{
+    return w[j >> 2] >> (8 * (j & 3)) & 255u;
+}
+
+DCZ_HD uint32_t dcz_gk_chunk_index(const uint32_t w[4], uint32_t j)
+{
+    return w[2 + (j >> 2)] >> (8 * (j & 3)) & 255u;
+}
+
+/* The sum of a chunk's steps: how far it moves the column. */
+DCZ_HD uint32_t dcz_gk_chunk_span(const uint32_t w[4])
+{
+    uint32_t t = 0;
+    for (uint32_t j = 0; j < DCZ_GK_CHUNK; j++) t += dcz_gk_chunk_step(w, j);
+    return t;
+}
+
+/* sum plus chunk c's products with one sample x (cols), its entries'
+ * columns from col (the column before its first step), in entry order;
+ * cb the codebook (shared memory on the device) or NULL for s's values. */
+DCZ_HD float dcz_gk_chunk_dot(const dcz_gchunks *s, const float *cb, const uint32_t w[4], uint64_t c, uint32_t col,
+                              const float *x, float sum)
+{
+    for (uint32_t j = 0; j < DCZ_GK_CHUNK; j++) {
+        const uint32_t st = dcz_gk_chunk_step(w, j);
+        col += st;
+        if (st == DCZ_STEP_FILLER) continue;
+        sum += (cb ? cb[dcz_gk_chunk_index(w, j)] : s->val[c * DCZ_GK_CHUNK + j]) * x[col];
+    }
+    return sum;
+}
+
+/* Chunk c's 16 bytes as 4 little-endian words: one 16-byte load on the
+ * device. */
+DCZ_HD void dcz_gk_chunk_words(const uint8_t *chunk, uint64_t c, uint32_t w[4])
+{
+#ifdef __CUDA_ARCH__
+    const uint4 v = __ldg((const uint4 *)(chunk + c * 16));
+    w[0] = v.x;
+    w[1] = v.y;
+    w[2] = v.z;
+    w[3] = v.w;
+#else
+    for (uint32_t i = 0; i < 4; i++) {
+        const uint8_t *b = chunk + c * 16 + 4 * i;
+        w[i] = (uint32_t)b[0] | (uint32_t)b[1] << 8 | (uint32_t)b[2] << 16 | (uint32_t)b[3] << 24;
+    }
+#endif
+}
+
+/* The product over a batch held transposed: column col of sample j at
+ * xt[col samples + j] (a warp's lanes read consecutive samples of a
+ * column: coalesced). A lane takes samples j and j + 32 (those under
+ * samples): sum[i] += the products of chunks [c, c_end) of a row with
+ * sample j + 32 i, from column col (the column before chunk c's first
+ * step), in entry order. cb: the codebook (shared memory on the device),
+ * or NULL. */
+#define DCZ_GK_LANE_SAMPLES 2
+DCZ_HD void dcz_gk_chunks_t(const dcz_gchunks *s, const float *cb, const float *xt, uint64_t samples, uint64_t j,
+                            uint32_t c, uint32_t c_end, uint32_t col, float sum[DCZ_GK_LANE_SAMPLES])
+{
+    const int one = j < samples, two = j + 32 < samples;
+    for (; c < c_end; c++) {
+        uint32_t w[4];
+        dcz_gk_chunk_words(s->chunk, c, w);
+        for (uint32_t e = 0; e < DCZ_GK_CHUNK; e++) {
+            const uint32_t st = dcz_gk_chunk_step(w, e);
+            col += st;
+            if (st == DCZ_STEP_FILLER) continue;
+            const float wt = cb ? cb[dcz_gk_chunk_index(w, e)] : s->val[(uint64_t)c * DCZ_GK_CHUNK + e];
+            const float *xc = xt + (uint64_t)col * samples + j;
+            if (one) sum[0] += wt * xc[0];
+            if (two) sum[1] += wt * xc[32];
+        }
+    }
+}
+
+/* Row r, samples j and j + 32, of act(S x + bias) in one piece: from the
+ * bias, the row's entries in order, as dcz_spmm_ref sums them. */
+DCZ_HD void dcz_gk_chunk_row_t(const dcz_gchunks *s, const float *cb, const float *bias, const float *xt,
+                               uint64_t samples, uint64_t j, uint32_t r, dcz_act act, float y[DCZ_GK_LANE_SAMPLES])
+{
+    const float b = bias ? bias[r] : 0.0f;
+    float sum[DCZ_GK_LANE_SAMPLES] = { b, b };
+    dcz_gk_chunks_t(s, cb, xt, samples, j, s->cptr[r], s->cptr[r + 1], 0, sum);
+    for (int i = 0; i < DCZ_GK_LANE_SAMPLES; i++) y[i] = dcz_gk_act(act.op, act.lo, act.hi, sum[i]);
+}
+
+/* The parts a row's chunks are split into at batches, a warp each, their
+ * sums added in part order (deterministic): part p of n chunks from c0
+ * takes [c0 + n p / parts, c0 + n (p + 1) / parts). Measured on an H100
+ * at batch 64 with 1, 2, 4 and 8 parts (bench_gpu, in a graph), 8 was
+ * the fastest or within 5% on eight of nine layers: 2.6x faster than one
+ * part on LeNet-300-100's fc1 (300 rows: one warp a row leaves the device
+ * nearly empty), 1.5x on VGG-6, 5% slower on Alex-7; it also fills the
+ * device for a convolution's patches at batch 1 (LeNet-5's conv2: 50
+ * rows). */
+#define DCZ_GK_SPMM_PARTS 8
 
 /* Row r of y = S x + bias for one sample x (cols): from the bias, the
  * row's entries in order, as dcz_spmm_ref sums them. */

@@ -4,8 +4,9 @@
  * walks its output channel's compressed row (the threads of a warp share
  * that row, so its bytes are read once for all of them), the dense one its
  * row of weights (grouped convolutions), im2col lays out
- * the patches of a batch (one group) for the sparse batch kernel or cuBLAS,
- * and the pools read their windows.
+ * the patches of a batch (one group) for cuBLAS, im2col_t the same
+ * transposed for the sparse batch kernel, and the pools read their
+ * windows.
  *
  * Checked against dcz_conv2d_direct_ref (both direct kernels), dcz_im2col, dcz_maxpool_ref,
  * dcz_avgpool_ref and dcz_global_avgpool_ref on the host through
@@ -37,6 +38,11 @@ static __global__ void im2col_kernel(dcz_conv_geom g, const float *x, float *col
 {
     const size_t in_sample = (size_t)g.in_c * g.in_h * g.in_w;
     DCZ_GPU_FOR_EACH(t, n) col[t] = dcz_gk_im2col(&g, x + t / per * in_sample, (uint32_t)(t % per));
+}
+
+static __global__ void im2col_t_kernel(dcz_conv_geom g, const float *x, uint64_t batch, float *colt, uint64_t n)
+{
+    DCZ_GPU_FOR_EACH(t, n) colt[t] = dcz_gk_im2col_t(&g, x, batch, t);
 }
 
 static __global__ void pool_kernel(dcz_conv_geom g, int avg, int cip, const float *x, uint64_t batch, float *y)
@@ -75,6 +81,15 @@ extern "C" dcz_status dcz_im2col__cuda(const dcz_conv_geom *g, const float *x, s
     const uint64_t per = (uint64_t)g->out_h * g->out_w * g->in_c * g->kh * g->kw, n = per * batch;
     if (n == 0) return DCZ_OK;
     im2col_kernel<<<dcz_gpu_blocks(n), DCZ_GPU_BLOCK, 0, (cudaStream_t)stream>>>(*g, x, col, per, n);
+    return dcz_gpu_launched();
+}
+
+extern "C" dcz_status dcz_im2col_t__cuda(const dcz_conv_geom *g, const float *x, size_t batch, float *colt,
+                                         void *stream)
+{
+    const uint64_t n = (uint64_t)g->out_h * g->out_w * g->in_c * g->kh * g->kw * batch;
+    if (n == 0) return DCZ_OK;
+    im2col_t_kernel<<<dcz_gpu_blocks(n), DCZ_GPU_BLOCK, 0, (cudaStream_t)stream>>>(*g, x, batch, colt, n);
     return dcz_gpu_launched();
 }
 

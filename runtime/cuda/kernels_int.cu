@@ -47,7 +47,7 @@ static __device__ __forceinline__ uint32_t pack4(const int32_t *v)
 }
 
 /* A warp per (row, 8 samples): output row r of sample b where place puts
- * it, as dcz_spmm__cuda lays it out. */
+ * it, as dcz_spmm_chunks__cuda lays it out. */
 static __global__ void qspmm_kernel(dcz_gqsparse s, dcz_gqout o, const int8_t *__restrict__ x, uint32_t batch,
                                     dcz_gplace place)
 {

@@ -58,7 +58,7 @@ grep -q '^conv2 *8x6x3x3 ' "$T/info.txt" || fail "info table conv2 row: $(cat "$
 # the kernel column: one short line per weighted layer, each kernel's reason once
 # and the kernel the CUDA backend would use, with a few words of why
 sed -n '/^layer *runtime kernel *on a GPU/,/^$/p' "$T/info.txt" > "$T/kernels.txt"
-grep -Eq '^conv1 +conv2d_[a-z0-9_]+ +(conv2d_sparse__cuda|im2col\+spmm__cuda): [a-z0-9+ ,]*planes' "$T/kernels.txt" ||
+grep -Eq '^conv1 +conv2d_[a-z0-9_]+ +(conv2d_sparse__cuda|im2col_t\+spmm_chunks__cuda): [a-z0-9+ ,]*planes' "$T/kernels.txt" ||
     fail "conv1's kernel line: $(cat "$T/kernels.txt")"
 awk 'length > 100 && !/^  /' "$T/kernels.txt" | grep -q . && fail "a long kernel line: $(cat "$T/kernels.txt")"
 grep -q '"kernel":"conv2d_[a-z0-9_]*","kernel_reason":"[^"]' "$T/info.json" || fail "kernel and its reason in JSON"

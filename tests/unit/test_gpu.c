@@ -2,13 +2,17 @@
  * the backend (a build without nvcc) or without a CUDA device it prints
  * SKIP with the reason and checks nothing else; it never passes silently.
  *
- * - kernels: the grid of test_kernels.c launched on the device: sparse
- *   matrix-vector and matrix-matrix (codebooks of 2 and 256 values, fp32
- *   values; densities 0, 0.5, 1 and 0.01 so fillers occur; batch 1 and 7,
- *   and 9 so a warp's sample group is cut short) against a dense product in
- *   double, within 1e-5 of each output's |w x| sum; the direct
+ * - kernels: the grid of test_kernels.c launched on the device: the
+ *   sparse fully connected kernels on the chunk form (codebooks of 2, 16
+ *   and 256 values, fp32 values; densities 0, 0.5, 1, 0.01 and 0.09 so
+ *   fillers occur; batch 1 under every group a row can take, batches
+ *   7, 9 and 70 through the transposed input (a row in 1, 3 and 8 parts),
+ *   so a warp's samples are cut short and a second block takes the rest;
+ *   with and without a ReLU
+ *   applied as they write; into a NaN-filled output) against a dense
+ *   product in double, within 1e-5 of each output's |w x| sum; the direct
  *   convolution, on compressed rows and on dense weights, and the patch
- *   path over a batch (im2col, then the sparse product placing each
+ *   path over a batch (transposed im2col, then the chunk rows placing each
  *   output), over the convolution grid (groups and depthwise included)
  *   against dcz_conv2d_direct_ref within the same bound; pools and the
  *   global mean bit for bit; activations and softmax within 4e-6
@@ -85,6 +89,34 @@ static dcz_gsparse upload_sparse(const dcz_sparse *s)
     return g;
 }
 
+/* The device copy of s's chunk form (gpu_kern.h: dcz_gchunks, as gpu.c
+ * makes it; freed by free_gchunks). */
+static dcz_gchunks upload_chunks(const dcz_sparse *s)
+{
+    const dcz_gsparse hs = { s->rows, s->cols, s->k, s->row_ptr, s->step, s->idx, s->val, s->codebook };
+    dcz_gchunks h, g;
+    if (dcz_gk_chunks_make(&hs, &h) != 0) {   /* out of memory: nothing to test with */
+        fprintf(stderr, "dcz_gk_chunks_make: out of memory\n");
+        exit(1);
+    }
+    const size_t n = h.cptr[s->rows];
+    g = h;
+    g.cptr = (const uint32_t *)dev_copy(h.cptr, ((size_t)s->rows + 1) * 4);
+    g.chunk = (const uint8_t *)dev_copy(h.chunk, n * 16);
+    g.codebook = s->idx ? dev_copy(s->codebook, (size_t)s->k * 4) : NULL;
+    g.val = s->idx ? NULL : dev_copy(h.val, n * DCZ_GK_CHUNK * 4);
+    dcz_gk_chunks_free(&h);
+    return g;
+}
+
+static void free_gchunks(dcz_gchunks *g)
+{
+    cudaFree((void *)g->cptr);
+    cudaFree((void *)g->chunk);
+    cudaFree((void *)g->codebook);
+    cudaFree((void *)g->val);
+}
+
 static void free_gsparse(dcz_gsparse *g)
 {
     cudaFree((void *)g->row_ptr);
@@ -94,50 +126,73 @@ static void free_gsparse(dcz_gsparse *g)
     cudaFree((void *)g->val);
 }
 
+/* The fully connected kernels on the chunk form: batch 1 with every lane
+ * count a row can take, batches through the transposed input, ReLU
+ * applied as they write (at the rule's lane count) or not, into a
+ * NaN-filled output. */
 static void test_sparse_fc(void)
 {
     const uint32_t sizes[][2] = { { 1, 1 }, { 1, 7 }, { 7, 1 }, { 3, 5 }, { 17, 31 }, { 33, 300 },
-                                  { 5, 1000 }, { 64, 64 }, { 300, 784 } };
-    const double dens[] = { 0.0, 0.5, 1.0, 0.01 };
-    const uint32_t codebooks[] = { 2, 256, 0 };
-    const size_t batches[] = { 1, 7, 9 };
+                                  { 5, 1000 }, { 64, 64 }, { 300, 784 }, { 8, 4096 } };
+    const double dens[] = { 0.0, 0.5, 1.0, 0.01, 0.09 };
+    const uint32_t codebooks[] = { 2, 16, 256, 0 };
+    const size_t batches[] = { 1, 7, 9, 70 };
+    const uint32_t parts[] = { 0, 1, 3, DCZ_GK_SPMM_PARTS };   /* batches: one warp a row, parts not a power of two, the runtime's */
+    const dcz_act acts[] = { { 0, 0.0f, 0.0f }, { DCZ_OP_RELU, 0.0f, 0.0f } };
     size_t bad = 0, cases = 0;
     for (size_t si = 0; si < sizeof sizes / sizeof *sizes; si++)
-        for (size_t di = 0; di < 4; di++)
-            for (size_t ci = 0; ci < 3; ci++) {
+        for (size_t di = 0; di < sizeof dens / sizeof *dens; di++)
+            for (size_t ci = 0; ci < sizeof codebooks / sizeof *codebooks; ci++) {
                 mat m;
                 const uint32_t rows = sizes[si][0], cols = sizes[si][1];
                 REQUIRE(make_mat(&m, rows, cols, dens[di], codebooks[ci]), "build");
-                const size_t B = 9;
+                const size_t B = 70;
                 float *x = malloc(B * cols * 4), *bias = malloc(rows * 4), *y = malloc(B * rows * 4);
+                double *ref = malloc(B * rows * sizeof *ref), *mag = malloc(B * rows * sizeof *mag);
                 for (size_t i = 0; i < B * cols; i++) x[i] = nonzero();
                 for (uint32_t i = 0; i < rows; i++) bias[i] = nonzero();
-                dcz_gsparse g = upload_sparse(&m.sp);
-                float *dx = dev_copy(x, B * cols * 4), *db = dev_copy(bias, rows * 4), *dy = dev_copy(NULL, B * rows * 4);
-                const dcz_gplace fc = { 1, rows, 0, 1 };
-                for (size_t bi = 0; bi < 3; bi++) {
-                    const size_t b = batches[bi];
-                    const dcz_status s = b == 1 ? dcz_spmv__cuda(&g, db, dx, dy, NULL)
-                                                : dcz_spmm__cuda(&g, db, dx, b, dy, fc, NULL);
-                    CHECK(s == DCZ_OK, "launch: %s", dcz_status_str(s));
-                    host_copy(y, dy, b * rows * 4);
-                    for (size_t k = 0; k < b; k++)
-                        for (uint32_t r = 0; r < rows; r++) {
-                            double ref = bias[r], mag = fabs(bias[r]);
-                            for (uint32_t c = 0; c < cols; c++) {
-                                const double t = (double)m.dense[(size_t)r * cols + c] * x[k * cols + c];
-                                ref += t;
-                                mag += fabs(t);
-                            }
-                            if (fabs(y[k * rows + r] - ref) > 1e-5 * (mag + 1) && bad++ < 3)
-                                fprintf(stderr, "  %ux%u k %u batch %zu: y[%zu][%u] = %.8g, reference %.8g\n", rows,
-                                        cols, codebooks[ci], b, k, r, y[k * rows + r], ref);
+                for (size_t k = 0; k < B; k++)
+                    for (uint32_t r = 0; r < rows; r++) {
+                        double v = bias[r], a = fabs(bias[r]);
+                        for (uint32_t c = 0; c < cols; c++) {
+                            const double t = (double)m.dense[(size_t)r * cols + c] * x[k * cols + c];
+                            v += t;
+                            a += fabs(t);
                         }
-                    cases++;
-                }
-                free_gsparse(&g);
-                cudaFree(dx); cudaFree(db); cudaFree(dy);
-                free(x); free(bias); free(y);
+                        ref[k * rows + r] = v;
+                        mag[k * rows + r] = a;
+                    }
+                dcz_gchunks g = upload_chunks(&m.sp);
+                float *dx = dev_copy(x, B * cols * 4), *db = dev_copy(bias, rows * 4), *dy = dev_copy(NULL, B * rows * 4);
+                float *dxt = dev_copy(NULL, B * cols * 4);
+                const dcz_gplace fc = { 1, rows, 0, 1 };
+                const uint32_t rule = g.group;
+                for (size_t bi = 0; bi < sizeof batches / sizeof *batches; bi++)
+                    for (uint32_t G = bi ? rule : 1; G <= (bi ? rule : 32u); G <<= 1)
+                        for (int a = 0; a < 2; a++) {
+                            if (a && bi == 0 && G != rule) continue;
+                            const size_t b = batches[bi];
+                            g.group = G;
+                            cudaMemset(dy, 0xff, B * rows * 4);
+                            dcz_status s = b == 1 ? dcz_spmv_chunks__cuda(&g, db, dx, dy, acts[a], NULL)
+                                                  : dcz_transpose__cuda(dx, b, cols, dxt, NULL);
+                            if (b > 1 && s == DCZ_OK)
+                                s = dcz_spmm_chunks__cuda(&g, db, dxt, b, dy, fc, acts[a], parts[bi], NULL);
+                            CHECK(s == DCZ_OK, "launch: %s", dcz_status_str(s));
+                            host_copy(y, dy, b * rows * 4);
+                            for (size_t i = 0; i < b * rows; i++) {
+                                const double want = a && ref[i] < 0 ? 0 : ref[i];
+                                if (!(fabs(y[i] - want) <= 1e-5 * (mag[i] + 1)) && bad++ < 3)
+                                    fprintf(stderr, "  %ux%u k %u batch %zu lanes %u act %d: y[%zu][%zu] = %.8g, "
+                                            "reference %.8g\n", rows, cols, codebooks[ci], b, G, a, i / rows,
+                                            i % rows, y[i], want);
+                            }
+                            cases++;
+                        }
+                g.group = rule;
+                free_gchunks(&g);
+                cudaFree(dx); cudaFree(db); cudaFree(dy); cudaFree(dxt);
+                free(x); free(bias); free(y); free(ref); free(mag);
                 free_mat(&m);
             }
     CHECK(bad == 0, "%zu mismatches in %zu cases", bad, cases);
@@ -172,6 +227,8 @@ static void test_convolutions(void)
                 dcz_conv2d_direct_ref(g, m.dense, bias, x, B, ref);
                 dcz_conv2d_direct_ref(g, wa, ba, xa, B, mag);
                 dcz_gsparse gs = upload_sparse(&m.sp);
+                dcz_gchunks gc = upload_chunks(&m.sp);
+                const dcz_act none = { 0, 0.0f, 0.0f };
                 float *dx = dev_copy(x, B * xin * 4), *db = dev_copy(bias, g->out_c * 4), *dy = dev_copy(NULL, B * yout * 4);
                 float *dw = dev_copy(m.dense, nw * 4);
                 const uint32_t pixels = g->out_h * g->out_w;
@@ -183,8 +240,10 @@ static void test_convolutions(void)
                     cudaMemset(dy, 0xff, B * yout * 4);  /* NaN where a kernel writes nothing */
                     dcz_status s = p == 0   ? dcz_conv2d_sparse__cuda(g, &gs, db, dx, B, dy, NULL)
                                    : p == 1 ? dcz_conv2d_dense__cuda(g, dw, db, dx, B, dy, NULL)
-                                            : dcz_im2col__cuda(g, dx, B, dcol, NULL);
-                    if (p == 2 && s == DCZ_OK) s = dcz_spmm__cuda(&gs, db, dcol, B * pixels, dy, place, NULL);
+                                            : dcz_im2col_t__cuda(g, dx, B, dcol, NULL);
+                    if (p == 2 && s == DCZ_OK)
+                        s = dcz_spmm_chunks__cuda(&gc, db, dcol, B * pixels, dy, place, none,
+                                                  DCZ_GK_SPMM_PARTS, NULL);
                     CHECK(s == DCZ_OK, "launch: %s", dcz_status_str(s));
                     host_copy(y, dy, B * yout * 4);
                     for (size_t i = 0; i < B * yout; i++)
@@ -195,6 +254,7 @@ static void test_convolutions(void)
                 }
                 cudaFree(dcol);
                 free_gsparse(&gs);
+                free_gchunks(&gc);
                 cudaFree(dx); cudaFree(db); cudaFree(dy); cudaFree(dw);
                 free(x); free(xa); free(wa); free(bias); free(ba); free(ref); free(mag); free(y);
                 free_mat(&m);

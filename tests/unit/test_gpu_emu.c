@@ -67,6 +67,69 @@ static void fill(float *p, size_t n)
     for (size_t i = 0; i < n; i++) p[i] = nonzero();
 }
 
+/* The chunk form of s on the host (gpu_kern.h: dcz_gchunks, as gpu.c
+ * makes it), freed by dcz_gk_chunks_free. */
+static dcz_gchunks chunks_of(const dcz_sparse *s)
+{
+    const dcz_gsparse g = gsparse_of(s);
+    dcz_gchunks c;
+    if (dcz_gk_chunks_make(&g, &c) != 0) {   /* out of memory: nothing to test with */
+        fprintf(stderr, "dcz_gk_chunks_make: out of memory\n");
+        exit(1);
+    }
+    return c;
+}
+
+/* Row r of act(S x + bias) as spmv_chunks_kernel<G> computes it: lane l
+ * of the row's G takes chunks l, l + G, ...; each round the lanes' step
+ * totals scanned into each chunk's first column; then the lanes' sums
+ * reduced as the shuffles do (lane l adds lane l + o's, o = G/2 .. 1). */
+static float chunk_row_lanes(const dcz_gchunks *s, uint32_t G, const float *bias, const float *x, uint32_t r,
+                             dcz_act act)
+{
+    float sum[32] = { 0 };
+    uint32_t col = 0;
+    for (uint32_t c0 = s->cptr[r]; c0 < s->cptr[r + 1]; c0 += G)
+        for (uint32_t l = 0; l < G && c0 + l < s->cptr[r + 1]; l++) {
+            uint32_t w[4];
+            dcz_gk_chunk_words(s->chunk, c0 + l, w);
+            sum[l] = dcz_gk_chunk_dot(s, s->codebook, w, c0 + l, col, x, sum[l]);
+            col += dcz_gk_chunk_span(w);
+        }
+    for (uint32_t o = G / 2; o > 0; o >>= 1)
+        for (uint32_t l = 0; l < o; l++) sum[l] += sum[l + o];
+    return dcz_gk_act(act.op, act.lo, act.hi, bias ? sum[0] + bias[r] : sum[0]);
+}
+
+/* Row r, samples j and j + 32, as spmm_chunks_kernel computes them with
+ * parts warps a row: part p's chunks from the column the spans before
+ * them reach, summed from 0, then the bias plus the parts in order (one
+ * part: from the bias, dcz_gk_chunk_row_t). */
+static void chunk_row_parts(const dcz_gchunks *s, uint32_t parts, const float *bias, const float *xt,
+                            uint64_t samples, uint64_t j, uint32_t r, dcz_act act, float y[2])
+{
+    if (parts == 1) {
+        dcz_gk_chunk_row_t(s, s->codebook, bias, xt, samples, j, r, act, y);
+        return;
+    }
+    const uint32_t c0 = s->cptr[r], n = s->cptr[r + 1] - c0;
+    float total[2] = { bias ? bias[r] : 0.0f, bias ? bias[r] : 0.0f };
+    for (uint32_t p = 0; p < parts; p++) {
+        const uint32_t cb = c0 + (uint32_t)((uint64_t)n * p / parts), ce = c0 + (uint32_t)((uint64_t)n * (p + 1) / parts);
+        uint32_t col = 0;
+        for (uint32_t c = c0; c < cb; c++) {
+            uint32_t w[4];
+            dcz_gk_chunk_words(s->chunk, c, w);
+            col += dcz_gk_chunk_span(w);
+        }
+        float sum[2] = { 0.0f, 0.0f };
+        dcz_gk_chunks_t(s, s->codebook, xt, samples, j, cb, ce, col, sum);
+        total[0] += sum[0];
+        total[1] += sum[1];
+    }
+    for (int i = 0; i < 2; i++) y[i] = dcz_gk_act(act.op, act.lo, act.hi, total[i]);
+}
+
 typedef struct tally {
     size_t cases, direct, dense, patches;
 } tally;
@@ -85,27 +148,42 @@ static size_t off(const char *what, const dcz_conv_geom *g, const float *got, co
 }
 
 /* The GPU's patch path over a batch of B samples x (one group: grouped
- * convolutions run direct): each sample's patches by dcz_gk_im2col
- * (checked against dcz_im2col), then the rows over the B pixels patches,
+ * convolutions run direct): the batch's patches by dcz_gk_im2col (checked
+ * against dcz_im2col: the dense layers' cuBLAS path) and transposed by
+ * dcz_gk_im2col_t (checked against those), then the chunk rows over the B
+ * pixels transposed patches (dcz_gk_chunk_row_t, two samples a lane),
  * each output where dcz_gk_place puts it, as gpu.c's dcz_gpu_run_conv2d
  * lays them out in y (B, out_c, pixels). */
 static size_t patch_path(const dcz_conv_geom *g, const dcz_sparse *s, const float *bias, const float *x, size_t B,
                          float *y)
 {
     const uint32_t pixels = g->out_h * g->out_w, k = g->in_c * g->kh * g->kw;
-    const size_t xin = (size_t)g->in_c * g->in_h * g->in_w, per = (size_t)pixels * k;
+    const size_t xin = (size_t)g->in_c * g->in_h * g->in_w, per = (size_t)pixels * k, n = B * pixels;
     float *col = malloc(B * per * sizeof *col + 1), *want = malloc(per * sizeof *want + 1);
+    float *colt = malloc(B * per * sizeof *colt + 1);
     size_t bad = 0;
     for (size_t b = 0; b < B; b++) {
         for (size_t i = 0; i < per; i++) col[b * per + i] = dcz_gk_im2col(g, x + b * xin, (uint32_t)i);
         dcz_im2col(g, x + b * xin, want);
         bad += memcmp(col + b * per, want, per * sizeof *col) != 0;
     }
-    const dcz_gsparse gs = gsparse_of(s);
+    for (size_t t = 0; t < B * per; t++) {
+        colt[t] = dcz_gk_im2col_t(g, x, B, t);
+        bad += memcmp(&colt[t], &col[t % n * k + t / n], sizeof *col) != 0;
+    }
+    dcz_gchunks ch = chunks_of(s);
+    const dcz_act none = { 0, 0.0f, 0.0f };
     const dcz_gplace place = { pixels, (uint64_t)g->out_c * pixels, 1, pixels };
-    for (uint32_t j = 0; j < B * pixels; j++)
-        for (uint32_t r = 0; r < g->out_c; r++)
-            y[dcz_gk_place(&place, j, r)] = dcz_gk_sparse_row(&gs, bias, col + (size_t)j * k, r);
+    for (uint64_t j0 = 0; j0 < n; j0 += 64)
+        for (uint32_t lane = 0; lane < 32 && j0 + lane < n; lane++)
+            for (uint32_t r = 0; r < g->out_c; r++) {
+                float v[DCZ_GK_LANE_SAMPLES];
+                dcz_gk_chunk_row_t(&ch, ch.codebook, bias, colt, n, j0 + lane, r, none, v);
+                y[dcz_gk_place(&place, (uint32_t)(j0 + lane), r)] = v[0];
+                if (j0 + lane + 32 < n) y[dcz_gk_place(&place, (uint32_t)(j0 + lane + 32), r)] = v[1];
+            }
+    dcz_gk_chunks_free(&ch);
+    free(colt);
     free(col);
     free(want);
     return bad;
@@ -236,6 +314,98 @@ static void test_sparse_rows(void)
                 free_mat(&m);
             }
     CHECK(bad == 0, "%zu of %zu matrices differ from dcz_spmm_ref", bad, cases);
+}
+
+/* The chunk form against the execution form, each on the matrix grid:
+ * batch 1 through every lane count a row can take (within 1e-5 of each
+ * output's |w x| sum: the lanes add in another order), the batch kernel's
+ * body on the transposed input over 70 samples (past a warp's two rounds)
+ * bit for bit with dcz_spmm_ref, a ReLU applied after; the fill pads each
+ * row with fillers and writes every byte; the lane count rule. */
+static void test_chunk_rows(void)
+{
+    const uint32_t sizes[][2] = { { 1, 1 }, { 7, 1 }, { 17, 31 }, { 33, 300 }, { 5, 1000 }, { 3, 4096 } };
+    const double dens[] = { 0.0, 0.5, 1.0, 0.01, 0.09 };
+    const uint32_t codebooks[] = { 2, 16, 256, 0 };
+    const dcz_act relu = { DCZ_OP_RELU, 0.0f, 0.0f }, none = { 0, 0.0f, 0.0f };
+    size_t bad1 = 0, badb = 0, badf = 0, badp = 0, cases = 0;
+    for (size_t si = 0; si < sizeof sizes / sizeof *sizes; si++)
+        for (size_t di = 0; di < sizeof dens / sizeof *dens; di++)
+            for (size_t ci = 0; ci < sizeof codebooks / sizeof *codebooks; ci++) {
+                mat m;
+                const uint32_t rows = sizes[si][0], cols = sizes[si][1];
+                REQUIRE(make_mat(&m, rows, cols, dens[di], codebooks[ci]), "build");
+                dcz_gchunks ch = chunks_of(&m.sp);
+                for (uint32_t r = 0; r < rows; r++) {
+                    const uint32_t n = m.sp.row_ptr[r + 1] - m.sp.row_ptr[r];
+                    badf += ch.cptr[r + 1] - ch.cptr[r] != (n + 7) / 8;
+                    for (uint32_t j = n; j < (ch.cptr[r + 1] - ch.cptr[r]) * 8; j++)
+                        badf += ch.chunk[(size_t)(ch.cptr[r] + j / 8) * 16 + j % 8] != DCZ_STEP_FILLER;
+                }
+                const size_t B = 70;
+                float *x = malloc(B * cols * sizeof *x), *xt = malloc(B * cols * sizeof *x);
+                float *bias = malloc(rows * sizeof *bias), *mag = malloc(rows * sizeof *mag);
+                float *ref = malloc(B * rows * sizeof *ref), *magb = malloc(B * rows * sizeof *magb);
+                fill(x, B * cols);
+                fill(bias, rows);
+                for (size_t b = 0; b < B; b++)
+                    for (uint32_t c = 0; c < cols; c++) xt[(size_t)c * B + b] = x[b * cols + c];
+                dcz_spmm_ref(&m.sp, bias, x, B, ref);
+                for (size_t b = 0; b < B; b++)
+                    for (uint32_t r = 0; r < rows; r++) {
+                        double t = fabs(bias[r]);
+                        for (uint32_t c = 0; c < cols; c++)
+                            t += fabs((double)m.dense[(size_t)r * cols + c] * x[b * cols + c]);
+                        magb[b * rows + r] = (float)t;
+                        if (b == 0) mag[r] = (float)t;
+                    }
+                for (uint32_t G = 1; G <= 32; G <<= 1)
+                    for (uint32_t r = 0; r < rows; r++) {
+                        const float y = chunk_row_lanes(&ch, G, bias, x, r, none);
+                        if (!(fabsf(y - ref[r]) <= 1e-5f * (mag[r] + 1e-6f)) && bad1++ < 3)
+                            fprintf(stderr, "  %ux%u k %u lanes %u: row %u = %.8g, reference %.8g\n", rows, cols,
+                                    codebooks[ci], G, r, y, ref[r]);
+                    }
+                /* parts of a row: 3 and 8 warps, within the bound (the parts
+                 * add in another order), samples j and j + 32 */
+                for (uint32_t parts = 3; parts <= 8; parts += 5)
+                    for (uint32_t r = 0; r < rows; r++)
+                        for (size_t j = 0; j < 32; j++) {
+                            float y[2];
+                            chunk_row_parts(&ch, parts, bias, xt, B, j, r, none, y);
+                            for (int i = 0; i < 2; i++) {
+                                const size_t at = (j + 32 * i) * rows + r;
+                                if (!(fabsf(y[i] - ref[at]) <= 1e-5f * (magb[at] + 1e-6f)) && badp++ < 3)
+                                    fprintf(stderr, "  %ux%u k %u parts %u: row %u sample %zu = %.8g, ref %.8g\n",
+                                            rows, cols, codebooks[ci], parts, r, j + 32 * i, y[i], ref[at]);
+                            }
+                        }
+                dcz_relu_ref(ref, B * rows);
+                for (uint32_t r = 0; r < rows; r++)
+                    for (size_t j = 0; j < 32; j++) {
+                        float y[DCZ_GK_LANE_SAMPLES];
+                        chunk_row_parts(&ch, 1, bias, xt, B, j, r, relu, y);
+                        badb += memcmp(&y[0], &ref[j * rows + r], sizeof *y) != 0;
+                        badb += memcmp(&y[1], &ref[(j + 32) * rows + r], sizeof *y) != 0;
+                        if (j + 64 < B) {   /* the next 64 samples' warp */
+                            dcz_gk_chunk_row_t(&ch, ch.codebook, bias, xt, B, j + 64, r, relu, y);
+                            badb += memcmp(&y[0], &ref[(j + 64) * rows + r], sizeof *y) != 0;
+                        }
+                    }
+                cases++;
+                free(x); free(xt); free(bias); free(mag); free(ref); free(magb);
+                dcz_gk_chunks_free(&ch);
+                free_mat(&m);
+            }
+    CHECK(badf == 0, "%zu chunk counts or paddings wrong", badf);
+    CHECK(bad1 == 0, "%zu batch-1 rows of %zu matrices off dcz_spmm_ref", bad1, cases);
+    CHECK(badb == 0, "%zu transposed-batch outputs differ from dcz_spmm_ref", badb);
+    CHECK(badp == 0, "%zu outputs of rows in parts off dcz_spmm_ref", badp);
+    CHECK(dcz_gk_chunk_group(4096, 4096 * 47) == 32 && dcz_gk_chunk_group(300, 300 * 8) == 16 &&
+              dcz_gk_chunk_group(100, 300) == 8 && dcz_gk_chunk_group(10, 40) == 8 &&
+              dcz_gk_chunk_group(4096, 4096 * 126) == 32 && dcz_gk_chunk_group(4096, 4096 * 9) == 32 &&
+              dcz_gk_chunk_group(4096, 4096 * 8) == 16 && dcz_gk_chunk_group(0, 0) == 8,
+          "lanes a row: the power of two at or above twice the mean chunks a row, 8 to 32");
 }
 
 /* The pool windows: strided, padded, non-square, one window per plane. */
@@ -631,6 +801,7 @@ int main(void)
     RUN(test_convolutions);
     RUN(test_pick);
     RUN(test_sparse_rows);
+    RUN(test_chunk_rows);
     RUN(test_pools);
     RUN(test_elements);
     RUN(test_int_requant);
