@@ -2,7 +2,9 @@
  * libdcz would run it: the load (container checks, Huffman decoding into
  * the execution form) apart from the runs, then dcz_run on random input
  * after a warm-up, reported as min / median / p90 / p99 / max over the
- * timed runs. Timings are measurements, never pass/fail.
+ * timed runs; with --per-layer, as many runs again with each layer timed
+ * (dcz_run_layer_times), each layer's median and share. Timings are
+ * measurements, never pass/fail.
  *
  * Checked by tests/cli/bench.sh (the fields and their order, not speed).
  */
@@ -33,7 +35,7 @@ static double quantile(const double *v, size_t n, double q)
 
 int cmd_bench(verb_ctx *v)
 {
-    int batch = 1, runs = 200, warmup = 20, loads = 5, fp32 = 0, reference = 0;
+    int batch = 1, runs = 200, warmup = 20, loads = 5, fp32 = 0, reference = 0, per_layer = 0;
     double max_work = 0;
     const char *isa = NULL, *plan = NULL;
     const opt_spec specs[] = {
@@ -43,12 +45,13 @@ int cmd_bench(verb_ctx *v)
         { "loads", 0, OPT_INT, &loads, "timed loads; the median is reported (default 5)" },
         { "fp32", 0, OPT_FLAG, &fp32, "run a calibrated model in floating point" },
         { "reference", 0, OPT_FLAG, &reference, "force the scalar reference kernels" },
+        { "per-layer", 0, OPT_FLAG, &per_layer, "then each layer timed over as many runs: median, share (on the CPU)" },
         MAX_WORK_SPEC(max_work),
         ISA_SPEC(isa),
         PLAN_SPEC(plan),
         { NULL, 0, OPT_FLAG, NULL, NULL }
     };
-    v->usage = "dcz bench FILE [--batch N] [--threads T] [--runs R] [--isa LEVEL] [--plan measure] [--json]";
+    v->usage = "dcz bench FILE [--batch N] [--threads T] [--runs R] [--isa LEVEL] [--plan measure] [--per-layer] [--json]";
     v->summary = "Latency of FILE in libdcz: the load (checks and Huffman decoding) timed\n"
                  "apart, then dcz_run on random input after a warm-up; prints min, median,\n"
                  "p90, p99 and max over the timed runs, in microseconds.";
@@ -59,11 +62,16 @@ int cmd_bench(verb_ctx *v)
         cli_usage_error(v, "--batch, --runs and --loads must be at least 1, --warmup at least 0");
         return EXIT_USAGE;
     }
+    if (per_layer && v->c.device && strcmp(v->c.device, "gpu") == 0) {
+        cli_usage_error(v, "--per-layer times the layers on the CPU: leave out --device gpu (or give cpu)");
+        return EXIT_USAGE;
+    }
     dcz_options opt;
     if ((rc = cli_runtime_options(v, &opt)) != -1) return rc;
     if ((rc = cli_max_work(v, max_work, &opt)) != -1) return rc;
     if ((rc = cli_isa(v, isa, &opt)) != -1) return rc;
     if ((rc = cli_plan(v, plan, &opt)) != -1) return rc;
+    if (per_layer) opt.device = DCZ_DEVICE_CPU;   /* (--device gpu refused above) */
     opt.max_batch = (size_t)batch;   /* the batch a measured plan is timed at */
     if (fp32) opt.precision = DCZ_PRECISION_FP32;
     opt.force_reference = reference;
@@ -76,6 +84,9 @@ int cmd_bench(verb_ctx *v)
     double *run_us = malloc((size_t)runs * sizeof *run_us);
     dcz_model *m = NULL;
     float *x = NULL, *y = NULL;
+    uint64_t *times = NULL;          /* --per-layer: times[r nl + i], layer i of run r */
+    double *layer_us = NULL, *col = NULL, total_us = 0;
+    uint32_t nl = 0;
     rc = -1;
     if (!load_us || !run_us) { rc = cli_fail(v, DCZ_ERR_NOMEM, "the timings of --loads and --runs"); goto done; }
     for (int i = 0; i < loads; i++) {
@@ -115,6 +126,22 @@ int cmd_bench(verb_ctx *v)
         }
         if (i >= warmup) run_us[i - warmup] = us;
     }
+    /* --per-layer: as many runs again, each layer timed (times[r][i]) */
+    nl = per_layer ? dcz_model_layer_count(m) : 0;
+    times = nl ? calloc((size_t)runs * nl, sizeof *times) : NULL;
+    layer_us = nl ? malloc((size_t)nl * sizeof *layer_us) : NULL;
+    col = nl ? malloc((size_t)runs * sizeof *col) : NULL;
+    if (nl && (!times || !layer_us || !col)) { rc = cli_fail(v, DCZ_ERR_NOMEM, "the times of --per-layer"); goto done; }
+    for (int r = 0; r < runs && nl; r++)
+        if ((s = dcz_run_layer_times(m, x, (size_t)batch, y, times + (size_t)r * nl)) != DCZ_OK) {
+            rc = cli_fail(v, s, "timing each layer");
+            goto done;
+        }
+    for (uint32_t i = 0; i < nl; i++) {
+        for (int r = 0; r < runs; r++) col[r] = (double)times[(size_t)r * nl + i] / 1e3;
+        qsort(col, (size_t)runs, sizeof *col, cmp_double);
+        total_us += layer_us[i] = quantile(col, (size_t)runs, 0.5);
+    }
     qsort(load_us, (size_t)loads, sizeof *load_us, cmp_double);
     qsort(run_us, (size_t)runs, sizeof *run_us, cmp_double);
     double mean = 0;
@@ -143,6 +170,22 @@ int cmd_bench(verb_ctx *v)
         json_num(&j, "max_us", run_us[runs - 1]);
         json_num(&j, "mean_us", mean);
         json_num(&j, "samples_per_s", med > 0 ? batch * 1e6 / med : 0);
+        if (nl) {
+            json_key_arr(&j, "layers");
+            for (uint32_t i = 0; i < nl; i++) {
+                dcz_layer_desc d;
+                if (dcz_describe_layer(m, i, &d) != DCZ_OK) continue;
+                json_obj(&j);
+                json_str(&j, "name", d.name);
+                json_str(&j, "op", dcz_op_get(d.op)->label);
+                json_str(&j, "kernel", d.kernel);
+                json_int(&j, "out", (long long)d.width);
+                json_num(&j, "median_us", layer_us[i]);
+                json_num(&j, "share", total_us > 0 ? layer_us[i] / total_us : 0);
+                json_close_obj(&j);
+            }
+            json_close_arr(&j);
+        }
         json_end(&j);
     } else {
         FILE *f = cli_report(v);
@@ -155,10 +198,25 @@ int cmd_bench(verb_ctx *v)
                 quantile(run_us, (size_t)runs, 0.9), quantile(run_us, (size_t)runs, 0.99),
                 run_us[runs - 1]);
         fprintf(f, "        %.0f samples/s at the median\n", med > 0 ? batch * 1e6 / med : 0);
+        if (nl) {
+            fprintf(f, "\nper layer, median of %d runs (us; a fused activation or sum counts in the layer before):\n",
+                    runs);
+            fprintf(f, "%-24s %-16s %-30s %10s %10s %6s\n", "layer", "op", "kernel", "out", "us", "share");
+            for (uint32_t i = 0; i < nl; i++) {
+                dcz_layer_desc d;
+                if (dcz_describe_layer(m, i, &d) != DCZ_OK) continue;
+                fprintf(f, "%-24s %-16s %-30s %10zu %10.1f %5.1f%%\n", d.name, dcz_op_get(d.op)->label, d.kernel,
+                        d.width, layer_us[i], total_us > 0 ? layer_us[i] / total_us * 100 : 0);
+            }
+            fprintf(f, "%-24s %-16s %-30s %10s %10.1f\n", "total", "", "", "", total_us);
+        }
     }
     rc = EXIT_OK;
 done:
     dcz_close(m);
+    free(times);
+    free(layer_us);
+    free(col);
     free(x);
     free(y);
     free(buf);

@@ -100,6 +100,7 @@ static dcz_status describe_viewed(const dcz_model *m, uint32_t layer, dcz_layer_
 {
     const dcz_exec_layer *l = &m->layers[layer];
     const dcz_op_info *o = dcz_op_get(l->op);
+    k->name = l->name;
     k->op = l->op;
     k->weighted = o && o->weighted;
     k->width = l->out;

@@ -9,6 +9,9 @@
  * activation, pool or sum it may fuse runs apart under another kernel,
  * and is counted with it either way.
  *
+ * dcz_run_layer_times is the same timing for any caller (dcz bench
+ * --per-layer).
+ *
  * Checked by tests/unit/test_format.c (a measured load of the test models:
  * every layer's pick is its fastest candidate, the outputs the rules'
  * within float rounding, an integer model's bit for bit).
@@ -17,6 +20,17 @@
 #include <string.h>
 
 #include "runtime/model.h"
+#include "runtime/tool.h"
+
+dcz_status dcz_run_layer_times(dcz_model *m, const float *input, size_t batch, float *output, uint64_t *ns)
+{
+    if (!m || !input || !output || !ns) return DCZ_ERR_ARG;
+    if (dcz_model_device(m) != DCZ_DEVICE_CPU) return DCZ_ERR_UNSUPPORTED;
+    m->layer_ns = ns;
+    const dcz_status s = dcz_run_tapped(m, input, batch, output, NULL, NULL);
+    m->layer_ns = NULL;
+    return s;
+}
 
 /* Timed runs: as many as take about MEASURE_NS, from MEASURE_MIN_RUNS to
  * MEASURE_MAX_RUNS. */

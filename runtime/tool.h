@@ -69,6 +69,7 @@ uint32_t dcz_model_threads(const dcz_model *m);
 /* The most kernels a layer's description lists as timed. */
 #define DCZ_DESC_TIMED 4
 typedef struct dcz_layer_desc {
+    const char *name;     /* the layer's name (the model's) */
     uint16_t op;          /* DCZ_OP_* */
     int weighted;         /* has a weight and a bias (DENSE, CONV2D) */
     size_t width;         /* elements of its output, per sample */
@@ -96,5 +97,12 @@ typedef struct dcz_layer_desc {
  * direct form, and a sparse fully connected layer's batch-1 forms (by
  * columns, by lanes), vector instructions and threads. */
 dcz_status dcz_describe_layer(const dcz_model *m, uint32_t layer, dcz_layer_desc *d);
+
+/* dcz_run on the CPU, adding each layer's time in nanoseconds to
+ * ns[layer] (m's layers, in order): the time of its kernel, its threads
+ * included. A layer the one before it runs fused (an activation, a
+ * convolution's Add: load.c) adds nothing, its time being in that layer's.
+ * DCZ_ERR_UNSUPPORTED for a model on a GPU. */
+dcz_status dcz_run_layer_times(dcz_model *m, const float *input, size_t batch, float *output, uint64_t *ns);
 
 #endif /* DCZ_RUNTIME_TOOL_H */

@@ -19,6 +19,21 @@ done
 [ "$(json_field scheme "$T/b.json")" = fp32 ] || fail "--fp32 scheme"
 "$DCZ" bench "$M/enc1_coding0.dcz" --runs 10 > "$T/b.txt" || fail "bench text"
 grep -q '^run .*median' "$T/b.txt" && grep -q '^load ' "$T/b.txt" || fail "text report: $(cat "$T/b.txt")"
+# --per-layer: a line and a JSON entry for each layer, in the model's
+# order, the shares summing to 1
+for f in conv_net_a.dcz calib_int8_conv.dcz; do
+    "$DCZ" bench "$M/$f" --runs 9 --per-layer --json > "$T/p.json" || fail "bench --per-layer $f"
+    "$DCZ" info "$M/$f" --json > "$T/i.json" || fail "info $f"
+    [ "$(jq -c '[.layers[].name]' "$T/p.json")" = "$(jq -c '[.layers[].name]' "$T/i.json")" ] ||
+        fail "$f --per-layer: not every layer in order: $(cat "$T/p.json")"
+    jq -e 'all(.layers[]; .median_us >= 0 and (.kernel | length) > 0) and
+           ([.layers[].share] | add - 1 | fabs < 1e-6)' "$T/p.json" > /dev/null ||
+        fail "$f --per-layer: times or shares: $(cat "$T/p.json")"
+done
+"$DCZ" bench "$M/conv_net_a.dcz" --runs 9 --per-layer > "$T/p.txt" || fail "bench --per-layer text"
+grep -q '^conv1 ' "$T/p.txt" && grep -q '^total ' "$T/p.txt" || fail "--per-layer table: $(cat "$T/p.txt")"
+expect 1 "$DCZ" bench "$M/conv_net_a.dcz" --per-layer --device gpu
+grep -q -- '--per-layer times the layers on the CPU' "$T/err" || fail "--per-layer --device gpu: $(cat "$T/err")"
 expect 1 "$DCZ" bench "$M/enc1_coding0.dcz" --runs 0
 expect 1 "$DCZ" bench "$M/enc1_coding0.dcz" --batch 0
 expect 2 "$DCZ" bench "$M/regress-huge-sparse-shape.dcz"
