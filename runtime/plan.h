@@ -69,11 +69,12 @@ typedef enum dcz_kernel {
     DCZ_K_GLOBAL_AVGPOOL, DCZ_K_GLOBAL_AVGPOOL_REF,
     DCZ_K_COPY,                /* FLATTEN: the data is already flat */
     DCZ_K_ADD, DCZ_K_ADD_REF,
-    DCZ_K_MUL_REF,
+    DCZ_K_MUL, DCZ_K_MUL_REF,
     DCZ_K_CONCAT_REF,
     DCZ_K_GATHER_REF,          /* CHANNEL_SHUFFLE, SLICE: channel planes copied */
     DCZ_K_CLIP,                /* CLIP vectorized; the other activations by their reference */
     DCZ_K_ACTIVATION_REF,
+    DCZ_K_HARD_ACT,            /* HARD_SIGMOID, HARD_SWISH vectorized */
     /* float fully connected layers */
     DCZ_K_FC_GEMM,             /* dense weights transposed at load, dcz_gemm_f32 */
     DCZ_K_FC_ROWS,             /* dense weights, dcz_dense_f32: a row's dot product over the lanes */

@@ -329,6 +329,12 @@ static void run_mul_ref(const dcz_model *m, const dcz_exec_layer *l, const float
     dcz_mul_ref(xs[0], xs[1], batch, factors, l->in / factors, y);
 }
 
+static void run_mul(const dcz_model *m, const dcz_exec_layer *l, const float *const *xs, size_t batch, float *y)
+{
+    const uint32_t factors = m->tensors[l->tin[1]].width;
+    dcz_mul(xs[0], xs[1], batch, factors, l->in / factors, y);
+}
+
 static void run_concat_ref(const dcz_model *m, const dcz_exec_layer *l, const float *const *xs,
                            size_t batch, float *y)
 {
@@ -355,6 +361,12 @@ static void run_activation_ref(const dcz_model *m, const dcz_exec_layer *l, cons
                                size_t batch, float *y)
 {
     dcz_activation_ref(l->op, l->param, xs[0], batch * l->in, y);
+}
+
+static void run_hard_act(const dcz_model *m, const dcz_exec_layer *l, const float *const *xs, size_t batch,
+                         float *y)
+{
+    dcz_hard_act(l->op, l->param, xs[0], batch * l->in, y);
 }
 
 /* ---- the integer region's weighted layers ---------------------------------- */
@@ -600,11 +612,13 @@ static const struct {
     [DCZ_K_COPY] = { run_copy, NULL, NULL, 0 },
     [DCZ_K_ADD] = { run_add, NULL, NULL, 0 },
     [DCZ_K_ADD_REF] = { run_add_ref, NULL, NULL, 1 },
+    [DCZ_K_MUL] = { run_mul, NULL, NULL, 0 },
     [DCZ_K_MUL_REF] = { run_mul_ref, NULL, NULL, 1 },
     [DCZ_K_CONCAT_REF] = { run_concat_ref, NULL, NULL, 1 },
     [DCZ_K_GATHER_REF] = { run_gather_ref, NULL, NULL, 1 },
     [DCZ_K_CLIP] = { run_clip, NULL, NULL, 0 },
     [DCZ_K_ACTIVATION_REF] = { run_activation_ref, NULL, NULL, 1 },
+    [DCZ_K_HARD_ACT] = { run_hard_act, NULL, NULL, 0 },
     [DCZ_K_FC_GEMM] = { run_fc_gemm, NULL, NULL, 0 },
     [DCZ_K_FC_ROWS] = { run_fc_rows, NULL, NULL, 0 },
     [DCZ_K_FC_REF] = { run_fc_ref, NULL, NULL, 1 },

@@ -922,6 +922,77 @@ static void test_clip(void)
     free(x); free(want); free(y);
 }
 
+/* HARD_SIGMOID and HARD_SWISH in vectors: the reference's bits on random
+ * values over the clamps' range and past it, NaN of both signs,
+ * infinities, zeros of both signs and the knees (-3, 3; for HardSigmoid
+ * with alpha 0.2, beta 0.5: -2.5, 2.5), in place too, on a length that
+ * ends inside a vector */
+static void test_hard_act(void)
+{
+    const size_t n = 1003;
+    const float params[][2] = { { 0.2f, 0.5f }, { 1.0f / 6.0f, 0.5f }, { 0.0f, 0.0f } };
+    const uint16_t ops[] = { DCZ_OP_HARD_SIGMOID, DCZ_OP_HARD_SIGMOID, DCZ_OP_HARD_SWISH };
+    float *x = malloc(n * 4), *want = malloc(n * 4), *y = malloc(n * 4);
+    for (size_t i = 0; i < n; i++) x[i] = 16.0f * frand();
+    x[3] = -0.0f; x[4] = 0.0f; x[5] = 3.0f; x[6] = -3.0f; x[7] = 2.5f; x[8] = -2.5f;
+    x[10] = NAN; x[11] = -NAN; x[20] = INFINITY; x[21] = -INFINITY; x[n - 1] = NAN;
+    const dcz_isa isas[] = { DCZ_ISA_AVX2, DCZ_ISA_NEON };
+    size_t ran = 0, bad = 0;
+    for (size_t o = 0; o < 3; o++) {
+        dcz_activation_ref(ops[o], params[o], x, n, want);
+        for (size_t v = 0; v < 2; v++) {
+            if (!dcz_hard_act_isa(isas[v], ops[o], params[o], x, n, y)) continue;
+            ran++;
+            bad += memcmp(y, want, n * 4) != 0;
+            memcpy(y, x, n * 4);
+            dcz_hard_act_isa(isas[v], ops[o], params[o], y, n, y);
+            bad += memcmp(y, want, n * 4) != 0;
+        }
+        dcz_hard_act(ops[o], params[o], x, n, y);
+        bad += memcmp(y, want, n * 4) != 0;
+    }
+    CHECK(!dcz_hard_act_isa(DCZ_ISA_AVX2, DCZ_OP_SIGMOID, params[0], x, n, y) &&
+              !dcz_hard_act_isa(DCZ_ISA_NEON, DCZ_OP_SIGMOID, params[0], x, n, y),
+          "another op taken by the hard activations' variants");
+    CHECK(ran > 0 || !dcz_gemm_f32_variant(), "no hard activation variant ran");
+    CHECK(bad == 0, "%zu hard activation runs differ from the reference", bad);
+    free(x); free(want); free(y);
+}
+
+/* MUL in vectors: a factor a channel over planes of 1 (each element its
+ * own factor), 5, 8 and 37 cells (a tail inside a vector), random values
+ * with NaN, infinities and zeros of both signs among factors and inputs,
+ * in place too: the bits of dcz_mul_ref */
+static void test_mul(void)
+{
+    const uint32_t planes[] = { 1, 5, 8, 37 };
+    const size_t batch = 3;
+    const uint32_t channels = 7;
+    const dcz_isa isas[] = { DCZ_ISA_AVX2, DCZ_ISA_NEON };
+    size_t ran = 0, bad = 0;
+    for (size_t pi = 0; pi < 4; pi++) {
+        const size_t n = batch * channels * planes[pi], nf = batch * channels;
+        float *x = malloc(n * 4), *f = malloc(nf * 4), *want = malloc(n * 4), *y = malloc(n * 4);
+        for (size_t i = 0; i < n; i++) x[i] = 8.0f * frand();
+        for (size_t i = 0; i < nf; i++) f[i] = 4.0f * frand();
+        x[0] = NAN; x[1] = -0.0f; x[n - 1] = INFINITY; f[1] = -0.0f; f[2] = -INFINITY; f[nf - 1] = NAN;
+        dcz_mul_ref(x, f, batch, channels, planes[pi], want);
+        for (size_t v = 0; v < 2; v++) {
+            if (!dcz_mul_isa(isas[v], x, f, batch, channels, planes[pi], y)) continue;
+            ran++;
+            bad += memcmp(y, want, n * 4) != 0;
+            memcpy(y, x, n * 4);
+            dcz_mul_isa(isas[v], y, f, batch, channels, planes[pi], y);
+            bad += memcmp(y, want, n * 4) != 0;
+        }
+        dcz_mul(x, f, batch, channels, planes[pi], y);
+        bad += memcmp(y, want, n * 4) != 0;
+        free(x); free(f); free(want); free(y);
+    }
+    CHECK(ran > 0 || !dcz_gemm_f32_variant(), "no Mul variant ran");
+    CHECK(bad == 0, "%zu Mul runs differ from the reference", bad);
+}
+
 /* ADD in vectors, alone and followed by ReLU and CLIP: the bits of the
  * references (dcz_add_ref, then dcz_relu_ref or dcz_activation_ref) on
  * random values, NaN, infinities of both signs (their sum NaN) and zeros
@@ -980,6 +1051,8 @@ int main(void)
     RUN(test_im2col_k);
     RUN(test_relu);
     RUN(test_clip);
+    RUN(test_hard_act);
+    RUN(test_mul);
     RUN(test_add);
     return check_summary();
 }

@@ -1,5 +1,6 @@
 /* elem.h: the float layers without weights that run element by element:
- * ReLU, Clip, Add (kernels_elem.c, in vectors, and their references in
+ * ReLU, Clip, HardSigmoid, HardSwish, Mul, Add (kernels_elem.c, in
+ * vectors, and their references in
  * cpu/ref/kernels_ref.c), the fused activation a kernel applies as it
  * stores (dcz_act_apply), and the scalar references of Mul, Concat and
  * Softmax.
@@ -25,6 +26,16 @@ int dcz_relu_isa(dcz_isa isa, const float *x, size_t n, float *y);
  * NEON; y may be x); dcz_clip_isa: the variant of isa, 0 when missing. */
 void dcz_clip(float lo, float hi, const float *x, size_t n, float *y);
 int dcz_clip_isa(dcz_isa isa, float lo, float hi, const float *x, size_t n, float *y);
+/* HARD_SIGMOID (param: alpha, beta) or HARD_SWISH in vectors, the bits of
+ * dcz_activation_ref's (AVX2, NEON; y may be x); dcz_hard_act_isa: the
+ * variant of isa, 0 when missing (or op is another). */
+void dcz_hard_act(uint16_t op, const float *param, const float *x, size_t n, float *y);
+int dcz_hard_act_isa(dcz_isa isa, uint16_t op, const float *param, const float *x, size_t n, float *y);
+/* MUL in vectors, the bits of dcz_mul_ref (AVX2, NEON; y may be x);
+ * dcz_mul_isa: the variant of isa, 0 when missing. */
+void dcz_mul(const float *x, const float *f, size_t batch, uint32_t channels, uint32_t plane, float *y);
+int dcz_mul_isa(dcz_isa isa, const float *x, const float *f, size_t batch, uint32_t channels, uint32_t plane,
+                float *y);
 /* act (NULL or op 0: none; ReLU or CLIP) over y (n) in place, by dcz_relu
  * or dcz_clip: the bits of dcz_act_one. */
 void dcz_act_apply(const dcz_act *act, float *y, size_t n);

@@ -1,5 +1,6 @@
 /* kernels_elem.c: the float layers that run element by element, in
- * vectors: ReLU, Clip and Add (with the activation after it), and
+ * vectors: ReLU, Clip, HardSigmoid and HardSwish, Mul, and Add (with the
+ * activation after it), and
  * dcz_act_apply, which the kernels that fuse an activation run over their
  * output. Each variant gives its reference's bits (cpu/ref/kernels_ref.c,
  * dcz_act_one: the same comparisons, one rounding per sum). Apart from the
@@ -154,6 +155,159 @@ void dcz_act_apply(const dcz_act *act, float *y, size_t n)
 {
     if (act && act->op == DCZ_OP_RELU) dcz_relu(y, n, y);
     else if (act && act->op == DCZ_OP_CLIP) dcz_clip(act->lo, act->hi, y, n, y);
+}
+
+/* ---- HardSigmoid, HardSwish ---------------------------------------------------------- */
+
+/* HARD_SIGMOID (a x + b clamped to [0, 1]) and HARD_SWISH (x times x / 6 +
+ * 1/2 clamped to [0, 1]): the reference's operations in its order, one
+ * rounding each (a product, then a sum; a quotient, then a sum), the clamp
+ * as CLIP's (min_ps(1, t) is 1 < t ? 1 : t, max_ps(0, u) is 0 > u ? 0 :
+ * u, NaN passing through; NEON: a compare and a select). */
+#ifdef DCZ_X86
+__attribute__((target("avx2")))
+static void hard__avx2(uint16_t op, float a, float b, const float *x, size_t n, float *y)
+{
+    const __m256 va = _mm256_set1_ps(a), vb = _mm256_set1_ps(b), six = _mm256_set1_ps(6.0f);
+    const __m256 half = _mm256_set1_ps(0.5f), one = _mm256_set1_ps(1.0f), zero = _mm256_setzero_ps();
+    const int swish = op == DCZ_OP_HARD_SWISH;
+    size_t i = 0;
+    for (; i + 8 <= n; i += 8) {
+        const __m256 v = _mm256_loadu_ps(x + i);
+        const __m256 t = swish ? _mm256_add_ps(_mm256_div_ps(v, six), half) : _mm256_add_ps(_mm256_mul_ps(va, v), vb);
+        const __m256 u = _mm256_max_ps(zero, _mm256_min_ps(one, t));
+        _mm256_storeu_ps(y + i, swish ? _mm256_mul_ps(v, u) : u);
+    }
+    const float param[2] = { a, b };
+    dcz_activation_ref(op, param, x + i, n - i, y + i);
+}
+#endif
+
+#ifdef DCZ_NEON
+static void hard__neon(uint16_t op, float a, float b, const float *x, size_t n, float *y)
+{
+    const float32x4_t va = vdupq_n_f32(a), vb = vdupq_n_f32(b), six = vdupq_n_f32(6.0f);
+    const float32x4_t half = vdupq_n_f32(0.5f), one = vdupq_n_f32(1.0f), zero = vdupq_n_f32(0.0f);
+    const int swish = op == DCZ_OP_HARD_SWISH;
+    size_t i = 0;
+    for (; i + 4 <= n; i += 4) {
+        const float32x4_t v = vld1q_f32(x + i);
+        const float32x4_t t = swish ? vaddq_f32(vdivq_f32(v, six), half) : vaddq_f32(vmulq_f32(va, v), vb);
+        const float32x4_t m = vbslq_f32(vcltq_f32(one, t), one, t), u = vbslq_f32(vcgtq_f32(zero, m), zero, m);
+        vst1q_f32(y + i, swish ? vmulq_f32(v, u) : u);
+    }
+    const float param[2] = { a, b };
+    dcz_activation_ref(op, param, x + i, n - i, y + i);
+}
+#endif
+
+int dcz_hard_act_isa(dcz_isa isa, uint16_t op, const float *param, const float *x, size_t n, float *y)
+{
+    if (op != DCZ_OP_HARD_SIGMOID && op != DCZ_OP_HARD_SWISH) return 0;
+#ifdef DCZ_X86
+    if (isa == DCZ_ISA_AVX2 && dcz_isa_supported(DCZ_ISA_AVX2)) {
+        hard__avx2(op, param[0], param[1], x, n, y);
+        return 1;
+    }
+#endif
+#ifdef DCZ_NEON
+    if (isa == DCZ_ISA_NEON && dcz_isa_supported(DCZ_ISA_NEON)) {
+        hard__neon(op, param[0], param[1], x, n, y);
+        return 1;
+    }
+#endif
+    (void)isa;
+    (void)param;
+    (void)x;
+    (void)n;
+    (void)y;
+    return 0;
+}
+
+void dcz_hard_act(uint16_t op, const float *param, const float *x, size_t n, float *y)
+{
+    if (dcz_hard_act_isa(DCZ_ISA_AVX2, op, param, x, n, y) || dcz_hard_act_isa(DCZ_ISA_NEON, op, param, x, n, y))
+        return;
+    dcz_activation_ref(op, param, x, n, y);
+}
+
+/* ---- Mul ------------------------------------------------------------------------------ */
+
+/* x times its channel's factor, a plane at a time with the factor in a
+ * vector, or element by element where each element has its own factor
+ * (plane 1): one product each, the reference's bits. */
+#ifdef DCZ_X86
+__attribute__((target("avx2")))
+static void mul__avx2(const float *x, const float *f, size_t rows, uint32_t plane, float *y)
+{
+    if (plane == 1) {
+        size_t i = 0;
+        for (; i + 8 <= rows; i += 8) _mm256_storeu_ps(y + i, _mm256_mul_ps(_mm256_loadu_ps(x + i), _mm256_loadu_ps(f + i)));
+        for (; i < rows; i++) y[i] = x[i] * f[i];
+        return;
+    }
+    for (size_t r = 0; r < rows; r++) {
+        const float *xr = x + r * plane;
+        float *yr = y + r * plane;
+        const __m256 s = _mm256_set1_ps(f[r]);
+        uint32_t p = 0;
+        for (; p + 8 <= plane; p += 8) _mm256_storeu_ps(yr + p, _mm256_mul_ps(_mm256_loadu_ps(xr + p), s));
+        for (; p < plane; p++) yr[p] = xr[p] * f[r];
+    }
+}
+#endif
+
+#ifdef DCZ_NEON
+static void mul__neon(const float *x, const float *f, size_t rows, uint32_t plane, float *y)
+{
+    if (plane == 1) {
+        size_t i = 0;
+        for (; i + 4 <= rows; i += 4) vst1q_f32(y + i, vmulq_f32(vld1q_f32(x + i), vld1q_f32(f + i)));
+        for (; i < rows; i++) y[i] = x[i] * f[i];
+        return;
+    }
+    for (size_t r = 0; r < rows; r++) {
+        const float *xr = x + r * plane;
+        float *yr = y + r * plane;
+        const float32x4_t s = vdupq_n_f32(f[r]);
+        uint32_t p = 0;
+        for (; p + 4 <= plane; p += 4) vst1q_f32(yr + p, vmulq_f32(vld1q_f32(xr + p), s));
+        for (; p < plane; p++) yr[p] = xr[p] * f[r];
+    }
+}
+#endif
+
+int dcz_mul_isa(dcz_isa isa, const float *x, const float *f, size_t batch, uint32_t channels, uint32_t plane,
+                float *y)
+{
+#ifdef DCZ_X86
+    if (isa == DCZ_ISA_AVX2 && dcz_isa_supported(DCZ_ISA_AVX2)) {
+        mul__avx2(x, f, batch * channels, plane, y);
+        return 1;
+    }
+#endif
+#ifdef DCZ_NEON
+    if (isa == DCZ_ISA_NEON && dcz_isa_supported(DCZ_ISA_NEON)) {
+        mul__neon(x, f, batch * channels, plane, y);
+        return 1;
+    }
+#endif
+    (void)isa;
+    (void)x;
+    (void)f;
+    (void)batch;
+    (void)channels;
+    (void)plane;
+    (void)y;
+    return 0;
+}
+
+void dcz_mul(const float *x, const float *f, size_t batch, uint32_t channels, uint32_t plane, float *y)
+{
+    if (dcz_mul_isa(DCZ_ISA_AVX2, x, f, batch, channels, plane, y) ||
+        dcz_mul_isa(DCZ_ISA_NEON, x, f, batch, channels, plane, y))
+        return;
+    dcz_mul_ref(x, f, batch, channels, plane, y);
 }
 
 /* ---- Add ---------------------------------------------------------------------------- */
