@@ -74,7 +74,7 @@ typedef enum dcz_kernel {
     DCZ_K_GATHER_REF,          /* CHANNEL_SHUFFLE, SLICE: channel planes copied */
     DCZ_K_CLIP,                /* CLIP vectorized; the other activations by their reference */
     DCZ_K_ACTIVATION_REF,
-    DCZ_K_HARD_ACT,            /* HARD_SIGMOID, HARD_SWISH vectorized */
+    DCZ_K_ACTIVATION,          /* HARD_SIGMOID, HARD_SWISH, SIGMOID, SILU vectorized */
     /* float fully connected layers */
     DCZ_K_FC_GEMM,             /* dense weights transposed at load, dcz_gemm_f32 */
     DCZ_K_FC_ROWS,             /* dense weights, dcz_dense_f32: a row's dot product over the lanes */

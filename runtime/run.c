@@ -363,10 +363,10 @@ static void run_activation_ref(const dcz_model *m, const dcz_exec_layer *l, cons
     dcz_activation_ref(l->op, l->param, xs[0], batch * l->in, y);
 }
 
-static void run_hard_act(const dcz_model *m, const dcz_exec_layer *l, const float *const *xs, size_t batch,
-                         float *y)
+static void run_activation(const dcz_model *m, const dcz_exec_layer *l, const float *const *xs, size_t batch,
+                           float *y)
 {
-    dcz_hard_act(l->op, l->param, xs[0], batch * l->in, y);
+    dcz_activation(l->op, l->param, xs[0], batch * l->in, y);
 }
 
 /* ---- the integer region's weighted layers ---------------------------------- */
@@ -618,7 +618,7 @@ static const struct {
     [DCZ_K_GATHER_REF] = { run_gather_ref, NULL, NULL, 1 },
     [DCZ_K_CLIP] = { run_clip, NULL, NULL, 0 },
     [DCZ_K_ACTIVATION_REF] = { run_activation_ref, NULL, NULL, 1 },
-    [DCZ_K_HARD_ACT] = { run_hard_act, NULL, NULL, 0 },
+    [DCZ_K_ACTIVATION] = { run_activation, NULL, NULL, 0 },
     [DCZ_K_FC_GEMM] = { run_fc_gemm, NULL, NULL, 0 },
     [DCZ_K_FC_ROWS] = { run_fc_rows, NULL, NULL, 0 },
     [DCZ_K_FC_REF] = { run_fc_ref, NULL, NULL, 1 },

@@ -7,6 +7,7 @@
 #ifndef DCZ_RUNTIME_SHAPES_H
 #define DCZ_RUNTIME_SHAPES_H
 
+#include <math.h>
 #include <stdint.h>
 
 #include "dcz.h"
@@ -52,5 +53,66 @@ static inline float dcz_act_one(const dcz_act *act, float v)
     if (act->op == DCZ_OP_RELU) return v > 0.0f ? v : 0.0f;
     const float t = act->hi < v ? act->hi : v;
     return act->lo > t ? act->lo : t;
+}
+
+/* The references' formulas on one value that the CUDA kernels share
+ * (runtime/cuda/gpu_kern.h): host and device functions under nvcc. */
+#ifdef __CUDACC__
+#define DCZ_ONE_VALUE __host__ __device__ static inline
+#else
+#define DCZ_ONE_VALUE static inline
+#endif
+
+/* e^t for t <= 0 as libdcz computes it for SIGMOID and SILU (through
+ * e^-|x|, which never overflows), the same operations on every machine,
+ * in every variant (cpu/f32/kernels_elem.c in vectors) and on the GPU, one
+ * rounding each, no fused multiply-add: t = n ln 2 + r with n = rint(t
+ * log2 e) and ln 2 in two parts (Cody and Waite), e^r by Cephes' degree-5
+ * polynomial, times 2^n by the exponent's bits in two halves (each a normal
+ * float down to the subnormal results). Within 1 ulp of e^t where it is a
+ * normal float (0.7 measured over [-87, 0]), subnormal below that, 0 below
+ * -104 (where e^t is under half the least subnormal), NaN for NaN. */
+#define DCZ_EXP_LOG2E 1.44269504088896341f
+#define DCZ_EXP_LN2_HI 0.693359375f
+#define DCZ_EXP_LN2_LO -2.12194440e-4f
+#define DCZ_EXP_MIN -104.0f
+#define DCZ_EXP_P0 1.9875691500e-4f
+#define DCZ_EXP_P1 1.3981999507e-3f
+#define DCZ_EXP_P2 8.3334519073e-3f
+#define DCZ_EXP_P3 4.1665795894e-2f
+#define DCZ_EXP_P4 1.6666665459e-1f
+#define DCZ_EXP_P5 5.0000001201e-1f
+DCZ_ONE_VALUE float dcz_exp_neg(float t)
+{
+    if (!(t >= DCZ_EXP_MIN)) return t != t ? t : 0.0f;
+    const float n = rintf(t * DCZ_EXP_LOG2E);
+    float r = t - n * DCZ_EXP_LN2_HI;
+    r = r - n * DCZ_EXP_LN2_LO;
+    float p = DCZ_EXP_P0;
+    p = p * r + DCZ_EXP_P1;
+    p = p * r + DCZ_EXP_P2;
+    p = p * r + DCZ_EXP_P3;
+    p = p * r + DCZ_EXP_P4;
+    p = p * r + DCZ_EXP_P5;
+    const float e = p * r * r + r + 1.0f;
+    const int32_t k = (int32_t)n, k1 = (k - (k & 1)) / 2;   /* k1 = floor(k / 2), k - k1 */
+    union { uint32_t u; float f; } s1, s2;
+    s1.u = (uint32_t)(k1 + 127) << 23;
+    s2.u = (uint32_t)(k - k1 + 127) << 23;
+    return e * s1.f * s2.f;
+}
+
+/* SIGMOID and SILU of v through e = dcz_exp_neg(-|v|): (v >= 0 ? 1 : e) /
+ * (1 + e), and v times that the same way. */
+DCZ_ONE_VALUE float dcz_sigmoid_one(float v)
+{
+    const float e = dcz_exp_neg(-fabsf(v));
+    return (v >= 0.0f ? 1.0f : e) / (1.0f + e);
+}
+
+DCZ_ONE_VALUE float dcz_silu_one(float v)
+{
+    const float e = dcz_exp_neg(-fabsf(v));
+    return v * (v >= 0.0f ? 1.0f : e) / (1.0f + e);
 }
 #endif /* DCZ_RUNTIME_SHAPES_H */

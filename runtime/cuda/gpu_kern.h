@@ -13,9 +13,10 @@
  *
  * Sums are taken in the reference's order where the reference has one
  * order per output (pools, the direct convolution walks a row's entries in
- * column order as dcz_conv2d_direct_ref walks its taps); transcendental
- * functions are CUDA's on the device, so activations agree within a few
- * ulps, not bit for bit.
+ * column order as dcz_conv2d_direct_ref walks its taps); the sigmoid and
+ * SiLU are the runtime's own (shapes.h: dcz_exp_neg), the same bits on
+ * both; tanh and softmax's exponential are CUDA's on the device, so those
+ * agree within a few ulps, not bit for bit.
  */
 #ifndef DCZ_RUNTIME_GPU_KERN_H
 #define DCZ_RUNTIME_GPU_KERN_H
@@ -223,7 +224,7 @@ DCZ_HD float dcz_gk_act(uint16_t op, float p0, float p1, float v)
         return p0 > t ? p0 : t;
     }
     case DCZ_OP_LEAKY_RELU: return v > 0.0f ? v : p0 * v;
-    case DCZ_OP_SIGMOID: return 1.0f / (1.0f + expf(-v));
+    case DCZ_OP_SIGMOID: return dcz_sigmoid_one(v);
     case DCZ_OP_TANH: return tanhf(v);
     case DCZ_OP_HARD_SIGMOID: {
         const float t = p0 * v + p1, u = 1.0f < t ? 1.0f : t;
@@ -233,10 +234,7 @@ DCZ_HD float dcz_gk_act(uint16_t op, float p0, float p1, float v)
         const float t = v / 6.0f + 0.5f, u = 1.0f < t ? 1.0f : t;
         return v * (0.0f > u ? 0.0f : u);
     }
-    case DCZ_OP_SILU: {
-        const float e = expf(-fabsf(v));
-        return v * (v >= 0.0f ? 1.0f : e) / (1.0f + e);
-    }
+    case DCZ_OP_SILU: return dcz_silu_one(v);
     default: return v;
     }
 }

@@ -959,6 +959,75 @@ static void test_hard_act(void)
     free(x); free(want); free(y);
 }
 
+/* Whether y and want hold the same bits, NaN but for its sign and
+ * payload (an arithmetic operation's NaN takes either operand's, by the
+ * order a compiler picks for it). */
+static int same_or_nan(const float *y, const float *want, size_t n)
+{
+    for (size_t i = 0; i < n; i++)
+        if (isnan(want[i]) ? !isnan(y[i]) : memcmp(&y[i], &want[i], sizeof *y) != 0) return 0;
+    return 1;
+}
+
+/* SIGMOID and SILU: dcz_exp_neg within 2 ulp of e^t in double over
+ * [-87, 0], within the subnormals' step to -104 and 0 below, the
+ * references within 4e-7 of the functions in
+ * double; the vector variants the references' bits on random values over
+ * [-30, 30] and [-100, 100], zeros of both signs, the cut-off at -87 and
+ * past it, the subnormal results and 0 past -104, infinities and NaN of
+ * both signs (NaN for NaN, its sign
+ * either), in place too, on a length that ends inside a vector */
+static void test_exp_act(void)
+{
+    size_t far = 0;
+    for (int i = 0; i <= 870000; i++) {
+        const float t = -(float)i * 1e-4f;
+        const double want = exp((double)t), got = dcz_exp_neg(t);
+        far += fabs(got - want) > 2.0 * 1.1920929e-7 * want;
+    }
+    for (int i = 870; i <= 1050; i++) {   /* subnormal results, then 0 below -104 */
+        const float t = -(float)i * 0.1f;
+        far += fabs(dcz_exp_neg(t) - exp((double)t)) > 1.5e-45 + 2.4e-7 * exp((double)t);
+    }
+    far += dcz_exp_neg(-104.5f) != 0.0f || dcz_exp_neg(-INFINITY) != 0.0f || !isnan(dcz_exp_neg(NAN));
+    far += dcz_exp_neg(0.0f) != 1.0f || dcz_exp_neg(-0.0f) != 1.0f;
+    for (int i = -200000; i <= 200000; i++) {
+        const float v = (float)i * 1e-4f * 5.0f;
+        const double sg = 1.0 / (1.0 + exp(-(double)v)), sl = (double)v * sg;
+        far += fabs(dcz_sigmoid_one(v) - sg) > 4e-7 * sg + 1e-37;
+        far += fabs(dcz_silu_one(v) - sl) > 4e-7 * fabs(sl) + 1e-43;   /* |v| times a subnormal's step */
+    }
+    CHECK(far == 0, "%zu values off e^t, the sigmoid or SiLU by more than their bounds", far);
+
+    const size_t n = 2003;
+    float *x = malloc(n * 4), *want = malloc(n * 4), *y = malloc(n * 4);
+    for (size_t i = 0; i < n; i++) x[i] = (i < n / 2 ? 60.0f : 200.0f) * frand();
+    const float edge[] = { 0.0f, -0.0f, 87.0f, -87.0f, 86.999f, -86.999f, 87.001f, -87.001f, 88.8f, -88.8f,
+                           100.0f, -100.0f, 103.0f, -103.0f, 103.01f, -103.01f, 1e-30f, -1e-30f,
+                           INFINITY, -INFINITY, NAN, -NAN };
+    for (size_t i = 0; i < sizeof edge / sizeof *edge; i++) x[3 + i] = edge[i];
+    x[n - 1] = NAN;
+    const dcz_isa isas[] = { DCZ_ISA_AVX2, DCZ_ISA_NEON };
+    const uint16_t ops[] = { DCZ_OP_SIGMOID, DCZ_OP_SILU };
+    size_t ran = 0, bad = 0;
+    for (size_t o = 0; o < 2; o++) {
+        dcz_activation_ref(ops[o], NULL, x, n, want);
+        for (size_t v = 0; v < 2; v++) {
+            if (!dcz_exp_act_isa(isas[v], ops[o], x, n, y)) continue;
+            ran++;
+            bad += !same_or_nan(y, want, n);
+            memcpy(y, x, n * 4);
+            dcz_exp_act_isa(isas[v], ops[o], y, n, y);
+            bad += !same_or_nan(y, want, n);
+        }
+        dcz_activation(ops[o], NULL, x, n, y);
+        bad += !same_or_nan(y, want, n);
+    }
+    CHECK(ran > 0 || !dcz_gemm_f32_variant(), "no sigmoid variant ran");
+    CHECK(bad == 0, "%zu sigmoid and SiLU runs differ from the reference", bad);
+    free(x); free(want); free(y);
+}
+
 /* MUL in vectors: a factor a channel over planes of 1 (each element its
  * own factor), 5, 8 and 37 cells (a tail inside a vector), random values
  * with NaN, infinities and zeros of both signs among factors and inputs,
@@ -1052,6 +1121,7 @@ int main(void)
     RUN(test_relu);
     RUN(test_clip);
     RUN(test_hard_act);
+    RUN(test_exp_act);
     RUN(test_mul);
     RUN(test_add);
     return check_summary();

@@ -1,6 +1,6 @@
 /* kernels_elem.c: the float layers that run element by element, in
- * vectors: ReLU, Clip, HardSigmoid and HardSwish, Mul, and Add (with the
- * activation after it), and
+ * vectors: ReLU, Clip, HardSigmoid and HardSwish, Sigmoid and SiLU, Mul,
+ * and Add (with the activation after it), and
  * dcz_act_apply, which the kernels that fuse an activation run over their
  * output. Each variant gives its reference's bits (cpu/ref/kernels_ref.c,
  * dcz_act_one: the same comparisons, one rounding per sum). Apart from the
@@ -229,6 +229,119 @@ void dcz_hard_act(uint16_t op, const float *param, const float *x, size_t n, flo
     if (dcz_hard_act_isa(DCZ_ISA_AVX2, op, param, x, n, y) || dcz_hard_act_isa(DCZ_ISA_NEON, op, param, x, n, y))
         return;
     dcz_activation_ref(op, param, x, n, y);
+}
+
+/* ---- Sigmoid, SiLU --------------------------------------------------------------------- */
+
+/* SIGMOID and SILU through dcz_exp_neg (shapes.h), each of its operations in
+ * a vector in its order: the same roundings, so the reference's bits.
+ * Lanes below DCZ_EXP_MIN take 0 and NaN lanes their NaN, as the scalar
+ * branch does; the others run on -|v| clamped there, so no lane's integer
+ * conversion sees a NaN. */
+#ifdef DCZ_X86
+__attribute__((target("avx2")))
+static __m256 exp_neg__avx2(__m256 t)
+{
+    const __m256 lo = _mm256_set1_ps(DCZ_EXP_MIN);
+    const __m256 in = _mm256_cmp_ps(t, lo, _CMP_GE_OQ), nan = _mm256_cmp_ps(t, t, _CMP_UNORD_Q);
+    const __m256 c = _mm256_blendv_ps(lo, t, in);
+    const __m256 n = _mm256_round_ps(_mm256_mul_ps(c, _mm256_set1_ps(DCZ_EXP_LOG2E)),
+                                     _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+    __m256 r = _mm256_sub_ps(c, _mm256_mul_ps(n, _mm256_set1_ps(DCZ_EXP_LN2_HI)));
+    r = _mm256_sub_ps(r, _mm256_mul_ps(n, _mm256_set1_ps(DCZ_EXP_LN2_LO)));
+    const float coef[5] = { DCZ_EXP_P1, DCZ_EXP_P2, DCZ_EXP_P3, DCZ_EXP_P4, DCZ_EXP_P5 };
+    __m256 p = _mm256_set1_ps(DCZ_EXP_P0);
+    for (int k = 0; k < 5; k++) p = _mm256_add_ps(_mm256_mul_ps(p, r), _mm256_set1_ps(coef[k]));
+    const __m256 e = _mm256_add_ps(_mm256_add_ps(_mm256_mul_ps(_mm256_mul_ps(p, r), r), r), _mm256_set1_ps(1.0f));
+    const __m256i k = _mm256_cvtps_epi32(n), k1 = _mm256_srai_epi32(k, 1), bias = _mm256_set1_epi32(127);
+    const __m256 s1 = _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_add_epi32(k1, bias), 23));
+    const __m256 s2 = _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_add_epi32(_mm256_sub_epi32(k, k1), bias), 23));
+    const __m256 v = _mm256_mul_ps(_mm256_mul_ps(e, s1), s2);
+    return _mm256_blendv_ps(_mm256_and_ps(v, in), t, nan);
+}
+
+__attribute__((target("avx2")))
+static void exp_act__avx2(uint16_t op, const float *x, size_t n, float *y)
+{
+    const __m256 sign = _mm256_set1_ps(-0.0f), one = _mm256_set1_ps(1.0f), zero = _mm256_setzero_ps();
+    const int silu = op == DCZ_OP_SILU;
+    size_t i = 0;
+    for (; i + 8 <= n; i += 8) {
+        const __m256 v = _mm256_loadu_ps(x + i), e = exp_neg__avx2(_mm256_or_ps(v, sign));
+        const __m256 s = _mm256_blendv_ps(e, one, _mm256_cmp_ps(v, zero, _CMP_GE_OQ));
+        _mm256_storeu_ps(y + i, _mm256_div_ps(silu ? _mm256_mul_ps(v, s) : s, _mm256_add_ps(one, e)));
+    }
+    dcz_activation_ref(op, NULL, x + i, n - i, y + i);
+}
+#endif
+
+#ifdef DCZ_NEON
+static float32x4_t exp_neg__neon(float32x4_t t)
+{
+    const float32x4_t lo = vdupq_n_f32(DCZ_EXP_MIN);
+    const uint32x4_t in = vcgeq_f32(t, lo), nan = vmvnq_u32(vceqq_f32(t, t));
+    const float32x4_t c = vbslq_f32(in, t, lo);
+    const float32x4_t n = vrndnq_f32(vmulq_f32(c, vdupq_n_f32(DCZ_EXP_LOG2E)));
+    float32x4_t r = vsubq_f32(c, vmulq_f32(n, vdupq_n_f32(DCZ_EXP_LN2_HI)));
+    r = vsubq_f32(r, vmulq_f32(n, vdupq_n_f32(DCZ_EXP_LN2_LO)));
+    const float coef[5] = { DCZ_EXP_P1, DCZ_EXP_P2, DCZ_EXP_P3, DCZ_EXP_P4, DCZ_EXP_P5 };
+    float32x4_t p = vdupq_n_f32(DCZ_EXP_P0);
+    for (int k = 0; k < 5; k++) p = vaddq_f32(vmulq_f32(p, r), vdupq_n_f32(coef[k]));
+    const float32x4_t e = vaddq_f32(vaddq_f32(vmulq_f32(vmulq_f32(p, r), r), r), vdupq_n_f32(1.0f));
+    const int32x4_t k = vcvtq_s32_f32(n), k1 = vshrq_n_s32(k, 1), bias = vdupq_n_s32(127);
+    const float32x4_t s1 = vreinterpretq_f32_s32(vshlq_n_s32(vaddq_s32(k1, bias), 23));
+    const float32x4_t s2 = vreinterpretq_f32_s32(vshlq_n_s32(vaddq_s32(vsubq_s32(k, k1), bias), 23));
+    const float32x4_t v = vmulq_f32(vmulq_f32(e, s1), s2);
+    return vbslq_f32(nan, t, vreinterpretq_f32_u32(vandq_u32(vreinterpretq_u32_f32(v), in)));
+}
+
+static void exp_act__neon(uint16_t op, const float *x, size_t n, float *y)
+{
+    const float32x4_t one = vdupq_n_f32(1.0f), zero = vdupq_n_f32(0.0f);
+    const int silu = op == DCZ_OP_SILU;
+    size_t i = 0;
+    for (; i + 4 <= n; i += 4) {
+        const float32x4_t v = vld1q_f32(x + i), e = exp_neg__neon(vnegq_f32(vabsq_f32(v)));
+        const float32x4_t s = vbslq_f32(vcgeq_f32(v, zero), one, e);
+        vst1q_f32(y + i, vdivq_f32(silu ? vmulq_f32(v, s) : s, vaddq_f32(one, e)));
+    }
+    dcz_activation_ref(op, NULL, x + i, n - i, y + i);
+}
+#endif
+
+int dcz_exp_act_isa(dcz_isa isa, uint16_t op, const float *x, size_t n, float *y)
+{
+    if (op != DCZ_OP_SIGMOID && op != DCZ_OP_SILU) return 0;
+#ifdef DCZ_X86
+    if (isa == DCZ_ISA_AVX2 && dcz_isa_supported(DCZ_ISA_AVX2)) {
+        exp_act__avx2(op, x, n, y);
+        return 1;
+    }
+#endif
+#ifdef DCZ_NEON
+    if (isa == DCZ_ISA_NEON && dcz_isa_supported(DCZ_ISA_NEON)) {
+        exp_act__neon(op, x, n, y);
+        return 1;
+    }
+#endif
+    (void)isa;
+    (void)x;
+    (void)n;
+    (void)y;
+    return 0;
+}
+
+void dcz_exp_act(uint16_t op, const float *x, size_t n, float *y)
+{
+    if (dcz_exp_act_isa(DCZ_ISA_AVX2, op, x, n, y) || dcz_exp_act_isa(DCZ_ISA_NEON, op, x, n, y)) return;
+    dcz_activation_ref(op, NULL, x, n, y);
+}
+
+void dcz_activation(uint16_t op, const float *param, const float *x, size_t n, float *y)
+{
+    if (op == DCZ_OP_HARD_SIGMOID || op == DCZ_OP_HARD_SWISH) dcz_hard_act(op, param, x, n, y);
+    else if (op == DCZ_OP_SIGMOID || op == DCZ_OP_SILU) dcz_exp_act(op, x, n, y);
+    else dcz_activation_ref(op, param, x, n, y);
 }
 
 /* ---- Mul ------------------------------------------------------------------------------ */

@@ -94,7 +94,7 @@ void dcz_activation_ref(uint16_t op, const float *param, const float *x, size_t 
         break;
     }
     case DCZ_OP_SIGMOID:
-        for (size_t i = 0; i < n; i++) y[i] = 1.0f / (1.0f + expf(-x[i]));
+        for (size_t i = 0; i < n; i++) y[i] = dcz_sigmoid_one(x[i]);
         break;
     case DCZ_OP_TANH:
         for (size_t i = 0; i < n; i++) y[i] = tanhf(x[i]);
@@ -115,11 +115,8 @@ void dcz_activation_ref(uint16_t op, const float *param, const float *x, size_t 
         break;
     case DCZ_OP_SILU:
         /* through e^-|x|, which never overflows: x / (1 + e^-x) for x >= 0,
-         * x e^x / (1 + e^x) below */
-        for (size_t i = 0; i < n; i++) {
-            const float v = x[i], e = expf(-fabsf(v));
-            y[i] = v * (v >= 0.0f ? 1.0f : e) / (1.0f + e);
-        }
+         * x e^x / (1 + e^x) below (elem.h: dcz_exp_neg) */
+        for (size_t i = 0; i < n; i++) y[i] = dcz_silu_one(x[i]);
         break;
     default:
         if (y != x) memmove(y, x, n * sizeof *y);
