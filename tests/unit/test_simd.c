@@ -1007,12 +1007,12 @@ static void test_exp_act(void)
                            INFINITY, -INFINITY, NAN, -NAN };
     for (size_t i = 0; i < sizeof edge / sizeof *edge; i++) x[3 + i] = edge[i];
     x[n - 1] = NAN;
-    const dcz_isa isas[] = { DCZ_ISA_AVX2, DCZ_ISA_NEON };
+    const dcz_isa isas[] = { DCZ_ISA_AVX512, DCZ_ISA_AVX2, DCZ_ISA_NEON };
     const uint16_t ops[] = { DCZ_OP_SIGMOID, DCZ_OP_SILU };
     size_t ran = 0, bad = 0;
     for (size_t o = 0; o < 2; o++) {
         dcz_activation_ref(ops[o], NULL, x, n, want);
-        for (size_t v = 0; v < 2; v++) {
+        for (size_t v = 0; v < 3; v++) {
             if (!dcz_exp_act_isa(isas[v], ops[o], x, n, y)) continue;
             ran++;
             bad += !same_or_nan(y, want, n);

@@ -31,8 +31,8 @@ int dcz_clip_isa(dcz_isa isa, float lo, float hi, const float *x, size_t n, floa
  * variant of isa, 0 when missing (or op is another). */
 void dcz_hard_act(uint16_t op, const float *param, const float *x, size_t n, float *y);
 int dcz_hard_act_isa(dcz_isa isa, uint16_t op, const float *param, const float *x, size_t n, float *y);
-/* SIGMOID or SILU in vectors, the bits of dcz_activation_ref's (AVX2,
- * NEON; y may be x); dcz_exp_act_isa: the variant of isa, 0 when missing
+/* SIGMOID or SILU in vectors, the bits of dcz_activation_ref's (AVX-512,
+ * AVX2, NEON; y may be x); dcz_exp_act_isa: the variant of isa, 0 when missing
  * (or op is another). */
 void dcz_exp_act(uint16_t op, const float *x, size_t n, float *y);
 int dcz_exp_act_isa(dcz_isa isa, uint16_t op, const float *x, size_t n, float *y);

@@ -275,6 +275,46 @@ static void exp_act__avx2(uint16_t op, const float *x, size_t n, float *y)
 }
 #endif
 
+#ifdef DCZ_X86
+/* The same in 16 lanes (AVX-512F): masks for the selects. */
+__attribute__((target("avx512f")))
+static __m512 exp_neg__avx512(__m512 t)
+{
+    const __m512 lo = _mm512_set1_ps(DCZ_EXP_MIN);
+    const __mmask16 in = _mm512_cmp_ps_mask(t, lo, _CMP_GE_OQ), nan = _mm512_cmp_ps_mask(t, t, _CMP_UNORD_Q);
+    const __m512 c = _mm512_mask_blend_ps(in, lo, t);
+    const __m512 n = _mm512_roundscale_ps(_mm512_mul_ps(c, _mm512_set1_ps(DCZ_EXP_LOG2E)),
+                                          _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+    __m512 r = _mm512_sub_ps(c, _mm512_mul_ps(n, _mm512_set1_ps(DCZ_EXP_LN2_HI)));
+    r = _mm512_sub_ps(r, _mm512_mul_ps(n, _mm512_set1_ps(DCZ_EXP_LN2_LO)));
+    const float coef[5] = { DCZ_EXP_P1, DCZ_EXP_P2, DCZ_EXP_P3, DCZ_EXP_P4, DCZ_EXP_P5 };
+    __m512 p = _mm512_set1_ps(DCZ_EXP_P0);
+    for (int k = 0; k < 5; k++) p = _mm512_add_ps(_mm512_mul_ps(p, r), _mm512_set1_ps(coef[k]));
+    const __m512 e = _mm512_add_ps(_mm512_add_ps(_mm512_mul_ps(_mm512_mul_ps(p, r), r), r), _mm512_set1_ps(1.0f));
+    const __m512i k = _mm512_cvtps_epi32(n), k1 = _mm512_srai_epi32(k, 1), bias = _mm512_set1_epi32(127);
+    const __m512 s1 = _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_add_epi32(k1, bias), 23));
+    const __m512 s2 = _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_add_epi32(_mm512_sub_epi32(k, k1), bias), 23));
+    const __m512 v = _mm512_maskz_mov_ps(in, _mm512_mul_ps(_mm512_mul_ps(e, s1), s2));
+    return _mm512_mask_blend_ps(nan, v, t);
+}
+
+__attribute__((target("avx512f")))
+static void exp_act__avx512(uint16_t op, const float *x, size_t n, float *y)
+{
+    const __m512i sign = _mm512_set1_epi32((int32_t)0x80000000u);
+    const __m512 one = _mm512_set1_ps(1.0f), zero = _mm512_setzero_ps();
+    const int silu = op == DCZ_OP_SILU;
+    size_t i = 0;
+    for (; i + 16 <= n; i += 16) {
+        const __m512 v = _mm512_loadu_ps(x + i);
+        const __m512 e = exp_neg__avx512(_mm512_castsi512_ps(_mm512_or_si512(_mm512_castps_si512(v), sign)));
+        const __m512 s = _mm512_mask_blend_ps(_mm512_cmp_ps_mask(v, zero, _CMP_GE_OQ), e, one);
+        _mm512_storeu_ps(y + i, _mm512_div_ps(silu ? _mm512_mul_ps(v, s) : s, _mm512_add_ps(one, e)));
+    }
+    exp_act__avx2(op, x + i, n - i, y + i);
+}
+#endif
+
 #ifdef DCZ_NEON
 static float32x4_t exp_neg__neon(float32x4_t t)
 {
@@ -313,6 +353,10 @@ int dcz_exp_act_isa(dcz_isa isa, uint16_t op, const float *x, size_t n, float *y
 {
     if (op != DCZ_OP_SIGMOID && op != DCZ_OP_SILU) return 0;
 #ifdef DCZ_X86
+    if (isa == DCZ_ISA_AVX512 && dcz_isa_supported(DCZ_ISA_AVX512)) {
+        exp_act__avx512(op, x, n, y);
+        return 1;
+    }
     if (isa == DCZ_ISA_AVX2 && dcz_isa_supported(DCZ_ISA_AVX2)) {
         exp_act__avx2(op, x, n, y);
         return 1;
@@ -333,7 +377,9 @@ int dcz_exp_act_isa(dcz_isa isa, uint16_t op, const float *x, size_t n, float *y
 
 void dcz_exp_act(uint16_t op, const float *x, size_t n, float *y)
 {
-    if (dcz_exp_act_isa(DCZ_ISA_AVX2, op, x, n, y) || dcz_exp_act_isa(DCZ_ISA_NEON, op, x, n, y)) return;
+    if (dcz_exp_act_isa(DCZ_ISA_AVX512, op, x, n, y) || dcz_exp_act_isa(DCZ_ISA_AVX2, op, x, n, y) ||
+        dcz_exp_act_isa(DCZ_ISA_NEON, op, x, n, y))
+        return;
     dcz_activation_ref(op, NULL, x, n, y);
 }
 
