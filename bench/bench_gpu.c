@@ -621,9 +621,8 @@ int main(int argc, char **argv)
         /* what dcz_run does with such a layer (gpu.h: dcz_gpu_pick) */
         const int wide = density >= DCZ_GPU_DENSE_DENSITY;
         /* the chunk form: a pointer a row, 16 bytes a chunk */
-        uint64_t chunks = 0;
-        for (uint32_t r = 0; r < h.rows; r++) chunks += (h.row_ptr[r + 1] - h.row_ptr[r] + 7) / 8;
-        const double form = ((double)s->rows + 1) * 4.0 + (double)chunks * 16.0;
+        const dcz_gsparse hs = { h.rows, h.cols, 16, h.row_ptr, h.step, h.idx, NULL, h.cb };
+        const double form = ((double)s->rows + 1) * 4.0 + (double)dcz_gk_chunk_count(&hs) * 16.0;
         for (int bi = 0; bi < 2; bi++) {
             const int batch = bi == 0 ? 1 : BATCH;
             check_layer(&g, &d, &h, x0, batch, s->name);

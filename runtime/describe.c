@@ -48,10 +48,9 @@ static void gpu_why(const dcz_model *m, const dcz_exec_layer *l, dcz_layer_desc 
     const char *why = !grouped ? kinds[g].why : l->q ? "int8, grouped: a thread per output" : "grouped: a thread per output";
     double arg = kinds[g].arg;
     if (g == DCZ_GK_SPARSE_FC) {   /* the lanes gpu.c gives a row of the chunk form */
-        uint64_t chunks = 0;
-        for (uint32_t r = 0; r < l->sp.rows; r++)
-            chunks += (l->sp.row_ptr[r + 1] - l->sp.row_ptr[r] + DCZ_GK_CHUNK - 1) / DCZ_GK_CHUNK;
-        arg = dcz_gk_chunk_group(l->sp.rows, chunks);
+        const dcz_gsparse s = { l->sp.rows, l->sp.cols, l->sp.k, l->sp.row_ptr, l->sp.step, l->sp.idx, l->sp.val,
+                                l->sp.codebook };
+        arg = dcz_gk_chunk_group(s.rows, dcz_gk_chunk_count(&s));
     }
     snprintf(k->gpu_why, sizeof k->gpu_why, why, arg);
 }

@@ -415,9 +415,10 @@ static int runs_apart(const dcz_exec_layer *l)
 
 /* Every layer, enqueued on the stream; the integer region's as run.c's
  * run_batch runs it: its float input quantized once, where it starts, for
- * every layer of the region that reads it. The last layer that runs
- * writes the model's output to out where out is not NULL (pinned host
- * memory, which a kernel writes directly: no copy after it). */
+ * every layer of the region that reads it. Where out is not NULL (pinned
+ * host memory, which a kernel writes directly), the last layer that runs
+ * writes the model's output there: no copy after it (a copy where no
+ * layer runs at all). */
 static dcz_status enqueue_layers(const dcz_model *m, size_t batch, float *out)
 {
     uint32_t last = m->nlayers;
@@ -439,27 +440,23 @@ static dcz_status enqueue_layers(const dcz_model *m, size_t batch, float *out)
             if (l->tin[k] == m->q_in) xs[k] = m->gpu->qin;
         TRY(o.run_q(m, i, xs, batch, y));
     }
-    return DCZ_OK;
+    if (!out || last > 0) return DCZ_OK;
+    return cu(cudaMemcpyAsync(out, device_tensor(m, m->nlayers, batch), batch * m->out_size * sizeof(float),
+                              cudaMemcpyDefault, m->gpu->stream));
 }
 
 /* The batch-1 graph: input in, every layer, the last one writing the
  * output straight into pinned host memory (unified addressing: its
  * device address is its host address), where a copy after it would be
- * one more node to wait for; a model whose last layer does not run (no
- * layer at all) copies it. */
+ * one more node to wait for. */
 static dcz_status capture_batch1(dcz_model *m)
 {
     dcz_gpu *g = m->gpu;
     cudaGraph_t graph = NULL;
-    int direct = 0;
-    for (uint32_t i = 0; i < m->nlayers; i++) direct |= runs_apart(&m->layers[i]);
     TRY(cu(cudaStreamBeginCapture(g->stream, cudaStreamCaptureModeThreadLocal)));
     dcz_status s = cu(cudaMemcpyAsync(g->in, g->h_in, (size_t)m->in_size * sizeof(float),
                                       cudaMemcpyHostToDevice, g->stream));
-    if (s == DCZ_OK) s = enqueue_layers(m, 1, direct ? g->h_out : NULL);
-    if (s == DCZ_OK && !direct)
-        s = cu(cudaMemcpyAsync(g->h_out, device_tensor(m, m->nlayers, 1), (size_t)m->out_size * sizeof(float),
-                               cudaMemcpyDeviceToHost, g->stream));
+    if (s == DCZ_OK) s = enqueue_layers(m, 1, g->h_out);
     const dcz_status end = cu(cudaStreamEndCapture(g->stream, &graph));
     if (s == DCZ_OK) s = end;
     if (s == DCZ_OK) s = cu(cudaGraphInstantiate(&g->graph1, graph, 0));

@@ -281,11 +281,17 @@ typedef struct dcz_gchunks {
     const float *val;         /* (cptr[rows], DCZ_GK_CHUNK) without a codebook */
 } dcz_gchunks;
 
-/* Row r's chunk count, and the chunks of every row (cptr, rows + 1) and
- * the lanes a row (dcz_gchunks.group) of s's rows. */
+/* Row r's chunks, and all of s's rows' (what the chunk form of s holds). */
 DCZ_HD uint32_t dcz_gk_row_chunks(const dcz_gsparse *s, uint32_t r)
 {
     return (s->row_ptr[r + 1] - s->row_ptr[r] + DCZ_GK_CHUNK - 1) / DCZ_GK_CHUNK;
+}
+
+DCZ_HD uint64_t dcz_gk_chunk_count(const dcz_gsparse *s)
+{
+    uint64_t n = 0;
+    for (uint32_t r = 0; r < s->rows; r++) n += dcz_gk_row_chunks(s, r);
+    return n;
 }
 
 /* The lanes that take a row at batch 1 (dcz_gchunks.group): the power of

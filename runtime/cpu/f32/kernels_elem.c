@@ -273,9 +273,7 @@ static void exp_act__avx2(uint16_t op, const float *x, size_t n, float *y)
     }
     dcz_activation_ref(op, NULL, x + i, n - i, y + i);
 }
-#endif
 
-#ifdef DCZ_X86
 /* The same in 16 lanes (AVX-512F): masks for the selects. */
 __attribute__((target("avx512f")))
 static __m512 exp_neg__avx512(__m512 t)
