@@ -81,6 +81,8 @@ DEPS     ?= 1
 CROSS    ?=
 ISA      ?= native
 KERNELS  ?= all
+THREADS  ?= 1
+HEAP     ?= 1
 
 ifneq ($(filter-out native scalar,$(strip $(ISA))),)
 $(error ISA=$(ISA): native or scalar)
@@ -115,6 +117,9 @@ endif
 # a build of libdcz and its runtime tests alone: another target, ISA=scalar
 # or some kernel families
 RTONLY := $(strip $(CROSS))$(filter scalar,$(strip $(ISA)))$(KTAG)
+# a bare-metal target (a CROSS prefix such as arm-none-eabi-): libdcz alone,
+# no test program (they need an operating system)
+BARE := $(findstring -none-,$(strip $(CROSS)))
 WARN  := -Wall -Wextra -Wshadow -Wno-unused-parameter
 ifeq ($(strip $(DEBUG)),1)
 OPT := -O0 -g3
@@ -134,6 +139,12 @@ CFLAGS_ALL += -DDCZ_NO_F32
 endif
 ifeq ($(filter all q8,$(KFAM)),)
 CFLAGS_ALL += -DDCZ_NO_Q8
+endif
+ifeq ($(strip $(THREADS)),0)
+CFLAGS_ALL += -DDCZ_NO_THREADS
+endif
+ifeq ($(strip $(HEAP)),0)
+CFLAGS_ALL += -DDCZ_NO_HEAP
 endif
 LDLIBS_TOOL := $(shell pkg-config --libs openblas 2>/dev/null || echo -lopenblas) -lz -lm -lpthread
 ifeq ($(strip $(CROSS)),)
@@ -209,6 +220,11 @@ endif
 # and the CUDA backend (cuda/): runtime/README.md is their map.
 LIB_SRC  := $(wildcard runtime/*.c runtime/format/*.c runtime/cpu/*.c runtime/cpu/*/*.c) \
             $(if $(filter 1,$(CUDA_ON)),runtime/cuda/gpu.c) huffman/huff_decode.c huffman/arith_decode.c
+# HEAP=0, the arena API alone: no file reading (the only stdio), no measured
+# plan, and not the toolchain's window on the plan (describe.c, dcz info)
+ifeq ($(strip $(HEAP)),0)
+LIB_SRC  := $(filter-out runtime/open_file.c runtime/measure.c runtime/describe.c,$(LIB_SRC))
+endif
 LIB_CU   := $(if $(filter 1,$(CUDA_ON)),$(wildcard runtime/cuda/*.cu))
 # the toolchain: everything a stage needs beyond the runtime: the working
 # model (model/: the editable document and the .dcz writer), the trainer,
@@ -244,10 +260,13 @@ WRAP_ALLOC := -Wl,--wrap=malloc,--wrap=calloc,--wrap=realloc,--wrap=free,--wrap=
 $(BUILD)/tests/test_static: TEST_LDFLAGS := $(WRAP_ALLOC)
 
 .PHONY: all test demo bench fuzz fuzz-run fuzz-merge install clean deps check-lib tests-build test-aarch64 test-scalar \
-        size test-bare
+        size test-bare mcu test-mcu
 ifeq ($(RTONLY),)
 all: bin/dcz lib/libdcz.a lib/libdcztool.a
 	@echo "dcz: $(CUDA_SAYS); $(MPI_SAYS)"
+else ifneq ($(BARE),)
+all: $(LIBDIR)/libdcz.a
+	@echo "dcz: $(CC) build: $(LIBDIR)/libdcz.a"
 else
 all: $(LIBDIR)/libdcz.a $(RT_BIN) $(BUILD)/check-lib
 	@echo "dcz: $(CC) build: $(LIBDIR)/libdcz.a, runtime tests in $(BUILD)/tests"
@@ -281,7 +300,7 @@ $(LIB_OBJ) $(TOOL_OBJ) $(CLI_OBJ): $(BUILD)/cuda.$(CUDA_ON)
 $(LIBDIR)/libdcz.a: $(LIB_OBJ)
 	@mkdir -p $(LIBDIR)
 	rm -f $@ && $(strip $(CROSS))ar rcs $@ $(LIB_OBJ)
-	@echo "$(strip $(LDLIBS_RT) -lm -lpthread)" > $(LIBDIR)/libdcz.ldflags
+	@echo "$(strip $(LDLIBS_RT) -lm $(if $(filter 0,$(strip $(THREADS))),,-lpthread))" > $(LIBDIR)/libdcz.ldflags
 
 # the archive is rebuilt when MPI is switched (the stamp names the choice)
 $(BUILD)/mpi.$(MPI_ON):
@@ -379,6 +398,29 @@ bench: deps
 	@bash bench/scaling.sh
 	@bash bench/latency.sh 1
 	@bash bench/stream_memory.sh
+
+# libdcz for a microcontroller: ARMv7E-M (Cortex-M4 with its single-precision
+# FPU), bare metal, with Debian's arm-none-eabi GCC and picolibc: the scalar
+# references alone (every layer on its _ref kernel, the integer ones of
+# calibrated models included), no threads, no heap (the arena API), no
+# stdio; every function in a section of its own, so a firmware linked with
+# --gc-sections keeps what it calls (in build-arm/ and lib-arm/;
+# samples/mcu/ is such a firmware, make test-mcu runs it under QEMU).
+MCU_CROSS ?= arm-none-eabi-
+MCU_CPU   ?= -mcpu=cortex-m4 -mthumb -mfpu=fpv4-sp-d16 -mfloat-abi=hard
+MCU_LIBC  ?= --specs=picolibc.specs
+MCU_OPT   ?= -Os -g
+MCU_MAKE  := $(MAKE) --no-print-directory $(PAR) CROSS=$(MCU_CROSS) ISA=scalar KERNELS=ref THREADS=0 HEAP=0 \
+             CUDA=0 MPI=0 SANITIZE= DEBUG=0 OPT='$(MCU_OPT)' \
+             CFLAGS='$(MCU_CPU) $(MCU_LIBC) -ffunction-sections -fdata-sections'
+mcu:
+	@$(MCU_MAKE)
+
+# The firmware of samples/mcu/ with int8 models made here, run under
+# qemu-system-arm against the host's outputs, bit for bit (tests/mcu.sh;
+# SKIP without the cross toolchain or QEMU)
+test-mcu: bin/dcz
+	@bash tests/mcu.sh
 
 # The runtime tests on 64-bit Arm: cross-built (make CROSS=...) and run
 # under qemu-user, without sanitizers; SKIP when a tool is missing.

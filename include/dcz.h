@@ -228,8 +228,19 @@ dcz_status dcz_open_memory(const void *buf, size_t len, const dcz_options *opt,
  * to find errors in compressed streams. A device that cannot allocate can
  * use a size planned offline: dcz_open_static validates as fully. */
 dcz_status dcz_plan(const void *buf, size_t len, const dcz_options *opt, size_t *arena_bytes);
-/* (dcz_plan and dcz_open_static build CPU models: device GPU gives
- * DCZ_ERR_DEVICE, AUTO the CPU.) */
+/* dcz_plan without the heap: the same validation and the same
+ * *arena_bytes, the sizing and the decoding done inside work (work_bytes
+ * bytes at any address, which may be the arena the model is then opened
+ * in). Allocates nothing and calls no stdio. DCZ_ERR_NOMEM when work is
+ * smaller than the answer, which *arena_bytes then holds where the sizing
+ * could tell (0 when work holds not even the graph's tensors: about 200
+ * bytes a layer); nothing is validated past the sizing then. The one
+ * planner of a build without the heap (HEAP=0, as for a microcontroller:
+ * make mcu). */
+dcz_status dcz_plan_static(const void *buf, size_t len, void *work, size_t work_bytes,
+                           const dcz_options *opt, size_t *arena_bytes);
+/* (dcz_plan, dcz_plan_static and dcz_open_static build CPU models: device
+ * GPU gives DCZ_ERR_DEVICE, AUTO the CPU.) */
 
 /* Builds the model of buf inside arena (arena_bytes bytes at any address;
  * dcz_plan tells how many it needs). Allocates nothing and calls no stdio.

@@ -32,9 +32,13 @@
  * size is exact, nothing is allocated, results equal the heap model's bit
  * for bit, weights are used in place) and tests/fuzz/fuzz_dcz.c.
  */
-#include <stdio.h>
-#include <stdlib.h>
 #include <string.h>
+#ifndef DCZ_NO_HEAP
+#include <stdlib.h>
+#endif
+#ifdef DCZ_CUDA
+#include <stdio.h>
+#endif
 
 #include "runtime/cpu/f32/conv.h"
 #include "runtime/cpu/f32/gemm.h"
@@ -141,7 +145,7 @@ static void fuse_activations(dcz_model *m)
     for (uint32_t i = 0; i + 1 < m->nlayers; i++) {
         dcz_exec_layer *c = &m->layers[i], *a = &m->layers[i + 1];
         const dcz_tensor *t = m->tensors;
-        if (c->q || a->q || c->op != DCZ_OP_CONV2D || !dcz_kernel_shifts((dcz_kernel)c->kernel) || a->op != DCZ_OP_ADD ||
+        if (DCZ_REF_ONLY || c->q || a->q || c->op != DCZ_OP_CONV2D || !dcz_kernel_shifts((dcz_kernel)c->kernel) || a->op != DCZ_OP_ADD ||
             a->nin != 2 || t[i + 1].last != i + 1 || t[i + 1].seg_first != t[i + 2].seg_first ||
             !dcz_conv2d_shift_res_fuses(&c->geom, &c->shift))
             continue;
@@ -161,7 +165,9 @@ static void fuse_activations(dcz_model *m)
     for (uint32_t i = 0; i + 1 < m->nlayers; i++) {
         dcz_exec_layer *c = &m->layers[i];
         const uint32_t j = i + 1 + (i + 2 < m->nlayers && m->layers[i + 1].fused == DCZ_FUSED_ACT);   /* the pool */
-        if (!c->q || c->op != DCZ_OP_CONV2D || !dcz_kernel_shifts((dcz_kernel)c->kernel) || i == m->q_last || j >= m->nlayers) continue;
+        if (DCZ_REF_ONLY || !c->q || c->op != DCZ_OP_CONV2D || !dcz_kernel_shifts((dcz_kernel)c->kernel) || i == m->q_last ||
+            j >= m->nlayers)
+            continue;
         dcz_exec_layer *p = &m->layers[j];
         const dcz_requant rq = { c->rq_mult, c->rq_shift, m->qmax };
         if (!p->q || p->op != DCZ_OP_MAXPOOL || p->tin[0] != j || m->tensors[j].last != j ||
@@ -379,16 +385,16 @@ static dcz_status load_walk(const dcz_container *c, const dcz_options *o, loader
         const dcz_kernel k = (dcz_kernel)l->kernel;
         if (dcz_kernel_patches(k) && dcz_conv2d_im2col_floats(&l->geom) > scratch_floats)
             scratch_floats = dcz_conv2d_im2col_floats(&l->geom);
-        const uint64_t shift_floats = !dcz_kernel_shifts(k) ? 0 : quant ? dcz_qshift_scratch_floats(&l->geom)
+        const uint64_t shift_floats = DCZ_REF_ONLY || !dcz_kernel_shifts(k) ? 0 : quant ? dcz_qshift_scratch_floats(&l->geom)
                                                                        : dcz_shift_scratch_floats(&l->geom);
         if (shift_floats > scratch_floats) scratch_floats = shift_floats;
-        if (k == DCZ_K_CONV_WINO) {
+        if (!DCZ_REF_ONLY && k == DCZ_K_CONV_WINO) {
             dcz_wino p;
             dcz_wino_init_geom(&p, &l->geom);
             if (p.scratch > scratch_floats) scratch_floats = p.scratch;
         }
         if (quant && l->op == DCZ_OP_CONV2D && !dcz_kernel_shifts(k)) {
-            const uint64_t q = k == DCZ_K_QCONV_GEMM ? dcz_qconv2d_gemm_scratch_floats(&l->geom)
+            const uint64_t q = !DCZ_REF_ONLY && k == DCZ_K_QCONV_GEMM ? dcz_qconv2d_gemm_scratch_floats(&l->geom)
                                                      : (dcz_qconv2d_copy_bytes(&l->geom) + sizeof(float) - 1) / sizeof(float);
             if (q > scratch_floats) scratch_floats = q;
         }
@@ -483,6 +489,7 @@ static dcz_status check_options(const dcz_options *opt, dcz_options *o)
 #endif
     if (o->max_batch == 0) o->max_batch = 1;
     if (o->max_work == 0) o->max_work = DCZ_DEFAULT_MAX_WORK;
+    if (DCZ_REF_ONLY) o->force_reference = 1;   /* the references are all there is (cpu/isa.h) */
     return DCZ_OK;
 }
 
@@ -574,7 +581,7 @@ static dcz_status fill(const dcz_container *c, const dcz_options *o, int in_plac
  * when only the references are to run. */
 static int want_forms(const dcz_options *o)
 {
-    if (o->force_reference) return 0;
+    if (DCZ_REF_ONLY || o->force_reference) return 0;
     const uint32_t lr = dcz_lanes_rows();
     const int lanes = lr == DCZ_LANE_ROWS ? DCZ_FORM_LANES : lr == DCZ_LANE8_ROWS ? DCZ_FORM_LANES8 : 0;
     return lanes | (dcz_gemm_f32_variant() ? DCZ_FORM_DENSE : 0) |
@@ -585,6 +592,7 @@ static int want_forms(const dcz_options *o)
            (dcz_qshift_variant() && dcz_cpu_features()->amx && dcz_amx_ready() ? DCZ_FORM_AMX : 0);
 }
 
+#if DCZ_HEAP /* the heap loaders: without it (HEAP=0), the arena API alone */
 /* The threads of a heap model: as asked, or every online processor, at
  * most DCZ_MAX_THREADS. */
 static uint32_t heap_threads(const dcz_options *o)
@@ -619,6 +627,8 @@ static int worth_threads(const dcz_model *m)
     return 0;
 }
 
+#endif
+
 dcz_status dcz_device_probe(dcz_device device, char *why, size_t why_len)
 {
     if (why && why_len) why[0] = '\0';
@@ -627,11 +637,17 @@ dcz_status dcz_device_probe(dcz_device device, char *why, size_t why_len)
 #ifdef DCZ_CUDA
     return dcz_gpu_probe(why, why_len);
 #else
-    if (why && why_len) snprintf(why, why_len, "this build of libdcz has no CUDA backend (built without nvcc)");
+    static const char no_cuda[] = "this build of libdcz has no CUDA backend (built without nvcc)";
+    if (why && why_len) {
+        const size_t n = why_len - 1 < sizeof no_cuda - 1 ? why_len - 1 : sizeof no_cuda - 1;
+        memcpy(why, no_cuda, n);
+        why[n] = '\0';
+    }
     return DCZ_ERR_DEVICE;
 #endif
 }
 
+#if DCZ_HEAP
 /* A heap model onto the device its options ask for: a GPU when asked for
  * (its errors), or when AUTO finds one and the backend runs the model;
  * else the CPU, m->device_note saying why when a GPU was looked for. */
@@ -785,12 +801,65 @@ static dcz_status plan_viewed(const void *buf, size_t len, const dcz_options *op
     return DCZ_OK;
 }
 
+#endif
+
+/* The layout of a static model of c by o inside mem (bytes at any
+ * address), the sizing pass keeping its tensors there (it takes more room
+ * than they do), and where the model's block starts (*block). An arena
+ * planned where the extra forms are built (another CPU) still takes the
+ * model, without them, where fallback allows. DCZ_ERR_NOMEM when it does
+ * not fit: *L then holds the layout that did not (L->total 0 when not even
+ * the tensors fit). */
+static dcz_status static_layout(const dcz_container *c, const dcz_options *o, void *mem, size_t bytes,
+                                int fallback, layout *L, uint8_t **block)
+{
+    memset(L, 0, sizeof *L);
+    const int in_place = host_reads_f32_in_place();
+    const size_t pad = (size_t)(-(uintptr_t)mem & (DCZ_ARENA_ALIGN - 1));
+    const size_t room = bytes < pad ? 0 : bytes - pad;
+    size_t tbytes;
+    TRY(graph_tensor_bytes(c, &tbytes));
+    if (room < tbytes) return DCZ_ERR_NOMEM;
+    dcz_tensor *tscratch = (dcz_tensor *)(void *)((uint8_t *)mem + pad);
+    TRY(plan_layout(c, o, in_place, o->max_batch, 1, want_forms(o), NULL, tscratch, L));
+    if (fallback && L->forms && room < L->total)
+        TRY(plan_layout(c, o, in_place, o->max_batch, 1, 0, NULL, tscratch, L));
+    if (room < L->total) return DCZ_ERR_NOMEM;
+    *block = (uint8_t *)mem + pad;
+    return DCZ_OK;
+}
+
+static dcz_status plan_static_viewed(const void *buf, size_t len, void *work, size_t work_bytes,
+                                     const dcz_options *opt, size_t *arena_bytes)
+{
+    dcz_container c;
+    dcz_options o;
+    layout L;
+    uint8_t *block;
+    if (!arena_bytes || !work) return DCZ_ERR_ARG;
+    TRY(check_options(opt, &o));
+    if (o.device == DCZ_DEVICE_GPU) return DCZ_ERR_DEVICE; /* arena models run on the CPU */
+    if (o.plan) return DCZ_ERR_ARG;   /* and by the rules: measuring takes the heap */
+    TRY(dcz_container_open(buf, len, &c));
+    dcz_status s = static_layout(&c, &o, work, work_bytes, 0, &L, &block);
+    if (L.total > SIZE_MAX - (DCZ_ARENA_ALIGN - 1)) return DCZ_ERR_NOMEM;
+    if (L.total) *arena_bytes = L.total + (DCZ_ARENA_ALIGN - 1);
+    if (s != DCZ_OK) return s;
+    /* what only the filling pass finds (stream contents, integer ranges),
+     * as dcz_plan finds it */
+    dcz_model *m = NULL;
+    s = fill(&c, &o, host_reads_f32_in_place(), &L, NULL, NULL, block, &m);
+    if (s != DCZ_OK) *arena_bytes = 0;
+    return s;
+}
+
 static dcz_status open_static_viewed(const void *buf, size_t len, void *arena_mem, size_t arena_bytes,
                                      const dcz_options *opt, dcz_model **out)
 {
     dcz_container c;
     dcz_options o;
     layout L;
+    uint8_t *block;
     if (!out) return DCZ_ERR_ARG;
     *out = NULL;
     if (!arena_mem) return DCZ_ERR_ARG;
@@ -798,24 +867,9 @@ static dcz_status open_static_viewed(const void *buf, size_t len, void *arena_me
     if (o.device == DCZ_DEVICE_GPU) return DCZ_ERR_DEVICE; /* arena models run on the CPU */
     if (o.plan) return DCZ_ERR_ARG;   /* and by the rules: measuring takes the heap */
     TRY(dcz_container_open(buf, len, &c));
-    const int in_place = host_reads_f32_in_place();
-    const size_t pad = (size_t)(-(uintptr_t)arena_mem & (DCZ_ARENA_ALIGN - 1));
-    const size_t room = arena_bytes < pad ? 0 : arena_bytes - pad;
-    /* the sizing pass keeps its tensors in the arena, which the model fills
-     * after (it takes more room than they do) */
-    size_t tbytes;
-    TRY(graph_tensor_bytes(&c, &tbytes));
-    if (room < tbytes) return DCZ_ERR_NOMEM;
-    dcz_tensor *tscratch = (dcz_tensor *)(void *)((uint8_t *)arena_mem + pad);
-    TRY(plan_layout(&c, &o, in_place, o.max_batch, 1, want_forms(&o), NULL, tscratch, &L));
-    /* an arena planned where the extra forms are not built (another CPU)
-     * still takes the model, without them */
-    if (L.forms && room < L.total)
-        TRY(plan_layout(&c, &o, in_place, o.max_batch, 1, 0, NULL, tscratch, &L));
-    if (room < L.total) return DCZ_ERR_NOMEM;
-    uint8_t *block = (uint8_t *)arena_mem + pad;
+    TRY(static_layout(&c, &o, arena_mem, arena_bytes, 1, &L, &block));
     dcz_model *m = NULL;
-    TRY(fill(&c, &o, in_place, &L, NULL, NULL, block, &m));
+    TRY(fill(&c, &o, host_reads_f32_in_place(), &L, NULL, NULL, block, &m));
     m->fixed = 1;
     m->act = (float *)(void *)(block + L.act);
     m->cact = (float *)(void *)(block + L.cact);
@@ -836,6 +890,7 @@ static dcz_status enter_view(const dcz_options *opt, dcz_cpu *cpu, const dcz_cpu
     return DCZ_OK;
 }
 
+#if DCZ_HEAP
 dcz_status dcz_open_memory(const void *buf, size_t len, const dcz_options *opt, dcz_model **out)
 {
     dcz_cpu cpu;
@@ -858,6 +913,20 @@ dcz_status dcz_plan(const void *buf, size_t len, const dcz_options *opt, size_t 
     return s;
 }
 
+#endif
+
+dcz_status dcz_plan_static(const void *buf, size_t len, void *work, size_t work_bytes,
+                           const dcz_options *opt, size_t *arena_bytes)
+{
+    dcz_cpu cpu;
+    const dcz_cpu *was;
+    if (arena_bytes) *arena_bytes = 0;
+    TRY(enter_view(opt, &cpu, &was));
+    const dcz_status s = plan_static_viewed(buf, len, work, work_bytes, opt, arena_bytes);
+    dcz_cpu_leave(was);
+    return s;
+}
+
 dcz_status dcz_open_static(const void *buf, size_t len, void *arena_mem, size_t arena_bytes,
                            const dcz_options *opt, dcz_model **out)
 {
@@ -876,12 +945,14 @@ void dcz_close(dcz_model *m)
 #ifdef DCZ_CUDA
     dcz_gpu_close(m);
 #endif
+#if DCZ_HEAP
     dcz_pool_stop(m->pool);
     free(m->act);
     free(m->cact);
     free(m->qacc);
     free(m->measured);
     free(m->block); /* m itself lives inside block */
+#endif
 }
 
 size_t dcz_input_size(const dcz_model *m) { return m ? m->in_size : 0; }

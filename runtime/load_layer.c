@@ -145,6 +145,9 @@ static dcz_status load_params(const dcz_container *c, const dcz_graph_layer *g, 
     uint32_t ntensors;
     dcz_tensor_view w, b;
     dcz_shape ws, bs;
+    /* the extra forms this load builds: none in a build of the references
+     * alone (cpu/isa.h), where the code of every form then drops out */
+    const int forms = DCZ_REF_ONLY ? 0 : ld->forms;
     TRY(dcz_op_param_shapes(g->op, g->attr, &ws, &bs));
     dcz_container_section(c, g->param_section, &s);
     TRY(dcz_layer_begin(c->base + s.offset, (size_t)s.size, &cur, &ntensors));
@@ -174,8 +177,9 @@ static dcz_status load_params(const dcz_container *c, const dcz_graph_layer *g, 
     default:
         return DCZ_ERR_UNSUPPORTED;
     }
-    /* fully connected float layers also get the column form for batch 1 */
-    if (!cw && g->op == DCZ_OP_DENSE && (w.enc == DCZ_ENC_SPARSE_F32 || w.enc == DCZ_ENC_CODEBOOK)) {
+    /* fully connected float layers also get the column form for batch 1
+     * (which the references do not read) */
+    if (!DCZ_REF_ONLY && !cw && g->op == DCZ_OP_DENSE && (w.enc == DCZ_ENC_SPARSE_F32 || w.enc == DCZ_ENC_CODEBOOK)) {
         /* (while sizing, sp holds only its entry bound) */
         const uint32_t rows = w.dims[0], cols = (uint32_t)(w.n / w.dims[0]);
         /* one block per thread where the layer is split (run.c), else one */
@@ -192,8 +196,8 @@ static dcz_status load_params(const dcz_container *c, const dcz_graph_layer *g, 
         /* codebook layers also get a lane form where this CPU runs one
          * (its fused sums may differ in their last bits from a batch's:
          * float layers keep the same bits at every batch) */
-        const uint32_t lr = ld->forms & DCZ_FORM_LANES ? DCZ_LANE_ROWS : ld->forms & DCZ_FORM_LANES8 ? DCZ_LANE8_ROWS : 0;
-        const uint64_t lbytes = w.enc == DCZ_ENC_CODEBOOK ? dcz_lanes_bytes(lr, rows, cols, w.nnz, w.k) : 0;
+        const uint32_t lr = forms & DCZ_FORM_LANES ? DCZ_LANE_ROWS : forms & DCZ_FORM_LANES8 ? DCZ_LANE8_ROWS : 0;
+        const uint64_t lbytes = lr && w.enc == DCZ_ENC_CODEBOOK ? dcz_lanes_bytes(lr, rows, cols, w.nnz, w.k) : 0;
         void *lmem = lbytes ? arena_take(&ld->a, lbytes) : NULL;
         if (lmem) dcz_lanes_build(&sp, lr, w.nnz, lmem);
         const uint64_t panels = lbytes ? dcz_lanes_scratch_floats(lr, cols, w.k) : 0;
@@ -205,15 +209,15 @@ static dcz_status load_params(const dcz_container *c, const dcz_graph_layer *g, 
      * the scratch depends on it) */
     dcz_candidates cand;
     if (!cw && g->op == DCZ_OP_CONV2D) {
-        dcz_plan_conv(&l->geom, l->sparse, kept, ld->forms, ld->reference, &cand);
+        dcz_plan_conv(&l->geom, l->sparse, kept, forms, ld->reference, &cand);
         l->kernel = (uint8_t)take(ld, index, &cand);
     } else if (!cw) {
-        dcz_plan_fc(l->sparse, w.enc == DCZ_ENC_CODEBOOK, ld->forms, ld->reference, &cand);
+        dcz_plan_fc(l->sparse, w.enc == DCZ_ENC_CODEBOOK, forms, ld->reference, &cand);
         l->kernel = (uint8_t)take(ld, index, &cand);
     }
     /* Winograd's F(2x2, 3x3): the weights' transform (16 C K floats)
      * beside them */
-    if (l->kernel == DCZ_K_CONV_WINO) {
+    if (!DCZ_REF_ONLY && l->kernel == DCZ_K_CONV_WINO) {
         dcz_wino p;
         dcz_wino_init_geom(&p, &l->geom);
         float *u = dcz_arena_take_line(&ld->a, dcz_wino_weights_floats(&p) * sizeof *u);
@@ -222,14 +226,14 @@ static dcz_status load_params(const dcz_container *c, const dcz_graph_layer *g, 
     }
     /* the shift form, whose build says which of its kernels runs it; or
      * sparse weights expanded for the dense product */
-    if (l->kernel == DCZ_K_CONV_SHIFT) {
+    if (!DCZ_REF_ONLY && l->kernel == DCZ_K_CONV_SHIFT) {
         const uint32_t ob = dcz_shift_pick_block(&l->geom, kept);
         void *mem = arena_take(&ld->a, dcz_shift_bytes(&l->geom, kept, ob));
         if (mem) {
             dcz_shift_build(&l->geom, l->sparse ? &sp : NULL, wd, ob, mem, &l->shift);
             l->kernel = (uint8_t)dcz_plan_conv_shift(&l->geom, &l->shift);
         }
-    } else if (l->kernel == DCZ_K_CONV_EXPANDED) {
+    } else if (!DCZ_REF_ONLY && l->kernel == DCZ_K_CONV_EXPANDED) {
         float *dense = arena_take(&ld->a, w.n * sizeof *dense);
         if (dense) dcz_sparse_expand(&sp, dense);
         wd = dense;
@@ -240,7 +244,7 @@ static dcz_status load_params(const dcz_container *c, const dcz_graph_layer *g, 
      * 16 bytes off one took a load across two lines for every vector
      * (dense LeNet-300-100 on AVX-512: batch 1 12.1 -> 7.1 us, batch 64
      * 259 -> 217 us) */
-    if (l->kernel == DCZ_K_FC_GEMM) {
+    if (!DCZ_REF_ONLY && l->kernel == DCZ_K_FC_GEMM) {
         const uint32_t out = w.dims[0], in = (uint32_t)(w.n / w.dims[0]);
         const size_t ldb = dcz_gemm_ldb(out);
         float *wt = dcz_arena_take_line(&ld->a, (uint64_t)in * ldb * sizeof *wt);
@@ -263,11 +267,11 @@ static dcz_status load_params(const dcz_container *c, const dcz_graph_layer *g, 
     /* a fully connected layer of an 8-bit scheme gets the integer lane form
      * where this CPU runs one (a weight past a byte leaves it without) */
     if (g->op == DCZ_OP_DENSE) {
-        if ((ld->forms & DCZ_FORM_QLANES) && qmax == 127) {
+        if ((forms & DCZ_FORM_QLANES) && qmax == 127) {
             void *mem = arena_take(&ld->a, dcz_qlanes_bytes(w.dims[0], (uint32_t)(w.n / w.dims[0]), kept));
             if (mem) dcz_qlanes_build(&l->qs, kept, mem);
         }
-        dcz_plan_qfc(qmax, l->qs.lslices && dcz_qlanes_variant(&l->qs), ld->reference, &cand);
+        dcz_plan_qfc(qmax, !DCZ_REF_ONLY && l->qs.lslices && dcz_qlanes_variant(&l->qs), ld->reference, &cand);
         l->kernel = (uint8_t)take(ld, index, &cand);
         return DCZ_OK;
     }
@@ -275,17 +279,17 @@ static dcz_status load_params(const dcz_container *c, const dcz_graph_layer *g, 
      * kernels runs it (a weight past a byte declines it: the plan's next
      * choice, which needs no scratch); or its weights as dense int16 pairs
      * for the integer product */
-    dcz_plan_qconv(&l->geom, kept, qmax, ld->forms, ld->reference, 0, &cand);
+    dcz_plan_qconv(&l->geom, kept, qmax, forms, ld->reference, 0, &cand);
     l->kernel = (uint8_t)take(ld, index, &cand);
-    if (l->kernel == DCZ_K_QCONV_SHIFT) {
-        const int amx = (ld->forms & DCZ_FORM_AMX) != 0;
+    if (!DCZ_REF_ONLY && l->kernel == DCZ_K_QCONV_SHIFT) {
+        const int amx = (forms & DCZ_FORM_AMX) != 0;
         void *mem = arena_take(&ld->a, dcz_qshift_bytes(&l->geom, kept, amx));
         if (mem && !dcz_qshift_build(&l->geom, &l->qs, amx, mem, &l->qshift)) {
-            dcz_plan_qconv(&l->geom, kept, qmax, ld->forms, ld->reference, 1, &cand);
+            dcz_plan_qconv(&l->geom, kept, qmax, forms, ld->reference, 1, &cand);
             l->kernel = (uint8_t)cand.k[0];
         } else if (mem)
             l->kernel = (uint8_t)dcz_plan_qconv_shift(&l->qshift);
-    } else if (l->kernel == DCZ_K_QCONV_GEMM) {
+    } else if (!DCZ_REF_ONLY && l->kernel == DCZ_K_QCONV_GEMM) {
         const uint32_t k = l->geom.in_c * l->geom.kh * l->geom.kw;
         int32_t *w2 = arena_take(&ld->a, (uint64_t)l->geom.out_c * ((k + 1) / 2) * sizeof *w2);
         if (w2) dcz_qexpand_pairs(&l->qs, k, w2);

@@ -137,6 +137,7 @@ static void candidates(dcz_candidates *c, dcz_kernel rule, const dcz_kernel *lis
 
 void dcz_plan_fc(int sparse, int codebook, int forms, int force_reference, dcz_candidates *c)
 {
+    force_reference |= DCZ_REF_ONLY;   /* a build of the references alone (cpu/isa.h) */
     /* a compressed layer's batch-1 form is chosen by its input (run.c) */
     if (sparse) {
         c->n = 1;
@@ -157,6 +158,8 @@ void dcz_plan_fc(int sparse, int codebook, int forms, int force_reference, dcz_c
 void dcz_plan_conv(const dcz_conv_geom *g, int sparse, uint64_t kept, int forms, int force_reference,
                    dcz_candidates *c)
 {
+    force_reference |= DCZ_REF_ONLY;
+    if (DCZ_REF_ONLY) forms = 0;
     static const dcz_kernel list[] = { DCZ_K_CONV_WINO, DCZ_K_CONV_SHIFT, DCZ_K_CONV_EXPANDED, DCZ_K_CONV_GEMM,
                                        DCZ_K_CONV_SPARSE_IM2COL, DCZ_K_CONV_SPARSE_DIRECT, DCZ_K_CONV_DIRECT };
     /* what can run g here: each kernel's form built and its scratch within the cap */
@@ -197,6 +200,8 @@ dcz_kernel dcz_plan_conv_shift(const dcz_conv_geom *g, const dcz_shift *f)
 void dcz_plan_qconv(const dcz_conv_geom *g, uint64_t kept, int32_t qmax, int forms, int force_reference,
                     int declined, dcz_candidates *c)
 {
+    force_reference |= DCZ_REF_ONLY;
+    if (DCZ_REF_ONLY) forms = 0;
     const int q8 = qmax == 127;
     static const dcz_kernel list[] = { DCZ_K_QCONV_SHIFT, DCZ_K_QCONV_GEMM, DCZ_K_QCONV_DEPTHWISE,
                                        DCZ_K_QCONV_TAPS };
@@ -227,6 +232,7 @@ dcz_kernel dcz_plan_qconv_shift(const dcz_qshift *f)
 
 void dcz_plan_qfc(int32_t qmax, int lanes, int force_reference, dcz_candidates *c)
 {
+    force_reference |= DCZ_REF_ONLY;
     static const dcz_kernel list[] = { DCZ_K_QFC8_LANES, DCZ_K_QFC8 };
     const int runs[] = { lanes, 1 };
     c->n = 1;
@@ -282,7 +288,7 @@ int dcz_gpu_by_patches(const dcz_exec_layer *l, dcz_gpu_kernel k, size_t batch)
 
 dcz_status dcz_plan_finish(dcz_model *m)
 {
-    const int ref = m->opt.force_reference;
+    const int ref = DCZ_REF_ONLY || m->opt.force_reference;
     for (uint32_t i = 0; i < m->nlayers; i++) {
         dcz_exec_layer *l = &m->layers[i];
         l->gpu_kernel = (uint8_t)dcz_gpu_pick(l);

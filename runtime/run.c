@@ -54,6 +54,7 @@
 #include "runtime/cuda/gpu.h"
 #endif
 
+#if DCZ_HEAP
 /* A heap model's blocks for batch samples, the chunk block for cbatch. */
 static dcz_status ensure_act(dcz_model *m, size_t batch, size_t cbatch)
 {
@@ -80,6 +81,7 @@ static dcz_status ensure_act(dcz_model *m, size_t batch, size_t cbatch)
     m->act_batch = batch;
     return DCZ_OK;
 }
+#endif
 
 /* ---- integer layers ------------------------------------------------------ */
 
@@ -590,6 +592,12 @@ static void qrun_table_ref(const dcz_model *m, uint32_t index, const void *const
 
 /* ---- the dispatch table ----------------------------------------------------- */
 
+/* A kernel other than a reference: none in a build of the references
+ * alone (cpu/isa.h: the plan picks none there), whose table then names
+ * none of their functions, so their code and that of the kernels they call
+ * drops out of it. */
+#define FAST(fn) (DCZ_REF_ONLY ? NULL : (fn))
+
 /* Kernel k of the plan: its float or its integer function, or the
  * accumulators of a weighted integer one; ref: a reference, whose integer
  * region quantizes its input, requantizes and clamps by the references
@@ -601,70 +609,70 @@ static const struct {
                           which qrun_weighted requantizes */
     uint8_t ref;
 } kernels[DCZ_K_COUNT] = {
-    [DCZ_K_RELU] = { run_relu, NULL, NULL, 0 },
+    [DCZ_K_RELU] = { FAST(run_relu), NULL, NULL, 0 },
     [DCZ_K_RELU_REF] = { run_relu_ref, NULL, NULL, 1 },
     [DCZ_K_SOFTMAX_REF] = { run_softmax_ref, NULL, NULL, 1 },
-    [DCZ_K_MAXPOOL] = { run_maxpool, NULL, NULL, 0 },
+    [DCZ_K_MAXPOOL] = { FAST(run_maxpool), NULL, NULL, 0 },
     [DCZ_K_MAXPOOL_REF] = { run_maxpool_ref, NULL, NULL, 1 },
     [DCZ_K_AVGPOOL_REF] = { run_avgpool_ref, NULL, NULL, 1 },
-    [DCZ_K_GLOBAL_AVGPOOL] = { run_global_avgpool, NULL, NULL, 0 },
+    [DCZ_K_GLOBAL_AVGPOOL] = { FAST(run_global_avgpool), NULL, NULL, 0 },
     [DCZ_K_GLOBAL_AVGPOOL_REF] = { run_global_avgpool_ref, NULL, NULL, 1 },
     [DCZ_K_COPY] = { run_copy, NULL, NULL, 0 },
-    [DCZ_K_ADD] = { run_add, NULL, NULL, 0 },
+    [DCZ_K_ADD] = { FAST(run_add), NULL, NULL, 0 },
     [DCZ_K_ADD_REF] = { run_add_ref, NULL, NULL, 1 },
-    [DCZ_K_MUL] = { run_mul, NULL, NULL, 0 },
+    [DCZ_K_MUL] = { FAST(run_mul), NULL, NULL, 0 },
     [DCZ_K_MUL_REF] = { run_mul_ref, NULL, NULL, 1 },
     [DCZ_K_CONCAT_REF] = { run_concat_ref, NULL, NULL, 1 },
     [DCZ_K_GATHER_REF] = { run_gather_ref, NULL, NULL, 1 },
-    [DCZ_K_CLIP] = { run_clip, NULL, NULL, 0 },
+    [DCZ_K_CLIP] = { FAST(run_clip), NULL, NULL, 0 },
     [DCZ_K_ACTIVATION_REF] = { run_activation_ref, NULL, NULL, 1 },
-    [DCZ_K_ACTIVATION] = { run_activation, NULL, NULL, 0 },
-    [DCZ_K_FC_GEMM] = { run_fc_gemm, NULL, NULL, 0 },
-    [DCZ_K_FC_ROWS] = { run_fc_rows, NULL, NULL, 0 },
+    [DCZ_K_ACTIVATION] = { FAST(run_activation), NULL, NULL, 0 },
+    [DCZ_K_FC_GEMM] = { FAST(run_fc_gemm), NULL, NULL, 0 },
+    [DCZ_K_FC_ROWS] = { FAST(run_fc_rows), NULL, NULL, 0 },
     [DCZ_K_FC_REF] = { run_fc_ref, NULL, NULL, 1 },
-    [DCZ_K_FC_CODEBOOK] = { run_fc_sparse, NULL, NULL, 0 },
-    [DCZ_K_FC_SPARSE] = { run_fc_sparse, NULL, NULL, 0 },
+    [DCZ_K_FC_CODEBOOK] = { FAST(run_fc_sparse), NULL, NULL, 0 },
+    [DCZ_K_FC_SPARSE] = { FAST(run_fc_sparse), NULL, NULL, 0 },
     [DCZ_K_FC_SPARSE_REF] = { run_fc_sparse_ref, NULL, NULL, 1 },
-    [DCZ_K_CONV_SHIFT] = { run_conv_shift, NULL, NULL, 0 },
-    [DCZ_K_CONV_DEPTHWISE_LANES] = { run_conv_shift, NULL, NULL, 0 },
-    [DCZ_K_CONV_DEPTHWISE_PLANE] = { run_conv_shift, NULL, NULL, 0 },
-    [DCZ_K_CONV_DEPTHWISE_ROWS] = { run_conv_shift, NULL, NULL, 0 },
-    [DCZ_K_CONV_WINO] = { run_conv_wino, NULL, NULL, 0 },
-    [DCZ_K_CONV_GEMM] = { run_conv_gemm, NULL, NULL, 0 },
+    [DCZ_K_CONV_SHIFT] = { FAST(run_conv_shift), NULL, NULL, 0 },
+    [DCZ_K_CONV_DEPTHWISE_LANES] = { FAST(run_conv_shift), NULL, NULL, 0 },
+    [DCZ_K_CONV_DEPTHWISE_PLANE] = { FAST(run_conv_shift), NULL, NULL, 0 },
+    [DCZ_K_CONV_DEPTHWISE_ROWS] = { FAST(run_conv_shift), NULL, NULL, 0 },
+    [DCZ_K_CONV_WINO] = { FAST(run_conv_wino), NULL, NULL, 0 },
+    [DCZ_K_CONV_GEMM] = { FAST(run_conv_gemm), NULL, NULL, 0 },
     [DCZ_K_CONV_GEMM_REF] = { run_conv_gemm_ref, NULL, NULL, 1 },
-    [DCZ_K_CONV_EXPANDED] = { run_conv_gemm, NULL, NULL, 0 },
-    [DCZ_K_CONV_DIRECT] = { run_conv_direct, NULL, NULL, 0 },
+    [DCZ_K_CONV_EXPANDED] = { FAST(run_conv_gemm), NULL, NULL, 0 },
+    [DCZ_K_CONV_DIRECT] = { FAST(run_conv_direct), NULL, NULL, 0 },
     [DCZ_K_CONV_DIRECT_REF] = { run_conv_direct_ref, NULL, NULL, 1 },
-    [DCZ_K_CONV_SPARSE_IM2COL] = { run_conv_sparse_im2col, NULL, NULL, 0 },
+    [DCZ_K_CONV_SPARSE_IM2COL] = { FAST(run_conv_sparse_im2col), NULL, NULL, 0 },
     [DCZ_K_CONV_SPARSE_IM2COL_REF] = { run_conv_sparse_im2col_ref, NULL, NULL, 1 },
-    [DCZ_K_CONV_SPARSE_DIRECT] = { run_conv_sparse_direct, NULL, NULL, 0 },
+    [DCZ_K_CONV_SPARSE_DIRECT] = { FAST(run_conv_sparse_direct), NULL, NULL, 0 },
     [DCZ_K_CONV_SPARSE_DIRECT_REF] = { run_conv_sparse_direct_ref, NULL, NULL, 1 },
-    [DCZ_K_QRELU] = { NULL, qrun_relu, NULL, 0 },
+    [DCZ_K_QRELU] = { NULL, FAST(qrun_relu), NULL, 0 },
     [DCZ_K_QRELU_REF] = { NULL, qrun_relu_ref, NULL, 1 },
-    [DCZ_K_QMAXPOOL] = { NULL, qrun_maxpool, NULL, 0 },
+    [DCZ_K_QMAXPOOL] = { NULL, FAST(qrun_maxpool), NULL, 0 },
     [DCZ_K_QMAXPOOL_REF] = { NULL, qrun_maxpool_ref, NULL, 1 },
     [DCZ_K_QAVGPOOL_REF] = { NULL, qrun_avgpool_ref, NULL, 1 },
     [DCZ_K_QMEAN_REF] = { NULL, qrun_mean_ref, NULL, 1 },
-    [DCZ_K_QMEAN_RESCALE] = { NULL, qrun_mean_rescale, NULL, 0 },
+    [DCZ_K_QMEAN_RESCALE] = { NULL, FAST(qrun_mean_rescale), NULL, 0 },
     [DCZ_K_QMEAN_RESCALE_REF] = { NULL, qrun_mean_rescale_ref, NULL, 1 },
     [DCZ_K_QCOPY] = { NULL, qrun_copy, NULL, 0 },
-    [DCZ_K_QADD] = { NULL, qrun_add, NULL, 0 },
+    [DCZ_K_QADD] = { NULL, FAST(qrun_add), NULL, 0 },
     [DCZ_K_QADD_REF] = { NULL, qrun_add_ref, NULL, 1 },
     [DCZ_K_QMUL_REF] = { NULL, qrun_mul_ref, NULL, 1 },
     [DCZ_K_QCONCAT_REF] = { NULL, qrun_concat_ref, NULL, 1 },
     [DCZ_K_QGATHER_REF] = { NULL, qrun_gather_ref, NULL, 1 },
-    [DCZ_K_QTABLE] = { NULL, qrun_table, NULL, 0 },
+    [DCZ_K_QTABLE] = { NULL, FAST(qrun_table), NULL, 0 },
     [DCZ_K_QTABLE_REF] = { NULL, qrun_table_ref, NULL, 1 },
-    [DCZ_K_QFC8_LANES] = { NULL, NULL, qweights_fc8, 0 },
-    [DCZ_K_QFC8] = { NULL, NULL, qweights_fc8, 0 },
-    [DCZ_K_QFC] = { NULL, NULL, qweights_fc, 0 },
+    [DCZ_K_QFC8_LANES] = { NULL, NULL, FAST(qweights_fc8), 0 },
+    [DCZ_K_QFC8] = { NULL, NULL, FAST(qweights_fc8), 0 },
+    [DCZ_K_QFC] = { NULL, NULL, FAST(qweights_fc), 0 },
     [DCZ_K_QFC_REF] = { NULL, NULL, qweights_fc_ref, 1 },
-    [DCZ_K_QCONV_SHIFT] = { NULL, qrun_conv_shift, NULL, 0 },
-    [DCZ_K_QCONV_SHIFT_DEPTHWISE] = { NULL, qrun_conv_shift, NULL, 0 },
-    [DCZ_K_QCONV_AMX] = { NULL, qrun_conv_shift, NULL, 0 },
-    [DCZ_K_QCONV_GEMM] = { NULL, NULL, qweights_gemm, 0 },
-    [DCZ_K_QCONV_DEPTHWISE] = { NULL, NULL, qweights_depthwise, 0 },
-    [DCZ_K_QCONV_TAPS] = { NULL, NULL, qweights_taps, 0 },
+    [DCZ_K_QCONV_SHIFT] = { NULL, FAST(qrun_conv_shift), NULL, 0 },
+    [DCZ_K_QCONV_SHIFT_DEPTHWISE] = { NULL, FAST(qrun_conv_shift), NULL, 0 },
+    [DCZ_K_QCONV_AMX] = { NULL, FAST(qrun_conv_shift), NULL, 0 },
+    [DCZ_K_QCONV_GEMM] = { NULL, NULL, FAST(qweights_gemm), 0 },
+    [DCZ_K_QCONV_DEPTHWISE] = { NULL, NULL, FAST(qweights_depthwise), 0 },
+    [DCZ_K_QCONV_TAPS] = { NULL, NULL, FAST(qweights_taps), 0 },
     [DCZ_K_QCONV_TAPS_REF] = { NULL, NULL, qweights_taps_ref, 1 },
 };
 
@@ -723,7 +731,7 @@ static void run_layers(dcz_model *m, uint32_t first, uint32_t last, const float 
         const dcz_exec_layer *l = &m->layers[i];
         /* the layer before applied it, in this place, or computed it */
         if ((l->fused == DCZ_FUSED_ACT || l->fused == DCZ_FUSED_ADD) && m->fuse) continue;
-        const uint64_t t0 = m->layer_ns ? dcz_now_ns() : 0;   /* a load that measures (load.c) */
+        const uint64_t t0 = DCZ_HEAP && m->layer_ns ? dcz_now_ns() : 0;   /* a load that measures (load.c) */
         /* a convolution that takes the ADD after it writes the ADD's output
          * and reads its other input after its own (load.c) */
         const int res = m->fuse && l->res;
@@ -733,7 +741,7 @@ static void run_layers(dcz_model *m, uint32_t first, uint32_t last, const float 
         if (res) xs[l->nin] = tensor_at(m, l->res, input, batch, s0, n);
         if (!l->q) {
             kernels[l->kernel].f32(m, l, (const float *const *)xs, n, y);
-            if (m->layer_ns) m->layer_ns[i] += dcz_now_ns() - t0;
+            if (DCZ_HEAP && m->layer_ns) m->layer_ns[i] += dcz_now_ns() - t0;
             if (tap) tap(ctx, i, y, n, l->out);
             continue;
         }
@@ -752,7 +760,7 @@ static void run_layers(dcz_model *m, uint32_t first, uint32_t last, const float 
             if (l->tin[k] == m->q_in) xs[k] = qin;
         if (kernels[l->kernel].q) kernels[l->kernel].q(m, i, xs, n, y);
         else qrun_weighted(m, i, xs, n, y, kernels[l->kernel].acc, kernels[l->kernel].ref);
-        if (m->layer_ns) m->layer_ns[i] += dcz_now_ns() - t0;
+        if (DCZ_HEAP && m->layer_ns) m->layer_ns[i] += dcz_now_ns() - t0;
         if (tap && l->w_scale) {   /* a run with a tap takes no chunks: n is batch */
             const uint32_t plane = l->out / l->channels;
             dequantize(m->qacc, n, l->channels, plane, l->out_scale, deq);
@@ -792,16 +800,21 @@ dcz_status dcz_run_tapped(dcz_model *m, const float *input, size_t batch, float 
     /* a tap sees each layer's whole run: the inner tensors of all of it in
      * the chunk block */
     if (m->fixed && tap && m->chunk_width && chunk > m->cact_batch) chunk = m->cact_batch;
+    float *deq = NULL;
+#if DCZ_HEAP
     if (!m->fixed) {
         const size_t cbatch = tap || batch < m->chunk_max ? batch : m->chunk_max;
         dcz_status s = ensure_act(m, batch, cbatch);
         if (s != DCZ_OK) return s;
     }
-    float *deq = NULL;
     if (tap && m->scheme != DCZ_SCHEME_NONE) {
         deq = malloc(chunk * m->max_width * sizeof *deq);
         if (!deq) return DCZ_ERR_NOMEM;
     }
+#else
+    /* every model is static; the taps of an integer model take a heap block */
+    if (tap && m->scheme != DCZ_SCHEME_NONE) return DCZ_ERR_UNSUPPORTED;
+#endif
     m->keep_acc = tap != NULL;
     m->fuse = tap == NULL && !m->opt.force_reference;
     const dcz_cpu *was = dcz_cpu_enter(&m->cpu);
@@ -812,7 +825,9 @@ dcz_status dcz_run_tapped(dcz_model *m, const float *input, size_t batch, float 
     dcz_cpu_leave(was);
     m->keep_acc = 0;
     m->fuse = 0;
+#if DCZ_HEAP
     if (deq) free(deq); /* a static model calls no allocator at all */
+#endif
     return DCZ_OK;
 }
 

@@ -7,14 +7,18 @@
  * of one run do not pay a wake-up each; the caller likewise spins, then
  * sleeps, while it waits. Static models (dcz_open_static) have no pool:
  * they run on the caller's thread and call nothing that allocates.
+ *
+ * A build without threads (THREADS=0: cpu/isa.h, DCZ_THREADS) has no pool:
+ * dcz_pool_start refuses, dcz_pool_run runs the one part on the caller's
+ * thread.
  */
+#include "runtime/model.h"
+
+#if DCZ_THREADS
 #include <pthread.h>
 #include <sched.h>
 #include <stdlib.h>
-#include <time.h>
 #include <unistd.h>
-
-#include "runtime/model.h"
 
 /* Polls of the job counter before a thread sleeps (about 0.2 ms with the
  * pause between polls on a current x86 core). */
@@ -160,9 +164,41 @@ void dcz_pool_stop(dcz_pool *p)
     free(p);
 }
 
+
+#else /* no threads: every job is one part, on the caller's thread */
+
+uint32_t dcz_threads_online(void) { return 1; }
+
+dcz_status dcz_pool_start(uint32_t threads, dcz_pool **out)
+{
+    (void)threads;
+    *out = NULL;
+    return DCZ_ERR_UNSUPPORTED;
+}
+
+uint32_t dcz_pool_threads(const dcz_pool *p)
+{
+    (void)p;
+    return 1;
+}
+
+void dcz_pool_run(dcz_pool *p, dcz_task_fn fn, void *ctx)
+{
+    (void)p;
+    fn(ctx, 0);
+}
+
+void dcz_pool_stop(dcz_pool *p) { (void)p; }
+
+#endif
+
+#if DCZ_HEAP   /* the clock of a measured plan, which only the heap loaders make */
+#include <time.h>
+
 uint64_t dcz_now_ns(void)
 {
     struct timespec t;
     clock_gettime(CLOCK_MONOTONIC, &t);
     return (uint64_t)t.tv_sec * 1000000000u + (uint64_t)t.tv_nsec;
 }
+#endif

@@ -11,13 +11,14 @@
  * of every level this machine has, against emulated CPUs and the
  * references) and test_simd (the views the pool's workers read).
  */
-#include <pthread.h>
 #include <stddef.h>
-#include <stdio.h>
 #include <string.h>
 
 #include "runtime/cpu/isa.h"
 #include "runtime/model.h"
+#if DCZ_THREADS
+#include <pthread.h>
+#endif
 
 #if DCZ_BUILD_X86
 #define DCZ_X86 1
@@ -29,8 +30,10 @@
  * same values */
 dcz_cpu dcz_cpu_probed;
 /* the calling thread's view (cpu/isa.h); NULL: dcz_cpu_probed */
-__thread const dcz_cpu *dcz_cpu_view;
+DCZ_THREAD_LOCAL const dcz_cpu *dcz_cpu_view;
+#if DCZ_THREADS
 static pthread_once_t once = PTHREAD_ONCE_INIT;
+#endif
 
 static void probe(void)
 {
@@ -54,7 +57,11 @@ static void probe(void)
 
 void dcz_cpu_probe(void)
 {
+#if DCZ_THREADS
     pthread_once(&once, probe);
+#else
+    if (!dcz_cpu_probed.probed) probe();   /* one thread: no race to it */
+#endif
 }
 
 const dcz_cpu *dcz_cpu_enter(const dcz_cpu *c)
@@ -116,10 +123,20 @@ static int needs(dcz_isa_cap cap, size_t i)
     return cap >= DCZ_CAP_AVX2 && cap >= l;
 }
 
+/* Appends the strings of parts (NULL-terminated) to buf (len bytes, at
+ * used), as far as they fit, keeping it terminated: the messages are
+ * concatenations alone, so libdcz needs no formatted output (no stdio). */
+static void cat(char *buf, size_t len, size_t *at, const char *const *parts)
+{
+    for (; *parts; parts++)
+        for (const char *p = *parts; *p && *at + 1 < len; p++) buf[(*at)++] = *p;
+    if (*at < len) buf[*at] = '\0';
+}
+
 /* Appends name to the space-separated list in buf (len bytes, at used). */
 static void list_add(char *buf, size_t len, size_t *at, const char *name)
 {
-    if (*at < len) *at += (size_t)snprintf(buf + *at, len - *at, "%s%s", *at ? " " : "", name);
+    cat(buf, len, at, (const char *const[]){ *at ? " " : "", name, NULL });
 }
 
 dcz_status dcz_cpu_capped(dcz_isa_cap cap, dcz_cpu *out, char *why, size_t why_len)
@@ -135,12 +152,13 @@ dcz_status dcz_cpu_capped(dcz_isa_cap cap, dcz_cpu *out, char *why, size_t why_l
         else if (needs(cap, i)) list_add(lacks, sizeof lacks, &nlacks, features[i].name);
     }
     if (nlacks) {
+        size_t at = 0;
         if (why && why_len && !DCZ_BUILD_X86 && !DCZ_BUILD_NEON)
-            snprintf(why, why_len, "%s: this build of libdcz has no vector kernels (ISA=scalar); it runs scalar only",
-                     cap_names[cap]);
+            cat(why, why_len, &at, (const char *const[]){ cap_names[cap],
+                ": this build of libdcz has no vector kernels (ISA=scalar); it runs scalar only", NULL });
         else if (why && why_len)
-            snprintf(why, why_len, "%s needs %s, which this CPU or build lacks; it has: %s", cap_names[cap], lacks,
-                     nhas ? has : "none (scalar kernels only)");
+            cat(why, why_len, &at, (const char *const[]){ cap_names[cap], " needs ", lacks,
+                ", which this CPU or build lacks; it has: ", nhas ? has : "none (scalar kernels only)", NULL });
         return DCZ_ERR_DEVICE;
     }
     if (cap != DCZ_CAP_NATIVE) {

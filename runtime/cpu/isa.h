@@ -55,6 +55,37 @@
 #define DCZ_BUILD_Q8_NEON 0
 #endif
 
+/* DCZ_REF_ONLY: both families left out (KERNELS=ref): the scalar references
+ * alone. Every layer runs its _ref kernel, as if dcz_options.force_reference
+ * were set (load.c, plan.c), no extra form is built, and the runner's table
+ * (run.c) names no other kernel, so the families' other scalar paths are
+ * never reached and a link with --gc-sections keeps none of them: the
+ * smallest library, for a microcontroller (make mcu). */
+#if defined(DCZ_NO_F32) && defined(DCZ_NO_Q8)
+#define DCZ_REF_ONLY 1
+#else
+#define DCZ_REF_ONLY 0
+#endif
+
+/* DCZ_THREADS: worker threads (pthread) for heap models; 0 where the build
+ * has none (THREADS=0, -DDCZ_NO_THREADS: a bare-metal target): every model
+ * runs on the caller's thread, and nothing is thread-local. DCZ_HEAP: the
+ * heap loaders (dcz_open_memory, dcz_open_file, dcz_plan); 0 with HEAP=0
+ * (-DDCZ_NO_HEAP): the arena API alone (dcz_plan_static, dcz_open_static),
+ * and no object of libdcz refers to an allocator. */
+#ifdef DCZ_NO_THREADS
+#define DCZ_THREADS 0
+#define DCZ_THREAD_LOCAL
+#else
+#define DCZ_THREADS 1
+#define DCZ_THREAD_LOCAL __thread
+#endif
+#ifdef DCZ_NO_HEAP
+#define DCZ_HEAP 0
+#else
+#define DCZ_HEAP 1
+#endif
+
 /* The features of this CPU that libdcz's kernels use, probed once (the
  * first call; threads may race to it) and read by every choice between
  * variants: nonzero where the build has kernels for the feature and the
@@ -77,7 +108,7 @@ typedef struct dcz_cpu {
     unsigned char probed;
 } dcz_cpu;
 extern dcz_cpu dcz_cpu_probed;
-extern __thread const dcz_cpu *dcz_cpu_view;
+extern DCZ_THREAD_LOCAL const dcz_cpu *dcz_cpu_view;
 void dcz_cpu_probe(void);
 static inline const dcz_cpu *dcz_cpu_features(void)
 {
