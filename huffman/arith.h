@@ -108,6 +108,44 @@ dcz_status dcz_ac_decode_mask(const uint8_t *in, size_t len, uint32_t rows, uint
  * for the mask (bytes missing or left over, a bad first code). */
 dcz_status dcz_ac_decode_indices(const uint8_t *in, size_t len, unsigned bits, uint8_t *out, size_t n);
 
+/* The same streams read one value at a time, for a reader that keeps no
+ * decoded copy (a fully connected layer read as stored at every run:
+ * runtime/format/entries.c). Plain data, no pointer into itself; each
+ * *_next refuses as the whole decoders do, and *_end checks the stream
+ * ends where they check it: the mask's flags after its last kept one are
+ * read there. dcz_ac_decode_mask and dcz_ac_decode_indices are loops over
+ * these. */
+typedef struct dcz_ac_dec {
+    const uint8_t *in;
+    size_t len, pos;
+    uint32_t range, code;
+} dcz_ac_dec;
+
+typedef struct dcz_ac_mask_reader {
+    dcz_ac_dec d;
+    uint32_t rows, cols, nnz;
+    uint32_t r, c, row_kept, kept;  /* the next flag's place; kept flags so far */
+    unsigned left;                  /* the flag before (r, c) in its row */
+    uint32_t *col_kept;             /* (cols) the caller's scratch */
+    dcz_ac_prob m[DCZ_AC_MASK_CONTEXTS];
+} dcz_ac_mask_reader;
+
+dcz_status dcz_ac_mask_begin(dcz_ac_mask_reader *r, const uint8_t *in, size_t len, uint32_t rows, uint32_t cols,
+                             uint32_t nnz, uint32_t *scratch);
+/* The flat position of the next kept flag (at most nnz of them). */
+dcz_status dcz_ac_mask_next(dcz_ac_mask_reader *r, uint64_t *pos);
+dcz_status dcz_ac_mask_end(dcz_ac_mask_reader *r);
+
+typedef struct dcz_ac_index_reader {
+    dcz_ac_dec d;
+    unsigned bits;
+    dcz_ac_prob m[1u << DCZ_AC_MAX_INDEX_BITS]; /* node 1 .. 2^bits - 1 of the tree; 0 unused */
+} dcz_ac_index_reader;
+
+dcz_status dcz_ac_indices_begin(dcz_ac_index_reader *r, const uint8_t *in, size_t len, unsigned bits);
+dcz_status dcz_ac_indices_next(dcz_ac_index_reader *r, unsigned *v);
+dcz_status dcz_ac_indices_end(const dcz_ac_index_reader *r);
+
 /* ---- encode side (toolchain only) -------------------------------------- */
 
 /* Codes the rows x cols keep mask (keep[i] nonzero: kept, flat C order).

@@ -18,11 +18,7 @@
 
 #include "huffman/arith.h"
 
-typedef struct acdec {
-    const uint8_t *in;
-    size_t len, pos;
-    uint32_t range, code;
-} acdec;
+typedef dcz_ac_dec acdec;
 
 static dcz_status dec_init(acdec *d, const uint8_t *in, size_t len)
 {
@@ -63,50 +59,115 @@ static dcz_status dec_end(const acdec *d)
     return d->pos == d->len ? DCZ_OK : DCZ_ERR_FORMAT;
 }
 
+dcz_status dcz_ac_mask_begin(dcz_ac_mask_reader *r, const uint8_t *in, size_t len, uint32_t rows, uint32_t cols,
+                             uint32_t nnz, uint32_t *scratch)
+{
+    if (rows == 0 || cols == 0 || !scratch) return DCZ_ERR_ARG;
+    memset(r, 0, sizeof *r);
+    r->rows = rows;
+    r->cols = cols;
+    r->nnz = nnz;
+    r->col_kept = scratch; /* (cols): kept flags of each column in the rows above */
+    memset(scratch, 0, dcz_ac_mask_scratch_bytes(cols));
+    dcz_ac_prob_init(r->m, DCZ_AC_MASK_CONTEXTS);
+    return dec_init(&r->d, in, len);
+}
+
+/* The flag at (r->r, r->c) into *bit, and the place moved past it. */
+static dcz_status mask_flag(dcz_ac_mask_reader *r, unsigned *bit)
+{
+    const uint32_t c = r->c;
+    const unsigned cx = dcz_ac_mask_context(r->r, r->col_kept[c], c, r->row_kept, r->left);
+    dcz_status s = dec_bit(&r->d, &r->m[cx], bit);
+    if (s != DCZ_OK) return s;
+    r->left = *bit;
+    if (*bit) {
+        r->kept++;
+        r->row_kept++;
+        r->col_kept[c]++;
+    }
+    if (++r->c == r->cols) {
+        r->c = 0;
+        r->r++;
+        r->row_kept = 0;
+        r->left = 0;
+    }
+    return DCZ_OK;
+}
+
+dcz_status dcz_ac_mask_next(dcz_ac_mask_reader *r, uint64_t *pos)
+{
+    if (r->kept == r->nnz) return DCZ_ERR_FORMAT;
+    while (r->r < r->rows) {
+        const uint64_t at = (uint64_t)r->r * r->cols + r->c;
+        unsigned bit;
+        dcz_status s = mask_flag(r, &bit);
+        if (s != DCZ_OK) return s;
+        if (bit) {
+            *pos = at;
+            return DCZ_OK;
+        }
+    }
+    return DCZ_ERR_FORMAT;   /* fewer than nnz kept flags */
+}
+
+dcz_status dcz_ac_mask_end(dcz_ac_mask_reader *r)
+{
+    while (r->r < r->rows) {
+        unsigned bit;
+        dcz_status s = mask_flag(r, &bit);
+        if (s != DCZ_OK) return s;
+        if (bit && r->kept > r->nnz) return DCZ_ERR_FORMAT;
+    }
+    return r->kept == r->nnz ? dec_end(&r->d) : DCZ_ERR_FORMAT;
+}
+
 dcz_status dcz_ac_decode_mask(const uint8_t *in, size_t len, uint32_t rows, uint32_t cols, uint32_t nnz,
                               uint32_t *scratch, dcz_ac_keep_fn fn, void *ctx)
 {
-    if (rows == 0 || cols == 0 || !scratch || !fn) return DCZ_ERR_ARG;
-    acdec d;
-    dcz_status s = dec_init(&d, in, len);
-    if (s != DCZ_OK) return s;
-    dcz_ac_prob m[DCZ_AC_MASK_CONTEXTS];
-    dcz_ac_prob_init(m, DCZ_AC_MASK_CONTEXTS);
-    uint32_t *col_kept = scratch; /* (cols): kept flags of each column in the rows above */
-    memset(col_kept, 0, dcz_ac_mask_scratch_bytes(cols));
-    uint32_t kept = 0;
-    for (uint32_t r = 0; r < rows; r++) {
-        uint32_t row_kept = 0;
-        unsigned bit = 0;
-        for (uint32_t c = 0; c < cols; c++) {
-            const unsigned cx = dcz_ac_mask_context(r, col_kept[c], c, row_kept, bit);
-            if ((s = dec_bit(&d, &m[cx], &bit)) != DCZ_OK) return s;
-            if (!bit) continue;
-            if (kept == nnz) return DCZ_ERR_FORMAT;
-            if ((s = fn(ctx, kept, (uint64_t)r * cols + c)) != DCZ_OK) return s;
-            kept++;
-            row_kept++;
-            col_kept[c]++;
-        }
+    if (!fn) return DCZ_ERR_ARG;
+    dcz_ac_mask_reader r;
+    dcz_status s = dcz_ac_mask_begin(&r, in, len, rows, cols, nnz, scratch);
+    for (uint32_t i = 0; s == DCZ_OK && i < nnz; i++) {
+        uint64_t pos;
+        if ((s = dcz_ac_mask_next(&r, &pos)) == DCZ_OK) s = fn(ctx, i, pos);
     }
-    return kept == nnz ? dec_end(&d) : DCZ_ERR_FORMAT;
+    return s == DCZ_OK ? dcz_ac_mask_end(&r) : s;
+}
+
+dcz_status dcz_ac_indices_begin(dcz_ac_index_reader *r, const uint8_t *in, size_t len, unsigned bits)
+{
+    if (bits < 1 || bits > DCZ_AC_MAX_INDEX_BITS) return DCZ_ERR_ARG;
+    r->bits = bits;
+    dcz_ac_prob_init(r->m, (size_t)1 << bits);
+    return dec_init(&r->d, in, len);
+}
+
+dcz_status dcz_ac_indices_next(dcz_ac_index_reader *r, unsigned *v)
+{
+    unsigned node = 1, bit;
+    for (unsigned b = 0; b < r->bits; b++) {
+        dcz_status s = dec_bit(&r->d, &r->m[node], &bit);
+        if (s != DCZ_OK) return s;
+        node = node << 1 | bit;
+    }
+    *v = node - (1u << r->bits);
+    return DCZ_OK;
+}
+
+dcz_status dcz_ac_indices_end(const dcz_ac_index_reader *r)
+{
+    return dec_end(&r->d);
 }
 
 dcz_status dcz_ac_decode_indices(const uint8_t *in, size_t len, unsigned bits, uint8_t *out, size_t n)
 {
     if (bits < 1 || bits > DCZ_AC_MAX_INDEX_BITS || (n && !out)) return DCZ_ERR_ARG;
-    acdec d;
-    dcz_status s = dec_init(&d, in, len);
-    if (s != DCZ_OK) return s;
-    dcz_ac_prob m[1u << DCZ_AC_MAX_INDEX_BITS]; /* node 1 .. 2^bits - 1 of the tree; 0 unused */
-    dcz_ac_prob_init(m, (size_t)1 << bits);
-    for (size_t i = 0; i < n; i++) {
-        unsigned node = 1, bit;
-        for (unsigned b = 0; b < bits; b++) {
-            if ((s = dec_bit(&d, &m[node], &bit)) != DCZ_OK) return s;
-            node = node << 1 | bit;
-        }
-        out[i] = (uint8_t)(node - (1u << bits));
+    dcz_ac_index_reader r;
+    dcz_status s = dcz_ac_indices_begin(&r, in, len, bits);
+    for (size_t i = 0; s == DCZ_OK && i < n; i++) {
+        unsigned v;
+        if ((s = dcz_ac_indices_next(&r, &v)) == DCZ_OK) out[i] = (uint8_t)v;
     }
-    return dec_end(&d);
+    return s == DCZ_OK ? dcz_ac_indices_end(&r) : s;
 }

@@ -180,19 +180,41 @@ static inline unsigned match(const dcz_huff_decoder *d, uint64_t buf, unsigned *
     return 0;
 }
 
-dcz_status dcz_huff_decode(const dcz_huff_decoder *d, const uint8_t *in, size_t in_len,
-                           uint8_t *out, size_t n)
+void dcz_huff_reader_init(dcz_huff_reader *r, const uint8_t *in, size_t len)
 {
-    if (!d || (n && !out) || (in_len && !in)) return DCZ_ERR_ARG;
+    r->in = in;
+    r->len = in ? len : 0;
+    r->pos = 0;
+    r->buf = 0;
+    r->cnt = 0;
+}
+
+dcz_status dcz_huff_next(const dcz_huff_decoder *d, dcz_huff_reader *r, unsigned *sym)
+{
+    /* byte-wise refills, every code checked against the bits left */
+    while (r->cnt <= 56 && r->pos < r->len) {
+        r->buf |= (uint64_t)r->in[r->pos++] << (56 - r->cnt);
+        r->cnt += 8;
+    }
+    const unsigned l = match(d, r->buf, sym);
+    if (l == 0 || l > r->cnt) return DCZ_ERR_FORMAT;
+    r->buf <<= l;
+    r->cnt -= l;
+    return DCZ_OK;
+}
+
+dcz_status dcz_huff_read(const dcz_huff_decoder *d, dcz_huff_reader *r, uint8_t *out, size_t n)
+{
     /* buf holds the next stream bits MSB-aligned; the top cnt are valid, the
      * rest are zero or copies of the stream bits that follow */
-    uint64_t buf = 0;
-    unsigned cnt = 0, l, sym;
-    size_t pos = 0, i = 0;
+    const uint8_t *in = r->in;
+    uint64_t buf = r->buf;
+    unsigned cnt = r->cnt, l, sym;
+    size_t pos = r->pos, i = 0;
 
     /* bulk: a refill from 8 whole bytes leaves >= 57 bits, enough for three
      * codes of up to 15 bits without further checks */
-    while (n - i >= 3 && in_len - pos >= 8) {
+    while (n - i >= 3 && r->len - pos >= 8) {
         buf |= load_be64(in + pos) >> cnt;
         unsigned k = (64 - cnt) >> 3;
         pos += k;
@@ -204,17 +226,23 @@ dcz_status dcz_huff_decode(const dcz_huff_decoder *d, const uint8_t *in, size_t 
             cnt -= l;
         }
     }
-    /* tail: byte-wise refills, every code checked against the bits left */
+    /* the tail a symbol at a time, from the stream's bits alone */
+    r->buf = cnt ? buf & ~(~(uint64_t)0 >> cnt) : 0;
+    r->cnt = cnt;
+    r->pos = pos;
     for (; i < n; i++) {
-        while (cnt <= 56 && pos < in_len) {
-            buf |= (uint64_t)in[pos++] << (56 - cnt);
-            cnt += 8;
-        }
-        l = match(d, buf, &sym);
-        if (l == 0 || l > cnt) return DCZ_ERR_FORMAT;
+        dcz_status s = dcz_huff_next(d, r, &sym);
+        if (s != DCZ_OK) return s;
         out[i] = (uint8_t)sym;
-        buf <<= l;
-        cnt -= l;
     }
     return DCZ_OK;
+}
+
+dcz_status dcz_huff_decode(const dcz_huff_decoder *d, const uint8_t *in, size_t in_len,
+                           uint8_t *out, size_t n)
+{
+    if (!d || (n && !out) || (in_len && !in)) return DCZ_ERR_ARG;
+    dcz_huff_reader r;
+    dcz_huff_reader_init(&r, in, in_len);
+    return dcz_huff_read(d, &r, out, n);
 }

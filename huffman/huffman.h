@@ -32,7 +32,13 @@
 
 #define DCZ_HUFF_MAX_SYMBOLS 256
 #define DCZ_HUFF_MAX_LEN 15
-#define DCZ_HUFF_FAST_BITS 10 /* first-level decode table: 2^10 entries */
+/* first-level decode table: 2^10 entries; 2^6 in a build for size
+ * (DCZ_SMALL, make mcu: a microcontroller's decoders live on its stack) */
+#ifdef DCZ_SMALL
+#define DCZ_HUFF_FAST_BITS 6
+#else
+#define DCZ_HUFF_FAST_BITS 10
+#endif
 
 /* ---- bit reader (decode side) ---------------------------------------- */
 
@@ -88,6 +94,22 @@ dcz_status dcz_huff_decoder_init(dcz_huff_decoder *d, const uint8_t *len, unsign
  * left over after the n-th symbol are ignored (padding). */
 dcz_status dcz_huff_decode(const dcz_huff_decoder *d, const uint8_t *in, size_t in_len,
                            uint8_t *out, size_t n);
+
+/* A coded stream read a few symbols at a time, for a reader that keeps no
+ * decoded copy: dcz_huff_read decodes the next n symbols and dcz_huff_next
+ * the next one, with dcz_huff_decode's refusals (a bit pattern that is no
+ * code, a code past the stream's end); dcz_huff_decode is dcz_huff_read
+ * over the whole stream. Plain data. */
+typedef struct dcz_huff_reader {
+    const uint8_t *in;
+    size_t len, pos;   /* the stream, the next byte to load */
+    uint64_t buf;      /* the next bits MSB-aligned: the top cnt are the stream's, the rest 0 */
+    unsigned cnt;
+} dcz_huff_reader;
+
+void dcz_huff_reader_init(dcz_huff_reader *r, const uint8_t *in, size_t len);
+dcz_status dcz_huff_next(const dcz_huff_decoder *d, dcz_huff_reader *r, unsigned *sym);
+dcz_status dcz_huff_read(const dcz_huff_decoder *d, dcz_huff_reader *r, uint8_t *out, size_t n);
 
 /* ---- encode side (toolchain only) ------------------------------------ */
 

@@ -18,6 +18,8 @@
 #include <string.h>
 
 #include "dcz.h"
+#include "huffman/arith.h"
+#include "huffman/huffman.h"
 #include "runtime/format/ops.h"
 
 /* the version written; readers take 1.x (chains) and 2.x */
@@ -245,6 +247,42 @@ dcz_status dcz_tensor_positions(const dcz_tensor_view *t, void *scratch, dcz_pos
  * appear and that the stream does not end in fillers. */
 dcz_status dcz_gaps_walk(const uint8_t *gaps, uint32_t gap_count, unsigned gap_bits,
                          uint32_t nnz, uint64_t n, dcz_pos_fn fn, void *ctx);
+
+/* A sparse tensor's stored weights read one at a time, in position order,
+ * straight from its streams as stored (any coding): nothing is decoded
+ * ahead, and no scratch is needed but the column counts of a keep mask
+ * (dcz_entries_scratch_bytes). The path of a fully connected layer whose
+ * weights stay in the file (dcz_options.stream_weights: entries.c);
+ * dcz_tensor_positions and dcz_tensor_decode_indices decode a whole tensor
+ * at once, faster, and tests/unit/test_format.c checks the two agree on
+ * every coding. Plain data; t must outlive it. */
+typedef struct dcz_entries {
+    const dcz_tensor_view *t;
+    uint32_t entry;                 /* entries read */
+    uint32_t gaps_read;
+    int64_t prev;                   /* the gap walk's last position (-1 before the first) */
+    dcz_bitr gr, ir;                /* the gap and index streams: raw, */
+    dcz_huff_reader ghr, ihr;       /* or Huffman-coded */
+    union {
+        dcz_huff_decoder h;
+        dcz_ac_mask_reader m;       /* an arithmetic-coded keep mask */
+    } gap;
+    union {
+        dcz_huff_decoder h;
+        dcz_ac_index_reader a;
+    } index;
+} dcz_entries;
+
+/* Bytes of scratch a reader of t needs (4-byte aligned; 0 for most). */
+uint64_t dcz_entries_scratch_bytes(const dcz_tensor_view *t);
+dcz_status dcz_entries_begin(dcz_entries *e, const dcz_tensor_view *t, void *scratch);
+/* The next stored weight (at most t->nnz): its flat position and, for a
+ * CODEBOOK tensor, its codebook index (checked below t->k; else 0). The
+ * checks of dcz_gaps_walk, dcz_ac_decode_mask and the decoders; nothing is
+ * read past the streams, whatever their bytes. */
+dcz_status dcz_entries_next(dcz_entries *e, uint64_t *pos, uint32_t *idx);
+/* After the last weight: the streams end as the whole decoders require. */
+dcz_status dcz_entries_end(dcz_entries *e);
 
 /* ---- calibration table -------------------------------------------------- */
 

@@ -7,7 +7,8 @@
  *
  * Besides not crashing, it checks: table_read and decoder_init agree on the
  * table; a successful decode re-encodes (huff_encode.c) to exactly the bits it
- * consumed; the stream unpacked at a fixed width packs back to itself. A
+ * consumed; the one-at-a-time decoder (dcz_huff_next) gives the same status
+ * and symbols; the stream unpacked at a fixed width packs back to itself. A
  * violation aborts. Built by `make fuzz`; the seed corpus in
  * tests/fuzz/corpus/huffman/ (made by gen_huffman_corpus.c) is replayed by
  * `make test` through replay.c.
@@ -25,7 +26,16 @@ static void check_decode(const uint8_t *len, unsigned nsym, const uint8_t *s, si
     if (dcz_huff_decoder_init(&d, len, nsym) != DCZ_OK) abort();
     uint8_t *out = malloc(n ? n : 1);
     if (!out) return;
-    if (dcz_huff_decode(&d, s, slen, out, n) == DCZ_OK) {
+    const dcz_status st = dcz_huff_decode(&d, s, slen, out, n);
+    dcz_huff_reader r;
+    dcz_huff_reader_init(&r, s, slen);
+    dcz_status one = DCZ_OK;
+    for (size_t i = 0; i < n && one == DCZ_OK; i++) {
+        unsigned v;
+        if ((one = dcz_huff_next(&d, &r, &v)) == DCZ_OK && st == DCZ_OK && v != out[i]) abort();
+    }
+    if (one != st) abort();
+    if (st == DCZ_OK) {
         uint64_t bits = dcz_huff_cost_bits(len, out, n);
         size_t cap = (size_t)((bits + 7) / 8), used = 0;
         if (cap > slen) abort();

@@ -593,10 +593,26 @@ static void test_truncated(void)
     }
 }
 
+/* n symbols by dcz_huff_next, one at a time. */
+static dcz_status next_decode(const dcz_huff_decoder *d, const uint8_t *in, size_t nb, uint8_t *out, size_t n)
+{
+    dcz_huff_reader r;
+    dcz_huff_reader_init(&r, in, nb);
+    for (size_t i = 0; i < n; i++) {
+        unsigned s;
+        const dcz_status st = dcz_huff_next(d, &r, &s);
+        if (st != DCZ_OK) return st;
+        out[i] = (uint8_t)s;
+    }
+    return DCZ_OK;
+}
+
+/* Random bytes through the decoder, the one-at-a-time decoder and the
+ * reference: the same status, the same symbols. */
 static void test_garbage(void)
 {
     rng r = { 10 };
-    uint8_t buf[600], out[2000], ref[2000];
+    uint8_t buf[600], out[2000], ref[2000], one[2000];
     int mismatches = 0;
     for (int iter = 0; iter < 4000 && mismatches < 5; iter++) {
         unsigned nsym = 1 + (unsigned)rng_below(&r, 256);
@@ -625,6 +641,10 @@ static void test_garbage(void)
         REQUIRE(in, "oom");
         dcz_status st = dcz_huff_decode(&d, in, nb, out, n);
         dcz_status ref_st = ref_decode(len, nsym, in, nb, ref, n);
+        dcz_status one_st = next_decode(&d, in, nb, one, n);
+        CHECK(one_st == ref_st && (one_st != DCZ_OK || memcmp(one, ref, n) == 0),
+              "iter %d: one at a time %d, reference %d (nsym %u, %zu bytes, n %zu)", iter, one_st, ref_st, nsym, nb, n);
+        mismatches += one_st != ref_st;
         CHECK(st == DCZ_OK || st == DCZ_ERR_FORMAT, "status %d", st);
         CHECK(st == ref_st, "iter %d: decoder %d, reference %d (nsym %u, %zu bytes, n %zu)",
               iter, st, ref_st, nsym, nb, n);
