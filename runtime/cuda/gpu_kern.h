@@ -14,9 +14,10 @@
  * Sums are taken in the reference's order where the reference has one
  * order per output (pools, the direct convolution walks a row's entries in
  * column order as dcz_conv2d_direct_ref walks its taps); the sigmoid and
- * SiLU are the runtime's own (shapes.h: dcz_exp_neg), the same bits on
- * both; tanh and softmax's exponential are CUDA's on the device, so those
- * agree within a few ulps, not bit for bit.
+ * SiLU and softmax's exponentials are the runtime's own (shapes.h:
+ * dcz_exp_neg), the same bits on both; tanh is CUDA's on the device, so it
+ * agrees within a few ulps, not bit for bit (and softmax's sum is a tree
+ * over the block's threads, in another order than the CPU's).
  */
 #ifndef DCZ_RUNTIME_GPU_KERN_H
 #define DCZ_RUNTIME_GPU_KERN_H

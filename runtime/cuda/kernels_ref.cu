@@ -31,7 +31,7 @@ static __global__ void softmax_kernel(const float *x, uint32_t n, float *y)
     __syncthreads();
     float sum = 0.0f;
     for (uint32_t i = threadIdx.x; i < n; i += blockDim.x) {
-        const float e = expf(xr[i] - m);
+        const float e = dcz_exp_neg(xr[i] - m);   /* the CPU's exponential (shapes.h) */
         yr[i] = e;
         sum += e;
     }

@@ -167,8 +167,11 @@ void dcz_softmax_ref(float *x, size_t batch, size_t n)
         for (size_t i = 0; i < n; i++)
             if (v[i] > mx) mx = v[i];
         float sum = 0.0f;
+        /* the exponential is libdcz's own (shapes.h), not the C library's,
+         * so every machine's libc gives the same bits (a microcontroller's
+         * picolibc and glibc differ in the last bit of expf) */
         for (size_t i = 0; i < n; i++) {
-            v[i] = expf(v[i] - mx);
+            v[i] = dcz_exp_neg(v[i] - mx);
             sum += v[i];
         }
         for (size_t i = 0; i < n; i++) v[i] /= sum;
