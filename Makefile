@@ -30,7 +30,13 @@
 #   make size         text bytes of libdcz built with -Os, with every kernel,
 #                     with the references and the integer kernels
 #                     (KERNELS=ref,q8) and with the scalar references alone
-#                     (ISA=scalar)
+#                     (ISA=scalar); for the Cortex-M4 (make mcu), libdcz as a
+#                     firmware links it and the int8 LeNet-300-100
+#                     firmware's flash and RAM (scripts/mcu-size.sh)
+#   make mcu          libdcz for a Cortex-M4 (arm-none-eabi, picolibc), in
+#                     build-arm/ and lib-arm/; samples/mcu/ is a firmware
+#   make test-mcu     that firmware under qemu-system-arm against the host,
+#                     bit for bit (part of make test; SKIP without the tools)
 #   make test-scalar  the ISA=scalar and KERNELS=ref,q8 builds against the
 #                     native one, model by
 #                     model (part of make test)
@@ -403,7 +409,10 @@ bench: deps
 # FPU), bare metal, with Debian's arm-none-eabi GCC and picolibc: the scalar
 # references alone (every layer on its _ref kernel, the integer ones of
 # calibrated models included), no threads, no heap (the arena API), no
-# stdio; every function in a section of its own, so a firmware linked with
+# stdio; built for size (DCZ_SMALL): Huffman decoders with a first-level
+# table of 64 entries, not 1024 (the stream form's readers live on the
+# stack: 1.5 KB, not 5 KB), the CRC by a 16-word table, not 256 words;
+# every function in a section of its own, so a firmware linked with
 # --gc-sections keeps what it calls (in build-arm/ and lib-arm/;
 # samples/mcu/ is such a firmware, make test-mcu runs it under QEMU).
 MCU_CROSS ?= arm-none-eabi-
@@ -412,7 +421,7 @@ MCU_LIBC  ?= --specs=picolibc.specs
 MCU_OPT   ?= -Os -g
 MCU_MAKE  := $(MAKE) --no-print-directory $(PAR) CROSS=$(MCU_CROSS) ISA=scalar KERNELS=ref THREADS=0 HEAP=0 \
              CUDA=0 MPI=0 SANITIZE= DEBUG=0 OPT='$(MCU_OPT)' \
-             CFLAGS='$(MCU_CPU) $(MCU_LIBC) -ffunction-sections -fdata-sections'
+             CFLAGS='$(MCU_CPU) $(MCU_LIBC) -ffunction-sections -fdata-sections -DDCZ_SMALL'
 mcu:
 	@$(MCU_MAKE)
 
@@ -466,6 +475,7 @@ size:
 	  awk '/TOTALS/ { printf "libdcz.a -Os text ($(CC)), KERNELS=ref,q8 (the references and the integer kernels): %d bytes (%.1f KiB)\n", $$1, $$1 / 1024 }'
 	@$(strip $(CROSS))size -t $(LIBDIR)-size-scalar/libdcz.a | \
 	  awk '/TOTALS/ { printf "libdcz.a -Os text ($(CC)), ISA=scalar (the references alone): %d bytes (%.1f KiB)\n", $$1, $$1 / 1024 }'
+	@bash scripts/mcu-size.sh
 
 # The libFuzzer targets (clang): libdcz without its CUDA backend and the
 # toolchain, built once into objects of their own with ASan and UBSan, then

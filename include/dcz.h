@@ -162,6 +162,17 @@ typedef struct dcz_options {
                              use (DCZ_CAP_NATIVE, 0: all there are). A capped model
                              runs on the CPU: AUTO takes it, GPU is DCZ_ERR_ARG. */
     dcz_plan_mode plan;   /* how the CPU kernels are chosen (DCZ_PLAN_RULES, 0) */
+    int stream_weights;   /* dcz_plan, dcz_plan_static, dcz_open_static: nonzero keeps the
+                             compressed (codebook) weights of fully connected layers
+                             where the buffer holds them, read as stored at every run
+                             (the same outputs, bit for bit): the arena holds no
+                             decoded copy of them, only their codebooks (on integers,
+                             a table of the codebook per output row), and each run
+                             decodes them again, in about ten times the time of the
+                             references on the decoded form. For a microcontroller,
+                             whose flash holds the file (samples/mcu/). The buffer
+                             must outlive the model, as for every static model. The
+                             heap loaders and the GPU: DCZ_ERR_ARG. */
 } dcz_options;
 
 /* 2^36, about 69 G multiply-adds: four times VGG-16 at 224 x 224. */

@@ -321,6 +321,7 @@ static dcz_status load_walk(const dcz_container *c, const dcz_options *o, loader
     const uint32_t nlayers = w.nlayers;
     const uint64_t in_size = dcz_shape_count(&w.input);
     ld->reference = o->force_reference != 0;
+    ld->stream = o->stream_weights != 0;
 
     calib_walk cw;
     int quant;
@@ -383,7 +384,7 @@ static dcz_status load_walk(const dcz_container *c, const dcz_options *o, loader
          * integer convolution's patches and channel copies (the product on
          * expanded weights), or its copies (depthwise) */
         const dcz_kernel k = (dcz_kernel)l->kernel;
-        if (dcz_kernel_patches(k) && dcz_conv2d_im2col_floats(&l->geom) > scratch_floats)
+        if (!DCZ_REF_ONLY && dcz_kernel_patches(k) && dcz_conv2d_im2col_floats(&l->geom) > scratch_floats)
             scratch_floats = dcz_conv2d_im2col_floats(&l->geom);
         const uint64_t shift_floats = DCZ_REF_ONLY || !dcz_kernel_shifts(k) ? 0 : quant ? dcz_qshift_scratch_floats(&l->geom)
                                                                        : dcz_shift_scratch_floats(&l->geom);
@@ -398,12 +399,14 @@ static dcz_status load_walk(const dcz_container *c, const dcz_options *o, loader
                                                      : (dcz_qconv2d_copy_bytes(&l->geom) + sizeof(float) - 1) / sizeof(float);
             if (q > scratch_floats) scratch_floats = q;
         }
-        /* the float spmm's tile; a calibrated model runs these on integers */
-        if (!quant && l->op == DCZ_OP_DENSE && l->sparse &&
+        /* the float spmm's tile; a calibrated model runs these on integers
+         * (kept for the references too: an arena planned for them takes the
+         * model on these kernels; a build of the references alone has none) */
+        if (!DCZ_REF_ONLY && !quant && l->op == DCZ_OP_DENSE && l->sparse &&
             dcz_spmm_scratch_floats(l->out, l->in) > scratch_floats)
             scratch_floats = dcz_spmm_scratch_floats(l->out, l->in);
         /* the integer tile of the 8-bit schemes */
-        if (quant && dcz_scheme_qmax(cw.scheme) == 127 && l->op == DCZ_OP_DENSE &&
+        if (!DCZ_REF_ONLY && quant && dcz_scheme_qmax(cw.scheme) == 127 && l->op == DCZ_OP_DENSE &&
             dcz_qspmm8_scratch_floats(l->in) > scratch_floats)
             scratch_floats = dcz_qspmm8_scratch_floats(l->in);
     }
@@ -414,6 +417,8 @@ static dcz_status load_walk(const dcz_container *c, const dcz_options *o, loader
     const uint64_t chunk_width = plan_places(tensors, nlayers, 1);
     /* batch 1 on a lane form: the input's panels (run.c) */
     if (ld->lane_floats > scratch_floats) scratch_floats = ld->lane_floats;
+    /* the stream form's readers (the counts of a keep mask) */
+    if (ld->stream_floats > scratch_floats) scratch_floats = ld->stream_floats;
     /* after the entries, the scales of the tensors (absent in format 1.2) */
     uint32_t ntscales = 0;
     const uint8_t *tscales = NULL;
@@ -482,6 +487,7 @@ static dcz_status check_options(const dcz_options *opt, dcz_options *o)
     /* a cap is of the CPU's kernels, and a plan measured runs on the CPU */
     if ((unsigned)o->isa >= DCZ_CAP_COUNT || (o->isa && o->device == DCZ_DEVICE_GPU)) return DCZ_ERR_ARG;
     if ((unsigned)o->plan > DCZ_PLAN_MEASURE || (o->plan && o->device == DCZ_DEVICE_GPU)) return DCZ_ERR_ARG;
+    if (o->stream_weights && o->device == DCZ_DEVICE_GPU) return DCZ_ERR_ARG;   /* static CPU models only */
     if (o->device != DCZ_DEVICE_AUTO && o->device != DCZ_DEVICE_CPU && o->device != DCZ_DEVICE_GPU)
         return DCZ_ERR_ARG;
 #ifndef DCZ_CUDA
@@ -762,6 +768,8 @@ static dcz_status open_memory_viewed(const void *buf, size_t len, const dcz_opti
     if (!out) return DCZ_ERR_ARG;
     *out = NULL;
     TRY(check_options(opt, &o));
+    /* a heap model keeps nothing of the buffer, which the stream form reads */
+    if (o.stream_weights) return DCZ_ERR_ARG;
     TRY(dcz_container_open(buf, len, &c));
     dcz_model *m = NULL;
     TRY(o.plan == DCZ_PLAN_MEASURE && !o.force_reference ? open_measured(&c, &o, &m)

@@ -35,6 +35,8 @@ typedef struct loader {
     uint32_t cblocks;    /* row blocks of the column forms: the threads that run them */
     int forms;           /* DCZ_FORM_ bits: the extra forms to build (this CPU runs their kernels) */
     int reference;       /* the options force the scalar references */
+    int stream;          /* the options ask for the stream form (dcz_options.stream_weights) */
+    uint64_t stream_floats;/* scratch the stream form's readers take at run time */
     uint64_t lane_floats;/* scratch the largest lane form's panels of the input take */
     const uint8_t *choice;/* per layer, the candidate it takes (plan.h; one past the
                              last: the rules'); NULL: the rules' */

@@ -107,6 +107,37 @@ static dcz_status load_sparse(const dcz_tensor_view *t, loader *ld, dcz_sparse *
     return DCZ_OK;
 }
 
+/* The stream form of a CODEBOOK tensor (dcz_plan_streams): its record
+ * kept (*wv) to be read as stored at every run, its codebook as floats in
+ * sp, and nothing else: the streams are read once here to their end, so
+ * that a model that loads never meets a bad stream as it runs. */
+static dcz_status load_stream(const dcz_tensor_view *t, loader *ld, dcz_sparse *sp, const dcz_tensor_view **wv)
+{
+    arena *a = &ld->a;
+    dcz_tensor_view *v = arena_take(a, sizeof *v);
+    float *cb = arena_take(a, (uint64_t)t->k * 4);
+    const uint64_t counts = dcz_entries_scratch_bytes(t);
+    if (counts > ld->sc.gaps_cap) ld->sc.gaps_cap = counts;
+    if ((counts + 3) / 4 > ld->stream_floats) ld->stream_floats = (counts + 3) / 4;
+    sp->rows = t->dims[0];
+    sp->cols = (uint32_t)(t->n / t->dims[0]);
+    sp->k = t->k;
+    if (!a->base) return DCZ_OK;
+    *v = *t;
+    for (uint32_t i = 0; i < t->k; i++) cb[i] = dcz_tensor_codebook_at(t, i);
+    dcz_entries e;
+    TRY(dcz_entries_begin(&e, v, ld->sc.gaps));
+    for (uint32_t i = 0; i < t->nnz; i++) {
+        uint64_t pos;
+        uint32_t idx;
+        TRY(dcz_entries_next(&e, &pos, &idx));
+    }
+    TRY(dcz_entries_end(&e));
+    sp->codebook = cb;
+    *wv = v;
+    return DCZ_OK;
+}
+
 void dcz_sparse_expand(const dcz_sparse *s, float *w)
 {
     memset(w, 0, (size_t)s->rows * s->cols * sizeof *w);
@@ -161,6 +192,7 @@ static dcz_status load_params(const dcz_container *c, const dcz_graph_layer *g, 
     const float *bias = NULL, *wd = NULL;
     dcz_sparse sp;
     memset(&sp, 0, sizeof sp);
+    const int stream = dcz_plan_streams(ld->stream, g->op, w.enc);
     TRY(load_dense(&b, ld, &bias));
     switch (w.enc) {
     case DCZ_ENC_F32:
@@ -172,14 +204,15 @@ static dcz_status load_params(const dcz_container *c, const dcz_graph_layer *g, 
         break;
     case DCZ_ENC_SPARSE_F32:
     case DCZ_ENC_CODEBOOK:
-        TRY(load_sparse(&w, ld, &sp));
+        TRY(stream ? load_stream(&w, ld, &sp, &l->wv) : load_sparse(&w, ld, &sp));
         break;
     default:
         return DCZ_ERR_UNSUPPORTED;
     }
     /* fully connected float layers also get the column form for batch 1
      * (which the references do not read) */
-    if (!DCZ_REF_ONLY && !cw && g->op == DCZ_OP_DENSE && (w.enc == DCZ_ENC_SPARSE_F32 || w.enc == DCZ_ENC_CODEBOOK)) {
+    if (!DCZ_REF_ONLY && !cw && !stream && g->op == DCZ_OP_DENSE &&
+        (w.enc == DCZ_ENC_SPARSE_F32 || w.enc == DCZ_ENC_CODEBOOK)) {
         /* (while sizing, sp holds only its entry bound) */
         const uint32_t rows = w.dims[0], cols = (uint32_t)(w.n / w.dims[0]);
         /* one block per thread where the layer is split (run.c), else one */
@@ -212,7 +245,7 @@ static dcz_status load_params(const dcz_container *c, const dcz_graph_layer *g, 
         dcz_plan_conv(&l->geom, l->sparse, kept, forms, ld->reference, &cand);
         l->kernel = (uint8_t)take(ld, index, &cand);
     } else if (!cw) {
-        dcz_plan_fc(l->sparse, w.enc == DCZ_ENC_CODEBOOK, forms, ld->reference, &cand);
+        dcz_plan_fc(l->sparse, w.enc == DCZ_ENC_CODEBOOK, stream, forms, ld->reference, &cand);
         l->kernel = (uint8_t)take(ld, index, &cand);
     }
     /* Winograd's F(2x2, 3x3): the weights' transform (16 C K floats)
@@ -267,11 +300,12 @@ static dcz_status load_params(const dcz_container *c, const dcz_graph_layer *g, 
     /* a fully connected layer of an 8-bit scheme gets the integer lane form
      * where this CPU runs one (a weight past a byte leaves it without) */
     if (g->op == DCZ_OP_DENSE) {
-        if ((forms & DCZ_FORM_QLANES) && qmax == 127) {
+        if ((forms & DCZ_FORM_QLANES) && qmax == 127 && !stream) {
             void *mem = arena_take(&ld->a, dcz_qlanes_bytes(w.dims[0], (uint32_t)(w.n / w.dims[0]), kept));
             if (mem) dcz_qlanes_build(&l->qs, kept, mem);
         }
-        dcz_plan_qfc(qmax, !DCZ_REF_ONLY && l->qs.lslices && dcz_qlanes_variant(&l->qs), ld->reference, &cand);
+        dcz_plan_qfc(qmax, !DCZ_REF_ONLY && l->qs.lslices && dcz_qlanes_variant(&l->qs), stream, ld->reference,
+                     &cand);
         l->kernel = (uint8_t)take(ld, index, &cand);
         return DCZ_OK;
     }

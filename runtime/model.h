@@ -235,6 +235,9 @@ typedef struct dcz_exec_layer {
     const float *wt;        /* dense DENSE where this CPU runs dcz_gemm_f32: w transposed,
                                (in, dcz_gemm_ldb(out)), the padding 0 */
     dcz_sparse sp;          /* sparse DENSE: (out, in); sparse CONV2D: (out_c, in_c / group kh kw) */
+    const dcz_tensor_view *wv; /* DENSE on the stream form (dcz_options.stream_weights): the
+                               weight's record, read as stored at every run (cpu/ref/stream.c);
+                               sp then holds only rows, cols and the codebook */
     dcz_shift shift;        /* shifted float CONV2D */
     dcz_qshift qshift;      /* shifted integer CONV2D */
     const float *bias;      /* (out) or (out_c), or NULL */

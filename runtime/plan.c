@@ -48,6 +48,7 @@ static const char *const names[DCZ_K_COUNT] = {
     [DCZ_K_FC_CODEBOOK] = "spmv / spmm (codebook)",
     [DCZ_K_FC_SPARSE] = "spmv_csc / spmm (fp32 values)",
     [DCZ_K_FC_SPARSE_REF] = "spmv_ref / spmm_ref",
+    [DCZ_K_FC_STREAM_REF] = "fc_stream_ref (weights read as stored)",
     [DCZ_K_CONV_SHIFT] = "conv2d_shift",
     [DCZ_K_CONV_DEPTHWISE_LANES] = "conv2d_depthwise_lanes",
     [DCZ_K_CONV_DEPTHWISE_PLANE] = "conv2d_depthwise_plane",
@@ -82,6 +83,7 @@ static const char *const names[DCZ_K_COUNT] = {
     [DCZ_K_QFC8] = "qspmm8 (integers)",
     [DCZ_K_QFC] = "qspmm (integers)",
     [DCZ_K_QFC_REF] = "qspmm_ref (integers)",
+    [DCZ_K_QFC_STREAM_REF] = "qfc_stream_ref (integers, weights read as stored)",
     [DCZ_K_QCONV_SHIFT] = "qconv2d_shift (integers)",
     [DCZ_K_QCONV_SHIFT_DEPTHWISE] = "qconv2d_shift_depthwise (integers)",
     [DCZ_K_QCONV_AMX] = "qconv2d_amx (integers)",
@@ -135,13 +137,19 @@ static void candidates(dcz_candidates *c, dcz_kernel rule, const dcz_kernel *lis
         if (runs[i] && list[i] != rule) c->k[c->n++] = list[i];
 }
 
-void dcz_plan_fc(int sparse, int codebook, int forms, int force_reference, dcz_candidates *c)
+int dcz_plan_streams(int asked, uint16_t op, uint32_t enc)
+{
+    return asked && op == DCZ_OP_DENSE && enc == DCZ_ENC_CODEBOOK;
+}
+
+void dcz_plan_fc(int sparse, int codebook, int stream, int forms, int force_reference, dcz_candidates *c)
 {
     force_reference |= DCZ_REF_ONLY;   /* a build of the references alone (cpu/isa.h) */
     /* a compressed layer's batch-1 form is chosen by its input (run.c) */
     if (sparse) {
         c->n = 1;
-        c->k[0] = force_reference ? DCZ_K_FC_SPARSE_REF : codebook ? DCZ_K_FC_CODEBOOK : DCZ_K_FC_SPARSE;
+        c->k[0] = stream ? DCZ_K_FC_STREAM_REF : force_reference ? DCZ_K_FC_SPARSE_REF
+                : codebook ? DCZ_K_FC_CODEBOOK : DCZ_K_FC_SPARSE;
         return;
     }
     if (force_reference) {
@@ -158,8 +166,13 @@ void dcz_plan_fc(int sparse, int codebook, int forms, int force_reference, dcz_c
 void dcz_plan_conv(const dcz_conv_geom *g, int sparse, uint64_t kept, int forms, int force_reference,
                    dcz_candidates *c)
 {
-    force_reference |= DCZ_REF_ONLY;
-    if (DCZ_REF_ONLY) forms = 0;
+    /* a build of the references alone: the direct ones, which compute
+     * every convolution (the im2col references are faster ones, left out) */
+    if (DCZ_REF_ONLY) {
+        c->n = 1;
+        c->k[0] = sparse ? DCZ_K_CONV_SPARSE_DIRECT_REF : DCZ_K_CONV_DIRECT_REF;
+        return;
+    }
     static const dcz_kernel list[] = { DCZ_K_CONV_WINO, DCZ_K_CONV_SHIFT, DCZ_K_CONV_EXPANDED, DCZ_K_CONV_GEMM,
                                        DCZ_K_CONV_SPARSE_IM2COL, DCZ_K_CONV_SPARSE_DIRECT, DCZ_K_CONV_DIRECT };
     /* what can run g here: each kernel's form built and its scratch within the cap */
@@ -230,13 +243,14 @@ dcz_kernel dcz_plan_qconv_shift(const dcz_qshift *f)
     return f->amx_pick ? DCZ_K_QCONV_AMX : DCZ_K_QCONV_SHIFT;
 }
 
-void dcz_plan_qfc(int32_t qmax, int lanes, int force_reference, dcz_candidates *c)
+void dcz_plan_qfc(int32_t qmax, int lanes, int stream, int force_reference, dcz_candidates *c)
 {
     force_reference |= DCZ_REF_ONLY;
     static const dcz_kernel list[] = { DCZ_K_QFC8_LANES, DCZ_K_QFC8 };
     const int runs[] = { lanes, 1 };
     c->n = 1;
-    if (force_reference) c->k[0] = DCZ_K_QFC_REF;
+    if (stream) c->k[0] = DCZ_K_QFC_STREAM_REF;
+    else if (force_reference) c->k[0] = DCZ_K_QFC_REF;
     else if (qmax != 127) c->k[0] = DCZ_K_QFC;
     else candidates(c, lanes ? DCZ_K_QFC8_LANES : DCZ_K_QFC8, list, 2, runs);
 }
@@ -291,7 +305,9 @@ dcz_status dcz_plan_finish(dcz_model *m)
     const int ref = DCZ_REF_ONLY || m->opt.force_reference;
     for (uint32_t i = 0; i < m->nlayers; i++) {
         dcz_exec_layer *l = &m->layers[i];
+#if DCZ_HEAP || defined(DCZ_CUDA)   /* what the CUDA backend runs and dcz info shows (describe.c) */
         l->gpu_kernel = (uint8_t)dcz_gpu_pick(l);
+#endif
         if (dcz_op_get(l->op)->weighted || l->op >= sizeof elements / sizeof *elements) continue;
         const element_kernels *e = &elements[l->op];
         if (!l->q) l->kernel = (uint8_t)(ref ? e->f32_ref : e->f32);

@@ -82,6 +82,7 @@ typedef enum dcz_kernel {
     DCZ_K_FC_CODEBOOK,         /* compressed codebook rows: dcz_spmv (lanes, columns or rows) / spmm */
     DCZ_K_FC_SPARSE,           /* compressed fp32 rows: the same kernels */
     DCZ_K_FC_SPARSE_REF,
+    DCZ_K_FC_STREAM_REF,       /* codebook weights read as stored at every run (the stream form) */
     /* float convolutions */
     DCZ_K_CONV_SHIFT,          /* the shift form: shifted input planes times each weight */
     DCZ_K_CONV_DEPTHWISE_LANES,/* the shift form, one channel a group: 8 channels a vector (AVX2) */
@@ -114,6 +115,7 @@ typedef enum dcz_kernel {
     DCZ_K_QFC8,                /* 8-bit: dcz_qspmm8, 32-bit sums */
     DCZ_K_QFC,                 /* 16-bit fixed point: dcz_qspmm, 64-bit sums */
     DCZ_K_QFC_REF,
+    DCZ_K_QFC_STREAM_REF,      /* ... on integers */
     /* the integer region: convolutions */
     DCZ_K_QCONV_SHIFT,         /* 8-bit: the integer shift form, vpdpbusd */
     DCZ_K_QCONV_SHIFT_DEPTHWISE, /* ... one channel a group, byte permutes (VBMI) */
@@ -141,9 +143,16 @@ typedef struct dcz_candidates {
     dcz_kernel k[DCZ_PLAN_CANDIDATES];
 } dcz_candidates;
 
+/* Whether a layer's weight (of encoding enc) takes the stream form, read
+ * as stored at every run (cpu/ref/stream.c): where the options ask for it
+ * (asked: dcz_options.stream_weights), the CODEBOOK weights of fully
+ * connected layers; the loader builds no decoded form for them then. */
+int dcz_plan_streams(int asked, uint16_t op, uint32_t enc);
+
 /* A float fully connected layer of sparse (compressed) or dense weights,
- * codebook ones or not, given the forms this load builds. */
-void dcz_plan_fc(int sparse, int codebook, int forms, int force_reference, dcz_candidates *c);
+ * codebook ones or not, given the forms this load builds; stream: its
+ * weight takes the stream form (dcz_plan_streams). */
+void dcz_plan_fc(int sparse, int codebook, int stream, int forms, int force_reference, dcz_candidates *c);
 
 /* A float convolution of geometry g whose weight keeps kept entries
  * (sparse) or is dense, before its form is built; a shift form built is
@@ -173,7 +182,7 @@ int dcz_kernel_patches(dcz_kernel k);
 
 /* An integer fully connected layer (qmax as above), lanes: the integer
  * lane form was built and this CPU runs it. */
-void dcz_plan_qfc(int32_t qmax, int lanes, int force_reference, dcz_candidates *c);
+void dcz_plan_qfc(int32_t qmax, int lanes, int stream, int force_reference, dcz_candidates *c);
 
 /* What a load that measures learned of a weighted layer of more than one
  * candidate: each as it ran (a shift form's refined kernel), the rules'

@@ -146,24 +146,51 @@ dcz_status dcz_requant_params(double M, int32_t *mult, uint8_t *shift)
     return DCZ_OK;
 }
 
-/* The largest |accumulator| output channel c of l can produce: each
+/* The largest |accumulator| each output channel c of l can produce: each
  * entry meets one input of at most qmax (a conv output pixel meets each tap
- * once), plus the bias. In double, so the bound itself cannot overflow. */
-static double acc_bound(const dcz_exec_layer *l, uint32_t c, int32_t qmax)
+ * once), plus the bias; in double, so the bound itself cannot overflow.
+ * Nonzero when every channel's bound b (times its requantization
+ * multiplier where mult is set and its shift is not 0) is below limit. One
+ * pass over the weights: the stream form's streams (cpu/ref/stream.c) are
+ * read once, in row order, with the model's scratch for their reader. */
+static int bounds_below(const dcz_exec_layer *l, int32_t qmax, const int32_t *mult, double limit, void *scratch)
 {
-    double sum = 0;
     const dcz_qsparse *qs = &l->qs;
-    for (uint32_t e = qs->row_ptr[c]; e < qs->row_ptr[c + 1]; e++)
-        if (qs->step[e] != DCZ_STEP_FILLER) sum += fabs((double)dcz_qsparse_weight(qs, c, e));
-    return sum * qmax + fabs((double)l->qbias[c]);
+    const dcz_tensor_view *wv = l->wv;
+    const uint32_t rows = l->channels;
+    const uint64_t cols = wv ? wv->n / rows : 0;
+    dcz_entries e;
+    if (wv && dcz_entries_begin(&e, wv, scratch) != DCZ_OK) return 0;
+    uint64_t pos = 0;
+    uint32_t idx = 0;
+    int have = 0;   /* the stream form: an entry read and not yet summed */
+    for (uint32_t c = 0; c < rows; c++) {
+        double sum = 0;
+        if (!wv) {
+            for (uint32_t i = qs->row_ptr[c]; i < qs->row_ptr[c + 1]; i++)
+                if (qs->step[i] != DCZ_STEP_FILLER) sum += fabs((double)dcz_qsparse_weight(qs, c, i));
+        }
+        while (wv) {
+            if (!have) {
+                if (e.entry == wv->nnz) break;
+                if (dcz_entries_next(&e, &pos, &idx) != DCZ_OK) return 0;
+                have = 1;
+            }
+            if (pos / cols != c) break;
+            sum += fabs((double)qs->qtab[(size_t)c * qs->k + idx]);
+            have = 0;
+        }
+        const double b = sum * qmax + fabs((double)l->qbias[c]);
+        if (mult ? l->rq_shift[c] > 0 && !(b * mult[c] < limit) : !(b < limit)) return 0;
+    }
+    return 1;
 }
 
 /* Biases in accumulator units, the float scale of each accumulator, and
  * the range checks of model.h: every sum of an 8-bit scheme within 32 bits,
  * of fixed16 within 62 bits. */
-static dcz_status finish_weighted(dcz_exec_layer *l, int32_t qmax)
+static dcz_status finish_weighted(dcz_exec_layer *l, int32_t qmax, void *scratch)
 {
-    const double limit = qmax == 127 ? 0x1p31 : 0x1p62;
     for (uint32_t c = 0; c < l->channels; c++) {
         const double unit = (double)l->in_scale * l->w_scale[c];
         const double b = l->bias ? l->bias[c] / unit : 0;
@@ -171,23 +198,20 @@ static dcz_status finish_weighted(dcz_exec_layer *l, int32_t qmax)
         if (!(fabs(qb) < 0x1p46)) return DCZ_ERR_UNSUPPORTED;
         l->qbias[c] = (int64_t)qb;
         l->out_scale[c] = unit;
-        if (!(acc_bound(l, c, qmax) < limit)) return DCZ_ERR_UNSUPPORTED;
     }
-    return DCZ_OK;
+    return bounds_below(l, qmax, NULL, qmax == 127 ? 0x1p31 : 0x1p62, scratch) ? DCZ_OK : DCZ_ERR_UNSUPPORTED;
 }
 
 /* Requantization of l's accumulators to the scale of its output, s_out; a
  * multiplier that is not a pure power of two must keep |acc * mult| below
  * 2^62 (model.h). */
-static dcz_status requant_link(dcz_exec_layer *l, float s_out, int32_t qmax)
+static dcz_status requant_link(dcz_exec_layer *l, float s_out, int32_t qmax, void *scratch)
 {
     for (uint32_t c = 0; c < l->channels; c++) {
         const double M = (double)l->in_scale * l->w_scale[c] / s_out;
         TRY(dcz_requant_params(M, &l->rq_mult[c], &l->rq_shift[c]));
-        if (l->rq_shift[c] > 0 && !(acc_bound(l, c, qmax) * l->rq_mult[c] < 0x1p62))
-            return DCZ_ERR_UNSUPPORTED;
     }
-    return DCZ_OK;
+    return bounds_below(l, qmax, l->rq_mult, 0x1p62, scratch) ? DCZ_OK : DCZ_ERR_UNSUPPORTED;
 }
 
 /* The scales of a table without tensor scales (format 1.2, or a chain):
@@ -228,8 +252,8 @@ static dcz_status finish_layer(dcz_model *m, uint32_t i)
     switch (o->qscale) {
     case DCZ_QS_WEIGHTED:
         if (!same_bits(l->in_scale, s_in)) return DCZ_ERR_FORMAT;
-        TRY(finish_weighted(l, m->qmax));
-        return i == m->q_last ? DCZ_OK : requant_link(l, s_out, m->qmax);
+        TRY(finish_weighted(l, m->qmax, m->scratch));
+        return i == m->q_last ? DCZ_OK : requant_link(l, s_out, m->qmax, m->scratch);
     case DCZ_QS_KEEP:
         return same_bits(s_in, s_out) ? DCZ_OK : DCZ_ERR_FORMAT;
     case DCZ_QS_RESCALE:

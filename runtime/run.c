@@ -172,6 +172,12 @@ static void run_fc_sparse_ref(const dcz_model *m, const dcz_exec_layer *l, const
     else dcz_spmm_ref(&l->sp, l->bias, xs[0], batch, y);
 }
 
+static void run_fc_stream_ref(const dcz_model *m, const dcz_exec_layer *l, const float *const *xs,
+                              size_t batch, float *y)
+{
+    dcz_fc_stream_ref(l->wv, l->sp.codebook, l->bias, xs[0], batch, y, m->scratch);
+}
+
 /* ---- float convolutions ------------------------------------------------------ */
 
 /* The shift form (its depthwise kernels too: the form holds which), with
@@ -424,6 +430,12 @@ static void qweights_fc_ref(const dcz_model *m, const dcz_exec_layer *l, const d
     dcz_qspmm_ref(&l->qs, l->qbias, x, batch, acc);
 }
 
+static void qweights_fc_stream_ref(const dcz_model *m, const dcz_exec_layer *l, const dcz_q *x, size_t batch,
+                                   int64_t *acc)
+{
+    dcz_qfc_stream_ref(l->wv, l->qs.qtab, l->qbias, x, batch, acc, m->scratch);
+}
+
 typedef void (*qweights_fn)(const dcz_model *m, const dcz_exec_layer *l, const dcz_q *x, size_t batch,
                             int64_t *acc);
 
@@ -592,10 +604,11 @@ static void qrun_table_ref(const dcz_model *m, uint32_t index, const void *const
 
 /* ---- the dispatch table ----------------------------------------------------- */
 
-/* A kernel other than a reference: none in a build of the references
- * alone (cpu/isa.h: the plan picks none there), whose table then names
- * none of their functions, so their code and that of the kernels they call
- * drops out of it. */
+/* A kernel that a build of the references alone (cpu/isa.h) leaves out:
+ * every kernel but the references, and the im2col references of float
+ * convolutions (their direct ones compute every convolution). The plan
+ * picks none of them there, the table names none of their functions, so
+ * their code and that of the kernels they call drops out of it. */
 #define FAST(fn) (DCZ_REF_ONLY ? NULL : (fn))
 
 /* Kernel k of the plan: its float or its integer function, or the
@@ -633,18 +646,19 @@ static const struct {
     [DCZ_K_FC_CODEBOOK] = { FAST(run_fc_sparse), NULL, NULL, 0 },
     [DCZ_K_FC_SPARSE] = { FAST(run_fc_sparse), NULL, NULL, 0 },
     [DCZ_K_FC_SPARSE_REF] = { run_fc_sparse_ref, NULL, NULL, 1 },
+    [DCZ_K_FC_STREAM_REF] = { run_fc_stream_ref, NULL, NULL, 1 },
     [DCZ_K_CONV_SHIFT] = { FAST(run_conv_shift), NULL, NULL, 0 },
     [DCZ_K_CONV_DEPTHWISE_LANES] = { FAST(run_conv_shift), NULL, NULL, 0 },
     [DCZ_K_CONV_DEPTHWISE_PLANE] = { FAST(run_conv_shift), NULL, NULL, 0 },
     [DCZ_K_CONV_DEPTHWISE_ROWS] = { FAST(run_conv_shift), NULL, NULL, 0 },
     [DCZ_K_CONV_WINO] = { FAST(run_conv_wino), NULL, NULL, 0 },
     [DCZ_K_CONV_GEMM] = { FAST(run_conv_gemm), NULL, NULL, 0 },
-    [DCZ_K_CONV_GEMM_REF] = { run_conv_gemm_ref, NULL, NULL, 1 },
+    [DCZ_K_CONV_GEMM_REF] = { FAST(run_conv_gemm_ref), NULL, NULL, 1 },
     [DCZ_K_CONV_EXPANDED] = { FAST(run_conv_gemm), NULL, NULL, 0 },
     [DCZ_K_CONV_DIRECT] = { FAST(run_conv_direct), NULL, NULL, 0 },
     [DCZ_K_CONV_DIRECT_REF] = { run_conv_direct_ref, NULL, NULL, 1 },
     [DCZ_K_CONV_SPARSE_IM2COL] = { FAST(run_conv_sparse_im2col), NULL, NULL, 0 },
-    [DCZ_K_CONV_SPARSE_IM2COL_REF] = { run_conv_sparse_im2col_ref, NULL, NULL, 1 },
+    [DCZ_K_CONV_SPARSE_IM2COL_REF] = { FAST(run_conv_sparse_im2col_ref), NULL, NULL, 1 },
     [DCZ_K_CONV_SPARSE_DIRECT] = { FAST(run_conv_sparse_direct), NULL, NULL, 0 },
     [DCZ_K_CONV_SPARSE_DIRECT_REF] = { run_conv_sparse_direct_ref, NULL, NULL, 1 },
     [DCZ_K_QRELU] = { NULL, FAST(qrun_relu), NULL, 0 },
@@ -667,6 +681,7 @@ static const struct {
     [DCZ_K_QFC8] = { NULL, NULL, FAST(qweights_fc8), 0 },
     [DCZ_K_QFC] = { NULL, NULL, FAST(qweights_fc), 0 },
     [DCZ_K_QFC_REF] = { NULL, NULL, qweights_fc_ref, 1 },
+    [DCZ_K_QFC_STREAM_REF] = { NULL, NULL, qweights_fc_stream_ref, 1 },
     [DCZ_K_QCONV_SHIFT] = { NULL, FAST(qrun_conv_shift), NULL, 0 },
     [DCZ_K_QCONV_SHIFT_DEPTHWISE] = { NULL, FAST(qrun_conv_shift), NULL, 0 },
     [DCZ_K_QCONV_AMX] = { NULL, FAST(qrun_conv_shift), NULL, 0 },

@@ -27,6 +27,10 @@
 #   gcc-aarch64-linux-gnu libc6-dev-arm64-cross qemu-user
 #                         libdcz and its runtime tests built for and run on
 #                         64-bit Arm (make test-aarch64, part of make test)
+#   gcc-arm-none-eabi picolibc-arm-none-eabi qemu-system-arm
+#                         libdcz built for a Cortex-M4 and its firmware run
+#                         on QEMU's mps2-an386 board (make test-mcu, part of
+#                         make test; make mcu, samples/mcu/)
 #   python3-onnx          onnx.checker on the files dcz export writes
 #                         (tests/cli/interop.sh)
 #   libopenmpi-dev openmpi-bin
@@ -39,7 +43,8 @@ cd "$(dirname "$0")/.."
 pkgs="gcc make pkg-config libc6-dev zlib1g-dev libpng-dev libjpeg62-turbo-dev libcairo2-dev libopenblas-dev"
 pkgs="$pkgs dataset-fashion-mnist"
 pkgs="$pkgs protobuf-c-compiler libprotobuf-c-dev libonnx-dev jq"
-optional="gcc-aarch64-linux-gnu libc6-dev-arm64-cross qemu-user python3-onnx libopenmpi-dev openmpi-bin parallel"
+optional="gcc-aarch64-linux-gnu libc6-dev-arm64-cross qemu-user gcc-arm-none-eabi picolibc-arm-none-eabi qemu-system-arm"
+optional="$optional python3-onnx libopenmpi-dev openmpi-bin parallel"
 
 missing=""; required_missing=0
 for p in $pkgs $optional; do

@@ -9,7 +9,8 @@
 # and the runtime objects' calls one more (tests/layout.sh), the minimal
 # build's outputs one more (tests/scalar.sh), the instruction-set cap one
 # more (tests/isa.sh); the runtime tests built for 64-bit Arm run under
-# qemu-user as one more group, beside the others and counted last. A
+# qemu-user as one more group, beside the others and counted last; the
+# Cortex-M4 firmware of samples/mcu/ under qemu-system-arm one more. A
 # program that crashes counts as one failure.
 set -u
 cd "$(dirname "$0")/.."
@@ -91,6 +92,11 @@ make --no-print-directory test-scalar > "$out" 2>&1; tally "the minimal builds' 
 # every level this CPU has (tests/isa.sh; needs the outbits test-scalar built).
 out=$log/isa.out
 bash tests/isa.sh > "$out" 2>&1; tally "the instruction-set cap" $? "$out"
+# libdcz on a microcontroller: a Cortex-M4 firmware under qemu-system-arm
+# gives the host's bits (make test-mcu: tests/mcu.sh; SKIP without the
+# arm-none-eabi toolchain, picolibc or QEMU).
+out=$log/mcu.out
+make --no-print-directory test-mcu > "$out" 2>&1; tally "libdcz on a Cortex-M4 (qemu)" $? "$out"
 for s in tests/cli/*.sh; do
     [ -f "$s" ] || continue
     n=$(basename "$s" .sh); out=$log/cli_$n.out

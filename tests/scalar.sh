@@ -31,15 +31,8 @@ models=(tests/fuzz/corpus/dcz/*.dcz tests/fixtures/v1/*.dcz)
 fm=/usr/share/datasets/fashion-mnist
 lenet=""
 if [ -x bin/dcz ] && [ -f $fm/train-images-idx3-ubyte.gz ]; then
-    d=$tmp/data; mkdir -p "$d"
-    idx() { # SRC DST COUNT(hex, 4 bytes) N ITEM_BYTES: the first N items of an IDX file, their count set
-        { printf "$(gzip -dc "$1" | head -c 4 | od -An -tx1 | sed 's/ /\\x/g')"; printf "$3"
-          gzip -dc "$1" | tail -c +9 | head -c $(( ($5 > 1 ? 8 : 0) + $4 * $5 )); } | gzip -1 > "$2"
-    }
-    idx $fm/train-images-idx3-ubyte.gz "$d/train-images-idx3-ubyte.gz" '\x00\x00\x02\x58' 600 784
-    idx $fm/train-labels-idx1-ubyte.gz "$d/train-labels-idx1-ubyte.gz" '\x00\x00\x02\x58' 600 1
-    idx $fm/t10k-images-idx3-ubyte.gz "$d/t10k-images-idx3-ubyte.gz" '\x00\x00\x00\xc8' 200 784
-    idx $fm/t10k-labels-idx1-ubyte.gz "$d/t10k-labels-idx1-ubyte.gz" '\x00\x00\x00\xc8' 200 1
+    d=$tmp/data
+    bash scripts/fmnist-subset.sh "$d" 600 200
     if bin/dcz train --arch lenet300 --epochs 1 --data "$d" --seed 3 --threads 2 -q -o "$tmp/dense.dcz" &&
        bin/dcz prune "$tmp/dense.dcz" --sparsity 0.9 -q -o "$tmp/pruned.dcz" &&
        bin/dcz quantize "$tmp/pruned.dcz" --bits 5 -q -o "$tmp/shared.dcz" &&

@@ -18,7 +18,9 @@
 #include "huffman/huffman.h"
 #include "runtime/format/format.h"
 
+#ifndef DCZ_SMALL
 #include "runtime/format/crc32_table.h"
+#endif
 
 const uint8_t dcz_magic[8] = { 0x89, 'D', 'C', 'Z', 0x0D, 0x0A, 0x1A, 0x0A };
 
@@ -108,6 +110,7 @@ uint16_t dcz_f32_to_f16(float f)
     return (uint16_t)(sign | h);
 }
 
+#ifndef DCZ_SMALL
 uint32_t dcz_crc32(uint32_t crc, const void *p, size_t n)
 {
     const uint8_t *b = (const uint8_t *)p;
@@ -115,6 +118,26 @@ uint32_t dcz_crc32(uint32_t crc, const void *p, size_t n)
     for (size_t i = 0; i < n; i++) crc = dcz_crc32_table[(crc ^ b[i]) & 0xff] ^ (crc >> 8);
     return ~crc;
 }
+#else
+/* A build for size (DCZ_SMALL, make mcu): the same CRC four bits at a
+ * time, from a table of 16 words (every 16th of the byte table: entry 16 i
+ * is the CRC of the nibble i shifted in), not 256. */
+uint32_t dcz_crc32(uint32_t crc, const void *p, size_t n)
+{
+    static const uint32_t nib[16] = {
+        0x00000000u, 0x1DB71064u, 0x3B6E20C8u, 0x26D930ACu, 0x76DC4190u, 0x6B6B51F4u, 0x4DB26158u, 0x5005713Cu,
+        0xEDB88320u, 0xF00F9344u, 0xD6D6A3E8u, 0xCB61B38Cu, 0x9B64C2B0u, 0x86D3D2D4u, 0xA00AE278u, 0xBDBDF21Cu,
+    };
+    const uint8_t *b = (const uint8_t *)p;
+    crc = ~crc;
+    for (size_t i = 0; i < n; i++) {
+        crc ^= b[i];
+        crc = nib[crc & 15] ^ (crc >> 4);
+        crc = nib[crc & 15] ^ (crc >> 4);
+    }
+    return ~crc;
+}
+#endif
 
 /* ---- container ---------------------------------------------------------- */
 

@@ -1,6 +1,8 @@
 /* main.c: libdcz on a microcontroller. The .dcz in flash (blobs.S) is
  * planned and opened inside a static arena (dcz_plan_static,
- * dcz_open_static: nothing is allocated, there is no heap), then run on
+ * dcz_open_static: nothing is allocated, there is no heap), its compressed
+ * fully connected weights left in flash and read as stored at every run
+ * (dcz_options.stream_weights: the arena holds no decoded copy), then run on
  * the test samples stored beside it (28 x 28 8-bit images, one after the
  * other; each pixel v becomes v / 255.0f, as dcz reads Fashion-MNIST), and
  * every output is printed through semihosting as the bits of its float
@@ -8,10 +10,12 @@
  *
  *   arena NEED of HAVE bytes
  *   sample I: CLASS HEX HEX ...
+ *   stack USED of STACK bytes
  *   done N samples
  *
  * Exits 0; 1 when the model does not open or run, 2 when the arena is too
- * small (rebuild with ARENA_BYTES=NEED). make test-mcu runs it under QEMU
+ * small (rebuild with ARENA_BYTES=NEED), 4 when the stack overflowed
+ * (rebuild with a larger STACK_BYTES). make test-mcu runs it under QEMU
  * against the host's outputs.
  */
 #include <stdint.h>
@@ -20,6 +24,9 @@
 
 #include "dcz.h"
 
+#ifndef STACK_BYTES
+#define STACK_BYTES 8192
+#endif
 #ifndef ARENA_BYTES
 #define ARENA_BYTES (64u * 1024)
 #endif
@@ -27,6 +34,7 @@
 #define MAX_OUTPUTS 16
 
 extern const unsigned char model[], model_end[], samples[], samples_end[];   /* blobs.S */
+size_t stack_used(void);   /* startup.c */
 static unsigned char arena[ARENA_BYTES];
 
 int main(void)
@@ -35,6 +43,7 @@ int main(void)
     const size_t count = (size_t)(samples_end - samples) / PIXELS;
     dcz_options opt;
     dcz_options_init(&opt);   /* max_batch 1 */
+    opt.stream_weights = 1;   /* compressed weights stay in flash, read as stored at every run */
     size_t need = 0;
     dcz_status s = dcz_plan_static(model, model_len, arena, sizeof arena, &opt, &need);
     printf("arena %lu of %lu bytes\n", (unsigned long)need, (unsigned long)sizeof arena);
@@ -76,6 +85,11 @@ int main(void)
         printf("\n");
     }
     dcz_close(m);   /* frees nothing: the model lives in the arena */
+    printf("stack %lu of %lu bytes\n", (unsigned long)stack_used(), (unsigned long)STACK_BYTES);
+    if (stack_used() >= STACK_BYTES) {
+        printf("the stack overflowed into the arena\n");
+        return 4;
+    }
     printf("done %lu samples\n", (unsigned long)count);
     return 0;
 }

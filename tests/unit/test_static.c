@@ -525,6 +525,11 @@ static void corruptions_agree(const char *path, uint8_t *buf, size_t len)
         dcz_close(hm);
         dcz_status sp = dcz_plan(c, len, &o, &need);
         dcz_status ss = sp;
+        /* the stream form reads its streams by its own reader: the same refusals */
+        dcz_options so = o;
+        so.stream_weights = 1;
+        size_t sneed = 0;
+        const dcz_status st = dcz_plan(c, len, &so, &sneed);
         if (sp == DCZ_OK && need <= (1u << 24)) {
             uint8_t *a = need <= (1u << 16) ? arena : malloc(need);
             ss = a ? dcz_open_static(c, len, a, need, &o, &m) : DCZ_ERR_NOMEM;
@@ -532,10 +537,10 @@ static void corruptions_agree(const char *path, uint8_t *buf, size_t len)
         }
         corrupt_cases++;
         corrupt_refused += sh != DCZ_OK;
-        if (sh != sp || sp != ss) {
+        if (sh != sp || sp != ss || st != sp) {
             if (corrupt_mismatch++ < 5)
-                fprintf(stderr, "    %s byte %zu: open_memory %s, plan %s, open_static %s\n", path,
-                        i, dcz_status_str(sh), dcz_status_str(sp), dcz_status_str(ss));
+                fprintf(stderr, "    %s byte %zu: open_memory %s, plan %s, open_static %s, plan (stream) %s\n", path,
+                        i, dcz_status_str(sh), dcz_status_str(sp), dcz_status_str(ss), dcz_status_str(st));
         }
     }
     free(c);
@@ -550,8 +555,123 @@ static void test_corruptions_same_errors(void)
           corrupt_cases);
     CHECK(corrupt_refused > corrupt_cases / 4, "only %zu of %zu corruptions refused", corrupt_refused,
           corrupt_cases);
-    printf("     %zu corruptions, %zu refused, the same way by all three loaders\n", corrupt_cases,
+    printf("     %zu corruptions, %zu refused, the same way by all three loaders and the stream form\n", corrupt_cases,
            corrupt_refused);
+}
+
+/* ---- the stream form ------------------------------------------------------- */
+
+static size_t stream_models, stream_layers, stream_int_models;
+
+/* A model opened with stream_weights (its fully connected codebook layers
+ * read as stored at every run) gives the bits of the same model on the
+ * references, at batch 1 and 3, allocating nothing; its arena holds no
+ * decoded form, but each such layer's record (a few layers of a few
+ * entries can take more than they did); the heap loader refuses the
+ * option. */
+static void stream_same(const char *path, uint8_t *buf, size_t len)
+{
+    dcz_options o, so;
+    dcz_options_init(&o);
+    o.force_reference = 1;
+    o.max_batch = 3;
+    so = o;
+    so.stream_weights = 1;
+    size_t need = 0, sneed = 0;
+    if (dcz_plan(buf, len, &o, &need) != DCZ_OK) return;
+    dcz_model *hm = NULL;
+    CHECK(dcz_open_memory(buf, len, &so, &hm) == DCZ_ERR_ARG && !hm, "%s: a heap model took stream_weights", path);
+    REQUIRE(dcz_plan(buf, len, &so, &sneed) == DCZ_OK, "%s: planned without the option, not with it", path);
+    uint8_t *a = malloc(need), *sa = malloc(sneed);
+    dcz_model *m = NULL, *sm = NULL;
+    REQUIRE(a && sa, "out of memory");
+    count_start();
+    const dcz_status s1 = dcz_open_static(buf, len, a, need, &o, &m);
+    const dcz_status s2 = dcz_open_static(buf, len, sa, sneed, &so, &sm);
+    CHECK(count_stop() == 0, "%s: the static loads allocated", path);
+    REQUIRE(s1 == DCZ_OK && s2 == DCZ_OK, "%s: open %s / with the option %s", path, dcz_status_str(s1),
+            dcz_status_str(s2));
+    uint32_t streamed = 0;
+    for (uint32_t i = 0; i < sm->nlayers; i++) {
+        const dcz_exec_layer *l = &sm->layers[i];
+        const int want = l->op == DCZ_OP_DENSE && l->sparse && l->sp.codebook && !m->layers[i].sp.val &&
+                         m->layers[i].sp.idx;
+        CHECK(want == (l->wv != NULL), "%s: %s %s the stream form", path, l->name, l->wv ? "takes" : "lacks");
+        CHECK(!l->wv || l->kernel == (l->q ? DCZ_K_QFC_STREAM_REF : DCZ_K_FC_STREAM_REF), "%s: %s runs %s", path,
+              l->name, dcz_kernel_name((dcz_kernel)l->kernel));
+        streamed += l->wv != NULL;
+    }
+    const size_t in = dcz_input_size(m), out = dcz_output_size(m);
+    float *x = malloc(3 * in * sizeof *x), *y = malloc(3 * out * sizeof *y), *ys = malloc(3 * out * sizeof *ys);
+    REQUIRE(x && y && ys, "out of memory");
+    for (size_t i = 0; i < 3 * in; i++) x[i] = i % 5 ? frand() * 2 - 1 : 0.0f;
+    for (size_t b = 1; b <= 3; b += 2) {
+        count_start();
+        const dcz_status r1 = dcz_run(m, x, b, y), r2 = dcz_run(sm, x, b, ys);
+        CHECK(count_stop() == 0, "%s: the runs allocated", path);
+        CHECK(r1 == DCZ_OK && r2 == DCZ_OK && memcmp(y, ys, b * out * sizeof *y) == 0,
+              "%s batch %zu: the stream form gives other bits (%g / %g)", path, b, y[0], ys[0]);
+    }
+    if (streamed) {
+        stream_models++;
+        stream_layers += streamed;
+        stream_int_models += dcz_model_scheme(m) != DCZ_SCHEME_NONE;
+        CHECK(sneed <= need + streamed * (sizeof(dcz_tensor_view) + DCZ_ARENA_ALIGN),
+              "%s: the arena %zu bytes with the stream form, %zu without", path, sneed, need);
+    }
+    dcz_close(m);
+    dcz_close(sm);
+    free(a); free(sa); free(x); free(y); free(ys);
+}
+
+/* The stream form of a large layer: wide_mlp's fc1 (300 x 600, about
+ * 80,000 weights kept), in float and on integers: the arena loses at least
+ * a byte a stored weight (the decoded form takes two and its rows), and
+ * the bits are the references'. */
+#ifndef DCZ_RUNTIME_ONLY
+static dcz_doc *wide_mlp(void);
+static dcz_doc *int8(dcz_doc *d);
+static void stream_large(dcz_doc *d, const char *name)
+{
+    REQUIRE(d, "%s: build", name);
+    uint8_t *out = NULL;
+    size_t len = 0;
+    uint32_t kept = 0;
+    for (size_t i = 0; i < d->layers[0].t[0].n; i++) kept += d->layers[0].t[0].mask[i] != 0;
+    REQUIRE(dcz_doc_write(d, &out, &len) == DCZ_OK, "%s: write", name);
+    uint8_t *buf = aligned_copy(out, len);
+    free(out);
+    dcz_doc_free(d);
+    dcz_options o;
+    dcz_options_init(&o);
+    size_t need = 0, sneed = 0;
+    o.stream_weights = 1;
+    CHECK(dcz_plan(buf, len, &o, &sneed) == DCZ_OK, "%s: plan", name);
+    o.stream_weights = 0;
+    o.force_reference = 1;
+    CHECK(dcz_plan(buf, len, &o, &need) == DCZ_OK, "%s: plan", name);
+    CHECK(kept > 50000 && sneed + kept < need, "%s: %u weights kept, arena %zu bytes with the stream form, %zu "
+          "without", name, kept, sneed, need);
+    printf("     %s: %u weights kept; arena %zu bytes on the stream form, %zu decoded\n", name, kept, sneed, need);
+    stream_same(name, buf, len);
+    free(buf);
+}
+#endif
+
+static void test_stream_weights(void)
+{
+    stream_models = stream_layers = stream_int_models = 0;
+#ifndef DCZ_RUNTIME_ONLY
+    stream_large(wide_mlp(), "wide mlp");
+    stream_large(int8(wide_mlp()), "int8 wide mlp");
+    CHECK(stream_models == 2 && stream_int_models == 1, "the wide mlps: %zu on the stream form", stream_models);
+    stream_models = stream_layers = stream_int_models = 0;
+#endif
+    each_corpus_model(stream_same);
+    CHECK(stream_models >= 6 && stream_int_models >= 2, "%zu corpus models with a layer on the stream form, "
+          "%zu of them on integers", stream_models, stream_int_models);
+    printf("     %zu corpus models (%zu on integers) with %zu layers on the stream form give the references' bits\n",
+           stream_models, stream_int_models, stream_layers);
 }
 
 static void test_arguments(void)
@@ -1030,6 +1150,7 @@ int main(int argc, char **argv)
     RUN(test_arguments);
     RUN(test_misaligned_file);
     RUN(test_corruptions_same_errors);
+    RUN(test_stream_weights);
 #ifndef DCZ_RUNTIME_ONLY
     RUN(test_built_im2col);
     RUN(test_built_int8_im2col);

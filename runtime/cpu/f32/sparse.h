@@ -21,6 +21,17 @@ void dcz_spmv_ref(const dcz_sparse *s, const float *bias, const float *x, float 
 void dcz_spmm_ref(const dcz_sparse *s, const float *bias, const float *x, size_t batch,
                   float *y);
 
+/* The stream form (dcz_options.stream_weights; cpu/ref/stream.c): y
+ * (batch, rows) = x (batch, cols) W^T + bias for a CODEBOOK weight w read
+ * as stored at every call, its stored weights in position order
+ * (dcz_entries: no decoded copy anywhere); codebook (w->k) its values as
+ * floats, scratch dcz_entries_scratch_bytes(w) bytes. The references' sums
+ * in their order: the same bits as dcz_spmm_ref on the decoded form. The
+ * loader has read the streams to their end: a failure here (none) leaves
+ * the output's rest at its bias. */
+void dcz_fc_stream_ref(const dcz_tensor_view *w, const float *codebook, const float *bias, const float *x,
+                       size_t batch, float *y, void *scratch);
+
 /* ---- optimized matrix kernels (kernels_spmv.c, kernels_spmm.c) -------------
  * They compute what dcz_spmv_ref and dcz_spmm_ref compute, in the same
  * order (bias first, then each product w * x rounded and added in column

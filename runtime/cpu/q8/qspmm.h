@@ -18,6 +18,10 @@
  * Reference: each sample on its own, entries decoded per sample. */
 void dcz_qspmm_ref(const dcz_qsparse *s, const int64_t *bias, const dcz_q *x, size_t batch,
                    int64_t *acc);
+/* The stream form (sparse.h, dcz_fc_stream_ref) on integers: weight e of
+ * row r is qtab[r * w->k + index]; dcz_qspmm_ref's sums. */
+void dcz_qfc_stream_ref(const dcz_tensor_view *w, const dcz_q *qtab, const int64_t *bias, const dcz_q *x,
+                        size_t batch, int64_t *acc, void *scratch);
 /* The same, each entry decoded once for all samples; on codebook rows with
  * more entries than codebook values, inputs are first summed per codebook
  * value and multiplied once per value (exact in integers). */
