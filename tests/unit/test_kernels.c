@@ -488,6 +488,13 @@ static void test_maxpool_variants(void)
          * 4 rows, and of 3, whose stacked rows end alone) and of 16 */
         conv_geom(3, 3, 8, 8, 2, 2, 2, 2, 0, 0), conv_geom(1, 1, 6, 8, 2, 2, 2, 2, 0, 0),
         conv_geom(2, 2, 5, 16, 2, 2, 2, 2, 0, 0),
+        /* 3x3 stride 2: ResNet's (112 -> 56, padded), SqueezeNet's (111 ->
+         * 55, 55 -> 27, 27 -> 13), rows of 8 to 17 outputs (one vector and
+         * an overlapping one, on each instruction set) */
+        conv_geom(1, 1, 40, 112, 3, 3, 2, 2, 1, 1), conv_geom(2, 2, 111, 111, 3, 3, 2, 2, 0, 0),
+        conv_geom(2, 2, 27, 27, 3, 3, 2, 2, 0, 0), conv_geom(2, 2, 9, 17, 3, 3, 2, 2, 0, 0),
+        conv_geom(2, 2, 9, 19, 3, 3, 2, 2, 1, 1), conv_geom(1, 1, 7, 33, 3, 3, 2, 2, 0, 0),
+        conv_geom(1, 1, 7, 35, 3, 3, 2, 2, 1, 1), conv_geom(1, 1, 5, 15, 3, 3, 2, 2, 0, 0),
     };
     const size_t npools = sizeof pools / sizeof *pools;
     dcz_conv_geom grid[64], extra[CONV_EXTRA];

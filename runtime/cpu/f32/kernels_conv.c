@@ -601,6 +601,76 @@ static void maxplane(const dcz_conv_geom *g, uint32_t lo, uint32_t hi, const flo
 }
 
 #ifdef DCZ_X86
+/* 3 x 3 windows at stride 2 (the pools after the first convolution of
+ * ResNets and SqueezeNet), the interior columns lo .. hi - 1 of each row, n
+ * = hi - lo >= 8: 8 outputs a vector, whose 17 cells (c[0] .. c[16]) four
+ * plain loads hold, all inside the windows: c[0..7] and c[8..15] give
+ * each window's first and second columns (their even and odd floats, by
+ * the in-lane shuffle as below), c[2..9] and c[9..16] its third (the even
+ * floats of the first, the odd of the second); a row's last vector
+ * overlaps the one before (recomputing its outputs, the same bits) rather
+ * than masked. The reference's order: window rows, then columns, each
+ * max(v, m) keeping m unless v > m. Before, AVX2 ran these by the scalar
+ * loop and AVX-512 by gathers. */
+__attribute__((target("avx2")))
+static void maxplane3s2__avx2(const dcz_conv_geom *g, uint32_t lo, uint32_t hi, const float *xp, float *yp)
+{
+    const uint32_t n = hi - lo;
+    const __m256 ninf = _mm256_set1_ps(-INFINITY);
+    for (uint32_t oy = 0; oy < g->out_h; oy++) {
+        uint32_t y0, y1;
+        dcz_window_cells(oy, g->sh, g->ph, g->kh, g->in_h, &y0, &y1);
+        for (uint32_t i = 0; i < n; i += 8) {
+            const uint32_t at = i + 8 <= n ? i : n - 8;
+            const float *r = xp + ((size_t)lo + at) * 2 - g->pw;
+            __m256 m = ninf;
+            for (uint32_t iy = y0; iy < y1; iy++) {
+                const float *c = r + (size_t)iy * g->in_w;
+                const __m256 a = _mm256_loadu_ps(c), b = _mm256_loadu_ps(c + 8);
+                const __m256 a2 = _mm256_loadu_ps(c + 2), b2 = _mm256_loadu_ps(c + 9);
+                /* the lanes in the shuffle's order, outputs 0 1 4 5 2 3 6 7 */
+                m = _mm256_max_ps(_mm256_shuffle_ps(a, b, 0x88), m);
+                m = _mm256_max_ps(_mm256_shuffle_ps(a, b, 0xDD), m);
+                m = _mm256_max_ps(_mm256_shuffle_ps(a2, b2, 0xD8), m);
+            }
+            m = _mm256_castpd_ps(_mm256_permute4x64_pd(_mm256_castps_pd(m), 0xD8));
+            _mm256_storeu_ps(yp + (size_t)oy * g->out_w + lo + at, m);
+        }
+    }
+}
+
+/* The same in AVX-512, 16 outputs a vector over c[0] .. c[32]: c[0..15]
+ * and c[16..31] for the first two columns, c[2..17] and c[17..32] for the
+ * third, each dealt to the lanes by a permute of two vectors; n >= 16. */
+__attribute__((target("avx512f")))
+static void maxplane3s2__avx512(const dcz_conv_geom *g, uint32_t lo, uint32_t hi, const float *xp, float *yp)
+{
+    const uint32_t n = hi - lo;
+    const __m512i even = _mm512_set_epi32(30, 28, 26, 24, 22, 20, 18, 16, 14, 12, 10, 8, 6, 4, 2, 0);
+    const __m512i odd = _mm512_add_epi32(even, _mm512_set1_epi32(1));
+    /* output j's third column c[2 + 2j]: c[2..17] lane 2j below 8, c[17..32]
+     * lane 2j - 15 (index 16 + 2j - 15) from 8 */
+    const __m512i third = _mm512_set_epi32(31, 29, 27, 25, 23, 21, 19, 17, 14, 12, 10, 8, 6, 4, 2, 0);
+    for (uint32_t oy = 0; oy < g->out_h; oy++) {
+        uint32_t y0, y1;
+        dcz_window_cells(oy, g->sh, g->ph, g->kh, g->in_h, &y0, &y1);
+        for (uint32_t i = 0; i < n; i += 16) {
+            const uint32_t at = i + 16 <= n ? i : n - 16;
+            const float *r = xp + ((size_t)lo + at) * 2 - g->pw;
+            __m512 m = _mm512_set1_ps(-INFINITY);
+            for (uint32_t iy = y0; iy < y1; iy++) {
+                const float *c = r + (size_t)iy * g->in_w;
+                const __m512 a = _mm512_loadu_ps(c), b = _mm512_loadu_ps(c + 16);
+                const __m512 a2 = _mm512_loadu_ps(c + 2), b2 = _mm512_loadu_ps(c + 17);
+                m = _mm512_max_ps(_mm512_permutex2var_ps(a, even, b), m);
+                m = _mm512_max_ps(_mm512_permutex2var_ps(a, odd, b), m);
+                m = _mm512_max_ps(_mm512_permutex2var_ps(a2, third, b2), m);
+            }
+            _mm512_storeu_ps(yp + (size_t)oy * g->out_w + lo + at, m);
+        }
+    }
+}
+
 /* the mask of lanes 0 .. n - 1 of 16 (all 16 for n >= 16): the shift stays
  * inside the type's width for any n */
 static inline __mmask16 first16(uint32_t n)
@@ -614,6 +684,11 @@ static void maxplane__avx512(const dcz_conv_geom *g, uint32_t lo, uint32_t hi, c
 {
     (void)room;
     const uint32_t sw = g->sw, kw = g->kw, n = hi - lo;
+    if (sw == 2 && kw == 3 && n >= 8) {
+        if (n >= 16) maxplane3s2__avx512(g, lo, hi, xp, yp);
+        else maxplane3s2__avx2(g, lo, hi, xp, yp);
+        return;
+    }
     const __m512i lane = _mm512_set_epi32(15, 14, 13, 12, 11, 10, 9, 8, 7, 6, 5, 4, 3, 2, 1, 0);
     const __m512i step = _mm512_mullo_epi32(lane, _mm512_set1_epi32((int)sw));
     /* stride 2 over windows of at most 2 columns: the cells of 16 outputs
@@ -687,6 +762,10 @@ static void maxplane__avx2(const dcz_conv_geom *g, uint32_t lo, uint32_t hi, con
                            size_t room)
 {
     const uint32_t sw = g->sw, kw = g->kw, n = hi - lo;
+    if (sw == 2 && kw == 3 && n >= 8) {
+        maxplane3s2__avx2(g, lo, hi, xp, yp);
+        return;
+    }
     if (sw > 2 || (sw == 2 && kw > 2)) {
         maxplane(g, lo, hi, xp, yp, room);
         return;
