@@ -9,8 +9,11 @@
 #   make bench        benchmarks (ratios against baselines of the same run),
 #                     a LeNet-5 training epoch and batch-1 LeNet latency next
 #                     to PyTorch when installed, the scaling of retraining
-#                     over MPI ranks (bench/scaling.sh), and the peak memory
-#                     of training on image folders (bench/stream_memory.sh)
+#                     over MPI ranks (bench/scaling.sh), the peak memory
+#                     of training on image folders (bench/stream_memory.sh),
+#                     and torchvision's nine networks, dense, compressed and
+#                     int8, against ONNX Runtime (bench/torchvision.sh; SKIP
+#                     without python3-torchvision)
 #   make fuzz         libFuzzer targets (needs clang) with ASan and UBSan, where
 #                     any sanitizer report is a failure, and their corpus
 #                     replays built the same way (build/fuzz/)
@@ -404,6 +407,7 @@ bench: deps
 	@bash bench/scaling.sh
 	@bash bench/latency.sh 1
 	@bash bench/stream_memory.sh
+	@bash bench/torchvision.sh
 
 # libdcz for a microcontroller: ARMv7E-M (Cortex-M4 with its single-precision
 # FPU), bare metal, with Debian's arm-none-eabi GCC and picolibc: the scalar

@@ -3,10 +3,12 @@ machine and thread count as dcz bench (bench/latency.sh calls both).
 
     python3 bench/ort_latency.py MODEL.onnx THREADS RUNS BATCH...
 Prints one line per batch: "ort BATCH median_us X p99_us Y" (nearest-rank
-quantiles, as dcz bench). Exit 3 when onnxruntime is not installed (it is
+quantiles, as dcz bench), after ORT_WARMUP untimed runs (default 50). Exit
+3 when onnxruntime is not installed (it is
 a benchmark peer from PyPI, never a dependency of dcz). Inputs are random:
 dense latency does not depend on their values.
 """
+import os
 import sys
 import time
 
@@ -17,7 +19,7 @@ except ImportError:
     sys.exit(3)
 
 
-def timed(sess, name, x, runs, warmup=50):
+def timed(sess, name, x, runs, warmup=int(os.environ.get("ORT_WARMUP", "50"))):
     for _ in range(warmup):
         sess.run(None, {name: x})
     us = []

@@ -1,0 +1,99 @@
+#!/usr/bin/env bash
+# torchvision.sh: torchvision's nine classification networks at 224 x 224
+# on this CPU, dcz against ONNX Runtime in the same run. For each network:
+# ONNX Runtime on the ONNX file; dcz on it imported (dense fp32, with
+# torchvision's preprocessing recorded), compressed (pruned to 90% in one
+# shot, 4-bit codebooks, encoded: the kernels a compressed network runs,
+# without its accuracy: the weights are torchvision's random ones) and that
+# compressed file calibrated to int8 (on 16 generated images). Medians of
+# RUNS runs, one table per thread count and batch, the CPU named; timings
+# are reported, never asserted. Run with nothing else running.
+#
+#   bash bench/torchvision.sh [NAME ...]     (default: all nine)
+#   TV_DIR      the networks and the files made from them (build/torchvision;
+#               made once, by scripts/make_torchvision_fixtures.py with
+#               Debian's python3-torchvision, then kept)
+#   TV_THREADS  thread counts (default "1 N", N this machine's processors)
+#   TV_BATCHES  batches (default "1 8");  TV_RUNS  timed runs (default 20)
+#   ORT_PYTHON  a Python that imports onnxruntime (PyPI, a peer, never a
+#               dependency of dcz; default python3)
+# Prints SKIP, with the reason, without python3-torchvision; the ONNX
+# Runtime columns say SKIP where onnxruntime does not import.
+set -u
+cd "$(dirname "$0")/.."
+DCZ=${DCZ:-./bin/dcz}
+dir=${TV_DIR:-build/torchvision}
+threads_list=${TV_THREADS:-"1 $(nproc)"}
+batches=${TV_BATCHES:-"1 8"}
+runs=${TV_RUNS:-20}
+ort_py=${ORT_PYTHON:-python3}
+nets=${*:-resnet18 resnet50 mobilenet_v2 mobilenet_v3_small efficientnet_b0 squeezenet1_1 regnet_x_400mf \
+shufflenet_v2_x1_0 densenet121}
+cpu=$(sed -n 's/^model name[[:space:]]*: //p' /proc/cpuinfo | head -n 1)
+echo "torchvision networks, CPU: ${cpu:-unknown}; medians of $runs runs"
+[ -x "$DCZ" ] || { echo "SKIP torchvision networks: no $DCZ (make)"; exit 0; }
+mkdir -p "$dir"
+missing=
+for n in $nets; do [ -f "$dir/$n.onnx" ] || missing="$missing $n"; done
+if [ -n "$missing" ]; then
+    /usr/bin/python3 -c "import torchvision" 2> /dev/null ||
+        { echo "SKIP torchvision networks: no python3-torchvision (Debian) to export$missing"; exit 0; }
+    echo "exporting$missing (scripts/make_torchvision_fixtures.py, once)"
+    /usr/bin/python3 scripts/make_torchvision_fixtures.py "$dir" $missing > "$dir/export.log" 2>&1 ||
+        { tail -n 5 "$dir/export.log"; echo "exporting the networks failed" >&2; exit 1; }
+fi
+# calibration images (their content does not matter to the timings)
+if [ ! -d "$dir/calib/test" ]; then
+    /usr/bin/python3 - "$dir/calib" <<'PY' || { echo "making the calibration images failed" >&2; exit 1; }
+import os, random, sys
+from PIL import Image
+random.seed(1)
+for split, n in (("train", 16), ("test", 4)):
+    d = os.path.join(sys.argv[1], split, "c0")
+    os.makedirs(d, exist_ok=True)
+    for i in range(n):
+        Image.effect_noise((256, 256), 64).convert("RGB").save(os.path.join(d, "%03d.png" % i))
+PY
+fi
+# the three dcz files of each network, made once
+for n in $nets; do
+    d=$dir/$n
+    [ -f "$d-int8.dcz" ] && continue
+    echo "making $n: dense, compressed, int8"
+    { "$DCZ" import "$dir/$n.onnx" --resize 256 --crop 224 --normalize imagenet -q -o "$d.dcz" &&
+      "$DCZ" prune "$d.dcz" --sparsity 0.9 -q -o "$d-pruned.dcz" &&
+      "$DCZ" quantize "$d-pruned.dcz" --bits 4 -q -o "$d-shared.dcz" &&
+      "$DCZ" encode "$d-shared.dcz" -q -o "$d-compressed.dcz" &&
+      "$DCZ" calibrate "$d-compressed.dcz" --data "$dir/calib" --calib-batches 1 --batch 16 -q -o "$d-int8.dcz" \
+          > /dev/null; } 2> "$d.err" || { cat "$d.err"; echo "making $n's files failed" >&2; exit 1; }
+    rm -f "$d-pruned.dcz" "$d-shared.dcz"
+done
+ort=ok
+"$ort_py" -c "import onnxruntime" 2> /dev/null || ort=absent
+median() { # FILE THREADS BATCH: dcz bench's median, in ms
+    "$DCZ" bench "$1" --device cpu --threads "$2" --batch "$3" --runs "$runs" --warmup 3 --loads 1 -q --json |
+        sed -n 's/.*"median_us": *\([0-9.e+-]*\).*/\1/p' | awk '{ printf "%.2f", $1 / 1000 }'
+}
+failed=
+for t in $threads_list; do
+    for b in $batches; do
+        echo
+        echo "$t thread(s), batch $b (ms; x: how many times faster)"
+        printf '%-20s %9s %9s %7s %11s %7s %9s %7s\n' network "ORT" "dcz" "x ORT" compressed "x ORT" int8 "x fp32"
+        for n in $nets; do
+            d=$dir/$n
+            o=SKIP
+            if [ $ort = ok ]; then
+                o=$(OMP_NUM_THREADS=$t ORT_WARMUP=3 "$ort_py" bench/ort_latency.py "$dir/$n.onnx" "$t" "$runs" "$b" \
+                    2> "$d.ort.err" | awk '{ printf "%.2f", $4 / 1000 }')
+                [ -n "$o" ] || { o=failed; failed="$failed $d.ort.err"; }
+            fi
+            de=$(median "$d.dcz" "$t" "$b") co=$(median "$d-compressed.dcz" "$t" "$b") i8=$(median "$d-int8.dcz" "$t" "$b")
+            ratio() { awk -v a="$1" -v b="$2" 'BEGIN { if (a + 0 > 0 && b + 0 > 0) printf "%.2f", a / b; else print "-" }'; }
+            printf '%-20s %9s %9s %7s %11s %7s %9s %7s\n' "$n" "$o" "$de" "$(ratio "$o" "$de")" "$co" "$(ratio "$o" "$co")" \
+                "$i8" "$(ratio "$co" "$i8")"
+        done
+    done
+done
+[ -z "$failed" ] || echo "ONNX Runtime failed where the table says so; its messages:$failed"
+[ $ort = ok ] || echo "ONNX Runtime: SKIP (onnxruntime does not import in $ort_py; set ORT_PYTHON)"
