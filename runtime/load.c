@@ -629,6 +629,8 @@ static int worth_threads(const dcz_model *m)
         if (!l->q && l->op == DCZ_OP_DENSE && l->sparse &&
             dcz_sparse_split(&l->sp))
             return 1;
+        /* a large convolution on the shift form splits its channel blocks */
+        if (!l->q && l->kernel == DCZ_K_CONV_SHIFT && dcz_conv2d_shift_splits(&l->geom, &l->shift)) return 1;
     }
     return 0;
 }

@@ -186,10 +186,12 @@ static void run_fc_stream_ref(const dcz_model *m, const dcz_exec_layer *l, const
 static void run_conv_shift(const dcz_model *m, const dcz_exec_layer *l, const float *const *xs, size_t batch,
                            float *y)
 {
-    if (m->fuse)
-        dcz_conv2d_shift_act(&l->geom, &l->shift, l->bias, xs[0], batch, &l->act, l->res ? xs[1] : NULL,
-                             m->scratch, y);
-    else dcz_conv2d_shift(&l->geom, &l->shift, l->bias, xs[0], batch, 0, m->scratch, y);
+    /* output channel blocks over the threads of a heap model (the bits of
+     * one thread) */
+    const dcz_act none = { 0, 0.0f, 0.0f };
+    dcz_pool *pool = dcz_conv2d_shift_splits(&l->geom, &l->shift) ? m->pool : NULL;
+    dcz_conv2d_shift_pool(pool, &l->geom, &l->shift, l->bias, xs[0], batch, m->fuse ? &l->act : &none,
+                          m->fuse && l->res ? xs[1] : NULL, m->scratch, y);
 }
 
 static void run_conv_wino(const dcz_model *m, const dcz_exec_layer *l, const float *const *xs, size_t batch,

@@ -892,34 +892,42 @@ static dcz_doc *wino_net(void)
  * -> flat -> fc -> softmax: two residual blocks, the convolution's output
  * first and second of its ADD, the second ADD in place over its other
  * input */
-static dcz_doc *residual_net(void)
+/* c channels over side x side: conv (3 -> c), relu, conv (c -> c, a third
+ * kept), add (over the first relu's output), relu, conv (c -> c), add,
+ * mean, fc -> 5, softmax */
+static dcz_doc *residual_net_of(uint32_t c, uint32_t side)
 {
     dcz_doc *d;
     if (dcz_doc_alloc(11, &d) != DCZ_OK) return NULL;
     d->input_rank = 3;
-    d->input_dims[0] = 3; d->input_dims[1] = 24; d->input_dims[2] = 24;
+    d->input_dims[0] = 3; d->input_dims[1] = side; d->input_dims[2] = side;
     dcz_doc_layer *l = d->layers;
-    doc_conv_layer(&l[0], "conv1", 3, 8, 3, 1, 1, DCZ_ENC_CODEBOOK, 4, 4, DCZ_CODING_HUFFMAN);
+    doc_conv_layer(&l[0], "conv1", 3, c, 3, 1, 1, DCZ_ENC_CODEBOOK, 4, 4, DCZ_CODING_HUFFMAN);
     fill(&l[0], 11);
     doc_plain_layer(&l[1], DCZ_OP_RELU, "relu1");
-    doc_conv_layer(&l[2], "conv2", 8, 8, 3, 1, 1, DCZ_ENC_CODEBOOK, 4, 4, DCZ_CODING_HUFFMAN);
+    doc_conv_layer(&l[2], "conv2", c, c, 3, 1, 1, DCZ_ENC_CODEBOOK, 4, 4, DCZ_CODING_HUFFMAN);
     fill(&l[2], 12);
     thin(&l[2]);
     doc_plain_layer(&l[3], DCZ_OP_ADD, "add1");
     l[3].nin = 2; l[3].in[0] = 3; l[3].in[1] = 2;
     doc_plain_layer(&l[4], DCZ_OP_RELU, "relu2");
-    doc_conv_layer(&l[5], "conv3", 8, 8, 3, 1, 1, DCZ_ENC_SPARSE_F32, 3, 0, DCZ_CODING_RAW);
+    doc_conv_layer(&l[5], "conv3", c, c, 3, 1, 1, DCZ_ENC_SPARSE_F32, 3, 0, DCZ_CODING_RAW);
     fill(&l[5], 13);
     thin(&l[5]);
     doc_plain_layer(&l[6], DCZ_OP_ADD, "add2");
     l[6].nin = 2; l[6].in[0] = 5; l[6].in[1] = 6;
     doc_plain_layer(&l[7], DCZ_OP_GLOBAL_AVGPOOL, "gap");
     doc_plain_layer(&l[8], DCZ_OP_FLATTEN, "flat");
-    doc_dense_layer(&l[9], "fc", 8, 5, DCZ_ENC_F32, 0, 0, 0);
+    doc_dense_layer(&l[9], "fc", c, 5, DCZ_ENC_F32, 0, 0, 0);
     fill(&l[9], 14);
     doc_plain_layer(&l[10], DCZ_OP_SOFTMAX, "prob");
     return d;
 }
+
+static dcz_doc *residual_net(void) { return residual_net_of(8, 24); }
+/* large enough for its convolutions to split over threads
+ * (DCZ_SHIFT_SPLIT_MACS) */
+static dcz_doc *wide_residual_net(void) { return residual_net_of(32, 64); }
 
 static void no_tap(void *ctx, uint32_t layer, const float *y, size_t batch, uint32_t width)
 {
@@ -1138,6 +1146,57 @@ static void test_threads_same_bits(void)
     free(buf);
     built("wide mlp", wide_mlp(), DCZ_SCHEME_NONE);
 }
+
+/* Large convolutions on the shift form split their output channel blocks
+ * over a heap model's threads: a residual net of 32 channels over 64 x 64
+ * (whose fused ADDs write over their other input, the convolution's own
+ * input place) gives one thread's bits on 2, 3 and 16, at batch 1 and 5;
+ * a pool is started where a layer splits, and not for the small shift
+ * net, whose layers stay on the caller's thread. */
+static void test_threads_conv_same_bits(void)
+{
+    dcz_doc *(*const nets[])(void) = { shift_net, wide_residual_net };
+    for (size_t ni = 0; ni < 2; ni++) {
+        dcz_doc *d = nets[ni]();
+        REQUIRE(d, "build");
+        uint8_t *out = NULL;
+        size_t len = 0;
+        REQUIRE(dcz_doc_write(d, &out, &len) == DCZ_OK, "write");
+        dcz_doc_free(d);
+        uint8_t *buf = aligned_copy(out, len);
+        free(out);
+        dcz_model *m = NULL;
+        REQUIRE(dcz_open_memory(buf, len, NULL, &m) == DCZ_OK, "open");
+        const size_t in = dcz_input_size(m), outs = dcz_output_size(m);
+        uint32_t shifted = 0;
+        for (uint32_t i = 0; i < m->nlayers; i++)
+            shifted += m->layers[i].kernel == DCZ_K_CONV_SHIFT &&
+                       dcz_conv2d_shift_splits(&m->layers[i].geom, &m->layers[i].shift);
+        CHECK(ni == 0 ? shifted == 0 : shifted >= 2 || !dcz_conv2d_shift_variant(),
+              "net %zu: %u layers split", ni, shifted);
+        dcz_close(m);
+        enum { B = 5 };
+        float *x = malloc(B * in * sizeof *x), *y1 = malloc(B * outs * sizeof *y1), *y = malloc(B * outs * sizeof *y);
+        REQUIRE(x && y1 && y, "out of memory");
+        for (size_t i = 0; i < B * in; i++) x[i] = i % 4 ? frand() - 0.5f : 0.0f;
+        static const int threads[] = { 1, 2, 3, 16 };
+        for (size_t batch = 1; batch <= B; batch += B - 1)
+            for (size_t ti = 0; ti < sizeof threads / sizeof *threads; ti++) {
+                dcz_options o;
+                dcz_options_init(&o);
+                o.threads = threads[ti];
+                REQUIRE(dcz_open_memory(buf, len, &o, &m) == DCZ_OK, "open on %d threads", threads[ti]);
+                CHECK((m->pool != NULL) == (threads[ti] > 1 && shifted > 0), "net %zu, %d threads: pool %p", ni,
+                      threads[ti], (void *)m->pool);
+                REQUIRE(dcz_run(m, x, batch, ti ? y : y1) == DCZ_OK, "run");
+                if (ti) CHECK(memcmp(y, y1, batch * outs * sizeof *y) == 0,
+                              "net %zu, %d threads, batch %zu: other bits than one thread", ni, threads[ti], batch);
+                dcz_close(m);
+            }
+        printf("     net %zu: %u layers split over the threads\n", ni, shifted);
+        free(x); free(y1); free(y); free(buf);
+    }
+}
 #endif
 
 int main(int argc, char **argv)
@@ -1160,6 +1219,7 @@ int main(int argc, char **argv)
     RUN(test_built_int8_mlp);
     RUN(test_built_wino);
     RUN(test_threads_same_bits);
+    RUN(test_threads_conv_same_bits);
 #else
     printf("SKIP models built by the toolchain's writer: this is the runtime-only build\n");
 #endif

@@ -471,6 +471,66 @@ static void copy_out(dcz_isa isa, const float *src, const float *res, size_t n, 
     else dcz_add(src, res, n, NULL, y);
 }
 
+/* xs = sample x split, by the fastest way isa has: small planes at stride
+ * 1 a vector at a time (rs, where remap_init took g), else the vector
+ * split, else the scalar one; the same floats. */
+static void split_sample(dcz_isa isa, const dcz_conv_geom *g, const split_geom *q, const void *rs, const float *x,
+                         float *xs)
+{
+#ifdef DCZ_X86
+    if (rs) {
+        remap_run__avx512((const remap *)rs, g->in_c, x, (size_t)g->in_h * g->in_w, xs, q->plane);
+        memset(xs + g->in_c * q->plane, 0, (q->floats - g->in_c * q->plane) * sizeof *xs);
+        return;
+    }
+    if (dcz_shift_split_vector(isa, g, q, x, xs)) return;
+#else
+    (void)isa; (void)rs;
+#endif
+    split(g, q, x, xs);
+}
+
+/* What shift_run hands a part of the work: sample b of the convolution,
+ * split already into xs (which every part reads), and the output channel
+ * blocks of part `part` of `parts` (a pool's threads). */
+typedef struct shift_job {
+    const dcz_conv_geom *g;
+    const split_geom *q;
+    const dcz_shift *f;
+    planes_fn planes;
+    const float *bias, *xs, *res;
+    float *t;   /* the planes' scratch, which the map leaves unwritten */
+    const dcz_act *act;
+    float *y;
+    size_t b;
+    uint32_t parts;
+} shift_job;
+
+/* The sums straight into the output (the vector maps), for the channels of
+ * blocks [b0, b1) of sample j->b. A block's sums do not depend on the
+ * others', so the parts give the bits of one. */
+static void shift_blocks(const shift_job *j, uint32_t b0, uint32_t b1)
+{
+    const dcz_conv_geom *g = j->g;
+    const split_geom *q = j->q;
+    const uint32_t ob = j->f->ob, c0 = b0 * ob, c1 = b1 * ob < g->out_c ? b1 * ob : g->out_c;
+    if (c0 >= c1) return;
+    const size_t out_plane = (size_t)g->out_h * g->out_w, at = (j->b * g->out_c + c0) * out_plane;
+    dcz_shift sub = *j->f;
+    sub.ptr = j->f->ptr + b0;
+    tile_out om = { .act = j->act, .y = j->y + at, .res = j->res ? j->res + at : NULL, .plane = out_plane,
+                    .out_c = c1 - c0, .out_w = g->out_w, .wq = (uint32_t)q->wq, .cells = (size_t)g->out_h * q->wq };
+    j->planes(&sub, j->bias ? j->bias + c0 : NULL, c1 - c0, q->out16, om.cells, j->xs, j->t, &om);
+}
+
+static void shift_part(void *ctx, uint32_t part)
+{
+    const shift_job *j = ctx;
+    uint32_t b0, b1;
+    dcz_part_range((j->g->out_c + j->f->ob - 1) / j->f->ob, part, j->parts, &b0, &b1);
+    shift_blocks(j, b0, b1);
+}
+
 /* The convolution on isa's planes, act (op 0: none) applied as the output
  * is written; with a residual res (or NULL), act(conv + res): the ADD
  * after the convolution, so the bits of the two run apart (a sum of two
@@ -480,9 +540,12 @@ static void copy_out(dcz_isa isa, const float *src, const float *res, size_t n, 
  * as it copies the planes out (AVX2's map stores whole vectors, whose lanes
  * past the kept ones would overwrite res where it is y; the depthwise
  * kernels write y as they go). The loader fuses an ADD only where the
- * stores take it (dcz_conv2d_shift_res_fuses). */
+ * stores take it (dcz_conv2d_shift_res_fuses). With a pool (heap models),
+ * the vector maps' path splits each sample's output channel blocks over its
+ * threads (shift_part); the depthwise kernels and the generic path run on
+ * the caller's thread. */
 static int shift_run(dcz_isa isa, const dcz_conv_geom *g, const dcz_shift *f, const float *bias, const float *x,
-                     size_t batch, const dcz_act *act, const float *res, float *scratch, float *y)
+                     size_t batch, const dcz_act *act, const float *res, float *scratch, dcz_pool *pool, float *y)
 {
     const planes_fn planes = planes_variant(isa);
     if (!planes) return 0;
@@ -507,29 +570,34 @@ static int shift_run(dcz_isa isa, const dcz_conv_geom *g, const dcz_shift *f, co
         dcz_shift_dw_rows_run__avx2(g, &q, f, bias, x, batch, act, y);
         return 1;
     }
-    /* small planes at stride 1 split a vector at a time */
     remap rs;
     const int small_split = vec && g->sh == 1 && g->sw == 1 && (g->ph || g->pw) &&
                             remap_init(&rs, g, q.wq, q.plane, (size_t)g->in_h * g->in_w, q.hq);
+    if ((vec || isa == DCZ_ISA_AVX2) && !apart) {   /* the sums straight into the output */
+        /* each sample split on this thread, then its channel blocks over
+         * the pool's: the output may lie where the input does (an ADD
+         * after the convolution writing over its other input, the
+         * convolution's own), so no sample is written while one is split */
+        shift_job j = { g, &q, f, planes, bias, xs, res, t, act, y, 0, pool ? dcz_pool_threads(pool) : 1 };
+        for (size_t b = 0; b < batch; b++) {
+            split_sample(isa, g, &q, small_split ? &rs : NULL, x + b * in_sample, xs);
+            j.b = b;
+            if (j.parts > 1) dcz_pool_run(pool, shift_part, &j);
+            else shift_blocks(&j, 0, (g->out_c + f->ob - 1) / f->ob);
+        }
+        return 1;
+    }
+#else
+    (void)pool;
+    const void *rsp = NULL;
 #endif
     for (size_t b = 0; b < batch; b++) {
         float *yb = y + b * g->out_c * out_plane;
         const float *rb = res ? res + b * g->out_c * out_plane : NULL;
 #ifdef DCZ_X86
-        if (small_split) {
-            remap_run__avx512(&rs, g->in_c, x + b * in_sample, (size_t)g->in_h * g->in_w, xs, q.plane);
-            memset(xs + g->in_c * q.plane, 0, (q.floats - g->in_c * q.plane) * sizeof *xs);
-        } else if (!dcz_shift_split_vector(isa, g, &q, x + b * in_sample, xs))
+        const void *rsp = small_split ? &rs : NULL;
 #endif
-            split(g, &q, x + b * in_sample, xs);
-#ifdef DCZ_X86
-        if ((vec || isa == DCZ_ISA_AVX2) && !apart) {   /* the sums straight into the output */
-            tile_out om = { .act = act, .y = yb, .res = rb, .plane = out_plane, .out_c = g->out_c,
-                            .out_w = g->out_w, .wq = (uint32_t)q.wq, .cells = (size_t)g->out_h * q.wq };
-            planes(f, bias, g->out_c, q.out16, om.cells, xs, t, &om);
-            continue;
-        }
-#endif
+        split_sample(isa, g, &q, rsp, x + b * in_sample, xs);
         planes(f, bias, g->out_c, q.out16, (size_t)g->out_h * q.wq, xs, t, NULL);
         for (uint32_t oc = 0; oc < g->out_c; oc++) {
             /* the plane in one copy where no columns are dropped */
@@ -544,6 +612,12 @@ static int shift_run(dcz_isa isa, const dcz_conv_geom *g, const dcz_shift *f, co
     return 1;
 }
 
+int dcz_conv2d_shift_splits(const dcz_conv_geom *g, const dcz_shift *f)
+{
+    const uint32_t blocks = (g->out_c + f->ob - 1) / f->ob;
+    return blocks >= 2 && (uint64_t)f->ptr[blocks] * f->ob * g->out_h * g->out_w >= DCZ_SHIFT_SPLIT_MACS;
+}
+
 int dcz_conv2d_shift_res_fuses(const dcz_conv_geom *g, const dcz_shift *f)
 {
     return res_in_store(dcz_shift_best(), g, f);
@@ -553,14 +627,14 @@ int dcz_conv2d_shift_isa(dcz_isa isa, const dcz_conv_geom *g, const dcz_shift *f
                          const float *x, size_t batch, float *scratch, float *y)
 {
     const dcz_act none = { 0, 0.0f, 0.0f };
-    return shift_run(isa, g, f, bias, x, batch, &none, NULL, scratch, y);
+    return shift_run(isa, g, f, bias, x, batch, &none, NULL, scratch, NULL, y);
 }
 
 int dcz_conv2d_shift_act_isa(dcz_isa isa, const dcz_conv_geom *g, const dcz_shift *f, const float *bias,
                              const float *x, size_t batch, const dcz_act *act, const float *res, float *scratch,
                              float *y)
 {
-    return shift_run(isa, g, f, bias, x, batch, act, res, scratch, y);
+    return shift_run(isa, g, f, bias, x, batch, act, res, scratch, NULL, y);
 }
 
 void dcz_conv2d_shift(const dcz_conv_geom *g, const dcz_shift *f, const float *bias, const float *x,
@@ -572,5 +646,12 @@ void dcz_conv2d_shift(const dcz_conv_geom *g, const dcz_shift *f, const float *b
 void dcz_conv2d_shift_act(const dcz_conv_geom *g, const dcz_shift *f, const float *bias, const float *x,
                           size_t batch, const dcz_act *act, const float *res, float *scratch, float *y)
 {
-    shift_run(dcz_shift_best(), g, f, bias, x, batch, act, res, scratch, y);
+    shift_run(dcz_shift_best(), g, f, bias, x, batch, act, res, scratch, NULL, y);
+}
+
+void dcz_conv2d_shift_pool(dcz_pool *pool, const dcz_conv_geom *g, const dcz_shift *f, const float *bias,
+                           const float *x, size_t batch, const dcz_act *act, const float *res, float *scratch,
+                           float *y)
+{
+    shift_run(dcz_shift_best(), g, f, bias, x, batch, act, res, scratch, pool, y);
 }

@@ -62,6 +62,21 @@ void dcz_conv2d_shift_act(const dcz_conv_geom *g, const dcz_shift *f, const floa
 int dcz_conv2d_shift_act_isa(dcz_isa isa, const dcz_conv_geom *g, const dcz_shift *f, const float *bias,
                              const float *x, size_t batch, const dcz_act *act, const float *res, float *scratch,
                              float *y);
+/* dcz_conv2d_shift_act with each sample's output channel blocks split
+ * over pool's threads (NULL: the caller's alone), all reading the sample
+ * split once into scratch: the same bits at any thread count. Only the
+ * vector maps split; the depthwise kernels and the generic path (a
+ * residual the stores do not take) run on the caller's thread. */
+void dcz_conv2d_shift_pool(dcz_pool *pool, const dcz_conv_geom *g, const dcz_shift *f, const float *bias,
+                           const float *x, size_t batch, const dcz_act *act, const float *res, float *scratch,
+                           float *y);
+/* Whether a convolution on the shift form is worth splitting over
+ * threads: at least DCZ_SHIFT_SPLIT_MACS multiply-adds a sample (its
+ * stored taps times the output plane) and two blocks. A pool's dispatch
+ * costs about 11 us (the compressed LeNet-5, whose convolutions take 2 to
+ * 15 us each, went from 23 to 46 us at batch 1 on two threads split). */
+#define DCZ_SHIFT_SPLIT_MACS ((uint64_t)1 << 22)
+int dcz_conv2d_shift_splits(const dcz_conv_geom *g, const dcz_shift *f);
 /* Whether dcz_conv2d_shift_act on this CPU adds the residual as its
  * kernel stores the sums (AVX-512, not the depthwise kernels), rather than
  * as a slower generic path copies them out. */
