@@ -631,17 +631,15 @@ static void stream_same(const char *path, uint8_t *buf, size_t len)
 #ifndef DCZ_RUNTIME_ONLY
 static dcz_doc *wide_mlp(void);
 static dcz_doc *int8(dcz_doc *d);
+static uint8_t *written(dcz_doc *d, size_t *len);
 static void stream_large(dcz_doc *d, const char *name)
 {
     REQUIRE(d, "%s: build", name);
-    uint8_t *out = NULL;
     size_t len = 0;
     uint32_t kept = 0;
     for (size_t i = 0; i < d->layers[0].t[0].n; i++) kept += d->layers[0].t[0].mask[i] != 0;
-    REQUIRE(dcz_doc_write(d, &out, &len) == DCZ_OK, "%s: write", name);
-    uint8_t *buf = aligned_copy(out, len);
-    free(out);
-    dcz_doc_free(d);
+    uint8_t *buf = written(d, &len);
+    REQUIRE(buf, "%s: write", name);
     dcz_options o;
     dcz_options_init(&o);
     size_t need = 0, sneed = 0;
@@ -778,6 +776,18 @@ static void test_misaligned_file(void)
 }
 
 #ifndef DCZ_RUNTIME_ONLY
+/* d written as a .dcz (d freed) into an aligned buffer of *len bytes;
+ * NULL where d is NULL or writing fails */
+static uint8_t *written(dcz_doc *d, size_t *len)
+{
+    uint8_t *out = NULL, *buf = NULL;
+    *len = 0;
+    if (d && dcz_doc_write(d, &out, len) == DCZ_OK) buf = aligned_copy(out, *len);
+    free(out);
+    if (d) dcz_doc_free(d);
+    return buf;
+}
+
 /* deterministic weights for a layer with parameters (as the corpus has) */
 static void fill(dcz_doc_layer *l, unsigned seed)
 {
@@ -979,14 +989,9 @@ static dcz_doc *int8(dcz_doc *d)
 static void built(const char *name, dcz_doc *d, dcz_scheme want)
 {
     REQUIRE(d, "%s: build", name);
-    uint8_t *out = NULL, *buf = NULL;
     size_t len = 0;
-    dcz_status s = dcz_doc_write(d, &out, &len);
-    dcz_doc_free(d);
-    REQUIRE(s == DCZ_OK, "%s: write: %s", name, dcz_status_str(s));
-    buf = aligned_copy(out, len);
-    free(out);
-    REQUIRE(buf, "out of memory");
+    uint8_t *buf = written(d, &len);
+    REQUIRE(buf, "%s: write", name);
     dcz_model *m = NULL;
     if (dcz_open_memory(buf, len, NULL, &m) == DCZ_OK) {
         CHECK(dcz_model_scheme(m) == want, "%s: scheme %d", name, (int)dcz_model_scheme(m));
@@ -1111,14 +1116,9 @@ static dcz_doc *wide_mlp(void)
  * as the static model (built: one thread, no allocation). */
 static void test_threads_same_bits(void)
 {
-    dcz_doc *d = wide_mlp();
-    REQUIRE(d, "build");
-    uint8_t *out = NULL;
     size_t len = 0;
-    REQUIRE(dcz_doc_write(d, &out, &len) == DCZ_OK, "write");
-    dcz_doc_free(d);
-    uint8_t *buf = aligned_copy(out, len);
-    free(out);
+    uint8_t *buf = written(wide_mlp(), &len);
+    REQUIRE(buf, "build and write");
     enum { B = 9 };
     float *x = malloc(B * 600 * sizeof(float)), y1[2][B * 10], y[B * 10];
     for (size_t i = 0; i < B * 600; i++) x[i] = i % 3 ? frand() : 0.0f;
@@ -1157,14 +1157,9 @@ static void test_threads_conv_same_bits(void)
 {
     dcz_doc *(*const nets[])(void) = { shift_net, wide_residual_net };
     for (size_t ni = 0; ni < 2; ni++) {
-        dcz_doc *d = nets[ni]();
-        REQUIRE(d, "build");
-        uint8_t *out = NULL;
         size_t len = 0;
-        REQUIRE(dcz_doc_write(d, &out, &len) == DCZ_OK, "write");
-        dcz_doc_free(d);
-        uint8_t *buf = aligned_copy(out, len);
-        free(out);
+        uint8_t *buf = written(nets[ni](), &len);
+        REQUIRE(buf, "net %zu: build and write", ni);
         dcz_model *m = NULL;
         REQUIRE(dcz_open_memory(buf, len, NULL, &m) == DCZ_OK, "open");
         const size_t in = dcz_input_size(m), outs = dcz_output_size(m);
