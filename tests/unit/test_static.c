@@ -559,6 +559,55 @@ static void test_corruptions_same_errors(void)
            corrupt_refused);
 }
 
+/* ---- planning without the heap ------------------------------------------------ */
+
+static size_t plan_static_models;
+
+/* dcz_plan_static gives dcz_plan's size without allocating, working
+ * inside a buffer of that size at an odd address, with and without the
+ * stream form; a buffer a byte short is DCZ_ERR_NOMEM; the model then
+ * opens in the very buffer the planner worked in and runs. */
+static void plan_static_same(const char *path, uint8_t *buf, size_t len)
+{
+    for (int stream = 0; stream < 2; stream++) {
+        dcz_options o;
+        dcz_options_init(&o);
+        o.stream_weights = stream;
+        size_t need = 0, got = 0, short_got = 0;
+        if (dcz_plan(buf, len, &o, &need) != DCZ_OK) return;
+        uint8_t *raw = malloc(need + 1), *work = raw + 1;
+        REQUIRE(raw, "out of memory");
+        count_start();
+        const dcz_status s = dcz_plan_static(buf, len, work, need, &o, &got);
+        const dcz_status ss = dcz_plan_static(buf, len, work, need - 1, &o, &short_got);
+        CHECK(count_stop() == 0, "%s: dcz_plan_static allocated", path);
+        CHECK(s == DCZ_OK && got == need, "%s (stream %d): plan_static %s, %zu bytes; dcz_plan %zu", path, stream,
+              dcz_status_str(s), got, need);
+        CHECK(ss == DCZ_ERR_NOMEM && (short_got == 0 || short_got == need), "%s (stream %d): a byte short: %s, %zu",
+              path, stream, dcz_status_str(ss), short_got);
+        dcz_model *m = NULL;
+        CHECK(dcz_open_static(buf, len, work, need, &o, &m) == DCZ_OK, "%s: open in the planner's work", path);
+        if (m) {
+            float x[4096], y[1024];
+            const size_t in = dcz_input_size(m), out = dcz_output_size(m);
+            if (in <= 4096 && out <= 1024) {
+                for (size_t i = 0; i < in; i++) x[i] = frand();
+                CHECK(dcz_run(m, x, 1, y) == DCZ_OK, "%s: run", path);
+            }
+            dcz_close(m);
+        }
+        free(raw);
+    }
+    plan_static_models++;
+}
+
+static void test_plan_static(void)
+{
+    plan_static_models = 0;
+    each_corpus_model(plan_static_same);
+    CHECK(plan_static_models >= 12, "%zu corpus models planned without the heap", plan_static_models);
+}
+
 /* ---- the stream form ------------------------------------------------------- */
 
 static size_t stream_models, stream_layers, stream_int_models;
@@ -1204,6 +1253,7 @@ int main(int argc, char **argv)
     RUN(test_arguments);
     RUN(test_misaligned_file);
     RUN(test_corruptions_same_errors);
+    RUN(test_plan_static);
     RUN(test_stream_weights);
 #ifndef DCZ_RUNTIME_ONLY
     RUN(test_built_im2col);
