@@ -74,6 +74,7 @@ median() { # FILE THREADS BATCH: dcz bench's median, in ms
     "$DCZ" bench "$1" --device cpu --threads "$2" --batch "$3" --runs "$runs" --warmup 3 --loads 1 -q --json |
         sed -n 's/.*"median_us": *\([0-9.e+-]*\).*/\1/p' | awk '{ printf "%.2f", $1 / 1000 }'
 }
+ratio() { awk -v a="$1" -v b="$2" 'BEGIN { if (a + 0 > 0 && b + 0 > 0) printf "%.2f", a / b; else print "-" }'; }
 failed=
 for t in $threads_list; do
     for b in $batches; do
@@ -89,7 +90,6 @@ for t in $threads_list; do
                 [ -n "$o" ] || { o=failed; failed="$failed $d.ort.err"; }
             fi
             de=$(median "$d.dcz" "$t" "$b") co=$(median "$d-compressed.dcz" "$t" "$b") i8=$(median "$d-int8.dcz" "$t" "$b")
-            ratio() { awk -v a="$1" -v b="$2" 'BEGIN { if (a + 0 > 0 && b + 0 > 0) printf "%.2f", a / b; else print "-" }'; }
             printf '%-20s %9s %9s %7s %11s %7s %9s %7s\n' "$n" "$o" "$de" "$(ratio "$o" "$de")" "$co" "$(ratio "$o" "$co")" \
                 "$i8" "$(ratio "$co" "$i8")"
         done

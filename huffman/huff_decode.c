@@ -207,13 +207,16 @@ dcz_status dcz_huff_read(const dcz_huff_decoder *d, dcz_huff_reader *r, uint8_t 
 {
     /* buf holds the next stream bits MSB-aligned; the top cnt are valid, the
      * rest are zero or copies of the stream bits that follow */
-    const uint8_t *in = r->in;
     uint64_t buf = r->buf;
-    unsigned cnt = r->cnt, l, sym;
+    unsigned cnt = r->cnt, sym;
     size_t pos = r->pos, i = 0;
 
     /* bulk: a refill from 8 whole bytes leaves >= 57 bits, enough for three
-     * codes of up to 15 bits without further checks */
+     * codes of up to 15 bits without further checks (a build for size,
+     * DCZ_SMALL, reads every symbol by the tail's loop: the same symbols) */
+#ifndef DCZ_SMALL
+    const uint8_t *in = r->in;
+    unsigned l;
     while (n - i >= 3 && r->len - pos >= 8) {
         buf |= load_be64(in + pos) >> cnt;
         unsigned k = (64 - cnt) >> 3;
@@ -226,6 +229,7 @@ dcz_status dcz_huff_read(const dcz_huff_decoder *d, dcz_huff_reader *r, uint8_t 
             cnt -= l;
         }
     }
+#endif
     /* the tail a symbol at a time, from the stream's bits alone */
     r->buf = cnt ? buf & ~(~(uint64_t)0 >> cnt) : 0;
     r->cnt = cnt;

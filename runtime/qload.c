@@ -149,21 +149,24 @@ dcz_status dcz_requant_params(double M, int32_t *mult, uint8_t *shift)
 /* The largest |accumulator| each output channel c of l can produce: each
  * entry meets one input of at most qmax (a conv output pixel meets each tap
  * once), plus the bias; in double, so the bound itself cannot overflow.
- * Nonzero when every channel's bound b (times its requantization
- * multiplier where mult is set and its shift is not 0) is below limit. One
- * pass over the weights: the stream form's streams (cpu/ref/stream.c) are
- * read once, in row order, with the model's scratch for their reader. */
-static int bounds_below(const dcz_exec_layer *l, int32_t qmax, const int32_t *mult, double limit, void *scratch)
+ * *fits: every channel's bound is below limit; *mult_fits (where mult is
+ * given): every channel whose shift is not 0 keeps its bound times its
+ * multiplier below 2^62. One pass over the weights: the stream form's
+ * streams (cpu/ref/stream.c) are read once, in row order, with the model's
+ * scratch for their reader (0 in both where they cannot be). */
+static void bounds(const dcz_exec_layer *l, int32_t qmax, double limit, const int32_t *mult, void *scratch, int *fits,
+                   int *mult_fits)
 {
     const dcz_qsparse *qs = &l->qs;
     const dcz_tensor_view *wv = l->wv;
     const uint32_t rows = l->channels;
     const uint64_t cols = wv ? wv->n / rows : 0;
+    *fits = *mult_fits = 0;
     dcz_entries e;
-    if (wv && dcz_entries_begin(&e, wv, scratch) != DCZ_OK) return 0;
+    if (wv && dcz_entries_begin(&e, wv, scratch) != DCZ_OK) return;
     uint64_t pos = 0;
     uint32_t idx = 0;
-    int have = 0;   /* the stream form: an entry read and not yet summed */
+    int have = 0, below = 1, mult_below = 1;   /* have: the stream form's entry read and not yet summed */
     for (uint32_t c = 0; c < rows; c++) {
         double sum = 0;
         if (!wv) {
@@ -173,7 +176,7 @@ static int bounds_below(const dcz_exec_layer *l, int32_t qmax, const int32_t *mu
         while (wv) {
             if (!have) {
                 if (e.entry == wv->nnz) break;
-                if (dcz_entries_next(&e, &pos, &idx) != DCZ_OK) return 0;
+                if (dcz_entries_next(&e, &pos, &idx) != DCZ_OK) return;
                 have = 1;
             }
             if (pos / cols != c) break;
@@ -181,15 +184,21 @@ static int bounds_below(const dcz_exec_layer *l, int32_t qmax, const int32_t *mu
             have = 0;
         }
         const double b = sum * qmax + fabs((double)l->qbias[c]);
-        if (mult ? l->rq_shift[c] > 0 && !(b * mult[c] < limit) : !(b < limit)) return 0;
+        below &= b < limit;
+        if (mult) mult_below &= !(l->rq_shift[c] > 0) || b * mult[c] < 0x1p62;
     }
-    return 1;
+    *fits = below;
+    *mult_fits = mult_below;
 }
 
-/* Biases in accumulator units, the float scale of each accumulator, and
- * the range checks of model.h: every sum of an 8-bit scheme within 32 bits,
- * of fixed16 within 62 bits. */
-static dcz_status finish_weighted(dcz_exec_layer *l, int32_t qmax, void *scratch)
+/* A weighted layer's biases in accumulator units and the float scale of
+ * each accumulator; but for the last (last), the requantization of its
+ * accumulators to the scale of its output, s_out; and the range checks of
+ * model.h: every sum of an 8-bit scheme within 32 bits, of fixed16 within
+ * 62 bits, and a multiplier that is not a pure power of two keeping |acc *
+ * mult| below 2^62. Refused in that order; the bounds of both checks are
+ * taken in one pass over the weights. */
+static dcz_status finish_weighted(dcz_exec_layer *l, int32_t qmax, int last, float s_out, void *scratch)
 {
     for (uint32_t c = 0; c < l->channels; c++) {
         const double unit = (double)l->in_scale * l->w_scale[c];
@@ -199,19 +208,17 @@ static dcz_status finish_weighted(dcz_exec_layer *l, int32_t qmax, void *scratch
         l->qbias[c] = (int64_t)qb;
         l->out_scale[c] = unit;
     }
-    return bounds_below(l, qmax, NULL, qmax == 127 ? 0x1p31 : 0x1p62, scratch) ? DCZ_OK : DCZ_ERR_UNSUPPORTED;
-}
-
-/* Requantization of l's accumulators to the scale of its output, s_out; a
- * multiplier that is not a pure power of two must keep |acc * mult| below
- * 2^62 (model.h). */
-static dcz_status requant_link(dcz_exec_layer *l, float s_out, int32_t qmax, void *scratch)
-{
-    for (uint32_t c = 0; c < l->channels; c++) {
+    dcz_status linked = DCZ_OK;
+    for (uint32_t c = 0; !last && linked == DCZ_OK && c < l->channels; c++) {
         const double M = (double)l->in_scale * l->w_scale[c] / s_out;
-        TRY(dcz_requant_params(M, &l->rq_mult[c], &l->rq_shift[c]));
+        linked = dcz_requant_params(M, &l->rq_mult[c], &l->rq_shift[c]);
     }
-    return bounds_below(l, qmax, l->rq_mult, 0x1p62, scratch) ? DCZ_OK : DCZ_ERR_UNSUPPORTED;
+    int fits, mult_fits;
+    bounds(l, qmax, qmax == 127 ? 0x1p31 : 0x1p62, last || linked != DCZ_OK ? NULL : l->rq_mult, scratch, &fits,
+           &mult_fits);
+    if (!fits) return DCZ_ERR_UNSUPPORTED;
+    TRY(linked);
+    return mult_fits ? DCZ_OK : DCZ_ERR_UNSUPPORTED;
 }
 
 /* The scales of a table without tensor scales (format 1.2, or a chain):
@@ -252,8 +259,7 @@ static dcz_status finish_layer(dcz_model *m, uint32_t i)
     switch (o->qscale) {
     case DCZ_QS_WEIGHTED:
         if (!same_bits(l->in_scale, s_in)) return DCZ_ERR_FORMAT;
-        TRY(finish_weighted(l, m->qmax, m->scratch));
-        return i == m->q_last ? DCZ_OK : requant_link(l, s_out, m->qmax, m->scratch);
+        return finish_weighted(l, m->qmax, i == m->q_last, s_out, m->scratch);
     case DCZ_QS_KEEP:
         return same_bits(s_in, s_out) ? DCZ_OK : DCZ_ERR_FORMAT;
     case DCZ_QS_RESCALE:
