@@ -30,8 +30,9 @@ static void gpu_why(const dcz_model *m, const dcz_exec_layer *l, dcz_layer_desc 
         [DCZ_GK_SPARSE_FC_WIDE] = { "spmv_chunks__cuda|gemm", "%g%%+ dense: cublas above batch 1", DCZ_GPU_DENSE_DENSITY * 100 },
         [DCZ_GK_CONV_DENSE] = { "im2col+cublas gemm", "dense weights", 0 },
         [DCZ_GK_CONV_DENSE_DIRECT] = { "conv2d_dense__cuda", "grouped: a thread per output", 0 },
-        [DCZ_GK_CONV_DIRECT] = { "conv2d_sparse__cuda", "%g+ cell planes; patches < 2^17 outputs", DCZ_GPU_DIRECT_MIN_PLANE },
-        [DCZ_GK_CONV_IM2COL] = { "im2col_t+spmm_chunks__cuda", "one group, planes under %g cells", DCZ_GPU_DIRECT_MIN_PLANE },
+        [DCZ_GK_CONV_DIRECT] = { "conv2d_sparse__cuda", "grouped: a thread per output", 0 },
+        [DCZ_GK_CONV_IM2COL] = { "im2col_t+spmm_chunks__cuda", "one group, under %g%% dense", DCZ_GPU_DENSE_DENSITY * 100 },
+        [DCZ_GK_CONV_IM2COL_WIDE] = { "im2col_t+spmm_chunks__cuda|gemm", "%g%%+ dense: cublas at 2^17+ outputs", DCZ_GPU_DENSE_DENSITY * 100 },
         [DCZ_GK_QFC] = { "qspmm__cuda", "int8 rows: dp4a, int32 sums", 0 },
         [DCZ_GK_QCONV_DIRECT] = { "qconv2d__cuda", "int8, %g+ cell planes; patches < 2^17 outputs", DCZ_GPU_DIRECT_MIN_PLANE },
         [DCZ_GK_QCONV_IM2COL] = { "qim2col+qspmm__cuda", "int8, one group, planes under %g cells", DCZ_GPU_DIRECT_MIN_PLANE },
@@ -43,9 +44,9 @@ static void gpu_why(const dcz_model *m, const dcz_exec_layer *l, dcz_layer_desc 
     }
     const dcz_gpu_kernel g = (dcz_gpu_kernel)l->gpu_kernel;
     k->gpu_kernel = kinds[g].name ? kinds[g].name : k->kernel;
-    /* a grouped convolution runs direct whatever its planes */
+    /* an integer convolution runs direct whatever its planes when grouped */
     const int grouped = l->op == DCZ_OP_CONV2D && dcz_conv_groups(&l->geom) > 1;
-    const char *why = !grouped ? kinds[g].why : l->q ? "int8, grouped: a thread per output" : "grouped: a thread per output";
+    const char *why = grouped && l->q ? "int8, grouped: a thread per output" : kinds[g].why;
     double arg = kinds[g].arg;
     if (g == DCZ_GK_SPARSE_FC) {   /* the lanes gpu.c gives a row of the chunk form */
         const dcz_gsparse s = { l->sp.rows, l->sp.cols, l->sp.k, l->sp.row_ptr, l->sp.step, l->sp.idx, l->sp.val,

@@ -280,24 +280,38 @@ dcz_gpu_kernel dcz_gpu_pick(const dcz_exec_layer *l)
 {
     const dcz_op_info *o = dcz_op_get(l->op);
     if (!o || !o->weighted) return DCZ_GK_ELEMENT;
-    const int grouped = l->op == DCZ_OP_CONV2D && dcz_conv_groups(&l->geom) > 1;
-    const int direct = grouped || l->geom.out_h * l->geom.out_w >= DCZ_GPU_DIRECT_MIN_PLANE;
-    if (l->q) return l->op != DCZ_OP_CONV2D ? DCZ_GK_QFC : direct ? DCZ_GK_QCONV_DIRECT : DCZ_GK_QCONV_IM2COL;
-    if (l->op == DCZ_OP_CONV2D) {
-        if (!l->sparse) return grouped ? DCZ_GK_CONV_DENSE_DIRECT : DCZ_GK_CONV_DENSE;
-        return direct ? DCZ_GK_CONV_DIRECT : DCZ_GK_CONV_IM2COL;
+    const int conv = l->op == DCZ_OP_CONV2D, grouped = conv && dcz_conv_groups(&l->geom) > 1;
+    if (l->q) {
+        const int direct = grouped || l->geom.out_h * l->geom.out_w >= DCZ_GPU_DIRECT_MIN_PLANE;
+        return !conv ? DCZ_GK_QFC : direct ? DCZ_GK_QCONV_DIRECT : DCZ_GK_QCONV_IM2COL;
     }
-    if (!l->sparse) return DCZ_GK_DENSE_FC;
+    if (!l->sparse) return !conv ? DCZ_GK_DENSE_FC : grouped ? DCZ_GK_CONV_DENSE_DIRECT : DCZ_GK_CONV_DENSE;
+    if (grouped) return DCZ_GK_CONV_DIRECT;
     const double cells = (double)l->sp.rows * l->sp.cols;
-    return cells > 0 && (double)real_entries(&l->sp) >= DCZ_GPU_DENSE_DENSITY * cells ? DCZ_GK_SPARSE_FC_WIDE
-                                                                                     : DCZ_GK_SPARSE_FC;
+    const int wide = cells > 0 && (double)real_entries(&l->sp) >= DCZ_GPU_DENSE_DENSITY * cells;
+    if (conv) return wide ? DCZ_GK_CONV_IM2COL_WIDE : DCZ_GK_CONV_IM2COL;
+    return wide ? DCZ_GK_SPARSE_FC_WIDE : DCZ_GK_SPARSE_FC;
+}
+
+int dcz_gpu_dense_copy(const dcz_exec_layer *l, dcz_gpu_kernel k, size_t batch)
+{
+    if (k == DCZ_GK_SPARSE_FC_WIDE) return batch > 1;
+    return k == DCZ_GK_CONV_IM2COL_WIDE &&
+           (double)batch * l->geom.out_c * l->geom.out_h * l->geom.out_w >= DCZ_GPU_DIRECT_MIN_OUTPUTS;
 }
 
 int dcz_gpu_by_patches(const dcz_exec_layer *l, dcz_gpu_kernel k, size_t batch)
 {
-    if (k == DCZ_GK_CONV_DENSE || k == DCZ_GK_CONV_IM2COL || k == DCZ_GK_QCONV_IM2COL) return 1;
-    if ((k != DCZ_GK_CONV_DIRECT && k != DCZ_GK_QCONV_DIRECT) || dcz_conv_groups(&l->geom) > 1) return 0;
-    return (double)batch * l->geom.out_c * l->geom.out_h * l->geom.out_w < DCZ_GPU_DIRECT_MIN_OUTPUTS;
+    switch (k) {
+    case DCZ_GK_CONV_IM2COL:
+    case DCZ_GK_QCONV_IM2COL: return 1;
+    case DCZ_GK_CONV_DENSE: return !dcz_conv_pointwise(&l->geom);
+    case DCZ_GK_CONV_IM2COL_WIDE: return !dcz_conv_pointwise(&l->geom) || !dcz_gpu_dense_copy(l, k, batch);
+    case DCZ_GK_QCONV_DIRECT:
+        return dcz_conv_groups(&l->geom) == 1 &&
+               (double)batch * l->geom.out_c * l->geom.out_h * l->geom.out_w < DCZ_GPU_DIRECT_MIN_OUTPUTS;
+    default: return 0;
+    }
 }
 
 dcz_status dcz_plan_finish(dcz_model *m)

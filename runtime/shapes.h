@@ -25,6 +25,13 @@ typedef struct dcz_conv_geom {
                                in_c / group input channels of group oc / (out_c / group) */
 } dcz_conv_geom;
 
+/* Whether g's patches are its input as it lies: a 1 x 1 window at stride 1
+ * without padding. */
+static inline int dcz_conv_pointwise(const dcz_conv_geom *g)
+{
+    return g->kh == 1 && g->kw == 1 && g->sh == 1 && g->sw == 1 && g->ph == 0 && g->pw == 0;
+}
+
 /* Groups of a convolution, and the input channels each output channel sees. */
 static inline uint32_t dcz_conv_groups(const dcz_conv_geom *g) { return g->group ? g->group : 1; }
 static inline uint32_t dcz_conv_group_in(const dcz_conv_geom *g) { return g->in_c / dcz_conv_groups(g); }

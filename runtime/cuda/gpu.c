@@ -42,10 +42,11 @@
 
 typedef struct gpu_layer {
     dcz_gpu_kernel kernel;
-    dcz_gsparse sp;           /* the compressed weight of a convolution (the direct kernel's) */
-    dcz_gchunks ch;           /* the compressed weight in the chunk form (fully connected
-                                 layers; convolutions of one group, by patches) */
-    const float *w;           /* dense weight (dense layers; SPARSE_FC_WIDE: the copy) */
+    dcz_gsparse sp;           /* the compressed weight of a grouped convolution (the direct
+                                 kernel's) */
+    dcz_gchunks ch;           /* the compressed weight of any other layer, in the chunk form */
+    const float *w;           /* dense weight (dense layers; the dense copy of a compressed one,
+                                 once a batch needs it: dense_copies) */
     const float *bias;        /* or NULL */
     dcz_gqsparse qs;          /* integer region: int8 weights */
     dcz_gqout qo;             /* its bias and requantization or scales (y set per run) */
@@ -155,23 +156,32 @@ static float *expand(const dcz_sparse *s)
     return w;
 }
 
-/* Floats (or int8 cells) of patches the layers of m need in a run of up
- * to batch samples: the most any one layer needs at any batch up to that
- * (dcz_gpu_by_patches holds at small batches only, so this grows with
- * batch). */
+/* Floats (or int8 cells) of patches layer l, whose kernel is k, needs
+ * in a launch of batch samples: 0 where it reads its input as it lies. */
+static uint64_t layer_patches(const dcz_exec_layer *l, dcz_gpu_kernel k, size_t batch)
+{
+    if (l->op != DCZ_OP_CONV2D || !dcz_gpu_by_patches(l, k, batch)) return 0;
+    const dcz_conv_geom *c = &l->geom;
+    return (uint64_t)batch * c->out_h * c->out_w * c->in_c * c->kh * c->kw;
+}
+
+/* Floats (or int8 cells) of patches the layers of m need in a run of up to
+ * batch samples: the most any one layer needs at any batch up to that.
+ * A layer's need grows with the batch but for a step down where a large
+ * launch leaves the patches (a direct kernel, a pointwise product on a
+ * dense copy): the batch just under that step is weighed too. */
 static uint64_t patch_floats(const dcz_model *m, size_t batch)
 {
     uint64_t most = 0;
     for (uint32_t i = 0; i < m->nlayers; i++) {
         const dcz_exec_layer *l = &m->layers[i];
         const dcz_gpu_kernel k = m->gpu->layers[i].kernel;
-        if (l->op != DCZ_OP_CONV2D || !dcz_gpu_by_patches(l, k, 1)) continue;
+        if (l->op != DCZ_OP_CONV2D) continue;
         const dcz_conv_geom *c = &l->geom;
         const uint64_t outputs = (uint64_t)c->out_c * c->out_h * c->out_w;
-        uint64_t b = batch;
-        if (!dcz_gpu_by_patches(l, k, batch))   /* the largest batch it takes patches at */
-            b = (DCZ_GPU_DIRECT_MIN_OUTPUTS - 1) / outputs;
-        const uint64_t n = b * c->out_h * c->out_w * c->in_c * c->kh * c->kw;
+        const uint64_t under = outputs ? (DCZ_GPU_DIRECT_MIN_OUTPUTS - 1) / outputs : 0;
+        uint64_t n = layer_patches(l, k, batch);
+        if (under >= 1 && under < batch && layer_patches(l, k, under) > n) n = layer_patches(l, k, under);
         if (n > most) most = n;
     }
     return most;
@@ -302,27 +312,38 @@ static dcz_status upload_layer(dcz_gpu *g, const dcz_model *m, uint32_t i)
     dcz_gsparse *d = &gl->sp;
     TRY(upload(g, s->idx ? s->codebook : NULL, (size_t)s->k * sizeof(float), &p));
     const float *codebook = p;
-    /* convolutions of one group may run by patches (the chunk form), and
-     * direct (the execution form) */
-    if (l->op != DCZ_OP_CONV2D || dcz_conv_groups(&l->geom) == 1) TRY(upload_chunks(g, s, codebook, &gl->ch));
-    if (l->op == DCZ_OP_CONV2D) {
-        d->rows = s->rows;
-        d->cols = s->cols;
-        d->k = s->k;
-        d->codebook = codebook;
-        TRY(upload(g, s->row_ptr, ((size_t)s->rows + 1) * sizeof(uint32_t), &p));
-        d->row_ptr = p;
-        TRY(upload(g, s->step, s->entries, &p));
-        d->step = p;
-        TRY(upload(g, s->idx, s->entries, &p));
-        d->idx = p;
-        TRY(upload(g, s->val, (size_t)s->entries * sizeof(float), &p));
-        d->val = p;
-    }
-    if (gl->kernel == DCZ_GK_SPARSE_FC_WIDE) {
-        float *w = expand(s);
+    /* grouped convolutions run direct (the execution form), everything
+     * else on the chunk form (a dense copy comes when a batch needs it:
+     * dense_copies) */
+    if (gl->kernel != DCZ_GK_CONV_DIRECT) return upload_chunks(g, s, codebook, &gl->ch);
+    d->rows = s->rows;
+    d->cols = s->cols;
+    d->k = s->k;
+    d->codebook = codebook;
+    TRY(upload(g, s->row_ptr, ((size_t)s->rows + 1) * sizeof(uint32_t), &p));
+    d->row_ptr = p;
+    TRY(upload(g, s->step, s->entries, &p));
+    d->step = p;
+    TRY(upload(g, s->idx, s->entries, &p));
+    d->idx = p;
+    TRY(upload(g, s->val, (size_t)s->entries * sizeof(float), &p));
+    d->val = p;
+    return DCZ_OK;
+}
+
+/* The dense copies of compressed weights that the layers of m run on in
+ * launches of up to batch samples (dcz_gpu_dense_copy), each made the
+ * first time a batch needs it. */
+static dcz_status dense_copies(dcz_model *m, size_t batch)
+{
+    for (uint32_t i = 0; i < m->nlayers; i++) {
+        const dcz_exec_layer *l = &m->layers[i];
+        gpu_layer *gl = &m->gpu->layers[i];
+        if (gl->w || l->q || !dcz_gpu_dense_copy(l, gl->kernel, batch)) continue;
+        float *w = expand(&l->sp);
         if (!w) return DCZ_ERR_NOMEM;
-        const dcz_status st = upload(g, w, (size_t)s->rows * s->cols * sizeof(float), &p);
+        const void *p;
+        const dcz_status st = upload(m->gpu, w, (size_t)l->sp.rows * l->sp.cols * sizeof(float), &p);
         free(w);
         TRY(st);
         gl->w = p;
@@ -378,6 +399,7 @@ static dcz_status ensure_batch(dcz_model *m, size_t batch)
 {
     dcz_gpu *g = m->gpu;
     if (batch <= g->act_batch) return DCZ_OK;
+    TRY(dense_copies(m, batch));
     const uint64_t col = scratch_floats(m, batch);
     if (batch > SIZE_MAX / sizeof(float) / (m->act_width + m->chunk_width + m->in_size) ||
         col > SIZE_MAX / sizeof(float))
@@ -533,9 +555,9 @@ static dcz_status dcz_gpu_run_dense(const dcz_model *m, uint32_t index, const fl
     const dcz_exec_layer *l = &m->layers[index];
     const gpu_layer *gl = &m->gpu->layers[index];
     void *st = m->gpu->stream;
-    if ((gl->kernel == DCZ_GK_SPARSE_FC || gl->kernel == DCZ_GK_SPARSE_FC_WIDE) && batch == 1)
-        return dcz_spmv_chunks__cuda(&gl->ch, gl->bias, xs[0], y, gpu_act(l), st);
-    if (gl->kernel == DCZ_GK_SPARSE_FC) {
+    const int sparse = gl->kernel == DCZ_GK_SPARSE_FC || gl->kernel == DCZ_GK_SPARSE_FC_WIDE;
+    if (sparse && batch == 1) return dcz_spmv_chunks__cuda(&gl->ch, gl->bias, xs[0], y, gpu_act(l), st);
+    if (sparse && !dcz_gpu_dense_copy(l, gl->kernel, batch)) {
         TRY(dcz_transpose__cuda(xs[0], batch, l->in, m->gpu->col, st));
         return dcz_spmm_chunks__cuda(&gl->ch, gl->bias, m->gpu->col, batch, y, fc_place(l->out), gpu_act(l),
                                      DCZ_GK_SPMM_PARTS, st);
@@ -556,17 +578,21 @@ static dcz_status dcz_gpu_run_conv2d(const dcz_model *m, uint32_t index, const f
     const size_t out_sample = (size_t)g->out_c * pixels;
     float *col = m->gpu->col;
     if (gl->kernel == DCZ_GK_CONV_DENSE_DIRECT) TRY(dcz_conv2d_dense__cuda(g, gl->w, gl->bias, xs[0], batch, y, st));
-    else if (!dcz_gpu_by_patches(l, gl->kernel, batch))
-        TRY(dcz_conv2d_sparse__cuda(g, &gl->sp, gl->bias, xs[0], batch, y, st));
-    else if (gl->kernel == DCZ_GK_CONV_DENSE) {
-        /* one group: the batch's patches in one launch, then y_b (oc,
-         * pixels) += W (oc, k) col_b^T for each sample b: column-major
-         * y_b^T = col_b^T' W^T', W the same for all (stride 0) */
-        TRY(dcz_im2col__cuda(g, xs[0], batch, col, st));
+    else if (gl->kernel == DCZ_GK_CONV_DIRECT) TRY(dcz_conv2d_sparse__cuda(g, &gl->sp, gl->bias, xs[0], batch, y, st));
+    else if (gl->kernel == DCZ_GK_CONV_DENSE || dcz_gpu_dense_copy(l, gl->kernel, batch)) {
+        /* one group: y_b (oc, pixels) = W (oc, k) P_b for each sample b,
+         * P_b the sample's patches (k, pixels), which are its input as it
+         * lies in a pointwise convolution; else the batch's patches in one
+         * launch, col_b (pixels, k), and P_b = col_b^T. Column-major:
+         * y_b^T = P_b^T W^T, W^T' the same for all (stride 0). */
+        const int by_patches = dcz_gpu_by_patches(l, gl->kernel, batch);
+        const float *p = by_patches ? col : xs[0];
+        if (by_patches) TRY(dcz_im2col__cuda(g, xs[0], batch, col, st));
         TRY(dcz_bias_rows__cuda(gl->bias, batch, g->out_c, pixels, y, st));
-        TRY(blas(cublasSgemmStridedBatched(m->gpu->blas, CUBLAS_OP_T, CUBLAS_OP_N, (int)pixels, (int)g->out_c,
-                                           (int)k, &one, col, (int)k, (long long)pixels * k, gl->w, (int)k, 0,
-                                           &one, y, (int)pixels, (long long)out_sample, (int)batch)));
+        TRY(blas(cublasSgemmStridedBatched(m->gpu->blas, by_patches ? CUBLAS_OP_T : CUBLAS_OP_N, CUBLAS_OP_N,
+                                           (int)pixels, (int)g->out_c, (int)k, &one, p,
+                                           by_patches ? (int)k : (int)pixels, (long long)pixels * k, gl->w, (int)k,
+                                           0, &one, y, (int)pixels, (long long)out_sample, (int)batch)));
     } else {
         /* compressed, one group: the batch's patches transposed in one
          * launch, then one product over all of them, the activation

@@ -149,13 +149,16 @@ typedef enum dcz_gpu_kernel {
     DCZ_GK_DENSE_FC,      /* dense weights: cuBLAS sgemv (batch 1) or sgemm */
     DCZ_GK_SPARSE_FC,     /* compressed: dcz_spmv_chunks__cuda / dcz_spmm_chunks__cuda */
     DCZ_GK_SPARSE_FC_WIDE,/* compressed, at least DCZ_GPU_DENSE_DENSITY dense: dcz_spmv_chunks__cuda at
-                             batch 1, cuBLAS sgemm on a dense copy made at upload above */
-    DCZ_GK_CONV_DENSE,    /* dense weights, one group: im2col and cuBLAS sgemm */
+                             batch 1, cuBLAS sgemm on a dense copy above (dcz_gpu_dense_copy) */
+    DCZ_GK_CONV_DENSE,    /* dense weights, one group: im2col (none for a 1x1 convolution of stride
+                             1) and cuBLAS sgemm */
     DCZ_GK_CONV_DENSE_DIRECT, /* dense weights, grouped: dcz_conv2d_dense__cuda */
-    DCZ_GK_CONV_DIRECT,   /* compressed, output planes of DCZ_GPU_DIRECT_MIN_PLANE cells
-                             or more, or grouped: dcz_conv2d_sparse__cuda */
-    DCZ_GK_CONV_IM2COL,   /* compressed, one group, smaller planes: transposed im2col and
-                             dcz_spmm_chunks__cuda */
+    DCZ_GK_CONV_DIRECT,   /* compressed, grouped: dcz_conv2d_sparse__cuda */
+    DCZ_GK_CONV_IM2COL,   /* compressed, one group, under DCZ_GPU_DENSE_DENSITY: transposed im2col
+                             and dcz_spmm_chunks__cuda */
+    DCZ_GK_CONV_IM2COL_WIDE, /* compressed, one group, DCZ_GPU_DENSE_DENSITY or more: as
+                             CONV_IM2COL in launches under DCZ_GPU_DIRECT_MIN_OUTPUTS outputs,
+                             as CONV_DENSE on a dense copy in larger ones */
     DCZ_GK_QFC,           /* integer region: dcz_qspmm__cuda (dense weights too: every
                              entry present) */
     DCZ_GK_QCONV_DIRECT,  /* integer region, planes of DCZ_GPU_DIRECT_MIN_PLANE cells or
@@ -185,22 +188,45 @@ typedef enum dcz_gpu_kernel {
  * 324 / 921), CNN 78 / 162 / 380 / 1208, LeNet-5 45 / 77 / 98 / 201, int8
  * ResNet-style 119 / 202 / 368 / 998. Grouped convolutions run
  * direct whatever their planes: their rows are short, and a patch path per
- * group would cost two launches a group. A batch kernel decoding each
- * entry once per 8 samples cannot beat a dense sgemm on a matrix a fifth
- * full or more. */
+ * group would cost two launches a group. The integer region keeps that
+ * rule (DCZ_GPU_DIRECT_MIN_PLANE, then the bound).
+ *
+ * Float layers above it: a compressed layer at least DCZ_GPU_DENSE_DENSITY
+ * full runs on a dense copy of its weights through cuBLAS where the launch
+ * is large (a fully connected layer above batch 1, a convolution of one
+ * group at DCZ_GPU_DIRECT_MIN_OUTPUTS outputs or more), the copy made the
+ * first time a run needs it. Measured on an H100 at batch 64 (bench_gpu,
+ * in a graph, us: the chunk product against sgemm on the dense matrix):
+ * 4% full, VGG-6 182.7 against 288.4 and VGG-7 44.1 against 63.7; 8-9%
+ * full, Alex-6 150.5 against 126.0, Alex-7 75.0 against 64.3, LeNet-300's
+ * fc1 9.05 against 7.79 (its fc2, 7.9%, 7.54 against 8.81, the one loss,
+ * by a microsecond). Whole models at batch 64, where the compressed
+ * convolutions (90% pruned) ran direct: ResNet-style preset 736 against
+ * 436 dense, MobileNetV2-style 1,211 against 704, torchvision ResNet-18
+ * at 224 x 224 35 ms against 18 (653 against 569 us at batch 1): a kernel
+ * that reads every kept weight's inputs apart cannot match cuBLAS, whose
+ * tiles reuse each input across many outputs, on a matrix a tenth full. */
 #define DCZ_GPU_DIRECT_MIN_PLANE 256
 #define DCZ_GPU_DIRECT_MIN_OUTPUTS 131072
-#define DCZ_GPU_DENSE_DENSITY 0.2
+#define DCZ_GPU_DENSE_DENSITY 0.06
 
 struct dcz_model;
 struct dcz_exec_layer;
 
 dcz_gpu_kernel dcz_gpu_pick(const struct dcz_exec_layer *l);
 /* Nonzero when convolution l, whose kernel is k, runs by patches at batch
- * samples: the patch kinds always, the direct ones of one group on
- * compressed rows below DCZ_GPU_DIRECT_MIN_OUTPUTS outputs. */
+ * samples: every float convolution of one group but a pointwise one
+ * (shapes.h: dcz_conv_pointwise) through cuBLAS, which reads its input as
+ * it lies; the integer ones of one group below DCZ_GPU_DIRECT_MIN_PLANE
+ * cells, and the integer direct ones of one group below
+ * DCZ_GPU_DIRECT_MIN_OUTPUTS outputs. */
 int dcz_gpu_by_patches(const struct dcz_exec_layer *l, dcz_gpu_kernel k, size_t batch);
-
+/* Nonzero when compressed layer l, whose kernel is k, runs on a dense
+ * copy of its weights through cuBLAS in a launch of batch samples
+ * (SPARSE_FC_WIDE above batch 1, CONV_IM2COL_WIDE at
+ * DCZ_GPU_DIRECT_MIN_OUTPUTS outputs or more); it does at any larger
+ * batch too. */
+int dcz_gpu_dense_copy(const struct dcz_exec_layer *l, dcz_gpu_kernel k, size_t batch);
 /* ---- gpu.c: the model on the device ------------------------------------------ */
 
 /* DCZ_OK when this build has the backend and the machine a CUDA device;

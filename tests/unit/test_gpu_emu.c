@@ -245,18 +245,25 @@ static void test_convolutions(void)
 }
 
 /* The backend's choice for convolutions (dcz_gpu_pick): grouped ones run
- * direct whatever their planes, dense weights and integers too; one group
- * takes the patch path on planes under DCZ_GPU_DIRECT_MIN_PLANE cells, and
- * on larger ones in small launches (dcz_gpu_by_patches). */
+ * direct, dense weights and integers too; compressed ones of one group by
+ * patches, those at least DCZ_GPU_DENSE_DENSITY full on a dense copy in
+ * large launches (dcz_gpu_dense_copy); integer ones of one group take the
+ * patch path on planes under DCZ_GPU_DIRECT_MIN_PLANE cells, and on
+ * larger ones in small launches (dcz_gpu_by_patches). */
 static void test_pick(void)
 {
-    static const struct { uint32_t groups, hw; int sparse, q; dcz_gpu_kernel want; } cases[] = {
-        { 1, 28, 1, 0, DCZ_GK_CONV_DIRECT },       { 1, 4, 1, 0, DCZ_GK_CONV_IM2COL },
-        { 8, 4, 1, 0, DCZ_GK_CONV_DIRECT },        { 8, 28, 1, 0, DCZ_GK_CONV_DIRECT },
-        { 1, 4, 0, 0, DCZ_GK_CONV_DENSE },         { 1, 28, 0, 0, DCZ_GK_CONV_DENSE },
-        { 8, 4, 0, 0, DCZ_GK_CONV_DENSE_DIRECT },  { 8, 28, 0, 0, DCZ_GK_CONV_DENSE_DIRECT },
-        { 1, 4, 1, 1, DCZ_GK_QCONV_IM2COL },       { 1, 28, 1, 1, DCZ_GK_QCONV_DIRECT },
-        { 8, 4, 1, 1, DCZ_GK_QCONV_DIRECT },
+    /* rows of 8 x 3 x 3 columns, 16 of them: 1152 cells, wide from 70 entries */
+    static uint8_t steps[1152];
+    memset(steps, 1, sizeof steps);
+    const uint32_t wide = (uint32_t)(DCZ_GPU_DENSE_DENSITY * 1152) + 1, narrow = wide - 2;
+    static const struct { uint32_t groups, hw; int sparse, q, wide; dcz_gpu_kernel want; } cases[] = {
+        { 1, 28, 1, 0, 0, DCZ_GK_CONV_IM2COL },      { 1, 4, 1, 0, 0, DCZ_GK_CONV_IM2COL },
+        { 1, 28, 1, 0, 1, DCZ_GK_CONV_IM2COL_WIDE }, { 1, 4, 1, 0, 1, DCZ_GK_CONV_IM2COL_WIDE },
+        { 8, 4, 1, 0, 0, DCZ_GK_CONV_DIRECT },       { 8, 28, 1, 0, 1, DCZ_GK_CONV_DIRECT },
+        { 1, 4, 0, 0, 0, DCZ_GK_CONV_DENSE },        { 1, 28, 0, 0, 0, DCZ_GK_CONV_DENSE },
+        { 8, 4, 0, 0, 0, DCZ_GK_CONV_DENSE_DIRECT }, { 8, 28, 0, 0, 0, DCZ_GK_CONV_DENSE_DIRECT },
+        { 1, 4, 1, 1, 0, DCZ_GK_QCONV_IM2COL },      { 1, 28, 1, 1, 0, DCZ_GK_QCONV_DIRECT },
+        { 8, 4, 1, 1, 0, DCZ_GK_QCONV_DIRECT },
     };
     for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
         dcz_exec_layer l;
@@ -265,26 +272,46 @@ static void test_pick(void)
         l.geom = conv_geom_grouped(8, 16, cases[i].hw, cases[i].hw, 3, 1, 1, cases[i].groups);
         l.sparse = (uint8_t)cases[i].sparse;
         l.q = cases[i].q;
+        l.sp.rows = 16;
+        l.sp.cols = 8 / cases[i].groups * 9;
+        l.sp.step = steps;
+        l.sp.entries = cases[i].wide ? wide : narrow;
         CHECK(dcz_gpu_pick(&l) == cases[i].want, "case %zu: kernel %d, expected %d", i, (int)dcz_gpu_pick(&l),
               (int)cases[i].want);
     }
-    /* the direct kernels of one group take the patch path in launches of
-     * fewer than DCZ_GPU_DIRECT_MIN_OUTPUTS outputs (here 16 x 28 x 28 a sample) */
+    /* a launch of DCZ_GPU_DIRECT_MIN_OUTPUTS outputs or more (here 16 x 28 x
+     * 28 a sample) takes the dense copy of a wide layer, and the integer
+     * direct kernel of one group */
     dcz_exec_layer l;
     memset(&l, 0, sizeof l);
     l.op = DCZ_OP_CONV2D;
     l.sparse = 1;
     l.geom = conv_geom_grouped(8, 16, 28, 28, 3, 1, 1, 1);
     const size_t last = (DCZ_GPU_DIRECT_MIN_OUTPUTS - 1) / (16 * 28 * 28);
-    CHECK(dcz_gpu_by_patches(&l, DCZ_GK_CONV_DIRECT, 1) && dcz_gpu_by_patches(&l, DCZ_GK_CONV_DIRECT, last) &&
-          !dcz_gpu_by_patches(&l, DCZ_GK_CONV_DIRECT, last + 1) && !dcz_gpu_by_patches(&l, DCZ_GK_CONV_DIRECT, 64),
-          "one group, compressed rows");
-    CHECK(dcz_gpu_by_patches(&l, DCZ_GK_QCONV_DIRECT, 1) && !dcz_gpu_by_patches(&l, DCZ_GK_QCONV_DIRECT, 64), "int8");
-    CHECK(dcz_gpu_by_patches(&l, DCZ_GK_CONV_IM2COL, 1000) && dcz_gpu_by_patches(&l, DCZ_GK_CONV_DENSE, 1000) &&
-          !dcz_gpu_by_patches(&l, DCZ_GK_CONV_DENSE_DIRECT, 1), "the patch kinds always, the dense direct never");
+    CHECK(!dcz_gpu_dense_copy(&l, DCZ_GK_CONV_IM2COL_WIDE, last) && dcz_gpu_dense_copy(&l, DCZ_GK_CONV_IM2COL_WIDE, last + 1) &&
+          dcz_gpu_dense_copy(&l, DCZ_GK_CONV_IM2COL_WIDE, 64) && !dcz_gpu_dense_copy(&l, DCZ_GK_CONV_IM2COL, 1000) &&
+          !dcz_gpu_dense_copy(&l, DCZ_GK_CONV_DIRECT, 1000),
+          "dense copies of a wide convolution");
+    CHECK(dcz_gpu_by_patches(&l, DCZ_GK_CONV_IM2COL_WIDE, 1) && dcz_gpu_by_patches(&l, DCZ_GK_CONV_IM2COL_WIDE, 64) &&
+          dcz_gpu_by_patches(&l, DCZ_GK_CONV_IM2COL, 1000) && dcz_gpu_by_patches(&l, DCZ_GK_CONV_DENSE, 1000),
+          "3x3: by patches, on the dense copy too");
+    CHECK(dcz_gpu_by_patches(&l, DCZ_GK_QCONV_DIRECT, 1) && dcz_gpu_by_patches(&l, DCZ_GK_QCONV_DIRECT, last) &&
+          !dcz_gpu_by_patches(&l, DCZ_GK_QCONV_DIRECT, last + 1) && dcz_gpu_by_patches(&l, DCZ_GK_QCONV_IM2COL, 1000),
+          "int8");
+    CHECK(!dcz_gpu_by_patches(&l, DCZ_GK_CONV_DIRECT, 1) && !dcz_gpu_by_patches(&l, DCZ_GK_CONV_DENSE_DIRECT, 1),
+          "the direct kinds never");
+    /* a pointwise convolution through cuBLAS reads its input as it lies */
+    l.geom = conv_geom_grouped(8, 16, 28, 28, 1, 1, 0, 1);
+    CHECK(!dcz_gpu_by_patches(&l, DCZ_GK_CONV_DENSE, 1) && dcz_gpu_by_patches(&l, DCZ_GK_CONV_IM2COL_WIDE, last) &&
+          !dcz_gpu_by_patches(&l, DCZ_GK_CONV_IM2COL_WIDE, last + 1) && dcz_gpu_by_patches(&l, DCZ_GK_CONV_IM2COL, 64),
+          "pointwise");
     l.geom.group = 8;
     l.geom.in_c = 8;
-    CHECK(!dcz_gpu_by_patches(&l, DCZ_GK_CONV_DIRECT, 1), "grouped: always direct");
+    CHECK(!dcz_gpu_by_patches(&l, DCZ_GK_QCONV_DIRECT, 1), "int8 grouped: always direct");
+    /* fully connected: the dense copy above batch 1, wide layers only */
+    l.op = DCZ_OP_DENSE;
+    CHECK(!dcz_gpu_dense_copy(&l, DCZ_GK_SPARSE_FC_WIDE, 1) && dcz_gpu_dense_copy(&l, DCZ_GK_SPARSE_FC_WIDE, 2) &&
+          !dcz_gpu_dense_copy(&l, DCZ_GK_SPARSE_FC, 64), "fully connected");
 }
 
 static void test_sparse_rows(void)

@@ -506,8 +506,7 @@ void dcz_im2col_k(const dcz_conv_geom *g, const float *x, float *col, size_t ldb
 static int patches_are_input(const dcz_conv_geom *g)
 {
     const size_t pixels = (size_t)g->out_h * g->out_w;
-    return g->kh == 1 && g->kw == 1 && g->sh == 1 && g->sw == 1 && g->ph == 0 && g->pw == 0 &&
-           dcz_gemm_ldb(pixels) == pixels;
+    return dcz_conv_pointwise(g) && dcz_gemm_ldb(pixels) == pixels;
 }
 
 void dcz_conv2d_dense_im2col_act(const dcz_conv_geom *g, const float *w, const float *bias, const float *x,
