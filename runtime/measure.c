@@ -21,11 +21,16 @@
 
 #include "runtime/model.h"
 #include "runtime/tool.h"
+#ifdef DCZ_CUDA
+#include "runtime/cuda/gpu.h"
+#endif
 
 dcz_status dcz_run_layer_times(dcz_model *m, const float *input, size_t batch, float *output, uint64_t *ns)
 {
     if (!m || !input || !output || !ns) return DCZ_ERR_ARG;
-    if (m->gpu) return DCZ_ERR_UNSUPPORTED;   /* a model on a GPU */
+#ifdef DCZ_CUDA
+    if (m->gpu) return dcz_gpu_layer_times(m, input, batch, output, ns);
+#endif
     m->layer_ns = ns;
     const dcz_status s = dcz_run_tapped(m, input, batch, output, NULL, NULL);
     m->layer_ns = NULL;

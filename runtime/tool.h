@@ -98,11 +98,11 @@ typedef struct dcz_layer_desc {
  * columns, by lanes), vector instructions and threads. */
 dcz_status dcz_describe_layer(const dcz_model *m, uint32_t layer, dcz_layer_desc *d);
 
-/* dcz_run on the CPU, adding each layer's time in nanoseconds to
- * ns[layer] (m's layers, in order): the time of its kernel, its threads
- * included. A layer the one before it runs fused (an activation, a
- * convolution's Add: load.c) adds nothing, its time being in that layer's.
- * DCZ_ERR_UNSUPPORTED for a model on a GPU. */
+/* dcz_run, adding each layer's time in nanoseconds to ns[layer] (m's
+ * layers, in order): the time of its kernel, its threads included; on a
+ * GPU, its device time between two events, the layers enqueued one by one
+ * (no graph). A layer the one before it runs fused (an activation, a
+ * convolution's Add: load.c) adds nothing, its time being in that layer's. */
 dcz_status dcz_run_layer_times(dcz_model *m, const float *input, size_t batch, float *output, uint64_t *ns);
 
 #endif /* DCZ_RUNTIME_TOOL_H */

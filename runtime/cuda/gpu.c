@@ -441,12 +441,13 @@ static int runs_apart(const dcz_exec_layer *l)
  * host memory, which a kernel writes directly), the last layer that runs
  * writes the model's output there: no copy after it (a copy where no
  * layer runs at all). */
-static dcz_status enqueue_layers(const dcz_model *m, size_t batch, float *out)
+static dcz_status enqueue_layers(const dcz_model *m, size_t batch, float *out, cudaEvent_t *marks)
 {
     uint32_t last = m->nlayers;
     while (last > 0 && !runs_apart(&m->layers[last - 1])) last--;
     for (uint32_t i = 0; i < m->nlayers; i++) {
         const dcz_exec_layer *l = &m->layers[i];
+        if (marks) TRY(cu(cudaEventRecord(marks[i], m->gpu->stream)));
         if (!runs_apart(l)) continue;
         const gpu_op_kernels o = gpu_op(l->op);
         const void *xs[DCZ_MAX_INPUTS];
@@ -462,6 +463,7 @@ static dcz_status enqueue_layers(const dcz_model *m, size_t batch, float *out)
             if (l->tin[k] == m->q_in) xs[k] = m->gpu->qin;
         TRY(o.run_q(m, i, xs, batch, y));
     }
+    if (marks) TRY(cu(cudaEventRecord(marks[m->nlayers], m->gpu->stream)));
     if (!out || last > 0) return DCZ_OK;
     return cu(cudaMemcpyAsync(out, device_tensor(m, m->nlayers, batch), batch * m->out_size * sizeof(float),
                               cudaMemcpyDefault, m->gpu->stream));
@@ -478,7 +480,7 @@ static dcz_status capture_batch1(dcz_model *m)
     TRY(cu(cudaStreamBeginCapture(g->stream, cudaStreamCaptureModeThreadLocal)));
     dcz_status s = cu(cudaMemcpyAsync(g->in, g->h_in, (size_t)m->in_size * sizeof(float),
                                       cudaMemcpyHostToDevice, g->stream));
-    if (s == DCZ_OK) s = enqueue_layers(m, 1, g->h_out);
+    if (s == DCZ_OK) s = enqueue_layers(m, 1, g->h_out, NULL);
     const dcz_status end = cu(cudaStreamEndCapture(g->stream, &graph));
     if (s == DCZ_OK) s = end;
     if (s == DCZ_OK) s = cu(cudaGraphInstantiate(&g->graph1, graph, 0));
@@ -500,12 +502,39 @@ dcz_status dcz_gpu_run(dcz_model *m, const float *input, size_t batch, float *ou
     }
     TRY(cu(cudaMemcpyAsync(g->in, input, batch * m->in_size * sizeof(float), cudaMemcpyHostToDevice,
                            g->stream)));
-    dcz_status s = enqueue_layers(m, batch, NULL);
+    dcz_status s = enqueue_layers(m, batch, NULL, NULL);
     if (s == DCZ_OK)
         s = cu(cudaMemcpyAsync(output, device_tensor(m, m->nlayers, batch), batch * m->out_size * sizeof(float),
                                cudaMemcpyDeviceToHost, g->stream));
     const dcz_status done = cu(cudaStreamSynchronize(g->stream));
     return s != DCZ_OK ? s : done;
+}
+
+dcz_status dcz_gpu_layer_times(dcz_model *m, const float *input, size_t batch, float *output, uint64_t *ns)
+{
+    dcz_gpu *g = m->gpu;
+    TRY(ensure_batch(m, batch));
+    cudaEvent_t *marks = calloc((size_t)m->nlayers + 1, sizeof *marks);
+    if (!marks) return DCZ_ERR_NOMEM;
+    dcz_status s = DCZ_OK;
+    uint32_t made = 0;
+    while (s == DCZ_OK && made <= m->nlayers) s = cu(cudaEventCreate(&marks[made++]));
+    if (s == DCZ_OK)
+        s = cu(cudaMemcpyAsync(g->in, input, batch * m->in_size * sizeof(float), cudaMemcpyHostToDevice, g->stream));
+    if (s == DCZ_OK) s = enqueue_layers(m, batch, NULL, marks);
+    if (s == DCZ_OK)
+        s = cu(cudaMemcpyAsync(output, device_tensor(m, m->nlayers, batch), batch * m->out_size * sizeof(float),
+                               cudaMemcpyDeviceToHost, g->stream));
+    const dcz_status done = cu(cudaStreamSynchronize(g->stream));
+    if (s == DCZ_OK) s = done;
+    for (uint32_t i = 0; s == DCZ_OK && i < m->nlayers; i++) {
+        float ms = 0.0f;
+        s = cu(cudaEventElapsedTime(&ms, marks[i], marks[i + 1]));
+        ns[i] += (uint64_t)(ms * 1e6f + 0.5f);
+    }
+    while (made > 0) cudaEventDestroy(marks[--made]);
+    free(marks);
+    return s;
 }
 
 /* ---- the operator table's GPU entries --------------------------------------- */

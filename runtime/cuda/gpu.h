@@ -245,6 +245,10 @@ void dcz_gpu_build_info(char *buf, size_t len);
 dcz_status dcz_gpu_open(struct dcz_model *m);
 /* dcz_run on the device. */
 dcz_status dcz_gpu_run(struct dcz_model *m, const float *input, size_t batch, float *output);
+/* dcz_run on the device at batch samples, adding each layer's device time
+ * to ns[i] (events around it; nothing for a layer the one before applies,
+ * whose time counts there): dcz_run_layer_times on a GPU. */
+dcz_status dcz_gpu_layer_times(struct dcz_model *m, const float *input, size_t batch, float *output, uint64_t *ns);
 /* Frees what dcz_gpu_open made (m->gpu NULL is fine). */
 void dcz_gpu_close(struct dcz_model *m);
 
