@@ -489,6 +489,143 @@ DCZ_HD float dcz_gk_sparse_row(const dcz_gsparse *s, const float *bias, const fl
     return sum;
 }
 
+/* Row r of S x + bias for one sample x (cols), S in the chunk form: from
+ * the bias, the row's entries in order (dcz_gk_sparse_row's sums). */
+DCZ_HD float dcz_gk_chunk_row(const dcz_gchunks *s, const float *bias, const float *x, uint32_t r)
+{
+    float sum = bias ? bias[r] : 0.0f;
+    uint32_t col = 0;
+    for (uint32_t c = s->cptr[r]; c < s->cptr[r + 1]; c++) {
+        uint32_t w[4];
+        dcz_gk_chunk_words(s->chunk, c, w);
+        sum = dcz_gk_chunk_dot(s, s->codebook, w, c, col, x, sum);
+        col += dcz_gk_chunk_span(w);
+    }
+    return sum;
+}
+
+/* Row r of W x + bias, W dense (rows, cols) row-major. */
+DCZ_HD float dcz_gk_dense_row(const float *w, uint32_t cols, const float *bias, const float *x, uint32_t r)
+{
+    float sum = bias ? bias[r] : 0.0f;
+    const float *row = w + (size_t)r * cols;
+    for (uint32_t c = 0; c < cols; c++) sum += row[c] * x[c];
+    return sum;
+}
+
+/* Output i of one sample of a convolution of one group whose rows are in
+ * the chunk form: dcz_gk_conv_sparse's sums, the row read by chunks. */
+DCZ_HD float dcz_gk_conv_chunks(const dcz_conv_geom *g, const dcz_gchunks *s, const float *bias, const float *x,
+                                uint32_t i)
+{
+    uint32_t ic0;
+    int64_t y0, x0;
+    const uint32_t oc = dcz_gk_conv_out(g, i, &ic0, &y0, &x0);
+    float sum = bias ? bias[oc] : 0.0f;
+    uint32_t col = 0;
+    for (uint32_t c = s->cptr[oc]; c < s->cptr[oc + 1]; c++) {
+        uint32_t w[4];
+        dcz_gk_chunk_words(s->chunk, c, w);
+        for (uint32_t j = 0; j < DCZ_GK_CHUNK; j++) {
+            const uint32_t st = dcz_gk_chunk_step(w, j);
+            col += st;
+            if (st == DCZ_STEP_FILLER) continue;
+            const int64_t at = dcz_gk_tap_cell(g, ic0, y0, x0, col);
+            if (at < 0) continue;
+            sum += (s->codebook ? s->codebook[dcz_gk_chunk_index(w, j)] : s->val[(uint64_t)c * DCZ_GK_CHUNK + j]) *
+                   x[at];
+        }
+    }
+    return sum;
+}
+
+/* ---- a small model whole, at batch 1, in one block --------------------------
+ *
+ * A model whose work is small (gpu.h: DCZ_GPU_WHOLE_WORK) runs at batch 1
+ * as one kernel of one block (dcz_whole__cuda): the block copies the input
+ * in from pinned host memory, then takes the layers in order, its threads
+ * each computing outputs of the layer (dcz_gk_whole_output) until the
+ * layer is done, a barrier between layers, the last layer writing straight
+ * into pinned host memory. One launch where the layer-by-layer graph has a
+ * node or more a layer: at batch 1 a small model's time is its launches. */
+
+/* How a weighted layer's weights are held (dcz_gwhole.form). */
+enum { DCZ_GW_NONE = 0, DCZ_GW_CHUNKS, DCZ_GW_SPARSE, DCZ_GW_DENSE };
+
+/* One layer as the block runs it (pointers on the device): its op, its
+ * outputs, where it reads and writes, and what its op needs. */
+typedef struct dcz_gwhole {
+    uint16_t op;
+    uint8_t form;             /* DCZ_GW_*: weighted layers */
+    uint8_t nin;
+    uint32_t n;               /* outputs */
+    uint32_t len;             /* DENSE: inputs; MUL: a factor's plane; GLOBAL_AVGPOOL: the plane;
+                                 SOFTMAX: the row */
+    uint32_t start, groups;   /* CHANNEL_SHUFFLE, SLICE */
+    int count_include_pad;    /* AVGPOOL */
+    float p0, p1;             /* an activation's attributes */
+    dcz_act act;              /* what it applies as it writes (a fused RELU or CLIP) */
+    dcz_conv_geom geom;
+    const float *x[DCZ_MAX_INPUTS];
+    uint32_t width[DCZ_MAX_INPUTS]; /* CONCAT: each input's */
+    float *y;
+    const float *bias;
+    const float *w;           /* DCZ_GW_DENSE */
+    dcz_gchunks ch;           /* DCZ_GW_CHUNKS */
+    dcz_gsparse sp;           /* DCZ_GW_SPARSE */
+} dcz_gwhole;
+
+/* Whether a layer of op runs whole: the ops dcz_gk_whole_output computes,
+ * and SOFTMAX. */
+DCZ_HD int dcz_gk_whole_op(uint16_t op)
+{
+    switch (op) {
+    case DCZ_OP_DENSE: case DCZ_OP_CONV2D: case DCZ_OP_MAXPOOL: case DCZ_OP_AVGPOOL:
+    case DCZ_OP_GLOBAL_AVGPOOL: case DCZ_OP_FLATTEN: case DCZ_OP_ADD: case DCZ_OP_MUL: case DCZ_OP_CONCAT:
+    case DCZ_OP_CHANNEL_SHUFFLE: case DCZ_OP_SLICE: case DCZ_OP_SOFTMAX:
+    case DCZ_OP_RELU: case DCZ_OP_CLIP: case DCZ_OP_LEAKY_RELU: case DCZ_OP_SIGMOID: case DCZ_OP_TANH:
+    case DCZ_OP_HARD_SIGMOID: case DCZ_OP_HARD_SWISH: case DCZ_OP_SILU: return 1;
+    default: return 0;
+    }
+}
+
+/* Output i of layer t (any op but SOFTMAX, which the block reduces),
+ * written to t->y. Each output reads other cells of the layer's inputs
+ * only, never of its output, so the block's threads need no order within
+ * a layer. */
+DCZ_HD void dcz_gk_whole_output(const dcz_gwhole *t, uint32_t i)
+{
+    const float *x = t->x[0];
+    float v;
+    switch (t->op) {
+    case DCZ_OP_DENSE:
+        v = t->form == DCZ_GW_CHUNKS ? dcz_gk_chunk_row(&t->ch, t->bias, x, i)
+                                     : dcz_gk_dense_row(t->w, t->len, t->bias, x, i);
+        break;
+    case DCZ_OP_CONV2D:
+        v = t->form == DCZ_GW_CHUNKS   ? dcz_gk_conv_chunks(&t->geom, &t->ch, t->bias, x, i)
+            : t->form == DCZ_GW_SPARSE ? dcz_gk_conv_sparse(&t->geom, &t->sp, t->bias, x, i)
+                                       : dcz_gk_conv_dense(&t->geom, t->w, t->bias, x, i);
+        break;
+    case DCZ_OP_MAXPOOL:
+    case DCZ_OP_AVGPOOL: v = dcz_gk_pool(&t->geom, t->op == DCZ_OP_AVGPOOL, t->count_include_pad, x, i); break;
+    case DCZ_OP_GLOBAL_AVGPOOL: v = dcz_gk_mean(x + (size_t)i * t->len, t->len); break;
+    case DCZ_OP_FLATTEN: v = x[i]; break;
+    case DCZ_OP_ADD: v = x[i] + t->x[1][i]; break;
+    case DCZ_OP_MUL: v = x[i] * t->x[1][i / t->len]; break;
+    case DCZ_OP_CONCAT: {
+        uint32_t at;
+        const uint32_t k = dcz_gk_concat_from(t->width, t->nin, i, &at);
+        v = t->x[k][at];
+        break;
+    }
+    case DCZ_OP_CHANNEL_SHUFFLE:
+    case DCZ_OP_SLICE: v = x[dcz_gk_gather_from(&t->geom, t->start, t->groups, i)]; break;
+    default: v = dcz_gk_act(t->op, t->p0, t->p1, x[i]); break;   /* the activations */
+    }
+    t->y[i] = dcz_gk_act(t->act.op, t->act.lo, t->act.hi, v);
+}
+
 /* ---- the integer region of a calibrated model (8-bit schemes) -------------
  *
  * On the device the activations of the integer region are int8 (the 8-bit
