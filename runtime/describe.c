@@ -47,6 +47,10 @@ static void gpu_why(const dcz_model *m, const dcz_exec_layer *l, dcz_layer_desc 
     /* an integer convolution runs direct whatever its planes when grouped */
     const int grouped = l->op == DCZ_OP_CONV2D && dcz_conv_groups(&l->geom) > 1;
     const char *why = grouped && l->q ? "int8, grouped: a thread per output" : kinds[g].why;
+    if (g == DCZ_GK_CONV_DENSE && dcz_conv_pointwise(&l->geom)) {
+        k->gpu_kernel = "cublas gemm";
+        why = "dense weights, 1x1: its input as the patches";
+    }
     double arg = kinds[g].arg;
     if (g == DCZ_GK_SPARSE_FC) {   /* the lanes gpu.c gives a row of the chunk form */
         const dcz_gsparse s = { l->sp.rows, l->sp.cols, l->sp.k, l->sp.row_ptr, l->sp.step, l->sp.idx, l->sp.val,

@@ -68,6 +68,8 @@ struct dcz_gpu {
                                  compressed fully connected layer's input transposed: as
                                  many as a run of up to act_batch samples needs
                                  (scratch_floats) */
+    float *prod;              /* a cuBLAS product over a batch's patches, (out_c, batch, pixels),
+                                 before its finish lays it out (prod_floats) */
     float *h_in, *h_out;      /* pinned: the batch-1 input and output */
     cudaGraphExec_t graph1;   /* the batch-1 run, or NULL */
     uint32_t whole;           /* blocks of a batch-1 run whole (dcz_whole__cuda); 0: layer by layer */
@@ -198,6 +200,27 @@ static uint64_t scratch_floats(const dcz_model *m, size_t batch)
     for (uint32_t i = 0; batch > 1 && i < m->nlayers; i++)
         if (m->gpu->layers[i].kernel == DCZ_GK_SPARSE_FC && (uint64_t)batch * m->layers[i].in > most)
             most = (uint64_t)batch * m->layers[i].in;
+    return most;
+}
+
+/* Floats of a cuBLAS product over the patches of a batch of up to batch
+ * samples (dcz_gpu_run_conv2d): above batch 1, a convolution of one group
+ * on cuBLAS by patches writes its product there first. A layer takes that
+ * path at every batch above 1 once it does at one (dcz_gpu_dense_copy
+ * grows with the batch; a pointwise layer on a dense copy reads its input
+ * as it lies), so batch itself sizes it. */
+static uint64_t prod_floats(const dcz_model *m, size_t batch)
+{
+    uint64_t most = 0;
+    for (uint32_t i = 0; batch > 1 && i < m->nlayers; i++) {
+        const dcz_exec_layer *l = &m->layers[i];
+        const dcz_gpu_kernel k = m->gpu->layers[i].kernel;
+        if (l->op != DCZ_OP_CONV2D || l->q || !dcz_gpu_by_patches(l, k, batch) ||
+            (k != DCZ_GK_CONV_DENSE && !dcz_gpu_dense_copy(l, k, batch)))
+            continue;
+        const uint64_t n = (uint64_t)batch * l->geom.out_c * l->geom.out_h * l->geom.out_w;
+        if (n > most) most = n;
+    }
     return most;
 }
 
@@ -444,6 +467,7 @@ void dcz_gpu_close(dcz_model *m)
     cudaFree(g->in);
     cudaFree(g->qin);
     cudaFree(g->col);
+    cudaFree(g->prod);
     cudaFree(g->workspace);
     cudaFree(g->whole_layers);
     cudaFreeHost(g->h_in);
@@ -462,9 +486,9 @@ static dcz_status ensure_batch(dcz_model *m, size_t batch)
     dcz_gpu *g = m->gpu;
     if (batch <= g->act_batch) return DCZ_OK;
     TRY(dense_copies(m, batch));
-    const uint64_t col = scratch_floats(m, batch);
+    const uint64_t col = scratch_floats(m, batch), prod = prod_floats(m, batch);
     if (batch > SIZE_MAX / sizeof(float) / (m->act_width + m->chunk_width + m->in_size) ||
-        col > SIZE_MAX / sizeof(float))
+        col > SIZE_MAX / sizeof(float) || prod > SIZE_MAX / sizeof(float))
         return DCZ_ERR_NOMEM;
     if (g->graph1) cudaGraphExecDestroy(g->graph1);
     g->graph1 = NULL;
@@ -472,13 +496,15 @@ static dcz_status ensure_batch(dcz_model *m, size_t batch)
     cudaFree(g->in);
     cudaFree(g->qin);
     cudaFree(g->col);
-    g->act = g->in = g->col = NULL;
+    cudaFree(g->prod);
+    g->act = g->in = g->col = g->prod = NULL;
     g->qin = NULL;
     g->act_batch = 0;
     TRY(cu(cudaMalloc((void **)&g->act, batch * (m->act_width + m->chunk_width) * sizeof(float))));
     TRY(cu(cudaMalloc((void **)&g->in, batch * m->in_size * sizeof(float))));
     if (m->scheme != DCZ_SCHEME_NONE) TRY(cu(cudaMalloc((void **)&g->qin, batch * m->max_width)));
     if (col) TRY(cu(cudaMalloc((void **)&g->col, col * sizeof(float))));
+    if (prod) TRY(cu(cudaMalloc((void **)&g->prod, prod * sizeof(float))));
     g->act_batch = batch;
     return DCZ_OK;
 }
@@ -681,18 +707,18 @@ dcz_status dcz_gpu_layer_times(dcz_model *m, const float *input, size_t batch, f
 
 /* ---- the operator table's GPU entries --------------------------------------- */
 
-static const float one = 1.0f;
+static const float one = 1.0f, zero = 0.0f;
 
-/* y (batch, out) = x (batch, in) W^T + y, W (out, in) row-major: in
+/* y (batch, out) = x (batch, in) W^T, W (out, in) row-major: in
  * cuBLAS's column-major terms y^T = W^T' x^T with W^T' the (in, out)
  * matrix W is, transposed. */
 static dcz_status dense_product(const dcz_model *m, const float *w, uint32_t in, uint32_t out,
                                 const float *x, size_t batch, float *y)
 {
     cublasHandle_t h = m->gpu->blas;
-    if (batch == 1) return blas(cublasSgemv(h, CUBLAS_OP_T, (int)in, (int)out, &one, w, (int)in, x, 1, &one, y, 1));
+    if (batch == 1) return blas(cublasSgemv(h, CUBLAS_OP_T, (int)in, (int)out, &one, w, (int)in, x, 1, &zero, y, 1));
     return blas(cublasSgemm(h, CUBLAS_OP_T, CUBLAS_OP_N, (int)out, (int)batch, (int)in, &one, w, (int)in, x,
-                            (int)in, &one, y, (int)out));
+                            (int)in, &zero, y, (int)out));
 }
 
 /* The place of a fully connected layer's outputs: sample after sample. */
@@ -712,14 +738,6 @@ static dcz_act gpu_act(const dcz_exec_layer *l)
     return l->act.op && !l->res ? l->act : none;
 }
 
-/* gpu_act(l) over the n outputs y of a kernel that does not apply it. */
-static dcz_status finish_act(const dcz_model *m, const dcz_exec_layer *l, float *y, size_t n)
-{
-    const dcz_act a = gpu_act(l);
-    const float param[2] = { a.lo, a.hi };
-    return a.op ? dcz_activation__cuda(a.op, param, y, n, y, m->gpu->stream) : DCZ_OK;
-}
-
 static dcz_status dcz_gpu_run_dense(const dcz_model *m, uint32_t index, const float *const *xs, size_t batch,
                              float *y)
 {
@@ -733,9 +751,8 @@ static dcz_status dcz_gpu_run_dense(const dcz_model *m, uint32_t index, const fl
         return dcz_spmm_chunks__cuda(&gl->ch, gl->bias, m->gpu->col, batch, y, fc_place(l->out), gpu_act(l),
                                      DCZ_GK_SPMM_PARTS, st);
     }
-    TRY(dcz_bias_rows__cuda(gl->bias, batch, l->out, 1, y, st));
     TRY(dense_product(m, gl->w, l->in, l->out, xs[0], batch, y));
-    return finish_act(m, l, y, batch * l->out);
+    return dcz_bias_act__cuda(y, gl->bias, batch, l->out, 1, 0, gpu_act(l), y, st);
 }
 
 static dcz_status dcz_gpu_run_conv2d(const dcz_model *m, uint32_t index, const float *const *xs, size_t batch,
@@ -748,32 +765,40 @@ static dcz_status dcz_gpu_run_conv2d(const dcz_model *m, uint32_t index, const f
     const uint32_t pixels = g->out_h * g->out_w, k = g->in_c * g->kh * g->kw;
     const size_t out_sample = (size_t)g->out_c * pixels;
     float *col = m->gpu->col;
-    if (gl->kernel == DCZ_GK_CONV_DENSE_DIRECT) TRY(dcz_conv2d_dense__cuda(g, gl->w, gl->bias, xs[0], batch, y, st));
-    else if (gl->kernel == DCZ_GK_CONV_DIRECT) TRY(dcz_conv2d_sparse__cuda(g, &gl->sp, gl->bias, xs[0], batch, y, st));
-    else if (gl->kernel == DCZ_GK_CONV_DENSE || dcz_gpu_dense_copy(l, gl->kernel, batch)) {
-        /* one group: y_b (oc, pixels) = W (oc, k) P_b for each sample b,
-         * P_b the sample's patches (k, pixels), which are its input as it
-         * lies in a pointwise convolution; else the batch's patches in one
-         * launch, col_b (pixels, k), and P_b = col_b^T. Column-major:
-         * y_b^T = P_b^T W^T, W^T' the same for all (stride 0). */
-        const int by_patches = dcz_gpu_by_patches(l, gl->kernel, batch);
-        const float *p = by_patches ? col : xs[0];
-        if (by_patches) TRY(dcz_im2col__cuda(g, xs[0], batch, col, st));
-        TRY(dcz_bias_rows__cuda(gl->bias, batch, g->out_c, pixels, y, st));
-        TRY(blas(cublasSgemmStridedBatched(m->gpu->blas, by_patches ? CUBLAS_OP_T : CUBLAS_OP_N, CUBLAS_OP_N,
-                                           (int)pixels, (int)g->out_c, (int)k, &one, p,
-                                           by_patches ? (int)k : (int)pixels, (long long)pixels * k, gl->w, (int)k,
-                                           0, &one, y, (int)pixels, (long long)out_sample, (int)batch)));
-    } else {
-        /* compressed, one group: the batch's patches transposed in one
-         * launch, then one product over all of them, the activation
-         * applied as it writes */
-        const dcz_gplace place = { pixels, out_sample, 1, pixels };
-        TRY(dcz_im2col_t__cuda(g, xs[0], batch, col, st));
-        return dcz_spmm_chunks__cuda(&gl->ch, gl->bias, col, batch * pixels, y, place, gpu_act(l),
-                                     DCZ_GK_SPMM_PARTS, st);
+    if (gl->kernel == DCZ_GK_CONV_DENSE_DIRECT)
+        return dcz_conv2d_dense__cuda(g, gl->w, gl->bias, xs[0], batch, gpu_act(l), y, st);
+    if (gl->kernel == DCZ_GK_CONV_DIRECT)
+        return dcz_conv2d_sparse__cuda(g, &gl->sp, gl->bias, xs[0], batch, gpu_act(l), y, st);
+    if (gl->kernel == DCZ_GK_CONV_DENSE || dcz_gpu_dense_copy(l, gl->kernel, batch)) {
+        /* one group through cuBLAS, without the bias, which the finish adds
+         * with the activation. A pointwise convolution: y_b (oc, pixels) =
+         * W (oc, in_c) x_b for each sample b, x_b as it lies (column-major:
+         * y_b^T = x_b^T W^T', W^T' the same for all, stride 0). Else the
+         * batch's patches in one launch, col (batch pixels, k), and one
+         * product over all of them, W col^T, (oc, batch pixels), which the
+         * finish lays out as y (straight into y at batch 1). */
+        if (!dcz_gpu_by_patches(l, gl->kernel, batch)) {
+            TRY(blas(cublasSgemmStridedBatched(m->gpu->blas, CUBLAS_OP_N, CUBLAS_OP_N, (int)pixels, (int)g->out_c,
+                                               (int)k, &one, xs[0], (int)pixels, (long long)pixels * k, gl->w,
+                                               (int)k, 0, &zero, y, (int)pixels, (long long)out_sample,
+                                               (int)batch)));
+            return dcz_bias_act__cuda(y, gl->bias, batch, g->out_c, pixels, 0, gpu_act(l), y, st);
+        }
+        const int by_rows = batch > 1;
+        float *prod = by_rows ? m->gpu->prod : y;
+        const int cols = (int)(batch * pixels);
+        TRY(dcz_im2col__cuda(g, xs[0], batch, col, st));
+        TRY(blas(cublasSgemm(m->gpu->blas, CUBLAS_OP_T, CUBLAS_OP_N, cols, (int)g->out_c, (int)k, &one, col, (int)k,
+                             gl->w, (int)k, &zero, prod, cols)));
+        return dcz_bias_act__cuda(prod, gl->bias, batch, g->out_c, pixels, by_rows, gpu_act(l), y, st);
     }
-    return finish_act(m, l, y, batch * out_sample);
+    /* compressed, one group: the batch's patches transposed in one launch,
+     * then one product over all of them, the activation applied as it
+     * writes */
+    const dcz_gplace place = { pixels, out_sample, 1, pixels };
+    TRY(dcz_im2col_t__cuda(g, xs[0], batch, col, st));
+    return dcz_spmm_chunks__cuda(&gl->ch, gl->bias, col, batch * pixels, y, place, gpu_act(l), DCZ_GK_SPMM_PARTS,
+                                 st);
 }
 
 static dcz_status dcz_gpu_run_pool(const dcz_model *m, uint32_t index, const float *const *xs, size_t batch, float *y)
@@ -812,8 +837,8 @@ static dcz_status dcz_gpu_run_softmax(const dcz_model *m, uint32_t index, const 
 
 static dcz_status dcz_gpu_run_add(const dcz_model *m, uint32_t index, const float *const *xs, size_t batch, float *y)
 {
-    TRY(dcz_add__cuda(xs[0], xs[1], batch * m->layers[index].in, y, m->gpu->stream));
-    return finish_act(m, &m->layers[index], y, batch * m->layers[index].in);
+    const dcz_exec_layer *l = &m->layers[index];
+    return dcz_add__cuda(xs[0], xs[1], batch * l->in, gpu_act(l), y, m->gpu->stream);
 }
 
 static dcz_status dcz_gpu_run_mul(const dcz_model *m, uint32_t index, const float *const *xs, size_t batch, float *y)

@@ -64,14 +64,14 @@ dcz_status dcz_transpose__cuda(const float *x, size_t n, uint32_t cols, float *x
 
 /* ---- kernels_conv.cu -------------------------------------------------------- */
 
-/* y (batch, out_c, out_h, out_w) = the sparse convolution of x (batch, in_c,
- * in_h, in_w): a thread per output (dcz_gk_conv_sparse). */
+/* y (batch, out_c, out_h, out_w) = act of the sparse convolution of x
+ * (batch, in_c, in_h, in_w): a thread per output (dcz_gk_conv_sparse). */
 dcz_status dcz_conv2d_sparse__cuda(const dcz_conv_geom *g, const dcz_gsparse *s, const float *bias,
-                                   const float *x, size_t batch, float *y, void *stream);
+                                   const float *x, size_t batch, dcz_act act, float *y, void *stream);
 /* The same with dense weights w (out_c, in_c / groups, kh, kw): a thread
  * per output (dcz_gk_conv_dense). */
 dcz_status dcz_conv2d_dense__cuda(const dcz_conv_geom *g, const float *w, const float *bias,
-                                  const float *x, size_t batch, float *y, void *stream);
+                                  const float *x, size_t batch, dcz_act act, float *y, void *stream);
 /* col (batch out_h out_w, in_c kh kw) = the patches of the batch x of a
  * convolution of one group (dcz_gk_im2col). */
 dcz_status dcz_im2col__cuda(const dcz_conv_geom *g, const float *x, size_t batch, float *col, void *stream);
@@ -92,7 +92,8 @@ dcz_status dcz_activation__cuda(uint16_t op, const float *param, const float *x,
                                 void *stream);
 /* y (batch, n) = the softmax of each row of x (one block per row). */
 dcz_status dcz_softmax__cuda(const float *x, size_t batch, uint32_t n, float *y, void *stream);
-dcz_status dcz_add__cuda(const float *a, const float *b, size_t n, float *y, void *stream);
+/* y (n) = act(a + b). */
+dcz_status dcz_add__cuda(const float *a, const float *b, size_t n, dcz_act act, float *y, void *stream);
 /* y (batch, channels, plane) = x times f (batch, channels). */
 dcz_status dcz_mul__cuda(const float *x, const float *f, size_t batch, uint32_t channels,
                          uint32_t plane, float *y, void *stream);
@@ -104,10 +105,11 @@ dcz_status dcz_concat__cuda(const float *const *x, const uint32_t *width, uint32
  * integer region's int8). */
 dcz_status dcz_gather__cuda(const dcz_conv_geom *g, uint32_t start, uint32_t groups, const void *x, size_t elem,
                             size_t batch, void *y, void *stream);
-/* y (batch, rows, plane) = bias[row] (0 without a bias): the start of a sum
- * cuBLAS adds to. */
-dcz_status dcz_bias_rows__cuda(const float *bias, size_t batch, uint32_t rows, uint32_t plane, float *y,
-                               void *stream);
+/* y (batch, rows, plane) = act(c + bias[row]), c a cuBLAS product laid
+ * out as y (by_rows 0; in place where c is y) or as (rows, batch, plane)
+ * (by_rows 1): gpu_kern.h's dcz_gk_bias_act. */
+dcz_status dcz_bias_act__cuda(const float *c, const float *bias, size_t batch, uint32_t rows, uint32_t plane,
+                              int by_rows, dcz_act act, float *y, void *stream);
 
 /* ---- kernels_whole.cu: a small model whole at batch 1 ------------------------- */
 

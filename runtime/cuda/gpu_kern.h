@@ -240,6 +240,18 @@ DCZ_HD float dcz_gk_act(uint16_t op, float p0, float p1, float v)
     }
 }
 
+/* Element t of y (batch, rows, plane) finished from a product c that
+ * cuBLAS wrote without the bias: c laid out as y (by_rows 0; y may be c),
+ * or as (rows, batch, plane) (by_rows 1: one product over the patches of
+ * the whole batch); the row's bias added, then the activation. */
+DCZ_HD float dcz_gk_bias_act(const float *c, const float *bias, uint64_t batch, uint32_t rows, uint32_t plane,
+                             int by_rows, dcz_act act, uint64_t t)
+{
+    const uint64_t p = t % plane, r = t / plane % rows, b = t / plane / rows;
+    const float v = c[by_rows ? (r * batch + b) * plane + p : t] + (bias ? bias[r] : 0.0f);
+    return dcz_gk_act(act.op, act.lo, act.hi, v);
+}
+
 /* Element i of one sample of a CONCAT of nin inputs of width[k] elements
  * each: which input, and where in it (*at). */
 DCZ_HD uint32_t dcz_gk_concat_from(const uint32_t *width, uint32_t nin, uint32_t i, uint32_t *at)

@@ -16,22 +16,25 @@
 #include "runtime/cuda/gpu.h"
 
 static __global__ void conv_sparse_kernel(dcz_conv_geom g, dcz_gsparse s, const float *bias, const float *x,
-                                          uint64_t batch, float *y)
+                                          uint64_t batch, dcz_act act, float *y)
 {
     const uint32_t per = g.out_c * g.out_h * g.out_w;
     const size_t in_sample = (size_t)g.in_c * g.in_h * g.in_w;
     DCZ_GPU_FOR_EACH(t, batch * per) {
-        const uint64_t b = t / per;
-        y[t] = dcz_gk_conv_sparse(&g, &s, bias, x + b * in_sample, (uint32_t)(t % per));
+        const float v = dcz_gk_conv_sparse(&g, &s, bias, x + t / per * in_sample, (uint32_t)(t % per));
+        y[t] = dcz_gk_act(act.op, act.lo, act.hi, v);
     }
 }
 
 static __global__ void conv_dense_kernel(dcz_conv_geom g, const float *w, const float *bias, const float *x,
-                                         uint64_t batch, float *y)
+                                         uint64_t batch, dcz_act act, float *y)
 {
     const uint32_t per = g.out_c * g.out_h * g.out_w;
     const size_t in_sample = (size_t)g.in_c * g.in_h * g.in_w;
-    DCZ_GPU_FOR_EACH(t, batch * per) y[t] = dcz_gk_conv_dense(&g, w, bias, x + t / per * in_sample, (uint32_t)(t % per));
+    DCZ_GPU_FOR_EACH(t, batch * per) {
+        const float v = dcz_gk_conv_dense(&g, w, bias, x + t / per * in_sample, (uint32_t)(t % per));
+        y[t] = dcz_gk_act(act.op, act.lo, act.hi, v);
+    }
 }
 
 static __global__ void im2col_kernel(dcz_conv_geom g, const float *x, float *col, uint64_t per, uint64_t n)
@@ -58,20 +61,21 @@ static __global__ void mean_kernel(uint32_t plane, const float *x, uint64_t plan
 }
 
 extern "C" dcz_status dcz_conv2d_sparse__cuda(const dcz_conv_geom *g, const dcz_gsparse *s, const float *bias,
-                                              const float *x, size_t batch, float *y, void *stream)
+                                              const float *x, size_t batch, dcz_act act, float *y, void *stream)
 {
     const uint64_t n = (uint64_t)batch * g->out_c * g->out_h * g->out_w;
     if (n == 0) return DCZ_OK;
-    conv_sparse_kernel<<<dcz_gpu_blocks(n), DCZ_GPU_BLOCK, 0, (cudaStream_t)stream>>>(*g, *s, bias, x, batch, y);
+    conv_sparse_kernel<<<dcz_gpu_blocks(n), DCZ_GPU_BLOCK, 0, (cudaStream_t)stream>>>(*g, *s, bias, x, batch, act,
+                                                                                    y);
     return dcz_gpu_launched();
 }
 
 extern "C" dcz_status dcz_conv2d_dense__cuda(const dcz_conv_geom *g, const float *w, const float *bias,
-                                             const float *x, size_t batch, float *y, void *stream)
+                                             const float *x, size_t batch, dcz_act act, float *y, void *stream)
 {
     const uint64_t n = (uint64_t)batch * g->out_c * g->out_h * g->out_w;
     if (n == 0) return DCZ_OK;
-    conv_dense_kernel<<<dcz_gpu_blocks(n), DCZ_GPU_BLOCK, 0, (cudaStream_t)stream>>>(*g, w, bias, x, batch, y);
+    conv_dense_kernel<<<dcz_gpu_blocks(n), DCZ_GPU_BLOCK, 0, (cudaStream_t)stream>>>(*g, w, bias, x, batch, act, y);
     return dcz_gpu_launched();
 }
 

@@ -1,7 +1,8 @@
 /* kernels_ref.cu: the element-wise kernels on CUDA, twins of kernels_ref.c
- * (gpu.h): activations, softmax, Add, Mul, Concat, and the bias rows a
- * cuBLAS product adds to. The element bodies are gpu_kern.h's, checked on
- * the host by tests/unit/test_gpu_emu.c; tests/unit/test_gpu.c checks the
+ * (gpu.h): activations, softmax, Add, Mul, Concat, and the bias and
+ * activation that finish a cuBLAS product. The element bodies are
+ * gpu_kern.h's, checked on the host by tests/unit/test_gpu_emu.c;
+ * tests/unit/test_gpu.c checks the
  * launched kernels on a GPU (activations within a few ulps: the device's
  * expf and tanhf).
  */
@@ -45,9 +46,9 @@ static __global__ void softmax_kernel(const float *x, uint32_t n, float *y)
     for (uint32_t i = threadIdx.x; i < n; i += blockDim.x) yr[i] /= sum;
 }
 
-static __global__ void add_kernel(const float *a, const float *b, uint64_t n, float *y)
+static __global__ void add_kernel(const float *a, const float *b, uint64_t n, dcz_act act, float *y)
 {
-    DCZ_GPU_FOR_EACH(t, n) y[t] = a[t] + b[t];
+    DCZ_GPU_FOR_EACH(t, n) y[t] = dcz_gk_act(act.op, act.lo, act.hi, a[t] + b[t]);
 }
 
 static __global__ void mul_kernel(const float *x, const float *f, uint32_t plane, uint64_t n, float *y)
@@ -76,9 +77,10 @@ static __global__ void gather_kernel(dcz_conv_geom g, uint32_t start, uint32_t g
     DCZ_GPU_FOR_EACH(t, n) y[t] = x[dcz_gk_gather_from(&g, start, groups, t)];
 }
 
-static __global__ void bias_rows_kernel(const float *bias, uint32_t rows, uint32_t plane, uint64_t n, float *y)
+static __global__ void bias_act_kernel(const float *c, const float *bias, uint64_t batch, uint32_t rows,
+                                       uint32_t plane, int by_rows, dcz_act act, uint64_t n, float *y)
 {
-    DCZ_GPU_FOR_EACH(t, n) y[t] = bias ? bias[t / plane % rows] : 0.0f;
+    DCZ_GPU_FOR_EACH(t, n) y[t] = dcz_gk_bias_act(c, bias, batch, rows, plane, by_rows, act, t);
 }
 
 extern "C" dcz_status dcz_activation__cuda(uint16_t op, const float *param, const float *x, size_t n, float *y,
@@ -97,10 +99,10 @@ extern "C" dcz_status dcz_softmax__cuda(const float *x, size_t batch, uint32_t n
     return dcz_gpu_launched();
 }
 
-extern "C" dcz_status dcz_add__cuda(const float *a, const float *b, size_t n, float *y, void *stream)
+extern "C" dcz_status dcz_add__cuda(const float *a, const float *b, size_t n, dcz_act act, float *y, void *stream)
 {
     if (n == 0) return DCZ_OK;
-    add_kernel<<<dcz_gpu_blocks(n), DCZ_GPU_BLOCK, 0, (cudaStream_t)stream>>>(a, b, n, y);
+    add_kernel<<<dcz_gpu_blocks(n), DCZ_GPU_BLOCK, 0, (cudaStream_t)stream>>>(a, b, n, act, y);
     return dcz_gpu_launched();
 }
 
@@ -145,11 +147,12 @@ extern "C" dcz_status dcz_gather__cuda(const dcz_conv_geom *g, uint32_t start, u
     return dcz_gpu_launched();
 }
 
-extern "C" dcz_status dcz_bias_rows__cuda(const float *bias, size_t batch, uint32_t rows, uint32_t plane, float *y,
-                                          void *stream)
+extern "C" dcz_status dcz_bias_act__cuda(const float *c, const float *bias, size_t batch, uint32_t rows,
+                                         uint32_t plane, int by_rows, dcz_act act, float *y, void *stream)
 {
     const uint64_t n = (uint64_t)batch * rows * plane;
     if (n == 0) return DCZ_OK;
-    bias_rows_kernel<<<dcz_gpu_blocks(n), DCZ_GPU_BLOCK, 0, (cudaStream_t)stream>>>(bias, rows, plane, n, y);
+    bias_act_kernel<<<dcz_gpu_blocks(n), DCZ_GPU_BLOCK, 0, (cudaStream_t)stream>>>(c, bias, batch, rows, plane,
+                                                                                 by_rows, act, n, y);
     return dcz_gpu_launched();
 }

@@ -241,8 +241,8 @@ static void test_convolutions(void)
                 for (int p = 0; p < 3; p++) {   /* compressed rows, dense weights, the batch's patches */
                     if (p == 2 && g->group > 1) break;   /* grouped convolutions run direct */
                     cudaMemset(dy, 0xff, B * yout * 4);  /* NaN where a kernel writes nothing */
-                    dcz_status s = p == 0   ? dcz_conv2d_sparse__cuda(g, &gs, db, dx, B, dy, NULL)
-                                   : p == 1 ? dcz_conv2d_dense__cuda(g, dw, db, dx, B, dy, NULL)
+                    dcz_status s = p == 0   ? dcz_conv2d_sparse__cuda(g, &gs, db, dx, B, none, dy, NULL)
+                                   : p == 1 ? dcz_conv2d_dense__cuda(g, dw, db, dx, B, none, dy, NULL)
                                             : dcz_im2col_t__cuda(g, dx, B, dcol, NULL);
                     if (p == 2 && s == DCZ_OK)
                         s = dcz_spmm_chunks__cuda(&gc, db, dcol, B * pixels, dy, place, none,

@@ -574,6 +574,24 @@ static void test_elements(void)
         whole_layer(&e, y);
         CHECK(memcmp(y, x, sizeof y) == 0, "flatten differs whole");
     }
+    {   /* the finish of a cuBLAS product: 3 samples of 5 rows of 7, the
+         * product laid out as the output and by rows (rows, samples, plane) */
+        enum { SB = 3, SR = 5, SP = 7 };
+        float c[SB * SR * SP], bias[SR], want[SB * SR * SP], got[SB * SR * SP];
+        fill(c, SB * SR * SP);
+        fill(bias, SR);
+        const dcz_act relu6 = { DCZ_OP_CLIP, 0.0f, 6.0f };
+        for (int by_rows = 0; by_rows < 2; by_rows++) {
+            for (int b = 0; b < SB; b++)
+                for (int r = 0; r < SR; r++)
+                    for (int p = 0; p < SP; p++) {
+                        const float v = c[by_rows ? (r * SB + b) * SP + p : (b * SR + r) * SP + p] + bias[r];
+                        want[(b * SR + r) * SP + p] = v < 0.0f ? 0.0f : v > 6.0f ? 6.0f : v;
+                    }
+            for (uint64_t t = 0; t < SB * SR * SP; t++) got[t] = dcz_gk_bias_act(c, bias, SB, SR, SP, by_rows, relu6, t);
+            CHECK(memcmp(got, want, sizeof got) == 0, "bias and activation after a product (by rows %d) differ", by_rows);
+        }
+    }
     memcpy(ref, x, sizeof ref);
     dcz_relu_ref(ref, N);
     for (int i = 0; i < N; i++) y[i] = dcz_gk_act(DCZ_OP_RELU, 0, 0, x[i]);
