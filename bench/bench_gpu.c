@@ -531,8 +531,7 @@ static int bench_models(char **paths, int n, rng *r)
     }
     printf("\nwhole models: dcz_run at batch 1, median and p99 of %d runs after %d (microseconds; CPU: its "
            "default threads)\n", MODEL_RUNS, MODEL_WARMUP);
-    printf("%-36s %10s %10s %10s %10s %9s | %9s %9s %9s %9s %5s\n", "model", "GPU med", "GPU p99", "CPU med",
-           "CPU p99", "CPU/GPU", "layers", "whole 1", "whole N", "whole max", "N");
+    printf("%-36s %10s %10s %10s %10s %9s\n", "model", "GPU med", "GPU p99", "CPU med", "CPU p99", "CPU/GPU");
     for (int i = 0; i < n; i++) {
         dcz_options o;
         dcz_options_init(&o);
@@ -556,24 +555,13 @@ static int bench_models(char **paths, int n, rng *r)
         double gmed, gp99, cmed, cp99;
         time_model(dev, x, y, &gmed, &gp99);
         time_model(cpu, x, y, &cmed, &cp99);
-        printf("%-36s %10.1f %10.1f %10.1f %10.1f %8.2fx |", paths[i], gmed, gp99, cmed, cp99, cmed / gmed);
-        /* the batch-1 run layer by layer and whole on 1, N (the rule's
-         * count, for any model that can run whole) and the most blocks */
-        const uint32_t pick = dcz_gpu_whole(dev), most = dcz_whole_blocks__cuda();
-        const uint32_t rule = dcz_gpu_whole_blocks(dev), blocks[] = { 0, 1, rule, most };
-        for (int k = 0; k < 4; k++) {
-            double med = 0, p99;
-            if (dcz_gpu_set_whole(dev, blocks[k]) == DCZ_OK) time_model(dev, x, y, &med, &p99);
-            printf(" %9.1f", med);
-        }
-        printf(" %5u%s\n", rule, pick ? "*" : "");
+        printf("%-36s %10.1f %10.1f %10.1f %10.1f %8.2fx\n", paths[i], gmed, gp99, cmed, cp99, cmed / gmed);
         free(x);
         free(y);
         dcz_close(dev);
         dcz_close(cpu);
     }
-    printf("(CPU/GPU: the CPU's median over the GPU's; above 1, the GPU is faster. layers, whole: the GPU's median\n"
-           " layer by layer and whole on 1, N and the most blocks, 0 where it cannot; * the runtime runs it whole)\n");
+    printf("(CPU/GPU: the CPU's median over the GPU's; above 1, the GPU is faster)\n");
     return 0;
 }
 

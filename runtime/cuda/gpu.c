@@ -72,8 +72,6 @@ struct dcz_gpu {
                                  before its finish lays it out (prod_floats) */
     float *h_in, *h_out;      /* pinned: the batch-1 input and output */
     cudaGraphExec_t graph1;   /* the batch-1 run, or NULL */
-    uint32_t whole;           /* blocks of a batch-1 run whole (dcz_whole__cuda); 0: layer by layer */
-    dcz_gwhole *whole_layers; /* (nlayers) on the device: the layers as that run reads them */
 };
 
 static dcz_status cu(cudaError_t e)
@@ -248,14 +246,6 @@ typedef struct gpu_op_kernels {
     gpu_qfn run_q;
 } gpu_op_kernels;
 static gpu_op_kernels gpu_op(uint16_t op);
-static dcz_act gpu_act(const dcz_exec_layer *l);
-
-/* Whether layer l runs apart on the device: not a RELU or CLIP the layer
- * before applies (gpu_act). */
-static int runs_apart(const dcz_exec_layer *l)
-{
-    return l->q || l->fused != DCZ_FUSED_ACT;
-}
 
 /* Integer layer i of m (the 8-bit schemes) on the device: a weighted
  * layer's int8 weights, int32 biases and its requantization (or, the
@@ -384,52 +374,6 @@ static dcz_status dense_copies(dcz_model *m, size_t batch)
     return DCZ_OK;
 }
 
-/* The work of layer l at batch 1 as dcz_gk_whole_output does it: a
- * multiply-add an entry (fillers too) or cell of a weighted layer for
- * each output pixel, a cell read for each window cell of a pool, three
- * for each value of a softmax, one an output for the rest. */
-static double whole_work(const dcz_model *m, const dcz_exec_layer *l, uint32_t i)
-{
-    const dcz_conv_geom *c = &l->geom;
-    const double pixels = (double)c->out_h * c->out_w, out = m->tensors[i + 1].width;
-    switch (l->op) {
-    case DCZ_OP_DENSE: return l->sparse ? (double)l->sp.entries : (double)l->in * l->out;
-    case DCZ_OP_CONV2D:
-        return l->sparse ? pixels * l->sp.entries : out * dcz_conv_group_in(c) * c->kh * c->kw;
-    case DCZ_OP_MAXPOOL:
-    case DCZ_OP_AVGPOOL: return out * c->kh * c->kw;
-    case DCZ_OP_GLOBAL_AVGPOOL: return (double)l->in;
-    case DCZ_OP_SOFTMAX: return 3.0 * l->in;
-    default: return out;
-    }
-}
-
-/* Whether m can run whole at batch 1 (every layer float, of an op
- * dcz_gk_whole_output computes), and its work in *work. */
-static int whole_can(const dcz_model *m, double *work)
-{
-    uint32_t running = 0;
-    *work = 0;
-    for (uint32_t i = 0; i < m->nlayers; i++) {
-        const dcz_exec_layer *l = &m->layers[i];
-        if (l->q || !dcz_gk_whole_op(l->op)) return 0;
-        *work += whole_work(m, l, i);
-        running += runs_apart(l);
-    }
-    return running > 0;
-}
-
-/* The blocks a run whole takes: enough for the layer of the most outputs
- * (or the input) at a thread each, at most what the device runs at once. */
-static uint32_t whole_blocks(const dcz_model *m)
-{
-    uint64_t most = m->in_size;
-    for (uint32_t i = 0; i < m->nlayers; i++)
-        if (m->tensors[i + 1].width > most) most = m->tensors[i + 1].width;
-    const uint64_t want = (most + DCZ_GPU_WHOLE_THREADS - 1) / DCZ_GPU_WHOLE_THREADS, cap = dcz_whole_blocks__cuda();
-    return (uint32_t)(want < 1 ? 1 : want > cap ? cap : want);
-}
-
 dcz_status dcz_gpu_open(dcz_model *m)
 {
     if (m->scheme == DCZ_SCHEME_FIXED16) return DCZ_ERR_UNSUPPORTED; /* 64-bit sums: the CPU's */
@@ -446,11 +390,6 @@ dcz_status dcz_gpu_open(dcz_model *m)
     if (s == DCZ_OK) s = blas(cublasSetWorkspace(g->blas, g->workspace, BLAS_WORKSPACE));
     for (uint32_t i = 0; s == DCZ_OK && i < m->nlayers; i++)
         s = m->layers[i].q ? upload_qlayer(g, m, i) : upload_layer(g, m, i);
-    double work;
-    if (s == DCZ_OK && whole_can(m, &work)) {   /* a batch-1 run whole where the work is small */
-        g->whole = work <= DCZ_GPU_WHOLE_WORK ? whole_blocks(m) : 0;
-        s = cu(cudaMalloc((void **)&g->whole_layers, (size_t)m->nlayers * sizeof *g->whole_layers));
-    }
     if (s == DCZ_OK) s = cu(cudaMallocHost((void **)&g->h_in, (size_t)m->in_size * sizeof(float)));
     if (s == DCZ_OK) s = cu(cudaMallocHost((void **)&g->h_out, (size_t)m->out_size * sizeof(float)));
     if (s != DCZ_OK) dcz_gpu_close(m);
@@ -469,7 +408,6 @@ void dcz_gpu_close(dcz_model *m)
     cudaFree(g->col);
     cudaFree(g->prod);
     cudaFree(g->workspace);
-    cudaFree(g->whole_layers);
     cudaFreeHost(g->h_in);
     cudaFreeHost(g->h_out);
     if (g->blas) cublasDestroy(g->blas);
@@ -516,6 +454,13 @@ static float *device_tensor(const dcz_model *m, uint32_t t, size_t batch)
     return t == 0 ? m->gpu->in : m->gpu->act + ((x->inner ? m->act_width : 0) + x->off) * batch;
 }
 
+/* Whether layer l runs apart on the device: not a RELU or CLIP the layer
+ * before applies (gpu_act). */
+static int runs_apart(const dcz_exec_layer *l)
+{
+    return l->q || l->fused != DCZ_FUSED_ACT;
+}
+
 /* Every layer, enqueued on the stream; the integer region's as run.c's
  * run_batch runs it: its float input quantized once, where it starts, for
  * every layer of the region that reads it. Where out is not NULL (pinned
@@ -550,61 +495,6 @@ static dcz_status enqueue_layers(const dcz_model *m, size_t batch, float *out, c
                               cudaMemcpyDefault, m->gpu->stream));
 }
 
-/* The layers of m as a run whole reads them (gpu_kern.h: dcz_gwhole),
- * made on the host and copied to the device: the layers that run apart,
- * each with the tensors of a batch-1 run, the last one writing into the
- * pinned output. Made again whenever the batch-1 graph is captured (the
- * tensors move with the activation block). */
-static dcz_status whole_upload(dcz_model *m)
-{
-    dcz_gpu *g = m->gpu;
-    dcz_gwhole *h = calloc(m->nlayers, sizeof *h);
-    if (!h) return DCZ_ERR_NOMEM;
-    uint32_t n = 0, last = m->nlayers;
-    while (last > 0 && !runs_apart(&m->layers[last - 1])) last--;
-    for (uint32_t i = 0; i < m->nlayers; i++) {
-        const dcz_exec_layer *l = &m->layers[i];
-        const gpu_layer *gl = &g->layers[i];
-        if (!runs_apart(l)) continue;
-        dcz_gwhole *t = &h[n++];
-        t->op = l->op;
-        t->nin = (uint8_t)l->nin;
-        t->n = m->tensors[i + 1].width;
-        for (uint32_t k = 0; k < l->nin; k++) {
-            t->x[k] = device_tensor(m, l->tin[k], 1);
-            t->width[k] = m->tensors[l->tin[k]].width;
-        }
-        t->y = i + 1 == last ? g->h_out : device_tensor(m, i + 1, 1);
-        t->geom = l->geom;
-        t->p0 = l->param[0];
-        t->p1 = l->param[1];
-        t->count_include_pad = l->count_include_pad;
-        t->start = l->gather_start;
-        t->groups = l->gather_groups;
-        t->bias = gl->bias;
-        t->w = gl->w;
-        t->ch = gl->ch;
-        t->sp = gl->sp;
-        t->form = gl->kernel == DCZ_GK_CONV_DIRECT                                   ? DCZ_GW_SPARSE
-                  : gl->kernel == DCZ_GK_DENSE_FC || gl->kernel == DCZ_GK_CONV_DENSE ||
-                            gl->kernel == DCZ_GK_CONV_DENSE_DIRECT                   ? DCZ_GW_DENSE
-                  : gl->kernel == DCZ_GK_ELEMENT                                     ? DCZ_GW_NONE
-                                                                                     : DCZ_GW_CHUNKS;
-        switch (l->op) {
-        case DCZ_OP_DENSE: t->len = l->in; t->act = gpu_act(l); break;
-        case DCZ_OP_CONV2D:
-        case DCZ_OP_ADD: t->act = gpu_act(l); break;
-        case DCZ_OP_MUL: t->len = l->in / m->tensors[l->tin[1]].width; break;
-        case DCZ_OP_GLOBAL_AVGPOOL: t->len = l->geom.in_h * l->geom.in_w; break;
-        case DCZ_OP_SOFTMAX: t->len = l->in; break;
-        default: break;
-        }
-    }
-    const dcz_status s = cu(cudaMemcpy(g->whole_layers, h, (size_t)n * sizeof *h, cudaMemcpyHostToDevice));
-    free(h);
-    return s;
-}
-
 /* The batch-1 graph: input in, every layer, the last one writing the
  * output straight into pinned host memory (unified addressing: its
  * device address is its host address), where a copy after it would be
@@ -613,17 +503,10 @@ static dcz_status capture_batch1(dcz_model *m)
 {
     dcz_gpu *g = m->gpu;
     cudaGraph_t graph = NULL;
-    uint32_t n = 0;
-    for (uint32_t i = 0; g->whole && i < m->nlayers; i++) n += runs_apart(&m->layers[i]);
-    if (g->whole) TRY(whole_upload(m));
     TRY(cu(cudaStreamBeginCapture(g->stream, cudaStreamCaptureModeThreadLocal)));
-    dcz_status s;
-    if (g->whole) s = dcz_whole__cuda(g->whole_layers, n, g->whole, g->h_in, g->in, (uint32_t)m->in_size, g->stream);
-    else {
-        s = cu(cudaMemcpyAsync(g->in, g->h_in, (size_t)m->in_size * sizeof(float), cudaMemcpyHostToDevice,
-                               g->stream));
-        if (s == DCZ_OK) s = enqueue_layers(m, 1, g->h_out, NULL);
-    }
+    dcz_status s = cu(cudaMemcpyAsync(g->in, g->h_in, (size_t)m->in_size * sizeof(float),
+                                      cudaMemcpyHostToDevice, g->stream));
+    if (s == DCZ_OK) s = enqueue_layers(m, 1, g->h_out, NULL);
     const dcz_status end = cu(cudaStreamEndCapture(g->stream, &graph));
     if (s == DCZ_OK) s = end;
     if (s == DCZ_OK) s = cu(cudaGraphInstantiate(&g->graph1, graph, 0));
@@ -637,12 +520,7 @@ dcz_status dcz_gpu_run(dcz_model *m, const float *input, size_t batch, float *ou
     TRY(ensure_batch(m, batch));
     if (batch == 1) {
         memcpy(g->h_in, input, (size_t)m->in_size * sizeof(float));
-        dcz_status s = g->graph1 ? DCZ_OK : capture_batch1(m);
-        if (s != DCZ_OK && g->whole) {   /* a device that refuses the run whole: layer by layer */
-            g->whole = 0;
-            s = capture_batch1(m);
-        }
-        TRY(s);
+        if (!g->graph1) TRY(capture_batch1(m));
         TRY(cu(cudaGraphLaunch(g->graph1, g->stream)));
         TRY(cu(cudaStreamSynchronize(g->stream)));
         memcpy(output, g->h_out, (size_t)m->out_size * sizeof(float));
@@ -656,26 +534,6 @@ dcz_status dcz_gpu_run(dcz_model *m, const float *input, size_t batch, float *ou
                                cudaMemcpyDeviceToHost, g->stream));
     const dcz_status done = cu(cudaStreamSynchronize(g->stream));
     return s != DCZ_OK ? s : done;
-}
-
-dcz_status dcz_gpu_set_whole(dcz_model *m, uint32_t blocks)
-{
-    dcz_gpu *g = m->gpu;
-    if (blocks && (!g->whole_layers || blocks > dcz_whole_blocks__cuda())) return DCZ_ERR_UNSUPPORTED;
-    if (g->graph1) cudaGraphExecDestroy(g->graph1);
-    g->graph1 = NULL;
-    g->whole = blocks;
-    return DCZ_OK;
-}
-
-uint32_t dcz_gpu_whole(const dcz_model *m)
-{
-    return m->gpu ? m->gpu->whole : 0;
-}
-
-uint32_t dcz_gpu_whole_blocks(const dcz_model *m)
-{
-    return m->gpu && m->gpu->whole_layers ? whole_blocks(m) : 0;
 }
 
 dcz_status dcz_gpu_layer_times(dcz_model *m, const float *input, size_t batch, float *output, uint64_t *ns)

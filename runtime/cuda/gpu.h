@@ -14,9 +14,7 @@
  * never leaving the device between layers, a RELU or CLIP the loader fused
  * into the layer before applied by that layer's kernel (or right after
  * it, in place), and copies the output back. Batch-1 runs are replayed
- * from a CUDA graph captured on the first one: a small float model's
- * graph is one launch that runs every layer (kernels_whole.cu), any other
- * model's a node or more a layer.
+ * from a CUDA graph captured on the first one.
  *
  * The kernels are the .cu files of this folder, twins of the CPU kernels: kernels_sparse.cu
  * (sparse fully connected layers and the patch products: the chunk form,
@@ -25,8 +23,7 @@
  * (sparse direct convolution, im2col, pools), kernels_ref.cu (activations,
  * softmax, Add, Mul, Concat, bias rows), kernels_int.cu (the integer
  * region of calibrated models of the 8-bit schemes: int8 values, dp4a,
- * int32 sums, the CPU's requantization), kernels_whole.cu (a small model
- * whole at batch 1, a cooperative grid). Dense layers and dense
+ * int32 sums, the CPU's requantization). Dense layers and dense
  * convolutions go through cuBLAS. The kernels computing one output each
  * have their bodies in gpu_kern.h, checked on the host by
  * tests/unit/test_gpu_emu.c; every launched kernel is checked against the
@@ -110,21 +107,6 @@ dcz_status dcz_gather__cuda(const dcz_conv_geom *g, uint32_t start, uint32_t gro
  * (by_rows 1): gpu_kern.h's dcz_gk_bias_act. */
 dcz_status dcz_bias_act__cuda(const float *c, const float *bias, size_t batch, uint32_t rows, uint32_t plane,
                               int by_rows, dcz_act act, float *y, void *stream);
-
-/* ---- kernels_whole.cu: a small model whole at batch 1 ------------------------- */
-
-#define DCZ_GPU_WHOLE_THREADS 512
-/* The n layers (a device array, in order) of a model at batch 1 in one
- * launch of blocks blocks of DCZ_GPU_WHOLE_THREADS threads, cooperative
- * where blocks > 1 (all resident, a grid barrier between layers): the
- * input (in_size floats) copied from h_in (pinned host memory) to in, then
- * every layer, its outputs shared by all the threads (gpu_kern.h:
- * dcz_gwhole). */
-dcz_status dcz_whole__cuda(const dcz_gwhole *layers, uint32_t n, uint32_t blocks, const float *h_in, float *in,
-                           uint32_t in_size, void *stream);
-/* The most blocks dcz_whole__cuda may take on this device: one a
- * multiprocessor where it launches cooperative grids, else 1. */
-uint32_t dcz_whole_blocks__cuda(void);
 
 /* ---- kernels_int.cu: the integer region (8-bit schemes) ----------------------- */
 
@@ -226,11 +208,6 @@ typedef enum dcz_gpu_kernel {
  * at 224 x 224 35 ms against 18 (653 against 569 us at batch 1): a kernel
  * that reads every kept weight's inputs apart cannot match cuBLAS, whose
  * tiles reuse each input across many outputs, on a matrix a tenth full. */
-/* A float model runs whole at batch 1 (gpu_kern.h: dcz_gwhole), one
- * launch instead of a graph node or more a layer, where its work
- * (multiply-adds, cells read, outputs: gpu.c's whole_work) is at most
- * DCZ_GPU_WHOLE_WORK. */
-#define DCZ_GPU_WHOLE_WORK 4194304.0
 #define DCZ_GPU_DIRECT_MIN_PLANE 256
 #define DCZ_GPU_DIRECT_MIN_OUTPUTS 131072
 #define DCZ_GPU_DENSE_DENSITY 0.06
@@ -270,16 +247,6 @@ void dcz_gpu_build_info(char *buf, size_t len);
 dcz_status dcz_gpu_open(struct dcz_model *m);
 /* dcz_run on the device. */
 dcz_status dcz_gpu_run(struct dcz_model *m, const float *input, size_t batch, float *output);
-/* The blocks m's batch-1 run takes whole (dcz_whole__cuda), 0 where it
- * runs layer by layer; and the blocks it would take whole, its work
- * aside (0 where it cannot: an integer layer). */
-uint32_t dcz_gpu_whole(const struct dcz_model *m);
-uint32_t dcz_gpu_whole_blocks(const struct dcz_model *m);
-/* Makes m's batch-1 runs take blocks blocks whole (0: layer by layer), for
- * the benchmark and the tests that compare the two: DCZ_ERR_UNSUPPORTED
- * where m cannot run whole (DCZ_GPU_WHOLE_WORK aside) or the device not
- * with that many blocks. */
-dcz_status dcz_gpu_set_whole(struct dcz_model *m, uint32_t blocks);
 /* dcz_run on the device at batch samples, adding each layer's device time
  * to ns[i] (events around it; nothing for a layer the one before applies,
  * whose time counts there): dcz_run_layer_times on a GPU. */

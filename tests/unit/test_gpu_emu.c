@@ -131,17 +131,8 @@ static void chunk_row_parts(const dcz_gchunks *s, uint32_t parts, const float *b
 }
 
 typedef struct tally {
-    size_t cases, direct, dense, patches, whole;
+    size_t cases, direct, dense, patches;
 } tally;
-
-/* Every output of layer t (gpu_kern.h: dcz_gwhole) as a run whole computes
- * them, one sample; y poisoned first, so each must be written. */
-static void whole_layer(dcz_gwhole *t, float *y)
-{
-    for (uint32_t i = 0; i < t->n; i++) y[i] = NAN;
-    t->y = y;
-    for (uint32_t i = 0; i < t->n; i++) dcz_gk_whole_output(t, i);
-}
 
 /* got against ref within 1e-5 of each output's |w x| sum (mag). */
 static size_t off(const char *what, const dcz_conv_geom *g, const float *got, const float *ref, const float *mag,
@@ -227,22 +218,6 @@ static void conv_case(const dcz_conv_geom *g, double density, uint32_t k, tally 
         t->patches += patch_path(g, &m.sp, bias, x, B, y);
         t->patches += off("patches", g, y, ref, mag, B * yout);
     }
-    /* whole, a sample at a time: the chunk form (one group), the
-     * execution form (grouped) and dense weights */
-    dcz_gchunks ch = chunks_of(&m.sp);
-    const dcz_gwhole base = { .op = DCZ_OP_CONV2D, .nin = 1, .n = (uint32_t)yout, .geom = *g, .bias = bias,
-                              .w = m.dense, .ch = ch, .sp = gs };
-    const uint8_t forms[] = { dcz_conv_groups(g) == 1 ? DCZ_GW_CHUNKS : DCZ_GW_SPARSE, DCZ_GW_DENSE };
-    for (int f = 0; f < 2; f++) {
-        for (size_t b = 0; b < B; b++) {
-            dcz_gwhole w = base;
-            w.form = forms[f];
-            w.x[0] = x + b * xin;
-            whole_layer(&w, y + b * yout);
-        }
-        t->whole += off(f ? "whole dense" : "whole", g, y, ref, mag, B * yout);
-    }
-    dcz_gk_chunks_free(&ch);
     t->cases++;
     free(x); free(xa); free(wa); free(bias); free(ba); free(ref); free(mag); free(y);
     free_mat(&m);
@@ -252,7 +227,7 @@ static void test_convolutions(void)
 {
     const double dens[] = { 0.0, 0.5, 1.0 };
     const uint32_t codebooks[] = { 256, 0 };
-    tally t = { 0, 0, 0, 0, 0 };
+    tally t = { 0, 0, 0, 0 };
     dcz_conv_geom g, extra[CONV_EXTRA];
     for (size_t i = 0; conv_grid(i, &g); i++)
         for (size_t di = 0; di < 3; di++)
@@ -267,7 +242,6 @@ static void test_convolutions(void)
     CHECK(t.direct == 0, "direct: %zu mismatches", t.direct);
     CHECK(t.dense == 0, "dense direct: %zu mismatches", t.dense);
     CHECK(t.patches == 0, "patches: %zu mismatches", t.patches);
-    CHECK(t.whole == 0, "whole: %zu mismatches", t.whole);
 }
 
 /* The backend's choice for convolutions (dcz_gpu_pick): grouped ones run
@@ -345,7 +319,7 @@ static void test_sparse_rows(void)
     const uint32_t sizes[][2] = { { 1, 1 }, { 7, 1 }, { 17, 31 }, { 33, 300 }, { 5, 1000 } };
     const double dens[] = { 0.0, 0.5, 1.0, 0.01 };
     const uint32_t codebooks[] = { 2, 256, 0 };
-    size_t bad = 0, whole_bad = 0, cases = 0;
+    size_t bad = 0, cases = 0;
     for (size_t si = 0; si < 5; si++)
         for (size_t di = 0; di < 4; di++)
             for (size_t ci = 0; ci < 3; ci++) {
@@ -362,24 +336,11 @@ static void test_sparse_rows(void)
                 for (size_t b = 0; b < B; b++)
                     for (uint32_t r = 0; r < rows; r++) y[b * rows + r] = dcz_gk_sparse_row(&gs, bias, x + b * cols, r);
                 bad += memcmp(y, ref, B * rows * sizeof *y) != 0;
-                /* whole: the chunk form and dense weights, the same sums */
-                dcz_gchunks ch = chunks_of(&m.sp);
-                for (uint8_t form = DCZ_GW_CHUNKS; form <= DCZ_GW_DENSE; form += DCZ_GW_DENSE - DCZ_GW_CHUNKS) {
-                    for (size_t b = 0; b < B; b++) {
-                        dcz_gwhole t = { .op = DCZ_OP_DENSE, .form = form, .nin = 1, .n = rows, .len = cols,
-                                         .bias = bias, .w = m.dense, .ch = ch };
-                        t.x[0] = x + b * cols;
-                        whole_layer(&t, y + b * rows);
-                    }
-                    whole_bad += memcmp(y, ref, B * rows * sizeof *y) != 0;
-                }
-                dcz_gk_chunks_free(&ch);
                 cases++;
                 free(x); free(bias); free(ref); free(y);
                 free_mat(&m);
             }
     CHECK(bad == 0, "%zu of %zu matrices differ from dcz_spmm_ref", bad, cases);
-    CHECK(whole_bad == 0, "whole: %zu of %zu matrices differ from dcz_spmm_ref", whole_bad, 2 * cases);
 }
 
 /* The chunk form against the execution form, each on the matrix grid:
@@ -502,25 +463,11 @@ static void test_pools(void)
                 for (uint32_t i = 0; i < per; i++) y[b * per + i] = dcz_gk_pool(g, kind > 0, kind == 2, x + b * xin, i);
             if (memcmp(y, ref, B * per * sizeof *y) && bad++ < 3)
                 fprintf(stderr, "  pool kind %d, geometry %zu differs\n", kind, gi);
-            for (size_t b = 0; b < B; b++) {   /* whole */
-                dcz_gwhole t = { .op = kind ? DCZ_OP_AVGPOOL : DCZ_OP_MAXPOOL, .nin = 1, .n = (uint32_t)per,
-                                 .count_include_pad = kind == 2, .geom = *g };
-                t.x[0] = x + b * xin;
-                whole_layer(&t, y + b * per);
-            }
-            if (memcmp(y, ref, B * per * sizeof *y) && bad++ < 3)
-                fprintf(stderr, "  pool kind %d, geometry %zu differs whole\n", kind, gi);
         }
         /* the global mean over each plane */
         const uint32_t plane = g->in_h * g->in_w;
         dcz_global_avgpool_ref(g->in_c, plane, x, B, ref);
         for (size_t p = 0; p < B * g->in_c; p++) y[p] = dcz_gk_mean(x + p * plane, plane);
-        bad += memcmp(y, ref, B * g->in_c * sizeof *y) != 0;
-        for (size_t b = 0; b < B; b++) {
-            dcz_gwhole t = { .op = DCZ_OP_GLOBAL_AVGPOOL, .nin = 1, .n = g->in_c, .len = plane };
-            t.x[0] = x + b * xin;
-            whole_layer(&t, y + b * g->in_c);
-        }
         bad += memcmp(y, ref, B * g->in_c * sizeof *y) != 0;
         free(x); free(ref); free(y);
     }
@@ -545,34 +492,6 @@ static void test_elements(void)
         dcz_activation_ref(acts[a].op, acts[a].p, x, N, ref);
         for (int i = 0; i < N; i++) y[i] = dcz_gk_act(acts[a].op, acts[a].p[0], acts[a].p[1], x[i]);
         CHECK(memcmp(y, ref, sizeof y) == 0, "%s differs", dcz_op_name(acts[a].op));
-        dcz_gwhole t = { .op = acts[a].op, .nin = 1, .n = N, .p0 = acts[a].p[0], .p1 = acts[a].p[1] };
-        t.x[0] = x;
-        whole_layer(&t, y);
-        CHECK(memcmp(y, ref, sizeof y) == 0, "%s differs whole", dcz_op_name(acts[a].op));
-    }
-    {   /* whole: Add with the CLIP it applies, Mul by a factor a plane of
-         * 19, Flatten */
-        float x2[N], f[27];
-        fill(x2, N);
-        fill(f, 27);
-        for (int i = 0; i < N; i++) ref[i] = x[i] + x2[i];
-        const float clip[2] = { -0.5f, 3.0f };
-        dcz_activation_ref(DCZ_OP_CLIP, clip, ref, N, ref);
-        dcz_gwhole e = { .op = DCZ_OP_ADD, .nin = 2, .n = N, .act = { DCZ_OP_CLIP, clip[0], clip[1] } };
-        e.x[0] = x;
-        e.x[1] = x2;
-        whole_layer(&e, y);
-        CHECK(memcmp(y, ref, sizeof y) == 0, "add differs whole");
-        for (int i = 0; i < N; i++) ref[i] = x[i] * f[i / 19];
-        e = (dcz_gwhole){ .op = DCZ_OP_MUL, .nin = 2, .n = N, .len = 19 };
-        e.x[0] = x;
-        e.x[1] = f;
-        whole_layer(&e, y);
-        CHECK(memcmp(y, ref, sizeof y) == 0, "mul differs whole");
-        e = (dcz_gwhole){ .op = DCZ_OP_FLATTEN, .nin = 1, .n = N };
-        e.x[0] = x;
-        whole_layer(&e, y);
-        CHECK(memcmp(y, x, sizeof y) == 0, "flatten differs whole");
     }
     {   /* the finish of a cuBLAS product: 3 samples of 5 rows of 7, the
          * product laid out as the output and by rows (rows, samples, plane) */
@@ -610,12 +529,6 @@ static void test_elements(void)
         got[t] = xs[k][t / 9 * width[k] + at];
     }
     CHECK(memcmp(got, cat, sizeof got) == 0, "concat differs");
-    for (int smp = 0; smp < 2; smp++) {   /* whole, a sample at a time */
-        dcz_gwhole e = { .op = DCZ_OP_CONCAT, .nin = 3, .n = 9, .width = { 3, 1, 5 } };
-        for (int k = 0; k < 3; k++) e.x[k] = xs[k] + smp * width[k];
-        whole_layer(&e, got + 9 * smp);
-    }
-    CHECK(memcmp(got, cat, sizeof got) == 0, "concat differs whole");
     /* CHANNEL_SHUFFLE of 3 groups of 12 channels of 2 x 3 planes, and
      * SLICE 5..11 of them, batch 2: each output element from where the
      * device's index rule says, against the CPU's copy of the planes */
@@ -628,13 +541,6 @@ static void test_elements(void)
         dcz_gather_channels_ref(cx, sizeof *cx, C, out_c, P, start, groups, 2, cref);
         for (uint64_t t = 0; t < 2 * out_c * P; t++) cgot[t] = cx[dcz_gk_gather_from(&g, start, groups, t)];
         CHECK(memcmp(cgot, cref, 2 * out_c * P * sizeof *cref) == 0, "%s differs", op ? "slice" : "shuffle");
-        for (int smp = 0; smp < 2; smp++) {
-            dcz_gwhole e = { .op = op ? DCZ_OP_SLICE : DCZ_OP_CHANNEL_SHUFFLE, .nin = 1, .n = out_c * P,
-                             .start = start, .groups = groups, .geom = g };
-            e.x[0] = cx + smp * C * P;
-            whole_layer(&e, cgot + smp * out_c * P);
-        }
-        CHECK(memcmp(cgot, cref, 2 * out_c * P * sizeof *cref) == 0, "%s differs whole", op ? "slice" : "shuffle");
     }
 }
 
