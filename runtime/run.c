@@ -858,3 +858,35 @@ dcz_status dcz_run(dcz_model *m, const float *input, size_t batch, float *output
 #endif
     return dcz_run_tapped(m, input, batch, output, NULL, NULL);
 }
+
+void *dcz_host_alloc(const dcz_model *m, size_t bytes)
+{
+#ifdef DCZ_CUDA
+    if (m && m->gpu) return dcz_gpu_host_alloc(bytes);
+#endif
+#if DCZ_HEAP
+    (void)m;
+    return malloc(bytes ? bytes : 1);
+#else
+    (void)m;
+    (void)bytes;
+    return NULL;
+#endif
+}
+
+void dcz_host_free(const dcz_model *m, void *p)
+{
+    if (!p) return;
+#ifdef DCZ_CUDA
+    if (m && m->gpu) {
+        dcz_gpu_host_free(p);
+        return;
+    }
+#endif
+#if DCZ_HEAP
+    (void)m;
+    free(p);
+#else
+    (void)m;
+#endif
+}

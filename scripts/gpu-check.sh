@@ -29,7 +29,8 @@
 # Everything goes to stdout and into OUT (default build/gpu-check/). Exit
 # status: 0 when every check passed.
 #   bash scripts/gpu-check.sh [OUT]
-# Environment: TORCH=0 skips step 5; DATA=dir trains and evaluates on the IDX files in dir
+# Environment: STEPS="build tests models bench torch sanitizers" (the
+# default: all six) runs those steps alone; TORCH=0 skips step 5; DATA=dir trains and evaluates on the IDX files in dir
 # (default: Debian's fashion-mnist); ARCHS="lenet5 resnet" makes and checks
 # those models of step 3 alone (default: all four); MODELS=dir takes the
 # models of step 3 from dir (ARCH.dcz, ARCH-small.dcz, ARCH-int8.dcz and
@@ -44,13 +45,17 @@ mkdir -p "$OUT"
 D=${DATA:-fashion-mnist}
 fails=0
 step() { echo; echo "== $*"; }
+want() { case " ${STEPS:-build tests models bench torch sanitizers} " in *" $1 "*) return 0 ;; esac; return 1; }
+ARCH_LIST=${ARCHS:-lenet300 lenet5 resnet mobilenetv2}
 check() { # name, command...: runs it, counts a failure
     local name=$1; shift
     if "$@"; then echo "ok   $name"; else echo "FAIL $name (exit $?)"; fails=$((fails + 1)); fi
 }
 
 step "build"
-if [ "${BUILD:-1}" != 0 ]; then
+if ! want build; then
+    echo "not in STEPS"
+elif [ "${BUILD:-1}" != 0 ]; then
     make -j"$(nproc)" CUDA=1 DEPS=0 bin/dcz tests-build build/bench/bench_gpu > "$OUT/build.txt" 2>&1 ||
         { tail -30 "$OUT/build.txt"; echo "FAIL build"; exit 1; }
     if grep -E 'warning' "$OUT/build.txt"; then echo "FAIL the build has warnings"; fails=$((fails + 1)); fi
@@ -61,14 +66,14 @@ fi
 nvidia-smi --query-gpu=name,memory.total,clocks.max.sm,clocks.max.mem --format=csv | tee "$OUT/gpu.txt"
 
 step "kernel and model tests on the GPU"
-check test_gpu bash -c "build/tests/test_gpu | tee '$OUT/test_gpu.txt'; exit \${PIPESTATUS[0]}"
-grep -q '^SKIP' "$OUT/test_gpu.txt" && { echo "FAIL test_gpu skipped: no GPU seen"; fails=$((fails + 1)); }
+want tests && check test_gpu bash -c "timeout 300 build/tests/test_gpu | tee '$OUT/test_gpu.txt'; exit \${PIPESTATUS[0]}"
+want tests && grep -q '^SKIP' "$OUT/test_gpu.txt" && { echo "FAIL test_gpu skipped: no GPU seen"; fails=$((fails + 1)); }
 
 step "models: accuracy on the CPU and on the GPU"
 M=${MODELS:-$OUT/models}
 mkdir -p "$M"
 printf '%-22s %10s %10s\n' model cpu gpu | tee "$OUT/accuracy.txt"
-for arch in ${ARCHS:-lenet300 lenet5 resnet mobilenetv2}; do
+for arch in $(want models && echo "$ARCH_LIST"); do
     if [ -z "${MODELS:-}" ]; then
         ./bin/dcz train --arch "$arch" --epochs 2 --warmup-epochs 1 --data $D --device cpu -q -o "$M/$arch.dcz" &&
             ./bin/dcz compress "$M/$arch.dcz" --data $D --rounds 1 --prune-epochs 1 --final-epochs 1 --quant-epochs 1 \
@@ -93,14 +98,14 @@ for arch in ${ARCHS:-lenet300 lenet5 resnet mobilenetv2}; do
 done
 
 step "benchmarks"
-check bench_gpu bash -c "build/bench/bench_gpu $M/*-small.dcz | tee '$OUT/bench_gpu.txt'; exit \${PIPESTATUS[0]}"
+want bench && check bench_gpu bash -c "timeout 300 build/bench/bench_gpu $M/*-small.dcz | tee '$OUT/bench_gpu.txt'; exit \${PIPESTATUS[0]}"
 # the median of dcz bench FILE on the GPU at batch B, microseconds
 gpu_us() {
-    ./bin/dcz bench "$1" --device gpu --batch "$2" --json -q |
+    timeout 120 ./bin/dcz bench "$1" --device gpu --batch "$2" --json -q |
         sed -n 's/.*"median_us":\([0-9.]*\).*/\1/p' | awk '{ printf "%.1f", $1 }'
 }
 printf '%-34s %12s %12s\n' "model (dcz bench --device gpu)" "batch 1 us" "batch 64 us" | tee "$OUT/bench_models.txt"
-for arch in ${ARCHS:-lenet300 lenet5 resnet mobilenetv2}; do
+for arch in $(want bench && echo "$ARCH_LIST"); do
     for f in "$arch" "$arch-small" "$arch-int8"; do
         [ -f "$M/$f.dcz" ] || continue
         printf '%-34s %12s %12s\n' "$f" "$(gpu_us "$M/$f.dcz" 1)" "$(gpu_us "$M/$f.dcz" 64)"
@@ -108,8 +113,8 @@ for arch in ${ARCHS:-lenet300 lenet5 resnet mobilenetv2}; do
 done | tee -a "$OUT/bench_models.txt"
 
 step "whole models against PyTorch on this GPU"
-if [ "${TORCH:-1}" = 0 ]; then
-    echo "TORCH=0: skipped"
+if [ "${TORCH:-1}" = 0 ] || ! want torch; then
+    echo "skipped (TORCH=0 or not in STEPS)"
 elif ! python3 -c 'import torch, torchvision; assert torch.cuda.is_available()' 2> /dev/null; then
     echo "SKIP no python3 torch and torchvision with a CUDA device"
 else
@@ -137,13 +142,31 @@ else
                 "$(gpu_us "$d" 64)" "$(gpu_us "$c" 64)" "$t64"
         done
     } | tee "$OUT/bench_torch.txt"
+    # where the time goes: each layer's device time (dcz bench --per-layer)
+    for n in resnet18 mobilenet_v2; do
+        for f in $n $n-small; do
+            for b in 1 64; do
+                timeout 120 ./bin/dcz bench "$TV/$f.dcz" --device gpu --batch $b --runs 20 --per-layer -q \
+                    > "$TV/layers-$f-b$b.txt" 2>&1
+            done
+        done
+    done
 fi
 
 step "the kernel tests under compute-sanitizer"
-if command -v compute-sanitizer > /dev/null 2>&1; then
+if ! want sanitizers; then
+    echo "not in STEPS"
+elif command -v compute-sanitizer > /dev/null 2>&1; then
+    # both at once, each on its own log (the device is shared, not the checks)
     for tool in memcheck racecheck; do
-        check "compute-sanitizer $tool" timeout "${SANITIZER_TIMEOUT:-600}" compute-sanitizer --tool "$tool" --error-exitcode 9 \
-            --log-file "$OUT/sanitizer-$tool.txt" build/tests/test_gpu > /dev/null
+        timeout "${SANITIZER_TIMEOUT:-600}" compute-sanitizer --tool "$tool" --error-exitcode 9 \
+            --log-file "$OUT/sanitizer-$tool.txt" build/tests/test_gpu > /dev/null &
+        eval "pid_$tool=$!"
+    done
+    for tool in memcheck racecheck; do
+        eval "wait \$pid_$tool"
+        rc=$?
+        if [ $rc = 0 ]; then echo "ok   compute-sanitizer $tool"; else echo "FAIL compute-sanitizer $tool (exit $rc)"; fails=$((fails + 1)); fi
         tail -2 "$OUT/sanitizer-$tool.txt"
     done
 else

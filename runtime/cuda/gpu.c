@@ -396,6 +396,17 @@ dcz_status dcz_gpu_open(dcz_model *m)
     return s;
 }
 
+void *dcz_gpu_host_alloc(size_t bytes)
+{
+    void *p = NULL;
+    return cudaMallocHost(&p, bytes ? bytes : 1) == cudaSuccess ? p : NULL;
+}
+
+void dcz_gpu_host_free(void *p)
+{
+    cudaFreeHost(p);
+}
+
 void dcz_gpu_close(dcz_model *m)
 {
     dcz_gpu *g = m ? m->gpu : NULL;
@@ -632,9 +643,11 @@ static dcz_status dcz_gpu_run_conv2d(const dcz_model *m, uint32_t index, const f
          * with the activation. A pointwise convolution: y_b (oc, pixels) =
          * W (oc, in_c) x_b for each sample b, x_b as it lies (column-major:
          * y_b^T = x_b^T W^T', W^T' the same for all, stride 0). Else the
-         * batch's patches in one launch, col (batch pixels, k), and one
-         * product over all of them, W col^T, (oc, batch pixels), which the
-         * finish lays out as y (straight into y at batch 1). */
+         * batch's patches transposed in one launch, colt (k, batch pixels),
+         * and one product over all of them, W colt (column-major: its
+         * transpose colt^T W^T', colt^T the (batch pixels, k) matrix colt
+         * is), (oc, batch pixels), which the finish lays out as y (straight
+         * into y at batch 1). */
         if (!dcz_gpu_by_patches(l, gl->kernel, batch)) {
             TRY(blas(cublasSgemmStridedBatched(m->gpu->blas, CUBLAS_OP_N, CUBLAS_OP_N, (int)pixels, (int)g->out_c,
                                                (int)k, &one, xs[0], (int)pixels, (long long)pixels * k, gl->w,
@@ -645,8 +658,8 @@ static dcz_status dcz_gpu_run_conv2d(const dcz_model *m, uint32_t index, const f
         const int by_rows = batch > 1;
         float *prod = by_rows ? m->gpu->prod : y;
         const int cols = (int)(batch * pixels);
-        TRY(dcz_im2col__cuda(g, xs[0], batch, col, st));
-        TRY(blas(cublasSgemm(m->gpu->blas, CUBLAS_OP_T, CUBLAS_OP_N, cols, (int)g->out_c, (int)k, &one, col, (int)k,
+        TRY(dcz_im2col_t__cuda(g, xs[0], batch, col, st));
+        TRY(blas(cublasSgemm(m->gpu->blas, CUBLAS_OP_N, CUBLAS_OP_N, cols, (int)g->out_c, (int)k, &one, col, cols,
                              gl->w, (int)k, &zero, prod, cols)));
         return dcz_bias_act__cuda(prod, gl->bias, batch, g->out_c, pixels, by_rows, gpu_act(l), y, st);
     }

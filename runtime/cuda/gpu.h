@@ -69,11 +69,9 @@ dcz_status dcz_conv2d_sparse__cuda(const dcz_conv_geom *g, const dcz_gsparse *s,
  * per output (dcz_gk_conv_dense). */
 dcz_status dcz_conv2d_dense__cuda(const dcz_conv_geom *g, const float *w, const float *bias,
                                   const float *x, size_t batch, dcz_act act, float *y, void *stream);
-/* col (batch out_h out_w, in_c kh kw) = the patches of the batch x of a
- * convolution of one group (dcz_gk_im2col). */
-dcz_status dcz_im2col__cuda(const dcz_conv_geom *g, const float *x, size_t batch, float *col, void *stream);
-/* The same patches transposed, colt (in_c kh kw, batch out_h out_w): what
- * dcz_spmm_chunks__cuda reads. */
+/* colt (in_c kh kw, batch out_h out_w) = the patches of the batch x of a
+ * convolution of one group, transposed (dcz_gk_patch_t): what cuBLAS and
+ * dcz_spmm_chunks__cuda read. */
 dcz_status dcz_im2col_t__cuda(const dcz_conv_geom *g, const float *x, size_t batch, float *colt, void *stream);
 /* Max (avg 0) or average (avg 1) pool of x (batch, in_c, in_h, in_w). */
 dcz_status dcz_pool__cuda(const dcz_conv_geom *g, int avg, int count_include_pad, const float *x,
@@ -251,6 +249,10 @@ dcz_status dcz_gpu_run(struct dcz_model *m, const float *input, size_t batch, fl
  * to ns[i] (events around it; nothing for a layer the one before applies,
  * whose time counts there): dcz_run_layer_times on a GPU. */
 dcz_status dcz_gpu_layer_times(struct dcz_model *m, const float *input, size_t batch, float *output, uint64_t *ns);
+/* bytes of page-locked host memory (dcz_host_alloc on a GPU model), or
+ * NULL; and its free. */
+void *dcz_gpu_host_alloc(size_t bytes);
+void dcz_gpu_host_free(void *p);
 /* Frees what dcz_gpu_open made (m->gpu NULL is fine). */
 void dcz_gpu_close(struct dcz_model *m);
 

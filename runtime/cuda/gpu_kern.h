@@ -166,22 +166,16 @@ DCZ_HD int64_t dcz_gk_patch_cell(const dcz_conv_geom *g, uint32_t i)
     return dcz_gk_tap_cell(g, 0, y0, x0, i % k);
 }
 
-/* Element i of one sample's im2col patches (one group; 0 in the padding). */
-DCZ_HD float dcz_gk_im2col(const dcz_conv_geom *g, const float *x, uint32_t i)
+/* Element (kk, p) of one sample's patches transposed, (in_c kh kw,
+ * out_h out_w) (one group; 0 in the padding): patch column kk of output
+ * pixel p, dcz_im2col's element p (in_c kh kw) + kk. A launch over a
+ * batch lays samples side by side, (in_c kh kw, batch out_h out_w): what
+ * the chunk products and cuBLAS read, kk the same for a block's threads. */
+DCZ_HD float dcz_gk_patch_t(const dcz_conv_geom *g, const float *x, uint32_t kk, uint32_t p)
 {
-    const int64_t at = dcz_gk_patch_cell(g, i);
+    const int64_t y0 = (int64_t)(p / g->out_w) * g->sh - g->ph, x0 = (int64_t)(p % g->out_w) * g->sw - g->pw;
+    const int64_t at = dcz_gk_tap_cell(g, 0, y0, x0, kk);
     return at < 0 ? 0.0f : x[at];
-}
-
-/* Element t of the transposed patches of a batch x of n samples (n
- * out_h out_w columns, in_c kh kw rows): patch column kk of pixel p of
- * sample b at t = kk (n out_h out_w) + b out_h out_w + p. */
-DCZ_HD float dcz_gk_im2col_t(const dcz_conv_geom *g, const float *x, uint64_t n, uint64_t t)
-{
-    const uint64_t pixels = (uint64_t)g->out_h * g->out_w, cols = n * pixels, sp = t % cols;
-    const uint32_t k = g->in_c * g->kh * g->kw, kk = (uint32_t)(t / cols);
-    const uint64_t in_sample = (uint64_t)g->in_c * g->in_h * g->in_w;
-    return dcz_gk_im2col(g, x + sp / pixels * in_sample, (uint32_t)(sp % pixels) * k + kk);
 }
 
 /* Output i (of in_c out_h out_w) of one sample of a max pool (avg 0) or an

@@ -3,13 +3,12 @@
  * body gpu_kern.h shares with the host: the sparse direct convolution
  * walks its output channel's compressed row (the threads of a warp share
  * that row, so its bytes are read once for all of them), the dense one its
- * row of weights (grouped convolutions), im2col lays out
- * the patches of a batch (one group) for cuBLAS, im2col_t the same
- * transposed for the sparse batch kernel, and the pools read their
- * windows.
+ * row of weights (grouped convolutions), im2col_t lays out the patches of
+ * a batch (one group) transposed for cuBLAS and the sparse batch kernel,
+ * and the pools read their windows.
  *
- * Checked against dcz_conv2d_direct_ref (both direct kernels), dcz_im2col, dcz_maxpool_ref,
- * dcz_avgpool_ref and dcz_global_avgpool_ref on the host through
+ * Checked against dcz_conv2d_direct_ref (both direct kernels), dcz_im2col,
+ * dcz_maxpool_ref, dcz_avgpool_ref and dcz_global_avgpool_ref on the host through
  * gpu_kern.h (tests/unit/test_gpu_emu.c) and launched on a GPU by
  * tests/unit/test_gpu.c.
  */
@@ -37,15 +36,19 @@ static __global__ void conv_dense_kernel(dcz_conv_geom g, const float *w, const 
     }
 }
 
-static __global__ void im2col_kernel(dcz_conv_geom g, const float *x, float *col, uint64_t per, uint64_t n)
+/* A block a row kk of the patches (blockIdx.y) and a run of pixels of one
+ * sample (blockIdx.z), looping past 65535 rows or samples: the row's tap,
+ * the same for all its threads, read at consecutive pixels, written
+ * coalesced. */
+static __global__ void im2col_t_kernel(dcz_conv_geom g, const float *x, uint64_t batch, float *colt)
 {
-    const size_t in_sample = (size_t)g.in_c * g.in_h * g.in_w;
-    DCZ_GPU_FOR_EACH(t, n) col[t] = dcz_gk_im2col(&g, x + t / per * in_sample, (uint32_t)(t % per));
-}
-
-static __global__ void im2col_t_kernel(dcz_conv_geom g, const float *x, uint64_t batch, float *colt, uint64_t n)
-{
-    DCZ_GPU_FOR_EACH(t, n) colt[t] = dcz_gk_im2col_t(&g, x, batch, t);
+    const uint32_t pixels = g.out_h * g.out_w, p = blockIdx.x * blockDim.x + threadIdx.x;
+    const uint32_t k = g.in_c * g.kh * g.kw;
+    if (p >= pixels) return;
+    const uint64_t in_sample = (uint64_t)g.in_c * g.in_h * g.in_w, cols = batch * pixels;
+    for (uint32_t kk = blockIdx.y; kk < k; kk += gridDim.y)
+        for (uint64_t b = blockIdx.z; b < batch; b += gridDim.z)
+            colt[kk * cols + b * pixels + p] = dcz_gk_patch_t(&g, x + b * in_sample, kk, p);
 }
 
 static __global__ void pool_kernel(dcz_conv_geom g, int avg, int cip, const float *x, uint64_t batch, float *y)
@@ -79,21 +82,14 @@ extern "C" dcz_status dcz_conv2d_dense__cuda(const dcz_conv_geom *g, const float
     return dcz_gpu_launched();
 }
 
-extern "C" dcz_status dcz_im2col__cuda(const dcz_conv_geom *g, const float *x, size_t batch, float *col,
-                                       void *stream)
-{
-    const uint64_t per = (uint64_t)g->out_h * g->out_w * g->in_c * g->kh * g->kw, n = per * batch;
-    if (n == 0) return DCZ_OK;
-    im2col_kernel<<<dcz_gpu_blocks(n), DCZ_GPU_BLOCK, 0, (cudaStream_t)stream>>>(*g, x, col, per, n);
-    return dcz_gpu_launched();
-}
-
 extern "C" dcz_status dcz_im2col_t__cuda(const dcz_conv_geom *g, const float *x, size_t batch, float *colt,
                                          void *stream)
 {
-    const uint64_t n = (uint64_t)g->out_h * g->out_w * g->in_c * g->kh * g->kw * batch;
-    if (n == 0) return DCZ_OK;
-    im2col_t_kernel<<<dcz_gpu_blocks(n), DCZ_GPU_BLOCK, 0, (cudaStream_t)stream>>>(*g, x, batch, colt, n);
+    const uint32_t pixels = g->out_h * g->out_w, k = g->in_c * g->kh * g->kw;
+    if (batch == 0 || pixels == 0 || k == 0) return DCZ_OK;
+    const dim3 grid((pixels + DCZ_GPU_BLOCK - 1) / DCZ_GPU_BLOCK, k < 65535 ? k : 65535,
+                    (unsigned)(batch < 65535 ? batch : 65535));
+    im2col_t_kernel<<<grid, DCZ_GPU_BLOCK, 0, (cudaStream_t)stream>>>(*g, x, batch, colt);
     return dcz_gpu_launched();
 }
 

@@ -1212,6 +1212,20 @@ static void test_version_and_magic(void)
 #else
     CHECK(dcz_model_device(m) == DCZ_DEVICE_CPU && !*note, "auto without the backend: the CPU, no note");
 #endif
+    /* dcz_host_alloc's buffers, wherever the model runs: a run reads and
+     * writes them as any other */
+    const size_t in = dcz_input_size(m), out = dcz_output_size(m);
+    float *hx = dcz_host_alloc(m, 3 * in * sizeof *hx), *hy = dcz_host_alloc(m, 3 * out * sizeof *hy);
+    float *ry = malloc(3 * out * sizeof *ry);
+    REQUIRE(hx && hy && ry, "dcz_host_alloc");
+    for (size_t i = 0; i < 3 * in; i++) hx[i] = (float)(i % 7) * 0.25f - 0.5f;
+    for (size_t i = 0; i < 3 * out; i++) hy[i] = NAN;
+    CHECK(dcz_run(m, hx, 3, hy) == DCZ_OK && dcz_run(m, hx, 3, ry) == DCZ_OK && memcmp(hy, ry, 3 * out * 4) == 0,
+          "a run on dcz_host_alloc's buffers");
+    dcz_host_free(m, hx);
+    dcz_host_free(m, hy);
+    dcz_host_free(m, NULL);
+    free(ry);
     dcz_close(m);
     m = NULL;
     CHECK(dcz_device_probe(DCZ_DEVICE_CPU, why, sizeof why) == DCZ_OK, "the CPU is always there");

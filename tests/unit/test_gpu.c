@@ -24,7 +24,8 @@
  *   pools on the convolution geometries;
  * - models: every model of tests/fuzz/corpus/dcz but the regress-* ones,
  *   opened on the GPU and on the CPU with the reference kernels, at batch 1
- *   (twice: the captured graph replayed, with another input), 7 and 64:
+ *   (twice: the captured graph replayed, with another input), 7 and 64,
+ *   the input and the GPU's output in dcz_host_alloc's page-locked memory:
  *   float models within 1e-4 of 1 + |reference|; calibrated models of the
  *   8-bit schemes bit for bit (their integer region is the CPU's, and so is
  *   its float output) or, where the region's output goes on through a
@@ -530,7 +531,9 @@ static void compare_runs(const char *path, const uint8_t *buf, size_t len, dcz_p
     REQUIRE(dcz_open_memory(buf, len, &c, &mc) == DCZ_OK, "%s on the CPU", path);
     if (s != DCZ_OK) { dcz_close(mc); return; }
     const size_t in = dcz_input_size(mc), out = dcz_output_size(mc), B = 64;
-    float *x = malloc(B * in * 4), *yc = malloc(B * out * 4), *yg = malloc(B * out * 4);
+    /* the input and the GPU's output in page-locked memory (dcz_host_alloc) */
+    float *x = dcz_host_alloc(mg, B * in * 4), *yc = malloc(B * out * 4), *yg = dcz_host_alloc(mg, B * out * 4);
+    REQUIRE(x && yc && yg, "%s: buffers", path);
     const size_t batches[] = { 1, 1, 7, 64 };
     for (size_t bi = 0; bi < 4; bi++) {
         const size_t b = batches[bi];
@@ -544,7 +547,9 @@ static void compare_runs(const char *path, const uint8_t *buf, size_t len, dcz_p
         CHECK(off == 0, "%s batch %zu%s: %zu outputs off", path, b,
               how == BIT_EXACT ? " (integers)" : how == TAIL_BOUND ? " (integers, float tail)" : "", off);
     }
-    free(x); free(yc); free(yg);
+    dcz_host_free(mg, x);
+    dcz_host_free(mg, yg);
+    free(yc);
     dcz_close(mc);
     dcz_close(mg);
 }

@@ -15,7 +15,7 @@
  *   dense direct convolution (grouped layers with dense weights) likewise;
  * - the backend's choice of convolution kernel (dcz_gpu_pick);
  * - the patch path the GPU takes on small planes of one group: each
- *   sample's im2col (dcz_gk_im2col, equal to dcz_im2col) times the rows
+ *   sample's patches transposed (dcz_gk_patch_t, equal to dcz_im2col's) times the rows
  *   (dcz_gk_sparse_row) over the batch's patches, each output where
  *   dcz_gk_place puts it as gpu.c lays it out, against the same reference;
  * - sparse rows against dcz_spmm_ref, pools and the global mean against
@@ -148,28 +148,27 @@ static size_t off(const char *what, const dcz_conv_geom *g, const float *got, co
 }
 
 /* The GPU's patch path over a batch of B samples x (one group: grouped
- * convolutions run direct): the batch's patches by dcz_gk_im2col (checked
- * against dcz_im2col: the dense layers' cuBLAS path) and transposed by
- * dcz_gk_im2col_t (checked against those), then the chunk rows over the B
- * pixels transposed patches (dcz_gk_chunk_row_t, two samples a lane),
- * each output where dcz_gk_place puts it, as gpu.c's dcz_gpu_run_conv2d
- * lays them out in y (B, out_c, pixels). */
+ * convolutions run direct): the batch's patches transposed, element (kk,
+ * b pixels + p) by dcz_gk_patch_t (checked against dcz_im2col's element p
+ * k + kk of sample b), then the chunk rows over the B pixels transposed
+ * patches (dcz_gk_chunk_row_t, two samples a lane), each output where
+ * dcz_gk_place puts it, as gpu.c's dcz_gpu_run_conv2d lays them out in y
+ * (B, out_c, pixels). */
 static size_t patch_path(const dcz_conv_geom *g, const dcz_sparse *s, const float *bias, const float *x, size_t B,
                          float *y)
 {
     const uint32_t pixels = g->out_h * g->out_w, k = g->in_c * g->kh * g->kw;
     const size_t xin = (size_t)g->in_c * g->in_h * g->in_w, per = (size_t)pixels * k, n = B * pixels;
-    float *col = malloc(B * per * sizeof *col + 1), *want = malloc(per * sizeof *want + 1);
-    float *colt = malloc(B * per * sizeof *colt + 1);
+    float *want = malloc(per * sizeof *want + 1), *colt = malloc(B * per * sizeof *colt + 1);
     size_t bad = 0;
     for (size_t b = 0; b < B; b++) {
-        for (size_t i = 0; i < per; i++) col[b * per + i] = dcz_gk_im2col(g, x + b * xin, (uint32_t)i);
         dcz_im2col(g, x + b * xin, want);
-        bad += memcmp(col + b * per, want, per * sizeof *col) != 0;
-    }
-    for (size_t t = 0; t < B * per; t++) {
-        colt[t] = dcz_gk_im2col_t(g, x, B, t);
-        bad += memcmp(&colt[t], &col[t % n * k + t / n], sizeof *col) != 0;
+        for (uint32_t kk = 0; kk < k; kk++)
+            for (uint32_t p = 0; p < pixels; p++) {
+                const float v = dcz_gk_patch_t(g, x + b * xin, kk, p);
+                colt[kk * n + b * pixels + p] = v;
+                bad += memcmp(&v, &want[(size_t)p * k + kk], sizeof v) != 0;
+            }
     }
     dcz_gchunks ch = chunks_of(s);
     const dcz_act none = { 0, 0.0f, 0.0f };
@@ -184,7 +183,6 @@ static size_t patch_path(const dcz_conv_geom *g, const dcz_sparse *s, const floa
             }
     dcz_gk_chunks_free(&ch);
     free(colt);
-    free(col);
     free(want);
     return bad;
 }
