@@ -36,6 +36,9 @@
  *   a share of the copy bandwidth of HBM and of L2 (the compressed form of
  *   each of these layers fits in an H100's 50 MB L2, their dense fp32
  *   matrices mostly do not).
+ *   convolutions  torchvision ResNet-18's convolutions at batch 64 by
+ *             patches, piece by piece (bench_conv_products), and the
+ *             device's fp32 rate on a square sgemm
  *   models    each .dcz named on the command line, opened with dcz_open_file
  *             on the GPU and on the CPU (its default threads): dcz_run at
  *             batch 1, median and p99 of MODEL_RUNS runs after
@@ -495,6 +498,124 @@ static double copy_bandwidth(const gpu *g, size_t n, int reps)
     return best;
 }
 
+/* ---- convolutions by patches at batch 64 ------------------------------------ */
+
+/* What a dense convolution of one group costs at batch 64 on this device,
+ * piece by piece, on torchvision ResNet-18's shapes at 224 x 224: the
+ * transposed patches (dcz_im2col_t__cuda), the product as gpu.c calls it
+ * (C (batch pixels, oc) column-major = colt^T W^T, cuBLAS N, N) and the
+ * other way round (C (oc, batch pixels) = W colt, T, T: the output
+ * channels fastest, another finish), the finish (dcz_bias_act__cuda); and
+ * the device's fp32 rate on a square product of 8192 (no TF32). Events
+ * around each, median of CONV_RUNS after 3. */
+#define CONV_RUNS 15
+
+typedef struct conv_case {
+    dcz_conv_geom g;
+    float *x, *w, *bias, *colt, *prod;
+} conv_case;
+
+static void conv_op(const gpu *g, const conv_case *c, int op)
+{
+    const int cols = (int)(BATCH * c->g.out_h * c->g.out_w), oc = (int)c->g.out_c;
+    const int k = (int)(c->g.in_c * c->g.kh * c->g.kw);
+    const dcz_act relu = { DCZ_OP_RELU, 0.0f, 0.0f };
+    switch (op) {
+    case 0: DZ(dcz_im2col_t__cuda(&c->g, c->x, BATCH, c->colt, g->stream)); break;
+    case 1: CB(cublasSgemm(g->blas, CUBLAS_OP_N, CUBLAS_OP_N, cols, oc, k, &one, c->colt, cols, c->w, k, &zero,
+                           c->prod, cols)); break;
+    case 2: CB(cublasSgemm(g->blas, CUBLAS_OP_T, CUBLAS_OP_T, oc, cols, k, &one, c->w, k, c->colt, cols, &zero,
+                           c->prod, oc)); break;
+    default:
+        DZ(dcz_bias_act__cuda(c->prod, c->bias, BATCH, c->g.out_c, c->g.out_h * c->g.out_w, 1, relu, c->x,
+                              g->stream));
+    }
+}
+
+static double conv_op_us(const gpu *g, const conv_case *c, int op)
+{
+    double t[CONV_RUNS];
+    for (int i = 0; i < 3; i++) conv_op(g, c, op);
+    for (int i = 0; i < CONV_RUNS; i++) {
+        CK(cudaEventRecord(g->ev[2 * i], g->stream));
+        conv_op(g, c, op);
+        CK(cudaEventRecord(g->ev[2 * i + 1], g->stream));
+    }
+    CK(cudaStreamSynchronize(g->stream));
+    for (int i = 0; i < CONV_RUNS; i++) {
+        float ms = 0;
+        CK(cudaEventElapsedTime(&ms, g->ev[2 * i], g->ev[2 * i + 1]));
+        t[i] = ms * 1e3;
+    }
+    qsort(t, CONV_RUNS, sizeof *t, bench_cmp_double);
+    return t[CONV_RUNS / 2];
+}
+
+static float *dev_random(rng *r, size_t n)
+{
+    float *h = xmalloc(n * sizeof *h);
+    for (size_t i = 0; i < n; i++) h[i] = (float)(2.0 * rng_uniform(r) - 1.0);
+    float *d = dev_upload(h, n * sizeof *h);
+    free(h);
+    return d;
+}
+
+static void bench_conv_products(const gpu *g, rng *r)
+{
+    /* in_c, in_h, out_c, kernel, stride, pad */
+    static const uint32_t shapes[][6] = {
+        { 3, 224, 64, 7, 2, 3 }, { 64, 56, 64, 3, 1, 1 }, { 128, 28, 128, 3, 1, 1 }, { 256, 14, 256, 3, 1, 1 },
+        { 512, 7, 512, 3, 1, 1 },
+    };
+    /* the ceiling: a square product */
+    const int n = 8192;
+    conv_case sq = { .g = { 0 } };
+    sq.w = dev_random(r, (size_t)n * n);
+    sq.colt = dev_random(r, (size_t)n * n);
+    sq.prod = dev_alloc((size_t)n * n * sizeof(float));
+    double best = 1e30;
+    for (int i = 0; i < 4; i++) {
+        CK(cudaEventRecord(g->ev[0], g->stream));
+        CB(cublasSgemm(g->blas, CUBLAS_OP_N, CUBLAS_OP_N, n, n, n, &one, sq.colt, n, sq.w, n, &zero, sq.prod, n));
+        CK(cudaEventRecord(g->ev[1], g->stream));
+        CK(cudaEventSynchronize(g->ev[1]));
+        float ms = 0;
+        CK(cudaEventElapsedTime(&ms, g->ev[0], g->ev[1]));
+        if (i > 0 && ms < best) best = ms;
+    }
+    CK(cudaFree(sq.w));
+    CK(cudaFree(sq.colt));
+    CK(cudaFree(sq.prod));
+    printf("\nconvolutions by patches at batch %d (torchvision ResNet-18's shapes at 224 x 224; us, median of %d; "
+           "fp32 rate of a %d^3 sgemm: %.1f TFLOP/s)\n", BATCH, CONV_RUNS, n, 2.0 * n * n * n / (best * 1e-3) / 1e12);
+    printf("%-24s %8s %6s %9s %9s %7s %9s %7s %9s\n", "layer", "cols", "k", "im2col_t", "gemm N,N", "TFLOP/s",
+           "gemm T,T", "TFLOP/s", "finish");
+    for (size_t i = 0; i < sizeof shapes / sizeof *shapes; i++) {
+        const uint32_t *s = shapes[i];
+        const uint32_t out = (s[1] + 2 * s[5] - s[3]) / s[4] + 1;
+        conv_case c = { .g = { s[0], s[1], s[1], s[2], out, out, s[3], s[3], s[4], s[4], s[5], s[5], 1 } };
+        const size_t cols = (size_t)BATCH * out * out, k = (size_t)s[0] * s[3] * s[3];
+        c.x = dev_random(r, (size_t)BATCH * s[0] * s[1] * s[1] > cols * s[2] ? (size_t)BATCH * s[0] * s[1] * s[1]
+                                                                                : cols * s[2]);
+        c.w = dev_random(r, k * s[2]);
+        c.bias = dev_random(r, s[2]);
+        c.colt = dev_alloc(k * cols * sizeof(float));
+        c.prod = dev_alloc(cols * s[2] * sizeof(float));
+        double t[4];
+        for (int op = 0; op < 4; op++) t[op] = conv_op_us(g, &c, op);
+        const double flop = 2.0 * (double)cols * k * s[2];
+        char name[48];
+        snprintf(name, sizeof name, "%ux%ux%u k%u s%u -> %u", s[0], s[1], s[1], s[3], s[4], s[2]);
+        printf("%-24s %8zu %6zu %9.1f %9.1f %7.1f %9.1f %7.1f %9.1f\n", name, cols, k, t[0], t[1],
+               flop / (t[1] * 1e-6) / 1e12, t[2], flop / (t[2] * 1e-6) / 1e12, t[3]);
+        CK(cudaFree(c.x));
+        CK(cudaFree(c.w));
+        CK(cudaFree(c.bias));
+        CK(cudaFree(c.colt));
+        CK(cudaFree(c.prod));
+    }
+}
+
 /* ---- whole models ---------------------------------------------------------- */
 
 /* the q-quantile of sorted v (nearest rank), as dcz bench reports it */
@@ -664,6 +785,7 @@ int main(int argc, char **argv)
            " share of each copy bandwidth. Outputs of dcz and cuSPARSE checked against cuBLAS.)\n",
            DCZ_GPU_DENSE_DENSITY * 100);
 
+    bench_conv_products(&g, &input);
     const int rc = bench_models(argv + 1, argc - 1, &input);
     for (int i = 0; i < 2 * RUNS; i++) CK(cudaEventDestroy(g.ev[i]));
     CS(cusparseDestroy(g.sparse));
