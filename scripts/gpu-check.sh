@@ -111,15 +111,6 @@ for arch in $(want bench && echo "$ARCH_LIST"); do
         printf '%-34s %12s %12s\n' "$f" "$(gpu_us "$M/$f.dcz" 1)" "$(gpu_us "$M/$f.dcz" 64)"
     done
 done | tee -a "$OUT/bench_models.txt"
-# where the time goes: each layer's device time, dense and compressed
-for arch in $(want bench && echo "$ARCH_LIST"); do
-    for f in "$arch" "$arch-small"; do
-        for b in 1 64; do
-            [ -f "$M/$f.dcz" ] && timeout 120 ./bin/dcz bench "$M/$f.dcz" --device gpu --batch $b --runs 20 --per-layer -q \
-                > "$OUT/layers-$f-b$b.txt" 2>&1
-        done
-    done
-done
 
 step "whole models against PyTorch on this GPU"
 if [ "${TORCH:-1}" = 0 ] || ! want torch; then

@@ -160,25 +160,18 @@ static float *expand(const dcz_sparse *s)
 
 /* Floats (or int8 cells) of patches layer l, whose kernel is k, needs
  * in a launch of batch samples: 0 where it reads its input as it lies. */
-static int implicit_patches(const dcz_exec_layer *l, size_t batch);
-
 static uint64_t layer_patches(const dcz_exec_layer *l, dcz_gpu_kernel k, size_t batch)
 {
     if (l->op != DCZ_OP_CONV2D || !dcz_gpu_by_patches(l, k, batch)) return 0;
-    if ((k == DCZ_GK_CONV_IM2COL || (k == DCZ_GK_CONV_IM2COL_WIDE && !dcz_gpu_dense_copy(l, k, batch))) &&
-        implicit_patches(l, batch))
-        return 0;   /* read where they fall */
     const dcz_conv_geom *c = &l->geom;
     return (uint64_t)batch * c->out_h * c->out_w * c->in_c * c->kh * c->kw;
 }
 
 /* Floats (or int8 cells) of patches the layers of m need in a run of up to
  * batch samples: the most any one layer needs at any batch up to that.
- * A layer's need grows with the batch but where a launch crosses
- * DCZ_GPU_DIRECT_MIN_OUTPUTS outputs (above it an integer direct kernel or
- * a pointwise product on a dense copy needs none, below it a chunk product
- * reads its patches where they fall): the batch just under that step is
- * weighed too. */
+ * A layer's need grows with the batch but for a step down where a large
+ * launch leaves the patches (a direct kernel, a pointwise product on a
+ * dense copy): the batch just under that step is weighed too. */
 static uint64_t patch_floats(const dcz_model *m, size_t batch)
 {
     uint64_t most = 0;
@@ -631,15 +624,6 @@ static dcz_status dcz_gpu_run_dense(const dcz_model *m, uint32_t index, const fl
     return dcz_bias_act__cuda(y, gl->bias, batch, l->out, 1, 0, gpu_act(l), y, st);
 }
 
-/* Whether the chunk product of compressed convolution l reads its
- * patches straight from the input at batch samples: in launches under
- * DCZ_GPU_DIRECT_MIN_OUTPUTS outputs (the batch-1 graphs of small
- * models: a node a layer fewer), where few rows share each patch cell. */
-static int implicit_patches(const dcz_exec_layer *l, size_t batch)
-{
-    return (double)batch * l->geom.out_c * l->geom.out_h * l->geom.out_w < DCZ_GPU_DIRECT_MIN_OUTPUTS;
-}
-
 static dcz_status dcz_gpu_run_conv2d(const dcz_model *m, uint32_t index, const float *const *xs, size_t batch,
                               float *y)
 {
@@ -679,12 +663,9 @@ static dcz_status dcz_gpu_run_conv2d(const dcz_model *m, uint32_t index, const f
                              gl->w, (int)k, &zero, prod, cols)));
         return dcz_bias_act__cuda(prod, gl->bias, batch, g->out_c, pixels, by_rows, gpu_act(l), y, st);
     }
-    /* compressed, one group: one product over the batch's patches, the
-     * activation applied as it writes; the patches read where they fall
-     * in a small launch (one launch, not two), laid out transposed first
-     * in a large one, where each patch cell serves every row */
-    if (implicit_patches(l, batch))
-        return dcz_spmm_patches__cuda(&gl->ch, gl->bias, g, xs[0], batch, y, gpu_act(l), DCZ_GK_SPMM_PARTS, st);
+    /* compressed, one group: the batch's patches transposed in one launch,
+     * then one product over all of them, the activation applied as it
+     * writes */
     const dcz_gplace place = { pixels, out_sample, 1, pixels };
     TRY(dcz_im2col_t__cuda(g, xs[0], batch, col, st));
     return dcz_spmm_chunks__cuda(&gl->ch, gl->bias, col, batch * pixels, y, place, gpu_act(l), DCZ_GK_SPMM_PARTS,

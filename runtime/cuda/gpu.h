@@ -56,12 +56,6 @@ dcz_status dcz_spmv_chunks__cuda(const dcz_gchunks *s, const float *bias, const 
  * samples and their inputs read in two coalesced loads. */
 dcz_status dcz_spmm_chunks__cuda(const dcz_gchunks *s, const float *bias, const float *xt, size_t samples,
                                  float *y, dcz_gplace place, dcz_act act, uint32_t parts, void *stream);
-/* y (batch, out_c, out_h, out_w) = act of the convolution of x (batch,
- * in_c, in_h, in_w) whose rows are S (one group): dcz_spmm_chunks__cuda
- * over the batch's patches, read straight from x where they fall
- * (gpu_kern.h: dcz_gsrc), none laid out first. */
-dcz_status dcz_spmm_patches__cuda(const dcz_gchunks *s, const float *bias, const dcz_conv_geom *g, const float *x,
-                                  size_t batch, float *y, dcz_act act, uint32_t parts, void *stream);
 /* xt (cols, n) = x (n, cols) transposed. */
 dcz_status dcz_transpose__cuda(const float *x, size_t n, uint32_t cols, float *xt, void *stream);
 
@@ -195,11 +189,7 @@ typedef enum dcz_gpu_kernel {
  * ResNet-style 119 / 202 / 368 / 998. Grouped convolutions run
  * direct whatever their planes: their rows are short, and a patch path per
  * group would cost two launches a group. The integer region keeps that
- * rule (DCZ_GPU_DIRECT_MIN_PLANE, then the bound). Float chunk products
- * read their patches straight from the input below the same bound
- * (dcz_spmm_patches__cuda: one launch where the patch path took two) and
- * from patches laid out first at or above it, where each patch cell
- * serves many rows.
+ * rule (DCZ_GPU_DIRECT_MIN_PLANE, then the bound).
  *
  * Float layers above it: a compressed layer at least DCZ_GPU_DENSE_DENSITY
  * full runs on a dense copy of its weights through cuBLAS where the launch

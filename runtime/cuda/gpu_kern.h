@@ -431,58 +431,18 @@ DCZ_HD void dcz_gk_chunk_words(const uint8_t *chunk, uint64_t c, uint32_t w[4])
 #endif
 }
 
-/* Where the products over a batch read their inputs: a batch held
- * transposed, column col of sample j at xt[col samples + j] (a warp's
- * lanes read consecutive samples of a column: coalesced); or, g set, the
- * patches of a convolution of one group read straight from its input x
- * (batch, in_c, in_h, in_w) where they fall, sample j being output pixel
- * j % (out_h out_w) of image j / (out_h out_w), 0 in the padding: no
- * patches laid out first, and no launch for them. */
-typedef struct dcz_gsrc {
-    const float *xt;
-    const dcz_conv_geom *g;
-    const float *x;
-} dcz_gsrc;
-
-/* A lane's view of a source for its samples j and j + 32: with patches,
- * each one's image and window corner, found once. */
-typedef struct dcz_glanes {
-    const float *img[2];
-    int64_t y0[2], x0[2];
-} dcz_glanes;
-
-DCZ_HD void dcz_gk_lanes(const dcz_gsrc *src, uint64_t samples, uint64_t j, dcz_glanes *v)
-{
-    for (int i = 0; src->g && i < 2; i++) {
-        const dcz_conv_geom *g = src->g;
-        const uint64_t pixels = (uint64_t)g->out_h * g->out_w, sj = j + 32u * i < samples ? j + 32u * i : 0;
-        const uint32_t p = (uint32_t)(sj % pixels);
-        v->img[i] = src->x + sj / pixels * ((uint64_t)g->in_c * g->in_h * g->in_w);
-        v->y0[i] = (int64_t)(p / g->out_w) * g->sh - g->ph;
-        v->x0[i] = (int64_t)(p % g->out_w) * g->sw - g->pw;
-    }
-}
-
-/* Column col of the lane's sample j + 32 i (i 0 or 1). */
-DCZ_HD float dcz_gk_src_at(const dcz_gsrc *src, const dcz_glanes *v, uint64_t samples, uint64_t j, uint32_t col,
-                           int i)
-{
-    if (!src->g) return src->xt[(uint64_t)col * samples + j + 32u * i];
-    const int64_t at = dcz_gk_tap_cell(src->g, 0, v->y0[i], v->x0[i], col);
-    return at < 0 ? 0.0f : v->img[i][at];
-}
-
-/* A lane takes samples j and j + 32 (those under samples): sum[i] += the
- * products of chunks [c, c_end) of a row with sample j + 32 i, from
- * column col (the column before chunk c's first step), in entry order.
- * cb: the codebook (shared memory on the device), or NULL. */
+/* The product over a batch held transposed: column col of sample j at
+ * xt[col samples + j] (a warp's lanes read consecutive samples of a
+ * column: coalesced). A lane takes samples j and j + 32 (those under
+ * samples): sum[i] += the products of chunks [c, c_end) of a row with
+ * sample j + 32 i, from column col (the column before chunk c's first
+ * step), in entry order. cb: the codebook (shared memory on the device),
+ * or NULL. */
 #define DCZ_GK_LANE_SAMPLES 2
-DCZ_HD void dcz_gk_chunks_t(const dcz_gchunks *s, const float *cb, const dcz_gsrc *src, uint64_t samples,
-                            uint64_t j, uint32_t c, uint32_t c_end, uint32_t col, float sum[DCZ_GK_LANE_SAMPLES])
+DCZ_HD void dcz_gk_chunks_t(const dcz_gchunks *s, const float *cb, const float *xt, uint64_t samples, uint64_t j,
+                            uint32_t c, uint32_t c_end, uint32_t col, float sum[DCZ_GK_LANE_SAMPLES])
 {
     const int one = j < samples, two = j + 32 < samples;
-    dcz_glanes v;
-    dcz_gk_lanes(src, samples, j, &v);
     for (; c < c_end; c++) {
         uint32_t w[4];
         dcz_gk_chunk_words(s->chunk, c, w);
@@ -491,20 +451,21 @@ DCZ_HD void dcz_gk_chunks_t(const dcz_gchunks *s, const float *cb, const dcz_gsr
             col += st;
             if (st == DCZ_STEP_FILLER) continue;
             const float wt = cb ? cb[dcz_gk_chunk_index(w, e)] : s->val[(uint64_t)c * DCZ_GK_CHUNK + e];
-            if (one) sum[0] += wt * dcz_gk_src_at(src, &v, samples, j, col, 0);
-            if (two) sum[1] += wt * dcz_gk_src_at(src, &v, samples, j, col, 1);
+            const float *xc = xt + (uint64_t)col * samples + j;
+            if (one) sum[0] += wt * xc[0];
+            if (two) sum[1] += wt * xc[32];
         }
     }
 }
 
 /* Row r, samples j and j + 32, of act(S x + bias) in one piece: from the
  * bias, the row's entries in order, as dcz_spmm_ref sums them. */
-DCZ_HD void dcz_gk_chunk_row_t(const dcz_gchunks *s, const float *cb, const float *bias, const dcz_gsrc *src,
+DCZ_HD void dcz_gk_chunk_row_t(const dcz_gchunks *s, const float *cb, const float *bias, const float *xt,
                                uint64_t samples, uint64_t j, uint32_t r, dcz_act act, float y[DCZ_GK_LANE_SAMPLES])
 {
     const float b = bias ? bias[r] : 0.0f;
     float sum[DCZ_GK_LANE_SAMPLES] = { b, b };
-    dcz_gk_chunks_t(s, cb, src, samples, j, s->cptr[r], s->cptr[r + 1], 0, sum);
+    dcz_gk_chunks_t(s, cb, xt, samples, j, s->cptr[r], s->cptr[r + 1], 0, sum);
     for (int i = 0; i < DCZ_GK_LANE_SAMPLES; i++) y[i] = dcz_gk_act(act.op, act.lo, act.hi, sum[i]);
 }
 

@@ -71,10 +71,8 @@ static __global__ void spmv_chunks_kernel(dcz_gchunks s, const float *bias, cons
  * sums from the bias, as dcz_spmm_ref, else part 0 adds the parts' sums in
  * order to the bias. Shared memory: the codebook, then the parts' sums. */
 static __global__ void spmm_chunks_kernel(dcz_gchunks s, const float *bias, const float *__restrict__ xt,
-                                          dcz_conv_geom g, int conv, const float *__restrict__ x,
                                           uint64_t samples, float *y, dcz_gplace place, dcz_act act)
 {
-    const dcz_gsrc src = { xt, conv ? &g : NULL, x };
     extern __shared__ float shared_cb[];
     const float *cb = load_codebook(s, shared_cb);
     float *partial = shared_cb + (s.codebook ? (s.k + 1) / 2 * 2 : 0);
@@ -95,7 +93,7 @@ static __global__ void spmm_chunks_kernel(dcz_gchunks s, const float *bias, cons
         for (int o = 16; o > 0; o >>= 1) col += __shfl_xor_sync(0xffffffffu, col, o);
         const float b = parts == 1 && bias ? bias[r] : 0.0f;
         float sum[DCZ_GK_LANE_SAMPLES] = { b, b };
-        dcz_gk_chunks_t(&s, cb, &src, samples, j, cb0, ce, col, sum);
+        dcz_gk_chunks_t(&s, cb, xt, samples, j, cb0, ce, col, sum);
         if (parts > 1) {
             partial[part * 64 + lane] = sum[0];
             partial[part * 64 + lane + 32] = sum[1];
@@ -167,37 +165,17 @@ extern "C" dcz_status dcz_spmv_chunks__cuda(const dcz_gchunks *s, const float *b
     return dcz_gpu_launched();
 }
 
-/* The product over samples inputs read from xt, or from g's patches of x
- * (g not NULL). */
-static dcz_status launch_spmm(const dcz_gchunks *s, const float *bias, const float *xt, const dcz_conv_geom *g,
-                              const float *x, size_t samples, float *y, dcz_gplace place, dcz_act act,
-                              uint32_t parts, void *stream)
+extern "C" dcz_status dcz_spmm_chunks__cuda(const dcz_gchunks *s, const float *bias, const float *xt,
+                                           size_t samples, float *y, dcz_gplace place, dcz_act act,
+                                           uint32_t parts, void *stream)
 {
     if (s->rows == 0 || samples == 0) return DCZ_OK;
     if (samples > UINT32_MAX || place.per == 0 || parts < 1 || parts > 32) return DCZ_ERR_ARG;
     const uint64_t items = (uint64_t)s->rows * ((samples + 63) / 64);
     const unsigned blocks = (unsigned)(items > 65535 ? 65535 : items);
     const size_t shared = (s->codebook ? (s->k + 1) / 2 * 2 * sizeof(float) : 0) + parts * 64 * sizeof(float);
-    const dcz_conv_geom none = {};
-    spmm_chunks_kernel<<<blocks, 32 * parts, shared, (cudaStream_t)stream>>>(*s, bias, xt, g ? *g : none, g != NULL,
-                                                                           x, samples, y, place, act);
+    spmm_chunks_kernel<<<blocks, 32 * parts, shared, (cudaStream_t)stream>>>(*s, bias, xt, samples, y, place, act);
     return dcz_gpu_launched();
-}
-
-extern "C" dcz_status dcz_spmm_chunks__cuda(const dcz_gchunks *s, const float *bias, const float *xt,
-                                           size_t samples, float *y, dcz_gplace place, dcz_act act,
-                                           uint32_t parts, void *stream)
-{
-    return launch_spmm(s, bias, xt, NULL, NULL, samples, y, place, act, parts, stream);
-}
-
-extern "C" dcz_status dcz_spmm_patches__cuda(const dcz_gchunks *s, const float *bias, const dcz_conv_geom *g,
-                                            const float *x, size_t batch, float *y, dcz_act act, uint32_t parts,
-                                            void *stream)
-{
-    const uint32_t pixels = g->out_h * g->out_w;
-    const dcz_gplace place = { pixels, (uint64_t)g->out_c * pixels, 1, pixels };
-    return launch_spmm(s, bias, NULL, g, x, batch * pixels, y, place, act, parts, stream);
 }
 extern "C" dcz_status dcz_transpose__cuda(const float *x, size_t n, uint32_t cols, float *xt, void *stream)
 {

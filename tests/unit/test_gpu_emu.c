@@ -109,8 +109,7 @@ static void chunk_row_parts(const dcz_gchunks *s, uint32_t parts, const float *b
                             uint64_t samples, uint64_t j, uint32_t r, dcz_act act, float y[2])
 {
     if (parts == 1) {
-        const dcz_gsrc src = { xt, NULL, NULL };
-        dcz_gk_chunk_row_t(s, s->codebook, bias, &src, samples, j, r, act, y);
+        dcz_gk_chunk_row_t(s, s->codebook, bias, xt, samples, j, r, act, y);
         return;
     }
     const uint32_t c0 = s->cptr[r], n = s->cptr[r + 1] - c0;
@@ -124,8 +123,7 @@ static void chunk_row_parts(const dcz_gchunks *s, uint32_t parts, const float *b
             col += dcz_gk_chunk_span(w);
         }
         float sum[2] = { 0.0f, 0.0f };
-        const dcz_gsrc src = { xt, NULL, NULL };
-        dcz_gk_chunks_t(s, s->codebook, &src, samples, j, cb, ce, col, sum);
+        dcz_gk_chunks_t(s, s->codebook, xt, samples, j, cb, ce, col, sum);
         total[0] += sum[0];
         total[1] += sum[1];
     }
@@ -153,12 +151,11 @@ static size_t off(const char *what, const dcz_conv_geom *g, const float *got, co
  * convolutions run direct): the batch's patches transposed, element (kk,
  * b pixels + p) by dcz_gk_patch_t (checked against dcz_im2col's element p
  * k + kk of sample b), then the chunk rows over the B pixels transposed
- * patches (dcz_gk_chunk_row_t, two samples a lane), or over the patches
- * read where they fall in x (implicit: dcz_gsrc with the geometry), each
- * output where dcz_gk_place puts it, as gpu.c's dcz_gpu_run_conv2d lays
- * them out in y (B, out_c, pixels). */
+ * patches (dcz_gk_chunk_row_t, two samples a lane), each output where
+ * dcz_gk_place puts it, as gpu.c's dcz_gpu_run_conv2d lays them out in y
+ * (B, out_c, pixels). */
 static size_t patch_path(const dcz_conv_geom *g, const dcz_sparse *s, const float *bias, const float *x, size_t B,
-                         int implicit, float *y)
+                         float *y)
 {
     const uint32_t pixels = g->out_h * g->out_w, k = g->in_c * g->kh * g->kw;
     const size_t xin = (size_t)g->in_c * g->in_h * g->in_w, per = (size_t)pixels * k, n = B * pixels;
@@ -180,8 +177,7 @@ static size_t patch_path(const dcz_conv_geom *g, const dcz_sparse *s, const floa
         for (uint32_t lane = 0; lane < 32 && j0 + lane < n; lane++)
             for (uint32_t r = 0; r < g->out_c; r++) {
                 float v[DCZ_GK_LANE_SAMPLES];
-                const dcz_gsrc src = { implicit ? NULL : colt, implicit ? g : NULL, implicit ? x : NULL };
-                dcz_gk_chunk_row_t(&ch, ch.codebook, bias, &src, n, j0 + lane, r, none, v);
+                dcz_gk_chunk_row_t(&ch, ch.codebook, bias, colt, n, j0 + lane, r, none, v);
                 y[dcz_gk_place(&place, (uint32_t)(j0 + lane), r)] = v[0];
                 if (j0 + lane + 32 < n) y[dcz_gk_place(&place, (uint32_t)(j0 + lane + 32), r)] = v[1];
             }
@@ -216,11 +212,9 @@ static void conv_case(const dcz_conv_geom *g, double density, uint32_t k, tally 
         for (uint32_t i = 0; i < yout; i++) y[b * yout + i] = dcz_gk_conv_dense(g, m.dense, bias, x + b * xin, i);
     t->dense += off("dense", g, y, ref, mag, B * yout);
     if (dcz_conv_groups(g) == 1) {
-        for (int implicit = 0; implicit < 2; implicit++) {
-            for (size_t i = 0; i < B * yout; i++) y[i] = NAN;   /* every output written */
-            t->patches += patch_path(g, &m.sp, bias, x, B, implicit, y);
-            t->patches += off(implicit ? "patches in place" : "patches", g, y, ref, mag, B * yout);
-        }
+        for (size_t i = 0; i < B * yout; i++) y[i] = NAN;   /* every output written */
+        t->patches += patch_path(g, &m.sp, bias, x, B, y);
+        t->patches += off("patches", g, y, ref, mag, B * yout);
     }
     t->cases++;
     free(x); free(xa); free(wa); free(bias); free(ba); free(ref); free(mag); free(y);
@@ -419,8 +413,7 @@ static void test_chunk_rows(void)
                         badb += memcmp(&y[0], &ref[j * rows + r], sizeof *y) != 0;
                         badb += memcmp(&y[1], &ref[(j + 32) * rows + r], sizeof *y) != 0;
                         if (j + 64 < B) {   /* the next 64 samples' warp */
-                            const dcz_gsrc src = { xt, NULL, NULL };
-                            dcz_gk_chunk_row_t(&ch, ch.codebook, bias, &src, B, j + 64, r, relu, y);
+                            dcz_gk_chunk_row_t(&ch, ch.codebook, bias, xt, B, j + 64, r, relu, y);
                             badb += memcmp(&y[0], &ref[(j + 64) * rows + r], sizeof *y) != 0;
                         }
                     }
