@@ -30,7 +30,9 @@
 # status: 0 when every check passed.
 #   bash scripts/gpu-check.sh [OUT]
 # Environment: STEPS="build tests models bench torch sanitizers" (the
-# default: all six) runs those steps alone; TORCH=0 skips step 5; DATA=dir trains and evaluates on the IDX files in dir
+# default: all six) runs those steps alone; BENCH_GPU=0 leaves bench_gpu out
+# of step 4, PER_LAYER=0 the layer-by-layer times of steps 4 and 5; TORCH=0
+# skips step 5; DATA=dir trains and evaluates on the IDX files in dir
 # (default: Debian's fashion-mnist); ARCHS="lenet5 resnet" makes and checks
 # those models of step 3 alone (default: all four); MODELS=dir takes the
 # models of step 3 from dir (ARCH.dcz, ARCH-small.dcz, ARCH-int8.dcz and
@@ -98,7 +100,7 @@ for arch in $(want models && echo "$ARCH_LIST"); do
 done
 
 step "benchmarks"
-want bench && check bench_gpu bash -c "timeout 300 build/bench/bench_gpu $M/*-small.dcz | tee '$OUT/bench_gpu.txt'; exit \${PIPESTATUS[0]}"
+want bench && [ "${BENCH_GPU:-1}" != 0 ] && check bench_gpu bash -c "timeout 300 build/bench/bench_gpu $M/*-small.dcz | tee '$OUT/bench_gpu.txt'; exit \${PIPESTATUS[0]}"
 # the median of dcz bench FILE on the GPU at batch B, microseconds
 gpu_us() {
     timeout 120 ./bin/dcz bench "$1" --device gpu --batch "$2" --json -q |
@@ -111,6 +113,15 @@ for arch in $(want bench && echo "$ARCH_LIST"); do
         printf '%-34s %12s %12s\n' "$f" "$(gpu_us "$M/$f.dcz" 1)" "$(gpu_us "$M/$f.dcz" 64)"
     done
 done | tee -a "$OUT/bench_models.txt"
+# where the time goes: each layer's device time, dense and compressed
+for arch in $(want bench && [ "${PER_LAYER:-1}" != 0 ] && echo "$ARCH_LIST"); do
+    for f in "$arch" "$arch-small"; do
+        for b in 1 64; do
+            [ -f "$M/$f.dcz" ] && timeout 120 ./bin/dcz bench "$M/$f.dcz" --device gpu --batch $b --runs 20 --per-layer -q \
+                > "$OUT/layers-$f-b$b.txt" 2>&1
+        done
+    done
+done
 
 step "whole models against PyTorch on this GPU"
 if [ "${TORCH:-1}" = 0 ] || ! want torch; then
@@ -143,7 +154,7 @@ else
         done
     } | tee "$OUT/bench_torch.txt"
     # where the time goes: each layer's device time (dcz bench --per-layer)
-    for n in resnet18 mobilenet_v2; do
+    for n in $([ "${PER_LAYER:-1}" != 0 ] && echo resnet18 mobilenet_v2); do
         for f in $n $n-small; do
             for b in 1 64; do
                 timeout 120 ./bin/dcz bench "$TV/$f.dcz" --device gpu --batch $b --runs 20 --per-layer -q \

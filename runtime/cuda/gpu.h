@@ -70,7 +70,7 @@ dcz_status dcz_conv2d_sparse__cuda(const dcz_conv_geom *g, const dcz_gsparse *s,
 dcz_status dcz_conv2d_dense__cuda(const dcz_conv_geom *g, const float *w, const float *bias,
                                   const float *x, size_t batch, dcz_act act, float *y, void *stream);
 /* colt (in_c kh kw, batch out_h out_w) = the patches of the batch x of a
- * convolution of one group, transposed (dcz_gk_patch_t): what cuBLAS and
+ * convolution of one group, transposed (dcz_gk_patch_taps): what cuBLAS and
  * dcz_spmm_chunks__cuda read. */
 dcz_status dcz_im2col_t__cuda(const dcz_conv_geom *g, const float *x, size_t batch, float *colt, void *stream);
 /* Max (avg 0) or average (avg 1) pool of x (batch, in_c, in_h, in_w). */

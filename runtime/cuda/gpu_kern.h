@@ -127,13 +127,22 @@ DCZ_HD float dcz_gk_conv_sparse(const dcz_conv_geom *g, const dcz_gsparse *s, co
     int64_t y0, x0;
     const uint32_t oc = dcz_gk_conv_out(g, i, &ic0, &y0, &x0);
     float sum = bias ? bias[oc] : 0.0f;
-    uint32_t col = 0;
+    /* the column as its input channel ic0 + c and tap r, carried from entry
+     * to entry (a division only where a step crosses a channel) */
+    const uint32_t taps = g->kh * g->kw;
+    uint32_t c = 0, r = 0;
     for (uint32_t e = s->row_ptr[oc]; e < s->row_ptr[oc + 1]; e++) {
         const uint32_t st = s->step[e];
-        col += st;
+        r += st;
+        if (r >= taps) {
+            c += r / taps;
+            r %= taps;
+        }
         if (st == DCZ_STEP_FILLER) continue;
-        const int64_t at = dcz_gk_tap_cell(g, ic0, y0, x0, col);
-        if (at >= 0) sum += (s->idx ? s->codebook[s->idx[e]] : s->val[e]) * x[at];
+        const uint32_t ky = r / g->kw;
+        const int64_t iy = y0 + ky, ix = x0 + (r - ky * g->kw);
+        if (iy < 0 || iy >= g->in_h || ix < 0 || ix >= g->in_w) continue;
+        sum += (s->idx ? s->codebook[s->idx[e]] : s->val[e]) * x[((int64_t)(ic0 + c) * g->in_h + iy) * g->in_w + ix];
     }
     return sum;
 }
@@ -149,9 +158,17 @@ DCZ_HD float dcz_gk_conv_dense(const dcz_conv_geom *g, const float *w, const flo
     const uint32_t groups = g->group ? g->group : 1, cols = g->in_c / groups * g->kh * g->kw;
     const float *row = w + (size_t)oc * cols;
     float sum = bias ? bias[oc] : 0.0f;
-    for (uint32_t col = 0; col < cols; col++) {
-        const int64_t at = dcz_gk_tap_cell(g, ic0, y0, x0, col);
-        if (at >= 0) sum += row[col] * x[at];
+    /* the columns in order, (c, ky, kx) nested: no division a tap */
+    uint32_t col = 0;
+    for (uint32_t c = 0; c < g->in_c / groups; c++) {
+        const float *xc = x + (size_t)(ic0 + c) * g->in_h * g->in_w;
+        for (uint32_t ky = 0; ky < g->kh; ky++) {
+            const int64_t iy = y0 + ky;
+            for (uint32_t kx = 0; kx < g->kw; kx++, col++) {
+                const int64_t ix = x0 + kx;
+                if (iy >= 0 && iy < g->in_h && ix >= 0 && ix < g->in_w) sum += row[col] * xc[iy * g->in_w + ix];
+            }
+        }
     }
     return sum;
 }
@@ -166,16 +183,26 @@ DCZ_HD int64_t dcz_gk_patch_cell(const dcz_conv_geom *g, uint32_t i)
     return dcz_gk_tap_cell(g, 0, y0, x0, i % k);
 }
 
-/* Element (kk, p) of one sample's patches transposed, (in_c kh kw,
- * out_h out_w) (one group; 0 in the padding): patch column kk of output
- * pixel p, dcz_im2col's element p (in_c kh kw) + kk. A launch over a
- * batch lays samples side by side, (in_c kh kw, batch out_h out_w): what
- * the chunk products and cuBLAS read, kk the same for a block's threads. */
-DCZ_HD float dcz_gk_patch_t(const dcz_conv_geom *g, const float *x, uint32_t kk, uint32_t p)
+/* The kh kw patch cells of input channel ic for output pixel p of one
+ * sample x (one group; 0 in the padding), tap t = ky kw + kx into
+ * out[t stride]: column p of rows ic kh kw .. of the sample's patches
+ * transposed, (in_c kh kw, out_h out_w), dcz_im2col's elements p (in_c kh
+ * kw) + ic kh kw + t. A launch over a batch lays samples side by side,
+ * (in_c kh kw, batch out_h out_w), stride batch out_h out_w: what cuBLAS
+ * and the chunk products read. */
+DCZ_HD void dcz_gk_patch_taps(const dcz_conv_geom *g, const float *x, uint32_t ic, uint32_t p, float *out,
+                              uint64_t stride)
 {
     const int64_t y0 = (int64_t)(p / g->out_w) * g->sh - g->ph, x0 = (int64_t)(p % g->out_w) * g->sw - g->pw;
-    const int64_t at = dcz_gk_tap_cell(g, 0, y0, x0, kk);
-    return at < 0 ? 0.0f : x[at];
+    const float *xc = x + (size_t)ic * g->in_h * g->in_w;
+    uint64_t t = 0;
+    for (uint32_t ky = 0; ky < g->kh; ky++) {
+        const int64_t iy = y0 + ky;
+        for (uint32_t kx = 0; kx < g->kw; kx++, t++) {
+            const int64_t ix = x0 + kx;
+            out[t * stride] = iy >= 0 && iy < g->in_h && ix >= 0 && ix < g->in_w ? xc[iy * g->in_w + ix] : 0.0f;
+        }
+    }
 }
 
 /* Output i (of in_c out_h out_w) of one sample of a max pool (avg 0) or an

@@ -36,19 +36,20 @@ static __global__ void conv_dense_kernel(dcz_conv_geom g, const float *w, const 
     }
 }
 
-/* A block a row kk of the patches (blockIdx.y) and a run of pixels of one
- * sample (blockIdx.z), looping past 65535 rows or samples: the row's tap,
- * the same for all its threads, read at consecutive pixels, written
- * coalesced. */
+/* A thread a (sample, pixel) column j of the patches (x) and an input
+ * channel (y, looping past 65535): its kh kw rows, read at consecutive
+ * pixels and written coalesced across the warp. */
 static __global__ void im2col_t_kernel(dcz_conv_geom g, const float *x, uint64_t batch, float *colt)
 {
-    const uint32_t pixels = g.out_h * g.out_w, p = blockIdx.x * blockDim.x + threadIdx.x;
-    const uint32_t k = g.in_c * g.kh * g.kw;
-    if (p >= pixels) return;
-    const uint64_t in_sample = (uint64_t)g.in_c * g.in_h * g.in_w, cols = batch * pixels;
-    for (uint32_t kk = blockIdx.y; kk < k; kk += gridDim.y)
-        for (uint64_t b = blockIdx.z; b < batch; b += gridDim.z)
-            colt[kk * cols + b * pixels + p] = dcz_gk_patch_t(&g, x + b * in_sample, kk, p);
+    const uint32_t pixels = g.out_h * g.out_w, taps = g.kh * g.kw;
+    const uint64_t cols = batch * pixels, in_sample = (uint64_t)g.in_c * g.in_h * g.in_w;
+    for (uint64_t j = (uint64_t)blockIdx.x * blockDim.x + threadIdx.x; j < cols; j += (uint64_t)gridDim.x * blockDim.x) {
+        /* 32-bit division where the columns allow */
+        const uint64_t b = cols <= UINT32_MAX ? (uint32_t)j / pixels : j / pixels;
+        const uint32_t p = (uint32_t)(j - b * pixels);
+        for (uint32_t ic = blockIdx.y; ic < g.in_c; ic += gridDim.y)
+            dcz_gk_patch_taps(&g, x + b * in_sample, ic, p, colt + (uint64_t)ic * taps * cols + j, cols);
+    }
 }
 
 static __global__ void pool_kernel(dcz_conv_geom g, int avg, int cip, const float *x, uint64_t batch, float *y)
@@ -85,10 +86,9 @@ extern "C" dcz_status dcz_conv2d_dense__cuda(const dcz_conv_geom *g, const float
 extern "C" dcz_status dcz_im2col_t__cuda(const dcz_conv_geom *g, const float *x, size_t batch, float *colt,
                                          void *stream)
 {
-    const uint32_t pixels = g->out_h * g->out_w, k = g->in_c * g->kh * g->kw;
-    if (batch == 0 || pixels == 0 || k == 0) return DCZ_OK;
-    const dim3 grid((pixels + DCZ_GPU_BLOCK - 1) / DCZ_GPU_BLOCK, k < 65535 ? k : 65535,
-                    (unsigned)(batch < 65535 ? batch : 65535));
+    const uint64_t cols = (uint64_t)batch * g->out_h * g->out_w;
+    if (cols == 0 || g->in_c == 0 || g->kh * g->kw == 0) return DCZ_OK;
+    const dim3 grid(dcz_gpu_blocks(cols), g->in_c < 65535 ? g->in_c : 65535);
     im2col_t_kernel<<<grid, DCZ_GPU_BLOCK, 0, (cudaStream_t)stream>>>(*g, x, batch, colt);
     return dcz_gpu_launched();
 }

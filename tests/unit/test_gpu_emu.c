@@ -15,7 +15,7 @@
  *   dense direct convolution (grouped layers with dense weights) likewise;
  * - the backend's choice of convolution kernel (dcz_gpu_pick);
  * - the patch path the GPU takes on small planes of one group: each
- *   sample's patches transposed (dcz_gk_patch_t, equal to dcz_im2col's) times the rows
+ *   sample's patches transposed (dcz_gk_patch_taps, equal to dcz_im2col's) times the rows
  *   (dcz_gk_sparse_row) over the batch's patches, each output where
  *   dcz_gk_place puts it as gpu.c lays it out, against the same reference;
  * - sparse rows against dcz_spmm_ref, pools and the global mean against
@@ -148,9 +148,9 @@ static size_t off(const char *what, const dcz_conv_geom *g, const float *got, co
 }
 
 /* The GPU's patch path over a batch of B samples x (one group: grouped
- * convolutions run direct): the batch's patches transposed, element (kk,
- * b pixels + p) by dcz_gk_patch_t (checked against dcz_im2col's element p
- * k + kk of sample b), then the chunk rows over the B pixels transposed
+ * convolutions run direct): the batch's patches transposed, the kh kw
+ * rows of each input channel at column b pixels + p by dcz_gk_patch_taps
+ * (checked against dcz_im2col's elements of sample b), then the chunk rows over the B pixels transposed
  * patches (dcz_gk_chunk_row_t, two samples a lane), each output where
  * dcz_gk_place puts it, as gpu.c's dcz_gpu_run_conv2d lays them out in y
  * (B, out_c, pixels). */
@@ -161,14 +161,16 @@ static size_t patch_path(const dcz_conv_geom *g, const dcz_sparse *s, const floa
     const size_t xin = (size_t)g->in_c * g->in_h * g->in_w, per = (size_t)pixels * k, n = B * pixels;
     float *want = malloc(per * sizeof *want + 1), *colt = malloc(B * per * sizeof *colt + 1);
     size_t bad = 0;
+    const uint32_t taps = g->kh * g->kw;
+    for (size_t i = 0; i < B * per; i++) colt[i] = NAN;   /* every cell written */
     for (size_t b = 0; b < B; b++) {
+        for (uint32_t ic = 0; ic < g->in_c; ic++)
+            for (uint32_t p = 0; p < pixels; p++)
+                dcz_gk_patch_taps(g, x + b * xin, ic, p, colt + (size_t)ic * taps * n + b * pixels + p, n);
         dcz_im2col(g, x + b * xin, want);
         for (uint32_t kk = 0; kk < k; kk++)
-            for (uint32_t p = 0; p < pixels; p++) {
-                const float v = dcz_gk_patch_t(g, x + b * xin, kk, p);
-                colt[kk * n + b * pixels + p] = v;
-                bad += memcmp(&v, &want[(size_t)p * k + kk], sizeof v) != 0;
-            }
+            for (uint32_t p = 0; p < pixels; p++)
+                bad += memcmp(&colt[kk * n + b * pixels + p], &want[(size_t)p * k + kk], sizeof *want) != 0;
     }
     dcz_gchunks ch = chunks_of(s);
     const dcz_act none = { 0, 0.0f, 0.0f };
