@@ -409,24 +409,32 @@ static double graph_us(const gpu *g, const dev_layer *d, int method, int batch)
     return t[GRAPH_REPS / 2];
 }
 
+/* The median microseconds between the event pairs g->ev[2 i], g->ev[2 i +
+ * 1] for i under runs (at most RUNS), recorded on g's stream around runs
+ * calls. */
+static double events_median_us(const gpu *g, int runs)
+{
+    double t[RUNS];
+    CK(cudaStreamSynchronize(g->stream));
+    for (int i = 0; i < runs; i++) {
+        float ms = 0;
+        CK(cudaEventElapsedTime(&ms, g->ev[2 * i], g->ev[2 * i + 1]));
+        t[i] = ms * 1e3;
+    }
+    qsort(t, (size_t)runs, sizeof *t, bench_cmp_double);
+    return t[runs / 2];
+}
+
 /* Median microseconds of one call of method, by CUDA events. */
 static double time_us(const gpu *g, const dev_layer *d, int method, int batch)
 {
-    double t[RUNS];
     for (int i = 0; i < WARMUP; i++) run_once(g, d, method, batch, i % NBUF);
     for (int i = 0; i < RUNS; i++) {
         CK(cudaEventRecord(g->ev[2 * i], g->stream));
         run_once(g, d, method, batch, i % NBUF);
         CK(cudaEventRecord(g->ev[2 * i + 1], g->stream));
     }
-    CK(cudaStreamSynchronize(g->stream));
-    for (int i = 0; i < RUNS; i++) {
-        float ms = 0;
-        CK(cudaEventElapsedTime(&ms, g->ev[2 * i], g->ev[2 * i + 1]));
-        t[i] = ms * 1e3;
-    }
-    qsort(t, RUNS, sizeof *t, bench_cmp_double);
-    return t[RUNS / 2];
+    return events_median_us(g, RUNS);
 }
 
 /* dcz's and cuSPARSE's products of input buffer 0 (x0 on the host) against
@@ -534,21 +542,13 @@ static void conv_op(const gpu *g, const conv_case *c, int op)
 
 static double conv_op_us(const gpu *g, const conv_case *c, int op)
 {
-    double t[CONV_RUNS];
     for (int i = 0; i < 3; i++) conv_op(g, c, op);
     for (int i = 0; i < CONV_RUNS; i++) {
         CK(cudaEventRecord(g->ev[2 * i], g->stream));
         conv_op(g, c, op);
         CK(cudaEventRecord(g->ev[2 * i + 1], g->stream));
     }
-    CK(cudaStreamSynchronize(g->stream));
-    for (int i = 0; i < CONV_RUNS; i++) {
-        float ms = 0;
-        CK(cudaEventElapsedTime(&ms, g->ev[2 * i], g->ev[2 * i + 1]));
-        t[i] = ms * 1e3;
-    }
-    qsort(t, CONV_RUNS, sizeof *t, bench_cmp_double);
-    return t[CONV_RUNS / 2];
+    return events_median_us(g, CONV_RUNS);
 }
 
 static float *dev_random(rng *r, size_t n)

@@ -222,6 +222,23 @@ static uint64_t prod_floats(const dcz_model *m, size_t batch)
     return most;
 }
 
+/* A compressed matrix's rows on the device, as the execution form holds
+ * them: row pointers (rows + 1), column steps and codebook indices
+ * (entries each; idx NULL without a codebook). */
+static dcz_status upload_rows(dcz_gpu *g, uint32_t rows, uint32_t entries, const uint32_t *row_ptr,
+                              const uint8_t *step, const uint8_t *idx, const uint32_t **d_row_ptr,
+                              const uint8_t **d_step, const uint8_t **d_idx)
+{
+    const void *p;
+    TRY(upload(g, row_ptr, ((size_t)rows + 1) * sizeof *row_ptr, &p));
+    *d_row_ptr = p;
+    TRY(upload(g, step, entries, &p));
+    *d_step = p;
+    TRY(upload(g, idx, entries, &p));
+    *d_idx = p;
+    return DCZ_OK;
+}
+
 /* n int16 values of an 8-bit scheme (within +-127) as int8, on the device. */
 static dcz_status upload_i8(dcz_gpu *g, const int16_t *h, size_t n, const int8_t **out)
 {
@@ -266,12 +283,7 @@ static dcz_status upload_qlayer(dcz_gpu *g, const dcz_model *m, uint32_t i)
     d->rows = q->rows;
     d->cols = q->cols;
     d->k = q->idx ? q->k : 0;
-    TRY(upload(g, q->row_ptr, ((size_t)q->rows + 1) * sizeof(uint32_t), &p));
-    d->row_ptr = p;
-    TRY(upload(g, q->step, q->entries, &p));
-    d->step = p;
-    TRY(upload(g, q->idx, q->entries, &p));
-    d->idx = p;
+    TRY(upload_rows(g, q->rows, q->entries, q->row_ptr, q->step, q->idx, &d->row_ptr, &d->step, &d->idx));
     TRY(upload_i8(g, q->idx ? q->qtab : NULL, (size_t)q->rows * q->k, &d->qtab));
     TRY(upload_i8(g, q->idx ? NULL : q->qval, q->entries, &d->qval));
     /* every sum of an 8-bit scheme, the bias in it, fits 32 bits (qload.c) */
@@ -343,12 +355,7 @@ static dcz_status upload_layer(dcz_gpu *g, const dcz_model *m, uint32_t i)
     d->cols = s->cols;
     d->k = s->k;
     d->codebook = codebook;
-    TRY(upload(g, s->row_ptr, ((size_t)s->rows + 1) * sizeof(uint32_t), &p));
-    d->row_ptr = p;
-    TRY(upload(g, s->step, s->entries, &p));
-    d->step = p;
-    TRY(upload(g, s->idx, s->entries, &p));
-    d->idx = p;
+    TRY(upload_rows(g, s->rows, s->entries, s->row_ptr, s->step, s->idx, &d->row_ptr, &d->step, &d->idx));
     TRY(upload(g, s->val, (size_t)s->entries * sizeof(float), &p));
     d->val = p;
     return DCZ_OK;
