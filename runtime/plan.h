@@ -106,8 +106,8 @@ typedef enum dcz_kernel {
     DCZ_K_QMEAN_RESCALE, DCZ_K_QMEAN_RESCALE_REF, /* ... to another scale */
     DCZ_K_QCOPY,
     DCZ_K_QADD, DCZ_K_QADD_REF,
-    DCZ_K_QMUL_REF,
-    DCZ_K_QCONCAT_REF,
+    DCZ_K_QMUL, DCZ_K_QMUL_REF,
+    DCZ_K_QCONCAT, DCZ_K_QCONCAT_REF,
     DCZ_K_QGATHER_REF,
     DCZ_K_QTABLE, DCZ_K_QTABLE_REF,
     /* the integer region: fully connected layers */

@@ -345,11 +345,17 @@ static void run_mul(const dcz_model *m, const dcz_exec_layer *l, const float *co
     dcz_mul(xs[0], xs[1], batch, factors, l->in / factors, y);
 }
 
+/* The widths of layer l's inputs (a sample's elements each). */
+static void input_widths(const dcz_model *m, const dcz_exec_layer *l, uint32_t width[DCZ_MAX_INPUTS])
+{
+    for (uint32_t k = 0; k < l->nin; k++) width[k] = m->tensors[l->tin[k]].width;
+}
+
 static void run_concat_ref(const dcz_model *m, const dcz_exec_layer *l, const float *const *xs,
                            size_t batch, float *y)
 {
     uint32_t width[DCZ_MAX_INPUTS];
-    for (uint32_t k = 0; k < l->nin; k++) width[k] = m->tensors[l->tin[k]].width;
+    input_widths(m, l, width);
     dcz_concat_ref(xs, width, l->nin, batch, y);
 }
 
@@ -567,6 +573,13 @@ static void qrun_add_ref(const dcz_model *m, uint32_t index, const void *const *
     dcz_qadd_ref(xs[0], xs[1], batch * l->in, l->in_mult, l->in_shift, m->qmax, y);
 }
 
+static void qrun_mul(const dcz_model *m, uint32_t index, const void *const *xs, size_t batch, void *y)
+{
+    const dcz_exec_layer *l = &m->layers[index];
+    const uint32_t factors = m->tensors[l->tin[1]].width;
+    dcz_qmul(xs[0], xs[1], batch, factors, l->in / factors, l->in_mult[0], l->in_shift[0], m->qmax, y);
+}
+
 static void qrun_mul_ref(const dcz_model *m, uint32_t index, const void *const *xs, size_t batch, void *y)
 {
     const dcz_exec_layer *l = &m->layers[index];
@@ -574,12 +587,20 @@ static void qrun_mul_ref(const dcz_model *m, uint32_t index, const void *const *
     dcz_qmul_ref(xs[0], xs[1], batch, factors, l->in / factors, l->in_mult[0], l->in_shift[0], m->qmax, y);
 }
 
+static void qrun_concat(const dcz_model *m, uint32_t index, const void *const *xs, size_t batch, void *y)
+{
+    const dcz_exec_layer *l = &m->layers[index];
+    uint32_t width[DCZ_MAX_INPUTS];
+    input_widths(m, l, width);
+    dcz_qconcat((const dcz_q *const *)xs, width, l->nin, batch, l->in_mult, l->in_shift, m->qmax, y);
+}
+
 static void qrun_concat_ref(const dcz_model *m, uint32_t index, const void *const *xs, size_t batch,
                             void *y)
 {
     const dcz_exec_layer *l = &m->layers[index];
     uint32_t width[DCZ_MAX_INPUTS];
-    for (uint32_t k = 0; k < l->nin; k++) width[k] = m->tensors[l->tin[k]].width;
+    input_widths(m, l, width);
     dcz_qconcat_ref((const dcz_q *const *)xs, width, l->nin, batch, l->in_mult, l->in_shift, m->qmax, y);
 }
 
@@ -674,7 +695,9 @@ static const struct {
     [DCZ_K_QCOPY] = { NULL, qrun_copy, NULL, 0 },
     [DCZ_K_QADD] = { NULL, FAST(qrun_add), NULL, 0 },
     [DCZ_K_QADD_REF] = { NULL, qrun_add_ref, NULL, 1 },
+    [DCZ_K_QMUL] = { NULL, FAST(qrun_mul), NULL, 0 },
     [DCZ_K_QMUL_REF] = { NULL, qrun_mul_ref, NULL, 1 },
+    [DCZ_K_QCONCAT] = { NULL, FAST(qrun_concat), NULL, 0 },
     [DCZ_K_QCONCAT_REF] = { NULL, qrun_concat_ref, NULL, 1 },
     [DCZ_K_QGATHER_REF] = { NULL, qrun_gather_ref, NULL, 1 },
     [DCZ_K_QTABLE] = { NULL, FAST(qrun_table), NULL, 0 },

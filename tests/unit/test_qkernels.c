@@ -921,6 +921,86 @@ static void test_qtable(void)
     CHECK(bad == 0, "qtable differs from the reference in %zu elements", bad);
 }
 
+/* dcz_qconcat and each variant this machine runs against the reference:
+ * 1 to 5 inputs of widths across the vectors' steps (1 to 70), batches 1
+ * to 3, both ranges, every shift up to 63 (past 62 the variants decline
+ * and dcz_qconcat takes the reference), any multiplier, inputs already on
+ * the output's scale (mult 2^shift, copied) among them */
+static void test_qconcat(void)
+{
+    enum { W = 70, NIN = 5, B = 3 };
+    static dcz_q in[NIN][B * W], want[B * NIN * W], got[B * NIN * W];
+    const dcz_isa isas[] = { DCZ_ISA_AVX512, DCZ_ISA_AVX2 };
+    size_t bad = 0, runs = 0, copies = 0;
+    for (int round = 0; round < 400; round++) {
+        const int32_t qmax = round & 1 ? 32767 : 127;
+        const uint32_t nin = 1 + (uint32_t)(rnd() % NIN);
+        const size_t batch = 1 + (size_t)(rnd() % B);
+        uint32_t width[NIN];
+        int32_t mult[NIN];
+        uint8_t shift[NIN];
+        const dcz_q *xs[NIN];
+        size_t n = 0;
+        for (uint32_t k = 0; k < nin; k++) {
+            width[k] = 1 + (uint32_t)(rnd() % W);
+            shift[k] = (uint8_t)(round % 9 == 0 ? 63 : rnd() % 63);
+            const int same = rnd() % 4 == 0 && shift[k] <= 30;
+            mult[k] = same ? (int32_t)1 << shift[k] : (int32_t)(rnd() >> 33);
+            copies += same;
+            for (size_t i = 0; i < batch * width[k]; i++)
+                in[k][i] = (dcz_q)((int32_t)(rnd() % (2 * (uint64_t)qmax + 1)) - qmax);
+            xs[k] = in[k];
+            n += batch * width[k];
+        }
+        dcz_qconcat_ref(xs, width, nin, batch, mult, shift, qmax, want);
+        for (size_t v = 0; v <= sizeof isas / sizeof *isas; v++) {
+            /* v past the variants: dcz_qconcat itself */
+            for (size_t i = 0; i < n; i++) got[i] = (dcz_q)0x5555;
+            if (v == sizeof isas / sizeof *isas) dcz_qconcat(xs, width, nin, batch, mult, shift, qmax, got);
+            else if (!dcz_qconcat_isa(isas[v], xs, width, nin, batch, mult, shift, qmax, got)) continue;
+            runs++;
+            bad += diff_q("qconcat", "", got, want, n);
+        }
+    }
+    CHECK(bad == 0, "qconcat differs from the reference in %zu elements", bad);
+    CHECK(copies > 100, "only %zu inputs already on the output's scale", copies);
+    CHECK(runs >= 400, "qconcat ran %zu times", runs);
+}
+
+/* dcz_qmul and each variant this machine runs against the reference:
+ * batches 1 to 3 of 1 to 9 channels, planes across the vectors' steps
+ * (1 to 70), both ranges (x f up to 32767^2), every shift up to 63 (past
+ * 62 the variants decline), any multiplier */
+static void test_qmul(void)
+{
+    enum { P = 70, C = 9, B = 3 };
+    static dcz_q x[B * C * P], f[B * C], want[B * C * P], got[B * C * P];
+    const dcz_isa isas[] = { DCZ_ISA_AVX512, DCZ_ISA_AVX2 };
+    size_t bad = 0, runs = 0;
+    for (int round = 0; round < 300; round++) {
+        const int32_t qmax = round & 1 ? 32767 : 127;
+        const size_t batch = 1 + (size_t)(rnd() % B);
+        const uint32_t channels = 1 + (uint32_t)(rnd() % C), plane = 1 + (uint32_t)(rnd() % P);
+        const int32_t mult = (int32_t)(rnd() >> 33);
+        const uint8_t shift = (uint8_t)(round % 11 == 0 ? 63 : rnd() % 63);
+        const size_t n = batch * channels * plane;
+        for (size_t i = 0; i < n; i++) x[i] = (dcz_q)((int32_t)(rnd() % (2 * (uint64_t)qmax + 1)) - qmax);
+        for (size_t i = 0; i < batch * channels; i++)
+            f[i] = (dcz_q)((int32_t)(rnd() % (2 * (uint64_t)qmax + 1)) - qmax);
+        if (round % 5 == 0) x[0] = f[0] = (dcz_q)(round & 2 ? qmax : -qmax);   /* the largest product */
+        dcz_qmul_ref(x, f, batch, channels, plane, mult, shift, qmax, want);
+        for (size_t v = 0; v <= sizeof isas / sizeof *isas; v++) {
+            for (size_t i = 0; i < n; i++) got[i] = (dcz_q)0x5555;
+            if (v == sizeof isas / sizeof *isas) dcz_qmul(x, f, batch, channels, plane, mult, shift, qmax, got);
+            else if (!dcz_qmul_isa(isas[v], x, f, batch, channels, plane, mult, shift, qmax, got)) continue;
+            runs++;
+            bad += diff_q("qmul", "", got, want, n);
+        }
+    }
+    CHECK(bad == 0, "qmul differs from the reference in %zu elements", bad);
+    CHECK(runs >= 300, "qmul ran %zu times", runs);
+}
+
 /* dcz_qadd and each variant this machine runs against the reference:
  * both ranges, every shift up to 62 (and past it, where the variants
  * decline and dcz_qadd takes the reference), any multiplier, in place too,
@@ -1329,6 +1409,8 @@ int main(void)
     RUNQ(test_quantize);
     RUNQ(test_qrelu);
     RUNQ(test_qadd);
+    RUNQ(test_qconcat);
+    RUNQ(test_qmul);
     RUNQ(test_qclamp);
     RUNQ(test_qtable);
     RUNQ(test_qpools_by_hand);

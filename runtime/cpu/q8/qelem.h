@@ -40,10 +40,25 @@ void dcz_qclamp(dcz_q *x, size_t n, int32_t lo, int32_t hi);
  * element). */
 void dcz_qmul_ref(const dcz_q *x, const dcz_q *f, size_t batch, uint32_t channels, uint32_t plane,
                   int32_t mult, uint8_t shift, int32_t qmax, dcz_q *y);
+/* The same values in vectors (kernels_qelem.c: AVX-512 or AVX2 where the
+ * shift is at most 62); dcz_qmul_isa on isa's variant, 0 where this
+ * machine or the shift has none. */
+void dcz_qmul(const dcz_q *x, const dcz_q *f, size_t batch, uint32_t channels, uint32_t plane, int32_t mult,
+              uint8_t shift, int32_t qmax, dcz_q *y);
+int dcz_qmul_isa(dcz_isa isa, const dcz_q *x, const dcz_q *f, size_t batch, uint32_t channels, uint32_t plane,
+                 int32_t mult, uint8_t shift, int32_t qmax, dcz_q *y);
 /* y (batch, sum of width) = the nin inputs x[k] (batch, width[k]) side by
  * side per sample, each element clamp(rq(v, mult[k], shift[k]), +-qmax). */
 void dcz_qconcat_ref(const dcz_q *const *x, const uint32_t *width, uint32_t nin, size_t batch,
                      const int32_t *mult, const uint8_t *shift, int32_t qmax, dcz_q *y);
+/* The same values in vectors (kernels_qelem.c: AVX-512 or AVX2 where every
+ * shift is at most 62; an input already on the output's scale copied);
+ * dcz_qconcat_isa on isa's variant, 0 where this machine or the shifts
+ * have none. */
+void dcz_qconcat(const dcz_q *const *x, const uint32_t *width, uint32_t nin, size_t batch, const int32_t *mult,
+                 const uint8_t *shift, int32_t qmax, dcz_q *y);
+int dcz_qconcat_isa(dcz_isa isa, const dcz_q *const *x, const uint32_t *width, uint32_t nin, size_t batch,
+                    const int32_t *mult, const uint8_t *shift, int32_t qmax, dcz_q *y);
 /* y (n) = table[x + qmax]: an activation by its table of 2 qmax + 1. */
 void dcz_qtable_ref(const dcz_q *table, int32_t qmax, const dcz_q *x, size_t n, dcz_q *y);
 /* The same on AVX-512 (kernels_qelem.c): 32 lookups a step by word
