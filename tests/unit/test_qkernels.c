@@ -969,18 +969,21 @@ static void test_qconcat(void)
 
 /* dcz_qmul and each variant this machine runs against the reference:
  * batches 1 to 3 of 1 to 9 channels, planes across the vectors' steps
- * (1 to 70), both ranges (x f up to 32767^2), every shift up to 63 (past
+ * (1 to 70), and factors one a value (plane 1, up to 630 of them), both ranges (x f up to 32767^2), every shift up to 63 (past
  * 62 the variants decline), any multiplier */
 static void test_qmul(void)
 {
     enum { P = 70, C = 9, B = 3 };
-    static dcz_q x[B * C * P], f[B * C], want[B * C * P], got[B * C * P];
+    static dcz_q x[B * C * P], f[B * C * P], want[B * C * P], got[B * C * P];
     const dcz_isa isas[] = { DCZ_ISA_AVX512, DCZ_ISA_AVX2 };
     size_t bad = 0, runs = 0;
     for (int round = 0; round < 300; round++) {
         const int32_t qmax = round & 1 ? 32767 : 127;
         const size_t batch = 1 + (size_t)(rnd() % B);
-        const uint32_t channels = 1 + (uint32_t)(rnd() % C), plane = 1 + (uint32_t)(rnd() % P);
+        /* every fourth round a factor a value (plane 1), over up to C P of them */
+        const int each = round % 4 == 0;
+        const uint32_t channels = 1 + (uint32_t)(rnd() % (each ? C * P : C));
+        const uint32_t plane = each ? 1 : 1 + (uint32_t)(rnd() % P);
         const int32_t mult = (int32_t)(rnd() >> 33);
         const uint8_t shift = (uint8_t)(round % 11 == 0 ? 63 : rnd() % 63);
         const size_t n = batch * channels * plane;

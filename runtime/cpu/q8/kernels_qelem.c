@@ -130,21 +130,36 @@ static void qadd__avx2(const dcz_q *a, const dcz_q *b, size_t n, const int32_t *
     if (i < n) qadd_clamped_ref(a + i, b + i, n - i, mult, shift, lo, hi, y + i);
 }
 
+/* Values i .. n of qscale by the reference: x f by the one factor f, or
+ * element by element by fe. */
+static void qscale_tail(const dcz_q *x, size_t n, size_t i, int32_t f, const dcz_q *fe, int32_t mult,
+                        uint8_t shift, int32_t qmax, dcz_q *y)
+{
+    const dcz_q fq = (dcz_q)f;
+    if (i == n) return;
+    if (fe) dcz_qmul_ref(x + i, fe + i, 1, (uint32_t)(n - i), 1, mult, shift, qmax, y + i);
+    else dcz_qmul_ref(x + i, &fq, 1, 1, (uint32_t)(n - i), mult, shift, qmax, y + i);
+}
+
 /* y (n) = clamp(rq(x f, mult, shift), +-qmax): a plane of a Mul by its
  * channel's factor f, or one input of a Concat brought to the output's
- * scale (f 1); 16 values a step as qadd__avx512 takes one of its inputs,
+ * scale (f 1); with fe, x fe element by element (a Mul whose factors are
+ * as many as its values: MobileNetV3's hard swish); 16 values a step as qadd__avx512 takes one of its inputs,
  * x f within 32 bits (|x|, |f| <= 32767). SqueezeNet 1.1 int8 spent 45%
  * of its batch-1 time in the reference's Concat (dcz bench --per-layer,
  * one thread). */
 __attribute__((target("avx512f")))
-static void qscale__avx512(const dcz_q *x, size_t n, int32_t f, int32_t mult, uint8_t shift, int32_t qmax, dcz_q *y)
+static void qscale__avx512(const dcz_q *x, size_t n, int32_t f, const dcz_q *fe, int32_t mult, uint8_t shift,
+                           int32_t qmax, dcz_q *y)
 {
-    const __m512i vf = _mm512_set1_epi32(f), m = _mm512_set1_epi64(mult);
+    const __m512i f1 = _mm512_set1_epi32(f), m = _mm512_set1_epi64(mult);
     const __m512i h = _mm512_set1_epi64(shift ? (int64_t)1 << (shift - 1) : 0);
     const __m128i k = _mm_cvtsi32_si128(shift);
     const __m512i vhi = _mm512_set1_epi64(qmax), vlo = _mm512_set1_epi64(-(int64_t)qmax);
     size_t i = 0;
     for (; i + 16 <= n; i += 16) {
+        const __m512i vf =
+            fe ? _mm512_cvtepi16_epi32(_mm256_loadu_si256((const __m256i *)(const void *)(fe + i))) : f1;
         const __m512i v = _mm512_mullo_epi32(
             _mm512_cvtepi16_epi32(_mm256_loadu_si256((const __m256i *)(const void *)(x + i))), vf);
         const __m512i ev = _mm512_min_epi64(_mm512_max_epi64(rescale8__avx512(v, m, h, k), vlo), vhi);
@@ -153,22 +168,23 @@ static void qscale__avx512(const dcz_q *x, size_t n, int32_t f, int32_t mult, ui
         const __m512i r = _mm512_mask_blend_epi32((__mmask16)0xAAAA, ev, _mm512_slli_epi64(od, 32));
         _mm256_storeu_si256((__m256i *)(void *)(y + i), _mm512_cvtepi32_epi16(r));
     }
-    const dcz_q fq = (dcz_q)f;
-    if (i < n) dcz_qmul_ref(x + i, &fq, 1, 1, (uint32_t)(n - i), mult, shift, qmax, y + i);
+    qscale_tail(x, n, i, f, fe, mult, shift, qmax, y);
 }
 
 /* qscale__avx512 in AVX2, 8 values a step as qadd__avx2 takes one input */
 __attribute__((target("avx2")))
-static void qscale__avx2(const dcz_q *x, size_t n, int32_t f, int32_t mult, uint8_t shift, int32_t qmax, dcz_q *y)
+static void qscale__avx2(const dcz_q *x, size_t n, int32_t f, const dcz_q *fe, int32_t mult, uint8_t shift,
+                         int32_t qmax, dcz_q *y)
 {
     const int64_t lift = (int64_t)1 << 62;
-    const __m256i vf = _mm256_set1_epi32(f), m = _mm256_set1_epi64x(mult);
+    const __m256i f1 = _mm256_set1_epi32(f), m = _mm256_set1_epi64x(mult);
     const __m256i h = _mm256_set1_epi64x(lift + (shift ? (int64_t)1 << (shift - 1) : 0));
     const __m256i l = _mm256_set1_epi64x(lift >> shift);
     const __m128i k = _mm_cvtsi32_si128(shift);
     const __m256i vhi = _mm256_set1_epi64x(qmax), vlo = _mm256_set1_epi64x(-(int64_t)qmax);
     size_t i = 0;
     for (; i + 8 <= n; i += 8) {
+        const __m256i vf = fe ? _mm256_cvtepi16_epi32(_mm_loadu_si128((const __m128i *)(const void *)(fe + i))) : f1;
         const __m256i v =
             _mm256_mullo_epi32(_mm256_cvtepi16_epi32(_mm_loadu_si128((const __m128i *)(const void *)(x + i))), vf);
         const __m256i ev = clamp4__avx2(rescale4__avx2(v, m, h, l, k), vlo, vhi);
@@ -177,8 +193,7 @@ static void qscale__avx2(const dcz_q *x, size_t n, int32_t f, int32_t mult, uint
         const __m256i p = _mm256_permute4x64_epi64(_mm256_packs_epi32(r, r), 0x08);
         _mm_storeu_si128((__m128i *)(void *)(y + i), _mm256_castsi256_si128(p));
     }
-    const dcz_q fq = (dcz_q)f;
-    if (i < n) dcz_qmul_ref(x + i, &fq, 1, 1, (uint32_t)(n - i), mult, shift, qmax, y + i);
+    qscale_tail(x, n, i, f, fe, mult, shift, qmax, y);
 }
 
 /* dcz_qclamp_ref in AVX2, 16 values a step */
@@ -311,13 +326,14 @@ static int qscale_variant(dcz_isa isa, const uint8_t *shift, uint32_t nshift)
 }
 
 /* qscale on variant v (qscale_variant) */
-static void qscale(int v, const dcz_q *x, size_t n, int32_t f, int32_t mult, uint8_t shift, int32_t qmax, dcz_q *y)
+static void qscale(int v, const dcz_q *x, size_t n, int32_t f, const dcz_q *fe, int32_t mult, uint8_t shift,
+                   int32_t qmax, dcz_q *y)
 {
 #ifdef DCZ_X86
-    if (v == 2) qscale__avx512(x, n, f, mult, shift, qmax, y);
-    else qscale__avx2(x, n, f, mult, shift, qmax, y);
+    if (v == 2) qscale__avx512(x, n, f, fe, mult, shift, qmax, y);
+    else qscale__avx2(x, n, f, fe, mult, shift, qmax, y);
 #else
-    (void)v; (void)x; (void)n; (void)f; (void)mult; (void)shift; (void)qmax; (void)y;
+    (void)v; (void)x; (void)n; (void)f; (void)fe; (void)mult; (void)shift; (void)qmax; (void)y;
 #endif
 }
 
@@ -336,7 +352,7 @@ int dcz_qconcat_isa(dcz_isa isa, const dcz_q *const *x, const uint32_t *width, u
             /* an input already on the output's scale: rq is the identity
              * (v 2^s >> s), and its values are within +-qmax */
             if (shift[k] <= 30 && mult[k] == (int32_t)1 << shift[k]) memcpy(y, in, (size_t)width[k] * sizeof *y);
-            else qscale(v, in, width[k], 1, mult[k], shift[k], qmax, y);
+            else qscale(v, in, width[k], 1, NULL, mult[k], shift[k], qmax, y);
             y += width[k];
         }
     return 1;
@@ -351,7 +367,11 @@ int dcz_qmul_isa(dcz_isa isa, const dcz_q *x, const dcz_q *f, size_t batch, uint
     }
     const int v = qscale_variant(isa, &shift, 1);
     if (!v) return 0;
-    for (size_t c = 0; c < batch * channels; c++) qscale(v, x + c * plane, plane, f[c], mult, shift, qmax, y + c * plane);
+    /* a factor a value: one run; else a run a plane */
+    if (plane == 1) qscale(v, x, batch * channels, 0, f, mult, shift, qmax, y);
+    else
+        for (size_t c = 0; c < batch * channels; c++)
+            qscale(v, x + c * plane, plane, f[c], NULL, mult, shift, qmax, y + c * plane);
     return 1;
 }
 
