@@ -48,19 +48,9 @@ dcz_status dcz_conv_geom_init(dcz_conv_geom *g, uint16_t op, const int32_t *attr
                               const dcz_shape *in);
 
 /* The activation a layer's output takes on its way out, the next layer's
- * run in its place (run.c): DCZ_OP_RELU, or DCZ_OP_CLIP between lo and hi;
- * op 0 for none. */
+ * run in its place (run.c): DCZ_OP_RELU, DCZ_OP_CLIP between lo and hi, or
+ * DCZ_OP_SILU; op 0 for none. */
 typedef struct dcz_act { uint16_t op; float lo, hi; } dcz_act;
-/* act (NULL or op 0: none) on one value, the references' formulas (NaN and
- * zeros of both signs included): ReLU v > 0 ? v : 0; CLIP lo > t ? lo : t,
- * t = hi < v ? hi : v. */
-static inline float dcz_act_one(const dcz_act *act, float v)
-{
-    if (!act || act->op == 0) return v;
-    if (act->op == DCZ_OP_RELU) return v > 0.0f ? v : 0.0f;
-    const float t = act->hi < v ? act->hi : v;
-    return act->lo > t ? act->lo : t;
-}
 
 /* The references' formulas on one value that the CUDA kernels share
  * (runtime/cuda/gpu_kern.h): host and device functions under nvcc. */
@@ -122,4 +112,16 @@ DCZ_ONE_VALUE float dcz_silu_one(float v)
     const float e = dcz_exp_neg(-fabsf(v));
     return v * (v >= 0.0f ? 1.0f : e) / (1.0f + e);
 }
+/* act (NULL or op 0: none) on one value, the references' formulas (NaN and
+ * zeros of both signs included): ReLU v > 0 ? v : 0; CLIP lo > t ? lo : t,
+ * t = hi < v ? hi : v; SILU dcz_silu_one. */
+static inline float dcz_act_one(const dcz_act *act, float v)
+{
+    if (!act || act->op == 0) return v;
+    if (act->op == DCZ_OP_RELU) return v > 0.0f ? v : 0.0f;
+    if (act->op == DCZ_OP_SILU) return dcz_silu_one(v);
+    const float t = act->hi < v ? act->hi : v;
+    return act->lo > t ? act->lo : t;
+}
+
 #endif /* DCZ_RUNTIME_SHAPES_H */

@@ -252,13 +252,14 @@ static size_t past_rounding(const mat *m, const float *x, const float *bv, const
     return bad;
 }
 
-/* A fused activation (ReLU, and a CLIP that cuts both ends) in each batch-1
+/* A fused activation (ReLU, a CLIP that cuts both ends, SiLU) in each batch-1
  * kernel of m's parts: the rows' bits (lref by lanes, ref otherwise), then
  * the activation's (dcz_act_one). */
 static void check_lanes_act(const mat *m, const lane_form *f, const float *x, const float *bv,
                             const float *lref, const float *ref, const float *xin, float *y, tally *t)
 {
-    static const dcz_act acts[] = { { DCZ_OP_RELU, 0.0f, 0.0f }, { DCZ_OP_CLIP, -0.5f, 0.75f } };
+    static const dcz_act acts[] = { { DCZ_OP_RELU, 0.0f, 0.0f }, { DCZ_OP_CLIP, -0.5f, 0.75f },
+                                    { DCZ_OP_SILU, 0.0f, 0.0f } };
     const uint32_t rows = m->sp.rows;
     const int vec = lane_vec(f);
     float *want = malloc(((size_t)rows + GUARD) * sizeof(float));
@@ -286,7 +287,7 @@ static void check_lanes_act(const mat *m, const lane_form *f, const float *x, co
             const char *names[] = { "lanes_ref", "spmv_part lanes", f->vec_name, "spmv_part columns",
                                     "spmv_part rows" };
             CHECK(differences(names[kind], m, 1, 0, rows, y, want) == 0, "%s: %s with %s %ux%u k %u", f->name,
-                  names[kind], a ? "clip" : "relu", rows, m->sp.cols, m->sp.k);
+                  names[kind], a == 0 ? "relu" : a == 1 ? "clip" : "silu", rows, m->sp.cols, m->sp.k);
         }
     }
     free(want);
@@ -750,7 +751,8 @@ static void gemm_case(size_t m, size_t n, uint32_t k, gemm_tally *t)
         { "avx512 act", DCZ_ISA_AVX512, dcz_gemm_f32_act_isa }, { "avx2 act", DCZ_ISA_AVX2, dcz_gemm_f32_act_isa },
         { "neon act", DCZ_ISA_NEON, dcz_gemm_f32_act_isa },
     };
-    const dcz_act acts[] = { { 0, 0.0f, 0.0f }, { DCZ_OP_RELU, 0.0f, 0.0f }, { DCZ_OP_CLIP, -0.25f, 0.5f } };
+    const dcz_act acts[] = { { 0, 0.0f, 0.0f }, { DCZ_OP_RELU, 0.0f, 0.0f }, { DCZ_OP_CLIP, -0.25f, 0.5f },
+                             { DCZ_OP_SILU, 0.0f, 0.0f } };
     float *plain = malloc(m * (n + 3) * 4);
     REQUIRE(plain, "out of memory");
     const size_t ldb = dcz_gemm_ldb(n), ldc = n + 3;
@@ -765,7 +767,7 @@ static void gemm_case(size_t m, size_t n, uint32_t k, gemm_tally *t)
     for (size_t i = 0; i < m; i++) bm[i] = nonzero();
     for (size_t j = 0; j < n; j++) bn[j] = nonzero();
     /* each activation (kind / 3) with each kind of bias (kind % 3) */
-    for (int kind = 0; kind < 3 * 3; kind++) {
+    for (int kind = 0; kind < 4 * 3; kind++) {
         const dcz_act *act = &acts[kind / 3];
         const int bias = kind % 3;
         const float *pm = bias == 1 ? bm : NULL, *pn = bias == 2 ? bn : NULL;

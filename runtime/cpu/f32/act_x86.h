@@ -1,28 +1,99 @@
-/* act_x86.h: a fused activation (dcz_act, model.h) on an AVX-512 or an AVX2
- * vector, for the kernels that apply the next layer's ReLU or CLIP as they store
- * their output (kernels_shift.c, shift_depthwise.c, kernels_lanes.c).
- * Included after <immintrin.h> on x86 only.
+/* act_x86.h: a fused activation (dcz_act, shapes.h) on an AVX-512 or an
+ * AVX2 vector, for the kernels that apply the next layer's ReLU, CLIP or
+ * SiLU as they store their output (kernels_shift.c, shift_depthwise.c,
+ * kernels_lanes.c, kernels_gemm.c, kernels_wino.c), and SIGMOID and SILU
+ * through dcz_exp_neg (shapes.h) for those and for kernels_elem.c's
+ * activation layers. Included after <immintrin.h> on x86 only.
  *
  * ReLU is max(v, 0) and CLIP max(lo, min(hi, v)): the bits of dcz_act_one,
  * dcz_relu and dcz_clip (NaN and zeros of both signs included: max and min
  * return their second operand unless the first compares greater, or less).
- * act NULL or op 0: v. */
+ * SIGMOID and SILU take each of dcz_exp_neg's operations in a vector in
+ * its order: the same roundings, so the reference's bits. Lanes below
+ * DCZ_EXP_MIN take 0 and NaN lanes their NaN, as the scalar branch does;
+ * the others run on -|v| clamped there, so no lane's integer conversion
+ * sees a NaN. act NULL or op 0: v. */
 #ifndef DCZ_ACT_X86_H
 #define DCZ_ACT_X86_H
+
+__attribute__((target("avx2")))
+static inline __m256 dcz_exp_neg__avx2(__m256 t)
+{
+    const __m256 lo = _mm256_set1_ps(DCZ_EXP_MIN);
+    const __m256 in = _mm256_cmp_ps(t, lo, _CMP_GE_OQ), nan = _mm256_cmp_ps(t, t, _CMP_UNORD_Q);
+    const __m256 c = _mm256_blendv_ps(lo, t, in);
+    const __m256 n = _mm256_round_ps(_mm256_mul_ps(c, _mm256_set1_ps(DCZ_EXP_LOG2E)),
+                                     _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+    __m256 r = _mm256_sub_ps(c, _mm256_mul_ps(n, _mm256_set1_ps(DCZ_EXP_LN2_HI)));
+    r = _mm256_sub_ps(r, _mm256_mul_ps(n, _mm256_set1_ps(DCZ_EXP_LN2_LO)));
+    const float coef[5] = { DCZ_EXP_P1, DCZ_EXP_P2, DCZ_EXP_P3, DCZ_EXP_P4, DCZ_EXP_P5 };
+    __m256 p = _mm256_set1_ps(DCZ_EXP_P0);
+    for (int k = 0; k < 5; k++) p = _mm256_add_ps(_mm256_mul_ps(p, r), _mm256_set1_ps(coef[k]));
+    const __m256 e = _mm256_add_ps(_mm256_add_ps(_mm256_mul_ps(_mm256_mul_ps(p, r), r), r), _mm256_set1_ps(1.0f));
+    const __m256i k = _mm256_cvtps_epi32(n), k1 = _mm256_srai_epi32(k, 1), bias = _mm256_set1_epi32(127);
+    const __m256 s1 = _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_add_epi32(k1, bias), 23));
+    const __m256 s2 = _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_add_epi32(_mm256_sub_epi32(k, k1), bias), 23));
+    const __m256 v = _mm256_mul_ps(_mm256_mul_ps(e, s1), s2);
+    return _mm256_blendv_ps(_mm256_and_ps(v, in), t, nan);
+}
+
+/* SIGMOID of v, or SILU (silu 1): (v >= 0 ? 1 : e) / (1 + e), e =
+ * e^-|v|, times v for SILU before the division (dcz_silu_one). */
+__attribute__((target("avx2")))
+static inline __m256 dcz_sigmoid__avx2(__m256 v, int silu)
+{
+    const __m256 one = _mm256_set1_ps(1.0f), e = dcz_exp_neg__avx2(_mm256_or_ps(v, _mm256_set1_ps(-0.0f)));
+    const __m256 s = _mm256_blendv_ps(e, one, _mm256_cmp_ps(v, _mm256_setzero_ps(), _CMP_GE_OQ));
+    return _mm256_div_ps(silu ? _mm256_mul_ps(v, s) : s, _mm256_add_ps(one, e));
+}
+
+/* The same in 16 lanes (AVX-512F): masks for the selects. */
+__attribute__((target("avx512f")))
+static inline __m512 dcz_exp_neg__avx512(__m512 t)
+{
+    const __m512 lo = _mm512_set1_ps(DCZ_EXP_MIN);
+    const __mmask16 in = _mm512_cmp_ps_mask(t, lo, _CMP_GE_OQ), nan = _mm512_cmp_ps_mask(t, t, _CMP_UNORD_Q);
+    const __m512 c = _mm512_mask_blend_ps(in, lo, t);
+    const __m512 n = _mm512_roundscale_ps(_mm512_mul_ps(c, _mm512_set1_ps(DCZ_EXP_LOG2E)),
+                                          _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+    __m512 r = _mm512_sub_ps(c, _mm512_mul_ps(n, _mm512_set1_ps(DCZ_EXP_LN2_HI)));
+    r = _mm512_sub_ps(r, _mm512_mul_ps(n, _mm512_set1_ps(DCZ_EXP_LN2_LO)));
+    const float coef[5] = { DCZ_EXP_P1, DCZ_EXP_P2, DCZ_EXP_P3, DCZ_EXP_P4, DCZ_EXP_P5 };
+    __m512 p = _mm512_set1_ps(DCZ_EXP_P0);
+    for (int k = 0; k < 5; k++) p = _mm512_add_ps(_mm512_mul_ps(p, r), _mm512_set1_ps(coef[k]));
+    const __m512 e = _mm512_add_ps(_mm512_add_ps(_mm512_mul_ps(_mm512_mul_ps(p, r), r), r), _mm512_set1_ps(1.0f));
+    const __m512i k = _mm512_cvtps_epi32(n), k1 = _mm512_srai_epi32(k, 1), bias = _mm512_set1_epi32(127);
+    const __m512 s1 = _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_add_epi32(k1, bias), 23));
+    const __m512 s2 = _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_add_epi32(_mm512_sub_epi32(k, k1), bias), 23));
+    const __m512 v = _mm512_maskz_mov_ps(in, _mm512_mul_ps(_mm512_mul_ps(e, s1), s2));
+    return _mm512_mask_blend_ps(nan, v, t);
+}
+
+__attribute__((target("avx512f")))
+static inline __m512 dcz_sigmoid__avx512(__m512 v, int silu)
+{
+    const __m512i sign = _mm512_set1_epi32((int32_t)0x80000000u);
+    const __m512 one = _mm512_set1_ps(1.0f);
+    const __m512 e = dcz_exp_neg__avx512(_mm512_castsi512_ps(_mm512_or_si512(_mm512_castps_si512(v), sign)));
+    const __m512 s = _mm512_mask_blend_ps(_mm512_cmp_ps_mask(v, _mm512_setzero_ps(), _CMP_GE_OQ), e, one);
+    return _mm512_div_ps(silu ? _mm512_mul_ps(v, s) : s, _mm512_add_ps(one, e));
+}
 
 __attribute__((target("avx512f")))
 static inline __m512 dcz_act__avx512(__m512 v, const dcz_act *act)
 {
     if (!act || act->op == 0) return v;
     if (act->op == DCZ_OP_RELU) return _mm512_max_ps(v, _mm512_setzero_ps());
+    if (act->op == DCZ_OP_SILU) return dcz_sigmoid__avx512(v, 1);
     return _mm512_max_ps(_mm512_set1_ps(act->lo), _mm512_min_ps(_mm512_set1_ps(act->hi), v));
 }
 
-__attribute__((target("avx")))
+__attribute__((target("avx2")))
 static inline __m256 dcz_act__avx2(__m256 v, const dcz_act *act)
 {
     if (!act || act->op == 0) return v;
     if (act->op == DCZ_OP_RELU) return _mm256_max_ps(v, _mm256_setzero_ps());
+    if (act->op == DCZ_OP_SILU) return dcz_sigmoid__avx2(v, 1);
     return _mm256_max_ps(_mm256_set1_ps(act->lo), _mm256_min_ps(_mm256_set1_ps(act->hi), v));
 }
 

@@ -18,6 +18,8 @@
 
 #if DCZ_BUILD_F32_X86
 #include <immintrin.h>
+
+#include "runtime/cpu/f32/act_x86.h"
 #define DCZ_X86 1
 #elif DCZ_BUILD_F32_NEON
 #include <arm_neon.h>
@@ -155,6 +157,7 @@ void dcz_act_apply(const dcz_act *act, float *y, size_t n)
 {
     if (act && act->op == DCZ_OP_RELU) dcz_relu(y, n, y);
     else if (act && act->op == DCZ_OP_CLIP) dcz_clip(act->lo, act->hi, y, n, y);
+    else if (act && act->op == DCZ_OP_SILU) dcz_exp_act(DCZ_OP_SILU, y, n, y);
 }
 
 /* ---- HardSigmoid, HardSwish ---------------------------------------------------------- */
@@ -240,109 +243,30 @@ void dcz_hard_act(uint16_t op, const float *param, const float *x, size_t n, flo
  * conversion sees a NaN. */
 #ifdef DCZ_X86
 __attribute__((target("avx2")))
-static __m256 exp_neg__avx2(__m256 t)
-{
-    const __m256 lo = _mm256_set1_ps(DCZ_EXP_MIN);
-    const __m256 in = _mm256_cmp_ps(t, lo, _CMP_GE_OQ), nan = _mm256_cmp_ps(t, t, _CMP_UNORD_Q);
-    const __m256 c = _mm256_blendv_ps(lo, t, in);
-    const __m256 n = _mm256_round_ps(_mm256_mul_ps(c, _mm256_set1_ps(DCZ_EXP_LOG2E)),
-                                     _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
-    __m256 r = _mm256_sub_ps(c, _mm256_mul_ps(n, _mm256_set1_ps(DCZ_EXP_LN2_HI)));
-    r = _mm256_sub_ps(r, _mm256_mul_ps(n, _mm256_set1_ps(DCZ_EXP_LN2_LO)));
-    const float coef[5] = { DCZ_EXP_P1, DCZ_EXP_P2, DCZ_EXP_P3, DCZ_EXP_P4, DCZ_EXP_P5 };
-    __m256 p = _mm256_set1_ps(DCZ_EXP_P0);
-    for (int k = 0; k < 5; k++) p = _mm256_add_ps(_mm256_mul_ps(p, r), _mm256_set1_ps(coef[k]));
-    const __m256 e = _mm256_add_ps(_mm256_add_ps(_mm256_mul_ps(_mm256_mul_ps(p, r), r), r), _mm256_set1_ps(1.0f));
-    const __m256i k = _mm256_cvtps_epi32(n), k1 = _mm256_srai_epi32(k, 1), bias = _mm256_set1_epi32(127);
-    const __m256 s1 = _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_add_epi32(k1, bias), 23));
-    const __m256 s2 = _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_add_epi32(_mm256_sub_epi32(k, k1), bias), 23));
-    const __m256 v = _mm256_mul_ps(_mm256_mul_ps(e, s1), s2);
-    return _mm256_blendv_ps(_mm256_and_ps(v, in), t, nan);
-}
-
-__attribute__((target("avx2")))
 static void exp_act__avx2(uint16_t op, const float *x, size_t n, float *y)
 {
-    const __m256 sign = _mm256_set1_ps(-0.0f), one = _mm256_set1_ps(1.0f), zero = _mm256_setzero_ps();
     const int silu = op == DCZ_OP_SILU;
     size_t i = 0;
-    for (; i + 8 <= n; i += 8) {
-        const __m256 v = _mm256_loadu_ps(x + i), e = exp_neg__avx2(_mm256_or_ps(v, sign));
-        const __m256 s = _mm256_blendv_ps(e, one, _mm256_cmp_ps(v, zero, _CMP_GE_OQ));
-        _mm256_storeu_ps(y + i, _mm256_div_ps(silu ? _mm256_mul_ps(v, s) : s, _mm256_add_ps(one, e)));
-    }
+    for (; i + 8 <= n; i += 8) _mm256_storeu_ps(y + i, dcz_sigmoid__avx2(_mm256_loadu_ps(x + i), silu));
     dcz_activation_ref(op, NULL, x + i, n - i, y + i);
-}
-
-/* The same in 16 lanes (AVX-512F): masks for the selects. */
-__attribute__((target("avx512f")))
-static __m512 exp_neg__avx512(__m512 t)
-{
-    const __m512 lo = _mm512_set1_ps(DCZ_EXP_MIN);
-    const __mmask16 in = _mm512_cmp_ps_mask(t, lo, _CMP_GE_OQ), nan = _mm512_cmp_ps_mask(t, t, _CMP_UNORD_Q);
-    const __m512 c = _mm512_mask_blend_ps(in, lo, t);
-    const __m512 n = _mm512_roundscale_ps(_mm512_mul_ps(c, _mm512_set1_ps(DCZ_EXP_LOG2E)),
-                                          _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
-    __m512 r = _mm512_sub_ps(c, _mm512_mul_ps(n, _mm512_set1_ps(DCZ_EXP_LN2_HI)));
-    r = _mm512_sub_ps(r, _mm512_mul_ps(n, _mm512_set1_ps(DCZ_EXP_LN2_LO)));
-    const float coef[5] = { DCZ_EXP_P1, DCZ_EXP_P2, DCZ_EXP_P3, DCZ_EXP_P4, DCZ_EXP_P5 };
-    __m512 p = _mm512_set1_ps(DCZ_EXP_P0);
-    for (int k = 0; k < 5; k++) p = _mm512_add_ps(_mm512_mul_ps(p, r), _mm512_set1_ps(coef[k]));
-    const __m512 e = _mm512_add_ps(_mm512_add_ps(_mm512_mul_ps(_mm512_mul_ps(p, r), r), r), _mm512_set1_ps(1.0f));
-    const __m512i k = _mm512_cvtps_epi32(n), k1 = _mm512_srai_epi32(k, 1), bias = _mm512_set1_epi32(127);
-    const __m512 s1 = _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_add_epi32(k1, bias), 23));
-    const __m512 s2 = _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_add_epi32(_mm512_sub_epi32(k, k1), bias), 23));
-    const __m512 v = _mm512_maskz_mov_ps(in, _mm512_mul_ps(_mm512_mul_ps(e, s1), s2));
-    return _mm512_mask_blend_ps(nan, v, t);
 }
 
 __attribute__((target("avx512f")))
 static void exp_act__avx512(uint16_t op, const float *x, size_t n, float *y)
 {
-    const __m512i sign = _mm512_set1_epi32((int32_t)0x80000000u);
-    const __m512 one = _mm512_set1_ps(1.0f), zero = _mm512_setzero_ps();
     const int silu = op == DCZ_OP_SILU;
     size_t i = 0;
-    for (; i + 16 <= n; i += 16) {
-        const __m512 v = _mm512_loadu_ps(x + i);
-        const __m512 e = exp_neg__avx512(_mm512_castsi512_ps(_mm512_or_si512(_mm512_castps_si512(v), sign)));
-        const __m512 s = _mm512_mask_blend_ps(_mm512_cmp_ps_mask(v, zero, _CMP_GE_OQ), e, one);
-        _mm512_storeu_ps(y + i, _mm512_div_ps(silu ? _mm512_mul_ps(v, s) : s, _mm512_add_ps(one, e)));
-    }
+    for (; i + 16 <= n; i += 16) _mm512_storeu_ps(y + i, dcz_sigmoid__avx512(_mm512_loadu_ps(x + i), silu));
     exp_act__avx2(op, x + i, n - i, y + i);
 }
 #endif
 
 #ifdef DCZ_NEON
-static float32x4_t exp_neg__neon(float32x4_t t)
-{
-    const float32x4_t lo = vdupq_n_f32(DCZ_EXP_MIN);
-    const uint32x4_t in = vcgeq_f32(t, lo), nan = vmvnq_u32(vceqq_f32(t, t));
-    const float32x4_t c = vbslq_f32(in, t, lo);
-    const float32x4_t n = vrndnq_f32(vmulq_f32(c, vdupq_n_f32(DCZ_EXP_LOG2E)));
-    float32x4_t r = vsubq_f32(c, vmulq_f32(n, vdupq_n_f32(DCZ_EXP_LN2_HI)));
-    r = vsubq_f32(r, vmulq_f32(n, vdupq_n_f32(DCZ_EXP_LN2_LO)));
-    const float coef[5] = { DCZ_EXP_P1, DCZ_EXP_P2, DCZ_EXP_P3, DCZ_EXP_P4, DCZ_EXP_P5 };
-    float32x4_t p = vdupq_n_f32(DCZ_EXP_P0);
-    for (int k = 0; k < 5; k++) p = vaddq_f32(vmulq_f32(p, r), vdupq_n_f32(coef[k]));
-    const float32x4_t e = vaddq_f32(vaddq_f32(vmulq_f32(vmulq_f32(p, r), r), r), vdupq_n_f32(1.0f));
-    const int32x4_t k = vcvtq_s32_f32(n), k1 = vshrq_n_s32(k, 1), bias = vdupq_n_s32(127);
-    const float32x4_t s1 = vreinterpretq_f32_s32(vshlq_n_s32(vaddq_s32(k1, bias), 23));
-    const float32x4_t s2 = vreinterpretq_f32_s32(vshlq_n_s32(vaddq_s32(vsubq_s32(k, k1), bias), 23));
-    const float32x4_t v = vmulq_f32(vmulq_f32(e, s1), s2);
-    return vbslq_f32(nan, t, vreinterpretq_f32_u32(vandq_u32(vreinterpretq_u32_f32(v), in)));
-}
-
 static void exp_act__neon(uint16_t op, const float *x, size_t n, float *y)
 {
-    const float32x4_t one = vdupq_n_f32(1.0f), zero = vdupq_n_f32(0.0f);
     const int silu = op == DCZ_OP_SILU;
     size_t i = 0;
-    for (; i + 4 <= n; i += 4) {
-        const float32x4_t v = vld1q_f32(x + i), e = exp_neg__neon(vnegq_f32(vabsq_f32(v)));
-        const float32x4_t s = vbslq_f32(vcgeq_f32(v, zero), one, e);
-        vst1q_f32(y + i, vdivq_f32(silu ? vmulq_f32(v, s) : s, vaddq_f32(one, e)));
-    }
+    for (; i + 4 <= n; i += 4) vst1q_f32(y + i, dcz_sigmoid__neon(vld1q_f32(x + i), silu));
     dcz_activation_ref(op, NULL, x + i, n - i, y + i);
 }
 #endif
