@@ -200,7 +200,9 @@ static void run_conv_wino(const dcz_model *m, const dcz_exec_layer *l, const flo
     /* act in the output transform's registers */
     dcz_wino p;
     dcz_wino_init_geom(&p, &l->geom);
-    dcz_wino_conv(&p, l->wu, l->bias, fused_act(m, l), xs[0], batch, 0, m->scratch, y);
+    /* its 16 products over the threads of a heap model (the bits of one thread) */
+    dcz_wino_conv_pool(dcz_wino_splits(&p) ? m->pool : NULL, &p, l->wu, l->bias, fused_act(m, l), xs[0], batch, 0,
+                       m->scratch, y);
 }
 
 /* Dense weights (or sparse ones expanded at load) times the patches, act
@@ -209,7 +211,9 @@ static void run_conv_wino(const dcz_model *m, const dcz_exec_layer *l, const flo
 static void run_conv_gemm(const dcz_model *m, const dcz_exec_layer *l, const float *const *xs, size_t batch,
                           float *y)
 {
-    dcz_conv2d_dense_im2col_act(&l->geom, l->w, l->bias, xs[0], batch, 0, fused_act(m, l), m->scratch, y);
+    /* output channels over the threads of a heap model (the bits of one thread) */
+    dcz_pool *pool = dcz_conv2d_dense_splits(&l->geom) ? m->pool : NULL;
+    dcz_conv2d_dense_im2col_pool(pool, &l->geom, l->w, l->bias, xs[0], batch, fused_act(m, l), m->scratch, y);
 }
 
 static void run_conv_gemm_ref(const dcz_model *m, const dcz_exec_layer *l, const float *const *xs,

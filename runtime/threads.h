@@ -19,6 +19,14 @@ static inline void dcz_part_range(uint32_t n, uint32_t part, uint32_t parts, uin
     *hi = (uint32_t)((uint64_t)n * (part + 1) / parts);
 }
 
+/* Whether a layer is worth splitting over a model's threads: at least
+ * DCZ_SPLIT_MACS multiply-adds a sample (the shift form's stored taps times
+ * the output plane; a dense product's rows times columns times depth). A
+ * pool's dispatch costs about 11 us (the compressed LeNet-5, whose
+ * convolutions take 2 to 15 us each, went from 23 to 46 us at batch 1 on
+ * two threads split). */
+#define DCZ_SPLIT_MACS ((uint64_t)1 << 22)
+
 /* Threads a model runs on at most; a pool (the trainer's) takes up to
  * DCZ_POOL_MAX. */
 #define DCZ_MAX_THREADS 16

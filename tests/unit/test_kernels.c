@@ -696,6 +696,14 @@ static void test_conv_wino(void)
         /* the last sample alone */
         dcz_wino_conv(&p, u, bias, NULL, x + (b - 1) * p.in, 1, 0, scratch, y + 2 * ny);
         bad += memcmp(y + 2 * ny, y + (b - 1) * p.out, p.out * sizeof *y) != 0;
+        /* the 16 products split over 2 and 3 threads: the same bits */
+        for (uint32_t threads = 2; threads <= 3; threads++) {
+            dcz_pool *pool = NULL;
+            REQUIRE(dcz_pool_start(threads, &pool) == DCZ_OK, "pool of %u", threads);
+            dcz_wino_conv_pool(pool, &p, u, bias, NULL, x, b, 0, scratch, y + 2 * ny);
+            bad += memcmp(y + 2 * ny, y + ny, ny * sizeof *y) != 0;
+            dcz_pool_stop(pool);
+        }
         for (int a = 0; a < 2; a++) {
             const dcz_act *act = a ? &clip : &relu;
             for (int r = 0; r < 2; r++) {

@@ -541,6 +541,44 @@ static void test_declines(void)
     free_mat(&m);
 }
 
+/* A dense convolution by patches with its output channels split over a
+ * pool of 1 to 4 threads (dcz_conv2d_dense_im2col_pool, as run.c splits
+ * it), odd channel counts, a pointwise one reading its input in place, with
+ * a ReLU and a SiLU taken as it stores: the bits of one call. */
+static void test_conv_threads(void)
+{
+    const dcz_conv_geom geoms[] = { conv_geom(5, 7, 11, 13, 3, 3, 1, 1, 1, 1), conv_geom(6, 9, 8, 8, 1, 1, 1, 1, 0, 0),
+                                    conv_geom(3, 5, 12, 9, 5, 5, 2, 2, 2, 2) };
+    const dcz_act acts[] = { { DCZ_OP_RELU, 0.0f, 0.0f }, { DCZ_OP_SILU, 0.0f, 0.0f } };
+    size_t runs = 0;
+    for (uint32_t threads = 1; threads <= 4; threads++) {
+        dcz_pool *pool = NULL;
+        if (threads > 1) REQUIRE(dcz_pool_start(threads, &pool) == DCZ_OK, "pool of %u", threads);
+        for (size_t gi = 0; gi < sizeof geoms / sizeof *geoms; gi++) {
+            const dcz_conv_geom *g = &geoms[gi];
+            const size_t B = 2, xin = (size_t)g->in_c * g->in_h * g->in_w, yout = (size_t)g->out_c * g->out_h * g->out_w;
+            const size_t nw = (size_t)g->out_c * g->in_c * g->kh * g->kw;
+            float *x = malloc(B * xin * 4), *w = malloc(nw * 4), *bias = malloc(g->out_c * 4);
+            float *want = malloc(B * yout * 4), *y = malloc(B * yout * 4);
+            float *scratch = malloc((dcz_conv2d_im2col_floats(g) + 1) * 4);
+            REQUIRE(x && w && bias && want && y && scratch, "out of memory");
+            for (size_t i = 0; i < B * xin; i++) x[i] = nonzero();
+            for (size_t i = 0; i < nw; i++) w[i] = nonzero();
+            for (uint32_t i = 0; i < g->out_c; i++) bias[i] = nonzero();
+            for (size_t a = 0; a < 2; a++) {
+                dcz_conv2d_dense_im2col_act(g, w, bias, x, B, 0, &acts[a], scratch, want);
+                memset(y, 0xFF, B * yout * 4);
+                dcz_conv2d_dense_im2col_pool(pool, g, w, bias, x, B, &acts[a], scratch, y);
+                CHECK(memcmp(y, want, B * yout * 4) == 0, "geometry %zu act %zu on %u threads", gi, a, threads);
+                runs++;
+            }
+            free(x); free(w); free(bias); free(want); free(y); free(scratch);
+        }
+        dcz_pool_stop(pool);
+    }
+    CHECK(runs == 4 * 3 * 2, "%zu runs", runs);
+}
+
 /* The split run.c makes over threads: at batch 1 dcz_spmv_pool (column
  * blocks, lane groups, or the reference's rows, taken by the threads as
  * they come), above it dcz_spmm_pool (one shared tile, rows taken in
@@ -1116,6 +1154,7 @@ int main(void)
     RUN(test_spmv_pick);
     RUN(test_declines);
     RUN(test_threads);
+    RUN(test_conv_threads);
     RUN(test_cpu_view);
     RUN(test_dense);
     RUN(test_gemm);

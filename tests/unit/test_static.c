@@ -985,7 +985,7 @@ static dcz_doc *residual_net_of(uint32_t c, uint32_t side)
 
 static dcz_doc *residual_net(void) { return residual_net_of(8, 24); }
 /* large enough for its convolutions to split over threads
- * (DCZ_SHIFT_SPLIT_MACS) */
+ * (DCZ_SPLIT_MACS) */
 static dcz_doc *wide_residual_net(void) { return residual_net_of(32, 64); }
 
 static void no_tap(void *ctx, uint32_t layer, const float *y, size_t batch, uint32_t width)

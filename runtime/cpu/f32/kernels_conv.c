@@ -53,6 +53,7 @@
 #include "runtime/cpu/f32/gemm.h"
 #include "runtime/cpu/f32/sparse.h"
 #include "runtime/model.h"
+#include "runtime/threads.h"
 
 #if DCZ_BUILD_F32_X86
 #include <immintrin.h>
@@ -507,6 +508,49 @@ static int patches_are_input(const dcz_conv_geom *g)
 {
     const size_t pixels = (size_t)g->out_h * g->out_w;
     return dcz_conv_pointwise(g) && dcz_gemm_ldb(pixels) == pixels;
+}
+
+/* Rows [lo, hi) of part `part` of a dense product over one sample's
+ * patches (dcz_conv2d_dense_im2col_pool). */
+typedef struct gemm_job {
+    const dcz_act *act;
+    uint32_t rows, k, parts;
+    size_t pixels, ldb;
+    const float *w, *bias, *col;
+    float *y;
+} gemm_job;
+
+static void gemm_part(void *ctx, uint32_t part)
+{
+    const gemm_job *j = ctx;
+    uint32_t lo, hi;
+    dcz_part_range(j->rows, part, j->parts, &lo, &hi);
+    if (lo < hi)
+        dcz_gemm_f32_act(j->act, hi - lo, j->pixels, j->k, j->w + (size_t)lo * j->k, j->k, j->col, j->ldb,
+                         j->bias ? j->bias + lo : NULL, NULL, j->y + (size_t)lo * j->pixels, j->pixels);
+}
+
+int dcz_conv2d_dense_splits(const dcz_conv_geom *g)
+{
+    return g->out_c >= 2 &&
+           (uint64_t)g->out_c * g->out_h * g->out_w * g->in_c * g->kh * g->kw >= DCZ_SPLIT_MACS;
+}
+
+void dcz_conv2d_dense_im2col_pool(dcz_pool *pool, const dcz_conv_geom *g, const float *w, const float *bias,
+                                  const float *x, size_t batch, const dcz_act *act, float *scratch, float *y)
+{
+    const size_t pixels = (size_t)g->out_h * g->out_w, ldb = dcz_gemm_ldb(pixels);
+    const uint32_t k = g->in_c * g->kh * g->kw, parts = pool ? dcz_pool_threads(pool) : 1;
+    const size_t in_sample = (size_t)g->in_c * g->in_h * g->in_w, out_sample = pixels * g->out_c;
+    const int direct = patches_are_input(g);
+    for (size_t b = 0; b < batch; b++) {
+        const float *col = scratch;
+        if (direct) col = x + b * in_sample;
+        else dcz_im2col_k(g, x + b * in_sample, scratch, ldb);
+        gemm_job j = { act, g->out_c, k, parts, pixels, ldb, w, bias, col, y + b * out_sample };
+        if (parts > 1) dcz_pool_run(pool, gemm_part, &j);
+        else gemm_part(&j, 0);
+    }
 }
 
 void dcz_conv2d_dense_im2col_act(const dcz_conv_geom *g, const float *w, const float *bias, const float *x,

@@ -615,7 +615,7 @@ static int shift_run(dcz_isa isa, const dcz_conv_geom *g, const dcz_shift *f, co
 int dcz_conv2d_shift_splits(const dcz_conv_geom *g, const dcz_shift *f)
 {
     const uint32_t blocks = (g->out_c + f->ob - 1) / f->ob;
-    return blocks >= 2 && (uint64_t)f->ptr[blocks] * f->ob * g->out_h * g->out_w >= DCZ_SHIFT_SPLIT_MACS;
+    return blocks >= 2 && (uint64_t)f->ptr[blocks] * f->ob * g->out_h * g->out_w >= DCZ_SPLIT_MACS;
 }
 
 int dcz_conv2d_shift_res_fuses(const dcz_conv_geom *g, const dcz_shift *f)

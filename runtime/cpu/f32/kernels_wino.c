@@ -47,6 +47,7 @@
 #include "runtime/cpu/f32/gemm.h"
 #include "runtime/cpu/f32/wino.h"
 #include "runtime/model.h"
+#include "runtime/threads.h"
 
 #if DCZ_BUILD_F32_X86
 #include <immintrin.h>
@@ -328,8 +329,45 @@ static void out__avx512(const dcz_wino *g, const float *bias, const dcz_act *act
 }
 #endif
 
+/* The 16 products of n tiles, xi in part `part` of parts (M_xi (n, K) =
+ * V_xi (n, C) U_xi (C, K)): each its own product, so any split gives the
+ * bits of one thread. */
+typedef struct wino_job {
+    const dcz_wino *g;
+    const float *u, *v;
+    float *m;
+    size_t n;
+    int vec;
+    uint32_t parts;
+} wino_job;
+
+static void wino_products(void *ctx, uint32_t part)
+{
+    const wino_job *j = ctx;
+    const dcz_wino *g = j->g;
+    uint32_t lo, hi;
+    dcz_part_range(16, part, j->parts, &lo, &hi);
+    for (uint32_t xi = lo; xi < hi; xi++) {
+        const float *a = j->v + (size_t)xi * g->vs, *b = j->u + (size_t)xi * g->C * g->kp;
+        float *c = j->m + (size_t)xi * g->ms;
+        if (j->vec) dcz_gemm_f32(j->n, g->K, (uint32_t)g->C, a, g->C, b, g->kp, NULL, NULL, c, g->kp);
+        else dcz_gemm_f32_ref(j->n, g->K, (uint32_t)g->C, a, g->C, b, g->kp, NULL, NULL, c, g->kp);
+    }
+}
+
+int dcz_wino_splits(const dcz_wino *g)
+{
+    return 16 * (uint64_t)g->T * g->C * g->K >= DCZ_SPLIT_MACS;
+}
+
 void dcz_wino_conv(const dcz_wino *g, const float *u, const float *bias, const dcz_act *act, const float *x,
                    size_t batch, int ref, float *scratch, float *y)
+{
+    dcz_wino_conv_pool(NULL, g, u, bias, act, x, batch, ref, scratch, y);
+}
+
+void dcz_wino_conv_pool(dcz_pool *pool, const dcz_wino *g, const float *u, const float *bias, const dcz_act *act,
+                        const float *x, size_t batch, int ref, float *scratch, float *y)
 {
 #if DCZ_BUILD_F32_X86
     const int vec = !ref && dcz_wino_vector();
@@ -350,12 +388,9 @@ void dcz_wino_conv(const dcz_wino *g, const float *u, const float *bias, const d
             else
 #endif
                 in_ref(g, p, u0, n, v);
-            for (int xi = 0; xi < 16; xi++) {   /* M_xi (n, K) = V_xi (n, C) U_xi (C, K) */
-                const float *a = v + (size_t)xi * g->vs, *b = u + (size_t)xi * g->C * g->kp;
-                float *c = m + (size_t)xi * g->ms;
-                if (vec) dcz_gemm_f32(n, g->K, (uint32_t)g->C, a, g->C, b, g->kp, NULL, NULL, c, g->kp);
-                else dcz_gemm_f32_ref(n, g->K, (uint32_t)g->C, a, g->C, b, g->kp, NULL, NULL, c, g->kp);
-            }
+            wino_job j = { g, u, v, m, n, vec, pool ? dcz_pool_threads(pool) : 1 };
+            if (j.parts > 1) dcz_pool_run(pool, wino_products, &j);
+            else wino_products(&j, 0);
 #if DCZ_BUILD_F32_X86
             if (vec) out__avx512(g, bias, act, m, u0, n, f);
             else

@@ -71,11 +71,7 @@ void dcz_conv2d_shift_pool(dcz_pool *pool, const dcz_conv_geom *g, const dcz_shi
                            const float *x, size_t batch, const dcz_act *act, const float *res, float *scratch,
                            float *y);
 /* Whether a convolution on the shift form is worth splitting over
- * threads: at least DCZ_SHIFT_SPLIT_MACS multiply-adds a sample (its
- * stored taps times the output plane) and two blocks. A pool's dispatch
- * costs about 11 us (the compressed LeNet-5, whose convolutions take 2 to
- * 15 us each, went from 23 to 46 us at batch 1 on two threads split). */
-#define DCZ_SHIFT_SPLIT_MACS ((uint64_t)1 << 22)
+ * threads: DCZ_SPLIT_MACS (threads.h) and two blocks. */
 int dcz_conv2d_shift_splits(const dcz_conv_geom *g, const dcz_shift *f);
 /* Whether dcz_conv2d_shift_act on this CPU adds the residual as its
  * kernel stores the sums (AVX-512, not the depthwise kernels), rather than

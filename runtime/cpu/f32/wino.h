@@ -27,6 +27,7 @@
 #include <stdint.h>
 
 #include "runtime/shapes.h"
+#include "runtime/threads.h"
 
 /* Rounds of 64 tiles: against 96, training a tenth of an epoch at 2
  * threads (median ratio of alternated pairs), the conv-heavy CNN 0.988 and
@@ -64,6 +65,13 @@ uint64_t dcz_wino_weights_floats(const dcz_wino *g);
 void dcz_wino_weights(const dcz_wino *g, const float *w, int turned, float *u, float *tmp);
 void dcz_wino_conv(const dcz_wino *g, const float *u, const float *bias, const dcz_act *act, const float *x,
                    size_t batch, int ref, float *scratch, float *y);
+/* dcz_wino_conv with each tile batch's 16 products split over pool's
+ * threads (NULL: the caller's alone; the transforms on the caller's): the
+ * same bits. dcz_wino_splits: whether g is worth it (DCZ_SPLIT_MACS a
+ * sample, threads.h). */
+void dcz_wino_conv_pool(dcz_pool *pool, const dcz_wino *g, const float *u, const float *bias,
+                        const dcz_act *act, const float *x, size_t batch, int ref, float *scratch, float *y);
+int dcz_wino_splits(const dcz_wino *g);
 int dcz_wino_vector(void);
 int dcz_conv2d_pick_wino(const dcz_conv_geom *g);
 /* d (n, m) = s (m, n) transposed, d[c ldd + r] = s[r lds + c]: by 16 x 16
