@@ -114,12 +114,16 @@ DCZ_ONE_VALUE float dcz_silu_one(float v)
 }
 /* act (NULL or op 0: none) on one value, the references' formulas (NaN and
  * zeros of both signs included): ReLU v > 0 ? v : 0; CLIP lo > t ? lo : t,
- * t = hi < v ? hi : v; SILU dcz_silu_one. */
+ * t = hi < v ? hi : v; SILU dcz_silu_one, but in a build for size
+ * (DCZ_SMALL, make mcu), whose loader fuses no SiLU (load.c): the branch
+ * cost its firmware 110 bytes. */
 static inline float dcz_act_one(const dcz_act *act, float v)
 {
     if (!act || act->op == 0) return v;
     if (act->op == DCZ_OP_RELU) return v > 0.0f ? v : 0.0f;
+#ifndef DCZ_SMALL
     if (act->op == DCZ_OP_SILU) return dcz_silu_one(v);
+#endif
     const float t = act->hi < v ? act->hi : v;
     return act->lo > t ? act->lo : t;
 }
