@@ -213,7 +213,7 @@ static void run_conv_gemm(const dcz_model *m, const dcz_exec_layer *l, const flo
 {
     /* output channels over the threads of a heap model (the bits of one thread) */
     dcz_pool *pool = dcz_conv2d_dense_splits(&l->geom) ? m->pool : NULL;
-    dcz_conv2d_dense_im2col_pool(pool, &l->geom, l->w, l->bias, xs[0], batch, fused_act(m, l), m->scratch, y);
+    dcz_conv2d_dense_im2col_pool(pool, &l->geom, l->w, l->bias, xs[0], batch, 0, fused_act(m, l), m->scratch, y);
 }
 
 static void run_conv_gemm_ref(const dcz_model *m, const dcz_exec_layer *l, const float *const *xs,

@@ -568,7 +568,7 @@ static void test_conv_threads(void)
             for (size_t a = 0; a < 2; a++) {
                 dcz_conv2d_dense_im2col_act(g, w, bias, x, B, 0, &acts[a], scratch, want);
                 memset(y, 0xFF, B * yout * 4);
-                dcz_conv2d_dense_im2col_pool(pool, g, w, bias, x, B, &acts[a], scratch, y);
+                dcz_conv2d_dense_im2col_pool(pool, g, w, bias, x, B, 0, &acts[a], scratch, y);
                 CHECK(memcmp(y, want, B * yout * 4) == 0, "geometry %zu act %zu on %u threads", gi, a, threads);
                 runs++;
             }

@@ -77,14 +77,15 @@ void dcz_conv2d_dense_im2col(const dcz_conv_geom *g, const float *w, const float
 void dcz_conv2d_dense_im2col_act(const dcz_conv_geom *g, const float *w, const float *bias, const float *x,
                                  size_t batch, int ref, const dcz_act *act, float *scratch, float *y);
 int dcz_conv2d_pick_dense_im2col(const dcz_conv_geom *g);
-/* dcz_conv2d_dense_im2col_act (not the reference) with each sample's
- * output channels split over pool's threads (NULL: the caller's alone),
+/* dcz_conv2d_dense_im2col_act with each sample's output channels split
+ * over pool's threads (NULL: the caller's alone),
  * all reading the sample's patches laid out once by the caller: the same
  * bits at any thread count (each output its own sum, dcz_gemm_f32).
  * dcz_conv2d_dense_splits: whether g is worth it (DCZ_SPLIT_MACS a sample,
  * two output channels). */
 void dcz_conv2d_dense_im2col_pool(dcz_pool *pool, const dcz_conv_geom *g, const float *w, const float *bias,
-                                  const float *x, size_t batch, const dcz_act *act, float *scratch, float *y);
+                                  const float *x, size_t batch, int ref, const dcz_act *act, float *scratch,
+                                  float *y);
 int dcz_conv2d_dense_splits(const dcz_conv_geom *g);
 /* A sparse convolution of nnz stored weights runs faster expanded to dense
  * weights by dcz_conv2d_dense_im2col than by its sparse kernels from this

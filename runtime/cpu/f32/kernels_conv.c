@@ -514,6 +514,7 @@ static int patches_are_input(const dcz_conv_geom *g)
  * patches (dcz_conv2d_dense_im2col_pool). */
 typedef struct gemm_job {
     const dcz_act *act;
+    int ref;
     uint32_t rows, k, parts;
     size_t pixels, ldb;
     const float *w, *bias, *col;
@@ -525,9 +526,11 @@ static void gemm_part(void *ctx, uint32_t part)
     const gemm_job *j = ctx;
     uint32_t lo, hi;
     dcz_part_range(j->rows, part, j->parts, &lo, &hi);
-    if (lo < hi)
-        dcz_gemm_f32_act(j->act, hi - lo, j->pixels, j->k, j->w + (size_t)lo * j->k, j->k, j->col, j->ldb,
-                         j->bias ? j->bias + lo : NULL, NULL, j->y + (size_t)lo * j->pixels, j->pixels);
+    if (lo == hi) return;
+    const float *w = j->w + (size_t)lo * j->k, *bias = j->bias ? j->bias + lo : NULL;
+    float *y = j->y + (size_t)lo * j->pixels;
+    if (j->ref) dcz_gemm_f32_act_ref(j->act, hi - lo, j->pixels, j->k, w, j->k, j->col, j->ldb, bias, NULL, y, j->pixels);
+    else dcz_gemm_f32_act(j->act, hi - lo, j->pixels, j->k, w, j->k, j->col, j->ldb, bias, NULL, y, j->pixels);
 }
 
 int dcz_conv2d_dense_splits(const dcz_conv_geom *g)
@@ -537,7 +540,8 @@ int dcz_conv2d_dense_splits(const dcz_conv_geom *g)
 }
 
 void dcz_conv2d_dense_im2col_pool(dcz_pool *pool, const dcz_conv_geom *g, const float *w, const float *bias,
-                                  const float *x, size_t batch, const dcz_act *act, float *scratch, float *y)
+                                  const float *x, size_t batch, int ref, const dcz_act *act, float *scratch,
+                                  float *y)
 {
     const size_t pixels = (size_t)g->out_h * g->out_w, ldb = dcz_gemm_ldb(pixels);
     const uint32_t k = g->in_c * g->kh * g->kw, parts = pool ? dcz_pool_threads(pool) : 1;
@@ -546,8 +550,9 @@ void dcz_conv2d_dense_im2col_pool(dcz_pool *pool, const dcz_conv_geom *g, const 
     for (size_t b = 0; b < batch; b++) {
         const float *col = scratch;
         if (direct) col = x + b * in_sample;
+        else if (ref) dcz_im2col_k_ref(g, x + b * in_sample, scratch, ldb);
         else dcz_im2col_k(g, x + b * in_sample, scratch, ldb);
-        gemm_job j = { act, g->out_c, k, parts, pixels, ldb, w, bias, col, y + b * out_sample };
+        gemm_job j = { act, ref, g->out_c, k, parts, pixels, ldb, w, bias, col, y + b * out_sample };
         if (parts > 1) dcz_pool_run(pool, gemm_part, &j);
         else gemm_part(&j, 0);
     }
@@ -556,18 +561,7 @@ void dcz_conv2d_dense_im2col_pool(dcz_pool *pool, const dcz_conv_geom *g, const 
 void dcz_conv2d_dense_im2col_act(const dcz_conv_geom *g, const float *w, const float *bias, const float *x,
                                  size_t batch, int ref, const dcz_act *act, float *scratch, float *y)
 {
-    const size_t pixels = (size_t)g->out_h * g->out_w, ldb = dcz_gemm_ldb(pixels);
-    const uint32_t k = g->in_c * g->kh * g->kw;
-    const size_t in_sample = (size_t)g->in_c * g->in_h * g->in_w, out_sample = pixels * g->out_c;
-    const int direct = patches_are_input(g);
-    for (size_t b = 0; b < batch; b++) {
-        const float *col = scratch;
-        if (direct) col = x + b * in_sample;
-        else if (ref) dcz_im2col_k_ref(g, x + b * in_sample, scratch, ldb);
-        else dcz_im2col_k(g, x + b * in_sample, scratch, ldb);
-        if (ref) dcz_gemm_f32_act_ref(act, g->out_c, pixels, k, w, k, col, ldb, bias, NULL, y + b * out_sample, pixels);
-        else dcz_gemm_f32_act(act, g->out_c, pixels, k, w, k, col, ldb, bias, NULL, y + b * out_sample, pixels);
-    }
+    dcz_conv2d_dense_im2col_pool(NULL, g, w, bias, x, batch, ref, act, scratch, y);
 }
 
 void dcz_conv2d_dense_im2col(const dcz_conv_geom *g, const float *w, const float *bias, const float *x,
