@@ -220,6 +220,9 @@ static void mask_measure(size_t n, uint32_t nnz, size_t block_bytes, stream_stat
     st->entropy = dcz_huff_entropy(freq, 2);
     st->coded_bits = nnz && block_bytes >= 4 ? (double)(block_bytes - 4) * 8 / nnz : 0;
     st->raw_bits = nnz ? (double)n / nnz : 0;
+    st->block_bytes = block_bytes;
+    st->stored_per_kept = nnz ? (double)block_bytes * 8 / nnz : 0;
+    st->entropy_per_kept = nnz ? st->entropy * (double)n / nnz : 0;
 }
 
 typedef struct layer_info {
@@ -264,8 +267,8 @@ static void measure_layer(const dcz_doc_layer *l, layer_info *li)
     } else if (w->gap_bits) {
         stream_measure(gaps, gap_count, w->gap_bits, w->st.gap_bytes, w->gap_coding, nnz, &li->gap);
         raw_streams += 4 + ((size_t)gap_count * w->gap_bits + 7) / 8;
-        if (nnz) li->floor = dcz_huff_gap_floor(li->density);
     }
+    if (w->gap_bits && nnz) li->floor = dcz_huff_gap_floor(li->density);
     li->raw_bytes = l->section_bytes - w->st.index_bytes - w->st.gap_bytes + raw_streams;
     free(idx);
     free(gaps);

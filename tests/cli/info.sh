@@ -7,7 +7,8 @@
 #   corpus and of the fixtures that dcz reads;
 # - per kept weight, each stream's bits as stored are its block's bytes (read
 #   here from the LAYER section) x 8 / kept; its entropy per kept weight is
-#   that of the symbols unpacked here from a file of fixed-width streams;
+#   that of the symbols unpacked here from a file of fixed-width streams,
+#   or for positions coded as a keep mask that of its flags taken alone;
 #   the positions' floor is H(p)/p computed here from the layer's weights
 #   and kept counts;
 # - the text report shows the tables, and a file without records says so.
@@ -41,6 +42,11 @@ dcz_read() {
         for (v in f) { p = f[v] / count; h -= p * log(p) / log(2) }
         return sprintf("%.12g", h * count / kept)
     }
+    # entropy of a keep mask of n flags, nnz set, each taken alone, per kept weight
+    function mask_h(nnz, n,    p) {
+        p = nnz / n
+        return sprintf("%.12g", p >= 1 ? 0 : (-p * log(p) - (1 - p) * log(1 - p)) / log(2) / p)
+    }
     END {
         ns = u32(24); head = 64 + 32 * ns; end = head; pad = 0
         split("", part); other = 0
@@ -69,6 +75,7 @@ dcz_read() {
                 if (gbits) {
                     gb = 4 + u32(q)
                     if (gcod == 0 && nnz) gh = raw_h(q + 4, gc, gbits, nnz)
+                    if (gcod == 2 && nnz) gh = mask_h(nnz, el)
                 }
             }
             print "layer", nnz, el, ib, gb, ih, gh
@@ -152,6 +159,13 @@ for f in "$T/l5.dcz" "$T/sp.dcz" "$T/l5raw.dcz"; do
 done
 grep -q '"index_coding":"raw"' "$T/s.json" && grep -q '"gap_coding":"raw"' "$T/s.json" ||
     fail "the fixed-width file's streams are not raw"
+# positions coded as a keep mask (arithmetic coding): bits as stored, the
+# flags' entropy and the floor
+AR="$ROOT/tests/fuzz/corpus/dcz/conv_net_a_arith.dcz"
+sparse=$(check_streams "$AR") || exit 1
+[ "$sparse" -ge 2 ] || fail "$AR: $sparse sparse layers checked"
+grep -q '"gap_coding":"arith"' "$T/s.json" || fail "$AR: no position stream is arithmetic-coded"
+
 
 # the text report: the tables and their notes
 "$DCZ" info "$T/l5.dcz" > "$T/l5.txt" || fail "info text"
