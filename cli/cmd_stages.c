@@ -492,7 +492,7 @@ done:
 
 typedef struct prune_opts {
     const char *sparsity, *quality, *gap_bits;
-    int rounds, epochs, final_epochs, batch;
+    int rounds, epochs, final_epochs, batch, variational;
     double lr, momentum, wd;
 } prune_opts;
 
@@ -514,6 +514,8 @@ static void prune_opts_init(prune_opts *p)
     { "rounds", 0, OPT_INT, &(p).rounds, "prune/retrain rounds, cubic schedule (default 4)" }, \
     { "prune-epochs", 0, OPT_INT, &(p).epochs, "retraining epochs per round (default 3)" }, \
     { "final-epochs", 0, OPT_INT, &(p).final_epochs, "retraining epochs after the last round (default 12)" }, \
+    { "variational", 0, OPT_INT, &(p).variational, "epochs of sparse variational dropout before the rounds: the " \
+      "targeted fully connected layers learn which weights to drop (default 0: magnitude alone)" }, \
     { "prune-lr", 0, OPT_FLOAT, &(p).lr, "retraining rate (default: training rate / 4)" }, \
     { "weight-decay", 0, OPT_FLOAT, &(p).wd, "retraining weight decay (default 1e-4)" }, \
     { "gap-bits", 0, OPT_STR, &(p).gap_bits, "relative position width per layer (default: fc 5, conv 8)" }
@@ -531,8 +533,16 @@ static int plan_prune(const verb_ctx *v, const dcz_net *net, const dcz_doc *in, 
     if (rc == -1) rc = check_rule_names(v, "sparsity", &sr, net);
     if (rc == -1) rc = check_rule_names(v, "quality", &q, net);
     if (rc != -1) return rc;
-    if (po->rounds < 1 || po->epochs < 0 || po->final_epochs < 0 || po->batch < 1) {
+    if (po->rounds < 1 || po->epochs < 0 || po->final_epochs < 0 || po->batch < 1 || po->variational < 0) {
         cli_usage_error(v, "--rounds must be >= 1 and epochs >= 0");
+        return EXIT_USAGE;
+    }
+    if (po->variational > 0 && !retrain) {
+        cli_usage_error(v, "--variational trains: give --data (the training split it learns the noise on)");
+        return EXIT_USAGE;
+    }
+    if (po->variational > 0 && (v->shards > 1 || v->comm)) {
+        cli_usage_error(v, "--variational runs in one process and one shard: drop --shards and mpirun");
         return EXIT_USAGE;
     }
     /* The paper retrains at about a tenth of the original rate; our training
@@ -581,6 +591,7 @@ static int plan_prune(const verb_ctx *v, const dcz_net *net, const dcz_doc *in, 
     plan->rounds = retrain ? po->rounds : 1;
     plan->epochs = retrain ? po->epochs : 0;
     plan->final_epochs = retrain ? po->final_epochs : 0;
+    plan->variational = retrain ? po->variational : 0;
     plan->sgd.lr = (float)lr;
     plan->sgd.momentum = (float)po->momentum;
     plan->sgd.weight_decay = (float)po->wd;
@@ -624,11 +635,17 @@ static int exec_prune(const verb_ctx *v, dcz_net *net, stage_plan *sp, const dcz
     free((void *)plan->targets);
     plan->targets = NULL;
     if (s != DCZ_OK) return cli_fail_data(v, s, "pruning", train, test);
+    if (test && plan->variational)
+        cli_note(v, "prune: %d epochs of variational dropout kept %zu of %zu weights, accuracy %.2f%%", plan->variational,
+                 rep.variational_kept, rep.weights, rep.acc_variational * 100);
     if (test) cli_note(v, "prune: accuracy %.2f%% before, %.2f%% after the final retraining",
                        rep.acc_initial * 100, rep.acc_final * 100);
     cli_note(v, "%-10s %10s %10s %8s %10s", "layer", "weights", "kept", "density", "threshold");
     stage_extra_add(extra, "rounds = %d\nretrain_epochs = %d\nfinal_epochs = %d\nlr = %g\n", plan->rounds,
                     plan->epochs, plan->final_epochs, plan->sgd.lr);
+    if (plan->variational)
+        stage_extra_add(extra, "variational_epochs = %d\nvariational_lr = %g\nvariational_threshold = %g\n",
+                        plan->variational, plan->variational_lr, plan->variational_threshold);
     if (train && plan->sgd.augment && (plan->epochs || plan->final_epochs))
         stage_extra_add(extra, "augment = %s\n", cli_augment_name(plan->sgd.augment));
     for (int i = 0; i < rep.nlayers; i++) {
@@ -1162,6 +1179,7 @@ typedef struct budget_ctx {
     compress_job *job;
     prune_opts po;             /* sparsity and bits: each candidate's rules */
     quant_opts qo;
+    int variational;           /* epochs of the variational phase run first (0: none) */
     const uint8_t *in;         /* the input's bytes */
     size_t in_len;
     stage_result input;
@@ -1295,6 +1313,7 @@ static char *budget_recipe(const budget_ctx *b, const dcz_net *net, const dcz_bu
         if (b->v->strip) n += (size_t)snprintf(t + n, cap - n, "strip = true\n");
         if (!isnan(po->lr)) n += (size_t)snprintf(t + n, cap - n, "prune-lr = %.17g\n", po->lr);
         if (po->gap_bits) n += (size_t)snprintf(t + n, cap - n, "gap-bits = %s\n", po->gap_bits);
+        if (b->variational) n += (size_t)snprintf(t + n, cap - n, "variational = %d\n", b->variational);
         n += (size_t)snprintf(t + n, cap - n, "bias = %s\ncodebook = %s\ninit = %s\nkmeans-iters = %d\n"
                               "quant-epochs = %d\n", bias_names[b->job->bias], codebook_names[b->job->codebook],
                               qo->init, qo->iters, qo->epochs);
@@ -1403,6 +1422,36 @@ static void budget_report(const budget_ctx *b, const dcz_net *net, const dcz_sen
     json_end(&j);
 }
 
+/* compress --budget --variational N: the variational phase, once, on the
+ * input (net), before the scan: the scan and every run start from its
+ * masks and weights (the bytes *out, malloc'd, with its record), a
+ * candidate's sparsity below a layer's leaving it as the phase did. The
+ * phase draws from generators of its own (prune.h), so the recipe, which
+ * runs it inside the prune stage, gives the same model. */
+static int budget_variational(verb_ctx *v, compress_job *job, const prune_opts *po, dcz_net *net,
+                              uint8_t **out, size_t *out_len)
+{
+    prune_opts vo = *po;
+    vo.sparsity = "0";
+    vo.quality = NULL;
+    vo.rounds = 1;
+    vo.epochs = vo.final_epochs = 0;
+    stage_plan sp;
+    memset(&sp, 0, sizeof sp);
+    stage_extra extra = { 0 };
+    if (job->validation) stage_extra_add(&extra, "validation = %d\n", job->validation);
+    int rc = plan_prune(v, net, net->doc, &vo, 1, &sp);
+    if (rc == -1) rc = exec_prune(v, net, &sp, &job->train, &job->val, &extra);
+    free((void *)sp.prune.targets);
+    if (rc == -1) rc = finish_net(v, net, "prune", po->gap_bits, &job->train, &extra, &job->test, NULL, NULL, NULL);
+    if (rc == -1) {
+        dcz_status s = dcz_doc_write(net->doc, out, out_len);
+        if (s != DCZ_OK) rc = cli_fail(v, s, "encoding the variational phase's model");
+    }
+    stage_extra_clear(&extra);
+    return rc;
+}
+
 /* compress --budget: scan, candidates, measured runs, the chosen file and
  * its recipe. The job's data and the input (doc, net, its bytes) are
  * loaded and checked. */
@@ -1441,6 +1490,15 @@ static int compress_budget(verb_ctx *v, compress_job *job, const prune_opts *po,
     }
     if (rc == -1 && job->validation) stage_note_seen(v, net->doc, v->pos[0], job->validation);
     b.floor = base - budget / 100;
+    uint8_t *varied = NULL;   /* the input after the variational phase */
+    if (rc == -1 && po->variational > 0) {
+        size_t vlen = 0;
+        rc = budget_variational(v, job, po, net, &varied, &vlen);
+        b.in = varied;
+        b.in_len = vlen;
+        b.variational = po->variational;
+        b.po.variational = 0;   /* done, once */
+    }
     dcz_sens_plan plan;
     dcz_sens_plan_init(&plan);
     plan.nsparsity = (int)(sizeof budget_sparsity / sizeof *budget_sparsity);
@@ -1488,6 +1546,7 @@ static int compress_budget(verb_ctx *v, compress_job *job, const prune_opts *po,
         rc = EXIT_OK;
     }
     for (int k = 0; b.runs && k < b.nruns; k++) free(b.runs[k].file);
+    free(varied);
     free(b.runs);
     free(b.base_right);
     free(b.right);

@@ -241,6 +241,10 @@ void dcz_prune_plan_init(dcz_prune_plan *plan)
     plan->sgd.train_weights = 1;
     plan->final_schedule = NULL;
     plan->seed = 1;
+    plan->variational = 0;
+    plan->variational_ramp = 5;
+    plan->variational_lr = 1e-3f;
+    plan->variational_threshold = 3.0f;
 }
 
 void dcz_prune_report_free(dcz_prune_report *rep)
@@ -270,6 +274,45 @@ static dcz_status retrain_epoch(dcz_net *net, const dcz_dataset *train,
     return st;
 }
 
+/* The keys of the variational phase's generators (mixed with the seed) */
+#define VD_SHUFFLE_KEY 0x76617264726f70ULL   /* "vardrop" */
+#define VD_NOISE_KEY 0x6e6f697365ULL         /* "noise" */
+
+/* The variational phase (variational.c) on the targeted layers:
+ * plan->variational epochs, the KL weight rising over the ramp, Adam's rate
+ * held for the first half and falling linearly over the second; then the
+ * weights of large log alpha pruned, and the trainer's momentum reset. */
+static dcz_status variational_phase(dcz_net *net, const dcz_prune_plan *plan, const dcz_dataset *train,
+                                    dcz_progress_relay *pr, size_t per_epoch)
+{
+    dcz_rng shuffle;
+    dcz_rng_seed(&shuffle, dcz_rng_mix64(plan->seed ^ VD_SHUFFLE_KEY));
+    const int E = plan->variational, half = plan->variational / 2;
+    uint8_t *chosen = calloc((size_t)net->nlayers, 1);
+    if (!chosen) return DCZ_ERR_NOMEM;
+    for (int l = 0; l < net->nlayers; l++)
+        chosen[l] = layer_has_weights(&net->layers[l]) && plan->targets[l].mode != DCZ_PRUNE_NONE;
+    dcz_vd_state *s = NULL;
+    dcz_status st = dcz_vd_begin(net, chosen, dcz_rng_mix64(plan->seed ^ VD_NOISE_KEY), &s);
+    free(chosen);
+    if (st != DCZ_OK) return st;
+    dcz_sgd opt = plan->sgd;
+    opt.update = dcz_vd_update;
+    opt.update_ctx = s;
+    for (int e = 0; e < E && st == DCZ_OK; e++) {
+        const int ramp = plan->variational_ramp;
+        dcz_vd_set_kl(s, ramp > 0 && e < ramp ? (double)e / ramp : 1.0, train->n);
+        const float lr = e < half ? plan->variational_lr
+                                  : plan->variational_lr * (float)(E - e) / (float)(E - half);
+        double loss;
+        st = retrain_epoch(net, train, &opt, lr, &shuffle, pr, per_epoch, &loss);
+    }
+    if (st == DCZ_OK) st = dcz_vd_prune(s, plan->variational_threshold);
+    dcz_vd_free(s);
+    dcz_net_reset_state(net);
+    return st;
+}
+
 dcz_status dcz_prune_run(dcz_net *net, const dcz_prune_plan *plan,
                          const dcz_dataset *train, const dcz_dataset *test,
                          dcz_progress_fn progress, void *ctx, dcz_prune_report *rep)
@@ -280,11 +323,14 @@ dcz_status dcz_prune_run(dcz_net *net, const dcz_prune_plan *plan,
         plan->final_epochs < 0 || net->nlayers < 1 || !net->layers)
         return DCZ_ERR_ARG;
     int K = plan->rounds, nl = net->nlayers;
-    int training = train && (plan->epochs > 0 || plan->final_epochs > 0);
+    int training = train && (plan->epochs > 0 || plan->final_epochs > 0 || plan->variational > 0);
     if (training && (train->n == 0 || !dcz_dataset_fits(net, train) ||
                      !dcz_sgd_valid(&plan->sgd)))
         return DCZ_ERR_ARG;
     if (test && !dcz_dataset_fits(net, test))
+        return DCZ_ERR_ARG;
+    if (plan->variational < 0 || plan->variational_ramp < 0 || !(plan->variational_lr > 0) ||
+        !isfinite(plan->variational_lr) || !isfinite(plan->variational_threshold))
         return DCZ_ERR_ARG;
     for (int l = 0; l < nl; l++) {
         const dcz_prune_target *t = &plan->targets[l];
@@ -309,7 +355,35 @@ dcz_status dcz_prune_run(dcz_net *net, const dcz_prune_plan *plan,
         goto done;
     }
 
-    /* Final targets, fixed from the weights as they are now. */
+    size_t per_epoch = 0, total = 0;
+    if (training) {
+        per_epoch = (train->n + (size_t)plan->sgd.batch - 1) / (size_t)plan->sgd.batch;
+        total = per_epoch * ((size_t)K * (size_t)plan->epochs + (size_t)plan->final_epochs +
+                             (size_t)plan->variational);
+    }
+    dcz_progress_relay pr = { progress, ctx, 0, total };
+    dcz_rng rng;
+    dcz_rng_seed(&rng, plan->seed);
+
+    double acc_initial;
+    st = dcz_net_evaluate_optional(net, test, &acc_initial);
+    if (st != DCZ_OK)
+        goto done;
+    double acc_variational = -1.0;
+    size_t variational_kept = 0;
+    if (training && plan->variational > 0) {
+        st = variational_phase(net, plan, train, &pr, per_epoch);
+        for (int l = 0; l < nl; l++)
+            if (layer_has_weights(&net->layers[l]))
+                variational_kept += layer_weights(&net->layers[l]) - layer_pruned(&net->layers[l]);
+        if (st == DCZ_OK)
+            st = dcz_net_evaluate_optional(net, test, &acc_variational);
+        if (st != DCZ_OK)
+            goto done;
+    }
+
+    /* Final targets, fixed from the weights as they are now (after the
+     * variational phase). */
     for (int l = 0; l < nl; l++) {
         dcz_tlayer *L = &net->layers[l];
         const dcz_prune_target *t = &plan->targets[l];
@@ -331,20 +405,6 @@ dcz_status dcz_prune_run(dcz_net *net, const dcz_prune_plan *plan,
             m_f[l] = c;
         }
     }
-
-    size_t per_epoch = 0, total = 0;
-    if (training) {
-        per_epoch = (train->n + (size_t)plan->sgd.batch - 1) / (size_t)plan->sgd.batch;
-        total = per_epoch * ((size_t)K * (size_t)plan->epochs + (size_t)plan->final_epochs);
-    }
-    dcz_progress_relay pr = { progress, ctx, 0, total };
-    dcz_rng rng;
-    dcz_rng_seed(&rng, plan->seed);
-
-    double acc_initial;
-    st = dcz_net_evaluate_optional(net, test, &acc_initial);
-    if (st != DCZ_OK)
-        goto done;
 
     for (int r = 1; r <= K; r++) {
         size_t all = 0, pruned = 0;
@@ -445,6 +505,8 @@ dcz_status dcz_prune_run(dcz_net *net, const dcz_prune_plan *plan,
             tk += o->kept;
         }
         rep->acc_initial = acc_initial;
+        rep->acc_variational = acc_variational;
+        rep->variational_kept = variational_kept;
         rep->acc_final = acc_final;
         rep->final_loss = final_loss;
         rep->nrounds = K;

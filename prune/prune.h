@@ -87,6 +87,44 @@ double dcz_prune_layer_sparsity(const dcz_tlayer *L);
  * s_f. Monotone in r from s_i to s_f. K < 1 is treated as 1. */
 double dcz_prune_schedule(double s_i, double s_f, int r, int K);
 
+/* ---- sparse variational dropout (variational.c) -------------------------- */
+
+/* The state of a variational phase over a net: per chosen layer the log
+ * variances (the layer's vd_ls, vd_s2 and vd_gls point into it), and Adam's
+ * moments of every parameter. */
+typedef struct dcz_vd_state dcz_vd_state;
+
+/* Starts a phase: chosen (net->nlayers, nonzero: that layer learns its
+ * noise) names DENSE and CONV layers only, every log sigma^2 starting at -10,
+ * the noise drawn from a generator of the state's seeded with seed (the
+ * net's own, net->rng, is left alone). DCZ_ERR_UNSUPPORTED for a chosen
+ * layer of another op or a net with a codebook, DCZ_ERR_NOMEM. */
+dcz_status dcz_vd_begin(dcz_net *net, const uint8_t *chosen, uint64_t seed, dcz_vd_state **out);
+
+/* The KL term's weight for the next steps: beta / samples. */
+void dcz_vd_set_kl(dcz_vd_state *s, double beta, size_t samples);
+
+/* A dcz_sgd.update (ctx the state): adds the KL term's gradient to the
+ * chosen layers' gw and vd_gls, moves every trained parameter by Adam at
+ * step->lr, keeps masked weights 0 and refreshes vd_s2. */
+dcz_status dcz_vd_update(dcz_net *net, const dcz_sgd *step, void *ctx);
+
+/* Prunes every weight of the chosen layers whose log alpha is at least
+ * threshold (allocating masks as dcz_prune_layer does), weights to 0. */
+dcz_status dcz_vd_prune(dcz_vd_state *s, float threshold);
+
+/* Ends the phase: the layers' vd_ pointers cleared, everything freed.
+ * NULL-safe. */
+void dcz_vd_free(dcz_vd_state *s);
+
+/* log alpha = log sigma^2 - log(w^2 + 1e-8), clipped to [-10, 10]; the
+ * approximate -KL of one weight of log sigma^2 ls; and scale times the
+ * gradient of KL with respect to w and ls, added to *gw and *gls (0 where
+ * log alpha is clipped). Exposed for tests. */
+double dcz_vd_log_alpha(double w, double ls);
+double dcz_vd_neg_kl(double w, double ls);
+void dcz_vd_kl_grad(float w, float ls, double scale, float *gw, float *gls);
+
 /* ---- the whole net, with retraining -------------------------------------- */
 
 typedef enum dcz_prune_mode {
@@ -112,6 +150,16 @@ typedef struct dcz_prune_plan {
     const char *final_schedule; /* lr schedule of the final phase for
                                    dcz_lr_at; NULL means "cosine" */
     uint64_t seed;        /* shuffling during retraining */
+    /* Sparse variational dropout before the rounds (variational.c), its
+     * shuffles and noise from generators of its own seeded from seed, so
+     * that the rounds draw as they would after the same masks made apart:
+     * epochs of it (0: none) on every targeted layer, Adam at variational_lr, the
+     * KL term's weight rising over variational_ramp epochs, weights of
+     * log alpha >= variational_threshold pruned at its end. The rounds
+     * then prune by magnitude what the targets still ask for (a layer
+     * already sparser is left alone) and retrain. */
+    int variational, variational_ramp;
+    float variational_lr, variational_threshold;
     /* called after each round r (1..rounds) with its figures, as soon as
      * its retraining ends (NULL: not called); the report holds them too */
     void (*round_done)(void *ctx, int r, int rounds, const struct dcz_prune_round *round);
@@ -146,6 +194,10 @@ typedef struct dcz_prune_layer_report {
 
 typedef struct dcz_prune_report {
     double acc_initial;   /* test accuracy before pruning; -1: no test set */
+    double acc_variational; /* after the variational phase's pruning; -1: no
+                               phase or no test set */
+    size_t variational_kept;  /* weights of the layers with weights kept after
+                                 that phase (0: no phase) */
     double acc_final;     /* after the final phase (or the last round); -1 */
     double final_loss;    /* mean loss over the final phase; -1: none */
     int nrounds;
@@ -157,7 +209,9 @@ typedef struct dcz_prune_report {
 
 /* Prunes net following plan, with retraining on train.
  *
- * Each layer's final target sparsity s_f is fixed at the start: a SPARSITY
+ * With plan->variational, the variational phase runs first (on the
+ * targeted layers; see the plan). Then each layer's final target
+ * sparsity s_f is fixed: a SPARSITY
  * target directly, a QUALITY target as the fraction of the layer's weights
  * (pruned ones included) with |w| <= q x std of its kept weights. In round
  * r = 1..K every targeted layer is pruned by magnitude to exactly

@@ -126,18 +126,100 @@ static void dropout_backward(const dcz_tlayer *l, const float *dy, float *dx, si
     }
 }
 
+/* ---- sparse variational dropout (prune/variational.c) ---------------------
+ * A DENSE or CONV layer with vd_s2 set draws its training output through the
+ * local reparameterization trick: y = (the layer's own product) + sqrt(v +
+ * 1e-8) eps, the variances v the same product of x * x with sigma^2 for
+ * weights and no bias (its twin below). Its cache holds, batch major, eps
+ * (batch, out), the deviations (batch, out), x * x (batch, in), the twin's
+ * input gradient (batch, in), then its zero bias and bias gradient (nbias
+ * each). */
+
+static size_t cache_vd(const dcz_tlayer *l, int batch)
+{
+    if (!l->vd_s2) return 0;
+    return ((size_t)batch * 2 * ((size_t)l->out + (size_t)l->in) + 2 * dcz_tlayer_nbias(l)) * sizeof(float);
+}
+
+/* The cache's parts for batch samples */
+typedef struct vd_parts { float *eps, *sd, *x2, *dx2, *zero_b, *gb; } vd_parts;
+
+static vd_parts vd_parts_of(const dcz_tlayer *l, int batch)
+{
+    const size_t no = (size_t)batch * (size_t)l->out, ni = (size_t)batch * (size_t)l->in;
+    vd_parts p;
+    p.eps = l->cache;
+    p.sd = p.eps + no;
+    p.x2 = p.sd + no;
+    p.dx2 = p.x2 + ni;
+    p.zero_b = p.dx2 + ni;
+    p.gb = p.zero_b + dcz_tlayer_nbias(l);
+    return p;
+}
+
+/* The twin: sigma^2 for weights, no bias; its weight gradient (d loss /
+ * d sigma^2) goes to vd_gls */
+static dcz_tlayer vd_twin(const dcz_tlayer *l, const vd_parts *p)
+{
+    dcz_tlayer t = *l;
+    t.w = l->vd_s2;
+    t.b = p->zero_b;
+    t.gw = l->vd_gls;
+    t.gb = p->gb;
+    t.mask = NULL;
+    t.codebook = NULL;
+    t.vd_s2 = NULL;
+    return t;
+}
+
+static void vd_forward(dcz_net *net, dcz_tlayer *l, const float *x, float *y, int batch)
+{
+    const size_t no = (size_t)batch * (size_t)l->out, ni = (size_t)batch * (size_t)l->in;
+    const vd_parts p = vd_parts_of(l, batch);
+    memset(p.zero_b, 0, dcz_tlayer_nbias(l) * sizeof(float));
+    for (size_t j = 0; j < ni; j++) p.x2[j] = x[j] * x[j];
+    const dcz_tlayer t = vd_twin(l, &p);
+    if (l->op == DCZ_OP_CONV2D) dcz_conv_forward(&t, p.x2, p.sd, batch, net->work, net->work_floats);
+    else dense_forward(&t, p.x2, p.sd, batch);
+    for (size_t j = 0; j < no; j++) {
+        p.sd[j] = sqrtf(p.sd[j] + 1e-8f);
+        p.eps[j] = dcz_rng_normal(l->vd_rng);
+        y[j] += p.sd[j] * p.eps[j];
+    }
+}
+
+/* After the layer's own backward pass: with ds = dy eps / (2 sd) (the
+ * gradient of the variances), the twin's backward pass gives d loss /
+ * d sigma^2, times sigma^2 for d loss / d log sigma^2, and the gradient of
+ * x * x, 2 x times which joins dx. Uses the cache up (eps becomes ds). */
+static void vd_backward(dcz_net *net, dcz_tlayer *l, const float *x, const float *dy, float *dx, int batch)
+{
+    const size_t no = (size_t)batch * (size_t)l->out, ni = (size_t)batch * (size_t)l->in;
+    const vd_parts p = vd_parts_of(l, batch);
+    for (size_t j = 0; j < no; j++) p.eps[j] = dy[j] * p.eps[j] / (2.0f * p.sd[j]);
+    dcz_tlayer t = vd_twin(l, &p);
+    float *dx2 = dx ? p.dx2 : NULL;
+    if (l->op == DCZ_OP_CONV2D) dcz_conv_backward(&t, p.x2, p.eps, dx2, batch, net->work, net->work_floats);
+    else dense_backward(&t, p.x2, p.eps, dx2, batch);
+    for (size_t j = 0, nw = dcz_tlayer_nweights(l); j < nw; j++) l->vd_gls[j] *= l->vd_s2[j];
+    if (dx)
+        for (size_t j = 0; j < ni; j++) dx[j] += 2.0f * x[j] * dx2[j];
+}
+
 /* ---- the table's entries ---------------------------------------------------- */
 
 static void fwd_dense(dcz_net *net, dcz_tlayer *l, const float *const *xs, float *y, int batch,
                       unsigned flags)
 {
     dense_forward(l, xs[0], y, batch);
+    if (l->vd_s2 && flags & DCZ_RUN_TRAIN) vd_forward(net, l, xs[0], y, batch);
 }
 
 static void bwd_dense(dcz_net *net, dcz_tlayer *l, const float *const *xs, const float *y,
                       const float *dy, float *const *dxs, int batch)
 {
     dense_backward(l, xs[0], dy, dxs[0], batch);
+    if (l->vd_s2) vd_backward(net, l, xs[0], dy, dxs[0], batch);
     constrain_grads(l);
 }
 
@@ -145,12 +227,14 @@ static void fwd_conv(dcz_net *net, dcz_tlayer *l, const float *const *xs, float 
                      unsigned flags)
 {
     dcz_conv_forward(l, xs[0], y, batch, net->work, net->work_floats);
+    if (l->vd_s2 && flags & DCZ_RUN_TRAIN) vd_forward(net, l, xs[0], y, batch);
 }
 
 static void bwd_conv(dcz_net *net, dcz_tlayer *l, const float *const *xs, const float *y,
                      const float *dy, float *const *dxs, int batch)
 {
     dcz_conv_backward(l, xs[0], dy, dxs[0], batch, net->work, net->work_floats);
+    if (l->vd_s2) vd_backward(net, l, xs[0], dy, dxs[0], batch);
     constrain_grads(l);
 }
 
@@ -506,21 +590,22 @@ static dcz_status check_dropout(const dcz_tlayer *l)
 }
 
 /* MAXPOOL: the int32 argmax of each output; BATCHNORM: mean and 1 /
- * sqrt(var + eps) per channel; DROPOUT: its uint8 mask; CONV: im2col
- * columns (conv.c) */
+ * sqrt(var + eps) per channel; DROPOUT: its uint8 mask; DENSE and CONV
+ * under variational dropout: cache_vd above */
 static size_t cache_maxpool(const dcz_tlayer *l, int batch) { return (size_t)batch * (size_t)l->out * sizeof(int32_t); }
 static size_t cache_bn(const dcz_tlayer *l, int batch) { (void)batch; return 2 * (size_t)l->in_c * sizeof(float); }
 static size_t cache_dropout(const dcz_tlayer *l, int batch) { return (size_t)batch * (size_t)l->in; }
+
 
 /* op, forward, backward, attributes from settings, settings from
  * attributes, buffer checks, cache bytes, keeps geometry, per sample */
 #define PLAIN attrs_none, settings_none
 #define ACTIVATION fwd_activation, bwd_activation, attrs_floats, settings_floats, NULL, NULL, 0, 1
 static const dcz_train_op train_ops[] = {
-    { DCZ_OP_DENSE, fwd_dense, bwd_dense, attrs_dense, settings_dense, check_weighted, NULL, 0, 0 },
+    { DCZ_OP_DENSE, fwd_dense, bwd_dense, attrs_dense, settings_dense, check_weighted, cache_vd, 0, 0 },
     { DCZ_OP_RELU, fwd_relu, bwd_relu, PLAIN, NULL, NULL, 0, 1 },
     { DCZ_OP_SOFTMAX, fwd_softmax, bwd_copy, PLAIN, NULL, NULL, 0, 1 },
-    { DCZ_OP_CONV2D, fwd_conv, bwd_conv, attrs_conv, settings_conv, check_weighted, NULL, 1, 0 },
+    { DCZ_OP_CONV2D, fwd_conv, bwd_conv, attrs_conv, settings_conv, check_weighted, cache_vd, 1, 0 },
     { DCZ_OP_MAXPOOL, fwd_pool, bwd_pool, attrs_maxpool, settings_maxpool, NULL, cache_maxpool, 1, 1 },
     { DCZ_OP_AVGPOOL, fwd_pool, bwd_pool, attrs_avgpool, settings_avgpool, NULL, NULL, 1, 1 },
     { DCZ_OP_GLOBAL_AVGPOOL, fwd_pool, bwd_pool, PLAIN, NULL, NULL, 1, 1 },

@@ -419,6 +419,7 @@ dcz_status dcz_train_epoch(dcz_net *net, const dcz_dataset *data, const dcz_sgd 
     st = check_data(net, data);
     if (st != DCZ_OK) return st;
     if (opt->augment & DCZ_AUG_CROP && !data->files) return DCZ_ERR_UNSUPPORTED;   /* no image to crop */
+    if (opt->update && (opt->shards > 1 || opt->comm)) return DCZ_ERR_UNSUPPORTED;
     size_t n = data->n;
     int bmax = (size_t)opt->batch < n ? opt->batch : (int)n;
     size_t *perm = malloc(n * sizeof *perm);     /* (n) sample order */
@@ -464,7 +465,7 @@ dcz_status dcz_train_epoch(dcz_net *net, const dcz_dataset *data, const dcz_sgd 
             const double f = (double)(start / (size_t)bmax + 1) / (double)steps;
             step.lr = (float)((double)opt->lr * (opt->ramp_from + (opt->ramp_to - opt->ramp_from) * f));
         }
-        st = dcz_net_step(net, &step);
+        st = opt->update ? opt->update(net, &step, opt->update_ctx) : dcz_net_step(net, &step);
         if (st != DCZ_OK) goto cleanup;
         if (progress) progress(ctx, start + (size_t)bs, n);
     }

@@ -320,6 +320,18 @@ typedef struct dcz_tlayer {
      * ReLU as it writes, and the RELU's output is the same buffer, which it
      * leaves as it is (dcz_net_reserve sets both; relu_fused on the RELU) */
     uint8_t relu_after, relu_fused;
+    /* Sparse variational dropout (prune/variational.c), while it trains a
+     * DENSE layer; NULL otherwise, and never owned by the layer: the log
+     * variance of each weight's Gaussian noise, log sigma^2 (rows, cols),
+     * sigma^2 itself with pruned weights' 0 (kept in step by the owner
+     * after each update), and the gradient of the loss with respect to
+     * log sigma^2. A training pass then draws the layer's output as the
+     * local reparameterization trick does (Kingma et al. 2015): y = x W^T
+     * + b + sqrt((x * x) sigma^2^T) eps, eps ~ N(0, 1) per output and
+     * sample from vd_rng (the owner's generator, not net->rng); cache holds
+     * eps, the deviations and x * x. */
+    float *vd_ls, *vd_s2, *vd_gls;
+    dcz_rng *vd_rng;
 } dcz_tlayer;
 
 /* Nonzero for layers whose weights can be pruned and shared (DENSE, CONV). */
@@ -659,6 +671,12 @@ typedef struct dcz_sgd {
      * without, the rng moves as it always did), so every epoch, and every
      * retraining epoch of a later stage, varies its samples anew. */
     unsigned augment;
+    /* The update after each step's gradients: NULL, dcz_net_step (SGD as
+     * above); else update(net, step, update_ctx), step this struct with the
+     * step's lr (variational dropout's Adam). Unsharded only: with shards
+     * or a comm, dcz_train_epoch gives DCZ_ERR_UNSUPPORTED. */
+    dcz_status (*update)(dcz_net *net, const struct dcz_sgd *step, void *ctx);
+    void *update_ctx;
 } dcz_sgd;
 
 typedef void (*dcz_progress_fn)(void *ctx, size_t done, size_t total);

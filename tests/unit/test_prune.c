@@ -1,7 +1,10 @@
 /* test_prune.c: tests of prune/ (prune.h): thresholds by quality and by
  * sparsity, exact-count pruning with ties, pruning never reviving a weight,
  * the cubic schedule, and dcz_prune_run on a small MLP learning Gaussian
- * blobs (masks and target density survive retraining).
+ * blobs (masks and target density survive retraining); sparse variational
+ * dropout: the noisy pass's gradients and the KL term's against finite
+ * differences in double, pruning by log alpha, a run that prunes most of
+ * the blobs' MLP and repeats bit for bit.
  */
 #include <math.h>
 #include <stdlib.h>
@@ -491,6 +494,331 @@ static void test_run_quality_oneshot(void)
     dcz_dataset_free(&test);
 }
 
+
+/* ---- sparse variational dropout ------------------------------------------- */
+
+/* The noisy training pass of an MLP in double: each DENSE layer's output
+ * b + W x + sqrt((x * x) s2 + 1e-8) eps, eps drawn as the trainer draws it
+ * (net->rng, layer by layer, sample-major), then the mean cross-entropy. */
+typedef struct vd_ref {
+    int nl, in[4], out[4];
+    double *w[4], *b[4], *ls[4];
+    double *eps[4];         /* (batch, out) */
+} vd_ref;
+
+static double vd_ref_loss(const vd_ref *r, const float *x, const uint8_t *y, int batch)
+{
+    double total = 0;
+    for (int s = 0; s < batch; s++) {
+        double cur[16], nxt[16];
+        for (int j = 0; j < r->in[0]; j++) cur[j] = x[s * r->in[0] + j];
+        for (int i = 0; i < r->nl; i++) {
+            for (int o = 0; o < r->out[i]; o++) {
+                double mu = r->b[i][o], var = 1e-8;
+                for (int q = 0; q < r->in[i]; q++) {
+                    mu += r->w[i][o * r->in[i] + q] * cur[q];
+                    var += cur[q] * cur[q] * exp(r->ls[i][o * r->in[i] + q]);
+                }
+                nxt[o] = mu + sqrt(var) * r->eps[i][s * r->out[i] + o];
+            }
+            for (int o = 0; o < r->out[i]; o++) cur[o] = i + 1 < r->nl && nxt[o] < 0 ? 0 : nxt[o];
+        }
+        const int k = r->out[r->nl - 1];
+        double m = cur[0], sum = 0;
+        for (int j = 1; j < k; j++) if (cur[j] > m) m = cur[j];
+        for (int j = 0; j < k; j++) sum += exp(cur[j] - m);
+        total += m + log(sum) - cur[y[s]];
+    }
+    return total / batch;
+}
+
+static double vd_ref_diff(const vd_ref *r, double *p, const float *x, const uint8_t *y, int batch)
+{
+    const double h = 1e-6, keep = *p;
+    *p = keep + h;
+    const double lp = vd_ref_loss(r, x, y, batch);
+    *p = keep - h;
+    const double lm = vd_ref_loss(r, x, y, batch);
+    *p = keep;
+    return (lp - lm) / (2 * h);
+}
+
+#define VD_GRAD_OK(a, n) (fabs((double)(a) - (n)) <= 1e-4 + 1e-3 * fabs(n))
+
+/* The gradients of the noisy pass (weights, biases, log variances) against
+ * finite differences of the same pass in double with the same noise. */
+static void test_vd_grad(void)
+{
+    char err[128];
+    dcz_net *net = NULL;
+    REQUIRE(dcz_net_create_arch("mlp:6-7-5-3", 11, &net, err, sizeof err) == DCZ_OK, "%s", err);
+    uint8_t chosen[8] = { 0 };
+    vd_ref r;
+    memset(&r, 0, sizeof r);
+    for (int i = 0; i < net->nlayers; i++) chosen[i] = net->layers[i].op == DCZ_OP_DENSE;
+    dcz_vd_state *vs = NULL;
+    REQUIRE(dcz_vd_begin(net, chosen, 7, &vs) == DCZ_OK, "begin");
+    dcz_rng g;
+    dcz_rng_seed(&g, 3);
+    enum { B = 4 };
+    for (int i = 0; i < net->nlayers; i++) {
+        dcz_tlayer *L = &net->layers[i];
+        if (!chosen[i]) continue;
+        REQUIRE(L->vd_ls && L->vd_s2 && L->vd_gls, "%s: no variational state", L->name);
+        const int k = r.nl++;
+        r.in[k] = L->in;
+        r.out[k] = L->out;
+        const size_t nw = (size_t)L->in * L->out;
+        r.w[k] = malloc(nw * sizeof(double));
+        r.ls[k] = malloc(nw * sizeof(double));
+        r.b[k] = malloc((size_t)L->out * sizeof(double));
+        r.eps[k] = malloc((size_t)B * L->out * sizeof(double));
+        for (size_t j = 0; j < nw; j++) {
+            L->vd_ls[j] = -2.0f + 0.5f * dcz_rng_normal(&g);   /* noise that matters */
+            L->vd_s2[j] = expf(L->vd_ls[j]);
+            r.w[k][j] = L->w[j];
+            r.ls[k][j] = L->vd_ls[j];
+        }
+        for (int j = 0; j < L->out; j++) r.b[k][j] = L->b[j] = 0.2f * dcz_rng_normal(&g);
+    }
+    float x[B * 6];
+    uint8_t y[B];
+    for (int i = 0; i < B * 6; i++) x[i] = dcz_rng_normal(&g);
+    for (int i = 0; i < B; i++) y[i] = (uint8_t)dcz_rng_below(&g, 3);
+    const dcz_rng before = net->rng;
+    dcz_rng noise = *net->layers[0].vd_rng;   /* the draws the pass will make */
+    for (int k = 0; k < r.nl; k++)
+        for (int j = 0; j < B * r.out[k]; j++) r.eps[k][j] = dcz_rng_normal(&noise);
+    float loss;
+    REQUIRE(dcz_net_grad(net, x, y, B, &loss) == DCZ_OK, "grad");
+    CHECK(fabs(loss - vd_ref_loss(&r, x, y, B)) < 1e-5, "loss %g, reference %g", loss, vd_ref_loss(&r, x, y, B));
+    CHECK(memcmp(&before, &net->rng, sizeof before) == 0, "the noise came from the net's generator");
+    int bad = 0, checked = 0;
+    for (int i = 0, k = 0; i < net->nlayers; i++) {
+        const dcz_tlayer *L = &net->layers[i];
+        if (!chosen[i]) continue;
+        for (int j = 0; j < L->in * L->out; j++, checked += 3) {
+            const double nw = vd_ref_diff(&r, &r.w[k][j], x, y, B), nl = vd_ref_diff(&r, &r.ls[k][j], x, y, B);
+            if (!VD_GRAD_OK(L->gw[j], nw) && bad++ < 5) CHECK(0, "%s gw[%d] %.7g, numeric %.7g", L->name, j, L->gw[j], nw);
+            if (!VD_GRAD_OK(L->vd_gls[j], nl) && bad++ < 5)
+                CHECK(0, "%s gls[%d] %.7g, numeric %.7g", L->name, j, L->vd_gls[j], nl);
+        }
+        for (int j = 0; j < L->out; j++) {
+            const double nb = vd_ref_diff(&r, &r.b[k][j], x, y, B);
+            if (!VD_GRAD_OK(L->gb[j], nb) && bad++ < 5) CHECK(0, "%s gb[%d] %.7g, numeric %.7g", L->name, j, L->gb[j], nb);
+        }
+        k++;
+    }
+    CHECK(bad == 0, "%d gradients off", bad);
+    CHECK(checked == 3 * (6 * 7 + 7 * 5 + 5 * 3), "checked %d", checked);
+    /* the first layer's input gradient is not asked for, the others' are:
+     * their log variances moved the loss through dx (checked above by fc2's
+     * and fc3's weights, whose inputs come through it) */
+    dcz_vd_free(vs);
+    for (int i = 0; i < net->nlayers; i++)
+        CHECK(!net->layers[i].vd_ls && !net->layers[i].vd_s2 && !net->layers[i].vd_gls, "state left on layer %d", i);
+    for (int k = 0; k < r.nl; k++) { free(r.w[k]); free(r.b[k]); free(r.ls[k]); free(r.eps[k]); }
+    dcz_net_free(net);
+}
+
+
+/* A convolution's noisy pass (batch norm and a fully connected layer
+ * after it) against finite differences of the trainer's own float loss,
+ * the noise replayed for every evaluation. */
+static void test_vd_conv_grad(void)
+{
+    char err[128];
+    dcz_net *net = NULL;
+    REQUIRE(dcz_net_create_arch("cnn:i2x5x5-c3k3s2-f4", 4, &net, err, sizeof err) == DCZ_OK, "%s", err);
+    uint8_t chosen[16] = { 0 };
+    int conv = -1, fc = -1;
+    for (int i = 0; i < net->nlayers; i++) {
+        if (net->layers[i].op == DCZ_OP_CONV2D) conv = i;
+        if (net->layers[i].op == DCZ_OP_DENSE) fc = i;
+    }
+    REQUIRE(conv >= 0 && fc >= 0, "layers");
+    chosen[conv] = chosen[fc] = 1;
+    dcz_vd_state *vs = NULL;
+    REQUIRE(dcz_vd_begin(net, chosen, 9, &vs) == DCZ_OK, "begin");
+    dcz_rng g;
+    dcz_rng_seed(&g, 12);
+    for (int i = 0; i < net->nlayers; i++) {
+        dcz_tlayer *L = &net->layers[i];
+        if (!chosen[i]) continue;
+        for (size_t j = 0, n = dcz_tlayer_nweights(L); j < n; j++) {
+            L->vd_ls[j] = -2.0f + 0.5f * dcz_rng_normal(&g);
+            L->vd_s2[j] = expf(L->vd_ls[j]);
+        }
+    }
+    enum { B = 6 };
+    float x[B * 50];
+    uint8_t y[B];
+    for (int i = 0; i < B * 50; i++) x[i] = dcz_rng_uniform(&g);
+    for (int i = 0; i < B; i++) y[i] = (uint8_t)dcz_rng_below(&g, 4);
+    const dcz_rng noise = *net->layers[conv].vd_rng;
+    float loss;
+    REQUIRE(dcz_net_grad(net, x, y, B, &loss) == DCZ_OK, "grad");
+    dcz_tlayer *C = &net->layers[conv];
+    const size_t n = dcz_tlayer_nweights(C);
+    float *gw = malloc(n * sizeof *gw), *gls = malloc(n * sizeof *gls);
+    REQUIRE(gw && gls, "copies");
+    memcpy(gw, C->gw, n * sizeof *gw);
+    memcpy(gls, C->vd_gls, n * sizeof *gls);
+    int bad = 0;
+    for (size_t j = 0; j < n; j++)
+        for (int k = 0; k < 2; k++) {
+            float *p = k ? &C->vd_ls[j] : &C->w[j];
+            const float keep = *p, h = k ? 1e-2f : 1e-3f;
+            float lp, lm;
+            *p = keep + h;
+            if (k) C->vd_s2[j] = expf(*p);
+            *C->vd_rng = noise;
+            dcz_net_grad(net, x, y, B, &lp);
+            *p = keep - h;
+            if (k) C->vd_s2[j] = expf(*p);
+            *C->vd_rng = noise;
+            dcz_net_grad(net, x, y, B, &lm);
+            *p = keep;
+            if (k) C->vd_s2[j] = expf(keep);
+            const double num = ((double)lp - lm) / (2.0 * h), a = k ? gls[j] : gw[j];
+            if (!(fabs(a - num) <= 2e-3 + 2e-2 * fabs(num)) && bad++ < 5)
+                CHECK(0, "conv %s[%zu] %.6g, numeric %.6g", k ? "gls" : "gw", j, a, num);
+        }
+    CHECK(bad == 0, "%d of %zu gradients off", bad, 2 * n);
+    double sum = 0;
+    for (size_t j = 0; j < n; j++) sum += fabs(gls[j]);
+    CHECK(sum > 1e-3, "the log variances barely matter (%g): a test that cannot fail", sum);
+    free(gw);
+    free(gls);
+    dcz_vd_free(vs);
+    dcz_net_free(net);
+}
+
+/* The KL term's gradient against finite differences of -KL; 0 where log
+ * alpha is clipped. */
+static void test_vd_kl(void)
+{
+    const double ws[] = { -0.8, -0.05, 0.003, 0.2, 1.5 }, lss[] = { -9.0, -4.0, -1.0, 0.5 };
+    int bad = 0;
+    for (size_t a = 0; a < sizeof ws / sizeof ws[0]; a++)
+        for (size_t c = 0; c < sizeof lss / sizeof lss[0]; c++) {
+            const float w = (float)ws[a], ls = (float)lss[c];
+            const double la = ls - log((double)w * w + 1e-8);
+            float gw = 0.25f, gls = -0.5f;   /* added to, not written */
+            dcz_vd_kl_grad(w, ls, 2.0, &gw, &gls);
+            const double h = 1e-6;
+            double nw = -2.0 * (dcz_vd_neg_kl(w + h, ls) - dcz_vd_neg_kl(w - h, ls)) / (2 * h);
+            double nl = -2.0 * (dcz_vd_neg_kl(w, ls + h) - dcz_vd_neg_kl(w, ls - h)) / (2 * h);
+            if (!(la > -10 && la < 10)) nw = nl = 0;
+            if ((!VD_GRAD_OK(gw - 0.25f, nw) || !VD_GRAD_OK(gls + 0.5f, nl)) && bad++ < 5)
+                CHECK(0, "w %g ls %g: %.7g %.7g, numeric %.7g %.7g", w, ls, gw - 0.25f, gls + 0.5f, nw, nl);
+        }
+    CHECK(bad == 0, "%d KL gradients off", bad);
+    /* -KL rises with log alpha (noisier weights cost less) and is near 0
+     * for the noisiest */
+    CHECK(dcz_vd_neg_kl(0.1, -8) < dcz_vd_neg_kl(0.1, -2), "-KL not rising with alpha");
+    CHECK(fabs(dcz_vd_neg_kl(1e-6, 5)) < 1e-3, "-KL at log alpha 10: %g", dcz_vd_neg_kl(1e-6, 5));
+    CHECK(dcz_vd_log_alpha(0.0, 0.0) == 10.0 && dcz_vd_log_alpha(1.0, -20.0) == -10.0, "clipping");
+}
+
+/* Pruning by log alpha: exactly the weights at or above the threshold go. */
+static void test_vd_prune_rule(void)
+{
+    char err[128];
+    dcz_net *net = NULL;
+    REQUIRE(dcz_net_create_arch("mlp:20-30-4", 2, &net, err, sizeof err) == DCZ_OK, "%s", err);
+    uint8_t chosen[8] = { 0 };
+    chosen[0] = 1;   /* fc1 */
+    REQUIRE(net->layers[0].op == DCZ_OP_DENSE, "fc1 first");
+    dcz_vd_state *vs = NULL;
+    REQUIRE(dcz_vd_begin(net, chosen, 7, &vs) == DCZ_OK, "begin");
+    dcz_tlayer *L = &net->layers[0];
+    const size_t n = 600;
+    uint8_t want[600];
+    dcz_rng g;
+    dcz_rng_seed(&g, 8);
+    for (size_t j = 0; j < n; j++) {
+        L->vd_ls[j] = -8.0f + 8.0f * dcz_rng_uniform(&g);
+        want[j] = dcz_vd_log_alpha(L->w[j], L->vd_ls[j]) < 3.0;
+    }
+    size_t kept = 0;
+    for (size_t j = 0; j < n; j++) kept += want[j];
+    CHECK(kept > 50 && kept < 550, "a test of both sides: %zu kept", kept);
+    CHECK(dcz_vd_prune(vs, 3.0f) == DCZ_OK, "prune");
+    REQUIRE(L->mask, "no mask");
+    size_t bad = 0;
+    for (size_t j = 0; j < n; j++) bad += L->mask[j] != want[j] || (!want[j] && L->w[j] != 0.0f);
+    CHECK(bad == 0, "%zu weights pruned against the rule", bad);
+    CHECK(!net->layers[2].mask, "fc2, not chosen, got a mask");
+    dcz_vd_free(vs);
+    CHECK(!L->vd_ls, "state left");
+    /* only layers with weights learn noise */
+    dcz_net *cnn = NULL;
+    REQUIRE(dcz_net_create_arch("cnn:i1x6x6-c2k3-f3", 2, &cnn, err, sizeof err) == DCZ_OK, "%s", err);
+    uint8_t all[16];
+    memset(all, 1, sizeof all);
+    CHECK(dcz_vd_begin(cnn, all, 7, &vs) == DCZ_ERR_UNSUPPORTED && !vs, "a batch norm chosen");
+    dcz_net_free(cnn);
+    dcz_net_free(net);
+}
+
+static void copy_params(const dcz_net *net, float *out)
+{
+    memcpy(out, net->param, net->param_count * sizeof *out);
+}
+
+/* dcz_prune_run with a variational phase on blobs: it prunes most weights
+ * without losing the problem, masks hold, and the same seed gives the
+ * same weights. */
+static void test_run_variational(void)
+{
+    dcz_dataset train, test;
+    int ok = synth_blobs_make(&train, 2000, 1, &blobs);
+    ok = synth_blobs_make(&test, 500, 2, &blobs) && ok;
+    REQUIRE(ok, "blobs");
+    float *first = NULL;
+    for (int run = 0; run < 2; run++) {
+        dcz_net *net = trained_net(&train);
+        REQUIRE(net, "net");
+        dcz_prune_target *tg = calloc((size_t)net->nlayers, sizeof *tg);
+        for (int l = 0; l < net->nlayers; l++)
+            if (net->layers[l].op == DCZ_OP_DENSE) tg[l] = (dcz_prune_target){ DCZ_PRUNE_SPARSITY, 0.0 };
+        dcz_prune_plan plan;
+        dcz_prune_plan_init(&plan);
+        plan.targets = tg;
+        plan.rounds = 1;
+        plan.epochs = 0;
+        plan.final_epochs = 2;
+        plan.variational = 12;
+        plan.variational_ramp = 2;
+        plan.variational_lr = 5e-3f;
+        dcz_prune_report rep;
+        dcz_status st = dcz_prune_run(net, &plan, &train, &test, NULL, NULL, &rep);
+        REQUIRE(st == DCZ_OK, "run: %s", dcz_status_str(st));
+        CHECK(rep.acc_initial > 0.9, "trained to %g", rep.acc_initial);
+        CHECK(rep.kept < rep.weights / 3, "kept %zu of %zu", rep.kept, rep.weights);
+        CHECK(rep.variational_kept == rep.kept, "the rounds pruned more: %zu then %zu", rep.variational_kept, rep.kept);
+        CHECK(rep.acc_variational > 0.85 && rep.acc_final > 0.9, "accuracy %g after the phase, %g at the end",
+              rep.acc_variational, rep.acc_final);
+        check_masked_zero(net);
+        for (int l = 0; l < net->nlayers; l++)
+            CHECK(!net->layers[l].vd_ls && !net->layers[l].vd_s2 && !net->layers[l].vd_gls, "state left");
+        if (!run) {
+            first = malloc(net->param_count * sizeof *first);
+            REQUIRE(first, "copy");
+            copy_params(net, first);
+        } else {
+            CHECK(memcmp(first, net->param, net->param_count * sizeof *first) == 0, "same seed, other weights");
+        }
+        dcz_prune_report_free(&rep);
+        free(tg);
+        dcz_net_free(net);
+    }
+    free(first);
+    dcz_dataset_free(&train);
+    dcz_dataset_free(&test);
+}
+
 int main(void)
 {
     RUN(test_count);
@@ -501,5 +829,10 @@ int main(void)
     RUN(test_schedule);
     RUN(test_run_retrain);
     RUN(test_run_quality_oneshot);
+    RUN(test_vd_grad);
+    RUN(test_vd_conv_grad);
+    RUN(test_vd_kl);
+    RUN(test_vd_prune_rule);
+    RUN(test_run_variational);
     return check_summary();
 }
