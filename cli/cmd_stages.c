@@ -491,7 +491,7 @@ done:
 /* ---- prune ------------------------------------------------------------------ */
 
 typedef struct prune_opts {
-    const char *sparsity, *quality, *gap_bits;
+    const char *sparsity, *quality, *gap_bits, *vd_threshold;
     int rounds, epochs, final_epochs, batch, variational;
     double lr, momentum, wd;
 } prune_opts;
@@ -515,7 +515,9 @@ static void prune_opts_init(prune_opts *p)
     { "prune-epochs", 0, OPT_INT, &(p).epochs, "retraining epochs per round (default 3)" }, \
     { "final-epochs", 0, OPT_INT, &(p).final_epochs, "retraining epochs after the last round (default 12)" }, \
     { "variational", 0, OPT_INT, &(p).variational, "epochs of sparse variational dropout before the rounds: the " \
-      "targeted fully connected layers learn which weights to drop (default 0: magnitude alone)" }, \
+      "targeted layers learn which weights to drop (default 0: magnitude alone)" }, \
+    { "variational-threshold", 0, OPT_STR, &(p).vd_threshold, "log alpha from which the phase prunes a weight " \
+      "(default 3), or off: the phase prunes nothing and the targets prune its weights by magnitude" }, \
     { "prune-lr", 0, OPT_FLOAT, &(p).lr, "retraining rate (default: training rate / 4)" }, \
     { "weight-decay", 0, OPT_FLOAT, &(p).wd, "retraining weight decay (default 1e-4)" }, \
     { "gap-bits", 0, OPT_STR, &(p).gap_bits, "relative position width per layer (default: fc 5, conv 8)" }
@@ -533,9 +535,26 @@ static int plan_prune(const verb_ctx *v, const dcz_net *net, const dcz_doc *in, 
     if (rc == -1) rc = check_rule_names(v, "sparsity", &sr, net);
     if (rc == -1) rc = check_rule_names(v, "quality", &q, net);
     if (rc != -1) return rc;
-    if (po->rounds < 1 || po->epochs < 0 || po->final_epochs < 0 || po->batch < 1 || po->variational < 0) {
+    if (po->rounds < 1 || po->epochs < 0 || po->final_epochs < 0 || po->batch < 1) {
         cli_usage_error(v, "--rounds must be >= 1 and epochs >= 0");
         return EXIT_USAGE;
+    }
+    if (po->variational < 0) {
+        cli_usage_error(v, "--variational must be >= 0 (epochs of variational dropout; 0: none)");
+        return EXIT_USAGE;
+    }
+    float vd_thr = 3.0f;
+    if (po->vd_threshold && strcmp(po->vd_threshold, "off") == 0) {
+        vd_thr = INFINITY;
+    } else if (po->vd_threshold) {
+        char *end;
+        const double t = strtod(po->vd_threshold, &end);
+        if (end == po->vd_threshold || *end || !(t > -10 && t < 10)) {
+            cli_usage_error(v, "--variational-threshold must be a log alpha in (-10, 10) or off, not '%s'",
+                            po->vd_threshold);
+            return EXIT_USAGE;
+        }
+        vd_thr = (float)t;
     }
     if (po->variational > 0 && !retrain) {
         cli_usage_error(v, "--variational trains: give --data (the training split it learns the noise on)");
@@ -592,6 +611,7 @@ static int plan_prune(const verb_ctx *v, const dcz_net *net, const dcz_doc *in, 
     plan->epochs = retrain ? po->epochs : 0;
     plan->final_epochs = retrain ? po->final_epochs : 0;
     plan->variational = retrain ? po->variational : 0;
+    plan->variational_threshold = vd_thr;
     plan->sgd.lr = (float)lr;
     plan->sgd.momentum = (float)po->momentum;
     plan->sgd.weight_decay = (float)po->wd;
@@ -635,7 +655,10 @@ static int exec_prune(const verb_ctx *v, dcz_net *net, stage_plan *sp, const dcz
     free((void *)plan->targets);
     plan->targets = NULL;
     if (s != DCZ_OK) return cli_fail_data(v, s, "pruning", train, test);
-    if (test && plan->variational)
+    if (test && plan->variational && isinf(plan->variational_threshold))
+        cli_note(v, "prune: %d epochs of variational dropout, nothing pruned by them (threshold off), accuracy %.2f%%",
+                 plan->variational, rep.acc_variational * 100);
+    else if (test && plan->variational)
         cli_note(v, "prune: %d epochs of variational dropout kept %zu of %zu weights, accuracy %.2f%%", plan->variational,
                  rep.variational_kept, rep.weights, rep.acc_variational * 100);
     if (test) cli_note(v, "prune: accuracy %.2f%% before, %.2f%% after the final retraining",
@@ -643,7 +666,10 @@ static int exec_prune(const verb_ctx *v, dcz_net *net, stage_plan *sp, const dcz
     cli_note(v, "%-10s %10s %10s %8s %10s", "layer", "weights", "kept", "density", "threshold");
     stage_extra_add(extra, "rounds = %d\nretrain_epochs = %d\nfinal_epochs = %d\nlr = %g\n", plan->rounds,
                     plan->epochs, plan->final_epochs, plan->sgd.lr);
-    if (plan->variational)
+    if (plan->variational && isinf(plan->variational_threshold))
+        stage_extra_add(extra, "variational_epochs = %d\nvariational_lr = %g\nvariational_threshold = off\n",
+                        plan->variational, plan->variational_lr);
+    else if (plan->variational)
         stage_extra_add(extra, "variational_epochs = %d\nvariational_lr = %g\nvariational_threshold = %g\n",
                         plan->variational, plan->variational_lr, plan->variational_threshold);
     if (train && plan->sgd.augment && (plan->epochs || plan->final_epochs))
@@ -1313,7 +1339,8 @@ static char *budget_recipe(const budget_ctx *b, const dcz_net *net, const dcz_bu
         if (b->v->strip) n += (size_t)snprintf(t + n, cap - n, "strip = true\n");
         if (!isnan(po->lr)) n += (size_t)snprintf(t + n, cap - n, "prune-lr = %.17g\n", po->lr);
         if (po->gap_bits) n += (size_t)snprintf(t + n, cap - n, "gap-bits = %s\n", po->gap_bits);
-        if (b->variational) n += (size_t)snprintf(t + n, cap - n, "variational = %d\n", b->variational);
+        if (b->variational)
+            n += (size_t)snprintf(t + n, cap - n, "variational = %d\nvariational-threshold = off\n", b->variational);
         n += (size_t)snprintf(t + n, cap - n, "bias = %s\ncodebook = %s\ninit = %s\nkmeans-iters = %d\n"
                               "quant-epochs = %d\n", bias_names[b->job->bias], codebook_names[b->job->codebook],
                               qo->init, qo->iters, qo->epochs);
@@ -1423,15 +1450,17 @@ static void budget_report(const budget_ctx *b, const dcz_net *net, const dcz_sen
 }
 
 /* compress --budget --variational N: the variational phase, once, on the
- * input (net), before the scan: the scan and every run start from its
- * masks and weights (the bytes *out, malloc'd, with its record), a
- * candidate's sparsity below a layer's leaving it as the phase did. The
- * phase draws from generators of its own (prune.h), so the recipe, which
- * runs it inside the prune stage, gives the same model. */
+ * input (net), before the scan, pruning nothing itself (threshold off):
+ * the scan and every run start from its weights, which it has made
+ * prunable (the bytes *out, malloc'd, with its record), and each
+ * candidate prunes them by magnitude to its own sparsities. The phase
+ * draws from generators of its own (prune.h), so the recipe, which runs
+ * it inside the prune stage, gives the same model. */
 static int budget_variational(verb_ctx *v, compress_job *job, const prune_opts *po, dcz_net *net,
                               uint8_t **out, size_t *out_len)
 {
     prune_opts vo = *po;
+    vo.vd_threshold = "off";   /* the candidates prune its weights */
     vo.sparsity = "0";
     vo.quality = NULL;
     vo.rounds = 1;

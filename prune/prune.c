@@ -307,7 +307,7 @@ static dcz_status variational_phase(dcz_net *net, const dcz_prune_plan *plan, co
         double loss;
         st = retrain_epoch(net, train, &opt, lr, &shuffle, pr, per_epoch, &loss);
     }
-    if (st == DCZ_OK) st = dcz_vd_prune(s, plan->variational_threshold);
+    if (st == DCZ_OK && !isinf(plan->variational_threshold)) st = dcz_vd_prune(s, plan->variational_threshold);
     dcz_vd_free(s);
     dcz_net_reset_state(net);
     return st;
@@ -330,7 +330,7 @@ dcz_status dcz_prune_run(dcz_net *net, const dcz_prune_plan *plan,
     if (test && !dcz_dataset_fits(net, test))
         return DCZ_ERR_ARG;
     if (plan->variational < 0 || plan->variational_ramp < 0 || !(plan->variational_lr > 0) ||
-        !isfinite(plan->variational_lr) || !isfinite(plan->variational_threshold))
+        !isfinite(plan->variational_lr) || isnan(plan->variational_threshold))
         return DCZ_ERR_ARG;
     for (int l = 0; l < nl; l++) {
         const dcz_prune_target *t = &plan->targets[l];

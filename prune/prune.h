@@ -123,7 +123,7 @@ void dcz_vd_free(dcz_vd_state *s);
  * log alpha is clipped). Exposed for tests. */
 double dcz_vd_log_alpha(double w, double ls);
 double dcz_vd_neg_kl(double w, double ls);
-void dcz_vd_kl_grad(float w, float ls, double scale, float *gw, float *gls);
+void dcz_vd_kl_grad(float w, float ls, float scale, float *gw, float *gls);
 
 /* ---- the whole net, with retraining -------------------------------------- */
 
@@ -155,7 +155,8 @@ typedef struct dcz_prune_plan {
      * that the rounds draw as they would after the same masks made apart:
      * epochs of it (0: none) on every targeted layer, Adam at variational_lr, the
      * KL term's weight rising over variational_ramp epochs, weights of
-     * log alpha >= variational_threshold pruned at its end. The rounds
+     * log alpha >= variational_threshold pruned at its end (+infinity:
+     * none, the phase only making the weights prunable). The rounds
      * then prune by magnitude what the targets still ask for (a layer
      * already sparser is left alone) and retrain. */
     int variational, variational_ramp;

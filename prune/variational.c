@@ -71,27 +71,26 @@ double dcz_vd_neg_kl(double w, double ls)
     return VD_K1 / (1.0 + exp(-(VD_K2 + VD_K3 * la))) - 0.5 * log1p(exp(-la)) - VD_K1;
 }
 
-void dcz_vd_kl_grad(float w, float ls, double scale, float *gw, float *gls)
+void dcz_vd_kl_grad(float w, float ls, float scale, float *gw, float *gls)
 {
-    const double la = ls - log((double)w * w + VD_WEPS);
-    if (!(la > VD_LA_MIN && la < VD_LA_MAX)) return;
-    const double sg = 1.0 / (1.0 + exp(-(VD_K2 + VD_K3 * la)));
-    const double dnk = VD_K1 * VD_K3 * sg * (1.0 - sg) + 0.5 / (1.0 + exp(la));   /* d(-KL) / d la */
-    const double g = -scale * dnk;                                                  /* d loss / d la */
-    *gls += (float)g;
-    *gw += (float)(g * (-2.0 * w / ((double)w * w + VD_WEPS)));
+    const float w2 = w * w + (float)VD_WEPS, la = ls - logf(w2);
+    if (!(la > (float)VD_LA_MIN && la < (float)VD_LA_MAX)) return;
+    const float sg = 1.0f / (1.0f + expf(-((float)VD_K2 + (float)VD_K3 * la)));
+    const float dnk = (float)(VD_K1 * VD_K3) * sg * (1.0f - sg) + 0.5f / (1.0f + expf(la));   /* d(-KL) / d la */
+    const float g = -scale * dnk;                                                           /* d loss / d la */
+    *gls += g;
+    *gw += g * (-2.0f * w / w2);
 }
 
-static void adam(float *p, const float *g, adam_pair *a, size_t n, const uint8_t *mask, float lr, double c1,
-                 double c2)
+/* One Adam step of a parameter p with gradient g and moments m, v, the
+ * bias corrections folded into the rate and epsilon (lr_t = lr sqrt(1 -
+ * b2^t) / (1 - b1^t), eps_t = 1e-8 sqrt(1 - b2^t): Kingma and Ba's
+ * section 2 form). */
+static inline void adam1(float *p, float g, float *m, float *v, float lr_t, float eps_t)
 {
-    for (size_t j = 0; j < n; j++) {
-        if (mask && !mask[j]) continue;
-        a->m[j] = 0.9f * a->m[j] + 0.1f * g[j];
-        a->v[j] = 0.999f * a->v[j] + 0.001f * g[j] * g[j];
-        const double mh = a->m[j] / c1, vh = a->v[j] / c2;
-        p[j] -= (float)(lr * mh / (sqrt(vh) + 1e-8));
-    }
+    *m = 0.9f * *m + 0.1f * g;
+    *v = 0.999f * *v + 0.001f * g * g;
+    *p -= lr_t * *m / (sqrtf(*v) + eps_t);
 }
 
 /* sigma^2 of the kept weights, 0 for the pruned */
@@ -101,29 +100,55 @@ static void refresh_s2(const dcz_tlayer *L, vd_layer *v)
     for (size_t j = 0; j < n; j++) v->s2[j] = L->mask && !L->mask[j] ? 0.0f : expf(v->ls_buf[j]);
 }
 
+/* The weights of one layer, a range at a time over the trainer's threads:
+ * the KL term's gradient, Adam on log sigma^2 and on w, sigma^2 refreshed;
+ * pruned weights stay 0, without noise. Each weight on its own: the same
+ * bits for any thread count. */
+typedef struct vd_job {
+    dcz_tlayer *L;
+    vd_layer *v;
+    float kl, lr_t, eps_t;
+    int weights;          /* the step trains weights */
+} vd_job;
+
+static void vd_part(void *ctx, size_t lo, size_t hi)
+{
+    const vd_job *j = ctx;
+    dcz_tlayer *L = j->L;
+    vd_layer *v = j->v;
+    for (size_t i = lo; i < hi; i++) {
+        if (L->mask && !L->mask[i]) continue;
+        float gw = L->gw[i];
+        if (v->s2) {
+            float gls = v->gls[i];
+            dcz_vd_kl_grad(L->w[i], v->ls_buf[i], j->kl, &gw, &gls);
+            adam1(&v->ls_buf[i], gls, &v->ls.m[i], &v->ls.v[i], j->lr_t, j->eps_t);
+            v->s2[i] = expf(v->ls_buf[i]);
+        }
+        if (j->weights) adam1(&L->w[i], gw, &v->w.m[i], &v->w.v[i], j->lr_t, j->eps_t);
+    }
+}
+
+/* weights a part of the update takes at least */
+#define VD_GRAIN 4096
+
 dcz_status dcz_vd_update(dcz_net *net, const dcz_sgd *step, void *ctx)
 {
     dcz_vd_state *s = ctx;
     if (!s || s->net != net) return DCZ_ERR_ARG;
     s->t++;
     const double c1 = 1.0 - pow(0.9, (double)s->t), c2 = 1.0 - pow(0.999, (double)s->t);
+    const float lr_t = (float)(step->lr * sqrt(c2) / c1), eps_t = (float)(1e-8 * sqrt(c2));
     for (int i = 0; i < net->nlayers; i++) {
         dcz_tlayer *L = &net->layers[i];
         vd_layer *v = &s->l[i];
         if (!v->w.m) continue;
-        const size_t nw = dcz_tlayer_nweights(L), nb = dcz_tlayer_nbias(L);
         if (!L->gw || !L->gb) return DCZ_ERR_ARG;   /* no gradients: dcz_net_grad first */
-        if (v->s2) {
-            for (size_t j = 0; j < nw; j++)
-                if (!L->mask || L->mask[j]) dcz_vd_kl_grad(L->w[j], v->ls_buf[j], s->kl_scale, &L->gw[j], &v->gls[j]);
-            adam(v->ls_buf, v->gls, &v->ls, nw, L->mask, step->lr, c1, c2);
-        }
-        if (step->train_weights) adam(L->w, L->gw, &v->w, nw, L->mask, step->lr, c1, c2);
-        if (step->train_biases) adam(L->b, L->gb, &v->b, nb, NULL, step->lr, c1, c2);
-        if (L->mask)
-            for (size_t j = 0; j < nw; j++)
-                if (!L->mask[j]) L->w[j] = 0.0f;
-        if (v->s2) refresh_s2(L, v);
+        vd_job j = { L, v, (float)s->kl_scale, lr_t, eps_t, step->train_weights };
+        if (v->s2 || j.weights) dcz_train_par(dcz_tlayer_nweights(L), VD_GRAIN, vd_part, &j);
+        if (step->train_biases)
+            for (size_t k = 0, nb = dcz_tlayer_nbias(L); k < nb; k++)
+                adam1(&L->b[k], L->gb[k], &v->b.m[k], &v->b.v[k], lr_t, eps_t);
     }
     return DCZ_OK;
 }

@@ -154,12 +154,6 @@ void dcz_train_backward(dcz_net *net, dcz_tlayer *l, const float *const *xs, con
 
 /* ---- threads (par.c) --------------------------------------------------------- */
 
-/* fn(ctx, lo, hi) over contiguous parts that cover [0, n), one per thread
- * of the trainer's pool and each of at least grain items (one part when n
- * is under 2 grain); returns when all are done. The items must be
- * independent: a result never depends on the thread count. */
-typedef void (*dcz_range_fn)(void *ctx, size_t lo, size_t hi);
-void dcz_train_par(size_t n, size_t grain, dcz_range_fn fn, void *ctx);
 
 /* The threads the trainer's pool has or will have: the count
  * dcz_train_set_threads gave, else every online core (at most

@@ -726,6 +726,13 @@ dcz_status dcz_lr_check(const char *schedule);
  * leaves both at every online core. */
 void dcz_train_set_threads(int threads);
 
+/* fn(ctx, lo, hi) over contiguous parts that cover [0, n), one per thread
+ * of the trainer's pool and each of at least grain items (one part when n
+ * is under 2 grain); returns when all are done. The items must be
+ * independent: a result never depends on the thread count. */
+typedef void (*dcz_range_fn)(void *ctx, size_t lo, size_t hi);
+void dcz_train_par(size_t n, size_t grain, dcz_range_fn fn, void *ctx);
+
 /* ---- helpers for stages that train over a whole run (util.c) ------------- */
 
 /* Relays the engine's per-batch progress as progress over a whole run of

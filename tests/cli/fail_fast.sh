@@ -22,7 +22,16 @@ done <<'EOF'
 1 prune-lr 0 --prune-lr must be > 0
 1 gap-bits 9 --gap-bits: 9 for fc1
 3 keep-stages /nonexistent/dir cannot write /nonexistent/dir/prune.dcz: No such file or directory
+1 variational -2 --variational must be >= 0
 EOF
+
+# the variational phase trains, in one process and one shard: without
+# --data, or with --shards, it is refused before any work
+expect 1 "$DCZ" prune "$T/m.dcz" --variational 3 -o "$T/x.dcz"
+grep -q -- '--variational trains: give --data' "$T/err" || fail "--variational without data: $(cat "$T/err")"
+expect 1 "$DCZ" compress "$T/m.dcz" --data fashion-mnist --variational 3 --shards 2 -o "$T/x.dcz"
+grep -q -- '--variational runs in one process and one shard' "$T/err" || fail "--variational --shards: $(cat "$T/err")"
+! grep -q 'prune round\|accuracy' "$T/err" && [ ! -e "$T/x.dcz" ] || fail "--variational --shards: ran"
 
 # training settings out of range are usage errors; a rate that diverges
 # stops the run, exit 1, and nothing is written
