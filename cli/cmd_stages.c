@@ -970,6 +970,32 @@ int cmd_quantize(verb_ctx *v)
 enum { BIAS_F32 = 0, BIAS_F16 = 1, BIAS_I8 = 2 };
 enum { CODEBOOK_F32 = 0, CODEBOOK_F16 = 1 };
 
+/* The units of fully connected layers that no layer reads go
+ * (dcz_doc_shrink; the outputs stay the same), each layer's count noted. */
+static int shrink_units(const verb_ctx *v, dcz_doc *doc)
+{
+    uint32_t *before = malloc((doc->nlayers ? doc->nlayers : 1) * sizeof *before), gone = 0;
+    if (!before) return cli_fail(v, DCZ_ERR_NOMEM, "the layers' widths");
+    for (uint32_t i = 0; i < doc->nlayers; i++)
+        before[i] = doc->layers[i].op == DCZ_OP_DENSE ? (uint32_t)doc->layers[i].attr[1] : 0;
+    const dcz_status s = dcz_doc_shrink(doc, &gone);
+    if (s != DCZ_OK) {
+        free(before);
+        return cli_fail(v, s, "removing the units no layer reads");
+    }
+    if (gone) {
+        char text[1024];
+        size_t n = 0;
+        for (uint32_t i = 0; i < doc->nlayers && n < sizeof text; i++)
+            if (before[i] && (uint32_t)doc->layers[i].attr[1] != before[i])
+                n += (size_t)snprintf(text + n, sizeof text - n, "%s%s %u -> %d", n ? ", " : "", doc->layers[i].name,
+                                      before[i], doc->layers[i].attr[1]);
+        cli_note(v, "encode: %u units that no layer reads removed (the outputs stay the same): %s", gone, text);
+    }
+    free(before);
+    return -1;
+}
+
 static int apply_encoding(const verb_ctx *v, dcz_doc *doc, const char *gap_rules, int huffman, int arith,
                           int bias, int codebook)
 {
@@ -981,6 +1007,7 @@ static int apply_encoding(const verb_ctx *v, dcz_doc *doc, const char *gap_rules
     for (uint32_t i = 0; i < doc->nlayers && n < DCZ_MAX_LAYERS; i++)
         if (doc->layers[i].ntensors > 0) names[n++] = doc->layers[i].name;
     if ((rc = report_unmatched(v, "gap-bits", &gr, names, n)) != -1) return rc;
+    if ((rc = shrink_units(v, doc)) != -1) return rc;
     for (uint32_t i = 0; i < doc->nlayers; i++) {
         dcz_doc_layer *l = &doc->layers[i];
         if (l->ntensors != 2) continue;   /* DENSE and CONV2D: weight, bias */
