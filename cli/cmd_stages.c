@@ -970,14 +970,15 @@ int cmd_quantize(verb_ctx *v)
 enum { BIAS_F32 = 0, BIAS_F16 = 1, BIAS_I8 = 2 };
 enum { CODEBOOK_F32 = 0, CODEBOOK_F16 = 1 };
 
-/* The units of fully connected layers that no layer reads go
- * (dcz_doc_shrink; the outputs stay the same), each layer's count noted. */
+/* The units (outputs, filters) that no layer reads go (dcz_doc_shrink;
+ * the outputs stay the same), each layer's count noted. */
 static int shrink_units(const verb_ctx *v, dcz_doc *doc)
 {
     uint32_t *before = malloc((doc->nlayers ? doc->nlayers : 1) * sizeof *before), gone = 0;
     if (!before) return cli_fail(v, DCZ_ERR_NOMEM, "the layers' widths");
     for (uint32_t i = 0; i < doc->nlayers; i++)
-        before[i] = doc->layers[i].op == DCZ_OP_DENSE ? (uint32_t)doc->layers[i].attr[1] : 0;
+        before[i] = doc->layers[i].op == DCZ_OP_DENSE || doc->layers[i].op == DCZ_OP_CONV2D
+                        ? (uint32_t)doc->layers[i].attr[1] : 0;   /* out, out_c */
     const dcz_status s = dcz_doc_shrink(doc, &gone);
     if (s != DCZ_OK) {
         free(before);

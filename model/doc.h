@@ -202,13 +202,14 @@ int dcz_doc_tensor_codebook_f16(dcz_doc_tensor *t);
  * a multiple of it as the writer stores it. DCZ_ERR_NOMEM. */
 dcz_status dcz_doc_tensor_to_i8(dcz_doc_tensor *t);
 
-/* Removes the units of DENSE layers that nothing reads (model/shrink.c):
- * a unit whose column in the one DENSE layer that reads the layer (through
- * element-wise layers each read once) stores no weight goes, with its row
- * and its bias entry, and that column; the attributes follow. Every output
- * of the model stays the same, bit for bit. *removed gets the units gone.
- * A document with a calibration table is left as it is. DCZ_ERR_NOMEM
- * leaves d unfit to write. */
+/* Removes the units that nothing reads (model/shrink.c): a unit of a
+ * DENSE layer (an output) or of a CONV2D of one group (a filter) whose
+ * block of columns in the one such layer that reads it (through
+ * element-wise layers, pools and FLATTEN, each read once) stores no weight
+ * goes, with its row and its bias entry, and that block; the attributes
+ * follow. Every output of the model stays the same, bit for bit. *removed
+ * gets the units gone. A document with a calibration table is left as it
+ * is. DCZ_ERR_NOMEM leaves d unfit to write. */
 dcz_status dcz_doc_shrink(dcz_doc *d, uint32_t *removed);
 
 /* The fewest index bits (1 to 8) that address k codebook entries. */

@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
-# encode removes the units of fully connected layers that no layer reads
-# (their column in the next layer stores no weight): the outputs stay the
-# same bit for bit, the layers' widths and the file shrink, the note names
-# each layer; a unit read by a column, the input and the output layer stay.
+# encode removes the units that no layer reads (a fully connected layer's
+# outputs, a convolution's filters, whose columns in the layer that reads
+# them store no weight): the outputs stay the same bit for bit, the layers'
+# widths and the file shrink, the note names each layer; units that are
+# read, the input and the output layer stay.
 source "$(dirname "$0")/lib.bash"
 D=fashion-mnist
 gzip -dc "$ROOT/tests/fixtures/onnx/inputs.f32.gz" > "$T/in.f32" || fail "inputs"
@@ -31,4 +32,24 @@ grep -q 'units that no layer reads' "$T/d.err" && fail "a dense model lost units
 "$DCZ" run "$T/d.dcz" --raw "$T/in.f32" --shape 100,1,28,28 -q -o "$T/d.out" > /dev/null || fail "run dense"
 "$DCZ" run "$T/dense.dcz" --raw "$T/in.f32" --shape 100,1,28,28 -q -o "$T/d0.out" > /dev/null || fail "run dense"
 cmp -s "$T/d.out" "$T/d0.out" || fail "the dense outputs changed"
-echo "shrink ok: fc1 32 -> $units units, outputs the same"
+# convolutions: filters whose windows in the next convolution, or whose
+# planes in the fully connected layer after FLATTEN, store no weight go too
+# (fc1 keeps 2 weights, so 6 of conv2's 8 filters at least go, then conv2's
+# 3 kept weights leave at most 3 of conv1's filters read)
+"$DCZ" train --arch cnn:c6k3-p2-c8k3-p2-f10 --epochs 1 --data $D --seed 5 --threads 1 -q -o "$T/cd.dcz" ||
+    fail "train cnn"
+"$DCZ" prune "$T/cd.dcz" --sparsity 'conv1=0,conv2=0.995,fc1=0.9995' -q -o "$T/cp.dcz" || fail "prune cnn"
+"$DCZ" encode "$T/cp.dcz" -o "$T/ce.dcz" 2> "$T/ce.err" || fail "encode cnn: $(cat "$T/ce.err")"
+for f in cp ce; do
+    "$DCZ" run "$T/$f.dcz" --raw "$T/in.f32" --shape 100,1,28,28 -q -o "$T/$f.out" > /dev/null || fail "run $f"
+done
+cmp -s "$T/cp.out" "$T/ce.out" || fail "the cnn's outputs changed"
+"$DCZ" info "$T/ce.dcz" --json > "$T/ci.json" || fail "info cnn"
+c1=$(jq -r '.layers[] | select(.name == "conv1") | .shape[0]' "$T/ci.json")
+c2=$(jq -r '.layers[] | select(.name == "conv2") | .shape | join("x")' "$T/ci.json")
+f1=$(jq -r '.layers[] | select(.name == "fc1") | .shape | join("x")' "$T/ci.json")
+n2=${c2%%x*}
+[ "$c1" -le 3 ] && [ "$n2" -le 2 ] || fail "filters left: conv1 $c1, conv2 $c2 ($(cat "$T/ce.err"))"
+[ "$c2" = "${n2}x${c1}x3x3" ] && [ "$f1" = "10x$((n2 * 49))" ] || fail "shapes conv1 $c1, conv2 $c2, fc1 $f1"
+grep -q 'conv' "$T/ce.err" || fail "the note names no convolution: $(cat "$T/ce.err")"
+echo "shrink ok: fc1 32 -> $units units; conv1 6 -> $c1 filters, conv2 8 -> $n2; outputs the same"
