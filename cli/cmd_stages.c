@@ -972,7 +972,7 @@ enum { CODEBOOK_F32 = 0, CODEBOOK_F16 = 1 };
 
 /* The units (outputs, filters) that no layer reads go (dcz_doc_shrink;
  * the outputs stay the same), each layer's count noted. */
-static int shrink_units(const verb_ctx *v, dcz_doc *doc)
+static int shrink_units(const verb_ctx *v, dcz_doc *doc, uint32_t *removed)
 {
     uint32_t *before = malloc((doc->nlayers ? doc->nlayers : 1) * sizeof *before), gone = 0;
     if (!before) return cli_fail(v, DCZ_ERR_NOMEM, "the layers' widths");
@@ -994,11 +994,12 @@ static int shrink_units(const verb_ctx *v, dcz_doc *doc)
         cli_note(v, "encode: %u units that no layer reads removed (the outputs stay the same): %s", gone, text);
     }
     free(before);
+    *removed = gone;
     return -1;
 }
 
 static int apply_encoding(const verb_ctx *v, dcz_doc *doc, const char *gap_rules, int huffman, int arith,
-                          int bias, int codebook)
+                          int bias, int codebook, uint32_t *units_removed)
 {
     rule_set gr;
     int rc = parse_rules(v, "gap-bits", gap_rules, &gr);
@@ -1008,7 +1009,7 @@ static int apply_encoding(const verb_ctx *v, dcz_doc *doc, const char *gap_rules
     for (uint32_t i = 0; i < doc->nlayers && n < DCZ_MAX_LAYERS; i++)
         if (doc->layers[i].ntensors > 0) names[n++] = doc->layers[i].name;
     if ((rc = report_unmatched(v, "gap-bits", &gr, names, n)) != -1) return rc;
-    if ((rc = shrink_units(v, doc)) != -1) return rc;
+    if ((rc = shrink_units(v, doc, units_removed)) != -1) return rc;
     for (uint32_t i = 0; i < doc->nlayers; i++) {
         dcz_doc_layer *l = &doc->layers[i];
         if (l->ntensors != 2) continue;   /* DENSE and CONV2D: weight, bias */
@@ -1102,10 +1103,13 @@ int cmd_encode(verb_ctx *v)
     size_t bytes = 0;
     rc = stage_load_doc(v, v->pos[0], &doc);
     if (rc == -1 && v->c.data) rc = stage_load_data(v, DCZ_SPLIT_TEST, &test);
-    if (rc == -1) rc = apply_encoding(v, doc, gap_bits, !no_huffman, !no_arith, bm, cm);
+    const size_t params = rc == -1 ? dcz_doc_param_count(doc) : 0;   /* the input's: units may go */
+    uint32_t gone = 0;
+    if (rc == -1) rc = apply_encoding(v, doc, gap_bits, !no_huffman, !no_arith, bm, cm, &gone);
     stage_extra extra = { 0 };
     stage_extra_add(&extra, "huffman = %s\narith = %s\n", no_huffman ? "no" : "yes",
                     no_huffman || no_arith ? "no" : "yes");
+    if (gone) stage_extra_add(&extra, "units_removed = %u\n", gone);
     if (bm >= 0) stage_extra_add(&extra, "bias = %s\n", bias_names[bm]);
     if (cm >= 0) stage_extra_add(&extra, "codebook = %s\n", codebook_names[cm]);
     /* a dry run is the whole run, the output left unwritten: its bytes are exact */
@@ -1118,7 +1122,7 @@ int cmd_encode(verb_ctx *v)
         rc = EXIT_OK;
     } else if (rc == -1) {
         cli_note(v, "encode: %s: %zu bytes", v->c.out, bytes);
-        print_stage_json(v, "encode", acc, bytes, dcz_doc_param_count(doc));
+        print_stage_json(v, "encode", acc, bytes, params);
         rc = EXIT_OK;
     }
     dcz_doc_free(doc);
@@ -1188,11 +1192,13 @@ static int compress_stages(const verb_ctx *v, const compress_job *job, dcz_net *
     }
     /* encode: the quantized net with entropy-coded streams */
     if (rc == -1) rc = store_net(v, net, NULL, 1, job->bias == BIAS_F16);
-    if (rc == -1) rc = apply_encoding(v, net->doc, job->gap_bits, 1, 1, job->bias, job->codebook);
+    uint32_t gone = 0;
+    if (rc == -1) rc = apply_encoding(v, net->doc, job->gap_bits, 1, 1, job->bias, job->codebook, &gone);
     if (rc == -1) {
         stage_extra_clear(&extra);
         stage_extra_add(&extra, "huffman = yes\narith = yes\nbias = %s\ncodebook = %s\n", bias_names[job->bias],
                         codebook_names[job->codebook]);
+        if (gone) stage_extra_add(&extra, "units_removed = %u\n", gone);
         rc = stage_finish(v, net->doc, "encode", NULL, &extra, te, out, &res[*nres].acc, &res[*nres].bytes);
         res[(*nres)++].name = "encode";
     }
@@ -1234,6 +1240,8 @@ typedef struct budget_ctx {
     prune_opts po;             /* sparsity and bits: each candidate's rules */
     quant_opts qo;
     int variational;           /* epochs of the variational phase run first (0: none) */
+    double dense_bytes;        /* the input's parameters as dense fp32 (a run's file may have
+                                  fewer units) */
     const uint8_t *in;         /* the input's bytes */
     size_t in_len;
     stage_result input;
@@ -1315,8 +1323,7 @@ static dcz_status budget_try(void *ctx, int cand, double *acc, double *margin, s
         else {
             r->margin = dcz_paired_se(b->base_right, b->right, b->job->val.n);
             cli_note(v, "compress --budget: run %d: %zu bytes (%.1fx), validation accuracy %.2f%% +- %.2f "
-                     "(floor %.2f%%)", b->nruns + 1, r->len,
-                     (double)dcz_doc_param_count(net->doc) * 4 / (double)r->len, r->val_acc * 100,
+                     "(floor %.2f%%)", b->nruns + 1, r->len, b->dense_bytes / (double)r->len, r->val_acc * 100,
                      r->margin * 100, b->floor * 100);
         }
     }
@@ -1524,6 +1531,7 @@ static int compress_budget(verb_ctx *v, compress_job *job, const prune_opts *po,
     b.qo = *qo;
     b.in = in;
     b.in_len = in_len;
+    b.dense_bytes = (double)dcz_doc_param_count(net->doc) * 4;
     int rc = cli_runtime_options(v, &b.ro);
     if (rc != -1) return rc;
     dcz_sens_report scan;
