@@ -7,16 +7,22 @@
 source "$(dirname "$0")/lib.bash"
 D=fashion-mnist
 gzip -dc "$ROOT/tests/fixtures/onnx/inputs.f32.gz" > "$T/in.f32" || fail "inputs"
+
+# encoded A B: encodes $T/A.dcz into $T/B.dcz (notes in $T/B.err), and
+# checks that both give the same outputs, bit for bit
+encoded() {
+    "$DCZ" encode "$T/$1.dcz" -o "$T/$2.dcz" 2> "$T/$2.err" || fail "encode $1: $(cat "$T/$2.err")"
+    for f in "$1" "$2"; do
+        "$DCZ" run "$T/$f.dcz" --raw "$T/in.f32" --shape 100,1,28,28 -q -o "$T/$f.out" > /dev/null || fail "run $f"
+    done
+    cmp -s "$T/$1.out" "$T/$2.out" || fail "encoding $1 changed its outputs"
+}
 "$DCZ" train --arch mlp:784-32-16-10 --epochs 1 --data $D --seed 3 --threads 1 -q -o "$T/dense.dcz" || fail "train"
 # fc2 kept at 2% (10 of 512 weights): most of fc1's units go unread
 "$DCZ" prune "$T/dense.dcz" --sparsity 'fc1=0.5,fc2=0.98,fc3=0' -q -o "$T/p.dcz" || fail "prune"
-"$DCZ" encode "$T/p.dcz" -o "$T/e.dcz" 2> "$T/e.err" || fail "encode: $(cat "$T/e.err")"
+encoded p e
 grep -q 'units that no layer reads removed (the outputs stay the same): fc1 32 -> ' "$T/e.err" ||
     fail "no note: $(cat "$T/e.err")"
-for f in p e; do
-    "$DCZ" run "$T/$f.dcz" --raw "$T/in.f32" --shape 100,1,28,28 -q -o "$T/$f.out" > /dev/null || fail "run $f"
-done
-cmp -s "$T/p.out" "$T/e.out" || fail "the outputs changed"
 "$DCZ" info "$T/e.dcz" --json > "$T/i.json" || fail "info"
 w=$(jq -r '.layers[] | select(.name == "fc1") | .shape | join("x")' "$T/i.json")
 kept=$(jq -r '.layers[] | select(.name == "fc2") | .kept' "$T/i.json")
@@ -27,11 +33,8 @@ units=${w%%x*}
     fail "fc2's units are all read and stay: $(jq -c '.layers[] | select(.name == "fc3") | .shape' "$T/i.json")"
 [ "$(stat -c %s "$T/e.dcz")" -lt "$(stat -c %s "$T/p.dcz")" ] || fail "not smaller"
 # nothing to remove: no note, the same widths
-"$DCZ" encode "$T/dense.dcz" -o "$T/d.dcz" 2> "$T/d.err" || fail "encode dense"
+encoded dense d
 grep -q 'units that no layer reads' "$T/d.err" && fail "a dense model lost units: $(cat "$T/d.err")"
-"$DCZ" run "$T/d.dcz" --raw "$T/in.f32" --shape 100,1,28,28 -q -o "$T/d.out" > /dev/null || fail "run dense"
-"$DCZ" run "$T/dense.dcz" --raw "$T/in.f32" --shape 100,1,28,28 -q -o "$T/d0.out" > /dev/null || fail "run dense"
-cmp -s "$T/d.out" "$T/d0.out" || fail "the dense outputs changed"
 # convolutions: filters whose windows in the next convolution, or whose
 # planes in the fully connected layer after FLATTEN, store no weight go too
 # (fc1 keeps 2 weights, so 6 of conv2's 8 filters at least go, then conv2's
@@ -39,11 +42,7 @@ cmp -s "$T/d.out" "$T/d0.out" || fail "the dense outputs changed"
 "$DCZ" train --arch cnn:c6k3-p2-c8k3-p2-f10 --epochs 1 --data $D --seed 5 --threads 1 -q -o "$T/cd.dcz" ||
     fail "train cnn"
 "$DCZ" prune "$T/cd.dcz" --sparsity 'conv1=0,conv2=0.995,fc1=0.9995' -q -o "$T/cp.dcz" || fail "prune cnn"
-"$DCZ" encode "$T/cp.dcz" -o "$T/ce.dcz" 2> "$T/ce.err" || fail "encode cnn: $(cat "$T/ce.err")"
-for f in cp ce; do
-    "$DCZ" run "$T/$f.dcz" --raw "$T/in.f32" --shape 100,1,28,28 -q -o "$T/$f.out" > /dev/null || fail "run $f"
-done
-cmp -s "$T/cp.out" "$T/ce.out" || fail "the cnn's outputs changed"
+encoded cp ce
 "$DCZ" info "$T/ce.dcz" --json > "$T/ci.json" || fail "info cnn"
 c1=$(jq -r '.layers[] | select(.name == "conv1") | .shape[0]' "$T/ci.json")
 c2=$(jq -r '.layers[] | select(.name == "conv2") | .shape | join("x")' "$T/ci.json")
