@@ -6,8 +6,8 @@
  * Each chosen fully connected or convolution layer learns, beside each
  * weight w, the log variance log sigma^2 of a Gaussian noise on it; the
  * trainer draws the layer's outputs through that noise (the local
- * reparameterization trick, layers.c: vd_forward, vd_backward). The loss is the data term plus
- * beta / N times the sum over weights of the approximate KL divergence of
+ * reparameterization trick, train/layers.c: vd_forward, vd_backward). The
+ * loss is the data term plus beta / N times the sum over weights of the approximate KL divergence of
  * the log-uniform prior, -KL = k1 sigmoid(k2 + k3 la) - log(1 + 1/alpha) / 2
  * - k1 with la = log alpha = log sigma^2 - log w^2 clipped to [-10, 10]
  * (the paper's equation 14), beta rising linearly from 0 to 1 over the
@@ -23,9 +23,11 @@
  * plan's for the first half of the phase, then falls linearly towards 0.
  * Masked weights stay 0, with no noise.
  *
- * Tested by tests/unit/test_prune.c (the gradient of the noisy pass and of
- * the KL term against finite differences, pruning by log alpha, same seed
- * same weights) and tests/cli/prune.sh.
+ * Tested by tests/unit/test_prune.c (the gradients of the noisy pass,
+ * dense and convolution, and of the KL term against finite differences,
+ * pruning by log alpha, a run that prunes most weights and repeats bit for
+ * bit), tests/cli/budget.sh (a budget's phase, and its recipe giving the
+ * same model) and tests/cli/fail_fast.sh (the refusals).
  */
 #include "prune/prune.h"
 
@@ -33,15 +35,14 @@
 #include <stdlib.h>
 #include <string.h>
 
-
 /* The paper's fit of -KL for the log-uniform prior (equation 14). */
 #define VD_K1 0.63576
 #define VD_K2 1.87320
 #define VD_K3 1.48695
-#define VD_LA_MIN -10.0      /* log alpha clipped to this range in the KL */
+#define VD_LA_MIN -10.0       /* log alpha clipped to this range in the KL */
 #define VD_LA_MAX 10.0
 #define VD_LS_INIT -10.0f     /* log sigma^2 at the start: nearly no noise */
-#define VD_WEPS 1e-8         /* w^2 + this under the logarithm */
+#define VD_WEPS 1e-8          /* w^2 + this under the logarithm */
 
 /* Adam's moments of one parameter array. */
 typedef struct adam_pair { float *m, *v; } adam_pair;
