@@ -152,8 +152,7 @@ void dcz_train_forward(dcz_net *net, dcz_tlayer *l, const float *const *xs, floa
 void dcz_train_backward(dcz_net *net, dcz_tlayer *l, const float *const *xs, const float *y,
                         const float *dy, float *const *dxs, int batch);
 
-/* ---- threads (par.c) --------------------------------------------------------- */
-
+/* ---- threads (par.c; dcz_train_par in train.h) ------------------------------ */
 
 /* The threads the trainer's pool has or will have: the count
  * dcz_train_set_threads gave, else every online core (at most
