@@ -595,6 +595,7 @@ static dcz_status check_dropout(const dcz_tlayer *l)
 static size_t cache_maxpool(const dcz_tlayer *l, int batch) { return (size_t)batch * (size_t)l->out * sizeof(int32_t); }
 static size_t cache_bn(const dcz_tlayer *l, int batch) { (void)batch; return 2 * (size_t)l->in_c * sizeof(float); }
 static size_t cache_dropout(const dcz_tlayer *l, int batch) { return (size_t)batch * (size_t)l->in; }
+
 /* op, forward, backward, attributes from settings, settings from
  * attributes, buffer checks, cache bytes, keeps geometry, per sample */
 #define PLAIN attrs_none, settings_none
