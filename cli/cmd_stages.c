@@ -556,6 +556,10 @@ static int plan_prune(const verb_ctx *v, const dcz_net *net, const dcz_doc *in, 
         }
         vd_thr = (float)t;
     }
+    if (po->vd_threshold && po->variational == 0) {
+        cli_usage_error(v, "--variational-threshold applies to the variational phase: give --variational N too");
+        return EXIT_USAGE;
+    }
     if (po->variational > 0 && !retrain) {
         cli_usage_error(v, "--variational trains: give --data (the training split it learns the noise on)");
         return EXIT_USAGE;

@@ -23,6 +23,7 @@ done <<'EOF'
 1 gap-bits 9 --gap-bits: 9 for fc1
 3 keep-stages /nonexistent/dir cannot write /nonexistent/dir/prune.dcz: No such file or directory
 1 variational -2 --variational must be >= 0
+1 variational-threshold 2 give --variational N too
 EOF
 
 # the variational phase trains, in one process and one shard: without
