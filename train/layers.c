@@ -172,6 +172,28 @@ static dcz_tlayer vd_twin(const dcz_tlayer *l, const vd_parts *p)
     return t;
 }
 
+/* dcz_vd_noise's pairs [lo, hi) */
+typedef struct noise_job { uint64_t key; float *eps; size_t n; } noise_job;
+
+static void noise_part(void *ctx, size_t lo, size_t hi)
+{
+    const noise_job *j = ctx;
+    for (size_t p = lo; p < hi; p++) {
+        const uint64_t h = dcz_rng_mix64(j->key + (uint64_t)p * 0x9e3779b97f4a7c15ull);
+        const float u1 = ((float)(h >> 40) + 1.0f) * (1.0f / 16777216.0f);   /* (0, 1] */
+        const float u2 = (float)((h >> 16) & 0xffffff) * (1.0f / 16777216.0f);
+        const float r = sqrtf(-2.0f * logf(u1)), a = 6.2831853f * u2;
+        j->eps[2 * p] = r * cosf(a);
+        if (2 * p + 1 < j->n) j->eps[2 * p + 1] = r * sinf(a);
+    }
+}
+
+void dcz_vd_noise(uint64_t key, size_t n, float *eps)
+{
+    noise_job j = { key, eps, n };
+    dcz_train_par((n + 1) / 2, 4096, noise_part, &j);
+}
+
 static void vd_forward(dcz_net *net, dcz_tlayer *l, const float *x, float *y, int batch)
 {
     const size_t no = (size_t)batch * (size_t)l->out, ni = (size_t)batch * (size_t)l->in;
@@ -181,9 +203,9 @@ static void vd_forward(dcz_net *net, dcz_tlayer *l, const float *x, float *y, in
     const dcz_tlayer t = vd_twin(l, &p);
     if (l->op == DCZ_OP_CONV2D) dcz_conv_forward(&t, p.x2, p.sd, batch, net->work, net->work_floats);
     else dense_forward(&t, p.x2, p.sd, batch);
+    dcz_vd_noise(dcz_rng_u64(l->vd_rng), no, p.eps);
     for (size_t j = 0; j < no; j++) {
         p.sd[j] = sqrtf(p.sd[j] + 1e-8f);
-        p.eps[j] = dcz_rng_normal(l->vd_rng);
         y[j] += p.sd[j] * p.eps[j];
     }
 }

@@ -328,8 +328,9 @@ typedef struct dcz_tlayer {
      * log sigma^2. A training pass then draws the layer's output as the
      * local reparameterization trick does (Kingma et al. 2015): y = x W^T
      * + b + sqrt((x * x) sigma^2^T) eps, eps ~ N(0, 1) per output and
-     * sample from vd_rng (the owner's generator, not net->rng); cache holds
-     * eps, the deviations and x * x. */
+     * sample, dcz_vd_noise of a key drawn from vd_rng (the owner's
+     * generator, not net->rng) for each pass; cache holds eps, the
+     * deviations and x * x. */
     float *vd_ls, *vd_s2, *vd_gls;
     dcz_rng *vd_rng;
 } dcz_tlayer;
@@ -372,6 +373,12 @@ static inline size_t dcz_tlayer_nweights(const dcz_tlayer *l)
 {
     return dcz_tlayer_nbias(l) * dcz_tlayer_wcols(l);
 }
+
+/* n draws of N(0, 1) into eps from key alone: pair p of them is the Box-Muller
+ * pair (cos, sin) of the uniforms in splitmix64's mix of key + p times the
+ * golden ratio, so they are the same whatever the trainer's thread count
+ * (the pairs are split over its threads). Variational dropout's noise. */
+void dcz_vd_noise(uint64_t key, size_t n, float *eps);
 
 typedef struct dcz_net {
     int nlayers;

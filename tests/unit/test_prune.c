@@ -587,8 +587,11 @@ static void test_vd_grad(void)
     for (int i = 0; i < B; i++) y[i] = (uint8_t)dcz_rng_below(&g, 3);
     const dcz_rng before = net->rng;
     dcz_rng noise = *net->layers[0].vd_rng;   /* the draws the pass will make */
-    for (int k = 0; k < r.nl; k++)
-        for (int j = 0; j < B * r.out[k]; j++) r.eps[k][j] = dcz_rng_normal(&noise);
+    for (int k = 0; k < r.nl; k++) {
+        float e[B * 16];
+        dcz_vd_noise(dcz_rng_u64(&noise), (size_t)(B * r.out[k]), e);
+        for (int j = 0; j < B * r.out[k]; j++) r.eps[k][j] = e[j];
+    }
     float loss;
     REQUIRE(dcz_net_grad(net, x, y, B, &loss) == DCZ_OK, "grad");
     CHECK(fabs(loss - vd_ref_loss(&r, x, y, B)) < 1e-5, "loss %g, reference %g", loss, vd_ref_loss(&r, x, y, B));
@@ -692,6 +695,40 @@ static void test_vd_conv_grad(void)
     free(gls);
     dcz_vd_free(vs);
     dcz_net_free(net);
+}
+
+
+/* The noise: N(0, 1) by its moments, the same for any thread count, n
+ * draws written and no more, other keys other draws. */
+static void test_vd_noise(void)
+{
+    enum { N = 1 << 20 };
+    float *a = malloc((N + 1) * sizeof *a), *b = malloc((N + 1) * sizeof *b);
+    REQUIRE(a && b, "buffers");
+    a[N] = b[N] = 12345.0f;
+    dcz_train_set_threads(1);
+    dcz_vd_noise(77, N, a);
+    dcz_train_set_threads(3);
+    dcz_vd_noise(77, N, b);
+    dcz_train_set_threads(0);
+    CHECK(memcmp(a, b, N * sizeof *a) == 0, "1 and 3 threads drew other noise");
+    double m = 0, v = 0, k4 = 0;
+    size_t tail = 0;
+    for (size_t i = 0; i < N; i++) {
+        m += a[i];
+        v += (double)a[i] * a[i];
+        k4 += (double)a[i] * a[i] * a[i] * a[i];
+        tail += fabsf(a[i]) > 1.96f;
+    }
+    m /= N; v /= N; k4 /= N;
+    CHECK(fabs(m) < 0.005 && fabs(v - 1) < 0.01 && fabs(k4 - 3) < 0.05, "mean %g, variance %g, 4th moment %g", m, v, k4);
+    CHECK(fabs((double)tail / N - 0.05) < 0.002, "%g beyond 1.96", (double)tail / N);
+    b[5] = 12345.0f;
+    dcz_vd_noise(78, 5, b);
+    CHECK(b[5] == 12345.0f && a[N] == 12345.0f, "wrote past n");
+    CHECK(memcmp(a, b, 5 * sizeof *a) != 0, "keys 77 and 78 drew the same");
+    free(a);
+    free(b);
 }
 
 /* The KL term's gradient against finite differences of -KL; 0 where log
@@ -830,6 +867,7 @@ int main(void)
     RUN(test_run_retrain);
     RUN(test_run_quality_oneshot);
     RUN(test_vd_grad);
+    RUN(test_vd_noise);
     RUN(test_vd_conv_grad);
     RUN(test_vd_kl);
     RUN(test_vd_prune_rule);
