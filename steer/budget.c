@@ -249,6 +249,46 @@ dcz_status dcz_budget_candidates(const dcz_sens_report *rep, const dcz_sens_plan
     return DCZ_OK;
 }
 
+/* The plan level of sparsity s, or -1 (the layer's own) */
+static int level_of(const dcz_sens_plan *p, double s)
+{
+    for (int i = 0; i < p->nsparsity; i++)
+        if (p->sparsity[i] == s) return i;
+    return -1;
+}
+
+dcz_status dcz_budget_extend(const dcz_sens_report *rep, const dcz_sens_plan *p, int steps, dcz_budget_cands *c)
+{
+    if (!rep || !p || !c || c->n < 1 || steps < 0 || rep->nlayers != c->nlayers) return DCZ_ERR_ARG;
+    dcz_budget_cand *grown = realloc(c->c, (size_t)(c->n + steps) * sizeof *grown);
+    if (!grown) return DCZ_ERR_NOMEM;
+    c->c = grown;
+    for (int k = 0; k < steps; k++) {
+        const dcz_budget_cand *last = &c->c[c->n - 1];
+        dcz_budget_cand d = *last;
+        d.layers = malloc((size_t)c->nlayers * sizeof *d.layers);
+        if (!d.layers) return DCZ_ERR_NOMEM;
+        int moved = 0;
+        for (int l = 0; l < c->nlayers; l++) {
+            const dcz_budget_layer *L = &last->layers[l];
+            const dcz_sens_layer *S = &rep->layers[l];
+            const int at = level_of(p, L->sparsity);
+            d.layers[l] = *L;
+            if (at <= 0) continue;   /* the least sparse level, or the layer's own */
+            const double bits_part = L->drop - lost(rep->baseline, S->prune_acc[at]);
+            set_level(S, p, rep->baseline, at - 1, L->bits, bits_part, &d.layers[l]);
+            moved = 1;
+        }
+        if (!moved) {
+            free(d.layers);
+            break;
+        }
+        add_up(&d, c->nlayers);
+        c->c[c->n++] = d;
+    }
+    return DCZ_OK;
+}
+
 double dcz_paired_se(const uint8_t *right_a, const uint8_t *right_b, size_t n)
 {
     if (!n) return 0;

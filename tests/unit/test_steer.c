@@ -312,6 +312,42 @@ static void test_candidates(void)
     dcz_sens_report_free(&r);
 }
 
+
+/* A scan that cannot tell the levels apart (every level lossless, as the
+ * weights of a variational phase look): the most accurate candidate is
+ * the sparsest, and dcz_budget_extend adds less sparse ones after it, a
+ * level at a time, down to the least sparse level and no further. */
+static void test_extend(void)
+{
+    dcz_sens_report r;
+    dcz_sens_plan p;
+    fake_scan(&r, &p);
+    for (int l = 0; l < 2; l++)
+        for (int i = 0; i < 5; i++) r.layers[l].prune_acc[i] = r.baseline;
+    dcz_budget_cands c;
+    REQUIRE(dcz_budget_candidates(&r, &p, 0.25, 5, &c) == DCZ_OK, "candidates");
+    const int n0 = c.n;
+    const dcz_budget_layer top = c.c[n0 - 1].layers[0];
+    CHECK(top.sparsity == 0.98, "the most accurate is the sparsest: %g", top.sparsity);
+    REQUIRE(dcz_budget_extend(&r, &p, 10, &c) == DCZ_OK, "extend");
+    CHECK(c.n == n0 + 4, "%d candidates past %d: 0.95, 0.9, 0.8, 0.5 and no further", c.n - n0, n0);
+    const double want[] = { 0.95, 0.9, 0.8, 0.5 };
+    for (int k = 0; k < c.n - n0 && k < 4; k++) {
+        const dcz_budget_cand *a = &c.c[n0 + k];
+        for (int l = 0; l < 2; l++)
+            CHECK(a->layers[l].sparsity == want[k] && a->layers[l].bits == c.c[n0 - 1].layers[l].bits &&
+                  a->layers[l].layer == c.c[n0 - 1].layers[l].layer, "step %d layer %d: %g, %d bits", k, l,
+                  a->layers[l].sparsity, a->layers[l].bits);
+        CHECK(a->est_bytes > c.c[n0 + k - 1].est_bytes, "step %d: %g bytes after %g", k, a->est_bytes,
+              c.c[n0 + k - 1].est_bytes);
+        CHECK(fabs(a->drop - c.c[n0 - 1].drop) < 1e-9, "step %d: the scan's losses %g", k, a->drop);
+    }
+    dcz_budget_cands_free(&c);
+    dcz_budget_cands empty = { 0 };
+    CHECK(dcz_budget_extend(&r, &p, 2, &empty) == DCZ_ERR_ARG, "no candidates");
+    dcz_sens_report_free(&r);
+}
+
 typedef struct fake_runs {
     int calls, fail_at;
     double step;     /* accuracy of candidate i: 0.5 + step * i */
@@ -384,6 +420,7 @@ int main(void)
     RUN(test_scan);
     RUN(test_est_bytes);
     RUN(test_candidates);
+    RUN(test_extend);
     RUN(test_search);
     return check_summary();
 }
