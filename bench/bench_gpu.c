@@ -13,7 +13,8 @@
  *               execution form as gpu.c makes it: per row a chunk pointer,
  *               16 bytes for 8 entries (steps, codebook indices), the
  *               codebook; at batch 1 also with each lane count a row can
- *               take (1 to 32), beside the one gpu.c picks
+ *               take (1 to 32), beside the one gpu.c picks, and with the
+ *               input staged in shared memory and not where it fits
  *     cublas    cublasSgemv / cublasSgemm on the dense fp32 copy, row-major
  *               (out, in) as gpu.c's dense layers (CUBLAS_OP_T, lda = in),
  *               fp32 math (no TF32)
@@ -272,6 +273,10 @@ static void upload_layer(const gpu *g, const host_layer *h, rng *r, float *x0, d
     dcz_gchunks c;
     if (dcz_gk_chunks_make(&hs, &c) != 0) die("dcz_gk_chunks_make", "out of host memory", __LINE__);
     d->g = c;
+    int dev = 0, sms = 0;
+    CK(cudaGetDevice(&dev));
+    CK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev));
+    d->g.stage = dcz_gk_chunk_stage(h->rows, h->cols, c.group, (uint32_t)sms);   /* as gpu.c sets it */
     d->parts = DCZ_GK_SPMM_PARTS;
     d->g.cptr = dev_upload(c.cptr, ((size_t)h->rows + 1) * sizeof *c.cptr);
     d->g.chunk = dev_upload(c.chunk, (size_t)c.cptr[h->rows] * 16);
@@ -770,6 +775,17 @@ int main(int argc, char **argv)
             }
             *knob = pick;
             printf("  (us a call in a graph; * the runtime's)\n");
+            if (batch == 1 && d.g.cols <= DCZ_GK_STAGE_COLS) {
+                /* the input staged in shared memory (the rule's here) or read where it lies */
+                const uint32_t staged = d.g.stage;
+                printf("%-10s input staged:", "");
+                for (uint32_t v = 0; v <= 1; v++) {
+                    d.g.stage = v;
+                    printf(" %s%s %.2f", v ? "yes" : "no", v == staged ? "*" : "", graph_us(&g, &d, M_DCZ, batch));
+                }
+                d.g.stage = staged;
+                printf("\n");
+            }
             fflush(stdout);
         }
         free_dev_layer(&d);

@@ -31,6 +31,7 @@ static void gpu_why(const dcz_model *m, const dcz_exec_layer *l, dcz_layer_desc 
         [DCZ_GK_CONV_DENSE] = { "im2col+cublas gemm", "dense weights", 0 },
         [DCZ_GK_CONV_DENSE_DIRECT] = { "conv2d_dense__cuda", "grouped: a thread per output", 0 },
         [DCZ_GK_CONV_DIRECT] = { "conv2d_sparse__cuda", "grouped: a thread per output", 0 },
+        [DCZ_GK_CONV_DIRECT_WIDE] = { "conv2d_dense__cuda", "grouped, %g%%+ dense: on a dense copy", DCZ_GPU_GROUPED_DENSE_DENSITY * 100 },
         [DCZ_GK_CONV_IM2COL] = { "im2col_t+spmm_chunks__cuda", "one group, under %g%% dense", DCZ_GPU_DENSE_DENSITY * 100 },
         [DCZ_GK_CONV_IM2COL_WIDE] = { "im2col_t+spmm_chunks__cuda|gemm", "%g%%+ dense: cublas at 2^17+ outputs", DCZ_GPU_DENSE_DENSITY * 100 },
         [DCZ_GK_QFC] = { "qspmm__cuda", "int8 rows: dp4a, int32 sums", 0 },
@@ -50,6 +51,10 @@ static void gpu_why(const dcz_model *m, const dcz_exec_layer *l, dcz_layer_desc 
     if (g == DCZ_GK_CONV_DENSE && dcz_conv_pointwise(&l->geom)) {
         k->gpu_kernel = "cublas gemm";
         why = "dense weights, 1x1: its input as the patches";
+    }
+    if (g == DCZ_GK_CONV_IM2COL_WIDE && dcz_conv_pointwise(&l->geom)) {   /* its input as the patches */
+        k->gpu_kernel = "spmm_chunks__cuda|gemm";
+        why = "%g%%+ dense: cublas above batch 1";
     }
     double arg = kinds[g].arg;
     if (g == DCZ_GK_SPARSE_FC) {   /* the lanes gpu.c gives a row of the chunk form */

@@ -288,27 +288,34 @@ dcz_gpu_kernel dcz_gpu_pick(const dcz_exec_layer *l)
         return !conv ? DCZ_GK_QFC : direct ? DCZ_GK_QCONV_DIRECT : DCZ_GK_QCONV_IM2COL;
     }
     if (!l->sparse) return !conv ? DCZ_GK_DENSE_FC : grouped ? DCZ_GK_CONV_DENSE_DIRECT : DCZ_GK_CONV_DENSE;
-    if (grouped) return DCZ_GK_CONV_DIRECT;
-    const double cells = (double)l->sp.rows * l->sp.cols;
-    const int wide = cells > 0 && (double)real_entries(&l->sp) >= DCZ_GPU_DENSE_DENSITY * cells;
+    const double cells = (double)l->sp.rows * l->sp.cols, kept = (double)real_entries(&l->sp);
+    if (grouped) return cells > 0 && kept >= DCZ_GPU_GROUPED_DENSE_DENSITY * cells ? DCZ_GK_CONV_DIRECT_WIDE
+                                                                                   : DCZ_GK_CONV_DIRECT;
+    const int wide = cells > 0 && kept >= DCZ_GPU_DENSE_DENSITY * cells;
     if (conv) return wide ? DCZ_GK_CONV_IM2COL_WIDE : DCZ_GK_CONV_IM2COL;
     return wide ? DCZ_GK_SPARSE_FC_WIDE : DCZ_GK_SPARSE_FC;
 }
 
 int dcz_gpu_dense_copy(const dcz_exec_layer *l, dcz_gpu_kernel k, size_t batch)
 {
-    if (k == DCZ_GK_SPARSE_FC_WIDE) return batch > 1;
-    return k == DCZ_GK_CONV_IM2COL_WIDE &&
-           (double)batch * l->geom.out_c * l->geom.out_h * l->geom.out_w >= DCZ_GPU_DIRECT_MIN_OUTPUTS;
+    switch (k) {
+    case DCZ_GK_SPARSE_FC_WIDE: return batch > 1;
+    case DCZ_GK_CONV_DIRECT_WIDE: return 1;
+    case DCZ_GK_CONV_IM2COL_WIDE:
+        return (batch > 1 && dcz_conv_pointwise(&l->geom)) ||
+               (double)batch * l->geom.out_c * l->geom.out_h * l->geom.out_w >= DCZ_GPU_DIRECT_MIN_OUTPUTS;
+    default: return 0;
+    }
 }
 
 int dcz_gpu_by_patches(const dcz_exec_layer *l, dcz_gpu_kernel k, size_t batch)
 {
     switch (k) {
-    case DCZ_GK_CONV_IM2COL:
     case DCZ_GK_QCONV_IM2COL: return 1;
     case DCZ_GK_CONV_DENSE: return !dcz_conv_pointwise(&l->geom);
-    case DCZ_GK_CONV_IM2COL_WIDE: return !dcz_conv_pointwise(&l->geom) || !dcz_gpu_dense_copy(l, k, batch);
+    case DCZ_GK_CONV_IM2COL:
+    case DCZ_GK_CONV_IM2COL_WIDE:
+        return !dcz_conv_pointwise(&l->geom) || (batch > 1 && !dcz_gpu_dense_copy(l, k, batch));
     case DCZ_GK_QCONV_DIRECT:
         return dcz_conv_groups(&l->geom) == 1 &&
                (double)batch * l->geom.out_c * l->geom.out_h * l->geom.out_w < DCZ_GPU_DIRECT_MIN_OUTPUTS;

@@ -16,6 +16,8 @@
 # so that the files of a kernel family and the loader's layer calls go one
 # way. SKIP where an object is missing or older than its source, or nm is
 # missing.
+# and every kernel of runtime/cuda/ launched by dcz_gpu_launch, waiting for
+# the kernel ahead of it before it touches an activation.
 # Prints one line per breach and the closing "N passed, N failed".
 #
 #   tests/layout.sh [ROOT]
@@ -65,6 +67,17 @@ for s in "${objsrc[@]}"; do
     o=$build/${s%.c}.o
     if [ ! -f "$o" ] || [ "$s" -nt "$o" ]; then stale=$o; break; fi
 done
+# every CUDA kernel of libdcz is launched through dcz_gpu_launch, which lets
+# it start before the kernel ahead of it ends, so each must wait for that
+# kernel (dcz_gpu_begin or dcz_gpu_wait_prior) before its loop over outputs
+# (gpu_kern.h): a kernel without the wait would read activations half written
+check "CUDA kernels launched by dcz_gpu_launch alone, each waiting for the one before" \
+    "$(grep -Hn '<<<' runtime/cuda/*.cu
+       awk '/__global__/ { name = FILENAME ":" FNR; open = 1; waited = 0; next }
+            open && /dcz_gpu_(begin|wait_prior)\(\)/ { waited = 1 }
+            open && /^}/ { if (!waited) print name ": a kernel that never waits (dcz_gpu_begin)"; open = 0 }
+           ' runtime/cuda/*.cu)"
+
 if ! command -v nm > /dev/null 2>&1; then
     echo "SKIP no two objects of the CPU runtime call each other: nm not found"
 elif [ ${#objsrc[@]} -eq 0 ] || [ -n "$stale" ]; then

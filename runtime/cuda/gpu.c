@@ -319,7 +319,11 @@ static dcz_status upload_chunks(dcz_gpu *g, const dcz_sparse *s, const float *co
     dcz_status st = upload(g, h.cptr, ((size_t)s->rows + 1) * sizeof *h.cptr, &cptr);
     if (st == DCZ_OK) st = upload(g, h.chunk, n * 16, &chunk);
     if (st == DCZ_OK) st = upload(g, h.val, n * DCZ_GK_CHUNK * sizeof *h.val, &val);
-    *d = (dcz_gchunks){ s->rows, s->cols, s->k, h.group, cptr, chunk, codebook, val };
+    int sms = 0, dev = 0;
+    if (cudaGetDevice(&dev) != cudaSuccess || cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev) != cudaSuccess)
+        sms = 0;
+    *d = (dcz_gchunks){ s->rows, s->cols, s->k, h.group, dcz_gk_chunk_stage(s->rows, s->cols, h.group, (uint32_t)sms),
+                        cptr, chunk, codebook, val };
     dcz_gk_chunks_free(&h);
     return st;
 }
@@ -347,9 +351,10 @@ static dcz_status upload_layer(dcz_gpu *g, const dcz_model *m, uint32_t i)
     dcz_gsparse *d = &gl->sp;
     TRY(upload(g, s->idx ? s->codebook : NULL, (size_t)s->k * sizeof(float), &p));
     const float *codebook = p;
-    /* grouped convolutions run direct (the execution form), everything
-     * else on the chunk form (a dense copy comes when a batch needs it:
-     * dense_copies) */
+    /* grouped convolutions run direct (the execution form; those dense
+     * enough on a dense copy alone), everything else on the chunk form (a
+     * dense copy comes when a batch needs it: dense_copies) */
+    if (gl->kernel == DCZ_GK_CONV_DIRECT_WIDE) return DCZ_OK;
     if (gl->kernel != DCZ_GK_CONV_DIRECT) return upload_chunks(g, s, codebook, &gl->ch);
     d->rows = s->rows;
     d->cols = s->cols;
@@ -641,7 +646,7 @@ static dcz_status dcz_gpu_run_conv2d(const dcz_model *m, uint32_t index, const f
     const uint32_t pixels = g->out_h * g->out_w, k = g->in_c * g->kh * g->kw;
     const size_t out_sample = (size_t)g->out_c * pixels;
     float *col = m->gpu->col;
-    if (gl->kernel == DCZ_GK_CONV_DENSE_DIRECT)
+    if (gl->kernel == DCZ_GK_CONV_DENSE_DIRECT || gl->kernel == DCZ_GK_CONV_DIRECT_WIDE)
         return dcz_conv2d_dense__cuda(g, gl->w, gl->bias, xs[0], batch, gpu_act(l), y, st);
     if (gl->kernel == DCZ_GK_CONV_DIRECT)
         return dcz_conv2d_sparse__cuda(g, &gl->sp, gl->bias, xs[0], batch, gpu_act(l), y, st);
@@ -670,13 +675,18 @@ static dcz_status dcz_gpu_run_conv2d(const dcz_model *m, uint32_t index, const f
                              gl->w, (int)k, &zero, prod, cols)));
         return dcz_bias_act__cuda(prod, gl->bias, batch, g->out_c, pixels, by_rows, gpu_act(l), y, st);
     }
-    /* compressed, one group: the batch's patches transposed in one launch,
+    /* compressed, one group: the batch's patches transposed in one launch
+     * (none for a pointwise layer at batch 1: its input is its patches),
      * then one product over all of them, the activation applied as it
      * writes */
     const dcz_gplace place = { pixels, out_sample, 1, pixels };
-    TRY(dcz_im2col_t__cuda(g, xs[0], batch, col, st));
-    return dcz_spmm_chunks__cuda(&gl->ch, gl->bias, col, batch * pixels, y, place, gpu_act(l), DCZ_GK_SPMM_PARTS,
-                                 st);
+    const float *patches = xs[0];
+    if (dcz_gpu_by_patches(l, gl->kernel, batch)) {
+        TRY(dcz_im2col_t__cuda(g, xs[0], batch, col, st));
+        patches = col;
+    }
+    return dcz_spmm_chunks__cuda(&gl->ch, gl->bias, patches, batch * pixels, y, place, gpu_act(l),
+                                 DCZ_GK_SPMM_PARTS, st);
 }
 
 static dcz_status dcz_gpu_run_pool(const dcz_model *m, uint32_t index, const float *const *xs, size_t batch, float *y)

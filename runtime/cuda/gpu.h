@@ -14,7 +14,10 @@
  * never leaving the device between layers, a RELU or CLIP the loader fused
  * into the layer before applied by that layer's kernel (or right after
  * it, in place), and copies the output back. Batch-1 runs are replayed
- * from a CUDA graph captured on the first one.
+ * from a CUDA graph captured on the first one. Every kernel of this folder
+ * is launched so that it may start before the one ahead of it ends, and
+ * waits for it before it touches an activation (gpu_kern.h:
+ * dcz_gpu_launch).
  *
  * The kernels are the .cu files of this folder, twins of the CPU kernels: kernels_sparse.cu
  * (sparse fully connected layers and the patch products: the chunk form,
@@ -46,7 +49,7 @@ extern "C" {
 
 /* y (rows) = act(S x (cols) + bias), S in the chunk form: a group of
  * s->group lanes a row, a chunk a lane at a time, the codebook in shared
- * memory. */
+ * memory, and x too where s->stage says (gpu_kern.h: dcz_gk_chunk_stage). */
 dcz_status dcz_spmv_chunks__cuda(const dcz_gchunks *s, const float *bias, const float *x, float *y, dcz_act act,
                                  void *stream);
 /* Row r of sample j = act(S x_j + bias) where place puts it, the samples'
@@ -154,11 +157,14 @@ typedef enum dcz_gpu_kernel {
                              1) and cuBLAS sgemm */
     DCZ_GK_CONV_DENSE_DIRECT, /* dense weights, grouped: dcz_conv2d_dense__cuda */
     DCZ_GK_CONV_DIRECT,   /* compressed, grouped: dcz_conv2d_sparse__cuda */
+    DCZ_GK_CONV_DIRECT_WIDE, /* compressed, grouped, DCZ_GPU_GROUPED_DENSE_DENSITY dense or more:
+                             dcz_conv2d_dense__cuda on a dense copy */
     DCZ_GK_CONV_IM2COL,   /* compressed, one group, under DCZ_GPU_DENSE_DENSITY: transposed im2col
-                             and dcz_spmm_chunks__cuda */
+                             (none for a pointwise one at batch 1) and dcz_spmm_chunks__cuda */
     DCZ_GK_CONV_IM2COL_WIDE, /* compressed, one group, DCZ_GPU_DENSE_DENSITY or more: as
                              CONV_IM2COL in launches under DCZ_GPU_DIRECT_MIN_OUTPUTS outputs,
-                             as CONV_DENSE on a dense copy in larger ones */
+                             as CONV_DENSE on a dense copy in larger ones (and, pointwise,
+                             above batch 1) */
     DCZ_GK_QFC,           /* integer region: dcz_qspmm__cuda (dense weights too: every
                              entry present) */
     DCZ_GK_QCONV_DIRECT,  /* integer region, planes of DCZ_GPU_DIRECT_MIN_PLANE cells or
@@ -205,10 +211,33 @@ typedef enum dcz_gpu_kernel {
  * 436 dense, MobileNetV2-style 1,211 against 704, torchvision ResNet-18
  * at 224 x 224 35 ms against 18 (653 against 569 us at batch 1): a kernel
  * that reads every kept weight's inputs apart cannot match cuBLAS, whose
- * tiles reuse each input across many outputs, on a matrix a tenth full. */
+ * tiles reuse each input across many outputs, on a matrix a tenth full.
+ *
+ * A pointwise layer that wide runs on its dense copy at every batch above
+ * 1, whatever the launch: cuBLAS reads its input as it lies, where the
+ * chunk product needs it laid out first. Measured on an H100 (dcz bench
+ * --per-layer, the MobileNetV2-style preset compressed to about half its
+ * weights, batch 64, us, compressed against dense), before: the 1x1
+ * projections of 7 x 7 and 4 x 4 planes (launches under 2^17 outputs)
+ * 15.7 to 28.7 against 12.2 to 16.6; at batch 1 the chunk product, which
+ * reads a pointwise layer's one sample as its patches, won (7.4 to 12.2
+ * against 9.4 to 13.9).
+ *
+ * A grouped (depthwise) compressed layer at least
+ * DCZ_GPU_GROUPED_DENSE_DENSITY full runs the dense direct kernel on a
+ * dense copy. The sparse direct kernel carries each kept weight's channel
+ * and tap from entry to entry and costs 6 to 7 times a dense tap: measured
+ * (same runs), torchvision's MobileNetV2 with a tenth of its weights kept ran its depthwise
+ * layers sparse in 0.58 of the dense time at batch 64 (conv2: 266 against
+ * 459 us) and 0.71 at batch 1 (8.8 against 12.4), so the two cross near a
+ * sixth full; the preset's depthwise layers, left whole by pruning, ran
+ * sparse 25 to 55% slower at batch 64 (inv3.dw 62.8 against 40.5) and
+ * about 1 us slower at batch 1. These two rules come from those layer
+ * times; no GPU run has timed them yet (bench/gpu-notes.md). */
 #define DCZ_GPU_DIRECT_MIN_PLANE 256
 #define DCZ_GPU_DIRECT_MIN_OUTPUTS 131072
 #define DCZ_GPU_DENSE_DENSITY 0.06
+#define DCZ_GPU_GROUPED_DENSE_DENSITY 0.15
 
 struct dcz_model;
 struct dcz_exec_layer;
@@ -217,15 +246,16 @@ dcz_gpu_kernel dcz_gpu_pick(const struct dcz_exec_layer *l);
 /* Nonzero when convolution l, whose kernel is k, runs by patches at batch
  * samples: every float convolution of one group but a pointwise one
  * (shapes.h: dcz_conv_pointwise) through cuBLAS, which reads its input as
- * it lies; the integer ones of one group below DCZ_GPU_DIRECT_MIN_PLANE
+ * it lies, and a pointwise one at batch 1, whose input is its patches
+ * already (one sample: (in_c, pixels), as the patches lie); the integer ones of one group below DCZ_GPU_DIRECT_MIN_PLANE
  * cells, and the integer direct ones of one group below
  * DCZ_GPU_DIRECT_MIN_OUTPUTS outputs. */
 int dcz_gpu_by_patches(const struct dcz_exec_layer *l, dcz_gpu_kernel k, size_t batch);
 /* Nonzero when compressed layer l, whose kernel is k, runs on a dense
- * copy of its weights through cuBLAS in a launch of batch samples
- * (SPARSE_FC_WIDE above batch 1, CONV_IM2COL_WIDE at
- * DCZ_GPU_DIRECT_MIN_OUTPUTS outputs or more); it does at any larger
- * batch too. */
+ * copy of its weights in a launch of batch samples (SPARSE_FC_WIDE above
+ * batch 1, CONV_IM2COL_WIDE at DCZ_GPU_DIRECT_MIN_OUTPUTS outputs or more
+ * and a pointwise one above batch 1, through cuBLAS; CONV_DIRECT_WIDE
+ * always, direct); it does at any larger batch too. */
 int dcz_gpu_dense_copy(const struct dcz_exec_layer *l, dcz_gpu_kernel k, size_t batch);
 /* ---- gpu.c: the model on the device ------------------------------------------ */
 

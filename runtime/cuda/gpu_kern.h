@@ -55,6 +55,68 @@ static inline dcz_status dcz_gpu_launched(void)
 {
     return cudaGetLastError() == cudaSuccess ? DCZ_OK : DCZ_ERR_DEVICE;
 }
+
+/* Programmatic dependent launch (compute capability 9.0 and later): every
+ * kernel is launched by dcz_gpu_launch, which lets the stream (and a graph
+ * captured from it) start the next kernel while the one before still runs.
+ * So each kernel first lets its own successor start (dcz_gpu_let_next),
+ * then may read weights, which no run writes, and waits for the kernels
+ * before it to finish, their writes visible, before it reads or writes any
+ * activation (dcz_gpu_wait_prior); dcz_gpu_begin does both at once, for
+ * kernels with nothing to read before. A kernel of at most
+ * DCZ_GPU_EARLY_THREADS threads lets its successor start as soon as all its
+ * blocks run, so the successor's blocks are placed and wait on the
+ * multiprocessors it leaves free; a larger one only when its blocks end
+ * (the successor's blocks, placed early, would sit beside its own). What
+ * it saves is the gap between the small kernels of a batch-1 graph.
+ * Kernels launched otherwise (cuBLAS) wait for everything before them as
+ * always; on older devices the calls compile to nothing and the launch is
+ * an ordinary one. DCZ_GPU_PDL (a build flag, for timing the ways apart):
+ * 0 launches every kernel the ordinary way, 2 lets every kernel's
+ * successor start early whatever its size. */
+#ifndef DCZ_GPU_PDL
+#define DCZ_GPU_PDL 1
+#endif
+#define DCZ_GPU_EARLY_THREADS 32768
+static __device__ __forceinline__ void dcz_gpu_let_next(void)
+{
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+    if (DCZ_GPU_PDL == 2 ||
+        (uint64_t)gridDim.x * gridDim.y * gridDim.z * blockDim.x * blockDim.y * blockDim.z <= DCZ_GPU_EARLY_THREADS)
+        asm volatile("griddepcontrol.launch_dependents;" ::: "memory");
+#endif
+}
+static __device__ __forceinline__ void dcz_gpu_wait_prior(void)
+{
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+    asm volatile("griddepcontrol.wait;" ::: "memory");
+#endif
+}
+static __device__ __forceinline__ void dcz_gpu_begin(void)
+{
+    dcz_gpu_let_next();
+    dcz_gpu_wait_prior();
+}
+/* kernel<<<grid, block, shared, stream>>>(args), its successor allowed to
+ * start early (above); DCZ_ERR_DEVICE when the launch fails. */
+template <typename... P, typename... A>
+static inline dcz_status dcz_gpu_launch(void (*kernel)(P...), dim3 grid, dim3 block, size_t shared, void *stream,
+                                        A... args)
+{
+    cudaLaunchAttribute attr[1];
+    attr[0].id = cudaLaunchAttributeProgrammaticStreamSerialization;
+    attr[0].val.programmaticStreamSerializationAllowed = DCZ_GPU_PDL != 0;
+    cudaLaunchConfig_t cfg = {};
+    cfg.gridDim = grid;
+    cfg.blockDim = block;
+    cfg.dynamicSmemBytes = shared;
+    cfg.stream = (cudaStream_t)stream;
+    cfg.attrs = attr;
+    cfg.numAttrs = 1;
+    const cudaError_t e = cudaLaunchKernelEx(&cfg, kernel, ((P)args)...);
+    const dcz_status pending = dcz_gpu_launched();
+    return e == cudaSuccess ? pending : DCZ_ERR_DEVICE;
+}
 #endif
 
 /* The sparse execution form as a kernel reads it (device pointers on the
@@ -309,6 +371,8 @@ DCZ_HD uint64_t dcz_gk_gather_from(const dcz_conv_geom *g, uint32_t start, uint3
 typedef struct dcz_gchunks {
     uint32_t rows, cols, k;
     uint32_t group;           /* lanes a row at batch 1: a power of two, 1 to 32 */
+    uint32_t stage;           /* 1: batch 1 stages the input in shared memory
+                                 (dcz_gk_chunk_stage), 0: reads it where it lies */
     const uint32_t *cptr;     /* (rows + 1): row r's chunks are [cptr[r], cptr[r + 1]) */
     const uint8_t *chunk;     /* (cptr[rows], 16) */
     const float *codebook;    /* (k), or NULL */
@@ -347,6 +411,33 @@ DCZ_HD uint32_t dcz_gk_chunk_group(uint32_t rows, uint64_t chunks)
     return g;
 }
 
+/* Whether batch 1 stages the input vector of a layer of rows x cols whose
+ * rows take group lanes each (dcz_gchunks.stage) on a device of sms
+ * multiprocessors: each block copies the input once, then its lanes'
+ * gathers of x read shared memory, where a warp's 32 scattered columns
+ * cost a few bank conflicts, instead of L1, where they touch up to 32
+ * cache lines a load. The blocks are fewer and larger
+ * (DCZ_GK_STAGE_BLOCK threads, no more blocks than multiprocessors, so
+ * each multiprocessor copies the input about once), so it pays only where
+ * the rows fill at least half the multiprocessors that way, and only for
+ * inputs of up to DCZ_GK_STAGE_COLS floats (48 KB, what a block has without
+ * opting in to more; the launch opts in where the codebook takes it past
+ * that, and reads the input where it lies on a device that allows less).
+ * Measured on an H100 (bench_gpu, in a graph, us; staged against not, in
+ * the run of the launches as built): Alex-6 7.24 / 8.31, Alex-7 4.64 /
+ * 5.31, VGG-7 3.68 / 4.14 (4096 rows: 128 blocks); VGG-6 10.37 / 9.80 (its
+ * 25,088 columns, 98 KB a block to copy, outweigh the gathers); Alex-8
+ * 6.98 / 6.48 (1000 rows: 32 blocks); LeNet-300-100's fc1 2.34 / 1.97 (300
+ * rows at 32 lanes: 10 blocks, where the plain launch spreads them over 38
+ * smaller ones). */
+#define DCZ_GK_STAGE_COLS 12288
+#define DCZ_GK_STAGE_BLOCK 1024
+DCZ_HD uint32_t dcz_gk_chunk_stage(uint32_t rows, uint32_t cols, uint32_t group, uint32_t sms)
+{
+    const uint64_t blocks = ((uint64_t)rows * group + DCZ_GK_STAGE_BLOCK - 1) / DCZ_GK_STAGE_BLOCK;
+    return cols <= DCZ_GK_STAGE_COLS && 2 * blocks >= sms;
+}
+
 /* Fills cptr (rows + 1), chunk (16 bytes a chunk) and, without a
  * codebook, val (DCZ_GK_CHUNK a chunk) from s; cptr first by itself
  * (chunk NULL) to size the others. */
@@ -371,8 +462,9 @@ DCZ_HD void dcz_gk_chunks_fill(const dcz_gsparse *s, uint32_t *cptr, uint8_t *ch
 #include <stdlib.h>
 /* The chunk form of s on the host, in memory of its own (malloc): cptr,
  * chunk, and val without a codebook; the codebook is s's. 0, or -1 when
- * memory ran out (nothing left allocated). What gpu.c uploads, and what
- * the tests and bench_gpu build theirs from. */
+ * memory ran out (nothing left allocated); the input read where it lies
+ * (stage 0: gpu.c sets it by dcz_gk_chunk_stage, which needs the device).
+ * What gpu.c uploads, and what the tests and bench_gpu build theirs from. */
 static inline int dcz_gk_chunks_make(const dcz_gsparse *s, dcz_gchunks *h)
 {
     uint32_t *cptr = malloc(((size_t)s->rows + 1) * sizeof *cptr);
@@ -388,7 +480,7 @@ static inline int dcz_gk_chunks_make(const dcz_gsparse *s, dcz_gchunks *h)
         return -1;
     }
     dcz_gk_chunks_fill(s, cptr, chunk, val);
-    *h = (dcz_gchunks){ s->rows, s->cols, s->k, dcz_gk_chunk_group(s->rows, n), cptr, chunk,
+    *h = (dcz_gchunks){ s->rows, s->cols, s->k, dcz_gk_chunk_group(s->rows, n), 0, cptr, chunk,
                         s->idx ? s->codebook : NULL, val };
     return 0;
 }

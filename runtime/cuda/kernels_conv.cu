@@ -17,6 +17,7 @@
 static __global__ void conv_sparse_kernel(dcz_conv_geom g, dcz_gsparse s, const float *bias, const float *x,
                                           uint64_t batch, dcz_act act, float *y)
 {
+    dcz_gpu_begin();
     const uint32_t per = g.out_c * g.out_h * g.out_w;
     const size_t in_sample = (size_t)g.in_c * g.in_h * g.in_w;
     DCZ_GPU_FOR_EACH(t, batch * per) {
@@ -28,6 +29,7 @@ static __global__ void conv_sparse_kernel(dcz_conv_geom g, dcz_gsparse s, const 
 static __global__ void conv_dense_kernel(dcz_conv_geom g, const float *w, const float *bias, const float *x,
                                          uint64_t batch, dcz_act act, float *y)
 {
+    dcz_gpu_begin();
     const uint32_t per = g.out_c * g.out_h * g.out_w;
     const size_t in_sample = (size_t)g.in_c * g.in_h * g.in_w;
     DCZ_GPU_FOR_EACH(t, batch * per) {
@@ -41,6 +43,7 @@ static __global__ void conv_dense_kernel(dcz_conv_geom g, const float *w, const 
  * pixels and written coalesced across the warp. */
 static __global__ void im2col_t_kernel(dcz_conv_geom g, const float *x, uint64_t batch, float *colt)
 {
+    dcz_gpu_begin();
     const uint32_t pixels = g.out_h * g.out_w, taps = g.kh * g.kw;
     const uint64_t cols = batch * pixels, in_sample = (uint64_t)g.in_c * g.in_h * g.in_w;
     for (uint64_t j = (uint64_t)blockIdx.x * blockDim.x + threadIdx.x; j < cols; j += (uint64_t)gridDim.x * blockDim.x) {
@@ -54,6 +57,7 @@ static __global__ void im2col_t_kernel(dcz_conv_geom g, const float *x, uint64_t
 
 static __global__ void pool_kernel(dcz_conv_geom g, int avg, int cip, const float *x, uint64_t batch, float *y)
 {
+    dcz_gpu_begin();
     const uint32_t per = g.in_c * g.out_h * g.out_w;
     const size_t in_sample = (size_t)g.in_c * g.in_h * g.in_w;
     DCZ_GPU_FOR_EACH(t, batch * per) y[t] = dcz_gk_pool(&g, avg, cip, x + t / per * in_sample, (uint32_t)(t % per));
@@ -61,6 +65,7 @@ static __global__ void pool_kernel(dcz_conv_geom g, int avg, int cip, const floa
 
 static __global__ void mean_kernel(uint32_t plane, const float *x, uint64_t planes, float *y)
 {
+    dcz_gpu_begin();
     DCZ_GPU_FOR_EACH(t, planes) y[t] = dcz_gk_mean(x + t * plane, plane);
 }
 
@@ -69,9 +74,8 @@ extern "C" dcz_status dcz_conv2d_sparse__cuda(const dcz_conv_geom *g, const dcz_
 {
     const uint64_t n = (uint64_t)batch * g->out_c * g->out_h * g->out_w;
     if (n == 0) return DCZ_OK;
-    conv_sparse_kernel<<<dcz_gpu_blocks(n), DCZ_GPU_BLOCK, 0, (cudaStream_t)stream>>>(*g, *s, bias, x, batch, act,
-                                                                                    y);
-    return dcz_gpu_launched();
+    return dcz_gpu_launch(conv_sparse_kernel, dcz_gpu_blocks(n), DCZ_GPU_BLOCK, 0, stream, *g, *s, bias, x, batch, act,
+                          y);
 }
 
 extern "C" dcz_status dcz_conv2d_dense__cuda(const dcz_conv_geom *g, const float *w, const float *bias,
@@ -79,8 +83,7 @@ extern "C" dcz_status dcz_conv2d_dense__cuda(const dcz_conv_geom *g, const float
 {
     const uint64_t n = (uint64_t)batch * g->out_c * g->out_h * g->out_w;
     if (n == 0) return DCZ_OK;
-    conv_dense_kernel<<<dcz_gpu_blocks(n), DCZ_GPU_BLOCK, 0, (cudaStream_t)stream>>>(*g, w, bias, x, batch, act, y);
-    return dcz_gpu_launched();
+    return dcz_gpu_launch(conv_dense_kernel, dcz_gpu_blocks(n), DCZ_GPU_BLOCK, 0, stream, *g, w, bias, x, batch, act, y);
 }
 
 extern "C" dcz_status dcz_im2col_t__cuda(const dcz_conv_geom *g, const float *x, size_t batch, float *colt,
@@ -89,8 +92,7 @@ extern "C" dcz_status dcz_im2col_t__cuda(const dcz_conv_geom *g, const float *x,
     const uint64_t cols = (uint64_t)batch * g->out_h * g->out_w;
     if (cols == 0 || g->in_c == 0 || g->kh * g->kw == 0) return DCZ_OK;
     const dim3 grid(dcz_gpu_blocks(cols), g->in_c < 65535 ? g->in_c : 65535);
-    im2col_t_kernel<<<grid, DCZ_GPU_BLOCK, 0, (cudaStream_t)stream>>>(*g, x, batch, colt);
-    return dcz_gpu_launched();
+    return dcz_gpu_launch(im2col_t_kernel, grid, DCZ_GPU_BLOCK, 0, stream, *g, x, batch, colt);
 }
 
 extern "C" dcz_status dcz_pool__cuda(const dcz_conv_geom *g, int avg, int count_include_pad, const float *x,
@@ -98,8 +100,8 @@ extern "C" dcz_status dcz_pool__cuda(const dcz_conv_geom *g, int avg, int count_
 {
     const uint64_t n = (uint64_t)batch * g->in_c * g->out_h * g->out_w;
     if (n == 0) return DCZ_OK;
-    pool_kernel<<<dcz_gpu_blocks(n), DCZ_GPU_BLOCK, 0, (cudaStream_t)stream>>>(*g, avg, count_include_pad, x, batch, y);
-    return dcz_gpu_launched();
+    return dcz_gpu_launch(pool_kernel, dcz_gpu_blocks(n), DCZ_GPU_BLOCK, 0, stream, *g, avg, count_include_pad, x, batch,
+                          y);
 }
 
 extern "C" dcz_status dcz_global_avgpool__cuda(uint32_t channels, uint32_t plane, const float *x, size_t batch,
@@ -107,6 +109,5 @@ extern "C" dcz_status dcz_global_avgpool__cuda(uint32_t channels, uint32_t plane
 {
     const uint64_t planes = (uint64_t)batch * channels;
     if (planes == 0) return DCZ_OK;
-    mean_kernel<<<dcz_gpu_blocks(planes), DCZ_GPU_BLOCK, 0, (cudaStream_t)stream>>>(plane, x, planes, y);
-    return dcz_gpu_launched();
+    return dcz_gpu_launch(mean_kernel, dcz_gpu_blocks(planes), DCZ_GPU_BLOCK, 0, stream, plane, x, planes, y);
 }

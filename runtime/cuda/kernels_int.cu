@@ -51,6 +51,7 @@ static __device__ __forceinline__ uint32_t pack4(const int32_t *v)
 static __global__ void qspmm_kernel(dcz_gqsparse s, dcz_gqout o, const int8_t *__restrict__ x, uint32_t batch,
                                     dcz_gplace place)
 {
+    dcz_gpu_begin();
     __shared__ int8_t tabs[DCZ_GPU_BLOCK / 32][256];
     const uint32_t lane = threadIdx.x & 31;
     int8_t *tab = tabs[threadIdx.x >> 5];
@@ -106,6 +107,7 @@ static __global__ void qspmm_kernel(dcz_gqsparse s, dcz_gqout o, const int8_t *_
 
 static __global__ void qconv_kernel(dcz_conv_geom g, dcz_gqsparse s, dcz_gqout o, const int8_t *x, uint64_t batch)
 {
+    dcz_gpu_begin();
     const uint32_t plane = g.out_h * g.out_w, per = g.out_c * plane;
     const size_t in_sample = (size_t)g.in_c * g.in_h * g.in_w;
     DCZ_GPU_FOR_EACH(t, batch * per) {
@@ -116,17 +118,20 @@ static __global__ void qconv_kernel(dcz_conv_geom g, dcz_gqsparse s, dcz_gqout o
 
 static __global__ void qim2col_kernel(dcz_conv_geom g, const int8_t *x, int8_t *col, uint64_t per, uint64_t n)
 {
+    dcz_gpu_begin();
     const size_t in_sample = (size_t)g.in_c * g.in_h * g.in_w;
     DCZ_GPU_FOR_EACH(t, n) col[t] = dcz_gk_qim2col(&g, x + t / per * in_sample, (uint32_t)(t % per));
 }
 
 static __global__ void quantize_kernel(const float *x, uint64_t n, float scale, int32_t qmax, int8_t *y)
 {
+    dcz_gpu_begin();
     DCZ_GPU_FOR_EACH(t, n) y[t] = (int8_t)dcz_gk_quantize(x[t], scale, qmax);
 }
 
 static __global__ void qpool_kernel(dcz_conv_geom g, int avg, int cip, const int8_t *x, uint64_t batch, int8_t *y)
 {
+    dcz_gpu_begin();
     const uint32_t per = g.in_c * g.out_h * g.out_w;
     const size_t in_sample = (size_t)g.in_c * g.in_h * g.in_w;
     DCZ_GPU_FOR_EACH(t, batch * per) y[t] = dcz_gk_qpool(&g, avg, cip, x + t / per * in_sample, (uint32_t)(t % per));
@@ -135,16 +140,19 @@ static __global__ void qpool_kernel(dcz_conv_geom g, int avg, int cip, const int
 static __global__ void qmean_kernel(uint32_t plane, const int8_t *x, uint64_t planes, int rescale, int32_t mult,
                                     uint32_t shift, int32_t qmax, int8_t *y)
 {
+    dcz_gpu_begin();
     DCZ_GPU_FOR_EACH(t, planes) y[t] = dcz_gk_qmean(x + t * plane, plane, rescale, mult, shift, qmax);
 }
 
 static __global__ void qrelu_kernel(const int8_t *x, uint64_t n, int8_t *y)
 {
+    dcz_gpu_begin();
     DCZ_GPU_FOR_EACH(t, n) y[t] = x[t] > 0 ? x[t] : 0;
 }
 
 static __global__ void qtable_kernel(const int8_t *table, int32_t qmax, const int8_t *x, uint64_t n, int8_t *y)
 {
+    dcz_gpu_begin();
     DCZ_GPU_FOR_EACH(t, n) y[t] = table[x[t] + qmax];
 }
 
@@ -156,12 +164,14 @@ typedef struct qscales {
 
 static __global__ void qadd_kernel(const int8_t *a, const int8_t *b, uint64_t n, qscales q, int32_t qmax, int8_t *y)
 {
+    dcz_gpu_begin();
     DCZ_GPU_FOR_EACH(t, n) y[t] = dcz_gk_qadd(a[t], b[t], q.mult, q.shift, qmax);
 }
 
 static __global__ void qmul_kernel(const int8_t *x, const int8_t *f, uint64_t n, uint32_t plane, int32_t mult,
                                    uint32_t shift, int32_t qmax, int8_t *y)
 {
+    dcz_gpu_begin();
     DCZ_GPU_FOR_EACH(t, n) y[t] = (int8_t)dcz_gk_requant((int32_t)x[t] * f[t / plane], mult, shift, qmax);
 }
 
@@ -173,6 +183,7 @@ typedef struct qinputs {
 static __global__ void qconcat_kernel(qinputs in, uint32_t nin, uint32_t per, uint64_t batch, qscales q,
                                       int32_t qmax, int8_t *y)
 {
+    dcz_gpu_begin();
     DCZ_GPU_FOR_EACH(t, batch * per) {
         uint32_t at;
         const uint32_t k = dcz_gk_concat_from(in.width, nin, (uint32_t)(t % per), &at);
@@ -185,8 +196,7 @@ static __global__ void qconcat_kernel(qinputs in, uint32_t nin, uint32_t per, ui
 #define LAUNCH(kernel, n, ...)                                                                              \
     do {                                                                                                    \
         if ((n) == 0) return DCZ_OK;                                                                        \
-        kernel<<<dcz_gpu_blocks(n), DCZ_GPU_BLOCK, 0, (cudaStream_t)stream>>>(__VA_ARGS__);                \
-        return dcz_gpu_launched();                                                                          \
+        return dcz_gpu_launch(kernel, dcz_gpu_blocks(n), DCZ_GPU_BLOCK, 0, stream, __VA_ARGS__);             \
     } while (0)
 
 extern "C" dcz_status dcz_qspmm__cuda(const dcz_gqsparse *s, const dcz_gqout *o, const int8_t *x, size_t batch,
@@ -195,9 +205,8 @@ extern "C" dcz_status dcz_qspmm__cuda(const dcz_gqsparse *s, const dcz_gqout *o,
     if (s->rows == 0 || batch == 0) return DCZ_OK;
     if (batch > UINT32_MAX || place.per == 0 || (s->idx && s->k > 256)) return DCZ_ERR_ARG;
     const uint64_t groups = (batch + DCZ_GPU_SPMM_SAMPLES - 1) / DCZ_GPU_SPMM_SAMPLES;
-    qspmm_kernel<<<dcz_gpu_warp_blocks(groups * s->rows), DCZ_GPU_BLOCK, 0, (cudaStream_t)stream>>>(
-        *s, *o, x, (uint32_t)batch, place);
-    return dcz_gpu_launched();
+    return dcz_gpu_launch(qspmm_kernel, dcz_gpu_warp_blocks(groups * s->rows), DCZ_GPU_BLOCK, 0, stream, *s, *o, x,
+                          (uint32_t)batch, place);
 }
 
 extern "C" dcz_status dcz_qconv2d__cuda(const dcz_conv_geom *g, const dcz_gqsparse *s, const dcz_gqout *o,

@@ -10,6 +10,7 @@
 
 static __global__ void act_kernel(uint16_t op, float p0, float p1, const float *x, uint64_t n, float *y)
 {
+    dcz_gpu_begin();
     DCZ_GPU_FOR_EACH(t, n) y[t] = dcz_gk_act(op, p0, p1, x[t]);
 }
 
@@ -17,6 +18,7 @@ static __global__ void act_kernel(uint16_t op, float p0, float p1, const float *
  * value divided by it. */
 static __global__ void softmax_kernel(const float *x, uint32_t n, float *y)
 {
+    dcz_gpu_begin();
     __shared__ float red[DCZ_GPU_BLOCK];
     const float *xr = x + (size_t)blockIdx.x * n;
     float *yr = y + (size_t)blockIdx.x * n;
@@ -48,11 +50,13 @@ static __global__ void softmax_kernel(const float *x, uint32_t n, float *y)
 
 static __global__ void add_kernel(const float *a, const float *b, uint64_t n, dcz_act act, float *y)
 {
+    dcz_gpu_begin();
     DCZ_GPU_FOR_EACH(t, n) y[t] = dcz_gk_act(act.op, act.lo, act.hi, a[t] + b[t]);
 }
 
 static __global__ void mul_kernel(const float *x, const float *f, uint32_t plane, uint64_t n, float *y)
 {
+    dcz_gpu_begin();
     DCZ_GPU_FOR_EACH(t, n) y[t] = x[t] * f[t / plane];
 }
 
@@ -63,6 +67,7 @@ typedef struct concat_inputs {
 
 static __global__ void concat_kernel(concat_inputs in, uint32_t nin, uint32_t per, uint64_t n, float *y)
 {
+    dcz_gpu_begin();
     DCZ_GPU_FOR_EACH(t, n) {
         uint32_t at;
         const uint64_t b = t / per;
@@ -74,12 +79,14 @@ static __global__ void concat_kernel(concat_inputs in, uint32_t nin, uint32_t pe
 template <typename T>
 static __global__ void gather_kernel(dcz_conv_geom g, uint32_t start, uint32_t groups, const T *x, uint64_t n, T *y)
 {
+    dcz_gpu_begin();
     DCZ_GPU_FOR_EACH(t, n) y[t] = x[dcz_gk_gather_from(&g, start, groups, t)];
 }
 
 static __global__ void bias_act_kernel(const float *c, const float *bias, uint64_t batch, uint32_t rows,
                                        uint32_t plane, int by_rows, dcz_act act, uint64_t n, float *y)
 {
+    dcz_gpu_begin();
     DCZ_GPU_FOR_EACH(t, n) y[t] = dcz_gk_bias_act(c, bias, batch, rows, plane, by_rows, act, t);
 }
 
@@ -87,23 +94,20 @@ extern "C" dcz_status dcz_activation__cuda(uint16_t op, const float *param, cons
                                            void *stream)
 {
     if (n == 0) return DCZ_OK;
-    act_kernel<<<dcz_gpu_blocks(n), DCZ_GPU_BLOCK, 0, (cudaStream_t)stream>>>(op, param[0], param[1], x, n, y);
-    return dcz_gpu_launched();
+    return dcz_gpu_launch(act_kernel, dcz_gpu_blocks(n), DCZ_GPU_BLOCK, 0, stream, op, param[0], param[1], x, n, y);
 }
 
 extern "C" dcz_status dcz_softmax__cuda(const float *x, size_t batch, uint32_t n, float *y, void *stream)
 {
     if (batch == 0 || n == 0) return DCZ_OK;
     if (batch > INT32_MAX) return DCZ_ERR_ARG;
-    softmax_kernel<<<(unsigned)batch, DCZ_GPU_BLOCK, 0, (cudaStream_t)stream>>>(x, n, y);
-    return dcz_gpu_launched();
+    return dcz_gpu_launch(softmax_kernel, (unsigned)batch, DCZ_GPU_BLOCK, 0, stream, x, n, y);
 }
 
 extern "C" dcz_status dcz_add__cuda(const float *a, const float *b, size_t n, dcz_act act, float *y, void *stream)
 {
     if (n == 0) return DCZ_OK;
-    add_kernel<<<dcz_gpu_blocks(n), DCZ_GPU_BLOCK, 0, (cudaStream_t)stream>>>(a, b, n, act, y);
-    return dcz_gpu_launched();
+    return dcz_gpu_launch(add_kernel, dcz_gpu_blocks(n), DCZ_GPU_BLOCK, 0, stream, a, b, n, act, y);
 }
 
 extern "C" dcz_status dcz_mul__cuda(const float *x, const float *f, size_t batch, uint32_t channels,
@@ -111,8 +115,7 @@ extern "C" dcz_status dcz_mul__cuda(const float *x, const float *f, size_t batch
 {
     const uint64_t n = (uint64_t)batch * channels * plane;
     if (n == 0) return DCZ_OK;
-    mul_kernel<<<dcz_gpu_blocks(n), DCZ_GPU_BLOCK, 0, (cudaStream_t)stream>>>(x, f, plane, n, y);
-    return dcz_gpu_launched();
+    return dcz_gpu_launch(mul_kernel, dcz_gpu_blocks(n), DCZ_GPU_BLOCK, 0, stream, x, f, plane, n, y);
 }
 
 extern "C" dcz_status dcz_concat__cuda(const float *const *x, const uint32_t *width, uint32_t nin, size_t batch,
@@ -128,8 +131,7 @@ extern "C" dcz_status dcz_concat__cuda(const float *const *x, const uint32_t *wi
     }
     const uint64_t n = (uint64_t)batch * per;
     if (n == 0) return DCZ_OK;
-    concat_kernel<<<dcz_gpu_blocks(n), DCZ_GPU_BLOCK, 0, (cudaStream_t)stream>>>(in, nin, per, n, y);
-    return dcz_gpu_launched();
+    return dcz_gpu_launch(concat_kernel, dcz_gpu_blocks(n), DCZ_GPU_BLOCK, 0, stream, in, nin, per, n, y);
 }
 
 extern "C" dcz_status dcz_gather__cuda(const dcz_conv_geom *g, uint32_t start, uint32_t groups, const void *x,
@@ -138,13 +140,12 @@ extern "C" dcz_status dcz_gather__cuda(const dcz_conv_geom *g, uint32_t start, u
     const uint64_t n = (uint64_t)batch * g->out_c * g->in_h * g->in_w;
     if (n == 0) return DCZ_OK;
     if (elem == sizeof(float))
-        gather_kernel<<<dcz_gpu_blocks(n), DCZ_GPU_BLOCK, 0, (cudaStream_t)stream>>>(*g, start, groups,
-                                                                                   (const float *)x, n, (float *)y);
-    else if (elem == sizeof(int8_t))
-        gather_kernel<<<dcz_gpu_blocks(n), DCZ_GPU_BLOCK, 0, (cudaStream_t)stream>>>(*g, start, groups,
-                                                                                   (const int8_t *)x, n, (int8_t *)y);
-    else return DCZ_ERR_ARG;
-    return dcz_gpu_launched();
+        return dcz_gpu_launch(gather_kernel<float>, dcz_gpu_blocks(n), DCZ_GPU_BLOCK, 0, stream, *g, start, groups,
+                              (const float *)x, n, (float *)y);
+    if (elem == sizeof(int8_t))
+        return dcz_gpu_launch(gather_kernel<int8_t>, dcz_gpu_blocks(n), DCZ_GPU_BLOCK, 0, stream, *g, start, groups,
+                              (const int8_t *)x, n, (int8_t *)y);
+    return DCZ_ERR_ARG;
 }
 
 extern "C" dcz_status dcz_bias_act__cuda(const float *c, const float *bias, size_t batch, uint32_t rows,
@@ -152,7 +153,6 @@ extern "C" dcz_status dcz_bias_act__cuda(const float *c, const float *bias, size
 {
     const uint64_t n = (uint64_t)batch * rows * plane;
     if (n == 0) return DCZ_OK;
-    bias_act_kernel<<<dcz_gpu_blocks(n), DCZ_GPU_BLOCK, 0, (cudaStream_t)stream>>>(c, bias, batch, rows, plane,
-                                                                                 by_rows, act, n, y);
-    return dcz_gpu_launched();
+    return dcz_gpu_launch(bias_act_kernel, dcz_gpu_blocks(n), DCZ_GPU_BLOCK, 0, stream, c, bias, batch, rows, plane,
+                          by_rows, act, n, y);
 }

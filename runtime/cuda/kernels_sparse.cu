@@ -8,7 +8,10 @@
  * loaded before the current one is used; the group's scan of the chunks'
  * step totals gives each lane its chunk's first column, then its 8
  * products; the group's partial sums by a shuffle reduction. The codebook
- * sits in shared memory; the input is read through the read-only cache.
+ * sits in shared memory; the input too where the rows fill the device
+ * (dcz_gchunks.stage: blocks of DCZ_GK_STAGE_BLOCK threads, no more than
+ * the multiprocessors, each copying it once), else it is read where it
+ * lies, through the read-only cache.
  *
  * Batches (dcz_spmm_chunks__cuda): the input transposed first (column by
  * column, the batch's samples side by side: dcz_transpose__cuda, or the
@@ -24,6 +27,13 @@
  */
 #include "runtime/cuda/gpu.h"
 
+/* Floats of shared memory the codebook takes (rounded to an even count,
+ * so what follows it stays 8-byte aligned). */
+static __host__ __device__ __forceinline__ uint32_t codebook_floats(const dcz_gchunks &s)
+{
+    return s.codebook ? (s.k + 1) / 2 * 2 : 0;
+}
+
 /* The codebook into shared memory (every thread of the block calls it). */
 static __device__ __forceinline__ const float *load_codebook(const dcz_gchunks &s, float *cb)
 {
@@ -37,8 +47,16 @@ template <int G>
 static __global__ void spmv_chunks_kernel(dcz_gchunks s, const float *bias, const float *__restrict__ x, float *y,
                                           dcz_act act)
 {
-    extern __shared__ float shared_cb[];
-    const float *cb = load_codebook(s, shared_cb);
+    extern __shared__ float shared[];
+    dcz_gpu_let_next();
+    const float *cb = load_codebook(s, shared);
+    dcz_gpu_wait_prior();
+    if (s.stage) {   /* the input into shared memory, after the codebook */
+        float *xs = shared + codebook_floats(s);
+        for (uint32_t i = threadIdx.x; i < s.cols; i += blockDim.x) xs[i] = x[i];
+        __syncthreads();
+        x = xs;
+    }
     const uint32_t lane = threadIdx.x % G, per_block = blockDim.x / G;
     const uint32_t warp_lane = threadIdx.x & 31;
     const unsigned mask = G == 32 ? 0xffffffffu : ((1u << G) - 1) << (warp_lane & ~(uint32_t)(G - 1));
@@ -73,9 +91,11 @@ static __global__ void spmv_chunks_kernel(dcz_gchunks s, const float *bias, cons
 static __global__ void spmm_chunks_kernel(dcz_gchunks s, const float *bias, const float *__restrict__ xt,
                                           uint64_t samples, float *y, dcz_gplace place, dcz_act act)
 {
-    extern __shared__ float shared_cb[];
-    const float *cb = load_codebook(s, shared_cb);
-    float *partial = shared_cb + (s.codebook ? (s.k + 1) / 2 * 2 : 0);
+    extern __shared__ float shared[];
+    dcz_gpu_let_next();
+    const float *cb = load_codebook(s, shared);
+    dcz_gpu_wait_prior();
+    float *partial = shared + codebook_floats(s);
     const uint32_t lane = threadIdx.x & 31, part = threadIdx.x >> 5, parts = blockDim.x >> 5;
     const uint64_t tiles = (samples + 63) / 64, items = (uint64_t)s.rows * tiles;
     for (uint64_t it = blockIdx.x; it < items; it += gridDim.x) {
@@ -117,6 +137,7 @@ static __global__ void spmm_chunks_kernel(dcz_gchunks s, const float *bias, cons
 static __global__ void transpose_kernel(const float *__restrict__ x, uint64_t n, uint32_t cols, float *xt)
 {
     __shared__ float tile[32][33];
+    dcz_gpu_begin();
     const uint64_t tiles_c = (cols + 31) / 32, tiles = (n + 31) / 32 * tiles_c;
     for (uint64_t t = blockIdx.x; t < tiles; t += gridDim.x) {
         const uint64_t r0 = t / tiles_c * 32, c0 = t % tiles_c * 32;
@@ -133,36 +154,56 @@ static __global__ void transpose_kernel(const float *__restrict__ x, uint64_t n,
     }
 }
 
-static size_t codebook_bytes(const dcz_gchunks *s)
+/* An attribute of the current device, read once (one device a process);
+ * fallback where it cannot be read. */
+static int device_attribute(cudaDeviceAttr what, int *cache, int fallback)
 {
-    return s->codebook ? (size_t)s->k * sizeof(float) : 0;
+    if (*cache == 0) {
+        int dev = 0, v = 0;
+        if (cudaGetDevice(&dev) != cudaSuccess || cudaDeviceGetAttribute(&v, what, dev) != cudaSuccess || v <= 0)
+            return fallback;
+        *cache = v;
+    }
+    return *cache;
 }
 
 template <int G>
-static void launch_spmv(const dcz_gchunks *s, const float *bias, const float *x, float *y, dcz_act act,
-                        cudaStream_t st)
+static dcz_status launch_spmv(dcz_gchunks s, const float *bias, const float *x, float *y, dcz_act act, void *st)
 {
-    const uint64_t rows_per_block = DCZ_GPU_BLOCK / G;
-    const uint64_t want = (s->rows + rows_per_block - 1) / rows_per_block;
-    const unsigned blocks = (unsigned)(want < 1 ? 1 : want > 65535 ? 65535 : want);
-    spmv_chunks_kernel<G><<<blocks, DCZ_GPU_BLOCK, codebook_bytes(s), st>>>(*s, bias, x, y, act);
+    static int sms, optin, raised;
+    size_t shared = ((size_t)codebook_floats(s) + (s.stage ? s.cols : 0)) * sizeof(float);
+    if (s.stage && shared > 48 * 1024) {
+        /* past 48 KB a block must opt in, up to what the device allows */
+        if ((size_t)device_attribute(cudaDevAttrMaxSharedMemoryPerBlockOptin, &optin, 0) < shared) s.stage = 0;
+        else if (raised < (int)shared) {
+            if (cudaFuncSetAttribute(spmv_chunks_kernel<G>, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                     (int)shared) != cudaSuccess)
+                return DCZ_ERR_DEVICE;
+            raised = (int)shared;
+        }
+        if (!s.stage) shared = (size_t)codebook_floats(s) * sizeof(float);
+    }
+    const uint32_t block = s.stage ? DCZ_GK_STAGE_BLOCK : DCZ_GPU_BLOCK;
+    const uint64_t rows_per_block = block / G;
+    const uint64_t most = s.stage ? (uint64_t)device_attribute(cudaDevAttrMultiProcessorCount, &sms, 1) : 65535;
+    const uint64_t want = (s.rows + rows_per_block - 1) / rows_per_block;
+    const unsigned blocks = (unsigned)(want < 1 ? 1 : want > most ? most : want);
+    return dcz_gpu_launch(spmv_chunks_kernel<G>, blocks, block, shared, st, s, bias, x, y, act);
 }
 
 extern "C" dcz_status dcz_spmv_chunks__cuda(const dcz_gchunks *s, const float *bias, const float *x, float *y,
                                            dcz_act act, void *stream)
 {
     if (s->rows == 0) return DCZ_OK;
-    cudaStream_t st = (cudaStream_t)stream;
     switch (s->group) {
-    case 1: launch_spmv<1>(s, bias, x, y, act, st); break;
-    case 2: launch_spmv<2>(s, bias, x, y, act, st); break;
-    case 4: launch_spmv<4>(s, bias, x, y, act, st); break;
-    case 8: launch_spmv<8>(s, bias, x, y, act, st); break;
-    case 16: launch_spmv<16>(s, bias, x, y, act, st); break;
-    case 32: launch_spmv<32>(s, bias, x, y, act, st); break;
+    case 1: return launch_spmv<1>(*s, bias, x, y, act, stream);
+    case 2: return launch_spmv<2>(*s, bias, x, y, act, stream);
+    case 4: return launch_spmv<4>(*s, bias, x, y, act, stream);
+    case 8: return launch_spmv<8>(*s, bias, x, y, act, stream);
+    case 16: return launch_spmv<16>(*s, bias, x, y, act, stream);
+    case 32: return launch_spmv<32>(*s, bias, x, y, act, stream);
     default: return DCZ_ERR_ARG;
     }
-    return dcz_gpu_launched();
 }
 
 extern "C" dcz_status dcz_spmm_chunks__cuda(const dcz_gchunks *s, const float *bias, const float *xt,
@@ -173,15 +214,14 @@ extern "C" dcz_status dcz_spmm_chunks__cuda(const dcz_gchunks *s, const float *b
     if (samples > UINT32_MAX || place.per == 0 || parts < 1 || parts > 32) return DCZ_ERR_ARG;
     const uint64_t items = (uint64_t)s->rows * ((samples + 63) / 64);
     const unsigned blocks = (unsigned)(items > 65535 ? 65535 : items);
-    const size_t shared = (s->codebook ? (s->k + 1) / 2 * 2 * sizeof(float) : 0) + parts * 64 * sizeof(float);
-    spmm_chunks_kernel<<<blocks, 32 * parts, shared, (cudaStream_t)stream>>>(*s, bias, xt, samples, y, place, act);
-    return dcz_gpu_launched();
+    const size_t shared = ((size_t)codebook_floats(*s) + parts * 64) * sizeof(float);
+    return dcz_gpu_launch(spmm_chunks_kernel, blocks, 32 * parts, shared, stream, *s, bias, xt, samples, y, place, act);
 }
 extern "C" dcz_status dcz_transpose__cuda(const float *x, size_t n, uint32_t cols, float *xt, void *stream)
 {
     if (n == 0 || cols == 0) return DCZ_OK;
     const uint64_t tiles = (n + 31) / 32 * ((cols + 31) / 32);
     const dim3 block(32, 8);
-    transpose_kernel<<<(unsigned)(tiles > 65535 ? 65535 : tiles), block, 0, (cudaStream_t)stream>>>(x, n, cols, xt);
-    return dcz_gpu_launched();
+    return dcz_gpu_launch(transpose_kernel, (unsigned)(tiles > 65535 ? 65535 : tiles), block, 0, stream, x, n, cols,
+                          xt);
 }

@@ -128,13 +128,16 @@ static void free_gsparse(dcz_gsparse *g)
 }
 
 /* The fully connected kernels on the chunk form: batch 1 with every lane
- * count a row can take, batches through the transposed input, ReLU
- * applied as they write (at the rule's lane count) or not, into a
- * NaN-filled output. */
+ * count a row can take, the input staged in shared memory or not (5000
+ * rows: more than the staged launch's blocks take in one round at 32
+ * lanes; 20,000 columns: past the 48 KB a block has without opting in),
+ * batches through the transposed input, ReLU applied as they write
+ * (at the rule's lane count) or not, into a NaN-filled output. */
 static void test_sparse_fc(void)
 {
     const uint32_t sizes[][2] = { { 1, 1 }, { 1, 7 }, { 7, 1 }, { 3, 5 }, { 17, 31 }, { 33, 300 },
-                                  { 5, 1000 }, { 64, 64 }, { 300, 784 }, { 8, 4096 } };
+                                  { 5, 1000 }, { 64, 64 }, { 300, 784 }, { 8, 4096 },
+                                  { 5000, 40 }, { 3, 20000 } };
     const double dens[] = { 0.0, 0.5, 1.0, 0.01, 0.09 };
     const uint32_t codebooks[] = { 2, 16, 256, 0 };
     const size_t batches[] = { 1, 7, 9, 70 };
@@ -167,30 +170,34 @@ static void test_sparse_fc(void)
                 float *dx = dev_copy(x, B * cols * 4), *db = dev_copy(bias, rows * 4), *dy = dev_copy(NULL, B * rows * 4);
                 float *dxt = dev_copy(NULL, B * cols * 4);
                 const dcz_gplace fc = { 1, rows, 0, 1 };
-                const uint32_t rule = g.group;
+                const uint32_t rule = g.group, stage_rule = g.stage;
+                /* batch 1: every lane count, the input staged and not */
                 for (size_t bi = 0; bi < sizeof batches / sizeof *batches; bi++)
                     for (uint32_t G = bi ? rule : 1; G <= (bi ? rule : 32u); G <<= 1)
-                        for (int a = 0; a < 2; a++) {
-                            if (a && bi == 0 && G != rule) continue;
+                        for (int a = 0; a < 4; a++) {
+                            if (a >= 2 && (bi || cols > DCZ_GK_STAGE_COLS)) continue;
+                            if (a % 2 && bi == 0 && G != rule) continue;
                             const size_t b = batches[bi];
                             g.group = G;
+                            g.stage = a >= 2;
                             cudaMemset(dy, 0xff, B * rows * 4);
-                            dcz_status s = b == 1 ? dcz_spmv_chunks__cuda(&g, db, dx, dy, acts[a], NULL)
+                            dcz_status s = b == 1 ? dcz_spmv_chunks__cuda(&g, db, dx, dy, acts[a % 2], NULL)
                                                   : dcz_transpose__cuda(dx, b, cols, dxt, NULL);
                             if (b > 1 && s == DCZ_OK)
-                                s = dcz_spmm_chunks__cuda(&g, db, dxt, b, dy, fc, acts[a], parts[bi], NULL);
+                                s = dcz_spmm_chunks__cuda(&g, db, dxt, b, dy, fc, acts[a % 2], parts[bi], NULL);
                             CHECK(s == DCZ_OK, "launch: %s", dcz_status_str(s));
                             host_copy(y, dy, b * rows * 4);
                             for (size_t i = 0; i < b * rows; i++) {
-                                const double want = a && ref[i] < 0 ? 0 : ref[i];
+                                const double want = a % 2 && ref[i] < 0 ? 0 : ref[i];
                                 if (!(fabs(y[i] - want) <= 1e-5 * (mag[i] + 1)) && bad++ < 3)
-                                    fprintf(stderr, "  %ux%u k %u batch %zu lanes %u act %d: y[%zu][%zu] = %.8g, "
-                                            "reference %.8g\n", rows, cols, codebooks[ci], b, G, a, i / rows,
-                                            i % rows, y[i], want);
+                                    fprintf(stderr, "  %ux%u k %u batch %zu lanes %u staged %u act %d: y[%zu][%zu] = "
+                                            "%.8g, reference %.8g\n", rows, cols, codebooks[ci], b, G, g.stage, a % 2,
+                                            i / rows, i % rows, y[i], want);
                             }
                             cases++;
                         }
                 g.group = rule;
+                g.stage = stage_rule;
                 free_gchunks(&g);
                 cudaFree(dx); cudaFree(db); cudaFree(dy); cudaFree(dxt);
                 free(x); free(bias); free(y); free(ref); free(mag);

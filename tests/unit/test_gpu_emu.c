@@ -245,21 +245,27 @@ static void test_convolutions(void)
 }
 
 /* The backend's choice for convolutions (dcz_gpu_pick): grouped ones run
- * direct, dense weights and integers too; compressed ones of one group by
- * patches, those at least DCZ_GPU_DENSE_DENSITY full on a dense copy in
- * large launches (dcz_gpu_dense_copy); integer ones of one group take the
- * patch path on planes under DCZ_GPU_DIRECT_MIN_PLANE cells, and on
- * larger ones in small launches (dcz_gpu_by_patches). */
+ * direct, dense weights and integers too, compressed ones at least
+ * DCZ_GPU_GROUPED_DENSE_DENSITY full on a dense copy; compressed ones of
+ * one group by patches, those at least DCZ_GPU_DENSE_DENSITY full on a
+ * dense copy in large launches and, pointwise, above batch 1
+ * (dcz_gpu_dense_copy); a pointwise one at batch 1 reads its input as its
+ * patches; integer ones of one group take the patch path on planes under
+ * DCZ_GPU_DIRECT_MIN_PLANE cells, and on larger ones in small launches
+ * (dcz_gpu_by_patches). */
 static void test_pick(void)
 {
     /* rows of 8 x 3 x 3 columns, 16 of them: 1152 cells, wide from 70 entries */
     static uint8_t steps[1152];
     memset(steps, 1, sizeof steps);
     const uint32_t wide = (uint32_t)(DCZ_GPU_DENSE_DENSITY * 1152) + 1, narrow = wide - 2;
+    /* grouped by 8: rows of 1 x 3 x 3 columns, 144 cells */
+    const uint32_t gwide = (uint32_t)(DCZ_GPU_GROUPED_DENSE_DENSITY * 144) + 1, gnarrow = gwide - 2;
     static const struct { uint32_t groups, hw; int sparse, q, wide; dcz_gpu_kernel want; } cases[] = {
         { 1, 28, 1, 0, 0, DCZ_GK_CONV_IM2COL },      { 1, 4, 1, 0, 0, DCZ_GK_CONV_IM2COL },
         { 1, 28, 1, 0, 1, DCZ_GK_CONV_IM2COL_WIDE }, { 1, 4, 1, 0, 1, DCZ_GK_CONV_IM2COL_WIDE },
-        { 8, 4, 1, 0, 0, DCZ_GK_CONV_DIRECT },       { 8, 28, 1, 0, 1, DCZ_GK_CONV_DIRECT },
+        { 8, 4, 1, 0, 0, DCZ_GK_CONV_DIRECT },       { 8, 28, 1, 0, 1, DCZ_GK_CONV_DIRECT_WIDE },
+        { 8, 28, 1, 0, 0, DCZ_GK_CONV_DIRECT },      { 8, 4, 1, 0, 1, DCZ_GK_CONV_DIRECT_WIDE },
         { 1, 4, 0, 0, 0, DCZ_GK_CONV_DENSE },        { 1, 28, 0, 0, 0, DCZ_GK_CONV_DENSE },
         { 8, 4, 0, 0, 0, DCZ_GK_CONV_DENSE_DIRECT }, { 8, 28, 0, 0, 0, DCZ_GK_CONV_DENSE_DIRECT },
         { 1, 4, 1, 1, 0, DCZ_GK_QCONV_IM2COL },      { 1, 28, 1, 1, 0, DCZ_GK_QCONV_DIRECT },
@@ -275,7 +281,7 @@ static void test_pick(void)
         l.sp.rows = 16;
         l.sp.cols = 8 / cases[i].groups * 9;
         l.sp.step = steps;
-        l.sp.entries = cases[i].wide ? wide : narrow;
+        l.sp.entries = cases[i].groups > 1 ? (cases[i].wide ? gwide : gnarrow) : cases[i].wide ? wide : narrow;
         CHECK(dcz_gpu_pick(&l) == cases[i].want, "case %zu: kernel %d, expected %d", i, (int)dcz_gpu_pick(&l),
               (int)cases[i].want);
     }
@@ -290,7 +296,7 @@ static void test_pick(void)
     const size_t last = (DCZ_GPU_DIRECT_MIN_OUTPUTS - 1) / (16 * 28 * 28);
     CHECK(!dcz_gpu_dense_copy(&l, DCZ_GK_CONV_IM2COL_WIDE, last) && dcz_gpu_dense_copy(&l, DCZ_GK_CONV_IM2COL_WIDE, last + 1) &&
           dcz_gpu_dense_copy(&l, DCZ_GK_CONV_IM2COL_WIDE, 64) && !dcz_gpu_dense_copy(&l, DCZ_GK_CONV_IM2COL, 1000) &&
-          !dcz_gpu_dense_copy(&l, DCZ_GK_CONV_DIRECT, 1000),
+          !dcz_gpu_dense_copy(&l, DCZ_GK_CONV_DIRECT, 1000) && dcz_gpu_dense_copy(&l, DCZ_GK_CONV_DIRECT_WIDE, 1),
           "dense copies of a wide convolution");
     CHECK(dcz_gpu_by_patches(&l, DCZ_GK_CONV_IM2COL_WIDE, 1) && dcz_gpu_by_patches(&l, DCZ_GK_CONV_IM2COL_WIDE, 64) &&
           dcz_gpu_by_patches(&l, DCZ_GK_CONV_IM2COL, 1000) && dcz_gpu_by_patches(&l, DCZ_GK_CONV_DENSE, 1000),
@@ -298,13 +304,18 @@ static void test_pick(void)
     CHECK(dcz_gpu_by_patches(&l, DCZ_GK_QCONV_DIRECT, 1) && dcz_gpu_by_patches(&l, DCZ_GK_QCONV_DIRECT, last) &&
           !dcz_gpu_by_patches(&l, DCZ_GK_QCONV_DIRECT, last + 1) && dcz_gpu_by_patches(&l, DCZ_GK_QCONV_IM2COL, 1000),
           "int8");
-    CHECK(!dcz_gpu_by_patches(&l, DCZ_GK_CONV_DIRECT, 1) && !dcz_gpu_by_patches(&l, DCZ_GK_CONV_DENSE_DIRECT, 1),
-          "the direct kinds never");
-    /* a pointwise convolution through cuBLAS reads its input as it lies */
+    CHECK(!dcz_gpu_by_patches(&l, DCZ_GK_CONV_DIRECT, 1) && !dcz_gpu_by_patches(&l, DCZ_GK_CONV_DENSE_DIRECT, 1) &&
+          !dcz_gpu_by_patches(&l, DCZ_GK_CONV_DIRECT_WIDE, 64), "the direct kinds never");
+    /* a pointwise convolution reads its input as it lies: through cuBLAS,
+     * and as the one sample's patches at batch 1; a wide one takes its
+     * dense copy above batch 1 */
     l.geom = conv_geom_grouped(8, 16, 28, 28, 1, 1, 0, 1);
-    CHECK(!dcz_gpu_by_patches(&l, DCZ_GK_CONV_DENSE, 1) && dcz_gpu_by_patches(&l, DCZ_GK_CONV_IM2COL_WIDE, last) &&
-          !dcz_gpu_by_patches(&l, DCZ_GK_CONV_IM2COL_WIDE, last + 1) && dcz_gpu_by_patches(&l, DCZ_GK_CONV_IM2COL, 64),
+    CHECK(!dcz_gpu_by_patches(&l, DCZ_GK_CONV_DENSE, 1) && !dcz_gpu_by_patches(&l, DCZ_GK_CONV_IM2COL_WIDE, 1) &&
+          !dcz_gpu_by_patches(&l, DCZ_GK_CONV_IM2COL, 1) && !dcz_gpu_by_patches(&l, DCZ_GK_CONV_IM2COL_WIDE, 2) &&
+          dcz_gpu_by_patches(&l, DCZ_GK_CONV_IM2COL, 2) && dcz_gpu_by_patches(&l, DCZ_GK_CONV_IM2COL, 64),
           "pointwise");
+    CHECK(!dcz_gpu_dense_copy(&l, DCZ_GK_CONV_IM2COL_WIDE, 1) && dcz_gpu_dense_copy(&l, DCZ_GK_CONV_IM2COL_WIDE, 2) &&
+          !dcz_gpu_dense_copy(&l, DCZ_GK_CONV_IM2COL, 64), "pointwise: the dense copy above batch 1");
     l.geom.group = 8;
     l.geom.in_c = 8;
     CHECK(!dcz_gpu_by_patches(&l, DCZ_GK_QCONV_DIRECT, 1), "int8 grouped: always direct");
