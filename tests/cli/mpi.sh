@@ -65,9 +65,18 @@ mkdir -p "$T/kill" && echo previous > "$T/kill/m.dcz"
 (cd "$T/kill" && exec "${MPIRUN[@]}" -np 2 "$DCZ" train --arch mlp:784-300-100-10 --epochs 50 --data $D --threads 1 \
     -q -o m.dcz > out 2> err) &
 job=$!
+# rank 1 of the two, by its environment (the newest process is not always
+# rank 1: killing rank 0 would leave nobody to say the job was stopped)
+rank1() {
+    local p
+    for p in $(pgrep -f "^$DCZ train --arch mlp:784-300-100-10"); do
+        tr '\0' '\n' < "/proc/$p/environ" 2> /dev/null | grep -qx 'OMPI_COMM_WORLD_RANK=1' && { echo "$p"; return 0; }
+    done
+    return 1
+}
 victim=""
 for _ in $(seq 100); do   # both ranks up and training
-    victim=$(pgrep -f -n "^$DCZ train --arch mlp:784-300-100-10") && [ "$(pgrep -c -f "^$DCZ train --arch mlp:784-300-100-10")" -eq 2 ] && break
+    [ "$(pgrep -c -f "^$DCZ train --arch mlp:784-300-100-10")" -eq 2 ] && victim=$(rank1) && break
     victim=""; sleep 0.1
 done
 [ -n "$victim" ] || { kill $job; fail "the ranks did not start"; }
