@@ -263,11 +263,15 @@ dcz_status dcz_budget_extend(const dcz_sens_report *rep, const dcz_sens_plan *p,
     dcz_budget_cand *grown = realloc(c->c, (size_t)(c->n + steps) * sizeof *grown);
     if (!grown) return DCZ_ERR_NOMEM;
     c->c = grown;
+    const int n0 = c->n;
     for (int k = 0; k < steps; k++) {
         const dcz_budget_cand *last = &c->c[c->n - 1];
         dcz_budget_cand d = *last;
         d.layers = malloc((size_t)c->nlayers * sizeof *d.layers);
-        if (!d.layers) return DCZ_ERR_NOMEM;
+        if (!d.layers) {   /* c as it was */
+            while (c->n > n0) free(c->c[--c->n].layers);
+            return DCZ_ERR_NOMEM;
+        }
         int moved = 0;
         for (int l = 0; l < c->nlayers; l++) {
             const dcz_budget_layer *L = &last->layers[l];

@@ -128,6 +128,9 @@ double dcz_budget_est_bytes(size_t n, double density, int bits);
  * whose scan losses sum to at most bits_tol points (each layer's least
  * lossy width when none does). DCZ_ERR_ARG for a plan without sparsity or
  * bits levels, an empty report or a negative tolerance; DCZ_ERR_NOMEM. */
+dcz_status dcz_budget_candidates(const dcz_sens_report *rep, const dcz_sens_plan *p, double bits_tol, int max,
+                                 dcz_budget_cands *out);
+
 /* Appends to c up to steps candidates past its most accurate one, each
  * every layer one plan level less sparse than the last (a layer at the
  * least sparse level stays there), the widths kept. For a scan that cannot
@@ -137,9 +140,6 @@ double dcz_budget_est_bytes(size_t n, double density, int bits);
  * their levels. DCZ_ERR_ARG for an empty c, DCZ_ERR_NOMEM (c then as it
  * was). */
 dcz_status dcz_budget_extend(const dcz_sens_report *rep, const dcz_sens_plan *p, int steps, dcz_budget_cands *c);
-
-dcz_status dcz_budget_candidates(const dcz_sens_report *rep, const dcz_sens_plan *p, double bits_tol, int max,
-                                 dcz_budget_cands *out);
 
 void dcz_budget_cands_free(dcz_budget_cands *c);
 

@@ -56,6 +56,7 @@ typedef struct gpu_layer {
 struct dcz_gpu {
     cudaStream_t stream;
     cublasHandle_t blas;
+    uint32_t sms;             /* the device's multiprocessors (dcz_gk_chunk_stage) */
     gpu_layer *layers;        /* (nlayers) */
     void **mem;               /* every device allocation of the weights */
     size_t nmem, capmem;
@@ -319,10 +320,7 @@ static dcz_status upload_chunks(dcz_gpu *g, const dcz_sparse *s, const float *co
     dcz_status st = upload(g, h.cptr, ((size_t)s->rows + 1) * sizeof *h.cptr, &cptr);
     if (st == DCZ_OK) st = upload(g, h.chunk, n * 16, &chunk);
     if (st == DCZ_OK) st = upload(g, h.val, n * DCZ_GK_CHUNK * sizeof *h.val, &val);
-    int sms = 0, dev = 0;
-    if (cudaGetDevice(&dev) != cudaSuccess || cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev) != cudaSuccess)
-        sms = 0;
-    *d = (dcz_gchunks){ s->rows, s->cols, s->k, h.group, dcz_gk_chunk_stage(s->rows, s->cols, h.group, (uint32_t)sms),
+    *d = (dcz_gchunks){ s->rows, s->cols, s->k, h.group, dcz_gk_chunk_stage(s->rows, s->cols, h.group, g->sms),
                         cptr, chunk, codebook, val };
     dcz_gk_chunks_free(&h);
     return st;
@@ -395,6 +393,10 @@ dcz_status dcz_gpu_open(dcz_model *m)
     dcz_status s = DCZ_OK;
     g->layers = calloc(m->nlayers ? m->nlayers : 1, sizeof *g->layers);
     if (!g->layers) s = DCZ_ERR_NOMEM;
+    int dev = 0, sms = 0;
+    if (s == DCZ_OK) s = cu(cudaGetDevice(&dev));
+    if (s == DCZ_OK) s = cu(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev));
+    g->sms = (uint32_t)sms;
     if (s == DCZ_OK) s = cu(cudaStreamCreateWithFlags(&g->stream, cudaStreamNonBlocking));
     if (s == DCZ_OK) s = blas(cublasCreate(&g->blas));
     if (s == DCZ_OK) s = blas(cublasSetStream(g->blas, g->stream));

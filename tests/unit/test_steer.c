@@ -312,7 +312,6 @@ static void test_candidates(void)
     dcz_sens_report_free(&r);
 }
 
-
 /* A scan that cannot tell the levels apart (every level lossless, as the
  * weights of a variational phase look): the most accurate candidate is
  * the sparsest, and dcz_budget_extend adds less sparse ones after it, a
