@@ -326,7 +326,7 @@ bin/dcz: $(CLI_OBJ) lib/libdcztool.a lib/libdcz.a
 
 $(BUILD)/tests/%: tests/unit/%.c lib/libdcztool.a lib/libdcz.a tests/check.h $(wildcard tests/unit/*.h)
 	@mkdir -p $(dir $@)
-	$(CC) $(CFLAGS_ALL) $(LDFLAGS_ALL) $(TEST_LDFLAGS) -o $@ $< lib/libdcztool.a lib/libdcz.a $(LDLIBS_TOOL)
+	$(CC) $(CFLAGS_ALL) -MMD -MP $(LDFLAGS_ALL) $(TEST_LDFLAGS) -o $@ $< lib/libdcztool.a lib/libdcz.a $(LDLIBS_TOOL)
 
 $(RT_ONLY:%=$(BUILD)/tests/%): $(BUILD)/tests/%: tests/unit/%.c $(LIBDIR)/libdcz.a tests/check.h
 	@mkdir -p $(dir $@)

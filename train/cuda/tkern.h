@@ -1,0 +1,391 @@
+/* tkern.h: the bodies of the trainer's GPU kernels that compute one output
+ * element each, written once for the device and the host, as the
+ * runtime's gpu_kern.h does for inference. Forward passes need little
+ * here: the runtime's bodies compute them (gpu_kern.h: the direct
+ * convolutions, im2col, pools, the mean, activations, Concat's and the
+ * channel gathers' element maps); what training adds is here: the maximum
+ * pool's argmax, batch norm with batch statistics, every backward pass,
+ * the loss and the step.
+ *
+ * Each function computes one element of one training pass: an input's
+ * gradient, a parameter's gradient or update, a row's loss. Where a sum
+ * has one order on the CPU (sgd.c, layers.c, pool.c), the body keeps it,
+ * and gives the CPU's bits: the loss's gradient, dense bias gradients,
+ * the pools' gradients (each input's contributions added in the order of
+ * the outputs that make them, as the CPU's scatter adds them), Mul's and
+ * the centroids' gradients (in double), the SGD step. Where the CPU splits
+ * a sum its own way (batch norm's 16 partial sums, the convolutions' tiles
+ * and Winograd), the body sums in one plain order, in double where the CPU
+ * does, and agrees within rounding. No body adds into memory another body
+ * writes: each output is one thread's, so a pass gives the same bits
+ * every run (no atomics).
+ *
+ * tests/unit/test_train_emu.c runs every body here on the host over every
+ * output of random layers and compares it with the trainer's CPU pass
+ * (train/layers.c's operator table), exact where the orders agree and
+ * within a stated tolerance where they do not.
+ */
+#ifndef DCZ_TRAIN_TKERN_H
+#define DCZ_TRAIN_TKERN_H
+
+#include <math.h>
+#include <stdint.h>
+
+#include "runtime/cuda/gpu_kern.h"
+
+/* ---- activations ---------------------------------------------------------- */
+
+/* dx of one element of an activation layer (train/layers.c's table: RELU
+ * and the ones of dcz_activation_ref) from its input x, output y and
+ * output gradient dy; a, c: the op's two float attributes (CLIP min and
+ * max, LEAKY_RELU alpha, HARD_SIGMOID alpha and beta). */
+DCZ_HD float dcz_tk_act_grad(uint16_t op, float a, float c, float x, float y, float dy)
+{
+    switch (op) {
+    case DCZ_OP_RELU: return y > 0.0f ? dy : 0.0f;
+    case DCZ_OP_CLIP: return x > a && x < c ? dy : 0.0f;
+    case DCZ_OP_LEAKY_RELU: return x > 0.0f ? dy : a * dy;
+    case DCZ_OP_SIGMOID: return dy * y * (1.0f - y);
+    case DCZ_OP_TANH: return dy * (1.0f - y * y);
+    case DCZ_OP_HARD_SIGMOID: {
+        const float t = a * x + c;
+        return t > 0.0f && t < 1.0f ? a * dy : 0.0f;
+    }
+    case DCZ_OP_SILU: {
+        /* s and 1 - s both through e^-|x|, as the forward pass */
+        const float e = expf(-fabsf(x)), p = 1.0f / (1.0f + e), q = e * p;
+        const float s = x >= 0.0f ? p : q, t = x >= 0.0f ? q : p;
+        return dy * (s + x * s * t);
+    }
+    default: /* HARD_SWISH */
+        return x <= -3.0f ? 0.0f : x >= 3.0f ? dy : dy * (2.0f * x + 3.0f) / 6.0f;
+    }
+}
+
+/* ---- the loss ----------------------------------------------------------------- */
+
+/* Row r of a batch of B: softmax cross-entropy of its n logits z against
+ * label, fused and shifted by the row maximum (sgd.c): writes dz =
+ * (softmax(z) - onehot(label)) / B and returns the row's loss lse(z) -
+ * z[label]. */
+DCZ_HD double dcz_tk_xent_row(const float *z, uint32_t n, uint32_t label, uint32_t B, float *dz)
+{
+    float m = z[0];
+    for (uint32_t j = 1; j < n; j++) if (z[j] > m) m = z[j];
+    double s = 0;
+    for (uint32_t j = 0; j < n; j++) s += exp((double)z[j] - m);
+    const double lse = m + log(s);
+    for (uint32_t j = 0; j < n; j++) {
+        const double p = exp((double)z[j] - lse) - (j == label ? 1.0 : 0.0);
+        dz[j] = (float)(p / B);
+    }
+    return lse - z[label];
+}
+
+/* ---- parameters ---------------------------------------------------------------- */
+
+/* One SGD step of one parameter w with its momentum v and gradient g
+ * (sgd.c): v = mom v + (g + wd w), w -= lr v; a pruned weight (kept 0)
+ * stays 0 with its momentum. Biases and batch-norm parameters take wd 0. */
+DCZ_HD void dcz_tk_sgd(float *w, float *v, float g, float lr, float mom, float wd, int kept)
+{
+    *v = mom * *v + (g + wd * *w);
+    *w -= lr * *v;
+    if (!kept) *w = *v = 0.0f;
+}
+
+/* A shared layer's weight after its centroids moved: its centroid, 0
+ * where pruned. */
+DCZ_HD float dcz_tk_shared_weight(const float *codebook, uint32_t k, uint8_t assign, int kept)
+{
+    return kept && assign < k ? codebook[assign] : 0.0f;
+}
+
+/* A centroid's gradient: the sum of the gradients of the kept weights
+ * assigned to it, members[lo, hi) their indices in ascending order, in
+ * double (Deep Compression, section 3.2; sgd.c sums them in that order). */
+DCZ_HD float dcz_tk_centroid_grad(const float *gw, const uint32_t *members, uint32_t lo, uint32_t hi)
+{
+    double s = 0;
+    for (uint32_t e = lo; e < hi; e++) s += gw[members[e]];
+    return (float)s;
+}
+
+/* The bias gradient of output row o of a layer whose output dy is (batch,
+ * rows, plane): the sum of its plane over the batch, sample after sample
+ * (a fully connected layer's plane is 1: the CPU's order). */
+DCZ_HD float dcz_tk_bias_grad(const float *dy, uint32_t batch, uint32_t rows, uint32_t plane, uint32_t o)
+{
+    float s = 0.0f;
+    for (uint32_t b = 0; b < batch; b++) {
+        const float *p = dy + ((uint64_t)b * rows + o) * plane;
+        for (uint32_t j = 0; j < plane; j++) s += p[j];
+    }
+    return s;
+}
+
+/* ---- pools ------------------------------------------------------------------- */
+
+/* Outputs [*lo, *hi) along an axis of n outputs whose windows (stride,
+ * pad, k) hold input cell c. */
+DCZ_HD void dcz_tk_windows_of(uint32_t c, uint32_t stride, uint32_t pad, uint32_t k, uint32_t n, uint32_t *lo,
+                              uint32_t *hi)
+{
+    const int64_t last = ((int64_t)c + pad) / stride;              /* the last window starting at or before c */
+    const int64_t first = (int64_t)c + pad - (int64_t)k + 1;       /* windows end after c from here */
+    const int64_t f = first <= 0 ? 0 : (first + stride - 1) / stride;
+    *lo = (uint32_t)f;
+    *hi = last + 1 < (int64_t)n ? (uint32_t)(last + 1) : n;
+    if (*hi < *lo) *hi = *lo;
+}
+
+/* Output i (of in_c out_h out_w) of one sample of a max pool: the cell of
+ * its channel's plane holding the window's first maximum in row-major
+ * order (pool.c: padding never wins, every window holds a real cell). */
+DCZ_HD uint32_t dcz_tk_maxpool_arg(const dcz_conv_geom *g, const float *x, uint32_t i)
+{
+    const uint32_t plane = g->out_h * g->out_w, c = i / plane, p = i % plane;
+    uint32_t y0, y1, x0, x1;
+    dcz_gk_window(p / g->out_w, g->sh, g->ph, g->kh, g->in_h, &y0, &y1);
+    dcz_gk_window(p % g->out_w, g->sw, g->pw, g->kw, g->in_w, &x0, &x1);
+    const float *xp = x + (uint64_t)c * g->in_h * g->in_w;
+    uint32_t best = y0 * g->in_w + x0;
+    for (uint32_t iy = y0; iy < y1; iy++)
+        for (uint32_t ix = x0; ix < x1; ix++)
+            if (xp[iy * g->in_w + ix] > xp[best]) best = iy * g->in_w + ix;
+    return best;
+}
+
+/* dx of input cell i (of in_c in_h in_w) of one sample of a max pool: the
+ * gradients of the outputs whose argmax (arg, of the cell in the plane) it
+ * is, added in the order of the outputs. */
+DCZ_HD float dcz_tk_maxpool_grad(const dcz_conv_geom *g, const float *dy, const int32_t *arg, uint32_t i)
+{
+    const uint32_t hw = g->in_h * g->in_w, c = i / hw, cell = i % hw, ohw = g->out_h * g->out_w;
+    uint32_t oy0, oy1, ox0, ox1;
+    dcz_tk_windows_of(cell / g->in_w, g->sh, g->ph, g->kh, g->out_h, &oy0, &oy1);
+    dcz_tk_windows_of(cell % g->in_w, g->sw, g->pw, g->kw, g->out_w, &ox0, &ox1);
+    float s = 0.0f;
+    for (uint32_t oy = oy0; oy < oy1; oy++)
+        for (uint32_t ox = ox0; ox < ox1; ox++) {
+            const uint64_t o = (uint64_t)c * ohw + oy * g->out_w + ox;
+            if (arg[o] == (int32_t)cell) s += dy[o];
+        }
+    return s;
+}
+
+/* dx of input cell i of one sample of an average pool: each window's
+ * gradient over its divisor (count_include_pad as AVGPOOL's attribute),
+ * added in the order of the windows. */
+DCZ_HD float dcz_tk_avgpool_grad(const dcz_conv_geom *g, int count_include_pad, const float *dy, uint32_t i)
+{
+    const uint32_t hw = g->in_h * g->in_w, c = i / hw, cell = i % hw, ohw = g->out_h * g->out_w;
+    uint32_t oy0, oy1, ox0, ox1;
+    dcz_tk_windows_of(cell / g->in_w, g->sh, g->ph, g->kh, g->out_h, &oy0, &oy1);
+    dcz_tk_windows_of(cell % g->in_w, g->sw, g->pw, g->kw, g->out_w, &ox0, &ox1);
+    float s = 0.0f;
+    for (uint32_t oy = oy0; oy < oy1; oy++) {
+        uint32_t y0, y1;
+        dcz_gk_window(oy, g->sh, g->ph, g->kh, g->in_h, &y0, &y1);
+        for (uint32_t ox = ox0; ox < ox1; ox++) {
+            uint32_t x0, x1;
+            dcz_gk_window(ox, g->sw, g->pw, g->kw, g->in_w, &x0, &x1);
+            const uint32_t div = count_include_pad ? g->kh * g->kw : (y1 - y0) * (x1 - x0);
+            s += dy[(uint64_t)c * ohw + oy * g->out_w + ox] / (float)div;
+        }
+    }
+    return s;
+}
+
+/* dx of element i of a global average pool's input (planes of plane). */
+DCZ_HD float dcz_tk_gap_grad(const float *dy, uint32_t plane, uint64_t i)
+{
+    return dy[i / plane] * (1.0f / (float)plane);
+}
+
+/* ---- graph layers ------------------------------------------------------------ */
+
+/* MUL's factor gradient of (sample, channel) t: the sum over the channel's
+ * plane of dy x, in double (layers.c). */
+DCZ_HD float dcz_tk_mul_factor_grad(const float *dy, const float *x, uint32_t plane, uint64_t t)
+{
+    double s = 0;
+    for (uint32_t p = 0; p < plane; p++) s += (double)dy[t * plane + p] * x[t * plane + p];
+    return (float)s;
+}
+
+/* Input k's gradient element j of sample b of a CONCAT whose output rows
+ * are out floats: its part of the output's gradient, at offset `at` in the
+ * row (the widths of the inputs before k). */
+DCZ_HD float dcz_tk_concat_grad(const float *dy, uint32_t out, uint32_t at, uint32_t width, uint64_t t)
+{
+    return dy[t / width * out + at + t % width];
+}
+
+/* dx of element t of a CHANNEL_SHUFFLE's or SLICE's input (batch, in_c,
+ * plane): the gradient of the output channel that took its channel (from,
+ * the inverse of dcz_gather_source: from[ci] that channel, or -1 for one
+ * a SLICE leaves out, whose gradient is 0). */
+DCZ_HD float dcz_tk_gather_grad(const dcz_conv_geom *g, const int32_t *from, const float *dy, uint64_t t)
+{
+    const uint64_t plane = (uint64_t)g->in_h * g->in_w, p = t % plane, ci = t / plane % g->in_c,
+                   b = t / plane / g->in_c;
+    const int32_t c = from[ci];
+    return c < 0 ? 0.0f : dy[(b * g->out_c + (uint32_t)c) * plane + p];
+}
+
+/* Whether dropout keeps element i of a step (rate in [0, 1)): a draw of
+ * splitmix64 of the step's key and i, the same on any device and any
+ * thread count. */
+DCZ_HD int dcz_tk_dropout_keep(uint64_t key, uint64_t i, float rate)
+{
+    uint64_t z = key + (i + 1) * 0x9e3779b97f4a7c15ull;
+    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+    z ^= z >> 31;
+    return (float)(z >> 40) * (1.0f / 16777216.0f) >= rate;
+}
+
+/* Dropout's dx of one element kept (keep 1) or dropped, scaled as the
+ * forward pass (layers.c). */
+DCZ_HD float dcz_tk_dropout_grad(float dy, int keep, float rate)
+{
+    const float g = dy * (1.0f / (1.0f - rate));
+    return keep ? g : 0.0f;
+}
+
+/* ---- batch norm (bnorm.c) -------------------------------------------------------- */
+
+/* Channel c's training statistics over the batch of x (batch, C, hw): its
+ * mean, 1 / sqrt(var + eps) and the unbiased variance the running
+ * statistics move toward; two passes in double (mean, then squared
+ * deviations from the float mean), sample after sample. */
+DCZ_HD void dcz_tk_bn_stats(const float *x, uint32_t batch, uint32_t C, uint32_t hw, uint32_t c, float eps,
+                            float *mean, float *istd, float *unbiased)
+{
+    const uint64_t M = (uint64_t)batch * hw;
+    double s = 0;
+    for (uint32_t n = 0; n < batch; n++)
+        for (uint32_t j = 0; j < hw; j++) s += x[((uint64_t)n * C + c) * hw + j];
+    const float m = (float)(s / (double)M);
+    double v = 0;
+    for (uint32_t n = 0; n < batch; n++)
+        for (uint32_t j = 0; j < hw; j++) {
+            const double d = (double)x[((uint64_t)n * C + c) * hw + j] - m;
+            v += d * d;
+        }
+    v /= (double)M;
+    *mean = m;
+    *istd = (float)(1.0 / sqrt(v + eps));
+    *unbiased = (float)(M > 1 ? v * (double)M / (double)(M - 1) : v);
+}
+
+/* One element of a channel's training output: x scale + shift with scale
+ * = gamma istd and shift = beta - mean scale (bnorm.c's form), through the
+ * ReLU after the layer where it applies it (relu nonzero). */
+DCZ_HD float dcz_tk_bn_out(float x, float gamma, float beta, float mean, float istd, int relu)
+{
+    const float scale = gamma * istd, shift = beta - mean * scale, y = x * scale + shift;
+    return relu && !(y > 0.0f) ? 0.0f : y;
+}
+
+/* Channel c's parameter gradients: dbeta = sum dy, dgamma = sum dy xhat
+ * with xhat = (x - mean) istd, over the batch in double. */
+DCZ_HD void dcz_tk_bn_param_grads(const float *x, const float *dy, uint32_t batch, uint32_t C, uint32_t hw,
+                                  uint32_t c, float mean, float istd, double *sdy, double *sdyx)
+{
+    double a = 0, b = 0;
+    for (uint32_t n = 0; n < batch; n++)
+        for (uint32_t j = 0; j < hw; j++) {
+            const uint64_t o = ((uint64_t)n * C + c) * hw + j;
+            a += dy[o];
+            b += (double)dy[o] * ((double)x[o] - mean);
+        }
+    *sdy = a;
+    *sdyx = b * istd;
+}
+
+/* dx of one element of channel c: gamma istd (dy - dbeta / M - xhat dgamma
+ * / M), M = batch hw, from the channel's sums (dcz_tk_bn_param_grads). */
+DCZ_HD float dcz_tk_bn_dx(float dy, float x, float gamma, float mean, float istd, double sdy, double sdyx,
+                          uint64_t M)
+{
+    const double k = (double)gamma * istd, a = sdy / (double)M, b = sdyx / (double)M;
+    return (float)(k * ((double)dy - a - ((double)x - mean) * istd * b));
+}
+
+/* ---- convolution --------------------------------------------------------------- */
+
+/* dx of input cell i (of in_c in_h in_w) of sample b of a convolution of
+ * one group run as a product over its patches: the gradient of the
+ * patches transposed, dcolt (in_c kh kw, batch out_h out_w) as cuBLAS
+ * writes it (dcz_gk_patch_taps's layout), summed over every patch entry
+ * that copied the cell, taps in order. */
+DCZ_HD float dcz_tk_col2im(const dcz_conv_geom *g, const float *dcolt, uint32_t batch, uint32_t b, uint32_t i)
+{
+    const uint32_t hw = g->in_h * g->in_w, ic = i / hw, iy = i % hw / g->in_w, ix = i % g->in_w;
+    const uint64_t ohw = (uint64_t)g->out_h * g->out_w, stride = (uint64_t)batch * ohw;
+    float s = 0.0f;
+    for (uint32_t ky = 0; ky < g->kh; ky++) {
+        const int64_t ty = (int64_t)iy + g->ph - ky;   /* oy sh */
+        if (ty < 0 || ty % g->sh || ty / g->sh >= g->out_h) continue;
+        for (uint32_t kx = 0; kx < g->kw; kx++) {
+            const int64_t tx = (int64_t)ix + g->pw - kx;
+            if (tx < 0 || tx % g->sw || tx / g->sw >= g->out_w) continue;
+            const uint64_t row = ((uint64_t)ic * g->kh + ky) * g->kw + kx;
+            s += dcolt[row * stride + b * ohw + (uint64_t)(ty / g->sh) * g->out_w + (uint64_t)(tx / g->sw)];
+        }
+    }
+    return s;
+}
+
+/* dx of input cell i of one sample of a convolution with weights w
+ * (out_c, in_c / groups, kh, kw) run directly (grouped and depthwise
+ * layers): over the output channels of the cell's group, then the taps
+ * that read it. */
+DCZ_HD float dcz_tk_conv_dx(const dcz_conv_geom *g, const float *w, const float *dy, uint32_t i)
+{
+    const uint32_t hw = g->in_h * g->in_w, ic = i / hw, iy = i % hw / g->in_w, ix = i % g->in_w;
+    const uint32_t groups = g->group ? g->group : 1, gin = g->in_c / groups, gout = g->out_c / groups;
+    const uint32_t grp = ic / gin, c = ic % gin, ohw = g->out_h * g->out_w;
+    float s = 0.0f;
+    for (uint32_t oc = grp * gout; oc < (grp + 1) * gout; oc++) {
+        const float *row = w + ((uint64_t)oc * gin + c) * g->kh * g->kw;
+        for (uint32_t ky = 0; ky < g->kh; ky++) {
+            const int64_t ty = (int64_t)iy + g->ph - ky;
+            if (ty < 0 || ty % g->sh || ty / g->sh >= g->out_h) continue;
+            for (uint32_t kx = 0; kx < g->kw; kx++) {
+                const int64_t tx = (int64_t)ix + g->pw - kx;
+                if (tx < 0 || tx % g->sw || tx / g->sw >= g->out_w) continue;
+                s += row[ky * g->kw + kx] * dy[(uint64_t)oc * ohw + (uint64_t)(ty / g->sh) * g->out_w + tx / g->sw];
+            }
+        }
+    }
+    return s;
+}
+
+/* The gradient of weight j (oc, c, ky, kx) of a convolution run directly:
+ * the sum over the batch of x (batch, in_c, in_h, in_w) and dy (batch,
+ * out_c, out_h, out_w), every output that reads through it, in double. */
+DCZ_HD float dcz_tk_conv_dw(const dcz_conv_geom *g, const float *x, const float *dy, uint32_t batch, uint64_t j)
+{
+    const uint32_t groups = g->group ? g->group : 1, gin = g->in_c / groups, taps = g->kh * g->kw;
+    const uint32_t oc = (uint32_t)(j / ((uint64_t)gin * taps)), c = (uint32_t)(j / taps % gin);
+    const uint32_t ky = (uint32_t)(j % taps) / g->kw, kx = (uint32_t)(j % taps) % g->kw;
+    const uint32_t ic = oc / (g->out_c / groups) * gin + c, hw = g->in_h * g->in_w, ohw = g->out_h * g->out_w;
+    double s = 0;
+    for (uint32_t b = 0; b < batch; b++) {
+        const float *xc = x + ((uint64_t)b * g->in_c + ic) * hw, *dc = dy + ((uint64_t)b * g->out_c + oc) * ohw;
+        for (uint32_t oy = 0; oy < g->out_h; oy++) {
+            const int64_t iy = (int64_t)oy * g->sh - g->ph + ky;
+            if (iy < 0 || iy >= g->in_h) continue;
+            for (uint32_t ox = 0; ox < g->out_w; ox++) {
+                const int64_t ix = (int64_t)ox * g->sw - g->pw + kx;
+                if (ix >= 0 && ix < g->in_w) s += (double)dc[oy * g->out_w + ox] * xc[iy * g->in_w + ix];
+            }
+        }
+    }
+    return (float)s;
+}
+
+#endif /* DCZ_TRAIN_TKERN_H */
