@@ -10,7 +10,9 @@
  *   runtime/shapes.h          a convolution's geometry, a fused activation;
  *   runtime/threads.h         the worker threads, which the trainer shares;
  *   runtime/cpu/f32/gemm.h    the dense matrix product, the trainer's too;
- *   runtime/cpu/f32/wino.h    Winograd's transforms, the trainer's too.
+ *   runtime/cpu/f32/wino.h    Winograd's transforms, the trainer's too;
+ *   runtime/cuda/gpu_elem.h   the GPU kernels' launch and dense per-output
+ *                             bodies, which the trainer's GPU kernels share.
  * tests/layout.sh fails when a file outside runtime/ and the tests includes
  * another, or when runtime/ includes anything of the toolchain.
  *

@@ -1,7 +1,7 @@
 /* tkern.h: the bodies of the trainer's GPU kernels that compute one output
  * element each, written once for the device and the host, as the
  * runtime's gpu_kern.h does for inference. Forward passes need little
- * here: the runtime's bodies compute them (gpu_kern.h: the direct
+ * here: the runtime's bodies compute them (gpu_elem.h: the direct
  * convolutions, im2col, pools, the mean, activations, Concat's and the
  * channel gathers' element maps); what training adds is here: the maximum
  * pool's argmax, batch norm with batch statistics, every backward pass,
@@ -31,7 +31,7 @@
 #include <math.h>
 #include <stdint.h>
 
-#include "runtime/cuda/gpu_kern.h"
+#include "runtime/cuda/gpu_elem.h"
 
 /* ---- activations ---------------------------------------------------------- */
 
