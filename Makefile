@@ -248,7 +248,9 @@ ONNX_GEN   := $(BUILD)/onnx/onnx.pb-c.c
 TOOL_SRC   += $(wildcard interop/*.c)
 
 LIB_OBJ  := $(LIB_SRC:%.c=$(BUILD)/%.o) $(LIB_CU:%.cu=$(BUILD)/%.cu.o)
-TOOL_OBJ := $(TOOL_SRC:%.c=$(BUILD)/%.o) $(BUILD)/onnx/onnx.pb-c.o
+# the trainer's CUDA device (train/cuda/), with the CUDA backend
+TOOL_CU  := $(if $(filter 1,$(CUDA_ON)),$(wildcard train/cuda/*.cu))
+TOOL_OBJ := $(TOOL_SRC:%.c=$(BUILD)/%.o) $(BUILD)/onnx/onnx.pb-c.o $(TOOL_CU:%.cu=$(BUILD)/%.cu.o)
 CLI_OBJ  := $(CLI_SRC:%.c=$(BUILD)/%.o)
 
 UNIT_SRC := $(wildcard tests/unit/*.c)
@@ -295,7 +297,8 @@ $(BUILD)/onnx/onnx.pb-c.o: $(ONNX_GEN)
 # sources that include the generated header wait for it
 $(filter $(BUILD)/interop/%,$(TOOL_OBJ)) $(UNIT_BIN) $(FUZZ_REPLAY): | $(ONNX_GEN)
 
-$(BUILD)/%.cu.o: %.cu runtime/cuda/gpu.h runtime/cuda/gpu_kern.h runtime/model.h runtime/format/ops.h include/dcz.h
+$(BUILD)/%.cu.o: %.cu runtime/cuda/gpu.h runtime/cuda/gpu_kern.h runtime/cuda/gpu_elem.h runtime/model.h \
+                 runtime/format/ops.h include/dcz.h train/cuda/tkern.h train/tdev.h
 	@mkdir -p $(dir $@)
 	$(NVCC) $(NVFLAGS) -c $< -o $@
 
@@ -349,7 +352,7 @@ $(BUILD)/bench/outbits: bench/outbits.c $(LIBDIR)/libdcz.a
 # the CUDA backend's kernels next to cuBLAS and cuSPARSE (SKIP without a
 # GPU): libdcz alone, and cuSPARSE as a baseline (never a libdcz dependency)
 ifeq ($(CUDA_ON),1)
-$(BUILD)/bench/bench_gpu: bench/bench_gpu.c bench/bench.h lib/libdcz.a runtime/cuda/gpu.h runtime/cuda/gpu_kern.h \
+$(BUILD)/bench/bench_gpu: bench/bench_gpu.c bench/bench.h lib/libdcz.a runtime/cuda/gpu.h runtime/cuda/gpu_kern.h runtime/cuda/gpu_elem.h \
                           runtime/model.h include/dcz.h
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS_ALL) $(LDFLAGS_ALL) -o $@ $< lib/libdcz.a $(LDLIBS_RT) -lcusparse -lm -lpthread

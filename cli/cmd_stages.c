@@ -12,6 +12,7 @@
 #include <string.h>
 
 #include "cli/cli.h"
+#include "train/dev.h"
 #include "prune/prune.h"
 #include "quantize/quantize.h"
 #include "steer/steer.h"
@@ -303,6 +304,35 @@ typedef struct train_opts {
 
 static int open_model(verb_ctx *v, uint32_t head, dcz_doc **doc, dcz_net **net, uint8_t **bytes, size_t *nbytes);
 
+/* With --device gpu (checked: there is one), the net on the GPU for the
+ * run (*dev, *dn) when the device path runs it, else a note and the CPU
+ * (*dn NULL). -1, or the exit code after a message. The default (auto)
+ * trains on the CPU: the GPU trainer runs fully connected networks so
+ * far and is chosen by name. */
+static int open_train_device(const verb_ctx *v, dcz_net *net, int batch, dcz_tdev **dev, dcz_dev_net **dn)
+{
+    if (!v->c.device || strcmp(v->c.device, "gpu") != 0) return -1;
+    char why[256];
+    if (dcz_dev_supports(net, why, sizeof why) != DCZ_OK) {
+        cli_note(v, "%s: training on the CPU (the model runs on the GPU): %s", v->verb, why);
+        return -1;
+    }
+    if (v->shards > 1 || v->comm) {
+        cli_note(v, "%s: training on the CPU (the model runs on the GPU): the GPU trainer runs one shard in one "
+                    "process so far", v->verb);
+        return -1;
+    }
+    dcz_status s = dcz_tdev_open_cuda(dev, why, sizeof why);
+    if (s == DCZ_OK && (s = dcz_dev_open(*dev, net, batch, dn)) != DCZ_OK)
+        snprintf(why, sizeof why, "%s", dcz_dev_error(*dn));
+    if (s != DCZ_OK) {
+        cli_error("%s: --device gpu: %s", v->verb, why);
+        return EXIT_DEVICE;
+    }
+    cli_note(v, "%s: training on the GPU", v->verb);
+    return -1;
+}
+
 int cmd_train(verb_ctx *v)
 {
     /* L2 regularization before pruning leaves weights that prune with less
@@ -365,6 +395,8 @@ int cmd_train(verb_ctx *v)
     char err[256] = "";
     dcz_net *net = NULL;
     dcz_doc *doc = NULL;   /* IN, or the architecture given a new head: the net's, not owned by it */
+    dcz_tdev *dev = NULL;  /* the GPU the epochs run on (--device gpu), or NULL: the CPU */
+    dcz_dev_net *dn = NULL;
     dcz_dataset train, test, val;
     memset(&train, 0, sizeof train);
     memset(&test, 0, sizeof test);
@@ -415,6 +447,7 @@ int cmd_train(verb_ctx *v)
                      t.validation, train.n);
     }
     if (rc == -1 && t.validation) rc = stage_hold_out(v, &train, t.validation, &val);
+    if (rc == -1) rc = open_train_device(v, net, t.batch, &dev, &dn);
     if (rc != -1) goto done;
     dcz_rng rng;
     dcz_rng_seed(&rng, (uint64_t)v->c.seed);
@@ -433,9 +466,15 @@ int cmd_train(verb_ctx *v)
         progress_start(&p, v, label, 0);
         float loss = 0;
         const double te = cli_now();
-        s = dcz_train_epoch(net, &train, &sgd, &rng, progress_cb, &p, &loss);
+        s = dn ? dcz_dev_train_epoch(dn, &train, &sgd, &rng, progress_cb, &p, &loss)
+               : dcz_train_epoch(net, &train, &sgd, &rng, progress_cb, &p, &loss);
         epoch_s += cli_now() - te;
         progress_end(&p);
+        if (s == DCZ_ERR_DEVICE) {
+            cli_error("train: on the GPU: %s", dcz_dev_error(dn));
+            rc = EXIT_DEVICE;
+            goto done;
+        }
         if (s != DCZ_OK) { rc = cli_fail_data(v, s, "training", &train, NULL); goto done; }
         if (!v->c.quiet) {
             if ((s = dcz_net_evaluate(net, &test, &acc)) != DCZ_OK) {
@@ -446,6 +485,8 @@ int cmd_train(verb_ctx *v)
                      sgd.lr, loss, acc * 100);
         }
     }
+    dcz_dev_close(dn);   /* the parameters are back on the host after every epoch */
+    dn = NULL;
     /* batch norm goes into the convolutions before anything is compressed:
      * the net's document then holds the trained model */
     s = dcz_net_fold_for_inference(net);
@@ -475,11 +516,14 @@ int cmd_train(verb_ctx *v)
         json_num(&j, "seconds", cli_now() - t0);
         json_int(&j, "train_samples", (long long)train.n);
         json_num(&j, "epoch_seconds", t.epochs ? epoch_s / t.epochs : 0);
+        json_str(&j, "device", dev ? "gpu" : "cpu");
         cli_json_job(&j, v);
         json_end(&j);
     }
     rc = EXIT_OK;
 done:
+    dcz_dev_close(dn);
+    dcz_tdev_close(dev);
     dcz_net_free(net);
     dcz_doc_free(doc);
     dcz_dataset_free(&train);

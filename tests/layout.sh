@@ -72,11 +72,11 @@ done
 # kernel (dcz_gpu_begin or dcz_gpu_wait_prior) before its loop over outputs
 # (gpu_kern.h): a kernel without the wait would read activations half written
 check "CUDA kernels launched by dcz_gpu_launch alone, each waiting for the one before" \
-    "$(grep -Hn '<<<' runtime/cuda/*.cu
+    "$(grep -Hn '<<<' runtime/cuda/*.cu train/cuda/*.cu
        awk '/__global__/ { name = FILENAME ":" FNR; open = 1; waited = 0; next }
             open && /dcz_gpu_(begin|wait_prior)\(\)/ { waited = 1 }
             open && /^}/ { if (!waited) print name ": a kernel that never waits (dcz_gpu_begin)"; open = 0 }
-           ' runtime/cuda/*.cu)"
+           ' runtime/cuda/*.cu train/cuda/*.cu)"
 
 if ! command -v nm > /dev/null 2>&1; then
     echo "SKIP no two objects of the CPU runtime call each other: nm not found"

@@ -165,6 +165,18 @@ int dcz_train_threads(void);
 void dcz_train_sgemm(int ta, int tb, int M, int N, int K, float alpha, const float *A, int lda,
                      const float *B, int ldb, float beta, float *C, int ldc);
 
+/* An epoch's order of n samples (perm: Fisher-Yates from rng) and, when
+ * augment (DCZ_AUG_* bits) is not 0, its variations' key, drawn from rng
+ * after the shuffle (aug->what 0 otherwise): dcz_train_epoch's and the
+ * device path's. */
+void dcz_train_order(dcz_rng *rng, size_t n, unsigned augment, size_t *perm, dcz_augment *aug);
+/* The rate of step `step` of an epoch of `steps` (the warmup's ramp of
+ * dcz_sgd, else opt->lr). */
+float dcz_train_step_lr(const dcz_sgd *opt, size_t step, size_t steps);
+/* DCZ_OK when data fits the validated net: sample size (and shape for a
+ * net of rank 3) and labels; DCZ_ERR_SHAPE or DCZ_ERR_ARG otherwise. */
+dcz_status dcz_train_check_data(const dcz_net *net, const dcz_dataset *d);
+
 /* Runs the layers on the batch already in act[0], filling act[1..nlayers],
  * in the mode given by flags (DCZ_RUN_*; 0: inference, logits). The net must
  * be validated and reserved for batch. */

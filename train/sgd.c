@@ -224,8 +224,7 @@ dcz_status dcz_net_step(dcz_net *net, const dcz_sgd *opt)
     return DCZ_OK;
 }
 
-/* Checks that data fits the validated net: sample size and labels. */
-static dcz_status check_data(const dcz_net *net, const dcz_dataset *d)
+dcz_status dcz_train_check_data(const dcz_net *net, const dcz_dataset *d)
 {
     if (!d || d->n == 0 || !dcz_dataset_ready(d)) return DCZ_ERR_ARG;
     if (d->n > UINT32_MAX) return DCZ_ERR_ARG;
@@ -407,6 +406,26 @@ static dcz_status sharded_grad(dcz_net *net, const dcz_dataset *data, const size
     return DCZ_OK;
 }
 
+void dcz_train_order(dcz_rng *rng, size_t n, unsigned augment, size_t *perm, dcz_augment *aug)
+{
+    /* Fisher-Yates */
+    for (size_t i = 0; i < n; i++) perm[i] = i;
+    for (size_t i = n - 1; i > 0; i--) {
+        size_t j = dcz_rng_below(rng, (uint32_t)(i + 1));
+        size_t t = perm[i]; perm[i] = perm[j]; perm[j] = t;
+    }
+    /* the epoch's variations: a key from rng, drawn only when augmenting */
+    aug->what = augment;
+    aug->key = augment ? dcz_rng_u64(rng) : 0;
+}
+
+float dcz_train_step_lr(const dcz_sgd *opt, size_t step, size_t steps)
+{
+    if (!(opt->ramp_to > 0)) return opt->lr;
+    const double f = (double)(step + 1) / (double)steps;
+    return (float)((double)opt->lr * (opt->ramp_from + (opt->ramp_to - opt->ramp_from) * f));
+}
+
 dcz_status dcz_train_epoch(dcz_net *net, const dcz_dataset *data, const dcz_sgd *opt,
                            dcz_rng *rng, dcz_progress_fn progress, void *ctx,
                            float *loss)
@@ -416,7 +435,7 @@ dcz_status dcz_train_epoch(dcz_net *net, const dcz_dataset *data, const dcz_sgd 
     if (st != DCZ_OK) return st;
     st = dcz_net_validate(net);
     if (st != DCZ_OK) return st;
-    st = check_data(net, data);
+    st = dcz_train_check_data(net, data);
     if (st != DCZ_OK) return st;
     if (opt->augment & DCZ_AUG_CROP && !data->files) return DCZ_ERR_UNSUPPORTED;   /* no image to crop */
     if (opt->update && (opt->shards > 1 || opt->comm)) return DCZ_ERR_UNSUPPORTED;
@@ -435,15 +454,8 @@ dcz_status dcz_train_epoch(dcz_net *net, const dcz_dataset *data, const dcz_sgd 
     if (sharded && (st = shard_init(net, opt, &sh)) != DCZ_OK) goto cleanup;
     dcz_net_apply_constraints(net);
 
-    /* Fisher-Yates */
-    for (size_t i = 0; i < n; i++) perm[i] = i;
-    for (size_t i = n - 1; i > 0; i--) {
-        size_t j = dcz_rng_below(rng, (uint32_t)(i + 1));
-        size_t t = perm[i]; perm[i] = perm[j]; perm[j] = t;
-    }
-    /* the epoch's variations: a key from rng, drawn only when augmenting */
-    dcz_augment aug = { opt->augment, 0 };
-    if (aug.what) aug.key = dcz_rng_u64(rng);
+    dcz_augment aug;
+    dcz_train_order(rng, n, opt->augment, perm, &aug);
     const dcz_augment *augp = aug.what ? &aug : NULL;
     double total = 0;
     const size_t steps = (n + (size_t)bmax - 1) / (size_t)bmax;
@@ -461,10 +473,7 @@ dcz_status dcz_train_epoch(dcz_net *net, const dcz_dataset *data, const dcz_sgd 
         }
         if (!isfinite(bl)) { st = DCZ_ERR_DIVERGED; goto cleanup; }
         total += bl * bs;
-        if (opt->ramp_to > 0) {
-            const double f = (double)(start / (size_t)bmax + 1) / (double)steps;
-            step.lr = (float)((double)opt->lr * (opt->ramp_from + (opt->ramp_to - opt->ramp_from) * f));
-        }
+        step.lr = dcz_train_step_lr(opt, start / (size_t)bmax, steps);
         st = opt->update ? opt->update(net, &step, opt->update_ctx) : dcz_net_step(net, &step);
         if (st != DCZ_OK) goto cleanup;
         if (progress) progress(ctx, start + (size_t)bs, n);
@@ -485,7 +494,7 @@ dcz_status dcz_net_evaluate(dcz_net *net, const dcz_dataset *data, double *accur
     if (!net || !accuracy) return DCZ_ERR_ARG;
     dcz_status st = dcz_net_validate(net);
     if (st != DCZ_OK) return st;
-    st = check_data(net, data);
+    st = dcz_train_check_data(net, data);
     if (st != DCZ_OK) return st;
     size_t n = data->n;
     int max = dcz_net_chunk(net, EVAL_CHUNK);

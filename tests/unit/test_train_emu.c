@@ -411,9 +411,40 @@ static void test_batchnorm(void)
 
 /* ---- convolutions ---------------------------------------------------------------- */
 
-/* The layer after a first convolution, of one group, as the GPU runs it:
- * its patches transposed (in_c kh kw, batch out_h out_w), the products in
- * double, col2im. */
+/* What the tested convolution's passes should give (layer 1 of the net),
+ * and the CPU's against it. */
+typedef struct conv_want { float *y, *gw, *gb, *dx; size_t ny, nw, nb, nx; } conv_want;
+
+static conv_want conv_want_alloc(const dcz_net *net)
+{
+    const dcz_tlayer *l = &net->layers[1];
+    conv_want w = { NULL, NULL, NULL, NULL, elems(net, 2), dcz_tlayer_nweights(l), dcz_tlayer_nbias(l),
+                    elems(net, 1) };
+    w.y = malloc(w.ny * sizeof(float));
+    w.gw = malloc(w.nw * sizeof(float));
+    w.gb = malloc(w.nb * sizeof(float));
+    w.dx = malloc(w.nx * sizeof(float));
+    return w;
+}
+
+static void compare_conv(dcz_net *net, const char *what, conv_want *w)
+{
+    const dcz_tlayer *l = &net->layers[1];
+    float *dx[DCZ_MAX_INPUTS];
+    backward_again(net, 1, dx);
+    CHECK(differ("y", net->act[2], w->y, w->ny, tol_of(w->y, w->ny)) == 0, "%s: output differs", what);
+    CHECK(differ("gw", l->gw, w->gw, w->nw, tol_of(w->gw, w->nw)) == 0, "%s: weight gradient differs", what);
+    CHECK(differ("gb", l->gb, w->gb, w->nb, tol_of(w->gb, w->nb)) == 0, "%s: bias gradient differs", what);
+    CHECK(differ("dx", dx[0], w->dx, w->nx, tol_of(w->dx, w->nx)) == 0, "%s: input gradient differs", what);
+    free(dx[0]);
+    free(w->y);
+    free(w->gw);
+    free(w->gb);
+    free(w->dx);
+}
+
+/* A convolution of one group as the GPU runs it: its patches transposed
+ * (in_c kh kw, batch out_h out_w), the products in double, col2im. */
 static void check_conv_patches(dcz_net *net, const char *what)
 {
     dcz_tlayer *l = &net->layers[1];
@@ -421,9 +452,8 @@ static void check_conv_patches(dcz_net *net, const char *what)
     const size_t K = (size_t)g.in_c * g.kh * g.kw, ohw = (size_t)g.out_h * g.out_w, P = B * ohw;
     const size_t in1 = (size_t)g.in_c * g.in_h * g.in_w, out1 = (size_t)g.out_c * ohw;
     float *colt = malloc(K * P * sizeof(float)), *dcolt = malloc(K * P * sizeof(float));
-    float *y = malloc(B * out1 * sizeof(float)), *gw = malloc((size_t)g.out_c * K * sizeof(float));
-    float *gb = malloc(g.out_c * sizeof(float)), *dxw = malloc(B * in1 * sizeof(float));
-    REQUIRE(colt && dcolt && y && gw && gb && dxw, "alloc");
+    conv_want w = conv_want_alloc(net);
+    REQUIRE(colt && dcolt && w.y && w.gw && w.gb && w.dx, "alloc");
     const float *x = net->act[1], *dy = net->dact[2];
     for (uint32_t b = 0; b < B; b++)
         for (uint32_t ic = 0; ic < g.in_c; ic++)
@@ -433,14 +463,14 @@ static void check_conv_patches(dcz_net *net, const char *what)
         for (size_t q = 0; q < P; q++) {   /* y = W colt + b */
             double s = l->b[oc];
             for (size_t k = 0; k < K; k++) s += (double)l->w[oc * K + k] * colt[k * P + q];
-            y[q / ohw * out1 + oc * ohw + q % ohw] = (float)s;
+            w.y[q / ohw * out1 + oc * ohw + q % ohw] = (float)s;
         }
         for (size_t k = 0; k < K; k++) {   /* gW = dY colt^T */
             double s = 0;
             for (size_t q = 0; q < P; q++) s += (double)dy[q / ohw * out1 + oc * ohw + q % ohw] * colt[k * P + q];
-            gw[oc * K + k] = (float)s;
+            w.gw[oc * K + k] = (float)s;
         }
-        gb[oc] = dcz_tk_bias_grad(dy, B, g.out_c, (uint32_t)ohw, oc);
+        w.gb[oc] = dcz_tk_bias_grad(dy, B, g.out_c, (uint32_t)ohw, oc);
     }
     for (size_t k = 0; k < K; k++)   /* dcolt = W^T dY */
         for (size_t q = 0; q < P; q++) {
@@ -450,20 +480,10 @@ static void check_conv_patches(dcz_net *net, const char *what)
             dcolt[k * P + q] = (float)s;
         }
     for (uint32_t b = 0; b < B; b++)
-        for (uint32_t i = 0; i < in1; i++) dxw[b * in1 + i] = dcz_tk_col2im(&g, dcolt, B, b, i);
-    float *dx[DCZ_MAX_INPUTS];
-    backward_again(net, 1, dx);
-    CHECK(differ("y", net->act[2], y, B * out1, tol_of(y, B * out1)) == 0, "%s: output differs", what);
-    CHECK(differ("gw", l->gw, gw, g.out_c * K, tol_of(gw, g.out_c * K)) == 0, "%s: weight gradient differs", what);
-    CHECK(differ("gb", l->gb, gb, g.out_c, tol_of(gb, g.out_c)) == 0, "%s: bias gradient differs", what);
-    CHECK(differ("dx", dx[0], dxw, B * in1, tol_of(dxw, B * in1)) == 0, "%s: input gradient differs", what);
-    free(dx[0]);
+        for (uint32_t i = 0; i < in1; i++) w.dx[b * in1 + i] = dcz_tk_col2im(&g, dcolt, B, b, i);
+    compare_conv(net, what, &w);
     free(colt);
     free(dcolt);
-    free(y);
-    free(gw);
-    free(gb);
-    free(dxw);
 }
 
 /* A grouped or depthwise layer run directly. */
@@ -472,28 +492,16 @@ static void check_conv_direct(dcz_net *net, const char *what)
     dcz_tlayer *l = &net->layers[1];
     const dcz_conv_geom g = geom_of(l);
     const size_t ohw = (size_t)g.out_h * g.out_w, in1 = (size_t)g.in_c * g.in_h * g.in_w, out1 = (size_t)g.out_c * ohw;
-    const size_t nw = dcz_tlayer_nweights(l);
-    float *y = malloc(B * out1 * sizeof(float)), *gw = malloc(nw * sizeof(float));
-    float *gb = malloc(g.out_c * sizeof(float)), *dxw = malloc(B * in1 * sizeof(float));
-    REQUIRE(y && gw && gb && dxw, "alloc");
+    conv_want w = conv_want_alloc(net);
+    REQUIRE(w.y && w.gw && w.gb && w.dx, "alloc");
     const float *x = net->act[1], *dy = net->dact[2];
     for (uint32_t b = 0; b < B; b++) {
-        for (uint32_t i = 0; i < out1; i++) y[b * out1 + i] = dcz_gk_conv_dense(&g, l->w, l->b, x + b * in1, i);
-        for (uint32_t i = 0; i < in1; i++) dxw[b * in1 + i] = dcz_tk_conv_dx(&g, l->w, dy + b * out1, i);
+        for (uint32_t i = 0; i < out1; i++) w.y[b * out1 + i] = dcz_gk_conv_dense(&g, l->w, l->b, x + b * in1, i);
+        for (uint32_t i = 0; i < in1; i++) w.dx[b * in1 + i] = dcz_tk_conv_dx(&g, l->w, dy + b * out1, i);
     }
-    for (size_t j = 0; j < nw; j++) gw[j] = dcz_tk_conv_dw(&g, x, dy, B, j);
-    for (uint32_t oc = 0; oc < g.out_c; oc++) gb[oc] = dcz_tk_bias_grad(dy, B, g.out_c, (uint32_t)ohw, oc);
-    float *dx[DCZ_MAX_INPUTS];
-    backward_again(net, 1, dx);
-    CHECK(differ("y", net->act[2], y, B * out1, tol_of(y, B * out1)) == 0, "%s: output differs", what);
-    CHECK(differ("gw", l->gw, gw, nw, tol_of(gw, nw)) == 0, "%s: weight gradient differs", what);
-    CHECK(differ("gb", l->gb, gb, g.out_c, tol_of(gb, g.out_c)) == 0, "%s: bias gradient differs", what);
-    CHECK(differ("dx", dx[0], dxw, B * in1, tol_of(dxw, B * in1)) == 0, "%s: input gradient differs", what);
-    free(dx[0]);
-    free(y);
-    free(gw);
-    free(gb);
-    free(dxw);
+    for (size_t j = 0; j < w.nw; j++) w.gw[j] = dcz_tk_conv_dw(&g, x, dy, B, j);
+    for (uint32_t oc = 0; oc < g.out_c; oc++) w.gb[oc] = dcz_tk_bias_grad(dy, B, g.out_c, (uint32_t)ohw, oc);
+    compare_conv(net, what, &w);
 }
 
 static void test_convolutions(void)

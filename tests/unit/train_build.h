@@ -1,11 +1,14 @@
 /* train_build.h: small training networks built layer by layer, for the
- * trainer's tests (test_train.c, test_train_emu.c): build_net and the
- * macros that spell its layers. Header-only; checked by those tests.
+ * trainer's tests (test_train.c, test_train_emu.c, test_train_dev.c,
+ * test_gpu_train.c): build_net and the macros that spell its layers, and
+ * blobs3, a small dataset of three classes. Header-only; checked by those
+ * tests.
  */
 #ifndef DCZ_TESTS_TRAIN_BUILD_H
 #define DCZ_TESTS_TRAIN_BUILD_H
 
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "train/train.h"
@@ -13,7 +16,7 @@
 /* A network of the given layers (kind and settings; names are given here)
  * on input shape (c, h, w), sized by dcz_net_infer_shapes and initialized
  * from seed, with small random biases and batch-norm parameters. */
-static dcz_net *build_net(const dcz_tlayer *protos, int n, int c, int h, int w, uint64_t seed)
+static inline dcz_net *build_net(const dcz_tlayer *protos, int n, int c, int h, int w, uint64_t seed)
 {
     dcz_net *net = NULL;
     if (dcz_net_alloc(n, &net) != DCZ_OK) return NULL;
@@ -46,6 +49,28 @@ static dcz_net *build_net(const dcz_tlayer *protos, int n, int c, int h, int w, 
         return NULL;
     }
     return net;
+}
+
+/* Three classes of Gaussian blobs in d dimensions: class c's mean is
+ * 1.2 on the axes j with j % 3 == c and -0.4 on the others. */
+static inline int blobs3(dcz_dataset *ds, size_t n, int d, uint64_t seed)
+{
+    memset(ds, 0, sizeof *ds);
+    ds->x = malloc(n * (size_t)d * sizeof(float));
+    ds->y = malloc(n);
+    if (!ds->x || !ds->y) return 0;
+    dcz_rng r;
+    dcz_rng_seed(&r, seed);
+    for (size_t i = 0; i < n; i++) {
+        ds->y[i] = (uint8_t)(i % 3);
+        for (int j = 0; j < d; j++)
+            ds->x[i * (size_t)d + (size_t)j] = (j % 3 == ds->y[i] ? 1.2f : -0.4f) + dcz_rng_normal(&r);
+    }
+    ds->n = n;
+    ds->c = ds->h = 1;
+    ds->w = (uint32_t)d;
+    ds->classes = 3;
+    return 1;
 }
 
 #define CONV(oc, k_h, k_w, s, p) { .op = DCZ_OP_CONV2D, .out_c = (oc), .kh = (k_h), .kw = (k_w), \

@@ -1,0 +1,188 @@
+/* test_train_dev.c: the trainer's device path (train/dev.c) on the host
+ * device (train/tdev_host.c), which runs every pass of the path as the GPU
+ * does (the same buffers, layouts, order of passes and per-element bodies;
+ * products through the host's sgemm instead of cuBLAS), against the CPU
+ * trainer (dcz_train_epoch):
+ * - fully connected networks, plain, with a pruned layer and with a
+ *   shared one (4 centroids), three epochs with a warmup and weight
+ *   decay: the same parameters and losses bit for bit, and the same
+ *   masks and codebooks kept;
+ * - with dropout, whose draws the device makes its own way: it learns,
+ *   and two runs give the same bits;
+ * - what the path does not run yet (a convolution, sharded steps, a batch
+ *   over the net's cap) is refused, naming the layer.
+ * The CUDA device is the same path with each body in a kernel; the GPU
+ * tests run it where a GPU is.
+ */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "tests/check.h"
+#include "tests/unit/train_build.h"
+#include "train/dev.h"
+#include "train/internal.h"
+
+/* A net of mlp:12-20-10-3 from seed; pruned: fc1 masked at random;
+ * shared: fc2 on 4 centroids, a third of it pruned. */
+static dcz_net *mlp(uint64_t seed, int pruned, int shared, float dropout)
+{
+    dcz_tlayer g[] = { FC(20), SIMPLE(DCZ_OP_RELU), { .op = DCZ_OP_DROPOUT, .rate = dropout }, FC(10),
+                       SIMPLE(DCZ_OP_TANH), FC(3), SIMPLE(DCZ_OP_SOFTMAX) };
+    dcz_net *net = build_net(g, 7, 1, 1, 12, seed);
+    if (!net) return NULL;
+    dcz_rng r;
+    dcz_rng_seed(&r, seed + 1);
+    dcz_tlayer *fc1 = &net->layers[0], *fc2 = &net->layers[3];
+    if (pruned) {
+        const size_t n = dcz_tlayer_nweights(fc1);
+        fc1->mask = malloc(n);
+        for (size_t j = 0; fc1->mask && j < n; j++) fc1->mask[j] = dcz_rng_uniform(&r) > 0.5f;
+    }
+    if (shared) {
+        const size_t n = dcz_tlayer_nweights(fc2);
+        fc2->mask = malloc(n);
+        fc2->assign = malloc(n);
+        fc2->codebook = malloc(4 * sizeof(float));
+        fc2->k = 4;
+        for (int c = 0; fc2->codebook && c < 4; c++) fc2->codebook[c] = 0.2f * (float)(c - 1.5);
+        for (size_t j = 0; fc2->mask && fc2->assign && j < n; j++) {
+            fc2->mask[j] = dcz_rng_uniform(&r) > 0.33f;
+            fc2->assign[j] = (uint8_t)dcz_rng_below(&r, 4);
+        }
+    }
+    if (dcz_net_validate(net) != DCZ_OK) {
+        dcz_net_free(net);
+        return NULL;
+    }
+    return net;
+}
+
+static const dcz_sgd OPT = { .lr = 0.05f, .momentum = 0.9f, .weight_decay = 1e-3f, .batch = 32, .train_biases = 1,
+                             .train_weights = 1 };
+
+/* Three epochs, the first a warmup: on the device when d is not NULL. */
+static int train3(dcz_net *net, dcz_tdev *d, const dcz_dataset *ds, float loss[3], char *why, size_t whylen)
+{
+    dcz_rng r;
+    dcz_rng_seed(&r, 9);
+    dcz_dev_net *dn = NULL;
+    if (d && dcz_dev_open(d, net, OPT.batch, &dn) != DCZ_OK) {
+        snprintf(why, whylen, "open: %s", dcz_dev_error(dn));
+        dcz_dev_close(dn);
+        return 0;
+    }
+    int ok = 1;
+    for (int e = 0; e < 3 && ok; e++) {
+        dcz_sgd opt = OPT;
+        if (e == 0) opt.ramp_to = 1.0f;
+        const dcz_status s = d ? dcz_dev_train_epoch(dn, ds, &opt, &r, NULL, NULL, &loss[e])
+                               : dcz_train_epoch(net, ds, &opt, &r, NULL, NULL, &loss[e]);
+        if (s != DCZ_OK) {
+            snprintf(why, whylen, "epoch %d: %s %s", e, dcz_status_str(s), d ? dcz_dev_error(dn) : "");
+            ok = 0;
+        }
+    }
+    dcz_dev_close(dn);
+    return ok;
+}
+
+static void test_same_bits(void)
+{
+    dcz_dataset ds;
+    REQUIRE(blobs3(&ds, 500, 12, 4), "blobs");
+    dcz_tdev *d = NULL;
+    REQUIRE(dcz_tdev_open_host(&d) == DCZ_OK, "host device");
+    for (int c = 0; c < 3; c++) {
+        dcz_net *cpu = mlp(21, c == 1, c == 2, 0), *dev = mlp(21, c == 1, c == 2, 0);
+        REQUIRE(cpu && dev, "nets");
+        float lc[3], ld[3];
+        char why[300] = "";
+        REQUIRE(train3(cpu, NULL, &ds, lc, why, sizeof why), "CPU: %s", why);
+        REQUIRE(train3(dev, d, &ds, ld, why, sizeof why), "device: %s", why);
+        CHECK(memcmp(lc, ld, sizeof lc) == 0, "case %d: losses %.9g %.9g %.9g on the CPU, %.9g %.9g %.9g on the device",
+              c, lc[0], lc[1], lc[2], ld[0], ld[1], ld[2]);
+        CHECK(lc[2] < lc[0] * 0.8f, "case %d: the loss fell from %g to %g", c, lc[0], lc[2]);
+        size_t diff = 0;
+        for (size_t j = 0; j < cpu->param_count; j++) diff += memcmp(&cpu->param[j], &dev->param[j], sizeof(float)) != 0;
+        CHECK(diff == 0, "case %d: %zu of %zu parameters differ", c, diff, cpu->param_count);
+        if (c == 2)
+            CHECK(memcmp(cpu->layers[3].codebook, dev->layers[3].codebook, 4 * sizeof(float)) == 0,
+                  "the centroids differ");
+        const dcz_tlayer *m = &dev->layers[c == 2 ? 3 : 0];
+        size_t zero = 0, pruned = 0;
+        for (size_t j = 0; m->mask && j < dcz_tlayer_nweights(m); j++) {
+            pruned += !m->mask[j];
+            zero += !m->mask[j] && m->w[j] == 0.0f;
+        }
+        CHECK(zero == pruned && (c == 0 || pruned > 20), "case %d: %zu of %zu pruned weights at 0", c, zero, pruned);
+        double acc = 0;
+        CHECK(dcz_net_evaluate(dev, &ds, &acc) == DCZ_OK && acc > 0.8, "case %d: accuracy %g after training", c,
+              acc);
+        dcz_net_free(cpu);
+        dcz_net_free(dev);
+    }
+    dcz_tdev_close(d);
+    dcz_dataset_free(&ds);
+}
+
+static void test_dropout(void)
+{
+    dcz_dataset ds;
+    REQUIRE(blobs3(&ds, 500, 12, 5), "blobs");
+    dcz_tdev *d = NULL;
+    REQUIRE(dcz_tdev_open_host(&d) == DCZ_OK, "host device");
+    dcz_net *a = mlp(22, 0, 0, 0.3f), *b = mlp(22, 0, 0, 0.3f);
+    REQUIRE(a && b, "nets");
+    float la[3], lb[3];
+    char why[300] = "";
+    REQUIRE(train3(a, d, &ds, la, why, sizeof why) && train3(b, d, &ds, lb, why, sizeof why), "%s", why);
+    CHECK(memcmp(a->param, b->param, a->param_count * sizeof(float)) == 0, "two runs with dropout differ");
+    double acc = 0;
+    CHECK(dcz_net_evaluate(a, &ds, &acc) == DCZ_OK && acc > 0.8, "accuracy %g with dropout", acc);
+    CHECK(la[2] < la[0], "loss %g -> %g", la[0], la[2]);
+    dcz_net_free(a);
+    dcz_net_free(b);
+    dcz_tdev_close(d);
+    dcz_dataset_free(&ds);
+}
+
+static void test_refused(void)
+{
+    dcz_tdev *d = NULL;
+    REQUIRE(dcz_tdev_open_host(&d) == DCZ_OK, "host device");
+    const dcz_tlayer g[] = { CONV(4, 3, 3, 1, 1), SIMPLE(DCZ_OP_FLATTEN), FC(3), SIMPLE(DCZ_OP_SOFTMAX) };
+    dcz_net *cnn = build_net(g, 4, 1, 5, 5, 3);
+    REQUIRE(cnn, "cnn");
+    dcz_dev_net *dn = NULL;
+    CHECK(dcz_dev_open(d, cnn, 8, &dn) == DCZ_ERR_UNSUPPORTED && strstr(dcz_dev_error(dn), "l0"),
+          "a convolution accepted: '%s'", dcz_dev_error(dn));
+    dcz_dev_close(dn);
+    dcz_net_free(cnn);
+    dcz_net *net = mlp(23, 0, 0, 0);
+    dcz_dataset ds;
+    REQUIRE(net && blobs3(&ds, 100, 12, 6), "net");
+    REQUIRE(dcz_dev_open(d, net, 16, &dn) == DCZ_OK, "open: %s", dcz_dev_error(dn));
+    dcz_rng r;
+    dcz_rng_seed(&r, 1);
+    dcz_sgd opt = OPT;
+    CHECK(dcz_dev_train_epoch(dn, &ds, &opt, &r, NULL, NULL, NULL) == DCZ_ERR_ARG, "a batch of 32 on a cap of 16");
+    opt.batch = 16;
+    opt.shards = 2;
+    CHECK(dcz_dev_train_epoch(dn, &ds, &opt, &r, NULL, NULL, NULL) == DCZ_ERR_UNSUPPORTED, "sharded steps accepted");
+    opt.shards = 0;
+    CHECK(dcz_dev_train_epoch(dn, &ds, &opt, &r, NULL, NULL, NULL) == DCZ_OK, "an epoch: %s", dcz_dev_error(dn));
+    dcz_dev_close(dn);
+    dcz_net_free(net);
+    dcz_dataset_free(&ds);
+    dcz_tdev_close(d);
+}
+
+int main(void)
+{
+    RUN(test_same_bits);
+    RUN(test_dropout);
+    RUN(test_refused);
+    return check_summary();
+}

@@ -1,0 +1,88 @@
+/* tdev.h: the device the trainer's device path runs on (dev.c): memory,
+ * copies, the products and the launches of the per-element bodies of
+ * train/cuda/tkern.h and runtime/cuda/gpu_kern.h.
+ *
+ * One interface, two implementations, each a table of the functions
+ * below: the CUDA device (train/cuda/tdev_cuda.cu: cudaMalloc, a stream,
+ * cuBLAS, a grid-stride kernel around each body; built with the CUDA
+ * backend) and the host (tdev_host.c: malloc, a loop over each body,
+ * products through the trainer's OpenBLAS sgemm). The host device runs the
+ * whole device path on any machine, so the tests check its buffers,
+ * layouts and order of passes without a GPU (tests/unit/test_train_dev.c);
+ * the CUDA one differs only in where each body runs.
+ *
+ * Pointers named d_* are the device's; every length is in elements.
+ * Calls are queued in order on the device's one stream; get waits for
+ * what was queued before it. Functions return DCZ_OK or DCZ_ERR_DEVICE
+ * (DCZ_ERR_NOMEM for an allocation).
+ */
+#ifndef DCZ_TRAIN_TDEV_H
+#define DCZ_TRAIN_TDEV_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "dcz.h"
+
+typedef struct dcz_tdev dcz_tdev;
+
+typedef struct dcz_tdev_ops {
+    const char *name;   /* "host" or "cuda" */
+    dcz_status (*alloc)(dcz_tdev *d, size_t bytes, void **out);   /* zeroed */
+    void (*free)(dcz_tdev *d, void *p);                           /* NULL-safe */
+    dcz_status (*put)(dcz_tdev *d, void *d_dst, const void *src, size_t bytes);
+    dcz_status (*get)(dcz_tdev *d, void *dst, const void *d_src, size_t bytes);
+    dcz_status (*copy)(dcz_tdev *d, void *d_dst, const void *d_src, size_t bytes);
+    /* C (M, N) = alpha op(A) op(B) + beta C, row major, op(X) = X^T when
+     * its flag is set (as cblas_sgemm) */
+    dcz_status (*sgemm)(dcz_tdev *d, int ta, int tb, int M, int N, int K, float alpha, const float *A, int lda,
+                        const float *B, int ldb, float beta, float *C, int ldc);
+    /* y (batch, n) = the row b repeated */
+    dcz_status (*rows)(dcz_tdev *d, const float *b, size_t batch, uint32_t n, float *y);
+    /* y (n) = activation op (a, c its attributes) of x: dcz_gk_act */
+    dcz_status (*act)(dcz_tdev *d, uint16_t op, float a, float c, const float *x, size_t n, float *y);
+    /* dx (n) from x, y, dy: dcz_tk_act_grad */
+    dcz_status (*act_grad)(dcz_tdev *d, uint16_t op, float a, float c, const float *x, const float *y,
+                           const float *dy, size_t n, float *dx);
+    /* gb (rows) of dy (batch, rows, plane): dcz_tk_bias_grad */
+    dcz_status (*bias_grad)(dcz_tdev *d, const float *dy, uint32_t batch, uint32_t rows, uint32_t plane,
+                            float *gb);
+    /* dz (batch, n) and each row's loss (batch, double) of the logits z
+     * against labels (batch): dcz_tk_xent_row */
+    dcz_status (*xent)(dcz_tdev *d, const float *z, const uint8_t *labels, uint32_t batch, uint32_t n, float *dz,
+                       double *loss);
+    /* one SGD step of n parameters w with momenta v and gradients g, wd
+     * their weight decay, mask (NULL: all kept) the pruned: dcz_tk_sgd */
+    dcz_status (*sgd)(dcz_tdev *d, float *w, float *v, const float *g, const uint8_t *mask, size_t n, float lr,
+                      float mom, float wd);
+    /* gcb (k): centroid c's gradient from gw over members[start[c],
+     * start[c + 1]): dcz_tk_centroid_grad */
+    dcz_status (*centroid_grads)(dcz_tdev *d, const float *gw, const uint32_t *members, const uint32_t *start,
+                                 uint32_t k, float *gcb);
+    /* w (n) = the centroids' values, 0 where pruned: dcz_tk_shared_weight */
+    dcz_status (*shared)(dcz_tdev *d, const float *codebook, uint32_t k, const uint8_t *assign,
+                         const uint8_t *mask, size_t n, float *w);
+    /* dropout of n values at rate: y = x / (1 - rate) where kept, else 0,
+     * keep (n) the draws of dcz_tk_dropout_keep from key */
+    dcz_status (*dropout)(dcz_tdev *d, const float *x, size_t n, uint64_t key, float rate, uint8_t *keep,
+                          float *y);
+    /* dx (n) from dy and the draws: dcz_tk_dropout_grad */
+    dcz_status (*dropout_grad)(dcz_tdev *d, const float *dy, const uint8_t *keep, size_t n, float rate, float *dx);
+    void (*close)(dcz_tdev *d);
+} dcz_tdev_ops;
+
+struct dcz_tdev {
+    const dcz_tdev_ops *ops;
+    void *ctx;            /* the implementation's */
+    char err[256];        /* why the last call failed */
+};
+
+/* The host device (always built). */
+dcz_status dcz_tdev_open_host(dcz_tdev **out);
+/* The CUDA device, its first GPU: DCZ_ERR_DEVICE with the reason in err
+ * when there is none or the build has no CUDA backend. */
+dcz_status dcz_tdev_open_cuda(dcz_tdev **out, char *err, size_t errlen);
+/* Closes d (NULL-safe): frees what it holds. */
+void dcz_tdev_close(dcz_tdev *d);
+
+#endif /* DCZ_TRAIN_TDEV_H */
