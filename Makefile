@@ -297,8 +297,13 @@ $(BUILD)/onnx/onnx.pb-c.o: $(ONNX_GEN)
 # sources that include the generated header wait for it
 $(filter $(BUILD)/interop/%,$(TOOL_OBJ)) $(UNIT_BIN) $(FUZZ_REPLAY): | $(ONNX_GEN)
 
-$(BUILD)/%.cu.o: %.cu runtime/cuda/gpu.h runtime/cuda/gpu_kern.h runtime/cuda/gpu_elem.h runtime/model.h \
-                 runtime/format/ops.h include/dcz.h train/cuda/tkern.h train/tdev.h
+$(BUILD)/runtime/cuda/%.cu.o: runtime/cuda/%.cu runtime/cuda/gpu.h runtime/cuda/gpu_kern.h runtime/cuda/gpu_elem.h \
+                              runtime/model.h runtime/format/ops.h include/dcz.h
+	@mkdir -p $(dir $@)
+	$(NVCC) $(NVFLAGS) -c $< -o $@
+
+$(BUILD)/train/cuda/%.cu.o: train/cuda/%.cu train/cuda/tkern.h train/tdev.h runtime/cuda/gpu_elem.h runtime/shapes.h \
+                            runtime/format/ops.h include/dcz.h
 	@mkdir -p $(dir $@)
 	$(NVCC) $(NVFLAGS) -c $< -o $@
 

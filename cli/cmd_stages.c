@@ -307,8 +307,7 @@ static int open_model(verb_ctx *v, uint32_t head, dcz_doc **doc, dcz_net **net, 
 /* With --device gpu (checked: there is one), the net on the GPU for the
  * run (*dev, *dn) when the device path runs it, else a note and the CPU
  * (*dn NULL). -1, or the exit code after a message. The default (auto)
- * trains on the CPU: the GPU trainer runs fully connected networks so
- * far and is chosen by name. */
+ * trains on the CPU: the GPU trainer is chosen by name. */
 static int open_train_device(const verb_ctx *v, dcz_net *net, int batch, dcz_tdev **dev, dcz_dev_net **dn)
 {
     if (!v->c.device || strcmp(v->c.device, "gpu") != 0) return -1;
@@ -319,7 +318,7 @@ static int open_train_device(const verb_ctx *v, dcz_net *net, int batch, dcz_tde
     }
     if (v->shards > 1 || v->comm) {
         cli_note(v, "%s: training on the CPU (the model runs on the GPU): the GPU trainer runs one shard in one "
-                    "process so far", v->verb);
+                    "process", v->verb);
         return -1;
     }
     dcz_status s = dcz_tdev_open_cuda(dev, why, sizeof why);

@@ -1,26 +1,29 @@
 /* dev.c: the trainer's device path. A net opened on a device (tdev.h)
- * keeps its parameters, gradients, momenta, masks, codebooks and
- * activations there for a whole run; each step copies its batch and
- * labels in, runs the forward pass, the loss, the backward pass and the
- * SGD step there, and copies back one number per sample (the loss).
- * dcz_dev_sync copies the parameters back into the host net when the run
- * needs them there (evaluation, writing the file).
+ * keeps its parameters, gradients, momenta, masks, codebooks, batch-norm
+ * statistics and activations there for a whole run; each step copies its
+ * batch and labels in, runs the forward pass, the loss, the backward pass
+ * and the SGD step there, and copies back one number per sample (the
+ * loss). dcz_dev_sync copies the parameters and running statistics back
+ * into the host net when the run needs them there (evaluation, writing).
  *
  * The passes are the CPU trainer's (sgd.c, layers.c), op for op: the same
- * epoch order and augmentation (dcz_train_order), a dense layer's product
- * as the same sgemm calls (cuBLAS on a GPU), and every other pass one
- * body of train/cuda/tkern.h or runtime/cuda/gpu_kern.h an element.
- * Dropout draws its units from a key per layer and step
- * (dcz_tk_dropout_keep), not from the host net's generator, so a net with
- * dropout trains to other bits than on the CPU; without dropout, the
- * host device (tdev_host.c) gives the CPU's bits, which
- * tests/unit/test_train_dev.c checks.
+ * epoch order and augmentation (dcz_train_order), the same graph walk
+ * (a tensor several layers read gets the sum of their gradients, the first
+ * of them written in place and the others added), dense layers' products
+ * as the same sgemm calls (cuBLAS on a GPU); convolutions of one group as
+ * one product over the batch's patches (im2col, the product, col2im for
+ * the input's gradient), grouped and depthwise ones directly; every other
+ * pass one body of train/cuda/tkern.h or runtime/cuda/gpu_elem.h an
+ * element. Batch norm keeps no fused ReLU (the RELU after it runs as a
+ * layer). Dropout draws its units from a key per layer and step
+ * (dcz_tk_dropout_keep), not from the host net's generator. So a fully
+ * connected network without dropout trains to the CPU's bits on the host
+ * device (tdev_host.c); convolutions and batch norm sum in other orders
+ * than the CPU's, and agree within rounding (tests/unit/test_train_dev.c).
  *
- * The device runs fully connected networks: DENSE (masks and codebooks
- * included), RELU and the other activations, DROPOUT, FLATTEN and the
- * final SOFTMAX, each reading the tensor before it. Other operators,
- * sharded steps and an update other than SGD (opt->update) are refused
- * with DCZ_ERR_UNSUPPORTED, the reason in dcz_dev_error.
+ * Layers under variational dropout, sharded steps and an update other than
+ * SGD (opt->update) are refused with DCZ_ERR_UNSUPPORTED, the reason in
+ * dcz_dev_error.
  */
 #include <math.h>
 #include <stdio.h>
@@ -38,6 +41,10 @@ typedef struct dev_layer {
     float *codebook, *gcb, *vcb;        /* (k) each */
     uint32_t *members, *mstart;         /* the kept weights of each centroid, ascending; (k + 1) starts */
     uint8_t *keep;                      /* DROPOUT: (cap, in) the step's draws */
+    int32_t *arg;                       /* MAXPOOL: (cap, out) the argmax of each output */
+    float *mean, *istd, *run_mean, *run_var;   /* BATCHNORM: (C) each */
+    double *sums;                       /* BATCHNORM: (2 C) the gradient's sums */
+    int32_t *from;                      /* CHANNEL_SHUFFLE, SLICE: (in_c) the output channel each feeds, or -1 */
 } dev_layer;
 
 struct dcz_dev_net {
@@ -46,6 +53,11 @@ struct dcz_dev_net {
     int cap;                 /* samples a step at most */
     float *param, *grad, *mom;   /* (param_count) each, laid out as net->param */
     float **act, **dact;     /* tensor t: (cap, twidth[t]) */
+    float *gsum;             /* the gradients of a layer's inputs that others read too, added after */
+    float *colt, *dcolt;     /* a convolution's patches and their gradient (in_c kh kw, cap out_h out_w) */
+    float *rows;             /* a convolution's product or output gradient by rows (out_c, cap out_h out_w) */
+    uint8_t *need;           /* (nlayers + 1): tensor t depends on a parameter (host) */
+    uint8_t *set;            /* (nlayers + 1): its gradient holds a value this step (host) */
     uint8_t *labels;         /* (cap) */
     double *loss;            /* (cap) */
     float *x_host;           /* (cap, in_dim) the batch read on the host */
@@ -55,33 +67,14 @@ struct dcz_dev_net {
     char err[256];
 };
 
-static int op_on_device(dcz_op op)
-{
-    switch (op) {
-    case DCZ_OP_DENSE: case DCZ_OP_RELU: case DCZ_OP_SOFTMAX: case DCZ_OP_FLATTEN: case DCZ_OP_DROPOUT:
-    case DCZ_OP_CLIP: case DCZ_OP_LEAKY_RELU: case DCZ_OP_SIGMOID: case DCZ_OP_TANH: case DCZ_OP_HARD_SIGMOID:
-    case DCZ_OP_HARD_SWISH: case DCZ_OP_SILU:
-        return 1;
-    default:
-        return 0;
-    }
-}
-
 const char *dcz_dev_error(const dcz_dev_net *dn) { return dn ? dn->err : ""; }
 
 dcz_status dcz_dev_supports(const dcz_net *net, char *why, size_t whylen)
 {
     for (int i = 0; i < net->nlayers; i++) {
         const dcz_tlayer *l = &net->layers[i];
-        const dcz_op_info *info = dcz_op_get(l->op);
-        if (!op_on_device(l->op)) {
-            snprintf(why, whylen, "layer %s (%s): the GPU trainer runs fully connected networks (dense layers, "
-                     "activations, dropout) so far", l->name, info ? info->name : "?");
-            return DCZ_ERR_UNSUPPORTED;
-        }
-        if (l->nin != 1 || l->tin[0] != (uint32_t)i) {
-            snprintf(why, whylen, "layer %s reads another layer than the one before it: the GPU trainer runs "
-                     "chains so far", l->name);
+        if (!dcz_train_op_get(l->op)) {
+            snprintf(why, whylen, "layer %s: an operator the trainer does not run", l->name);
             return DCZ_ERR_UNSUPPORTED;
         }
         if (l->vd_s2) {
@@ -140,6 +133,79 @@ static dcz_status upload_codebook(dcz_dev_net *dn, const dcz_tlayer *l, dev_laye
     return s;
 }
 
+/* A layer's own buffers beside the flat ones (dropout's draws, the max
+ * pool's argmax, batch norm's statistics, a gather's inverse map, a shared
+ * layer's codebook), uploaded. */
+static dcz_status open_layer(dcz_dev_net *dn, int i)
+{
+    dcz_tdev *d = dn->d;
+    const dcz_tdev_ops *o = d->ops;
+    dcz_net *net = dn->net;
+    const dcz_tlayer *l = &net->layers[i];
+    dev_layer *v = &dn->layers[i];
+    const size_t cap = (size_t)dn->cap;
+    dcz_status s = DCZ_OK;
+    if (l->op == DCZ_OP_DROPOUT) s = dalloc(dn, cap * (size_t)l->in, 1, (void **)&v->keep);
+    if (l->op == DCZ_OP_MAXPOOL) s = dalloc(dn, cap * (size_t)l->out, sizeof(int32_t), (void **)&v->arg);
+    if (l->op == DCZ_OP_CHANNEL_SHUFFLE || l->op == DCZ_OP_SLICE) {
+        int32_t *from = malloc((size_t)l->in_c * sizeof *from);
+        if (!from) return DCZ_ERR_NOMEM;
+        const uint32_t start = l->op == DCZ_OP_SLICE ? (uint32_t)l->start : 0;
+        const uint32_t groups = l->op == DCZ_OP_CHANNEL_SHUFFLE ? (uint32_t)l->group : 1;
+        for (int c = 0; c < l->in_c; c++) from[c] = -1;
+        for (uint32_t c = 0; c < (uint32_t)l->out_c; c++)
+            from[dcz_gather_source(c, (uint32_t)l->out_c, start, groups)] = (int32_t)c;
+        s = dalloc(dn, (size_t)l->in_c, sizeof(int32_t), (void **)&v->from);
+        if (s == DCZ_OK) s = o->put(d, v->from, from, (size_t)l->in_c * sizeof *from);
+        free(from);
+    }
+    if (l->op == DCZ_OP_BATCHNORM) {
+        const size_t C = (size_t)l->in_c;
+        s = dalloc(dn, C, sizeof(float), (void **)&v->mean);
+        if (s == DCZ_OK) s = dalloc(dn, C, sizeof(float), (void **)&v->istd);
+        if (s == DCZ_OK) s = dalloc(dn, C, sizeof(float), (void **)&v->run_mean);
+        if (s == DCZ_OK) s = dalloc(dn, C, sizeof(float), (void **)&v->run_var);
+        if (s == DCZ_OK) s = dalloc(dn, 2 * C, sizeof(double), (void **)&v->sums);
+        if (s == DCZ_OK) s = o->put(d, v->run_mean, l->run_mean, C * sizeof(float));
+        if (s == DCZ_OK) s = o->put(d, v->run_var, l->run_var, C * sizeof(float));
+    }
+    if (s != DCZ_OK || !dcz_tlayer_has_params(l)) return s;
+    v->w = at_of(net->param, l->w, dn->param);
+    v->b = at_of(net->param, l->b, dn->param);
+    v->gw = at_of(net->param, l->w, dn->grad);
+    v->gb = at_of(net->param, l->b, dn->grad);
+    v->vw = at_of(net->param, l->w, dn->mom);
+    v->vb = at_of(net->param, l->b, dn->mom);
+    const size_t nw = dcz_tlayer_nweights(l);
+    if (l->mask && (s = dalloc(dn, nw, 1, (void **)&v->mask)) == DCZ_OK) s = o->put(d, v->mask, l->mask, nw);
+    if (l->codebook && s == DCZ_OK) s = upload_codebook(dn, l, v);
+    return s;
+}
+
+/* The scratch a step needs: the gradients summed into tensors several
+ * layers read, and the patches of the largest convolution run over them. */
+static dcz_status open_scratch(dcz_dev_net *dn)
+{
+    const dcz_net *net = dn->net;
+    size_t sum = 0, colt = 0, rows = 0;
+    for (int i = 0; i < net->nlayers; i++) {
+        const dcz_tlayer *l = &net->layers[i];
+        size_t in = 0;
+        for (uint32_t k = 0; k < l->nin; k++) in += net->twidth[l->tin[k]];
+        if (in > sum) sum = in;
+        if (l->op != DCZ_OP_CONV2D || dcz_tlayer_groups(l) != 1) continue;
+        const size_t P = (size_t)l->out_h * (size_t)l->out_w;
+        if (dcz_tlayer_wcols(l) * P > colt) colt = dcz_tlayer_wcols(l) * P;
+        if ((size_t)l->out_c * P > rows) rows = (size_t)l->out_c * P;
+    }
+    const size_t cap = (size_t)dn->cap;
+    dcz_status s = dalloc(dn, cap * sum, sizeof(float), (void **)&dn->gsum);
+    if (s == DCZ_OK && colt) s = dalloc(dn, cap * colt, sizeof(float), (void **)&dn->colt);
+    if (s == DCZ_OK && colt) s = dalloc(dn, cap * colt, sizeof(float), (void **)&dn->dcolt);
+    if (s == DCZ_OK && rows) s = dalloc(dn, cap * rows, sizeof(float), (void **)&dn->rows);
+    return s;
+}
+
 dcz_status dcz_dev_open(dcz_tdev *d, dcz_net *net, int cap, dcz_dev_net **out)
 {
     *out = NULL;
@@ -158,10 +224,15 @@ dcz_status dcz_dev_open(dcz_tdev *d, dcz_net *net, int cap, dcz_dev_net **out)
     dn->act = calloc((size_t)L + 1, sizeof *dn->act);
     dn->dact = calloc((size_t)L + 1, sizeof *dn->dact);
     dn->layers = calloc((size_t)L, sizeof *dn->layers);
+    dn->need = calloc((size_t)L + 1, 1);
+    dn->set = calloc((size_t)L + 1, 1);
     dn->x_host = malloc((size_t)cap * (size_t)net->in_dim * sizeof *dn->x_host);
     dn->y_host = malloc((size_t)cap);
     dn->loss_host = malloc((size_t)cap * sizeof *dn->loss_host);
-    if (!dn->act || !dn->dact || !dn->layers || !dn->x_host || !dn->y_host || !dn->loss_host) return DCZ_ERR_NOMEM;
+    if (!dn->act || !dn->dact || !dn->layers || !dn->need || !dn->set || !dn->x_host || !dn->y_host ||
+        !dn->loss_host)
+        return DCZ_ERR_NOMEM;
+    dcz_train_need(net, dn->need);
     const size_t P = net->param_count;
     s = dalloc(dn, P, sizeof(float), (void **)&dn->param);
     if (s == DCZ_OK) s = dalloc(dn, P, sizeof(float), (void **)&dn->grad);
@@ -172,24 +243,10 @@ dcz_status dcz_dev_open(dcz_tdev *d, dcz_net *net, int cap, dcz_dev_net **out)
         s = dalloc(dn, (size_t)cap * net->twidth[t], sizeof(float), (void **)&dn->act[t]);
         if (s == DCZ_OK) s = dalloc(dn, (size_t)cap * net->twidth[t], sizeof(float), (void **)&dn->dact[t]);
     }
+    if (s == DCZ_OK) s = open_scratch(dn);
     dcz_net_apply_constraints(net);
     if (s == DCZ_OK) s = o->put(d, dn->param, net->param, P * sizeof(float));
-    for (int i = 0; i < L && s == DCZ_OK; i++) {
-        const dcz_tlayer *l = &net->layers[i];
-        dev_layer *v = &dn->layers[i];
-        if (l->op == DCZ_OP_DROPOUT) s = dalloc(dn, (size_t)cap * l->in, 1, (void **)&v->keep);
-        if (!dcz_tlayer_has_params(l)) continue;
-        v->w = at_of(net->param, l->w, dn->param);
-        v->b = at_of(net->param, l->b, dn->param);
-        v->gw = at_of(net->param, l->w, dn->grad);
-        v->gb = at_of(net->param, l->b, dn->grad);
-        v->vw = at_of(net->param, l->w, dn->mom);
-        v->vb = at_of(net->param, l->b, dn->mom);
-        const size_t nw = dcz_tlayer_nweights(l);
-        if (l->mask && s == DCZ_OK && (s = dalloc(dn, nw, 1, (void **)&v->mask)) == DCZ_OK)
-            s = o->put(d, v->mask, l->mask, nw);
-        if (l->codebook && s == DCZ_OK) s = upload_codebook(dn, l, v);
-    }
+    for (int i = 0; i < L && s == DCZ_OK; i++) s = open_layer(dn, i);
     if (s != DCZ_OK && !dn->err[0]) snprintf(dn->err, sizeof dn->err, "%s", d->err[0] ? d->err : dcz_status_str(s));
     return s;
 }
@@ -212,7 +269,18 @@ void dcz_dev_close(dcz_dev_net *dn)
         o->free(dn->d, v->members);
         o->free(dn->d, v->mstart);
         o->free(dn->d, v->keep);
+        o->free(dn->d, v->arg);
+        o->free(dn->d, v->mean);
+        o->free(dn->d, v->istd);
+        o->free(dn->d, v->run_mean);
+        o->free(dn->d, v->run_var);
+        o->free(dn->d, v->sums);
+        o->free(dn->d, v->from);
     }
+    o->free(dn->d, dn->gsum);
+    o->free(dn->d, dn->colt);
+    o->free(dn->d, dn->dcolt);
+    o->free(dn->d, dn->rows);
     o->free(dn->d, dn->param);
     o->free(dn->d, dn->grad);
     o->free(dn->d, dn->mom);
@@ -221,6 +289,8 @@ void dcz_dev_close(dcz_dev_net *dn)
     free(dn->act);
     free(dn->dact);
     free(dn->layers);
+    free(dn->need);
+    free(dn->set);
     free(dn->x_host);
     free(dn->y_host);
     free(dn->loss_host);
@@ -232,11 +302,37 @@ dcz_status dcz_dev_sync(dcz_dev_net *dn)
     const dcz_tdev_ops *o = dn->d->ops;
     dcz_net *net = dn->net;
     dcz_status s = o->get(dn->d, net->param, dn->param, net->param_count * sizeof(float));
-    for (int i = 0; i < net->nlayers && s == DCZ_OK; i++)
-        if (net->layers[i].codebook)
-            s = o->get(dn->d, net->layers[i].codebook, dn->layers[i].codebook,
-                       (size_t)net->layers[i].k * sizeof(float));
+    for (int i = 0; i < net->nlayers && s == DCZ_OK; i++) {
+        dcz_tlayer *l = &net->layers[i];
+        const dev_layer *v = &dn->layers[i];
+        if (l->codebook) s = o->get(dn->d, l->codebook, v->codebook, (size_t)l->k * sizeof(float));
+        if (s == DCZ_OK && l->op == DCZ_OP_BATCHNORM) {
+            s = o->get(dn->d, l->run_mean, v->run_mean, (size_t)l->in_c * sizeof(float));
+            if (s == DCZ_OK) s = o->get(dn->d, l->run_var, v->run_var, (size_t)l->in_c * sizeof(float));
+        }
+    }
     return s;
+}
+
+/* The width of the tensor layer l reads as its input k: a MUL's factors, a
+ * CONCAT's parts. */
+static uint32_t width_of(const dcz_dev_net *dn, const dcz_tlayer *l, uint32_t k)
+{
+    return dn->net->twidth[l->tin[k]];
+}
+
+/* A convolution of one group, forward: the batch's patches, W times them
+ * (out_c, batch out_h out_w), each row's bias added as it goes to y. */
+static dcz_status conv_patches(dcz_dev_net *dn, const dcz_tlayer *l, const dev_layer *v, const float *x, int batch,
+                               float *y)
+{
+    dcz_tdev *d = dn->d;
+    const dcz_tdev_ops *o = d->ops;
+    const dcz_conv_geom g = dcz_tlayer_geom(l);
+    const int K = (int)dcz_tlayer_wcols(l), ohw = l->out_h * l->out_w, P = batch * ohw;
+    dcz_status s = o->im2col(d, &g, x, (uint32_t)batch, dn->colt);
+    if (s == DCZ_OK) s = o->sgemm(d, 0, 0, l->out_c, P, K, 1.0f, v->w, K, dn->colt, P, 0.0f, dn->rows, P);
+    return s == DCZ_OK ? o->bias_rows(d, dn->rows, v->b, (uint32_t)batch, (uint32_t)l->out_c, (uint32_t)ohw, y) : s;
 }
 
 /* Layer i's forward pass in training mode over the batch. */
@@ -249,12 +345,41 @@ static dcz_status forward(dcz_dev_net *dn, int i, int batch)
     const float *x = dn->act[l->tin[0]];
     float *y = dn->act[i + 1];
     const size_t n = (size_t)batch * (size_t)l->out;
+    const dcz_conv_geom g = dcz_tlayer_geom(l);
+    const uint32_t B = (uint32_t)batch, hw = (uint32_t)(l->in_h * l->in_w);
     switch (l->op) {
     case DCZ_OP_DENSE: {
         /* y = x W^T + b, as dense_forward */
         dcz_status s = o->rows(d, v->b, (size_t)batch, (uint32_t)l->out, y);
         return s == DCZ_OK ? o->sgemm(d, 0, 1, batch, l->out, l->in, 1.0f, x, l->in, v->w, l->in, 1.0f, y, l->out) : s;
     }
+    case DCZ_OP_CONV2D:
+        if (dcz_tlayer_groups(l) == 1) return conv_patches(dn, l, v, x, batch, y);
+        return o->conv(d, &g, v->w, v->b, x, B, y);
+    case DCZ_OP_MAXPOOL:
+    case DCZ_OP_AVGPOOL:
+        return o->pool(d, &g, l->op == DCZ_OP_AVGPOOL, l->count_include_pad, x, B, v->arg, y);
+    case DCZ_OP_GLOBAL_AVGPOOL:
+        return o->gap(d, x, (size_t)batch * (size_t)l->in_c, hw, y);
+    case DCZ_OP_BATCHNORM:
+        return o->bn(d, x, B, (uint32_t)l->in_c, hw, l->eps, l->bn_momentum, v->w, v->b, v->mean, v->istd, v->run_mean,
+                     v->run_var, y);
+    case DCZ_OP_ADD:
+        return o->add(d, x, dn->act[l->tin[1]], n, y);
+    case DCZ_OP_MUL: {
+        const uint32_t C = width_of(dn, l, 1);
+        return o->mul(d, x, dn->act[l->tin[1]], B, C, (uint32_t)l->out / C, y);
+    }
+    case DCZ_OP_CONCAT: {
+        dcz_status s = DCZ_OK;
+        for (uint32_t k = 0, at = 0; k < l->nin && s == DCZ_OK; at += width_of(dn, l, k), k++)
+            s = o->concat_put(d, dn->act[l->tin[k]], B, width_of(dn, l, k), (uint32_t)l->out, at, y);
+        return s;
+    }
+    case DCZ_OP_CHANNEL_SHUFFLE:
+    case DCZ_OP_SLICE:
+        return o->gather(d, &g, l->op == DCZ_OP_SLICE ? (uint32_t)l->start : 0,
+                         l->op == DCZ_OP_CHANNEL_SHUFFLE ? (uint32_t)l->group : 1, x, B, y);
     case DCZ_OP_SOFTMAX:   /* the identity while training: the loss holds it */
     case DCZ_OP_FLATTEN:
         return o->copy(d, y, x, n * sizeof(float));
@@ -266,39 +391,120 @@ static dcz_status forward(dcz_dev_net *dn, int i, int batch)
     }
 }
 
-/* Layer i's backward pass: dx into the gradient of the tensor it reads
- * (when that tensor needs one), the parameters' gradients, and a shared
- * layer's centroids' (the sums over their kept weights). A pruned weight's
- * gradient is left as the product gives it: its step (dcz_tk_sgd) keeps it
- * at 0 whatever the gradient. */
-static dcz_status backward(dcz_dev_net *dn, int i, int batch, int need_dx)
+/* A convolution's bias, weight and input gradients (dx NULL: none). */
+static dcz_status conv_backward(dcz_dev_net *dn, const dcz_tlayer *l, const dev_layer *v, const float *x,
+                                const float *dy, int batch, float *dx)
+{
+    dcz_tdev *d = dn->d;
+    const dcz_tdev_ops *o = d->ops;
+    const dcz_conv_geom g = dcz_tlayer_geom(l);
+    const uint32_t B = (uint32_t)batch, ohw = (uint32_t)(l->out_h * l->out_w);
+    dcz_status s = o->bias_grad(d, dy, B, (uint32_t)l->out_c, ohw, v->gb);
+    if (dcz_tlayer_groups(l) != 1) {
+        if (s == DCZ_OK) s = o->conv_dw(d, &g, x, dy, B, v->gw);
+        return s == DCZ_OK && dx ? o->conv_dx(d, &g, v->w, dy, B, dx) : s;
+    }
+    /* over the patches: dY by rows, gW = dY colt^T, dcolt = W^T dY */
+    const int K = (int)dcz_tlayer_wcols(l), P = batch * (int)ohw;
+    if (s == DCZ_OK) s = o->by_rows(d, dy, B, (uint32_t)l->out_c, ohw, dn->rows);
+    if (s == DCZ_OK) s = o->im2col(d, &g, x, B, dn->colt);
+    if (s == DCZ_OK) s = o->sgemm(d, 0, 1, l->out_c, K, P, 1.0f, dn->rows, P, dn->colt, P, 0.0f, v->gw, K);
+    if (s != DCZ_OK || !dx) return s;
+    s = o->sgemm(d, 1, 0, K, P, l->out_c, 1.0f, v->w, K, dn->rows, P, 0.0f, dn->dcolt, P);
+    return s == DCZ_OK ? o->col2im(d, &g, dn->dcolt, B, dx) : s;
+}
+
+/* Layer i's backward pass: the gradient of each input k into dx[k] (NULL:
+ * not needed), the parameters' gradients, and a shared layer's centroids'
+ * (the sums over their kept weights). A pruned weight's gradient is left as
+ * the product gives it: its step (dcz_tk_sgd) keeps it at 0 whatever the
+ * gradient. */
+static dcz_status backward(dcz_dev_net *dn, int i, int batch, float *const *dx)
 {
     dcz_tdev *d = dn->d;
     const dcz_tdev_ops *o = d->ops;
     dcz_tlayer *l = &dn->net->layers[i];
     const dev_layer *v = &dn->layers[i];
     const float *x = dn->act[l->tin[0]], *y = dn->act[i + 1], *dy = dn->dact[i + 1];
-    float *dx = need_dx ? dn->dact[l->tin[0]] : NULL;
     const size_t n = (size_t)batch * (size_t)l->in;
+    const dcz_conv_geom g = dcz_tlayer_geom(l);
+    const uint32_t B = (uint32_t)batch, hw = (uint32_t)(l->in_h * l->in_w);
     dcz_status s = DCZ_OK;
     switch (l->op) {
     case DCZ_OP_DENSE:
         /* gW (out, in) = dy^T x; gb = column sums of dy; dx = dy W */
         s = o->sgemm(d, 1, 0, l->out, l->in, batch, 1.0f, dy, l->out, x, l->in, 0.0f, v->gw, l->in);
-        if (s == DCZ_OK) s = o->bias_grad(d, dy, (uint32_t)batch, (uint32_t)l->out, 1, v->gb);
-        if (s == DCZ_OK && dx) s = o->sgemm(d, 0, 0, batch, l->in, l->out, 1.0f, dy, l->out, v->w, l->in, 0.0f, dx, l->in);
-        if (s == DCZ_OK && v->codebook) s = o->centroid_grads(d, v->gw, v->members, v->mstart, (uint32_t)l->k, v->gcb);
+        if (s == DCZ_OK) s = o->bias_grad(d, dy, B, (uint32_t)l->out, 1, v->gb);
+        if (s == DCZ_OK && dx[0])
+            s = o->sgemm(d, 0, 0, batch, l->in, l->out, 1.0f, dy, l->out, v->w, l->in, 0.0f, dx[0], l->in);
+        break;
+    case DCZ_OP_CONV2D:
+        s = conv_backward(dn, l, v, x, dy, batch, dx[0]);
+        break;
+    case DCZ_OP_MAXPOOL:
+    case DCZ_OP_AVGPOOL:
+        return dx[0] ? o->pool_grad(d, &g, l->op == DCZ_OP_AVGPOOL, l->count_include_pad, dy, v->arg, B, dx[0]) : s;
+    case DCZ_OP_GLOBAL_AVGPOOL:
+        return dx[0] ? o->gap_grad(d, dy, (size_t)batch * (size_t)l->in_c, hw, dx[0]) : s;
+    case DCZ_OP_BATCHNORM:
+        return o->bn_grad(d, x, dy, B, (uint32_t)l->in_c, hw, v->w, v->mean, v->istd, v->sums, v->gw, v->gb, dx[0]);
+    case DCZ_OP_ADD:
+        for (int k = 0; k < 2 && s == DCZ_OK; k++)
+            if (dx[k]) s = o->copy(d, dx[k], dy, (size_t)batch * (size_t)l->out * sizeof(float));
         return s;
+    case DCZ_OP_MUL: {
+        const uint32_t C = width_of(dn, l, 1);
+        if (!dx[0] && !dx[1]) return s;
+        return o->mul_grad(d, x, dn->act[l->tin[1]], dy, B, C, (uint32_t)l->out / C, dx[0], dx[1]);
+    }
+    case DCZ_OP_CONCAT:
+        for (uint32_t k = 0, at = 0; k < l->nin && s == DCZ_OK; at += width_of(dn, l, k), k++)
+            if (dx[k]) s = o->concat_grad(d, dy, B, width_of(dn, l, k), (uint32_t)l->out, at, dx[k]);
+        return s;
+    case DCZ_OP_CHANNEL_SHUFFLE:
+    case DCZ_OP_SLICE:
+        return dx[0] ? o->gather_grad(d, &g, v->from, dy, B, dx[0]) : s;
     case DCZ_OP_SOFTMAX:
     case DCZ_OP_FLATTEN:
-        return dx ? o->copy(d, dx, dy, n * sizeof(float)) : DCZ_OK;
+        return dx[0] ? o->copy(d, dx[0], dy, n * sizeof(float)) : s;
     case DCZ_OP_DROPOUT:
-        if (!dx) return DCZ_OK;
-        if (l->rate <= 0.0f) return o->copy(d, dx, dy, n * sizeof(float));
-        return o->dropout_grad(d, dy, v->keep, n, l->rate, dx);
+        if (!dx[0]) return s;
+        if (l->rate <= 0.0f) return o->copy(d, dx[0], dy, n * sizeof(float));
+        return o->dropout_grad(d, dy, v->keep, n, l->rate, dx[0]);
     default:
-        return dx ? o->act_grad(d, (uint16_t)l->op, l->param[0], l->param[1], x, y, dy, n, dx) : DCZ_OK;
+        return dx[0] ? o->act_grad(d, (uint16_t)l->op, l->param[0], l->param[1], x, y, dy, n, dx[0]) : s;
     }
+    if (s == DCZ_OK && v->codebook) s = o->centroid_grads(d, v->gw, v->members, v->mstart, (uint32_t)l->k, v->gcb);
+    return s;
+}
+
+/* The backward pass of the whole net over the batch, from the loss's
+ * gradient in dact[nlayers]: only tensors that depend on parameters get
+ * gradients; a tensor read by several layers gets the sum of theirs, the
+ * first of them (last in layer order) written in place, the others written
+ * into gsum and added (grad_core's walk). */
+static dcz_status backward_all(dcz_dev_net *dn, int batch)
+{
+    const dcz_net *net = dn->net;
+    const dcz_tdev_ops *o = dn->d->ops;
+    const int L = net->nlayers;
+    memset(dn->set, 0, (size_t)L + 1);
+    dn->set[L] = 1;
+    dcz_status s = DCZ_OK;
+    for (int i = L - 1; i >= 0 && s == DCZ_OK; i--) {
+        const dcz_tlayer *l = &net->layers[i];
+        if (!dn->need[i + 1] || !dn->set[i + 1]) continue;
+        float *dx[DCZ_MAX_INPUTS];
+        dcz_train_grad_dests(net, dn->need, dn->set, i, batch, dn->dact, dn->gsum, dx);
+        s = backward(dn, i, batch, dx);
+        for (uint32_t k = 0; k < l->nin && s == DCZ_OK; k++) {
+            const uint32_t t = l->tin[k];
+            if (!dx[k]) continue;
+            if (dx[k] != dn->dact[t]) s = o->add(dn->d, dn->dact[t], dx[k], (size_t)batch * net->twidth[t], dn->dact[t]);
+            dn->set[t] = 1;
+        }
+    }
+    return s;
 }
 
 /* The SGD step of every parameter, as dcz_net_step. */
@@ -314,7 +520,9 @@ static dcz_status update(dcz_dev_net *dn, const dcz_sgd *opt, float lr)
         if (opt->train_biases) s = o->sgd(d, v->b, v->vb, v->gb, NULL, dcz_tlayer_nbias(l), lr, opt->momentum, 0.0f);
         if (s != DCZ_OK || !opt->train_weights) continue;
         const size_t nw = dcz_tlayer_nweights(l);
-        if (v->codebook) {
+        if (l->op == DCZ_OP_BATCHNORM) {   /* gamma: momentum, no weight decay */
+            s = o->sgd(d, v->w, v->vw, v->gw, NULL, dcz_tlayer_nbias(l), lr, opt->momentum, 0.0f);
+        } else if (v->codebook) {
             s = o->sgd(d, v->codebook, v->vcb, v->gcb, NULL, (size_t)l->k, lr, opt->momentum, 0.0f);
             if (s == DCZ_OK) s = o->shared(d, v->codebook, (uint32_t)l->k, v->assign, v->mask, nw, v->w);
         } else {
@@ -335,11 +543,7 @@ static dcz_status train_step(dcz_dev_net *dn, int batch, const dcz_sgd *opt, flo
     for (int i = 0; i < L && s == DCZ_OK; i++) s = forward(dn, i, batch);
     if (s == DCZ_OK)
         s = o->xent(dn->d, dn->act[L], dn->labels, (uint32_t)batch, (uint32_t)net->classes, dn->dact[L], dn->loss);
-    /* no layer before the first one with parameters is differentiated */
-    int first = L;
-    for (int i = 0; i < L; i++)
-        if (dcz_tlayer_has_params(&net->layers[i])) { first = i; break; }
-    for (int i = L - 1; i >= first && s == DCZ_OK; i--) s = backward(dn, i, batch, i > first);
+    if (s == DCZ_OK) s = backward_all(dn, batch);
     if (s == DCZ_OK) s = update(dn, opt, lr);
     if (s == DCZ_OK) s = o->get(dn->d, dn->loss_host, dn->loss, (size_t)batch * sizeof(double));
     double t = 0;
@@ -355,7 +559,7 @@ dcz_status dcz_dev_train_epoch(dcz_dev_net *dn, const dcz_dataset *data, const d
     dcz_net *net = dn->net;
     if (!dcz_sgd_valid(opt)) return DCZ_ERR_ARG;
     if (opt->shards > 1 || opt->comm || opt->update) {
-        snprintf(dn->err, sizeof dn->err, "the GPU trainer runs plain SGD in one shard so far");
+        snprintf(dn->err, sizeof dn->err, "the GPU trainer runs plain SGD in one shard");
         return DCZ_ERR_UNSUPPORTED;
     }
     dcz_status s = dcz_train_check_data(net, data);

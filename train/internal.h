@@ -10,6 +10,7 @@
 #include <stdint.h>
 
 #include "runtime/format/format.h"
+#include "runtime/shapes.h"
 #include "runtime/tool.h"
 #include "train/train.h"
 
@@ -164,6 +165,29 @@ int dcz_train_threads(void);
  * trainer's threads (large products only), each part one OpenBLAS call. */
 void dcz_train_sgemm(int ta, int tb, int M, int N, int K, float alpha, const float *A, int lda,
                      const float *B, int ldb, float beta, float *C, int ldc);
+
+/* The geometry of a CONV, pool or channel-gather layer as the runtime's
+ * kernels and the GPU bodies read it. */
+static inline dcz_conv_geom dcz_tlayer_geom(const dcz_tlayer *l)
+{
+    const dcz_conv_geom g = { (uint32_t)l->in_c, (uint32_t)l->in_h, (uint32_t)l->in_w, (uint32_t)l->out_c,
+                              (uint32_t)l->out_h, (uint32_t)l->out_w, (uint32_t)l->kh, (uint32_t)l->kw,
+                              (uint32_t)l->sh, (uint32_t)l->sw, (uint32_t)l->ph, (uint32_t)l->pw,
+                              (uint32_t)(l->op == DCZ_OP_CONV2D && l->group > 1 ? l->group : 1) };
+    return g;
+}
+
+/* The backward pass's walk (sgd.c's grad_core and the device path's):
+ * need[t] (nlayers + 1) is set where tensor t depends on a parameter, so
+ * that its gradient is computed; going from the last layer back, layer i's
+ * input k gets its gradient in dx[k]: dact[t] (of the tensor t it reads)
+ * when nothing is written there yet (set[t] 0 and no earlier input of the
+ * layer reads t), else a part of gsum, which the caller then adds to
+ * dact[t]; NULL for a tensor that needs none. The pointers may be the
+ * host's or a device's. */
+void dcz_train_need(const dcz_net *net, uint8_t *need);
+void dcz_train_grad_dests(const dcz_net *net, const uint8_t *need, const uint8_t *set, int i, int batch,
+                          float *const *dact, float *gsum, float **dx);
 
 /* An epoch's order of n samples (perm: Fisher-Yates from rng) and, when
  * augment (DCZ_AUG_* bits) is not 0, its variations' key, drawn from rng

@@ -93,34 +93,15 @@ static double grad_core(dcz_net *net, const uint8_t *y, int batch)
         free(need); free(set);
         return NAN;
     }
-    for (int i = 0; i < L; i++) {
-        const dcz_tlayer *l = &net->layers[i];
-        need[i + 1] = (uint8_t)dcz_tlayer_has_params(l);
-        for (uint32_t k = 0; k < l->nin; k++) need[i + 1] |= need[l->tin[k]];
-    }
+    dcz_train_need(net, need);
     set[L] = 1;
     for (int i = L - 1; i >= 0; i--) {
         dcz_tlayer *l = &net->layers[i];
         if (!need[i + 1] || !set[i + 1]) continue;
         const float *xs[DCZ_MAX_INPUTS];
         float *dxs[DCZ_MAX_INPUTS];
-        size_t scratch = 0;
-        for (uint32_t k = 0; k < l->nin; k++) {
-            const uint32_t t = l->tin[k];
-            xs[k] = net->act[t];
-            dxs[k] = NULL;
-            if (!need[t]) continue;
-            /* a gradient already written (by a later reader, or by this
-             * layer's earlier input reading the same tensor) is added to */
-            int taken = set[t];
-            for (uint32_t j = 0; j < k && !taken; j++) taken = l->tin[j] == t;
-            if (taken) {
-                dxs[k] = net->gsum + scratch;
-                scratch += (size_t)batch * net->twidth[t];
-            } else {
-                dxs[k] = net->dact[t];
-            }
-        }
+        for (uint32_t k = 0; k < l->nin; k++) xs[k] = net->act[l->tin[k]];
+        dcz_train_grad_dests(net, need, set, i, batch, net->dact, net->gsum, dxs);
         dcz_train_backward(net, l, xs, net->act[i + 1], net->dact[i + 1], dxs, batch);
         for (uint32_t k = 0; k < l->nin; k++) {
             const uint32_t t = l->tin[k];
@@ -132,6 +113,38 @@ static double grad_core(dcz_net *net, const uint8_t *y, int batch)
     free(need);
     free(set);
     return loss;
+}
+
+void dcz_train_need(const dcz_net *net, uint8_t *need)
+{
+    need[0] = 0;
+    for (int i = 0; i < net->nlayers; i++) {
+        const dcz_tlayer *l = &net->layers[i];
+        need[i + 1] = (uint8_t)dcz_tlayer_has_params(l);
+        for (uint32_t k = 0; k < l->nin; k++) need[i + 1] |= need[l->tin[k]];
+    }
+}
+
+void dcz_train_grad_dests(const dcz_net *net, const uint8_t *need, const uint8_t *set, int i, int batch,
+                          float *const *dact, float *gsum, float **dx)
+{
+    const dcz_tlayer *l = &net->layers[i];
+    size_t scratch = 0;
+    for (uint32_t k = 0; k < l->nin; k++) {
+        const uint32_t t = l->tin[k];
+        dx[k] = NULL;
+        if (!need[t]) continue;
+        /* a gradient already written (by a later reader, or by this
+         * layer's earlier input reading the same tensor) is added to */
+        int taken = set[t];
+        for (uint32_t j = 0; j < k && !taken; j++) taken = l->tin[j] == t;
+        if (taken) {
+            dx[k] = gsum + scratch;
+            scratch += (size_t)batch * net->twidth[t];
+        } else {
+            dx[k] = dact[t];
+        }
+    }
 }
 
 static int labels_fit(const uint8_t *y, size_t n, int classes)

@@ -23,6 +23,7 @@
 #include <stdint.h>
 
 #include "dcz.h"
+#include "runtime/shapes.h"
 
 typedef struct dcz_tdev dcz_tdev;
 
@@ -68,6 +69,68 @@ typedef struct dcz_tdev_ops {
                           float *y);
     /* dx (n) from dy and the draws: dcz_tk_dropout_grad */
     dcz_status (*dropout_grad)(dcz_tdev *d, const float *dy, const uint8_t *keep, size_t n, float rate, float *dx);
+    /* y (n) = a + b (y may be a or b) */
+    dcz_status (*add)(dcz_tdev *d, const float *a, const float *b, size_t n, float *y);
+    /* a convolution of one group over its patches: colt (in_c kh kw, batch
+     * out_h out_w) of x (batch, in_c, in_h, in_w), dcz_gk_patch_taps; dx
+     * from their gradient dcolt, dcz_tk_col2im */
+    dcz_status (*im2col)(dcz_tdev *d, const dcz_conv_geom *g, const float *x, uint32_t batch, float *colt);
+    dcz_status (*col2im)(dcz_tdev *d, const dcz_conv_geom *g, const float *dcolt, uint32_t batch, float *dx);
+    /* y (batch, rows, plane) = c + bias by row, c laid out (rows, batch,
+     * plane): dcz_gk_bias_act; xr (rows, batch, plane) = x (batch, rows,
+     * plane): dcz_tk_by_rows */
+    dcz_status (*bias_rows)(dcz_tdev *d, const float *c, const float *bias, uint32_t batch, uint32_t rows,
+                            uint32_t plane, float *y);
+    dcz_status (*by_rows)(dcz_tdev *d, const float *x, uint32_t batch, uint32_t rows, uint32_t plane, float *xr);
+    /* a grouped convolution run directly: y (dcz_gk_conv_dense), dx
+     * (dcz_tk_conv_dx), gw (dcz_tk_conv_dw) */
+    dcz_status (*conv)(dcz_tdev *d, const dcz_conv_geom *g, const float *w, const float *b, const float *x,
+                       uint32_t batch, float *y);
+    dcz_status (*conv_dx)(dcz_tdev *d, const dcz_conv_geom *g, const float *w, const float *dy, uint32_t batch,
+                          float *dx);
+    dcz_status (*conv_dw)(dcz_tdev *d, const dcz_conv_geom *g, const float *x, const float *dy, uint32_t batch,
+                          float *gw);
+    /* a max (arg: the argmax of each output, dcz_tk_maxpool_arg) or
+     * average pool (count_include_pad) of x (batch, in_c, in_h, in_w), and
+     * its input's gradient (dcz_tk_maxpool_grad, dcz_tk_avgpool_grad) */
+    dcz_status (*pool)(dcz_tdev *d, const dcz_conv_geom *g, int avg, int count_include_pad, const float *x,
+                       uint32_t batch, int32_t *arg, float *y);
+    dcz_status (*pool_grad)(dcz_tdev *d, const dcz_conv_geom *g, int avg, int count_include_pad, const float *dy,
+                            const int32_t *arg, uint32_t batch, float *dx);
+    /* the global mean of planes of plane (dcz_gk_mean) and its gradient
+     * (dcz_tk_gap_grad) */
+    dcz_status (*gap)(dcz_tdev *d, const float *x, size_t planes, uint32_t plane, float *y);
+    dcz_status (*gap_grad)(dcz_tdev *d, const float *dy, size_t planes, uint32_t plane, float *dx);
+    /* batch norm in training over x (batch, C, hw): each channel's mean and
+     * 1 / sqrt(var + eps) into mean, istd and the running statistics moved
+     * by mom (dcz_tk_bn_stats, dcz_tk_bn_running), then y (dcz_tk_bn_out) */
+    dcz_status (*bn)(dcz_tdev *d, const float *x, uint32_t batch, uint32_t C, uint32_t hw, float eps, float mom,
+                     const float *gamma, const float *beta, float *mean, float *istd, float *run_mean,
+                     float *run_var, float *y);
+    /* its gradients: gamma's and beta's (dcz_tk_bn_param_grads, the sums
+     * kept in sums (2 C doubles)), then dx (dcz_tk_bn_dx; NULL: none) */
+    dcz_status (*bn_grad)(dcz_tdev *d, const float *x, const float *dy, uint32_t batch, uint32_t C, uint32_t hw,
+                          const float *gamma, const float *mean, const float *istd, double *sums, float *ggamma,
+                          float *gbeta, float *dx);
+    /* MUL of x (batch, C, plane) by f (batch, C): y = dcz_tk_mul; its
+     * gradients dx (dcz_tk_mul of dy) and df (dcz_tk_mul_factor_grad),
+     * either NULL when not needed */
+    dcz_status (*mul)(dcz_tdev *d, const float *x, const float *f, uint32_t batch, uint32_t C, uint32_t plane,
+                      float *y);
+    dcz_status (*mul_grad)(dcz_tdev *d, const float *x, const float *f, const float *dy, uint32_t batch,
+                           uint32_t C, uint32_t plane, float *dx, float *df);
+    /* input k (batch, width) of a CONCAT into its place in y (batch, out)
+     * at offset at (dcz_tk_concat_index), and its gradient from dy */
+    dcz_status (*concat_put)(dcz_tdev *d, const float *x, uint32_t batch, uint32_t width, uint32_t out, uint32_t at,
+                             float *y);
+    dcz_status (*concat_grad)(dcz_tdev *d, const float *dy, uint32_t batch, uint32_t width, uint32_t out,
+                              uint32_t at, float *dx);
+    /* a CHANNEL_SHUFFLE or SLICE of x (dcz_gk_gather_from) and its
+     * gradient (dcz_tk_gather_grad; from: (in_c) the inverse map) */
+    dcz_status (*gather)(dcz_tdev *d, const dcz_conv_geom *g, uint32_t start, uint32_t groups, const float *x,
+                         uint32_t batch, float *y);
+    dcz_status (*gather_grad)(dcz_tdev *d, const dcz_conv_geom *g, const int32_t *from, const float *dy,
+                              uint32_t batch, float *dx);
     void (*close)(dcz_tdev *d);
 } dcz_tdev_ops;
 

@@ -5,7 +5,9 @@
  * epochs each way reach the same loss within 1e-3 and the same accuracy
  * within a point, masks and codebooks kept; two runs on the GPU give the
  * same parameters bit for bit (no atomics: every output one thread's), and
- * so do two runs with dropout. Without a GPU (or a build without the CUDA
+ * so do two runs with dropout; a LeNet-like network and one of every graph
+ * layer (tests/unit/train_build.h) give the host's losses and parameters
+ * within rounding after two epochs, and the same bits twice. Without a GPU (or a build without the CUDA
  * backend) it prints SKIP with the reason and checks nothing else; it
  * never passes silently.
  */
@@ -35,13 +37,21 @@ static dcz_net *mlp(int kind, float dropout)
         fc1->mask = malloc(n);
         for (size_t j = 0; fc1->mask && j < n; j++) fc1->mask[j] = dcz_rng_uniform(&r) > 0.7f;
     }
-    if (kind == 2) {
+    if (kind == 2) {   /* 16 centroids evenly over the weights' range, each weight on its nearest, as quantize does */
         const size_t n = dcz_tlayer_nweights(fc2);
         fc2->assign = malloc(n);
         fc2->codebook = malloc(16 * sizeof(float));
         fc2->k = 16;
-        for (int c = 0; fc2->codebook && c < 16; c++) fc2->codebook[c] = 0.02f * (float)(c - 7.5);
-        for (size_t j = 0; fc2->assign && j < n; j++) fc2->assign[j] = (uint8_t)dcz_rng_below(&r, 16);
+        float lo = fc2->w[0], hi = fc2->w[0];
+        for (size_t j = 1; j < n; j++) {
+            lo = fminf(lo, fc2->w[j]);
+            hi = fmaxf(hi, fc2->w[j]);
+        }
+        for (int c = 0; fc2->codebook && c < 16; c++) fc2->codebook[c] = lo + (hi - lo) * (float)c / 15.0f;
+        for (size_t j = 0; fc2->assign && j < n; j++) {
+            const float t = (fc2->w[j] - lo) / (hi - lo) * 15.0f + 0.5f;
+            fc2->assign[j] = (uint8_t)(t < 0 ? 0 : t > 15 ? 15 : t);
+        }
     }
     if (dcz_net_validate(net) != DCZ_OK) {
         dcz_net_free(net);
@@ -50,10 +60,14 @@ static dcz_net *mlp(int kind, float dropout)
     return net;
 }
 
+/* Three epochs on device d; a net with a shared layer, whose centroids
+ * each move by the sum of thousands of weights' gradients, at a fiftieth
+ * of the rate (as quantize's fine-tuning runs slower than training). */
 static int train3(dcz_net *net, dcz_tdev *d, const dcz_dataset *ds, float *loss, char *why, size_t whylen)
 {
-    const dcz_sgd opt = { .lr = 0.05f, .momentum = 0.9f, .weight_decay = 1e-3f, .batch = 64, .train_biases = 1,
-                          .train_weights = 1 };
+    const int shared = net->layers[3].codebook != NULL;
+    const dcz_sgd opt = { .lr = shared ? 0.001f : 0.05f, .momentum = 0.9f, .weight_decay = 1e-3f, .batch = 64,
+                          .train_biases = 1, .train_weights = 1 };
     dcz_rng r;
     dcz_rng_seed(&r, 9);
     dcz_dev_net *dn = NULL;
@@ -113,6 +127,46 @@ static void test_against_host(void)
     dcz_dataset_free(&te);
 }
 
+/* The convolutional and graph networks: two epochs on the GPU and on the
+ * host device reach the same losses and parameters within rounding
+ * (cuBLAS sums in its own order), and two GPU runs the same bits. */
+static void test_graphs(void)
+{
+    dcz_dataset ds;
+    REQUIRE(image_blobs(&ds, 600, 7), "images");
+    const dcz_sgd opt = { .lr = 0.02f, .momentum = 0.9f, .weight_decay = 1e-4f, .batch = 32, .train_biases = 1,
+                          .train_weights = 1 };
+    for (int k = 0; k < 2; k++) {
+        int n = 0;
+        const dcz_tlayer *g = k ? graph_layers(&n) : lenet_like(&n);
+        dcz_net *nets[3];
+        float loss[3][2];
+        for (int r = 0; r < 3; r++) {   /* the GPU twice, then the host */
+            nets[r] = build_net(g, n, 2, 8, 8, 60 + (uint64_t)k);
+            REQUIRE(nets[r], "build");
+            dcz_rng rng;
+            dcz_rng_seed(&rng, 3);
+            dcz_dev_net *dn = NULL;
+            dcz_status s = dcz_dev_open(r < 2 ? gpu : host, nets[r], opt.batch, &dn);
+            for (int e = 0; e < 2 && s == DCZ_OK; e++) s = dcz_dev_train_epoch(dn, &ds, &opt, &rng, NULL, NULL, &loss[r][e]);
+            REQUIRE(s == DCZ_OK, "net %d run %d: %s", k, r, dcz_dev_error(dn));
+            dcz_dev_close(dn);
+        }
+        CHECK(memcmp(nets[0]->param, nets[1]->param, nets[0]->param_count * sizeof(float)) == 0,
+              "net %d: two GPU runs differ", k);
+        double gap = 0, top = 0;
+        for (size_t j = 0; j < nets[0]->param_count; j++) {
+            gap = fmax(gap, fabs((double)nets[0]->param[j] - nets[2]->param[j]));
+            top = fmax(top, fabs((double)nets[2]->param[j]));
+        }
+        CHECK(gap <= 1e-4 * top, "net %d: parameters %.3g apart on the GPU and the host (largest %.3g)", k, gap, top);
+        CHECK(fabsf(loss[0][1] - loss[2][1]) <= 1e-3f * fabsf(loss[2][1]) + 1e-6f, "net %d: loss %g on the GPU, %g on the host",
+              k, loss[0][1], loss[2][1]);
+        for (int r = 0; r < 3; r++) dcz_net_free(nets[r]);
+    }
+    dcz_dataset_free(&ds);
+}
+
 int main(void)
 {
     char why[256];
@@ -122,6 +176,7 @@ int main(void)
     }
     if (dcz_tdev_open_host(&host) != DCZ_OK) return 1;
     RUN(test_against_host);
+    RUN(test_graphs);
     dcz_tdev_close(gpu);
     dcz_tdev_close(host);
     return check_summary();

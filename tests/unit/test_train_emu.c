@@ -12,7 +12,8 @@
  *   activation's gradient, the loss's gradient by row, a fully connected
  *   layer's bias gradient, the pools (the max pool's argmax, its output and
  *   every pool's input gradient over overlapping and ragged windows),
- *   Mul's two gradients, Concat's, the channel shuffle's and slice's,
+ *   Mul's output and two gradients, Concat's output and gradients, the
+ *   channel shuffle's and slice's,
  *   dropout's, the SGD step of masked, plain, shared (centroid gradients
  *   and moved centroids) and batch-norm parameters, two steps so momentum
  *   counts;
@@ -265,11 +266,13 @@ static void test_graph_layers(void)
     float *dx[DCZ_MAX_INPUTS];
     backward_again(net, 4, dx);
     const uint32_t C = 4, plane = 25;
-    float want0[B * 100], want1[B * 4];
-    for (uint64_t t = 0; t < (uint64_t)B * C; t++) {
-        want1[t] = dcz_tk_mul_factor_grad(net->dact[5], net->act[1], plane, t);
-        for (uint32_t p = 0; p < plane; p++) want0[t * plane + p] = net->dact[5][t * plane + p] * net->act[4][t];
+    float want0[B * 100], want1[B * 4], wanty[B * 100];
+    for (uint64_t t = 0; t < (uint64_t)B * C; t++) want1[t] = dcz_tk_mul_factor_grad(net->dact[5], net->act[1], plane, t);
+    for (uint64_t t = 0; t < (uint64_t)B * C * plane; t++) {
+        wanty[t] = dcz_tk_mul(net->act[1], net->act[4], plane, t);
+        want0[t] = dcz_tk_mul(net->dact[5], net->act[4], plane, t);
     }
+    CHECK(differ("y", net->act[5], wanty, (size_t)B * 100, 0) == 0, "mul: output differs");
     CHECK(differ("dx", dx[0], want0, (size_t)B * 100, 0) == 0, "mul: the planes' gradient differs");
     CHECK(differ("df", dx[1], want1, (size_t)B * C, 0) == 0, "mul: the factors' gradient differs");
     free(dx[0]);
@@ -282,13 +285,18 @@ static void test_graph_layers(void)
     net = build_net(gc, 6, 2, 4, 4, 82);
     REQUIRE(net && step(net, 3), "concat net");
     backward_again(net, 2, dx);
+    float cat_y[B * 80];
     for (int k = 0; k < 2; k++) {
         const uint32_t width = net->twidth[k + 1], at = k ? net->twidth[1] : 0, out = net->twidth[3];
         float want[B * 48];
-        for (uint64_t t = 0; t < (uint64_t)B * width; t++) want[t] = dcz_tk_concat_grad(net->dact[3], out, at, width, t);
+        for (uint64_t t = 0; t < (uint64_t)B * width; t++) {
+            want[t] = dcz_tk_concat_grad(net->dact[3], out, at, width, t);
+            cat_y[dcz_tk_concat_index(out, at, width, t)] = net->act[k + 1][t];
+        }
         CHECK(differ("dx", dx[k], want, (size_t)B * width, 0) == 0, "concat: input %d's gradient differs", k);
         free(dx[k]);
     }
+    CHECK(differ("y", net->act[3], cat_y, elems(net, 3), 0) == 0, "concat: output differs");
     dcz_net_free(net);
 
     /* CHANNEL_SHUFFLE of 2 groups, then a SLICE of channels 3..6 */
@@ -369,8 +377,8 @@ static void test_batchnorm(void)
         double sdy[5], sdyx[5];
         for (uint32_t c = 0; c < C; c++) {
             dcz_tk_bn_stats(x, B, C, hw, c, l->eps, &mean[c], &istd[c], &unb[c]);
-            want_rm[c] = (1.0f - mom) * run_mean[c] + mom * mean[c];
-            want_rv[c] = (1.0f - mom) * run_var[c] + mom * unb[c];
+            want_rm[c] = dcz_tk_bn_running(run_mean[c], mean[c], mom);
+            want_rv[c] = dcz_tk_bn_running(run_var[c], unb[c], mom);
         }
         CHECK(differ("mean", cache, mean, C, 1e-6) == 0, "relu %d: batch means differ", relu);
         CHECK(differ("istd", cache + C, istd, C, tol_of(istd, C)) == 0, "relu %d: inverse deviations differ", relu);
@@ -472,13 +480,16 @@ static void check_conv_patches(dcz_net *net, const char *what)
         }
         w.gb[oc] = dcz_tk_bias_grad(dy, B, g.out_c, (uint32_t)ohw, oc);
     }
+    float *dyr = malloc(g.out_c * P * sizeof(float));   /* dY by rows (out_c, batch out_h out_w) */
+    REQUIRE(dyr, "alloc");
+    for (uint64_t t = 0; t < g.out_c * P; t++) dyr[t] = dcz_tk_by_rows(dy, B, g.out_c, (uint32_t)ohw, t);
     for (size_t k = 0; k < K; k++)   /* dcolt = W^T dY */
         for (size_t q = 0; q < P; q++) {
             double s = 0;
-            for (uint32_t oc = 0; oc < g.out_c; oc++)
-                s += (double)l->w[oc * K + k] * dy[q / ohw * out1 + oc * ohw + q % ohw];
+            for (uint32_t oc = 0; oc < g.out_c; oc++) s += (double)l->w[oc * K + k] * dyr[oc * P + q];
             dcolt[k * P + q] = (float)s;
         }
+    free(dyr);
     for (uint32_t b = 0; b < B; b++)
         for (uint32_t i = 0; i < in1; i++) w.dx[b * in1 + i] = dcz_tk_col2im(&g, dcolt, B, b, i);
     compare_conv(net, what, &w);

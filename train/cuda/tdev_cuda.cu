@@ -112,6 +112,186 @@ __global__ void k_dropout_grad(const float *dy, const uint8_t *keep, uint64_t n,
     DCZ_GPU_FOR_EACH(t, n) dx[t] = dcz_tk_dropout_grad(dy[t], keep[t], rate);
 }
 
+__global__ void k_add(const float *a, const float *b, uint64_t n, float *y)
+{
+    dcz_gpu_begin();
+    DCZ_GPU_FOR_EACH(t, n) y[t] = a[t] + b[t];
+}
+
+/* thread t: input channel t / P, patch column t % P, its kh kw taps */
+__global__ void k_im2col(const dcz_conv_geom g, const float *x, uint32_t batch, float *colt)
+{
+    dcz_gpu_begin();
+    const uint64_t ohw = (uint64_t)g.out_h * g.out_w, P = batch * ohw, in1 = (uint64_t)g.in_c * g.in_h * g.in_w;
+    DCZ_GPU_FOR_EACH(t, g.in_c * P) {
+        const uint32_t ic = (uint32_t)(t / P);
+        const uint64_t q = t % P;
+        dcz_gk_patch_taps(&g, x + q / ohw * in1, ic, (uint32_t)(q % ohw), colt + (uint64_t)ic * g.kh * g.kw * P + q, P);
+    }
+}
+
+__global__ void k_col2im(const dcz_conv_geom g, const float *dcolt, uint32_t batch, float *dx)
+{
+    dcz_gpu_begin();
+    const uint32_t in1 = g.in_c * g.in_h * g.in_w;
+    DCZ_GPU_FOR_EACH(t, (uint64_t)batch * in1) dx[t] = dcz_tk_col2im(&g, dcolt, batch, (uint32_t)(t / in1), (uint32_t)(t % in1));
+}
+
+__global__ void k_bias_rows(const float *c, const float *bias, uint32_t batch, uint32_t rows, uint32_t plane, float *y)
+{
+    dcz_gpu_begin();
+    const dcz_act none = { 0, 0.0f, 0.0f };
+    DCZ_GPU_FOR_EACH(t, (uint64_t)batch * rows * plane) y[t] = dcz_gk_bias_act(c, bias, batch, rows, plane, 1, none, t);
+}
+
+__global__ void k_by_rows(const float *x, uint32_t batch, uint32_t rows, uint32_t plane, float *xr)
+{
+    dcz_gpu_begin();
+    DCZ_GPU_FOR_EACH(t, (uint64_t)batch * rows * plane) xr[t] = dcz_tk_by_rows(x, batch, rows, plane, t);
+}
+
+__global__ void k_conv(const dcz_conv_geom g, const float *w, const float *b, const float *x, uint32_t batch, float *y)
+{
+    dcz_gpu_begin();
+    const uint32_t in1 = g.in_c * g.in_h * g.in_w, out1 = g.out_c * g.out_h * g.out_w;
+    DCZ_GPU_FOR_EACH(t, (uint64_t)batch * out1) y[t] = dcz_gk_conv_dense(&g, w, b, x + t / out1 * in1, (uint32_t)(t % out1));
+}
+
+__global__ void k_conv_dx(const dcz_conv_geom g, const float *w, const float *dy, uint32_t batch, float *dx)
+{
+    dcz_gpu_begin();
+    const uint32_t in1 = g.in_c * g.in_h * g.in_w, out1 = g.out_c * g.out_h * g.out_w;
+    DCZ_GPU_FOR_EACH(t, (uint64_t)batch * in1) dx[t] = dcz_tk_conv_dx(&g, w, dy + t / in1 * out1, (uint32_t)(t % in1));
+}
+
+__global__ void k_conv_dw(const dcz_conv_geom g, const float *x, const float *dy, uint32_t batch, uint64_t n, float *gw)
+{
+    dcz_gpu_begin();
+    DCZ_GPU_FOR_EACH(j, n) gw[j] = dcz_tk_conv_dw(&g, x, dy, batch, j);
+}
+
+__global__ void k_pool(const dcz_conv_geom g, int avg, int cip, const float *x, uint32_t batch, int32_t *arg, float *y)
+{
+    dcz_gpu_begin();
+    const uint32_t in1 = g.in_c * g.in_h * g.in_w, out1 = g.in_c * g.out_h * g.out_w;
+    const uint32_t hw = g.in_h * g.in_w, ohw = g.out_h * g.out_w;
+    DCZ_GPU_FOR_EACH(t, (uint64_t)batch * out1) {
+        const float *xs = x + t / out1 * in1;
+        const uint32_t i = (uint32_t)(t % out1);
+        if (avg) {
+            y[t] = dcz_gk_pool(&g, 1, cip, xs, i);
+        } else {
+            const uint32_t a = dcz_tk_maxpool_arg(&g, xs, i);
+            arg[t] = (int32_t)a;
+            y[t] = xs[(uint64_t)(i / ohw) * hw + a];
+        }
+    }
+}
+
+__global__ void k_pool_grad(const dcz_conv_geom g, int avg, int cip, const float *dy, const int32_t *arg, uint32_t batch,
+                            float *dx)
+{
+    dcz_gpu_begin();
+    const uint32_t in1 = g.in_c * g.in_h * g.in_w, out1 = g.in_c * g.out_h * g.out_w;
+    DCZ_GPU_FOR_EACH(t, (uint64_t)batch * in1) {
+        const uint64_t s = t / in1;
+        const uint32_t i = (uint32_t)(t % in1);
+        dx[t] = avg ? dcz_tk_avgpool_grad(&g, cip, dy + s * out1, i) : dcz_tk_maxpool_grad(&g, dy + s * out1, arg + s * out1, i);
+    }
+}
+
+__global__ void k_gap(const float *x, uint64_t planes, uint32_t plane, float *y)
+{
+    dcz_gpu_begin();
+    DCZ_GPU_FOR_EACH(p, planes) y[p] = dcz_gk_mean(x + p * plane, plane);
+}
+
+__global__ void k_gap_grad(const float *dy, uint64_t n, uint32_t plane, float *dx)
+{
+    dcz_gpu_begin();
+    DCZ_GPU_FOR_EACH(t, n) dx[t] = dcz_tk_gap_grad(dy, plane, t);
+}
+
+__global__ void k_bn_stats(const float *x, uint32_t batch, uint32_t C, uint32_t hw, float eps, float mom, float *mean,
+                           float *istd, float *run_mean, float *run_var)
+{
+    dcz_gpu_begin();
+    DCZ_GPU_FOR_EACH(c, C) {
+        float unbiased;
+        dcz_tk_bn_stats(x, batch, C, hw, (uint32_t)c, eps, &mean[c], &istd[c], &unbiased);
+        run_mean[c] = dcz_tk_bn_running(run_mean[c], mean[c], mom);
+        run_var[c] = dcz_tk_bn_running(run_var[c], unbiased, mom);
+    }
+}
+
+__global__ void k_bn_out(const float *x, uint64_t n, uint32_t C, uint32_t hw, const float *gamma, const float *beta,
+                         const float *mean, const float *istd, float *y)
+{
+    dcz_gpu_begin();
+    DCZ_GPU_FOR_EACH(t, n) {
+        const uint32_t c = (uint32_t)(t / hw % C);
+        y[t] = dcz_tk_bn_out(x[t], gamma[c], beta[c], mean[c], istd[c], 0);
+    }
+}
+
+__global__ void k_bn_sums(const float *x, const float *dy, uint32_t batch, uint32_t C, uint32_t hw, const float *mean,
+                          const float *istd, double *sums, float *ggamma, float *gbeta)
+{
+    dcz_gpu_begin();
+    DCZ_GPU_FOR_EACH(c, C) {
+        dcz_tk_bn_param_grads(x, dy, batch, C, hw, (uint32_t)c, mean[c], istd[c], &sums[c], &sums[C + c]);
+        gbeta[c] = (float)sums[c];
+        ggamma[c] = (float)sums[C + c];
+    }
+}
+
+__global__ void k_bn_dx(const float *x, const float *dy, uint32_t batch, uint32_t C, uint32_t hw, const float *gamma,
+                        const float *mean, const float *istd, const double *sums, float *dx)
+{
+    dcz_gpu_begin();
+    const uint64_t M = (uint64_t)batch * hw;
+    DCZ_GPU_FOR_EACH(t, M * C) {
+        const uint32_t c = (uint32_t)(t / hw % C);
+        dx[t] = dcz_tk_bn_dx(dy[t], x[t], gamma[c], mean[c], istd[c], sums[c], sums[C + c], M);
+    }
+}
+
+__global__ void k_mul(const float *x, const float *f, uint64_t n, uint32_t plane, float *y)
+{
+    dcz_gpu_begin();
+    DCZ_GPU_FOR_EACH(t, n) y[t] = dcz_tk_mul(x, f, plane, t);
+}
+
+__global__ void k_mul_factor_grad(const float *dy, const float *x, uint64_t n, uint32_t plane, float *df)
+{
+    dcz_gpu_begin();
+    DCZ_GPU_FOR_EACH(t, n) df[t] = dcz_tk_mul_factor_grad(dy, x, plane, t);
+}
+
+__global__ void k_concat_put(const float *x, uint64_t n, uint32_t width, uint32_t out, uint32_t at, float *y)
+{
+    dcz_gpu_begin();
+    DCZ_GPU_FOR_EACH(t, n) y[dcz_tk_concat_index(out, at, width, t)] = x[t];
+}
+
+__global__ void k_concat_grad(const float *dy, uint64_t n, uint32_t width, uint32_t out, uint32_t at, float *dx)
+{
+    dcz_gpu_begin();
+    DCZ_GPU_FOR_EACH(t, n) dx[t] = dcz_tk_concat_grad(dy, out, at, width, t);
+}
+
+__global__ void k_gather(const dcz_conv_geom g, uint32_t start, uint32_t groups, const float *x, uint64_t n, float *y)
+{
+    dcz_gpu_begin();
+    DCZ_GPU_FOR_EACH(t, n) y[t] = x[dcz_gk_gather_from(&g, start, groups, t)];
+}
+
+__global__ void k_gather_grad(const dcz_conv_geom g, const int32_t *from, const float *dy, uint64_t n, float *dx)
+{
+    dcz_gpu_begin();
+    DCZ_GPU_FOR_EACH(t, n) dx[t] = dcz_tk_gather_grad(&g, from, dy, t);
+}
+
 /* ---- the device's table ---------------------------------------------------------- */
 
 #define LAUNCH(d, what, kernel, n, ...) \
@@ -221,6 +401,140 @@ static dcz_status c_dropout_grad(dcz_tdev *d, const float *dy, const uint8_t *ke
     return LAUNCH(d, "dropout's gradient", k_dropout_grad, n, dy, keep, (uint64_t)n, rate, dx);
 }
 
+static dcz_status c_add(dcz_tdev *d, const float *a, const float *b, size_t n, float *y)
+{
+    return LAUNCH(d, "a sum", k_add, n, a, b, (uint64_t)n, y);
+}
+
+static dcz_status c_im2col(dcz_tdev *d, const dcz_conv_geom *g, const float *x, uint32_t batch, float *colt)
+{
+    const uint64_t n = (uint64_t)g->in_c * batch * g->out_h * g->out_w;
+    return LAUNCH(d, "im2col", k_im2col, n, *g, x, batch, colt);
+}
+
+static dcz_status c_col2im(dcz_tdev *d, const dcz_conv_geom *g, const float *dcolt, uint32_t batch, float *dx)
+{
+    const uint64_t n = (uint64_t)batch * g->in_c * g->in_h * g->in_w;
+    return LAUNCH(d, "col2im", k_col2im, n, *g, dcolt, batch, dx);
+}
+
+static dcz_status c_bias_rows(dcz_tdev *d, const float *c, const float *bias, uint32_t batch, uint32_t rows,
+                              uint32_t plane, float *y)
+{
+    return LAUNCH(d, "bias rows", k_bias_rows, (uint64_t)batch * rows * plane, c, bias, batch, rows, plane, y);
+}
+
+static dcz_status c_by_rows(dcz_tdev *d, const float *x, uint32_t batch, uint32_t rows, uint32_t plane, float *xr)
+{
+    return LAUNCH(d, "a transpose", k_by_rows, (uint64_t)batch * rows * plane, x, batch, rows, plane, xr);
+}
+
+static dcz_status c_conv(dcz_tdev *d, const dcz_conv_geom *g, const float *w, const float *b, const float *x,
+                         uint32_t batch, float *y)
+{
+    return LAUNCH(d, "a convolution", k_conv, (uint64_t)batch * g->out_c * g->out_h * g->out_w, *g, w, b, x, batch, y);
+}
+
+static dcz_status c_conv_dx(dcz_tdev *d, const dcz_conv_geom *g, const float *w, const float *dy, uint32_t batch,
+                            float *dx)
+{
+    return LAUNCH(d, "a convolution's input gradient", k_conv_dx, (uint64_t)batch * g->in_c * g->in_h * g->in_w, *g, w,
+                  dy, batch, dx);
+}
+
+static dcz_status c_conv_dw(dcz_tdev *d, const dcz_conv_geom *g, const float *x, const float *dy, uint32_t batch,
+                            float *gw)
+{
+    const uint64_t n = (uint64_t)g->out_c * (g->in_c / (g->group ? g->group : 1)) * g->kh * g->kw;
+    return LAUNCH(d, "a convolution's weight gradient", k_conv_dw, n, *g, x, dy, batch, n, gw);
+}
+
+static dcz_status c_pool(dcz_tdev *d, const dcz_conv_geom *g, int avg, int cip, const float *x, uint32_t batch,
+                         int32_t *arg, float *y)
+{
+    return LAUNCH(d, "a pool", k_pool, (uint64_t)batch * g->in_c * g->out_h * g->out_w, *g, avg, cip, x, batch, arg, y);
+}
+
+static dcz_status c_pool_grad(dcz_tdev *d, const dcz_conv_geom *g, int avg, int cip, const float *dy,
+                              const int32_t *arg, uint32_t batch, float *dx)
+{
+    return LAUNCH(d, "a pool's gradient", k_pool_grad, (uint64_t)batch * g->in_c * g->in_h * g->in_w, *g, avg, cip, dy,
+                  arg, batch, dx);
+}
+
+static dcz_status c_gap(dcz_tdev *d, const float *x, size_t planes, uint32_t plane, float *y)
+{
+    return LAUNCH(d, "a global mean", k_gap, planes, x, (uint64_t)planes, plane, y);
+}
+
+static dcz_status c_gap_grad(dcz_tdev *d, const float *dy, size_t planes, uint32_t plane, float *dx)
+{
+    const uint64_t n = (uint64_t)planes * plane;
+    return LAUNCH(d, "a global mean's gradient", k_gap_grad, n, dy, n, plane, dx);
+}
+
+static dcz_status c_bn(dcz_tdev *d, const float *x, uint32_t batch, uint32_t C, uint32_t hw, float eps, float mom,
+                       const float *gamma, const float *beta, float *mean, float *istd, float *run_mean,
+                       float *run_var, float *y)
+{
+    dcz_status s = LAUNCH(d, "batch statistics", k_bn_stats, C, x, batch, C, hw, eps, mom, mean, istd, run_mean, run_var);
+    const uint64_t n = (uint64_t)batch * C * hw;
+    return s == DCZ_OK ? LAUNCH(d, "batch norm", k_bn_out, n, x, n, C, hw, gamma, beta, mean, istd, y) : s;
+}
+
+static dcz_status c_bn_grad(dcz_tdev *d, const float *x, const float *dy, uint32_t batch, uint32_t C, uint32_t hw,
+                            const float *gamma, const float *mean, const float *istd, double *sums, float *ggamma,
+                            float *gbeta, float *dx)
+{
+    dcz_status s = LAUNCH(d, "batch norm's sums", k_bn_sums, C, x, dy, batch, C, hw, mean, istd, sums, ggamma, gbeta);
+    if (s != DCZ_OK || !dx) return s;
+    return LAUNCH(d, "batch norm's input gradient", k_bn_dx, (uint64_t)batch * C * hw, x, dy, batch, C, hw, gamma, mean,
+                  istd, (const double *)sums, dx);
+}
+
+static dcz_status c_mul(dcz_tdev *d, const float *x, const float *f, uint32_t batch, uint32_t C, uint32_t plane, float *y)
+{
+    const uint64_t n = (uint64_t)batch * C * plane;
+    return LAUNCH(d, "a product by channel", k_mul, n, x, f, n, plane, y);
+}
+
+static dcz_status c_mul_grad(dcz_tdev *d, const float *x, const float *f, const float *dy, uint32_t batch, uint32_t C,
+                             uint32_t plane, float *dx, float *df)
+{
+    const uint64_t n = (uint64_t)batch * C * plane, nf = (uint64_t)batch * C;
+    dcz_status s = dx ? LAUNCH(d, "a product's gradient", k_mul, n, dy, f, n, plane, dx) : DCZ_OK;
+    if (s == DCZ_OK && df) s = LAUNCH(d, "a factor's gradient", k_mul_factor_grad, nf, dy, x, nf, plane, df);
+    return s;
+}
+
+static dcz_status c_concat_put(dcz_tdev *d, const float *x, uint32_t batch, uint32_t width, uint32_t out, uint32_t at,
+                               float *y)
+{
+    const uint64_t n = (uint64_t)batch * width;
+    return LAUNCH(d, "a concatenation", k_concat_put, n, x, n, width, out, at, y);
+}
+
+static dcz_status c_concat_grad(dcz_tdev *d, const float *dy, uint32_t batch, uint32_t width, uint32_t out,
+                                uint32_t at, float *dx)
+{
+    const uint64_t n = (uint64_t)batch * width;
+    return LAUNCH(d, "a concatenation's gradient", k_concat_grad, n, dy, n, width, out, at, dx);
+}
+
+static dcz_status c_gather(dcz_tdev *d, const dcz_conv_geom *g, uint32_t start, uint32_t groups, const float *x,
+                           uint32_t batch, float *y)
+{
+    const uint64_t n = (uint64_t)batch * g->out_c * g->in_h * g->in_w;
+    return LAUNCH(d, "a channel gather", k_gather, n, *g, start, groups, x, n, y);
+}
+
+static dcz_status c_gather_grad(dcz_tdev *d, const dcz_conv_geom *g, const int32_t *from, const float *dy,
+                                uint32_t batch, float *dx)
+{
+    const uint64_t n = (uint64_t)batch * g->in_c * g->in_h * g->in_w;
+    return LAUNCH(d, "a channel gather's gradient", k_gather_grad, n, *g, from, dy, n, dx);
+}
+
 static void c_close(dcz_tdev *d)
 {
     cuda_ctx *c = ctx_of(d);
@@ -234,7 +548,9 @@ static void c_close(dcz_tdev *d)
 
 static const dcz_tdev_ops cuda_ops = {
     "cuda", c_alloc, c_free, c_put, c_get, c_copy, c_sgemm, c_rows, c_act, c_act_grad, c_bias_grad, c_xent,
-    c_sgd, c_centroid_grads, c_shared, c_dropout, c_dropout_grad, c_close,
+    c_sgd, c_centroid_grads, c_shared, c_dropout, c_dropout_grad, c_add, c_im2col, c_col2im, c_bias_rows, c_by_rows,
+    c_conv, c_conv_dx, c_conv_dw, c_pool, c_pool_grad, c_gap, c_gap_grad, c_bn, c_bn_grad, c_mul, c_mul_grad,
+    c_concat_put, c_concat_grad, c_gather, c_gather_grad, c_close,
 };
 
 extern "C" dcz_status dcz_tdev_open_cuda(dcz_tdev **out, char *err, size_t errlen)

@@ -214,12 +214,35 @@ DCZ_HD float dcz_tk_mul_factor_grad(const float *dy, const float *x, uint32_t pl
     return (float)s;
 }
 
-/* Input k's gradient element j of sample b of a CONCAT whose output rows
- * are out floats: its part of the output's gradient, at offset `at` in the
- * row (the widths of the inputs before k). */
+/* Where element t of input k of a CONCAT (batch, width) sits in the
+ * output (batch, out): at offset `at` of its row (the widths of the inputs
+ * before k). */
+DCZ_HD uint64_t dcz_tk_concat_index(uint32_t out, uint32_t at, uint32_t width, uint64_t t)
+{
+    return t / width * out + at + t % width;
+}
+
+/* Input k's gradient element t of a CONCAT: its part of the output's
+ * gradient. */
 DCZ_HD float dcz_tk_concat_grad(const float *dy, uint32_t out, uint32_t at, uint32_t width, uint64_t t)
 {
-    return dy[t / width * out + at + t % width];
+    return dy[dcz_tk_concat_index(out, at, width, t)];
+}
+
+/* MUL: element t of x (batch, C, plane) times its channel's factor (f:
+ * (batch, C)); also the planes' gradient, dy for x. */
+DCZ_HD float dcz_tk_mul(const float *x, const float *f, uint32_t plane, uint64_t t)
+{
+    return x[t] * f[t / plane];
+}
+
+/* Element t of x (batch, rows, plane) laid out by rows, (rows, batch,
+ * plane), t counted in the latter: a batch's output gradient as the
+ * product over its patches takes it. */
+DCZ_HD float dcz_tk_by_rows(const float *x, uint64_t batch, uint32_t rows, uint32_t plane, uint64_t t)
+{
+    const uint64_t p = t % plane, b = t / plane % batch, r = t / plane / batch;
+    return x[(b * rows + r) * plane + p];
 }
 
 /* dx of element t of a CHANNEL_SHUFFLE's or SLICE's input (batch, in_c,
@@ -278,6 +301,12 @@ DCZ_HD void dcz_tk_bn_stats(const float *x, uint32_t batch, uint32_t C, uint32_t
     *mean = m;
     *istd = (float)(1.0 / sqrt(v + eps));
     *unbiased = (float)(M > 1 ? v * (double)M / (double)(M - 1) : v);
+}
+
+/* A running statistic moved toward the batch's by momentum mom (bnorm.c). */
+DCZ_HD float dcz_tk_bn_running(float run, float batch_stat, float mom)
+{
+    return (1.0f - mom) * run + mom * batch_stat;
 }
 
 /* One element of a channel's training output: x scale + shift with scale
