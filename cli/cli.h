@@ -86,6 +86,8 @@ typedef struct verb_ctx {
                               stage records (stage_finish) */
     int own_val;           /* --data is an image folder with a validation split of
                               its own (ROOT/val), asked once by cli_parse */
+    struct dcz_tdev *tdev; /* owned: the GPU retraining runs on (--device gpu,
+                              cli_open_train_device), NULL: the CPU */
 } verb_ctx;
 
 /* --shards, for the verbs that train. */
@@ -112,8 +114,15 @@ int cli_check_augment(verb_ctx *v);
 /* "none", "flip", "crop" or "crop+flip": the name of DCZ_AUG_* bits, as
  * --augment takes it and the stage records say it. */
 const char *cli_augment_name(unsigned augment);
+/* With --device gpu, the GPU the verb's training runs on (v->tdev, freed
+ * by cli_ctx_free), a note saying so, or where net's epochs stay on the
+ * CPU, why (sharded steps, a layer under variational dropout; a
+ * variational phase runs on the CPU). -1, or the exit code after a
+ * message (exit 4: the GPU cannot be set up). Without it, nothing. */
+int cli_open_train_device(verb_ctx *v, const dcz_net *net);
 /* Sets what training steps share from the run: the sharding and ranks
- * (--shards, MPI) and the augmentation (--augment). */
+ * (--shards, MPI), the augmentation (--augment) and the device
+ * (--device gpu). */
 void cli_sgd_shared(const verb_ctx *v, dcz_sgd *sgd);
 
 /* --strip, for the verbs that write a .dcz (stage_finish acts on it). */

@@ -304,34 +304,6 @@ typedef struct train_opts {
 
 static int open_model(verb_ctx *v, uint32_t head, dcz_doc **doc, dcz_net **net, uint8_t **bytes, size_t *nbytes);
 
-/* With --device gpu (checked: there is one), the net on the GPU for the
- * run (*dev, *dn) when the device path runs it, else a note and the CPU
- * (*dn NULL). -1, or the exit code after a message. The default (auto)
- * trains on the CPU: the GPU trainer is chosen by name. */
-static int open_train_device(const verb_ctx *v, dcz_net *net, int batch, dcz_tdev **dev, dcz_dev_net **dn)
-{
-    if (!v->c.device || strcmp(v->c.device, "gpu") != 0) return -1;
-    char why[256];
-    if (dcz_dev_supports(net, why, sizeof why) != DCZ_OK) {
-        cli_note(v, "%s: training on the CPU (the model runs on the GPU): %s", v->verb, why);
-        return -1;
-    }
-    if (v->shards > 1 || v->comm) {
-        cli_note(v, "%s: training on the CPU (the model runs on the GPU): the GPU trainer runs one shard in one "
-                    "process", v->verb);
-        return -1;
-    }
-    dcz_status s = dcz_tdev_open_cuda(dev, why, sizeof why);
-    if (s == DCZ_OK && (s = dcz_dev_open(*dev, net, batch, dn)) != DCZ_OK)
-        snprintf(why, sizeof why, "%s", dcz_dev_error(*dn));
-    if (s != DCZ_OK) {
-        cli_error("%s: --device gpu: %s", v->verb, why);
-        return EXIT_DEVICE;
-    }
-    cli_note(v, "%s: training on the GPU", v->verb);
-    return -1;
-}
-
 int cmd_train(verb_ctx *v)
 {
     /* L2 regularization before pruning leaves weights that prune with less
@@ -394,8 +366,6 @@ int cmd_train(verb_ctx *v)
     char err[256] = "";
     dcz_net *net = NULL;
     dcz_doc *doc = NULL;   /* IN, or the architecture given a new head: the net's, not owned by it */
-    dcz_tdev *dev = NULL;  /* the GPU the epochs run on (--device gpu), or NULL: the CPU */
-    dcz_dev_net *dn = NULL;
     dcz_dataset train, test, val;
     memset(&train, 0, sizeof train);
     memset(&test, 0, sizeof test);
@@ -446,7 +416,7 @@ int cmd_train(verb_ctx *v)
                      t.validation, train.n);
     }
     if (rc == -1 && t.validation) rc = stage_hold_out(v, &train, t.validation, &val);
-    if (rc == -1) rc = open_train_device(v, net, t.batch, &dev, &dn);
+    if (rc == -1) rc = cli_open_train_device(v, net);
     if (rc != -1) goto done;
     dcz_rng rng;
     dcz_rng_seed(&rng, (uint64_t)v->c.seed);
@@ -465,15 +435,9 @@ int cmd_train(verb_ctx *v)
         progress_start(&p, v, label, 0);
         float loss = 0;
         const double te = cli_now();
-        s = dn ? dcz_dev_train_epoch(dn, &train, &sgd, &rng, progress_cb, &p, &loss)
-               : dcz_train_epoch(net, &train, &sgd, &rng, progress_cb, &p, &loss);
+        s = dcz_train_epoch(net, &train, &sgd, &rng, progress_cb, &p, &loss);
         epoch_s += cli_now() - te;
         progress_end(&p);
-        if (s == DCZ_ERR_DEVICE) {
-            cli_error("train: on the GPU: %s", dcz_dev_error(dn));
-            rc = EXIT_DEVICE;
-            goto done;
-        }
         if (s != DCZ_OK) { rc = cli_fail_data(v, s, "training", &train, NULL); goto done; }
         if (!v->c.quiet) {
             if ((s = dcz_net_evaluate(net, &test, &acc)) != DCZ_OK) {
@@ -484,8 +448,6 @@ int cmd_train(verb_ctx *v)
                      sgd.lr, loss, acc * 100);
         }
     }
-    dcz_dev_close(dn);   /* the parameters are back on the host after every epoch */
-    dn = NULL;
     /* batch norm goes into the convolutions before anything is compressed:
      * the net's document then holds the trained model */
     s = dcz_net_fold_for_inference(net);
@@ -515,14 +477,12 @@ int cmd_train(verb_ctx *v)
         json_num(&j, "seconds", cli_now() - t0);
         json_int(&j, "train_samples", (long long)train.n);
         json_num(&j, "epoch_seconds", t.epochs ? epoch_s / t.epochs : 0);
-        json_str(&j, "device", dev ? "gpu" : "cpu");
+        json_str(&j, "device", v->tdev ? "gpu" : "cpu");
         cli_json_job(&j, v);
         json_end(&j);
     }
     rc = EXIT_OK;
 done:
-    dcz_dev_close(dn);
-    dcz_tdev_close(dev);
     dcz_net_free(net);
     dcz_doc_free(doc);
     dcz_dataset_free(&train);
@@ -611,6 +571,9 @@ static int plan_prune(const verb_ctx *v, const dcz_net *net, const dcz_doc *in, 
         cli_usage_error(v, "--variational runs in one process and one shard: drop --shards and mpirun");
         return EXIT_USAGE;
     }
+    if (po->variational > 0 && v->tdev && retrain)
+        cli_note(v, "prune: the variational phase trains on the CPU (its update is its own); the rounds retrain on "
+                    "the GPU");
     /* The paper retrains at about a tenth of the original rate; our training
      * decays its rate by a cosine (mean: half the peak), and a quarter of the
      * peak measured best on LeNet-300-100 (+0.08 points vs -0.33 at a tenth). */
@@ -935,6 +898,7 @@ static int run_single_stage(verb_ctx *v, const stage_steps *st, const void *opts
     double acc = -1;
     size_t bytes = 0;
     rc = open_model(v, 0, &doc, &net, NULL, NULL);
+    if (rc == -1 && plan_data && !v->dry_run) rc = cli_open_train_device(v, net);
     if (rc == -1) rc = check_rule_text_names(v, "gap-bits", gap_bits, net);
     if (rc == -1) rc = st->plan(v, net, doc, opts, plan_data, &sp);
     if (rc == -1 && plan_data) rc = open_data(v, net, &train, &test);
@@ -1793,6 +1757,7 @@ int cmd_compress(verb_ctx *v)
     int nres = 0;
     double t0 = cli_now();
     rc = open_model(v, (uint32_t)head, &doc, &net, &in, &in_len);
+    if (rc == -1 && !v->dry_run) rc = cli_open_train_device(v, net);
     size_t params = doc ? dcz_doc_param_count(doc) : 0;
     /* every option of every stage, and where the stages go, is checked
      * before hours of retraining */

@@ -21,6 +21,7 @@
 #include <unistd.h>
 
 #include "cli/cli.h"
+#include "train/dev.h"
 #include "interop/interop.h"
 #include "runtime/tool.h"
 #include "train/png.h"
@@ -102,6 +103,10 @@ int cli_fail(const verb_ctx *v, dcz_status s, const char *what)
 
 int cli_fail_data(const verb_ctx *v, dcz_status s, const char *what, const dcz_dataset *a, const dcz_dataset *b)
 {
+    if (s == DCZ_ERR_DEVICE && v->tdev && v->tdev->err[0]) {   /* the GPU's own reason */
+        cli_error("%s: %s on the GPU: %s", v->verb, what, v->tdev->err);
+        return cli_exit_code(s, 1);
+    }
     const char *why = a ? dcz_dataset_error(a) : "";
     if (!why[0] && b) why = dcz_dataset_error(b);
     if (!why[0]) return cli_fail(v, s, what);
@@ -482,6 +487,8 @@ void cli_ctx_free(verb_ctx *v)
     free(v->recipe_args);
     v->recipe_args = NULL;
     v->recipe_nargs = 0;
+    dcz_tdev_close(v->tdev);
+    v->tdev = NULL;
 }
 
 int cli_runtime_options(const verb_ctx *v, dcz_options *opt)
@@ -1051,6 +1058,24 @@ void cli_sgd_shared(const verb_ctx *v, dcz_sgd *sgd)
     sgd->shards = v->shards;
     sgd->comm = v->comm;
     sgd->augment = v->augment;
+    sgd->device = v->tdev;
+}
+
+int cli_open_train_device(verb_ctx *v, const dcz_net *net)
+{
+    if (!v->c.device || strcmp(v->c.device, "gpu") != 0 || v->tdev) return -1;
+    char why[256];
+    const dcz_sgd probe = { .batch = 1, .shards = v->shards, .comm = v->comm };
+    if (!dcz_dev_runs(net, &probe, why, sizeof why)) {
+        cli_note(v, "%s: retraining on the CPU (the model's measurements run on the GPU): %s", v->verb, why);
+        return -1;
+    }
+    if (dcz_tdev_open_cuda(&v->tdev, why, sizeof why) != DCZ_OK) {
+        cli_error("%s: --device gpu: %s", v->verb, why);
+        return EXIT_DEVICE;
+    }
+    cli_note(v, "%s: retraining on the GPU", v->verb);
+    return -1;
 }
 
 void cli_json_job(json_out *j, const verb_ctx *v)

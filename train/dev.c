@@ -599,3 +599,61 @@ dcz_status dcz_dev_train_epoch(dcz_dev_net *dn, const dcz_dataset *data, const d
     if (s == DCZ_OK && loss) *loss = (float)(total / (double)n);
     return s;
 }
+
+int dcz_dev_runs(const dcz_net *net, const dcz_sgd *opt, char *why, size_t whylen)
+{
+    char own[256];
+    if (!why) {
+        why = own;
+        whylen = sizeof own;
+    }
+    if (opt->update) {
+        snprintf(why, whylen, "an update of its own (variational dropout's), which the GPU trainer does not run");
+        return 0;
+    }
+    if (opt->shards > 1 || opt->comm) {
+        snprintf(why, whylen, "sharded steps (--shards, MPI), which the GPU trainer does not run");
+        return 0;
+    }
+    return dcz_dev_supports(net, why, whylen) == DCZ_OK;
+}
+
+/* The host's momenta (when it has them: a step has run) to the device (dir
+ * 0), or the device's back to the host, which then has them (dir 1). */
+static dcz_status move_momenta(dcz_dev_net *dn, int dir)
+{
+    dcz_net *net = dn->net;
+    const dcz_tdev_ops *o = dn->d->ops;
+    if (dir == 0 && !net->mom) return DCZ_OK;
+    dcz_status s = dir ? dcz_net_flatten(net, DCZ_FLAT_MOM) : DCZ_OK;
+    for (int i = 0; i < net->nlayers && s == DCZ_OK; i++) {
+        const dcz_tlayer *l = &net->layers[i];
+        const dev_layer *v = &dn->layers[i];
+        if (!dcz_tlayer_has_params(l)) continue;
+        const size_t nb = dcz_tlayer_nbias(l), nw = l->op == DCZ_OP_BATCHNORM ? nb : dcz_tlayer_nweights(l);
+        const struct { float *host, *dev; size_t n; } part[3] = {
+            { l->vw, v->vw, l->codebook ? 0 : nw }, { l->vb, v->vb, nb }, { l->vcb, v->vcb, l->codebook ? (size_t)l->k : 0 },
+        };
+        for (int p = 0; p < 3 && s == DCZ_OK; p++) {
+            if (!part[p].host || !part[p].dev || !part[p].n) continue;
+            s = dir ? o->get(dn->d, part[p].host, part[p].dev, part[p].n * sizeof(float))
+                    : o->put(dn->d, part[p].dev, part[p].host, part[p].n * sizeof(float));
+        }
+    }
+    return s;
+}
+
+dcz_status dcz_dev_epoch(dcz_tdev *d, dcz_net *net, const dcz_dataset *data, const dcz_sgd *opt, dcz_rng *rng,
+                         dcz_progress_fn progress, void *ctx, float *loss)
+{
+    if (!d || !net || !data || !opt) return DCZ_ERR_ARG;
+    const int cap = data->n && (size_t)opt->batch > data->n ? (int)data->n : opt->batch;
+    dcz_dev_net *dn = NULL;
+    dcz_status s = dcz_dev_open(d, net, cap, &dn);
+    if (s == DCZ_OK) s = move_momenta(dn, 0);
+    if (s == DCZ_OK) s = dcz_dev_train_epoch(dn, data, opt, rng, progress, ctx, loss);
+    if (s == DCZ_OK) s = move_momenta(dn, 1);
+    if (s != DCZ_OK && dn && dn->err[0]) snprintf(d->err, sizeof d->err, "%s", dn->err);
+    dcz_dev_close(dn);
+    return s;
+}

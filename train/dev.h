@@ -31,6 +31,18 @@ dcz_status dcz_dev_open(dcz_tdev *d, dcz_net *net, int cap, dcz_dev_net **out);
 dcz_status dcz_dev_train_epoch(dcz_dev_net *dn, const dcz_dataset *data, const dcz_sgd *opt, dcz_rng *rng,
                                dcz_progress_fn progress, void *ctx, float *loss);
 
+/* Whether the device path runs an epoch of net under opt: not with an
+ * update of its own (variational dropout's), sharded steps or a layer
+ * under variational dropout (why says which, when not NULL). */
+int dcz_dev_runs(const dcz_net *net, const dcz_sgd *opt, char *why, size_t whylen);
+
+/* One epoch of net on device d, as dcz_train_epoch (which calls it for
+ * opt->device): the net opened on d, its momenta with it, the epoch run,
+ * the parameters, running statistics and momenta copied back, the device
+ * state freed. A failure's reason goes into d->err. */
+dcz_status dcz_dev_epoch(dcz_tdev *d, dcz_net *net, const dcz_dataset *data, const dcz_sgd *opt, dcz_rng *rng,
+                         dcz_progress_fn progress, void *ctx, float *loss);
+
 /* Copies the parameters and codebooks into the host net. */
 dcz_status dcz_dev_sync(dcz_dev_net *dn);
 

@@ -41,6 +41,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "train/dev.h"
 #include "train/internal.h"
 
 #define EVAL_CHUNK 1000
@@ -452,6 +453,7 @@ dcz_status dcz_train_epoch(dcz_net *net, const dcz_dataset *data, const dcz_sgd 
     if (st != DCZ_OK) return st;
     if (opt->augment & DCZ_AUG_CROP && !data->files) return DCZ_ERR_UNSUPPORTED;   /* no image to crop */
     if (opt->update && (opt->shards > 1 || opt->comm)) return DCZ_ERR_UNSUPPORTED;
+    if (opt->device && dcz_dev_runs(net, opt, NULL, 0)) return dcz_dev_epoch(opt->device, net, data, opt, rng, progress, ctx, loss);
     size_t n = data->n;
     int bmax = (size_t)opt->batch < n ? opt->batch : (int)n;
     size_t *perm = malloc(n * sizeof *perm);     /* (n) sample order */

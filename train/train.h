@@ -684,6 +684,14 @@ typedef struct dcz_sgd {
      * or a comm, dcz_train_epoch gives DCZ_ERR_UNSUPPORTED. */
     dcz_status (*update)(dcz_net *net, const struct dcz_sgd *step, void *ctx);
     void *update_ctx;
+    /* The device the epoch runs on (train/tdev.h; NULL: the CPU): the net
+     * goes there for the epoch and comes back, its parameters, running
+     * statistics and momenta with it (train/dev.c). An epoch the device
+     * path does not run (an update of its own, sharded steps, a layer
+     * under variational dropout: dcz_dev_runs) runs on the CPU. A device
+     * failure ends the epoch with DCZ_ERR_DEVICE, the reason in the
+     * device's err. */
+    struct dcz_tdev *device;
 } dcz_sgd;
 
 typedef void (*dcz_progress_fn)(void *ctx, size_t done, size_t total);

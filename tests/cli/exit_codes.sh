@@ -44,6 +44,12 @@ expect 1 "$DCZ" prune "$T/m.dcz" --sparsity 1.5 -o "$T/p.dcz"
 expect 1 "$DCZ" prune "$T/m.dcz"
 expect 3 "$DCZ" prune "$T/m.dcz" --sparsity 0.5 -o /nonexistent-dir/p.dcz
 expect 4 "$DCZ" eval "$T/m.dcz" --data fashion-mnist --device gpu
+# the verbs that retrain on the GPU say so before reading data, and write nothing
+for verb in train compress prune quantize; do
+    expect 4 "$DCZ" "$verb" "$T/m.dcz" --data fashion-mnist --device gpu -o "$T/g.dcz"
+    grep -q -- '--device gpu' "$T/err" && ! grep -q 'epoch\|round\|accuracy' "$T/err" && [ ! -e "$T/g.dcz" ] ||
+        fail "$verb --device gpu without a GPU: $(cat "$T/err")"
+done
 # where no NVIDIA driver is installed (no libcuda), the message says so
 if "$DCZ" --version | grep -q 'CUDA backend: built' &&
     ! { PATH=$PATH:/sbin:/usr/sbin ldconfig -p 2>/dev/null | grep -q 'libcuda\.so\.1'; }; then

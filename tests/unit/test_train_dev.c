@@ -5,8 +5,10 @@
  * trainer (dcz_train_epoch):
  * - fully connected networks, plain, with a pruned layer and with a
  *   shared one (4 centroids), three epochs with a warmup and weight
- *   decay: the same parameters and losses bit for bit, and the same
- *   masks and codebooks kept;
+ *   decay, on the device for the run and epoch by epoch through
+ *   dcz_train_epoch (the momenta going back and forth): the same
+ *   parameters and losses bit for bit, and the same masks and codebooks
+ *   kept;
  * - with dropout, whose draws the device makes its own way: it learns,
  *   and two runs give the same bits;
  * - convolutional and graph networks (convolutions of 5x5, 3x3 at stride
@@ -67,13 +69,15 @@ static dcz_net *mlp(uint64_t seed, int pruned, int shared, float dropout)
 static const dcz_sgd OPT = { .lr = 0.05f, .momentum = 0.9f, .weight_decay = 1e-3f, .batch = 32, .train_biases = 1,
                              .train_weights = 1 };
 
-/* Three epochs, the first a warmup: on the device when d is not NULL. */
-static int train3(dcz_net *net, dcz_tdev *d, const dcz_dataset *ds, float loss[3], char *why, size_t whylen)
+/* Three epochs, the first a warmup: on the device when d is not NULL, the
+ * net there for the three (each = 0) or for each epoch, through
+ * dcz_train_epoch (each = 1: the momenta go back and forth). */
+static int train3(dcz_net *net, dcz_tdev *d, int each, const dcz_dataset *ds, float loss[3], char *why, size_t whylen)
 {
     dcz_rng r;
     dcz_rng_seed(&r, 9);
     dcz_dev_net *dn = NULL;
-    if (d && dcz_dev_open(d, net, OPT.batch, &dn) != DCZ_OK) {
+    if (d && !each && dcz_dev_open(d, net, OPT.batch, &dn) != DCZ_OK) {
         snprintf(why, whylen, "open: %s", dcz_dev_error(dn));
         dcz_dev_close(dn);
         return 0;
@@ -82,10 +86,11 @@ static int train3(dcz_net *net, dcz_tdev *d, const dcz_dataset *ds, float loss[3
     for (int e = 0; e < 3 && ok; e++) {
         dcz_sgd opt = OPT;
         if (e == 0) opt.ramp_to = 1.0f;
-        const dcz_status s = d ? dcz_dev_train_epoch(dn, ds, &opt, &r, NULL, NULL, &loss[e])
-                               : dcz_train_epoch(net, ds, &opt, &r, NULL, NULL, &loss[e]);
+        if (each) opt.device = d;
+        const dcz_status s = dn ? dcz_dev_train_epoch(dn, ds, &opt, &r, NULL, NULL, &loss[e])
+                                : dcz_train_epoch(net, ds, &opt, &r, NULL, NULL, &loss[e]);
         if (s != DCZ_OK) {
-            snprintf(why, whylen, "epoch %d: %s %s", e, dcz_status_str(s), d ? dcz_dev_error(dn) : "");
+            snprintf(why, whylen, "epoch %d: %s %s", e, dcz_status_str(s), dn ? dcz_dev_error(dn) : d ? d->err : "");
             ok = 0;
         }
     }
@@ -99,29 +104,30 @@ static void test_same_bits(void)
     REQUIRE(blobs3(&ds, 500, 12, 4), "blobs");
     dcz_tdev *d = NULL;
     REQUIRE(dcz_tdev_open_host(&d) == DCZ_OK, "host device");
-    for (int c = 0; c < 3; c++) {
-        dcz_net *cpu = mlp(21, c == 1, c == 2, 0), *dev = mlp(21, c == 1, c == 2, 0);
+    for (int c = 0; c < 6; c++) {   /* plain, pruned, shared; on the device for the run, then by epoch */
+        const int kind = c % 3, each = c >= 3;
+        dcz_net *cpu = mlp(21, kind == 1, kind == 2, 0), *dev = mlp(21, kind == 1, kind == 2, 0);
         REQUIRE(cpu && dev, "nets");
         float lc[3], ld[3];
         char why[300] = "";
-        REQUIRE(train3(cpu, NULL, &ds, lc, why, sizeof why), "CPU: %s", why);
-        REQUIRE(train3(dev, d, &ds, ld, why, sizeof why), "device: %s", why);
+        REQUIRE(train3(cpu, NULL, 0, &ds, lc, why, sizeof why), "CPU: %s", why);
+        REQUIRE(train3(dev, d, each, &ds, ld, why, sizeof why), "device: %s", why);
         CHECK(memcmp(lc, ld, sizeof lc) == 0, "case %d: losses %.9g %.9g %.9g on the CPU, %.9g %.9g %.9g on the device",
               c, lc[0], lc[1], lc[2], ld[0], ld[1], ld[2]);
         CHECK(lc[2] < lc[0] * 0.8f, "case %d: the loss fell from %g to %g", c, lc[0], lc[2]);
         size_t diff = 0;
         for (size_t j = 0; j < cpu->param_count; j++) diff += memcmp(&cpu->param[j], &dev->param[j], sizeof(float)) != 0;
         CHECK(diff == 0, "case %d: %zu of %zu parameters differ", c, diff, cpu->param_count);
-        if (c == 2)
+        if (kind == 2)
             CHECK(memcmp(cpu->layers[3].codebook, dev->layers[3].codebook, 4 * sizeof(float)) == 0,
                   "the centroids differ");
-        const dcz_tlayer *m = &dev->layers[c == 2 ? 3 : 0];
+        const dcz_tlayer *m = &dev->layers[kind == 2 ? 3 : 0];
         size_t zero = 0, pruned = 0;
         for (size_t j = 0; m->mask && j < dcz_tlayer_nweights(m); j++) {
             pruned += !m->mask[j];
             zero += !m->mask[j] && m->w[j] == 0.0f;
         }
-        CHECK(zero == pruned && (c == 0 || pruned > 20), "case %d: %zu of %zu pruned weights at 0", c, zero, pruned);
+        CHECK(zero == pruned && (kind == 0 || pruned > 20), "case %d: %zu of %zu pruned weights at 0", c, zero, pruned);
         double acc = 0;
         CHECK(dcz_net_evaluate(dev, &ds, &acc) == DCZ_OK && acc > 0.8, "case %d: accuracy %g after training", c,
               acc);
@@ -142,8 +148,9 @@ static void test_dropout(void)
     REQUIRE(a && b, "nets");
     float la[3], lb[3];
     char why[300] = "";
-    REQUIRE(train3(a, d, &ds, la, why, sizeof why) && train3(b, d, &ds, lb, why, sizeof why), "%s", why);
-    CHECK(memcmp(a->param, b->param, a->param_count * sizeof(float)) == 0, "two runs with dropout differ");
+    REQUIRE(train3(a, d, 0, &ds, la, why, sizeof why) && train3(b, d, 1, &ds, lb, why, sizeof why), "%s", why);
+    CHECK(memcmp(a->param, b->param, a->param_count * sizeof(float)) == 0,
+          "two runs with dropout differ (one on the device for the run, one by epoch)");
     double acc = 0;
     CHECK(dcz_net_evaluate(a, &ds, &acc) == DCZ_OK && acc > 0.8, "accuracy %g with dropout", acc);
     CHECK(la[2] < la[0], "loss %g -> %g", la[0], la[2]);

@@ -24,9 +24,36 @@ extern "C" {
 typedef struct cuda_ctx {
     cudaStream_t stream;
     cublasHandle_t blas;
+    double *parts;        /* the parts of the sums over a batch's planes (tkern.h) */
+    size_t parts_bytes;
 } cuda_ctx;
 
 static cuda_ctx *ctx_of(dcz_tdev *d) { return (cuda_ctx *)d->ctx; }
+
+/* Room for n parts (doubles), grown as needed: the stream is drained
+ * first, since kernels before may still read the old buffer. */
+static dcz_status parts_for(dcz_tdev *d, uint64_t n, double **out)
+{
+    cuda_ctx *c = ctx_of(d);
+    const size_t bytes = (size_t)n * sizeof(double);
+    if (bytes > c->parts_bytes) {
+        if (cudaStreamSynchronize(c->stream) != cudaSuccess) {
+            snprintf(d->err, sizeof d->err, "running the step: %s", cudaGetErrorString(cudaGetLastError()));
+            return DCZ_ERR_DEVICE;
+        }
+        cudaFree(c->parts);
+        c->parts = NULL;
+        c->parts_bytes = 0;
+        if (cudaMalloc((void **)&c->parts, bytes) != cudaSuccess) {
+            snprintf(d->err, sizeof d->err, "cannot allocate %zu bytes on the GPU", bytes);
+            c->parts = NULL;
+            return DCZ_ERR_NOMEM;
+        }
+        c->parts_bytes = bytes;
+    }
+    *out = c->parts;
+    return DCZ_OK;
+}
 
 /* DCZ_OK, or DCZ_ERR_DEVICE with CUDA's reason for what failed. */
 static dcz_status cuda_ok(dcz_tdev *d, cudaError_t e, const char *what)
@@ -67,6 +94,24 @@ __global__ void k_bias_grad(const float *dy, uint32_t batch, uint32_t rows, uint
 {
     dcz_gpu_begin();
     DCZ_GPU_FOR_EACH(o, rows) gb[o] = dcz_tk_bias_grad(dy, batch, rows, plane, (uint32_t)o);
+}
+
+/* thread t: part t % DCZ_TK_PARTS of channel t / DCZ_TK_PARTS, less its
+ * shift (shift NULL: none), squared (sq) or not */
+__global__ void k_chan_parts(const float *x, uint32_t batch, uint32_t C, uint32_t hw, const float *shift, int sq,
+                             double *parts)
+{
+    dcz_gpu_begin();
+    DCZ_GPU_FOR_EACH(t, (uint64_t)C * DCZ_TK_PARTS) {
+        const uint32_t c = (uint32_t)(t / DCZ_TK_PARTS);
+        parts[t] = dcz_tk_chan_part(x, batch, C, hw, c, (uint32_t)(t % DCZ_TK_PARTS), shift ? shift[c] : 0.0f, sq);
+    }
+}
+
+__global__ void k_parts_to_float(const double *parts, uint64_t n, float *y)
+{
+    dcz_gpu_begin();
+    DCZ_GPU_FOR_EACH(i, n) y[i] = (float)dcz_tk_parts_sum(parts + i * DCZ_TK_PARTS, DCZ_TK_PARTS);
 }
 
 __global__ void k_xent(const float *z, const uint8_t *labels, uint32_t batch, uint32_t n, float *dz, double *loss)
@@ -164,10 +209,12 @@ __global__ void k_conv_dx(const dcz_conv_geom g, const float *w, const float *dy
     DCZ_GPU_FOR_EACH(t, (uint64_t)batch * in1) dx[t] = dcz_tk_conv_dx(&g, w, dy + t / in1 * out1, (uint32_t)(t % in1));
 }
 
-__global__ void k_conv_dw(const dcz_conv_geom g, const float *x, const float *dy, uint32_t batch, uint64_t n, float *gw)
+__global__ void k_conv_dw_parts(const dcz_conv_geom g, const float *x, const float *dy, uint32_t batch, uint64_t n,
+                                double *parts)
 {
     dcz_gpu_begin();
-    DCZ_GPU_FOR_EACH(j, n) gw[j] = dcz_tk_conv_dw(&g, x, dy, batch, j);
+    DCZ_GPU_FOR_EACH(t, n * DCZ_TK_PARTS) parts[t] = dcz_tk_conv_dw_part(&g, x, dy, batch, t / DCZ_TK_PARTS,
+                                                                          (uint32_t)(t % DCZ_TK_PARTS));
 }
 
 __global__ void k_pool(const dcz_conv_geom g, int avg, int cip, const float *x, uint32_t batch, int32_t *arg, float *y)
@@ -212,13 +259,19 @@ __global__ void k_gap_grad(const float *dy, uint64_t n, uint32_t plane, float *d
     DCZ_GPU_FOR_EACH(t, n) dx[t] = dcz_tk_gap_grad(dy, plane, t);
 }
 
-__global__ void k_bn_stats(const float *x, uint32_t batch, uint32_t C, uint32_t hw, float eps, float mom, float *mean,
-                           float *istd, float *run_mean, float *run_var)
+__global__ void k_bn_mean(const double *parts, uint32_t C, uint64_t M, float *mean)
+{
+    dcz_gpu_begin();
+    DCZ_GPU_FOR_EACH(c, C) mean[c] = dcz_tk_bn_mean(dcz_tk_parts_sum(parts + c * DCZ_TK_PARTS, DCZ_TK_PARTS), M);
+}
+
+__global__ void k_bn_var(const double *parts, uint32_t C, uint64_t M, float eps, float mom, const float *mean,
+                         float *istd, float *run_mean, float *run_var)
 {
     dcz_gpu_begin();
     DCZ_GPU_FOR_EACH(c, C) {
         float unbiased;
-        dcz_tk_bn_stats(x, batch, C, hw, (uint32_t)c, eps, &mean[c], &istd[c], &unbiased);
+        dcz_tk_bn_var(dcz_tk_parts_sum(parts + c * DCZ_TK_PARTS, DCZ_TK_PARTS), M, eps, &istd[c], &unbiased);
         run_mean[c] = dcz_tk_bn_running(run_mean[c], mean[c], mom);
         run_var[c] = dcz_tk_bn_running(run_var[c], unbiased, mom);
     }
@@ -234,12 +287,25 @@ __global__ void k_bn_out(const float *x, uint64_t n, uint32_t C, uint32_t hw, co
     }
 }
 
-__global__ void k_bn_sums(const float *x, const float *dy, uint32_t batch, uint32_t C, uint32_t hw, const float *mean,
-                          const float *istd, double *sums, float *ggamma, float *gbeta)
+/* parts: (C, DCZ_TK_PARTS) of dy's sums, then as many of dy (x - mean)'s */
+__global__ void k_bn_grad_parts(const float *x, const float *dy, uint32_t batch, uint32_t C, uint32_t hw,
+                                const float *mean, double *parts)
 {
     dcz_gpu_begin();
+    const uint64_t n = (uint64_t)C * DCZ_TK_PARTS;
+    DCZ_GPU_FOR_EACH(t, n) {
+        const uint32_t c = (uint32_t)(t / DCZ_TK_PARTS);
+        dcz_tk_bn_grad_part(x, dy, batch, C, hw, c, (uint32_t)(t % DCZ_TK_PARTS), mean[c], &parts[t], &parts[n + t]);
+    }
+}
+
+__global__ void k_bn_sums(const double *parts, uint32_t C, const float *istd, double *sums, float *ggamma, float *gbeta)
+{
+    dcz_gpu_begin();
+    const uint64_t n = (uint64_t)C * DCZ_TK_PARTS;
     DCZ_GPU_FOR_EACH(c, C) {
-        dcz_tk_bn_param_grads(x, dy, batch, C, hw, (uint32_t)c, mean[c], istd[c], &sums[c], &sums[C + c]);
+        sums[c] = dcz_tk_parts_sum(parts + c * DCZ_TK_PARTS, DCZ_TK_PARTS);
+        sums[C + c] = dcz_tk_parts_sum(parts + n + c * DCZ_TK_PARTS, DCZ_TK_PARTS) * istd[c];
         gbeta[c] = (float)sums[c];
         ggamma[c] = (float)sums[C + c];
     }
@@ -364,7 +430,13 @@ static dcz_status c_act_grad(dcz_tdev *d, uint16_t op, float a, float c, const f
 
 static dcz_status c_bias_grad(dcz_tdev *d, const float *dy, uint32_t batch, uint32_t rows, uint32_t plane, float *gb)
 {
-    return LAUNCH(d, "bias gradients", k_bias_grad, rows, dy, batch, rows, plane, gb);
+    if (plane == 1) return LAUNCH(d, "bias gradients", k_bias_grad, rows, dy, batch, rows, plane, gb);
+    double *parts;
+    dcz_status s = parts_for(d, (uint64_t)rows * DCZ_TK_PARTS, &parts);
+    if (s == DCZ_OK)
+        s = LAUNCH(d, "bias gradients' parts", k_chan_parts, (uint64_t)rows * DCZ_TK_PARTS, dy, batch, rows, plane,
+                   (const float *)NULL, 0, parts);
+    return s == DCZ_OK ? LAUNCH(d, "bias gradients", k_parts_to_float, rows, (const double *)parts, (uint64_t)rows, gb) : s;
 }
 
 static dcz_status c_xent(dcz_tdev *d, const float *z, const uint8_t *labels, uint32_t batch, uint32_t n, float *dz,
@@ -446,7 +518,13 @@ static dcz_status c_conv_dw(dcz_tdev *d, const dcz_conv_geom *g, const float *x,
                             float *gw)
 {
     const uint64_t n = (uint64_t)g->out_c * (g->in_c / (g->group ? g->group : 1)) * g->kh * g->kw;
-    return LAUNCH(d, "a convolution's weight gradient", k_conv_dw, n, *g, x, dy, batch, n, gw);
+    double *parts;
+    dcz_status s = parts_for(d, n * DCZ_TK_PARTS, &parts);
+    if (s == DCZ_OK)
+        s = LAUNCH(d, "a convolution's weight gradient's parts", k_conv_dw_parts, n * DCZ_TK_PARTS, *g, x, dy, batch, n,
+                   parts);
+    return s == DCZ_OK ? LAUNCH(d, "a convolution's weight gradient", k_parts_to_float, n, (const double *)parts, n, gw)
+                       : s;
 }
 
 static dcz_status c_pool(dcz_tdev *d, const dcz_conv_geom *g, int avg, int cip, const float *x, uint32_t batch,
@@ -477,8 +555,15 @@ static dcz_status c_bn(dcz_tdev *d, const float *x, uint32_t batch, uint32_t C, 
                        const float *gamma, const float *beta, float *mean, float *istd, float *run_mean,
                        float *run_var, float *y)
 {
-    dcz_status s = LAUNCH(d, "batch statistics", k_bn_stats, C, x, batch, C, hw, eps, mom, mean, istd, run_mean, run_var);
-    const uint64_t n = (uint64_t)batch * C * hw;
+    const uint64_t n = (uint64_t)batch * C * hw, M = (uint64_t)batch * hw, np = (uint64_t)C * DCZ_TK_PARTS;
+    double *parts;
+    dcz_status s = parts_for(d, np, &parts);
+    if (s == DCZ_OK) s = LAUNCH(d, "batch sums", k_chan_parts, np, x, batch, C, hw, (const float *)NULL, 0, parts);
+    if (s == DCZ_OK) s = LAUNCH(d, "batch means", k_bn_mean, C, (const double *)parts, C, M, mean);
+    if (s == DCZ_OK) s = LAUNCH(d, "batch deviations", k_chan_parts, np, x, batch, C, hw, (const float *)mean, 1, parts);
+    if (s == DCZ_OK)
+        s = LAUNCH(d, "batch variances", k_bn_var, C, (const double *)parts, C, M, eps, mom, (const float *)mean, istd,
+                   run_mean, run_var);
     return s == DCZ_OK ? LAUNCH(d, "batch norm", k_bn_out, n, x, n, C, hw, gamma, beta, mean, istd, y) : s;
 }
 
@@ -486,7 +571,11 @@ static dcz_status c_bn_grad(dcz_tdev *d, const float *x, const float *dy, uint32
                             const float *gamma, const float *mean, const float *istd, double *sums, float *ggamma,
                             float *gbeta, float *dx)
 {
-    dcz_status s = LAUNCH(d, "batch norm's sums", k_bn_sums, C, x, dy, batch, C, hw, mean, istd, sums, ggamma, gbeta);
+    const uint64_t np = (uint64_t)C * DCZ_TK_PARTS;
+    double *parts;
+    dcz_status s = parts_for(d, 2 * np, &parts);
+    if (s == DCZ_OK) s = LAUNCH(d, "batch norm's sums' parts", k_bn_grad_parts, np, x, dy, batch, C, hw, mean, parts);
+    if (s == DCZ_OK) s = LAUNCH(d, "batch norm's sums", k_bn_sums, C, (const double *)parts, C, istd, sums, ggamma, gbeta);
     if (s != DCZ_OK || !dx) return s;
     return LAUNCH(d, "batch norm's input gradient", k_bn_dx, (uint64_t)batch * C * hw, x, dy, batch, C, hw, gamma, mean,
                   istd, (const double *)sums, dx);
@@ -539,6 +628,7 @@ static void c_close(dcz_tdev *d)
 {
     cuda_ctx *c = ctx_of(d);
     if (c) {
+        if (c->parts) cudaFree(c->parts);
         if (c->blas) cublasDestroy(c->blas);
         if (c->stream) cudaStreamDestroy(c->stream);
         free(c);

@@ -15,8 +15,8 @@
  * the outputs that make them, as the CPU's scatter adds them), Mul's and
  * the centroids' gradients (in double), the SGD step. Where the CPU splits
  * a sum its own way (batch norm's 16 partial sums, the convolutions' tiles
- * and Winograd), the body sums in one plain order, in double where the CPU
- * does, and agrees within rounding. No body adds into memory another body
+ * and Winograd), the body sums over a channel in parts (below), in double,
+ * and agrees within rounding. No body adds into memory another body
  * writes: each output is one thread's, so a pass gives the same bits
  * every run (no atomics).
  *
@@ -111,16 +111,58 @@ DCZ_HD float dcz_tk_centroid_grad(const float *gw, const uint32_t *members, uint
     return (float)s;
 }
 
+/* ---- sums over a batch's planes, in parts --------------------------------------
+ * A channel's sum over a batch of large planes (a convolution's bias
+ * gradient, batch norm's statistics and gradients, a grouped
+ * convolution's weight gradient) is cut into DCZ_TK_PARTS parts of the
+ * channel's values in sample order, each summed in double, and the parts
+ * are added in order: the GPU sums the parts a thread each, then adds
+ * them in another pass; the host and these bodies do the same one part
+ * after another. So the bits are the same whichever runs them, and the
+ * work spreads over channels times parts threads. */
+#define DCZ_TK_PARTS 64
+
+/* Part p's first value of n values. */
+DCZ_HD uint64_t dcz_tk_part_lo(uint64_t n, uint32_t p)
+{
+    return n * p / DCZ_TK_PARTS;
+}
+
+/* Part p of channel c's values of x (batch, C, hw): the sum of x - shift,
+ * or of (x - shift)^2 (sq 1), in double. */
+DCZ_HD double dcz_tk_chan_part(const float *x, uint32_t batch, uint32_t C, uint32_t hw, uint32_t c, uint32_t p,
+                               float shift, int sq)
+{
+    const uint64_t M = (uint64_t)batch * hw, hi = dcz_tk_part_lo(M, p + 1);
+    double s = 0;
+    for (uint64_t m = dcz_tk_part_lo(M, p); m < hi; m++) {
+        const double d = (double)x[(m / hw * C + c) * hw + m % hw] - shift;
+        s += sq ? d * d : d;
+    }
+    return s;
+}
+
+/* The sum of n parts, in order. */
+DCZ_HD double dcz_tk_parts_sum(const double *part, uint32_t n)
+{
+    double s = 0;
+    for (uint32_t p = 0; p < n; p++) s += part[p];
+    return s;
+}
+
 /* The bias gradient of output row o of a layer whose output dy is (batch,
- * rows, plane): the sum of its plane over the batch, sample after sample
- * (a fully connected layer's plane is 1: the CPU's order). */
+ * rows, plane): the sum of its values over the batch. A fully connected
+ * layer's (plane 1) in float, sample after sample: the CPU's order; a
+ * convolution's in parts. */
 DCZ_HD float dcz_tk_bias_grad(const float *dy, uint32_t batch, uint32_t rows, uint32_t plane, uint32_t o)
 {
-    float s = 0.0f;
-    for (uint32_t b = 0; b < batch; b++) {
-        const float *p = dy + ((uint64_t)b * rows + o) * plane;
-        for (uint32_t j = 0; j < plane; j++) s += p[j];
+    if (plane > 1) {
+        double s = 0;
+        for (uint32_t p = 0; p < DCZ_TK_PARTS; p++) s += dcz_tk_chan_part(dy, batch, rows, plane, o, p, 0.0f, 0);
+        return (float)s;
     }
+    float s = 0.0f;
+    for (uint32_t b = 0; b < batch; b++) s += dy[(uint64_t)b * rows + o];
     return s;
 }
 
@@ -279,28 +321,35 @@ DCZ_HD float dcz_tk_dropout_grad(float dy, int keep, float rate)
 
 /* ---- batch norm (bnorm.c) -------------------------------------------------------- */
 
-/* Channel c's training statistics over the batch of x (batch, C, hw): its
- * mean, 1 / sqrt(var + eps) and the unbiased variance the running
- * statistics move toward; two passes in double (mean, then squared
- * deviations from the float mean), sample after sample. */
+/* Channel c's training statistics from its sums over the batch of M
+ * values: the mean, 1 / sqrt(var + eps) and the unbiased variance the
+ * running statistics move toward, var the sum of squared deviations from
+ * the float mean over M. */
+DCZ_HD float dcz_tk_bn_mean(double sum, uint64_t M)
+{
+    return (float)(sum / (double)M);
+}
+DCZ_HD void dcz_tk_bn_var(double sumsq, uint64_t M, float eps, float *istd, float *unbiased)
+{
+    const double v = sumsq / (double)M;
+    *istd = (float)(1.0 / sqrt(v + eps));
+    *unbiased = (float)(M > 1 ? v * (double)M / (double)(M - 1) : v);
+}
+
+/* Channel c's training statistics over the batch of x (batch, C, hw): two
+ * passes in parts (the mean, then squared deviations from the float
+ * mean). */
 DCZ_HD void dcz_tk_bn_stats(const float *x, uint32_t batch, uint32_t C, uint32_t hw, uint32_t c, float eps,
                             float *mean, float *istd, float *unbiased)
 {
     const uint64_t M = (uint64_t)batch * hw;
     double s = 0;
-    for (uint32_t n = 0; n < batch; n++)
-        for (uint32_t j = 0; j < hw; j++) s += x[((uint64_t)n * C + c) * hw + j];
-    const float m = (float)(s / (double)M);
+    for (uint32_t p = 0; p < DCZ_TK_PARTS; p++) s += dcz_tk_chan_part(x, batch, C, hw, c, p, 0.0f, 0);
+    const float m = dcz_tk_bn_mean(s, M);
     double v = 0;
-    for (uint32_t n = 0; n < batch; n++)
-        for (uint32_t j = 0; j < hw; j++) {
-            const double d = (double)x[((uint64_t)n * C + c) * hw + j] - m;
-            v += d * d;
-        }
-    v /= (double)M;
+    for (uint32_t p = 0; p < DCZ_TK_PARTS; p++) v += dcz_tk_chan_part(x, batch, C, hw, c, p, m, 1);
     *mean = m;
-    *istd = (float)(1.0 / sqrt(v + eps));
-    *unbiased = (float)(M > 1 ? v * (double)M / (double)(M - 1) : v);
+    dcz_tk_bn_var(v, M, eps, istd, unbiased);
 }
 
 /* A running statistic moved toward the batch's by momentum mom (bnorm.c). */
@@ -318,18 +367,34 @@ DCZ_HD float dcz_tk_bn_out(float x, float gamma, float beta, float mean, float i
     return relu && !(y > 0.0f) ? 0.0f : y;
 }
 
+/* Part p of channel c's gradient sums: of dy (*a) and of dy (x - mean)
+ * (*b), in double. */
+DCZ_HD void dcz_tk_bn_grad_part(const float *x, const float *dy, uint32_t batch, uint32_t C, uint32_t hw, uint32_t c,
+                                uint32_t p, float mean, double *a, double *b)
+{
+    const uint64_t M = (uint64_t)batch * hw, hi = dcz_tk_part_lo(M, p + 1);
+    double sa = 0, sb = 0;
+    for (uint64_t m = dcz_tk_part_lo(M, p); m < hi; m++) {
+        const uint64_t o = (m / hw * C + c) * hw + m % hw;
+        sa += dy[o];
+        sb += (double)dy[o] * ((double)x[o] - mean);
+    }
+    *a = sa;
+    *b = sb;
+}
+
 /* Channel c's parameter gradients: dbeta = sum dy, dgamma = sum dy xhat
- * with xhat = (x - mean) istd, over the batch in double. */
+ * with xhat = (x - mean) istd, over the batch in parts. */
 DCZ_HD void dcz_tk_bn_param_grads(const float *x, const float *dy, uint32_t batch, uint32_t C, uint32_t hw,
                                   uint32_t c, float mean, float istd, double *sdy, double *sdyx)
 {
     double a = 0, b = 0;
-    for (uint32_t n = 0; n < batch; n++)
-        for (uint32_t j = 0; j < hw; j++) {
-            const uint64_t o = ((uint64_t)n * C + c) * hw + j;
-            a += dy[o];
-            b += (double)dy[o] * ((double)x[o] - mean);
-        }
+    for (uint32_t p = 0; p < DCZ_TK_PARTS; p++) {
+        double pa, pb;
+        dcz_tk_bn_grad_part(x, dy, batch, C, hw, c, p, mean, &pa, &pb);
+        a += pa;
+        b += pb;
+    }
     *sdy = a;
     *sdyx = b * istd;
 }
@@ -393,27 +458,38 @@ DCZ_HD float dcz_tk_conv_dx(const dcz_conv_geom *g, const float *w, const float 
     return s;
 }
 
-/* The gradient of weight j (oc, c, ky, kx) of a convolution run directly:
- * the sum over the batch of x (batch, in_c, in_h, in_w) and dy (batch,
- * out_c, out_h, out_w), every output that reads through it, in double. */
-DCZ_HD float dcz_tk_conv_dw(const dcz_conv_geom *g, const float *x, const float *dy, uint32_t batch, uint64_t j)
+/* Part p of the gradient of weight j (oc, c, ky, kx) of a convolution run
+ * directly: over the rows (b, oy) of the batch's output planes in part p,
+ * each output that reads through the weight, dy x in double. */
+DCZ_HD double dcz_tk_conv_dw_part(const dcz_conv_geom *g, const float *x, const float *dy, uint32_t batch, uint64_t j,
+                                  uint32_t p)
 {
     const uint32_t groups = g->group ? g->group : 1, gin = g->in_c / groups, taps = g->kh * g->kw;
     const uint32_t oc = (uint32_t)(j / ((uint64_t)gin * taps)), c = (uint32_t)(j / taps % gin);
     const uint32_t ky = (uint32_t)(j % taps) / g->kw, kx = (uint32_t)(j % taps) % g->kw;
     const uint32_t ic = oc / (g->out_c / groups) * gin + c, hw = g->in_h * g->in_w, ohw = g->out_h * g->out_w;
+    const uint64_t rows = (uint64_t)batch * g->out_h, hi = dcz_tk_part_lo(rows, p + 1);
     double s = 0;
-    for (uint32_t b = 0; b < batch; b++) {
-        const float *xc = x + ((uint64_t)b * g->in_c + ic) * hw, *dc = dy + ((uint64_t)b * g->out_c + oc) * ohw;
-        for (uint32_t oy = 0; oy < g->out_h; oy++) {
-            const int64_t iy = (int64_t)oy * g->sh - g->ph + ky;
-            if (iy < 0 || iy >= g->in_h) continue;
-            for (uint32_t ox = 0; ox < g->out_w; ox++) {
-                const int64_t ix = (int64_t)ox * g->sw - g->pw + kx;
-                if (ix >= 0 && ix < g->in_w) s += (double)dc[oy * g->out_w + ox] * xc[iy * g->in_w + ix];
-            }
+    for (uint64_t r = dcz_tk_part_lo(rows, p); r < hi; r++) {
+        const uint32_t b = (uint32_t)(r / g->out_h), oy = (uint32_t)(r % g->out_h);
+        const int64_t iy = (int64_t)oy * g->sh - g->ph + ky;
+        if (iy < 0 || iy >= g->in_h) continue;
+        const float *xr = x + ((uint64_t)b * g->in_c + ic) * hw + (uint64_t)iy * g->in_w;
+        const float *dr = dy + ((uint64_t)b * g->out_c + oc) * ohw + (uint64_t)oy * g->out_w;
+        for (uint32_t ox = 0; ox < g->out_w; ox++) {
+            const int64_t ix = (int64_t)ox * g->sw - g->pw + kx;
+            if (ix >= 0 && ix < g->in_w) s += (double)dr[ox] * xr[ix];
         }
     }
+    return s;
+}
+
+/* The gradient of weight j of a convolution run directly: its parts'
+ * sum. */
+DCZ_HD float dcz_tk_conv_dw(const dcz_conv_geom *g, const float *x, const float *dy, uint32_t batch, uint64_t j)
+{
+    double s = 0;
+    for (uint32_t p = 0; p < DCZ_TK_PARTS; p++) s += dcz_tk_conv_dw_part(g, x, dy, batch, j, p);
     return (float)s;
 }
 
