@@ -7,8 +7,9 @@
 #      the CPU references; under the sanitizers in step 6), and the trainer
 #      on the GPU: tests/unit/test_gpu_train (the device path against the
 #      host's, two GPU runs bit for bit) and dcz train --device gpu against
-#      --device cpu (LeNet-300-100 and LeNet-5, 2 epochs: epoch times,
-#      accuracies);
+#      --device cpu (LeNet-300-100, LeNet-5 and the ResNet-style preset, 2
+#      epochs: epoch times, accuracies, two GPU runs the same bytes), each
+#      then compressed (one short round) on each device;
 #   3. models trained and compressed here (LeNet-300-100, LeNet-5, the
 #      ResNet-style and MobileNetV2-style presets; a few epochs each: the
 #      point is the same accuracy on both devices, not a good model), each
@@ -78,21 +79,35 @@ want tests && check test_gpu bash -c "timeout 300 build/tests/test_gpu | tee '$O
 want tests && grep -q '^SKIP' "$OUT/test_gpu.txt" && { echo "FAIL test_gpu skipped: no GPU seen"; fails=$((fails + 1)); }
 want tests && check test_gpu_train bash -c "timeout 300 build/tests/test_gpu_train | tee '$OUT/test_gpu_train.txt'; exit \${PIPESTATUS[0]}"
 want tests && grep -q '^SKIP' "$OUT/test_gpu_train.txt" && { echo "FAIL test_gpu_train skipped"; fails=$((fails + 1)); }
-# the trainer on the GPU against the CPU: the same recipe, epoch times and
-# test accuracies side by side
+# the trainer on the GPU against the CPU: the same recipe on each device,
+# epoch times and test accuracies side by side, a second GPU run that must
+# write the same bytes, then each GPU-trained model compressed (one short
+# round) on each device, the accuracies side by side
 if want tests; then
-    printf '%-10s %-6s %8s %12s %10s\n' arch device epochs epoch_s accuracy | tee "$OUT/train.txt"
-    for arch in lenet300 lenet5; do
-        for dev in cpu gpu; do
+    printf '%-10s %-10s %-6s %12s %10s\n' arch step device epoch_s accuracy | tee "$OUT/train.txt"
+    row() { # arch step device json
+        awk -v a=$1 -v s=$2 -v d=$3 '{ e = "-"; if (match($0, /"epoch_seconds": *[0-9.e+-]+/)) e = substr($0, RSTART + 16, RLENGTH - 16);
+                match($0, /"accuracy": *[0-9.e+-]+/); c = substr($0, RSTART + 11, RLENGTH - 11);
+                printf "%-10s %-10s %-6s %12s %10.4f\n", a, s, d, e, c }' "$4" | tee -a "$OUT/train.txt"
+    }
+    for arch in lenet300 lenet5 resnet; do
+        for dev in cpu gpu gpu2; do
             f=$OUT/train-$arch-$dev
-            ./bin/dcz train --arch $arch --epochs 2 --data $D --device $dev --json -q -o "$f.dcz" > "$f.json" 2> "$f.err" ||
-                { echo "FAIL dcz train --arch $arch --device $dev"; cat "$f.err"; fails=$((fails + 1)); }
-            awk -v d=$dev -v a=$arch '{ match($0, /"epoch_seconds": *[0-9.e+-]+/); e = substr($0, RSTART + 16, RLENGTH - 16);
-                            match($0, /"accuracy": *[0-9.e+-]+/); c = substr($0, RSTART + 11, RLENGTH - 11);
-                            printf "%-10s %-6s %8d %12.3f %10.4f\n", a, d, 2, e, c }' "$f.json" | tee -a "$OUT/train.txt"
+            ./bin/dcz train --arch $arch --epochs 2 --data $D --device ${dev%2} --json -q -o "$f.dcz" > "$f.json" 2> "$f.err" ||
+                { echo "FAIL dcz train --arch $arch --device ${dev%2}"; cat "$f.err"; fails=$((fails + 1)); }
+            row $arch train $dev "$f.json"
         done
         grep -q '"device": *"gpu"' "$OUT/train-$arch-gpu.json" ||
             { echo "FAIL dcz train --arch $arch --device gpu did not train on the GPU"; fails=$((fails + 1)); }
+        cmp -s "$OUT/train-$arch-gpu.dcz" "$OUT/train-$arch-gpu2.dcz" ||
+            { echo "FAIL $arch: two GPU runs wrote different files"; fails=$((fails + 1)); }
+        for dev in cpu gpu; do
+            f=$OUT/compress-$arch-$dev
+            ./bin/dcz compress "$OUT/train-$arch-gpu.dcz" --data $D --rounds 1 --prune-epochs 1 --final-epochs 1 \
+                --quant-epochs 1 --device $dev --json -q -o "$f.dcz" > "$f.json" 2> "$f.err" ||
+                { echo "FAIL dcz compress $arch --device $dev"; cat "$f.err"; fails=$((fails + 1)); }
+            row $arch compress $dev "$f.json"
+        done
     done
 fi
 
