@@ -15,13 +15,16 @@ The same networks, data and settings as `dcz train --arch ARCH`:
 Fashion-MNIST from Debian's dataset-fashion-mnist as floats in [0, 1], SGD
 with momentum 0.9 and weight decay 5e-4, batch 64, shuffled.
 
-    python3 bench/torch_train.py ARCH THREADS [EPOCH_FRACTION]
+    python3 bench/torch_train.py ARCH THREADS [EPOCH_FRACTION [DEVICE]]
 
-Prints one line: "torch_epoch_seconds S samples N threads T" (S: the time
-of the fraction's samples). Exits 3 when torch cannot be imported, so the
+DEVICE cpu (the default) or cuda: on the GPU the network and the data sit
+there, fp32 with TF32 off, and the time ends when the GPU is done. Prints
+one line: "torch_epoch_seconds S samples N threads T" (S: the time of the
+fraction's samples). Exits 3 when torch cannot be imported, so the
 caller can skip with a note.
 """
 import gzip
+import os
 import struct
 import sys
 import time
@@ -32,7 +35,7 @@ try:
 except ImportError:
     sys.exit(3)
 
-DATA = "/usr/share/datasets/fashion-mnist"
+DATA = os.environ.get("DATA", "/usr/share/datasets/fashion-mnist")
 
 
 def idx(path):
@@ -86,12 +89,16 @@ def main():
     arch = sys.argv[1]
     threads = int(sys.argv[2])
     fraction = float(sys.argv[3]) if len(sys.argv) > 3 else 1.0
+    device = sys.argv[4] if len(sys.argv) > 4 else "cpu"
     torch.set_num_threads(threads)
     torch.manual_seed(1)
-    x = idx(DATA + "/train-images-idx3-ubyte.gz").float().div_(255).unsqueeze(1)
-    y = idx(DATA + "/train-labels-idx1-ubyte.gz").long()
+    if device == "cuda":
+        torch.backends.cuda.matmul.allow_tf32 = False
+        torch.backends.cudnn.allow_tf32 = False
+    x = idx(DATA + "/train-images-idx3-ubyte.gz").float().div_(255).unsqueeze(1).to(device)
+    y = idx(DATA + "/train-labels-idx1-ubyte.gz").long().to(device)
     n = int(x.shape[0] * fraction)
-    net = network(arch)
+    net = network(arch).to(device)
     opt = torch.optim.SGD(net.parameters(), lr=0.02, momentum=0.9, weight_decay=5e-4)
     loss_fn = nn.CrossEntropyLoss()
     # warm-up: a few batches so one-time allocation is not counted
@@ -99,13 +106,17 @@ def main():
         opt.zero_grad()
         loss_fn(net(x[i * 64:(i + 1) * 64]), y[i * 64:(i + 1) * 64]).backward()
         opt.step()
-    perm = torch.randperm(x.shape[0])[:n]
+    perm = torch.randperm(x.shape[0])[:n].to(device)
+    if device == "cuda":
+        torch.cuda.synchronize()
     t0 = time.perf_counter()
     for s in range(0, n, 64):
         b = perm[s:s + 64]
         opt.zero_grad()
         loss_fn(net(x[b]), y[b]).backward()
         opt.step()
+    if device == "cuda":
+        torch.cuda.synchronize()
     secs = time.perf_counter() - t0
     print("torch_epoch_seconds %.3f samples %d threads %d" % (secs, n, threads))
 

@@ -6,8 +6,11 @@
 #   LeNet-5                 one epoch (60,000 samples)
 #   the conv-heavy CNN      FRACTION of an epoch
 #   the ResNet-style preset FRACTION of an epoch
-# PyTorch is Debian's python3-torch; without it the comparison is skipped
-# with a note, and dcz's times are still printed. Run it with nothing else
+# then, where there is a GPU, the same on the GPU (dcz's trainer with
+# --device gpu next to PyTorch on CUDA, fp32 without TF32).
+# PyTorch is Debian's python3-torch (on a GPU machine, whichever python3
+# has a CUDA torch); without it the comparison is skipped with a note, and
+# dcz's times are still printed. DATA=dir: the IDX files (default Debian's). Run it with nothing else
 # running: on a machine whose vCPUs share a core, a second busy process
 # halves a timing.
 #
@@ -28,16 +31,17 @@ have_torch=1
 echo "== training speed: batch 64, SGD momentum 0.9, $threads threads"
 [ $have_torch = 1 ] || echo "PyTorch: SKIP (python3-torch is not installed; apt-get install python3-torch to compare)"
 printf '%-12s %8s %10s %10s %12s %12s %10s\n' model samples "dcz (s)" "dcz /s" "PyTorch (s)" "PyTorch /s" "dcz/torch"
-# NAME BENCH_ARGS TORCH_ARCH FRACTION
+data=${DATA:-fashion-mnist}
+# NAME BENCH_ARGS TORCH_ARCH FRACTION [DEVICE]
 row() {
-    local out secs n tsecs
-    out=$("$bin" -t "$threads" $2) || { echo "$out"; exit 1; }
-    if echo "$out" | grep -q SKIP; then echo "$out"; exit 0; fi
+    local out secs n tsecs dev=${5:-cpu}
+    out=$("$bin" -t "$threads" -D "$data" -d "$([ "$dev" = cuda ] && echo gpu || echo cpu)" $2) || { echo "$out"; exit 1; }
+    if echo "$out" | grep -q SKIP; then echo "$out"; return 0; fi
     n=$(echo "$out" | sed -n 's/.*epoch 1: \([0-9]*\) samples in .*/\1/p' | head -n 1)
     secs=$(echo "$out" | sed -n 's/.*epoch 1: [0-9]* samples in \([0-9.]*\) s.*/\1/p' | head -n 1)
     tsecs=-
     if [ $have_torch = 1 ]; then
-        tsecs=$("$py" bench/torch_train.py "$3" "$threads" "$4" 2>&1 |
+        tsecs=$(DATA=${DATA:-/usr/share/datasets/fashion-mnist} "$py" bench/torch_train.py "$3" "$threads" "$4" "$dev" 2>&1 |
             sed -n 's/torch_epoch_seconds \([0-9.]*\).*/\1/p')
         [ -n "$tsecs" ] || tsecs=-
     fi
@@ -48,4 +52,12 @@ row() {
 row lenet5 "-e 1 -c 0" lenet5 1
 row cnn "-e 0 -c $fraction -a cnn:c32k3-c32k3-p2-c64k3-c64k3-p2-c128k3-gap-f10" cnn "$fraction"
 row resnet "-e 0 -c $fraction -a resnet" resnet "$fraction"
+if nvidia-smi -L > /dev/null 2>&1; then
+    echo "== on the GPU: $(nvidia-smi --query-gpu=name --format=csv,noheader | head -n 1)"
+    row lenet5 "-e 1 -c 0" lenet5 1 cuda
+    row cnn "-e 0 -c 1 -a cnn:c32k3-c32k3-p2-c64k3-c64k3-p2-c128k3-gap-f10" cnn 1 cuda
+    row resnet "-e 0 -c 1 -a resnet" resnet 1 cuda
+else
+    echo "GPU: SKIP (no NVIDIA GPU or driver here)"
+fi
 echo "dcz/torch: the ratio of times (below 1: dcz is faster)"
