@@ -98,7 +98,7 @@ int main(int argc, char **argv)
     }
     dcz_tdev *device = NULL;
     char why[256];
-    if (strcmp(where, "gpu") == 0 && dcz_tdev_open_cuda(&device, why, sizeof why) != DCZ_OK) {
+    if (strcmp(where, "gpu") == 0 && dcz_tdev_open_cuda(0, &device, why, sizeof why) != DCZ_OK) {
         printf("bench_train: SKIP the GPU (%s)\n", why);
         return 0;
     }

@@ -115,10 +115,11 @@ int cli_check_augment(verb_ctx *v);
  * --augment takes it and the stage records say it. */
 const char *cli_augment_name(unsigned augment);
 /* With --device gpu, the GPU the verb's training runs on (v->tdev, freed
- * by cli_ctx_free), a note saying so, or where net's epochs stay on the
- * CPU, why (sharded steps, a layer under variational dropout; a
- * variational phase runs on the CPU). -1, or the exit code after a
- * message (exit 4: the GPU cannot be set up). Without it, nothing. */
+ * by cli_ctx_free; under MPI the GPU of the rank's place on its node), a
+ * note saying so, or where net's epochs stay on the CPU, why (a layer
+ * under variational dropout; a variational phase runs on the CPU). -1, or
+ * the exit code after a message (exit 4: the GPU cannot be set up).
+ * Without it, nothing. */
 int cli_open_train_device(verb_ctx *v, const dcz_net *net);
 /* Sets what training steps share from the run: the sharding and ranks
  * (--shards, MPI), the augmentation (--augment) and the device

@@ -1070,7 +1070,9 @@ int cli_open_train_device(verb_ctx *v, const dcz_net *net)
         cli_note(v, "%s: retraining on the CPU (the model's measurements run on the GPU): %s", v->verb, why);
         return -1;
     }
-    if (dcz_tdev_open_cuda(&v->tdev, why, sizeof why) != DCZ_OK) {
+    /* one GPU a rank: its rank among those on its node (Open MPI says it) */
+    const char *local = getenv("OMPI_COMM_WORLD_LOCAL_RANK");
+    if (dcz_tdev_open_cuda(v->comm && local ? atoi(local) : 0, &v->tdev, why, sizeof why) != DCZ_OK) {
         cli_error("%s: --device gpu: %s", v->verb, why);
         return EXIT_DEVICE;
     }

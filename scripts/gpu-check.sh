@@ -101,6 +101,19 @@ if want tests; then
             { echo "FAIL dcz train --arch $arch --device gpu did not train on the GPU"; fails=$((fails + 1)); }
         cmp -s "$OUT/train-$arch-gpu.dcz" "$OUT/train-$arch-gpu2.dcz" ||
             { echo "FAIL $arch: two GPU runs wrote different files"; fails=$((fails + 1)); }
+        # sharded steps on the GPU: alone and as the one rank of an MPI job,
+        # the same bytes
+        if [ $arch = lenet300 ]; then
+            for how in alone mpi; do
+                run=; [ $how = mpi ] && run="mpirun --allow-run-as-root -np 1"
+                [ $how = mpi ] && ! command -v mpirun > /dev/null && { echo "SKIP mpirun: not installed"; continue; }
+                $run ./bin/dcz compress "$OUT/train-$arch-gpu.dcz" --data $D --rounds 1 --prune-epochs 1 --final-epochs 1 \
+                    --quant-epochs 1 --shards 2 --device gpu -q -o "$OUT/shards-$how.dcz" > /dev/null 2> "$OUT/shards-$how.err" ||
+                    { echo "FAIL compress --shards 2 --device gpu ($how)"; cat "$OUT/shards-$how.err"; fails=$((fails + 1)); }
+            done
+            [ ! -e "$OUT/shards-mpi.dcz" ] || cmp -s "$OUT/shards-alone.dcz" "$OUT/shards-mpi.dcz" ||
+                { echo "FAIL --shards 2 on the GPU: the MPI run wrote another file"; fails=$((fails + 1)); }
+        fi
         for dev in cpu gpu; do
             f=$OUT/compress-$arch-$dev
             ./bin/dcz compress "$OUT/train-$arch-gpu.dcz" --data $D --rounds 1 --prune-epochs 1 --final-epochs 1 \

@@ -552,14 +552,64 @@ static dcz_status train_step(dcz_dev_net *dn, int batch, const dcz_sgd *opt, flo
     return s;
 }
 
+/* The gradients the sharded sums read and write, device to host (dir 1)
+ * or host to device (dir 0): each weighted layer's weights' (its
+ * centroids' when shared) and biases', batch norm's gamma's and beta's;
+ * with them the batch-norm running statistics. */
+static dcz_status move_grads(dcz_dev_net *dn, int dir)
+{
+    dcz_net *net = dn->net;
+    const dcz_tdev_ops *o = dn->d->ops;
+    dcz_status s = DCZ_OK;
+    for (int i = 0; i < net->nlayers && s == DCZ_OK; i++) {
+        dcz_tlayer *l = &net->layers[i];
+        const dev_layer *v = &dn->layers[i];
+        if (!dcz_tlayer_has_params(l)) continue;
+        const size_t nb = dcz_tlayer_nbias(l), nw = l->op == DCZ_OP_BATCHNORM ? nb : dcz_tlayer_nweights(l);
+        const struct { float *host, *dev; size_t n; } part[5] = {
+            { l->gw, v->gw, l->codebook ? 0 : nw }, { l->gb, v->gb, nb }, { l->gcb, v->gcb, l->codebook ? (size_t)l->k : 0 },
+            { l->run_mean, v->run_mean, l->op == DCZ_OP_BATCHNORM ? nb : 0 },
+            { l->run_var, v->run_var, l->op == DCZ_OP_BATCHNORM ? nb : 0 },
+        };
+        for (int p = 0; p < 5 && s == DCZ_OK; p++) {
+            if (!part[p].n) continue;
+            s = dir ? o->get(dn->d, part[p].host, part[p].dev, part[p].n * sizeof(float))
+                    : o->put(dn->d, part[p].dev, part[p].host, part[p].n * sizeof(float));
+        }
+    }
+    return s;
+}
+
+/* One part of a sharded step on the device (a dcz_part_fn): its samples
+ * and labels over, its forward, loss and backward passes there, its
+ * gradients and running statistics back in the host net. */
+static dcz_status device_part(dcz_net *net, const uint8_t *y, int batch, void *ctx, double *loss)
+{
+    dcz_dev_net *dn = ctx;
+    const dcz_tdev_ops *o = dn->d->ops;
+    const int L = net->nlayers;
+    dcz_status s = o->put(dn->d, dn->act[0], net->act[0], (size_t)batch * (size_t)net->in_dim * sizeof(float));
+    if (s == DCZ_OK) s = o->put(dn->d, dn->labels, y, (size_t)batch);
+    for (int i = 0; i < L && s == DCZ_OK; i++) s = forward(dn, i, batch);
+    if (s == DCZ_OK)
+        s = o->xent(dn->d, dn->act[L], dn->labels, (uint32_t)batch, (uint32_t)net->classes, dn->dact[L], dn->loss);
+    if (s == DCZ_OK) s = backward_all(dn, batch);
+    if (s == DCZ_OK) s = o->get(dn->d, dn->loss_host, dn->loss, (size_t)batch * sizeof(double));
+    if (s == DCZ_OK) s = move_grads(dn, 1);
+    double t = 0;
+    for (int r = 0; r < batch; r++) t += dn->loss_host[r];
+    *loss = t / batch;
+    return s;
+}
+
 dcz_status dcz_dev_train_epoch(dcz_dev_net *dn, const dcz_dataset *data, const dcz_sgd *opt, dcz_rng *rng,
                                dcz_progress_fn progress, void *ctx, float *loss)
 {
     if (!dn || !opt || !rng) return DCZ_ERR_ARG;
     dcz_net *net = dn->net;
     if (!dcz_sgd_valid(opt)) return DCZ_ERR_ARG;
-    if (opt->shards > 1 || opt->comm || opt->update) {
-        snprintf(dn->err, sizeof dn->err, "the GPU trainer runs plain SGD in one shard");
+    if (opt->update) {
+        snprintf(dn->err, sizeof dn->err, "the GPU trainer runs plain SGD");
         return DCZ_ERR_UNSUPPORTED;
     }
     dcz_status s = dcz_train_check_data(net, data);
@@ -576,20 +626,42 @@ dcz_status dcz_dev_train_epoch(dcz_dev_net *dn, const dcz_dataset *data, const d
     const size_t steps = (n + (size_t)bmax - 1) / (size_t)bmax;
     const dcz_tdev_ops *o = dn->d->ops;
     double total = 0;
+    /* sharded steps: the parts on the device, their sums on the host */
+    dcz_shards *sh = NULL;
+    uint8_t *yb = NULL;
+    if (opt->shards > 1 || opt->comm) {
+        s = dcz_net_reserve(net, bmax, 1);
+        if (s == DCZ_OK) s = dcz_net_flatten(net, DCZ_FLAT_GRAD);
+        if (s == DCZ_OK) s = dcz_shards_new(net, opt, &sh);
+        if (s == DCZ_OK && !(yb = malloc((size_t)bmax))) s = DCZ_ERR_NOMEM;
+    }
     for (size_t start = 0; start < n && s == DCZ_OK; start += (size_t)bmax) {
         const int bs = n - start < (size_t)bmax ? (int)(n - start) : bmax;
+        const float lr = dcz_train_step_lr(opt, start / (size_t)bmax, steps);
+        if (sh) {
+            double bl = 0;
+            s = dcz_shards_grad(net, data, perm, start, bs, opt, augp, sh, yb, device_part, dn, &bl);
+            if (s == DCZ_OK && !isfinite(bl)) s = DCZ_ERR_DIVERGED;
+            if (s == DCZ_OK) s = move_grads(dn, 0);
+            if (s == DCZ_OK) s = update(dn, opt, lr);
+            total += bl * bs;
+            if (s == DCZ_OK && progress) progress(ctx, start + (size_t)bs, n);
+            continue;
+        }
         s = dcz_dataset_samples_aug(data, perm, start, (size_t)bs, augp, dn->x_host, NULL, 0);
         for (int r = 0; r < bs; r++) dn->y_host[r] = data->y[perm[start + (size_t)r]];
         if (s == DCZ_OK)
             s = o->put(dn->d, dn->act[0], dn->x_host, (size_t)bs * (size_t)net->in_dim * sizeof(float));
         if (s == DCZ_OK) s = o->put(dn->d, dn->labels, dn->y_host, (size_t)bs);
         double bl = 0;
-        if (s == DCZ_OK) s = train_step(dn, bs, opt, dcz_train_step_lr(opt, start / (size_t)bmax, steps), &bl);
+        if (s == DCZ_OK) s = train_step(dn, bs, opt, lr, &bl);
         if (s == DCZ_OK && !isfinite(bl)) s = DCZ_ERR_DIVERGED;
         total += bl * bs;
         if (s == DCZ_OK && progress) progress(ctx, start + (size_t)bs, n);
     }
     free(perm);
+    free(yb);
+    dcz_shards_free(sh);
     /* the parameters back on the host, where the last step may have
      * overflowed one that no loss has seen */
     if (s == DCZ_OK) s = dcz_dev_sync(dn);
@@ -609,10 +681,6 @@ int dcz_dev_runs(const dcz_net *net, const dcz_sgd *opt, char *why, size_t whyle
     }
     if (opt->update) {
         snprintf(why, whylen, "an update of its own (variational dropout's), which the GPU trainer does not run");
-        return 0;
-    }
-    if (opt->shards > 1 || opt->comm) {
-        snprintf(why, whylen, "sharded steps (--shards, MPI), which the GPU trainer does not run");
         return 0;
     }
     return dcz_dev_supports(net, why, whylen) == DCZ_OK;

@@ -189,6 +189,26 @@ void dcz_train_need(const dcz_net *net, uint8_t *need);
 void dcz_train_grad_dests(const dcz_net *net, const uint8_t *need, const uint8_t *set, int i, int batch,
                           float *const *dact, float *gsum, float **dx);
 
+/* Sharded steps (dcz_sgd.shards, .comm; sgd.c): each part of a step's batch
+ * runs as a batch of its own, its gradients times its size summed in 64-bit
+ * fixed point over the parts and the ranks, and the batch-norm running
+ * statistics moved once by the parts' mean. One part's gradient is a
+ * dcz_part_fn: with the part's samples in net->act[0] and its labels y, it
+ * leaves the part's gradients in net's gradient buffers, and in each batch
+ * norm's running statistics the part's own (its momentum is 1 meanwhile),
+ * and the part's mean loss in *loss (on the CPU grad_core; on a device the
+ * device path's). dcz_shards_new needs the net's gradients allocated (their
+ * layout chooses what is summed); dcz_shards_grad then gives one step's
+ * summed gradients in net->grad, the running statistics moved and the
+ * step's mean loss, and draws the step's dropout seed from net->rng. */
+typedef struct dcz_shards dcz_shards;
+typedef dcz_status (*dcz_part_fn)(dcz_net *net, const uint8_t *y, int batch, void *ctx, double *loss);
+dcz_status dcz_shards_new(const dcz_net *net, const dcz_sgd *opt, dcz_shards **out);
+dcz_status dcz_shards_grad(dcz_net *net, const dcz_dataset *data, const size_t *perm, size_t start, int bs,
+                           const dcz_sgd *opt, const dcz_augment *aug, dcz_shards *s, uint8_t *yb,
+                           dcz_part_fn part, void *part_ctx, double *loss);
+void dcz_shards_free(dcz_shards *s);
+
 /* An epoch's order of n samples (perm: Fisher-Yates from rng) and, when
  * augment (DCZ_AUG_* bits) is not 0, its variations' key, drawn from rng
  * after the shuffle (aug->what 0 otherwise): dcz_train_epoch's and the

@@ -116,6 +116,14 @@ static double grad_core(dcz_net *net, const uint8_t *y, int batch)
     return loss;
 }
 
+/* A part of a sharded step on the CPU (dcz_part_fn). */
+static dcz_status cpu_part(dcz_net *net, const uint8_t *y, int batch, void *ctx, double *loss)
+{
+    (void)ctx;
+    *loss = grad_core(net, y, batch);
+    return DCZ_OK;
+}
+
 void dcz_train_need(const dcz_net *net, uint8_t *need)
 {
     need[0] = 0;
@@ -281,20 +289,23 @@ static size_t bn_channels(const dcz_net *net)
  * layer's per-weight gradient (the step moves its centroids by gcb), so
  * the sum carries kept weights, biases, batch-norm parameters and centroid
  * gradients only: what ranks send each step. */
-typedef struct shard_state {
+struct dcz_shards {
     int64_t *acc;
     size_t nacc, nbn, nsum;
     uint32_t *idx;            /* (nsum) positions in net->grad */
     float *run, *mom;
     int parts, first, last;   /* this rank's parts: [first, last) of parts */
-} shard_state;
+};
+typedef dcz_shards shard_state;
 
-static void shard_free(shard_state *s)
+void dcz_shards_free(shard_state *s)
 {
+    if (!s) return;
     free(s->acc);
     free(s->idx);
     free(s->run);
     free(s->mom);
+    free(s);
 }
 
 /* s->idx and s->nsum: the positions in net->grad of the gradients that
@@ -320,9 +331,11 @@ static dcz_status summed_grads(const dcz_net *net, shard_state *s)
     return DCZ_OK;
 }
 
-static dcz_status shard_init(const dcz_net *net, const dcz_sgd *opt, shard_state *s)
+dcz_status dcz_shards_new(const dcz_net *net, const dcz_sgd *opt, dcz_shards **out)
 {
-    memset(s, 0, sizeof *s);
+    shard_state *s = calloc(1, sizeof *s);
+    *out = s;
+    if (!s) return DCZ_ERR_NOMEM;
     const int size = opt->comm ? opt->comm->size : 1, rank = opt->comm ? opt->comm->rank : 0;
     s->parts = opt->shards > 1 ? opt->shards : size;
     if (size < 1 || rank < 0 || rank >= size || s->parts > MAX_SHARDS || s->parts % size ||
@@ -366,9 +379,9 @@ static void bn_swap(dcz_net *net, shard_state *s, int dir)
 /* The gradient of one batch of bs samples (perm[start...]) as the sum of
  * its parts' (this rank's, then every rank's); the batch-norm running
  * statistics moved once; the mean loss into *loss. */
-static dcz_status sharded_grad(dcz_net *net, const dcz_dataset *data, const size_t *perm, size_t start, int bs,
-                               const dcz_sgd *opt, const dcz_augment *aug, shard_state *s, uint8_t *yb,
-                               double *loss)
+dcz_status dcz_shards_grad(dcz_net *net, const dcz_dataset *data, const size_t *perm, size_t start, int bs,
+                           const dcz_sgd *opt, const dcz_augment *aug, shard_state *s, uint8_t *yb,
+                           dcz_part_fn part, void *part_ctx, double *loss)
 {
     const size_t G = net->grad_count, S = s->nsum;
     memset(s->acc, 0, s->nacc * sizeof *s->acc);
@@ -384,7 +397,9 @@ static dcz_status sharded_grad(dcz_net *net, const dcz_dataset *data, const size
             break;
         for (int r = 0; r < b; r++) yb[r] = data->y[perm[start + (size_t)(lo + r)]];
         dcz_rng_seed(&net->rng, seed + 0x9E3779B97F4A7C15ull * (uint64_t)(m + 1));
-        const float part_loss = (float)grad_core(net, yb, b);
+        double got = 0;
+        if ((st = part(net, yb, b, part_ctx, &got)) != DCZ_OK) break;
+        const float part_loss = (float)got;
         /* the part's statistics: its running ones, at momentum 1 */
         size_t k = 0;
         int ok = isfinite(part_loss) && add_fixed(s->acc, net->grad, s->idx, s->nsum, b) &&
@@ -459,14 +474,13 @@ dcz_status dcz_train_epoch(dcz_net *net, const dcz_dataset *data, const dcz_sgd 
     size_t *perm = malloc(n * sizeof *perm);     /* (n) sample order */
     uint8_t *yb = malloc((size_t)bmax);          /* (bmax) batch labels */
     const int sharded = opt->shards > 1 || opt->comm;
-    shard_state sh;
-    memset(&sh, 0, sizeof sh);
+    shard_state *sh = NULL;
     if (!perm || !yb) { st = DCZ_ERR_NOMEM; goto cleanup; }
     st = dcz_net_reserve(net, bmax, 1);
     if (st != DCZ_OK) goto cleanup;
     st = alloc_grads(net);
     if (st != DCZ_OK) goto cleanup;
-    if (sharded && (st = shard_init(net, opt, &sh)) != DCZ_OK) goto cleanup;
+    if (sharded && (st = dcz_shards_new(net, opt, &sh)) != DCZ_OK) goto cleanup;
     dcz_net_apply_constraints(net);
 
     dcz_augment aug;
@@ -479,7 +493,8 @@ dcz_status dcz_train_epoch(dcz_net *net, const dcz_dataset *data, const dcz_sgd 
         int bs = n - start < (size_t)bmax ? (int)(n - start) : bmax;
         double bl;
         if (sharded) {
-            if ((st = sharded_grad(net, data, perm, start, bs, opt, augp, &sh, yb, &bl)) != DCZ_OK) goto cleanup;
+            if ((st = dcz_shards_grad(net, data, perm, start, bs, opt, augp, sh, yb, cpu_part, NULL, &bl)) != DCZ_OK)
+                goto cleanup;
         } else {
             if ((st = dcz_dataset_samples_aug(data, perm, start, (size_t)bs, augp, net->act[0], NULL, 0)) != DCZ_OK)
                 goto cleanup;
@@ -498,7 +513,7 @@ dcz_status dcz_train_epoch(dcz_net *net, const dcz_dataset *data, const dcz_sgd 
         if (!isfinite(net->param[j])) { st = DCZ_ERR_DIVERGED; goto cleanup; }
     if (loss) *loss = (float)(total / (double)n);
 cleanup:
-    shard_free(&sh);
+    dcz_shards_free(sh);
     free(perm);
     free(yb);
     return st;

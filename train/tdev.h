@@ -142,9 +142,10 @@ struct dcz_tdev {
 
 /* The host device (always built). */
 dcz_status dcz_tdev_open_host(dcz_tdev **out);
-/* The CUDA device, its first GPU: DCZ_ERR_DEVICE with the reason in err
- * when there is none or the build has no CUDA backend. */
-dcz_status dcz_tdev_open_cuda(dcz_tdev **out, char *err, size_t errlen);
+/* The CUDA device on GPU `index` modulo the GPUs there are (one rank per
+ * GPU: its rank on the node): DCZ_ERR_DEVICE with the reason in err when
+ * there is none or the build has no CUDA backend. */
+dcz_status dcz_tdev_open_cuda(int index, dcz_tdev **out, char *err, size_t errlen);
 /* Closes d (NULL-safe): frees what it holds. */
 void dcz_tdev_close(dcz_tdev *d);
 

@@ -352,8 +352,9 @@ void dcz_tdev_close(dcz_tdev *d)
 }
 
 #ifndef DCZ_CUDA
-dcz_status dcz_tdev_open_cuda(dcz_tdev **out, char *err, size_t errlen)
+dcz_status dcz_tdev_open_cuda(int index, dcz_tdev **out, char *err, size_t errlen)
 {
+    (void)index;
     *out = NULL;
     snprintf(err, errlen, "this dcz was built without the CUDA backend (make CUDA=1 where nvcc is)");
     return DCZ_ERR_DEVICE;

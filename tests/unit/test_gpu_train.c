@@ -170,7 +170,7 @@ static void test_graphs(void)
 int main(void)
 {
     char why[256];
-    if (dcz_tdev_open_cuda(&gpu, why, sizeof why) != DCZ_OK) {
+    if (dcz_tdev_open_cuda(0, &gpu, why, sizeof why) != DCZ_OK) {
         printf("SKIP test_gpu_train: %s\n", why);
         return check_summary();
     }

@@ -16,8 +16,11 @@
  *   squeeze-and-excitation, CONCAT of a tensor read twice, a channel
  *   shuffle, a slice): two epochs give the CPU's losses and parameters
  *   within rounding, its running statistics and its accuracy;
- * - what the path does not run (variational dropout, sharded steps, a
- *   batch over the net's cap) is refused, naming the layer.
+ * - sharded steps (4 parts a step, summed in fixed point): the CPU's
+ *   sharded bits for a fully connected network, its parameters and running
+ *   statistics within rounding for the graph network;
+ * - what the path does not run (variational dropout, an update of its
+ *   own, a batch over the net's cap) is refused, naming the layer.
  * The CUDA device is the same path with each body in a kernel; the GPU
  * tests run it where a GPU is.
  */
@@ -226,6 +229,66 @@ static void test_graphs(void)
     dcz_tdev_close(d);
 }
 
+/* Sharded steps: a step's batch in 4 parts, each run on the host device,
+ * their gradients and batch-norm statistics summed in fixed point on the
+ * host as the CPU's sharded steps sum theirs: a fully connected network
+ * gives the CPU's sharded bits, the graph network its parameters within
+ * rounding. */
+static void test_shards(void)
+{
+    dcz_tdev *d = NULL;
+    REQUIRE(dcz_tdev_open_host(&d) == DCZ_OK, "host device");
+    dcz_dataset ds, img;
+    REQUIRE(blobs3(&ds, 300, 12, 9) && image_blobs(&img, 200, 10), "data");
+    for (int k = 0; k < 2; k++) {
+        int n = 0;
+        const dcz_tlayer *g = k ? graph_layers(&n) : NULL;
+        dcz_net *cpu = k ? build_net(g, n, 2, 8, 8, 70) : mlp(24, 1, 0, 0);
+        dcz_net *dev = k ? build_net(g, n, 2, 8, 8, 70) : mlp(24, 1, 0, 0);
+        REQUIRE(cpu && dev, "nets");
+        dcz_sgd opt = OPT;
+        opt.batch = 32;
+        opt.shards = 4;
+        dcz_rng rc, rd;
+        dcz_rng_seed(&rc, 5);
+        dcz_rng_seed(&rd, 5);
+        float lc = 0, ld = 0;
+        for (int e = 0; e < 2; e++) {
+            REQUIRE(dcz_train_epoch(cpu, k ? &img : &ds, &opt, &rc, NULL, NULL, &lc) == DCZ_OK, "CPU");
+            opt.device = d;
+            const dcz_status s = dcz_train_epoch(dev, k ? &img : &ds, &opt, &rd, NULL, NULL, &ld);
+            REQUIRE(s == DCZ_OK, "device: %s %s", dcz_status_str(s), d->err);
+            opt.device = NULL;
+        }
+        if (k == 0) {
+            CHECK(lc == ld && memcmp(cpu->param, dev->param, cpu->param_count * sizeof(float)) == 0,
+                  "sharded: losses %.9g and %.9g, parameters %.3g apart", lc, ld, param_gap(cpu, dev));
+        } else {
+            CHECK(fabsf(lc - ld) <= 1e-5f * fabsf(lc) && param_gap(cpu, dev) < 1e-5,
+                  "sharded graph: losses %.9g and %.9g, parameters %.3g apart", lc, ld, param_gap(cpu, dev));
+            double m = 0;
+            for (int i = 0; i < cpu->nlayers; i++)
+                if (cpu->layers[i].op == DCZ_OP_BATCHNORM)
+                    for (int c = 0; c < cpu->layers[i].in_c; c++)
+                        m = fmax(m, fabs(cpu->layers[i].run_var[c] - dev->layers[i].run_var[c]));
+            CHECK(m < 1e-4, "sharded graph: running variances %.3g apart", m);
+        }
+        dcz_net_free(cpu);
+        dcz_net_free(dev);
+    }
+    dcz_dataset_free(&ds);
+    dcz_dataset_free(&img);
+    dcz_tdev_close(d);
+}
+
+static dcz_status update_none(dcz_net *net, const dcz_sgd *step, void *ctx)
+{
+    (void)net;
+    (void)step;
+    (void)ctx;
+    return DCZ_OK;
+}
+
 static void test_refused(void)
 {
     dcz_tdev *d = NULL;
@@ -247,9 +310,9 @@ static void test_refused(void)
     dcz_sgd opt = OPT;
     CHECK(dcz_dev_train_epoch(dn, &ds, &opt, &r, NULL, NULL, NULL) == DCZ_ERR_ARG, "a batch of 32 on a cap of 16");
     opt.batch = 16;
-    opt.shards = 2;
-    CHECK(dcz_dev_train_epoch(dn, &ds, &opt, &r, NULL, NULL, NULL) == DCZ_ERR_UNSUPPORTED, "sharded steps accepted");
-    opt.shards = 0;
+    opt.update = update_none;
+    CHECK(dcz_dev_train_epoch(dn, &ds, &opt, &r, NULL, NULL, NULL) == DCZ_ERR_UNSUPPORTED, "an update of its own accepted");
+    opt.update = NULL;
     CHECK(dcz_dev_train_epoch(dn, &ds, &opt, &r, NULL, NULL, NULL) == DCZ_OK, "an epoch: %s", dcz_dev_error(dn));
     dcz_dev_close(dn);
     dcz_net_free(net);
@@ -262,6 +325,7 @@ int main(void)
     RUN(test_same_bits);
     RUN(test_dropout);
     RUN(test_graphs);
+    RUN(test_shards);
     RUN(test_refused);
     return check_summary();
 }

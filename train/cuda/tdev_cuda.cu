@@ -643,10 +643,15 @@ static const dcz_tdev_ops cuda_ops = {
     c_concat_put, c_concat_grad, c_gather, c_gather_grad, c_close,
 };
 
-extern "C" dcz_status dcz_tdev_open_cuda(dcz_tdev **out, char *err, size_t errlen)
+extern "C" dcz_status dcz_tdev_open_cuda(int index, dcz_tdev **out, char *err, size_t errlen)
 {
     *out = NULL;
     if (dcz_device_probe(DCZ_DEVICE_GPU, err, errlen) != DCZ_OK) return DCZ_ERR_DEVICE;   /* libdcz's reason */
+    int gpus = 0;
+    if (cudaGetDeviceCount(&gpus) != cudaSuccess || gpus < 1 || cudaSetDevice(index < 0 ? 0 : index % gpus) != cudaSuccess) {
+        snprintf(err, errlen, "cannot choose GPU %d of %d", index, gpus);
+        return DCZ_ERR_DEVICE;
+    }
     dcz_tdev *d = (dcz_tdev *)calloc(1, sizeof *d);
     cuda_ctx *c = (cuda_ctx *)calloc(1, sizeof *c);
     if (!d || !c) {
