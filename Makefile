@@ -83,6 +83,7 @@
 CC       ?= cc
 CUDA     ?= auto
 MPI      ?= auto
+NCCL     ?= auto
 SANITIZE ?=
 DEBUG    ?= 0
 PREFIX   ?= /usr/local
@@ -213,6 +214,23 @@ else
 DIST_OFF    := train/dist_mpi.c
 MPI_SAYS    := MPI: not built ($(if $(filter 0,$(strip $(MPI))),MPI=0,no libopenmpi-dev found))
 endif
+# NCCL (train/dist_mpi.c: the ranks' sums between their GPUs; the CLI only,
+# libdcz never links it): with the CUDA backend and MPI, where the CUDA
+# toolkit (or the system) has nccl.h and libnccl
+NCCL_INC := $(firstword $(wildcard $(CUDA_HOME)/include/nccl.h /usr/include/nccl.h))
+ifeq ($(strip $(NCCL)),auto)
+NCCL_ON := $(if $(and $(filter 1,$(CUDA_ON)),$(filter 1,$(MPI_ON)),$(NCCL_INC)),1,0)
+else ifeq ($(strip $(NCCL)),0)
+NCCL_ON := 0
+else
+NCCL_ON := 1
+endif
+ifeq ($(NCCL_ON),1)
+LDLIBS_TOOL += -lnccl
+NCCL_SAYS := NCCL: built
+else
+NCCL_SAYS := NCCL: not built ($(if $(filter 0,$(strip $(NCCL))),NCCL=0,$(if $(filter 1,$(CUDA_ON)),$(if $(filter 1,$(MPI_ON)),no nccl.h found,no MPI),no CUDA backend)))
+endif
 # -fno-sanitize-recover=all: the first sanitizer report ends the program
 # with a failure (UBSan would otherwise print and go on, and a test or a
 # corpus replay pass with undefined behaviour in its log)
@@ -274,7 +292,7 @@ $(BUILD)/tests/test_static: TEST_LDFLAGS := $(WRAP_ALLOC)
         size test-bare mcu test-mcu
 ifeq ($(RTONLY),)
 all: bin/dcz lib/libdcz.a lib/libdcztool.a
-	@echo "dcz: $(CUDA_SAYS); $(MPI_SAYS)"
+	@echo "dcz: $(CUDA_SAYS); $(MPI_SAYS); $(NCCL_SAYS)"
 else ifneq ($(BARE),)
 all: $(LIBDIR)/libdcz.a
 	@echo "dcz: $(CC) build: $(LIBDIR)/libdcz.a"
@@ -319,12 +337,14 @@ $(LIBDIR)/libdcz.a: $(LIB_OBJ)
 	rm -f $@ && $(strip $(CROSS))ar rcs $@ $(LIB_OBJ)
 	@echo "$(strip $(LDLIBS_RT) -lm $(if $(filter 0,$(strip $(THREADS))),,-lpthread))" > $(LIBDIR)/libdcz.ldflags
 
-# the archive is rebuilt when MPI is switched (the stamp names the choice)
-$(BUILD)/mpi.$(MPI_ON):
+# the archive is rebuilt when MPI or NCCL is switched (the stamp names the
+# choice), and dist_mpi.o with NCCL
+$(BUILD)/mpi.$(MPI_ON)$(NCCL_ON):
 	@mkdir -p $(BUILD) && rm -f $(BUILD)/mpi.* && touch $@
-$(BUILD)/train/dist_mpi.o: CFLAGS_ALL += $(MPI_CFLAGS)
+$(BUILD)/train/dist_mpi.o: CFLAGS_ALL += $(MPI_CFLAGS) $(if $(filter 1,$(NCCL_ON)),-DDCZ_NCCL=1)
+$(BUILD)/train/dist_mpi.o: $(BUILD)/mpi.$(MPI_ON)$(NCCL_ON)
 
-lib/libdcztool.a: $(TOOL_OBJ) $(BUILD)/mpi.$(MPI_ON)
+lib/libdcztool.a: $(TOOL_OBJ) $(BUILD)/mpi.$(MPI_ON)$(NCCL_ON)
 	@mkdir -p lib
 	rm -f $@ && ar rcs $@ $(TOOL_OBJ)
 

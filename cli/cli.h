@@ -76,7 +76,8 @@ typedef struct verb_ctx {
     int shards;            /* --shards (the verbs that train): 0 not given (the
                               MPI ranks once cli_check_shards has run in a job) */
     const dcz_comm *comm;  /* the ranks of an MPI run, NULL alone */
-    const dcz_dist *dist;  /* the MPI job (its sums' cost for --json) */
+    dcz_dist *dist;        /* the MPI job (its sums' cost for --json; its sums move to
+                              the GPUs when ranks train on them) */
     int has_prep;          /* image folders become samples through prep: the model's
                               record (stage_load_doc), or train's options */
     dcz_preprocess prep;

@@ -1076,6 +1076,15 @@ int cli_open_train_device(verb_ctx *v, const dcz_net *net)
         cli_error("%s: --device gpu: %s", v->verb, why);
         return EXIT_DEVICE;
     }
+    if (v->comm) {   /* the ranks sum on their GPUs, through NCCL where this dcz has it */
+        const dcz_status s = dcz_dist_use_gpus(v->dist, why, sizeof why);
+        if (s == DCZ_ERR_UNSUPPORTED) {
+            cli_note(v, "%s: the ranks' sums go through MPI: %s", v->verb, why);
+        } else if (s != DCZ_OK) {
+            cli_error("%s: --device gpu: %s", v->verb, why);
+            return EXIT_DEVICE;
+        }
+    }
     cli_note(v, "%s: retraining on the GPU", v->verb);
     return -1;
 }

@@ -8,9 +8,19 @@
  * the caller (MPI_ERRORS_RETURN), so a failed sum is a status with MPI's
  * reason, not an abort inside MPI. A rank killed outright is handled by
  * the launcher, which stops every other rank (tests/cli/mpi.sh).
+ *
+ * Built with NCCL (DCZ_NCCL, NCCL ?= auto in the Makefile), ranks that
+ * train on GPUs sum there (dcz_dist_use_gpus): the integers go to the
+ * rank's GPU, one ncclAllReduce adds them, they come back. Integer sums
+ * are exact, so NCCL's order of adding the ranks changes nothing: the
+ * same bits as MPI's.
  */
 #include <limits.h>
 #include <mpi.h>
+#ifdef DCZ_NCCL
+#include <cuda_runtime.h>
+#include <nccl.h>
+#endif
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -22,6 +32,12 @@ struct dcz_dist {
     MPI_Comm world;        /* a duplicate of MPI_COMM_WORLD; MPI_COMM_NULL: no job */
     dcz_dist_stats stats;
     char err[MPI_MAX_ERROR_STRING + 64];
+#ifdef DCZ_NCCL
+    ncclComm_t nccl;       /* NULL: the sums are MPI's */
+    cudaStream_t stream;
+    int64_t *dev;          /* the integers on the GPU */
+    size_t dev_n;
+#endif
 };
 
 static dcz_status sum_i64(void *ctx, int64_t *v, size_t n)
@@ -44,6 +60,75 @@ static dcz_status sum_i64(void *ctx, int64_t *v, size_t n)
     d->stats.bytes += n * sizeof *v;
     d->stats.seconds += MPI_Wtime() - t0;
     return DCZ_OK;
+}
+
+#ifdef DCZ_NCCL
+/* The sum through NCCL: the integers to the GPU, one ncclAllReduce, back. */
+static dcz_status sum_i64_nccl(void *ctx, int64_t *v, size_t n)
+{
+    dcz_dist *d = ctx;
+    const double t0 = MPI_Wtime();
+    const char *what = NULL;
+    if (n > d->dev_n) {
+        cudaFree(d->dev);
+        d->dev = NULL;
+        d->dev_n = 0;
+        if (cudaMalloc((void **)&d->dev, n * sizeof *v) != cudaSuccess) what = "allocating the sums on the GPU";
+        else d->dev_n = n;
+    }
+    if (!what && cudaMemcpyAsync(d->dev, v, n * sizeof *v, cudaMemcpyHostToDevice, d->stream) != cudaSuccess)
+        what = "copying the sums to the GPU";
+    ncclResult_t r = ncclSuccess;
+    if (!what && (r = ncclAllReduce(d->dev, d->dev, n, ncclInt64, ncclSum, d->nccl, d->stream)) != ncclSuccess)
+        what = ncclGetErrorString(r);
+    if (!what && cudaMemcpyAsync(v, d->dev, n * sizeof *v, cudaMemcpyDeviceToHost, d->stream) != cudaSuccess)
+        what = "copying the sums back";
+    if (!what && cudaStreamSynchronize(d->stream) != cudaSuccess) what = "waiting for the sums";
+    if (what) {
+        snprintf(d->err, sizeof d->err, "summing gradients across the ranks' GPUs (NCCL): %s", what);
+        return DCZ_ERR_DEVICE;
+    }
+    d->stats.sums++;
+    d->stats.bytes += n * sizeof *v;
+    d->stats.seconds += MPI_Wtime() - t0;
+    return DCZ_OK;
+}
+#endif
+
+dcz_status dcz_dist_use_gpus(dcz_dist *d, char *err, size_t errlen)
+{
+    if (!dcz_dist_comm(d)) {
+        snprintf(err, errlen, "a job of one rank");
+        return DCZ_ERR_UNSUPPORTED;
+    }
+#ifdef DCZ_NCCL
+    if (d->nccl) return DCZ_OK;
+    ncclUniqueId id;
+    ncclResult_t r = ncclSuccess;
+    if (d->comm.rank == 0 && (r = ncclGetUniqueId(&id)) != ncclSuccess) {
+        snprintf(err, errlen, "NCCL: %s", ncclGetErrorString(r));
+        memset(&id, 0, sizeof id);   /* the others wait in the broadcast all the same */
+    }
+    if (MPI_Bcast(&id, (int)sizeof id, MPI_BYTE, 0, d->world) != MPI_SUCCESS) {
+        snprintf(err, errlen, "broadcasting NCCL's id over MPI failed");
+        return DCZ_ERR_IO;
+    }
+    if (r != ncclSuccess) return DCZ_ERR_DEVICE;
+    if (cudaStreamCreateWithFlags(&d->stream, cudaStreamNonBlocking) != cudaSuccess) {
+        snprintf(err, errlen, "cannot make a stream on the GPU for NCCL");
+        return DCZ_ERR_DEVICE;
+    }
+    if ((r = ncclCommInitRank(&d->nccl, d->comm.size, id, d->comm.rank)) != ncclSuccess) {
+        snprintf(err, errlen, "NCCL: joining %d ranks: %s", d->comm.size, ncclGetErrorString(r));
+        d->nccl = NULL;
+        return DCZ_ERR_DEVICE;
+    }
+    d->comm.sum_i64 = sum_i64_nccl;
+    return DCZ_OK;
+#else
+    snprintf(err, errlen, "this dcz was built without NCCL (make NCCL=1 where nccl.h is)");
+    return DCZ_ERR_UNSUPPORTED;
+#endif
 }
 
 static int launched(void)
@@ -90,6 +175,11 @@ const char *dcz_dist_error(const dcz_dist *d) { return d->err; }
 void dcz_dist_close(dcz_dist *d, int exit_code)
 {
     if (!d) return;
+#ifdef DCZ_NCCL
+    if (d->nccl) ncclCommDestroy(d->nccl);
+    if (d->dev) cudaFree(d->dev);
+    if (d->stream) cudaStreamDestroy(d->stream);
+#endif
     if (d->world != MPI_COMM_NULL) {
         if (exit_code != 0 && d->comm.size > 1) MPI_Abort(MPI_COMM_WORLD, exit_code);
         MPI_Comm_free(&d->world);
@@ -104,6 +194,13 @@ const char *dcz_dist_describe(char *buf, size_t n)
     int len = 0;
     if (MPI_Get_library_version(lib, &len) != MPI_SUCCESS) snprintf(lib, sizeof lib, "unknown version");
     lib[strcspn(lib, ",\n")] = '\0';   /* "Open MPI v4.1.4, package: ..." */
-    snprintf(buf, n, "MPI: %s (data-parallel retraining under mpirun or srun)", lib);
+#ifdef DCZ_NCCL
+    int v = 0;
+    ncclGetVersion(&v);
+    snprintf(buf, n, "MPI: %s (data-parallel retraining under mpirun or srun); NCCL %d.%d.%d between GPUs", lib,
+             v / 10000, v / 100 % 100, v % 100);
+#else
+    snprintf(buf, n, "MPI: %s (data-parallel retraining under mpirun or srun); NCCL: not built", lib);
+#endif
     return buf;
 }

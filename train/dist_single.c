@@ -27,6 +27,13 @@ void dcz_dist_get_stats(const dcz_dist *d, dcz_dist_stats *s) { (void)d; memset(
 const char *dcz_dist_error(const dcz_dist *d) { (void)d; return ""; }
 void dcz_dist_close(dcz_dist *d, int exit_code) { (void)exit_code; free(d); }
 
+dcz_status dcz_dist_use_gpus(dcz_dist *d, char *err, size_t errlen)
+{
+    (void)d;
+    snprintf(err, errlen, "a job of one process");
+    return DCZ_ERR_UNSUPPORTED;
+}
+
 const char *dcz_dist_describe(char *buf, size_t n)
 {
     snprintf(buf, n, "MPI: not built (one process; install libopenmpi-dev and rebuild for mpirun)");
