@@ -1,10 +1,14 @@
 /* dev.c: the trainer's device path. A net opened on a device (tdev.h)
  * keeps its parameters, gradients, momenta, masks, codebooks, batch-norm
- * statistics and activations there for a whole run; each step copies its
- * batch and labels in, runs the forward pass, the loss, the backward pass
- * and the SGD step there, and copies back one number per sample (the
- * loss). dcz_dev_sync copies the parameters and running statistics back
- * into the host net when the run needs them there (evaluation, writing).
+ * statistics and activations there for a whole run; each step's batch is
+ * read into page-locked memory and copied over on a stream of its own
+ * while the step before still runs (two slots in turn), and the step runs
+ * the forward pass, the loss, the backward pass and the SGD step there
+ * without the host waiting: every sample's loss stays on the device until
+ * the epoch ends. dcz_dev_sync copies the parameters and running
+ * statistics back into the host net when the run needs them there
+ * (evaluation, writing). Sharded steps run each part there and sum the
+ * parts on the host (sgd.c's dcz_shards_grad), and wait for each part.
  *
  * The passes are the CPU trainer's (sgd.c, layers.c), op for op: the same
  * epoch order and augmentation (dcz_train_order), the same graph walk
@@ -60,9 +64,14 @@ struct dcz_dev_net {
     uint8_t *set;            /* (nlayers + 1): its gradient holds a value this step (host) */
     uint8_t *labels;         /* (cap) */
     double *loss;            /* (cap) */
-    float *x_host;           /* (cap, in_dim) the batch read on the host */
-    uint8_t *y_host;         /* (cap) */
-    double *loss_host;       /* (cap) */
+    double *loss_host;       /* (cap) a sharded step's part's losses */
+    /* A step's batch is read while the step before runs: two slots, each
+     * page-locked host memory and a device input and labels, taken in
+     * turn (slot 0's device buffers are act[0] and labels) */
+    float *x_pin[2], *in[2];     /* (cap, in_dim) */
+    uint8_t *y_pin[2], *lab[2];  /* (cap) */
+    double *losses;          /* (losses_n) every sample's loss of an epoch, read at its end */
+    size_t losses_n;
     dev_layer *layers;
     char err[256];
 };
@@ -226,12 +235,8 @@ dcz_status dcz_dev_open(dcz_tdev *d, dcz_net *net, int cap, dcz_dev_net **out)
     dn->layers = calloc((size_t)L, sizeof *dn->layers);
     dn->need = calloc((size_t)L + 1, 1);
     dn->set = calloc((size_t)L + 1, 1);
-    dn->x_host = malloc((size_t)cap * (size_t)net->in_dim * sizeof *dn->x_host);
-    dn->y_host = malloc((size_t)cap);
     dn->loss_host = malloc((size_t)cap * sizeof *dn->loss_host);
-    if (!dn->act || !dn->dact || !dn->layers || !dn->need || !dn->set || !dn->x_host || !dn->y_host ||
-        !dn->loss_host)
-        return DCZ_ERR_NOMEM;
+    if (!dn->act || !dn->dact || !dn->layers || !dn->need || !dn->set || !dn->loss_host) return DCZ_ERR_NOMEM;
     dcz_train_need(net, dn->need);
     const size_t P = net->param_count;
     s = dalloc(dn, P, sizeof(float), (void **)&dn->param);
@@ -244,6 +249,14 @@ dcz_status dcz_dev_open(dcz_tdev *d, dcz_net *net, int cap, dcz_dev_net **out)
         if (s == DCZ_OK) s = dalloc(dn, (size_t)cap * net->twidth[t], sizeof(float), (void **)&dn->dact[t]);
     }
     if (s == DCZ_OK) s = open_scratch(dn);
+    for (int k = 0; k < 2 && s == DCZ_OK; k++) {
+        s = o->host_alloc(d, (size_t)cap * (size_t)net->in_dim * sizeof(float), (void **)&dn->x_pin[k]);
+        if (s == DCZ_OK) s = o->host_alloc(d, (size_t)cap, (void **)&dn->y_pin[k]);
+    }
+    if (s == DCZ_OK) s = dalloc(dn, (size_t)cap * (size_t)net->in_dim, sizeof(float), (void **)&dn->in[1]);
+    if (s == DCZ_OK) s = dalloc(dn, (size_t)cap, 1, (void **)&dn->lab[1]);
+    dn->in[0] = dn->act[0];
+    dn->lab[0] = dn->labels;
     dcz_net_apply_constraints(net);
     if (s == DCZ_OK) s = o->put(d, dn->param, net->param, P * sizeof(float));
     for (int i = 0; i < L && s == DCZ_OK; i++) s = open_layer(dn, i);
@@ -286,13 +299,18 @@ void dcz_dev_close(dcz_dev_net *dn)
     o->free(dn->d, dn->mom);
     o->free(dn->d, dn->labels);
     o->free(dn->d, dn->loss);
+    o->free(dn->d, dn->in[1]);
+    o->free(dn->d, dn->lab[1]);
+    o->free(dn->d, dn->losses);
+    for (int k = 0; k < 2; k++) {
+        o->host_free(dn->d, dn->x_pin[k]);
+        o->host_free(dn->d, dn->y_pin[k]);
+    }
     free(dn->act);
     free(dn->dact);
     free(dn->layers);
     free(dn->need);
     free(dn->set);
-    free(dn->x_host);
-    free(dn->y_host);
     free(dn->loss_host);
     free(dn);
 }
@@ -532,9 +550,10 @@ static dcz_status update(dcz_dev_net *dn, const dcz_sgd *opt, float lr)
     return s;
 }
 
-/* One step over the batch already on the device: forward, loss, backward,
- * update; the batch's mean loss into *loss. */
-static dcz_status train_step(dcz_dev_net *dn, int batch, const dcz_sgd *opt, float lr, double *loss)
+/* One step over the batch in act[0] and labels: forward, loss (each
+ * sample's into the device's losses), backward, update; nothing waits for
+ * it. */
+static dcz_status train_step(dcz_dev_net *dn, int batch, const dcz_sgd *opt, float lr, double *losses)
 {
     dcz_net *net = dn->net;
     const dcz_tdev_ops *o = dn->d->ops;
@@ -542,14 +561,17 @@ static dcz_status train_step(dcz_dev_net *dn, int batch, const dcz_sgd *opt, flo
     dcz_status s = DCZ_OK;
     for (int i = 0; i < L && s == DCZ_OK; i++) s = forward(dn, i, batch);
     if (s == DCZ_OK)
-        s = o->xent(dn->d, dn->act[L], dn->labels, (uint32_t)batch, (uint32_t)net->classes, dn->dact[L], dn->loss);
+        s = o->xent(dn->d, dn->act[L], dn->labels, (uint32_t)batch, (uint32_t)net->classes, dn->dact[L], losses);
     if (s == DCZ_OK) s = backward_all(dn, batch);
-    if (s == DCZ_OK) s = update(dn, opt, lr);
-    if (s == DCZ_OK) s = o->get(dn->d, dn->loss_host, dn->loss, (size_t)batch * sizeof(double));
+    return s == DCZ_OK ? update(dn, opt, lr) : s;
+}
+
+/* The mean loss of a batch from its samples' (grad_core's arithmetic). */
+static double batch_loss(const double *rows, int batch)
+{
     double t = 0;
-    for (int r = 0; r < batch; r++) t += dn->loss_host[r];
-    *loss = t / batch;   /* the batch's mean, as grad_core returns it */
-    return s;
+    for (int r = 0; r < batch; r++) t += rows[r];
+    return t / batch;
 }
 
 /* The gradients the sharded sums read and write, device to host (dir 1)
@@ -596,9 +618,7 @@ static dcz_status device_part(dcz_net *net, const uint8_t *y, int batch, void *c
     if (s == DCZ_OK) s = backward_all(dn, batch);
     if (s == DCZ_OK) s = o->get(dn->d, dn->loss_host, dn->loss, (size_t)batch * sizeof(double));
     if (s == DCZ_OK) s = move_grads(dn, 1);
-    double t = 0;
-    for (int r = 0; r < batch; r++) t += dn->loss_host[r];
-    *loss = t / batch;
+    *loss = batch_loss(dn->loss_host, batch);
     return s;
 }
 
@@ -635,6 +655,12 @@ dcz_status dcz_dev_train_epoch(dcz_dev_net *dn, const dcz_dataset *data, const d
         if (s == DCZ_OK) s = dcz_shards_new(net, opt, &sh);
         if (s == DCZ_OK && !(yb = malloc((size_t)bmax))) s = DCZ_ERR_NOMEM;
     }
+    if (s == DCZ_OK && !sh && n > dn->losses_n) {
+        o->free(dn->d, dn->losses);
+        dn->losses = NULL;
+        dn->losses_n = 0;
+        if ((s = dalloc(dn, n, sizeof(double), (void **)&dn->losses)) == DCZ_OK) dn->losses_n = n;
+    }
     for (size_t start = 0; start < n && s == DCZ_OK; start += (size_t)bmax) {
         const int bs = n - start < (size_t)bmax ? (int)(n - start) : bmax;
         const float lr = dcz_train_step_lr(opt, start / (size_t)bmax, steps);
@@ -648,16 +674,35 @@ dcz_status dcz_dev_train_epoch(dcz_dev_net *dn, const dcz_dataset *data, const d
             if (s == DCZ_OK && progress) progress(ctx, start + (size_t)bs, n);
             continue;
         }
-        s = dcz_dataset_samples_aug(data, perm, start, (size_t)bs, augp, dn->x_host, NULL, 0);
-        for (int r = 0; r < bs; r++) dn->y_host[r] = data->y[perm[start + (size_t)r]];
+        /* the batch into its slot's host memory, once the slot's last
+         * copies are done (its step may still run), and over on the
+         * copies' stream; the step waits for them */
+        const int slot = (int)(start / (size_t)bmax) & 1;
+        s = o->stage_wait(dn->d, slot);
+        if (s == DCZ_OK) s = dcz_dataset_samples_aug(data, perm, start, (size_t)bs, augp, dn->x_pin[slot], NULL, 0);
+        for (int r = 0; r < bs; r++) dn->y_pin[slot][r] = data->y[perm[start + (size_t)r]];
         if (s == DCZ_OK)
-            s = o->put(dn->d, dn->act[0], dn->x_host, (size_t)bs * (size_t)net->in_dim * sizeof(float));
-        if (s == DCZ_OK) s = o->put(dn->d, dn->labels, dn->y_host, (size_t)bs);
-        double bl = 0;
-        if (s == DCZ_OK) s = train_step(dn, bs, opt, lr, &bl);
-        if (s == DCZ_OK && !isfinite(bl)) s = DCZ_ERR_DIVERGED;
-        total += bl * bs;
+            s = o->stage(dn->d, slot, dn->in[slot], dn->x_pin[slot], (size_t)bs * (size_t)net->in_dim * sizeof(float));
+        if (s == DCZ_OK) s = o->stage(dn->d, slot, dn->lab[slot], dn->y_pin[slot], (size_t)bs);
+        if (s == DCZ_OK) s = o->stage_done(dn->d, slot);
+        dn->act[0] = dn->in[slot];
+        dn->labels = dn->lab[slot];
+        if (s == DCZ_OK) s = train_step(dn, bs, opt, lr, dn->losses + start);
         if (s == DCZ_OK && progress) progress(ctx, start + (size_t)bs, n);
+    }
+    dn->act[0] = dn->in[0];
+    dn->labels = dn->lab[0];
+    /* every sample's loss, read once: each batch's mean as the CPU takes it */
+    if (s == DCZ_OK && !sh) {
+        double *rows = malloc(n * sizeof *rows);
+        s = rows ? o->get(dn->d, rows, dn->losses, n * sizeof *rows) : DCZ_ERR_NOMEM;
+        for (size_t start = 0; start < n && s == DCZ_OK; start += (size_t)bmax) {
+            const int bs = n - start < (size_t)bmax ? (int)(n - start) : bmax;
+            const double bl = batch_loss(rows + start, bs);
+            if (!isfinite(bl)) s = DCZ_ERR_DIVERGED;
+            total += bl * bs;
+        }
+        free(rows);
     }
     free(perm);
     free(yb);

@@ -131,6 +131,18 @@ typedef struct dcz_tdev_ops {
                          uint32_t batch, float *y);
     dcz_status (*gather_grad)(dcz_tdev *d, const dcz_conv_geom *g, const int32_t *from, const float *dy,
                               uint32_t batch, float *dx);
+    /* page-locked host memory for the batches (the host device: malloc),
+     * zeroed, and its release */
+    dcz_status (*host_alloc)(dcz_tdev *d, size_t bytes, void **out);
+    void (*host_free)(dcz_tdev *d, void *p);
+    /* The batches' copies, on a stream of their own beside the steps':
+     * stage copies host memory of slot (0 or 1) to the device; stage_done
+     * makes the steps enqueued after it wait for the slot's copies;
+     * stage_wait returns once the slot's last copies are done, so that its
+     * host memory may be written again. The host device copies at once. */
+    dcz_status (*stage)(dcz_tdev *d, int slot, void *d_dst, const void *src, size_t bytes);
+    dcz_status (*stage_done)(dcz_tdev *d, int slot);
+    dcz_status (*stage_wait)(dcz_tdev *d, int slot);
     void (*close)(dcz_tdev *d);
 } dcz_tdev_ops;
 

@@ -14,6 +14,7 @@
 #include <cuda_runtime.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "train/cuda/tkern.h"
 
@@ -23,6 +24,8 @@ extern "C" {
 
 typedef struct cuda_ctx {
     cudaStream_t stream;
+    cudaStream_t copies;  /* the batches' copies (stage) */
+    cudaEvent_t staged[2];   /* each slot's last copies */
     cublasHandle_t blas;
     double *parts;        /* the parts of the sums over a batch's planes (tkern.h) */
     size_t parts_bytes;
@@ -624,10 +627,49 @@ static dcz_status c_gather_grad(dcz_tdev *d, const dcz_conv_geom *g, const int32
     return LAUNCH(d, "a channel gather's gradient", k_gather_grad, n, *g, from, dy, n, dx);
 }
 
+static dcz_status c_host_alloc(dcz_tdev *d, size_t bytes, void **out)
+{
+    *out = NULL;
+    if (cudaHostAlloc(out, bytes ? bytes : 1, cudaHostAllocDefault) != cudaSuccess) {
+        snprintf(d->err, sizeof d->err, "cannot allocate %zu bytes of page-locked host memory", bytes);
+        *out = NULL;
+        return DCZ_ERR_NOMEM;
+    }
+    memset(*out, 0, bytes);
+    return DCZ_OK;
+}
+
+static void c_host_free(dcz_tdev *d, void *p)
+{
+    (void)d;
+    if (p) cudaFreeHost(p);
+}
+
+static dcz_status c_stage(dcz_tdev *d, int slot, void *dst, const void *src, size_t bytes)
+{
+    (void)slot;
+    return cuda_ok(d, cudaMemcpyAsync(dst, src, bytes, cudaMemcpyHostToDevice, ctx_of(d)->copies), "copying a batch");
+}
+
+static dcz_status c_stage_done(dcz_tdev *d, int slot)
+{
+    cuda_ctx *c = ctx_of(d);
+    dcz_status s = cuda_ok(d, cudaEventRecord(c->staged[slot & 1], c->copies), "marking a batch's copy");
+    return s == DCZ_OK ? cuda_ok(d, cudaStreamWaitEvent(c->stream, c->staged[slot & 1], 0), "waiting for a batch") : s;
+}
+
+static dcz_status c_stage_wait(dcz_tdev *d, int slot)
+{
+    return cuda_ok(d, cudaEventSynchronize(ctx_of(d)->staged[slot & 1]), "waiting for a batch's copy");
+}
+
 static void c_close(dcz_tdev *d)
 {
     cuda_ctx *c = ctx_of(d);
     if (c) {
+        for (int k = 0; k < 2; k++)
+            if (c->staged[k]) cudaEventDestroy(c->staged[k]);
+        if (c->copies) cudaStreamDestroy(c->copies);
         if (c->parts) cudaFree(c->parts);
         if (c->blas) cublasDestroy(c->blas);
         if (c->stream) cudaStreamDestroy(c->stream);
@@ -640,7 +682,8 @@ static const dcz_tdev_ops cuda_ops = {
     "cuda", c_alloc, c_free, c_put, c_get, c_copy, c_sgemm, c_rows, c_act, c_act_grad, c_bias_grad, c_xent,
     c_sgd, c_centroid_grads, c_shared, c_dropout, c_dropout_grad, c_add, c_im2col, c_col2im, c_bias_rows, c_by_rows,
     c_conv, c_conv_dx, c_conv_dw, c_pool, c_pool_grad, c_gap, c_gap_grad, c_bn, c_bn_grad, c_mul, c_mul_grad,
-    c_concat_put, c_concat_grad, c_gather, c_gather_grad, c_close,
+    c_concat_put, c_concat_grad, c_gather, c_gather_grad, c_host_alloc, c_host_free, c_stage, c_stage_done,
+    c_stage_wait, c_close,
 };
 
 extern "C" dcz_status dcz_tdev_open_cuda(int index, dcz_tdev **out, char *err, size_t errlen)
@@ -662,6 +705,9 @@ extern "C" dcz_status dcz_tdev_open_cuda(int index, dcz_tdev **out, char *err, s
     d->ops = &cuda_ops;
     d->ctx = c;
     if (cudaStreamCreateWithFlags(&c->stream, cudaStreamNonBlocking) != cudaSuccess ||
+        cudaStreamCreateWithFlags(&c->copies, cudaStreamNonBlocking) != cudaSuccess ||
+        cudaEventCreateWithFlags(&c->staged[0], cudaEventDisableTiming) != cudaSuccess ||
+        cudaEventCreateWithFlags(&c->staged[1], cudaEventDisableTiming) != cudaSuccess ||
         cublasCreate(&c->blas) != CUBLAS_STATUS_SUCCESS || cublasSetStream(c->blas, c->stream) != CUBLAS_STATUS_SUCCESS ||
         cublasSetMathMode(c->blas, CUBLAS_PEDANTIC_MATH) != CUBLAS_STATUS_SUCCESS) {
         snprintf(err, errlen, "cannot set up a stream and cuBLAS on the GPU");
