@@ -25,8 +25,8 @@
  * device (tdev_host.c); convolutions and batch norm sum in other orders
  * than the CPU's, and agree within rounding (tests/unit/test_train_dev.c).
  *
- * Layers under variational dropout, sharded steps and an update other than
- * SGD (opt->update) are refused with DCZ_ERR_UNSUPPORTED, the reason in
+ * Layers under variational dropout and an update other than SGD
+ * (opt->update) are refused with DCZ_ERR_UNSUPPORTED, the reason in
  * dcz_dev_error.
  */
 #include <math.h>
@@ -676,7 +676,8 @@ dcz_status dcz_dev_train_epoch(dcz_dev_net *dn, const dcz_dataset *data, const d
         }
         /* the batch into its slot's host memory, once the slot's last
          * copies are done (its step may still run), and over on the
-         * copies' stream; the step waits for them */
+         * copies' stream once that step is done with the slot's device
+         * memory; this step waits for them */
         const int slot = (int)(start / (size_t)bmax) & 1;
         s = o->stage_wait(dn->d, slot);
         if (s == DCZ_OK) s = dcz_dataset_samples_aug(data, perm, start, (size_t)bs, augp, dn->x_pin[slot], NULL, 0);
@@ -688,6 +689,7 @@ dcz_status dcz_dev_train_epoch(dcz_dev_net *dn, const dcz_dataset *data, const d
         dn->act[0] = dn->in[slot];
         dn->labels = dn->lab[slot];
         if (s == DCZ_OK) s = train_step(dn, bs, opt, lr, dn->losses + start);
+        if (s == DCZ_OK) s = o->stage_release(dn->d, slot);   /* the slot's next copy waits for this step */
         if (s == DCZ_OK && progress) progress(ctx, start + (size_t)bs, n);
     }
     dn->act[0] = dn->in[0];

@@ -136,12 +136,16 @@ typedef struct dcz_tdev_ops {
     dcz_status (*host_alloc)(dcz_tdev *d, size_t bytes, void **out);
     void (*host_free)(dcz_tdev *d, void *p);
     /* The batches' copies, on a stream of their own beside the steps':
-     * stage copies host memory of slot (0 or 1) to the device; stage_done
-     * makes the steps enqueued after it wait for the slot's copies;
-     * stage_wait returns once the slot's last copies are done, so that its
-     * host memory may be written again. The host device copies at once. */
+     * stage copies host memory of slot (0 or 1) to the slot's device
+     * memory, once the steps enqueued before the slot's last stage_release
+     * are done with it; stage_done makes the steps enqueued after it wait
+     * for the slot's copies; stage_release marks the steps enqueued so far
+     * as the last that read the slot's device memory; stage_wait returns
+     * once the slot's last copies are done, so that its host memory may be
+     * written again. The host device copies at once. */
     dcz_status (*stage)(dcz_tdev *d, int slot, void *d_dst, const void *src, size_t bytes);
     dcz_status (*stage_done)(dcz_tdev *d, int slot);
+    dcz_status (*stage_release)(dcz_tdev *d, int slot);
     dcz_status (*stage_wait)(dcz_tdev *d, int slot);
     void (*close)(dcz_tdev *d);
 } dcz_tdev_ops;

@@ -347,7 +347,7 @@ static const dcz_tdev_ops host_ops = {
     "host", h_alloc, h_free, h_put, h_put, h_put, h_sgemm, h_rows, h_act, h_act_grad, h_bias_grad, h_xent,
     h_sgd, h_centroid_grads, h_shared, h_dropout, h_dropout_grad, h_add, h_im2col, h_col2im, h_bias_rows, h_by_rows,
     h_conv, h_conv_dx, h_conv_dw, h_pool, h_pool_grad, h_gap, h_gap_grad, h_bn, h_bn_grad, h_mul, h_mul_grad,
-    h_concat_put, h_concat_grad, h_gather, h_gather_grad, h_alloc, h_free, h_stage, h_slot, h_slot, h_close,
+    h_concat_put, h_concat_grad, h_gather, h_gather_grad, h_alloc, h_free, h_stage, h_slot, h_slot, h_slot, h_close,
 };
 
 dcz_status dcz_tdev_open_host(dcz_tdev **out)

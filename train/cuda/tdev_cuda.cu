@@ -26,6 +26,7 @@ typedef struct cuda_ctx {
     cudaStream_t stream;
     cudaStream_t copies;  /* the batches' copies (stage) */
     cudaEvent_t staged[2];   /* each slot's last copies */
+    cudaEvent_t released[2]; /* the end of the last step that read each slot */
     cublasHandle_t blas;
     double *parts;        /* the parts of the sums over a batch's planes (tkern.h) */
     size_t parts_bytes;
@@ -647,8 +648,16 @@ static void c_host_free(dcz_tdev *d, void *p)
 
 static dcz_status c_stage(dcz_tdev *d, int slot, void *dst, const void *src, size_t bytes)
 {
-    (void)slot;
-    return cuda_ok(d, cudaMemcpyAsync(dst, src, bytes, cudaMemcpyHostToDevice, ctx_of(d)->copies), "copying a batch");
+    cuda_ctx *c = ctx_of(d);
+    dcz_status s = cuda_ok(d, cudaStreamWaitEvent(c->copies, c->released[slot & 1], 0), "waiting for a step");
+    return s == DCZ_OK ? cuda_ok(d, cudaMemcpyAsync(dst, src, bytes, cudaMemcpyHostToDevice, c->copies), "copying a batch")
+                       : s;
+}
+
+static dcz_status c_stage_release(dcz_tdev *d, int slot)
+{
+    cuda_ctx *c = ctx_of(d);
+    return cuda_ok(d, cudaEventRecord(c->released[slot & 1], c->stream), "marking a step's end");
 }
 
 static dcz_status c_stage_done(dcz_tdev *d, int slot)
@@ -667,8 +676,10 @@ static void c_close(dcz_tdev *d)
 {
     cuda_ctx *c = ctx_of(d);
     if (c) {
-        for (int k = 0; k < 2; k++)
+        for (int k = 0; k < 2; k++) {
             if (c->staged[k]) cudaEventDestroy(c->staged[k]);
+            if (c->released[k]) cudaEventDestroy(c->released[k]);
+        }
         if (c->copies) cudaStreamDestroy(c->copies);
         if (c->parts) cudaFree(c->parts);
         if (c->blas) cublasDestroy(c->blas);
@@ -683,7 +694,7 @@ static const dcz_tdev_ops cuda_ops = {
     c_sgd, c_centroid_grads, c_shared, c_dropout, c_dropout_grad, c_add, c_im2col, c_col2im, c_bias_rows, c_by_rows,
     c_conv, c_conv_dx, c_conv_dw, c_pool, c_pool_grad, c_gap, c_gap_grad, c_bn, c_bn_grad, c_mul, c_mul_grad,
     c_concat_put, c_concat_grad, c_gather, c_gather_grad, c_host_alloc, c_host_free, c_stage, c_stage_done,
-    c_stage_wait, c_close,
+    c_stage_release, c_stage_wait, c_close,
 };
 
 extern "C" dcz_status dcz_tdev_open_cuda(int index, dcz_tdev **out, char *err, size_t errlen)
@@ -708,6 +719,8 @@ extern "C" dcz_status dcz_tdev_open_cuda(int index, dcz_tdev **out, char *err, s
         cudaStreamCreateWithFlags(&c->copies, cudaStreamNonBlocking) != cudaSuccess ||
         cudaEventCreateWithFlags(&c->staged[0], cudaEventDisableTiming) != cudaSuccess ||
         cudaEventCreateWithFlags(&c->staged[1], cudaEventDisableTiming) != cudaSuccess ||
+        cudaEventCreateWithFlags(&c->released[0], cudaEventDisableTiming) != cudaSuccess ||
+        cudaEventCreateWithFlags(&c->released[1], cudaEventDisableTiming) != cudaSuccess ||
         cublasCreate(&c->blas) != CUBLAS_STATUS_SUCCESS || cublasSetStream(c->blas, c->stream) != CUBLAS_STATUS_SUCCESS ||
         cublasSetMathMode(c->blas, CUBLAS_PEDANTIC_MATH) != CUBLAS_STATUS_SUCCESS) {
         snprintf(err, errlen, "cannot set up a stream and cuBLAS on the GPU");
