@@ -402,7 +402,8 @@ int cmd_train(verb_ctx *v)
         v->has_prep = 1;
         v->prep = net->doc->prep;
     }
-    rc = stage_load_splits(v, &train, &test);
+    rc = cli_open_train_device(v, net);   /* before any data is read */
+    if (rc == -1) rc = stage_load_splits(v, &train, &test);
     if (rc == -1) rc = stage_check_fit(v, &train, (int)net->in_rank, net->in_dims, (size_t)net->classes, 1);
     if (rc == -1 && t.validation == NOT_GIVEN && v->own_val) {
         t.validation = 0;   /* the folder's own val split is the validation samples */
@@ -416,7 +417,6 @@ int cmd_train(verb_ctx *v)
                      t.validation, train.n);
     }
     if (rc == -1 && t.validation) rc = stage_hold_out(v, &train, t.validation, &val);
-    if (rc == -1) rc = cli_open_train_device(v, net);
     if (rc != -1) goto done;
     dcz_rng rng;
     dcz_rng_seed(&rng, (uint64_t)v->c.seed);

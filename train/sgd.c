@@ -296,9 +296,8 @@ struct dcz_shards {
     float *run, *mom;
     int parts, first, last;   /* this rank's parts: [first, last) of parts */
 };
-typedef dcz_shards shard_state;
 
-void dcz_shards_free(shard_state *s)
+void dcz_shards_free(dcz_shards *s)
 {
     if (!s) return;
     free(s->acc);
@@ -310,7 +309,7 @@ void dcz_shards_free(shard_state *s)
 
 /* s->idx and s->nsum: the positions in net->grad of the gradients that
  * move something. */
-static dcz_status summed_grads(const dcz_net *net, shard_state *s)
+static dcz_status summed_grads(const dcz_net *net, dcz_shards *s)
 {
     const size_t G = net->grad_count;
     if (G > UINT32_MAX) return DCZ_ERR_ARG;
@@ -333,7 +332,7 @@ static dcz_status summed_grads(const dcz_net *net, shard_state *s)
 
 dcz_status dcz_shards_new(const dcz_net *net, const dcz_sgd *opt, dcz_shards **out)
 {
-    shard_state *s = calloc(1, sizeof *s);
+    dcz_shards *s = calloc(1, sizeof *s);
     *out = s;
     if (!s) return DCZ_ERR_NOMEM;
     const int size = opt->comm ? opt->comm->size : 1, rank = opt->comm ? opt->comm->rank : 0;
@@ -355,7 +354,7 @@ dcz_status dcz_shards_new(const dcz_net *net, const dcz_sgd *opt, dcz_shards **o
 
 /* Saves (dir 0) or restores (dir 1) the batch-norm running statistics and
  * momenta; saving sets every momentum to 1. */
-static void bn_swap(dcz_net *net, shard_state *s, int dir)
+static void bn_swap(dcz_net *net, dcz_shards *s, int dir)
 {
     size_t k = 0;
     for (int i = 0; i < net->nlayers; i++) {
@@ -380,7 +379,7 @@ static void bn_swap(dcz_net *net, shard_state *s, int dir)
  * its parts' (this rank's, then every rank's); the batch-norm running
  * statistics moved once; the mean loss into *loss. */
 dcz_status dcz_shards_grad(dcz_net *net, const dcz_dataset *data, const size_t *perm, size_t start, int bs,
-                           const dcz_sgd *opt, const dcz_augment *aug, shard_state *s, uint8_t *yb,
+                           const dcz_sgd *opt, const dcz_augment *aug, dcz_shards *s, uint8_t *yb,
                            dcz_part_fn part, void *part_ctx, double *loss)
 {
     const size_t G = net->grad_count, S = s->nsum;
@@ -474,7 +473,7 @@ dcz_status dcz_train_epoch(dcz_net *net, const dcz_dataset *data, const dcz_sgd 
     size_t *perm = malloc(n * sizeof *perm);     /* (n) sample order */
     uint8_t *yb = malloc((size_t)bmax);          /* (bmax) batch labels */
     const int sharded = opt->shards > 1 || opt->comm;
-    shard_state *sh = NULL;
+    dcz_shards *sh = NULL;
     if (!perm || !yb) { st = DCZ_ERR_NOMEM; goto cleanup; }
     st = dcz_net_reserve(net, bmax, 1);
     if (st != DCZ_OK) goto cleanup;

@@ -163,18 +163,6 @@ static void test_dropout(void)
     dcz_dataset_free(&ds);
 }
 
-/* The largest difference of two parameter vectors against the largest
- * parameter. */
-static double param_gap(const dcz_net *a, const dcz_net *b)
-{
-    double gap = 0, top = 0;
-    for (size_t j = 0; j < a->param_count; j++) {
-        gap = fmax(gap, fabs((double)a->param[j] - b->param[j]));
-        top = fmax(top, fabs((double)a->param[j]));
-    }
-    return gap / (top > 0 ? top : 1);
-}
-
 /* Convolutional and graph networks: two epochs on the CPU and on the host
  * device from the same start reach the same losses and parameters within
  * rounding (the convolutions and batch norm sum in other orders), the same

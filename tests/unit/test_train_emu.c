@@ -94,15 +94,6 @@ static double tol_of(const float *want, size_t n)
     return 2e-5 * (m + 1e-3);
 }
 
-static dcz_conv_geom geom_of(const dcz_tlayer *l)
-{
-    dcz_conv_geom g = { (uint32_t)l->in_c, (uint32_t)l->in_h, (uint32_t)l->in_w, (uint32_t)l->out_c,
-                        (uint32_t)l->out_h, (uint32_t)l->out_w, (uint32_t)l->kh, (uint32_t)l->kw,
-                        (uint32_t)l->sh, (uint32_t)l->sw, (uint32_t)l->ph, (uint32_t)l->pw,
-                        (uint32_t)(l->group > 1 ? l->group : 1) };
-    return g;
-}
-
 /* ---- activations and the loss ------------------------------------------- */
 
 static void test_activations(void)
@@ -208,7 +199,7 @@ static void test_pools(void)
             REQUIRE(net, "build");
             REQUIRE(step(net, 5 + k), "step");
             dcz_tlayer *l = &net->layers[at];
-            const dcz_conv_geom gm = geom_of(l);
+            const dcz_conv_geom gm = dcz_tlayer_geom(l);
             float *dx[DCZ_MAX_INPUTS];
             backward_again(net, at, dx);
             const size_t nin = elems(net, (uint32_t)at), nout = elems(net, (uint32_t)at + 1);
@@ -307,7 +298,7 @@ static void test_graph_layers(void)
     REQUIRE(net && step(net, 4), "gather net");
     for (int i = 1; i <= 2; i++) {
         const dcz_tlayer *l = &net->layers[i];
-        const dcz_conv_geom g = geom_of(l);
+        const dcz_conv_geom g = dcz_tlayer_geom(l);
         const uint32_t start = l->op == DCZ_OP_SLICE ? (uint32_t)l->start : 0;
         const uint32_t groups = l->op == DCZ_OP_CHANNEL_SHUFFLE ? (uint32_t)l->group : 1;
         int32_t from[8];
@@ -456,7 +447,7 @@ static void compare_conv(dcz_net *net, const char *what, conv_want *w)
 static void check_conv_patches(dcz_net *net, const char *what)
 {
     dcz_tlayer *l = &net->layers[1];
-    const dcz_conv_geom g = geom_of(l);
+    const dcz_conv_geom g = dcz_tlayer_geom(l);
     const size_t K = (size_t)g.in_c * g.kh * g.kw, ohw = (size_t)g.out_h * g.out_w, P = B * ohw;
     const size_t in1 = (size_t)g.in_c * g.in_h * g.in_w, out1 = (size_t)g.out_c * ohw;
     float *colt = malloc(K * P * sizeof(float)), *dcolt = malloc(K * P * sizeof(float));
@@ -501,7 +492,7 @@ static void check_conv_patches(dcz_net *net, const char *what)
 static void check_conv_direct(dcz_net *net, const char *what)
 {
     dcz_tlayer *l = &net->layers[1];
-    const dcz_conv_geom g = geom_of(l);
+    const dcz_conv_geom g = dcz_tlayer_geom(l);
     const size_t ohw = (size_t)g.out_h * g.out_w, in1 = (size_t)g.in_c * g.in_h * g.in_w, out1 = (size_t)g.out_c * ohw;
     conv_want w = conv_want_alloc(net);
     REQUIRE(w.y && w.gw && w.gb && w.dx, "alloc");

@@ -8,6 +8,7 @@
 #ifndef DCZ_TESTS_TRAIN_BUILD_H
 #define DCZ_TESTS_TRAIN_BUILD_H
 
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -143,6 +144,18 @@ static inline int image_blobs(dcz_dataset *ds, size_t n, uint64_t seed)
                 for (int xx = at; xx < at + 3; xx++) x[c * 64 + y * 8 + xx] += 1.5f;
     }
     return 1;
+}
+
+/* The largest difference of two parameter vectors against the largest
+ * parameter. */
+static inline double param_gap(const dcz_net *a, const dcz_net *b)
+{
+    double gap = 0, top = 0;
+    for (size_t j = 0; j < a->param_count; j++) {
+        gap = fmax(gap, fabs((double)a->param[j] - b->param[j]));
+        top = fmax(top, fabs((double)a->param[j]));
+    }
+    return gap / (top > 0 ? top : 1);
 }
 
 #endif /* DCZ_TESTS_TRAIN_BUILD_H */
