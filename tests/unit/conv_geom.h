@@ -52,9 +52,10 @@ static inline int conv_grid(size_t i, dcz_conv_geom *g)
  * 16 x 5 x 5 = 400 columns, where fillers occur at 1% density, planes
  * wide and tall enough for several register tiles of 16-lane vectors, and
  * depthwise ones for each path of the depthwise kernels (8 channels or
- * more: with the channels in the lanes), and a 1 x 1 one over planes of
- * whole vectors, whose dense product reads the input as it lies. */
-#define CONV_EXTRA 34
+ * more: with the channels in the lanes), a 1 x 1 one over planes of
+ * whole vectors, whose dense product reads the input as it lies, and
+ * depthwise ones over planes wider than two vectors. */
+#define CONV_EXTRA 38
 static inline void conv_extra(dcz_conv_geom *g)
 {
     const dcz_conv_geom e[CONV_EXTRA] = {
@@ -92,6 +93,11 @@ static inline void conv_extra(dcz_conv_geom *g)
         conv_geom_grouped(8, 8, 2, 2, 3, 1, 1, 8),    /* a row of 2 on the plane's last: masked */
         conv_geom_grouped(10, 10, 9, 17, 5, 1, 2, 10), /* 5 x 5 windows: a load a tap */
         conv_geom(5, 3, 4, 8, 1, 1, 1, 1, 0, 0),      /* 1 x 1 over 32 cells: its patches the input itself */
+        /* depthwise over large planes, by rows in runs of two vectors */
+        conv_geom_grouped(2, 2, 70, 75, 3, 1, 1, 2),  /* 70 rows of 75: runs of 2, 2 and 1 vectors */
+        conv_geom_grouped(2, 2, 23, 113, 3, 2, 1, 2), /* strided: rows of 57, two runs of two */
+        conv_geom_grouped(2, 2, 17, 90, 5, 2, 2, 2),  /* 5 x 5 strided: rows of 45 */
+        conv_geom_grouped(2, 2, 12, 50, 5, 1, 2, 2),  /* 5 x 5: rows of 50, the last run's vector of 2 */
     };
     for (int i = 0; i < CONV_EXTRA; i++) g[i] = e[i];
 }

@@ -45,6 +45,9 @@
  *          a row, or two at stride 1), each input row is loaded once for
  *          all its taps and each tap permutes its lanes out of it
  *          (dw_rows1__avx512); else each tap loads (dw_rows__avx512).
+ *          Rows wider than two vectors go in runs of two, each run down
+ *          the whole plane before the next (an odd count's last run over
+ *          the vector before it), 4 rows a call.
  *   plane  small planes held in registers whole (dcz_shift_dw_plane__avx512).
  * dcz_shift_dw_path picks: plane where it fits, else rows, except at stride 1 over
  * rows of 8 or fewer (7 x 7 that the plane cannot take), where the shift
@@ -56,27 +59,43 @@
  * 14.7 -> 14.3, 384 x 4 x 4 10.3 -> 7.2 (plane; 20.4 by rows). The whole
  * model: dense 324 -> 302 us, compressed 285 -> 261 (dcz bench medians,
  * alternated); rows 7 at a time over 7 and 14 rows, not 8: the three
- * layers by rows 2 us faster each, the dense model 303 -> 297 us. */
+ * layers by rows 2 us faster each, the dense model 303 -> 297 us.
+ * Over the large planes of torchvision's networks at 224 x 224, where the
+ * shift form ran them before the runs (one thread of an Intel Xeon with
+ * AVX-512, dense 3 x 3 weights, best thread times of alternated runs, us,
+ * shift form -> rows): 32 x 112 x 112 436 -> 338, 96 x 112 x 112 stride
+ * 2 975 -> 521, 144 x 56 x 56 513 -> 356; rows of 32 or fewer unchanged
+ * (384 x 14 x 14 77 / 80, 192 x 28 x 28 stride 2 46 / 47, 144 x 56 x 56
+ * 5 x 5 stride 2 422 / 404). */
 #define DW_MAX_TAPS 49
 #define DW_MAX_KW 7
-#define DW_MAX_ROWS 64
-#define DW_MAX_W 96
+/* the AVX-512 rows kernel's bounds: output rows of up to DW_MAX_VEC
+ * vectors, input rows of up to DW_MAX_W columns (the row of zeros read
+ * above and below the image), planes of up to DW_MAX_ROWS output rows (a
+ * table of the input rows a channel's windows read); AVX2's: rows of up to
+ * 32 outputs and DW_MAX_W8 inputs, planes of up to DW_MAX_ROWS8 rows */
+#define DW_MAX_VEC 32
+#define DW_MAX_W 512
+#define DW_MAX_ROWS 512
+#define DW_MAX_W8 96
+#define DW_MAX_ROWS8 64
 static const float dw_zeros[DW_MAX_W];
 
+/* a run of (up to) two vectors of an output row */
 typedef struct dw_plan {
     int64_t first[DW_MAX_KW][2];   /* the input column of lane 0 of vector v at tap column kx */
     __mmask16 lo[DW_MAX_KW][2], hi[DW_MAX_KW][2];   /* its lanes inside the row (hi: the next 16, stride 2) */
-    __mmask16 tail;                /* the lanes of the last vector of an output row */
 } dw_plan;
 
-/* Output rows oy0 .. oy0 + R - 1 of one channel (those below out_h stored),
+/* Output rows oy0 .. oy0 + R - 1 of one channel (those below out_h
+ * stored), the NV vectors of a run of each (the last one's lanes tail),
  * rows[j] the input row that window row j of output row 0 of the group
  * reads, times the stride. */
 __attribute__((target("avx512f"), always_inline))
-static inline void dw_rows__avx512(const size_t NV, const size_t R, const int S2, const dw_plan *pl, size_t sh,
-                                   const float *const *rows, const uint8_t *ky, const uint8_t *kx,
-                                   const float *w, uint32_t n, float b, size_t nrows, size_t out_w,
-                                   const dcz_act *act, float *y)
+static inline void dw_rows__avx512(const size_t NV, const size_t R, const int S2, const dw_plan *pl,
+                                   __mmask16 tail, size_t sh, const float *const *rows, const uint8_t *ky,
+                                   const uint8_t *kx, const float *w, uint32_t n, float b, size_t nrows,
+                                   size_t out_w, const dcz_act *act, float *y)
 {
     const __m512i even = _mm512_set_epi32(30, 28, 26, 24, 22, 20, 18, 16, 14, 12, 10, 8, 6, 4, 2, 0);
     __m512 acc[8][2];
@@ -105,15 +124,17 @@ static inline void dw_rows__avx512(const size_t NV, const size_t R, const int S2
         if (r >= nrows) break;
         float *yr = y + r * out_w;
         for (size_t v = 0; v + 1 < NV; v++) _mm512_storeu_ps(yr + 16 * v, dcz_act__avx512(acc[r][v], act));
-        _mm512_mask_storeu_ps(yr + 16 * (NV - 1), pl->tail, dcz_act__avx512(acc[r][NV - 1], act));
+        _mm512_mask_storeu_ps(yr + 16 * (NV - 1), tail, dcz_act__avx512(acc[r][NV - 1], act));
     }
 }
 
-/* Output rows oy0 .. oy0 + R - 1 of one channel, NV vectors a row, where
- * a vector's window spans at most 32 input columns: NV = 1 with (ow - 1)
- * sw + kw <= 32, or NV = 2 at stride 1. Each input row a window row reads
- * is loaded once, as NV + 1 vectors of the columns from -pw (masked
- * m[j]: outside the row, 0), and each of its taps picks the lanes
+/* Output rows oy0 .. oy0 + R - 1 of one channel, NV vectors of each
+ * (written from y, the last one's lanes tail), where a vector's window
+ * spans at most 32 input columns: NV = 1 with (ow - 1) sw + kw <= 32, or
+ * NV up to 2 at stride 1. Each input row a window row reads is loaded
+ * once, as NV + 1 vectors of the columns from base (the first output
+ * column's, times the stride, less pw; masked m[j]: outside the row, 0),
+ * and each of its taps picks the lanes
  * i sw + kx of vectors v, v + 1 for output vector v by a two-table
  * permute (idx[kx]). A channel's taps come in column order, so the taps of
  * a window row follow one another. Same taps in the same order as
@@ -128,7 +149,7 @@ static inline void dw_rows__avx512(const size_t NV, const size_t R, const int S2
  * model, dcz bench medians of alternated runs: dense 270 -> 252 us,
  * compressed 255 -> 235. */
 __attribute__((target("avx512f"), always_inline))
-static inline void dw_rows1__avx512(const size_t NV, const size_t R, const __mmask16 *m, size_t pw, size_t sh,
+static inline void dw_rows1__avx512(const size_t NV, const size_t R, const __mmask16 *m, int64_t base, size_t sh,
                                     const float *const *rows, const uint8_t *ky, const uint8_t *kx,
                                     const __m512i *idx, const float *w, uint32_t n, float b, size_t nrows,
                                     size_t out_w, __mmask16 tail, const dcz_act *act, float *y)
@@ -145,7 +166,7 @@ static inline void dw_rows1__avx512(const size_t NV, const size_t R, const __mma
 #pragma GCC unroll 8
         for (size_t r = 0; r < R; r++)
 #pragma GCC unroll 3
-            for (size_t j = 0; j <= NV; j++) x[r][j] = _mm512_maskz_loadu_ps(m[j], rp[r * sh] - pw + 16 * j);
+            for (size_t j = 0; j <= NV; j++) x[r][j] = _mm512_maskz_loadu_ps(m[j], rp[r * sh] + base + 16 * j);
         for (; e < n && ky[e] == row; e++) {
             const __m512 wv = _mm512_set1_ps(w[e]);
             const __m512i ix = idx[kx[e]];
@@ -231,13 +252,25 @@ static int dw_plane_fits(const dcz_conv_geom *g)
 }
 
 /* whether the rows kernels take g on the shift form f: a depthwise
- * convolution of rows of at most 32 outputs within their bounds */
-static int dw_rows_fit(const dcz_conv_geom *g, const dcz_shift *f)
+ * convolution of strides up to 2 and windows within their bounds, its rows
+ * of at most max_w outputs and in_w inputs */
+static int dw_rows_within(const dcz_conv_geom *g, const dcz_shift *f, size_t max_w, size_t in_w)
 {
     const size_t ksize = (size_t)g->kh * g->kw;
-    return dcz_conv_groups(g) == g->in_c && g->out_c == g->in_c && f->ob == 1 && g->out_w <= 32 && g->sw <= 2 &&
-           g->sh <= 2 && g->kw <= DW_MAX_KW && ksize <= DW_MAX_TAPS && g->out_h <= DW_MAX_ROWS &&
-           g->in_w <= DW_MAX_W;
+    return dcz_conv_groups(g) == g->in_c && g->out_c == g->in_c && f->ob == 1 && g->out_w <= max_w &&
+           g->sw <= 2 && g->sh <= 2 && g->kw <= DW_MAX_KW && ksize <= DW_MAX_TAPS && g->in_w <= in_w;
+}
+
+/* AVX-512's rows kernel: rows of any width within its bounds, in runs of
+ * one or two vectors; AVX2's: rows of up to 32 outputs (see above) */
+static int dw_rows_fit(const dcz_conv_geom *g, const dcz_shift *f)
+{
+    return dw_rows_within(g, f, 16 * DW_MAX_VEC, DW_MAX_W) && g->out_h <= DW_MAX_ROWS;
+}
+
+static int dw_rows_fit8(const dcz_conv_geom *g, const dcz_shift *f)
+{
+    return dw_rows_within(g, f, 32, DW_MAX_W8) && g->out_h <= DW_MAX_ROWS8;
 }
 
 int dcz_shift_dw_path(const dcz_conv_geom *g, const dcz_shift *f)
@@ -344,74 +377,124 @@ void dcz_shift_dw_plane__avx512(const dcz_conv_geom *g, const split_geom *q, con
     }
 }
 
-__attribute__((target("avx512f")))
-void dcz_shift_dw_rows_run__avx512(const dcz_conv_geom *g, const split_geom *q, const dcz_shift *f,
-                                   const float *bias, const float *x, size_t batch, const dcz_act *act, float *y)
-{
-    const size_t W = g->in_w, H = g->in_h, ow = g->out_w, oh = g->out_h, sw = g->sw, sh = g->sh;
-    const size_t nv = (ow + 15) / 16;
-    dw_plan pl;
-    for (size_t c = 0; c < g->kw; c++)
-        for (size_t v = 0; v < nv; v++) {
-            const int64_t first = (int64_t)(16 * v * sw + c) - (int64_t)g->pw;
-            const uint32_t m = lanes(-first, (int64_t)W - first, sw == 1 ? 16 : 32);
-            pl.first[c][v] = first;
-            pl.lo[c][v] = (__mmask16)(m & 0xFFFF);
-            pl.hi[c][v] = (__mmask16)(m >> 16);
-        }
-    pl.tail = (__mmask16)((1u << (ow - 16 * (nv - 1))) - 1);
-    /* vectors whose windows fit two: a row loaded once for its taps */
-    const int once = nv == 1 ? (ow - 1) * sw + g->kw <= 32 : sw == 1;
-    __mmask16 m1[3];
-    for (size_t j = 0; j < 3; j++)
-        m1[j] = (__mmask16)lanes((int64_t)g->pw - (int64_t)(16 * j), (int64_t)(W + g->pw) - (int64_t)(16 * j), 16);
+/* What the rows kernels take for a layer, made once per call
+ * (dcz_shift_dw_rows_run__avx512). */
+typedef struct dw_rows_layer {
+    size_t nv, cv, R, groups, nrow;   /* a row's vectors, a run's, output rows a call, calls a plane */
+    int once;                         /* dw_rows1__avx512: an input row loaded once for its taps */
+    size_t v0[DW_MAX_VEC / 2];        /* each run's first vector */
+    dw_plan pl[DW_MAX_VEC / 2];       /* its taps' loads (dw_rows__avx512) */
+    __mmask16 m1[DW_MAX_VEC / 2][3];  /* its row's three vectors from base (dw_rows1__avx512) */
+    int64_t base[DW_MAX_VEC / 2];
+    __mmask16 tail;                   /* the lanes of a row's last vector */
     __m512i idx1[DW_MAX_KW];
-    for (size_t c = 0; c < g->kw; c++)
-        idx1[c] = _mm512_add_epi32(_mm512_mullo_epi32(_mm512_set_epi32(15, 14, 13, 12, 11, 10, 9, 8, 7, 6, 5, 4, 3,
-                                                                        2, 1, 0),
-                                                       _mm512_set1_epi32((int)sw)),
-                                   _mm512_set1_epi32((int)c));
-    /* output rows a call: 8 of one vector (7 over planes of 7 or 14 rows, 4
-     * where the plane has no more), 4 of two */
-    const size_t R = nv == 2 ? 4 : oh <= 4 ? 4 : oh % 7 == 0 ? 7 : 8, groups = (oh + R - 1) / R;
     uint32_t rel[DW_MAX_TAPS];
     uint8_t cell_ky[DW_MAX_TAPS], cell_kx[DW_MAX_TAPS];
-    dw_taps_init(g, q, rel, cell_ky, cell_kx);
+} dw_rows_layer;
+
+/* Every channel of g on the layer's kernels: always inlined twice, for
+ * rows of one run (32 outputs or fewer: WIDE 0, runs 1) and of several
+ * (WIDE 1: runs of two vectors, 4 rows a call, each input row loaded once
+ * at stride 1), each with what it is known to be as constants, so that the
+ * compiler lifts the choice of kernel out of the loops (a tenth of the
+ * time of small planes where it could not) and the second copy holds the
+ * two kernels it calls alone. */
+__attribute__((target("avx512f"), always_inline))
+static inline void dw_rows_channels__avx512(const int WIDE, const dw_rows_layer *L, const dcz_conv_geom *g,
+                                            const split_geom *q, const dcz_shift *f, const float *bias,
+                                            const float *x, size_t batch, const dcz_act *act, float *y)
+{
+    const size_t ow = g->out_w, oh = g->out_h, sw = g->sw, sh = g->sh;
+    const size_t runs = WIDE ? (L->nv + 1) / 2 : 1, cv = WIDE ? 2 : L->cv, R = WIDE ? 4 : L->R;
+    const size_t in_plane = (size_t)g->in_h * g->in_w, out_plane = oh * ow;
+    const int once = WIDE ? sw == 1 : L->once;
     /* window row j of output row oy reads input row oy sh + j - ph */
     const float *rows[(DW_MAX_ROWS + 8) * 2 + DW_MAX_TAPS];
-    const size_t nrow = (groups * R - 1) * sh + g->kh;
-    const size_t in_plane = H * W, out_plane = oh * ow;
     for (uint32_t c = 0; c < g->out_c; c++) {
         uint8_t ky[DW_MAX_TAPS], kx[DW_MAX_TAPS];
-        const uint32_t n = dw_channel_taps(g, q, f, rel, cell_ky, cell_kx, c, ky, kx);
+        const uint32_t n = dw_channel_taps(g, q, f, L->rel, L->cell_ky, L->cell_kx, c, ky, kx);
         const float *w = f->w + f->ptr[c], b = bias ? bias[c] : 0.0f;
         for (size_t s = 0; s < batch; s++) {
             const float *xc = x + (s * g->in_c + c) * in_plane;
             float *yc = y + (s * g->out_c + c) * out_plane;
-            dw_input_rows(g, xc, nrow, rows);
-            for (size_t gi = 0; gi < groups; gi++) {
-                const size_t oy = gi * R, left = oh - oy < R ? oh - oy : R;
-                const float *const *rp = rows + oy * sh;
-                float *yr = yc + oy * ow;
-                if (once && nv == 2)
-                    dw_rows1__avx512(2, 4, m1, g->pw, sh, rp, ky, kx, idx1, w, n, b, left, ow, pl.tail, act, yr);
-                else if (once && R == 4)
-                    dw_rows1__avx512(1, 4, m1, g->pw, sh, rp, ky, kx, idx1, w, n, b, left, ow, pl.tail, act, yr);
-                else if (once && R == 7)
-                    dw_rows1__avx512(1, 7, m1, g->pw, sh, rp, ky, kx, idx1, w, n, b, left, ow, pl.tail, act, yr);
-                else if (once)
-                    dw_rows1__avx512(1, 8, m1, g->pw, sh, rp, ky, kx, idx1, w, n, b, left, ow, pl.tail, act, yr);
-                else if (nv == 2 && sw == 1) dw_rows__avx512(2, 4, 0, &pl, sh, rp, ky, kx, w, n, b, left, ow, act, yr);
-                else if (nv == 2) dw_rows__avx512(2, 4, 1, &pl, sh, rp, ky, kx, w, n, b, left, ow, act, yr);
-                else if (R == 4 && sw == 1) dw_rows__avx512(1, 4, 0, &pl, sh, rp, ky, kx, w, n, b, left, ow, act, yr);
-                else if (R == 4) dw_rows__avx512(1, 4, 1, &pl, sh, rp, ky, kx, w, n, b, left, ow, act, yr);
-                else if (R == 7 && sw == 1) dw_rows__avx512(1, 7, 0, &pl, sh, rp, ky, kx, w, n, b, left, ow, act, yr);
-                else if (R == 7) dw_rows__avx512(1, 7, 1, &pl, sh, rp, ky, kx, w, n, b, left, ow, act, yr);
-                else if (sw == 1) dw_rows__avx512(1, 8, 0, &pl, sh, rp, ky, kx, w, n, b, left, ow, act, yr);
-                else dw_rows__avx512(1, 8, 1, &pl, sh, rp, ky, kx, w, n, b, left, ow, act, yr);
+            dw_input_rows(g, xc, L->nrow, rows);
+            for (size_t k = 0; k < runs; k++) {   /* a run's columns down the plane */
+                const __mmask16 t = k + 1 == runs ? L->tail : (__mmask16)0xFFFF;
+                const __mmask16 *m = L->m1[k];
+                const int64_t at = L->base[k];
+                const dw_plan *pl = &L->pl[k];
+                for (size_t gi = 0; gi < L->groups; gi++) {
+                    const size_t oy = gi * R, left = oh - oy < R ? oh - oy : R;
+                    const float *const *rp = rows + oy * sh;
+                    float *yr = yc + oy * ow + 16 * L->v0[k];
+#define DW_ROWS1(NV_, R_) dw_rows1__avx512(NV_, R_, m, at, sh, rp, ky, kx, L->idx1, w, n, b, left, ow, t, act, yr)
+#define DW_ROWS(NV_, R_)                                                                  \
+    (sw == 1 ? dw_rows__avx512(NV_, R_, 0, pl, t, sh, rp, ky, kx, w, n, b, left, ow, act, yr) \
+             : dw_rows__avx512(NV_, R_, 1, pl, t, sh, rp, ky, kx, w, n, b, left, ow, act, yr))
+                    if (once && cv == 2) DW_ROWS1(2, 4);
+                    else if (once && R == 4) DW_ROWS1(1, 4);
+                    else if (once && R == 7) DW_ROWS1(1, 7);
+                    else if (once) DW_ROWS1(1, 8);
+                    else if (cv == 2) DW_ROWS(2, 4);
+                    else if (R == 4) DW_ROWS(1, 4);
+                    else if (R == 7) DW_ROWS(1, 7);
+                    else DW_ROWS(1, 8);
+#undef DW_ROWS
+#undef DW_ROWS1
+                }
             }
         }
     }
+}
+
+__attribute__((target("avx512f")))
+void dcz_shift_dw_rows_run__avx512(const dcz_conv_geom *g, const split_geom *q, const dcz_shift *f,
+                                   const float *bias, const float *x, size_t batch, const dcz_act *act, float *y)
+{
+    const size_t W = g->in_w, ow = g->out_w, oh = g->out_h, sw = g->sw;
+    dw_rows_layer L;
+    /* a row's nv vectors in runs of cv, two over rows wider than one; an
+     * odd nv's last run starts a vector back, over the one before (its
+     * outputs computed twice, the same bits), so that every call takes the
+     * same vectors */
+    L.nv = (ow + 15) / 16;
+    L.cv = L.nv == 1 ? 1 : 2;
+    const size_t nv = L.nv, cv = L.cv, runs = (nv + cv - 1) / cv;
+    for (size_t k = 0; k < runs; k++) {
+        L.v0[k] = k + 1 < runs ? k * cv : nv - cv;
+        for (size_t c = 0; c < g->kw; c++)
+            for (size_t v = 0; v < cv; v++) {
+                const int64_t first = (int64_t)(16 * (L.v0[k] + v) * sw + c) - (int64_t)g->pw;
+                const uint32_t m = lanes(-first, (int64_t)W - first, sw == 1 ? 16 : 32);
+                L.pl[k].first[c][v] = first;
+                L.pl[k].lo[c][v] = (__mmask16)(m & 0xFFFF);
+                L.pl[k].hi[c][v] = (__mmask16)(m >> 16);
+            }
+    }
+    L.tail = (__mmask16)((1u << (ow - 16 * (nv - 1))) - 1);
+    /* vectors whose windows fit two: a row loaded once for its taps (at
+     * stride 1 every run; at 2 a row of one vector that fits), its
+     * vectors j from the run's first column times the stride, less pw */
+    L.once = nv == 1 ? (ow - 1) * sw + g->kw <= 32 : sw == 1;
+    for (size_t k = 0; k < runs; k++) {
+        L.base[k] = (int64_t)(16 * L.v0[k] * sw) - (int64_t)g->pw;
+        for (size_t j = 0; j < 3; j++)
+            L.m1[k][j] = (__mmask16)lanes(-L.base[k] - (int64_t)(16 * j), (int64_t)W - L.base[k] - (int64_t)(16 * j),
+                                          16);
+    }
+    for (size_t c = 0; c < g->kw; c++)
+        L.idx1[c] = _mm512_add_epi32(_mm512_mullo_epi32(_mm512_set_epi32(15, 14, 13, 12, 11, 10, 9, 8, 7, 6, 5, 4,
+                                                                          3, 2, 1, 0),
+                                                         _mm512_set1_epi32((int)sw)),
+                                     _mm512_set1_epi32((int)c));
+    /* output rows a call: 8 of one vector (7 over planes of 7 or 14 rows, 4
+     * where the plane has no more), 4 of two */
+    L.R = cv == 2 ? 4 : oh <= 4 ? 4 : oh % 7 == 0 ? 7 : 8;
+    L.groups = (oh + L.R - 1) / L.R;
+    L.nrow = (L.groups * L.R - 1) * g->sh + g->kh;
+    dw_taps_init(g, q, L.rel, L.cell_ky, L.cell_kx);
+    if (runs == 1) dw_rows_channels__avx512(0, &L, g, q, f, bias, x, batch, act, y);
+    else dw_rows_channels__avx512(1, &L, g, q, f, bias, x, batch, act, y);
 }
 
 /* dw_rows__avx512 in AVX2, 8 columns a vector (rows of up to 32 outputs:
@@ -433,7 +516,7 @@ void dcz_shift_dw_rows_run__avx512(const dcz_conv_geom *g, const split_geom *q, 
 /* whether the AVX2 rows kernel runs g on the shift form f (see above) */
 int dcz_shift_dw_rows_avx2(const dcz_conv_geom *g, const dcz_shift *f)
 {
-    return g->sw == 2 && dw_rows_fit(g, f);
+    return g->sw == 2 && dw_rows_fit8(g, f);
 }
 
 typedef struct dw_plan8 {
@@ -506,7 +589,7 @@ void dcz_shift_dw_rows_run__avx2(const dcz_conv_geom *g, const split_geom *q, co
     uint32_t rel[DW_MAX_TAPS];
     uint8_t cell_ky[DW_MAX_TAPS], cell_kx[DW_MAX_TAPS];
     dw_taps_init(g, q, rel, cell_ky, cell_kx);
-    const float *rows[(DW_MAX_ROWS + 8) * 2 + DW_MAX_TAPS];
+    const float *rows[(DW_MAX_ROWS8 + 8) * 2 + DW_MAX_TAPS];
     const size_t nrow = (groups * R - 1) * sh + g->kh;
     const size_t in_plane = H * W, out_plane = oh * ow;
     for (uint32_t c = 0; c < g->out_c; c++) {
