@@ -355,6 +355,10 @@ QDW_TGT static void qdw_requant__vbmi(const dcz_conv_geom *g, const dcz_qshift *
 #endif
 
 #define REQ_PLANE_MAX 512
+/* the most bytes of 32-bit sums dcz_qconv2d_shift_requant computes before
+ * it requantizes them, in chunks of output channels: a layer's sums at 224
+ * x 224 are megabytes, which went out to memory and back */
+#define REQ_CHUNK_BYTES (256u << 10)
 
 #ifdef DCZ_X86
 /* p (ph, pw) = the 2x2 maxima of stride 2 of the plane t (rows of wq
@@ -384,6 +388,30 @@ VNNI_TGT static void pool2_plane__avx512(const int32_t *t, size_t wq, uint32_t p
                                                 _mm512_permutex2var_epi32(v0, odd, v1));
             _mm512_mask_storeu_epi32(p + px, (__mmask16)((1u << n) - 1), mx);
         }
+    }
+}
+
+/* Output channels c0 .. c0 + n - 1 of one sample's output yb from their
+ * sums t (planes q->out16 apart from channel c0's; add: NULL or what each
+ * channel's lack, from c0), keep the lanes of each vector of a plane of nv
+ * (within REQ_PLANE_MAX; past it by rows). */
+VNNI_TGT static void requant_sums(const dcz_conv_geom *g, const split_geom *q, const uint16_t *keep, size_t nv,
+                                  uint32_t c0, uint32_t n, const int32_t *t, const int32_t *add, const int64_t *bias,
+                                  const dcz_requant *rq, int32_t lo, int32_t hi, dcz_q *yb)
+{
+    const size_t out_plane = (size_t)g->out_h * g->out_w;
+    if (nv <= REQ_PLANE_MAX) {
+        requant_planes__vnni(t, q->out16, keep, nv, bias ? bias + c0 : NULL, add, rq->mult + c0, rq->shift + c0, n,
+                             lo, hi, out_plane, yb + c0 * out_plane);
+        return;
+    }
+    /* rows with no columns to drop make one row of the whole plane */
+    const uint32_t rows = q->wq == g->out_w ? 1 : g->out_h, w = q->wq == g->out_w ? (uint32_t)out_plane : g->out_w;
+    for (uint32_t i = 0; i < n; i++) {
+        const uint32_t oc = c0 + i;
+        for (uint32_t oy = 0; oy < rows; oy++)
+            requant_row__vnni(t + i * q->out16 + oy * q->wq, add ? add[i] : 0, bias ? bias[oc] : 0, rq->mult[oc],
+                              rq->shift[oc], lo, hi, w, yb + oc * out_plane + (size_t)oy * g->out_w);
     }
 }
 
@@ -449,8 +477,23 @@ int dcz_qconv2d_shift_requant(const dcz_conv_geom *g, const dcz_qshift *f, const
     const size_t pooled = (size_t)ph * pw, pnv = pool2 ? (pooled + 15) / 16 : 0;
     uint16_t pkeep[REQ_PLANE_MAX];
     for (size_t j = 0; j < pnv; j++) pkeep[j] = (uint16_t)keep_lanes(16, 16 * j, 0, (int64_t)pooled, pooled, pooled);
+    /* output channels a chunk (a whole block's): their sums within
+     * REQ_CHUNK_BYTES, requantized as soon as computed */
+    const uint32_t ob = f->ob, chunk = (uint32_t)(REQ_CHUNK_BYTES / (q.out16 * sizeof *t)) / ob * ob;
+    const int chunks = !pool2 && !f->amx_pick && chunk < g->out_c;
     for (size_t b = 0; b < batch; b++) {
         dcz_qsplit_any(1, g, &q, x + b * in_sample, (uint8_t *)xs);
+        if (chunks) {
+            for (uint32_t c0 = 0; c0 < g->out_c;) {
+                const uint32_t n = g->out_c - c0 < (chunk ? chunk : ob) ? g->out_c - c0 : (chunk ? chunk : ob);
+                dcz_qshift sub = *f;
+                sub.ptr = f->ptr + c0 / ob;
+                planes(&sub, f->corr + c0, n, q.out16, (size_t)g->out_h * q.wq, xs, t, NULL);
+                requant_sums(g, &q, keep, nv, c0, n, t, NULL, bias, rq, lo, hi, y + b * g->out_c * out_plane);
+                c0 += n;
+            }
+            continue;
+        }
         /* the sums' corr, where the tiles leave it, added with the bias */
         const int32_t *add = dcz_qplanes_run(planes, 1, g, &q, f, xs, t);
         if (pool2) {   /* the pooled sums requantized: max commutes with the requantization */
@@ -463,17 +506,7 @@ int dcz_qconv2d_shift_requant(const dcz_conv_geom *g, const dcz_qshift *f, const
             }
             continue;
         }
-        dcz_q *yb = y + b * g->out_c * out_plane;
-        if (nv <= REQ_PLANE_MAX) {
-            requant_planes__vnni(t, q.out16, keep, nv, bias, add, rq->mult, rq->shift, g->out_c, lo, hi, out_plane, yb);
-            continue;
-        }
-        /* rows with no columns to drop make one row of the whole plane */
-        const uint32_t rows = q.wq == g->out_w ? 1 : g->out_h, n = q.wq == g->out_w ? (uint32_t)out_plane : g->out_w;
-        for (uint32_t oc = 0; oc < g->out_c; oc++)
-            for (uint32_t oy = 0; oy < rows; oy++)
-                requant_row__vnni(t + oc * q.out16 + oy * q.wq, add ? add[oc] : 0, bias ? bias[oc] : 0, rq->mult[oc],
-                                  rq->shift[oc], lo, hi, n, yb + oc * out_plane + (size_t)oy * g->out_w);
+        requant_sums(g, &q, keep, nv, 0, g->out_c, t, add, bias, rq, lo, hi, y + b * g->out_c * out_plane);
     }
     return 1;
 #else
