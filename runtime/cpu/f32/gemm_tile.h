@@ -156,7 +156,8 @@ TGT static void NAME(panel)(size_t m, size_t j, size_t cols, uint32_t p, uint32_
  *    every panel before the next band, so that B streams from memory,
  *    where down a panel its rows lie a row of B apart, each a few lines
  *    (4096 x 4096 at batch 1: 3.7 -> 2.5 ms, OpenBLAS's sgemv 2.4-2.7; at
- *    batch 64 24 -> 19-22 ms, OpenBLAS's sgemm 19-22). */
+ *    batch 64 24 -> 19-22 ms, OpenBLAS's sgemm 19-22; KR by vendor on
+ *    x86: kernels_gemm.c, gemv_band). */
 TGT static void NAME(gemm)(size_t m, size_t n, uint32_t k, const TA *a, size_t lda, const TB *b, size_t ldb,
                            const TBIAS *bias_m, const TBIAS *bias_n, TC *c, size_t ldc, const dcz_act *act)
 {
