@@ -182,8 +182,8 @@ int dcz_isa_supported(dcz_isa isa)
     case DCZ_ISA_REF:
         return 1;
 #ifdef DCZ_X86
-    case DCZ_ISA_AVX2:
-        return dcz_cpu_features()->avx2 != 0;
+    case DCZ_ISA_AVX2:   /* with FMA, which its kernels take (the fused steps of act_x86.h's exponential) */
+        return dcz_cpu_features()->avx2 != 0 && dcz_cpu_features()->fma != 0;
     case DCZ_ISA_AVX512:
         return dcz_cpu_features()->avx512f != 0;
 #endif

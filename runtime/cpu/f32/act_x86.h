@@ -9,14 +9,16 @@
  * dcz_relu and dcz_clip (NaN and zeros of both signs included: max and min
  * return their second operand unless the first compares greater, or less).
  * SIGMOID and SILU take each of dcz_exp_neg's operations in a vector in
- * its order: the same roundings, so the reference's bits. Lanes below
+ * its order, its fused multiply-adds fused: the same roundings, so the
+ * reference's bits (the AVX2 forms need FMA, which the AVX2 level takes:
+ * dcz_isa_supported). Lanes below
  * DCZ_EXP_MIN take 0 and NaN lanes their NaN, as the scalar branch does;
  * the others run on -|v| clamped there, so no lane's integer conversion
  * sees a NaN. act NULL or op 0: v. */
 #ifndef DCZ_ACT_X86_H
 #define DCZ_ACT_X86_H
 
-__attribute__((target("avx2")))
+__attribute__((target("avx2,fma")))
 static inline __m256 dcz_exp_neg__avx2(__m256 t)
 {
     const __m256 lo = _mm256_set1_ps(DCZ_EXP_MIN);
@@ -24,12 +26,14 @@ static inline __m256 dcz_exp_neg__avx2(__m256 t)
     const __m256 c = _mm256_blendv_ps(lo, t, in);
     const __m256 n = _mm256_round_ps(_mm256_mul_ps(c, _mm256_set1_ps(DCZ_EXP_LOG2E)),
                                      _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
-    __m256 r = _mm256_sub_ps(c, _mm256_mul_ps(n, _mm256_set1_ps(DCZ_EXP_LN2_HI)));
-    r = _mm256_sub_ps(r, _mm256_mul_ps(n, _mm256_set1_ps(DCZ_EXP_LN2_LO)));
-    const float coef[5] = { DCZ_EXP_P1, DCZ_EXP_P2, DCZ_EXP_P3, DCZ_EXP_P4, DCZ_EXP_P5 };
-    __m256 p = _mm256_set1_ps(DCZ_EXP_P0);
-    for (int k = 0; k < 5; k++) p = _mm256_add_ps(_mm256_mul_ps(p, r), _mm256_set1_ps(coef[k]));
-    const __m256 e = _mm256_add_ps(_mm256_add_ps(_mm256_mul_ps(_mm256_mul_ps(p, r), r), r), _mm256_set1_ps(1.0f));
+    __m256 r = _mm256_fnmadd_ps(n, _mm256_set1_ps(DCZ_EXP_LN2_HI), c);
+    r = _mm256_fnmadd_ps(n, _mm256_set1_ps(DCZ_EXP_LN2_LO), r);
+    const __m256 r2 = _mm256_mul_ps(r, r);
+    const __m256 p01 = _mm256_fmadd_ps(_mm256_set1_ps(DCZ_EXP_P0), r, _mm256_set1_ps(DCZ_EXP_P1));
+    const __m256 p23 = _mm256_fmadd_ps(_mm256_set1_ps(DCZ_EXP_P2), r, _mm256_set1_ps(DCZ_EXP_P3));
+    const __m256 p45 = _mm256_fmadd_ps(_mm256_set1_ps(DCZ_EXP_P4), r, _mm256_set1_ps(DCZ_EXP_P5));
+    const __m256 p = _mm256_fmadd_ps(_mm256_fmadd_ps(p01, r2, p23), r2, p45);
+    const __m256 e = _mm256_add_ps(_mm256_fmadd_ps(p, r2, r), _mm256_set1_ps(1.0f));
     const __m256i k = _mm256_cvtps_epi32(n), k1 = _mm256_srai_epi32(k, 1), bias = _mm256_set1_epi32(127);
     const __m256 s1 = _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_add_epi32(k1, bias), 23));
     const __m256 s2 = _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_add_epi32(_mm256_sub_epi32(k, k1), bias), 23));
@@ -39,7 +43,7 @@ static inline __m256 dcz_exp_neg__avx2(__m256 t)
 
 /* SIGMOID of v, or SILU (silu 1): (v >= 0 ? 1 : e) / (1 + e), e =
  * e^-|v|, times v for SILU before the division (dcz_silu_one). */
-__attribute__((target("avx2")))
+__attribute__((target("avx2,fma")))
 static inline __m256 dcz_sigmoid__avx2(__m256 v, int silu)
 {
     const __m256 one = _mm256_set1_ps(1.0f), e = dcz_exp_neg__avx2(_mm256_or_ps(v, _mm256_set1_ps(-0.0f)));
@@ -56,12 +60,14 @@ static inline __m512 dcz_exp_neg__avx512(__m512 t)
     const __m512 c = _mm512_mask_blend_ps(in, lo, t);
     const __m512 n = _mm512_roundscale_ps(_mm512_mul_ps(c, _mm512_set1_ps(DCZ_EXP_LOG2E)),
                                           _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
-    __m512 r = _mm512_sub_ps(c, _mm512_mul_ps(n, _mm512_set1_ps(DCZ_EXP_LN2_HI)));
-    r = _mm512_sub_ps(r, _mm512_mul_ps(n, _mm512_set1_ps(DCZ_EXP_LN2_LO)));
-    const float coef[5] = { DCZ_EXP_P1, DCZ_EXP_P2, DCZ_EXP_P3, DCZ_EXP_P4, DCZ_EXP_P5 };
-    __m512 p = _mm512_set1_ps(DCZ_EXP_P0);
-    for (int k = 0; k < 5; k++) p = _mm512_add_ps(_mm512_mul_ps(p, r), _mm512_set1_ps(coef[k]));
-    const __m512 e = _mm512_add_ps(_mm512_add_ps(_mm512_mul_ps(_mm512_mul_ps(p, r), r), r), _mm512_set1_ps(1.0f));
+    __m512 r = _mm512_fnmadd_ps(n, _mm512_set1_ps(DCZ_EXP_LN2_HI), c);
+    r = _mm512_fnmadd_ps(n, _mm512_set1_ps(DCZ_EXP_LN2_LO), r);
+    const __m512 r2 = _mm512_mul_ps(r, r);
+    const __m512 p01 = _mm512_fmadd_ps(_mm512_set1_ps(DCZ_EXP_P0), r, _mm512_set1_ps(DCZ_EXP_P1));
+    const __m512 p23 = _mm512_fmadd_ps(_mm512_set1_ps(DCZ_EXP_P2), r, _mm512_set1_ps(DCZ_EXP_P3));
+    const __m512 p45 = _mm512_fmadd_ps(_mm512_set1_ps(DCZ_EXP_P4), r, _mm512_set1_ps(DCZ_EXP_P5));
+    const __m512 p = _mm512_fmadd_ps(_mm512_fmadd_ps(p01, r2, p23), r2, p45);
+    const __m512 e = _mm512_add_ps(_mm512_fmadd_ps(p, r2, r), _mm512_set1_ps(1.0f));
     const __m512i k = _mm512_cvtps_epi32(n), k1 = _mm512_srai_epi32(k, 1), bias = _mm512_set1_epi32(127);
     const __m512 s1 = _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_add_epi32(k1, bias), 23));
     const __m512 s2 = _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_add_epi32(_mm512_sub_epi32(k, k1), bias), 23));
@@ -88,7 +94,7 @@ static inline __m512 dcz_act__avx512(__m512 v, const dcz_act *act)
     return _mm512_max_ps(_mm512_set1_ps(act->lo), _mm512_min_ps(_mm512_set1_ps(act->hi), v));
 }
 
-__attribute__((target("avx2")))
+__attribute__((target("avx2,fma")))
 static inline __m256 dcz_act__avx2(__m256 v, const dcz_act *act)
 {
     if (!act || act->op == 0) return v;

@@ -242,7 +242,7 @@ void dcz_hard_act(uint16_t op, const float *param, const float *x, size_t n, flo
  * branch does; the others run on -|v| clamped there, so no lane's integer
  * conversion sees a NaN. */
 #ifdef DCZ_X86
-__attribute__((target("avx2")))
+__attribute__((target("avx2,fma")))
 static void exp_act__avx2(uint16_t op, const float *x, size_t n, float *y)
 {
     const int silu = op == DCZ_OP_SILU;
@@ -397,7 +397,7 @@ void dcz_mul(const float *x, const float *f, size_t batch, uint32_t channels, ui
  * CLIP by the instructions of relu and clip above (the references' bits);
  * act NULL or op 0: the sum alone. */
 #ifdef DCZ_X86
-__attribute__((target("avx2")))
+__attribute__((target("avx2,fma")))
 static void add__avx2(const float *a, const float *b, size_t n, const dcz_act *act, float *y)
 {
     const int op = act ? act->op : 0;

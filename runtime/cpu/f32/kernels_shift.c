@@ -279,7 +279,7 @@ static inline __attribute__((target("avx512f"), always_inline)) void out_store_r
  * EPYC (Zen 3), best medians of alternated runs: compressed ResNet-style
  * 164.8 -> 163.2 us, conv-heavy CNN 345 -> 332, MobileNetV2-style 453 ->
  * 418, dense MobileNetV2-style 518 -> 486. */
-static inline __attribute__((target("avx2"), always_inline)) void out_store__avx2(const tile_out *om, uint32_t oc,
+static inline __attribute__((target("avx2,fma"), always_inline)) void out_store__avx2(const tile_out *om, uint32_t oc,
                                                                                   size_t i, __m256 sum)
 {
     float *y = om->y + (size_t)oc * om->plane + om->v[i].at;
