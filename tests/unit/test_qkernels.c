@@ -555,7 +555,7 @@ static void test_qconv_grid(void)
         conv_geom(6, 4, 7, 11, 1, 1, 1, 1, 0, 0),     /* 1x1: the split one plane of 77 cells */
         conv_geom(1, 2, 96, 90, 3, 3, 1, 1, 1, 1),    /* 96 x 91 cells: past 512 vectors, requantized by rows */
         conv_geom(4, 3, 96, 90, 3, 3, 1, 1, 1, 1),    /* the same on quads of channels (the AMX tiles) */
-        conv_geom(2, 21, 96, 90, 3, 3, 1, 1, 1, 1),   /* sums past the requantization's chunk: 4 chunks, by rows */
+        conv_geom(2, 9, 96, 90, 3, 3, 1, 1, 1, 1),    /* sums past the requantization's chunk: 2 chunks, by rows */
         conv_geom(8, 100, 24, 30, 1, 1, 1, 1, 0, 0),  /* 1x1: 2 chunks of channels, by planes */
         /* one input channel: the integer form's column quads */
         conv_geom(1, 4, 12, 13, 5, 5, 1, 1, 2, 2),    /* two quads a window row, the second one column */
