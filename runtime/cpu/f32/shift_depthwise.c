@@ -460,8 +460,15 @@ void dcz_shift_dw_rows_run__avx512(const dcz_conv_geom *g, const split_geom *q, 
     L.nv = (ow + 15) / 16;
     L.cv = L.nv == 1 ? 1 : 2;
     const size_t nv = L.nv, cv = L.cv, runs = (nv + cv - 1) / cv;
+    /* each run's loads: per tap column (dw_rows__avx512), and the three
+     * vectors of an input row from base, its first column times the
+     * stride less pw (dw_rows1__avx512) */
     for (size_t k = 0; k < runs; k++) {
         L.v0[k] = k + 1 < runs ? k * cv : nv - cv;
+        L.base[k] = (int64_t)(16 * L.v0[k] * sw) - (int64_t)g->pw;
+        for (size_t j = 0; j < 3; j++)
+            L.m1[k][j] = (__mmask16)lanes(-L.base[k] - (int64_t)(16 * j), (int64_t)W - L.base[k] - (int64_t)(16 * j),
+                                          16);
         for (size_t c = 0; c < g->kw; c++)
             for (size_t v = 0; v < cv; v++) {
                 const int64_t first = (int64_t)(16 * (L.v0[k] + v) * sw + c) - (int64_t)g->pw;
@@ -473,15 +480,8 @@ void dcz_shift_dw_rows_run__avx512(const dcz_conv_geom *g, const split_geom *q, 
     }
     L.tail = (__mmask16)((1u << (ow - 16 * (nv - 1))) - 1);
     /* vectors whose windows fit two: a row loaded once for its taps (at
-     * stride 1 every run; at 2 a row of one vector that fits), its
-     * vectors j from the run's first column times the stride, less pw */
+     * stride 1 every run; at 2 a row of one vector that fits) */
     L.once = nv == 1 ? (ow - 1) * sw + g->kw <= 32 : sw == 1;
-    for (size_t k = 0; k < runs; k++) {
-        L.base[k] = (int64_t)(16 * L.v0[k] * sw) - (int64_t)g->pw;
-        for (size_t j = 0; j < 3; j++)
-            L.m1[k][j] = (__mmask16)lanes(-L.base[k] - (int64_t)(16 * j), (int64_t)W - L.base[k] - (int64_t)(16 * j),
-                                          16);
-    }
     for (size_t c = 0; c < g->kw; c++)
         L.idx1[c] = _mm512_add_epi32(_mm512_mullo_epi32(_mm512_set_epi32(15, 14, 13, 12, 11, 10, 9, 8, 7, 6, 5, 4,
                                                                           3, 2, 1, 0),

@@ -479,13 +479,14 @@ int dcz_qconv2d_shift_requant(const dcz_conv_geom *g, const dcz_qshift *f, const
     for (size_t j = 0; j < pnv; j++) pkeep[j] = (uint16_t)keep_lanes(16, 16 * j, 0, (int64_t)pooled, pooled, pooled);
     /* output channels a chunk (a whole block's): their sums within
      * REQ_CHUNK_BYTES, requantized as soon as computed */
-    const uint32_t ob = f->ob, chunk = (uint32_t)(REQ_CHUNK_BYTES / (q.out16 * sizeof *t)) / ob * ob;
+    const uint32_t ob = f->ob, fit = (uint32_t)(REQ_CHUNK_BYTES / (q.out16 * sizeof *t)) / ob * ob;
+    const uint32_t chunk = fit ? fit : ob;
     const int chunks = !pool2 && !f->amx_pick && chunk < g->out_c;
     for (size_t b = 0; b < batch; b++) {
         dcz_qsplit_any(1, g, &q, x + b * in_sample, (uint8_t *)xs);
         if (chunks) {
             for (uint32_t c0 = 0; c0 < g->out_c;) {
-                const uint32_t n = g->out_c - c0 < (chunk ? chunk : ob) ? g->out_c - c0 : (chunk ? chunk : ob);
+                const uint32_t n = g->out_c - c0 < chunk ? g->out_c - c0 : chunk;
                 dcz_qshift sub = *f;
                 sub.ptr = f->ptr + c0 / ob;
                 planes(&sub, f->corr + c0, n, q.out16, (size_t)g->out_h * q.wq, xs, t, NULL);
