@@ -2,7 +2,8 @@
  *
  * A test program defines test functions, runs them with RUN(fn) from main and
  * ends with `return check_summary();`, which prints the closing line
- * "N passed, N failed" that tests/run.sh adds up. A CHECK that fails prints
+ * "N passed, N failed" that tests/run.sh adds up; each test's line gives its
+ * time, so a slow one shows. A CHECK that fails prints
  * where and why and marks the running test failed; the test goes on so that
  * several mismatches show at once.
  */
@@ -10,6 +11,8 @@
 #define DCZ_TESTS_CHECK_H
 
 #include <stdio.h>
+#include <stdlib.h>
+#include <time.h>
 
 static int check_passed, check_failed, check_cur_failed;
 static const char *check_cur_name;
@@ -40,11 +43,31 @@ static inline void check_fail_at(const char *file, int line, const char *cond)
     } \
 } while (0)
 
+/* Nonzero where the program runs under an emulator (tests/run_runtime.sh
+ * sets DCZ_TEST_EMULATED beside its runner, qemu-user): the few grids whose
+ * largest cases take minutes there leave those cases to native runs and
+ * say so. */
+static inline int check_emulated(void)
+{
+    const char *e = getenv("DCZ_TEST_EMULATED");
+    return e && *e && *e != '0';
+}
+
+/* seconds on the monotonic clock */
+static inline double check_now(void)
+{
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return (double)t.tv_sec + 1e-9 * (double)t.tv_nsec;
+}
+
 #define RUN(fn) do { \
     check_cur_name = #fn; check_cur_failed = 0; \
+    const double check_t0 = check_now(); \
     fn(); \
-    if (check_cur_failed) { check_failed++; printf("FAIL %s\n", #fn); } \
-    else { check_passed++; printf("ok   %s\n", #fn); } \
+    const double check_s = check_now() - check_t0; \
+    if (check_cur_failed) { check_failed++; printf("FAIL %s (%.2f s)\n", #fn, check_s); } \
+    else { check_passed++; printf("ok   %s (%.2f s)\n", #fn, check_s); } \
     fflush(stdout); \
 } while (0)
 

@@ -9,46 +9,18 @@
 # and the runtime objects' calls one more (tests/layout.sh), the minimal
 # build's outputs one more (tests/scalar.sh), the instruction-set cap one
 # more (tests/isa.sh); the runtime tests built for 64-bit Arm run under
-# qemu-user as one more group, beside the others and counted last; the
-# Cortex-M4 firmware of samples/mcu/ under qemu-system-arm one more. A
-# program that crashes counts as one failure.
+# qemu-user as one more group; the Cortex-M4 firmware of samples/mcu/ under
+# qemu-system-arm one more. A program that crashes counts as one failure.
+#
+# The tests run TEST_JOBS at once (default: every core), the longest
+# first; each one's line is printed as it ends, so their order varies from
+# run to run, the closing line does not.
 set -u
 cd "$(dirname "$0")/.."
 source tests/tally.bash
 log=build/tests/log; mkdir -p "$log"
+rm -f "$log"/*.out "$log"/*.rc
 
-# The runtime tests once more, built for 64-bit Arm and run under qemu-user
-# (make test-aarch64; it prints SKIP without the cross compiler or qemu):
-# started first and beside the others, as qemu runs on one core; counted in
-# its place below.
-make --no-print-directory test-aarch64 > "$log/aarch64.out" 2>&1 &
-aarch64=$!
-
-for t in build/tests/test_*; do
-    [ -x "$t" ] || continue
-    n=$(basename "$t"); out=$log/$n.out
-    "$t" > "$out" 2>&1; tally "$n" $? "$out"
-done
-for r in build/tests/replay_fuzz_*; do
-    [ -x "$r" ] || continue
-    n=${r##*/replay_fuzz_}; out=$log/replay_$n.out
-    "$r" "tests/fuzz/corpus/$n" > "$out" 2>&1; tally "replay $n" $? "$out"
-done
-if [ -x build/check-lib ]; then
-    out=$log/check-lib.out
-    { build/check-lib && echo "1 passed, 0 failed"; } > "$out" 2>&1; tally "libdcz links alone" $? "$out"
-fi
-# The source tree's dependency rules (tests/layout.sh: what libdcz and the
-# toolchain may include, and no two runtime objects calling each other).
-out=$log/layout.out
-bash tests/layout.sh > "$out" 2>&1; tally "source layout" $? "$out"
-# The integer kernels hold no floating point, two ways: kernels_int.c
-# compiles with -mgeneral-regs-only (the Makefile's kernels_int_nofloat.o,
-# stamped with the checksum of the source it was built from; GCC refuses
-# float operations there, clang turns them into soft-float calls such as
-# __adddf3, which nm finds), and the disassembly of the library's object
-# names no floating-point instruction (SSE/AVX arithmetic and conversions,
-# x87, AArch64 FP). Without objdump the second half reports SKIP.
 nofloat_check() {
     local src=runtime/cpu/ref/kernels_int.c nf=build/tests/kernels_int_nofloat obj=build/runtime/cpu/ref/kernels_int.o
     local p=0 f=0 hits soft=""
@@ -82,29 +54,78 @@ nofloat_check() {
     fi
     echo "$p passed, $f failed"
 }
-out=$log/nofloat.out
-nofloat_check > "$out" 2>&1; tally "integer kernels build without floating point" $? "$out"
-# The minimal builds (ISA=scalar, the references alone; KERNELS=ref,q8) against the native
-# one, model by model (make test-scalar: tests/scalar.sh).
-out=$log/scalar.out
-make --no-print-directory test-scalar > "$out" 2>&1; tally "the minimal builds' outputs" $? "$out"
-# The cap on instruction sets (--isa) against qemu-user's CPU models, and on
-# every level this CPU has (tests/isa.sh; needs the outbits test-scalar built).
-out=$log/isa.out
-bash tests/isa.sh > "$out" 2>&1; tally "the instruction-set cap" $? "$out"
+
+# The jobs, one a test (or a group that must run in turn), each a command
+# whose output goes to $log/NAME.out: queued longest first, so that the
+# long ones do not end the run alone.
+names=(); cmds=()
+job() { names+=("$1"); cmds+=("$2"); }
+# the runtime tests built for 64-bit Arm, under qemu-user (make
+# test-aarch64; it prints SKIP without the cross compiler or qemu)
+job aarch64 "make --no-print-directory test-aarch64"
+# the minimal builds (ISA=scalar, the references alone; KERNELS=ref,q8)
+# against the native one, model by model (make test-scalar:
+# tests/scalar.sh); then the cap on instruction sets (--isa) against
+# qemu-user's CPU models and on every level this CPU has (tests/isa.sh:
+# it needs the outbits test-scalar builds)
+job scalar "make --no-print-directory test-scalar"
+for t in build/tests/test_*; do
+    [ -x "$t" ] && job "$(basename "$t")" "$t"
+done
+for s in tests/cli/*.sh; do
+    [ -f "$s" ] && job "cli $(basename "$s" .sh)" "bash $s && echo '1 passed, 0 failed'"
+done
+for r in build/tests/replay_fuzz_*; do
+    [ -x "$r" ] && job "replay ${r##*/replay_fuzz_}" "$r tests/fuzz/corpus/${r##*/replay_fuzz_}"
+done
+[ -x build/check-lib ] && job "libdcz links alone" "build/check-lib && echo '1 passed, 0 failed'"
+# the source tree's dependency rules (what libdcz and the toolchain may
+# include, and no two runtime objects calling each other)
+job "source layout" "bash tests/layout.sh"
+job "integer kernels build without floating point" nofloat_check
 # libdcz on a microcontroller: a Cortex-M4 firmware under qemu-system-arm
 # gives the host's bits (make test-mcu: tests/mcu.sh; SKIP without the
-# arm-none-eabi toolchain, picolibc or QEMU).
-out=$log/mcu.out
-make --no-print-directory test-mcu > "$out" 2>&1; tally "libdcz on a Cortex-M4 (qemu)" $? "$out"
-for s in tests/cli/*.sh; do
-    [ -f "$s" ] || continue
-    n=$(basename "$s" .sh); out=$log/cli_$n.out
-    if bash "$s" > "$out" 2>&1; then echo "1 passed, 0 failed" >> "$out"; tally "cli $n" 0 "$out"
-    else rc=$?; tally "cli $n" $rc "$out"; fi
+# arm-none-eabi toolchain, picolibc or QEMU)
+job "libdcz on a Cortex-M4 (qemu)" "make --no-print-directory test-mcu"
+
+# what each job's name is in the tally, and its output file
+label() {
+    case $1 in
+        aarch64) echo "runtime tests on aarch64 (qemu)" ;;
+        scalar) echo "the minimal builds' outputs" ;;
+        *) echo "$1" ;;
+    esac
+}
+outfile() { echo "$log/$(echo "$1" | tr -c 'A-Za-z0-9_.\n-' '_').out"; }
+
+jobs_max=${TEST_JOBS:-$(nproc 2> /dev/null || echo 1)}
+[ "$jobs_max" -ge 1 ] 2> /dev/null || jobs_max=1
+declare -A running=()   # pid -> job index
+began=()                # job index -> its start, seconds
+finish() { # index, exit code
+    local i=$1 rc=$2 out
+    out=$(outfile "${names[$i]}")
+    tally "$(label "${names[$i]}")" "$rc" "$out" $((SECONDS - began[i]))
+    # the instruction-set cap runs once the minimal builds are built
+    [ "${names[$i]}" = scalar ] && job "the instruction-set cap" "bash tests/isa.sh"
+}
+start() {
+    local i=$1
+    began[i]=$SECONDS
+    ( eval "${cmds[$i]}" ) > "$(outfile "${names[$i]}")" 2>&1 &
+    running[$!]=$i
+}
+next=0
+while [ $next -lt ${#names[@]} ] || [ ${#running[@]} -gt 0 ]; do
+    while [ $next -lt ${#names[@]} ] && [ ${#running[@]} -lt "$jobs_max" ]; do
+        start $next; next=$((next + 1))
+    done
+    wait -n -p pid; rc=$?
+    [ -n "${pid:-}" ] || continue
+    i=${running[$pid]}; unset "running[$pid]"
+    finish "$i" "$rc"
 done
-wait "$aarch64"; tally "runtime tests on aarch64 (qemu)" $? "$log/aarch64.out"
 echo
 [ ${#failures[@]} -eq 0 ] || echo "failed: ${failures[*]}"
 echo "$passed passed, $failed failed"
-[ "$failed" -eq 0 ]
+[ "$failed" -eq 0 ] && [ "$passed" -gt 0 ]

@@ -10,7 +10,7 @@
 # them (info, plot --kind waterfall, compress --budget, whose recipe
 # carries --strip); calibrate --strip without -o is a usage error.
 source "$(dirname "$0")/lib.bash"
-D=fashion-mnist
+D=$(fmnist_part 12000 2000)   # a fifth of the training split, enough to learn from
 V1=$ROOT/tests/fixtures/v1
 gzip -dc "$ROOT/tests/fixtures/onnx/inputs.f32.gz" > "$T/x.f32"   # the first 100 test images
 

@@ -504,15 +504,31 @@ static void test_open_file(void) { each_corpus_model(open_file_same); }
 
 static size_t corrupt_cases, corrupt_refused, corrupt_mismatch;
 
-/* Every byte of the file flipped (all bits), checksums recomputed: the
- * three loaders agree on the status. A file that plans to more than 16 MiB
- * (a flipped dimension) is only planned and heap-loaded. */
+/* Whether byte i of a file of len bytes is flipped: every byte of a file
+ * up to 4 KB; of a larger one (the two corpus files whose first layer's
+ * raw weights take 9 to 18 KB of bytes all alike) every byte of its first
+ * KB and its last 2 KB, where its header, tables, graph, small layers,
+ * records and calibration lie, and one byte in 7 between (7: every phase
+ * of 2-, 4- and 64-byte units in turn). This finds 26,098 of the 26,114
+ * refusals that flipping every byte finds, in 28% of the time. */
+static int flipped_here(size_t i, size_t len)
+{
+    /* under an emulator (check_emulated), one of those in 3: the loaders'
+     * code is the same C, and 47,000 loads take a minute there */
+    if (check_emulated() && i % 3 != 0) return 0;
+    return len <= 4096 || i < 1024 || i >= len - 2048 || i % 7 == 0;
+}
+
+/* Each byte of the file flipped (all bits; flipped_here), checksums
+ * recomputed: the three loaders agree on the status. A file that plans to
+ * more than 16 MiB (a flipped dimension) is only planned and heap-loaded. */
 static void corruptions_agree(const char *path, uint8_t *buf, size_t len)
 {
     uint8_t *c = aligned_copy(buf, len);
     uint8_t *arena = malloc(1 << 16);
     if (!c || !arena) { CHECK(0, "out of memory"); free(c); free(arena); return; }
     for (size_t i = 0; i < len; i++) {
+        if (!flipped_here(i, len)) continue;
         memcpy(c, buf, len);
         c[i] ^= 0xFF;
         fix_crcs(c, len);
@@ -555,8 +571,8 @@ static void test_corruptions_same_errors(void)
           corrupt_cases);
     CHECK(corrupt_refused > corrupt_cases / 4, "only %zu of %zu corruptions refused", corrupt_refused,
           corrupt_cases);
-    printf("     %zu corruptions, %zu refused, the same way by all three loaders and the stream form\n", corrupt_cases,
-           corrupt_refused);
+    printf("     %zu corruptions, %zu refused, the same way by all three loaders and the stream form%s\n",
+           corrupt_cases, corrupt_refused, check_emulated() ? " (a third of them: under an emulator)" : "");
 }
 
 /* ---- planning without the heap ------------------------------------------------ */
