@@ -197,14 +197,31 @@ uint64_t dcz_qshift_scratch_floats(const dcz_conv_geom *g)
 }
 
 /* A block's cursor on one channel's row of weights: its next stored
- * weight e (e == end past the row) at column col (dcz_steps_row) */
-typedef struct qrow { uint32_t e, end, col, ic0; } qrow;
+ * weight e (e == end past the row) at column col (dcz_steps_row), and
+ * where that weight lies: its quad of input channels (UINT32_MAX past the
+ * row), its window cell (the quad tap's first) and its byte in the tap;
+ * cin, k: col's input channel of the group and window offset, followed as
+ * col grows (a division a weight was the build's largest cost) */
+typedef struct qrow { uint32_t e, end, col, ic0, quad, cell, byte, cin, k, kcol; } qrow;
 
-/* the quad of input channels of the row's next stored weight, UINT32_MAX
- * past the row */
-static uint32_t qrow_quad(uint32_t ksize, const qrow *r)
+static void qrow_place(const dcz_conv_geom *g, uint32_t ksize, int cq, qrow *r)
 {
-    return r->e < r->end ? (r->ic0 + r->col / ksize) / 4 : UINT32_MAX;
+    if (r->e >= r->end) {
+        r->quad = UINT32_MAX;
+        return;
+    }
+    /* kcol: the column k and cin were last worked out at */
+    uint32_t k = r->k + (r->col - r->kcol), cin = r->cin;
+    if (k >= 4 * ksize) {
+        cin += k / ksize;
+        k %= ksize;
+    }
+    for (; k >= ksize; k -= ksize) cin++;
+    r->cin = cin, r->k = k, r->kcol = r->col;
+    const uint32_t c = r->ic0 + cin, kx4 = cq ? k % g->kw % 4 : 0;   /* column quads: kx % 4 */
+    r->quad = c / 4;
+    r->cell = k - kx4;
+    r->byte = cq ? kx4 : c % 4;
 }
 
 /* The quad taps of output channels oc0 .. oc0 + ob - 1 (a block; those past
@@ -225,28 +242,23 @@ static uint32_t qblock_taps(const dcz_conv_geom *g, const split_geom *q, const d
     for (uint32_t o = 0; o < ob; o++) {
         dcz_steps_row(s->row_ptr, s->step, g->out_c, oc0 + o, &row[o].e, &row[o].end, &row[o].col);
         row[o].ic0 = oc0 + o < g->out_c ? dcz_conv_in0(g, oc0 + o) : 0;
+        row[o].cin = row[o].k = row[o].kcol = 0;
+        qrow_place(g, ksize, cq, &row[o]);
         memset(packed[o], 0, ksize * sizeof packed[o][0]);
         sum[o] = 0;
     }
     for (;;) {
         uint32_t quad = UINT32_MAX;
-        for (uint32_t o = 0; o < ob; o++) {
-            const uint32_t qo = qrow_quad(ksize, &row[o]);
-            if (qo < quad) quad = qo;
-        }
+        for (uint32_t o = 0; o < ob; o++)
+            if (row[o].quad < quad) quad = row[o].quad;
         if (quad == UINT32_MAX) return n;
         /* a row's entries come in column order, so a quad's are consecutive */
         for (uint32_t o = 0; o < ob; o++)
-            while (qrow_quad(ksize, &row[o]) == quad) {
-                qrow *r = &row[o];
+            for (qrow *r = &row[o]; r->quad == quad; qrow_place(g, ksize, cq, r)) {
                 const int32_t v = dcz_qsparse_weight(s, oc0 + o, r->e);
                 if (v < -128 || v > 127) return UINT32_MAX;
-                /* the quad tap (its first window cell) and the weight's byte */
-                const uint32_t c = r->ic0 + r->col / ksize;
-                const uint32_t kx4 = cq ? r->col % ksize % g->kw % 4 : 0;   /* column quads: kx % 4 */
-                const uint32_t cell = r->col % ksize - kx4, byte = cq ? kx4 : c % 4;
-                packed[o][cell] |= (uint32_t)(uint8_t)(int8_t)v << (8 * byte);
-                used[cell] = 1;
+                packed[o][r->cell] |= (uint32_t)(uint8_t)(int8_t)v << (8 * r->byte);
+                used[r->cell] = 1;
                 sum[o] += v;
                 r->e++;
                 dcz_steps_seek(s->step, &r->e, r->end, r->col, &r->col);
