@@ -2,7 +2,7 @@
 # fmnist-subset.sh DIR NTRAIN NTEST: the first NTRAIN training and NTEST
 # test images of Debian's dataset-fashion-mnist, with their labels, as
 # gzipped IDX files in DIR (their counts set), the data the tests train on
-# in seconds (tests/scalar.sh, scripts/mcu-models.sh).
+# in seconds (tests/scalar.sh, scripts/mcu-models.sh, tests/cli/lib.bash).
 set -eu
 dir=$1 ntrain=$2 ntest=$3
 fm=/usr/share/datasets/fashion-mnist

@@ -19,7 +19,7 @@ set -u
 cd "$(dirname "$0")/.."
 source tests/tally.bash
 log=build/tests/log; mkdir -p "$log"
-rm -f "$log"/*.out "$log"/*.rc
+rm -f "$log"/*.out
 
 nofloat_check() {
     local src=runtime/cpu/ref/kernels_int.c nf=build/tests/kernels_int_nofloat obj=build/runtime/cpu/ref/kernels_int.o
@@ -56,19 +56,20 @@ nofloat_check() {
 }
 
 # The jobs, one a test (or a group that must run in turn), each a command
-# whose output goes to $log/NAME.out: queued longest first, so that the
-# long ones do not end the run alone.
+# whose output goes to $log/NAME.out: the two long groups queued first, so
+# that they do not end the run alone.
 names=(); cmds=()
 job() { names+=("$1"); cmds+=("$2"); }
 # the runtime tests built for 64-bit Arm, under qemu-user (make
 # test-aarch64; it prints SKIP without the cross compiler or qemu)
-job aarch64 "make --no-print-directory test-aarch64"
+job "runtime tests on aarch64 (qemu)" "make --no-print-directory test-aarch64"
 # the minimal builds (ISA=scalar, the references alone; KERNELS=ref,q8)
 # against the native one, model by model (make test-scalar:
 # tests/scalar.sh); then the cap on instruction sets (--isa) against
 # qemu-user's CPU models and on every level this CPU has (tests/isa.sh:
 # it needs the outbits test-scalar builds)
-job scalar "make --no-print-directory test-scalar"
+minimal="the minimal builds' outputs"
+job "$minimal" "make --no-print-directory test-scalar"
 for t in build/tests/test_*; do
     [ -x "$t" ] && job "$(basename "$t")" "$t"
 done
@@ -88,14 +89,7 @@ job "integer kernels build without floating point" nofloat_check
 # arm-none-eabi toolchain, picolibc or QEMU)
 job "libdcz on a Cortex-M4 (qemu)" "make --no-print-directory test-mcu"
 
-# what each job's name is in the tally, and its output file
-label() {
-    case $1 in
-        aarch64) echo "runtime tests on aarch64 (qemu)" ;;
-        scalar) echo "the minimal builds' outputs" ;;
-        *) echo "$1" ;;
-    esac
-}
+# a job's output file
 outfile() { echo "$log/$(echo "$1" | tr -c 'A-Za-z0-9_.\n-' '_').out"; }
 
 jobs_max=${TEST_JOBS:-$(nproc 2> /dev/null || echo 1)}
@@ -105,9 +99,9 @@ began=()                # job index -> its start, seconds
 finish() { # index, exit code
     local i=$1 rc=$2 out
     out=$(outfile "${names[$i]}")
-    tally "$(label "${names[$i]}")" "$rc" "$out" $((SECONDS - began[i]))
+    tally "${names[$i]}" "$rc" "$out" $((SECONDS - began[i]))
     # the instruction-set cap runs once the minimal builds are built
-    [ "${names[$i]}" = scalar ] && job "the instruction-set cap" "bash tests/isa.sh"
+    [ "${names[$i]}" = "$minimal" ] && job "the instruction-set cap" "bash tests/isa.sh"
 }
 start() {
     local i=$1
@@ -120,7 +114,7 @@ while [ $next -lt ${#names[@]} ] || [ ${#running[@]} -gt 0 ]; do
     while [ $next -lt ${#names[@]} ] && [ ${#running[@]} -lt "$jobs_max" ]; do
         start $next; next=$((next + 1))
     done
-    wait -n -p pid; rc=$?
+    unset pid; wait -n -p pid; rc=$?
     [ -n "${pid:-}" ] || continue
     i=${running[$pid]}; unset "running[$pid]"
     finish "$i" "$rc"

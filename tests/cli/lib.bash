@@ -24,20 +24,11 @@ reldiff() {
         END { printf "%.3g\n", (top > 0 ? m / top : 1e30) }'
 }
 # fmnist_part TRAIN TEST: prints a folder (made once in $T) of the first
-# TRAIN training and TEST test samples of Fashion-MNIST as IDX files, for
-# tests that need a model trained on real images, not on all 70,000
+# TRAIN training and TEST test samples of Fashion-MNIST (scripts/
+# fmnist-subset.sh), for tests that need a model trained on real images,
+# not on all 70,000
 fmnist_part() {
-    local dir="$T/fmnist-$1-$2" src=/usr/share/datasets/fashion-mnist s n
-    [ -d "$dir" ] && { echo "$dir"; return; }
-    mkdir -p "$dir"
-    for s in train:$1 t10k:$2; do
-        n=${s#*:}; s=${s%:*}
-        { printf '\0\0\10\3'; be32 "$n"; be32 28; be32 28
-          zcat "$src/$s-images-idx3-ubyte.gz" | tail -c +17 | head -c $((n * 784)); } > "$dir/$s-images-idx3-ubyte"
-        { printf '\0\0\10\1'; be32 "$n"
-          zcat "$src/$s-labels-idx1-ubyte.gz" | tail -c +9 | head -c "$n"; } > "$dir/$s-labels-idx1-ubyte"
-    done
+    local dir="$T/fmnist-$1-$2"
+    [ -d "$dir" ] || bash "$ROOT/scripts/fmnist-subset.sh" "$dir" "$1" "$2" || fail "fmnist-subset.sh $1 $2"
     echo "$dir"
 }
-# be32 N: N as four big-endian bytes
-be32() { printf "$(printf '\\%03o\\%03o\\%03o\\%03o' $(($1 >> 24 & 255)) $(($1 >> 16 & 255)) $(($1 >> 8 & 255)) $(($1 & 255)))"; }
