@@ -3,7 +3,8 @@
 # calibration (int8, fixed8, fixed16) close to their float accuracy; the
 # table is the same whatever the batch order and size; it goes out to text
 # and comes back exactly; a table made for another model or data is refused
-# unless forced; bad arguments are usage errors, bad inputs exit 2.
+# unless forced; the entropy guard takes mse's threshold on data made to
+# need it; bad arguments are usage errors, bad inputs exit 2.
 source "$(dirname "$0")/lib.bash"
 D=$(fmnist_part 12000 2000)   # a fifth of the training split, enough to learn from
 "$DCZ" train --arch mlp:784-48-24-10 --epochs 1 --data $D --seed 7 --threads 2 -q --json -o "$T/mlp.dcz" \
@@ -110,18 +111,35 @@ cfp=$(json_field accuracy "$T/ct.json")
 "$DCZ" calibrate "$T/cnn.dcz" --data $D --calib-batches 2 --json -q -o "$T/cnn8.dcz" > "$T/cc.json" || fail "calibrate cnn"
 awk -v a="$(json_field accuracy "$T/cc.json")" -v f="$cfp" 'BEGIN { exit !(a > f - 0.01) }' ||
     fail "cnn int8 $(json_field accuracy "$T/cc.json") against $cfp"
-# on the default 1,000 samples too: there entropy alone clipped conv2's
-# input at 0.37 of 5.8 (39% of its nonzero values) and lost 22.9 points;
-# its guard takes mse's threshold and names the layer
+# on the default 1,000 samples too (where entropy alone once clipped
+# conv2's input at 0.37 of 5.8 and lost 22.9 points, before the guard below)
 "$DCZ" calibrate "$T/cnn.dcz" --data $D --json -q -o "$T/cnn8d.dcz" > "$T/ccd.json" || fail "calibrate cnn, 1,000"
 awk -v a="$(json_field accuracy "$T/ccd.json")" -v f="$cfp" 'BEGIN { exit !(a > f - 0.01) }' ||
     fail "cnn int8 on 1,000 samples $(json_field accuracy "$T/ccd.json") against $cfp"
-if grep -q '"entropy_threshold"' "$T/ccd.json"; then
-    "$DCZ" calibrate "$T/cnn.dcz" --data $D -o "$T/cnn8n.dcz" > /dev/null 2> "$T/ccd.txt" || fail "calibrate cnn, notes"
-    grep -q '^conv2 *entropy>mse' "$T/ccd.txt" && grep -q '^methods taken: .*entropy>mse by 1 layer' "$T/ccd.txt" &&
-        grep -q "mse's threshold in 1 of 3 layers" "$T/ccd.txt" || fail "the guard's table and summary: $(cat "$T/ccd.txt")"
-    grep -q '^note: ' "$T/ccd.txt" && fail "a note per layer: $(cat "$T/ccd.txt")"
-fi
+# the entropy guard, on data made to need it: Fashion-MNIST's pixels below
+# 250 dimmed to a tenth (0 .. 24) and the brightest 1.3% kept, so that the
+# divergence's threshold sits at the bulk's edge (0.09) and clips the tail
+# whole: fc1 takes mse's, says so in the table, the summary and the JSON
+src=$(fmnist_part 2000 500)
+dim=""
+for i in $(seq 0 255); do dim+=$(printf '\\%03o' $(( i < 250 ? i / 10 : i ))); done
+mkdir -p "$T/dim"
+for s in train t10k; do
+    f="$src/$s-images-idx3-ubyte.gz"
+    { gzip -dc "$f" | head -c 16; gzip -dc "$f" | tail -c +17 | tr '\000-\377' "$dim"; } | gzip -1 > "$T/dim/$s-images-idx3-ubyte.gz"
+    cp "$src/$s-labels-idx1-ubyte.gz" "$T/dim/"
+done
+"$DCZ" calibrate "$T/mlp.dcz" --data "$T/dim" -o "$T/dim8.dcz" > /dev/null 2> "$T/dim.txt" ||
+    fail "calibrate on dimmed data"
+grep -q '^fc1 *entropy>mse ' "$T/dim.txt" && grep -q '^methods taken: entropy>mse by 1 layer, entropy by 2 layers$' "$T/dim.txt" &&
+    grep -q "mse's threshold in 1 of 3 layers" "$T/dim.txt" || fail "the guard's table and summary: $(cat "$T/dim.txt")"
+grep -q '^note: ' "$T/dim.txt" && fail "a note per layer: $(cat "$T/dim.txt")"
+# the JSON names entropy's threshold, under the bulk's edge, for fc1 alone
+"$DCZ" calibrate "$T/mlp.dcz" --data "$T/dim" -o "$T/dim8j.dcz" --json -q > "$T/dim.json" ||
+    fail "calibrate on dimmed data, JSON"
+[ "$(grep -o '"entropy_threshold":[0-9.e+-]*' "$T/dim.json" | wc -l)" = 1 ] || fail "entropy thresholds: $(cat "$T/dim.json")"
+awk -v t="$(json_field entropy_threshold "$T/dim.json")" 'BEGIN { exit !(t > 0 && t < 0.1) }' ||
+    fail "entropy's threshold $(json_field entropy_threshold "$T/dim.json")"
 # one line says how many layers took which method, whatever their number
 "$DCZ" calibrate "$T/cnn.dcz" --data $D --calib-batches 2 --method '*=entropy,fc1=minmax' -o "$T/cnn8m.dcz" \
     > /dev/null 2> "$T/cm.txt" || fail "calibrate cnn, two methods"
