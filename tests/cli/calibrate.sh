@@ -120,14 +120,13 @@ awk -v a="$(json_field accuracy "$T/ccd.json")" -v f="$cfp" 'BEGIN { exit !(a > 
 # 250 dimmed to a tenth (0 .. 24) and the brightest 1.3% kept, so that the
 # divergence's threshold sits at the bulk's edge (0.09) and clips the tail
 # whole: fc1 takes mse's, says so in the table, the summary and the JSON
-src=$(fmnist_part 2000 500)
 dim=""
 for i in $(seq 0 255); do dim+=$(printf '\\%03o' $(( i < 250 ? i / 10 : i ))); done
 mkdir -p "$T/dim"
 for s in train t10k; do
-    f="$src/$s-images-idx3-ubyte.gz"
+    f="$D/$s-images-idx3-ubyte.gz"
     { gzip -dc "$f" | head -c 16; gzip -dc "$f" | tail -c +17 | tr '\000-\377' "$dim"; } | gzip -1 > "$T/dim/$s-images-idx3-ubyte.gz"
-    cp "$src/$s-labels-idx1-ubyte.gz" "$T/dim/"
+    cp "$D/$s-labels-idx1-ubyte.gz" "$T/dim/"
 done
 "$DCZ" calibrate "$T/mlp.dcz" --data "$T/dim" -o "$T/dim8.dcz" > /dev/null 2> "$T/dim.txt" ||
     fail "calibrate on dimmed data"
