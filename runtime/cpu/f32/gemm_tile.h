@@ -19,6 +19,12 @@
  *                  or op 0: none), dcz_act_one's bits: applied to the sums
  *                  as the tiles store them the last time (act NULL until
  *                  then)
+ *   CPREFETCH(p)   (optional) a prefetch of the line of C at p: a tile
+ *                  whose sums start at their biases asks for the lines it
+ *                  will store before its k loop, so that where C lies past
+ *                  the caches their misses overlap the loop instead of
+ *                  stalling its stores (a tile that loads C back needs
+ *                  none)
  * and undefined again at its end.
  * A tile keeps its MR x NV sums in registers over k (the blocked walks:
  * over a block of k, the sums stored into C between blocks and loaded
@@ -56,6 +62,13 @@ static inline void NAME(tile)(const int mr, const int nv, uint32_t k, const TA *
                 bias_m ? VSET1(bias_m[i])
                       : bias_n ? (v == nv - 1 ? VLOAD_PART(bias_n + v * L, last) : VLOAD(bias_n + v * L))
                                : VZERO();
+#ifdef CPREFETCH
+    if (!from_c)
+#pragma GCC unroll 8
+        for (int i = 0; i < mr; i++)
+#pragma GCC unroll 8
+            for (int v = 0; v < nv; v++) CPREFETCH(c + (size_t)i * ldc + v * L);
+#endif
     for (uint32_t p = 0; p < k; p++) {
         const TB *bp = b + (size_t)p * ldb;
         V bv[NV1];
@@ -215,3 +228,4 @@ TGT static void NAME(gemm)(size_t m, size_t n, uint32_t k, const TA *a, size_t l
 #undef TC
 #undef TBIAS
 #undef VACT
+#undef CPREFETCH
