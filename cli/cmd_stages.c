@@ -496,7 +496,7 @@ done:
 typedef struct prune_opts {
     const char *sparsity, *quality, *gap_bits, *vd_threshold;
     int rounds, epochs, final_epochs, batch, variational;
-    double lr, momentum, wd;
+    double lr, momentum, wd, vd_kl;
 } prune_opts;
 
 static void prune_opts_init(prune_opts *p)
@@ -507,6 +507,7 @@ static void prune_opts_init(prune_opts *p)
     p->final_epochs = 12;
     p->batch = 64;
     p->lr = NAN;   /* not given: a quarter of the training rate */
+    p->vd_kl = NAN;   /* not given: 1, the variational bound itself */
     p->momentum = 0.9;
     p->wd = 1e-4;
 }
@@ -521,6 +522,8 @@ static void prune_opts_init(prune_opts *p)
       "targeted layers learn which weights to drop (default 0: magnitude alone)" }, \
     { "variational-threshold", 0, OPT_STR, &(p).vd_threshold, "log alpha from which the phase prunes a weight " \
       "(default 3), or off: the phase prunes nothing and the targets prune its weights by magnitude" }, \
+    { "variational-kl", 0, OPT_FLOAT, &(p).vd_kl, "weight of the phase's KL penalty against the variational " \
+      "bound's (default 1; less: a weaker pull toward dropping weights, which costs less accuracy)" }, \
     { "prune-lr", 0, OPT_FLOAT, &(p).lr, "retraining rate (default: training rate / 4)" }, \
     { "weight-decay", 0, OPT_FLOAT, &(p).wd, "retraining weight decay (default 1e-4)" }, \
     { "gap-bits", 0, OPT_STR, &(p).gap_bits, "relative position width per layer (default: fc 5, conv 8)" }
@@ -561,6 +564,15 @@ static int plan_prune(const verb_ctx *v, const dcz_net *net, const dcz_doc *in, 
     }
     if (po->vd_threshold && po->variational == 0) {
         cli_usage_error(v, "--variational-threshold applies to the variational phase: give --variational N too");
+        return EXIT_USAGE;
+    }
+    if (!isnan(po->vd_kl) && !(po->vd_kl > 0 && po->vd_kl <= 10)) {
+        cli_usage_error(v, "--variational-kl must be in (0, 10], not %g (1: the variational bound's own weight)",
+                        po->vd_kl);
+        return EXIT_USAGE;
+    }
+    if (!isnan(po->vd_kl) && po->variational == 0) {
+        cli_usage_error(v, "--variational-kl applies to the variational phase: give --variational N too");
         return EXIT_USAGE;
     }
     if (po->variational > 0 && !retrain) {
@@ -622,6 +634,7 @@ static int plan_prune(const verb_ctx *v, const dcz_net *net, const dcz_doc *in, 
     plan->final_epochs = retrain ? po->final_epochs : 0;
     plan->variational = retrain ? po->variational : 0;
     plan->variational_threshold = vd_thr;
+    plan->variational_kl = isnan(po->vd_kl) ? 1.0f : (float)po->vd_kl;
     plan->sgd.lr = (float)lr;
     plan->sgd.momentum = (float)po->momentum;
     plan->sgd.weight_decay = (float)po->wd;
@@ -677,11 +690,13 @@ static int exec_prune(const verb_ctx *v, dcz_net *net, stage_plan *sp, const dcz
     stage_extra_add(extra, "rounds = %d\nretrain_epochs = %d\nfinal_epochs = %d\nlr = %g\n", plan->rounds,
                     plan->epochs, plan->final_epochs, plan->sgd.lr);
     if (plan->variational && isinf(plan->variational_threshold))
-        stage_extra_add(extra, "variational_epochs = %d\nvariational_lr = %g\nvariational_threshold = off\n",
-                        plan->variational, plan->variational_lr);
+        stage_extra_add(extra, "variational_epochs = %d\nvariational_lr = %g\nvariational_kl = %g\n"
+                        "variational_threshold = off\n", plan->variational, plan->variational_lr,
+                        plan->variational_kl);
     else if (plan->variational)
-        stage_extra_add(extra, "variational_epochs = %d\nvariational_lr = %g\nvariational_threshold = %g\n",
-                        plan->variational, plan->variational_lr, plan->variational_threshold);
+        stage_extra_add(extra, "variational_epochs = %d\nvariational_lr = %g\nvariational_kl = %g\n"
+                        "variational_threshold = %g\n", plan->variational, plan->variational_lr,
+                        plan->variational_kl, plan->variational_threshold);
     if (train && plan->sgd.augment && (plan->epochs || plan->final_epochs))
         stage_extra_add(extra, "augment = %s\n", cli_augment_name(plan->sgd.augment));
     for (int i = 0; i < rep.nlayers; i++) {
@@ -1254,6 +1269,7 @@ typedef struct budget_ctx {
     prune_opts po;             /* sparsity and bits: each candidate's rules */
     quant_opts qo;
     int variational;           /* epochs of the variational phase run first (0: none) */
+    double variational_kl;     /* its --variational-kl (NAN: not given) */
     double dense_bytes;        /* the input's parameters as dense fp32 (a run's file may have
                                   fewer units) */
     const uint8_t *in;         /* the input's bytes */
@@ -1390,6 +1406,8 @@ static char *budget_recipe(const budget_ctx *b, const dcz_net *net, const dcz_bu
         if (po->gap_bits) n += (size_t)snprintf(t + n, cap - n, "gap-bits = %s\n", po->gap_bits);
         if (b->variational)
             n += (size_t)snprintf(t + n, cap - n, "variational = %d\nvariational-threshold = off\n", b->variational);
+        if (b->variational && !isnan(b->variational_kl))
+            n += (size_t)snprintf(t + n, cap - n, "variational-kl = %.17g\n", b->variational_kl);
         n += (size_t)snprintf(t + n, cap - n, "bias = %s\ncodebook = %s\ninit = %s\nkmeans-iters = %d\n"
                               "quant-epochs = %d\n", bias_names[b->job->bias], codebook_names[b->job->codebook],
                               qo->init, qo->iters, qo->epochs);
@@ -1576,7 +1594,9 @@ static int compress_budget(verb_ctx *v, compress_job *job, const prune_opts *po,
         b.in = varied;
         b.in_len = vlen;
         b.variational = po->variational;
+        b.variational_kl = po->vd_kl;
         b.po.variational = 0;   /* done, once */
+        b.po.vd_kl = NAN;
     }
     dcz_sens_plan plan;
     dcz_sens_plan_init(&plan);

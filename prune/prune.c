@@ -245,6 +245,7 @@ void dcz_prune_plan_init(dcz_prune_plan *plan)
     plan->variational_ramp = 5;
     plan->variational_lr = 1e-3f;
     plan->variational_threshold = 3.0f;
+    plan->variational_kl = 1.0f;
 }
 
 void dcz_prune_report_free(dcz_prune_report *rep)
@@ -301,7 +302,7 @@ static dcz_status variational_phase(dcz_net *net, const dcz_prune_plan *plan, co
     opt.update_ctx = s;
     for (int e = 0; e < E && st == DCZ_OK; e++) {
         const int ramp = plan->variational_ramp;
-        dcz_vd_set_kl(s, ramp > 0 && e < ramp ? (double)e / ramp : 1.0, train->n);
+        dcz_vd_set_kl(s, plan->variational_kl * (ramp > 0 && e < ramp ? (double)e / ramp : 1.0), train->n);
         const float lr = e < half ? plan->variational_lr
                                   : plan->variational_lr * (float)(E - e) / (float)(E - half);
         double loss;
@@ -330,7 +331,8 @@ dcz_status dcz_prune_run(dcz_net *net, const dcz_prune_plan *plan,
     if (test && !dcz_dataset_fits(net, test))
         return DCZ_ERR_ARG;
     if (plan->variational < 0 || plan->variational_ramp < 0 || !(plan->variational_lr > 0) ||
-        !isfinite(plan->variational_lr) || isnan(plan->variational_threshold))
+        !isfinite(plan->variational_lr) || isnan(plan->variational_threshold) || !(plan->variational_kl > 0) ||
+        !isfinite(plan->variational_kl))
         return DCZ_ERR_ARG;
     for (int l = 0; l < nl; l++) {
         const dcz_prune_target *t = &plan->targets[l];

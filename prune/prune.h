@@ -154,13 +154,15 @@ typedef struct dcz_prune_plan {
      * shuffles and noise from generators of its own seeded from seed, so
      * that the rounds draw as they would after the same masks made apart:
      * epochs of it (0: none) on every targeted layer, Adam at variational_lr, the
-     * KL term's weight rising over variational_ramp epochs, weights of
+     * KL term's weight (variational_kl: 1 the variational bound itself, less
+     * a weaker pull toward dropping weights) rising over variational_ramp
+     * epochs, weights of
      * log alpha >= variational_threshold pruned at its end (+infinity:
      * none, the phase only making the weights prunable). The rounds
      * then prune by magnitude what the targets still ask for (a layer
      * already sparser is left alone) and retrain. */
     int variational, variational_ramp;
-    float variational_lr, variational_threshold;
+    float variational_lr, variational_threshold, variational_kl;
     /* called after each round r (1..rounds) with its figures, as soon as
      * its retraining ends (NULL: not called); the report holds them too */
     void (*round_done)(void *ctx, int r, int rounds, const struct dcz_prune_round *round);

@@ -6,7 +6,8 @@
 # choice and every run; the train record says which samples it held out;
 # options that the budget decides, a budget out of range and an output or
 # recipe path that cannot be written are refused before any work; a
-# variational phase runs once, and its recipe reproduces the model.
+# variational phase runs once, and its recipe, its KL weight included,
+# reproduces the model.
 source "$(dirname "$0")/lib.bash"
 D=fashion-mnist
 "$DCZ" train --arch mlp:784-32-16-10 --epochs 1 --data $D --seed 4 --threads 1 --validation 2000 -q \
@@ -42,13 +43,15 @@ h=$(json_field model_hash "$T/i1.json")
 [ ${#h} = 16 ] && [ "$h" = "$(json_field model_hash "$T/i2.json")" ] || fail "model hash $h, again $(json_field model_hash "$T/i2.json")"
 [ "$(grep -o '"accuracy":[0-9.]*' "$T/i1.json")" = "$(grep -o '"accuracy":[0-9.]*' "$T/i2.json")" ] ||
     fail "stage accuracies differ"
-# a variational phase: run once before the scan, named in the recipe, which
-# reproduces the model through the prune stage
-"$DCZ" compress "$T/dense.dcz" --data $D --budget 3 --budget-runs 1 $F --variational 2 -o "$T/v.dcz" --json \
+# a variational phase: run once before the scan, named in the recipe with
+# its KL weight, which reproduces the model through the prune stage
+"$DCZ" compress "$T/dense.dcz" --data $D --budget 3 --budget-runs 1 $F --variational 2 --variational-kl 0.5 \
+    -o "$T/v.dcz" --json \
     > "$T/v.json" 2> "$T/v.err" || { cat "$T/v.err"; fail "compress --budget --variational"; }
 grep -q 'epochs of variational dropout, nothing pruned by them' "$T/v.err" || fail "no variational phase: $(cat "$T/v.err")"
 [ "$(grep -c 'epochs of variational dropout' "$T/v.err")" = 1 ] || fail "the phase ran more than once"
-grep -q '^variational = 2$' "$T/v.recipe" && grep -q '^variational-threshold = off$' "$T/v.recipe" || fail "recipe: $(cat "$T/v.recipe")"
+grep -q '^variational = 2$' "$T/v.recipe" && grep -q '^variational-threshold = off$' "$T/v.recipe" &&
+    grep -q '^variational-kl = 0.5$' "$T/v.recipe" || fail "recipe: $(cat "$T/v.recipe")"
 (cd "$T" && "$DCZ" compress dense.dcz --data $D --recipe v.recipe -q -o v2.dcz) || fail "the variational recipe"
 h=$("$DCZ" info "$T/v.dcz" --json | jq -r .model_hash)
 [ "$h" = "$("$DCZ" info "$T/v2.dcz" --json | jq -r .model_hash)" ] || fail "the variational recipe gave another model"

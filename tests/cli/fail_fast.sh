@@ -24,6 +24,9 @@ done <<'EOF'
 3 keep-stages /nonexistent/dir cannot write /nonexistent/dir/prune.dcz: No such file or directory
 1 variational -2 --variational must be >= 0
 1 variational-threshold 2 give --variational N too
+1 variational-kl 0.5 --variational-kl applies to the variational phase
+1 variational-kl 0 --variational-kl must be in (0, 10]
+1 variational-kl 11 --variational-kl must be in (0, 10]
 EOF
 
 # the variational phase trains, in one process and one shard: without
