@@ -188,7 +188,8 @@ void dcz_plan_conv(const dcz_conv_geom *g, int sparse, uint64_t kept, int forms,
         !sparse,
     };
     /* the rules: a dense 3x3 convolution of stride 1 whose channels are
-     * multiples of 16 by Winograd's F(2x2, 3x3); the shift kernel where it
+     * multiples of 16 by Winograd's F(2x2, 3x3) (on Intel's cores over
+     * planes of even height and width: dcz_conv2d_pick_wino); the shift kernel where it
      * runs faster than the others; else a sparse one dense enough for the
      * dense product to beat its sparse kernels */
     dcz_kernel rule;

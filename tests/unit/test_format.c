@@ -399,13 +399,13 @@ static dcz_doc *conv_doc(void)
     return d;
 }
 
-/* (32, 6, 5) -> conv 3x3 pad 1 to 32 (dense f32: Winograd's where this
+/* (32, 6, 6) -> conv 3x3 pad 1 to 32 (dense f32: Winograd's where this
  * CPU runs it) -> relu -> gap -> flatten -> dense (f32) -> softmax */
 static dcz_doc *wino_doc(void)
 {
     dcz_doc *d;
     if (dcz_doc_alloc(6, &d) != DCZ_OK) return NULL;
-    set_input(d, 32, 6, 5);
+    set_input(d, 32, 6, 6);
     dcz_doc_layer *l = d->layers;
     doc_conv_layer(&l[0], "conv", 32, 32, 3, 1, 1, DCZ_ENC_F32, 0, 0, 0);
     fill_weights(&l[0], 1);
@@ -1981,7 +1981,7 @@ static void test_describe_layers(void)
           seen_cols, seen_int, seen_dense);
     CHECK(seen_fused > 0 || !dcz_conv2d_shift_variant(), "no activation fused into a convolution");
     CHECK(seen_act > 0, "no activation fused into a weighted layer");
-    CHECK(seen_wino == (dcz_conv2d_pick_wino(&(dcz_conv_geom){ 32, 6, 5, 32, 6, 5, 3, 3, 1, 1, 1, 1, 1 }) ? 1 : 0),
+    CHECK(seen_wino == (dcz_conv2d_pick_wino(&(dcz_conv_geom){ 32, 6, 6, 32, 6, 6, 3, 3, 1, 1, 1, 1, 1 }) ? 1 : 0),
           "Winograd layers described: %d", seen_wino);
 }
 

@@ -937,16 +937,17 @@ static dcz_doc *shift_net(void)
     return d;
 }
 
-/* (32, 10, 9) -> conv 3x3 pad 1 to 32 (dense f32) -> relu -> conv 3x3 to
+/* (32, 10, 10) -> conv 3x3 pad 1 to 32 (dense f32) -> relu -> conv 3x3 to
  * 48 (dense f32, no padding) -> relu -> gap -> flatten -> dense (f32) ->
  * softmax: both convolutions by Winograd's F(2x2, 3x3) where this CPU runs
- * it (dcz_conv2d_pick_wino), each taking the ReLU after it */
+ * it (dcz_conv2d_pick_wino: even planes, which every CPU gives it; its
+ * partial tiles are test_kernels'), each taking the ReLU after it */
 static dcz_doc *wino_net(void)
 {
     dcz_doc *d;
     if (dcz_doc_alloc(8, &d) != DCZ_OK) return NULL;
     d->input_rank = 3;
-    d->input_dims[0] = 32; d->input_dims[1] = 10; d->input_dims[2] = 9;
+    d->input_dims[0] = 32; d->input_dims[1] = 10; d->input_dims[2] = 10;
     dcz_doc_layer *l = d->layers;
     doc_conv_layer(&l[0], "conv1", 32, 32, 3, 1, 1, DCZ_ENC_F32, 0, 0, 0);
     fill(&l[0], 15);
