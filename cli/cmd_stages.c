@@ -1753,6 +1753,11 @@ int cmd_compress(verb_ctx *v)
             return EXIT_USAGE;
         }
         if (runs < 1 || runs > 10) { cli_usage_error(v, "--budget-runs must be from 1 to 10"); return EXIT_USAGE; }
+        if (po.vd_threshold) {
+            cli_usage_error(v, "--budget's variational phase prunes nothing itself, its candidates prune its weights "
+                               "by magnitude: --variational-threshold does not go with it");
+            return EXIT_USAGE;
+        }
         if (job.validation == 0 && !v->own_val) {
             cli_usage_error(v, "--budget measures on --validation samples: give 1 or more");
             return EXIT_USAGE;

@@ -188,13 +188,14 @@ void dcz_plan_conv(const dcz_conv_geom *g, int sparse, uint64_t kept, int forms,
         !sparse,
     };
     /* the rules: a dense 3x3 convolution of stride 1 whose channels are
-     * multiples of 16 by Winograd's F(2x2, 3x3) (on Intel's cores over
-     * planes of even height and width: dcz_conv2d_pick_wino); the shift kernel where it
+     * multiples of 16 by Winograd's F(2x2, 3x3) where its rule takes it,
+     * else by the shift form (dcz_conv2d_wino_rule); the shift kernel where it
      * runs faster than the others; else a sparse one dense enough for the
      * dense product to beat its sparse kernels */
+    const int wino_rule = runs[0] && (dcz_conv2d_wino_rule(g) || !runs[1]);
     dcz_kernel rule;
-    if (runs[0]) rule = DCZ_K_CONV_WINO;
-    else if (runs[1] && dcz_conv2d_pick_shift(g, kept)) rule = DCZ_K_CONV_SHIFT;
+    if (wino_rule) rule = DCZ_K_CONV_WINO;
+    else if (runs[1] && (runs[0] || dcz_conv2d_pick_shift(g, kept))) rule = DCZ_K_CONV_SHIFT;
     else if (runs[2] && dcz_conv2d_pick_expand(g, kept)) rule = DCZ_K_CONV_EXPANDED;
     else if (runs[4] && dcz_conv2d_pick_im2col(g))
         rule = force_reference ? DCZ_K_CONV_SPARSE_IM2COL_REF : DCZ_K_CONV_SPARSE_IM2COL;

@@ -36,6 +36,10 @@ grep -q -- '--variational trains: give --data' "$T/err" || fail "--variational w
 expect 1 "$DCZ" compress "$T/m.dcz" --data fashion-mnist --variational 3 --shards 2 -o "$T/x.dcz"
 grep -q -- '--variational runs in one process and one shard' "$T/err" || fail "--variational --shards: $(cat "$T/err")"
 ! grep -q 'prune round\|accuracy' "$T/err" && [ ! -e "$T/x.dcz" ] || fail "--variational --shards: ran"
+# the budget's phase prunes nothing itself: no threshold
+expect 1 "$DCZ" compress "$T/m.dcz" --data fashion-mnist --budget 1 --variational 2 --variational-threshold 2 -o "$T/x.dcz"
+grep -q -- '--variational-threshold does not go with it' "$T/err" || fail "--budget --variational-threshold: $(cat "$T/err")"
+! grep -q 'prune round\|accuracy\|variational dropout' "$T/err" && [ ! -e "$T/x.dcz" ] || fail "--budget --variational-threshold: ran"
 
 # training settings out of range are usage errors; a rate that diverges
 # stops the run, exit 1, and nothing is written

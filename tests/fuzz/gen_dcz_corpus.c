@@ -158,7 +158,7 @@ static dcz_doc *shuffle_net(void)
 }
 
 /* (32, 5, 4) -> conv 3x3 pad 1, 32 -> 32 (dense f16; Winograd where the
- * CPU has it) -> relu -> depthwise 3x3 stride 2 pad 1 (codebook, Huffman)
+ * plan gives it an odd plane: AMD's cores with AVX-512) -> relu -> depthwise 3x3 stride 2 pad 1 (codebook, Huffman)
  * -> relu -> conv 1x1 32 -> 16 (sparse f32) -> gap -> flatten -> dense
  * (codebook) -> softmax: the kernels of wide and of depthwise layers */
 static dcz_doc *wide_net(void)

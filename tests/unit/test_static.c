@@ -940,8 +940,9 @@ static dcz_doc *shift_net(void)
 /* (32, 10, 10) -> conv 3x3 pad 1 to 32 (dense f32) -> relu -> conv 3x3 to
  * 48 (dense f32, no padding) -> relu -> gap -> flatten -> dense (f32) ->
  * softmax: both convolutions by Winograd's F(2x2, 3x3) where this CPU runs
- * it (dcz_conv2d_pick_wino: even planes, which every CPU gives it; its
- * partial tiles are test_kernels'), each taking the ReLU after it */
+ * it (dcz_conv2d_pick_wino; even planes, which the rules give it on every
+ * CPU: dcz_conv2d_wino_rule; its partial tiles are test_kernels'), each
+ * taking the ReLU after it */
 static dcz_doc *wino_net(void)
 {
     dcz_doc *d;

@@ -104,13 +104,8 @@ static uint32_t gemv_band(void)
 #define VACT(v, act) dcz_act__avx512(v, act)
 /* A tile's lines of C asked for before its k loop (gemm_tile.h): where C
  * is past the second-level cache, a tile's 24 stores at its end missed
- * and stalled the next tile. One core of an Intel Xeon @ 2.50GHz with
- * AVX-512, the two variants alternated in one process, 15 rounds, median
- * us: m 96 k 16 n 12544 (MobileNetV2's 16 -> 96 over 112 x 112) 1477 ->
- * 770; 256 x 64 x 3136 (ResNet-50's 64 -> 256 over 56 x 56) 1517 -> 1328;
- * 64 x 256 x 3136 1801 -> 1629; C within the caches (1280 x 320 x 49,
- * 24 x 144 x 3136, 1 x 4096 x 4096) within 3%, either way. Not measured on
- * AMD's cores; AVX2's tiles are unchanged. */
+ * and stalled the next tile (measured on an Intel Xeon:
+ * bench/cpu-profile.md; not on AMD's cores; AVX2's tiles unchanged). */
 #define CPREFETCH(p) _mm_prefetch((const char *)(p), _MM_HINT_T0)
 #include "runtime/cpu/f32/gemm_tile.h"
 

@@ -411,17 +411,16 @@ int dcz_wino_vector(void)
 #endif
 }
 
-/* On Intel's cores an output plane of odd height or width goes to the
- * shift form: its last row or column of 2x2 tiles computes half of them
- * for nothing (7 x 7 takes 64 outputs' work for 49). The 27 such dense
- * layers of torchvision's networks (ResNet-18 and -50 and DenseNet-121
- * over 7 x 7, SqueezeNet 1.1 over 13 x 13 and 27 x 27) all ran faster on
- * the shift form, by 1.02 to 2.08 times (Intel Xeon @ 2.50GHz, AVX-512,
- * one thread: each layer's candidates timed at load, best of three
- * loads); over even planes it went either way. AMD's cores, on which the
- * rule was set, keep Winograd there: not measured since. */
 int dcz_conv2d_pick_wino(const dcz_conv_geom *g)
 {
-    if (!dcz_cpu_features()->amd && ((g->out_h | g->out_w) & 1)) return 0;
     return g->in_c >= DCZ_WINO_MIN_C && g->out_c >= DCZ_WINO_MIN_C && dcz_wino_vector() && dcz_wino_fits_geom(g);
+}
+
+/* An odd plane's last row or column of 2x2 tiles computes half of them
+ * for nothing (7 x 7 takes 64 outputs' work for 49): on Intel's cores the
+ * shift form ran every such layer measured faster (bench/cpu-profile.md);
+ * AMD's, where the rule was set, keep Winograd (not measured there). */
+int dcz_conv2d_wino_rule(const dcz_conv_geom *g)
+{
+    return dcz_cpu_features()->amd || !((g->out_h | g->out_w) & 1);
 }
