@@ -634,7 +634,7 @@ static int plan_prune(const verb_ctx *v, const dcz_net *net, const dcz_doc *in, 
     plan->final_epochs = retrain ? po->final_epochs : 0;
     plan->variational = retrain ? po->variational : 0;
     plan->variational_threshold = vd_thr;
-    plan->variational_kl = isnan(po->vd_kl) ? 1.0f : (float)po->vd_kl;
+    plan->variational_kl = isnan(po->vd_kl) ? 1.0 : po->vd_kl;
     plan->sgd.lr = (float)lr;
     plan->sgd.momentum = (float)po->momentum;
     plan->sgd.weight_decay = (float)po->wd;

@@ -245,7 +245,7 @@ void dcz_prune_plan_init(dcz_prune_plan *plan)
     plan->variational_ramp = 5;
     plan->variational_lr = 1e-3f;
     plan->variational_threshold = 3.0f;
-    plan->variational_kl = 1.0f;
+    plan->variational_kl = 1.0;
 }
 
 void dcz_prune_report_free(dcz_prune_report *rep)

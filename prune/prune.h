@@ -162,7 +162,8 @@ typedef struct dcz_prune_plan {
      * then prune by magnitude what the targets still ask for (a layer
      * already sparser is left alone) and retrain. */
     int variational, variational_ramp;
-    float variational_lr, variational_threshold, variational_kl;
+    float variational_lr, variational_threshold;
+    double variational_kl;
     /* called after each round r (1..rounds) with its figures, as soon as
      * its retraining ends (NULL: not called); the report holds them too */
     void (*round_done)(void *ctx, int r, int rounds, const struct dcz_prune_round *round);

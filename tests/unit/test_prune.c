@@ -830,7 +830,7 @@ static void test_run_variational(void)
         plan.variational = 12;
         plan.variational_ramp = 2;
         plan.variational_lr = 5e-3f;
-        plan.variational_kl = run == 2 ? 0.1f : 1.0f;
+        plan.variational_kl = run == 2 ? 0.1 : 1.0;
         dcz_prune_report rep;
         dcz_status st = dcz_prune_run(net, &plan, &train, &test, NULL, NULL, &rep);
         REQUIRE(st == DCZ_OK, "run: %s", dcz_status_str(st));
