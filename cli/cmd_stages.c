@@ -689,14 +689,12 @@ static int exec_prune(const verb_ctx *v, dcz_net *net, stage_plan *sp, const dcz
     cli_note(v, "%-10s %10s %10s %8s %10s", "layer", "weights", "kept", "density", "threshold");
     stage_extra_add(extra, "rounds = %d\nretrain_epochs = %d\nfinal_epochs = %d\nlr = %g\n", plan->rounds,
                     plan->epochs, plan->final_epochs, plan->sgd.lr);
-    if (plan->variational && isinf(plan->variational_threshold))
-        stage_extra_add(extra, "variational_epochs = %d\nvariational_lr = %g\nvariational_kl = %g\n"
-                        "variational_threshold = off\n", plan->variational, plan->variational_lr,
-                        plan->variational_kl);
-    else if (plan->variational)
-        stage_extra_add(extra, "variational_epochs = %d\nvariational_lr = %g\nvariational_kl = %g\n"
-                        "variational_threshold = %g\n", plan->variational, plan->variational_lr,
-                        plan->variational_kl, plan->variational_threshold);
+    if (plan->variational) {
+        stage_extra_add(extra, "variational_epochs = %d\nvariational_lr = %g\nvariational_kl = %g\n",
+                        plan->variational, plan->variational_lr, plan->variational_kl);
+        if (isinf(plan->variational_threshold)) stage_extra_add(extra, "variational_threshold = off\n");
+        else stage_extra_add(extra, "variational_threshold = %g\n", plan->variational_threshold);
+    }
     if (train && plan->sgd.augment && (plan->epochs || plan->final_epochs))
         stage_extra_add(extra, "augment = %s\n", cli_augment_name(plan->sgd.augment));
     for (int i = 0; i < rep.nlayers; i++) {
@@ -1269,7 +1267,7 @@ typedef struct budget_ctx {
     prune_opts po;             /* sparsity and bits: each candidate's rules */
     quant_opts qo;
     int variational;           /* epochs of the variational phase run first (0: none) */
-    double variational_kl;     /* its --variational-kl (NAN: not given) */
+    double variational_kl;     /* with variational: its --variational-kl (NAN: not given) */
     double dense_bytes;        /* the input's parameters as dense fp32 (a run's file may have
                                   fewer units) */
     const uint8_t *in;         /* the input's bytes */
