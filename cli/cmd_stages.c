@@ -1168,17 +1168,43 @@ static int write_stage_file(const verb_ctx *v, const char *dir, const char *name
 typedef struct compress_job {
     const char *gap_bits, *stages_dir;
     int bias, codebook, validation;   /* bias: BIAS_*; codebook: CODEBOOK_* */
+    int light_bias, light_codebook;   /* a budget's run also measures its file with these (the
+                                         formats not given: i8, f16) and keeps the lighter when it
+                                         stays within; equal to bias and codebook: not tried */
     dcz_dataset train, test, val;
 } compress_job;
+
+/* The encode stage of compress: doc (net's document, its quantized
+ * weights stored with f32 biases) entropy-coded with biases and codebooks
+ * in the formats given, recorded, measured on te and written to out when
+ * set, into *res. Exit code or -1. */
+static int encode_stage(const verb_ctx *v, const compress_job *job, dcz_doc *doc, int bias, int codebook,
+                        const dcz_dataset *te, const char *out, stage_result *res)
+{
+    uint32_t gone = 0;
+    int rc = apply_encoding(v, doc, job->gap_bits, 1, 1, bias, codebook, &gone);
+    if (rc != -1) return rc;
+    stage_extra extra = { 0 };
+    stage_extra_add(&extra, "huffman = yes\narith = yes\nbias = %s\ncodebook = %s\n", bias_names[bias],
+                    codebook_names[codebook]);
+    if (gone) stage_extra_add(&extra, "units_removed = %u\n", gone);
+    res->name = "encode";
+    rc = stage_finish(v, doc, "encode", NULL, &extra, te, out, &res->acc, &res->bytes);
+    stage_extra_free(&extra);
+    return rc;
+}
 
 /* The runs of compress: prune, quantize and encode net (over doc, planned
  * in sp) into res[1..3] (res[0] is the input's), the stages written to
  * job->stages_dir when set and the result to out when set; doc then holds
  * the encoded model. A dry run (no data) runs the stages without
  * retraining. When val_floor >= 0 the run stops after pruning if the
- * validation accuracy is already below it (*stopped set). Exit code or -1. */
+ * validation accuracy is already below it (*stopped set). When pre is
+ * set, *pre gets the quantized model's bytes before encoding (malloc'd),
+ * which encode_stage can code again in other formats. Exit code or -1. */
 static int compress_stages(const verb_ctx *v, const compress_job *job, dcz_net *net, stage_plan *sp,
-                           const char *out, double val_floor, int *stopped, stage_result *res, int *nres)
+                           const char *out, double val_floor, int *stopped, stage_result *res, int *nres,
+                           uint8_t **pre, size_t *pre_len)
 {
     const int dry = v->dry_run;
     const dcz_dataset *tr = dry ? NULL : &job->train, *te = dry ? NULL : &job->test;
@@ -1214,19 +1240,16 @@ static int compress_stages(const verb_ctx *v, const compress_job *job, dcz_net *
                         &res[*nres].acc, &res[*nres].bytes);
         res[(*nres)++].name = "quantize";
     }
-    /* encode: the quantized net with entropy-coded streams */
-    if (rc == -1) rc = store_net(v, net, NULL, 1, job->bias == BIAS_F16);
-    uint32_t gone = 0;
-    if (rc == -1) rc = apply_encoding(v, net->doc, job->gap_bits, 1, 1, job->bias, job->codebook, &gone);
-    if (rc == -1) {
-        stage_extra_clear(&extra);
-        stage_extra_add(&extra, "huffman = yes\narith = yes\nbias = %s\ncodebook = %s\n", bias_names[job->bias],
-                        codebook_names[job->codebook]);
-        if (gone) stage_extra_add(&extra, "units_removed = %u\n", gone);
-        rc = stage_finish(v, net->doc, "encode", NULL, &extra, te, out, &res[*nres].acc, &res[*nres].bytes);
-        res[(*nres)++].name = "encode";
-    }
     stage_extra_free(&extra);
+    /* encode: the quantized net with entropy-coded streams, its biases in
+     * f32 until encode_stage sets their format */
+    if (rc == -1) rc = store_net(v, net, NULL, 1, 0);
+    if (rc == -1 && pre) {
+        dcz_status s = dcz_doc_write(net->doc, pre, pre_len);
+        if (s != DCZ_OK) rc = cli_fail(v, s, "encoding the quantized model");
+    }
+    if (rc == -1) rc = encode_stage(v, job, net->doc, job->bias, job->codebook, te, out, &res[*nres]);
+    if (rc == -1) (*nres)++;
     return rc;
 }
 
@@ -1256,6 +1279,7 @@ static const double budget_sparsity[] = { 0.5, 0.6, 0.7, 0.8, 0.85, 0.9, 0.92, 0
 typedef struct budget_run {
     stage_result res[4];
     int nres, stopped;
+    int bias, codebook;        /* the formats of its file (BIAS_*, CODEBOOK_*) */
     double val_acc, margin;    /* margin: the standard error of its change */
     uint8_t *file;             /* the encoded output, owned */
     size_t len;
@@ -1307,6 +1331,52 @@ static char *candidate_rules(const dcz_net *net, const dcz_budget_cand *c, int n
     return t;
 }
 
+/* Run r's quantized model (pre, its bytes before encoding) coded again
+ * with the job's lighter formats: 8-bit biases and f16 codebooks for the
+ * formats not given. Their file replaces r's when it keeps the validation
+ * accuracy at the floor or more, or loses none. Exit code or -1. */
+static int budget_lighter(budget_ctx *b, budget_run *r, const uint8_t *pre, size_t pre_len)
+{
+    const verb_ctx *v = b->v;
+    const compress_job *job = b->job;
+    dcz_doc *doc = NULL;
+    uint8_t *file = NULL;
+    size_t len = 0;
+    stage_result res;
+    double acc = 0;
+    dcz_status s = dcz_doc_read(pre, pre_len, &doc);
+    int rc = s == DCZ_OK ? -1 : cli_fail(v, s, "reading the quantized model again");
+    if (rc == -1) rc = encode_stage(v, job, doc, job->light_bias, job->light_codebook, &job->test, NULL, &res);
+    if (rc == -1) {
+        s = dcz_doc_write(doc, &file, &len);
+        if (s == DCZ_OK && len != res.bytes) s = DCZ_ERR_INTERNAL;
+        if (s == DCZ_OK) s = stage_eval_bytes(file, len, &b->ro, &job->val, b->right, &acc);
+        if (s != DCZ_OK) rc = cli_fail_data(v, s, "measuring the run on the validation samples", &job->val, NULL);
+    }
+    dcz_doc_free(doc);
+    if (rc != -1) {
+        free(file);
+        return rc;
+    }
+    const int take = acc >= b->floor || acc >= r->val_acc;
+    cli_note(v, "compress --budget: run %d with %s biases and %s codebooks: %zu bytes (%.1fx), validation accuracy "
+             "%.2f%%: %s", b->nruns + 1, bias_names[job->light_bias], codebook_names[job->light_codebook], len,
+             b->dense_bytes / (double)len, acc * 100, take ? "taken" : "not taken");
+    if (!take) {
+        free(file);
+        return -1;
+    }
+    free(r->file);
+    r->file = file;
+    r->len = len;
+    r->val_acc = acc;
+    r->margin = dcz_paired_se(b->base_right, b->right, job->val.n);
+    r->res[r->nres - 1] = res;
+    r->bias = job->light_bias;
+    r->codebook = job->light_codebook;
+    return -1;
+}
+
 /* A candidate's run (a dcz_budget_try_fn): the whole compress of the input
  * with its rules, measured on the validation samples by libdcz. */
 static dcz_status budget_try(void *ctx, int cand, double *acc, double *margin, size_t *bytes)
@@ -1342,7 +1412,15 @@ static dcz_status budget_try(void *ctx, int cand, double *acc, double *margin, s
     /* the most accurate candidate runs to the end: it is the answer when
      * none is within */
     const double floor = cand == b->cands->n - 1 ? -1 : b->floor - BUDGET_STOP_MARGIN / 100;
-    if (rc == -1) rc = compress_stages(v, b->job, net, &sp, NULL, floor, &r->stopped, r->res, &r->nres);
+    const compress_job *job = b->job;
+    const int lighter = job->light_bias != job->bias || job->light_codebook != job->codebook;
+    uint8_t *pre = NULL;
+    size_t pre_len = 0;
+    r->bias = job->bias;
+    r->codebook = job->codebook;
+    if (rc == -1)
+        rc = compress_stages(v, job, net, &sp, NULL, floor, &r->stopped, r->res, &r->nres, lighter ? &pre : NULL,
+                             &pre_len);
     if (rc == -1 && !r->stopped) {
         s = dcz_doc_write(net->doc, &r->file, &r->len);
         if (s == DCZ_OK && r->len != r->res[r->nres - 1].bytes) s = DCZ_ERR_INTERNAL;
@@ -1355,6 +1433,8 @@ static dcz_status budget_try(void *ctx, int cand, double *acc, double *margin, s
                      r->margin * 100, b->floor * 100);
         }
     }
+    if (rc == -1 && !r->stopped && pre) rc = budget_lighter(b, r, pre, pre_len);
+    free(pre);
     free((void *)sp.prune.targets);
     free((void *)sp.quant.bits);
     free(sp_rules);
@@ -1375,7 +1455,8 @@ static dcz_status budget_try(void *ctx, int cand, double *acc, double *margin, s
 
 /* The recipe that reproduces run best: every option of the run, the
  * chosen rules included. malloc'd text, NULL when out of memory. */
-static char *budget_recipe(const budget_ctx *b, const dcz_net *net, const dcz_budget_cand *c, double budget)
+static char *budget_recipe(const budget_ctx *b, const dcz_net *net, const dcz_budget_cand *c,
+                           const budget_run *r, double budget)
 {
     char *sp_rules = candidate_rules(net, c, b->cands->nlayers, 0);
     char *bit_rules = candidate_rules(net, c, b->cands->nlayers, 1);
@@ -1407,7 +1488,7 @@ static char *budget_recipe(const budget_ctx *b, const dcz_net *net, const dcz_bu
         if (b->variational && !isnan(b->variational_kl))
             n += (size_t)snprintf(t + n, cap - n, "variational-kl = %.17g\n", b->variational_kl);
         n += (size_t)snprintf(t + n, cap - n, "bias = %s\ncodebook = %s\ninit = %s\nkmeans-iters = %d\n"
-                              "quant-epochs = %d\n", bias_names[b->job->bias], codebook_names[b->job->codebook],
+                              "quant-epochs = %d\n", bias_names[r->bias], codebook_names[r->codebook],
                               qo->init, qo->iters, qo->epochs);
         if (!isnan(qo->lr)) n += (size_t)snprintf(t + n, cap - n, "quant-lr = %.17g\n", qo->lr);
         snprintf(t + n, cap - n, "sparsity = %s\nbits = %s\n", sp_rules, bit_rules);
@@ -1462,7 +1543,8 @@ static void budget_report(const budget_ctx *b, const dcz_net *net, const dcz_sen
             fprintf(f, "%-*s %10zu %8.1f%% %5d %12.0f %9.2f pt\n", nw, scan->layers[l].name,
                     scan->layers[l].weights, L->sparsity * 100, L->bits, L->est_bytes, L->drop);
         }
-        fprintf(f, "recipe: %s\n", recipe);
+        fprintf(f, "biases %s, codebooks %s\nrecipe: %s\n", bias_names[b->runs[best].bias],
+                codebook_names[b->runs[best].codebook], recipe);
     }
     if (!v->c.json) return;
     json_out j;
@@ -1484,6 +1566,8 @@ static void budget_report(const budget_ctx *b, const dcz_net *net, const dcz_sen
     json_num(&j, "accuracy", r->res[r->nres - 1].acc);
     json_num(&j, "accuracy_input", r->res[0].acc);
     json_num(&j, "lambda", c->lambda);
+    json_str(&j, "bias", bias_names[r->bias]);
+    json_str(&j, "codebook", codebook_names[r->codebook]);
     json_key_arr(&j, "layers");
     for (int l = 0; l < scan->nlayers; l++) {
         json_obj(&j);
@@ -1624,7 +1708,7 @@ static int compress_budget(verb_ctx *v, compress_job *job, const prune_opts *po,
         if (s != DCZ_OK) rc = b.rc ? b.rc : cli_fail(v, s, "the budget search");
     }
     char *text = NULL;
-    if (rc == -1 && !(text = budget_recipe(&b, net, &cands.c[trials[best].cand], budget)))
+    if (rc == -1 && !(text = budget_recipe(&b, net, &cands.c[trials[best].cand], &b.runs[best], budget)))
         rc = cli_fail(v, DCZ_ERR_NOMEM, "the recipe");
     if (rc == -1) {
         int err;
@@ -1679,7 +1763,7 @@ int cmd_compress(verb_ctx *v)
     prune_opts_init(&po);
     quant_opts_init(&qo);
     po.rounds = po.epochs = NOT_GIVEN;   /* defaults below: a budget prunes gradually */
-    const char *bias = "f16", *codebook = "f32", *recipe_given = NULL;
+    const char *bias = NULL, *codebook = NULL, *recipe_given = NULL;   /* NULL: f16, f32 */
     double budget = NAN;
     int runs = 5, head = 0;
     compress_job job;
@@ -1688,8 +1772,10 @@ int cmd_compress(verb_ctx *v)
     const opt_spec specs[] = {
         PRUNE_SPECS(po),
         QUANT_SPECS(qo),
-        { "bias", 0, OPT_STR, &bias, "bias format of the result: f32, f16 or i8 (default f16)" },
-        { "codebook", 0, OPT_STR, &codebook, "codebook format of the result: f32 or f16 (default f32)" },
+        { "bias", 0, OPT_STR, &bias, "bias format of the result: f32, f16 or i8 (default f16; with --budget,\n"
+          "                             i8 where the run stays within)" },
+        { "codebook", 0, OPT_STR, &codebook, "codebook format of the result: f32 or f16 (default f32; with\n"
+          "                             --budget, f16 where the run stays within)" },
         { "keep-stages", 0, OPT_STR, &job.stages_dir, "also write DIR/prune.dcz and DIR/quantize.dcz" },
         { "head", 0, OPT_INT, &head, "N: replace the last fully connected layer by a fresh one of N outputs\n"
           "                             (seeded), one per class of --data, trained with the rest: a network\n"
@@ -1764,10 +1850,14 @@ int cmd_compress(verb_ctx *v)
         cli_usage_error(v, "--budget-recipe goes with --budget");
         return EXIT_USAGE;
     }
-    const int bm = bias_mode(v, bias), cm = codebook_mode(v, codebook);
+    const int bm = bias_mode(v, bias ? bias : "f16"), cm = codebook_mode(v, codebook ? codebook : "f32");
     if (bm == -2 || cm == -2) return EXIT_USAGE;
     job.bias = bm;
     job.codebook = cm;
+    /* the fewest bits that keep accuracy: a budget measures each run's file
+     * also with the lighter formats of those not given */
+    job.light_bias = budgeted && !bias ? BIAS_I8 : bm;
+    job.light_codebook = budgeted && !codebook ? CODEBOOK_F16 : cm;
     job.gap_bits = po.gap_bits;
     dcz_options ro;
     if ((rc = cli_runtime_options(v, &ro)) != -1) return rc;
@@ -1849,7 +1939,7 @@ int cmd_compress(verb_ctx *v)
         if (s != DCZ_OK) rc = cli_fail_data(v, s, "evaluating the input", &job.test, NULL);
         nres++;
     }
-    if (rc == -1) rc = compress_stages(v, &job, net, &sp, dry ? NULL : v->c.out, -1, NULL, res, &nres);
+    if (rc == -1) rc = compress_stages(v, &job, net, &sp, dry ? NULL : v->c.out, -1, NULL, res, &nres, NULL, NULL);
     if (rc == -1 && dry) {
         dry_report(v, net->doc, 0, res, nres);
         rc = EXIT_OK;

@@ -7,7 +7,8 @@
 # options that the budget decides, a budget out of range and an output or
 # recipe path that cannot be written are refused before any work; a
 # variational phase runs once, and its recipe, its KL weight included,
-# reproduces the model.
+# reproduces the model; each run's file is measured again with 8-bit
+# biases and f16 codebooks for the formats not given, taken within.
 source "$(dirname "$0")/lib.bash"
 D=fashion-mnist
 "$DCZ" train --arch mlp:784-32-16-10 --epochs 1 --data $D --seed 4 --threads 1 --validation 2000 -q \
@@ -43,13 +44,25 @@ h=$(json_field model_hash "$T/i1.json")
 [ ${#h} = 16 ] && [ "$h" = "$(json_field model_hash "$T/i2.json")" ] || fail "model hash $h, again $(json_field model_hash "$T/i2.json")"
 [ "$(grep -o '"accuracy":[0-9.]*' "$T/i1.json")" = "$(grep -o '"accuracy":[0-9.]*' "$T/i2.json")" ] ||
     fail "stage accuracies differ"
+# the fewest bits that keep accuracy: each run's file is measured again
+# with 8-bit biases and f16 codebooks, and those are taken within the
+# budget (the recipe above reproduced them); a format given is kept
+grep -q '^compress --budget: run 1 with i8 biases and f16 codebooks: .*: taken$' "$T/b.err" ||
+    fail "no lighter formats: $(cat "$T/b.err")"
+[ "$(jq -r .bias "$T/b.json")" = i8 ] && [ "$(jq -r .codebook "$T/b.json")" = f16 ] &&
+    grep -q '^bias = i8$' "$T/small.recipe" && grep -q '^codebook = f16$' "$T/small.recipe" ||
+    fail "formats: $(cat "$T/b.json") $(cat "$T/small.recipe")"
+[ "$("$DCZ" info "$T/small.dcz" --json | jq -r '[.layers[] | .bias_encoding // empty] | unique | join(",")')" = int8 ] ||
+    fail "the file's biases are not 8-bit"
 # a variational phase: run once before the scan, named in the recipe with
 # its KL weight, which reproduces the model through the prune stage
 "$DCZ" compress "$T/dense.dcz" --data $D --budget 3 --budget-runs 1 $F --variational 2 --variational-kl 0.5 \
-    -o "$T/v.dcz" --json \
+    --bias f16 --codebook f32 -o "$T/v.dcz" --json \
     > "$T/v.json" 2> "$T/v.err" || { cat "$T/v.err"; fail "compress --budget --variational"; }
 grep -q 'epochs of variational dropout, nothing pruned by them' "$T/v.err" || fail "no variational phase: $(cat "$T/v.err")"
 [ "$(grep -c 'epochs of variational dropout' "$T/v.err")" = 1 ] || fail "the phase ran more than once"
+grep -q ' with .* biases and .* codebooks: ' "$T/v.err" && fail "lighter formats tried with both given"
+grep -q '^bias = f16$' "$T/v.recipe" && grep -q '^codebook = f32$' "$T/v.recipe" || fail "formats: $(cat "$T/v.recipe")"
 grep -q '^variational = 2$' "$T/v.recipe" && grep -q '^variational-threshold = off$' "$T/v.recipe" &&
     grep -q '^variational-kl = 0.5$' "$T/v.recipe" || fail "recipe: $(cat "$T/v.recipe")"
 (cd "$T" && "$DCZ" compress dense.dcz --data $D --recipe v.recipe -q -o v2.dcz) || fail "the variational recipe"
@@ -58,7 +71,9 @@ h=$("$DCZ" info "$T/v.dcz" --json | jq -r .model_hash)
 # the text report: the runs and the choice per layer; without --validation
 # it measures on the samples the train record names
 "$DCZ" compress "$T/dense.dcz" --data $D --budget 3 --budget-runs 1 ${F#--validation 2000 } --budget-recipe "$T/r1" \
-    -o "$T/one.dcz" 2> "$T/t.txt" || fail "one run"
+    --bias f32 -o "$T/one.dcz" 2> "$T/t.txt" || fail "one run"
+grep -q '^compress --budget: run [12] with f32 biases and f16 codebooks: ' "$T/t.txt" &&
+    grep -q '^bias = f32$' "$T/r1" || fail "--bias f32 not kept: $(cat "$T/t.txt")"
 grep -q '^chosen: run ' "$T/t.txt" && grep -q '^fc2 ' "$T/t.txt" && [ -s "$T/r1" ] || fail "report: $(cat "$T/t.txt")"
 grep -q -- 'threshold -1\| -1\.0000' "$T/t.txt" && fail "a threshold of -1 in the report: $(cat "$T/t.txt")"
 grep -q ' on 2000 samples held out' "$T/t.txt" && grep -q '^validation = 2000' "$T/r1" ||
