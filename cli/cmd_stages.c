@@ -1174,10 +1174,10 @@ typedef struct compress_job {
     dcz_dataset train, test, val;
 } compress_job;
 
-/* The encode stage of compress: doc (net's document, its quantized
- * weights stored with f32 biases) entropy-coded with biases and codebooks
- * in the formats given, recorded, measured on te and written to out when
- * set, into *res. Exit code or -1. */
+/* The encode stage of compress: doc (a quantized model stored with f32
+ * biases: net's document, or one read back from its bytes) entropy-coded
+ * with biases and codebooks in the formats given, recorded, measured on te
+ * and written to out when set, into *res. Exit code or -1. */
 static int encode_stage(const verb_ctx *v, const compress_job *job, dcz_doc *doc, int bias, int codebook,
                         const dcz_dataset *te, const char *out, stage_result *res)
 {
@@ -1339,6 +1339,8 @@ static int budget_lighter(budget_ctx *b, budget_run *r, const uint8_t *pre, size
 {
     const verb_ctx *v = b->v;
     const compress_job *job = b->job;
+    verb_ctx quiet = *v;   /* encode's notes (units removed) came with the first coding */
+    quiet.c.quiet = 1;
     dcz_doc *doc = NULL;
     uint8_t *file = NULL;
     size_t len = 0;
@@ -1346,7 +1348,7 @@ static int budget_lighter(budget_ctx *b, budget_run *r, const uint8_t *pre, size
     double acc = 0;
     dcz_status s = dcz_doc_read(pre, pre_len, &doc);
     int rc = s == DCZ_OK ? -1 : cli_fail(v, s, "reading the quantized model again");
-    if (rc == -1) rc = encode_stage(v, job, doc, job->light_bias, job->light_codebook, &job->test, NULL, &res);
+    if (rc == -1) rc = encode_stage(&quiet, job, doc, job->light_bias, job->light_codebook, &job->test, NULL, &res);
     if (rc == -1) {
         s = dcz_doc_write(doc, &file, &len);
         if (s == DCZ_OK && len != res.bytes) s = DCZ_ERR_INTERNAL;
@@ -1354,27 +1356,25 @@ static int budget_lighter(budget_ctx *b, budget_run *r, const uint8_t *pre, size
         if (s != DCZ_OK) rc = cli_fail_data(v, s, "measuring the run on the validation samples", &job->val, NULL);
     }
     dcz_doc_free(doc);
-    if (rc != -1) {
-        free(file);
-        return rc;
+    const int take = rc == -1 && (acc >= b->floor || acc >= r->val_acc);
+    if (rc == -1)
+        cli_note(v, "compress --budget: run %d with %s biases and %s codebooks: %zu bytes (%.1fx), validation "
+                 "accuracy %.2f%%: %s", b->nruns + 1, bias_names[job->light_bias],
+                 codebook_names[job->light_codebook], len, b->dense_bytes / (double)len, acc * 100,
+                 take ? "taken" : "not taken");
+    if (take) {
+        free(r->file);
+        r->file = file;
+        file = NULL;
+        r->len = len;
+        r->val_acc = acc;
+        r->margin = dcz_paired_se(b->base_right, b->right, job->val.n);
+        r->res[r->nres - 1] = res;
+        r->bias = job->light_bias;
+        r->codebook = job->light_codebook;
     }
-    const int take = acc >= b->floor || acc >= r->val_acc;
-    cli_note(v, "compress --budget: run %d with %s biases and %s codebooks: %zu bytes (%.1fx), validation accuracy "
-             "%.2f%%: %s", b->nruns + 1, bias_names[job->light_bias], codebook_names[job->light_codebook], len,
-             b->dense_bytes / (double)len, acc * 100, take ? "taken" : "not taken");
-    if (!take) {
-        free(file);
-        return -1;
-    }
-    free(r->file);
-    r->file = file;
-    r->len = len;
-    r->val_acc = acc;
-    r->margin = dcz_paired_se(b->base_right, b->right, job->val.n);
-    r->res[r->nres - 1] = res;
-    r->bias = job->light_bias;
-    r->codebook = job->light_codebook;
-    return -1;
+    free(file);
+    return rc;
 }
 
 /* A candidate's run (a dcz_budget_try_fn): the whole compress of the input
@@ -1590,6 +1590,8 @@ static void budget_report(const budget_ctx *b, const dcz_net *net, const dcz_sen
             json_num(&j, "validation_accuracy", trials[k].accuracy);
             json_num(&j, "validation_margin", trials[k].margin);
             json_num(&j, "accuracy", b->runs[k].res[b->runs[k].nres - 1].acc);
+            json_str(&j, "bias", bias_names[b->runs[k].bias]);
+            json_str(&j, "codebook", codebook_names[b->runs[k].codebook]);
         }
         json_bool(&j, "within", trials[k].within);
         json_close_obj(&j);
@@ -1773,9 +1775,9 @@ int cmd_compress(verb_ctx *v)
         PRUNE_SPECS(po),
         QUANT_SPECS(qo),
         { "bias", 0, OPT_STR, &bias, "bias format of the result: f32, f16 or i8 (default f16; with --budget,\n"
-          "                             i8 where the run stays within)" },
+          "                             i8 where the run stays within or loses nothing)" },
         { "codebook", 0, OPT_STR, &codebook, "codebook format of the result: f32 or f16 (default f32; with\n"
-          "                             --budget, f16 where the run stays within)" },
+          "                             --budget, f16 where the run stays within or loses nothing)" },
         { "keep-stages", 0, OPT_STR, &job.stages_dir, "also write DIR/prune.dcz and DIR/quantize.dcz" },
         { "head", 0, OPT_INT, &head, "N: replace the last fully connected layer by a fresh one of N outputs\n"
           "                             (seeded), one per class of --data, trained with the rest: a network\n"

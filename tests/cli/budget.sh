@@ -52,17 +52,17 @@ grep -q '^compress --budget: run 1 with i8 biases and f16 codebooks: .*: taken$'
 [ "$(jq -r .bias "$T/b.json")" = i8 ] && [ "$(jq -r .codebook "$T/b.json")" = f16 ] &&
     grep -q '^bias = i8$' "$T/small.recipe" && grep -q '^codebook = f16$' "$T/small.recipe" ||
     fail "formats: $(cat "$T/b.json") $(cat "$T/small.recipe")"
-[ "$("$DCZ" info "$T/small.dcz" --json | jq -r '[.layers[] | .bias_encoding // empty] | unique | join(",")')" = int8 ] ||
-    fail "the file's biases are not 8-bit"
+"$DCZ" info "$T/small.dcz" --json > "$T/i.json" || fail "info"
+[ "$(jq -r '[.layers[] | .bias_encoding // empty] | unique | join(",")' "$T/i.json")" = int8 ] &&
+    [ "$(jq -r '[.layers[] | .codebook_format // empty] | unique | join(",")' "$T/i.json")" = f16 ] ||
+    fail "the file's biases are not 8-bit or its codebooks not f16: $(cat "$T/i.json")"
 # a variational phase: run once before the scan, named in the recipe with
 # its KL weight, which reproduces the model through the prune stage
 "$DCZ" compress "$T/dense.dcz" --data $D --budget 3 --budget-runs 1 $F --variational 2 --variational-kl 0.5 \
-    --bias f16 --codebook f32 -o "$T/v.dcz" --json \
+    -o "$T/v.dcz" --json \
     > "$T/v.json" 2> "$T/v.err" || { cat "$T/v.err"; fail "compress --budget --variational"; }
 grep -q 'epochs of variational dropout, nothing pruned by them' "$T/v.err" || fail "no variational phase: $(cat "$T/v.err")"
 [ "$(grep -c 'epochs of variational dropout' "$T/v.err")" = 1 ] || fail "the phase ran more than once"
-grep -q ' with .* biases and .* codebooks: ' "$T/v.err" && fail "lighter formats tried with both given"
-grep -q '^bias = f16$' "$T/v.recipe" && grep -q '^codebook = f32$' "$T/v.recipe" || fail "formats: $(cat "$T/v.recipe")"
 grep -q '^variational = 2$' "$T/v.recipe" && grep -q '^variational-threshold = off$' "$T/v.recipe" &&
     grep -q '^variational-kl = 0.5$' "$T/v.recipe" || fail "recipe: $(cat "$T/v.recipe")"
 (cd "$T" && "$DCZ" compress dense.dcz --data $D --recipe v.recipe -q -o v2.dcz) || fail "the variational recipe"
@@ -90,8 +90,10 @@ grep -q '5000 of the 60000 training samples held out' "$T/h.err" || fail "no hol
     2> "$T/u.err" || fail "budget of an untrained net, default hold-out"
 grep -q 'does not say it trained without' "$T/u.err" && fail "a note about the default hold-out: $(cat "$T/u.err")"
 grep -q ' on 5000 samples held out' "$T/u.err" || fail "not the default hold-out: $(cat "$T/u.err")"
-"$DCZ" compress "$T/held.dcz" --data $D --budget 50 --budget-runs 1 $F -o "$T/u.dcz" 2> "$T/u.err" ||
-    fail "budget of an untrained net"
+"$DCZ" compress "$T/held.dcz" --data $D --budget 50 --budget-runs 1 $F --bias f16 --codebook f32 -o "$T/u.dcz" \
+    2> "$T/u.err" || fail "budget of an untrained net"
+grep -q ' with .* biases and .* codebooks: ' "$T/u.err" && fail "lighter formats tried with both given"
+grep -q '^bias = f16$' "$T/u.recipe" && grep -q '^codebook = f32$' "$T/u.recipe" || fail "formats: $(cat "$T/u.recipe")"
 grep -q 'does not say it trained without these 2000' "$T/u.err" || fail "no note: $(cat "$T/u.err")"
 "$DCZ" train --arch mlp:784-16-10 --epochs 0 --data $D --threads 1 --validation 0 -q -o "$T/saw.dcz" ||
     fail "train 0 on all"
