@@ -1170,7 +1170,8 @@ typedef struct compress_job {
     int bias, codebook, validation;   /* bias: BIAS_*; codebook: CODEBOOK_* */
     int light_bias, light_codebook;   /* a budget's run also measures its file with these (the
                                          formats not given: i8, f16) and keeps the lighter when it
-                                         stays within; equal to bias and codebook: not tried */
+                                         stays within or loses nothing (budget_lighter); equal to
+                                         bias and codebook: not tried */
     dcz_dataset train, test, val;
 } compress_job;
 
