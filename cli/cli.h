@@ -89,6 +89,10 @@ typedef struct verb_ctx {
                               its own (ROOT/val), asked once by cli_parse */
     struct dcz_tdev *tdev; /* owned: the GPU retraining runs on (--device gpu,
                               cli_open_train_device), NULL: the CPU */
+    double distill;        /* --distill (prune, quantize, compress): 0 not given */
+    double temperature;    /* --temperature: NAN not given (then 4) */
+    dcz_doc *teacher_doc;  /* owned: the input model as read, which retraining */
+    dcz_net *teacher;      /* distills from (cli_open_teacher); NULL without --distill */
 } verb_ctx;
 
 /* --shards, for the verbs that train. */
@@ -115,6 +119,28 @@ int cli_check_augment(verb_ctx *v);
 /* "none", "flip", "crop" or "crop+flip": the name of DCZ_AUG_* bits, as
  * --augment takes it and the stage records say it. */
 const char *cli_augment_name(unsigned augment);
+/* --distill and --temperature, for the verbs that retrain a model. */
+#define DISTILL_SPECS(v) \
+    { "distill", 0, OPT_FLOAT, &(v)->distill, \
+      "W in (0, 1]: retraining learns from the input model's outputs as well as the labels,\n" \
+      "                             a share W of its loss from the input's softened probabilities\n" \
+      "                             (knowledge distillation); recovers more accuracy (default 0: labels alone)" }, \
+    { "temperature", 0, OPT_FLOAT, &(v)->temperature, \
+      "T > 0: how far --distill softens the probabilities, logits / T (default 4)" }
+
+/* The temperature --distill softens by when --temperature is not given. */
+#define DISTILL_TEMPERATURE 4.0
+
+/* Checks --distill and --temperature: -1, or the exit code of a usage
+ * error (out of range; --temperature without --distill; either without
+ * --data, which retraining reads). */
+int cli_check_distill(verb_ctx *v);
+/* With --distill, the teacher: the input model of len bytes (as read,
+ * before any change) opened as a net of its own (v->teacher, freed by
+ * cli_ctx_free). -1, or the exit code after a message. Without it,
+ * nothing. */
+int cli_open_teacher(verb_ctx *v, const uint8_t *bytes, size_t len);
+
 /* With --device gpu, the GPU the verb's training runs on (v->tdev, freed
  * by cli_ctx_free; under MPI the GPU of the rank's place on its node), a
  * note saying so, or where net's epochs stay on the CPU, why (a layer
@@ -123,8 +149,8 @@ const char *cli_augment_name(unsigned augment);
  * Without it, nothing. */
 int cli_open_train_device(verb_ctx *v, const dcz_net *net);
 /* Sets what training steps share from the run: the sharding and ranks
- * (--shards, MPI), the augmentation (--augment) and the device
- * (--device gpu). */
+ * (--shards, MPI), the augmentation (--augment), the device (--device
+ * gpu) and the teacher (--distill). */
 void cli_sgd_shared(const verb_ctx *v, dcz_sgd *sgd);
 
 /* --strip, for the verbs that write a .dcz (stage_finish acts on it). */

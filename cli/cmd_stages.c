@@ -491,6 +491,13 @@ done:
     return rc;
 }
 
+/* A retraining stage's record of its teacher (--distill), when it had one. */
+static void distill_record(const dcz_sgd *sgd, stage_extra *extra)
+{
+    if (sgd->teacher)
+        stage_extra_add(extra, "distill = %g\ntemperature = %g\n", sgd->distill, sgd->temperature);
+}
+
 /* ---- prune ------------------------------------------------------------------ */
 
 typedef struct prune_opts {
@@ -697,6 +704,7 @@ static int exec_prune(const verb_ctx *v, dcz_net *net, stage_plan *sp, const dcz
     }
     if (train && plan->sgd.augment && (plan->epochs || plan->final_epochs))
         stage_extra_add(extra, "augment = %s\n", cli_augment_name(plan->sgd.augment));
+    if (train && (plan->epochs || plan->final_epochs || plan->variational)) distill_record(&plan->sgd, extra);
     for (int i = 0; i < rep.nlayers; i++) {
         const dcz_prune_layer_report *l = &rep.layers[i];
         char thr[32] = "-";   /* a layer left whole has no threshold */
@@ -812,6 +820,7 @@ static int exec_quantize(const verb_ctx *v, dcz_net *net, stage_plan *sp, const 
                     plan->sgd.lr);
     if (train && plan->sgd.augment && plan->epochs)
         stage_extra_add(extra, "augment = %s\n", cli_augment_name(plan->sgd.augment));
+    if (train && plan->epochs) distill_record(&plan->sgd, extra);
     for (int i = 0; i < rep.nlayers; i++) {
         const dcz_quant_layer_report *l = &rep.layers[i];
         char after[32] = "-";
@@ -836,7 +845,15 @@ static const stage_steps quantize_steps = { "quantize", plan_quantize, exec_quan
  * outputs (seeded by --seed), and *bytes the document so changed. */
 static int open_model(verb_ctx *v, uint32_t head, dcz_doc **doc, dcz_net **net, uint8_t **bytes, size_t *nbytes)
 {
+    uint8_t *own = NULL;   /* the bytes, for the teacher alone */
+    size_t len = 0;
+    if (!bytes && v->distill > 0) {
+        bytes = &own;
+        nbytes = &len;
+    }
     int rc = stage_load_doc_bytes(v, v->pos[0], doc, bytes, nbytes);
+    if (rc == -1 && v->distill > 0) rc = cli_open_teacher(v, *bytes, *nbytes);
+    free(own);
     if (rc != -1) return rc;
     if (head) {
         char err[256] = "";
@@ -942,7 +959,7 @@ int cmd_prune(verb_ctx *v)
     prune_opts po;
     prune_opts_init(&po);
     const opt_spec specs[] = { PRUNE_SPECS(po), DRY_RUN_SPEC(v), SHARDS_SPEC(v), AUGMENT_SPEC(v),
-                               STRIP_SPEC(v), { NULL, 0, OPT_FLAG, NULL, NULL } };
+                               DISTILL_SPECS(v), STRIP_SPEC(v), { NULL, 0, OPT_FLAG, NULL, NULL } };
     v->usage = "dcz prune IN [--sparsity S | --quality Q] [--data DATA] -o OUT";
     v->summary = "Magnitude pruning. With --data, iterative: prune on a cubic schedule over\n"
                  "--rounds rounds, retraining after each at a quarter of the training rate with\n"
@@ -950,6 +967,7 @@ int cmd_prune(verb_ctx *v)
     int rc = cli_parse(v, specs, 1, 1);
     if (rc == -1) rc = cli_check_shards(v);
     if (rc == -1) rc = cli_check_augment(v);
+    if (rc == -1) rc = cli_check_distill(v);
     if (rc != -1) return rc;
     const char *names[] = { "sparsity", "quality", "gap-bits" }, *texts[] = { po.sparsity, po.quality, po.gap_bits };
     if ((rc = check_rule_syntax(v, names, texts, 3)) != -1) return rc;
@@ -967,6 +985,7 @@ int cmd_quantize(verb_ctx *v)
         DRY_RUN_SPEC(v),
         SHARDS_SPEC(v),
         AUGMENT_SPEC(v),
+        DISTILL_SPECS(v),
         STRIP_SPEC(v),
         { NULL, 0, OPT_FLAG, NULL, NULL }
     };
@@ -977,6 +996,7 @@ int cmd_quantize(verb_ctx *v)
     int rc = cli_parse(v, specs, 1, 1);
     if (rc == -1) rc = cli_check_shards(v);
     if (rc == -1) rc = cli_check_augment(v);
+    if (rc == -1) rc = cli_check_distill(v);
     if (rc != -1) return rc;
     const char *names[] = { "bits", "gap-bits" }, *texts[] = { qo.bits, gap_bits };
     if ((rc = check_rule_syntax(v, names, texts, 2)) != -1) return rc;
@@ -1481,6 +1501,9 @@ static char *budget_recipe(const budget_ctx *b, const dcz_net *net, const dcz_bu
             "weight-decay = %.17g\n", b->job->validation, po->rounds, po->epochs, po->final_epochs, po->wd);
         if (b->v->shards > 1) n += (size_t)snprintf(t + n, cap - n, "shards = %d\n", b->v->shards);
         if (b->v->augment) n += (size_t)snprintf(t + n, cap - n, "augment = %s\n", cli_augment_name(b->v->augment));
+        if (b->v->distill > 0) n += (size_t)snprintf(t + n, cap - n, "distill = %.17g\n", b->v->distill);
+        if (!isnan(b->v->temperature))
+            n += (size_t)snprintf(t + n, cap - n, "temperature = %.17g\n", b->v->temperature);
         if (b->v->strip) n += (size_t)snprintf(t + n, cap - n, "strip = true\n");
         if (!isnan(po->lr)) n += (size_t)snprintf(t + n, cap - n, "prune-lr = %.17g\n", po->lr);
         if (po->gap_bits) n += (size_t)snprintf(t + n, cap - n, "gap-bits = %s\n", po->gap_bits);
@@ -1794,6 +1817,7 @@ int cmd_compress(verb_ctx *v)
         DRY_RUN_SPEC(v),
         SHARDS_SPEC(v),
         AUGMENT_SPEC(v),
+        DISTILL_SPECS(v),
         STRIP_SPEC(v),
         { NULL, 0, OPT_FLAG, NULL, NULL }
     };
@@ -1812,6 +1836,7 @@ int cmd_compress(verb_ctx *v)
     if (rc != -1) return rc;
     if ((rc = cli_check_shards(v)) != -1) return rc;
     if ((rc = cli_check_augment(v)) != -1) return rc;
+    if ((rc = cli_check_distill(v)) != -1) return rc;
     const int budgeted = !isnan(budget);
     if (po.rounds == NOT_GIVEN) po.rounds = budgeted ? BUDGET_ROUNDS : 4;
     if (po.epochs == NOT_GIVEN) po.epochs = budgeted ? BUDGET_ROUND_EPOCHS : 3;
@@ -1822,6 +1847,10 @@ int cmd_compress(verb_ctx *v)
     if ((rc = need_output(v)) != -1) return rc;
     if (!v->c.data) { cli_usage_error(v, "compress retrains and needs --data"); return EXIT_USAGE; }
     if (head < 0 || head > 65535) { cli_usage_error(v, "--head must be from 1 to 65535 outputs"); return EXIT_USAGE; }
+    if (head && v->distill > 0) {
+        cli_usage_error(v, "--distill learns from the input's outputs, which --head replaces: drop one of them");
+        return EXIT_USAGE;
+    }
     if (job.validation != NOT_GIVEN && job.validation < 0) {
         cli_usage_error(v, "--validation must be >= 0");
         return EXIT_USAGE;

@@ -420,8 +420,8 @@ int cmd_info(verb_ctx *v)
         for (uint32_t i = 0; i < d->nstages; i++) {
             char val[1024];
             json_obj(&j);
-            const char *keys[] = { "stage", "command", "seed", "shards", "augment", "data_hash", "validation",
-                                   "accuracy", "file_bytes" };
+            const char *keys[] = { "stage", "command", "seed", "shards", "augment", "distill", "temperature",
+                                   "data_hash", "validation", "accuracy", "file_bytes" };
             for (size_t k = 0; k < sizeof keys / sizeof *keys; k++)
                 if (stage_get(d->stages[i], keys[k], val, sizeof val)) {
                     if (strcmp(keys[k], "accuracy") == 0 || strcmp(keys[k], "file_bytes") == 0)

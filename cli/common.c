@@ -489,6 +489,10 @@ void cli_ctx_free(verb_ctx *v)
     v->recipe_nargs = 0;
     dcz_tdev_close(v->tdev);
     v->tdev = NULL;
+    dcz_net_free(v->teacher);
+    dcz_doc_free(v->teacher_doc);
+    v->teacher = NULL;
+    v->teacher_doc = NULL;
 }
 
 int cli_runtime_options(const verb_ctx *v, dcz_options *opt)
@@ -1059,13 +1063,48 @@ void cli_sgd_shared(const verb_ctx *v, dcz_sgd *sgd)
     sgd->comm = v->comm;
     sgd->augment = v->augment;
     sgd->device = v->tdev;
+    sgd->teacher = v->teacher;
+    sgd->distill = (float)v->distill;
+    sgd->temperature = (float)(isnan(v->temperature) ? DISTILL_TEMPERATURE : v->temperature);
+}
+
+int cli_check_distill(verb_ctx *v)
+{
+    if (!(v->distill >= 0 && v->distill <= 1)) {
+        cli_usage_error(v, "--distill is the share of the loss learned from the input model, in (0, 1], not %g",
+                        v->distill);
+        return EXIT_USAGE;
+    }
+    if (!isnan(v->temperature) && !(v->temperature > 0 && v->temperature <= 100)) {
+        cli_usage_error(v, "--temperature must be in (0, 100], not %g (1: the probabilities as they are)",
+                        v->temperature);
+        return EXIT_USAGE;
+    }
+    if (!isnan(v->temperature) && v->distill == 0) {
+        cli_usage_error(v, "--temperature softens what --distill learns from: give --distill W too");
+        return EXIT_USAGE;
+    }
+    if (v->distill > 0 && !v->c.data) {
+        cli_usage_error(v, "--distill acts on retraining: give --data");
+        return EXIT_USAGE;
+    }
+    return -1;
+}
+
+int cli_open_teacher(verb_ctx *v, const uint8_t *bytes, size_t len)
+{
+    if (v->distill == 0 || v->teacher) return -1;
+    dcz_status s = dcz_doc_read(bytes, len, &v->teacher_doc);
+    if (s == DCZ_OK) s = dcz_net_open(v->teacher_doc, &v->teacher);
+    if (s != DCZ_OK) return cli_fail(v, s, "opening the input as the teacher of --distill");
+    return -1;
 }
 
 int cli_open_train_device(verb_ctx *v, const dcz_net *net)
 {
     if (!v->c.device || strcmp(v->c.device, "gpu") != 0 || v->tdev) return -1;
     char why[256];
-    const dcz_sgd probe = { .batch = 1, .shards = v->shards, .comm = v->comm };
+    const dcz_sgd probe = { .batch = 1, .shards = v->shards, .comm = v->comm, .teacher = v->teacher };
     if (!dcz_dev_runs(net, &probe, why, sizeof why)) {
         cli_note(v, "%s: retraining on the CPU (the model's measurements run on the GPU): %s", v->verb, why);
         return -1;

@@ -1,6 +1,7 @@
 /* main.c: the dcz command: picks the verb and runs it. docs/CLI.md is the
  * manual; exit codes are listed in cli.h and there.
  */
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -97,6 +98,7 @@ int main(int argc, char **argv)
         v.cmdline = cmdline;
         v.comm = dcz_dist_comm(dist);
         v.dist = dist;
+        v.temperature = NAN;   /* --temperature not given */
         const double t0 = cli_now();
         int rc = verbs[i].fn(&v);
         if (rc == EXIT_OK) cli_note_job(&v, cli_now() - t0);

@@ -624,8 +624,8 @@ dcz_status dcz_dev_train_epoch(dcz_dev_net *dn, const dcz_dataset *data, const d
     if (!dn || !opt || !rng) return DCZ_ERR_ARG;
     dcz_net *net = dn->net;
     if (!dcz_sgd_valid(opt)) return DCZ_ERR_ARG;
-    if (opt->update) {
-        snprintf(dn->err, sizeof dn->err, "the GPU trainer runs plain SGD");
+    if (opt->update || opt->teacher) {
+        snprintf(dn->err, sizeof dn->err, "the GPU trainer runs plain SGD on the labels");
         return DCZ_ERR_UNSUPPORTED;
     }
     dcz_status s = dcz_train_check_data(net, data);
@@ -724,6 +724,10 @@ int dcz_dev_runs(const dcz_net *net, const dcz_sgd *opt, char *why, size_t whyle
     }
     if (opt->update) {
         snprintf(why, whylen, "an update of its own (variational dropout's), which the GPU trainer does not run");
+        return 0;
+    }
+    if (opt->teacher) {
+        snprintf(why, whylen, "distillation from a teacher, which the GPU trainer does not run");
         return 0;
     }
     return dcz_dev_supports(net, why, whylen) == DCZ_OK;

@@ -32,8 +32,9 @@ dcz_status dcz_dev_train_epoch(dcz_dev_net *dn, const dcz_dataset *data, const d
                                dcz_progress_fn progress, void *ctx, float *loss);
 
 /* Whether the device path runs an epoch of net under opt: not with an
- * update of its own (variational dropout's), sharded steps or a layer
- * under variational dropout (why says which, when not NULL). */
+ * update of its own (variational dropout's), a teacher (distillation),
+ * sharded steps or a layer under variational dropout (why says which,
+ * when not NULL). */
 int dcz_dev_runs(const dcz_net *net, const dcz_sgd *opt, char *why, size_t whylen);
 
 /* One epoch of net on device d, as dcz_train_epoch (which calls it for

@@ -5,6 +5,8 @@
  * Backward, for a batch of B samples (activations are (B, features)):
  *   softmax cross-entropy on the last layer's logits z, fused and shifted by
  *   the row maximum: loss = lse(z) - z[y], dz = (softmax(z) - onehot(y)) / B;
+ *   with a teacher, its term added (dcz_sgd.teacher: the teacher's logits
+ *   from its inference pass over the same samples);
  *   dense y = x W^T + b: gW = dy^T x, gb = column sums of dy, dx = dy W;
  *   relu: dx = dy where the output is > 0; dropout: dx = dy where kept,
  *   scaled as in the forward pass; flatten and softmax: dx = dy;
@@ -54,39 +56,70 @@
 static dcz_status alloc_grads(dcz_net *net) { return dcz_net_flatten(net, DCZ_FLAT_GRAD); }
 static dcz_status alloc_momentum(dcz_net *net) { return dcz_net_flatten(net, DCZ_FLAT_MOM); }
 
-/* Softmax cross-entropy of the logits act[L] against y; writes dact[L] and
- * returns the mean loss. */
-static double loss_and_dlogits(dcz_net *net, const uint8_t *y, int batch)
+/* log of the sum of exp(z[j] / T) over n logits, shifted by their maximum. */
+static double log_sum_exp(const float *z, int n, double T)
+{
+    float m = z[0];
+    for (int j = 1; j < n; j++) if (z[j] > m) m = z[j];
+    double s = 0;
+    for (int j = 0; j < n; j++) s += exp(((double)z[j] - m) / T);
+    return m / T + log(s);
+}
+
+/* The loss of the logits act[L] against y, and with a teacher (o not NULL,
+ * its logits t) the distillation term (dcz_sgd.teacher); writes dact[L]
+ * and returns the mean loss. */
+static double loss_and_dlogits(dcz_net *net, const uint8_t *y, int batch, const dcz_sgd *o, const float *t)
 {
     int n = net->classes;
     const float *z = net->act[net->nlayers];   /* (batch, classes) */
     float *dz = net->dact[net->nlayers];       /* (batch, classes) */
+    const double a = t ? o->distill : 0, T = t ? o->temperature : 1;
     double total = 0;
     for (int r = 0; r < batch; r++) {
         const float *zr = z + (size_t)r * n;
         float *dr = dz + (size_t)r * n;
-        float m = zr[0];
-        for (int j = 1; j < n; j++) if (zr[j] > m) m = zr[j];
-        double s = 0;
-        for (int j = 0; j < n; j++) s += exp((double)zr[j] - m);
-        double lse = m + log(s);
-        total += lse - zr[y[r]];
+        const double lse = log_sum_exp(zr, n, 1);
+        total += (1 - a) * (lse - zr[y[r]]);
         for (int j = 0; j < n; j++) {
             double p = exp((double)zr[j] - lse) - (j == y[r] ? 1.0 : 0.0);
-            dr[j] = (float)(p / batch);
+            dr[j] = (float)((1 - a) * p / batch);
         }
+        if (!t) continue;
+        /* T^2 KL(teacher_T || net_T): sum of q (log q - log p) */
+        const float *tr = t + (size_t)r * n;
+        const double zl = log_sum_exp(zr, n, T), tl = log_sum_exp(tr, n, T);
+        double kl = 0;
+        for (int j = 0; j < n; j++) {
+            const double lq = tr[j] / T - tl, lp = zr[j] / T - zl, q = exp(lq);
+            kl += q * (lq - lp);
+            dr[j] += (float)(a * T * (exp(lp) - q) / batch);
+        }
+        total += a * T * T * kl;
     }
     return total / batch;
+}
+
+/* The teacher's logits of the samples in net->act[0] (dcz_sgd.teacher),
+ * NULL without one. */
+static const float *teacher_logits(const dcz_net *net, int batch, const dcz_sgd *o)
+{
+    if (!o || !o->teacher) return NULL;
+    dcz_net *t = o->teacher;
+    memcpy(t->act[0], net->act[0], (size_t)batch * (size_t)net->in_dim * sizeof(float));
+    dcz_net_run_layers(t, batch, 0);
+    return t->act[t->nlayers];
 }
 
 /* Forward (training mode) and backward of the batch already in act[0].
  * Only tensors that depend on parameters get gradients. A tensor read by
  * several layers gets the sum of their gradients: the first of them (last
  * in layer order) writes it, the others write into net->gsum and add. */
-static double grad_core(dcz_net *net, const uint8_t *y, int batch)
+static double grad_core(dcz_net *net, const uint8_t *y, int batch, const dcz_sgd *o)
 {
+    const float *soft = teacher_logits(net, batch, o);
     dcz_net_run_layers(net, batch, DCZ_RUN_TRAIN);
-    double loss = loss_and_dlogits(net, y, batch);
+    double loss = loss_and_dlogits(net, y, batch, o, soft);
     const int L = net->nlayers;
     /* need[t]: tensor t depends on some parameter; set[t]: its gradient holds a value */
     uint8_t *need = calloc((size_t)L + 1, 1), *set = calloc((size_t)L + 1, 1);
@@ -116,11 +149,10 @@ static double grad_core(dcz_net *net, const uint8_t *y, int batch)
     return loss;
 }
 
-/* A part of a sharded step on the CPU (dcz_part_fn). */
+/* A part of a sharded step on the CPU (dcz_part_fn; ctx: the dcz_sgd). */
 static dcz_status cpu_part(dcz_net *net, const uint8_t *y, int batch, void *ctx, double *loss)
 {
-    (void)ctx;
-    *loss = grad_core(net, y, batch);
+    *loss = grad_core(net, y, batch, ctx);
     return DCZ_OK;
 }
 
@@ -174,7 +206,7 @@ dcz_status dcz_net_grad(dcz_net *net, const float *x, const uint8_t *y, int batc
     st = alloc_grads(net);
     if (st != DCZ_OK) return st;
     memcpy(net->act[0], x, (size_t)batch * (size_t)net->in_dim * sizeof(float));
-    double l = grad_core(net, y, batch);
+    double l = grad_core(net, y, batch, NULL);
     if (loss) *loss = (float)l;
     return DCZ_OK;
 }
@@ -210,6 +242,8 @@ static dcz_status check_sgd(const dcz_sgd *o)
     if (!isfinite(o->weight_decay) || o->weight_decay < 0) return DCZ_ERR_ARG;
     if (!(o->ramp_from >= 0 && o->ramp_to >= 0 && o->ramp_from <= 1 && o->ramp_to <= 1)) return DCZ_ERR_ARG;
     if (o->augment & ~DCZ_AUG_ALL) return DCZ_ERR_ARG;
+    if (o->teacher && !(o->distill > 0 && o->distill <= 1 && isfinite(o->temperature) && o->temperature > 0))
+        return DCZ_ERR_ARG;
     return DCZ_OK;
 }
 
@@ -467,6 +501,11 @@ dcz_status dcz_train_epoch(dcz_net *net, const dcz_dataset *data, const dcz_sgd 
     if (st != DCZ_OK) return st;
     if (opt->augment & DCZ_AUG_CROP && !data->files) return DCZ_ERR_UNSUPPORTED;   /* no image to crop */
     if (opt->update && (opt->shards > 1 || opt->comm)) return DCZ_ERR_UNSUPPORTED;
+    if (opt->teacher) {   /* the net's input and classes, ready for a batch */
+        dcz_net *t = opt->teacher;
+        if ((st = dcz_net_validate(t)) != DCZ_OK) return st;
+        if (t->in_dim != net->in_dim || t->classes != net->classes) return DCZ_ERR_SHAPE;
+    }
     if (opt->device && dcz_dev_runs(net, opt, NULL, 0)) return dcz_dev_epoch(opt->device, net, data, opt, rng, progress, ctx, loss);
     size_t n = data->n;
     int bmax = (size_t)opt->batch < n ? opt->batch : (int)n;
@@ -476,6 +515,7 @@ dcz_status dcz_train_epoch(dcz_net *net, const dcz_dataset *data, const dcz_sgd 
     dcz_shards *sh = NULL;
     if (!perm || !yb) { st = DCZ_ERR_NOMEM; goto cleanup; }
     st = dcz_net_reserve(net, bmax, 1);
+    if (st == DCZ_OK && opt->teacher) st = dcz_net_reserve(opt->teacher, bmax, 0);
     if (st != DCZ_OK) goto cleanup;
     st = alloc_grads(net);
     if (st != DCZ_OK) goto cleanup;
@@ -492,13 +532,13 @@ dcz_status dcz_train_epoch(dcz_net *net, const dcz_dataset *data, const dcz_sgd 
         int bs = n - start < (size_t)bmax ? (int)(n - start) : bmax;
         double bl;
         if (sharded) {
-            if ((st = dcz_shards_grad(net, data, perm, start, bs, opt, augp, sh, yb, cpu_part, NULL, &bl)) != DCZ_OK)
+            if ((st = dcz_shards_grad(net, data, perm, start, bs, opt, augp, sh, yb, cpu_part, (void *)opt, &bl)) != DCZ_OK)
                 goto cleanup;
         } else {
             if ((st = dcz_dataset_samples_aug(data, perm, start, (size_t)bs, augp, net->act[0], NULL, 0)) != DCZ_OK)
                 goto cleanup;
             for (int r = 0; r < bs; r++) yb[r] = data->y[perm[start + (size_t)r]];
-            bl = grad_core(net, yb, bs);
+            bl = grad_core(net, yb, bs, opt);
         }
         if (!isfinite(bl)) { st = DCZ_ERR_DIVERGED; goto cleanup; }
         total += bl * bs;

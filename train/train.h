@@ -692,6 +692,21 @@ typedef struct dcz_sgd {
      * failure ends the epoch with DCZ_ERR_DEVICE, the reason in the
      * device's err. */
     struct dcz_tdev *device;
+    /* Distillation (Hinton, Vinyals and Dean 2015): with a teacher, each
+     * step's loss is (1 - distill) times the cross-entropy against the
+     * labels plus distill times T^2 times the KL divergence of the net's
+     * softened probabilities softmax(z / T) from the teacher's
+     * softmax(t / T), T = temperature, so the gradient on the logits is
+     * (1 - distill) (softmax(z) - onehot(y)) + distill T (softmax(z / T) -
+     * softmax(t / T)), over the batch. The teacher (a net of the same input
+     * and classes, not changed) runs in inference mode on each step's
+     * samples as varied; a model trained to it learns what it knows beyond
+     * the labels (which wrong classes are near), and recovers more of its
+     * accuracy after pruning and sharing. Such epochs run on the CPU
+     * (dcz_dev_runs). NULL: the labels alone. */
+    dcz_net *teacher;
+    float distill;        /* in (0, 1] with a teacher */
+    float temperature;    /* > 0 with a teacher */
 } dcz_sgd;
 
 typedef void (*dcz_progress_fn)(void *ctx, size_t done, size_t total);
@@ -774,8 +789,9 @@ void dcz_progress_relay_fn(void *relay, size_t done, size_t total_epoch);
 int dcz_dataset_fits(const dcz_net *net, const dcz_dataset *d);
 
 /* Nonzero when s (not NULL) holds usable settings: batch >= 1, finite lr and
- * weight_decay >= 0, 0 <= momentum < 1, known augment bits. Stricter than the engine, which
- * accepts any momentum >= 0. */
+ * weight_decay >= 0, 0 <= momentum < 1, known augment bits, and with a
+ * teacher distill in (0, 1] and a finite temperature > 0. Stricter than
+ * the engine, which accepts any momentum >= 0. */
 int dcz_sgd_valid(const dcz_sgd *s);
 
 /* dcz_net_evaluate when test is not NULL; with test NULL, DCZ_OK. Either way

@@ -6,8 +6,8 @@
 # choice and every run; the train record says which samples it held out;
 # options that the budget decides, a budget out of range and an output or
 # recipe path that cannot be written are refused before any work; a
-# variational phase runs once, and its recipe, its KL weight included,
-# reproduces the model; each run's file is measured again with 8-bit
+# variational phase runs once, and its recipe, its KL weight and the
+# teacher's share (--distill) included, reproduces the model; each run's file is measured again with 8-bit
 # biases and f16 codebooks for the formats not given, taken within.
 source "$(dirname "$0")/lib.bash"
 D=fashion-mnist
@@ -59,12 +59,15 @@ grep -q '^compress --budget: run 1 with i8 biases and f16 codebooks: .*: taken$'
 # a variational phase: run once before the scan, named in the recipe with
 # its KL weight, which reproduces the model through the prune stage
 "$DCZ" compress "$T/dense.dcz" --data $D --budget 3 --budget-runs 1 $F --variational 2 --variational-kl 0.5 \
-    -o "$T/v.dcz" --json \
+    --distill 0.5 -o "$T/v.dcz" --json \
     > "$T/v.json" 2> "$T/v.err" || { cat "$T/v.err"; fail "compress --budget --variational"; }
 grep -q 'epochs of variational dropout, nothing pruned by them' "$T/v.err" || fail "no variational phase: $(cat "$T/v.err")"
 [ "$(grep -c 'epochs of variational dropout' "$T/v.err")" = 1 ] || fail "the phase ran more than once"
 grep -q '^variational = 2$' "$T/v.recipe" && grep -q '^variational-threshold = off$' "$T/v.recipe" &&
-    grep -q '^variational-kl = 0.5$' "$T/v.recipe" || fail "recipe: $(cat "$T/v.recipe")"
+    grep -q '^variational-kl = 0.5$' "$T/v.recipe" && grep -q '^distill = 0.5$' "$T/v.recipe" ||
+    fail "recipe: $(cat "$T/v.recipe")"
+"$DCZ" info "$T/v.dcz" --json | jq -e '[.stage_details[] | select(.distill == "0.5")] | length == 3' > /dev/null ||
+    fail "the records of the phase, prune and quantize do not name the teacher"
 (cd "$T" && "$DCZ" compress dense.dcz --data $D --recipe v.recipe -q -o v2.dcz) || fail "the variational recipe"
 h=$("$DCZ" info "$T/v.dcz" --json | jq -r .model_hash)
 [ "$h" = "$("$DCZ" info "$T/v2.dcz" --json | jq -r .model_hash)" ] || fail "the variational recipe gave another model"

@@ -124,34 +124,47 @@ static void ref_free(ref_net *r)
     for (int i = 0; i < 8; i++) { free(r->w[i]); free(r->b[i]); }
 }
 
+/* The logits of one sample x (in_dim floats) into z (at most 64), in
+ * double; returns how many. */
+static int ref_logits(const ref_net *r, const float *x, double *z)
+{
+    const dcz_net *net = r->net;
+    double nxt[64];
+    int dim = net->in_dim;
+    for (int j = 0; j < dim; j++) z[j] = x[j];
+    for (int i = 0; i < net->nlayers; i++) {
+        const dcz_tlayer *l = &net->layers[i];
+        if (l->op == DCZ_OP_DENSE) {
+            for (int o = 0; o < l->out; o++) {
+                double a = r->b[i][o];
+                for (int q = 0; q < l->in; q++) a += r->w[i][(size_t)o * l->in + q] * z[q];
+                nxt[o] = a;
+            }
+            memcpy(z, nxt, (size_t)l->out * sizeof(double));
+        } else if (l->op == DCZ_OP_RELU) {
+            for (int o = 0; o < l->out; o++) if (z[o] < 0) z[o] = 0;
+        }
+        dim = l->out;
+    }
+    return dim;
+}
+
+/* log sum exp(z[j] / T), in double. */
+static double ref_lse(const double *z, int n, double T)
+{
+    double m = z[0], sum = 0;
+    for (int j = 1; j < n; j++) if (z[j] > m) m = z[j];
+    for (int j = 0; j < n; j++) sum += exp((z[j] - m) / T);
+    return m / T + log(sum);
+}
+
 /* Mean softmax cross-entropy of the batch, all in double. */
 static double ref_loss(const ref_net *r, const float *x, const uint8_t *y, int batch)
 {
-    const dcz_net *net = r->net;
-    double cur[64], nxt[64];
-    double total = 0;
+    double total = 0, z[64];
     for (int s = 0; s < batch; s++) {
-        int dim = net->in_dim;
-        for (int j = 0; j < dim; j++) cur[j] = x[(size_t)s * (size_t)dim + (size_t)j];
-        for (int i = 0; i < net->nlayers; i++) {
-            const dcz_tlayer *l = &net->layers[i];
-            if (l->op == DCZ_OP_DENSE) {
-                for (int o = 0; o < l->out; o++) {
-                    double a = r->b[i][o];
-                    for (int q = 0; q < l->in; q++) a += r->w[i][(size_t)o * l->in + q] * cur[q];
-                    nxt[o] = a;
-                }
-                memcpy(cur, nxt, (size_t)l->out * sizeof(double));
-            } else if (l->op == DCZ_OP_RELU) {
-                for (int o = 0; o < l->out; o++) if (cur[o] < 0) cur[o] = 0;
-            }
-            dim = l->out;
-        }
-        double m = cur[0];
-        for (int j = 1; j < dim; j++) if (cur[j] > m) m = cur[j];
-        double sum = 0;
-        for (int j = 0; j < dim; j++) sum += exp(cur[j] - m);
-        total += m + log(sum) - cur[y[s]];
+        const int n = ref_logits(r, x + (size_t)s * (size_t)r->net->in_dim, z);
+        total += ref_lse(z, n, 1) - z[y[s]];
     }
     return total / batch;
 }
@@ -221,6 +234,144 @@ static void test_gradcheck(void)
     CHECK(dcz_net_grad(net, x, ybad, B, &loss) == DCZ_ERR_DATA, "label 3 of 3 classes accepted");
     ref_free(&ref);
     dcz_net_free(net);
+}
+
+/* The mean distillation loss (dcz_sgd.teacher) of the batch in double:
+ * (1 - a) CE + a T^2 KL(teacher_T || net_T). */
+static double ref_distill_loss(const ref_net *r, const ref_net *teacher, const float *x, const uint8_t *y,
+                               int batch, double a, double T)
+{
+    double total = 0, z[64], t[64];
+    for (int s = 0; s < batch; s++) {
+        const float *xs = x + (size_t)s * (size_t)r->net->in_dim;
+        const int n = ref_logits(r, xs, z);
+        ref_logits(teacher, xs, t);
+        const double zl = ref_lse(z, n, T), tl = ref_lse(t, n, T);
+        double kl = 0;
+        for (int j = 0; j < n; j++) kl += exp(t[j] / T - tl) * ((t[j] / T - tl) - (z[j] / T - zl));
+        total += (1 - a) * (ref_lse(z, n, 1) - z[y[s]]) + a * T * T * kl;
+    }
+    return total / batch;
+}
+
+/* The weights then the bias of every dense layer of net, in layer order,
+ * into v (when not NULL); returns how many. */
+static size_t dense_params(const dcz_net *net, float *v)
+{
+    size_t n = 0;
+    for (int i = 0; i < net->nlayers; i++) {
+        const dcz_tlayer *l = &net->layers[i];
+        if (l->op != DCZ_OP_DENSE) continue;
+        const size_t nw = (size_t)l->in * (size_t)l->out;
+        if (v) memcpy(v + n, l->w, nw * sizeof *v);
+        if (v) memcpy(v + n + nw, l->b, (size_t)l->out * sizeof *v);
+        n += nw + (size_t)l->out;
+    }
+    return n;
+}
+
+/* Distillation: one full-batch step at rate 1 moves every parameter by
+ * minus its gradient, which matches central differences of the distilled
+ * loss in double; the epoch's loss is that loss; a teacher equal to the
+ * net with distill 1 gives no gradient at all; a teacher of other classes
+ * or settings out of range are refused. */
+static void test_distill(void)
+{
+    char err[256];
+    dcz_net *net = NULL, *teacher = NULL, *twin = NULL, *wide = NULL;
+    REQUIRE_OK(dcz_net_create_arch("mlp:6-7-5-3", 11, &net, err, sizeof err), "%s", err);
+    REQUIRE_OK(dcz_net_create_arch("mlp:6-9-3", 29, &teacher, err, sizeof err), "%s", err);
+    REQUIRE_OK(dcz_net_create_arch("mlp:6-7-5-3", 11, &twin, err, sizeof err), "%s", err);
+    REQUIRE_OK(dcz_net_create_arch("mlp:6-7-4", 3, &wide, err, sizeof err), "%s", err);
+    enum { B = 6 };
+    dcz_dataset ds;
+    memset(&ds, 0, sizeof ds);
+    ds.x = malloc(B * 6 * sizeof(float));
+    ds.y = malloc(B);
+    REQUIRE(ds.x && ds.y, "alloc");
+    dcz_rng r;
+    dcz_rng_seed(&r, 8);
+    for (int i = 0; i < B * 6; i++) ds.x[i] = 1.5f * dcz_rng_normal(&r);
+    for (int i = 0; i < B; i++) ds.y[i] = (uint8_t)dcz_rng_below(&r, 3);
+    ds.n = B;
+    ds.c = ds.h = 1;
+    ds.w = 6;
+    ds.classes = 3;
+    /* biases off zero: no pre-activation sits on a ReLU's kink */
+    for (int i = 0; i < net->nlayers; i++)
+        if (net->layers[i].op == DCZ_OP_DENSE)
+            for (int j = 0; j < net->layers[i].out; j++) net->layers[i].b[j] = 0.3f * dcz_rng_normal(&r);
+    ref_net ref, tref;
+    ref_init(&ref, net);
+    ref_init(&tref, teacher);
+    const double a = 0.7, T = 3;
+    dcz_sgd opt = { .lr = 1.0f, .batch = B, .train_biases = 1, .train_weights = 1, .teacher = teacher,
+                    .distill = (float)a, .temperature = (float)T };
+    const size_t np = dense_params(net, NULL);
+    float *before = malloc(np * sizeof *before), *after = malloc(np * sizeof *after);
+    REQUIRE(before && after, "alloc");
+    dense_params(net, before);
+    dcz_rng order;
+    dcz_rng_seed(&order, 1);
+    float loss = 0;
+    REQUIRE_OK(dcz_train_epoch(net, &ds, &opt, &order, NULL, NULL, &loss), "distilled epoch");
+    const double want = ref_distill_loss(&ref, &tref, ds.x, ds.y, B, a, T);
+    CHECK(fabs(loss - want) < 1e-5 * (1 + fabs(want)), "loss %.7g, reference %.7g", loss, want);
+    CHECK(fabs(want - ref_loss(&ref, ds.x, ds.y, B)) > 1e-3, "the teacher changed nothing in the loss");
+    dense_params(net, after);
+    int bad = 0, checked = 0;
+    size_t at = 0;
+    for (int i = 0; i < net->nlayers; i++) {
+        const dcz_tlayer *l = &net->layers[i];
+        if (l->op != DCZ_OP_DENSE) continue;
+        for (int j = 0; j < l->in * l->out + l->out; j++, checked++, at++) {
+            double *p = j < l->in * l->out ? &ref.w[i][j] : &ref.b[i][j - l->in * l->out];
+            const double keep = *p, h = 1e-5;
+            *p = keep + h;
+            const double lp = ref_distill_loss(&ref, &tref, ds.x, ds.y, B, a, T);
+            *p = keep - h;
+            const double lm = ref_distill_loss(&ref, &tref, ds.x, ds.y, B, a, T);
+            *p = keep;
+            const double num = (lp - lm) / (2 * h), got = (double)before[at] - after[at];
+            if (!GRAD_OK(got, num) && bad++ < 5) CHECK(0, "%s param %d: step %.7g, numeric gradient %.7g", l->name, j, got, num);
+        }
+    }
+    CHECK(bad == 0, "%d of %d distilled gradients off", bad, checked);
+    CHECK(checked == 6 * 7 + 7 + 7 * 5 + 5 + 5 * 3 + 3, "checked %d parameters", checked);
+
+    /* taught by itself alone: nothing to learn */
+    dense_params(twin, before);
+    dcz_net *self = NULL;
+    REQUIRE_OK(dcz_net_create_arch("mlp:6-7-5-3", 11, &self, err, sizeof err), "%s", err);
+    opt.teacher = self;
+    opt.distill = 1.0f;
+    REQUIRE_OK(dcz_train_epoch(twin, &ds, &opt, &order, NULL, NULL, &loss), "self-distilled epoch");
+    dense_params(twin, after);
+    float most = 0;
+    for (size_t j = 0; j < np; j++)
+        if (fabsf(after[j] - before[j]) > most) most = fabsf(after[j] - before[j]);
+    CHECK(most < 1e-6f, "a teacher equal to the net moved a parameter by %g", most);
+    CHECK(fabsf(loss) < 1e-5f, "a teacher equal to the net: loss %g", loss);
+
+    opt.teacher = wide;
+    CHECK(dcz_train_epoch(twin, &ds, &opt, &order, NULL, NULL, &loss) == DCZ_ERR_SHAPE, "a teacher of 4 classes taught 3");
+    opt.teacher = self;
+    opt.distill = 1.5f;
+    CHECK(dcz_train_epoch(twin, &ds, &opt, &order, NULL, NULL, &loss) == DCZ_ERR_ARG, "distill 1.5 accepted");
+    opt.distill = 0.5f;
+    opt.temperature = 0;
+    CHECK(dcz_train_epoch(twin, &ds, &opt, &order, NULL, NULL, &loss) == DCZ_ERR_ARG, "temperature 0 accepted");
+    CHECK(!dcz_sgd_valid(&opt), "dcz_sgd_valid took temperature 0");
+    free(before);
+    free(after);
+    ref_free(&ref);
+    ref_free(&tref);
+    dcz_dataset_free(&ds);
+    dcz_net_free(net);
+    dcz_net_free(teacher);
+    dcz_net_free(twin);
+    dcz_net_free(wide);
+    dcz_net_free(self);
 }
 
 /* Masked layer and codebook layer: masked gradients are 0, the centroid
@@ -2640,6 +2791,7 @@ static void test_new_head(void)
 int main(void)
 {
     RUN(test_gradcheck);
+    RUN(test_distill);
     RUN(test_gradcheck_codebook);
     RUN(test_masks_stay_zero);
     RUN(test_codebook_training);
