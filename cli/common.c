@@ -1070,12 +1070,14 @@ void cli_sgd_shared(const verb_ctx *v, dcz_sgd *sgd)
 
 int cli_check_distill(verb_ctx *v)
 {
-    if (!(v->distill >= 0 && v->distill <= 1)) {
-        cli_usage_error(v, "--distill is the share of the loss learned from the input model, in (0, 1], not %g",
-                        v->distill);
+    /* checked as the trainer takes them, in float: a value that rounds to 0
+     * there would pass here and be refused after long work */
+    if (!(v->distill == 0 || ((float)v->distill > 0 && v->distill <= 1))) {
+        cli_usage_error(v, "--distill is the share of the loss learned from the input model, in (0, 1] (0: the "
+                           "labels alone), not %g", v->distill);
         return EXIT_USAGE;
     }
-    if (!isnan(v->temperature) && !(v->temperature > 0 && v->temperature <= 100)) {
+    if (!isnan(v->temperature) && !((float)v->temperature > 0 && v->temperature <= 100)) {
         cli_usage_error(v, "--temperature must be in (0, 100], not %g (1: the probabilities as they are)",
                         v->temperature);
         return EXIT_USAGE;

@@ -503,6 +503,7 @@ dcz_status dcz_train_epoch(dcz_net *net, const dcz_dataset *data, const dcz_sgd 
     if (opt->update && (opt->shards > 1 || opt->comm)) return DCZ_ERR_UNSUPPORTED;
     if (opt->teacher) {   /* the net's input and classes, ready for a batch */
         dcz_net *t = opt->teacher;
+        if (t == net) return DCZ_ERR_ARG;   /* its logits would be the net's own, overwritten */
         if ((st = dcz_net_validate(t)) != DCZ_OK) return st;
         if (t->in_dim != net->in_dim || t->classes != net->classes) return DCZ_ERR_SHAPE;
     }

@@ -699,10 +699,12 @@ typedef struct dcz_sgd {
      * softmax(t / T), T = temperature, so the gradient on the logits is
      * (1 - distill) (softmax(z) - onehot(y)) + distill T (softmax(z / T) -
      * softmax(t / T)), over the batch. The teacher (a net of the same input
-     * and classes, not changed) runs in inference mode on each step's
-     * samples as varied; a model trained to it learns what it knows beyond
-     * the labels (which wrong classes are near), and recovers more of its
-     * accuracy after pruning and sharing. Such epochs run on the CPU
+     * and classes, not the net itself) runs in inference mode on each
+     * step's samples as varied; its parameters never change, but its
+     * activation buffers are the epoch's, so it serves one training at a
+     * time. A model trained to it learns what it knows beyond the labels
+     * (which wrong classes are near), and recovers more of its accuracy
+     * after pruning and sharing. Such epochs run on the CPU
      * (dcz_dev_runs). NULL: the labels alone. */
     dcz_net *teacher;
     float distill;        /* in (0, 1] with a teacher */

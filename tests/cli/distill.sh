@@ -2,8 +2,10 @@
 # Distillation (--distill W, --temperature T): prune, quantize and compress
 # retrain from the input model's softened outputs as well as the labels;
 # their stage records say so (distill, temperature), the same command gives
-# the same file byte for byte, sharded steps the same model with one thread
-# or two, and the model is another than without it; out-of-range values,
+# the same file byte for byte, and every path that trains (plain and
+# sharded steps, quantize's fine-tuning, the variational phase) gives
+# another model than without it; out-of-range values (also those that
+# round to 0 in float),
 # --temperature without --distill, --distill without --data and --distill
 # with --head are refused before any work. (The loss and its gradient are
 # checked against finite differences in tests/unit/test_train.c.)
@@ -31,14 +33,22 @@ details "$T/plain.dcz" | jq -e '.[-1] | has("distill") | not' > /dev/null || fai
 "$DCZ" prune "$T/dense.dcz" --data "$D" $P --distill 0.7 --temperature 2 -q -o "$T/t2.dcz" || fail "--temperature 2"
 [ "$(model_hash "$T/t2.dcz")" != "$(model_hash "$T/d1.dcz")" ] || fail "--temperature changed nothing"
 
-# sharded steps: each part learns from the teacher's outputs on its own
-# samples, the same model for one thread or two
-"$DCZ" prune "$T/dense.dcz" --data "$D" $P --distill 0.7 --shards 2 -q -o "$T/s1.dcz" || fail "sharded"
-"$DCZ" prune "$T/dense.dcz" --data "$D" ${P/--threads 1/--threads 2} --distill 0.7 --shards 2 -q -o "$T/s2.dcz" ||
-    fail "sharded, 2 threads"
-[ "$(model_hash "$T/s1.dcz")" = "$(model_hash "$T/s2.dcz")" ] || fail "sharded: 1 and 2 threads train other models"
+# every path that trains takes the teacher: sharded steps (each part on
+# its own samples), quantize's fine-tuning, the variational phase (whose
+# update is its own); each gives another model than without it
+for path in "prune --shards 2" "quantize --bits 3 --quant-epochs 1" "prune --variational 1 --variational-threshold off"; do
+    set -- $path
+    verb=$1; shift
+    in="$T/dense.dcz"; [ "$verb" = quantize ] && in="$T/plain.dcz"
+    opts="$P"; [ "$verb" = quantize ] && opts="--threads 1"
+    # the variational phase alone: nothing after it trains
+    [ "$1" = --variational ] && opts="--sparsity 0 --rounds 1 --prune-epochs 0 --final-epochs 0 --threads 1"
+    "$DCZ" $verb "$in" --data "$D" $opts "$@" -q -o "$T/w.dcz" || fail "$path"
+    "$DCZ" $verb "$in" --data "$D" $opts "$@" --distill 0.5 -q -o "$T/wd.dcz" || fail "$path --distill"
+    [ "$(model_hash "$T/w.dcz")" != "$(model_hash "$T/wd.dcz")" ] || fail "$path: --distill changed nothing"
+done
 
-# quantize's fine-tuning, and both stages of compress
+# quantize's record, and both stages of compress
 "$DCZ" quantize "$T/d1.dcz" --data "$D" --bits 3 --quant-epochs 1 --distill 0.5 --temperature 2 --threads 1 -q \
     -o "$T/q.dcz" || fail "quantize --distill"
 details "$T/q.dcz" | jq -e '.[-1] | .stage == "quantize" and .distill == "0.5" and .temperature == "2"' > /dev/null ||
@@ -49,7 +59,8 @@ details "$T/q.dcz" | jq -e '.[-1] | .stage == "quantize" and .distill == "0.5" a
     fail "compress: prune and quantize records: $(details "$T/c.dcz")"
 
 # refused before any work
-for bad in "--distill 1.5" "--distill -0.1" "--distill 0.5 --temperature 0" "--temperature 2"; do
+for bad in "--distill 1.5" "--distill -0.1" "--distill 1e-50" "--distill 0.5 --temperature 0" \
+           "--distill 0.5 --temperature 1e-50" "--temperature 2"; do
     expect 1 "$DCZ" prune "$T/dense.dcz" --data "$D" $P $bad -o "$T/x.dcz"
     grep -q -- "--distill\|--temperature" "$T/err" || fail "$bad: $(cat "$T/err")"
 done

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Data-parallel retraining under MPI: mpirun -np 2 writes the same bytes
 # as -np 1 (same --shards) for train and compress of a small perceptron
-# and a small CNN with batch norm; without --shards a job shards a step
+# and a small CNN with batch norm, and for compress with a teacher
+# (--distill); without --shards a job shards a step
 # per rank and records it; only rank 0 reports; a usage error is said
 # once; a rank killed with SIGKILL stops the job within seconds with a
 # nonzero exit code, the previous output untouched and no temporary file.
@@ -41,6 +42,16 @@ for arch in mlp:784-64-10 cnn:c4k3-p2-f10; do
     cmp "$T/$a-comp1/c.dcz" "$T/$a-comp2/c.dcz" || fail "$arch: compress on 2 ranks differs from 1 rank"
     "$DCZ" eval "$T/$a-comp2/c.dcz" --data $D -q > /dev/null || fail "$arch: eval"
 done
+
+# with a teacher (--distill): each rank runs it on its parts' samples, the
+# same bytes on 2 ranks as on 1, another model than without it
+for np in 1 2; do
+    mkdir -p "$T/dist$np" && cp "$T/mlp-train1/m.dcz" "$T/dist$np/in.dcz"
+    ranks dist$np $np compress in.dcz --shards 2 $C $SMALL --distill 0.5 -o c.dcz
+done
+cmp "$T/dist1/c.dcz" "$T/dist2/c.dcz" || fail "compress --distill on 2 ranks differs from 1 rank"
+[ "$("$DCZ" info "$T/dist1/c.dcz" --json | json_field model_hash /dev/stdin)" != \
+  "$("$DCZ" info "$T/mlp-comp1/c.dcz" --json | json_field model_hash /dev/stdin)" ] || fail "--distill changed nothing"
 
 # without --shards: a part per rank, recorded; the report from rank 0 alone
 ranks auto 2 train --arch mlp:784-16-10 --epochs 1 $SMALL --json -o m.dcz

@@ -273,8 +273,8 @@ static size_t dense_params(const dcz_net *net, float *v)
 /* Distillation: one full-batch step at rate 1 moves every parameter by
  * minus its gradient, which matches central differences of the distilled
  * loss in double; the epoch's loss is that loss; a teacher equal to the
- * net with distill 1 gives no gradient at all; a teacher of other classes
- * or settings out of range are refused. */
+ * net with distill 1 gives no gradient at all; a teacher of other classes,
+ * the net as its own teacher and settings out of range are refused. */
 static void test_distill(void)
 {
     char err[256];
@@ -355,6 +355,8 @@ static void test_distill(void)
 
     opt.teacher = wide;
     CHECK(dcz_train_epoch(twin, &ds, &opt, &order, NULL, NULL, &loss) == DCZ_ERR_SHAPE, "a teacher of 4 classes taught 3");
+    opt.teacher = twin;
+    CHECK(dcz_train_epoch(twin, &ds, &opt, &order, NULL, NULL, &loss) == DCZ_ERR_ARG, "the net taught itself");
     opt.teacher = self;
     opt.distill = 1.5f;
     CHECK(dcz_train_epoch(twin, &ds, &opt, &order, NULL, NULL, &loss) == DCZ_ERR_ARG, "distill 1.5 accepted");
