@@ -242,8 +242,7 @@ static dcz_status check_sgd(const dcz_sgd *o)
     if (!isfinite(o->weight_decay) || o->weight_decay < 0) return DCZ_ERR_ARG;
     if (!(o->ramp_from >= 0 && o->ramp_to >= 0 && o->ramp_from <= 1 && o->ramp_to <= 1)) return DCZ_ERR_ARG;
     if (o->augment & ~DCZ_AUG_ALL) return DCZ_ERR_ARG;
-    if (o->teacher && !(o->distill > 0 && o->distill <= 1 && isfinite(o->temperature) && o->temperature > 0))
-        return DCZ_ERR_ARG;
+    if (!dcz_sgd_distill_valid(o)) return DCZ_ERR_ARG;
     return DCZ_OK;
 }
 

@@ -795,6 +795,9 @@ int dcz_dataset_fits(const dcz_net *net, const dcz_dataset *d);
  * teacher distill in (0, 1] and a finite temperature > 0. Stricter than
  * the engine, which accepts any momentum >= 0. */
 int dcz_sgd_valid(const dcz_sgd *s);
+/* Nonzero when s has no teacher, or one with distill in (0, 1] and a
+ * finite temperature > 0 (dcz_sgd_valid and the engine both ask it). */
+int dcz_sgd_distill_valid(const dcz_sgd *s);
 
 /* dcz_net_evaluate when test is not NULL; with test NULL, DCZ_OK. Either way
  * *accuracy is -1 unless an evaluation wrote it. */

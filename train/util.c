@@ -39,8 +39,13 @@ int dcz_sgd_valid(const dcz_sgd *s)
     return s->batch >= 1 && isfinite(s->lr) && s->lr >= 0.0f &&
            s->momentum >= 0.0f && s->momentum < 1.0f &&
            isfinite(s->weight_decay) && s->weight_decay >= 0.0f && !(s->augment & ~DCZ_AUG_ALL) &&
-           (!s->teacher || (s->distill > 0.0f && s->distill <= 1.0f && isfinite(s->temperature) &&
-                            s->temperature > 0.0f));
+           dcz_sgd_distill_valid(s);
+}
+
+int dcz_sgd_distill_valid(const dcz_sgd *s)
+{
+    return !s->teacher ||
+           (s->distill > 0.0f && s->distill <= 1.0f && isfinite(s->temperature) && s->temperature > 0.0f);
 }
 
 dcz_status dcz_net_evaluate_optional(dcz_net *net, const dcz_dataset *test,
