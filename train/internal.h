@@ -161,8 +161,10 @@ void dcz_train_backward(dcz_net *net, dcz_tlayer *l, const float *const *xs, con
 int dcz_train_threads(void);
 
 /* C (M, N) = alpha op(A) op(B) + beta C, row major, op(X) = X^T when its
- * flag is set: cblas_sgemm's product with C's longer side split over the
- * trainer's threads (large products only), each part one OpenBLAS call. */
+ * flag is set: cblas_sgemm's product with C's longer side cut into
+ * OpenBLAS calls that the product's shape alone decides (one for a small
+ * product), shared among the trainer's threads: the same bits for any
+ * thread count. */
 void dcz_train_sgemm(int ta, int tb, int M, int N, int K, float alpha, const float *A, int lda,
                      const float *B, int ldb, float beta, float *C, int ldc);
 

@@ -668,7 +668,8 @@ typedef struct dcz_sgd {
      * size` consecutive parts, and batch-norm running statistics move once
      * per step by the parts' mean statistics. Integer sums are exact, so a
      * given number of shards gives the same weights, bit for bit, for any
-     * rank count that divides it. 0 or 1 shards without a comm: one batch,
+     * rank count that divides it and any thread count (par.c). 0 or 1
+     * shards without a comm: one batch,
      * float sums, as before. */
     int shards;
     const dcz_comm *comm; /* NULL: one process */

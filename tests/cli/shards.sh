@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # --shards: the same number of shards gives the same model (by hash) run
-# after run, 1 shard is the plain step, more shards another model; the
+# after run and for any thread count, 1 shard is the plain step, more
+# shards another model; the
 # verbs that retrain take it; bad counts are usage errors.
 source "$(dirname "$0")/lib.bash"
 D=$(fmnist_part 12000 2000)   # a fifth of the training split, enough to learn from
@@ -13,6 +14,11 @@ A="--arch cnn:c4k3-p2-f10 --epochs 1 --data $D --threads 1 -q"
 [ -n "$(hash "$T/a.dcz")" ] && [ "$(hash "$T/a.dcz")" = "$(hash "$T/b.dcz")" ] || fail "3 shards twice differ"
 [ "$(hash "$T/one.dcz")" = "$(hash "$T/plain.dcz")" ] || fail "1 shard is not the plain step"
 [ "$(hash "$T/a.dcz")" != "$(hash "$T/plain.dcz")" ] || fail "3 shards gave the plain step's model"
+# parts of 21 and 22 samples: 1 thread and 3 train the same model (the
+# products' OpenBLAS calls follow from their shapes, not the threads)
+M="--arch mlp:784-64-10 --epochs 1 --data $D --shards 3 -q"
+"$DCZ" train $M --threads 1 -o "$T/m1.dcz" && "$DCZ" train $M --threads 3 -o "$T/m3.dcz" || fail "train mlp --shards 3"
+[ "$(hash "$T/m1.dcz")" = "$(hash "$T/m3.dcz")" ] || fail "--shards 3: 1 thread and 3 trained other models"
 "$DCZ" compress "$T/a.dcz" --data $D --shards 2 --rounds 1 --prune-epochs 1 --final-epochs 0 --quant-epochs 1 \
     --threads 1 -q -o "$T/c.dcz" || fail "compress --shards 2"
 "$DCZ" eval "$T/c.dcz" --data $D -q > /dev/null || fail "eval"

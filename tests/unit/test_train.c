@@ -2507,10 +2507,9 @@ static double params_apart(const dcz_net *a, const dcz_net *b)
 
 /* Splitting a batch over threads (samples of the activations and pooling,
  * channels of batch norm, rows of im2col, channels of its adjoint, the
- * outputs of every product) changes no arithmetic but OpenBLAS's blocking
- * of the smaller products: training on 1 thread and on 3 (uneven parts)
- * gives the same parameters and statistics within rounding. The batch is
- * large enough that every kind of split happens. */
+ * outputs of every product) changes no arithmetic: training on 1 thread
+ * and on 3 (uneven parts) gives the same parameters and statistics, bit
+ * for bit. The batch is large enough that every kind of split happens. */
 static void test_threads_same_result(void)
 {
     dcz_dataset ds;
@@ -2529,10 +2528,45 @@ static void test_threads_same_result(void)
     }
     dcz_train_set_threads(2);
     double apart = params_apart(net[0], net[1]);
-    CHECK(apart < 1e-5, "3 threads trained other parameters than 1 (apart by %g)", apart);
+    CHECK(apart == 0, "3 threads trained other parameters than 1 (apart by %g)", apart);
     dcz_net_free(net[0]);
     dcz_net_free(net[1]);
     dcz_dataset_free(&ds);
+}
+
+/* dcz_train_sgemm gives the same bits on 1, 2 and 3 threads, for products
+ * of every transpose whose calls OpenBLAS runs by its small-matrix kernels
+ * (the 21 and 22 sample parts of a sharded batch of 64) or by its blocked
+ * ones, C's rows or columns the longer side, beta 0 and 1, random values. */
+static void test_sgemm_threads(void)
+{
+    static const int shapes[][3] = { { 21, 64, 784 }, { 64, 784, 21 }, { 22, 784, 64 }, { 300, 100, 64 },
+                                     { 64, 500, 800 }, { 500, 800, 22 }, { 7, 33, 5 } };
+    dcz_rng r;
+    dcz_rng_seed(&r, 12);
+    for (size_t s = 0; s < sizeof shapes / sizeof *shapes; s++)
+        for (int t = 0; t < 4; t++) {
+            const int M = shapes[s][0], N = shapes[s][1], K = shapes[s][2], ta = t & 1, tb = t >> 1;
+            const float beta = (float)(s & 1);
+            float *A = malloc((size_t)M * K * sizeof *A), *B = malloc((size_t)K * N * sizeof *B);
+            float *C[3];
+            REQUIRE(A && B, "alloc");
+            for (size_t i = 0; i < (size_t)M * K; i++) A[i] = dcz_rng_uniform(&r) - 0.5f;
+            for (size_t i = 0; i < (size_t)K * N; i++) B[i] = dcz_rng_uniform(&r) - 0.5f;
+            for (int k = 0; k < 3; k++) {
+                REQUIRE(C[k] = malloc((size_t)M * N * sizeof *C[k]), "alloc");
+                for (size_t i = 0; i < (size_t)M * N; i++) C[k][i] = (float)((i * 7919) % 1000) / 1000.0f - 0.5f;
+                dcz_train_set_threads(k + 1);
+                dcz_train_sgemm(ta, tb, M, N, K, 1.0f, A, ta ? M : K, B, tb ? K : N, beta, C[k], N);
+            }
+            CHECK(!memcmp(C[0], C[1], (size_t)M * N * sizeof *C[0]) &&
+                  !memcmp(C[0], C[2], (size_t)M * N * sizeof *C[0]),
+                  "%d x %d x %d, transposes %d %d: other bits on 2 or 3 threads than on 1", M, N, K, ta, tb);
+            for (int k = 0; k < 3; k++) free(C[k]);
+            free(A);
+            free(B);
+        }
+    dcz_train_set_threads(2);
 }
 
 /* A conv layer whose columns of one sample exceed a tile works in bands
@@ -2830,6 +2864,7 @@ int main(void)
     RUN(test_cnn_determinism);
     RUN(test_par_covers);
     RUN(test_threads_same_result);
+    RUN(test_sgemm_threads);
     RUN(test_lr);
     RUN(test_rng);
     RUN(test_new_head);
