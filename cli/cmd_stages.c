@@ -1320,6 +1320,7 @@ typedef struct budget_ctx {
     stage_result input;
     const dcz_budget_cands *cands;
     double floor;
+    double z;                  /* --budget-confidence: standard errors a run keeps above the floor */
     uint8_t *base_right, *right; /* per validation sample: the input's, a run's */
     dcz_options ro;
     budget_run *runs;          /* (runs + 1), in the order run */
@@ -1354,8 +1355,8 @@ static char *candidate_rules(const dcz_net *net, const dcz_budget_cand *c, int n
 
 /* Run r's quantized model (pre, its bytes before encoding) coded again
  * with the job's lighter formats: 8-bit biases and f16 codebooks for the
- * formats not given. Their file replaces r's when it keeps the validation
- * accuracy at the floor or more, or loses none. Exit code or -1. */
+ * formats not given. Their file replaces r's when it is within the floor
+ * (dcz_budget_within), or loses nothing against r. Exit code or -1. */
 static int budget_lighter(budget_ctx *b, budget_run *r, const uint8_t *pre, size_t pre_len)
 {
     const verb_ctx *v = b->v;
@@ -1366,7 +1367,7 @@ static int budget_lighter(budget_ctx *b, budget_run *r, const uint8_t *pre, size
     uint8_t *file = NULL;
     size_t len = 0;
     stage_result res;
-    double acc = 0;
+    double acc = 0, margin = 0;
     dcz_status s = dcz_doc_read(pre, pre_len, &doc);
     int rc = s == DCZ_OK ? -1 : cli_fail(v, s, "reading the quantized model again");
     if (rc == -1) rc = encode_stage(&quiet, job, doc, job->light_bias, job->light_codebook, &job->test, NULL, &res);
@@ -1375,9 +1376,10 @@ static int budget_lighter(budget_ctx *b, budget_run *r, const uint8_t *pre, size
         if (s == DCZ_OK && len != res.bytes) s = DCZ_ERR_INTERNAL;
         if (s == DCZ_OK) s = stage_eval_bytes(file, len, &b->ro, &job->val, b->right, &acc);
         if (s != DCZ_OK) rc = cli_fail_data(v, s, "measuring the run on the validation samples", &job->val, NULL);
+        margin = dcz_paired_se(b->base_right, b->right, job->val.n);
     }
     dcz_doc_free(doc);
-    const int take = rc == -1 && (acc >= b->floor || acc >= r->val_acc);
+    const int take = rc == -1 && (dcz_budget_within(acc, margin, b->floor, b->z) || acc >= r->val_acc);
     if (rc == -1)
         cli_note(v, "compress --budget: run %d with %s biases and %s codebooks: %zu bytes (%.1fx), validation "
                  "accuracy %.2f%%: %s", b->nruns + 1, bias_names[job->light_bias],
@@ -1389,7 +1391,7 @@ static int budget_lighter(budget_ctx *b, budget_run *r, const uint8_t *pre, size
         file = NULL;
         r->len = len;
         r->val_acc = acc;
-        r->margin = dcz_paired_se(b->base_right, b->right, job->val.n);
+        r->margin = margin;
         r->res[r->nres - 1] = res;
         r->bias = job->light_bias;
         r->codebook = job->light_codebook;
@@ -1490,11 +1492,12 @@ static char *budget_recipe(const budget_ctx *b, const dcz_net *net, const dcz_bu
         size_t n = (size_t)snprintf(t, cap,
             "# The choice of dcz compress --budget %g for %s: the smallest file of the\n"
             "# runs measured whose accuracy on the %zu validation samples %s\n"
-            "# stayed within %g points of the input's. This recipe\n"
+            "# stayed within %g points of the input's%s. This recipe\n"
             "# reproduces it with the same seed and threads:\n"
             "#   dcz compress %s --data DATA --recipe THIS -o OUT\n"
             "seed = %d\n",
-            budget, b->v->pos[0], b->job->val.n, stage_val_source(b->v), budget, b->v->pos[0], b->v->c.seed);
+            budget, b->v->pos[0], b->job->val.n, stage_val_source(b->v), budget,
+            b->z > 0 ? " less its standard errors (--budget-confidence)" : "", b->v->pos[0], b->v->c.seed);
         if (b->v->c.threads) n += (size_t)snprintf(t + n, cap - n, "threads = %d\n", b->v->c.threads);
         n += (size_t)snprintf(t + n, cap - n,
             "[compress]\nvalidation = %d\nrounds = %d\nprune-epochs = %d\nfinal-epochs = %d\n"
@@ -1550,7 +1553,8 @@ static void budget_report(const budget_ctx *b, const dcz_net *net, const dcz_sen
         }
         fprintf(f, "(+-: the standard error of the run's change in validation accuracy, from the samples on\n"
                    "which it and the input disagree: the noise of the measurement; a run is within when its\n"
-                   "accuracy is at least the floor)\n");
+                   "accuracy%s is at least the floor)\n", b->z > 0 ? " less --budget-confidence times that" : "");
+        if (b->z > 0) fprintf(f, "(--budget-confidence %g: each run's accuracy less %g times its +- above)\n", b->z, b->z);
         fprintf(f, "\nchosen: run %d, %s. The codebooks have the fewest bytes whose\n"
                    "scan losses (each layer shared alone, not fine-tuned) sum to at most %.2f points; each\n"
                    "sparsity, the fewest estimated bytes plus %.3g bytes per point its scan (pruned alone, not\n"
@@ -1579,6 +1583,7 @@ static void budget_report(const budget_ctx *b, const dcz_net *net, const dcz_sen
     json_int(&j, "validation_samples", (long long)b->job->val.n);
     json_num(&j, "validation_accuracy_input", base);
     json_num(&j, "validation_floor", b->floor);
+    json_num(&j, "budget_confidence", b->z);
     json_bool(&j, "within_budget", bt->within);
     cli_json_job(&j, v);
     const budget_run *r = &b->runs[best];
@@ -1660,7 +1665,7 @@ static int budget_variational(verb_ctx *v, compress_job *job, const prune_opts *
  * its recipe. The job's data and the input (doc, net, its bytes) are
  * loaded and checked. */
 static int compress_budget(verb_ctx *v, compress_job *job, const prune_opts *po, const quant_opts *qo,
-                           dcz_net *net, const uint8_t *in, size_t in_len, double budget, int runs,
+                           dcz_net *net, const uint8_t *in, size_t in_len, double budget, double z, int runs,
                            const char *recipe)
 {
     budget_ctx b;
@@ -1672,6 +1677,7 @@ static int compress_budget(verb_ctx *v, compress_job *job, const prune_opts *po,
     b.in = in;
     b.in_len = in_len;
     b.dense_bytes = (double)dcz_doc_param_count(net->doc) * 4;
+    b.z = z;
     int rc = cli_runtime_options(v, &b.ro);
     if (rc != -1) return rc;
     dcz_sens_report scan;
@@ -1730,7 +1736,7 @@ static int compress_budget(verb_ctx *v, compress_job *job, const prune_opts *po,
     b.cands = &cands;
     int ntrials = 0, best = -1;
     if (rc == -1) {
-        s = dcz_budget_search(cands.n, runs, b.floor, budget_try, &b, trials, &ntrials, &best);
+        s = dcz_budget_search(cands.n, runs, b.floor, b.z, budget_try, &b, trials, &ntrials, &best);
         if (s != DCZ_OK) rc = b.rc ? b.rc : cli_fail(v, s, "the budget search");
     }
     char *text = NULL;
@@ -1752,8 +1758,9 @@ static int compress_budget(verb_ctx *v, compress_job *job, const prune_opts *po,
                  "(input %.2f%%), test accuracy %.2f%% (input %.2f%%)", v->c.out, dense / (double)r->len, r->len,
                  r->val_acc * 100, base * 100, r->res[r->nres - 1].acc * 100, r->res[0].acc * 100);
         if (!trials[best].within)
-            cli_error("compress: warning: no run kept the validation accuracy within %g points; %s is the most "
-                      "accurate run (give more --budget-runs, or a larger budget)", budget, v->c.out);
+            cli_error("compress: warning: no run kept the validation accuracy within %g points%s; %s is the most "
+                      "accurate run (give more --budget-runs, or a larger budget)", budget,
+                      z > 0 ? " less its standard errors" : "", v->c.out);
         rc = EXIT_OK;
     }
     for (int k = 0; b.runs && k < b.nruns; k++) free(b.runs[k].file);
@@ -1790,7 +1797,7 @@ int cmd_compress(verb_ctx *v)
     quant_opts_init(&qo);
     po.rounds = po.epochs = NOT_GIVEN;   /* defaults below: a budget prunes gradually */
     const char *bias = NULL, *codebook = NULL, *recipe_given = NULL;   /* NULL: f16, f32 */
-    double budget = NAN;
+    double budget = NAN, confidence = NAN;   /* NAN: not given (0) */
     int runs = 5, head = 0;
     compress_job job;
     memset(&job, 0, sizeof job);
@@ -1813,6 +1820,9 @@ int cmd_compress(verb_ctx *v)
           "P: the smallest file within P points of the input's validation accuracy; chooses\n"
           "                             --sparsity and --bits per layer from a sensitivity scan and measured runs" },
         { "budget-runs", 0, OPT_INT, &runs, "at most N measured runs for --budget (default 5)" },
+        { "budget-confidence", 0, OPT_FLOAT, &confidence,
+          "Z: a --budget run is within only when its validation accuracy less Z standard\n"
+          "                             errors of its change stays at the floor (default 0)" },
         { "budget-recipe", 0, OPT_STR, &recipe_given, "where --budget writes its recipe (default: OUT.recipe)" },
         DRY_RUN_SPEC(v),
         SHARDS_SPEC(v),
@@ -1869,6 +1879,11 @@ int cmd_compress(verb_ctx *v)
             return EXIT_USAGE;
         }
         if (runs < 1 || runs > 10) { cli_usage_error(v, "--budget-runs must be from 1 to 10"); return EXIT_USAGE; }
+        if (isnan(confidence)) confidence = 0;
+        else if (!(confidence >= 0 && confidence <= 10)) {
+            cli_usage_error(v, "--budget-confidence is standard errors, from 0 to 10, not %g", confidence);
+            return EXIT_USAGE;
+        }
         if (po.vd_threshold) {
             cli_usage_error(v, "--budget's variational phase prunes nothing itself, its candidates prune its weights "
                                "by magnitude: --variational-threshold does not go with it");
@@ -1878,8 +1893,8 @@ int cmd_compress(verb_ctx *v)
             cli_usage_error(v, "--budget measures on --validation samples: give 1 or more");
             return EXIT_USAGE;
         }
-    } else if (recipe_given) {
-        cli_usage_error(v, "--budget-recipe goes with --budget");
+    } else if (recipe_given || !isnan(confidence)) {
+        cli_usage_error(v, "%s goes with --budget", recipe_given ? "--budget-recipe" : "--budget-confidence");
         return EXIT_USAGE;
     }
     const int bm = bias_mode(v, bias ? bias : "f16"), cm = codebook_mode(v, codebook ? codebook : "f32");
@@ -1959,7 +1974,7 @@ int cmd_compress(verb_ctx *v)
     }
     if (rc == -1 && job.validation) rc = stage_hold_out(v, &job.train, job.validation, &job.val);
     if (rc == -1 && budgeted) {
-        rc = compress_budget(v, &job, &po, &qo, net, in, in_len, budget, runs, recipe);
+        rc = compress_budget(v, &job, &po, &qo, net, in, in_len, budget, confidence, runs, recipe);
         goto done;
     }
     if (rc == -1 && dry) {

@@ -308,10 +308,15 @@ double dcz_paired_se(const uint8_t *right_a, const uint8_t *right_b, size_t n)
     return var > 0 ? sqrt(var) : 0;
 }
 
-dcz_status dcz_budget_search(int n, int runs, double floor, dcz_budget_try_fn try_fn, void *ctx,
+int dcz_budget_within(double accuracy, double margin, double floor, double z)
+{
+    return accuracy >= 0 && accuracy - z * margin >= floor;
+}
+
+dcz_status dcz_budget_search(int n, int runs, double floor, double z, dcz_budget_try_fn try_fn, void *ctx,
                              dcz_budget_trial *trials, int *ntrials, int *best)
 {
-    if (n < 1 || runs < 1 || !try_fn || !trials || !ntrials || !best) return DCZ_ERR_ARG;
+    if (n < 1 || runs < 1 || !(z >= 0) || !try_fn || !trials || !ntrials || !best) return DCZ_ERR_ARG;
     *ntrials = 0;
     *best = -1;
     /* the smallest candidate within the floor is in [lo, hi]; hi == n: none
@@ -323,7 +328,7 @@ dcz_status dcz_budget_search(int n, int runs, double floor, dcz_budget_try_fn tr
         t->margin = 0;
         dcz_status s = try_fn(ctx, i, &t->accuracy, &t->margin, &t->bytes);
         if (s != DCZ_OK) return s;
-        t->within = t->accuracy >= 0 && t->accuracy >= floor;
+        t->within = dcz_budget_within(t->accuracy, t->margin, floor, z);
         (*ntrials)++;
         if (t->within) hi = i;
         else lo = i + 1;

@@ -144,9 +144,9 @@ dcz_status dcz_budget_extend(const dcz_sens_report *rep, const dcz_sens_plan *p,
 void dcz_budget_cands_free(dcz_budget_cands *c);
 
 /* One measured run of candidate cand: its accuracy (a fraction), the
- * standard error of that measurement (a fraction, >= 0; reported, not taken
- * off the accuracy) and its file
- * bytes; *accuracy < 0 when it was stopped early as out of the budget. */
+ * standard error of its change from the input's (a fraction, >= 0) and its
+ * file bytes; *accuracy < 0 when it was stopped early as out of the
+ * budget. */
 typedef dcz_status (*dcz_budget_try_fn)(void *ctx, int cand, double *accuracy, double *margin, size_t *bytes);
 
 typedef struct dcz_budget_trial {
@@ -154,8 +154,16 @@ typedef struct dcz_budget_trial {
     double accuracy;        /* < 0: stopped early, out of the budget */
     double margin;
     size_t bytes;
-    int within;             /* accuracy >= the floor */
+    int within;             /* dcz_budget_within */
 } dcz_budget_trial;
+
+/* Whether a run measured at accuracy, with the standard error margin of
+ * its change, is within the floor: accuracy - z * margin >= floor (z >= 0
+ * standard errors: 0 takes the measurement as it is, 1 asks that the
+ * accuracy stay at the floor less one standard error of noise, so that
+ * the choice among several noisy runs is not merely the luckiest); a run
+ * stopped early (accuracy < 0) never is. */
+int dcz_budget_within(double accuracy, double margin, double floor, double z);
 
 /* The standard error of the difference in accuracy between two models
  * measured on the same n samples (right_a[i], right_b[i]: 1 where each
@@ -164,14 +172,15 @@ typedef struct dcz_budget_trial {
 double dcz_paired_se(const uint8_t *right_a, const uint8_t *right_b, size_t n);
 
 /* Searches candidates 0..n-1 (from the smallest to the most accurate,
- * accuracy taken to grow with the index) for the smallest whose measured
- * accuracy is at least floor: a bisection that starts in the middle, at
+ * accuracy taken to grow with the index) for the smallest within floor
+ * (dcz_budget_within, z standard errors): a bisection that starts in the middle, at
  * most runs (>= 1) trials (exact for n = 2^runs - 1: n answers and "none"), and one more of the most accurate candidate
  * when none was within. The trials go into trials (room for runs + 1) in
  * the order run, *ntrials their count, *best the index in trials of the
  * smallest file within the floor, or of the most accurate when none was.
- * The errors of try. */
-dcz_status dcz_budget_search(int n, int runs, double floor, dcz_budget_try_fn try_fn, void *ctx,
+ * DCZ_ERR_ARG for no candidates, no runs or a negative z; the errors of
+ * try. */
+dcz_status dcz_budget_search(int n, int runs, double floor, double z, dcz_budget_try_fn try_fn, void *ctx,
                              dcz_budget_trial *trials, int *ntrials, int *best);
 
 #endif /* DCZ_STEER_H */

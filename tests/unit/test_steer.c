@@ -385,31 +385,45 @@ static void test_search(void)
     for (int want = 0; want < 15; want++) {
         fake_runs f = { 0, 0, 0.01, 0 };
         const double floor = 0.5 + 0.01 * want - 0.005;
-        REQUIRE(dcz_budget_search(15, 4, floor, fake_try, &f, t, &nt, &best) == DCZ_OK, "search");
+        REQUIRE(dcz_budget_search(15, 4, floor, 0, fake_try, &f, t, &nt, &best) == DCZ_OK, "search");
         CHECK(t[best].within && t[best].cand == want && t[best].bytes == 1000 + 100 * (size_t)want,
               "floor %g: chose %d, the smallest within is %d", floor, t[best].cand, want);
         CHECK(nt <= 4 && f.calls == nt, "%d runs", nt);
     }
-    /* a margin is reported, not taken off the accuracy: the same choices */
-    for (int want = 0; want < 15; want += 7) {
+    /* at z = 0 a margin is reported, not taken off the accuracy: the same
+     * choices; at z = 1 a run must keep the floor less one margin (two
+     * candidates' steps here): the answer moves two candidates up */
+    for (int want = 0; want < 15; want += 3) {
         fake_runs f = { 0, 0, 0.01, 0.02 };
         const double floor = 0.5 + 0.01 * want - 0.005;
-        REQUIRE(dcz_budget_search(15, 4, floor, fake_try, &f, t, &nt, &best) == DCZ_OK, "search");
+        REQUIRE(dcz_budget_search(15, 4, floor, 0, fake_try, &f, t, &nt, &best) == DCZ_OK, "search");
         CHECK(t[best].within && t[best].cand == want && t[best].margin == 0.02,
               "margin: floor %g chose %d, the smallest within is %d", floor, t[best].cand, want);
+        if (want + 2 >= 15) continue;
+        f = (fake_runs){ 0, 0, 0.01, 0.02 };
+        REQUIRE(dcz_budget_search(15, 4, floor, 1, fake_try, &f, t, &nt, &best) == DCZ_OK, "search");
+        CHECK(t[best].within && t[best].cand == want + 2, "z 1: floor %g chose %d, want %d", floor, t[best].cand,
+              want + 2);
+        for (int k = 0; k < nt; k++)
+            CHECK(t[k].within == (t[k].accuracy - t[k].margin >= floor), "run %d: within %d at %g", k,
+                  t[k].within, t[k].accuracy);
     }
+    CHECK(dcz_budget_within(0.9, 0.01, 0.885, 1) && !dcz_budget_within(0.9, 0.01, 0.895, 1) &&
+          dcz_budget_within(0.9, 0.01, 0.9, 0) && !dcz_budget_within(-1, 0, -2, 0), "within");
     /* none within: the most accurate is run as well and chosen */
     fake_runs f = { 0, 0, 0.01, 0 };
-    REQUIRE(dcz_budget_search(16, 3, 0.99, fake_try, &f, t, &nt, &best) == DCZ_OK, "none within");
+    REQUIRE(dcz_budget_search(16, 3, 0.99, 0, fake_try, &f, t, &nt, &best) == DCZ_OK, "none within");
     CHECK(nt == 4 && t[nt - 1].cand == 15 && t[best].cand == 15 && !t[best].within, "most accurate: %d of %d",
           t[best].cand, nt);
     /* one candidate */
     f = (fake_runs){ 0, 0, 0.01, 0 };
-    REQUIRE(dcz_budget_search(1, 4, 0.4, fake_try, &f, t, &nt, &best) == DCZ_OK && nt == 1 && best == 0, "one");
+    REQUIRE(dcz_budget_search(1, 4, 0.4, 0, fake_try, &f, t, &nt, &best) == DCZ_OK && nt == 1 && best == 0, "one");
     /* an error stops the search */
     f = (fake_runs){ 0, 2, 0.01, 0 };
-    CHECK(dcz_budget_search(16, 4, 0.55, fake_try, &f, t, &nt, &best) == DCZ_ERR_IO && f.calls == 2, "error");
-    CHECK(dcz_budget_search(0, 4, 0.5, fake_try, &f, t, &nt, &best) == DCZ_ERR_ARG, "no candidates");
+    CHECK(dcz_budget_search(16, 4, 0.55, 0, fake_try, &f, t, &nt, &best) == DCZ_ERR_IO && f.calls == 2, "error");
+    CHECK(dcz_budget_search(0, 4, 0.5, 0, fake_try, &f, t, &nt, &best) == DCZ_ERR_ARG, "no candidates");
+    CHECK(dcz_budget_search(16, 4, 0.5, -1, fake_try, &f, t, &nt, &best) == DCZ_ERR_ARG, "negative z");
+    CHECK(dcz_budget_search(16, 4, 0.5, NAN, fake_try, &f, t, &nt, &best) == DCZ_ERR_ARG, "z not a number");
 }
 
 int main(void)
