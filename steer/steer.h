@@ -158,11 +158,11 @@ typedef struct dcz_budget_trial {
 } dcz_budget_trial;
 
 /* Whether a run measured at accuracy, with the standard error margin of
- * its change, is within the floor: accuracy - z * margin >= floor (z >= 0
- * standard errors: 0 takes the measurement as it is, 1 asks that the
- * accuracy stay at the floor less one standard error of noise, so that
- * the choice among several noisy runs is not merely the luckiest); a run
- * stopped early (accuracy < 0) never is. */
+ * its change, is within the floor: accuracy - z * margin >= floor, that
+ * is, at least z (>= 0) standard errors above the floor (0 takes the
+ * measurement as it is; 1 asks for a margin of one standard error of
+ * noise, so that the choice among several noisy runs is not merely the
+ * luckiest); a run stopped early (accuracy < 0) never is. */
 int dcz_budget_within(double accuracy, double margin, double floor, double z);
 
 /* The standard error of the difference in accuracy between two models

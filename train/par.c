@@ -120,15 +120,13 @@ void dcz_train_par(size_t n, size_t grain, dcz_range_fn fn, void *ctx)
 #define GEMM_GRAIN_MACS ((size_t)1 << 18)
 /* Columns of a column part: a multiple of every vector width. */
 #define GEMM_COL_STEP 16
-/* The most OpenBLAS calls a product is cut into: the threads that share
- * a product's calls are at most this many. More calls cost more packing
- * and more small calls: on the products of LeNet-300-100 and LeNet-5's
- * dense layers at batch 64 and at 21 samples (2 threads, Intel Xeon, both
- * timed in one process, best of 30), cutting into 64 calls took 1.21x the
- * time of one call per thread, 16 calls 1.10x, 8 calls 1.01x. The
- * trainer's dense products are small; its convolutions have their own
- * split (conv.c). */
+/* A product is cut into as many calls as it has grains, at most
+ * GEMM_CALLS, or one call for every GEMM_CALL_MACS where that is more:
+ * every call packs its shared operand again and runs smaller, which the
+ * small products of the trainer's dense layers feel, while a large
+ * product keeps a call for every thread of a large machine. */
 #define GEMM_CALLS 8
+#define GEMM_CALL_MACS ((size_t)1 << 24)
 
 typedef struct gemm_job {
     int ta, tb, by_rows;
@@ -137,10 +135,11 @@ typedef struct gemm_job {
     const float *A, *B;
     int lda, ldb, ldc;
     float *C;
-    size_t step;   /* rows or columns of C per call */
+    size_t unit, units, calls;   /* rows or columns of C a unit; units, and calls, in C */
 } gemm_job;
 
-/* Calls lo..hi of the product, each one OpenBLAS call. */
+/* Calls lo..hi of the product, each one OpenBLAS call: call c takes units
+ * units c / calls up to units (c + 1) / calls. */
 static void gemm_part(void *ctx, size_t lo, size_t hi)
 {
     const gemm_job *j = ctx;
@@ -148,7 +147,8 @@ static void gemm_part(void *ctx, size_t lo, size_t hi)
     const enum CBLAS_TRANSPOSE ta = j->ta ? CblasTrans : CblasNoTrans;
     const enum CBLAS_TRANSPOSE tb = j->tb ? CblasTrans : CblasNoTrans;
     for (size_t c = lo; c < hi; c++) {
-        const size_t a = c * j->step, b = a + j->step < total ? a + j->step : total;
+        const size_t a = j->units * c / j->calls * j->unit, end = j->units * (c + 1) / j->calls * j->unit;
+        const size_t b = end < total ? end : total;
         if (j->by_rows)   /* rows a..b of C: rows of op(A) */
             cblas_sgemm(CblasRowMajor, ta, tb, (int)(b - a), j->N, j->K, j->alpha,
                         j->A + (j->ta ? a : a * (size_t)j->lda), j->lda, j->B, j->ldb, j->beta,
@@ -163,15 +163,17 @@ void dcz_train_sgemm(int ta, int tb, int M, int N, int K, float alpha, const flo
                      const float *B, int ldb, float beta, float *C, int ldc)
 {
     if (M <= 0 || N <= 0) return;
-    /* the longer side of C cut into calls of at least the grain, at most
-     * GEMM_CALLS of them, columns in steps that keep vectors whole: the
-     * calls follow from the shape, and the threads share them */
+    /* the longer side of C cut evenly into calls (columns in steps that
+     * keep vectors whole) whose count follows from the shape alone; the
+     * threads share the calls */
     const int by_rows = M >= N;
     const size_t unit = by_rows ? 1 : GEMM_COL_STEP, side = by_rows ? (size_t)M : (size_t)N;
     const size_t units = (side + unit - 1) / unit;
-    const size_t per_unit = (size_t)(K > 0 ? K : 1) * unit * (size_t)(by_rows ? N : M);
-    size_t per_call = (GEMM_GRAIN_MACS + per_unit - 1) / per_unit;
-    if (per_call < (units + GEMM_CALLS - 1) / GEMM_CALLS) per_call = (units + GEMM_CALLS - 1) / GEMM_CALLS;
-    gemm_job j = { ta, tb, by_rows, M, N, K, alpha, beta, A, B, lda, ldb, ldc, C, per_call * unit };
-    dcz_train_par((units + per_call - 1) / per_call, 1, gemm_part, &j);
+    const size_t macs = (size_t)(K > 0 ? K : 1) * (size_t)M * (size_t)N;
+    size_t calls = macs / GEMM_GRAIN_MACS;
+    if (calls > GEMM_CALLS) calls = GEMM_CALLS > macs / GEMM_CALL_MACS ? GEMM_CALLS : macs / GEMM_CALL_MACS;
+    if (calls > units) calls = units;
+    if (calls < 1) calls = 1;
+    gemm_job j = { ta, tb, by_rows, M, N, K, alpha, beta, A, B, lda, ldb, ldc, C, unit, units, calls };
+    dcz_train_par(calls, 1, gemm_part, &j);
 }

@@ -669,8 +669,7 @@ typedef struct dcz_sgd {
      * per step by the parts' mean statistics. Integer sums are exact, so a
      * given number of shards gives the same weights, bit for bit, for any
      * rank count that divides it and any thread count (par.c). 0 or 1
-     * shards without a comm: one batch,
-     * float sums, as before. */
+     * shards without a comm: one batch, float sums, as before. */
     int shards;
     const dcz_comm *comm; /* NULL: one process */
     /* DCZ_AUG_* bits (0: none): the training samples varied as torchvision

@@ -35,19 +35,21 @@ awk -v a="$(jq .validation_accuracy "$T/b.json")" -v f="$(jq .validation_floor "
 acc=$(json_field accuracy "$T/b.json")
 "$DCZ" eval "$T/small.dcz" --data $D --json > "$T/e.json" || fail "eval"
 [ "$(json_field accuracy "$T/e.json")" = "$acc" ] || fail "eval $(cat "$T/e.json"), reported $acc"
-# --budget-confidence Z: a run is within only when its accuracy less Z
-# standard errors of its change keeps the floor; the same first run
-# (about 8.5 of its standard errors above the floor at Z 0) is out at 10
+# --budget-confidence Z: a run is within only when its accuracy is at
+# least Z standard errors of its change above the floor; the first run
+# (the same candidate as at Z 0, about 8.5 of its standard errors above
+# the floor) is above the floor and out at 10
 [ "$(jq '.budget_confidence == 0 and .runs[0].within' "$T/b.json")" = true ] || fail "Z 0: $(cat "$T/b.json")"
 "$DCZ" compress "$T/dense.dcz" --data $D --budget 3 --budget-runs 2 $F --budget-confidence 10 -o "$T/z.dcz" \
     --json > "$T/z.json" 2> "$T/z.err" || { cat "$T/z.err"; fail "compress --budget-confidence"; }
-[ "$(jq .runs[0].validation_accuracy "$T/z.json")" = "$(jq .runs[0].validation_accuracy "$T/b.json")" ] &&
-    [ "$(jq '.budget_confidence == 10 and (.runs[0].within | not)' "$T/z.json")" = true ] ||
-    fail "Z 10: $(cat "$T/z.json")"
+[ "$(jq .runs[0].candidate "$T/z.json")" = "$(jq .runs[0].candidate "$T/b.json")" ] &&
+    [ "$(jq '.budget_confidence == 10 and .runs[0].validation_accuracy >= .validation_floor and
+        (.runs[0].within | not)' "$T/z.json")" = true ] || fail "Z 10: $(cat "$T/z.json")"
 jq -e '.validation_floor as $f | .budget_confidence as $z | all(.runs[]; if .stopped_after_pruning then
     (.within | not) else .within == (.validation_accuracy - $z * .validation_margin >= $f) end)' \
     "$T/z.json" > /dev/null || fail "within is not the accuracy less Z errors: $(cat "$T/z.json")"
-grep -q 'less its standard errors' "$T/z.recipe" || fail "the recipe does not say: $(cat "$T/z.recipe")"
+grep -q '^# by 10 standard errors of its change or more (--budget-confidence 10)' "$T/z.recipe" ||
+    fail "the recipe does not say: $(cat "$T/z.recipe")"
 # the recipe reproduces the model, whatever the command line recorded
 grep -q '^sparsity = fc1=' "$T/small.recipe" && grep -q '^bits = fc1=' "$T/small.recipe" &&
     grep -q '^validation = 2000' "$T/small.recipe" || fail "recipe: $(cat "$T/small.recipe")"
@@ -88,7 +90,7 @@ h=$("$DCZ" info "$T/v.dcz" --json | jq -r .model_hash)
 # it measures on the samples the train record names
 "$DCZ" compress "$T/dense.dcz" --data $D --budget 3 --budget-runs 1 ${F#--validation 2000 } --budget-recipe "$T/r1" \
     --bias f32 --budget-confidence 0.5 -o "$T/one.dcz" 2> "$T/t.txt" || fail "one run"
-grep -q 'less --budget-confidence times that' "$T/t.txt" || fail "the report does not name Z: $(cat "$T/t.txt")"
+grep -q '^plus 0.5 times that (--budget-confidence 0.5))$' "$T/t.txt" || fail "the report does not name Z: $(cat "$T/t.txt")"
 grep -q '^compress --budget: run [12] with f32 biases and f16 codebooks: ' "$T/t.txt" &&
     grep -q '^bias = f32$' "$T/r1" || fail "--bias f32 not kept: $(cat "$T/t.txt")"
 grep -q '^chosen: run ' "$T/t.txt" && grep -q '^fc2 ' "$T/t.txt" && [ -s "$T/r1" ] || fail "report: $(cat "$T/t.txt")"

@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # --shards: the same number of shards gives the same model (by hash) run
 # after run and for any thread count, 1 shard is the plain step, more
-# shards another model; the
-# verbs that retrain take it; bad counts are usage errors.
+# shards another model; the verbs that retrain take it; bad counts are
+# usage errors.
 source "$(dirname "$0")/lib.bash"
 D=$(fmnist_part 12000 2000)   # a fifth of the training split, enough to learn from
 hash() { "$DCZ" info "$1" --json | sed -n 's/.*"model_hash":"\([0-9a-f]*\)".*/\1/p'; }

@@ -391,8 +391,8 @@ static void test_search(void)
         CHECK(nt <= 4 && f.calls == nt, "%d runs", nt);
     }
     /* at z = 0 a margin is reported, not taken off the accuracy: the same
-     * choices; at z = 1 a run must keep the floor less one margin (two
-     * candidates' steps here): the answer moves two candidates up */
+     * choices; at z = 1 a run must stay one margin (two candidates' steps
+     * here) above the floor: the answer moves two candidates up */
     for (int want = 0; want < 15; want += 3) {
         fake_runs f = { 0, 0, 0.01, 0.02 };
         const double floor = 0.5 + 0.01 * want - 0.005;
