@@ -1381,7 +1381,7 @@ static int budget_lighter(budget_ctx *b, budget_run *r, const uint8_t *pre, size
         if (s == DCZ_OK && len != res.bytes) s = DCZ_ERR_INTERNAL;
         if (s == DCZ_OK) s = stage_eval_bytes(file, len, &b->ro, &job->val, b->right, &acc);
         if (s != DCZ_OK) rc = cli_fail_data(v, s, "measuring the run on the validation samples", &job->val, NULL);
-        margin = dcz_paired_se(b->base_right, b->right, job->val.n);
+        else margin = dcz_paired_se(b->base_right, b->right, job->val.n);
     }
     dcz_doc_free(doc);
     /* loses nothing: its accuracy less Z errors no lower than the first's */
