@@ -153,6 +153,12 @@ static dcz_status describe_viewed(const dcz_model *m, uint32_t layer, dcz_layer_
                  "the four inputs of each window row's quad of weights by byte permutes (vpermt2b) of a "
                  "128-byte window, vpdpbusd 32-bit sums, requantized in registers (avx512 vbmi vnni)", scheme);
         break;
+    case DCZ_K_QCONV_DEPTHWISE_PAIRS:
+        snprintf(k->why, sizeof k->why, "%s: each channel's padded plane as it lies (16-bit), two columns of a "
+                 "window row a 32-bit lane times two weights by vpdpwssd, 32 outputs a vector at stride 1 (the "
+                 "even and the odd ones), 16 at stride 2, the pairs of two zeros skipped, requantized in "
+                 "registers (avx512 vnni)", scheme);
+        break;
     case DCZ_K_QCONV_AMX:
         snprintf(k->why, sizeof k->why, "%s: 8-bit activations of four %s per 32-bit cell of the "
                  "padded input split by stride phase; at each %s, tiles of 16 channels' weights times tiles "

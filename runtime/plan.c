@@ -88,6 +88,7 @@ static const char *const names[DCZ_K_COUNT] = {
     [DCZ_K_QFC_STREAM_REF] = "qfc_stream_ref (integers, weights read as stored)",
     [DCZ_K_QCONV_SHIFT] = "qconv2d_shift (integers)",
     [DCZ_K_QCONV_SHIFT_DEPTHWISE] = "qconv2d_shift_depthwise (integers)",
+    [DCZ_K_QCONV_DEPTHWISE_PAIRS] = "qconv2d_depthwise_pairs (integers)",
     [DCZ_K_QCONV_AMX] = "qconv2d_amx (integers)",
     [DCZ_K_QCONV_GEMM] = "qconv2d_gemm (integers)",
     [DCZ_K_QCONV_DEPTHWISE] = "qconv2d_depthwise (integers)",
@@ -243,7 +244,11 @@ void dcz_plan_qconv(const dcz_conv_geom *g, uint64_t kept, int32_t qmax, int for
 
 dcz_kernel dcz_plan_qconv_shift(const dcz_qshift *f)
 {
-    if (dcz_qshift_depthwise(f)) return DCZ_K_QCONV_SHIFT_DEPTHWISE;
+    switch (dcz_qshift_depthwise(f)) {
+    case DCZ_QDW_BYTES: return DCZ_K_QCONV_SHIFT_DEPTHWISE;
+    case DCZ_QDW_PAIRS: return DCZ_K_QCONV_DEPTHWISE_PAIRS;
+    default: break;
+    }
     return f->amx_pick ? DCZ_K_QCONV_AMX : DCZ_K_QCONV_SHIFT;
 }
 
@@ -263,6 +268,7 @@ int dcz_kernel_shifts(dcz_kernel k)
 {
     return k == DCZ_K_CONV_SHIFT || k == DCZ_K_CONV_DEPTHWISE_LANES || k == DCZ_K_CONV_DEPTHWISE_PLANE ||
            k == DCZ_K_CONV_DEPTHWISE_ROWS || k == DCZ_K_QCONV_SHIFT || k == DCZ_K_QCONV_SHIFT_DEPTHWISE ||
+           k == DCZ_K_QCONV_DEPTHWISE_PAIRS ||
            k == DCZ_K_QCONV_AMX;
 }
 

@@ -119,6 +119,7 @@ typedef enum dcz_kernel {
     /* the integer region: convolutions */
     DCZ_K_QCONV_SHIFT,         /* 8-bit: the integer shift form, vpdpbusd */
     DCZ_K_QCONV_SHIFT_DEPTHWISE, /* ... one channel a group, byte permutes (VBMI) */
+    DCZ_K_QCONV_DEPTHWISE_PAIRS, /* ... one channel a group, int16 pairs, vpdpwssd */
     DCZ_K_QCONV_AMX,           /* ... by AMX tiles */
     DCZ_K_QCONV_GEMM,          /* 8-bit: weights as int16 pairs, dcz_qgemm over patches */
     DCZ_K_QCONV_DEPTHWISE,     /* 8-bit, one channel a group: planes shifted, AVX2 */

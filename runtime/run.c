@@ -713,6 +713,7 @@ static const struct {
     [DCZ_K_QFC_STREAM_REF] = { NULL, NULL, qweights_fc_stream_ref, 1 },
     [DCZ_K_QCONV_SHIFT] = { NULL, FAST(qrun_conv_shift), NULL, 0 },
     [DCZ_K_QCONV_SHIFT_DEPTHWISE] = { NULL, FAST(qrun_conv_shift), NULL, 0 },
+    [DCZ_K_QCONV_DEPTHWISE_PAIRS] = { NULL, FAST(qrun_conv_shift), NULL, 0 },
     [DCZ_K_QCONV_AMX] = { NULL, FAST(qrun_conv_shift), NULL, 0 },
     [DCZ_K_QCONV_GEMM] = { NULL, NULL, FAST(qweights_gemm), 0 },
     [DCZ_K_QCONV_DEPTHWISE] = { NULL, NULL, FAST(qweights_depthwise), 0 },

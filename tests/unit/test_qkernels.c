@@ -318,7 +318,7 @@ static void test_qconv_ref_by_hand(void)
 typedef struct conv_tally {
     size_t cases, bad, float_cases, float_bad, variants, gemm_cases, shift_cases, shift_vector, dw_forms, dw_runs;
     size_t amx_forms, amx_runs, amx_rows, amx_copies, amx_cols;
-    size_t split_variants, split_want, blocks2, pooled, qdw, dw_maps;
+    size_t split_variants, split_want, blocks2, pooled, qdw, dw_maps, dwp_forms, dwp_runs;
     uint32_t fillers;
 } conv_tally;
 
@@ -419,11 +419,14 @@ static void qconv_case(const dcz_conv_geom *g, double density, uint32_t k, int32
                     for (size_t i = 0; i < b * yout; i++) want[i] = (dcz_q)(want[i] < lo ? lo : want[i] > hi ? hi : want[i]);
                     memset(yq, 0x55, (B * yout + 1) * sizeof(dcz_q));
                     if (dcz_qconv2d_shift_requant(g, &f, bp, &rq, lo, hi, 0, x, b, scratch, yq)) {
-                        t->bad += diff_q(dcz_qshift_depthwise(&f) ? "qconv2d_shift_requant (depthwise)"
+                        const int dw = dcz_qshift_depthwise(&f);
+                        t->bad += diff_q(dw == DCZ_QDW_BYTES ? "qconv2d_shift_requant (depthwise, byte permutes)"
+                                         : dw == DCZ_QDW_PAIRS ? "qconv2d_shift_requant (depthwise, int16 pairs)"
                                          : amx ? "qconv2d_shift_requant (AMX tiles)" : "qconv2d_shift_requant",
                                          ctx, yq, want, b * yout);
                         t->shift_vector++;
-                        t->dw_runs += dcz_qshift_depthwise(&f);
+                        t->dw_runs += dw == DCZ_QDW_BYTES;
+                        t->dwp_runs += dw == DCZ_QDW_PAIRS;
                     }
                     /* with the 2x2 max pool of stride 2 after it taken in: the
                      * reference pool of the above */
@@ -447,6 +450,7 @@ static void qconv_case(const dcz_conv_geom *g, double density, uint32_t k, int32
                     free(mult); free(shift); free(want); free(yq);
                 }
                 t->dw_forms += f.dw != NULL;
+                t->dwp_forms += f.dwp != NULL;
                 t->dw_maps += f.dwmap != NULL;
                 t->amx_forms += f.amx != NULL;
                 t->amx_rows += f.amx != NULL && f.amx_run == DCZ_QAMX_ROWS;
@@ -574,7 +578,15 @@ static void test_qconv_grid(void)
         conv_geom_grouped(3, 3, 9, 9, 5, 1, 2, 3),        /* two quads a window row, 9 patterns */
         conv_geom_grouped(4, 4, 5, 5, 1, 1, 0, 4),        /* 1 x 1 */
         conv_geom_grouped(3, 3, 11, 6, 3, 1, 0, 3),       /* no padding, 4 x 9 outputs */
-        conv_geom_grouped(2, 2, 6, 60, 3, 1, 1, 2),       /* rows too wide: the quads of channels */
+        conv_geom_grouped(2, 2, 6, 60, 3, 1, 1, 2),       /* rows too wide: the int16 pairs */
+        /* depthwise over planes the byte permutes do not take: the int16
+         * pairs at strides 1 and 2, rows of several vectors and a part */
+        conv_geom_grouped(3, 3, 40, 75, 3, 1, 1, 3),      /* 75 a row: 32, 32 and 11 */
+        conv_geom_grouped(4, 4, 41, 70, 3, 2, 1, 4),      /* stride 2: 35 a row, 16, 16 and 3 */
+        conv_geom_grouped(2, 2, 33, 37, 5, 1, 2, 2),      /* 5 x 5: three pairs a window row */
+        conv_geom_grouped(3, 3, 38, 39, 5, 2, 2, 3),      /* 5 x 5, stride 2, an odd plane */
+        conv_geom_grouped(2, 2, 36, 36, 3, 2, 0, 2),      /* no padding: the last column left out */
+        conv_geom_grouped(2, 2, 30, 64, 7, 1, 3, 2),      /* 7 x 7: four pairs, the last one column */
         /* the AMX tiles: pairs of channel tiles and an odd one, several
          * blocks of 16 cells, a tap's quads in chunks */
         conv_geom(9, 40, 6, 9, 3, 3, 1, 1, 1, 1),         /* 40 channels: a pair and 8 rows over */
@@ -615,6 +627,11 @@ static void test_qconv_grid(void)
     CHECK(!dcz_isa_supported(DCZ_ISA_AVX2) || t.qdw >= 8, "the AVX2 depthwise kernel ran %zu times", t.qdw);
     CHECK(t.dw_runs == 0 || t.dw_runs == t.dw_forms, "the depthwise kernel ran %zu of %zu times", t.dw_runs,
           t.dw_forms);
+    /* every depthwise geometry at column stride 1 or 2 holds the int16
+     * pairs; with VNNI they run each one the byte permutes do not */
+    CHECK(t.dwp_forms >= 15 * 18, "the int16 pairs form was built %zu times", t.dwp_forms);
+    CHECK(!dcz_qshift_variant() || t.dwp_runs + t.dw_runs == t.dwp_forms,
+          "the int16 pairs ran %zu times and the byte permutes %zu of %zu forms", t.dwp_runs, t.dw_runs, t.dwp_forms);
     CHECK(t.shift_vector > 100 || !dcz_qshift_variant(), "the VNNI shift kernel ran %zu times", t.shift_vector);
     CHECK(t.pooled > 100 || !dcz_qshift_variant(), "the VNNI shift kernel pooled %zu times", t.pooled);
     /* every ungrouped layer of quads of channels, where the CPU has AMX */

@@ -365,7 +365,8 @@ const char *dcz_qshift_variant(void) { return dcz_qplanes_variant(DCZ_ISA_AVX512
 int dcz_qshift_depthwise(const dcz_qshift *f)
 {
 #ifdef DCZ_X86
-    return f->dw && dcz_qplanes_variant(DCZ_ISA_AVX512) && dcz_cpu_features()->avx512vbmi;
+    if (!dcz_qplanes_variant(DCZ_ISA_AVX512)) return 0;
+    return f->dw && dcz_cpu_features()->avx512vbmi ? DCZ_QDW_BYTES : f->dwp ? DCZ_QDW_PAIRS : 0;
 #else
     return 0;
 #endif

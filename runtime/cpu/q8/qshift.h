@@ -86,8 +86,12 @@ double dcz_qamx_cost(const dcz_conv_geom *g, size_t out16);
  * its bytes, -1 at the first that did not; a and b hold
  * dcz_qshift_scratch_floats(g) floats each. For the tests. */
 int dcz_qsplit_check(const dcz_conv_geom *g, const dcz_q *x, uint8_t *a, uint8_t *b);
-/* Whether dcz_qconv2d_shift_requant runs f by the depthwise kernel
- * (f->dw set and this CPU has AVX-512 VBMI and VNNI). */
+/* Which depthwise kernel dcz_qconv2d_shift_requant runs f by: the byte
+ * permutes (DCZ_QDW_BYTES: f->dw set and this CPU has AVX-512 VBMI and
+ * VNNI), else the int16 pairs (DCZ_QDW_PAIRS: f->dwp set and VNNI), else
+ * none (0: the quad taps, as any other layer). qshift_form.c describes
+ * both. */
+enum { DCZ_QDW_BYTES = 1, DCZ_QDW_PAIRS = 2 };
 int dcz_qshift_depthwise(const dcz_qshift *f);
 /* dcz_qconv2d_shift on AVX-512 VNNI with the requantization of each sum to
  * the output's scale fused in: y = what dcz_requant8 makes of its
@@ -153,6 +157,32 @@ typedef struct dcz_qdw_vmap {
 } dcz_qdw_vmap;
 
 static inline size_t qdw_vmaps(const qdw_shape *s) { return ((size_t)s->PH * s->PW + 63) / 64; }
+
+/* The depthwise form by int16 pairs (qshift_form.c describes it): its
+ * bounds on a window (pairs, columns), the pairs of a window row, a
+ * channel's padded plane as the kernel copies it (PH x PW cells, then
+ * QDWP_SLACK cells its last vectors read past the plane), and at stride 1
+ * where each vector of 32 cells of the plane's rows (as computed: PW a
+ * row, the last kw - 1 of each not outputs) goes in the output plane: a
+ * masked store of the vector from lane 0's place, at (may lie before the
+ * plane: its lanes there are masked), for each output row the vector
+ * holds. The kernel's scratch: the plane, then the stores. */
+#define QDWP_MAX_PAIRS 32
+#define QDWP_MAX_KW 16
+#define QDWP_SLACK 64
+typedef struct qdwp_store { uint32_t vec; int32_t at; uint32_t mask; } qdwp_store;
+static inline uint32_t qdwp_row_pairs(const dcz_conv_geom *g) { return (g->kw + 1) / 2; }
+static inline size_t qdwp_pw(const dcz_conv_geom *g) { return (size_t)(g->out_w - 1) * g->sw + g->kw; }
+static inline size_t qdwp_plane_cells(const dcz_conv_geom *g)
+{
+    return ((size_t)(g->out_h - 1) * g->sh + g->kh) * qdwp_pw(g) + QDWP_SLACK;
+}
+static inline size_t qdwp_vectors(const dcz_conv_geom *g) { return ((size_t)g->out_h * qdwp_pw(g) + 31) / 32; }
+static inline uint64_t qdwp_scratch_bytes(const dcz_conv_geom *g)
+{
+    const uint64_t plane = ((uint64_t)qdwp_plane_cells(g) * sizeof(int16_t) + 7) / 8 * 8;
+    return plane + ((uint64_t)qdwp_vectors(g) + g->out_h) * sizeof(qdwp_store);
+}
 
 /* The kernels on accumulators (kernels_qshift.c) that the requantizing
  * ones run too. */

@@ -1,7 +1,7 @@
 /* qshift_form.c: the integer shift form of the 8-bit schemes (qshift.h;
  * model.h's dcz_qshift) as the loader builds it from a layer's integer
  * weights: quad taps by blocks of one or two output channels, column
- * quads, the depthwise form by byte permutes, and the AMX tiles' forms
+ * quads, the depthwise forms by byte permutes and by int16 pairs, and the AMX tiles' forms
  * (kernels_amx.c) where the CPU has them; its bytes and its kernels'
  * scratch. The kernels that read it: kernels_qshift.c (on accumulators),
  * qshift_requant.c (requantized as they store). The form is described
@@ -169,6 +169,57 @@ static void qdw_build(const dcz_conv_geom *g, const qdw_shape *d, const dcz_qspa
     f->dwmap = qdw_vmap_build(g, d, maps) ? maps : NULL;
 }
 
+/* Depthwise by int16 pairs. A depthwise layer the byte permutes do not
+ * take (planes past 28 x 28, or a CPU without VBMI) reads its activations
+ * as they lie, 16-bit: each channel's plane is copied into a padded plane
+ * (zeros around, PH x PW as above), and a 32-bit lane of a vector loaded
+ * from it holds two neighbouring columns, which vpdpwssd multiplies by two
+ * weights of a window row at once ("a pair": columns 2j and 2j + 1, the
+ * low half the even one, 0 past the row). At column stride 2 lane i of a
+ * load at column 2 ox0 + 2j holds output ox0 + i's two inputs at those
+ * window columns: ceil(kw / 2) vpdpwssd a window row for 16 outputs, a
+ * row's last vector stored under a mask. At stride 1 (row stride 1 too)
+ * the padded plane's rows are taken as one long row, each cell the first
+ * of its window (the last kw - 1 cells of a row are no output's): a load
+ * from cell q0 + 2j serves cells q0 + 2i, and one a cell on the cells q0 +
+ * 2i + 1, two sums of 16 lanes requantized apart in registers, their
+ * halves put side by side for 32 cells, stored into each output row they
+ * hold under a mask (made once a call: qdwp_store); a 7 x 7 plane is two
+ * vectors, not seven. The kernel skips a channel's pairs of two zeros (a
+ * pruned layer's most). No +128 and no split: the sums start at the bias.
+ * The kernel: qshift_requant.c; the references as above. Measured against
+ * the quad taps: bench/cpu-profile.md. */
+static int qdwp_takes(const dcz_conv_geom *g)
+{
+    return g->in_c > 0 && dcz_conv_groups(g) == g->in_c && g->out_c == g->in_c && g->out_h > 0 && g->out_w > 0 &&
+           (g->sw == 2 || (g->sw == 1 && g->sh == 1)) && g->kw <= QDWP_MAX_KW &&
+           (uint64_t)g->kh * qdwp_row_pairs(g) <= QDWP_MAX_PAIRS;
+}
+
+/* the pairs, after 4 bytes that align them */
+static uint64_t qdwp_bytes(const dcz_conv_geom *g)
+{
+    return qdwp_takes(g) ? 4 + (uint64_t)g->out_c * g->kh * qdwp_row_pairs(g) * sizeof(int32_t) : 0;
+}
+
+static void qdwp_build(const dcz_conv_geom *g, const dcz_qsparse *s, void *mem, dcz_qshift *f)
+{
+    uint8_t *at = mem;
+    int32_t *dwp = (int32_t *)(void *)(at + (-(uintptr_t)at & 3));
+    const uint32_t np = qdwp_row_pairs(g);
+    memset(dwp, 0, (size_t)g->out_c * g->kh * np * sizeof *dwp);
+    for (uint32_t oc = 0; oc < g->out_c; oc++) {
+        uint32_t e, end, col;
+        for (dcz_steps_row(s->row_ptr, s->step, g->out_c, oc, &e, &end, &col); e < end;
+             e++, dcz_steps_seek(s->step, &e, end, col, &col)) {
+            const uint32_t ky = col / g->kw, kx = col % g->kw;
+            uint32_t *p = (uint32_t *)&dwp[((size_t)oc * g->kh + ky) * np + kx / 2];
+            *p |= (uint32_t)(uint16_t)(int16_t)dcz_qsparse_weight(s, oc, e) << (16 * (kx % 2));
+        }
+    }
+    f->dwp = dwp;
+}
+
 /* the AMX tile form's bytes where it is built (amx): ungrouped layers,
  * column quads included (kernels_amx.c, the columns form) */
 static uint64_t qamx_bytes(const dcz_conv_geom *g, int amx) { return amx ? dcz_qamx_bytes(g) : 0; }
@@ -176,7 +227,8 @@ static uint64_t qamx_bytes(const dcz_conv_geom *g, int amx) { return amx ? dcz_q
 uint64_t dcz_qshift_bytes(const dcz_conv_geom *g, uint64_t nnz, int amx)
 {
     return ((uint64_t)g->out_c * 2 + 1) * sizeof(uint32_t) +
-           nnz * (sizeof(uint32_t) + DCZ_QSHIFT_MAX_OB * sizeof(int32_t)) + qdw_bytes(g) + qamx_bytes(g, amx);
+           nnz * (sizeof(uint32_t) + DCZ_QSHIFT_MAX_OB * sizeof(int32_t)) + qdw_bytes(g) + qamx_bytes(g, amx) +
+           qdwp_bytes(g);
 }
 
 uint64_t dcz_qshift_scratch_floats(const dcz_conv_geom *g)
@@ -189,6 +241,8 @@ uint64_t dcz_qshift_scratch_floats(const dcz_conv_geom *g)
         const uint64_t copies = dcz_qamx_copy_cells(g, toff, q.out16);
         if (copies) cells += copies + 16;   /* at a 64-byte boundary */
     }
+    /* the int16 pairs' padded plane and stores */
+    if (qdwp_takes(g) && (qdwp_scratch_bytes(g) + 3) / 4 > cells) cells = (qdwp_scratch_bytes(g) + 3) / 4;
     qdw_shape s;
     if (!qdw_shape_of(g, &s)) return cells;
     /* the byte planes and the window past the last */
@@ -335,5 +389,7 @@ int dcz_qshift_build(const dcz_conv_geom *g, const dcz_qsparse *s, int amx, void
         dcz_qamx_build(g, s, rest + qdw_bytes(g), f);
         f->amx_pick = dcz_qamx_cost(g, q.out16) < (double)(q.out16 / 16) * (n + blocks * DCZ_QSHIFT_BLOCK_COST);
     }
+    f->dwp = NULL;
+    if (qdwp_takes(g)) qdwp_build(g, s, rest + qdw_bytes(g) + qamx_bytes(g, amx), f);
     return 1;
 }

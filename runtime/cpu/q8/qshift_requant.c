@@ -352,6 +352,141 @@ QDW_TGT static void qdw_requant__vbmi(const dcz_conv_geom *g, const dcz_qshift *
     }
 }
 
+
+/* The depthwise form by int16 pairs (qshift_form.c) on AVX-512 VNNI:
+ * one channel's outputs y from its padded plane pc (PW cells a row), its
+ * n pairs of weights w at cells off of a window's first, the sums starting
+ * at a0 (the bias), requantized in registers as requant_planes__vnni does.
+ * At stride 1 the plane's rows are taken as one row (a window's first cell
+ * is its output's cell there, PW a row): vectors of 32 cells, the sums of
+ * the even and of the odd ones, stored by the nst stores st. At stride 2,
+ * each output row by vectors of 16 outputs, the last stored under a mask. */
+VNNI_TGT static inline __attribute__((always_inline)) void
+qdwp_stride1__vnni(const int MODE, size_t nvec, const qdwp_store *st, const dcz_q *pc, uint32_t n,
+                   const uint32_t *off, const int32_t *w, int32_t a0, const rq_consts *c, dcz_q *y)
+{
+    const __m512i init = _mm512_set1_epi32(a0);
+    const qdwp_store *s = st;
+    for (size_t j = 0; j < nvec; j++) {
+        __m512i ev = init, od = init;
+        for (uint32_t p = 0; p < n; p++) {
+            const dcz_q *a = pc + 32 * j + off[p];
+            const __m512i wp = _mm512_set1_epi32(w[p]);
+            ev = _mm512_dpwssd_epi32(ev, _mm512_loadu_si512((const void *)a), wp);
+            od = _mm512_dpwssd_epi32(od, _mm512_loadu_si512((const void *)(a + 1)), wp);
+        }
+        /* the even cells' values in the low halves, the odd ones' in the high */
+        const __m512i v = _mm512_mask_blend_epi16((__mmask32)0xAAAAAAAAu, requant16(MODE, ev, c),
+                                                  _mm512_slli_epi32(requant16(MODE, od, c), 16));
+        for (; s->vec == j; s++)
+            _mm512_mask_storeu_epi16((void *)((uintptr_t)y + (intptr_t)s->at * (intptr_t)sizeof *y), (__mmask32)s->mask, v);
+    }
+}
+
+VNNI_TGT static inline __attribute__((always_inline)) void
+qdwp_stride2__vnni(const int MODE, const dcz_conv_geom *g, size_t PW, const dcz_q *pc, uint32_t n,
+                   const uint32_t *off, const int32_t *w, int32_t a0, const rq_consts *c, dcz_q *y)
+{
+    const __m512i init = _mm512_set1_epi32(a0);
+    for (uint32_t oy = 0; oy < g->out_h; oy++) {
+        const dcz_q *r = pc + (size_t)oy * g->sh * PW;
+        dcz_q *yr = y + (size_t)oy * g->out_w;
+        for (uint32_t ox0 = 0; ox0 < g->out_w; ox0 += 16) {
+            __m512i acc = init;
+            for (uint32_t p = 0; p < n; p++)
+                acc = _mm512_dpwssd_epi32(acc, _mm512_loadu_si512((const void *)(r + off[p] + 2 * (size_t)ox0)),
+                                          _mm512_set1_epi32(w[p]));
+            const uint32_t left = g->out_w - ox0;
+            _mm256_mask_storeu_epi16(yr + ox0, left >= 16 ? (__mmask16)0xFFFF : (__mmask16)((1u << left) - 1),
+                                     _mm512_cvtepi32_epi16(requant16(MODE, acc, c)));
+        }
+    }
+}
+
+VNNI_TGT static inline __attribute__((always_inline)) void
+qdwp_channel__vnni(const int MODE, const int S, const dcz_conv_geom *g, size_t PW, size_t nvec,
+                   const qdwp_store *st, const dcz_q *pc, uint32_t n, const uint32_t *off, const int32_t *w,
+                   int32_t a0, int32_t mult, unsigned k, int32_t qlo, int32_t qhi, dcz_q *y)
+{
+    const rq_consts c = rq_setup(MODE, mult, k, qlo, qhi);
+    if (S == 1) qdwp_stride1__vnni(MODE, nvec, st, pc, n, off, w, a0, &c, y);
+    else qdwp_stride2__vnni(MODE, g, PW, pc, n, off, w, a0, &c, y);
+}
+
+/* st = the stores of g's vectors at stride 1 (qshift.h), ended by one of
+ * no vector */
+static void qdwp_stores(const dcz_conv_geom *g, size_t PW, size_t nvec, qdwp_store *st)
+{
+    for (size_t j = 0; j < nvec; j++)
+        for (size_t q0 = 32 * j, r = q0 / PW; r < g->out_h && r * PW < q0 + 32; r++) {
+            const size_t lo = q0 > r * PW ? q0 : r * PW, hi = q0 + 32 < r * PW + g->out_w ? q0 + 32 : r * PW + g->out_w;
+            if (lo >= hi) continue;
+            st->vec = (uint32_t)j;
+            st->at = (int32_t)((int64_t)(r * g->out_w) + (int64_t)q0 - (int64_t)(r * PW));
+            st->mask = (uint32_t)((((uint64_t)1 << (hi - lo)) - 1) << (lo - q0));
+            st++;
+        }
+    st->vec = UINT32_MAX;
+}
+
+/* dcz_qconv2d_shift_requant of a layer held in the depthwise form by
+ * int16 pairs: each sample's channels one at a time through one padded
+ * plane, whose padding every channel leaves as the first found it */
+VNNI_TGT static void qdwp_requant__vnni(const dcz_conv_geom *g, const dcz_qshift *f, const int64_t *bias,
+                                        const dcz_requant *rq, int32_t lo, int32_t hi, const dcz_q *x, size_t batch,
+                                        void *scratch, dcz_q *y)
+{
+    const uint32_t np = qdwp_row_pairs(g);
+    const size_t PW = qdwp_pw(g), nvec = qdwp_vectors(g);
+    const size_t in_plane = (size_t)g->in_h * g->in_w, out_plane = (size_t)g->out_h * g->out_w;
+    dcz_q *pc = scratch;
+    qdwp_store *st = (qdwp_store *)(void *)((char *)scratch + (qdwp_plane_cells(g) * sizeof *pc + 7) / 8 * 8);
+    if (g->sw == 1) qdwp_stores(g, PW, nvec, st);
+    /* the input rows and columns within the padded plane */
+    const size_t PH = (size_t)(g->out_h - 1) * g->sh + g->kh;
+    const size_t rows = PH <= g->ph ? 0 : PH - g->ph < g->in_h ? PH - g->ph : g->in_h;
+    const size_t cols = PW <= g->pw ? 0 : PW - g->pw < g->in_w ? PW - g->pw : g->in_w;
+    memset(pc, 0, qdwp_plane_cells(g) * sizeof *pc);
+    for (size_t b = 0; b < batch; b++)
+        for (uint32_t oc = 0; oc < g->out_c; oc++) {
+            const dcz_q *xc = x + (b * g->in_c + oc) * in_plane;
+            /* rows of 7 to 112 cells: masked vectors, where a call to
+             * memcpy a row took a third of 7 x 7 planes' time */
+            for (size_t iy = 0; iy < rows; iy++) {
+                const dcz_q *src = xc + iy * g->in_w;
+                dcz_q *dst = pc + (iy + g->ph) * PW + g->pw;
+                for (size_t i = 0; i < cols; i += 32) {
+                    const __mmask32 m = cols - i >= 32 ? ~(__mmask32)0 : (__mmask32)((1u << (cols - i)) - 1);
+                    _mm512_mask_storeu_epi16(dst + i, m, _mm512_maskz_loadu_epi16(m, src + i));
+                }
+            }
+            /* the channel's pairs that hold a weight (without a branch a
+             * pair: a pruned layer's are as likely zero as not) */
+            uint32_t off[QDWP_MAX_PAIRS + 1], n = 0;
+            int32_t w[QDWP_MAX_PAIRS + 1];
+            const int32_t *wc = f->dwp + (size_t)oc * g->kh * np;
+            for (uint32_t ky = 0; ky < g->kh; ky++)
+                for (uint32_t j = 0; j < np; j++) {
+                    off[n] = (uint32_t)(ky * PW + 2 * j);
+                    w[n] = wc[ky * np + j];
+                    n += w[n] != 0;
+                }
+            /* the 32-bit sums wrap on their way (the bound: model.h) */
+            const int32_t a0 = (int32_t)(uint32_t)(uint64_t)(bias ? bias[oc] : 0);
+            const unsigned k = rq->shift[oc];
+            const int32_t mult = rq->mult[oc];
+            dcz_q *yc = y + (b * g->out_c + oc) * out_plane;
+            switch (RQ_MODE(k) * 2 + (g->sw == 2)) {
+            case 5: qdwp_channel__vnni(2, 2, g, PW, nvec, st, pc, n, off, w, a0, mult, k, lo, hi, yc); break;
+            case 4: qdwp_channel__vnni(2, 1, g, PW, nvec, st, pc, n, off, w, a0, mult, k, lo, hi, yc); break;
+            case 3: qdwp_channel__vnni(1, 2, g, PW, nvec, st, pc, n, off, w, a0, mult, k, lo, hi, yc); break;
+            case 2: qdwp_channel__vnni(1, 1, g, PW, nvec, st, pc, n, off, w, a0, mult, k, lo, hi, yc); break;
+            case 1: qdwp_channel__vnni(0, 2, g, PW, nvec, st, pc, n, off, w, a0, mult, k, lo, hi, yc); break;
+            default: qdwp_channel__vnni(0, 1, g, PW, nvec, st, pc, n, off, w, a0, mult, k, lo, hi, yc); break;
+            }
+        }
+}
+
 #endif
 
 #define REQ_PLANE_MAX 512
@@ -457,9 +592,10 @@ int dcz_qconv2d_shift_requant(const dcz_conv_geom *g, const dcz_qshift *f, const
 #ifdef DCZ_X86
     if (!dcz_qconv2d_shift_requant_runs(g, f, rq, pool2)) return 0;
     const dcz_qplanes_fn planes = dcz_qplanes_variant(DCZ_ISA_AVX512);
-    if (dcz_qshift_depthwise(f)) {
-        qdw_requant__vbmi(g, f, bias, rq, lo, hi, x, batch, (uint8_t *)(void *)scratch, y);
-        return 1;
+    switch (dcz_qshift_depthwise(f)) {
+    case DCZ_QDW_BYTES: qdw_requant__vbmi(g, f, bias, rq, lo, hi, x, batch, (uint8_t *)(void *)scratch, y); return 1;
+    case DCZ_QDW_PAIRS: qdwp_requant__vnni(g, f, bias, rq, lo, hi, x, batch, scratch, y); return 1;
+    default: break;
     }
     const split_geom q = split_geom_of(g, (g->in_c + 3) / 4, 0);
     int32_t *xs = (int32_t *)(void *)scratch, *t = planes_at(scratch, &q);
