@@ -1214,13 +1214,17 @@ static void test_qpools_random(void)
     CHECK(max_bad == 0, "qmaxpool differs from the fp32 pool in %zu elements", max_bad);
     /* dcz_qmaxpool against the reference: these and real networks' pools
      * (2x2 stride 2 on even, odd and padded images, 3x3 stride 2 padded,
-     * stride 1 over rows of 40, stride 3), both ranges, batch 3 */
+     * stride 1 over rows of 40, stride 3; at column stride 2 rows of
+     * several vectors and a part, windows 3, 4 and 5 wide), both ranges,
+     * batch 3 */
     const dcz_conv_geom pools[] = {
         conv_geom(3, 3, 7, 9, 3, 3, 2, 2, 1, 1), conv_geom(2, 2, 5, 11, 2, 3, 1, 2, 1, 0),
         conv_geom(1, 1, 9, 7, 5, 5, 2, 1, 2, 4), conv_geom(4, 4, 1, 1, 3, 3, 1, 1, 1, 1),
         conv_geom(3, 3, 24, 24, 2, 2, 2, 2, 0, 0), conv_geom(2, 2, 9, 35, 2, 2, 2, 2, 0, 0),
         conv_geom(2, 2, 7, 9, 2, 2, 2, 2, 1, 1), conv_geom(2, 2, 14, 14, 3, 3, 2, 2, 1, 1),
         conv_geom(1, 1, 5, 40, 2, 2, 1, 1, 0, 0), conv_geom(2, 2, 9, 50, 3, 3, 3, 3, 0, 0),
+        conv_geom(2, 2, 5, 111, 3, 3, 2, 2, 0, 0), conv_geom(2, 2, 13, 70, 3, 3, 2, 2, 1, 1),
+        conv_geom(1, 1, 9, 60, 3, 4, 2, 2, 1, 1), conv_geom(2, 2, 11, 75, 5, 5, 2, 2, 2, 2),
     };
     size_t qbad = 0;
     for (size_t gi = 0; gi < sizeof pools / sizeof *pools; gi++)
