@@ -174,8 +174,8 @@ typedef struct dcz_qshift {
     const uint8_t *dwidx;   /* (patterns, kh ceil(kw / 4), 64) the bytes of a vector's window each lane reads */
     const struct dcz_qdw_vmap *dwmap;  /* (ceil(PH PW / 64)) where each 64 bytes of a channel's padded plane
                                           come from in its input plane; NULL where some do not fit a vector */
-    /* depthwise convolutions at column stride 1 or 2 (qshift_form.c, "depthwise
-     * by int16 pairs"), else NULL: */
+    /* depthwise convolutions at column stride 2, or 1 at row stride 1, windows up
+     * to QDWP_MAX_KW wide (qshift_form.c, "depthwise by int16 pairs"), else NULL: */
     const int32_t *dwp;     /* (out_c, kh, ceil(kw / 2)) the weights of two columns of a window row, a
                                16-bit half each (the low one the even column; 0 past the row) */
     /* the AMX tile form (kernels_amx.c) of ungrouped convolutions where the

@@ -318,7 +318,7 @@ static void test_qconv_ref_by_hand(void)
 typedef struct conv_tally {
     size_t cases, bad, float_cases, float_bad, variants, gemm_cases, shift_cases, shift_vector, dw_forms, dw_runs;
     size_t amx_forms, amx_runs, amx_rows, amx_copies, amx_cols;
-    size_t split_variants, split_want, blocks2, pooled, qdw, dw_maps, dwp_forms, dwp_runs;
+    size_t split_variants, split_want, blocks2, pooled, qdw, dw_maps, dwp_forms, dwp_runs, dwp_kernel;
     uint32_t fillers;
 } conv_tally;
 
@@ -426,7 +426,11 @@ static void qconv_case(const dcz_conv_geom *g, double density, uint32_t k, int32
                                          ctx, yq, want, b * yout);
                         t->shift_vector++;
                         t->dw_runs += dw == DCZ_QDW_BYTES;
-                        t->dwp_runs += dw == DCZ_QDW_PAIRS;
+                        /* once a form that holds the pairs: it ran a depthwise kernel */
+                        if (!amx && f.dwp) {
+                            t->dwp_kernel += dw != 0;
+                            t->dwp_runs += dw == DCZ_QDW_PAIRS;
+                        }
                     }
                     /* with the 2x2 max pool of stride 2 after it taken in: the
                      * reference pool of the above */
@@ -630,8 +634,11 @@ static void test_qconv_grid(void)
     /* every depthwise geometry at column stride 1 or 2 holds the int16
      * pairs; with VNNI they run each one the byte permutes do not */
     CHECK(t.dwp_forms >= 15 * 18, "the int16 pairs form was built %zu times", t.dwp_forms);
-    CHECK(!dcz_qshift_variant() || t.dwp_runs + t.dw_runs == t.dwp_forms,
-          "the int16 pairs ran %zu times and the byte permutes %zu of %zu forms", t.dwp_runs, t.dw_runs, t.dwp_forms);
+    CHECK(!dcz_qshift_variant() || t.dwp_kernel == t.dwp_forms,
+          "a depthwise kernel ran on %zu of %zu forms with the int16 pairs", t.dwp_kernel, t.dwp_forms);
+    /* and the pairs themselves on the six large planes at least, which the
+     * byte permutes do not take */
+    CHECK(!dcz_qshift_variant() || t.dwp_runs >= 6 * 18, "the int16 pairs ran %zu times", t.dwp_runs);
     CHECK(t.shift_vector > 100 || !dcz_qshift_variant(), "the VNNI shift kernel ran %zu times", t.shift_vector);
     CHECK(t.pooled > 100 || !dcz_qshift_variant(), "the VNNI shift kernel pooled %zu times", t.pooled);
     /* every ungrouped layer of quads of channels, where the CPU has AMX */

@@ -2,9 +2,10 @@
  * requantization of each sum to the output's scale fused in
  * (dcz_qconv2d_shift_requant), on AVX-512 VNNI: the planes as the kernel of
  * kernels_qshift.c computes them, requantized by vectors or by rows, with
- * a 2x2 max pool fused in where the layer takes one; and the depthwise
- * form's kernel by byte permutes (VBMI, qshift_form.c describes the form),
- * which requantizes in registers. Apart from the kernels on accumulators,
+ * a 2x2 max pool fused in where the layer takes one (never a depthwise
+ * layer on the kernels below); and the depthwise forms' kernels by byte
+ * permutes (VBMI) and by int16 pairs (VNNI; qshift_form.c describes both
+ * forms), which requantize in registers. Apart from the kernels on accumulators,
  * which the reference, the AMX tiles and the tests share: these write the
  * next layer's dcz_q activations straight, the bits of dcz_requant8 over
  * the accumulators.
