@@ -46,6 +46,8 @@
  *                           Sigmoid's input by its output and the Sigmoid's
  *                           output is read by that Mul alone (SiLU, x
  *                           sigmoid(x), as exporters write it)
+ *   HardSigmoid (alpha 1/6, HARD_SWISH, one layer, the same way (HardSwish
+ *   beta 1/2), then Mul     as exporters write it before opset 14)
  *   Softmax                 SOFTMAX (the last layer only)
  *   Identity, Dropout       removed; Constant gives a constant
  *   Shape, Gather,          evaluated for the model's fixed input shape
@@ -559,10 +561,12 @@ typedef struct val {
     long tail_node;                 /* a Reshape only the graph's end or a Mul may
                                        follow, or -1 */
     dcz_shape view;                 /* with tail_node: the shape it gives the value */
-    long silu_x;                    /* the output of a Sigmoid of value silu_x that
-                                       only a Mul of silu_x reads (that Mul makes
-                                       the SILU layer), or -1 */
-    long silu_node;                 /* with silu_x: that Sigmoid */
+    long gate_x;                    /* the output of a Sigmoid (or a HardSigmoid of
+                                       HardSwish's constants) of value gate_x that
+                                       only a Mul of gate_x reads (that Mul makes
+                                       the SILU or HARD_SWISH layer), or -1 */
+    long gate_node;                 /* with gate_x: that node */
+    uint16_t gate_op;               /* with gate_x: DCZ_OP_SILU or DCZ_OP_HARD_SWISH */
     int fold_rank;                  /* V_CONST computed at import (shapes folded): rank 0
                                        or 1, -1 for any other value */
     uint32_t nfold;
@@ -655,7 +659,7 @@ static dcz_status val_add(imp *im, const char *name, int kind, const char *by, l
     v->pad_node = -1;
     v->tail_node = -1;
     v->fold_rank = -1;
-    v->silu_x = -1;
+    v->gate_x = -1;
     size_t k = name_hash(name) & (im->nslots - 1);
     while (im->slot[k]) k = (k + 1) & (im->nslots - 1);
     im->slot[k] = (uint32_t)(++im->nvals);
@@ -1642,17 +1646,19 @@ static int mul_fits(const imp *im, long x, long f)
     return dcz_op_shape(DCZ_OP_MUL, NULL, 0, in, 2, &out) == DCZ_OK;
 }
 
-/* Mul of x and the output (gate) of a Sigmoid of x that this Mul alone
- * reads (op_activation made no layer of it): one SILU layer, x sigmoid(x),
+/* Mul of x and the output (gate) of a Sigmoid of x, or of a HardSigmoid of
+ * x with HardSwish's constants, that this Mul alone reads (op_activation
+ * made no layer of it): one SILU layer, x sigmoid(x), or one HARD_SWISH,
  * reading x once where the Mul read it twice. */
-static dcz_status mul_silu(const nodectx *c, long x, long gate)
+static dcz_status mul_gate(const nodectx *c, long x, long gate)
 {
     imp *im = c->im;
     const uint32_t t = im->vals[x].tensor;
     if (im->tens[t].readers) im->tens[t].readers--;
-    dcz_status s = push_layer(c, "silu", DCZ_OP_SILU, NULL, 0, &t, 1, NULL);
+    const uint16_t op = im->vals[gate].gate_op;
+    dcz_status s = push_layer(c, op == DCZ_OP_SILU ? "silu" : "hswish", op, NULL, 0, &t, 1, NULL);
     if (s != DCZ_OK) return s;
-    const size_t k = (size_t)im->vals[gate].silu_node;
+    const size_t k = (size_t)im->vals[gate].gate_node;
     char sig[96];
     node_label(im->g->node[k], k, sig, sizeof sig);
     snprintf(im->source[im->nlayers - 1], DCZ_ONNX_SOURCE_LEN, "%.72s + %.72s", sig, c->label);
@@ -1662,7 +1668,7 @@ static dcz_status mul_silu(const nodectx *c, long x, long gate)
 
 /* Mul of two activations: MUL, the factors either of the other's shape or
  * one per channel ((N, C, 1, 1) for (N, C, H, W)), in either order; SILU
- * for x times a Sigmoid of x (mul_silu). */
+ * or HARD_SWISH for x times a Sigmoid or a HardSigmoid of x (mul_gate). */
 static dcz_status op_mul(const nodectx *c)
 {
     imp *im = c->im;
@@ -1674,8 +1680,8 @@ static dcz_status op_mul(const nodectx *c)
         return fail(&im->e, DCZ_ERR_UNSUPPORTED, "%s multiplies by a constant (dcz's Mul takes two computed "
                     "values)", c->label);
     if ((s = input_act(c, 0, &a)) != DCZ_OK || (s = input_act(c, 1, &b)) != DCZ_OK) return s;
-    if (im->vals[b].silu_x == a) return mul_silu(c, a, b);
-    if (im->vals[a].silu_x == b) return mul_silu(c, b, a);
+    if (im->vals[b].gate_x == a) return mul_gate(c, a, b);
+    if (im->vals[a].gate_x == b) return mul_gate(c, b, a);
     if (!mul_fits(im, a, b)) {
         const long t = a;
         a = b;
@@ -1772,10 +1778,10 @@ static dcz_status op_clip(const nodectx *c)
     return add_layer1(c, DCZ_OP_CLIP, attr, 2, x, NULL);
 }
 
-/* Whether Sigmoid node c is half of a SiLU as exporters write it: its
- * output read by one later node alone, a Mul of the Sigmoid's input and
- * that output (in either order). */
-static int silu_gate(const nodectx *c)
+/* Whether node c (a Sigmoid, or a HardSigmoid) is half of a SiLU, or of
+ * a HardSwish, as exporters write them: its output read by one later node
+ * alone, a Mul of c's input and that output (in either order). */
+static int mul_gate_of(const nodectx *c)
 {
     const imp *im = c->im;
     const char *x = input_name(c, 0), *y = c->n->n_output ? c->n->output[0] : NULL;
@@ -1790,8 +1796,11 @@ static int silu_gate(const nodectx *c)
 
 /* One activation in, one out, with float attributes: Relu, Sigmoid, Tanh,
  * HardSwish, LeakyRelu (alpha 0.01), HardSigmoid (alpha 0.2, beta 0.5), and
- * GlobalAveragePool. A Sigmoid that is half of a SiLU (silu_gate) makes no
- * layer: its output is its input's tensor, marked for the Mul (mul_silu). */
+ * GlobalAveragePool. A Sigmoid that is half of a SiLU, or a HardSigmoid
+ * of alpha 1/6 and beta 1/2 half of a HardSwish (mul_gate_of), makes no
+ * layer: its output is its input's tensor, marked for the Mul (mul_gate),
+ * which makes the SILU or HARD_SWISH (whose t = x / 6 + 1/2 may differ
+ * from the HardSigmoid's x 1/6 + 1/2 in its last bit). */
 static dcz_status op_activation(const nodectx *c)
 {
     static const char *const none[] = { NULL }, *const leaky[] = { "alpha", NULL },
@@ -1813,11 +1822,13 @@ static dcz_status op_activation(const nodectx *c)
     long x;
     if (s == DCZ_OK) s = input_act(c, 0, &x);
     if (s != DCZ_OK) return s;
-    if (op == DCZ_OP_SIGMOID && silu_gate(c)) {
+    const int hswish = op == DCZ_OP_HARD_SIGMOID && alpha == 1.0f / 6.0f && beta == 0.5f;
+    if ((op == DCZ_OP_SIGMOID || hswish) && mul_gate_of(c)) {
         long gate;
         if ((s = alias(c, x, &gate)) != DCZ_OK) return s;
-        c->im->vals[gate].silu_x = x;
-        c->im->vals[gate].silu_node = (long)c->index;
+        c->im->vals[gate].gate_x = x;
+        c->im->vals[gate].gate_node = (long)c->index;
+        c->im->vals[gate].gate_op = hswish ? DCZ_OP_HARD_SWISH : DCZ_OP_SILU;
         return DCZ_OK;
     }
     const int32_t attr[2] = { dcz_f32_attr(alpha), dcz_f32_attr(beta) };

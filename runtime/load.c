@@ -131,14 +131,15 @@ static void fuse_activations(dcz_model *m)
         }
         const int weighted = c->op == DCZ_OP_CONV2D || c->op == DCZ_OP_DENSE;
         const int takes = weighted || c->op == DCZ_OP_ADD;
-        /* a SiLU into a weighted layer alone (an ADD's kernels take clamps),
-         * and not in a build for size (DCZ_SMALL: dcz_act_one takes none) */
+        /* a SiLU or a HardSwish into a weighted layer alone (an ADD's
+         * kernels take clamps), and not in a build for size (DCZ_SMALL:
+         * dcz_act_one takes neither) */
 #ifdef DCZ_SMALL
-        const int silu = 0;
+        const int curve = 0;
 #else
-        const int silu = a->op == DCZ_OP_SILU && weighted;
+        const int curve = (a->op == DCZ_OP_SILU || a->op == DCZ_OP_HARD_SWISH) && weighted;
 #endif
-        const int act = a->op == DCZ_OP_RELU || a->op == DCZ_OP_CLIP || silu;
+        const int act = a->op == DCZ_OP_RELU || a->op == DCZ_OP_CLIP || curve;
         if (!takes || c->q || a->q || !act) continue;
         c->act = (dcz_act){ a->op, a->param[0], a->param[1] };
         a->fused = DCZ_FUSED_ACT;

@@ -48,8 +48,8 @@ dcz_status dcz_conv_geom_init(dcz_conv_geom *g, uint16_t op, const int32_t *attr
                               const dcz_shape *in);
 
 /* The activation a layer's output takes on its way out, the next layer's
- * run in its place (run.c): DCZ_OP_RELU, DCZ_OP_CLIP between lo and hi, or
- * DCZ_OP_SILU; op 0 for none. */
+ * run in its place (run.c): DCZ_OP_RELU, DCZ_OP_CLIP between lo and hi,
+ * DCZ_OP_SILU or DCZ_OP_HARD_SWISH; op 0 for none. */
 typedef struct dcz_act { uint16_t op; float lo, hi; } dcz_act;
 
 /* The references' formulas on one value that the CUDA kernels share
@@ -119,17 +119,27 @@ DCZ_ONE_VALUE float dcz_silu_one(float v)
     const float e = dcz_exp_neg(-fabsf(v));
     return v * (v >= 0.0f ? 1.0f : e) / (1.0f + e);
 }
+
+/* HARD_SWISH of v: v times u, t = v / 6 + 1/2 clamped to [0, 1] as CLIP
+ * clamps (u = 0 > m ? 0 : m, m = 1 < t ? 1 : t), one rounding each. */
+DCZ_ONE_VALUE float dcz_hard_swish_one(float v)
+{
+    const float t = v / 6.0f + 0.5f, m = 1.0f < t ? 1.0f : t;
+    return v * (0.0f > m ? 0.0f : m);
+}
+
 /* act (NULL or op 0: none) on one value, the references' formulas (NaN and
  * zeros of both signs included): ReLU v > 0 ? v : 0; CLIP lo > t ? lo : t,
- * t = hi < v ? hi : v; SILU dcz_silu_one, but in a build for size
- * (DCZ_SMALL, make mcu), whose loader fuses no SiLU (load.c): the branch
- * cost its firmware 110 bytes. */
+ * t = hi < v ? hi : v; SILU dcz_silu_one and HARD_SWISH
+ * dcz_hard_swish_one, but in a build for size (DCZ_SMALL, make mcu), whose
+ * loader fuses neither (load.c): the branch cost its firmware 110 bytes. */
 static inline float dcz_act_one(const dcz_act *act, float v)
 {
     if (!act || act->op == 0) return v;
     if (act->op == DCZ_OP_RELU) return v > 0.0f ? v : 0.0f;
 #ifndef DCZ_SMALL
     if (act->op == DCZ_OP_SILU) return dcz_silu_one(v);
+    if (act->op == DCZ_OP_HARD_SWISH) return dcz_hard_swish_one(v);
 #endif
     const float t = act->hi < v ? act->hi : v;
     return act->lo > t ? act->lo : t;

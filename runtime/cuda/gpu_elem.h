@@ -255,10 +255,7 @@ DCZ_HD float dcz_gk_act(uint16_t op, float p0, float p1, float v)
         const float t = p0 * v + p1, u = 1.0f < t ? 1.0f : t;
         return 0.0f > u ? 0.0f : u;
     }
-    case DCZ_OP_HARD_SWISH: {
-        const float t = v / 6.0f + 0.5f, u = 1.0f < t ? 1.0f : t;
-        return v * (0.0f > u ? 0.0f : u);
-    }
+    case DCZ_OP_HARD_SWISH: return dcz_hard_swish_one(v);
     case DCZ_OP_SILU: return dcz_silu_one(v);
     default: return v;
     }

@@ -349,18 +349,20 @@ static int conv_case(const dcz_conv_geom *g, double density, uint32_t k, conv_ta
                 t->shift_variants++;
             }
             /* an activation taken on the way out: the bits of the activation
-             * run over the output (ReLU, ReLU6, a clip around 0, SiLU), on an
-             * input with a NaN and an infinity, so some outputs are NaN or
-             * infinite */
+             * run over the output (ReLU, ReLU6, a clip around 0, SiLU,
+             * HardSwish), on an input with a NaN and an infinity, so some
+             * outputs are NaN or infinite */
             const dcz_act acts[] = { { DCZ_OP_RELU, 0.0f, 0.0f }, { DCZ_OP_CLIP, 0.0f, 6.0f },
-                                     { DCZ_OP_CLIP, -0.25f, 0.5f }, { DCZ_OP_SILU, 0.0f, 0.0f } };
+                                     { DCZ_OP_CLIP, -0.25f, 0.5f }, { DCZ_OP_SILU, 0.0f, 0.0f },
+                                     { DCZ_OP_HARD_SWISH, 0.0f, 0.0f } };
             const float keep0 = x[0], keep1 = x[b * xin - 1];
             x[0] = NAN;
             x[b * xin - 1] = -INFINITY;
-            for (size_t a = 0; a < 4; a++) {
+            for (size_t a = 0; a < 5; a++) {
                 dcz_conv2d_shift(g, f, bias, x, b, 0, sscratch, y2);
                 if (acts[a].op == DCZ_OP_RELU) dcz_relu(y2, b * yout, y2);
-                else if (acts[a].op == DCZ_OP_SILU) dcz_activation_ref(DCZ_OP_SILU, NULL, y2, b * yout, y2);
+                else if (acts[a].op == DCZ_OP_SILU || acts[a].op == DCZ_OP_HARD_SWISH)
+                    dcz_activation_ref(acts[a].op, NULL, y2, b * yout, y2);
                 else dcz_clip(acts[a].lo, acts[a].hi, y2, b * yout, y2);
                 memset(y, 0xA5, b * yout * sizeof(float));
                 dcz_conv2d_shift_act(g, f, bias, x, b, &acts[a], NULL, sscratch, y);
@@ -370,8 +372,8 @@ static int conv_case(const dcz_conv_geom *g, double density, uint32_t k, conv_ta
              * with res apart and res in y's place, the bits of the
              * reference convolution, dcz_add_ref and the activation after */
             fill_nonzero(res, b * yout);
-            for (size_t a = 1; a < 5; a += 3) {   /* ReLU6, and no activation */
-                const dcz_act none = { 0, 0.0f, 0.0f }, *act = a < 4 ? &acts[a] : &none;
+            for (size_t a = 1; a < 6; a += 4) {   /* ReLU6, and no activation */
+                const dcz_act none = { 0, 0.0f, 0.0f }, *act = a < 5 ? &acts[a] : &none;
                 dcz_conv2d_shift_isa(DCZ_ISA_REF, g, f, bias, x, b, sscratch, y2);
                 dcz_add_ref(y2, res, b * yout, y2);
                 if (act->op == DCZ_OP_RELU) dcz_relu(y2, b * yout, y2);

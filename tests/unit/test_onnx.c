@@ -1172,12 +1172,12 @@ static void conv_ref(const float *x, int c, int h, int w, const float *wt, const
 }
 
 /* Export and import back at the default opset and every one, the same
- * outputs: bit for bit, except HardSwish written as HardSigmoid and Mul
- * (before opset 14): within 1e-6. */
+ * outputs bit for bit (HardSwish, written as HardSigmoid and Mul before
+ * opset 14, comes back as one HARD_SWISH). */
 static void roundtrip_all(dcz_doc *d, const float *x, size_t batch, const char *what)
 {
     for (int opset = 0; opset <= DCZ_ONNX_OPSET_MAX; opset = opset ? opset + 1 : DCZ_ONNX_OPSET_MIN)
-        export_roundtrip(d, x, batch, opset, opset && opset < 14 ? 1e-6f : 0, what);
+        export_roundtrip(d, x, batch, opset, 0, what);
 }
 
 /* Imports b (the document in *d, kept for the caller when d is not NULL),
@@ -1893,6 +1893,91 @@ static void test_silu(void)
     CHECK(lo < -3 && hi > 3, "the Conv's outputs span %g .. %g", lo, hi);
 }
 
+/* HardSwish as exporters write it before opset 14, Conv -> HardSigmoid
+ * (alpha 1/6, beta 1/2) -> Mul of the Conv's output and the HardSigmoid's,
+ * in either order (forms 0 and 1): one HARD_SWISH layer, hswish1, from
+ * both nodes, x clamp(x / 6 + 1/2, 0, 1). Not a HardSwish, the layers as
+ * they are: (2) a HardSigmoid of other constants (ONNX's defaults), (3)
+ * its output read by an Add too. Exported and imported back (below opset
+ * 14 as HardSigmoid and Mul again), the same layers. */
+static void test_hswish(void)
+{
+    const int64_t wd[4] = { 2, 2, 3, 3 };
+    float x[2 * 50], W[36], B[2], h[2 * 50], want[2 * 50];
+    fill(x, 100, 251);
+    fill(W, 36, 252);
+    fill(B, 2, 253);
+    for (int k = 0; k < 36; k++) W[k] *= 8.0f;   /* outputs past both bends, -3 and 3 */
+    for (int i = 0; i < 2; i++) conv_ref(x + 50 * i, 2, 5, 5, W, B, 2, 1, 3, 1, h + 50 * i);
+    static const uint16_t layers[4][4] = {
+        { DCZ_OP_CONV2D, DCZ_OP_HARD_SWISH }, { DCZ_OP_CONV2D, DCZ_OP_HARD_SWISH },
+        { DCZ_OP_CONV2D, DCZ_OP_HARD_SIGMOID, DCZ_OP_MUL }, { DCZ_OP_CONV2D, DCZ_OP_HARD_SIGMOID, DCZ_OP_MUL, DCZ_OP_ADD },
+    };
+    double lo = 0, hi = 0;
+    for (int form = 0; form < 4; form++) {
+        ob b;
+        ob_init(&b, 13);
+        ob_input(&b, "x", 4, in245);
+        ob_output(&b, "y");
+        ob_init_f(&b, "W", 4, wd, W);
+        ob_init_f(&b, "B", 1, (const int64_t[]){ 2 }, B);
+        ob_attr_ints(&b, ob_node(&b, "Conv", "c", "x,W,B", "h"), "pads", 4, 1, 1, 1, 1);
+        Onnx__NodeProto *n = ob_node(&b, "HardSigmoid", "s", "h", "hs");
+        if (form != 2) {
+            ob_attr_f(&b, n, "alpha", 1.0f / 6.0f);
+            ob_attr_f(&b, n, "beta", 0.5f);
+        }
+        if (form == 1) ob_node(&b, "Mul", "m", "hs,h", "y");
+        else ob_node(&b, "Mul", "m", "h,hs", form == 3 ? "p" : "y");
+        if (form == 3) ob_node(&b, "Add", "a", "p,hs", "y");
+        for (int i = 0; i < 100; i++) {
+            const double u = h[i], a = form == 2 ? 0.2 : 1.0 / 6.0;
+            const double g = fmin(fmax(a * u + 0.5, 0), 1);
+            want[i] = (float)(u * g + (form == 3 ? g : 0));
+            lo = fmin(lo, u);
+            hi = fmax(hi, u);
+        }
+        char what[32], err[512] = "";
+        snprintf(what, sizeof what, "HardSwish form %d", form);
+        dcz_doc *d = NULL;
+        graph_check(&b, x, 2, want, 50, 1e-5f, what, &d);
+        uint32_t k = 0;
+        while (k < 4 && layers[form][k]) k++;
+        int same = d && d->nlayers == k;
+        for (uint32_t i = 0; same && i < k; i++) same = d->layers[i].op == layers[form][i];
+        CHECK(same, "%s: %u layers, the second %s", what, d ? d->nlayers : 0,
+              d && d->nlayers > 1 ? dcz_op_name(d->layers[1].op) : "");
+        if (same && form < 2) {
+            CHECK(strcmp(d->layers[1].name, "hswish1") == 0 && d->layers[1].nin == 1 && d->layers[1].in[0] == 1,
+                  "%s: %s reads tensor %u", what, d->layers[1].name, d->layers[1].in[0]);
+            size_t len;
+            uint8_t *buf = ob_pack(&b, &len);
+            dcz_doc *again = NULL;
+            dcz_onnx_info info;
+            dcz_onnx_import_opts o = { 0, NULL };
+            REQUIRE_OK(dcz_onnx_import(buf, len, &o, &again, &info, err, sizeof err), "%s: %s", what, err);
+            CHECK(info.folded == 1 && strcmp(info.source[1], "HardSigmoid 's' + Mul 'm'") == 0,
+                  "%s: folded %u, from %s", what, info.folded, info.source[1]);
+            dcz_onnx_info_free(&info);
+            dcz_doc_free(again);
+            free(buf);
+            /* below opset 14 written as HardSigmoid and Mul, read back as one HARD_SWISH */
+            uint8_t *onnx = NULL;
+            dcz_doc *back = NULL;
+            const dcz_onnx_export_opts eo = { 13, NULL };
+            REQUIRE_OK(dcz_onnx_export(d, &eo, &onnx, &len, err, sizeof err), "%s: export: %s", what, err);
+            REQUIRE_OK(import_bytes(onnx, len, 0, &back, err, sizeof err), "%s: re-import: %s", what, err);
+            CHECK(back->nlayers == 2 && back->layers[1].op == DCZ_OP_HARD_SWISH, "%s: re-imported as %u layers, %s",
+                  what, back->nlayers, back->nlayers > 1 ? dcz_op_name(back->layers[1].op) : "");
+            dcz_doc_free(back);
+            free(onnx);
+        }
+        dcz_doc_free(d);
+        ob_free(&b);
+    }
+    CHECK(lo < -3 && hi > 3, "the Conv's outputs span %g .. %g", lo, hi);
+}
+
 /* Shapes computed by the graph, as PyTorch 1.13 exports ShuffleNet at
  * opset 13 with a batch left open: Shape, Gather, Div, Cast, Unsqueeze and
  * Concat build the Reshapes' shapes around the channel shuffle (the batch
@@ -2583,6 +2668,7 @@ int main(void)
     RUN(test_pad_axes_and_pool_dilations);
     RUN(test_torch_dynamo_forms);
     RUN(test_silu);
+    RUN(test_hswish);
     RUN(test_unfoldable_affine);
     RUN(test_channel_shuffle_split);
     RUN(test_concat_chain);

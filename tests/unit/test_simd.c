@@ -254,14 +254,14 @@ static size_t past_rounding(const mat *m, const float *x, const float *bv, const
     return bad;
 }
 
-/* A fused activation (ReLU, a CLIP that cuts both ends, SiLU) in each batch-1
+/* A fused activation (ReLU, a CLIP that cuts both ends, SiLU, HardSwish) in each batch-1
  * kernel of m's parts: the rows' bits (lref by lanes, ref otherwise), then
  * the activation's (dcz_act_one). */
 static void check_lanes_act(const mat *m, const lane_form *f, const float *x, const float *bv,
                             const float *lref, const float *ref, const float *xin, float *y, tally *t)
 {
     static const dcz_act acts[] = { { DCZ_OP_RELU, 0.0f, 0.0f }, { DCZ_OP_CLIP, -0.5f, 0.75f },
-                                    { DCZ_OP_SILU, 0.0f, 0.0f } };
+                                    { DCZ_OP_SILU, 0.0f, 0.0f }, { DCZ_OP_HARD_SWISH, 0.0f, 0.0f } };
     const uint32_t rows = m->sp.rows;
     const int vec = lane_vec(f);
     float *want = malloc(((size_t)rows + GUARD) * sizeof(float));
@@ -289,7 +289,7 @@ static void check_lanes_act(const mat *m, const lane_form *f, const float *x, co
             const char *names[] = { "lanes_ref", "spmv_part lanes", f->vec_name, "spmv_part columns",
                                     "spmv_part rows" };
             CHECK(differences(names[kind], m, 1, 0, rows, y, want) == 0, "%s: %s with %s %ux%u k %u", f->name,
-                  names[kind], a == 0 ? "relu" : a == 1 ? "clip" : "silu", rows, m->sp.cols, m->sp.k);
+                  names[kind], dcz_op_name(acts[a].op), rows, m->sp.cols, m->sp.k);
         }
     }
     free(want);
@@ -549,12 +549,13 @@ static void test_declines(void)
 /* A dense convolution by patches with its output channels split over a
  * pool of 1 to 4 threads (dcz_conv2d_dense_im2col_pool, as run.c splits
  * it), odd channel counts, a pointwise one reading its input in place, with
- * a ReLU and a SiLU taken as it stores: the bits of one call. */
+ * a ReLU, a SiLU and a HardSwish taken as it stores: the bits of one call. */
 static void test_conv_threads(void)
 {
     const dcz_conv_geom geoms[] = { conv_geom(5, 7, 11, 13, 3, 3, 1, 1, 1, 1), conv_geom(6, 9, 8, 8, 1, 1, 1, 1, 0, 0),
                                     conv_geom(3, 5, 12, 9, 5, 5, 2, 2, 2, 2) };
-    const dcz_act acts[] = { { DCZ_OP_RELU, 0.0f, 0.0f }, { DCZ_OP_SILU, 0.0f, 0.0f } };
+    const dcz_act acts[] = { { DCZ_OP_RELU, 0.0f, 0.0f }, { DCZ_OP_SILU, 0.0f, 0.0f },
+                             { DCZ_OP_HARD_SWISH, 0.0f, 0.0f } };
     size_t runs = 0;
     for (uint32_t threads = 1; threads <= 4; threads++) {
         dcz_pool *pool = NULL;
@@ -570,7 +571,7 @@ static void test_conv_threads(void)
             for (size_t i = 0; i < B * xin; i++) x[i] = nonzero();
             for (size_t i = 0; i < nw; i++) w[i] = nonzero();
             for (uint32_t i = 0; i < g->out_c; i++) bias[i] = nonzero();
-            for (size_t a = 0; a < 2; a++) {
+            for (size_t a = 0; a < 3; a++) {
                 dcz_conv2d_dense_im2col_act(g, w, bias, x, B, 0, &acts[a], scratch, want);
                 memset(y, 0xFF, B * yout * 4);
                 dcz_conv2d_dense_im2col_pool(pool, g, w, bias, x, B, 0, &acts[a], scratch, y);
@@ -581,7 +582,7 @@ static void test_conv_threads(void)
         }
         dcz_pool_stop(pool);
     }
-    CHECK(runs == 4 * 3 * 2, "%zu runs", runs);
+    CHECK(runs == 4 * 3 * 3, "%zu runs", runs);
 }
 
 /* The split run.c makes over threads: at batch 1 dcz_spmv_pool (column
@@ -795,7 +796,7 @@ static void gemm_case(size_t m, size_t n, uint32_t k, gemm_tally *t)
         { "neon act", DCZ_ISA_NEON, dcz_gemm_f32_act_isa },
     };
     const dcz_act acts[] = { { 0, 0.0f, 0.0f }, { DCZ_OP_RELU, 0.0f, 0.0f }, { DCZ_OP_CLIP, -0.25f, 0.5f },
-                             { DCZ_OP_SILU, 0.0f, 0.0f } };
+                             { DCZ_OP_SILU, 0.0f, 0.0f }, { DCZ_OP_HARD_SWISH, 0.0f, 0.0f } };
     float *plain = malloc(m * (n + 3) * 4);
     REQUIRE(plain, "out of memory");
     const size_t ldb = dcz_gemm_ldb(n), ldc = n + 3;
@@ -810,7 +811,7 @@ static void gemm_case(size_t m, size_t n, uint32_t k, gemm_tally *t)
     for (size_t i = 0; i < m; i++) bm[i] = nonzero();
     for (size_t j = 0; j < n; j++) bn[j] = nonzero();
     /* each activation (kind / 3) with each kind of bias (kind % 3) */
-    for (int kind = 0; kind < 4 * 3; kind++) {
+    for (int kind = 0; kind < 5 * 3; kind++) {
         const dcz_act *act = &acts[kind / 3];
         const int bias = kind % 3;
         const float *pm = bias == 1 ? bm : NULL, *pn = bias == 2 ? bn : NULL;

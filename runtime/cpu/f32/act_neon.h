@@ -1,5 +1,5 @@
 /* act_neon.h: a fused activation (dcz_act, shapes.h) on a NEON vector, for
- * the kernels that apply the next layer's ReLU, CLIP or SiLU as they store
+ * the kernels that apply the next layer's ReLU, CLIP, SiLU or HardSwish as they store
  * their output (kernels_gemm.c, kernels_elem.c's add), and SIGMOID and
  * SILU through dcz_exp_neg (shapes.h) for those and for kernels_elem.c's
  * activation layers. Included after <arm_neon.h> on aarch64 only.
@@ -41,12 +41,22 @@ static inline float32x4_t dcz_sigmoid__neon(float32x4_t v, int silu)
     return vdivq_f32(silu ? vmulq_f32(v, s) : s, vaddq_f32(one, e));
 }
 
+/* HARD_SWISH of v as dcz_hard_swish_one, its clamp by compares and selects */
+static inline float32x4_t dcz_hard_swish__neon(float32x4_t v)
+{
+    const float32x4_t one = vdupq_n_f32(1.0f), zero = vdupq_n_f32(0.0f);
+    const float32x4_t t = vaddq_f32(vdivq_f32(v, vdupq_n_f32(6.0f)), vdupq_n_f32(0.5f));
+    const float32x4_t m = vbslq_f32(vcltq_f32(one, t), one, t);
+    return vmulq_f32(v, vbslq_f32(vcgtq_f32(zero, m), zero, m));
+}
+
 static inline float32x4_t dcz_act__neon(float32x4_t v, const dcz_act *act)
 {
     if (!act || act->op == 0) return v;
     const float32x4_t zero = vdupq_n_f32(0.0f);
     if (act->op == DCZ_OP_RELU) return vbslq_f32(vcgtq_f32(v, zero), v, zero);
     if (act->op == DCZ_OP_SILU) return dcz_sigmoid__neon(v, 1);
+    if (act->op == DCZ_OP_HARD_SWISH) return dcz_hard_swish__neon(v);
     const float32x4_t lo = vdupq_n_f32(act->lo), hi = vdupq_n_f32(act->hi), t = vbslq_f32(vcltq_f32(hi, v), hi, v);
     return vbslq_f32(vcgtq_f32(lo, t), lo, t);
 }

@@ -1,6 +1,6 @@
 /* act_x86.h: a fused activation (dcz_act, shapes.h) on an AVX-512 or an
- * AVX2 vector, for the kernels that apply the next layer's ReLU, CLIP or
- * SiLU as they store their output (kernels_shift.c, shift_depthwise.c,
+ * AVX2 vector, for the kernels that apply the next layer's ReLU, CLIP,
+ * SiLU or HardSwish as they store their output (kernels_shift.c, shift_depthwise.c,
  * kernels_lanes.c, kernels_gemm.c, kernels_wino.c), and SIGMOID and SILU
  * through dcz_exp_neg (shapes.h) for those and for kernels_elem.c's
  * activation layers. Included after <immintrin.h> on x86 only.
@@ -85,12 +85,29 @@ static inline __m512 dcz_sigmoid__avx512(__m512 v, int silu)
     return _mm512_div_ps(silu ? _mm512_mul_ps(v, s) : s, _mm512_add_ps(one, e));
 }
 
+/* HARD_SWISH of v as dcz_hard_swish_one: max and min take their first
+ * operand only where it compares greater, or less */
+__attribute__((target("avx512f")))
+static inline __m512 dcz_hard_swish__avx512(__m512 v)
+{
+    const __m512 t = _mm512_add_ps(_mm512_div_ps(v, _mm512_set1_ps(6.0f)), _mm512_set1_ps(0.5f));
+    return _mm512_mul_ps(v, _mm512_max_ps(_mm512_setzero_ps(), _mm512_min_ps(_mm512_set1_ps(1.0f), t)));
+}
+
+__attribute__((target("avx2")))
+static inline __m256 dcz_hard_swish__avx2(__m256 v)
+{
+    const __m256 t = _mm256_add_ps(_mm256_div_ps(v, _mm256_set1_ps(6.0f)), _mm256_set1_ps(0.5f));
+    return _mm256_mul_ps(v, _mm256_max_ps(_mm256_setzero_ps(), _mm256_min_ps(_mm256_set1_ps(1.0f), t)));
+}
+
 __attribute__((target("avx512f")))
 static inline __m512 dcz_act__avx512(__m512 v, const dcz_act *act)
 {
     if (!act || act->op == 0) return v;
     if (act->op == DCZ_OP_RELU) return _mm512_max_ps(v, _mm512_setzero_ps());
     if (act->op == DCZ_OP_SILU) return dcz_sigmoid__avx512(v, 1);
+    if (act->op == DCZ_OP_HARD_SWISH) return dcz_hard_swish__avx512(v);
     return _mm512_max_ps(_mm512_set1_ps(act->lo), _mm512_min_ps(_mm512_set1_ps(act->hi), v));
 }
 
@@ -100,6 +117,7 @@ static inline __m256 dcz_act__avx2(__m256 v, const dcz_act *act)
     if (!act || act->op == 0) return v;
     if (act->op == DCZ_OP_RELU) return _mm256_max_ps(v, _mm256_setzero_ps());
     if (act->op == DCZ_OP_SILU) return dcz_sigmoid__avx2(v, 1);
+    if (act->op == DCZ_OP_HARD_SWISH) return dcz_hard_swish__avx2(v);
     return _mm256_max_ps(_mm256_set1_ps(act->lo), _mm256_min_ps(_mm256_set1_ps(act->hi), v));
 }
 

@@ -158,6 +158,10 @@ void dcz_act_apply(const dcz_act *act, float *y, size_t n)
     if (act && act->op == DCZ_OP_RELU) dcz_relu(y, n, y);
     else if (act && act->op == DCZ_OP_CLIP) dcz_clip(act->lo, act->hi, y, n, y);
     else if (act && act->op == DCZ_OP_SILU) dcz_exp_act(DCZ_OP_SILU, y, n, y);
+    else if (act && act->op == DCZ_OP_HARD_SWISH) {
+        static const float none[2] = { 0.0f, 0.0f };   /* HARD_SWISH has no attribute */
+        dcz_hard_act(DCZ_OP_HARD_SWISH, none, y, n, y);
+    }
 }
 
 /* ---- HardSigmoid, HardSwish ---------------------------------------------------------- */

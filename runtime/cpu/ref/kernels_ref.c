@@ -108,10 +108,7 @@ void dcz_activation_ref(uint16_t op, const float *param, const float *x, size_t 
         break;
     }
     case DCZ_OP_HARD_SWISH:
-        for (size_t i = 0; i < n; i++) {
-            const float v = x[i], t = v / 6.0f + 0.5f, u = 1.0f < t ? 1.0f : t;
-            y[i] = v * (0.0f > u ? 0.0f : u);
-        }
+        for (size_t i = 0; i < n; i++) y[i] = dcz_hard_swish_one(x[i]);
         break;
     case DCZ_OP_SILU:
         /* through e^-|x|, which never overflows: x / (1 + e^-x) for x >= 0,
