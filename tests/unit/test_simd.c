@@ -1072,6 +1072,28 @@ static void test_exp_act(void)
     CHECK(ran > 0 || !dcz_gemm_f32_variant(), "no sigmoid variant ran");
     CHECK(bad == 0, "%zu sigmoid and SiLU runs differ from the reference", bad);
     free(x); free(want); free(y);
+    /* and a sweep of the floats of both signs up to 112 in magnitude, every
+     * 1021st bit pattern (the subnormal results, the cut-offs at -87 and
+     * -104, the scaling by 2^n of every n on the way), on every variant */
+    const size_t m = 2 * (0x42E00000u / 1021 + 1);
+    float *sx = malloc(m * 4), *sw = malloc(m * 4), *sy = malloc(m * 4);
+    REQUIRE(sx && sw && sy, "out of memory");
+    for (size_t i = 0; i < m; i++) {
+        const uint32_t u = (uint32_t)(i / 2 * 1021) | (i % 2 ? 0x80000000u : 0);
+        memcpy(&sx[i], &u, 4);
+    }
+    size_t swept = 0, off = 0;
+    for (size_t o = 0; o < 2; o++) {
+        dcz_activation_ref(ops[o], NULL, sx, m, sw);
+        for (size_t v = 0; v < 3; v++) {
+            if (!dcz_exp_act_isa(isas[v], ops[o], sx, m, sy)) continue;
+            swept++;
+            off += !same_or_nan(sy, sw, m);
+        }
+    }
+    CHECK(off == 0 && (swept > 0 || !dcz_gemm_f32_variant()), "%zu of %zu sweeps differ from the reference", off,
+          swept);
+    free(sx); free(sw); free(sy);
 }
 
 /* MUL in vectors: a factor a channel over planes of 1 (each element its
