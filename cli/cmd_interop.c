@@ -68,17 +68,18 @@ int cmd_import(verb_ctx *v)
                  "them. Batch normalization and constant Adds are folded into the Conv or Gemm\n"
                  "computing their input where they can; a Sigmoid read only by a\n"
                  "Mul of its input and output (SiLU) makes one SILU layer with that Mul, and a\n"
-                 "HardSigmoid of alpha 1/6 and beta 1/2 so read (HardSwish) one HARD_SWISH; Dropout\n"
-                 "and Identity are removed; a layer of which at least 10% of the weights are\n"
-                 "exact zeros is taken as pruned elsewhere: stored sparse, its zeros kept at zero\n"
-                 "by retraining (--keep-dense: never). Layers are named conv1, fc1, relu1, pool1,\n"
-                 "... as dcz train names them, so per-layer rules apply alike; the table printed\n"
-                 "says which ONNX nodes each comes from. A model dcz cannot represent is refused\n"
-                 "(exit 2): every unsupported operator is named once, with how many nodes use it\n"
-                 "and the first of them. With --data, the accuracy on the test split is measured\n"
-                 "and recorded. --resize, --crop and --normalize record the preprocessing the\n"
-                 "network was trained with (torchvision's: --resize 256 --crop 224 --normalize\n"
-                 "imagenet), which dcz run applies to images and every later stage keeps.";
+                 "HardSigmoid of alpha 1/6 and beta 1/2 so read (HardSwish) one HARD_SWISH;\n"
+                 "Dropout and Identity are removed; a layer of which at least 10% of the weights\n"
+                 "are exact zeros is taken as pruned elsewhere: stored sparse, its zeros kept at\n"
+                 "zero by retraining (--keep-dense: never). Layers are named conv1, fc1, relu1,\n"
+                 "pool1, ... as dcz train names them, so per-layer rules apply alike; the table\n"
+                 "printed says which ONNX nodes each comes from. A model dcz cannot represent is\n"
+                 "refused (exit 2): every unsupported operator is named once, with how many nodes\n"
+                 "use it and the first of them. With --data, the accuracy on the test split is\n"
+                 "measured and recorded. --resize, --crop and --normalize record the\n"
+                 "preprocessing the network was trained with (torchvision's: --resize 256 --crop\n"
+                 "224 --normalize imagenet), which dcz run applies to images and every later\n"
+                 "stage keeps.";
     v->skip = CLI_NO_SEED;
     int rc = cli_parse(v, specs, 1, 1);
     if (rc != -1) return rc;

@@ -132,7 +132,8 @@ DCZ_ONE_VALUE float dcz_hard_swish_one(float v)
  * zeros of both signs included): ReLU v > 0 ? v : 0; CLIP lo > t ? lo : t,
  * t = hi < v ? hi : v; SILU dcz_silu_one and HARD_SWISH
  * dcz_hard_swish_one, but in a build for size (DCZ_SMALL, make mcu), whose
- * loader fuses neither (load.c): the branch cost its firmware 110 bytes. */
+ * loader fuses neither (load.c): the SiLU's branch alone cost its firmware
+ * 110 bytes. */
 static inline float dcz_act_one(const dcz_act *act, float v)
 {
     if (!act || act->op == 0) return v;

@@ -706,8 +706,10 @@ static void test_conv_wino(void)
             bad += memcmp(y + 2 * ny, y + ny, ny * sizeof *y) != 0;
             dcz_pool_stop(pool);
         }
-        for (int a = 0; a < 2; a++) {
-            const dcz_act *act = a ? &clip : &relu;
+        const dcz_act silu = { DCZ_OP_SILU, 0, 0 }, hswish = { DCZ_OP_HARD_SWISH, 0, 0 };
+        const dcz_act *const wacts[4] = { &relu, &clip, &silu, &hswish };
+        for (int a = 0; a < 4; a++) {
+            const dcz_act *act = wacts[a];
             for (int r = 0; r < 2; r++) {
                 dcz_wino_conv(&p, u, bias, act, x, b, r, scratch, y + 3 * ny);
                 for (size_t i = 0; i < ny; i++) {

@@ -1792,6 +1792,35 @@ static void test_torch_dynamo_forms(void)
     }
 }
 
+/* Whether d's layers are the operators of ops, in order (up to 4, 0 past
+ * the last). */
+static int layers_are(const dcz_doc *d, const uint16_t ops[4])
+{
+    uint32_t n = 0;
+    while (n < 4 && ops[n]) n++;
+    int same = d && d->nlayers == n;
+    for (uint32_t k = 0; same && k < n; k++) same = d->layers[k].op == ops[k];
+    return same;
+}
+
+/* b imported with its report: one node folded, none dropped, and layer
+ * at made from the nodes from ("Sigmoid 's' + Mul 'm'"). */
+static void check_folded(ob *b, uint32_t at, const char *from, const char *what)
+{
+    char err[512] = "";
+    size_t len;
+    uint8_t *buf = ob_pack(b, &len);
+    dcz_doc *d = NULL;
+    dcz_onnx_info info;
+    dcz_onnx_import_opts o = { 0, NULL };
+    REQUIRE_OK(dcz_onnx_import(buf, len, &o, &d, &info, err, sizeof err), "%s: %s", what, err);
+    CHECK(info.folded == 1 && info.dropped == 0 && strcmp(info.source[at], from) == 0, "%s: folded %u, from %s",
+          what, info.folded, info.source[at]);
+    dcz_onnx_info_free(&info);
+    dcz_doc_free(d);
+    free(buf);
+}
+
 /* SiLU as exporters write it, Conv -> Sigmoid -> Mul of the Conv's output
  * and the Sigmoid's, in either order (forms 0 and 1), and of the model
  * input (2): one SILU layer, named silu1, from both nodes (the Sigmoid
@@ -1844,10 +1873,7 @@ static void test_silu(void)
         snprintf(what, sizeof what, "SiLU form %d", form);
         dcz_doc *d = NULL;
         graph_check(&b, x, 2, want, 50, 1e-5f, what, &d);
-        uint32_t n = 0;
-        while (n < 4 && layers[form][n]) n++;
-        int same = d && d->nlayers == n;
-        for (uint32_t k = 0; same && k < n; k++) same = d->layers[k].op == layers[form][k];
+        const int same = layers_are(d, layers[form]);
         CHECK(same, "%s: %u layers, the first %s", what, d ? d->nlayers : 0, d ? dcz_op_name(d->layers[0].op) : "");
         if (same && form < 4) {   /* the SILU: its name, its input, its nodes */
             const dcz_doc_layer *l = &d->layers[form == 2 ? 0 : 1];
@@ -1855,19 +1881,9 @@ static void test_silu(void)
                   l->nattr == 0, "%s: %s reads tensor %u", what, l->name, l->in[0]);
             if (form == 3)
                 CHECK(d->layers[2].in[0] == 2 && d->layers[2].in[1] == 1, "%s: the Add reads silu1 and conv1", what);
-            size_t len;
-            uint8_t *buf = ob_pack(&b, &len);
-            dcz_doc *again = NULL;
-            dcz_onnx_info info;
-            dcz_onnx_import_opts o = { 0, NULL };
-            REQUIRE_OK(dcz_onnx_import(buf, len, &o, &again, &info, err, sizeof err), "%s: %s", what, err);
-            const char *from = info.source[form == 2 ? 0 : 1];
-            CHECK(info.folded == 1 && info.dropped == 0 && strcmp(from, "Sigmoid 's' + Mul 'm'") == 0,
-                  "%s: folded %u, from %s", what, info.folded, from);
-            dcz_onnx_info_free(&info);
-            dcz_doc_free(again);
-            free(buf);
+            check_folded(&b, form == 2 ? 0 : 1, "Sigmoid 's' + Mul 'm'", what);
             /* written as Sigmoid and Mul of the SILU's input, read back as one SILU */
+            size_t len;
             uint8_t *onnx = NULL;
             REQUIRE_OK(dcz_onnx_export(d, NULL, &onnx, &len, err, sizeof err), "%s: export: %s", what, err);
             Onnx__ModelProto *m = onnx__model_proto__unpack(NULL, len, onnx);
@@ -1898,7 +1914,7 @@ static void test_silu(void)
  * in either order (forms 0 and 1): one HARD_SWISH layer, hswish1, from
  * both nodes, x clamp(x / 6 + 1/2, 0, 1). Not a HardSwish, the layers as
  * they are: (2) a HardSigmoid of other constants (ONNX's defaults), (3)
- * its output read by an Add too. Exported and imported back (below opset
+ * its output read by an Add too, (4) alpha 1/6 with beta 1/4. Exported and imported back (below opset
  * 14 as HardSigmoid and Mul again), the same layers. */
 static void test_hswish(void)
 {
@@ -1909,12 +1925,13 @@ static void test_hswish(void)
     fill(B, 2, 253);
     for (int k = 0; k < 36; k++) W[k] *= 8.0f;   /* outputs past both bends, -3 and 3 */
     for (int i = 0; i < 2; i++) conv_ref(x + 50 * i, 2, 5, 5, W, B, 2, 1, 3, 1, h + 50 * i);
-    static const uint16_t layers[4][4] = {
+    static const uint16_t layers[5][4] = {
         { DCZ_OP_CONV2D, DCZ_OP_HARD_SWISH }, { DCZ_OP_CONV2D, DCZ_OP_HARD_SWISH },
         { DCZ_OP_CONV2D, DCZ_OP_HARD_SIGMOID, DCZ_OP_MUL }, { DCZ_OP_CONV2D, DCZ_OP_HARD_SIGMOID, DCZ_OP_MUL, DCZ_OP_ADD },
+        { DCZ_OP_CONV2D, DCZ_OP_HARD_SIGMOID, DCZ_OP_MUL },
     };
     double lo = 0, hi = 0;
-    for (int form = 0; form < 4; form++) {
+    for (int form = 0; form < 5; form++) {
         ob b;
         ob_init(&b, 13);
         ob_input(&b, "x", 4, in245);
@@ -1925,14 +1942,14 @@ static void test_hswish(void)
         Onnx__NodeProto *n = ob_node(&b, "HardSigmoid", "s", "h", "hs");
         if (form != 2) {
             ob_attr_f(&b, n, "alpha", 1.0f / 6.0f);
-            ob_attr_f(&b, n, "beta", 0.5f);
+            ob_attr_f(&b, n, "beta", form == 4 ? 0.25f : 0.5f);
         }
         if (form == 1) ob_node(&b, "Mul", "m", "hs,h", "y");
         else ob_node(&b, "Mul", "m", "h,hs", form == 3 ? "p" : "y");
         if (form == 3) ob_node(&b, "Add", "a", "p,hs", "y");
         for (int i = 0; i < 100; i++) {
-            const double u = h[i], a = form == 2 ? 0.2 : 1.0 / 6.0;
-            const double g = fmin(fmax(a * u + 0.5, 0), 1);
+            const double u = h[i], a = form == 2 ? 0.2 : 1.0 / 6.0, be = form == 4 ? 0.25 : 0.5;
+            const double g = fmin(fmax(a * u + be, 0), 1);
             want[i] = (float)(u * g + (form == 3 ? g : 0));
             lo = fmin(lo, u);
             hi = fmax(hi, u);
@@ -1941,27 +1958,15 @@ static void test_hswish(void)
         snprintf(what, sizeof what, "HardSwish form %d", form);
         dcz_doc *d = NULL;
         graph_check(&b, x, 2, want, 50, 1e-5f, what, &d);
-        uint32_t k = 0;
-        while (k < 4 && layers[form][k]) k++;
-        int same = d && d->nlayers == k;
-        for (uint32_t i = 0; same && i < k; i++) same = d->layers[i].op == layers[form][i];
+        const int same = layers_are(d, layers[form]);
         CHECK(same, "%s: %u layers, the second %s", what, d ? d->nlayers : 0,
               d && d->nlayers > 1 ? dcz_op_name(d->layers[1].op) : "");
         if (same && form < 2) {
             CHECK(strcmp(d->layers[1].name, "hswish1") == 0 && d->layers[1].nin == 1 && d->layers[1].in[0] == 1,
                   "%s: %s reads tensor %u", what, d->layers[1].name, d->layers[1].in[0]);
-            size_t len;
-            uint8_t *buf = ob_pack(&b, &len);
-            dcz_doc *again = NULL;
-            dcz_onnx_info info;
-            dcz_onnx_import_opts o = { 0, NULL };
-            REQUIRE_OK(dcz_onnx_import(buf, len, &o, &again, &info, err, sizeof err), "%s: %s", what, err);
-            CHECK(info.folded == 1 && strcmp(info.source[1], "HardSigmoid 's' + Mul 'm'") == 0,
-                  "%s: folded %u, from %s", what, info.folded, info.source[1]);
-            dcz_onnx_info_free(&info);
-            dcz_doc_free(again);
-            free(buf);
+            check_folded(&b, 1, "HardSigmoid 's' + Mul 'm'", what);
             /* below opset 14 written as HardSigmoid and Mul, read back as one HARD_SWISH */
+            size_t len;
             uint8_t *onnx = NULL;
             dcz_doc *back = NULL;
             const dcz_onnx_export_opts eo = { 13, NULL };

@@ -1,5 +1,6 @@
 /* act_neon.h: a fused activation (dcz_act, shapes.h) on a NEON vector, for
- * the kernels that apply the next layer's ReLU, CLIP, SiLU or HardSwish as they store
+ * the kernels that apply the next layer's ReLU, CLIP, SiLU or HardSwish as
+ * they store
  * their output (kernels_gemm.c, kernels_elem.c's add), and SIGMOID and
  * SILU through dcz_exp_neg (shapes.h) for those and for kernels_elem.c's
  * activation layers. Included after <arm_neon.h> on aarch64 only.

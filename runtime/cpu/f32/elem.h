@@ -45,8 +45,9 @@ void dcz_activation(uint16_t op, const float *param, const float *x, size_t n, f
 void dcz_mul(const float *x, const float *f, size_t batch, uint32_t channels, uint32_t plane, float *y);
 int dcz_mul_isa(dcz_isa isa, const float *x, const float *f, size_t batch, uint32_t channels, uint32_t plane,
                 float *y);
-/* act (NULL or op 0: none; ReLU or CLIP) over y (n) in place, by dcz_relu
- * or dcz_clip: the bits of dcz_act_one. */
+/* act (NULL or op 0: none; ReLU, CLIP, SiLU or HardSwish) over y (n) in
+ * place, by dcz_relu, dcz_clip, dcz_exp_act or dcz_hard_act: the bits of
+ * dcz_act_one. */
 void dcz_act_apply(const dcz_act *act, float *y, size_t n);
 /* ADD in vectors, then act (NULL or op 0: none; ReLU or CLIP): the bits
  * of dcz_add_ref and the activation's reference after it (AVX2, NEON; y

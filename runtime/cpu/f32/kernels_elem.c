@@ -175,15 +175,14 @@ void dcz_act_apply(const dcz_act *act, float *y, size_t n)
 __attribute__((target("avx2")))
 static void hard__avx2(uint16_t op, float a, float b, const float *x, size_t n, float *y)
 {
-    const __m256 va = _mm256_set1_ps(a), vb = _mm256_set1_ps(b), six = _mm256_set1_ps(6.0f);
-    const __m256 half = _mm256_set1_ps(0.5f), one = _mm256_set1_ps(1.0f), zero = _mm256_setzero_ps();
+    const __m256 va = _mm256_set1_ps(a), vb = _mm256_set1_ps(b);
+    const __m256 one = _mm256_set1_ps(1.0f), zero = _mm256_setzero_ps();
     const int swish = op == DCZ_OP_HARD_SWISH;
     size_t i = 0;
     for (; i + 8 <= n; i += 8) {
         const __m256 v = _mm256_loadu_ps(x + i);
-        const __m256 t = swish ? _mm256_add_ps(_mm256_div_ps(v, six), half) : _mm256_add_ps(_mm256_mul_ps(va, v), vb);
-        const __m256 u = _mm256_max_ps(zero, _mm256_min_ps(one, t));
-        _mm256_storeu_ps(y + i, swish ? _mm256_mul_ps(v, u) : u);
+        _mm256_storeu_ps(y + i, swish ? dcz_hard_swish__avx2(v)
+                                      : _mm256_max_ps(zero, _mm256_min_ps(one, _mm256_add_ps(_mm256_mul_ps(va, v), vb))));
     }
     const float param[2] = { a, b };
     dcz_activation_ref(op, param, x + i, n - i, y + i);
@@ -193,15 +192,18 @@ static void hard__avx2(uint16_t op, float a, float b, const float *x, size_t n, 
 #ifdef DCZ_NEON
 static void hard__neon(uint16_t op, float a, float b, const float *x, size_t n, float *y)
 {
-    const float32x4_t va = vdupq_n_f32(a), vb = vdupq_n_f32(b), six = vdupq_n_f32(6.0f);
-    const float32x4_t half = vdupq_n_f32(0.5f), one = vdupq_n_f32(1.0f), zero = vdupq_n_f32(0.0f);
+    const float32x4_t va = vdupq_n_f32(a), vb = vdupq_n_f32(b), one = vdupq_n_f32(1.0f), zero = vdupq_n_f32(0.0f);
     const int swish = op == DCZ_OP_HARD_SWISH;
     size_t i = 0;
     for (; i + 4 <= n; i += 4) {
         const float32x4_t v = vld1q_f32(x + i);
-        const float32x4_t t = swish ? vaddq_f32(vdivq_f32(v, six), half) : vaddq_f32(vmulq_f32(va, v), vb);
-        const float32x4_t m = vbslq_f32(vcltq_f32(one, t), one, t), u = vbslq_f32(vcgtq_f32(zero, m), zero, m);
-        vst1q_f32(y + i, swish ? vmulq_f32(v, u) : u);
+        if (swish) {
+            vst1q_f32(y + i, dcz_hard_swish__neon(v));
+            continue;
+        }
+        const float32x4_t t = vaddq_f32(vmulq_f32(va, v), vb);
+        const float32x4_t m = vbslq_f32(vcltq_f32(one, t), one, t);
+        vst1q_f32(y + i, vbslq_f32(vcgtq_f32(zero, m), zero, m));
     }
     const float param[2] = { a, b };
     dcz_activation_ref(op, param, x + i, n - i, y + i);
