@@ -1821,6 +1821,20 @@ static void check_folded(ob *b, uint32_t at, const char *from, const char *what)
     free(buf);
 }
 
+/* The start of the SiLU and HardSwish graphs: opset 13, input x (2, 5, 5),
+ * output y, and with conv a 3x3 Conv of weights W (2, 2, 3, 3) and bias
+ * B, padding 1, whose output is h. */
+static void gate_graph(ob *b, const float *W, const float *B, int conv)
+{
+    static const int64_t wd[4] = { 2, 2, 3, 3 };
+    ob_init(b, 13);
+    ob_input(b, "x", 4, in245);
+    ob_output(b, "y");
+    ob_init_f(b, "W", 4, wd, W);
+    ob_init_f(b, "B", 1, (const int64_t[]){ 2 }, B);
+    if (conv) ob_attr_ints(b, ob_node(b, "Conv", "c", "x,W,B", "h"), "pads", 4, 1, 1, 1, 1);
+}
+
 /* SiLU as exporters write it, Conv -> Sigmoid -> Mul of the Conv's output
  * and the Sigmoid's, in either order (forms 0 and 1), and of the model
  * input (2): one SILU layer, named silu1, from both nodes (the Sigmoid
@@ -1831,7 +1845,6 @@ static void check_folded(ob *b, uint32_t at, const char *from, const char *what)
  * same layers and outputs; a SILU is written as Sigmoid and Mul. */
 static void test_silu(void)
 {
-    const int64_t wd[4] = { 2, 2, 3, 3 };
     float x[2 * 50], W[36], B[2], h[2 * 50], want[2 * 50];
     fill(x, 100, 241);
     fill(W, 36, 242);
@@ -1846,12 +1859,7 @@ static void test_silu(void)
     double lo = 0, hi = 0;
     for (int form = 0; form < 7; form++) {
         ob b;
-        ob_init(&b, 13);
-        ob_input(&b, "x", 4, in245);
-        ob_output(&b, "y");
-        ob_init_f(&b, "W", 4, wd, W);
-        ob_init_f(&b, "B", 1, (const int64_t[]){ 2 }, B);
-        if (form != 2) ob_attr_ints(&b, ob_node(&b, "Conv", "c", "x,W,B", "h"), "pads", 4, 1, 1, 1, 1);
+        gate_graph(&b, W, B, form != 2);
         const char *v = form == 2 ? "x" : "h";
         ob_node(&b, "Sigmoid", "s", v, form == 6 ? "y" : "hs");
         switch (form) {
@@ -1918,7 +1926,6 @@ static void test_silu(void)
  * 14 as HardSigmoid and Mul again), the same layers. */
 static void test_hswish(void)
 {
-    const int64_t wd[4] = { 2, 2, 3, 3 };
     float x[2 * 50], W[36], B[2], h[2 * 50], want[2 * 50];
     fill(x, 100, 251);
     fill(W, 36, 252);
@@ -1933,12 +1940,7 @@ static void test_hswish(void)
     double lo = 0, hi = 0;
     for (int form = 0; form < 5; form++) {
         ob b;
-        ob_init(&b, 13);
-        ob_input(&b, "x", 4, in245);
-        ob_output(&b, "y");
-        ob_init_f(&b, "W", 4, wd, W);
-        ob_init_f(&b, "B", 1, (const int64_t[]){ 2 }, B);
-        ob_attr_ints(&b, ob_node(&b, "Conv", "c", "x,W,B", "h"), "pads", 4, 1, 1, 1, 1);
+        gate_graph(&b, W, B, 1);
         Onnx__NodeProto *n = ob_node(&b, "HardSigmoid", "s", "h", "hs");
         if (form != 2) {
             ob_attr_f(&b, n, "alpha", 1.0f / 6.0f);

@@ -1015,6 +1015,32 @@ static int same_or_nan(const float *y, const float *want, size_t n)
     return 1;
 }
 
+/* SIGMOID and SILU of x (n) on every vector variant this machine runs
+ * (*ran counts them), and with all, in place and by dcz_activation: how
+ * many runs differ from the reference (want and y: n floats of scratch) */
+static size_t exp_variants_off(const float *x, size_t n, int all, float *want, float *y, size_t *ran)
+{
+    const dcz_isa isas[] = { DCZ_ISA_AVX512, DCZ_ISA_AVX2, DCZ_ISA_NEON };
+    const uint16_t ops[] = { DCZ_OP_SIGMOID, DCZ_OP_SILU };
+    size_t bad = 0;
+    for (size_t o = 0; o < 2; o++) {
+        dcz_activation_ref(ops[o], NULL, x, n, want);
+        for (size_t v = 0; v < 3; v++) {
+            if (!dcz_exp_act_isa(isas[v], ops[o], x, n, y)) continue;
+            ++*ran;
+            bad += !same_or_nan(y, want, n);
+            if (!all) continue;
+            memcpy(y, x, n * 4);
+            dcz_exp_act_isa(isas[v], ops[o], y, n, y);
+            bad += !same_or_nan(y, want, n);
+        }
+        if (!all) continue;
+        dcz_activation(ops[o], NULL, x, n, y);
+        bad += !same_or_nan(y, want, n);
+    }
+    return bad;
+}
+
 /* SIGMOID and SILU: dcz_exp_neg within 2 ulp of e^t in double over
  * [-87, 0], within the subnormals' step to -104 and 0 below, the
  * references within 4e-7 of the functions in
@@ -1053,22 +1079,8 @@ static void test_exp_act(void)
                            INFINITY, -INFINITY, NAN, -NAN };
     for (size_t i = 0; i < sizeof edge / sizeof *edge; i++) x[3 + i] = edge[i];
     x[n - 1] = NAN;
-    const dcz_isa isas[] = { DCZ_ISA_AVX512, DCZ_ISA_AVX2, DCZ_ISA_NEON };
-    const uint16_t ops[] = { DCZ_OP_SIGMOID, DCZ_OP_SILU };
-    size_t ran = 0, bad = 0;
-    for (size_t o = 0; o < 2; o++) {
-        dcz_activation_ref(ops[o], NULL, x, n, want);
-        for (size_t v = 0; v < 3; v++) {
-            if (!dcz_exp_act_isa(isas[v], ops[o], x, n, y)) continue;
-            ran++;
-            bad += !same_or_nan(y, want, n);
-            memcpy(y, x, n * 4);
-            dcz_exp_act_isa(isas[v], ops[o], y, n, y);
-            bad += !same_or_nan(y, want, n);
-        }
-        dcz_activation(ops[o], NULL, x, n, y);
-        bad += !same_or_nan(y, want, n);
-    }
+    size_t ran = 0;
+    const size_t bad = exp_variants_off(x, n, 1, want, y, &ran);
     CHECK(ran > 0 || !dcz_gemm_f32_variant(), "no sigmoid variant ran");
     CHECK(bad == 0, "%zu sigmoid and SiLU runs differ from the reference", bad);
     free(x); free(want); free(y);
@@ -1082,15 +1094,8 @@ static void test_exp_act(void)
         const uint32_t u = (uint32_t)(i / 2 * 1021) | (i % 2 ? 0x80000000u : 0);
         memcpy(&sx[i], &u, 4);
     }
-    size_t swept = 0, off = 0;
-    for (size_t o = 0; o < 2; o++) {
-        dcz_activation_ref(ops[o], NULL, sx, m, sw);
-        for (size_t v = 0; v < 3; v++) {
-            if (!dcz_exp_act_isa(isas[v], ops[o], sx, m, sy)) continue;
-            swept++;
-            off += !same_or_nan(sy, sw, m);
-        }
-    }
+    size_t swept = 0;
+    const size_t off = exp_variants_off(sx, m, 0, sw, sy, &swept);
     CHECK(off == 0 && (swept > 0 || !dcz_gemm_f32_variant()), "%zu of %zu sweeps differ from the reference", off,
           swept);
     free(sx); free(sw); free(sy);
