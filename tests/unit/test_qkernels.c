@@ -1232,23 +1232,42 @@ static void test_qpools_random(void)
         conv_geom(1, 1, 5, 40, 2, 2, 1, 1, 0, 0), conv_geom(2, 2, 9, 50, 3, 3, 3, 3, 0, 0),
         conv_geom(2, 2, 5, 111, 3, 3, 2, 2, 0, 0), conv_geom(2, 2, 13, 70, 3, 3, 2, 2, 1, 1),
         conv_geom(1, 1, 9, 60, 3, 4, 2, 2, 1, 1), conv_geom(2, 2, 11, 75, 5, 5, 2, 2, 2, 2),
+        /* ResNet's first pool's rows (interior outputs 1 .. 55: a vector
+         * rewritten in part), one of exactly 8 interior outputs at stride
+         * 2 and of 16 and 17 at stride 1 */
+        conv_geom(2, 2, 6, 112, 3, 3, 2, 2, 1, 1), conv_geom(1, 1, 5, 18, 3, 3, 2, 2, 1, 1),
+        conv_geom(2, 2, 4, 18, 3, 3, 1, 1, 1, 1), conv_geom(2, 2, 4, 19, 3, 3, 1, 1, 1, 1),
     };
-    size_t qbad = 0;
+    size_t qbad = 0, qvariants = 0;
     for (size_t gi = 0; gi < sizeof pools / sizeof *pools; gi++)
         for (int range = 0; range < 2; range++) {
             const dcz_conv_geom *g = &pools[gi];
             const size_t B = 3, xin = (size_t)g->in_c * g->in_h * g->in_w;
             const size_t yout = (size_t)g->out_c * g->out_h * g->out_w;
             dcz_q *x = alloc(B * xin, sizeof(dcz_q)), *want = alloc(B * yout, sizeof(dcz_q));
-            dcz_q *got = alloc(B * yout, sizeof(dcz_q));
+            dcz_q *got = alloc(B * yout + 16, sizeof(dcz_q));   /* and 16 words nothing may write */
             fill_q(x, B * xin, range ? 127 : 32767);
             dcz_qmaxpool_ref(g, x, B, want);
             memset(got, 0x55, B * yout * sizeof(dcz_q));
             dcz_qmaxpool(g, x, B, got);
             qbad += diff_q("qmaxpool", "", got, want, B * yout);
+            /* each variant this machine runs */
+            static const dcz_isa isas[] = { DCZ_ISA_AVX512, DCZ_ISA_AVX2 };
+            for (size_t k = 0; k < sizeof isas / sizeof *isas; k++) {
+                memset(got, 0x55, (B * yout + 16) * sizeof(dcz_q));
+                if (!dcz_qmaxpool_isa(isas[k], g, x, B, got)) continue;
+                qbad += diff_q(k ? "qmaxpool (AVX2)" : "qmaxpool (AVX-512)", "", got, want, B * yout);
+                for (size_t i = 0; i < 16; i++) qbad += got[B * yout + i] != (dcz_q)0x5555;
+                qvariants++;
+            }
             free(x); free(want); free(got);
         }
     CHECK(qbad == 0, "dcz_qmaxpool differs from the reference in %zu elements", qbad);
+#ifdef DCZ_X86
+    /* AVX2's variant runs where the CPU has it (on all but the geometry of stride 3) */
+    if (dcz_isa_supported(DCZ_ISA_AVX2))
+        CHECK(qvariants >= 2 * (sizeof pools / sizeof *pools - 1), "qmaxpool's variants ran %zu times", qvariants);
+#endif
     CHECK(avg_bad == 0, "qavgpool misrounds %zu elements", avg_bad);
     /* global average on random planes */
     const uint32_t C = 5, P = 37;

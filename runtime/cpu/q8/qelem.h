@@ -70,9 +70,12 @@ void dcz_qtable(const dcz_q *table, int32_t qmax, const dcz_q *x, size_t n, dcz_
  * cells inside the input; average rounded half away from zero, divided as
  * dcz_avgpool_ref divides. */
 void dcz_qmaxpool_ref(const dcz_conv_geom *g, const dcz_q *x, size_t batch, dcz_q *y);
-/* The same, the interior columns of each row 16 at a time in AVX-512BW
- * where the column stride is 1 or 2 (kernels_qelem.c), the same values. */
+/* The same, the interior columns of each row 16 at a time in AVX-512BW,
+ * 16 or 8 in AVX2, where the column stride is 1 or 2 (kernels_qelem.c),
+ * the same values. dcz_qmaxpool_isa on isa's variant (DCZ_ISA_REF: the
+ * reference), 0 where this machine or the geometry has none. */
 void dcz_qmaxpool(const dcz_conv_geom *g, const dcz_q *x, size_t batch, dcz_q *y);
+int dcz_qmaxpool_isa(dcz_isa isa, const dcz_conv_geom *g, const dcz_q *x, size_t batch, dcz_q *y);
 void dcz_qavgpool_ref(const dcz_conv_geom *g, int count_include_pad, const dcz_q *x,
                       size_t batch, dcz_q *y);
 void dcz_qglobal_avgpool_ref(uint32_t channels, uint32_t plane, const dcz_q *x, size_t batch,
