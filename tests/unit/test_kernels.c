@@ -654,8 +654,8 @@ static void test_pools(void)
     CHECK(bad == 0, "global average: %zu cases differ from the reference", bad);
 }
 
-/* Winograd's F(2x2, 3x3) (kernels_wino.c): the AVX-512 transforms give
- * the scalar reference's bits; both within 1e-5 of the sum of |w x| terms
+/* Winograd's F(2x2, 3x3) (kernels_wino.c): the AVX-512 and AVX2
+ * transforms give the scalar reference's bits; both within 1e-5 of the sum of |w x| terms
  * of the direct reference (its rounding and the transforms'); a sample the
  * same bits alone as in a batch; a fused activation the bits of
  * dcz_act_one on the sums; which geometries the runtime gives it. */
@@ -669,7 +669,8 @@ static void test_conv_wino(void)
         { 16, 16, 5, 6, 2, 7 },  /* padding 2, several samples a round */
         { 48, 32, 3, 3, 1, 23 }, /* 4 tiles a sample: rounds of 16 samples */
     };
-    size_t bad = 0;
+    size_t bad = 0, capped = 0;
+    const dcz_act silu_act = { DCZ_OP_SILU, 0, 0 };
     for (size_t k = 0; k < sizeof cases / sizeof cases[0]; k++) {
         const uint32_t *c = cases[k];
         const dcz_conv_geom g = conv_geom(c[0], c[1], c[2], c[3], 3, 3, 1, 1, c[4], c[4]);
@@ -694,6 +695,18 @@ static void test_conv_wino(void)
         dcz_wino_conv(&p, u, bias, NULL, x, b, 1, scratch, y);
         dcz_wino_conv(&p, u, bias, NULL, x, b, 0, scratch, y + ny);
         bad += memcmp(y, y + ny, ny * sizeof *y) != 0;
+        /* the AVX2 variant where the machine has more (the CPU capped), the same bits */
+        dcz_cpu avx2;
+        if (dcz_wino_vector() == 2 && dcz_cpu_capped(DCZ_CAP_AVX2, &avx2, NULL, 0) == DCZ_OK) {
+            dcz_cpu_view = &avx2;
+            capped += dcz_wino_vector() == 1;
+            dcz_wino_conv(&p, u, bias, &silu_act, x, b, 0, scratch, y + 2 * ny);
+            dcz_cpu_view = NULL;
+            for (size_t i = 0; i < ny; i++) {
+                const float want = dcz_act_one(&silu_act, y[i]);
+                bad += memcmp(&want, &y[2 * ny + i], sizeof want) != 0;
+            }
+        }
         for (size_t i = 0; i < ny; i++) bad += !(fabsf(y[i] - yd[i]) <= 1e-5f * (1 + mag[i]));
         /* the last sample alone */
         dcz_wino_conv(&p, u, bias, NULL, x + (b - 1) * p.in, 1, 0, scratch, y + 2 * ny);
@@ -722,9 +735,10 @@ static void test_conv_wino(void)
         free(u); free(u2); free(tmp); free(scratch);
     }
     CHECK(bad == 0, "Winograd: %zu outputs or transforms off", bad);
+    CHECK(dcz_wino_vector() != 2 || capped == sizeof cases / sizeof cases[0], "AVX2's variant ran %zu times", capped);
     /* the runtime's rule: 3x3 at stride 1, one group, channels multiples
      * of 16 and at least DCZ_WINO_MIN_C, padding at most 2, the scratch
-     * within its cap; the machine's AVX-512 */
+     * within its cap; the machine's AVX2 or AVX-512 */
     const dcz_conv_geom yes = conv_geom(32, 64, 14, 14, 3, 3, 1, 1, 1, 1);
     const dcz_conv_geom no[] = {
         conv_geom(16, 64, 14, 14, 3, 3, 1, 1, 1, 1), conv_geom(32, 40, 14, 14, 3, 3, 1, 1, 1, 1),

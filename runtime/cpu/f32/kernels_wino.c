@@ -52,6 +52,7 @@
 #if DCZ_BUILD_F32_X86
 #include <immintrin.h>
 
+#include "runtime/cpu/avx2_lanes.h"
 #include "runtime/cpu/f32/act_x86.h"
 #endif
 
@@ -147,6 +148,39 @@ static void transpose16__avx512(const float *s, size_t lds, float *d, size_t ldd
 }
 #endif
 
+#if DCZ_BUILD_F32_X86
+/* transpose16__avx512 in AVX2, blocks of 8 x 8: pairs of rows interleaved,
+ * then pairs of pairs, then the 128-bit halves exchanged; partial blocks
+ * by masked loads and stores. */
+__attribute__((target("avx2")))
+static void transpose8__avx2(const float *s, size_t lds, float *d, size_t ldd, int mr, int nc)
+{
+    __m256 r[8], t[8];
+    const __m256i cols = dcz_mask8__avx2((uint32_t)nc), rows = dcz_mask8__avx2((uint32_t)mr);
+    for (int i = 0; i < 8; i++)
+        r[i] = i >= mr ? _mm256_setzero_ps() : nc == 8 ? _mm256_loadu_ps(s + (size_t)i * lds)
+                                                        : _mm256_maskload_ps(s + (size_t)i * lds, cols);
+    for (int i = 0; i < 8; i += 2) {
+        t[i] = _mm256_unpacklo_ps(r[i], r[i + 1]);
+        t[i + 1] = _mm256_unpackhi_ps(r[i], r[i + 1]);
+    }
+    for (int i = 0; i < 8; i += 4) {
+        r[i] = _mm256_shuffle_ps(t[i], t[i + 2], 0x44);
+        r[i + 1] = _mm256_shuffle_ps(t[i], t[i + 2], 0xee);
+        r[i + 2] = _mm256_shuffle_ps(t[i + 1], t[i + 3], 0x44);
+        r[i + 3] = _mm256_shuffle_ps(t[i + 1], t[i + 3], 0xee);
+    }
+    for (int i = 0; i < 4; i++) {
+        t[i] = _mm256_permute2f128_ps(r[i], r[i + 4], 0x20);
+        t[i + 4] = _mm256_permute2f128_ps(r[i], r[i + 4], 0x31);
+    }
+    for (int i = 0; i < nc; i++) {
+        if (mr == 8) _mm256_storeu_ps(d + (size_t)i * ldd, t[i]);
+        else _mm256_maskstore_ps(d + (size_t)i * ldd, rows, t[i]);
+    }
+}
+#endif
+
 void dcz_transpose_planes(const float *s, size_t lds, size_t m, size_t n, float *d, size_t ldd)
 {
 #if DCZ_BUILD_F32_X86
@@ -155,6 +189,13 @@ void dcz_transpose_planes(const float *s, size_t lds, size_t m, size_t n, float 
             for (size_t c = 0; c < n; c += 16)
                 transpose16__avx512(s + r * lds + c, lds, d + c * ldd + r, ldd, m - r < 16 ? (int)(m - r) : 16,
                                     n - c < 16 ? (int)(n - c) : 16);
+        return;
+    }
+    if (dcz_isa_supported(DCZ_ISA_AVX2)) {
+        for (size_t r = 0; r < m; r += 8)
+            for (size_t c = 0; c < n; c += 8)
+                transpose8__avx2(s + r * lds + c, lds, d + c * ldd + r, ldd, m - r < 8 ? (int)(m - r) : 8,
+                                 n - c < 8 ? (int)(n - c) : 8);
         return;
     }
 #endif
@@ -327,6 +368,52 @@ static void out__avx512(const dcz_wino *g, const float *bias, const dcz_act *act
         }
     }
 }
+
+#define V8ADD(a, b) _mm256_add_ps(a, b)
+#define V8SUB(a, b) _mm256_sub_ps(a, b)
+
+/* in__avx512 and out__avx512 in AVX2: 8 channels a vector, the same
+ * operations in the same order */
+__attribute__((target("avx2")))
+static void in__avx2(const dcz_wino *g, const float *p, size_t u0, size_t n, float *v)
+{
+    for (size_t u = 0; u < n; u++) {
+        const float *q = tile_in(g, p, u0 + u);
+        for (size_t c = 0; c < g->C; c += 8) {
+            __m256 d[4][4], e[16];
+            for (int i = 0; i < 4; i++)
+                for (int k = 0; k < 4; k++) d[i][k] = _mm256_loadu_ps(q + ((size_t)i * g->PW + k) * g->C + c);
+            WINO_IN(__m256, V8ADD, V8SUB, d, e);
+            for (int xi = 0; xi < 16; xi++) _mm256_storeu_ps(v + (size_t)xi * g->vs + u * g->C + c, e[xi]);
+        }
+    }
+}
+
+__attribute__((target("avx2,fma")))
+static void out__avx2(const dcz_wino *g, const float *bias, const dcz_act *act, const float *m, size_t u0, size_t n,
+                      float *f)
+{
+    const size_t ohw = g->OH * g->OW;
+    for (size_t u = 0; u < n; u++) {
+        const size_t s = (u0 + u) / g->T, t = (u0 + u) % g->T, oy = 2 * (t / g->TW), ox = 2 * (t % g->TW);
+        const int down = oy + 1 < g->OH, across = ox + 1 < g->OW;
+        float *o = f + (s * ohw + oy * g->OW + ox) * g->K;
+        for (size_t k = 0; k < g->K; k += 8) {
+            __m256 e[16], y[2][2];
+            for (int xi = 0; xi < 16; xi++) e[xi] = _mm256_loadu_ps(m + (size_t)xi * g->ms + u * g->kp + k);
+            const __m256 b = bias ? _mm256_loadu_ps(bias + k) : _mm256_setzero_ps();
+            WINO_OUT(__m256, V8ADD, V8SUB, e, b, y);
+            for (int a = 0; a < 2; a++)
+                for (int c = 0; c < 2; c++) y[a][c] = dcz_act__avx2(y[a][c], act);
+            _mm256_storeu_ps(o + k, y[0][0]);
+            if (across) _mm256_storeu_ps(o + g->K + k, y[0][1]);
+            if (down) {
+                _mm256_storeu_ps(o + g->OW * g->K + k, y[1][0]);
+                if (across) _mm256_storeu_ps(o + (g->OW + 1) * g->K + k, y[1][1]);
+            }
+        }
+    }
+}
 #endif
 
 /* The 16 products of n tiles, xi in part `part` of parts (M_xi (n, K) =
@@ -370,7 +457,7 @@ void dcz_wino_conv_pool(dcz_pool *pool, const dcz_wino *g, const float *u, const
                         const float *x, size_t batch, int ref, float *scratch, float *y)
 {
 #if DCZ_BUILD_F32_X86
-    const int vec = !ref && dcz_wino_vector();
+    const int vec = ref ? 0 : dcz_wino_vector();
 #else
     const int vec = 0;
     (void)ref;
@@ -384,7 +471,8 @@ void dcz_wino_conv_pool(dcz_pool *pool, const dcz_wino *g, const float *u, const
         for (size_t u0 = 0; u0 < tiles; u0 += DCZ_WINO_TILES) {
             const size_t n = tiles - u0 < DCZ_WINO_TILES ? tiles - u0 : DCZ_WINO_TILES;
 #if DCZ_BUILD_F32_X86
-            if (vec) in__avx512(g, p, u0, n, v);
+            if (vec == 2) in__avx512(g, p, u0, n, v);
+            else if (vec) in__avx2(g, p, u0, n, v);
             else
 #endif
                 in_ref(g, p, u0, n, v);
@@ -392,7 +480,8 @@ void dcz_wino_conv_pool(dcz_pool *pool, const dcz_wino *g, const float *u, const
             if (j.parts > 1) dcz_pool_run(pool, wino_products, &j);
             else wino_products(&j, 0);
 #if DCZ_BUILD_F32_X86
-            if (vec) out__avx512(g, bias, act, m, u0, n, f);
+            if (vec == 2) out__avx512(g, bias, act, m, u0, n, f);
+            else if (vec) out__avx2(g, bias, act, m, u0, n, f);
             else
 #endif
                 out_ref(g, bias, act, m, u0, n, f);
@@ -405,7 +494,7 @@ void dcz_wino_conv_pool(dcz_pool *pool, const dcz_wino *g, const float *u, const
 int dcz_wino_vector(void)
 {
 #if DCZ_BUILD_F32_X86
-    return dcz_isa_supported(DCZ_ISA_AVX512);
+    return dcz_isa_supported(DCZ_ISA_AVX512) ? 2 : dcz_isa_supported(DCZ_ISA_AVX2);
 #else
     return 0;
 #endif

@@ -12,9 +12,9 @@
  * degrees, channels exchanged), through tmp (16 K floats);
  * dcz_wino_conv: y (batch, K, OH, OW) = bias (NULL: none) + the
  * convolution of x (batch, C, H, W), then act (NULL or op 0: none, the
- * bits of dcz_act_one), in scratch of g->scratch floats; the AVX-512
- * transforms, or their scalar reference (ref, or a machine without
- * AVX-512, dcz_wino_vector): the same bits. Against a direct convolution
+ * bits of dcz_act_one), in scratch of g->scratch floats; the AVX-512 or
+ * AVX2 transforms, or their scalar reference (ref, or a machine without
+ * either; dcz_wino_vector: 2 AVX-512, 1 AVX2, 0 none): the same bits. Against a direct convolution
  * each output differs by the rounding of the transforms' sums.
  * dcz_conv2d_pick_wino: the geometries it runs, on this machine, within
  * DCZ_WINO_SCRATCH_MAX floats of scratch (a sample's image and outputs as
@@ -58,7 +58,7 @@ void dcz_wino_init(dcz_wino *g, uint32_t C, uint32_t K, uint32_t H, uint32_t W, 
  * g is one the transforms run: 3x3, stride 1, one group, channels
  * multiples of 16, padding at most 2, the scratch within
  * DCZ_WINO_SCRATCH_MAX (on any machine: dcz_conv2d_pick_wino adds the
- * runtime's channel floor and AVX-512). */
+ * runtime's channel floor and the vector transforms). */
 void dcz_wino_init_geom(dcz_wino *p, const dcz_conv_geom *g);
 int dcz_wino_fits_geom(const dcz_conv_geom *g);
 uint64_t dcz_wino_weights_floats(const dcz_wino *g);
@@ -78,8 +78,9 @@ int dcz_conv2d_pick_wino(const dcz_conv_geom *g);
  * cores: planes of even height and width), else the shift form's. */
 int dcz_conv2d_wino_rule(const dcz_conv_geom *g);
 /* d (n, m) = s (m, n) transposed, d[c ldd + r] = s[r lds + c]: by 16 x 16
- * blocks of AVX-512 (partial ones by masks) where the machine has it, else
- * by scalars; nothing read or written outside the two. */
+ * blocks of AVX-512 or 8 x 8 of AVX2 (partial ones by masks) where the
+ * machine has it, else by scalars; nothing read or written outside the
+ * two. */
 void dcz_transpose_planes(const float *s, size_t lds, size_t m, size_t n, float *d, size_t ldd);
 
 #endif /* DCZ_RUNTIME_CPU_F32_WINO_H */
