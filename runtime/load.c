@@ -408,6 +408,7 @@ static dcz_status load_walk(const dcz_container *c, const dcz_options *o, loader
         }
         if (quant && l->op == DCZ_OP_CONV2D && !dcz_kernel_shifts(k)) {
             const uint64_t q = !DCZ_REF_ONLY && k == DCZ_K_QCONV_GEMM ? dcz_qconv2d_gemm_scratch_floats(&l->geom)
+                             : !DCZ_REF_ONLY && k == DCZ_K_QCONV_F32 ? dcz_qconv2d_f32_scratch_floats(&l->geom)
                                                      : (dcz_qconv2d_copy_bytes(&l->geom) + sizeof(float) - 1) / sizeof(float);
             if (q > scratch_floats) scratch_floats = q;
         }

@@ -94,6 +94,7 @@ static const char *const names[DCZ_K_COUNT] = {
     [DCZ_K_QCONV_DEPTHWISE] = "qconv2d_depthwise (integers)",
     [DCZ_K_QCONV_TAPS] = "qconv2d_sparse (integers)",
     [DCZ_K_QCONV_TAPS_REF] = "qconv2d_sparse_ref (integers)",
+    [DCZ_K_QCONV_F32] = "qconv2d_shift_f32 (integers)",
 };
 
 const char *dcz_kernel_name(dcz_kernel k)
@@ -216,13 +217,13 @@ dcz_kernel dcz_plan_conv_shift(const dcz_conv_geom *g, const dcz_shift *f)
 }
 
 void dcz_plan_qconv(const dcz_conv_geom *g, uint64_t kept, int32_t qmax, int forms, int force_reference,
-                    int declined, dcz_candidates *c)
+                    int declined, int f32_exact, dcz_candidates *c)
 {
     force_reference |= DCZ_REF_ONLY;
     if (DCZ_REF_ONLY) forms = 0;
     const int q8 = qmax == 127;
     static const dcz_kernel list[] = { DCZ_K_QCONV_SHIFT, DCZ_K_QCONV_GEMM, DCZ_K_QCONV_DEPTHWISE,
-                                       DCZ_K_QCONV_TAPS };
+                                       DCZ_K_QCONV_TAPS, DCZ_K_QCONV_F32 };
     /* a form that declined leaves out both the shift form and the int16
      * pairs */
     const int runs[] = {
@@ -230,12 +231,18 @@ void dcz_plan_qconv(const dcz_conv_geom *g, uint64_t kept, int32_t qmax, int for
         !declined && q8 && (forms & DCZ_FORM_QDENSE) && dcz_conv2d_pick_dense_im2col(g),
         !force_reference && q8 && dcz_qconv2d_depthwise_runs(g),
         1,
+        !force_reference && q8 && f32_exact && (forms & DCZ_FORM_SHIFT) && dcz_conv2d_shift_fits(g),
     };
-    /* the rules: the integer shift form where this CPU runs it; else an
-     * ungrouped convolution dense enough for the integer product gets its
-     * weights as dense int16 pairs */
+    /* the rules: the integer shift form where this CPU runs it; else the
+     * float shift form on the integer weights where the float rule would
+     * take it against a dense product twice as fast as the float one (the
+     * int16 pairs' two multiply-adds a lane), but for a depthwise layer the
+     * integer depthwise kernel runs; else an ungrouped convolution dense
+     * enough for the integer product gets its weights as dense int16
+     * pairs */
     dcz_kernel rule;
     if (runs[0]) rule = DCZ_K_QCONV_SHIFT;
+    else if (runs[4] && !runs[2] && dcz_conv2d_pick_shift(g, 2 * kept)) rule = DCZ_K_QCONV_F32;
     else if (runs[1] && dcz_conv2d_pick_expand(g, kept)) rule = DCZ_K_QCONV_GEMM;
     else if (runs[2]) rule = DCZ_K_QCONV_DEPTHWISE;
     else rule = force_reference ? DCZ_K_QCONV_TAPS_REF : DCZ_K_QCONV_TAPS;

@@ -125,6 +125,7 @@ typedef enum dcz_kernel {
     DCZ_K_QCONV_DEPTHWISE,     /* 8-bit, one channel a group: planes shifted, AVX2 */
     DCZ_K_QCONV_TAPS,          /* each stored integer weight scales a shifted input plane */
     DCZ_K_QCONV_TAPS_REF,
+    DCZ_K_QCONV_F32,           /* 8-bit: its integer weights on the float shift form, sums exact in floats */
     DCZ_K_COUNT
 } dcz_kernel;
 
@@ -167,9 +168,11 @@ dcz_kernel dcz_plan_conv_shift(const struct dcz_conv_geom *g, const struct dcz_s
 
 /* An integer convolution of geometry g whose integer weight keeps kept
  * entries, for a scheme of largest integer qmax; declined: the shift form
- * would not take its weights (then neither it nor the int16 pairs). */
+ * would not take its weights (then neither it nor the int16 pairs);
+ * f32_exact: floats hold its sums exactly (cpu/q8/qconv.h,
+ * dcz_qconv2d_f32_exact), so the float shift form may run it. */
 void dcz_plan_qconv(const struct dcz_conv_geom *g, uint64_t kept, int32_t qmax, int forms, int force_reference,
-                    int declined, dcz_candidates *c);
+                    int declined, int f32_exact, dcz_candidates *c);
 
 /* An integer convolution's kernel once its shift form is built: the shift
  * kernel, its depthwise form or its AMX tiles. */

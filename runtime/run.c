@@ -404,6 +404,12 @@ static void qweights_gemm(const dcz_model *m, const dcz_exec_layer *l, const dcz
     dcz_qconv2d_gemm(&l->geom, l->qw2, l->qbias, x, batch, (int32_t *)(void *)m->scratch, acc);
 }
 
+static void qweights_f32(const dcz_model *m, const dcz_exec_layer *l, const dcz_q *x, size_t batch,
+                         int64_t *acc)
+{
+    dcz_qconv2d_f32(m->pool, &l->geom, &l->shift, l->qbias, x, batch, m->scratch, acc);
+}
+
 static void qweights_taps(const dcz_model *m, const dcz_exec_layer *l, const dcz_q *x, size_t batch,
                           int64_t *acc)
 {
@@ -719,6 +725,7 @@ static const struct {
     [DCZ_K_QCONV_DEPTHWISE] = { NULL, NULL, FAST(qweights_depthwise), 0 },
     [DCZ_K_QCONV_TAPS] = { NULL, NULL, FAST(qweights_taps), 0 },
     [DCZ_K_QCONV_TAPS_REF] = { NULL, NULL, qweights_taps_ref, 1 },
+    [DCZ_K_QCONV_F32] = { NULL, NULL, FAST(qweights_f32), 0 },
 };
 
 /* Tensor t > 0 (a layer's output) from sample s0, in a run of samples s0 ..

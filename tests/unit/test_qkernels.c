@@ -35,6 +35,7 @@
 
 #include "runtime/cpu/f32/conv.h"
 #include "runtime/cpu/f32/gemm.h"
+#include "runtime/cpu/f32/shift.h"
 #include "runtime/cpu/q8/qconv.h"
 #include "runtime/cpu/q8/qelem.h"
 #include "runtime/cpu/q8/qlanes.h"
@@ -318,7 +319,7 @@ static void test_qconv_ref_by_hand(void)
 typedef struct conv_tally {
     size_t cases, bad, float_cases, float_bad, variants, gemm_cases, shift_cases, shift_vector, dw_forms, dw_runs;
     size_t amx_forms, amx_runs, amx_rows, amx_copies, amx_cols;
-    size_t split_variants, split_want, blocks2, pooled, qdw, dw_maps, dwp_forms, dwp_runs, dwp_kernel;
+    size_t split_variants, split_want, blocks2, pooled, qdw, dw_maps, dwp_forms, dwp_runs, dwp_kernel, f32_cases;
     uint32_t fillers;
 } conv_tally;
 
@@ -493,6 +494,34 @@ static void qconv_case(const dcz_conv_geom *g, double density, uint32_t k, int32
             }
             free(w2); free(col2);
         }
+        /* the 8-bit schemes' float shift form on the integer weights, its
+         * sums exact here (at most 400 terms of 127 x 127): natively, and
+         * with the CPU capped to AVX2 and to scalars where it has more */
+        if (vmax == 127 && dcz_conv2d_shift_fits(g)) {
+            const uint64_t kept = m.sp.entries - m.fillers;
+            const uint32_t ob = dcz_shift_pick_block(g, kept);
+            void *fmem = alloc(dcz_shift_bytes(g, kept, ob) + 1, 1);
+            float *fs = alloc(dcz_qconv2d_f32_scratch_floats(g) + 1, sizeof(float));
+            dcz_shift f;
+            dcz_shift_build_int(g, &m.sp, ob, fmem, &f);
+            t->bad += !dcz_qconv2d_f32_exact(&m.sp, vmax);
+            static const dcz_isa_cap caps[] = { DCZ_CAP_NATIVE, DCZ_CAP_AVX2, DCZ_CAP_SCALAR };
+            for (size_t i = 0; i < sizeof caps / sizeof *caps; i++) {
+                dcz_cpu cpu;
+                if (i) {
+                    if (dcz_cpu_capped(caps[i], &cpu, NULL, 0) != DCZ_OK) continue;   /* not on this CPU */
+                    if (caps[i] == DCZ_CAP_AVX2 && !dcz_cpu_features()->avx512f) continue;   /* what it runs */
+                    dcz_cpu_view = &cpu;
+                }
+                memset(got, 0xAA, B * yout * sizeof(int64_t));
+                dcz_qconv2d_f32(NULL, g, &f, bp, x, b, fs, got);
+                dcz_cpu_view = NULL;
+                t->bad += diff_i64(i == 0 ? "qconv2d_f32" : i == 1 ? "qconv2d_f32 (AVX2)" : "qconv2d_f32 (scalar)", ctx,
+                                   got, ref, b * yout);
+                t->f32_cases++;
+            }
+            free(fmem); free(fs);
+        }
         t->cases++;
         if (vmax == 127) {
             /* the fp32 reference is exact here: every partial sum is an
@@ -517,6 +546,42 @@ static void qconv_case(const dcz_conv_geom *g, double density, uint32_t k, int32
     t->fillers += m.fillers;
     free(x); free(bias); free(ref); free(got);
     free_qmat(&m);
+}
+
+/* Floats hold a channel's sums exactly while its |w| sum times the
+ * inputs' bound stays within 2^24: 1040 weights of 127 (a negative one
+ * among them) at inputs of 127 are within, 1041 are not; a second row
+ * past it declines the whole layer. */
+static void test_qconv_f32_exact(void)
+{
+    enum { N = 1041 };
+    static uint32_t row_ptr[3];
+    static uint8_t step[2 * N];
+    static int16_t val[2 * N];
+    for (uint32_t e = 0; e < 2 * N; e++) {
+        step[e] = e % N ? 1 : 0;
+        val[e] = e == 7 ? -127 : 127;
+    }
+    dcz_qsparse s = { 0 };
+    s.rows = 1;
+    s.cols = N;
+    s.row_ptr = row_ptr;
+    s.step = step;
+    s.qval = val;
+    row_ptr[0] = 0;
+    row_ptr[1] = N - 1;
+    s.entries = N - 1;
+    CHECK(dcz_qconv2d_f32_exact(&s, 127), "1040 weights of 127: within 2^24");
+    CHECK(!dcz_qconv2d_f32_exact(&s, 128), "1040 weights of 127 at inputs of 128: past 2^24");
+    row_ptr[1] = N;
+    s.entries = N;
+    CHECK(!dcz_qconv2d_f32_exact(&s, 127), "1041 weights of 127: past 2^24");
+    /* a first row within, a second past it */
+    row_ptr[1] = N - 1;
+    row_ptr[2] = 2 * N - 1;
+    s.rows = 2;
+    s.entries = 2 * N - 1;
+    CHECK(!dcz_qconv2d_f32_exact(&s, 127), "a row past 2^24 declines the layer");
 }
 
 static void test_qconv_grid(void)
@@ -619,6 +684,7 @@ static void test_qconv_grid(void)
     CHECK(t.gemm_cases > 50 || !dcz_qgemm_variant(), "the integer product's vector variants ran %zu times",
           t.gemm_cases);
     CHECK(t.shift_cases > 100, "the integer shift form ran %zu times", t.shift_cases);
+    CHECK(t.f32_cases > 200, "the float shift form on integer weights ran %zu times", t.f32_cases);
     CHECK(t.blocks2 > 20 && t.blocks2 + 20 < t.shift_cases, "%zu of %zu integer shift forms in blocks of two",
           t.blocks2, t.shift_cases);
     CHECK(t.split_variants == t.split_want && (t.split_want > 100 || !dcz_qshift_variant()),
@@ -1455,6 +1521,7 @@ int main(void)
     RUNQ(test_qspmm_values);
     RUNQ(test_qspmm_fillers_by_hand);
     RUNQ(test_qconv_ref_by_hand);
+    RUNQ(test_qconv_f32_exact);
     RUNQ(test_qconv_grid);
     RUNQ(test_round_shift);
     RUNQ(test_requant_by_hand);

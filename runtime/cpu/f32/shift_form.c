@@ -27,16 +27,42 @@
 
 uint64_t dcz_shift_scratch_floats(const dcz_conv_geom *g) { return scratch_cells(g, g->in_c, 1); }
 
+/* The weights a shift form is built from: a float execution form s, an
+ * integer one q (their rows and steps alike), or dense weights w. */
+typedef struct shift_source {
+    const dcz_sparse *s;
+    const dcz_qsparse *q;
+    const float *w;
+} shift_source;
+
+static void shift_build(const dcz_conv_geom *g, const shift_source *src, uint32_t ob, void *mem, dcz_shift *f);
+
 void dcz_shift_build(const dcz_conv_geom *g, const dcz_sparse *s, const float *w, uint32_t ob, void *mem,
                      dcz_shift *f)
 {
+    const shift_source src = { s, NULL, s ? NULL : w };
+    shift_build(g, &src, ob, mem, f);
+}
+
+void dcz_shift_build_int(const dcz_conv_geom *g, const dcz_qsparse *q, uint32_t ob, void *mem, dcz_shift *f)
+{
+    const shift_source src = { NULL, q, NULL };
+    shift_build(g, &src, ob, mem, f);
+}
+
+static void shift_build(const dcz_conv_geom *g, const shift_source *src, uint32_t ob, void *mem, dcz_shift *f)
+{
+    const dcz_sparse *const s = src->s;
+    const uint32_t *const row_ptr = s ? s->row_ptr : src->q ? src->q->row_ptr : NULL;
+    const uint8_t *const step = s ? s->step : src->q ? src->q->step : NULL;
+    const uint32_t entries = s ? s->entries : src->q ? src->q->entries : 0;
     const split_geom q = split_geom_of(g, g->in_c, 1);
     const uint32_t ksize = g->kh * g->kw, cols = dcz_conv_group_in(g) * ksize;
     const uint32_t blocks = (g->out_c + ob - 1) / ob;
     uint64_t nnz = (uint64_t)cols * g->out_c;
-    if (s) {
+    if (row_ptr) {
         nnz = 0;
-        for (uint32_t e = 0; e < s->entries; e++) nnz += s->step[e] != DCZ_STEP_FILLER;
+        for (uint32_t e = 0; e < entries; e++) nnz += step[e] != DCZ_STEP_FILLER;
     }
     uint32_t *ptr = mem, *off = ptr + blocks + 1;
     float *val = (float *)(off + dcz_shift_taps_bound(g, nnz, ob));
@@ -49,12 +75,12 @@ void dcz_shift_build(const dcz_conv_geom *g, const dcz_sparse *s, const float *w
         const uint32_t rows = g->out_c - k * ob < ob ? g->out_c - k * ob : ob;
         for (uint32_t o = 0; o < rows; o++) {
             const uint32_t r = k * ob + o;
-            e[o] = s ? s->row_ptr[r] : 0;
-            end[o] = s ? s->row_ptr[r + 1] : cols;
+            e[o] = row_ptr ? row_ptr[r] : 0;
+            end[o] = row_ptr ? row_ptr[r + 1] : cols;
             col[o] = 0;
             /* the first real entry: col[o] its column, e[o] its index */
-            if (s)
-                while (e[o] < end[o] && (col[o] += s->step[e[o]], s->step[e[o]] == DCZ_STEP_FILLER)) e[o]++;
+            if (row_ptr)
+                while (e[o] < end[o] && (col[o] += step[e[o]], step[e[o]] == DCZ_STEP_FILLER)) e[o]++;
         }
         const uint32_t ic0 = dcz_conv_in0(g, k * ob);
         for (;;) {
@@ -66,11 +92,13 @@ void dcz_shift_build(const dcz_conv_geom *g, const dcz_sparse *s, const float *w
             for (uint32_t o = 0; o < ob; o++) {
                 float v = 0.0f;
                 if (o < rows && e[o] < end[o] && col[o] == next) {
-                    v = s ? dcz_sparse_weight(s, e[o]) : w[(size_t)(k * ob + o) * cols + next];
+                    v = s ? dcz_sparse_weight(s, e[o])
+                        : src->q ? (float)dcz_qsparse_weight(src->q, k * ob + o, e[o])
+                                 : src->w[(size_t)(k * ob + o) * cols + next];
                     e[o]++;
-                    if (!s) col[o]++;
+                    if (!row_ptr) col[o]++;
                     else
-                        while (e[o] < end[o] && (col[o] += s->step[e[o]], s->step[e[o]] == DCZ_STEP_FILLER)) e[o]++;
+                        while (e[o] < end[o] && (col[o] += step[e[o]], step[e[o]] == DCZ_STEP_FILLER)) e[o]++;
                 }
                 val[(size_t)n * ob + o] = v;
             }

@@ -26,6 +26,7 @@
 
 #include "runtime/cpu/f32/conv.h"
 #include "runtime/cpu/f32/gemm.h"
+#include "runtime/cpu/f32/shift.h"
 #include "runtime/cpu/q8/qconv.h"
 #include "runtime/model.h"
 
@@ -671,4 +672,84 @@ int dcz_qconv2d_depthwise_runs(const dcz_conv_geom *g)
     (void)g;
     return 0;
 #endif
+}
+
+/* ---- integer sums held exactly by floats ---------------------------------- */
+
+int dcz_qconv2d_f32_exact(const dcz_qsparse *s, int32_t xmax)
+{
+    for (uint32_t r = 0; r < s->rows; r++) {
+        int64_t sum = 0;
+        for (uint32_t e = s->row_ptr[r]; e < s->row_ptr[r + 1]; e++) {
+            const int32_t w = dcz_qsparse_weight(s, r, e);
+            sum += w < 0 ? -(int64_t)w : w;
+        }
+        if (sum * xmax > ((int64_t)1 << 24)) return 0;
+    }
+    return 1;
+}
+
+uint64_t dcz_qconv2d_f32_scratch_floats(const dcz_conv_geom *g)
+{
+    const uint64_t in = (uint64_t)g->in_c * g->in_h * g->in_w, out = (uint64_t)g->out_c * g->out_h * g->out_w;
+    return ((in + 15) & ~(uint64_t)15) + ((out + 15) & ~(uint64_t)15) + dcz_shift_scratch_floats(g);
+}
+
+#ifdef DCZ_X86
+__attribute__((target("avx2")))
+static void to_floats__avx2(const dcz_q *x, size_t n, float *y)
+{
+    size_t i = 0;
+    for (; i + 8 <= n; i += 8)
+        _mm256_storeu_ps(y + i, _mm256_cvtepi32_ps(_mm256_cvtepi16_epi32(_mm_loadu_si128((const __m128i *)(const void *)(x + i)))));
+    for (; i < n; i++) y[i] = (float)x[i];
+}
+
+/* acc (n) = the integers of y (each exact) plus b */
+__attribute__((target("avx2")))
+static void to_sums__avx2(const float *y, size_t n, int64_t b, int64_t *acc)
+{
+    const __m256i vb = _mm256_set1_epi64x(b);
+    size_t i = 0;
+    for (; i + 8 <= n; i += 8) {
+        const __m256i v = _mm256_cvtps_epi32(_mm256_loadu_ps(y + i));
+        _mm256_storeu_si256((__m256i *)(void *)(acc + i), _mm256_add_epi64(_mm256_cvtepi32_epi64(_mm256_castsi256_si128(v)), vb));
+        _mm256_storeu_si256((__m256i *)(void *)(acc + i + 4),
+                            _mm256_add_epi64(_mm256_cvtepi32_epi64(_mm256_extracti128_si256(v, 1)), vb));
+    }
+    for (; i < n; i++) acc[i] = (int64_t)y[i] + b;
+}
+#endif
+
+void dcz_qconv2d_f32(dcz_pool *pool, const dcz_conv_geom *g, const dcz_shift *f, const int64_t *bias,
+                     const dcz_q *x, size_t batch, float *scratch, int64_t *acc)
+{
+    const size_t in = (size_t)g->in_c * g->in_h * g->in_w, plane = (size_t)g->out_h * g->out_w;
+    const size_t out = plane * g->out_c;
+    float *xf = scratch, *yf = xf + ((in + 15) & ~(size_t)15), *work = yf + ((out + 15) & ~(size_t)15);
+    const dcz_act none = { 0, 0.0f, 0.0f };
+    if (!dcz_conv2d_shift_splits(g, f)) pool = NULL;
+#ifdef DCZ_X86
+    const int avx2 = dcz_isa_supported(DCZ_ISA_AVX2);
+#endif
+    for (size_t b = 0; b < batch; b++) {
+        const dcz_q *xs = x + b * in;
+        int64_t *as = acc + b * out;
+#ifdef DCZ_X86
+        if (avx2) to_floats__avx2(xs, in, xf);
+        else
+#endif
+            for (size_t i = 0; i < in; i++) xf[i] = (float)xs[i];
+        dcz_conv2d_shift_pool(pool, g, f, NULL, xf, 1, &none, NULL, work, yf);
+        for (uint32_t c = 0; c < g->out_c; c++) {
+            const int64_t bc = bias ? bias[c] : 0;
+#ifdef DCZ_X86
+            if (avx2) {
+                to_sums__avx2(yf + c * plane, plane, bc, as + c * plane);
+                continue;
+            }
+#endif
+            for (size_t i = 0; i < plane; i++) as[c * plane + i] = (int64_t)yf[c * plane + i] + bc;
+        }
+    }
 }
