@@ -313,14 +313,16 @@ static dcz_status load_params(const dcz_container *c, const dcz_graph_layer *g, 
      * kernels runs it (a weight past a byte declines it: the plan's next
      * choice, which needs no scratch); or its weights as dense int16 pairs
      * for the integer product */
-    const int f32_exact = (forms & DCZ_FORM_SHIFT) && qmax == 127 && dcz_qconv2d_f32_exact(&l->qs, qmax);
-    dcz_plan_qconv(&l->geom, kept, qmax, forms, ld->reference, 0, f32_exact, &cand);
+    /* (the float shift form on the integer weights is planned before the
+     * weights are read, as the sizing pass does; a layer whose sums floats
+     * would not hold declines it here, to a kernel that needs no arena) */
+    dcz_plan_qconv(&l->geom, kept, qmax, forms, ld->reference, 0, 1, &cand);
     l->kernel = (uint8_t)take(ld, index, &cand);
     if (!DCZ_REF_ONLY && l->kernel == DCZ_K_QCONV_SHIFT) {
         const int amx = (forms & DCZ_FORM_AMX) != 0;
         void *mem = arena_take(&ld->a, dcz_qshift_bytes(&l->geom, kept, amx));
         if (mem && !dcz_qshift_build(&l->geom, &l->qs, amx, mem, &l->qshift)) {
-            dcz_plan_qconv(&l->geom, kept, qmax, forms, ld->reference, 1, f32_exact, &cand);
+            dcz_plan_qconv(&l->geom, kept, qmax, forms, ld->reference, 1, 0, &cand);
             l->kernel = (uint8_t)cand.k[0];
         } else if (mem)
             l->kernel = (uint8_t)dcz_plan_qconv_shift(&l->qshift);
@@ -330,9 +332,15 @@ static dcz_status load_params(const dcz_container *c, const dcz_graph_layer *g, 
         if (w2) dcz_qexpand_pairs(&l->qs, k, w2);
         l->qw2 = w2;
     } else if (!DCZ_REF_ONLY && l->kernel == DCZ_K_QCONV_F32) {
+        /* a layer whose sums floats would not hold declines the form, to a
+         * kernel that needs no arena (as the integer shift form declines) */
         const uint32_t ob = dcz_shift_pick_block(&l->geom, kept);
         void *mem = arena_take(&ld->a, dcz_shift_bytes(&l->geom, kept, ob));
-        if (mem) dcz_shift_build_int(&l->geom, &l->qs, ob, mem, &l->shift);
+        if (mem && !dcz_qconv2d_f32_exact(&l->qs, qmax)) {
+            dcz_plan_qconv(&l->geom, kept, qmax, forms, ld->reference, 1, 0, &cand);
+            l->kernel = (uint8_t)cand.k[0];
+        } else if (mem)
+            dcz_shift_build_int(&l->geom, &l->qs, ob, mem, &l->shift);
     }
     return DCZ_OK;
 }

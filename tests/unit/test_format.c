@@ -1003,6 +1003,95 @@ static dcz_doc *calib_doc(void)
     return d;
 }
 
+/* A calibrated convolution whose sums floats would not hold (1,200 input
+ * channels of 3x3 windows at 12%, every kept weight +-1 at a scale of
+ * 1/127, so +-127: 1,300-odd of them a channel, past 2^24 / 127^2) beside
+ * one they hold: where the CPU runs no integer shift form (AVX2, as capped on a
+ * machine with more), the plan gives the second the float shift form and
+ * the first declines it when its weights are read, to a kernel that needs
+ * no arena (the taps); heap and static arenas give the references'
+ * outputs. */
+static void test_qconv_f32_declines(void)
+{
+    dcz_doc *d;
+    REQUIRE(dcz_doc_alloc(7, &d) == DCZ_OK, "alloc");
+    set_input(d, 1200, 8, 8);
+    dcz_doc_layer *l = d->layers;
+    doc_conv_layer(&l[0], "wide", 1200, 4, 3, 1, 1, DCZ_ENC_CODEBOOK, 8, 1, DCZ_CODING_RAW);
+    fill_weights(&l[0], 0.12);
+    dcz_doc_tensor *w = &l[0].t[0];
+    w->codebook[0] = 1.0f;
+    w->codebook[1] = -1.0f;
+    for (size_t i = 0; i < w->n; i++)
+        if (w->mask[i]) w->values[i] = w->codebook[w->assign[i]];
+    doc_plain_layer(&l[1], DCZ_OP_RELU, "relu");
+    doc_conv_layer(&l[2], "small", 4, 8, 3, 1, 1, DCZ_ENC_CODEBOOK, 8, 4, DCZ_CODING_RAW);
+    fill_weights(&l[2], 0.1);
+    doc_plain_layer(&l[3], DCZ_OP_GLOBAL_AVGPOOL, "gap");
+    doc_plain_layer(&l[4], DCZ_OP_FLATTEN, "flat");
+    doc_dense_layer(&l[5], "fc", 8, 3, DCZ_ENC_F32, 0, 0, 0);
+    fill_weights(&l[5], 1);
+    doc_plain_layer(&l[6], DCZ_OP_SOFTMAX, "prob");
+    static const uint32_t weighted[3] = { 0, 2, 5 };
+    dcz_doc_calib *t = calloc(1, sizeof *t);
+    t->scheme = DCZ_SCHEME_INT8;
+    t->count = 3;
+    t->e = calloc(3, sizeof *t->e);
+    for (uint32_t j = 0; j < 3; j++) {
+        const dcz_doc_tensor *wj = &d->layers[weighted[j]].t[0];
+        dcz_doc_calib_entry *e = &t->e[j];
+        e->layer = weighted[j];
+        e->in_scale = 0.01f;
+        e->nw = wj->dims[0];
+        e->w_scale = malloc(e->nw * sizeof *e->w_scale);
+        for (uint32_t r = 0; r < e->nw; r++) {
+            float m = 1e-3f;
+            for (size_t i = r * (wj->n / e->nw); i < (r + 1) * (wj->n / e->nw); i++)
+                if (fabsf(wj->values[i]) > m) m = fabsf(wj->values[i]);
+            e->w_scale[r] = m / 127;
+        }
+    }
+    REQUIRE(dcz_cal_install(d, t) == DCZ_OK, "calibrate");
+    uint8_t *buf = NULL;
+    size_t len = 0;
+    REQUIRE(dcz_doc_write(d, &buf, &len) == DCZ_OK, "write");
+    dcz_options o, r;
+    dcz_options_init(&o);
+    dcz_options_init(&r);
+    o.device = r.device = DCZ_DEVICE_CPU;
+    r.force_reference = 1;
+    dcz_cpu capped;
+    if (dcz_cpu_capped(DCZ_CAP_AVX2, &capped, NULL, 0) != DCZ_OK) {
+        printf("SKIP test_qconv_f32_declines: this CPU has no AVX2\n");
+        free(buf);
+        dcz_doc_free(d);
+        return;
+    }
+    o.isa = DCZ_CAP_AVX2;
+    dcz_model *m = NULL, *ref = NULL, *s = NULL;
+    const dcz_status so = dcz_open_memory(buf, len, &o, &m), sr = dcz_open_memory(buf, len, &r, &ref);
+    REQUIRE(so == DCZ_OK && sr == DCZ_OK, "open: %s, reference %s", dcz_status_str(so), dcz_status_str(sr));
+    dcz_layer_desc dw, ds;
+    REQUIRE(dcz_describe_layer(m, 0, &dw) == DCZ_OK && dcz_describe_layer(m, 2, &ds) == DCZ_OK, "describe");
+    CHECK(strcmp(dw.kernel, "qconv2d_sparse (integers)") == 0, "the wide layer runs %s", dw.kernel);
+    CHECK(strcmp(ds.kernel, "qconv2d_shift_f32 (integers)") == 0, "the small layer runs %s", ds.kernel);
+    size_t need = 0;
+    REQUIRE(dcz_plan(buf, len, &o, &need) == DCZ_OK, "plan");
+    void *arena = malloc(need);
+    REQUIRE(arena && dcz_open_static(buf, len, arena, need, &o, &s) == DCZ_OK, "open static");
+    enum { B = 3 };
+    const size_t in = dcz_input_size(m), out = dcz_output_size(m);
+    float *x = malloc(B * in * sizeof *x), *y = malloc(3 * B * out * sizeof *y);
+    for (size_t i = 0; i < B * in; i++) x[i] = frand();
+    CHECK(dcz_run(ref, x, B, y) == DCZ_OK && dcz_run(m, x, B, y + B * out) == DCZ_OK &&
+              dcz_run(s, x, B, y + 2 * B * out) == DCZ_OK, "run");
+    CHECK(memcmp(y, y + B * out, B * out * sizeof *y) == 0, "heap: not the references' outputs");
+    CHECK(memcmp(y, y + 2 * B * out, B * out * sizeof *y) == 0, "static: not the references' outputs");
+    dcz_close(m); dcz_close(ref); dcz_close(s);
+    free(arena); free(x); free(y); free(buf);
+    dcz_doc_free(d);
+}
+
 static void test_calib_round_trip(void)
 {
     dcz_doc *d = calib_doc(), *r = NULL;
@@ -2150,5 +2239,6 @@ int main(void)
     RUN(test_plan_measure);
     RUN(test_v1_files);
     RUN(test_compact);
+    RUN(test_qconv_f32_declines);   /* last: the others keep their random draws */
     return check_summary();
 }
