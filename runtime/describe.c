@@ -180,8 +180,9 @@ static dcz_status describe_viewed(const dcz_model *m, uint32_t layer, dcz_layer_
     case DCZ_K_QCONV_F32:
         snprintf(k->why, sizeof k->why, "%s: its integer weights on the float shift form (%s, %u output "
                  "channels a block), each sample's integers converted to floats, sums exact in floats "
-                 "(every channel's |w| sum times 127 within 2^24) and converted back", scheme,
-                 dcz_conv2d_shift_variant() ? dcz_conv2d_shift_variant() : "scalar", l->shift.ob);
+                 "(a channel's |w| sum times 127 within 2^24) and converted back%s", scheme,
+                 dcz_conv2d_shift_variant() ? dcz_conv2d_shift_variant() : "scalar", l->shift.ob,
+                 l->qover ? "; the channels past 2^24 by the integer taps" : "");
         break;
     case DCZ_K_QCONV_DEPTHWISE:
         snprintf(k->why, sizeof k->why, "%s: each channel's stored weights scale its input plane shifted, "

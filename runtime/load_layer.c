@@ -332,15 +332,21 @@ static dcz_status load_params(const dcz_container *c, const dcz_graph_layer *g, 
         if (w2) dcz_qexpand_pairs(&l->qs, k, w2);
         l->qw2 = w2;
     } else if (!DCZ_REF_ONLY && l->kernel == DCZ_K_QCONV_F32) {
-        /* a layer whose sums floats would not hold declines the form, to a
-         * kernel that needs no arena (as the integer shift form declines) */
+        /* the channels whose sums floats would not hold run by the integer
+         * taps beside the form (ungrouped convolutions; a grouped one with
+         * any declines the form, to a kernel that needs no arena, as the
+         * integer shift form declines) */
         const uint32_t ob = dcz_shift_pick_block(&l->geom, kept);
         void *mem = arena_take(&ld->a, dcz_shift_bytes(&l->geom, kept, ob));
-        if (mem && !dcz_qconv2d_f32_exact(&l->qs, qmax)) {
+        uint8_t *over = dcz_conv_groups(&l->geom) == 1 ? arena_take(&ld->a, l->geom.out_c) : NULL;
+        const uint32_t n = mem ? dcz_qconv2d_f32_rows(&l->qs, qmax, over) : 0;
+        if (mem && n && !over) {
             dcz_plan_qconv(&l->geom, kept, qmax, forms, ld->reference, 1, 0, &cand);
             l->kernel = (uint8_t)cand.k[0];
-        } else if (mem)
-            dcz_shift_build_int(&l->geom, &l->qs, ob, mem, &l->shift);
+        } else if (mem) {
+            dcz_shift_build_int(&l->geom, &l->qs, n ? over : NULL, ob, mem, &l->shift);
+            l->qover = n ? over : NULL;
+        }
     }
     return DCZ_OK;
 }

@@ -254,6 +254,8 @@ typedef struct dcz_exec_layer {
     float in_scale;         /* weighted: scale of the activations it receives */
     int64_t *qbias;         /* weighted: (channels) bias in accumulator units */
     const int32_t *qw2;     /* expanded integer CONV2D: (out_c, ceil(in_c kh kw / 2)) int16 pairs */
+    const uint8_t *qover;   /* integer CONV2D on the float shift form: (out_c) 1 where a channel's sums
+                               floats would not hold (it runs by the integer taps), or NULL: none */
     int32_t *rq_mult;       /* weighted but the last: (channels) requantization to */
     uint8_t *rq_shift;      /*   the scale of its output (dcz_requant) */
     int32_t qlo, qhi;       /* integer CONV2D on the shift form: its outputs' clamp, that of the

@@ -407,7 +407,7 @@ static void qweights_gemm(const dcz_model *m, const dcz_exec_layer *l, const dcz
 static void qweights_f32(const dcz_model *m, const dcz_exec_layer *l, const dcz_q *x, size_t batch,
                          int64_t *acc)
 {
-    dcz_qconv2d_f32(m->pool, &l->geom, &l->shift, l->qbias, x, batch, m->scratch, acc);
+    dcz_qconv2d_f32(m->pool, &l->geom, &l->shift, &l->qs, l->qover, l->qbias, x, batch, m->scratch, acc);
 }
 
 static void qweights_taps(const dcz_model *m, const dcz_exec_layer *l, const dcz_q *x, size_t batch,

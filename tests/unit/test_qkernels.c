@@ -319,7 +319,7 @@ static void test_qconv_ref_by_hand(void)
 typedef struct conv_tally {
     size_t cases, bad, float_cases, float_bad, variants, gemm_cases, shift_cases, shift_vector, dw_forms, dw_runs;
     size_t amx_forms, amx_runs, amx_rows, amx_copies, amx_cols;
-    size_t split_variants, split_want, blocks2, pooled, qdw, dw_maps, dwp_forms, dwp_runs, dwp_kernel, f32_cases;
+    size_t split_variants, split_want, blocks2, pooled, qdw, dw_maps, dwp_forms, dwp_runs, dwp_kernel, f32_cases, f32_over;
     uint32_t fillers;
 } conv_tally;
 
@@ -503,8 +503,8 @@ static void qconv_case(const dcz_conv_geom *g, double density, uint32_t k, int32
             void *fmem = alloc(dcz_shift_bytes(g, kept, ob) + 1, 1);
             float *fs = alloc(dcz_qconv2d_f32_scratch_floats(g) + 1, sizeof(float));
             dcz_shift f;
-            dcz_shift_build_int(g, &m.sp, ob, fmem, &f);
-            t->bad += !dcz_qconv2d_f32_exact(&m.sp, vmax);
+            dcz_shift_build_int(g, &m.sp, NULL, ob, fmem, &f);
+            t->bad += dcz_qconv2d_f32_rows(&m.sp, vmax, NULL) != 0;
             static const dcz_isa_cap caps[] = { DCZ_CAP_NATIVE, DCZ_CAP_AVX2, DCZ_CAP_SCALAR };
             for (size_t i = 0; i < sizeof caps / sizeof *caps; i++) {
                 dcz_cpu cpu;
@@ -514,11 +514,23 @@ static void qconv_case(const dcz_conv_geom *g, double density, uint32_t k, int32
                     dcz_cpu_view = &cpu;
                 }
                 memset(got, 0xAA, B * yout * sizeof(int64_t));
-                dcz_qconv2d_f32(NULL, g, &f, bp, x, b, fs, got);
+                dcz_qconv2d_f32(NULL, g, &f, &m.sp, NULL, bp, x, b, fs, got);
                 dcz_cpu_view = NULL;
                 t->bad += diff_i64(i == 0 ? "qconv2d_f32" : i == 1 ? "qconv2d_f32 (AVX2)" : "qconv2d_f32 (scalar)", ctx,
                                    got, ref, b * yout);
                 t->f32_cases++;
+            }
+            /* every third channel by the integer taps, left out of the form
+             * (as those past the bound are), on ungrouped convolutions */
+            if (dcz_conv_groups(g) == 1 && g->out_c > 1) {
+                uint8_t *over = alloc(g->out_c, 1);
+                for (uint32_t c = 0; c < g->out_c; c++) over[c] = c % 3 == 1;
+                dcz_shift_build_int(g, &m.sp, over, ob, fmem, &f);
+                memset(got, 0xAA, B * yout * sizeof(int64_t));
+                dcz_qconv2d_f32(NULL, g, &f, &m.sp, over, bp, x, b, fs, got);
+                t->bad += diff_i64("qconv2d_f32 (channels by the taps)", ctx, got, ref, b * yout);
+                t->f32_over++;
+                free(over);
             }
             free(fmem); free(fs);
         }
@@ -550,9 +562,9 @@ static void qconv_case(const dcz_conv_geom *g, double density, uint32_t k, int32
 
 /* Floats hold a channel's sums exactly while its |w| sum times the
  * inputs' bound stays within 2^24: 1040 weights of 127 (a negative one
- * among them) at inputs of 127 are within, 1041 are not; a second row
- * past it declines the whole layer. */
-static void test_qconv_f32_exact(void)
+ * among them) at inputs of 127 are within, 1041 are not; each row is
+ * marked alone. */
+static void test_qconv_f32_rows(void)
 {
     enum { N = 1041 };
     static uint32_t row_ptr[3];
@@ -571,17 +583,18 @@ static void test_qconv_f32_exact(void)
     row_ptr[0] = 0;
     row_ptr[1] = N - 1;
     s.entries = N - 1;
-    CHECK(dcz_qconv2d_f32_exact(&s, 127), "1040 weights of 127: within 2^24");
-    CHECK(!dcz_qconv2d_f32_exact(&s, 128), "1040 weights of 127 at inputs of 128: past 2^24");
+    uint8_t over[2] = { 9, 9 };
+    CHECK(dcz_qconv2d_f32_rows(&s, 127, over) == 0 && over[0] == 0, "1040 weights of 127: within 2^24");
+    CHECK(dcz_qconv2d_f32_rows(&s, 128, NULL) == 1, "1040 weights of 127 at inputs of 128: past 2^24");
     row_ptr[1] = N;
     s.entries = N;
-    CHECK(!dcz_qconv2d_f32_exact(&s, 127), "1041 weights of 127: past 2^24");
+    CHECK(dcz_qconv2d_f32_rows(&s, 127, over) == 1 && over[0] == 1, "1041 weights of 127: past 2^24");
     /* a first row within, a second past it */
     row_ptr[1] = N - 1;
     row_ptr[2] = 2 * N - 1;
     s.rows = 2;
     s.entries = 2 * N - 1;
-    CHECK(!dcz_qconv2d_f32_exact(&s, 127), "a row past 2^24 declines the layer");
+    CHECK(dcz_qconv2d_f32_rows(&s, 127, over) == 1 && over[0] == 0 && over[1] == 1, "rows %u %u", over[0], over[1]);
 }
 
 static void test_qconv_grid(void)
@@ -684,7 +697,8 @@ static void test_qconv_grid(void)
     CHECK(t.gemm_cases > 50 || !dcz_qgemm_variant(), "the integer product's vector variants ran %zu times",
           t.gemm_cases);
     CHECK(t.shift_cases > 100, "the integer shift form ran %zu times", t.shift_cases);
-    CHECK(t.f32_cases > 200, "the float shift form on integer weights ran %zu times", t.f32_cases);
+    CHECK(t.f32_cases > 200 && t.f32_over > 100, "the float shift form on integer weights ran %zu times, %zu with "
+          "channels by the taps", t.f32_cases, t.f32_over);
     CHECK(t.blocks2 > 20 && t.blocks2 + 20 < t.shift_cases, "%zu of %zu integer shift forms in blocks of two",
           t.blocks2, t.shift_cases);
     CHECK(t.split_variants == t.split_want && (t.split_want > 100 || !dcz_qshift_variant()),
@@ -1521,7 +1535,7 @@ int main(void)
     RUNQ(test_qspmm_values);
     RUNQ(test_qspmm_fillers_by_hand);
     RUNQ(test_qconv_ref_by_hand);
-    RUNQ(test_qconv_f32_exact);
+    RUNQ(test_qconv_f32_rows);
     RUNQ(test_qconv_grid);
     RUNQ(test_round_shift);
     RUNQ(test_requant_by_hand);

@@ -33,8 +33,9 @@ void dcz_shift_build(const dcz_conv_geom *g, const dcz_sparse *s, const float *w
 /* The same from the integer weights q of a calibrated convolution, each
  * stored as the float of its integer (exact: |w| < 2^15), for the integer
  * convolution whose sums floats hold exactly (cpu/q8/qconv.h,
- * dcz_qconv2d_f32). */
-void dcz_shift_build_int(const dcz_conv_geom *g, const dcz_qsparse *q, uint32_t ob, void *mem, dcz_shift *f);
+ * dcz_qconv2d_f32); the rows skip marks (NULL: none) left empty. */
+void dcz_shift_build_int(const dcz_conv_geom *g, const dcz_qsparse *q, const uint8_t *skip, uint32_t ob, void *mem,
+                         dcz_shift *f);
 /* Floats of scratch dcz_conv2d_shift needs (per call, any batch): the
  * split input and the output planes as computed. */
 uint64_t dcz_shift_scratch_floats(const dcz_conv_geom *g);

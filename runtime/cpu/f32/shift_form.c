@@ -28,10 +28,12 @@
 uint64_t dcz_shift_scratch_floats(const dcz_conv_geom *g) { return scratch_cells(g, g->in_c, 1); }
 
 /* The weights a shift form is built from: a float execution form s, an
- * integer one q (their rows and steps alike), or dense weights w. */
+ * integer one q (their rows and steps alike; skip, when not NULL, the rows
+ * the form leaves empty), or dense weights w. */
 typedef struct shift_source {
     const dcz_sparse *s;
     const dcz_qsparse *q;
+    const uint8_t *skip;
     const float *w;
 } shift_source;
 
@@ -40,13 +42,14 @@ static void shift_build(const dcz_conv_geom *g, const shift_source *src, uint32_
 void dcz_shift_build(const dcz_conv_geom *g, const dcz_sparse *s, const float *w, uint32_t ob, void *mem,
                      dcz_shift *f)
 {
-    const shift_source src = { s, NULL, s ? NULL : w };
+    const shift_source src = { s, NULL, NULL, s ? NULL : w };
     shift_build(g, &src, ob, mem, f);
 }
 
-void dcz_shift_build_int(const dcz_conv_geom *g, const dcz_qsparse *q, uint32_t ob, void *mem, dcz_shift *f)
+void dcz_shift_build_int(const dcz_conv_geom *g, const dcz_qsparse *q, const uint8_t *skip, uint32_t ob, void *mem,
+                         dcz_shift *f)
 {
-    const shift_source src = { NULL, q, NULL };
+    const shift_source src = { NULL, q, skip, NULL };
     shift_build(g, &src, ob, mem, f);
 }
 
@@ -77,6 +80,7 @@ static void shift_build(const dcz_conv_geom *g, const shift_source *src, uint32_
             const uint32_t r = k * ob + o;
             e[o] = row_ptr ? row_ptr[r] : 0;
             end[o] = row_ptr ? row_ptr[r + 1] : cols;
+            if (src->skip && src->skip[r]) end[o] = e[o];
             col[o] = 0;
             /* the first real entry: col[o] its column, e[o] its index */
             if (row_ptr)

@@ -676,17 +676,20 @@ int dcz_qconv2d_depthwise_runs(const dcz_conv_geom *g)
 
 /* ---- integer sums held exactly by floats ---------------------------------- */
 
-int dcz_qconv2d_f32_exact(const dcz_qsparse *s, int32_t xmax)
+uint32_t dcz_qconv2d_f32_rows(const dcz_qsparse *s, int32_t xmax, uint8_t *over)
 {
+    uint32_t n = 0;
     for (uint32_t r = 0; r < s->rows; r++) {
         int64_t sum = 0;
         for (uint32_t e = s->row_ptr[r]; e < s->row_ptr[r + 1]; e++) {
             const int32_t w = dcz_qsparse_weight(s, r, e);
             sum += w < 0 ? -(int64_t)w : w;
         }
-        if (sum * xmax > ((int64_t)1 << 24)) return 0;
+        const int past = sum * xmax > ((int64_t)1 << 24);
+        if (over) over[r] = (uint8_t)past;
+        n += (uint32_t)past;
     }
-    return 1;
+    return n;
 }
 
 uint64_t dcz_qconv2d_f32_scratch_floats(const dcz_conv_geom *g)
@@ -721,8 +724,9 @@ static void to_sums__avx2(const float *y, size_t n, int64_t b, int64_t *acc)
 }
 #endif
 
-void dcz_qconv2d_f32(dcz_pool *pool, const dcz_conv_geom *g, const dcz_shift *f, const int64_t *bias,
-                     const dcz_q *x, size_t batch, float *scratch, int64_t *acc)
+void dcz_qconv2d_f32(dcz_pool *pool, const dcz_conv_geom *g, const dcz_shift *f, const dcz_qsparse *s,
+                     const uint8_t *over, const int64_t *bias, const dcz_q *x, size_t batch, float *scratch,
+                     int64_t *acc)
 {
     const size_t in = (size_t)g->in_c * g->in_h * g->in_w, plane = (size_t)g->out_h * g->out_w;
     const size_t out = plane * g->out_c;
@@ -750,6 +754,18 @@ void dcz_qconv2d_f32(dcz_pool *pool, const dcz_conv_geom *g, const dcz_shift *f,
             }
 #endif
             for (size_t i = 0; i < plane; i++) as[c * plane + i] = (int64_t)yf[c * plane + i] + bc;
+        }
+        /* the rows whose sums floats would not hold, by the integer taps:
+         * each as a layer of one output channel */
+        for (uint32_t r = 0; over && r < g->out_c; r++) {
+            if (!over[r]) continue;
+            dcz_conv_geom g1 = *g;
+            g1.out_c = 1;
+            dcz_qsparse v = *s;
+            v.rows = 1;
+            v.row_ptr = s->row_ptr + r;
+            if (s->idx) v.qtab = s->qtab + (size_t)r * s->k;
+            dcz_qconv2d_sparse_taps(&g1, &v, bias ? bias + r : NULL, xs, 1, dcz_qtap_best(), as + r * plane);
         }
     }
 }

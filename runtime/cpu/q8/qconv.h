@@ -76,22 +76,26 @@ dcz_qtap_fn dcz_qtap_best(void);
  * A float holds every integer of magnitude up to 2^24 exactly, so a sum of
  * integer products each of which, and each partial sum of which, stays
  * within that is computed exactly by fused multiply-adds in any order.
- * dcz_qconv2d_f32_exact: whether every output channel of the integer
- * weights s keeps its sums so on inputs of magnitude at most xmax (the
- * sum of its |w| times xmax at most 2^24). dcz_qconv2d_f32: acc (batch,
- * out_c, out_h out_w) = bias + the convolution of x by f, the shift form
- * of s's weights as floats (dcz_shift_build_int): each sample converted
- * to floats, convolved by the float shift kernels (their best variant,
- * with no bias, split over pool's threads where dcz_conv2d_shift_splits
- * says so), and the sums converted back: the integers of
- * dcz_qconv2d_direct_ref where dcz_qconv2d_f32_exact holds, on a CPU
- * whose integer products run slower than its float ones (AVX2 without
- * AVX-512 VNNI: the float form's taps at 8 floats a vector against the
- * dense int16 pairs of the other integer kernels). Scratch:
+ * dcz_qconv2d_f32_rows: the output channels (rows) of the integer weights
+ * s whose sums floats would not hold so on inputs of magnitude at most
+ * xmax (the sum of the row's |w| times xmax past 2^24), each marked 1 in
+ * over (NULL: counted only), the others 0; returns their count.
+ * dcz_qconv2d_f32: acc (batch, out_c, out_h out_w) = bias + the
+ * convolution of x by s: every row but those over marks (NULL: none) by
+ * f, the shift form of s's weights as floats without those rows
+ * (dcz_shift_build_int): each sample converted to floats, convolved by the
+ * float shift kernels (their best variant, with no bias, split over
+ * pool's threads where dcz_conv2d_shift_splits says so), the sums
+ * converted back; the rows over marks by the integer taps (dcz_qtap_best,
+ * ungrouped convolutions only). The integers of dcz_qconv2d_direct_ref,
+ * on a CPU whose integer products run slower than its float ones (AVX2
+ * without AVX-512 VNNI: the float form's taps at 8 floats a vector
+ * against the dense int16 pairs of the other integer kernels). Scratch:
  * dcz_qconv2d_f32_scratch_floats. */
-int dcz_qconv2d_f32_exact(const dcz_qsparse *s, int32_t xmax);
+uint32_t dcz_qconv2d_f32_rows(const dcz_qsparse *s, int32_t xmax, uint8_t *over);
 uint64_t dcz_qconv2d_f32_scratch_floats(const dcz_conv_geom *g);
-void dcz_qconv2d_f32(dcz_pool *pool, const dcz_conv_geom *g, const dcz_shift *f, const int64_t *bias,
-                     const dcz_q *x, size_t batch, float *scratch, int64_t *acc);
+void dcz_qconv2d_f32(dcz_pool *pool, const dcz_conv_geom *g, const dcz_shift *f, const dcz_qsparse *s,
+                     const uint8_t *over, const int64_t *bias, const dcz_q *x, size_t batch, float *scratch,
+                     int64_t *acc);
 
 #endif /* DCZ_RUNTIME_CPU_Q8_QCONV_H */
