@@ -497,6 +497,21 @@ static void qrun_conv_shift(const dcz_model *m, uint32_t index, const void *cons
     qrun_weighted(m, index, xs, batch, y, qweights_shift, 0);
 }
 
+/* The float shift form on integer weights: requantized as its sums are
+ * converted back when nothing reads its accumulators, else as the others */
+static void qrun_conv_f32(const dcz_model *m, uint32_t index, const void *const *xs, size_t batch, void *y)
+{
+    const dcz_exec_layer *l = &m->layers[index];
+    if (index != m->q_last && !m->keep_acc && m->qmax == 127) {
+        const int32_t lo = m->fuse ? l->qlo : -m->qmax, hi = m->fuse ? l->qhi : m->qmax;
+        const dcz_requant rq = { l->rq_mult, l->rq_shift, m->qmax };
+        dcz_qconv2d_f32_requant(m->pool, &l->geom, &l->shift, &l->qs, l->qover, l->qbias, &rq, lo, hi, xs[0], batch,
+                                m->scratch, y);
+        return;
+    }
+    qrun_weighted(m, index, xs, batch, y, qweights_f32, 0);
+}
+
 /* ---- the integer region's layers without weights --------------------------- */
 
 /* pooled already by the convolution before when the run fuses (load.c): a
@@ -725,7 +740,7 @@ static const struct {
     [DCZ_K_QCONV_DEPTHWISE] = { NULL, NULL, FAST(qweights_depthwise), 0 },
     [DCZ_K_QCONV_TAPS] = { NULL, NULL, FAST(qweights_taps), 0 },
     [DCZ_K_QCONV_TAPS_REF] = { NULL, NULL, qweights_taps_ref, 1 },
-    [DCZ_K_QCONV_F32] = { NULL, NULL, FAST(qweights_f32), 0 },
+    [DCZ_K_QCONV_F32] = { NULL, FAST(qrun_conv_f32), NULL, 0 },
 };
 
 /* Tensor t > 0 (a layer's output) from sample s0, in a run of samples s0 ..

@@ -319,7 +319,7 @@ static void test_qconv_ref_by_hand(void)
 typedef struct conv_tally {
     size_t cases, bad, float_cases, float_bad, variants, gemm_cases, shift_cases, shift_vector, dw_forms, dw_runs;
     size_t amx_forms, amx_runs, amx_rows, amx_copies, amx_cols;
-    size_t split_variants, split_want, blocks2, pooled, qdw, dw_maps, dwp_forms, dwp_runs, dwp_kernel, f32_cases, f32_over;
+    size_t split_variants, split_want, blocks2, pooled, qdw, dw_maps, dwp_forms, dwp_runs, dwp_kernel, f32_cases, f32_over, f32_requant;
     uint32_t fillers;
 } conv_tally;
 
@@ -520,18 +520,41 @@ static void qconv_case(const dcz_conv_geom *g, double density, uint32_t k, int32
                                    got, ref, b * yout);
                 t->f32_cases++;
             }
-            /* every third channel by the integer taps, left out of the form
-             * (as those past the bound are), on ungrouped convolutions */
-            if (dcz_conv_groups(g) == 1 && g->out_c > 1) {
-                uint8_t *over = alloc(g->out_c, 1);
-                for (uint32_t c = 0; c < g->out_c; c++) over[c] = c % 3 == 1;
-                dcz_shift_build_int(g, &m.sp, over, ob, fmem, &f);
-                memset(got, 0xAA, B * yout * sizeof(int64_t));
-                dcz_qconv2d_f32(NULL, g, &f, &m.sp, over, bp, x, b, fs, got);
-                t->bad += diff_i64("qconv2d_f32 (channels by the taps)", ctx, got, ref, b * yout);
-                t->f32_over++;
+            /* requantized as converted back, clamped as a fused activation
+             * clamps: dcz_requant8 then the clamp on the reference's sums;
+             * then every third channel by the integer taps, left out of the
+             * form (as those past the bound are), on ungrouped convolutions */
+            int32_t *mult = alloc(g->out_c + 1, sizeof(int32_t));
+            uint8_t *shift = alloc(g->out_c + 1, 1);
+            for (uint32_t c = 0; c < g->out_c; c++) {
+                mult[c] = c % 4 == 0 ? 1 : (int32_t)(rnd() >> 33);
+                shift[c] = (uint8_t)(c % 4 == 0 ? 1 : c % 8 == 2 ? 0 : 20 + rnd() % 40);
+            }
+            const dcz_requant rq = { mult, shift, 127 };
+            const int32_t lo = t->cases % 2 ? 0 : -127, hi = t->cases % 4 == 2 ? 100 : 127;
+            dcz_q *want = alloc(B * yout + 1, sizeof(dcz_q)), *yq = alloc(B * yout + 1, sizeof(dcz_q));
+            dcz_requant8_ref(&rq, ref, b, g->out_c, g->out_h * g->out_w, want);
+            for (size_t i = 0; i < b * yout; i++) want[i] = (dcz_q)(want[i] < lo ? lo : want[i] > hi ? hi : want[i]);
+            for (int rows = 0; rows < 2; rows++) {
+                uint8_t *over = NULL;
+                if (rows) {
+                    if (dcz_conv_groups(g) != 1 || g->out_c < 2) break;
+                    over = alloc(g->out_c, 1);
+                    for (uint32_t c = 0; c < g->out_c; c++) over[c] = c % 3 == 1;
+                    dcz_shift_build_int(g, &m.sp, over, ob, fmem, &f);
+                    memset(got, 0xAA, B * yout * sizeof(int64_t));
+                    dcz_qconv2d_f32(NULL, g, &f, &m.sp, over, bp, x, b, fs, got);
+                    t->bad += diff_i64("qconv2d_f32 (channels by the taps)", ctx, got, ref, b * yout);
+                    t->f32_over++;
+                }
+                memset(yq, 0x55, (B * yout + 1) * sizeof(dcz_q));
+                dcz_qconv2d_f32_requant(NULL, g, &f, &m.sp, over, bp, &rq, lo, hi, x, b, fs, yq);
+                t->bad += diff_q(rows ? "qconv2d_f32_requant (channels by the taps)" : "qconv2d_f32_requant", ctx, yq,
+                                 want, b * yout);
+                t->f32_requant++;
                 free(over);
             }
+            free(mult); free(shift); free(want); free(yq);
             free(fmem); free(fs);
         }
         t->cases++;
@@ -697,8 +720,8 @@ static void test_qconv_grid(void)
     CHECK(t.gemm_cases > 50 || !dcz_qgemm_variant(), "the integer product's vector variants ran %zu times",
           t.gemm_cases);
     CHECK(t.shift_cases > 100, "the integer shift form ran %zu times", t.shift_cases);
-    CHECK(t.f32_cases > 200 && t.f32_over > 100, "the float shift form on integer weights ran %zu times, %zu with "
-          "channels by the taps", t.f32_cases, t.f32_over);
+    CHECK(t.f32_cases > 200 && t.f32_over > 100 && t.f32_requant > 200, "the float shift form on integer weights ran "
+          "%zu times, %zu with channels by the taps, %zu requantized", t.f32_cases, t.f32_over, t.f32_requant);
     CHECK(t.blocks2 > 20 && t.blocks2 + 20 < t.shift_cases, "%zu of %zu integer shift forms in blocks of two",
           t.blocks2, t.shift_cases);
     CHECK(t.split_variants == t.split_want && (t.split_want > 100 || !dcz_qshift_variant()),
@@ -839,6 +862,37 @@ static void test_requant_layout(void)
 /* dcz_requant8 against the reference on what an 8-bit model feeds it:
  * accumulators within 32 bits (their extremes included), any multiplier,
  * every shift, by channel and by plane. */
+/* dcz_requant8_f32: its vector variant against its scalar one and against
+ * dcz_requant8_ref on the same sums as 64-bit accumulators, lengths across
+ * the vectors' steps, ties, shift 0 and clamps */
+static void test_requant8_f32(void)
+{
+    size_t bad = 0;
+    for (size_t n = 1; n <= 37; n += 3) {
+        float *yf = alloc(n, sizeof(float));
+        int64_t *acc = alloc(n, sizeof(int64_t));
+        dcz_q *a = alloc(n, sizeof(dcz_q)), *b = alloc(n, sizeof(dcz_q)), *want = alloc(n, sizeof(dcz_q));
+        for (int trial = 0; trial < 6; trial++) {
+            const int32_t bias = (int32_t)(rnd() % 2001) - 1000;
+            const int32_t mult = trial == 0 ? 1 : trial == 1 ? 3 : (int32_t)(rnd() >> 33);
+            const uint8_t shift = (uint8_t)(trial == 0 ? 1 : trial == 2 ? 0 : 20 + rnd() % 40);
+            const int32_t lo = trial % 2 ? 0 : -127, hi = trial == 4 ? 90 : 127;
+            for (size_t i = 0; i < n; i++) {
+                yf[i] = (float)((int32_t)(rnd() % (1u << 25)) - (1 << 24));
+                acc[i] = (int64_t)yf[i] + bias;
+            }
+            const dcz_requant rq = { &mult, &shift, 127 };
+            dcz_requant8_ref(&rq, acc, 1, 1, (uint32_t)n, want);
+            for (size_t i = 0; i < n; i++) want[i] = (dcz_q)(want[i] < lo ? lo : want[i] > hi ? hi : want[i]);
+            dcz_requant8_f32(yf, n, bias, mult, shift, 127, lo, hi, 0, a);
+            dcz_requant8_f32(yf, n, bias, mult, shift, 127, lo, hi, 1, b);
+            bad += diff_q("requant8_f32", "vector", a, want, n) + diff_q("requant8_f32", "scalar", b, want, n);
+        }
+        free(yf); free(acc); free(a); free(b); free(want);
+    }
+    CHECK(bad == 0, "dcz_requant8_f32 differs from the reference in %zu elements", bad);
+}
+
 static void test_requant8(void)
 {
     enum { C = 67, P = 13, B = 3 };   /* planes across a vector of 8 and inside one */
@@ -1542,6 +1596,7 @@ int main(void)
     RUNQ(test_requant_layout);
     RUNQ(test_requant_exact);
     RUNQ(test_requant8);
+    RUNQ(test_requant8_f32);
     RUNQ(test_quantize);
     RUNQ(test_qrelu);
     RUNQ(test_qadd);

@@ -28,6 +28,8 @@
 #include "runtime/cpu/f32/gemm.h"
 #include "runtime/cpu/f32/shift.h"
 #include "runtime/cpu/q8/qconv.h"
+#include "runtime/cpu/q8/qelem.h"
+#include "runtime/cpu/q8/qrequant.h"
 #include "runtime/model.h"
 
 #if DCZ_BUILD_Q8_X86
@@ -694,8 +696,11 @@ uint32_t dcz_qconv2d_f32_rows(const dcz_qsparse *s, int32_t xmax, uint8_t *over)
 
 uint64_t dcz_qconv2d_f32_scratch_floats(const dcz_conv_geom *g)
 {
-    const uint64_t in = (uint64_t)g->in_c * g->in_h * g->in_w, out = (uint64_t)g->out_c * g->out_h * g->out_w;
-    return ((in + 15) & ~(uint64_t)15) + ((out + 15) & ~(uint64_t)15) + dcz_shift_scratch_floats(g);
+    const uint64_t in = (uint64_t)g->in_c * g->in_h * g->in_w, plane = (uint64_t)g->out_h * g->out_w;
+    const uint64_t out = plane * g->out_c;
+    /* the sample as floats, its sums, a channel's 64-bit sums, the form's scratch */
+    return ((in + 15) & ~(uint64_t)15) + ((out + 15) & ~(uint64_t)15) + ((2 * plane + 15) & ~(uint64_t)15) +
+           dcz_shift_scratch_floats(g);
 }
 
 #ifdef DCZ_X86
@@ -724,48 +729,104 @@ static void to_sums__avx2(const float *y, size_t n, int64_t b, int64_t *acc)
 }
 #endif
 
+/* The scratch's blocks (dcz_qconv2d_f32_scratch_floats) */
+typedef struct f32_blocks {
+    float *xf, *yf, *work;
+    int64_t *row;
+} f32_blocks;
+
+static f32_blocks f32_scratch(const dcz_conv_geom *g, float *scratch)
+{
+    const size_t in = (size_t)g->in_c * g->in_h * g->in_w, plane = (size_t)g->out_h * g->out_w;
+    const size_t out = plane * g->out_c;
+    f32_blocks k;
+    k.xf = scratch;
+    k.yf = k.xf + ((in + 15) & ~(size_t)15);
+    k.row = (int64_t *)(void *)(k.yf + ((out + 15) & ~(size_t)15));
+    k.work = (float *)(void *)k.row + ((2 * plane + 15) & ~(size_t)15);
+    return k;
+}
+
+/* Sample xs's float sums into k->yf (no bias): converted, convolved */
+static void f32_sums(dcz_pool *pool, const dcz_conv_geom *g, const dcz_shift *f, const dcz_q *xs, const f32_blocks *k)
+{
+    const size_t in = (size_t)g->in_c * g->in_h * g->in_w;
+    const dcz_act none = { 0, 0.0f, 0.0f };
+#ifdef DCZ_X86
+    if (dcz_isa_supported(DCZ_ISA_AVX2)) to_floats__avx2(xs, in, k->xf);
+    else
+#endif
+        for (size_t i = 0; i < in; i++) k->xf[i] = (float)xs[i];
+    dcz_conv2d_shift_pool(dcz_conv2d_shift_splits(g, f) ? pool : NULL, g, f, NULL, k->xf, 1, &none, NULL, k->work,
+                          k->yf);
+}
+
+/* ap (out_h out_w) = bias[r] + output channel r of sample xs by the
+ * integer taps, as a layer of one output channel */
+static void f32_row_taps(const dcz_conv_geom *g, const dcz_qsparse *s, uint32_t r, const int64_t *bias, const dcz_q *xs,
+                         int64_t *ap)
+{
+    dcz_conv_geom g1 = *g;
+    g1.out_c = 1;
+    dcz_qsparse v = *s;
+    v.rows = 1;
+    v.row_ptr = s->row_ptr + r;
+    if (s->idx) v.qtab = s->qtab + (size_t)r * s->k;
+    dcz_qconv2d_sparse_taps(&g1, &v, bias ? bias + r : NULL, xs, 1, dcz_qtap_best(), ap);
+}
+
 void dcz_qconv2d_f32(dcz_pool *pool, const dcz_conv_geom *g, const dcz_shift *f, const dcz_qsparse *s,
                      const uint8_t *over, const int64_t *bias, const dcz_q *x, size_t batch, float *scratch,
                      int64_t *acc)
 {
     const size_t in = (size_t)g->in_c * g->in_h * g->in_w, plane = (size_t)g->out_h * g->out_w;
     const size_t out = plane * g->out_c;
-    float *xf = scratch, *yf = xf + ((in + 15) & ~(size_t)15), *work = yf + ((out + 15) & ~(size_t)15);
-    const dcz_act none = { 0, 0.0f, 0.0f };
-    if (!dcz_conv2d_shift_splits(g, f)) pool = NULL;
+    const f32_blocks k = f32_scratch(g, scratch);
 #ifdef DCZ_X86
     const int avx2 = dcz_isa_supported(DCZ_ISA_AVX2);
 #endif
     for (size_t b = 0; b < batch; b++) {
         const dcz_q *xs = x + b * in;
         int64_t *as = acc + b * out;
-#ifdef DCZ_X86
-        if (avx2) to_floats__avx2(xs, in, xf);
-        else
-#endif
-            for (size_t i = 0; i < in; i++) xf[i] = (float)xs[i];
-        dcz_conv2d_shift_pool(pool, g, f, NULL, xf, 1, &none, NULL, work, yf);
+        f32_sums(pool, g, f, xs, &k);
         for (uint32_t c = 0; c < g->out_c; c++) {
+            if (over && over[c]) {
+                f32_row_taps(g, s, c, bias, xs, as + c * plane);
+                continue;
+            }
             const int64_t bc = bias ? bias[c] : 0;
 #ifdef DCZ_X86
             if (avx2) {
-                to_sums__avx2(yf + c * plane, plane, bc, as + c * plane);
+                to_sums__avx2(k.yf + c * plane, plane, bc, as + c * plane);
                 continue;
             }
 #endif
-            for (size_t i = 0; i < plane; i++) as[c * plane + i] = (int64_t)yf[c * plane + i] + bc;
+            for (size_t i = 0; i < plane; i++) as[c * plane + i] = (int64_t)k.yf[c * plane + i] + bc;
         }
-        /* the rows whose sums floats would not hold, by the integer taps:
-         * each as a layer of one output channel */
-        for (uint32_t r = 0; over && r < g->out_c; r++) {
-            if (!over[r]) continue;
-            dcz_conv_geom g1 = *g;
-            g1.out_c = 1;
-            dcz_qsparse v = *s;
-            v.rows = 1;
-            v.row_ptr = s->row_ptr + r;
-            if (s->idx) v.qtab = s->qtab + (size_t)r * s->k;
-            dcz_qconv2d_sparse_taps(&g1, &v, bias ? bias + r : NULL, xs, 1, dcz_qtap_best(), as + r * plane);
+    }
+}
+
+void dcz_qconv2d_f32_requant(dcz_pool *pool, const dcz_conv_geom *g, const dcz_shift *f, const dcz_qsparse *s,
+                             const uint8_t *over, const int64_t *bias, const dcz_requant *rq, int32_t lo, int32_t hi,
+                             const dcz_q *x, size_t batch, float *scratch, dcz_q *y)
+{
+    const size_t in = (size_t)g->in_c * g->in_h * g->in_w, plane = (size_t)g->out_h * g->out_w;
+    const size_t out = plane * g->out_c;
+    const f32_blocks k = f32_scratch(g, scratch);
+    for (size_t b = 0; b < batch; b++) {
+        const dcz_q *xs = x + b * in;
+        dcz_q *ys = y + b * out;
+        f32_sums(pool, g, f, xs, &k);
+        for (uint32_t c = 0; c < g->out_c; c++) {
+            if (over && over[c]) {
+                f32_row_taps(g, s, c, bias, xs, k.row);
+                const dcz_requant rc = { rq->mult + c, rq->shift + c, rq->qmax };
+                dcz_requant8(&rc, k.row, 1, 1, (uint32_t)plane, ys + c * plane);
+                dcz_qclamp(ys + c * plane, plane, lo, hi);
+                continue;
+            }
+            dcz_requant8_f32(k.yf + c * plane, plane, bias ? (int32_t)bias[c] : 0, rq->mult[c], rq->shift[c], rq->qmax,
+                             lo, hi, 0, ys + c * plane);
         }
     }
 }

@@ -184,6 +184,49 @@ void dcz_requant8(const dcz_requant *rq, const int64_t *acc, size_t batch, uint3
         dcz_requant8_ref(rq, acc, batch, channels, plane, y);
 }
 
+/* ---- sums held by floats ------------------------------------------------- */
+
+#ifdef DCZ_X86
+/* 8 outputs a step: the floats' integers plus the bias as 32-bit lanes,
+ * requant4__avx2 on each half, clamped to lo .. hi, narrowed */
+__attribute__((target("avx2")))
+static void requant8_f32__avx2(const float *yf, size_t n, int32_t bias, int32_t mult, uint8_t shift, int32_t qmax,
+                               int32_t lo, int32_t hi, dcz_q *y)
+{
+    const __m256i m = _mm256_set1_epi64x(mult), k = _mm256_set1_epi64x(shift), q = _mm256_set1_epi64x(qmax);
+    const __m256i b = _mm256_set1_epi32(bias);
+    const __m128i vlo = _mm_set1_epi32(lo), vhi = _mm_set1_epi32(hi);
+    size_t i = 0;
+    for (; i + 8 <= n; i += 8) {
+        const __m256i a = _mm256_add_epi32(_mm256_cvtps_epi32(_mm256_loadu_ps(yf + i)), b);
+        __m128i r0 = requant4__avx2(_mm256_cvtepi32_epi64(_mm256_castsi256_si128(a)), m, k, q);
+        __m128i r1 = requant4__avx2(_mm256_cvtepi32_epi64(_mm256_extracti128_si256(a, 1)), m, k, q);
+        r0 = _mm_min_epi32(_mm_max_epi32(r0, vlo), vhi);
+        r1 = _mm_min_epi32(_mm_max_epi32(r1, vlo), vhi);
+        _mm_storeu_si128((__m128i *)(void *)(y + i), _mm_packs_epi32(r0, r1));
+    }
+    for (; i < n; i++) {
+        const dcz_q v = requant8_one((int64_t)yf[i] + bias, mult, shift, qmax);
+        y[i] = (dcz_q)(v < lo ? lo : v > hi ? hi : v);
+    }
+}
+#endif
+
+void dcz_requant8_f32(const float *yf, size_t n, int32_t bias, int32_t mult, uint8_t shift, int32_t qmax, int32_t lo,
+                      int32_t hi, int ref, dcz_q *y)
+{
+#ifdef DCZ_X86
+    if (!ref && dcz_isa_supported(DCZ_ISA_AVX2)) {
+        requant8_f32__avx2(yf, n, bias, mult, shift, qmax, lo, hi, y);
+        return;
+    }
+#endif
+    for (size_t i = 0; i < n; i++) {
+        const dcz_q v = requant8_one((int64_t)yf[i] + bias, mult, shift, qmax);
+        y[i] = (dcz_q)(v < lo ? lo : v > hi ? hi : v);
+    }
+}
+
 /* ---- the region's input ------------------------------------------------- */
 
 void dcz_quantize_ref(const float *x, size_t n, float scale, int32_t qmax, dcz_q *y)

@@ -97,5 +97,12 @@ uint64_t dcz_qconv2d_f32_scratch_floats(const dcz_conv_geom *g);
 void dcz_qconv2d_f32(dcz_pool *pool, const dcz_conv_geom *g, const dcz_shift *f, const dcz_qsparse *s,
                      const uint8_t *over, const int64_t *bias, const dcz_q *x, size_t batch, float *scratch,
                      int64_t *acc);
+/* The same requantized by rq (an 8-bit scheme: qmax 127) as each channel's
+ * sums are converted back, clamped to lo .. hi: y (batch, out_c, out_h
+ * out_w), the bits of dcz_requant8 then dcz_qclamp on acc, without the
+ * 64-bit accumulators. */
+void dcz_qconv2d_f32_requant(dcz_pool *pool, const dcz_conv_geom *g, const dcz_shift *f, const dcz_qsparse *s,
+                             const uint8_t *over, const int64_t *bias, const dcz_requant *rq, int32_t lo, int32_t hi,
+                             const dcz_q *x, size_t batch, float *scratch, dcz_q *y);
 
 #endif /* DCZ_RUNTIME_CPU_Q8_QCONV_H */

@@ -38,6 +38,14 @@ void dcz_quantize(const float *x, size_t n, float scale, int32_t qmax, dcz_q *y)
  * machine has none). */
 void dcz_requant8_ref(const dcz_requant *rq, const int64_t *acc, size_t batch, uint32_t channels,
                       uint32_t plane, dcz_q *y);
+/* y (n) = dcz_requant8's value of the accumulators yf[i] + bias (yf's
+ * floats integers, |yf[i] + bias| < 2^31) by mult and shift, clamped to lo
+ * .. hi (within +-qmax): one channel's plane of the sums the float shift
+ * form gives an integer convolution (cpu/q8/qconv.h, dcz_qconv2d_f32);
+ * 8 a step on AVX2, or one at a time (ref, or a CPU without), the same
+ * bits. */
+void dcz_requant8_f32(const float *yf, size_t n, int32_t bias, int32_t mult, uint8_t shift, int32_t qmax, int32_t lo,
+                      int32_t hi, int ref, dcz_q *y);
 void dcz_requant8(const dcz_requant *rq, const int64_t *acc, size_t batch, uint32_t channels,
                   uint32_t plane, dcz_q *y);
 int dcz_requant8_isa(dcz_isa isa, const dcz_requant *rq, const int64_t *acc, size_t batch, uint32_t channels,
