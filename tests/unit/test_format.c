@@ -972,20 +972,18 @@ static void corruption_refused(dcz_doc *d)
 static void test_corruption_refused(void) { corruption_refused(small_doc()); }
 static void test_conv_corruption_refused(void) { corruption_refused(conv_doc()); }
 
-/* conv_doc with an int8 calibration table (per-channel weight scales; the
- * dense conv3 becomes I8 on disk) */
-static dcz_doc *calib_doc(void)
+/* Installs an int8 calibration table into d over its n weighted layers
+ * (per-channel weight scales: each channel's largest |w| as 127; the input
+ * scales 0.01, 0.015, ...): 0 when it fails. */
+static int calibrate_int8(dcz_doc *d, const uint32_t *weighted, uint32_t n)
 {
-    dcz_doc *d = conv_doc();
-    if (!d) return NULL;
-    static const uint32_t weighted[4] = { 0, 3, 5, 8 };
     dcz_doc_calib *t = calloc(1, sizeof *t);
     t->scheme = DCZ_SCHEME_INT8;
     t->model_hash = 0x0123456789abcdefull;
     t->data_hash = 42;
-    t->count = 4;
-    t->e = calloc(4, sizeof *t->e);
-    for (uint32_t j = 0; j < 4; j++) {
+    t->count = n;
+    t->e = calloc(n, sizeof *t->e);
+    for (uint32_t j = 0; j < n; j++) {
         const dcz_doc_tensor *w = &d->layers[weighted[j]].t[0];
         dcz_doc_calib_entry *e = &t->e[j];
         e->layer = weighted[j];
@@ -999,7 +997,17 @@ static dcz_doc *calib_doc(void)
             e->w_scale[r] = m / 127;
         }
     }
-    if (dcz_cal_install(d, t) != DCZ_OK) { dcz_doc_free(d); return NULL; }
+    return dcz_cal_install(d, t) == DCZ_OK;
+}
+
+/* conv_doc with an int8 calibration table (per-channel weight scales; the
+ * dense conv3 becomes I8 on disk) */
+static dcz_doc *calib_doc(void)
+{
+    dcz_doc *d = conv_doc();
+    if (!d) return NULL;
+    static const uint32_t weighted[4] = { 0, 3, 5, 8 };
+    if (!calibrate_int8(d, weighted, 4)) { dcz_doc_free(d); return NULL; }
     return d;
 }
 
@@ -1036,25 +1044,7 @@ static void test_qconv_f32_over(void)
     fill_weights(&l[5], 1);
     doc_plain_layer(&l[6], DCZ_OP_SOFTMAX, "prob");
     static const uint32_t weighted[3] = { 0, 2, 5 };
-    dcz_doc_calib *t = calloc(1, sizeof *t);
-    t->scheme = DCZ_SCHEME_INT8;
-    t->count = 3;
-    t->e = calloc(3, sizeof *t->e);
-    for (uint32_t j = 0; j < 3; j++) {
-        const dcz_doc_tensor *wj = &d->layers[weighted[j]].t[0];
-        dcz_doc_calib_entry *e = &t->e[j];
-        e->layer = weighted[j];
-        e->in_scale = 0.01f;
-        e->nw = wj->dims[0];
-        e->w_scale = malloc(e->nw * sizeof *e->w_scale);
-        for (uint32_t r = 0; r < e->nw; r++) {
-            float m = 1e-3f;
-            for (size_t i = r * (wj->n / e->nw); i < (r + 1) * (wj->n / e->nw); i++)
-                if (fabsf(wj->values[i]) > m) m = fabsf(wj->values[i]);
-            e->w_scale[r] = m / 127;
-        }
-    }
-    REQUIRE(dcz_cal_install(d, t) == DCZ_OK, "calibrate");
+    REQUIRE(calibrate_int8(d, weighted, 3), "calibrate");
     uint8_t *buf = NULL;
     size_t len = 0;
     REQUIRE(dcz_doc_write(d, &buf, &len) == DCZ_OK, "write");
