@@ -13,7 +13,10 @@
  *
  * The patches and the depthwise kernels sum in 32 bits, exact for the
  * 8-bit schemes: the loader admits a model only when every output's sum
- * stays below 2^31 (qload.c). The x86 variants have per-function target
+ * stays below 2^31 (qload.c). Last, the 8-bit schemes' convolutions on the
+ * float shift form of their integer weights (qconv.h: integer sums that
+ * floats hold exactly), where the CPU has no integer shift form: the
+ * conversions here, the convolution by the float kernels. The x86 variants have per-function target
  * attributes, so libdcz needs no global -m flags.
  *
  * Checked by tests/unit/test_qkernels.c: the taps, the patches and the
