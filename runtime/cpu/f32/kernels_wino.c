@@ -325,95 +325,57 @@ static void out_ref(const dcz_wino *g, const float *bias, const dcz_act *act, co
 }
 
 #if DCZ_BUILD_F32_X86
+/* The vector transforms of one instruction set: in##SFX and out##SFX,
+ * L channels a vector of type V, the operations of WINO_IN and WINO_OUT in
+ * their order (so every set gives the reference's bits), ACT the fused
+ * activation's vector form. */
+#define WINO_VECTOR(SFX, TGT, V, L, LOAD, STORE, ZERO, ADD, SUB, ACT)                                       \
+    TGT static void in##SFX(const dcz_wino *g, const float *p, size_t u0, size_t n, float *v)                  \
+    {                                                                                                           \
+        for (size_t u = 0; u < n; u++) {                                                                        \
+            const float *q = tile_in(g, p, u0 + u);                                                             \
+            for (size_t c = 0; c < g->C; c += L) {                                                              \
+                V d[4][4], e[16];                                                                               \
+                for (int i = 0; i < 4; i++)                                                                     \
+                    for (int k = 0; k < 4; k++) d[i][k] = LOAD(q + ((size_t)i * g->PW + k) * g->C + c);         \
+                WINO_IN(V, ADD, SUB, d, e);                                                                     \
+                for (int xi = 0; xi < 16; xi++) STORE(v + (size_t)xi * g->vs + u * g->C + c, e[xi]);           \
+            }                                                                                                   \
+        }                                                                                                       \
+    }                                                                                                           \
+    TGT static void out##SFX(const dcz_wino *g, const float *bias, const dcz_act *act, const float *m, size_t u0, \
+                             size_t n, float *f)                                                                \
+    {                                                                                                           \
+        const size_t ohw = g->OH * g->OW;                                                                       \
+        for (size_t u = 0; u < n; u++) {                                                                        \
+            const size_t s = (u0 + u) / g->T, t = (u0 + u) % g->T, oy = 2 * (t / g->TW), ox = 2 * (t % g->TW);   \
+            const int down = oy + 1 < g->OH, across = ox + 1 < g->OW;                                          \
+            float *o = f + (s * ohw + oy * g->OW + ox) * g->K;                                                  \
+            for (size_t k = 0; k < g->K; k += L) {                                                              \
+                V e[16], y[2][2];                                                                               \
+                for (int xi = 0; xi < 16; xi++) e[xi] = LOAD(m + (size_t)xi * g->ms + u * g->kp + k);          \
+                const V b = bias ? LOAD(bias + k) : ZERO();                                                     \
+                WINO_OUT(V, ADD, SUB, e, b, y);                                                                 \
+                for (int a = 0; a < 2; a++)                                                                     \
+                    for (int c = 0; c < 2; c++) y[a][c] = ACT(y[a][c], act);                                    \
+                STORE(o + k, y[0][0]);                                                                          \
+                if (across) STORE(o + g->K + k, y[0][1]);                                                       \
+                if (down) {                                                                                     \
+                    STORE(o + g->OW * g->K + k, y[1][0]);                                                       \
+                    if (across) STORE(o + (g->OW + 1) * g->K + k, y[1][1]);                                     \
+                }                                                                                               \
+            }                                                                                                   \
+        }                                                                                                       \
+    }
+
 #define VADD(a, b) _mm512_add_ps(a, b)
 #define VSUB(a, b) _mm512_sub_ps(a, b)
-
-__attribute__((target("avx512f")))
-static void in__avx512(const dcz_wino *g, const float *p, size_t u0, size_t n, float *v)
-{
-    for (size_t u = 0; u < n; u++) {
-        const float *q = tile_in(g, p, u0 + u);
-        for (size_t c = 0; c < g->C; c += 16) {
-            __m512 d[4][4], e[16];
-            for (int i = 0; i < 4; i++)
-                for (int k = 0; k < 4; k++) d[i][k] = _mm512_loadu_ps(q + ((size_t)i * g->PW + k) * g->C + c);
-            WINO_IN(__m512, VADD, VSUB, d, e);
-            for (int xi = 0; xi < 16; xi++) _mm512_storeu_ps(v + (size_t)xi * g->vs + u * g->C + c, e[xi]);
-        }
-    }
-}
-
-__attribute__((target("avx512f")))
-static void out__avx512(const dcz_wino *g, const float *bias, const dcz_act *act, const float *m, size_t u0,
-                        size_t n, float *f)
-{
-    const size_t ohw = g->OH * g->OW;
-    for (size_t u = 0; u < n; u++) {
-        const size_t s = (u0 + u) / g->T, t = (u0 + u) % g->T, oy = 2 * (t / g->TW), ox = 2 * (t % g->TW);
-        const int down = oy + 1 < g->OH, across = ox + 1 < g->OW;
-        float *o = f + (s * ohw + oy * g->OW + ox) * g->K;
-        for (size_t k = 0; k < g->K; k += 16) {
-            __m512 e[16], y[2][2];
-            for (int xi = 0; xi < 16; xi++) e[xi] = _mm512_loadu_ps(m + (size_t)xi * g->ms + u * g->kp + k);
-            const __m512 b = bias ? _mm512_loadu_ps(bias + k) : _mm512_setzero_ps();
-            WINO_OUT(__m512, VADD, VSUB, e, b, y);
-            for (int a = 0; a < 2; a++)
-                for (int c = 0; c < 2; c++) y[a][c] = dcz_act__avx512(y[a][c], act);
-            _mm512_storeu_ps(o + k, y[0][0]);
-            if (across) _mm512_storeu_ps(o + g->K + k, y[0][1]);
-            if (down) {
-                _mm512_storeu_ps(o + g->OW * g->K + k, y[1][0]);
-                if (across) _mm512_storeu_ps(o + (g->OW + 1) * g->K + k, y[1][1]);
-            }
-        }
-    }
-}
-
+WINO_VECTOR(__avx512, __attribute__((target("avx512f"))), __m512, 16, _mm512_loadu_ps, _mm512_storeu_ps,
+            _mm512_setzero_ps, VADD, VSUB, dcz_act__avx512)
 #define V8ADD(a, b) _mm256_add_ps(a, b)
 #define V8SUB(a, b) _mm256_sub_ps(a, b)
-
-/* in__avx512 and out__avx512 in AVX2: 8 channels a vector, the same
- * operations in the same order */
-__attribute__((target("avx2")))
-static void in__avx2(const dcz_wino *g, const float *p, size_t u0, size_t n, float *v)
-{
-    for (size_t u = 0; u < n; u++) {
-        const float *q = tile_in(g, p, u0 + u);
-        for (size_t c = 0; c < g->C; c += 8) {
-            __m256 d[4][4], e[16];
-            for (int i = 0; i < 4; i++)
-                for (int k = 0; k < 4; k++) d[i][k] = _mm256_loadu_ps(q + ((size_t)i * g->PW + k) * g->C + c);
-            WINO_IN(__m256, V8ADD, V8SUB, d, e);
-            for (int xi = 0; xi < 16; xi++) _mm256_storeu_ps(v + (size_t)xi * g->vs + u * g->C + c, e[xi]);
-        }
-    }
-}
-
-__attribute__((target("avx2,fma")))
-static void out__avx2(const dcz_wino *g, const float *bias, const dcz_act *act, const float *m, size_t u0, size_t n,
-                      float *f)
-{
-    const size_t ohw = g->OH * g->OW;
-    for (size_t u = 0; u < n; u++) {
-        const size_t s = (u0 + u) / g->T, t = (u0 + u) % g->T, oy = 2 * (t / g->TW), ox = 2 * (t % g->TW);
-        const int down = oy + 1 < g->OH, across = ox + 1 < g->OW;
-        float *o = f + (s * ohw + oy * g->OW + ox) * g->K;
-        for (size_t k = 0; k < g->K; k += 8) {
-            __m256 e[16], y[2][2];
-            for (int xi = 0; xi < 16; xi++) e[xi] = _mm256_loadu_ps(m + (size_t)xi * g->ms + u * g->kp + k);
-            const __m256 b = bias ? _mm256_loadu_ps(bias + k) : _mm256_setzero_ps();
-            WINO_OUT(__m256, V8ADD, V8SUB, e, b, y);
-            for (int a = 0; a < 2; a++)
-                for (int c = 0; c < 2; c++) y[a][c] = dcz_act__avx2(y[a][c], act);
-            _mm256_storeu_ps(o + k, y[0][0]);
-            if (across) _mm256_storeu_ps(o + g->K + k, y[0][1]);
-            if (down) {
-                _mm256_storeu_ps(o + g->OW * g->K + k, y[1][0]);
-                if (across) _mm256_storeu_ps(o + (g->OW + 1) * g->K + k, y[1][1]);
-            }
-        }
-    }
-}
+WINO_VECTOR(__avx2, __attribute__((target("avx2,fma"))), __m256, 8, _mm256_loadu_ps, _mm256_storeu_ps,
+            _mm256_setzero_ps, V8ADD, V8SUB, dcz_act__avx2)
 #endif
 
 /* The 16 products of n tiles, xi in part `part` of parts (M_xi (n, K) =
