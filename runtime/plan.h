@@ -169,8 +169,9 @@ dcz_kernel dcz_plan_conv_shift(const struct dcz_conv_geom *g, const struct dcz_s
 /* An integer convolution of geometry g whose integer weight keeps kept
  * entries, for a scheme of largest integer qmax; declined: the shift form
  * would not take its weights (then neither it nor the int16 pairs);
- * f32_exact: floats hold its sums exactly (cpu/q8/qconv.h,
- * dcz_qconv2d_f32_exact), so the float shift form may run it. */
+ * f32_exact: 0 where the float shift form on the integer weights declined
+ * it (a grouped layer with a channel whose sums floats would not hold,
+ * cpu/q8/qconv.h, dcz_qconv2d_f32_rows), 1 before the weights are read. */
 void dcz_plan_qconv(const struct dcz_conv_geom *g, uint64_t kept, int32_t qmax, int forms, int force_reference,
                     int declined, int f32_exact, dcz_candidates *c);
 
