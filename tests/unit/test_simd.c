@@ -860,9 +860,13 @@ static void test_gemm(void)
     const uint32_t ks[] = { 0, 1, 9, 300 };
     /* and B past 2 MB, which the walk takes a band of rows at a time:
      * one row of C, a few, more than a tile's; depths not a whole number
-     * of bands */
+     * of bands; */
     const struct { size_t m, n; uint32_t k; } big[] = {
         { 1, 300, 1800 }, { 3, 300, 1800 }, { 13, 300, 1800 }, { 7, 129, 4100 }, { 1, 65, 8200 },
+        /* and a small B beside a taller A, which the walk takes a tile of
+         * rows across every panel at a time: rows not a whole number of
+         * tiles, columns past one panel and ending in part of a vector */
+        { 40, 17, 0 }, { 50, 33, 9 }, { 100, 17, 300 }, { 131, 49, 64 }, { 200, 65, 20 }, { 301, 130, 7 },
     };
     gemm_tally t = { { 0 }, 0, 0, 0, 0, 0 };
     for (size_t mi = 0; mi < sizeof ms / sizeof *ms; mi++)

@@ -176,6 +176,20 @@ TGT static void NAME(gemm)(size_t m, size_t n, uint32_t k, const TA *a, size_t l
 {
     const size_t width = (size_t)(m == 1 ? NV1 : NV) * L;
 #ifdef KC
+    if (m > MR && n > width && (uint64_t)k * ldb * sizeof *b <= SMALLB_BYTES &&
+        (uint64_t)m * k > (uint64_t)k * ldb) {
+        for (size_t i = 0; i < m; i += MR) {
+            const int mr = m - i < MR ? (int)(m - i) : MR;
+            for (size_t j = 0; j < n; j += width) {
+                const size_t cols = n - j < width ? n - j : width;
+                const int nv = (int)((cols + L - 1) / L);
+                NAME(tiles)[mr][nv](k, a + i * lda, lda, b + j, ldb, bias_m ? bias_m + i : NULL,
+                                    bias_n ? bias_n + j : NULL, c + i * ldc + j, ldc,
+                                    (uint32_t)(cols - (size_t)(nv - 1) * L), 0, act);
+            }
+        }
+        return;
+    }
     if ((uint64_t)k * ldb * sizeof *b > GEMV_BYTES) {
         const uint32_t band = m <= MR ? KR : KC;
         for (uint32_t p = 0; p < k;) {
@@ -220,6 +234,7 @@ TGT static void NAME(gemm)(size_t m, size_t n, uint32_t k, const TA *a, size_t l
 #undef KC
 #undef KR
 #undef GEMV_BYTES
+#undef SMALLB_BYTES
 #undef VLOADC
 #undef NV
 #undef NV1
