@@ -123,7 +123,8 @@ void dcz_shift_dw_plane__avx512(const dcz_conv_geom *g, const struct split_geom 
                                 const float *bias, const float *x, size_t batch, const dcz_act *act, float *y);
 void dcz_shift_dw_rows_run__avx512(const dcz_conv_geom *g, const struct split_geom *q, const dcz_shift *f,
                                    const float *bias, const float *x, size_t batch, const dcz_act *act, float *y);
-/* whether the AVX2 rows kernel runs g on the shift form f (column stride 2) */
+/* whether the AVX2 rows kernel runs g on the shift form f (column stride
+ * 2, or rows of more than 32 outputs) */
 int dcz_shift_dw_rows_avx2(const dcz_conv_geom *g, const dcz_shift *f);
 void dcz_shift_dw_rows_run__avx2(const dcz_conv_geom *g, const struct split_geom *q, const dcz_shift *f,
                                  const float *bias, const float *x, size_t batch, const dcz_act *act, float *y);

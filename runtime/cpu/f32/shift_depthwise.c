@@ -2,8 +2,9 @@
  * (one input channel a group, one output channel each: blocks of one), run
  * straight from the input, without the split and the copy out that cost
  * several times their few multiply-adds on small planes: on AVX-512 by
- * rows or with the plane in registers, on AVX2 by rows at column stride 2
- * or with the channels in the lanes. Each output starts from the bias and
+ * rows or with the plane in registers, on AVX2 with the channels in the
+ * lanes (every tap kept) or by rows (strided, or over rows of more than
+ * 32 outputs). Each output starts from the bias and
  * takes the fused multiply-add of each of its channel's taps in column
  * order, the same taps from the same form, so the bits of the shift form's
  * reference (kernels_shift.c, shift_planes_ref). dcz_shift_dw_path,
@@ -77,8 +78,10 @@
 #define DW_MAX_VEC 32
 #define DW_MAX_W 512
 #define DW_MAX_ROWS 512
-#define DW_MAX_W8 96
-#define DW_MAX_ROWS8 64
+#define DW_MAX_VEC8 32
+#define DWL_BAND_FLOATS (16u << 10)
+#define DW_MAX_W8 DW_MAX_W
+#define DW_MAX_ROWS8 DW_MAX_ROWS
 static const float dw_zeros[DW_MAX_W];
 
 /* a run of (up to) two vectors of an output row */
@@ -270,7 +273,7 @@ static int dw_rows_fit(const dcz_conv_geom *g, const dcz_shift *f)
 
 static int dw_rows_fit8(const dcz_conv_geom *g, const dcz_shift *f)
 {
-    return dw_rows_within(g, f, 32, DW_MAX_W8) && g->out_h <= DW_MAX_ROWS8;
+    return dw_rows_within(g, f, 8 * DW_MAX_VEC8, DW_MAX_W8) && g->out_h <= DW_MAX_ROWS8;
 }
 
 int dcz_shift_dw_path(const dcz_conv_geom *g, const dcz_shift *f)
@@ -497,39 +500,55 @@ void dcz_shift_dw_rows_run__avx512(const dcz_conv_geom *g, const split_geom *q, 
     else dw_rows_channels__avx512(1, &L, g, q, f, bias, x, batch, act, y);
 }
 
-/* dw_rows__avx512 in AVX2, 8 columns a vector (rows of up to 32 outputs:
- * NV up to 4), R rows a call (8 of one vector, 7 over planes of 7 or 14
- * rows, 4 of two, 2 of three or four): each tap's input vector by a load
- * where its lanes lie inside the row, else a masked one (lanes outside
- * read 0); at stride 2 two, whose even floats a shuffle and a permute
- * deal. The same taps in the same order, so the same bits. It runs the
- * depthwise layers dw_rows_fit takes at column stride 2 (dcz_shift_dw_rows_avx2):
+/* dw_rows__avx512 in AVX2, 8 columns a vector, R rows a call: rows of up
+ * to 32 outputs in one run (NV up to 4: 8 rows of one vector, 7 over
+ * planes of 7 or 14 rows, 4 of two, 2 of three or four), wider ones in
+ * runs of two vectors, 4 rows a call, each run down the whole plane
+ * before the next, an odd count's last run over the vector before it:
+ * each tap's input vector by a load where its lanes lie inside the row,
+ * else a masked one (lanes outside read 0); at stride 2 two, whose even
+ * floats a shuffle and a permute deal. The same taps in the same order,
+ * so the same bits. It runs the depthwise layers whose taps the
+ * channels-in-lanes kernel below cannot take (a pruned layer) at column
+ * stride 2 or over rows of more than 32 outputs (dcz_shift_dw_rows_avx2):
  * one core of an AMD EPYC (Zen 3), MobileNetV2-style dense, batch 1, best
  * per-layer times of 2000 runs (us, shift form -> this): 96 x 28 x 28
  * stride 2 44.3 -> 42.0, 144 x 14 x 14 stride 2 24.6 -> 19.5, 192 x 7 x 7
- * stride 2 21.4 -> 17.0. At stride 1 the shift form is faster, the planes
- * small or not (16 x 28 x 28 11.6 against 15.8, 144 x 14 x 14 27.6
- * against 43.7, 384 x 4 x 4 16.5 against 30.2): a masked load on Zen 3
- * costs several plain ones, and over planes of 4 or 7 columns half a
- * vector's lanes or more lie outside, where the shift form's split planes
- * hold rows side by side. */
-/* whether the AVX2 rows kernel runs g on the shift form f (see above) */
+ * stride 2 21.4 -> 17.0. At stride 1 over rows of 32 or fewer the shift
+ * form is faster, the planes small or not (16 x 28 x 28 11.6 against
+ * 15.8, 144 x 14 x 14 27.6 against 43.7, 384 x 4 x 4 16.5 against 30.2):
+ * a masked load on Zen 3 costs several plain ones, and over planes of 4
+ * or 7 columns half a vector's lanes or more lie outside, where the shift
+ * form's split planes hold rows side by side. Over wider rows only the
+ * runs at a row's ends mask: torchvision's MobileNetV2 pruned to 90%,
+ * batch 1, the same core, least of four alternated dcz bench --per-layer
+ * medians (us, shift form -> this): 96 x 112 x 112 stride 2 732 -> 244,
+ * 144 x 56 x 56 355 -> 235, 32 x 112 x 112 319 -> 195; EfficientNet-B0's
+ * 96 x 112 x 112 stride 2 1029 -> 610. With every tap kept the lanes
+ * kernel is twice as fast as this (96 x 112 x 112 stride 2: 444 against
+ * 993 us). */
+/* whether the AVX2 rows kernel runs g on the shift form f (see above;
+ * the lanes kernel, where it fits, runs first) */
 int dcz_shift_dw_rows_avx2(const dcz_conv_geom *g, const dcz_shift *f)
 {
-    return g->sw == 2 && dw_rows_fit8(g, f);
+    return (g->sw == 2 || g->out_w > 32) && dw_rows_fit8(g, f);
 }
 
 typedef struct dw_plan8 {
     int64_t first[DW_MAX_KW][4];    /* the input column of lane 0 of vector v at tap column kx */
-    __m256i lo[DW_MAX_KW][4], hi[DW_MAX_KW][4]; /* its lanes inside the row (hi: the next 8, stride 2) */
+    uint8_t lo[DW_MAX_KW][4], hi[DW_MAX_KW][4]; /* its lanes inside the row (hi: the next 8, stride 2) */
     uint8_t whole[DW_MAX_KW][4];    /* every lane of both inside: plain loads */
-    __m256i tail;                   /* the lanes of the last vector of an output row */
 } dw_plan8;
 
+/* Output rows oy0 .. oy0 + R - 1 of one channel (those below out_h
+ * stored), the NV vectors of a run of each, the last one's first `last`
+ * lanes (8: a plain store), rows[j] the input row that window row j of
+ * output row 0 of the group reads, times the stride. */
 __attribute__((target("avx2,fma"), always_inline))
 static inline void dw_rows__avx2(const size_t NV, const size_t R, const int S2, const dw_plan8 *pl, size_t sh,
                                  const float *const *rows, const uint8_t *ky, const uint8_t *kx, const float *w,
-                                 uint32_t n, float b, size_t nrows, size_t out_w, const dcz_act *act, float *y)
+                                 uint32_t n, float b, size_t nrows, size_t out_w, uint32_t last, const dcz_act *act,
+                                 float *y)
 {
     __m256 acc[8][4];
 #pragma GCC unroll 8
@@ -551,20 +570,78 @@ static inline void dw_rows__avx2(const size_t NV, const size_t R, const int S2, 
                     x = _mm256_loadu_ps(p);
                     if (S2) x = dcz_evens__avx2(x, _mm256_loadu_ps(p + 8));
                 } else {
-                    x = _mm256_maskload_ps(p, pl->lo[c][v]);
-                    if (S2) x = dcz_evens__avx2(x, _mm256_maskload_ps(p + 8, pl->hi[c][v]));
+                    x = _mm256_maskload_ps(p, dcz_bits8__avx2(pl->lo[c][v]));
+                    if (S2) x = dcz_evens__avx2(x, _mm256_maskload_ps(p + 8, dcz_bits8__avx2(pl->hi[c][v])));
                 }
                 acc[r][v] = _mm256_fmadd_ps(wv, x, acc[r][v]);
             }
         }
     }
+    const __m256i tail = dcz_mask8__avx2(last);
 #pragma GCC unroll 8
     for (size_t r = 0; r < R; r++) {
         if (r >= nrows) break;
         float *yr = y + r * out_w;
 #pragma GCC unroll 4
         for (size_t v = 0; v + 1 < NV; v++) _mm256_storeu_ps(yr + 8 * v, dcz_act__avx2(acc[r][v], act));
-        _mm256_maskstore_ps(yr + 8 * (NV - 1), pl->tail, dcz_act__avx2(acc[r][NV - 1], act));
+        const __m256 a = dcz_act__avx2(acc[r][NV - 1], act);
+        if (last == 8) _mm256_storeu_ps(yr + 8 * (NV - 1), a);
+        else _mm256_maskstore_ps(yr + 8 * (NV - 1), tail, a);
+    }
+}
+
+/* What the AVX2 rows kernel takes for a layer, made once per call. */
+typedef struct dw_rows8_layer {
+    size_t nv, cv, runs, R, groups, nrow;   /* a row's vectors, a run's, runs a row, rows a call, calls a plane */
+    size_t v0[DW_MAX_VEC8 / 2];             /* each run's first vector */
+    dw_plan8 pl[DW_MAX_VEC8 / 2];           /* its taps' loads */
+    uint32_t last;                          /* the lanes of a row's last vector */
+    uint32_t rel[DW_MAX_TAPS];
+    uint8_t cell_ky[DW_MAX_TAPS], cell_kx[DW_MAX_TAPS];
+} dw_rows8_layer;
+
+/* Every channel of g by rows: inlined twice, for rows of one run (32
+ * outputs or fewer: WIDE 0) and of several (WIDE 1: runs of two vectors,
+ * 4 rows a call, an odd count's last run a vector back, over the one
+ * before: its outputs computed twice, the same bits), each with what it is
+ * known to be as constants (dw_rows_channels__avx512's reason). */
+__attribute__((target("avx2,fma"), always_inline))
+static inline void dw_rows8_channels__avx2(const int WIDE, const dw_rows8_layer *L, const dcz_conv_geom *g,
+                                           const split_geom *q, const dcz_shift *f, const float *bias,
+                                           const float *x, size_t batch, const dcz_act *act, float *y)
+{
+    const size_t ow = g->out_w, oh = g->out_h, sw = g->sw, sh = g->sh;
+    const size_t runs = WIDE ? L->runs : 1, nv = WIDE ? 2 : L->nv, R = WIDE ? 4 : L->R;
+    const size_t in_plane = (size_t)g->in_h * g->in_w, out_plane = oh * ow;
+    const float *rows[(DW_MAX_ROWS8 + 8) * 2 + DW_MAX_TAPS];
+    for (uint32_t c = 0; c < g->out_c; c++) {
+        uint8_t ky[DW_MAX_TAPS], kx[DW_MAX_TAPS];
+        const uint32_t n = dw_channel_taps(g, q, f, L->rel, L->cell_ky, L->cell_kx, c, ky, kx);
+        const float *w = f->w + f->ptr[c], b = bias ? bias[c] : 0.0f;
+        for (size_t s = 0; s < batch; s++) {
+            const float *xc = x + (s * g->in_c + c) * in_plane;
+            float *yc = y + (s * g->out_c + c) * out_plane;
+            dw_input_rows(g, xc, L->nrow, rows);
+            for (size_t k = 0; k < runs; k++) {   /* a run's columns down the plane */
+                const uint32_t last = k + 1 == runs ? L->last : 8;
+                const dw_plan8 *pl = &L->pl[k];
+                for (size_t gi = 0; gi < L->groups; gi++) {
+                    const size_t oy = gi * R, left = oh - oy < R ? oh - oy : R;
+                    const float *const *rp = rows + oy * sh;
+                    float *yr = yc + oy * ow + 8 * L->v0[k];
+#define DW_ROWS2(NV_, R_) \
+    (sw == 1 ? dw_rows__avx2(NV_, R_, 0, pl, sh, rp, ky, kx, w, n, b, left, ow, last, act, yr) \
+             : dw_rows__avx2(NV_, R_, 1, pl, sh, rp, ky, kx, w, n, b, left, ow, last, act, yr))
+                    if (nv == 4) DW_ROWS2(4, 2);
+                    else if (nv == 3) DW_ROWS2(3, 2);
+                    else if (nv == 2) DW_ROWS2(2, 4);
+                    else if (R == 4) DW_ROWS2(1, 4);
+                    else if (R == 7) DW_ROWS2(1, 7);
+                    else DW_ROWS2(1, 8);
+#undef DW_ROWS2
+                }
+            }
+        }
     }
 }
 
@@ -572,68 +649,52 @@ __attribute__((target("avx2,fma")))
 void dcz_shift_dw_rows_run__avx2(const dcz_conv_geom *g, const split_geom *q, const dcz_shift *f,
                                  const float *bias, const float *x, size_t batch, const dcz_act *act, float *y)
 {
-    const size_t W = g->in_w, H = g->in_h, ow = g->out_w, oh = g->out_h, sw = g->sw, sh = g->sh;
-    const size_t nv = (ow + 7) / 8;
-    dw_plan8 pl;
-    for (size_t c = 0; c < g->kw; c++)
-        for (size_t v = 0; v < nv; v++) {
-            const int64_t first = (int64_t)(8 * v * sw + c) - (int64_t)g->pw;
-            const uint32_t width = sw == 1 ? 8 : 16, m = lanes(-first, (int64_t)W - first, width);
-            pl.first[c][v] = first;
-            pl.lo[c][v] = dcz_bits8__avx2(m & 0xFF);
-            pl.hi[c][v] = dcz_bits8__avx2(m >> 8);
-            pl.whole[c][v] = m == (1u << width) - 1;
-        }
-    pl.tail = dcz_mask8__avx2((uint32_t)(ow - 8 * (nv - 1)));
-    const size_t R = nv == 1 ? (oh <= 4 ? 4 : oh % 7 == 0 ? 7 : 8) : nv == 2 ? 4 : 2, groups = (oh + R - 1) / R;
-    uint32_t rel[DW_MAX_TAPS];
-    uint8_t cell_ky[DW_MAX_TAPS], cell_kx[DW_MAX_TAPS];
-    dw_taps_init(g, q, rel, cell_ky, cell_kx);
-    const float *rows[(DW_MAX_ROWS8 + 8) * 2 + DW_MAX_TAPS];
-    const size_t nrow = (groups * R - 1) * sh + g->kh;
-    const size_t in_plane = H * W, out_plane = oh * ow;
-    for (uint32_t c = 0; c < g->out_c; c++) {
-        uint8_t ky[DW_MAX_TAPS], kx[DW_MAX_TAPS];
-        const uint32_t n = dw_channel_taps(g, q, f, rel, cell_ky, cell_kx, c, ky, kx);
-        const float *w = f->w + f->ptr[c], b = bias ? bias[c] : 0.0f;
-        for (size_t s = 0; s < batch; s++) {
-            const float *xc = x + (s * g->in_c + c) * in_plane;
-            float *yc = y + (s * g->out_c + c) * out_plane;
-            dw_input_rows(g, xc, nrow, rows);
-            for (size_t gi = 0; gi < groups; gi++) {
-                const size_t oy = gi * R, left = oh - oy < R ? oh - oy : R;
-                const float *const *rp = rows + oy * sh;
-                float *yr = yc + oy * ow;
-#define DW_ROWS2(NV_, R_) \
-    (sw == 1 ? dw_rows__avx2(NV_, R_, 0, &pl, sh, rp, ky, kx, w, n, b, left, ow, act, yr) \
-             : dw_rows__avx2(NV_, R_, 1, &pl, sh, rp, ky, kx, w, n, b, left, ow, act, yr))
-                if (nv == 4) DW_ROWS2(4, 2);
-                else if (nv == 3) DW_ROWS2(3, 2);
-                else if (nv == 2) DW_ROWS2(2, 4);
-                else if (R == 4) DW_ROWS2(1, 4);
-                else if (R == 7) DW_ROWS2(1, 7);
-                else DW_ROWS2(1, 8);
-#undef DW_ROWS2
+    const size_t W = g->in_w, ow = g->out_w, oh = g->out_h, sw = g->sw;
+    dw_rows8_layer L;
+    L.nv = (ow + 7) / 8;
+    /* rows of up to 4 vectors in one run, wider ones in runs of two */
+    L.cv = L.nv <= 4 ? L.nv : 2;
+    L.runs = (L.nv + L.cv - 1) / L.cv;
+    for (size_t k = 0; k < L.runs; k++) {
+        L.v0[k] = k + 1 < L.runs ? k * L.cv : L.nv - L.cv;
+        for (size_t c = 0; c < g->kw; c++)
+            for (size_t v = 0; v < L.cv; v++) {
+                const int64_t first = (int64_t)(8 * (L.v0[k] + v) * sw + c) - (int64_t)g->pw;
+                const uint32_t width = sw == 1 ? 8 : 16, m = lanes(-first, (int64_t)W - first, width);
+                L.pl[k].first[c][v] = first;
+                L.pl[k].lo[c][v] = (uint8_t)(m & 0xFF);
+                L.pl[k].hi[c][v] = (uint8_t)(m >> 8);
+                L.pl[k].whole[c][v] = m == (1u << width) - 1;
             }
-        }
     }
+    L.last = (uint32_t)(ow - 8 * (L.nv - 1));
+    L.R = L.cv == 1 ? (oh <= 4 ? 4 : oh % 7 == 0 ? 7 : 8) : L.cv == 2 ? 4 : 2;
+    L.groups = (oh + L.R - 1) / L.R;
+    L.nrow = (L.groups * L.R - 1) * g->sh + g->kh;
+    dw_taps_init(g, q, L.rel, L.cell_ky, L.cell_kx);
+    if (L.runs == 1) dw_rows8_channels__avx2(0, &L, g, q, f, bias, x, batch, act, y);
+    else dw_rows8_channels__avx2(1, &L, g, q, f, bias, x, batch, act, y);
 }
 
 /* Depthwise convolutions with channels in the lanes (AVX2): a vector holds
  * 8 channels of one cell, so a tap is one multiply-add of 8 channels'
  * weights by 8 channels' inputs, whatever the plane's width, no lane
- * masked. Per block of 8 channels and sample: the padded input transposed
- * into cells of 8 channels (8 x 8 transposes of rows; zeros around), then
- * each output row 4 cells at a time, the sums of its taps in column order
- * from the bias (the reference's), through the activation into a row of
- * cells, transposed back into the 8 output planes. Every channel of a block
- * must hold the same taps: it runs layers whose channels all hold every
- * cell of the window (dense depthwise weights; a pruned layer keeps the
- * other kernels). The transposes cost 24 shuffles per 64 floats each way;
- * what it saves: the planes' masked edges, half-empty vectors over planes
- * of 4 and 7 columns and a call's setup per channel. Its scratch: the
- * block's padded input and a row of cells, within the split input's (8
- * channels or more).
+ * masked. Per block of 8 channels and sample, a band of output rows at a
+ * time: the padded input rows its windows read transposed into cells of 8
+ * channels (8 x 8 transposes of rows; zeros around), then each output row
+ * 4 cells at a time, the sums of its taps in column order from the bias
+ * (the reference's), through the activation into a row of cells,
+ * transposed back into the 8 output planes. A band's rows in cells take
+ * at most DWL_BAND_FLOATS (the whole plane where it fits; a plane of 114
+ * padded columns, 17 rows), so that over large planes they stay in the
+ * second-level cache; the rows two bands share are transposed twice.
+ * Every channel of a block must hold the same taps: it runs layers whose
+ * channels all hold every cell of the window (dense depthwise weights; a
+ * pruned layer keeps the other kernels). The transposes cost 24 shuffles
+ * per 64 floats each way; what it saves: the planes' masked edges,
+ * half-empty vectors over planes of 4 and 7 columns and a call's setup per
+ * channel. Its scratch: a band's input rows and a row of cells, within the
+ * split input's (8 channels or more).
  * MobileNetV2-style dense layers, batch 1, one core of an AMD EPYC (Zen
  * 3), best of 2000 runs (us, the kernel before -> this): 16 x 28 x 28
  * 11.7 -> 7.4, 96 x 28 x 28 stride 2 42.4 -> 30.5 (rows), 144 x 14 x 14
@@ -642,16 +703,35 @@ void dcz_shift_dw_rows_run__avx2(const dcz_conv_geom *g, const split_geom *q, co
  * -> 10.8; the dense model 451 -> 397 us (batch 64: 28.9 -> 25.6 ms), the
  * compressed one 379 -> 332. Of 144 x 14 x 14's 19 us, the transposes
  * take about 11 (the input's 6); 128-bit loads into the two halves, for
- * in-lane transposes only, ran slower (22.7). */
-#define DWL_MAX_OUT_W 64
-
-/* whether the channels-in-lanes kernel runs g on the shift form f */
+ * in-lane transposes only, ran slower (22.7). Over torchvision's planes
+ * (the same core, least of three runs of 100 with the second-level cache
+ * flushed between them, us): 32 x 112 x 112, which the shift form ran
+ * before the bands (its rows past 64 outputs), 352 -> 245 (with bands of
+ * 4 K floats 319, 8 K 261, 32 K 363); the others within the host's noise
+ * of the whole plane at once (96 x 112 x 112 stride 2 456 / 462, 144 x 56
+ * x 56 5 x 5 stride 2 229 / 228). A ring of window rows, each transposed
+ * once, with the taps' rows looked up, ran slower on small planes (960 x
+ * 7 x 7 49 -> 84, 240 x 28 x 28 5 x 5 245 -> 295). */
+/* whether the channels-in-lanes kernel runs g on the shift form f: its
+ * scratch holds a window's rows in cells and an output row's */
 int dcz_shift_dw_lanes_fit(const dcz_conv_geom *g, const dcz_shift *f)
 {
-    const size_t taps = (size_t)g->kh * g->kw, hp = (size_t)g->in_h + 2 * g->ph, wp = (size_t)g->in_w + 2 * g->pw;
+    const size_t taps = (size_t)g->kh * g->kw, wp = (size_t)g->in_w + 2 * g->pw;
     return dcz_conv_groups(g) == g->in_c && g->out_c == g->in_c && f->ob == 1 && f->whole && g->in_c >= 8 &&
-           taps <= DW_MAX_TAPS && g->out_w <= DWL_MAX_OUT_W &&
-           hp * wp * 8 + (size_t)DWL_MAX_OUT_W * 8 + 8 <= dcz_shift_scratch_floats(g);
+           taps <= DW_MAX_TAPS && (size_t)g->kh * wp * 8 + (size_t)g->out_w * 8 + 8 <= dcz_shift_scratch_floats(g);
+}
+
+/* The output rows of a band (dcz_shift_dw_lanes_run__avx2): as many as
+ * keep its input rows in cells within DWL_BAND_FLOATS and the scratch,
+ * at least one. */
+static size_t dw_lanes_band(const dcz_conv_geom *g)
+{
+    const size_t row = ((size_t)g->in_w + 2 * g->pw) * 8, kh = g->kh, sh = g->sh;
+    const size_t have = dcz_shift_scratch_floats(g) - (size_t)g->out_w * 8 - 8;
+    const size_t budget = DWL_BAND_FLOATS;
+    const size_t rows = (budget < have ? budget : have) / row;
+    const size_t bo = rows <= kh ? 1 : (rows - kh) / sh + 1;
+    return bo < g->out_h ? bo : g->out_h;
 }
 
 /* 8 x 8 transpose: r[i] lane j to r[j] lane i */
@@ -725,18 +805,49 @@ static inline void dw_lanes_cells3__avx2(const int O, const float *t, size_t wp,
     for (int o = 0; o < O; o++) _mm256_store_ps(q + 8 * (size_t)o, dcz_act__avx2(acc[o], act));
 }
 
+/* Padded input row iy of the block of nc channels at xb (planes in_plane
+ * apart, rows W wide, xend the input's end) in cells into row: zeros
+ * around, each row's cells by transposes of 8 columns. */
+__attribute__((target("avx2")))
+static void dw_lanes_row__avx2(const dcz_conv_geom *g, const float *xb, size_t nc, size_t iy, const float *xend,
+                               float *row)
+{
+    const size_t W = g->in_w, wp = W + 2 * (size_t)g->pw, in_plane = (size_t)g->in_h * W;
+    const __m256 zero = _mm256_setzero_ps();
+    for (size_t ix = 0; ix < g->pw; ix++) {
+        _mm256_store_ps(row + 8 * ix, zero);
+        _mm256_store_ps(row + 8 * (wp - 1 - ix), zero);
+    }
+    const float *xr = xb + (iy - g->ph) * W;
+    for (size_t ix = 0; ix < W; ix += 8) {
+        const size_t m = W - ix < 8 ? W - ix : 8;
+        __m256 r[8];
+#pragma GCC unroll 8
+        for (size_t l = 0; l < 8; l++) {
+            if (l >= nc) r[l] = zero;
+            /* past the row: columns not stored below (a masked load only at the input's end:
+               one costs several plain ones on Zen 3) */
+            else if (xr + l * in_plane + ix + 8 <= xend) r[l] = _mm256_loadu_ps(xr + l * in_plane + ix);
+            else r[l] = _mm256_maskload_ps(xr + l * in_plane + ix, dcz_mask8__avx2((uint32_t)m));
+        }
+        transpose8__avx2(r);
+        for (size_t j = 0; j < m; j++) _mm256_store_ps(row + 8 * (g->pw + ix + j), r[j]);
+    }
+}
+
 __attribute__((target("avx2,fma")))
 void dcz_shift_dw_lanes_run__avx2(const dcz_conv_geom *g, const split_geom *q, const dcz_shift *f, const float *bias,
                                   const float *x, size_t batch, const dcz_act *act, float *scratch, float *y)
 {
-    const size_t H = g->in_h, W = g->in_w, C = g->in_c, oh = g->out_h, ow = g->out_w, sh = g->sh, sw = g->sw;
-    const size_t hp = H + 2 * g->ph, wp = W + 2 * g->pw, in_plane = H * W, out_plane = oh * ow;
-    float *T = (float *)(((uintptr_t)scratch + 31) & ~(uintptr_t)31), *Q = T + hp * wp * 8;
-    uint32_t rel[DW_MAX_TAPS];
+    const size_t H = g->in_h, C = g->in_c, oh = g->out_h, ow = g->out_w, sh = g->sh, sw = g->sw, kh = g->kh;
+    const size_t wp = g->in_w + 2 * (size_t)g->pw, in_plane = H * g->in_w, out_plane = oh * ow;
+    /* a band of padded rows in cells, the output row's cells */
+    const size_t band = dw_lanes_band(g);
+    float *T = (float *)(((uintptr_t)scratch + 31) & ~(uintptr_t)31), *Q = T + ((band - 1) * sh + kh) * wp * 8;
+    uint32_t rel[DW_MAX_TAPS], toff[DW_MAX_TAPS];
     uint8_t cell_ky[DW_MAX_TAPS], cell_kx[DW_MAX_TAPS], ky[DW_MAX_TAPS], kx[DW_MAX_TAPS];
     dw_taps_init(g, q, rel, cell_ky, cell_kx);
     const uint32_t n = dw_channel_taps(g, q, f, rel, cell_ky, cell_kx, 0, ky, kx);   /* the same in every channel */
-    uint32_t toff[DW_MAX_TAPS];
     for (uint32_t e = 0; e < n; e++) toff[e] = (uint32_t)((ky[e] * wp + kx[e]) * 8);
     const float *xend = x + batch * C * in_plane;
     /* stride 1, 3 columns a window row (the split input is then the padded
@@ -754,37 +865,21 @@ void dcz_shift_dw_lanes_run__avx2(const dcz_conv_geom *g, const split_geom *q, c
         const __m256 b = _mm256_loadu_ps(b8);
         for (size_t s = 0; s < batch; s++) {
             const float *xb = x + (s * C + c0) * in_plane;
-            /* the padded input in cells: zeros around, each row's cells by
-             * transposes of 8 columns (the last ones through a copy) */
-            for (size_t iy = 0; iy < hp; iy++) {
-                float *row = T + iy * wp * 8;
-                if (iy < g->ph || iy >= g->ph + H) {
-                    for (size_t ix = 0; ix < wp; ix++) _mm256_store_ps(row + 8 * ix, zero);
-                    continue;
-                }
-                for (size_t ix = 0; ix < g->pw; ix++) {
-                    _mm256_store_ps(row + 8 * ix, zero);
-                    _mm256_store_ps(row + 8 * (wp - 1 - ix), zero);
-                }
-                const float *xr = xb + (iy - g->ph) * W;
-                for (size_t ix = 0; ix < W; ix += 8) {
-                    const size_t m = W - ix < 8 ? W - ix : 8;
-                    __m256 r[8];
-#pragma GCC unroll 8
-                    for (size_t l = 0; l < 8; l++) {
-                        if (l >= nc) r[l] = zero;
-                        /* past the row: columns not stored below (a masked load only at the input's end:
-                           one costs several plain ones on Zen 3) */
-                        else if (xr + l * in_plane + ix + 8 <= xend) r[l] = _mm256_loadu_ps(xr + l * in_plane + ix);
-                        else r[l] = _mm256_maskload_ps(xr + l * in_plane + ix, dcz_mask8__avx2((uint32_t)m));
-                    }
-                    transpose8__avx2(r);
-                    for (size_t j = 0; j < m; j++) _mm256_store_ps(row + 8 * (g->pw + ix + j), r[j]);
-                }
-            }
             float *yb = y + (s * C + c0) * out_plane;
             for (size_t oy = 0; oy < oh; oy++) {
-                const float *tr = T + oy * sh * wp * 8;
+                /* a band's padded rows, oy0 sh .. (oy0 + band - 1) sh + kh - 1,
+                 * in T in order: zeros above and below the image */
+                const size_t oy0 = oy - oy % band;
+                if (oy == oy0) {
+                    const size_t r1 = (oy0 + band - 1) * sh + kh, r1p = r1 < H + 2 * (size_t)g->ph ? r1 : H + 2 * (size_t)g->ph;
+                    for (size_t r = oy0 * sh; r < r1p; r++) {
+                        float *row = T + (r - oy0 * sh) * wp * 8;
+                        if (r < g->ph || r >= g->ph + H)
+                            for (size_t ix = 0; ix < wp; ix++) _mm256_store_ps(row + 8 * ix, zero);
+                        else dw_lanes_row__avx2(g, xb, nc, r, xend, row);
+                    }
+                }
+                const float *tr = T + (oy - oy0) * sh * wp * 8;
                 size_t ox = 0;
                 if (rows3) {
                     for (; ox + 6 <= ow; ox += 6) dw_lanes_cells3__avx2(6, tr + ox * 8, wp, g->kh, wt, b, act, Q + 8 * ox);
