@@ -642,8 +642,9 @@ static int worth_threads(const dcz_model *m)
         if (!l->q && l->op == DCZ_OP_DENSE && l->sparse &&
             dcz_sparse_split(&l->sp))
             return 1;
-        /* a large convolution on the shift form splits its channel blocks */
-        if (!l->q && l->kernel == DCZ_K_CONV_SHIFT && dcz_conv2d_shift_splits(&l->geom, &l->shift)) return 1;
+        /* a large convolution on the shift form splits its channel blocks
+         * (a depthwise one on its kernels, its channels) */
+        if (!l->q && dcz_kernel_shifts(l->kernel) && dcz_conv2d_shift_splits(&l->geom, &l->shift)) return 1;
     }
     return 0;
 }

@@ -258,6 +258,8 @@ static size_t conv_mismatches(const char *what, const dcz_conv_geom *g, size_t b
 typedef struct conv_tally {
     size_t cases, direct, im2col, dense, variant, variants;
     size_t shift, shift_gemm, shift_variants, shift_act, shift_res, shift_res_runs, shift_res_store;
+    size_t pooled, pooled_runs, pooled_dw;
+    dcz_pool *pools[2];   /* of 2 and 3 threads */
 } conv_tally;
 
 /* One geometry and weight set: every kernel against the reference, batch 1
@@ -347,6 +349,19 @@ static int conv_case(const dcz_conv_geom *g, double density, uint32_t k, conv_ta
                 if (!dcz_conv2d_shift_isa(sisas[i], g, f, bias, x, b, sscratch, y)) continue;
                 t->variant += memcmp(y, y2, b * yout * sizeof(float)) != 0;
                 t->shift_variants++;
+            }
+            /* split over a pool's threads (the map's channel blocks, the
+             * depthwise kernels' channels, the lanes kernel's blocks each in
+             * a slice of the scratch): the bits of one thread */
+            dcz_conv2d_shift(g, f, bias, x, b, 0, sscratch, y2);
+            for (int p = 0; p < 2; p++) {
+                const dcz_act none = { 0, 0.0f, 0.0f };
+                memset(y, 0xA5, b * yout * sizeof(float));
+                memset(sscratch, 0xFF, sfloats * sizeof(float));
+                dcz_conv2d_shift_pool(t->pools[p], g, f, bias, x, b, &none, NULL, sscratch, y);
+                t->pooled += memcmp(y, y2, b * yout * sizeof(float)) != 0;
+                t->pooled_runs++;
+                t->pooled_dw += dcz_conv2d_shift_depthwise(g, f) != NULL;
             }
             /* an activation taken on the way out: the bits of the activation
              * run over the output (ReLU, ReLU6, a clip around 0, SiLU,
@@ -456,6 +471,7 @@ static void test_conv_grid(void)
     const double dens[] = { 0.0, 0.5, 1.0 };
     const uint32_t codebooks[] = { 256, 0 }; /* 8-bit codebook, fp32 values */
     conv_tally t = { 0 };
+    REQUIRE(dcz_pool_start(2, &t.pools[0]) == DCZ_OK && dcz_pool_start(3, &t.pools[1]) == DCZ_OK, "pools");
     dcz_conv_geom g, extra[CONV_EXTRA];
     for (size_t i = 0; conv_grid(i, &g); i++)
         for (size_t di = 0; di < 3; di++)
@@ -479,6 +495,12 @@ static void test_conv_grid(void)
           "shift with a residual: %zu of %zu runs differ from the add and the activation run after", t.shift_res,
           t.shift_res_runs);
     CHECK(t.shift_res_store > 0 || !dcz_isa_supported(DCZ_ISA_AVX512), "no residual added in the AVX-512 stores");
+    CHECK(t.pooled == 0 && t.pooled_runs > 0, "shift over 2 and 3 threads: %zu of %zu runs differ from one thread's",
+          t.pooled, t.pooled_runs);
+    const char *sv = dcz_conv2d_shift_variant();   /* the depthwise kernels are x86's */
+    CHECK(t.pooled_dw > 0 || !sv || !strcmp(sv, "neon"), "no depthwise kernel ran over threads");
+    dcz_pool_stop(t.pools[0]);
+    dcz_pool_stop(t.pools[1]);
     CHECK(t.variants > 0 || !(dcz_isa_supported(DCZ_ISA_AVX2) || dcz_isa_supported(DCZ_ISA_NEON)),
           "no vector convolution ran");
 }

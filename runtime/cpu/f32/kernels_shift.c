@@ -435,27 +435,98 @@ const char *dcz_conv2d_shift_variant(void)
     }
 }
 
-const char *dcz_conv2d_shift_depthwise(const dcz_conv_geom *g, const dcz_shift *f)
+/* The depthwise kernel that runs g on the shift form f on isa's planes
+ * straight from the input (shift_depthwise.c), DW_NONE where the shift
+ * form's own path does. */
+enum { DW_NONE, DW_PLANE_AVX512, DW_ROWS_AVX512, DW_LANES_AVX2, DW_ROWS_AVX2 };
+static int dw_kernel(dcz_isa isa, const dcz_conv_geom *g, const dcz_shift *f)
 {
 #ifdef DCZ_X86
-    if (dcz_shift_best() == DCZ_ISA_AVX512) {
+    if (isa == DCZ_ISA_AVX512) {
         const int dw = dcz_shift_dw_path(g, f);
-        return dw == DCZ_SHIFT_DW_PLANE ? "plane" : dw == DCZ_SHIFT_DW_ROWS ? "rows" : NULL;
+        return dw == DCZ_SHIFT_DW_PLANE ? DW_PLANE_AVX512 : dw == DCZ_SHIFT_DW_ROWS ? DW_ROWS_AVX512 : DW_NONE;
     }
-    if (dcz_shift_best() == DCZ_ISA_AVX2)
-        return dcz_shift_dw_lanes_fit(g, f) ? "lanes" : dcz_shift_dw_rows_avx2(g, f) ? "rows" : NULL;
+    if (isa == DCZ_ISA_AVX2)
+        return dcz_shift_dw_lanes_fit(g, f) ? DW_LANES_AVX2 : dcz_shift_dw_rows_avx2(g, f) ? DW_ROWS_AVX2 : DW_NONE;
 #endif
+    (void)isa;
     (void)g;
     (void)f;
-    return NULL;
+    return DW_NONE;
 }
+
+const char *dcz_conv2d_shift_depthwise(const dcz_conv_geom *g, const dcz_shift *f)
+{
+    static const char *const names[] = { NULL, "plane", "rows", "lanes", "rows" };
+    return names[dw_kernel(dcz_shift_best(), g, f)];
+}
+
+#ifdef DCZ_X86
+/* What dw_run hands a part: every sample's output channels of part `part`
+ * of `parts` (blocks of 8 for the lanes kernel), each part its slice of
+ * the scratch (the lanes kernel's rows in cells). A channel's outputs do
+ * not depend on the others', so the parts give the bits of one. */
+typedef struct dw_job {
+    int kind;
+    const dcz_conv_geom *g;
+    const split_geom *q;
+    const dcz_shift *f;
+    const float *bias, *x;
+    size_t batch;
+    const dcz_act *act;
+    float *scratch;
+    uint64_t slice;
+    uint32_t parts;
+    float *y;
+} dw_job;
+
+static void dw_part(void *ctx, uint32_t part)
+{
+    const dw_job *j = ctx;
+    const uint32_t unit = j->kind == DW_LANES_AVX2 ? 8 : 1, units = (j->g->out_c + unit - 1) / unit;
+    uint32_t lo, hi;
+    dcz_part_range(units, part, j->parts, &lo, &hi);
+    const uint32_t c0 = lo * unit, c1 = hi * unit < j->g->out_c ? hi * unit : j->g->out_c;
+    if (c0 >= c1) return;
+    switch (j->kind) {
+    case DW_PLANE_AVX512:
+        dcz_shift_dw_plane__avx512(j->g, j->q, j->f, j->bias, j->x, j->batch, j->act, c0, c1, j->y);
+        break;
+    case DW_ROWS_AVX512:
+        dcz_shift_dw_rows_run__avx512(j->g, j->q, j->f, j->bias, j->x, j->batch, j->act, c0, c1, j->y);
+        break;
+    case DW_LANES_AVX2:
+        dcz_shift_dw_lanes_run__avx2(j->g, j->q, j->f, j->bias, j->x, j->batch, j->act, c0, c1,
+                                     j->scratch + (size_t)part * j->slice, j->slice, j->y);
+        break;
+    default: dcz_shift_dw_rows_run__avx2(j->g, j->q, j->f, j->bias, j->x, j->batch, j->act, c0, c1, j->y); break;
+    }
+}
+
+/* The depthwise kernel `kind` over the pool's threads (NULL: this one),
+ * as many parts as there are channels (blocks) and, for the lanes kernel,
+ * slices of the scratch its least fits */
+static void dw_run(int kind, dcz_pool *pool, const dcz_conv_geom *g, const split_geom *q, const dcz_shift *f,
+                   const float *bias, const float *x, size_t batch, const dcz_act *act, float *scratch, float *y)
+{
+    const uint32_t unit = kind == DW_LANES_AVX2 ? 8 : 1, units = (g->out_c + unit - 1) / unit;
+    const uint64_t total = dcz_shift_scratch_floats(g);
+    uint32_t parts = pool ? dcz_pool_threads(pool) : 1;
+    if (parts > units) parts = units;
+    if (kind == DW_LANES_AVX2 && parts > total / dcz_shift_dw_lanes_floats(g))
+        parts = (uint32_t)(total / dcz_shift_dw_lanes_floats(g));
+    dw_job j = { kind, g, q, f, bias, x, batch, act, scratch, total / parts / 8 * 8, parts, y };
+    if (parts > 1) dcz_pool_run(pool, dw_part, &j);
+    else dw_part(&j, 0);
+}
+#endif
 
 /* Whether isa's kernel adds a residual as it stores the sums: the AVX-512
  * map, not the depthwise kernels. */
 static int res_in_store(dcz_isa isa, const dcz_conv_geom *g, const dcz_shift *f)
 {
 #ifdef DCZ_X86
-    return isa == DCZ_ISA_AVX512 && dcz_shift_dw_path(g, f) == DCZ_SHIFT_DW_NONE;
+    return isa == DCZ_ISA_AVX512 && dw_kernel(isa, g, f) == DW_NONE;
 #else
     (void)isa; (void)g; (void)f;
     return 0;
@@ -542,8 +613,8 @@ static void shift_part(void *ctx, uint32_t part)
  * kernels write y as they go). The loader fuses an ADD only where the
  * stores take it (dcz_conv2d_shift_res_fuses). With a pool (heap models),
  * the vector maps' path splits each sample's output channel blocks over its
- * threads (shift_part); the depthwise kernels and the generic path run on
- * the caller's thread. */
+ * threads (shift_part) and the depthwise kernels their channels (dw_run);
+ * the generic path runs on the caller's thread. */
 static int shift_run(dcz_isa isa, const dcz_conv_geom *g, const dcz_shift *f, const float *bias, const float *x,
                      size_t batch, const dcz_act *act, const float *res, float *scratch, dcz_pool *pool, float *y)
 {
@@ -556,18 +627,9 @@ static int shift_run(dcz_isa isa, const dcz_conv_geom *g, const dcz_shift *f, co
 #ifdef DCZ_X86
     const int vec = isa == DCZ_ISA_AVX512;
     const int apart = res && !res_in_store(isa, g, f);   /* the other paths give way to the generic one */
-    if (vec && !apart) {   /* depthwise: straight from the input */
-        const int dw = dcz_shift_dw_path(g, f);
-        if (dw == DCZ_SHIFT_DW_PLANE) dcz_shift_dw_plane__avx512(g, &q, f, bias, x, batch, act, y);
-        if (dw == DCZ_SHIFT_DW_ROWS) dcz_shift_dw_rows_run__avx512(g, &q, f, bias, x, batch, act, y);
-        if (dw != DCZ_SHIFT_DW_NONE) return 1;
-    }
-    if (isa == DCZ_ISA_AVX2 && !apart && dcz_shift_dw_lanes_fit(g, f)) {
-        dcz_shift_dw_lanes_run__avx2(g, &q, f, bias, x, batch, act, scratch, y);
-        return 1;
-    }
-    if (isa == DCZ_ISA_AVX2 && !apart && dcz_shift_dw_rows_avx2(g, f)) {
-        dcz_shift_dw_rows_run__avx2(g, &q, f, bias, x, batch, act, y);
+    const int dw = apart ? DW_NONE : dw_kernel(isa, g, f);
+    if (dw != DW_NONE) {   /* depthwise: straight from the input */
+        dw_run(dw, pool, g, &q, f, bias, x, batch, act, scratch, y);
         return 1;
     }
     remap rs;
@@ -612,9 +674,17 @@ static int shift_run(dcz_isa isa, const dcz_conv_geom *g, const dcz_shift *f, co
     return 1;
 }
 
+/* A depthwise kernel's time follows its outputs more than its few taps
+ * each (memory, the lanes kernel's transposes): it splits at
+ * DW_SPLIT_CELLS outputs a sample, about 40 us on one core (the pool's
+ * dispatch costs about 11). */
+#define DW_SPLIT_CELLS ((uint64_t)1 << 16)
+
 int dcz_conv2d_shift_splits(const dcz_conv_geom *g, const dcz_shift *f)
 {
     const uint32_t blocks = (g->out_c + f->ob - 1) / f->ob;
+    const uint64_t cells = (uint64_t)g->out_c * g->out_h * g->out_w;
+    if (blocks >= 2 && dw_kernel(dcz_shift_best(), g, f) != DW_NONE) return cells >= DW_SPLIT_CELLS;
     return blocks >= 2 && (uint64_t)f->ptr[blocks] * f->ob * g->out_h * g->out_w >= DCZ_SPLIT_MACS;
 }
 

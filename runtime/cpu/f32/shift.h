@@ -119,20 +119,27 @@ int dcz_shift_split_vector(dcz_isa isa, const dcz_conv_geom *g, const struct spl
  * convolutions. */
 enum { DCZ_SHIFT_DW_NONE, DCZ_SHIFT_DW_ROWS, DCZ_SHIFT_DW_PLANE };
 int dcz_shift_dw_path(const dcz_conv_geom *g, const dcz_shift *f);
+/* Each kernel runs output channels [c0, c1) of every sample. */
 void dcz_shift_dw_plane__avx512(const dcz_conv_geom *g, const struct split_geom *q, const dcz_shift *f,
-                                const float *bias, const float *x, size_t batch, const dcz_act *act, float *y);
+                                const float *bias, const float *x, size_t batch, const dcz_act *act, uint32_t c0,
+                                uint32_t c1, float *y);
 void dcz_shift_dw_rows_run__avx512(const dcz_conv_geom *g, const struct split_geom *q, const dcz_shift *f,
-                                   const float *bias, const float *x, size_t batch, const dcz_act *act, float *y);
+                                   const float *bias, const float *x, size_t batch, const dcz_act *act, uint32_t c0,
+                                   uint32_t c1, float *y);
 /* whether the AVX2 rows kernel runs g on the shift form f (column stride
  * 2, or rows of more than 32 outputs) */
 int dcz_shift_dw_rows_avx2(const dcz_conv_geom *g, const dcz_shift *f);
 void dcz_shift_dw_rows_run__avx2(const dcz_conv_geom *g, const struct split_geom *q, const dcz_shift *f,
-                                 const float *bias, const float *x, size_t batch, const dcz_act *act, float *y);
-/* whether the AVX2 channels-in-lanes kernel runs g on the shift form f */
+                                 const float *bias, const float *x, size_t batch, const dcz_act *act, uint32_t c0,
+                                 uint32_t c1, float *y);
+/* whether the AVX2 channels-in-lanes kernel runs g on the shift form f,
+ * and the floats of scratch it needs at the least; it runs channels
+ * [c0, c1) (c0 a multiple of 8) in a scratch of `floats` */
 int dcz_shift_dw_lanes_fit(const dcz_conv_geom *g, const dcz_shift *f);
+uint64_t dcz_shift_dw_lanes_floats(const dcz_conv_geom *g);
 void dcz_shift_dw_lanes_run__avx2(const dcz_conv_geom *g, const struct split_geom *q, const dcz_shift *f,
-                                  const float *bias, const float *x, size_t batch, const dcz_act *act,
-                                  float *scratch, float *y);
+                                  const float *bias, const float *x, size_t batch, const dcz_act *act, uint32_t c0,
+                                  uint32_t c1, float *scratch, uint64_t floats, float *y);
 #endif
 
 #endif /* DCZ_RUNTIME_CPU_F32_SHIFT_H */

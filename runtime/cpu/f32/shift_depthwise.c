@@ -323,7 +323,7 @@ static inline void dw_plane_vectors__avx512(const size_t NV, const float *xc, fl
  * at 3 x 3). */
 __attribute__((target("avx512f")))
 void dcz_shift_dw_plane__avx512(const dcz_conv_geom *g, const split_geom *q, const dcz_shift *f, const float *bias,
-                                const float *x, size_t batch, const dcz_act *act, float *y)
+                                const float *x, size_t batch, const dcz_act *act, uint32_t c0, uint32_t c1, float *y)
 {
     const size_t H = g->in_h, W = g->in_w, oh = g->out_h, ow = g->out_w, ksize = (size_t)g->kh * g->kw;
     const size_t in_plane = H * W, out_plane = oh * ow, nv = (out_plane + 15) / 16;
@@ -363,7 +363,7 @@ void dcz_shift_dw_plane__avx512(const dcz_conv_geom *g, const split_geom *q, con
         idx[k] = _mm512_loadu_si512((const void *)ix);
     }
     dw_cells_rel(g, q, rel);
-    for (uint32_t c = 0; c < g->out_c; c++) {
+    for (uint32_t c = c0; c < c1; c++) {
         uint8_t tk[DW_MAX_TAPS];
         const uint32_t n = dw_cells(g, q, f, rel, c, tk);
         const float *w = f->w + f->ptr[c], b = bias ? bias[c] : 0.0f;
@@ -405,7 +405,8 @@ typedef struct dw_rows_layer {
 __attribute__((target("avx512f"), always_inline))
 static inline void dw_rows_channels__avx512(const int WIDE, const dw_rows_layer *L, const dcz_conv_geom *g,
                                             const split_geom *q, const dcz_shift *f, const float *bias,
-                                            const float *x, size_t batch, const dcz_act *act, float *y)
+                                            const float *x, size_t batch, const dcz_act *act, uint32_t c0,
+                                            uint32_t c1, float *y)
 {
     const size_t ow = g->out_w, oh = g->out_h, sw = g->sw, sh = g->sh;
     const size_t runs = WIDE ? (L->nv + 1) / 2 : 1, cv = WIDE ? 2 : L->cv, R = WIDE ? 4 : L->R;
@@ -413,7 +414,7 @@ static inline void dw_rows_channels__avx512(const int WIDE, const dw_rows_layer 
     const int once = WIDE ? sw == 1 : L->once;
     /* window row j of output row oy reads input row oy sh + j - ph */
     const float *rows[(DW_MAX_ROWS + 8) * 2 + DW_MAX_TAPS];
-    for (uint32_t c = 0; c < g->out_c; c++) {
+    for (uint32_t c = c0; c < c1; c++) {
         uint8_t ky[DW_MAX_TAPS], kx[DW_MAX_TAPS];
         const uint32_t n = dw_channel_taps(g, q, f, L->rel, L->cell_ky, L->cell_kx, c, ky, kx);
         const float *w = f->w + f->ptr[c], b = bias ? bias[c] : 0.0f;
@@ -452,7 +453,8 @@ static inline void dw_rows_channels__avx512(const int WIDE, const dw_rows_layer 
 
 __attribute__((target("avx512f")))
 void dcz_shift_dw_rows_run__avx512(const dcz_conv_geom *g, const split_geom *q, const dcz_shift *f,
-                                   const float *bias, const float *x, size_t batch, const dcz_act *act, float *y)
+                                   const float *bias, const float *x, size_t batch, const dcz_act *act, uint32_t c0,
+                                   uint32_t c1, float *y)
 {
     const size_t W = g->in_w, ow = g->out_w, oh = g->out_h, sw = g->sw;
     dw_rows_layer L;
@@ -496,8 +498,8 @@ void dcz_shift_dw_rows_run__avx512(const dcz_conv_geom *g, const split_geom *q, 
     L.groups = (oh + L.R - 1) / L.R;
     L.nrow = (L.groups * L.R - 1) * g->sh + g->kh;
     dw_taps_init(g, q, L.rel, L.cell_ky, L.cell_kx);
-    if (runs == 1) dw_rows_channels__avx512(0, &L, g, q, f, bias, x, batch, act, y);
-    else dw_rows_channels__avx512(1, &L, g, q, f, bias, x, batch, act, y);
+    if (runs == 1) dw_rows_channels__avx512(0, &L, g, q, f, bias, x, batch, act, c0, c1, y);
+    else dw_rows_channels__avx512(1, &L, g, q, f, bias, x, batch, act, c0, c1, y);
 }
 
 /* dw_rows__avx512 in AVX2, 8 columns a vector, R rows a call: rows of up
@@ -608,13 +610,14 @@ typedef struct dw_rows8_layer {
 __attribute__((target("avx2,fma"), always_inline))
 static inline void dw_rows8_channels__avx2(const int WIDE, const dw_rows8_layer *L, const dcz_conv_geom *g,
                                            const split_geom *q, const dcz_shift *f, const float *bias,
-                                           const float *x, size_t batch, const dcz_act *act, float *y)
+                                           const float *x, size_t batch, const dcz_act *act, uint32_t c0,
+                                           uint32_t c1, float *y)
 {
     const size_t ow = g->out_w, oh = g->out_h, sw = g->sw, sh = g->sh;
     const size_t runs = WIDE ? L->runs : 1, nv = WIDE ? 2 : L->nv, R = WIDE ? 4 : L->R;
     const size_t in_plane = (size_t)g->in_h * g->in_w, out_plane = oh * ow;
     const float *rows[(DW_MAX_ROWS8 + 8) * 2 + DW_MAX_TAPS];
-    for (uint32_t c = 0; c < g->out_c; c++) {
+    for (uint32_t c = c0; c < c1; c++) {
         uint8_t ky[DW_MAX_TAPS], kx[DW_MAX_TAPS];
         const uint32_t n = dw_channel_taps(g, q, f, L->rel, L->cell_ky, L->cell_kx, c, ky, kx);
         const float *w = f->w + f->ptr[c], b = bias ? bias[c] : 0.0f;
@@ -647,7 +650,8 @@ static inline void dw_rows8_channels__avx2(const int WIDE, const dw_rows8_layer 
 
 __attribute__((target("avx2,fma")))
 void dcz_shift_dw_rows_run__avx2(const dcz_conv_geom *g, const split_geom *q, const dcz_shift *f,
-                                 const float *bias, const float *x, size_t batch, const dcz_act *act, float *y)
+                                 const float *bias, const float *x, size_t batch, const dcz_act *act, uint32_t c0,
+                                 uint32_t c1, float *y)
 {
     const size_t W = g->in_w, ow = g->out_w, oh = g->out_h, sw = g->sw;
     dw_rows8_layer L;
@@ -672,8 +676,8 @@ void dcz_shift_dw_rows_run__avx2(const dcz_conv_geom *g, const split_geom *q, co
     L.groups = (oh + L.R - 1) / L.R;
     L.nrow = (L.groups * L.R - 1) * g->sh + g->kh;
     dw_taps_init(g, q, L.rel, L.cell_ky, L.cell_kx);
-    if (L.runs == 1) dw_rows8_channels__avx2(0, &L, g, q, f, bias, x, batch, act, y);
-    else dw_rows8_channels__avx2(1, &L, g, q, f, bias, x, batch, act, y);
+    if (L.runs == 1) dw_rows8_channels__avx2(0, &L, g, q, f, bias, x, batch, act, c0, c1, y);
+    else dw_rows8_channels__avx2(1, &L, g, q, f, bias, x, batch, act, c0, c1, y);
 }
 
 /* Depthwise convolutions with channels in the lanes (AVX2): a vector holds
@@ -712,24 +716,28 @@ void dcz_shift_dw_rows_run__avx2(const dcz_conv_geom *g, const split_geom *q, co
  * x 56 5 x 5 stride 2 229 / 228). A ring of window rows, each transposed
  * once, with the taps' rows looked up, ran slower on small planes (960 x
  * 7 x 7 49 -> 84, 240 x 28 x 28 5 x 5 245 -> 295). */
-/* whether the channels-in-lanes kernel runs g on the shift form f: its
- * scratch holds a window's rows in cells and an output row's */
-int dcz_shift_dw_lanes_fit(const dcz_conv_geom *g, const dcz_shift *f)
+/* The floats of scratch the channels-in-lanes kernel needs at the least
+ * (a window's rows in cells, an output row's, the alignment), and whether
+ * it runs g on the shift form f: within the scratch of the shift form */
+uint64_t dcz_shift_dw_lanes_floats(const dcz_conv_geom *g)
 {
-    const size_t taps = (size_t)g->kh * g->kw, wp = (size_t)g->in_w + 2 * g->pw;
-    return dcz_conv_groups(g) == g->in_c && g->out_c == g->in_c && f->ob == 1 && f->whole && g->in_c >= 8 &&
-           taps <= DW_MAX_TAPS && (size_t)g->kh * wp * 8 + (size_t)g->out_w * 8 + 8 <= dcz_shift_scratch_floats(g);
+    return ((uint64_t)g->kh * (g->in_w + 2 * g->pw) + g->out_w) * 8 + 8;
 }
 
-/* The output rows of a band (dcz_shift_dw_lanes_run__avx2): as many as
- * keep its input rows in cells within DWL_BAND_FLOATS and the scratch,
- * at least one. */
-static size_t dw_lanes_band(const dcz_conv_geom *g)
+int dcz_shift_dw_lanes_fit(const dcz_conv_geom *g, const dcz_shift *f)
+{
+    return dcz_conv_groups(g) == g->in_c && g->out_c == g->in_c && f->ob == 1 && f->whole && g->in_c >= 8 &&
+           (size_t)g->kh * g->kw <= DW_MAX_TAPS && dcz_shift_dw_lanes_floats(g) <= dcz_shift_scratch_floats(g);
+}
+
+/* The output rows of a band (dcz_shift_dw_lanes_run__avx2) in a scratch
+ * of `floats`: as many as keep its input rows in cells within
+ * DWL_BAND_FLOATS and the scratch, at least one. */
+static size_t dw_lanes_band(const dcz_conv_geom *g, uint64_t floats)
 {
     const size_t row = ((size_t)g->in_w + 2 * g->pw) * 8, kh = g->kh, sh = g->sh;
-    const size_t have = dcz_shift_scratch_floats(g) - (size_t)g->out_w * 8 - 8;
-    const size_t budget = DWL_BAND_FLOATS;
-    const size_t rows = (budget < have ? budget : have) / row;
+    const size_t have = (size_t)floats - (size_t)g->out_w * 8 - 8;
+    const size_t rows = (DWL_BAND_FLOATS < have ? DWL_BAND_FLOATS : have) / row;
     const size_t bo = rows <= kh ? 1 : (rows - kh) / sh + 1;
     return bo < g->out_h ? bo : g->out_h;
 }
@@ -837,12 +845,13 @@ static void dw_lanes_row__avx2(const dcz_conv_geom *g, const float *xb, size_t n
 
 __attribute__((target("avx2,fma")))
 void dcz_shift_dw_lanes_run__avx2(const dcz_conv_geom *g, const split_geom *q, const dcz_shift *f, const float *bias,
-                                  const float *x, size_t batch, const dcz_act *act, float *scratch, float *y)
+                                  const float *x, size_t batch, const dcz_act *act, uint32_t c0, uint32_t c1,
+                                  float *scratch, uint64_t floats, float *y)
 {
     const size_t H = g->in_h, C = g->in_c, oh = g->out_h, ow = g->out_w, sh = g->sh, sw = g->sw, kh = g->kh;
     const size_t wp = g->in_w + 2 * (size_t)g->pw, in_plane = H * g->in_w, out_plane = oh * ow;
     /* a band of padded rows in cells, the output row's cells */
-    const size_t band = dw_lanes_band(g);
+    const size_t band = dw_lanes_band(g, floats);
     float *T = (float *)(((uintptr_t)scratch + 31) & ~(uintptr_t)31), *Q = T + ((band - 1) * sh + kh) * wp * 8;
     uint32_t rel[DW_MAX_TAPS], toff[DW_MAX_TAPS];
     uint8_t cell_ky[DW_MAX_TAPS], cell_kx[DW_MAX_TAPS], ky[DW_MAX_TAPS], kx[DW_MAX_TAPS];
@@ -855,17 +864,17 @@ void dcz_shift_dw_lanes_run__avx2(const dcz_conv_geom *g, const split_geom *q, c
     const int rows3 = sh == 1 && sw == 1 && g->kw == 3;
     float wt[DW_MAX_TAPS * 8] __attribute__((aligned(32)));
     const __m256 zero = _mm256_setzero_ps();
-    for (size_t c0 = 0; c0 < C; c0 += 8) {
-        const size_t nc = C - c0 < 8 ? C - c0 : 8;
+    for (size_t cb = c0; cb < c1; cb += 8) {
+        const size_t nc = c1 - cb < 8 ? c1 - cb : 8;
         float b8[8];
         for (size_t l = 0; l < 8; l++) {
-            b8[l] = bias && l < nc ? bias[c0 + l] : 0.0f;
-            for (uint32_t e = 0; e < n; e++) wt[8 * e + l] = l < nc ? f->w[f->ptr[c0 + l] + e] : 0.0f;
+            b8[l] = bias && l < nc ? bias[cb + l] : 0.0f;
+            for (uint32_t e = 0; e < n; e++) wt[8 * e + l] = l < nc ? f->w[f->ptr[cb + l] + e] : 0.0f;
         }
         const __m256 b = _mm256_loadu_ps(b8);
         for (size_t s = 0; s < batch; s++) {
-            const float *xb = x + (s * C + c0) * in_plane;
-            float *yb = y + (s * C + c0) * out_plane;
+            const float *xb = x + (s * C + cb) * in_plane;
+            float *yb = y + (s * C + cb) * out_plane;
             for (size_t oy = 0; oy < oh; oy++) {
                 /* a band's padded rows, oy0 sh .. (oy0 + band - 1) sh + kh - 1,
                  * in T in order: zeros above and below the image */
