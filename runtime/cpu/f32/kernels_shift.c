@@ -510,7 +510,7 @@ static void dw_run(int kind, dcz_pool *pool, const dcz_conv_geom *g, const split
                    const float *bias, const float *x, size_t batch, const dcz_act *act, float *scratch, float *y)
 {
     const uint32_t unit = kind == DW_LANES_AVX2 ? 8 : 1, units = (g->out_c + unit - 1) / unit;
-    const uint64_t total = dcz_shift_scratch_floats(g);
+    const uint64_t total = scratch_cells(g, g->in_c, 1);   /* dcz_shift_scratch_floats */
     uint32_t parts = pool ? dcz_pool_threads(pool) : 1;
     if (parts > units) parts = units;
     if (kind == DW_LANES_AVX2 && parts > total / dcz_shift_dw_lanes_floats(g))
