@@ -155,10 +155,28 @@ TGT static void NAME(panel)(size_t m, size_t j, size_t cols, uint32_t p, uint32_
 
 /* The walk: panels of columns (NV vectors; NV1 when C has one row), each
  * down every MR rows of C while the panel of B stays in cache.
- * With KC (the float products), two more walks, whose tiles store their
- * sums into C between blocks of k and load them back: exactly, so every
- * output still takes its products in k order from its bias, the same
- * bits:
+ * With KC (the float products), three more walks:
+ *  - more than one panel and MR rows of C, where B is at most SMALLB_BYTES
+ *    (in the second-level cache) and has fewer columns (ldb) than C rows,
+ *    or where k is at most ROWS_KMAX (B at most GEMV_BYTES): blocks of
+ *    B's columns of at most SMALLB_BYTES (one block for such a small B),
+ *    each down every MR rows of C, a tile of rows across the block's
+ *    panels, their rows of A in the first-level cache. A small B's A
+ *    comes from memory once, where down each panel it came once a panel
+ *    (1 x 1 convolutions over 7 x 7 planes, whose weights are the large
+ *    operand: torchvision's MobileNetV2, 1280 from 320 and 320 from 960,
+ *    one core of an AMD EPYC (Zen 3), least of four alternated dcz bench
+ *    --per-layer medians, 770 -> 696 and 543 -> 489 us; 160 from 960
+ *    276 -> 241); a shallow product's C is written a few rows at a time,
+ *    where down each panel a tile's few multiply-adds stored into MR rows
+ *    and every panel into all of them (MobileNetV2's 96 from 16 over 112
+ *    x 112, the same core, least of six: 1561 -> 722 us; EfficientNet-B0's
+ *    with its SiLU 2661 -> 1771; 144 from 24 over 56 x 56 within the
+ *    host's noise either way, so left to the panels). Not measured on
+ *    Intel's cores;
+ * and two whose tiles store their sums into C between blocks of k and
+ * load them back: exactly, so every output still takes its products in k
+ * order from its bias, the same bits:
  *  - more than MR rows of C: a panel goes down them a block of KC rows of
  *    B at a time (KC rows of the panel, in the first-level cache for every
  *    tile but the first); a panel of a large B came from memory once per
@@ -176,21 +194,30 @@ TGT static void NAME(gemm)(size_t m, size_t n, uint32_t k, const TA *a, size_t l
 {
     const size_t width = (size_t)(m == 1 ? NV1 : NV) * L;
 #ifdef KC
-    if (m > MR && n > width && (uint64_t)k * ldb * sizeof *b <= SMALLB_BYTES &&
-        (uint64_t)m * k > (uint64_t)k * ldb) {
-        for (size_t i = 0; i < m; i += MR) {
-            const int mr = m - i < MR ? (int)(m - i) : MR;
-            for (size_t j = 0; j < n; j += width) {
-                const size_t cols = n - j < width ? n - j : width;
-                const int nv = (int)((cols + L - 1) / L);
-                NAME(tiles)[mr][nv](k, a + i * lda, lda, b + j, ldb, bias_m ? bias_m + i : NULL,
-                                    bias_n ? bias_n + j : NULL, c + i * ldc + j, ldc,
-                                    (uint32_t)(cols - (size_t)(nv - 1) * L), 0, act);
+    const uint64_t bbytes = (uint64_t)k * ldb * sizeof *b;
+    if (m > MR && n > width &&
+        ((bbytes <= SMALLB_BYTES && m > ldb) || (k <= ROWS_KMAX && bbytes <= GEMV_BYTES))) {
+        /* blocks of B's columns of at most SMALLB_BYTES (one where B is
+         * that small), each down every MR rows of C, a tile of rows
+         * across the block's panels */
+        size_t nc = k ? SMALLB_BYTES / ((size_t)k * sizeof *b) / width * width : n;
+        if (nc < width) nc = width;
+        for (size_t j0 = 0; j0 < n; j0 += nc) {
+            const size_t j1 = n - j0 < nc ? n : j0 + nc;
+            for (size_t i = 0; i < m; i += MR) {
+                const int mr = m - i < MR ? (int)(m - i) : MR;
+                for (size_t j = j0; j < j1; j += width) {
+                    const size_t cols = j1 - j < width ? j1 - j : width;
+                    const int nv = (int)((cols + L - 1) / L);
+                    NAME(tiles)[mr][nv](k, a + i * lda, lda, b + j, ldb, bias_m ? bias_m + i : NULL,
+                                        bias_n ? bias_n + j : NULL, c + i * ldc + j, ldc,
+                                        (uint32_t)(cols - (size_t)(nv - 1) * L), 0, act);
+                }
             }
         }
         return;
     }
-    if ((uint64_t)k * ldb * sizeof *b > GEMV_BYTES) {
+    if (bbytes > GEMV_BYTES) {
         const uint32_t band = m <= MR ? KR : KC;
         for (uint32_t p = 0; p < k;) {
             const uint32_t depth = k - p < band ? k - p : band;
@@ -235,6 +262,7 @@ TGT static void NAME(gemm)(size_t m, size_t n, uint32_t k, const TA *a, size_t l
 #undef KR
 #undef GEMV_BYTES
 #undef SMALLB_BYTES
+#undef ROWS_KMAX
 #undef VLOADC
 #undef NV
 #undef NV1

@@ -101,6 +101,7 @@ static uint32_t gemv_band(void)
 #define KR gemv_band()
 #define GEMV_BYTES (2u << 20)
 #define SMALLB_BYTES (256u << 10)
+#define ROWS_KMAX 16
 #define VLOADC(p) _mm512_loadu_ps(p)
 #define VACT(v, act) dcz_act__avx512(v, act)
 /* A tile's lines of C asked for before its k loop (gemm_tile.h): where C
@@ -131,6 +132,7 @@ static uint32_t gemv_band(void)
 #define KR gemv_band()
 #define GEMV_BYTES (2u << 20)
 #define SMALLB_BYTES (256u << 10)
+#define ROWS_KMAX 16
 #define VLOADC(p) _mm256_loadu_ps(p)
 #define VACT(v, act) dcz_act__avx2(v, act)
 #include "runtime/cpu/f32/gemm_tile.h"
@@ -169,6 +171,7 @@ static inline float32x4_t load_part__neon(const float *p, uint32_t n)
 #define KR 64
 #define GEMV_BYTES (2u << 20)
 #define SMALLB_BYTES (256u << 10)
+#define ROWS_KMAX 16
 #define VLOADC(p) vld1q_f32(p)
 #define VACT(v, act) dcz_act__neon(v, act)
 #include "runtime/cpu/f32/gemm_tile.h"
