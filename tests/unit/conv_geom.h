@@ -56,7 +56,7 @@ static inline int conv_grid(size_t i, dcz_conv_geom *g)
  * whole vectors, whose dense product reads the input as it lies, and
  * depthwise ones over planes wider than two vectors, with the channels
  * in the lanes among them. */
-#define CONV_EXTRA 41
+#define CONV_EXTRA 42
 static inline void conv_extra(dcz_conv_geom *g)
 {
     const dcz_conv_geom e[CONV_EXTRA] = {
@@ -99,10 +99,11 @@ static inline void conv_extra(dcz_conv_geom *g)
         conv_geom_grouped(2, 2, 23, 113, 3, 2, 1, 2), /* strided: rows of 57, two runs of two */
         conv_geom_grouped(2, 2, 17, 90, 5, 2, 2, 2),  /* 5 x 5 strided: rows of 45 */
         conv_geom_grouped(2, 2, 12, 50, 5, 1, 2, 2),  /* 5 x 5: rows of 50, the last run's vector of 2 */
-        /* channels in lanes over wide planes, a ring of window rows */
+        /* channels in lanes over wide planes, in bands of window rows */
         conv_geom_grouped(9, 9, 12, 70, 3, 1, 1, 9),  /* rows of 70, blocks of 8 and 1 */
         conv_geom_grouped(8, 8, 13, 67, 5, 2, 2, 8),  /* 5 x 5 strided: rows of 34, five rows a window */
         conv_geom_grouped(12, 12, 9, 41, 3, 2, 0, 12), /* strided, unpadded: rows of 20, every row inside */
+        conv_geom_grouped(8, 8, 40, 120, 3, 1, 1, 8), /* 40 rows in bands of 14; rows of 15 whole vectors */
     };
     for (int i = 0; i < CONV_EXTRA; i++) g[i] = e[i];
 }

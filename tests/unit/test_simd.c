@@ -867,6 +867,7 @@ static void test_gemm(void)
          * rows across every panel at a time: rows not a whole number of
          * tiles, columns past one panel and ending in part of a vector */
         { 40, 17, 0 }, { 50, 33, 9 }, { 100, 17, 300 }, { 131, 49, 64 }, { 200, 65, 20 }, { 301, 130, 7 },
+        { 7, 4100, 16 }, { 13, 8209, 9 },   /* shallow: past one block of columns */
     };
     gemm_tally t = { { 0 }, 0, 0, 0, 0, 0 };
     for (size_t mi = 0; mi < sizeof ms / sizeof *ms; mi++)

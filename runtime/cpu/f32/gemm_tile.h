@@ -6,10 +6,13 @@
  *   VZERO() VSET1(f) VLOAD(p) VFMA(a, b, c) (a b + c, one rounding)
  *   VSTORE(p, v) VSTORE_PART(p, v, n) VLOAD_PART(p, n) (the first n lanes)
  *   MR, NV         the general tile: MR rows of C by NV vectors of columns
- *   KC KR GEMV_BYTES VLOADC(p)   (optional, float only) the depths of
- *                  a block and of a band of B's rows, the bytes of B past
- *                  which it goes by bands, and the load of a whole vector
- *                  of C: the blocked walks (see the walk)
+ *   KC KR GEMV_BYTES SMALLB_BYTES ROWS_KMAX VLOADC(p)
+ *                  (optional, float only) the depths of a block and of a
+ *                  band of B's rows, the bytes of B past which it goes by
+ *                  bands, the bytes of a block of B's columns and the
+ *                  depth up to which the walk by tiles of rows takes any
+ *                  B, and the load of a whole vector of C: the blocked
+ *                  walks (see the walk)
  *   NV1            the one-row tile's vectors (C of one row: batch 1)
  *   TA TB TC TBIAS the element types of A, B, C and the biases (float when
  *                  not defined; the integer product: int32 pairs of int16
@@ -159,7 +162,8 @@ TGT static void NAME(panel)(size_t m, size_t j, size_t cols, uint32_t p, uint32_
  *  - more than one panel and MR rows of C, where B is at most SMALLB_BYTES
  *    (in the second-level cache) and has fewer columns (ldb) than C rows,
  *    or where k is at most ROWS_KMAX (B at most GEMV_BYTES): blocks of
- *    B's columns of at most SMALLB_BYTES (one block for such a small B),
+ *    B's columns of at most SMALLB_BYTES (whole panels; one block or two
+ *    for such a small B),
  *    each down every MR rows of C, a tile of rows across the block's
  *    panels, their rows of A in the first-level cache. A small B's A
  *    comes from memory once, where down each panel it came once a panel
@@ -197,9 +201,9 @@ TGT static void NAME(gemm)(size_t m, size_t n, uint32_t k, const TA *a, size_t l
     const uint64_t bbytes = (uint64_t)k * ldb * sizeof *b;
     if (m > MR && n > width &&
         ((bbytes <= SMALLB_BYTES && m > ldb) || (k <= ROWS_KMAX && bbytes <= GEMV_BYTES))) {
-        /* blocks of B's columns of at most SMALLB_BYTES (one where B is
-         * that small), each down every MR rows of C, a tile of rows
-         * across the block's panels */
+        /* blocks of B's columns of at most SMALLB_BYTES (whole panels),
+         * each down every MR rows of C, a tile of rows across the block's
+         * panels */
         size_t nc = k ? SMALLB_BYTES / ((size_t)k * sizeof *b) / width * width : n;
         if (nc < width) nc = width;
         for (size_t j0 = 0; j0 < n; j0 += nc) {

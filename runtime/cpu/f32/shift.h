@@ -70,14 +70,16 @@ int dcz_conv2d_shift_act_isa(dcz_isa isa, const dcz_conv_geom *g, const dcz_shif
                              float *y);
 /* dcz_conv2d_shift_act with each sample's output channel blocks split
  * over pool's threads (NULL: the caller's alone), all reading the sample
- * split once into scratch: the same bits at any thread count. Only the
- * vector maps split; the depthwise kernels and the generic path (a
- * residual the stores do not take) run on the caller's thread. */
+ * split once into scratch: the same bits at any thread count. The vector
+ * maps split each sample's channel blocks, the depthwise kernels their
+ * output channels over every sample; the generic path (a residual the
+ * stores do not take) runs on the caller's thread. */
 void dcz_conv2d_shift_pool(dcz_pool *pool, const dcz_conv_geom *g, const dcz_shift *f, const float *bias,
                            const float *x, size_t batch, const dcz_act *act, const float *res, float *scratch,
                            float *y);
 /* Whether a convolution on the shift form is worth splitting over
- * threads: DCZ_SPLIT_MACS (threads.h) and two blocks. */
+ * threads: two blocks, and DCZ_SPLIT_MACS (threads.h), or for a layer a
+ * depthwise kernel runs 2^16 outputs a sample (kernels_shift.c). */
 int dcz_conv2d_shift_splits(const dcz_conv_geom *g, const dcz_shift *f);
 /* Whether dcz_conv2d_shift_act on this CPU adds the residual as its
  * kernel stores the sums (AVX-512, not the depthwise kernels), rather than

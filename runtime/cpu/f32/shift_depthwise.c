@@ -74,7 +74,8 @@
  * vectors, input rows of up to DW_MAX_W columns (the row of zeros read
  * above and below the image), planes of up to DW_MAX_ROWS output rows (a
  * table of the input rows a channel's windows read); AVX2's: rows of up to
- * 32 outputs and DW_MAX_W8 inputs, planes of up to DW_MAX_ROWS8 rows */
+ * DW_MAX_VEC8 vectors of 8 and DW_MAX_W8 inputs, planes of up to
+ * DW_MAX_ROWS8 rows */
 #define DW_MAX_VEC 32
 #define DW_MAX_W 512
 #define DW_MAX_ROWS 512
@@ -265,7 +266,7 @@ static int dw_rows_within(const dcz_conv_geom *g, const dcz_shift *f, size_t max
 }
 
 /* AVX-512's rows kernel: rows of any width within its bounds, in runs of
- * one or two vectors; AVX2's: rows of up to 32 outputs (see above) */
+ * one or two vectors; AVX2's the same in vectors of 8 */
 static int dw_rows_fit(const dcz_conv_geom *g, const dcz_shift *f)
 {
     return dw_rows_within(g, f, 16 * DW_MAX_VEC, DW_MAX_W) && g->out_h <= DW_MAX_ROWS;
@@ -510,9 +511,10 @@ void dcz_shift_dw_rows_run__avx512(const dcz_conv_geom *g, const split_geom *q, 
  * each tap's input vector by a load where its lanes lie inside the row,
  * else a masked one (lanes outside read 0); at stride 2 two, whose even
  * floats a shuffle and a permute deal. The same taps in the same order,
- * so the same bits. It runs the depthwise layers whose taps the
- * channels-in-lanes kernel below cannot take (a pruned layer) at column
- * stride 2 or over rows of more than 32 outputs (dcz_shift_dw_rows_avx2):
+ * so the same bits. It runs the depthwise layers the channels-in-lanes
+ * kernel below cannot take (a pruned layer, fewer than 8 channels) at
+ * column stride 2 or over rows of more than 32 outputs
+ * (dcz_shift_dw_rows_avx2):
  * one core of an AMD EPYC (Zen 3), MobileNetV2-style dense, batch 1, best
  * per-layer times of 2000 runs (us, shift form -> this): 96 x 28 x 28
  * stride 2 44.3 -> 42.0, 144 x 14 x 14 stride 2 24.6 -> 19.5, 192 x 7 x 7
@@ -690,8 +692,9 @@ void dcz_shift_dw_rows_run__avx2(const dcz_conv_geom *g, const split_geom *q, co
  * (the reference's), through the activation into a row of cells,
  * transposed back into the 8 output planes. A band's rows in cells take
  * at most DWL_BAND_FLOATS (the whole plane where it fits; a plane of 114
- * padded columns, 17 rows), so that over large planes they stay in the
- * second-level cache; the rows two bands share are transposed twice.
+ * padded columns, 17 rows) but where one output row's window alone takes
+ * more, so that over large planes they stay in the second-level cache;
+ * the rows two bands share are transposed twice.
  * Every channel of a block must hold the same taps: it runs layers whose
  * channels all hold every cell of the window (dense depthwise weights; a
  * pruned layer keeps the other kernels). The transposes cost 24 shuffles
