@@ -70,19 +70,16 @@
  * 5 x 5 stride 2 422 / 404). */
 #define DW_MAX_TAPS 49
 #define DW_MAX_KW 7
-/* the AVX-512 rows kernel's bounds: output rows of up to DW_MAX_VEC
- * vectors, input rows of up to DW_MAX_W columns (the row of zeros read
- * above and below the image), planes of up to DW_MAX_ROWS output rows (a
- * table of the input rows a channel's windows read); AVX2's: rows of up to
- * DW_MAX_VEC8 vectors of 8 and DW_MAX_W8 inputs, planes of up to
- * DW_MAX_ROWS8 rows */
+/* the rows kernels' bounds: output rows of up to DW_MAX_VEC vectors
+ * (AVX2: DW_MAX_VEC8 vectors of 8), input rows of up to DW_MAX_W columns
+ * (the row of zeros read above and below the image), planes of up to
+ * DW_MAX_ROWS output rows (a table of the input rows a channel's windows
+ * read); the lanes kernel's band (see it) */
 #define DW_MAX_VEC 32
 #define DW_MAX_W 512
 #define DW_MAX_ROWS 512
 #define DW_MAX_VEC8 32
 #define DWL_BAND_FLOATS (16u << 10)
-#define DW_MAX_W8 DW_MAX_W
-#define DW_MAX_ROWS8 DW_MAX_ROWS
 static const float dw_zeros[DW_MAX_W];
 
 /* a run of (up to) two vectors of an output row */
@@ -274,7 +271,7 @@ static int dw_rows_fit(const dcz_conv_geom *g, const dcz_shift *f)
 
 static int dw_rows_fit8(const dcz_conv_geom *g, const dcz_shift *f)
 {
-    return dw_rows_within(g, f, 8 * DW_MAX_VEC8, DW_MAX_W8) && g->out_h <= DW_MAX_ROWS8;
+    return dw_rows_within(g, f, 8 * DW_MAX_VEC8, DW_MAX_W) && g->out_h <= DW_MAX_ROWS;
 }
 
 int dcz_shift_dw_path(const dcz_conv_geom *g, const dcz_shift *f)
@@ -618,7 +615,7 @@ static inline void dw_rows8_channels__avx2(const int WIDE, const dw_rows8_layer 
     const size_t ow = g->out_w, oh = g->out_h, sw = g->sw, sh = g->sh;
     const size_t runs = WIDE ? L->runs : 1, nv = WIDE ? 2 : L->nv, R = WIDE ? 4 : L->R;
     const size_t in_plane = (size_t)g->in_h * g->in_w, out_plane = oh * ow;
-    const float *rows[(DW_MAX_ROWS8 + 8) * 2 + DW_MAX_TAPS];
+    const float *rows[(DW_MAX_ROWS + 8) * 2 + DW_MAX_TAPS];
     for (uint32_t c = c0; c < c1; c++) {
         uint8_t ky[DW_MAX_TAPS], kx[DW_MAX_TAPS];
         const uint32_t n = dw_channel_taps(g, q, f, L->rel, L->cell_ky, L->cell_kx, c, ky, kx);
