@@ -19,11 +19,14 @@
 #ifndef DCZ_ACT_X86_H
 #define DCZ_ACT_X86_H
 
-__attribute__((target("avx2,fma")))
-static inline __m256 dcz_exp_neg__avx2(__m256 t)
+/* dcz_exp_neg__avx2 and __avx512 are dcz_exp_neg_nan's with NaN lanes
+ * kept (nan 1); SiLU (dcz_silu__avx2, __avx512) needs them not, since
+ * its product with v carries v's NaN whatever e is (nan 0). */
+__attribute__((target("avx2,fma"), always_inline))
+static inline __m256 dcz_exp_neg_nan__avx2(__m256 t, const int keep_nan)
 {
     const __m256 lo = _mm256_set1_ps(DCZ_EXP_MIN);
-    const __m256 in = _mm256_cmp_ps(t, lo, _CMP_GE_OQ), nan = _mm256_cmp_ps(t, t, _CMP_UNORD_Q);
+    const __m256 in = _mm256_cmp_ps(t, lo, _CMP_GE_OQ);
     const __m256 c = _mm256_blendv_ps(lo, t, in);
     const __m256 n = _mm256_round_ps(_mm256_mul_ps(c, _mm256_set1_ps(DCZ_EXP_LOG2E)),
                                      _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
@@ -38,8 +41,14 @@ static inline __m256 dcz_exp_neg__avx2(__m256 t)
     const __m256i k = _mm256_cvtps_epi32(n), k1 = _mm256_srai_epi32(k, 1), bias = _mm256_set1_epi32(127);
     const __m256 s1 = _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_add_epi32(k1, bias), 23));
     const __m256 s2 = _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_add_epi32(_mm256_sub_epi32(k, k1), bias), 23));
-    const __m256 v = _mm256_mul_ps(_mm256_mul_ps(e, s1), s2);
-    return _mm256_blendv_ps(_mm256_and_ps(v, in), t, nan);
+    const __m256 v = _mm256_and_ps(_mm256_mul_ps(_mm256_mul_ps(e, s1), s2), in);
+    return keep_nan ? _mm256_blendv_ps(v, t, _mm256_cmp_ps(t, t, _CMP_UNORD_Q)) : v;
+}
+
+__attribute__((target("avx2,fma")))
+static inline __m256 dcz_exp_neg__avx2(__m256 t)
+{
+    return dcz_exp_neg_nan__avx2(t, 1);
 }
 
 /* SIGMOID of v, or SILU (silu 1): (v >= 0 ? 1 : e) / (1 + e), e =
@@ -47,17 +56,18 @@ static inline __m256 dcz_exp_neg__avx2(__m256 t)
 __attribute__((target("avx2,fma")))
 static inline __m256 dcz_sigmoid__avx2(__m256 v, int silu)
 {
-    const __m256 one = _mm256_set1_ps(1.0f), e = dcz_exp_neg__avx2(_mm256_or_ps(v, _mm256_set1_ps(-0.0f)));
+    const __m256 one = _mm256_set1_ps(1.0f);
+    const __m256 e = dcz_exp_neg_nan__avx2(_mm256_or_ps(v, _mm256_set1_ps(-0.0f)), !silu);
     const __m256 s = _mm256_blendv_ps(e, one, _mm256_cmp_ps(v, _mm256_setzero_ps(), _CMP_GE_OQ));
     return _mm256_div_ps(silu ? _mm256_mul_ps(v, s) : s, _mm256_add_ps(one, e));
 }
 
 /* The same in 16 lanes (AVX-512F): masks for the selects. */
-__attribute__((target("avx512f")))
-static inline __m512 dcz_exp_neg__avx512(__m512 t)
+__attribute__((target("avx512f"), always_inline))
+static inline __m512 dcz_exp_neg_nan__avx512(__m512 t, const int keep_nan)
 {
     const __m512 lo = _mm512_set1_ps(DCZ_EXP_MIN);
-    const __mmask16 in = _mm512_cmp_ps_mask(t, lo, _CMP_GE_OQ), nan = _mm512_cmp_ps_mask(t, t, _CMP_UNORD_Q);
+    const __mmask16 in = _mm512_cmp_ps_mask(t, lo, _CMP_GE_OQ);
     const __m512 c = _mm512_mask_blend_ps(in, lo, t);
     const __m512 n = _mm512_roundscale_ps(_mm512_mul_ps(c, _mm512_set1_ps(DCZ_EXP_LOG2E)),
                                           _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
@@ -74,7 +84,13 @@ static inline __m512 dcz_exp_neg__avx512(__m512 t)
      * the same bits, in one instruction where the exponent's halves took
      * nine */
     const __m512 v = _mm512_maskz_scalef_ps(in, e, n);
-    return _mm512_mask_blend_ps(nan, v, t);
+    return keep_nan ? _mm512_mask_blend_ps(_mm512_cmp_ps_mask(t, t, _CMP_UNORD_Q), v, t) : v;
+}
+
+__attribute__((target("avx512f")))
+static inline __m512 dcz_exp_neg__avx512(__m512 t)
+{
+    return dcz_exp_neg_nan__avx512(t, 1);
 }
 
 __attribute__((target("avx512f")))
@@ -82,9 +98,12 @@ static inline __m512 dcz_sigmoid__avx512(__m512 v, int silu)
 {
     const __m512i sign = _mm512_set1_epi32((int32_t)0x80000000u);
     const __m512 one = _mm512_set1_ps(1.0f);
-    const __m512 e = dcz_exp_neg__avx512(_mm512_castsi512_ps(_mm512_or_si512(_mm512_castps_si512(v), sign)));
-    const __m512 s = _mm512_mask_blend_ps(_mm512_cmp_ps_mask(v, _mm512_setzero_ps(), _CMP_GE_OQ), e, one);
-    return _mm512_div_ps(silu ? _mm512_mul_ps(v, s) : s, _mm512_add_ps(one, e));
+    const __m512 e =
+        dcz_exp_neg_nan__avx512(_mm512_castsi512_ps(_mm512_or_si512(_mm512_castps_si512(v), sign)), !silu);
+    const __mmask16 ge = _mm512_cmp_ps_mask(v, _mm512_setzero_ps(), _CMP_GE_OQ);
+    /* SiLU: v times 1 (v itself, exactly) where v >= 0, else v e */
+    const __m512 num = silu ? _mm512_mask_mul_ps(v, (__mmask16)~ge, v, e) : _mm512_mask_blend_ps(ge, e, one);
+    return _mm512_div_ps(num, _mm512_add_ps(one, e));
 }
 
 /* HARD_SWISH of v as dcz_hard_swish_one: max and min take their first

@@ -251,18 +251,22 @@ void dcz_hard_act(uint16_t op, const float *param, const float *x, size_t n, flo
 __attribute__((target("avx2,fma")))
 static void exp_act__avx2(uint16_t op, const float *x, size_t n, float *y)
 {
-    const int silu = op == DCZ_OP_SILU;
     size_t i = 0;
-    for (; i + 8 <= n; i += 8) _mm256_storeu_ps(y + i, dcz_sigmoid__avx2(_mm256_loadu_ps(x + i), silu));
+    if (op == DCZ_OP_SILU) /* the flag a constant in each loop */
+        for (; i + 8 <= n; i += 8) _mm256_storeu_ps(y + i, dcz_sigmoid__avx2(_mm256_loadu_ps(x + i), 1));
+    else
+        for (; i + 8 <= n; i += 8) _mm256_storeu_ps(y + i, dcz_sigmoid__avx2(_mm256_loadu_ps(x + i), 0));
     dcz_activation_ref(op, NULL, x + i, n - i, y + i);
 }
 
 __attribute__((target("avx512f")))
 static void exp_act__avx512(uint16_t op, const float *x, size_t n, float *y)
 {
-    const int silu = op == DCZ_OP_SILU;
     size_t i = 0;
-    for (; i + 16 <= n; i += 16) _mm512_storeu_ps(y + i, dcz_sigmoid__avx512(_mm512_loadu_ps(x + i), silu));
+    if (op == DCZ_OP_SILU)
+        for (; i + 16 <= n; i += 16) _mm512_storeu_ps(y + i, dcz_sigmoid__avx512(_mm512_loadu_ps(x + i), 1));
+    else
+        for (; i + 16 <= n; i += 16) _mm512_storeu_ps(y + i, dcz_sigmoid__avx512(_mm512_loadu_ps(x + i), 0));
     exp_act__avx2(op, x + i, n - i, y + i);
 }
 #endif
