@@ -60,6 +60,24 @@ typedef struct dcz_act { uint16_t op; float lo, hi; } dcz_act;
 #define DCZ_ONE_VALUE static inline
 #endif
 
+/* The mean of plane floats from x (GLOBAL_AVGPOOL's, one channel of one
+ * sample) as libdcz computes it on every machine and the GPU: sixteen
+ * running sums, cell i added to sum i mod 16 in order, one rounding each;
+ * then sum j + sum j + 8, those j + j + 4, j + j + 2 and the last two (the
+ * halves of a vector's lanes folded in turn); then divided by plane. A
+ * vector of 16 (or two of 8) holds the sums, so the kernels read each
+ * plane once, in order, with no transposes (a sum in cell order had the
+ * planes of eight channels transposed into vector lanes); a sum never
+ * becomes -0 (it starts at +0), so lanes past the plane may add +0. */
+DCZ_ONE_VALUE float dcz_mean_one(const float *x, uint32_t plane)
+{
+    float s[16] = { 0.0f };
+    for (uint32_t i = 0; i < plane; i++) s[i % 16] += x[i];
+    for (uint32_t half = 8; half >= 1; half /= 2)
+        for (uint32_t j = 0; j < half; j++) s[j] += s[j + half];
+    return s[0] / (float)plane;
+}
+
 /* e^t for t <= 0 as libdcz computes it for SIGMOID and SILU (through
  * e^-|x|, which never overflows), the same operations on every machine,
  * in every variant (cpu/f32/act_x86.h and act_neon.h in vectors) and on

@@ -97,7 +97,7 @@ typedef struct dcz_tdev_ops {
                        uint32_t batch, int32_t *arg, float *y);
     dcz_status (*pool_grad)(dcz_tdev *d, const dcz_conv_geom *g, int avg, int count_include_pad, const float *dy,
                             const int32_t *arg, uint32_t batch, float *dx);
-    /* the global mean of planes of plane (dcz_gk_mean) and its gradient
+    /* the global mean of planes of plane (dcz_mean_one) and its gradient
      * (dcz_tk_gap_grad) */
     dcz_status (*gap)(dcz_tdev *d, const float *x, size_t planes, uint32_t plane, float *y);
     dcz_status (*gap_grad)(dcz_tdev *d, const float *dy, size_t planes, uint32_t plane, float *dx);

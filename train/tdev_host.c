@@ -231,7 +231,7 @@ static dcz_status h_pool_grad(dcz_tdev *d, const dcz_conv_geom *g, int avg, int 
 static dcz_status h_gap(dcz_tdev *d, const float *x, size_t planes, uint32_t plane, float *y)
 {
     (void)d;
-    for (size_t p = 0; p < planes; p++) y[p] = dcz_gk_mean(x + p * plane, plane);
+    for (size_t p = 0; p < planes; p++) y[p] = dcz_mean_one(x + p * plane, plane);
     return DCZ_OK;
 }
 

@@ -229,14 +229,6 @@ DCZ_HD float dcz_gk_pool(const dcz_conv_geom *g, int avg, int count_include_pad,
     return m / (float)(count_include_pad ? g->kh * g->kw : (y1 - y0) * (x1 - x0));
 }
 
-/* The mean of plane floats from x (one channel of one sample). */
-DCZ_HD float dcz_gk_mean(const float *x, uint32_t plane)
-{
-    float sum = 0.0f;
-    for (uint32_t i = 0; i < plane; i++) sum += x[i];
-    return sum / (float)plane;
-}
-
 /* An activation of the operator table (RELU and the ones of
  * dcz_activation_ref; param: their float attributes) of v; any other op
  * passes v through. */

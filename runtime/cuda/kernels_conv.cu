@@ -66,7 +66,7 @@ static __global__ void pool_kernel(dcz_conv_geom g, int avg, int cip, const floa
 static __global__ void mean_kernel(uint32_t plane, const float *x, uint64_t planes, float *y)
 {
     dcz_gpu_begin();
-    DCZ_GPU_FOR_EACH(t, planes) y[t] = dcz_gk_mean(x + t * plane, plane);
+    DCZ_GPU_FOR_EACH(t, planes) y[t] = dcz_mean_one(x + t * plane, plane);
 }
 
 extern "C" dcz_status dcz_conv2d_sparse__cuda(const dcz_conv_geom *g, const dcz_gsparse *s, const float *bias,

@@ -659,20 +659,48 @@ static void test_pools(void)
     dcz_global_avgpool_ref(2, 4, x3, 2, y);
     float want3[4] = { 2.5f, 2, -1, 6 };
     CHECK(near_all(y, want3, 4, 1e-6f), "gap: %g %g %g %g", y[0], y[1], y[2], y[3]);
-    /* the fast global average: the reference's bits on random planes, channel
-     * counts about the eight it takes at a time */
-    size_t bad = 0;
-    for (uint32_t c = 1; c <= 19; c += 3)
-        for (uint32_t plane = 1; plane <= 64; plane += 21)
-            for (size_t b = 1; b <= 3; b++) {
-                float *in = malloc(b * c * plane * sizeof *in), *ref = malloc(b * c * sizeof *ref),
-                      *got = malloc(b * c * sizeof *got);
-                for (size_t i = 0; i < b * c * plane; i++) in[i] = frand();
-                dcz_global_avgpool_ref(c, plane, in, b, ref);
-                dcz_global_avgpool(c, plane, in, b, got);
-                bad += memcmp(ref, got, b * c * sizeof *got) != 0;
-                free(in); free(ref); free(got);
-            }
+    /* the reference's order (dcz_mean_one): sixteen running sums folded in
+     * halves; and the vector kernels on every level this machine has (AVX-512
+     * and AVX2 the CPU capped): its bits on random planes of lengths about
+     * 16's multiples, channel counts about the four taken side by side, with
+     * zeros of both signs, infinities and a NaN among the cells */
+    size_t bad = 0, levels = 0;
+    for (uint32_t plane = 1; plane <= 70; plane++) {
+        float xs[70], s16[16] = { 0.0f };
+        for (uint32_t i = 0; i < plane; i++) xs[i] = frand() * 100.0f;
+        for (uint32_t i = 0; i < plane; i++) s16[i % 16] += xs[i];
+        const float a8[8] = { s16[0] + s16[8], s16[1] + s16[9], s16[2] + s16[10], s16[3] + s16[11],
+                              s16[4] + s16[12], s16[5] + s16[13], s16[6] + s16[14], s16[7] + s16[15] };
+        const float a4[4] = { a8[0] + a8[4], a8[1] + a8[5], a8[2] + a8[6], a8[3] + a8[7] };
+        const float mean = ((a4[0] + a4[2]) + (a4[1] + a4[3])) / (float)plane, got = dcz_mean_one(xs, plane);
+        bad += memcmp(&mean, &got, sizeof got) != 0;
+    }
+    CHECK(bad == 0, "the mean's order: %zu planes off sixteen sums folded in halves", bad);
+    dcz_cpu capped;
+    const dcz_isa_cap caps[] = { DCZ_CAP_NATIVE, DCZ_CAP_AVX2 };
+    for (size_t v = 0; v < sizeof caps / sizeof caps[0]; v++) {
+        if (dcz_cpu_capped(caps[v], &capped, NULL, 0) != DCZ_OK) continue;
+        dcz_cpu_view = &capped;
+        levels++;
+        for (uint32_t c = 1; c <= 11; c += 2)
+            for (uint32_t plane = 1; plane <= 100; plane += plane < 40 ? 1 : 29)
+                for (size_t b = 1; b <= 2; b++) {
+                    const size_t n = b * c * plane;
+                    float *in = malloc(n * sizeof *in), *ref = malloc(b * c * sizeof *ref),
+                          *got = malloc(b * c * sizeof *got);
+                    for (size_t i = 0; i < n; i++) in[i] = frand() * 10.0f;
+                    const float edge[] = { 0.0f, -0.0f, INFINITY, -INFINITY, NAN };
+                    if (plane % 7 == 3) in[(plane * c) % n] = edge[(plane + c) % 5];
+                    if (plane % 5 == 1) in[n - 1] = -0.0f;
+                    dcz_global_avgpool_ref(c, plane, in, b, ref);
+                    dcz_global_avgpool(c, plane, in, b, got);
+                    for (size_t i = 0; i < b * c; i++)
+                        bad += memcmp(&ref[i], &got[i], sizeof *got) != 0 && !(isnan(ref[i]) && isnan(got[i]));
+                    free(in); free(ref); free(got);
+                }
+        dcz_cpu_view = NULL;
+    }
+    CHECK(levels > 0, "no instruction-set level ran the global average");
     CHECK(bad == 0, "global average: %zu cases differ from the reference", bad);
 }
 

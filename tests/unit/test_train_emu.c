@@ -218,7 +218,7 @@ static void test_pools(void)
                     } else if (l->op == DCZ_OP_AVGPOOL) {
                         want_y[b * out1 + o] = dcz_gk_pool(&gm, 1, l->count_include_pad, x + b * in1, (uint32_t)o);
                     } else {
-                        want_y[b * out1 + o] = dcz_gk_mean(x + b * in1 + o * gm.in_h * gm.in_w, gm.in_h * gm.in_w);
+                        want_y[b * out1 + o] = dcz_mean_one(x + b * in1 + o * gm.in_h * gm.in_w, gm.in_h * gm.in_w);
                     }
                 }
                 for (size_t i = 0; i < in1; i++) {

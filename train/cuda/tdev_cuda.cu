@@ -254,7 +254,7 @@ __global__ void k_pool_grad(const dcz_conv_geom g, int avg, int cip, const float
 __global__ void k_gap(const float *x, uint64_t planes, uint32_t plane, float *y)
 {
     dcz_gpu_begin();
-    DCZ_GPU_FOR_EACH(p, planes) y[p] = dcz_gk_mean(x + p * plane, plane);
+    DCZ_GPU_FOR_EACH(p, planes) y[p] = dcz_mean_one(x + p * plane, plane);
 }
 
 __global__ void k_gap_grad(const float *dy, uint64_t n, uint32_t plane, float *dx)
