@@ -490,7 +490,8 @@ static void qrun_conv_shift(const dcz_model *m, uint32_t index, const void *cons
     if (index != m->q_last && !m->keep_acc) {
         const int32_t lo = m->fuse ? l->qlo : -m->qmax, hi = m->fuse ? l->qhi : m->qmax;
         const dcz_requant rq = { l->rq_mult, l->rq_shift, m->qmax };
-        if (dcz_qconv2d_shift_requant(&l->geom, &l->qshift, l->qbias, &rq, lo, hi, m->fuse && l->qpool, xs[0],
+        dcz_pool *pool = dcz_qconv2d_shift_requant_splits(&l->geom, &l->qshift) ? m->pool : NULL;
+        if (dcz_qconv2d_shift_requant(pool, &l->geom, &l->qshift, l->qbias, &rq, lo, hi, m->fuse && l->qpool, xs[0],
                                       batch, m->scratch, y))
             return;
     }

@@ -43,6 +43,7 @@
 #include "runtime/cpu/q8/qshift.h"
 #include "runtime/cpu/q8/qspmm.h"
 #include "runtime/model.h"
+#include "runtime/threads.h"
 #include "tests/check.h"
 #define TEST_RNG_SEED 20240611
 #include "tests/unit/test_util.h"
@@ -320,8 +321,13 @@ typedef struct conv_tally {
     size_t cases, bad, float_cases, float_bad, variants, gemm_cases, shift_cases, shift_vector, dw_forms, dw_runs;
     size_t amx_forms, amx_runs, amx_rows, amx_copies, amx_cols;
     size_t split_variants, split_want, blocks2, pooled, qdw, dw_maps, dwp_forms, dwp_runs, dwp_kernel, f32_cases, f32_over, f32_requant;
+    size_t threaded;   /* requantizing runs over pools of 2 and 3 threads */
     uint32_t fillers;
 } conv_tally;
+
+/* pools of 2 and 3 threads for the requantizing kernels' splits (started
+ * by test_qconv_grid) */
+static dcz_pool *thread_pools[2];
 
 static void qconv_case(const dcz_conv_geom *g, double density, uint32_t k, int32_t vmax,
                        conv_tally *t)
@@ -419,12 +425,20 @@ static void qconv_case(const dcz_conv_geom *g, double density, uint32_t k, int32
                     const int32_t hi = t->cases % 8 == 4 ? 100 : 127;
                     for (size_t i = 0; i < b * yout; i++) want[i] = (dcz_q)(want[i] < lo ? lo : want[i] > hi ? hi : want[i]);
                     memset(yq, 0x55, (B * yout + 1) * sizeof(dcz_q));
-                    if (dcz_qconv2d_shift_requant(g, &f, bp, &rq, lo, hi, 0, x, b, scratch, yq)) {
+                    if (dcz_qconv2d_shift_requant(NULL, g, &f, bp, &rq, lo, hi, 0, x, b, scratch, yq)) {
                         const int dw = dcz_qshift_depthwise(&f);
                         t->bad += diff_q(dw == DCZ_QDW_BYTES ? "qconv2d_shift_requant (depthwise, byte permutes)"
                                          : dw == DCZ_QDW_PAIRS ? "qconv2d_shift_requant (depthwise, int16 pairs)"
                                          : amx ? "qconv2d_shift_requant (AMX tiles)" : "qconv2d_shift_requant",
                                          ctx, yq, want, b * yout);
+                        /* over pools of 2 and 3 threads: the same bits */
+                        for (size_t p = 0; p < 2; p++) {
+                            if (!thread_pools[p]) continue;
+                            memset(yq, 0x55, (B * yout + 1) * sizeof(dcz_q));
+                            dcz_qconv2d_shift_requant(thread_pools[p], g, &f, bp, &rq, lo, hi, 0, x, b, scratch, yq);
+                            t->bad += diff_q("qconv2d_shift_requant (threads)", ctx, yq, want, b * yout);
+                            t->threaded++;
+                        }
                         t->shift_vector++;
                         t->dw_runs += dw == DCZ_QDW_BYTES;
                         /* once a form that holds the pairs: it ran a depthwise kernel */
@@ -441,7 +455,7 @@ static void qconv_case(const dcz_conv_geom *g, double density, uint32_t k, int32
                         dcz_qmaxpool_ref(&pg, want, b, pooled);
                         memset(yq, 0x55, (B * yout + 1) * sizeof(dcz_q));
                         const size_t n = g->out_c * pg.out_h * pg.out_w;   /* a sample's, at the start of its place */
-                        if (dcz_qconv2d_shift_requant(g, &f, bp, &rq, lo, hi, 1, x, b, scratch, yq)) {
+                        if (dcz_qconv2d_shift_requant(thread_pools[0], g, &f, bp, &rq, lo, hi, 1, x, b, scratch, yq)) {
                             for (size_t j = 0; j < b; j++) {
                                 t->bad += diff_q("qconv2d_shift_requant (pool)", ctx, yq + j * yout, pooled + j * n, n);
                                 t->bad += yq[j * yout + n] != (dcz_q)0x5555;   /* nothing past the pooled planes */
@@ -628,6 +642,7 @@ static void test_qconv_grid(void)
     const uint32_t codebooks[] = { 256, 16, 0 };
     const int32_t ranges[] = { 127, 32767 };
     conv_tally t = { 0 };
+    REQUIRE(dcz_pool_start(2, &thread_pools[0]) == DCZ_OK && dcz_pool_start(3, &thread_pools[1]) == DCZ_OK, "starting pools");
     for (size_t ki = 0; ki < 3; ki++)
         for (size_t si = 0; si < 2; si++)
             for (size_t pi = 0; pi < 2; pi++)
@@ -744,6 +759,11 @@ static void test_qconv_grid(void)
     CHECK(!dcz_qshift_variant() || t.dwp_runs >= 6 * 18, "the int16 pairs ran %zu times", t.dwp_runs);
     CHECK(t.shift_vector > 100 || !dcz_qshift_variant(), "the VNNI shift kernel ran %zu times", t.shift_vector);
     CHECK(t.pooled > 100 || !dcz_qshift_variant(), "the VNNI shift kernel pooled %zu times", t.pooled);
+    CHECK(t.threaded == 2 * t.shift_vector, "the VNNI shift kernel ran over threads %zu of %zu times", t.threaded,
+          2 * t.shift_vector);
+    dcz_pool_stop(thread_pools[0]);
+    dcz_pool_stop(thread_pools[1]);
+    thread_pools[0] = thread_pools[1] = NULL;
     /* every ungrouped layer of quads of channels, where the CPU has AMX */
     if (dcz_amx_ready() && dcz_qshift_variant()) {
         CHECK(t.amx_forms > 100 && t.amx_runs == t.amx_forms, "the AMX tiles were built %zu times, ran %zu",

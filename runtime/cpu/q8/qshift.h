@@ -107,7 +107,15 @@ int dcz_qshift_depthwise(const dcz_qshift *f);
  * machine has no VNNI, qmax is not 127, a shift passes 62, or, with pool2,
  * the layer is depthwise, its planes pass the kernel's or are below 2x2. */
 int dcz_qconv2d_shift_requant_runs(const dcz_conv_geom *g, const dcz_qshift *f, const dcz_requant *rq, int pool2);
-int dcz_qconv2d_shift_requant(const dcz_conv_geom *g, const dcz_qshift *f, const int64_t *bias,
+/* With a pool (NULL: the caller's thread alone), a sample's chunks of
+ * output channels (the depthwise byte form: its channels) go over the
+ * pool's threads, each part its own channels' sums: the bits of one
+ * thread. dcz_qconv2d_shift_requant_splits: whether g is worth it (the
+ * fp32 rules' thresholds; never the tiles, the pairs form or a fused
+ * pool, which run on the caller's thread). */
+int dcz_qconv2d_shift_requant_splits(const dcz_conv_geom *g, const dcz_qshift *f);
+struct dcz_pool;
+int dcz_qconv2d_shift_requant(struct dcz_pool *pool, const dcz_conv_geom *g, const dcz_qshift *f, const int64_t *bias,
                               const dcz_requant *rq, int32_t lo, int32_t hi, int pool2, const dcz_q *x,
                               size_t batch, float *scratch, dcz_q *y);
 

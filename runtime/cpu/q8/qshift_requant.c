@@ -18,6 +18,7 @@
 
 #include "runtime/cpu/q8/qshift.h"
 #include "runtime/model.h"
+#include "runtime/threads.h"
 
 #if DCZ_BUILD_Q8_X86
 #include <immintrin.h>
@@ -319,21 +320,40 @@ qdw_channel__vbmi(const int MODE, const uint32_t T, const dcz_conv_geom *g, cons
     }
 }
 
-/* dcz_qconv2d_shift_requant of a layer held in the depthwise form */
-QDW_TGT static void qdw_requant__vbmi(const dcz_conv_geom *g, const dcz_qshift *f, const int64_t *bias,
-                                      const dcz_requant *rq, int32_t lo, int32_t hi, const dcz_q *x, size_t batch,
-                                      uint8_t *planes, dcz_q *y)
+/* What a part of qdw_requant__vbmi's channels takes: one sample's byte
+ * planes (read only) and its output */
+typedef struct qdw_job {
+    const dcz_conv_geom *g;
+    const dcz_qshift *f;
+    const qdw_shape *s;
+    const qdw_vec *vecs;
+    const uint8_t *planes;
+    const int64_t *bias;
+    const dcz_requant *rq;
+    int32_t lo, hi;
+    uint32_t parts;
+    dcz_q *yb;
+} qdw_job;
+
+QDW_TGT static void qdw_part(void *ctx, uint32_t part)
 {
-    qdw_shape s;
-    qdw_measure(g, &s);   /* f->dw: the form took g */
-    const size_t in_sample = (size_t)g->in_c * g->in_h * g->in_w, out_plane = (size_t)g->out_h * g->out_w;
-    const size_t plane = (size_t)s.PH * s.PW;
-    qdw_vec vecs[QDW_MAX_PATTERNS];
-    qdw_vectors(g, &s, vecs);
-    for (size_t b = 0; b < batch; b++) {
-        qdw_planes__vbmi(g, &s, f->dwmap, x + b * in_sample, planes);
-        dcz_q *yb = y + b * g->out_c * out_plane;
-        for (uint32_t oc = 0; oc < g->out_c; oc++) {
+    const qdw_job *j = ctx;
+    const dcz_conv_geom *g = j->g;
+    const dcz_qshift *f = j->f;
+    const qdw_shape *sp = j->s;
+    const size_t out_plane = (size_t)g->out_h * g->out_w, plane = (size_t)sp->PH * sp->PW;
+    const int32_t lo = j->lo, hi = j->hi;
+    if (part >= j->parts) return;
+    uint32_t c0, c1;
+    dcz_part_range(g->out_c, part, j->parts, &c0, &c1);
+    {
+        const qdw_shape s = *sp;
+        const qdw_vec *vecs = j->vecs;
+        const uint8_t *planes = j->planes;
+        const int64_t *bias = j->bias;
+        const dcz_requant *rq = j->rq;
+        dcz_q *yb = j->yb;
+        for (uint32_t oc = c0; oc < c1; oc++) {
             /* the 32-bit sums wrap on their way (the bound: model.h) */
             const int32_t a0 = (int32_t)((uint32_t)f->corr[oc] + (uint32_t)(uint64_t)(bias ? bias[oc] : 0));
             const unsigned k = rq->shift[oc];
@@ -350,6 +370,28 @@ QDW_TGT static void qdw_requant__vbmi(const dcz_conv_geom *g, const dcz_qshift *
             default: qdw_channel__vbmi(0, s.taps, g, &s, vecs, pc, f->dwidx, wq, a0, mult, k, lo, hi, yc); break;
             }
         }
+    }
+}
+
+/* dcz_qconv2d_shift_requant of a layer held in the depthwise form: each
+ * sample's byte planes on this thread, then its channels over the pool's
+ * (NULL: this one alone; each channel's outputs its own, so the bits of
+ * one thread) */
+QDW_TGT static void qdw_requant__vbmi(dcz_pool *pool, const dcz_conv_geom *g, const dcz_qshift *f,
+                                      const int64_t *bias, const dcz_requant *rq, int32_t lo, int32_t hi,
+                                      const dcz_q *x, size_t batch, uint8_t *planes, dcz_q *y)
+{
+    qdw_shape s;
+    qdw_measure(g, &s);   /* f->dw: the form took g */
+    const size_t in_sample = (size_t)g->in_c * g->in_h * g->in_w, out_plane = (size_t)g->out_h * g->out_w;
+    qdw_vec vecs[QDW_MAX_PATTERNS];
+    qdw_vectors(g, &s, vecs);
+    qdw_job j = { g, f, &s, vecs, planes, bias, rq, lo, hi, pool ? dcz_pool_threads(pool) : 1, NULL };
+    for (size_t b = 0; b < batch; b++) {
+        qdw_planes__vbmi(g, &s, f->dwmap, x + b * in_sample, planes);
+        j.yb = y + b * g->out_c * out_plane;
+        if (j.parts > 1) dcz_pool_run(pool, qdw_part, &j);
+        else qdw_part(&j, 0);
     }
 }
 
@@ -575,6 +617,61 @@ VNNI_TGT static int shifts_past__vnni(const uint8_t *shift, uint32_t n, uint8_t 
 }
 #endif
 
+#ifdef DCZ_X86
+/* What a part of a sample's chunks of output channels takes: each part
+ * computes its chunks' sums in the place of its first chunk's within the
+ * planes t (the scratch holds every channel's), so parts never share sums */
+typedef struct req_job {
+    const dcz_conv_geom *g;
+    const split_geom *q;
+    const dcz_qshift *f;
+    dcz_qplanes_fn planes;
+    const int32_t *xs;
+    int32_t *t;
+    const uint16_t *keep;
+    size_t nv;
+    uint32_t chunk, chunks, parts;
+    const int64_t *bias;
+    const dcz_requant *rq;
+    int32_t lo, hi;
+    dcz_q *yb;
+} req_job;
+
+VNNI_TGT static void req_part(void *ctx, uint32_t part)
+{
+    const req_job *j = ctx;
+    const dcz_conv_geom *g = j->g;
+    if (part >= j->parts) return;   /* the pool runs every thread; parts may be fewer */
+    uint32_t k0, k1;
+    dcz_part_range(j->chunks, part, j->parts, &k0, &k1);
+    int32_t *t = j->t + (size_t)k0 * j->chunk * j->q->out16;
+    for (uint32_t k = k0; k < k1; k++) {
+        const uint32_t c0 = k * j->chunk, n = g->out_c - c0 < j->chunk ? g->out_c - c0 : j->chunk;
+        dcz_qshift sub = *j->f;
+        sub.ptr = j->f->ptr + c0 / j->f->ob;
+        j->planes(&sub, j->f->corr + c0, n, j->q->out16, (size_t)g->out_h * j->q->wq, j->xs, t, NULL);
+        requant_sums(g, j->q, j->keep, j->nv, c0, n, t, NULL, j->bias, j->rq, j->lo, j->hi, j->yb);
+    }
+}
+#endif
+
+/* A layer's share of a sample on one thread below which the split costs
+ * more than it saves: the fp32 rules' (DCZ_SPLIT_MACS multiply-adds on the
+ * quad taps, four a tap; a depthwise layer DCZ_QDW_SPLIT_CELLS outputs) */
+#define DCZ_QDW_SPLIT_CELLS ((uint64_t)1 << 16)
+int dcz_qconv2d_shift_requant_splits(const dcz_conv_geom *g, const dcz_qshift *f)
+{
+    const uint64_t cells = (uint64_t)g->out_h * g->out_w;
+    if (f->amx_pick) return 0;
+    switch (dcz_qshift_depthwise(f)) {
+    case DCZ_QDW_BYTES: return g->out_c >= 2 && g->out_c * cells >= DCZ_QDW_SPLIT_CELLS;
+    case DCZ_QDW_PAIRS: return 0;
+    default: break;
+    }
+    const uint32_t blocks = (g->out_c + f->ob - 1) / f->ob;
+    return blocks >= 2 && (uint64_t)f->ptr[blocks] * f->ob * 4 * cells >= DCZ_SPLIT_MACS;
+}
+
 int dcz_qconv2d_shift_requant_runs(const dcz_conv_geom *g, const dcz_qshift *f, const dcz_requant *rq, int pool2)
 {
 #ifdef DCZ_X86
@@ -586,15 +683,18 @@ int dcz_qconv2d_shift_requant_runs(const dcz_conv_geom *g, const dcz_qshift *f, 
 #endif
 }
 
-int dcz_qconv2d_shift_requant(const dcz_conv_geom *g, const dcz_qshift *f, const int64_t *bias,
+int dcz_qconv2d_shift_requant(dcz_pool *pool, const dcz_conv_geom *g, const dcz_qshift *f, const int64_t *bias,
                               const dcz_requant *rq, int32_t lo, int32_t hi, int pool2, const dcz_q *x,
                               size_t batch, float *scratch, dcz_q *y)
 {
 #ifdef DCZ_X86
     if (!dcz_qconv2d_shift_requant_runs(g, f, rq, pool2)) return 0;
     const dcz_qplanes_fn planes = dcz_qplanes_variant(DCZ_ISA_AVX512);
+    if (pool && dcz_pool_threads(pool) < 2) pool = NULL;
     switch (dcz_qshift_depthwise(f)) {
-    case DCZ_QDW_BYTES: qdw_requant__vbmi(g, f, bias, rq, lo, hi, x, batch, (uint8_t *)(void *)scratch, y); return 1;
+    case DCZ_QDW_BYTES:
+        qdw_requant__vbmi(pool, g, f, bias, rq, lo, hi, x, batch, (uint8_t *)(void *)scratch, y);
+        return 1;
     case DCZ_QDW_PAIRS: qdwp_requant__vnni(g, f, bias, rq, lo, hi, x, batch, scratch, y); return 1;
     default: break;
     }
@@ -617,19 +717,25 @@ int dcz_qconv2d_shift_requant(const dcz_conv_geom *g, const dcz_qshift *f, const
     /* output channels a chunk (a whole block's): their sums within
      * REQ_CHUNK_BYTES, requantized as soon as computed */
     const uint32_t ob = f->ob, fit = (uint32_t)(REQ_CHUNK_BYTES / (q.out16 * sizeof *t)) / ob * ob;
-    const uint32_t chunk = fit ? fit : ob;
+    uint32_t chunk = fit ? fit : ob, parts = 1;
+    /* over a pool, at least a chunk a thread (the chunks are the parts'
+     * units; each part sums its chunks in turn) */
+    if (pool && !pool2 && !f->amx_pick) {
+        const uint32_t threads = dcz_pool_threads(pool), blocks = (g->out_c + ob - 1) / ob;
+        parts = threads < blocks ? threads : blocks;
+        const uint32_t per = (blocks + parts - 1) / parts * ob;
+        if (per < chunk) chunk = per;
+    }
     const int chunks = !pool2 && !f->amx_pick && chunk < g->out_c;
+    req_job j = { g, &q, f, planes, xs, t, keep, nv, chunk, (g->out_c + chunk - 1) / chunk, 0, bias, rq, lo, hi,
+                  NULL };
+    j.parts = parts < j.chunks ? parts : j.chunks;
     for (size_t b = 0; b < batch; b++) {
         dcz_qsplit_any(1, g, &q, x + b * in_sample, (uint8_t *)xs);
         if (chunks) {
-            for (uint32_t c0 = 0; c0 < g->out_c;) {
-                const uint32_t n = g->out_c - c0 < chunk ? g->out_c - c0 : chunk;
-                dcz_qshift sub = *f;
-                sub.ptr = f->ptr + c0 / ob;
-                planes(&sub, f->corr + c0, n, q.out16, (size_t)g->out_h * q.wq, xs, t, NULL);
-                requant_sums(g, &q, keep, nv, c0, n, t, NULL, bias, rq, lo, hi, y + b * g->out_c * out_plane);
-                c0 += n;
-            }
+            j.yb = y + b * g->out_c * out_plane;
+            if (j.parts > 1) dcz_pool_run(pool, req_part, &j);
+            else req_part(&j, 0);
             continue;
         }
         /* the sums' corr, where the tiles leave it, added with the bias */
