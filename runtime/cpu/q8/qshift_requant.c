@@ -338,37 +338,29 @@ typedef struct qdw_job {
 QDW_TGT static void qdw_part(void *ctx, uint32_t part)
 {
     const qdw_job *j = ctx;
+    if (part >= j->parts) return;   /* the pool runs every thread; parts may be fewer */
     const dcz_conv_geom *g = j->g;
     const dcz_qshift *f = j->f;
-    const qdw_shape *sp = j->s;
-    const size_t out_plane = (size_t)g->out_h * g->out_w, plane = (size_t)sp->PH * sp->PW;
-    const int32_t lo = j->lo, hi = j->hi;
-    if (part >= j->parts) return;
+    const qdw_shape s = *j->s;
+    const size_t out_plane = (size_t)g->out_h * g->out_w, plane = (size_t)s.PH * s.PW;
     uint32_t c0, c1;
     dcz_part_range(g->out_c, part, j->parts, &c0, &c1);
-    {
-        const qdw_shape s = *sp;
-        const qdw_vec *vecs = j->vecs;
-        const uint8_t *planes = j->planes;
-        const int64_t *bias = j->bias;
-        const dcz_requant *rq = j->rq;
-        dcz_q *yb = j->yb;
-        for (uint32_t oc = c0; oc < c1; oc++) {
-            /* the 32-bit sums wrap on their way (the bound: model.h) */
-            const int32_t a0 = (int32_t)((uint32_t)f->corr[oc] + (uint32_t)(uint64_t)(bias ? bias[oc] : 0));
-            const unsigned k = rq->shift[oc];
-            const uint8_t *pc = planes + oc * plane;
-            const int32_t *wq = f->dw + (size_t)oc * s.taps;
-            dcz_q *yc = yb + oc * out_plane;
-            const int32_t mult = rq->mult[oc];
-            switch (RQ_MODE(k) * 2 + (s.taps == 3)) {
-            case 5: qdw_channel__vbmi(2, 3, g, &s, vecs, pc, f->dwidx, wq, a0, mult, k, lo, hi, yc); break;
-            case 4: qdw_channel__vbmi(2, s.taps, g, &s, vecs, pc, f->dwidx, wq, a0, mult, k, lo, hi, yc); break;
-            case 3: qdw_channel__vbmi(1, 3, g, &s, vecs, pc, f->dwidx, wq, a0, mult, k, lo, hi, yc); break;
-            case 2: qdw_channel__vbmi(1, s.taps, g, &s, vecs, pc, f->dwidx, wq, a0, mult, k, lo, hi, yc); break;
-            case 1: qdw_channel__vbmi(0, 3, g, &s, vecs, pc, f->dwidx, wq, a0, mult, k, lo, hi, yc); break;
-            default: qdw_channel__vbmi(0, s.taps, g, &s, vecs, pc, f->dwidx, wq, a0, mult, k, lo, hi, yc); break;
-            }
+    for (uint32_t oc = c0; oc < c1; oc++) {
+        /* the 32-bit sums wrap on their way (the bound: model.h) */
+        const int32_t a0 = (int32_t)((uint32_t)f->corr[oc] + (uint32_t)(uint64_t)(j->bias ? j->bias[oc] : 0));
+        const unsigned k = j->rq->shift[oc];
+        const uint8_t *pc = j->planes + oc * plane;
+        const int32_t *wq = f->dw + (size_t)oc * s.taps;
+        dcz_q *yc = j->yb + oc * out_plane;
+        const int32_t mult = j->rq->mult[oc], lo = j->lo, hi = j->hi;
+        const qdw_vec *v = j->vecs;
+        switch (RQ_MODE(k) * 2 + (s.taps == 3)) {
+        case 5: qdw_channel__vbmi(2, 3, g, &s, v, pc, f->dwidx, wq, a0, mult, k, lo, hi, yc); break;
+        case 4: qdw_channel__vbmi(2, s.taps, g, &s, v, pc, f->dwidx, wq, a0, mult, k, lo, hi, yc); break;
+        case 3: qdw_channel__vbmi(1, 3, g, &s, v, pc, f->dwidx, wq, a0, mult, k, lo, hi, yc); break;
+        case 2: qdw_channel__vbmi(1, s.taps, g, &s, v, pc, f->dwidx, wq, a0, mult, k, lo, hi, yc); break;
+        case 1: qdw_channel__vbmi(0, 3, g, &s, v, pc, f->dwidx, wq, a0, mult, k, lo, hi, yc); break;
+        default: qdw_channel__vbmi(0, s.taps, g, &s, v, pc, f->dwidx, wq, a0, mult, k, lo, hi, yc); break;
         }
     }
 }
