@@ -469,13 +469,21 @@ int dcz_conv2d_pick_wino(const dcz_conv_geom *g)
 
 /* An odd plane's last row or column of 2x2 tiles computes half of them
  * for nothing (7 x 7 takes 64 outputs' work for 49): on Intel's cores the
- * shift form ran every such layer measured faster (bench/cpu-profile.md);
- * AMD's with AVX-512, where the rule was set, keep Winograd (not measured
- * there). On AVX2 the shift form takes them on every vendor: on an AMD
- * EPYC (Zen 3) ResNet-18's 7 x 7 layers ran within 5% either way (best of
- * three alternated runs), and one rule keeps a level's bits the same on
- * every CPU that has it (tests/isa.sh, against an emulated Haswell). */
+ * shift form ran every such layer measured faster (bench/cpu-profile.md).
+ * AMD's with AVX-512 (Zen 4) keep Winograd over odd planes of few channels
+ * (the ResNet-style preset's 64 -> 64 over 7 x 7: the dense model 178.5
+ * us a sample with it, 187.5 without; DenseNet-121's 128 -> 32: 42 against
+ * 46 us), the shift form over many (ResNet-18's and ResNet-50's 512 -> 512
+ * over 7 x 7: 2.86 against 2.49-2.58 ms a layer; the models at batch 8
+ * 3.7% and 5.2% faster): at most WINO_ODD_AMD_CC input times output
+ * channels, between the two measured. On AVX2 the shift form takes them on
+ * every vendor: on an AMD EPYC (Zen 3) ResNet-18's 7 x 7 layers ran within
+ * 5% either way (best of three alternated runs), and one rule keeps a
+ * level's bits the same on every CPU that has it (tests/isa.sh, against
+ * an emulated Haswell). */
+#define WINO_ODD_AMD_CC ((uint64_t)1 << 16)
 int dcz_conv2d_wino_rule(const dcz_conv_geom *g)
 {
-    return !((g->out_h | g->out_w) & 1) || (dcz_cpu_features()->amd && dcz_wino_vector() == 2);
+    return !((g->out_h | g->out_w) & 1) || (dcz_cpu_features()->amd && dcz_wino_vector() == 2 &&
+                                            (uint64_t)g->in_c * g->out_c <= WINO_ODD_AMD_CC);
 }

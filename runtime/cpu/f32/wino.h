@@ -74,8 +74,9 @@ void dcz_wino_conv_pool(dcz_pool *pool, const dcz_wino *g, const float *u, const
 int dcz_wino_splits(const dcz_wino *g);
 int dcz_wino_vector(void);
 int dcz_conv2d_pick_wino(const dcz_conv_geom *g);
-/* Whether the plan's rules give g Winograd's where it runs (on Intel's
- * cores: planes of even height and width), else the shift form's. */
+/* Whether the plan's rules give g Winograd's where it runs (planes of even
+ * height and width; on AMD's cores with AVX-512 odd ones too, of few
+ * channels), else the shift form's. */
 int dcz_conv2d_wino_rule(const dcz_conv_geom *g);
 /* d (n, m) = s (m, n) transposed, d[c ldd + r] = s[r lds + c]: by 16 x 16
  * blocks of AVX-512 or 8 x 8 of AVX2 (partial ones by masks) where the
