@@ -65,7 +65,7 @@ typedef enum dcz_kernel {
     DCZ_K_RELU, DCZ_K_RELU_REF,
     DCZ_K_SOFTMAX_REF,
     DCZ_K_MAXPOOL, DCZ_K_MAXPOOL_REF,
-    DCZ_K_AVGPOOL_REF,
+    DCZ_K_AVGPOOL, DCZ_K_AVGPOOL_REF,
     DCZ_K_GLOBAL_AVGPOOL, DCZ_K_GLOBAL_AVGPOOL_REF,
     DCZ_K_COPY,                /* FLATTEN: the data is already flat */
     DCZ_K_ADD, DCZ_K_ADD_REF,
@@ -101,7 +101,7 @@ typedef enum dcz_kernel {
     /* the integer region: layers without weights */
     DCZ_K_QRELU, DCZ_K_QRELU_REF,
     DCZ_K_QMAXPOOL, DCZ_K_QMAXPOOL_REF,
-    DCZ_K_QAVGPOOL_REF,
+    DCZ_K_QAVGPOOL, DCZ_K_QAVGPOOL_REF,
     DCZ_K_QMEAN_REF,           /* GLOBAL_AVGPOOL whose output keeps its input's scale */
     DCZ_K_QMEAN_RESCALE, DCZ_K_QMEAN_RESCALE_REF, /* ... to another scale */
     DCZ_K_QCOPY,

@@ -279,6 +279,12 @@ static void run_maxpool_ref(const dcz_model *m, const dcz_exec_layer *l, const f
     dcz_maxpool_ref(&l->geom, xs[0], batch, y);
 }
 
+static void run_avgpool(const dcz_model *m, const dcz_exec_layer *l, const float *const *xs, size_t batch,
+                        float *y)
+{
+    dcz_avgpool(&l->geom, l->count_include_pad, xs[0], batch, y);
+}
+
 static void run_avgpool_ref(const dcz_model *m, const dcz_exec_layer *l, const float *const *xs,
                             size_t batch, float *y)
 {
@@ -537,6 +543,12 @@ static void qrun_maxpool_ref(const dcz_model *m, uint32_t index, const void *con
     dcz_qmaxpool_ref(&m->layers[index].geom, xs[0], batch, y);
 }
 
+static void qrun_avgpool(const dcz_model *m, uint32_t index, const void *const *xs, size_t batch, void *y)
+{
+    const dcz_exec_layer *l = &m->layers[index];
+    dcz_qavgpool(&l->geom, l->count_include_pad, xs[0], batch, y);
+}
+
 static void qrun_avgpool_ref(const dcz_model *m, uint32_t index, const void *const *xs, size_t batch,
                              void *y)
 {
@@ -676,6 +688,7 @@ static const struct {
     [DCZ_K_SOFTMAX_REF] = { run_softmax_ref, NULL, NULL, 1 },
     [DCZ_K_MAXPOOL] = { FAST(run_maxpool), NULL, NULL, 0 },
     [DCZ_K_MAXPOOL_REF] = { run_maxpool_ref, NULL, NULL, 1 },
+    [DCZ_K_AVGPOOL] = { FAST(run_avgpool), NULL, NULL, 0 },
     [DCZ_K_AVGPOOL_REF] = { run_avgpool_ref, NULL, NULL, 1 },
     [DCZ_K_GLOBAL_AVGPOOL] = { FAST(run_global_avgpool), NULL, NULL, 0 },
     [DCZ_K_GLOBAL_AVGPOOL_REF] = { run_global_avgpool_ref, NULL, NULL, 1 },
@@ -714,6 +727,7 @@ static const struct {
     [DCZ_K_QRELU_REF] = { NULL, qrun_relu_ref, NULL, 1 },
     [DCZ_K_QMAXPOOL] = { NULL, FAST(qrun_maxpool), NULL, 0 },
     [DCZ_K_QMAXPOOL_REF] = { NULL, qrun_maxpool_ref, NULL, 1 },
+    [DCZ_K_QAVGPOOL] = { NULL, FAST(qrun_avgpool), NULL, 0 },
     [DCZ_K_QAVGPOOL_REF] = { NULL, qrun_avgpool_ref, NULL, 1 },
     [DCZ_K_QMEAN_REF] = { NULL, qrun_mean_ref, NULL, 1 },
     [DCZ_K_QMEAN_RESCALE] = { NULL, FAST(qrun_mean_rescale), NULL, 0 },

@@ -580,6 +580,58 @@ static void test_maxpool_variants(void)
  * vector of outputs, batch 1 and 3, random nonzero values: every variant
  * the machine has gives the reference's bits. (Run with SANITIZE=undefined
  * it also proves no mask is computed by a shift past its type's width.) */
+/* dcz_avgpool's variants give the reference's bits: 2x2 stride 2
+ * without padding (DenseNet's transitions, even and odd images, rows of
+ * one vector and a part and of fewer than one), zeros of both signs,
+ * infinities and NaN among the cells, batches 1 and 3; and geometries they
+ * leave to the reference */
+static void test_avgpool_variants(void)
+{
+    const dcz_conv_geom pools[] = {
+        conv_geom(2, 2, 56, 56, 2, 2, 2, 2, 0, 0), conv_geom(3, 3, 28, 28, 2, 2, 2, 2, 0, 0),
+        conv_geom(2, 2, 14, 14, 2, 2, 2, 2, 0, 0), conv_geom(2, 2, 9, 35, 2, 2, 2, 2, 0, 0),
+        conv_geom(1, 1, 7, 11, 2, 2, 2, 2, 0, 0), conv_geom(1, 1, 6, 8, 2, 2, 2, 2, 0, 0),
+        conv_geom(2, 2, 7, 9, 2, 2, 2, 2, 1, 1), conv_geom(2, 2, 9, 17, 3, 3, 2, 2, 1, 1),
+    };
+    size_t cases = 0, bad = 0, variants = 0;
+    for (size_t i = 0; i < sizeof pools / sizeof *pools; i++)
+        for (int cip = 0; cip < 2; cip++) {
+            const dcz_conv_geom g = pools[i];
+            const size_t B = 3, xin = (size_t)g.in_c * g.in_h * g.in_w, yout = (size_t)g.in_c * g.out_h * g.out_w;
+            float *x = malloc(B * xin * sizeof *x), *y = malloc((B * yout + 16) * sizeof *y),
+                  *r = malloc(B * yout * sizeof *r);
+            for (size_t k = 0; k < B * xin; k++) {
+                const uint32_t u = (uint32_t)(k * 2654435761u) >> 24;
+                x[k] = u < 20 ? 0.0f : u < 40 ? -0.0f : u < 42 ? NAN : u < 44 ? -INFINITY : nonzero();
+            }
+            const size_t batches[2] = { 1, B };
+            for (int bi = 0; bi < 2; bi++) {
+                dcz_avgpool_ref(&g, cip, x, batches[bi], r);
+                const dcz_isa isas[] = { DCZ_ISA_AVX512, DCZ_ISA_AVX2 };
+                for (size_t v = 0; v < 2; v++) {
+                    memset(y, 0x55, (B * yout + 16) * sizeof *y);
+                    if (!dcz_avgpool_isa(isas[v], &g, cip, x, batches[bi], y)) continue;
+                    for (size_t k = 0; k < batches[bi] * yout; k++)
+                        bad += memcmp(&y[k], &r[k], sizeof *y) != 0 && !(isnan(y[k]) && isnan(r[k]));
+                    for (size_t k = batches[bi] * yout; k < B * yout + 16; k++) {
+                        uint32_t u;
+                        memcpy(&u, &y[k], sizeof u);
+                        bad += u != 0x55555555u;
+                    }
+                    variants++;
+                }
+                dcz_avgpool(&g, cip, x, batches[bi], y);
+                for (size_t k = 0; k < batches[bi] * yout; k++)
+                    bad += memcmp(&y[k], &r[k], sizeof *y) != 0 && !(isnan(y[k]) && isnan(r[k]));
+                cases++;
+            }
+            free(x); free(y); free(r);
+        }
+    CHECK(bad == 0, "average pool: %zu outputs differ from the reference over %zu cases", bad, cases);
+    CHECK(variants >= 6 * 2 * 2 || !dcz_isa_supported(DCZ_ISA_AVX2), "the vector average pools ran %zu times",
+          variants);
+}
+
 static void test_maxpool_wide(void)
 {
     static const uint32_t widths[] = { 17, 24, 25, 31, 32, 33, 40 }, strides[] = { 1, 2, 3 };
@@ -826,6 +878,7 @@ int main(void)
     RUN(test_conv_wino);
     RUN(test_pools);
     RUN(test_maxpool_variants);
+    RUN(test_avgpool_variants);
     RUN(test_maxpool_wide);
     return check_summary();
 }

@@ -1417,6 +1417,45 @@ static void test_qpools_random(void)
             free(x); free(want); free(got);
         }
     CHECK(qbad == 0, "dcz_qmaxpool differs from the reference in %zu elements", qbad);
+    /* dcz_qavgpool against the reference: 2x2 stride 2 without padding
+     * (DenseNet's transitions: 56 -> 28, 28 -> 14, 14 -> 7; even and odd
+     * images, rows of one vector and a part, of fewer than one), both
+     * ranges (sums that round half away from zero, both signs), and
+     * geometries it leaves to the reference */
+    const dcz_conv_geom avgs[] = {
+        conv_geom(2, 2, 56, 56, 2, 2, 2, 2, 0, 0), conv_geom(3, 3, 28, 28, 2, 2, 2, 2, 0, 0),
+        conv_geom(2, 2, 14, 14, 2, 2, 2, 2, 0, 0), conv_geom(2, 2, 9, 35, 2, 2, 2, 2, 0, 0),
+        conv_geom(1, 1, 7, 11, 2, 2, 2, 2, 0, 0), conv_geom(2, 2, 7, 9, 2, 2, 2, 2, 1, 1),
+        conv_geom(2, 2, 9, 17, 3, 3, 2, 2, 1, 1),
+    };
+    size_t abad = 0, avariants = 0;
+    for (size_t gi = 0; gi < sizeof avgs / sizeof *avgs; gi++)
+        for (int range = 0; range < 2; range++)
+            for (int cip = 0; cip < 2; cip++) {
+                const dcz_conv_geom *g = &avgs[gi];
+                const size_t B = 3, xin = (size_t)g->in_c * g->in_h * g->in_w;
+                const size_t yout = (size_t)g->out_c * g->out_h * g->out_w;
+                dcz_q *x = alloc(B * xin, sizeof(dcz_q)), *want = alloc(B * yout, sizeof(dcz_q));
+                dcz_q *got = alloc(B * yout + 16, sizeof(dcz_q));
+                fill_q(x, B * xin, range ? 127 : 32767);
+                for (size_t i = 0; i < B * xin; i += 7) x[i] = (dcz_q)(i % 2 ? 2 : -2);   /* sums of 4 k + 2: ties */
+                dcz_qavgpool_ref(g, cip, x, B, want);
+                memset(got, 0x55, B * yout * sizeof(dcz_q));
+                dcz_qavgpool(g, cip, x, B, got);
+                abad += diff_q("qavgpool", "", got, want, B * yout);
+                static const dcz_isa isas[] = { DCZ_ISA_AVX512, DCZ_ISA_AVX2 };
+                for (size_t k = 0; k < sizeof isas / sizeof *isas; k++) {
+                    memset(got, 0x55, (B * yout + 16) * sizeof(dcz_q));
+                    if (!dcz_qavgpool_isa(isas[k], g, cip, x, B, got)) continue;
+                    abad += diff_q(k ? "qavgpool (AVX2)" : "qavgpool (AVX-512)", "", got, want, B * yout);
+                    for (size_t i = 0; i < 16; i++) abad += got[B * yout + i] != (dcz_q)0x5555;
+                    avariants++;
+                }
+                free(x); free(want); free(got);
+            }
+    CHECK(abad == 0, "dcz_qavgpool differs from the reference in %zu elements", abad);
+    CHECK(avariants >= 5 * 4 || !dcz_isa_supported(DCZ_ISA_AVX2), "the vector average pools ran %zu times",
+          avariants);
 #ifdef DCZ_X86
     /* AVX2's variant runs where the CPU has it (on all but the geometry of stride 3) */
     if (dcz_isa_supported(DCZ_ISA_AVX2))

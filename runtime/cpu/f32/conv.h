@@ -142,10 +142,20 @@ void dcz_pool_interior_cols(const dcz_conv_geom *g, uint32_t *lo, uint32_t *hi);
  * the number of its cells inside the input. */
 void dcz_avgpool_ref(const dcz_conv_geom *g, int count_include_pad, const float *x,
                      size_t batch, float *y);
+/* The same in vectors where windows of 2 x 2 at stride 2 tile the image
+ * without padding (DenseNet's transitions): 16 (AVX-512) or 8 (AVX2)
+ * outputs a step, each sum taken as the reference takes it, from 0, the
+ * cells row by row, then divided by 4: its bits. dcz_avgpool_isa: isa's
+ * variant (DCZ_ISA_REF: the reference), 0 where this machine or the
+ * geometry has none. */
+void dcz_avgpool(const dcz_conv_geom *g, int count_include_pad, const float *x, size_t batch, float *y);
+int dcz_avgpool_isa(dcz_isa isa, const dcz_conv_geom *g, int count_include_pad, const float *x, size_t batch,
+                    float *y);
 /* y (batch, channels) = mean of each of the channels planes of plane floats. */
 void dcz_global_avgpool_ref(uint32_t channels, uint32_t plane, const float *x, size_t batch,
                             float *y);
-/* The same bits, eight channels at a time in AVX2 (kernels_conv.c). */
+/* The same bits, a plane's sixteen sums in vector lanes (AVX-512, AVX2;
+ * kernels_conv.c). */
 void dcz_global_avgpool(uint32_t channels, uint32_t plane, const float *x, size_t batch, float *y);
 
 #endif /* DCZ_RUNTIME_CPU_F32_CONV_H */

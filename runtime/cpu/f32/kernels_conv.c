@@ -960,6 +960,100 @@ void dcz_avgpool_ref(const dcz_conv_geom *g, int count_include_pad, const float 
     }
 }
 
+/* 2 x 2 windows at stride 2 inside the image, no padding: every window
+ * full, so count_include_pad changes nothing (a count of 4) */
+static int avg_tile2(const dcz_conv_geom *g)
+{
+    return g->kh == 2 && g->kw == 2 && g->sh == 2 && g->sw == 2 && g->ph == 0 && g->pw == 0 &&
+           2 * (size_t)g->out_h <= g->in_h && 2 * (size_t)g->out_w <= g->in_w && g->out_w > 0;
+}
+
+#ifdef DCZ_X86
+/* each output row from its two input rows: their even and odd cells dealt
+ * to the lanes by a permute of two vectors each, added from 0 in the
+ * reference's order (row 0's two cells, then row 1's), divided by 4 */
+__attribute__((target("avx512f")))
+static void avg_tile2__avx512(const dcz_conv_geom *g, const float *x, size_t planes, float *y)
+{
+    const __m512i even = _mm512_set_epi32(30, 28, 26, 24, 22, 20, 18, 16, 14, 12, 10, 8, 6, 4, 2, 0);
+    const __m512i odd = _mm512_add_epi32(even, _mm512_set1_epi32(1));
+    const __m512 four = _mm512_set1_ps(4.0f);
+    for (size_t p = 0; p < planes; p++) {
+        const float *xp = x + p * g->in_h * g->in_w;
+        for (uint32_t oy = 0; oy < g->out_h; oy++, y += g->out_w) {
+            const float *r0 = xp + (size_t)2 * oy * g->in_w, *r1 = r0 + g->in_w;
+            for (uint32_t ox = 0; ox < g->out_w; ox += 16) {
+                const uint32_t n = g->out_w - ox < 16 ? g->out_w - ox : 16;
+                const __mmask16 k0 = n >= 8 ? (__mmask16)0xFFFF : (__mmask16)((1u << 2 * n) - 1);
+                const __mmask16 k1 = n > 8 ? (__mmask16)((1u << (2 * n - 16)) - 1) : 0;
+                const __m512 a0 = _mm512_maskz_loadu_ps(k0, r0 + 2 * ox), b0 = _mm512_maskz_loadu_ps(k1, r0 + 2 * ox + 16);
+                const __m512 a1 = _mm512_maskz_loadu_ps(k0, r1 + 2 * ox), b1 = _mm512_maskz_loadu_ps(k1, r1 + 2 * ox + 16);
+                __m512 s = _mm512_add_ps(_mm512_setzero_ps(), _mm512_permutex2var_ps(a0, even, b0));
+                s = _mm512_add_ps(s, _mm512_permutex2var_ps(a0, odd, b0));
+                s = _mm512_add_ps(s, _mm512_permutex2var_ps(a1, even, b1));
+                s = _mm512_add_ps(s, _mm512_permutex2var_ps(a1, odd, b1));
+                _mm512_mask_storeu_ps(y + ox, (__mmask16)((1u << n) - 1), _mm512_div_ps(s, four));
+            }
+        }
+    }
+}
+
+/* the same in AVX2, 8 outputs a step: the in-lane shuffles deal the even
+ * and odd cells in the order 0 1 4 5 2 3 6 7, one permute of the result
+ * puts it in order */
+__attribute__((target("avx2")))
+static void avg_tile2__avx2(const dcz_conv_geom *g, const float *x, size_t planes, float *y)
+{
+    const __m256 four = _mm256_set1_ps(4.0f);
+    for (size_t p = 0; p < planes; p++) {
+        const float *xp = x + p * g->in_h * g->in_w;
+        for (uint32_t oy = 0; oy < g->out_h; oy++, y += g->out_w) {
+            const float *r0 = xp + (size_t)2 * oy * g->in_w, *r1 = r0 + g->in_w;
+            for (uint32_t ox = 0; ox < g->out_w; ox += 8) {
+                const uint32_t n = g->out_w - ox < 8 ? g->out_w - ox : 8;
+                const __m256i k0 = dcz_mask8__avx2(2 * n), k1 = dcz_mask8__avx2(n > 4 ? 2 * n - 8 : 0);
+                const __m256 a0 = _mm256_maskload_ps(r0 + 2 * ox, k0), b0 = _mm256_maskload_ps(r0 + 2 * ox + 8, k1);
+                const __m256 a1 = _mm256_maskload_ps(r1 + 2 * ox, k0), b1 = _mm256_maskload_ps(r1 + 2 * ox + 8, k1);
+                __m256 s = _mm256_add_ps(_mm256_setzero_ps(), _mm256_shuffle_ps(a0, b0, 0x88));
+                s = _mm256_add_ps(s, _mm256_shuffle_ps(a0, b0, 0xDD));
+                s = _mm256_add_ps(s, _mm256_shuffle_ps(a1, b1, 0x88));
+                s = _mm256_add_ps(s, _mm256_shuffle_ps(a1, b1, 0xDD));
+                s = _mm256_div_ps(_mm256_castpd_ps(_mm256_permute4x64_pd(_mm256_castps_pd(s), 0xD8)), four);
+                _mm256_maskstore_ps(y + ox, dcz_mask8__avx2(n), s);
+            }
+        }
+    }
+}
+#endif
+
+int dcz_avgpool_isa(dcz_isa isa, const dcz_conv_geom *g, int count_include_pad, const float *x, size_t batch,
+                    float *y)
+{
+    if (isa == DCZ_ISA_REF) {
+        dcz_avgpool_ref(g, count_include_pad, x, batch, y);
+        return 1;
+    }
+#ifdef DCZ_X86
+    if (!avg_tile2(g)) return 0;
+    if (isa == DCZ_ISA_AVX512 && dcz_isa_supported(DCZ_ISA_AVX512)) {
+        avg_tile2__avx512(g, x, batch * g->in_c, y);
+        return 1;
+    }
+    if (isa == DCZ_ISA_AVX2 && dcz_isa_supported(DCZ_ISA_AVX2)) {
+        avg_tile2__avx2(g, x, batch * g->in_c, y);
+        return 1;
+    }
+#endif
+    return 0;
+}
+
+void dcz_avgpool(const dcz_conv_geom *g, int count_include_pad, const float *x, size_t batch, float *y)
+{
+    if (!dcz_avgpool_isa(DCZ_ISA_AVX512, g, count_include_pad, x, batch, y) &&
+        !dcz_avgpool_isa(DCZ_ISA_AVX2, g, count_include_pad, x, batch, y))
+        dcz_avgpool_ref(g, count_include_pad, x, batch, y);
+}
+
 void dcz_global_avgpool_ref(uint32_t channels, uint32_t plane, const float *x, size_t batch,
                             float *y)
 {

@@ -667,6 +667,101 @@ static void qmax_interior__avx2(const dcz_conv_geom *g, const dcz_q *xp, uint32_
 }
 #endif
 
+/* ---- 2 x 2 average pooling at stride 2 ------------------------------------ */
+
+static int qavg_tile2(const dcz_conv_geom *g)
+{
+    return g->kh == 2 && g->kw == 2 && g->sh == 2 && g->sw == 2 && g->ph == 0 && g->pw == 0 &&
+           2 * (size_t)g->out_h <= g->in_h && 2 * (size_t)g->out_w <= g->in_w && g->out_w > 0;
+}
+
+#ifdef DCZ_X86
+/* s / 4 rounded half away from zero (|s| + 2, shifted; the sign put back) */
+__attribute__((target("avx512f,avx512bw,avx512vl")))
+static inline __m512i qavg4__avx512(__m512i s)
+{
+    const __m512i q = _mm512_srli_epi32(_mm512_add_epi32(_mm512_abs_epi32(s), _mm512_set1_epi32(2)), 2);
+    return _mm512_mask_sub_epi32(q, _mm512_cmplt_epi32_mask(s, _mm512_setzero_si512()), _mm512_setzero_si512(), q);
+}
+
+__attribute__((target("avx512f,avx512bw,avx512vl")))
+static void qavg_2x2__avx512(const dcz_conv_geom *g, const dcz_q *x, size_t planes, dcz_q *y)
+{
+    const __m512i ones = _mm512_set1_epi16(1);
+    for (size_t p = 0; p < planes; p++) {
+        const dcz_q *xp = x + p * g->in_h * g->in_w;
+        for (uint32_t oy = 0; oy < g->out_h; oy++, y += g->out_w) {
+            const dcz_q *r0 = xp + (size_t)2 * oy * g->in_w, *r1 = r0 + g->in_w;
+            for (uint32_t ox = 0; ox < g->out_w; ox += 16) {
+                const uint32_t n = g->out_w - ox < 16 ? g->out_w - ox : 16;
+                const __mmask32 k = n == 16 ? 0xFFFFFFFFu : (__mmask32)((1u << 2 * n) - 1);
+                const __m512i s = _mm512_add_epi32(_mm512_madd_epi16(_mm512_maskz_loadu_epi16(k, r0 + 2 * ox), ones),
+                                                   _mm512_madd_epi16(_mm512_maskz_loadu_epi16(k, r1 + 2 * ox), ones));
+                _mm256_mask_storeu_epi16(y + ox, (__mmask16)((1u << n) - 1), _mm512_cvtepi32_epi16(qavg4__avx512(s)));
+            }
+        }
+    }
+}
+
+__attribute__((target("avx2")))
+static void qavg_2x2__avx2(const dcz_conv_geom *g, const dcz_q *x, size_t planes, dcz_q *y)
+{
+    const __m256i ones = _mm256_set1_epi16(1), two = _mm256_set1_epi32(2);
+    for (size_t p = 0; p < planes; p++) {
+        const dcz_q *xp = x + p * g->in_h * g->in_w;
+        for (uint32_t oy = 0; oy < g->out_h; oy++, y += g->out_w) {
+            const dcz_q *r0 = xp + (size_t)2 * oy * g->in_w, *r1 = r0 + g->in_w;
+            for (uint32_t ox = 0; ox < g->out_w; ox += 8) {
+                const uint32_t n = g->out_w - ox < 8 ? g->out_w - ox : 8;
+                const __m256i k = dcz_mask8__avx2(n);   /* a 32-bit lane a pair */
+                const __m256i a = _mm256_maskload_epi32((const int *)(const void *)(r0 + 2 * ox), k);
+                const __m256i b = _mm256_maskload_epi32((const int *)(const void *)(r1 + 2 * ox), k);
+                const __m256i s = _mm256_add_epi32(_mm256_madd_epi16(a, ones), _mm256_madd_epi16(b, ones));
+                const __m256i q = _mm256_srli_epi32(_mm256_add_epi32(_mm256_abs_epi32(s), two), 2);
+                const __m256i v = _mm256_sign_epi32(q, s);   /* -q where s < 0 (q is 0 where s is) */
+                const __m128i o = _mm256_castsi256_si128(_mm256_permute4x64_epi64(_mm256_packs_epi32(v, v), 0x08));
+                if (n == 8) {
+                    _mm_storeu_si128((__m128i *)(void *)(y + ox), o);
+                } else {
+                    dcz_q t[8];
+                    _mm_storeu_si128((__m128i *)(void *)t, o);
+                    memcpy(y + ox, t, n * sizeof *t);
+                }
+            }
+        }
+    }
+}
+#endif
+
+int dcz_qavgpool_isa(dcz_isa isa, const dcz_conv_geom *g, int count_include_pad, const dcz_q *x, size_t batch,
+                     dcz_q *y)
+{
+    if (isa == DCZ_ISA_REF) {
+        dcz_qavgpool_ref(g, count_include_pad, x, batch, y);
+        return 1;
+    }
+#ifdef DCZ_X86
+    if (!qavg_tile2(g)) return 0;
+    if (isa == DCZ_ISA_AVX512 && dcz_isa_supported(DCZ_ISA_AVX512) && dcz_cpu_features()->avx512bw &&
+        dcz_cpu_features()->avx512vl) {
+        qavg_2x2__avx512(g, x, batch * g->in_c, y);
+        return 1;
+    }
+    if (isa == DCZ_ISA_AVX2 && dcz_isa_supported(DCZ_ISA_AVX2)) {
+        qavg_2x2__avx2(g, x, batch * g->in_c, y);
+        return 1;
+    }
+#endif
+    return 0;
+}
+
+void dcz_qavgpool(const dcz_conv_geom *g, int count_include_pad, const dcz_q *x, size_t batch, dcz_q *y)
+{
+    if (!dcz_qavgpool_isa(DCZ_ISA_AVX512, g, count_include_pad, x, batch, y) &&
+        !dcz_qavgpool_isa(DCZ_ISA_AVX2, g, count_include_pad, x, batch, y))
+        dcz_qavgpool_ref(g, count_include_pad, x, batch, y);
+}
+
 int dcz_qmaxpool_isa(dcz_isa isa, const dcz_conv_geom *g, const dcz_q *x, size_t batch, dcz_q *y)
 {
     if (isa == DCZ_ISA_REF) {

@@ -78,6 +78,15 @@ void dcz_qmaxpool(const dcz_conv_geom *g, const dcz_q *x, size_t batch, dcz_q *y
 int dcz_qmaxpool_isa(dcz_isa isa, const dcz_conv_geom *g, const dcz_q *x, size_t batch, dcz_q *y);
 void dcz_qavgpool_ref(const dcz_conv_geom *g, int count_include_pad, const dcz_q *x,
                       size_t batch, dcz_q *y);
+/* The same values where windows of 2 x 2 at stride 2 tile the image
+ * without padding (DenseNet's transitions): each pair of cells summed by a
+ * multiply-add of words, the two rows' pairs added, the sum rounded half
+ * away from zero over 4, 16 outputs a step (AVX-512BW) or 8 (AVX2);
+ * dcz_qavgpool_isa on isa's variant (DCZ_ISA_REF: the reference), 0 where
+ * this machine or the geometry has none. */
+void dcz_qavgpool(const dcz_conv_geom *g, int count_include_pad, const dcz_q *x, size_t batch, dcz_q *y);
+int dcz_qavgpool_isa(dcz_isa isa, const dcz_conv_geom *g, int count_include_pad, const dcz_q *x, size_t batch,
+                     dcz_q *y);
 void dcz_qglobal_avgpool_ref(uint32_t channels, uint32_t plane, const dcz_q *x, size_t batch,
                              dcz_q *y);
 /* The global average into another scale: each plane's sum S requantized
