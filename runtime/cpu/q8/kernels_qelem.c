@@ -591,6 +591,21 @@ static void qmax_2x2__avx512(const dcz_conv_geom *g, const dcz_q *x, size_t plan
 #endif
 
 #ifdef DCZ_X86
+/* the first n (up to 8) of v's 32-bit lanes, narrowed with saturation, as
+ * words to y */
+__attribute__((target("avx2"), always_inline))
+static inline void store_words8__avx2(__m256i v, uint32_t n, dcz_q *y)
+{
+    const __m128i o = _mm256_castsi256_si128(_mm256_permute4x64_epi64(_mm256_packs_epi32(v, v), 0x08));
+    if (n == 8) {
+        _mm_storeu_si128((__m128i *)(void *)y, o);
+    } else {
+        dcz_q t[8];
+        _mm_storeu_si128((__m128i *)(void *)t, o);
+        memcpy(y, t, n * sizeof *t);
+    }
+}
+
 /* qmax_2x2__avx512 in AVX2: per output row the two input rows' larger
  * words, 8 outputs' pairs (a 32-bit lane each) loaded by masked loads of
  * their lanes, then each pair's larger by a shift of the lanes, its low
@@ -610,14 +625,7 @@ static void qmax_2x2__avx2(const dcz_conv_geom *g, const dcz_q *x, size_t planes
                                                    _mm256_maskload_epi32((const int *)(const void *)(r1 + 2 * ox), k));
                 __m256i m = _mm256_max_epi16(v, _mm256_srli_epi32(v, 16));
                 m = _mm256_srai_epi32(_mm256_slli_epi32(m, 16), 16);
-                const __m128i o = _mm256_castsi256_si128(_mm256_permute4x64_epi64(_mm256_packs_epi32(m, m), 0x08));
-                if (n == 8) {
-                    _mm_storeu_si128((__m128i *)(void *)(y + ox), o);
-                } else {
-                    dcz_q t[8];
-                    _mm_storeu_si128((__m128i *)(void *)t, o);
-                    memcpy(y + ox, t, n * sizeof *t);
-                }
+                store_words8__avx2(m, n, y + ox);
             }
         }
     }
@@ -719,14 +727,7 @@ static void qavg_2x2__avx2(const dcz_conv_geom *g, const dcz_q *x, size_t planes
                 const __m256i s = _mm256_add_epi32(_mm256_madd_epi16(a, ones), _mm256_madd_epi16(b, ones));
                 const __m256i q = _mm256_srli_epi32(_mm256_add_epi32(_mm256_abs_epi32(s), two), 2);
                 const __m256i v = _mm256_sign_epi32(q, s);   /* -q where s < 0 (q is 0 where s is) */
-                const __m128i o = _mm256_castsi256_si128(_mm256_permute4x64_epi64(_mm256_packs_epi32(v, v), 0x08));
-                if (n == 8) {
-                    _mm_storeu_si128((__m128i *)(void *)(y + ox), o);
-                } else {
-                    dcz_q t[8];
-                    _mm_storeu_si128((__m128i *)(void *)t, o);
-                    memcpy(y + ox, t, n * sizeof *t);
-                }
+                store_words8__avx2(v, n, y + ox);
             }
         }
     }
