@@ -575,11 +575,6 @@ static void test_maxpool_variants(void)
     CHECK(variants > 0 || !(dcz_isa_supported(DCZ_ISA_AVX512) || dcz_isa_supported(DCZ_ISA_AVX2)), "no vector max pool ran");
 }
 
-/* windows wider than 16 columns (up to 40, past a 32-bit mask's width),
- * strides 1, 2 and 3, with and without padding, rows of more than one
- * vector of outputs, batch 1 and 3, random nonzero values: every variant
- * the machine has gives the reference's bits. (Run with SANITIZE=undefined
- * it also proves no mask is computed by a shift past its type's width.) */
 /* dcz_avgpool's variants give the reference's bits: 2x2 stride 2
  * without padding (DenseNet's transitions, even and odd images, rows of
  * one vector and a part and of fewer than one), zeros of both signs,
@@ -632,6 +627,11 @@ static void test_avgpool_variants(void)
           variants);
 }
 
+/* windows wider than 16 columns (up to 40, past a 32-bit mask's width),
+ * strides 1, 2 and 3, with and without padding, rows of more than one
+ * vector of outputs, batch 1 and 3, random nonzero values: every variant
+ * the machine has gives the reference's bits. (Run with SANITIZE=undefined
+ * it also proves no mask is computed by a shift past its type's width.) */
 static void test_maxpool_wide(void)
 {
     static const uint32_t widths[] = { 17, 24, 25, 31, 32, 33, 40 }, strides[] = { 1, 2, 3 };
