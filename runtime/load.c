@@ -646,9 +646,7 @@ static int worth_threads(const dcz_model *m)
          * (a depthwise one on its kernels, its channels) */
         if (!l->q && dcz_kernel_shifts(l->kernel) && dcz_conv2d_shift_splits(&l->geom, &l->shift)) return 1;
         /* an integer one on the integer shift form, its chunks of channels */
-        if (l->q && (l->kernel == DCZ_K_QCONV_SHIFT || l->kernel == DCZ_K_QCONV_SHIFT_DEPTHWISE) &&
-            dcz_qconv2d_shift_requant_splits(&l->geom, &l->qshift))
-            return 1;
+        if (l->q && dcz_kernel_shifts(l->kernel) && dcz_qconv2d_shift_requant_splits(&l->geom, &l->qshift)) return 1;
     }
     return 0;
 }

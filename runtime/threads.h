@@ -26,6 +26,10 @@ static inline void dcz_part_range(uint32_t n, uint32_t part, uint32_t parts, uin
  * convolutions take 2 to 15 us each, went from 23 to 46 us at batch 1 on
  * two threads split). */
 #define DCZ_SPLIT_MACS ((uint64_t)1 << 22)
+/* A depthwise layer's time follows its outputs more than its few taps each
+ * (memory, transposes): it splits at DCZ_SPLIT_DW_CELLS outputs a sample,
+ * about 40 us on one core, float or integer. */
+#define DCZ_SPLIT_DW_CELLS ((uint64_t)1 << 16)
 
 /* Threads a model runs on at most; a pool (the trainer's) takes up to
  * DCZ_POOL_MAX. */

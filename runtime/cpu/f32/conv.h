@@ -138,6 +138,13 @@ int dcz_maxpool_isa(dcz_isa isa, const dcz_conv_geom *g, const float *x, size_t 
  * inside the image across: lo .. hi - 1, ox sw - pw >= 0 and
  * ox sw - pw + kw <= in_w (an empty range when none). */
 void dcz_pool_interior_cols(const dcz_conv_geom *g, uint32_t *lo, uint32_t *hi);
+/* Whether windows of 2 x 2 at stride 2 tile the image without padding
+ * (every window full: an average's count is 4 in either mode). */
+static inline int dcz_pool_tiles2(const dcz_conv_geom *g)
+{
+    return g->kh == 2 && g->kw == 2 && g->sh == 2 && g->sw == 2 && g->ph == 0 && g->pw == 0 &&
+           2 * (size_t)g->out_h <= g->in_h && 2 * (size_t)g->out_w <= g->in_w && g->out_w > 0;
+}
 /* Mean over each window: divided by kh kw when count_include_pad, else by
  * the number of its cells inside the input. */
 void dcz_avgpool_ref(const dcz_conv_geom *g, int count_include_pad, const float *x,

@@ -960,14 +960,6 @@ void dcz_avgpool_ref(const dcz_conv_geom *g, int count_include_pad, const float 
     }
 }
 
-/* 2 x 2 windows at stride 2 inside the image, no padding: every window
- * full, so count_include_pad changes nothing (a count of 4) */
-static int avg_tile2(const dcz_conv_geom *g)
-{
-    return g->kh == 2 && g->kw == 2 && g->sh == 2 && g->sw == 2 && g->ph == 0 && g->pw == 0 &&
-           2 * (size_t)g->out_h <= g->in_h && 2 * (size_t)g->out_w <= g->in_w && g->out_w > 0;
-}
-
 #ifdef DCZ_X86
 /* each output row from its two input rows: their even and odd cells dealt
  * to the lanes by a permute of two vectors each, added from 0 in the
@@ -1034,7 +1026,7 @@ int dcz_avgpool_isa(dcz_isa isa, const dcz_conv_geom *g, int count_include_pad, 
         return 1;
     }
 #ifdef DCZ_X86
-    if (!avg_tile2(g)) return 0;
+    if (!dcz_pool_tiles2(g)) return 0;
     if (isa == DCZ_ISA_AVX512 && dcz_isa_supported(DCZ_ISA_AVX512)) {
         avg_tile2__avx512(g, x, batch * g->in_c, y);
         return 1;

@@ -480,10 +480,16 @@ typedef struct dw_job {
     float *y;
 } dw_job;
 
+/* the channels a kernel's part takes at once: the lanes kernel's 8 */
+static uint32_t dw_unit(int kind)
+{
+    return kind == DW_LANES_AVX2 ? 8 : 1;
+}
+
 static void dw_part(void *ctx, uint32_t part)
 {
     const dw_job *j = ctx;
-    const uint32_t unit = j->kind == DW_LANES_AVX2 ? 8 : 1, units = (j->g->out_c + unit - 1) / unit;
+    const uint32_t unit = dw_unit(j->kind), units = (j->g->out_c + unit - 1) / unit;
     uint32_t lo, hi;
     dcz_part_range(units, part, j->parts, &lo, &hi);
     const uint32_t c0 = lo * unit, c1 = hi * unit < j->g->out_c ? hi * unit : j->g->out_c;
@@ -509,7 +515,7 @@ static void dw_part(void *ctx, uint32_t part)
 static void dw_run(int kind, dcz_pool *pool, const dcz_conv_geom *g, const split_geom *q, const dcz_shift *f,
                    const float *bias, const float *x, size_t batch, const dcz_act *act, float *scratch, float *y)
 {
-    const uint32_t unit = kind == DW_LANES_AVX2 ? 8 : 1, units = (g->out_c + unit - 1) / unit;
+    const uint32_t unit = dw_unit(kind), units = (g->out_c + unit - 1) / unit;
     const uint64_t total = scratch_cells(g, g->in_c, 1);   /* dcz_shift_scratch_floats */
     uint32_t parts = pool ? dcz_pool_threads(pool) : 1;
     if (parts > units) parts = units;
@@ -674,17 +680,11 @@ static int shift_run(dcz_isa isa, const dcz_conv_geom *g, const dcz_shift *f, co
     return 1;
 }
 
-/* A depthwise kernel's time follows its outputs more than its few taps
- * each (memory, the lanes kernel's transposes): it splits at
- * DW_SPLIT_CELLS outputs a sample, about 40 us on one core (the pool's
- * dispatch costs about 11). */
-#define DW_SPLIT_CELLS ((uint64_t)1 << 16)
-
 int dcz_conv2d_shift_splits(const dcz_conv_geom *g, const dcz_shift *f)
 {
     const uint32_t blocks = (g->out_c + f->ob - 1) / f->ob;
     const uint64_t cells = (uint64_t)g->out_c * g->out_h * g->out_w;
-    if (blocks >= 2 && dw_kernel(dcz_shift_best(), g, f) != DW_NONE) return cells >= DW_SPLIT_CELLS;
+    if (blocks >= 2 && dw_kernel(dcz_shift_best(), g, f) != DW_NONE) return cells >= DCZ_SPLIT_DW_CELLS;
     return blocks >= 2 && (uint64_t)f->ptr[blocks] * f->ob * g->out_h * g->out_w >= DCZ_SPLIT_MACS;
 }
 

@@ -677,12 +677,6 @@ static void qmax_interior__avx2(const dcz_conv_geom *g, const dcz_q *xp, uint32_
 
 /* ---- 2 x 2 average pooling at stride 2 ------------------------------------ */
 
-static int qavg_tile2(const dcz_conv_geom *g)
-{
-    return g->kh == 2 && g->kw == 2 && g->sh == 2 && g->sw == 2 && g->ph == 0 && g->pw == 0 &&
-           2 * (size_t)g->out_h <= g->in_h && 2 * (size_t)g->out_w <= g->in_w && g->out_w > 0;
-}
-
 #ifdef DCZ_X86
 /* s / 4 rounded half away from zero (|s| + 2, shifted; the sign put back) */
 __attribute__((target("avx512f,avx512bw,avx512vl")))
@@ -742,7 +736,7 @@ int dcz_qavgpool_isa(dcz_isa isa, const dcz_conv_geom *g, int count_include_pad,
         return 1;
     }
 #ifdef DCZ_X86
-    if (!qavg_tile2(g)) return 0;
+    if (!dcz_pool_tiles2(g)) return 0;
     if (isa == DCZ_ISA_AVX512 && dcz_isa_supported(DCZ_ISA_AVX512) && dcz_cpu_features()->avx512bw &&
         dcz_cpu_features()->avx512vl) {
         qavg_2x2__avx512(g, x, batch * g->in_c, y);

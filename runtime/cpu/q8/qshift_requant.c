@@ -647,16 +647,15 @@ VNNI_TGT static void req_part(void *ctx, uint32_t part)
 }
 #endif
 
-/* A layer's share of a sample on one thread below which the split costs
- * more than it saves: the fp32 rules' (DCZ_SPLIT_MACS multiply-adds on the
- * quad taps, four a tap; a depthwise layer DCZ_QDW_SPLIT_CELLS outputs) */
-#define DCZ_QDW_SPLIT_CELLS ((uint64_t)1 << 16)
+/* The float rules' thresholds (threads.h): DCZ_SPLIT_MACS multiply-adds
+ * on the quad taps (four a tap), DCZ_SPLIT_DW_CELLS outputs a depthwise
+ * layer */
 int dcz_qconv2d_shift_requant_splits(const dcz_conv_geom *g, const dcz_qshift *f)
 {
     const uint64_t cells = (uint64_t)g->out_h * g->out_w;
     if (f->amx_pick) return 0;
     switch (dcz_qshift_depthwise(f)) {
-    case DCZ_QDW_BYTES: return g->out_c >= 2 && g->out_c * cells >= DCZ_QDW_SPLIT_CELLS;
+    case DCZ_QDW_BYTES: return g->out_c >= 2 && g->out_c * cells >= DCZ_SPLIT_DW_CELLS;
     case DCZ_QDW_PAIRS: return 0;
     default: break;
     }
@@ -682,7 +681,6 @@ int dcz_qconv2d_shift_requant(dcz_pool *pool, const dcz_conv_geom *g, const dcz_
 #ifdef DCZ_X86
     if (!dcz_qconv2d_shift_requant_runs(g, f, rq, pool2)) return 0;
     const dcz_qplanes_fn planes = dcz_qplanes_variant(DCZ_ISA_AVX512);
-    if (pool && dcz_pool_threads(pool) < 2) pool = NULL;
     switch (dcz_qshift_depthwise(f)) {
     case DCZ_QDW_BYTES:
         qdw_requant__vbmi(pool, g, f, bias, rq, lo, hi, x, batch, (uint8_t *)(void *)scratch, y);
