@@ -507,6 +507,14 @@ static void test_conv_grid(void)
 
 /* ---- pooling -------------------------------------------------------------- */
 
+/* cell k of a pool's input: of 256 cells (by a hash of k), 20 +0, 20 -0,
+ * nans NaN, 2 -infinity, the rest nonzero() (drawn in cell order) */
+static float edge_cell(size_t k, uint32_t nans)
+{
+    const uint32_t u = (uint32_t)(k * 2654435761u) >> 24;
+    return u < 20 ? 0.0f : u < 40 ? -0.0f : u < 40 + nans ? NAN : u < 42 + nans ? -INFINITY : nonzero();
+}
+
 /* dcz_maxpool's variants give the reference's bits on every geometry of
  * the convolution grid, the extra ones and pools', batch 1 and 3, on values that
  * include NaN, infinities and zeros of both signs (where the order of the
@@ -545,10 +553,7 @@ static void test_maxpool_variants(void)
         g.group = 1;
         const size_t B = 3, xin = (size_t)g.in_c * g.in_h * g.in_w, yout = (size_t)g.in_c * g.out_h * g.out_w;
         float *x = malloc(B * xin * sizeof *x), *y = malloc(B * yout * sizeof *y), *r = malloc(B * yout * sizeof *r);
-        for (size_t k = 0; k < B * xin; k++) {
-            const uint32_t u = (uint32_t)(k * 2654435761u) >> 24;
-            x[k] = u < 20 ? 0.0f : u < 40 ? -0.0f : u < 44 ? NAN : u < 46 ? -INFINITY : nonzero();
-        }
+        for (size_t k = 0; k < B * xin; k++) x[k] = edge_cell(k, 4);
         const size_t batches[2] = { 1, B };
         for (int bi = 0; bi < 2; bi++) {
             dcz_maxpool_ref(&g, x, batches[bi], r);
@@ -595,10 +600,7 @@ static void test_avgpool_variants(void)
             const size_t B = 3, xin = (size_t)g.in_c * g.in_h * g.in_w, yout = (size_t)g.in_c * g.out_h * g.out_w;
             float *x = malloc(B * xin * sizeof *x), *y = malloc((B * yout + 16) * sizeof *y),
                   *r = malloc(B * yout * sizeof *r);
-            for (size_t k = 0; k < B * xin; k++) {
-                const uint32_t u = (uint32_t)(k * 2654435761u) >> 24;
-                x[k] = u < 20 ? 0.0f : u < 40 ? -0.0f : u < 42 ? NAN : u < 44 ? -INFINITY : nonzero();
-            }
+            for (size_t k = 0; k < B * xin; k++) x[k] = edge_cell(k, 2);
             const size_t batches[2] = { 1, B };
             for (int bi = 0; bi < 2; bi++) {
                 dcz_avgpool_ref(&g, cip, x, batches[bi], r);
