@@ -242,6 +242,10 @@ void dcz_conv_forward(const dcz_tlayer *l, const float *x, float *y, int batch, 
                       size_t work_floats);
 void dcz_conv_backward(dcz_tlayer *l, const float *x, const float *dy, float *dx, int batch,
                        float *work, size_t work_floats);
+/* A depthwise convolution's passes by its taps alone: the reference whose
+ * bits dcz_conv_forward and dcz_conv_backward give by planes on AVX-512. */
+void dcz_depthwise_forward_ref(const dcz_tlayer *l, const float *x, float *y, int batch);
+void dcz_depthwise_backward_ref(dcz_tlayer *l, const float *x, const float *dy, float *dx, int batch);
 
 /* wino.c: the forward pass and the input's gradient of the 3x3
  * convolutions of stride 1, one group, and input and output channels
@@ -318,6 +322,9 @@ typedef struct dcz_vec_ops {
     void (*relu)(float *restrict d, const float *restrict s, size_t n);   /* max(s, 0), 0 for NaN */
     /* d = g where y > 0, else 0 (the ReLU backward) */
     void (*relu_grad)(float *restrict d, const float *restrict g, const float *restrict y, size_t n);
+    /* d = g where lo < x < hi, else 0 (NaN: 0; the Clip backward, ReLU6's) */
+    void (*clip_grad)(float *restrict d, const float *restrict g, const float *restrict x, float lo, float hi,
+                      size_t n);
     void (*add)(float *restrict d, const float *restrict s, size_t n);    /* d += s */
     void (*sum2)(float *restrict d, const float *a, const float *b, size_t n); /* d = a + b */
     void (*axpy)(float *restrict d, const float *restrict s, float a, size_t n); /* d += a s */
@@ -329,6 +336,19 @@ const dcz_vec_ops *dcz_vec_ops_of(dcz_isa isa);
 const dcz_vec_ops *dcz_vec(void);
 /* p[0] + ... + p[15] by halves: (p[i] + p[i + 8]), then + 4, + 2, + 1. */
 float dcz_vec_tree16(const float *p);
+#if defined(__x86_64__)
+#include <immintrin.h>
+/* dcz_vec_tree16 of a vector's lanes, in registers */
+__attribute__((target("avx512f")))
+static inline float dcz_vec_tree16__avx512(__m512 v)
+{
+    const __m256 t8 = _mm256_add_ps(_mm512_castps512_ps256(v),
+                                    _mm256_castpd_ps(_mm512_extractf64x4_pd(_mm512_castps_pd(v), 1)));
+    const __m128 t4 = _mm_add_ps(_mm256_castps256_ps128(t8), _mm256_extractf128_ps(t8, 1));
+    const __m128 t2 = _mm_add_ps(t4, _mm_movehl_ps(t4, t4));
+    return _mm_cvtss_f32(_mm_add_ss(t2, _mm_shuffle_ps(t2, t2, 1)));
+}
+#endif
 
 /* Element-wise loops shorter than this run inline, four statements a step
  * (which the compiler pairs into a vector), where the call through the
@@ -407,6 +427,11 @@ static inline void dcz_vrelu(float *restrict d, const float *restrict s, size_t 
 static inline void dcz_vrelu_grad(float *restrict d, const float *restrict g, const float *restrict y, size_t n)
 {
     dcz_vec()->relu_grad(d, g, y, n);
+}
+static inline void dcz_vclip_grad(float *restrict d, const float *restrict g, const float *restrict x, float lo,
+                                  float hi, size_t n)
+{
+    dcz_vec()->clip_grad(d, g, x, lo, hi, n);
 }
 static inline float dcz_vdot(const float *a, const float *b, size_t n) { return dcz_vec()->dot(a, b, n); }
 static inline float dcz_vsum(const float *s, size_t n) { return dcz_vec()->sum(s, n); }

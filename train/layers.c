@@ -445,12 +445,7 @@ static void bwd_activation(dcz_net *net, dcz_tlayer *l, const float *const *xs, 
     const float *x = xs[0], a = l->param[0], c = l->param[1];
     const size_t n = (size_t)batch * (size_t)l->in;
     switch (l->op) {
-    case DCZ_OP_CLIP:
-        for (size_t j = 0; j < n; j++) {
-            const float v = x[j], g = dy[j];
-            dx[j] = v > a && v < c ? g : 0.0f;
-        }
-        break;
+    case DCZ_OP_CLIP: dcz_vclip_grad(dx, dy, x, a, c, n); break;
     case DCZ_OP_LEAKY_RELU:
         for (size_t j = 0; j < n; j++) {
             const float g = dy[j], ag = a * g;

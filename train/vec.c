@@ -117,6 +117,16 @@ static void relu_grad_ref(float *restrict d, const float *restrict g, const floa
     }
 }
 
+/* The same for a band: both comparisons taken (&, not &&), no branch. */
+static void clip_grad_ref(float *restrict d, const float *restrict g, const float *restrict x, float lo, float hi,
+                          size_t n)
+{
+    for (size_t j = 0; j < n; j++) {
+        const float gj = g[j], v = x[j];
+        d[j] = (v > lo) & (v < hi) ? gj : 0.0f;
+    }
+}
+
 static void sum2_ref(float *restrict d, const float *a, const float *b, size_t n)
 {
     for (size_t j = 0; j < n; j++) d[j] = a[j] + b[j];
@@ -125,23 +135,12 @@ static void sum2_ref(float *restrict d, const float *a, const float *b, size_t n
 /* add, affine, lincomb and axpy: internal.h's, which also run inline */
 static const dcz_vec_ops ops_ref = {
     sum_ref, dot_ref, sumsq_dev_ref, sums_grad_ref, dcz_vaffine_ref, affine_relu_ref,
-    dcz_vlincomb_ref, relu_ref, relu_grad_ref, dcz_vadd_ref, sum2_ref, dcz_vaxpy_ref,
+    dcz_vlincomb_ref, relu_ref, relu_grad_ref, clip_grad_ref, dcz_vadd_ref, sum2_ref, dcz_vaxpy_ref,
 };
 
 /* ---- AVX-512 and AVX2 ------------------------------------------------------- */
 
 #ifdef DCZ_X86
-/* dcz_vec_tree16 in registers: lanes i + 8, then + 4, + 2, + 1 */
-__attribute__((target("avx512f")))
-static inline float tree16__avx512(__m512 v)
-{
-    const __m256 t8 = _mm256_add_ps(_mm512_castps512_ps256(v),
-                                    _mm256_castpd_ps(_mm512_extractf64x4_pd(_mm512_castps_pd(v), 1)));
-    const __m128 t4 = _mm_add_ps(_mm256_castps256_ps128(t8), _mm256_extractf128_ps(t8, 1));
-    const __m128 t2 = _mm_add_ps(t4, _mm_movehl_ps(t4, t4));
-    return _mm_cvtss_f32(_mm_add_ss(t2, _mm_shuffle_ps(t2, t2, 1)));
-}
-
 /* the same for lanes 0-7 in a, 8-15 in b */
 __attribute__((target("avx2")))
 static inline float tree16__avx2(__m256 a, __m256 b)
@@ -173,9 +172,11 @@ static inline __m256i first8__avx2(int c)
 /* maxps gives its second operand where either is NaN, and for two zeros */
 #define VMAX0(v) _mm512_max_ps(v, _mm512_setzero_ps())
 #define VPOS(y, g) _mm512_maskz_mov_ps(_mm512_cmp_ps_mask(y, _mm512_setzero_ps(), _CMP_GT_OQ), g)
+#define VBAND(x, lo, hi, g) \
+    _mm512_maskz_mov_ps(_mm512_cmp_ps_mask(x, lo, _CMP_GT_OQ) & _mm512_cmp_ps_mask(x, hi, _CMP_LT_OQ), g)
 #define VLOAD_PART(p, c) _mm512_maskz_loadu_ps((__mmask16)((1u << (c)) - 1), p)
 #define VKEEP(v, c) _mm512_maskz_mov_ps((__mmask16)((1u << (c)) - 1), v)
-#define VTREE16(acc) tree16__avx512((acc)[0])
+#define VTREE16(acc) dcz_vec_tree16__avx512((acc)[0])
 #include "train/vec_isa.h"
 
 #define SFX __avx2
@@ -191,6 +192,8 @@ static inline __m256i first8__avx2(int c)
 #define VMUL(a, b) _mm256_mul_ps(a, b)
 #define VMAX0(v) _mm256_max_ps(v, _mm256_setzero_ps())
 #define VPOS(y, g) _mm256_and_ps(_mm256_cmp_ps(y, _mm256_setzero_ps(), _CMP_GT_OQ), g)
+#define VBAND(x, lo, hi, g) \
+    _mm256_and_ps(_mm256_and_ps(_mm256_cmp_ps(x, lo, _CMP_GT_OQ), _mm256_cmp_ps(x, hi, _CMP_LT_OQ)), g)
 #define VLOAD_PART(p, c) _mm256_maskload_ps(p, first8__avx2(c))
 #define VKEEP(v, c) _mm256_and_ps(v, _mm256_castsi256_ps(first8__avx2(c)))
 #define VTREE16(acc) tree16__avx2((acc)[0], (acc)[1])

@@ -12,6 +12,7 @@
  *   VMAX0(v)       v where v > 0, else +0 (NaN: +0), as the references'
  *                  v > 0.0f ? v : 0.0f
  *   VPOS(y, g)     g where y > 0, else +0
+ *   VBAND(x, lo, hi, g)  g where lo < x < hi (vectors), else +0
  * and undefined again at its end.
  * Element-wise loops take whole vectors, then leave the last n % L
  * elements to the reference's scalar steps; a reduction takes blocks of 16
@@ -144,6 +145,18 @@ TGT static void NAME(relu_grad)(float *restrict d, const float *restrict g, cons
     for (; j < n; j++) d[j] = y[j] > 0.0f ? g[j] : 0.0f;
 }
 
+TGT static void NAME(clip_grad)(float *restrict d, const float *restrict g, const float *restrict x, float lo,
+                                float hi, size_t n)
+{
+    const V vlo = VSET1(lo), vhi = VSET1(hi);
+    size_t j = 0;
+    for (; j + L <= n; j += L) VSTORE(d + j, VBAND(VLOAD(x + j), vlo, vhi, VLOAD(g + j)));
+    for (; j < n; j++) {
+        const float gj = g[j], v = x[j];
+        d[j] = (v > lo) & (v < hi) ? gj : 0.0f;
+    }
+}
+
 TGT static void NAME(add)(float *restrict d, const float *restrict s, size_t n)
 {
     size_t j = 0;
@@ -168,7 +181,7 @@ TGT static void NAME(axpy)(float *restrict d, const float *restrict s, float a, 
 
 static const dcz_vec_ops NAME(ops) = {
     NAME(sum), NAME(dot), NAME(sumsq_dev), NAME(sums_grad), NAME(affine), NAME(affine_relu),
-    NAME(lincomb), NAME(relu), NAME(relu_grad), NAME(add), NAME(sum2), NAME(axpy),
+    NAME(lincomb), NAME(relu), NAME(relu_grad), NAME(clip_grad), NAME(add), NAME(sum2), NAME(axpy),
 };
 
 #undef NACC
@@ -188,6 +201,7 @@ static const dcz_vec_ops NAME(ops) = {
 #undef VMUL
 #undef VMAX0
 #undef VPOS
+#undef VBAND
 #undef VLOAD_PART
 #undef VKEEP
 #undef VTREE16

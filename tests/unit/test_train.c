@@ -1310,6 +1310,60 @@ static void test_conv_depthwise(void)
     }
 }
 
+/* A depthwise convolution's passes by planes (AVX-512) against its taps
+ * alone, bit for bit: outputs, weight and bias gradients, input gradient;
+ * strides 1 and 2 (apart across and down), padding 0 to 3, multipliers 1
+ * to 3, windows 1x1 to 7x7 and 3x1, rows of one to three vectors, and
+ * geometries the planes leave to the taps (a row past 128 columns, a
+ * window of 9 columns). Random inputs and gradients, an infinite weight
+ * at a corner tap (where a tap reads padding, its product must not be
+ * taken) and a NaN among the inputs. */
+static void test_depthwise_planes(void)
+{
+    static const struct { int c, h, w, m, kh, kw, sh, sw, ph, pw, batch; } g[] = {
+        { 3, 28, 28, 1, 3, 3, 1, 1, 1, 1, 2 }, { 2, 14, 14, 2, 3, 3, 2, 2, 1, 1, 2 },
+        { 3, 9, 40, 1, 5, 5, 1, 1, 2, 2, 2 },  { 2, 7, 7, 3, 3, 3, 1, 1, 0, 0, 3 },
+        { 2, 11, 33, 1, 7, 7, 2, 2, 3, 3, 1 }, { 2, 6, 17, 1, 3, 1, 1, 1, 1, 0, 2 },
+        { 2, 8, 9, 1, 3, 3, 2, 1, 1, 1, 2 },   { 2, 9, 8, 1, 3, 3, 1, 2, 1, 1, 2 },
+        { 2, 4, 140, 1, 3, 3, 1, 1, 1, 1, 1 }, { 2, 5, 12, 1, 9, 9, 1, 1, 4, 4, 1 },
+        { 2, 16, 16, 1, 1, 1, 1, 1, 0, 0, 2 },
+    };
+    for (size_t k = 0; k < sizeof g / sizeof g[0]; k++) {
+        const dcz_tlayer proto = { .op = DCZ_OP_CONV2D, .out_c = g[k].c * g[k].m, .kh = g[k].kh, .kw = g[k].kw,
+                                   .sh = g[k].sh, .sw = g[k].sw, .ph = g[k].ph, .pw = g[k].pw, .group = g[k].c };
+        dcz_net *net = build_net(&proto, 1, g[k].c, g[k].h, g[k].w, 90 + k);
+        REQUIRE(net, "geometry %zu: build failed", k);
+        REQUIRE(dcz_net_reserve(net, g[k].batch, 1) == DCZ_OK, "geometry %zu: reserve", k);
+        dcz_tlayer *l = &net->layers[0];
+        const int B = g[k].batch;
+        const size_t nx = (size_t)B * l->in, ny = (size_t)B * l->out, nw = dcz_tlayer_nweights(l);
+        float *x = malloc(nx * sizeof *x), *dy = malloc(ny * sizeof *dy), *y = malloc(2 * ny * sizeof *y);
+        float *dx = malloc(2 * nx * sizeof *dx), *gw = malloc(2 * nw * sizeof *gw);
+        float *gb = malloc(2 * (size_t)l->out_c * sizeof *gb);
+        REQUIRE(x && dy && y && dx && gw && gb, "alloc");
+        dcz_rng r;
+        dcz_rng_seed(&r, 100 + k);
+        for (size_t i = 0; i < nx; i++) x[i] = dcz_rng_normal(&r);
+        for (size_t i = 0; i < ny; i++) dy[i] = dcz_rng_normal(&r);
+        l->w[(size_t)(l->out_c - 1) * g[k].kh * g[k].kw] = INFINITY;
+        x[nx / 2 + 1] = NAN;
+        float *lgw = l->gw, *lgb = l->gb;
+        dcz_depthwise_forward_ref(l, x, y, B);
+        dcz_conv_forward(l, x, y + ny, B, net->work, net->work_floats);
+        l->gw = gw, l->gb = gb;
+        dcz_depthwise_backward_ref(l, x, dy, dx, B);
+        l->gw = gw + nw, l->gb = gb + l->out_c;
+        dcz_conv_backward(l, x, dy, dx + nx, B, net->work, net->work_floats);
+        l->gw = lgw, l->gb = lgb;
+        const size_t oy = bits_apart(y, y + ny, ny), ox = bits_apart(dx, dx + nx, nx);
+        const size_t ow = bits_apart(gw, gw + nw, nw), ob = bits_apart(gb, gb + l->out_c, (size_t)l->out_c);
+        CHECK(oy + ox + ow + ob == 0, "geometry %zu: outputs %zu of %zu, dx %zu of %zu, gw %zu of %zu, gb %zu "
+              "not the taps' bits", k, oy, ny, ox, nx, ow, nw, ob);
+        free(x), free(dy), free(y), free(dx), free(gw), free(gb);
+        dcz_net_free(net);
+    }
+}
+
 static void test_gradcheck_conv(void)
 {
     /* stride 1 and 2, padding 0 and 1, odd sizes; flatten then dense */
@@ -2507,7 +2561,8 @@ static double params_apart(const dcz_net *a, const dcz_net *b)
 
 /* Splitting a batch over threads (samples of the activations and pooling,
  * channels of batch norm, rows of im2col, channels of its adjoint, the
- * outputs of every product) changes no arithmetic: training on 1 thread
+ * outputs of every product, channels of a depthwise convolution's passes)
+ * changes no arithmetic: training on 1 thread
  * and on 3 (uneven parts) gives the same parameters and statistics, bit
  * for bit. The batch is large enough that every kind of split happens. */
 static void test_threads_same_result(void)
@@ -2517,7 +2572,7 @@ static void test_threads_same_result(void)
     dcz_net *net[2] = { NULL, NULL };
     for (int k = 0; k < 2; k++) {
         dcz_train_set_threads(k ? 3 : 1);
-        REQUIRE_OK(dcz_net_create_arch("cnn:i1x8x8-c16k3-r16-p2-c32k3-gap-f48-f2", 9, &net[k], NULL, 0),
+        REQUIRE_OK(dcz_net_create_arch("cnn:i1x8x8-c16k3-r16-m16e4-p2-c32k3-gap-f48-f2", 9, &net[k], NULL, 0),
                    "arch");
         dcz_rng r;
         dcz_rng_seed(&r, 6);
@@ -2634,7 +2689,7 @@ static int same_bits(float a, float b)
 /* The element-wise loops and sums of vec.c: every version this machine
  * runs against the references, bit for bit, over lengths 0 to 80 at four
  * alignments; values of mixed signs and sizes (a sum's order shows in its
- * bits), NaN, infinities and signed zeros where the ReLUs choose. */
+ * bits), NaN, infinities and signed zeros where the ReLUs and Clip choose. */
 static void test_vec_isas(void)
 {
     enum { N = 84, SPECIAL = 6 };
@@ -2670,9 +2725,9 @@ static void test_vec_isas(void)
                 bad += !same_bits(s0, s1) + !same_bits(g0, g1);
                 /* element-wise: each into d0 by the version, d1 by the
                  * reference, from the same start (d += ... reads it) */
-                for (int op = 0; op < 8; op++) {
+                for (int op = 0; op < 9; op++) {
                     for (size_t i = 0; i < N; i++) d0[i] = d1[i] = c[i];
-                    if (op == 4 || op == 5) /* the ReLUs: special values among the inputs */
+                    if (op == 4 || op == 5 || op == 8) /* the ReLUs, Clip: special values among the inputs */
                         for (size_t i = 0; i < n; i += 5) a[off + i] = special[(i / 5) % SPECIAL];
                     const dcz_vec_ops *w[2] = { o, ref };
                     float *dst[2] = { d0 + off, d1 + off };
@@ -2684,7 +2739,8 @@ static void test_vec_isas(void)
                         case 4: w[k]->relu(dst[k], x, n); break;
                         case 5: w[k]->relu_grad(dst[k], y, x, n); break;
                         case 6: w[k]->sum2(dst[k], x, y, n); break;
-                        default: w[k]->axpy(dst[k], x, q, n); break;
+                        case 7: w[k]->axpy(dst[k], x, q, n); break;
+                        default: w[k]->clip_grad(dst[k], y, x, -0.25f, 0.5f, n); break;
                     }
                     for (size_t i = 0; i < N; i++)
                         if (!same_bits(d0[i], d1[i])) {
@@ -2840,6 +2896,7 @@ int main(void)
     RUN(test_conv_forward_direct);
     RUN(test_conv_winograd);
     RUN(test_conv_depthwise);
+    RUN(test_depthwise_planes);
     RUN(test_gradcheck_conv);
     RUN(test_gradcheck_winograd);
     RUN(test_gradcheck_pool);
