@@ -93,12 +93,11 @@
  * row (forward), a dot product of rows (weight gradient) or a scaled row
  * added back to an input row (input gradient); no scratch, no cache. Its
  * input channels go over the trainer's threads (each part its channels'
- * outputs, weights and input gradients: the bits of one thread), and on
- * AVX-512 a plane at a time in registers, each output, pixel and row's
- * dot product in the taps' order (dw_forward_plane__avx512). The
- * MobileNetV2-style preset's epoch on 2 threads of an AMD EPYC (Zen 4),
- * trained on 3,000 samples: 20.6 s by taps on one thread, 14.1 s by planes
- * over both (the ReLU6 backward in vectors included), the same file.
+ * outputs, weights and input gradients: the bits of one thread), a plane
+ * at a time, on AVX-512 in masked vectors with the bits of the scalar
+ * planes (dw_forward_plane_ref). A weight's gradient is one tree of 16
+ * partial sums over the plane (it was a tree per row, and a plain sum at
+ * stride 2, which cost a reduction per row of 4 to 28 products).
  *
  * Checked by tests/unit/test_train.c against a direct 7-loop convolution on
  * random data and by finite differences (strides 1 and 2, padding 0 and 1,
@@ -283,23 +282,27 @@ static void col2im_masked__avx512(const float *d, float *xp, int ih0, int sh, in
  * takes. */
 enum { ROWS_MAXKW = 8 };
 
-/* At stride 1 across, tap kj adds output column ow to pixel ow + kj - pw,
- * for ow in [lo, hi): m[kj][v], the pixels of vector v of an input row of
- * W (at most ROW_MAXV vectors) that take it; all[v], the row's pixels of
- * vector v. kw <= ROWS_MAXKW. */
-static void pixel_masks(int W, int OW, int kw, int pw, __mmask16 m[][ROW_MAXV], __mmask16 *all)
+/* Tap kj at stride sw across (1 or 2) adds output column ow to pixel
+ * ow sw + kj - pw. Of vector v of an input row of W pixels (16 v + j,
+ * j < 16), the lanes that take it: those whose column (16 v + j + pw - kj)
+ * / sw divides exactly and lies in [0, OW). *ow0 and *odd: that column is
+ * *ow0 + (j + *odd) / sw; *ld: the columns from *ow0 on the lanes read. */
+static __mmask16 tap_pixels(int W, int OW, int sw, int pw, int kj, int v, int *ow0, int *odd, __mmask16 *ld)
 {
-    for (int v = 0; v < (W + 15) / 16; v++) {
-        const int n = W - 16 * v < 16 ? W - 16 * v : 16;
-        all[v] = (__mmask16)((1u << n) - 1);
-        for (int kj = 0; kj < kw; kj++) {
-            int lo, hi;
-            valid_range(kj, W, OW, 1, pw, &lo, &hi);
-            const int a = lo + kj - pw - 16 * v, e = hi + kj - pw - 16 * v;   /* pixels, in lanes */
-            const int a0 = a < 0 ? 0 : a, e0 = e > n ? n : e;
-            m[kj][v] = (__mmask16)(e0 > a0 ? ((1u << e0) - 1) & ~((1u << a0) - 1) : 0);
+    const int n = W - 16 * v < 16 ? W - 16 * v : 16, t = 16 * v + pw - kj;
+    const int o = t >= 0 ? t / sw : -((sw - 1 - t) / sw), r = t - o * sw;
+    uint32_t pix = 0, cols = 0;
+    for (int j = 0; j < n; j++) {
+        const int ow = o + (r + j) / sw;
+        if ((r + j) % sw == 0 && ow >= 0 && ow < OW) {
+            pix |= 1u << j;
+            cols |= 1u << (ow - o);
         }
     }
+    *ow0 = o;
+    *odd = r;
+    *ld = (__mmask16)cols;
+    return (__mmask16)pix;
 }
 
 /* The adjoint of one input channel's rows at stride 1 across, by input
@@ -315,8 +318,16 @@ static int col2im_channel__avx512(const dcz_tlayer *l, const float *d, int oh0, 
     const int H = l->in_h, W = l->in_w, OW = l->out_w, kh = l->kh, kw = l->kw;
     const int sh = l->sh, ph = l->ph, pw = l->pw, nv = (W + 15) / 16;
     if (nv > ROW_MAXV || kw > ROWS_MAXKW) return 0;
-    __mmask16 m[ROWS_MAXKW][ROW_MAXV], all[ROW_MAXV];
-    pixel_masks(W, OW, kw, pw, m, all);
+    __mmask16 m[ROWS_MAXKW][ROW_MAXV], all[ROW_MAXV];   /* tap kj adds d entry ow to pixel ow + kj - pw */
+    for (int v = 0; v < nv; v++) {
+        const int n = W - 16 * v < 16 ? W - 16 * v : 16;
+        all[v] = (__mmask16)((1u << n) - 1);
+        for (int kj = 0; kj < kw; kj++) {
+            int ow0, odd;
+            __mmask16 ld;
+            m[kj][v] = tap_pixels(W, OW, 1, pw, kj, v, &ow0, &odd, &ld);
+        }
+    }
     int ih0 = oh0 * sh - ph, ih1 = (oh0 + nr - 1) * sh - ph + kh;   /* rows [ih0, ih1) */
     if (ih0 < 0) ih0 = 0;
     if (ih1 > H) ih1 = H;
@@ -338,27 +349,34 @@ static int col2im_channel__avx512(const dcz_tlayer *l, const float *d, int oh0, 
 }
 
 /* A depthwise convolution's planes on AVX-512, one (sample, output
- * channel) a call, with the bits of the taps below (tap_forward,
- * tap_backward): every output, input gradient and weight gradient takes
- * the same products, each rounded, then added, in the same order; only
- * the loops around them change. Rows of at most ROW_MAXV vectors, kernels
- * of at most ROWS_MAXKW columns; the forward pass at strides 1 and 2
- * across, the backward pass at stride 1 both ways. Through the taps, the
- * MobileNetV2-style preset spent a third of its epoch in calls per row. */
+ * channel) a call, with the bits of the reference planes below
+ * (dw_forward_plane_ref, dw_backward_plane_ref): every output, input
+ * gradient and weight gradient takes the same products, each rounded, then
+ * added, in the same order. Rows of at most ROW_MAXV vectors, kernels of
+ * at most ROWS_MAXKW columns, strides 1 and 2 across. */
 typedef struct dw_masks {
-    row_masks out[ROWS_MAXKW];                        /* tap kj's output lanes, its input lanes */
-    __mmask16 pix[ROWS_MAXKW][ROW_MAXV], all[ROW_MAXV];   /* at stride 1: pixel_masks */
+    row_masks out[ROWS_MAXKW];   /* tap kj's output lanes, its input lanes */
+    /* the input gradient, pixel by pixel: vector v of an input row takes
+     * tap kj in lanes pix (of all, the row's), from output columns ow0 +
+     * (lane + odd) / sw, which a load of lanes ld at ow0 holds */
+    __mmask16 pix[ROWS_MAXKW][ROW_MAXV], ld[ROWS_MAXKW][ROW_MAXV], all[ROW_MAXV];
+    int ow0[ROWS_MAXKW][ROW_MAXV], odd[ROWS_MAXKW][ROW_MAXV];
 } dw_masks;
 
 static int dw_masks_make(const dcz_tlayer *l, dw_masks *m)
 {
-    if (l->kw > ROWS_MAXKW || l->sw > 2 || (l->in_w + 15) / 16 > ROW_MAXV) return 0;
+    const int W = l->in_w, OW = l->out_w, sw = l->sw, pw = l->pw;
+    if (l->kw > ROWS_MAXKW || sw > 2 || (W + 15) / 16 > ROW_MAXV) return 0;
     for (int kj = 0; kj < l->kw; kj++) {
         int lo, hi;
-        valid_range(kj, l->in_w, l->out_w, l->sw, l->pw, &lo, &hi);
-        if (!row_masks_make(&m->out[kj], l->sw, lo, hi, l->out_w)) return 0;
+        valid_range(kj, W, OW, sw, pw, &lo, &hi);
+        if (!row_masks_make(&m->out[kj], sw, lo, hi, OW)) return 0;
+        for (int v = 0; v < (W + 15) / 16; v++) {
+            const int n = W - 16 * v < 16 ? W - 16 * v : 16;
+            m->all[v] = (__mmask16)((1u << n) - 1);
+            m->pix[kj][v] = tap_pixels(W, OW, sw, pw, kj, v, &m->ow0[kj][v], &m->odd[kj][v], &m->ld[kj][v]);
+        }
     }
-    if (l->sw == 1) pixel_masks(l->in_w, l->out_w, l->kw, l->pw, m->pix, m->all);
     return 1;
 }
 
@@ -393,51 +411,63 @@ static void dw_forward_plane__avx512(const dcz_tlayer *l, const dw_masks *m, con
         }
 }
 
-/* At stride 1: gw[tap] += each row's dot product of dy and x over the
- * tap's columns, in row order, each as dcz_vdot sums it (element j of the
- * row's columns into partial sum j % 16, then dcz_vec_tree16); dx (when
- * wanted), each pixel's taps in (ki, kj) order added to it. */
+/* gw[tap] += the tree of the 16 partial sums of dy x, each row's run of
+ * the tap's columns in 16-lane steps into one vector; dx (when wanted),
+ * each pixel's taps in (ki, kj) order added to it (dx_set), or to +0 (the
+ * plane's first channel: not read), gathered: a vector of pixels takes tap
+ * kj from the output columns its lanes read (at stride 2 every other lane,
+ * by a permute). */
 __attribute__((target("avx512f")))
 static void dw_backward_plane__avx512(const dcz_tlayer *l, const dw_masks *m, const float *w, const float *x,
-                                      const float *dy, float *gw, float *dx)
+                                      const float *dy, float *gw, float *dx, int dx_set)
 {
     const int H = l->in_h, W = l->in_w, OH = l->out_h, OW = l->out_w, kh = l->kh, kw = l->kw;
-    const int ph = l->ph, pw = l->pw;
+    const int sh = l->sh, sw = l->sw, ph = l->ph, pw = l->pw;
+    const __m512i even = _mm512_set_epi32(30, 28, 26, 24, 22, 20, 18, 16, 14, 12, 10, 8, 6, 4, 2, 0);
     for (int ki = 0; ki < kh; ki++)
         for (int kj = 0; kj < kw; kj++) {
             int lo, hi;
-            valid_range(kj, W, OW, 1, pw, &lo, &hi);
+            valid_range(kj, W, OW, sw, pw, &lo, &hi);
             if (lo >= hi) continue;
             const int len = hi - lo;
-            float g = gw[ki * kw + kj];
+            __m512 p = _mm512_setzero_ps();
             for (int oh = 0; oh < OH; oh++) {
-                const int ih = oh - ph + ki;
+                const int ih = oh * sh - ph + ki;
                 if (ih < 0 || ih >= H) continue;
-                const float *dr = dy + (size_t)oh * OW + lo, *xr = x + (size_t)ih * W + lo + kj - pw;
-                __m512 p = _mm512_setzero_ps();
+                const float *dr = dy + (size_t)oh * OW + lo, *xr = x + (size_t)ih * W + lo * sw + kj - pw;
                 for (int o = 0; o < len; o += 16) {
-                    const __mmask16 k = (__mmask16)(len - o >= 16 ? 0xffff : (1u << (len - o)) - 1);
-                    p = _mm512_add_ps(p, _mm512_mul_ps(_mm512_maskz_loadu_ps(k, dr + o),
-                                                       _mm512_maskz_loadu_ps(k, xr + o)));
+                    const int c = len - o >= 16 ? 16 : len - o;
+                    const __mmask16 k = (__mmask16)(c == 16 ? 0xffff : (1u << c) - 1);
+                    __m512 xv;
+                    if (sw == 1) xv = _mm512_maskz_loadu_ps(k, xr + o);
+                    else {   /* inputs 2j of the 2c - 1 from xr + 2o */
+                        const uint32_t span = 2 * (uint32_t)c - 1, in = span >= 32 ? ~0u : (1u << span) - 1;
+                        xv = _mm512_maskz_permutex2var_ps(k, _mm512_maskz_loadu_ps((__mmask16)in, xr + 2 * o),
+                                                          even,
+                                                          _mm512_maskz_loadu_ps((__mmask16)(in >> 16), xr + 2 * o + 16));
+                    }
+                    p = _mm512_add_ps(p, _mm512_mul_ps(_mm512_maskz_loadu_ps(k, dr + o), xv));
                 }
-                g += dcz_vec_tree16__avx512(p);
             }
-            gw[ki * kw + kj] = g;
+            gw[ki * kw + kj] += dcz_vec_tree16__avx512(p);
         }
     if (!dx) return;
+    const __m512i half[2] = { _mm512_set_epi32(7, 7, 6, 6, 5, 5, 4, 4, 3, 3, 2, 2, 1, 1, 0, 0),
+                              _mm512_set_epi32(8, 7, 7, 6, 6, 5, 5, 4, 4, 3, 3, 2, 2, 1, 1, 0) };
     for (int ih = 0; ih < H; ih++) {
         float *xr = dx + (size_t)ih * W;
         for (int v = 0; v < (W + 15) / 16; v++) {
-            __m512 acc = _mm512_maskz_loadu_ps(m->all[v], xr + 16 * v);
+            __m512 acc = dx_set ? _mm512_maskz_loadu_ps(m->all[v], xr + 16 * v) : _mm512_setzero_ps();
             for (int ki = 0; ki < kh; ki++) {
-                const int oh = ih + ph - ki;
-                if (oh < 0 || oh >= OH) continue;
-                const float *dr = dy + (size_t)oh * OW + 16 * v + pw;
-                for (int kj = 0; kj < kw; kj++) {   /* output column ow = pixel - kj + pw */
+                const int t = ih + ph - ki, oh = t / sh;
+                if (t < 0 || t % sh || oh >= OH) continue;
+                const float *dr = dy + (size_t)oh * OW;
+                for (int kj = 0; kj < kw; kj++) {
                     const __mmask16 k = m->pix[kj][v];
                     if (!k) continue;
-                    acc = _mm512_mask_add_ps(acc, k, acc, _mm512_mul_ps(_mm512_set1_ps(w[ki * kw + kj]),
-                                                                       _mm512_maskz_loadu_ps(k, dr - kj)));
+                    __m512 g = _mm512_maskz_loadu_ps(m->ld[kj][v], dr + m->ow0[kj][v]);
+                    if (sw == 2) g = _mm512_permutexvar_ps(half[m->odd[kj][v]], g);
+                    acc = _mm512_mask_add_ps(acc, k, acc, _mm512_mul_ps(_mm512_set1_ps(w[ki * kw + kj]), g));
                 }
             }
             _mm512_mask_storeu_ps(xr + 16 * v, m->all[v], acc);
@@ -580,73 +610,63 @@ size_t dcz_conv_work_floats(const dcz_tlayer *l)
 }
 
 
-/* The taps of a depthwise convolution over input channels [c0, c1): for
- * each, every sample, output channel oc reading it (m = out_c / in_c of
- * them: oc / m is the channel), tap (ki, kj) and output row oh that reads
- * an input row, fn gets the output row's columns [lo, hi) that read inside
- * the input, the input row, and the weight's index. Column ow reads input
- * column ow * sw + off. A part of the channels touches only its own
- * outputs, weights and input gradients, each in the order one part of all
- * the channels gives: the same bits for any split. */
-typedef void (*tap_fn)(void *ctx, size_t yrow, size_t xrow, size_t wi, int lo, int hi, int off);
-static void each_tap(const dcz_tlayer *l, int batch, size_t c0, size_t c1, tap_fn fn, void *ctx)
+/* A depthwise convolution's planes, one (sample, output channel) a call:
+ * the references of the AVX-512 planes above, whose bits they define.
+ * Forward: y = b, then each tap (ki, kj) in turn adds w x to the outputs
+ * that read inside x. Backward: the weight of tap t gets, in gw[t], the
+ * tree (dcz_vec_tree16) of 16 partial sums of dy x over the outputs that
+ * read through it, row by row, element j of a row's run into sum j % 16;
+ * each pixel of dx (when wanted) gets its taps' w dy in (ki, kj) order. */
+static void dw_forward_plane_ref(const dcz_tlayer *l, const float *w, float b, const float *x, float *y)
 {
-    const int C = l->in_c, H = l->in_h, W = l->in_w, OC = l->out_c, OH = l->out_h, OW = l->out_w;
-    const int m = OC / C;
-    for (int c = (int)c0; c < (int)c1; c++)
-        for (int n = 0; n < batch; n++)
-            for (int oc = c * m; oc < (c + 1) * m; oc++) {
-                const size_t yp = ((size_t)n * OC + oc) * OH * OW, xp = ((size_t)n * C + c) * H * W;
-                for (int ki = 0; ki < l->kh; ki++)
-                    for (int kj = 0; kj < l->kw; kj++) {
-                        int lo, hi;
-                        valid_range(kj, W, OW, l->sw, l->pw, &lo, &hi);
-                        if (lo >= hi) continue;
-                        const size_t wi = ((size_t)oc * l->kh + ki) * l->kw + kj;
-                        for (int oh = 0; oh < OH; oh++) {
-                            const int ih = oh * l->sh - l->ph + ki;
-                            if (ih >= 0 && ih < H)
-                                fn(ctx, yp + (size_t)oh * OW, xp + (size_t)ih * W, wi, lo, hi, kj - l->pw);
-                        }
-                    }
+    const int H = l->in_h, W = l->in_w, OH = l->out_h, OW = l->out_w, sw = l->sw;
+    for (size_t i = 0; i < (size_t)OH * OW; i++) y[i] = b;
+    for (int ki = 0; ki < l->kh; ki++)
+        for (int kj = 0; kj < l->kw; kj++) {
+            int lo, hi;
+            valid_range(kj, W, OW, sw, l->pw, &lo, &hi);
+            const float wt = w[ki * l->kw + kj];
+            for (int oh = 0; oh < OH; oh++) {
+                const int ih = oh * l->sh - l->ph + ki;
+                if (ih < 0 || ih >= H) continue;
+                const float *xr = x + (size_t)ih * W + kj - l->pw;
+                float *yr = y + (size_t)oh * OW;
+                for (int ow = lo; ow < hi; ow++) yr[ow] += wt * xr[ow * sw];
             }
+        }
 }
 
-typedef struct tap_ctx {
+static void dw_backward_plane_ref(const dcz_tlayer *l, const float *w, const float *x, const float *dy,
+                                  float *gw, float *dx)
+{
+    const int H = l->in_h, W = l->in_w, OH = l->out_h, OW = l->out_w, sw = l->sw;
+    for (int ki = 0; ki < l->kh; ki++)
+        for (int kj = 0; kj < l->kw; kj++) {
+            int lo, hi;
+            valid_range(kj, W, OW, sw, l->pw, &lo, &hi);
+            if (lo >= hi) continue;
+            const float wt = w[ki * l->kw + kj];
+            float p[16] = { 0 };
+            for (int oh = 0; oh < OH; oh++) {
+                const int ih = oh * l->sh - l->ph + ki;
+                if (ih < 0 || ih >= H) continue;
+                const float *xr = x + (size_t)ih * W + kj - l->pw, *dr = dy + (size_t)oh * OW;
+                for (int ow = lo; ow < hi; ow++) p[(ow - lo) % 16] += dr[ow] * xr[ow * sw];
+                if (dx) {
+                    float *xg = dx + (size_t)ih * W + kj - l->pw;
+                    for (int ow = lo; ow < hi; ow++) xg[ow * sw] += wt * dr[ow];
+                }
+            }
+            gw[ki * l->kw + kj] += dcz_vec_tree16(p);
+        }
+}
+
+typedef struct dw_job {
     const dcz_tlayer *l;
-    int batch, ref;        /* ref: the taps alone, never the planes */
+    int batch, ref;        /* ref: the reference planes, never the vectors */
     const float *x, *dy;   /* forward input, output gradient */
-    float *y, *dx, *gw;    /* what the pass writes */
-} tap_ctx;
-
-/* y row += w x row */
-static void tap_forward(void *ctx, size_t yrow, size_t xrow, size_t wi, int lo, int hi, int off)
-{
-    const tap_ctx *c = ctx;
-    const float w = c->l->w[wi], *xr = c->x + xrow;
-    float *yr = c->y + yrow;
-    if (c->l->sw == 1) dcz_vaxpy(yr + lo, xr + lo + off, w, (size_t)(hi - lo));
-    else for (int ow = lo; ow < hi; ow++) yr[ow] += w * xr[ow * c->l->sw + off];
-}
-
-/* gw += dy row . x row; dx row += w dy row */
-static void tap_backward(void *ctx, size_t yrow, size_t xrow, size_t wi, int lo, int hi, int off)
-{
-    const tap_ctx *c = ctx;
-    const int sw = c->l->sw;
-    const float w = c->l->w[wi], *xr = c->x + xrow, *dyr = c->dy + yrow;
-    float *dxr = c->dx ? c->dx + xrow : NULL;
-    if (sw == 1) {
-        c->gw[wi] += dcz_vdot(dyr + lo, xr + lo + off, (size_t)(hi - lo));
-        if (dxr) dcz_vaxpy(dxr + lo + off, dyr + lo, w, (size_t)(hi - lo));
-        return;
-    }
-    float g = 0.0f;
-    for (int ow = lo; ow < hi; ow++) g += dyr[ow] * xr[ow * sw + off];
-    c->gw[wi] += g;
-    if (dxr)
-        for (int ow = lo; ow < hi; ow++) dxr[ow * sw + off] += w * dyr[ow];
-}
+    float *y, *dx;         /* what the pass writes */
+} dw_job;
 
 /* Input channels a part of the pool takes at least: about 2^15 taps' worth
  * of output cells (a channel of a sample of the MobileNetV2-style preset's
@@ -658,72 +678,85 @@ static size_t depthwise_grain(const dcz_tlayer *l, int batch)
     return per >= 32768 ? 1 : (32768 + per - 1) / per;
 }
 
-/* channels [c0, c1): their outputs the bias, then the taps */
+/* Input channels [c0, c1), for each every sample, then the output channels
+ * reading it (m = out_c / in_c of them), a plane at a time: a part touches
+ * only its own outputs, weights and input gradients, each in the order
+ * one part of all the channels gives, so the same bits for any split. */
 static void depthwise_forward_part(void *ctx, size_t c0, size_t c1)
 {
-    const tap_ctx *c = ctx;
-    const dcz_tlayer *l = c->l;
+    const dw_job *j = ctx;
+    const dcz_tlayer *l = j->l;
     const size_t ohw = (size_t)l->out_h * l->out_w, m = (size_t)(l->out_c / l->in_c);
+    const size_t taps = (size_t)l->kh * (size_t)l->kw, hw = (size_t)l->in_h * l->in_w;
 #if defined(__x86_64__)
     dw_masks mk;
-    if (!c->ref && __builtin_cpu_supports("avx512f") && dw_masks_make(l, &mk)) {
-        const size_t taps = (size_t)l->kh * (size_t)l->kw, hw = (size_t)l->in_h * l->in_w;
-        for (size_t ic = c0; ic < c1; ic++)
-            for (size_t n = 0; n < (size_t)c->batch; n++)
-                for (size_t oc = ic * m; oc < (ic + 1) * m; oc++)
-                    dw_forward_plane__avx512(l, &mk, l->w + oc * taps, l->b[oc],
-                                             c->x + (n * (size_t)l->in_c + ic) * hw,
-                                             c->y + (n * (size_t)l->out_c + oc) * ohw);
-        return;
-    }
+    const int vec = !j->ref && __builtin_cpu_supports("avx512f") && dw_masks_make(l, &mk);
 #endif
-    for (size_t n = 0; n < (size_t)c->batch; n++)
-        for (size_t oc = c0 * m; oc < c1 * m; oc++)
-            dcz_vfill(c->y + (n * (size_t)l->out_c + oc) * ohw, l->b[oc], ohw);
-    each_tap(l, c->batch, c0, c1, tap_forward, ctx);
+    for (size_t ic = c0; ic < c1; ic++)
+        for (size_t n = 0; n < (size_t)j->batch; n++)
+            for (size_t oc = ic * m; oc < (ic + 1) * m; oc++) {
+                const float *x = j->x + (n * (size_t)l->in_c + ic) * hw;
+                float *y = j->y + (n * (size_t)l->out_c + oc) * ohw;
+#if defined(__x86_64__)
+                if (vec) {
+                    dw_forward_plane__avx512(l, &mk, l->w + oc * taps, l->b[oc], x, y);
+                    continue;
+                }
+#endif
+                dw_forward_plane_ref(l, l->w + oc * taps, l->b[oc], x, y);
+            }
 }
 
 static void depthwise_forward(const dcz_tlayer *l, const float *x, float *y, int batch, int ref)
 {
-    tap_ctx c = { .l = l, .batch = batch, .ref = ref, .x = x, .y = y };
-    dcz_train_par((size_t)l->in_c, depthwise_grain(l, batch), depthwise_forward_part, &c);
+    dw_job j = { .l = l, .batch = batch, .ref = ref, .x = x, .y = y };
+    dcz_train_par((size_t)l->in_c, depthwise_grain(l, batch), depthwise_forward_part, &j);
 }
 
-/* channels [c0, c1): their weights' and biases' gradients, their input
- * gradient */
+/* channels [c0, c1) as above: their weights' and biases' gradients, their
+ * input gradient */
 static void depthwise_backward_part(void *ctx, size_t c0, size_t c1)
 {
-    const tap_ctx *c = ctx;
-    const dcz_tlayer *l = c->l;
+    const dw_job *j = ctx;
+    const dcz_tlayer *l = j->l;
     const size_t ohw = (size_t)l->out_h * l->out_w, m = (size_t)(l->out_c / l->in_c);
     const size_t taps = (size_t)l->kh * (size_t)l->kw, hw = (size_t)l->in_h * l->in_w;
-    memset(c->gw + c0 * m * taps, 0, (c1 - c0) * m * taps * sizeof *c->gw);
+    memset(l->gw + c0 * m * taps, 0, (c1 - c0) * m * taps * sizeof *l->gw);
     for (size_t oc = c0 * m; oc < c1 * m; oc++) l->gb[oc] = 0.0f;
-    for (size_t n = 0; n < (size_t)c->batch; n++)
+    for (size_t n = 0; n < (size_t)j->batch; n++)
         for (size_t oc = c0 * m; oc < c1 * m; oc++)
-            l->gb[oc] += dcz_vsum(c->dy + (n * (size_t)l->out_c + oc) * ohw, ohw);
-    if (c->dx)
-        for (size_t n = 0; n < (size_t)c->batch; n++)
-            memset(c->dx + (n * (size_t)l->in_c + c0) * hw, 0, (c1 - c0) * hw * sizeof *c->dx);
+            l->gb[oc] += dcz_vsum(j->dy + (n * (size_t)l->out_c + oc) * ohw, ohw);
 #if defined(__x86_64__)
     dw_masks mk;
-    if (!c->ref && l->sh == 1 && l->sw == 1 && __builtin_cpu_supports("avx512f") && dw_masks_make(l, &mk)) {
-        for (size_t ic = c0; ic < c1; ic++)
-            for (size_t n = 0; n < (size_t)c->batch; n++)
-                for (size_t oc = ic * m; oc < (ic + 1) * m; oc++)
-                    dw_backward_plane__avx512(l, &mk, l->w + oc * taps, c->x + (n * (size_t)l->in_c + ic) * hw,
-                                              c->dy + (n * (size_t)l->out_c + oc) * ohw, c->gw + oc * taps,
-                                              c->dx ? c->dx + (n * (size_t)l->in_c + ic) * hw : NULL);
-        return;
-    }
+    const int vec = !j->ref && __builtin_cpu_supports("avx512f") && dw_masks_make(l, &mk);
+#else
+    const int vec = 0;
 #endif
-    each_tap(l, c->batch, c0, c1, tap_backward, ctx);
+    /* the vectors write each input gradient's plane from its first channel
+     * on, never reading it first: cleared, a layer's dx (megabytes) left
+     * the cache before they came back to it */
+    if (j->dx && !vec)
+        for (size_t n = 0; n < (size_t)j->batch; n++)
+            memset(j->dx + (n * (size_t)l->in_c + c0) * hw, 0, (c1 - c0) * hw * sizeof *j->dx);
+    for (size_t ic = c0; ic < c1; ic++)
+        for (size_t n = 0; n < (size_t)j->batch; n++)
+            for (size_t oc = ic * m; oc < (ic + 1) * m; oc++) {
+                const float *x = j->x + (n * (size_t)l->in_c + ic) * hw, *dy = j->dy + (n * (size_t)l->out_c + oc) * ohw;
+                float *dx = j->dx ? j->dx + (n * (size_t)l->in_c + ic) * hw : NULL;
+#if defined(__x86_64__)
+                if (vec) {
+                    dw_backward_plane__avx512(l, &mk, l->w + oc * taps, x, dy, l->gw + oc * taps, dx, oc > ic * m);
+                    continue;
+                }
+#endif
+                dw_backward_plane_ref(l, l->w + oc * taps, x, dy, l->gw + oc * taps, dx);
+            }
 }
 
 static void depthwise_backward(dcz_tlayer *l, const float *x, const float *dy, float *dx, int batch, int ref)
 {
-    tap_ctx c = { .l = l, .batch = batch, .ref = ref, .x = x, .dy = dy, .dx = dx, .gw = l->gw };
-    dcz_train_par((size_t)l->in_c, depthwise_grain(l, batch), depthwise_backward_part, &c);
+    dw_job j = { .l = l, .batch = batch, .ref = ref, .x = x, .dy = dy, .dx = dx };
+    dcz_train_par((size_t)l->in_c, depthwise_grain(l, batch), depthwise_backward_part, &j);
 }
 
 void dcz_depthwise_forward_ref(const dcz_tlayer *l, const float *x, float *y, int batch)

@@ -242,8 +242,9 @@ void dcz_conv_forward(const dcz_tlayer *l, const float *x, float *y, int batch, 
                       size_t work_floats);
 void dcz_conv_backward(dcz_tlayer *l, const float *x, const float *dy, float *dx, int batch,
                        float *work, size_t work_floats);
-/* A depthwise convolution's passes by its taps alone: the reference whose
- * bits dcz_conv_forward and dcz_conv_backward give by planes on AVX-512. */
+/* A depthwise convolution's passes by the scalar planes alone: the
+ * reference whose bits dcz_conv_forward and dcz_conv_backward give by
+ * vectors on AVX-512. */
 void dcz_depthwise_forward_ref(const dcz_tlayer *l, const float *x, float *y, int batch);
 void dcz_depthwise_backward_ref(dcz_tlayer *l, const float *x, const float *dy, float *dx, int batch);
 

@@ -1317,7 +1317,8 @@ static void test_conv_depthwise(void)
  * geometries the planes leave to the taps (a row past 128 columns, a
  * window of 9 columns). Random inputs and gradients, an infinite weight
  * at a corner tap (where a tap reads padding, its product must not be
- * taken) and a NaN among the inputs. */
+ * taken), a NaN among the inputs, and NaN in the input gradient's buffers
+ * beforehand (every pixel must be written). */
 static void test_depthwise_planes(void)
 {
     static const struct { int c, h, w, m, kh, kw, sh, sw, ph, pw, batch; } g[] = {
@@ -1345,6 +1346,7 @@ static void test_depthwise_planes(void)
         dcz_rng_seed(&r, 100 + k);
         for (size_t i = 0; i < nx; i++) x[i] = dcz_rng_normal(&r);
         for (size_t i = 0; i < ny; i++) dy[i] = dcz_rng_normal(&r);
+        for (size_t i = 0; i < 2 * nx; i++) dx[i] = NAN;   /* each pass writes all of it */
         l->w[(size_t)(l->out_c - 1) * g[k].kh * g[k].kw] = INFINITY;
         x[nx / 2 + 1] = NAN;
         float *lgw = l->gw, *lgb = l->gb;
