@@ -35,6 +35,7 @@
 #include <math.h>
 #include <string.h>
 
+#include "runtime/cpu/f32/elem.h"
 #include "train/internal.h"
 
 /* y = x W^T + b for a (batch, in) x and (out, in) W. */
@@ -428,11 +429,12 @@ static void bwd_gather(dcz_net *net, dcz_tlayer *l, const float *const *xs, cons
         }
 }
 
-/* the activations: y from x elementwise, the runtime's reference formulas */
+/* the activations: y from x elementwise, by the runtime's vectors (the
+ * bits of its reference formulas) */
 static void fwd_activation(dcz_net *net, dcz_tlayer *l, const float *const *xs, float *y, int batch,
                            unsigned flags)
 {
-    dcz_activation_ref((uint16_t)l->op, l->param, xs[0], (size_t)batch * (size_t)l->out, y);
+    dcz_activation((uint16_t)l->op, l->param, xs[0], (size_t)batch * (size_t)l->out, y);
 }
 
 /* one loop per op, as dcz_activation_ref: the choice made once, the loops

@@ -37,8 +37,8 @@ int dcz_hard_act_isa(dcz_isa isa, uint16_t op, const float *param, const float *
 void dcz_exp_act(uint16_t op, const float *x, size_t n, float *y);
 int dcz_exp_act_isa(dcz_isa isa, uint16_t op, const float *x, size_t n, float *y);
 /* An activation of the operator table in vectors where it has them
- * (HARD_SIGMOID, HARD_SWISH, SIGMOID, SILU; CLIP: dcz_clip), else by its
- * reference: the reference's bits either way. */
+ * (HARD_SIGMOID, HARD_SWISH, SIGMOID, SILU, CLIP), else by its reference:
+ * the reference's bits either way. */
 void dcz_activation(uint16_t op, const float *param, const float *x, size_t n, float *y);
 /* MUL in vectors, the bits of dcz_mul_ref (AVX2, NEON; y may be x);
  * dcz_mul_isa: the variant of isa, 0 when missing. */

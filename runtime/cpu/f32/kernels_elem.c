@@ -319,6 +319,7 @@ void dcz_activation(uint16_t op, const float *param, const float *x, size_t n, f
 {
     if (op == DCZ_OP_HARD_SIGMOID || op == DCZ_OP_HARD_SWISH) dcz_hard_act(op, param, x, n, y);
     else if (op == DCZ_OP_SIGMOID || op == DCZ_OP_SILU) dcz_exp_act(op, x, n, y);
+    else if (op == DCZ_OP_CLIP) dcz_clip(param[0], param[1], x, n, y);
     else dcz_activation_ref(op, param, x, n, y);
 }
 
