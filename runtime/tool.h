@@ -11,6 +11,8 @@
  *   runtime/threads.h         the worker threads, which the trainer shares;
  *   runtime/cpu/f32/gemm.h    the dense matrix product, the trainer's too;
  *   runtime/cpu/f32/wino.h    Winograd's transforms, the trainer's too;
+ *   runtime/cpu/f32/elem.h    the element-wise kernels, whose activations
+ *                             the trainer runs too;
  *   runtime/cuda/gpu_elem.h   the GPU kernels' launch and dense per-output
  *                             bodies, which the trainer's GPU kernels share.
  * tests/layout.sh fails when a file outside runtime/ and the tests includes
