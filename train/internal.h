@@ -337,7 +337,7 @@ const dcz_vec_ops *dcz_vec_ops_of(dcz_isa isa);
 const dcz_vec_ops *dcz_vec(void);
 /* p[0] + ... + p[15] by halves: (p[i] + p[i + 8]), then + 4, + 2, + 1. */
 float dcz_vec_tree16(const float *p);
-#if defined(__x86_64__)
+#if defined(__x86_64__) || defined(__i386__)
 #include <immintrin.h>
 /* dcz_vec_tree16 of a vector's lanes, in registers */
 __attribute__((target("avx512f")))
