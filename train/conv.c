@@ -165,6 +165,14 @@ static int row_masks_make(row_masks *m, int sw, int lo, int hi, int OW)
     return 1;
 }
 
+/* The permute index that keeps the even lanes of two vectors: 16 inputs
+ * read at stride 2 across. */
+__attribute__((target("avx512f")))
+static inline __m512i even_lanes__avx512(void)
+{
+    return _mm512_set_epi32(30, 28, 26, 24, 22, 20, 18, 16, 14, 12, 10, 8, 6, 4, 2, 0);
+}
+
 /* The plane d (OH, OW) of one row (c, ki, kj) of the columns and one
  * sample, at stride sw = 1 or 2 across: row oh is xp[ih * W + off + ow*sw]
  * for ow in [lo, hi), ih = ih0 + oh*sh inside [0, H), and 0 elsewhere.
@@ -201,7 +209,7 @@ static void im2col_masked__avx512(float *d, const float *xp, int ih0, int sh, in
 {
     const row_masks m = *mp;
     const __m512 zero = _mm512_setzero_ps();
-    const __m512i even = _mm512_set_epi32(30, 28, 26, 24, 22, 20, 18, 16, 14, 12, 10, 8, 6, 4, 2, 0);
+    const __m512i even = even_lanes__avx512();
     for (int oh = 0, ih = ih0; oh < OH; oh++, ih += sh, d += OW) {
         if (ih < 0 || ih >= H) {
             for (int v = 0; v < m.nv; v++) _mm512_mask_storeu_ps(d + 16 * v, m.all[v], zero);
@@ -371,11 +379,12 @@ static int dw_masks_make(const dcz_tlayer *l, dw_masks *m)
         int lo, hi;
         valid_range(kj, W, OW, sw, pw, &lo, &hi);
         if (!row_masks_make(&m->out[kj], sw, lo, hi, OW)) return 0;
-        for (int v = 0; v < (W + 15) / 16; v++) {
-            const int n = W - 16 * v < 16 ? W - 16 * v : 16;
-            m->all[v] = (__mmask16)((1u << n) - 1);
+        for (int v = 0; v < (W + 15) / 16; v++)
             m->pix[kj][v] = tap_pixels(W, OW, sw, pw, kj, v, &m->ow0[kj][v], &m->odd[kj][v], &m->ld[kj][v]);
-        }
+    }
+    for (int v = 0; v < (W + 15) / 16; v++) {
+        const int n = W - 16 * v < 16 ? W - 16 * v : 16;
+        m->all[v] = (__mmask16)((1u << n) - 1);
     }
     return 1;
 }
@@ -387,7 +396,7 @@ static void dw_forward_plane__avx512(const dcz_tlayer *l, const dw_masks *m, con
 {
     const int H = l->in_h, W = l->in_w, OH = l->out_h, OW = l->out_w, kh = l->kh, kw = l->kw;
     const int sh = l->sh, sw = l->sw, ph = l->ph, pw = l->pw, nv = m->out[0].nv;
-    const __m512i even = _mm512_set_epi32(30, 28, 26, 24, 22, 20, 18, 16, 14, 12, 10, 8, 6, 4, 2, 0);
+    const __m512i even = even_lanes__avx512();
     for (int oh = 0; oh < OH; oh++, y += OW)
         for (int v = 0; v < nv; v++) {
             __m512 acc = _mm512_set1_ps(b);
@@ -423,7 +432,7 @@ static void dw_backward_plane__avx512(const dcz_tlayer *l, const dw_masks *m, co
 {
     const int H = l->in_h, W = l->in_w, OH = l->out_h, OW = l->out_w, kh = l->kh, kw = l->kw;
     const int sh = l->sh, sw = l->sw, ph = l->ph, pw = l->pw;
-    const __m512i even = _mm512_set_epi32(30, 28, 26, 24, 22, 20, 18, 16, 14, 12, 10, 8, 6, 4, 2, 0);
+    const __m512i even = even_lanes__avx512();
     for (int ki = 0; ki < kh; ki++)
         for (int kj = 0; kj < kw; kj++) {
             int lo, hi;
@@ -668,6 +677,15 @@ typedef struct dw_job {
     float *y, *dx;         /* what the pass writes */
 } dw_job;
 
+#if defined(__x86_64__)
+/* Whether j's planes run in AVX-512 vectors (their masks made in m), or
+ * by the reference planes: the one choice of both passes. */
+static int dw_vectors(const dw_job *j, dw_masks *m)
+{
+    return !j->ref && __builtin_cpu_supports("avx512f") && dw_masks_make(j->l, m);
+}
+#endif
+
 /* Input channels a part of the pool takes at least: about 2^15 taps' worth
  * of output cells (a channel of a sample of the MobileNetV2-style preset's
  * first block is 9 x 784). */
@@ -690,7 +708,7 @@ static void depthwise_forward_part(void *ctx, size_t c0, size_t c1)
     const size_t taps = (size_t)l->kh * (size_t)l->kw, hw = (size_t)l->in_h * l->in_w;
 #if defined(__x86_64__)
     dw_masks mk;
-    const int vec = !j->ref && __builtin_cpu_supports("avx512f") && dw_masks_make(l, &mk);
+    const int vec = dw_vectors(j, &mk);
 #endif
     for (size_t ic = c0; ic < c1; ic++)
         for (size_t n = 0; n < (size_t)j->batch; n++)
@@ -728,7 +746,7 @@ static void depthwise_backward_part(void *ctx, size_t c0, size_t c1)
             l->gb[oc] += dcz_vsum(j->dy + (n * (size_t)l->out_c + oc) * ohw, ohw);
 #if defined(__x86_64__)
     dw_masks mk;
-    const int vec = !j->ref && __builtin_cpu_supports("avx512f") && dw_masks_make(l, &mk);
+    const int vec = dw_vectors(j, &mk);
 #else
     const int vec = 0;
 #endif
