@@ -9,7 +9,8 @@
 #      host's, two GPU runs bit for bit) and dcz train --device gpu against
 #      --device cpu (LeNet-300-100, LeNet-5 and the ResNet-style preset, 2
 #      epochs: epoch times, accuracies, two GPU runs the same bytes), each
-#      then compressed (one short round) on each device;
+#      then compressed (one short round) on each device, LeNet-5 also with
+#      --distill 0.5 (the teacher on the GPU);
 #   3. models trained and compressed here (LeNet-300-100, LeNet-5, the
 #      ResNet-style and MobileNetV2-style presets; a few epochs each: the
 #      point is the same accuracy on both devices, not a good model), each
@@ -121,6 +122,19 @@ if want tests; then
                 { echo "FAIL dcz compress $arch --device $dev"; cat "$f.err"; fails=$((fails + 1)); }
             row $arch compress $dev "$f.json"
         done
+        # distillation: the teacher's forward passes on the GPU too (a note
+        # would say the retraining fell back to the CPU)
+        if [ $arch = lenet5 ]; then
+            for dev in cpu gpu; do
+                f=$OUT/distill-$arch-$dev
+                ./bin/dcz compress "$OUT/train-$arch-gpu.dcz" --data $D --rounds 1 --prune-epochs 1 --final-epochs 1 \
+                    --quant-epochs 1 --distill 0.5 --device $dev --json -o "$f.dcz" > "$f.json" 2> "$f.err" ||
+                    { echo "FAIL dcz compress $arch --distill 0.5 --device $dev"; cat "$f.err"; fails=$((fails + 1)); }
+                row $arch distill $dev "$f.json"
+            done
+            ! grep -q 'retraining on the CPU' "$OUT/distill-$arch-gpu.err" ||
+                { echo "FAIL --distill with --device gpu retrained on the CPU"; fails=$((fails + 1)); }
+        fi
     done
 fi
 

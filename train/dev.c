@@ -25,6 +25,12 @@
  * device (tdev_host.c); convolutions and batch norm sum in other orders
  * than the CPU's, and agree within rounding (tests/unit/test_train_dev.c).
  *
+ * A teacher (distillation, opt->teacher) is opened on the same device for
+ * its forward passes alone, in inference (batch norm by its running
+ * statistics, dropout off), with no gradients or momenta; each step copies
+ * the batch to it and its logits go into the loss (dcz_tk_xent_row), as
+ * sgd.c's teacher_logits.
+ *
  * Layers under variational dropout and an update other than SGD
  * (opt->update) are refused with DCZ_ERR_UNSUPPORTED, the reason in
  * dcz_dev_error.
@@ -55,6 +61,8 @@ struct dcz_dev_net {
     dcz_tdev *d;
     dcz_net *net;
     int cap;                 /* samples a step at most */
+    int train;               /* trained here; 0: a teacher, forward passes in inference alone */
+    dcz_dev_net *teacher;    /* the teacher of distillation, opened for the epoch's opt->teacher */
     float *param, *grad, *mom;   /* (param_count) each, laid out as net->param */
     float **act, **dact;     /* tensor t: (cap, twidth[t]) */
     float *gsum;             /* the gradients of a layer's inputs that others read too, added after */
@@ -150,7 +158,7 @@ static dcz_status open_layer(dcz_dev_net *dn, int i)
     dev_layer *v = &dn->layers[i];
     const size_t cap = (size_t)dn->cap;
     dcz_status s = DCZ_OK;
-    if (l->op == DCZ_OP_DROPOUT) s = dalloc(dn, cap * (size_t)l->in, 1, (void **)&v->keep);
+    if (l->op == DCZ_OP_DROPOUT && dn->train) s = dalloc(dn, cap * (size_t)l->in, 1, (void **)&v->keep);
     if (l->op == DCZ_OP_MAXPOOL) s = dalloc(dn, cap * (size_t)l->out, sizeof(int32_t), (void **)&v->arg);
     if (l->op == DCZ_OP_CHANNEL_SHUFFLE || l->op == DCZ_OP_SLICE) {
         int32_t *from = malloc((size_t)l->in_c * sizeof *from);
@@ -177,6 +185,7 @@ static dcz_status open_layer(dcz_dev_net *dn, int i)
     if (s != DCZ_OK || !dcz_tlayer_has_params(l)) return s;
     v->w = at_of(net->param, l->w, dn->param);
     v->b = at_of(net->param, l->b, dn->param);
+    if (!dn->train) return s;   /* a teacher's weights as they are */
     v->gw = at_of(net->param, l->w, dn->grad);
     v->gb = at_of(net->param, l->b, dn->grad);
     v->vw = at_of(net->param, l->w, dn->mom);
@@ -204,14 +213,17 @@ static dcz_status open_scratch(dcz_dev_net *dn)
         if ((size_t)l->out_c * P > rows) rows = (size_t)l->out_c * P;
     }
     const size_t cap = (size_t)dn->cap;
-    dcz_status s = dalloc(dn, cap * sum, sizeof(float), (void **)&dn->gsum);
+    dcz_status s = dn->train ? dalloc(dn, cap * sum, sizeof(float), (void **)&dn->gsum) : DCZ_OK;
     if (s == DCZ_OK && colt) s = dalloc(dn, cap * colt, sizeof(float), (void **)&dn->colt);
-    if (s == DCZ_OK && colt) s = dalloc(dn, cap * colt, sizeof(float), (void **)&dn->dcolt);
+    if (s == DCZ_OK && colt && dn->train) s = dalloc(dn, cap * colt, sizeof(float), (void **)&dn->dcolt);
     if (s == DCZ_OK && rows) s = dalloc(dn, cap * rows, sizeof(float), (void **)&dn->rows);
     return s;
 }
 
-dcz_status dcz_dev_open(dcz_tdev *d, dcz_net *net, int cap, dcz_dev_net **out)
+/* dcz_dev_open, or (train 0) a teacher's net for forward passes in
+ * inference alone: its parameters as they are, its activations, and no
+ * gradients, momenta, masks, codebooks or staging slots. */
+static dcz_status open_net(dcz_tdev *d, dcz_net *net, int cap, int train, dcz_dev_net **out)
 {
     *out = NULL;
     if (!d || !net || cap < 1) return DCZ_ERR_ARG;
@@ -222,8 +234,9 @@ dcz_status dcz_dev_open(dcz_tdev *d, dcz_net *net, int cap, dcz_dev_net **out)
     dn->d = d;
     dn->net = net;
     dn->cap = cap;
+    dn->train = train;
     *out = dn;
-    if ((s = dcz_dev_supports(net, dn->err, sizeof dn->err)) != DCZ_OK) return s;
+    if (train && (s = dcz_dev_supports(net, dn->err, sizeof dn->err)) != DCZ_OK) return s;
     const dcz_tdev_ops *o = d->ops;
     const int L = net->nlayers;
     dn->act = calloc((size_t)L + 1, sizeof *dn->act);
@@ -236,15 +249,21 @@ dcz_status dcz_dev_open(dcz_tdev *d, dcz_net *net, int cap, dcz_dev_net **out)
     dcz_train_need(net, dn->need);
     const size_t P = net->param_count;
     s = dalloc(dn, P, sizeof(float), (void **)&dn->param);
+    for (int t = 0; t <= L && s == DCZ_OK; t++)
+        s = dalloc(dn, (size_t)cap * net->twidth[t], sizeof(float), (void **)&dn->act[t]);
+    if (s == DCZ_OK) s = open_scratch(dn);
+    if (!train) {
+        if (s == DCZ_OK) s = o->put(d, dn->param, net->param, P * sizeof(float));
+        for (int i = 0; i < L && s == DCZ_OK; i++) s = open_layer(dn, i);
+        if (s != DCZ_OK && !dn->err[0]) snprintf(dn->err, sizeof dn->err, "%s", d->err[0] ? d->err : dcz_status_str(s));
+        return s;
+    }
     if (s == DCZ_OK) s = dalloc(dn, P, sizeof(float), (void **)&dn->grad);
     if (s == DCZ_OK) s = dalloc(dn, P, sizeof(float), (void **)&dn->mom);
     if (s == DCZ_OK) s = dalloc(dn, (size_t)cap, 1, (void **)&dn->labels);
     if (s == DCZ_OK) s = dalloc(dn, (size_t)cap, sizeof(double), (void **)&dn->loss);
-    for (int t = 0; t <= L && s == DCZ_OK; t++) {
-        s = dalloc(dn, (size_t)cap * net->twidth[t], sizeof(float), (void **)&dn->act[t]);
-        if (s == DCZ_OK) s = dalloc(dn, (size_t)cap * net->twidth[t], sizeof(float), (void **)&dn->dact[t]);
-    }
-    if (s == DCZ_OK) s = open_scratch(dn);
+    for (int t = 0; t <= L && s == DCZ_OK; t++)
+        s = dalloc(dn, (size_t)cap * net->twidth[t], sizeof(float), (void **)&dn->dact[t]);
     for (int k = 0; k < 2 && s == DCZ_OK; k++) {
         s = o->host_alloc(d, (size_t)cap * (size_t)net->in_dim * sizeof(float), (void **)&dn->x_pin[k]);
         if (s == DCZ_OK) s = o->host_alloc(d, (size_t)cap, (void **)&dn->y_pin[k]);
@@ -260,9 +279,15 @@ dcz_status dcz_dev_open(dcz_tdev *d, dcz_net *net, int cap, dcz_dev_net **out)
     return s;
 }
 
+dcz_status dcz_dev_open(dcz_tdev *d, dcz_net *net, int cap, dcz_dev_net **out)
+{
+    return open_net(d, net, cap, 1, out);
+}
+
 void dcz_dev_close(dcz_dev_net *dn)
 {
     if (!dn) return;
+    dcz_dev_close(dn->teacher);
     const dcz_tdev_ops *o = dn->d->ops;
     for (int t = 0; dn->act && dn->dact && t <= dn->net->nlayers; t++) {
         o->free(dn->d, dn->act[t]);
@@ -349,7 +374,8 @@ static dcz_status conv_patches(dcz_dev_net *dn, const dcz_tlayer *l, const dev_l
     return s == DCZ_OK ? o->bias_rows(d, dn->rows, v->b, (uint32_t)batch, (uint32_t)l->out_c, (uint32_t)ohw, y) : s;
 }
 
-/* Layer i's forward pass in training mode over the batch. */
+/* Layer i's forward pass over the batch: in training mode, or in
+ * inference for a teacher (dn->train 0). */
 static dcz_status forward(dcz_dev_net *dn, int i, int batch)
 {
     dcz_tdev *d = dn->d;
@@ -376,6 +402,8 @@ static dcz_status forward(dcz_dev_net *dn, int i, int batch)
     case DCZ_OP_GLOBAL_AVGPOOL:
         return o->gap(d, x, (size_t)batch * (size_t)l->in_c, hw, y);
     case DCZ_OP_BATCHNORM:
+        if (!dn->train)
+            return o->bn_infer(d, x, B, (uint32_t)l->in_c, hw, l->eps, v->w, v->b, v->run_mean, v->run_var, y);
         return o->bn(d, x, B, (uint32_t)l->in_c, hw, l->eps, l->bn_momentum, v->w, v->b, v->mean, v->istd, v->run_mean,
                      v->run_var, y);
     case DCZ_OP_ADD:
@@ -398,7 +426,7 @@ static dcz_status forward(dcz_dev_net *dn, int i, int batch)
     case DCZ_OP_FLATTEN:
         return o->copy(d, y, x, n * sizeof(float));
     case DCZ_OP_DROPOUT:
-        if (l->rate <= 0.0f) return o->copy(d, y, x, n * sizeof(float));
+        if (l->rate <= 0.0f || !dn->train) return o->copy(d, y, x, n * sizeof(float));
         return o->dropout(d, x, n, dcz_rng_u64(&dn->net->rng), l->rate, v->keep, y);
     default:   /* the activations */
         return o->act(d, (uint16_t)l->op, l->param[0], l->param[1], x, n, y);
@@ -546,18 +574,35 @@ static dcz_status update(dcz_dev_net *dn, const dcz_sgd *opt, float lr)
     return s;
 }
 
+/* The forward passes of the batch in act[0] and the loss, each sample's
+ * into losses (device memory): with a teacher, its logits of the same
+ * samples first (sgd.c's teacher_logits), and their term in the loss. */
+static dcz_status forward_loss(dcz_dev_net *dn, int batch, const dcz_sgd *opt, double *losses)
+{
+    const dcz_net *net = dn->net;
+    const dcz_tdev_ops *o = dn->d->ops;
+    const int L = net->nlayers;
+    dcz_dev_net *t = dn->teacher;
+    dcz_status s = DCZ_OK;
+    if (t) {
+        const int tl = t->net->nlayers;
+        s = o->copy(dn->d, t->act[0], dn->act[0], (size_t)batch * (size_t)net->in_dim * sizeof(float));
+        for (int i = 0; i < tl && s == DCZ_OK; i++) s = forward(t, i, batch);
+        if (s != DCZ_OK && !dn->err[0])
+            snprintf(dn->err, sizeof dn->err, "the teacher's forward pass: %.200s", t->d->err);
+    }
+    for (int i = 0; i < L && s == DCZ_OK; i++) s = forward(dn, i, batch);
+    if (s != DCZ_OK) return s;
+    return o->xent(dn->d, dn->act[L], dn->labels, t ? t->act[t->net->nlayers] : NULL, opt->distill, opt->temperature,
+                   (uint32_t)batch, (uint32_t)net->classes, dn->dact[L], losses);
+}
+
 /* One step over the batch in act[0] and labels: forward, loss (each
  * sample's into the device's losses), backward, update; nothing waits for
  * it. */
 static dcz_status train_step(dcz_dev_net *dn, int batch, const dcz_sgd *opt, float lr, double *losses)
 {
-    dcz_net *net = dn->net;
-    const dcz_tdev_ops *o = dn->d->ops;
-    const int L = net->nlayers;
-    dcz_status s = DCZ_OK;
-    for (int i = 0; i < L && s == DCZ_OK; i++) s = forward(dn, i, batch);
-    if (s == DCZ_OK)
-        s = o->xent(dn->d, dn->act[L], dn->labels, (uint32_t)batch, (uint32_t)net->classes, dn->dact[L], losses);
+    dcz_status s = forward_loss(dn, batch, opt, losses);
     if (s == DCZ_OK) s = backward_all(dn, batch);
     return s == DCZ_OK ? update(dn, opt, lr) : s;
 }
@@ -598,19 +643,23 @@ static dcz_status move_grads(dcz_dev_net *dn, int dir)
     return s;
 }
 
+/* The options of the sharded step running (device_part's). */
+typedef struct part_ctx {
+    dcz_dev_net *dn;
+    const dcz_sgd *opt;
+} part_ctx;
+
 /* One part of a sharded step on the device (a dcz_part_fn): its samples
  * and labels over, its forward, loss and backward passes there, its
  * gradients and running statistics back in the host net. */
 static dcz_status device_part(dcz_net *net, const uint8_t *y, int batch, void *ctx, double *loss)
 {
-    dcz_dev_net *dn = ctx;
+    const part_ctx *pc = ctx;
+    dcz_dev_net *dn = pc->dn;
     const dcz_tdev_ops *o = dn->d->ops;
-    const int L = net->nlayers;
     dcz_status s = o->put(dn->d, dn->act[0], net->act[0], (size_t)batch * (size_t)net->in_dim * sizeof(float));
     if (s == DCZ_OK) s = o->put(dn->d, dn->labels, y, (size_t)batch);
-    for (int i = 0; i < L && s == DCZ_OK; i++) s = forward(dn, i, batch);
-    if (s == DCZ_OK)
-        s = o->xent(dn->d, dn->act[L], dn->labels, (uint32_t)batch, (uint32_t)net->classes, dn->dact[L], dn->loss);
+    if (s == DCZ_OK) s = forward_loss(dn, batch, pc->opt, dn->loss);
     if (s == DCZ_OK) s = backward_all(dn, batch);
     if (s == DCZ_OK) s = o->get(dn->d, dn->loss_host, dn->loss, (size_t)batch * sizeof(double));
     if (s == DCZ_OK) s = move_grads(dn, 1);
@@ -624,12 +673,27 @@ dcz_status dcz_dev_train_epoch(dcz_dev_net *dn, const dcz_dataset *data, const d
     if (!dn || !opt || !rng) return DCZ_ERR_ARG;
     dcz_net *net = dn->net;
     if (!dcz_sgd_valid(opt)) return DCZ_ERR_ARG;
-    if (opt->update || opt->teacher) {
-        snprintf(dn->err, sizeof dn->err, "the GPU trainer runs plain SGD on the labels");
+    if (opt->update) {
+        snprintf(dn->err, sizeof dn->err, "the GPU trainer runs plain SGD");
         return DCZ_ERR_UNSUPPORTED;
     }
     dcz_status s = dcz_train_check_data(net, data);
     if (s != DCZ_OK) return s;
+    if (dn->teacher && dn->teacher->net != opt->teacher) {
+        dcz_dev_close(dn->teacher);
+        dn->teacher = NULL;
+    }
+    if (opt->teacher && !dn->teacher) {
+        const dcz_net *t = opt->teacher;
+        if (t->in_dim != net->in_dim || t->classes != net->classes) return DCZ_ERR_ARG;
+        s = open_net(dn->d, opt->teacher, dn->cap, 0, &dn->teacher);
+        if (s != DCZ_OK) {
+            snprintf(dn->err, sizeof dn->err, "opening the teacher: %.200s", dn->teacher ? dn->teacher->err : "");
+            dcz_dev_close(dn->teacher);
+            dn->teacher = NULL;
+            return s;
+        }
+    }
     if (opt->augment & DCZ_AUG_CROP && !data->files) return DCZ_ERR_UNSUPPORTED;   /* no image to crop */
     const size_t n = data->n;
     const int bmax = (size_t)opt->batch < n ? opt->batch : (int)n;
@@ -662,7 +726,8 @@ dcz_status dcz_dev_train_epoch(dcz_dev_net *dn, const dcz_dataset *data, const d
         const float lr = dcz_train_step_lr(opt, start / (size_t)bmax, steps);
         if (sh) {
             double bl = 0;
-            s = dcz_shards_grad(net, data, perm, start, bs, opt, augp, sh, yb, device_part, dn, &bl);
+            part_ctx pc = { dn, opt };
+            s = dcz_shards_grad(net, data, perm, start, bs, opt, augp, sh, yb, device_part, &pc, &bl);
             if (s == DCZ_OK && !isfinite(bl)) s = DCZ_ERR_DIVERGED;
             if (s == DCZ_OK) s = move_grads(dn, 0);
             if (s == DCZ_OK) s = update(dn, opt, lr);
@@ -724,10 +789,6 @@ int dcz_dev_runs(const dcz_net *net, const dcz_sgd *opt, char *why, size_t whyle
     }
     if (opt->update) {
         snprintf(why, whylen, "an update of its own (variational dropout's), which the GPU trainer does not run");
-        return 0;
-    }
-    if (opt->teacher) {
-        snprintf(why, whylen, "distillation from a teacher, which the GPU trainer does not run");
         return 0;
     }
     return dcz_dev_supports(net, why, whylen) == DCZ_OK;

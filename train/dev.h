@@ -27,14 +27,16 @@ dcz_status dcz_dev_open(dcz_tdev *d, dcz_net *net, int cap, dcz_dev_net **out);
  * masks, codebooks and update; at its end the parameters are copied back
  * into the host net (dcz_dev_sync) and checked finite (DCZ_ERR_DIVERGED
  * otherwise). opt->batch at most the cap the net was opened with;
- * DCZ_ERR_UNSUPPORTED for sharded steps and updates other than SGD. */
+ * DCZ_ERR_UNSUPPORTED for updates other than SGD. A teacher
+ * (opt->teacher, of the net's input and classes, else DCZ_ERR_ARG) is
+ * opened on the same device for its forward passes in inference, kept
+ * open while later epochs name it, and closed with dn. */
 dcz_status dcz_dev_train_epoch(dcz_dev_net *dn, const dcz_dataset *data, const dcz_sgd *opt, dcz_rng *rng,
                                dcz_progress_fn progress, void *ctx, float *loss);
 
 /* Whether the device path runs an epoch of net under opt: not with an
- * update of its own (variational dropout's), a teacher (distillation),
- * sharded steps or a layer under variational dropout (why says which,
- * when not NULL). */
+ * update of its own (variational dropout's) or a layer under variational
+ * dropout (why says which, when not NULL). */
 int dcz_dev_runs(const dcz_net *net, const dcz_sgd *opt, char *why, size_t whylen);
 
 /* One epoch of net on device d, as dcz_train_epoch (which calls it for

@@ -43,6 +43,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "train/cuda/tkern.h"
 #include "train/dev.h"
 #include "train/internal.h"
 
@@ -56,46 +57,20 @@
 static dcz_status alloc_grads(dcz_net *net) { return dcz_net_flatten(net, DCZ_FLAT_GRAD); }
 static dcz_status alloc_momentum(dcz_net *net) { return dcz_net_flatten(net, DCZ_FLAT_MOM); }
 
-/* log of the sum of exp(z[j] / T) over n logits, shifted by their maximum. */
-static double log_sum_exp(const float *z, int n, double T)
-{
-    float m = z[0];
-    for (int j = 1; j < n; j++) if (z[j] > m) m = z[j];
-    double s = 0;
-    for (int j = 0; j < n; j++) s += exp(((double)z[j] - m) / T);
-    return m / T + log(s);
-}
-
 /* The loss of the logits act[L] against y, and with a teacher (o not NULL,
  * its logits t) the distillation term (dcz_sgd.teacher); writes dact[L]
- * and returns the mean loss. */
+ * and returns the mean loss: each row's by dcz_tk_xent_row, the body the
+ * GPU's loss runs too, then their sum in row order over the batch. */
 static double loss_and_dlogits(dcz_net *net, const uint8_t *y, int batch, const dcz_sgd *o, const float *t)
 {
-    int n = net->classes;
+    const uint32_t n = (uint32_t)net->classes;
     const float *z = net->act[net->nlayers];   /* (batch, classes) */
     float *dz = net->dact[net->nlayers];       /* (batch, classes) */
     const double a = t ? o->distill : 0, T = t ? o->temperature : 1;
     double total = 0;
     for (int r = 0; r < batch; r++) {
-        const float *zr = z + (size_t)r * n;
-        float *dr = dz + (size_t)r * n;
-        const double lse = log_sum_exp(zr, n, 1);
-        total += (1 - a) * (lse - zr[y[r]]);
-        for (int j = 0; j < n; j++) {
-            double p = exp((double)zr[j] - lse) - (j == y[r] ? 1.0 : 0.0);
-            dr[j] = (float)((1 - a) * p / batch);
-        }
-        if (!t) continue;
-        /* T^2 KL(teacher_T || net_T): sum of q (log q - log p) */
-        const float *tr = t + (size_t)r * n;
-        const double zl = log_sum_exp(zr, n, T), tl = log_sum_exp(tr, n, T);
-        double kl = 0;
-        for (int j = 0; j < n; j++) {
-            const double lq = tr[j] / T - tl, lp = zr[j] / T - zl, q = exp(lq);
-            kl += q * (lq - lp);
-            dr[j] += (float)(a * T * (exp(lp) - q) / batch);
-        }
-        total += a * T * T * kl;
+        const size_t at = (size_t)r * n;
+        total += dcz_tk_xent_row(z + at, n, y[r], (uint32_t)batch, t ? t + at : NULL, a, T, dz + at);
     }
     return total / batch;
 }

@@ -49,9 +49,10 @@ typedef struct dcz_tdev_ops {
     dcz_status (*bias_grad)(dcz_tdev *d, const float *dy, uint32_t batch, uint32_t rows, uint32_t plane,
                             float *gb);
     /* dz (batch, n) and each row's loss (batch, double) of the logits z
-     * against labels (batch): dcz_tk_xent_row */
-    dcz_status (*xent)(dcz_tdev *d, const float *z, const uint8_t *labels, uint32_t batch, uint32_t n, float *dz,
-                       double *loss);
+     * against labels (batch), with a teacher's logits t (batch, n; NULL:
+     * none) a share a of it at temperature T: dcz_tk_xent_row */
+    dcz_status (*xent)(dcz_tdev *d, const float *z, const uint8_t *labels, const float *t, float a, float T,
+                       uint32_t batch, uint32_t n, float *dz, double *loss);
     /* one SGD step of n parameters w with momenta v and gradients g, wd
      * their weight decay, mask (NULL: all kept) the pruned: dcz_tk_sgd */
     dcz_status (*sgd)(dcz_tdev *d, float *w, float *v, const float *g, const uint8_t *mask, size_t n, float lr,
@@ -112,6 +113,11 @@ typedef struct dcz_tdev_ops {
     dcz_status (*bn_grad)(dcz_tdev *d, const float *x, const float *dy, uint32_t batch, uint32_t C, uint32_t hw,
                           const float *gamma, const float *mean, const float *istd, double *sums, float *ggamma,
                           float *gbeta, float *dx);
+    /* batch norm in inference over x (batch, C, hw), by the running
+     * statistics (a teacher's pass): y = dcz_tk_bn_infer */
+    dcz_status (*bn_infer)(dcz_tdev *d, const float *x, uint32_t batch, uint32_t C, uint32_t hw, float eps,
+                           const float *gamma, const float *beta, const float *run_mean, const float *run_var,
+                           float *y);
     /* MUL of x (batch, C, plane) by f (batch, C): y = dcz_tk_mul; its
      * gradients dx (dcz_tk_mul of dy) and df (dcz_tk_mul_factor_grad),
      * either NULL when not needed */

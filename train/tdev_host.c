@@ -70,12 +70,13 @@ static dcz_status h_bias_grad(dcz_tdev *d, const float *dy, uint32_t batch, uint
     return DCZ_OK;
 }
 
-static dcz_status h_xent(dcz_tdev *d, const float *z, const uint8_t *labels, uint32_t batch, uint32_t n, float *dz,
-                         double *loss)
+static dcz_status h_xent(dcz_tdev *d, const float *z, const uint8_t *labels, const float *t, float a, float T,
+                         uint32_t batch, uint32_t n, float *dz, double *loss)
 {
     (void)d;
     for (uint32_t r = 0; r < batch; r++)
-        loss[r] = dcz_tk_xent_row(z + (size_t)r * n, n, labels[r], batch, dz + (size_t)r * n);
+        loss[r] = dcz_tk_xent_row(z + (size_t)r * n, n, labels[r], batch, t ? t + (size_t)r * n : NULL, a, T,
+                                  dz + (size_t)r * n);
     return DCZ_OK;
 }
 
@@ -260,6 +261,18 @@ static dcz_status h_bn(dcz_tdev *d, const float *x, uint32_t batch, uint32_t C, 
     return DCZ_OK;
 }
 
+static dcz_status h_bn_infer(dcz_tdev *d, const float *x, uint32_t batch, uint32_t C, uint32_t hw, float eps,
+                             const float *gamma, const float *beta, const float *run_mean, const float *run_var,
+                             float *y)
+{
+    (void)d;
+    for (uint64_t t = 0; t < (uint64_t)batch * C * hw; t++) {
+        const uint32_t c = (uint32_t)(t / hw % C);
+        y[t] = dcz_tk_bn_infer(x[t], gamma[c], beta[c], run_mean[c], run_var[c], eps);
+    }
+    return DCZ_OK;
+}
+
 static dcz_status h_bn_grad(dcz_tdev *d, const float *x, const float *dy, uint32_t batch, uint32_t C, uint32_t hw,
                             const float *gamma, const float *mean, const float *istd, double *sums, float *ggamma,
                             float *gbeta, float *dx)
@@ -346,8 +359,9 @@ static void h_close(dcz_tdev *d) { free(d); }
 static const dcz_tdev_ops host_ops = {
     "host", h_alloc, h_free, h_put, h_put, h_put, h_sgemm, h_rows, h_act, h_act_grad, h_bias_grad, h_xent,
     h_sgd, h_centroid_grads, h_shared, h_dropout, h_dropout_grad, h_add, h_im2col, h_col2im, h_bias_rows, h_by_rows,
-    h_conv, h_conv_dx, h_conv_dw, h_pool, h_pool_grad, h_gap, h_gap_grad, h_bn, h_bn_grad, h_mul, h_mul_grad,
-    h_concat_put, h_concat_grad, h_gather, h_gather_grad, h_alloc, h_free, h_stage, h_slot, h_slot, h_slot, h_close,
+    h_conv, h_conv_dx, h_conv_dw, h_pool, h_pool_grad, h_gap, h_gap_grad, h_bn, h_bn_grad, h_bn_infer, h_mul,
+    h_mul_grad, h_concat_put, h_concat_grad, h_gather, h_gather_grad, h_alloc, h_free, h_stage, h_slot, h_slot, h_slot,
+    h_close,
 };
 
 dcz_status dcz_tdev_open_host(dcz_tdev **out)

@@ -7,8 +7,10 @@
  * same parameters bit for bit (no atomics: every output one thread's), and
  * so do two runs with dropout; a LeNet-like network and one of every graph
  * layer (tests/unit/train_build.h) give the host's losses and parameters
- * within rounding after two epochs, and the same bits twice. Without a GPU (or a build without the CUDA
- * backend) it prints SKIP with the reason and checks nothing else; it
+ * within rounding after two epochs, and the same bits twice, the graph
+ * network also taught by another (distillation: the teacher's forward
+ * passes in inference on the GPU). Without a GPU (or a build without the
+ * CUDA backend) it prints SKIP with the reason and checks nothing else; it
  * never passes silently.
  */
 #include <math.h>
@@ -127,18 +129,24 @@ static void test_against_host(void)
     dcz_dataset_free(&te);
 }
 
-/* The convolutional and graph networks: two epochs on the GPU and on the
- * host device reach the same losses and parameters within rounding
- * (cuBLAS sums in its own order), and two GPU runs the same bits. */
+/* The convolutional and graph networks, the graph also with a teacher
+ * (batch norm by running statistics of its own): two epochs on the GPU
+ * and on the host device reach the same losses and parameters within
+ * rounding (cuBLAS sums in its own order), and two GPU runs the same
+ * bits. */
 static void test_graphs(void)
 {
     dcz_dataset ds;
     REQUIRE(image_blobs(&ds, 600, 7), "images");
-    const dcz_sgd opt = { .lr = 0.02f, .momentum = 0.9f, .weight_decay = 1e-4f, .batch = 32, .train_biases = 1,
-                          .train_weights = 1 };
-    for (int k = 0; k < 2; k++) {
+    for (int k = 0; k < 3; k++) {
         int n = 0;
         const dcz_tlayer *g = k ? graph_layers(&n) : lenet_like(&n);
+        dcz_net *teacher = k == 2 ? build_net(g, n, 2, 8, 8, 65) : NULL;
+        if (teacher) teacher_stats(teacher, 66);
+        REQUIRE(k < 2 || teacher, "teacher");
+        const dcz_sgd opt = { .lr = 0.02f, .momentum = 0.9f, .weight_decay = 1e-4f, .batch = 32, .train_biases = 1,
+                              .train_weights = 1, .teacher = teacher, .distill = teacher ? 0.6f : 0.0f,
+                              .temperature = teacher ? 3.0f : 0.0f };
         dcz_net *nets[3];
         float loss[3][2];
         for (int r = 0; r < 3; r++) {   /* the GPU twice, then the host */
@@ -159,6 +167,7 @@ static void test_graphs(void)
         CHECK(fabsf(loss[0][1] - loss[2][1]) <= 1e-3f * fabsf(loss[2][1]) + 1e-6f, "net %d: loss %g on the GPU, %g on the host",
               k, loss[0][1], loss[2][1]);
         for (int r = 0; r < 3; r++) dcz_net_free(nets[r]);
+        dcz_net_free(teacher);
     }
     dcz_dataset_free(&ds);
 }

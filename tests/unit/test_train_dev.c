@@ -19,6 +19,10 @@
  * - sharded steps (4 parts a step, summed in fixed point): the CPU's
  *   sharded bits for a fully connected network, its parameters and running
  *   statistics within rounding for the graph network;
+ * - distillation from a teacher run in inference on the device (its
+ *   dropout off, its batch norm by its running statistics): a fully
+ *   connected network gets the CPU's bits, whole steps and sharded; the
+ *   graph network its parameters within rounding;
  * - what the path does not run (variational dropout, an update of its
  *   own, a batch over the net's cap) is refused, naming the layer.
  * The CUDA device is the same path with each body in a kernel; the GPU
@@ -269,6 +273,75 @@ static void test_shards(void)
     dcz_tdev_close(d);
 }
 
+/* Distillation (opt.teacher): two epochs from the same start on the CPU
+ * and on the host device, whole steps and 4 parts a step. The fully
+ * connected student, taught by a net with dropout (which its inference
+ * pass leaves off), gets the CPU's losses and parameters bit for bit; the
+ * graph network, taught by another graph network whose batch norm runs
+ * by its running statistics, within rounding. */
+static void test_distill(void)
+{
+    dcz_tdev *d = NULL;
+    REQUIRE(dcz_tdev_open_host(&d) == DCZ_OK, "host device");
+    dcz_dataset ds, img;
+    REQUIRE(blobs3(&ds, 300, 12, 11) && image_blobs(&img, 200, 12), "data");
+    for (int c = 0; c < 4; c++) {
+        const int k = c & 1, shards = c & 2 ? 4 : 1;
+        int n = 0;
+        const dcz_tlayer *g = k ? graph_layers(&n) : NULL;
+        dcz_net *cpu = k ? build_net(g, n, 2, 8, 8, 71) : mlp(25, 1, 0, 0);
+        dcz_net *dev = k ? build_net(g, n, 2, 8, 8, 71) : mlp(25, 1, 0, 0);
+        dcz_net *teacher = k ? build_net(g, n, 2, 8, 8, 72) : mlp(26, 0, 0, 0.3f);
+        REQUIRE(cpu && dev && teacher, "nets");
+        teacher_stats(teacher, 73);
+        dcz_sgd opt = OPT;
+        opt.batch = 32;
+        opt.shards = shards;
+        opt.teacher = teacher;
+        opt.distill = 0.6f;
+        opt.temperature = 3.0f;
+        dcz_rng rc, rd;
+        dcz_rng_seed(&rc, 6);
+        dcz_rng_seed(&rd, 6);
+        float lc[2] = { 0 }, ld[2] = { 0 };
+        for (int e = 0; e < 2; e++) {
+            REQUIRE(dcz_train_epoch(cpu, k ? &img : &ds, &opt, &rc, NULL, NULL, &lc[e]) == DCZ_OK, "CPU");
+            opt.device = d;
+            const dcz_status s = dcz_train_epoch(dev, k ? &img : &ds, &opt, &rd, NULL, NULL, &ld[e]);
+            REQUIRE(s == DCZ_OK, "case %d: device: %s %s", c, dcz_status_str(s), d->err);
+            opt.device = NULL;
+        }
+        CHECK(lc[1] < lc[0], "case %d: the loss fell from %g to %g", c, lc[0], lc[1]);
+        if (k == 0) {
+            const size_t bytes = cpu->param_count * sizeof(float);
+            CHECK(memcmp(lc, ld, sizeof lc) == 0 && memcmp(cpu->param, dev->param, bytes) == 0,
+                  "case %d: losses %.9g %.9g and %.9g %.9g, parameters %.3g apart", c, lc[0], lc[1], ld[0], ld[1],
+                  param_gap(cpu, dev));
+        } else {
+            CHECK(fabsf(lc[1] - ld[1]) <= 1e-5f * fabsf(lc[1]) && param_gap(cpu, dev) < 1e-5,
+                  "case %d: losses %.9g and %.9g, parameters %.3g apart", c, lc[1], ld[1], param_gap(cpu, dev));
+        }
+        /* the teacher counts: without it the student learns other weights */
+        dcz_net *plain = k ? build_net(g, n, 2, 8, 8, 71) : mlp(25, 1, 0, 0);
+        REQUIRE(plain, "net");
+        opt.teacher = NULL;
+        opt.distill = 0;
+        opt.device = d;
+        dcz_rng_seed(&rd, 6);
+        for (int e = 0; e < 2; e++)
+            REQUIRE(dcz_train_epoch(plain, k ? &img : &ds, &opt, &rd, NULL, NULL, NULL) == DCZ_OK, "without a teacher");
+        CHECK(param_gap(plain, dev) > 1e-3, "case %d: the teacher changed the parameters by %.3g only", c,
+              param_gap(plain, dev));
+        dcz_net_free(plain);
+        dcz_net_free(cpu);
+        dcz_net_free(dev);
+        dcz_net_free(teacher);
+    }
+    dcz_dataset_free(&ds);
+    dcz_dataset_free(&img);
+    dcz_tdev_close(d);
+}
+
 static dcz_status update_none(dcz_net *net, const dcz_sgd *step, void *ctx)
 {
     (void)net;
@@ -314,6 +387,7 @@ int main(void)
     RUN(test_dropout);
     RUN(test_graphs);
     RUN(test_shards);
+    RUN(test_distill);
     RUN(test_refused);
     return check_summary();
 }

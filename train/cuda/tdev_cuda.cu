@@ -118,10 +118,13 @@ __global__ void k_parts_to_float(const double *parts, uint64_t n, float *y)
     DCZ_GPU_FOR_EACH(i, n) y[i] = (float)dcz_tk_parts_sum(parts + i * DCZ_TK_PARTS, DCZ_TK_PARTS);
 }
 
-__global__ void k_xent(const float *z, const uint8_t *labels, uint32_t batch, uint32_t n, float *dz, double *loss)
+__global__ void k_xent(const float *z, const uint8_t *labels, const float *t, float a, float T, uint32_t batch,
+                       uint32_t n, float *dz, double *loss)
 {
     dcz_gpu_begin();
-    DCZ_GPU_FOR_EACH(r, batch) loss[r] = dcz_tk_xent_row(z + r * n, n, labels[r], batch, dz + r * n);
+    DCZ_GPU_FOR_EACH(r, batch) {
+        loss[r] = dcz_tk_xent_row(z + r * n, n, labels[r], batch, t ? t + r * n : NULL, a, T, dz + r * n);
+    }
 }
 
 __global__ void k_sgd(float *w, float *v, const float *g, const uint8_t *mask, uint64_t n, float lr, float mom,
@@ -291,6 +294,16 @@ __global__ void k_bn_out(const float *x, uint64_t n, uint32_t C, uint32_t hw, co
     }
 }
 
+__global__ void k_bn_infer(const float *x, uint64_t n, uint32_t C, uint32_t hw, float eps, const float *gamma,
+                           const float *beta, const float *run_mean, const float *run_var, float *y)
+{
+    dcz_gpu_begin();
+    DCZ_GPU_FOR_EACH(t, n) {
+        const uint32_t c = (uint32_t)(t / hw % C);
+        y[t] = dcz_tk_bn_infer(x[t], gamma[c], beta[c], run_mean[c], run_var[c], eps);
+    }
+}
+
 /* parts: (C, DCZ_TK_PARTS) of dy's sums, then as many of dy (x - mean)'s */
 __global__ void k_bn_grad_parts(const float *x, const float *dy, uint32_t batch, uint32_t C, uint32_t hw,
                                 const float *mean, double *parts)
@@ -443,10 +456,10 @@ static dcz_status c_bias_grad(dcz_tdev *d, const float *dy, uint32_t batch, uint
     return s == DCZ_OK ? LAUNCH(d, "bias gradients", k_parts_to_float, rows, (const double *)parts, (uint64_t)rows, gb) : s;
 }
 
-static dcz_status c_xent(dcz_tdev *d, const float *z, const uint8_t *labels, uint32_t batch, uint32_t n, float *dz,
-                         double *loss)
+static dcz_status c_xent(dcz_tdev *d, const float *z, const uint8_t *labels, const float *t, float a, float T,
+                         uint32_t batch, uint32_t n, float *dz, double *loss)
 {
-    return LAUNCH(d, "the loss", k_xent, batch, z, labels, batch, n, dz, loss);
+    return LAUNCH(d, "the loss", k_xent, batch, z, labels, t, a, T, batch, n, dz, loss);
 }
 
 static dcz_status c_sgd(dcz_tdev *d, float *w, float *v, const float *g, const uint8_t *mask, size_t n, float lr,
@@ -585,6 +598,14 @@ static dcz_status c_bn_grad(dcz_tdev *d, const float *x, const float *dy, uint32
                   istd, (const double *)sums, dx);
 }
 
+static dcz_status c_bn_infer(dcz_tdev *d, const float *x, uint32_t batch, uint32_t C, uint32_t hw, float eps,
+                             const float *gamma, const float *beta, const float *run_mean, const float *run_var,
+                             float *y)
+{
+    const uint64_t n = (uint64_t)batch * C * hw;
+    return LAUNCH(d, "batch norm in inference", k_bn_infer, n, x, n, C, hw, eps, gamma, beta, run_mean, run_var, y);
+}
+
 static dcz_status c_mul(dcz_tdev *d, const float *x, const float *f, uint32_t batch, uint32_t C, uint32_t plane, float *y)
 {
     const uint64_t n = (uint64_t)batch * C * plane;
@@ -692,8 +713,8 @@ static void c_close(dcz_tdev *d)
 static const dcz_tdev_ops cuda_ops = {
     "cuda", c_alloc, c_free, c_put, c_get, c_copy, c_sgemm, c_rows, c_act, c_act_grad, c_bias_grad, c_xent,
     c_sgd, c_centroid_grads, c_shared, c_dropout, c_dropout_grad, c_add, c_im2col, c_col2im, c_bias_rows, c_by_rows,
-    c_conv, c_conv_dx, c_conv_dw, c_pool, c_pool_grad, c_gap, c_gap_grad, c_bn, c_bn_grad, c_mul, c_mul_grad,
-    c_concat_put, c_concat_grad, c_gather, c_gather_grad, c_host_alloc, c_host_free, c_stage, c_stage_done,
+    c_conv, c_conv_dx, c_conv_dw, c_pool, c_pool_grad, c_gap, c_gap_grad, c_bn, c_bn_grad, c_bn_infer, c_mul,
+    c_mul_grad, c_concat_put, c_concat_grad, c_gather, c_gather_grad, c_host_alloc, c_host_free, c_stage, c_stage_done,
     c_stage_release, c_stage_wait, c_close,
 };
 

@@ -5,7 +5,8 @@
  * convolutions, im2col, pools, the mean, activations, Concat's and the
  * channel gathers' element maps); what training adds is here: the maximum
  * pool's argmax, batch norm with batch statistics, every backward pass,
- * the loss and the step.
+ * the loss and the step. The loss's body is the CPU trainer's own: sgd.c
+ * calls dcz_tk_xent_row.
  *
  * Each function computes one element of one training pass: an input's
  * gradient, a parameter's gradient or update, a row's loss. Where a sum
@@ -64,22 +65,43 @@ DCZ_HD float dcz_tk_act_grad(uint16_t op, float a, float c, float x, float y, fl
 
 /* ---- the loss ----------------------------------------------------------------- */
 
-/* Row r of a batch of B: softmax cross-entropy of its n logits z against
- * label, fused and shifted by the row maximum (sgd.c): writes dz =
- * (softmax(z) - onehot(label)) / B and returns the row's loss lse(z) -
- * z[label]. */
-DCZ_HD double dcz_tk_xent_row(const float *z, uint32_t n, uint32_t label, uint32_t B, float *dz)
+/* log of the sum of exp(z[j] / T) over n logits, shifted by their maximum. */
+DCZ_HD double dcz_tk_lse(const float *z, uint32_t n, double T)
 {
     float m = z[0];
     for (uint32_t j = 1; j < n; j++) if (z[j] > m) m = z[j];
     double s = 0;
-    for (uint32_t j = 0; j < n; j++) s += exp((double)z[j] - m);
-    const double lse = m + log(s);
+    for (uint32_t j = 0; j < n; j++) s += exp(((double)z[j] - m) / T);
+    return m / T + log(s);
+}
+
+/* Row r of a batch of B: softmax cross-entropy of its n logits z against
+ * label, fused and shifted by the row maximum: writes dz =
+ * (softmax(z) - onehot(label)) / B and returns the row's loss lse(z) -
+ * z[label]. With a teacher's logits t of the row (not NULL; distillation,
+ * a share a of the loss at temperature T), the labels' term is weighted 1
+ * - a and the teacher's added: T^2 KL(softmax(t / T) || softmax(z / T)),
+ * whose gradient a T (softmax(z / T) - softmax(t / T)) / B is added to dz
+ * as a float. The CPU trainer (sgd.c) and both devices run this body. */
+DCZ_HD double dcz_tk_xent_row(const float *z, uint32_t n, uint32_t label, uint32_t B, const float *t, double a,
+                              double T, float *dz)
+{
+    if (!t) a = 0;
+    const double lse = dcz_tk_lse(z, n, 1);
     for (uint32_t j = 0; j < n; j++) {
         const double p = exp((double)z[j] - lse) - (j == label ? 1.0 : 0.0);
-        dz[j] = (float)(p / B);
+        dz[j] = (float)((1 - a) * p / B);
     }
-    return lse - z[label];
+    const double ce = (1 - a) * (lse - z[label]);
+    if (!t) return ce;
+    const double zl = dcz_tk_lse(z, n, T), tl = dcz_tk_lse(t, n, T);
+    double kl = 0;
+    for (uint32_t j = 0; j < n; j++) {
+        const double lq = t[j] / T - tl, lp = z[j] / T - zl, q = exp(lq);
+        kl += q * (lq - lp);
+        dz[j] += (float)(a * T * (exp(lp) - q) / B);
+    }
+    return ce + a * T * T * kl;
 }
 
 /* ---- parameters ---------------------------------------------------------------- */
@@ -365,6 +387,15 @@ DCZ_HD float dcz_tk_bn_out(float x, float gamma, float beta, float mean, float i
 {
     const float scale = gamma * istd, shift = beta - mean * scale, y = x * scale + shift;
     return relu && !(y > 0.0f) ? 0.0f : y;
+}
+
+/* One element of a channel's output in inference, by its running
+ * statistics (a teacher's pass; bnorm.c's infer_part): x scale + shift
+ * with scale = gamma / sqrt(run_var + eps), shift = beta - run_mean scale. */
+DCZ_HD float dcz_tk_bn_infer(float x, float gamma, float beta, float run_mean, float run_var, float eps)
+{
+    const float scale = gamma / sqrtf(run_var + eps), shift = beta - run_mean * scale;
+    return x * scale + shift;
 }
 
 /* Part p of channel c's gradient sums: of dy (*a) and of dy (x - mean)
