@@ -15,6 +15,9 @@
 #               Debian's python3-torchvision, then kept)
 #   TV_THREADS  thread counts (default "1 N", N this machine's processors)
 #   TV_BATCHES  batches (default "1 8");  TV_RUNS  timed runs (default 20)
+#   TV_BLOCK    compressed files pruned by blocks of this many input
+#               channels (dcz prune --block; 4: the 8-bit kernels' quads
+#               full), kept beside the others (default 1: weight by weight)
 #   ORT_PYTHON  a Python that imports onnxruntime (PyPI, a peer, never a
 #               dependency of dcz; default python3)
 # Prints SKIP, with the reason, without python3-torchvision; the ONNX
@@ -26,11 +29,14 @@ dir=${TV_DIR:-build/torchvision}
 threads_list=${TV_THREADS:-"1 $(nproc)"}
 batches=${TV_BATCHES:-"1 8"}
 runs=${TV_RUNS:-20}
+block=${TV_BLOCK:-1}
+sfx=; [ "$block" = 1 ] || sfx=-b$block
 ort_py=${ORT_PYTHON:-python3}
 nets=${*:-resnet18 resnet50 mobilenet_v2 mobilenet_v3_small efficientnet_b0 squeezenet1_1 regnet_x_400mf \
 shufflenet_v2_x1_0 densenet121}
 cpu=$(sed -n 's/^model name[[:space:]]*: //p' /proc/cpuinfo | head -n 1)
 echo "torchvision networks, CPU: ${cpu:-unknown}; medians of $runs runs"
+[ "$block" = 1 ] || echo "compressed and int8: pruned by blocks of $block input channels (--block $block)"
 [ -x "$DCZ" ] || { echo "SKIP torchvision networks: no $DCZ (make)"; exit 0; }
 mkdir -p "$dir"
 missing=
@@ -58,13 +64,13 @@ fi
 # the three dcz files of each network, made once
 for n in $nets; do
     d=$dir/$n
-    [ -f "$d-int8.dcz" ] && continue
+    [ -f "$d-int8$sfx.dcz" ] && continue
     echo "making $n: dense, compressed, int8"
-    { "$DCZ" import "$dir/$n.onnx" --resize 256 --crop 224 --normalize imagenet -q -o "$d.dcz" &&
-      "$DCZ" prune "$d.dcz" --sparsity 0.9 -q -o "$d-pruned.dcz" &&
+    { { [ -f "$d.dcz" ] || "$DCZ" import "$dir/$n.onnx" --resize 256 --crop 224 --normalize imagenet -q -o "$d.dcz"; } &&
+      "$DCZ" prune "$d.dcz" --sparsity 0.9 --block "$block" -q -o "$d-pruned.dcz" &&
       "$DCZ" quantize "$d-pruned.dcz" --bits 4 -q -o "$d-shared.dcz" &&
-      "$DCZ" encode "$d-shared.dcz" -q -o "$d-compressed.dcz" &&
-      "$DCZ" calibrate "$d-compressed.dcz" --data "$dir/calib" --calib-batches 1 --batch 16 -q -o "$d-int8.dcz" \
+      "$DCZ" encode "$d-shared.dcz" -q -o "$d-compressed$sfx.dcz" &&
+      "$DCZ" calibrate "$d-compressed$sfx.dcz" --data "$dir/calib" --calib-batches 1 --batch 16 -q -o "$d-int8$sfx.dcz" \
           > /dev/null; } 2> "$d.err" || { cat "$d.err"; echo "making $n's files failed" >&2; exit 1; }
     rm -f "$d-pruned.dcz" "$d-shared.dcz"
 done
@@ -89,7 +95,8 @@ for t in $threads_list; do
                     2> "$d.ort.err" | awk '{ printf "%.2f", $4 / 1000 }')
                 [ -n "$o" ] || { o=failed; failed="$failed $d.ort.err"; }
             fi
-            de=$(median "$d.dcz" "$t" "$b") co=$(median "$d-compressed.dcz" "$t" "$b") i8=$(median "$d-int8.dcz" "$t" "$b")
+            de=$(median "$d.dcz" "$t" "$b") co=$(median "$d-compressed$sfx.dcz" "$t" "$b")
+            i8=$(median "$d-int8$sfx.dcz" "$t" "$b")
             printf '%-20s %9s %9s %7s %11s %7s %9s %7s\n' "$n" "$o" "$de" "$(ratio "$o" "$de")" "$co" "$(ratio "$o" "$co")" \
                 "$i8" "$(ratio "$co" "$i8")"
         done

@@ -502,7 +502,7 @@ static void distill_record(const dcz_sgd *sgd, stage_extra *extra)
 
 typedef struct prune_opts {
     const char *sparsity, *quality, *gap_bits, *vd_threshold;
-    int rounds, epochs, final_epochs, batch, variational;
+    int rounds, epochs, final_epochs, batch, variational, block;
     double lr, momentum, wd, vd_kl;
 } prune_opts;
 
@@ -513,6 +513,7 @@ static void prune_opts_init(prune_opts *p)
     p->epochs = 3;
     p->final_epochs = 12;
     p->batch = 64;
+    p->block = 1;
     p->lr = NAN;   /* not given: a quarter of the training rate */
     p->vd_kl = NAN;   /* not given: 1, the variational bound itself */
     p->momentum = 0.9;
@@ -522,6 +523,9 @@ static void prune_opts_init(prune_opts *p)
 #define PRUNE_SPECS(p) \
     { "sparsity", 0, OPT_STR, &(p).sparsity, "target sparsity per layer: 0.9 or 'fc1=0.93,fc3=0.65'" }, \
     { "quality", 0, OPT_STR, &(p).quality, "threshold = quality x std per layer, e.g. 'fc*=1.2'" }, \
+    { "block", 0, OPT_INT, &(p).block, "prune whole blocks of N input channels of an output at a tap, the " \
+      "smallest first (4: the quads 8-bit kernels multiply at once, then every one full; default 1: each weight " \
+      "alone)" }, \
     { "rounds", 0, OPT_INT, &(p).rounds, "prune/retrain rounds, cubic schedule (default 4)" }, \
     { "prune-epochs", 0, OPT_INT, &(p).epochs, "retraining epochs per round (default 3)" }, \
     { "final-epochs", 0, OPT_INT, &(p).final_epochs, "retraining epochs after the last round (default 12)" }, \
@@ -554,6 +558,11 @@ static int plan_prune(const verb_ctx *v, const dcz_net *net, const dcz_doc *in, 
     }
     if (po->variational < 0) {
         cli_usage_error(v, "--variational must be >= 0 (epochs of variational dropout; 0: none)");
+        return EXIT_USAGE;
+    }
+    if (po->block < 1 || po->block > DCZ_PRUNE_MAX_BLOCK) {
+        cli_usage_error(v, "--block must be 1 to %d input channels (4: the 8-bit kernels' quads; 1: each weight "
+                        "alone), not %d", DCZ_PRUNE_MAX_BLOCK, po->block);
         return EXIT_USAGE;
     }
     float vd_thr = 3.0f;
@@ -642,6 +651,7 @@ static int plan_prune(const verb_ctx *v, const dcz_net *net, const dcz_doc *in, 
     plan->variational = retrain ? po->variational : 0;
     plan->variational_threshold = vd_thr;
     plan->variational_kl = isnan(po->vd_kl) ? 1.0 : po->vd_kl;
+    plan->block = po->block;
     plan->sgd.lr = (float)lr;
     plan->sgd.momentum = (float)po->momentum;
     plan->sgd.weight_decay = (float)po->wd;
@@ -696,6 +706,7 @@ static int exec_prune(const verb_ctx *v, dcz_net *net, stage_plan *sp, const dcz
     cli_note(v, "%-10s %10s %10s %8s %10s", "layer", "weights", "kept", "density", "threshold");
     stage_extra_add(extra, "rounds = %d\nretrain_epochs = %d\nfinal_epochs = %d\nlr = %g\n", plan->rounds,
                     plan->epochs, plan->final_epochs, plan->sgd.lr);
+    if (plan->block > 1) stage_extra_add(extra, "block = %d\n", plan->block);
     if (plan->variational) {
         stage_extra_add(extra, "variational_epochs = %d\nvariational_lr = %g\nvariational_kl = %g\n",
                         plan->variational, plan->variational_lr, plan->variational_kl);
@@ -1521,6 +1532,7 @@ static char *budget_recipe(const budget_ctx *b, const dcz_net *net, const dcz_bu
         if (b->v->strip) n += (size_t)snprintf(t + n, cap - n, "strip = true\n");
         if (!isnan(po->lr)) n += (size_t)snprintf(t + n, cap - n, "prune-lr = %.17g\n", po->lr);
         if (po->gap_bits) n += (size_t)snprintf(t + n, cap - n, "gap-bits = %s\n", po->gap_bits);
+        if (po->block > 1) n += (size_t)snprintf(t + n, cap - n, "block = %d\n", po->block);
         if (b->variational)
             n += (size_t)snprintf(t + n, cap - n, "variational = %d\nvariational-threshold = off\n", b->variational);
         if (b->variational && !isnan(b->variational_kl))
@@ -1729,6 +1741,7 @@ static int compress_budget(verb_ctx *v, compress_job *job, const prune_opts *po,
     plan.nsparsity = (int)(sizeof budget_sparsity / sizeof *budget_sparsity);
     memcpy(plan.sparsity, budget_sparsity, sizeof budget_sparsity);
     plan.seed = (uint64_t)v->c.seed;
+    plan.block = po->block;
     if (rc == -1) {
         progress p;
         progress_start(&p, v, "sensitivity", 0);

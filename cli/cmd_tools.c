@@ -421,7 +421,7 @@ int cmd_info(verb_ctx *v)
             char val[1024];
             json_obj(&j);
             const char *keys[] = { "stage", "command", "seed", "shards", "augment", "distill", "temperature",
-                                   "data_hash", "validation", "accuracy", "file_bytes" };
+                                   "block", "data_hash", "validation", "accuracy", "file_bytes" };
             for (size_t k = 0; k < sizeof keys / sizeof *keys; k++)
                 if (stage_get(d->stages[i], keys[k], val, sizeof val)) {
                     if (strcmp(keys[k], "accuracy") == 0 || strcmp(keys[k], "file_bytes") == 0)

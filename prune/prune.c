@@ -5,6 +5,8 @@
  * Exact-count pruning sorts the magnitudes of the kept weights once per call
  * (O(n log n)); the cut value v is the t-th smallest, everything strictly
  * below v goes, then weights equal to v go in index order until t are gone.
+ * By blocks (prune.h), the kept blocks are sorted by the sum of their kept
+ * weights' squares (then by index), and go whole, the smallest first.
  *
  * Tested by tests/unit/test_prune.c.
  */
@@ -161,8 +163,77 @@ dcz_status dcz_prune_layer(dcz_tlayer *L, float thr, size_t *kept)
     return DCZ_OK;
 }
 
-/* Prunes L until m of its weights are pruned (see prune.h). */
-static dcz_status prune_to_count(dcz_tlayer *L, size_t m, float *thr, size_t *kept)
+/* How layer L's weights fall into blocks of `block` input channels (see
+ * dcz_prune_layer_blocks): rows (output channels), the input channels a
+ * row reads (of its group), the taps of each (1 for DENSE), and the
+ * channels a block spans (at most the row's). */
+typedef struct block_shape { size_t rows, ins, taps, span; } block_shape;
+
+static block_shape block_shape_of(const dcz_tlayer *L, int block)
+{
+    block_shape b;
+    b.taps = L->op == DCZ_OP_CONV2D ? (size_t)L->kh * (size_t)L->kw : 1;
+    b.ins = dcz_tlayer_wcols(L) / b.taps;
+    b.rows = layer_weights(L) / dcz_tlayer_wcols(L);
+    b.span = block < 1 ? 1 : (size_t)block < b.ins ? (size_t)block : b.ins;
+    return b;
+}
+
+/* A block: the index of its first weight (the others follow at a stride
+ * of the layer's taps), how many it holds (the span, or fewer at the end
+ * of a row), and the sum of its kept weights' squares. */
+typedef struct block_ref { size_t first, count; double score; } block_ref;
+
+static int cmp_block(const void *a, const void *b)
+{
+    const block_ref *x = a, *y = b;
+    if (x->score != y->score) return x->score < y->score ? -1 : 1;
+    return (x->first > y->first) - (x->first < y->first);
+}
+
+/* prune_to_count by blocks of b.span > 1 input channels: the fewest whole
+ * blocks, the smallest sums of squares first, that prune at least m. */
+static dcz_status prune_blocks(dcz_tlayer *L, size_t m, block_shape b, float *thr, size_t *kept)
+{
+    const size_t n = layer_weights(L), per_row = (b.ins + b.span - 1) / b.span;
+    size_t p = layer_pruned(L), nb = 0;
+    block_ref *blk = malloc(b.rows * per_row * b.taps * sizeof *blk);
+    if (!blk)
+        return DCZ_ERR_NOMEM;
+    for (size_t r = 0; r < b.rows; r++)
+        for (size_t c0 = 0; c0 < b.ins; c0 += b.span)
+            for (size_t t = 0; t < b.taps; t++) {
+                block_ref k = { (r * b.ins + c0) * b.taps + t, b.ins - c0 < b.span ? b.ins - c0 : b.span, 0 };
+                size_t live = 0;
+                for (size_t j = 0; j < k.count; j++) {
+                    const size_t i = k.first + j * b.taps;
+                    if (!L->mask[i]) continue;
+                    live++;
+                    k.score += (double)L->w[i] * L->w[i];
+                }
+                if (live) blk[nb++] = k;
+            }
+    qsort(blk, nb, sizeof *blk, cmp_block);
+    float top = -1.0f;
+    for (size_t k = 0; k < nb && p < m; k++)
+        for (size_t j = 0; j < blk[k].count; j++) {
+            const size_t i = blk[k].first + j * b.taps;
+            if (!L->mask[i]) continue;
+            if (fabsf(L->w[i]) > top) top = fabsf(L->w[i]);
+            prune_one(L, i);
+            p++;
+        }
+    free(blk);
+    if (thr)
+        *thr = top;
+    if (kept)
+        *kept = n - p;
+    return DCZ_OK;
+}
+
+/* Prunes L until m of its weights are pruned (see prune.h), by blocks of
+ * `block` input channels. */
+static dcz_status prune_to_count(dcz_tlayer *L, size_t m, int block, float *thr, size_t *kept)
 {
     size_t n = layer_weights(L);
     size_t p = layer_pruned(L);
@@ -181,6 +252,9 @@ static dcz_status prune_to_count(dcz_tlayer *L, size_t m, float *thr, size_t *ke
             *kept = n - p;
         return DCZ_OK;
     }
+    const block_shape b = block_shape_of(L, block);
+    if (b.span > 1)
+        return prune_blocks(L, m, b, thr, kept);
     size_t t = m - p, nk = n - p;   /* t of the nk kept weights go */
     float *a = malloc(nk * sizeof *a);
     if (!a)
@@ -212,12 +286,17 @@ static dcz_status prune_to_count(dcz_tlayer *L, size_t m, float *thr, size_t *ke
     return DCZ_OK;
 }
 
+dcz_status dcz_prune_layer_blocks(dcz_tlayer *L, double sparsity, int block, float *thr, size_t *kept)
+{
+    if (!layer_has_weights(L) || !(sparsity >= 0.0 && sparsity <= 1.0) || block < 1 || block > DCZ_PRUNE_MAX_BLOCK)
+        return DCZ_ERR_ARG;
+    return prune_to_count(L, dcz_prune_count(sparsity, layer_weights(L)), block, thr, kept);
+}
+
 dcz_status dcz_prune_layer_to_sparsity(dcz_tlayer *L, double sparsity, float *thr,
                                        size_t *kept)
 {
-    if (!layer_has_weights(L) || !(sparsity >= 0.0 && sparsity <= 1.0))
-        return DCZ_ERR_ARG;
-    return prune_to_count(L, dcz_prune_count(sparsity, layer_weights(L)), thr, kept);
+    return dcz_prune_layer_blocks(L, sparsity, 1, thr, kept);
 }
 
 double dcz_prune_layer_sparsity(const dcz_tlayer *L)
@@ -246,6 +325,7 @@ void dcz_prune_plan_init(dcz_prune_plan *plan)
     plan->variational_lr = 1e-3f;
     plan->variational_threshold = 3.0f;
     plan->variational_kl = 1.0;
+    plan->block = 1;
 }
 
 void dcz_prune_report_free(dcz_prune_report *rep)
@@ -321,7 +401,8 @@ dcz_status dcz_prune_run(dcz_net *net, const dcz_prune_plan *plan,
     if (rep)
         memset(rep, 0, sizeof *rep);
     if (!net || !plan || !plan->targets || plan->rounds < 1 || plan->epochs < 0 ||
-        plan->final_epochs < 0 || net->nlayers < 1 || !net->layers)
+        plan->final_epochs < 0 || net->nlayers < 1 || !net->layers || plan->block < 1 ||
+        plan->block > DCZ_PRUNE_MAX_BLOCK)
         return DCZ_ERR_ARG;
     int K = plan->rounds, nl = net->nlayers;
     int training = train && (plan->epochs > 0 || plan->final_epochs > 0 || plan->variational > 0);
@@ -422,7 +503,7 @@ dcz_status dcz_prune_run(dcz_net *net, const dcz_prune_plan *plan,
             }
             float thr;
             size_t kept;
-            st = prune_to_count(L, m, &thr, &kept);
+            st = prune_to_count(L, m, plan->block, &thr, &kept);
             if (st != DCZ_OK)
                 goto done;
             if (thr >= 0.0f)

@@ -12,6 +12,8 @@
  * - sparsity s: the floor(s * n) weights of smallest magnitude go (n: all the
  *   layer's weights, pruned ones included). Ties in magnitude are broken by
  *   index, lower index pruned first, so the count is exact even with ties.
+ *   By blocks of B input channels (dcz_prune_layer_blocks), whole blocks go,
+ *   the fewest that reach the count.
  *
  * dcz_prune_run prunes a whole net over K rounds following the cubic schedule
  * of Zhu & Gupta (2017), retraining after each round with the training
@@ -77,6 +79,25 @@ dcz_status dcz_prune_layer(dcz_tlayer *L, float thr, size_t *kept);
  * is NaN. DCZ_ERR_NOMEM (L's weights and mask bits are unchanged). */
 dcz_status dcz_prune_layer_to_sparsity(dcz_tlayer *L, double sparsity, float *thr,
                                        size_t *kept);
+
+/* The most input channels a block of dcz_prune_layer_blocks spans. */
+#define DCZ_PRUNE_MAX_BLOCK 64
+
+/* dcz_prune_layer_to_sparsity by blocks: a block is `block` consecutive
+ * input channels of one output (a row of the weight matrix) at one tap,
+ * aligned on multiples of block (a row's last may hold fewer): for DENSE,
+ * block consecutive columns; for CONV, input channels c .. c + block - 1
+ * of the row's group at the same (ky, kx). A block spans at most the
+ * channels a row reads, so a depthwise layer's blocks are single weights.
+ * The kept blocks go whole, those of the smallest sum of squares of their
+ * kept weights first (ties by index), until at least dcz_prune_count(s,
+ * n) weights are pruned: at most span - 1 more. Four input channels are
+ * what the 8-bit kernels multiply in one instruction (their quads): a layer
+ * pruned by blocks of 4 fills every quad it runs. block 1 is
+ * dcz_prune_layer_to_sparsity itself. *thr gets the largest magnitude this
+ * call pruned (-1: none). DCZ_ERR_ARG also for block outside [1,
+ * DCZ_PRUNE_MAX_BLOCK]. */
+dcz_status dcz_prune_layer_blocks(dcz_tlayer *L, double sparsity, int block, float *thr, size_t *kept);
 
 /* Fraction of L's weights that are pruned (0 without a mask, 0 for a layer
  * without weights). */
@@ -164,6 +185,11 @@ typedef struct dcz_prune_plan {
     int variational, variational_ramp;
     float variational_lr, variational_threshold;
     double variational_kl;
+    /* input channels a block (dcz_prune_layer_blocks) in the rounds'
+     * pruning by sparsity and quality: 1 (each weight alone) to
+     * DCZ_PRUNE_MAX_BLOCK; a quality target fixes the count its threshold
+     * reaches, then blocks reach that count */
+    int block;
     /* called after each round r (1..rounds) with its figures, as soon as
      * its retraining ends (NULL: not called); the report holds them too */
     void (*round_done)(void *ctx, int r, int rounds, const struct dcz_prune_round *round);
@@ -174,7 +200,7 @@ typedef struct dcz_prune_plan {
  * 4 final epochs under a cosine schedule, lr 0.01 (a tenth of the usual
  * training rate: set it from the original training rate when known),
  * momentum 0.9, weight decay 1e-4, batch 64, weights and biases trained,
- * seed 1. The caller sets targets. */
+ * seed 1, each weight alone (block 1). The caller sets targets. */
 void dcz_prune_plan_init(dcz_prune_plan *plan);
 
 typedef struct dcz_prune_round {

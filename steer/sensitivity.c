@@ -22,12 +22,14 @@ void dcz_sens_plan_init(dcz_sens_plan *p)
     p->init = DCZ_KM_LINEAR;
     p->kmeans_iters = 30;
     p->seed = 1;
+    p->block = 1;
 }
 
 dcz_status dcz_sens_plan_check(const dcz_sens_plan *p)
 {
     if (!p || p->nsparsity < 0 || p->nbits < 0 || p->nsparsity > DCZ_SENS_MAX_LEVELS ||
-        p->nbits > DCZ_SENS_MAX_LEVELS || p->nsparsity + p->nbits == 0 || p->kmeans_iters < 1)
+        p->nbits > DCZ_SENS_MAX_LEVELS || p->nsparsity + p->nbits == 0 || p->kmeans_iters < 1 || p->block < 1 ||
+        p->block > DCZ_PRUNE_MAX_BLOCK)
         return DCZ_ERR_ARG;
     for (int i = 0; i < p->nsparsity; i++)
         if (!(p->sparsity[i] >= 0 && p->sparsity[i] < 1) || (i && p->sparsity[i] <= p->sparsity[i - 1]))
@@ -103,7 +105,7 @@ static dcz_status trial(dcz_net *net, dcz_tlayer *L, const dcz_dataset *data, co
         return st;
     }
     if (bits) st = dcz_quantize_layer(L, bits, p->init, p->kmeans_iters, p->seed, NULL);
-    else st = dcz_prune_layer_to_sparsity(L, sparsity, NULL, NULL);
+    else st = dcz_prune_layer_blocks(L, sparsity, p->block, NULL, NULL);
     if (st == DCZ_OK) st = dcz_net_evaluate(net, data, acc);
     restore(L, &s);
     return st;

@@ -29,10 +29,12 @@ typedef struct dcz_sens_plan {
     dcz_km_init init;                       /* k-means, as quantize */
     int kmeans_iters;
     uint64_t seed;
+    int block;                              /* input channels a pruned block (dcz_prune_layer_blocks) */
 } dcz_sens_plan;
 
 /* The defaults: sparsities 0.3 0.5 0.7 0.8 0.85 0.9 0.93 0.95 0.97 0.98,
- * bits 2 to 8, linear initialization, 30 k-means iterations. */
+ * bits 2 to 8, linear initialization, 30 k-means iterations, each weight
+ * pruned alone (block 1). */
 void dcz_sens_plan_init(dcz_sens_plan *p);
 
 /* DCZ_OK when the levels are in range, ascending, and there is at least one

@@ -1,7 +1,10 @@
 /* test_prune.c: tests of prune/ (prune.h): thresholds by quality and by
  * sparsity, exact-count pruning with ties, pruning never reviving a weight,
  * the cubic schedule, and dcz_prune_run on a small MLP learning Gaussian
- * blobs (masks and target density survive retraining); sparse variational
+ * blobs (masks and target density survive retraining); pruning by blocks
+ * of input channels (dense, convolution, grouped and depthwise layers;
+ * whole blocks, the smallest first, the count, later calls, a run's
+ * rounds); sparse variational
  * dropout: the noisy pass's gradients and the KL term's against finite
  * differences in double, pruning by log alpha, a run that prunes most of
  * the blobs' MLP and repeats bit for bit.
@@ -251,6 +254,124 @@ static void test_never_revives(void)
     free_layer(&L);
 }
 
+/* ---- blocks ----------------------------------------------------------------- */
+
+/* A layer of out rows: DENSE over in inputs (kh 0), or CONV of in_c = in
+ * channels in groups, kh x kh taps; normal weights from seed. */
+static int block_layer(dcz_tlayer *L, int out, int in, int kh, int groups, uint64_t seed)
+{
+    memset(L, 0, sizeof *L);
+    strcpy(L->name, "l");
+    L->op = kh ? DCZ_OP_CONV2D : DCZ_OP_DENSE;
+    L->in = L->in_c = in;
+    L->out = L->out_c = out;
+    L->kh = L->kw = kh;
+    L->group = groups;
+    const size_t n = dcz_tlayer_nweights(L);
+    L->w = calloc(n, sizeof *L->w);
+    L->b = calloc((size_t)out, sizeof *L->b);
+    if (!L->w || !L->b) return 0;
+    fill_normal(L->w, n, seed);
+    return 1;
+}
+
+/* Checks L's mask against blocks of span input channels (the row's
+ * channels ins, taps each): each block whole, kept or pruned; every pruned
+ * block's sum of squares (of the weights before, w0) at most every kept
+ * one's; between m and m + span - 1 pruned. */
+static void check_blocks(const dcz_tlayer *L, const float *w0, size_t ins, size_t taps, size_t span, size_t m,
+                        const char *what)
+{
+    const size_t n = dcz_tlayer_nweights(L), rows = n / (ins * taps);
+    size_t pruned = 0, split = 0;
+    double max_pruned = -1, min_kept = INFINITY;
+    for (size_t r = 0; r < rows; r++)
+        for (size_t c0 = 0; c0 < ins; c0 += span)
+            for (size_t t = 0; t < taps; t++) {
+                size_t gone = 0, cnt = 0;
+                double s = 0;
+                for (size_t c = c0; c < c0 + span && c < ins; c++, cnt++) {
+                    const size_t i = (r * ins + c) * taps + t;
+                    gone += !L->mask[i];
+                    s += (double)w0[i] * w0[i];
+                    if (!L->mask[i] && L->w[i] != 0.0f) split++;   /* a pruned weight left nonzero */
+                }
+                split += gone && gone != cnt;
+                pruned += gone;
+                if (gone) max_pruned = fmax(max_pruned, s);
+                else min_kept = fmin(min_kept, s);
+            }
+    CHECK(split == 0, "%s: %zu blocks split or pruned weights nonzero", what, split);
+    CHECK(max_pruned <= min_kept, "%s: a pruned block of sum of squares %g above a kept one of %g", what,
+          max_pruned, min_kept);
+    CHECK(pruned >= m && pruned < m + span, "%s: %zu pruned for a count of %zu", what, pruned, m);
+}
+
+static void test_blocks(void)
+{
+    /* dense rows of 10 (blocks 4, 4, 2), convolutions of 6 channels a row
+     * over 3x3 taps (blocks 4 + 2 at each tap), 8 in 2 groups (4 a row:
+     * one block), the first layer's 3 channels (a block of 3), depthwise
+     * (single weights) */
+    const struct { int out, in, kh, groups; size_t ins, taps, span; } cases[] = {
+        { 6, 10, 0, 1, 10, 1, 4 }, { 5, 6, 3, 1, 6, 9, 4 }, { 6, 8, 3, 2, 4, 9, 4 },
+        { 4, 3, 3, 1, 3, 9, 3 },  { 8, 8, 3, 8, 1, 9, 1 },
+    };
+    for (size_t k = 0; k < sizeof cases / sizeof *cases; k++) {
+        dcz_tlayer L, U;
+        REQUIRE(block_layer(&L, cases[k].out, cases[k].in, cases[k].kh, cases[k].groups, 40 + k) &&
+                block_layer(&U, cases[k].out, cases[k].in, cases[k].kh, cases[k].groups, 40 + k), "layers");
+        const size_t n = dcz_tlayer_nweights(&L);
+        float *w0 = malloc(n * sizeof *w0);
+        REQUIRE(w0, "alloc");
+        memcpy(w0, L.w, n * sizeof *w0);
+        char what[64];
+        snprintf(what, sizeof what, "case %zu at 0.5", k);
+        size_t kept = 0;
+        float thr = 0;
+        CHECK(dcz_prune_layer_blocks(&L, 0.5, 4, &thr, &kept) == DCZ_OK, "%s", what);
+        check_blocks(&L, w0, cases[k].ins, cases[k].taps, cases[k].span, dcz_prune_count(0.5, n), what);
+        float top = 0;
+        size_t gone = 0;
+        for (size_t i = 0; i < n; i++) {
+            gone += !L.mask[i];
+            if (!L.mask[i]) top = fmaxf(top, fabsf(w0[i]));
+        }
+        CHECK(thr == top && kept == n - gone, "%s: threshold %g, largest pruned %g; %zu kept of %zu, %zu pruned",
+              what, thr, top, kept, n, gone);
+        /* a later call goes on from these blocks, reviving none */
+        uint8_t *before = malloc(n);
+        REQUIRE(before, "alloc");
+        memcpy(before, L.mask, n);
+        snprintf(what, sizeof what, "case %zu at 0.8", k);
+        CHECK(dcz_prune_layer_blocks(&L, 0.8, 4, NULL, &kept) == DCZ_OK, "%s", what);
+        size_t revived = 0;
+        for (size_t i = 0; i < n; i++) revived += !before[i] && L.mask[i];
+        CHECK(revived == 0, "%s: %zu weights revived", what, revived);
+        check_blocks(&L, w0, cases[k].ins, cases[k].taps, cases[k].span, dcz_prune_count(0.8, n), what);
+        /* single weights where a block spans one channel: the plain rule's mask */
+        if (cases[k].span == 1) {
+            REQUIRE(dcz_prune_layer_to_sparsity(&U, 0.8, NULL, NULL) == DCZ_OK, "plain");
+            CHECK(memcmp(U.mask, L.mask, n) == 0, "case %zu: blocks of one channel differ from single weights", k);
+        }
+        free(before);
+        free(w0);
+        free_layer(&L);
+        free_layer(&U);
+    }
+    /* block 1 is the plain rule, ties included; out of range refused */
+    dcz_tlayer A, B;
+    REQUIRE(block_layer(&A, 5, 6, 3, 1, 50) && block_layer(&B, 5, 6, 3, 1, 50), "layers");
+    for (size_t i = 0; i < 20; i++) A.w[i] = B.w[i] = 0.01f;   /* ties straddling the cut */
+    REQUIRE(dcz_prune_layer_blocks(&A, 0.3, 1, NULL, NULL) == DCZ_OK &&
+            dcz_prune_layer_to_sparsity(&B, 0.3, NULL, NULL) == DCZ_OK, "prune");
+    CHECK(memcmp(A.mask, B.mask, dcz_tlayer_nweights(&A)) == 0, "block 1 differs from the plain rule");
+    CHECK(dcz_prune_layer_blocks(&A, 0.5, 0, NULL, NULL) == DCZ_ERR_ARG &&
+          dcz_prune_layer_blocks(&A, 0.5, DCZ_PRUNE_MAX_BLOCK + 1, NULL, NULL) == DCZ_ERR_ARG, "blocks out of range");
+    free_layer(&A);
+    free_layer(&B);
+}
+
 static void test_schedule(void)
 {
     const double si[] = { 0.0, 0.2, 0.5, 0.9 };
@@ -426,6 +547,58 @@ static void test_run_retrain(void)
     dcz_prune_report_free(NULL);
     CHECK(rep.rounds == NULL && rep.layers == NULL, "freed and zeroed");
     free(before);
+    free(tg);
+    dcz_net_free(net);
+    dcz_dataset_free(&train);
+    dcz_dataset_free(&test);
+}
+
+/* A run by blocks of 4 inputs: every round prunes whole blocks, which
+ * stay whole through the retraining, to the targets within a block; the
+ * net still learns; a plan of blocks out of range is refused. */
+static void test_run_blocks(void)
+{
+    dcz_dataset train, test;
+    REQUIRE(synth_blobs_make(&train, 2000, 1, &blobs) && synth_blobs_make(&test, 500, 2, &blobs), "blobs");
+    dcz_net *net = trained_net(&train);
+    REQUIRE(net, "net");
+    dcz_prune_target *tg = calloc((size_t)net->nlayers, sizeof *tg);
+    REQUIRE(tg, "alloc");
+    for (int l = 0; l < net->nlayers; l++) {
+        tg[l].mode = DCZ_PRUNE_SPARSITY;
+        tg[l].value = 0.75;
+    }
+    dcz_prune_plan plan;
+    dcz_prune_plan_init(&plan);
+    plan.targets = tg;
+    plan.rounds = 2;
+    plan.epochs = 1;
+    plan.final_epochs = 1;
+    plan.sgd.lr = 0.02f;
+    plan.sgd.batch = 32;
+    plan.block = 0;
+    CHECK(dcz_prune_run(net, &plan, &train, &test, NULL, NULL, NULL) == DCZ_ERR_ARG, "blocks of 0 accepted");
+    plan.block = 4;
+    dcz_prune_report rep;
+    REQUIRE(dcz_prune_run(net, &plan, &train, &test, NULL, NULL, &rep) == DCZ_OK, "run");
+    check_masked_zero(net);
+    for (int l = 0; l < net->nlayers; l++) {
+        const dcz_tlayer *L = &net->layers[l];
+        if (L->op != DCZ_OP_DENSE) continue;
+        REQUIRE(L->mask, "%s: mask", L->name);
+        size_t split = 0, kept = 0;
+        const size_t n = dcz_tlayer_nweights(L);
+        for (size_t i = 0; i < n; i += 4) {   /* rows of 16 and 32 inputs: blocks never cross a row */
+            const int k = L->mask[i] + L->mask[i + 1] + L->mask[i + 2] + L->mask[i + 3];
+            split += k != 0 && k != 4;
+            kept += (size_t)k;
+        }
+        CHECK(split == 0, "%s: %zu blocks split after the retraining", L->name, split);
+        const size_t m = dcz_prune_count(0.75, n);
+        CHECK(n - kept >= m && n - kept < m + 4, "%s: %zu of %zu pruned for %zu", L->name, n - kept, n, m);
+    }
+    CHECK(rep.acc_final > 0.85, "pruned by blocks and retrained: %.3f", rep.acc_final);
+    dcz_prune_report_free(&rep);
     free(tg);
     dcz_net_free(net);
     dcz_dataset_free(&train);
@@ -867,8 +1040,10 @@ int main(void)
     RUN(test_sparsity_threshold);
     RUN(test_ties);
     RUN(test_never_revives);
+    RUN(test_blocks);
     RUN(test_schedule);
     RUN(test_run_retrain);
+    RUN(test_run_blocks);
     RUN(test_run_quality_oneshot);
     RUN(test_vd_grad);
     RUN(test_vd_noise);
