@@ -271,6 +271,17 @@ static uint32_t find_root(uint32_t *parent, uint32_t t)
     return t;
 }
 
+/* Whether the group of tensor x (tensors first .. x, the groups of the
+ * layers before the one reading x formed) is read by that layer alone:
+ * each of its tensors read once, none the region's input. */
+static int read_once(uint32_t *parent, const uint32_t *readers, uint32_t first, uint32_t x)
+{
+    const uint32_t r = find_root(parent, x);
+    for (uint32_t t = first; t <= x; t++)
+        if (find_root(parent, t) == r && (readers[t] != 1 || t == first)) return 0;
+    return 1;
+}
+
 /* The scale of every tensor of the integer region (layers first .. last)
  * into ts (ntensors, 0 off the region), and the choice behind it into
  * pick (ntensors). Tensors joined by an op that keeps the scale share one,
@@ -281,7 +292,11 @@ static uint32_t find_root(uint32_t *parent, uint32_t t)
  * the layer's sums are requantized straight to the range the CLIP keeps,
  * which then is a clamp of integers that the runtime fuses into the
  * layer's requantization (load.c), and the range past it, which the CLIP
- * drops, costs no resolution. */
+ * drops, costs no resolution. A Concat's input whose group nothing else
+ * reads (each of its tensors read once, the last by the Concat; not the
+ * region's input) joins the Concat's group: its layer requantizes its
+ * sums straight to the scale the Concat writes, once, where the Concat
+ * would rescale them a second time, and the runtime copies it. */
 static dcz_status tensor_scales(const dcz_doc *d, const dcz_cal_collect *c,
                                 const dcz_cal_layer_cfg *cfg, int32_t qmax, int fixed,
                                 float *ts, dcz_cal_choice *pick)
@@ -315,6 +330,10 @@ static dcz_status tensor_scales(const dcz_doc *d, const dcz_cal_collect *c,
                           dcz_op_get(d->layers[x - 1].op)->qscale == DCZ_QS_WEIGHTED;
         if ((dcz_op_get(l->op)->qscale == DCZ_QS_KEEP || clamp) && i != last)
             parent[find_root(parent, i + 1)] = find_root(parent, x);
+        if (l->op == DCZ_OP_CONCAT && i != last)
+            for (uint32_t k = 0; k < l->nin; k++)
+                if (read_once(parent, readers, first, l->in[k]))
+                    parent[find_root(parent, l->in[k])] = find_root(parent, i + 1);
     }
     /* each group's representative: the last tensor a weighted layer reads,
      * else its last one */

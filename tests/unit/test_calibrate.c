@@ -398,6 +398,9 @@ static void test_graph_integer(void)
         const float *ts = d->calib->t_scale;
         REQUIRE(ts && d->calib->ntensors == 17, "tensor scales");
         CHECK(ts[1] == ts[2] && ts[12] == ts[13] && ts[13] == ts[14], "ops that keep the scale share it");
+        /* the Mul's output, which the Concat alone reads, is written on the
+         * Concat's scale (its own range is narrower) */
+        CHECK(ts[10] == ts[11], "the Mul's scale %g, the Concat's %g", ts[10], ts[11]);
         /* the global average has a range of its own, narrower than its input's */
         CHECK(ts[7] < ts[6], "the global average's scale %g, its input's %g", ts[7], ts[6]);
         CHECK(ts[0] > 0 && ts[4] > 0 && ts[9] > 0 && ts[15] == 0 && ts[16] == 0,
