@@ -271,14 +271,16 @@ static uint32_t find_root(uint32_t *parent, uint32_t t)
     return t;
 }
 
-/* Whether the group of tensor x (tensors first .. x, the groups of the
- * layers before the one reading x formed) is read by that layer alone:
- * each of its tensors read once, none the region's input. */
-static int read_once(uint32_t *parent, const uint32_t *readers, uint32_t first, uint32_t x)
+/* Whether the group of tensor x (the groups of the layers before the one
+ * reading x formed, so its tensors are x and tensors before it) is read by
+ * that layer alone: each of its tensors read once, none the region's input
+ * q_in (which the region's first layer reads too, and which may lie before
+ * it). */
+static int read_once(uint32_t *parent, const uint32_t *readers, uint32_t q_in, uint32_t x)
 {
     const uint32_t r = find_root(parent, x);
-    for (uint32_t t = first; t <= x; t++)
-        if (find_root(parent, t) == r && (readers[t] != 1 || t == first)) return 0;
+    for (uint32_t t = 0; t <= x; t++)
+        if (find_root(parent, t) == r && (readers[t] != 1 || t == q_in)) return 0;
     return 1;
 }
 
@@ -330,9 +332,9 @@ static dcz_status tensor_scales(const dcz_doc *d, const dcz_cal_collect *c,
                           dcz_op_get(d->layers[x - 1].op)->qscale == DCZ_QS_WEIGHTED;
         if ((dcz_op_get(l->op)->qscale == DCZ_QS_KEEP || clamp) && i != last)
             parent[find_root(parent, i + 1)] = find_root(parent, x);
-        if (l->op == DCZ_OP_CONCAT && i != last)
+        if (l->op == DCZ_OP_CONCAT)   /* never the region's last layer, a weighted one */
             for (uint32_t k = 0; k < l->nin; k++)
-                if (read_once(parent, readers, first, l->in[k]))
+                if (read_once(parent, readers, d->layers[first].in[0], l->in[k]))
                     parent[find_root(parent, l->in[k])] = find_root(parent, i + 1);
     }
     /* each group's representative: the last tensor a weighted layer reads,

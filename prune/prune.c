@@ -180,9 +180,16 @@ static block_shape block_shape_of(const dcz_tlayer *L, int block)
 }
 
 /* A block: the index of its first weight (the others follow at a stride
- * of the layer's taps), how many it holds (the span, or fewer at the end
- * of a row), and the sum of its kept weights' squares. */
-typedef struct block_ref { size_t first, count; double score; } block_ref;
+ * of the layer's taps; as many as the span, or fewer at the end of a row:
+ * block_count) and the sum of its kept weights' squares; 16 bytes, so the
+ * blocks of a 100-million-weight layer take 400 MB at a span of 4. */
+typedef struct block_ref { size_t first; double score; } block_ref;
+
+static size_t block_count(block_shape b, size_t first)
+{
+    const size_t c0 = first / b.taps % b.ins;
+    return b.ins - c0 < b.span ? b.ins - c0 : b.span;
+}
 
 static int cmp_block(const void *a, const void *b)
 {
@@ -203,9 +210,9 @@ static dcz_status prune_blocks(dcz_tlayer *L, size_t m, block_shape b, float *th
     for (size_t r = 0; r < b.rows; r++)
         for (size_t c0 = 0; c0 < b.ins; c0 += b.span)
             for (size_t t = 0; t < b.taps; t++) {
-                block_ref k = { (r * b.ins + c0) * b.taps + t, b.ins - c0 < b.span ? b.ins - c0 : b.span, 0 };
+                block_ref k = { (r * b.ins + c0) * b.taps + t, 0 };
                 size_t live = 0;
-                for (size_t j = 0; j < k.count; j++) {
+                for (size_t j = 0, cnt = block_count(b, k.first); j < cnt; j++) {
                     const size_t i = k.first + j * b.taps;
                     if (!L->mask[i]) continue;
                     live++;
@@ -216,7 +223,7 @@ static dcz_status prune_blocks(dcz_tlayer *L, size_t m, block_shape b, float *th
     qsort(blk, nb, sizeof *blk, cmp_block);
     float top = -1.0f;
     for (size_t k = 0; k < nb && p < m; k++)
-        for (size_t j = 0; j < blk[k].count; j++) {
+        for (size_t j = 0, cnt = block_count(b, blk[k].first); j < cnt; j++) {
             const size_t i = blk[k].first + j * b.taps;
             if (!L->mask[i]) continue;
             if (fabsf(L->w[i]) > top) top = fabsf(L->w[i]);

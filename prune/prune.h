@@ -91,9 +91,13 @@ dcz_status dcz_prune_layer_to_sparsity(dcz_tlayer *L, double sparsity, float *th
  * channels a row reads, so a depthwise layer's blocks are single weights.
  * The kept blocks go whole, those of the smallest sum of squares of their
  * kept weights first (ties by index), until at least dcz_prune_count(s,
- * n) weights are pruned: at most span - 1 more. Four input channels are
- * what the 8-bit kernels multiply in one instruction (their quads): a layer
- * pruned by blocks of 4 fills every quad it runs. block 1 is
+ * n) weights are pruned: at most span - 1 more. Weights pruned before stay
+ * pruned, so a block some of whose weights a mask already held may stay
+ * partial (a block's score counts its kept weights). Four input channels
+ * are what the 8-bit kernels multiply in one instruction (their quads,
+ * four consecutive input channels of the layer): a layer pruned by blocks
+ * of 4 fills every quad it runs, a grouped one where its groups' widths
+ * are multiples of 4. block 1 is
  * dcz_prune_layer_to_sparsity itself. *thr gets the largest magnitude this
  * call pruned (-1: none). DCZ_ERR_ARG also for block outside [1,
  * DCZ_PRUNE_MAX_BLOCK]. */

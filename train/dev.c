@@ -685,10 +685,16 @@ dcz_status dcz_dev_train_epoch(dcz_dev_net *dn, const dcz_dataset *data, const d
     }
     if (opt->teacher && !dn->teacher) {
         const dcz_net *t = opt->teacher;
-        if (t->in_dim != net->in_dim || t->classes != net->classes) return DCZ_ERR_ARG;
+        if (t == net) return DCZ_ERR_ARG;   /* its logits would be the net's own (dcz_train_epoch's rule) */
+        if (t->in_dim != net->in_dim || t->classes != net->classes) {
+            snprintf(dn->err, sizeof dn->err, "the teacher reads %d values and gives %d classes, the net %d and %d",
+                     t->in_dim, t->classes, net->in_dim, net->classes);
+            return DCZ_ERR_SHAPE;
+        }
         s = open_net(dn->d, opt->teacher, dn->cap, 0, &dn->teacher);
         if (s != DCZ_OK) {
-            snprintf(dn->err, sizeof dn->err, "opening the teacher: %.200s", dn->teacher ? dn->teacher->err : "");
+            snprintf(dn->err, sizeof dn->err, "opening the teacher: %.200s",
+                     dn->teacher && dn->teacher->err[0] ? dn->teacher->err : dcz_status_str(s));
             dcz_dev_close(dn->teacher);
             dn->teacher = NULL;
             return s;

@@ -28,9 +28,12 @@ dcz_status dcz_dev_open(dcz_tdev *d, dcz_net *net, int cap, dcz_dev_net **out);
  * into the host net (dcz_dev_sync) and checked finite (DCZ_ERR_DIVERGED
  * otherwise). opt->batch at most the cap the net was opened with;
  * DCZ_ERR_UNSUPPORTED for updates other than SGD. A teacher
- * (opt->teacher, of the net's input and classes, else DCZ_ERR_ARG) is
- * opened on the same device for its forward passes in inference, kept
- * open while later epochs name it, and closed with dn. */
+ * (opt->teacher, of the net's input and classes, else DCZ_ERR_SHAPE; not
+ * the net itself, DCZ_ERR_ARG) is opened on the same device for its
+ * forward passes in inference, its parameters uploaded then: it is kept
+ * open while later epochs name the same net, whose parameters must not
+ * change meanwhile, and closed when an epoch names another or none, or
+ * with dn. */
 dcz_status dcz_dev_train_epoch(dcz_dev_net *dn, const dcz_dataset *data, const dcz_sgd *opt, dcz_rng *rng,
                                dcz_progress_fn progress, void *ctx, float *loss);
 

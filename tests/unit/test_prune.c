@@ -359,6 +359,39 @@ static void test_blocks(void)
         free_layer(&L);
         free_layer(&U);
     }
+    /* a layer pruned weight by weight first: the blocks a call prunes go
+     * whole of what they kept, the count holds, nothing revives */
+    {
+        dcz_tlayer L;
+        REQUIRE(block_layer(&L, 5, 6, 3, 1, 60), "layer");
+        const size_t n = dcz_tlayer_nweights(&L);
+        REQUIRE(dcz_prune_layer_to_sparsity(&L, 0.3, NULL, NULL) == DCZ_OK, "weight by weight");
+        uint8_t *before = malloc(n);
+        REQUIRE(before, "alloc");
+        memcpy(before, L.mask, n);
+        size_t kept = 0;
+        REQUIRE(dcz_prune_layer_blocks(&L, 0.7, 4, NULL, &kept) == DCZ_OK, "by blocks");
+        size_t revived = 0, torn = 0, gone = 0;
+        for (size_t r = 0; r < 5; r++)
+            for (size_t c0 = 0; c0 < 6; c0 += 4)
+                for (size_t t = 0; t < 9; t++) {
+                    size_t cut = 0, left = 0;
+                    for (size_t c = c0; c < c0 + 4 && c < 6; c++) {
+                        const size_t i = (r * 6 + c) * 9 + t;
+                        revived += !before[i] && L.mask[i];
+                        cut += before[i] && !L.mask[i];
+                        left += L.mask[i];
+                    }
+                    torn += cut && left;
+                }
+        for (size_t i = 0; i < n; i++) gone += !L.mask[i];
+        const size_t m = dcz_prune_count(0.7, n);
+        CHECK(revived == 0 && torn == 0 && gone >= m && gone < m + 4 && kept == n - gone,
+              "after weight by weight: %zu revived, %zu blocks cut in part, %zu pruned for %zu, %zu kept", revived,
+              torn, gone, m, kept);
+        free(before);
+        free_layer(&L);
+    }
     /* block 1 is the plain rule, ties included; out of range refused */
     dcz_tlayer A, B;
     REQUIRE(block_layer(&A, 5, 6, 3, 1, 50) && block_layer(&B, 5, 6, 3, 1, 50), "layers");
@@ -553,9 +586,33 @@ static void test_run_retrain(void)
     dcz_dataset_free(&test);
 }
 
+/* Whether every block of 4 inputs of net's dense layers is kept or pruned
+ * whole; their pruned weights into *pruned (by layer), their weights into
+ * *weights. */
+static int blocks_whole(const dcz_net *net, size_t *pruned, size_t *weights)
+{
+    int whole = 1;
+    for (int l = 0, k = 0; l < net->nlayers; l++) {
+        const dcz_tlayer *L = &net->layers[l];
+        if (L->op != DCZ_OP_DENSE) continue;
+        const size_t n = dcz_tlayer_nweights(L);
+        size_t gone = 0;
+        for (size_t i = 0; i < n; i += 4) {   /* rows of 16 and 32 inputs: blocks never cross a row */
+            const int kept = !L->mask || L->mask[i] + L->mask[i + 1] + L->mask[i + 2] + L->mask[i + 3] == 4;
+            const int none = L->mask && L->mask[i] + L->mask[i + 1] + L->mask[i + 2] + L->mask[i + 3] == 0;
+            whole &= kept || none;
+            gone += none ? 4 : 0;
+        }
+        pruned[k] = gone;
+        weights[k++] = n;
+    }
+    return whole;
+}
+
 /* A run by blocks of 4 inputs: every round prunes whole blocks, which
- * stay whole through the retraining, to the targets within a block; the
- * net still learns; a plan of blocks out of range is refused. */
+ * stay whole through the retraining, to the targets within a block, by
+ * sparsity and by quality; the net still learns; a plan of blocks out of
+ * range is refused. */
 static void test_run_blocks(void)
 {
     dcz_dataset train, test;
@@ -582,23 +639,34 @@ static void test_run_blocks(void)
     dcz_prune_report rep;
     REQUIRE(dcz_prune_run(net, &plan, &train, &test, NULL, NULL, &rep) == DCZ_OK, "run");
     check_masked_zero(net);
-    for (int l = 0; l < net->nlayers; l++) {
-        const dcz_tlayer *L = &net->layers[l];
-        if (L->op != DCZ_OP_DENSE) continue;
-        REQUIRE(L->mask, "%s: mask", L->name);
-        size_t split = 0, kept = 0;
-        const size_t n = dcz_tlayer_nweights(L);
-        for (size_t i = 0; i < n; i += 4) {   /* rows of 16 and 32 inputs: blocks never cross a row */
-            const int k = L->mask[i] + L->mask[i + 1] + L->mask[i + 2] + L->mask[i + 3];
-            split += k != 0 && k != 4;
-            kept += (size_t)k;
-        }
-        CHECK(split == 0, "%s: %zu blocks split after the retraining", L->name, split);
-        const size_t m = dcz_prune_count(0.75, n);
-        CHECK(n - kept >= m && n - kept < m + 4, "%s: %zu of %zu pruned for %zu", L->name, n - kept, n, m);
+    size_t pruned[2], weights[2];
+    CHECK(blocks_whole(net, pruned, weights), "blocks split after the retraining");
+    for (int k = 0; k < 2; k++) {
+        const size_t m = dcz_prune_count(0.75, weights[k]);
+        CHECK(pruned[k] >= m && pruned[k] < m + 4, "layer %d: %zu of %zu pruned for %zu", k, pruned[k], weights[k], m);
     }
     CHECK(rep.acc_final > 0.85, "pruned by blocks and retrained: %.3f", rep.acc_final);
     dcz_prune_report_free(&rep);
+    dcz_net_free(net);
+    /* by quality: the threshold fixes each layer's count, blocks reach it */
+    REQUIRE((net = trained_net(&train)), "net");
+    size_t below[2];
+    for (int l = 0, k = 0; l < net->nlayers; l++) {
+        const dcz_tlayer *L = &net->layers[l];
+        if (L->op != DCZ_OP_DENSE) continue;
+        float thr;
+        REQUIRE(dcz_prune_threshold_quality(L->w, NULL, dcz_tlayer_nweights(L), 1.0, &thr) == DCZ_OK, "threshold");
+        below[k++] = count_le(L->w, dcz_tlayer_nweights(L), thr);
+        tg[l].mode = DCZ_PRUNE_QUALITY;
+        tg[l].value = 1.0;
+    }
+    plan.rounds = 1;
+    plan.epochs = plan.final_epochs = 0;
+    REQUIRE(dcz_prune_run(net, &plan, NULL, NULL, NULL, NULL, NULL) == DCZ_OK, "by quality");
+    CHECK(blocks_whole(net, pruned, weights), "blocks split by quality");
+    for (int k = 0; k < 2; k++)
+        CHECK(pruned[k] >= below[k] && pruned[k] < below[k] + 4, "layer %d: %zu pruned, %zu under the threshold",
+              k, pruned[k], below[k]);
     free(tg);
     dcz_net_free(net);
     dcz_dataset_free(&train);

@@ -187,6 +187,13 @@ static void test_scan(void)
     q = p;
     q.nsparsity = q.nbits = 0;
     CHECK(dcz_sens_plan_check(&q) == DCZ_ERR_ARG, "no levels");
+    q = p;
+    q.block = 0;
+    CHECK(dcz_sens_plan_check(&q) == DCZ_ERR_ARG, "blocks of 0");
+    q.block = DCZ_PRUNE_MAX_BLOCK + 1;
+    CHECK(dcz_sens_plan_check(&q) == DCZ_ERR_ARG, "blocks past the most");
+    q.block = 4;
+    CHECK(dcz_sens_plan_check(&q) == DCZ_OK, "blocks of 4");
     dcz_dataset wrong = d;
     wrong.c = IN + 1;
     CHECK(dcz_sensitivity(net, &wrong, &p, NULL, NULL, &rep) == DCZ_ERR_ARG, "data of another shape");

@@ -22,7 +22,8 @@
  * - distillation from a teacher run in inference on the device (its
  *   dropout off, its batch norm by its running statistics): a fully
  *   connected network gets the CPU's bits, whole steps and sharded; the
- *   graph network its parameters within rounding;
+ *   graph network its parameters within rounding; a net kept open while
+ *   the teachers of its epochs change gets the CPU's bits;
  * - what the path does not run (variational dropout, an update of its
  *   own, a batch over the net's cap) is refused, naming the layer.
  * The CUDA device is the same path with each body in a kernel; the GPU
@@ -342,6 +343,57 @@ static void test_distill(void)
     dcz_tdev_close(d);
 }
 
+/* One net kept open on the device for three epochs whose teachers change
+ * (one, none, another): the CPU's bits; the net as its own teacher and a
+ * teacher of other classes refused, the latter saying why. */
+static void test_teacher_switch(void)
+{
+    dcz_tdev *d = NULL;
+    REQUIRE(dcz_tdev_open_host(&d) == DCZ_OK, "host device");
+    dcz_dataset ds;
+    REQUIRE(blobs3(&ds, 300, 12, 13), "data");
+    dcz_net *cpu = mlp(27, 0, 0, 0), *dev = mlp(27, 0, 0, 0), *ta = mlp(28, 0, 0, 0), *tb = mlp(29, 0, 0, 0.2f);
+    REQUIRE(cpu && dev && ta && tb, "nets");
+    dcz_dev_net *dn = NULL;
+    REQUIRE(dcz_dev_open(d, dev, 32, &dn) == DCZ_OK, "open: %s", dcz_dev_error(dn));
+    dcz_rng rc, rd;
+    dcz_rng_seed(&rc, 8);
+    dcz_rng_seed(&rd, 8);
+    dcz_net *teachers[3] = { ta, NULL, tb };
+    float lc[3], ld[3];
+    for (int e = 0; e < 3; e++) {
+        dcz_sgd opt = OPT;
+        opt.teacher = teachers[e];
+        opt.distill = teachers[e] ? 0.5f : 0.0f;
+        opt.temperature = teachers[e] ? 2.0f : 0.0f;
+        REQUIRE(dcz_train_epoch(cpu, &ds, &opt, &rc, NULL, NULL, &lc[e]) == DCZ_OK, "CPU epoch %d", e);
+        REQUIRE(dcz_dev_train_epoch(dn, &ds, &opt, &rd, NULL, NULL, &ld[e]) == DCZ_OK, "device epoch %d: %s", e,
+                dcz_dev_error(dn));
+    }
+    CHECK(memcmp(lc, ld, sizeof lc) == 0 && memcmp(cpu->param, dev->param, cpu->param_count * sizeof(float)) == 0,
+          "teachers changing between epochs: losses %.9g %.9g %.9g and %.9g %.9g %.9g", lc[0], lc[1], lc[2], ld[0],
+          ld[1], ld[2]);
+    dcz_sgd opt = OPT;
+    opt.distill = 0.5f;
+    opt.temperature = 2.0f;
+    opt.teacher = dev;
+    CHECK(dcz_dev_train_epoch(dn, &ds, &opt, &rd, NULL, NULL, NULL) == DCZ_ERR_ARG, "the net as its own teacher");
+    dcz_net *wide = NULL;
+    char err[128];
+    REQUIRE(dcz_net_create_arch("mlp:12-8-4", 3, &wide, err, sizeof err) == DCZ_OK, "%s", err);
+    opt.teacher = wide;
+    CHECK(dcz_dev_train_epoch(dn, &ds, &opt, &rd, NULL, NULL, NULL) == DCZ_ERR_SHAPE &&
+          strstr(dcz_dev_error(dn), "classes"), "a teacher of 4 classes: '%s'", dcz_dev_error(dn));
+    dcz_dev_close(dn);
+    dcz_net_free(wide);
+    dcz_net_free(cpu);
+    dcz_net_free(dev);
+    dcz_net_free(ta);
+    dcz_net_free(tb);
+    dcz_dataset_free(&ds);
+    dcz_tdev_close(d);
+}
+
 static dcz_status update_none(dcz_net *net, const dcz_sgd *step, void *ctx)
 {
     (void)net;
@@ -388,6 +440,7 @@ int main(void)
     RUN(test_graphs);
     RUN(test_shards);
     RUN(test_distill);
+    RUN(test_teacher_switch);
     RUN(test_refused);
     return check_summary();
 }

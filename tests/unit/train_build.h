@@ -146,8 +146,6 @@ static inline int image_blobs(dcz_dataset *ds, size_t n, uint64_t seed)
     return 1;
 }
 
-/* The largest difference of two parameter vectors against the largest
- * parameter. */
 /* Running statistics of a teacher's batch norm layers away from 0 and 1,
  * so that its inference pass differs from a pass by batch statistics. */
 static inline void teacher_stats(dcz_net *t, uint64_t seed)
@@ -155,7 +153,7 @@ static inline void teacher_stats(dcz_net *t, uint64_t seed)
     dcz_rng r;
     dcz_rng_seed(&r, seed);
     for (int i = 0; i < t->nlayers; i++) {
-        const dcz_tlayer *l = &t->layers[i];
+        dcz_tlayer *l = &t->layers[i];
         if (l->op != DCZ_OP_BATCHNORM) continue;
         for (int c = 0; c < l->in_c; c++) {
             l->run_mean[c] = 0.3f * dcz_rng_normal(&r);
@@ -164,6 +162,8 @@ static inline void teacher_stats(dcz_net *t, uint64_t seed)
     }
 }
 
+/* The largest difference of two parameter vectors against the largest
+ * parameter. */
 static inline double param_gap(const dcz_net *a, const dcz_net *b)
 {
     double gap = 0, top = 0;
