@@ -472,7 +472,7 @@ int cmd_plot(verb_ctx *v);
 /* The scan's options. */
 typedef struct scan_opts {
     const char *sparsity, *bits;
-    int validation, iters;
+    int validation, iters, block;
 } scan_opts;
 
 #define SCAN_SPECS(o) \
@@ -481,7 +481,8 @@ typedef struct scan_opts {
     { "bits-levels", 0, OPT_STR, &(o).bits, "codebook bits each layer is shared with, alone (default 2,3,4,5,6,7,8)" }, \
     { "validation", 0, OPT_INT, &(o).validation, \
       "samples held out of the training split (default: those the input trained without, else 5000)" }, \
-    { "kmeans-iters", 0, OPT_INT, &(o).iters, "k-means iterations (default 30)" }
+    { "kmeans-iters", 0, OPT_INT, &(o).iters, "k-means iterations (default 30)" }, \
+    { "block", 0, OPT_INT, &(o).block, "prune by whole blocks of N input channels, as prune --block (default 1)" }
 
 void scan_opts_init(scan_opts *o);
 /* The plan of o, every option checked: -1, or the exit code of a usage

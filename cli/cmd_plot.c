@@ -387,9 +387,9 @@ int cmd_plot(verb_ctx *v)
     scan_opts dflt;
     scan_opts_init(&dflt);
     if (k != SENSITIVITY && k != SHARING && (c.scan.sparsity || c.scan.bits || c.scan.validation != dflt.validation ||
-                                             c.scan.iters != dflt.iters)) {
-        cli_usage_error(v, "--kind %s draws no scan: --sparsity-levels, --bits-levels, --validation and "
-                           "--kmeans-iters go with --kind sensitivity or sharing", kinds[k]);
+                                             c.scan.iters != dflt.iters || c.scan.block != dflt.block)) {
+        cli_usage_error(v, "--kind %s draws no scan: --sparsity-levels, --bits-levels, --validation, "
+                           "--kmeans-iters and --block go with --kind sensitivity or sharing", kinds[k]);
         return EXIT_USAGE;
     }
     dcz_doc *docs[MAX_FILES] = { NULL };

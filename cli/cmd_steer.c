@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "cli/cli.h"
+#include "prune/prune.h"
 #include "steer/steer.h"
 
 
@@ -66,6 +67,7 @@ static void print_json(const verb_ctx *v, const dcz_sens_report *r, const dcz_se
     json_key_arr(&j, "bits_levels");
     for (int i = 0; i < p->nbits; i++) json_arr_int(&j, p->bits[i]);
     json_close_arr(&j);
+    json_int(&j, "block", p->block);
     json_key_arr(&j, "layers");
     for (int l = 0; l < r->nlayers; l++) {
         const dcz_sens_layer *s = &r->layers[l];
@@ -92,6 +94,7 @@ void scan_opts_init(scan_opts *o)
     memset(o, 0, sizeof *o);
     o->validation = NOT_GIVEN;
     o->iters = p.kmeans_iters;
+    o->block = p.block;
 }
 
 int scan_plan(const verb_ctx *v, const scan_opts *o, dcz_sens_plan *plan)
@@ -111,6 +114,12 @@ int scan_plan(const verb_ctx *v, const scan_opts *o, dcz_sens_plan *plan)
     }
     plan->kmeans_iters = o->iters;
     plan->seed = (uint64_t)v->c.seed;
+    if (o->block < 1 || o->block > DCZ_PRUNE_MAX_BLOCK) {
+        cli_usage_error(v, "--block must be 1 to %d input channels (1: each weight alone), not %d",
+                        DCZ_PRUNE_MAX_BLOCK, o->block);
+        return EXIT_USAGE;
+    }
+    plan->block = o->block;
     if (dcz_sens_plan_check(plan) != DCZ_OK) {
         cli_usage_error(v, "the levels must ascend, sparsities in [0, 1) and bits whole numbers from 1 to 8, "
                            "at least one level in all, and --kmeans-iters at least 1");

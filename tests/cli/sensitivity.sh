@@ -5,7 +5,9 @@
 # and level, the same run gives the same numbers and another seed the same
 # split (the same pruned accuracies), sparsities a layer already has give
 # the baseline, the split is by default the one the model trained without,
-# a model that saw it gets a note, and bad levels, a validation split as large as the data, and a missing
+# a model that saw it gets a note, a scan by blocks of 4 (--block) gives
+# other pruned accuracies, and bad levels and blocks, a validation split as
+# large as the data, and a missing
 # --data are usage errors.
 source "$(dirname "$0")/lib.bash"
 D=fashion-mnist
@@ -62,6 +64,17 @@ expect 1 "$DCZ" sensitivity "$T/p.dcz" --data $D --sparsity-levels 0.5,x
 expect 1 "$DCZ" sensitivity "$T/p.dcz" --data $D --bits-levels 4,9
 expect 1 "$DCZ" sensitivity "$T/p.dcz" --data $D --bits-levels 2,3,
 expect 1 "$DCZ" sensitivity "$T/p.dcz" --data $D --bits-levels 1e10
+# by blocks of 4 inputs (prune --block): other pruned accuracies, the same
+# baseline and sharing; blocks out of range refused
+"$DCZ" sensitivity "$T/p.dcz" --data $D $S --block 4 --json > "$T/k.json" || fail "sensitivity --block 4"
+[ "$(json_field block "$T/k.json")" = 4 ] && [ "$(json_field block "$T/a.json")" = 1 ] &&
+    [ "$(json_field baseline "$T/k.json")" = "$base" ] &&
+    [ "$(arr "$T/k.json" fc2 shared_accuracy)" = "$(arr "$T/a.json" fc2 shared_accuracy)" ] &&
+    [ "$(arr "$T/k.json" fc2 pruned_accuracy)" != "$(arr "$T/a.json" fc2 pruned_accuracy)" ] ||
+    fail "by blocks: $(arr "$T/k.json" fc2 pruned_accuracy) against $(arr "$T/a.json" fc2 pruned_accuracy)"
+expect 1 "$DCZ" sensitivity "$T/p.dcz" --data $D --block 0
+grep -q -- '--block' "$T/err" || fail "--block 0: $(cat "$T/err")"
+expect 1 "$DCZ" plot "$T/p.dcz" --kind waterfall --block 4 -o "$T/x.svg"
 expect 1 "$DCZ" sensitivity "$T/p.dcz" --data $D --validation 60000
 grep -q 'the training split has 60000 samples' "$T/err" || fail "validation too large: $(cat "$T/err")"
 expect 1 "$DCZ" sensitivity "$T/p.dcz"
