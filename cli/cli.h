@@ -135,6 +135,9 @@ const char *cli_augment_name(unsigned augment);
  * error (out of range; --temperature without --distill; either without
  * --data, which retraining reads). */
 int cli_check_distill(verb_ctx *v);
+/* Checks a --block value (prune, compress, sensitivity, plot): -1, or the
+ * exit code of a usage error (outside 1 .. DCZ_PRUNE_MAX_BLOCK). */
+int cli_check_block(const verb_ctx *v, int block);
 /* With --distill, the teacher: the input model of len bytes (as read,
  * before any change) opened as a net of its own (v->teacher, freed by
  * cli_ctx_free). -1, or the exit code after a message. Without it,

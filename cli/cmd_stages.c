@@ -560,11 +560,7 @@ static int plan_prune(const verb_ctx *v, const dcz_net *net, const dcz_doc *in, 
         cli_usage_error(v, "--variational must be >= 0 (epochs of variational dropout; 0: none)");
         return EXIT_USAGE;
     }
-    if (po->block < 1 || po->block > DCZ_PRUNE_MAX_BLOCK) {
-        cli_usage_error(v, "--block must be 1 to %d input channels (4: the 8-bit kernels' quads; 1: each weight "
-                        "alone), not %d", DCZ_PRUNE_MAX_BLOCK, po->block);
-        return EXIT_USAGE;
-    }
+    if ((rc = cli_check_block(v, po->block)) != -1) return rc;
     float vd_thr = 3.0f;
     if (po->vd_threshold && strcmp(po->vd_threshold, "off") == 0) {
         vd_thr = INFINITY;

@@ -8,7 +8,6 @@
 #include <string.h>
 
 #include "cli/cli.h"
-#include "prune/prune.h"
 #include "steer/steer.h"
 
 
@@ -114,11 +113,7 @@ int scan_plan(const verb_ctx *v, const scan_opts *o, dcz_sens_plan *plan)
     }
     plan->kmeans_iters = o->iters;
     plan->seed = (uint64_t)v->c.seed;
-    if (o->block < 1 || o->block > DCZ_PRUNE_MAX_BLOCK) {
-        cli_usage_error(v, "--block must be 1 to %d input channels (1: each weight alone), not %d",
-                        DCZ_PRUNE_MAX_BLOCK, o->block);
-        return EXIT_USAGE;
-    }
+    if ((rc = cli_check_block(v, o->block)) != -1) return rc;
     plan->block = o->block;
     if (dcz_sens_plan_check(plan) != DCZ_OK) {
         cli_usage_error(v, "the levels must ascend, sparsities in [0, 1) and bits whole numbers from 1 to 8, "

@@ -23,6 +23,7 @@
 #include "cli/cli.h"
 #include "train/dev.h"
 #include "interop/interop.h"
+#include "prune/prune.h"
 #include "runtime/tool.h"
 #include "train/png.h"
 
@@ -1066,6 +1067,14 @@ void cli_sgd_shared(const verb_ctx *v, dcz_sgd *sgd)
     sgd->teacher = v->teacher;
     sgd->distill = (float)v->distill;
     sgd->temperature = (float)(isnan(v->temperature) ? DISTILL_TEMPERATURE : v->temperature);
+}
+
+int cli_check_block(const verb_ctx *v, int block)
+{
+    if (block >= 1 && block <= DCZ_PRUNE_MAX_BLOCK) return -1;
+    cli_usage_error(v, "--block must be 1 to %d input channels (4: the 8-bit kernels' quads; 1: each weight alone), "
+                    "not %d", DCZ_PRUNE_MAX_BLOCK, block);
+    return EXIT_USAGE;
 }
 
 int cli_check_distill(verb_ctx *v)

@@ -175,7 +175,7 @@ static block_shape block_shape_of(const dcz_tlayer *L, int block)
     b.taps = L->op == DCZ_OP_CONV2D ? (size_t)L->kh * (size_t)L->kw : 1;
     b.ins = dcz_tlayer_wcols(L) / b.taps;
     b.rows = layer_weights(L) / dcz_tlayer_wcols(L);
-    b.span = block < 1 ? 1 : (size_t)block < b.ins ? (size_t)block : b.ins;
+    b.span = (size_t)block < b.ins ? (size_t)block : b.ins;   /* block >= 1: checked by the callers */
     return b;
 }
 

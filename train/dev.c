@@ -220,6 +220,30 @@ static dcz_status open_scratch(dcz_dev_net *dn)
     return s;
 }
 
+/* What training adds to a net opened on the device: gradients, momenta,
+ * labels, losses, activation gradients and the second staging slot. */
+static dcz_status open_training(dcz_dev_net *dn)
+{
+    dcz_tdev *d = dn->d;
+    const dcz_net *net = dn->net;
+    const size_t P = net->param_count, cap = (size_t)dn->cap;
+    dcz_status s = dalloc(dn, P, sizeof(float), (void **)&dn->grad);
+    if (s == DCZ_OK) s = dalloc(dn, P, sizeof(float), (void **)&dn->mom);
+    if (s == DCZ_OK) s = dalloc(dn, cap, 1, (void **)&dn->labels);
+    if (s == DCZ_OK) s = dalloc(dn, cap, sizeof(double), (void **)&dn->loss);
+    for (int t = 0; t <= net->nlayers && s == DCZ_OK; t++)
+        s = dalloc(dn, cap * net->twidth[t], sizeof(float), (void **)&dn->dact[t]);
+    for (int k = 0; k < 2 && s == DCZ_OK; k++) {
+        s = d->ops->host_alloc(d, cap * (size_t)net->in_dim * sizeof(float), (void **)&dn->x_pin[k]);
+        if (s == DCZ_OK) s = d->ops->host_alloc(d, cap, (void **)&dn->y_pin[k]);
+    }
+    if (s == DCZ_OK) s = dalloc(dn, cap * (size_t)net->in_dim, sizeof(float), (void **)&dn->in[1]);
+    if (s == DCZ_OK) s = dalloc(dn, cap, 1, (void **)&dn->lab[1]);
+    dn->in[0] = dn->act[0];
+    dn->lab[0] = dn->labels;
+    return s;
+}
+
 /* dcz_dev_open, or (train 0) a teacher's net for forward passes in
  * inference alone: its parameters as they are, its activations, and no
  * gradients, momenta, masks, codebooks or staging slots. */
@@ -252,27 +276,10 @@ static dcz_status open_net(dcz_tdev *d, dcz_net *net, int cap, int train, dcz_de
     for (int t = 0; t <= L && s == DCZ_OK; t++)
         s = dalloc(dn, (size_t)cap * net->twidth[t], sizeof(float), (void **)&dn->act[t]);
     if (s == DCZ_OK) s = open_scratch(dn);
-    if (!train) {
-        if (s == DCZ_OK) s = o->put(d, dn->param, net->param, P * sizeof(float));
-        for (int i = 0; i < L && s == DCZ_OK; i++) s = open_layer(dn, i);
-        if (s != DCZ_OK && !dn->err[0]) snprintf(dn->err, sizeof dn->err, "%s", d->err[0] ? d->err : dcz_status_str(s));
-        return s;
+    if (train) {   /* a teacher's weights as they are */
+        if (s == DCZ_OK) s = open_training(dn);
+        dcz_net_apply_constraints(net);
     }
-    if (s == DCZ_OK) s = dalloc(dn, P, sizeof(float), (void **)&dn->grad);
-    if (s == DCZ_OK) s = dalloc(dn, P, sizeof(float), (void **)&dn->mom);
-    if (s == DCZ_OK) s = dalloc(dn, (size_t)cap, 1, (void **)&dn->labels);
-    if (s == DCZ_OK) s = dalloc(dn, (size_t)cap, sizeof(double), (void **)&dn->loss);
-    for (int t = 0; t <= L && s == DCZ_OK; t++)
-        s = dalloc(dn, (size_t)cap * net->twidth[t], sizeof(float), (void **)&dn->dact[t]);
-    for (int k = 0; k < 2 && s == DCZ_OK; k++) {
-        s = o->host_alloc(d, (size_t)cap * (size_t)net->in_dim * sizeof(float), (void **)&dn->x_pin[k]);
-        if (s == DCZ_OK) s = o->host_alloc(d, (size_t)cap, (void **)&dn->y_pin[k]);
-    }
-    if (s == DCZ_OK) s = dalloc(dn, (size_t)cap * (size_t)net->in_dim, sizeof(float), (void **)&dn->in[1]);
-    if (s == DCZ_OK) s = dalloc(dn, (size_t)cap, 1, (void **)&dn->lab[1]);
-    dn->in[0] = dn->act[0];
-    dn->lab[0] = dn->labels;
-    dcz_net_apply_constraints(net);
     if (s == DCZ_OK) s = o->put(d, dn->param, net->param, P * sizeof(float));
     for (int i = 0; i < L && s == DCZ_OK; i++) s = open_layer(dn, i);
     if (s != DCZ_OK && !dn->err[0]) snprintf(dn->err, sizeof dn->err, "%s", d->err[0] ? d->err : dcz_status_str(s));

@@ -488,6 +488,25 @@ static void check_masked_zero(const dcz_net *net)
     }
 }
 
+/* A plan over tg (net->nlayers, allocated): every layer to sparsity s, as
+ * a CLI's "*=s" would, in rounds of epochs each and final epochs, at rate
+ * 0.02 and batches of 32. */
+static void sparsity_plan(const dcz_net *net, dcz_prune_target *tg, double s, int rounds, int epochs, int final,
+                          dcz_prune_plan *plan)
+{
+    for (int l = 0; l < net->nlayers; l++) {
+        tg[l].mode = DCZ_PRUNE_SPARSITY;
+        tg[l].value = s;
+    }
+    dcz_prune_plan_init(plan);
+    plan->targets = tg;
+    plan->rounds = rounds;
+    plan->epochs = epochs;
+    plan->final_epochs = final;
+    plan->sgd.lr = 0.02f;
+    plan->sgd.batch = 32;
+}
+
 static void test_run_retrain(void)
 {
     dcz_dataset train, test;
@@ -501,19 +520,9 @@ static void test_run_retrain(void)
 
     dcz_prune_target *tg = calloc((size_t)net->nlayers, sizeof *tg);
     REQUIRE(tg, "alloc");
-    for (int l = 0; l < net->nlayers; l++) {   /* "*=0.8", as a CLI would */
-        tg[l].mode = DCZ_PRUNE_SPARSITY;
-        tg[l].value = 0.8;
-    }
-    tg[f2].value = 0.5;
     dcz_prune_plan plan;
-    dcz_prune_plan_init(&plan);
-    plan.targets = tg;
-    plan.rounds = 3;
-    plan.epochs = 2;
-    plan.final_epochs = 2;
-    plan.sgd.lr = 0.02f;
-    plan.sgd.batch = 32;
+    sparsity_plan(net, tg, 0.8, 3, 2, 2, &plan);
+    tg[f2].value = 0.5;
     prog p = { 0, 0, 0, 0 };
     dcz_prune_report rep;
     dcz_status st = dcz_prune_run(net, &plan, &train, &test, on_progress, &p, &rep);
@@ -621,18 +630,8 @@ static void test_run_blocks(void)
     REQUIRE(net, "net");
     dcz_prune_target *tg = calloc((size_t)net->nlayers, sizeof *tg);
     REQUIRE(tg, "alloc");
-    for (int l = 0; l < net->nlayers; l++) {
-        tg[l].mode = DCZ_PRUNE_SPARSITY;
-        tg[l].value = 0.75;
-    }
     dcz_prune_plan plan;
-    dcz_prune_plan_init(&plan);
-    plan.targets = tg;
-    plan.rounds = 2;
-    plan.epochs = 1;
-    plan.final_epochs = 1;
-    plan.sgd.lr = 0.02f;
-    plan.sgd.batch = 32;
+    sparsity_plan(net, tg, 0.75, 2, 1, 1, &plan);
     plan.block = 0;
     CHECK(dcz_prune_run(net, &plan, &train, &test, NULL, NULL, NULL) == DCZ_ERR_ARG, "blocks of 0 accepted");
     plan.block = 4;
