@@ -481,6 +481,10 @@ static void test_conv_grid(void)
         for (size_t ci = 0; ci < 2; ci++) {
             REQUIRE(conv_case(&extra[i], 0.5, codebooks[ci], &t), "build");
             REQUIRE(conv_case(&extra[i], 0.01, codebooks[ci], &t), "build");
+            /* depthwise ones with every cell kept too: the AVX-512 rows
+             * kernel's whole windows */
+            const int dw = extra[i].group == extra[i].in_c && extra[i].out_c == extra[i].in_c;
+            if (dw) REQUIRE(conv_case(&extra[i], 1.0, codebooks[ci], &t), "build");
         }
     CHECK(t.cases > 250, "only %zu cases", t.cases);
     CHECK(t.direct == 0, "sparse direct: %zu mismatches", t.direct);

@@ -48,7 +48,10 @@
  *          (dw_rows1__avx512); else each tap loads (dw_rows__avx512).
  *          Rows wider than two vectors go in runs of two, each run down
  *          the whole plane before the next (an odd count's last run over
- *          the vector before it), 4 rows a call.
+ *          the vector before it), 4 rows a call. A channel that keeps
+ *          every cell of a 3 x 3 or 5 x 5 window (a dense layer's) goes
+ *          by input rows instead (dw_full__avx512): each input row loaded
+ *          and shifted once for every output row that reads it.
  *   plane  small planes held in registers whole (dcz_shift_dw_plane__avx512).
  * dcz_shift_dw_path picks: plane where it fits, else rows, except at stride 1 over
  * rows of 8 or fewer (7 x 7 that the plane cannot take), where the shift
@@ -182,6 +185,121 @@ static inline void dw_rows1__avx512(const size_t NV, const size_t R, const __mma
     for (size_t r = 0; r < R; r++) {
         if (r >= nrows) break;
         float *yr = y + r * out_w;
+        if (NV == 2) _mm512_storeu_ps(yr, dcz_act__avx512(acc[r][0], act));
+        _mm512_mask_storeu_ps(yr + 16 * (NV - 1), tail, dcz_act__avx512(acc[r][NV - 1], act));
+    }
+}
+
+/* Whole windows by input rows (AVX-512): a channel that keeps every cell
+ * of a K x K window (3 or 5, padded by (K - 1) / 2 on every side) at
+ * stride S (1 or 2, both axes), R output rows of a run of NV vectors at
+ * once. Each input row the R rows read is loaded once, and the K vectors
+ * of its columns that the window's columns read for each output vector
+ * are made once (at stride 1 the row's vectors shifted by a lane
+ * alignment; at 2 its even and odd columns dealt by two permutes, then
+ * shifted), then multiplied into every output row whose window covers it:
+ * about (R + K - 1) / R shifts of K vectors an output vector, where
+ * dw_rows1__avx512 takes a permute a tap and output row. The input rows
+ * come in order and each row's columns in order, so each output takes its
+ * taps in column order: the bits of shift_planes_ref. Lanes outside the
+ * row read 0 (masked loads), as the reference's padding. A pruned channel
+ * keeps the tap lists of the kernels above (a weight of 0 in a whole
+ * window would add w x inf = NaN where the reference skips the tap).
+ * Torchvision's dense networks at 224 x 224, one thread of an AMD EPYC
+ * (Zen 4), per layer (dcz bench --per-layer medians, us, rows -> this):
+ * MobileNetV2 32 x 112 x 112 343 -> 240, 144 x 56 x 56 286 -> 198,
+ * 144 x 56 x 56 stride 2 125 -> 76, 192 x 28 x 28 76 -> 54;
+ * EfficientNet-B0 5 x 5: 144 x 56 x 56 stride 2 405 -> 233, 240 x 28 x 28
+ * 330 -> 222. The whole models, least of three alternated minima of 40
+ * runs: MobileNetV2 8.60 -> 8.15 ms, EfficientNet-B0 13.28 -> 12.66 ms
+ * (ONNX Runtime 1.32 in the same session: 8.14 and 12.07). */
+#define DW_FULL_RUNS (DW_MAX_VEC / 2)
+typedef struct dw_full_run {
+    int64_t at;              /* the input column of the run's first output column (times the stride) */
+    __mmask16 m[4];          /* the run's loads: a vector (S 1) or two (S 2) for each output vector */
+    __mmask16 prev, prev_o;  /* the lanes read before the run: S 1, its last P lanes; S 2, column at - 2 (prev), at - 1 */
+    __mmask16 next;          /* after it: S 1, the first P lanes; S 2, column at + 32 NV */
+} dw_full_run;
+
+/* The vector of the columns h lanes on from a's (h from -2 to 2): prev's
+ * last -h lanes then a's (h < 0), a's from lane h then next's (h > 0). */
+__attribute__((target("avx512f"), always_inline))
+static inline __m512 dw_shift__avx512(__m512 prev, __m512 a, __m512 next, const int h)
+{
+    const __m512i p = _mm512_castps_si512(prev), c = _mm512_castps_si512(a), n = _mm512_castps_si512(next);
+    switch (h) {
+    case -2: return _mm512_castsi512_ps(_mm512_alignr_epi32(c, p, 14));
+    case -1: return _mm512_castsi512_ps(_mm512_alignr_epi32(c, p, 15));
+    case 1: return _mm512_castsi512_ps(_mm512_alignr_epi32(n, c, 1));
+    case 2: return _mm512_castsi512_ps(_mm512_alignr_epi32(n, c, 2));
+    default: return a;
+    }
+}
+
+__attribute__((target("avx512f"), always_inline))
+static inline void dw_full__avx512(const int S, const int K, const int NV, const int R, const dw_full_run *u,
+                                   const float *const *rp, const float *w, float b, size_t nrows, size_t out_w,
+                                   __mmask16 tail, const dcz_act *act, float *y)
+{
+    const int P = (K - 1) / 2;
+    const __m512i even = _mm512_set_epi32(30, 28, 26, 24, 22, 20, 18, 16, 14, 12, 10, 8, 6, 4, 2, 0);
+    const __m512i odd = _mm512_set_epi32(31, 29, 27, 25, 23, 21, 19, 17, 15, 13, 11, 9, 7, 5, 3, 1);
+    __m512 acc[8][2];
+#pragma GCC unroll 8
+    for (int r = 0; r < R; r++)
+#pragma GCC unroll 2
+        for (int v = 0; v < NV; v++) acc[r][v] = _mm512_set1_ps(b);
+#pragma GCC unroll 16
+    for (int j = 0; j < (R - 1) * S + K; j++) {
+        const float *xr = rp[j] + u->at;
+        __m512 sv[5][2];
+        if (S == 1) {
+            __m512 X[4];   /* X[v + 1]: the columns of output vector v */
+            X[0] = _mm512_maskz_loadu_ps(u->prev, xr - 16);
+#pragma GCC unroll 2
+            for (int v = 0; v < NV; v++) X[v + 1] = _mm512_maskz_loadu_ps(u->m[v], xr + 16 * v);
+            X[NV + 1] = _mm512_maskz_loadu_ps(u->next, xr + 16 * NV);
+#pragma GCC unroll 5
+            for (int kx = 0; kx < K; kx++)
+#pragma GCC unroll 2
+                for (int v = 0; v < NV; v++) sv[kx][v] = dw_shift__avx512(X[v], X[v + 1], X[v + 2], kx - P);
+        } else {
+            __m512 E[4], O[4];   /* E[v + 1], O[v + 1]: the even and odd columns from output vector v's first */
+            E[0] = _mm512_maskz_loadu_ps(u->prev, xr - 17);
+            O[0] = _mm512_maskz_loadu_ps(u->prev_o, xr - 16);
+#pragma GCC unroll 2
+            for (int v = 0; v < NV; v++) {
+                const __m512 lo = _mm512_maskz_loadu_ps(u->m[2 * v], xr + 32 * v);
+                const __m512 hi = _mm512_maskz_loadu_ps(u->m[2 * v + 1], xr + 32 * v + 16);
+                E[v + 1] = _mm512_permutex2var_ps(lo, even, hi);
+                O[v + 1] = _mm512_permutex2var_ps(lo, odd, hi);
+            }
+            E[NV + 1] = O[NV + 1] = _mm512_maskz_loadu_ps(u->next, xr + 32 * NV);
+#pragma GCC unroll 5
+            for (int kx = 0; kx < K; kx++) {
+                const int d = kx - P, h = d >= 0 ? d / 2 : -((1 - d) / 2);
+#pragma GCC unroll 2
+                for (int v = 0; v < NV; v++)
+                    sv[kx][v] = d & 1 ? dw_shift__avx512(O[v], O[v + 1], O[v + 2], h)
+                                      : dw_shift__avx512(E[v], E[v + 1], E[v + 2], h);
+            }
+        }
+#pragma GCC unroll 8
+        for (int r = 0; r < R; r++) {
+            const int ky = j - r * S;
+            if (ky < 0 || ky >= K) continue;
+#pragma GCC unroll 5
+            for (int kx = 0; kx < K; kx++) {
+                const __m512 wv = _mm512_set1_ps(w[ky * K + kx]);
+#pragma GCC unroll 2
+                for (int v = 0; v < NV; v++) acc[r][v] = _mm512_fmadd_ps(wv, sv[kx][v], acc[r][v]);
+            }
+        }
+    }
+#pragma GCC unroll 8
+    for (int r = 0; r < R; r++) {
+        if ((size_t)r >= nrows) break;
+        float *yr = y + (size_t)r * out_w;
         if (NV == 2) _mm512_storeu_ps(yr, dcz_act__avx512(acc[r][0], act));
         _mm512_mask_storeu_ps(yr + 16 * (NV - 1), tail, dcz_act__avx512(acc[r][NV - 1], act));
     }
@@ -391,7 +509,39 @@ typedef struct dw_rows_layer {
     __m512i idx1[DW_MAX_KW];
     uint32_t rel[DW_MAX_TAPS];
     uint8_t cell_ky[DW_MAX_TAPS], cell_kx[DW_MAX_TAPS];
+    int full;                         /* dw_full__avx512 takes the channels that keep every cell */
+    size_t full_R, full_groups, full_nrow;
+    dw_full_run fu[DW_FULL_RUNS];
 } dw_rows_layer;
+
+/* One channel's plane by dw_full__avx512 (every cell kept): its runs of
+ * the layer's vectors, each down the whole plane, L->full_R rows a call. */
+__attribute__((target("avx512f"), noinline))
+static void dw_full_plane__avx512(const dw_rows_layer *L, const dcz_conv_geom *g, const float *xc, const float *w,
+                                  float b, const dcz_act *act, float *yc)
+{
+    const float *rows[(DW_MAX_ROWS + 8) * 2 + DW_MAX_TAPS];
+    const size_t ow = g->out_w, oh = g->out_h, S = g->sw, R = L->full_R, runs = (L->nv + L->cv - 1) / L->cv;
+    dw_input_rows(g, xc, L->full_nrow, rows);
+    for (size_t k = 0; k < runs; k++) {
+        const __mmask16 t = k + 1 == runs ? L->tail : (__mmask16)0xFFFF;
+        const dw_full_run *u = &L->fu[k];
+        for (size_t gi = 0; gi < L->full_groups; gi++) {
+            const size_t oy = gi * R, left = oh - oy < R ? oh - oy : R;
+            const float *const *rp = rows + oy * S;
+            float *yr = yc + oy * ow + 16 * L->v0[k];
+#define DW_FULL(S_, K_, NV_, R_) dw_full__avx512(S_, K_, NV_, R_, u, rp, w, b, left, ow, t, act, yr)
+            if (L->cv == 2) {
+                if (S == 1) { if (g->kw == 3) DW_FULL(1, 3, 2, 4); else DW_FULL(1, 5, 2, 4); }
+                else { if (g->kw == 3) DW_FULL(2, 3, 2, 4); else DW_FULL(2, 5, 2, 4); }
+            } else {
+                if (S == 1) { if (g->kw == 3) DW_FULL(1, 3, 1, 8); else DW_FULL(1, 5, 1, 8); }
+                else { if (g->kw == 3) DW_FULL(2, 3, 1, 8); else DW_FULL(2, 5, 1, 8); }
+            }
+#undef DW_FULL
+        }
+    }
+}
 
 /* Every channel of g on the layer's kernels: always inlined twice, for
  * rows of one run (32 outputs or fewer: WIDE 0, runs 1) and of several
@@ -416,9 +566,14 @@ static inline void dw_rows_channels__avx512(const int WIDE, const dw_rows_layer 
         uint8_t ky[DW_MAX_TAPS], kx[DW_MAX_TAPS];
         const uint32_t n = dw_channel_taps(g, q, f, L->rel, L->cell_ky, L->cell_kx, c, ky, kx);
         const float *w = f->w + f->ptr[c], b = bias ? bias[c] : 0.0f;
+        const int full = L->full && n == (uint32_t)g->kh * g->kw;
         for (size_t s = 0; s < batch; s++) {
             const float *xc = x + (s * g->in_c + c) * in_plane;
             float *yc = y + (s * g->out_c + c) * out_plane;
+            if (full) {
+                dw_full_plane__avx512(L, g, xc, w, b, act, yc);
+                continue;
+            }
             dw_input_rows(g, xc, L->nrow, rows);
             for (size_t k = 0; k < runs; k++) {   /* a run's columns down the plane */
                 const __mmask16 t = k + 1 == runs ? L->tail : (__mmask16)0xFFFF;
@@ -495,6 +650,33 @@ void dcz_shift_dw_rows_run__avx512(const dcz_conv_geom *g, const split_geom *q, 
     L.R = cv == 2 ? 4 : oh <= 4 ? 4 : oh % 7 == 0 ? 7 : 8;
     L.groups = (oh + L.R - 1) / L.R;
     L.nrow = (L.groups * L.R - 1) * g->sh + g->kh;
+    /* whole windows: K x K of 3 or 5, padded (K - 1) / 2, the same stride
+     * both ways */
+    const size_t K = g->kw, P = (K - 1) / 2;
+    L.full = (K == 3 || K == 5) && g->kh == K && g->sh == sw && g->ph == P && g->pw == P;
+    if (L.full) {
+        L.full_R = cv == 2 ? 4 : 8;
+        L.full_groups = (oh + L.full_R - 1) / L.full_R;
+        L.full_nrow = (L.full_groups * L.full_R - 1) * sw + K;
+        for (size_t k = 0; k < runs; k++) {
+            dw_full_run *u = &L.fu[k];
+            const int64_t at = (int64_t)(16 * L.v0[k] * sw), w = (int64_t)W;
+            u->at = at;
+            /* the lanes of the vector loaded at column c that lie in the row */
+#define DW_IN(c) lanes(-(c), w - (c), 16)
+            for (size_t v = 0; v < cv * sw; v++) u->m[v] = (__mmask16)DW_IN(at + 16 * (int64_t)v);
+            if (sw == 1) {
+                u->prev = (__mmask16)(DW_IN(at - 16) & lanes(16 - (int64_t)P, 16, 16));
+                u->prev_o = 0;
+                u->next = (__mmask16)(DW_IN(at + 16 * (int64_t)cv) & lanes(0, (int64_t)P, 16));
+            } else {
+                u->prev = (__mmask16)(P >= 2 ? DW_IN(at - 17) & 0x8000u : 0);
+                u->prev_o = (__mmask16)(DW_IN(at - 16) & 0x8000u);
+                u->next = (__mmask16)(P >= 2 ? DW_IN(at + 32 * (int64_t)cv) & 1u : 0);
+            }
+#undef DW_IN
+        }
+    }
     dw_taps_init(g, q, L.rel, L.cell_ky, L.cell_kx);
     if (runs == 1) dw_rows_channels__avx512(0, &L, g, q, f, bias, x, batch, act, c0, c1, y);
     else dw_rows_channels__avx512(1, &L, g, q, f, bias, x, batch, act, c0, c1, y);
