@@ -214,14 +214,44 @@ uint64_t dcz_shift_bytes(const dcz_conv_geom *g, uint64_t entries, uint32_t ob)
  * four. */
 typedef struct shift_costs {
     double tap2, tap4, fixed, gemm_rate, gemm_rate1, store, gemm_pw, store_pw, gemm_rate5;
+    double pw_large;   /* the shift form's cost of a dense pointwise layer over PW_LARGE vectors or more, times */
+    int pw_single;     /* a pointwise layer over one pixel on the shift form */
 } shift_costs;
+
+/* Pointwise layers over planes of 28 x 28 or more (49 vectors), the
+ * planes of torchvision's networks at 224 x 224, and over one pixel (the
+ * squeeze-and-excitation layers) lie outside the planes the costs above
+ * were fitted on (4 x 4 to 28 x 28 of the presets). On AMD's Zen 4, dcz
+ * info --plan measure on torchvision's dense MobileNetV2 and
+ * EfficientNet-B0 and on both pruned to 90% (4-bit), one thread, best of
+ * two loads (us, shift form against the dense product): dense 32 -> 16
+ * over 112 x 112 206 against 106, 144 -> 24 over 56 x 56 255 against 146,
+ * 24 -> 144 over 56 x 56 254 against 190, 144 -> 32 over 28 x 28 95
+ * against 73: every dense pointwise layer over 28 x 28 or more ran 1.1 to
+ * 1.9 times as fast on the dense product, where the model put the shift
+ * form 1.2 to 1.7 times as fast (off by 1.9 to 2.5): pw_large 2.5 takes
+ * all of them to the dense product. Pruned ones stay with the model: at
+ * 10% of the weights the shift form ran MobileNetV2's 2.5 to 4.7 times as
+ * fast as the product on the weights expanded (16 -> 96 over 112 x 112:
+ * 468 against 1218 us), EfficientNet-B0's (whose activation is SiLU) 1.0
+ * to 1.7 times as slow (678 against 396), which the model does not tell
+ * apart. Over one pixel the dense product packs a panel for a
+ * single column: the squeeze-and-excitation layers of EfficientNet-B0
+ * (1152 -> 48 and back, ...) took 20 to 58 us there, 5 to 22 on the shift
+ * form. The whole dense models, batch 1, least of three alternated minima
+ * of 40 runs (ms): MobileNetV2 8.45 -> 8.09, EfficientNet-B0 12.80 ->
+ * 12.55, MobileNetV3-Small 2.10 -> 2.00, RegNetX-400MF 10.68 -> 9.83.
+ * Intel's cores unmeasured on these planes: their costs keep the fit of
+ * the presets. */
+#define PW_LARGE 49.0
 
 static shift_costs costs(void)
 {
-    shift_costs c = { 1.29, 2.0, 1.2, 1.7, 1.7, 0.0, 1.7, 0.0, 1.7 };
+    shift_costs c = { 1.29, 2.0, 1.2, 1.7, 1.7, 0.0, 1.7, 0.0, 1.7, 1.0, 0 };
 #ifdef DCZ_X86
-    if (dcz_shift_best() == DCZ_ISA_AVX2) c = (shift_costs){ 1.29, 5.2, 1.2, 1.2, 1.6, 2.5, 1.6, 2.5, 1.2 };
-    else if (dcz_cpu_features()->amd) c.tap2 = 1.13, c.gemm_pw = 1.27, c.store_pw = 6.0, c.gemm_rate5 = 1.0;
+    if (dcz_shift_best() == DCZ_ISA_AVX2) c = (shift_costs){ 1.29, 5.2, 1.2, 1.2, 1.6, 2.5, 1.6, 2.5, 1.2, 1.0, 0 };
+    else if (dcz_cpu_features()->amd)
+        c.tap2 = 1.13, c.gemm_pw = 1.27, c.store_pw = 6.0, c.gemm_rate5 = 1.0, c.pw_large = 2.5, c.pw_single = 1;
     else if (dcz_shift_best() == DCZ_ISA_AVX512) c.gemm_pw = 1.15, c.store_pw = 10.0;
 #endif
     return c;
@@ -271,8 +301,12 @@ int dcz_conv2d_pick_shift(const dcz_conv_geom *g, uint64_t nnz)
     const double d = g->out_c && cols > 0 ? (double)nnz / (g->out_c * cols) : 0;
     const shift_costs c = costs();
     const int win1 = g->kh * g->kw == 1, pw = win1 && g->sh == 1 && g->sw == 1 && d >= 1;
-    const double shift = g->out_c * cols * block_cost(&c, d > 1 ? 1 : d, dcz_shift_pick_block(g, nnz), plane_vectors(g)) +
-                         g->out_c * plane_vectors(g) * (pw ? c.store_pw : c.store);
+    const int pointwise = win1 && g->sh == 1 && g->sw == 1 && g->ph == 0 && g->pw == 0;
+    if (pointwise && c.pw_single && (size_t)g->out_h * g->out_w == 1) return 1;
+    const double v = plane_vectors(g);
+    const double shift = (g->out_c * cols * block_cost(&c, d > 1 ? 1 : d, dcz_shift_pick_block(g, nnz), v) +
+                          g->out_c * v * (pw ? c.store_pw : c.store)) *
+                         (pw && v >= PW_LARGE ? c.pw_large : 1.0);
     /* the dense product runs whole vectors of the plane: 7 x 7 takes 4 */
     const double gemm = (double)g->out_c * cols * (double)(dcz_gemm_ldb((size_t)g->out_h * g->out_w) / 16) /
                         (pw ? c.gemm_pw : win1 ? c.gemm_rate1 : g->kh * g->kw >= 25 ? c.gemm_rate5 : c.gemm_rate);
