@@ -1084,21 +1084,30 @@ static void test_qrelu(void)
 
 /* dcz_qtable against the reference: both ranges and a table shorter than
  * the registers that hold it, every entry looked up, the last one
- * included, on lengths that end inside and outside a vector */
+ * included, on lengths that end inside and outside a vector; tables of
+ * any 16-bit values and, as calibration makes them, of values within
+ * -qmax .. qmax (the byte permutes' path, where VBMI runs it), in place
+ * too */
 static void test_qtable(void)
 {
     size_t bad = 0;
-    for (int r = 0; r < 3; r++) {
-        const int32_t qmax = r == 0 ? 127 : r == 1 ? 32767 : 50;
+    for (int r = 0; r < 5; r++) {
+        const int32_t qmax = r == 0 || r == 3 ? 127 : r == 1 ? 32767 : 50;
+        const int small = r >= 3;
         const size_t entries = 2 * (size_t)qmax + 2, n = 2 * (size_t)qmax + 1 + 13;
         dcz_q *table = alloc(entries, sizeof(dcz_q)), *x = alloc(n, sizeof(dcz_q));
         dcz_q *want = alloc(n, sizeof(dcz_q)), *got = alloc(n, sizeof(dcz_q));
-        for (size_t i = 0; i < entries; i++) table[i] = (dcz_q)(rnd() % 65535 - 32767);
+        for (size_t i = 0; i < entries; i++)
+            table[i] = (dcz_q)(small ? (int32_t)(rnd() % (2 * (uint64_t)qmax + 1)) - qmax
+                                     : (int32_t)(rnd() % 65535) - 32767);
         for (size_t i = 0; i < n; i++) x[i] = (dcz_q)(i < 2 * (size_t)qmax + 1 ? (int32_t)i - qmax : (int32_t)(rnd() % (2 * (uint64_t)qmax + 1)) - qmax);
         x[n - 1] = (dcz_q)qmax;
         dcz_qtable_ref(table, qmax, x, n, want);
         dcz_qtable(table, qmax, x, n, got);
         bad += diff_q("qtable", "", got, want, n);
+        memcpy(got, x, n * sizeof *got);
+        dcz_qtable(table, qmax, got, n, got);
+        bad += diff_q("qtable in place", "", got, want, n);
         free(table); free(x); free(want); free(got);
     }
     CHECK(bad == 0, "qtable differs from the reference in %zu elements", bad);

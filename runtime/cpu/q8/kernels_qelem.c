@@ -459,6 +459,48 @@ static void qtable8__avx512(const dcz_q *table, int32_t qmax, const dcz_q *x, si
     }
 }
 
+/* The same with byte permutes (VBMI) where every entry fits a byte, as
+ * the 8-bit schemes' tables do (outputs within -qmax .. qmax): 64 lookups
+ * a step. The table is laid out by the index's low byte (x's own byte,
+ * two's complement), its 256 bytes in four registers; a two-register byte
+ * permute looks up the low seven bits in each half and bit 7 chooses the
+ * half; the inputs are narrowed to their low bytes by one more permute
+ * and the bytes sign-extended back. Twelve instructions for 64 lookups
+ * where the word permutes take 24: int8 EfficientNet-B0's SiLU tables (6.2
+ * million lookups a sample; pruned by blocks, batch 1, one core of an AMD
+ * EPYC, Zen 4, dcz bench --per-layer) 449 -> 310 us; the whole model,
+ * least of three alternated minima of 40 runs, 4.21 -> 4.16 ms, int8
+ * MobileNetV3-Small (HardSwish) 0.830 -> 0.808. A table with an entry
+ * past a byte takes the word permutes. */
+__attribute__((target("avx512f,avx512bw,avx512vbmi")))
+static int qtable8__vbmi(const dcz_q *table, int32_t qmax, const dcz_q *x, size_t n, dcz_q *y)
+{
+    const size_t entries = 2 * (size_t)qmax + 1;
+    uint8_t tb[256];
+    memset(tb, 0, sizeof tb);
+    for (size_t k = 0; k < entries; k++) {
+        if (table[k] < -128 || table[k] > 127) return 0;
+        tb[(uint8_t)(int8_t)((int32_t)k - qmax)] = (uint8_t)(int8_t)table[k];
+    }
+    const __m512i t0 = _mm512_loadu_si512((const void *)tb), t1 = _mm512_loadu_si512((const void *)(tb + 64));
+    const __m512i t2 = _mm512_loadu_si512((const void *)(tb + 128)), t3 = _mm512_loadu_si512((const void *)(tb + 192));
+    uint8_t ev[64];
+    for (int i = 0; i < 64; i++) ev[i] = (uint8_t)(2 * i);
+    const __m512i even = _mm512_loadu_si512((const void *)ev);
+    for (size_t i = 0; i < n; i += 64) {
+        const size_t left = n - i;
+        const __mmask32 m0 = left >= 32 ? 0xFFFFFFFFu : (__mmask32)((1u << left) - 1);
+        const __mmask32 m1 = left >= 64 ? 0xFFFFFFFFu : left <= 32 ? 0 : (__mmask32)((1u << (left - 32)) - 1);
+        const __m512i a = _mm512_maskz_loadu_epi16(m0, x + i), b = _mm512_maskz_loadu_epi16(m1, x + i + 32);
+        const __m512i at = _mm512_permutex2var_epi8(a, even, b);   /* the 64 low bytes */
+        const __m512i lo = _mm512_permutex2var_epi8(t0, at, t1), hi = _mm512_permutex2var_epi8(t2, at, t3);
+        const __m512i r = _mm512_mask_blend_epi8(_mm512_movepi8_mask(at), lo, hi);
+        _mm512_mask_storeu_epi16(y + i, m0, _mm512_cvtepi8_epi16(_mm512_castsi512_si256(r)));
+        if (m1) _mm512_mask_storeu_epi16(y + i + 32, m1, _mm512_cvtepi8_epi16(_mm512_extracti64x4_epi64(r, 1)));
+    }
+    return 1;
+}
+
 /* 16 lookups a step: the entries' 32-bit words gathered (the table has an
  * entry past its end for the last one's upper half), their low halves kept */
 __attribute__((target("avx512f")))
@@ -479,6 +521,7 @@ void dcz_qtable(const dcz_q *table, int32_t qmax, const dcz_q *x, size_t n, dcz_
 {
 #ifdef DCZ_X86
     if (qmax <= 127 && dcz_isa_supported(DCZ_ISA_AVX512) && dcz_cpu_features()->avx512bw) {
+        if (dcz_cpu_features()->avx512vbmi && qtable8__vbmi(table, qmax, x, n, y)) return;
         qtable8__avx512(table, qmax, x, n, y);
         return;
     }
