@@ -1194,6 +1194,29 @@ static void test_qmul(void)
     }
     CHECK(bad == 0, "qmul differs from the reference in %zu elements", bad);
     CHECK(runs >= 300, "qmul ran %zu times", runs);
+    /* planes of 1024 values and more (the 8-bit schemes' table path where
+     * VBMI runs it), in place too */
+    enum { LP = 1500, LC = 3 };
+    static dcz_q lx[LC * LP], lf[LC], lw[LC * LP], lg[LC * LP];
+    bad = 0;
+    for (int round = 0; round < 40; round++) {
+        const int32_t qmax = round & 1 ? 127 : 50;
+        const uint32_t channels = 1 + (uint32_t)(rnd() % LC), plane = 1000 + (uint32_t)(rnd() % (LP - 999));
+        const int32_t mult = (int32_t)(rnd() >> 33);
+        const uint8_t shift = (uint8_t)(round % 7 == 0 ? 63 : 20 + rnd() % 43);
+        const size_t n = (size_t)channels * plane;
+        for (size_t i = 0; i < n; i++) lx[i] = (dcz_q)((int32_t)(rnd() % (2 * (uint64_t)qmax + 1)) - qmax);
+        for (size_t i = 0; i < channels; i++) lf[i] = (dcz_q)((int32_t)(rnd() % (2 * (uint64_t)qmax + 1)) - qmax);
+        lx[0] = (dcz_q)-qmax;
+        lx[n - 1] = (dcz_q)qmax;
+        dcz_qmul_ref(lx, lf, 1, channels, plane, mult, shift, qmax, lw);
+        dcz_qmul(lx, lf, 1, channels, plane, mult, shift, qmax, lg);
+        bad += diff_q("qmul (large planes)", "", lg, lw, n);
+        memcpy(lg, lx, n * sizeof *lg);
+        dcz_qmul(lg, lf, 1, channels, plane, mult, shift, qmax, lg);
+        bad += diff_q("qmul (large planes, in place)", "", lg, lw, n);
+    }
+    CHECK(bad == 0, "qmul over large planes differs from the reference in %zu elements", bad);
 }
 
 /* dcz_qadd and each variant this machine runs against the reference:
