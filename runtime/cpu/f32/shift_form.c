@@ -231,11 +231,12 @@ typedef struct shift_costs {
  * 1.9 times as fast on the dense product, where the model put the shift
  * form 1.2 to 1.7 times as fast (off by 1.9 to 2.5): pw_large 2.5 takes
  * all of them to the dense product. Pruned ones stay with the model: at
- * 10% of the weights the shift form ran MobileNetV2's 2.5 to 4.7 times as
- * fast as the product on the weights expanded (16 -> 96 over 112 x 112:
- * 468 against 1218 us), EfficientNet-B0's (whose activation is SiLU) 1.0
- * to 1.7 times as slow (678 against 396), which the model does not tell
- * apart. Over one pixel the dense product packs a panel for a
+ * 10% of the weights, the same factor and output cost on them took
+ * MobileNetV2's and EfficientNet-B0's pointwise layers over 28 x 28 or
+ * more to the product on the weights expanded, and the models from 3.35
+ * to 3.78 ms and from 6.03 to 7.44 (though --plan measure, one load's
+ * timings, had put some of EfficientNet-B0's faster there: 16 -> 96 over
+ * 112 x 112 with its SiLU, 396 us against 678). Over one pixel the dense product packs a panel for a
  * single column: the squeeze-and-excitation layers of EfficientNet-B0
  * (1152 -> 48 and back, ...) took 20 to 58 us there, 5 to 22 on the shift
  * form. The whole dense models, batch 1, least of three alternated minima
