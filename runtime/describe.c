@@ -227,7 +227,9 @@ static dcz_status describe_viewed(const dcz_model *m, uint32_t layer, dcz_layer_
         snprintf(k->why, sizeof k->why, "%s, one channel a group: %s the sum of its taps over the input, "
                  "masked at the edges, %s%s%s", weights,
                  kern == DCZ_K_CONV_DEPTHWISE_PLANE ? "each output plane held in registers,"
-                                                    : "each output row, 4 to 8 at a time,",
+                                                    : "each output row, 4 to 8 at a time (on avx512 a channel that keeps "
+                                                      "its whole 3x3 or 5x5 window: each input row loaded once for "
+                                                      "every output row that reads it),",
                  dcz_conv2d_shift_variant(), l->act.op ? ", then " : "", act);
         break;
     case DCZ_K_CONV_SHIFT: {
