@@ -56,7 +56,7 @@ static inline int conv_grid(size_t i, dcz_conv_geom *g)
  * whole vectors, whose dense product reads the input as it lies, and
  * depthwise ones over planes wider than two vectors, with the channels
  * in the lanes among them. */
-#define CONV_EXTRA 42
+#define CONV_EXTRA 44
 static inline void conv_extra(dcz_conv_geom *g)
 {
     const dcz_conv_geom e[CONV_EXTRA] = {
@@ -99,6 +99,8 @@ static inline void conv_extra(dcz_conv_geom *g)
         conv_geom_grouped(2, 2, 23, 113, 3, 2, 1, 2), /* strided: rows of 57, two runs of two */
         conv_geom_grouped(2, 2, 17, 90, 5, 2, 2, 2),  /* 5 x 5 strided: rows of 45 */
         conv_geom_grouped(2, 2, 12, 50, 5, 1, 2, 2),  /* 5 x 5: rows of 50, the last run's vector of 2 */
+        conv_geom_grouped(2, 2, 11, 13, 5, 1, 2, 2),  /* 5 x 5: rows of one vector, 11 rows (8 a call) */
+        conv_geom_grouped(2, 2, 9, 80, 3, 2, 1, 2),   /* strided rows of 40: three vectors, the last run back one */
         /* channels in lanes over wide planes, in bands of window rows */
         conv_geom_grouped(9, 9, 12, 70, 3, 1, 1, 9),  /* rows of 70, blocks of 8 and 1 */
         conv_geom_grouped(8, 8, 13, 67, 5, 2, 2, 8),  /* 5 x 5 strided: rows of 34, five rows a window */

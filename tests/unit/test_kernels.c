@@ -258,7 +258,7 @@ static size_t conv_mismatches(const char *what, const dcz_conv_geom *g, size_t b
 typedef struct conv_tally {
     size_t cases, direct, im2col, dense, variant, variants;
     size_t shift, shift_gemm, shift_variants, shift_act, shift_res, shift_res_runs, shift_res_store;
-    size_t pooled, pooled_runs, pooled_dw;
+    size_t pooled, pooled_runs, pooled_dw, dw_whole;
     dcz_pool *pools[2];   /* of 2 and 3 threads */
 } conv_tally;
 
@@ -362,6 +362,7 @@ static int conv_case(const dcz_conv_geom *g, double density, uint32_t k, conv_ta
                 t->pooled += memcmp(y, y2, b * yout * sizeof(float)) != 0;
                 t->pooled_runs++;
                 t->pooled_dw += dcz_conv2d_shift_depthwise(g, f) != NULL;
+                t->dw_whole += dcz_shift_dw_whole(g, f);
             }
             /* an activation taken on the way out: the bits of the activation
              * run over the output (ReLU, ReLU6, a clip around 0, SiLU,
@@ -503,6 +504,8 @@ static void test_conv_grid(void)
           t.pooled, t.pooled_runs);
     const char *sv = dcz_conv2d_shift_variant();   /* the depthwise kernels are x86's */
     CHECK(t.pooled_dw > 0 || !sv || !strcmp(sv, "neon"), "no depthwise kernel ran over threads");
+    CHECK(t.dw_whole >= 10 || !sv || strcmp(sv, "avx512"), "the depthwise rows kernel took whole windows %zu times",
+          t.dw_whole);
     dcz_pool_stop(t.pools[0]);
     dcz_pool_stop(t.pools[1]);
     CHECK(t.variants > 0 || !(dcz_isa_supported(DCZ_ISA_AVX2) || dcz_isa_supported(DCZ_ISA_NEON)),

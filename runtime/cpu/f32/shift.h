@@ -57,6 +57,10 @@ const char *dcz_conv2d_shift_variant(void);
  * kernel that runs g on the shift form f straight from the input
  * (shift_depthwise.c), or NULL where the shift form itself runs it. */
 const char *dcz_conv2d_shift_depthwise(const dcz_conv_geom *g, const dcz_shift *f);
+/* Whether the AVX-512 rows kernel runs g's channels that keep every cell
+ * of their window by whole windows (shift_depthwise.c, dw_full__avx512);
+ * for the tests. */
+int dcz_shift_dw_whole(const dcz_conv_geom *g, const dcz_shift *f);
 /* dcz_conv2d_shift on the best variant, then what the layers after it
  * leave to it: a residual res (NULL for none) added to every output, the
  * bits of dcz_add over the convolution's output and res, then act (op 0:

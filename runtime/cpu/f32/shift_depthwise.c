@@ -514,6 +514,18 @@ typedef struct dw_rows_layer {
     dw_full_run fu[DW_FULL_RUNS];
 } dw_rows_layer;
 
+/* Whether dw_full__avx512 takes g's channels that keep every cell: K x K
+ * of 3 or 5, padded (K - 1) / 2, the same stride both ways; at stride 2
+ * over rows of two vectors or more (over rows of one, 7 and 14 of them,
+ * the tap lists' rows kernel was the faster: MobileNetV2's 576 x 14 x 14
+ * 46 against 55 us, 192 x 28 x 28 29 against 32) */
+static int dw_full_takes(const dcz_conv_geom *g)
+{
+    const uint32_t K = g->kw, P = (K - 1) / 2;
+    return (K == 3 || K == 5) && g->kh == K && g->sh == g->sw && g->ph == P && g->pw == P &&
+           (g->sw == 1 || g->out_w > 16);
+}
+
 /* One channel's plane by dw_full__avx512 (every cell kept): its runs of
  * the layer's vectors, each down the whole plane, L->full_R rows a call. */
 __attribute__((target("avx512f"), noinline))
@@ -531,12 +543,14 @@ static void dw_full_plane__avx512(const dw_rows_layer *L, const dcz_conv_geom *g
             const float *const *rp = rows + oy * S;
             float *yr = yc + oy * ow + 16 * L->v0[k];
 #define DW_FULL(S_, K_, NV_, R_) dw_full__avx512(S_, K_, NV_, R_, u, rp, w, b, left, ow, t, act, yr)
+            /* (rows of one vector at stride 1 alone: L->full) */
             if (L->cv == 2) {
                 if (S == 1) { if (g->kw == 3) DW_FULL(1, 3, 2, 4); else DW_FULL(1, 5, 2, 4); }
                 else { if (g->kw == 3) DW_FULL(2, 3, 2, 4); else DW_FULL(2, 5, 2, 4); }
+            } else if (g->kw == 3) {
+                DW_FULL(1, 3, 1, 8);
             } else {
-                if (S == 1) { if (g->kw == 3) DW_FULL(1, 3, 1, 8); else DW_FULL(1, 5, 1, 8); }
-                else { if (g->kw == 3) DW_FULL(2, 3, 1, 8); else DW_FULL(2, 5, 1, 8); }
+                DW_FULL(1, 5, 1, 8);
             }
 #undef DW_FULL
         }
@@ -650,14 +664,10 @@ void dcz_shift_dw_rows_run__avx512(const dcz_conv_geom *g, const split_geom *q, 
     L.R = cv == 2 ? 4 : oh <= 4 ? 4 : oh % 7 == 0 ? 7 : 8;
     L.groups = (oh + L.R - 1) / L.R;
     L.nrow = (L.groups * L.R - 1) * g->sh + g->kh;
-    /* whole windows: K x K of 3 or 5, padded (K - 1) / 2, the same stride
-     * both ways; at stride 2 over rows of two vectors or more (over rows of
-     * one, 7 and 14 of them, the tap lists' rows kernel was the faster:
-     * MobileNetV2's 576 x 14 x 14 46 against 55 us, 192 x 28 x 28 29
-     * against 32) */
-    const size_t K = g->kw, P = (K - 1) / 2;
-    L.full = (K == 3 || K == 5) && g->kh == K && g->sh == sw && g->ph == P && g->pw == P && (sw == 1 || cv == 2);
+    const size_t K = g->kw;
+    L.full = dw_full_takes(g);
     if (L.full) {
+        const size_t P = (K - 1) / 2;
         L.full_R = cv == 2 ? 4 : 8;
         L.full_groups = (oh + L.full_R - 1) / L.full_R;
         L.full_nrow = (L.full_groups * L.full_R - 1) * sw + K;
@@ -1114,3 +1124,13 @@ void dcz_shift_dw_lanes_run__avx2(const dcz_conv_geom *g, const split_geom *q, c
     }
 }
 #endif /* DCZ_BUILD_F32_X86 */
+
+int dcz_shift_dw_whole(const dcz_conv_geom *g, const dcz_shift *f)
+{
+#if DCZ_BUILD_F32_X86
+    return dcz_shift_best() == DCZ_ISA_AVX512 && dcz_shift_dw_path(g, f) == DCZ_SHIFT_DW_ROWS && dw_full_takes(g);
+#else
+    (void)g; (void)f;
+    return 0;
+#endif
+}

@@ -41,7 +41,9 @@ void dcz_qclamp(dcz_q *x, size_t n, int32_t lo, int32_t hi);
 void dcz_qmul_ref(const dcz_q *x, const dcz_q *f, size_t batch, uint32_t channels, uint32_t plane,
                   int32_t mult, uint8_t shift, int32_t qmax, dcz_q *y);
 /* The same values in vectors (kernels_qelem.c: AVX-512 or AVX2 where the
- * shift is at most 62); dcz_qmul_isa on isa's variant, 0 where this
+ * shift is at most 62; the 8-bit schemes' planes of 1024 values or more by
+ * a table of the values x can take, so x within +-qmax, as every tensor of
+ * the integer region); dcz_qmul_isa on isa's variant, 0 where this
  * machine or the shift has none. */
 void dcz_qmul(const dcz_q *x, const dcz_q *f, size_t batch, uint32_t channels, uint32_t plane, int32_t mult,
               uint8_t shift, int32_t qmax, dcz_q *y);
