@@ -125,6 +125,9 @@ int dcz_shift_split_vector(dcz_isa isa, const dcz_conv_geom *g, const struct spl
  * convolutions. */
 enum { DCZ_SHIFT_DW_NONE, DCZ_SHIFT_DW_ROWS, DCZ_SHIFT_DW_PLANE };
 int dcz_shift_dw_path(const dcz_conv_geom *g, const dcz_shift *f);
+/* Whether the rows kernel takes g's channels that keep every cell by whole
+ * windows (dw_full__avx512) */
+int dcz_shift_dw_full_takes(const dcz_conv_geom *g);
 /* Each kernel runs output channels [c0, c1) of every sample. */
 void dcz_shift_dw_plane__avx512(const dcz_conv_geom *g, const struct split_geom *q, const dcz_shift *f,
                                 const float *bias, const float *x, size_t batch, const dcz_act *act, uint32_t c0,

@@ -519,7 +519,7 @@ typedef struct dw_rows_layer {
  * over rows of two vectors or more (over rows of one, 7 and 14 of them,
  * the tap lists' rows kernel was the faster: MobileNetV2's 576 x 14 x 14
  * 46 against 55 us, 192 x 28 x 28 29 against 32) */
-static int dw_full_takes(const dcz_conv_geom *g)
+int dcz_shift_dw_full_takes(const dcz_conv_geom *g)
 {
     const uint32_t K = g->kw, P = (K - 1) / 2;
     return (K == 3 || K == 5) && g->kh == K && g->sh == g->sw && g->ph == P && g->pw == P &&
@@ -665,7 +665,7 @@ void dcz_shift_dw_rows_run__avx512(const dcz_conv_geom *g, const split_geom *q, 
     L.groups = (oh + L.R - 1) / L.R;
     L.nrow = (L.groups * L.R - 1) * g->sh + g->kh;
     const size_t K = g->kw;
-    L.full = dw_full_takes(g);
+    L.full = dcz_shift_dw_full_takes(g);
     if (L.full) {
         const size_t P = (K - 1) / 2;
         L.full_R = cv == 2 ? 4 : 8;
@@ -1124,13 +1124,3 @@ void dcz_shift_dw_lanes_run__avx2(const dcz_conv_geom *g, const split_geom *q, c
     }
 }
 #endif /* DCZ_BUILD_F32_X86 */
-
-int dcz_shift_dw_whole(const dcz_conv_geom *g, const dcz_shift *f)
-{
-#if DCZ_BUILD_F32_X86
-    return dcz_shift_best() == DCZ_ISA_AVX512 && dcz_shift_dw_path(g, f) == DCZ_SHIFT_DW_ROWS && dw_full_takes(g);
-#else
-    (void)g; (void)f;
-    return 0;
-#endif
-}
