@@ -362,7 +362,10 @@ static int conv_case(const dcz_conv_geom *g, double density, uint32_t k, conv_ta
                 t->pooled += memcmp(y, y2, b * yout * sizeof(float)) != 0;
                 t->pooled_runs++;
                 t->pooled_dw += dcz_conv2d_shift_depthwise(g, f) != NULL;
-                t->dw_whole += dcz_shift_dw_whole(g, f);
+                /* the rows kernel by whole windows (AVX-512) */
+                const char *dwk = dcz_conv2d_shift_depthwise(g, f), *var = dcz_conv2d_shift_variant();
+                t->dw_whole += dwk && !strcmp(dwk, "rows") && var && !strcmp(var, "avx512") &&
+                               dcz_shift_dw_full_takes(g);
             }
             /* an activation taken on the way out: the bits of the activation
              * run over the output (ReLU, ReLU6, a clip around 0, SiLU,

@@ -461,17 +461,6 @@ const char *dcz_conv2d_shift_depthwise(const dcz_conv_geom *g, const dcz_shift *
     return names[dw_kernel(dcz_shift_best(), g, f)];
 }
 
-int dcz_shift_dw_whole(const dcz_conv_geom *g, const dcz_shift *f)
-{
-#ifdef DCZ_X86
-    return dw_kernel(dcz_shift_best(), g, f) == DW_ROWS_AVX512 && dcz_shift_dw_full_takes(g);
-#else
-    (void)g;
-    (void)f;
-    return 0;
-#endif
-}
-
 #ifdef DCZ_X86
 /* What dw_run hands a part: every sample's output channels of part `part`
  * of `parts` (blocks of 8 for the lanes kernel), each part its slice of

@@ -57,10 +57,11 @@ const char *dcz_conv2d_shift_variant(void);
  * kernel that runs g on the shift form f straight from the input
  * (shift_depthwise.c), or NULL where the shift form itself runs it. */
 const char *dcz_conv2d_shift_depthwise(const dcz_conv_geom *g, const dcz_shift *f);
-/* Whether the AVX-512 rows kernel runs g's channels that keep every cell
- * of their window by whole windows (shift_depthwise.c, dw_full__avx512);
- * for the tests. */
-int dcz_shift_dw_whole(const dcz_conv_geom *g, const dcz_shift *f);
+/* Whether the AVX-512 rows kernel takes g's channels that keep every cell
+ * of their window by whole windows (shift_depthwise.c, dw_full__avx512),
+ * where it runs g (dcz_conv2d_shift_depthwise: "rows" on AVX-512); 0 off
+ * x86. */
+int dcz_shift_dw_full_takes(const dcz_conv_geom *g);
 /* dcz_conv2d_shift on the best variant, then what the layers after it
  * leave to it: a residual res (NULL for none) added to every output, the
  * bits of dcz_add over the convolution's output and res, then act (op 0:
@@ -125,9 +126,6 @@ int dcz_shift_split_vector(dcz_isa isa, const dcz_conv_geom *g, const struct spl
  * convolutions. */
 enum { DCZ_SHIFT_DW_NONE, DCZ_SHIFT_DW_ROWS, DCZ_SHIFT_DW_PLANE };
 int dcz_shift_dw_path(const dcz_conv_geom *g, const dcz_shift *f);
-/* Whether the rows kernel takes g's channels that keep every cell by whole
- * windows (dw_full__avx512) */
-int dcz_shift_dw_full_takes(const dcz_conv_geom *g);
 /* Each kernel runs output channels [c0, c1) of every sample. */
 void dcz_shift_dw_plane__avx512(const dcz_conv_geom *g, const struct split_geom *q, const dcz_shift *f,
                                 const float *bias, const float *x, size_t batch, const dcz_act *act, uint32_t c0,

@@ -1123,4 +1123,10 @@ void dcz_shift_dw_lanes_run__avx2(const dcz_conv_geom *g, const split_geom *q, c
         }
     }
 }
+#else
+int dcz_shift_dw_full_takes(const dcz_conv_geom *g)
+{
+    (void)g;
+    return 0;
+}
 #endif /* DCZ_BUILD_F32_X86 */
