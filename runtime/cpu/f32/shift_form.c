@@ -241,7 +241,9 @@ typedef struct shift_costs {
  * (1152 -> 48 and back, ...) took 20 to 58 us there, 5 to 22 on the shift
  * form. The whole dense models, batch 1, least of three alternated minima
  * of 40 runs (ms): MobileNetV2 8.45 -> 8.09, EfficientNet-B0 12.80 ->
- * 12.55, MobileNetV3-Small 2.10 -> 2.00, RegNetX-400MF 10.68 -> 9.83.
+ * 12.55, MobileNetV3-Small 2.10 -> 2.00, RegNetX-400MF 10.68 -> 9.83
+ * (measured again an hour later, five alternated minima: 9.73 -> 9.61,
+ * ResNet-50 73.96 -> 73.01: the first figure had this host's drift in it).
  * Intel's cores unmeasured on these planes: their costs keep the fit of
  * the presets. */
 #define PW_LARGE 49.0
