@@ -276,7 +276,7 @@ static dcz_status open_net(dcz_tdev *d, dcz_net *net, int cap, int train, dcz_de
     for (int t = 0; t <= L && s == DCZ_OK; t++)
         s = dalloc(dn, (size_t)cap * net->twidth[t], sizeof(float), (void **)&dn->act[t]);
     if (s == DCZ_OK) s = open_scratch(dn);
-    if (train) {   /* a teacher's weights as they are */
+    if (train) {   /* a student's state, its constraints applied; a teacher's weights stay as they are */
         if (s == DCZ_OK) s = open_training(dn);
         dcz_net_apply_constraints(net);
     }

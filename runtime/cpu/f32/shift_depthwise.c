@@ -527,12 +527,12 @@ int dcz_shift_dw_full_takes(const dcz_conv_geom *g)
 }
 
 /* One channel's plane by dw_full__avx512 (every cell kept): its runs of
- * the layer's vectors, each down the whole plane, L->full_R rows a call. */
+ * the layer's vectors, each down the whole plane, L->full_R rows a call;
+ * rows: room for the table of its input rows (the caller's). */
 __attribute__((target("avx512f"), noinline))
 static void dw_full_plane__avx512(const dw_rows_layer *L, const dcz_conv_geom *g, const float *xc, const float *w,
-                                  float b, const dcz_act *act, float *yc)
+                                  float b, const dcz_act *act, const float **rows, float *yc)
 {
-    const float *rows[(DW_MAX_ROWS + 8) * 2 + DW_MAX_TAPS];
     const size_t ow = g->out_w, oh = g->out_h, S = g->sw, R = L->full_R, runs = (L->nv + L->cv - 1) / L->cv;
     dw_input_rows(g, xc, L->full_nrow, rows);
     for (size_t k = 0; k < runs; k++) {
@@ -585,7 +585,7 @@ static inline void dw_rows_channels__avx512(const int WIDE, const dw_rows_layer 
             const float *xc = x + (s * g->in_c + c) * in_plane;
             float *yc = y + (s * g->out_c + c) * out_plane;
             if (full) {
-                dw_full_plane__avx512(L, g, xc, w, b, act, yc);
+                dw_full_plane__avx512(L, g, xc, w, b, act, rows, yc);
                 continue;
             }
             dw_input_rows(g, xc, L->nrow, rows);

@@ -304,7 +304,7 @@ int dcz_conv2d_pick_shift(const dcz_conv_geom *g, uint64_t nnz)
     const double d = g->out_c && cols > 0 ? (double)nnz / (g->out_c * cols) : 0;
     const shift_costs c = costs();
     const int win1 = g->kh * g->kw == 1, pw = win1 && g->sh == 1 && g->sw == 1 && d >= 1;
-    const int pointwise = win1 && g->sh == 1 && g->sw == 1 && g->ph == 0 && g->pw == 0;
+    const int pointwise = dcz_conv_pointwise(g);
     if (pointwise && c.pw_single && (size_t)g->out_h * g->out_w == 1) return 1;
     const double v = plane_vectors(g);
     const double shift = (g->out_c * cols * block_cost(&c, d > 1 ? 1 : d, dcz_shift_pick_block(g, nnz), v) +
