@@ -96,7 +96,7 @@ int main(void)
         }
         fill_q(x, xin, 127);
         for (uint32_t c = 0; c < g.out_c; c++) mult[c] = 1 << 30, shift[c] = 40;
-        const dcz_requant rq = { mult, shift, 127 };
+        const dcz_requant rq = { mult, shift, 127, NULL };
         const uint8_t pick = f.amx_pick;
         f.amx_pick = 0;
         const double taps = time_layer(&g, &f, &rq, x, scratch, y);

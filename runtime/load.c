@@ -181,7 +181,7 @@ static void fuse_activations(dcz_model *m)
             j >= m->nlayers)
             continue;
         dcz_exec_layer *p = &m->layers[j];
-        const dcz_requant rq = { c->rq_mult, c->rq_shift, m->qmax };
+        const dcz_requant rq = { c->rq_mult, c->rq_shift, m->qmax, c->rq_pre };
         if (!p->q || p->op != DCZ_OP_MAXPOOL || p->tin[0] != j || m->tensors[j].last != j ||
             p->geom.kh != 2 || p->geom.kw != 2 || p->geom.sh != 2 || p->geom.sw != 2 || p->geom.ph || p->geom.pw ||
             p->geom.out_h != c->geom.out_h / 2 || p->geom.out_w != c->geom.out_w / 2 ||

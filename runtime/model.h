@@ -258,6 +258,7 @@ typedef struct dcz_exec_layer {
                                floats would not hold (it runs by the integer taps), or NULL: none */
     int32_t *rq_mult;       /* weighted but the last: (channels) requantization to */
     uint8_t *rq_shift;      /*   the scale of its output (dcz_requant) */
+    uint8_t *rq_pre;        /*   and the 8-bit schemes' pre-shifts (dcz_requant.pre) */
     int32_t qlo, qhi;       /* integer CONV2D on the shift form: its outputs' clamp, that of the
                                activation after it where that is one and fused in (load.c), else
                                -qmax, qmax */
@@ -443,6 +444,9 @@ typedef struct dcz_requant {
     const int32_t *mult;      /* (channels), >= 0 */
     const uint8_t *shift;     /* (channels), <= 62 */
     int32_t qmax;             /* 127 or 32767 */
+    const uint8_t *pre;       /* (channels) or NULL: the left shift of the accumulator that lets
+                                 the vector kernels requantize channel c as one of shift 33, the
+                                 same bits (dcz_requant_pre, cpu/q8/qrequant.h); 0 where none */
 } dcz_requant;
 
 /* ---- running with a tap (run.c): dcz_run_tapped, tool.h ------------------ */

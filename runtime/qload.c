@@ -23,6 +23,7 @@
 #include <math.h>
 #include <string.h>
 
+#include "runtime/cpu/q8/qrequant.h"
 #include "runtime/model.h"
 
 #define TRY(expr) do { dcz_status s_ = (expr); if (s_ != DCZ_OK) return s_; } while (0)
@@ -58,7 +59,7 @@ dcz_status dcz_qload_weights(dcz_arena *a, uint32_t scheme, const dcz_tensor_vie
     float *ws = dcz_arena_take(a, (uint64_t)rows * 4);
     int64_t *qbias = dcz_arena_take(a, (uint64_t)rows * 8);
     int32_t *mult = dcz_arena_take(a, (uint64_t)rows * 4);
-    uint8_t *shift = dcz_arena_take(a, rows);
+    uint8_t *shift = dcz_arena_take(a, rows), *pre = dcz_arena_take(a, rows);
     double *out_scale = dcz_arena_take(a, (uint64_t)rows * 8);
     uint32_t *row_ptr = NULL;
     uint8_t *step = NULL;
@@ -121,6 +122,7 @@ dcz_status dcz_qload_weights(dcz_arena *a, uint32_t scheme, const dcz_tensor_vie
     l->qbias = qbias;
     l->rq_mult = mult;
     l->rq_shift = shift;
+    l->rq_pre = pre;
     l->out_scale = out_scale;
     return DCZ_OK;
 }
@@ -151,11 +153,12 @@ dcz_status dcz_requant_params(double M, int32_t *mult, uint8_t *shift)
  * once), plus the bias; in double, so the bound itself cannot overflow.
  * *fits: every channel's bound is below limit; *mult_fits (where mult is
  * given): every channel whose shift is not 0 keeps its bound times its
- * multiplier below 2^62. One pass over the weights: the stream form's
+ * multiplier below 2^62; pre (where given): each channel's pre-shift from
+ * its bound (dcz_requant_pre; 0 without mult). One pass over the weights: the stream form's
  * streams (cpu/ref/stream.c) are read once, in row order, with the model's
  * scratch for their reader (0 in both where they cannot be). */
-static void bounds(const dcz_exec_layer *l, int32_t qmax, double limit, const int32_t *mult, void *scratch, int *fits,
-                   int *mult_fits)
+static void bounds(const dcz_exec_layer *l, int32_t qmax, double limit, const int32_t *mult, uint8_t *pre,
+                   void *scratch, int *fits, int *mult_fits)
 {
     const dcz_qsparse *qs = &l->qs;
     const dcz_tensor_view *wv = l->wv;
@@ -186,6 +189,7 @@ static void bounds(const dcz_exec_layer *l, int32_t qmax, double limit, const in
         const double b = sum * qmax + fabs((double)l->qbias[c]);
         below &= b < limit;
         if (mult) mult_below &= !(l->rq_shift[c] > 0) || b * mult[c] < 0x1p62;
+        if (pre) pre[c] = mult ? dcz_requant_pre(l->rq_shift[c], b) : 0;
     }
     *fits = below;
     *mult_fits = mult_below;
@@ -214,8 +218,10 @@ static dcz_status finish_weighted(dcz_exec_layer *l, int32_t qmax, int last, flo
         linked = dcz_requant_params(M, &l->rq_mult[c], &l->rq_shift[c]);
     }
     int fits, mult_fits;
-    bounds(l, qmax, qmax == 127 ? 0x1p31 : 0x1p62, last || linked != DCZ_OK ? NULL : l->rq_mult, scratch, &fits,
-           &mult_fits);
+    /* the pre-shifts for the 8-bit schemes' vector kernels alone */
+    if (qmax != 127) l->rq_pre = NULL;
+    bounds(l, qmax, qmax == 127 ? 0x1p31 : 0x1p62, last || linked != DCZ_OK ? NULL : l->rq_mult, l->rq_pre, scratch,
+           &fits, &mult_fits);
     if (!fits) return DCZ_ERR_UNSUPPORTED;
     TRY(linked);
     return mult_fits ? DCZ_OK : DCZ_ERR_UNSUPPORTED;

@@ -478,7 +478,7 @@ static void qrun_weighted(const dcz_model *m, uint32_t index, const void *const 
         return;
     }
     const int32_t lo = m->fuse ? l->qlo : -m->qmax, hi = m->fuse ? l->qhi : m->qmax;
-    dcz_requant rq = { l->rq_mult, l->rq_shift, m->qmax };
+    dcz_requant rq = { l->rq_mult, l->rq_shift, m->qmax, l->rq_pre };
     if (m->qmax == 127 && !ref) dcz_requant8(&rq, m->qacc, batch, l->channels, plane, y);
     else dcz_requant_ref(&rq, m->qacc, batch, l->channels, plane, y);
     if (lo != -m->qmax || hi != m->qmax) {
@@ -495,7 +495,7 @@ static void qrun_conv_shift(const dcz_model *m, uint32_t index, const void *cons
     const dcz_exec_layer *l = &m->layers[index];
     if (index != m->q_last && !m->keep_acc) {
         const int32_t lo = m->fuse ? l->qlo : -m->qmax, hi = m->fuse ? l->qhi : m->qmax;
-        const dcz_requant rq = { l->rq_mult, l->rq_shift, m->qmax };
+        const dcz_requant rq = { l->rq_mult, l->rq_shift, m->qmax, l->rq_pre };
         dcz_pool *pool = dcz_qconv2d_shift_requant_splits(&l->geom, &l->qshift) ? m->pool : NULL;
         if (dcz_qconv2d_shift_requant(pool, &l->geom, &l->qshift, l->qbias, &rq, lo, hi, m->fuse && l->qpool, xs[0],
                                       batch, m->scratch, y))
@@ -511,7 +511,7 @@ static void qrun_conv_f32(const dcz_model *m, uint32_t index, const void *const 
     const dcz_exec_layer *l = &m->layers[index];
     if (index != m->q_last && !m->keep_acc && m->qmax == 127) {
         const int32_t lo = m->fuse ? l->qlo : -m->qmax, hi = m->fuse ? l->qhi : m->qmax;
-        const dcz_requant rq = { l->rq_mult, l->rq_shift, m->qmax };
+        const dcz_requant rq = { l->rq_mult, l->rq_shift, m->qmax, l->rq_pre };
         dcz_qconv2d_f32_requant(m->pool, &l->geom, &l->shift, &l->qs, l->qover, l->qbias, &rq, lo, hi, xs[0], batch,
                                 m->scratch, y);
         return;

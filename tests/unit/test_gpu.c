@@ -382,7 +382,7 @@ static size_t qfin_bad(const qfin *f, const int64_t *acc, size_t batch, uint32_t
 {
     const size_t n = batch * f->n * plane;
     dcz_q *want = alloc(n, sizeof(dcz_q));
-    const dcz_requant rq = { f->mult, f->shift, 127 };
+    const dcz_requant rq = { f->mult, f->shift, 127, NULL };
     dcz_requant_ref(&rq, acc, batch, f->n, plane, want);
     size_t bad = 0;
     for (size_t i = 0; i < n; i++) {

@@ -628,7 +628,7 @@ static size_t finish_bad(const qconsts *c, const int64_t *acc, size_t batch, uin
 {
     const size_t n = batch * channels * plane;
     dcz_q *want = alloc(n, sizeof(dcz_q));
-    const dcz_requant rq = { c->mult, c->shift, 127 };
+    const dcz_requant rq = { c->mult, c->shift, 127, NULL };
     dcz_requant_ref(&rq, acc, batch, channels, plane, want);
     size_t bad = 0;
     for (size_t i = 0; i < n; i++) {
@@ -661,7 +661,7 @@ static void test_int_requant(void)
             if (i == 1) acc = -0x7fffffff, mult = 0x7fffffff;
             if (i == 2) mult = 0;
             const uint8_t s8 = (uint8_t)sh;
-            const dcz_requant rq = { &mult, &s8, 127 };
+            const dcz_requant rq = { &mult, &s8, 127, NULL };
             dcz_q want;
             dcz_requant_ref(&rq, &acc, 1, 1, 1, &want);
             bad += dcz_gk_requant(acc, mult, sh, 127) != want;

@@ -321,6 +321,7 @@ typedef struct conv_tally {
     size_t cases, bad, float_cases, float_bad, variants, gemm_cases, shift_cases, shift_vector, dw_forms, dw_runs;
     size_t amx_forms, amx_runs, amx_rows, amx_copies, amx_cols;
     size_t split_variants, split_want, blocks2, pooled, qdw, dw_maps, dwp_forms, dwp_runs, dwp_kernel, f32_cases, f32_over, f32_requant;
+    size_t pre_channels;
     size_t threaded;   /* requantizing runs over pools of 2 and 3 threads */
     uint32_t fillers;
 } conv_tally;
@@ -416,7 +417,7 @@ static void qconv_case(const dcz_conv_geom *g, double density, uint32_t k, int32
                         mult[c] = c % 4 == 0 ? 1 : c % 4 == 1 ? 3 : (int32_t)(rnd() >> 33);
                         shift[c] = (uint8_t)(c % 4 == 0 ? 1 : c % 4 == 1 ? 2 : c % 8 == 2 ? 0 : rnd() % 63);
                     }
-                    const dcz_requant rq = { mult, shift, 127 };
+                    const dcz_requant rq = { mult, shift, 127, NULL };
                     dcz_q *want = alloc(B * yout + 1, sizeof(dcz_q)), *yq = alloc(B * yout + 1, sizeof(dcz_q));
                     dcz_requant8_ref(&rq, ref, b, g->out_c, g->out_h * g->out_w, want);
                     /* and clamped as a fused activation clamps them: ReLU's
@@ -431,14 +432,32 @@ static void qconv_case(const dcz_conv_geom *g, double density, uint32_t k, int32
                                          : dw == DCZ_QDW_PAIRS ? "qconv2d_shift_requant (depthwise, int16 pairs)"
                                          : amx ? "qconv2d_shift_requant (AMX tiles)" : "qconv2d_shift_requant",
                                          ctx, yq, want, b * yout);
-                        /* over pools of 2 and 3 threads: the same bits */
+                        /* over pools of 2 and 3 threads: the same bits; on
+                         * the 3, the channels' pre-shifts from the largest
+                         * |accumulator| each gave (dcz_requant_pre), where
+                         * those of shift 32 or less requantize as shift 33 */
+                        uint8_t *pre = alloc(g->out_c + 1, 1);
+                        for (uint32_t c = 0; c < g->out_c; c++) {
+                            double most = 0;
+                            for (size_t j = 0; j < b; j++)
+                                for (size_t cell = 0; cell < (size_t)g->out_h * g->out_w; cell++) {
+                                    const double v = fabs((double)ref[j * yout + c * g->out_h * g->out_w + cell]);
+                                    most = v > most ? v : most;
+                                }
+                            pre[c] = dcz_requant_pre(shift[c], most);
+                            t->pre_channels += pre[c] != 0;
+                        }
+                        const dcz_requant rqp = { mult, shift, 127, pre };
                         for (size_t p = 0; p < 2; p++) {
                             if (!thread_pools[p]) continue;
                             memset(yq, 0x55, (B * yout + 1) * sizeof(dcz_q));
-                            dcz_qconv2d_shift_requant(thread_pools[p], g, &f, bp, &rq, lo, hi, 0, x, b, scratch, yq);
-                            t->bad += diff_q("qconv2d_shift_requant (threads)", ctx, yq, want, b * yout);
+                            dcz_qconv2d_shift_requant(thread_pools[p], g, &f, bp, p ? &rqp : &rq, lo, hi, 0, x, b,
+                                                      scratch, yq);
+                            t->bad += diff_q(p ? "qconv2d_shift_requant (threads, pre-shifts)"
+                                               : "qconv2d_shift_requant (threads)", ctx, yq, want, b * yout);
                             t->threaded++;
                         }
+                        free(pre);
                         t->shift_vector++;
                         t->dw_runs += dw == DCZ_QDW_BYTES;
                         /* once a form that holds the pairs: it ran a depthwise kernel */
@@ -544,7 +563,7 @@ static void qconv_case(const dcz_conv_geom *g, double density, uint32_t k, int32
                 mult[c] = c % 4 == 0 ? 1 : (int32_t)(rnd() >> 33);
                 shift[c] = (uint8_t)(c % 4 == 0 ? 1 : c % 8 == 2 ? 0 : 20 + rnd() % 40);
             }
-            const dcz_requant rq = { mult, shift, 127 };
+            const dcz_requant rq = { mult, shift, 127, NULL };
             const int32_t lo = t->cases % 2 ? 0 : -127, hi = t->cases % 4 == 2 ? 100 : 127;
             dcz_q *want = alloc(B * yout + 1, sizeof(dcz_q)), *yq = alloc(B * yout + 1, sizeof(dcz_q));
             dcz_requant8_ref(&rq, ref, b, g->out_c, g->out_h * g->out_w, want);
@@ -677,9 +696,11 @@ static void test_qconv_grid(void)
         conv_geom(3, 2, 5, 37, 3, 3, 1, 1, 1, 1),     /* rows of 37: the split's 32 a step and 5 */
         conv_geom(2, 3, 6, 9, 1, 3, 1, 1, 0, 1),      /* padded columns only: rows, not one plane */
         conv_geom(6, 4, 7, 11, 1, 1, 1, 1, 0, 0),     /* 1x1: the split one plane of 77 cells */
-        conv_geom(1, 2, 96, 90, 3, 3, 1, 1, 1, 1),    /* 96 x 91 cells: past 512 vectors, requantized by rows */
+        conv_geom(1, 2, 96, 90, 3, 3, 1, 1, 1, 1),    /* 96 x 91 cells: 546 vectors, requantized by vectors */
+        conv_geom(1, 2, 128, 130, 3, 3, 1, 1, 1, 1),  /* 128 x 131 cells: past 1024 vectors, by rows */
         conv_geom(4, 3, 96, 90, 3, 3, 1, 1, 1, 1),    /* the same on quads of channels (the AMX tiles) */
-        conv_geom(2, 9, 96, 90, 3, 3, 1, 1, 1, 1),    /* sums past the requantization's chunk: 2 chunks, by rows */
+        conv_geom(2, 9, 96, 90, 3, 3, 1, 1, 1, 1),    /* sums past the requantization's chunk: 2 chunks */
+        conv_geom(2, 5, 128, 130, 3, 3, 1, 1, 1, 1),  /* 2 chunks, by rows */
         conv_geom(8, 100, 24, 30, 1, 1, 1, 1, 0, 0),  /* 1x1: 2 chunks of channels, by planes */
         /* one input channel: the integer form's column quads */
         conv_geom(1, 4, 12, 13, 5, 5, 1, 1, 2, 2),    /* two quads a window row, the second one column */
@@ -735,6 +756,7 @@ static void test_qconv_grid(void)
     CHECK(t.gemm_cases > 50 || !dcz_qgemm_variant(), "the integer product's vector variants ran %zu times",
           t.gemm_cases);
     CHECK(t.shift_cases > 100, "the integer shift form ran %zu times", t.shift_cases);
+    CHECK(t.pre_channels > 100, "%zu channels requantized with a pre-shift", t.pre_channels);
     CHECK(t.f32_cases > 200 && t.f32_over > 100 && t.f32_requant > 200, "the float shift form on integer weights ran "
           "%zu times, %zu with channels by the taps, %zu requantized", t.f32_cases, t.f32_over, t.f32_requant);
     CHECK(t.blocks2 > 20 && t.blocks2 + 20 < t.shift_cases, "%zu of %zu integer shift forms in blocks of two",
@@ -814,10 +836,36 @@ static void test_round_shift(void)
 /* y of one requantization of acc by (mult, shift, qmax) */
 static dcz_q requant1(int64_t acc, int32_t mult, uint8_t shift, int32_t qmax)
 {
-    const dcz_requant rq = { &mult, &shift, qmax };
+    const dcz_requant rq = { &mult, &shift, qmax, NULL };
     dcz_q y = 0x5555;
     dcz_requant_ref(&rq, &acc, 1, 1, 1, &y);
     return y;
+}
+
+/* The pre-shift rule: where it gives p, the accumulator times 2^p stays
+ * within 32 bits, the shift becomes 33 and the reference's value is the
+ * same; none for shifts 0 and past 32 or a bound that leaves no room */
+static void test_requant_pre(void)
+{
+    size_t taken = 0;
+    for (int i = 0; i < 200000; i++) {
+        const uint8_t shift = (uint8_t)(rnd() % 40);
+        const int64_t acc = (int64_t)(rnd() % (1u << (1 + rnd() % 30))) * (rnd() % 2 ? 1 : -1);
+        const int32_t mult = i % 5 == 0 ? 1 : (int32_t)(rnd() >> 33);
+        const uint8_t p = dcz_requant_pre(shift, fabs((double)acc) + (double)(rnd() % 3));
+        if (!p) continue;
+        taken++;
+        const int64_t a2 = acc * ((int64_t)1 << p);
+        CHECK(shift + p == 33 && a2 < 2147483648LL && a2 > -2147483648LL,
+              "pre-shift %u of shift %u for %lld", p, shift, (long long)acc);
+        CHECK(requant1(a2, mult, (uint8_t)(shift + p), 127) == requant1(acc, mult, shift, 127),
+              "pre-shift %u changes %lld x %d >> %u", p, (long long)acc, mult, shift);
+    }
+    CHECK(taken > 10000, "the rule took %zu of 200000", taken);
+    CHECK(dcz_requant_pre(0, 1) == 0 && dcz_requant_pre(33, 1) == 0 && dcz_requant_pre(1, 0) == 0 &&
+          dcz_requant_pre(2, 0) == 31 && dcz_requant_pre(2, 1) == 0 && dcz_requant_pre(32, 1073741823.0) == 1 &&
+          dcz_requant_pre(32, 1073741824.0) == 0 && dcz_requant_pre(20, 0x1p30) == 0,
+          "the rule's edges");
 }
 
 static void test_requant_by_hand(void)
@@ -866,7 +914,7 @@ static void test_requant_layout(void)
 {
     const int32_t mult[3] = { 1, 3, 0 };
     const uint8_t shift[3] = { 0, 2, 5 };
-    const dcz_requant rq = { mult, shift, 127 };
+    const dcz_requant rq = { mult, shift, 127, NULL };
     const int64_t acc[12] = { 1, -200, 5, -6, 99, 99, /* sample 0: (3, 2) */
                               -1, 200, -5, 6, -99, -99 };
     const dcz_q want[12] = { 1, -127, 4, -4, 0, 0, -1, 127, -4, 5, 0, 0 };
@@ -901,7 +949,7 @@ static void test_requant8_f32(void)
                 yf[i] = (float)((int32_t)(rnd() % (1u << 25)) - (1 << 24));
                 acc[i] = (int64_t)yf[i] + bias;
             }
-            const dcz_requant rq = { &mult, &shift, 127 };
+            const dcz_requant rq = { &mult, &shift, 127, NULL };
             dcz_requant8_ref(&rq, acc, 1, 1, (uint32_t)n, want);
             for (size_t i = 0; i < n; i++) want[i] = (dcz_q)(want[i] < lo ? lo : want[i] > hi ? hi : want[i]);
             dcz_requant8_f32(yf, n, bias, mult, shift, 127, lo, hi, 0, a);
@@ -931,7 +979,7 @@ static void test_requant8(void)
             acc[i] = (r & 15) == 0 ? ((r & 16) ? INT32_MAX : -(int64_t)INT32_MAX)
                                    : (int64_t)(int32_t)(uint32_t)(r >> 32) >> (r % 31);
         }
-        const dcz_requant rq = { mult, shift, 127 };
+        const dcz_requant rq = { mult, shift, 127, NULL };
         const uint32_t planes[2] = { P, 1 };
         for (int k = 0; k < 2; k++) {
             const size_t batch = k ? (size_t)B * P : B;
@@ -1529,7 +1577,7 @@ static void test_qshift_requant_shifts(void)
             shift[c] = (uint8_t)(c % 63);
         }
         shift[n / 2] = 62;
-        const dcz_requant rq = { mult, shift, 127 };
+        const dcz_requant rq = { mult, shift, 127, NULL };
         const int runs = dcz_qshift_variant() != NULL;
         CHECK(dcz_qconv2d_shift_requant_runs(&g, NULL, &rq, 0) == runs, "%u channels, shifts up to 62", n);
         const uint32_t at[3] = { 0, n - 1, n > 64 ? 64 : n / 2 };
@@ -1651,7 +1699,7 @@ static void test_zero_sizes(void)
 
     const int32_t mult[2] = { 1, 1 };
     const uint8_t shift[2] = { 0, 0 };
-    const dcz_requant rq = { mult, shift, 127 };
+    const dcz_requant rq = { mult, shift, 127, NULL };
     dcz_requant_ref(&rq, canary, 0, 2, 2, qcanary);
     dcz_requant_ref(&rq, canary, 2, 0, 2, qcanary);
     dcz_requant_ref(&rq, canary, 2, 2, 0, qcanary);
@@ -1684,6 +1732,7 @@ int main(void)
     RUNQ(test_qconv_grid);
     RUNQ(test_round_shift);
     RUNQ(test_requant_by_hand);
+    RUNQ(test_requant_pre);
     RUNQ(test_requant_layout);
     RUNQ(test_requant_exact);
     RUNQ(test_requant8);

@@ -823,7 +823,7 @@ void dcz_qconv2d_f32_requant(dcz_pool *pool, const dcz_conv_geom *g, const dcz_s
         for (uint32_t c = 0; c < g->out_c; c++) {
             if (over && over[c]) {
                 f32_row_taps(g, s, c, bias, xs, k.row);
-                const dcz_requant rc = { rq->mult + c, rq->shift + c, rq->qmax };
+                const dcz_requant rc = { rq->mult + c, rq->shift + c, rq->qmax, rq->pre ? rq->pre + c : NULL };
                 dcz_requant8(&rc, k.row, 1, 1, (uint32_t)plane, ys + c * plane);
                 dcz_qclamp(ys + c * plane, plane, lo, hi);
                 continue;

@@ -44,6 +44,13 @@ static inline dcz_q requant8_one(int64_t a, int64_t m, unsigned k, int64_t qmax)
     return (dcz_q)(v > qmax ? qmax : v < -qmax ? -qmax : v);
 }
 
+uint8_t dcz_requant_pre(uint8_t shift, double bound)
+{
+    if (shift < 1 || shift > 32 || !(bound >= 0)) return 0;
+    const unsigned p = 33u - shift;
+    return p <= 31 && ldexp(bound, (int)p) < 0x1p31 ? (uint8_t)p : 0;
+}
+
 #ifdef DCZ_X86
 /* 4 accumulators a step, each with its own multiplier and shift: the
  * signed 32 x 32 -> 64 multiply (|acc| < 2^31), the rounding half by a

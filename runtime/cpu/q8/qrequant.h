@@ -24,6 +24,17 @@ int64_t dcz_round_shift(int64_t v, unsigned shift);
 void dcz_requant_ref(const dcz_requant *rq, const int64_t *acc, size_t batch, uint32_t channels,
                      uint32_t plane, dcz_q *y);
 
+/* The left shift of a channel's accumulator that makes its requantization
+ * one of shift 33 (dcz_requant.pre): 33 - shift where the shift is 1 to 32
+ * and bound (the largest |accumulator| the channel can produce) times
+ * 2^(33 - shift) stays below 2^31, else 0. floor((a m + 2^(k-1)) / 2^k) is
+ * floor((a 2^p m + 2^(k+p-1)) / 2^(k+p)) for any p, and a 2^p within 32
+ * bits keeps the product within 62, so the same bits; a shift of 33 or
+ * more takes the products' 32-bit high halves, which the AVX-512 kernels
+ * narrow two vectors at a time, where one of 32 or less takes 64-bit lanes
+ * one vector at a time (qshift_requant.c). */
+uint8_t dcz_requant_pre(uint8_t shift, double bound);
+
 /* y (n) = x / scale on the integer grid: round(x / s) half away from zero,
  * clamped to +-qmax; NaN gives 0. The quotient is taken in double, where it
  * is exact enough that the rounding is that of the real quotient (x and s

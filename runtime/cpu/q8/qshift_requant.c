@@ -62,19 +62,29 @@ VNNI_TGT static void requant_row__vnni(const int32_t *t, int32_t add, int64_t bi
  * half adds to the high half alone). The high halves save a shift and a
  * clamp of 64-bit lanes: int8 batch 1 (medians of three alternated runs)
  * MobileNetV2-style 268.6 -> 259.6 us, ResNet-style 102.6 -> 99.5,
- * conv-heavy CNN 172.4 -> 168.5. Mode 2 saves two instructions more. */
-#define RQ_MODE(k) ((k) > 32 ? 2 : (k) == 32 ? 1 : 0)
-typedef struct rq_consts { __m512i m, half, lo, hi; __m128i count; } rq_consts;
+ * conv-heavy CNN 172.4 -> 168.5. Mode 2 saves two instructions more.
+ * Mode 3 is mode 2 for a channel of shift k <= 32 that has a pre-shift p
+ * (dcz_requant.pre; k + p = 33): a shifted left by p first, the same bits.
+ * A channel of mode 0 took 64-bit lanes one vector at a time, where modes
+ * 1 to 3 narrow two vectors together: int8 MobileNetV2 (torchvision, 90%
+ * pruned by quads, 4-bit), one core of an AMD EPYC (Zen 4), least of four
+ * alternated medians, 2266 -> 2071 us, EfficientNet-B0 3581 -> 3440,
+ * ShuffleNetV2 968 -> 901, MobileNetV3-Small 789 -> 753, RegNetX-400MF
+ * 1836 -> 1803. */
+#define RQ_MODE(k, pre) ((pre) ? 3 : (k) > 32 ? 2 : (k) == 32 ? 1 : 0)
+typedef struct rq_consts { __m512i m, half, lo, hi; __m128i count, pre; } rq_consts;
 
 VNNI_TGT static inline __attribute__((always_inline)) rq_consts rq_setup(const int MODE, int32_t mult, unsigned k,
-                                                                          int32_t qlo, int32_t qhi)
+                                                                          unsigned pre, int32_t qlo, int32_t qhi)
 {
     rq_consts c;
+    if (MODE == 3) k += pre;   /* 33 */
     c.m = _mm512_set1_epi64(mult);
-    c.half = MODE == 2 ? _mm512_set1_epi32(1 << (k - 33)) : _mm512_set1_epi64(k ? (int64_t)1 << (k - 1) : 0);
+    c.half = MODE >= 2 ? _mm512_set1_epi32(1 << (k - 33)) : _mm512_set1_epi64(k ? (int64_t)1 << (k - 1) : 0);
     c.hi = MODE ? _mm512_set1_epi32(qhi) : _mm512_set1_epi64(qhi);
     c.lo = MODE ? _mm512_set1_epi32(qlo) : _mm512_set1_epi64(qlo);
     c.count = _mm_cvtsi32_si128((int)(MODE ? k - 32 : k));
+    c.pre = _mm_cvtsi32_si128((int)(MODE == 3 ? pre : 0));
     return c;
 }
 
@@ -83,7 +93,8 @@ VNNI_TGT static inline __attribute__((always_inline)) __m512i requant16_wide(con
                                                                              const rq_consts *c)
 {
     const __m512i m = c->m, half = c->half;
-    if (MODE == 2) {
+    if (MODE == 3) a = _mm512_sll_epi32(a, c->pre);
+    if (MODE >= 2) {
         const __m512i odd = _mm512_set_epi32(31, 15, 29, 13, 27, 11, 25, 9, 23, 7, 21, 5, 19, 3, 17, 1);
         const __m512i ev = _mm512_mul_epi32(a, m), od = _mm512_mul_epi32(_mm512_srli_epi64(a, 32), m);
         const __m512i r = _mm512_add_epi32(_mm512_permutex2var_epi32(ev, odd, od), half);
@@ -110,11 +121,11 @@ VNNI_TGT static inline __attribute__((always_inline)) __m512i requant16(const in
 VNNI_TGT static inline __attribute__((always_inline)) void requant_vectors(const int MODE, const int32_t *t,
                                                                            const uint16_t *keep, size_t nv,
                                                                            int64_t bias, int32_t mult, unsigned k,
-                                                                           int32_t qlo, int32_t qhi, size_t plane,
-                                                                           dcz_q *y)
+                                                                           unsigned pre, int32_t qlo, int32_t qhi,
+                                                                           size_t plane, dcz_q *y)
 {
     const __m512i b = _mm512_set1_epi32((int32_t)(uint32_t)(uint64_t)bias);
-    const rq_consts c = rq_setup(MODE, mult, k, qlo, qhi);
+    const rq_consts c = rq_setup(MODE, mult, k, pre, qlo, qhi);
     const __m512i lo16 = _mm512_set1_epi16((int16_t)qlo), hi16 = _mm512_set1_epi16((int16_t)qhi);
     const __m512i order = _mm512_set_epi64(7, 5, 3, 1, 6, 4, 2, 0);
     size_t at = 0;
@@ -169,18 +180,19 @@ VNNI_TGT static inline __attribute__((always_inline)) void requant_vectors(const
  * 8.25 ms, batch 1 131.9 -> 126.1 us (ResNet-style unchanged). */
 VNNI_TGT static void requant_planes__vnni(const int32_t *t, size_t tstride, const uint16_t *keep, size_t nv,
                                           const int64_t *bias, const int32_t *add, const int32_t *mult,
-                                          const uint8_t *shift, uint32_t channels, int32_t qlo, int32_t qhi,
-                                          size_t plane, dcz_q *y)
+                                          const uint8_t *shift, const uint8_t *pre, uint32_t channels, int32_t qlo,
+                                          int32_t qhi, size_t plane, dcz_q *y)
 {
     for (uint32_t c = 0; c < channels; c++) {
         const int64_t b = (bias ? bias[c] : 0) + (add ? add[c] : 0);
-        const unsigned k = shift[c];
+        const unsigned k = shift[c], p = pre ? pre[c] : 0;
         const int32_t *tc = t + c * tstride;
         dcz_q *yc = y + c * plane;
-        switch (RQ_MODE(k)) {
-        case 2: requant_vectors(2, tc, keep, nv, b, mult[c], k, qlo, qhi, plane, yc); break;
-        case 1: requant_vectors(1, tc, keep, nv, b, mult[c], k, qlo, qhi, plane, yc); break;
-        default: requant_vectors(0, tc, keep, nv, b, mult[c], k, qlo, qhi, plane, yc); break;
+        switch (RQ_MODE(k, p)) {
+        case 3: requant_vectors(3, tc, keep, nv, b, mult[c], k, p, qlo, qhi, plane, yc); break;
+        case 2: requant_vectors(2, tc, keep, nv, b, mult[c], k, 0, qlo, qhi, plane, yc); break;
+        case 1: requant_vectors(1, tc, keep, nv, b, mult[c], k, 0, qlo, qhi, plane, yc); break;
+        default: requant_vectors(0, tc, keep, nv, b, mult[c], k, 0, qlo, qhi, plane, yc); break;
         }
     }
 }
@@ -290,9 +302,9 @@ qdw_sums__vbmi(const uint32_t T, const qdw_shape *s, const qdw_vec *vecs, const 
 QDW_TGT static inline __attribute__((always_inline)) void
 qdw_channel__vbmi(const int MODE, const uint32_t T, const dcz_conv_geom *g, const qdw_shape *s,
                   const qdw_vec *vecs, const uint8_t *plane, const uint8_t *idx, const int32_t *wq, int32_t a0,
-                  int32_t mult, unsigned k, int32_t qlo, int32_t qhi, dcz_q *y)
+                  int32_t mult, unsigned k, unsigned pre, int32_t qlo, int32_t qhi, dcz_q *y)
 {
-    const rq_consts c = rq_setup(MODE, mult, k, qlo, qhi);
+    const rq_consts c = rq_setup(MODE, mult, k, pre, qlo, qhi);
     const __m512i init = _mm512_set1_epi32(a0);
     const size_t out_plane = (size_t)g->out_h * g->out_w;
     qdw_cursor cur = { 0, 0, ((size_t)16 >> s->dshift) * g->sh * s->PW };
@@ -348,19 +360,21 @@ QDW_TGT static void qdw_part(void *ctx, uint32_t part)
     for (uint32_t oc = c0; oc < c1; oc++) {
         /* the 32-bit sums wrap on their way (the bound: model.h) */
         const int32_t a0 = (int32_t)((uint32_t)f->corr[oc] + (uint32_t)(uint64_t)(j->bias ? j->bias[oc] : 0));
-        const unsigned k = j->rq->shift[oc];
+        const unsigned k = j->rq->shift[oc], p = j->rq->pre ? j->rq->pre[oc] : 0;
         const uint8_t *pc = j->planes + oc * plane;
         const int32_t *wq = f->dw + (size_t)oc * s.taps;
         dcz_q *yc = j->yb + oc * out_plane;
         const int32_t mult = j->rq->mult[oc], lo = j->lo, hi = j->hi;
         const qdw_vec *v = j->vecs;
-        switch (RQ_MODE(k) * 2 + (s.taps == 3)) {
-        case 5: qdw_channel__vbmi(2, 3, g, &s, v, pc, f->dwidx, wq, a0, mult, k, lo, hi, yc); break;
-        case 4: qdw_channel__vbmi(2, s.taps, g, &s, v, pc, f->dwidx, wq, a0, mult, k, lo, hi, yc); break;
-        case 3: qdw_channel__vbmi(1, 3, g, &s, v, pc, f->dwidx, wq, a0, mult, k, lo, hi, yc); break;
-        case 2: qdw_channel__vbmi(1, s.taps, g, &s, v, pc, f->dwidx, wq, a0, mult, k, lo, hi, yc); break;
-        case 1: qdw_channel__vbmi(0, 3, g, &s, v, pc, f->dwidx, wq, a0, mult, k, lo, hi, yc); break;
-        default: qdw_channel__vbmi(0, s.taps, g, &s, v, pc, f->dwidx, wq, a0, mult, k, lo, hi, yc); break;
+        switch (RQ_MODE(k, p) * 2 + (s.taps == 3)) {
+        case 7: qdw_channel__vbmi(3, 3, g, &s, v, pc, f->dwidx, wq, a0, mult, k, p, lo, hi, yc); break;
+        case 6: qdw_channel__vbmi(3, s.taps, g, &s, v, pc, f->dwidx, wq, a0, mult, k, p, lo, hi, yc); break;
+        case 5: qdw_channel__vbmi(2, 3, g, &s, v, pc, f->dwidx, wq, a0, mult, k, 0, lo, hi, yc); break;
+        case 4: qdw_channel__vbmi(2, s.taps, g, &s, v, pc, f->dwidx, wq, a0, mult, k, 0, lo, hi, yc); break;
+        case 3: qdw_channel__vbmi(1, 3, g, &s, v, pc, f->dwidx, wq, a0, mult, k, 0, lo, hi, yc); break;
+        case 2: qdw_channel__vbmi(1, s.taps, g, &s, v, pc, f->dwidx, wq, a0, mult, k, 0, lo, hi, yc); break;
+        case 1: qdw_channel__vbmi(0, 3, g, &s, v, pc, f->dwidx, wq, a0, mult, k, 0, lo, hi, yc); break;
+        default: qdw_channel__vbmi(0, s.taps, g, &s, v, pc, f->dwidx, wq, a0, mult, k, 0, lo, hi, yc); break;
         }
     }
 }
@@ -441,9 +455,9 @@ qdwp_stride2__vnni(const int MODE, const dcz_conv_geom *g, size_t PW, const dcz_
 VNNI_TGT static inline __attribute__((always_inline)) void
 qdwp_channel__vnni(const int MODE, const int S, const dcz_conv_geom *g, size_t PW, size_t nvec,
                    const qdwp_store *st, const dcz_q *pc, uint32_t n, const uint32_t *off, const int32_t *w,
-                   int32_t a0, int32_t mult, unsigned k, int32_t qlo, int32_t qhi, dcz_q *y)
+                   int32_t a0, int32_t mult, unsigned k, unsigned pre, int32_t qlo, int32_t qhi, dcz_q *y)
 {
-    const rq_consts c = rq_setup(MODE, mult, k, qlo, qhi);
+    const rq_consts c = rq_setup(MODE, mult, k, pre, qlo, qhi);
     if (S == 1) qdwp_stride1__vnni(MODE, nvec, st, pc, n, off, w, a0, &c, y);
     else qdwp_stride2__vnni(MODE, g, PW, pc, n, off, w, a0, &c, y);
 }
@@ -508,23 +522,32 @@ VNNI_TGT static void qdwp_requant__vnni(const dcz_conv_geom *g, const dcz_qshift
                 }
             /* the 32-bit sums wrap on their way (the bound: model.h) */
             const int32_t a0 = (int32_t)(uint32_t)(uint64_t)(bias ? bias[oc] : 0);
-            const unsigned k = rq->shift[oc];
+            const unsigned k = rq->shift[oc], p = rq->pre ? rq->pre[oc] : 0;
             const int32_t mult = rq->mult[oc];
             dcz_q *yc = y + (b * g->out_c + oc) * out_plane;
-            switch (RQ_MODE(k) * 2 + (g->sw == 2)) {
-            case 5: qdwp_channel__vnni(2, 2, g, PW, nvec, st, pc, n, off, w, a0, mult, k, lo, hi, yc); break;
-            case 4: qdwp_channel__vnni(2, 1, g, PW, nvec, st, pc, n, off, w, a0, mult, k, lo, hi, yc); break;
-            case 3: qdwp_channel__vnni(1, 2, g, PW, nvec, st, pc, n, off, w, a0, mult, k, lo, hi, yc); break;
-            case 2: qdwp_channel__vnni(1, 1, g, PW, nvec, st, pc, n, off, w, a0, mult, k, lo, hi, yc); break;
-            case 1: qdwp_channel__vnni(0, 2, g, PW, nvec, st, pc, n, off, w, a0, mult, k, lo, hi, yc); break;
-            default: qdwp_channel__vnni(0, 1, g, PW, nvec, st, pc, n, off, w, a0, mult, k, lo, hi, yc); break;
+            switch (RQ_MODE(k, p) * 2 + (g->sw == 2)) {
+            case 7: qdwp_channel__vnni(3, 2, g, PW, nvec, st, pc, n, off, w, a0, mult, k, p, lo, hi, yc); break;
+            case 6: qdwp_channel__vnni(3, 1, g, PW, nvec, st, pc, n, off, w, a0, mult, k, p, lo, hi, yc); break;
+            case 5: qdwp_channel__vnni(2, 2, g, PW, nvec, st, pc, n, off, w, a0, mult, k, 0, lo, hi, yc); break;
+            case 4: qdwp_channel__vnni(2, 1, g, PW, nvec, st, pc, n, off, w, a0, mult, k, 0, lo, hi, yc); break;
+            case 3: qdwp_channel__vnni(1, 2, g, PW, nvec, st, pc, n, off, w, a0, mult, k, 0, lo, hi, yc); break;
+            case 2: qdwp_channel__vnni(1, 1, g, PW, nvec, st, pc, n, off, w, a0, mult, k, 0, lo, hi, yc); break;
+            case 1: qdwp_channel__vnni(0, 2, g, PW, nvec, st, pc, n, off, w, a0, mult, k, 0, lo, hi, yc); break;
+            default: qdwp_channel__vnni(0, 1, g, PW, nvec, st, pc, n, off, w, a0, mult, k, 0, lo, hi, yc); break;
             }
         }
 }
 
 #endif
 
-#define REQ_PLANE_MAX 512
+/* the most vectors of a plane requantized by vectors (its lanes' masks on
+ * the stack), past which by rows of 8 cells in 64-bit lanes: 1024 takes
+ * the 112 x 112 planes of torchvision's networks (784 to 798 vectors),
+ * which 512 left to the rows: int8 MobileNetV2 (torchvision, 90% pruned by
+ * quads, 4-bit), one core of an AMD EPYC (Zen 4), least of four alternated
+ * medians, 2560 -> 2296 us, RegNetX-400MF 1955 -> 1845, EfficientNet-B0
+ * 4138 -> 4002, ResNet-18 2757 -> 2681 */
+#define REQ_PLANE_MAX 1024
 /* the most bytes of 32-bit sums dcz_qconv2d_shift_requant computes before
  * it requantizes them, in chunks of output channels: a layer's sums at 224
  * x 224 are megabytes, which went out to memory and back */
@@ -571,8 +594,8 @@ VNNI_TGT static void requant_sums(const dcz_conv_geom *g, const split_geom *q, c
 {
     const size_t out_plane = (size_t)g->out_h * g->out_w;
     if (nv <= REQ_PLANE_MAX) {
-        requant_planes__vnni(t, q->out16, keep, nv, bias ? bias + c0 : NULL, add, rq->mult + c0, rq->shift + c0, n,
-                             lo, hi, out_plane, yb + c0 * out_plane);
+        requant_planes__vnni(t, q->out16, keep, nv, bias ? bias + c0 : NULL, add, rq->mult + c0, rq->shift + c0,
+                             rq->pre ? rq->pre + c0 : NULL, n, lo, hi, out_plane, yb + c0 * out_plane);
         return;
     }
     /* rows with no columns to drop make one row of the whole plane */
@@ -736,7 +759,8 @@ int dcz_qconv2d_shift_requant(dcz_pool *pool, const dcz_conv_geom *g, const dcz_
             for (uint32_t oc = 0; oc < g->out_c; oc++) {
                 pool2_plane__avx512(t + oc * q.out16, q.wq, ph, pw, add ? add[oc] : 0, pt);
                 requant_planes__vnni(pt, 0, pkeep, pnv, bias ? bias + oc : NULL, NULL, rq->mult + oc,
-                                     rq->shift + oc, 1, lo, hi, pooled, yb + oc * pooled);
+                                     rq->shift + oc, rq->pre ? rq->pre + oc : NULL, 1, lo, hi, pooled,
+                                     yb + oc * pooled);
             }
             continue;
         }
