@@ -26,6 +26,9 @@
 #endif
 
 #include "runtime/cpu/shift_split.h"
+#ifdef DCZ_X86
+#include "runtime/cpu/q8/rq16_x86.h"
+#endif
 
 #ifdef DCZ_X86
 /* as kernels_qshift.c's */
@@ -88,18 +91,14 @@ VNNI_TGT static inline __attribute__((always_inline)) rq_consts rq_setup(const i
     return c;
 }
 
-/* modes 1 and 2: the requantized lanes before the clamp, in 32 bits */
+/* modes 1 to 3: the requantized lanes before the clamp, in 32 bits (modes 2
+ * and 3 by dcz_rq16_hi, rq16_x86.h) */
 VNNI_TGT static inline __attribute__((always_inline)) __m512i requant16_wide(const int MODE, __m512i a,
                                                                              const rq_consts *c)
 {
     const __m512i m = c->m, half = c->half;
     if (MODE == 3) a = _mm512_sll_epi32(a, c->pre);
-    if (MODE >= 2) {
-        const __m512i odd = _mm512_set_epi32(31, 15, 29, 13, 27, 11, 25, 9, 23, 7, 21, 5, 19, 3, 17, 1);
-        const __m512i ev = _mm512_mul_epi32(a, m), od = _mm512_mul_epi32(_mm512_srli_epi64(a, 32), m);
-        const __m512i r = _mm512_add_epi32(_mm512_permutex2var_epi32(ev, odd, od), half);
-        return _mm512_sra_epi32(r, c->count);
-    }
+    if (MODE >= 2) return dcz_rq16_hi(a, m, half, c->count);
     const __m512i ev = _mm512_add_epi64(_mm512_mul_epi32(a, m), half);
     const __m512i od = _mm512_add_epi64(_mm512_mul_epi32(_mm512_srli_epi64(a, 32), m), half);
     const __m512i r = _mm512_mask_blend_epi32((__mmask16)0xAAAA, _mm512_srli_epi64(ev, 32), od);
