@@ -16,6 +16,7 @@
  */
 #include <string.h>
 
+#include "runtime/cpu/q8/qrequant.h"
 #include "runtime/cpu/q8/qshift.h"
 #include "runtime/model.h"
 #include "runtime/threads.h"
@@ -196,6 +197,21 @@ VNNI_TGT static void requant_planes__vnni(const int32_t *t, size_t tstride, cons
     }
 }
 
+/* y (n cells) = the requantization of the sum a0 alone, clamped to lo ..
+ * hi: the outputs of a depthwise channel that holds no weight (its sums
+ * are its bias), the reference's value written by vectors */
+VNNI_TGT static void requant_fill(int32_t a0, int32_t mult, uint8_t k, int32_t lo, int32_t hi, size_t n, dcz_q *y)
+{
+    const dcz_requant r = { &mult, &k, 127, NULL };
+    const int64_t acc = a0;
+    dcz_q q;
+    dcz_requant8_ref(&r, &acc, 1, 1, 1, &q);
+    const __m512i v = _mm512_set1_epi16((int16_t)(q < lo ? lo : q > hi ? hi : q));
+    size_t i = 0;
+    for (; i + 32 <= n; i += 32) _mm512_storeu_si512((void *)(y + i), v);
+    if (i < n) _mm512_mask_storeu_epi16(y + i, (__mmask32)((1u << (n - i)) - 1), v);
+}
+
 /* The depthwise form (qshift_form.c) on AVX-512 VBMI and VNNI */
 #define QDW_TGT __attribute__((target("avx512f,avx512bw,avx512vl,avx512vbmi,avx512vnni")))
 
@@ -277,11 +293,11 @@ static void qdw_vectors(const dcz_conv_geom *g, const qdw_shape *s, qdw_vec *v)
  * bytes into the plane, a period of rows period bytes. */
 typedef struct qdw_cursor { size_t j, base, period; } qdw_cursor;
 
-/* The sums of cur's output vector (T taps of weights wq from init), cur
- * moved on to the next vector. */
+/* The sums of cur's output vector (T taps of weights wq from init; with
+ * nz, the n taps it lists), cur moved on to the next vector. */
 QDW_TGT static inline __attribute__((always_inline)) __m512i
-qdw_sums__vbmi(const uint32_t T, const qdw_shape *s, const qdw_vec *vecs, const uint8_t *plane,
-               const uint8_t *idx, const int32_t *wq, __m512i init, qdw_cursor *cur)
+qdw_sums__vbmi(const uint32_t T, const uint8_t *nz, uint32_t n, const qdw_shape *s, const qdw_vec *vecs,
+               const uint8_t *plane, const uint8_t *idx, const int32_t *wq, __m512i init, qdw_cursor *cur)
 {
     const uint8_t *src = plane + cur->base + vecs[cur->j].src;
     const __m512i x0 = _mm512_loadu_si512((const void *)src), x1 = _mm512_loadu_si512((const void *)(src + 64));
@@ -291,6 +307,13 @@ qdw_sums__vbmi(const uint32_t T, const qdw_shape *s, const qdw_vec *vecs, const 
         cur->base += cur->period;
     }
     __m512i acc = init;
+    if (nz) {
+        for (uint32_t i = 0; i < n; i++)
+            acc = _mm512_dpbusd_epi32(
+                acc, _mm512_permutex2var_epi8(x0, _mm512_loadu_si512((const void *)(ix + 64 * nz[i])), x1),
+                _mm512_set1_epi32(wq[nz[i]]));
+        return acc;
+    }
 #pragma GCC unroll 16
     for (uint32_t t = 0; t < T; t++)
         acc = _mm512_dpbusd_epi32(acc, _mm512_permutex2var_epi8(x0, _mm512_loadu_si512((const void *)(ix + 64 * t)), x1),
@@ -299,9 +322,9 @@ qdw_sums__vbmi(const uint32_t T, const qdw_shape *s, const qdw_vec *vecs, const 
 }
 
 QDW_TGT static inline __attribute__((always_inline)) void
-qdw_channel__vbmi(const int MODE, const uint32_t T, const dcz_conv_geom *g, const qdw_shape *s,
-                  const qdw_vec *vecs, const uint8_t *plane, const uint8_t *idx, const int32_t *wq, int32_t a0,
-                  int32_t mult, unsigned k, unsigned pre, int32_t qlo, int32_t qhi, dcz_q *y)
+qdw_channel__vbmi(const int MODE, const uint32_t T, const uint8_t *nz, uint32_t n, const dcz_conv_geom *g,
+                  const qdw_shape *s, const qdw_vec *vecs, const uint8_t *plane, const uint8_t *idx, const int32_t *wq,
+                  int32_t a0, int32_t mult, unsigned k, unsigned pre, int32_t qlo, int32_t qhi, dcz_q *y)
 {
     const rq_consts c = rq_setup(MODE, mult, k, pre, qlo, qhi);
     const __m512i init = _mm512_set1_epi32(a0);
@@ -316,15 +339,15 @@ qdw_channel__vbmi(const int MODE, const uint32_t T, const dcz_conv_geom *g, cons
         const __m512i lo16 = _mm512_set1_epi16((int16_t)qlo), hi16 = _mm512_set1_epi16((int16_t)qhi);
         const __m512i order = _mm512_set_epi64(7, 5, 3, 1, 6, 4, 2, 0);
         for (; c0 + 32 <= out_plane; c0 += 32) {
-            const __m512i a = qdw_sums__vbmi(T, s, vecs, plane, idx, wq, init, &cur);
-            const __m512i b = qdw_sums__vbmi(T, s, vecs, plane, idx, wq, init, &cur);
+            const __m512i a = qdw_sums__vbmi(T, nz, n, s, vecs, plane, idx, wq, init, &cur);
+            const __m512i b = qdw_sums__vbmi(T, nz, n, s, vecs, plane, idx, wq, init, &cur);
             const __m512i p = _mm512_permutexvar_epi64(
                 order, _mm512_packs_epi32(requant16_wide(MODE, a, &c), requant16_wide(MODE, b, &c)));
             _mm512_storeu_si512((void *)(y + c0), _mm512_min_epi16(_mm512_max_epi16(p, lo16), hi16));
         }
     }
     for (; c0 < out_plane; c0 += 16) {
-        const __m512i acc = qdw_sums__vbmi(T, s, vecs, plane, idx, wq, init, &cur);
+        const __m512i acc = qdw_sums__vbmi(T, nz, n, s, vecs, plane, idx, wq, init, &cur);
         const __m256i r = _mm512_cvtepi32_epi16(requant16(MODE, acc, &c));
         if (c0 + 16 <= out_plane) _mm256_storeu_si256((void *)(y + c0), r);
         else _mm256_mask_storeu_epi16(y + c0, (__mmask16)((1u << (out_plane - c0)) - 1), r);
@@ -365,16 +388,35 @@ QDW_TGT static void qdw_part(void *ctx, uint32_t part)
         dcz_q *yc = j->yb + oc * out_plane;
         const int32_t mult = j->rq->mult[oc], lo = j->lo, hi = j->hi;
         const qdw_vec *v = j->vecs;
-        switch (RQ_MODE(k, p) * 2 + (s.taps == 3)) {
-        case 7: qdw_channel__vbmi(3, 3, g, &s, v, pc, f->dwidx, wq, a0, mult, k, p, lo, hi, yc); break;
-        case 6: qdw_channel__vbmi(3, s.taps, g, &s, v, pc, f->dwidx, wq, a0, mult, k, p, lo, hi, yc); break;
-        case 5: qdw_channel__vbmi(2, 3, g, &s, v, pc, f->dwidx, wq, a0, mult, k, 0, lo, hi, yc); break;
-        case 4: qdw_channel__vbmi(2, s.taps, g, &s, v, pc, f->dwidx, wq, a0, mult, k, 0, lo, hi, yc); break;
-        case 3: qdw_channel__vbmi(1, 3, g, &s, v, pc, f->dwidx, wq, a0, mult, k, 0, lo, hi, yc); break;
-        case 2: qdw_channel__vbmi(1, s.taps, g, &s, v, pc, f->dwidx, wq, a0, mult, k, 0, lo, hi, yc); break;
-        case 1: qdw_channel__vbmi(0, 3, g, &s, v, pc, f->dwidx, wq, a0, mult, k, 0, lo, hi, yc); break;
-        default: qdw_channel__vbmi(0, s.taps, g, &s, v, pc, f->dwidx, wq, a0, mult, k, 0, lo, hi, yc); break;
+        /* the taps that hold a weight: a pruned channel's sums take those
+         * alone, and one that holds none is its requantized sum a0 */
+        uint8_t nz[QDW_MAX_TAPS];
+        uint32_t n = 0;
+        for (uint32_t t = 0; t < s.taps; t++) {
+            nz[n] = (uint8_t)t;
+            n += wq[t] != 0;
         }
+        if (n == 0) {
+            requant_fill(a0, mult, (uint8_t)k, lo, hi, out_plane, yc);
+            continue;
+        }
+#define QDW_CHANNEL(M, T, L) \
+    qdw_channel__vbmi(M, T, L, n, g, &s, v, pc, f->dwidx, wq, a0, mult, k, M == 3 ? p : 0, lo, hi, yc)
+        switch (RQ_MODE(k, p) * 3 + (n < s.taps ? 2 : s.taps == 3)) {
+        case 11: QDW_CHANNEL(3, s.taps, nz); break;
+        case 10: QDW_CHANNEL(3, 3, NULL); break;
+        case 9: QDW_CHANNEL(3, s.taps, NULL); break;
+        case 8: QDW_CHANNEL(2, s.taps, nz); break;
+        case 7: QDW_CHANNEL(2, 3, NULL); break;
+        case 6: QDW_CHANNEL(2, s.taps, NULL); break;
+        case 5: QDW_CHANNEL(1, s.taps, nz); break;
+        case 4: QDW_CHANNEL(1, 3, NULL); break;
+        case 3: QDW_CHANNEL(1, s.taps, NULL); break;
+        case 2: QDW_CHANNEL(0, s.taps, nz); break;
+        case 1: QDW_CHANNEL(0, 3, NULL); break;
+        default: QDW_CHANNEL(0, s.taps, NULL); break;
+        }
+#undef QDW_CHANNEL
     }
 }
 
@@ -497,17 +539,6 @@ VNNI_TGT static void qdwp_requant__vnni(const dcz_conv_geom *g, const dcz_qshift
     memset(pc, 0, qdwp_plane_cells(g) * sizeof *pc);
     for (size_t b = 0; b < batch; b++)
         for (uint32_t oc = 0; oc < g->out_c; oc++) {
-            const dcz_q *xc = x + (b * g->in_c + oc) * in_plane;
-            /* rows of 7 to 112 cells: masked vectors, where a call to
-             * memcpy a row took a third of 7 x 7 planes' time */
-            for (size_t iy = 0; iy < rows; iy++) {
-                const dcz_q *src = xc + iy * g->in_w;
-                dcz_q *dst = pc + (iy + g->ph) * PW + g->pw;
-                for (size_t i = 0; i < cols; i += 32) {
-                    const __mmask32 m = cols - i >= 32 ? ~(__mmask32)0 : (__mmask32)((1u << (cols - i)) - 1);
-                    _mm512_mask_storeu_epi16(dst + i, m, _mm512_maskz_loadu_epi16(m, src + i));
-                }
-            }
             /* the channel's pairs that hold a weight (without a branch a
              * pair: a pruned layer's are as likely zero as not) */
             uint32_t off[QDWP_MAX_PAIRS + 1], n = 0;
@@ -524,6 +555,22 @@ VNNI_TGT static void qdwp_requant__vnni(const dcz_conv_geom *g, const dcz_qshift
             const unsigned k = rq->shift[oc], p = rq->pre ? rq->pre[oc] : 0;
             const int32_t mult = rq->mult[oc];
             dcz_q *yc = y + (b * g->out_c + oc) * out_plane;
+            /* none: the requantized bias, without the plane */
+            if (n == 0) {
+                requant_fill(a0, mult, (uint8_t)k, lo, hi, out_plane, yc);
+                continue;
+            }
+            const dcz_q *xc = x + (b * g->in_c + oc) * in_plane;
+            /* rows of 7 to 112 cells: masked vectors, where a call to
+             * memcpy a row took a third of 7 x 7 planes' time */
+            for (size_t iy = 0; iy < rows; iy++) {
+                const dcz_q *src = xc + iy * g->in_w;
+                dcz_q *dst = pc + (iy + g->ph) * PW + g->pw;
+                for (size_t i = 0; i < cols; i += 32) {
+                    const __mmask32 m = cols - i >= 32 ? ~(__mmask32)0 : (__mmask32)((1u << (cols - i)) - 1);
+                    _mm512_mask_storeu_epi16(dst + i, m, _mm512_maskz_loadu_epi16(m, src + i));
+                }
+            }
             switch (RQ_MODE(k, p) * 2 + (g->sw == 2)) {
             case 7: qdwp_channel__vnni(3, 2, g, PW, nvec, st, pc, n, off, w, a0, mult, k, p, lo, hi, yc); break;
             case 6: qdwp_channel__vnni(3, 1, g, PW, nvec, st, pc, n, off, w, a0, mult, k, p, lo, hi, yc); break;
