@@ -1745,7 +1745,10 @@ static int compress_budget(verb_ctx *v, compress_job *job, const prune_opts *po,
         progress_end(&p);
         if (s != DCZ_OK) rc = cli_fail_data(v, s, "the sensitivity scan", &job->val, NULL);
     }
-    if (rc == -1 && (s = dcz_budget_candidates(&scan, &plan, budget * BUDGET_BITS_SHARE, runs > 1 ? (1 << runs) - 1 : 2, &cands)) != DCZ_OK)
+    /* 2^R - 1 candidates, whose bisection R runs complete; one run takes
+     * three, so that it measures the middle one (of two, it would spend
+     * itself on the smallest, every layer at the scan's sparsest) */
+    if (rc == -1 && (s = dcz_budget_candidates(&scan, &plan, budget * BUDGET_BITS_SHARE, runs > 1 ? (1 << runs) - 1 : 3, &cands)) != DCZ_OK)
         rc = cli_fail(v, s, "choosing the candidates");
     /* a variational phase's weights prune almost free in the scan, up to
      * about 97%, where the retrained runs still lose: less sparse ones too */

@@ -94,6 +94,9 @@ grep -q '^plus 0.5 times that (--budget-confidence 0.5))$' "$T/t.txt" || fail "t
 grep -q '^compress --budget: run [12] with f32 biases and f16 codebooks: ' "$T/t.txt" &&
     grep -q '^bias = f32$' "$T/r1" || fail "--bias f32 not kept: $(cat "$T/t.txt")"
 grep -q '^chosen: run ' "$T/t.txt" && grep -q '^fc2 ' "$T/t.txt" && [ -s "$T/r1" ] || fail "report: $(cat "$T/t.txt")"
+# one run: three candidates, the middle one measured first
+grep -q '^compress --budget 3: 3 candidates from .*; at most 1 runs$' "$T/t.txt" &&
+    grep -q '^compress --budget: run 1, candidate 2 of 3 ' "$T/t.txt" || fail "one run's candidate: $(cat "$T/t.txt")"
 grep -q -- 'threshold -1\| -1\.0000' "$T/t.txt" && fail "a threshold of -1 in the report: $(cat "$T/t.txt")"
 grep -q ' on 2000 samples held out' "$T/t.txt" && grep -q '^validation = 2000' "$T/r1" ||
     fail "not the train record's hold-out: $(cat "$T/t.txt")"
