@@ -85,19 +85,6 @@ static dcz_status ensure_act(dcz_model *m, size_t batch, size_t cbatch)
 
 /* ---- integer layers ------------------------------------------------------ */
 
-/* acc (batch, channels, plane) to float: acc times its channel's scale
- * s_in s_w[c], in double, rounded once to float */
-static void dequantize(const int64_t *acc, size_t batch, uint32_t channels, uint32_t plane,
-                       const double *scale, float *y)
-{
-    for (size_t b = 0; b < batch; b++)
-        for (uint32_t c = 0; c < channels; c++)
-            for (uint32_t p = 0; p < plane; p++) {
-                const size_t i = (b * channels + c) * plane + p;
-                y[i] = (float)((double)acc[i] * scale[c]);
-            }
-}
-
 /* y (n) = the integers x (n) of scale s as floats: x s in double, rounded
  * once (what a tap sees of a tensor of the integer region) */
 static void dequantize_q(const void *x, size_t n, float s, float *y)
@@ -474,7 +461,9 @@ static void qrun_weighted(const dcz_model *m, uint32_t index, const void *const 
     const uint32_t plane = l->out / l->channels;
     accumulate(m, l, xs[0], batch, m->qacc);
     if (index == m->q_last) {
-        dequantize(m->qacc, batch, l->channels, plane, l->out_scale, y);
+        /* (the scale of channel c: s_in s_w[c]) */
+        if (ref) dcz_dequantize_ref(m->qacc, batch, l->channels, plane, l->out_scale, y);
+        else dcz_dequantize(m->qacc, batch, l->channels, plane, l->out_scale, m->qmax, y);
         return;
     }
     const int32_t lo = m->fuse ? l->qlo : -m->qmax, hi = m->fuse ? l->qhi : m->qmax;
@@ -845,7 +834,7 @@ static void run_layers(dcz_model *m, uint32_t first, uint32_t last, const float 
         if (DCZ_HEAP && m->layer_ns) m->layer_ns[i] += dcz_now_ns() - t0;
         if (tap && l->w_scale) {   /* a run with a tap takes no chunks: n is batch */
             const uint32_t plane = l->out / l->channels;
-            dequantize(m->qacc, n, l->channels, plane, l->out_scale, deq);
+            dcz_dequantize(m->qacc, n, l->channels, plane, l->out_scale, m->qmax, deq);
             tap(ctx, i, deq, n, l->out);
         } else if (tap && i != m->q_last) {
             dequantize_q(y, n * l->out, m->t_scale[i + 1], deq);

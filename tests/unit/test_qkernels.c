@@ -868,6 +868,39 @@ static void test_requant_pre(void)
           "the rule's edges");
 }
 
+/* dcz_dequantize against its reference, bit for bit: planes of 1 to 40
+ * (the vectors' 8 and the tail), accumulators of the 8-bit schemes' range
+ * and past it (fixed16: the reference), scales of any size and sign of
+ * exponent, several channels and samples */
+static void test_dequantize(void)
+{
+    enum { C = 5, B = 2, P = 40 };
+    static int64_t acc[B * C * P];
+    static float want[B * C * P], got[B * C * P];
+    double scale[C];
+    size_t bad = 0;
+    for (int round = 0; round < 200; round++) {
+        const uint32_t plane = 1 + (uint32_t)(rnd() % P), channels = 1 + (uint32_t)(rnd() % C);
+        const size_t batch = 1 + rnd() % B, n = batch * channels * plane;
+        const int32_t qmax = round % 4 == 3 ? 32767 : 127;
+        for (uint32_t c = 0; c < channels; c++) scale[c] = ldexp(0.5 + (double)(rnd() % 1000) / 1000, -(int)(rnd() % 40));
+        for (size_t i = 0; i < n; i++) {
+            const int64_t span = qmax == 127 ? (int64_t)1 << (rnd() % 32) : (int64_t)1 << (rnd() % 62);
+            acc[i] = (int64_t)(rnd() % (uint64_t)span) * (rnd() % 2 ? 1 : -1);
+        }
+        acc[0] = qmax == 127 ? INT32_MAX : INT64_MAX / 2;
+        acc[n - 1] = qmax == 127 ? -INT32_MAX : INT64_MIN / 2;
+        dcz_dequantize_ref(acc, batch, channels, plane, scale, want);
+        memset(got, 0x55, sizeof got);
+        dcz_dequantize(acc, batch, channels, plane, scale, qmax, got);
+        for (size_t i = 0; i < n; i++) bad += memcmp(&got[i], &want[i], sizeof *got) != 0;
+        uint32_t past;
+        memcpy(&past, &got[n < B * C * P ? n : 0], sizeof past);
+        bad += n < B * C * P && past != 0x55555555u;   /* nothing written past the outputs */
+    }
+    CHECK(bad == 0, "dequantize differs from the reference in %zu values", bad);
+}
+
 static void test_requant_by_hand(void)
 {
     static const struct { int64_t acc; int32_t mult; uint8_t shift; int32_t qmax; dcz_q want; } c[] = {
@@ -1733,6 +1766,7 @@ int main(void)
     RUNQ(test_round_shift);
     RUNQ(test_requant_by_hand);
     RUNQ(test_requant_pre);
+    RUNQ(test_dequantize);
     RUNQ(test_requant_layout);
     RUNQ(test_requant_exact);
     RUNQ(test_requant8);

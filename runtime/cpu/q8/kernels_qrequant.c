@@ -44,6 +44,54 @@ static inline dcz_q requant8_one(int64_t a, int64_t m, unsigned k, int64_t qmax)
     return (dcz_q)(v > qmax ? qmax : v < -qmax ? -qmax : v);
 }
 
+void dcz_dequantize_ref(const int64_t *acc, size_t batch, uint32_t channels, uint32_t plane, const double *scale,
+                        float *y)
+{
+    for (size_t b = 0; b < batch; b++)
+        for (uint32_t c = 0; c < channels; c++)
+            for (uint32_t p = 0; p < plane; p++) {
+                const size_t i = (b * channels + c) * plane + p;
+                y[i] = (float)((double)acc[i] * scale[c]);
+            }
+}
+
+#ifdef DCZ_X86
+/* 8 accumulators a step: narrowed to 32 bits (exact below 2^31), widened
+ * to doubles, times the scale, rounded to floats; the plane's last few as
+ * the reference (SqueezeNet 1.1's 1000 x 13 x 13 classifier spent 6% of
+ * int8's time in the scalar loop) */
+__attribute__((target("avx512f")))
+static void dequantize__avx512(const int64_t *acc, size_t batch, uint32_t channels, uint32_t plane,
+                               const double *scale, float *y)
+{
+    for (size_t b = 0; b < batch; b++)
+        for (uint32_t c = 0; c < channels; c++) {
+            const size_t at = (b * channels + c) * plane;
+            const __m512d s = _mm512_set1_pd(scale[c]);
+            uint32_t p = 0;
+            for (; p + 8 <= plane; p += 8) {
+                const __m256i a = _mm512_cvtepi64_epi32(_mm512_loadu_si512((const void *)(acc + at + p)));
+                _mm256_storeu_ps(y + at + p, _mm512_cvtpd_ps(_mm512_mul_pd(_mm512_cvtepi32_pd(a), s)));
+            }
+            for (; p < plane; p++) y[at + p] = (float)((double)acc[at + p] * scale[c]);
+        }
+}
+#endif
+
+void dcz_dequantize(const int64_t *acc, size_t batch, uint32_t channels, uint32_t plane, const double *scale,
+                    int32_t qmax, float *y)
+{
+#ifdef DCZ_X86
+    if (qmax == 127 && dcz_isa_supported(DCZ_ISA_AVX512)) {
+        dequantize__avx512(acc, batch, channels, plane, scale, y);
+        return;
+    }
+#else
+    (void)qmax;
+#endif
+    dcz_dequantize_ref(acc, batch, channels, plane, scale, y);
+}
+
 uint8_t dcz_requant_pre(uint8_t shift, double bound)
 {
     if (shift < 1 || shift > 32 || !(bound >= 0)) return 0;

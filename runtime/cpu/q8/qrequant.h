@@ -42,6 +42,15 @@ uint8_t dcz_requant_pre(uint8_t shift, double bound);
  * (kernels_qrequant.c). */
 void dcz_quantize_ref(const float *x, size_t n, float scale, int32_t qmax, dcz_q *y);
 void dcz_quantize(const float *x, size_t n, float scale, int32_t qmax, dcz_q *y);
+/* y (batch, channels, plane) = the accumulators acc of the same layout as
+ * floats: acc times its channel's scale in double, rounded once (the last
+ * weighted layer's output). dcz_dequantize: the same bits, 8 a step on
+ * AVX-512 for the 8-bit schemes (qmax 127: |acc| < 2^31, converted
+ * exactly through 32 bits), else the reference. */
+void dcz_dequantize_ref(const int64_t *acc, size_t batch, uint32_t channels, uint32_t plane, const double *scale,
+                        float *y);
+void dcz_dequantize(const int64_t *acc, size_t batch, uint32_t channels, uint32_t plane, const double *scale,
+                    int32_t qmax, float *y);
 /* dcz_requant_ref for qmax 127, where |acc| < 2^31: an add and a shift
  * where the reference divides (kernels_qrequant.c); dcz_requant8_ref one
  * element at a time, dcz_requant8 8 at a time on AVX-512, 4 on AVX2, the
