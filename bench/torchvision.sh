@@ -8,10 +8,12 @@
 # compressed file calibrated to int8 (on 16 generated images). Medians of
 # RUNS runs in ROUNDS rounds that alternate the four (ORT, dense,
 # compressed, int8), the least of each one's medians kept: a shared core's
-# medians move 5-10% from one minute to the next, which one round would
-# hand to whichever ran then. One table per thread count and batch, the
-# CPU named; timings are reported, never asserted. Run with nothing else
-# running.
+# medians move 5-20% from one minute to the next, which one round would
+# hand to whichever ran then. The x columns are the median over the rounds
+# of each round's own ratio (its two medians taken seconds apart), not the
+# ratio of the two least medians, which may come from different minutes.
+# One table per thread count and batch, the CPU named; timings are
+# reported, never asserted. Run with nothing else running.
 #
 #   bash bench/torchvision.sh [NAME ...]     (default: all nine)
 #   TV_DIR      the networks and the files made from them (build/torchvision;
@@ -90,28 +92,35 @@ median() { # FILE THREADS BATCH: dcz bench's median, in ms
 ratio() { awk -v a="$1" -v b="$2" 'BEGIN { if (a + 0 > 0 && b + 0 > 0) printf "%.2f", a / b; else print "-" }'; }
 least() { # A B: the smaller of two timings, a word that is no number losing
     awk -v a="$1" -v b="$2" 'BEGIN { if (b + 0 > 0 && (a + 0 <= 0 || b + 0 < a + 0)) print b; else print a }'; }
+mid() { # the median of the numbers among the words, or -
+    printf '%s\n' "$@" | awk '$1 + 0 > 0' | sort -g |
+        awk '{ v[NR] = $1 } END { if (!NR) print "-"; else if (NR % 2) print v[(NR + 1) / 2];
+                                  else printf "%.2f", (v[NR / 2] + v[NR / 2 + 1]) / 2 }'; }
 failed=
 for t in $threads_list; do
     for b in $batches; do
         echo
-        echo "$t thread(s), batch $b (ms; x: how many times faster)"
+        echo "$t thread(s), batch $b (ms, the least median; x: how many times faster, the median of the rounds' own ratios)"
         printf '%-20s %9s %9s %7s %11s %7s %9s %7s\n' network "ORT" "dcz" "x ORT" compressed "x ORT" int8 "x fp32"
         for n in $nets; do
             d=$dir/$n
-            o=SKIP de=- co=- i8=-
+            o=SKIP de=- co=- i8=- rd= rc= ri=
             [ $ort = ok ] && o=-
             for r in $(seq "$rounds"); do
+                v=-
                 if [ $ort = ok ] && [ "$o" != failed ]; then
                     v=$(OMP_NUM_THREADS=$t ORT_WARMUP=3 "$ort_py" bench/ort_latency.py "$dir/$n.onnx" "$t" "$runs" "$b" \
                         2> "$d.ort.err" | awk '{ printf "%.2f", $4 / 1000 }')
-                    if [ -n "$v" ]; then o=$(least "$o" "$v"); else o=failed; failed="$failed $d.ort.err"; fi
+                    if [ -n "$v" ]; then o=$(least "$o" "$v"); else o=failed v=-; failed="$failed $d.ort.err"; fi
                 fi
-                de=$(least "$de" "$(median "$d.dcz" "$t" "$b")")
-                co=$(least "$co" "$(median "$d-compressed$sfx.dcz" "$t" "$b")")
-                i8=$(least "$i8" "$(median "$d-int8$sfx.dcz" "$t" "$b")")
+                vd=$(median "$d.dcz" "$t" "$b")
+                vc=$(median "$d-compressed$sfx.dcz" "$t" "$b")
+                vi=$(median "$d-int8$sfx.dcz" "$t" "$b")
+                de=$(least "$de" "$vd") co=$(least "$co" "$vc") i8=$(least "$i8" "$vi")
+                rd="$rd $(ratio "$v" "$vd")" rc="$rc $(ratio "$v" "$vc")" ri="$ri $(ratio "$vc" "$vi")"
             done
-            printf '%-20s %9s %9s %7s %11s %7s %9s %7s\n' "$n" "$o" "$de" "$(ratio "$o" "$de")" "$co" "$(ratio "$o" "$co")" \
-                "$i8" "$(ratio "$co" "$i8")"
+            printf '%-20s %9s %9s %7s %11s %7s %9s %7s\n' "$n" "$o" "$de" "$(mid $rd)" "$co" "$(mid $rc)" \
+                "$i8" "$(mid $ri)"
         done
     done
 done
