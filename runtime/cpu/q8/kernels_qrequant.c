@@ -94,9 +94,10 @@ void dcz_dequantize(const int64_t *acc, size_t batch, uint32_t channels, uint32_
 
 uint8_t dcz_requant_pre(uint8_t shift, double bound)
 {
-    if (shift < 1 || shift > 32 || !(bound >= 0)) return 0;
-    const unsigned p = 33u - shift;
-    return p <= 31 && ldexp(bound, (int)p) < 0x1p31 ? (uint8_t)p : 0;
+    if (shift < 2 || shift > 32 || !(bound >= 0)) return 0;
+    const unsigned p = 33u - shift;   /* 1 .. 31: bound 2^p < 2^31, without a call to ldexp (a Mul asks
+                                         at every channel's plane) */
+    return bound < (double)((uint32_t)1 << (31 - p)) ? (uint8_t)p : 0;
 }
 
 #ifdef DCZ_X86
