@@ -458,6 +458,28 @@ static void qconv_case(const dcz_conv_geom *g, double density, uint32_t k, int32
                             t->threaded++;
                         }
                         free(pre);
+                        /* sums near 2^21 (biases of that size): high halves
+                         * past 16 bits, which the pair's rounding after the
+                         * pack saturates (shift counts up to 8; 9 would differ) */
+                        int64_t *big = alloc(g->out_c, sizeof(int64_t));
+                        int64_t *acc2 = alloc(B * yout + 1, sizeof(int64_t));
+                        const size_t cells = (size_t)g->out_h * g->out_w;
+                        for (uint32_t c = 0; c < g->out_c; c++)
+                            big[c] = (int64_t)((1u << 20) + rnd() % (1u << 20)) * (rnd() % 2 ? 1 : -1);
+                        for (size_t j = 0; j < b; j++)
+                            for (uint32_t c = 0; c < g->out_c; c++)
+                                for (size_t cell = 0; cell < cells; cell++) {
+                                    const size_t i = j * yout + c * cells + cell;
+                                    acc2[i] = ref[i] - (bp ? bp[c] : 0) + big[c];
+                                }
+                        dcz_q *want2 = alloc(B * yout + 1, sizeof(dcz_q));
+                        dcz_requant8_ref(&rq, acc2, b, g->out_c, (uint32_t)cells, want2);
+                        for (size_t i = 0; i < b * yout; i++)
+                            want2[i] = (dcz_q)(want2[i] < lo ? lo : want2[i] > hi ? hi : want2[i]);
+                        memset(yq, 0x55, (B * yout + 1) * sizeof(dcz_q));
+                        dcz_qconv2d_shift_requant(NULL, g, &f, big, &rq, lo, hi, 0, x, b, scratch, yq);
+                        t->bad += diff_q("qconv2d_shift_requant (sums near 2^21)", ctx, yq, want2, b * yout);
+                        free(big); free(acc2); free(want2);
                         t->shift_vector++;
                         t->dw_runs += dw == DCZ_QDW_BYTES;
                         /* once a form that holds the pairs: it ran a depthwise kernel */

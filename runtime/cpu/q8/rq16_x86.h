@@ -14,12 +14,19 @@
 #ifndef DCZ_RQ16_X86_H
 #define DCZ_RQ16_X86_H
 
+/* the high halves floor(P / 2^32) alone, in the lanes' order */
 __attribute__((target("avx512f"))) static inline __attribute__((always_inline)) __m512i
-dcz_rq16_hi(__m512i v, __m512i m, __m512i half, __m128i count)
+dcz_rq16_high(__m512i v, __m512i m)
 {
     const __m512i odd = _mm512_set_epi32(31, 15, 29, 13, 27, 11, 25, 9, 23, 7, 21, 5, 19, 3, 17, 1);
     const __m512i ev = _mm512_mul_epi32(v, m), od = _mm512_mul_epi32(_mm512_srli_epi64(v, 32), m);
-    return _mm512_sra_epi32(_mm512_add_epi32(_mm512_permutex2var_epi32(ev, odd, od), half), count);
+    return _mm512_permutex2var_epi32(ev, odd, od);
+}
+
+__attribute__((target("avx512f"))) static inline __attribute__((always_inline)) __m512i
+dcz_rq16_hi(__m512i v, __m512i m, __m512i half, __m128i count)
+{
+    return _mm512_sra_epi32(_mm512_add_epi32(dcz_rq16_high(v, m), half), count);
 }
 
 #endif /* DCZ_RQ16_X86_H */
