@@ -65,6 +65,18 @@ static int rq16_consts(int32_t mult, uint8_t k, double bound, __m512i *m, __m512
     return 1;
 }
 
+/* y (the lanes of km) = x times the factors vf (each a 16-bit factor in
+ * the low half of its 32-bit lane), rescaled by dcz_rq16_hi after the
+ * pre-shift hp, clamped to vlo .. vhi */
+__attribute__((target("avx512f,avx512bw,avx512vl"))) static inline __attribute__((always_inline)) void
+qscale16_hi(const dcz_q *x, __m512i vf, __mmask16 km, __m512i hm, __m512i hh, __m128i hk, __m128i hp, __m512i vlo,
+            __m512i vhi, dcz_q *y)
+{
+    const __m512i v = _mm512_madd_epi16(_mm512_cvtepi16_epi32(_mm256_maskz_loadu_epi16(km, x)), vf);
+    const __m512i r = dcz_rq16_hi(_mm512_sll_epi32(v, hp), hm, hh, hk);
+    _mm256_mask_storeu_epi16(y, km, _mm512_cvtepi32_epi16(_mm512_min_epi32(_mm512_max_epi32(r, vlo), vhi)));
+}
+
 /* 16 values a step: the inputs widened to 32-bit lanes, whose even and odd
  * lanes are rescaled and added in 64 bits, clamped there and narrowed
  * together (the reference's integers). Against 8 values a step in 64-bit
@@ -204,9 +216,7 @@ static void qscale__avx512(const dcz_q *x, size_t n, int32_t f, const dcz_q *fe,
         for (size_t i = 0; i < n; i += 16) {
             const __mmask16 km = n - i >= 16 ? (__mmask16)0xFFFF : (__mmask16)((1u << (n - i)) - 1);
             const __m512i vf = fe ? _mm512_cvtepu16_epi32(_mm256_maskz_loadu_epi16(km, fe + i)) : f1;
-            const __m512i v = _mm512_madd_epi16(_mm512_cvtepi16_epi32(_mm256_maskz_loadu_epi16(km, x + i)), vf);
-            const __m512i r = dcz_rq16_hi(_mm512_sll_epi32(v, hp), hm, hh, hk);
-            _mm256_mask_storeu_epi16(y + i, km, _mm512_cvtepi32_epi16(_mm512_min_epi32(_mm512_max_epi32(r, vlo), vhi)));
+            qscale16_hi(x + i, vf, km, hm, hh, hk, hp, vlo, vhi, y + i);
         }
         return;
     }
@@ -469,17 +479,14 @@ static int qmul_flat__avx512(const dcz_q *x, const dcz_q *f, size_t planes, uint
     for (size_t i = 0; i < n; i += 16) {
         const __mmask16 km = n - i >= 16 ? (__mmask16)0xFFFF : (__mmask16)((1u << (n - i)) - 1);
         __m512i vf = _mm512_set1_epi32((int32_t)(uint16_t)f[c]);
-        if (next < i + 16) {   /* lanes next - i .. take the next plane's factor */
-            if (next < n) vf = _mm512_mask_set1_epi32(vf, (__mmask16)(0xFFFFu << (next - i)), (int32_t)(uint16_t)f[c + 1]);
-            c++;
-            next += plane;
-        } else if (next == i + 16) {
+        /* lanes next - i .. take the next plane's factor */
+        if (next < i + 16 && next < n)
+            vf = _mm512_mask_set1_epi32(vf, (__mmask16)(0xFFFFu << (next - i)), (int32_t)(uint16_t)f[c + 1]);
+        if (next <= i + 16) {
             c++;
             next += plane;
         }
-        const __m512i v = _mm512_madd_epi16(_mm512_cvtepi16_epi32(_mm256_maskz_loadu_epi16(km, x + i)), vf);
-        const __m512i r = dcz_rq16_hi(_mm512_sll_epi32(v, hp), hm, hh, hk);
-        _mm256_mask_storeu_epi16(y + i, km, _mm512_cvtepi32_epi16(_mm512_min_epi32(_mm512_max_epi32(r, vlo), vhi)));
+        qscale16_hi(x + i, vf, km, hm, hh, hk, hp, vlo, vhi, y + i);
     }
     return 1;
 }
