@@ -218,14 +218,17 @@ DCZ_HD float dcz_gk_pool(const dcz_conv_geom *g, int avg, int count_include_pad,
     dcz_gk_window(p / g->out_w, g->sh, g->ph, g->kh, g->in_h, &y0, &y1);
     dcz_gk_window(p % g->out_w, g->sw, g->pw, g->kw, g->in_w, &x0, &x1);
     const float *xp = x + (size_t)c * g->in_h * g->in_w;
-    float m = avg ? 0.0f : -INFINITY;
+    float m;
+    if (!avg) {   /* dcz_maxpool_ref's order: column by column */
+        m = -INFINITY;
+        for (uint32_t ix = x0; ix < x1; ix++)
+            for (uint32_t iy = y0; iy < y1; iy++)
+                if (xp[(size_t)iy * g->in_w + ix] > m) m = xp[(size_t)iy * g->in_w + ix];
+        return m;
+    }
+    m = 0.0f;
     for (uint32_t iy = y0; iy < y1; iy++)
-        for (uint32_t ix = x0; ix < x1; ix++) {
-            const float v = xp[(size_t)iy * g->in_w + ix];
-            if (avg) m += v;
-            else if (v > m) m = v;
-        }
-    if (!avg) return m;
+        for (uint32_t ix = x0; ix < x1; ix++) m += xp[(size_t)iy * g->in_w + ix];
     return m / (float)(count_include_pad ? g->kh * g->kw : (y1 - y0) * (x1 - x0));
 }
 

@@ -126,7 +126,12 @@ void dcz_conv_taps(const dcz_conv_geom *g, dcz_conv_tap *ty, dcz_conv_tap *tx);
 void dcz_window_cells(uint32_t o, uint32_t stride, uint32_t pad, uint32_t k, uint32_t n,
                       uint32_t *lo, uint32_t *hi);
 
-/* Max over each window's cells inside the input (padding never wins). */
+/* Max over each window's cells inside the input (padding never wins),
+ * taken column by column, each column top to bottom, a cell kept only
+ * when greater than the maximum so far: NaN never wins, and of +0 and -0
+ * the first in that order does. (Columns first: the vector kernels fold a
+ * window's rows into one vector before its columns, three maxima a row
+ * rather than a permute a cell.) */
 void dcz_maxpool_ref(const dcz_conv_geom *g, const float *x, size_t batch, float *y);
 /* The same, the interior columns of each row in vector lanes (AVX-512;
  * the reference's bits, NaN and signed zeros included); dcz_maxpool_isa
