@@ -863,6 +863,10 @@ static void test_gemm(void)
      * of bands; */
     const struct { size_t m, n; uint32_t k; } big[] = {
         { 1, 300, 1800 }, { 3, 300, 1800 }, { 13, 300, 1800 }, { 7, 129, 4100 }, { 1, 65, 8200 },
+        /* one row of C, by groups of B's rows across chunks of C's
+         * columns: past one chunk, ending in part of a vector, a depth not
+         * a whole number of groups */
+        { 1, 2100, 301 }, { 1, 4100, 131 },
         /* and a small B beside a taller A, which the walk takes a tile of
          * rows across every panel at a time: rows not a whole number of
          * tiles, columns past one panel and ending in part of a vector */

@@ -68,7 +68,7 @@ void dcz_gemm_f32_ref(size_t m, size_t n, uint32_t k, const float *a, size_t lda
 }
 
 #ifdef DCZ_X86
-/* The band of B's rows a product of up to MR rows of C takes across every
+/* The band of B's rows a product of 2 to MR rows of C takes across every
  * panel where B streams from memory (gemm_tile.h, the walk): on Intel's
  * cores 16, whose rows, a row of B apart, are as many streams as the
  * prefetcher follows; 64 on AMD's, where it was measured before and not
@@ -77,7 +77,8 @@ void dcz_gemm_f32_ref(size_t m, size_t n, uint32_t k, const float *a, size_t lda
  * batch 4 11.8 -> 6.7, 25088 x 4096 at batch 1 72 -> 40-44; in the
  * networks, 1000 classes from 1280 (MobileNetV2) 819 -> 487 us, from 1024
  * (ShuffleNetV2) 673 -> 380, from 2048 (ResNet-50) 1427 -> 868 (dcz bench
- * --per-layer, alternated); 4 rows ran 10-20% slower than 16. */
+ * --per-layer, alternated); 4 rows ran 10-20% slower than 16. (One row of
+ * C, batch 1, now goes by gemm_tile.h's gemv_rows, whole rows of B.) */
 static uint32_t gemv_band(void)
 {
     return dcz_cpu_features()->amd ? 64 : 16;
