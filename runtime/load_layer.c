@@ -22,6 +22,7 @@
 #include "runtime/cpu/f32/sparse.h"
 #include "runtime/cpu/f32/wino.h"
 #include "runtime/cpu/q8/qconv.h"
+#include "runtime/cpu/q8/qelem.h"
 #include "runtime/cpu/q8/qlanes.h"
 #include "runtime/cpu/q8/qshift.h"
 #include "runtime/load.h"
@@ -375,6 +376,10 @@ dcz_status dcz_load_layer(const dcz_container *c, const dcz_graph_layer *g, uint
     if (cw && o->qscale == DCZ_QS_TABLE)
         /* (one entry more, never read as one: dcz_qtable reads 32 bits at each) */
         l->table = arena_take(&ld->a, (2 * (uint64_t)dcz_scheme_qmax(cw->scheme) + 2) * sizeof(dcz_q));
+    /* a CONCAT on integers looks its rescaled inputs up (qload.c fills the
+     * tables; a build of the references alone takes none) */
+    if (!DCZ_REF_ONLY && cw && g->op == DCZ_OP_CONCAT && dcz_qconcat_table_entries(g->nin, dcz_scheme_qmax(cw->scheme)))
+        l->table = arena_take(&ld->a, dcz_qconcat_table_entries(g->nin, dcz_scheme_qmax(cw->scheme)) * sizeof(dcz_q));
     switch (g->op) {
     case DCZ_OP_CONV2D:
         return load_params(c, g, index, ld, cw, l);

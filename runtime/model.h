@@ -268,7 +268,8 @@ typedef struct dcz_exec_layer {
     uint8_t in_shift[DCZ_MAX_INPUTS]; /*  the product ([0]); GLOBAL_AVGPOOL: the sum ([0])
                                           when its output's scale is not its input's;
                                           as dcz_requant_params */
-    dcz_q *table;           /* DCZ_QS_TABLE ops: (2 qmax + 1) outputs of -qmax .. qmax */
+    dcz_q *table;           /* DCZ_QS_TABLE ops: (2 qmax + 1) outputs of -qmax .. qmax; a CONCAT
+                               of the 8-bit schemes: its inputs' (dcz_qconcat_tables) */
 } dcz_exec_layer;
 
 /* ---- threads (threads.c): runtime/threads.h -------------------------------- */

@@ -23,6 +23,7 @@
 #include <math.h>
 #include <string.h>
 
+#include "runtime/cpu/q8/qelem.h"
 #include "runtime/cpu/q8/qrequant.h"
 #include "runtime/model.h"
 
@@ -271,6 +272,7 @@ static dcz_status finish_layer(dcz_model *m, uint32_t i)
     case DCZ_QS_RESCALE:
         for (uint32_t k = 0; k < l->nin; k++)
             TRY(dcz_requant_params((double)ts[l->tin[k]] / s_out, &l->in_mult[k], &l->in_shift[k]));
+        if (l->op == DCZ_OP_CONCAT && l->table) dcz_qconcat_tables(l->nin, l->in_mult, l->in_shift, m->qmax, l->table);
         return DCZ_OK;
     case DCZ_QS_PRODUCT:
         return dcz_requant_params((double)s_in * ts[l->tin[1]] / s_out, &l->in_mult[0],

@@ -619,7 +619,7 @@ static void qrun_concat(const dcz_model *m, uint32_t index, const void *const *x
     const dcz_exec_layer *l = &m->layers[index];
     uint32_t width[DCZ_MAX_INPUTS];
     input_widths(m, l, width);
-    dcz_qconcat((const dcz_q *const *)xs, width, l->nin, batch, l->in_mult, l->in_shift, m->qmax, y);
+    dcz_qconcat((const dcz_q *const *)xs, width, l->nin, batch, l->in_mult, l->in_shift, m->qmax, l->table, y);
 }
 
 static void qrun_concat_ref(const dcz_model *m, uint32_t index, const void *const *xs, size_t batch,

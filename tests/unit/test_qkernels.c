@@ -1217,16 +1217,18 @@ static void test_qtable(void)
 }
 
 /* dcz_qconcat and each variant this machine runs against the reference:
- * 1 to 5 inputs of widths across the vectors' steps (1 to 70), batches 1
- * to 3, both ranges, every shift up to 63 (past 62 the variants decline
- * and dcz_qconcat takes the reference), any multiplier, inputs already on
- * the output's scale (mult 2^shift, copied) among them */
+ * 1 to 5 inputs of widths across the vectors' steps (1 to 70, and past a
+ * lookup's 64 values), batches 1 to 3, both ranges, every shift up to 63
+ * (past 62 the variants decline and dcz_qconcat takes the reference), any
+ * multiplier, inputs already on the output's scale (mult 2^shift, copied)
+ * among them; each with and without the tables of the 8-bit range
+ * (dcz_qconcat_tables, looked up on AVX-512BW) */
 static void test_qconcat(void)
 {
     enum { W = 70, NIN = 5, B = 3 };
-    static dcz_q in[NIN][B * W], want[B * NIN * W], got[B * NIN * W];
+    static dcz_q in[NIN][B * W], want[B * NIN * W], got[B * NIN * W], tables[NIN * 256];
     const dcz_isa isas[] = { DCZ_ISA_AVX512, DCZ_ISA_AVX2 };
-    size_t bad = 0, runs = 0, copies = 0;
+    size_t bad = 0, runs = 0, copies = 0, tabled = 0;
     for (int round = 0; round < 400; round++) {
         const int32_t qmax = round & 1 ? 32767 : 127;
         const uint32_t nin = 1 + (uint32_t)(rnd() % NIN);
@@ -1248,18 +1250,24 @@ static void test_qconcat(void)
             n += batch * width[k];
         }
         dcz_qconcat_ref(xs, width, nin, batch, mult, shift, qmax, want);
-        for (size_t v = 0; v <= sizeof isas / sizeof *isas; v++) {
-            /* v past the variants: dcz_qconcat itself */
-            for (size_t i = 0; i < n; i++) got[i] = (dcz_q)0x5555;
-            if (v == sizeof isas / sizeof *isas) dcz_qconcat(xs, width, nin, batch, mult, shift, qmax, got);
-            else if (!dcz_qconcat_isa(isas[v], xs, width, nin, batch, mult, shift, qmax, got)) continue;
-            runs++;
-            bad += diff_q("qconcat", "", got, want, n);
-        }
+        const int has_tables = dcz_qconcat_table_entries(nin, qmax) != 0;
+        CHECK(has_tables == (qmax <= 127), "tables for qmax %d: %d", (int)qmax, has_tables);
+        if (has_tables) dcz_qconcat_tables(nin, mult, shift, qmax, tables);
+        for (int t = 0; t <= has_tables; t++)
+            for (size_t v = 0; v <= sizeof isas / sizeof *isas; v++) {
+                /* v past the variants: dcz_qconcat itself */
+                const dcz_q *tb = t ? tables : NULL;
+                for (size_t i = 0; i < n; i++) got[i] = (dcz_q)0x5555;
+                if (v == sizeof isas / sizeof *isas) dcz_qconcat(xs, width, nin, batch, mult, shift, qmax, tb, got);
+                else if (!dcz_qconcat_isa(isas[v], xs, width, nin, batch, mult, shift, qmax, tb, got)) continue;
+                runs++;
+                tabled += t;
+                bad += diff_q("qconcat", t ? " by tables" : "", got, want, n);
+            }
     }
     CHECK(bad == 0, "qconcat differs from the reference in %zu elements", bad);
     CHECK(copies > 100, "only %zu inputs already on the output's scale", copies);
-    CHECK(runs >= 400, "qconcat ran %zu times", runs);
+    CHECK(runs >= 400 && tabled >= 200, "qconcat ran %zu times, %zu with tables", runs, tabled);
 }
 
 /* dcz_qmul and each variant this machine runs against the reference:

@@ -54,13 +54,22 @@ int dcz_qmul_isa(dcz_isa isa, const dcz_q *x, const dcz_q *f, size_t batch, uint
 void dcz_qconcat_ref(const dcz_q *const *x, const uint32_t *width, uint32_t nin, size_t batch,
                      const int32_t *mult, const uint8_t *shift, int32_t qmax, dcz_q *y);
 /* The same values in vectors (kernels_qelem.c: AVX-512 or AVX2 where every
- * shift is at most 62; an input already on the output's scale copied);
- * dcz_qconcat_isa on isa's variant, 0 where this machine or the shifts
- * have none. */
+ * shift is at most 62; an input already on the output's scale copied; on
+ * AVX-512 with tables of the 8-bit schemes, the others looked up in them,
+ * every x within +-qmax as in the integer region); dcz_qconcat_isa on
+ * isa's variant, 0 where this machine or the shifts have none. tables:
+ * NULL, or dcz_qconcat_tables' of mult and shift. */
 void dcz_qconcat(const dcz_q *const *x, const uint32_t *width, uint32_t nin, size_t batch, const int32_t *mult,
-                 const uint8_t *shift, int32_t qmax, dcz_q *y);
+                 const uint8_t *shift, int32_t qmax, const dcz_q *tables, dcz_q *y);
 int dcz_qconcat_isa(dcz_isa isa, const dcz_q *const *x, const uint32_t *width, uint32_t nin, size_t batch,
-                    const int32_t *mult, const uint8_t *shift, int32_t qmax, dcz_q *y);
+                    const int32_t *mult, const uint8_t *shift, int32_t qmax, const dcz_q *tables, dcz_q *y);
+/* Entries of the tables dcz_qconcat_tables makes for nin inputs: 0 where
+ * the scheme's qmax has none (past 127). */
+uint64_t dcz_qconcat_table_entries(uint32_t nin, int32_t qmax);
+/* tables (dcz_qconcat_table_entries of nin, qmax): input k's, from entry k
+ * (2 qmax + 2), the values -qmax .. qmax rescaled by mult[k] and shift[k]
+ * as dcz_qconcat_ref rescales them (and one entry more, never looked up). */
+void dcz_qconcat_tables(uint32_t nin, const int32_t *mult, const uint8_t *shift, int32_t qmax, dcz_q *tables);
 /* y (n) = table[x + qmax]: an activation by its table of 2 qmax + 1. */
 void dcz_qtable_ref(const dcz_q *table, int32_t qmax, const dcz_q *x, size_t n, dcz_q *y);
 /* The same on AVX-512 (kernels_qelem.c): 32 lookups a step by word
