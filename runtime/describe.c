@@ -227,6 +227,7 @@ static dcz_status describe_viewed(const dcz_model *m, uint32_t layer, dcz_layer_
         snprintf(k->why, sizeof k->why, "%s, one channel a group: %s the sum of its taps over the input, "
                  "masked at the edges, %s%s%s", weights,
                  kern == DCZ_K_CONV_DEPTHWISE_PLANE ? "each output plane held in registers,"
+                 : dcz_shift_dw_scale_takes(&l->geom, &l->shift) ? "each output plane as one run of vectors (a 1x1 window),"
                                                     : "each output row, 4 to 8 at a time (on avx512 a channel that keeps "
                                                       "its whole 3x3 or 5x5 window: each input row loaded once for "
                                                       "every output row that reads it),",

@@ -55,8 +55,8 @@ static inline int conv_grid(size_t i, dcz_conv_geom *g)
  * more: with the channels in the lanes), a 1 x 1 one over planes of
  * whole vectors, whose dense product reads the input as it lies, and
  * depthwise ones over planes wider than two vectors, with the channels
- * in the lanes among them. */
-#define CONV_EXTRA 44
+ * in the lanes among them, and depthwise 1 x 1 ones. */
+#define CONV_EXTRA 47
 static inline void conv_extra(dcz_conv_geom *g)
 {
     const dcz_conv_geom e[CONV_EXTRA] = {
@@ -106,6 +106,10 @@ static inline void conv_extra(dcz_conv_geom *g)
         conv_geom_grouped(8, 8, 13, 67, 5, 2, 2, 8),  /* 5 x 5 strided: rows of 34, five rows a window */
         conv_geom_grouped(12, 12, 9, 41, 3, 2, 0, 12), /* strided, unpadded: rows of 20, every row inside */
         conv_geom_grouped(8, 8, 40, 120, 3, 1, 1, 8), /* 40 rows in bands of 14; rows of 15 whole vectors */
+        /* depthwise 1 x 1 (a batch norm), each plane one run of vectors */
+        conv_geom_grouped(6, 6, 14, 14, 1, 1, 0, 6),  /* 196 cells: 12 vectors of 16 and 4 over */
+        conv_geom_grouped(9, 9, 7, 9, 1, 1, 0, 9),    /* 63 cells, 9 channels */
+        conv_geom_grouped(3, 3, 56, 57, 1, 1, 0, 3),  /* 3192 cells: whole vectors of 8 */
     };
     for (int i = 0; i < CONV_EXTRA; i++) g[i] = e[i];
 }

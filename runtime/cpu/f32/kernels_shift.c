@@ -447,7 +447,10 @@ static int dw_kernel(dcz_isa isa, const dcz_conv_geom *g, const dcz_shift *f)
         return dw == DCZ_SHIFT_DW_PLANE ? DW_PLANE_AVX512 : dw == DCZ_SHIFT_DW_ROWS ? DW_ROWS_AVX512 : DW_NONE;
     }
     if (isa == DCZ_ISA_AVX2)
-        return dcz_shift_dw_lanes_fit(g, f) ? DW_LANES_AVX2 : dcz_shift_dw_rows_avx2(g, f) ? DW_ROWS_AVX2 : DW_NONE;
+        return dcz_shift_dw_scale_takes(g, f) ? DW_ROWS_AVX2
+             : dcz_shift_dw_lanes_fit(g, f)   ? DW_LANES_AVX2
+             : dcz_shift_dw_rows_avx2(g, f)   ? DW_ROWS_AVX2
+                                              : DW_NONE;
 #endif
     (void)isa;
     (void)g;
