@@ -123,7 +123,9 @@ static void fuse_activations(dcz_model *m)
         if (c->q && a->q && (c->op == DCZ_OP_CONV2D || c->op == DCZ_OP_DENSE || c->op == DCZ_OP_ADD) &&
             i != m->q_last) {
             int32_t lo = 0, hi = m->qmax;
-            if (a->op != DCZ_OP_RELU && !(a->table && table_clamp(a->table, m->qmax, &lo, &hi))) continue;
+            /* (an activation's table: a Concat's tables are its inputs') */
+            const int act_table = a->table && dcz_op_get(a->op)->qscale == DCZ_QS_TABLE;
+            if (a->op != DCZ_OP_RELU && !(act_table && table_clamp(a->table, m->qmax, &lo, &hi))) continue;
             c->qlo = lo;
             c->qhi = hi;
             a->fused = DCZ_FUSED_ACT;

@@ -274,7 +274,8 @@ static dcz_status upload_qlayer(dcz_gpu *g, const dcz_model *m, uint32_t i)
     gpu_layer *gl = &g->layers[i];
     gl->kernel = (dcz_gpu_kernel)l->gpu_kernel;
     if (!gpu_op(l->op).run_q) return DCZ_ERR_UNSUPPORTED;
-    if (l->table) return upload_i8(g, l->table, 2 * (size_t)m->qmax + 1, &gl->table);
+    if (l->table && dcz_op_get(l->op)->qscale == DCZ_QS_TABLE)   /* a Concat's tables are the CPU's */
+        return upload_i8(g, l->table, 2 * (size_t)m->qmax + 1, &gl->table);
     if (l->op == DCZ_OP_GLOBAL_AVGPOOL && 127.0 * l->geom.in_h * l->geom.in_w >= 0x1p31)
         return DCZ_ERR_UNSUPPORTED;   /* a plane's sum would not fit the int32 dcz_gk_qmean requantizes */
     if (gl->kernel == DCZ_GK_ELEMENT) return DCZ_OK;

@@ -890,9 +890,9 @@ static void test_gemm(void)
 
 static void test_im2col_k(void)
 {
-    dcz_conv_geom all[64];
+    dcz_conv_geom all[64 + CONV_EXTRA];
     size_t count = 0, bad = 0, geoms = 0, planes = 0;
-    while (count < 64 - CONV_EXTRA && conv_grid(count, &all[count])) count++;
+    while (count < 64 && conv_grid(count, &all[count])) count++;
     conv_extra(all + count);
     count += CONV_EXTRA;
     for (size_t gi = 0; gi < count; gi++) {

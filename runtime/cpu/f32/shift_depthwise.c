@@ -677,7 +677,7 @@ void dcz_shift_dw_rows_run__avx512(const dcz_conv_geom *g, const split_geom *q, 
                                    const float *bias, const float *x, size_t batch, const dcz_act *act, uint32_t c0,
                                    uint32_t c1, float *y)
 {
-    if (dw_scale_fits(g)) {
+    if (dcz_shift_dw_scale_takes(g, f)) {
         dw_scale__avx512(g, f, bias, x, batch, act, c0, c1, y);
         return;
     }
@@ -928,7 +928,7 @@ void dcz_shift_dw_rows_run__avx2(const dcz_conv_geom *g, const split_geom *q, co
                                  const float *bias, const float *x, size_t batch, const dcz_act *act, uint32_t c0,
                                  uint32_t c1, float *y)
 {
-    if (dw_scale_fits(g)) {
+    if (dcz_shift_dw_scale_takes(g, f)) {
         dw_scale__avx2(g, f, bias, x, batch, act, c0, c1, y);
         return;
     }

@@ -411,11 +411,18 @@ static int qtable8__vbmi(const dcz_q *table, int32_t qmax, const dcz_q *x, size_
 
 uint64_t dcz_qconcat_table_entries(uint32_t nin, int32_t qmax)
 {
+#ifdef DCZ_X86   /* where the lookups are built */
     return qmax <= 127 ? (uint64_t)nin * (2 * (uint64_t)qmax + 2) : 0;
+#else
+    (void)nin;
+    (void)qmax;
+    return 0;
+#endif
 }
 
 void dcz_qconcat_tables(uint32_t nin, const int32_t *mult, const uint8_t *shift, int32_t qmax, dcz_q *tables)
 {
+    if (qmax > 127) return;   /* no tables (dcz_qconcat_table_entries) */
     const uint32_t entries = 2 * (uint32_t)qmax + 1;
     dcz_q ramp[255];
     for (uint32_t i = 0; i < entries; i++) ramp[i] = (dcz_q)((int32_t)i - qmax);

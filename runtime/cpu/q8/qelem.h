@@ -64,7 +64,8 @@ void dcz_qconcat(const dcz_q *const *x, const uint32_t *width, uint32_t nin, siz
 int dcz_qconcat_isa(dcz_isa isa, const dcz_q *const *x, const uint32_t *width, uint32_t nin, size_t batch,
                     const int32_t *mult, const uint8_t *shift, int32_t qmax, const dcz_q *tables, dcz_q *y);
 /* Entries of the tables dcz_qconcat_tables makes for nin inputs: 0 where
- * the scheme's qmax has none (past 127). */
+ * the scheme's qmax has none (past 127) or the build has no lookups
+ * (off x86). */
 uint64_t dcz_qconcat_table_entries(uint32_t nin, int32_t qmax);
 /* tables (dcz_qconcat_table_entries of nin, qmax): input k's, from entry k
  * (2 qmax + 2), the values -qmax .. qmax rescaled by mult[k] and shift[k]
