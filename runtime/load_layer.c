@@ -378,9 +378,9 @@ dcz_status dcz_load_layer(const dcz_container *c, const dcz_graph_layer *g, uint
         l->table = arena_take(&ld->a, (2 * (uint64_t)dcz_scheme_qmax(cw->scheme) + 2) * sizeof(dcz_q));
     /* a CONCAT on integers looks its rescaled inputs up (qload.c fills the
      * tables; a build of the references alone takes none) */
-    if (!DCZ_REF_ONLY && !ld->reference && cw && g->op == DCZ_OP_CONCAT &&
-        dcz_qconcat_table_entries(g->nin, dcz_scheme_qmax(cw->scheme)))
-        l->table = arena_take(&ld->a, dcz_qconcat_table_entries(g->nin, dcz_scheme_qmax(cw->scheme)) * sizeof(dcz_q));
+    const uint64_t cat_entries = !DCZ_REF_ONLY && !ld->reference && cw && g->op == DCZ_OP_CONCAT
+                                     ? dcz_qconcat_table_entries(g->nin, dcz_scheme_qmax(cw->scheme)) : 0;
+    if (cat_entries) l->table = arena_take(&ld->a, cat_entries * sizeof(dcz_q));
     switch (g->op) {
     case DCZ_OP_CONV2D:
         return load_params(c, g, index, ld, cw, l);

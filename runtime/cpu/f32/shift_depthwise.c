@@ -655,20 +655,14 @@ static void dw_scale__avx512(const dcz_conv_geom *g, const dcz_shift *f, const f
             const float *xc = x + (b * g->in_c + c) * plane;
             float *yc = y + (b * g->out_c + c) * plane;
             const __m512 bv = _mm512_set1_ps(bias ? bias[c] : 0.0f);
-            if (f->ptr[c + 1] == f->ptr[c]) {
-                const __m512 v = dcz_act__avx512(bv, act);
-                size_t i = 0;
-                for (; i + 16 <= plane; i += 16) _mm512_storeu_ps(yc + i, v);
-                if (tail) _mm512_mask_storeu_ps(yc + i, tail, v);
-                continue;
-            }
-            const __m512 wv = _mm512_set1_ps(f->w[f->ptr[c]]);
+            const int none = f->ptr[c + 1] == f->ptr[c];
+            const __m512 wv = _mm512_set1_ps(none ? 0.0f : f->w[f->ptr[c]]), only = dcz_act__avx512(bv, act);
             size_t i = 0;
             for (; i + 16 <= plane; i += 16)
-                _mm512_storeu_ps(yc + i, dcz_act__avx512(_mm512_fmadd_ps(wv, _mm512_loadu_ps(xc + i), bv), act));
+                _mm512_storeu_ps(yc + i, none ? only : dcz_act__avx512(_mm512_fmadd_ps(wv, _mm512_loadu_ps(xc + i), bv), act));
             if (tail)
                 _mm512_mask_storeu_ps(yc + i, tail,
-                                      dcz_act__avx512(_mm512_fmadd_ps(wv, _mm512_maskz_loadu_ps(tail, xc + i), bv), act));
+                                      none ? only : dcz_act__avx512(_mm512_fmadd_ps(wv, _mm512_maskz_loadu_ps(tail, xc + i), bv), act));
         }
 }
 

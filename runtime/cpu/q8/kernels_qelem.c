@@ -405,7 +405,6 @@ static void qscale(int v, const dcz_q *x, size_t n, int32_t f, const dcz_q *fe, 
 }
 
 #ifdef DCZ_X86
-static void qtable8__avx512(const dcz_q *table, int32_t qmax, const dcz_q *x, size_t n, dcz_q *y);
 static int qtable8__vbmi(const dcz_q *table, int32_t qmax, const dcz_q *x, size_t n, dcz_q *y);
 #endif
 
@@ -434,24 +433,6 @@ void dcz_qconcat_tables(uint32_t nin, const int32_t *mult, const uint8_t *shift,
     }
 }
 
-/* Input k of a concatenation by its table (dcz_qconcat_tables) where
- * AVX-512BW runs the lookups: byte permutes (VBMI, 64 a step) or word
- * permutes (32), where the rescaling by the products' high halves took
- * three times their instructions. Int8 ShuffleNetV2 (pruned by blocks,
- * batch 1, one core of an AMD EPYC, Zen 4) spent 5.4% of its time
- * rescaling its Concats' first inputs (perf record). */
-static int qconcat_lookup(const dcz_q *table, int32_t qmax, const dcz_q *x, size_t n, dcz_q *y)
-{
-#ifdef DCZ_X86
-    if (!table || qmax > 127 || !dcz_isa_supported(DCZ_ISA_AVX512) || !dcz_cpu_features()->avx512bw) return 0;
-    if (!dcz_cpu_features()->avx512vbmi || !qtable8__vbmi(table, qmax, x, n, y)) qtable8__avx512(table, qmax, x, n, y);
-    return 1;
-#else
-    (void)table; (void)qmax; (void)x; (void)n; (void)y;
-    return 0;
-#endif
-}
-
 int dcz_qconcat_isa(dcz_isa isa, const dcz_q *const *x, const uint32_t *width, uint32_t nin, size_t batch,
                     const int32_t *mult, const uint8_t *shift, int32_t qmax, const dcz_q *tables, dcz_q *y)
 {
@@ -461,16 +442,21 @@ int dcz_qconcat_isa(dcz_isa isa, const dcz_q *const *x, const uint32_t *width, u
     }
     const int v = qscale_variant(isa, shift, nin);
     if (!v) return 0;
-    const int lookup = isa == DCZ_ISA_AVX512 && tables && qmax <= 127;
+    /* on AVX-512BW (variant 2) an input to rescale is looked up in its
+     * table (dcz_qtable: byte permutes on VBMI, 64 a step, else word
+     * permutes), where the rescaling by the products' high halves took
+     * three times their instructions: int8 ShuffleNetV2 (pruned by blocks,
+     * batch 1, one core of an AMD EPYC, Zen 4) spent 5.4% of its time
+     * rescaling its Concats' first inputs (perf record) */
+    const int lookup = v == 2 && tables && qmax <= 127;
     for (size_t b = 0; b < batch; b++)
         for (uint32_t k = 0; k < nin; k++) {
             const dcz_q *in = x[k] + b * width[k];
             /* an input already on the output's scale: rq is the identity
              * (v 2^s >> s), and its values are within +-qmax */
             if (shift[k] <= 30 && mult[k] == (int32_t)1 << shift[k]) memcpy(y, in, (size_t)width[k] * sizeof *y);
-            else if (!lookup ||
-                     !qconcat_lookup(tables + (size_t)k * (2 * (size_t)qmax + 2), qmax, in, width[k], y))
-                qscale(v, in, width[k], 1, NULL, mult[k], shift[k], qmax, y);
+            else if (lookup) dcz_qtable(tables + (size_t)k * (2 * (size_t)qmax + 2), qmax, in, width[k], y);
+            else qscale(v, in, width[k], 1, NULL, mult[k], shift[k], qmax, y);
             y += width[k];
         }
     return 1;
