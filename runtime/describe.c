@@ -8,6 +8,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "runtime/cpu/f32/bands.h"
 #include "runtime/cpu/f32/conv.h"
 #include "runtime/cpu/f32/dense.h"
 #include "runtime/cpu/f32/gemm.h"
@@ -126,6 +127,16 @@ static dcz_status describe_viewed(const dcz_model *m, uint32_t layer, dcz_layer_
     }
     k->chunk = m->tensors[k->seg_first + 1].chunk;
     gpu_why(m, l, k);
+    if (l->fused == DCZ_FUSED_BANDS && !m->opt.force_reference) {
+        /* by the pointwise convolution before it, or before its activation */
+        const uint32_t by = m->layers[layer - 1].band == layer ? layer - 1 : layer - 2;
+        dcz_bands p;
+        dcz_conv2d_bands_of(&l->geom, &p);
+        k->kernel = "fused";
+        snprintf(k->why, sizeof k->why, "run by %s with it, by bands of %u output rows (runs with taps run it "
+                 "here, apart)", m->layers[by].name, p.rows);
+        return DCZ_OK;
+    }
     if (l->fused && !m->opt.force_reference) {
         /* a pool: by the convolution before, or the one before its activation */
         const int pool = l->fused == DCZ_FUSED_POOL;
@@ -147,6 +158,14 @@ static dcz_status describe_viewed(const dcz_model *m, uint32_t layer, dcz_layer_
     static const char *const amx_of[4] = { "16 output cells' inputs", "its taps' inputs of 16 output cells",
                                            "16 cells' inputs at up to 16 taps and quads (planes copied)",
                                            "its window rows' inputs of 16 output cells" };
+    /* a pointwise convolution that runs the depthwise one after it by bands */
+    char bands[256] = "";
+    if (l->band && !m->opt.force_reference) {
+        dcz_bands p;
+        dcz_conv2d_bands_of(&m->layers[l->band].geom, &p);
+        snprintf(bands, sizeof bands, "; with %s, by bands of %u of its output rows from a ring of %u input rows a "
+                 "channel (the tensor between them never written whole)", m->layers[l->band].name, p.rows, p.ring);
+    }
     switch (kern) {
     case DCZ_K_QCONV_SHIFT_DEPTHWISE:
         snprintf(k->why, sizeof k->why, "%s: each channel's padded plane as bytes, 16 outputs a vector gathering "
@@ -247,12 +266,12 @@ static dcz_status describe_viewed(const dcz_model *m, uint32_t layer, dcz_layer_
         break;
     case DCZ_K_CONV_GEMM:
     case DCZ_K_CONV_GEMM_REF:
-        snprintf(k->why, sizeof k->why, "dense weights: the weights times the patches by gemm_f32%s%s",
-                 kern == DCZ_K_CONV_GEMM && gisa ? " in " : "_ref", kern == DCZ_K_CONV_GEMM && gisa ? gisa : "");
+        snprintf(k->why, sizeof k->why, "dense weights: the weights times the patches by gemm_f32%s%s%s",
+                 kern == DCZ_K_CONV_GEMM && gisa ? " in " : "_ref", kern == DCZ_K_CONV_GEMM && gisa ? gisa : "", bands);
         break;
     case DCZ_K_CONV_EXPANDED:
         snprintf(k->why, sizeof k->why, "sparse weights at %g%%+ density, expanded at load: the weights times the "
-                 "patches by gemm_f32 in %s", DCZ_CONV_DENSE_MIN_DENSITY * 100, gisa ? gisa : "?");
+                 "patches by gemm_f32 in %s%s", DCZ_CONV_DENSE_MIN_DENSITY * 100, gisa ? gisa : "?", bands);
         break;
     case DCZ_K_CONV_DIRECT:
     case DCZ_K_CONV_DIRECT_REF:

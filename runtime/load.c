@@ -40,6 +40,7 @@
 #include <stdio.h>
 #endif
 
+#include "runtime/cpu/f32/bands.h"
 #include "runtime/cpu/f32/conv.h"
 #include "runtime/cpu/f32/gemm.h"
 #include "runtime/cpu/f32/lanes.h"
@@ -109,7 +110,7 @@ static int table_clamp(const dcz_q *table, int32_t qmax, int32_t *lo, int32_t *h
  * its sum: the bits of the two layers run apart. (Only the shift form took
  * them once: on AVX2, whose convolutions run on the other forms, each
  * ReLU6 then ran by its table, 18% of MobileNetV2-style int8.) */
-static void fuse_activations(dcz_model *m)
+static void fuse_activations(dcz_model *m, int bands)
 {
     for (uint32_t i = 0; i < m->nlayers; i++) {
         m->layers[i].qlo = -m->qmax;
@@ -191,6 +192,35 @@ static void fuse_activations(dcz_model *m)
             continue;
         c->qpool = 1;
         p->fused = DCZ_FUSED_POOL;
+    }
+    /* then a float pointwise convolution on the dense product whose output
+     * (or its fused activation's) only a depthwise convolution reads, which
+     * the AVX-512 rows kernel runs by whole windows, over a tensor past the
+     * second-level cache: the two run together by bands of output rows
+     * (cpu/f32/bands.h), the first writing the second's output place, the
+     * wide tensor between them never written. That place may not be the
+     * first's input's, which it reads as it writes; both lie in one
+     * segment. Not in the loads of a measured plan, which time each layer
+     * alone (bands: 0). */
+    for (uint32_t i = 0; bands && i + 1 < m->nlayers; i++) {
+        dcz_exec_layer *c = &m->layers[i];
+        const uint32_t j = i + 1 + (m->layers[i + 1].fused == DCZ_FUSED_ACT);   /* the depthwise layer */
+        const dcz_tensor *t = m->tensors;
+        if (DCZ_REF_ONLY || c->q || c->op != DCZ_OP_CONV2D || c->res || j >= m->nlayers ||
+            (c->kernel != DCZ_K_CONV_GEMM && c->kernel != DCZ_K_CONV_EXPANDED))
+            continue;
+        dcz_exec_layer *d = &m->layers[j];
+        const uint32_t in = c->tin[0];
+        if (d->q || d->op != DCZ_OP_CONV2D || d->kernel != DCZ_K_CONV_DEPTHWISE_ROWS || d->fused || d->res ||
+            d->nin != 1 || d->tin[0] != j || t[j].last != j || t[i + 1].last != i + 1 ||
+            t[i + 1].seg_first != t[j + 1].seg_first || m->scratch_floats < dcz_conv2d_bands_floats(&d->geom))
+            continue;
+        if (in && t[in].inner == t[j + 1].inner && t[in].off < t[j + 1].off + t[j + 1].width &&
+            t[j + 1].off < t[in].off + t[in].width)
+            continue;
+        if (!dcz_conv2d_bands_takes(&c->geom, &d->geom, &d->shift)) continue;
+        c->band = (uint16_t)j;
+        d->fused = DCZ_FUSED_BANDS;
     }
 }
 
@@ -366,6 +396,7 @@ static dcz_status load_walk(const dcz_container *c, const dcz_options *o, loader
     }
     uint64_t work = 0;
     uint32_t qfirst = UINT32_MAX, qin = 0;   /* a calibrated model's first weighted layer, its input */
+    uint32_t pw_in = 0, pw_out = 0;          /* a pointwise convolution's input, and its output or its activation's (0: none) */
     for (uint32_t i = 0; i < nlayers; i++) {
         dcz_graph_layer g;
         TRY(dcz_graph_next(&w, &g));
@@ -403,6 +434,24 @@ static dcz_status load_walk(const dcz_container *c, const dcz_options *o, loader
         const uint64_t shift_floats = DCZ_REF_ONLY || !dcz_kernel_shifts(k) ? 0 : quant ? dcz_qshift_scratch_floats(&l->geom)
                                                                        : dcz_shift_scratch_floats(&l->geom);
         if (shift_floats > scratch_floats) scratch_floats = shift_floats;
+        /* a depthwise layer that may run with the pointwise one before it
+         * by bands (fuse_activations pairs them): its ring, and the
+         * pointwise layer's input kept until it, which the pair reads as it
+         * writes the depthwise layer's output (the same in both passes:
+         * the geometry, the kernels and the graph) */
+        if (!DCZ_REF_ONLY && !quant) {
+            const uint64_t ring = k == DCZ_K_CONV_DEPTHWISE_ROWS && pw_out && g.nin == 1 && g.in[0] == pw_out
+                                      ? dcz_conv2d_bands_floats(&l->geom) : 0;
+            if (ring > scratch_floats) scratch_floats = ring;
+            if (ring && tensors[pw_in].last < i) tensors[pw_in].last = i;
+            const int act = g.op == DCZ_OP_RELU || g.op == DCZ_OP_CLIP || g.op == DCZ_OP_SILU || g.op == DCZ_OP_HARD_SWISH;
+            if (g.op == DCZ_OP_CONV2D && (k == DCZ_K_CONV_GEMM || k == DCZ_K_CONV_EXPANDED) && dcz_conv_pointwise(&l->geom)) {
+                pw_in = g.in[0];
+                pw_out = i + 1;
+            } else {
+                pw_out = act && pw_out && g.in[0] == pw_out ? i + 1 : 0;
+            }
+        }
         if (!DCZ_REF_ONLY && k == DCZ_K_CONV_WINO) {
             dcz_wino p;
             dcz_wino_init_geom(&p, &l->geom);
@@ -464,7 +513,7 @@ static dcz_status load_walk(const dcz_container *c, const dcz_options *o, loader
             m->t_scale = t_scale;
             TRY(dcz_qload_finish(m, tscales, ntscales));
         }
-        fuse_activations(m);
+        fuse_activations(m, !ld->ran);
         TRY(dcz_plan_finish(m));
         *out = m;
     }

@@ -201,7 +201,7 @@ typedef struct dcz_qshift {
 /* What a layer fused into the one before it leaves to do (load.c,
  * fuse_activations; dcz_exec_layer.fused): DCZ_FUSED_ADD, nothing (the
  * convolution before wrote its output). */
-enum { DCZ_FUSED_ACT = 1, DCZ_FUSED_POOL = 2, DCZ_FUSED_ADD = 3 };
+enum { DCZ_FUSED_ACT = 1, DCZ_FUSED_POOL = 2, DCZ_FUSED_ADD = 3, DCZ_FUSED_BANDS = 4 };
 
 typedef struct dcz_exec_layer {
     uint16_t op;
@@ -225,13 +225,19 @@ typedef struct dcz_exec_layer {
     uint8_t fused;          /* DCZ_FUSED_ACT: a RELU or CLIP the layer before applies when the
                                run fuses; DCZ_FUSED_POOL: a MAXPOOL the convolution before (or
                                the one before its fused activation) takes, leaving it a copy;
-                               DCZ_FUSED_ADD: a float ADD the convolution before computes */
+                               DCZ_FUSED_ADD: a float ADD the convolution before computes;
+                               DCZ_FUSED_BANDS: a depthwise convolution the pointwise one
+                               before it (or before its fused activation) runs with it by
+                               bands (band) */
     uint16_t res;           /* float CONV2D on the shift form that takes the ADD after it when
                                the run fuses: the ADD's other input (a tensor), added to each
                                output as it is written, before act, into the ADD's output place;
                                0 for none */
     uint8_t qpool;          /* integer CONV2D on the shift form: takes the 2x2 MAXPOOL after it
                                when the run fuses (dcz_qconv2d_shift_requant pool2) */
+    uint16_t band;          /* float pointwise CONV2D on the dense product: the depthwise layer
+                               it runs with by bands (cpu/f32/bands.h) when the run fuses,
+                               writing that layer's output place (0 for none) */
     float param[2];         /* CLIP min, max; LEAKY_RELU alpha; HARD_SIGMOID alpha, beta */
     const float *w;         /* dense DENSE: (out, in); dense CONV2D, and expanded sparse ones:
                                (out_c, in_c / group, kh, kw) */

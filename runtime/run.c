@@ -37,6 +37,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "runtime/cpu/f32/bands.h"
 #include "runtime/cpu/f32/conv.h"
 #include "runtime/cpu/f32/dense.h"
 #include "runtime/cpu/f32/elem.h"
@@ -198,6 +199,13 @@ static void run_conv_wino(const dcz_model *m, const dcz_exec_layer *l, const flo
 static void run_conv_gemm(const dcz_model *m, const dcz_exec_layer *l, const float *const *xs, size_t batch,
                           float *y)
 {
+    if (m->fuse && l->band) {   /* with the depthwise layer after it, into its place (load.c) */
+        const dcz_exec_layer *d = &m->layers[l->band];
+        dcz_pool *pool = dcz_conv2d_dense_splits(&l->geom) ? m->pool : NULL;
+        dcz_conv2d_bands_pool(pool, &l->geom, l->w, l->bias, &l->act, &d->geom, &d->shift, d->bias, &d->act, xs[0],
+                              batch, m->scratch, m->scratch_floats, y);
+        return;
+    }
     /* output channels over the threads of a heap model (the bits of one thread) */
     dcz_pool *pool = dcz_conv2d_dense_splits(&l->geom) ? m->pool : NULL;
     dcz_conv2d_dense_im2col_pool(pool, &l->geom, l->w, l->bias, xs[0], batch, 0, fused_act(m, l), m->scratch, y);
@@ -801,12 +809,14 @@ static void run_layers(dcz_model *m, uint32_t first, uint32_t last, const float 
     for (uint32_t i = first; i <= last; i++) {
         const dcz_exec_layer *l = &m->layers[i];
         /* the layer before applied it, in this place, or computed it */
-        if ((l->fused == DCZ_FUSED_ACT || l->fused == DCZ_FUSED_ADD) && m->fuse) continue;
+        if ((l->fused == DCZ_FUSED_ACT || l->fused == DCZ_FUSED_ADD || l->fused == DCZ_FUSED_BANDS) && m->fuse)
+            continue;
         const uint64_t t0 = DCZ_HEAP && m->layer_ns ? dcz_now_ns() : 0;   /* a load that measures (load.c) */
         /* a convolution that takes the ADD after it writes the ADD's output
          * and reads its other input after its own (load.c) */
         const int res = m->fuse && l->res;
-        float *y = place_of(m, i + 1 + res, batch, s0, n);
+        /* one that runs a depthwise layer by bands writes that layer's place */
+        float *y = place_of(m, m->fuse && l->band ? l->band + 1u : i + 1 + res, batch, s0, n);
         const void *xs[DCZ_MAX_INPUTS];
         for (uint32_t k = 0; k < l->nin; k++) xs[k] = tensor_at(m, l->tin[k], input, batch, s0, n);
         if (res) xs[l->nin] = tensor_at(m, l->res, input, batch, s0, n);

@@ -2029,6 +2029,14 @@ static void test_describe_layers(void)
                 }
                 continue;
             }
+            if (l->fused == DCZ_FUSED_BANDS) {   /* a depthwise layer the pointwise one before runs by bands */
+                seen_fused++;
+                const uint32_t by = m->layers[i - 1].band == i ? i - 1 : i - 2;
+                CHECK(m->layers[by].band == i && strcmp(ld.kernel, "fused") == 0 &&
+                          strstr(ld.why, m->layers[by].name) != NULL,
+                      "doc %zu layer %u: by bands: %s (%s)", f, i, ld.kernel, ld.why);
+                continue;
+            }
             if (!ld.weighted && l->fused) {   /* an activation the convolution before applies, or a pool */
                 seen_fused++;
                 const uint32_t by = l->fused == DCZ_FUSED_POOL && !m->layers[i - 1].qpool ? i - 2 : i - 1;

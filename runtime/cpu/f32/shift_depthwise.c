@@ -53,6 +53,9 @@
  *          by input rows instead (dw_full__avx512): each input row loaded
  *          and shifted once for every output row that reads it.
  *   plane  small planes held in registers whole (dcz_shift_dw_plane__avx512).
+ * A dense layer by whole windows also runs by bands of output rows from a
+ * ring of input rows, which the pointwise convolution before it fills
+ * (dcz_shift_dw_band__avx512, for kernels_bands.c).
  * A 1 x 1 window at stride 1 without padding (a batch norm held as a
  * convolution) goes through either rows entry as whole planes, a fused
  * multiply-add an output (dw_scale__avx512, dw_scale__avx2).
@@ -550,21 +553,22 @@ int dcz_shift_dw_full_takes(const dcz_conv_geom *g)
            (g->sw == 1 || g->out_w > 16);
 }
 
-/* One channel's plane by dw_full__avx512 (every cell kept): its runs of
- * the layer's vectors, each down the whole plane, L->full_R rows a call;
- * rows: room for the table of its input rows (the caller's). */
+/* Output rows oy0 .. oy1 - 1 of one channel by dw_full__avx512 (every
+ * cell kept; oy0 a multiple of L->full_R, oy1 one too or the plane's
+ * last): its runs of the layer's vectors, each down the rows before the
+ * next, L->full_R rows a call; rows[j] the input row that window row j of
+ * output row oy0 reads. */
 __attribute__((target("avx512f"), noinline))
-static void dw_full_plane__avx512(const dw_rows_layer *L, const dcz_conv_geom *g, const float *xc, const float *w,
-                                  float b, const dcz_act *act, const float **rows, float *yc)
+static void dw_full_rows__avx512(const dw_rows_layer *L, const dcz_conv_geom *g, const float *const *rows,
+                                 size_t oy0, size_t oy1, const float *w, float b, const dcz_act *act, float *yc)
 {
-    const size_t ow = g->out_w, oh = g->out_h, S = g->sw, R = L->full_R, runs = (L->nv + L->cv - 1) / L->cv;
-    dw_input_rows(g, xc, L->full_nrow, rows);
+    const size_t ow = g->out_w, S = g->sw, R = L->full_R, runs = (L->nv + L->cv - 1) / L->cv;
     for (size_t k = 0; k < runs; k++) {
         const __mmask16 t = k + 1 == runs ? L->tail : (__mmask16)0xFFFF;
         const dw_full_run *u = &L->fu[k];
-        for (size_t gi = 0; gi < L->full_groups; gi++) {
-            const size_t oy = gi * R, left = oh - oy < R ? oh - oy : R;
-            const float *const *rp = rows + oy * S;
+        for (size_t oy = oy0; oy < oy1; oy += R) {
+            const size_t left = oy1 - oy < R ? oy1 - oy : R;
+            const float *const *rp = rows + (oy - oy0) * S;
             float *yr = yc + oy * ow + 16 * L->v0[k];
 #define DW_FULL(S_, K_, NV_, R_) dw_full__avx512(S_, K_, NV_, R_, u, rp, w, b, left, ow, t, act, yr)
             /* (rows of one vector at stride 1 alone: L->full) */
@@ -609,7 +613,8 @@ static inline void dw_rows_channels__avx512(const int WIDE, const dw_rows_layer 
             const float *xc = x + (s * g->in_c + c) * in_plane;
             float *yc = y + (s * g->out_c + c) * out_plane;
             if (full) {
-                dw_full_plane__avx512(L, g, xc, w, b, act, rows, yc);
+                dw_input_rows(g, xc, L->full_nrow, rows);
+                dw_full_rows__avx512(L, g, rows, 0, oh, w, b, act, yc);
                 continue;
             }
             dw_input_rows(g, xc, L->nrow, rows);
@@ -666,66 +671,61 @@ static void dw_scale__avx512(const dcz_conv_geom *g, const dcz_shift *f, const f
         }
 }
 
+/* The rows kernels' plan for g (AVX-512): each run's vectors, loads and
+ * masks, output rows a call, and the whole windows' runs (L->full) */
 __attribute__((target("avx512f")))
-void dcz_shift_dw_rows_run__avx512(const dcz_conv_geom *g, const split_geom *q, const dcz_shift *f,
-                                   const float *bias, const float *x, size_t batch, const dcz_act *act, uint32_t c0,
-                                   uint32_t c1, float *y)
+static void dw_layer_init(const dcz_conv_geom *g, dw_rows_layer *L)
 {
-    if (dcz_shift_dw_scale_takes(g, f)) {
-        dw_scale__avx512(g, f, bias, x, batch, act, c0, c1, y);
-        return;
-    }
     const size_t W = g->in_w, ow = g->out_w, oh = g->out_h, sw = g->sw;
-    dw_rows_layer L;
     /* a row's nv vectors in runs of cv, two over rows wider than one; an
      * odd nv's last run starts a vector back, over the one before (its
      * outputs computed twice, the same bits), so that every call takes the
      * same vectors */
-    L.nv = (ow + 15) / 16;
-    L.cv = L.nv == 1 ? 1 : 2;
-    const size_t nv = L.nv, cv = L.cv, runs = (nv + cv - 1) / cv;
+    L->nv = (ow + 15) / 16;
+    L->cv = L->nv == 1 ? 1 : 2;
+    const size_t nv = L->nv, cv = L->cv, runs = (nv + cv - 1) / cv;
     /* each run's loads: per tap column (dw_rows__avx512), and the three
      * vectors of an input row from base, its first column times the
      * stride less pw (dw_rows1__avx512) */
     for (size_t k = 0; k < runs; k++) {
-        L.v0[k] = k + 1 < runs ? k * cv : nv - cv;
-        L.base[k] = (int64_t)(16 * L.v0[k] * sw) - (int64_t)g->pw;
+        L->v0[k] = k + 1 < runs ? k * cv : nv - cv;
+        L->base[k] = (int64_t)(16 * L->v0[k] * sw) - (int64_t)g->pw;
         for (size_t j = 0; j < 3; j++)
-            L.m1[k][j] = (__mmask16)lanes(-L.base[k] - (int64_t)(16 * j), (int64_t)W - L.base[k] - (int64_t)(16 * j),
+            L->m1[k][j] = (__mmask16)lanes(-L->base[k] - (int64_t)(16 * j), (int64_t)W - L->base[k] - (int64_t)(16 * j),
                                           16);
         for (size_t c = 0; c < g->kw; c++)
             for (size_t v = 0; v < cv; v++) {
-                const int64_t first = (int64_t)(16 * (L.v0[k] + v) * sw + c) - (int64_t)g->pw;
+                const int64_t first = (int64_t)(16 * (L->v0[k] + v) * sw + c) - (int64_t)g->pw;
                 const uint32_t m = lanes(-first, (int64_t)W - first, sw == 1 ? 16 : 32);
-                L.pl[k].first[c][v] = first;
-                L.pl[k].lo[c][v] = (__mmask16)(m & 0xFFFF);
-                L.pl[k].hi[c][v] = (__mmask16)(m >> 16);
+                L->pl[k].first[c][v] = first;
+                L->pl[k].lo[c][v] = (__mmask16)(m & 0xFFFF);
+                L->pl[k].hi[c][v] = (__mmask16)(m >> 16);
             }
     }
-    L.tail = (__mmask16)((1u << (ow - 16 * (nv - 1))) - 1);
+    L->tail = (__mmask16)((1u << (ow - 16 * (nv - 1))) - 1);
     /* vectors whose windows fit two: a row loaded once for its taps (at
      * stride 1 every run; at 2 a row of one vector that fits) */
-    L.once = nv == 1 ? (ow - 1) * sw + g->kw <= 32 : sw == 1;
+    L->once = nv == 1 ? (ow - 1) * sw + g->kw <= 32 : sw == 1;
     for (size_t c = 0; c < g->kw; c++)
-        L.idx1[c] = _mm512_add_epi32(_mm512_mullo_epi32(_mm512_set_epi32(15, 14, 13, 12, 11, 10, 9, 8, 7, 6, 5, 4,
+        L->idx1[c] = _mm512_add_epi32(_mm512_mullo_epi32(_mm512_set_epi32(15, 14, 13, 12, 11, 10, 9, 8, 7, 6, 5, 4,
                                                                           3, 2, 1, 0),
                                                          _mm512_set1_epi32((int)sw)),
                                      _mm512_set1_epi32((int)c));
     /* output rows a call: 8 of one vector (7 over planes of 7 or 14 rows, 4
      * where the plane has no more), 4 of two */
-    L.R = cv == 2 ? 4 : oh <= 4 ? 4 : oh % 7 == 0 ? 7 : 8;
-    L.groups = (oh + L.R - 1) / L.R;
-    L.nrow = (L.groups * L.R - 1) * g->sh + g->kh;
+    L->R = cv == 2 ? 4 : oh <= 4 ? 4 : oh % 7 == 0 ? 7 : 8;
+    L->groups = (oh + L->R - 1) / L->R;
+    L->nrow = (L->groups * L->R - 1) * g->sh + g->kh;
     const size_t K = g->kw;
-    L.full = dcz_shift_dw_full_takes(g);
-    if (L.full) {
+    L->full = dcz_shift_dw_full_takes(g);
+    if (L->full) {
         const size_t P = (K - 1) / 2;
-        L.full_R = cv == 2 ? 4 : 8;
-        L.full_groups = (oh + L.full_R - 1) / L.full_R;
-        L.full_nrow = (L.full_groups * L.full_R - 1) * sw + K;
+        L->full_R = cv == 2 ? 4 : 8;
+        L->full_groups = (oh + L->full_R - 1) / L->full_R;
+        L->full_nrow = (L->full_groups * L->full_R - 1) * sw + K;
         for (size_t k = 0; k < runs; k++) {
-            dw_full_run *u = &L.fu[k];
-            const int64_t at = (int64_t)(16 * L.v0[k] * sw), w = (int64_t)W;
+            dw_full_run *u = &L->fu[k];
+            const int64_t at = (int64_t)(16 * L->v0[k] * sw), w = (int64_t)W;
             u->at = at;
             /* the lanes of the vector loaded at column c that lie in the row */
 #define DW_IN(c) lanes(-(c), w - (c), 16)
@@ -742,9 +742,67 @@ void dcz_shift_dw_rows_run__avx512(const dcz_conv_geom *g, const split_geom *q, 
 #undef DW_IN
         }
     }
+}
+
+__attribute__((target("avx512f")))
+void dcz_shift_dw_rows_run__avx512(const dcz_conv_geom *g, const split_geom *q, const dcz_shift *f,
+                                   const float *bias, const float *x, size_t batch, const dcz_act *act, uint32_t c0,
+                                   uint32_t c1, float *y)
+{
+    if (dcz_shift_dw_scale_takes(g, f)) {
+        dw_scale__avx512(g, f, bias, x, batch, act, c0, c1, y);
+        return;
+    }
+    dw_rows_layer L;
+    dw_layer_init(g, &L);
     dw_taps_init(g, q, L.rel, L.cell_ky, L.cell_kx);
-    if (runs == 1) dw_rows_channels__avx512(0, &L, g, q, f, bias, x, batch, act, c0, c1, y);
+    if ((L.nv + L.cv - 1) / L.cv == 1) dw_rows_channels__avx512(0, &L, g, q, f, bias, x, batch, act, c0, c1, y);
     else dw_rows_channels__avx512(1, &L, g, q, f, bias, x, batch, act, c0, c1, y);
+}
+
+/* Bands (kernels_bands.c): rows oy0 .. oy1 - 1 of every output channel of
+ * one sample, each channel on dw_full__avx512 as above (so the bits of the
+ * plane), its input row iy read at ring + (c ring_rows + iy % ring_rows)
+ * in_w, rows outside the image as zeros. A band's rows past oy1 in its
+ * last call (the plane's last rows: never stored) read whatever a ring
+ * row holds. */
+__attribute__((target("avx512f")))
+uint32_t dcz_shift_dw_band_step(const dcz_conv_geom *g)
+{
+    dw_rows_layer L;
+    dw_layer_init(g, &L);
+    return (uint32_t)L.full_R;
+}
+
+int dcz_shift_dw_band_takes(const dcz_conv_geom *g, const dcz_shift *f)
+{
+    if (dcz_shift_dw_path(g, f) != DCZ_SHIFT_DW_ROWS || dcz_shift_dw_scale_takes(g, f) ||
+        !dcz_shift_dw_full_takes(g) || g->out_h > DW_MAX_ROWS)
+        return 0;
+    const uint32_t cells = (uint32_t)g->kh * g->kw;
+    for (uint32_t c = 0; c < g->out_c; c++)
+        if (f->ptr[c + 1] - f->ptr[c] != cells) return 0;
+    return 1;
+}
+
+__attribute__((target("avx512f")))
+void dcz_shift_dw_band__avx512(const dcz_conv_geom *g, const dcz_shift *f, const float *bias, const dcz_act *act,
+                               const float *ring, uint32_t ring_rows, uint32_t oy0, uint32_t oy1, float *y)
+{
+    dw_rows_layer L;
+    dw_layer_init(g, &L);
+    const size_t S = g->sh, W = g->in_w, R = L.full_R, out_plane = (size_t)g->out_h * g->out_w;
+    const size_t nrow = ((oy1 - oy0 + R - 1) / R * R - 1) * S + g->kh;
+    const float *rows[(DW_MAX_ROWS + 8) * 2 + DW_MAX_TAPS];
+    for (uint32_t c = 0; c < g->out_c; c++) {
+        const float *base = ring + (size_t)c * ring_rows * W;
+        for (size_t j = 0; j < nrow; j++) {
+            const int64_t iy = (int64_t)(oy0 * S + j) - (int64_t)g->ph;
+            rows[j] = iy >= 0 && iy < (int64_t)g->in_h ? base + (size_t)iy % ring_rows * W : dw_zeros;
+        }
+        dw_full_rows__avx512(&L, g, rows, oy0, oy1, f->w + f->ptr[c], bias ? bias[c] : 0.0f, act,
+                             y + c * out_plane);
+    }
 }
 
 /* dw_rows__avx512 in AVX2, 8 columns a vector, R rows a call: rows of up
