@@ -196,7 +196,7 @@ int cmd_bench(verb_ctx *v)
                 run_us[runs - 1]);
         fprintf(f, "        %.0f samples/s at the median\n", med > 0 ? batch * 1e6 / med : 0);
         if (nl) {
-            fprintf(f, "\nper layer, median of %d runs (us; a fused activation or sum, or a depthwise layer run by bands, counts in the layer before):\n",
+            fprintf(f, "\nper layer, median of %d runs (us; a fused activation, a sum or a depthwise layer run by bands counts in the layer that runs it):\n",
                     runs);
             fprintf(f, "%-24s %-16s %-30s %10s %10s %6s\n", "layer", "op", "kernel", "out", "us", "share");
             for (uint32_t i = 0; i < nl; i++) {

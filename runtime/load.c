@@ -110,7 +110,7 @@ static int table_clamp(const dcz_q *table, int32_t qmax, int32_t *lo, int32_t *h
  * its sum: the bits of the two layers run apart. (Only the shift form took
  * them once: on AVX2, whose convolutions run on the other forms, each
  * ReLU6 then ran by its table, 18% of MobileNetV2-style int8.) */
-static void fuse_activations(dcz_model *m, int bands)
+static void fuse_activations(dcz_model *m)
 {
     for (uint32_t i = 0; i < m->nlayers; i++) {
         m->layers[i].qlo = -m->qmax;
@@ -193,16 +193,21 @@ static void fuse_activations(dcz_model *m, int bands)
         c->qpool = 1;
         p->fused = DCZ_FUSED_POOL;
     }
-    /* then a float pointwise convolution on the dense product whose output
-     * (or its fused activation's) only a depthwise convolution reads, which
-     * the AVX-512 rows kernel runs by whole windows, over a tensor past the
-     * second-level cache: the two run together by bands of output rows
-     * (cpu/f32/bands.h), the first writing the second's output place, the
-     * wide tensor between them never written. That place may not be the
-     * first's input's, which it reads as it writes; both lie in one
-     * segment. Not in the loads of a measured plan, which time each layer
-     * alone (bands: 0). */
-    for (uint32_t i = 0; bands && i + 1 < m->nlayers; i++) {
+}
+
+
+/* A float pointwise convolution on the dense product whose output
+ * (or its fused activation's) only a depthwise convolution reads, which
+ * the AVX-512 rows kernel runs by whole windows, over a tensor past the
+ * second-level cache: the two run together by bands of output rows
+ * (cpu/f32/bands.h), the first writing the second's output place, the
+ * wide tensor between them never written. That place may not be the
+ * first's input's, which it reads as it writes; both lie in one
+ * segment. After fuse_activations; not in the loads of a measured plan,
+ * which time each layer alone (open_measured pairs the model it keeps). */
+static void pair_bands(dcz_model *m)
+{
+    for (uint32_t i = 0; i + 1 < m->nlayers; i++) {
         dcz_exec_layer *c = &m->layers[i];
         const uint32_t j = i + 1 + (m->layers[i + 1].fused == DCZ_FUSED_ACT);   /* the depthwise layer */
         const dcz_tensor *t = m->tensors;
@@ -435,12 +440,14 @@ static dcz_status load_walk(const dcz_container *c, const dcz_options *o, loader
                                                                        : dcz_shift_scratch_floats(&l->geom);
         if (shift_floats > scratch_floats) scratch_floats = shift_floats;
         /* a depthwise layer that may run with the pointwise one before it
-         * by bands (fuse_activations pairs them): its ring, and the
-         * pointwise layer's input kept until it, which the pair reads as it
-         * writes the depthwise layer's output (the same in both passes:
-         * the geometry, the kernels and the graph) */
+         * by bands (pair_bands pairs them): its ring, and the pointwise
+         * layer's input kept until it, which the pair reads as it writes
+         * the depthwise layer's output. The same in both passes: the
+         * geometry, the graph and the kernels as planned (the sizing pass
+         * builds no shift form, whose build names its depthwise kernel) */
         if (!DCZ_REF_ONLY && !quant) {
-            const uint64_t ring = k == DCZ_K_CONV_DEPTHWISE_ROWS && pw_out && g.nin == 1 && g.in[0] == pw_out
+            const uint64_t ring = g.op == DCZ_OP_CONV2D && dcz_kernel_shifts(k) && pw_out && g.nin == 1 &&
+                                          g.in[0] == pw_out
                                       ? dcz_conv2d_bands_floats(&l->geom) : 0;
             if (ring > scratch_floats) scratch_floats = ring;
             if (ring && tensors[pw_in].last < i) tensors[pw_in].last = i;
@@ -513,7 +520,8 @@ static dcz_status load_walk(const dcz_container *c, const dcz_options *o, loader
             m->t_scale = t_scale;
             TRY(dcz_qload_finish(m, tscales, ntscales));
         }
-        fuse_activations(m, !ld->ran);
+        fuse_activations(m);
+        if (!ld->ran) pair_bands(m);
         TRY(dcz_plan_finish(m));
         *out = m;
     }
@@ -804,7 +812,10 @@ static dcz_status open_measured(const dcz_container *c, const dcz_options *o, dc
             timed[i].kernel[r] = m->layers[i].kernel;   /* as it ran: a shift form refines it */
             timed[i].ns[r] = ns[i];
         }
-        if (s == DCZ_OK && ranks == 1) break;   /* nothing to choose: this load is the model */
+        if (s == DCZ_OK && ranks == 1) {   /* nothing to choose: this load is the model */
+            pair_bands(m);
+            break;
+        }
         dcz_close(m);
         m = NULL;
     }

@@ -2,22 +2,26 @@
  * run together by bands of output rows (runtime/cpu/f32/kernels_bands.c),
  * give the bits of the two layers run apart on the references.
  *
- * The kernel: on a grid of geometries (planes of 64, 56, 40 and 36
- * columns, so every alignment of the rows the product computes at a time;
- * rows of one vector and of several; 3 x 3 and 5 x 5 windows at strides 1
- * and 2; the activations a pair takes; batch 1 and 2; the bands on one
- * thread and split over 2 and 3, whose first bands start the ring anew),
- * random weights, biases and inputs (none of them zero), every output
- * equal to dcz_conv2d_dense_im2col_act's reference then
- * dcz_conv2d_shift_act's, bit for bit. The model: an inverted residual
- * block whose wide tensor outgrows the second-level cache, loaded from a
- * file, pairs its expansion and depthwise layers (the plan and dcz_describe
- * say so), at strides 2 and 1 (whose block adds its input after the pair:
- * the pair's output may not lie where its input does), and its runs give
- * the bits of the runs with taps, which run every layer apart, at batch 1
- * and 3 and on 2 threads; a block whose wide tensor another layer reads
- * too does not pair. Where this CPU lacks
- * AVX-512 nothing pairs, and the tests say SKIP with that reason.
+ * The kernel: on a grid of geometries (planes of 64, 56, 40, 36 and 18
+ * columns, so alignments 1, 2, 4 and 8 of the rows the product computes
+ * at a time; rows of one vector (16 columns at stride 1) and of several;
+ * 3 x 3 and 5 x 5 windows at strides 1 and 2; the activations a pair
+ * takes; batch 1 and 2; the bands on one thread and split over 2, 3 and
+ * 16 threads, whose first bands start the ring anew, 16 being more than
+ * some layers have bands), random weights, biases and inputs (none of
+ * them zero), every output equal to dcz_conv2d_dense_im2col_act's
+ * reference then dcz_conv2d_shift_act's, bit for bit. The model: an
+ * inverted residual block whose wide tensor outgrows the second-level
+ * cache, loaded from a file, pairs its expansion and depthwise layers (the
+ * plan and dcz_describe say so), at strides 2 and 1 (whose block adds its
+ * input after the pair: at stride 2 the expansion's input is free once
+ * read, and the pair writes as it reads it), and its runs give the bits of
+ * the runs with taps, which run every layer apart, at batch 1 and 3, on 2
+ * threads (the pair split over them), loaded by a measured plan, and built
+ * inside an arena (dcz_plan, dcz_open_static: the arena the loader sized
+ * holds the pair's ring and its places); a block whose wide tensor another
+ * layer reads too does not pair. Where this CPU lacks AVX-512 nothing
+ * pairs, and the tests say SKIP with that reason.
  */
 #include <math.h>
 #include <string.h>
@@ -63,7 +67,7 @@ static int bands_kernel_case(const pair_case *pc, const dcz_act *pact, const dcz
     float *want = malloc(ny * sizeof *want), *got = malloc(ny * sizeof *got);
     const uint64_t scratch_floats = dcz_conv2d_im2col_floats(&pw) + dcz_shift_scratch_floats(&d) +
                                     dcz_conv2d_bands_floats(&d);
-    float *scratch = malloc((scratch_floats * 3 + 64) * sizeof *scratch);
+    float *scratch = malloc((scratch_floats * 16 + 64) * sizeof *scratch);
     void *form = malloc(dcz_shift_bytes(&d, nwd, 1) + 64);
     int ran = 0;
     if (!w || !pb || !wd || !db || !x || !mid || !want || !got || !scratch || !form) {
@@ -103,22 +107,26 @@ static void test_bands_kernel(void)
     static const pair_case cases[] = {
         { 16, 72, 64, 64, 3, 2 },  { 8, 88, 56, 56, 3, 1 },   { 12, 96, 56, 56, 5, 2 },
         { 8, 72, 40, 104, 3, 1 }, { 6, 208, 36, 36, 5, 1 },  { 10, 72, 72, 64, 3, 2 },
-        { 4, 64, 60, 72, 5, 2 },  { 24, 512, 28, 28, 3, 1 },
+        { 4, 64, 60, 72, 5, 2 },  { 24, 512, 28, 28, 3, 1 }, { 8, 256, 64, 16, 3, 1 },
+        { 6, 232, 64, 18, 3, 1 }, { 24, 144, 56, 56, 3, 2 },
     };
     const dcz_act clip = { DCZ_OP_CLIP, 0.0f, 6.0f }, relu = { DCZ_OP_RELU, 0, 0 }, none = { 0, 0, 0 };
     const dcz_act silu = { DCZ_OP_SILU, 0, 0 }, hswish = { DCZ_OP_HARD_SWISH, 0, 0 };
     const dcz_act *pacts[] = { &clip, &silu, &hswish, &none }, *dacts[] = { &clip, &relu, &silu, &none };
-    dcz_pool *two = NULL, *three = NULL;
-    REQUIRE(dcz_pool_start(2, &two) == DCZ_OK && dcz_pool_start(3, &three) == DCZ_OK, "threads");
-    dcz_pool *const pools[3] = { NULL, two, three };
+    dcz_pool *two = NULL, *three = NULL, *sixteen = NULL;
+    REQUIRE(dcz_pool_start(2, &two) == DCZ_OK && dcz_pool_start(3, &three) == DCZ_OK &&
+                dcz_pool_start(16, &sixteen) == DCZ_OK,
+            "threads");
+    dcz_pool *const pools[4] = { NULL, two, three, sixteen };
     int ran = 0, cases_n = (int)(sizeof cases / sizeof *cases);
     for (int c = 0; c < cases_n; c++)
         for (int a = 0; a < 4; a++) {
             const size_t batch = a == 1 ? 2 : 1;
-            ran += bands_kernel_case(&cases[c], pacts[a], dacts[(a + c) % 4], batch, pools, 3);
+            ran += bands_kernel_case(&cases[c], pacts[a], dacts[(a + c) % 4], batch, pools, 4);
         }
     dcz_pool_stop(two);
     dcz_pool_stop(three);
+    dcz_pool_stop(sixteen);
     if (!dcz_isa_supported(DCZ_ISA_AVX512)) {
         CHECK(ran == 0, "a pair ran by bands without AVX-512");
         printf("SKIP the bands' kernel: this CPU has no AVX-512 (the pairs run apart)\n");
@@ -142,7 +150,8 @@ static void fill_away(dcz_doc_layer *l, float scale)
     for (size_t i = 0; i < l->t[1].n; i++) l->t[1].values[i] = away() * 0.2f;
 }
 
-/* (8, 64, 64) -> 1x1 stem (f32) -> 1x1 expand to 72 (f32) -> CLIP [0, 6] -> depthwise 3x3
+/* (16, 64, 64) -> 1x1 stem (f32) -> 1x1 expand to 72 (f32; past
+ * DCZ_SPLIT_MACS, so split over threads) -> CLIP [0, 6] -> depthwise 3x3
  * (f32, the stride given) -> CLIP -> 1x1 project to 8 [-> ADD the
  * block's input, at stride 1: else it is free once the expansion has
  * read it, and the pair writes its output as it reads it] -> gap -> flatten -> dense 5 -> softmax;
@@ -154,12 +163,12 @@ static dcz_doc *block_doc(uint32_t stride, int shared)
     const uint32_t n = shared ? 12 : 10 + (stride == 1);
     if (dcz_doc_alloc(n, &d) != DCZ_OK) return NULL;
     d->input_rank = 3;
-    d->input_dims[0] = 8; d->input_dims[1] = 64; d->input_dims[2] = 64;
+    d->input_dims[0] = 16; d->input_dims[1] = 64; d->input_dims[2] = 64;
     dcz_doc_layer *l = d->layers;
     uint32_t i = 0;
-    doc_conv_layer(&l[i], "stem", 8, 8, 1, 1, 0, DCZ_ENC_F32, 0, 0, 0);
+    doc_conv_layer(&l[i], "stem", 16, 16, 1, 1, 0, DCZ_ENC_F32, 0, 0, 0);
     fill_away(&l[i++], 0.5f);
-    doc_conv_layer(&l[i], "expand", 8, 72, 1, 1, 0, DCZ_ENC_F32, 0, 0, 0);
+    doc_conv_layer(&l[i], "expand", 16, 72, 1, 1, 0, DCZ_ENC_F32, 0, 0, 0);
     fill_away(&l[i++], 0.4f);
     activation(&l[i++], DCZ_OP_CLIP, "relu6a", 0.0f, 6.0f);
     doc_conv_layer(&l[i], "dw", 72, 72, 3, stride, 1, DCZ_ENC_F32, 0, 0, 0);
@@ -176,7 +185,7 @@ static dcz_doc *block_doc(uint32_t stride, int shared)
         l[i].nin = 2; l[i].in[0] = 5; l[i].in[1] = 6;
         i++;
     }
-    doc_conv_layer(&l[i], "project", 72, 8, 1, 1, 0, DCZ_ENC_F32, 0, 0, 0);
+    doc_conv_layer(&l[i], "project", 72, 16, 1, 1, 0, DCZ_ENC_F32, 0, 0, 0);
     fill_away(&l[i++], 0.2f);
     if (stride == 1 && !shared) {   /* the block's input, read again after the pair */
         doc_plain_layer(&l[i], DCZ_OP_ADD, "add");
@@ -185,7 +194,7 @@ static dcz_doc *block_doc(uint32_t stride, int shared)
     }
     doc_plain_layer(&l[i++], DCZ_OP_GLOBAL_AVGPOOL, "gap");
     doc_plain_layer(&l[i++], DCZ_OP_FLATTEN, "flat");
-    doc_dense_layer(&l[i], "fc", 8, 5, DCZ_ENC_F32, 0, 0, 0);
+    doc_dense_layer(&l[i], "fc", 16, 5, DCZ_ENC_F32, 0, 0, 0);
     fill_away(&l[i++], 0.5f);
     doc_plain_layer(&l[i++], DCZ_OP_SOFTMAX, "prob");
     return d;
@@ -237,6 +246,38 @@ static void block_case(uint32_t stride, int shared)
     CHECK(dcz_run(m, x, 3, y2) == DCZ_OK && memcmp(y2, yt, 3 * out * sizeof *y2) == 0,
           "stride %u: 2 threads differ from the taps'", stride);
     dcz_close(m);
+    /* a measured plan: each layer timed alone, then the model it keeps paired */
+    dcz_options_init(&o);
+    o.plan = DCZ_PLAN_MEASURE;
+    REQUIRE(dcz_open_memory(buf, len, &o, &m) == DCZ_OK, "open by a measured plan");
+    {   /* where the kernels it timed fastest are the pair's (the timings decide) */
+        const int kernels = (m->layers[1].kernel == DCZ_K_CONV_GEMM || m->layers[1].kernel == DCZ_K_CONV_EXPANDED) &&
+                            m->layers[3].kernel == DCZ_K_CONV_DEPTHWISE_ROWS;
+        CHECK((m->layers[3].fused == DCZ_FUSED_BANDS) == (pairs && kernels),
+              "stride %u: a measured plan on %s and %s pairs: fused %u", stride,
+              dcz_kernel_name((dcz_kernel)m->layers[1].kernel), dcz_kernel_name((dcz_kernel)m->layers[3].kernel),
+              m->layers[3].fused);
+    }
+    /* (its kernels may be others than the rules': its own taps) */
+    CHECK(dcz_run(m, x, 3, y2) == DCZ_OK && dcz_run_tapped(m, x, 3, y, no_tap, NULL) == DCZ_OK &&
+              memcmp(y2, y, 3 * out * sizeof *y2) == 0,
+          "stride %u: the measured plan differs from its taps'", stride);
+    dcz_close(m);
+    /* inside an arena the loader sized */
+    dcz_options_init(&o);
+    o.max_batch = 3;
+    size_t bytes = 0;
+    REQUIRE(dcz_plan(buf, len, &o, &bytes) == DCZ_OK && bytes > 0, "plan");
+    void *arena = malloc(bytes);
+    REQUIRE(arena, "out of memory");
+    REQUIRE(dcz_open_static(buf, len, arena, bytes, &o, &m) == DCZ_OK, "open static");
+    CHECK((m->layers[3].fused == DCZ_FUSED_BANDS) == pairs, "stride %u: a static model pairs: fused %u", stride,
+          m->layers[3].fused);
+    for (size_t i = 0; i < 3 * out; i++) y2[i] = NAN;
+    CHECK(dcz_run(m, x, 3, y2) == DCZ_OK && memcmp(y2, yt, 3 * out * sizeof *y2) == 0,
+          "stride %u: the static model differs from the taps'", stride);
+    dcz_close(m);
+    free(arena);
     free(x); free(y); free(yt); free(y2); free(buf);
     if (!avx512) printf("SKIP pairs by bands: this CPU has no AVX-512 (the model runs them apart)\n");
 }

@@ -58,13 +58,21 @@ static uint32_t ring_rows(const dcz_conv_geom *d, uint32_t rows, uint32_t align)
     return (need + align - 1) / align * align;
 }
 
-/* what the depthwise layer's geometry alone says */
+static void bands_of(const dcz_conv_geom *d, dcz_bands *p);
+
+/* what the depthwise layer's geometry alone says: a ring of at most half
+ * the plane's rows (planes of few rows, whose rows' alignment is 8 or 16,
+ * would take most of the plane for a few bands) */
 static int bands_geom(const dcz_conv_geom *d)
 {
     const uint64_t plane = (uint64_t)d->in_h * d->in_w;
-    return dcz_shift_best() == DCZ_ISA_AVX512 && dcz_conv_groups(d) == d->in_c && d->out_c == d->in_c &&
-           dcz_shift_dw_full_takes(d) && d->in_w >= 16 && plane % 16 == 0 &&
-           plane * d->in_c * sizeof(float) >= BANDS_MIN_BYTES;
+    if (dcz_shift_best() != DCZ_ISA_AVX512 || dcz_conv_groups(d) != d->in_c || d->out_c != d->in_c ||
+        !dcz_shift_dw_full_takes(d) || d->in_w < 16 || plane % 16 != 0 ||
+        plane * d->in_c * sizeof(float) < BANDS_MIN_BYTES)
+        return 0;
+    dcz_bands p;
+    bands_of(d, &p);
+    return 2 * p.ring <= d->in_h;
 }
 
 static void bands_of(const dcz_conv_geom *d, dcz_bands *p)
@@ -129,6 +137,7 @@ static void bands_part(void *ctx, uint32_t part)
     const bands_job *j = ctx;
     const dcz_conv_geom *d = j->d;
     const uint32_t rows = j->p->rows, a = j->p->align, bands = (d->out_h + rows - 1) / rows;
+    if (part >= j->parts) return;   /* a pool of more threads than bands */
     uint32_t b0, b1;
     dcz_part_range(bands, part, j->parts, &b0, &b1);
     float *ring = (float *)(((uintptr_t)(j->scratch + (size_t)part * j->slice) + 63) & ~(uintptr_t)63);
