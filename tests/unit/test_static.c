@@ -20,7 +20,8 @@
  * runtime-only build of `make test-aarch64`, which reports SKIP), models
  * built here: a network of im2col convolutions, and calibrated int8
  * versions of it and of an MLP, and an MLP whose first layer is split over
- * threads (1, 2, 3, 16 threads: the same bits). For each: dcz_plan with max_batch 3; the
+ * threads, and convolutional nets whose layers, and a batch's chunks of
+ * samples, run over threads (1, 2, 3, 16 threads: the same bits). For each: dcz_plan with max_batch 3; the
  * arena at its least favourable address (one byte past a DCZ_ARENA_ALIGN
  * boundary) is refused one byte short and accepted at the planned size,
  * and an aligned arena needs exactly DCZ_ARENA_ALIGN - 1 bytes less; zero
@@ -1236,8 +1237,13 @@ static void test_threads_conv_same_bits(void)
                        dcz_conv2d_shift_splits(&m->layers[i].geom, &m->layers[i].shift);
         CHECK(ni == 0 ? shifted == 0 : shifted >= 2 || !dcz_conv2d_shift_variant(),
               "net %zu: %u layers split", ni, shifted);
-        dcz_close(m);
         enum { B = 5 };
+        /* the segments whose chunks of a batch of B run at once over the threads */
+        uint32_t chunked = 0;
+        for (uint32_t i = 0; i < m->nlayers; i++)
+            chunked += !m->layers[i].q && m->tensors[i + 1].chunk && m->tensors[i + 1].chunk < B;
+        CHECK(ni == 0 || chunked > 0, "net %zu: no layer runs by chunks of fewer than %d samples", ni, B);
+        dcz_close(m);
         float *x = malloc(B * in * sizeof *x), *y1 = malloc(B * outs * sizeof *y1), *y = malloc(B * outs * sizeof *y);
         REQUIRE(x && y1 && y, "out of memory");
         for (size_t i = 0; i < B * in; i++) x[i] = i % 4 ? frand() - 0.5f : 0.0f;
@@ -1248,14 +1254,16 @@ static void test_threads_conv_same_bits(void)
                 dcz_options_init(&o);
                 o.threads = threads[ti];
                 REQUIRE(dcz_open_memory(buf, len, &o, &m) == DCZ_OK, "open on %d threads", threads[ti]);
-                CHECK((m->pool != NULL) == (threads[ti] > 1 && shifted > 0), "net %zu, %d threads: pool %p", ni,
-                      threads[ti], (void *)m->pool);
+                /* (every convolution of these nets runs by chunks of samples) */
+                CHECK((m->pool != NULL) == (threads[ti] > 1), "net %zu, %d threads: pool %p", ni, threads[ti],
+                      (void *)m->pool);
                 REQUIRE(dcz_run(m, x, batch, ti ? y : y1) == DCZ_OK, "run");
                 if (ti) CHECK(memcmp(y, y1, batch * outs * sizeof *y) == 0,
                               "net %zu, %d threads, batch %zu: other bits than one thread", ni, threads[ti], batch);
                 dcz_close(m);
             }
-        printf("     net %zu: %u layers split over the threads\n", ni, shifted);
+        printf("     net %zu: %u layers split over the threads, %u by chunks of samples over them\n", ni, shifted,
+               chunked);
         free(x); free(y1); free(y); free(buf);
     }
 }
