@@ -14,7 +14,9 @@
  * kernels of the runtime) written, loaded and run at batch 1 and 5 must give
  * the outputs of a forward pass by the reference kernels over the
  * document's values; the operator rules (attribute limits, output shapes)
- * and the shape errors the writer and both readers refuse.
+ * and the shape errors the writer and both readers refuse. Squeeze and
+ * excitation's 1x1 convolutions of one input cell run on the fully
+ * connected kernels with the references' bits.
  */
 #include <math.h>
 #include <stdlib.h>
@@ -1759,6 +1761,68 @@ static void test_mobile_runtime_matches_reference(void)
     dcz_doc_free(d);
 }
 
+/* Squeeze-and-excitation as torchvision writes it: (8, 6, 6) -> conv 3x3
+ * (f32) -> relu -> gap -> 1x1 conv 8 -> 4 (f32) -> relu -> 1x1 conv 4 -> 8
+ * (f32) -> hard sigmoid -> mul by the relu's planes -> gap -> flatten. The
+ * two 1x1 convolutions of one input cell run on the fully connected
+ * layers' kernels (their vectors over output channels), the first with its
+ * ReLU fused, and the net gives the bits of the references forced (the
+ * direct convolution's), at batch 1 and in a batch. */
+static void test_squeeze_excite_as_fc(void)
+{
+    dcz_doc *d;
+    REQUIRE(dcz_doc_alloc(10, &d) == DCZ_OK, "alloc");
+    set_input(d, 8, 6, 6);
+    dcz_doc_layer *l = d->layers;
+    doc_conv_layer(&l[0], "conv", 8, 8, 3, 1, 1, DCZ_ENC_F32, 0, 0, 0);
+    fill_weights(&l[0], 1);
+    doc_plain_layer(&l[1], DCZ_OP_RELU, "relu");
+    doc_plain_layer(&l[2], DCZ_OP_GLOBAL_AVGPOOL, "squeeze");
+    doc_conv_layer(&l[3], "fc1", 8, 4, 1, 1, 0, DCZ_ENC_F32, 0, 0, 0);
+    fill_weights(&l[3], 1);
+    doc_plain_layer(&l[4], DCZ_OP_RELU, "relu2");
+    doc_conv_layer(&l[5], "fc2", 4, 8, 1, 1, 0, DCZ_ENC_F32, 0, 0, 0);
+    fill_weights(&l[5], 1);
+    activation(&l[6], DCZ_OP_HARD_SIGMOID, "gate", 2, (const float[]){ 1.0f / 6.0f, 0.5f });
+    doc_plain_layer(&l[7], DCZ_OP_MUL, "scale");
+    reads(&l[7], 2, (const uint32_t[]){ 2, 7 });
+    doc_plain_layer(&l[8], DCZ_OP_GLOBAL_AVGPOOL, "pool");
+    doc_plain_layer(&l[9], DCZ_OP_FLATTEN, "flatten");
+    for (uint32_t i = 0; i < d->nlayers; i++)
+        if (l[i].ntensors)
+            for (uint32_t j = 0; j < l[i].t[1].n; j++) l[i].t[1].values[j] = frand();
+    uint8_t *buf = NULL;
+    size_t len = 0;
+    const dcz_status ws = dcz_doc_write(d, &buf, &len);
+    dcz_doc_free(d);
+    REQUIRE(ws == DCZ_OK, "write: %s", dcz_status_str(ws));
+    dcz_model *m = NULL, *r = NULL;
+    dcz_options ro;
+    dcz_options_init(&ro);
+    ro.force_reference = 1;
+    REQUIRE(dcz_open_memory(buf, len, NULL, &m) == DCZ_OK && dcz_open_memory(buf, len, &ro, &r) == DCZ_OK, "open");
+    for (uint32_t i = 3; i <= 5; i += 2)
+        CHECK(m->layers[i].kernel == DCZ_K_FC_GEMM || m->layers[i].kernel == DCZ_K_FC_ROWS,
+              "%s: %s, not a fully connected kernel", m->layers[i].name, dcz_kernel_name((dcz_kernel)m->layers[i].kernel));
+    CHECK(m->layers[0].kernel != DCZ_K_FC_GEMM && m->layers[0].kernel != DCZ_K_FC_ROWS, "the 3x3 conv: %s",
+          dcz_kernel_name((dcz_kernel)m->layers[0].kernel));
+    CHECK(m->layers[4].fused == DCZ_FUSED_ACT && m->layers[3].act.op == DCZ_OP_RELU, "fc1 takes its relu");
+    enum { B = 4 };
+    const size_t in = dcz_input_size(m), out = dcz_output_size(m);
+    float *x = malloc(B * in * sizeof *x), *y = malloc(B * out * sizeof *y), *yr = malloc(B * out * sizeof *yr);
+    REQUIRE(x && y && yr, "out of memory");
+    for (size_t i = 0; i < B * in; i++) x[i] = frand();
+    for (size_t b = 1; b <= B; b += B - 1) {
+        CHECK(dcz_run(m, x, b, y) == DCZ_OK && dcz_run(r, x, b, yr) == DCZ_OK, "run batch %zu", b);
+        CHECK(memcmp(y, yr, b * out * sizeof *y) == 0, "batch %zu: other bits than the references'", b);
+    }
+
+    free(x); free(y); free(yr);
+    dcz_close(m);
+    dcz_close(r);
+    free(buf);
+}
+
 /* The place plan of m holds: two tensors of one block whose places
  * overlap are never alive together, the later one written in place over the
  * earlier aside. Alive: an inner tensor from its layer to its last reader;
@@ -2247,6 +2311,7 @@ int main(void)
     RUN(test_dag_chunks);
     RUN(test_dag_round_trip);
     RUN(test_mobile_runtime_matches_reference);
+    RUN(test_squeeze_excite_as_fc);
     RUN(test_shuffle_runtime_matches_reference);
     RUN(test_dag_refused);
     RUN(test_describe_layers);
