@@ -706,9 +706,9 @@ static int worth_threads(const dcz_model *m)
         if (!l->q && dcz_kernel_shifts(l->kernel) && dcz_conv2d_shift_splits(&l->geom, &l->shift)) return 1;
         /* an integer one on the integer shift form, its chunks of channels */
         if (l->q && dcz_kernel_shifts(l->kernel) && dcz_qconv2d_shift_requant_splits(&l->geom, &l->qshift)) return 1;
-        /* a segment of float layers by chunks of samples, whose chunks of a
-         * batch run at once over the threads (run.c, run_batch) */
-        if (!l->q && m->tensors[i + 1].chunk) return 1;
+        /* a segment by chunks of samples, whose chunks of a batch run at
+         * once over the threads (run.c, run_batch) */
+        if (m->tensors[i + 1].chunk) return 1;
     }
     return 0;
 }

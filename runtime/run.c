@@ -56,33 +56,54 @@
 #endif
 
 #if DCZ_HEAP
+/* The integer accumulators of a heap model (qacc): a batch's, then room for
+ * the region's quantized input, then, on a model with threads, each
+ * thread's for its chunks (run_batch): int64s from the start. */
+static size_t qacc_head(const dcz_model *m, size_t batch)
+{
+    return (batch * m->max_width * (sizeof(int64_t) + sizeof(dcz_q)) + sizeof(int64_t) - 1) / sizeof(int64_t);
+}
+
+static size_t qacc_chunk(const dcz_model *m, size_t cbatch)
+{
+    return m->pool ? (size_t)m->threads * cbatch * m->max_width : 0;
+}
+
 /* A heap model's blocks for batch samples, the chunk block for cbatch
  * (one for each thread of its pool, which may run a segment's chunks at
  * once: run_batch). */
 static dcz_status ensure_act(dcz_model *m, size_t batch, size_t cbatch)
 {
+    const size_t was_head = qacc_head(m, m->act_batch), was_chunk = qacc_chunk(m, m->cact_batch);
     if (m->chunk_width && cbatch > m->cact_batch) {
         const size_t blocks = m->pool ? m->threads : 1;
-        if (cbatch > SIZE_MAX / sizeof(float) / m->chunk_width / blocks) return DCZ_ERR_NOMEM;
+        if (cbatch > SIZE_MAX / sizeof(float) / m->chunk_width / blocks ||
+            cbatch > SIZE_MAX / sizeof(int64_t) / m->max_width / blocks)
+            return DCZ_ERR_NOMEM;
         float *c = realloc(m->cact, cbatch * m->chunk_width * blocks * sizeof(float));
         if (!c) return DCZ_ERR_NOMEM;
         m->cact = c;
         m->cact_batch = cbatch;
     }
-    if (batch <= m->act_batch) return DCZ_OK;
-    if (batch > SIZE_MAX / 3 / sizeof(int64_t) / m->max_width ||
-        batch > SIZE_MAX / sizeof(float) / m->act_width)
-        return DCZ_ERR_NOMEM;
-    float *a = realloc(m->act, batch * m->act_width * sizeof(float));
-    if (!a) return DCZ_ERR_NOMEM;
-    m->act = a;
-    if (m->scheme != DCZ_SCHEME_NONE) {
-        /* the accumulators, then room for the quantized model input */
-        int64_t *q = realloc(m->qacc, batch * m->max_width * (sizeof(int64_t) + sizeof(dcz_q)));
-        if (!q) return DCZ_ERR_NOMEM;
+    if (batch > m->act_batch) {
+        if (batch > SIZE_MAX / 3 / sizeof(int64_t) / m->max_width ||
+            batch > SIZE_MAX / sizeof(float) / m->act_width)
+            return DCZ_ERR_NOMEM;
+        float *a = realloc(m->act, batch * m->act_width * sizeof(float));
+        if (!a) return DCZ_ERR_NOMEM;
+        m->act = a;
+        m->act_batch = batch;
+    }
+    const size_t head = qacc_head(m, m->act_batch), chunk = qacc_chunk(m, m->cact_batch);
+    if (m->scheme != DCZ_SCHEME_NONE && (!m->qacc || head != was_head || chunk != was_chunk)) {
+        if (chunk > SIZE_MAX / sizeof(int64_t) - head) return DCZ_ERR_NOMEM;
+        int64_t *q = realloc(m->qacc, (head + chunk) * sizeof(int64_t));
+        if (!q) {   /* the blocks' sizes asked again at the next call */
+            m->act_batch = m->cact_batch = 0;
+            return DCZ_ERR_NOMEM;
+        }
         m->qacc = q;
     }
-    m->act_batch = batch;
     return DCZ_OK;
 }
 #endif
@@ -802,16 +823,17 @@ static const void *tensor_at(const dcz_model *m, uint32_t t, const float *input,
  * MobileNetV2-style at batch 64 10.91 -> 10.49 ms, ResNet-style 5.01 ->
  * 4.95 (LeNet-5 0.94 -> 0.95, within the noise; chunks of 2 MB or 512 KB
  * measured the same). A run with a tap sees each layer's whole batch, so it
- * takes no chunks. On a model with threads, a segment of float layers run
- * by two chunks or more runs them at once, each thread its chunks through
- * the whole segment with its own chunk block and slice of the scratch, its
- * kernels splitting nothing (chunks_split; the integer region's chunks
- * share its accumulators and run in turn). Two threads of an AMD EPYC
+ * takes no chunks. On a model with threads, a segment run by two chunks
+ * or more runs them at once, each thread its chunks through the whole
+ * segment with its own chunk block, slice of the scratch and integer
+ * accumulators, its kernels splitting nothing (chunks_split). Two threads
+ * of an AMD EPYC
  * (Zen 4, two threads of one core), batch 8, torchvision's dense networks,
  * least of two alternated medians (ms, layers split -> chunks at once):
  * MobileNetV3-Small 14.5 -> 7.5, SqueezeNet 1.1 36.5 -> 26.8, RegNetX-400MF
  * 49.7 -> 38.2, EfficientNet-B0 59.9 -> 48.0, ResNet-18 138 -> 111,
- * MobileNetV2 36.5 -> 30.2. */
+ * MobileNetV2 36.5 -> 30.2; int8 (pruned by blocks of 4) MobileNetV3-Small
+ * 5.38 -> 3.11, MobileNetV2 17.2 -> 9.26. */
 
 /* Layers first .. last on samples s0 .. s0 + n - 1 of a batch of batch
  * samples (s0 0 on the integer region). */
@@ -875,6 +897,7 @@ typedef struct chunks_job {
     const float *input;
     size_t batch, chunk, chunks;
     uint32_t parts;
+    dcz_q *qin;   /* the integer region's quantized input, where quantized (read by no chunk) */
 } chunks_job;
 
 static void chunks_part(void *ctx, uint32_t part)
@@ -888,23 +911,26 @@ static void chunks_part(void *ctx, uint32_t part)
     one.pool = NULL;
     one.scratch = j->m->scratch + (size_t)part * j->m->scratch_floats;
     one.cact = j->m->cact + (size_t)part * j->m->cact_batch * j->m->chunk_width;
+#if DCZ_HEAP
+    if (j->m->qacc)   /* its integer accumulators (ensure_act) */
+        one.qacc = j->m->qacc + qacc_head(j->m, j->m->act_batch) + (size_t)part * j->m->cact_batch * j->m->max_width;
+#endif
+    dcz_q *qin = j->qin;
     for (size_t c = c0; c < c1; c++) {
         const size_t s0 = c * j->chunk;
         run_layers(&one, j->first, j->last, j->input, j->batch, s0, j->batch - s0 < j->chunk ? j->batch - s0 : j->chunk,
-                   NULL, NULL, NULL, NULL);
+                   NULL, NULL, NULL, &qin);
     }
 }
 
 /* Whether a segment's chunks run at once over the pool's threads: two
- * chunks or more, float layers only (the integer ones share the
- * accumulators), no tap and no layer timed. Each sample's outputs are
- * what one thread computes, so the bits of one. */
-static int chunks_split(const dcz_model *m, uint32_t first, uint32_t last, size_t chunks, int tap)
+ * chunks or more, no tap and no layer timed (a segment of chunks never
+ * reads the integer region's quantized input: its readers take the whole
+ * batch). Each sample's outputs are what one thread computes, so the bits
+ * of one. */
+static int chunks_split(const dcz_model *m, size_t chunks, int tap)
 {
-    if (!m->pool || chunks < 2 || tap || m->layer_ns) return 0;
-    for (uint32_t i = first; i <= last; i++)
-        if (m->layers[i].q) return 0;
-    return 1;
+    return DCZ_HEAP && m->pool && chunks >= 2 && !tap && !m->layer_ns;
 }
 
 static void run_batch(dcz_model *m, const float *input, size_t batch, float *output,
@@ -915,10 +941,10 @@ static void run_batch(dcz_model *m, const float *input, size_t batch, float *out
         const dcz_tensor *seg = &m->tensors[i + 1];
         const size_t chunk = tap || !seg->chunk || seg->chunk > batch ? batch : seg->chunk;
         const size_t chunks = (batch + chunk - 1) / chunk;
-        if (chunks_split(m, i, seg->seg_last, chunks, tap != NULL)) {
+        if (chunks_split(m, chunks, tap != NULL)) {
             const uint32_t threads = dcz_pool_threads(m->pool);
             chunks_job j = { m, i, seg->seg_last, input, batch, chunk, chunks,
-                             chunks < threads ? (uint32_t)chunks : threads };
+                             chunks < threads ? (uint32_t)chunks : threads, qin };
             dcz_pool_run(m->pool, chunks_part, &j);
         } else {
             for (size_t s0 = 0; s0 < batch; s0 += chunk)

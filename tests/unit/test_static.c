@@ -21,7 +21,8 @@
  * built here: a network of im2col convolutions, and calibrated int8
  * versions of it and of an MLP, and an MLP whose first layer is split over
  * threads, and convolutional nets whose layers, and a batch's chunks of
- * samples, run over threads (1, 2, 3, 16 threads: the same bits). For each: dcz_plan with max_batch 3; the
+ * samples, run over threads, float and int8 (natively, capped to AVX2 and
+ * on the references forced) (1, 2, 3, 16 threads: the same bits). For each: dcz_plan with max_batch 3; the
  * arena at its least favourable address (one byte past a DCZ_ARENA_ALIGN
  * boundary) is refused one byte short and accepted at the planned size,
  * and an aligned arena needs exactly DCZ_ARENA_ALIGN - 1 bytes less; zero
@@ -1221,10 +1222,33 @@ static void test_threads_same_bits(void)
  * input place) gives one thread's bits on 2, 3 and 16, at batch 1 and 5;
  * a pool is started where a layer splits, and not for the small shift
  * net, whose layers stay on the caller's thread. */
+/* (3, 64, 64) -> conv 3x3 to 32 (f32) -> relu -> conv 3x3 (f32) -> relu ->
+ * gap -> flatten -> dense 5, calibrated int8: an integer region whose
+ * convolutions run a batch by chunks of samples */
+static dcz_doc *int8_wide_chain_net(void)
+{
+    dcz_doc *d;
+    if (dcz_doc_alloc(7, &d) != DCZ_OK) return NULL;
+    d->input_rank = 3;
+    d->input_dims[0] = 3; d->input_dims[1] = 64; d->input_dims[2] = 64;
+    dcz_doc_layer *l = d->layers;
+    doc_conv_layer(&l[0], "conv1", 3, 32, 3, 1, 1, DCZ_ENC_F32, 0, 0, 0);
+    fill(&l[0], 21);
+    doc_plain_layer(&l[1], DCZ_OP_RELU, "relu1");
+    doc_conv_layer(&l[2], "conv2", 32, 32, 3, 1, 1, DCZ_ENC_F32, 0, 0, 0);
+    fill(&l[2], 22);
+    doc_plain_layer(&l[3], DCZ_OP_RELU, "relu2");
+    doc_plain_layer(&l[4], DCZ_OP_GLOBAL_AVGPOOL, "gap");
+    doc_plain_layer(&l[5], DCZ_OP_FLATTEN, "flat");
+    doc_dense_layer(&l[6], "fc", 32, 5, DCZ_ENC_F32, 0, 0, 0);
+    fill(&l[6], 23);
+    return int8(d);
+}
+
 static void test_threads_conv_same_bits(void)
 {
-    dcz_doc *(*const nets[])(void) = { shift_net, wide_residual_net };
-    for (size_t ni = 0; ni < 2; ni++) {
+    dcz_doc *(*const nets[])(void) = { shift_net, wide_residual_net, int8_wide_chain_net };
+    for (size_t ni = 0; ni < 3; ni++) {
         size_t len = 0;
         uint8_t *buf = written(nets[ni](), &len);
         REQUIRE(buf, "net %zu: build and write", ni);
@@ -1235,33 +1259,45 @@ static void test_threads_conv_same_bits(void)
         for (uint32_t i = 0; i < m->nlayers; i++)
             shifted += m->layers[i].kernel == DCZ_K_CONV_SHIFT &&
                        dcz_conv2d_shift_splits(&m->layers[i].geom, &m->layers[i].shift);
-        CHECK(ni == 0 ? shifted == 0 : shifted >= 2 || !dcz_conv2d_shift_variant(),
+        CHECK(ni == 0 ? shifted == 0 : ni == 2 || shifted >= 2 || !dcz_conv2d_shift_variant(),
               "net %zu: %u layers split", ni, shifted);
+        CHECK(ni < 2 || dcz_model_scheme(m) == DCZ_SCHEME_INT8, "net %zu: int8", ni);
         enum { B = 5 };
         /* the segments whose chunks of a batch of B run at once over the threads */
         uint32_t chunked = 0;
         for (uint32_t i = 0; i < m->nlayers; i++)
-            chunked += !m->layers[i].q && m->tensors[i + 1].chunk && m->tensors[i + 1].chunk < B;
+            chunked += m->tensors[i + 1].chunk && m->tensors[i + 1].chunk < B;
         CHECK(ni == 0 || chunked > 0, "net %zu: no layer runs by chunks of fewer than %d samples", ni, B);
         dcz_close(m);
         float *x = malloc(B * in * sizeof *x), *y1 = malloc(B * outs * sizeof *y1), *y = malloc(B * outs * sizeof *y);
         REQUIRE(x && y1 && y, "out of memory");
         for (size_t i = 0; i < B * in; i++) x[i] = i % 4 ? frand() - 0.5f : 0.0f;
         static const int threads[] = { 1, 2, 3, 16 };
+        /* the int8 net also capped to AVX2, and on the references forced,
+         * whose integer convolutions sum into the accumulators (each
+         * thread's own for its chunks) where the shift forms requantize in
+         * their registers */
+        const dcz_isa_cap caps[3] = { DCZ_CAP_NATIVE, DCZ_CAP_AVX2, DCZ_CAP_NATIVE };
+        for (int ci = 0; ci < (ni == 2 ? 3 : 1); ci++) {
+            if (ci == 1 && dcz_isa_probe(caps[ci], NULL, 0) != DCZ_OK) continue;
         for (size_t batch = 1; batch <= B; batch += B - 1)
             for (size_t ti = 0; ti < sizeof threads / sizeof *threads; ti++) {
                 dcz_options o;
                 dcz_options_init(&o);
                 o.threads = threads[ti];
+                o.isa = caps[ci];
+                o.force_reference = ci == 2;
                 REQUIRE(dcz_open_memory(buf, len, &o, &m) == DCZ_OK, "open on %d threads", threads[ti]);
                 /* (every convolution of these nets runs by chunks of samples) */
                 CHECK((m->pool != NULL) == (threads[ti] > 1), "net %zu, %d threads: pool %p", ni, threads[ti],
                       (void *)m->pool);
                 REQUIRE(dcz_run(m, x, batch, ti ? y : y1) == DCZ_OK, "run");
                 if (ti) CHECK(memcmp(y, y1, batch * outs * sizeof *y) == 0,
-                              "net %zu, %d threads, batch %zu: other bits than one thread", ni, threads[ti], batch);
+                              "net %zu (cap %d), %d threads, batch %zu: other bits than one thread", ni, (int)caps[ci],
+                              threads[ti], batch);
                 dcz_close(m);
             }
+        }
         printf("     net %zu: %u layers split over the threads, %u by chunks of samples over them\n", ni, shifted,
                chunked);
         free(x); free(y1); free(y); free(buf);
