@@ -110,6 +110,28 @@ static int table_clamp(const dcz_q *table, int32_t qmax, int32_t *lo, int32_t *h
  * its sum: the bits of the two layers run apart. (Only the shift form took
  * them once: on AVX2, whose convolutions run on the other forms, each
  * ReLU6 then ran by its table, 18% of MobileNetV2-style int8.) */
+/* Whether a float activation op fuses into the layer before it: a ReLU or
+ * a CLIP into a weighted layer or an ADD, a SiLU or a HardSwish into a
+ * weighted layer alone (an ADD's kernels take clamps), and not in a build
+ * for size (DCZ_SMALL: dcz_act_one takes neither) */
+static int float_act_fuses(uint16_t op, int weighted)
+{
+#ifdef DCZ_SMALL
+    const int curve = 0;
+#else
+    const int curve = (op == DCZ_OP_SILU || op == DCZ_OP_HARD_SWISH) && weighted;
+#endif
+    return op == DCZ_OP_RELU || op == DCZ_OP_CLIP || curve;
+}
+
+/* Whether a float convolution is the first of a pair that bands may run
+ * (pair_bands; the loader reserves its ring by the same rule): pointwise,
+ * on the dense product. */
+static int bands_first(uint16_t op, dcz_kernel k, const dcz_conv_geom *g)
+{
+    return op == DCZ_OP_CONV2D && (k == DCZ_K_CONV_GEMM || k == DCZ_K_CONV_EXPANDED) && dcz_conv_pointwise(g);
+}
+
 static void fuse_activations(dcz_model *m)
 {
     for (uint32_t i = 0; i < m->nlayers; i++) {
@@ -134,16 +156,7 @@ static void fuse_activations(dcz_model *m)
         }
         const int weighted = c->op == DCZ_OP_CONV2D || c->op == DCZ_OP_DENSE;
         const int takes = weighted || c->op == DCZ_OP_ADD;
-        /* a SiLU or a HardSwish into a weighted layer alone (an ADD's
-         * kernels take clamps), and not in a build for size (DCZ_SMALL:
-         * dcz_act_one takes neither) */
-#ifdef DCZ_SMALL
-        const int curve = 0;
-#else
-        const int curve = (a->op == DCZ_OP_SILU || a->op == DCZ_OP_HARD_SWISH) && weighted;
-#endif
-        const int act = a->op == DCZ_OP_RELU || a->op == DCZ_OP_CLIP || curve;
-        if (!takes || c->q || a->q || !act) continue;
+        if (!takes || c->q || a->q || !float_act_fuses(a->op, weighted)) continue;
         c->act = (dcz_act){ a->op, a->param[0], a->param[1] };
         a->fused = DCZ_FUSED_ACT;
     }
@@ -195,7 +208,6 @@ static void fuse_activations(dcz_model *m)
     }
 }
 
-
 /* A float pointwise convolution on the dense product whose output
  * (or its fused activation's) only a depthwise convolution reads, which
  * the AVX-512 rows kernel runs by whole windows, over a tensor past the
@@ -211,8 +223,7 @@ static void pair_bands(dcz_model *m)
         dcz_exec_layer *c = &m->layers[i];
         const uint32_t j = i + 1 + (m->layers[i + 1].fused == DCZ_FUSED_ACT);   /* the depthwise layer */
         const dcz_tensor *t = m->tensors;
-        if (DCZ_REF_ONLY || c->q || c->op != DCZ_OP_CONV2D || c->res || j >= m->nlayers ||
-            (c->kernel != DCZ_K_CONV_GEMM && c->kernel != DCZ_K_CONV_EXPANDED))
+        if (DCZ_REF_ONLY || c->q || c->res || j >= m->nlayers || !bands_first(c->op, (dcz_kernel)c->kernel, &c->geom))
             continue;
         dcz_exec_layer *d = &m->layers[j];
         const uint32_t in = c->tin[0];
@@ -451,12 +462,11 @@ static dcz_status load_walk(const dcz_container *c, const dcz_options *o, loader
                                       ? dcz_conv2d_bands_floats(&l->geom) : 0;
             if (ring > scratch_floats) scratch_floats = ring;
             if (ring && tensors[pw_in].last < i) tensors[pw_in].last = i;
-            const int act = g.op == DCZ_OP_RELU || g.op == DCZ_OP_CLIP || g.op == DCZ_OP_SILU || g.op == DCZ_OP_HARD_SWISH;
-            if (g.op == DCZ_OP_CONV2D && (k == DCZ_K_CONV_GEMM || k == DCZ_K_CONV_EXPANDED) && dcz_conv_pointwise(&l->geom)) {
+            if (bands_first(g.op, k, &l->geom)) {
                 pw_in = g.in[0];
                 pw_out = i + 1;
             } else {
-                pw_out = act && pw_out && g.in[0] == pw_out ? i + 1 : 0;
+                pw_out = float_act_fuses(g.op, 1) && pw_out && g.in[0] == pw_out ? i + 1 : 0;
             }
         }
         if (!DCZ_REF_ONLY && k == DCZ_K_CONV_WINO) {

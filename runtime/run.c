@@ -827,9 +827,9 @@ static const void *tensor_at(const dcz_model *m, uint32_t t, const float *input,
  * or more runs them at once, each thread its chunks through the whole
  * segment with its own chunk block, slice of the scratch and integer
  * accumulators, its kernels splitting nothing (chunks_split). Two threads
- * of an AMD EPYC
- * (Zen 4, two threads of one core), batch 8, torchvision's dense networks,
- * least of two alternated medians (ms, layers split -> chunks at once):
+ * of an AMD EPYC (Zen 4, two threads of one core), batch 8, torchvision's
+ * dense networks, least of two alternated medians (ms, layers split ->
+ * chunks at once):
  * MobileNetV3-Small 14.5 -> 7.5, SqueezeNet 1.1 36.5 -> 26.8, RegNetX-400MF
  * 49.7 -> 38.2, EfficientNet-B0 59.9 -> 48.0, ResNet-18 138 -> 111,
  * MobileNetV2 36.5 -> 30.2; int8 (pruned by blocks of 4) MobileNetV3-Small

@@ -1816,7 +1816,6 @@ static void test_squeeze_excite_as_fc(void)
         CHECK(dcz_run(m, x, b, y) == DCZ_OK && dcz_run(r, x, b, yr) == DCZ_OK, "run batch %zu", b);
         CHECK(memcmp(y, yr, b * out * sizeof *y) == 0, "batch %zu: other bits than the references'", b);
     }
-
     free(x); free(y); free(yr);
     dcz_close(m);
     dcz_close(r);

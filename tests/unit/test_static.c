@@ -939,32 +939,36 @@ static dcz_doc *shift_net(void)
     return d;
 }
 
-/* (32, 10, 10) -> conv 3x3 pad 1 to 32 (dense f32) -> relu -> conv 3x3 to
- * 48 (dense f32, no padding) -> relu -> gap -> flatten -> dense (f32) ->
- * softmax: both convolutions by Winograd's F(2x2, 3x3) where this CPU runs
- * it (dcz_conv2d_pick_wino; even planes, which the rules give it on every
- * CPU: dcz_conv2d_wino_rule; its partial tiles are test_kernels'), each
- * taking the ReLU after it */
-static dcz_doc *wino_net(void)
+/* (in_c, side, side) -> conv 3x3 pad 1 to mid (dense f32) -> relu -> conv
+ * 3x3 to out (dense f32, padding pad2) -> relu -> gap -> flatten -> dense
+ * 5 (f32) -> softmax, weights from seeds seed .. seed + 2 */
+static dcz_doc *conv_chain_net(uint32_t in_c, uint32_t side, uint32_t mid, uint32_t out, uint32_t pad2,
+                               unsigned seed)
 {
     dcz_doc *d;
     if (dcz_doc_alloc(8, &d) != DCZ_OK) return NULL;
     d->input_rank = 3;
-    d->input_dims[0] = 32; d->input_dims[1] = 10; d->input_dims[2] = 10;
+    d->input_dims[0] = in_c; d->input_dims[1] = side; d->input_dims[2] = side;
     dcz_doc_layer *l = d->layers;
-    doc_conv_layer(&l[0], "conv1", 32, 32, 3, 1, 1, DCZ_ENC_F32, 0, 0, 0);
-    fill(&l[0], 15);
+    doc_conv_layer(&l[0], "conv1", in_c, mid, 3, 1, 1, DCZ_ENC_F32, 0, 0, 0);
+    fill(&l[0], seed);
     doc_plain_layer(&l[1], DCZ_OP_RELU, "relu1");
-    doc_conv_layer(&l[2], "conv2", 32, 48, 3, 1, 0, DCZ_ENC_F32, 0, 0, 0);
-    fill(&l[2], 16);
+    doc_conv_layer(&l[2], "conv2", mid, out, 3, 1, pad2, DCZ_ENC_F32, 0, 0, 0);
+    fill(&l[2], seed + 1);
     doc_plain_layer(&l[3], DCZ_OP_RELU, "relu2");
     doc_plain_layer(&l[4], DCZ_OP_GLOBAL_AVGPOOL, "gap");
     doc_plain_layer(&l[5], DCZ_OP_FLATTEN, "flat");
-    doc_dense_layer(&l[6], "fc", 48, 5, DCZ_ENC_F32, 0, 0, 0);
-    fill(&l[6], 17);
+    doc_dense_layer(&l[6], "fc", out, 5, DCZ_ENC_F32, 0, 0, 0);
+    fill(&l[6], seed + 2);
     doc_plain_layer(&l[7], DCZ_OP_SOFTMAX, "prob");
     return d;
 }
+
+/* (32, 10, 10), 32 then 48 channels, conv2 unpadded: both convolutions by
+ * Winograd's F(2x2, 3x3) where this CPU runs it (dcz_conv2d_pick_wino; even
+ * planes, which the rules give it on every CPU: dcz_conv2d_wino_rule; its
+ * partial tiles are test_kernels'), each taking the ReLU after it */
+static dcz_doc *wino_net(void) { return conv_chain_net(32, 10, 32, 48, 0, 15); }
 
 /* (3, 24, 24) -> conv1 (codebook) -> relu1 -> conv2 (codebook) -> add
  * (conv2, relu1) -> relu -> conv3 (sparse f32) -> add (relu, conv3) -> gap
@@ -1222,28 +1226,9 @@ static void test_threads_same_bits(void)
  * input place) gives one thread's bits on 2, 3 and 16, at batch 1 and 5;
  * a pool is started where a layer splits, and not for the small shift
  * net, whose layers stay on the caller's thread. */
-/* (3, 64, 64) -> conv 3x3 to 32 (f32) -> relu -> conv 3x3 (f32) -> relu ->
- * gap -> flatten -> dense 5, calibrated int8: an integer region whose
+/* (3, 64, 64), 32 channels twice, calibrated int8: an integer region whose
  * convolutions run a batch by chunks of samples */
-static dcz_doc *int8_wide_chain_net(void)
-{
-    dcz_doc *d;
-    if (dcz_doc_alloc(7, &d) != DCZ_OK) return NULL;
-    d->input_rank = 3;
-    d->input_dims[0] = 3; d->input_dims[1] = 64; d->input_dims[2] = 64;
-    dcz_doc_layer *l = d->layers;
-    doc_conv_layer(&l[0], "conv1", 3, 32, 3, 1, 1, DCZ_ENC_F32, 0, 0, 0);
-    fill(&l[0], 21);
-    doc_plain_layer(&l[1], DCZ_OP_RELU, "relu1");
-    doc_conv_layer(&l[2], "conv2", 32, 32, 3, 1, 1, DCZ_ENC_F32, 0, 0, 0);
-    fill(&l[2], 22);
-    doc_plain_layer(&l[3], DCZ_OP_RELU, "relu2");
-    doc_plain_layer(&l[4], DCZ_OP_GLOBAL_AVGPOOL, "gap");
-    doc_plain_layer(&l[5], DCZ_OP_FLATTEN, "flat");
-    doc_dense_layer(&l[6], "fc", 32, 5, DCZ_ENC_F32, 0, 0, 0);
-    fill(&l[6], 23);
-    return int8(d);
-}
+static dcz_doc *int8_wide_chain_net(void) { return int8(conv_chain_net(3, 64, 32, 32, 1, 21)); }
 
 static void test_threads_conv_same_bits(void)
 {

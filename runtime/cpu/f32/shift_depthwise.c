@@ -357,13 +357,21 @@ static uint32_t dw_channel_taps(const dcz_conv_geom *g, const split_geom *q, con
     return n;
 }
 
-/* rows[j], j < nrow: the input row of plane xc that window row j of output
- * row 0 reads (row j - ph), dw_zeros above and below the image. */
-static void dw_input_rows(const dcz_conv_geom *g, const float *xc, size_t nrow, const float **rows)
+/* rows[j], j < nrow: the input row iy = oy0 sh + j - ph that window row j
+ * of output row oy0 reads, at base + (iy % ring) in_w (a plane: ring
+ * in_h, oy0 0; the bands' ring of rows: dcz_shift_dw_band__avx512),
+ * dw_zeros above and below the image. */
+static void dw_input_rows(const dcz_conv_geom *g, const float *base, size_t ring, size_t oy0, size_t nrow,
+                          const float **rows)
 {
     for (size_t j = 0; j < nrow; j++) {
-        const int64_t iy = (int64_t)j - (int64_t)g->ph;
-        rows[j] = iy >= 0 && iy < (int64_t)g->in_h ? xc + (size_t)iy * g->in_w : dw_zeros;
+        const int64_t iy = (int64_t)(oy0 * g->sh + j) - (int64_t)g->ph;
+        if (iy < 0 || iy >= (int64_t)g->in_h) {
+            rows[j] = dw_zeros;
+            continue;
+        }
+        const size_t r = (size_t)iy;
+        rows[j] = base + (r < ring ? r : r % ring) * g->in_w;   /* (a plane divides nothing) */
     }
 }
 
@@ -613,11 +621,11 @@ static inline void dw_rows_channels__avx512(const int WIDE, const dw_rows_layer 
             const float *xc = x + (s * g->in_c + c) * in_plane;
             float *yc = y + (s * g->out_c + c) * out_plane;
             if (full) {
-                dw_input_rows(g, xc, L->full_nrow, rows);
+                dw_input_rows(g, xc, g->in_h, 0, L->full_nrow, rows);
                 dw_full_rows__avx512(L, g, rows, 0, oh, w, b, act, yc);
                 continue;
             }
-            dw_input_rows(g, xc, L->nrow, rows);
+            dw_input_rows(g, xc, g->in_h, 0, L->nrow, rows);
             for (size_t k = 0; k < runs; k++) {   /* a run's columns down the plane */
                 const __mmask16 t = k + 1 == runs ? L->tail : (__mmask16)0xFFFF;
                 const __mmask16 *m = L->m1[k];
@@ -791,15 +799,11 @@ void dcz_shift_dw_band__avx512(const dcz_conv_geom *g, const dcz_shift *f, const
 {
     dw_rows_layer L;
     dw_layer_init(g, &L);
-    const size_t S = g->sh, W = g->in_w, R = L.full_R, out_plane = (size_t)g->out_h * g->out_w;
-    const size_t nrow = ((oy1 - oy0 + R - 1) / R * R - 1) * S + g->kh;
+    const size_t W = g->in_w, R = L.full_R, out_plane = (size_t)g->out_h * g->out_w;
+    const size_t nrow = ((oy1 - oy0 + R - 1) / R * R - 1) * g->sh + g->kh;
     const float *rows[(DW_MAX_ROWS + 8) * 2 + DW_MAX_TAPS];
     for (uint32_t c = 0; c < g->out_c; c++) {
-        const float *base = ring + (size_t)c * ring_rows * W;
-        for (size_t j = 0; j < nrow; j++) {
-            const int64_t iy = (int64_t)(oy0 * S + j) - (int64_t)g->ph;
-            rows[j] = iy >= 0 && iy < (int64_t)g->in_h ? base + (size_t)iy % ring_rows * W : dw_zeros;
-        }
+        dw_input_rows(g, ring + (size_t)c * ring_rows * W, ring_rows, oy0, nrow, rows);
         dw_full_rows__avx512(&L, g, rows, oy0, oy1, f->w + f->ptr[c], bias ? bias[c] : 0.0f, act,
                              y + c * out_plane);
     }
@@ -928,7 +932,7 @@ static inline void dw_rows8_channels__avx2(const int WIDE, const dw_rows8_layer 
         for (size_t s = 0; s < batch; s++) {
             const float *xc = x + (s * g->in_c + c) * in_plane;
             float *yc = y + (s * g->out_c + c) * out_plane;
-            dw_input_rows(g, xc, L->nrow, rows);
+            dw_input_rows(g, xc, g->in_h, 0, L->nrow, rows);
             for (size_t k = 0; k < runs; k++) {   /* a run's columns down the plane */
                 const uint32_t last = k + 1 == runs ? L->last : 8;
                 const dw_plan8 *pl = &L->pl[k];
