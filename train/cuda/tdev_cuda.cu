@@ -389,7 +389,10 @@ static dcz_status c_alloc(dcz_tdev *d, size_t bytes, void **out)
         *out = NULL;
         return DCZ_ERR_NOMEM;
     }
-    return cuda_ok(d, cudaMemsetAsync(*out, 0, bytes ? bytes : 1, ctx_of(d)->stream), "zeroing a buffer");
+    /* zeroed before it returns: the batches' copies, on a stream of their
+     * own, may write it next, and would otherwise race the zeroing */
+    dcz_status s = cuda_ok(d, cudaMemsetAsync(*out, 0, bytes ? bytes : 1, ctx_of(d)->stream), "zeroing a buffer");
+    return s == DCZ_OK ? cuda_ok(d, cudaStreamSynchronize(ctx_of(d)->stream), "zeroing a buffer") : s;
 }
 
 static void c_free(dcz_tdev *d, void *p)
