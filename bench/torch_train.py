@@ -12,10 +12,17 @@ The same networks, data and settings as `dcz train --arch ARCH`:
           residual block: conv 3x3 (stride s), batch norm, ReLU, conv 3x3,
           batch norm, plus the input, or its 1x1 convolution of stride s and
           batch norm when the shape changes; then ReLU);
+  resnet18  torchvision's ResNet-18 with one output per class, on the
+          RGB images of an image folder (DATA=ROOT: ROOT/train/CLASS/*, as
+          bench/image_folder.py makes them, every image the same size);
 Fashion-MNIST from Debian's dataset-fashion-mnist as floats in [0, 1], SGD
 with momentum 0.9 and weight decay 5e-4, batch 64, shuffled.
 
     python3 bench/torch_train.py ARCH THREADS [EPOCH_FRACTION [DEVICE]]
+    python3 bench/torch_train.py --export FILE.onnx resnet18 CLASSES SIZE
+
+--export writes the network, as torch.manual_seed(1) makes it, to ONNX by
+PyTorch's default exporter, for dcz import: dcz then trains the same one.
 
 DEVICE cpu (the default) or cuda: on the GPU the network and the data sit
 there, fp32 with TF32 off, and the time ends when the GPU is done. Prints
@@ -65,7 +72,24 @@ class Residual(nn.Module):
         return self.relu(self.body(x) + (x if self.proj is None else self.proj(x)))
 
 
-def network(arch):
+def images(root):
+    """The images of ROOT/train/CLASS/* as floats in [0, 1] (N x 3 x H x W)
+    and their class indices, the classes in name order (as dcz reads them)."""
+    import torchvision.io as tio
+    xs, ys = [], []
+    classes = sorted(os.listdir(os.path.join(root, "train")))
+    for c, name in enumerate(classes):
+        folder = os.path.join(root, "train", name)
+        for f in sorted(os.listdir(folder)):
+            xs.append(tio.decode_image(tio.read_file(os.path.join(folder, f)), tio.ImageReadMode.RGB))
+            ys.append(c)
+    return torch.stack(xs).float().div_(255), torch.tensor(ys), len(classes)
+
+
+def network(arch, classes=10):
+    if arch == "resnet18":
+        import torchvision
+        return torchvision.models.resnet18(num_classes=classes)
     if arch == "lenet5":
         return nn.Sequential(
             nn.Conv2d(1, 20, 5), nn.MaxPool2d(2),
@@ -80,10 +104,19 @@ def network(arch):
         return nn.Sequential(
             *conv_bn_relu(1, 16), Residual(16, 16, 1), Residual(16, 32, 2), Residual(32, 64, 2),
             nn.AdaptiveAvgPool2d(1), nn.Flatten(), nn.Linear(64, 10))
-    raise SystemExit("torch_train: unknown architecture %r (lenet5, cnn or resnet)" % arch)
+    raise SystemExit("torch_train: unknown architecture %r (lenet5, cnn, resnet or resnet18)" % arch)
+
+
+def export(path, arch, classes, size):
+    torch.manual_seed(1)
+    net = network(arch, classes).eval()
+    torch.onnx.export(net, (torch.rand(1, 3, size, size),), path)
 
 
 def main():
+    if len(sys.argv) == 6 and sys.argv[1] == "--export":
+        export(sys.argv[2], sys.argv[3], int(sys.argv[4]), int(sys.argv[5]))
+        return
     if len(sys.argv) < 3:
         raise SystemExit("usage: torch_train.py ARCH THREADS [EPOCH_FRACTION]")
     arch = sys.argv[1]
@@ -95,10 +128,15 @@ def main():
     if device == "cuda":
         torch.backends.cuda.matmul.allow_tf32 = False
         torch.backends.cudnn.allow_tf32 = False
-    x = idx(DATA + "/train-images-idx3-ubyte.gz").float().div_(255).unsqueeze(1).to(device)
-    y = idx(DATA + "/train-labels-idx1-ubyte.gz").long().to(device)
+    classes = 10
+    if arch == "resnet18":
+        x, y, classes = images(DATA)
+        x, y = x.to(device), y.to(device)
+    else:
+        x = idx(DATA + "/train-images-idx3-ubyte.gz").float().div_(255).unsqueeze(1).to(device)
+        y = idx(DATA + "/train-labels-idx1-ubyte.gz").long().to(device)
     n = int(x.shape[0] * fraction)
-    net = network(arch).to(device)
+    net = network(arch, classes).to(device)
     opt = torch.optim.SGD(net.parameters(), lr=0.02, momentum=0.9, weight_decay=5e-4)
     loss_fn = nn.CrossEntropyLoss()
     # warm-up: a few batches so one-time allocation is not counted
