@@ -548,6 +548,55 @@ static void test_convolutions(void)
 /* Two steps of SGD with momentum and weight decay on a net with a pruned
  * layer, a shared one and a batch norm: the bodies on copies of the
  * parameters against dcz_net_step. */
+/* The parts a channel's sum over a batch is cut into: 64 for up to 64 x
+ * 256 values, then one every 256 (at most 8192), each non-empty and
+ * together every value once; a large channel's bias gradient and batch
+ * statistics, whose sums take more than 64 parts, are their parts' sums
+ * in order and the whole sum's within rounding. */
+static void test_parts(void)
+{
+    CHECK(dcz_tk_parts(1) == 64 && dcz_tk_parts(16384) == 64 && dcz_tk_parts(16640) == 65 &&
+              dcz_tk_parts(200704) == 784 && dcz_tk_parts((uint64_t)1 << 40) == DCZ_TK_PARTS_MAX,
+          "parts: %u %u %u %u", dcz_tk_parts(1), dcz_tk_parts(16640), dcz_tk_parts(200704), dcz_tk_parts(1ull << 40));
+    const uint64_t ns[] = { 64, 100, 16384, 16385, 16640, 25600, 200704, 802816, 3000017 };
+    for (size_t i = 0; i < sizeof ns / sizeof *ns; i++) {
+        const uint32_t P = dcz_tk_parts(ns[i]);
+        int ok = dcz_tk_part_lo(ns[i], 0) == 0 && dcz_tk_part_lo(ns[i], P) == ns[i];
+        for (uint32_t p = 0; p < P; p++) {
+            const uint64_t len = dcz_tk_part_lo(ns[i], p + 1) - dcz_tk_part_lo(ns[i], p);
+            ok &= ns[i] < P ? len <= 1 : len >= ns[i] / P && len <= ns[i] / P + 1;
+        }
+        CHECK(ok, "%llu values: parts that do not cover them evenly", (unsigned long long)ns[i]);
+    }
+    enum { NB = 2, C = 3, HW = 128 * 100 };   /* 25,600 values a channel: 100 parts */
+    float *x = malloc(sizeof(float) * NB * C * HW);
+    REQUIRE(x, "alloc");
+    dcz_rng r;
+    dcz_rng_seed(&r, 150);
+    for (int j = 0; j < NB * C * HW; j++) x[j] = dcz_rng_uniform(&r) * 4 - 1;
+    const uint32_t P = dcz_tk_parts((uint64_t)NB * HW);
+    REQUIRE(P == 100, "%u parts", P);
+    for (uint32_t c = 0; c < C; c++) {
+        double parts = 0, whole = 0, dev = 0;
+        for (uint32_t p = 0; p < P; p++) parts += dcz_tk_chan_part(x, NB, C, HW, c, p, 0.0f, 0);
+        for (int b = 0; b < NB; b++)
+            for (int k = 0; k < HW; k++) whole += x[((size_t)b * C + c) * HW + k];
+        const float g = dcz_tk_bias_grad(x, NB, C, HW, c);
+        CHECK(g == (float)parts && fabs(g - whole) <= 1e-6 * fabs(whole) + 1e-3, "channel %u: %g, parts %g, whole %g",
+              c, g, parts, whole);
+        float mean, istd, unbiased;
+        dcz_tk_bn_stats(x, NB, C, HW, c, 1e-5f, &mean, &istd, &unbiased);
+        for (int b = 0; b < NB; b++)
+            for (int k = 0; k < HW; k++) {
+                const double d = x[((size_t)b * C + c) * HW + k] - (double)mean;
+                dev += d * d;
+            }
+        CHECK(fabs(mean - whole / (NB * HW)) < 1e-6 && fabs(unbiased - dev / (NB * HW - 1)) < 1e-5 * unbiased,
+              "channel %u: mean %g variance %g", c, mean, unbiased);
+    }
+    free(x);
+}
+
 static void test_sgd(void)
 {
     const dcz_tlayer g[] = { CONV(4, 3, 3, 1, 1), SIMPLE(DCZ_OP_BATCHNORM), SIMPLE(DCZ_OP_TANH),
@@ -652,5 +701,6 @@ int main(void)
     RUN(test_batchnorm);
     RUN(test_convolutions);
     RUN(test_sgd);
+    RUN(test_parts);
     return check_summary();
 }

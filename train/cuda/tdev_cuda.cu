@@ -100,22 +100,23 @@ __global__ void k_bias_grad(const float *dy, uint32_t batch, uint32_t rows, uint
     DCZ_GPU_FOR_EACH(o, rows) gb[o] = dcz_tk_bias_grad(dy, batch, rows, plane, (uint32_t)o);
 }
 
-/* thread t: part t % DCZ_TK_PARTS of channel t / DCZ_TK_PARTS, less its
- * shift (shift NULL: none), squared (sq) or not */
-__global__ void k_chan_parts(const float *x, uint32_t batch, uint32_t C, uint32_t hw, const float *shift, int sq,
-                             double *parts)
+/* thread t: part t % P of channel t / P (P = dcz_tk_parts(batch hw)), less
+ * its shift (shift NULL: none), squared (sq) or not */
+__global__ void k_chan_parts(const float *x, uint32_t batch, uint32_t C, uint32_t hw, uint32_t P, const float *shift,
+                             int sq, double *parts)
 {
     dcz_gpu_begin();
-    DCZ_GPU_FOR_EACH(t, (uint64_t)C * DCZ_TK_PARTS) {
-        const uint32_t c = (uint32_t)(t / DCZ_TK_PARTS);
-        parts[t] = dcz_tk_chan_part(x, batch, C, hw, c, (uint32_t)(t % DCZ_TK_PARTS), shift ? shift[c] : 0.0f, sq);
+    DCZ_GPU_FOR_EACH(t, (uint64_t)C * P) {
+        const uint32_t c = (uint32_t)(t / P);
+        parts[t] = dcz_tk_chan_part(x, batch, C, hw, c, (uint32_t)(t % P), shift ? shift[c] : 0.0f, sq);
     }
 }
 
-__global__ void k_parts_to_float(const double *parts, uint64_t n, float *y)
+/* y[i]: the sum of output i's P parts */
+__global__ void k_parts_to_float(const double *parts, uint64_t n, uint32_t P, float *y)
 {
     dcz_gpu_begin();
-    DCZ_GPU_FOR_EACH(i, n) y[i] = (float)dcz_tk_parts_sum(parts + i * DCZ_TK_PARTS, DCZ_TK_PARTS);
+    DCZ_GPU_FOR_EACH(i, n) y[i] = (float)dcz_tk_parts_sum(parts + i * P, P);
 }
 
 __global__ void k_xent(const float *z, const uint8_t *labels, const float *t, float a, float T, uint32_t batch,
@@ -217,11 +218,10 @@ __global__ void k_conv_dx(const dcz_conv_geom g, const float *w, const float *dy
 }
 
 __global__ void k_conv_dw_parts(const dcz_conv_geom g, const float *x, const float *dy, uint32_t batch, uint64_t n,
-                                double *parts)
+                                uint32_t P, double *parts)
 {
     dcz_gpu_begin();
-    DCZ_GPU_FOR_EACH(t, n * DCZ_TK_PARTS) parts[t] = dcz_tk_conv_dw_part(&g, x, dy, batch, t / DCZ_TK_PARTS,
-                                                                          (uint32_t)(t % DCZ_TK_PARTS));
+    DCZ_GPU_FOR_EACH(t, n * P) parts[t] = dcz_tk_conv_dw_part(&g, x, dy, batch, t / P, (uint32_t)(t % P));
 }
 
 __global__ void k_pool(const dcz_conv_geom g, int avg, int cip, const float *x, uint32_t batch, int32_t *arg, float *y)
@@ -266,19 +266,19 @@ __global__ void k_gap_grad(const float *dy, uint64_t n, uint32_t plane, float *d
     DCZ_GPU_FOR_EACH(t, n) dx[t] = dcz_tk_gap_grad(dy, plane, t);
 }
 
-__global__ void k_bn_mean(const double *parts, uint32_t C, uint64_t M, float *mean)
+__global__ void k_bn_mean(const double *parts, uint32_t C, uint64_t M, uint32_t P, float *mean)
 {
     dcz_gpu_begin();
-    DCZ_GPU_FOR_EACH(c, C) mean[c] = dcz_tk_bn_mean(dcz_tk_parts_sum(parts + c * DCZ_TK_PARTS, DCZ_TK_PARTS), M);
+    DCZ_GPU_FOR_EACH(c, C) mean[c] = dcz_tk_bn_mean(dcz_tk_parts_sum(parts + c * P, P), M);
 }
 
-__global__ void k_bn_var(const double *parts, uint32_t C, uint64_t M, float eps, float mom, const float *mean,
-                         float *istd, float *run_mean, float *run_var)
+__global__ void k_bn_var(const double *parts, uint32_t C, uint64_t M, uint32_t P, float eps, float mom,
+                         const float *mean, float *istd, float *run_mean, float *run_var)
 {
     dcz_gpu_begin();
     DCZ_GPU_FOR_EACH(c, C) {
         float unbiased;
-        dcz_tk_bn_var(dcz_tk_parts_sum(parts + c * DCZ_TK_PARTS, DCZ_TK_PARTS), M, eps, &istd[c], &unbiased);
+        dcz_tk_bn_var(dcz_tk_parts_sum(parts + c * P, P), M, eps, &istd[c], &unbiased);
         run_mean[c] = dcz_tk_bn_running(run_mean[c], mean[c], mom);
         run_var[c] = dcz_tk_bn_running(run_var[c], unbiased, mom);
     }
@@ -304,25 +304,26 @@ __global__ void k_bn_infer(const float *x, uint64_t n, uint32_t C, uint32_t hw, 
     }
 }
 
-/* parts: (C, DCZ_TK_PARTS) of dy's sums, then as many of dy (x - mean)'s */
-__global__ void k_bn_grad_parts(const float *x, const float *dy, uint32_t batch, uint32_t C, uint32_t hw,
+/* parts: (C, P) of dy's sums, then as many of dy (x - mean)'s */
+__global__ void k_bn_grad_parts(const float *x, const float *dy, uint32_t batch, uint32_t C, uint32_t hw, uint32_t P,
                                 const float *mean, double *parts)
 {
     dcz_gpu_begin();
-    const uint64_t n = (uint64_t)C * DCZ_TK_PARTS;
+    const uint64_t n = (uint64_t)C * P;
     DCZ_GPU_FOR_EACH(t, n) {
-        const uint32_t c = (uint32_t)(t / DCZ_TK_PARTS);
-        dcz_tk_bn_grad_part(x, dy, batch, C, hw, c, (uint32_t)(t % DCZ_TK_PARTS), mean[c], &parts[t], &parts[n + t]);
+        const uint32_t c = (uint32_t)(t / P);
+        dcz_tk_bn_grad_part(x, dy, batch, C, hw, c, (uint32_t)(t % P), mean[c], &parts[t], &parts[n + t]);
     }
 }
 
-__global__ void k_bn_sums(const double *parts, uint32_t C, const float *istd, double *sums, float *ggamma, float *gbeta)
+__global__ void k_bn_sums(const double *parts, uint32_t C, uint32_t P, const float *istd, double *sums, float *ggamma,
+                          float *gbeta)
 {
     dcz_gpu_begin();
-    const uint64_t n = (uint64_t)C * DCZ_TK_PARTS;
+    const uint64_t n = (uint64_t)C * P;
     DCZ_GPU_FOR_EACH(c, C) {
-        sums[c] = dcz_tk_parts_sum(parts + c * DCZ_TK_PARTS, DCZ_TK_PARTS);
-        sums[C + c] = dcz_tk_parts_sum(parts + n + c * DCZ_TK_PARTS, DCZ_TK_PARTS) * istd[c];
+        sums[c] = dcz_tk_parts_sum(parts + c * P, P);
+        sums[C + c] = dcz_tk_parts_sum(parts + n + c * P, P) * istd[c];
         gbeta[c] = (float)sums[c];
         ggamma[c] = (float)sums[C + c];
     }
@@ -451,12 +452,14 @@ static dcz_status c_act_grad(dcz_tdev *d, uint16_t op, float a, float c, const f
 static dcz_status c_bias_grad(dcz_tdev *d, const float *dy, uint32_t batch, uint32_t rows, uint32_t plane, float *gb)
 {
     if (plane == 1) return LAUNCH(d, "bias gradients", k_bias_grad, rows, dy, batch, rows, plane, gb);
+    const uint32_t P = dcz_tk_parts((uint64_t)batch * plane);
     double *parts;
-    dcz_status s = parts_for(d, (uint64_t)rows * DCZ_TK_PARTS, &parts);
+    dcz_status s = parts_for(d, (uint64_t)rows * P, &parts);
     if (s == DCZ_OK)
-        s = LAUNCH(d, "bias gradients' parts", k_chan_parts, (uint64_t)rows * DCZ_TK_PARTS, dy, batch, rows, plane,
+        s = LAUNCH(d, "bias gradients' parts", k_chan_parts, (uint64_t)rows * P, dy, batch, rows, plane, P,
                    (const float *)NULL, 0, parts);
-    return s == DCZ_OK ? LAUNCH(d, "bias gradients", k_parts_to_float, rows, (const double *)parts, (uint64_t)rows, gb) : s;
+    return s == DCZ_OK ? LAUNCH(d, "bias gradients", k_parts_to_float, rows, (const double *)parts, (uint64_t)rows, P, gb)
+                       : s;
 }
 
 static dcz_status c_xent(dcz_tdev *d, const float *z, const uint8_t *labels, const float *t, float a, float T,
@@ -538,12 +541,12 @@ static dcz_status c_conv_dw(dcz_tdev *d, const dcz_conv_geom *g, const float *x,
                             float *gw)
 {
     const uint64_t n = (uint64_t)g->out_c * (g->in_c / (g->group ? g->group : 1)) * g->kh * g->kw;
+    const uint32_t P = dcz_tk_parts((uint64_t)batch * g->out_h);
     double *parts;
-    dcz_status s = parts_for(d, n * DCZ_TK_PARTS, &parts);
+    dcz_status s = parts_for(d, n * P, &parts);
     if (s == DCZ_OK)
-        s = LAUNCH(d, "a convolution's weight gradient's parts", k_conv_dw_parts, n * DCZ_TK_PARTS, *g, x, dy, batch, n,
-                   parts);
-    return s == DCZ_OK ? LAUNCH(d, "a convolution's weight gradient", k_parts_to_float, n, (const double *)parts, n, gw)
+        s = LAUNCH(d, "a convolution's weight gradient's parts", k_conv_dw_parts, n * P, *g, x, dy, batch, n, P, parts);
+    return s == DCZ_OK ? LAUNCH(d, "a convolution's weight gradient", k_parts_to_float, n, (const double *)parts, n, P, gw)
                        : s;
 }
 
@@ -575,15 +578,18 @@ static dcz_status c_bn(dcz_tdev *d, const float *x, uint32_t batch, uint32_t C, 
                        const float *gamma, const float *beta, float *mean, float *istd, float *run_mean,
                        float *run_var, float *y)
 {
-    const uint64_t n = (uint64_t)batch * C * hw, M = (uint64_t)batch * hw, np = (uint64_t)C * DCZ_TK_PARTS;
+    const uint64_t n = (uint64_t)batch * C * hw, M = (uint64_t)batch * hw;
+    const uint32_t P = dcz_tk_parts(M);
+    const uint64_t np = (uint64_t)C * P;
     double *parts;
     dcz_status s = parts_for(d, np, &parts);
-    if (s == DCZ_OK) s = LAUNCH(d, "batch sums", k_chan_parts, np, x, batch, C, hw, (const float *)NULL, 0, parts);
-    if (s == DCZ_OK) s = LAUNCH(d, "batch means", k_bn_mean, C, (const double *)parts, C, M, mean);
-    if (s == DCZ_OK) s = LAUNCH(d, "batch deviations", k_chan_parts, np, x, batch, C, hw, (const float *)mean, 1, parts);
+    if (s == DCZ_OK) s = LAUNCH(d, "batch sums", k_chan_parts, np, x, batch, C, hw, P, (const float *)NULL, 0, parts);
+    if (s == DCZ_OK) s = LAUNCH(d, "batch means", k_bn_mean, C, (const double *)parts, C, M, P, mean);
     if (s == DCZ_OK)
-        s = LAUNCH(d, "batch variances", k_bn_var, C, (const double *)parts, C, M, eps, mom, (const float *)mean, istd,
-                   run_mean, run_var);
+        s = LAUNCH(d, "batch deviations", k_chan_parts, np, x, batch, C, hw, P, (const float *)mean, 1, parts);
+    if (s == DCZ_OK)
+        s = LAUNCH(d, "batch variances", k_bn_var, C, (const double *)parts, C, M, P, eps, mom, (const float *)mean,
+                   istd, run_mean, run_var);
     return s == DCZ_OK ? LAUNCH(d, "batch norm", k_bn_out, n, x, n, C, hw, gamma, beta, mean, istd, y) : s;
 }
 
@@ -591,11 +597,13 @@ static dcz_status c_bn_grad(dcz_tdev *d, const float *x, const float *dy, uint32
                             const float *gamma, const float *mean, const float *istd, double *sums, float *ggamma,
                             float *gbeta, float *dx)
 {
-    const uint64_t np = (uint64_t)C * DCZ_TK_PARTS;
+    const uint32_t P = dcz_tk_parts((uint64_t)batch * hw);
+    const uint64_t np = (uint64_t)C * P;
     double *parts;
     dcz_status s = parts_for(d, 2 * np, &parts);
-    if (s == DCZ_OK) s = LAUNCH(d, "batch norm's sums' parts", k_bn_grad_parts, np, x, dy, batch, C, hw, mean, parts);
-    if (s == DCZ_OK) s = LAUNCH(d, "batch norm's sums", k_bn_sums, C, (const double *)parts, C, istd, sums, ggamma, gbeta);
+    if (s == DCZ_OK) s = LAUNCH(d, "batch norm's sums' parts", k_bn_grad_parts, np, x, dy, batch, C, hw, P, mean, parts);
+    if (s == DCZ_OK)
+        s = LAUNCH(d, "batch norm's sums", k_bn_sums, C, (const double *)parts, C, P, istd, sums, ggamma, gbeta);
     if (s != DCZ_OK || !dx) return s;
     return LAUNCH(d, "batch norm's input gradient", k_bn_dx, (uint64_t)batch * C * hw, x, dy, batch, C, hw, gamma, mean,
                   istd, (const double *)sums, dx);

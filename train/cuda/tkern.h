@@ -136,18 +136,33 @@ DCZ_HD float dcz_tk_centroid_grad(const float *gw, const uint32_t *members, uint
 /* ---- sums over a batch's planes, in parts --------------------------------------
  * A channel's sum over a batch of large planes (a convolution's bias
  * gradient, batch norm's statistics and gradients, a grouped
- * convolution's weight gradient) is cut into DCZ_TK_PARTS parts of the
- * channel's values in sample order, each summed in double, and the parts
- * are added in order: the GPU sums the parts a thread each, then adds
- * them in another pass; the host and these bodies do the same one part
- * after another. So the bits are the same whichever runs them, and the
- * work spreads over channels times parts threads. */
-#define DCZ_TK_PARTS 64
+ * convolution's weight gradient) is cut into parts of the channel's
+ * values in sample order, each summed in double, and the parts are added
+ * in order: the GPU sums the parts a thread each, then adds them in
+ * another pass; the host and these bodies do the same one part after
+ * another. So the bits are the same whichever runs them, and the work
+ * spreads over channels times parts threads. A sum of n values has
+ * dcz_tk_parts(n) parts: 64 up to 64 runs of DCZ_TK_PART_LEN values, then
+ * a part every DCZ_TK_PART_LEN values (at most DCZ_TK_PARTS_MAX), so that
+ * the few channels of a large plane still make threads enough to fill a
+ * GPU (64 parts of each of 64 channels of 64 x 112 x 112 values: 4,096
+ * threads, each summing 3,136 values alone, read a bias gradient at 140
+ * GB/s on an H200). */
+#define DCZ_TK_PARTS 64         /* the fewest parts */
+#define DCZ_TK_PART_LEN 256     /* values a part, past 64 parts */
+#define DCZ_TK_PARTS_MAX 8192
+
+/* The parts a sum of n values is cut into. */
+DCZ_HD uint32_t dcz_tk_parts(uint64_t n)
+{
+    const uint64_t p = n / DCZ_TK_PART_LEN;
+    return p <= DCZ_TK_PARTS ? DCZ_TK_PARTS : p >= DCZ_TK_PARTS_MAX ? DCZ_TK_PARTS_MAX : (uint32_t)p;
+}
 
 /* Part p's first value of n values. */
 DCZ_HD uint64_t dcz_tk_part_lo(uint64_t n, uint32_t p)
 {
-    return n * p / DCZ_TK_PARTS;
+    return n * p / dcz_tk_parts(n);
 }
 
 /* Part p of channel c's values of x (batch, C, hw): the sum of x - shift,
@@ -180,7 +195,8 @@ DCZ_HD float dcz_tk_bias_grad(const float *dy, uint32_t batch, uint32_t rows, ui
 {
     if (plane > 1) {
         double s = 0;
-        for (uint32_t p = 0; p < DCZ_TK_PARTS; p++) s += dcz_tk_chan_part(dy, batch, rows, plane, o, p, 0.0f, 0);
+        const uint32_t parts = dcz_tk_parts((uint64_t)batch * plane);
+        for (uint32_t p = 0; p < parts; p++) s += dcz_tk_chan_part(dy, batch, rows, plane, o, p, 0.0f, 0);
         return (float)s;
     }
     float s = 0.0f;
@@ -365,11 +381,12 @@ DCZ_HD void dcz_tk_bn_stats(const float *x, uint32_t batch, uint32_t C, uint32_t
                             float *mean, float *istd, float *unbiased)
 {
     const uint64_t M = (uint64_t)batch * hw;
+    const uint32_t parts = dcz_tk_parts(M);
     double s = 0;
-    for (uint32_t p = 0; p < DCZ_TK_PARTS; p++) s += dcz_tk_chan_part(x, batch, C, hw, c, p, 0.0f, 0);
+    for (uint32_t p = 0; p < parts; p++) s += dcz_tk_chan_part(x, batch, C, hw, c, p, 0.0f, 0);
     const float m = dcz_tk_bn_mean(s, M);
     double v = 0;
-    for (uint32_t p = 0; p < DCZ_TK_PARTS; p++) v += dcz_tk_chan_part(x, batch, C, hw, c, p, m, 1);
+    for (uint32_t p = 0; p < parts; p++) v += dcz_tk_chan_part(x, batch, C, hw, c, p, m, 1);
     *mean = m;
     dcz_tk_bn_var(v, M, eps, istd, unbiased);
 }
@@ -420,7 +437,8 @@ DCZ_HD void dcz_tk_bn_param_grads(const float *x, const float *dy, uint32_t batc
                                   uint32_t c, float mean, float istd, double *sdy, double *sdyx)
 {
     double a = 0, b = 0;
-    for (uint32_t p = 0; p < DCZ_TK_PARTS; p++) {
+    const uint32_t parts = dcz_tk_parts((uint64_t)batch * hw);
+    for (uint32_t p = 0; p < parts; p++) {
         double pa, pb;
         dcz_tk_bn_grad_part(x, dy, batch, C, hw, c, p, mean, &pa, &pb);
         a += pa;
@@ -520,7 +538,8 @@ DCZ_HD double dcz_tk_conv_dw_part(const dcz_conv_geom *g, const float *x, const 
 DCZ_HD float dcz_tk_conv_dw(const dcz_conv_geom *g, const float *x, const float *dy, uint32_t batch, uint64_t j)
 {
     double s = 0;
-    for (uint32_t p = 0; p < DCZ_TK_PARTS; p++) s += dcz_tk_conv_dw_part(g, x, dy, batch, j, p);
+    const uint32_t parts = dcz_tk_parts((uint64_t)batch * g->out_h);
+    for (uint32_t p = 0; p < parts; p++) s += dcz_tk_conv_dw_part(g, x, dy, batch, j, p);
     return (float)s;
 }
 
