@@ -268,7 +268,7 @@ static const dcz_op_info ops[] = {
     { DCZ_OP_ADD,            "ADD", "add",            2, 2, 0, 0, 0, -1,
       check_none,    shape_add,     NULL,          DCZ_QS_RESCALE, 1 },
     { DCZ_OP_MUL,            "MUL", "mul",            2, 2, 0, 0, 0, -1,
-      check_none,    shape_mul,     NULL,          DCZ_QS_PRODUCT, 0 },
+      check_none,    shape_mul,     NULL,          DCZ_QS_PRODUCT, 1 },
     { DCZ_OP_CONCAT,         "CONCAT", "concat",         2, DCZ_MAX_INPUTS, 0, 0, 0, -1,
       check_none,    shape_concat,  NULL,          DCZ_QS_RESCALE, 0 },
     { DCZ_OP_CLIP,           "CLIP", "clip",           1, 1, 2, 0, 0, -1,

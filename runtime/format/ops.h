@@ -118,9 +118,11 @@ typedef struct dcz_op_info {
     void (*param_shapes)(const int32_t *attr, dcz_shape *weight, dcz_shape *bias);
     dcz_qscale qscale;     /* how its integer kernel treats scales (no kernel: DCZ_QS_NONE) */
     uint8_t in_place;      /* every kernel of the op (float, integer, GPU) computes each
-                              output element from the same element of its inputs alone,
-                              so the output may take its first input's place when that
-                              input is read by no later layer (the loader's plan) */
+                              output element from the same element of its inputs alone
+                              (or, for a Mul's factors, its channel's one), reading it
+                              before writing that element, so the output may take its
+                              first input's place when that input is read by no later
+                              layer (the loader's plan) */
 } dcz_op_info;
 
 /* y (n) = the activation of op (CLIP, LEAKY_RELU, SIGMOID, TANH,

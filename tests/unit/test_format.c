@@ -1766,8 +1766,9 @@ static void test_mobile_runtime_matches_reference(void)
  * (f32) -> hard sigmoid -> mul by the relu's planes -> gap -> flatten. The
  * two 1x1 convolutions of one input cell run on the fully connected
  * layers' kernels (their vectors over output channels), the first with its
- * ReLU fused, and the net gives the bits of the references forced (the
- * direct convolution's), at batch 1 and in a batch. */
+ * ReLU fused, the Mul runs over the planes it scales, and the net gives the
+ * bits of the references forced (the direct convolution's), at batch 1 and
+ * in a batch. */
 static void test_squeeze_excite_as_fc(void)
 {
     dcz_doc *d;
@@ -1807,6 +1808,8 @@ static void test_squeeze_excite_as_fc(void)
     CHECK(m->layers[0].kernel != DCZ_K_FC_GEMM && m->layers[0].kernel != DCZ_K_FC_ROWS, "the 3x3 conv: %s",
           dcz_kernel_name((dcz_kernel)m->layers[0].kernel));
     CHECK(m->layers[4].fused == DCZ_FUSED_ACT && m->layers[3].act.op == DCZ_OP_RELU, "fc1 takes its relu");
+    /* the gate's Mul, the last reader of the tensor it scales, writes over it */
+    CHECK(m->layers[7].tin[0] == 2 && m->tensors[8].off == m->tensors[2].off, "the Mul not in its input's place");
     enum { B = 4 };
     const size_t in = dcz_input_size(m), out = dcz_output_size(m);
     float *x = malloc(B * in * sizeof *x), *y = malloc(B * out * sizeof *y), *yr = malloc(B * out * sizeof *yr);
