@@ -42,8 +42,9 @@
 #      the network exported by PyTorch, imported; dcz on the GPU, and on
 #      the CPU for 64 samples), beside PyTorch's epoch on this GPU
 #      (bench/torch_train.py; skipped without torch).
-# Everything goes to stdout and into OUT (default build/gpu-check/). Exit
-# status: 0 when every check passed.
+# Everything goes to stdout and into OUT (default build/gpu-check/), the
+# text reports also into OUT/reports.tar.gz (no models: small enough to
+# carry off a lent machine). Exit status: 0 when every check passed.
 #   bash scripts/gpu-check.sh [OUT]
 # Environment: STEPS="build tests models bench torch sanitizers speed" (the
 # default: all seven) runs those steps alone; DEADLINE=S starts no model,
@@ -368,5 +369,9 @@ fi
 [ -n "$san_pids" ] && san_wait
 
 step "done"
-echo "$fails failed; files in $OUT"
+# the reports alone (text, no models or images), small enough to carry off
+# a lent machine: OUT/reports.tar.gz
+(cd "$OUT" && find . -name reports.tar.gz -prune -o -type f \( -name '*.txt' -o -name '*.json' -o -name '*.err' -o -name '*.csv' \) -print |
+    tar -czf reports.tar.gz -T -)
+echo "$fails failed; files in $OUT (the reports alone: $OUT/reports.tar.gz)"
 exit $((fails > 0))
