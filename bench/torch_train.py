@@ -22,7 +22,9 @@ with momentum 0.9 and weight decay 5e-4, batch 64, shuffled.
     python3 bench/torch_train.py --export FILE.onnx resnet18 CLASSES SIZE
 
 --export writes the network, as torch.manual_seed(1) makes it, to ONNX by
-PyTorch's default exporter, for dcz import: dcz then trains the same one.
+PyTorch's default exporter, for dcz import: dcz then trains the same
+network, but for its batch norms, which the export in inference mode
+folds into the convolutions (dcz trains less than PyTorch does).
 
 DEVICE cpu (the default) or cuda: on the GPU the network and the data sit
 there, fp32 with TF32 off, and the time ends when the GPU is done. Prints

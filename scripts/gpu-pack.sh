@@ -20,9 +20,16 @@
 # On the GPU machine, from a checkout of the same commit:
 #   source DIR/env.sh && DATA=DIR/data BUILD=0 bash scripts/gpu-check.sh
 set -eu
-cd "$(dirname "$0")/.."
 [ $# -eq 1 ] || { echo "usage: scripts/gpu-pack.sh DIR" >&2; exit 2; }
-out=$1
+# DIR as given (from where the script is called), made anew: refused
+# unless it is empty, missing, or an earlier pack (it has env.sh)
+out=$(mkdir -p "$1" && cd "$1" && pwd) || { echo "gpu-pack: cannot make $1" >&2; exit 1; }
+if [ -n "$(ls -A "$out")" ] && [ ! -f "$out/env.sh" ]; then
+    echo "gpu-pack: $1 holds other files; give an empty or new folder (or an earlier pack)" >&2
+    exit 1
+fi
+cd "$(dirname "$0")/.."
+case "$PWD/" in "$out"/*) echo "gpu-pack: $1 holds the checkout" >&2; exit 1 ;; esac
 bins="bin/dcz build/tests/test_gpu build/tests/test_gpu_train build/bench/bench_gpu build/bench/bench_train"
 for b in $bins; do
     [ -x "$b" ] || { echo "gpu-pack: $b is not built: run make CUDA=1 bin/dcz tests-build bench first" >&2; exit 1; }
@@ -42,8 +49,8 @@ tar -C "$tmp/bin" -cJf "$out/bin.tar.xz" .
 
 # every library ldd resolves for FILES that the GPU machine is taken to
 # have is left out: the C library's, the C++ and GCC runtimes, zlib, and
-# CUDA's (libcu*, libnccl, libnvJitLink)
-system='^(ld-linux.*|linux-vdso.*|lib(c|m|dl|pthread|rt|resolv|util|stdc\+\+|gcc_s|z|atomic)\.so.*|libcu.*|libnccl.*|libnvJitLink.*)$'
+# CUDA's (cudart, cuBLAS, cuSPARSE, NCCL, nvJitLink)
+system='^(ld-linux.*|linux-vdso.*|lib(c|m|dl|pthread|rt|resolv|util|stdc\+\+|gcc_s|z|atomic)\.so.*|libcu(dart|blas|blasLt|sparse)\.so.*|libnccl.*|libnvJitLink.*)$'
 needed() { ldd "$@" 2> /dev/null | awk '$3 ~ /^\// { print $1, $3 }' | sort -u | grep -Ev "$system" || true; }
 # copies the libraries FILES need into DIR, until nothing new is needed
 # (a plugin's libraries, then theirs)
@@ -53,7 +60,10 @@ closure() { # DIR FILES...
     while [ $new = 1 ]; do
         new=0
         while read -r n p; do
-            if [ -n "$n" ] && [ ! -e "$dir/$n" ]; then cp -L "$p" "$dir/$n" && new=1; fi
+            if [ -n "$n" ] && [ ! -e "$dir/$n" ]; then
+                cp -L "$p" "$dir/$n" || { echo "gpu-pack: cannot copy $p" >&2; exit 1; }
+                new=1
+            fi
         done < <(needed "$@" $(find "$dir" -name '*.so*' -type f))
     done
 }
@@ -89,8 +99,9 @@ mkdir -p "$pack/libs" "$pack/mpi" "$pack/pybin"
 unpack . "$pack/bin.tar.xz"
 unpack "$pack/libs" "$pack/libs.tar.xz"
 unpack "$pack/mpi" "$pack/mpi.tar.xz"
-# python3 (PyTorch's) runs without the packed libraries
-py=$(command -v python3) && printf '#!/bin/sh\nunset LD_LIBRARY_PATH\nexec %s "$@"\n' "$py" > "$pack/pybin/python3" &&
+# python3 (PyTorch's) runs without the packed libraries (found without
+# this wrapper, should env.sh be sourced again)
+py=$(PATH=$(echo "$PATH" | tr ':' '\n' | grep -vx "$pack/pybin" | paste -sd: -) command -v python3) && printf '#!/bin/sh\nunset LD_LIBRARY_PATH\nexec %s "$@"\n' "$py" > "$pack/pybin/python3" &&
     chmod +x "$pack/pybin/python3"
 export LD_LIBRARY_PATH=$pack/libs:$pack/mpi/usr/lib/x86_64-linux-gnu${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
 export PATH=$pack/pybin:$pack/mpi/usr/bin:$PATH
@@ -106,6 +117,6 @@ for lib in $(ldd bin/dcz build/bench/bench_gpu 2> /dev/null | awk '/not found/ {
         echo "gpu-pack env: $lib not found"
     fi
 done
-ldd bin/dcz build/bench/bench_gpu | grep 'not found' && echo "gpu-pack env: libraries missing (above)"
+if ldd bin/dcz build/bench/bench_gpu | grep 'not found'; then echo "gpu-pack env: libraries missing (above)"; fi
 EOF
 du -sh "$out"/* | sed 's/^/gpu-pack: /'

@@ -1809,7 +1809,8 @@ static void test_squeeze_excite_as_fc(void)
           dcz_kernel_name((dcz_kernel)m->layers[0].kernel));
     CHECK(m->layers[4].fused == DCZ_FUSED_ACT && m->layers[3].act.op == DCZ_OP_RELU, "fc1 takes its relu");
     /* the gate's Mul, the last reader of the tensor it scales, writes over it */
-    CHECK(m->layers[7].tin[0] == 2 && m->tensors[8].off == m->tensors[2].off, "the Mul not in its input's place");
+    CHECK(m->layers[7].tin[0] == 2 && m->tensors[8].inner == m->tensors[2].inner && m->tensors[8].off == m->tensors[2].off,
+          "the Mul not in its input's place");
     enum { B = 4 };
     const size_t in = dcz_input_size(m), out = dcz_output_size(m);
     float *x = malloc(B * in * sizeof *x), *y = malloc(B * out * sizeof *y), *yr = malloc(B * out * sizeof *yr);

@@ -142,12 +142,13 @@ DCZ_HD float dcz_tk_centroid_grad(const float *gw, const uint32_t *members, uint
  * another pass; the host and these bodies do the same one part after
  * another. So the bits are the same whichever runs them, and the work
  * spreads over channels times parts threads. A sum of n values has
- * dcz_tk_parts(n) parts: 64 up to 64 runs of DCZ_TK_PART_LEN values, then
- * a part every DCZ_TK_PART_LEN values (at most DCZ_TK_PARTS_MAX), so that
- * the few channels of a large plane still make threads enough to fill a
- * GPU (64 parts of each of 64 channels of 64 x 112 x 112 values: 4,096
- * threads, each summing 3,136 values alone, read a bias gradient at 140
- * GB/s on an H200). */
+ * dcz_tk_parts(n) parts (a grouped convolution's weight gradient counts
+ * its sum in output rows, not values): 64 up to 64 runs of
+ * DCZ_TK_PART_LEN, then a part every DCZ_TK_PART_LEN (at most
+ * DCZ_TK_PARTS_MAX), so that the few channels of a large plane still make
+ * threads enough to fill a GPU (64 parts of each of 64 channels of 64 x
+ * 112 x 112 values: 4,096 threads, each summing 3,136 values alone, read
+ * a bias gradient at 140 GB/s on an H200). */
 #define DCZ_TK_PARTS 64         /* the fewest parts */
 #define DCZ_TK_PART_LEN 256     /* values a part, past 64 parts */
 #define DCZ_TK_PARTS_MAX 8192
