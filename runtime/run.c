@@ -223,15 +223,15 @@ static void run_conv_wino(const dcz_model *m, const dcz_exec_layer *l, const flo
 static void run_conv_gemm(const dcz_model *m, const dcz_exec_layer *l, const float *const *xs, size_t batch,
                           float *y)
 {
+    /* over the threads of a heap model (the bits of one thread) */
+    dcz_pool *pool = dcz_conv2d_dense_splits(&l->geom) ? m->pool : NULL;
     if (m->fuse && l->band) {   /* with the depthwise layer after it, into its place (load.c) */
         const dcz_exec_layer *d = &m->layers[l->band];
-        dcz_pool *pool = dcz_conv2d_dense_splits(&l->geom) ? m->pool : NULL;
         dcz_conv2d_bands_pool(pool, &l->geom, l->w, l->bias, &l->act, &d->geom, &d->shift, d->bias, &d->act, xs[0],
                               batch, m->scratch, m->scratch_floats, y);
         return;
     }
-    /* output channels over the threads of a heap model (the bits of one thread) */
-    dcz_pool *pool = dcz_conv2d_dense_splits(&l->geom) ? m->pool : NULL;
+    /* its output channels split */
     dcz_conv2d_dense_im2col_pool(pool, &l->geom, l->w, l->bias, xs[0], batch, 0, fused_act(m, l), m->scratch, y);
 }
 

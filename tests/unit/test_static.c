@@ -1265,23 +1265,23 @@ static void test_threads_conv_same_bits(void)
         const dcz_isa_cap caps[3] = { DCZ_CAP_NATIVE, DCZ_CAP_AVX2, DCZ_CAP_NATIVE };
         for (int ci = 0; ci < (ni == 2 ? 3 : 1); ci++) {
             if (ci == 1 && dcz_isa_probe(caps[ci], NULL, 0) != DCZ_OK) continue;
-        for (size_t batch = 1; batch <= B; batch += B - 1)
-            for (size_t ti = 0; ti < sizeof threads / sizeof *threads; ti++) {
-                dcz_options o;
-                dcz_options_init(&o);
-                o.threads = threads[ti];
-                o.isa = caps[ci];
-                o.force_reference = ci == 2;
-                REQUIRE(dcz_open_memory(buf, len, &o, &m) == DCZ_OK, "open on %d threads", threads[ti]);
-                /* (every convolution of these nets runs by chunks of samples) */
-                CHECK((m->pool != NULL) == (threads[ti] > 1), "net %zu, %d threads: pool %p", ni, threads[ti],
-                      (void *)m->pool);
-                REQUIRE(dcz_run(m, x, batch, ti ? y : y1) == DCZ_OK, "run");
-                if (ti) CHECK(memcmp(y, y1, batch * outs * sizeof *y) == 0,
-                              "net %zu (cap %d), %d threads, batch %zu: other bits than one thread", ni, (int)caps[ci],
-                              threads[ti], batch);
-                dcz_close(m);
-            }
+            for (size_t batch = 1; batch <= B; batch += B - 1)
+                for (size_t ti = 0; ti < sizeof threads / sizeof *threads; ti++) {
+                    dcz_options o;
+                    dcz_options_init(&o);
+                    o.threads = threads[ti];
+                    o.isa = caps[ci];
+                    o.force_reference = ci == 2;
+                    REQUIRE(dcz_open_memory(buf, len, &o, &m) == DCZ_OK, "open on %d threads", threads[ti]);
+                    /* (every convolution of these nets runs by chunks of samples) */
+                    CHECK((m->pool != NULL) == (threads[ti] > 1), "net %zu, %d threads: pool %p", ni, threads[ti],
+                          (void *)m->pool);
+                    REQUIRE(dcz_run(m, x, batch, ti ? y : y1) == DCZ_OK, "run");
+                    if (ti) CHECK(memcmp(y, y1, batch * outs * sizeof *y) == 0,
+                                  "net %zu (cap %d), %d threads, batch %zu: other bits than one thread", ni,
+                                  (int)caps[ci], threads[ti], batch);
+                    dcz_close(m);
+                }
         }
         printf("     net %zu: %u layers split over the threads, %u by chunks of samples over them\n", ni, shifted,
                chunked);

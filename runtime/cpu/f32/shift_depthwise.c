@@ -679,6 +679,13 @@ static void dw_scale__avx512(const dcz_conv_geom *g, const dcz_shift *f, const f
         }
 }
 
+/* Output rows a call of the whole windows' kernel (dw_full__avx512): 8
+ * over rows of one vector, 4 over wider ones (runs of two vectors) */
+static size_t dw_full_rows_a_call(const dcz_conv_geom *g)
+{
+    return (g->out_w + 15) / 16 == 1 ? 8 : 4;
+}
+
 /* The rows kernels' plan for g (AVX-512): each run's vectors, loads and
  * masks, output rows a call, and the whole windows' runs (L->full) */
 __attribute__((target("avx512f")))
@@ -728,7 +735,7 @@ static void dw_layer_init(const dcz_conv_geom *g, dw_rows_layer *L)
     L->full = dcz_shift_dw_full_takes(g);
     if (L->full) {
         const size_t P = (K - 1) / 2;
-        L->full_R = cv == 2 ? 4 : 8;
+        L->full_R = dw_full_rows_a_call(g);
         L->full_groups = (oh + L->full_R - 1) / L->full_R;
         L->full_nrow = (L->full_groups * L->full_R - 1) * sw + K;
         for (size_t k = 0; k < runs; k++) {
@@ -768,18 +775,9 @@ void dcz_shift_dw_rows_run__avx512(const dcz_conv_geom *g, const split_geom *q, 
     else dw_rows_channels__avx512(1, &L, g, q, f, bias, x, batch, act, c0, c1, y);
 }
 
-/* Bands (kernels_bands.c): rows oy0 .. oy1 - 1 of every output channel of
- * one sample, each channel on dw_full__avx512 as above (so the bits of the
- * plane), its input row iy read at ring + (c ring_rows + iy % ring_rows)
- * in_w, rows outside the image as zeros. A band's rows past oy1 in its
- * last call (the plane's last rows: never stored) read whatever a ring
- * row holds. */
-__attribute__((target("avx512f")))
 uint32_t dcz_shift_dw_band_step(const dcz_conv_geom *g)
 {
-    dw_rows_layer L;
-    dw_layer_init(g, &L);
-    return (uint32_t)L.full_R;
+    return (uint32_t)dw_full_rows_a_call(g);
 }
 
 int dcz_shift_dw_band_takes(const dcz_conv_geom *g, const dcz_shift *f)
@@ -793,6 +791,12 @@ int dcz_shift_dw_band_takes(const dcz_conv_geom *g, const dcz_shift *f)
     return 1;
 }
 
+/* Bands (kernels_bands.c): rows oy0 .. oy1 - 1 of every output channel of
+ * one sample, each channel on dw_full__avx512 as above (so the bits of the
+ * plane), its input row iy read at ring + (c ring_rows + iy % ring_rows)
+ * in_w, rows outside the image as zeros. A band's rows past oy1 in its
+ * last call (the plane's last rows: never stored) read whatever a ring
+ * row holds. */
 __attribute__((target("avx512f")))
 void dcz_shift_dw_band__avx512(const dcz_conv_geom *g, const dcz_shift *f, const float *bias, const dcz_act *act,
                                const float *ring, uint32_t ring_rows, uint32_t oy0, uint32_t oy1, float *y)
