@@ -376,11 +376,13 @@ dcz_status dcz_load_layer(const dcz_container *c, const dcz_graph_layer *g, uint
     if (cw && o->qscale == DCZ_QS_TABLE)
         /* (one entry more, never read as one: dcz_qtable reads 32 bits at each) */
         l->table = arena_take(&ld->a, (2 * (uint64_t)dcz_scheme_qmax(cw->scheme) + 2) * sizeof(dcz_q));
-    /* a CONCAT on integers looks its rescaled inputs up (qload.c fills the
-     * tables; a build of the references alone takes none) */
-    const uint64_t cat_entries = !DCZ_REF_ONLY && !ld->reference && cw && g->op == DCZ_OP_CONCAT
-                                     ? dcz_qconcat_table_entries(g->nin, dcz_scheme_qmax(cw->scheme)) : 0;
-    if (cat_entries) l->table = arena_take(&ld->a, cat_entries * sizeof(dcz_q));
+    /* a CONCAT or an ADD on integers looks its rescaled inputs up (qload.c
+     * fills the tables; a build of the references alone takes none) */
+    const int tables = !DCZ_REF_ONLY && !ld->reference && cw;
+    const uint64_t entries = !tables ? 0
+                             : g->op == DCZ_OP_CONCAT ? dcz_qconcat_table_entries(g->nin, dcz_scheme_qmax(cw->scheme))
+                             : g->op == DCZ_OP_ADD ? dcz_qadd_table_entries(dcz_scheme_qmax(cw->scheme)) : 0;
+    if (entries) l->table = arena_take(&ld->a, entries * sizeof(dcz_q));
     switch (g->op) {
     case DCZ_OP_CONV2D:
         return load_params(c, g, index, ld, cw, l);

@@ -275,7 +275,8 @@ typedef struct dcz_exec_layer {
                                           when its output's scale is not its input's;
                                           as dcz_requant_params */
     dcz_q *table;           /* DCZ_QS_TABLE ops: (2 qmax + 1) outputs of -qmax .. qmax; a CONCAT
-                               of the 8-bit schemes: its inputs' (dcz_qconcat_tables) */
+                               of the 8-bit schemes: its inputs' (dcz_qconcat_tables); an ADD of
+                               them: its inputs' terms (dcz_qadd_tables), NULL past their range */
 } dcz_exec_layer;
 
 /* ---- threads (threads.c): runtime/threads.h -------------------------------- */

@@ -273,6 +273,9 @@ static dcz_status finish_layer(dcz_model *m, uint32_t i)
         for (uint32_t k = 0; k < l->nin; k++)
             TRY(dcz_requant_params((double)ts[l->tin[k]] / s_out, &l->in_mult[k], &l->in_shift[k]));
         if (l->op == DCZ_OP_CONCAT && l->table) dcz_qconcat_tables(l->nin, l->in_mult, l->in_shift, m->qmax, l->table);
+        /* an ADD's terms past its tables' range: rescaled by multiplies */
+        if (l->op == DCZ_OP_ADD && l->table && !dcz_qadd_tables(l->in_mult, l->in_shift, m->qmax, l->table))
+            l->table = NULL;
         return DCZ_OK;
     case DCZ_QS_PRODUCT:
         return dcz_requant_params((double)s_in * ts[l->tin[1]] / s_out, &l->in_mult[0],

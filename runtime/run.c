@@ -618,12 +618,13 @@ static void qrun_copy(const dcz_model *m, uint32_t index, const void *const *xs,
     memmove(y, xs[0], batch * m->layers[index].in * sizeof(dcz_q));
 }
 
-/* the sum's bounds: the activation fused in when the run fuses (load.c) */
+/* the sum's bounds: the activation fused in when the run fuses (load.c);
+ * its terms looked up where the loader made its tables (qload.c) */
 static void qrun_add(const dcz_model *m, uint32_t index, const void *const *xs, size_t batch, void *y)
 {
     const dcz_exec_layer *l = &m->layers[index];
-    if (m->fuse) dcz_qadd(xs[0], xs[1], batch * l->in, l->in_mult, l->in_shift, l->qlo, l->qhi, y);
-    else dcz_qadd(xs[0], xs[1], batch * l->in, l->in_mult, l->in_shift, -m->qmax, m->qmax, y);
+    if (m->fuse) dcz_qadd(xs[0], xs[1], batch * l->in, l->in_mult, l->in_shift, l->qlo, l->qhi, l->table, y);
+    else dcz_qadd(xs[0], xs[1], batch * l->in, l->in_mult, l->in_shift, -m->qmax, m->qmax, l->table, y);
 }
 
 static void qrun_add_ref(const dcz_model *m, uint32_t index, const void *const *xs, size_t batch, void *y)

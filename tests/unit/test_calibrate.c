@@ -20,6 +20,7 @@
 #include <string.h>
 
 #include "calibrate/calibrate.h"
+#include "runtime/cpu/q8/qelem.h"
 #include "runtime/model.h"
 #include "runtime/tool.h"
 #include "tests/check.h"
@@ -597,6 +598,14 @@ static void test_residual_relu_fused(void)
         dcz_layer_desc ad;
         CHECK(dcz_describe_layer(m, 4, &ad) == DCZ_OK && strcmp(ad.kernel, "fused") == 0,
               "scheme %u: the ReLU after the Add runs %s", schemes[s], ad.kernel);
+        /* the 8-bit schemes' Add on its terms' tables where this build's
+         * kernels take them (the run above gave the references' bits) */
+        const dcz_exec_layer *add = &m->layers[3];
+        dcz_q tab[2 * DCZ_QADD_TABLE];
+        const int tables = dcz_qadd_table_entries(m->qmax) != 0;
+        CHECK((add->table != NULL) == tables && (!tables || dcz_qadd_tables(add->in_mult, add->in_shift, m->qmax, tab)),
+              "scheme %u: the Add's tables %s where %s", schemes[s], add->table ? "made" : "not made",
+              tables ? "this build takes them" : "none are taken");
         dcz_close(m);
         double maxd = 0;
         for (size_t i = 0; i < data.n * 5; i++) maxd = fmax(maxd, fabs((double)fo[i] - qo[i]));

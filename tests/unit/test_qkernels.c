@@ -1338,13 +1338,16 @@ static void test_qmul(void)
  * both ranges, every shift up to 62 (and past it, where the variants
  * decline and dcz_qadd takes the reference), any multiplier, in place too,
  * and with a ReLU's bounds against the reference and then dcz_qrelu_ref;
- * lengths across the vectors' steps */
+ * lengths across the vectors' steps; for the 8-bit schemes also by the
+ * Add's tables where dcz_qadd_tables makes them (about half the rounds:
+ * terms within +-16383), which it must where every term is */
 static void test_qadd(void)
 {
     enum { N = 61 };
     dcz_q a[N], b[N], want[N], got[N], relu[N];
+    dcz_q tables[2 * DCZ_QADD_TABLE];
     const dcz_isa isas[] = { DCZ_ISA_AVX512, DCZ_ISA_AVX2 };
-    size_t bad = 0, cut = 0, runs = 0;
+    size_t bad = 0, cut = 0, runs = 0, table_rounds = 0;
     for (int round = 0; round < 300; round++) {
         const int32_t qmax = round & 1 ? 32767 : 127;
         const int32_t mult[2] = { (int32_t)(rnd() >> 33), round % 7 == 0 ? 0 : (int32_t)(rnd() >> 33) };
@@ -1358,27 +1361,40 @@ static void test_qadd(void)
         memcpy(relu, want, sizeof relu);
         for (size_t i = 0; i < n; i++) cut += want[i] < 0;   /* sums the ReLU's bound clamps */
         dcz_qrelu_ref(relu, n);
-        for (size_t v = 0; v <= sizeof isas / sizeof *isas; v++) {
-            /* v past the variants: dcz_qadd itself */
-            const int all = v == sizeof isas / sizeof *isas;
-            dcz_q keep[N];
-            memcpy(keep, a, sizeof keep);
-            if (all) dcz_qadd(a, b, n, mult, shift, -qmax, qmax, got);
-            else if (!dcz_qadd_isa(isas[v], a, b, n, mult, shift, -qmax, qmax, got)) continue;
-            runs++;
-            bad += diff_q("qadd", "", got, want, n);
-            if (all) dcz_qadd(a, b, n, mult, shift, 0, qmax, got);
-            else dcz_qadd_isa(isas[v], a, b, n, mult, shift, 0, qmax, got);
-            bad += diff_q("qadd (relu)", "", got, relu, n);
-            if (all) dcz_qadd(a, b, n, mult, shift, -qmax, qmax, a);   /* in place */
-            else dcz_qadd_isa(isas[v], a, b, n, mult, shift, -qmax, qmax, a);
-            bad += diff_q("qadd (in place)", "", a, want, n);
-            memcpy(a, keep, sizeof keep);
-        }
+        /* the tables: made exactly where every term lies within +-16383 */
+        int within = qmax == 127 && shift[0] <= 62 && shift[1] <= 62;
+        for (int k = 0; k < 2 && within; k++)
+            for (int32_t v = -qmax; v <= qmax; v++) {
+                const int64_t r = dcz_round_shift((int64_t)v * mult[k], shift[k]);
+                within &= r >= -16383 && r <= 16383;
+            }
+        const int made = dcz_qadd_tables(mult, shift, qmax, tables);
+        bad += made != within;
+        table_rounds += (size_t)made;
+        for (size_t v = 0; v <= sizeof isas / sizeof *isas; v++)
+            for (int t = 0; t <= made; t++) {
+                /* v past the variants: dcz_qadd itself; t: by the tables */
+                const int all = v == sizeof isas / sizeof *isas;
+                const dcz_q *tab = t ? tables : NULL;
+                dcz_q keep[N];
+                memcpy(keep, a, sizeof keep);
+                if (all) dcz_qadd(a, b, n, mult, shift, -qmax, qmax, tab, got);
+                else if (!dcz_qadd_isa(isas[v], a, b, n, mult, shift, -qmax, qmax, tab, got)) continue;
+                runs++;
+                bad += diff_q(t ? "qadd (tables)" : "qadd", "", got, want, n);
+                if (all) dcz_qadd(a, b, n, mult, shift, 0, qmax, tab, got);
+                else dcz_qadd_isa(isas[v], a, b, n, mult, shift, 0, qmax, tab, got);
+                bad += diff_q(t ? "qadd (tables, relu)" : "qadd (relu)", "", got, relu, n);
+                if (all) dcz_qadd(a, b, n, mult, shift, -qmax, qmax, tab, a);   /* in place */
+                else dcz_qadd_isa(isas[v], a, b, n, mult, shift, -qmax, qmax, tab, a);
+                bad += diff_q(t ? "qadd (tables, in place)" : "qadd (in place)", "", a, want, n);
+                memcpy(a, keep, sizeof keep);
+            }
     }
-    CHECK(bad == 0, "qadd differs from the reference in %zu elements", bad);
+    CHECK(bad == 0, "qadd differs from the reference in %zu elements (or its tables where the terms allow)", bad);
     CHECK(cut > 1000, "only %zu negative sums for the ReLU's bound", cut);
     CHECK(runs >= 300, "qadd ran %zu times", runs);
+    CHECK(table_rounds >= 40, "the tables made in %zu rounds only", table_rounds);
 }
 
 /* dcz_qclamp against the reference: both ranges, bounds inside and at the

@@ -27,12 +27,24 @@ void dcz_qadd_ref(const dcz_q *a, const dcz_q *b, size_t n, const int32_t *mult,
  * where both shifts are at most 62, ReLU and the clamp in AVX2), the same
  * bits; dcz_qadd clamps to lo .. hi, -qmax .. qmax for the reference's
  * bits, 0 .. qmax for those of a ReLU after it (an activation fused in,
- * load.c). dcz_qadd_isa: on isa's variant (DCZ_ISA_REF: the reference
- * then the clamp), 0 where this machine or the shifts have none. */
+ * load.c). With tables (NULL: none), the Add of the 8-bit schemes looks
+ * each input's term up on AVX-512 (a and b within +-127, as every tensor
+ * of the integer region). dcz_qadd_isa: on isa's variant (DCZ_ISA_REF:
+ * the reference then the clamp; tables for DCZ_ISA_AVX512 alone), 0 where
+ * this machine or the shifts have none. */
 void dcz_qadd(const dcz_q *a, const dcz_q *b, size_t n, const int32_t *mult, const uint8_t *shift, int32_t lo,
-              int32_t hi, dcz_q *y);
+              int32_t hi, const dcz_q *tables, dcz_q *y);
 int dcz_qadd_isa(dcz_isa isa, const dcz_q *a, const dcz_q *b, size_t n, const int32_t *mult, const uint8_t *shift,
-                 int32_t lo, int32_t hi, dcz_q *y);
+                 int32_t lo, int32_t hi, const dcz_q *tables, dcz_q *y);
+/* The Add's tables of the 8-bit schemes: each input k's terms rq(v,
+ * mult[k], shift[k]) for v = -127 .. 127 at k DCZ_QADD_TABLE + v + 127
+ * (and one entry more, 0), dcz_qadd_table_entries entries (0 where no
+ * kernel takes them: qmax not 127, a build without x86 kernels).
+ * dcz_qadd_tables fills them; 0 where a term passes +-16383 (two terms
+ * then add in 16 bits exactly) or a shift 62. */
+#define DCZ_QADD_TABLE 256
+uint64_t dcz_qadd_table_entries(int32_t qmax);
+int dcz_qadd_tables(const int32_t *mult, const uint8_t *shift, int32_t qmax, dcz_q *tables);
 void dcz_qrelu(dcz_q *x, size_t n);
 void dcz_qclamp(dcz_q *x, size_t n, int32_t lo, int32_t hi);
 /* y (batch, channels, plane) = clamp(rq(x f, mult, shift), +-qmax), f
