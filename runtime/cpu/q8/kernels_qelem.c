@@ -439,6 +439,26 @@ static void qscale(int v, const dcz_q *x, size_t n, int32_t f, const dcz_q *fe, 
 
 #ifdef DCZ_X86
 static int qtable8__vbmi(const dcz_q *table, int32_t qmax, const dcz_q *x, size_t n, dcz_q *y);
+
+/* y (n) = x looked up in the byte table t0 .. t3 (by x's low byte) */
+__attribute__((target("avx512f,avx512bw,avx512vbmi"))) static inline __attribute__((always_inline)) void
+qlook8_run(__m512i t0, __m512i t1, __m512i t2, __m512i t3, const dcz_q *x, size_t n, dcz_q *y)
+{
+    uint8_t ev[64];
+    for (int i = 0; i < 64; i++) ev[i] = (uint8_t)(2 * i);
+    const __m512i even = _mm512_loadu_si512((const void *)ev);
+    for (size_t i = 0; i < n; i += 64) {
+        const size_t left = n - i;
+        const __mmask32 m0 = left >= 32 ? 0xFFFFFFFFu : (__mmask32)((1u << left) - 1);
+        const __mmask32 m1 = left >= 64 ? 0xFFFFFFFFu : left <= 32 ? 0 : (__mmask32)((1u << (left - 32)) - 1);
+        const __m512i a = _mm512_maskz_loadu_epi16(m0, x + i), b = _mm512_maskz_loadu_epi16(m1, x + i + 32);
+        const __m512i at = _mm512_permutex2var_epi8(a, even, b);   /* the 64 low bytes */
+        const __m512i lo = _mm512_permutex2var_epi8(t0, at, t1), hi = _mm512_permutex2var_epi8(t2, at, t3);
+        const __m512i r = _mm512_mask_blend_epi8(_mm512_movepi8_mask(at), lo, hi);
+        _mm512_mask_storeu_epi16(y + i, m0, _mm512_cvtepi8_epi16(_mm512_castsi512_si256(r)));
+        if (m1) _mm512_mask_storeu_epi16(y + i + 32, m1, _mm512_cvtepi8_epi16(_mm512_extracti64x4_epi64(r, 1)));
+    }
+}
 #endif
 
 uint64_t dcz_qconcat_table_entries(uint32_t nin, int32_t qmax)
@@ -497,29 +517,71 @@ int dcz_qconcat_isa(dcz_isa isa, const dcz_q *const *x, const uint32_t *width, u
 
 
 /* A plane of a Mul by its channel's factor, of the 8-bit schemes, by a
- * table where the plane has QMUL_TABLE_PLANE values or more: the 2 qmax +
- * 1 values x can take, scaled by qscale, then the plane looked up in them
- * by byte permutes (qtable8__vbmi), the values qscale gives it, bit for
- * bit. The squeeze-and-excitation gates' Mul of int8 EfficientNet-B0
- * (pruned by blocks, batch 1, one core of an AMD EPYC, Zen 4, dcz bench
- * --per-layer medians): 32 x 112 x 112 85 -> 44 us, 96 x 56 x 56 65 -> 54,
- * 144 x 56 x 56 97 -> 87, over 28 x 28 (784 values) and less no faster
- * (the table's making costs about what 800 values do); all its Mul 525
- * -> 464 us, the model 4.09 -> 3.97 ms (least of three alternated minima
- * of 40 runs). */
-#define QMUL_TABLE_PLANE 1024
-static int qmul_table(int v, const dcz_q *x, uint32_t plane, int32_t f, int32_t mult, uint8_t shift, int32_t qmax,
-                      dcz_q *y)
+ * table where the plane has QMUL_TABLE_PLANE values or more: the values x
+ * can take, scaled as qscale16_hi scales them (the bits of qscale), made
+ * in four registers as bytes by x's low byte (qlook8_run's table; the
+ * 8-bit schemes' outputs lie within +-127), then the plane looked up in
+ * them by byte permutes. The squeeze-and-excitation gates' Mul of int8
+ * EfficientNet-B0 (pruned by blocks, batch 1, one core of an AMD EPYC,
+ * Zen 4, dcz bench --per-layer medians): 32 x 112 x 112 85 -> 44 us, 96 x
+ * 56 x 56 65 -> 54, 144 x 56 x 56 97 -> 87 with the table made by qscale
+ * and laid out by bytes in a scalar loop, which cost about what 800
+ * values do; made in registers (sixteen vectors of qscale16_hi's
+ * arithmetic, four narrowings), 23.9 -> 16.6, 38.0 -> 15.9 and 57.3 ->
+ * 24.1 us, and over 28 x 28 planes, which took the vectors of qmul_flat,
+ * 19.8 -> 11.7 (144 channels) and 33.0 -> 19.4 (240); the model 3.22 ->
+ * 3.12 ms, MobileNetV3-Small 665 -> 645 us (least of three alternated
+ * medians of 20 runs). Planes of 14 x 14 gain nothing: the table costs
+ * what 256 values do. */
+#define QMUL_TABLE_PLANE 512
+#ifdef DCZ_X86
+__attribute__((target("avx512f,avx512bw,avx512vl,avx512vbmi")))
+static void qmul_table__vbmi(const dcz_q *x, uint32_t plane, int32_t f, __m512i hm, __m512i hh, __m128i hk,
+                             __m128i hp, int32_t qmax, dcz_q *y)
+{
+    const __m512i vf = _mm512_set1_epi32((int32_t)(uint16_t)f);
+    const __m512i vhi = _mm512_set1_epi32(qmax), vlo = _mm512_set1_epi32(-qmax);
+    const __m512i ramp = _mm512_set_epi32(15, 14, 13, 12, 11, 10, 9, 8, 7, 6, 5, 4, 3, 2, 1, 0);
+    __m128i b[16];
+    for (int j = 0; j < 16; j++) {
+        /* entry i: x = i as a signed byte (-128: never looked up) */
+        const __m512i v = _mm512_srai_epi32(_mm512_slli_epi32(_mm512_add_epi32(ramp, _mm512_set1_epi32(16 * j)), 24), 24);
+        const __m512i r = dcz_rq16_hi(_mm512_sll_epi32(_mm512_madd_epi16(v, vf), hp), hm, hh, hk);
+        b[j] = _mm512_cvtepi32_epi8(_mm512_min_epi32(_mm512_max_epi32(r, vlo), vhi));
+    }
+    __m512i t[4];
+    for (int k = 0; k < 4; k++)
+        t[k] = _mm512_inserti64x4(_mm512_castsi256_si512(_mm256_set_m128i(b[4 * k + 1], b[4 * k])),
+                                  _mm256_set_m128i(b[4 * k + 3], b[4 * k + 2]), 1);
+    qlook8_run(t[0], t[1], t[2], t[3], x, plane, y);
+}
+#endif
+
+#ifdef DCZ_X86
+/* every plane by qmul_table__vbmi; 0 where the shift does not reach 33
+ * (dcz_rq16_hi) */
+__attribute__((target("avx512f,avx512bw,avx512vl,avx512vbmi")))
+static int qmul_planes__vbmi(const dcz_q *x, const dcz_q *f, size_t planes, uint32_t plane, int32_t mult,
+                             uint8_t shift, int32_t qmax, dcz_q *y)
+{
+    __m512i hm, hh;
+    __m128i hk, hp;
+    if (!dcz_rq16_consts(mult, shift, (double)qmax * qmax, &hm, &hh, &hk, &hp)) return 0;
+    for (size_t c = 0; c < planes; c++) qmul_table__vbmi(x + c * plane, plane, f[c], hm, hh, hk, hp, qmax, y + c * plane);
+    return 1;
+}
+#endif
+
+/* 0 where the planes go otherwise (not VBMI, planes below the table's
+ * size, not the 8-bit schemes, a shift that does not reach 33) */
+static int qmul_tables(int v, const dcz_q *x, const dcz_q *f, size_t planes, uint32_t plane, int32_t mult,
+                       uint8_t shift, int32_t qmax, dcz_q *y)
 {
 #ifdef DCZ_X86
-    if (v != 2 || qmax > 127 || plane < QMUL_TABLE_PLANE || !dcz_cpu_features()->avx512vbmi) return 0;
-    dcz_q ramp[255], tab[255];
-    const size_t entries = 2 * (size_t)qmax + 1;
-    for (size_t k = 0; k < entries; k++) ramp[k] = (dcz_q)((int32_t)k - qmax);
-    qscale(v, ramp, entries, f, NULL, mult, shift, qmax, tab);
-    return qtable8__vbmi(tab, qmax, x, plane, y);
+    return v == 2 && qmax <= 127 && plane >= QMUL_TABLE_PLANE && dcz_cpu_features()->avx512vbmi &&
+           qmul_planes__vbmi(x, f, planes, plane, mult, shift, qmax, y);
 #else
-    (void)v; (void)x; (void)plane; (void)f; (void)mult; (void)shift; (void)qmax; (void)y;
+    (void)v; (void)x; (void)f; (void)planes; (void)plane; (void)mult; (void)shift; (void)qmax; (void)y;
     return 0;
 #endif
 }
@@ -575,10 +637,9 @@ int dcz_qmul_isa(dcz_isa isa, const dcz_q *x, const dcz_q *f, size_t batch, uint
     else if (v == 2 && plane < QMUL_TABLE_PLANE && qmul_flat__avx512(x, f, batch * channels, plane, mult, shift, qmax, y))
         return 1;
 #endif
-    else
+    else if (!qmul_tables(v, x, f, batch * channels, plane, mult, shift, qmax, y))
         for (size_t c = 0; c < batch * channels; c++)
-            if (!qmul_table(v, x + c * plane, plane, f[c], mult, shift, qmax, y + c * plane))
-                qscale(v, x + c * plane, plane, f[c], NULL, mult, shift, qmax, y + c * plane);
+            qscale(v, x + c * plane, plane, f[c], NULL, mult, shift, qmax, y + c * plane);
     return 1;
 }
 
@@ -676,22 +737,8 @@ static int qtable8__vbmi(const dcz_q *table, int32_t qmax, const dcz_q *x, size_
         if (table[k] < -128 || table[k] > 127) return 0;
         tb[(uint8_t)(int8_t)((int32_t)k - qmax)] = (uint8_t)(int8_t)table[k];
     }
-    const __m512i t0 = _mm512_loadu_si512((const void *)tb), t1 = _mm512_loadu_si512((const void *)(tb + 64));
-    const __m512i t2 = _mm512_loadu_si512((const void *)(tb + 128)), t3 = _mm512_loadu_si512((const void *)(tb + 192));
-    uint8_t ev[64];
-    for (int i = 0; i < 64; i++) ev[i] = (uint8_t)(2 * i);
-    const __m512i even = _mm512_loadu_si512((const void *)ev);
-    for (size_t i = 0; i < n; i += 64) {
-        const size_t left = n - i;
-        const __mmask32 m0 = left >= 32 ? 0xFFFFFFFFu : (__mmask32)((1u << left) - 1);
-        const __mmask32 m1 = left >= 64 ? 0xFFFFFFFFu : left <= 32 ? 0 : (__mmask32)((1u << (left - 32)) - 1);
-        const __m512i a = _mm512_maskz_loadu_epi16(m0, x + i), b = _mm512_maskz_loadu_epi16(m1, x + i + 32);
-        const __m512i at = _mm512_permutex2var_epi8(a, even, b);   /* the 64 low bytes */
-        const __m512i lo = _mm512_permutex2var_epi8(t0, at, t1), hi = _mm512_permutex2var_epi8(t2, at, t3);
-        const __m512i r = _mm512_mask_blend_epi8(_mm512_movepi8_mask(at), lo, hi);
-        _mm512_mask_storeu_epi16(y + i, m0, _mm512_cvtepi8_epi16(_mm512_castsi512_si256(r)));
-        if (m1) _mm512_mask_storeu_epi16(y + i + 32, m1, _mm512_cvtepi8_epi16(_mm512_extracti64x4_epi64(r, 1)));
-    }
+    qlook8_run(_mm512_loadu_si512((const void *)tb), _mm512_loadu_si512((const void *)(tb + 64)),
+               _mm512_loadu_si512((const void *)(tb + 128)), _mm512_loadu_si512((const void *)(tb + 192)), x, n, y);
     return 1;
 }
 
