@@ -444,8 +444,13 @@ static int qtable8__vbmi(const dcz_q *table, int32_t qmax, const dcz_q *x, size_
 __attribute__((target("avx512f,avx512bw,avx512vbmi"))) static inline __attribute__((always_inline)) void
 qlook8_run(__m512i t0, __m512i t1, __m512i t2, __m512i t3, const dcz_q *x, size_t n, dcz_q *y)
 {
-    uint8_t ev[64];
-    for (int i = 0; i < 64; i++) ev[i] = (uint8_t)(2 * i);
+    /* the even bytes of two vectors of 16-bit lanes: their low bytes */
+    static const uint8_t ev[64] = {
+        0, 2, 4, 6, 8, 10, 12, 14, 16, 18, 20, 22, 24, 26, 28, 30,
+        32, 34, 36, 38, 40, 42, 44, 46, 48, 50, 52, 54, 56, 58, 60, 62,
+        64, 66, 68, 70, 72, 74, 76, 78, 80, 82, 84, 86, 88, 90, 92, 94,
+        96, 98, 100, 102, 104, 106, 108, 110, 112, 114, 116, 118, 120, 122, 124, 126
+    };
     const __m512i even = _mm512_loadu_si512((const void *)ev);
     for (size_t i = 0; i < n; i += 64) {
         const size_t left = n - i;
@@ -545,7 +550,8 @@ static void qmul_table__vbmi(const dcz_q *x, uint32_t plane, int32_t f, __m512i 
     __m128i b[16];
     for (int j = 0; j < 16; j++) {
         /* entry i: x = i as a signed byte (-128: never looked up) */
-        const __m512i v = _mm512_srai_epi32(_mm512_slli_epi32(_mm512_add_epi32(ramp, _mm512_set1_epi32(16 * j)), 24), 24);
+        const __m512i i = _mm512_add_epi32(ramp, _mm512_set1_epi32(16 * j));
+        const __m512i v = _mm512_srai_epi32(_mm512_slli_epi32(i, 24), 24);
         const __m512i r = dcz_rq16_hi(_mm512_sll_epi32(_mm512_madd_epi16(v, vf), hp), hm, hh, hk);
         b[j] = _mm512_cvtepi32_epi8(_mm512_min_epi32(_mm512_max_epi32(r, vlo), vhi));
     }
@@ -567,7 +573,8 @@ static int qmul_planes__vbmi(const dcz_q *x, const dcz_q *f, size_t planes, uint
     __m512i hm, hh;
     __m128i hk, hp;
     if (!dcz_rq16_consts(mult, shift, (double)qmax * qmax, &hm, &hh, &hk, &hp)) return 0;
-    for (size_t c = 0; c < planes; c++) qmul_table__vbmi(x + c * plane, plane, f[c], hm, hh, hk, hp, qmax, y + c * plane);
+    for (size_t c = 0; c < planes; c++)
+        qmul_table__vbmi(x + c * plane, plane, f[c], hm, hh, hk, hp, qmax, y + c * plane);
     return 1;
 }
 #endif
