@@ -567,6 +567,7 @@ static dcz_doc *doc_8x8(uint32_t nlayers)
  * the reference kernels, which run them apart, give the same bits). */
 static void test_residual_relu_fused(void)
 {
+    uint32_t table_adds = 0;
     dcz_dataset data;
     REQUIRE(make_data(&data, 200, 43), "data");
     float *fo = malloc(data.n * 5 * sizeof *fo), *qo = malloc(data.n * 5 * sizeof *qo);
@@ -602,10 +603,12 @@ static void test_residual_relu_fused(void)
          * kernels take them (the run above gave the references' bits) */
         const dcz_exec_layer *add = &m->layers[3];
         dcz_q tab[2 * DCZ_QADD_TABLE];
-        const int tables = dcz_qadd_table_entries(m->qmax) != 0;
-        CHECK((add->table != NULL) == tables && (!tables || dcz_qadd_tables(add->in_mult, add->in_shift, m->qmax, tab)),
+        const int tables = dcz_qadd_table_entries(m->qmax) != 0 &&
+                           dcz_qadd_tables(add->in_mult, add->in_shift, m->qmax, tab);
+        CHECK((add->table != NULL) == tables && (!tables || memcmp(add->table, tab, sizeof tab) == 0),
               "scheme %u: the Add's tables %s where %s", schemes[s], add->table ? "made" : "not made",
-              tables ? "this build takes them" : "none are taken");
+              tables ? "this build takes these" : "none are taken");
+        table_adds += tables;
         dcz_close(m);
         double maxd = 0;
         for (size_t i = 0; i < data.n * 5; i++) maxd = fmax(maxd, fabs((double)fo[i] - qo[i]));
@@ -614,6 +617,8 @@ static void test_residual_relu_fused(void)
         free(qbuf);
         dcz_doc_free(d);
     }
+    /* the two 8-bit schemes' Adds ran on their tables where this build takes them */
+    CHECK(table_adds == (dcz_qadd_table_entries(127) ? 2u : 0u), "%u Adds on tables", table_adds);
     free(fo);
     free(qo);
     dcz_dataset_free(&data);

@@ -1318,7 +1318,8 @@ static void test_qmul(void)
         const int32_t qmax = round & 1 ? 127 : 50;
         const uint32_t channels = 1 + (uint32_t)(rnd() % LC), plane = 400 + (uint32_t)(rnd() % (LP - 399));
         const int32_t mult = (int32_t)(rnd() >> 33);
-        const uint8_t shift = (uint8_t)(round % 7 == 0 ? 63 : 20 + rnd() % 43);
+        /* (shifts below 16 too: the tables decline them, the product not reaching 33) */
+        const uint8_t shift = (uint8_t)(round % 7 == 0 ? 63 : round % 5 == 0 ? rnd() % 16 : 20 + rnd() % 43);
         const size_t n = (size_t)channels * plane;
         for (size_t i = 0; i < n; i++) lx[i] = (dcz_q)((int32_t)(rnd() % (2 * (uint64_t)qmax + 1)) - qmax);
         for (size_t i = 0; i < channels; i++) lf[i] = (dcz_q)((int32_t)(rnd() % (2 * (uint64_t)qmax + 1)) - qmax);
@@ -1343,7 +1344,7 @@ static void test_qmul(void)
  * terms within +-16383), which it must where every term is */
 static void test_qadd(void)
 {
-    enum { N = 61 };
+    enum { N = 131 };
     dcz_q a[N], b[N], want[N], got[N], relu[N];
     dcz_q tables[2 * DCZ_QADD_TABLE];
     const dcz_isa isas[] = { DCZ_ISA_AVX512, DCZ_ISA_AVX2 };
@@ -1352,7 +1353,7 @@ static void test_qadd(void)
         const int32_t qmax = round & 1 ? 32767 : 127;
         const int32_t mult[2] = { (int32_t)(rnd() >> 33), round % 7 == 0 ? 0 : (int32_t)(rnd() >> 33) };
         const uint8_t shift[2] = { (uint8_t)(round % 64), (uint8_t)((round * 7) % 64) };
-        const size_t n = N - (size_t)round % 17;
+        const size_t n = N - (size_t)round % 37;
         for (size_t i = 0; i < N; i++) {
             a[i] = (dcz_q)((int32_t)(rnd() % (2 * (uint64_t)qmax + 1)) - qmax);
             b[i] = (dcz_q)((int32_t)(rnd() % (2 * (uint64_t)qmax + 1)) - qmax);
@@ -1385,6 +1386,13 @@ static void test_qadd(void)
                 if (all) dcz_qadd(a, b, n, mult, shift, 0, qmax, tab, got);
                 else dcz_qadd_isa(isas[v], a, b, n, mult, shift, 0, qmax, tab, got);
                 bad += diff_q(t ? "qadd (tables, relu)" : "qadd (relu)", "", got, relu, n);
+                /* bounds of an activation's table that is a clamp (ReLU6 and the like) */
+                const int32_t lo = -(int32_t)(rnd() % (uint64_t)(qmax + 1)), hi = (int32_t)(rnd() % (uint64_t)(qmax + 1));
+                dcz_q bounded[N];
+                for (size_t i = 0; i < n; i++) bounded[i] = (dcz_q)(want[i] < lo ? lo : want[i] > hi ? hi : want[i]);
+                if (all) dcz_qadd(a, b, n, mult, shift, lo, hi, tab, got);
+                else dcz_qadd_isa(isas[v], a, b, n, mult, shift, lo, hi, tab, got);
+                bad += diff_q(t ? "qadd (tables, bounds)" : "qadd (bounds)", "", got, bounded, n);
                 if (all) dcz_qadd(a, b, n, mult, shift, -qmax, qmax, tab, a);   /* in place */
                 else dcz_qadd_isa(isas[v], a, b, n, mult, shift, -qmax, qmax, tab, a);
                 bad += diff_q(t ? "qadd (tables, in place)" : "qadd (in place)", "", a, want, n);

@@ -393,7 +393,7 @@ int dcz_qadd_isa(dcz_isa isa, const dcz_q *a, const dcz_q *b, size_t n, const in
     /* the reference's formula holds for shifts up to 62 (dcz_round_shift) */
     if (shift[0] > 62 || shift[1] > 62) return 0;
     if (isa == DCZ_ISA_AVX512 && dcz_isa_supported(DCZ_ISA_AVX512)) {
-        if (tables) qadd_tables__avx512(tables, a, b, n, lo, hi, y);
+        if (tables && dcz_cpu_features()->avx512bw) qadd_tables__avx512(tables, a, b, n, lo, hi, y);
         else qadd__avx512(a, b, n, mult, shift, lo, hi, y);
         return 1;
     }
@@ -539,6 +539,9 @@ int dcz_qconcat_isa(dcz_isa isa, const dcz_q *const *x, const uint32_t *width, u
  * medians of 20 runs). Planes of 14 x 14 gain nothing: the table costs
  * what 256 values do. */
 #define QMUL_TABLE_PLANE 512
+/* the planes below which the others run as one (qmul_flat__avx512), past
+ * which a call a plane costs little more */
+#define QMUL_FLAT_PLANE 1024
 #ifdef DCZ_X86
 __attribute__((target("avx512f,avx512bw,avx512vl,avx512vbmi")))
 static void qmul_table__vbmi(const dcz_q *x, uint32_t plane, int32_t f, __m512i hm, __m512i hh, __m128i hk,
@@ -594,8 +597,9 @@ static int qmul_tables(int v, const dcz_q *x, const dcz_q *f, size_t planes, uin
 }
 
 #ifdef DCZ_X86
-/* A Mul by a factor a plane over planes of 16 to QMUL_TABLE_PLANE - 1
- * values, as one run over all of them: each vector's factors its plane's,
+/* A Mul by a factor a plane over planes of 16 to QMUL_FLAT_PLANE - 1
+ * values that the tables do not take (below QMUL_TABLE_PLANE, or a CPU
+ * without VBMI), as one run over all of them: each vector's factors its plane's,
  * and the next plane's past the boundary where one falls inside it (planes
  * of 16 or more: one at most); the constants made once, for |x f| <=
  * qmax^2 (a factor is an activation). Where a call a plane, each a few
@@ -640,11 +644,13 @@ int dcz_qmul_isa(dcz_isa isa, const dcz_q *x, const dcz_q *f, size_t batch, uint
     /* a factor a value: one run; planes below the table's size: one run
      * where it takes them; else a run a plane */
     if (plane == 1) qscale(v, x, batch * channels, 0, f, mult, shift, qmax, y);
+    else if (qmul_tables(v, x, f, batch * channels, plane, mult, shift, qmax, y))
+        return 1;
 #ifdef DCZ_X86
-    else if (v == 2 && plane < QMUL_TABLE_PLANE && qmul_flat__avx512(x, f, batch * channels, plane, mult, shift, qmax, y))
+    else if (v == 2 && plane < QMUL_FLAT_PLANE && qmul_flat__avx512(x, f, batch * channels, plane, mult, shift, qmax, y))
         return 1;
 #endif
-    else if (!qmul_tables(v, x, f, batch * channels, plane, mult, shift, qmax, y))
+    else
         for (size_t c = 0; c < batch * channels; c++)
             qscale(v, x + c * plane, plane, f[c], NULL, mult, shift, qmax, y + c * plane);
     return 1;
