@@ -327,5 +327,9 @@ dcz_status dcz_qload_finish(dcz_model *m, const uint8_t *tscales, uint32_t ntsca
     for (uint32_t i = last + 1; i < m->nlayers; i++)
         for (uint32_t k = 0; k < m->layers[i].nin; k++)
             if (m->layers[i].tin[k] > first && m->layers[i].tin[k] <= last) return DCZ_ERR_UNSUPPORTED;
+    /* the tables the walk took for layers outside it are never filled:
+     * none (float layers read none) */
+    for (uint32_t i = 0; i < m->nlayers; i++)
+        if (!m->layers[i].q) m->layers[i].table = NULL;
     return DCZ_OK;
 }
