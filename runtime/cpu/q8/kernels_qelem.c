@@ -49,16 +49,23 @@ static inline __m512i rescale8__avx512(__m512i v, __m512i m, __m512i half, __m12
     return _mm512_sra_epi64(_mm512_add_epi64(_mm512_mul_epi32(v, m), half), k);
 }
 
-/* y (the lanes of km) = x times the factors vf (each a 16-bit factor in
- * the low half of its 32-bit lane), rescaled by dcz_rq16_hi after the
- * pre-shift hp, clamped to vlo .. vhi */
+/* The 32-bit lanes x (each a 16-bit value, sign-extended) times the
+ * factors vf (each a 16-bit factor in the low half of its 32-bit lane),
+ * rescaled by dcz_rq16_hi after the pre-shift hp, clamped to vlo .. vhi */
+__attribute__((target("avx512f,avx512bw,avx512vl"))) static inline __attribute__((always_inline)) __m512i
+qscale16_lanes(__m512i x, __m512i vf, __m512i hm, __m512i hh, __m128i hk, __m128i hp, __m512i vlo, __m512i vhi)
+{
+    const __m512i r = dcz_rq16_hi(_mm512_sll_epi32(_mm512_madd_epi16(x, vf), hp), hm, hh, hk);
+    return _mm512_min_epi32(_mm512_max_epi32(r, vlo), vhi);
+}
+
+/* y (the lanes of km) = x scaled so (qscale16_lanes) */
 __attribute__((target("avx512f,avx512bw,avx512vl"))) static inline __attribute__((always_inline)) void
 qscale16_hi(const dcz_q *x, __m512i vf, __mmask16 km, __m512i hm, __m512i hh, __m128i hk, __m128i hp, __m512i vlo,
             __m512i vhi, dcz_q *y)
 {
-    const __m512i v = _mm512_madd_epi16(_mm512_cvtepi16_epi32(_mm256_maskz_loadu_epi16(km, x)), vf);
-    const __m512i r = dcz_rq16_hi(_mm512_sll_epi32(v, hp), hm, hh, hk);
-    _mm256_mask_storeu_epi16(y, km, _mm512_cvtepi32_epi16(_mm512_min_epi32(_mm512_max_epi32(r, vlo), vhi)));
+    const __m512i v = _mm512_cvtepi16_epi32(_mm256_maskz_loadu_epi16(km, x));
+    _mm256_mask_storeu_epi16(y, km, _mm512_cvtepi32_epi16(qscale16_lanes(v, vf, hm, hh, hk, hp, vlo, vhi)));
 }
 
 /* 16 values a step: the inputs widened to 32-bit lanes, whose even and odd
@@ -523,7 +530,7 @@ int dcz_qconcat_isa(dcz_isa isa, const dcz_q *const *x, const uint32_t *width, u
 
 /* A plane of a Mul by its channel's factor, of the 8-bit schemes, by a
  * table where the plane has QMUL_TABLE_PLANE values or more: the values x
- * can take, scaled as qscale16_hi scales them (the bits of qscale), made
+ * can take, scaled by qscale16_lanes (the bits of qscale), made
  * in four registers as bytes by x's low byte (qlook8_run's table; the
  * 8-bit schemes' outputs lie within +-127), then the plane looked up in
  * them by byte permutes. The squeeze-and-excitation gates' Mul of int8
@@ -531,9 +538,9 @@ int dcz_qconcat_isa(dcz_isa isa, const dcz_q *const *x, const uint32_t *width, u
  * Zen 4, dcz bench --per-layer medians): 32 x 112 x 112 85 -> 44 us, 96 x
  * 56 x 56 65 -> 54, 144 x 56 x 56 97 -> 87 with the table made by qscale
  * and laid out by bytes in a scalar loop, which cost about what 800
- * values do; made in registers (sixteen vectors of qscale16_hi's
- * arithmetic, four narrowings), 23.9 -> 16.6, 38.0 -> 15.9 and 57.3 ->
- * 24.1 us, and over 28 x 28 planes, which took the vectors of qmul_flat,
+ * values do; made in registers (sixteen vectors of qscale16_lanes, four
+ * narrowings), 23.9 -> 16.6, 38.0 -> 15.9 and 57.3 -> 24.1 us, and over
+ * 28 x 28 planes, which took the vectors of qmul_flat,
  * 19.8 -> 11.7 (144 channels) and 33.0 -> 19.4 (240); the model 3.22 ->
  * 3.12 ms, MobileNetV3-Small 665 -> 645 us (least of three alternated
  * medians of 20 runs). Planes of 14 x 14 gain nothing: the table costs
@@ -555,8 +562,7 @@ static void qmul_table__vbmi(const dcz_q *x, uint32_t plane, int32_t f, __m512i 
         /* entry i: x = i as a signed byte (-128: never looked up) */
         const __m512i i = _mm512_add_epi32(ramp, _mm512_set1_epi32(16 * j));
         const __m512i v = _mm512_srai_epi32(_mm512_slli_epi32(i, 24), 24);
-        const __m512i r = dcz_rq16_hi(_mm512_sll_epi32(_mm512_madd_epi16(v, vf), hp), hm, hh, hk);
-        b[j] = _mm512_cvtepi32_epi8(_mm512_min_epi32(_mm512_max_epi32(r, vlo), vhi));
+        b[j] = _mm512_cvtepi32_epi8(qscale16_lanes(v, vf, hm, hh, hk, hp, vlo, vhi));
     }
     __m512i t[4];
     for (int k = 0; k < 4; k++)
