@@ -52,18 +52,33 @@ typedef struct bn_job {
     int batch;
 } bn_job;
 
+/* Channels a pass takes at a time: each phase of a pass goes over the
+ * samples in turn, and over a block's channels within each, so that it
+ * reads and writes each sample's channels as one run of memory, which the
+ * prefetchers follow (a channel at a time over every sample jumped a
+ * whole sample from plane to plane); the sums across samples wait in
+ * arrays of a block. A channel's sums and outputs are the same: its
+ * samples in the same order. */
+#define BN_BLOCK 64
+
 static void infer_part(void *ctx, size_t lo, size_t hi)
 {
     const bn_job *j = ctx;
     const dcz_tlayer *l = j->l;
     const size_t C = (size_t)l->in_c, hw = (size_t)l->in_h * l->in_w;
-    for (size_t c = lo; c < hi; c++) {
-        float scale = l->w[c] / sqrtf(l->run_var[c] + l->eps);
-        float shift = l->b[c] - l->run_mean[c] * scale;
-        for (int n = 0; n < j->batch; n++) {
-            size_t o = ((size_t)n * C + c) * hw;
-            affine_out(l, j->y + o, j->x + o, scale, shift, hw);
+    float scale[BN_BLOCK], shift[BN_BLOCK];
+    for (size_t c0 = lo; c0 < hi; c0 += BN_BLOCK) {
+        const size_t nb = hi - c0 < BN_BLOCK ? hi - c0 : BN_BLOCK;
+        for (size_t i = 0; i < nb; i++) {
+            const size_t c = c0 + i;
+            scale[i] = l->w[c] / sqrtf(l->run_var[c] + l->eps);
+            shift[i] = l->b[c] - l->run_mean[c] * scale[i];
         }
+        for (int n = 0; n < j->batch; n++)
+            for (size_t i = 0; i < nb; i++) {
+                const size_t o = ((size_t)n * C + c0 + i) * hw;
+                affine_out(l, j->y + o, j->x + o, scale[i], shift[i], hw);
+            }
     }
 }
 
@@ -75,25 +90,34 @@ static void train_part(void *ctx, size_t lo, size_t hi)
     const float *x = j->x;
     float *mean = l->cache, *istd = (float *)l->cache + C;   /* (c) each */
     const float mom = l->bn_momentum;
-    for (size_t c = lo; c < hi; c++) {
+    double s[BN_BLOCK], v[BN_BLOCK];
+    float scale[BN_BLOCK], shift[BN_BLOCK];
+    for (size_t c0 = lo; c0 < hi; c0 += BN_BLOCK) {
+        const size_t nb = hi - c0 < BN_BLOCK ? hi - c0 : BN_BLOCK;
         /* two passes (mean, then squared deviations): no cancellation */
-        double s = 0;
-        for (int n = 0; n < j->batch; n++) s += dcz_vsum(x + ((size_t)n * C + c) * hw, hw);
-        double mu = s / (double)M, v = 0;
-        float m = (float)mu;
-        for (int n = 0; n < j->batch; n++) v += dcz_vec()->sumsq_dev(x + ((size_t)n * C + c) * hw, m, hw);
-        v /= (double)M;
-        float is = (float)(1.0 / sqrt(v + l->eps));
-        mean[c] = m;
-        istd[c] = is;
-        float scale = l->w[c] * is, shift = l->b[c] - m * scale;
-        for (int n = 0; n < j->batch; n++) {
-            size_t o = ((size_t)n * C + c) * hw;
-            affine_out(l, j->y + o, x + o, scale, shift, hw);
+        for (size_t i = 0; i < nb; i++) s[i] = v[i] = 0;
+        for (int n = 0; n < j->batch; n++)
+            for (size_t i = 0; i < nb; i++) s[i] += dcz_vsum(x + ((size_t)n * C + c0 + i) * hw, hw);
+        for (size_t i = 0; i < nb; i++) mean[c0 + i] = (float)(s[i] / (double)M);
+        for (int n = 0; n < j->batch; n++)
+            for (size_t i = 0; i < nb; i++)
+                v[i] += dcz_vec()->sumsq_dev(x + ((size_t)n * C + c0 + i) * hw, mean[c0 + i], hw);
+        for (size_t i = 0; i < nb; i++) {
+            const size_t c = c0 + i;
+            v[i] /= (double)M;
+            const float m = mean[c], is = (float)(1.0 / sqrt(v[i] + l->eps));
+            istd[c] = is;
+            scale[i] = l->w[c] * is;
+            shift[i] = l->b[c] - m * scale[i];
+            const double unbiased = M > 1 ? v[i] * (double)M / (double)(M - 1) : v[i];
+            l->run_mean[c] = (1.0f - mom) * l->run_mean[c] + mom * m;
+            l->run_var[c] = (1.0f - mom) * l->run_var[c] + mom * (float)unbiased;
         }
-        double unbiased = M > 1 ? v * (double)M / (double)(M - 1) : v;
-        l->run_mean[c] = (1.0f - mom) * l->run_mean[c] + mom * m;
-        l->run_var[c] = (1.0f - mom) * l->run_var[c] + mom * (float)unbiased;
+        for (int n = 0; n < j->batch; n++)
+            for (size_t i = 0; i < nb; i++) {
+                const size_t o = ((size_t)n * C + c0 + i) * hw;
+                affine_out(l, j->y + o, x + o, scale[i], shift[i], hw);
+            }
     }
 }
 
@@ -103,28 +127,38 @@ static void backward_part(void *ctx, size_t lo, size_t hi)
     dcz_tlayer *l = j->l;
     const size_t C = (size_t)l->in_c, hw = (size_t)l->in_h * l->in_w, M = (size_t)j->batch * hw;
     const float *mean = l->cache, *istd = (const float *)l->cache + C;
-    for (size_t c = lo; c < hi; c++) {
-        const float m = mean[c], is = istd[c];
-        double sdy = 0, sdyx = 0;
-        for (int n = 0; n < j->batch; n++) {
-            size_t o = ((size_t)n * C + c) * hw;
-            float a, b;
-            dcz_vec()->sums_grad(j->dy + o, j->x + o, m, hw, &a, &b);
-            sdy += a;
-            sdyx += b;
+    double sdy[BN_BLOCK], sdyx[BN_BLOCK];
+    float k[BN_BLOCK], q[BN_BLOCK], r[BN_BLOCK];
+    for (size_t c0 = lo; c0 < hi; c0 += BN_BLOCK) {
+        const size_t nb = hi - c0 < BN_BLOCK ? hi - c0 : BN_BLOCK;
+        for (size_t i = 0; i < nb; i++) sdy[i] = sdyx[i] = 0;
+        for (int n = 0; n < j->batch; n++)
+            for (size_t i = 0; i < nb; i++) {
+                const size_t o = ((size_t)n * C + c0 + i) * hw;
+                float a, b;
+                dcz_vec()->sums_grad(j->dy + o, j->x + o, mean[c0 + i], hw, &a, &b);
+                sdy[i] += a;
+                sdyx[i] += b;
+            }
+        for (size_t i = 0; i < nb; i++) {
+            const size_t c = c0 + i;
+            const float m = mean[c], is = istd[c];
+            sdyx[i] *= is;   /* sum of dy xhat */
+            l->gb[c] = (float)sdy[i];
+            l->gw[c] = (float)sdyx[i];
+            /* dx = k (dy - a - xhat b) with k = gamma is, a = sdy / M, b = sdyx / M,
+             * xhat = (x - m) is: dx = k dy + q x + r */
+            const double kk = (double)l->w[c] * is, a = sdy[i] / (double)M, b = sdyx[i] / (double)M;
+            k[i] = (float)kk;
+            q[i] = (float)(-kk * is * b);
+            r[i] = (float)(-kk * a + kk * is * b * m);
         }
-        sdyx *= is;   /* sum of dy xhat */
-        l->gb[c] = (float)sdy;
-        l->gw[c] = (float)sdyx;
         if (!j->dx) continue;
-        /* dx = k (dy - a - xhat b) with k = gamma is, a = sdy / M, b = sdyx / M,
-         * xhat = (x - m) is: dx = k dy + q x + r */
-        const double k = (double)l->w[c] * is, a = sdy / (double)M, b = sdyx / (double)M;
-        const float q = (float)(-k * is * b), r = (float)(-k * a + k * is * b * m);
-        for (int n = 0; n < j->batch; n++) {
-            size_t o = ((size_t)n * C + c) * hw;
-            dcz_vlincomb(j->dx + o, j->dy + o, j->x + o, (float)k, q, r, hw);
-        }
+        for (int n = 0; n < j->batch; n++)
+            for (size_t i = 0; i < nb; i++) {
+                const size_t o = ((size_t)n * C + c0 + i) * hw;
+                dcz_vlincomb(j->dx + o, j->dy + o, j->x + o, k[i], q[i], r[i], hw);
+            }
     }
 }
 

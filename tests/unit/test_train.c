@@ -1310,15 +1310,19 @@ static void test_conv_depthwise(void)
     }
 }
 
-/* A depthwise convolution's passes by planes (AVX-512) against its taps
- * alone, bit for bit: outputs, weight and bias gradients, input gradient;
- * strides 1 and 2 (apart across and down), padding 0 to 3, multipliers 1
- * to 3, windows 1x1 to 7x7 and 3x1, rows of one to three vectors, and
- * geometries the planes leave to the taps (a row past 128 columns, a
- * window of 9 columns). Random inputs and gradients, an infinite weight
- * at a corner tap (where a tap reads padding, its product must not be
- * taken), a NaN among the inputs, and NaN in the input gradient's buffers
- * beforehand (every pixel must be written). */
+/* A depthwise convolution's passes by planes or by lanes (AVX-512)
+ * against its taps alone, bit for bit: outputs, weight and bias
+ * gradients, input gradient; strides 1 and 2 (apart across and down),
+ * padding 0 to 3, multipliers 1 to 3, windows 1x1 to 7x7 and 3x1, rows of
+ * one to three vectors, rows of 4 to 7 outputs over up to 48 channels
+ * (the lanes: at one thread a slot takes every chunk, whole and partial
+ * ones, at three each its share), and geometries the planes leave to the
+ * taps (a row past 128 columns, a window of 9 columns). Random inputs and
+ * gradients, an infinite weight at a corner tap (where a tap reads
+ * padding, its product must not be taken), a NaN among the inputs, and
+ * NaN in the input gradient's buffers beforehand (every pixel must be
+ * written); the backward pass once more without the input gradient (a
+ * network's first layer), its weight and bias gradients the same. */
 static void test_depthwise_planes(void)
 {
     static const struct { int c, h, w, m, kh, kw, sh, sw, ph, pw, batch; } g[] = {
@@ -1328,8 +1332,16 @@ static void test_depthwise_planes(void)
         { 2, 8, 9, 1, 3, 3, 2, 1, 1, 1, 2 },   { 2, 9, 8, 1, 3, 3, 1, 2, 1, 1, 2 },
         { 2, 4, 140, 1, 3, 3, 1, 1, 1, 1, 1 }, { 2, 5, 12, 1, 9, 9, 1, 1, 4, 4, 1 },
         { 2, 16, 16, 1, 1, 1, 1, 1, 0, 0, 2 },
+        /* rows of at most 7 columns, a multiplier of 1: the lane form, in
+         * chunks of 32 channels (at one thread 40: 32 then 8, 48: 32
+         * then 16) */
+        { 40, 7, 7, 1, 3, 3, 2, 2, 1, 1, 2 },  { 48, 7, 7, 1, 3, 3, 1, 1, 1, 1, 3 },
+        { 20, 7, 7, 1, 5, 5, 1, 1, 2, 2, 2 },  { 17, 4, 4, 1, 3, 3, 1, 1, 1, 1, 2 },
+        { 33, 9, 6, 1, 3, 3, 2, 1, 0, 1, 2 },
     };
-    for (size_t k = 0; k < sizeof g / sizeof g[0]; k++) {
+    for (size_t run = 0; run < 2 * (sizeof g / sizeof g[0]); run++) {
+        const size_t k = run / 2;
+        dcz_train_set_threads(run % 2 ? 3 : 1);   /* before the reserve: the scratch's slots */
         const dcz_tlayer proto = { .op = DCZ_OP_CONV2D, .out_c = g[k].c * g[k].m, .kh = g[k].kh, .kw = g[k].kw,
                                    .sh = g[k].sh, .sw = g[k].sw, .ph = g[k].ph, .pw = g[k].pw, .group = g[k].c };
         dcz_net *net = build_net(&proto, 1, g[k].c, g[k].h, g[k].w, 90 + k);
@@ -1339,8 +1351,8 @@ static void test_depthwise_planes(void)
         const int B = g[k].batch;
         const size_t nx = (size_t)B * l->in, ny = (size_t)B * l->out, nw = dcz_tlayer_nweights(l);
         float *x = malloc(nx * sizeof *x), *dy = malloc(ny * sizeof *dy), *y = malloc(2 * ny * sizeof *y);
-        float *dx = malloc(2 * nx * sizeof *dx), *gw = malloc(2 * nw * sizeof *gw);
-        float *gb = malloc(2 * (size_t)l->out_c * sizeof *gb);
+        float *dx = malloc(2 * nx * sizeof *dx), *gw = malloc(3 * nw * sizeof *gw);
+        float *gb = malloc(3 * (size_t)l->out_c * sizeof *gb);
         REQUIRE(x && dy && y && dx && gw && gb, "alloc");
         dcz_rng r;
         dcz_rng_seed(&r, 100 + k);
@@ -1356,14 +1368,19 @@ static void test_depthwise_planes(void)
         dcz_depthwise_backward_ref(l, x, dy, dx, B);
         l->gw = gw + nw, l->gb = gb + l->out_c;
         dcz_conv_backward(l, x, dy, dx + nx, B, net->work, net->work_floats);
+        l->gw = gw + 2 * nw, l->gb = gb + 2 * l->out_c;
+        dcz_conv_backward(l, x, dy, NULL, B, net->work, net->work_floats);
         l->gw = lgw, l->gb = lgb;
         const size_t oy = bits_apart(y, y + ny, ny), ox = bits_apart(dx, dx + nx, nx);
         const size_t ow = bits_apart(gw, gw + nw, nw), ob = bits_apart(gb, gb + l->out_c, (size_t)l->out_c);
-        CHECK(oy + ox + ow + ob == 0, "geometry %zu: outputs %zu of %zu, dx %zu of %zu, gw %zu of %zu, gb %zu "
-              "not the taps' bits", k, oy, ny, ox, nx, ow, nw, ob);
+        const size_t ow2 = bits_apart(gw, gw + 2 * nw, nw), ob2 = bits_apart(gb, gb + 2 * l->out_c, (size_t)l->out_c);
+        CHECK(oy + ox + ow + ob + ow2 + ob2 == 0, "geometry %zu at %d thread(s): outputs %zu of %zu, dx %zu of %zu, "
+              "gw %zu of %zu, gb %zu (without dx: gw %zu, gb %zu) not the taps' bits", k, run % 2 ? 3 : 1, oy, ny, ox,
+              nx, ow, nw, ob, ow2, ob2);
         free(x), free(dy), free(y), free(dx), free(gw), free(gb);
         dcz_net_free(net);
     }
+    dcz_train_set_threads(2);
 }
 
 static void test_gradcheck_conv(void)
