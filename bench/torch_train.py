@@ -12,6 +12,13 @@ The same networks, data and settings as `dcz train --arch ARCH`:
           residual block: conv 3x3 (stride s), batch norm, ReLU, conv 3x3,
           batch norm, plus the input, or its 1x1 convolution of stride s and
           batch norm when the shape changes; then ReLU);
+  mobilenetv2  the MobileNetV2-style preset
+          cnn:c16k3-m16e1-m24s2-m24-m32s2-m32-m64s2-m64-m96-c256k1-gap-f10
+          (a stem conv 3x3, batch norm and ReLU; inverted residual blocks:
+          a 1x1 expansion by 6 (none for e1), a depthwise 3x3 (stride s),
+          a 1x1 projection, each with batch norm, ReLU6 after the first
+          two, plus the input where the shape stays; a 1x1 conv to 256,
+          batch norm, ReLU; global average pooling; fc 10);
   resnet18  torchvision's ResNet-18 with one output per class, on the
           RGB images of an image folder (DATA=ROOT: ROOT/train/CLASS/*, as
           bench/image_folder.py makes them, every image the same size);
@@ -74,6 +81,20 @@ class Residual(nn.Module):
         return self.relu(self.body(x) + (x if self.proj is None else self.proj(x)))
 
 
+class Inverted(nn.Module):
+    def __init__(self, cin, cout, stride, expand):
+        super().__init__()
+        mid = cin * expand
+        layers = [nn.Conv2d(cin, mid, 1), nn.BatchNorm2d(mid), nn.ReLU6()] if expand != 1 else []
+        layers += [nn.Conv2d(mid, mid, 3, stride, 1, groups=mid), nn.BatchNorm2d(mid), nn.ReLU6(),
+                   nn.Conv2d(mid, cout, 1), nn.BatchNorm2d(cout)]
+        self.body = nn.Sequential(*layers)
+        self.residual = stride == 1 and cin == cout
+
+    def forward(self, x):
+        return x + self.body(x) if self.residual else self.body(x)
+
+
 def images(root):
     """The images of ROOT/train/CLASS/* as floats in [0, 1] (N x 3 x H x W)
     and their class indices, the classes in name order (as dcz reads them)."""
@@ -106,7 +127,14 @@ def network(arch, classes=10):
         return nn.Sequential(
             *conv_bn_relu(1, 16), Residual(16, 16, 1), Residual(16, 32, 2), Residual(32, 64, 2),
             nn.AdaptiveAvgPool2d(1), nn.Flatten(), nn.Linear(64, 10))
-    raise SystemExit("torch_train: unknown architecture %r (lenet5, cnn, resnet or resnet18)" % arch)
+    if arch == "mobilenetv2":
+        blocks = [(16, 16, 1, 1), (16, 24, 2, 6), (24, 24, 1, 6), (24, 32, 2, 6), (32, 32, 1, 6),
+                  (32, 64, 2, 6), (64, 64, 1, 6), (64, 96, 1, 6)]
+        return nn.Sequential(
+            *conv_bn_relu(1, 16), *[Inverted(*b) for b in blocks],
+            nn.Conv2d(96, 256, 1), nn.BatchNorm2d(256), nn.ReLU(),
+            nn.AdaptiveAvgPool2d(1), nn.Flatten(), nn.Linear(256, 10))
+    raise SystemExit("torch_train: unknown architecture %r (lenet5, cnn, resnet, mobilenetv2 or resnet18)" % arch)
 
 
 def export(path, arch, classes, size):

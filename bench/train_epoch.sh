@@ -6,6 +6,7 @@
 #   LeNet-5                 one epoch (60,000 samples)
 #   the conv-heavy CNN      FRACTION of an epoch
 #   the ResNet-style preset FRACTION of an epoch
+#   the MobileNetV2-style preset  FRACTION of an epoch
 # then, where there is a GPU, the same on the GPU (dcz's trainer with
 # --device gpu next to PyTorch on CUDA, fp32 without TF32).
 # PyTorch is Debian's python3-torch (on a GPU machine, whichever python3
@@ -52,11 +53,13 @@ row() {
 row lenet5 "-e 1 -c 0" lenet5 1
 row cnn "-e 0 -c $fraction -a cnn:c32k3-c32k3-p2-c64k3-c64k3-p2-c128k3-gap-f10" cnn "$fraction"
 row resnet "-e 0 -c $fraction -a resnet" resnet "$fraction"
+row mobilenetv2 "-e 0 -c $fraction -a mobilenetv2" mobilenetv2 "$fraction"
 if nvidia-smi -L > /dev/null 2>&1; then
     echo "== on the GPU: $(nvidia-smi --query-gpu=name --format=csv,noheader | head -n 1)"
     row lenet5 "-e 1 -c 0" lenet5 1 cuda
     row cnn "-e 0 -c 1 -a cnn:c32k3-c32k3-p2-c64k3-c64k3-p2-c128k3-gap-f10" cnn 1 cuda
     row resnet "-e 0 -c 1 -a resnet" resnet 1 cuda
+    row mobilenetv2 "-e 0 -c 1 -a mobilenetv2" mobilenetv2 1 cuda
 else
     echo "GPU: SKIP (no NVIDIA GPU or driver here)"
 fi
