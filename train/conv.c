@@ -920,7 +920,7 @@ typedef struct dw_job {
     const float *x, *dy;   /* forward input, output gradient */
     float *y, *dx;         /* what the pass writes */
     float *work;           /* the lane form's scratch (dwl_slots_run) */
-    size_t slot, slots;    /* floats of a slot; slots the channels are cut in */
+    size_t slots;          /* the lane form's slots, the channels cut in */
 } dw_job;
 
 #if defined(__x86_64__)
@@ -975,18 +975,6 @@ static void depthwise_forward_part(void *ctx, size_t c0, size_t c1)
 }
 
 #if defined(__x86_64__)
-/* Slots of the lane form for j's layer in work_floats of scratch, or 0:
- * the planes (or, with ref, the reference planes). The one choice of both
- * passes between the lane form and the planes. */
-static size_t dwl_slots(const dw_job *j, size_t work_floats)
-{
-    const dcz_tlayer *l = j->l;
-    if (j->ref || !j->work || !dwl_fits(l)) return 0;
-    size_t n = work_floats / dwl_slot_floats(l), t = (size_t)dcz_train_threads();
-    if (n > t) n = t;
-    return n < (size_t)l->in_c ? n : (size_t)l->in_c;
-}
-
 /* Slots [k0, k1) of j, each its part of the channels in chunks of
  * DWL_CH: every chunk's weights (and bias) made pixels, then sample by
  * sample each chunk's input (and output gradient) transposed in, the
@@ -997,12 +985,12 @@ static void dwl_slots_run(const dw_job *j, size_t k0, size_t k1, int backward)
 {
     const dcz_tlayer *l = j->l;
     const size_t C = (size_t)l->in_c, hw = (size_t)l->in_h * l->in_w, ohw = (size_t)l->out_h * l->out_w;
-    const size_t taps = (size_t)l->kh * l->kw, per = DWL_CH * taps;
+    const size_t taps = (size_t)l->kh * l->kw, per = DWL_CH * taps, slot = dwl_slot_floats(l);
     dwl_cols cols;
     for (int kj = 0; kj < l->kw; kj++) valid_range(kj, l->in_w, l->out_w, l->sw, l->pw, &cols.lo[kj], &cols.hi[kj]);
     for (size_t k = k0; k < k1; k++) {
         const size_t cs = C * k / j->slots, ce = C * (k + 1) / j->slots, chunks = (ce - cs + DWL_CH - 1) / DWL_CH;
-        float *xT = j->work + k * j->slot, *yT = xT + DWL_CH * hw, *dxT = yT + DWL_CH * ohw;
+        float *xT = j->work + k * slot, *yT = xT + DWL_CH * hw, *dxT = yT + DWL_CH * ohw;
         float *wT = dxT + DWL_CH * hw, *gwT = wT + chunks * per, *bT = gwT + chunks * per;
         /* the lanes past a partial chunk's channels: zero weights */
         memset(wT, 0, chunks * (2 * per + DWL_CH) * sizeof *wT);
@@ -1051,18 +1039,32 @@ static void dwl_backward_slots(void *ctx, size_t k0, size_t k1)
 }
 #endif
 
+/* j's pass (backward or not) by the lane form, in work_floats of scratch,
+ * over as many slots as fit, threads and channels allow: 1, or 0 (nothing
+ * done) where the planes take it (or, with ref, the reference planes).
+ * The one choice of both passes between the lane form and the planes. */
+static int dwl_run(dw_job *j, size_t work_floats, int backward)
+{
+#if defined(__x86_64__)
+    const dcz_tlayer *l = j->l;
+    if (j->ref || !j->work || !dwl_fits(l)) return 0;
+    size_t n = work_floats / dwl_slot_floats(l), t = (size_t)dcz_train_threads();
+    if (n > t) n = t;
+    j->slots = n < (size_t)l->in_c ? n : (size_t)l->in_c;
+    if (!j->slots) return 0;
+    dcz_train_par(j->slots, 1, backward ? dwl_backward_slots : dwl_forward_slots, j);
+    return 1;
+#else
+    (void)j, (void)work_floats, (void)backward;
+    return 0;
+#endif
+}
+
 static void depthwise_forward(const dcz_tlayer *l, const float *x, float *y, int batch, int ref, float *work,
                               size_t work_floats)
 {
-    dw_job j = { .l = l, .batch = batch, .ref = ref, .x = x, .y = y, .work = work, .slot = dwl_slot_floats(l) };
-#if defined(__x86_64__)
-    if ((j.slots = dwl_slots(&j, work_floats)) > 0) {
-        dcz_train_par(j.slots, 1, dwl_forward_slots, &j);
-        return;
-    }
-#else
-    (void)work_floats;
-#endif
+    dw_job j = { .l = l, .batch = batch, .ref = ref, .x = x, .y = y, .work = work };
+    if (dwl_run(&j, work_floats, 0)) return;
     dcz_train_par((size_t)l->in_c, depthwise_grain(l, batch), depthwise_forward_part, &j);
 }
 
@@ -1109,16 +1111,8 @@ static void depthwise_backward_part(void *ctx, size_t c0, size_t c1)
 static void depthwise_backward(dcz_tlayer *l, const float *x, const float *dy, float *dx, int batch, int ref,
                                float *work, size_t work_floats)
 {
-    dw_job j = { .l = l, .batch = batch, .ref = ref, .x = x, .dy = dy, .dx = dx, .work = work,
-                 .slot = dwl_slot_floats(l) };
-#if defined(__x86_64__)
-    if ((j.slots = dwl_slots(&j, work_floats)) > 0) {
-        dcz_train_par(j.slots, 1, dwl_backward_slots, &j);
-        return;
-    }
-#else
-    (void)work_floats;
-#endif
+    dw_job j = { .l = l, .batch = batch, .ref = ref, .x = x, .dy = dy, .dx = dx, .work = work };
+    if (dwl_run(&j, work_floats, 1)) return;
     dcz_train_par((size_t)l->in_c, depthwise_grain(l, batch), depthwise_backward_part, &j);
 }
 
