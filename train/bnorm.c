@@ -11,15 +11,21 @@
  * recomputed from x. Sums run in float within a sample's plane (16
  * partial sums, vec.c) and in double across samples.
  *
- * A RELU that alone reads the output is applied here as the output is
- * written, into the buffer the RELU's output shares, and its forward pass
- * skipped (relu_after, set by dcz_net_reserve). The backward passes need
- * no values before the ReLU (the RELU masks its gradient by its output,
- * this layer recomputes xhat from x). On a Xeon at 2 threads: a twentieth
- * of an epoch of the conv-heavy CNN 3.19 -> 2.87 s, a tenth of the
- * ResNet-style preset 4.20 -> 4.02 s. Masking the RELU's gradient here too
- * (its pass skipped, the two gradients in one buffer) gained nothing
- * (2.89 against 2.92 s): the sums and dx then read the output as well.
+ * A RELU or a CLIP that alone reads the output is applied here as the
+ * output is written, into the buffer the activation's output shares, and
+ * its forward pass skipped (act_after, set by dcz_net_reserve). The
+ * backward passes need no values before it: the RELU masks its gradient
+ * by its output, the CLIP by its input lo < x < hi, which holds of the
+ * clipped values exactly where it holds of x (clip(x) > lo iff x > lo,
+ * NaN neither), and this layer recomputes xhat from x. On a Xeon at 2
+ * threads: a twentieth of an epoch of the conv-heavy CNN 3.19 -> 2.87 s,
+ * a tenth of the ResNet-style preset 4.20 -> 4.02 s. Masking the RELU's
+ * gradient here too (its pass skipped, the two gradients in one buffer)
+ * gained nothing (2.89 against 2.92 s): the sums and dx then read the
+ * output as well. The CLIP (ReLU6) on an AMD EPYC (Zen 4), alternated runs
+ * of a twentieth of an epoch of the MobileNetV2-style preset, whose ReLU6s
+ * all follow batch norms: 6.10-6.72 -> 5.81-6.00 s at one thread,
+ * 4.03-4.38 -> 3.79-4.30 s at two.
  *
  * Checked by tests/unit/test_train.c (finite differences of the training
  * loss, folding into the previous layer, the fused ReLU against the two
@@ -32,11 +38,12 @@
 
 #include "train/internal.h"
 
-/* The output of a plane: y = x scale + shift, through the ReLU after the
- * layer where it applies it (relu_after). */
+/* The output of a plane: y = x scale + shift, through the activation
+ * after the layer where it applies it (act_after). */
 static void affine_out(const dcz_tlayer *l, float *y, const float *x, float scale, float shift, size_t n)
 {
-    if (l->relu_after) dcz_vaffine_relu(y, x, scale, shift, n);
+    if (l->act_after == DCZ_OP_RELU) dcz_vaffine_relu(y, x, scale, shift, n);
+    else if (l->act_after == DCZ_OP_CLIP) dcz_vaffine_clip(y, x, scale, shift, l->act_lo, l->act_hi, n);
     else dcz_vaffine(y, x, scale, shift, n);
 }
 

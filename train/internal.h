@@ -317,6 +317,10 @@ typedef struct dcz_vec_ops {
     void (*affine)(float *restrict d, const float *restrict s, float a, float b, size_t n); /* s a + b */
     /* max(s a + b, 0), 0 for NaN */
     void (*affine_relu)(float *restrict d, const float *restrict s, float a, float b, size_t n);
+    /* s a + b clipped to [lo, hi] as the runtime's CLIP clips it: t = hi < v
+     * ? hi : v, then lo > t ? lo : t (NaN stays NaN) */
+    void (*affine_clip)(float *restrict d, const float *restrict s, float a, float b, float lo, float hi,
+                        size_t n);
     /* d = g p + x q + r */
     void (*lincomb)(float *restrict d, const float *restrict g, const float *restrict x, float p, float q,
                     float r, size_t n);
@@ -423,6 +427,11 @@ static inline void dcz_vaxpy(float *restrict d, const float *restrict s, float a
 static inline void dcz_vaffine_relu(float *restrict d, const float *restrict s, float a, float b, size_t n)
 {
     dcz_vec()->affine_relu(d, s, a, b, n);
+}
+static inline void dcz_vaffine_clip(float *restrict d, const float *restrict s, float a, float b, float lo,
+                                    float hi, size_t n)
+{
+    dcz_vec()->affine_clip(d, s, a, b, lo, hi, n);
 }
 static inline void dcz_vrelu(float *restrict d, const float *restrict s, size_t n) { dcz_vec()->relu(d, s, n); }
 static inline void dcz_vrelu_grad(float *restrict d, const float *restrict g, const float *restrict y, size_t n)

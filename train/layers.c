@@ -264,7 +264,7 @@ static void bwd_conv(dcz_net *net, dcz_tlayer *l, const float *const *xs, const 
 static void fwd_relu(dcz_net *net, dcz_tlayer *l, const float *const *xs, float *y, int batch,
                      unsigned flags)
 {
-    if (l->relu_fused) return;   /* the batch norm before wrote it (bnorm.c) */
+    if (l->act_fused) return;   /* the batch norm before wrote it (bnorm.c) */
     dcz_vrelu(y, xs[0], (size_t)batch * (size_t)l->out);
 }
 
@@ -434,6 +434,7 @@ static void bwd_gather(dcz_net *net, dcz_tlayer *l, const float *const *xs, cons
 static void fwd_activation(dcz_net *net, dcz_tlayer *l, const float *const *xs, float *y, int batch,
                            unsigned flags)
 {
+    if (l->act_fused) return;   /* a CLIP the batch norm before wrote (bnorm.c) */
     dcz_activation((uint16_t)l->op, l->param, xs[0], (size_t)batch * (size_t)l->out, y);
 }
 

@@ -56,7 +56,7 @@ static void free_acts(dcz_net *net)
 {
     if (net->act)
         for (int i = 0; i <= net->nlayers; i++)
-            if (i == 0 || !net->layers[i - 1].relu_fused) free(net->act[i]);   /* not a fused ReLU's alias */
+            if (i == 0 || !net->layers[i - 1].act_fused) free(net->act[i]);   /* not a fused activation's alias */
     if (net->dact)
         for (int i = 0; i <= net->nlayers; i++) free(net->dact[i]);
     free(net->act);
@@ -575,22 +575,31 @@ static dcz_status reserve_caches(dcz_net *net)
     return DCZ_OK;
 }
 
-/* A BATCHNORM whose output a RELU alone reads (a RELU before the last
- * layer) applies the ReLU itself and the RELU's output aliases its own
- * (bnorm.c): sets relu_after and relu_fused, clears them elsewhere. */
-static void fuse_bn_relu(dcz_net *net)
+/* A BATCHNORM whose output a RELU or a CLIP alone reads (one before the
+ * last layer) applies the activation itself and the activation's output
+ * aliases its own (bnorm.c): sets act_after and act_fused, clears them
+ * elsewhere. */
+static void fuse_bn_act(dcz_net *net)
 {
-    for (int i = 0; i < net->nlayers; i++) net->layers[i].relu_after = net->layers[i].relu_fused = 0;
+    for (int i = 0; i < net->nlayers; i++) {
+        net->layers[i].act_after = 0;
+        net->layers[i].act_fused = 0;
+    }
     for (int i = 1; i < net->nlayers - 1; i++) {
         dcz_tlayer *r = &net->layers[i];
         const uint32_t t = r->tin[0];   /* the tensor it reads: layer t - 1's output */
-        if (r->op != DCZ_OP_RELU || r->nin != 1 || t == 0 || net->layers[t - 1].op != DCZ_OP_BATCHNORM) continue;
+        if ((r->op != DCZ_OP_RELU && r->op != DCZ_OP_CLIP) || r->nin != 1 || t == 0 ||
+            net->layers[t - 1].op != DCZ_OP_BATCHNORM)
+            continue;
         int readers = 0;
         for (int j = 0; j < net->nlayers; j++)
             for (uint32_t k = 0; k < net->layers[j].nin; k++) readers += net->layers[j].tin[k] == t;
         if (readers != 1) continue;
-        net->layers[t - 1].relu_after = 1;
-        r->relu_fused = 1;
+        dcz_tlayer *bn = &net->layers[t - 1];
+        bn->act_after = (uint16_t)r->op;
+        bn->act_lo = r->op == DCZ_OP_CLIP ? r->param[0] : 0.0f;
+        bn->act_hi = r->op == DCZ_OP_CLIP ? r->param[1] : 0.0f;
+        r->act_fused = 1;
     }
 }
 
@@ -601,11 +610,11 @@ dcz_status dcz_net_reserve(dcz_net *net, int batch, int train)
         net->act = calloc((size_t)net->nlayers + 1, sizeof *net->act);
         net->dact = calloc((size_t)net->nlayers + 1, sizeof *net->dact);
         if (!net->act || !net->dact) goto nomem;
-        fuse_bn_relu(net);
+        fuse_bn_act(net);
         for (int i = 0; i <= net->nlayers; i++) {
             size_t dim = (size_t)act_dim(net, i);
             if ((size_t)batch > SIZE_MAX / sizeof(float) / dim) goto nomem;
-            if (i > 0 && net->layers[i - 1].relu_fused) {   /* the batch norm's output, ReLU applied */
+            if (i > 0 && net->layers[i - 1].act_fused) {   /* the batch norm's output, activation applied */
                 net->act[i] = net->act[net->layers[i - 1].tin[0]];
                 continue;
             }

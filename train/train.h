@@ -316,10 +316,14 @@ typedef struct dcz_tlayer {
                              DROPOUT uint8 mask (batch, in). Sized with
                              net->act. */
     size_t cache_bytes;
-    /* BATCHNORM whose output a RELU alone reads: the batch norm applies the
-     * ReLU as it writes, and the RELU's output is the same buffer, which it
-     * leaves as it is (dcz_net_reserve sets both; relu_fused on the RELU) */
-    uint8_t relu_after, relu_fused;
+    /* BATCHNORM whose output a RELU or a CLIP alone reads: the batch norm
+     * applies it as it writes (act_after: its op, act_lo and act_hi the
+     * CLIP's bounds), and the activation's output is the same buffer,
+     * which it leaves as it is (dcz_net_reserve sets them; act_fused on
+     * the activation) */
+    uint16_t act_after;
+    uint8_t act_fused;
+    float act_lo, act_hi;
     /* Sparse variational dropout (prune/variational.c), while it trains a
      * DENSE layer; NULL otherwise, and never owned by the layer: the log
      * variance of each weight's Gaussian noise, log sigma^2 (rows, cols),

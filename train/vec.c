@@ -102,6 +102,15 @@ static void affine_relu_ref(float *restrict d, const float *restrict s, float a,
     }
 }
 
+static void affine_clip_ref(float *restrict d, const float *restrict s, float a, float b, float lo, float hi,
+                            size_t n)
+{
+    for (size_t j = 0; j < n; j++) {
+        const float v = s[j] * a + b, t = hi < v ? hi : v;
+        d[j] = lo > t ? lo : t;
+    }
+}
+
 static void relu_ref(float *restrict d, const float *restrict s, size_t n)
 {
     for (size_t j = 0; j < n; j++) d[j] = s[j] > 0.0f ? s[j] : 0.0f;
@@ -134,7 +143,7 @@ static void sum2_ref(float *restrict d, const float *a, const float *b, size_t n
 
 /* add, affine, lincomb and axpy: internal.h's, which also run inline */
 static const dcz_vec_ops ops_ref = {
-    sum_ref, dot_ref, sumsq_dev_ref, sums_grad_ref, dcz_vaffine_ref, affine_relu_ref,
+    sum_ref, dot_ref, sumsq_dev_ref, sums_grad_ref, dcz_vaffine_ref, affine_relu_ref, affine_clip_ref,
     dcz_vlincomb_ref, relu_ref, relu_grad_ref, clip_grad_ref, dcz_vadd_ref, sum2_ref, dcz_vaxpy_ref,
 };
 
@@ -171,6 +180,8 @@ static inline __m256i first8__avx2(int c)
 #define VMUL(a, b) _mm512_mul_ps(a, b)
 /* maxps gives its second operand where either is NaN, and for two zeros */
 #define VMAX0(v) _mm512_max_ps(v, _mm512_setzero_ps())
+/* minps(hi, v) = hi < v ? hi : v, maxps(lo, t) = lo > t ? lo : t */
+#define VCLIP(v, lo, hi) _mm512_max_ps(lo, _mm512_min_ps(hi, v))
 #define VPOS(y, g) _mm512_maskz_mov_ps(_mm512_cmp_ps_mask(y, _mm512_setzero_ps(), _CMP_GT_OQ), g)
 #define VBAND(x, lo, hi, g) \
     _mm512_maskz_mov_ps(_mm512_cmp_ps_mask(x, lo, _CMP_GT_OQ) & _mm512_cmp_ps_mask(x, hi, _CMP_LT_OQ), g)
@@ -191,6 +202,7 @@ static inline __m256i first8__avx2(int c)
 #define VSUB(a, b) _mm256_sub_ps(a, b)
 #define VMUL(a, b) _mm256_mul_ps(a, b)
 #define VMAX0(v) _mm256_max_ps(v, _mm256_setzero_ps())
+#define VCLIP(v, lo, hi) _mm256_max_ps(lo, _mm256_min_ps(hi, v))
 #define VPOS(y, g) _mm256_and_ps(_mm256_cmp_ps(y, _mm256_setzero_ps(), _CMP_GT_OQ), g)
 #define VBAND(x, lo, hi, g) \
     _mm256_and_ps(_mm256_and_ps(_mm256_cmp_ps(x, lo, _CMP_GT_OQ), _mm256_cmp_ps(x, hi, _CMP_LT_OQ)), g)

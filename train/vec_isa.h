@@ -11,6 +11,8 @@
  *                  dcz_vec_tree16 adds them
  *   VMAX0(v)       v where v > 0, else +0 (NaN: +0), as the references'
  *                  v > 0.0f ? v : 0.0f
+ *   VCLIP(v, lo, hi)  v clipped as the references' t = hi < v ? hi : v,
+ *                  lo > t ? lo : t (vectors lo, hi)
  *   VPOS(y, g)     g where y > 0, else +0
  *   VBAND(x, lo, hi, g)  g where lo < x < hi (vectors), else +0
  * and undefined again at its end.
@@ -121,6 +123,18 @@ TGT static void NAME(affine_relu)(float *restrict d, const float *restrict s, fl
     }
 }
 
+TGT static void NAME(affine_clip)(float *restrict d, const float *restrict s, float a, float b, float lo, float hi,
+                                  size_t n)
+{
+    const V va = VSET1(a), vb = VSET1(b), vlo = VSET1(lo), vhi = VSET1(hi);
+    size_t j = 0;
+    for (; j + L <= n; j += L) VSTORE(d + j, VCLIP(VADD(VMUL(VLOAD(s + j), va), vb), vlo, vhi));
+    for (; j < n; j++) {
+        const float v = s[j] * a + b, t = hi < v ? hi : v;
+        d[j] = lo > t ? lo : t;
+    }
+}
+
 TGT static void NAME(lincomb)(float *restrict d, const float *restrict g, const float *restrict x, float p,
                               float q, float r, size_t n)
 {
@@ -180,7 +194,7 @@ TGT static void NAME(axpy)(float *restrict d, const float *restrict s, float a, 
 }
 
 static const dcz_vec_ops NAME(ops) = {
-    NAME(sum), NAME(dot), NAME(sumsq_dev), NAME(sums_grad), NAME(affine), NAME(affine_relu),
+    NAME(sum), NAME(dot), NAME(sumsq_dev), NAME(sums_grad), NAME(affine), NAME(affine_relu), NAME(affine_clip),
     NAME(lincomb), NAME(relu), NAME(relu_grad), NAME(clip_grad), NAME(add), NAME(sum2), NAME(axpy),
 };
 
@@ -200,6 +214,7 @@ static const dcz_vec_ops NAME(ops) = {
 #undef VSUB
 #undef VMUL
 #undef VMAX0
+#undef VCLIP
 #undef VPOS
 #undef VBAND
 #undef VLOAD_PART

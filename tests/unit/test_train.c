@@ -1748,49 +1748,72 @@ static void test_gradcheck_batchnorm(void)
     dcz_net_free(net);
 }
 
-/* A ReLU that alone reads a batch norm's output is applied by the batch
- * norm (bnorm.c): the two share a buffer, whose values are the batch
- * norm's output run alone then ReLU'd, bit for bit; a batch norm read by
+/* A ReLU or a Clip that alone reads a batch norm's output is applied by
+ * the batch norm (bnorm.c): the two share a buffer, whose values are the
+ * batch norm's output run alone then ReLU'd or clipped by the runtime's
+ * CLIP, bit for bit; the Clip's gradient, masked by the clipped values it
+ * then reads, is its mask of the values before it, bit for bit, and the
+ * fused net passes the finite-difference check; a batch norm read by
  * another layer too keeps its ReLU apart. */
 static void test_bn_relu_fused(void)
 {
-    dcz_tlayer a[] = { CONV(5, 3, 3, 1, 1), SIMPLE(DCZ_OP_BATCHNORM), SIMPLE(DCZ_OP_RELU),
-                       SIMPLE(DCZ_OP_GLOBAL_AVGPOOL), FC(3) };
-    dcz_net *net = build_net(a, 5, 2, 6, 7, 41);
-    REQUIRE(net, "build conv bn relu");
-    enum { B = 6 };
-    float x[B * 2 * 6 * 7];
-    uint8_t y[B];
-    random_batch(net, B, x, y, 43);
-    REQUIRE_OK(dcz_net_grad(net, x, y, B, NULL), "grad");
-    dcz_tlayer *bn = &net->layers[1];
-    CHECK(bn->relu_after && net->layers[2].relu_fused && net->act[3] == net->act[2], "fused: %d %d",
-          bn->relu_after, net->layers[2].relu_fused);
-    const size_t n = (size_t)B * (size_t)bn->out;
-    float *apart = malloc(n * sizeof *apart);
-    REQUIRE(apart, "alloc");
-    bn->relu_after = 0;   /* the batch norm alone, then the ReLU: the same statistics of the same batch */
-    dcz_bn_forward(bn, net->act[1], apart, B, 1);
-    bn->relu_after = 1;
-    size_t zeros = 0, bad = 0;
-    for (size_t i = 0; i < n; i++) {
-        apart[i] = apart[i] > 0.0f ? apart[i] : 0.0f;
-        bad += memcmp(&apart[i], &net->act[2][i], sizeof(float)) != 0;
-        zeros += apart[i] == 0.0f;
+    for (int clip = 0; clip < 2; clip++) {
+        const float lo = -0.2f, hi = 0.3f;   /* a Clip that cuts both sides of the batch's values */
+        dcz_tlayer act = clip ? (dcz_tlayer){ .op = DCZ_OP_CLIP, .param = { lo, hi } }
+                              : (dcz_tlayer)SIMPLE(DCZ_OP_RELU);
+        dcz_tlayer a[] = { CONV(5, 3, 3, 1, 1), SIMPLE(DCZ_OP_BATCHNORM), act, SIMPLE(DCZ_OP_GLOBAL_AVGPOOL),
+                           FC(3) };
+        dcz_net *net = build_net(a, 5, 2, 6, 7, 41);
+        REQUIRE(net, "build conv bn %s", clip ? "clip" : "relu");
+        enum { B = 6 };
+        float x[B * 2 * 6 * 7];
+        uint8_t y[B];
+        random_batch(net, B, x, y, 43);
+        REQUIRE_OK(dcz_net_grad(net, x, y, B, NULL), "grad");
+        dcz_tlayer *bn = &net->layers[1];
+        const uint16_t op = clip ? DCZ_OP_CLIP : DCZ_OP_RELU;
+        CHECK(bn->act_after == op && net->layers[2].act_fused && net->act[3] == net->act[2], "fused: %u %d",
+              bn->act_after, net->layers[2].act_fused);
+        const size_t n = (size_t)B * (size_t)bn->out;
+        float *apart = malloc(n * sizeof *apart), *after = malloc(n * sizeof *after);
+        float *dy = malloc(n * sizeof *dy), *g0 = malloc(n * sizeof *g0), *g1 = malloc(n * sizeof *g1);
+        REQUIRE(apart && after && dy && g0 && g1, "alloc");
+        bn->act_after = 0;   /* the batch norm alone, then the activation: the same statistics of the same batch */
+        dcz_bn_forward(bn, net->act[1], apart, B, 1);
+        bn->act_after = op;
+        const float param[2] = { lo, hi };
+        if (clip) dcz_activation_ref(DCZ_OP_CLIP, param, apart, n, after);
+        else
+            for (size_t i = 0; i < n; i++) after[i] = apart[i] > 0.0f ? apart[i] : 0.0f;
+        size_t cut = 0, bad = 0;
+        for (size_t i = 0; i < n; i++) {
+            bad += memcmp(&after[i], &net->act[2][i], sizeof(float)) != 0;
+            cut += after[i] != apart[i];
+            dy[i] = (float)((i * 7919) % 13) - 6.0f;
+        }
+        CHECK(bad == 0 && cut > n / 10 && cut < n - n / 10, "%s: %zu of %zu values differ (%zu cut)",
+              clip ? "clip" : "relu", bad, n, cut);
+        if (clip) {   /* the mask by the clipped values is the mask by the values before */
+            dcz_vclip_grad(g0, dy, apart, lo, hi, n);
+            dcz_vclip_grad(g1, dy, net->act[2], lo, hi, n);
+            CHECK(memcmp(g0, g1, n * sizeof *g0) == 0, "the clip's gradient by its clipped input differs");
+            gradcheck_net(net, 3, 40, 45, "batch norm with its clip fused");
+        }
+        free(apart); free(after); free(dy); free(g0); free(g1);
+        dcz_net_free(net);
     }
-    CHECK(bad == 0 && zeros > n / 10 && zeros < n - n / 10, "%zu of %zu values differ (%zu ReLU zeros)", bad, n,
-          zeros);
-    free(apart);
-    dcz_net_free(net);
 
     /* the batch norm's output also read by the ADD: no fusion */
     dcz_tlayer b[] = { CONV(4, 3, 3, 1, 1), SIMPLE(DCZ_OP_BATCHNORM), SIMPLE(DCZ_OP_RELU),
                        { .op = DCZ_OP_ADD, .nin = 2, .tin = { 3, 2 } }, SIMPLE(DCZ_OP_GLOBAL_AVGPOOL), FC(3) };
-    net = build_net(b, 6, 2, 6, 7, 47);
+    enum { B = 6 };
+    float x[B * 2 * 6 * 7];
+    uint8_t y[B];
+    dcz_net *net = build_net(b, 6, 2, 6, 7, 47);
     REQUIRE(net, "build bn read twice");
     random_batch(net, B, x, y, 49);
     REQUIRE_OK(dcz_net_grad(net, x, y, B, NULL), "grad");
-    CHECK(!net->layers[1].relu_after && !net->layers[2].relu_fused && net->act[3] != net->act[2],
+    CHECK(!net->layers[1].act_after && !net->layers[2].act_fused && net->act[3] != net->act[2],
           "a batch norm read twice fused its ReLU");
     gradcheck_net(net, 3, 40, 51, "batch norm read by a ReLU and an Add");
     dcz_net_free(net);
@@ -2744,9 +2767,9 @@ static void test_vec_isas(void)
                 bad += !same_bits(s0, s1) + !same_bits(g0, g1);
                 /* element-wise: each into d0 by the version, d1 by the
                  * reference, from the same start (d += ... reads it) */
-                for (int op = 0; op < 9; op++) {
+                for (int op = 0; op < 11; op++) {
                     for (size_t i = 0; i < N; i++) d0[i] = d1[i] = c[i];
-                    if (op == 4 || op == 5 || op == 8) /* the ReLUs, Clip: special values among the inputs */
+                    if (op == 4 || op == 5 || op >= 8) /* the ReLUs, Clip: special values among the inputs */
                         for (size_t i = 0; i < n; i += 5) a[off + i] = special[(i / 5) % SPECIAL];
                     const dcz_vec_ops *w[2] = { o, ref };
                     float *dst[2] = { d0 + off, d1 + off };
@@ -2759,7 +2782,9 @@ static void test_vec_isas(void)
                         case 5: w[k]->relu_grad(dst[k], y, x, n); break;
                         case 6: w[k]->sum2(dst[k], x, y, n); break;
                         case 7: w[k]->axpy(dst[k], x, q, n); break;
-                        default: w[k]->clip_grad(dst[k], y, x, -0.25f, 0.5f, n); break;
+                        case 8: w[k]->clip_grad(dst[k], y, x, -0.25f, 0.5f, n); break;
+                        case 9: w[k]->affine_clip(dst[k], x, p, t, -0.25f, 0.5f, n); break;
+                        default: w[k]->affine_clip(dst[k], x, p, -0.0f, 0.0f, 6.0f, n); break;   /* -0 kept */
                     }
                     for (size_t i = 0; i < N; i++)
                         if (!same_bits(d0[i], d1[i])) {

@@ -363,7 +363,7 @@ static void test_batchnorm(void)
         memcpy(run_mean, l->run_mean, sizeof run_mean);
         memcpy(run_var, l->run_var, sizeof run_var);
         REQUIRE(step(net, 8 + relu), "step");
-        CHECK(l->relu_after == relu, "relu applied by the batch norm: %d", l->relu_after);
+        CHECK((l->act_after == DCZ_OP_RELU) == relu, "relu applied by the batch norm: %u", l->act_after);
         const float *x = net->act[1], *cache = l->cache;
         const float mom = l->bn_momentum;
         float mean[5], istd[5], unb[5], want_rm[5], want_rv[5], want_gw[5], want_gb[5];
