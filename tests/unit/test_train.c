@@ -1169,27 +1169,76 @@ static void test_conv_forward_direct(void)
 }
 
 /* The largest error, relative to 1 + |reference|, of dx (batch, in) from
- * dy (batch, out) against the adjoint of l's convolution in doubles. */
+ * dy (batch, out) against the adjoint of l's convolution in doubles (its
+ * groups: output o reads the inputs of its group, weights (out_c, in_c /
+ * G, kh, kw)). */
 static double input_grad_error(const dcz_tlayer *l, const float *dy, const float *dx, int batch)
 {
+    const int G = dcz_tlayer_groups(l), ig = l->in_c / G, og = l->out_c / G;
     double worst = 0;
     for (int n = 0; n < batch; n++)
         for (int i = 0; i < l->in_c; i++)
             for (int iy = 0; iy < l->in_h; iy++)
                 for (int ix = 0; ix < l->in_w; ix++) {
                     double want = 0;
-                    for (int o = 0; o < l->out_c; o++)
+                    for (int o = (i / ig) * og; o < (i / ig + 1) * og; o++)
                         for (int r = 0; r < l->kh; r++)
                             for (int c = 0; c < l->kw; c++) {
                                 const int oy = iy + l->ph - r, ox = ix + l->pw - c;
                                 if (oy < 0 || oy >= l->out_h || ox < 0 || ox >= l->out_w) continue;
-                                want += (double)l->w[((size_t)(o * l->in_c + i) * l->kh + r) * l->kw + c] *
+                                want += (double)l->w[((size_t)(o * ig + i % ig) * l->kh + r) * l->kw + c] *
                                         dy[(size_t)n * l->out + ((size_t)o * l->out_h + oy) * l->out_w + ox];
                             }
                     const double got = dx[(size_t)n * l->in + ((size_t)i * l->in_h + iy) * l->in_w + ix];
                     worst = fmax(worst, isnan(got) ? INFINITY : fabs(got - want) / (1 + fabs(want)));
                 }
     return worst;
+}
+
+/* A pointwise convolution's input gradient is a copy of the product's
+ * rows into dx, which is not zeroed first (conv.c, dx_copy_tile): against
+ * the adjoint in doubles, every entry written (dx starts as NaN), over
+ * planes a sample spans several tiles of (28 x 28 of 64 channels), one
+ * tile (14 x 14) and a tile several samples share (7 x 7, 4 x 4), one and
+ * two groups, at one and three threads (each thread its channels). */
+static void test_conv_pointwise_dx(void)
+{
+    static const struct { int c, h, w, oc, groups, batch; } g[] = {
+        { 64, 28, 28, 96, 1, 2 }, { 16, 14, 14, 24, 1, 3 }, { 24, 7, 7, 32, 2, 5 }, { 12, 4, 4, 8, 1, 9 },
+    };
+    for (size_t run = 0; run < 2 * (sizeof g / sizeof g[0]); run++) {
+        const size_t k = run / 2;
+        dcz_train_set_threads(run % 2 ? 3 : 1);   /* before the reserve: the scratch's slots */
+        const dcz_tlayer proto = { .op = DCZ_OP_CONV2D, .out_c = g[k].oc, .kh = 1, .kw = 1, .sh = 1, .sw = 1,
+                                   .group = g[k].groups };
+        dcz_net *net = build_net(&proto, 1, g[k].c, g[k].h, g[k].w, 110 + k);
+        REQUIRE(net, "geometry %zu: build failed", k);
+        REQUIRE(dcz_net_reserve(net, g[k].batch, 1) == DCZ_OK, "geometry %zu: reserve", k);
+        dcz_tlayer *l = &net->layers[0];
+        const size_t nx = (size_t)g[k].batch * l->in, ny = (size_t)g[k].batch * l->out;
+        float *x = malloc(nx * sizeof *x), *dy = malloc(ny * sizeof *dy), *dx = malloc(nx * sizeof *dx);
+        REQUIRE(x && dy && dx, "alloc");
+        dcz_rng r;
+        dcz_rng_seed(&r, 120 + k);
+        for (size_t i = 0; i < nx; i++) x[i] = dcz_rng_normal(&r);
+        for (size_t i = 0; i < ny; i++) dy[i] = dcz_rng_normal(&r);
+        for (size_t i = 0; i < nx; i++) dx[i] = NAN;
+        l->gw = malloc(dcz_tlayer_nweights(l) * sizeof(float));
+        l->gb = malloc((size_t)l->out_c * sizeof(float));
+        REQUIRE(l->gw && l->gb, "alloc");
+        dcz_conv_backward(l, x, dy, dx, g[k].batch, net->work, net->work_floats);
+        const double err = input_grad_error(l, dy, dx, g[k].batch);
+        CHECK(err < 1e-5, "geometry %zu (%d -> %d over %dx%d, %d groups, batch %d, %s): dx off the adjoint by %g", k,
+              g[k].c, g[k].oc, g[k].h, g[k].w, g[k].groups, g[k].batch, run % 2 ? "3 threads" : "1 thread", err);
+        free(l->gw);
+        free(l->gb);
+        l->gw = l->gb = NULL;
+        free(x);
+        free(dy);
+        free(dx);
+        dcz_net_free(net);
+    }
+    dcz_train_set_threads(1);
 }
 
 /* Floats of a and b (n each) whose bits differ. */
@@ -2952,6 +3001,7 @@ int main(void)
     RUN(test_fold_graph);
     RUN(test_gradcheck_batchnorm);
     RUN(test_bn_relu_fused);
+    RUN(test_conv_pointwise_dx);
     RUN(test_dropout);
     RUN(test_conv_masks_codebooks);
     RUN(test_weight_decay_scope);
