@@ -60,8 +60,8 @@
  * entries added, stored once (the ResNet-style preset's col2im took 10% of
  * a training run tap by tap, 3% by rows); at stride 2 tap by tap, each
  * tap's entries spread over even lanes by permutes. A pointwise layer's
- * (1 x 1 at stride 1, no padding: each pixel its one entry) is a copy of
- * each channel's rows into dx, not zeroed first (dx_copy_tile): on an AMD
+ * (1 x 1 at stride 1, no padding: each pixel its one entry) writes each
+ * channel's rows into dx, not zeroed first (dx_copy_tile): on an AMD
  * EPYC (Zen 4), a twentieth of an epoch of the MobileNetV2-style preset,
  * whose layers but the stem and the depthwise ones are pointwise, 6.12-6.49
  * -> 5.75-6.34 s at one thread (medians 6.33 and 5.92 of five alternated
@@ -1305,16 +1305,19 @@ static int pointwise(const dcz_tlayer *l)
 }
 
 /* col2im_tile of a pointwise layer (each pixel its one entry) into dx that
- * nothing before has written: a copy of each channel's rows. The columns'
- * product starts each sum at +0, and adding to +0 never makes -0, so
- * this writes the bits col2im adds to a zeroed dx. */
+ * nothing before has written: each channel's rows, each entry added to
+ * +0 as it is written (v 1 + 0, by the vector table: v 1 is v), so the
+ * bits col2im gives adding it to a zeroed dx (+0 + v is v but for v = -0,
+ * which a product whose fused multiply-adds underflow can give). */
 static void dx_copy_tile(const dcz_tlayer *l, const float *cols, size_t ld, int c0, int c1, tile b, float *dx)
 {
     const size_t per = (size_t)b.nr * (size_t)l->out_w, hw = (size_t)l->in_h * l->in_w;
     for (int i = 0; i < b.ns; i++)
-        for (int c = c0; c < c1; c++)
-            memcpy(dx + (size_t)(b.n0 + i) * l->in + (size_t)c * hw + (size_t)b.oh0 * l->in_w,
-                   cols + (size_t)(c - c0) * ld + (size_t)i * per, per * sizeof *dx);
+        for (int c = c0; c < c1; c++) {
+            float *d = dx + (size_t)(b.n0 + i) * l->in + (size_t)c * hw + (size_t)b.oh0 * l->in_w;
+            const float *s = cols + (size_t)(c - c0) * ld + (size_t)i * per;
+            dcz_vaffine(d, s, 1.0f, 0.0f, per);
+        }
 }
 
 /* Rows [r0, r1) of tile b's columns, cols (r1 - r0, b.T) with rows ld
@@ -1450,7 +1453,9 @@ void dcz_conv_forward(const dcz_tlayer *l, const float *x, float *y, int batch, 
  * (whole input channels when dx is wanted) and, for every tile in turn,
  * gathers dY (dy's part) into yt and transposed into dyT, builds its rows
  * of the columns, adds their part of gW^T = cols dY^T to gwt, and computes
- * their gradient dcols = W^T dY and adds it back into its channels of dx.
+ * their gradient dcols = W^T dY and adds it back into its channels of dx
+ * (a pointwise layer's, one entry a pixel, written, not added:
+ * dx_copy_tile).
  * Its rows of gW are gwt transposed. */
 static void backward_slots(void *ctx, size_t k0, size_t k1)
 {

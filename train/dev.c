@@ -18,8 +18,8 @@
  * one product over the batch's patches (im2col, the product, col2im for
  * the input's gradient), grouped and depthwise ones directly; every other
  * pass one body of train/cuda/tkern.h or runtime/cuda/gpu_elem.h an
- * element. Batch norm keeps no fused ReLU (the RELU after it runs as a
- * layer). Dropout draws its units from a key per layer and step
+ * element. Batch norm keeps no fused activation (a RELU or CLIP after it
+ * runs as a layer). Dropout draws its units from a key per layer and step
  * (dcz_tk_dropout_keep), not from the host net's generator. So a fully
  * connected network without dropout trains to the CPU's bits on the host
  * device (tdev_host.c); convolutions and batch norm sum in other orders

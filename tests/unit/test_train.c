@@ -1198,13 +1198,16 @@ static double input_grad_error(const dcz_tlayer *l, const float *dy, const float
 /* A pointwise convolution's input gradient is a copy of the product's
  * rows into dx, which is not zeroed first (conv.c, dx_copy_tile): against
  * the adjoint in doubles, every entry written (dx starts as NaN), over
- * planes a sample spans several tiles of (28 x 28 of 64 channels), one
- * tile (14 x 14) and a tile several samples share (7 x 7, 4 x 4), one and
- * two groups, at one and three threads (each thread its channels). */
+ * planes a sample spans several tiles of (56 x 56 of 64 channels: tiles of
+ * 14 rows), one tile (28 x 28) and a tile several samples share (14 x 14,
+ * 7 x 7, 4 x 4), one and two groups, at one and three threads (each thread
+ * its channels); and products that underflow to -0 give +0 there, as
+ * col2im's adds to a zeroed dx do. */
 static void test_conv_pointwise_dx(void)
 {
     static const struct { int c, h, w, oc, groups, batch; } g[] = {
-        { 64, 28, 28, 96, 1, 2 }, { 16, 14, 14, 24, 1, 3 }, { 24, 7, 7, 32, 2, 5 }, { 12, 4, 4, 8, 1, 9 },
+        { 64, 56, 56, 96, 1, 2 }, { 16, 28, 28, 96, 1, 2 }, { 16, 14, 14, 24, 1, 3 }, { 24, 7, 7, 32, 2, 5 },
+        { 12, 4, 4, 8, 1, 9 },
     };
     for (size_t run = 0; run < 2 * (sizeof g / sizeof g[0]); run++) {
         const size_t k = run / 2;
@@ -1230,6 +1233,16 @@ static void test_conv_pointwise_dx(void)
         const double err = input_grad_error(l, dy, dx, g[k].batch);
         CHECK(err < 1e-5, "geometry %zu (%d -> %d over %dx%d, %d groups, batch %d, %s): dx off the adjoint by %g", k,
               g[k].c, g[k].oc, g[k].h, g[k].w, g[k].groups, g[k].batch, run % 2 ? "3 threads" : "1 thread", err);
+        /* products that underflow to -0 (the least negative subnormal
+         * times weights under a half): +0 in dx, as col2im's adds to +0 give */
+        for (size_t i = 0; i < ny; i++) dy[i] = -0x1p-149f;
+        for (size_t i = 0; i < dcz_tlayer_nweights(l); i++) l->w[i] = 0.1f + 0.3f * dcz_rng_uniform(&r);
+        dcz_conv_backward(l, x, dy, dx, g[k].batch, net->work, net->work_floats);
+        size_t signed_zeros = 0;
+        const float zero = 0.0f;
+        for (size_t i = 0; i < nx; i++) signed_zeros += memcmp(&dx[i], &zero, sizeof zero) != 0;
+        CHECK(signed_zeros == 0, "geometry %zu: %zu of dx's %zu entries not +0 from underflowing products", k,
+              signed_zeros, nx);
         free(l->gw);
         free(l->gb);
         l->gw = l->gb = NULL;
@@ -1238,7 +1251,7 @@ static void test_conv_pointwise_dx(void)
         free(dx);
         dcz_net_free(net);
     }
-    dcz_train_set_threads(1);
+    dcz_train_set_threads(2);
 }
 
 /* Floats of a and b (n each) whose bits differ. */
