@@ -18,12 +18,12 @@
  * by its output, the CLIP by its input lo < x < hi, which holds of the
  * clipped values exactly where it holds of x (a clipped value is x, lo or
  * hi, and lo and hi fail the test; NaN fails it either way), and this
- * layer recomputes xhat from x. On a Xeon at 2
- * threads: a twentieth of an epoch of the conv-heavy CNN 3.19 -> 2.87 s,
- * a tenth of the ResNet-style preset 4.20 -> 4.02 s. Masking the RELU's
- * gradient here too (its pass skipped, the two gradients in one buffer)
- * gained nothing (2.89 against 2.92 s): the sums and dx then read the
- * output as well. The CLIP (ReLU6) on an AMD EPYC (Zen 4), alternated runs
+ * layer recomputes xhat from x. On a Xeon at 2 threads: a twentieth of an
+ * epoch of the conv-heavy CNN 3.19 -> 2.87 s, a tenth of the ResNet-style
+ * preset 4.20 -> 4.02 s. Masking the RELU's gradient here too (its pass
+ * skipped, the two gradients in one buffer) gained nothing (2.89 against
+ * 2.92 s): the sums and dx then read the output as well. The CLIP (ReLU6)
+ * on an AMD EPYC (Zen 4), alternated runs
  * of a twentieth of an epoch of the MobileNetV2-style preset, whose ReLU6s
  * all follow batch norms: 6.10-6.72 -> 5.81-6.00 s at one thread,
  * 4.03-4.38 -> 3.79-4.30 s at two.
@@ -69,11 +69,23 @@ typedef struct bn_job {
  * samples in the same order. */
 #define BN_BLOCK 64
 
+/* The outputs of block channels [c0, c0 + nb) of every sample, sample by
+ * sample: y = x scale[i] + shift[i] (affine_out). */
+static void block_out(const bn_job *j, const float *scale, const float *shift, size_t c0, size_t nb)
+{
+    const dcz_tlayer *l = j->l;
+    const size_t C = (size_t)l->in_c, hw = (size_t)l->in_h * l->in_w;
+    for (int n = 0; n < j->batch; n++)
+        for (size_t i = 0; i < nb; i++) {
+            const size_t o = ((size_t)n * C + c0 + i) * hw;
+            affine_out(l, j->y + o, j->x + o, scale[i], shift[i], hw);
+        }
+}
+
 static void infer_part(void *ctx, size_t lo, size_t hi)
 {
     const bn_job *j = ctx;
     const dcz_tlayer *l = j->l;
-    const size_t C = (size_t)l->in_c, hw = (size_t)l->in_h * l->in_w;
     float scale[BN_BLOCK], shift[BN_BLOCK];
     for (size_t c0 = lo; c0 < hi; c0 += BN_BLOCK) {
         const size_t nb = hi - c0 < BN_BLOCK ? hi - c0 : BN_BLOCK;
@@ -82,11 +94,7 @@ static void infer_part(void *ctx, size_t lo, size_t hi)
             scale[i] = l->w[c] / sqrtf(l->run_var[c] + l->eps);
             shift[i] = l->b[c] - l->run_mean[c] * scale[i];
         }
-        for (int n = 0; n < j->batch; n++)
-            for (size_t i = 0; i < nb; i++) {
-                const size_t o = ((size_t)n * C + c0 + i) * hw;
-                affine_out(l, j->y + o, j->x + o, scale[i], shift[i], hw);
-            }
+        block_out(j, scale, shift, c0, nb);
     }
 }
 
@@ -121,11 +129,7 @@ static void train_part(void *ctx, size_t lo, size_t hi)
             l->run_mean[c] = (1.0f - mom) * l->run_mean[c] + mom * m;
             l->run_var[c] = (1.0f - mom) * l->run_var[c] + mom * (float)unbiased;
         }
-        for (int n = 0; n < j->batch; n++)
-            for (size_t i = 0; i < nb; i++) {
-                const size_t o = ((size_t)n * C + c0 + i) * hw;
-                affine_out(l, j->y + o, x + o, scale[i], shift[i], hw);
-            }
+        block_out(j, scale, shift, c0, nb);
     }
 }
 

@@ -140,6 +140,18 @@ static void valid_range(int j, int n, int out, int s, int pad, int *lo, int *hi)
     *hi = h;
 }
 
+/* gb[c] for output channels [c0, c1): the sum of dy's planes of channel c
+ * (batch samples of out floats, planes of ohw), sample by sample, each
+ * plane by dcz_vsum; the samples outermost, so that each sample's
+ * channels are read as one run of memory (as bnorm.c's passes). The bias
+ * gradient of every convolution, depthwise or not. */
+static void plane_sums(const float *dy, int batch, size_t out, size_t ohw, size_t c0, size_t c1, float *gb)
+{
+    for (size_t c = c0; c < c1; c++) gb[c] = 0.0f;
+    for (size_t n = 0; n < (size_t)batch; n++)
+        for (size_t c = c0; c < c1; c++) gb[c] += dcz_vsum(dy + n * out + c * ohw, ohw);
+}
+
 /* The depthwise lane form's chunk of channels, and its bounds on a window
  * (dwl_forward__avx512 below). */
 #define DWL_CH 32
@@ -1005,11 +1017,7 @@ static void dwl_slots_run(const dw_job *j, size_t k0, size_t k1, int backward)
             dcz_transpose_planes(l->w + c0 * taps, taps, nc, taps, wT + q * per, DWL_CH);
             if (!backward) memcpy(bT + q * DWL_CH, l->b + c0, nc * sizeof *bT);
         }
-        if (backward) {
-            for (size_t c = cs; c < ce; c++) l->gb[c] = 0.0f;
-            for (size_t n = 0; n < (size_t)j->batch; n++)
-                for (size_t c = cs; c < ce; c++) l->gb[c] += dcz_vsum(j->dy + (n * C + c) * ohw, ohw);
-        }
+        if (backward) plane_sums(j->dy, j->batch, C * ohw, ohw, cs, ce, l->gb);
         for (size_t n = 0; n < (size_t)j->batch; n++)
             for (size_t q = 0, c0 = cs; c0 < ce; q++, c0 += DWL_CH) {
                 const size_t nc = ce - c0 < DWL_CH ? ce - c0 : DWL_CH;
@@ -1083,10 +1091,7 @@ static void depthwise_backward_part(void *ctx, size_t c0, size_t c1)
     const size_t ohw = (size_t)l->out_h * l->out_w, m = (size_t)(l->out_c / l->in_c);
     const size_t taps = (size_t)l->kh * (size_t)l->kw, hw = (size_t)l->in_h * l->in_w;
     memset(l->gw + c0 * m * taps, 0, (c1 - c0) * m * taps * sizeof *l->gw);
-    for (size_t oc = c0 * m; oc < c1 * m; oc++) l->gb[oc] = 0.0f;
-    for (size_t n = 0; n < (size_t)j->batch; n++)
-        for (size_t oc = c0 * m; oc < c1 * m; oc++)
-            l->gb[oc] += dcz_vsum(j->dy + (n * (size_t)l->out_c + oc) * ohw, ohw);
+    plane_sums(j->dy, j->batch, l->out, ohw, c0 * m, c1 * m, l->gb);
 #if defined(__x86_64__)
     dw_masks mk;
     const int vec = dw_vectors(j, &mk);
@@ -1502,17 +1507,12 @@ static void backward_slots(void *ctx, size_t k0, size_t k1)
     }
 }
 
-/* gb[c] for channels [c0, c1): the sum of dy's planes of channel c, sample
- * by sample; the samples outermost, so that each sample's channels are
- * read as one run of memory (as bnorm.c's passes). */
+/* gb for channels [c0, c1) (plane_sums) */
 static void bias_grad_part(void *ctx, size_t c0, size_t c1)
 {
     const tile_job *j = ctx;
     const dcz_tlayer *l = j->l;
-    const size_t ohw = (size_t)l->out_h * l->out_w;
-    for (size_t c = c0; c < c1; c++) l->gb[c] = 0.0f;
-    for (int n = 0; n < j->batch; n++)
-        for (size_t c = c0; c < c1; c++) l->gb[c] += dcz_vsum(j->dy + (size_t)n * l->out + c * ohw, ohw);
+    plane_sums(j->dy, j->batch, l->out, (size_t)l->out_h * l->out_w, c0, c1, l->gb);
 }
 
 void dcz_conv_backward(dcz_tlayer *l, const float *x, const float *dy, float *dx, int batch,

@@ -1195,8 +1195,9 @@ static double input_grad_error(const dcz_tlayer *l, const float *dy, const float
     return worst;
 }
 
-/* A pointwise convolution's input gradient is a copy of the product's
- * rows into dx, which is not zeroed first (conv.c, dx_copy_tile): against
+/* A pointwise convolution's input gradient is written from the product's
+ * rows, each entry added to +0, into dx, which is not zeroed first
+ * (conv.c, dx_copy_tile): against
  * the adjoint in doubles, every entry written (dx starts as NaN), over
  * planes a sample spans several tiles of (56 x 56 of 64 channels: tiles of
  * 14 rows), one tile (28 x 28) and a tile several samples share (14 x 14,
