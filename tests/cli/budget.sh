@@ -78,6 +78,10 @@ grep -q '^compress --budget: run 1 with i8 biases and f16 codebooks: .*: taken$'
     > "$T/v.json" 2> "$T/v.err" || { cat "$T/v.err"; fail "compress --budget --variational"; }
 grep -q 'epochs of variational dropout, nothing pruned by them' "$T/v.err" || fail "no variational phase: $(cat "$T/v.err")"
 [ "$(grep -c 'epochs of variational dropout' "$T/v.err")" = 1 ] || fail "the phase ran more than once"
+# the candidates past the scan's most accurate one count among the three
+# that one run bisects, not beside them
+grep -q '^compress --budget 3: 3 candidates from .*; at most 1 runs$' "$T/v.err" ||
+    fail "a variational budget's candidates: $(cat "$T/v.err")"
 grep -q '^variational = 2$' "$T/v.recipe" && grep -q '^variational-threshold = off$' "$T/v.recipe" &&
     grep -q '^variational-kl = 0.5$' "$T/v.recipe" && grep -q '^distill = 0.5$' "$T/v.recipe" ||
     fail "recipe: $(cat "$T/v.recipe")"
