@@ -129,6 +129,44 @@ static void doc_forward(const dcz_doc *d, const float *x, double *y, size_t *out
     *out_n = n;
 }
 
+/* CRC-32 by its definition, a bit at a time (the reflected polynomial
+ * 0xEDB88320, initial and final complement): what dcz_crc32's tables must
+ * give for any length, alignment and split of the data. */
+static uint32_t crc32_bits(uint32_t crc, const uint8_t *b, size_t n)
+{
+    crc = ~crc;
+    for (size_t i = 0; i < n; i++) {
+        crc ^= b[i];
+        for (int k = 0; k < 8; k++) crc = crc >> 1 ^ (crc & 1 ? 0xEDB88320u : 0);
+    }
+    return ~crc;
+}
+
+static void test_crc32(void)
+{
+    CHECK(dcz_crc32(0, "123456789", 9) == 0xCBF43926u, "the check value: %08x", dcz_crc32(0, "123456789", 9));
+    CHECK(dcz_crc32(0, NULL, 0) == 0, "nothing");
+    rng r = { 31 };
+    enum { N = 1 << 16 };
+    uint8_t *buf = malloc(N + 8);
+    REQUIRE(buf, "memory");
+    for (size_t i = 0; i < N + 8; i++) buf[i] = (uint8_t)rng_next(&r);
+    /* every length to 80 at every alignment, from every starting CRC kind */
+    for (size_t off = 0; off < 8; off++)
+        for (size_t n = 0; n <= 80; n++) {
+            const uint32_t c0 = (uint32_t)(off * 0x9E3779B9u);
+            CHECK(dcz_crc32(c0, buf + off, n) == crc32_bits(c0, buf + off, n), "offset %zu, %zu bytes", off, n);
+        }
+    /* a long run, and the same run split anywhere: the CRC goes on */
+    const uint32_t whole = crc32_bits(0, buf + 3, N);
+    CHECK(dcz_crc32(0, buf + 3, N) == whole, "%d bytes", N);
+    for (int k = 0; k < 50; k++) {
+        const size_t cut = (size_t)rng_below(&r, N + 1);
+        CHECK(dcz_crc32(dcz_crc32(0, buf + 3, cut), buf + 3 + cut, N - cut) == whole, "split at %zu", cut);
+    }
+    free(buf);
+}
+
 static void test_doc_round_trip(void)
 {
     dcz_doc *d = small_doc(), *r = NULL;
@@ -2284,6 +2322,7 @@ static void test_v1_files(void)
 
 int main(void)
 {
+    RUN(test_crc32);
     RUN(test_doc_round_trip);
     RUN(test_runtime_matches_doc);
     RUN(test_pack);
