@@ -259,6 +259,7 @@ typedef struct conv_tally {
     size_t cases, direct, im2col, dense, variant, variants;
     size_t shift, shift_gemm, shift_variants, shift_act, shift_res, shift_res_runs, shift_res_store;
     size_t pooled, pooled_runs, pooled_dw, dw_whole;
+    size_t forms, form_diff;   /* shift forms of every weight, from the two sources */
     dcz_pool *pools[2];   /* of 2 and 3 threads */
 } conv_tally;
 
@@ -290,6 +291,16 @@ static int conv_case(const dcz_conv_geom *g, double density, uint32_t k, conv_ta
         smemd[i] = malloc(dcz_shift_bytes(g, nw, ob));
         dcz_shift_build(g, &m.sp, NULL, ob, smem[i], &sfs[i]);
         dcz_shift_build(g, NULL, m.dense, ob, smemd[i], &sfds[i]);
+        /* every weight kept: the merge of the execution form's rows and the
+         * dense weights' own path give the same form, word for word */
+        if (m.nnz == nw) {
+            const dcz_shift *a = &sfs[i], *d = &sfds[i];
+            const uint32_t blocks = (g->out_c + ob - 1) / ob, n = a->ptr[blocks];
+            t->forms++;
+            t->form_diff += memcmp(a->ptr, d->ptr, (blocks + 1) * sizeof *a->ptr) != 0 || d->ptr[blocks] != n ||
+                            memcmp(a->off, d->off, n * sizeof *a->off) != 0 ||
+                            memcmp(a->w, d->w, (size_t)n * ob * sizeof *a->w) != 0 || a->whole != d->whole;
+        }
     }
     fill_nonzero(x, B * xin);
     fill_nonzero(bias, g->out_c);
@@ -495,6 +506,8 @@ static void test_conv_grid(void)
     CHECK(t.im2col == 0, "sparse im2col: %zu mismatches", t.im2col);
     CHECK(t.dense == 0, "dense direct: %zu mismatches", t.dense);
     CHECK(t.shift == 0, "shift: %zu mismatches", t.shift);
+    CHECK(t.form_diff == 0 && t.forms > 50, "shift forms of dense weights: %zu of %zu differ from the merged rows'",
+          t.form_diff, t.forms);
     CHECK(t.shift_gemm == 0, "shift: %zu cases differ from the dense product on the weights expanded", t.shift_gemm);
     CHECK(t.variant == 0, "vector convolutions: %zu cases differ from the scalar rows", t.variant);
     CHECK(t.shift_variants > 0 || !dcz_conv2d_shift_variant(), "no vector shift kernel ran");
