@@ -543,7 +543,8 @@ static dcz_status load_walk(const dcz_container *c, const dcz_options *o, loader
  * model the run-time buffers, which overlay the scratch. */
 typedef struct layout {
     size_t walk;                /* bytes the walk takes */
-    size_t gaps, idx;           /* decoding scratch */
+    size_t gaps, idx, dense;    /* decoding scratch */
+    int forms_only;             /* loader.forms_only */
     size_t load;                /* walk and decoding scratch */
     size_t act, cact, qacc;     /* static: activation and chunk blocks, accumulators */
     size_t cact_batch;          /* static: samples the chunk block holds */
@@ -594,7 +595,7 @@ static dcz_status graph_tensor_bytes(const dcz_container *c, size_t *bytes)
 /* The sizing pass and the layout it gives, keeping the tensors in tscratch
  * (graph_tensor_bytes). max_batch 0: no run-time buffers (the heap model
  * grows its own). DCZ_ERR_NOMEM when the sizes do not fit a size_t. */
-static dcz_status plan_layout(const dcz_container *c, const dcz_options *o, int in_place,
+static dcz_status plan_layout(const dcz_container *c, const dcz_options *o, int in_place, int forms_only,
                               size_t max_batch, uint32_t threads, int forms, const uint8_t *choice,
                               dcz_tensor *tscratch, layout *L)
 {
@@ -603,6 +604,7 @@ static dcz_status plan_layout(const dcz_container *c, const dcz_options *o, int 
     ld.choice = choice;
     ld.tscratch = tscratch;
     ld.in_place = in_place;
+    ld.forms_only = forms_only;
     ld.cblocks = threads;
     ld.forms = forms;
     TRY(load_walk(c, o, &ld, NULL));
@@ -614,10 +616,12 @@ static dcz_status plan_layout(const dcz_container *c, const dcz_options *o, int 
     L->quant = ld.quant;
     L->threads = threads;
     L->forms = forms;
+    L->forms_only = forms_only;
 
     arena s = { NULL, L->walk, 0 };
     L->gaps = take_at(&s, ld.sc.gaps_cap);
     L->idx = take_at(&s, ld.sc.idx_cap);
+    L->dense = take_at(&s, ld.sc.dense_cap);
     L->load = s.used;
 
     arena r = { NULL, L->walk, 0 };
@@ -649,11 +653,13 @@ static dcz_status fill(const dcz_container *c, const dcz_options *o, int in_plac
     ld.choice = choice;
     ld.ran = ran;
     ld.in_place = in_place;
+    ld.forms_only = L->forms_only;
     ld.cblocks = L->threads;
     ld.forms = L->forms;
     ld.sc = L->sc;
     ld.sc.gaps = block + L->gaps;
     ld.sc.idx = block + L->idx;
+    ld.sc.dense = block + L->dense;
     ld.a.base = block;
     dcz_model *m = NULL;
     TRY(load_walk(c, o, &ld, &m));
@@ -683,6 +689,25 @@ static int want_forms(const dcz_options *o)
 #if DCZ_HEAP /* the heap loaders: without it (HEAP=0), the arena API alone */
 /* The threads of a heap model: as asked, or every online processor, at
  * most DCZ_MAX_THREADS. */
+/* The CPU's alone: asked for, or under AUTO the reference kernels, capped
+ * ones and a measured plan. */
+static int cpu_only(const dcz_options *o)
+{
+    return o->device == DCZ_DEVICE_CPU || (o->device == DCZ_DEVICE_AUTO && (o->force_reference || o->isa || o->plan));
+}
+
+/* Whether place may put a heap model of o on a GPU: then its layers keep
+ * the dense weights the upload reads (loader.forms_only). */
+static int may_take_gpu(const dcz_options *o)
+{
+    if (cpu_only(o)) return 0;
+#ifdef DCZ_CUDA
+    return o->device == DCZ_DEVICE_GPU || dcz_gpu_probe(NULL, 0) == DCZ_OK;
+#else
+    return 0;
+#endif
+}
+
 static uint32_t heap_threads(const dcz_options *o)
 {
     if (o->threads <= 0) return dcz_threads_online();
@@ -690,14 +715,14 @@ static uint32_t heap_threads(const dcz_options *o)
 }
 
 /* plan_layout with the tensors of the sizing pass on the heap. */
-static dcz_status plan_heap(const dcz_container *c, const dcz_options *o, int in_place,
+static dcz_status plan_heap(const dcz_container *c, const dcz_options *o, int in_place, int forms_only,
                             size_t max_batch, uint32_t threads, const uint8_t *choice, layout *L)
 {
     size_t tbytes;
     TRY(graph_tensor_bytes(c, &tbytes));
     dcz_tensor *t = malloc(tbytes);
     if (!t) return DCZ_ERR_NOMEM;
-    dcz_status s = plan_layout(c, o, in_place, max_batch, threads, want_forms(o), choice, t, L);
+    dcz_status s = plan_layout(c, o, in_place, forms_only, max_batch, threads, want_forms(o), choice, t, L);
     free(t);
     return s;
 }
@@ -750,9 +775,7 @@ dcz_status dcz_device_probe(dcz_device device, char *why, size_t why_len)
 static dcz_status place(dcz_model *m, const dcz_options *o)
 {
 #ifdef DCZ_CUDA
-    /* the reference kernels, capped ones and a measured plan are the CPU's */
-    if (o->device == DCZ_DEVICE_CPU || (o->device == DCZ_DEVICE_AUTO && (o->force_reference || o->isa || o->plan)))
-        return DCZ_OK;
+    if (cpu_only(o)) return DCZ_OK;
     char why[160];
     dcz_status s = dcz_gpu_probe(why, sizeof why);
     if (s == DCZ_OK) {
@@ -778,7 +801,7 @@ static dcz_status open_heap(const dcz_container *c, const dcz_options *o, const 
                             dcz_measured *ran, dcz_model **out)
 {
     layout L;
-    TRY(plan_heap(c, o, 0, 0, heap_threads(o), choice, &L));
+    TRY(plan_heap(c, o, 0, !may_take_gpu(o), 0, heap_threads(o), choice, &L));
     uint8_t *block = malloc(L.load ? L.load : 1);
     if (!block) return DCZ_ERR_NOMEM;
     dcz_model *m = NULL;
@@ -888,7 +911,7 @@ static dcz_status plan_viewed(const void *buf, size_t len, const dcz_options *op
     if (o.plan) return DCZ_ERR_ARG;   /* and by the rules: measuring takes the heap */
     TRY(dcz_container_open(buf, len, &c));
     const int in_place = host_reads_f32_in_place();
-    TRY(plan_heap(&c, &o, in_place, o.max_batch, 1, NULL, &L));
+    TRY(plan_heap(&c, &o, in_place, 1, o.max_batch, 1, NULL, &L));
     if (L.total > SIZE_MAX - (DCZ_ARENA_ALIGN - 1)) return DCZ_ERR_NOMEM;
     /* what only the filling pass finds (stream contents, integer ranges)
      * is found by filling a temporary block once */
@@ -922,9 +945,9 @@ static dcz_status static_layout(const dcz_container *c, const dcz_options *o, vo
     TRY(graph_tensor_bytes(c, &tbytes));
     if (room < tbytes) return DCZ_ERR_NOMEM;
     dcz_tensor *tscratch = (dcz_tensor *)(void *)((uint8_t *)mem + pad);
-    TRY(plan_layout(c, o, in_place, o->max_batch, 1, want_forms(o), NULL, tscratch, L));
+    TRY(plan_layout(c, o, in_place, 1, o->max_batch, 1, want_forms(o), NULL, tscratch, L));
     if (fallback && L->forms && room < L->total)
-        TRY(plan_layout(c, o, in_place, o->max_batch, 1, 0, NULL, tscratch, L));
+        TRY(plan_layout(c, o, in_place, 1, o->max_batch, 1, 0, NULL, tscratch, L));
     if (room < L->total) return DCZ_ERR_NOMEM;
     *block = (uint8_t *)mem + pad;
     return DCZ_OK;

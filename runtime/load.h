@@ -16,7 +16,8 @@
 typedef struct scratch {
     uint8_t *gaps;   /* positions of one tensor: gap symbols or a mask's column counts */
     uint8_t *idx;    /* index symbols of one tensor, in stream order */
-    uint64_t gaps_cap, idx_cap;
+    uint8_t *dense;  /* one layer's dense weights as floats, read only by the form built from them */
+    uint64_t gaps_cap, idx_cap, dense_cap;
 } scratch;
 
 /* What the walk needs beside the graph: the arena it takes from (base NULL
@@ -27,6 +28,10 @@ typedef struct loader {
     scratch sc;
     dcz_tensor *tscratch;/* the tensors while sizing (the block holds them after) */
     int in_place;
+    int forms_only;      /* a convolution whose kernel reads only the form built from its
+                            dense weights (shift, Winograd) keeps no copy of them: the
+                            weights go through the decoding scratch (not for a model a GPU
+                            may take: the upload reads the copy) */
     uint64_t max_width;  /* elements of the largest activation of one sample */
     uint64_t act_width;  /* floats a sample of the activation block */
     uint64_t chunk_width;/* floats a sample of the chunk block */

@@ -35,15 +35,28 @@ typedef dcz_arena arena;
 #define arena_take dcz_arena_take
 
 /* A dense tensor as floats: the payload itself for an aligned F32 tensor
- * when ld->in_place, else a converted copy in the arena. */
-static dcz_status load_dense(const dcz_tensor_view *t, loader *ld, const float **out)
+ * when ld->in_place, else a converted copy in the arena, or with
+ * transient in the decoding scratch (*copied then says so), which the
+ * next layer reuses. */
+static dcz_status load_dense_to(const dcz_tensor_view *t, loader *ld, int transient, const float **out,
+                                int *copied)
 {
+    if (copied) *copied = 0;
     if (ld->in_place && t->enc == DCZ_ENC_F32 && ((uintptr_t)t->payload & 3) == 0) {
         *out = (const float *)(const void *)t->payload;
         return DCZ_OK;
     }
-    float *dst = arena_take(&ld->a, t->n * 4);
-    if (!ld->a.base) return DCZ_OK;
+    float *dst;
+    if (transient) {
+        if (t->n * 4 > ld->sc.dense_cap && !ld->a.base) ld->sc.dense_cap = t->n * 4;
+        if (!ld->a.base) return DCZ_OK;
+        if (t->n * 4 > ld->sc.dense_cap) return DCZ_ERR_INTERNAL;   /* the sizing pass saw it */
+        dst = (float *)(void *)ld->sc.dense;
+        if (copied) *copied = 1;
+    } else {
+        dst = arena_take(&ld->a, t->n * 4);
+        if (!ld->a.base) return DCZ_OK;
+    }
     const uint64_t per_scale = t->nscale ? t->n / t->nscale : 1;
     for (uint64_t i = 0; i < t->n; i++) {
         const uint8_t *p = t->payload;
@@ -59,6 +72,11 @@ static dcz_status load_dense(const dcz_tensor_view *t, loader *ld, const float *
     }
     *out = dst;
     return DCZ_OK;
+}
+
+static dcz_status load_dense(const dcz_tensor_view *t, loader *ld, const float **out)
+{
+    return load_dense_to(t, ld, 0, out, NULL);
 }
 
 /* A sparse tensor of any rank as a matrix: rows = dims[0], columns = the
@@ -200,8 +218,9 @@ static dcz_status load_params(const dcz_container *c, const dcz_graph_layer *g, 
     case DCZ_ENC_F16:
     case DCZ_ENC_I8:
     case DCZ_ENC_I16:
-        /* on integers, int tensors are read as stored (qload.c): no float copy */
-        if (!(cw && DCZ_ENC_IS_INT(w.enc))) TRY(load_dense(&w, ld, &wd));
+        /* on integers, int tensors are read as stored (qload.c): no float
+         * copy; a float convolution's after its plan (below) */
+        if (!(cw && DCZ_ENC_IS_INT(w.enc)) && (cw || g->op != DCZ_OP_CONV2D)) TRY(load_dense(&w, ld, &wd));
         break;
     case DCZ_ENC_SPARSE_F32:
     case DCZ_ENC_CODEBOOK:
@@ -249,6 +268,14 @@ static dcz_status load_params(const dcz_container *c, const dcz_graph_layer *g, 
         dcz_plan_fc(l->sparse, w.enc == DCZ_ENC_CODEBOOK, stream, forms, ld->reference, &cand);
         l->kernel = (uint8_t)take(ld, index, &cand);
     }
+    /* a float convolution's dense weights: in the decoding scratch where
+     * its kernel reads only the form built from them (loader.forms_only) */
+    int transient = 0;
+    if (!cw && g->op == DCZ_OP_CONV2D && !l->sparse) {
+        const int form_only = !DCZ_REF_ONLY && ld->forms_only &&
+                              (l->kernel == DCZ_K_CONV_SHIFT || l->kernel == DCZ_K_CONV_WINO);
+        TRY(load_dense_to(&w, ld, form_only, &wd, &transient));
+    }
     /* Winograd's F(2x2, 3x3): the weights' transform (16 C K floats)
      * beside them */
     if (!DCZ_REF_ONLY && l->kernel == DCZ_K_CONV_WINO) {
@@ -287,7 +314,7 @@ static dcz_status load_params(const dcz_container *c, const dcz_graph_layer *g, 
                 for (size_t r = 0; r < ldb; r++) wt[col * ldb + r] = r < out ? wd[(size_t)r * in + col] : 0.0f;
         l->wt = wt;
     }
-    l->w = wd;
+    l->w = transient ? NULL : wd;
     l->sp = sp;
     l->bias = bias;
     if (!cw) return DCZ_OK;

@@ -2320,6 +2320,47 @@ static void test_v1_files(void)
     }
 }
 
+/* A heap model on the CPU keeps no dense copy of a convolution's weights
+ * that its kernel never reads (the shift form, Winograd's transform: built
+ * from the weights in the decoding scratch); one on another kernel keeps
+ * it, and so does every layer under the references. The runs match the
+ * reference network (runtime_matches_reference, on these docs too). */
+static void test_forms_only(void)
+{
+    dcz_doc *(*const make[])(void) = { wino_doc, conv_doc_b, mobile_doc, dag_doc };
+    size_t formed = 0, kept = 0;
+    for (size_t k = 0; k < sizeof make / sizeof *make; k++) {
+        dcz_doc *d = make[k]();
+        REQUIRE(d, "doc %zu", k);
+        uint8_t *buf = NULL;
+        size_t len = 0;
+        REQUIRE(dcz_doc_write(d, &buf, &len) == DCZ_OK, "write %zu", k);
+        for (int ref = 0; ref < 2; ref++) {
+            dcz_options o;
+            dcz_options_init(&o);
+            o.device = DCZ_DEVICE_CPU;
+            o.force_reference = ref;
+            dcz_model *m = NULL;
+            REQUIRE(dcz_open_memory(buf, len, &o, &m) == DCZ_OK, "open %zu", k);
+            for (uint32_t i = 0; i < m->nlayers; i++) {
+                const dcz_exec_layer *l = &m->layers[i];
+                if (l->op != DCZ_OP_CONV2D || l->q || l->sparse) continue;
+                const int form = dcz_kernel_shifts((dcz_kernel)l->kernel) || l->kernel == DCZ_K_CONV_WINO;
+                CHECK(form ? !l->w : l->w != NULL, "doc %zu layer %u (kernel %u, reference %d): dense copy %s", k, i,
+                      l->kernel, ref, l->w ? "kept" : "dropped");
+                CHECK(!ref || !form, "doc %zu layer %u: a form under the references", k, i);
+                formed += form;
+                kept += !form;
+            }
+            dcz_close(m);
+        }
+        free(buf);
+        runtime_matches_reference(d, "a doc of dense convolutions");
+        dcz_doc_free(d);
+    }
+    CHECK(formed > 0 && kept > 0, "%zu dense convolutions on their forms, %zu keeping their weights", formed, kept);
+}
+
 int main(void)
 {
     RUN(test_crc32);
@@ -2337,6 +2378,7 @@ int main(void)
     RUN(test_op_rules);
     RUN(test_conv_doc_round_trip);
     RUN(test_work_limit);
+    RUN(test_forms_only);
     RUN(test_doc_expansion_bound);
     RUN(test_conv_runtime_matches_reference);
     RUN(test_conv_writer_refuses);
