@@ -10,7 +10,9 @@
  * that size (the model, its layers, weights in execution form, the scratch
  * of im2col and of dcz_spmm's tile). Huffman and raw streams are decoded once, straight into the
  * execution form of model.h, through a decoding scratch placed after the
- * walk's bytes. Both loaders share the walk; they differ in where the block
+ * walk's bytes (which also holds, one layer at a time, the dense weights
+ * of a convolution whose kernel reads only the form built from them, on a
+ * model no GPU will take: loader.forms_only). Both loaders share the walk; they differ in where the block
  * comes from and in what it holds:
  *
  *   heap    [ walk ][ decoding scratch ]              one malloc; activation
