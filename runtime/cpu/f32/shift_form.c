@@ -70,7 +70,8 @@ static void shift_build(const dcz_conv_geom *g, const shift_source *src, uint32_
     uint32_t *ptr = mem, *off = ptr + blocks + 1;
     float *val = (float *)(off + dcz_shift_taps_bound(g, nnz, ob));
     uint32_t n = 0;
-    if (!row_ptr && !src->q) {
+    const int dense = !row_ptr && !src->q;
+    if (dense) {
         /* dense weights: each block takes every column of its group in
          * order, what the merge below gives them, without a merge: the
          * offsets of one channel's taps shifted by whole channels, the
@@ -89,15 +90,8 @@ static void shift_build(const dcz_conv_geom *g, const shift_source *src, uint32_
                     val[(size_t)(n + j) * ob + o] = o < rows ? src->w[(size_t)(k * ob + o) * cols + j] : 0.0f;
             n += cols;
         }
-        ptr[blocks] = n;
-        f->ob = ob;
-        f->ptr = ptr;
-        f->off = off;
-        f->w = val;
-        f->whole = 1;
-        return;
     }
-    for (uint32_t k = 0; k < blocks; k++) {
+    for (uint32_t k = 0; !dense && k < blocks; k++) {
         ptr[k] = n;
         /* the union of the block's columns, in column order: a k-way merge
          * of its rows (or every column of dense weights) */
