@@ -689,8 +689,6 @@ static int want_forms(const dcz_options *o)
 }
 
 #if DCZ_HEAP /* the heap loaders: without it (HEAP=0), the arena API alone */
-/* The threads of a heap model: as asked, or every online processor, at
- * most DCZ_MAX_THREADS. */
 /* The CPU's alone: asked for, or under AUTO the reference kernels, capped
  * ones and a measured plan. */
 static int cpu_only(const dcz_options *o)
@@ -710,6 +708,8 @@ static int may_take_gpu(const dcz_options *o)
 #endif
 }
 
+/* The threads of a heap model: as asked, or every online processor, at
+ * most DCZ_MAX_THREADS. */
 static uint32_t heap_threads(const dcz_options *o)
 {
     if (o->threads <= 0) return dcz_threads_online();

@@ -209,6 +209,7 @@ static dcz_status load_params(const dcz_container *c, const dcz_graph_layer *g, 
     if (b.enc != DCZ_ENC_F32 && b.enc != DCZ_ENC_F16 && b.enc != DCZ_ENC_I8) return DCZ_ERR_FORMAT;
 
     const float *bias = NULL, *wd = NULL;
+    int dense_later = 0;   /* a float convolution's dense weights, read once its kernel is known */
     dcz_sparse sp;
     memset(&sp, 0, sizeof sp);
     const int stream = dcz_plan_streams(ld->stream, g->op, w.enc);
@@ -220,7 +221,8 @@ static dcz_status load_params(const dcz_container *c, const dcz_graph_layer *g, 
     case DCZ_ENC_I16:
         /* on integers, int tensors are read as stored (qload.c): no float
          * copy; a float convolution's after its plan (below) */
-        if (!(cw && DCZ_ENC_IS_INT(w.enc)) && (cw || g->op != DCZ_OP_CONV2D)) TRY(load_dense(&w, ld, &wd));
+        if (!cw && g->op == DCZ_OP_CONV2D) dense_later = 1;
+        else if (!(cw && DCZ_ENC_IS_INT(w.enc))) TRY(load_dense(&w, ld, &wd));
         break;
     case DCZ_ENC_SPARSE_F32:
     case DCZ_ENC_CODEBOOK:
@@ -271,7 +273,7 @@ static dcz_status load_params(const dcz_container *c, const dcz_graph_layer *g, 
     /* a float convolution's dense weights: in the decoding scratch where
      * its kernel reads only the form built from them (loader.forms_only) */
     int transient = 0;
-    if (!cw && g->op == DCZ_OP_CONV2D && !l->sparse) {
+    if (dense_later) {
         const int form_only = !DCZ_REF_ONLY && ld->forms_only &&
                               (l->kernel == DCZ_K_CONV_SHIFT || l->kernel == DCZ_K_CONV_WINO);
         TRY(load_dense_to(&w, ld, form_only, &wd, &transient));

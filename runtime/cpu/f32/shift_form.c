@@ -94,18 +94,17 @@ static void shift_build(const dcz_conv_geom *g, const shift_source *src, uint32_
     for (uint32_t k = 0; !dense && k < blocks; k++) {
         ptr[k] = n;
         /* the union of the block's columns, in column order: a k-way merge
-         * of its rows (or every column of dense weights) */
+         * of its rows */
         uint32_t e[4], end[4], col[4];
         const uint32_t rows = g->out_c - k * ob < ob ? g->out_c - k * ob : ob;
         for (uint32_t o = 0; o < rows; o++) {
             const uint32_t r = k * ob + o;
-            e[o] = row_ptr ? row_ptr[r] : 0;
-            end[o] = row_ptr ? row_ptr[r + 1] : cols;
+            e[o] = row_ptr[r];
+            end[o] = row_ptr[r + 1];
             if (src->skip && src->skip[r]) end[o] = e[o];
             col[o] = 0;
             /* the first real entry: col[o] its column, e[o] its index */
-            if (row_ptr)
-                while (e[o] < end[o] && (col[o] += step[e[o]], step[e[o]] == DCZ_STEP_FILLER)) e[o]++;
+            while (e[o] < end[o] && (col[o] += step[e[o]], step[e[o]] == DCZ_STEP_FILLER)) e[o]++;
         }
         const uint32_t ic0 = dcz_conv_in0(g, k * ob);
         for (;;) {
@@ -117,13 +116,9 @@ static void shift_build(const dcz_conv_geom *g, const shift_source *src, uint32_
             for (uint32_t o = 0; o < ob; o++) {
                 float v = 0.0f;
                 if (o < rows && e[o] < end[o] && col[o] == next) {
-                    v = s ? dcz_sparse_weight(s, e[o])
-                        : src->q ? (float)dcz_qsparse_weight(src->q, k * ob + o, e[o])
-                                 : src->w[(size_t)(k * ob + o) * cols + next];
+                    v = s ? dcz_sparse_weight(s, e[o]) : (float)dcz_qsparse_weight(src->q, k * ob + o, e[o]);
                     e[o]++;
-                    if (!row_ptr) col[o]++;
-                    else
-                        while (e[o] < end[o] && (col[o] += step[e[o]], step[e[o]] == DCZ_STEP_FILLER)) e[o]++;
+                    while (e[o] < end[o] && (col[o] += step[e[o]], step[e[o]] == DCZ_STEP_FILLER)) e[o]++;
                 }
                 val[(size_t)n * ob + o] = v;
             }
