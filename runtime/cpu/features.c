@@ -19,6 +19,9 @@
 #if DCZ_THREADS
 #include <pthread.h>
 #endif
+#if DCZ_BUILD_X86
+#include <cpuid.h>
+#endif
 
 #if DCZ_BUILD_X86
 #define DCZ_X86 1
@@ -35,6 +38,18 @@ DCZ_THREAD_LOCAL const dcz_cpu *dcz_cpu_view;
 static pthread_once_t once = PTHREAD_ONCE_INIT;
 #endif
 
+#if DCZ_BUILD_X86
+/* The CPU's family as cpuid leaf 1 states it: the base family, plus the
+ * extended family where the base is 0Fh (AMD's Zen 4 19h, Zen 5 1Ah). */
+static unsigned cpu_family(void)
+{
+    unsigned a, b, c, d;
+    if (!__get_cpuid(1, &a, &b, &c, &d)) return 0;
+    const unsigned base = (a >> 8) & 0xF;
+    return base == 0xF ? base + ((a >> 20) & 0xFF) : base;
+}
+#endif
+
 static void probe(void)
 {
 #if DCZ_BUILD_X86
@@ -47,6 +62,7 @@ static void probe(void)
     dcz_cpu_probed.avx512vnni = __builtin_cpu_supports("avx512vnni") != 0;
     dcz_cpu_probed.avx512vbmi = __builtin_cpu_supports("avx512vbmi") != 0;
     dcz_cpu_probed.amd = __builtin_cpu_is("amd") != 0;
+    dcz_cpu_probed.amd_full512 = dcz_cpu_probed.amd && dcz_cpu_probed.avx512f && cpu_family() >= 0x1A;
     dcz_cpu_probed.amx = 1;   /* whether the CPU has it: dcz_amx_ready */
 #endif
 #if DCZ_BUILD_NEON

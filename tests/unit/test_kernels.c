@@ -26,6 +26,7 @@
 #include "runtime/cpu/f32/shift.h"
 #include "runtime/cpu/f32/sparse.h"
 #include "runtime/cpu/f32/wino.h"
+#include "runtime/cpu/isa.h"
 #include "runtime/model.h"
 #include "tests/check.h"
 #define TEST_RNG_SEED 12345
@@ -889,6 +890,46 @@ static void test_conv_wino(void)
     CHECK(dcz_conv2d_wino_rule(&yes), "the rule declines an even plane");
 }
 
+/* The dense product takes a dense 1x1 layer on AMD's cores that run
+ * 512-bit vectors whole (shift_form.c, pw_dense) unless the layer widens
+ * from under 256 channels, where the model of Zen 4 decides as before; a
+ * sparse one is the model's on either. Views of this CPU as Zen 4 and as
+ * Zen 5 (their AVX-512 branch needs AVX-512 here). */
+static void test_pointwise_rule(void)
+{
+    if (!dcz_cpu_probed.avx512f || !DCZ_BUILD_X86) {
+        printf("  SKIP: the AMD rules' AVX-512 branch needs AVX-512\n");
+        return;
+    }
+    dcz_cpu zen4 = dcz_cpu_probed, zen5 = dcz_cpu_probed;
+    zen4.amd = zen5.amd = 1;
+    zen4.amd_full512 = 0;
+    zen5.amd_full512 = 1;
+    const dcz_conv_geom narrow = conv_geom(1024, 256, 14, 14, 1, 1, 1, 1, 0, 0),
+                        down = conv_geom(1024, 2048, 14, 14, 1, 1, 2, 2, 0, 0),
+                        wide_many = conv_geom(256, 1024, 14, 14, 1, 1, 1, 1, 0, 0),
+                        wide_few[] = { conv_geom(96, 576, 14, 14, 1, 1, 1, 1, 0, 0),
+                                       conv_geom(24, 144, 56, 56, 1, 1, 1, 1, 0, 0),
+                                       conv_geom(160, 960, 7, 7, 1, 1, 1, 1, 0, 0) };
+    const uint64_t dense_narrow = 1024u * 256u, dense_down = 1024u * 2048u, dense_wide = 256u * 1024u;
+    const dcz_cpu *was = dcz_cpu_enter(&zen4);
+    const int narrow4 = dcz_conv2d_pick_shift(&narrow, dense_narrow);
+    const int sparse4 = dcz_conv2d_pick_shift(&narrow, dense_narrow / 10);
+    int few4[3];
+    for (int i = 0; i < 3; i++) few4[i] = dcz_conv2d_pick_shift(&wide_few[i], (uint64_t)wide_few[i].in_c * wide_few[i].out_c);
+    dcz_cpu_enter(&zen5);
+    CHECK(!dcz_conv2d_pick_shift(&narrow, dense_narrow), "Zen 5: dense 1024 -> 256 over 14 x 14 on the shift form");
+    CHECK(!dcz_conv2d_pick_shift(&down, dense_down), "Zen 5: dense 1024 -> 2048 at stride 2 on the shift form");
+    CHECK(!dcz_conv2d_pick_shift(&wide_many, dense_wide), "Zen 5: dense 256 -> 1024 on the shift form");
+    CHECK(dcz_conv2d_pick_shift(&narrow, dense_narrow / 10) == sparse4, "Zen 5: a sparse layer's choice changed");
+    for (int i = 0; i < 3; i++)
+        CHECK(dcz_conv2d_pick_shift(&wide_few[i], (uint64_t)wide_few[i].in_c * wide_few[i].out_c) == few4[i],
+              "Zen 5: widening layer %d from few channels left the model's choice", i);
+    dcz_cpu_leave(was);
+    CHECK(narrow4, "Zen 4: dense 1024 -> 256 over 14 x 14 left the shift form");
+    CHECK(sparse4, "Zen 4: 10%% of 1024 -> 256 left the shift form");
+}
+
 int main(void)
 {
     RUN(test_codebook_2);
@@ -901,6 +942,7 @@ int main(void)
     RUN(test_conv_groups_ref);
     RUN(test_conv_grid);
     RUN(test_conv_wino);
+    RUN(test_pointwise_rule);
     RUN(test_pools);
     RUN(test_maxpool_variants);
     RUN(test_avgpool_variants);

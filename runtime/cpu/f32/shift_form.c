@@ -232,7 +232,32 @@ typedef struct shift_costs {
     double tap2, tap4, fixed, gemm_rate, gemm_rate1, store, gemm_pw, store_pw, gemm_rate5;
     double pw_large;   /* the shift form's cost of a dense pointwise layer over PW_LARGE vectors or more, times */
     int pw_single;     /* a pointwise layer over one pixel on the shift form */
+    int pw_dense;      /* dense 1x1 layers on the dense product whatever the model says,
+                          but those that widen from under PW_WIDEN_IN channels, which the
+                          model decides */
 } shift_costs;
+
+/* AMD's Zen 5 runs a 512-bit multiply-add whole, where Zen 4 ran it in two
+ * halves: the dense product, bound by its multiply-adds, gained on it
+ * about twice what the shift form, bound by its loads, did, and the costs
+ * fitted on Zen 4 no longer part the dense 1x1 layers. Every dense 1x1
+ * layer of the nine torchvision networks at 224 x 224 timed in the network
+ * on both kernels (dcz bench --per-layer, one thread, batch 1, least of
+ * three alternated rounds, an ADD the shift form took counted with the
+ * dense product; one core of an AMD EPYC, family 1Ah): 255 layers, 36.4 ms
+ * on the shift form, 33.6 on the dense product, 32.8 on the faster of each.
+ * The dense product lost on the layers that widen from few channels (96
+ * -> 576 over 14 x 14: 146 us against 108; 64 -> 384: 60 against 48;
+ * over 7 x 7, 160 -> 960: 130 against 120), won where they widen from
+ * many (256 -> 1024 over 14 x 14: 521 against 647) and on the others
+ * (1024 -> 256: 528 against 589; ResNet-50's 1024 -> 2048 at stride 2:
+ * 1697 against 2246); leaving the layers that widen from under 256
+ * channels on the shift form gives 33.0 ms. The whole dense networks, least
+ * of five alternated medians, every dense 1x1 layer on the dense product
+ * against the rules of Zen 4: ResNet-50 0.93 of the time, RegNetX-400MF
+ * 0.91, MobileNetV2 0.97, DenseNet-121 0.99, SqueezeNet 0.98, the others
+ * within 1%. The presets' dense models (28 x 28) within 0.5%. */
+#define PW_WIDEN_IN 256
 
 /* Pointwise layers over planes of 28 x 28 or more (49 vectors), the
  * planes of torchvision's networks at 224 x 224, and over one pixel (the
@@ -266,11 +291,12 @@ typedef struct shift_costs {
 
 static shift_costs costs(void)
 {
-    shift_costs c = { 1.29, 2.0, 1.2, 1.7, 1.7, 0.0, 1.7, 0.0, 1.7, 1.0, 0 };
+    shift_costs c = { 1.29, 2.0, 1.2, 1.7, 1.7, 0.0, 1.7, 0.0, 1.7, 1.0, 0, 0 };
 #ifdef DCZ_X86
-    if (dcz_shift_best() == DCZ_ISA_AVX2) c = (shift_costs){ 1.29, 5.2, 1.2, 1.2, 1.6, 2.5, 1.6, 2.5, 1.2, 1.0, 0 };
+    if (dcz_shift_best() == DCZ_ISA_AVX2) c = (shift_costs){ 1.29, 5.2, 1.2, 1.2, 1.6, 2.5, 1.6, 2.5, 1.2, 1.0, 0, 0 };
     else if (dcz_cpu_features()->amd)
-        c.tap2 = 1.13, c.gemm_pw = 1.27, c.store_pw = 6.0, c.gemm_rate5 = 1.0, c.pw_large = 2.5, c.pw_single = 1;
+        c.tap2 = 1.13, c.gemm_pw = 1.27, c.store_pw = 6.0, c.gemm_rate5 = 1.0, c.pw_large = 2.5, c.pw_single = 1,
+        c.pw_dense = dcz_cpu_features()->amd_full512;
     else if (dcz_shift_best() == DCZ_ISA_AVX512) c.gemm_pw = 1.15, c.store_pw = 10.0;
 #endif
     return c;
@@ -322,6 +348,7 @@ int dcz_conv2d_pick_shift(const dcz_conv_geom *g, uint64_t nnz)
     const int win1 = g->kh * g->kw == 1, pw = win1 && g->sh == 1 && g->sw == 1 && d >= 1;
     const int pointwise = dcz_conv_pointwise(g);
     if (pointwise && c.pw_single && (size_t)g->out_h * g->out_w == 1) return 1;
+    if (c.pw_dense && win1 && d >= 1 && !(g->out_c > g->in_c && g->in_c < PW_WIDEN_IN)) return 0;
     const double v = plane_vectors(g);
     const double shift = (g->out_c * cols * block_cost(&c, d > 1 ? 1 : d, dcz_shift_pick_block(g, nnz), v) +
                           g->out_c * v * (pw ? c.store_pw : c.store)) *
