@@ -878,14 +878,29 @@ static void test_conv_wino(void)
     for (size_t i = 0; i < sizeof no / sizeof no[0]; i++)
         CHECK(!dcz_conv2d_pick_wino(&no[i]), "the rule takes geometry %zu", i);
     /* an odd output plane: Winograd runs it, and the rules give it the
-     * shift form but on AMD's cores with AVX-512 over few channels */
+     * shift form but on AMD's cores with AVX-512 over few channels, and on
+     * Zen 5 over any */
     const dcz_conv_geom odd[] = { conv_geom(64, 64, 7, 7, 3, 3, 1, 1, 1, 1), conv_geom(32, 64, 14, 13, 3, 3, 1, 1, 1, 1),
                                   conv_geom(512, 512, 7, 7, 3, 3, 1, 1, 1, 1) };
     for (size_t i = 0; i < sizeof odd / sizeof odd[0]; i++) {
         const int amd512 = dcz_cpu_features()->amd && dcz_wino_vector() == 2, few = i < 2;
         CHECK(dcz_conv2d_pick_wino(&odd[i]) == wino, "odd plane %zu: Winograd does not run it", i);
-        CHECK(dcz_conv2d_wino_rule(&odd[i]) == (amd512 && few), "odd plane %zu: rule %d on %s", i,
-              dcz_conv2d_wino_rule(&odd[i]), dcz_cpu_features()->amd ? "AMD" : "Intel");
+        CHECK(dcz_conv2d_wino_rule(&odd[i]) == (amd512 && (few || dcz_cpu_features()->amd_full512)),
+              "odd plane %zu: rule %d on %s", i, dcz_conv2d_wino_rule(&odd[i]),
+              dcz_cpu_features()->amd ? "AMD" : "Intel");
+    }
+    /* the same on views of this CPU as Zen 4 and as Zen 5 */
+    if (dcz_wino_vector() == 2) {
+        dcz_cpu zen4 = dcz_cpu_probed, zen5 = dcz_cpu_probed;
+        zen4.amd = zen5.amd = 1;
+        zen4.amd_full512 = 0;
+        zen5.amd_full512 = 1;
+        const dcz_cpu *was = dcz_cpu_enter(&zen4);
+        CHECK(dcz_conv2d_wino_rule(&odd[1]) && !dcz_conv2d_wino_rule(&odd[2]),
+              "Zen 4: Winograd over few channels of an odd plane, the shift form over many");
+        dcz_cpu_enter(&zen5);
+        CHECK(dcz_conv2d_wino_rule(&odd[1]) && dcz_conv2d_wino_rule(&odd[2]), "Zen 5: Winograd over any odd plane");
+        dcz_cpu_leave(was);
     }
     CHECK(dcz_conv2d_wino_rule(&yes), "the rule declines an even plane");
 }
