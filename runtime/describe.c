@@ -269,6 +269,10 @@ static dcz_status describe_viewed(const dcz_model *m, uint32_t layer, dcz_layer_
         snprintf(k->why, sizeof k->why, "dense weights: the weights times the patches by gemm_f32%s%s%s",
                  kern == DCZ_K_CONV_GEMM && gisa ? " in " : "_ref", kern == DCZ_K_CONV_GEMM && gisa ? gisa : "", bands);
         break;
+    case DCZ_K_CONV_GEMM_PIXELS:
+        snprintf(k->why, sizeof k->why, "dense 1x1 weights, transposed at load: the input's pixel rows times them "
+                 "by gemm_f32 in %s, output channels in the vectors", gisa ? gisa : "?");
+        break;
     case DCZ_K_CONV_EXPANDED:
         snprintf(k->why, sizeof k->why, "sparse weights at %g%%+ density, expanded at load: the weights times the "
                  "patches by gemm_f32 in %s%s", DCZ_CONV_DENSE_MIN_DENSITY * 100, gisa ? gisa : "?", bands);

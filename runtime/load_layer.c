@@ -275,7 +275,8 @@ static dcz_status load_params(const dcz_container *c, const dcz_graph_layer *g, 
     int transient = 0;
     if (dense_later) {
         const int form_only = !DCZ_REF_ONLY && ld->forms_only &&
-                              (l->kernel == DCZ_K_CONV_SHIFT || l->kernel == DCZ_K_CONV_WINO);
+                              (l->kernel == DCZ_K_CONV_SHIFT || l->kernel == DCZ_K_CONV_WINO ||
+                               l->kernel == DCZ_K_CONV_GEMM_PIXELS);
         TRY(load_dense_to(&w, ld, form_only, &wd, &transient));
     }
     /* Winograd's F(2x2, 3x3): the weights' transform (16 C K floats)
@@ -301,19 +302,16 @@ static dcz_status load_params(const dcz_container *c, const dcz_graph_layer *g, 
         if (dense) dcz_sparse_expand(&sp, dense);
         wd = dense;
     }
-    /* a dense fully connected float layer also gets its weights transposed
-     * (in, out padded to DCZ_GEMM_PAD), which the dense product reads, a
-     * row of 64 columns at a time from a cache line's boundary: rows
-     * 16 bytes off one took a load across two lines for every vector
-     * (dense LeNet-300-100 on AVX-512: batch 1 12.1 -> 7.1 us, batch 64
-     * 259 -> 217 us) */
-    if (!DCZ_REF_ONLY && l->kernel == DCZ_K_FC_GEMM) {
+    /* a dense fully connected float layer, or a 1x1 convolution by pixel
+     * rows, also gets its weights transposed (in, out padded to
+     * DCZ_GEMM_PAD), which the dense product reads, a row of 64 columns at
+     * a time from a cache line's boundary: rows 16 bytes off one took a
+     * load across two lines for every vector (dense LeNet-300-100 on
+     * AVX-512: batch 1 12.1 -> 7.1 us, batch 64 259 -> 217 us) */
+    if (!DCZ_REF_ONLY && (l->kernel == DCZ_K_FC_GEMM || l->kernel == DCZ_K_CONV_GEMM_PIXELS)) {
         const uint32_t out = w.dims[0], in = (uint32_t)(w.n / w.dims[0]);
-        const size_t ldb = dcz_gemm_ldb(out);
-        float *wt = dcz_arena_take_line(&ld->a, (uint64_t)in * ldb * sizeof *wt);
-        if (wt && wd)
-            for (uint32_t col = 0; col < in; col++)
-                for (size_t r = 0; r < ldb; r++) wt[col * ldb + r] = r < out ? wd[(size_t)r * in + col] : 0.0f;
+        float *wt = dcz_arena_take_line(&ld->a, (uint64_t)in * dcz_gemm_ldb(out) * sizeof *wt);
+        if (wt && wd) dcz_conv_weights_by_column(wd, out, in, wt);
         l->wt = wt;
     }
     l->w = transient ? NULL : wd;

@@ -56,6 +56,7 @@ static const char *const names[DCZ_K_COUNT] = {
     [DCZ_K_CONV_DEPTHWISE_ROWS] = "conv2d_depthwise_rows",
     [DCZ_K_CONV_WINO] = "conv2d_dense_wino",
     [DCZ_K_CONV_GEMM] = "conv2d_dense_im2col",
+    [DCZ_K_CONV_GEMM_PIXELS] = "conv2d_dense_pixels",
     [DCZ_K_CONV_GEMM_REF] = "conv2d_dense_im2col_ref",
     [DCZ_K_CONV_EXPANDED] = "conv2d_expanded_im2col",
     [DCZ_K_CONV_DIRECT] = "conv2d_dense",
@@ -192,7 +193,8 @@ void dcz_plan_conv(const dcz_conv_geom *g, int sparse, uint64_t kept, int forms,
         return;
     }
     static const dcz_kernel list[] = { DCZ_K_CONV_WINO, DCZ_K_CONV_SHIFT, DCZ_K_CONV_EXPANDED, DCZ_K_CONV_GEMM,
-                                       DCZ_K_CONV_SPARSE_IM2COL, DCZ_K_CONV_SPARSE_DIRECT, DCZ_K_CONV_DIRECT };
+                                       DCZ_K_CONV_SPARSE_IM2COL, DCZ_K_CONV_SPARSE_DIRECT, DCZ_K_CONV_GEMM_PIXELS,
+                                       DCZ_K_CONV_DIRECT };
     /* what can run g here: each kernel's form built and its scratch within the cap */
     const int runs[] = {
         !sparse && (forms & DCZ_FORM_WINO) && dcz_conv2d_pick_wino(g),
@@ -201,13 +203,16 @@ void dcz_plan_conv(const dcz_conv_geom *g, int sparse, uint64_t kept, int forms,
         !sparse && dcz_conv2d_pick_dense_im2col(g),
         sparse && dcz_conv2d_im2col_fits(g),
         sparse,
+        !sparse && (forms & DCZ_FORM_DENSE) && dcz_conv2d_pick_pixels(g),
         !sparse,
     };
     /* the rules: a dense 3x3 convolution of stride 1 whose channels are
      * multiples of 16 by Winograd's F(2x2, 3x3) where its rule takes it,
      * else by the shift form (dcz_conv2d_wino_rule); the shift kernel where it
      * runs faster than the others; else a sparse one dense enough for the
-     * dense product to beat its sparse kernels */
+     * dense product to beat its sparse kernels; the dense product of a 1x1
+     * layer by pixel rows where its plane fills few vectors
+     * (dcz_conv2d_pixels_rule) */
     const int wino_rule = runs[0] && (dcz_conv2d_wino_rule(g) || !runs[1]);
     dcz_kernel rule;
     if (wino_rule) rule = DCZ_K_CONV_WINO;
@@ -216,7 +221,8 @@ void dcz_plan_conv(const dcz_conv_geom *g, int sparse, uint64_t kept, int forms,
     else if (runs[4] && dcz_conv2d_pick_im2col(g))
         rule = force_reference ? DCZ_K_CONV_SPARSE_IM2COL_REF : DCZ_K_CONV_SPARSE_IM2COL;
     else if (sparse) rule = force_reference ? DCZ_K_CONV_SPARSE_DIRECT_REF : DCZ_K_CONV_SPARSE_DIRECT;
-    else if (runs[3]) rule = force_reference ? DCZ_K_CONV_GEMM_REF : DCZ_K_CONV_GEMM;
+    else if (runs[3]) rule = force_reference ? DCZ_K_CONV_GEMM_REF
+                              : runs[6] && dcz_conv2d_pixels_rule(g) ? DCZ_K_CONV_GEMM_PIXELS : DCZ_K_CONV_GEMM;
     else rule = force_reference ? DCZ_K_CONV_DIRECT_REF : DCZ_K_CONV_DIRECT;
     /* the references are the one kernel of a forced load */
     candidates(c, rule, list, force_reference ? 0 : sizeof list / sizeof *list, runs);
@@ -295,7 +301,7 @@ int dcz_kernel_shifts(dcz_kernel k)
 
 int dcz_kernel_patches(dcz_kernel k)
 {
-    return k == DCZ_K_CONV_GEMM || k == DCZ_K_CONV_GEMM_REF || k == DCZ_K_CONV_EXPANDED ||
+    return k == DCZ_K_CONV_GEMM || k == DCZ_K_CONV_GEMM_REF || k == DCZ_K_CONV_EXPANDED || k == DCZ_K_CONV_GEMM_PIXELS ||
            k == DCZ_K_CONV_SPARSE_IM2COL || k == DCZ_K_CONV_SPARSE_IM2COL_REF || k == DCZ_K_QCONV_GEMM;
 }
 

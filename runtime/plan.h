@@ -41,7 +41,7 @@ enum {
     DCZ_FORM_LANES = 1,   /* fully connected codebook layers: the lane form (AVX-512) */
     DCZ_FORM_DENSE = 2,   /* the dense product's forms: sparse float convolutions past
                              DCZ_CONV_DENSE_MIN_DENSITY as dense weights, dense fully
-                             connected weights transposed */
+                             connected and 1x1 convolution weights transposed */
     DCZ_FORM_SHIFT = 4,   /* float convolutions: the shift form (dcz_conv2d_pick_shift) */
     DCZ_FORM_AMX = 8,     /* the integer shift form's AMX tiles (dcz_amx_ready, asked once a load) */
     DCZ_FORM_LANES8 = 16, /* fully connected codebook layers: the 8-row lane form (AVX2 and
@@ -90,6 +90,8 @@ typedef enum dcz_kernel {
     DCZ_K_CONV_DEPTHWISE_ROWS, /* ... each output row, 4 to 8 at a time */
     DCZ_K_CONV_WINO,           /* dense 3x3 stride 1: Winograd's F(2x2, 3x3) */
     DCZ_K_CONV_GEMM,           /* dense weights times im2col patches by dcz_gemm_f32 */
+    DCZ_K_CONV_GEMM_PIXELS,    /* dense 1x1 weights transposed at load, the input's pixel rows times
+                                  them: output channels in the vectors (small planes) */
     DCZ_K_CONV_GEMM_REF,
     DCZ_K_CONV_EXPANDED,       /* sparse weights expanded to dense at load, then as CONV_GEMM */
     DCZ_K_CONV_DIRECT,         /* dense weights: direct convolution by rows */

@@ -235,6 +235,14 @@ static void run_conv_gemm(const dcz_model *m, const dcz_exec_layer *l, const flo
     dcz_conv2d_dense_im2col_pool(pool, &l->geom, l->w, l->bias, xs[0], batch, 0, fused_act(m, l), m->scratch, y);
 }
 
+/* a 1x1 layer by pixel rows, split over the threads as the dense product */
+static void run_conv_pixels(const dcz_model *m, const dcz_exec_layer *l, const float *const *xs, size_t batch,
+                            float *y)
+{
+    dcz_pool *pool = dcz_conv2d_dense_splits(&l->geom) ? m->pool : NULL;
+    dcz_conv2d_pixels_pool(pool, &l->geom, l->wt, l->bias, xs[0], batch, fused_act(m, l), m->scratch, y);
+}
+
 static void run_conv_gemm_ref(const dcz_model *m, const dcz_exec_layer *l, const float *const *xs,
                               size_t batch, float *y)
 {
@@ -737,6 +745,7 @@ static const struct {
     [DCZ_K_CONV_DEPTHWISE_ROWS] = { FAST(run_conv_shift), NULL, NULL, 0 },
     [DCZ_K_CONV_WINO] = { FAST(run_conv_wino), NULL, NULL, 0 },
     [DCZ_K_CONV_GEMM] = { FAST(run_conv_gemm), NULL, NULL, 0 },
+    [DCZ_K_CONV_GEMM_PIXELS] = { FAST(run_conv_pixels), NULL, NULL, 0 },
     [DCZ_K_CONV_GEMM_REF] = { FAST(run_conv_gemm_ref), NULL, NULL, 1 },
     [DCZ_K_CONV_EXPANDED] = { FAST(run_conv_gemm), NULL, NULL, 0 },
     [DCZ_K_CONV_DIRECT] = { FAST(run_conv_direct), NULL, NULL, 0 },

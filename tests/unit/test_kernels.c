@@ -23,6 +23,7 @@
 #include "runtime/cpu/f32/conv.h"
 #include "runtime/cpu/f32/dense.h"
 #include "runtime/cpu/f32/elem.h"
+#include "runtime/cpu/f32/gemm.h"
 #include "runtime/cpu/f32/shift.h"
 #include "runtime/cpu/f32/sparse.h"
 #include "runtime/cpu/f32/wino.h"
@@ -905,6 +906,80 @@ static void test_conv_wino(void)
     CHECK(dcz_conv2d_wino_rule(&yes), "the rule declines an even plane");
 }
 
+/* 1x1 convolutions by pixel rows (dcz_conv2d_pixels_pool) against the
+ * dense product's reference by planes, bit for bit, on every instruction
+ * set of this machine (views of the CPU capped to each level): planes of
+ * 1 to 81 pixels, channel counts off the vectors, batches 1 and 3, without
+ * an activation and with the fused ones, alone and split over a pool of 3
+ * threads; and where the rules take it. */
+static void test_conv_pixels(void)
+{
+    static const uint32_t shapes[][4] = { /* in_c, out_c, h, w */
+        { 1, 1, 1, 1 }, { 3, 17, 7, 7 }, { 16, 16, 4, 4 }, { 40, 33, 5, 7 },
+        { 64, 400, 7, 7 }, { 17, 130, 9, 9 }, { 200, 48, 3, 3 }, { 8, 24, 2, 1 },
+    };
+    const dcz_act acts[] = { { 0, 0.0f, 0.0f }, { DCZ_OP_RELU, 0.0f, 0.0f }, { DCZ_OP_CLIP, 0.0f, 6.0f },
+                             { DCZ_OP_SILU, 0.0f, 0.0f } };
+    const dcz_isa_cap caps[] = { DCZ_CAP_NATIVE, DCZ_CAP_AVX2, DCZ_CAP_SCALAR };
+    dcz_pool *pool;
+    REQUIRE(dcz_pool_start(3, &pool) == DCZ_OK, "pool of 3");
+    size_t bad = 0, runs = 0;
+    for (size_t si = 0; si < sizeof shapes / sizeof *shapes; si++) {
+        const uint32_t in = shapes[si][0], out = shapes[si][1], px = shapes[si][2] * shapes[si][3];
+        const dcz_conv_geom g = conv_geom(in, out, shapes[si][2], shapes[si][3], 1, 1, 1, 1, 0, 0);
+        CHECK(dcz_conv2d_pick_pixels(&g), "shape %zu: pixel rows do not run it", si);
+        const size_t bmax = 3, ldb = dcz_gemm_ldb(out);
+        float *x = malloc(bmax * in * px * sizeof *x), *w = malloc((size_t)out * in * sizeof *w);
+        float *bias = malloc(out * sizeof *bias), *wt = malloc(in * ldb * sizeof *wt);
+        float *scratch = malloc(dcz_conv2d_im2col_floats(&g) * sizeof *scratch);
+        float *y = malloc(bmax * out * px * sizeof *y), *y2 = malloc(bmax * out * px * sizeof *y2);
+        REQUIRE(x && w && bias && wt && scratch && y && y2, "memory");
+        for (size_t i = 0; i < bmax * in * px; i++) x[i] = nonzero() * 4.0f;
+        for (size_t i = 0; i < (size_t)out * in; i++) w[i] = nonzero();
+        for (uint32_t i = 0; i < out; i++) bias[i] = nonzero();
+        dcz_conv_weights_by_column(w, out, in, wt);
+        for (size_t b = 1; b <= bmax; b += 2)
+            for (size_t a = 0; a < sizeof acts / sizeof *acts; a++) {
+                dcz_conv2d_dense_im2col_act(&g, w, bias, x, b, 1, &acts[a], scratch, y2);
+                for (size_t c = 0; c < sizeof caps / sizeof *caps; c++) {
+                    dcz_cpu view;
+                    if (dcz_cpu_capped(caps[c], &view, NULL, 0) != DCZ_OK) continue;
+                    const dcz_cpu *was = dcz_cpu_enter(&view);
+                    for (int pooled = 0; pooled < 2; pooled++) {
+                        memset(y, 0xA5, b * out * px * sizeof *y);
+                        dcz_conv2d_pixels_pool(pooled ? pool : NULL, &g, wt, bias, x, b, &acts[a], scratch, y);
+                        const int differ = memcmp(y, y2, b * out * px * sizeof *y) != 0;
+                        if (differ)
+                            printf("  shape %zu batch %zu act %zu level %s%s: off the reference\n", si, b, a,
+                                   dcz_isa_cap_name(caps[c]), pooled ? " pooled" : "");
+                        bad += differ;
+                        runs++;
+                    }
+                    dcz_cpu_leave(was);
+                }
+            }
+        free(x); free(w); free(bias); free(wt); free(scratch); free(y); free(y2);
+    }
+    dcz_pool_stop(pool);
+    CHECK(bad == 0, "%zu of %zu runs by pixel rows off the reference", bad, runs);
+    /* the rules: small planes that fill few vectors, weights within the
+     * cap; not 14 x 14 (13 whole vectors), not 4 x 4 (one), not 512 -> 2048
+     * (4 MB of weights), not a 3x3 window nor a stride of 2 */
+    const dcz_conv_geom takes = conv_geom(400, 400, 7, 7, 1, 1, 1, 1, 0, 0),
+                        not_rule[] = { conv_geom(400, 400, 14, 14, 1, 1, 1, 1, 0, 0),
+                                       conv_geom(64, 64, 4, 4, 1, 1, 1, 1, 0, 0),
+                                       conv_geom(512, 2048, 7, 7, 1, 1, 1, 1, 0, 0) },
+                        not_run[] = { conv_geom(64, 64, 7, 7, 3, 3, 1, 1, 1, 1),
+                                      conv_geom(64, 64, 14, 14, 1, 1, 2, 2, 0, 0) };
+    CHECK(dcz_conv2d_pixels_rule(&takes), "400 -> 400 over 7 x 7 not by pixel rows");
+    for (size_t i = 0; i < sizeof not_rule / sizeof *not_rule; i++)
+        CHECK(dcz_conv2d_pick_pixels(&not_rule[i]) && !dcz_conv2d_pixels_rule(&not_rule[i]),
+              "geometry %zu: the rule takes it", i);
+    for (size_t i = 0; i < sizeof not_run / sizeof *not_run; i++)
+        CHECK(!dcz_conv2d_pick_pixels(&not_run[i]) && !dcz_conv2d_pixels_rule(&not_run[i]),
+              "geometry %zu: pixel rows say they run it", i);
+}
+
 /* The dense product takes a dense 1x1 layer on AMD's cores that run
  * 512-bit vectors whole (shift_form.c, pw_dense) unless the layer widens
  * from under 256 channels, where the model of Zen 4 decides as before; a
@@ -958,6 +1033,7 @@ int main(void)
     RUN(test_conv_grid);
     RUN(test_conv_wino);
     RUN(test_pointwise_rule);
+    RUN(test_conv_pixels);
     RUN(test_pools);
     RUN(test_maxpool_variants);
     RUN(test_avgpool_variants);

@@ -87,6 +87,28 @@ void dcz_conv2d_dense_im2col_pool(dcz_pool *pool, const dcz_conv_geom *g, const 
                                   const float *x, size_t batch, int ref, const dcz_act *act, float *scratch,
                                   float *y);
 int dcz_conv2d_dense_splits(const dcz_conv_geom *g);
+/* A dense 1 x 1 convolution at stride 1 by pixel rows: each sample's input
+ * transposed to (pixels, in_c) rows, times the weights transposed (in_c,
+ * out_c padded to DCZ_GEMM_PAD, dcz_conv_weights_by_column) by
+ * dcz_gemm_f32_act, bias per output channel, then the product (pixels,
+ * out_c) transposed into the output planes. The vectors hold output
+ * channels where dcz_conv2d_dense_im2col's hold pixels: a plane of few
+ * pixels (7 x 7 takes 4 vectors for 49) fills them. Each output is its
+ * bias and its products in input-channel order by fused multiply-adds, as
+ * there: dcz_conv2d_dense_im2col_act's bits (the reference's), at any
+ * batch and thread count (pool splits the pixel rows; NULL: the caller's
+ * alone). scratch: dcz_conv2d_im2col_floats(g) floats. Runs g where
+ * dcz_conv2d_pick_pixels (pointwise, one group, the scratch within its
+ * cap); dcz_conv2d_pixels_rule: where the rules take it over
+ * dcz_conv2d_dense_im2col (below). */
+void dcz_conv2d_pixels_pool(dcz_pool *pool, const dcz_conv_geom *g, const float *wt, const float *bias,
+                            const float *x, size_t batch, const dcz_act *act, float *scratch, float *y);
+int dcz_conv2d_pick_pixels(const dcz_conv_geom *g);
+int dcz_conv2d_pixels_rule(const dcz_conv_geom *g);
+/* wt (cols, rows padded to DCZ_GEMM_PAD with zeros) = w (rows, cols)
+ * transposed: the weights of a fully connected layer or of a 1 x 1
+ * convolution as the dense product reads them by samples or pixels. */
+void dcz_conv_weights_by_column(const float *w, uint32_t rows, uint32_t cols, float *wt);
 /* A sparse convolution of nnz stored weights runs faster expanded to dense
  * weights by dcz_conv2d_dense_im2col than by its sparse kernels from this
  * density on: the dense product does 6 to 20 times the multiply-adds per

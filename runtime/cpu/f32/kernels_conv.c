@@ -558,6 +558,95 @@ void dcz_conv2d_dense_im2col_pool(dcz_pool *pool, const dcz_conv_geom *g, const 
     }
 }
 
+/* ---- 1 x 1 convolutions by pixel rows ------------------------------------- */
+
+void dcz_conv_weights_by_column(const float *w, uint32_t rows, uint32_t cols, float *wt)
+{
+    const size_t ldb = dcz_gemm_ldb(rows);
+    for (uint32_t col = 0; col < cols; col++)
+        for (size_t r = 0; r < ldb; r++) wt[col * ldb + r] = r < rows ? w[(size_t)r * cols + col] : 0.0f;
+}
+
+/* b (cols, rows) = a (rows, cols) transposed, by tiles of 16 x 16 that
+ * stay in the first-level cache both ways */
+static void transpose(const float *a, size_t rows, size_t cols, float *b)
+{
+    for (size_t r0 = 0; r0 < rows; r0 += 16)
+        for (size_t c0 = 0; c0 < cols; c0 += 16) {
+            const size_t r1 = r0 + 16 < rows ? r0 + 16 : rows, c1 = c0 + 16 < cols ? c0 + 16 : cols;
+            for (size_t r = r0; r < r1; r++)
+                for (size_t c = c0; c < c1; c++) b[c * rows + r] = a[r * cols + c];
+        }
+}
+
+int dcz_conv2d_pick_pixels(const dcz_conv_geom *g)
+{
+    return dcz_conv_pointwise(g) && dcz_conv_groups(g) == 1 && im2col_matrix_floats(g) <= DCZ_CONV_SCRATCH_MAX;
+}
+
+/* Pixel rows where the product by planes pads its vectors of pixels by
+ * more than PIXELS_PAD times what the product by pixels pads its vectors
+ * of output channels, on planes of at most PIXELS_MAX pixels, where the
+ * two transposes cost little against the product, and weights of at most
+ * PIXELS_MAX_BYTES transposed. One core of an AMD EPYC (Zen 5),
+ * dcz_gemm_f32 alone (us): 400 -> 400 over 7 x 7 75.8 by planes, 60.8 by
+ * pixels; 512 -> 2048 504 and 420; 160 -> 960 74.7 and 57.5; over 14 x 14
+ * (13 vectors for 196 pixels) 4-10% apart, which the transposes take back.
+ * In the networks (dcz bench --per-layer, least of three alternated
+ * rounds), over 7 x 7: RegNetX-400MF's 400 -> 400 93-100 us by planes, the
+ * network 0.92 of the time by pixels; 1152 -> 192 141 against 128 us, 1152
+ * -> 320 225 and 202 (1.5 MB of weights), 128 -> 800 83 and 72; but with
+ * weights past the second-level cache (1 MB there) the product by pixels
+ * streams them slower: 320 -> 1280 (1.6 MB) 0.97-1.03 of the time, 464 ->
+ * 1024 1.12, ResNet-50's 512 -> 2048 and back (4 MB) 1.08-1.24. */
+#define PIXELS_PAD 1.15
+#define PIXELS_MAX 64
+#define PIXELS_MAX_BYTES (3u << 19)
+int dcz_conv2d_pixels_rule(const dcz_conv_geom *g)
+{
+    const size_t pixels = (size_t)g->out_h * g->out_w;
+    return dcz_conv2d_pick_pixels(g) && pixels <= PIXELS_MAX &&
+           (uint64_t)g->in_c * dcz_gemm_ldb(g->out_c) * sizeof(float) <= PIXELS_MAX_BYTES &&
+           (double)dcz_gemm_ldb(pixels) * g->out_c > PIXELS_PAD * (double)dcz_gemm_ldb(g->out_c) * pixels;
+}
+
+/* Pixel rows [lo, hi) of part `part` of one sample: their product, then
+ * their columns of the output planes */
+typedef struct pixels_job {
+    const dcz_act *act;
+    uint32_t in_c, out_c, parts;
+    size_t pixels;
+    const float *wt, *bias, *xt;
+    float *t, *y;
+} pixels_job;
+
+static void pixels_part(void *ctx, uint32_t part)
+{
+    const pixels_job *j = ctx;
+    uint32_t lo, hi;
+    dcz_part_range((uint32_t)j->pixels, part, j->parts, &lo, &hi);
+    if (lo == hi) return;
+    float *t = j->t + (size_t)lo * j->out_c;
+    dcz_gemm_f32_act(j->act, hi - lo, j->out_c, j->in_c, j->xt + (size_t)lo * j->in_c, j->in_c, j->wt,
+                     dcz_gemm_ldb(j->out_c), NULL, j->bias, t, j->out_c);
+    for (uint32_t oc = 0; oc < j->out_c; oc++)
+        for (uint32_t p = lo; p < hi; p++) j->y[oc * j->pixels + p] = t[(size_t)(p - lo) * j->out_c + oc];
+}
+
+void dcz_conv2d_pixels_pool(dcz_pool *pool, const dcz_conv_geom *g, const float *wt, const float *bias,
+                            const float *x, size_t batch, const dcz_act *act, float *scratch, float *y)
+{
+    const size_t pixels = (size_t)g->out_h * g->out_w;
+    const uint32_t parts = pool ? dcz_pool_threads(pool) : 1;
+    float *xt = scratch, *t = scratch + pixels * g->in_c;   /* (pixels, in_c), (pixels, out_c) */
+    for (size_t b = 0; b < batch; b++) {
+        transpose(x + b * pixels * g->in_c, g->in_c, pixels, xt);
+        pixels_job j = { act, g->in_c, g->out_c, parts, pixels, wt, bias, xt, t, y + b * pixels * g->out_c };
+        if (parts > 1) dcz_pool_run(pool, pixels_part, &j);
+        else pixels_part(&j, 0);
+    }
+}
+
 void dcz_conv2d_dense_im2col_act(const dcz_conv_geom *g, const float *w, const float *bias, const float *x,
                                  size_t batch, int ref, const dcz_act *act, float *scratch, float *y)
 {
