@@ -231,9 +231,11 @@ static dcz_status load_params(const dcz_container *c, const dcz_graph_layer *g, 
     default:
         return DCZ_ERR_UNSUPPORTED;
     }
-    /* fully connected float layers also get the column form for batch 1
-     * (which the references do not read) */
-    if (!DCZ_REF_ONLY && !cw && !stream && g->op == DCZ_OP_DENSE &&
+    /* fully connected float layers (and convolutions the plan takes as
+     * such) also get the column form for batch 1 (which the references do
+     * not read) */
+    const int as_fc = g->op == DCZ_OP_DENSE || (g->op == DCZ_OP_CONV2D && dcz_plan_conv_as_fc(&l->geom));
+    if (!DCZ_REF_ONLY && !cw && !stream && as_fc &&
         (w.enc == DCZ_ENC_SPARSE_F32 || w.enc == DCZ_ENC_CODEBOOK)) {
         /* (while sizing, sp holds only its entry bound) */
         const uint32_t rows = w.dims[0], cols = (uint32_t)(w.n / w.dims[0]);
@@ -264,7 +266,7 @@ static dcz_status load_params(const dcz_container *c, const dcz_graph_layer *g, 
      * the scratch depends on it) */
     dcz_candidates cand;
     if (!cw && g->op == DCZ_OP_CONV2D) {
-        dcz_plan_conv(&l->geom, l->sparse, kept, forms, ld->reference, &cand);
+        dcz_plan_conv(&l->geom, l->sparse, w.enc == DCZ_ENC_CODEBOOK, kept, forms, ld->reference, &cand);
         l->kernel = (uint8_t)take(ld, index, &cand);
     } else if (!cw) {
         dcz_plan_fc(l->sparse, w.enc == DCZ_ENC_CODEBOOK, stream, forms, ld->reference, &cand);

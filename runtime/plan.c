@@ -170,8 +170,13 @@ void dcz_plan_fc(int sparse, int codebook, int stream, int forms, int force_refe
     candidates(c, runs[0] ? DCZ_K_FC_GEMM : DCZ_K_FC_ROWS, list, 2, runs);
 }
 
-void dcz_plan_conv(const dcz_conv_geom *g, int sparse, uint64_t kept, int forms, int force_reference,
-                   dcz_candidates *c)
+int dcz_plan_conv_as_fc(const dcz_conv_geom *g)
+{
+    return dcz_conv_pointwise(g) && g->in_h == 1 && g->in_w == 1 && dcz_conv_groups(g) == 1;
+}
+
+void dcz_plan_conv(const dcz_conv_geom *g, int sparse, int codebook, uint64_t kept, int forms,
+                   int force_reference, dcz_candidates *c)
 {
     /* a build of the references alone: the direct ones, which compute
      * every convolution (the im2col references are faster ones, left out) */
@@ -180,16 +185,18 @@ void dcz_plan_conv(const dcz_conv_geom *g, int sparse, uint64_t kept, int forms,
         c->k[0] = sparse ? DCZ_K_CONV_SPARSE_DIRECT_REF : DCZ_K_CONV_DIRECT_REF;
         return;
     }
-    /* a dense 1 x 1 convolution of one input cell (squeeze-and-excitation's
-     * two, after the global mean) is a fully connected layer: its kernels,
-     * whose vectors hold output channels, where the convolutions' hold
-     * output cells, of which it has one (the shift form spent a lane of 16
-     * on each multiply-add: MobileNetV3-Small's 576 -> 144 and 144 -> 576
-     * took 28.5 and 29 us on one core of an AMD EPYC, Zen 4). Each output is
-     * its bias and its products in input order, the convolution's bits. */
-    if (!sparse && !force_reference && dcz_conv_pointwise(g) && g->in_h == 1 && g->in_w == 1 &&
-        dcz_conv_groups(g) == 1) {
-        dcz_plan_fc(0, 0, 0, forms, 0, c);
+    /* a 1 x 1 convolution of one input cell (squeeze-and-excitation's two,
+     * after the global mean) is a fully connected layer: its kernels, whose
+     * vectors hold output channels, where the convolutions' hold output
+     * cells, of which it has one (the shift form spent a lane of 16 on each
+     * multiply-add: MobileNetV3-Small's dense 576 -> 144 and 144 -> 576
+     * took 28.5 and 29 us on one core of an AMD EPYC, Zen 4). Dense, each
+     * output is its bias and its products in input order, the
+     * convolution's bits; compressed, the fully connected layers' batch-1
+     * forms (load_layer.c builds them for it), whose sums may differ from
+     * the shift form's in their last bits. */
+    if (!force_reference && dcz_plan_conv_as_fc(g)) {
+        dcz_plan_fc(sparse, codebook, 0, forms, 0, c);
         return;
     }
     static const dcz_kernel list[] = { DCZ_K_CONV_WINO, DCZ_K_CONV_SHIFT, DCZ_K_CONV_EXPANDED, DCZ_K_CONV_GEMM,

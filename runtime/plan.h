@@ -159,10 +159,15 @@ int dcz_plan_streams(int asked, uint16_t op, uint32_t enc);
 void dcz_plan_fc(int sparse, int codebook, int stream, int forms, int force_reference, dcz_candidates *c);
 
 /* A float convolution of geometry g whose weight keeps kept entries
- * (sparse) or is dense, before its form is built; a shift form built is
- * refined by dcz_plan_conv_shift. */
-void dcz_plan_conv(const struct dcz_conv_geom *g, int sparse, uint64_t kept, int forms, int force_reference,
-                   dcz_candidates *c);
+ * (sparse, codebook ones or not) or is dense, before its form is built; a
+ * shift form built is refined by dcz_plan_conv_shift. */
+void dcz_plan_conv(const struct dcz_conv_geom *g, int sparse, int codebook, uint64_t kept, int forms,
+                   int force_reference, dcz_candidates *c);
+/* Whether a float convolution of geometry g is a fully connected layer to
+ * the plan, its kernels and their forms: a 1 x 1 window at stride 1, one
+ * group, over one input cell (squeeze-and-excitation's two, after the
+ * global mean). */
+int dcz_plan_conv_as_fc(const struct dcz_conv_geom *g);
 
 /* A float convolution's kernel once its shift form is built: the shift
  * kernel, or the depthwise one the form runs. */

@@ -1800,14 +1800,17 @@ static void test_mobile_runtime_matches_reference(void)
 }
 
 /* Squeeze-and-excitation as torchvision writes it: (8, 6, 6) -> conv 3x3
- * (f32) -> relu -> gap -> 1x1 conv 8 -> 4 (f32) -> relu -> 1x1 conv 4 -> 8
- * (f32) -> hard sigmoid -> mul by the relu's planes -> gap -> flatten. The
- * two 1x1 convolutions of one input cell run on the fully connected
- * layers' kernels (their vectors over output channels), the first with its
- * ReLU fused, the Mul runs over the planes it scales, and the net gives the
- * bits of the references forced (the direct convolution's), at batch 1 and
- * in a batch. */
-static void test_squeeze_excite_as_fc(void)
+ * (f32) -> relu -> gap -> 1x1 conv 8 -> 4 -> relu -> 1x1 conv 4 -> 8 ->
+ * hard sigmoid -> mul by the relu's planes -> gap -> flatten, the two 1x1
+ * convolutions dense (f32) or compressed (codebook, half the weights
+ * kept). The two 1x1 convolutions of one input cell run on the fully
+ * connected layers' kernels (their vectors over output channels), the
+ * first with its ReLU fused, the Mul runs over the planes it scales, and
+ * the net gives the bits of the references forced (the direct
+ * convolution's), at batch 1 and in a batch; compressed, the compressed
+ * fully connected kernels, whose sums at batch 1 may differ in their last
+ * bits: within 1e-5 of the references. */
+static void squeeze_excite_case(int compressed)
 {
     dcz_doc *d;
     REQUIRE(dcz_doc_alloc(10, &d) == DCZ_OK, "alloc");
@@ -1817,11 +1820,15 @@ static void test_squeeze_excite_as_fc(void)
     fill_weights(&l[0], 1);
     doc_plain_layer(&l[1], DCZ_OP_RELU, "relu");
     doc_plain_layer(&l[2], DCZ_OP_GLOBAL_AVGPOOL, "squeeze");
-    doc_conv_layer(&l[3], "fc1", 8, 4, 1, 1, 0, DCZ_ENC_F32, 0, 0, 0);
-    fill_weights(&l[3], 1);
+    const uint32_t enc = compressed ? DCZ_ENC_CODEBOOK : DCZ_ENC_F32;
+    const unsigned ib = compressed ? 4 : 0, gap = compressed ? 3 : 0;
+    const uint8_t coding = compressed ? DCZ_CODING_HUFFMAN : 0;
+    const double density = compressed ? 0.5 : 1;
+    doc_conv_layer(&l[3], "fc1", 8, 4, 1, 1, 0, enc, gap, ib, coding);
+    fill_weights(&l[3], density);
     doc_plain_layer(&l[4], DCZ_OP_RELU, "relu2");
-    doc_conv_layer(&l[5], "fc2", 4, 8, 1, 1, 0, DCZ_ENC_F32, 0, 0, 0);
-    fill_weights(&l[5], 1);
+    doc_conv_layer(&l[5], "fc2", 4, 8, 1, 1, 0, enc, gap, ib, coding);
+    fill_weights(&l[5], density);
     activation(&l[6], DCZ_OP_HARD_SIGMOID, "gate", 2, (const float[]){ 1.0f / 6.0f, 0.5f });
     doc_plain_layer(&l[7], DCZ_OP_MUL, "scale");
     reads(&l[7], 2, (const uint32_t[]){ 2, 7 });
@@ -1841,7 +1848,8 @@ static void test_squeeze_excite_as_fc(void)
     ro.force_reference = 1;
     REQUIRE(dcz_open_memory(buf, len, NULL, &m) == DCZ_OK && dcz_open_memory(buf, len, &ro, &r) == DCZ_OK, "open");
     for (uint32_t i = 3; i <= 5; i += 2)
-        CHECK(m->layers[i].kernel == DCZ_K_FC_GEMM || m->layers[i].kernel == DCZ_K_FC_ROWS,
+        CHECK(compressed ? m->layers[i].kernel == DCZ_K_FC_CODEBOOK
+                         : m->layers[i].kernel == DCZ_K_FC_GEMM || m->layers[i].kernel == DCZ_K_FC_ROWS,
               "%s: %s, not a fully connected kernel", m->layers[i].name, dcz_kernel_name((dcz_kernel)m->layers[i].kernel));
     CHECK(m->layers[0].kernel != DCZ_K_FC_GEMM && m->layers[0].kernel != DCZ_K_FC_ROWS, "the 3x3 conv: %s",
           dcz_kernel_name((dcz_kernel)m->layers[0].kernel));
@@ -1856,12 +1864,24 @@ static void test_squeeze_excite_as_fc(void)
     for (size_t i = 0; i < B * in; i++) x[i] = frand();
     for (size_t b = 1; b <= B; b += B - 1) {
         CHECK(dcz_run(m, x, b, y) == DCZ_OK && dcz_run(r, x, b, yr) == DCZ_OK, "run batch %zu", b);
-        CHECK(memcmp(y, yr, b * out * sizeof *y) == 0, "batch %zu: other bits than the references'", b);
+        if (!compressed) {
+            CHECK(memcmp(y, yr, b * out * sizeof *y) == 0, "batch %zu: other bits than the references'", b);
+            continue;
+        }
+        size_t off = 0;
+        for (size_t i = 0; i < b * out; i++) off += !(fabsf(y[i] - yr[i]) <= 1e-5f * (1.0f + fabsf(yr[i])));
+        CHECK(off == 0, "compressed, batch %zu: %zu outputs off the references'", b, off);
     }
     free(x); free(y); free(yr);
     dcz_close(m);
     dcz_close(r);
     free(buf);
+}
+
+static void test_squeeze_excite_as_fc(void)
+{
+    squeeze_excite_case(0);
+    squeeze_excite_case(1);
 }
 
 /* The place plan of m holds: two tensors of one block whose places
