@@ -490,7 +490,8 @@ static dcz_status load_walk(const dcz_container *c, const dcz_options *o, loader
             dcz_spmm_scratch_floats(l->out, l->in) > scratch_floats)
             scratch_floats = dcz_spmm_scratch_floats(l->out, l->in);
         /* the integer tile of the 8-bit schemes */
-        if (!DCZ_REF_ONLY && quant && dcz_scheme_qmax(cw.scheme) == 127 && l->op == DCZ_OP_DENSE &&
+        if (!DCZ_REF_ONLY && quant && dcz_scheme_qmax(cw.scheme) == 127 &&
+            (l->op == DCZ_OP_DENSE || (l->op == DCZ_OP_CONV2D && dcz_plan_conv_as_fc(&l->geom))) &&
             dcz_qspmm8_scratch_floats(l->in) > scratch_floats)
             scratch_floats = dcz_qspmm8_scratch_floats(l->in);
     }

@@ -327,9 +327,10 @@ static dcz_status load_params(const dcz_container *c, const dcz_graph_layer *g, 
     if (e.layer != index) return DCZ_ERR_FORMAT;
     TRY(dcz_qload_weights(&ld->a, cw->scheme, &w, &e, l));
     const int32_t qmax = dcz_scheme_qmax(cw->scheme);
-    /* a fully connected layer of an 8-bit scheme gets the integer lane form
-     * where this CPU runs one (a weight past a byte leaves it without) */
-    if (g->op == DCZ_OP_DENSE) {
+    /* a fully connected layer of an 8-bit scheme (or a convolution the
+     * plan takes as one) gets the integer lane form where this CPU runs one
+     * (a weight past a byte leaves it without) */
+    if (as_fc) {
         if ((forms & DCZ_FORM_QLANES) && qmax == 127 && !stream) {
             void *mem = arena_take(&ld->a, dcz_qlanes_bytes(w.dims[0], (uint32_t)(w.n / w.dims[0]), kept));
             if (mem) dcz_qlanes_build(&l->qs, kept, mem);

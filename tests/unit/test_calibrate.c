@@ -292,7 +292,8 @@ static void act_attrs(dcz_doc_layer *l, uint32_t n, float a, float b)
 
 /* input (1, 8, 8) -> conv1 (4, dense) -> relu1 -> conv2 (4, codebook) ->
  * clip [0, 6] -> add (relu1 + clip) -> dw (depthwise 4, sparse) -> gap ->
- * se (dense 4 -> 4) -> gate (hard sigmoid) -> mul (dw x gate) -> concat
+ * se (1x1 convolution 4 -> 4 of the one cell, codebook: the fully
+ * connected kernels run it) -> gate (hard sigmoid) -> mul (dw x gate) -> concat
  * (mul, relu1) -> leaky -> maxpool 2 -> flatten -> fc (128 -> 5, sparse)
  * -> softmax: every op of the integer region. */
 static dcz_doc *make_graph(uint64_t seed)
@@ -312,7 +313,7 @@ static dcz_doc *make_graph(uint64_t seed)
     doc_conv_layer(&L[5], "dw", 4, 4, 3, 1, 1, DCZ_ENC_SPARSE_F32, 3, 0, DCZ_CODING_RAW);
     doc_conv_groups(&L[5], 4);
     doc_plain_layer(&L[6], DCZ_OP_GLOBAL_AVGPOOL, "gap");
-    doc_dense_layer(&L[7], "se", 4, 4, DCZ_ENC_F32, 0, 0, 0);
+    doc_conv_layer(&L[7], "se", 4, 4, 1, 1, 0, DCZ_ENC_CODEBOOK, 3, 4, DCZ_CODING_HUFFMAN);
     doc_plain_layer(&L[8], DCZ_OP_HARD_SIGMOID, "gate");
     act_attrs(&L[8], 2, 1.0f / 6, 0.5f);
     doc_plain_layer(&L[9], DCZ_OP_MUL, "mul");
@@ -425,6 +426,11 @@ static void test_graph_integer(void)
                   schemes[s], i, wd.kernel, ad.kernel);
             fused += is_fused;
         }
+        /* squeeze-and-excitation's convolution of one cell on the integer
+         * fully connected kernels (run_all: the references' bits) */
+        dcz_layer_desc se;
+        REQUIRE(dcz_describe_layer(fm, 7, &se) == DCZ_OK, "describe se");
+        CHECK(strstr(se.kernel, "qspmm") != NULL, "scheme %u: se runs %s", schemes[s], se.kernel);
         dcz_close(fm);
 
         /* through text and back, the same table */
