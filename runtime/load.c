@@ -485,13 +485,11 @@ static dcz_status load_walk(const dcz_container *c, const dcz_options *o, loader
         /* the float spmm's tile; a calibrated model runs these on integers
          * (kept for the references too: an arena planned for them takes the
          * model on these kernels; a build of the references alone has none) */
-        if (!DCZ_REF_ONLY && !quant && l->sparse &&
-            (l->op == DCZ_OP_DENSE || (l->op == DCZ_OP_CONV2D && dcz_plan_conv_as_fc(&l->geom))) &&
+        if (!DCZ_REF_ONLY && !quant && l->sparse && dcz_plan_fc_layer(l->op, &l->geom) &&
             dcz_spmm_scratch_floats(l->out, l->in) > scratch_floats)
             scratch_floats = dcz_spmm_scratch_floats(l->out, l->in);
         /* the integer tile of the 8-bit schemes */
-        if (!DCZ_REF_ONLY && quant && dcz_scheme_qmax(cw.scheme) == 127 &&
-            (l->op == DCZ_OP_DENSE || (l->op == DCZ_OP_CONV2D && dcz_plan_conv_as_fc(&l->geom))) &&
+        if (!DCZ_REF_ONLY && quant && dcz_scheme_qmax(cw.scheme) == 127 && dcz_plan_fc_layer(l->op, &l->geom) &&
             dcz_qspmm8_scratch_floats(l->in) > scratch_floats)
             scratch_floats = dcz_qspmm8_scratch_floats(l->in);
     }

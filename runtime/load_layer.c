@@ -234,7 +234,7 @@ static dcz_status load_params(const dcz_container *c, const dcz_graph_layer *g, 
     /* fully connected float layers (and convolutions the plan takes as
      * such) also get the column form for batch 1 (which the references do
      * not read) */
-    const int as_fc = g->op == DCZ_OP_DENSE || (g->op == DCZ_OP_CONV2D && dcz_plan_conv_as_fc(&l->geom));
+    const int as_fc = dcz_plan_fc_layer(g->op, &l->geom);
     if (!DCZ_REF_ONLY && !cw && !stream && as_fc &&
         (w.enc == DCZ_ENC_SPARSE_F32 || w.enc == DCZ_ENC_CODEBOOK)) {
         /* (while sizing, sp holds only its entry bound) */

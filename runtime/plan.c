@@ -175,6 +175,11 @@ int dcz_plan_conv_as_fc(const dcz_conv_geom *g)
     return dcz_conv_pointwise(g) && g->in_h == 1 && g->in_w == 1 && dcz_conv_groups(g) == 1;
 }
 
+int dcz_plan_fc_layer(uint16_t op, const dcz_conv_geom *g)
+{
+    return op == DCZ_OP_DENSE || (op == DCZ_OP_CONV2D && dcz_plan_conv_as_fc(g));
+}
+
 void dcz_plan_conv(const dcz_conv_geom *g, int sparse, int codebook, uint64_t kept, int forms,
                    int force_reference, dcz_candidates *c)
 {

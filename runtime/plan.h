@@ -166,8 +166,11 @@ void dcz_plan_conv(const struct dcz_conv_geom *g, int sparse, int codebook, uint
 /* Whether a float convolution of geometry g is a fully connected layer to
  * the plan, its kernels and their forms: a 1 x 1 window at stride 1, one
  * group, over one input cell (squeeze-and-excitation's two, after the
- * global mean). */
+ * global mean). dcz_plan_fc_layer: whether a layer of op (of geometry g
+ * where a convolution) takes the fully connected kernels and forms: a
+ * DENSE layer, or such a convolution. */
 int dcz_plan_conv_as_fc(const struct dcz_conv_geom *g);
+int dcz_plan_fc_layer(uint16_t op, const struct dcz_conv_geom *g);
 
 /* A float convolution's kernel once its shift form is built: the shift
  * kernel, or the depthwise one the form runs. */
