@@ -252,11 +252,12 @@ typedef struct shift_costs {
  * many (256 -> 1024 over 14 x 14: 521 against 647) and on the others
  * (1024 -> 256: 528 against 589; ResNet-50's 1024 -> 2048 at stride 2:
  * 1697 against 2246); leaving the layers that widen from under 256
- * channels on the shift form gives 33.0 ms. The whole dense networks, least
- * of five alternated medians, every dense 1x1 layer on the dense product
- * against the rules of Zen 4: ResNet-50 0.93 of the time, RegNetX-400MF
- * 0.91, MobileNetV2 0.97, DenseNet-121 0.99, SqueezeNet 0.98, the others
- * within 1%. The presets' dense models (28 x 28) within 0.5%. */
+ * channels on the shift form gives 33.0 ms. The whole dense networks by
+ * this rule against the rules of Zen 4, least of five alternated medians:
+ * ResNet-50 0.93-0.95 of the time, SqueezeNet 0.96, RegNetX-400MF 0.97,
+ * MobileNetV2 0.97, DenseNet-121 0.97-0.99, ShuffleNetV2 0.98,
+ * EfficientNet-B0 0.98-0.99, MobileNetV3-Small and ResNet-18 within 1%;
+ * the presets' dense models (28 x 28) within 0.5%. */
 #define PW_WIDEN_IN 256
 
 /* Pointwise layers over planes of 28 x 28 or more (49 vectors), the
