@@ -964,11 +964,13 @@ static void test_conv_pixels(void)
     CHECK(bad == 0, "%zu of %zu runs by pixel rows off the reference", bad, runs);
     /* the rules: small planes that fill few vectors, weights within the
      * cap; not 14 x 14 (13 whole vectors), not 4 x 4 (one), not 512 -> 2048
-     * (4 MB of weights), not a 3x3 window nor a stride of 2 */
+     * (4 MB of weights), not 144 -> 32 (too few multiply-adds), not a 3x3
+     * window nor a stride of 2 */
     const dcz_conv_geom takes = conv_geom(400, 400, 7, 7, 1, 1, 1, 1, 0, 0),
                         not_rule[] = { conv_geom(400, 400, 14, 14, 1, 1, 1, 1, 0, 0),
                                        conv_geom(64, 64, 4, 4, 1, 1, 1, 1, 0, 0),
-                                       conv_geom(512, 2048, 7, 7, 1, 1, 1, 1, 0, 0) },
+                                       conv_geom(512, 2048, 7, 7, 1, 1, 1, 1, 0, 0),
+                                       conv_geom(144, 32, 7, 7, 1, 1, 1, 1, 0, 0) },
                         not_run[] = { conv_geom(64, 64, 7, 7, 3, 3, 1, 1, 1, 1),
                                       conv_geom(64, 64, 14, 14, 1, 1, 2, 2, 0, 0) };
     CHECK(dcz_conv2d_pixels_rule(&takes), "400 -> 400 over 7 x 7 not by pixel rows");
@@ -982,8 +984,8 @@ static void test_conv_pixels(void)
 
 /* The dense product takes a dense 1x1 layer on AMD's cores that run
  * 512-bit vectors whole (shift_form.c, pw_dense) unless the layer widens
- * from under 256 channels, where the model of Zen 4 decides as before; a
- * sparse one is the model's on either. Views of this CPU as Zen 4 and as
+ * from under 256 channels or is small, where the model of Zen 4 decides as
+ * before; a sparse one is the model's on either. Views of this CPU as Zen 4 and as
  * Zen 5 (their AVX-512 branch needs AVX-512 here). */
 static void test_pointwise_rule(void)
 {
@@ -1002,7 +1004,9 @@ static void test_pointwise_rule(void)
                                        conv_geom(24, 144, 56, 56, 1, 1, 1, 1, 0, 0),
                                        conv_geom(160, 960, 7, 7, 1, 1, 1, 1, 0, 0) };
     const uint64_t dense_narrow = 1024u * 256u, dense_down = 1024u * 2048u, dense_wide = 256u * 1024u;
+    const dcz_conv_geom small = conv_geom(96, 24, 14, 14, 1, 1, 1, 1, 0, 0);   /* 451,584 multiply-adds */
     const dcz_cpu *was = dcz_cpu_enter(&zen4);
+    const int small4 = dcz_conv2d_pick_shift(&small, 96u * 24u);
     const int narrow4 = dcz_conv2d_pick_shift(&narrow, dense_narrow);
     const int sparse4 = dcz_conv2d_pick_shift(&narrow, dense_narrow / 10);
     int few4[3];
@@ -1011,6 +1015,7 @@ static void test_pointwise_rule(void)
     CHECK(!dcz_conv2d_pick_shift(&narrow, dense_narrow), "Zen 5: dense 1024 -> 256 over 14 x 14 on the shift form");
     CHECK(!dcz_conv2d_pick_shift(&down, dense_down), "Zen 5: dense 1024 -> 2048 at stride 2 on the shift form");
     CHECK(!dcz_conv2d_pick_shift(&wide_many, dense_wide), "Zen 5: dense 256 -> 1024 on the shift form");
+    CHECK(dcz_conv2d_pick_shift(&small, 96u * 24u) == small4, "Zen 5: a small layer left the model's choice");
     CHECK(dcz_conv2d_pick_shift(&narrow, dense_narrow / 10) == sparse4, "Zen 5: a sparse layer's choice changed");
     for (int i = 0; i < 3; i++)
         CHECK(dcz_conv2d_pick_shift(&wide_few[i], (uint64_t)wide_few[i].in_c * wide_few[i].out_c) == few4[i],

@@ -598,15 +598,21 @@ int dcz_conv2d_pick_pixels(const dcz_conv_geom *g)
  * -> 320 225 and 202 (1.5 MB of weights), 128 -> 800 83 and 72; but with
  * weights past the second-level cache (1 MB there) the product by pixels
  * streams them slower: 320 -> 1280 (1.6 MB) 0.97-1.03 of the time, 464 ->
- * 1024 1.12, ResNet-50's 512 -> 2048 and back (4 MB) 1.08-1.24. */
+ * 1024 1.12, ResNet-50's 512 -> 2048 and back (4 MB) 1.08-1.24. And
+ * layers of at least PIXELS_MACS multiply-adds, where the transposes and
+ * the product's short rows of channels cost little: the
+ * MobileNetV2-style preset's 144 -> 32 over 7 x 7 (225,792 of them) took
+ * 4.6 us by pixel rows, 2.8 on the shift form. */
 #define PIXELS_PAD 1.15
 #define PIXELS_MAX 64
 #define PIXELS_MAX_BYTES (3u << 19)
+#define PIXELS_MACS (1u << 21)
 int dcz_conv2d_pixels_rule(const dcz_conv_geom *g)
 {
     const size_t pixels = (size_t)g->out_h * g->out_w;
     return dcz_conv2d_pick_pixels(g) && pixels <= PIXELS_MAX &&
            (uint64_t)g->in_c * dcz_gemm_ldb(g->out_c) * sizeof(float) <= PIXELS_MAX_BYTES &&
+           (uint64_t)g->in_c * g->out_c * pixels >= PIXELS_MACS &&
            (double)dcz_gemm_ldb(pixels) * g->out_c > PIXELS_PAD * (double)dcz_gemm_ldb(g->out_c) * pixels;
 }
 
