@@ -50,6 +50,7 @@
 #include <string.h>
 
 #include "runtime/cpu/f32/conv.h"
+#include "runtime/cpu/f32/wino.h"
 #include "runtime/cpu/f32/gemm.h"
 #include "runtime/cpu/f32/sparse.h"
 #include "runtime/model.h"
@@ -563,20 +564,9 @@ void dcz_conv2d_dense_im2col_pool(dcz_pool *pool, const dcz_conv_geom *g, const 
 void dcz_conv_weights_by_column(const float *w, uint32_t rows, uint32_t cols, float *wt)
 {
     const size_t ldb = dcz_gemm_ldb(rows);
+    dcz_transpose_planes(w, cols, rows, cols, wt, ldb);
     for (uint32_t col = 0; col < cols; col++)
-        for (size_t r = 0; r < ldb; r++) wt[col * ldb + r] = r < rows ? w[(size_t)r * cols + col] : 0.0f;
-}
-
-/* b (cols, rows) = a (rows, cols) transposed, by tiles of 16 x 16 that
- * stay in the first-level cache both ways */
-static void transpose(const float *a, size_t rows, size_t cols, float *b)
-{
-    for (size_t r0 = 0; r0 < rows; r0 += 16)
-        for (size_t c0 = 0; c0 < cols; c0 += 16) {
-            const size_t r1 = r0 + 16 < rows ? r0 + 16 : rows, c1 = c0 + 16 < cols ? c0 + 16 : cols;
-            for (size_t r = r0; r < r1; r++)
-                for (size_t c = c0; c < c1; c++) b[c * rows + r] = a[r * cols + c];
-        }
+        for (size_t r = rows; r < ldb; r++) wt[col * ldb + r] = 0.0f;
 }
 
 int dcz_conv2d_pick_pixels(const dcz_conv_geom *g)
@@ -635,8 +625,7 @@ static void pixels_part(void *ctx, uint32_t part)
     float *t = j->t + (size_t)lo * j->out_c;
     dcz_gemm_f32_act(j->act, hi - lo, j->out_c, j->in_c, j->xt + (size_t)lo * j->in_c, j->in_c, j->wt,
                      dcz_gemm_ldb(j->out_c), NULL, j->bias, t, j->out_c);
-    for (uint32_t oc = 0; oc < j->out_c; oc++)
-        for (uint32_t p = lo; p < hi; p++) j->y[oc * j->pixels + p] = t[(size_t)(p - lo) * j->out_c + oc];
+    dcz_transpose_planes(t, j->out_c, hi - lo, j->out_c, j->y + lo, j->pixels);
 }
 
 void dcz_conv2d_pixels_pool(dcz_pool *pool, const dcz_conv_geom *g, const float *wt, const float *bias,
@@ -646,7 +635,7 @@ void dcz_conv2d_pixels_pool(dcz_pool *pool, const dcz_conv_geom *g, const float 
     const uint32_t parts = pool ? dcz_pool_threads(pool) : 1;
     float *xt = scratch, *t = scratch + pixels * g->in_c;   /* (pixels, in_c), (pixels, out_c) */
     for (size_t b = 0; b < batch; b++) {
-        transpose(x + b * pixels * g->in_c, g->in_c, pixels, xt);
+        dcz_transpose_planes(x + b * pixels * g->in_c, pixels, g->in_c, pixels, xt, g->in_c);
         pixels_job j = { act, g->in_c, g->out_c, parts, pixels, wt, bias, xt, t, y + b * pixels * g->out_c };
         if (parts > 1) dcz_pool_run(pool, pixels_part, &j);
         else pixels_part(&j, 0);
