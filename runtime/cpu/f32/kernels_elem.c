@@ -242,20 +242,18 @@ void dcz_hard_act(uint16_t op, const float *param, const float *x, size_t n, flo
 
 /* ---- Sigmoid, SiLU --------------------------------------------------------------------- */
 
-/* SIGMOID and SILU through dcz_exp_neg (shapes.h), each of its operations in
- * a vector in its order: the same roundings, so the reference's bits.
- * Lanes below DCZ_EXP_MIN take 0 and NaN lanes their NaN, as the scalar
- * branch does; the others run on -|v| clamped there, so no lane's integer
- * conversion sees a NaN. */
+/* SIGMOID and SILU (shapes.h: dcz_sigmoid_one, dcz_silu_one), each of
+ * their operations in a vector in its order (act_x86.h, act_neon.h): the
+ * same roundings, so the reference's bits. */
 #ifdef DCZ_X86
 __attribute__((target("avx2,fma")))
 static void exp_act__avx2(uint16_t op, const float *x, size_t n, float *y)
 {
     size_t i = 0;
     if (op == DCZ_OP_SILU) /* the flag a constant in each loop */
-        for (; i + 8 <= n; i += 8) _mm256_storeu_ps(y + i, dcz_sigmoid__avx2(_mm256_loadu_ps(x + i), 1));
+        for (; i + 8 <= n; i += 8) _mm256_storeu_ps(y + i, dcz_silu__avx2(_mm256_loadu_ps(x + i)));
     else
-        for (; i + 8 <= n; i += 8) _mm256_storeu_ps(y + i, dcz_sigmoid__avx2(_mm256_loadu_ps(x + i), 0));
+        for (; i + 8 <= n; i += 8) _mm256_storeu_ps(y + i, dcz_sigmoid__avx2(_mm256_loadu_ps(x + i)));
     dcz_activation_ref(op, NULL, x + i, n - i, y + i);
 }
 
@@ -264,9 +262,9 @@ static void exp_act__avx512(uint16_t op, const float *x, size_t n, float *y)
 {
     size_t i = 0;
     if (op == DCZ_OP_SILU)
-        for (; i + 16 <= n; i += 16) _mm512_storeu_ps(y + i, dcz_sigmoid__avx512(_mm512_loadu_ps(x + i), 1));
+        for (; i + 16 <= n; i += 16) _mm512_storeu_ps(y + i, dcz_silu__avx512(_mm512_loadu_ps(x + i)));
     else
-        for (; i + 16 <= n; i += 16) _mm512_storeu_ps(y + i, dcz_sigmoid__avx512(_mm512_loadu_ps(x + i), 0));
+        for (; i + 16 <= n; i += 16) _mm512_storeu_ps(y + i, dcz_sigmoid__avx512(_mm512_loadu_ps(x + i)));
     exp_act__avx2(op, x + i, n - i, y + i);
 }
 #endif
@@ -274,9 +272,11 @@ static void exp_act__avx512(uint16_t op, const float *x, size_t n, float *y)
 #ifdef DCZ_NEON
 static void exp_act__neon(uint16_t op, const float *x, size_t n, float *y)
 {
-    const int silu = op == DCZ_OP_SILU;
     size_t i = 0;
-    for (; i + 4 <= n; i += 4) vst1q_f32(y + i, dcz_sigmoid__neon(vld1q_f32(x + i), silu));
+    if (op == DCZ_OP_SILU)
+        for (; i + 4 <= n; i += 4) vst1q_f32(y + i, dcz_silu__neon(vld1q_f32(x + i)));
+    else
+        for (; i + 4 <= n; i += 4) vst1q_f32(y + i, dcz_sigmoid__neon(vld1q_f32(x + i)));
     dcz_activation_ref(op, NULL, x + i, n - i, y + i);
 }
 #endif

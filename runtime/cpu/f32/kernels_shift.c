@@ -223,25 +223,45 @@ __attribute__((target("popcnt"))) static void out_fill(tile_out *om, size_t L, s
     }
 }
 
+/* act on a stored vector: in a block of several channels (wide), by a
+ * call. Dense EfficientNet-B0's 1 x 1 layers of 192 -> 1152 channels over
+ * 7 x 7 on this kernel (AMD EPYC, Zen 5, one thread, least medians of
+ * alternated runs) take 153-156 us so; 168-221 with a SiLU's 15
+ * operations in line in each store of the block, whose sums fill the
+ * registers; 168 with the SiLU applied after each tile over the cells it
+ * stored, whose loads wait on the masked stores (its first layer: 235,
+ * 287, 287). A block of one channel holds few sums and takes act in line:
+ * by a call after each tile, the compressed form's 5 x 5 depthwise layers
+ * over 7 x 7 took 49 us, not 39. */
+__attribute__((target("avx512f"), noinline)) static __m512 act_call__avx512(__m512 v, const dcz_act *act)
+{
+    return dcz_act__avx512(v, act);
+}
+static inline __attribute__((target("avx512f"), always_inline)) __m512 out_act__avx512(__m512 v, const dcz_act *act,
+                                                                                      int wide)
+{
+    return wide ? act_call__avx512(v, act) : dcz_act__avx512(v, act);
+}
+
 /* the kept lanes of sum, act applied, packed into channel oc's plane (a
  * compress only where some lane is not an output, or an unmasked store
  * where the vector lies inside the plane, as the integer requantization
  * does, ran no faster, and slower: ResNet-style 115 -> 121 us) */
-#define OUT_STORE(om, oc, i, sum)                                                                                \
+#define OUT_STORE(om, oc, i, sum, wide)                                                                          \
     _mm512_mask_storeu_ps((om)->y + (size_t)(oc) * (om)->plane + (om)->v[i].at, (__mmask16)(om)->v[i].n,       \
-                          _mm512_maskz_compress_ps((__mmask16)(om)->v[i].keep, dcz_act__avx512(sum, (om)->act)))
+                          _mm512_maskz_compress_ps((__mmask16)(om)->v[i].keep, out_act__avx512(sum, (om)->act, wide)))
 /* the same with the ADD after the convolution: res's cells added before act */
 static inline __attribute__((target("avx512f"), always_inline)) void out_store_res__avx512(const tile_out *om,
                                                                                           uint32_t oc, size_t i,
-                                                                                          __m512 sum)
+                                                                                          __m512 sum, int wide)
 {
     const size_t at = (size_t)oc * om->plane + om->v[i].at;
     const __mmask16 n = (__mmask16)om->v[i].n;
     const __m512 v = _mm512_add_ps(_mm512_maskz_compress_ps((__mmask16)om->v[i].keep, sum),
                                    _mm512_maskz_loadu_ps(n, om->res + at));
-    _mm512_mask_storeu_ps(om->y + at, n, dcz_act__avx512(v, om->act));
+    _mm512_mask_storeu_ps(om->y + at, n, out_act__avx512(v, om->act, wide));
 }
-#define OUT_STORE_RES(om, oc, i, sum) out_store_res__avx512(om, oc, i, sum)
+#define OUT_STORE_RES(om, oc, i, sum, wide) out_store_res__avx512(om, oc, i, sum, wide)
 #define OUT_FILL(om, v0, T) out_fill(om, 16, v0, T)
 #define OUT_T tile_out
 #define VHLOAD(p) _mm512_castps256_ps512(_mm256_loadu_ps(p))
@@ -279,17 +299,22 @@ static inline __attribute__((target("avx512f"), always_inline)) void out_store_r
  * EPYC (Zen 3), best medians of alternated runs: compressed ResNet-style
  * 164.8 -> 163.2 us, conv-heavy CNN 345 -> 332, MobileNetV2-style 453 ->
  * 418, dense MobileNetV2-style 518 -> 486. */
+__attribute__((target("avx2,fma"), noinline)) static __m256 act_call__avx2(__m256 v, const dcz_act *act)
+{
+    return dcz_act__avx2(v, act);
+}
 static inline __attribute__((target("avx2,fma"), always_inline)) void out_store__avx2(const tile_out *om, uint32_t oc,
-                                                                                  size_t i, __m256 sum)
+                                                                                  size_t i, __m256 sum, int wide)
 {
     float *y = om->y + (size_t)oc * om->plane + om->v[i].at;
-    const __m256 v = _mm256_permutevar8x32_ps(dcz_act__avx2(sum, om->act),
+    const __m256 a = wide ? act_call__avx2(sum, om->act) : dcz_act__avx2(sum, om->act);
+    const __m256 v = _mm256_permutevar8x32_ps(a,
                                               _mm256_cvtepu8_epi32(_mm_cvtsi64_si128((long long)om->v[i].idx)));
     if (om->v[i].tail)
         _mm256_maskstore_ps(y, dcz_mask8__avx2((uint32_t)__builtin_popcount(om->v[i].n)), v);
     else _mm256_storeu_ps(y, v);
 }
-#define OUT_STORE(om, oc, i, sum) out_store__avx2(om, oc, i, sum)
+#define OUT_STORE(om, oc, i, sum, wide) out_store__avx2(om, oc, i, sum, wide)
 #define OUT_FILL(om, v0, T) out_fill(om, 8, v0, T)
 #define OUT_T tile_out
 #define SFX __avx2

@@ -13,8 +13,10 @@
  * its sums straight into the output (the float AVX-512 one), OUT_T (the
  * type of the output map, void by default), OUT_FILL(om, v0, T) that maps
  * a tile's vectors v0 .. v0 + T - 1 to the output, and OUT_STORE(om, oc,
- * i, v) that stores vector i of the tile of channel oc through it (and
- * OUT_STORE_RES, the same adding om->res first, where om->res is set), and
+ * i, v, wide) that stores vector i of the tile of channel oc through it
+ * (and OUT_STORE_RES, the same adding om->res first, where om->res is
+ * set), wide 1 in blocks of more than one channel, whose sums fill the
+ * registers (kernels_shift.c: out_act__avx512), and
  * where the variant has vectors of half the lanes, VHLOAD(p) and VHFMA(a,
  * b, c), the low half of a vector loaded and multiplied and added in them
  * (the upper lanes left undefined); for integers, VADD(a, b) and
@@ -111,7 +113,7 @@ TGT static inline __attribute__((always_inline)) void CAT(shift_tile, SFX)(
             for (uint32_t o = 0; o < OB; o++)
                 if (OB == 1 || oc0 + o < om->out_c)
 #pragma GCC unroll 12
-                    for (uint32_t i = 0; i < T; i++) OUT_STORE_RES(om, oc0 + o, i, acc[o][i]);
+                    for (uint32_t i = 0; i < T; i++) OUT_STORE_RES(om, oc0 + o, i, acc[o][i], OB > 1);
             return;
         }
 #endif
@@ -119,7 +121,7 @@ TGT static inline __attribute__((always_inline)) void CAT(shift_tile, SFX)(
         for (uint32_t o = 0; o < OB; o++)
             if (OB == 1 || oc0 + o < om->out_c)
 #pragma GCC unroll 12
-                for (uint32_t i = 0; i < T; i++) OUT_STORE(om, oc0 + o, i, acc[o][i]);
+                for (uint32_t i = 0; i < T; i++) OUT_STORE(om, oc0 + o, i, acc[o][i], OB > 1);
         return;
     }
 #else

@@ -111,8 +111,7 @@ void dcz_activation_ref(uint16_t op, const float *param, const float *x, size_t 
         for (size_t i = 0; i < n; i++) y[i] = dcz_hard_swish_one(x[i]);
         break;
     case DCZ_OP_SILU:
-        /* through e^-|x|, which never overflows: x / (1 + e^-x) for x >= 0,
-         * x e^x / (1 + e^x) below (elem.h: dcz_exp_neg) */
+        /* x / (1 + e^-x), -x clamped (shapes.h) */
         for (size_t i = 0; i < n; i++) y[i] = dcz_silu_one(x[i]);
         break;
     default:
