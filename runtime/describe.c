@@ -255,9 +255,9 @@ static dcz_status describe_viewed(const dcz_model *m, uint32_t layer, dcz_layer_
     case DCZ_K_CONV_SHIFT: {
         const char *sisa = dcz_conv2d_shift_variant();
         snprintf(k->why, sizeof k->why, "%s: each output plane the sum of the padded input, split by stride "
-                 "phase, shifted by each weight, %u output channel%s a block, %s%s%s%s%s", weights, l->shift.ob,
+                 "phase, shifted by each weight, %u output channel%s a block, %s%s%s%s%s%s", weights, l->shift.ob,
                  l->shift.ob > 1 ? "s" : "", sisa ? sisa : "scalar", l->res ? ", then the add of " : "",
-                 l->res ? m->layers[layer + 1].name : "", l->act.op ? ", then " : "", act);
+                 l->res ? m->layers[layer + 1].name : "", l->act.op ? ", then " : "", act, bands);
         break;
     }
     case DCZ_K_CONV_WINO:

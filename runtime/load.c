@@ -128,10 +128,11 @@ static int float_act_fuses(uint16_t op, int weighted)
 
 /* Whether a float convolution is the first of a pair that bands may run
  * (pair_bands; the loader reserves its ring by the same rule): pointwise,
- * on the dense product. */
+ * on the dense product or the shift form. */
 static int bands_first(uint16_t op, dcz_kernel k, const dcz_conv_geom *g)
 {
-    return op == DCZ_OP_CONV2D && (k == DCZ_K_CONV_GEMM || k == DCZ_K_CONV_EXPANDED) && dcz_conv_pointwise(g);
+    return op == DCZ_OP_CONV2D && (k == DCZ_K_CONV_GEMM || k == DCZ_K_CONV_EXPANDED || k == DCZ_K_CONV_SHIFT) &&
+           dcz_conv_pointwise(g);
 }
 
 static void fuse_activations(dcz_model *m)
@@ -210,9 +211,9 @@ static void fuse_activations(dcz_model *m)
     }
 }
 
-/* A float pointwise convolution on the dense product whose output
- * (or its fused activation's) only a depthwise convolution reads, which
- * the AVX-512 rows kernel runs by whole windows, over a tensor past the
+/* A float pointwise convolution on the dense product or the shift form
+ * whose output (or its fused activation's) only a depthwise convolution
+ * reads, which the AVX-512 rows kernel runs, over a tensor past the
  * second-level cache: the two run together by bands of output rows
  * (cpu/f32/bands.h), the first writing the second's output place, the
  * wide tensor between them never written. That place may not be the
@@ -236,7 +237,8 @@ static void pair_bands(dcz_model *m)
         if (in && t[in].inner == t[j + 1].inner && t[in].off < t[j + 1].off + t[j + 1].width &&
             t[j + 1].off < t[in].off + t[in].width)
             continue;
-        if (!dcz_conv2d_bands_takes(&c->geom, &d->geom, &d->shift)) continue;
+        if (!dcz_conv2d_bands_takes(&c->geom, c->kernel == DCZ_K_CONV_SHIFT ? &c->shift : NULL, &d->geom, &d->shift))
+            continue;
         c->band = (uint16_t)j;
         d->fused = DCZ_FUSED_BANDS;
     }

@@ -202,6 +202,12 @@ static void run_conv_shift(const dcz_model *m, const dcz_exec_layer *l, const fl
      * one thread) */
     const dcz_act none = { 0, 0.0f, 0.0f };
     dcz_pool *pool = dcz_conv2d_shift_splits(&l->geom, &l->shift) ? m->pool : NULL;
+    if (m->fuse && l->band) {   /* with the depthwise layer after it, into its place (load.c) */
+        const dcz_exec_layer *d = &m->layers[l->band];
+        dcz_conv2d_bands_pool(pool, &l->geom, NULL, &l->shift, l->bias, &l->act, &d->geom, &d->shift, d->bias,
+                              &d->act, xs[0], batch, m->scratch, m->scratch_floats, y);
+        return;
+    }
     dcz_conv2d_shift_pool(pool, &l->geom, &l->shift, l->bias, xs[0], batch, m->fuse ? &l->act : &none,
                           m->fuse && l->res ? xs[1] : NULL, m->scratch, y);
 }
@@ -227,8 +233,8 @@ static void run_conv_gemm(const dcz_model *m, const dcz_exec_layer *l, const flo
     dcz_pool *pool = dcz_conv2d_dense_splits(&l->geom) ? m->pool : NULL;
     if (m->fuse && l->band) {   /* with the depthwise layer after it, into its place (load.c) */
         const dcz_exec_layer *d = &m->layers[l->band];
-        dcz_conv2d_bands_pool(pool, &l->geom, l->w, l->bias, &l->act, &d->geom, &d->shift, d->bias, &d->act, xs[0],
-                              batch, m->scratch, m->scratch_floats, y);
+        dcz_conv2d_bands_pool(pool, &l->geom, l->w, NULL, l->bias, &l->act, &d->geom, &d->shift, d->bias, &d->act,
+                              xs[0], batch, m->scratch, m->scratch_floats, y);
         return;
     }
     /* its output channels split */

@@ -982,6 +982,62 @@ static void test_conv_pixels(void)
               "geometry %zu: pixel rows say they run it", i);
 }
 
+/* A pointwise layer on the shift form reads its input where it lies (no
+ * copy) where its planes are whole vectors and its output lies elsewhere,
+ * and copies it where the output overwrites it (the same place, as an
+ * arena may give a layer whose input dies there): both the reference's
+ * bits, on every instruction set, for planes of whole vectors and not,
+ * sparse and dense weights, batch 1 and 3. */
+static void test_shift_pointwise_input(void)
+{
+    static const uint32_t shapes[][3] = { { 24, 8, 8 }, { 16, 7, 9 }, { 40, 16, 4 } };   /* channels, h, w */
+    const dcz_act silu = { DCZ_OP_SILU, 0.0f, 0.0f };
+    const dcz_isa_cap caps[] = { DCZ_CAP_NATIVE, DCZ_CAP_AVX2, DCZ_CAP_SCALAR };
+    size_t bad = 0, runs = 0;
+    for (size_t si = 0; si < sizeof shapes / sizeof *shapes; si++)
+        for (int dense = 0; dense < 2; dense++) {
+            const uint32_t c = shapes[si][0], px = shapes[si][1] * shapes[si][2];
+            const dcz_conv_geom g = conv_geom(c, c, shapes[si][1], shapes[si][2], 1, 1, 1, 1, 0, 0);
+            mat m;
+            REQUIRE(make_mat(&m, c, c, dense ? 1.0 : 0.2, 0), "weights");
+            void *mem = malloc(dcz_shift_bytes(&g, m.nnz, 1));
+            dcz_shift f;
+            dcz_shift_build(&g, &m.sp, NULL, 1, mem, &f);
+            const size_t B = 3, n = B * c * px;
+            float *x = malloc(n * sizeof *x), *y = malloc(2 * n * sizeof *y), *want = malloc(n * sizeof *want);
+            float *bias = malloc(c * sizeof *bias), *scratch = malloc(dcz_shift_scratch_floats(&g) * sizeof *scratch);
+            REQUIRE(mem && x && y && want && bias && scratch, "memory");
+            for (size_t i = 0; i < n; i++) x[i] = nonzero() * 3.0f;
+            for (uint32_t i = 0; i < c; i++) bias[i] = nonzero();
+            for (size_t b = 1; b <= B; b += 2) {
+                REQUIRE(dcz_conv2d_shift_act_isa(DCZ_ISA_REF, &g, &f, bias, x, b, &silu, NULL, scratch, want),
+                        "reference");
+                for (size_t ci = 0; ci < sizeof caps / sizeof *caps; ci++) {
+                    dcz_cpu view;
+                    if (dcz_cpu_capped(caps[ci], &view, NULL, 0) != DCZ_OK) continue;
+                    const dcz_cpu *was = dcz_cpu_enter(&view);
+                    for (int in_place = 0; in_place < 2; in_place++) {
+                        memcpy(y, x, b * c * px * sizeof *y);
+                        float *out = in_place ? y : y + n;   /* the input's own place, or past it */
+                        if (!in_place) memset(out, 0xA5, b * c * px * sizeof *out);
+                        dcz_conv2d_shift_act(&g, &f, bias, y, b, &silu, NULL, scratch, out);
+                        const int differ = memcmp(out, want, b * c * px * sizeof *out) != 0;
+                        if (differ)
+                            printf("  %u channels over %ux%u, %s, batch %zu, level %s%s: off the reference\n", c,
+                                   shapes[si][1], shapes[si][2], dense ? "dense" : "sparse", b,
+                                   dcz_isa_cap_name(caps[ci]), in_place ? ", in place" : "");
+                        bad += differ;
+                        runs++;
+                    }
+                    dcz_cpu_leave(was);
+                }
+            }
+            free(x); free(y); free(want); free(bias); free(scratch); free(mem);
+            free_mat(&m);
+        }
+    CHECK(bad == 0, "%zu of %zu pointwise runs off the reference", bad, runs);
+}
+
 /* The dense product takes a dense 1x1 layer on AMD's cores that run
  * 512-bit vectors whole (shift_form.c, pw_dense) unless the layer widens
  * from under 256 channels or is small, where the model of Zen 4 decides as
@@ -1039,6 +1095,7 @@ int main(void)
     RUN(test_conv_wino);
     RUN(test_pointwise_rule);
     RUN(test_conv_pixels);
+    RUN(test_shift_pointwise_input);
     RUN(test_pools);
     RUN(test_maxpool_variants);
     RUN(test_avgpool_variants);

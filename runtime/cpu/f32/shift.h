@@ -137,16 +137,30 @@ void dcz_shift_dw_plane__avx512(const dcz_conv_geom *g, const struct split_geom 
 void dcz_shift_dw_rows_run__avx512(const dcz_conv_geom *g, const struct split_geom *q, const dcz_shift *f,
                                    const float *bias, const float *x, size_t batch, const dcz_act *act, uint32_t c0,
                                    uint32_t c1, float *y);
-/* The bands of kernels_bands.c: whether the AVX-512 rows kernel runs
- * every channel of g on f by whole windows (a dense 3 x 3 or 5 x 5
- * depthwise layer it takes); the output rows of its calls (a band's rows
- * are a multiple of them); output rows oy0 .. oy1 - 1 of every channel of
- * one sample (y) from a ring of ring_rows input rows a channel: channel c's
- * input row iy at ring + (c ring_rows + iy % ring_rows) in_w (shift_depthwise.c). */
+/* The bands of kernels_bands.c: whether the AVX-512 rows kernel runs g
+ * on f (a depthwise layer, by whole windows where a channel keeps every
+ * cell, else by its taps); the output rows of its calls (a band's rows are
+ * a multiple of them); output rows oy0 .. oy1 - 1 of every channel of one
+ * sample (y) from a ring of ring_rows input rows a channel: channel c's
+ * input row iy at ring + (c ring_rows + iy % ring_rows) in_w
+ * (shift_depthwise.c). */
 int dcz_shift_dw_band_takes(const dcz_conv_geom *g, const dcz_shift *f);
 uint32_t dcz_shift_dw_band_step(const dcz_conv_geom *g);
-void dcz_shift_dw_band__avx512(const dcz_conv_geom *g, const dcz_shift *f, const float *bias, const dcz_act *act,
-                               const float *ring, uint32_t ring_rows, uint32_t oy0, uint32_t oy1, float *y);
+/* The bands run from a plan, made once for a thread's bands in
+ * dcz_shift_dw_band_plan_bytes(g) bytes at a 64-byte boundary. */
+uint64_t dcz_shift_dw_band_plan_bytes(const dcz_conv_geom *g);
+void dcz_shift_dw_band_plan__avx512(const dcz_conv_geom *g, const dcz_shift *f, void *mem);
+void dcz_shift_dw_band__avx512(const void *plan, const dcz_conv_geom *g, const dcz_shift *f, const float *bias,
+                               const dcz_act *act, const float *ring, uint32_t ring_rows, uint32_t oy0, uint32_t oy1,
+                               float *y);
+/* The bands' pointwise layer on its shift form: output pixels p0 .. p0 +
+ * n - 1 (n a multiple of 16) of pointwise convolution g (1 x 1, stride
+ * 1, no padding) on f, straight from one sample's input x (no split: the
+ * form's offsets are x's planes), act applied, channel c's at y + c
+ * ystride: the bits of dcz_conv2d_shift_act at those pixels (AVX-512,
+ * kernels_shift.c). */
+void dcz_shift_pixels__avx512(const dcz_conv_geom *g, const dcz_shift *f, const float *bias, const dcz_act *act,
+                              const float *x, size_t p0, size_t n, float *y, size_t ystride);
 /* whether the AVX2 rows kernel runs g on the shift form f (column stride
  * 2, or rows of more than 32 outputs) */
 int dcz_shift_dw_rows_avx2(const dcz_conv_geom *g, const dcz_shift *f);

@@ -53,9 +53,9 @@
  *          by input rows instead (dw_full__avx512): each input row loaded
  *          and shifted once for every output row that reads it.
  *   plane  small planes held in registers whole (dcz_shift_dw_plane__avx512).
- * A dense layer by whole windows also runs by bands of output rows from a
- * ring of input rows, which the pointwise convolution before it fills
- * (dcz_shift_dw_band__avx512, for kernels_bands.c).
+ * Both also run by bands of output rows from a ring of input rows, which
+ * the pointwise convolution before it fills (dcz_shift_dw_band__avx512,
+ * for kernels_bands.c).
  * A 1 x 1 window at stride 1 without padding (a batch norm held as a
  * convolution) goes through either rows entry as whole planes, a fused
  * multiply-add an output (dw_scale__avx512, dw_scale__avx2).
@@ -593,6 +593,47 @@ static void dw_full_rows__avx512(const dw_rows_layer *L, const dcz_conv_geom *g,
     }
 }
 
+/* Output rows oy0 .. oy1 - 1 of one channel on the tap lists' kernels
+ * (dw_rows1__avx512, dw_rows__avx512): its runs of the layer's vectors,
+ * each down the rows before the next, R rows a call; rows[j] the input
+ * row that window row j of output row oy0 reads. WIDE as
+ * dw_rows_channels__avx512 takes it. */
+__attribute__((target("avx512f"), always_inline))
+static inline void dw_taps_rows__avx512(const int WIDE, const dw_rows_layer *L, const dcz_conv_geom *g,
+                                        const float *const *rows, size_t oy0, size_t oy1, const uint8_t *ky,
+                                        const uint8_t *kx, const float *w, uint32_t n, float b, const dcz_act *act,
+                                        float *yc)
+{
+    const size_t ow = g->out_w, sw = g->sw, sh = g->sh;
+    const size_t runs = WIDE ? (L->nv + 1) / 2 : 1, cv = WIDE ? 2 : L->cv, R = WIDE ? 4 : L->R;
+    const int once = WIDE ? sw == 1 : L->once;
+    for (size_t k = 0; k < runs; k++) {   /* a run's columns down the rows */
+        const __mmask16 t = k + 1 == runs ? L->tail : (__mmask16)0xFFFF;
+        const __mmask16 *m = L->m1[k];
+        const int64_t at = L->base[k];
+        const dw_plan *pl = &L->pl[k];
+        for (size_t oy = oy0; oy < oy1; oy += R) {
+            const size_t left = oy1 - oy < R ? oy1 - oy : R;
+            const float *const *rp = rows + (oy - oy0) * sh;
+            float *yr = yc + oy * ow + 16 * L->v0[k];
+#define DW_ROWS1(NV_, R_) dw_rows1__avx512(NV_, R_, m, at, sh, rp, ky, kx, L->idx1, w, n, b, left, ow, t, act, yr)
+#define DW_ROWS(NV_, R_)                                                                  \
+    (sw == 1 ? dw_rows__avx512(NV_, R_, 0, pl, t, sh, rp, ky, kx, w, n, b, left, ow, act, yr) \
+             : dw_rows__avx512(NV_, R_, 1, pl, t, sh, rp, ky, kx, w, n, b, left, ow, act, yr))
+            if (once && cv == 2) DW_ROWS1(2, 4);
+            else if (once && R == 4) DW_ROWS1(1, 4);
+            else if (once && R == 7) DW_ROWS1(1, 7);
+            else if (once) DW_ROWS1(1, 8);
+            else if (cv == 2) DW_ROWS(2, 4);
+            else if (R == 4) DW_ROWS(1, 4);
+            else if (R == 7) DW_ROWS(1, 7);
+            else DW_ROWS(1, 8);
+#undef DW_ROWS
+#undef DW_ROWS1
+        }
+    }
+}
+
 /* Every channel of g on the layer's kernels: always inlined twice, for
  * rows of one run (32 outputs or fewer: WIDE 0, runs 1) and of several
  * (WIDE 1: runs of two vectors, 4 rows a call, each input row loaded once
@@ -606,10 +647,8 @@ static inline void dw_rows_channels__avx512(const int WIDE, const dw_rows_layer 
                                             const float *x, size_t batch, const dcz_act *act, uint32_t c0,
                                             uint32_t c1, float *y)
 {
-    const size_t ow = g->out_w, oh = g->out_h, sw = g->sw, sh = g->sh;
-    const size_t runs = WIDE ? (L->nv + 1) / 2 : 1, cv = WIDE ? 2 : L->cv, R = WIDE ? 4 : L->R;
+    const size_t ow = g->out_w, oh = g->out_h;
     const size_t in_plane = (size_t)g->in_h * g->in_w, out_plane = oh * ow;
-    const int once = WIDE ? sw == 1 : L->once;
     /* window row j of output row oy reads input row oy sh + j - ph */
     const float *rows[(DW_MAX_ROWS + 8) * 2 + DW_MAX_TAPS];
     for (uint32_t c = c0; c < c1; c++) {
@@ -626,31 +665,7 @@ static inline void dw_rows_channels__avx512(const int WIDE, const dw_rows_layer 
                 continue;
             }
             dw_input_rows(g, xc, g->in_h, 0, L->nrow, rows);
-            for (size_t k = 0; k < runs; k++) {   /* a run's columns down the plane */
-                const __mmask16 t = k + 1 == runs ? L->tail : (__mmask16)0xFFFF;
-                const __mmask16 *m = L->m1[k];
-                const int64_t at = L->base[k];
-                const dw_plan *pl = &L->pl[k];
-                for (size_t gi = 0; gi < L->groups; gi++) {
-                    const size_t oy = gi * R, left = oh - oy < R ? oh - oy : R;
-                    const float *const *rp = rows + oy * sh;
-                    float *yr = yc + oy * ow + 16 * L->v0[k];
-#define DW_ROWS1(NV_, R_) dw_rows1__avx512(NV_, R_, m, at, sh, rp, ky, kx, L->idx1, w, n, b, left, ow, t, act, yr)
-#define DW_ROWS(NV_, R_)                                                                  \
-    (sw == 1 ? dw_rows__avx512(NV_, R_, 0, pl, t, sh, rp, ky, kx, w, n, b, left, ow, act, yr) \
-             : dw_rows__avx512(NV_, R_, 1, pl, t, sh, rp, ky, kx, w, n, b, left, ow, act, yr))
-                    if (once && cv == 2) DW_ROWS1(2, 4);
-                    else if (once && R == 4) DW_ROWS1(1, 4);
-                    else if (once && R == 7) DW_ROWS1(1, 7);
-                    else if (once) DW_ROWS1(1, 8);
-                    else if (cv == 2) DW_ROWS(2, 4);
-                    else if (R == 4) DW_ROWS(1, 4);
-                    else if (R == 7) DW_ROWS(1, 7);
-                    else DW_ROWS(1, 8);
-#undef DW_ROWS
-#undef DW_ROWS1
-                }
-            }
+            dw_taps_rows__avx512(WIDE, L, g, rows, 0, oh, ky, kx, w, n, b, act, yc);
         }
     }
 }
@@ -684,6 +699,15 @@ static void dw_scale__avx512(const dcz_conv_geom *g, const dcz_shift *f, const f
 static size_t dw_full_rows_a_call(const dcz_conv_geom *g)
 {
     return (g->out_w + 15) / 16 == 1 ? 8 : 4;
+}
+
+/* Output rows a call of the tap lists' kernels: 8 over rows of one vector
+ * (7 over planes of 7 or 14 rows, 4 where the plane has no more), 4 over
+ * wider ones (runs of two vectors) */
+static size_t dw_rows_a_call(const dcz_conv_geom *g)
+{
+    const size_t oh = g->out_h;
+    return (g->out_w + 15) / 16 > 1 ? 4 : oh <= 4 ? 4 : oh % 7 == 0 ? 7 : 8;
 }
 
 /* The rows kernels' plan for g (AVX-512): each run's vectors, loads and
@@ -726,9 +750,7 @@ static void dw_layer_init(const dcz_conv_geom *g, dw_rows_layer *L)
                                                                           3, 2, 1, 0),
                                                          _mm512_set1_epi32((int)sw)),
                                      _mm512_set1_epi32((int)c));
-    /* output rows a call: 8 of one vector (7 over planes of 7 or 14 rows, 4
-     * where the plane has no more), 4 of two */
-    L->R = cv == 2 ? 4 : oh <= 4 ? 4 : oh % 7 == 0 ? 7 : 8;
+    L->R = dw_rows_a_call(g);
     L->groups = (oh + L->R - 1) / L->R;
     L->nrow = (L->groups * L->R - 1) * g->sh + g->kh;
     const size_t K = g->kw;
@@ -777,40 +799,93 @@ void dcz_shift_dw_rows_run__avx512(const dcz_conv_geom *g, const split_geom *q, 
 
 uint32_t dcz_shift_dw_band_step(const dcz_conv_geom *g)
 {
-    return (uint32_t)dw_full_rows_a_call(g);
+    return (uint32_t)(dcz_shift_dw_full_takes(g) ? dw_full_rows_a_call(g) : dw_rows_a_call(g));
 }
 
 int dcz_shift_dw_band_takes(const dcz_conv_geom *g, const dcz_shift *f)
 {
-    if (dcz_shift_dw_path(g, f) != DCZ_SHIFT_DW_ROWS || dcz_shift_dw_scale_takes(g, f) ||
-        !dcz_shift_dw_full_takes(g) || g->out_h > DW_MAX_ROWS)
-        return 0;
-    const uint32_t cells = (uint32_t)g->kh * g->kw;
-    for (uint32_t c = 0; c < g->out_c; c++)
-        if (f->ptr[c + 1] - f->ptr[c] != cells) return 0;
-    return 1;
+    return dcz_shift_dw_path(g, f) == DCZ_SHIFT_DW_ROWS && !dcz_shift_dw_scale_takes(g, f) && g->out_h <= DW_MAX_ROWS;
+}
+
+/* A band plan (dcz_shift_dw_band_plan__avx512): the rows kernels' tables,
+ * then each channel's taps, 1 + kh kw bytes a channel: their count, then
+ * their window cells in column order (dw_cells). Made once for a thread's
+ * bands: per band and channel, the cells of the taps took longer than
+ * the few taps of a pruned channel (compressed MobileNetV2's 144 x 56 x
+ * 56 pair: 166 us by bands, 136 apart). */
+typedef struct dw_band_plan {
+    dw_rows_layer L;
+    uint8_t taps[];
+} dw_band_plan;
+
+uint64_t dcz_shift_dw_band_plan_bytes(const dcz_conv_geom *g)
+{
+    return sizeof(dw_band_plan) + (uint64_t)g->out_c * (1u + (uint64_t)g->kh * g->kw);
+}
+
+__attribute__((target("avx512f")))
+void dcz_shift_dw_band_plan__avx512(const dcz_conv_geom *g, const dcz_shift *f, void *mem)
+{
+    dw_band_plan *p = mem;
+    dw_layer_init(g, &p->L);
+    const split_geom q = split_geom_of(g, g->in_c, 1);
+    dw_taps_init(g, &q, p->L.rel, p->L.cell_ky, p->L.cell_kx);
+    const size_t stride = 1u + (size_t)g->kh * g->kw;
+    for (uint32_t c = 0; c < g->out_c; c++) {
+        uint8_t *t = p->taps + c * stride;
+        t[0] = (uint8_t)dw_cells(g, &q, f, p->L.rel, c, t + 1);
+    }
+}
+
+/* Bands of every channel of one sample: always inlined twice, as
+ * dw_rows_channels__avx512 is, WIDE or not. */
+__attribute__((target("avx512f"), always_inline))
+static inline void dw_band_channels__avx512(const int WIDE, const dw_band_plan *p, const dcz_conv_geom *g,
+                                            const dcz_shift *f, const float *bias, const dcz_act *act,
+                                            const float *ring, uint32_t ring_rows, uint32_t oy0, uint32_t oy1,
+                                            float *y)
+{
+    const dw_rows_layer *L = &p->L;
+    const size_t W = g->in_w, out_plane = (size_t)g->out_h * g->out_w, rows_n = oy1 - oy0;
+    const size_t cells = (size_t)g->kh * g->kw;
+    /* the input rows of the last call of either kernel, whole */
+    const size_t R = WIDE ? 4 : L->R, R_full = L->full ? L->full_R : R;
+    const size_t calls = (rows_n + R - 1) / R * R, calls_full = (rows_n + R_full - 1) / R_full * R_full;
+    const size_t nrow = ((calls > calls_full ? calls : calls_full) - 1) * g->sh + g->kh;
+    const float *rows[(DW_MAX_ROWS + 8) * 2 + DW_MAX_TAPS];
+    for (uint32_t c = 0; c < g->out_c; c++) {
+        const uint8_t *t = p->taps + c * (1 + cells);
+        const uint32_t n = t[0];
+        const float *w = f->w + f->ptr[c], b = bias ? bias[c] : 0.0f;
+        dw_input_rows(g, ring + (size_t)c * ring_rows * W, ring_rows, oy0, nrow, rows);
+        if (L->full && n == cells) {
+            dw_full_rows__avx512(L, g, rows, oy0, oy1, w, b, act, y + c * out_plane);
+            continue;
+        }
+        uint8_t ky[DW_MAX_TAPS], kx[DW_MAX_TAPS];
+        for (uint32_t e = 0; e < n; e++) {
+            ky[e] = L->cell_ky[t[1 + e]];
+            kx[e] = L->cell_kx[t[1 + e]];
+        }
+        dw_taps_rows__avx512(WIDE, L, g, rows, oy0, oy1, ky, kx, w, n, b, act, y + c * out_plane);
+    }
 }
 
 /* Bands (kernels_bands.c): rows oy0 .. oy1 - 1 of every output channel of
- * one sample, each channel on dw_full__avx512 as above (so the bits of the
- * plane), its input row iy read at ring + (c ring_rows + iy % ring_rows)
- * in_w, rows outside the image as zeros. A band's rows past oy1 in its
- * last call (the plane's last rows: never stored) read whatever a ring
- * row holds. */
+ * one sample, each channel on the kernel that runs it in the plane (so the
+ * bits of the plane), its input row iy read at ring + (c ring_rows + iy %
+ * ring_rows) in_w, rows outside the image as zeros. A band's rows past oy1
+ * in its last call (the plane's last rows: never stored) read whatever a
+ * ring row holds. */
 __attribute__((target("avx512f")))
-void dcz_shift_dw_band__avx512(const dcz_conv_geom *g, const dcz_shift *f, const float *bias, const dcz_act *act,
-                               const float *ring, uint32_t ring_rows, uint32_t oy0, uint32_t oy1, float *y)
+void dcz_shift_dw_band__avx512(const void *plan, const dcz_conv_geom *g, const dcz_shift *f, const float *bias,
+                               const dcz_act *act, const float *ring, uint32_t ring_rows, uint32_t oy0, uint32_t oy1,
+                               float *y)
 {
-    dw_rows_layer L;
-    dw_layer_init(g, &L);
-    const size_t W = g->in_w, R = L.full_R, out_plane = (size_t)g->out_h * g->out_w;
-    const size_t nrow = ((oy1 - oy0 + R - 1) / R * R - 1) * g->sh + g->kh;
-    const float *rows[(DW_MAX_ROWS + 8) * 2 + DW_MAX_TAPS];
-    for (uint32_t c = 0; c < g->out_c; c++) {
-        dw_input_rows(g, ring + (size_t)c * ring_rows * W, ring_rows, oy0, nrow, rows);
-        dw_full_rows__avx512(&L, g, rows, oy0, oy1, f->w + f->ptr[c], bias ? bias[c] : 0.0f, act,
-                             y + c * out_plane);
-    }
+    const dw_band_plan *p = plan;
+    if ((p->L.nv + p->L.cv - 1) / p->L.cv == 1)
+        dw_band_channels__avx512(0, p, g, f, bias, act, ring, ring_rows, oy0, oy1, y);
+    else dw_band_channels__avx512(1, p, g, f, bias, act, ring, ring_rows, oy0, oy1, y);
 }
 
 /* dw_rows__avx512 in AVX2, 8 columns a vector, R rows a call: rows of up
