@@ -50,16 +50,25 @@ typedef struct pair_case {
     uint32_t in_c, c, h, w, k, s;
 } pair_case;
 
+/* the pair's two geometries: pw 1 x 1 in_c -> c, d depthwise k x k at
+ * stride s, padded (k - 1) / 2 */
+static void pair_geoms(const pair_case *pc, dcz_conv_geom *pw, dcz_conv_geom *d)
+{
+    memset(pw, 0, sizeof *pw);
+    memset(d, 0, sizeof *d);
+    pw->in_c = pc->in_c; pw->out_c = pc->c; pw->in_h = pw->out_h = pc->h; pw->in_w = pw->out_w = pc->w;
+    pw->kh = pw->kw = 1; pw->sh = pw->sw = 1; pw->group = 1;
+    d->in_c = d->out_c = d->group = pc->c; d->in_h = pc->h; d->in_w = pc->w; d->kh = d->kw = pc->k;
+    d->sh = d->sw = pc->s; d->ph = d->pw = (pc->k - 1) / 2;
+    d->out_h = (pc->h + 2 * d->ph - pc->k) / pc->s + 1;
+    d->out_w = (pc->w + 2 * d->pw - pc->k) / pc->s + 1;
+}
+
 static int bands_kernel_case(const pair_case *pc, const dcz_act *pact, const dcz_act *dact, size_t batch,
                              dcz_pool *const *pools, int npools)
 {
-    dcz_conv_geom pw = { 0 }, d = { 0 };
-    pw.in_c = pc->in_c; pw.out_c = pc->c; pw.in_h = pw.out_h = pc->h; pw.in_w = pw.out_w = pc->w;
-    pw.kh = pw.kw = 1; pw.sh = pw.sw = 1; pw.group = 1;
-    d.in_c = d.out_c = d.group = pc->c; d.in_h = pc->h; d.in_w = pc->w; d.kh = d.kw = pc->k;
-    d.sh = d.sw = pc->s; d.ph = d.pw = (pc->k - 1) / 2;
-    d.out_h = (pc->h + 2 * d.ph - pc->k) / pc->s + 1;
-    d.out_w = (pc->w + 2 * d.pw - pc->k) / pc->s + 1;
+    dcz_conv_geom pw, d;
+    pair_geoms(pc, &pw, &d);
     const size_t nx = batch * pc->in_c * pc->h * pc->w, nmid = batch * (size_t)pc->c * pc->h * pc->w;
     const size_t ny = batch * (size_t)pc->c * d.out_h * d.out_w, nwd = (size_t)pc->c * pc->k * pc->k;
     float *w = malloc((size_t)pc->in_c * pc->c * sizeof *w), *pb = malloc(pc->c * sizeof *pb);
@@ -110,13 +119,8 @@ done:
 static int bands_sparse_case(const pair_case *pc, double pd, uint32_t ob, double dd, const dcz_act *pact,
                              const dcz_act *dact, size_t batch, dcz_pool *const *pools, int npools)
 {
-    dcz_conv_geom pw = { 0 }, d = { 0 };
-    pw.in_c = pc->in_c; pw.out_c = pc->c; pw.in_h = pw.out_h = pc->h; pw.in_w = pw.out_w = pc->w;
-    pw.kh = pw.kw = 1; pw.sh = pw.sw = 1; pw.group = 1;
-    d.in_c = d.out_c = d.group = pc->c; d.in_h = pc->h; d.in_w = pc->w; d.kh = d.kw = pc->k;
-    d.sh = d.sw = pc->s; d.ph = d.pw = (pc->k - 1) / 2;
-    d.out_h = (pc->h + 2 * d.ph - pc->k) / pc->s + 1;
-    d.out_w = (pc->w + 2 * d.pw - pc->k) / pc->s + 1;
+    dcz_conv_geom pw, d;
+    pair_geoms(pc, &pw, &d);
     const size_t nx = batch * pc->in_c * pc->h * pc->w, nmid = batch * (size_t)pc->c * pc->h * pc->w;
     const size_t ny = batch * (size_t)pc->c * d.out_h * d.out_w;
     mat mp, md;
@@ -202,10 +206,8 @@ static void test_bands_kernel(void)
     mat mp, md;
     const pair_case small = { 8, 144, 56, 56, 3, 1 };
     REQUIRE(make_mat(&mp, small.c, small.in_c, 0.3, 0) && make_mat(&md, small.c, 9, 0.4, 0), "weights");
-    dcz_conv_geom pw = { .in_c = 8, .out_c = 144, .in_h = 56, .in_w = 56, .out_h = 56, .out_w = 56, .kh = 1,
-                         .kw = 1, .sh = 1, .sw = 1, .group = 1 };
-    dcz_conv_geom d = { .in_c = 144, .out_c = 144, .group = 144, .in_h = 56, .in_w = 56, .out_h = 56, .out_w = 56,
-                        .kh = 3, .kw = 3, .sh = 1, .sw = 1, .ph = 1, .pw = 1 };
+    dcz_conv_geom pw, d;
+    pair_geoms(&small, &pw, &d);
     void *pform = malloc(dcz_shift_bytes(&pw, mp.nnz, 1)), *dform = malloc(dcz_shift_bytes(&d, md.nnz, 1));
     REQUIRE(pform && dform, "out of memory");
     dcz_shift pf, f;
