@@ -157,6 +157,8 @@ typedef struct dcz_shift {
     const uint32_t *ptr;    /* (blocks + 1) first tap of each block of ob channels */
     const uint32_t *off;    /* (taps) offset in the split input */
     const float *w;         /* (taps, ob) the block's weights at the tap, 0 where none is stored */
+    const uint8_t *cell;    /* (taps) a depthwise form's (dcz_shift_cells): each tap's cell of its
+                               channel's window, ky kw + kx; else NULL */
     int whole;              /* every block holds every cell of its window (dense weights) */
 } dcz_shift;
 /* Its integer twin for the 8-bit schemes (cpu/q8/qshift.h, qshift_form.c):

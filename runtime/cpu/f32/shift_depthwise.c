@@ -323,7 +323,12 @@ static void dw_cells_rel(const dcz_conv_geom *g, const split_geom *q, uint32_t *
 static uint32_t dw_cells(const dcz_conv_geom *g, const split_geom *q, const dcz_shift *f, const uint32_t *rel,
                          uint32_t c, uint8_t *cell)
 {
-    const uint32_t e0 = f->ptr[c], n = f->ptr[c + 1] - e0, first = tap_offset(g, q, c, 0, 0);
+    const uint32_t e0 = f->ptr[c], n = f->ptr[c + 1] - e0;
+    if (f->cell) {   /* the form's, made at its build */
+        memcpy(cell, f->cell + e0, n);
+        return n;
+    }
+    const uint32_t first = tap_offset(g, q, c, 0, 0);
     for (uint32_t e = 0, k = 0; e < n; e++, k++) {
         while (rel[k] != f->off[e0 + e] - first) k++;
         cell[e] = (uint8_t)k;

@@ -67,8 +67,10 @@ static void shift_build(const dcz_conv_geom *g, const shift_source *src, uint32_
         nnz = 0;
         for (uint32_t e = 0; e < entries; e++) nnz += step[e] != DCZ_STEP_FILLER;
     }
+    const uint64_t bound = dcz_shift_taps_bound(g, nnz, ob);
     uint32_t *ptr = mem, *off = ptr + blocks + 1;
-    float *val = (float *)(off + dcz_shift_taps_bound(g, nnz, ob));
+    float *val = (float *)(off + bound);
+    uint8_t *cell = dcz_shift_cells(g, ob) ? (uint8_t *)(val + bound * ob) : NULL;
     uint32_t n = 0;
     const int dense = !row_ptr && !src->q;
     if (dense) {
@@ -83,8 +85,10 @@ static void shift_build(const dcz_conv_geom *g, const shift_source *src, uint32_
             const uint32_t rows = g->out_c - k * ob < ob ? g->out_c - k * ob : ob, ic0 = dcz_conv_in0(g, k * ob);
             ptr[k] = n;
             for (uint32_t c = 0; c < gin; c++)
-                for (uint32_t t = 0; t < ksize; t++)
+                for (uint32_t t = 0; t < ksize; t++) {
                     off[n + c * ksize + t] = (uint32_t)((ic0 + c) * cstride) + tap_offset(g, &q, 0, t / g->kw, t % g->kw);
+                    if (cell) cell[n + c * ksize + t] = (uint8_t)t;
+                }
             for (uint32_t j = 0; j < cols; j++)
                 for (uint32_t o = 0; o < ob; o++)
                     val[(size_t)(n + j) * ob + o] = o < rows ? src->w[(size_t)(k * ob + o) * cols + j] : 0.0f;
@@ -113,6 +117,7 @@ static void shift_build(const dcz_conv_geom *g, const shift_source *src, uint32_
                 if (e[o] < end[o] && col[o] < next) next = col[o];
             if (next == UINT32_MAX) break;
             off[n] = tap_offset(g, &q, ic0 + next / ksize, next % ksize / g->kw, next % g->kw);
+            if (cell) cell[n] = (uint8_t)(next % ksize);
             for (uint32_t o = 0; o < ob; o++) {
                 float v = 0.0f;
                 if (o < rows && e[o] < end[o] && col[o] == next) {
@@ -130,6 +135,7 @@ static void shift_build(const dcz_conv_geom *g, const shift_source *src, uint32_
     f->ptr = ptr;
     f->off = off;
     f->w = val;
+    f->cell = cell;
     f->whole = 1;
     for (uint32_t k = 0; k < blocks; k++) f->whole &= ptr[k + 1] - ptr[k] == cols;
 }
@@ -140,10 +146,16 @@ uint64_t dcz_shift_taps_bound(const dcz_conv_geom *g, uint64_t entries, uint32_t
     return entries < blocks * cols ? entries : blocks * cols;
 }
 
+int dcz_shift_cells(const dcz_conv_geom *g, uint32_t ob)
+{
+    return ob == 1 && dcz_conv_groups(g) == g->in_c && g->out_c == g->in_c && (uint32_t)g->kh * g->kw <= 256;
+}
+
 uint64_t dcz_shift_bytes(const dcz_conv_geom *g, uint64_t entries, uint32_t ob)
 {
-    const uint64_t blocks = (g->out_c + ob - 1) / ob;
-    return (blocks + 1) * sizeof(uint32_t) + dcz_shift_taps_bound(g, entries, ob) * (sizeof(uint32_t) + ob * sizeof(float));
+    const uint64_t blocks = (g->out_c + ob - 1) / ob, taps = dcz_shift_taps_bound(g, entries, ob);
+    return (blocks + 1) * sizeof(uint32_t) + taps * (sizeof(uint32_t) + ob * sizeof(float)) +
+           (dcz_shift_cells(g, ob) ? taps : 0);
 }
 
 /* The costs behind the choice of blocks and of the shift form against the
