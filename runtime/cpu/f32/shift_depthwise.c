@@ -369,15 +369,24 @@ static uint32_t dw_channel_taps(const dcz_conv_geom *g, const split_geom *q, con
 static void dw_input_rows(const dcz_conv_geom *g, const float *base, size_t ring, size_t oy0, size_t nrow,
                           const float **rows)
 {
-    for (size_t j = 0; j < nrow; j++) {
-        const int64_t iy = (int64_t)(oy0 * g->sh + j) - (int64_t)g->ph;
-        if (iy < 0 || iy >= (int64_t)g->in_h) {
-            rows[j] = dw_zeros;
-            continue;
-        }
-        const size_t r = (size_t)iy;
-        rows[j] = base + (r < ring ? r : r % ring) * g->in_w;   /* (a plane divides nothing) */
+    /* rows j0 .. j1 - 1 lie in the image, in three loops without tests
+     * (a loop testing each row took 2.6% of compressed MobileNetV2's run,
+     * a table a channel) */
+    const int64_t top = (int64_t)(oy0 * g->sh) - (int64_t)g->ph;   /* the input row of window row 0 */
+    const size_t j0 = top < 0 ? (size_t)-top < nrow ? (size_t)-top : nrow : 0;
+    const int64_t end = (int64_t)g->in_h - top;
+    const size_t j1 = end <= (int64_t)j0 ? j0 : (size_t)end < nrow ? (size_t)end : nrow;
+    const size_t W = g->in_w;
+    size_t j = 0;
+    for (; j < j0; j++) rows[j] = dw_zeros;
+    if (ring >= g->in_h) {   /* a plane */
+        const float *r = base + (size_t)(top + (int64_t)j0) * W;
+        for (; j < j1; j++, r += W) rows[j] = r;
+    } else {
+        for (size_t r = (size_t)(top + (int64_t)j0) % ring; j < j1; j++, r = r + 1 == ring ? 0 : r + 1)
+            rows[j] = base + r * W;
     }
+    for (; j < nrow; j++) rows[j] = dw_zeros;
 }
 
 /* A 1 x 1 window at stride 1 without padding: a channel's output is its
