@@ -7,6 +7,7 @@
 
 #include "cli/cli.h"
 #include "runtime/tool.h"
+#include "train/train.h"
 
 typedef struct verb {
     const char *name;
@@ -41,6 +42,7 @@ static void usage(FILE *f)
 
 int main(int argc, char **argv)
 {
+    dcz_train_blas_one_thread();
     if (argc < 2) {
         usage(stderr);
         return EXIT_USAGE;

@@ -21,15 +21,24 @@ static inline void dcz_part_range(uint32_t n, uint32_t part, uint32_t parts, uin
 
 /* Whether a layer is worth splitting over a model's threads: at least
  * DCZ_SPLIT_MACS multiply-adds a sample (the shift form's stored taps times
- * the output plane; a dense product's rows times columns times depth). A
- * pool's dispatch costs about 11 us (the compressed LeNet-5, whose
- * convolutions take 2 to 15 us each, went from 23 to 46 us at batch 1 on
- * two threads split). */
-#define DCZ_SPLIT_MACS ((uint64_t)1 << 22)
+ * the output plane; a dense product's rows times columns times depth),
+ * about 2 us on one core. The pool's workers spin between jobs, so a
+ * dispatch costs little more than the job's last part to finish: on two
+ * vCPUs of an AMD EPYC (Zen 5) that run as two cores, batch 1, least of
+ * four medians, 2^22 (where an early pool, which woke its workers for
+ * each job, took the compressed LeNet-5 from 23 to 46 us on two threads)
+ * -> 2^18: torchvision's MobileNetV2 compressed 1620 -> 1101 us,
+ * EfficientNet-B0 compressed 2922 -> 1942, RegNetX-400MF 1839 -> 1224,
+ * DenseNet-121 10.4 -> 8.5 ms, ShuffleNetV2 dense 1490 -> 1178; the
+ * presets at 28 x 28, dense, compressed and int8, 0.58 to 0.94 of the time;
+ * dense ResNet-18 and every batch of 8 or 64 within 2%. */
+#define DCZ_SPLIT_MACS ((uint64_t)1 << 18)
 /* A depthwise layer's time follows its outputs more than its few taps each
  * (memory, transposes): it splits at DCZ_SPLIT_DW_CELLS outputs a sample,
- * about 40 us on one core, float or integer. */
-#define DCZ_SPLIT_DW_CELLS ((uint64_t)1 << 16)
+ * about 40 us on one core, float or integer (2^14 made the presets'
+ * MobileNetV2-style and ResNet-style models 1.2 to 1.8 times as slow on two
+ * threads). */
+#define DCZ_SPLIT_DW_CELLS ((uint64_t)1 << 14)
 
 /* Threads a model runs on at most; a pool (the trainer's) takes up to
  * DCZ_POOL_MAX. */

@@ -60,6 +60,21 @@ static uint32_t threads_wanted(void)
     return n < DCZ_POOL_MAX ? n : DCZ_POOL_MAX;
 }
 
+/* OpenBLAS's shutdown of its server threads (its fork handler's, not in
+ * cblas.h; weak: a build of OpenBLAS without threads has none). They
+ * start as the program loads and wait for work spinning on sched_yield for
+ * about 2^28 cycles: a process that runs a model on threads at once (dcz
+ * bench, dcz run) found its workers sharing a CPU with its main thread,
+ * which the scheduler left so while the other CPU spun (small models on 2
+ * threads: every run 2 to 7 times as long in some loads). */
+extern int blas_thread_shutdown_(void) __attribute__((weak));
+
+void dcz_train_blas_one_thread(void)
+{
+    openblas_set_num_threads(1);
+    if (blas_thread_shutdown_) blas_thread_shutdown_();
+}
+
 int dcz_train_threads(void)
 {
     pthread_mutex_lock(&state);

@@ -757,10 +757,15 @@ float dcz_lr_at(const char *schedule, float base, int e, int n);
  * dcz_lr_at treats an unknown name as "const". */
 dcz_status dcz_lr_check(const char *schedule);
 
-/* Threads of training and inference in the engine: OpenBLAS's for the
- * products, the engine's own pool (par.c) for the loops around them; 0
- * leaves both at every online core. */
+/* Threads of training and inference in the engine: its own pool (par.c)
+ * for the products and the loops around them, OpenBLAS on one thread; 0
+ * leaves it at every online core. */
 void dcz_train_set_threads(int threads);
+/* OpenBLAS on one thread from now on, as the engine's pool sets it when it
+ * starts: a program that calls it first keeps OpenBLAS's own threads,
+ * which it starts as it loads and which spin awhile, off the cores a
+ * model's threads run on (cli/main.c). */
+void dcz_train_blas_one_thread(void);
 
 /* fn(ctx, lo, hi) over contiguous parts that cover [0, n), one per thread
  * of the trainer's pool and each of at least grain items (one part when n
