@@ -91,7 +91,7 @@ static dcz_pool *get_pool(void)
     if (!started) {
         uint32_t n = threads_wanted();
         if (n < 2 || dcz_pool_start(n, &pool) != DCZ_OK) pool = NULL;
-        openblas_set_num_threads(1);
+        dcz_train_blas_one_thread();
         started = 1;
     }
     dcz_pool *p = pool;

@@ -101,7 +101,7 @@ uint64_t dcz_conv2d_bands_floats(const dcz_conv_geom *d)
     dcz_bands p;
     bands_of(d, &p);
     /* the ring, then the depthwise kernel's plan, each from a line */
-    return (uint64_t)d->in_c * p.ring * d->in_w + 16 + (dcz_shift_dw_band_plan_bytes(d) + 3) / 4 + 16;
+    return (uint64_t)d->in_c * p.ring * d->in_w + 16 + (dcz_shift_dw_band_plan_bytes() + 3) / 4 + 16;
 }
 
 int dcz_conv2d_bands_takes(const dcz_conv_geom *pw, const dcz_shift *pf, const dcz_conv_geom *d, const dcz_shift *f)
@@ -159,7 +159,7 @@ static void bands_part(void *ctx, uint32_t part)
     dcz_part_range(bands, part, j->parts, &b0, &b1);
     float *ring = (float *)(((uintptr_t)(j->scratch + (size_t)part * j->slice) + 63) & ~(uintptr_t)63);
     void *plan = (void *)(((uintptr_t)(ring + (size_t)d->in_c * j->p->ring * d->in_w) + 63) & ~(uintptr_t)63);
-    dcz_shift_dw_band_plan__avx512(d, j->f, plan);
+    dcz_shift_dw_band_plan__avx512(d, plan);
     uint32_t have = 0;   /* the rows computed: up to have (none before b0's) */
     for (uint32_t b = b0; b < b1; b++) {
         const uint32_t oy0 = b * rows, oy1 = oy0 + rows < d->out_h ? oy0 + rows : d->out_h;

@@ -679,8 +679,9 @@ static int shift_run(dcz_isa isa, const dcz_conv_geom *g, const dcz_shift *f, co
          * it) and the output does not overwrite it (compressed
          * MobileNetV2, AMD EPYC Zen 5: the copies took 4.9% of the run) */
         const size_t out_sample = (size_t)g->out_c * out_plane;
+        const uintptr_t xa = (uintptr_t)x, ya = (uintptr_t)y;
         const int direct = split_is_input(g) && ((size_t)g->in_h * g->in_w) % 16 == 0 &&
-                           (y + batch * out_sample <= x || x + batch * in_sample <= y);
+                           (ya + batch * out_sample * sizeof *y <= xa || xa + batch * in_sample * sizeof *x <= ya);
         shift_job j = { g, &q, f, planes, bias, xs, res, t, act, y, 0, pool ? dcz_pool_threads(pool) : 1 };
         for (size_t b = 0; b < batch; b++) {
             if (direct) j.xs = x + b * in_sample;

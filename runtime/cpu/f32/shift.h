@@ -152,9 +152,9 @@ void dcz_shift_dw_rows_run__avx512(const dcz_conv_geom *g, const struct split_ge
 int dcz_shift_dw_band_takes(const dcz_conv_geom *g, const dcz_shift *f);
 uint32_t dcz_shift_dw_band_step(const dcz_conv_geom *g);
 /* The bands run from a plan, made once for a thread's bands in
- * dcz_shift_dw_band_plan_bytes(g) bytes at a 64-byte boundary. */
-uint64_t dcz_shift_dw_band_plan_bytes(const dcz_conv_geom *g);
-void dcz_shift_dw_band_plan__avx512(const dcz_conv_geom *g, const dcz_shift *f, void *mem);
+ * dcz_shift_dw_band_plan_bytes() bytes at a 64-byte boundary. */
+uint64_t dcz_shift_dw_band_plan_bytes(void);
+void dcz_shift_dw_band_plan__avx512(const dcz_conv_geom *g, void *mem);
 void dcz_shift_dw_band__avx512(const void *plan, const dcz_conv_geom *g, const dcz_shift *f, const float *bias,
                                const dcz_act *act, const float *ring, uint32_t ring_rows, uint32_t oy0, uint32_t oy1,
                                float *y);

@@ -311,38 +311,10 @@ static inline void dw_full__avx512(const int S, const int K, const int NV, const
     }
 }
 
-/* rel[k]: the offset of window cell k (ky kw + kx) in the split input from
- * its channel's first cell */
-static void dw_cells_rel(const dcz_conv_geom *g, const split_geom *q, uint32_t *rel)
+/* Each window cell's row and column (cell_ky, cell_kx: looked up, since a
+ * division per tap and channel took a tenth of the kernel's time). */
+static void dw_taps_init(const dcz_conv_geom *g, uint8_t *cell_ky, uint8_t *cell_kx)
 {
-    for (uint32_t k = 0; k < (uint32_t)g->kh * g->kw; k++) rel[k] = tap_offset(g, q, 0, k / g->kw, k % g->kw);
-}
-
-/* cell[e]: the window cell of each of channel c's taps, from its offset: a
- * channel's taps are some of the cells, in column order */
-static uint32_t dw_cells(const dcz_conv_geom *g, const split_geom *q, const dcz_shift *f, const uint32_t *rel,
-                         uint32_t c, uint8_t *cell)
-{
-    const uint32_t e0 = f->ptr[c], n = f->ptr[c + 1] - e0;
-    if (f->cell) {   /* the form's, made at its build */
-        memcpy(cell, f->cell + e0, n);
-        return n;
-    }
-    const uint32_t first = tap_offset(g, q, c, 0, 0);
-    for (uint32_t e = 0, k = 0; e < n; e++, k++) {
-        while (rel[k] != f->off[e0 + e] - first) k++;
-        cell[e] = (uint8_t)k;
-    }
-    return n;
-}
-
-/* The rows kernels' tables for g: rel (dw_cells_rel), and each window
- * cell's row and column (cell_ky, cell_kx: looked up, since a division per
- * tap and channel took a tenth of the kernel's time). */
-static void dw_taps_init(const dcz_conv_geom *g, const split_geom *q, uint32_t *rel, uint8_t *cell_ky,
-                         uint8_t *cell_kx)
-{
-    dw_cells_rel(g, q, rel);
     for (uint32_t k = 0; k < (uint32_t)g->kh * g->kw; k++) {
         cell_ky[k] = (uint8_t)(k / g->kw);
         cell_kx[k] = (uint8_t)(k % g->kw);
@@ -350,14 +322,16 @@ static void dw_taps_init(const dcz_conv_geom *g, const split_geom *q, uint32_t *
 }
 
 /* Channel c's n taps (returned) in the rows kernels' terms: tap e in
- * window row ky[e] and column kx[e], in column order. */
-static uint32_t dw_channel_taps(const dcz_conv_geom *g, const split_geom *q, const dcz_shift *f, const uint32_t *rel,
-                                const uint8_t *cell_ky, const uint8_t *cell_kx, uint32_t c, uint8_t *ky, uint8_t *kx)
+ * window row ky[e] and column kx[e], in column order, from the form's
+ * cells (dcz_shift.cell, which every kernel here needs: dw_rows_within,
+ * dcz_shift_dw_lanes_fit). */
+static uint32_t dw_channel_taps(const dcz_shift *f, const uint8_t *cell_ky, const uint8_t *cell_kx, uint32_t c,
+                                uint8_t *ky, uint8_t *kx)
 {
-    const uint32_t n = dw_cells(g, q, f, rel, c, ky);
+    const uint32_t e0 = f->ptr[c], n = f->ptr[c + 1] - e0;
     for (uint32_t e = 0; e < n; e++) {
-        kx[e] = cell_kx[ky[e]];
-        ky[e] = cell_ky[ky[e]];
+        kx[e] = cell_kx[f->cell[e0 + e]];
+        ky[e] = cell_ky[f->cell[e0 + e]];
     }
     return n;
 }
@@ -419,7 +393,7 @@ static int dw_plane_fits(const dcz_conv_geom *g)
 static int dw_rows_within(const dcz_conv_geom *g, const dcz_shift *f, size_t max_w, size_t in_w)
 {
     const size_t ksize = (size_t)g->kh * g->kw;
-    return dcz_conv_groups(g) == g->in_c && g->out_c == g->in_c && f->ob == 1 && g->out_w <= max_w &&
+    return dcz_conv_groups(g) == g->in_c && g->out_c == g->in_c && f->ob == 1 && f->cell && g->out_w <= max_w &&
            g->sw <= 2 && g->sh <= 2 && g->kw <= DW_MAX_KW && ksize <= DW_MAX_TAPS && g->in_w <= in_w;
 }
 
@@ -496,7 +470,6 @@ void dcz_shift_dw_plane__avx512(const dcz_conv_geom *g, const split_geom *q, con
     __m512i idx[DW_MAX_TAPS];
     __mmask16 in[DW_PLANE_VECTORS][DW_MAX_TAPS], lo[DW_PLANE_VECTORS], hi[DW_PLANE_VECTORS], store[DW_PLANE_VECTORS];
     int64_t base[DW_PLANE_VECTORS];
-    uint32_t rel[DW_MAX_TAPS];
     for (size_t j = 0; j < nv; j++) {
         base[j] = one ? 0 : (int64_t)(16 * j) - (int64_t)(g->ph * W + g->pw);
         lo[j] = (__mmask16)lanes(-base[j], (int64_t)in_plane - base[j], 16);
@@ -527,10 +500,9 @@ void dcz_shift_dw_plane__avx512(const dcz_conv_geom *g, const split_geom *q, con
         }
         idx[k] = _mm512_loadu_si512((const void *)ix);
     }
-    dw_cells_rel(g, q, rel);
     for (uint32_t c = c0; c < c1; c++) {
-        uint8_t tk[DW_MAX_TAPS];
-        const uint32_t n = dw_cells(g, q, f, rel, c, tk);
+        const uint8_t *tk = f->cell + f->ptr[c];   /* the taps' window cells */
+        const uint32_t n = f->ptr[c + 1] - f->ptr[c];
         const float *w = f->w + f->ptr[c], b = bias ? bias[c] : 0.0f;
         for (size_t s = 0; s < batch; s++) {
             const float *xc = x + (s * g->in_c + c) * in_plane;
@@ -556,7 +528,6 @@ typedef struct dw_rows_layer {
     int64_t base[DW_MAX_VEC / 2];
     __mmask16 tail;                   /* the lanes of a row's last vector */
     __m512i idx1[DW_MAX_KW];
-    uint32_t rel[DW_MAX_TAPS];
     uint8_t cell_ky[DW_MAX_TAPS], cell_kx[DW_MAX_TAPS];
     int full;                         /* dw_full__avx512 takes the channels that keep every cell */
     size_t full_R, full_groups, full_nrow;
@@ -667,7 +638,7 @@ static inline void dw_rows_channels__avx512(const int WIDE, const dw_rows_layer 
     const float *rows[(DW_MAX_ROWS + 8) * 2 + DW_MAX_TAPS];
     for (uint32_t c = c0; c < c1; c++) {
         uint8_t ky[DW_MAX_TAPS], kx[DW_MAX_TAPS];
-        const uint32_t n = dw_channel_taps(g, q, f, L->rel, L->cell_ky, L->cell_kx, c, ky, kx);
+        const uint32_t n = dw_channel_taps(f, L->cell_ky, L->cell_kx, c, ky, kx);
         const float *w = f->w + f->ptr[c], b = bias ? bias[c] : 0.0f;
         const int full = L->full && n == (uint32_t)g->kh * g->kw;
         for (size_t s = 0; s < batch; s++) {
@@ -806,7 +777,7 @@ void dcz_shift_dw_rows_run__avx512(const dcz_conv_geom *g, const split_geom *q, 
     }
     dw_rows_layer L;
     dw_layer_init(g, &L);
-    dw_taps_init(g, q, L.rel, L.cell_ky, L.cell_kx);
+    dw_taps_init(g, L.cell_ky, L.cell_kx);
     if ((L.nv + L.cv - 1) / L.cv == 1) dw_rows_channels__avx512(0, &L, g, q, f, bias, x, batch, act, c0, c1, y);
     else dw_rows_channels__avx512(1, &L, g, q, f, bias, x, batch, act, c0, c1, y);
 }
@@ -822,66 +793,42 @@ int dcz_shift_dw_band_takes(const dcz_conv_geom *g, const dcz_shift *f)
 }
 
 /* A band plan (dcz_shift_dw_band_plan__avx512): the rows kernels' tables,
- * then each channel's taps, 1 + kh kw bytes a channel: their count, then
- * their window cells in column order (dw_cells). Made once for a thread's
- * bands: per band and channel, the cells of the taps took longer than
- * the few taps of a pruned channel (compressed MobileNetV2's 144 x 56 x
- * 56 pair: 166 us by bands, 136 apart). */
-typedef struct dw_band_plan {
-    dw_rows_layer L;
-    uint8_t taps[];
-} dw_band_plan;
-
-uint64_t dcz_shift_dw_band_plan_bytes(const dcz_conv_geom *g)
+ * made once for a thread's bands. */
+uint64_t dcz_shift_dw_band_plan_bytes(void)
 {
-    return sizeof(dw_band_plan) + (uint64_t)g->out_c * (1u + (uint64_t)g->kh * g->kw);
+    return sizeof(dw_rows_layer);
 }
 
 __attribute__((target("avx512f")))
-void dcz_shift_dw_band_plan__avx512(const dcz_conv_geom *g, const dcz_shift *f, void *mem)
+void dcz_shift_dw_band_plan__avx512(const dcz_conv_geom *g, void *mem)
 {
-    dw_band_plan *p = mem;
-    dw_layer_init(g, &p->L);
-    const split_geom q = split_geom_of(g, g->in_c, 1);
-    dw_taps_init(g, &q, p->L.rel, p->L.cell_ky, p->L.cell_kx);
-    const size_t stride = 1u + (size_t)g->kh * g->kw;
-    for (uint32_t c = 0; c < g->out_c; c++) {
-        uint8_t *t = p->taps + c * stride;
-        t[0] = (uint8_t)dw_cells(g, &q, f, p->L.rel, c, t + 1);
-    }
+    dw_rows_layer *L = mem;
+    dw_layer_init(g, L);
+    dw_taps_init(g, L->cell_ky, L->cell_kx);
 }
 
 /* Bands of every channel of one sample: always inlined twice, as
  * dw_rows_channels__avx512 is, WIDE or not. */
 __attribute__((target("avx512f"), always_inline))
-static inline void dw_band_channels__avx512(const int WIDE, const dw_band_plan *p, const dcz_conv_geom *g,
+static inline void dw_band_channels__avx512(const int WIDE, const dw_rows_layer *L, const dcz_conv_geom *g,
                                             const dcz_shift *f, const float *bias, const dcz_act *act,
                                             const float *ring, uint32_t ring_rows, uint32_t oy0, uint32_t oy1,
                                             float *y)
 {
-    const dw_rows_layer *L = &p->L;
     const size_t W = g->in_w, out_plane = (size_t)g->out_h * g->out_w, rows_n = oy1 - oy0;
-    const size_t cells = (size_t)g->kh * g->kw;
     /* the input rows of the last call of either kernel, whole */
     const size_t R = WIDE ? 4 : L->R, R_full = L->full ? L->full_R : R;
     const size_t calls = (rows_n + R - 1) / R * R, calls_full = (rows_n + R_full - 1) / R_full * R_full;
     const size_t nrow = ((calls > calls_full ? calls : calls_full) - 1) * g->sh + g->kh;
     const float *rows[(DW_MAX_ROWS + 8) * 2 + DW_MAX_TAPS];
     for (uint32_t c = 0; c < g->out_c; c++) {
-        const uint8_t *t = p->taps + c * (1 + cells);
-        const uint32_t n = t[0];
+        uint8_t ky[DW_MAX_TAPS], kx[DW_MAX_TAPS];
+        const uint32_t n = dw_channel_taps(f, L->cell_ky, L->cell_kx, c, ky, kx);
         const float *w = f->w + f->ptr[c], b = bias ? bias[c] : 0.0f;
         dw_input_rows(g, ring + (size_t)c * ring_rows * W, ring_rows, oy0, nrow, rows);
-        if (L->full && n == cells) {
+        if (L->full && n == (uint32_t)g->kh * g->kw)
             dw_full_rows__avx512(L, g, rows, oy0, oy1, w, b, act, y + c * out_plane);
-            continue;
-        }
-        uint8_t ky[DW_MAX_TAPS], kx[DW_MAX_TAPS];
-        for (uint32_t e = 0; e < n; e++) {
-            ky[e] = L->cell_ky[t[1 + e]];
-            kx[e] = L->cell_kx[t[1 + e]];
-        }
-        dw_taps_rows__avx512(WIDE, L, g, rows, oy0, oy1, ky, kx, w, n, b, act, y + c * out_plane);
+        else dw_taps_rows__avx512(WIDE, L, g, rows, oy0, oy1, ky, kx, w, n, b, act, y + c * out_plane);
     }
 }
 
@@ -896,10 +843,9 @@ void dcz_shift_dw_band__avx512(const void *plan, const dcz_conv_geom *g, const d
                                const dcz_act *act, const float *ring, uint32_t ring_rows, uint32_t oy0, uint32_t oy1,
                                float *y)
 {
-    const dw_band_plan *p = plan;
-    if ((p->L.nv + p->L.cv - 1) / p->L.cv == 1)
-        dw_band_channels__avx512(0, p, g, f, bias, act, ring, ring_rows, oy0, oy1, y);
-    else dw_band_channels__avx512(1, p, g, f, bias, act, ring, ring_rows, oy0, oy1, y);
+    const dw_rows_layer *L = plan;
+    if ((L->nv + L->cv - 1) / L->cv == 1) dw_band_channels__avx512(0, L, g, f, bias, act, ring, ring_rows, oy0, oy1, y);
+    else dw_band_channels__avx512(1, L, g, f, bias, act, ring, ring_rows, oy0, oy1, y);
 }
 
 /* dw_rows__avx512 in AVX2, 8 columns a vector, R rows a call: rows of up
@@ -999,7 +945,6 @@ typedef struct dw_rows8_layer {
     size_t v0[DW_MAX_VEC8 / 2];             /* each run's first vector */
     dw_plan8 pl[DW_MAX_VEC8 / 2];           /* its taps' loads */
     uint32_t last;                          /* the lanes of a row's last vector */
-    uint32_t rel[DW_MAX_TAPS];
     uint8_t cell_ky[DW_MAX_TAPS], cell_kx[DW_MAX_TAPS];
 } dw_rows8_layer;
 
@@ -1020,7 +965,7 @@ static inline void dw_rows8_channels__avx2(const int WIDE, const dw_rows8_layer 
     const float *rows[(DW_MAX_ROWS + 8) * 2 + DW_MAX_TAPS];
     for (uint32_t c = c0; c < c1; c++) {
         uint8_t ky[DW_MAX_TAPS], kx[DW_MAX_TAPS];
-        const uint32_t n = dw_channel_taps(g, q, f, L->rel, L->cell_ky, L->cell_kx, c, ky, kx);
+        const uint32_t n = dw_channel_taps(f, L->cell_ky, L->cell_kx, c, ky, kx);
         const float *w = f->w + f->ptr[c], b = bias ? bias[c] : 0.0f;
         for (size_t s = 0; s < batch; s++) {
             const float *xc = x + (s * g->in_c + c) * in_plane;
@@ -1103,7 +1048,7 @@ void dcz_shift_dw_rows_run__avx2(const dcz_conv_geom *g, const split_geom *q, co
     L.R = L.cv == 1 ? (oh <= 4 ? 4 : oh % 7 == 0 ? 7 : 8) : L.cv == 2 ? 4 : 2;
     L.groups = (oh + L.R - 1) / L.R;
     L.nrow = (L.groups * L.R - 1) * g->sh + g->kh;
-    dw_taps_init(g, q, L.rel, L.cell_ky, L.cell_kx);
+    dw_taps_init(g, L.cell_ky, L.cell_kx);
     if (L.runs == 1) dw_rows8_channels__avx2(0, &L, g, q, f, bias, x, batch, act, c0, c1, y);
     else dw_rows8_channels__avx2(1, &L, g, q, f, bias, x, batch, act, c0, c1, y);
 }
@@ -1155,7 +1100,7 @@ uint64_t dcz_shift_dw_lanes_floats(const dcz_conv_geom *g)
 
 int dcz_shift_dw_lanes_fit(const dcz_conv_geom *g, const dcz_shift *f)
 {
-    return dcz_conv_groups(g) == g->in_c && g->out_c == g->in_c && f->ob == 1 && f->whole && g->in_c >= 8 &&
+    return dcz_conv_groups(g) == g->in_c && g->out_c == g->in_c && f->ob == 1 && f->cell && f->whole && g->in_c >= 8 &&
            (size_t)g->kh * g->kw <= DW_MAX_TAPS && dcz_shift_dw_lanes_floats(g) <= dcz_shift_scratch_floats(g);
 }
 
@@ -1282,10 +1227,10 @@ void dcz_shift_dw_lanes_run__avx2(const dcz_conv_geom *g, const split_geom *q, c
     /* a band of padded rows in cells, the output row's cells */
     const size_t band = dw_lanes_band(g, floats);
     float *T = (float *)(((uintptr_t)scratch + 31) & ~(uintptr_t)31), *Q = T + ((band - 1) * sh + kh) * wp * 8;
-    uint32_t rel[DW_MAX_TAPS], toff[DW_MAX_TAPS];
+    uint32_t toff[DW_MAX_TAPS];
     uint8_t cell_ky[DW_MAX_TAPS], cell_kx[DW_MAX_TAPS], ky[DW_MAX_TAPS], kx[DW_MAX_TAPS];
-    dw_taps_init(g, q, rel, cell_ky, cell_kx);
-    const uint32_t n = dw_channel_taps(g, q, f, rel, cell_ky, cell_kx, 0, ky, kx);   /* the same in every channel */
+    dw_taps_init(g, cell_ky, cell_kx);
+    const uint32_t n = dw_channel_taps(f, cell_ky, cell_kx, 0, ky, kx);   /* the same in every channel */
     for (uint32_t e = 0; e < n; e++) toff[e] = (uint32_t)((ky[e] * wp + kx[e]) * 8);
     const float *xend = x + batch * C * in_plane;
     /* stride 1, 3 columns a window row (the split input is then the padded
