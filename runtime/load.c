@@ -15,8 +15,9 @@
  * model no GPU will take: loader.forms_only). Both loaders share the walk; they differ in where the block
  * comes from and in what it holds:
  *
- *   heap    [ walk ][ decoding scratch ]              one malloc; activation
- *           buffers are grown by dcz_run (run.c) as batches require
+ *   heap    [ walk ][ decoding scratch ]              one allocation (in huge
+ *           pages from 2 MB: dcz_walked_alloc); activation buffers are
+ *           grown by dcz_run (run.c) as batches require, the same way
  *   static  [ walk ][ activations | accumulators ]   inside the caller's arena,
  *                   [ decoding scratch ]             overlaid: the scratch is
  *           dead once loading ends, the buffers live only while running;
@@ -806,7 +807,7 @@ static dcz_status open_heap(const dcz_container *c, const dcz_options *o, const 
 {
     layout L;
     TRY(plan_heap(c, o, 0, !may_take_gpu(o), 0, heap_threads(o), choice, &L));
-    uint8_t *block = malloc(L.load ? L.load : 1);
+    uint8_t *block = dcz_walked_alloc(L.load);
     if (!block) return DCZ_ERR_NOMEM;
     dcz_model *m = NULL;
     dcz_status s = fill(c, o, 0, &L, choice, ran, block, &m);

@@ -80,7 +80,10 @@ static dcz_status ensure_act(dcz_model *m, size_t batch, size_t cbatch)
         if (cbatch > SIZE_MAX / sizeof(float) / m->chunk_width / blocks ||
             cbatch > SIZE_MAX / sizeof(int64_t) / m->max_width / blocks)
             return DCZ_ERR_NOMEM;
-        float *c = realloc(m->cact, cbatch * m->chunk_width * blocks * sizeof(float));
+        /* grown before a run, which writes every activation before it reads it */
+        free(m->cact);
+        m->cact_batch = 0;
+        float *c = m->cact = dcz_walked_alloc(cbatch * m->chunk_width * blocks * sizeof(float));
         if (!c) return DCZ_ERR_NOMEM;
         m->cact = c;
         m->cact_batch = cbatch;
@@ -89,7 +92,9 @@ static dcz_status ensure_act(dcz_model *m, size_t batch, size_t cbatch)
         if (batch > SIZE_MAX / 3 / sizeof(int64_t) / m->max_width ||
             batch > SIZE_MAX / sizeof(float) / m->act_width)
             return DCZ_ERR_NOMEM;
-        float *a = realloc(m->act, batch * m->act_width * sizeof(float));
+        free(m->act);
+        m->act_batch = 0;
+        float *a = m->act = dcz_walked_alloc(batch * m->act_width * sizeof(float));
         if (!a) return DCZ_ERR_NOMEM;
         m->act = a;
         m->act_batch = batch;

@@ -912,12 +912,12 @@ static void thin(dcz_doc_layer *l)
  * conv 3x3 pad 1 (dense f32) -> relu -> gap -> flatten -> dense (f32) ->
  * softmax: the three convolutions in the shift form where this CPU runs it
  * (calibrated int8: in the integer shift form where it has VNNI) */
-static dcz_doc *shift_net(void)
+static dcz_doc *shift_net_of(uint32_t side)
 {
     dcz_doc *d;
     if (dcz_doc_alloc(10, &d) != DCZ_OK) return NULL;
     d->input_rank = 3;
-    d->input_dims[0] = 3; d->input_dims[1] = 24; d->input_dims[2] = 24;
+    d->input_dims[0] = 3; d->input_dims[1] = side; d->input_dims[2] = side;
     dcz_doc_layer *l = d->layers;
     doc_conv_layer(&l[0], "conv1", 3, 8, 3, 1, 1, DCZ_ENC_CODEBOOK, 4, 4, DCZ_CODING_HUFFMAN);
     fill(&l[0], 7);
@@ -938,6 +938,8 @@ static dcz_doc *shift_net(void)
     doc_plain_layer(&l[9], DCZ_OP_SOFTMAX, "prob");
     return d;
 }
+
+static dcz_doc *shift_net(void) { return shift_net_of(24); }
 
 /* (in_c, side, side) -> conv 3x3 pad 1 to mid (dense f32) -> relu -> conv
  * 3x3 to out (dense f32, padding pad2) -> relu -> gap -> flatten -> dense
@@ -1125,6 +1127,55 @@ static void test_built_int8_im2col(void) { built("int8 im2col net", int8(im2col_
 static void test_built_int8_mlp(void) { built("int8 mlp", int8(mlp()), DCZ_SCHEME_INT8); }
 static void test_built_wino(void) { built("wino net", wino_net(), DCZ_SCHEME_NONE); }
 
+/* A heap model whose blocks pass 2 MB takes them in huge pages
+ * (dcz_walked_alloc: 2 MB aligned on Linux) and gives the static model's
+ * bits: the shift net over 320 x 320, 3.3 MB of activations a sample. */
+static void test_walked_blocks(void)
+{
+    for (size_t bytes = 0; bytes < ((size_t)5 << 20); bytes += ((size_t)3 << 19) + 1) {
+        uint8_t *p = dcz_walked_alloc(bytes);
+        REQUIRE(p, "walked alloc of %zu bytes", bytes);
+#ifdef __linux__
+        CHECK(bytes < ((size_t)2 << 20) || (uintptr_t)p % ((size_t)2 << 20) == 0, "%zu bytes at %p", bytes, (void *)p);
+#endif
+        if (bytes) p[0] = p[bytes - 1] = 1;
+        free(p);
+    }
+    dcz_doc *d = shift_net_of(320);
+    REQUIRE(d, "large shift net: build");
+    size_t len = 0;
+    uint8_t *buf = written(d, &len);
+    REQUIRE(buf, "large shift net: write");
+    dcz_options o;
+    dcz_options_init(&o);
+    o.device = DCZ_DEVICE_CPU;
+    dcz_model *hm = NULL, *sm = NULL;
+    size_t need = 0;
+    REQUIRE(dcz_open_memory(buf, len, &o, &hm) == DCZ_OK, "large shift net: heap load");
+    REQUIRE(dcz_plan(buf, len, &o, &need) == DCZ_OK, "large shift net: plan");
+    uint8_t *arena = malloc(need);
+    const size_t in = dcz_input_size(hm), out = dcz_output_size(hm);
+    float *x = malloc(in * sizeof *x), *yh = calloc(out, sizeof *yh), *ys = calloc(out, sizeof *ys);
+    REQUIRE(arena && x && yh && ys, "out of memory");
+    for (size_t i = 0; i < in; i++) x[i] = frand();
+    REQUIRE(dcz_open_static(buf, len, arena, need, &o, &sm) == DCZ_OK, "large shift net: static load");
+    CHECK(dcz_run(hm, x, 1, yh) == DCZ_OK && dcz_run(sm, x, 1, ys) == DCZ_OK, "large shift net: runs");
+    CHECK(memcmp(yh, ys, out * sizeof *yh) == 0, "large shift net: heap and static outputs differ");
+    const float *walked = hm->cact ? hm->cact : hm->act;
+    CHECK(walked && (hm->cact ? hm->chunk_width : hm->act_width) * sizeof(float) >= ((size_t)2 << 20),
+          "large shift net: activations of %zu floats", (size_t)(hm->cact ? hm->chunk_width : hm->act_width));
+#ifdef __linux__
+    CHECK((uintptr_t)walked % ((size_t)2 << 20) == 0, "large shift net: activations at %p", (const void *)walked);
+#endif
+    dcz_close(sm);
+    dcz_close(hm);
+    free(x);
+    free(yh);
+    free(ys);
+    free(arena);
+    free(buf);
+}
+
 /* A float ADD after a convolution on the shift form is computed in the
  * convolution's stores where this CPU's kernel adds it there (load.c):
  * the bits of the run with taps, which runs every layer apart, at batch 1
@@ -1310,6 +1361,7 @@ int main(int argc, char **argv)
     RUN(test_built_int8_shift);
     RUN(test_built_int8_mlp);
     RUN(test_built_wino);
+    RUN(test_walked_blocks);
     RUN(test_threads_same_bits);
     RUN(test_threads_conv_same_bits);
 #else
