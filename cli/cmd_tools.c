@@ -235,7 +235,8 @@ typedef struct layer_info {
     const char *kernel, *why, *gpu_kernel;
     char why_buf[512], gpu_why[160];
     uint32_t seg_first, chunk;   /* dcz_layer_desc's */
-    uint32_t timed, timed_pick;  /* and the kernels timed at load (--plan measure) */
+    uint32_t timed, timed_pick;  /* and the kernels timed at load (--plan measure), */
+    uint32_t timed_threads;      /* on the model's threads (--threads) */
     const char *timed_kernel[DCZ_DESC_TIMED];
     double timed_us[DCZ_DESC_TIMED];
 } layer_info;
@@ -294,6 +295,7 @@ static void describe_kernels(const uint8_t *buf, size_t len, const dcz_options *
             li[i].chunk = ld.chunk;
             li[i].timed = ld.timed;
             li[i].timed_pick = ld.timed_pick;
+            li[i].timed_threads = dcz_model_threads(m);
             for (uint32_t k = 0; k < ld.timed; k++) {
                 li[i].timed_kernel[k] = ld.timed_kernel[k];
                 li[i].timed_us[k] = ld.timed_us[k];
@@ -327,8 +329,9 @@ int cmd_info(verb_ctx *v)
     v->skip = CLI_NO_OUT | CLI_NO_DATA | CLI_NO_SEED;
     int rc = cli_parse(v, specs, 1, 1);
     if (rc != -1) return rc;
-    dcz_options kopt;   /* the kernels described: the CPU's, as capped */
+    dcz_options kopt;   /* the kernels described: the CPU's, as capped, on --threads */
     dcz_options_init(&kopt);
+    kopt.threads = v->c.threads;
     if ((rc = cli_isa(v, isa, &kopt)) != -1) return rc;
     if ((rc = cli_plan(v, plan, &kopt)) != -1) return rc;
     dcz_doc *d;
@@ -488,6 +491,7 @@ int cmd_info(verb_ctx *v)
                     }
                     json_close_arr(&j);
                     json_str(&j, "kernel_rules", li[i].timed_kernel[0]);
+                    json_int(&j, "kernel_timed_threads", li[i].timed_threads);
                 }
                 json_int(&j, "macs_per_sample", (long long)layer_macs(l, &shapes[i + 1], li[i].weights));
                 json_int(&j, "macs_per_sample_kept", (long long)layer_macs(l, &shapes[i + 1], li[i].kept));
@@ -669,8 +673,11 @@ int cmd_info(verb_ctx *v)
             if (first == i) printf("  %s: %s\n", li[i].kernel, li[i].why);
         }
         /* --plan measure: each layer's candidates as timed, the rules' first */
-        for (uint32_t i = 0; i < d->nlayers; i++) {
+        for (uint32_t i = 0, said = 0; i < d->nlayers; i++) {
             if (!li[i].timed) continue;
+            if (!said++)
+                printf("  kernels timed on %u thread%s (--threads):\n", li[i].timed_threads,
+                       li[i].timed_threads == 1 ? "" : "s");
             printf("  timed at load: %s:", d->layers[i].name);
             for (uint32_t k = 0; k < li[i].timed; k++)
                 printf("%s %s %.1f us%s%s", k ? "," : "", li[i].timed_kernel[k], li[i].timed_us[k],

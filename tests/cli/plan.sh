@@ -45,6 +45,14 @@ for m in cnn-codebook cnn-int8; do
                  END { exit bad > 0 }' || fail "$m: the measured plan's outputs differ from the rules' past rounding"
     fi
 done
+# the candidates are timed on the threads asked for
+for t in 1 2; do
+    expect 0 "$DCZ" info "$F/cnn-codebook.dcz" --plan measure --threads $t --json
+    n=$(grep -o '"kernel_timed_threads":[0-9]*' "$T/out" | sort -u)
+    [ "$n" = "\"kernel_timed_threads\":$t" ] || fail "info --plan measure --threads $t timed on: ${n:-none}"
+done
+expect 0 "$DCZ" info "$F/cnn-codebook.dcz" --plan measure --threads 1
+grep -q "kernels timed on 1 thread (--threads):" "$T/out" || fail "info --plan measure --threads 1 names no threads"
 expect 0 "$DCZ" bench "$F/cnn-codebook.dcz" --plan measure --runs 5 --loads 1 --device cpu --json
 expect 0 "$DCZ" bench "$F/cnn-codebook.dcz" --plan rules --runs 5 --loads 1 --device cpu
 
