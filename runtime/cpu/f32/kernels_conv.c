@@ -581,28 +581,22 @@ int dcz_conv2d_pick_pixels(const dcz_conv_geom *g)
  * PIXELS_MAX_BYTES transposed. One core of an AMD EPYC (Zen 5),
  * dcz_gemm_f32 alone (us): 400 -> 400 over 7 x 7 75.8 by planes, 60.8 by
  * pixels; 512 -> 2048 504 and 420; 160 -> 960 74.7 and 57.5; over 14 x 14
- * (13 vectors for 196 pixels) 4-10% apart.
+ * (13 vectors for 196 pixels) 4-10% apart, which the transposes take back.
  * In the networks (dcz bench --per-layer, least of three alternated
  * rounds), over 7 x 7: RegNetX-400MF's 400 -> 400 93-100 us by planes, the
  * network 0.92 of the time by pixels; 1152 -> 192 141 against 128 us, 1152
- * -> 320 225 and 202 (1.5 MB of weights), 128 -> 800 83 and 72. Since
- * the weights and activations lie on huge pages (dcz_walked_alloc):
- * weights past the second-level cache (1 MB there) stream as fast by
- * pixels, MobileNetV2's 320 -> 1280 (1.6 MB) 280 against 228 us,
- * ResNet-50's 512 -> 2048 and back (4 MB) 740-796 against 599-668, the
- * networks 0.96 and 0.984 of the time (on pages of 4 KB, 320 -> 1280 had
- * taken 0.97-1.03 of the time by pixels, 464 -> 1024 1.12); and over 14 x
- * 14 the layers that change take, by pixels, 0.93 of the time in
- * DenseNet-121 (25 layers, 5032 -> 4664 us), 0.95 in RegNetX-400MF (13),
- * 0.976 in ResNet-50 (12), 0.98 in EfficientNet-B0 (6), MobileNetV2's 576
- * -> 96 118 -> 112 us, where they had taken back the 4-10% in their
- * transposes. And
+ * -> 320 225 and 202 (1.5 MB of weights), 128 -> 800 83 and 72. Weights
+ * past the second-level cache (1 MB there) stream from huge pages
+ * (dcz_walked_alloc): MobileNetV2's 320 -> 1280 (1.6 MB) 280 against 228
+ * us, ResNet-50's 512 -> 2048 and back (4 MB) 740-796 against 599-668;
+ * the networks 0.96 and 0.984 of the time. (On pages of 4 KB the product by pixels streamed
+ * them slower: 320 -> 1280 0.97-1.03 of the time, 464 -> 1024 1.12.) And
  * layers of at least PIXELS_MACS multiply-adds, where the transposes and
  * the product's short rows of channels cost little: the
  * MobileNetV2-style preset's 144 -> 32 over 7 x 7 (225,792 of them) took
  * 4.6 us by pixel rows, 2.8 on the shift form. */
-#define PIXELS_PAD 1.05
-#define PIXELS_MAX 196
+#define PIXELS_PAD 1.15
+#define PIXELS_MAX 64
 #define PIXELS_MAX_BYTES (8u << 20)
 #define PIXELS_MACS (1u << 21)
 int dcz_conv2d_pixels_rule(const dcz_conv_geom *g)
