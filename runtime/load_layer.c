@@ -306,14 +306,19 @@ static dcz_status load_params(const dcz_container *c, const dcz_graph_layer *g, 
     }
     /* a dense fully connected float layer, or a 1x1 convolution by pixel
      * rows, also gets its weights transposed (in, out padded to
-     * DCZ_GEMM_PAD), which the dense product reads, a row of 64 columns at
-     * a time from a cache line's boundary: rows 16 bytes off one took a
-     * load across two lines for every vector (dense LeNet-300-100 on
-     * AVX-512: batch 1 12.1 -> 7.1 us, batch 64 259 -> 217 us) */
+     * DCZ_GEMM_PAD; the convolution's by panels of output channels,
+     * dcz_conv_weights_by_panel), which the dense product reads, a row of
+     * 64 columns at a time from a cache line's boundary: rows 16 bytes off
+     * one took a load across two lines for every vector (dense
+     * LeNet-300-100 on AVX-512: batch 1 12.1 -> 7.1 us, batch 64 259 -> 217
+     * us) */
     if (!DCZ_REF_ONLY && (l->kernel == DCZ_K_FC_GEMM || l->kernel == DCZ_K_CONV_GEMM_PIXELS)) {
         const uint32_t out = w.dims[0], in = (uint32_t)(w.n / w.dims[0]);
         float *wt = dcz_arena_take_line(&ld->a, (uint64_t)in * dcz_gemm_ldb(out) * sizeof *wt);
-        if (wt && wd) dcz_conv_weights_by_column(wd, out, in, wt);
+        if (wt && wd) {
+            if (l->kernel == DCZ_K_CONV_GEMM_PIXELS) dcz_conv_weights_by_panel(wd, out, in, wt);
+            else dcz_conv_weights_by_column(wd, out, in, wt);
+        }
         l->wt = wt;
     }
     l->w = transient ? NULL : wd;

@@ -909,7 +909,8 @@ static void test_conv_wino(void)
 /* 1x1 convolutions by pixel rows (dcz_conv2d_pixels_pool) against the
  * dense product's reference by planes, bit for bit, on every instruction
  * set of this machine (views of the CPU capped to each level): planes of
- * 1 to 81 pixels, channel counts off the vectors, batches 1 and 3, without
+ * 1 to 81 pixels, channel counts off the vectors and over panels of weights
+ * (130: two of 64 and one of 2), batches 1 and 3, without
  * an activation and with the fused ones, alone and split over a pool of 3
  * threads; and where the rules take it. */
 static void test_conv_pixels(void)
@@ -937,7 +938,7 @@ static void test_conv_pixels(void)
         for (size_t i = 0; i < bmax * in * px; i++) x[i] = nonzero() * 4.0f;
         for (size_t i = 0; i < (size_t)out * in; i++) w[i] = nonzero();
         for (uint32_t i = 0; i < out; i++) bias[i] = nonzero();
-        dcz_conv_weights_by_column(w, out, in, wt);
+        dcz_conv_weights_by_panel(w, out, in, wt);
         for (size_t b = 1; b <= bmax; b += 2)
             for (size_t a = 0; a < sizeof acts / sizeof *acts; a++) {
                 dcz_conv2d_dense_im2col_act(&g, w, bias, x, b, 1, &acts[a], scratch, y2);

@@ -569,6 +569,18 @@ void dcz_conv_weights_by_column(const float *w, uint32_t rows, uint32_t cols, fl
         for (size_t r = rows; r < ldb; r++) wt[col * ldb + r] = 0.0f;
 }
 
+void dcz_conv_weights_by_panel(const float *w, uint32_t rows, uint32_t cols, float *wp)
+{
+    for (uint32_t r0 = 0; r0 < rows; r0 += DCZ_PIXELS_PANEL) {
+        const uint32_t width = rows - r0 < DCZ_PIXELS_PANEL ? rows - r0 : DCZ_PIXELS_PANEL;
+        const size_t ldb = dcz_gemm_ldb(width);
+        float *block = wp + (size_t)cols * r0;
+        dcz_transpose_planes(w + (size_t)r0 * cols, cols, width, cols, block, ldb);
+        for (uint32_t col = 0; col < cols; col++)
+            for (size_t r = width; r < ldb; r++) block[col * ldb + r] = 0.0f;
+    }
+}
+
 int dcz_conv2d_pick_pixels(const dcz_conv_geom *g)
 {
     return dcz_conv_pointwise(g) && dcz_conv_groups(g) == 1 && im2col_matrix_floats(g) <= DCZ_CONV_SCRATCH_MAX;
@@ -625,8 +637,11 @@ static void pixels_part(void *ctx, uint32_t part)
     dcz_part_range((uint32_t)j->pixels, part, j->parts, &lo, &hi);
     if (lo == hi) return;
     float *t = j->t + (size_t)lo * j->out_c;
-    dcz_gemm_f32_act(j->act, hi - lo, j->out_c, j->in_c, j->xt + (size_t)lo * j->in_c, j->in_c, j->wt,
-                     dcz_gemm_ldb(j->out_c), NULL, j->bias, t, j->out_c);
+    for (uint32_t c0 = 0; c0 < j->out_c; c0 += DCZ_PIXELS_PANEL) {
+        const uint32_t width = j->out_c - c0 < DCZ_PIXELS_PANEL ? j->out_c - c0 : DCZ_PIXELS_PANEL;
+        dcz_gemm_f32_act(j->act, hi - lo, width, j->in_c, j->xt + (size_t)lo * j->in_c, j->in_c,
+                         j->wt + (size_t)j->in_c * c0, dcz_gemm_ldb(width), NULL, j->bias + c0, t + c0, j->out_c);
+    }
     dcz_transpose_planes(t, j->out_c, hi - lo, j->out_c, j->y + lo, j->pixels);
 }
 
