@@ -872,6 +872,9 @@ static void test_gemm(void)
          * tiles, columns past one panel and ending in part of a vector */
         { 40, 17, 0 }, { 50, 33, 9 }, { 100, 17, 300 }, { 131, 49, 64 }, { 200, 65, 20 }, { 301, 130, 7 },
         { 7, 4100, 16 }, { 13, 8209, 9 },   /* shallow: past one block of columns */
+        /* a B of 345 KB (within AVX-512's block of columns, past AVX2's)
+         * and of 576 KB (past both) */
+        { 301, 130, 600 }, { 301, 130, 1000 },
     };
     gemm_tally t = { { 0 }, 0, 0, 0, 0, 0 };
     for (size_t mi = 0; mi < sizeof ms / sizeof *ms; mi++)
