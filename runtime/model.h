@@ -413,9 +413,9 @@ void *dcz_arena_take_line(dcz_arena *a, uint64_t bytes);
  * kernel by madvise (Debian's default for transparent huge pages,
  * "madvise", gives none to memory that does not ask). Several megabytes
  * walked on pages of 4 KB miss the TLB: AMD EPYC (Zen 5), one thread,
- * batch 1, medians of alternated runs, torchvision's networks at 0.97-0.99
- * of the time dense, MobileNetV2 and DenseNet-121 90% pruned at 0.92 and
- * 0.89. */
+ * batch 1, medians of alternated runs in both orders, torchvision's
+ * networks at 0.95-1.0 of the time dense, MobileNetV2 and DenseNet-121 90%
+ * pruned at 0.91-0.93 and 0.88-0.93 (bench/cpu-profile.md). */
 void *dcz_walked_alloc(size_t bytes);
 #endif
 

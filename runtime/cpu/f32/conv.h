@@ -111,7 +111,8 @@ void dcz_conv2d_pixels_pool(dcz_pool *pool, const dcz_conv_geom *g, const float 
                             const float *x, size_t batch, const dcz_act *act, float *scratch, float *y);
 /* wp = w (rows, cols) transposed by panels of DCZ_PIXELS_PANEL rows (the
  * last one fewer), each (cols, its rows padded to DCZ_GEMM_PAD with
- * zeros) and all of them one after the other (panel p at cols 64 p):
+ * zeros) and all of them one after the other (panel p at float cols
+ * DCZ_PIXELS_PANEL p; rows padded to DCZ_GEMM_PAD in all):
  * the weights of a 1 x 1 convolution as the pixel rows read them, each
  * panel's in order */
 #define DCZ_PIXELS_PANEL 64u

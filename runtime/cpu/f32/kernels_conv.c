@@ -600,9 +600,11 @@ int dcz_conv2d_pick_pixels(const dcz_conv_geom *g)
  * -> 320 225 and 202 (1.5 MB of weights), 128 -> 800 83 and 72. Weights
  * past the second-level cache (1 MB there) stream from huge pages
  * (dcz_walked_alloc): MobileNetV2's 320 -> 1280 (1.6 MB) 280 against 228
- * us, ResNet-50's 512 -> 2048 and back (4 MB) 740-796 against 599-668;
- * the networks 0.96 and 0.984 of the time. (On pages of 4 KB the product by pixels streamed
- * them slower: 320 -> 1280 0.97-1.03 of the time, 464 -> 1024 1.12.) And
+ * us, ResNet-50's 512 -> 2048 and back (4 MB) 740-796 against 599-668; the
+ * networks 0.97-1.01 and 0.97-1.0 of the time (dcz bench medians of
+ * alternated runs in both orders). On pages of 4 KB the product by pixels
+ * had streamed them slower: 320 -> 1280 0.97-1.03 of the time, 464 -> 1024
+ * 1.12. And
  * layers of at least PIXELS_MACS multiply-adds, where the transposes and
  * the product's short rows of channels cost little: the
  * MobileNetV2-style preset's 144 -> 32 over 7 x 7 (225,792 of them) took

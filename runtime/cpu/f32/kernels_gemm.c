@@ -103,10 +103,11 @@ static uint32_t gemv_band(void)
 #define GEMV_BYTES (2u << 20)
 /* every AVX-512 core has 1 MB or more of second-level cache (the AVX2 and
  * NEON products keep 256 KB): a B of up to 512 KB read once, where the
- * panels read A once each. SqueezeNet 1.1's classifier, 1000 from 512 over 13 x 13 (B
- * 360 KB, A 2 MB), one core of an AMD EPYC (Zen 5), dcz bench --per-layer
- * least of three alternated rounds, 783 -> 747 us; the network 0.98 of the
- * time, ResNet-50 0.99, MobileNetV2 0.98-1.0, the others within noise */
+ * panels read A once each. SqueezeNet 1.1's classifier, 1000 from 512
+ * over 13 x 13 (B 360 KB, A 2 MB), one core of an AMD EPYC (Zen 5), dcz
+ * bench --per-layer least of three alternated rounds, 783 -> 747 us; the
+ * network 0.98-1.0 of the time, ResNet-50 0.99, MobileNetV2 0.98-1.0, the
+ * others within noise (medians of alternated runs in both orders) */
 #define SMALLB_BYTES (512u << 10)
 #define ROWS_KMAX 16
 #define VLOADC(p) _mm512_loadu_ps(p)
