@@ -548,20 +548,29 @@ int dcz_shift_dw_full_takes(const dcz_conv_geom *g)
 
 /* Output rows oy0 .. oy1 - 1 of one channel by dw_full__avx512 (every
  * cell kept; oy0 a multiple of L->full_R, oy1 one too or the plane's
- * last): its runs of the layer's vectors, each down the rows before the
- * next, L->full_R rows a call; rows[j] the input row that window row j of
- * output row oy0 reads. */
+ * last): by bands of L->full_R rows, each band's runs of the layer's
+ * vectors in turn; rows[j] the input row that window row j of output row
+ * oy0 reads. Bands outermost, so that the rows are read and written in
+ * order: each run down the whole plane before the next read and wrote
+ * every row a strip at a time. MobileNetV2's 32 x 112 x 112 (AMD EPYC,
+ * Zen 5, one thread, dcz bench --per-layer, least of three alternated
+ * rounds, in both orders) 140-153 -> 106-109 us, its depthwise layers over
+ * 56 x 56 and smaller within 2-4%; whole networks within their noise
+ * (medians of alternated runs: MobileNetV2 0.99-1.0 of the time,
+ * EfficientNet-B0 0.98-1.01, compressed MobileNetV2 0.99-1.01). Alone,
+ * the layer 93-95 -> 83 us, but 305 -> 378 after a 64 MB sweep of the
+ * caches, which the network never makes (its input was just written). */
 __attribute__((target("avx512f"), noinline))
 static void dw_full_rows__avx512(const dw_rows_layer *L, const dcz_conv_geom *g, const float *const *rows,
                                  size_t oy0, size_t oy1, const float *w, float b, const dcz_act *act, float *yc)
 {
     const size_t ow = g->out_w, S = g->sw, R = L->full_R, runs = (L->nv + L->cv - 1) / L->cv;
-    for (size_t k = 0; k < runs; k++) {
-        const __mmask16 t = k + 1 == runs ? L->tail : (__mmask16)0xFFFF;
-        const dw_full_run *u = &L->fu[k];
-        for (size_t oy = oy0; oy < oy1; oy += R) {
-            const size_t left = oy1 - oy < R ? oy1 - oy : R;
-            const float *const *rp = rows + (oy - oy0) * S;
+    for (size_t oy = oy0; oy < oy1; oy += R) {
+        const size_t left = oy1 - oy < R ? oy1 - oy : R;
+        const float *const *rp = rows + (oy - oy0) * S;
+        for (size_t k = 0; k < runs; k++) {
+            const __mmask16 t = k + 1 == runs ? L->tail : (__mmask16)0xFFFF;
+            const dw_full_run *u = &L->fu[k];
             float *yr = yc + oy * ow + 16 * L->v0[k];
 #define DW_FULL(S_, K_, NV_, R_) dw_full__avx512(S_, K_, NV_, R_, u, rp, w, b, left, ow, t, act, yr)
             /* (rows of one vector at stride 1 alone: L->full) */
@@ -579,10 +588,10 @@ static void dw_full_rows__avx512(const dw_rows_layer *L, const dcz_conv_geom *g,
 }
 
 /* Output rows oy0 .. oy1 - 1 of one channel on the tap lists' kernels
- * (dw_rows1__avx512, dw_rows__avx512): its runs of the layer's vectors,
- * each down the rows before the next, R rows a call; rows[j] the input
- * row that window row j of output row oy0 reads. WIDE as
- * dw_rows_channels__avx512 takes it. */
+ * (dw_rows1__avx512, dw_rows__avx512): by bands of R rows, each band's
+ * runs of the layer's vectors in turn (bands outermost, as
+ * dw_full_rows__avx512); rows[j] the input row that window row j of
+ * output row oy0 reads. WIDE as dw_rows_channels__avx512 takes it. */
 __attribute__((target("avx512f"), always_inline))
 static inline void dw_taps_rows__avx512(const int WIDE, const dw_rows_layer *L, const dcz_conv_geom *g,
                                         const float *const *rows, size_t oy0, size_t oy1, const uint8_t *ky,
@@ -592,14 +601,14 @@ static inline void dw_taps_rows__avx512(const int WIDE, const dw_rows_layer *L, 
     const size_t ow = g->out_w, sw = g->sw, sh = g->sh;
     const size_t runs = WIDE ? (L->nv + 1) / 2 : 1, cv = WIDE ? 2 : L->cv, R = WIDE ? 4 : L->R;
     const int once = WIDE ? sw == 1 : L->once;
-    for (size_t k = 0; k < runs; k++) {   /* a run's columns down the rows */
-        const __mmask16 t = k + 1 == runs ? L->tail : (__mmask16)0xFFFF;
-        const __mmask16 *m = L->m1[k];
-        const int64_t at = L->base[k];
-        const dw_plan *pl = &L->pl[k];
-        for (size_t oy = oy0; oy < oy1; oy += R) {
-            const size_t left = oy1 - oy < R ? oy1 - oy : R;
-            const float *const *rp = rows + (oy - oy0) * sh;
+    for (size_t oy = oy0; oy < oy1; oy += R) {
+        const size_t left = oy1 - oy < R ? oy1 - oy : R;
+        const float *const *rp = rows + (oy - oy0) * sh;
+        for (size_t k = 0; k < runs; k++) {   /* the runs of the band's rows */
+            const __mmask16 t = k + 1 == runs ? L->tail : (__mmask16)0xFFFF;
+            const __mmask16 *m = L->m1[k];
+            const int64_t at = L->base[k];
+            const dw_plan *pl = &L->pl[k];
             float *yr = yc + oy * ow + 16 * L->v0[k];
 #define DW_ROWS1(NV_, R_) dw_rows1__avx512(NV_, R_, m, at, sh, rp, ky, kx, L->idx1, w, n, b, left, ow, t, act, yr)
 #define DW_ROWS(NV_, R_)                                                                  \
