@@ -838,6 +838,18 @@ static void qmax_interior__avx512(const dcz_conv_geom *g, const dcz_q *xp, uint3
     }
 }
 
+/* Whether qmax_interior_s2__avx512 also takes output 0 (lo 0): a window
+ * of 2 or more columns at stride 2 over one column of padding, whose first
+ * output is the only one past the left edge. It was a call by scalars a
+ * row: int8 ShuffleNetV2's 24 x 112 x 112 pool (3 x 3, stride 2), one core
+ * of an AMD EPYC (Zen 5), dcz bench --per-layer least of three alternated
+ * rounds, 38.3 -> 30.9 us; the network 0.97-0.99 of the time, int8
+ * ResNet-18 0.97-0.98 (medians of alternated runs in both orders). */
+static int qmax_lo_s2(int avx512, const dcz_conv_geom *g, uint32_t lo, uint32_t hi)
+{
+    return avx512 && g->sw == 2 && g->pw == 1 && g->kw >= 2 && lo == 1 && hi > 1;
+}
+
 /* qmax_interior__avx512 at column stride 2 without the permutes: a load
  * of 32 words from window column 2j holds in 32-bit lane i output i's
  * columns 2j and 2j + 1, so the window rows' maxima of those loads, then
@@ -856,10 +868,14 @@ static void qmax_interior_s2__avx512(const dcz_conv_geom *g, const dcz_q *xp, ui
         const uint32_t n = hi - ox < 16 ? hi - ox : 16;
         /* the words the outputs read: 2 n from a pair's column, 2 n - 1 from the last odd one */
         const __mmask32 k2 = n == 16 ? 0xFFFFFFFFu : (__mmask32)((1u << 2 * n) - 1), k1 = k2 >> 1;
+        /* output 0 over one column of padding (lo 0 at pw 1: qmax_lo_s2):
+         * its first word is not read, and counts as the least */
+        const __mmask32 k0 = ox == 0 && g->pw == 1 ? k2 & ~(__mmask32)1 : k2;
         __m512i both = least, last = least;
         for (uint32_t iy = y0; iy < y1; iy++) {
             const dcz_q *r = xp + (size_t)iy * g->in_w + (size_t)ox * 2 - g->pw;
-            for (uint32_t j = 0; j < pairs; j++) both = _mm512_max_epi16(both, _mm512_maskz_loadu_epi16(k2, r + 2 * j));
+            if (pairs) both = _mm512_max_epi16(both, _mm512_mask_loadu_epi16(least, k0, r));
+            for (uint32_t j = 1; j < pairs; j++) both = _mm512_max_epi16(both, _mm512_maskz_loadu_epi16(k2, r + 2 * j));
             if (odd) last = _mm512_max_epi16(last, _mm512_maskz_loadu_epi16(k1, r + g->kw - 1));
         }
         const __m512i m = _mm512_max_epi16(_mm512_max_epi16(both, _mm512_srli_epi32(both, 16)), last);
@@ -1082,6 +1098,10 @@ int dcz_qmaxpool_isa(dcz_isa isa, const dcz_conv_geom *g, const dcz_q *x, size_t
     dcz_pool_interior_cols(g, &lo, &hi);
     /* AVX2's whole vectors need a row of interior outputs a vector long */
     if (avx2 && hi - lo < (g->sw == 1 ? 16u : 8u)) lo = hi = g->out_w;
+    /* AVX-512 at stride 2 takes the first output over one column of
+     * padding with the interior (qmax_interior_s2__avx512), where it was a
+     * call by scalars a row */
+    if (qmax_lo_s2(avx512, g, lo, hi)) lo = 0;
     const size_t planes = batch * g->in_c;
     for (size_t p = 0; p < planes; p++) {
         const dcz_q *xp = x + p * g->in_h * g->in_w;
