@@ -83,9 +83,8 @@ static dcz_status ensure_act(dcz_model *m, size_t batch, size_t cbatch)
         /* grown before a run, which writes every activation before it reads it */
         free(m->cact);
         m->cact_batch = 0;
-        float *c = m->cact = dcz_walked_alloc(cbatch * m->chunk_width * blocks * sizeof(float));
-        if (!c) return DCZ_ERR_NOMEM;
-        m->cact = c;
+        m->cact = dcz_walked_alloc(cbatch * m->chunk_width * blocks * sizeof(float));
+        if (!m->cact) return DCZ_ERR_NOMEM;
         m->cact_batch = cbatch;
     }
     if (batch > m->act_batch) {
@@ -94,9 +93,8 @@ static dcz_status ensure_act(dcz_model *m, size_t batch, size_t cbatch)
             return DCZ_ERR_NOMEM;
         free(m->act);
         m->act_batch = 0;
-        float *a = m->act = dcz_walked_alloc(batch * m->act_width * sizeof(float));
-        if (!a) return DCZ_ERR_NOMEM;
-        m->act = a;
+        m->act = dcz_walked_alloc(batch * m->act_width * sizeof(float));
+        if (!m->act) return DCZ_ERR_NOMEM;
         m->act_batch = batch;
     }
     const size_t head = qacc_head(m, m->act_batch), chunk = qacc_chunk(m, m->cact_batch);
@@ -197,6 +195,17 @@ static void run_fc_stream_ref(const dcz_model *m, const dcz_exec_layer *l, const
 
 /* ---- float convolutions ------------------------------------------------------ */
 
+/* A pointwise convolution l (dense weights w, or where w is NULL its shift
+ * form) with the depthwise layer after it, by bands into that layer's
+ * place (load.c: pair_bands) */
+static void run_bands(const dcz_model *m, const dcz_exec_layer *l, dcz_pool *pool, const float *w,
+                      const float *const *xs, size_t batch, float *y)
+{
+    const dcz_exec_layer *d = &m->layers[l->band];
+    dcz_conv2d_bands_pool(pool, &l->geom, w, w ? NULL : &l->shift, l->bias, &l->act, &d->geom, &d->shift, d->bias,
+                          &d->act, xs[0], batch, m->scratch, m->scratch_floats, y);
+}
+
 /* The shift form (its depthwise kernels too: the form holds which), with
  * the activation, and the ADD after it where it takes it (l->res, its
  * other input xs[1]), in its stores when the run fuses. */
@@ -207,10 +216,8 @@ static void run_conv_shift(const dcz_model *m, const dcz_exec_layer *l, const fl
      * one thread) */
     const dcz_act none = { 0, 0.0f, 0.0f };
     dcz_pool *pool = dcz_conv2d_shift_splits(&l->geom, &l->shift) ? m->pool : NULL;
-    if (m->fuse && l->band) {   /* with the depthwise layer after it, into its place (load.c) */
-        const dcz_exec_layer *d = &m->layers[l->band];
-        dcz_conv2d_bands_pool(pool, &l->geom, NULL, &l->shift, l->bias, &l->act, &d->geom, &d->shift, d->bias,
-                              &d->act, xs[0], batch, m->scratch, m->scratch_floats, y);
+    if (m->fuse && l->band) {
+        run_bands(m, l, pool, NULL, xs, batch, y);
         return;
     }
     dcz_conv2d_shift_pool(pool, &l->geom, &l->shift, l->bias, xs[0], batch, m->fuse ? &l->act : &none,
@@ -236,10 +243,8 @@ static void run_conv_gemm(const dcz_model *m, const dcz_exec_layer *l, const flo
 {
     /* over the threads of a heap model (the bits of one thread) */
     dcz_pool *pool = dcz_conv2d_dense_splits(&l->geom) ? m->pool : NULL;
-    if (m->fuse && l->band) {   /* with the depthwise layer after it, into its place (load.c) */
-        const dcz_exec_layer *d = &m->layers[l->band];
-        dcz_conv2d_bands_pool(pool, &l->geom, l->w, NULL, l->bias, &l->act, &d->geom, &d->shift, d->bias, &d->act,
-                              xs[0], batch, m->scratch, m->scratch_floats, y);
+    if (m->fuse && l->band) {
+        run_bands(m, l, pool, l->w, xs, batch, y);
         return;
     }
     /* its output channels split */

@@ -35,9 +35,13 @@ static inline void dcz_part_range(uint32_t n, uint32_t part, uint32_t parts, uin
 #define DCZ_SPLIT_MACS ((uint64_t)1 << 18)
 /* A depthwise layer's time follows its outputs more than its few taps each
  * (memory, transposes): it splits at DCZ_SPLIT_DW_CELLS outputs a sample,
- * about 40 us on one core, float or integer (2^14 made the presets'
- * MobileNetV2-style and ResNet-style models 1.2 to 1.8 times as slow on two
- * threads). */
+ * about 10 us on one core, float or integer. Two threads, batch 1 (two
+ * vCPUs of an AMD EPYC, Zen 5, that run as two cores; medians of
+ * alternated runs in both orders), 2^16 against 2^14: the
+ * MobileNetV2-style preset dense 1.07-1.10 of the time, pruned 1.07-1.08,
+ * int8 1.04; torchvision's compressed MobileNetV2 1.03-1.04; the
+ * ResNet-style preset the same. (Before the pool's workers slept on their
+ * caller's CPU, 2^14 had made those presets 1.2 to 1.8 times as slow.) */
 #define DCZ_SPLIT_DW_CELLS ((uint64_t)1 << 14)
 
 /* Threads a model runs on at most; a pool (the trainer's) takes up to

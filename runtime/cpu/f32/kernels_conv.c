@@ -571,14 +571,9 @@ void dcz_conv_weights_by_column(const float *w, uint32_t rows, uint32_t cols, fl
 
 void dcz_conv_weights_by_panel(const float *w, uint32_t rows, uint32_t cols, float *wp)
 {
-    for (uint32_t r0 = 0; r0 < rows; r0 += DCZ_PIXELS_PANEL) {
-        const uint32_t width = rows - r0 < DCZ_PIXELS_PANEL ? rows - r0 : DCZ_PIXELS_PANEL;
-        const size_t ldb = dcz_gemm_ldb(width);
-        float *block = wp + (size_t)cols * r0;
-        dcz_transpose_planes(w + (size_t)r0 * cols, cols, width, cols, block, ldb);
-        for (uint32_t col = 0; col < cols; col++)
-            for (size_t r = width; r < ldb; r++) block[col * ldb + r] = 0.0f;
-    }
+    for (uint32_t r0 = 0; r0 < rows; r0 += DCZ_PIXELS_PANEL)
+        dcz_conv_weights_by_column(w + (size_t)r0 * cols, rows - r0 < DCZ_PIXELS_PANEL ? rows - r0 : DCZ_PIXELS_PANEL,
+                                   cols, wp + (size_t)cols * r0);
 }
 
 int dcz_conv2d_pick_pixels(const dcz_conv_geom *g)

@@ -250,7 +250,7 @@ __attribute__((target("avx2,fma")))
 static void exp_act__avx2(uint16_t op, const float *x, size_t n, float *y)
 {
     size_t i = 0;
-    if (op == DCZ_OP_SILU) /* the flag a constant in each loop */
+    if (op == DCZ_OP_SILU)
         for (; i + 8 <= n; i += 8) _mm256_storeu_ps(y + i, dcz_silu__avx2(_mm256_loadu_ps(x + i)));
     else
         for (; i + 8 <= n; i += 8) _mm256_storeu_ps(y + i, dcz_sigmoid__avx2(_mm256_loadu_ps(x + i)));

@@ -695,13 +695,18 @@ static size_t dw_full_rows_a_call(const dcz_conv_geom *g)
     return (g->out_w + 15) / 16 == 1 ? 8 : 4;
 }
 
-/* Output rows a call of the tap lists' kernels: 8 over rows of one vector
- * (7 over planes of 7 or 14 rows, 4 where the plane has no more), 4 over
- * wider ones (runs of two vectors) */
+/* Output rows a call of the tap lists' kernels over rows of one vector
+ * (AVX-512's and AVX2's): 8, 7 over planes of 7 or 14 rows, 4 where the
+ * plane has no more */
+static size_t dw_rows_one_vector(size_t oh)
+{
+    return oh <= 4 ? 4 : oh % 7 == 0 ? 7 : 8;
+}
+
+/* ... on AVX-512: 4 over wider rows (runs of two vectors) */
 static size_t dw_rows_a_call(const dcz_conv_geom *g)
 {
-    const size_t oh = g->out_h;
-    return (g->out_w + 15) / 16 > 1 ? 4 : oh <= 4 ? 4 : oh % 7 == 0 ? 7 : 8;
+    return (g->out_w + 15) / 16 > 1 ? 4 : dw_rows_one_vector(g->out_h);
 }
 
 /* The rows kernels' plan for g (AVX-512): each run's vectors, loads and
@@ -1054,7 +1059,7 @@ void dcz_shift_dw_rows_run__avx2(const dcz_conv_geom *g, const split_geom *q, co
             }
     }
     L.last = (uint32_t)(ow - 8 * (L.nv - 1));
-    L.R = L.cv == 1 ? (oh <= 4 ? 4 : oh % 7 == 0 ? 7 : 8) : L.cv == 2 ? 4 : 2;
+    L.R = L.cv == 1 ? dw_rows_one_vector(oh) : L.cv == 2 ? 4 : 2;
     L.groups = (oh + L.R - 1) / L.R;
     L.nrow = (L.groups * L.R - 1) * g->sh + g->kh;
     dw_taps_init(g, L.cell_ky, L.cell_kx);
