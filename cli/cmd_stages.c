@@ -308,7 +308,7 @@ int cmd_train(verb_ctx *v)
 {
     /* L2 regularization before pruning leaves weights that prune with less
      * loss (Deep Compression, section 2) */
-    train_opts t = { "lenet300", "cosine", 30, 64, NOT_GIVEN, 0, 0.02, 0.9, 5e-4 };
+    train_opts t = { "lenet300", "cosine", 30, 64, NOT_GIVEN, NOT_GIVEN, 0.02, 0.9, 5e-4 };
     int resize = 0, head = 0;
     const char *crop = NULL, *normalize = NULL, *arch = NULL;
     const opt_spec specs[] = {
@@ -316,13 +316,14 @@ int cmd_train(verb_ctx *v)
         { "epochs", 0, OPT_INT, &t.epochs, "training epochs (default 30)" },
         { "lr", 0, OPT_FLOAT, &t.lr, "learning rate (default 0.02)" },
         { "schedule", 0, OPT_STR, &t.schedule, "lr schedule: const, step, cosine (default cosine)" },
-        { "warmup-epochs", 0, OPT_INT, &t.warmup, "epochs over which the lr rises linearly, step by step, from 0 (default 0)" },
+        { "warmup-epochs", 0, OPT_INT, &t.warmup, "epochs over which the lr rises linearly, step by step, from 0\n"
+          "                             (default 0; --arch lenet5: 1)" },
         { "momentum", 0, OPT_FLOAT, &t.momentum, "SGD momentum (default 0.9)" },
         { "weight-decay", 0, OPT_FLOAT, &t.wd, "L2 weight decay (default 5e-4)" },
         { "batch", 0, OPT_INT, &t.batch, "mini-batch size (default 64)" },
         { "validation", 0, OPT_INT, &t.validation,
           "train without the N validation samples sensitivity and --budget measure on\n"
-          "                             (default: a tenth of the training split, at most 5000; 0: train on all)" },
+          "                             (default: a sixth of the training split, at most 10000; 0: train on all)" },
         SHARDS_SPEC(v),
         AUGMENT_SPEC(v),
         PREP_SPECS(resize, crop, normalize),
@@ -346,7 +347,8 @@ int cmd_train(verb_ctx *v)
     if ((rc = cli_runtime_options(v, &ro)) != -1) return rc;
     if ((rc = cli_check_shards(v)) != -1) return rc;
     if ((rc = cli_check_augment(v)) != -1) return rc;
-    if (t.epochs < 0 || t.batch < 1 || (t.validation < 0 && t.validation != NOT_GIVEN) || t.warmup < 0) {
+    if (t.epochs < 0 || t.batch < 1 || (t.validation < 0 && t.validation != NOT_GIVEN) ||
+        (t.warmup < 0 && t.warmup != NOT_GIVEN)) {
         cli_usage_error(v, "--epochs, --warmup-epochs and --validation must be >= 0 and --batch >= 1");
         return EXIT_USAGE;
     }
@@ -363,6 +365,7 @@ int cmd_train(verb_ctx *v)
     if (head < 0 || head > 65536) { cli_usage_error(v, "--head must be 1 to 65536 outputs"); return EXIT_USAGE; }
     if (arch) t.arch = arch;
     else if (v->npos) t.arch = v->pos[0];   /* recorded as what was trained */
+    if (t.warmup == NOT_GIVEN) t.warmup = arch ? dcz_arch_warmup_epochs(arch) : 0;
     char err[256] = "";
     dcz_net *net = NULL;
     dcz_doc *doc = NULL;   /* IN, or the architecture given a new head: the net's, not owned by it */
@@ -1856,7 +1859,7 @@ int cmd_compress(verb_ctx *v)
           "                             pretrained on other classes, compressed for yours" },
         { "validation", 0, OPT_INT, &job.validation,
           "hold N training samples out of retraining (default 0; with --budget, those the input trained\n"
-          "                             without, else 5000)" },
+          "                             without, else a sixth of the training split, at most 10000)" },
         { "budget", 0, OPT_FLOAT, &budget,
           "P: the smallest file within P points of the input's validation accuracy; chooses\n"
           "                             --sparsity and --bits per layer from a sensitivity scan and measured runs" },

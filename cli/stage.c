@@ -222,7 +222,7 @@ int stage_trained_without(const dcz_doc *d)
 
 int stage_validation_count(size_t n)
 {
-    return n / 10 < DEFAULT_VALIDATION ? (int)(n / 10) : DEFAULT_VALIDATION;
+    return n < 10 ? 0 : n / 6 < DEFAULT_VALIDATION ? (int)(n / 6) : DEFAULT_VALIDATION;
 }
 
 int stage_validation_default(const dcz_doc *d, size_t n)

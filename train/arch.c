@@ -572,6 +572,11 @@ static dcz_status build_cnn(layer_list *L)
     return push(L, &prob, "the output", "prob", 0);
 }
 
+int dcz_arch_warmup_epochs(const char *arch)
+{
+    return arch && strcmp(arch, "lenet5") == 0;
+}
+
 dcz_status dcz_net_create_arch(const char *arch, uint64_t seed, dcz_net **out,
                                char *err, size_t errlen)
 {

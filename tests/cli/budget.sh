@@ -104,18 +104,18 @@ grep -q '^compress --budget 3: 3 candidates from .*; at most 1 runs$' "$T/t.txt"
 grep -q -- 'threshold -1\| -1\.0000' "$T/t.txt" && fail "a threshold of -1 in the report: $(cat "$T/t.txt")"
 grep -q ' on 2000 samples held out' "$T/t.txt" && grep -q '^validation = 2000' "$T/r1" ||
     fail "not the train record's hold-out: $(cat "$T/t.txt")"
-# dcz train holds out a tenth of the training split by default, at most
-# 5000 (Fashion-MNIST: 5000), and the budget then measures on those samples
+# dcz train holds out a sixth of the training split by default, at most
+# 10000 (Fashion-MNIST: 10000), and the budget then measures on those samples
 # without a note; a model that saw them (--validation 0), or that held out
 # others, gets a note
 "$DCZ" train --arch mlp:784-16-10 --epochs 0 --data $D --threads 1 -o "$T/held.dcz" 2> "$T/h.err" ||
     fail "train 0"
-grep -q '5000 of the 60000 training samples held out' "$T/h.err" || fail "no hold-out note: $(cat "$T/h.err")"
-"$DCZ" info "$T/held.dcz" --json | grep -q '"validation":"5000"' || fail "the default hold-out is not recorded"
+grep -q '10000 of the 60000 training samples held out' "$T/h.err" || fail "no hold-out note: $(cat "$T/h.err")"
+"$DCZ" info "$T/held.dcz" --json | grep -q '"validation":"10000"' || fail "the default hold-out is not recorded"
 "$DCZ" compress "$T/held.dcz" --data $D --budget 50 --budget-runs 1 ${F#--validation 2000 } -o "$T/u.dcz" \
     2> "$T/u.err" || fail "budget of an untrained net, default hold-out"
 grep -q 'does not say it trained without' "$T/u.err" && fail "a note about the default hold-out: $(cat "$T/u.err")"
-grep -q ' on 5000 samples held out' "$T/u.err" || fail "not the default hold-out: $(cat "$T/u.err")"
+grep -q ' on 10000 samples held out' "$T/u.err" || fail "not the default hold-out: $(cat "$T/u.err")"
 "$DCZ" compress "$T/held.dcz" --data $D --budget 50 --budget-runs 1 $F --bias f16 --codebook f32 -o "$T/u.dcz" \
     2> "$T/u.err" || fail "budget of an untrained net"
 grep -q ' with .* biases and .* codebooks: ' "$T/u.err" && fail "lighter formats tried with both given"
@@ -126,7 +126,7 @@ grep -q 'does not say it trained without these 2000' "$T/u.err" || fail "no note
 "$DCZ" info "$T/saw.dcz" --json | grep -q '"validation":' && fail "a hold-out recorded with --validation 0"
 "$DCZ" compress "$T/saw.dcz" --data $D --budget 50 --budget-runs 1 ${F#--validation 2000 } -o "$T/u.dcz" \
     2> "$T/u.err" || fail "budget of an untrained net that saw the samples"
-grep -q 'does not say it trained without these 5000' "$T/u.err" || fail "no note: $(cat "$T/u.err")"
+grep -q 'does not say it trained without these 10000' "$T/u.err" || fail "no note: $(cat "$T/u.err")"
 # refused before any work
 for bad in "--sparsity 0.9" "--bits 4" "--quality 1" "--keep-stages $T" "--dry-run"; do
     expect 1 "$DCZ" compress "$T/dense.dcz" --data $D --budget 1 $bad -o "$T/x.dcz"

@@ -44,18 +44,18 @@ awk -v x="$s1" -v b="$base" 'BEGIN { exit !(x < b) }' || fail "fc1 shared with 1
 grep -q 'on 2000 validation samples held out of the training split' "$T/t.txt" && grep -q '^fc3 ' "$T/t.txt" ||
     fail "table: $(cat "$T/t.txt")"
 # without --validation: the samples the train record says the model trained
-# without, else a tenth of the training split, at most 5000
+# without, else a sixth of the training split, at most 10000
 L="--sparsity-levels 0.9 --bits-levels 2 --threads 1 --json"
 "$DCZ" train --arch mlp:784-16-10 --epochs 0 --data $D --threads 1 --validation 3000 -q -o "$T/v.dcz" || fail "train 0"
 "$DCZ" sensitivity "$T/v.dcz" --data $D $L > "$T/v.json" || fail "sensitivity of v"
 "$DCZ" sensitivity "$T/p.dcz" --data $D $L > "$T/p.json" || fail "sensitivity of p"
-[ "$(json_field validation_samples "$T/v.json")" = 3000 ] && [ "$(json_field validation_samples "$T/p.json")" = 5000 ] ||
+[ "$(json_field validation_samples "$T/v.json")" = 3000 ] && [ "$(json_field validation_samples "$T/p.json")" = 10000 ] ||
     fail "default validation samples: $(cat "$T/v.json" "$T/p.json")"
 # a model whose train record does not name these samples saw them: a note,
-# none where it does (p.dcz held out 5000, dcz train's default)
+# none where it does (p.dcz held out 10000, dcz train's default)
 "$DCZ" train --arch mlp:784-16-10 --epochs 0 --data $D --threads 1 --validation 0 -q -o "$T/saw.dcz" || fail "train 0"
 "$DCZ" sensitivity "$T/saw.dcz" --data $D $L > /dev/null 2> "$T/saw.err" || fail "sensitivity of saw"
-grep -q "saw.dcz's train record does not say it trained without these 5000" "$T/saw.err" ||
+grep -q "saw.dcz's train record does not say it trained without these 10000" "$T/saw.err" ||
     fail "no note: $(cat "$T/saw.err")"
 "$DCZ" sensitivity "$T/p.dcz" --data $D $L > /dev/null 2> "$T/p.err" || fail "sensitivity of p"
 grep -q 'does not say' "$T/p.err" && fail "a note on the default hold-out: $(cat "$T/p.err")"
