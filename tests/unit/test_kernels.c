@@ -1044,8 +1044,9 @@ static void test_shift_pointwise_input(void)
 
 /* The dense product takes a dense 1x1 layer on AMD's cores that run
  * 512-bit vectors whole (shift_form.c, pw_dense) unless the layer widens
- * from under 256 channels or is small, where the model of Zen 4 decides as
- * before; a sparse one is the model's on either. Views of this CPU as Zen 4 and as
+ * from under 256 channels over a plane too large for pixel rows, or is
+ * small, where the model of Zen 4 decides as before; a sparse one is the
+ * model's on either. Views of this CPU as Zen 4 and as
  * Zen 5 (their AVX-512 branch needs AVX-512 here). */
 static void test_pointwise_rule(void)
 {
@@ -1077,9 +1078,11 @@ static void test_pointwise_rule(void)
     CHECK(!dcz_conv2d_pick_shift(&wide_many, dense_wide), "Zen 5: dense 256 -> 1024 on the shift form");
     CHECK(dcz_conv2d_pick_shift(&small, 96u * 24u) == small4, "Zen 5: a small layer left the model's choice");
     CHECK(dcz_conv2d_pick_shift(&narrow, dense_narrow / 10) == sparse4, "Zen 5: a sparse layer's choice changed");
-    for (int i = 0; i < 3; i++)
+    for (int i = 0; i < 2; i++)
         CHECK(dcz_conv2d_pick_shift(&wide_few[i], (uint64_t)wide_few[i].in_c * wide_few[i].out_c) == few4[i],
               "Zen 5: widening layer %d from few channels left the model's choice", i);
+    CHECK(dcz_conv2d_pixels_rule(&wide_few[2]) && !dcz_conv2d_pick_shift(&wide_few[2], 160u * 960u),
+          "Zen 5: dense 160 -> 960 over 7 x 7 not by pixel rows");
     dcz_cpu_leave(was);
     CHECK(narrow4, "Zen 4: dense 1024 -> 256 over 14 x 14 left the shift form");
     CHECK(sparse4, "Zen 4: 10%% of 1024 -> 256 left the shift form");

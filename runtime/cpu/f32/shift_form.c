@@ -274,7 +274,14 @@ typedef struct shift_costs {
  * MobileNetV2-style preset's 96 -> 24 over 14 x 14, 451,584 of them, took
  * 5.3 us on the dense product, 4.9 on the shift form, and the model 1.06
  * times as long with its four smallest on the dense product; the least
- * that the networks above measured faster there took 1.5 million). */
+ * that the networks above measured faster there took 1.5 million). The
+ * product measured against the shift form there ran by planes; a widening
+ * layer that the product runs by pixel rows (dcz_conv2d_pixels_rule: small
+ * planes) goes to it all the same: MobileNetV2's 160 -> 960 over 7 x 7
+ * 93 us a layer on the shift form, 80-81 by pixel rows (dcz bench
+ * --per-layer, least of three alternated rounds), the network 0.977-0.978
+ * of the time and EfficientNet-B0 0.986-0.998 (medians of alternated runs
+ * in both orders), MobileNetV3-Small within 1%. */
 #define PW_WIDEN_IN 256
 #define PW_DENSE_MACS (1u << 20)
 
@@ -367,7 +374,8 @@ int dcz_conv2d_pick_shift(const dcz_conv_geom *g, uint64_t nnz)
     const int win1 = g->kh * g->kw == 1, pw = win1 && g->sh == 1 && g->sw == 1 && d >= 1;
     const int pointwise = dcz_conv_pointwise(g);
     if (pointwise && c.pw_single && (size_t)g->out_h * g->out_w == 1) return 1;
-    if (c.pw_dense && win1 && d >= 1 && !(g->out_c > g->in_c && g->in_c < PW_WIDEN_IN) &&
+    if (c.pw_dense && win1 && d >= 1 &&
+        !(g->out_c > g->in_c && g->in_c < PW_WIDEN_IN && !dcz_conv2d_pixels_rule(g)) &&
         (uint64_t)g->out_c * g->in_c * g->out_h * g->out_w >= PW_DENSE_MACS)
         return 0;
     const double v = plane_vectors(g);
