@@ -31,18 +31,6 @@
 
 /* ---- requantization and the scalar matrix ------------------------------- */
 
-/* floor(v / 2^k), v >= 0 or not, without shifting a negative value */
-static inline int64_t floor_shift(int64_t v, unsigned k)
-{
-    return v >= 0 ? v >> k : ~(~v >> k);
-}
-
-/* y[i] of accumulator a, multiplier m and shift k (see dcz_requant8) */
-static inline dcz_q requant8_one(int64_t a, int64_t m, unsigned k, int64_t qmax)
-{
-    const int64_t v = floor_shift(a * m + (k ? (int64_t)1 << (k - 1) : 0), k);
-    return (dcz_q)(v > qmax ? qmax : v < -qmax ? -qmax : v);
-}
 
 void dcz_dequantize_ref(const int64_t *acc, size_t batch, uint32_t channels, uint32_t plane, const double *scale,
                         float *y)
@@ -139,7 +127,7 @@ static void requant8__avx2(const dcz_requant *rq, const int64_t *acc, size_t bat
                 const __m128i r = requant4__avx2(_mm256_loadu_si256((const __m256i *)(const void *)(ab + c)), m, k, qmax);
                 _mm_storel_epi64((__m128i *)(void *)(yb + c), _mm_packs_epi32(r, r));
             }
-            for (; c < channels; c++) yb[c] = requant8_one(ab[c], rq->mult[c], rq->shift[c], rq->qmax);
+            for (; c < channels; c++) yb[c] = dcz_requant8_one(ab[c], rq->mult[c], rq->shift[c], rq->qmax);
             continue;
         }
         for (uint32_t c = 0; c < channels; c++) {
@@ -151,7 +139,7 @@ static void requant8__avx2(const dcz_requant *rq, const int64_t *acc, size_t bat
                                                  qmax);
                 _mm_storel_epi64((__m128i *)(void *)(y + at + i), _mm_packs_epi32(r, r));
             }
-            for (; i < plane; i++) y[at + i] = requant8_one(acc[at + i], rq->mult[c], rq->shift[c], rq->qmax);
+            for (; i < plane; i++) y[at + i] = dcz_requant8_one(acc[at + i], rq->mult[c], rq->shift[c], rq->qmax);
         }
     }
 }
@@ -186,7 +174,7 @@ static void requant8__avx512(const dcz_requant *rq, const int64_t *acc, size_t b
                 _mm_storeu_si128((__m128i *)(void *)(yb + c),
                                  requant8x8__avx512(_mm512_loadu_si512((const void *)(ab + c)), m, k, lo, hi));
             }
-            for (; c < channels; c++) yb[c] = requant8_one(ab[c], rq->mult[c], rq->shift[c], rq->qmax);
+            for (; c < channels; c++) yb[c] = dcz_requant8_one(ab[c], rq->mult[c], rq->shift[c], rq->qmax);
             continue;
         }
         for (uint32_t c = 0; c < channels; c++) {
@@ -196,7 +184,7 @@ static void requant8__avx512(const dcz_requant *rq, const int64_t *acc, size_t b
             for (; i + 8 <= plane; i += 8)
                 _mm_storeu_si128((__m128i *)(void *)(y + at + i),
                                  requant8x8__avx512(_mm512_loadu_si512((const void *)(acc + at + i)), m, k, lo, hi));
-            for (; i < plane; i++) y[at + i] = requant8_one(acc[at + i], rq->mult[c], rq->shift[c], rq->qmax);
+            for (; i < plane; i++) y[at + i] = dcz_requant8_one(acc[at + i], rq->mult[c], rq->shift[c], rq->qmax);
         }
     }
 }
@@ -209,7 +197,7 @@ void dcz_requant8_ref(const dcz_requant *rq, const int64_t *acc, size_t batch, u
         for (uint32_t c = 0; c < channels; c++) {
             const size_t at = (b * channels + c) * plane;
             for (uint32_t i = 0; i < plane; i++)
-                y[at + i] = requant8_one(acc[at + i], rq->mult[c], rq->shift[c], rq->qmax);
+                y[at + i] = dcz_requant8_one(acc[at + i], rq->mult[c], rq->shift[c], rq->qmax);
         }
 }
 
@@ -262,7 +250,7 @@ static void requant8_f32__avx2(const float *yf, size_t n, int32_t bias, int32_t 
         _mm_storeu_si128((__m128i *)(void *)(y + i), _mm_packs_epi32(r0, r1));
     }
     for (; i < n; i++) {
-        const dcz_q v = requant8_one((int64_t)yf[i] + bias, mult, shift, qmax);
+        const dcz_q v = dcz_requant8_one((int64_t)yf[i] + bias, mult, shift, qmax);
         y[i] = (dcz_q)(v < lo ? lo : v > hi ? hi : v);
     }
 }
@@ -278,7 +266,7 @@ void dcz_requant8_f32(const float *yf, size_t n, int32_t bias, int32_t mult, uin
     }
 #endif
     for (size_t i = 0; i < n; i++) {
-        const dcz_q v = requant8_one((int64_t)yf[i] + bias, mult, shift, qmax);
+        const dcz_q v = dcz_requant8_one((int64_t)yf[i] + bias, mult, shift, qmax);
         y[i] = (dcz_q)(v < lo ? lo : v > hi ? hi : v);
     }
 }

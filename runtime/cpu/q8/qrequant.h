@@ -19,6 +19,17 @@
  * relying on the sign behaviour of >>. shift 0 returns v. */
 int64_t dcz_round_shift(int64_t v, unsigned shift);
 
+/* One accumulator a of the 8-bit schemes (|a| < 2^31) requantized by
+ * multiplier m and shift k, clamped to +-qmax: floor((a m + 2^(k-1)) /
+ * 2^k), the floor taken without shifting a negative value; dcz_requant8's
+ * value for it. Inline for the kernels that requantize a value alone (a
+ * plane's last few, a channel that holds no weight). */
+static inline dcz_q dcz_requant8_one(int64_t a, int64_t m, unsigned k, int64_t qmax)
+{
+    const int64_t t = a * m + (k ? (int64_t)1 << (k - 1) : 0), v = t >= 0 ? t >> k : ~(~t >> k);
+    return (dcz_q)(v > qmax ? qmax : v < -qmax ? -qmax : v);
+}
+
 /* y (batch, channels, plane) from acc of the same layout (plane 1 for
  * DENSE), channel c requantized by rq (see dcz_requant). */
 void dcz_requant_ref(const dcz_requant *rq, const int64_t *acc, size_t batch, uint32_t channels,

@@ -226,10 +226,10 @@ VNNI_TGT static void requant_planes__vnni(const int32_t *t, size_t tstride, cons
  * are its bias), the reference's value written by vectors */
 VNNI_TGT static void requant_fill(int32_t a0, int32_t mult, uint8_t k, int32_t lo, int32_t hi, size_t n, dcz_q *y)
 {
-    const dcz_requant r = { &mult, &k, 127, NULL };
-    const int64_t acc = a0;
-    dcz_q q;
-    dcz_requant8_ref(&r, &acc, 1, 1, 1, &q);
+    /* in line, where a call of dcz_requant8_ref took 1.2% of int8
+     * MobileNetV2 (pruned by blocks of four; half the channels of its
+     * depthwise layers over 7 x 7 hold no weight) */
+    const dcz_q q = dcz_requant8_one(a0, mult, k, 127);
     const __m512i v = _mm512_set1_epi16((int16_t)(q < lo ? lo : q > hi ? hi : q));
     size_t i = 0;
     for (; i + 32 <= n; i += 32) _mm512_storeu_si512((void *)(y + i), v);
