@@ -81,17 +81,7 @@ VNNI_TGT static void colquads__avx512(uint32_t *cells, size_t n)
         _mm512_mask_storeu_epi32(cells + i, left >= 16 ? (__mmask16)0xFFFF : (__mmask16)((1u << left) - 1), v);
     }
 }
-/* qsplit at column strides 1 and 2 (any row stride): sixteen cells of a
- * row phase at once, the quad's four channel rows widened, offset by 128
- * and merged byte by byte; at stride 2 the sixteen inputs of a phase come
- * from 32 consecutive ones by a permute. The phases no tap reads (py >=
- * kh, px >= kw) keep the padding. qsplit2__vbmi (column stride 2 on a CPU
- * with VBMI) merges the four rows by byte permutes instead: the low
- * bytes of the even words of two rows paired by vpermt2b, the pairs of the
- * two pairs of rows made cells by vpermt2w (a word the load masks out is
- * 0, whose byte becomes the padding's 128 by the same exclusive or of the
- * top bit as the others): int8 ResNet-style's 3x3 stride-2 convolutions
- * split in half the time. */
+
 /* The channels of the quad from c0 as the vector splits load them: has[j]
  * all ones where channel c0 + j exists, else 0 (a load under it reads
  * nothing, so a missing channel is zeros, the padding's byte once offset),
@@ -109,6 +99,17 @@ static inline void quad_rows(const dcz_conv_geom *g, uint32_t c0, __mmask32 has[
     }
 }
 
+/* qsplit at column strides 1 and 2 (any row stride): sixteen cells of a
+ * row phase at once, the quad's four channel rows widened, offset by 128
+ * and merged byte by byte; at stride 2 the sixteen inputs of a phase come
+ * from 32 consecutive ones by a permute. The phases no tap reads (py >=
+ * kh, px >= kw) keep the padding. qsplit2__vbmi (column stride 2 on a CPU
+ * with VBMI) merges the four rows by byte permutes instead: the low
+ * bytes of the even words of two rows paired by vpermt2b, the pairs of the
+ * two pairs of rows made cells by vpermt2w (a word the load masks out is
+ * 0, whose byte becomes the padding's 128 by the same exclusive or of the
+ * top bit as the others): int8 ResNet-style's 3x3 stride-2 convolutions
+ * split in half the time. */
 static const uint8_t qsplit_pair2[64] = {
     0, 64, 4, 68, 8, 72, 12, 76, 16, 80, 20, 84, 24, 88, 28, 92,
     32, 96, 36, 100, 40, 104, 44, 108, 48, 112, 52, 116, 56, 120, 60, 124,
@@ -178,11 +179,13 @@ qsplit2__vbmi(const dcz_conv_geom *g, const split_geom *q, const dcz_q *x, uint8
                 for (uint32_t cell = lo; cell < hi; cell += 16) {
                     const uint32_t n = hi - cell < 16 ? hi - cell : 16, src = cell * 2 + px - g->pw;
                     const __mmask32 kw = n == 16 ? 0x7FFFFFFFu : (__mmask32)((1u << (2 * n - 1)) - 1);
-                    const __m512i ab = _mm512_permutex2var_epi8(_mm512_maskz_loadu_epi16(kw & has[0], xr + src), pair,
-                                                                _mm512_maskz_loadu_epi16(kw & has[1], xr + at[1] + src));
-                    const __m512i cd = _mm512_permutex2var_epi8(_mm512_maskz_loadu_epi16(kw & has[2], xr + at[2] + src),
-                                                                pair,
-                                                                _mm512_maskz_loadu_epi16(kw & has[3], xr + at[3] + src));
+                    const dcz_q *p = xr + src;
+                    const __m512i r0 = _mm512_maskz_loadu_epi16(kw & has[0], p),
+                                  r1 = _mm512_maskz_loadu_epi16(kw & has[1], p + at[1]),
+                                  r2 = _mm512_maskz_loadu_epi16(kw & has[2], p + at[2]),
+                                  r3 = _mm512_maskz_loadu_epi16(kw & has[3], p + at[3]);
+                    const __m512i ab = _mm512_permutex2var_epi8(r0, pair, r1);
+                    const __m512i cd = _mm512_permutex2var_epi8(r2, pair, r3);
                     _mm512_mask_storeu_epi32(row + cell, (__mmask16)((1u << n) - 1),
                                              _mm512_xor_si512(_mm512_permutex2var_epi16(ab, merge, cd), top));
                 }
@@ -239,14 +242,12 @@ VBMI_TGT static void qsplit1__vbmi(const dcz_conv_geom *g, const split_geom *q, 
                 const uint32_t n = width - ix < 32 ? width - ix : 32;
                 const __mmask32 m = n == 32 ? 0xFFFFFFFFu : (__mmask32)((1u << n) - 1);
                 const dcz_q *p = xc + (size_t)iy * width + ix;
-                const __m512i ab = _mm512_xor_si512(_mm512_permutex2var_epi8(_mm512_maskz_loadu_epi16(m & has[0], p),
-                                                                             pair,
-                                                                             _mm512_maskz_loadu_epi16(m & has[1], p + at[1])),
-                                                    top);
-                const __m512i cd = _mm512_xor_si512(_mm512_permutex2var_epi8(_mm512_maskz_loadu_epi16(m & has[2], p + at[2]),
-                                                                             pair,
-                                                                             _mm512_maskz_loadu_epi16(m & has[3], p + at[3])),
-                                                    top);
+                const __m512i r0 = _mm512_maskz_loadu_epi16(m & has[0], p),
+                              r1 = _mm512_maskz_loadu_epi16(m & has[1], p + at[1]),
+                              r2 = _mm512_maskz_loadu_epi16(m & has[2], p + at[2]),
+                              r3 = _mm512_maskz_loadu_epi16(m & has[3], p + at[3]);
+                const __m512i ab = _mm512_xor_si512(_mm512_permutex2var_epi8(r0, pair, r1), top);
+                const __m512i cd = _mm512_xor_si512(_mm512_permutex2var_epi8(r2, pair, r3), top);
                 _mm512_mask_storeu_epi32(row + ix, (__mmask16)m, _mm512_permutex2var_epi16(ab, lo16, cd));
                 if (n > 16) _mm512_mask_storeu_epi32(row + ix + 16, (__mmask16)(m >> 16), _mm512_permutex2var_epi16(ab, hi16, cd));
             }
