@@ -498,14 +498,15 @@ typedef struct dcz_net {
  * gamma 1, beta 0, running mean 0 and variance 1, eps 1e-5, momentum 0.1.
  * net->rng (dropout) is seeded from seed too. A malformed name gives
  * DCZ_ERR_ARG and a one-line reason in err. */
-/* The epochs of linear learning-rate warmup architecture arch (a name of
- * the table above) trains with when not told otherwise: 1 for lenet5, which
- * has no batch norm and whose first steps at the full rate threw it out of
- * its basin (dcz train --arch lenet5 --seed 1 with 10,000 samples held out
- * diverged in its first epoch), 0 for the others. */
-int dcz_arch_warmup_epochs(const char *arch);
 dcz_status dcz_net_create_arch(const char *arch, uint64_t seed, dcz_net **out,
                                char *err, size_t errlen);
+
+/* The epochs of linear learning-rate warmup that architecture arch (a name
+ * dcz_net_create_arch takes) trains with when not told otherwise: 1 for
+ * lenet5, which has no batch norm and whose first steps at the full rate
+ * threw it out of its basin (dcz train --arch lenet5 --seed 1 with 10,000
+ * samples held out diverged in its first epoch), 0 for the others. */
+int dcz_arch_warmup_epochs(const char *arch);
 
 /* The presets' specs. */
 #define DCZ_ARCH_RESNET "cnn:c16k3-r16-r32s2-r64s2-gap-f10"
