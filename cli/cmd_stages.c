@@ -365,7 +365,7 @@ int cmd_train(verb_ctx *v)
     if (head < 0 || head > 65536) { cli_usage_error(v, "--head must be 1 to 65536 outputs"); return EXIT_USAGE; }
     if (arch) t.arch = arch;
     else if (v->npos) t.arch = v->pos[0];   /* recorded as what was trained */
-    if (t.warmup == NOT_GIVEN) t.warmup = arch ? dcz_arch_warmup_epochs(arch) : 0;
+    if (t.warmup == NOT_GIVEN) t.warmup = dcz_arch_warmup_epochs(arch);   /* 0 for IN.dcz (arch NULL) */
     char err[256] = "";
     dcz_net *net = NULL;
     dcz_doc *doc = NULL;   /* IN, or the architecture given a new head: the net's, not owned by it */

@@ -16,7 +16,6 @@ if [ ! -f /usr/share/datasets/fashion-mnist/t10k-images-idx3-ubyte.gz ]; then
 fi
 "$ROOT/build/tests/idx2png" fashion-mnist "$T/imgs" 12 6 > /dev/null || fail "idx2png"
 mkdir "$T/o"
-model_hash() { "$DCZ" info "$1" | sed -n 's/^model hash \([0-9a-f]*\).*/\1/p'; }
 details() { "$DCZ" info "$1" --json | grep -o '"stage_details":.*' | sed 's/\],"macs.*//'; }
 train() { "$DCZ" train --arch lenet5 --epochs 2 --data "$T/imgs" --seed 7 -q -o "$T/o/m.dcz" "$@"; }
 

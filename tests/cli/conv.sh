@@ -75,16 +75,15 @@ twice=$(grep -v '^  batches: ' "$T/kernels.txt" | grep '^  [^ ].*: ' | sort | un
 # LeNet-5, which has no batch norm, warms its lr up over its first epoch
 # unless told otherwise (the same model as --warmup-epochs 1, another than
 # 0); the other architectures start at the full rate
-hash() { "$DCZ" info "$1" --json | sed -n 's/.*"model_hash":"\([0-9a-f]*\)".*/\1/p'; }
 L5="--epochs 1 --data $D --validation 11000 --seed 2 --threads 2 -q"
 "$DCZ" train --arch lenet5 $L5 -o "$T/w.dcz" && "$DCZ" train --arch lenet5 $L5 --warmup-epochs 1 -o "$T/w1.dcz" &&
     "$DCZ" train --arch lenet5 $L5 --warmup-epochs 0 -o "$T/w0.dcz" || fail "train lenet5"
-[ -n "$(hash "$T/w.dcz")" ] && [ "$(hash "$T/w.dcz")" = "$(hash "$T/w1.dcz")" ] &&
-    [ "$(hash "$T/w.dcz")" != "$(hash "$T/w0.dcz")" ] || fail "lenet5's default warmup is not one epoch"
+[ -n "$(model_hash "$T/w.dcz")" ] && [ "$(model_hash "$T/w.dcz")" = "$(model_hash "$T/w1.dcz")" ] &&
+    [ "$(model_hash "$T/w.dcz")" != "$(model_hash "$T/w0.dcz")" ] || fail "lenet5's default warmup is not one epoch"
 A="--epochs 1 --data $D --validation 11000 --seed 2 --threads 2 -q"
 "$DCZ" train --arch $ARCH $A -o "$T/c.dcz" && "$DCZ" train --arch $ARCH $A --warmup-epochs 0 -o "$T/c0.dcz" ||
     fail "train $ARCH"
-[ "$(hash "$T/c.dcz")" = "$(hash "$T/c0.dcz")" ] || fail "$ARCH warms up by default"
+[ "$(model_hash "$T/c.dcz")" = "$(model_hash "$T/c0.dcz")" ] || fail "$ARCH warms up by default"
 
 # an input shape that does not match the data
 expect 2 "$DCZ" train --arch cnn:i3x32x32-c4k3-f10 --epochs 1 --data $D -q -o "$T/x.dcz"

@@ -15,7 +15,6 @@ if [ ! -f /usr/share/datasets/fashion-mnist/t10k-images-idx3-ubyte.gz ]; then
     exit 0
 fi
 D=$(fmnist_part 600 200)
-model_hash() { "$DCZ" info "$1" | sed -n 's/^model hash \([0-9a-f]*\).*/\1/p'; }
 details() { "$DCZ" info "$1" --json | jq -c '.stage_details'; }
 "$DCZ" train --arch mlp:784-32-10 --epochs 2 --data "$D" --seed 3 --threads 1 -q -o "$T/dense.dcz" || fail "train"
 P="--sparsity 0.9 --rounds 1 --prune-epochs 1 --final-epochs 2 --threads 1"

@@ -15,6 +15,8 @@ expect() {
 }
 # json_field NAME FILE: the value of a top-level number or string field
 json_field() { sed -n "s/.*\"$1\":\"\{0,1\}\([^,\"}]*\).*/\1/p" "$2" | head -n 1; }
+# model_hash FILE: the model hash dcz info gives FILE (its graph and weights)
+model_hash() { "$DCZ" info "$1" | sed -n 's/^model hash \([0-9a-f]*\).*/\1/p'; }
 # reldiff A B: max |a - b| / max |b| over two raw float32 files of equal size
 reldiff() {
     [ "$(stat -c %s "$1")" = "$(stat -c %s "$2")" ] || { echo 1e30; return; }

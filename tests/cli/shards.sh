@@ -5,20 +5,19 @@
 # usage errors.
 source "$(dirname "$0")/lib.bash"
 D=$(fmnist_part 12000 2000)   # a fifth of the training split, enough to learn from
-hash() { "$DCZ" info "$1" --json | sed -n 's/.*"model_hash":"\([0-9a-f]*\)".*/\1/p'; }
 A="--arch cnn:c4k3-p2-f10 --epochs 1 --data $D --threads 1 -q"
 "$DCZ" train $A --shards 3 -o "$T/a.dcz" || fail "train --shards 3"
 "$DCZ" train $A --shards 3 -o "$T/b.dcz" || fail "again"
 "$DCZ" train $A --shards 1 -o "$T/one.dcz" || fail "--shards 1"
 "$DCZ" train $A -o "$T/plain.dcz" || fail "no --shards"
-[ -n "$(hash "$T/a.dcz")" ] && [ "$(hash "$T/a.dcz")" = "$(hash "$T/b.dcz")" ] || fail "3 shards twice differ"
-[ "$(hash "$T/one.dcz")" = "$(hash "$T/plain.dcz")" ] || fail "1 shard is not the plain step"
-[ "$(hash "$T/a.dcz")" != "$(hash "$T/plain.dcz")" ] || fail "3 shards gave the plain step's model"
+[ -n "$(model_hash "$T/a.dcz")" ] && [ "$(model_hash "$T/a.dcz")" = "$(model_hash "$T/b.dcz")" ] || fail "3 shards twice differ"
+[ "$(model_hash "$T/one.dcz")" = "$(model_hash "$T/plain.dcz")" ] || fail "1 shard is not the plain step"
+[ "$(model_hash "$T/a.dcz")" != "$(model_hash "$T/plain.dcz")" ] || fail "3 shards gave the plain step's model"
 # parts of 21 and 22 samples: 1 thread and 3 train the same model (the
 # products' OpenBLAS calls follow from their shapes, not the threads)
 M="--arch mlp:784-64-10 --epochs 1 --data $D --shards 3 -q"
 "$DCZ" train $M --threads 1 -o "$T/m1.dcz" && "$DCZ" train $M --threads 3 -o "$T/m3.dcz" || fail "train mlp --shards 3"
-[ "$(hash "$T/m1.dcz")" = "$(hash "$T/m3.dcz")" ] || fail "--shards 3: 1 thread and 3 trained other models"
+[ "$(model_hash "$T/m1.dcz")" = "$(model_hash "$T/m3.dcz")" ] || fail "--shards 3: 1 thread and 3 trained other models"
 "$DCZ" compress "$T/a.dcz" --data $D --shards 2 --rounds 1 --prune-epochs 1 --final-epochs 0 --quant-epochs 1 \
     --threads 1 -q -o "$T/c.dcz" || fail "compress --shards 2"
 "$DCZ" eval "$T/c.dcz" --data $D -q > /dev/null || fail "eval"

@@ -31,7 +31,6 @@
 
 /* ---- requantization and the scalar matrix ------------------------------- */
 
-
 void dcz_dequantize_ref(const int64_t *acc, size_t batch, uint32_t channels, uint32_t plane, const double *scale,
                         float *y)
 {
