@@ -323,6 +323,7 @@ typedef struct conv_tally {
     size_t split_variants, split_want, blocks2, pooled, qdw, dw_maps, dwp_forms, dwp_runs, dwp_kernel, f32_cases, f32_over, f32_requant;
     size_t pre_channels;
     size_t threaded;   /* requantizing runs over pools of 2 and 3 threads */
+    size_t spared;     /* requantizing runs on the quad taps with channels that hold no weight beside others */
     uint32_t fillers;
 } conv_tally;
 
@@ -482,6 +483,15 @@ static void qconv_case(const dcz_conv_geom *g, double density, uint32_t k, int32
                         free(big); free(acc2); free(want2);
                         t->shift_vector++;
                         t->dw_runs += dw == DCZ_QDW_BYTES;
+                        if (!dw) {   /* their sums left unwritten, their outputs filled */
+                            size_t none = 0;
+                            for (uint32_t r = 0; r < g->out_c; r++) {
+                                uint32_t j = 0;
+                                while (j < cols && !m.dense[(size_t)r * cols + j]) j++;
+                                none += j == cols;
+                            }
+                            t->spared += none > 0 && none < g->out_c;
+                        }
                         /* once a form that holds the pairs: it ran a depthwise kernel */
                         if (!amx && f.dwp) {
                             t->dwp_kernel += dw != 0;
@@ -779,6 +789,8 @@ static void test_qconv_grid(void)
           t.gemm_cases);
     CHECK(t.shift_cases > 100, "the integer shift form ran %zu times", t.shift_cases);
     CHECK(t.pre_channels > 100 || !dcz_qshift_variant(), "%zu channels requantized with a pre-shift", t.pre_channels);
+    CHECK(t.spared > 50 || !dcz_qshift_variant(), "%zu requantizing runs with channels that hold no weight",
+          t.spared);
     CHECK(t.f32_cases > 200 && t.f32_over > 100 && t.f32_requant > 200, "the float shift form on integer weights ran "
           "%zu times, %zu with channels by the taps, %zu requantized", t.f32_cases, t.f32_over, t.f32_requant);
     CHECK(t.blocks2 > 20 && t.blocks2 + 20 < t.shift_cases, "%zu of %zu integer shift forms in blocks of two",

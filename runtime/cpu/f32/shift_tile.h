@@ -20,7 +20,9 @@
  * where the variant has vectors of half the lanes, VHLOAD(p) and VHFMA(a,
  * b, c), the low half of a vector loaded and multiplied and added in them
  * (the upper lanes left undefined); for integers, VADD(a, b) and
- * SPLIT_TMAX, the largest tile that sums its taps in two chains. It defines
+ * SPLIT_TMAX, the largest tile that sums its taps in two chains; and
+ * SPARE(om), where a call may leave the sums of a block without taps
+ * unwritten (the integer kernels: om set). It defines
  * CAT(shift_planes, SFX), the vector form of the scalar reference: the
  * same fused multiply-add per lane in the same order, so the same bits
  * (integers: exact sums). */
@@ -159,6 +161,9 @@ TGT static void CAT(shift_planes, SFX)(const FORM *f, const ET *bias, uint32_t o
 #endif
         for (uint32_t k = 0; k < blocks; k++) {
             const uint32_t e0 = f->ptr[k], n = f->ptr[k + 1] - e0;
+#ifdef SPARE
+            if (n == 0 && SPARE(om)) continue;
+#endif
             ET b[4] = { 0, 0, 0, 0 };
             for (uint32_t o = 0; o < ob && k * ob + o < out_c; o++) b[o] = bias ? bias[k * ob + o] : (ET)0;
             const ET *x0 = xs + v0 * L, *w0 = f->w + (size_t)e0 * ob;
@@ -219,3 +224,4 @@ TGT static void CAT(shift_planes, SFX)(const FORM *f, const ET *bias, uint32_t o
 #undef NO_HALF
 #undef VADD
 #undef SPLIT_TMAX
+#undef SPARE

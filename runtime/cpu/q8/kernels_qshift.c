@@ -314,12 +314,14 @@ int dcz_qsplit_check(const dcz_conv_geom *g, const dcz_q *x, uint8_t *a, uint8_t
     return n;
 }
 
+char dcz_qplanes_spare;
+
 /* t = the planes as computed of one sample's split xs by planes, or on
  * the AMX tiles where the form picks them (a vector variant). Returns what
  * each channel's sums still lack, to be added with its bias modulo 2^32:
  * f->corr after the tiles, which start their sums at zero; else NULL. */
 const int32_t *dcz_qplanes_run(dcz_qplanes_fn planes, int vec, const dcz_conv_geom *g, const split_geom *q,
-                               const dcz_qshift *f, const int32_t *xs, int32_t *t)
+                               const dcz_qshift *f, const int32_t *xs, int32_t *t, int spare)
 {
     if (vec && f->amx_pick) {
         uint32_t toff[DCZ_QSHIFT_MAX_WINDOW];
@@ -328,7 +330,7 @@ const int32_t *dcz_qplanes_run(dcz_qplanes_fn planes, int vec, const dcz_conv_ge
                         copies_at(t, q, g), t);
         return f->corr;
     }
-    planes(f, f->corr, g->out_c, q->out16, (size_t)g->out_h * q->wq, xs, t, NULL);
+    planes(f, f->corr, g->out_c, q->out16, (size_t)g->out_h * q->wq, xs, t, spare ? DCZ_QPLANES_SPARE : NULL);
     return NULL;
 }
 
@@ -370,6 +372,7 @@ static void qshift_planes_ref(const dcz_qshift *f, const int32_t *corr, uint32_t
 #define VREG(x) "v"(x)
 #define VADD(a, b) _mm512_add_epi32(a, b)
 #define SPLIT_TMAX 6
+#define SPARE(om) ((om) != NULL)
 #define TMAX1 12
 #define TMAX2 12
 #define TMAX4 0
@@ -420,7 +423,7 @@ int dcz_qconv2d_shift_isa(dcz_isa isa, const dcz_conv_geom *g, const dcz_qshift 
 #endif
     for (size_t b = 0; b < batch; b++) {
         dcz_qsplit_any(vec, g, &q, x + b * in_sample, (uint8_t *)xs);
-        const int32_t *add = dcz_qplanes_run(planes, vec, g, &q, f, xs, t);
+        const int32_t *add = dcz_qplanes_run(planes, vec, g, &q, f, xs, t, 0);
         int64_t *ab = acc + b * g->out_c * out_plane;
         for (uint32_t oc = 0; oc < g->out_c; oc++) {
             const int64_t bo = bias ? bias[oc] : 0;

@@ -195,9 +195,14 @@ static inline uint64_t qdwp_scratch_bytes(const dcz_conv_geom *g)
 /* The kernels on accumulators (kernels_qshift.c) that the requantizing
  * ones run too. */
 struct split_geom;
-/* t (out_c, out16) = the planes as computed of the split xs (om unused) */
+/* t (out_c, out16) = the planes as computed of the split xs; with om
+ * DCZ_QPLANES_SPARE (a caller that reads no sum of a channel holding no
+ * weight), the vector kernel leaves the planes of blocks without taps
+ * unwritten */
 typedef void (*dcz_qplanes_fn)(const dcz_qshift *f, const int32_t *corr, uint32_t out_c, size_t out16, size_t cells,
                                const int32_t *xs, int32_t *t, void *om);
+extern char dcz_qplanes_spare;
+#define DCZ_QPLANES_SPARE ((void *)&dcz_qplanes_spare)
 /* xs = the integer split of sample x, widened to column quads where the
  * form has them, by the fastest variants this CPU has (the scalar ones
  * with vec 0) */
@@ -207,7 +212,7 @@ void dcz_qsplit_any(int vec, const dcz_conv_geom *g, const struct split_geom *q,
  * each channel's sums still lack, to be added with its bias modulo 2^32:
  * f->corr after the tiles, which start their sums at zero; else NULL. */
 const int32_t *dcz_qplanes_run(dcz_qplanes_fn planes, int vec, const dcz_conv_geom *g, const struct split_geom *q,
-                               const dcz_qshift *f, const int32_t *xs, int32_t *t);
+                               const dcz_qshift *f, const int32_t *xs, int32_t *t, int spare);
 /* the planes kernel of isa (DCZ_ISA_AVX512: VNNI; DCZ_ISA_REF: the
  * reference), NULL where this build or machine has none */
 dcz_qplanes_fn dcz_qplanes_variant(dcz_isa isa);

@@ -182,6 +182,35 @@ VNNI_TGT static inline __attribute__((always_inline)) void requant_vectors(const
     }
 }
 
+/* Whether channel c of f holds no weight: its sums are its bias (its
+ * corr, -128 times the sum of its weights, is 0), which requant_fill
+ * writes, so the kernels on accumulators leave its sums unwritten where its
+ * whole block holds none (DCZ_QPLANES_SPARE). Pruned networks hold many
+ * such channels: 53% of the outputs of torchvision's MobileNetV2 pruned to
+ * 90% by blocks of four input channels, 74% of its 16 -> 96 expansion's. */
+static inline int qshift_none(const dcz_qshift *f, uint32_t c)
+{
+    const uint32_t k = c / f->ob, o = c % f->ob;
+    for (uint32_t e = f->ptr[k]; e < f->ptr[k + 1]; e++)
+        if (f->w[(size_t)e * f->ob + o]) return 0;
+    return 1;
+}
+
+/* y (n cells) = the requantization of the sum a0 alone, clamped to lo ..
+ * hi: the outputs of a channel that holds no weight (its sums are its
+ * bias), the reference's value written by vectors */
+VNNI_TGT static void requant_fill(int32_t a0, int32_t mult, uint8_t k, int32_t lo, int32_t hi, size_t n, dcz_q *y)
+{
+    /* in line, where a call of dcz_requant8_ref took 1.2% of int8
+     * MobileNetV2 (pruned by blocks of four; half the channels of its
+     * depthwise layers over 7 x 7 hold no weight) */
+    const dcz_q q = dcz_requant8_one(a0, mult, k, 127);
+    const __m512i v = _mm512_set1_epi16((int16_t)(q < lo ? lo : q > hi ? hi : q));
+    size_t i = 0;
+    for (; i + 32 <= n; i += 32) _mm512_storeu_si512((void *)(y + i), v);
+    if (i < n) _mm512_mask_storeu_epi16(y + i, (__mmask32)((1u << (n - i)) - 1), v);
+}
+
 /* y (channels output planes of plane cells, one after the other) = the
  * requantization of bias + add + t (planes as computed, tstride cells
  * apart, nv vectors each; bias and add NULL for none; channel c's
@@ -201,17 +230,23 @@ VNNI_TGT static inline __attribute__((always_inline)) void requant_vectors(const
  * The channels in one call, rather than a call a channel: int8
  * MobileNetV2-style (planes of 16 to 784 cells, up to 384 channels), one
  * core of a Xeon, dcz_run medians of alternated runs, batch 64 8.66 ->
- * 8.25 ms, batch 1 131.9 -> 126.1 us (ResNet-style unchanged). */
+ * 8.25 ms, batch 1 131.9 -> 126.1 us (ResNet-style unchanged). Channel c
+ * is f's c0 + c; one that holds no weight is filled with its requantized
+ * bias, its sums not read (qshift_none). */
 VNNI_TGT static void requant_planes__vnni(const int32_t *t, size_t tstride, const uint16_t *keep, size_t nv,
                                           const int64_t *bias, const int32_t *add, const int32_t *mult,
                                           const uint8_t *shift, const uint8_t *pre, uint32_t channels, int32_t qlo,
-                                          int32_t qhi, size_t plane, dcz_q *y)
+                                          int32_t qhi, size_t plane, const dcz_qshift *f, uint32_t c0, dcz_q *y)
 {
     for (uint32_t c = 0; c < channels; c++) {
         const int64_t b = (bias ? bias[c] : 0) + (add ? add[c] : 0);
         const unsigned k = shift[c], p = pre ? pre[c] : 0;
         const int32_t *tc = t + c * tstride;
         dcz_q *yc = y + c * plane;
+        if (qshift_none(f, c0 + c)) {
+            requant_fill((int32_t)(uint32_t)(uint64_t)b, mult[c], (uint8_t)k, qlo, qhi, plane, yc);
+            continue;
+        }
         switch (RQ_MODE(k, p)) {
         case 3: requant_vectors(3, tc, keep, nv, b, mult[c], k, p, qlo, qhi, plane, yc); break;
         case 2: requant_vectors(2, tc, keep, nv, b, mult[c], k, 0, qlo, qhi, plane, yc); break;
@@ -219,21 +254,6 @@ VNNI_TGT static void requant_planes__vnni(const int32_t *t, size_t tstride, cons
         default: requant_vectors(0, tc, keep, nv, b, mult[c], k, 0, qlo, qhi, plane, yc); break;
         }
     }
-}
-
-/* y (n cells) = the requantization of the sum a0 alone, clamped to lo ..
- * hi: the outputs of a depthwise channel that holds no weight (its sums
- * are its bias), the reference's value written by vectors */
-VNNI_TGT static void requant_fill(int32_t a0, int32_t mult, uint8_t k, int32_t lo, int32_t hi, size_t n, dcz_q *y)
-{
-    /* in line, where a call of dcz_requant8_ref took 1.2% of int8
-     * MobileNetV2 (pruned by blocks of four; half the channels of its
-     * depthwise layers over 7 x 7 hold no weight) */
-    const dcz_q q = dcz_requant8_one(a0, mult, k, 127);
-    const __m512i v = _mm512_set1_epi16((int16_t)(q < lo ? lo : q > hi ? hi : q));
-    size_t i = 0;
-    for (; i + 32 <= n; i += 32) _mm512_storeu_si512((void *)(y + i), v);
-    if (i < n) _mm512_mask_storeu_epi16(y + i, (__mmask32)((1u << (n - i)) - 1), v);
 }
 
 /* The depthwise form (qshift_form.c) on AVX-512 VBMI and VNNI */
@@ -656,20 +676,26 @@ VNNI_TGT static void pool2_plane__avx512(const int32_t *t, size_t wq, uint32_t p
  * sums t (planes q->out16 apart from channel c0's; add: NULL or what each
  * channel's lack, from c0), keep the lanes of each vector of a plane of nv
  * (within REQ_PLANE_MAX; past it by rows). */
-VNNI_TGT static void requant_sums(const dcz_conv_geom *g, const split_geom *q, const uint16_t *keep, size_t nv,
-                                  uint32_t c0, uint32_t n, const int32_t *t, const int32_t *add, const int64_t *bias,
-                                  const dcz_requant *rq, int32_t lo, int32_t hi, dcz_q *yb)
+VNNI_TGT static void requant_sums(const dcz_conv_geom *g, const dcz_qshift *f, const split_geom *q,
+                                  const uint16_t *keep, size_t nv, uint32_t c0, uint32_t n, const int32_t *t,
+                                  const int32_t *add, const int64_t *bias, const dcz_requant *rq, int32_t lo,
+                                  int32_t hi, dcz_q *yb)
 {
     const size_t out_plane = (size_t)g->out_h * g->out_w;
     if (nv <= REQ_PLANE_MAX) {
         requant_planes__vnni(t, q->out16, keep, nv, bias ? bias + c0 : NULL, add, rq->mult + c0, rq->shift + c0,
-                             rq->pre ? rq->pre + c0 : NULL, n, lo, hi, out_plane, yb + c0 * out_plane);
+                             rq->pre ? rq->pre + c0 : NULL, n, lo, hi, out_plane, f, c0, yb + c0 * out_plane);
         return;
     }
     /* rows with no columns to drop make one row of the whole plane */
     const uint32_t rows = q->wq == g->out_w ? 1 : g->out_h, w = q->wq == g->out_w ? (uint32_t)out_plane : g->out_w;
     for (uint32_t i = 0; i < n; i++) {
         const uint32_t oc = c0 + i;
+        if (qshift_none(f, oc)) {   /* its sums unwritten, as above */
+            requant_fill((int32_t)(uint32_t)(uint64_t)(bias ? bias[oc] : 0), rq->mult[oc], rq->shift[oc], lo, hi,
+                         out_plane, yb + oc * out_plane);
+            continue;
+        }
         for (uint32_t oy = 0; oy < rows; oy++)
             requant_row__vnni(t + i * q->out16 + oy * q->wq, add ? add[i] : 0, bias ? bias[oc] : 0, rq->mult[oc],
                               rq->shift[oc], lo, hi, w, yb + oc * out_plane + (size_t)oy * g->out_w);
@@ -732,8 +758,8 @@ VNNI_TGT static void req_part(void *ctx, uint32_t part)
         const uint32_t c0 = k * j->chunk, n = g->out_c - c0 < j->chunk ? g->out_c - c0 : j->chunk;
         dcz_qshift sub = *j->f;
         sub.ptr = j->f->ptr + c0 / j->f->ob;
-        j->planes(&sub, j->f->corr + c0, n, j->q->out16, (size_t)g->out_h * j->q->wq, j->xs, t, NULL);
-        requant_sums(g, j->q, j->keep, j->nv, c0, n, t, NULL, j->bias, j->rq, j->lo, j->hi, j->yb);
+        j->planes(&sub, j->f->corr + c0, n, j->q->out16, (size_t)g->out_h * j->q->wq, j->xs, t, DCZ_QPLANES_SPARE);
+        requant_sums(g, j->f, j->q, j->keep, j->nv, c0, n, t, NULL, j->bias, j->rq, j->lo, j->hi, j->yb);
     }
 }
 #endif
@@ -820,19 +846,19 @@ int dcz_qconv2d_shift_requant(dcz_pool *pool, const dcz_conv_geom *g, const dcz_
             continue;
         }
         /* the sums' corr, where the tiles leave it, added with the bias */
-        const int32_t *add = dcz_qplanes_run(planes, 1, g, &q, f, xs, t);
+        const int32_t *add = dcz_qplanes_run(planes, 1, g, &q, f, xs, t, 1);
         if (pool2) {   /* the pooled sums requantized: max commutes with the requantization */
             int32_t pt[REQ_PLANE_MAX * 4];
             dcz_q *yb = y + b * g->out_c * out_plane;   /* a sample's place as unpooled */
             for (uint32_t oc = 0; oc < g->out_c; oc++) {
-                pool2_plane__avx512(t + oc * q.out16, q.wq, ph, pw, add ? add[oc] : 0, pt);
+                if (!qshift_none(f, oc)) pool2_plane__avx512(t + oc * q.out16, q.wq, ph, pw, add ? add[oc] : 0, pt);
                 requant_planes__vnni(pt, 0, pkeep, pnv, bias ? bias + oc : NULL, NULL, rq->mult + oc,
-                                     rq->shift + oc, rq->pre ? rq->pre + oc : NULL, 1, lo, hi, pooled,
+                                     rq->shift + oc, rq->pre ? rq->pre + oc : NULL, 1, lo, hi, pooled, f, oc,
                                      yb + oc * pooled);
             }
             continue;
         }
-        requant_sums(g, &q, keep, nv, 0, g->out_c, t, add, bias, rq, lo, hi, y + b * g->out_c * out_plane);
+        requant_sums(g, f, &q, keep, nv, 0, g->out_c, t, add, bias, rq, lo, hi, y + b * g->out_c * out_plane);
     }
     return 1;
 #else
