@@ -323,6 +323,7 @@ typedef struct conv_tally {
     size_t split_variants, split_want, blocks2, pooled, qdw, dw_maps, dwp_forms, dwp_runs, dwp_kernel, f32_cases, f32_over, f32_requant;
     size_t pre_channels;
     size_t threaded;   /* requantizing runs over pools of 2 and 3 threads */
+    size_t dwp_small;  /* the int16 pairs' runs on small planes (qdwp_small) */
     size_t spared;     /* requantizing runs on the quad taps with channels that hold no weight beside others */
     uint32_t fillers;
 } conv_tally;
@@ -496,6 +497,7 @@ static void qconv_case(const dcz_conv_geom *g, double density, uint32_t k, int32
                         if (!amx && f.dwp) {
                             t->dwp_kernel += dw != 0;
                             t->dwp_runs += dw == DCZ_QDW_PAIRS;
+                            t->dwp_small += dw == DCZ_QDW_PAIRS && qdwp_small(g);
                         }
                     }
                     /* with the 2x2 max pool of stride 2 after it taken in: the
@@ -760,6 +762,11 @@ static void test_qconv_grid(void)
         conv_geom_grouped(3, 3, 38, 39, 5, 2, 2, 3),      /* 5 x 5, stride 2, an odd plane */
         conv_geom_grouped(2, 2, 36, 36, 3, 2, 0, 2),      /* no padding: the last column left out */
         conv_geom_grouped(2, 2, 30, 64, 7, 1, 3, 2),      /* 7 x 7: four pairs, the last one column */
+        /* the int16 pairs' small planes in registers */
+        conv_geom_grouped(4, 4, 6, 7, 3, 1, 1, 4),        /* 42 cells: three output vectors */
+        conv_geom_grouped(3, 3, 8, 8, 3, 1, 1, 3),        /* 64 cells: both registers whole */
+        conv_geom_grouped(3, 3, 7, 7, 5, 1, 2, 3),        /* 5 x 5 over 7 x 7, three pairs a row */
+        conv_geom_grouped(2, 2, 3, 5, 7, 1, 3, 2),        /* a window past the plane each way */
         /* the AMX tiles: pairs of channel tiles and an odd one, several
          * blocks of 16 cells, a tap's quads in chunks */
         conv_geom(9, 40, 6, 9, 3, 3, 1, 1, 1, 1),         /* 40 channels: a pair and 8 rows over */
@@ -797,10 +804,11 @@ static void test_qconv_grid(void)
           t.blocks2, t.shift_cases);
     CHECK(t.split_variants == t.split_want && (t.split_want > 100 || !dcz_qshift_variant()),
           "the integer split's vector variants ran %zu times of %zu", t.split_variants, t.split_want);
-    /* nine depthwise geometries above fit, each 18 times with 8-bit weights;
-     * all but one with the planes' maps */
-    CHECK(t.dw_forms >= 9 * 18, "the depthwise form was built %zu times", t.dw_forms);
-    CHECK(t.dw_maps >= 8 * 18 && t.dw_maps < t.dw_forms, "the depthwise form has maps %zu of %zu times", t.dw_maps,
+    /* five depthwise geometries above fit, each 18 times with 8-bit
+     * weights (four more, of planes of 64 cells or fewer, go to the int16
+     * pairs' small planes); all but one with the planes' maps */
+    CHECK(t.dw_forms >= 5 * 18, "the depthwise form was built %zu times", t.dw_forms);
+    CHECK(t.dw_maps >= 4 * 18 && t.dw_maps < t.dw_forms, "the depthwise form has maps %zu of %zu times", t.dw_maps,
           t.dw_forms);
     CHECK(!dcz_isa_supported(DCZ_ISA_AVX2) || t.qdw >= 8, "the AVX2 depthwise kernel ran %zu times", t.qdw);
     CHECK(t.dw_runs == 0 || t.dw_runs == t.dw_forms, "the depthwise kernel ran %zu of %zu times", t.dw_runs,
@@ -813,6 +821,9 @@ static void test_qconv_grid(void)
     /* and the pairs themselves on the six large planes at least, which the
      * byte permutes do not take */
     CHECK(!dcz_qshift_variant() || t.dwp_runs >= 6 * 18, "the int16 pairs ran %zu times", t.dwp_runs);
+    /* and on the small planes in registers: the eight above */
+    CHECK(!dcz_qshift_variant() || t.dwp_small >= 8 * 18, "the int16 pairs ran %zu times on small planes",
+          t.dwp_small);
     CHECK(t.shift_vector > 100 || !dcz_qshift_variant(), "the VNNI shift kernel ran %zu times", t.shift_vector);
     CHECK(t.pooled > 100 || !dcz_qshift_variant(), "the VNNI shift kernel pooled %zu times", t.pooled);
     CHECK(t.threaded == 2 * t.shift_vector, "the VNNI shift kernel ran over threads %zu of %zu times", t.threaded,

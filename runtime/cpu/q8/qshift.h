@@ -186,6 +186,15 @@ static inline size_t qdwp_plane_cells(const dcz_conv_geom *g)
     return ((size_t)(g->out_h - 1) * g->sh + g->kh) * qdwp_pw(g) + QDWP_SLACK;
 }
 static inline size_t qdwp_vectors(const dcz_conv_geom *g) { return ((size_t)g->out_h * qdwp_pw(g) + 31) / 32; }
+/* Small planes, which the pairs' kernel holds in registers rather than
+ * copies (qshift_requant.c, qdwp_small__vnni): an input plane of at most
+ * 64 cells (two vectors of 32) and an output of at most QDWP_SMALL_VECTORS
+ * vectors of 16. The byte permutes leave them to it (qshift_form.c). */
+#define QDWP_SMALL_VECTORS 4
+static inline int qdwp_small(const dcz_conv_geom *g)
+{
+    return (uint64_t)g->in_h * g->in_w <= 64 && (uint64_t)g->out_h * g->out_w <= 16 * QDWP_SMALL_VECTORS;
+}
 static inline uint64_t qdwp_scratch_bytes(const dcz_conv_geom *g)
 {
     const uint64_t plane = ((uint64_t)qdwp_plane_cells(g) * sizeof(int16_t) + 7) / 8 * 8;

@@ -81,10 +81,14 @@
  * requantized in registers as requant_planes__vnni does (the kernel:
  * qshift_requant.c); the references are the same (qshift_planes_ref,
  * dcz_qconv2d_direct_ref). Its bounds, shape and maps: qshift.h. */
-/* s = g's shape in the depthwise form; 0 where the form does not take g */
+static int qdwp_takes(const dcz_conv_geom *g);
+
+/* s = g's shape in the depthwise form; 0 where the form does not take g
+ * (nor a small plane the int16 pairs take, qdwp_small) */
 static int qdw_shape_of(const dcz_conv_geom *g, qdw_shape *s)
 {
-    if (g->in_c == 0 || dcz_conv_groups(g) != g->in_c || g->out_c != g->in_c || g->out_h == 0 || g->out_w == 0 ||
+    if ((qdwp_takes(g) && qdwp_small(g)) || g->in_c == 0 || dcz_conv_groups(g) != g->in_c || g->out_c != g->in_c ||
+        g->out_h == 0 || g->out_w == 0 ||
         g->kw > 8 || g->kh > QDW_WINDOW || g->out_w > 16 * QDW_MAX_PATTERNS ||
         (uint64_t)(g->out_w - 1) * g->sw + g->kw >= QDW_WINDOW ||
         ((uint64_t)(g->out_h - 1) * g->sh + g->kh) * QDW_WINDOW > UINT32_MAX / 2)
@@ -185,8 +189,12 @@ static void qdw_build(const dcz_conv_geom *g, const qdw_shape *d, const dcz_qspa
  * 2i + 1, two sums of 16 lanes requantized apart in registers, their
  * halves put side by side for 32 cells, stored into each output row they
  * hold under a mask (made once a call: qdwp_store); a 7 x 7 plane is two
- * vectors, not seven. The kernel skips a channel's pairs of two zeros (a
- * pruned layer's most). No +128 and no split: the sums start at the bias.
+ * vectors, not seven. An input plane of 64 cells or fewer (qdwp_small)
+ * is not copied: the kernel holds it in two registers and deals each
+ * pair's inputs to the lanes by word permutes, at either stride; the byte
+ * permutes then are not built (qdw_shape_of). The kernel skips a
+ * channel's pairs of two zeros (a pruned layer's most). No +128 and no
+ * split: the sums start at the bias.
  * The kernel: qshift_requant.c; the references as above. Measured against
  * the quad taps: bench/cpu-profile.md. */
 static int qdwp_takes(const dcz_conv_geom *g)
