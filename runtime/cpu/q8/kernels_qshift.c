@@ -314,7 +314,7 @@ int dcz_qsplit_check(const dcz_conv_geom *g, const dcz_q *x, uint8_t *a, uint8_t
     return n;
 }
 
-char dcz_qplanes_spare;
+const char dcz_qplanes_spare = 1;
 
 /* t = the planes as computed of one sample's split xs by planes, or on
  * the AMX tiles where the form picks them (a vector variant). Returns what

@@ -210,8 +210,8 @@ struct split_geom;
  * unwritten */
 typedef void (*dcz_qplanes_fn)(const dcz_qshift *f, const int32_t *corr, uint32_t out_c, size_t out16, size_t cells,
                                const int32_t *xs, int32_t *t, void *om);
-extern char dcz_qplanes_spare;
-#define DCZ_QPLANES_SPARE ((void *)&dcz_qplanes_spare)
+extern const char dcz_qplanes_spare;   /* its address alone: never read */
+#define DCZ_QPLANES_SPARE ((void *)(uintptr_t)&dcz_qplanes_spare)
 /* xs = the integer split of sample x, widened to column quads where the
  * form has them, by the fastest variants this CPU has (the scalar ones
  * with vec 0) */
