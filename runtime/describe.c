@@ -137,6 +137,11 @@ static dcz_status describe_viewed(const dcz_model *m, uint32_t layer, dcz_layer_
                  "here, apart)", m->layers[by].name, p.rows);
         return DCZ_OK;
     }
+    if (l->fused == DCZ_FUSED_CONCAT && !m->opt.force_reference) {
+        snprintf(k->why, sizeof k->why, "at batch 1 its inputs are written in its place and it copies nothing "
+                 "(other batches and runs with taps copy them)");
+        return DCZ_OK;
+    }
     if (l->fused && !m->opt.force_reference) {
         /* a pool: by the convolution before, or the one before its activation */
         const int pool = l->fused == DCZ_FUSED_POOL;

@@ -306,39 +306,90 @@ static int place_free(const dcz_tensor *t, uint32_t nlayers, uint32_t busy, uint
     return busy < nlayers && t[busy + 1].seg_last < t[def + 1].seg_first;
 }
 
+/* A float CONCAT's inputs at batch 1: where the CONCAT is the last
+ * reader of each of its inputs, none of them read by it twice, and it is
+ * not the model's output, a run of one sample that fuses keeps each input
+ * in the CONCAT's place, at its channels, in the CONCAT's block (the chunk
+ * block holds one sample then, and no chunk runs beside it; dcz_tensor.host,
+ * host_at; run.c, place_of), and with it each
+ * tensor the input was written in place over (the chain of in-place
+ * layers that ends in it, each the last reader of the one before), so
+ * that the CONCAT has nothing to copy (DCZ_FUSED_CONCAT, layers given).
+ * Its place is held from the first layer writing one of them (from), so
+ * no other tensor takes it meanwhile; at other batches, and in runs with
+ * taps, every tensor keeps its own place and the CONCAT copies, as before.
+ * A calibrated model keeps its CONCATs (their integer inputs may take
+ * other scales). SqueezeNet 1.1's Concats copied 82 us a sample of its 3.1
+ * ms (one core of an AMD EPYC, Zen 5). */
+static dcz_status place_concats(const dcz_container *c, dcz_tensor *t, uint32_t nlayers, dcz_exec_layer *layers)
+{
+    dcz_graph_walk w;
+    TRY(dcz_graph_begin(c, &w));
+    for (uint32_t i = 0; i < nlayers; i++) {
+        dcz_graph_layer g;
+        TRY(dcz_graph_next(&w, &g));
+        const uint32_t v = i + 1;
+        if (g.op != DCZ_OP_CONCAT || v == nlayers) continue;
+        int ok = 1;
+        for (uint32_t k = 0; k < g.nin; k++) {
+            const uint32_t u = g.in[k];
+            ok &= u > 0 && t[u].last == i && !t[u].host;
+            for (uint32_t j = 0; j < k; j++) ok &= g.in[j] != u;
+        }
+        if (!ok) continue;
+        uint32_t from = i, at = 0;
+        for (uint32_t k = 0; k < g.nin; k++) {
+            for (uint32_t y = g.in[k];;) {
+                t[y].host = v;
+                t[y].host_at = at;
+                if (t[y].from < from) from = t[y].from;
+                const uint32_t s = t[y].share;
+                if (!s || t[s].last != y - 1 || t[s].host) break;
+                y = s;
+            }
+            at += t[g.in[k]].width;
+        }
+        t[v].from = from;
+        if (layers) layers[i].fused = DCZ_FUSED_CONCAT;
+    }
+    return dcz_graph_end(&w);
+}
+
 /* Places of the activations (dcz_tensor) of one block (the inner tensors,
  * or the others), from the tensors' lifetimes, in
- * layer order: the output of layer i takes its input's place when layer i
- * is in place and the last to read that input, else a free place
+ * layer order (a tensor's from): the output of layer i takes its input's
+ * place when layer i is in place and the last to read that input, else a free place
  * (place_free), the smallest that holds it, else the largest free one,
  * grown, else a new one; places are laid out in the order they were
  * opened. Returns the floats a sample of the block. */
 static uint64_t plan_places(dcz_tensor *t, uint32_t nlayers, int inner)
 {
-    for (uint32_t v = 1; v <= nlayers; v++) {
-        if (t[v].inner != inner) continue;
-        const uint32_t def = v - 1;   /* the layer that writes it */
-        const uint32_t u = t[v].share, us = u ? t[u].slot : 0;
-        if (u && t[u].inner == inner && t[u].last == def && t[us].busy == def && t[us].size >= t[v].width) {
-            t[v].slot = us;   /* in place: the activation runs over its input */
-            t[us].busy = t[v].last;
-            continue;
-        }
-        uint32_t best = 0, grow = 0;
-        for (uint32_t o = 1; o < v; o++) {
-            if (t[o].inner != inner || t[o].slot != o || !place_free(t, nlayers, t[o].busy, def, inner)) continue;
-            if (t[o].size >= t[v].width) {
-                if (!best || t[o].size < t[best].size) best = o;
-            } else if (!grow || t[o].size > t[grow].size) {
-                grow = o;
+    /* in the order the places are taken (a CONCAT that hosts its inputs
+     * from the first of them, place_concats) */
+    for (uint32_t def = 0; def < nlayers; def++)
+        for (uint32_t v = def + 1; v <= nlayers; v++) {
+            if (t[v].inner != inner || t[v].from != def) continue;
+            const uint32_t u = t[v].share, us = u ? t[u].slot : 0;
+            if (u && t[u].inner == inner && t[u].last == def && t[us].busy == def && t[us].size >= t[v].width) {
+                t[v].slot = us;   /* in place: the activation runs over its input */
+                t[us].busy = t[v].last;
+                continue;
             }
+            uint32_t best = 0, grow = 0;
+            for (uint32_t o = 1; o < v; o++) {
+                if (t[o].inner != inner || t[o].slot != o || !place_free(t, nlayers, t[o].busy, def, inner)) continue;
+                if (t[o].size >= t[v].width) {
+                    if (!best || t[o].size < t[best].size) best = o;
+                } else if (!grow || t[o].size > t[grow].size) {
+                    grow = o;
+                }
+            }
+            const uint32_t o = best ? best : grow ? grow : v;
+            t[v].slot = o;
+            if (o == v) t[v].size = t[v].width;
+            else if (t[o].size < t[v].width) t[o].size = t[v].width;
+            t[o].busy = t[v].last;
         }
-        const uint32_t o = best ? best : grow ? grow : v;
-        t[v].slot = o;
-        if (o == v) t[v].size = t[v].width;
-        else if (t[o].size < t[v].width) t[o].size = t[v].width;
-        t[o].busy = t[v].last;
-    }
     uint64_t end = 0;
     for (uint32_t o = 1; o <= nlayers; o++)
         if (t[o].inner == inner && t[o].slot == o) {
@@ -432,6 +483,7 @@ static dcz_status load_walk(const dcz_container *c, const dcz_options *o, loader
         tensors[i + 1].shape = l->out_shape;
         tensors[i + 1].width = l->out;
         tensors[i + 1].share = dcz_op_get(g.op)->in_place ? g.in[0] : 0;
+        tensors[i + 1].from = i;
         /* the layers but the fully connected ones work sample by sample
          * (plan_segments); but in a calibrated model, the first weighted
          * layer quantizes the integer region's input once for the whole
@@ -499,6 +551,7 @@ static dcz_status load_walk(const dcz_container *c, const dcz_options *o, loader
     TRY(dcz_graph_end(&w));
     tensors[nlayers].last = nlayers;   /* the model output outlives every layer */
     const uint32_t chunk_max = plan_segments(tensors, nlayers);
+    if (!quant) TRY(place_concats(c, tensors, nlayers, layers));
     const uint64_t act_width = plan_places(tensors, nlayers, 0);
     const uint64_t chunk_width = plan_places(tensors, nlayers, 1);
     /* batch 1 on a lane form: the input's panels (run.c) */

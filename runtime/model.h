@@ -202,8 +202,10 @@ typedef struct dcz_qshift {
  * form its kernel reads beside it. */
 /* What a layer fused into the one before it leaves to do (load.c,
  * fuse_activations; dcz_exec_layer.fused): DCZ_FUSED_ADD, nothing (the
- * convolution before wrote its output). */
-enum { DCZ_FUSED_ACT = 1, DCZ_FUSED_POOL = 2, DCZ_FUSED_ADD = 3, DCZ_FUSED_BANDS = 4 };
+ * convolution before wrote its output). DCZ_FUSED_CONCAT: a float CONCAT
+ * whose inputs, at batch 1, are written in its own place (load.c,
+ * place_concats; dcz_tensor.host), so that it has nothing to copy. */
+enum { DCZ_FUSED_ACT = 1, DCZ_FUSED_POOL = 2, DCZ_FUSED_ADD = 3, DCZ_FUSED_BANDS = 4, DCZ_FUSED_CONCAT = 5 };
 
 typedef struct dcz_exec_layer {
     uint16_t op;
@@ -327,6 +329,12 @@ typedef struct dcz_tensor {
     uint64_t off;             /* floats a sample before its place in its block */
     uint8_t inner;            /* written and last read within one segment run by chunks:
                                  it lives in the chunk block, which holds a chunk */
+    uint32_t from;            /* the layer from which its place is held: the layer writing it,
+                                 or, for a CONCAT output that hosts its inputs, the first
+                                 layer writing one of them */
+    uint32_t host, host_at;   /* a run of one sample that fuses keeps it in the place of the
+                                 CONCAT output host, host_at elements from its start (load.c,
+                                 place_concats); 0: in its own */
     /* The segment of the layer writing it (run.c, "segments"): the first
      * and last layer of the run of layers a chunk of samples goes through
      * together, and, on the output of a segment's first layer, the samples

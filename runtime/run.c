@@ -812,6 +812,10 @@ static const struct {
 static void *place_of(const dcz_model *m, uint32_t t, size_t batch, size_t s0, size_t n)
 {
     const dcz_tensor *x = &m->tensors[t];
+    /* at batch 1, in the place of the CONCAT that reads it (load.c,
+     * place_concats; float tensors alone) */
+    if (x->host && batch == 1 && m->fuse)
+        return (char *)place_of(m, x->host, batch, s0, n) + (size_t)x->host_at * sizeof(float);
     if (x->inner) return m->cact + x->off * n;
     const size_t elem = m->layers[t - 1].q && t - 1 != m->q_last ? sizeof(dcz_q) : sizeof(float);
     return (char *)(m->act + x->off * batch) + s0 * x->width * elem;
@@ -869,7 +873,8 @@ static void run_layers(dcz_model *m, uint32_t first, uint32_t last, const float 
     for (uint32_t i = first; i <= last; i++) {
         const dcz_exec_layer *l = &m->layers[i];
         /* the layer before applied it, in this place, or computed it */
-        if ((l->fused == DCZ_FUSED_ACT || l->fused == DCZ_FUSED_ADD || l->fused == DCZ_FUSED_BANDS) && m->fuse)
+        if ((l->fused == DCZ_FUSED_ACT || l->fused == DCZ_FUSED_ADD || l->fused == DCZ_FUSED_BANDS ||
+             (l->fused == DCZ_FUSED_CONCAT && batch == 1)) && m->fuse)
             continue;
         const uint64_t t0 = DCZ_HEAP && m->layer_ns ? dcz_now_ns() : 0;   /* a load that measures (load.c) */
         /* a convolution that takes the ADD after it writes the ADD's output

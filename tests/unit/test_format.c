@@ -1906,6 +1906,55 @@ static void check_places(const dcz_model *m, const char *what)
         }
 }
 
+/* The same at batch 1 in a run that fuses, where each tensor a CONCAT
+ * hosts lies in its place (load.c, place_concats): alive from the layer
+ * writing it to its last reader, a hosting CONCAT from its from, each in
+ * its outermost host's block; a tensor and the CONCAT it lies in (at any
+ * depth) aside. Returns the tensors hosted. */
+static uint64_t place1(const dcz_tensor *t, uint32_t v)
+{
+    return t[v].host ? place1(t, t[v].host) + t[v].host_at : t[v].off;
+}
+
+static int lies_in(const dcz_tensor *t, uint32_t a, uint32_t v)
+{
+    for (; a; a = t[a].host)
+        if (a == v) return 1;
+    return 0;
+}
+
+/* the block a tensor lies in at batch 1: its outermost host's */
+static int block1(const dcz_tensor *t, uint32_t v)
+{
+    while (t[v].host) v = t[v].host;
+    return t[v].inner;
+}
+
+static uint32_t check_places1(const dcz_model *m, const char *what)
+{
+    const dcz_tensor *t = m->tensors;
+    const uint32_t n = m->nlayers;
+    uint32_t hosted = 0;
+    for (uint32_t a = 1; a <= n; a++) {
+        hosted += t[a].host != 0;
+        if (t[a].host) {
+            const uint32_t v = t[a].host;
+            CHECK(v > a && m->layers[v - 1].op == DCZ_OP_CONCAT &&
+                  m->layers[v - 1].fused == DCZ_FUSED_CONCAT && t[v].from <= a - 1 &&
+                  t[a].host_at + t[a].width <= t[v].width, "%s: tensor %u in the place of %u", what, a, v);
+        }
+        for (uint32_t b = a + 1; b <= n; b++) {
+            const uint64_t pa = place1(t, a), pb = place1(t, b);
+            if (block1(t, a) != block1(t, b) || pa + t[a].width <= pb || pb + t[b].width <= pa) continue;
+            if (lies_in(t, a, b) || lies_in(t, b, a)) continue;
+            if (t[b].share == a && t[a].last == b - 1) continue;   /* in place */
+            CHECK(t[a].last < t[b].from, "%s, batch 1: tensor %u takes the place of tensor %u, alive until layer %u",
+                  what, b, a, t[a].last);
+        }
+    }
+    return hosted;
+}
+
 static void test_dag_runtime_matches_reference(void)
 {
     dcz_doc *d = dag_doc();
@@ -1928,6 +1977,15 @@ static void test_dag_runtime_matches_reference(void)
           "dag: %u places, %llu + %llu floats a sample of %llu", opened, (unsigned long long)m->act_width,
           (unsigned long long)m->chunk_width, (unsigned long long)all);
     check_places(m, "dag");
+    /* at batch 1 its Concat hosts both inputs (the Mul's output, with the
+     * Add and the convolution it was written in place over, and conv a's),
+     * and copies nothing */
+    const uint32_t cat = 9;
+    CHECK(m->layers[cat - 1].op == DCZ_OP_CONCAT && m->layers[cat - 1].fused == DCZ_FUSED_CONCAT &&
+          m->tensors[8].host == cat && m->tensors[8].host_at == 0 && m->tensors[1].host == cat &&
+          m->tensors[1].host_at == m->tensors[8].width && m->tensors[5].host == cat && m->tensors[3].host == cat,
+          "dag: the Concat does not host its inputs");
+    CHECK(check_places1(m, "dag") == 4, "dag: %u tensors hosted", check_places1(m, "dag"));
     /* the output of conv a lives until the concat: nothing else shares its
      * place before (in its block) */
     const dcz_tensor *t = m->tensors;
@@ -1948,6 +2006,46 @@ static void test_dag_runtime_matches_reference(void)
     dcz_close(m);
     free(buf);
     dcz_doc_free(c);
+    dcz_doc_free(d);
+}
+
+/* A Concat whose first input is read after it (by an Add) keeps its
+ * inputs in their own places at batch 1, and matches the reference: conv a
+ * -> relu -> (conv b 1x1, conv c 3x3) -> concat -> conv d 1x1 -> add b ->
+ * flatten */
+static void test_concat_input_read_after(void)
+{
+    dcz_doc *d;
+    REQUIRE(dcz_doc_alloc(8, &d) == DCZ_OK, "alloc");
+    set_input(d, 2, 6, 6);
+    dcz_doc_layer *l = d->layers;
+    doc_conv_layer(&l[0], "conva", 2, 4, 3, 1, 1, DCZ_ENC_F32, 0, 0, 0);
+    doc_plain_layer(&l[1], DCZ_OP_RELU, "relu");
+    doc_conv_layer(&l[2], "convb", 4, 4, 1, 1, 0, DCZ_ENC_F32, 0, 0, 0);
+    doc_conv_layer(&l[3], "convc", 4, 4, 3, 1, 1, DCZ_ENC_F32, 0, 0, 0);
+    reads(&l[3], 1, (const uint32_t[]){ 2 });
+    doc_plain_layer(&l[4], DCZ_OP_CONCAT, "cat");
+    reads(&l[4], 2, (const uint32_t[]){ 3, 4 });
+    doc_conv_layer(&l[5], "convd", 8, 4, 1, 1, 0, DCZ_ENC_F32, 0, 0, 0);
+    doc_plain_layer(&l[6], DCZ_OP_ADD, "add");
+    reads(&l[6], 2, (const uint32_t[]){ 6, 3 });
+    doc_plain_layer(&l[7], DCZ_OP_FLATTEN, "flatten");
+    for (uint32_t i = 0; i < d->nlayers; i++)
+        if (l[i].ntensors) {
+            fill_weights(&l[i], 1);
+            for (uint32_t j = 0; j < l[i].t[1].n; j++) l[i].t[1].values[j] = frand();
+        }
+    runtime_matches_reference(d, "concat read after");
+    uint8_t *buf = NULL;
+    size_t len = 0;
+    REQUIRE(dcz_doc_write(d, &buf, &len) == DCZ_OK, "write");
+    dcz_model *m = NULL;
+    REQUIRE(dcz_open_memory(buf, len, NULL, &m) == DCZ_OK, "open");
+    CHECK(m->layers[4].fused != DCZ_FUSED_CONCAT && check_places1(m, "concat read after") == 0,
+          "concat read after: its inputs hosted");
+    check_places(m, "concat read after");
+    dcz_close(m);
+    free(buf);
     dcz_doc_free(d);
 }
 
@@ -1981,6 +2079,7 @@ static void test_dag_chunks(void)
     CHECK(chunked >= 2 && inner > 0 && outer > 0 && m->chunk_width > 0,
           "wide dag: %u segments by chunks, %u inner tensors, %u leaving a segment", chunked, inner, outer);
     check_places(m, "wide dag");
+    CHECK(check_places1(m, "wide dag") > 0, "wide dag: no tensor hosted");
     const size_t in = dcz_input_size(m), out = dcz_output_size(m);
     float *x = malloc(B * in * sizeof *x), *y = malloc(B * out * sizeof *y), *yt = malloc(B * out * sizeof *yt);
     float *ys = malloc(B * out * sizeof *ys);
@@ -2160,6 +2259,12 @@ static void test_describe_layers(void)
                 CHECK(m->layers[by].band == i && strcmp(ld.kernel, "fused") == 0 &&
                           strstr(ld.why, m->layers[by].name) != NULL,
                       "doc %zu layer %u: by bands: %s (%s)", f, i, ld.kernel, ld.why);
+                continue;
+            }
+            if (l->fused == DCZ_FUSED_CONCAT) {   /* a Concat whose inputs are written in its place at batch 1 */
+                seen_fused++;
+                CHECK(strcmp(ld.kernel, dcz_kernel_name(k)) == 0 && strstr(ld.why, "batch 1") != NULL,
+                      "doc %zu layer %u: a Concat hosting its inputs: %s (%s)", f, i, ld.kernel, ld.why);
                 continue;
             }
             if (!ld.weighted && l->fused) {   /* an activation the convolution before applies, or a pool */
@@ -2412,6 +2517,7 @@ int main(void)
     RUN(test_prep_corruption_refused);
     RUN(test_prep_lies_with_valid_crc);
     RUN(test_dag_runtime_matches_reference);
+    RUN(test_concat_input_read_after);
     RUN(test_dag_chunks);
     RUN(test_dag_round_trip);
     RUN(test_mobile_runtime_matches_reference);
