@@ -561,6 +561,15 @@ static void qdwp_stores(const dcz_conv_geom *g, size_t PW, size_t nvec, qdwp_sto
     st->vec = UINT32_MAX;
 }
 
+/* Channel oc's requantization in the pairs form: its sums start at its
+ * bias (no corr: no +128), wrapping on their way (the bound: model.h) */
+typedef struct qdwp_rq { int32_t a0, mult; unsigned k, p; } qdwp_rq;
+static inline qdwp_rq qdwp_rq_of(const int64_t *bias, const dcz_requant *rq, uint32_t oc)
+{
+    return (qdwp_rq){ (int32_t)(uint32_t)(uint64_t)(bias ? bias[oc] : 0), rq->mult[oc], rq->shift[oc],
+                      rq->pre ? rq->pre[oc] : 0u };
+}
+
 /* The int16 pairs over a small plane (qdwp_small): the channel's input
  * plane in two registers, x0 and x1 (32 cells each, 0 past the plane), and
  * for pair p of a window row and output vector v (cells 16 v ..) one word
@@ -659,19 +668,17 @@ VNNI_TGT static void qdwp_small__vnni(const dcz_conv_geom *g, const dcz_qshift *
                 w[n] = wc[p];
                 n += w[n] != 0;
             }
-            const int32_t a0 = (int32_t)(uint32_t)(uint64_t)(bias ? bias[oc] : 0);
-            const unsigned k = rq->shift[oc], p = rq->pre ? rq->pre[oc] : 0;
-            const int32_t mult = rq->mult[oc];
+            const qdwp_rq r = qdwp_rq_of(bias, rq, oc);
             dcz_q *yc = y + (b * g->out_c + oc) * out_plane;
             if (n == 0) {
-                requant_fill(a0, mult, (uint8_t)k, lo, hi, out_plane, yc);
+                requant_fill(r.a0, r.mult, (uint8_t)r.k, lo, hi, out_plane, yc);
                 continue;
             }
             const dcz_q *xc = x + (b * g->in_c + oc) * in_plane;
             const __m512i x0 = _mm512_maskz_loadu_epi16(in0, xc), x1 = _mm512_maskz_loadu_epi16(in1, xc + 32);
 #define QDWP_SMALL(M, NV) \
-    qdwp_small_channel__vnni(M, NV, &m, x0, x1, n, pl, w, a0, mult, k, M == 3 ? p : 0, lo, hi, out_plane, yc)
-            switch (RQ_MODE(k, p) * 4 + (nv - 1)) {
+    qdwp_small_channel__vnni(M, NV, &m, x0, x1, n, pl, w, r.a0, r.mult, r.k, M == 3 ? r.p : 0, lo, hi, out_plane, yc)
+            switch (RQ_MODE(r.k, r.p) * 4 + (nv - 1)) {
             case 15: QDWP_SMALL(3, 4); break;
             case 14: QDWP_SMALL(3, 3); break;
             case 13: QDWP_SMALL(3, 2); break;
@@ -729,10 +736,9 @@ VNNI_TGT static void qdwp_requant__vnni(const dcz_conv_geom *g, const dcz_qshift
                     w[n] = wc[ky * np + j];
                     n += w[n] != 0;
                 }
-            /* the 32-bit sums wrap on their way (the bound: model.h) */
-            const int32_t a0 = (int32_t)(uint32_t)(uint64_t)(bias ? bias[oc] : 0);
-            const unsigned k = rq->shift[oc], p = rq->pre ? rq->pre[oc] : 0;
-            const int32_t mult = rq->mult[oc];
+            const qdwp_rq r = qdwp_rq_of(bias, rq, oc);
+            const int32_t a0 = r.a0, mult = r.mult;
+            const unsigned k = r.k, p = r.p;
             dcz_q *yc = y + (b * g->out_c + oc) * out_plane;
             /* none: the requantized bias, without the plane */
             if (n == 0) {
