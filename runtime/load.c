@@ -183,7 +183,9 @@ static void fuse_activations(dcz_model *m)
             continue;
         const uint32_t k = a->tin[1] == i + 1, in = c->tin[0];   /* the convolution's: input k */
         /* (res 0 says none: an ADD of the model's input stays apart) */
-        if (a->tin[k] != i + 1 || a->tin[1 - k] == i + 1 || a->tin[1 - k] == 0 ||
+        /* (nor an ADD a Concat hosts at batch 1, place_concats: its place is
+         * held from the ADD's layer, not the convolution's) */
+        if (a->tin[k] != i + 1 || a->tin[1 - k] == i + 1 || a->tin[1 - k] == 0 || t[i + 2].host ||
             (in && t[in].inner == t[i + 2].inner && t[in].off == t[i + 2].off && t[in].width != t[i + 2].width))
             continue;
         c->res = a->tin[1 - k];
@@ -231,8 +233,11 @@ static void pair_bands(dcz_model *m)
             continue;
         dcz_exec_layer *d = &m->layers[j];
         const uint32_t in = c->tin[0];
+        /* (nor a depthwise output a Concat hosts at batch 1, place_concats:
+         * its place is held from the depthwise layer, the pair writes it
+         * from the pointwise one) */
         if (d->q || d->op != DCZ_OP_CONV2D || d->kernel != DCZ_K_CONV_DEPTHWISE_ROWS || d->fused || d->res ||
-            d->nin != 1 || d->tin[0] != j || t[j].last != j || t[i + 1].last != i + 1 ||
+            d->nin != 1 || d->tin[0] != j || t[j].last != j || t[i + 1].last != i + 1 || t[j + 1].host ||
             t[i + 1].seg_first != t[j + 1].seg_first || m->scratch_floats < dcz_conv2d_bands_floats(&d->geom))
             continue;
         if (in && t[in].inner == t[j + 1].inner && t[in].off < t[j + 1].off + t[j + 1].width &&

@@ -601,6 +601,8 @@ static float *ref_forward(const dcz_doc *d, const float *x, size_t batch, size_t
 /* Writes d, loads it, runs batch 1 (sample by sample) and batch 5, and
  * compares with the reference forward pass: within 1e-5 of each sample's
  * largest output (plus 1e-5). */
+static uint32_t check_places1(const dcz_model *m, const char *what);
+
 static void runtime_matches_reference(dcz_doc *d, const char *what)
 {
     uint8_t *buf = NULL;
@@ -610,6 +612,7 @@ static void runtime_matches_reference(dcz_doc *d, const char *what)
     dcz_model *m = NULL;
     st = dcz_open_memory(buf, len, NULL, &m);
     REQUIRE(st == DCZ_OK, "%s: open: %s", what, dcz_status_str(st));
+    check_places1(m, what);   /* its places at batch 1 */
     enum { B = 5 };
     const size_t in = dcz_input_size(m), out = dcz_output_size(m);
     float *x = malloc(B * in * sizeof *x), *y = malloc(B * out * sizeof *y), *y1 = malloc(out * sizeof *y1);
@@ -1908,7 +1911,7 @@ static void check_places(const dcz_model *m, const char *what)
 
 /* The same at batch 1 in a run that fuses, where each tensor a CONCAT
  * hosts lies in its place (load.c, place_concats): alive from the layer
- * writing it to its last reader, a hosting CONCAT from its from, each in
+ * writing it (writer) to its last reader, a hosting CONCAT from its from, each in
  * its outermost host's block; a tensor and the CONCAT it lies in (at any
  * depth) aside. Returns the tensors hosted. */
 static uint64_t place1(const dcz_tensor *t, uint32_t v)
@@ -1930,6 +1933,18 @@ static int block1(const dcz_tensor *t, uint32_t v)
     return t[v].inner;
 }
 
+/* the layer that writes tensor v: a depthwise layer's run by bands by the
+ * pointwise one, a fused ADD's by the convolution before */
+static uint32_t writer(const dcz_model *m, uint32_t v)
+{
+    const dcz_exec_layer *l = &m->layers[v - 1];
+    if (l->fused == DCZ_FUSED_ADD) return v - 2;
+    if (l->fused == DCZ_FUSED_BANDS)
+        for (uint32_t i = 0; i < v - 1; i++)
+            if (m->layers[i].band == v - 1) return i;
+    return v - 1;
+}
+
 static uint32_t check_places1(const dcz_model *m, const char *what)
 {
     const dcz_tensor *t = m->tensors;
@@ -1940,7 +1955,7 @@ static uint32_t check_places1(const dcz_model *m, const char *what)
         if (t[a].host) {
             const uint32_t v = t[a].host;
             CHECK(v > a && m->layers[v - 1].op == DCZ_OP_CONCAT &&
-                  m->layers[v - 1].fused == DCZ_FUSED_CONCAT && t[v].from <= a - 1 &&
+                  m->layers[v - 1].fused == DCZ_FUSED_CONCAT && t[v].from <= writer(m, a) &&
                   t[a].host_at + t[a].width <= t[v].width, "%s: tensor %u in the place of %u", what, a, v);
         }
         for (uint32_t b = a + 1; b <= n; b++) {
@@ -1948,7 +1963,8 @@ static uint32_t check_places1(const dcz_model *m, const char *what)
             if (block1(t, a) != block1(t, b) || pa + t[a].width <= pb || pb + t[b].width <= pa) continue;
             if (lies_in(t, a, b) || lies_in(t, b, a)) continue;
             if (t[b].share == a && t[a].last == b - 1) continue;   /* in place */
-            CHECK(t[a].last < t[b].from, "%s, batch 1: tensor %u takes the place of tensor %u, alive until layer %u",
+            const uint32_t from = writer(m, b) < t[b].from ? writer(m, b) : t[b].from;
+            CHECK(t[a].last < from, "%s, batch 1: tensor %u takes the place of tensor %u, alive until layer %u",
                   what, b, a, t[a].last);
         }
     }
