@@ -138,8 +138,8 @@ static dcz_status describe_viewed(const dcz_model *m, uint32_t layer, dcz_layer_
         return DCZ_OK;
     }
     if (l->fused == DCZ_FUSED_CONCAT && !m->opt.force_reference) {
-        snprintf(k->why, sizeof k->why, "at batch 1 its inputs are written in its place and it copies nothing "
-                 "(other batches and runs with taps copy them)");
+        snprintf(k->why, sizeof k->why, "on the CPU at batch 1 its inputs are written in its place and it copies "
+                 "nothing (other batches, runs with taps and a GPU copy them)");
         return DCZ_OK;
     }
     if (l->fused && !m->opt.force_reference) {

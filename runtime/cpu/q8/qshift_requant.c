@@ -834,7 +834,7 @@ VNNI_TGT static void requant_sums(const dcz_conv_geom *g, const dcz_qshift *f, c
     const uint32_t rows = q->wq == g->out_w ? 1 : g->out_h, w = q->wq == g->out_w ? (uint32_t)out_plane : g->out_w;
     for (uint32_t i = 0; i < n; i++) {
         const uint32_t oc = c0 + i;
-        if (qshift_none(f, oc)) {   /* its sums unwritten, as above */
+        if (qshift_none(f, oc)) {   /* its sums unwritten, as above (its corr, add, is 0) */
             requant_fill((int32_t)(uint32_t)(uint64_t)(bias ? bias[oc] : 0), rq->mult[oc], rq->shift[oc], lo, hi,
                          out_plane, yb + oc * out_plane);
             continue;
