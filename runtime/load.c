@@ -318,7 +318,8 @@ static int place_free(const dcz_tensor *t, uint32_t nlayers, uint32_t busy, uint
  * block holds one sample then, and no chunk runs beside it; dcz_tensor.host,
  * host_at; run.c, place_of), and with it each
  * tensor the input was written in place over (the chain of in-place
- * layers that ends in it, each the last reader of the one before), so
+ * layers that ends in it, each the last reader of the one before: no
+ * tensor lies in two such chains, nor in an earlier CONCAT's), so
  * that the CONCAT has nothing to copy (DCZ_FUSED_CONCAT, layers given).
  * Its place is held from the first layer writing one of them (from), so
  * no other tensor takes it meanwhile; at other batches, and in runs with
@@ -338,7 +339,7 @@ static dcz_status place_concats(const dcz_container *c, dcz_tensor *t, uint32_t 
         int ok = 1;
         for (uint32_t k = 0; k < g.nin; k++) {
             const uint32_t u = g.in[k];
-            ok &= u > 0 && t[u].last == i && !t[u].host;
+            ok &= u > 0 && t[u].last == i;
             for (uint32_t j = 0; j < k; j++) ok &= g.in[j] != u;
         }
         if (!ok) continue;
@@ -349,7 +350,7 @@ static dcz_status place_concats(const dcz_container *c, dcz_tensor *t, uint32_t 
                 t[y].host_at = at;
                 if (t[y].from < from) from = t[y].from;
                 const uint32_t s = t[y].share;
-                if (!s || t[s].last != y - 1 || t[s].host) break;
+                if (!s || t[s].last != y - 1) break;
                 y = s;
             }
             at += t[g.in[k]].width;
