@@ -12,10 +12,11 @@
  * same ob, ptr, off and w); where the variant stores
  * its sums straight into the output (the float AVX-512 one), OUT_T (the
  * type of the output map, void by default), OUT_FILL(om, v0, T) that maps
- * a tile's vectors v0 .. v0 + T - 1 to the output, and OUT_STORE(om, oc,
- * i, v, wide) that stores vector i of the tile of channel oc through it
- * (and OUT_STORE_RES, the same adding om->res first, where om->res is
- * set), wide 1 in blocks of more than one channel, whose sums fill the
+ * a tile's vectors v0 .. v0 + T - 1 to the output, OUT_LOCAL(d, om) that
+ * declares d, the map's destination read once before a tile's stores, and
+ * OUT_STORE(&d, om, oc, i, v, wide) that stores vector i of the tile of
+ * channel oc through them (and OUT_STORE_RES, the same adding d.res first,
+ * where d.res is set), wide 1 in blocks of more than one channel, whose sums fill the
  * registers (kernels_shift.c: out_act__avx512), and
  * where the variant has vectors of half the lanes, VHLOAD(p) and VHFMA(a,
  * b, c), the low half of a vector loaded and multiplied and added in them
@@ -107,15 +108,16 @@ TGT static inline __attribute__((always_inline)) void CAT(shift_tile, SFX)(
     }
 #ifdef OUT_STORE
     if (om) {
+        OUT_LOCAL(dst, om);
 #ifdef OUT_STORE_RES
         /* a loop of its own: a test of om->res at every store cost
          * MobileNetV2-style, which has none there, 1 to 2% */
-        if (om->res) {
+        if (dst.res) {
 #pragma GCC unroll 4
             for (uint32_t o = 0; o < OB; o++)
                 if (OB == 1 || oc0 + o < om->out_c)
 #pragma GCC unroll 12
-                    for (uint32_t i = 0; i < T; i++) OUT_STORE_RES(om, oc0 + o, i, acc[o][i], OB > 1);
+                    for (uint32_t i = 0; i < T; i++) OUT_STORE_RES(&dst, om, oc0 + o, i, acc[o][i], OB > 1);
             return;
         }
 #endif
@@ -123,7 +125,7 @@ TGT static inline __attribute__((always_inline)) void CAT(shift_tile, SFX)(
         for (uint32_t o = 0; o < OB; o++)
             if (OB == 1 || oc0 + o < om->out_c)
 #pragma GCC unroll 12
-                for (uint32_t i = 0; i < T; i++) OUT_STORE(om, oc0 + o, i, acc[o][i], OB > 1);
+                for (uint32_t i = 0; i < T; i++) OUT_STORE(&dst, om, oc0 + o, i, acc[o][i], OB > 1);
         return;
     }
 #else
@@ -219,6 +221,7 @@ TGT static void CAT(shift_planes, SFX)(const FORM *f, const ET *bias, uint32_t o
 #undef OUT_FILL
 #undef OUT_STORE
 #undef OUT_STORE_RES
+#undef OUT_LOCAL
 #undef VHLOAD
 #undef VHFMA
 #undef NO_HALF
