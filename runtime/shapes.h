@@ -52,6 +52,17 @@ dcz_status dcz_conv_geom_init(dcz_conv_geom *g, uint16_t op, const int32_t *attr
  * DCZ_OP_SILU or DCZ_OP_HARD_SWISH; op 0 for none. */
 typedef struct dcz_act { uint16_t op; float lo, hi; } dcz_act;
 
+/* *act, or none where act is NULL, by value: what a kernel's stores read
+ * copied into a local before them, since a store through the vector types
+ * may alias anything, and each read *act again (a load and a test of the
+ * code before every vector, the bounds for a Clip) */
+static inline dcz_act dcz_act_of(const dcz_act *act)
+{
+    dcz_act a = { 0, 0.0f, 0.0f };
+    if (act) a = *act;
+    return a;
+}
+
 /* The references' formulas on one value that the CUDA kernels share
  * (runtime/cuda/gpu_kern.h): host and device functions under nvcc. */
 #ifdef __CUDACC__

@@ -85,11 +85,7 @@ static inline void NAME(tile)(const int mr, const int nv, uint32_t k, const TA *
         }
     }
 #ifdef VACT
-    /* the activation read once: a store through the vectors' types may
-     * alias anything, so each vector's read act again (RegNetX-400MF's 32
-     * -> 32 over 112 x 112 alone, k = 32: 156 -> 151 us, one core of an
-     * AMD EPYC, Zen 5) */
-    const dcz_act fa = act ? *act : (dcz_act){ 0, 0.0f, 0.0f };
+    const dcz_act fa = dcz_act_of(act);   /* read once (dcz_act_of) */
 #endif
 #pragma GCC unroll 8
     for (int i = 0; i < mr; i++)

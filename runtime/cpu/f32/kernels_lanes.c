@@ -327,6 +327,8 @@ static inline void lanes_groups(const dcz_sparse *s, uint32_t g0, uint32_t g1, c
                                 const dcz_act *act, const float *panels, float *y, __m512 cb0, __m512 cb1,
                                 const int narrow)
 {
+    const dcz_act act_local = dcz_act_of(act);   /* read once (dcz_act_of) */
+    act = &act_local;
     for (uint32_t g = g0; g < g1; g += 2) {
         const int pair = g + 1 < g1;
         const uint32_t r0 = g * DCZ_LANE_ROWS, r1 = r0 + DCZ_LANE_ROWS;

@@ -246,6 +246,8 @@ __attribute__((target("avx2,fma")))
 void dcz_spmv_lanes8__avx2(const dcz_sparse *s, uint32_t g0, uint32_t g1, const float *bias,
                            const dcz_act *act, const float *panels, float *y)
 {
+    const dcz_act act_local = dcz_act_of(act);   /* read once (dcz_act_of) */
+    act = &act_local;
     const uint16_t *base = s->lbase;
     const int8_t *off = s->loff;
     const float *w = s->lw;

@@ -160,14 +160,10 @@ static void split(const dcz_conv_geom *g, const split_geom *q, const float *x, f
  * AMD EPYC, Zen 3), see OUT_STORE there. */
 /* Where a tile's sums go, which its stores read: copied into a local
  * (OUT_LOCAL) before them, since a store through the vectors' types may
- * alias anything, and each store read these again, with the activation's
- * code and bounds: eight loads and a multiply a vector, about as many loads
- * as the taps of a block of few (the first convolutions; pruned blocks).
- * One core of an AMD EPYC (Zen 5), batch 1, medians of alternated runs in
- * both orders: 90% pruned 4-bit MobileNetV3-Small 0.91-0.92 of the time,
- * MobileNetV2 0.93-0.94, EfficientNet-B0 0.94-0.96, ShuffleNetV2 0.94-0.95,
- * SqueezeNet 1.1 0.96-0.98, ResNet-18 0.99; dense MobileNetV2 0.98-0.99,
- * the other dense ones within noise. */
+ * alias anything, and each store read these again with the activation
+ * (dcz_act_of): eight loads and a multiply a vector, about as many loads as
+ * the taps of a block of few (first convolutions, pruned blocks;
+ * bench/cpu-profile.md). */
 typedef struct tile_dst {
     float *y;                   /* the sample's output, planes plane cells apart */
     const float *res;           /* the residual added before act (AVX-512 only), or NULL; y's
@@ -647,7 +643,7 @@ static void shift_blocks(const shift_job *j, uint32_t b0, uint32_t b1)
     dcz_shift sub = *j->f;
     sub.ptr = j->f->ptr + b0;
     tile_out om = { .d = { .y = j->y + at, .res = j->res ? j->res + at : NULL, .plane = out_plane,
-                           .act = j->act ? *j->act : no_act, .call = j->act ? j->act : &no_act },
+                           .act = dcz_act_of(j->act), .call = j->act ? j->act : &no_act },
                     .out_c = c1 - c0, .out_w = g->out_w, .wq = (uint32_t)q->wq, .cells = (size_t)g->out_h * q->wq };
     j->planes(&sub, j->bias ? j->bias + c0 : NULL, c1 - c0, q->out16, om.cells, j->xs, j->t, &om);
 }
@@ -746,7 +742,7 @@ void dcz_shift_pixels__avx512(const dcz_conv_geom *g, const dcz_shift *f, const 
                               const float *x, size_t p0, size_t n, float *y, size_t ystride)
 {
     /* the n pixels one row of the map: every lane an output */
-    tile_out om = { .d = { .y = y, .res = NULL, .plane = ystride, .act = act ? *act : no_act,
+    tile_out om = { .d = { .y = y, .res = NULL, .plane = ystride, .act = dcz_act_of(act),
                            .call = act ? act : &no_act },
                     .out_c = g->out_c, .out_w = (uint32_t)n, .wq = (uint32_t)n, .cells = n };
     shift_planes__avx512(f, bias, g->out_c, n, n, x + p0, NULL, &om);

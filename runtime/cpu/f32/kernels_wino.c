@@ -332,37 +332,42 @@ static void out_ref(const dcz_wino *g, const float *bias, const dcz_act *act, co
 #define WINO_VECTOR(SFX, TGT, V, L, LOAD, STORE, ZERO, ADD, SUB, ACT)                                       \
     TGT static void in##SFX(const dcz_wino *g, const float *p, size_t u0, size_t n, float *v)                  \
     {                                                                                                           \
+        const size_t C = g->C, PW = g->PW, vs = g->vs;   /* read once (out##SFX) */                             \
         for (size_t u = 0; u < n; u++) {                                                                        \
             const float *q = tile_in(g, p, u0 + u);                                                             \
-            for (size_t c = 0; c < g->C; c += L) {                                                              \
+            for (size_t c = 0; c < C; c += L) {                                                                 \
                 V d[4][4], e[16];                                                                               \
                 for (int i = 0; i < 4; i++)                                                                     \
-                    for (int k = 0; k < 4; k++) d[i][k] = LOAD(q + ((size_t)i * g->PW + k) * g->C + c);         \
+                    for (int k = 0; k < 4; k++) d[i][k] = LOAD(q + ((size_t)i * PW + k) * C + c);               \
                 WINO_IN(V, ADD, SUB, d, e);                                                                     \
-                for (int xi = 0; xi < 16; xi++) STORE(v + (size_t)xi * g->vs + u * g->C + c, e[xi]);           \
+                for (int xi = 0; xi < 16; xi++) STORE(v + (size_t)xi * vs + u * C + c, e[xi]);                 \
             }                                                                                                   \
         }                                                                                                       \
     }                                                                                                           \
     TGT static void out##SFX(const dcz_wino *g, const float *bias, const dcz_act *act, const float *m, size_t u0, \
                              size_t n, float *f)                                                                \
     {                                                                                                           \
-        const size_t ohw = g->OH * g->OW;                                                                       \
+        /* g and act read once: a store through the vector types may alias                                      \
+         * anything (dcz_act_of) */                                                                             \
+        const size_t OH = g->OH, OW = g->OW, K = g->K, T = g->T, TW = g->TW, ms = g->ms, kp = g->kp;            \
+        const dcz_act a1 = dcz_act_of(act);                                                                     \
+        const size_t ohw = OH * OW;                                                                             \
         for (size_t u = 0; u < n; u++) {                                                                        \
-            const size_t s = (u0 + u) / g->T, t = (u0 + u) % g->T, oy = 2 * (t / g->TW), ox = 2 * (t % g->TW);   \
-            const int down = oy + 1 < g->OH, across = ox + 1 < g->OW;                                          \
-            float *o = f + (s * ohw + oy * g->OW + ox) * g->K;                                                  \
-            for (size_t k = 0; k < g->K; k += L) {                                                              \
+            const size_t s = (u0 + u) / T, t = (u0 + u) % T, oy = 2 * (t / TW), ox = 2 * (t % TW);               \
+            const int down = oy + 1 < OH, across = ox + 1 < OW;                                                 \
+            float *o = f + (s * ohw + oy * OW + ox) * K;                                                        \
+            for (size_t k = 0; k < K; k += L) {                                                                 \
                 V e[16], y[2][2];                                                                               \
-                for (int xi = 0; xi < 16; xi++) e[xi] = LOAD(m + (size_t)xi * g->ms + u * g->kp + k);          \
+                for (int xi = 0; xi < 16; xi++) e[xi] = LOAD(m + (size_t)xi * ms + u * kp + k);                \
                 const V b = bias ? LOAD(bias + k) : ZERO();                                                     \
                 WINO_OUT(V, ADD, SUB, e, b, y);                                                                 \
                 for (int a = 0; a < 2; a++)                                                                     \
-                    for (int c = 0; c < 2; c++) y[a][c] = ACT(y[a][c], act);                                    \
+                    for (int c = 0; c < 2; c++) y[a][c] = ACT(y[a][c], &a1);                                    \
                 STORE(o + k, y[0][0]);                                                                          \
-                if (across) STORE(o + g->K + k, y[0][1]);                                                       \
+                if (across) STORE(o + K + k, y[0][1]);                                                          \
                 if (down) {                                                                                     \
-                    STORE(o + g->OW * g->K + k, y[1][0]);                                                       \
-                    if (across) STORE(o + (g->OW + 1) * g->K + k, y[1][1]);                                     \
+                    STORE(o + OW * K + k, y[1][0]);                                                             \
+                    if (across) STORE(o + (OW + 1) * K + k, y[1][1]);                                           \
                 }                                                                                               \
             }                                                                                                   \
         }                                                                                                       \

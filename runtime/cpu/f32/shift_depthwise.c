@@ -107,6 +107,8 @@ static inline void dw_rows__avx512(const size_t NV, const size_t R, const int S2
                                    const uint8_t *kx, const float *w, uint32_t n, float b, size_t nrows,
                                    size_t out_w, const dcz_act *act, float *y)
 {
+    const dcz_act act_local = dcz_act_of(act);   /* read once (dcz_act_of) */
+    act = &act_local;
     const __m512i even = _mm512_set_epi32(30, 28, 26, 24, 22, 20, 18, 16, 14, 12, 10, 8, 6, 4, 2, 0);
     __m512 acc[8][2];
 #pragma GCC unroll 8
@@ -164,6 +166,8 @@ static inline void dw_rows1__avx512(const size_t NV, const size_t R, const __mma
                                     const __m512i *idx, const float *w, uint32_t n, float b, size_t nrows,
                                     size_t out_w, __mmask16 tail, const dcz_act *act, float *y)
 {
+    const dcz_act act_local = dcz_act_of(act);   /* read once (dcz_act_of) */
+    act = &act_local;
     __m512 acc[8][2];
 #pragma GCC unroll 8
     for (size_t r = 0; r < R; r++)
@@ -247,6 +251,8 @@ static inline void dw_full__avx512(const int S, const int K, const int NV, const
                                    const float *const *rp, const float *w, float b, size_t nrows, size_t out_w,
                                    __mmask16 tail, const dcz_act *act, float *y)
 {
+    const dcz_act act_local = dcz_act_of(act);   /* read once (dcz_act_of) */
+    act = &act_local;
     const int P = (K - 1) / 2;
     const __m512i even = _mm512_set_epi32(30, 28, 26, 24, 22, 20, 18, 16, 14, 12, 10, 8, 6, 4, 2, 0);
     const __m512i odd = _mm512_set_epi32(31, 29, 27, 25, 23, 21, 19, 17, 15, 13, 11, 9, 7, 5, 3, 1);
@@ -432,6 +438,8 @@ static inline void dw_plane_vectors__avx512(const size_t NV, const float *xc, fl
                                             const uint8_t *tk, const float *w, uint32_t n, float b,
                                             const dcz_act *act)
 {
+    const dcz_act act_local = dcz_act_of(act);   /* read once (dcz_act_of) */
+    act = &act_local;
     __m512 x0[DW_PLANE_VECTORS], x1[DW_PLANE_VECTORS], acc[DW_PLANE_VECTORS];
 #pragma GCC unroll 4
     for (size_t j = 0; j < NV; j++) {
@@ -670,6 +678,8 @@ __attribute__((target("avx512f")))
 static void dw_scale__avx512(const dcz_conv_geom *g, const dcz_shift *f, const float *bias, const float *x,
                              size_t batch, const dcz_act *act, uint32_t c0, uint32_t c1, float *y)
 {
+    const dcz_act act_local = dcz_act_of(act);   /* read once (dcz_act_of) */
+    act = &act_local;
     const size_t plane = (size_t)g->in_h * g->in_w;
     const __mmask16 tail = (__mmask16)((1u << (plane % 16)) - 1);
     for (size_t b = 0; b < batch; b++)
@@ -913,6 +923,8 @@ static inline void dw_rows__avx2(const size_t NV, const size_t R, const int S2, 
                                  uint32_t n, float b, size_t nrows, size_t out_w, uint32_t last, const dcz_act *act,
                                  float *y)
 {
+    const dcz_act act_local = dcz_act_of(act);   /* read once (dcz_act_of) */
+    act = &act_local;
     __m256 acc[8][4];
 #pragma GCC unroll 8
     for (size_t r = 0; r < R; r++)
@@ -1013,6 +1025,8 @@ __attribute__((target("avx2,fma")))
 static void dw_scale__avx2(const dcz_conv_geom *g, const dcz_shift *f, const float *bias, const float *x,
                            size_t batch, const dcz_act *act, uint32_t c0, uint32_t c1, float *y)
 {
+    const dcz_act act_local = dcz_act_of(act);   /* read once (dcz_act_of) */
+    act = &act_local;
     const size_t plane = (size_t)g->in_h * g->in_w;
     const __m256i tail = dcz_mask8__avx2((uint32_t)(plane % 8));
     for (size_t b = 0; b < batch; b++)
@@ -1162,6 +1176,8 @@ __attribute__((target("avx2,fma"), always_inline))
 static inline void dw_lanes_cells__avx2(const int O, const float *t, size_t sw, const float *wt, const uint32_t *toff,
                                         uint32_t n, __m256 b, const dcz_act *act, float *q)
 {
+    const dcz_act act_local = dcz_act_of(act);   /* read once (dcz_act_of) */
+    act = &act_local;
     __m256 acc[4];
 #pragma GCC unroll 4
     for (int o = 0; o < O; o++) acc[o] = b;
@@ -1183,6 +1199,8 @@ __attribute__((target("avx2,fma"), always_inline))
 static inline void dw_lanes_cells3__avx2(const int O, const float *t, size_t wp, uint32_t kh, const float *wt,
                                          __m256 b, const dcz_act *act, float *q)
 {
+    const dcz_act act_local = dcz_act_of(act);   /* read once (dcz_act_of) */
+    act = &act_local;
     __m256 acc[6], xr[8];
 #pragma GCC unroll 6
     for (int o = 0; o < O; o++) acc[o] = b;
