@@ -61,6 +61,8 @@
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
+#include <unistd.h>
 
 #include "runtime/cpu/f32/conv.h"
 #include "runtime/cpu/f32/dense.h"
@@ -781,13 +783,40 @@ static int gemm_dispatch(dcz_isa isa, const dcz_act *act, size_t m, size_t n, ui
 
 typedef struct gemm_tally {
     size_t ran[7], unlike, far, past, acted, cut;   /* ran: per entry of gemm_case's table */
+    size_t unpadded;                                /* cases with B unpadded */
 } gemm_tally;
+
+/* floats that end where a page that cannot be read begins, so that a
+ * read past them faults (guard_free gives them back) */
+typedef struct guarded { void *base; size_t bytes; float *p; } guarded;
+
+static float *guard_alloc(guarded *g, size_t floats)
+{
+    const size_t page = (size_t)sysconf(_SC_PAGESIZE), want = floats * sizeof(float);
+    g->bytes = (want + page - 1) / page * page + page;
+    g->base = NULL;
+    if (posix_memalign(&g->base, page, g->bytes) != 0) return NULL;
+    if (mprotect((char *)g->base + g->bytes - page, page, PROT_NONE) != 0) {
+        free(g->base);
+        return NULL;
+    }
+    return g->p = (float *)(void *)((char *)g->base + g->bytes - page - want);
+}
+
+static void guard_free(guarded *g)
+{
+    const size_t page = (size_t)sysconf(_SC_PAGESIZE);
+    mprotect((char *)g->base + g->bytes - page, page, PROT_READ | PROT_WRITE);
+    free(g->base);
+}
 
 /* One product of m x k by k x n, each variant against the reference, the
  * reference against a sum in double, three kinds of bias; and with each
  * activation after it (dcz_gemm_f32_act_isa against dcz_gemm_f32_act_ref,
- * which is dcz_act_one over the reference's outputs). */
-static void gemm_case(size_t m, size_t n, uint32_t k, gemm_tally *t)
+ * which is dcz_act_one over the reference's outputs). B's rows padded to
+ * whole vectors, or (unpadded) n apart, B then ending where a page that
+ * faults on reading begins. */
+static void gemm_case(size_t m, size_t n, uint32_t k, int unpadded, gemm_tally *t)
 {
     const struct { const char *name; dcz_isa isa; gemm_isa_fn fn; } vs[] = {
         { "avx512", DCZ_ISA_AVX512, gemm_plain_isa }, { "avx2", DCZ_ISA_AVX2, gemm_plain_isa },
@@ -799,9 +828,10 @@ static void gemm_case(size_t m, size_t n, uint32_t k, gemm_tally *t)
                              { DCZ_OP_SILU, 0.0f, 0.0f }, { DCZ_OP_HARD_SWISH, 0.0f, 0.0f } };
     float *plain = malloc(m * (n + 3) * 4);
     REQUIRE(plain, "out of memory");
-    const size_t ldb = dcz_gemm_ldb(n), ldc = n + 3;
+    const size_t ldb = unpadded ? n : dcz_gemm_ldb(n), ldc = n + 3;
     const size_t lda = (size_t)k + 2;
-    float *a = malloc((m * lda + 1) * 4), *b = malloc(((size_t)k * ldb + 1) * 4);
+    guarded gb;
+    float *a = malloc((m * lda + 1) * 4), *b = guard_alloc(&gb, (size_t)k * ldb + !unpadded);
     float *bm = malloc(m * 4), *bn = malloc(n * 4);
     float *want = malloc(m * ldc * 4), *c = malloc(m * ldc * 4);
     REQUIRE(a && b && bm && bn && want && c, "out of memory");
@@ -850,7 +880,9 @@ static void gemm_case(size_t m, size_t n, uint32_t k, gemm_tally *t)
             }
         }
     }
-    free(a); free(b); free(bm); free(bn); free(want); free(c); free(plain);
+    free(a); free(bm); free(bn); free(want); free(c); free(plain);
+    guard_free(&gb);
+    t->unpadded += unpadded;
 }
 
 static void test_gemm(void)
@@ -876,11 +908,13 @@ static void test_gemm(void)
          * and of 576 KB (past both) */
         { 301, 130, 600 }, { 301, 130, 1000 },
     };
-    gemm_tally t = { { 0 }, 0, 0, 0, 0, 0 };
+    gemm_tally t = { { 0 }, 0, 0, 0, 0, 0, 0 };
     for (size_t mi = 0; mi < sizeof ms / sizeof *ms; mi++)
         for (size_t ni = 0; ni < sizeof ns / sizeof *ns; ni++)
-            for (size_t ki = 0; ki < sizeof ks / sizeof *ks; ki++) gemm_case(ms[mi], ns[ni], ks[ki], &t);
-    for (size_t i = 0; i < sizeof big / sizeof *big; i++) gemm_case(big[i].m, big[i].n, big[i].k, &t);
+            for (size_t ki = 0; ki < sizeof ks / sizeof *ks; ki++)
+                for (int u = 0; u < 1 + (ns[ni] % DCZ_GEMM_PAD != 0); u++) gemm_case(ms[mi], ns[ni], ks[ki], u, &t);
+    for (size_t i = 0; i < sizeof big / sizeof *big; i++)
+        for (int u = 0; u < 1 + (big[i].n % DCZ_GEMM_PAD != 0); u++) gemm_case(big[i].m, big[i].n, big[i].k, u, &t);
     CHECK(t.ran[3] > 0 && (t.ran[0] > 0 || t.ran[1] > 0 || t.ran[2] > 0 || !dcz_gemm_f32_variant()),
           "variants run: avx512 %zu, avx2 %zu, neon %zu, dispatch %zu", t.ran[0], t.ran[1], t.ran[2], t.ran[3]);
     CHECK(t.far == 0, "%zu reference outputs beyond 1e-6 of their |a b| sum", t.far);
@@ -889,6 +923,7 @@ static void test_gemm(void)
     CHECK(t.ran[4] + t.ran[5] + t.ran[6] > 0 || !dcz_gemm_f32_variant(), "no variant ran with an activation");
     CHECK(t.acted == 0, "%zu outputs of dcz_gemm_f32_act_ref are not the activation of the product's", t.acted);
     CHECK(t.cut > 0, "no activation changed an output");
+    CHECK(t.unpadded > 50, "only %zu products on B unpadded", t.unpadded);
 }
 
 static void test_im2col_k(void)

@@ -20,9 +20,11 @@
  * products in order, each by a fused multiply-add (fmaf). The reference
  * loops; dcz_gemm_f32 runs the best vector variant of this machine
  * (kernels_gemm.c), dcz_gemm_f32_isa the one asked for (0: this build or
- * machine lacks it, nothing written): they read whole vectors of B's rows,
- * so ldb is at least n rounded up to DCZ_GEMM_PAD and B's last row is that
- * long, the padding any finite values. All of them give the same bits. */
+ * machine lacks it, nothing written): ldb is at least n; they read whole
+ * vectors of B's rows, past a row's n columns into the next row (whatever
+ * its values: those lanes are never stored), but not past the n columns of
+ * B's last row, so B may be a tensor whose rows are its planes, unpadded.
+ * All of them give the same bits. */
 #define DCZ_GEMM_PAD 16
 static inline size_t dcz_gemm_ldb(size_t n) { return (n + DCZ_GEMM_PAD - 1) / DCZ_GEMM_PAD * DCZ_GEMM_PAD; }
 void dcz_gemm_f32_ref(size_t m, size_t n, uint32_t k, const float *a, size_t lda, const float *b, size_t ldb,
@@ -49,7 +51,8 @@ const char *dcz_gemm_f32_variant(void);
  * (two products). The vector variants (AVX-512BW, AVX2: vpmaddwd) sum in
  * 32 bits, so every sum, the bias included, must fit 32 bits, which the
  * loader checks for the 8-bit schemes; then all give the same integers.
- * ldb and B's padding as dcz_gemm_f32's. */
+ * ldb at least n rounded up to DCZ_GEMM_PAD, and B's last row that long
+ * (the vector variants read whole vectors of every row). */
 void dcz_qgemm_ref(size_t m, size_t n, uint32_t k2, const int32_t *a, size_t lda, const int32_t *b, size_t ldb,
                    const int64_t *bias_m, int64_t *c, size_t ldc);
 void dcz_qgemm(size_t m, size_t n, uint32_t k2, const int32_t *a, size_t lda, const int32_t *b, size_t ldb,

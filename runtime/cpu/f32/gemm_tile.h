@@ -45,6 +45,27 @@
 #define CAT(a, b) CAT_(a, b)
 #define NAME(n) CAT(n, SFX)
 
+#ifndef VLOADB_PART
+#define VLOADB_PART(p, n) VLOAD(p)   /* the integer product: B padded */
+#endif
+
+/* One step of k of a tile: B's row at bp (its last vector's first `last`
+ * columns alone where part), times A's column at ap, into acc */
+TGT __attribute__((always_inline))
+static inline void NAME(step)(const int mr, const int nv, const int part, const TA *ap, size_t lda, const TB *bp,
+                              uint32_t last, V (*acc)[NV1])
+{
+    V bv[NV1];
+#pragma GCC unroll 8
+    for (int v = 0; v < nv; v++) bv[v] = part && v == nv - 1 ? VLOADB_PART(bp + v * L, last) : VLOAD(bp + v * L);
+#pragma GCC unroll 8
+    for (int i = 0; i < mr; i++) {
+        const V av = VSET1(ap[(size_t)i * lda]);
+#pragma GCC unroll 8
+        for (int v = 0; v < nv; v++) acc[i][v] = VFMA(av, bv[v], acc[i][v]);
+    }
+}
+
 /* Rows mr (constant) of C by nv (constant) vectors of columns, the last
  * one with `last` columns (1..L). */
 TGT __attribute__((always_inline))
@@ -72,18 +93,14 @@ static inline void NAME(tile)(const int mr, const int nv, uint32_t k, const TA *
 #pragma GCC unroll 8
             for (int v = 0; v < nv; v++) CPREFETCH(c + (size_t)i * ldc + v * L);
 #endif
-    for (uint32_t p = 0; p < k; p++) {
-        const TB *bp = b + (size_t)p * ldb;
-        V bv[NV1];
-#pragma GCC unroll 8
-        for (int v = 0; v < nv; v++) bv[v] = VLOAD(bp + v * L);
-#pragma GCC unroll 8
-        for (int i = 0; i < mr; i++) {
-            const V av = VSET1(a[(size_t)i * lda + p]);
-#pragma GCC unroll 8
-            for (int v = 0; v < nv; v++) acc[i][v] = VFMA(av, bv[v], acc[i][v]);
-        }
-    }
+    /* a row's last vector read whole runs L - last cells past its columns,
+     * into the rows after it: the last rows, within L cells of B's end
+     * (dcz_gemm_f32: B unpadded, no memory after it), read it only to
+     * their last columns */
+    const size_t tail = last == L ? 0 : ldb ? (L + ldb - 1) / ldb : k;
+    const uint32_t whole = k > tail ? k - (uint32_t)tail : 0;
+    for (uint32_t p = 0; p < whole; p++) NAME(step)(mr, nv, 0, a + p, lda, b + (size_t)p * ldb, last, acc);
+    for (uint32_t p = whole; p < k; p++) NAME(step)(mr, nv, 1, a + p, lda, b + (size_t)p * ldb, last, acc);
 #ifdef VACT
     const dcz_act fa = dcz_act_of(act);   /* read once (dcz_act_of) */
 #endif
@@ -193,15 +210,20 @@ TGT static void NAME(gemv_rows)(size_t n, uint32_t k, const TA *a, const TB *b, 
             for (int r = 0; r < GEMV_ROWS; r++) ar[r] = VSET1(a[p + r]);
             for (size_t v = 0; v < nv; v++) {
                 V x = VLOAD(s + v * L);
+                if (v + 1 == nv && last < L)   /* the rows' last columns alone (B unpadded) */
+                    for (int r = 0; r < GEMV_ROWS; r++) x = VFMA(ar[r], VLOADB_PART(bp + (size_t)r * ldb + v * L, last), x);
+                else
 #pragma GCC unroll 16
-                for (int r = 0; r < GEMV_ROWS; r++) x = VFMA(ar[r], VLOAD(bp + (size_t)r * ldb + v * L), x);
+                    for (int r = 0; r < GEMV_ROWS; r++) x = VFMA(ar[r], VLOAD(bp + (size_t)r * ldb + v * L), x);
                 VSTORE(s + v * L, x);
             }
         }
         for (; p < k; p++) {
             const TB *bp = b + (size_t)p * ldb + j0;
             const V ap = VSET1(a[p]);
-            for (size_t v = 0; v < nv; v++) VSTORE(s + v * L, VFMA(ap, VLOAD(bp + v * L), VLOAD(s + v * L)));
+            for (size_t v = 0; v < nv; v++)
+                VSTORE(s + v * L, VFMA(ap, v + 1 == nv && last < L ? VLOADB_PART(bp + v * L, last) : VLOAD(bp + v * L),
+                                       VLOAD(s + v * L)));
         }
         for (size_t v = 0; v < nv; v++) {
             V x = VLOAD(s + v * L);
@@ -329,6 +351,7 @@ TGT static void NAME(gemm)(size_t m, size_t n, uint32_t k, const TA *a, size_t l
 #undef VSTORE
 #undef VSTORE_PART
 #undef VLOAD_PART
+#undef VLOADB_PART
 #undef MR
 #undef KC
 #undef KR

@@ -500,15 +500,13 @@ void dcz_im2col_k(const dcz_conv_geom *g, const float *x, float *col, size_t ldb
 }
 
 /* Whether g's patches are its input as it lies: a 1 x 1 window at stride 1
- * without padding, over planes of whole vectors (the rows dcz_gemm_f32
- * reads whole). The copy it saves, dense MobileNetV2-style's 28 x 28
- * expansions' inputs, was about 1.5% of that model at batch 64 (perf: the
- * copies' share 5.3 -> 3.7%; its other 1 x 1 layers, over 14 x 14 and 7 x 7,
- * still copy into rows padded to whole vectors). */
+ * without padding, whose planes dcz_gemm_f32 reads as B's rows, unpadded.
+ * The copy into rows padded to whole vectors that it saves was about 1.5%
+ * of the MobileNetV2-style preset at batch 64 over 28 x 28 planes, and
+ * every layer over 14 x 14 and 7 x 7 made it (bench/cpu-profile.md). */
 static int patches_are_input(const dcz_conv_geom *g)
 {
-    const size_t pixels = (size_t)g->out_h * g->out_w;
-    return dcz_conv_pointwise(g) && dcz_gemm_ldb(pixels) == pixels;
+    return dcz_conv_pointwise(g);
 }
 
 /* Rows [lo, hi) of part `part` of a dense product over one sample's
@@ -544,10 +542,10 @@ void dcz_conv2d_dense_im2col_pool(dcz_pool *pool, const dcz_conv_geom *g, const 
                                   const float *x, size_t batch, int ref, const dcz_act *act, float *scratch,
                                   float *y)
 {
-    const size_t pixels = (size_t)g->out_h * g->out_w, ldb = dcz_gemm_ldb(pixels);
+    const int direct = patches_are_input(g);
+    const size_t pixels = (size_t)g->out_h * g->out_w, ldb = direct ? pixels : dcz_gemm_ldb(pixels);
     const uint32_t k = g->in_c * g->kh * g->kw, parts = pool ? dcz_pool_threads(pool) : 1;
     const size_t in_sample = (size_t)g->in_c * g->in_h * g->in_w, out_sample = pixels * g->out_c;
-    const int direct = patches_are_input(g);
     for (size_t b = 0; b < batch; b++) {
         const float *col = scratch;
         if (direct) col = x + b * in_sample;

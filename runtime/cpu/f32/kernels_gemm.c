@@ -3,8 +3,10 @@
  * integer product of the 8-bit schemes (AVX-512BW, AVX2).
  *
  * C (m, n) = A (m, k) B (k, n) plus a bias per row or per column of C. The
- * vectors run along C's columns (B's rows are contiguous and padded to
- * DCZ_GEMM_PAD elements, so whole vectors are always read), A's elements
+ * vectors run along C's columns (whole vectors of B's rows are read, into
+ * the next row where a row ends inside one, masked on B's last row: the
+ * float product takes B unpadded; the integer one's rows are padded to
+ * DCZ_GEMM_PAD elements), A's elements
  * are broadcast, and a tile keeps MR rows by NV vectors of sums in
  * registers over k, or a block of k, the float products storing them into
  * C between blocks and loading them back exactly (gemm_tile.h, one
@@ -95,6 +97,7 @@ static uint32_t gemv_band(void)
 #define VSTORE(p, v) _mm512_storeu_ps(p, v)
 #define VSTORE_PART(p, v, n) _mm512_mask_storeu_ps(p, (__mmask16)((1u << (n)) - 1), v)
 #define VLOAD_PART(p, n) _mm512_maskz_loadu_ps((__mmask16)((1u << (n)) - 1), p)
+#define VLOADB_PART(p, n) VLOAD_PART(p, n)
 #define MR 6
 #define NV 4
 #define NV1 8
@@ -133,6 +136,7 @@ static uint32_t gemv_band(void)
 #define VSTORE(p, v) _mm256_storeu_ps(p, v)
 #define VSTORE_PART(p, v, n) _mm256_maskstore_ps(p, mask8(n), v)
 #define VLOAD_PART(p, n) _mm256_maskload_ps(p, mask8(n))
+#define VLOADB_PART(p, n) VLOAD_PART(p, n)
 #define MR 6
 #define NV 2
 #define NV1 8
@@ -172,6 +176,7 @@ static inline float32x4_t load_part__neon(const float *p, uint32_t n)
 #define VSTORE(p, v) vst1q_f32(p, v)
 #define VSTORE_PART(p, v, n) store_part__neon(p, v, n)
 #define VLOAD_PART(p, n) load_part__neon(p, n)
+#define VLOADB_PART(p, n) VLOAD_PART(p, n)
 #define MR 6
 #define NV 4
 #define NV1 8
