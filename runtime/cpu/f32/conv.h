@@ -88,9 +88,9 @@ void dcz_conv2d_dense_im2col_pool(dcz_pool *pool, const dcz_conv_geom *g, const 
                                   float *y);
 int dcz_conv2d_dense_splits(const dcz_conv_geom *g);
 /* A dense 1 x 1 convolution at stride 1 by pixel rows: each sample's input
- * transposed to (pixels, in_c) rows, times the weights transposed by
- * panels of DCZ_PIXELS_PANEL output channels (dcz_conv_weights_by_panel),
- * a panel at a time, by dcz_gemm_f32_act, bias per output channel, then
+ * read as (pixels, in_c) rows (its planes by columns: dcz_gemm_f32_strided),
+ * times the weights transposed by panels of DCZ_PIXELS_PANEL output
+ * channels (dcz_conv_weights_by_panel), a panel at a time, bias per output channel, then
  * the product (pixels, out_c) transposed into the output planes. A panel's
  * weights lie in the order the product reads them, so that they stream
  * from memory in order: AMD EPYC (Zen 5), one thread, batch 1, dcz bench

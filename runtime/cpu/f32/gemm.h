@@ -43,6 +43,17 @@ void dcz_gemm_f32_act(const dcz_act *act, size_t m, size_t n, uint32_t k, const 
 int dcz_gemm_f32_act_isa(dcz_isa isa, const dcz_act *act, size_t m, size_t n, uint32_t k, const float *a,
                          size_t lda, const float *b, size_t ldb, const float *bias_m, const float *bias_n, float *c,
                          size_t ldc);
+/* The same with A's columns ka floats apart: A (i, p) at a[i lda + p ka]
+ * (ka 1 above), so that A may be a matrix laid out by columns (lda 1): a
+ * 1 x 1 convolution's input planes read as its pixels' rows. */
+void dcz_gemm_f32_strided_ref(const dcz_act *act, size_t m, size_t n, uint32_t k, const float *a, size_t lda,
+                              size_t ka, const float *b, size_t ldb, const float *bias_m, const float *bias_n,
+                              float *c, size_t ldc);
+void dcz_gemm_f32_strided(const dcz_act *act, size_t m, size_t n, uint32_t k, const float *a, size_t lda, size_t ka,
+                          const float *b, size_t ldb, const float *bias_m, const float *bias_n, float *c, size_t ldc);
+int dcz_gemm_f32_strided_isa(dcz_isa isa, const dcz_act *act, size_t m, size_t n, uint32_t k, const float *a,
+                             size_t lda, size_t ka, const float *b, size_t ldb, const float *bias_m,
+                             const float *bias_n, float *c, size_t ldc);
 /* The variant dcz_gemm_f32 runs here ("avx512", "avx2", "neon"), NULL: the reference. */
 const char *dcz_gemm_f32_variant(void);
 /* The integer product of the 8-bit schemes: C (m, n) int64 = bias_m + A B

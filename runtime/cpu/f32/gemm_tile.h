@@ -69,7 +69,7 @@ static inline void NAME(step)(const int mr, const int nv, const int part, const 
 /* Rows mr (constant) of C by nv (constant) vectors of columns, the last
  * one with `last` columns (1..L). */
 TGT __attribute__((always_inline))
-static inline void NAME(tile)(const int mr, const int nv, uint32_t k, const TA *a, size_t lda, const TB *b,
+static inline void NAME(tile)(const int mr, const int nv, uint32_t k, const TA *a, size_t lda, size_t ka, const TB *b,
                               size_t ldb, const TBIAS *bias_m, const TBIAS *bias_n, TC *c, size_t ldc,
                               uint32_t last, int from_c, const dcz_act *act)
 {
@@ -99,8 +99,8 @@ static inline void NAME(tile)(const int mr, const int nv, uint32_t k, const TA *
      * their last columns */
     const size_t tail = last == L ? 0 : ldb ? (L + ldb - 1) / ldb : k;
     const uint32_t whole = k > tail ? k - (uint32_t)tail : 0;
-    for (uint32_t p = 0; p < whole; p++) NAME(step)(mr, nv, 0, a + p, lda, b + (size_t)p * ldb, last, acc);
-    for (uint32_t p = whole; p < k; p++) NAME(step)(mr, nv, 1, a + p, lda, b + (size_t)p * ldb, last, acc);
+    for (uint32_t p = 0; p < whole; p++) NAME(step)(mr, nv, 0, a + (size_t)p * ka, lda, b + (size_t)p * ldb, last, acc);
+    for (uint32_t p = whole; p < k; p++) NAME(step)(mr, nv, 1, a + (size_t)p * ka, lda, b + (size_t)p * ldb, last, acc);
 #ifdef VACT
     const dcz_act fa = dcz_act_of(act);   /* read once (dcz_act_of) */
 #endif
@@ -119,17 +119,17 @@ static inline void NAME(tile)(const int mr, const int nv, uint32_t k, const TA *
         }
 }
 
-typedef void (*NAME(tile_fn))(uint32_t k, const TA *a, size_t lda, const TB *b, size_t ldb,
+typedef void (*NAME(tile_fn))(uint32_t k, const TA *a, size_t lda, size_t ka, const TB *b, size_t ldb,
                               const TBIAS *bias_m, const TBIAS *bias_n, TC *c, size_t ldc, uint32_t last,
                               int from_c, const dcz_act *act);
 
 #define TILE(R, N)                                                                                      \
-    TGT static void CAT(NAME(tile), _##R##x##N)(uint32_t k, const TA *a, size_t lda, const TB *b,       \
+    TGT static void CAT(NAME(tile), _##R##x##N)(uint32_t k, const TA *a, size_t lda, size_t ka, const TB *b, \
                                                 size_t ldb, const TBIAS *bias_m, const TBIAS *bias_n,  \
                                                 TC *c, size_t ldc, uint32_t last, int from_c,          \
                                                 const dcz_act *act)                                     \
     {                                                                                                   \
-        NAME(tile)(R, N, k, a, lda, b, ldb, bias_m, bias_n, c, ldc, last, from_c, act);                 \
+        NAME(tile)(R, N, k, a, lda, ka, b, ldb, bias_m, bias_n, c, ldc, last, from_c, act);             \
     }
 #define TILE_ROW(R) TILE(R, 1) TILE(R, 2) TILE(R, 3) TILE(R, 4)
 TILE_ROW(1) TILE_ROW(2) TILE_ROW(3) TILE_ROW(4)
@@ -163,7 +163,7 @@ static const NAME(tile_fn) NAME(tiles)[MR + 1][NV1 + 1] = {
 /* Rows p .. p + depth - 1 of B's panel of columns j .. j + cols - 1 down
  * every MR rows of C: the tiles' sums start at their biases when p is 0,
  * else at what C holds; act: the rows' last (VACT). */
-TGT static void NAME(panel)(size_t m, size_t j, size_t cols, uint32_t p, uint32_t depth, const TA *a, size_t lda,
+TGT static void NAME(panel)(size_t m, size_t j, size_t cols, uint32_t p, uint32_t depth, const TA *a, size_t lda, size_t ka,
                             const TB *b, size_t ldb, const TBIAS *bias_m, const TBIAS *bias_n, TC *c, size_t ldc,
                             const dcz_act *act)
 {
@@ -171,7 +171,7 @@ TGT static void NAME(panel)(size_t m, size_t j, size_t cols, uint32_t p, uint32_
     const uint32_t last = (uint32_t)(cols - (size_t)(nv - 1) * L);
     for (size_t i = 0; i < m; i += MR) {
         const int mr = m - i < MR ? (int)(m - i) : MR;
-        NAME(tiles)[mr][nv](depth, a + i * lda + p, lda, b + (size_t)p * ldb + j, ldb, bias_m ? bias_m + i : NULL,
+        NAME(tiles)[mr][nv](depth, a + i * lda + (size_t)p * ka, lda, ka, b + (size_t)p * ldb + j, ldb, bias_m ? bias_m + i : NULL,
                             bias_n ? bias_n + j : NULL, c + i * ldc + j, ldc, last, p > 0, act);
     }
 }
@@ -190,7 +190,7 @@ TGT static void NAME(panel)(size_t m, size_t j, size_t cols, uint32_t p, uint32_
  * group ran between. */
 #define GEMV_ROWS 16
 #define GEMV_CHUNK 2048
-TGT static void NAME(gemv_rows)(size_t n, uint32_t k, const TA *a, const TB *b, size_t ldb, const TBIAS *bias_m,
+TGT static void NAME(gemv_rows)(size_t n, uint32_t k, const TA *a, size_t ka, const TB *b, size_t ldb, const TBIAS *bias_m,
                                 const TBIAS *bias_n, TC *c, const dcz_act *act)
 {
     TC s[GEMV_CHUNK];
@@ -207,7 +207,7 @@ TGT static void NAME(gemv_rows)(size_t n, uint32_t k, const TA *a, const TB *b, 
             const TB *bp = b + (size_t)p * ldb + j0;
             V ar[GEMV_ROWS];
 #pragma GCC unroll 16
-            for (int r = 0; r < GEMV_ROWS; r++) ar[r] = VSET1(a[p + r]);
+            for (int r = 0; r < GEMV_ROWS; r++) ar[r] = VSET1(a[(size_t)(p + r) * ka]);
             for (size_t v = 0; v < nv; v++) {
                 V x = VLOAD(s + v * L);
                 if (v + 1 == nv && last < L)   /* the rows' last columns alone (B unpadded) */
@@ -220,7 +220,7 @@ TGT static void NAME(gemv_rows)(size_t n, uint32_t k, const TA *a, const TB *b, 
         }
         for (; p < k; p++) {
             const TB *bp = b + (size_t)p * ldb + j0;
-            const V ap = VSET1(a[p]);
+            const V ap = VSET1(a[(size_t)p * ka]);
             for (size_t v = 0; v < nv; v++)
                 VSTORE(s + v * L, VFMA(ap, v + 1 == nv && last < L ? VLOADB_PART(bp + v * L, last) : VLOAD(bp + v * L),
                                        VLOAD(s + v * L)));
@@ -279,7 +279,7 @@ TGT static void NAME(gemv_rows)(size_t n, uint32_t k, const TA *a, const TB *b, 
  *    (4096 x 4096 at batch 1: 3.7 -> 2.5 ms, OpenBLAS's sgemv 2.4-2.7; at
  *    batch 64 24 -> 19-22 ms, OpenBLAS's sgemm 19-22; KR by vendor on
  *    x86: kernels_gemm.c, gemv_band). */
-TGT static void NAME(gemm)(size_t m, size_t n, uint32_t k, const TA *a, size_t lda, const TB *b, size_t ldb,
+TGT static void NAME(gemm)(size_t m, size_t n, uint32_t k, const TA *a, size_t lda, size_t ka, const TB *b, size_t ldb,
                            const TBIAS *bias_m, const TBIAS *bias_n, TC *c, size_t ldc, const dcz_act *act)
 {
     const size_t width = (size_t)(m == 1 ? NV1 : NV) * L;
@@ -299,7 +299,7 @@ TGT static void NAME(gemm)(size_t m, size_t n, uint32_t k, const TA *a, size_t l
                 for (size_t j = j0; j < j1; j += width) {
                     const size_t cols = j1 - j < width ? j1 - j : width;
                     const int nv = (int)((cols + L - 1) / L);
-                    NAME(tiles)[mr][nv](k, a + i * lda, lda, b + j, ldb, bias_m ? bias_m + i : NULL,
+                    NAME(tiles)[mr][nv](k, a + i * lda, lda, ka, b + j, ldb, bias_m ? bias_m + i : NULL,
                                         bias_n ? bias_n + j : NULL, c + i * ldc + j, ldc,
                                         (uint32_t)(cols - (size_t)(nv - 1) * L), 0, act);
                 }
@@ -308,7 +308,7 @@ TGT static void NAME(gemm)(size_t m, size_t n, uint32_t k, const TA *a, size_t l
         return;
     }
     if (bbytes > GEMV_BYTES && m == 1) {
-        NAME(gemv_rows)(n, k, a, b, ldb, bias_m, bias_n, c, act);
+        NAME(gemv_rows)(n, k, a, ka, b, ldb, bias_m, bias_n, c, act);
         return;
     }
     if (bbytes > GEMV_BYTES) {
@@ -316,7 +316,7 @@ TGT static void NAME(gemm)(size_t m, size_t n, uint32_t k, const TA *a, size_t l
         for (uint32_t p = 0; p < k;) {
             const uint32_t depth = k - p < band ? k - p : band;
             for (size_t j = 0; j < n; j += width)
-                NAME(panel)(m, j, n - j < width ? n - j : width, p, depth, a, lda, b, ldb, bias_m, bias_n, c, ldc,
+                NAME(panel)(m, j, n - j < width ? n - j : width, p, depth, a, lda, ka, b, ldb, bias_m, bias_n, c, ldc,
                             p + depth == k ? act : NULL);
             p += depth;
         }
@@ -330,7 +330,7 @@ TGT static void NAME(gemm)(size_t m, size_t n, uint32_t k, const TA *a, size_t l
         uint32_t p = 0;
         do {   /* once when k is 0: the biases */
             const uint32_t depth = k - p < kc ? k - p : kc;
-            NAME(panel)(m, j, n - j < width ? n - j : width, p, depth, a, lda, b, ldb, bias_m, bias_n, c, ldc,
+            NAME(panel)(m, j, n - j < width ? n - j : width, p, depth, a, lda, ka, b, ldb, bias_m, bias_n, c, ldc,
                         p + depth >= k ? act : NULL);
             p += depth;
         } while (p < k);

@@ -621,7 +621,7 @@ typedef struct pixels_job {
     const dcz_act *act;
     uint32_t in_c, out_c, parts;
     size_t pixels;
-    const float *wt, *bias, *xt;
+    const float *wt, *bias, *x;
     float *t, *y;
 } pixels_job;
 
@@ -634,8 +634,8 @@ static void pixels_part(void *ctx, uint32_t part)
     float *t = j->t + (size_t)lo * j->out_c;
     for (uint32_t c0 = 0; c0 < j->out_c; c0 += DCZ_PIXELS_PANEL) {
         const uint32_t width = j->out_c - c0 < DCZ_PIXELS_PANEL ? j->out_c - c0 : DCZ_PIXELS_PANEL;
-        dcz_gemm_f32_act(j->act, hi - lo, width, j->in_c, j->xt + (size_t)lo * j->in_c, j->in_c,
-                         j->wt + (size_t)j->in_c * c0, dcz_gemm_ldb(width), NULL, j->bias + c0, t + c0, j->out_c);
+        dcz_gemm_f32_strided(j->act, hi - lo, width, j->in_c, j->x + lo, 1, j->pixels, j->wt + (size_t)j->in_c * c0,
+                             dcz_gemm_ldb(width), NULL, j->bias + c0, t + c0, j->out_c);
     }
     dcz_transpose_planes(t, j->out_c, hi - lo, j->out_c, j->y + lo, j->pixels);
 }
@@ -645,10 +645,10 @@ void dcz_conv2d_pixels_pool(dcz_pool *pool, const dcz_conv_geom *g, const float 
 {
     const size_t pixels = (size_t)g->out_h * g->out_w;
     const uint32_t parts = pool ? dcz_pool_threads(pool) : 1;
-    float *xt = scratch, *t = scratch + pixels * g->in_c;   /* (pixels, in_c), (pixels, out_c) */
+    float *t = scratch;   /* (pixels, out_c) */
     for (size_t b = 0; b < batch; b++) {
-        dcz_transpose_planes(x + b * pixels * g->in_c, pixels, g->in_c, pixels, xt, g->in_c);
-        pixels_job j = { act, g->in_c, g->out_c, parts, pixels, wt, bias, xt, t, y + b * pixels * g->out_c };
+        pixels_job j = { act, g->in_c, g->out_c, parts, pixels, wt, bias, x + b * pixels * g->in_c, t,
+                         y + b * pixels * g->out_c };
         if (parts > 1) dcz_pool_run(pool, pixels_part, &j);
         else pixels_part(&j, 0);
     }

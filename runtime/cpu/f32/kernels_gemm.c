@@ -58,15 +58,22 @@
 #define DCZ_NEON 1
 #endif
 
-void dcz_gemm_f32_ref(size_t m, size_t n, uint32_t k, const float *a, size_t lda, const float *b, size_t ldb,
-                      const float *bias_m, const float *bias_n, float *c, size_t ldc)
+void dcz_gemm_f32_strided_ref(const dcz_act *act, size_t m, size_t n, uint32_t k, const float *a, size_t lda,
+                              size_t ka, const float *b, size_t ldb, const float *bias_m, const float *bias_n,
+                              float *c, size_t ldc)
 {
     for (size_t i = 0; i < m; i++)
         for (size_t j = 0; j < n; j++) {
             float acc = bias_m ? bias_m[i] : bias_n ? bias_n[j] : 0.0f;
-            for (uint32_t p = 0; p < k; p++) acc = fmaf(a[i * lda + p], b[(size_t)p * ldb + j], acc);
-            c[i * ldc + j] = acc;
+            for (uint32_t p = 0; p < k; p++) acc = fmaf(a[i * lda + p * ka], b[(size_t)p * ldb + j], acc);
+            c[i * ldc + j] = act && act->op ? dcz_act_one(act, acc) : acc;
         }
+}
+
+void dcz_gemm_f32_ref(size_t m, size_t n, uint32_t k, const float *a, size_t lda, const float *b, size_t ldb,
+                      const float *bias_m, const float *bias_n, float *c, size_t ldc)
+{
+    dcz_gemm_f32_strided_ref(NULL, m, n, k, a, lda, 1, b, ldb, bias_m, bias_n, c, ldc);
 }
 
 #ifdef DCZ_X86
@@ -282,7 +289,7 @@ static inline void qstore_part__avx2(int64_t *p, __m256i v, uint32_t n)
 #include "runtime/cpu/f32/gemm_tile.h"
 #endif
 
-typedef void (*qgemm_fn)(size_t m, size_t n, uint32_t k2, const int32_t *a, size_t lda, const int32_t *b,
+typedef void (*qgemm_fn)(size_t m, size_t n, uint32_t k2, const int32_t *a, size_t lda, size_t ka, const int32_t *b,
                          size_t ldb, const int64_t *bias_m, const int64_t *bias_n, int64_t *c, size_t ldc,
                          const dcz_act *act);
 
@@ -309,7 +316,7 @@ int dcz_qgemm_isa(dcz_isa isa, size_t m, size_t n, uint32_t k2, const int32_t *a
 {
     const qgemm_fn f = qvariant(isa);
     if (!f) return 0;
-    if (m && n) f(m, n, k2, a, lda, b, ldb, bias_m, NULL, c, ldc, NULL);
+    if (m && n) f(m, n, k2, a, lda, 1, b, ldb, bias_m, NULL, c, ldc, NULL);
     return 1;
 }
 
@@ -328,8 +335,8 @@ const char *dcz_qgemm_variant(void)
 
 /* ---- dispatch of the float product ------------------------------------------- */
 
-typedef void (*gemm_fn)(size_t m, size_t n, uint32_t k, const float *a, size_t lda, const float *b, size_t ldb,
-                        const float *bias_m, const float *bias_n, float *c, size_t ldc, const dcz_act *act);
+typedef void (*gemm_fn)(size_t m, size_t n, uint32_t k, const float *a, size_t lda, size_t ka, const float *b,
+                        size_t ldb, const float *bias_m, const float *bias_n, float *c, size_t ldc, const dcz_act *act);
 
 /* The variant for isa; NULL when this build or machine has none. */
 static gemm_fn variant(dcz_isa isa)
@@ -353,14 +360,28 @@ static dcz_isa best(void)
     return DCZ_ISA_REF;
 }
 
+int dcz_gemm_f32_strided_isa(dcz_isa isa, const dcz_act *act, size_t m, size_t n, uint32_t k, const float *a,
+                             size_t lda, size_t ka, const float *b, size_t ldb, const float *bias_m,
+                             const float *bias_n, float *c, size_t ldc)
+{
+    const gemm_fn f = variant(isa);
+    if (!f) return 0;
+    if (m && n) f(m, n, k, a, lda, ka, b, ldb, bias_m, bias_n, c, ldc, act && act->op ? act : NULL);
+    return 1;
+}
+
+void dcz_gemm_f32_strided(const dcz_act *act, size_t m, size_t n, uint32_t k, const float *a, size_t lda, size_t ka,
+                          const float *b, size_t ldb, const float *bias_m, const float *bias_n, float *c, size_t ldc)
+{
+    if (!dcz_gemm_f32_strided_isa(best(), act, m, n, k, a, lda, ka, b, ldb, bias_m, bias_n, c, ldc))
+        dcz_gemm_f32_strided_ref(act, m, n, k, a, lda, ka, b, ldb, bias_m, bias_n, c, ldc);
+}
+
 int dcz_gemm_f32_act_isa(dcz_isa isa, const dcz_act *act, size_t m, size_t n, uint32_t k, const float *a,
                          size_t lda, const float *b, size_t ldb, const float *bias_m, const float *bias_n, float *c,
                          size_t ldc)
 {
-    const gemm_fn f = variant(isa);
-    if (!f) return 0;
-    if (m && n) f(m, n, k, a, lda, b, ldb, bias_m, bias_n, c, ldc, act && act->op ? act : NULL);
-    return 1;
+    return dcz_gemm_f32_strided_isa(isa, act, m, n, k, a, lda, 1, b, ldb, bias_m, bias_n, c, ldc);
 }
 
 int dcz_gemm_f32_isa(dcz_isa isa, size_t m, size_t n, uint32_t k, const float *a, size_t lda, const float *b,
@@ -372,17 +393,13 @@ int dcz_gemm_f32_isa(dcz_isa isa, size_t m, size_t n, uint32_t k, const float *a
 void dcz_gemm_f32_act_ref(const dcz_act *act, size_t m, size_t n, uint32_t k, const float *a, size_t lda,
                           const float *b, size_t ldb, const float *bias_m, const float *bias_n, float *c, size_t ldc)
 {
-    dcz_gemm_f32_ref(m, n, k, a, lda, b, ldb, bias_m, bias_n, c, ldc);
-    if (act && act->op)
-        for (size_t i = 0; i < m; i++)
-            for (size_t j = 0; j < n; j++) c[i * ldc + j] = dcz_act_one(act, c[i * ldc + j]);
+    dcz_gemm_f32_strided_ref(act, m, n, k, a, lda, 1, b, ldb, bias_m, bias_n, c, ldc);
 }
 
 void dcz_gemm_f32_act(const dcz_act *act, size_t m, size_t n, uint32_t k, const float *a, size_t lda,
                       const float *b, size_t ldb, const float *bias_m, const float *bias_n, float *c, size_t ldc)
 {
-    if (!dcz_gemm_f32_act_isa(best(), act, m, n, k, a, lda, b, ldb, bias_m, bias_n, c, ldc))
-        dcz_gemm_f32_act_ref(act, m, n, k, a, lda, b, ldb, bias_m, bias_n, c, ldc);
+    dcz_gemm_f32_strided(act, m, n, k, a, lda, 1, b, ldb, bias_m, bias_n, c, ldc);
 }
 
 void dcz_gemm_f32(size_t m, size_t n, uint32_t k, const float *a, size_t lda, const float *b, size_t ldb,
