@@ -815,7 +815,8 @@ static void guard_free(guarded *g)
  * activation after it (dcz_gemm_f32_act_isa against dcz_gemm_f32_act_ref,
  * which is dcz_act_one over the reference's outputs). B's rows padded to
  * whole vectors, or (unpadded) n apart, B then ending where a page that
- * faults on reading begins. */
+ * faults on reading begins, and A then read by columns
+ * (dcz_gemm_f32_strided: a copy of A laid out by columns, m + 2 apart). */
 static void gemm_case(size_t m, size_t n, uint32_t k, int unpadded, gemm_tally *t)
 {
     const struct { const char *name; dcz_isa isa; gemm_isa_fn fn; } vs[] = {
@@ -832,10 +833,14 @@ static void gemm_case(size_t m, size_t n, uint32_t k, int unpadded, gemm_tally *
     const size_t lda = (size_t)k + 2;
     guarded gb;
     float *a = malloc((m * lda + 1) * 4), *b = guard_alloc(&gb, (size_t)k * ldb + !unpadded);
+    float *acol = malloc(((m + 2) * (size_t)k + 1) * 4);
     float *bm = malloc(m * 4), *bn = malloc(n * 4);
     float *want = malloc(m * ldc * 4), *c = malloc(m * ldc * 4);
     REQUIRE(a && b && bm && bn && want && c, "out of memory");
+    REQUIRE(acol, "out of memory");
     for (size_t i = 0; i < m * lda; i++) a[i] = nonzero();
+    for (size_t i = 0; i < m; i++)
+        for (uint32_t p = 0; p < k; p++) acol[i + p * (m + 2)] = a[i * lda + p];
     for (uint32_t p = 0; p < k; p++)
         for (size_t j = 0; j < ldb; j++) b[(size_t)p * ldb + j] = j < n ? nonzero() : 7.0f;
     for (size_t i = 0; i < m; i++) bm[i] = nonzero();
@@ -868,7 +873,14 @@ static void gemm_case(size_t m, size_t n, uint32_t k, int unpadded, gemm_tally *
         }
         for (size_t v = 0; v < sizeof vs / sizeof *vs; v++) {
             for (size_t i = 0; i < m * ldc; i++) c[i] = -9.0f;
-            if (!vs[v].fn(vs[v].isa, act, m, n, k, a, lda, b, ldb, pm, pn, c, ldc)) continue;
+            int ran;
+            if (!unpadded) ran = vs[v].fn(vs[v].isa, act, m, n, k, a, lda, b, ldb, pm, pn, c, ldc);
+            else if (vs[v].fn == gemm_plain_isa && act->op) ran = 0;
+            else if (vs[v].isa == DCZ_ISA_REF) {
+                dcz_gemm_f32_strided(act, m, n, k, acol, 1, m + 2, b, ldb, pm, pn, c, ldc);
+                ran = 1;
+            } else ran = dcz_gemm_f32_strided_isa(vs[v].isa, act, m, n, k, acol, 1, m + 2, b, ldb, pm, pn, c, ldc);
+            if (!ran) continue;
             t->ran[v]++;
             for (size_t i = 0; i < m; i++) {
                 size_t bad = memcmp(c + i * ldc, want + i * ldc, n * 4) != 0;
@@ -880,7 +892,13 @@ static void gemm_case(size_t m, size_t n, uint32_t k, int unpadded, gemm_tally *
             }
         }
     }
-    free(a); free(bm); free(bn); free(want); free(c); free(plain);
+    if (unpadded) {   /* the strided reference: the same bits */
+        for (size_t i = 0; i < m * ldc; i++) c[i] = -9.0f;
+        dcz_gemm_f32_strided_ref(&acts[1], m, n, k, acol, 1, m + 2, b, ldb, bm, NULL, c, ldc);
+        dcz_gemm_f32_act_ref(&acts[1], m, n, k, a, lda, b, ldb, bm, NULL, want, ldc);
+        for (size_t i = 0; i < m; i++) t->unlike += memcmp(c + i * ldc, want + i * ldc, n * 4) != 0;
+    }
+    free(a); free(acol); free(bm); free(bn); free(want); free(c); free(plain);
     guard_free(&gb);
     t->unpadded += unpadded;
 }
