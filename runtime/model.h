@@ -170,6 +170,7 @@ typedef struct dcz_qshift {
     const int32_t *w;       /* (quad taps, ob) the four input channels' weights, a byte each, of
                                each channel of the block (0 where it stores none) */
     const int32_t *corr;    /* (out_c) -128 times the sum of the channel's weights, modulo 2^32 */
+    const uint8_t *none;    /* (out_c) 1 where the channel holds no weight: its sums are its bias */
     /* depthwise convolutions whose windows fit (qshift_form.c, "depthwise
      * by byte permutes"), else NULL: */
     const int32_t *dw;      /* (out_c, kh, ceil(kw / 4)) the weights of four columns of a window row, a byte each */

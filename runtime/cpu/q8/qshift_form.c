@@ -236,7 +236,7 @@ uint64_t dcz_qshift_bytes(const dcz_conv_geom *g, uint64_t nnz, int amx)
 {
     return ((uint64_t)g->out_c * 2 + 1) * sizeof(uint32_t) +
            nnz * (sizeof(uint32_t) + DCZ_QSHIFT_MAX_OB * sizeof(int32_t)) + qdw_bytes(g) + qamx_bytes(g, amx) +
-           qdwp_bytes(g);
+           qdwp_bytes(g) + g->out_c;
 }
 
 uint64_t dcz_qshift_scratch_floats(const dcz_conv_geom *g)
@@ -399,5 +399,16 @@ int dcz_qshift_build(const dcz_conv_geom *g, const dcz_qsparse *s, int amx, void
     }
     f->dwp = NULL;
     if (qdwp_takes(g)) qdwp_build(g, s, rest + qdw_bytes(g) + qamx_bytes(g, amx), f);
+    /* the channels without a weight, which the requantization fills with
+     * their bias where the kernels may leave their sums unwritten: read at
+     * every run, where finding them in their blocks' taps took a division
+     * and a walk of the block a channel */
+    uint8_t *none = rest + qdw_bytes(g) + qamx_bytes(g, amx) + qdwp_bytes(g);
+    for (uint32_t c = 0; c < g->out_c; c++) {
+        const uint32_t k = c / ob, o = c % ob;
+        none[c] = 1;
+        for (uint32_t e = ptr[k]; e < ptr[k + 1] && none[c]; e++) none[c] = w[(size_t)e * ob + o] == 0;
+    }
+    f->none = none;
     return 1;
 }
