@@ -45,8 +45,11 @@
 #define CAT(a, b) CAT_(a, b)
 #define NAME(n) CAT(n, SFX)
 
-#ifndef VLOADB_PART
-#define VLOADB_PART(p, n) VLOAD(p)   /* the integer product: B padded */
+#ifdef VLOADB_PART
+#define B_UNPADDED 1
+#else
+#define B_UNPADDED 0                 /* the integer product: B padded */
+#define VLOADB_PART(p, n) VLOAD(p)
 #endif
 
 /* One step of k of a tile: B's row at bp (its last vector's first `last`
@@ -97,7 +100,7 @@ static inline void NAME(tile)(const int mr, const int nv, uint32_t k, const TA *
      * into the rows after it: the last rows, within L cells of B's end
      * (dcz_gemm_f32: B unpadded, no memory after it), read it only to
      * their last columns */
-    const size_t tail = last == L ? 0 : ldb ? (L + ldb - 1) / ldb : k;
+    const size_t tail = !B_UNPADDED || last == L ? 0 : ldb ? (L + ldb - 1) / ldb : k;
     const uint32_t whole = k > tail ? k - (uint32_t)tail : 0;
     for (uint32_t p = 0; p < whole; p++) NAME(step)(mr, nv, 0, a + (size_t)p * ka, lda, b + (size_t)p * ldb, last, acc);
     for (uint32_t p = whole; p < k; p++) NAME(step)(mr, nv, 1, a + (size_t)p * ka, lda, b + (size_t)p * ldb, last, acc);
@@ -352,6 +355,7 @@ TGT static void NAME(gemm)(size_t m, size_t n, uint32_t k, const TA *a, size_t l
 #undef VSTORE_PART
 #undef VLOAD_PART
 #undef VLOADB_PART
+#undef B_UNPADDED
 #undef MR
 #undef KC
 #undef KR
