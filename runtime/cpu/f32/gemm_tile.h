@@ -102,8 +102,10 @@ static inline void NAME(tile)(const int mr, const int nv, uint32_t k, const TA *
      * their last columns */
     const size_t tail = !B_UNPADDED || last == L ? 0 : ldb ? (L + ldb - 1) / ldb : k;
     const uint32_t whole = k > tail ? k - (uint32_t)tail : 0;
-    for (uint32_t p = 0; p < whole; p++) NAME(step)(mr, nv, 0, a + (size_t)p * ka, lda, b + (size_t)p * ldb, last, acc);
-    for (uint32_t p = whole; p < k; p++) NAME(step)(mr, nv, 1, a + (size_t)p * ka, lda, b + (size_t)p * ldb, last, acc);
+    for (uint32_t p = 0; p < whole; p++)
+        NAME(step)(mr, nv, 0, a + (size_t)p * ka, lda, b + (size_t)p * ldb, last, acc);
+    for (uint32_t p = whole; p < k; p++)
+        NAME(step)(mr, nv, 1, a + (size_t)p * ka, lda, b + (size_t)p * ldb, last, acc);
 #ifdef VACT
     const dcz_act fa = dcz_act_of(act);   /* read once (dcz_act_of) */
 #endif
@@ -166,16 +168,17 @@ static const NAME(tile_fn) NAME(tiles)[MR + 1][NV1 + 1] = {
 /* Rows p .. p + depth - 1 of B's panel of columns j .. j + cols - 1 down
  * every MR rows of C: the tiles' sums start at their biases when p is 0,
  * else at what C holds; act: the rows' last (VACT). */
-TGT static void NAME(panel)(size_t m, size_t j, size_t cols, uint32_t p, uint32_t depth, const TA *a, size_t lda, size_t ka,
-                            const TB *b, size_t ldb, const TBIAS *bias_m, const TBIAS *bias_n, TC *c, size_t ldc,
-                            const dcz_act *act)
+TGT static void NAME(panel)(size_t m, size_t j, size_t cols, uint32_t p, uint32_t depth, const TA *a, size_t lda,
+                            size_t ka, const TB *b, size_t ldb, const TBIAS *bias_m, const TBIAS *bias_n, TC *c,
+                            size_t ldc, const dcz_act *act)
 {
     const int nv = (int)((cols + L - 1) / L);
     const uint32_t last = (uint32_t)(cols - (size_t)(nv - 1) * L);
     for (size_t i = 0; i < m; i += MR) {
         const int mr = m - i < MR ? (int)(m - i) : MR;
-        NAME(tiles)[mr][nv](depth, a + i * lda + (size_t)p * ka, lda, ka, b + (size_t)p * ldb + j, ldb, bias_m ? bias_m + i : NULL,
-                            bias_n ? bias_n + j : NULL, c + i * ldc + j, ldc, last, p > 0, act);
+        NAME(tiles)[mr][nv](depth, a + i * lda + (size_t)p * ka, lda, ka, b + (size_t)p * ldb + j, ldb,
+                            bias_m ? bias_m + i : NULL, bias_n ? bias_n + j : NULL, c + i * ldc + j, ldc, last, p > 0,
+                            act);
     }
 }
 
@@ -193,8 +196,8 @@ TGT static void NAME(panel)(size_t m, size_t j, size_t cols, uint32_t p, uint32_
  * group ran between. */
 #define GEMV_ROWS 16
 #define GEMV_CHUNK 2048
-TGT static void NAME(gemv_rows)(size_t n, uint32_t k, const TA *a, size_t ka, const TB *b, size_t ldb, const TBIAS *bias_m,
-                                const TBIAS *bias_n, TC *c, const dcz_act *act)
+TGT static void NAME(gemv_rows)(size_t n, uint32_t k, const TA *a, size_t ka, const TB *b, size_t ldb,
+                                const TBIAS *bias_m, const TBIAS *bias_n, TC *c, const dcz_act *act)
 {
     TC s[GEMV_CHUNK];
     for (size_t j0 = 0; j0 < n; j0 += GEMV_CHUNK) {
@@ -214,7 +217,8 @@ TGT static void NAME(gemv_rows)(size_t n, uint32_t k, const TA *a, size_t ka, co
             for (size_t v = 0; v < nv; v++) {
                 V x = VLOAD(s + v * L);
                 if (v + 1 == nv && last < L)   /* the rows' last columns alone (B unpadded) */
-                    for (int r = 0; r < GEMV_ROWS; r++) x = VFMA(ar[r], VLOADB_PART(bp + (size_t)r * ldb + v * L, last), x);
+                    for (int r = 0; r < GEMV_ROWS; r++)
+                        x = VFMA(ar[r], VLOADB_PART(bp + (size_t)r * ldb + v * L, last), x);
                 else
 #pragma GCC unroll 16
                     for (int r = 0; r < GEMV_ROWS; r++) x = VFMA(ar[r], VLOAD(bp + (size_t)r * ldb + v * L), x);
