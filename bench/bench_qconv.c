@@ -31,10 +31,12 @@ static double time_layer(const dcz_conv_geom *g, const dcz_qshift *f, const dcz_
                          float *scratch, dcz_q *y)
 {
     static double t[REPS];
-    for (int i = 0; i < 100; i++) dcz_qconv2d_shift_requant(NULL, g, f, NULL, rq, -127, 127, 0, x, 1, scratch, y);
+    for (int i = 0; i < 100; i++)
+        dcz_qconv2d_shift_requant(NULL, g, f, NULL, rq, -127, 127, 0, 0, NULL, x, 1, scratch, y);
     for (int r = 0; r < REPS; r++) {
         const double a = bench_now();
-        for (int i = 0; i < 10; i++) dcz_qconv2d_shift_requant(NULL, g, f, NULL, rq, -127, 127, 0, x, 1, scratch, y);
+        for (int i = 0; i < 10; i++)
+            dcz_qconv2d_shift_requant(NULL, g, f, NULL, rq, -127, 127, 0, 0, NULL, x, 1, scratch, y);
         t[r] = (bench_now() - a) / 10;
     }
     qsort(t, REPS, sizeof *t, bench_cmp_double);

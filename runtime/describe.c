@@ -324,6 +324,20 @@ static dcz_status describe_viewed(const dcz_model *m, uint32_t layer, dcz_layer_
         const size_t used = strlen(k->why);
         snprintf(k->why + used, sizeof k->why - used, "; then %s", act);
     }
+    /* the integer shift form's constant channels (load.c, pair_constants) */
+    if (l->q && dcz_kernel_shifts(kern) && (l->qskip || l->qin.none) && !m->opt.force_reference) {
+        uint32_t left = 0, taken = 0, to = layer;
+        for (uint32_t c = 0; l->qskip && c < l->geom.out_c; c++) left += l->qshift.none[c];
+        for (uint32_t c = 0; l->qin.none && c < l->geom.in_c; c++) taken += l->qin.none[c];
+        for (uint32_t j = layer + 1; l->qskip && j < m->nlayers && to == layer; j++)
+            to = m->layers[j].qin.none == l->qshift.none ? j : to;
+        size_t used = strlen(k->why);
+        if (taken) snprintf(k->why + used, sizeof k->why - used, "; %u input channels constants", taken);
+        used = strlen(k->why);
+        if (left)
+            snprintf(k->why + used, sizeof k->why - used, "; %u channels without a weight unwritten, constants to %s",
+                     left, m->layers[to].name);
+    }
     return DCZ_OK;
 }
 

@@ -214,6 +214,68 @@ static void fuse_activations(dcz_model *m)
     }
 }
 
+/* The layers that read tensor t (an input read twice counted once) */
+static uint32_t tensor_readers(const dcz_model *m, uint32_t t)
+{
+    uint32_t n = 0;
+    for (uint32_t j = 0; j < m->nlayers; j++) {
+        int reads = 0;
+        for (uint32_t k = 0; k < m->layers[j].nin; k++) reads |= m->layers[j].tin[k] == t;
+        n += (uint32_t)reads;
+    }
+    return n;
+}
+
+/* Whether integer layer l requantizes on the shift form when the run
+ * fuses (dcz_qconv2d_shift_requant runs it) */
+static int qshift_requantizes(const dcz_model *m, uint32_t i)
+{
+    const dcz_exec_layer *l = &m->layers[i];
+    const dcz_requant rq = { l->rq_mult, l->rq_shift, m->qmax, l->rq_pre };
+    return l->q && l->op == DCZ_OP_CONV2D && dcz_kernel_shifts((dcz_kernel)l->kernel) && i != m->q_last &&
+           dcz_qconv2d_shift_requant_runs(&l->geom, &l->qshift, &rq, l->qpool);
+}
+
+/* An integer convolution on the shift form whose output (or its fused
+ * activation's) only another such convolution reads, as its one input:
+ * the channels of the first that hold no weight each hold one value
+ * throughout (its requantized bias, clamped as the layer's outputs are:
+ * dcz_qshift_none_value), which the first no longer writes (qskip) and
+ * the second takes from its form (qin) where it would read their planes.
+ * Pruned networks leave many such channels: the expansions of
+ * MobileNetV2 pruned to 90% by blocks of four input channels hold no
+ * weight in most of theirs, whose constant planes the depthwise layer
+ * after each read. Not where every channel holds none: the splits read
+ * the rows of a channel that is read in the place of the others
+ * (cpu/q8/kernels_qshift.c, quad_rows). After fuse_activations (the
+ * clamps); not in the loads of a measured plan, which time each layer
+ * alone. */
+static void pair_constants(dcz_model *m)
+{
+    for (uint32_t i = 0; i + 1 < m->nlayers; i++) {
+        dcz_exec_layer *c = &m->layers[i];
+        if (DCZ_REF_ONLY || !qshift_requantizes(m, i) || c->qpool) continue;
+        /* the tensor the next layer reads: the output, or its fused activation's in its place */
+        const uint32_t act = m->layers[i + 1].fused == DCZ_FUSED_ACT, t = i + 1 + act;
+        if (act && tensor_readers(m, i + 1) != 1) continue;
+        if (m->tensors[t].last >= m->nlayers || m->tensors[t].host || tensor_readers(m, t) != 1) continue;
+        const uint32_t j = m->tensors[t].last;
+        dcz_exec_layer *d = &m->layers[j];
+        if (!qshift_requantizes(m, j) || d->nin != 1 || d->tin[0] != t || d->geom.in_c != c->geom.out_c) continue;
+        uint32_t none = 0;
+        for (uint32_t oc = 0; oc < c->geom.out_c; oc++) {
+            if (!c->qshift.none[oc]) continue;
+            c->qshift.none_value[oc] =
+                dcz_qshift_none_value(c->qbias ? c->qbias[oc] : 0, c->rq_mult[oc], c->rq_shift[oc], c->qlo, c->qhi);
+            none++;
+        }
+        /* (a layer whose every channel holds none leaves the next nothing to read) */
+        if (!none || none == c->geom.out_c) continue;
+        c->qskip = 1;
+        d->qin = (dcz_qconst){ c->qshift.none, c->qshift.none_value };
+    }
+}
+
 /* A float pointwise convolution on the dense product or the shift form
  * whose output (or its fused activation's) only a depthwise convolution
  * reads, which the AVX-512 rows kernel runs, over a tensor past the
@@ -596,6 +658,7 @@ static dcz_status load_walk(const dcz_container *c, const dcz_options *o, loader
         }
         fuse_activations(m);
         if (!ld->ran) pair_bands(m);
+        if (!ld->ran) pair_constants(m);
         TRY(dcz_plan_finish(m));
         *out = m;
     }

@@ -171,6 +171,9 @@ typedef struct dcz_qshift {
                                each channel of the block (0 where it stores none) */
     const int32_t *corr;    /* (out_c) -128 times the sum of the channel's weights, modulo 2^32 */
     const uint8_t *none;    /* (out_c) 1 where the channel holds no weight: its sums are its bias */
+    dcz_q *none_value;      /* (out_c) where none: the channel's every output (its bias requantized and
+                               clamped), set at load where the layer leaves those channels unwritten
+                               (load.c, pair_constants) */
     /* depthwise convolutions whose windows fit (qshift_form.c, "depthwise
      * by byte permutes"), else NULL: */
     const int32_t *dw;      /* (out_c, kh, ceil(kw / 4)) the weights of four columns of a window row, a byte each */
@@ -196,6 +199,14 @@ typedef struct dcz_qshift {
     uint8_t amx_pick;       /* the tiles run the layer (dcz_qamx_cost, cpu/q8/qshift.h, below the quad
                                taps' cost) */
 } dcz_qshift;
+/* Input channels of an integer shift-form layer that hold one value each,
+ * which it takes from here, not from its input (the layer before left
+ * them unwritten: load.c, pair_constants): channel c where none[c], of
+ * value value[c]; none NULL: every channel read. */
+typedef struct dcz_qconst {
+    const uint8_t *none;
+    const dcz_q *value;
+} dcz_qconst;
 
 /* A layer in execution form. Its kernel is the plan's (plan.h: kernel),
  * which run.c dispatches by its table; a weighted layer's weight is dense
@@ -273,6 +284,11 @@ typedef struct dcz_exec_layer {
     int32_t qlo, qhi;       /* integer CONV2D on the shift form: its outputs' clamp, that of the
                                activation after it where that is one and fused in (load.c), else
                                -qmax, qmax */
+    uint8_t qskip;          /* integer CONV2D on the shift form: leaves its channels that hold no
+                               weight unwritten when the run fuses; the one layer that reads its
+                               output takes them from qshift.none_value (its qin) */
+    dcz_qconst qin;         /* integer CONV2D on the shift form: the input channels it takes as
+                               constants when the run fuses (those of the layer before's qskip) */
     double *out_scale;      /* the last weighted layer: (channels) accumulator to float,
                                s_in * s_w[c] exactly */
     int32_t in_mult[DCZ_MAX_INPUTS]; /* ADD, CONCAT: input k to the output's scale; MUL: */

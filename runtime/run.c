@@ -534,7 +534,10 @@ static void qrun_weighted(const dcz_model *m, uint32_t index, const void *const 
 
 /* The integer shift form: requantized in its own registers (with the 2x2
  * max pool after it where it takes it) when nothing reads its
- * accumulators and its form runs so, else as the others. */
+ * accumulators and its form runs so, else as the others. When the run
+ * fuses, its channels without a weight are left to the next layer where
+ * that takes them as constants, and it takes those the layer before left
+ * (load.c, pair_constants). */
 static void qrun_conv_shift(const dcz_model *m, uint32_t index, const void *const *xs, size_t batch, void *y)
 {
     const dcz_exec_layer *l = &m->layers[index];
@@ -542,8 +545,9 @@ static void qrun_conv_shift(const dcz_model *m, uint32_t index, const void *cons
         const int32_t lo = m->fuse ? l->qlo : -m->qmax, hi = m->fuse ? l->qhi : m->qmax;
         const dcz_requant rq = { l->rq_mult, l->rq_shift, m->qmax, l->rq_pre };
         dcz_pool *pool = dcz_qconv2d_shift_requant_splits(&l->geom, &l->qshift) ? m->pool : NULL;
-        if (dcz_qconv2d_shift_requant(pool, &l->geom, &l->qshift, l->qbias, &rq, lo, hi, m->fuse && l->qpool, xs[0],
-                                      batch, m->scratch, y))
+        if (dcz_qconv2d_shift_requant(pool, &l->geom, &l->qshift, l->qbias, &rq, lo, hi, m->fuse && l->qpool,
+                                      m->fuse && l->qskip, m->fuse && l->qin.none ? &l->qin : NULL, xs[0], batch,
+                                      m->scratch, y))
             return;
     }
     qrun_weighted(m, index, xs, batch, y, qweights_shift, 0);

@@ -21,6 +21,8 @@
 
 #include "calibrate/calibrate.h"
 #include "runtime/cpu/q8/qelem.h"
+#include "runtime/cpu/q8/qshift.h"
+#include "runtime/plan.h"
 #include "runtime/model.h"
 #include "runtime/tool.h"
 #include "tests/check.h"
@@ -681,6 +683,85 @@ static void test_pool_fused_in_chunks(void)
     dcz_dataset_free(&data);
 }
 
+/* The weights of output channels ch (n of them) of weighted layer l made
+ * none: no weight stored, or 0 */
+static void drop_channels(dcz_doc_layer *l, const uint32_t *ch, size_t n)
+{
+    dcz_doc_tensor *w = &l->t[0];
+    const size_t row = w->n / w->dims[0];
+    for (size_t k = 0; k < n; k++)
+        for (size_t i = (size_t)ch[k] * row; i < (size_t)(ch[k] + 1) * row; i++) {
+            if (w->mask) w->mask[i] = 0;
+            w->values[i] = 0;
+        }
+}
+
+/* input (1, 8, 8) -> conv1 (16, 3x3) -> relu -> depthwise 3x3 -> relu ->
+ * conv3 (8, 1x1) -> relu -> gap -> fc -> softmax, with channels of each
+ * convolution that hold no weight. Where the integer shift form runs,
+ * conv1 and the depthwise layer leave those channels unwritten and the
+ * layer after each takes them as constants (load.c, pair_constants); the
+ * bits are those of batch 1 and of the reference kernels, which write and
+ * read every channel. */
+static void test_constant_channels(void)
+{
+    dcz_dataset data;
+    REQUIRE(make_data(&data, 200, 53), "data");
+    float *qo = malloc(data.n * 5 * sizeof *qo);
+    dcz_doc *d = doc_8x8(10);
+    REQUIRE(qo && d, "alloc");
+    dcz_doc_layer *L = d->layers;
+    doc_conv_layer(&L[0], "conv1", 1, 16, 3, 1, 1, DCZ_ENC_CODEBOOK, 4, 4, DCZ_CODING_HUFFMAN);
+    doc_plain_layer(&L[1], DCZ_OP_RELU, "relu1");
+    doc_conv_layer(&L[2], "dw", 16, 16, 3, 1, 1, DCZ_ENC_CODEBOOK, 4, 4, DCZ_CODING_HUFFMAN);
+    doc_conv_groups(&L[2], 16);
+    doc_plain_layer(&L[3], DCZ_OP_RELU, "relu2");
+    doc_conv_layer(&L[4], "conv3", 16, 8, 1, 1, 0, DCZ_ENC_CODEBOOK, 4, 4, DCZ_CODING_HUFFMAN);
+    doc_plain_layer(&L[5], DCZ_OP_RELU, "relu3");
+    doc_plain_layer(&L[6], DCZ_OP_GLOBAL_AVGPOOL, "gap");
+    doc_plain_layer(&L[7], DCZ_OP_FLATTEN, "flat");
+    doc_dense_layer(&L[8], "fc", 8, 5, DCZ_ENC_F32, 0, 0, 0);
+    doc_plain_layer(&L[9], DCZ_OP_SOFTMAX, "prob");
+    fill_params(d, 31);
+    const uint32_t none1[] = { 1, 4, 5, 9, 14 }, none2[] = { 2, 7, 11 }, none3[] = { 3 };
+    drop_channels(&L[0], none1, 5);
+    drop_channels(&L[2], none2, 3);
+    drop_channels(&L[4], none3, 1);
+    uint8_t *qbuf;
+    size_t qlen;
+    REQUIRE(calibrate_doc(d, &data, 100, DCZ_SCHEME_INT8, 4, &qbuf, &qlen), "calibrate");
+    dcz_scheme qs;
+    CHECK(run_all(qbuf, qlen, DCZ_PRECISION_AUTO, &data, qo, &qs) && qs == DCZ_SCHEME_INT8,
+          "the integer run differs at batch 1 or from the reference kernels");
+    dcz_model *m;
+    REQUIRE(dcz_open_memory(qbuf, qlen, NULL, &m) == DCZ_OK, "open calibrated");
+    /* paired where both layers of a pair requantize on the shift form */
+    const uint32_t pairs[2][2] = { { 0, 2 }, { 2, 4 } };
+    for (int p = 0; p < 2; p++) {
+        const dcz_exec_layer *a = &m->layers[pairs[p][0]], *b = &m->layers[pairs[p][1]];
+        const dcz_requant ra = { a->rq_mult, a->rq_shift, m->qmax, a->rq_pre };
+        const dcz_requant rb = { b->rq_mult, b->rq_shift, m->qmax, b->rq_pre };
+        const int shift = dcz_kernel_shifts((dcz_kernel)a->kernel) && dcz_kernel_shifts((dcz_kernel)b->kernel) &&
+                          dcz_qconv2d_shift_requant_runs(&a->geom, &a->qshift, &ra, 0) &&
+                          dcz_qconv2d_shift_requant_runs(&b->geom, &b->qshift, &rb, 0);
+        CHECK(a->qskip == shift && (b->qin.none == a->qshift.none) == shift, "%s -> %s: left %u, taken %d where "
+              "the shift form %s", a->name, b->name, a->qskip, b->qin.none != NULL, shift ? "runs" : "does not");
+        uint32_t left = 0;
+        for (uint32_t c = 0; shift && c < a->geom.out_c; c++) left += a->qshift.none[c];
+        CHECK(!shift || left == (p ? 3u : 5u), "%s: %u channels left", a->name, left);
+        dcz_layer_desc ld;
+        CHECK(dcz_describe_layer(m, pairs[p][0], &ld) == DCZ_OK && (strstr(ld.why, "unwritten") != NULL) == shift,
+              "%s described as %s", a->name, ld.why);
+    }
+    /* a layer whose output two layers read, or a model's last layer, leaves nothing */
+    CHECK(!m->layers[4].qskip, "conv3 leaves channels to the Global average pool");
+    dcz_close(m);
+    free(qbuf);
+    dcz_doc_free(d);
+    free(qo);
+    dcz_dataset_free(&data);
+}
+
 /* ---- a fixed-point MLP by hand ------------------------------------------------- */
 
 static int64_t rnd_shift(int64_t v, int k)
@@ -1098,6 +1179,7 @@ int main(void)
     RUN(test_shuffle_integer);
     RUN(test_residual_relu_fused);
     RUN(test_pool_fused_in_chunks);
+    RUN(test_constant_channels);
     RUN(test_fixed_point_by_hand);
     RUN(test_silu_table);
     RUN(test_table_text);

@@ -325,12 +325,82 @@ typedef struct conv_tally {
     size_t threaded;   /* requantizing runs over pools of 2 and 3 threads */
     size_t dwp_small;  /* the int16 pairs' runs on small planes (qdwp_small) */
     size_t spared;     /* requantizing runs on the quad taps with channels that hold no weight beside others */
+    size_t constants;  /* requantizing runs with input channels taken as constants */
+    size_t skipped;    /* requantizing runs that left channels without a weight unwritten */
     uint32_t fillers;
 } conv_tally;
 
 /* pools of 2 and 3 threads for the requantizing kernels' splits (started
  * by test_qconv_grid) */
 static dcz_pool *thread_pools[2];
+
+/* The requantizing shift kernel's constant channels (load.c,
+ * pair_constants), on the b samples of x whose outputs are want: with
+ * skip, the output channels that hold no weight left as they were, the
+ * others want's; with some input channels marked as constants, the
+ * outputs of the input whose marked planes hold their values, the marked
+ * planes of x written over with others, never read (and the integer
+ * split of every variant the same bytes). */
+static void qshift_constants_case(const dcz_conv_geom *g, const dcz_qshift *f, const qmat *m, const int64_t *bp,
+                                  const dcz_requant *rq, int32_t lo, int32_t hi, const dcz_q *x, size_t b,
+                                  float *scratch, const dcz_q *want, const char *ctx, conv_tally *t)
+{
+    const size_t in_plane = (size_t)g->in_h * g->in_w, xin = g->in_c * in_plane;
+    const size_t plane = (size_t)g->out_h * g->out_w, yout = g->out_c * plane;
+    dcz_q *yq = alloc(b * yout + 1, sizeof(dcz_q));
+    memset(yq, 0x55, (b * yout + 1) * sizeof(dcz_q));
+    dcz_qconv2d_shift_requant(thread_pools[0], g, f, bp, rq, lo, hi, 0, 1, NULL, x, b, scratch, yq);
+    size_t left = 0;
+    for (size_t j = 0; j < b; j++)
+        for (uint32_t c = 0; c < g->out_c; c++) {
+            const size_t at = j * yout + c * plane;
+            if (!f->none[c]) {
+                t->bad += diff_q("qconv2d_shift_requant (skip)", ctx, yq + at, want + at, plane);
+                continue;
+            }
+            for (size_t i = 0; i < plane; i++) t->bad += yq[at + i] != (dcz_q)0x5555;
+            left++;
+        }
+    t->skipped += left > 0 && left < b * g->out_c;
+    /* a third of the input channels marked, at least one */
+    uint8_t *none = alloc(g->in_c, 1);
+    dcz_q *value = alloc(g->in_c, sizeof(dcz_q));
+    size_t marked = 0;
+    for (uint32_t c = 0; c < g->in_c; c++) {
+        none[c] = rnd() % 3 == 0 || (c + 1 == g->in_c && !marked);
+        value[c] = (dcz_q)((int32_t)(rnd() % 255) - 127);
+        marked += none[c];
+    }
+    const dcz_qconst xc = { none, value };
+    dcz_q *xk = alloc(b * xin, sizeof(dcz_q)), *xg = alloc(b * xin, sizeof(dcz_q));
+    memcpy(xk, x, b * xin * sizeof(dcz_q));
+    memcpy(xg, x, b * xin * sizeof(dcz_q));
+    for (size_t j = 0; j < b; j++)
+        for (uint32_t c = 0; c < g->in_c; c++)
+            for (size_t i = 0; none[c] && i < in_plane; i++) {
+                xk[j * xin + c * in_plane + i] = value[c];
+                xg[j * xin + c * in_plane + i] = (dcz_q)((int32_t)(rnd() % 255) - 127);
+            }
+    int64_t *acc = alloc(b * yout + 1, sizeof(int64_t));
+    dcz_q *wk = alloc(b * yout + 1, sizeof(dcz_q));
+    dcz_qconv2d_direct_ref(g, m->dense, bp, xk, b, acc);
+    dcz_requant8_ref(rq, acc, b, g->out_c, (uint32_t)plane, wk);
+    for (size_t i = 0; i < b * yout; i++) wk[i] = (dcz_q)(wk[i] < lo ? lo : wk[i] > hi ? hi : wk[i]);
+    memset(yq, 0x55, (b * yout + 1) * sizeof(dcz_q));
+    dcz_qconv2d_shift_requant(thread_pools[0], g, f, bp, rq, lo, hi, 0, 0, &xc, xg, b, scratch, yq);
+    t->bad += diff_q("qconv2d_shift_requant (constant input channels)", ctx, yq, wk, b * yout);
+    /* the split: every variant's bytes of xg with the marks the scalar one's of xk without */
+    const size_t sbytes = (dcz_qshift_scratch_floats(g) + 1) * sizeof(float);
+    uint8_t *s0 = alloc(sbytes, 1), *s1 = alloc(sbytes, 1), *s2 = alloc(sbytes, 1);
+    memset(s0, 0, sbytes);
+    memset(s1, 0, sbytes);
+    t->bad += dcz_qsplit_check(g, NULL, xk, s0, s2) < 0;
+    t->bad += dcz_qsplit_check(g, &xc, xg, s1, s2) < 0;
+    t->bad += memcmp(s0, s1, sbytes) != 0;
+    t->constants++;
+    free(s0); free(s1); free(s2);
+    free(acc); free(wk); free(xk); free(xg); free(none); free(value); free(yq);
+}
 
 static void qconv_case(const dcz_conv_geom *g, double density, uint32_t k, int32_t vmax,
                        conv_tally *t)
@@ -390,7 +460,7 @@ static void qconv_case(const dcz_conv_geom *g, double density, uint32_t k, int32
             float *scratch = alloc(dcz_qshift_scratch_floats(g) + 1, sizeof(float));
             /* the split of the first sample by every vector variant, the scalar one's bytes */
             float *scratch2 = alloc(dcz_qshift_scratch_floats(g) + 1, sizeof(float));
-            const int variants = dcz_qsplit_check(g, x, (uint8_t *)scratch, (uint8_t *)scratch2);
+            const int variants = dcz_qsplit_check(g, NULL, x, (uint8_t *)scratch, (uint8_t *)scratch2);
             t->bad += variants < 0;
             t->split_variants += variants > 0 ? (size_t)variants : 0;
             /* the variants this CPU has for the geometry: the VNNI split at
@@ -428,7 +498,7 @@ static void qconv_case(const dcz_conv_geom *g, double density, uint32_t k, int32
                     const int32_t hi = t->cases % 8 == 4 ? 100 : 127;
                     for (size_t i = 0; i < b * yout; i++) want[i] = (dcz_q)(want[i] < lo ? lo : want[i] > hi ? hi : want[i]);
                     memset(yq, 0x55, (B * yout + 1) * sizeof(dcz_q));
-                    if (dcz_qconv2d_shift_requant(NULL, g, &f, bp, &rq, lo, hi, 0, x, b, scratch, yq)) {
+                    if (dcz_qconv2d_shift_requant(NULL, g, &f, bp, &rq, lo, hi, 0, 0, NULL, x, b, scratch, yq)) {
                         const int dw = dcz_qshift_depthwise(&f);
                         t->bad += diff_q(dw == DCZ_QDW_BYTES ? "qconv2d_shift_requant (depthwise, byte permutes)"
                                          : dw == DCZ_QDW_PAIRS ? "qconv2d_shift_requant (depthwise, int16 pairs)"
@@ -453,8 +523,8 @@ static void qconv_case(const dcz_conv_geom *g, double density, uint32_t k, int32
                         for (size_t p = 0; p < 2; p++) {
                             if (!thread_pools[p]) continue;
                             memset(yq, 0x55, (B * yout + 1) * sizeof(dcz_q));
-                            dcz_qconv2d_shift_requant(thread_pools[p], g, &f, bp, p ? &rqp : &rq, lo, hi, 0, x, b,
-                                                      scratch, yq);
+                            dcz_qconv2d_shift_requant(thread_pools[p], g, &f, bp, p ? &rqp : &rq, lo, hi, 0, 0, NULL,
+                                                      x, b, scratch, yq);
                             t->bad += diff_q(p ? "qconv2d_shift_requant (threads, pre-shifts)"
                                                : "qconv2d_shift_requant (threads)", ctx, yq, want, b * yout);
                             t->threaded++;
@@ -479,10 +549,11 @@ static void qconv_case(const dcz_conv_geom *g, double density, uint32_t k, int32
                         for (size_t i = 0; i < b * yout; i++)
                             want2[i] = (dcz_q)(want2[i] < lo ? lo : want2[i] > hi ? hi : want2[i]);
                         memset(yq, 0x55, (B * yout + 1) * sizeof(dcz_q));
-                        dcz_qconv2d_shift_requant(NULL, g, &f, big, &rq, lo, hi, 0, x, b, scratch, yq);
+                        dcz_qconv2d_shift_requant(NULL, g, &f, big, &rq, lo, hi, 0, 0, NULL, x, b, scratch, yq);
                         t->bad += diff_q("qconv2d_shift_requant (sums near 2^21)", ctx, yq, want2, b * yout);
                         free(big); free(acc2); free(want2);
                         t->shift_vector++;
+                        qshift_constants_case(g, &f, &m, bp, &rq, lo, hi, x, b, scratch, want, ctx, t);
                         t->dw_runs += dw == DCZ_QDW_BYTES;
                         if (!dw) {   /* their sums left unwritten, their outputs filled */
                             size_t none = 0;
@@ -508,7 +579,8 @@ static void qconv_case(const dcz_conv_geom *g, double density, uint32_t k, int32
                         dcz_qmaxpool_ref(&pg, want, b, pooled);
                         memset(yq, 0x55, (B * yout + 1) * sizeof(dcz_q));
                         const size_t n = g->out_c * pg.out_h * pg.out_w;   /* a sample's, at the start of its place */
-                        if (dcz_qconv2d_shift_requant(thread_pools[0], g, &f, bp, &rq, lo, hi, 1, x, b, scratch, yq)) {
+                        if (dcz_qconv2d_shift_requant(thread_pools[0], g, &f, bp, &rq, lo, hi, 1, 0, NULL, x, b, scratch,
+                                                      yq)) {
                             for (size_t j = 0; j < b; j++) {
                                 t->bad += diff_q("qconv2d_shift_requant (pool)", ctx, yq + j * yout, pooled + j * n, n);
                                 t->bad += yq[j * yout + n] != (dcz_q)0x5555;   /* nothing past the pooled planes */
@@ -828,6 +900,9 @@ static void test_qconv_grid(void)
     CHECK(t.pooled > 100 || !dcz_qshift_variant(), "the VNNI shift kernel pooled %zu times", t.pooled);
     CHECK(t.threaded == 2 * t.shift_vector, "the VNNI shift kernel ran over threads %zu of %zu times", t.threaded,
           2 * t.shift_vector);
+    CHECK(t.constants == t.shift_vector && (t.skipped > 50 || !dcz_qshift_variant()),
+          "the VNNI shift kernel took constant input channels %zu of %zu times, left channels %zu times",
+          t.constants, t.shift_vector, t.skipped);
     dcz_pool_stop(thread_pools[0]);
     dcz_pool_stop(thread_pools[1]);
     thread_pools[0] = thread_pools[1] = NULL;

@@ -26,8 +26,9 @@
 
 /* xs = the integer split input of sample x: byte c % 4 of the cells of quad c / 4;
  * the phases no tap reads (py >= kh, px >= kw: a 1x1 at stride 2 reads one
- * of four) keep the padding, in every variant below */
-static void qsplit(const dcz_conv_geom *g, const split_geom *q, const dcz_q *x, uint8_t *xs)
+ * of four) keep the padding, in every variant below; a channel xc marks
+ * (NULL: none) its value in every cell of its plane */
+static void qsplit(const dcz_conv_geom *g, const split_geom *q, const dcz_qconst *xc, const dcz_q *x, uint8_t *xs)
 {
     const size_t sh = g->sh, sw = g->sw, plane = q->plane;
     memset(xs, 0x80, q->floats * 4);
@@ -42,9 +43,10 @@ static void qsplit(const dcz_conv_geom *g, const split_geom *q, const dcz_q *x, 
             if (r % sh >= g->kh) continue;   /* a phase no tap reads keeps the padding */
             const dcz_q *xr = x + ((size_t)c * g->in_h + iy) * g->in_w;
             uint8_t *row = xs + 4 * ((c / 4 * sh + r % sh) * sw * plane + r / sh * q->wq) + c % 4;
+            const int fixed = dcz_qconst_has(xc, c);
             for (size_t px = 0; px < sw && px < g->kw; px++, row += 4 * plane)
                 for (size_t cell = lo[px]; cell < hi[px]; cell++)
-                    row[4 * cell] = (uint8_t)(xr[cell * sw + px - g->pw] + 128);
+                    row[4 * cell] = (uint8_t)((fixed ? xc->value[c] : xr[cell * sw + px - g->pw]) + 128);
         }
 }
 
@@ -82,22 +84,48 @@ VNNI_TGT static void colquads__avx512(uint32_t *cells, size_t n)
     }
 }
 
-/* The channels of the quad from c0 as the vector splits load them: has[j]
- * all ones where channel c0 + j exists, else 0 (a load under it reads
- * nothing, so a missing channel is zeros, the padding's byte once offset),
- * at[j] its plane's offset from channel c0's (0 for a missing one). The
- * four loads in registers: the splits that picked each row by a test took
- * them through an array on the stack, a store and a load each (the split
- * of 400 channels of 7 x 7, RegNetX-400MF's grouped layers, 37% of the
+/* The channels of the quad from c0 as the VBMI splits load them: channel
+ * c0 + j's row from at[j] cells into the sample (a missing channel's, and
+ * one xc marks, from the plane of channel first, the first the layer
+ * reads: quad_first), under the row's mask alone; the merged rows' bytes
+ * of channel c0 + j then kept where byte j of *keep is 0xFF (a channel
+ * read) and offset by byte j of *ck: 128 for those and for a missing
+ * channel (whose bytes are 0, the padding's byte once offset), its value +
+ * 128 for a marked one. Keeping and offsetting are one vpternlog (OR_XOR),
+ * in the instruction the offset took alone, so a layer with marked
+ * channels costs no more than one without, and no load reads a marked
+ * channel's plane: the layer before never writes it (its pages perhaps
+ * never mapped), and a load from it under an empty mask still costs what
+ * the page costs (int8 MobileNetV2, most of whose expansions' planes are
+ * constants, took 1.7 times as long with such loads). The merged bytes
+ * in registers: the splits that picked each row by a test took them
+ * through an array on the stack, a store and a load each (the split of
+ * 400 channels of 7 x 7, RegNetX-400MF's grouped layers, 37% of the
  * layer's time). */
-static inline void quad_rows(const dcz_conv_geom *g, uint32_t c0, __mmask32 has[4], size_t at[4])
+static uint32_t quad_first(const dcz_conv_geom *g, const dcz_qconst *xc)
 {
+    uint32_t c = 0;
+    while (c + 1 < g->in_c && dcz_qconst_has(xc, c)) c++;
+    return c;
+}
+
+static inline void quad_rows(const dcz_conv_geom *g, const dcz_qconst *xc, uint32_t first, uint32_t c0,
+                             size_t at[4], uint32_t *keep, uint32_t *ck)
+{
+    const size_t plane = (size_t)g->in_h * g->in_w;
+    *keep = 0;
+    *ck = 0x80808080u;
     for (uint32_t j = 0; j < 4; j++) {
-        const int in = c0 + j < g->in_c;
-        has[j] = in ? ~(__mmask32)0 : 0;
-        at[j] = in ? (size_t)j * g->in_h * g->in_w : 0;
+        const uint32_t c = c0 + j;
+        const int fixed = c < g->in_c && dcz_qconst_has(xc, c), in = c < g->in_c && !fixed;
+        at[j] = (size_t)(in ? c : first) * plane;
+        *keep |= (in ? 0xFFu : 0u) << (8 * j);
+        *ck ^= (fixed ? (uint32_t)(uint8_t)xc->value[c] : 0u) << (8 * j);
     }
 }
+
+/* (a & b) ^ c: the merged rows a, kept by b and offset by c (quad_rows) */
+#define KEEP_OFFSET 0x6A
 
 /* qsplit at column strides 1 and 2 (any row stride): sixteen cells of a
  * row phase at once, the quad's four channel rows widened, offset by 128
@@ -107,9 +135,9 @@ static inline void quad_rows(const dcz_conv_geom *g, uint32_t c0, __mmask32 has[
  * with VBMI) merges the four rows by byte permutes instead: the low
  * bytes of the even words of two rows paired by vpermt2b, the pairs of the
  * two pairs of rows made cells by vpermt2w (a word the load masks out is
- * 0, whose byte becomes the padding's 128 by the same exclusive or of the
- * top bit as the others): int8 ResNet-style's 3x3 stride-2 convolutions
- * split in half the time. */
+ * 0, whose byte becomes the padding's 128 by the same offset as the
+ * others, quad_rows): int8 ResNet-style's 3x3 stride-2 convolutions split
+ * in half the time. */
 static const uint8_t qsplit_pair2[64] = {
     0, 64, 4, 68, 8, 72, 12, 76, 16, 80, 20, 84, 24, 88, 28, 92,
     32, 96, 36, 100, 40, 104, 44, 108, 48, 112, 52, 116, 56, 120, 60, 124,
@@ -118,7 +146,8 @@ static const uint16_t qsplit_cells2[32] = {
     0, 32, 1, 33, 2, 34, 3, 35, 4, 36, 5, 37, 6, 38, 7, 39,
     8, 40, 9, 41, 10, 42, 11, 43, 12, 44, 13, 45, 14, 46, 15, 47,
 };
-VNNI_TGT static void qsplit__vnni(const dcz_conv_geom *g, const split_geom *q, const dcz_q *x, uint8_t *xs)
+VNNI_TGT static void qsplit__vnni(const dcz_conv_geom *g, const split_geom *q, const dcz_qconst *xc, const dcz_q *x,
+                                  uint8_t *xs)
 {
     memset(xs, 0x80, q->floats * 4);
     int32_t *cells = (int32_t *)(void *)xs;
@@ -142,7 +171,9 @@ VNNI_TGT static void qsplit__vnni(const dcz_conv_geom *g, const split_geom *q, c
                     __m512i merged = _mm512_setzero_si512();
                     for (uint32_t j = 0; j < 4; j++) {
                         __m512i v = none;
-                        if (c0 + j < g->in_c) {
+                        if (c0 + j < g->in_c && dcz_qconst_has(xc, c0 + j)) {
+                            v = _mm512_set1_epi32(xc->value[c0 + j] + 128);
+                        } else if (c0 + j < g->in_c) {
                             const dcz_q *xr = x + ((size_t)(c0 + j) * g->in_h + iy) * g->in_w + src;
                             __m512i w = _mm512_maskz_loadu_epi16(kw, xr);
                             if (sw == 2) w = _mm512_permutexvar_epi16(even, w);
@@ -158,36 +189,39 @@ VNNI_TGT static void qsplit__vnni(const dcz_conv_geom *g, const split_geom *q, c
 
 /* qsplit__vnni at column stride 2 on a CPU with VBMI */
 __attribute__((target("avx512f,avx512bw,avx512vl,avx512vbmi"))) static void
-qsplit2__vbmi(const dcz_conv_geom *g, const split_geom *q, const dcz_q *x, uint8_t *xs)
+qsplit2__vbmi(const dcz_conv_geom *g, const split_geom *q, const dcz_qconst *xc, const dcz_q *x, uint8_t *xs)
 {
     memset(xs, 0x80, q->floats * 4);
     int32_t *cells = (int32_t *)(void *)xs;
     const uint32_t sh = g->sh;
-    const __m512i top = _mm512_set1_epi8((char)0x80), pair = _mm512_loadu_si512((const void *)qsplit_pair2),
+    const __m512i pair = _mm512_loadu_si512((const void *)qsplit_pair2),
                   merge = _mm512_loadu_si512((const void *)qsplit_cells2);
+    const uint32_t first = quad_first(g, xc);
     for (uint32_t c0 = 0; c0 < g->in_c; c0 += 4) {
-        __mmask32 has[4];
         size_t at[4];
-        quad_rows(g, c0, has, at);
+        uint32_t keep, ck;
+        quad_rows(g, xc, first, c0, at, &keep, &ck);
+        const __m512i kept = _mm512_set1_epi32((int32_t)keep), off = _mm512_set1_epi32((int32_t)ck);
         for (uint32_t iy = 0; iy < g->in_h; iy++) {
             const uint32_t r = iy + g->ph;
             if (r % sh >= g->kh) continue;
             for (uint32_t px = 0; px < 2 && px < g->kw; px++) {
                 const uint32_t lo = px < g->pw ? (g->pw - px + 1) / 2 : 0, hi = (g->in_w + g->pw - px + 1) / 2;
                 int32_t *row = cells + ((c0 / 4 * sh + r % sh) * 2 + px) * q->plane + r / sh * q->wq;
-                const dcz_q *xr = x + ((size_t)c0 * g->in_h + iy) * g->in_w;
+                const dcz_q *xr = x + (size_t)iy * g->in_w;
                 for (uint32_t cell = lo; cell < hi; cell += 16) {
                     const uint32_t n = hi - cell < 16 ? hi - cell : 16, src = cell * 2 + px - g->pw;
                     const __mmask32 kw = n == 16 ? 0x7FFFFFFFu : (__mmask32)((1u << (2 * n - 1)) - 1);
                     const dcz_q *p = xr + src;
-                    const __m512i r0 = _mm512_maskz_loadu_epi16(kw & has[0], p),
-                                  r1 = _mm512_maskz_loadu_epi16(kw & has[1], p + at[1]),
-                                  r2 = _mm512_maskz_loadu_epi16(kw & has[2], p + at[2]),
-                                  r3 = _mm512_maskz_loadu_epi16(kw & has[3], p + at[3]);
+                    const __m512i r0 = _mm512_maskz_loadu_epi16(kw, p + at[0]),
+                                  r1 = _mm512_maskz_loadu_epi16(kw, p + at[1]),
+                                  r2 = _mm512_maskz_loadu_epi16(kw, p + at[2]),
+                                  r3 = _mm512_maskz_loadu_epi16(kw, p + at[3]);
                     const __m512i ab = _mm512_permutex2var_epi8(r0, pair, r1);
                     const __m512i cd = _mm512_permutex2var_epi8(r2, pair, r3);
                     _mm512_mask_storeu_epi32(row + cell, (__mmask16)((1u << n) - 1),
-                                             _mm512_xor_si512(_mm512_permutex2var_epi16(ab, merge, cd), top));
+                                             _mm512_ternarylogic_epi32(_mm512_permutex2var_epi16(ab, merge, cd), kept,
+                                                                       off, KEEP_OFFSET));
                 }
             }
         }
@@ -213,9 +247,11 @@ static const uint16_t qsplit_cells[64] = {
 /* qsplit at column stride 1 with VBMI: 32 cells a step, the four channel
  * rows' low bytes paired by a byte permute (vpermt2b) of two rows at a
  * time, the pairs merged into cells by a word permute (vpermt2w), the
- * offset of 128 one exclusive or of the bytes' top bits */
+ * offset of 128 and the marked channels' values one vpternlog on the
+ * pairs (quad_rows) */
 #define VBMI_TGT __attribute__((target("avx512f,avx512bw,avx512vl,avx512vbmi")))
-VBMI_TGT static void qsplit1__vbmi(const dcz_conv_geom *g, const split_geom *q, const dcz_q *x, uint8_t *xs)
+VBMI_TGT static void qsplit1__vbmi(const dcz_conv_geom *g, const split_geom *q, const dcz_qconst *xc, const dcz_q *x,
+                                   uint8_t *xs)
 {
     int32_t *cells = (int32_t *)(void *)xs;
     const uint32_t sh = g->sh;
@@ -228,12 +264,14 @@ VBMI_TGT static void qsplit1__vbmi(const dcz_conv_geom *g, const split_geom *q, 
     else memset(xs, 0x80, q->floats * 4);
     const __m512i pair = _mm512_loadu_si512(qsplit_pair), lo16 = _mm512_loadu_si512(qsplit_cells),
                   hi16 = _mm512_loadu_si512(qsplit_cells + 32);
-    const __m512i top = _mm512_set1_epi8((char)0x80);
+    const uint32_t first = quad_first(g, xc);
     for (uint32_t c0 = 0; c0 < g->in_c; c0 += 4) {
-        __mmask32 has[4];
         size_t at[4];
-        quad_rows(g, c0, has, at);
-        const dcz_q *xc = x + (size_t)c0 * g->in_h * g->in_w;
+        uint32_t keep, ck;
+        quad_rows(g, xc, first, c0, at, &keep, &ck);
+        /* as the pairs' bytes: channels c0 and c0 + 1 in ab, the others in cd */
+        const __m512i kab = _mm512_set1_epi16((int16_t)(keep & 0xFFFF)), kcd = _mm512_set1_epi16((int16_t)(keep >> 16));
+        const __m512i oab = _mm512_set1_epi16((int16_t)(ck & 0xFFFF)), ocd = _mm512_set1_epi16((int16_t)(ck >> 16));
         for (uint32_t iy = 0; iy < rows; iy++) {
             const uint32_t r = iy + g->ph;
             if (r % sh >= g->kh) continue;
@@ -241,13 +279,13 @@ VBMI_TGT static void qsplit1__vbmi(const dcz_conv_geom *g, const split_geom *q, 
             for (uint32_t ix = 0; ix < width; ix += 32) {
                 const uint32_t n = width - ix < 32 ? width - ix : 32;
                 const __mmask32 m = n == 32 ? 0xFFFFFFFFu : (__mmask32)((1u << n) - 1);
-                const dcz_q *p = xc + (size_t)iy * width + ix;
-                const __m512i r0 = _mm512_maskz_loadu_epi16(m & has[0], p),
-                              r1 = _mm512_maskz_loadu_epi16(m & has[1], p + at[1]),
-                              r2 = _mm512_maskz_loadu_epi16(m & has[2], p + at[2]),
-                              r3 = _mm512_maskz_loadu_epi16(m & has[3], p + at[3]);
-                const __m512i ab = _mm512_xor_si512(_mm512_permutex2var_epi8(r0, pair, r1), top);
-                const __m512i cd = _mm512_xor_si512(_mm512_permutex2var_epi8(r2, pair, r3), top);
+                const dcz_q *p = x + (size_t)iy * width + ix;
+                const __m512i r0 = _mm512_maskz_loadu_epi16(m, p + at[0]), r1 = _mm512_maskz_loadu_epi16(m, p + at[1]),
+                              r2 = _mm512_maskz_loadu_epi16(m, p + at[2]), r3 = _mm512_maskz_loadu_epi16(m, p + at[3]);
+                const __m512i ab =
+                    _mm512_ternarylogic_epi32(_mm512_permutex2var_epi8(r0, pair, r1), kab, oab, KEEP_OFFSET);
+                const __m512i cd =
+                    _mm512_ternarylogic_epi32(_mm512_permutex2var_epi8(r2, pair, r3), kcd, ocd, KEEP_OFFSET);
                 _mm512_mask_storeu_epi32(row + ix, (__mmask16)m, _mm512_permutex2var_epi16(ab, lo16, cd));
                 if (n > 16) _mm512_mask_storeu_epi32(row + ix + 16, (__mmask16)(m >> 16), _mm512_permutex2var_epi16(ab, hi16, cd));
             }
@@ -271,15 +309,16 @@ VNNI_TGT static void widen_row__vnni(const int32_t *t, int32_t add, int64_t bias
 /* The integer split of sample x, widened to column quads where the form
  * has them, by the fastest variants this CPU has (the scalar ones with
  * vec 0). */
-void dcz_qsplit_any(int vec, const dcz_conv_geom *g, const split_geom *q, const dcz_q *x, uint8_t *xs)
+void dcz_qsplit_any(int vec, const dcz_conv_geom *g, const split_geom *q, const dcz_qconst *xc, const dcz_q *x,
+                    uint8_t *xs)
 {
 #ifdef DCZ_X86
-    if (vec && g->sw == 1 && dcz_cpu_features()->avx512vbmi) qsplit1__vbmi(g, q, x, xs);
-    else if (vec && g->sw == 2 && dcz_cpu_features()->avx512vbmi) qsplit2__vbmi(g, q, x, xs);
-    else if (vec && g->sw <= 2) qsplit__vnni(g, q, x, xs);
+    if (vec && g->sw == 1 && dcz_cpu_features()->avx512vbmi) qsplit1__vbmi(g, q, xc, x, xs);
+    else if (vec && g->sw == 2 && dcz_cpu_features()->avx512vbmi) qsplit2__vbmi(g, q, xc, x, xs);
+    else if (vec && g->sw <= 2) qsplit__vnni(g, q, xc, x, xs);
     else
 #endif
-        qsplit(g, q, x, xs);
+        qsplit(g, q, xc, x, xs);
     if (!dcz_qshift_col_quads(g)) return;
 #ifdef DCZ_X86
     if (vec) {
@@ -290,19 +329,19 @@ void dcz_qsplit_any(int vec, const dcz_conv_geom *g, const split_geom *q, const 
     colquads((uint32_t *)(void *)xs, q->floats);
 }
 
-int dcz_qsplit_check(const dcz_conv_geom *g, const dcz_q *x, uint8_t *a, uint8_t *b)
+int dcz_qsplit_check(const dcz_conv_geom *g, const dcz_qconst *xc, const dcz_q *x, uint8_t *a, uint8_t *b)
 {
     const split_geom q = split_geom_of(g, (g->in_c + 3) / 4, 0);
     const size_t bytes = q.floats * 4;
-    qsplit(g, &q, x, a);
+    qsplit(g, &q, xc, x, a);
     int n = 0;
 #ifdef DCZ_X86
     if (!dcz_qshift_variant()) return 0;   /* the variants run where the form's kernel does */
     const int vbmi = dcz_cpu_features()->avx512vbmi;
     for (int v = 0; v < 3; v++) {
-        if (v == 0 && g->sw <= 2) qsplit__vnni(g, &q, x, b);
-        else if (v == 1 && vbmi && g->sw == 1) qsplit1__vbmi(g, &q, x, b);
-        else if (v == 2 && vbmi && g->sw == 2) qsplit2__vbmi(g, &q, x, b);
+        if (v == 0 && g->sw <= 2) qsplit__vnni(g, &q, xc, x, b);
+        else if (v == 1 && vbmi && g->sw == 1) qsplit1__vbmi(g, &q, xc, x, b);
+        else if (v == 2 && vbmi && g->sw == 2) qsplit2__vbmi(g, &q, xc, x, b);
         else continue;
         if (memcmp(a, b, bytes)) return -1;
         n++;
@@ -422,7 +461,7 @@ int dcz_qconv2d_shift_isa(dcz_isa isa, const dcz_conv_geom *g, const dcz_qshift 
     vec = isa != DCZ_ISA_REF;
 #endif
     for (size_t b = 0; b < batch; b++) {
-        dcz_qsplit_any(vec, g, &q, x + b * in_sample, (uint8_t *)xs);
+        dcz_qsplit_any(vec, g, &q, NULL, x + b * in_sample, (uint8_t *)xs);
         const int32_t *add = dcz_qplanes_run(planes, vec, g, &q, f, xs, t, 0);
         int64_t *ab = acc + b * g->out_c * out_plane;
         for (uint32_t oc = 0; oc < g->out_c; oc++) {

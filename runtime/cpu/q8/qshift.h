@@ -13,6 +13,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "runtime/cpu/q8/qrequant.h"
 #include "runtime/model.h"
 
 /* The integer shift form of the 8-bit schemes: bytes of dcz_qshift_bytes
@@ -85,7 +86,7 @@ double dcz_qamx_cost(const dcz_conv_geom *g, size_t out16);
  * this CPU runs, against the scalar one: the number of variants that gave
  * its bytes, -1 at the first that did not; a and b hold
  * dcz_qshift_scratch_floats(g) floats each. For the tests. */
-int dcz_qsplit_check(const dcz_conv_geom *g, const dcz_q *x, uint8_t *a, uint8_t *b);
+int dcz_qsplit_check(const dcz_conv_geom *g, const dcz_qconst *xc, const dcz_q *x, uint8_t *a, uint8_t *b);
 /* Which depthwise kernel dcz_qconv2d_shift_requant runs f by: the byte
  * permutes (DCZ_QDW_BYTES: f->dw set and this CPU has AVX-512 VBMI and
  * VNNI), else the int16 pairs (DCZ_QDW_PAIRS: f->dwp set and VNNI), else
@@ -105,7 +106,11 @@ int dcz_qshift_depthwise(const dcz_qshift *f);
  * requantization and the clamp never decrease (mult >= 0). 0 (nothing
  * written) where dcz_qconv2d_shift_requant_runs says it does not run: this
  * machine has no VNNI, qmax is not 127, a shift passes 62, or, with pool2,
- * the layer is depthwise, its planes pass the kernel's or are below 2x2. */
+ * the layer is depthwise, its planes pass the kernel's or are below 2x2.
+ * With skip, the channels that hold no weight (f->none) are left
+ * unwritten: the layer reading them takes their values as constants
+ * (dcz_qshift_none_value). With xc (NULL: none), the input channels it
+ * marks are taken as its values, their planes in x never read. */
 int dcz_qconv2d_shift_requant_runs(const dcz_conv_geom *g, const dcz_qshift *f, const dcz_requant *rq, int pool2);
 /* With a pool (NULL: the caller's thread alone), a sample's chunks of
  * output channels (the depthwise byte form: its channels) go over the
@@ -116,8 +121,18 @@ int dcz_qconv2d_shift_requant_runs(const dcz_conv_geom *g, const dcz_qshift *f, 
 int dcz_qconv2d_shift_requant_splits(const dcz_conv_geom *g, const dcz_qshift *f);
 struct dcz_pool;
 int dcz_qconv2d_shift_requant(struct dcz_pool *pool, const dcz_conv_geom *g, const dcz_qshift *f, const int64_t *bias,
-                              const dcz_requant *rq, int32_t lo, int32_t hi, int pool2, const dcz_q *x,
-                              size_t batch, float *scratch, dcz_q *y);
+                              const dcz_requant *rq, int32_t lo, int32_t hi, int pool2, int skip,
+                              const dcz_qconst *xc, const dcz_q *x, size_t batch, float *scratch, dcz_q *y);
+/* The output of a channel that holds no weight (its sums are its bias, its
+ * corr 0): the bias requantized by mult and shift, clamped to lo .. hi;
+ * what every kernel above writes for each of its cells. */
+static inline dcz_q dcz_qshift_none_value(int64_t bias, int32_t mult, uint8_t shift, int32_t lo, int32_t hi)
+{
+    const dcz_q q = dcz_requant8_one((int32_t)(uint32_t)(uint64_t)bias, mult, shift, 127);
+    return (dcz_q)(q < lo ? lo : q > hi ? hi : q);
+}
+/* Whether input channel c of a layer is one of xc's constants */
+static inline int dcz_qconst_has(const dcz_qconst *xc, uint32_t c) { return xc && xc->none && xc->none[c]; }
 
 /* ---- between the family's files -------------------------------------------
  * Not for callers: what the builder (qshift_form.c), the kernels on
@@ -214,8 +229,10 @@ extern const char dcz_qplanes_spare;   /* its address alone: never read */
 #define DCZ_QPLANES_SPARE ((void *)(uintptr_t)&dcz_qplanes_spare)
 /* xs = the integer split of sample x, widened to column quads where the
  * form has them, by the fastest variants this CPU has (the scalar ones
- * with vec 0) */
-void dcz_qsplit_any(int vec, const dcz_conv_geom *g, const struct split_geom *q, const dcz_q *x, uint8_t *xs);
+ * with vec 0); the channels xc marks (NULL: none) from their values, not
+ * from x */
+void dcz_qsplit_any(int vec, const dcz_conv_geom *g, const struct split_geom *q, const dcz_qconst *xc,
+                    const dcz_q *x, uint8_t *xs);
 /* t = the planes as computed of one sample's split xs by planes, or on the
  * AMX tiles where the form picks them (a vector variant). Returns what
  * each channel's sums still lack, to be added with its bias modulo 2^32:

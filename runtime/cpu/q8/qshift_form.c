@@ -236,7 +236,7 @@ uint64_t dcz_qshift_bytes(const dcz_conv_geom *g, uint64_t nnz, int amx)
 {
     return ((uint64_t)g->out_c * 2 + 1) * sizeof(uint32_t) +
            nnz * (sizeof(uint32_t) + DCZ_QSHIFT_MAX_OB * sizeof(int32_t)) + qdw_bytes(g) + qamx_bytes(g, amx) +
-           qdwp_bytes(g) + g->out_c;
+           qdwp_bytes(g) + g->out_c * (1 + sizeof(dcz_q)) + 1;
 }
 
 uint64_t dcz_qshift_scratch_floats(const dcz_conv_geom *g)
@@ -410,5 +410,10 @@ int dcz_qshift_build(const dcz_conv_geom *g, const dcz_qsparse *s, int amx, void
         for (uint32_t e = ptr[k]; e < ptr[k + 1] && none[c]; e++) none[c] = w[(size_t)e * ob + o] == 0;
     }
     f->none = none;
+    /* their values, where the loader has the layer leave them to the next
+     * (load.c, pair_constants), after the flags at a 2-byte boundary */
+    uint8_t *value = none + g->out_c;
+    f->none_value = (dcz_q *)(void *)(value + ((uintptr_t)value & 1));
+    memset(f->none_value, 0, (size_t)g->out_c * sizeof(dcz_q));
     return 1;
 }

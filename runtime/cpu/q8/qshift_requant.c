@@ -192,14 +192,13 @@ static inline int qshift_none(const dcz_qshift *f, uint32_t c) { return f->none[
 
 /* y (n cells) = the requantization of the sum a0 alone, clamped to lo ..
  * hi: the outputs of a channel that holds no weight (its sums are its
- * bias), the reference's value written by vectors */
-VNNI_TGT static void requant_fill(int32_t a0, int32_t mult, uint8_t k, int32_t lo, int32_t hi, size_t n, dcz_q *y)
+ * bias), dcz_qshift_none_value written by vectors; nothing where skip
+ * (the layer leaves those channels to the next: dcz_qconv2d_shift_requant) */
+VNNI_TGT static void requant_fill(int skip, int32_t a0, int32_t mult, uint8_t k, int32_t lo, int32_t hi, size_t n,
+                                  dcz_q *y)
 {
-    /* in line, where a call of dcz_requant8_ref took 1.2% of int8
-     * MobileNetV2 (pruned by blocks of four; half the channels of its
-     * depthwise layers over 7 x 7 hold no weight) */
-    const dcz_q q = dcz_requant8_one(a0, mult, k, 127);
-    const __m512i v = _mm512_set1_epi16((int16_t)(q < lo ? lo : q > hi ? hi : q));
+    if (skip) return;
+    const __m512i v = _mm512_set1_epi16(dcz_qshift_none_value(a0, mult, k, lo, hi));
     size_t i = 0;
     for (; i + 32 <= n; i += 32) _mm512_storeu_si512((void *)(y + i), v);
     if (i < n) _mm512_mask_storeu_epi16(y + i, (__mmask32)((1u << (n - i)) - 1), v);
@@ -226,11 +225,12 @@ VNNI_TGT static void requant_fill(int32_t a0, int32_t mult, uint8_t k, int32_t l
  * core of a Xeon, dcz_run medians of alternated runs, batch 64 8.66 ->
  * 8.25 ms, batch 1 131.9 -> 126.1 us (ResNet-style unchanged). Channel c
  * is f's c0 + c; one that holds no weight is filled with its requantized
- * bias, its sums not read (qshift_none). */
+ * bias, its sums not read (qshift_none), or left unwritten with skip. */
 VNNI_TGT static void requant_planes__vnni(const int32_t *t, size_t tstride, const uint16_t *keep, size_t nv,
                                           const int64_t *bias, const int32_t *add, const int32_t *mult,
                                           const uint8_t *shift, const uint8_t *pre, uint32_t channels, int32_t qlo,
-                                          int32_t qhi, size_t plane, const dcz_qshift *f, uint32_t c0, dcz_q *y)
+                                          int32_t qhi, size_t plane, const dcz_qshift *f, uint32_t c0, int skip,
+                                          dcz_q *y)
 {
     for (uint32_t c = 0; c < channels; c++) {
         const int64_t b = (bias ? bias[c] : 0) + (add ? add[c] : 0);
@@ -238,7 +238,7 @@ VNNI_TGT static void requant_planes__vnni(const int32_t *t, size_t tstride, cons
         const int32_t *tc = t + c * tstride;
         dcz_q *yc = y + c * plane;
         if (qshift_none(f, c0 + c)) {
-            requant_fill((int32_t)(uint32_t)(uint64_t)b, mult[c], (uint8_t)k, qlo, qhi, plane, yc);
+            requant_fill(skip, (int32_t)(uint32_t)(uint64_t)b, mult[c], (uint8_t)k, qlo, qhi, plane, yc);
             continue;
         }
         switch (RQ_MODE(k, p)) {
@@ -264,20 +264,26 @@ VNNI_TGT static void requant_planes__vnni(const int32_t *t, size_t tstride, cons
  * come from beyond the first-level cache). Else the planes filled with
  * 128, then the rows copied into them. */
 QDW_TGT static void qdw_planes__vbmi(const dcz_conv_geom *g, const qdw_shape *s, const dcz_qdw_vmap *maps,
-                                     const dcz_q *x, uint8_t *planes)
+                                     const dcz_qshift *f, const dcz_qconst *xc, const dcz_q *x, uint8_t *planes)
 {
     const size_t plane = (size_t)s->PH * s->PW, in_plane = (size_t)g->in_h * g->in_w;
     const __m512i top512 = _mm512_set1_epi8((char)0x80);
     if (maps) {
         const size_t nv = qdw_vmaps(s);
         for (uint32_t c = 0; c < g->in_c; c++) {
+            /* a channel without weight reads no plane; one xc marks is its
+             * value, with no load from its plane, never written (not even
+             * under an empty mask: kernels_qshift.c, quad_rows) */
+            if (qshift_none(f, c)) continue;
+            const int fixed = dcz_qconst_has(xc, c);
+            const __m512i kv = _mm512_set1_epi16(fixed ? xc->value[c] : 0);
             const dcz_q *src = x + c * in_plane;
             uint8_t *dst = planes + c * plane;
             for (size_t v = 0; v < nv; v++) {
                 const dcz_qdw_vmap *m = maps + v;
                 const dcz_q *at = src + m->first;
-                const __m512i lo = _mm512_maskz_loadu_epi16((__mmask32)m->load, at);
-                const __m512i hi = _mm512_maskz_loadu_epi16((__mmask32)(m->load >> 32), at + 32);
+                const __m512i lo = fixed ? kv : _mm512_maskz_loadu_epi16((__mmask32)m->load, at);
+                const __m512i hi = fixed ? kv : _mm512_maskz_loadu_epi16((__mmask32)(m->load >> 32), at + 32);
                 const __m512i b = _mm512_maskz_permutex2var_epi8((__mmask64)m->inside, lo,
                                                                  _mm512_loadu_si512((const void *)m->idx), hi);
                 _mm512_storeu_si512((void *)(dst + 64 * v), _mm512_xor_si512(b, top512));
@@ -290,17 +296,21 @@ QDW_TGT static void qdw_planes__vbmi(const dcz_conv_geom *g, const qdw_shape *s,
     const uint32_t rows = s->PH <= g->ph ? 0 : s->PH - g->ph < g->in_h ? s->PH - g->ph : g->in_h;
     const uint32_t cols = s->PW <= g->pw ? 0 : s->PW - g->pw < g->in_w ? s->PW - g->pw : g->in_w;
     const __m256i top = _mm256_set1_epi8((char)0x80);
-    for (uint32_t c = 0; c < g->in_c; c++)
+    for (uint32_t c = 0; c < g->in_c; c++) {
+        if (qshift_none(f, c)) continue;
+        const int fixed = dcz_qconst_has(xc, c);
+        const __m512i kv = _mm512_set1_epi16(fixed ? xc->value[c] : 0);
         for (uint32_t iy = 0; iy < rows; iy++) {
             const dcz_q *src = x + ((size_t)c * g->in_h + iy) * g->in_w;
             uint8_t *dst = planes + c * plane + (size_t)(iy + g->ph) * s->PW + g->pw;
             for (uint32_t k = 0; k < cols; k += 32) {
                 const uint32_t n = cols - k < 32 ? cols - k : 32;
                 const __mmask32 m = n == 32 ? 0xFFFFFFFFu : (__mmask32)((1u << n) - 1);
-                const __m256i b = _mm512_cvtepi16_epi8(_mm512_maskz_loadu_epi16(m, src + k));
+                const __m256i b = _mm512_cvtepi16_epi8(fixed ? kv : _mm512_maskz_loadu_epi16(m, src + k));
                 _mm256_mask_storeu_epi8(dst + k, m, _mm256_xor_si256(b, top));
             }
         }
+    }
 }
 
 /* y (the output plane) = one channel's outputs from its byte plane, T taps
@@ -402,6 +412,7 @@ typedef struct qdw_job {
     const dcz_requant *rq;
     int32_t lo, hi;
     uint32_t parts;
+    int skip;
     dcz_q *yb;
 } qdw_job;
 
@@ -433,7 +444,7 @@ QDW_TGT static void qdw_part(void *ctx, uint32_t part)
             n += wq[t] != 0;
         }
         if (n == 0) {
-            requant_fill(a0, mult, (uint8_t)k, lo, hi, out_plane, yc);
+            requant_fill(j->skip && qshift_none(f, oc), a0, mult, (uint8_t)k, lo, hi, out_plane, yc);
             continue;
         }
 #define QDW_CHANNEL(M, T, L) \
@@ -461,17 +472,17 @@ QDW_TGT static void qdw_part(void *ctx, uint32_t part)
  * (NULL: this one alone; each channel's outputs its own, so the bits of
  * one thread) */
 QDW_TGT static void qdw_requant__vbmi(dcz_pool *pool, const dcz_conv_geom *g, const dcz_qshift *f,
-                                      const int64_t *bias, const dcz_requant *rq, int32_t lo, int32_t hi,
-                                      const dcz_q *x, size_t batch, uint8_t *planes, dcz_q *y)
+                                      const int64_t *bias, const dcz_requant *rq, int32_t lo, int32_t hi, int skip,
+                                      const dcz_qconst *xc, const dcz_q *x, size_t batch, uint8_t *planes, dcz_q *y)
 {
     qdw_shape s;
     qdw_measure(g, &s);   /* f->dw: the form took g */
     const size_t in_sample = (size_t)g->in_c * g->in_h * g->in_w, out_plane = (size_t)g->out_h * g->out_w;
     qdw_vec vecs[QDW_MAX_PATTERNS];
     qdw_vectors(g, &s, vecs);
-    qdw_job j = { g, f, &s, vecs, planes, bias, rq, lo, hi, pool ? dcz_pool_threads(pool) : 1, NULL };
+    qdw_job j = { g, f, &s, vecs, planes, bias, rq, lo, hi, pool ? dcz_pool_threads(pool) : 1, skip, NULL };
     for (size_t b = 0; b < batch; b++) {
-        qdw_planes__vbmi(g, &s, f->dwmap, x + b * in_sample, planes);
+        qdw_planes__vbmi(g, &s, f->dwmap, f, xc, x + b * in_sample, planes);
         j.yb = y + b * g->out_c * out_plane;
         if (j.parts > 1) dcz_pool_run(pool, qdw_part, &j);
         else qdw_part(&j, 0);
@@ -641,8 +652,8 @@ qdwp_small_channel__vnni(const int MODE, const uint32_t NV, const qdwp_small_map
 }
 
 VNNI_TGT static void qdwp_small__vnni(const dcz_conv_geom *g, const dcz_qshift *f, const int64_t *bias,
-                                      const dcz_requant *rq, int32_t lo, int32_t hi, const dcz_q *x, size_t batch,
-                                      dcz_q *y)
+                                      const dcz_requant *rq, int32_t lo, int32_t hi, int skip, const dcz_qconst *xc,
+                                      const dcz_q *x, size_t batch, dcz_q *y)
 {
     qdwp_small_map m;
     qdwp_small_build(g, &m);
@@ -665,11 +676,16 @@ VNNI_TGT static void qdwp_small__vnni(const dcz_conv_geom *g, const dcz_qshift *
             const qdwp_rq r = qdwp_rq_of(bias, rq, oc);
             dcz_q *yc = y + (b * g->out_c + oc) * out_plane;
             if (n == 0) {
-                requant_fill(r.a0, r.mult, (uint8_t)r.k, lo, hi, out_plane, yc);
+                requant_fill(skip && qshift_none(f, oc), r.a0, r.mult, (uint8_t)r.k, lo, hi, out_plane, yc);
                 continue;
             }
-            const dcz_q *xc = x + (b * g->in_c + oc) * in_plane;
-            const __m512i x0 = _mm512_maskz_loadu_epi16(in0, xc), x1 = _mm512_maskz_loadu_epi16(in1, xc + 32);
+            /* a channel xc marks: its value in every cell of the plane, no
+             * load from its plane (qdw_planes__vbmi) */
+            const dcz_q *xp = x + (b * g->in_c + oc) * in_plane;
+            const int fixed = dcz_qconst_has(xc, oc);
+            const __m512i kv = _mm512_set1_epi16(fixed ? xc->value[oc] : 0);
+            const __m512i x0 = fixed ? _mm512_maskz_mov_epi16(in0, kv) : _mm512_maskz_loadu_epi16(in0, xp),
+                          x1 = fixed ? _mm512_maskz_mov_epi16(in1, kv) : _mm512_maskz_loadu_epi16(in1, xp + 32);
 #define QDWP_SMALL(M, NV) \
     qdwp_small_channel__vnni(M, NV, &m, x0, x1, n, pl, w, r.a0, r.mult, r.k, M == 3 ? r.p : 0, lo, hi, out_plane, yc)
             switch (RQ_MODE(r.k, r.p) * 4 + (nv - 1)) {
@@ -699,11 +715,11 @@ VNNI_TGT static void qdwp_small__vnni(const dcz_conv_geom *g, const dcz_qshift *
  * plane, whose padding every channel leaves as the first found it; small
  * planes in registers (above) */
 VNNI_TGT static void qdwp_requant__vnni(const dcz_conv_geom *g, const dcz_qshift *f, const int64_t *bias,
-                                        const dcz_requant *rq, int32_t lo, int32_t hi, const dcz_q *x, size_t batch,
-                                        void *scratch, dcz_q *y)
+                                        const dcz_requant *rq, int32_t lo, int32_t hi, int skip, const dcz_qconst *xc,
+                                        const dcz_q *x, size_t batch, void *scratch, dcz_q *y)
 {
     if (qdwp_small(g)) {
-        qdwp_small__vnni(g, f, bias, rq, lo, hi, x, batch, y);
+        qdwp_small__vnni(g, f, bias, rq, lo, hi, skip, xc, x, batch, y);
         return;
     }
     const uint32_t np = qdwp_row_pairs(g);
@@ -736,18 +752,21 @@ VNNI_TGT static void qdwp_requant__vnni(const dcz_conv_geom *g, const dcz_qshift
             dcz_q *yc = y + (b * g->out_c + oc) * out_plane;
             /* none: the requantized bias, without the plane */
             if (n == 0) {
-                requant_fill(a0, mult, (uint8_t)k, lo, hi, out_plane, yc);
+                requant_fill(skip && qshift_none(f, oc), a0, mult, (uint8_t)k, lo, hi, out_plane, yc);
                 continue;
             }
-            const dcz_q *xc = x + (b * g->in_c + oc) * in_plane;
             /* rows of 7 to 112 cells: masked vectors, where a call to
-             * memcpy a row took a third of 7 x 7 planes' time */
+             * memcpy a row took a third of 7 x 7 planes' time; a channel
+             * xc marks its value in each */
+            const dcz_q *xp = x + (b * g->in_c + oc) * in_plane;
+            const int fixed = dcz_qconst_has(xc, oc);
+            const __m512i kv = _mm512_set1_epi16(fixed ? xc->value[oc] : 0);
             for (size_t iy = 0; iy < rows; iy++) {
-                const dcz_q *src = xc + iy * g->in_w;
+                const dcz_q *src = xp + iy * g->in_w;
                 dcz_q *dst = pc + (iy + g->ph) * PW + g->pw;
                 for (size_t i = 0; i < cols; i += 32) {
                     const __mmask32 m = cols - i >= 32 ? ~(__mmask32)0 : (__mmask32)((1u << (cols - i)) - 1);
-                    _mm512_mask_storeu_epi16(dst + i, m, _mm512_maskz_loadu_epi16(m, src + i));
+                    _mm512_mask_storeu_epi16(dst + i, m, fixed ? kv : _mm512_maskz_loadu_epi16(m, src + i));
                 }
             }
             switch (RQ_MODE(k, p) * 2 + (g->sw == 2)) {
@@ -816,12 +835,12 @@ VNNI_TGT static void pool2_plane__avx512(const int32_t *t, size_t wq, uint32_t p
 VNNI_TGT static void requant_sums(const dcz_conv_geom *g, const dcz_qshift *f, const split_geom *q,
                                   const uint16_t *keep, size_t nv, uint32_t c0, uint32_t n, const int32_t *t,
                                   const int32_t *add, const int64_t *bias, const dcz_requant *rq, int32_t lo,
-                                  int32_t hi, dcz_q *yb)
+                                  int32_t hi, int skip, dcz_q *yb)
 {
     const size_t out_plane = (size_t)g->out_h * g->out_w;
     if (nv <= REQ_PLANE_MAX) {
         requant_planes__vnni(t, q->out16, keep, nv, bias ? bias + c0 : NULL, add, rq->mult + c0, rq->shift + c0,
-                             rq->pre ? rq->pre + c0 : NULL, n, lo, hi, out_plane, f, c0, yb + c0 * out_plane);
+                             rq->pre ? rq->pre + c0 : NULL, n, lo, hi, out_plane, f, c0, skip, yb + c0 * out_plane);
         return;
     }
     /* rows with no columns to drop make one row of the whole plane */
@@ -829,7 +848,7 @@ VNNI_TGT static void requant_sums(const dcz_conv_geom *g, const dcz_qshift *f, c
     for (uint32_t i = 0; i < n; i++) {
         const uint32_t oc = c0 + i;
         if (qshift_none(f, oc)) {   /* its sums unwritten, as above (its corr, add, is 0) */
-            requant_fill((int32_t)(uint32_t)(uint64_t)(bias ? bias[oc] : 0), rq->mult[oc], rq->shift[oc], lo, hi,
+            requant_fill(skip, (int32_t)(uint32_t)(uint64_t)(bias ? bias[oc] : 0), rq->mult[oc], rq->shift[oc], lo, hi,
                          out_plane, yb + oc * out_plane);
             continue;
         }
@@ -880,6 +899,7 @@ typedef struct req_job {
     const int64_t *bias;
     const dcz_requant *rq;
     int32_t lo, hi;
+    int skip;
     dcz_q *yb;
 } req_job;
 
@@ -896,7 +916,7 @@ VNNI_TGT static void req_part(void *ctx, uint32_t part)
         dcz_qshift sub = *j->f;
         sub.ptr = j->f->ptr + c0 / j->f->ob;
         j->planes(&sub, j->f->corr + c0, n, j->q->out16, (size_t)g->out_h * j->q->wq, j->xs, t, DCZ_QPLANES_SPARE);
-        requant_sums(g, j->f, j->q, j->keep, j->nv, c0, n, t, NULL, j->bias, j->rq, j->lo, j->hi, j->yb);
+        requant_sums(g, j->f, j->q, j->keep, j->nv, c0, n, t, NULL, j->bias, j->rq, j->lo, j->hi, j->skip, j->yb);
     }
 }
 #endif
@@ -929,17 +949,17 @@ int dcz_qconv2d_shift_requant_runs(const dcz_conv_geom *g, const dcz_qshift *f, 
 }
 
 int dcz_qconv2d_shift_requant(dcz_pool *pool, const dcz_conv_geom *g, const dcz_qshift *f, const int64_t *bias,
-                              const dcz_requant *rq, int32_t lo, int32_t hi, int pool2, const dcz_q *x,
-                              size_t batch, float *scratch, dcz_q *y)
+                              const dcz_requant *rq, int32_t lo, int32_t hi, int pool2, int skip,
+                              const dcz_qconst *xc, const dcz_q *x, size_t batch, float *scratch, dcz_q *y)
 {
 #ifdef DCZ_X86
     if (!dcz_qconv2d_shift_requant_runs(g, f, rq, pool2)) return 0;
     const dcz_qplanes_fn planes = dcz_qplanes_variant(DCZ_ISA_AVX512);
     switch (dcz_qshift_depthwise(f)) {
     case DCZ_QDW_BYTES:
-        qdw_requant__vbmi(pool, g, f, bias, rq, lo, hi, x, batch, (uint8_t *)(void *)scratch, y);
+        qdw_requant__vbmi(pool, g, f, bias, rq, lo, hi, skip, xc, x, batch, (uint8_t *)(void *)scratch, y);
         return 1;
-    case DCZ_QDW_PAIRS: qdwp_requant__vnni(g, f, bias, rq, lo, hi, x, batch, scratch, y); return 1;
+    case DCZ_QDW_PAIRS: qdwp_requant__vnni(g, f, bias, rq, lo, hi, skip, xc, x, batch, scratch, y); return 1;
     default: break;
     }
     const split_geom q = split_geom_of(g, (g->in_c + 3) / 4, 0);
@@ -972,10 +992,10 @@ int dcz_qconv2d_shift_requant(dcz_pool *pool, const dcz_conv_geom *g, const dcz_
     }
     const int chunks = !pool2 && !f->amx_pick && chunk < g->out_c;
     req_job j = { g, &q, f, planes, xs, t, keep, nv, chunk, (g->out_c + chunk - 1) / chunk, 0, bias, rq, lo, hi,
-                  NULL };
+                  skip, NULL };
     j.parts = parts < j.chunks ? parts : j.chunks;
     for (size_t b = 0; b < batch; b++) {
-        dcz_qsplit_any(1, g, &q, x + b * in_sample, (uint8_t *)xs);
+        dcz_qsplit_any(1, g, &q, xc, x + b * in_sample, (uint8_t *)xs);
         if (chunks) {
             j.yb = y + b * g->out_c * out_plane;
             if (j.parts > 1) dcz_pool_run(pool, req_part, &j);
@@ -990,17 +1010,17 @@ int dcz_qconv2d_shift_requant(dcz_pool *pool, const dcz_conv_geom *g, const dcz_
             for (uint32_t oc = 0; oc < g->out_c; oc++) {
                 if (!qshift_none(f, oc)) pool2_plane__avx512(t + oc * q.out16, q.wq, ph, pw, add ? add[oc] : 0, pt);
                 requant_planes__vnni(pt, 0, pkeep, pnv, bias ? bias + oc : NULL, NULL, rq->mult + oc,
-                                     rq->shift + oc, rq->pre ? rq->pre + oc : NULL, 1, lo, hi, pooled, f, oc,
+                                     rq->shift + oc, rq->pre ? rq->pre + oc : NULL, 1, lo, hi, pooled, f, oc, skip,
                                      yb + oc * pooled);
             }
             continue;
         }
-        requant_sums(g, f, &q, keep, nv, 0, g->out_c, t, add, bias, rq, lo, hi, y + b * g->out_c * out_plane);
+        requant_sums(g, f, &q, keep, nv, 0, g->out_c, t, add, bias, rq, lo, hi, skip, y + b * g->out_c * out_plane);
     }
     return 1;
 #else
-    (void)g; (void)f; (void)bias; (void)rq; (void)lo; (void)hi; (void)pool2; (void)x; (void)batch; (void)scratch;
-    (void)y;
+    (void)g; (void)f; (void)bias; (void)rq; (void)lo; (void)hi; (void)pool2; (void)skip; (void)xc; (void)x;
+    (void)batch; (void)scratch; (void)y;
     return 0;
 #endif
 }
