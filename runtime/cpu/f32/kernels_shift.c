@@ -173,7 +173,9 @@ typedef struct tile_dst {
     const dcz_act *call;        /* the same, for the call that applies it (out_act__avx512) */
 } tile_dst;
 
+#ifdef DCZ_X86   /* (the vector kernels' maps alone take it) */
 static const dcz_act no_act = { 0, 0.0f, 0.0f };
+#endif
 
 typedef struct tile_out {
     tile_dst d;
@@ -614,6 +616,7 @@ static void split_sample(dcz_isa isa, const dcz_conv_geom *g, const split_geom *
     split(g, q, x, xs);
 }
 
+#ifdef DCZ_X86   /* (the vector maps alone write straight into the output) */
 /* What shift_run hands a part of the work: sample b of the convolution,
  * split already into xs (which every part reads), and the output channel
  * blocks of part `part` of `parts` (a pool's threads). */
@@ -655,6 +658,7 @@ static void shift_part(void *ctx, uint32_t part)
     dcz_part_range((j->g->out_c + j->f->ob - 1) / j->f->ob, part, j->parts, &b0, &b1);
     shift_blocks(j, b0, b1);
 }
+#endif
 
 /* The convolution on isa's planes, act (op 0: none) applied as the output
  * is written; with a residual res (or NULL), act(conv + res): the ADD

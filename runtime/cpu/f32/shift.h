@@ -115,6 +115,12 @@ int dcz_conv2d_pick_shift(const dcz_conv_geom *g, uint64_t nnz);
  * scalar reference: DCZ_ISA_REF), whose costs the cost model weighs. */
 dcz_isa dcz_shift_best(void);
 
+/* Whether g is a depthwise convolution of a 1 x 1 window at stride 1
+ * without padding, which the rows kernels (both instruction sets) run as
+ * whole planes, a fused multiply-add an output; 0 in a build without the
+ * x86 float kernels. */
+int dcz_shift_dw_scale_takes(const dcz_conv_geom *g, const dcz_shift *f);
+
 #if DCZ_BUILD_F32_X86
 struct split_geom;
 
@@ -131,10 +137,6 @@ int dcz_shift_split_vector(dcz_isa isa, const dcz_conv_geom *g, const struct spl
  * convolutions. */
 enum { DCZ_SHIFT_DW_NONE, DCZ_SHIFT_DW_ROWS, DCZ_SHIFT_DW_PLANE };
 int dcz_shift_dw_path(const dcz_conv_geom *g, const dcz_shift *f);
-/* Whether g is a depthwise convolution of a 1 x 1 window at stride 1
- * without padding, which the rows kernels (both instruction sets) run as
- * whole planes, a fused multiply-add an output. */
-int dcz_shift_dw_scale_takes(const dcz_conv_geom *g, const dcz_shift *f);
 /* Each kernel runs output channels [c0, c1) of every sample. */
 void dcz_shift_dw_plane__avx512(const dcz_conv_geom *g, const struct split_geom *q, const dcz_shift *f,
                                 const float *bias, const float *x, size_t batch, const dcz_act *act, uint32_t c0,
