@@ -150,6 +150,11 @@ static dcz_status describe_viewed(const dcz_model *m, uint32_t layer, dcz_layer_
         snprintf(k->why, sizeof k->why, "applied by %s as it writes its output (%s)", m->layers[by].name,
                  pool ? "a copy here; runs with taps pool here" : "runs with taps apply it here");
     }
+    if (l->q && l->qin.none && !m->opt.force_reference) {   /* a table between constant channels' pair */
+        uint32_t skipped = 0;
+        for (uint32_t c = 0; c < l->in_shape.dims[0]; c++) skipped += l->qin.none[c];
+        snprintf(k->why, sizeof k->why, "skips the %u planes the convolution before leaves unwritten", skipped);
+    }
     if (!k->weighted) return DCZ_OK;
     const dcz_kernel kern = (dcz_kernel)l->kernel;
     k->kernel = dcz_kernel_name(kern);
@@ -260,7 +265,7 @@ static dcz_status describe_viewed(const dcz_model *m, uint32_t layer, dcz_layer_
     case DCZ_K_CONV_SHIFT: {
         const char *sisa = dcz_conv2d_shift_variant();
         snprintf(k->why, sizeof k->why, "%s: each output plane the sum of the padded input, split by stride "
-                 "phase, shifted by each weight, %u output channel%s a block, %s%s%s%s%s%s", weights, l->shift.ob,
+                 "phase, shifted by each weight, %u output channel%s a block, %s%s%.64s%s%s%s", weights, l->shift.ob,
                  l->shift.ob > 1 ? "s" : "", sisa ? sisa : "scalar", l->res ? ", then the add of " : "",
                  l->res ? m->layers[layer + 1].name : "", l->act.op ? ", then " : "", act, bands);
         break;
@@ -330,13 +335,13 @@ static dcz_status describe_viewed(const dcz_model *m, uint32_t layer, dcz_layer_
         for (uint32_t c = 0; l->qskip && c < l->geom.out_c; c++) left += l->qshift.none[c];
         for (uint32_t c = 0; l->qin.none && c < l->geom.in_c; c++) taken += l->qin.none[c];
         for (uint32_t j = layer + 1; l->qskip && j < m->nlayers && to == layer; j++)
-            to = m->layers[j].qin.none == l->qshift.none ? j : to;
+            to = m->layers[j].qin.value && m->layers[j].qin.none == l->qshift.none ? j : to;
         size_t used = strlen(k->why);
         if (taken) snprintf(k->why + used, sizeof k->why - used, "; %u input channels constants", taken);
         used = strlen(k->why);
         if (left)
-            snprintf(k->why + used, sizeof k->why - used, "; %u channels without a weight unwritten, constants to %s",
-                     left, m->layers[to].name);
+            snprintf(k->why + used, sizeof k->why - used, "; %u channels without a weight unwritten, constants to "
+                     "%.64s", left, m->layers[to].name);
     }
     return DCZ_OK;
 }

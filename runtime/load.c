@@ -241,38 +241,53 @@ static int qshift_requantizes(const dcz_model *m, uint32_t i)
  * the channels of the first that hold no weight each hold one value
  * throughout (its requantized bias, clamped as the layer's outputs are:
  * dcz_qshift_none_value), which the first no longer writes (qskip) and
- * the second takes from its form (qin) where it would read their planes.
+ * the second takes from its form (qin) where it would read their planes;
+ * through an activation by table between them, the table's value of each.
  * Pruned networks leave many such channels: the expansions of
  * MobileNetV2 pruned to 90% by blocks of four input channels hold no
  * weight in most of theirs, whose constant planes the depthwise layer
  * after each read. Not where every channel holds none: the splits read
  * the rows of a channel that is read in the place of the others
  * (cpu/q8/kernels_qshift.c, quad_rows). After fuse_activations (the
- * clamps); not in the loads of a measured plan, which time each layer
- * alone. */
+ * clamps) and the plan (the tables' kernels); not in the loads of a
+ * measured plan, which time each layer alone. */
 static void pair_constants(dcz_model *m)
 {
     for (uint32_t i = 0; i + 1 < m->nlayers; i++) {
         dcz_exec_layer *c = &m->layers[i];
         if (DCZ_REF_ONLY || !qshift_requantizes(m, i) || c->qpool) continue;
         /* the tensor the next layer reads: the output, or its fused activation's in its place */
-        const uint32_t act = m->layers[i + 1].fused == DCZ_FUSED_ACT, t = i + 1 + act;
+        const uint32_t act = m->layers[i + 1].fused == DCZ_FUSED_ACT;
+        uint32_t t = i + 1 + act;
         if (act && tensor_readers(m, i + 1) != 1) continue;
         if (m->tensors[t].last >= m->nlayers || m->tensors[t].host || tensor_readers(m, t) != 1) continue;
-        const uint32_t j = m->tensors[t].last;
+        uint32_t j = m->tensors[t].last;
+        /* or an activation by table between them (SiLU, HardSwish), which
+         * maps each constant to one and skips those planes (qin) */
+        dcz_exec_layer *a = &m->layers[j];
+        const dcz_q *table = NULL;
+        if (a->q && a->kernel == DCZ_K_QTABLE && a->table && !a->fused && a->nin == 1 && a->tin[0] == t &&
+            a->in_shape.rank == 3 && a->in_shape.dims[0] == c->geom.out_c && m->tensors[j + 1].last < m->nlayers &&
+            !m->tensors[j + 1].host && tensor_readers(m, j + 1) == 1) {
+            table = a->table;
+            t = j + 1;
+            j = m->tensors[t].last;
+        }
         dcz_exec_layer *d = &m->layers[j];
         if (!qshift_requantizes(m, j) || d->nin != 1 || d->tin[0] != t || d->geom.in_c != c->geom.out_c) continue;
         uint32_t none = 0;
         for (uint32_t oc = 0; oc < c->geom.out_c; oc++) {
             if (!c->qshift.none[oc]) continue;
-            c->qshift.none_value[oc] =
+            const dcz_q v =
                 dcz_qshift_none_value(c->qbias ? c->qbias[oc] : 0, c->rq_mult[oc], c->rq_shift[oc], c->qlo, c->qhi);
+            c->qshift.none_value[oc] = table ? table[v + m->qmax] : v;
             none++;
         }
         /* (a layer whose every channel holds none leaves the next nothing to read) */
         if (!none || none == c->geom.out_c) continue;
         c->qskip = 1;
         d->qin = (dcz_qconst){ c->qshift.none, c->qshift.none_value };
+        if (table) a->qin = (dcz_qconst){ c->qshift.none, NULL };
     }
 }
 
@@ -658,8 +673,8 @@ static dcz_status load_walk(const dcz_container *c, const dcz_options *o, loader
         }
         fuse_activations(m);
         if (!ld->ran) pair_bands(m);
-        if (!ld->ran) pair_constants(m);
         TRY(dcz_plan_finish(m));
+        if (!ld->ran) pair_constants(m);
         *out = m;
     }
     return DCZ_OK;

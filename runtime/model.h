@@ -172,8 +172,9 @@ typedef struct dcz_qshift {
     const int32_t *corr;    /* (out_c) -128 times the sum of the channel's weights, modulo 2^32 */
     const uint8_t *none;    /* (out_c) 1 where the channel holds no weight: its sums are its bias */
     dcz_q *none_value;      /* (out_c) where none: the channel's every output (its bias requantized and
-                               clamped), set at load where the layer leaves those channels unwritten
-                               (load.c, pair_constants) */
+                               clamped) as the layer that takes it reads it (through an activation by
+                               table, that table's value), set at load where the layer leaves those
+                               channels unwritten (load.c, pair_constants) */
     /* depthwise convolutions whose windows fit (qshift_form.c, "depthwise
      * by byte permutes"), else NULL: */
     const int32_t *dw;      /* (out_c, kh, ceil(kw / 4)) the weights of four columns of a window row, a byte each */
@@ -288,7 +289,9 @@ typedef struct dcz_exec_layer {
                                weight unwritten when the run fuses; the one layer that reads its
                                output takes them from qshift.none_value (its qin) */
     dcz_qconst qin;         /* integer CONV2D on the shift form: the input channels it takes as
-                               constants when the run fuses (those of the layer before's qskip) */
+                               constants when the run fuses (those of the layer before's qskip); an
+                               integer activation by table between two such: the planes it skips
+                               (value NULL) */
     double *out_scale;      /* the last weighted layer: (channels) accumulator to float,
                                s_in * s_w[c] exactly */
     int32_t in_mult[DCZ_MAX_INPUTS]; /* ADD, CONCAT: input k to the output's scale; MUL: */

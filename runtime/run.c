@@ -701,10 +701,15 @@ static void qrun_gather_ref(const dcz_model *m, uint32_t index, const void *cons
                             l->gather_groups, batch, y);
 }
 
+/* (when the run fuses, the planes the convolution before left unwritten
+ * skipped: load.c, pair_constants) */
 static void qrun_table(const dcz_model *m, uint32_t index, const void *const *xs, size_t batch, void *y)
 {
     const dcz_exec_layer *l = &m->layers[index];
-    dcz_qtable(l->table, m->qmax, xs[0], batch * l->in, y);
+    if (m->fuse && l->qin.none)
+        dcz_qtable_planes(l->table, m->qmax, xs[0], batch, l->in_shape.dims[0], l->in / l->in_shape.dims[0],
+                          l->qin.none, y);
+    else dcz_qtable(l->table, m->qmax, xs[0], batch * l->in, y);
 }
 
 static void qrun_table_ref(const dcz_model *m, uint32_t index, const void *const *xs, size_t batch, void *y)

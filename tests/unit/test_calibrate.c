@@ -698,12 +698,13 @@ static void drop_channels(dcz_doc_layer *l, const uint32_t *ch, size_t n)
 
 /* input (1, 8, 8) -> conv1 (16, 3x3) -> relu -> depthwise 3x3 -> relu ->
  * conv3 (8, 1x1) -> relu -> gap -> fc -> softmax, with channels of each
- * convolution that hold no weight. Where the integer shift form runs,
- * conv1 and the depthwise layer leave those channels unwritten and the
- * layer after each takes them as constants (load.c, pair_constants); the
- * bits are those of batch 1 and of the reference kernels, which write and
- * read every channel. */
-static void test_constant_channels(void)
+ * convolution that hold no weight, and the same with a SiLU (an
+ * activation by table) after conv1. Where the integer shift form runs,
+ * conv1 and the depthwise layer leave those channels unwritten, the SiLU
+ * skips them and the layer after each takes them as constants (load.c,
+ * pair_constants); the bits are those of batch 1 and of the reference
+ * kernels, which write and read every channel. */
+static void constant_channels(uint16_t act1)
 {
     dcz_dataset data;
     REQUIRE(make_data(&data, 200, 53), "data");
@@ -712,7 +713,7 @@ static void test_constant_channels(void)
     REQUIRE(qo && d, "alloc");
     dcz_doc_layer *L = d->layers;
     doc_conv_layer(&L[0], "conv1", 1, 16, 3, 1, 1, DCZ_ENC_CODEBOOK, 4, 4, DCZ_CODING_HUFFMAN);
-    doc_plain_layer(&L[1], DCZ_OP_RELU, "relu1");
+    doc_plain_layer(&L[1], act1, "act1");
     doc_conv_layer(&L[2], "dw", 16, 16, 3, 1, 1, DCZ_ENC_CODEBOOK, 4, 4, DCZ_CODING_HUFFMAN);
     doc_conv_groups(&L[2], 16);
     doc_plain_layer(&L[3], DCZ_OP_RELU, "relu2");
@@ -753,6 +754,9 @@ static void test_constant_channels(void)
         CHECK(dcz_describe_layer(m, pairs[p][0], &ld) == DCZ_OK && (strstr(ld.why, "unwritten") != NULL) == shift,
               "%s described as %s", a->name, ld.why);
     }
+    /* the SiLU's table between conv1 and the depthwise layer skips them */
+    CHECK((m->layers[1].qin.none != NULL) == (act1 == DCZ_OP_SILU && m->layers[0].qskip),
+          "act1 %s the planes conv1 leaves", m->layers[1].qin.none ? "skips" : "does not skip");
     /* a layer whose output two layers read, or a model's last layer, leaves nothing */
     CHECK(!m->layers[4].qskip, "conv3 leaves channels to the Global average pool");
     dcz_close(m);
@@ -760,6 +764,12 @@ static void test_constant_channels(void)
     dcz_doc_free(d);
     free(qo);
     dcz_dataset_free(&data);
+}
+
+static void test_constant_channels(void)
+{
+    constant_channels(DCZ_OP_RELU);
+    constant_channels(DCZ_OP_SILU);
 }
 
 /* ---- a fixed-point MLP by hand ------------------------------------------------- */

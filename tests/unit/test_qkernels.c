@@ -1309,6 +1309,22 @@ static void test_qtable(void)
         memcpy(got, x, n * sizeof *got);
         dcz_qtable(table, qmax, got, n, got);
         bad += diff_q("qtable in place", "", got, want, n);
+        /* by planes, skipping the planes of some channels, which keep what
+         * they hold: n values as 2 samples of channels of 7 */
+        const uint32_t channels = (uint32_t)(n / 14), plane = 7;
+        uint8_t *skip = alloc(channels, 1);
+        for (uint32_t c = 0; c < channels; c++) skip[c] = rnd() % 3 == 0 || c == 1;
+        skip[0] = 0;
+        for (size_t i = 0; i < n; i++) got[i] = (dcz_q)0x5555;
+        dcz_qtable_planes(table, qmax, x, 2, channels, plane, skip, got);
+        size_t kept = 0;
+        for (size_t i = 0; i < 2 * (size_t)channels * plane; i++) {
+            const uint32_t c = (uint32_t)(i / plane % channels);
+            bad += skip[c] ? got[i] != (dcz_q)0x5555 : got[i] != want[i];
+            kept += !skip[c];
+        }
+        bad += kept == 0;
+        free(skip);
         free(table); free(x); free(want); free(got);
     }
     CHECK(bad == 0, "qtable differs from the reference in %zu elements", bad);

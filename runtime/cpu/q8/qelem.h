@@ -90,6 +90,12 @@ void dcz_qtable_ref(const dcz_q *table, int32_t qmax, const dcz_q *x, size_t n, 
  * gathers; the table must have 2 qmax + 2 entries, the last never looked
  * up. */
 void dcz_qtable(const dcz_q *table, int32_t qmax, const dcz_q *x, size_t n, dcz_q *y);
+/* dcz_qtable over x and y (batch, channels, plane), but the planes of the
+ * channels skip marks (channels bytes), which y keeps as they are: where
+ * the convolution before left them unwritten and the one after takes
+ * them as constants (load.c, pair_constants). The table made once a call. */
+void dcz_qtable_planes(const dcz_q *table, int32_t qmax, const dcz_q *x, size_t batch, uint32_t channels,
+                       uint32_t plane, const uint8_t *skip, dcz_q *y);
 /* Integer pools on the geometry of the float ones: max over the window's
  * cells inside the input; average rounded half away from zero, divided as
  * dcz_avgpool_ref divides. */
