@@ -91,9 +91,9 @@ VNNI_TGT static void colquads__avx512(uint32_t *cells, size_t n)
  * of channel c0 + j then kept where byte j of *keep is 0xFF (a channel
  * read) and offset by byte j of *ck: 128 for those and for a missing
  * channel (whose bytes are 0, the padding's byte once offset), its value +
- * 128 for a marked one. Keeping and offsetting are one vpternlog (OR_XOR),
- * in the instruction the offset took alone, so a layer with marked
- * channels costs no more than one without, and no load reads a marked
+ * 128 for a marked one. Keeping and offsetting are one vpternlog
+ * (KEEP_OFFSET), in the instruction the offset took alone, so a layer with
+ * marked channels costs no more than one without, and no load reads a marked
  * channel's plane: the layer before never writes it (its pages perhaps
  * never mapped), and a load from it under an empty mask still costs what
  * the page costs (int8 MobileNetV2, most of whose expansions' planes are
