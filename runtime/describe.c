@@ -150,7 +150,7 @@ static dcz_status describe_viewed(const dcz_model *m, uint32_t layer, dcz_layer_
         snprintf(k->why, sizeof k->why, "applied by %s as it writes its output (%s)", m->layers[by].name,
                  pool ? "a copy here; runs with taps pool here" : "runs with taps apply it here");
     }
-    if (l->q && l->qin.none && !m->opt.force_reference) {   /* a table between constant channels' pair */
+    if (!k->weighted && l->q && l->qin.none && !m->opt.force_reference) {   /* a table between a pair's layers */
         uint32_t skipped = 0;
         for (uint32_t c = 0; c < l->in_shape.dims[0]; c++) skipped += l->qin.none[c];
         snprintf(k->why, sizeof k->why, "skips the %u planes the convolution before leaves unwritten", skipped);
