@@ -280,8 +280,9 @@ static dcz_status describe_viewed(const dcz_model *m, uint32_t layer, dcz_layer_
                  kern == DCZ_K_CONV_GEMM && gisa ? " in " : "_ref", kern == DCZ_K_CONV_GEMM && gisa ? gisa : "", bands);
         break;
     case DCZ_K_CONV_GEMM_PIXELS:
-        snprintf(k->why, sizeof k->why, "dense 1x1 weights, transposed at load: the input's pixel rows times them "
-                 "by gemm_f32 in %s, output channels in the vectors", gisa ? gisa : "?");
+        snprintf(k->why, sizeof k->why, "dense 1x1 weights, transposed at load: the input's pixel rows%s times them "
+                 "by gemm_f32 in %s, output channels in the vectors",
+                 l->geom.sh > 1 || l->geom.sw > 1 ? " (at the stride)" : "", gisa ? gisa : "?");
         break;
     case DCZ_K_CONV_EXPANDED:
         snprintf(k->why, sizeof k->why, "sparse weights at %g%%+ density, expanded at load: the weights times the "

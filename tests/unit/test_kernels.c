@@ -910,14 +910,16 @@ static void test_conv_wino(void)
  * dense product's reference by planes, bit for bit, on every instruction
  * set of this machine (views of the CPU capped to each level): planes of
  * 1 to 81 pixels, channel counts off the vectors and over panels of weights
- * (130: two of 64 and one of 2), batches 1 and 3, without
+ * (130: two of 64 and one of 2), strides 1, 2 and 3 (odd input sizes:
+ * the last row and column dropped), batches 1 and 3, without
  * an activation and with the fused ones, alone and split over a pool of 3
  * threads; and where the rules take it. */
 static void test_conv_pixels(void)
 {
-    static const uint32_t shapes[][4] = { /* in_c, out_c, h, w */
-        { 1, 1, 1, 1 }, { 3, 17, 7, 7 }, { 16, 16, 4, 4 }, { 40, 33, 5, 7 },
-        { 64, 400, 7, 7 }, { 17, 130, 9, 9 }, { 200, 48, 3, 3 }, { 8, 24, 2, 1 },
+    static const uint32_t shapes[][5] = { /* in_c, out_c, h, w, stride */
+        { 1, 1, 1, 1, 1 }, { 3, 17, 7, 7, 1 }, { 16, 16, 4, 4, 1 }, { 40, 33, 5, 7, 1 },
+        { 64, 400, 7, 7, 1 }, { 17, 130, 9, 9, 1 }, { 200, 48, 3, 3, 1 }, { 8, 24, 2, 1, 1 },
+        { 24, 70, 14, 14, 2 }, { 9, 20, 15, 13, 2 }, { 33, 16, 10, 11, 3 }, { 5, 7, 1, 3, 2 },
     };
     const dcz_act acts[] = { { 0, 0.0f, 0.0f }, { DCZ_OP_RELU, 0.0f, 0.0f }, { DCZ_OP_CLIP, 0.0f, 6.0f },
                              { DCZ_OP_SILU, 0.0f, 0.0f } };
@@ -926,16 +928,17 @@ static void test_conv_pixels(void)
     REQUIRE(dcz_pool_start(3, &pool) == DCZ_OK, "pool of 3");
     size_t bad = 0, runs = 0;
     for (size_t si = 0; si < sizeof shapes / sizeof *shapes; si++) {
-        const uint32_t in = shapes[si][0], out = shapes[si][1], px = shapes[si][2] * shapes[si][3];
-        const dcz_conv_geom g = conv_geom(in, out, shapes[si][2], shapes[si][3], 1, 1, 1, 1, 0, 0);
+        const uint32_t in = shapes[si][0], out = shapes[si][1], st = shapes[si][4];
+        const dcz_conv_geom g = conv_geom(in, out, shapes[si][2], shapes[si][3], 1, 1, st, st, 0, 0);
+        const size_t px = (size_t)g.out_h * g.out_w, in_px = (size_t)g.in_h * g.in_w;
         CHECK(dcz_conv2d_pick_pixels(&g), "shape %zu: pixel rows do not run it", si);
         const size_t bmax = 3, ldb = dcz_gemm_ldb(out);
-        float *x = malloc(bmax * in * px * sizeof *x), *w = malloc((size_t)out * in * sizeof *w);
+        float *x = malloc(bmax * in * in_px * sizeof *x), *w = malloc((size_t)out * in * sizeof *w);
         float *bias = malloc(out * sizeof *bias), *wt = malloc(in * ldb * sizeof *wt);
         float *scratch = malloc(dcz_conv2d_im2col_floats(&g) * sizeof *scratch);
         float *y = malloc(bmax * out * px * sizeof *y), *y2 = malloc(bmax * out * px * sizeof *y2);
         REQUIRE(x && w && bias && wt && scratch && y && y2, "memory");
-        for (size_t i = 0; i < bmax * in * px; i++) x[i] = nonzero() * 4.0f;
+        for (size_t i = 0; i < bmax * in * in_px; i++) x[i] = nonzero() * 4.0f;
         for (size_t i = 0; i < (size_t)out * in; i++) w[i] = nonzero();
         for (uint32_t i = 0; i < out; i++) bias[i] = nonzero();
         dcz_conv_weights_by_panel(w, out, in, wt);
@@ -964,18 +967,19 @@ static void test_conv_pixels(void)
     dcz_pool_stop(pool);
     CHECK(bad == 0, "%zu of %zu runs by pixel rows off the reference", bad, runs);
     /* the rules: small planes that fill few vectors, weights within the
-     * cap (512 -> 2048, 4 MB of weights, is within it); not 14 x 14 (13
-     * whole vectors), not 4 x 4 (one), not 1024 -> 2304 (9 MB of weights),
-     * not 144 -> 32 (too few multiply-adds), not a 3x3 window nor a stride
-     * of 2 */
+     * cap (512 -> 2048, 4 MB of weights, is within it; 1024 -> 2048 at
+     * stride 2, 8 MB, too); not 14 x 14 (13 whole vectors), not 4 x 4
+     * (one), not 1024 -> 2304 (9 MB of weights), not 144 -> 32 (too few
+     * multiply-adds), not a 3x3 window nor a padded 1 x 1 one */
     const dcz_conv_geom takes[] = { conv_geom(400, 400, 7, 7, 1, 1, 1, 1, 0, 0),
-                                    conv_geom(512, 2048, 7, 7, 1, 1, 1, 1, 0, 0) },
+                                    conv_geom(512, 2048, 7, 7, 1, 1, 1, 1, 0, 0),
+                                    conv_geom(1024, 2048, 14, 14, 1, 1, 2, 2, 0, 0) },
                         not_rule[] = { conv_geom(400, 400, 14, 14, 1, 1, 1, 1, 0, 0),
                                        conv_geom(64, 64, 4, 4, 1, 1, 1, 1, 0, 0),
                                        conv_geom(1024, 2304, 7, 7, 1, 1, 1, 1, 0, 0),
                                        conv_geom(144, 32, 7, 7, 1, 1, 1, 1, 0, 0) },
                         not_run[] = { conv_geom(64, 64, 7, 7, 3, 3, 1, 1, 1, 1),
-                                      conv_geom(64, 64, 14, 14, 1, 1, 2, 2, 0, 0) };
+                                      conv_geom(64, 64, 14, 14, 1, 1, 2, 2, 1, 1) };
     for (size_t i = 0; i < sizeof takes / sizeof *takes; i++)
         CHECK(dcz_conv2d_pixels_rule(&takes[i]), "geometry %zu over 7 x 7 not by pixel rows", i);
     for (size_t i = 0; i < sizeof not_rule / sizeof *not_rule; i++)

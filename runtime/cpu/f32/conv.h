@@ -87,7 +87,8 @@ void dcz_conv2d_dense_im2col_pool(dcz_pool *pool, const dcz_conv_geom *g, const 
                                   const float *x, size_t batch, int ref, const dcz_act *act, float *scratch,
                                   float *y);
 int dcz_conv2d_dense_splits(const dcz_conv_geom *g);
-/* A dense 1 x 1 convolution at stride 1 by pixel rows: each sample's input
+/* A dense 1 x 1 convolution without padding by pixel rows: each sample's
+ * input (at a stride, its patches: its planes subsampled by dcz_im2col_k)
  * read as (pixels, in_c) rows (its planes by columns: dcz_gemm_f32_strided),
  * times the weights transposed by panels of DCZ_PIXELS_PANEL output
  * channels (dcz_conv_weights_by_panel), a panel at a time, bias per output channel, then
@@ -104,8 +105,8 @@ int dcz_conv2d_dense_splits(const dcz_conv_geom *g);
  * there: dcz_conv2d_dense_im2col_act's bits (the reference's), at any
  * batch and thread count (pool splits the pixel rows; NULL: the caller's
  * alone). scratch: dcz_conv2d_im2col_floats(g) floats. Runs g where
- * dcz_conv2d_pick_pixels (pointwise, one group, the scratch within its
- * cap); dcz_conv2d_pixels_rule: where the rules take it over
+ * dcz_conv2d_pick_pixels (a 1 x 1 window without padding, one group, the
+ * scratch within its cap); dcz_conv2d_pixels_rule: where the rules take it over
  * dcz_conv2d_dense_im2col (below). */
 void dcz_conv2d_pixels_pool(dcz_pool *pool, const dcz_conv_geom *g, const float *wt, const float *bias,
                             const float *x, size_t batch, const dcz_act *act, float *scratch, float *y);

@@ -356,12 +356,29 @@ static uint64_t dense_col_floats(const dcz_conv_geom *g)
     return k && ldb > UINT64_MAX / k ? UINT64_MAX : k * ldb;
 }
 
+/* what pixel rows take (0 where they do not run g: dcz_conv2d_pick_pixels):
+ * the product (pixels, out_c), after the patch matrix of a layer whose
+ * input is not its patches (a stride) */
+static int pixels_geom(const dcz_conv_geom *g)
+{
+    return g->kh == 1 && g->kw == 1 && g->ph == 0 && g->pw == 0 && dcz_conv_groups(g) == 1;
+}
+
+static uint64_t pixels_floats(const dcz_conv_geom *g)
+{
+    if (!pixels_geom(g)) return 0;
+    const uint64_t t = (uint64_t)g->out_h * g->out_w * g->out_c;
+    const uint64_t col = dcz_conv_pointwise(g) ? 0 : dense_col_floats(g);
+    return col > UINT64_MAX - t ? UINT64_MAX : col + t;
+}
+
 uint64_t dcz_conv2d_im2col_floats(const dcz_conv_geom *g)
 {
     const uint64_t m = im2col_matrix_floats(g);
     const uint64_t tile = dcz_spmm_scratch_floats(g->out_c, g->in_c * g->kh * g->kw);
     const uint64_t sparse = m > UINT64_MAX - tile ? UINT64_MAX : m + tile, dense = dense_col_floats(g);
-    return sparse > dense ? sparse : dense;
+    const uint64_t most = sparse > dense ? sparse : dense, px = pixels_floats(g);
+    return px > most ? px : most;
 }
 
 int dcz_conv2d_im2col_fits(const dcz_conv_geom *g)
@@ -618,7 +635,7 @@ void dcz_conv_weights_by_panel(const float *w, uint32_t rows, uint32_t cols, flo
 
 int dcz_conv2d_pick_pixels(const dcz_conv_geom *g)
 {
-    return dcz_conv_pointwise(g) && dcz_conv_groups(g) == 1 && im2col_matrix_floats(g) <= DCZ_CONV_SCRATCH_MAX;
+    return pixels_geom(g) && pixels_floats(g) <= DCZ_CONV_SCRATCH_MAX;
 }
 
 /* Pixel rows where the product by planes pads its vectors of pixels by
@@ -643,7 +660,14 @@ int dcz_conv2d_pick_pixels(const dcz_conv_geom *g)
  * layers of at least PIXELS_MACS multiply-adds, where the transposes and
  * the product's short rows of channels cost little: the
  * MobileNetV2-style preset's 144 -> 32 over 7 x 7 (225,792 of them) took
- * 4.6 us by pixel rows, 2.8 on the shift form. */
+ * 4.6 us by pixel rows, 2.8 on the shift form. At a stride, the planes
+ * subsampled first (dcz_im2col_k), where the product by planes ran on the
+ * same patches (one core of an AMD EPYC, Zen 5, dcz bench --per-layer in
+ * the networks, least of alternated rounds): ResNet-50's 1024 -> 2048 at
+ * stride 2 over 14 x 14 (8 MB of weights) 1357-1406 -> 1060-1095 us, the
+ * model 0.98-0.99 of the time (medians of alternated runs in both orders);
+ * ResNet-18's 256 -> 512 89 -> 81 us; RegNetX-400MF's 160 -> 400 45 ->
+ * 42.5, the model within its noise. */
 #define PIXELS_PAD 1.15
 #define PIXELS_MAX 64
 #define PIXELS_MAX_BYTES (8u << 20)
@@ -662,7 +686,7 @@ int dcz_conv2d_pixels_rule(const dcz_conv_geom *g)
 typedef struct pixels_job {
     const dcz_act *act;
     uint32_t in_c, out_c, parts;
-    size_t pixels;
+    size_t pixels, ldx;   /* ldx: x's planes apart */
     const float *wt, *bias, *x;
     float *t, *y;
 } pixels_job;
@@ -676,7 +700,7 @@ static void pixels_part(void *ctx, uint32_t part)
     float *t = j->t + (size_t)lo * j->out_c;
     for (uint32_t c0 = 0; c0 < j->out_c; c0 += DCZ_PIXELS_PANEL) {
         const uint32_t width = j->out_c - c0 < DCZ_PIXELS_PANEL ? j->out_c - c0 : DCZ_PIXELS_PANEL;
-        dcz_gemm_f32_strided(j->act, hi - lo, width, j->in_c, j->x + lo, 1, j->pixels, j->wt + (size_t)j->in_c * c0,
+        dcz_gemm_f32_strided(j->act, hi - lo, width, j->in_c, j->x + lo, 1, j->ldx, j->wt + (size_t)j->in_c * c0,
                              dcz_gemm_ldb(width), NULL, j->bias + c0, t + c0, j->out_c);
     }
     dcz_transpose_planes(t, j->out_c, hi - lo, j->out_c, j->y + lo, j->pixels);
@@ -685,12 +709,20 @@ static void pixels_part(void *ctx, uint32_t part)
 void dcz_conv2d_pixels_pool(dcz_pool *pool, const dcz_conv_geom *g, const float *wt, const float *bias,
                             const float *x, size_t batch, const dcz_act *act, float *scratch, float *y)
 {
-    const size_t pixels = (size_t)g->out_h * g->out_w;
+    const size_t pixels = (size_t)g->out_h * g->out_w, in_sample = (size_t)g->in_c * g->in_h * g->in_w;
     const uint32_t parts = pool ? dcz_pool_threads(pool) : 1;
-    float *t = scratch;   /* (pixels, out_c) */
+    /* a stride: the input's patches (its planes subsampled) first, then
+     * the product (pixels, out_c) after them */
+    const int direct = dcz_conv_pointwise(g);
+    const size_t ldx = direct ? pixels : dcz_gemm_ldb(pixels);
+    float *t = direct ? scratch : scratch + dense_col_floats(g);
     for (size_t b = 0; b < batch; b++) {
-        pixels_job j = { act, g->in_c, g->out_c, parts, pixels, wt, bias, x + b * pixels * g->in_c, t,
-                         y + b * pixels * g->out_c };
+        const float *xb = x + b * in_sample;
+        if (!direct) {
+            dcz_im2col_k(g, xb, scratch, ldx);
+            xb = scratch;
+        }
+        pixels_job j = { act, g->in_c, g->out_c, parts, pixels, ldx, wt, bias, xb, t, y + b * pixels * g->out_c };
         if (parts > 1) dcz_pool_run(pool, pixels_part, &j);
         else pixels_part(&j, 0);
     }
