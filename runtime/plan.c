@@ -223,8 +223,8 @@ void dcz_plan_conv(const dcz_conv_geom *g, int sparse, int codebook, uint64_t ke
      * else by the shift form (dcz_conv2d_wino_rule); the shift kernel where it
      * runs faster than the others; else a sparse one dense enough for the
      * dense product to beat its sparse kernels; the dense product of a 1x1
-     * layer by pixel rows where its plane fills few vectors
-     * (dcz_conv2d_pixels_rule) */
+     * layer by pixel rows where its plane fills few vectors or it narrows
+     * over a small plane (dcz_conv2d_pixels_rule) */
     const int wino_rule = runs[0] && (dcz_conv2d_wino_rule(g) || !runs[1]);
     dcz_kernel rule;
     if (wino_rule) rule = DCZ_K_CONV_WINO;

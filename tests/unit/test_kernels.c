@@ -968,20 +968,26 @@ static void test_conv_pixels(void)
     CHECK(bad == 0, "%zu of %zu runs by pixel rows off the reference", bad, runs);
     /* the rules: small planes that fill few vectors, weights within the
      * cap (512 -> 2048, 4 MB of weights, is within it; 1024 -> 2048 at
-     * stride 2, 8 MB, too); not 14 x 14 (13 whole vectors), not 4 x 4
+     * stride 2, 8 MB, too), and layers that narrow by half or more over
+     * up to 14 x 14; not 14 x 14 as wide out as in (13 whole vectors), nor
+     * one that widens there, nor one that narrows over 28 x 28, not 4 x 4
      * (one), not 1024 -> 2304 (9 MB of weights), not 144 -> 32 (too few
      * multiply-adds), not a 3x3 window nor a padded 1 x 1 one */
     const dcz_conv_geom takes[] = { conv_geom(400, 400, 7, 7, 1, 1, 1, 1, 0, 0),
                                     conv_geom(512, 2048, 7, 7, 1, 1, 1, 1, 0, 0),
-                                    conv_geom(1024, 2048, 14, 14, 1, 1, 2, 2, 0, 0) },
+                                    conv_geom(1024, 2048, 14, 14, 1, 1, 2, 2, 0, 0),
+                                    conv_geom(1024, 256, 14, 14, 1, 1, 1, 1, 0, 0),
+                                    conv_geom(384, 64, 13, 13, 1, 1, 1, 1, 0, 0) },
                         not_rule[] = { conv_geom(400, 400, 14, 14, 1, 1, 1, 1, 0, 0),
+                                       conv_geom(256, 1024, 14, 14, 1, 1, 1, 1, 0, 0),
+                                       conv_geom(512, 256, 28, 28, 1, 1, 1, 1, 0, 0),
                                        conv_geom(64, 64, 4, 4, 1, 1, 1, 1, 0, 0),
                                        conv_geom(1024, 2304, 7, 7, 1, 1, 1, 1, 0, 0),
                                        conv_geom(144, 32, 7, 7, 1, 1, 1, 1, 0, 0) },
                         not_run[] = { conv_geom(64, 64, 7, 7, 3, 3, 1, 1, 1, 1),
                                       conv_geom(64, 64, 14, 14, 1, 1, 2, 2, 1, 1) };
     for (size_t i = 0; i < sizeof takes / sizeof *takes; i++)
-        CHECK(dcz_conv2d_pixels_rule(&takes[i]), "geometry %zu over 7 x 7 not by pixel rows", i);
+        CHECK(dcz_conv2d_pixels_rule(&takes[i]), "geometry %zu not by pixel rows", i);
     for (size_t i = 0; i < sizeof not_rule / sizeof *not_rule; i++)
         CHECK(dcz_conv2d_pick_pixels(&not_rule[i]) && !dcz_conv2d_pixels_rule(&not_rule[i]),
               "geometry %zu: the rule takes it", i);

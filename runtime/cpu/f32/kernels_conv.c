@@ -667,18 +667,38 @@ int dcz_conv2d_pick_pixels(const dcz_conv_geom *g)
  * stride 2 over 14 x 14 (8 MB of weights) 1357-1406 -> 1060-1095 us, the
  * model 0.98-0.99 of the time (medians of alternated runs in both orders);
  * ResNet-18's 256 -> 512 89 -> 81 us; RegNetX-400MF's 160 -> 400 45 ->
- * 42.5, the model within its noise. */
+ * 42.5, the model within its noise.
+ *
+ * And on planes of up to PIXELS_NARROW_MAX pixels, the layers that narrow
+ * by PIXELS_NARROW or more (output rows short against the input's, so
+ * that the product's transpose costs little), whatever the pad: over 14 x
+ * 14 (the same host and method), ResNet-50's 1024 -> 256 508-520 ->
+ * 423-433 us, 1024 -> 512 1029-1041 -> 852-854; DenseNet-121's 256..992 ->
+ * 128 15-22% less; MobileNetV2's 384 -> 64 44 -> 40, 576 -> 96 98 -> 89;
+ * EfficientNet-B0's 672 -> 112 143 -> 122. The models: ResNet-50 and
+ * DenseNet-121 0.98 of the time at one thread and at two, MobileNetV2,
+ * EfficientNet-B0 and SqueezeNet 1.1 within their noise (medians of
+ * alternated runs in both orders). Not the others: the layers that widen
+ * lost (MobileNetV2's 64 -> 384 45 -> 51 us, EfficientNet-B0's 112 -> 672
+ * 150 -> 156, SqueezeNet's classifier 512 -> 1000 over 13 x 13 693 ->
+ * 712), 160 -> 160 over 14 x 14 (RegNetX-400MF) ran the same, and over 28
+ * x 28 the narrowing ones lost too (DenseNet-121's 256..480 -> 128 3-4%,
+ * its 512 -> 256 824 -> 993 us). Fitted on this AMD host alone. */
 #define PIXELS_PAD 1.15
 #define PIXELS_MAX 64
 #define PIXELS_MAX_BYTES (8u << 20)
 #define PIXELS_MACS (1u << 21)
+#define PIXELS_NARROW 2u
+#define PIXELS_NARROW_MAX 196
 int dcz_conv2d_pixels_rule(const dcz_conv_geom *g)
 {
     const size_t pixels = (size_t)g->out_h * g->out_w;
-    return dcz_conv2d_pick_pixels(g) && pixels <= PIXELS_MAX &&
+    const int few = pixels <= PIXELS_MAX &&
+                    (double)dcz_gemm_ldb(pixels) * g->out_c > PIXELS_PAD * (double)dcz_gemm_ldb(g->out_c) * pixels;
+    const int narrows = pixels <= PIXELS_NARROW_MAX && g->in_c >= PIXELS_NARROW * g->out_c;
+    return dcz_conv2d_pick_pixels(g) && (few || narrows) &&
            (uint64_t)g->in_c * dcz_gemm_ldb(g->out_c) * sizeof(float) <= PIXELS_MAX_BYTES &&
-           (uint64_t)g->in_c * g->out_c * pixels >= PIXELS_MACS &&
-           (double)dcz_gemm_ldb(pixels) * g->out_c > PIXELS_PAD * (double)dcz_gemm_ldb(g->out_c) * pixels;
+           (uint64_t)g->in_c * g->out_c * pixels >= PIXELS_MACS;
 }
 
 /* Pixel rows [lo, hi) of part `part` of one sample: their product, then
