@@ -797,6 +797,7 @@ static void test_conv_wino(void)
         { 32, 16, 20, 20, 1, 2 },/* a sample's tiles in rounds */
         { 16, 16, 5, 6, 2, 7 },  /* padding 2, several samples a round */
         { 48, 32, 3, 3, 1, 23 }, /* 4 tiles a sample: rounds of 16 samples */
+        { 192, 192, 6, 5, 1, 2 },/* U of 2.25 MB: threads split the products, not the tiles */
     };
     size_t bad = 0, capped = 0;
     const dcz_act silu_act = { DCZ_OP_SILU, 0, 0 };
@@ -840,7 +841,7 @@ static void test_conv_wino(void)
         /* the last sample alone */
         dcz_wino_conv(&p, u, bias, NULL, x + (b - 1) * p.in, 1, 0, scratch, y + 2 * ny);
         bad += memcmp(y + 2 * ny, y + (b - 1) * p.out, p.out * sizeof *y) != 0;
-        /* the 16 products split over 2 and 3 threads: the same bits */
+        /* over 2 and 3 threads (the tiles split, or the 16 products): the same bits */
         for (uint32_t threads = 2; threads <= 3; threads++) {
             dcz_pool *pool = NULL;
             REQUIRE(dcz_pool_start(threads, &pool) == DCZ_OK, "pool of %u", threads);

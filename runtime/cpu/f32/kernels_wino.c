@@ -409,10 +409,97 @@ static void wino_products(void *ctx, uint32_t part)
     }
 }
 
+/* A round's tiles [lo, hi) of part `part` of parts, all of their work:
+ * the input transform, their rows of the 16 products, the output
+ * transform. Each tile's outputs are its own sums in the order of one
+ * thread (the products' rows split: each output's sum unchanged): the
+ * bits of one thread. */
+typedef struct wino_round {
+    const dcz_wino *g;
+    const float *u, *bias, *p;
+    const dcz_act *act;
+    float *v, *m, *f;
+    size_t u0, n;
+    int vec;
+    uint32_t parts;
+} wino_round;
+
+static void wino_tiles(void *ctx, uint32_t part)
+{
+    const wino_round *j = ctx;
+    const dcz_wino *g = j->g;
+    uint32_t lo, hi;
+    dcz_part_range((uint32_t)j->n, part, j->parts, &lo, &hi);
+    if (lo == hi) return;
+    float *v = j->v + (size_t)lo * g->C, *m = j->m + (size_t)lo * g->kp;
+#if DCZ_BUILD_F32_X86
+    if (j->vec == 2) in__avx512(g, j->p, j->u0 + lo, hi - lo, v);
+    else if (j->vec) in__avx2(g, j->p, j->u0 + lo, hi - lo, v);
+    else
+#endif
+        in_ref(g, j->p, j->u0 + lo, hi - lo, v);
+    for (size_t xi = 0; xi < 16; xi++) {
+        const float *a = v + xi * g->vs, *b = j->u + xi * g->C * g->kp;
+        float *c = m + xi * g->ms;
+        if (j->vec) dcz_gemm_f32(hi - lo, g->K, (uint32_t)g->C, a, g->C, b, g->kp, NULL, NULL, c, g->kp);
+        else dcz_gemm_f32_ref(hi - lo, g->K, (uint32_t)g->C, a, g->C, b, g->kp, NULL, NULL, c, g->kp);
+    }
+#if DCZ_BUILD_F32_X86
+    if (j->vec == 2) out__avx512(g, j->bias, j->act, m, j->u0 + lo, hi - lo, j->f);
+    else if (j->vec) out__avx2(g, j->bias, j->act, m, j->u0 + lo, hi - lo, j->f);
+    else
+#endif
+        out_ref(g, j->bias, j->act, m, j->u0 + lo, hi - lo, j->f);
+}
+
+/* The transposes in and out of the pixel images over the threads: rows
+ * [lo, hi) of the input's planes into P, or F's pixels by blocks of 16
+ * into y's planes; each cell's copy its own. */
+typedef struct wino_copy {
+    const dcz_wino *g;
+    const float *x;
+    float *p;
+    int out;
+    uint32_t parts;
+} wino_copy;
+
+static void wino_copy_part(void *ctx, uint32_t part)
+{
+    const wino_copy *j = ctx;
+    const dcz_wino *g = j->g;
+    uint32_t lo, hi;
+    if (!j->out) {
+        dcz_part_range((uint32_t)g->H, part, j->parts, &lo, &hi);
+        for (size_t r = lo; r < hi; r++)
+            dcz_transpose_planes(j->x + r * g->W, g->H * g->W, g->C, g->W, j->p + ((r + g->ph) * g->PW + g->pw) * g->C,
+                                 g->C);
+        return;
+    }
+    const size_t ohw = g->OH * g->OW;
+    dcz_part_range((uint32_t)((ohw + 15) / 16), part, j->parts, &lo, &hi);   /* whole blocks of 16 pixels */
+    const size_t r0 = (size_t)lo * 16, r1 = (size_t)hi * 16 < ohw ? (size_t)hi * 16 : ohw;
+    if (r0 < r1) dcz_transpose_planes(j->x + r0 * g->K, g->K, r1 - r0, g->K, j->p + r0, ohw);
+}
+
 int dcz_wino_splits(const dcz_wino *g)
 {
     return 16 * (uint64_t)g->T * g->C * g->K >= DCZ_SPLIT_MACS;
 }
+
+/* Where a round's threads split its tiles (each thread every step of its
+ * own tiles) rather than its 16 products (the transforms on the caller's
+ * thread): U within WINO_TILES_U_BYTES, which each thread then reads
+ * whole. With the products alone split, DenseNet-121's 58 layers of 128 ->
+ * 32 (U 256 KB) ran 8.5 ms at one thread, 7.3 at two; by tiles (and the
+ * transposes in and out split too), 5.1. One core of an AMD EPYC (Zen 5,
+ * two vCPUs), dcz bench --per-layer at two threads, least of alternated
+ * rounds: ResNet-18's 128 -> 128 over 28 x 28 (U 1 MB) 365 -> 335 us,
+ * SqueezeNet 1.1's 48 -> 192 and 64 -> 256 136-193 -> 102-166; its 256 ->
+ * 256 (U 4 MB) 340-349 -> 365, so not past 1 MB. The models at two
+ * threads, batch 1 (medians of alternated runs in both orders, against the
+ * products split alone): DenseNet-121 0.88 of the time, ResNet-18 0.92,
+ * ResNet-50 0.97, SqueezeNet 0.95. */
+#define WINO_TILES_U_BYTES (1u << 20)
 
 void dcz_wino_conv(const dcz_wino *g, const float *u, const float *bias, const dcz_act *act, const float *x,
                    size_t batch, int ref, float *scratch, float *y)
@@ -431,12 +518,23 @@ void dcz_wino_conv_pool(dcz_pool *pool, const dcz_wino *g, const float *u, const
 #endif
     float *p = scratch, *v = p + g->v, *m = p + g->m, *f = p + g->f;
     const size_t ohw = g->OH * g->OW;
+    const uint32_t parts = pool ? dcz_pool_threads(pool) : 1;
+    const int by_tiles = parts > 1 && 16 * (uint64_t)g->C * g->kp * sizeof *u <= WINO_TILES_U_BYTES;
     memset(p, 0, g->ns * g->ps * sizeof *p);   /* P's borders */
     for (size_t s0 = 0; s0 < batch; s0 += g->ns) {
         const size_t ns = batch - s0 < g->ns ? batch - s0 : g->ns, tiles = ns * g->T;
-        for (size_t s = 0; s < ns; s++) image_in(g, x + (s0 + s) * g->in, p + s * g->ps);
+        for (size_t s = 0; s < ns; s++) {
+            wino_copy c = { g, x + (s0 + s) * g->in, p + s * g->ps, 0, parts };
+            if (parts > 1) dcz_pool_run(pool, wino_copy_part, &c);
+            else image_in(g, c.x, c.p);
+        }
         for (size_t u0 = 0; u0 < tiles; u0 += DCZ_WINO_TILES) {
             const size_t n = tiles - u0 < DCZ_WINO_TILES ? tiles - u0 : DCZ_WINO_TILES;
+            if (by_tiles) {
+                wino_round r = { g, u, bias, p, act, v, m, f, u0, n, vec, parts };
+                dcz_pool_run(pool, wino_tiles, &r);
+                continue;
+            }
 #if DCZ_BUILD_F32_X86
             if (vec == 2) in__avx512(g, p, u0, n, v);
             else if (vec) in__avx2(g, p, u0, n, v);
@@ -453,8 +551,11 @@ void dcz_wino_conv_pool(dcz_pool *pool, const dcz_wino *g, const float *u, const
 #endif
                 out_ref(g, bias, act, m, u0, n, f);
         }
-        for (size_t s = 0; s < ns; s++)
-            dcz_transpose_planes(f + s * ohw * g->K, g->K, ohw, g->K, y + (s0 + s) * g->out, ohw);
+        for (size_t s = 0; s < ns; s++) {
+            wino_copy c = { g, f + s * ohw * g->K, y + (s0 + s) * g->out, 1, parts };
+            if (parts > 1) dcz_pool_run(pool, wino_copy_part, &c);
+            else dcz_transpose_planes(c.x, g->K, ohw, g->K, c.p, ohw);
+        }
     }
 }
 

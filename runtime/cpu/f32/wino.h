@@ -65,10 +65,12 @@ uint64_t dcz_wino_weights_floats(const dcz_wino *g);
 void dcz_wino_weights(const dcz_wino *g, const float *w, int turned, float *u, float *tmp);
 void dcz_wino_conv(const dcz_wino *g, const float *u, const float *bias, const dcz_act *act, const float *x,
                    size_t batch, int ref, float *scratch, float *y);
-/* dcz_wino_conv with each tile batch's 16 products split over pool's
- * threads (NULL: the caller's alone; the transforms on the caller's): the
- * same bits. dcz_wino_splits: whether g is worth it (DCZ_SPLIT_MACS a
- * sample, threads.h). */
+/* dcz_wino_conv over pool's threads (NULL: the caller's alone): the
+ * transposes in and out split by rows; each round of tiles split by tiles
+ * (every step of a tile on one thread) where U is small, else by its 16
+ * products (the transforms on the caller's thread): the same bits.
+ * dcz_wino_splits: whether g is worth it (DCZ_SPLIT_MACS a sample,
+ * threads.h). */
 void dcz_wino_conv_pool(dcz_pool *pool, const dcz_wino *g, const float *u, const float *bias,
                         const dcz_act *act, const float *x, size_t batch, int ref, float *scratch, float *y);
 int dcz_wino_splits(const dcz_wino *g);
