@@ -912,7 +912,8 @@ static void test_conv_wino(void)
  * set of this machine (views of the CPU capped to each level): planes of
  * 1 to 81 pixels, channel counts off the vectors and over panels of weights
  * (130: two of 64 and one of 2), strides 1, 2 and 3 (odd input sizes:
- * the last row and column dropped), batches 1 and 3, without
+ * the last row and column dropped), batches 1 and 3, the threads
+ * splitting the pixels or (384 and 330 channels) the panels, without
  * an activation and with the fused ones, alone and split over a pool of 3
  * threads; and where the rules take it. */
 static void test_conv_pixels(void)
@@ -921,6 +922,7 @@ static void test_conv_pixels(void)
         { 1, 1, 1, 1, 1 }, { 3, 17, 7, 7, 1 }, { 16, 16, 4, 4, 1 }, { 40, 33, 5, 7, 1 },
         { 64, 400, 7, 7, 1 }, { 17, 130, 9, 9, 1 }, { 200, 48, 3, 3, 1 }, { 8, 24, 2, 1, 1 },
         { 24, 70, 14, 14, 2 }, { 9, 20, 15, 13, 2 }, { 33, 16, 10, 11, 3 }, { 5, 7, 1, 3, 2 },
+        { 20, 384, 6, 6, 1 }, { 12, 330, 5, 5, 1 },   /* the three threads split the panels */
     };
     const dcz_act acts[] = { { 0, 0.0f, 0.0f }, { DCZ_OP_RELU, 0.0f, 0.0f }, { DCZ_OP_CLIP, 0.0f, 6.0f },
                              { DCZ_OP_SILU, 0.0f, 0.0f } };
