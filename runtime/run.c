@@ -376,7 +376,7 @@ static void run_softmax_ref(const dcz_model *m, const dcz_exec_layer *l, const f
 static void run_add(const dcz_model *m, const dcz_exec_layer *l, const float *const *xs, size_t batch,
                     float *y)
 {
-    dcz_add(xs[0], xs[1], batch * l->in, m->fuse ? &l->act : NULL, y);
+    dcz_add_pool(m->pool, xs[0], xs[1], batch * l->in, m->fuse ? &l->act : NULL, y);
 }
 
 static void run_add_ref(const dcz_model *m, const dcz_exec_layer *l, const float *const *xs, size_t batch,

@@ -43,6 +43,15 @@ static inline void dcz_part_range(uint32_t n, uint32_t part, uint32_t parts, uin
  * ResNet-style preset the same. (Before the pool's workers slept on their
  * caller's CPU, 2^14 had made those presets 1.2 to 1.8 times as slow.) */
 #define DCZ_SPLIT_DW_CELLS ((uint64_t)1 << 14)
+/* An element-wise layer (ADD) splits at DCZ_SPLIT_ELEMS values a call:
+ * left to the caller's thread, a two-thread run's ADDs took longer than
+ * one thread's (RegNetX-400MF's 22: 45 us at one thread, 78 at two, the
+ * other thread spinning beside it). Split: 48 us; ResNet-50's 16 at two
+ * threads about 0.6 of their time (dcz bench --per-layer, one core of an
+ * AMD EPYC, Zen 5); the models at two threads RegNetX-400MF 0.985 of the
+ * time, ResNet-50 0.99, ResNet-18 the same (medians of alternated runs in
+ * both orders). */
+#define DCZ_SPLIT_ELEMS ((size_t)1 << 14)
 
 /* Threads a model runs on at most; a pool (the trainer's) takes up to
  * DCZ_POOL_MAX. */

@@ -1259,6 +1259,27 @@ static void test_add(void)
     CHECK(ran > 0 || !dcz_gemm_f32_variant(), "no add variant ran");
     CHECK(bad == 0, "%zu add runs differ from the reference", bad);
     free(a); free(b); free(want); free(y);
+    /* split over a pool of 3 (past DCZ_SPLIT_ELEMS, off whole vectors),
+     * in place too: the bits of one call */
+    const size_t nb = DCZ_SPLIT_ELEMS + 1003;
+    float *ba = malloc(nb * 4), *bb = malloc(nb * 4), *bw = malloc(nb * 4), *by = malloc(nb * 4);
+    REQUIRE(ba && bb && bw && by, "memory");
+    for (size_t i = 0; i < nb; i++) { ba[i] = frand(); bb[i] = frand(); }
+    dcz_pool *pool;
+    REQUIRE(dcz_pool_start(3, &pool) == DCZ_OK, "pool of 3");
+    size_t split_bad = 0;
+    for (size_t k = 0; k < 3; k++) {
+        dcz_add(ba, bb, nb, &acts[k], bw);
+        memset(by, 0xA5, nb * 4);
+        dcz_add_pool(pool, ba, bb, nb, &acts[k], by);
+        split_bad += memcmp(by, bw, nb * 4) != 0;
+        memcpy(by, ba, nb * 4);
+        dcz_add_pool(pool, by, bb, nb, &acts[k], by);
+        split_bad += memcmp(by, bw, nb * 4) != 0;
+    }
+    dcz_pool_stop(pool);
+    CHECK(split_bad == 0, "%zu adds over a pool differ from one call", split_bad);
+    free(ba); free(bb); free(bw); free(by);
 }
 
 int main(void)

@@ -15,6 +15,7 @@
 #include <stdint.h>
 
 #include "runtime/shapes.h"
+#include "runtime/threads.h"
 #include "runtime/tool.h"
 
 void dcz_relu_ref(float *x, size_t n);
@@ -54,6 +55,9 @@ void dcz_act_apply(const dcz_act *act, float *y, size_t n);
  * may be a or b); dcz_add_isa: the variant of isa, 0 when missing. */
 void dcz_add(const float *a, const float *b, size_t n, const dcz_act *act, float *y);
 int dcz_add_isa(dcz_isa isa, const float *a, const float *b, size_t n, const dcz_act *act, float *y);
+/* dcz_add split over pool's threads (NULL: the caller's alone) where n
+ * reaches DCZ_SPLIT_ELEMS: the same bits. */
+void dcz_add_pool(dcz_pool *pool, const float *a, const float *b, size_t n, const dcz_act *act, float *y);
 
 /* y (n) = a + b. */
 void dcz_add_ref(const float *a, const float *b, size_t n, float *y);

@@ -463,3 +463,33 @@ void dcz_add(const float *a, const float *b, size_t n, const dcz_act *act, float
     dcz_add_ref(a, b, n, y);
     dcz_act_apply(act, y, n);
 }
+
+/* Part `part` of an ADD over a pool: whole vectors of 16 floats a part
+ * but the last */
+typedef struct add_job {
+    const float *a, *b;
+    const dcz_act *act;
+    float *y;
+    size_t n;
+    uint32_t parts;
+} add_job;
+
+static void add_part(void *ctx, uint32_t part)
+{
+    const add_job *j = ctx;
+    uint32_t lo, hi;
+    dcz_part_range((uint32_t)((j->n + 15) / 16), part, j->parts, &lo, &hi);
+    const size_t i0 = (size_t)lo * 16, i1 = (size_t)hi * 16 < j->n ? (size_t)hi * 16 : j->n;
+    if (i0 < i1) dcz_add(j->a + i0, j->b + i0, i1 - i0, j->act, j->y + i0);
+}
+
+void dcz_add_pool(dcz_pool *pool, const float *a, const float *b, size_t n, const dcz_act *act, float *y)
+{
+    const uint32_t parts = pool ? dcz_pool_threads(pool) : 1;
+    if (parts < 2 || n < DCZ_SPLIT_ELEMS || n / 16 > UINT32_MAX) {
+        dcz_add(a, b, n, act, y);
+        return;
+    }
+    add_job j = { a, b, act, y, n, parts };
+    dcz_pool_run(pool, add_part, &j);
+}
