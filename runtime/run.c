@@ -313,7 +313,7 @@ static void run_conv_sparse_direct_ref(const dcz_model *m, const dcz_exec_layer 
 static void run_maxpool(const dcz_model *m, const dcz_exec_layer *l, const float *const *xs, size_t batch,
                         float *y)
 {
-    dcz_maxpool(&l->geom, xs[0], batch, y);
+    dcz_maxpool_pool(m->pool, &l->geom, xs[0], batch, y);
 }
 
 static void run_maxpool_ref(const dcz_model *m, const dcz_exec_layer *l, const float *const *xs,

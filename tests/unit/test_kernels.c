@@ -701,6 +701,31 @@ static void test_maxpool_wide(void)
     CHECK(ran[0] == 2 * 7 * 3 * 2, "the reference ran %zu times", ran[0]);
     CHECK(ran[1] > 0 || !dcz_isa_supported(DCZ_ISA_AVX512), "AVX-512 max pool never ran");
     CHECK(ran[2] > 0 || !dcz_isa_supported(DCZ_ISA_AVX2), "AVX2 max pool never ran");
+    /* a pool past DCZ_SPLIT_ELEMS outputs split over 2 and 3 threads (the
+     * planes of both samples among them), padded and not: the reference's
+     * bits */
+    const dcz_conv_geom big[] = { conv_geom(37, 37, 47, 45, 3, 3, 2, 2, 1, 1), conv_geom(29, 29, 55, 55, 3, 3, 2, 2, 0, 0) };
+    size_t split_bad = 0;
+    for (size_t gi = 0; gi < 2; gi++) {
+        dcz_conv_geom g = big[gi];
+        g.group = 1;
+        const size_t B = 2, xin = (size_t)g.in_c * g.in_h * g.in_w, yout = (size_t)g.in_c * g.out_h * g.out_w;
+        REQUIRE(yout >= DCZ_SPLIT_ELEMS, "pool %zu below the split", gi);
+        float *x = malloc(B * xin * sizeof *x), *y = malloc(B * yout * sizeof *y), *r = malloc(B * yout * sizeof *r);
+        REQUIRE(x && y && r, "memory");
+        for (size_t k = 0; k < B * xin; k++) x[k] = nonzero();
+        dcz_maxpool_ref(&g, x, B, r);
+        for (uint32_t threads = 2; threads <= 3; threads++) {
+            dcz_pool *pool;
+            REQUIRE(dcz_pool_start(threads, &pool) == DCZ_OK, "pool of %u", threads);
+            memset(y, 0x55, B * yout * sizeof *y);
+            dcz_maxpool_pool(pool, &g, x, B, y);
+            split_bad += memcmp(y, r, B * yout * sizeof *y) != 0;
+            dcz_pool_stop(pool);
+        }
+        free(x); free(y); free(r);
+    }
+    CHECK(split_bad == 0, "%zu max pools over threads differ from the reference", split_bad);
 }
 
 static void test_pools(void)

@@ -1187,6 +1187,40 @@ void dcz_maxpool(const dcz_conv_geom *g, const float *x, size_t batch, float *y)
         dcz_maxpool_isa(DCZ_ISA_REF, g, x, batch, y);
 }
 
+/* Part `part` of a max pool over a pool of threads: its planes of every
+ * sample's, as one pool of that many channels */
+typedef struct maxpool_job {
+    const dcz_conv_geom *g;
+    const float *x;
+    float *y;
+    size_t planes;
+    uint32_t parts;
+} maxpool_job;
+
+static void maxpool_part(void *ctx, uint32_t part)
+{
+    const maxpool_job *j = ctx;
+    uint32_t lo, hi;
+    dcz_part_range((uint32_t)j->planes, part, j->parts, &lo, &hi);
+    if (lo == hi) return;
+    dcz_conv_geom g = *j->g;
+    g.in_c = g.out_c = hi - lo;
+    dcz_maxpool(&g, j->x + (size_t)lo * g.in_h * g.in_w, 1, j->y + (size_t)lo * g.out_h * g.out_w);
+}
+
+void dcz_maxpool_pool(dcz_pool *pool, const dcz_conv_geom *g, const float *x, size_t batch, float *y)
+{
+    const uint32_t parts = pool ? dcz_pool_threads(pool) : 1;
+    const size_t planes = batch * g->in_c;
+    if (parts < 2 || planes < parts || planes > UINT32_MAX ||
+        (uint64_t)g->out_c * g->out_h * g->out_w < DCZ_SPLIT_ELEMS) {
+        dcz_maxpool(g, x, batch, y);
+        return;
+    }
+    maxpool_job j = { g, x, y, planes, parts };
+    dcz_pool_run(pool, maxpool_part, &j);
+}
+
 void dcz_avgpool_ref(const dcz_conv_geom *g, int count_include_pad, const float *x,
                      size_t batch, float *y)
 {
