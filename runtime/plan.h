@@ -70,7 +70,7 @@ typedef enum dcz_kernel {
     DCZ_K_COPY,                /* FLATTEN: the data is already flat */
     DCZ_K_ADD, DCZ_K_ADD_REF,
     DCZ_K_MUL, DCZ_K_MUL_REF,
-    DCZ_K_CONCAT_REF,
+    DCZ_K_CONCAT, DCZ_K_CONCAT_REF,
     DCZ_K_GATHER_REF,          /* CHANNEL_SHUFFLE, SLICE: channel planes copied */
     DCZ_K_CLIP,                /* CLIP vectorized; the other activations by their reference */
     DCZ_K_ACTIVATION_REF,

@@ -404,6 +404,15 @@ static void input_widths(const dcz_model *m, const dcz_exec_layer *l, uint32_t w
     for (uint32_t k = 0; k < l->nin; k++) width[k] = m->tensors[l->tin[k]].width;
 }
 
+/* the inputs' copies split over the threads where the output is large
+ * (dcz_concat_pool) */
+static void run_concat(const dcz_model *m, const dcz_exec_layer *l, const float *const *xs, size_t batch, float *y)
+{
+    uint32_t width[DCZ_MAX_INPUTS];
+    input_widths(m, l, width);
+    dcz_concat_pool(m->pool, xs, width, l->nin, batch, y);
+}
+
 static void run_concat_ref(const dcz_model *m, const dcz_exec_layer *l, const float *const *xs,
                            size_t batch, float *y)
 {
@@ -752,6 +761,7 @@ static const struct {
     [DCZ_K_ADD_REF] = { run_add_ref, NULL, NULL, 1 },
     [DCZ_K_MUL] = { FAST(run_mul), NULL, NULL, 0 },
     [DCZ_K_MUL_REF] = { run_mul_ref, NULL, NULL, 1 },
+    [DCZ_K_CONCAT] = { FAST(run_concat), NULL, NULL, 0 },
     [DCZ_K_CONCAT_REF] = { run_concat_ref, NULL, NULL, 1 },
     [DCZ_K_GATHER_REF] = { run_gather_ref, NULL, NULL, 1 },
     [DCZ_K_CLIP] = { FAST(run_clip), NULL, NULL, 0 },

@@ -1282,6 +1282,37 @@ static void test_add(void)
     free(ba); free(bb); free(bw); free(by);
 }
 
+/* CONCAT's copies over a pool of 3 (dcz_concat_pool): the bits of
+ * dcz_concat_ref, inputs of odd widths, one sample and three, below and
+ * past DCZ_SPLIT_ELEMS, the parts' bounds inside inputs and samples */
+static void test_concat(void)
+{
+    const uint32_t width[4] = { 5003, 17, 1, 2999 }, nin = 4, total = 5003 + 17 + 1 + 2999;
+    const size_t bmax = 3;
+    float *x[4], *want = malloc(bmax * total * 4), *y = malloc(bmax * total * 4);
+    REQUIRE(want && y, "memory");
+    for (uint32_t k = 0; k < nin; k++) {
+        x[k] = malloc(bmax * width[k] * 4);
+        REQUIRE(x[k], "memory");
+        for (size_t i = 0; i < bmax * width[k]; i++) x[k][i] = frand();
+    }
+    dcz_pool *pool;
+    REQUIRE(dcz_pool_start(3, &pool) == DCZ_OK, "pool of 3");
+    size_t bad = 0;
+    for (size_t batch = 1; batch <= bmax; batch += 2)
+        for (int pooled = 0; pooled < 2; pooled++) {
+            dcz_concat_ref((const float *const *)x, width, nin, batch, want);
+            memset(y, 0xA5, bmax * total * 4);
+            dcz_concat_pool(pooled ? pool : NULL, (const float *const *)x, width, nin, batch, y);
+            bad += memcmp(y, want, batch * total * 4) != 0;
+        }
+    dcz_pool_stop(pool);
+    CHECK(bmax * total >= DCZ_SPLIT_ELEMS, "the batch of 3 stays below the split");
+    CHECK(bad == 0, "%zu concats differ from the reference", bad);
+    for (uint32_t k = 0; k < nin; k++) free(x[k]);
+    free(want); free(y);
+}
+
 int main(void)
 {
     RUN(test_grid);
@@ -1294,6 +1325,7 @@ int main(void)
     RUN(test_gemm);
     RUN(test_im2col_k);
     RUN(test_relu);
+    RUN(test_concat);
     RUN(test_clip);
     RUN(test_hard_act);
     RUN(test_exp_act);

@@ -55,6 +55,12 @@ void dcz_act_apply(const dcz_act *act, float *y, size_t n);
  * may be a or b); dcz_add_isa: the variant of isa, 0 when missing. */
 void dcz_add(const float *a, const float *b, size_t n, const dcz_act *act, float *y);
 int dcz_add_isa(dcz_isa isa, const float *a, const float *b, size_t n, const dcz_act *act, float *y);
+/* y (batch, sum of width) = the nin inputs x[k] (batch, width[k]) side by
+ * side, each sample's in order: dcz_concat_ref's copies, split over pool's
+ * threads (NULL: the caller's alone) by ranges of the output where it
+ * reaches DCZ_SPLIT_ELEMS values. */
+void dcz_concat_pool(dcz_pool *pool, const float *const *x, const uint32_t *width, uint32_t nin, size_t batch,
+                     float *y);
 /* dcz_add split over pool's threads (NULL: the caller's alone) where n
  * reaches DCZ_SPLIT_ELEMS: the same bits. */
 void dcz_add_pool(dcz_pool *pool, const float *a, const float *b, size_t n, const dcz_act *act, float *y);

@@ -464,6 +464,42 @@ void dcz_add(const float *a, const float *b, size_t n, const dcz_act *act, float
     dcz_act_apply(act, y, n);
 }
 
+/* Part `part` of a CONCAT over a pool: outputs [lo, hi) of the flat
+ * output, from the inputs' pieces they cover */
+typedef struct concat_job {
+    const float *const *x;
+    const uint32_t *width;
+    uint32_t nin, parts;
+    size_t batch, total;   /* total: a sample's outputs */
+    float *y;
+} concat_job;
+
+static void concat_part(void *ctx, uint32_t part)
+{
+    const concat_job *j = ctx;
+    const size_t n = j->batch * j->total;
+    const size_t q = n / j->parts, r = n % j->parts;
+    const size_t lo = part * q + (part < r ? part : r), hi = lo + q + (part < r);
+    size_t at = 0;   /* the flat output index of the piece's first */
+    for (size_t b = 0; b < j->batch && at < hi; b++)
+        for (uint32_t k = 0; k < j->nin && at < hi; k++) {
+            const size_t w = j->width[k], a = lo > at ? lo : at, e = hi < at + w ? hi : at + w;
+            if (a < e) memcpy(j->y + a, j->x[k] + b * w + (a - at), (e - a) * sizeof *j->y);
+            at += w;
+        }
+}
+
+void dcz_concat_pool(dcz_pool *pool, const float *const *x, const uint32_t *width, uint32_t nin, size_t batch,
+                     float *y)
+{
+    size_t total = 0;
+    for (uint32_t k = 0; k < nin; k++) total += width[k];
+    concat_job j = { x, width, nin, pool ? dcz_pool_threads(pool) : 1, batch, total, y };
+    if (j.parts < 2 || batch * total < DCZ_SPLIT_ELEMS) j.parts = 1;
+    if (j.parts > 1) dcz_pool_run(pool, concat_part, &j);
+    else concat_part(&j, 0);
+}
+
 /* Part `part` of an ADD over a pool: whole vectors of 16 floats a part
  * but the last */
 typedef struct add_job {
