@@ -79,7 +79,7 @@ typedef struct dcz_layer_desc {
     size_t width;         /* elements of its output, per sample */
     const char *kernel;   /* its kernel's name ("conv2d_sparse_direct"); a
                              layer without weights: its op's label */
-    char why[400];        /* why that kernel, in one sentence ("" for a layer
+    char why[512];        /* why that kernel, in one sentence ("" for a layer
                              without weights) */
     const char *gpu_kernel; /* the kernel it would run with on a GPU (the CUDA
                              backend's choice, told on any machine) */

@@ -844,6 +844,7 @@ void dcz_qtable_planes(const dcz_q *table, int32_t qmax, const dcz_q *x, size_t 
 
 /* ---- max pooling ---------------------------------------------------------- */
 
+#ifdef DCZ_X86
 /* y (out_w) = the max pool of output row oy of plane xp, columns from ox0
  * (the window rows y0 .. y1 - 1) by the reference's loop */
 static void qmax_cols(const dcz_conv_geom *g, const dcz_q *xp, uint32_t y0, uint32_t y1, uint32_t ox0,
@@ -860,7 +861,6 @@ static void qmax_cols(const dcz_conv_geom *g, const dcz_q *xp, uint32_t y0, uint
     }
 }
 
-#ifdef DCZ_X86
 /* the interior columns lo .. hi - 1 of row oy: 16 outputs a step; their
  * cells at stride 2 come from 32 consecutive inputs by a permute */
 __attribute__((target("avx512f,avx512bw,avx512vl")))
