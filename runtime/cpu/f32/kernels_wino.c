@@ -273,11 +273,11 @@ void dcz_wino_weights(const dcz_wino *g, const float *w, int turned, float *u, f
 
 /* ---- a batch ---- */
 
-/* P of sample x (C, H, W) at p, its border left as it is (0): each row of
- * x's planes transposed into P's row. */
-static void image_in(const dcz_wino *g, const float *x, float *p)
+/* Rows r0 .. r1 - 1 of P of sample x (C, H, W) at p, its border left as
+ * it is (0): each row of x's planes transposed into P's row. */
+static void image_in(const dcz_wino *g, const float *x, float *p, size_t r0, size_t r1)
 {
-    for (size_t r = 0; r < g->H; r++)
+    for (size_t r = r0; r < r1; r++)
         dcz_transpose_planes(x + r * g->W, g->H * g->W, g->C, g->W, p + ((r + g->ph) * g->PW + g->pw) * g->C, g->C);
 }
 
@@ -395,18 +395,46 @@ typedef struct wino_job {
     uint32_t parts;
 } wino_job;
 
+/* The vector or scalar transforms (vec: dcz_wino_vector, 0 the
+ * reference), and the products xi0 .. xi1 - 1 of n tiles */
+static void wino_in(int vec, const dcz_wino *g, const float *p, size_t u0, size_t n, float *v)
+{
+#if DCZ_BUILD_F32_X86
+    if (vec == 2) in__avx512(g, p, u0, n, v);
+    else if (vec) in__avx2(g, p, u0, n, v);
+    else
+#endif
+        in_ref(g, p, u0, n, v);
+}
+
+static void wino_out(int vec, const dcz_wino *g, const float *bias, const dcz_act *act, const float *m, size_t u0,
+                     size_t n, float *f)
+{
+#if DCZ_BUILD_F32_X86
+    if (vec == 2) out__avx512(g, bias, act, m, u0, n, f);
+    else if (vec) out__avx2(g, bias, act, m, u0, n, f);
+    else
+#endif
+        out_ref(g, bias, act, m, u0, n, f);
+}
+
+static void wino_gemms(int vec, const dcz_wino *g, const float *u, const float *v, float *m, size_t n, uint32_t xi0,
+                       uint32_t xi1)
+{
+    for (uint32_t xi = xi0; xi < xi1; xi++) {
+        const float *a = v + (size_t)xi * g->vs, *b = u + (size_t)xi * g->C * g->kp;
+        float *c = m + (size_t)xi * g->ms;
+        if (vec) dcz_gemm_f32(n, g->K, (uint32_t)g->C, a, g->C, b, g->kp, NULL, NULL, c, g->kp);
+        else dcz_gemm_f32_ref(n, g->K, (uint32_t)g->C, a, g->C, b, g->kp, NULL, NULL, c, g->kp);
+    }
+}
+
 static void wino_products(void *ctx, uint32_t part)
 {
     const wino_job *j = ctx;
-    const dcz_wino *g = j->g;
     uint32_t lo, hi;
     dcz_part_range(16, part, j->parts, &lo, &hi);
-    for (uint32_t xi = lo; xi < hi; xi++) {
-        const float *a = j->v + (size_t)xi * g->vs, *b = j->u + (size_t)xi * g->C * g->kp;
-        float *c = j->m + (size_t)xi * g->ms;
-        if (j->vec) dcz_gemm_f32(j->n, g->K, (uint32_t)g->C, a, g->C, b, g->kp, NULL, NULL, c, g->kp);
-        else dcz_gemm_f32_ref(j->n, g->K, (uint32_t)g->C, a, g->C, b, g->kp, NULL, NULL, c, g->kp);
-    }
+    wino_gemms(j->vec, j->g, j->u, j->v, j->m, j->n, lo, hi);
 }
 
 /* A round's tiles [lo, hi) of part `part` of parts, all of their work:
@@ -432,24 +460,9 @@ static void wino_tiles(void *ctx, uint32_t part)
     dcz_part_range((uint32_t)j->n, part, j->parts, &lo, &hi);
     if (lo == hi) return;
     float *v = j->v + (size_t)lo * g->C, *m = j->m + (size_t)lo * g->kp;
-#if DCZ_BUILD_F32_X86
-    if (j->vec == 2) in__avx512(g, j->p, j->u0 + lo, hi - lo, v);
-    else if (j->vec) in__avx2(g, j->p, j->u0 + lo, hi - lo, v);
-    else
-#endif
-        in_ref(g, j->p, j->u0 + lo, hi - lo, v);
-    for (size_t xi = 0; xi < 16; xi++) {
-        const float *a = v + xi * g->vs, *b = j->u + xi * g->C * g->kp;
-        float *c = m + xi * g->ms;
-        if (j->vec) dcz_gemm_f32(hi - lo, g->K, (uint32_t)g->C, a, g->C, b, g->kp, NULL, NULL, c, g->kp);
-        else dcz_gemm_f32_ref(hi - lo, g->K, (uint32_t)g->C, a, g->C, b, g->kp, NULL, NULL, c, g->kp);
-    }
-#if DCZ_BUILD_F32_X86
-    if (j->vec == 2) out__avx512(g, j->bias, j->act, m, j->u0 + lo, hi - lo, j->f);
-    else if (j->vec) out__avx2(g, j->bias, j->act, m, j->u0 + lo, hi - lo, j->f);
-    else
-#endif
-        out_ref(g, j->bias, j->act, m, j->u0 + lo, hi - lo, j->f);
+    wino_in(j->vec, g, j->p, j->u0 + lo, hi - lo, v);
+    wino_gemms(j->vec, g, j->u, v, m, hi - lo, 0, 16);
+    wino_out(j->vec, g, j->bias, j->act, m, j->u0 + lo, hi - lo, j->f);
 }
 
 /* The transposes in and out of the pixel images over the threads: rows
@@ -470,9 +483,7 @@ static void wino_copy_part(void *ctx, uint32_t part)
     uint32_t lo, hi;
     if (!j->out) {
         dcz_part_range((uint32_t)g->H, part, j->parts, &lo, &hi);
-        for (size_t r = lo; r < hi; r++)
-            dcz_transpose_planes(j->x + r * g->W, g->H * g->W, g->C, g->W, j->p + ((r + g->ph) * g->PW + g->pw) * g->C,
-                                 g->C);
+        image_in(g, j->x, j->p, lo, hi);
         return;
     }
     const size_t ohw = g->OH * g->OW;
@@ -526,7 +537,7 @@ void dcz_wino_conv_pool(dcz_pool *pool, const dcz_wino *g, const float *u, const
         for (size_t s = 0; s < ns; s++) {
             wino_copy c = { g, x + (s0 + s) * g->in, p + s * g->ps, 0, parts };
             if (parts > 1) dcz_pool_run(pool, wino_copy_part, &c);
-            else image_in(g, c.x, c.p);
+            else image_in(g, c.x, c.p, 0, g->H);
         }
         for (size_t u0 = 0; u0 < tiles; u0 += DCZ_WINO_TILES) {
             const size_t n = tiles - u0 < DCZ_WINO_TILES ? tiles - u0 : DCZ_WINO_TILES;
@@ -535,21 +546,11 @@ void dcz_wino_conv_pool(dcz_pool *pool, const dcz_wino *g, const float *u, const
                 dcz_pool_run(pool, wino_tiles, &r);
                 continue;
             }
-#if DCZ_BUILD_F32_X86
-            if (vec == 2) in__avx512(g, p, u0, n, v);
-            else if (vec) in__avx2(g, p, u0, n, v);
-            else
-#endif
-                in_ref(g, p, u0, n, v);
-            wino_job j = { g, u, v, m, n, vec, pool ? dcz_pool_threads(pool) : 1 };
-            if (j.parts > 1) dcz_pool_run(pool, wino_products, &j);
+            wino_in(vec, g, p, u0, n, v);
+            wino_job j = { g, u, v, m, n, vec, parts };
+            if (parts > 1) dcz_pool_run(pool, wino_products, &j);
             else wino_products(&j, 0);
-#if DCZ_BUILD_F32_X86
-            if (vec == 2) out__avx512(g, bias, act, m, u0, n, f);
-            else if (vec) out__avx2(g, bias, act, m, u0, n, f);
-            else
-#endif
-                out_ref(g, bias, act, m, u0, n, f);
+            wino_out(vec, g, bias, act, m, u0, n, f);
         }
         for (size_t s = 0; s < ns; s++) {
             wino_copy c = { g, f + s * ohw * g->K, y + (s0 + s) * g->out, 1, parts };
