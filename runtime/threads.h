@@ -19,6 +19,16 @@ static inline void dcz_part_range(uint32_t n, uint32_t part, uint32_t parts, uin
     *hi = (uint32_t)((uint64_t)n * (part + 1) / parts);
 }
 
+/* Part `part` of parts of n items in whole units of `unit` items (the
+ * last part ends at n): [*lo, *hi), as even as whole units go, any size */
+static inline void dcz_part_units(size_t n, size_t unit, uint32_t part, uint32_t parts, size_t *lo, size_t *hi)
+{
+    const size_t units = (n + unit - 1) / unit, q = units / parts, r = units % parts;
+    const size_t u0 = part * q + (part < r ? part : r), u1 = u0 + q + (part < r);
+    *lo = u0 * unit < n ? u0 * unit : n;
+    *hi = u1 * unit < n ? u1 * unit : n;
+}
+
 /* Whether a layer is worth splitting over a model's threads: at least
  * DCZ_SPLIT_MACS multiply-adds a sample (the shift form's stored taps times
  * the output plane; a dense product's rows times columns times depth),

@@ -356,14 +356,16 @@ static uint64_t dense_col_floats(const dcz_conv_geom *g)
     return k && ldb > UINT64_MAX / k ? UINT64_MAX : k * ldb;
 }
 
-/* what pixel rows take (0 where they do not run g: dcz_conv2d_pick_pixels):
- * the product (pixels, out_c), after the patch matrix of a layer whose
- * input is not its patches (a stride) */
+/* Whether pixel rows take g's geometry: a 1 x 1 window without padding,
+ * one group, any stride */
 static int pixels_geom(const dcz_conv_geom *g)
 {
     return g->kh == 1 && g->kw == 1 && g->ph == 0 && g->pw == 0 && dcz_conv_groups(g) == 1;
 }
 
+/* what pixel rows take (0 where they do not run g): the product (pixels,
+ * out_c), after the patch matrix of a layer whose input is not its patches
+ * (a stride) */
 static uint64_t pixels_floats(const dcz_conv_geom *g)
 {
     if (!pixels_geom(g)) return 0;
@@ -701,8 +703,9 @@ int dcz_conv2d_pixels_rule(const dcz_conv_geom *g)
            (uint64_t)g->in_c * g->out_c * pixels >= PIXELS_MACS;
 }
 
-/* Pixel rows [lo, hi) of part `part` of one sample: their product, then
- * their columns of the output planes */
+/* Part `part` of one sample by pixel rows: its pixel rows (every output
+ * channel) or its panels of output channels (every pixel row), their
+ * product, then those cells of the output planes */
 typedef struct pixels_job {
     const dcz_act *act;
     uint32_t in_c, out_c, parts;
@@ -715,24 +718,17 @@ typedef struct pixels_job {
 static void pixels_part(void *ctx, uint32_t part)
 {
     const pixels_job *j = ctx;
-    uint32_t lo, hi, c_lo = 0, c_hi = j->out_c;
-    if (j->by_panels) {   /* the part's panels, every pixel */
-        dcz_part_range((j->out_c + DCZ_PIXELS_PANEL - 1) / DCZ_PIXELS_PANEL, part, j->parts, &lo, &hi);
-        c_lo = lo * DCZ_PIXELS_PANEL;
-        c_hi = hi * DCZ_PIXELS_PANEL < j->out_c ? hi * DCZ_PIXELS_PANEL : j->out_c;
-        lo = 0;
-        hi = (uint32_t)j->pixels;
-    } else {
-        dcz_part_range((uint32_t)j->pixels, part, j->parts, &lo, &hi);
-    }
+    size_t lo = 0, hi = j->pixels, c_lo = 0, c_hi = j->out_c;
+    if (j->by_panels) dcz_part_units(j->out_c, DCZ_PIXELS_PANEL, part, j->parts, &c_lo, &c_hi);
+    else dcz_part_units(j->pixels, 1, part, j->parts, &lo, &hi);
     if (lo >= hi || c_lo >= c_hi) return;
     float *t = j->t + (size_t)lo * j->out_c;
-    for (uint32_t c0 = c_lo; c0 < c_hi; c0 += DCZ_PIXELS_PANEL) {
+    for (uint32_t c0 = (uint32_t)c_lo; c0 < c_hi; c0 += DCZ_PIXELS_PANEL) {
         const uint32_t width = j->out_c - c0 < DCZ_PIXELS_PANEL ? j->out_c - c0 : DCZ_PIXELS_PANEL;
         dcz_gemm_f32_strided(j->act, hi - lo, width, j->in_c, j->x + lo, 1, j->ldx, j->wt + (size_t)j->in_c * c0,
                              dcz_gemm_ldb(width), NULL, j->bias + c0, t + c0, j->out_c);
     }
-    dcz_transpose_planes(t + c_lo, j->out_c, hi - lo, c_hi - c_lo, j->y + (size_t)c_lo * j->pixels + lo, j->pixels);
+    dcz_transpose_planes(t + c_lo, j->out_c, hi - lo, c_hi - c_lo, j->y + c_lo * j->pixels + lo, j->pixels);
 }
 
 /* Whether parts threads split g's pixel rows by panels of output channels
@@ -763,7 +759,7 @@ void dcz_conv2d_pixels_pool(dcz_pool *pool, const dcz_conv_geom *g, const float 
     const uint32_t parts = pool ? dcz_pool_threads(pool) : 1;
     /* a stride: the input's patches (its planes subsampled) first, then
      * the product (pixels, out_c) after them */
-    const int direct = dcz_conv_pointwise(g);
+    const int direct = dcz_conv_pointwise(g), by_panels = pixels_by_panels(g, parts);
     const size_t ldx = direct ? pixels : dcz_gemm_ldb(pixels);
     float *t = direct ? scratch : scratch + dense_col_floats(g);
     for (size_t b = 0; b < batch; b++) {
@@ -772,10 +768,9 @@ void dcz_conv2d_pixels_pool(dcz_pool *pool, const dcz_conv_geom *g, const float 
             dcz_im2col_k(g, xb, scratch, ldx);
             xb = scratch;
         }
-        pixels_job j = { act, g->in_c, g->out_c, parts, pixels, ldx, pixels_by_panels(g, parts), wt, bias, xb, t,
+        pixels_job j = { act, g->in_c, g->out_c, parts, pixels, ldx, by_panels, wt, bias, xb, t,
                          y + b * pixels * g->out_c };
-        if (parts > 1) dcz_pool_run(pool, pixels_part, &j);
-        else pixels_part(&j, 0);
+        dcz_pool_run(pool, pixels_part, &j);
     }
 }
 
@@ -1200,25 +1195,20 @@ typedef struct maxpool_job {
 static void maxpool_part(void *ctx, uint32_t part)
 {
     const maxpool_job *j = ctx;
-    uint32_t lo, hi;
-    dcz_part_range((uint32_t)j->planes, part, j->parts, &lo, &hi);
+    size_t lo, hi;
+    dcz_part_units(j->planes, 1, part, j->parts, &lo, &hi);
     if (lo == hi) return;
     dcz_conv_geom g = *j->g;
-    g.in_c = g.out_c = hi - lo;
+    g.in_c = g.out_c = (uint32_t)(hi - lo);   /* (split: planes within 32 bits) */
     dcz_maxpool(&g, j->x + (size_t)lo * g.in_h * g.in_w, 1, j->y + (size_t)lo * g.out_h * g.out_w);
 }
 
 void dcz_maxpool_pool(dcz_pool *pool, const dcz_conv_geom *g, const float *x, size_t batch, float *y)
 {
-    const uint32_t parts = pool ? dcz_pool_threads(pool) : 1;
     const size_t planes = batch * g->in_c;
-    if (parts < 2 || planes < parts || planes > UINT32_MAX ||
-        (uint64_t)g->out_c * g->out_h * g->out_w < DCZ_SPLIT_ELEMS) {
-        dcz_maxpool(g, x, batch, y);
-        return;
-    }
-    maxpool_job j = { g, x, y, planes, parts };
-    dcz_pool_run(pool, maxpool_part, &j);
+    const int split = pool && planes <= UINT32_MAX && (uint64_t)g->out_c * g->out_h * g->out_w >= DCZ_SPLIT_ELEMS;
+    maxpool_job j = { g, x, y, planes, split ? dcz_pool_threads(pool) : 1 };
+    dcz_pool_run(split ? pool : NULL, maxpool_part, &j);
 }
 
 void dcz_avgpool_ref(const dcz_conv_geom *g, int count_include_pad, const float *x,

@@ -464,8 +464,8 @@ void dcz_add(const float *a, const float *b, size_t n, const dcz_act *act, float
     dcz_act_apply(act, y, n);
 }
 
-/* Part `part` of a CONCAT over a pool: outputs [lo, hi) of the flat
- * output, from the inputs' pieces they cover */
+/* Part `part` of a CONCAT over a pool: its whole vectors of 16 of the
+ * flat output, from the inputs' pieces they cover */
 typedef struct concat_job {
     const float *const *x;
     const uint32_t *width;
@@ -477,9 +477,8 @@ typedef struct concat_job {
 static void concat_part(void *ctx, uint32_t part)
 {
     const concat_job *j = ctx;
-    const size_t n = j->batch * j->total;
-    const size_t q = n / j->parts, r = n % j->parts;
-    const size_t lo = part * q + (part < r ? part : r), hi = lo + q + (part < r);
+    size_t lo, hi;
+    dcz_part_units(j->batch * j->total, 16, part, j->parts, &lo, &hi);
     size_t at = 0;   /* the flat output index of the piece's first */
     for (size_t b = 0; b < j->batch && at < hi; b++)
         for (uint32_t k = 0; k < j->nin && at < hi; k++) {
@@ -494,10 +493,9 @@ void dcz_concat_pool(dcz_pool *pool, const float *const *x, const uint32_t *widt
 {
     size_t total = 0;
     for (uint32_t k = 0; k < nin; k++) total += width[k];
-    concat_job j = { x, width, nin, pool ? dcz_pool_threads(pool) : 1, batch, total, y };
-    if (j.parts < 2 || batch * total < DCZ_SPLIT_ELEMS) j.parts = 1;
-    if (j.parts > 1) dcz_pool_run(pool, concat_part, &j);
-    else concat_part(&j, 0);
+    const int split = pool && batch * total >= DCZ_SPLIT_ELEMS;
+    concat_job j = { x, width, nin, split ? dcz_pool_threads(pool) : 1, batch, total, y };
+    dcz_pool_run(split ? pool : NULL, concat_part, &j);
 }
 
 /* Part `part` of an ADD over a pool: whole vectors of 16 floats a part
@@ -513,19 +511,14 @@ typedef struct add_job {
 static void add_part(void *ctx, uint32_t part)
 {
     const add_job *j = ctx;
-    uint32_t lo, hi;
-    dcz_part_range((uint32_t)((j->n + 15) / 16), part, j->parts, &lo, &hi);
-    const size_t i0 = (size_t)lo * 16, i1 = (size_t)hi * 16 < j->n ? (size_t)hi * 16 : j->n;
-    if (i0 < i1) dcz_add(j->a + i0, j->b + i0, i1 - i0, j->act, j->y + i0);
+    size_t lo, hi;
+    dcz_part_units(j->n, 16, part, j->parts, &lo, &hi);
+    if (lo < hi) dcz_add(j->a + lo, j->b + lo, hi - lo, j->act, j->y + lo);
 }
 
 void dcz_add_pool(dcz_pool *pool, const float *a, const float *b, size_t n, const dcz_act *act, float *y)
 {
-    const uint32_t parts = pool ? dcz_pool_threads(pool) : 1;
-    if (parts < 2 || n < DCZ_SPLIT_ELEMS || n / 16 > UINT32_MAX) {
-        dcz_add(a, b, n, act, y);
-        return;
-    }
-    add_job j = { a, b, act, y, n, parts };
-    dcz_pool_run(pool, add_part, &j);
+    const int split = pool && n >= DCZ_SPLIT_ELEMS;
+    add_job j = { a, b, act, y, n, split ? dcz_pool_threads(pool) : 1 };
+    dcz_pool_run(split ? pool : NULL, add_part, &j);
 }

@@ -480,16 +480,15 @@ static void wino_copy_part(void *ctx, uint32_t part)
 {
     const wino_copy *j = ctx;
     const dcz_wino *g = j->g;
-    uint32_t lo, hi;
+    size_t lo, hi;
     if (!j->out) {
-        dcz_part_range((uint32_t)g->H, part, j->parts, &lo, &hi);
+        dcz_part_units(g->H, 1, part, j->parts, &lo, &hi);
         image_in(g, j->x, j->p, lo, hi);
         return;
     }
     const size_t ohw = g->OH * g->OW;
-    dcz_part_range((uint32_t)((ohw + 15) / 16), part, j->parts, &lo, &hi);   /* whole blocks of 16 pixels */
-    const size_t r0 = (size_t)lo * 16, r1 = (size_t)hi * 16 < ohw ? (size_t)hi * 16 : ohw;
-    if (r0 < r1) dcz_transpose_planes(j->x + r0 * g->K, g->K, r1 - r0, g->K, j->p + r0, ohw);
+    dcz_part_units(ohw, 16, part, j->parts, &lo, &hi);   /* whole blocks of 16 pixels */
+    if (lo < hi) dcz_transpose_planes(j->x + lo * g->K, g->K, hi - lo, g->K, j->p + lo, ohw);
 }
 
 int dcz_wino_splits(const dcz_wino *g)
@@ -536,8 +535,7 @@ void dcz_wino_conv_pool(dcz_pool *pool, const dcz_wino *g, const float *u, const
         const size_t ns = batch - s0 < g->ns ? batch - s0 : g->ns, tiles = ns * g->T;
         for (size_t s = 0; s < ns; s++) {
             wino_copy c = { g, x + (s0 + s) * g->in, p + s * g->ps, 0, parts };
-            if (parts > 1) dcz_pool_run(pool, wino_copy_part, &c);
-            else image_in(g, c.x, c.p, 0, g->H);
+            dcz_pool_run(pool, wino_copy_part, &c);
         }
         for (size_t u0 = 0; u0 < tiles; u0 += DCZ_WINO_TILES) {
             const size_t n = tiles - u0 < DCZ_WINO_TILES ? tiles - u0 : DCZ_WINO_TILES;
@@ -548,14 +546,12 @@ void dcz_wino_conv_pool(dcz_pool *pool, const dcz_wino *g, const float *u, const
             }
             wino_in(vec, g, p, u0, n, v);
             wino_job j = { g, u, v, m, n, vec, parts };
-            if (parts > 1) dcz_pool_run(pool, wino_products, &j);
-            else wino_products(&j, 0);
+            dcz_pool_run(pool, wino_products, &j);
             wino_out(vec, g, bias, act, m, u0, n, f);
         }
         for (size_t s = 0; s < ns; s++) {
             wino_copy c = { g, f + s * ohw * g->K, y + (s0 + s) * g->out, 1, parts };
-            if (parts > 1) dcz_pool_run(pool, wino_copy_part, &c);
-            else dcz_transpose_planes(c.x, g->K, ohw, g->K, c.p, ohw);
+            dcz_pool_run(pool, wino_copy_part, &c);
         }
     }
 }
