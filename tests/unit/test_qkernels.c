@@ -1155,8 +1155,9 @@ static void test_requant8(void)
 }
 
 /* dcz_quantize against the reference, bit for bit: random values across
- * the range and far past it, halves (ties), NaN, infinities and zeros of
- * both signs, on lengths that end inside and outside a vector. */
+ * the range and far past it, halves (ties), NaN of both signs, infinities
+ * and zeros of both signs, on lengths that end inside and outside a
+ * vector. */
 static void test_quantize(void)
 {
     /* 0x1.88p-7 (49 / 4096): exact ties x / s = k + 1/2 where x times the
@@ -1186,6 +1187,7 @@ static void test_quantize(void)
             }
             x[0] = NAN; x[1] = INFINITY; x[2] = -INFINITY; x[3] = 0.0f; x[4] = -0.0f;
             x[5] = -0.5f * s; x[6] = 0.5f * s; x[7] = -(float)qmaxes[qi] * s;
+            x[8] = -NAN; x[9] = 1e30f; x[10] = -1e30f;
             for (size_t n = N - 4; n <= N; n++) {
                 memset(got, 0x55, sizeof got);
                 dcz_quantize_ref(x, n, s, qmaxes[qi], want);

@@ -312,36 +312,51 @@ static void quantize__avx2(const float *x, size_t n, float scale, int32_t qmax, 
  * (the nearest float ratio to a tie is 2^-40 of it away, where a double
  * rounds by 2^-53), so the reference is n = round(|x| / s) exactly, ties
  * away from 0. Here |x| times a float reciprocal of s made 2^-20 smaller
- * lies below |x| / s by less than 2^-19 of it (capped at qmax + 1, where
- * the clamp decides), so k = floor(that + 1/2) is n or n - 1 (the add is
- * exact up to 2^22 but where it crosses a power of two, which floor does
- * not see); a fused s (k + 1/2) - |x| <= 0 then says exactly that |x| / s
+ * lies below |x| / s by less than 2^-19 of it, so k = floor(that + 1/2) is
+ * n or n - 1 (the add is exact up to 2^22 but where it crosses a power of
+ * two, which floor does not see; past 2^22, far past any qmax, the clamp
+ * decides); a fused s (k + 1/2) - |x| <= 0 then says exactly that |x| / s
  * has reached the next tie (the product is exact inside the fused
  * multiply-add, and one rounding keeps the sign of a difference that for
  * scales in [2^-100, 2^100] cannot fall below the smallest float), and k
- * moves up by one. NaN gives 0, then the clamp and x's sign. */
+ * moves up by one. NaN: the max with 0 takes its second operand, 0, where
+ * the first is NaN; the sign then x's. */
+__attribute__((target("avx512f,avx512bw,avx512vl"))) static inline __attribute__((always_inline)) __m512i
+quantize16(__m512 v, __m512 s, __m512 r, __m512 q)
+{
+    const __m512 half = _mm512_set1_ps(0.5f), one = _mm512_set1_ps(1.0f);
+    const __m512 a = _mm512_abs_ps(v);
+    __m512 k = _mm512_roundscale_ps(_mm512_add_ps(_mm512_max_ps(_mm512_mul_ps(a, r), _mm512_setzero_ps()), half),
+                                    _MM_FROUND_TO_NEG_INF | _MM_FROUND_NO_EXC);
+    const __mmask16 up = _mm512_cmp_ps_mask(_mm512_fmsub_ps(s, _mm512_add_ps(k, half), a), _mm512_setzero_ps(),
+                                            _CMP_LE_OQ);
+    k = _mm512_min_ps(_mm512_mask_add_ps(k, up, k, one), q);
+    /* k | (v & sign): x's sign on k */
+    const __m512i sign = _mm512_set1_epi32(INT32_MIN);
+    k = _mm512_castsi512_ps(_mm512_ternarylogic_epi32(_mm512_castps_si512(k), _mm512_castps_si512(v), sign, 0xF8));
+    return _mm512_cvtps_epi32(k);
+}
+
+/* 32 values a step narrowed together by a pack (two instructions where
+ * two narrowings take four; vpmovsdw into memory is slow on some cores),
+ * 16 at the end. Without the cap and the NaN mask of a first version,
+ * and by pairs: 3 x 224 x 224 floats, one core of an AMD EPYC (Zen 5),
+ * least of 2,000 calls, 15.0 -> 11.3 us. */
 __attribute__((target("avx512f,avx512bw,avx512vl")))
 static void quantize__avx512(const float *x, size_t n, float scale, int32_t qmax, dcz_q *y)
 {
-    const __m512 s = _mm512_set1_ps(scale), half = _mm512_set1_ps(0.5f);
-    const __m512 r = _mm512_set1_ps(1.0f / scale * (1.0f - 0x1p-20f));
-    const __m512 cap = _mm512_set1_ps((float)qmax + 1.0f), q = _mm512_set1_ps((float)qmax);
-    const __m512 one = _mm512_set1_ps(1.0f);
-    const __m512i sign = _mm512_set1_epi32(INT32_MIN);
-    for (size_t i = 0; i < n; i += 16) {
+    const __m512 s = _mm512_set1_ps(scale), r = _mm512_set1_ps(1.0f / scale * (1.0f - 0x1p-20f));
+    const __m512 q = _mm512_set1_ps((float)qmax);
+    const __m512i order = _mm512_set_epi64(7, 5, 3, 1, 6, 4, 2, 0);
+    size_t i = 0;
+    for (; i + 32 <= n; i += 32) {
+        const __m512i a = quantize16(_mm512_loadu_ps(x + i), s, r, q);
+        const __m512i b = quantize16(_mm512_loadu_ps(x + i + 16), s, r, q);
+        _mm512_storeu_si512((void *)(y + i), _mm512_permutexvar_epi64(order, _mm512_packs_epi32(a, b)));
+    }
+    for (; i < n; i += 16) {
         const __mmask16 m = n - i >= 16 ? (__mmask16)0xFFFF : (__mmask16)((1u << (n - i)) - 1);
-        const __m512 v = _mm512_maskz_loadu_ps(m, x + i), a = _mm512_abs_ps(v);
-        __m512 k = _mm512_roundscale_ps(_mm512_add_ps(_mm512_min_ps(_mm512_mul_ps(a, r), cap), half),
-                                        _MM_FROUND_TO_NEG_INF | _MM_FROUND_NO_EXC);
-        const __mmask16 up = _mm512_cmp_ps_mask(_mm512_fmsub_ps(s, _mm512_add_ps(k, half), a), _mm512_setzero_ps(),
-                                                _CMP_LE_OQ);
-        k = _mm512_maskz_min_ps(_mm512_cmp_ps_mask(v, v, _CMP_ORD_Q), _mm512_mask_add_ps(k, up, k, one), q);
-        /* k | (v & sign): x's sign on k */
-        k = _mm512_castsi512_ps(_mm512_ternarylogic_epi32(_mm512_castps_si512(k), _mm512_castps_si512(v), sign, 0xF8));
-        /* narrowed in the register: vpmovsdw into memory is slow on some cores */
-        const __m256i w = _mm512_cvtsepi32_epi16(_mm512_cvtps_epi32(k));
-        if (m == 0xFFFF) _mm256_storeu_si256((__m256i *)(void *)(y + i), w);
-        else _mm256_mask_storeu_epi16(y + i, m, w);
+        _mm256_mask_storeu_epi16(y + i, m, _mm512_cvtsepi32_epi16(quantize16(_mm512_maskz_loadu_ps(m, x + i), s, r, q)));
     }
 }
 #endif
