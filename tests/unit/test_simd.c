@@ -877,9 +877,11 @@ static void gemm_case(size_t m, size_t n, uint32_t k, int unpadded, gemm_tally *
             if (!unpadded) ran = vs[v].fn(vs[v].isa, act, m, n, k, a, lda, b, ldb, pm, pn, c, ldc);
             else if (vs[v].fn == gemm_plain_isa && act->op) ran = 0;
             else if (vs[v].isa == DCZ_ISA_REF) {
-                dcz_gemm_f32_strided(act, m, n, k, acol, 1, m + 2, b, ldb, pm, pn, c, ldc);
+                dcz_gemm_f32_strided(act, m, n, k, acol, 1, m + 2, b, ldb, pm, pn, c, ldc, a, m * lda * 4);
                 ran = 1;
-            } else ran = dcz_gemm_f32_strided_isa(vs[v].isa, act, m, n, k, acol, 1, m + 2, b, ldb, pm, pn, c, ldc);
+            } else   /* with A's lines asked for ahead: the same bits */
+                ran = dcz_gemm_f32_strided_isa(vs[v].isa, act, m, n, k, acol, 1, m + 2, b, ldb, pm, pn, c, ldc, a,
+                                               m * lda * 4);
             if (!ran) continue;
             t->ran[v]++;
             for (size_t i = 0; i < m; i++) {

@@ -45,15 +45,30 @@ int dcz_gemm_f32_act_isa(dcz_isa isa, const dcz_act *act, size_t m, size_t n, ui
                          size_t ldc);
 /* The same with A's columns ka floats apart: A (i, p) at a[i lda + p ka]
  * (ka 1 above), so that A may be a matrix laid out by columns (lda 1): a
- * 1 x 1 convolution's input planes read as its pixels' rows. */
+ * 1 x 1 convolution's input planes read as its pixels' rows. And next
+ * (NULL: none): next_bytes that the caller reads after this product (the
+ * next panel of a layer's weights, which it runs as products of one panel
+ * each), asked for from memory a line a step of the tiles' k loops
+ * (shared evenly among the tiles of the walk by blocks of k, the one
+ * taken where C has more than one row and fits the caches), so that they
+ * arrive while this product runs, where the panel's first tile would
+ * otherwise wait for each of its lines in turn. The reference ignores it. */
 void dcz_gemm_f32_strided_ref(const dcz_act *act, size_t m, size_t n, uint32_t k, const float *a, size_t lda,
                               size_t ka, const float *b, size_t ldb, const float *bias_m, const float *bias_n,
                               float *c, size_t ldc);
 void dcz_gemm_f32_strided(const dcz_act *act, size_t m, size_t n, uint32_t k, const float *a, size_t lda, size_t ka,
-                          const float *b, size_t ldb, const float *bias_m, const float *bias_n, float *c, size_t ldc);
+                          const float *b, size_t ldb, const float *bias_m, const float *bias_n, float *c, size_t ldc,
+                          const void *next, size_t next_bytes);
 int dcz_gemm_f32_strided_isa(dcz_isa isa, const dcz_act *act, size_t m, size_t n, uint32_t k, const float *a,
                              size_t lda, size_t ka, const float *b, size_t ldb, const float *bias_m,
-                             const float *bias_n, float *c, size_t ldc);
+                             const float *bias_n, float *c, size_t ldc, const void *next, size_t next_bytes);
+/* What the tiles of the vector variants still ask for ahead (the walk's
+ * next, kernels_gemm.c): from at, lines of 64 bytes, at most share of
+ * them a tile */
+typedef struct dcz_gemm_ahead {
+    const char *at;
+    size_t lines, share;
+} dcz_gemm_ahead;
 /* The variant dcz_gemm_f32 runs here ("avx512", "avx2", "neon"), NULL: the reference. */
 const char *dcz_gemm_f32_variant(void);
 /* The integer product of the 8-bit schemes: C (m, n) int64 = bias_m + A B

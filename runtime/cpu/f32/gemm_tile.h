@@ -74,7 +74,7 @@ static inline void NAME(step)(const int mr, const int nv, const int part, const 
 TGT __attribute__((always_inline))
 static inline void NAME(tile)(const int mr, const int nv, uint32_t k, const TA *a, size_t lda, size_t ka, const TB *b,
                               size_t ldb, const TBIAS *bias_m, const TBIAS *bias_n, TC *c, size_t ldc,
-                              uint32_t last, int from_c, const dcz_act *act)
+                              uint32_t last, int from_c, const dcz_act *act, dcz_gemm_ahead *ahead)
 {
     V acc[MR][NV1];
 #pragma GCC unroll 8
@@ -102,7 +102,21 @@ static inline void NAME(tile)(const int mr, const int nv, uint32_t k, const TA *
      * their last columns */
     const size_t tail = !B_UNPADDED || last == L ? 0 : ldb ? (L + ldb - 1) / ldb : k;
     const uint32_t whole = k > tail ? k - (uint32_t)tail : 0;
-    for (uint32_t p = 0; p < whole; p++)
+    /* this tile's share of the lines asked for ahead, one a step */
+    uint32_t asks = 0;
+    const char *at = NULL;
+    if (ahead && ahead->lines) {
+        asks = (uint32_t)(ahead->lines < ahead->share ? ahead->lines : ahead->share);
+        if (asks > whole) asks = whole;
+        at = ahead->at;
+        ahead->at += (size_t)asks * 64;
+        ahead->lines -= asks;
+    }
+    for (uint32_t p = 0; p < asks; p++) {
+        NAME(step)(mr, nv, 0, a + (size_t)p * ka, lda, b + (size_t)p * ldb, last, acc);
+        __builtin_prefetch(at + (size_t)p * 64, 0, 3);
+    }
+    for (uint32_t p = asks; p < whole; p++)
         NAME(step)(mr, nv, 0, a + (size_t)p * ka, lda, b + (size_t)p * ldb, last, acc);
     for (uint32_t p = whole; p < k; p++)
         NAME(step)(mr, nv, 1, a + (size_t)p * ka, lda, b + (size_t)p * ldb, last, acc);
@@ -126,15 +140,15 @@ static inline void NAME(tile)(const int mr, const int nv, uint32_t k, const TA *
 
 typedef void (*NAME(tile_fn))(uint32_t k, const TA *a, size_t lda, size_t ka, const TB *b, size_t ldb,
                               const TBIAS *bias_m, const TBIAS *bias_n, TC *c, size_t ldc, uint32_t last,
-                              int from_c, const dcz_act *act);
+                              int from_c, const dcz_act *act, dcz_gemm_ahead *ahead);
 
 #define TILE(R, N)                                                                                      \
     TGT static void CAT(NAME(tile), _##R##x##N)(uint32_t k, const TA *a, size_t lda, size_t ka, const TB *b, \
                                                 size_t ldb, const TBIAS *bias_m, const TBIAS *bias_n,  \
                                                 TC *c, size_t ldc, uint32_t last, int from_c,          \
-                                                const dcz_act *act)                                     \
+                                                const dcz_act *act, dcz_gemm_ahead *ahead)              \
     {                                                                                                   \
-        NAME(tile)(R, N, k, a, lda, ka, b, ldb, bias_m, bias_n, c, ldc, last, from_c, act);             \
+        NAME(tile)(R, N, k, a, lda, ka, b, ldb, bias_m, bias_n, c, ldc, last, from_c, act, ahead);      \
     }
 #define TILE_ROW(R) TILE(R, 1) TILE(R, 2) TILE(R, 3) TILE(R, 4)
 TILE_ROW(1) TILE_ROW(2) TILE_ROW(3) TILE_ROW(4)
@@ -170,7 +184,7 @@ static const NAME(tile_fn) NAME(tiles)[MR + 1][NV1 + 1] = {
  * else at what C holds; act: the rows' last (VACT). */
 TGT static void NAME(panel)(size_t m, size_t j, size_t cols, uint32_t p, uint32_t depth, const TA *a, size_t lda,
                             size_t ka, const TB *b, size_t ldb, const TBIAS *bias_m, const TBIAS *bias_n, TC *c,
-                            size_t ldc, const dcz_act *act)
+                            size_t ldc, const dcz_act *act, dcz_gemm_ahead *ahead)
 {
     const int nv = (int)((cols + L - 1) / L);
     const uint32_t last = (uint32_t)(cols - (size_t)(nv - 1) * L);
@@ -178,7 +192,7 @@ TGT static void NAME(panel)(size_t m, size_t j, size_t cols, uint32_t p, uint32_
         const int mr = m - i < MR ? (int)(m - i) : MR;
         NAME(tiles)[mr][nv](depth, a + i * lda + (size_t)p * ka, lda, ka, b + (size_t)p * ldb + j, ldb,
                             bias_m ? bias_m + i : NULL, bias_n ? bias_n + j : NULL, c + i * ldc + j, ldc, last, p > 0,
-                            act);
+                            act, ahead);
     }
 }
 
@@ -287,7 +301,8 @@ TGT static void NAME(gemv_rows)(size_t n, uint32_t k, const TA *a, size_t ka, co
  *    batch 64 24 -> 19-22 ms, OpenBLAS's sgemm 19-22; KR by vendor on
  *    x86: kernels_gemm.c, gemv_band). */
 TGT static void NAME(gemm)(size_t m, size_t n, uint32_t k, const TA *a, size_t lda, size_t ka, const TB *b, size_t ldb,
-                           const TBIAS *bias_m, const TBIAS *bias_n, TC *c, size_t ldc, const dcz_act *act)
+                           const TBIAS *bias_m, const TBIAS *bias_n, TC *c, size_t ldc, const dcz_act *act,
+                           const void *next, size_t next_bytes)
 {
     const size_t width = (size_t)(m == 1 ? NV1 : NV) * L;
 #ifdef KC
@@ -308,7 +323,7 @@ TGT static void NAME(gemm)(size_t m, size_t n, uint32_t k, const TA *a, size_t l
                     const int nv = (int)((cols + L - 1) / L);
                     NAME(tiles)[mr][nv](k, a + i * lda, lda, ka, b + j, ldb, bias_m ? bias_m + i : NULL,
                                         bias_n ? bias_n + j : NULL, c + i * ldc + j, ldc,
-                                        (uint32_t)(cols - (size_t)(nv - 1) * L), 0, act);
+                                        (uint32_t)(cols - (size_t)(nv - 1) * L), 0, act, NULL);
                 }
             }
         }
@@ -324,7 +339,7 @@ TGT static void NAME(gemm)(size_t m, size_t n, uint32_t k, const TA *a, size_t l
             const uint32_t depth = k - p < band ? k - p : band;
             for (size_t j = 0; j < n; j += width)
                 NAME(panel)(m, j, n - j < width ? n - j : width, p, depth, a, lda, ka, b, ldb, bias_m, bias_n, c, ldc,
-                            p + depth == k ? act : NULL);
+                            p + depth == k ? act : NULL, NULL);
             p += depth;
         }
         return;
@@ -333,12 +348,16 @@ TGT static void NAME(gemm)(size_t m, size_t n, uint32_t k, const TA *a, size_t l
 #else
     const uint32_t kc = k;
 #endif
+    /* the lines of next, shared evenly among the walk's tiles */
+    const size_t tiles = (n + width - 1) / width * ((m + MR - 1) / MR) * (k ? (k + kc - 1) / kc : 1);
+    dcz_gemm_ahead ahead = { (const char *)next, next ? (next_bytes + 63) / 64 : 0, 0 };
+    ahead.share = (ahead.lines + tiles - 1) / tiles;
     for (size_t j = 0; j < n; j += width) {
         uint32_t p = 0;
         do {   /* once when k is 0: the biases */
             const uint32_t depth = k - p < kc ? k - p : kc;
             NAME(panel)(m, j, n - j < width ? n - j : width, p, depth, a, lda, ka, b, ldb, bias_m, bias_n, c, ldc,
-                        p + depth >= k ? act : NULL);
+                        p + depth >= k ? act : NULL, &ahead);
             p += depth;
         } while (p < k);
     }

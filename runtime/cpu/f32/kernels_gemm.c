@@ -291,7 +291,7 @@ static inline void qstore_part__avx2(int64_t *p, __m256i v, uint32_t n)
 
 typedef void (*qgemm_fn)(size_t m, size_t n, uint32_t k2, const int32_t *a, size_t lda, size_t ka, const int32_t *b,
                          size_t ldb, const int64_t *bias_m, const int64_t *bias_n, int64_t *c, size_t ldc,
-                         const dcz_act *act);
+                         const dcz_act *act, const void *next, size_t next_bytes);
 
 static qgemm_fn qvariant(dcz_isa isa)
 {
@@ -316,7 +316,7 @@ int dcz_qgemm_isa(dcz_isa isa, size_t m, size_t n, uint32_t k2, const int32_t *a
 {
     const qgemm_fn f = qvariant(isa);
     if (!f) return 0;
-    if (m && n) f(m, n, k2, a, lda, 1, b, ldb, bias_m, NULL, c, ldc, NULL);
+    if (m && n) f(m, n, k2, a, lda, 1, b, ldb, bias_m, NULL, c, ldc, NULL, NULL, 0);
     return 1;
 }
 
@@ -336,7 +336,8 @@ const char *dcz_qgemm_variant(void)
 /* ---- dispatch of the float product ------------------------------------------- */
 
 typedef void (*gemm_fn)(size_t m, size_t n, uint32_t k, const float *a, size_t lda, size_t ka, const float *b,
-                        size_t ldb, const float *bias_m, const float *bias_n, float *c, size_t ldc, const dcz_act *act);
+                        size_t ldb, const float *bias_m, const float *bias_n, float *c, size_t ldc, const dcz_act *act,
+                        const void *next, size_t next_bytes);
 
 /* The variant for isa; NULL when this build or machine has none. */
 static gemm_fn variant(dcz_isa isa)
@@ -362,18 +363,19 @@ static dcz_isa best(void)
 
 int dcz_gemm_f32_strided_isa(dcz_isa isa, const dcz_act *act, size_t m, size_t n, uint32_t k, const float *a,
                              size_t lda, size_t ka, const float *b, size_t ldb, const float *bias_m,
-                             const float *bias_n, float *c, size_t ldc)
+                             const float *bias_n, float *c, size_t ldc, const void *next, size_t next_bytes)
 {
     const gemm_fn f = variant(isa);
     if (!f) return 0;
-    if (m && n) f(m, n, k, a, lda, ka, b, ldb, bias_m, bias_n, c, ldc, act && act->op ? act : NULL);
+    if (m && n) f(m, n, k, a, lda, ka, b, ldb, bias_m, bias_n, c, ldc, act && act->op ? act : NULL, next, next_bytes);
     return 1;
 }
 
 void dcz_gemm_f32_strided(const dcz_act *act, size_t m, size_t n, uint32_t k, const float *a, size_t lda, size_t ka,
-                          const float *b, size_t ldb, const float *bias_m, const float *bias_n, float *c, size_t ldc)
+                          const float *b, size_t ldb, const float *bias_m, const float *bias_n, float *c, size_t ldc,
+                          const void *next, size_t next_bytes)
 {
-    if (!dcz_gemm_f32_strided_isa(best(), act, m, n, k, a, lda, ka, b, ldb, bias_m, bias_n, c, ldc))
+    if (!dcz_gemm_f32_strided_isa(best(), act, m, n, k, a, lda, ka, b, ldb, bias_m, bias_n, c, ldc, next, next_bytes))
         dcz_gemm_f32_strided_ref(act, m, n, k, a, lda, ka, b, ldb, bias_m, bias_n, c, ldc);
 }
 
@@ -381,7 +383,7 @@ int dcz_gemm_f32_act_isa(dcz_isa isa, const dcz_act *act, size_t m, size_t n, ui
                          size_t lda, const float *b, size_t ldb, const float *bias_m, const float *bias_n, float *c,
                          size_t ldc)
 {
-    return dcz_gemm_f32_strided_isa(isa, act, m, n, k, a, lda, 1, b, ldb, bias_m, bias_n, c, ldc);
+    return dcz_gemm_f32_strided_isa(isa, act, m, n, k, a, lda, 1, b, ldb, bias_m, bias_n, c, ldc, NULL, 0);
 }
 
 int dcz_gemm_f32_isa(dcz_isa isa, size_t m, size_t n, uint32_t k, const float *a, size_t lda, const float *b,
@@ -399,7 +401,7 @@ void dcz_gemm_f32_act_ref(const dcz_act *act, size_t m, size_t n, uint32_t k, co
 void dcz_gemm_f32_act(const dcz_act *act, size_t m, size_t n, uint32_t k, const float *a, size_t lda,
                       const float *b, size_t ldb, const float *bias_m, const float *bias_n, float *c, size_t ldc)
 {
-    dcz_gemm_f32_strided(act, m, n, k, a, lda, 1, b, ldb, bias_m, bias_n, c, ldc);
+    dcz_gemm_f32_strided(act, m, n, k, a, lda, 1, b, ldb, bias_m, bias_n, c, ldc, NULL, 0);
 }
 
 void dcz_gemm_f32(size_t m, size_t n, uint32_t k, const float *a, size_t lda, const float *b, size_t ldb,
