@@ -48,11 +48,13 @@ int dcz_gemm_f32_act_isa(dcz_isa isa, const dcz_act *act, size_t m, size_t n, ui
  * 1 x 1 convolution's input planes read as its pixels' rows. And next
  * (NULL: none): next_bytes that the caller reads after this product (the
  * next panel of a layer's weights, which it runs as products of one panel
- * each), asked for from memory a line a step of the tiles' k loops
+ * each), and before them, where B is one panel, its blocks of k after the
+ * first, asked for from memory a line a step of the tiles' k loops
  * (shared evenly among the tiles of the walk by blocks of k, the one
  * taken where C has more than one row and fits the caches), so that they
- * arrive while this product runs, where the panel's first tile would
- * otherwise wait for each of its lines in turn. The reference ignores it. */
+ * arrive while the tiles before them run, where the first tile of a block
+ * would otherwise wait for each of its lines in turn. The reference
+ * ignores it. */
 void dcz_gemm_f32_strided_ref(const dcz_act *act, size_t m, size_t n, uint32_t k, const float *a, size_t lda,
                               size_t ka, const float *b, size_t ldb, const float *bias_m, const float *bias_n,
                               float *c, size_t ldc);
@@ -67,7 +69,9 @@ int dcz_gemm_f32_strided_isa(dcz_isa isa, const dcz_act *act, size_t m, size_t n
  * them a tile */
 typedef struct dcz_gemm_ahead {
     const char *at;
-    size_t lines, share;
+    size_t lines;
+    const char *then;   /* then then_lines from there */
+    size_t then_lines, share;
 } dcz_gemm_ahead;
 /* The variant dcz_gemm_f32 runs here ("avx512", "avx2", "neon"), NULL: the reference. */
 const char *dcz_gemm_f32_variant(void);

@@ -105,6 +105,11 @@ static inline void NAME(tile)(const int mr, const int nv, uint32_t k, const TA *
     /* this tile's share of the lines asked for ahead, one a step */
     uint32_t asks = 0;
     const char *at = NULL;
+    if (ahead && !ahead->lines && ahead->then_lines) {   /* the second range */
+        ahead->at = ahead->then;
+        ahead->lines = ahead->then_lines;
+        ahead->then_lines = 0;
+    }
     if (ahead && ahead->lines) {
         asks = (uint32_t)(ahead->lines < ahead->share ? ahead->lines : ahead->share);
         if (asks > whole) asks = whole;
@@ -350,8 +355,15 @@ TGT static void NAME(gemm)(size_t m, size_t n, uint32_t k, const TA *a, size_t l
 #endif
     /* the lines of next, shared evenly among the walk's tiles */
     const size_t tiles = (n + width - 1) / width * ((m + MR - 1) / MR) * (k ? (k + kc - 1) / kc : 1);
-    dcz_gemm_ahead ahead = { (const char *)next, next ? (next_bytes + 63) / 64 : 0, 0 };
-    ahead.share = (ahead.lines + tiles - 1) / tiles;
+    dcz_gemm_ahead ahead = { (const char *)next, next ? (next_bytes + 63) / 64 : 0, NULL, 0, 0 };
+    if (n <= width && k > kc && next) {
+        /* one panel by blocks of k: its blocks after the first, then next */
+        ahead.then = ahead.at;
+        ahead.then_lines = ahead.lines;
+        ahead.at = (const char *)(b + (size_t)kc * ldb);
+        ahead.lines = ((size_t)(k - kc) * ldb * sizeof *b + 63) / 64;
+    }
+    ahead.share = (ahead.lines + ahead.then_lines + tiles - 1) / tiles;
     for (size_t j = 0; j < n; j += width) {
         uint32_t p = 0;
         do {   /* once when k is 0: the biases */

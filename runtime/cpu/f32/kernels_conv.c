@@ -725,7 +725,8 @@ static void pixels_part(void *ctx, uint32_t part)
     float *t = j->t + (size_t)lo * j->out_c;
     for (uint32_t c0 = (uint32_t)c_lo; c0 < c_hi; c0 += DCZ_PIXELS_PANEL) {
         const uint32_t width = j->out_c - c0 < DCZ_PIXELS_PANEL ? j->out_c - c0 : DCZ_PIXELS_PANEL;
-        /* the next panel's weights asked for as this one runs */
+        /* the next panel's weights asked for as this one runs (the last
+         * panel: its own blocks of k alone) */
         const uint32_t next = c0 + DCZ_PIXELS_PANEL < c_hi ? c0 + DCZ_PIXELS_PANEL : c0;
         const size_t next_bytes = next == c0 ? 0
                                              : (size_t)j->in_c * dcz_gemm_ldb(j->out_c - next < DCZ_PIXELS_PANEL
@@ -733,7 +734,7 @@ static void pixels_part(void *ctx, uint32_t part)
                                                                                   : DCZ_PIXELS_PANEL) * sizeof(float);
         dcz_gemm_f32_strided(j->act, hi - lo, width, j->in_c, j->x + lo, 1, j->ldx, j->wt + (size_t)j->in_c * c0,
                              dcz_gemm_ldb(width), NULL, j->bias + c0, t + c0, j->out_c,
-                             next_bytes ? j->wt + (size_t)j->in_c * next : NULL, next_bytes);
+                             j->wt + (size_t)j->in_c * next, next_bytes);
     }
     dcz_transpose_planes(t + c_lo, j->out_c, hi - lo, c_hi - c_lo, j->y + c_lo * j->pixels + lo, j->pixels);
 }
