@@ -181,6 +181,8 @@ typedef struct dcz_qshift {
     const uint8_t *dwidx;   /* (patterns, kh ceil(kw / 4), 64) the bytes of a vector's window each lane reads */
     const struct dcz_qdw_vmap *dwmap;  /* (ceil(PH PW / 64)) where each 64 bytes of a channel's padded plane
                                           come from in its input plane; NULL where some do not fit a vector */
+    uint8_t dwrows;         /* the byte permutes by pairs of output rows (planes of at most 8 columns):
+                               dwidx one pattern, each window row loaded apart; 0 not */
     /* depthwise convolutions at column stride 2, or 1 at row stride 1, windows up
      * to QDWP_MAX_KW wide (qshift_form.c, "depthwise by int16 pairs"), else NULL: */
     const int32_t *dwp;     /* (out_c, kh, ceil(kw / 2)) the weights of two columns of a window row, a

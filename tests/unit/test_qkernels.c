@@ -324,6 +324,7 @@ typedef struct conv_tally {
     size_t pre_channels;
     size_t threaded;   /* requantizing runs over pools of 2 and 3 threads */
     size_t dwp_small;  /* the int16 pairs' runs on small planes (qdwp_small) */
+    size_t dw_rows;    /* depthwise forms by byte permutes by output rows */
     size_t spared;     /* requantizing runs on the quad taps with channels that hold no weight beside others */
     size_t constants;  /* requantizing runs with input channels taken as constants */
     size_t skipped;    /* requantizing runs that left channels without a weight unwritten */
@@ -570,6 +571,21 @@ static void qconv_case(const dcz_conv_geom *g, double density, uint32_t k, int32
                             t->dwp_runs += dw == DCZ_QDW_PAIRS;
                             t->dwp_small += dw == DCZ_QDW_PAIRS && qdwp_small(g);
                         }
+                        /* a layer the byte permutes take by the int16 pairs
+                         * too, as a CPU with VNNI and no VBMI runs it */
+                        if (!amx && dw == DCZ_QDW_BYTES && f.dwp) {
+                            dcz_qshift fp = f;
+                            fp.dw = NULL;
+                            memset(yq, 0x55, (B * yout + 1) * sizeof(dcz_q));
+                            if (dcz_qconv2d_shift_requant(NULL, g, &fp, bp, &rq, lo, hi, 0, 0, NULL, x, b, scratch,
+                                                          yq)) {
+                                t->bad += diff_q("qconv2d_shift_requant (depthwise, int16 pairs for bytes)", ctx, yq,
+                                                 want, b * yout);
+                                t->dwp_runs++;
+                            } else {
+                                t->bad++;   /* the pairs run any layer they hold */
+                            }
+                        }
                     }
                     /* with the 2x2 max pool of stride 2 after it taken in: the
                      * reference pool of the above */
@@ -596,6 +612,7 @@ static void qconv_case(const dcz_conv_geom *g, double density, uint32_t k, int32
                 t->dw_forms += f.dw != NULL;
                 t->dwp_forms += f.dwp != NULL;
                 t->dw_maps += f.dwmap != NULL;
+                t->dw_rows += f.dw != NULL && f.dwrows;
                 t->amx_forms += f.amx != NULL;
                 t->amx_rows += f.amx != NULL && f.amx_run == DCZ_QAMX_ROWS;
                 t->amx_copies += f.amx != NULL && f.amx_run == DCZ_QAMX_COPIES;
@@ -826,6 +843,10 @@ static void test_qconv_grid(void)
         conv_geom_grouped(4, 4, 5, 5, 1, 1, 0, 4),        /* 1 x 1 */
         conv_geom_grouped(3, 3, 11, 6, 3, 1, 0, 3),       /* no padding, 4 x 9 outputs */
         conv_geom_grouped(2, 2, 6, 60, 3, 1, 1, 2),       /* rows too wide: the int16 pairs */
+        /* by pairs of output rows: 16 cells past the 128 bytes */
+        conv_geom_grouped(6, 6, 14, 14, 5, 2, 2, 6),      /* 5 x 5 at stride 2 to 7 x 7 */
+        conv_geom_grouped(3, 3, 13, 16, 5, 2, 2, 3),      /* 7 rows of 8: the last pair one row */
+        conv_geom_grouped(2, 2, 12, 12, 7, 2, 3, 2),      /* 7 x 7: two quads a window row */
         /* depthwise over planes the byte permutes do not take: the int16
          * pairs at strides 1 and 2, rows of several vectors and a part */
         conv_geom_grouped(3, 3, 40, 75, 3, 1, 1, 3),      /* 75 a row: 32, 32 and 11 */
@@ -880,6 +901,9 @@ static void test_qconv_grid(void)
      * weights (four more, of planes of 64 cells or fewer, go to the int16
      * pairs' small planes); all but one with the planes' maps */
     CHECK(t.dw_forms >= 5 * 18, "the depthwise form was built %zu times", t.dw_forms);
+    /* and by pairs of output rows the three narrow planes after them */
+    CHECK(t.dw_rows >= 3 * 18 && t.dw_rows < t.dw_forms, "the depthwise form by rows was built %zu of %zu times",
+          t.dw_rows, t.dw_forms);
     CHECK(t.dw_maps >= 4 * 18 && t.dw_maps < t.dw_forms, "the depthwise form has maps %zu of %zu times", t.dw_maps,
           t.dw_forms);
     CHECK(!dcz_isa_supported(DCZ_ISA_AVX2) || t.qdw >= 8, "the AVX2 depthwise kernel ran %zu times", t.qdw);

@@ -149,7 +149,9 @@ static inline int dcz_qconst_has(const dcz_qconst *xc, uint32_t c) { return xc &
 typedef struct qdw_shape {
     uint32_t PH, PW;            /* the padded plane */
     uint32_t nq, taps;          /* quads of a window row; kh nq */
-    uint32_t dshift, patterns;  /* d = 2^dshift; out_w / d */
+    uint32_t dshift, patterns;  /* d = 2^dshift; out_w / d (by rows: 1) */
+    uint32_t rows;              /* the form by pairs of output rows (qshift_form.c): 2 output rows a
+                                   vector, its windows' rows loaded apart; 0 not */
 } qdw_shape;
 
 /* s = the shape of g, a geometry the form takes (qdw_shape_of) */
@@ -162,6 +164,14 @@ static inline void qdw_measure(const dcz_conv_geom *g, qdw_shape *s)
     s->dshift = 0;
     while (s->dshift < 4 && g->out_w % (2u << s->dshift) == 0) s->dshift++;
     s->patterns = g->out_w >> s->dshift;
+    s->rows = 0;
+}
+
+/* The bytes a row of a vector by pairs of output rows reads past its
+ * window start: its last lane's last quad */
+static inline uint64_t qdw_rows_span(const dcz_conv_geom *g)
+{
+    return (uint64_t)(g->out_w - 1) * g->sw + 4ull * ((g->kw + 3) / 4);
 }
 
 /* The padded planes are made 64 bytes at a time, each vector of them by

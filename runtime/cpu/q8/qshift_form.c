@@ -80,7 +80,21 @@
  * carry weight 0. The sums are those of the form above (corr included),
  * requantized in registers as requant_planes__vnni does (the kernel:
  * qshift_requant.c); the references are the same (qshift_planes_ref,
- * dcz_qconv2d_direct_ref). Its bounds, shape and maps: qshift.h. */
+ * dcz_qconv2d_direct_ref). Its bounds, shape and maps: qshift.h.
+ * Where a vector's inputs pass 128 bytes and the output rows hold at most
+ * 8 cells, by pairs of output rows (qdw_shape.rows): a vector holds two
+ * output rows, and each tap permutes the 64 bytes from each row's window
+ * row (vpermt2b of two loads), one pattern for the plane. The int16 pairs
+ * ran such layers with 7 of 16 lanes a vector and a multiply-add for two
+ * taps: 5 x 5 at stride 2 from 14 x 14, one core of an AMD EPYC (Zen 5),
+ * dcz bench --per-layer least of three alternated rounds,
+ * MobileNetV3-Small's 288 channels 13.9 -> 8.6 us (float: 10.4),
+ * EfficientNet-B0's 672 39.1 -> 27.1; the model MobileNetV3-Small 0.983
+ * of the time (int8, pruned by blocks; dcz bench medians of eight
+ * alternated rounds in both orders). By single output rows of up to 16
+ * cells, planes of 28 and 56 columns gained 1-1.6 us at stride 2 and lost
+ * up to 17 at stride 1 (MobileNetV2's 144 channels over 56 x 56: 35 ->
+ * 52 us), so they stay with the int16 pairs. */
 static int qdwp_takes(const dcz_conv_geom *g);
 
 /* s = g's shape in the depthwise form; 0 where the form does not take g
@@ -88,20 +102,28 @@ static int qdwp_takes(const dcz_conv_geom *g);
 static int qdw_shape_of(const dcz_conv_geom *g, qdw_shape *s)
 {
     if ((qdwp_takes(g) && qdwp_small(g)) || g->in_c == 0 || dcz_conv_groups(g) != g->in_c || g->out_c != g->in_c ||
-        g->out_h == 0 || g->out_w == 0 ||
-        g->kw > 8 || g->kh > QDW_WINDOW || g->out_w > 16 * QDW_MAX_PATTERNS ||
-        (uint64_t)(g->out_w - 1) * g->sw + g->kw >= QDW_WINDOW ||
-        ((uint64_t)(g->out_h - 1) * g->sh + g->kh) * QDW_WINDOW > UINT32_MAX / 2)
+        g->out_h == 0 || g->out_w == 0 || g->kw > 8 || g->kh > QDW_WINDOW ||
+        ((uint64_t)(g->out_h - 1) * g->sh + g->kh) * ((uint64_t)(g->out_w - 1) * g->sw + g->kw + QDW_WINDOW) >
+            UINT32_MAX / 2)
         return 0;
     qdw_measure(g, s);
     const uint64_t PW = s->PW;
-    if (s->taps > QDW_MAX_TAPS || s->patterns > QDW_MAX_PATTERNS) return 0;
+    if (s->taps > QDW_MAX_TAPS) return 0;
+    int window = g->out_w <= 16 * QDW_MAX_PATTERNS && PW < QDW_WINDOW && s->patterns <= QDW_MAX_PATTERNS;
     /* the last byte lane i reads: window row kh - 1, column kw - 1 */
-    for (uint32_t p = 0; p < s->patterns; p++)
+    for (uint32_t p = 0; window && p < s->patterns; p++)
         for (uint32_t i = 0, ox0 = p << s->dshift; i < 16; i++) {
             const uint64_t dy = (ox0 + i) / g->out_w, ox = (ox0 + i) % g->out_w;
-            if ((dy * g->sh + g->kh - 1) * PW + ox * g->sw + g->kw - 1 >= (uint64_t)ox0 * g->sw + QDW_WINDOW) return 0;
+            if ((dy * g->sh + g->kh - 1) * PW + ox * g->sw + g->kw - 1 >= (uint64_t)ox0 * g->sw + QDW_WINDOW)
+                window = 0;
         }
+    if (window) return 1;
+    /* else by pairs of output rows of at most 8 (taller planes at stride
+     * 2: a vector's window rows lie within 64 bytes each) */
+    if (g->out_w > 8 || qdw_rows_span(g) > 64) return 0;
+    s->rows = 2;
+    s->patterns = 1;
+    s->dshift = 0;
     return 1;
 }
 
@@ -152,7 +174,17 @@ static void qdw_build(const dcz_conv_geom *g, const qdw_shape *d, const dcz_qspa
             *q |= (uint32_t)(uint8_t)(int8_t)dcz_qsparse_weight(s, oc, e) << (8 * (kx % 4));
         }
     }
-    for (uint32_t p = 0; p < d->patterns; p++) {
+    /* by pairs of output rows: lane i of tap (ky, q) reads byte i sw + 4 q
+     * + b of its window row's load, lane out_w + i byte 64 + i sw + 4 q +
+     * b, of the next output row's (lanes past them: byte 0) */
+    for (uint32_t t = 0; d->rows && t < d->taps; t++)
+        for (uint32_t i = 0; i < 16; i++)
+            for (uint32_t b = 0; b < 4; b++) {
+                const uint32_t kq = 4 * (t % d->nq), kx = kq + b < g->kw ? kq + b : kq;
+                const uint32_t r = i / g->out_w, col = i - r * g->out_w;
+                idx[(size_t)t * 64 + 4 * i + b] = r < 2 ? (uint8_t)(64 * r + col * g->sw + kx) : 0;
+            }
+    for (uint32_t p = 0; !d->rows && p < d->patterns; p++) {
         const uint32_t ox0 = p << d->dshift;
         for (uint32_t t = 0; t < d->taps; t++) {
             uint8_t *v = idx + ((size_t)p * d->taps + t) * 64;
@@ -168,6 +200,7 @@ static void qdw_build(const dcz_conv_geom *g, const qdw_shape *d, const dcz_qspa
     }
     f->dw = dw;
     f->dwidx = idx;
+    f->dwrows = (uint8_t)d->rows;
     uint8_t *end = idx + (size_t)d->patterns * d->taps * 64;
     dcz_qdw_vmap *maps = (dcz_qdw_vmap *)(void *)(end + (-(uintptr_t)end & 7));
     f->dwmap = qdw_vmap_build(g, d, maps) ? maps : NULL;
@@ -387,6 +420,7 @@ int dcz_qshift_build(const dcz_conv_geom *g, const dcz_qsparse *s, int amx, void
     f->dw = NULL;
     f->dwidx = NULL;
     f->dwmap = NULL;
+    f->dwrows = 0;
     qdw_shape d;
     uint8_t *rest = (uint8_t *)(w + (size_t)nnz * DCZ_QSHIFT_MAX_OB);
     if (qdw_shape_of(g, &d)) qdw_build(g, &d, s, rest, f);

@@ -400,6 +400,48 @@ qdw_channel__vbmi(const int MODE, const uint32_t T, const uint8_t *nz, uint32_t 
     }
 }
 
+/* The same by pairs of output rows (the form's rows, qshift_form.c):
+ * output rows oy and oy + 1 (at most 8 cells each) a vector, tap t (a
+ * quad of window row t / nq) a byte permute of the 64 bytes from each
+ * row's window row's first (toff[t] bytes past the first row's window
+ * start, and sh PW further) by the indices ix[t], with every tap's
+ * weights wv[t] in registers */
+QDW_TGT static inline __attribute__((always_inline)) void
+qdw_rows_channel__vbmi(const int MODE, const uint32_t T, const uint8_t *nz, uint32_t n, const dcz_conv_geom *g,
+                       const qdw_shape *s, const uint32_t *toff, const uint8_t *plane, const __m512i *ix,
+                       const int32_t *wq, int32_t a0, int32_t mult, unsigned k, unsigned pre, int32_t qlo,
+                       int32_t qhi, dcz_q *y)
+{
+    const rq_consts c = rq_setup(MODE, mult, k, pre, qlo, qhi);
+    const __m512i init = _mm512_set1_epi32(a0);
+    const size_t rowstep = (size_t)g->sh * s->PW, out_plane = (size_t)g->out_h * g->out_w;
+    __m512i wv[QDW_MAX_TAPS];   /* every tap's (nz NULL) */
+#pragma GCC unroll 16
+    for (uint32_t t = 0; t < QDW_MAX_TAPS; t++) wv[t] = nz || t >= T ? _mm512_setzero_si512() : _mm512_set1_epi32(wq[t]);
+    for (uint32_t oy = 0; oy < g->out_h; oy += 2) {
+        const uint8_t *src = plane + oy * rowstep;
+        __m512i acc = init;
+        if (nz) {
+            for (uint32_t i = 0; i < n; i++) {
+                const uint32_t t = nz[i];
+                const __m512i x0 = _mm512_loadu_si512((const void *)(src + toff[t]));
+                const __m512i x1 = _mm512_loadu_si512((const void *)(src + toff[t] + rowstep));
+                acc = _mm512_dpbusd_epi32(acc, _mm512_permutex2var_epi8(x0, ix[t], x1), _mm512_set1_epi32(wq[t]));
+            }
+        } else {
+#pragma GCC unroll 16
+            for (uint32_t t = 0; t < T; t++) {
+                const __m512i x0 = _mm512_loadu_si512((const void *)(src + toff[t]));
+                const __m512i x1 = _mm512_loadu_si512((const void *)(src + toff[t] + rowstep));
+                acc = _mm512_dpbusd_epi32(acc, _mm512_permutex2var_epi8(x0, ix[t], x1), wv[t]);
+            }
+        }
+        /* the two rows' cells (one at an odd plane's last), under a mask */
+        const size_t at = (size_t)oy * g->out_w, cells = out_plane - at < 2u * g->out_w ? out_plane - at : 2u * g->out_w;
+        _mm256_mask_storeu_epi16(y + at, (__mmask16)((1u << cells) - 1), _mm512_cvtepi32_epi16(requant16(MODE, acc, &c)));
+    }
+}
+
 /* What a part of qdw_requant__vbmi's channels takes: one sample's byte
  * planes (read only) and its output */
 typedef struct qdw_job {
@@ -426,6 +468,14 @@ QDW_TGT static void qdw_part(void *ctx, uint32_t part)
     const size_t out_plane = (size_t)g->out_h * g->out_w, plane = (size_t)s.PH * s.PW;
     uint32_t c0, c1;
     dcz_part_range(g->out_c, part, j->parts, &c0, &c1);
+    /* by rows: each tap's window row, in bytes past a vector's window
+     * start, and its indices */
+    uint32_t toff[QDW_MAX_TAPS];
+    __m512i ix[QDW_MAX_TAPS];
+    for (uint32_t t = 0; s.rows && t < s.taps; t++) {
+        toff[t] = t / s.nq * s.PW;
+        ix[t] = _mm512_loadu_si512((const void *)(f->dwidx + 64 * (size_t)t));
+    }
     for (uint32_t oc = c0; oc < c1; oc++) {
         /* the 32-bit sums wrap on their way (the bound: model.h) */
         const int32_t a0 = (int32_t)((uint32_t)f->corr[oc] + (uint32_t)(uint64_t)(j->bias ? j->bias[oc] : 0));
@@ -447,8 +497,10 @@ QDW_TGT static void qdw_part(void *ctx, uint32_t part)
             requant_fill(j->skip && qshift_none(f, oc), a0, mult, (uint8_t)k, lo, hi, out_plane, yc);
             continue;
         }
-#define QDW_CHANNEL(M, T, L) \
-    qdw_channel__vbmi(M, T, L, n, g, &s, v, pc, f->dwidx, wq, a0, mult, k, M == 3 ? p : 0, lo, hi, yc)
+#define QDW_CHANNEL(M, T, L)                                                                                 \
+    (s.rows ? qdw_rows_channel__vbmi(M, T, L, n, g, &s, toff, pc, ix, wq, a0, mult, k, M == 3 ? p : 0, lo,       \
+                                     hi, yc)                                                                   \
+            : qdw_channel__vbmi(M, T, L, n, g, &s, v, pc, f->dwidx, wq, a0, mult, k, M == 3 ? p : 0, lo, hi, yc))
         switch (RQ_MODE(k, p) * 3 + (n < s.taps ? 2 : s.taps == 3)) {
         case 11: QDW_CHANNEL(3, s.taps, nz); break;
         case 10: QDW_CHANNEL(3, 3, NULL); break;
@@ -477,6 +529,11 @@ QDW_TGT static void qdw_requant__vbmi(dcz_pool *pool, const dcz_conv_geom *g, co
 {
     qdw_shape s;
     qdw_measure(g, &s);   /* f->dw: the form took g */
+    if (f->dwrows) {
+        s.rows = 2;
+        s.patterns = 1;
+        s.dshift = 0;
+    }
     const size_t in_sample = (size_t)g->in_c * g->in_h * g->in_w, out_plane = (size_t)g->out_h * g->out_w;
     qdw_vec vecs[QDW_MAX_PATTERNS];
     qdw_vectors(g, &s, vecs);
