@@ -327,6 +327,24 @@ static void pair_bands(dcz_model *m)
     }
 }
 
+/* Whether layer l takes the whole batch, as a fully connected layer does:
+ * a 1 x 1 convolution by pixel rows whose weights pass
+ * DCZ_BATCH_WEIGHT_BYTES, which reads each panel of them once for the
+ * samples it takes (dcz_conv2d_pixels_pool), where a segment of chunks
+ * of one sample read them all again for every sample. One core of an AMD
+ * EPYC (Zen 5), dcz bench medians of six alternated rounds in both orders:
+ * RegNetX-400MF at batch 8 0.91 of the time (its 400 -> 400 layers over
+ * 7 x 7, 640 KB of weights each), at two threads 0.97; ResNet-50,
+ * MobileNetV2 and DenseNet-121 within noise. At 256 KB DenseNet-121's
+ * narrowing layers over 14 x 14 (up to 992 -> 128) joined them, and it
+ * took 1.03 of the time. */
+#define DCZ_BATCH_WEIGHT_BYTES (512u << 10)
+static int batch_weights(const dcz_exec_layer *l)
+{
+    return l->kernel == DCZ_K_CONV_GEMM_PIXELS && dcz_conv_pointwise(&l->geom) &&
+           (uint64_t)l->geom.in_c * dcz_gemm_ldb(l->geom.out_c) * sizeof(float) > DCZ_BATCH_WEIGHT_BYTES;
+}
+
 /* The segments of run.c: a maximal run of layers that each compute a
  * sample from that sample alone and gain nothing from a batch (t[i +
  * 1].chunk 1 on entry for such a layer i, 0 for one that takes the whole
@@ -578,7 +596,7 @@ static dcz_status load_walk(const dcz_container *c, const dcz_options *o, loader
         }
         int reads_qin = 0;
         for (uint32_t k = 0; k < g.nin; k++) reads_qin |= qfirst != UINT32_MAX && g.in[k] == qin;
-        tensors[i + 1].chunk = g.op != DCZ_OP_DENSE && !reads_qin;
+        tensors[i + 1].chunk = g.op != DCZ_OP_DENSE && !reads_qin && !batch_weights(l);
         if (l->out > max_width) max_width = l->out;
         /* the scratch of the kernel the plan chose: patches (the float and
          * integer products of im2col), the shift form's, Winograd's, an

@@ -98,7 +98,12 @@ int dcz_conv2d_dense_splits(const dcz_conv_geom *g);
  * medians of alternated runs in both orders, against the weights
  * transposed whole (each panel's rows a row of all out_c apart):
  * RegNetX-400MF 0.97-0.99 of the time, ResNet-50 0.98-1.0, MobileNetV2
- * within noise. The vectors hold output
+ * within noise. At stride 1 every sample of the batch takes a panel before
+ * the next panel (each panel's product then its part of the sample's
+ * planes), so that the weights come from memory once a batch, where a
+ * sample's every panel before the next sample read them once a sample
+ * (the loader gives such layers the whole batch: load.c,
+ * batch_weights). The vectors hold output
  * channels where dcz_conv2d_dense_im2col's hold pixels: a plane of few
  * pixels (7 x 7 takes 4 vectors for 49) fills them. Each output is its
  * bias and its products in input-channel order by fused multiply-adds, as

@@ -703,13 +703,16 @@ int dcz_conv2d_pixels_rule(const dcz_conv_geom *g)
            (uint64_t)g->in_c * g->out_c * pixels >= PIXELS_MACS;
 }
 
-/* Part `part` of one sample by pixel rows: its pixel rows (every output
- * channel) or its panels of output channels (every pixel row), their
- * product, then those cells of the output planes */
+/* Part `part` of samples by pixel rows: its pixel rows (every output
+ * channel) or its panels of output channels (every pixel row), each
+ * panel's product for every sample in turn (the panel's weights read from
+ * memory once, then from the caches), its cells of the sample's output
+ * planes after each */
 typedef struct pixels_job {
     const dcz_act *act;
     uint32_t in_c, out_c, parts;
     size_t pixels, ldx;   /* ldx: x's planes apart */
+    size_t batch, x_sample, y_sample;   /* samples, and theirs apart in x and in y */
     int by_panels;        /* the parts split the output channels' panels, not the pixels */
     const float *wt, *bias, *x;
     float *t, *y;
@@ -725,18 +728,24 @@ static void pixels_part(void *ctx, uint32_t part)
     float *t = j->t + (size_t)lo * j->out_c;
     for (uint32_t c0 = (uint32_t)c_lo; c0 < c_hi; c0 += DCZ_PIXELS_PANEL) {
         const uint32_t width = j->out_c - c0 < DCZ_PIXELS_PANEL ? j->out_c - c0 : DCZ_PIXELS_PANEL;
-        /* the next panel's weights asked for as this one runs (the last
-         * panel: its own blocks of k alone) */
+        const float *w = j->wt + (size_t)j->in_c * c0;
+        /* the next panel's weights asked for as the last sample's product
+         * runs (the last panel, and the samples before: the panel's own
+         * blocks of k alone) */
         const uint32_t next = c0 + DCZ_PIXELS_PANEL < c_hi ? c0 + DCZ_PIXELS_PANEL : c0;
         const size_t next_bytes = next == c0 ? 0
                                              : (size_t)j->in_c * dcz_gemm_ldb(j->out_c - next < DCZ_PIXELS_PANEL
                                                                                   ? j->out_c - next
                                                                                   : DCZ_PIXELS_PANEL) * sizeof(float);
-        dcz_gemm_f32_strided(j->act, hi - lo, width, j->in_c, j->x + lo, 1, j->ldx, j->wt + (size_t)j->in_c * c0,
-                             dcz_gemm_ldb(width), NULL, j->bias + c0, t + c0, j->out_c,
-                             j->wt + (size_t)j->in_c * next, next_bytes);
+        for (size_t b = 0; b < j->batch; b++) {
+            const int last = b + 1 == j->batch;
+            dcz_gemm_f32_strided(j->act, hi - lo, width, j->in_c, j->x + b * j->x_sample + lo, 1, j->ldx, w,
+                                 dcz_gemm_ldb(width), NULL, j->bias + c0, t + c0, j->out_c,
+                                 last ? j->wt + (size_t)j->in_c * next : w, last ? next_bytes : 0);
+            dcz_transpose_planes(t + c0, j->out_c, hi - lo, width, j->y + b * j->y_sample + c0 * j->pixels + lo,
+                                 j->pixels);
+        }
     }
-    dcz_transpose_planes(t + c_lo, j->out_c, hi - lo, c_hi - c_lo, j->y + c_lo * j->pixels + lo, j->pixels);
 }
 
 /* Whether parts threads split g's pixel rows by panels of output channels
@@ -770,14 +779,17 @@ void dcz_conv2d_pixels_pool(dcz_pool *pool, const dcz_conv_geom *g, const float 
     const int direct = dcz_conv_pointwise(g), by_panels = pixels_by_panels(g, parts);
     const size_t ldx = direct ? pixels : dcz_gemm_ldb(pixels);
     float *t = direct ? scratch : scratch + dense_col_floats(g);
-    for (size_t b = 0; b < batch; b++) {
-        const float *xb = x + b * in_sample;
-        if (!direct) {
-            dcz_im2col_k(g, xb, scratch, ldx);
-            xb = scratch;
-        }
-        pixels_job j = { act, g->in_c, g->out_c, parts, pixels, ldx, by_panels, wt, bias, xb, t,
-                         y + b * pixels * g->out_c };
+    const size_t out_sample = pixels * g->out_c;
+    if (direct) {   /* every sample at once, each panel's weights read once */
+        pixels_job j = { act, g->in_c, g->out_c, parts, pixels, ldx, batch, in_sample, out_sample, by_panels,
+                         wt, bias, x, t, y };
+        dcz_pool_run(pool, pixels_part, &j);
+        return;
+    }
+    for (size_t b = 0; b < batch; b++) {   /* each sample's patches in turn */
+        dcz_im2col_k(g, x + b * in_sample, scratch, ldx);
+        pixels_job j = { act, g->in_c, g->out_c, parts, pixels, ldx, 1, 0, 0, by_panels, wt, bias, scratch, t,
+                         y + b * out_sample };
         dcz_pool_run(pool, pixels_part, &j);
     }
 }
