@@ -102,28 +102,36 @@ static inline void NAME(tile)(const int mr, const int nv, uint32_t k, const TA *
      * their last columns */
     const size_t tail = !B_UNPADDED || last == L ? 0 : ldb ? (L + ldb - 1) / ldb : k;
     const uint32_t whole = k > tail ? k - (uint32_t)tail : 0;
-    /* this tile's share of the lines asked for ahead, one a step */
+    uint32_t p = 0;
+#ifdef KC
+    /* this tile's share of the lines asked for ahead, one a step: the
+     * float products' tiles of MR rows alone (the others, at the edges,
+     * with a loop of their own each would add a tenth to the products'
+     * code) */
     uint32_t asks = 0;
     const char *at = NULL;
-    if (ahead && !ahead->lines && ahead->then_lines) {   /* the second range */
+    if (mr == MR && ahead && !ahead->lines && ahead->then_lines) {   /* the second range */
         ahead->at = ahead->then;
         ahead->lines = ahead->then_lines;
         ahead->then_lines = 0;
     }
-    if (ahead && ahead->lines) {
+    if (mr == MR && ahead && ahead->lines) {
         asks = (uint32_t)(ahead->lines < ahead->share ? ahead->lines : ahead->share);
         if (asks > whole) asks = whole;
         at = ahead->at;
         ahead->at += (size_t)asks * 64;
         ahead->lines -= asks;
     }
-    for (uint32_t p = 0; p < asks; p++) {
+    for (; p < asks; p++) {
         NAME(step)(mr, nv, 0, a + (size_t)p * ka, lda, b + (size_t)p * ldb, last, acc);
         __builtin_prefetch(at + (size_t)p * 64, 0, 3);
     }
-    for (uint32_t p = asks; p < whole; p++)
+#else
+    (void)ahead;
+#endif
+    for (; p < whole; p++)
         NAME(step)(mr, nv, 0, a + (size_t)p * ka, lda, b + (size_t)p * ldb, last, acc);
-    for (uint32_t p = whole; p < k; p++)
+    for (; p < k; p++)
         NAME(step)(mr, nv, 1, a + (size_t)p * ka, lda, b + (size_t)p * ldb, last, acc);
 #ifdef VACT
     const dcz_act fa = dcz_act_of(act);   /* read once (dcz_act_of) */
@@ -358,8 +366,8 @@ TGT static void NAME(gemm)(size_t m, size_t n, uint32_t k, const TA *a, size_t l
 #else
     const uint32_t kc = k;
 #endif
-    /* the lines of next, shared evenly among the walk's tiles */
-    const size_t tiles = (n + width - 1) / width * ((m + MR - 1) / MR) * (k ? (k + kc - 1) / kc : 1);
+    /* the lines of next, shared evenly among the walk's tiles of MR rows */
+    const size_t tiles = (n + width - 1) / width * (m >= MR ? m / MR : 1) * (k ? (k + kc - 1) / kc : 1);
     dcz_gemm_ahead ahead = { (const char *)next, next ? (next_bytes + 63) / 64 : 0, NULL, 0, 0 };
     if (n <= width && k > kc && next) {
         /* one panel by blocks of k: its blocks after the first, then next */

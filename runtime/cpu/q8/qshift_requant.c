@@ -404,20 +404,21 @@ qdw_channel__vbmi(const int MODE, const uint32_t T, const uint8_t *nz, uint32_t 
  * output rows oy and oy + 1 (at most 8 cells each) a vector, tap t (a
  * quad of window row t / nq) a byte permute of the 64 bytes from each
  * row's window row's first (toff[t] bytes past the first row's window
- * start, and sh PW further) by the indices ix[t], with every tap's
- * weights wv[t] in registers */
+ * start, and sh PW further) by the indices ix[t]; the n taps nz lists (or
+ * all of them, with every tap's weights in registers). A function a mode
+ * of the requantization, not inlined where the kernel above is: the form
+ * takes few layers, each of large windows, and its code a case served
+ * twelve of them. */
 QDW_TGT static inline __attribute__((always_inline)) void
-qdw_rows_channel__vbmi(const int MODE, const uint32_t T, const uint8_t *nz, uint32_t n, const dcz_conv_geom *g,
-                       const qdw_shape *s, const uint32_t *toff, const uint8_t *plane, const __m512i *ix,
-                       const int32_t *wq, int32_t a0, int32_t mult, unsigned k, unsigned pre, int32_t qlo,
-                       int32_t qhi, dcz_q *y)
+qdw_rows_channel__vbmi(const int MODE, const uint8_t *nz, uint32_t n, const dcz_conv_geom *g, const qdw_shape *s,
+                       const uint32_t *toff, const uint8_t *plane, const __m512i *ix, const int32_t *wq, int32_t a0,
+                       int32_t mult, unsigned k, unsigned pre, int32_t qlo, int32_t qhi, dcz_q *y)
 {
     const rq_consts c = rq_setup(MODE, mult, k, pre, qlo, qhi);
     const __m512i init = _mm512_set1_epi32(a0);
     const size_t rowstep = (size_t)g->sh * s->PW, out_plane = (size_t)g->out_h * g->out_w;
     __m512i wv[QDW_MAX_TAPS];   /* every tap's (nz NULL) */
-#pragma GCC unroll 16
-    for (uint32_t t = 0; t < QDW_MAX_TAPS; t++) wv[t] = nz || t >= T ? _mm512_setzero_si512() : _mm512_set1_epi32(wq[t]);
+    for (uint32_t t = 0; t < QDW_MAX_TAPS; t++) wv[t] = nz || t >= s->taps ? _mm512_setzero_si512() : _mm512_set1_epi32(wq[t]);
     for (uint32_t oy = 0; oy < g->out_h; oy += 2) {
         const uint8_t *src = plane + oy * rowstep;
         __m512i acc = init;
@@ -429,8 +430,7 @@ qdw_rows_channel__vbmi(const int MODE, const uint32_t T, const uint8_t *nz, uint
                 acc = _mm512_dpbusd_epi32(acc, _mm512_permutex2var_epi8(x0, ix[t], x1), _mm512_set1_epi32(wq[t]));
             }
         } else {
-#pragma GCC unroll 16
-            for (uint32_t t = 0; t < T; t++) {
+            for (uint32_t t = 0; t < s->taps; t++) {
                 const __m512i x0 = _mm512_loadu_si512((const void *)(src + toff[t]));
                 const __m512i x1 = _mm512_loadu_si512((const void *)(src + toff[t] + rowstep));
                 acc = _mm512_dpbusd_epi32(acc, _mm512_permutex2var_epi8(x0, ix[t], x1), wv[t]);
@@ -441,6 +441,20 @@ qdw_rows_channel__vbmi(const int MODE, const uint32_t T, const uint8_t *nz, uint
         _mm256_mask_storeu_epi16(y + at, (__mmask16)((1u << cells) - 1), _mm512_cvtepi32_epi16(requant16(MODE, acc, &c)));
     }
 }
+
+#define QDW_ROWS_MODE(M)                                                                                        \
+    QDW_TGT static __attribute__((noinline)) void qdw_rows_m##M(                                                \
+        const uint8_t *nz, uint32_t n, const dcz_conv_geom *g, const qdw_shape *s, const uint32_t *toff,       \
+        const uint8_t *plane, const __m512i *ix, const int32_t *wq, int32_t a0, int32_t mult, unsigned k,        \
+        unsigned pre, int32_t qlo, int32_t qhi, dcz_q *y)                                                      \
+    {                                                                                                           \
+        qdw_rows_channel__vbmi(M, nz, n, g, s, toff, plane, ix, wq, a0, mult, k, pre, qlo, qhi, y);             \
+    }
+QDW_ROWS_MODE(0)
+QDW_ROWS_MODE(1)
+QDW_ROWS_MODE(2)
+QDW_ROWS_MODE(3)
+#undef QDW_ROWS_MODE
 
 /* What a part of qdw_requant__vbmi's channels takes: one sample's byte
  * planes (read only) and its output */
@@ -497,10 +511,18 @@ QDW_TGT static void qdw_part(void *ctx, uint32_t part)
             requant_fill(j->skip && qshift_none(f, oc), a0, mult, (uint8_t)k, lo, hi, out_plane, yc);
             continue;
         }
-#define QDW_CHANNEL(M, T, L)                                                                                 \
-    (s.rows ? qdw_rows_channel__vbmi(M, T, L, n, g, &s, toff, pc, ix, wq, a0, mult, k, M == 3 ? p : 0, lo,       \
-                                     hi, yc)                                                                   \
-            : qdw_channel__vbmi(M, T, L, n, g, &s, v, pc, f->dwidx, wq, a0, mult, k, M == 3 ? p : 0, lo, hi, yc))
+        if (s.rows) {
+            const uint8_t *taps = n < s.taps ? nz : NULL;
+            switch (RQ_MODE(k, p)) {
+            case 3: qdw_rows_m3(taps, n, g, &s, toff, pc, ix, wq, a0, mult, k, p, lo, hi, yc); break;
+            case 2: qdw_rows_m2(taps, n, g, &s, toff, pc, ix, wq, a0, mult, k, 0, lo, hi, yc); break;
+            case 1: qdw_rows_m1(taps, n, g, &s, toff, pc, ix, wq, a0, mult, k, 0, lo, hi, yc); break;
+            default: qdw_rows_m0(taps, n, g, &s, toff, pc, ix, wq, a0, mult, k, 0, lo, hi, yc); break;
+            }
+            continue;
+        }
+#define QDW_CHANNEL(M, T, L) \
+    qdw_channel__vbmi(M, T, L, n, g, &s, v, pc, f->dwidx, wq, a0, mult, k, M == 3 ? p : 0, lo, hi, yc)
         switch (RQ_MODE(k, p) * 3 + (n < s.taps ? 2 : s.taps == 3)) {
         case 11: QDW_CHANNEL(3, s.taps, nz); break;
         case 10: QDW_CHANNEL(3, 3, NULL); break;
