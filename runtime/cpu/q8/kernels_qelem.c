@@ -656,6 +656,24 @@ static int qmul_tables(int v, const dcz_q *x, const dcz_q *f, size_t planes, uin
 }
 
 #ifdef DCZ_X86
+/* The factors of the 16 values from i of planes of plane values (16 or
+ * more) one after the other: plane *c's, and the next plane's past the
+ * boundary where one falls among them (*next: where plane *c + 1 starts),
+ * *c and *next moved on to the plane of value i + 16 */
+__attribute__((target("avx512f"))) static inline __attribute__((always_inline)) __m512i
+qmul_factors(const dcz_q *f, uint32_t plane, size_t n, size_t i, size_t *c, size_t *next)
+{
+    __m512i vf = _mm512_set1_epi32((int32_t)(uint16_t)f[*c]);
+    /* lanes next - i .. take the next plane's factor */
+    if (*next < i + 16 && *next < n)
+        vf = _mm512_mask_set1_epi32(vf, (__mmask16)(0xFFFFu << (*next - i)), (int32_t)(uint16_t)f[*c + 1]);
+    if (*next <= i + 16) {
+        (*c)++;
+        *next += plane;
+    }
+    return vf;
+}
+
 /* A Mul by a factor a plane over planes of 16 to QMUL_FLAT_PLANE - 1
  * values that the tables do not take (below QMUL_TABLE_PLANE, or a CPU
  * without VBMI), as one run over all of them: each vector's factors its plane's,
@@ -675,17 +693,30 @@ static int qmul_flat__avx512(const dcz_q *x, const dcz_q *f, size_t planes, uint
     const __m512i vhi = _mm512_set1_epi32(qmax), vlo = _mm512_set1_epi32(-qmax);
     const size_t n = planes * plane;
     size_t c = 0, next = plane;   /* the plane of lane 0, where the next one starts */
-    for (size_t i = 0; i < n; i += 16) {
-        const __mmask16 km = n - i >= 16 ? (__mmask16)0xFFFF : (__mmask16)((1u << (n - i)) - 1);
-        __m512i vf = _mm512_set1_epi32((int32_t)(uint16_t)f[c]);
-        /* lanes next - i .. take the next plane's factor */
-        if (next < i + 16 && next < n)
-            vf = _mm512_mask_set1_epi32(vf, (__mmask16)(0xFFFFu << (next - i)), (int32_t)(uint16_t)f[c + 1]);
-        if (next <= i + 16) {
-            c++;
-            next += plane;
+    size_t i = 0;
+    /* the 8-bit schemes where the shift count is 8 or less: two vectors a
+     * step, their high halves packed to 16 bits and rounded and shifted
+     * there, saturating, then clamped, as requant_pair does in
+     * qshift_requant.c (the same values once within +-127) */
+    const unsigned count = (unsigned)_mm_cvtsi128_si32(hk);
+    if (qmax <= 127 && count <= 8) {
+        const __m512i half16 = _mm512_set1_epi16((int16_t)(1 << (count - 1)));
+        const __m512i hi16 = _mm512_set1_epi16((int16_t)qmax), lo16 = _mm512_set1_epi16((int16_t)-qmax);
+        const __m512i order = _mm512_set_epi64(7, 5, 3, 1, 6, 4, 2, 0);
+        for (; i + 32 <= n; i += 32) {
+            const __m512i f0 = qmul_factors(f, plane, n, i, &c, &next), f1 = qmul_factors(f, plane, n, i + 16, &c, &next);
+            const __m512i xv = _mm512_loadu_si512((const void *)(x + i));
+            const __m512i v0 = _mm512_cvtepi16_epi32(_mm512_castsi512_si256(xv));
+            const __m512i v1 = _mm512_cvtepi16_epi32(_mm512_extracti64x4_epi64(xv, 1));
+            const __m512i h = _mm512_packs_epi32(dcz_rq16_high(_mm512_sll_epi32(_mm512_madd_epi16(v0, f0), hp), hm),
+                                                 dcz_rq16_high(_mm512_sll_epi32(_mm512_madd_epi16(v1, f1), hp), hm));
+            const __m512i r = _mm512_permutexvar_epi64(order, _mm512_sra_epi16(_mm512_adds_epi16(h, half16), hk));
+            _mm512_storeu_si512((void *)(y + i), _mm512_min_epi16(_mm512_max_epi16(r, lo16), hi16));
         }
-        qscale16_hi(x + i, vf, km, hm, hh, hk, hp, vlo, vhi, y + i);
+    }
+    for (; i < n; i += 16) {
+        const __mmask16 km = n - i >= 16 ? (__mmask16)0xFFFF : (__mmask16)((1u << (n - i)) - 1);
+        qscale16_hi(x + i, qmul_factors(f, plane, n, i, &c, &next), km, hm, hh, hk, hp, vlo, vhi, y + i);
     }
     return 1;
 }
