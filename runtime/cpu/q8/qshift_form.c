@@ -119,8 +119,9 @@ static int qdw_shape_of(const dcz_conv_geom *g, qdw_shape *s)
         }
     if (window) return 1;
     /* else by pairs of output rows of at most 8 (taller planes at stride
-     * 2: a vector's window rows lie within 64 bytes each) */
-    if (g->out_w > 8 || qdw_rows_span(g) > 64) return 0;
+     * 2: a vector's window rows lie within 64 bytes each, and the second
+     * row's loads past the last plane within the margin after it) */
+    if (g->out_w > 8 || qdw_rows_span(g) > 64 || (uint64_t)(g->sh - 1) * PW + 64 > QDW_WINDOW) return 0;
     s->rows = 2;
     s->patterns = 1;
     s->dshift = 0;
