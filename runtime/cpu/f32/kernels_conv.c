@@ -628,10 +628,16 @@ void dcz_conv_weights_by_column(const float *w, uint32_t rows, uint32_t cols, fl
         for (size_t r = rows; r < ldb; r++) wt[col * ldb + r] = 0.0f;
 }
 
+/* the rows of the panel of weights from row c0 (its output channels) */
+static uint32_t panel_width(uint32_t out_c, uint32_t c0)
+{
+    return out_c - c0 < DCZ_PIXELS_PANEL ? out_c - c0 : DCZ_PIXELS_PANEL;
+}
+
 void dcz_conv_weights_by_panel(const float *w, uint32_t rows, uint32_t cols, float *wp)
 {
     for (uint32_t r0 = 0; r0 < rows; r0 += DCZ_PIXELS_PANEL)
-        dcz_conv_weights_by_column(w + (size_t)r0 * cols, rows - r0 < DCZ_PIXELS_PANEL ? rows - r0 : DCZ_PIXELS_PANEL,
+        dcz_conv_weights_by_column(w + (size_t)r0 * cols, panel_width(rows, r0),
                                    cols, wp + (size_t)cols * r0);
 }
 
@@ -727,16 +733,14 @@ static void pixels_part(void *ctx, uint32_t part)
     if (lo >= hi || c_lo >= c_hi) return;
     float *t = j->t + (size_t)lo * j->out_c;
     for (uint32_t c0 = (uint32_t)c_lo; c0 < c_hi; c0 += DCZ_PIXELS_PANEL) {
-        const uint32_t width = j->out_c - c0 < DCZ_PIXELS_PANEL ? j->out_c - c0 : DCZ_PIXELS_PANEL;
+        const uint32_t width = panel_width(j->out_c, c0);
         const float *w = j->wt + (size_t)j->in_c * c0;
         /* the next panel's weights asked for as the last sample's product
          * runs (the last panel, and the samples before: the panel's own
          * blocks of k alone) */
         const uint32_t next = c0 + DCZ_PIXELS_PANEL < c_hi ? c0 + DCZ_PIXELS_PANEL : c0;
-        const size_t next_bytes = next == c0 ? 0
-                                             : (size_t)j->in_c * dcz_gemm_ldb(j->out_c - next < DCZ_PIXELS_PANEL
-                                                                                  ? j->out_c - next
-                                                                                  : DCZ_PIXELS_PANEL) * sizeof(float);
+        const size_t next_bytes =
+            next == c0 ? 0 : (size_t)j->in_c * dcz_gemm_ldb(panel_width(j->out_c, next)) * sizeof(float);
         for (size_t b = 0; b < j->batch; b++) {
             const int last = b + 1 == j->batch;
             dcz_gemm_f32_strided(j->act, hi - lo, width, j->in_c, j->x + b * j->x_sample + lo, 1, j->ldx, w,
