@@ -145,7 +145,7 @@ VNNI_TGT static inline __attribute__((always_inline)) __m512i requant16(const in
 }
 
 VNNI_TGT static inline __attribute__((always_inline)) void requant_vectors(const int MODE, const int32_t *t,
-                                                                           const uint16_t *keep, size_t nv,
+                                                                           const uint16_t *keep, size_t nv, size_t full,
                                                                            int64_t bias, int32_t mult, unsigned k,
                                                                            unsigned pre, int32_t qlo, int32_t qhi,
                                                                            size_t plane, dcz_q *y)
@@ -153,8 +153,19 @@ VNNI_TGT static inline __attribute__((always_inline)) void requant_vectors(const
     const __m512i b = _mm512_set1_epi32((int32_t)(uint32_t)(uint64_t)bias);
     const rq_consts c = rq_setup(MODE, mult, k, pre, qlo, qhi);
     const __m512i lo16 = _mm512_set1_epi16((int16_t)qlo), hi16 = _mm512_set1_epi16((int16_t)qhi);
-    size_t at = 0;
-    for (size_t j = 0; j < nv; j++) {
+    size_t at = 0, j = 0;
+    /* the leading whole vectors (a plane without columns to drop: every
+     * one but the last) two at a time, with no test a vector: int8
+     * MobileNetV3-Small (pruned by blocks of four input channels, batch
+     * 1), one core of an AMD EPYC (Zen 5), dcz bench medians of twelve
+     * alternated rounds, 0.979 of the time */
+    if (MODE)
+        for (; j + 2 <= full; j += 2, at += 32) {
+            const __m512i p = requant_pair(MODE, _mm512_add_epi32(_mm512_loadu_si512((const void *)(t + 16 * j)), b),
+                                           _mm512_add_epi32(_mm512_loadu_si512((const void *)(t + 16 * j + 16)), b), &c);
+            _mm512_storeu_si512((void *)(y + at), _mm512_min_epi16(_mm512_max_epi16(p, lo16), hi16));
+        }
+    for (; j < nv; j++) {
         if (MODE && j + 1 < nv && (keep[j] & keep[j + 1]) == 0xFFFF && at + 32 <= plane) {
             /* two whole vectors: packed to 16 bits with saturation, then
              * clamped there (the same values: [qlo, qhi] lies within 16
@@ -232,6 +243,8 @@ VNNI_TGT static void requant_planes__vnni(const int32_t *t, size_t tstride, cons
                                           int32_t qhi, size_t plane, const dcz_qshift *f, uint32_t c0, int skip,
                                           dcz_q *y)
 {
+    size_t full = 0;
+    while (full < nv && keep[full] == 0xFFFF && 16 * (full + 1) <= plane) full++;
     for (uint32_t c = 0; c < channels; c++) {
         const int64_t b = (bias ? bias[c] : 0) + (add ? add[c] : 0);
         const unsigned k = shift[c], p = pre ? pre[c] : 0;
@@ -242,10 +255,10 @@ VNNI_TGT static void requant_planes__vnni(const int32_t *t, size_t tstride, cons
             continue;
         }
         switch (RQ_MODE(k, p)) {
-        case 3: requant_vectors(3, tc, keep, nv, b, mult[c], k, p, qlo, qhi, plane, yc); break;
-        case 2: requant_vectors(2, tc, keep, nv, b, mult[c], k, 0, qlo, qhi, plane, yc); break;
-        case 1: requant_vectors(1, tc, keep, nv, b, mult[c], k, 0, qlo, qhi, plane, yc); break;
-        default: requant_vectors(0, tc, keep, nv, b, mult[c], k, 0, qlo, qhi, plane, yc); break;
+        case 3: requant_vectors(3, tc, keep, nv, full, b, mult[c], k, p, qlo, qhi, plane, yc); break;
+        case 2: requant_vectors(2, tc, keep, nv, full, b, mult[c], k, 0, qlo, qhi, plane, yc); break;
+        case 1: requant_vectors(1, tc, keep, nv, full, b, mult[c], k, 0, qlo, qhi, plane, yc); break;
+        default: requant_vectors(0, tc, keep, nv, full, b, mult[c], k, 0, qlo, qhi, plane, yc); break;
         }
     }
 }
