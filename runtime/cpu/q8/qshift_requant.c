@@ -612,34 +612,84 @@ qdwp_stride1__vnni(const int MODE, size_t nvec, const qdwp_store *st, const dcz_
     }
 }
 
+/* At column stride 2, from the input plane itself, without a padded copy
+ * (xp: the channel's plane, rows rs cells apart): pair p's window row lies
+ * dy[p] rows from output row oy's first (oy sh + ky - ph), its two columns
+ * dx[p] cells from output column ox's first (2 ox + 2 j - pw). A row
+ * outside the plane adds nothing, and the lanes outside its columns load
+ * as 0, the padding's value, by the pair's mask in[p] for the vector's
+ * columns. A channel xc marks reads its value from one row of it (rs 0). */
+VNNI_TGT static inline __attribute__((always_inline)) __m512i
+qdwp_stride2_sums(const dcz_conv_geom *g, const dcz_q *xp, size_t rs, uint32_t oy, uint32_t ox0, uint32_t n,
+                  const int32_t *dy, const int32_t *dx, const __mmask32 *in, const int32_t *w, __m512i acc)
+{
+    for (uint32_t p = 0; p < n; p++) {
+        const int64_t iy = (int64_t)oy * g->sh + dy[p], c0 = 2 * (int64_t)ox0 + dx[p];
+        if ((uint64_t)iy >= g->in_h) continue;
+        /* (left of the row's first column at the left edge: those lanes masked) */
+        const void *at = (const void *)((uintptr_t)(xp + (size_t)iy * rs) + (uintptr_t)(c0 * (int64_t)sizeof *xp));
+        acc = _mm512_dpwssd_epi32(acc, _mm512_maskz_loadu_epi16(in[p], at), _mm512_set1_epi32(w[p]));
+    }
+    return acc;
+}
+
+/* in[p] = the lanes of pair p's load for the vector of outputs from ox0
+ * that lie in the plane's columns */
+static inline void qdwp_stride2_masks(const dcz_conv_geom *g, uint32_t ox0, uint32_t n, const int32_t *dx,
+                                      __mmask32 *in)
+{
+    for (uint32_t p = 0; p < n; p++) {
+        const int64_t c0 = 2 * (int64_t)ox0 + dx[p], hi = (int64_t)g->in_w - c0, lo = c0 < 0 ? -c0 : 0;
+        const uint64_t right = hi >= 32 ? 0xFFFFFFFFu : hi <= 0 ? 0 : ((uint64_t)1 << hi) - 1;
+        in[p] = (__mmask32)(lo >= 32 ? 0 : right & (0xFFFFFFFFull << lo));
+    }
+}
+
+/* by vectors of 16 outputs of a row, each column of vectors down the rows
+ * with its masks made once, two vectors requantized together
+ * (requant_pair) where the row holds more than 16 from the first, the
+ * last of a row stored under a mask */
 VNNI_TGT static inline __attribute__((always_inline)) void
-qdwp_stride2__vnni(const int MODE, const dcz_conv_geom *g, size_t PW, const dcz_q *pc, uint32_t n,
-                   const uint32_t *off, const int32_t *w, int32_t a0, const rq_consts *c, dcz_q *y)
+qdwp_stride2__vnni(const int MODE, const dcz_conv_geom *g, const dcz_q *xp, size_t rs, uint32_t n,
+                   const int32_t *dy, const int32_t *dx, const int32_t *w, int32_t a0, const rq_consts *c,
+                   int32_t qlo, int32_t qhi, dcz_q *y)
 {
     const __m512i init = _mm512_set1_epi32(a0);
-    for (uint32_t oy = 0; oy < g->out_h; oy++) {
-        const dcz_q *r = pc + (size_t)oy * g->sh * PW;
-        dcz_q *yr = y + (size_t)oy * g->out_w;
-        for (uint32_t ox0 = 0; ox0 < g->out_w; ox0 += 16) {
-            __m512i acc = init;
-            for (uint32_t p = 0; p < n; p++)
-                acc = _mm512_dpwssd_epi32(acc, _mm512_loadu_si512((const void *)(r + off[p] + 2 * (size_t)ox0)),
-                                          _mm512_set1_epi32(w[p]));
-            const uint32_t left = g->out_w - ox0;
-            _mm256_mask_storeu_epi16(yr + ox0, left >= 16 ? (__mmask16)0xFFFF : (__mmask16)((1u << left) - 1),
-                                     _mm512_cvtepi32_epi16(requant16(MODE, acc, c)));
+    const __m512i lo16 = _mm512_set1_epi16((int16_t)qlo), hi16 = _mm512_set1_epi16((int16_t)qhi);
+    __mmask32 in0[QDWP_MAX_PAIRS], in1[QDWP_MAX_PAIRS];
+    for (uint32_t ox0 = 0; ox0 < g->out_w;) {
+        const uint32_t left = g->out_w - ox0;
+        qdwp_stride2_masks(g, ox0, n, dx, in0);
+        if (MODE && left > 16) {
+            qdwp_stride2_masks(g, ox0 + 16, n, dx, in1);
+            const __mmask32 st = left >= 32 ? ~(__mmask32)0 : (__mmask32)((1u << left) - 1);
+            for (uint32_t oy = 0; oy < g->out_h; oy++) {
+                const __m512i s0 = qdwp_stride2_sums(g, xp, rs, oy, ox0, n, dy, dx, in0, w, init);
+                const __m512i s1 = qdwp_stride2_sums(g, xp, rs, oy, ox0 + 16, n, dy, dx, in1, w, init);
+                _mm512_mask_storeu_epi16(y + (size_t)oy * g->out_w + ox0, st,
+                                         _mm512_min_epi16(_mm512_max_epi16(requant_pair(MODE, s0, s1, c), lo16), hi16));
+            }
+            ox0 += 32;
+            continue;
         }
+        const __mmask16 st = left >= 16 ? (__mmask16)0xFFFF : (__mmask16)((1u << left) - 1);
+        for (uint32_t oy = 0; oy < g->out_h; oy++)
+            _mm256_mask_storeu_epi16(y + (size_t)oy * g->out_w + ox0, st,
+                                     _mm512_cvtepi32_epi16(requant16(MODE, qdwp_stride2_sums(g, xp, rs, oy, ox0, n, dy, dx,
+                                                                                              in0, w, init), c)));
+        ox0 += 16;
     }
 }
 
 VNNI_TGT static inline __attribute__((always_inline)) void
-qdwp_channel__vnni(const int MODE, const int S, const dcz_conv_geom *g, size_t PW, size_t nvec,
-                   const qdwp_store *st, const dcz_q *pc, uint32_t n, const uint32_t *off, const int32_t *w,
-                   int32_t a0, int32_t mult, unsigned k, unsigned pre, int32_t qlo, int32_t qhi, dcz_q *y)
+qdwp_channel__vnni(const int MODE, const int S, const dcz_conv_geom *g, size_t rs, size_t nvec,
+                   const qdwp_store *st, const dcz_q *pc, uint32_t n, const uint32_t *off, const int32_t *dy,
+                   const int32_t *dx, const int32_t *w, int32_t a0, int32_t mult, unsigned k, unsigned pre,
+                   int32_t qlo, int32_t qhi, dcz_q *y)
 {
     const rq_consts c = rq_setup(MODE, mult, k, pre, qlo, qhi);
     if (S == 1) qdwp_stride1__vnni(MODE, nvec, st, pc, n, off, w, a0, &c, y);
-    else qdwp_stride2__vnni(MODE, g, PW, pc, n, off, w, a0, &c, y);
+    else qdwp_stride2__vnni(MODE, g, pc, rs, n, dy, dx, w, a0, &c, qlo, qhi, y);
 }
 
 /* st = the stores of g's vectors at stride 1 (qshift.h), ended by one of
@@ -803,9 +853,10 @@ VNNI_TGT static void qdwp_small__vnni(const dcz_conv_geom *g, const dcz_qshift *
 }
 
 /* dcz_qconv2d_shift_requant of a layer held in the depthwise form by
- * int16 pairs: each sample's channels one at a time through one padded
- * plane, whose padding every channel leaves as the first found it; small
- * planes in registers (above) */
+ * int16 pairs: each sample's channels one at a time, at stride 1 through
+ * one padded plane, whose padding every channel leaves as the first found
+ * it, at column stride 2 from their planes; small planes in registers
+ * (above) */
 VNNI_TGT static void qdwp_requant__vnni(const dcz_conv_geom *g, const dcz_qshift *f, const int64_t *bias,
                                         const dcz_requant *rq, int32_t lo, int32_t hi, int skip, const dcz_qconst *xc,
                                         const dcz_q *x, size_t batch, void *scratch, dcz_q *y)
@@ -824,17 +875,21 @@ VNNI_TGT static void qdwp_requant__vnni(const dcz_conv_geom *g, const dcz_qshift
     const size_t PH = (size_t)(g->out_h - 1) * g->sh + g->kh;
     const size_t rows = PH <= g->ph ? 0 : PH - g->ph < g->in_h ? PH - g->ph : g->in_h;
     const size_t cols = PW <= g->pw ? 0 : PW - g->pw < g->in_w ? PW - g->pw : g->in_w;
-    memset(pc, 0, qdwp_plane_cells(g) * sizeof *pc);
+    /* at column stride 2 the kernel reads the planes themselves */
+    const int copy = g->sw == 1;
+    if (copy) memset(pc, 0, qdwp_plane_cells(g) * sizeof *pc);
     for (size_t b = 0; b < batch; b++)
         for (uint32_t oc = 0; oc < g->out_c; oc++) {
             /* the channel's pairs that hold a weight (without a branch a
              * pair: a pruned layer's are as likely zero as not) */
             uint32_t off[QDWP_MAX_PAIRS + 1], n = 0;
-            int32_t w[QDWP_MAX_PAIRS + 1];
+            int32_t w[QDWP_MAX_PAIRS + 1], dy[QDWP_MAX_PAIRS + 1], dx[QDWP_MAX_PAIRS + 1];
             const int32_t *wc = f->dwp + (size_t)oc * g->kh * np;
             for (uint32_t ky = 0; ky < g->kh; ky++)
                 for (uint32_t j = 0; j < np; j++) {
                     off[n] = (uint32_t)(ky * PW + 2 * j);
+                    dy[n] = (int32_t)ky - (int32_t)g->ph;
+                    dx[n] = 2 * (int32_t)j - (int32_t)g->pw;
                     w[n] = wc[ky * np + j];
                     n += w[n] != 0;
                 }
@@ -849,11 +904,21 @@ VNNI_TGT static void qdwp_requant__vnni(const dcz_conv_geom *g, const dcz_qshift
             }
             /* rows of 7 to 112 cells: masked vectors, where a call to
              * memcpy a row took a third of 7 x 7 planes' time; a channel
-             * xc marks its value in each */
+             * xc marks its value in each (at stride 2, in one row read
+             * for every row) */
             const dcz_q *xp = x + (b * g->in_c + oc) * in_plane;
             const int fixed = dcz_qconst_has(xc, oc);
             const __m512i kv = _mm512_set1_epi16(fixed ? xc->value[oc] : 0);
-            for (size_t iy = 0; iy < rows; iy++) {
+            size_t rs = g->in_w;
+            if (!copy && fixed) {
+                for (size_t i = 0; i < g->in_w; i += 32) {
+                    const size_t left = g->in_w - i;
+                    _mm512_mask_storeu_epi16(pc + i, left >= 32 ? ~(__mmask32)0 : (__mmask32)((1u << left) - 1), kv);
+                }
+                xp = pc;
+                rs = 0;
+            }
+            for (size_t iy = 0; copy && iy < rows; iy++) {
                 const dcz_q *src = xp + iy * g->in_w;
                 dcz_q *dst = pc + (iy + g->ph) * PW + g->pw;
                 for (size_t i = 0; i < cols; i += 32) {
@@ -861,16 +926,20 @@ VNNI_TGT static void qdwp_requant__vnni(const dcz_conv_geom *g, const dcz_qshift
                     _mm512_mask_storeu_epi16(dst + i, m, fixed ? kv : _mm512_maskz_loadu_epi16(m, src + i));
                 }
             }
+            const dcz_q *in = copy ? pc : xp;
+#define QDWP_CHANNEL(M, S) \
+    qdwp_channel__vnni(M, S, g, rs, nvec, st, in, n, off, dy, dx, w, a0, mult, k, M == 3 ? p : 0, lo, hi, yc)
             switch (RQ_MODE(k, p) * 2 + (g->sw == 2)) {
-            case 7: qdwp_channel__vnni(3, 2, g, PW, nvec, st, pc, n, off, w, a0, mult, k, p, lo, hi, yc); break;
-            case 6: qdwp_channel__vnni(3, 1, g, PW, nvec, st, pc, n, off, w, a0, mult, k, p, lo, hi, yc); break;
-            case 5: qdwp_channel__vnni(2, 2, g, PW, nvec, st, pc, n, off, w, a0, mult, k, 0, lo, hi, yc); break;
-            case 4: qdwp_channel__vnni(2, 1, g, PW, nvec, st, pc, n, off, w, a0, mult, k, 0, lo, hi, yc); break;
-            case 3: qdwp_channel__vnni(1, 2, g, PW, nvec, st, pc, n, off, w, a0, mult, k, 0, lo, hi, yc); break;
-            case 2: qdwp_channel__vnni(1, 1, g, PW, nvec, st, pc, n, off, w, a0, mult, k, 0, lo, hi, yc); break;
-            case 1: qdwp_channel__vnni(0, 2, g, PW, nvec, st, pc, n, off, w, a0, mult, k, 0, lo, hi, yc); break;
-            default: qdwp_channel__vnni(0, 1, g, PW, nvec, st, pc, n, off, w, a0, mult, k, 0, lo, hi, yc); break;
+            case 7: QDWP_CHANNEL(3, 2); break;
+            case 6: QDWP_CHANNEL(3, 1); break;
+            case 5: QDWP_CHANNEL(2, 2); break;
+            case 4: QDWP_CHANNEL(2, 1); break;
+            case 3: QDWP_CHANNEL(1, 2); break;
+            case 2: QDWP_CHANNEL(1, 1); break;
+            case 1: QDWP_CHANNEL(0, 2); break;
+            default: QDWP_CHANNEL(0, 1); break;
             }
+#undef QDWP_CHANNEL
         }
 }
 
