@@ -181,12 +181,19 @@ typedef struct dcz_qshift {
     const uint8_t *dwidx;   /* (patterns, kh ceil(kw / 4), 64) the bytes of a vector's window each lane reads */
     const struct dcz_qdw_vmap *dwmap;  /* (ceil(PH PW / 64)) where each 64 bytes of a channel's padded plane
                                           come from in its input plane; NULL where some do not fit a vector */
+    const uint8_t *dwt;     /* (out_c, kh ceil(kw / 4)) each channel's taps (quads of a window row) that
+                               hold a weight, in order, then zeros */
+    const uint8_t *dwn;     /* (out_c) how many */
     uint8_t dwrows;         /* the byte permutes by pairs of output rows (planes of at most 8 columns):
                                dwidx one pattern, each window row loaded apart; 0 not */
     /* depthwise convolutions at column stride 2, or 1 at row stride 1, windows up
      * to QDWP_MAX_KW wide (qshift_form.c, "depthwise by int16 pairs"), else NULL: */
-    const int32_t *dwp;     /* (out_c, kh, ceil(kw / 2)) the weights of two columns of a window row, a
-                               16-bit half each (the low one the even column; 0 past the row) */
+    const int32_t *dwp;     /* (out_c, kh ceil(kw / 2)) each channel's pairs that hold a weight, then
+                               zeros: the weights of two columns of a window row, a 16-bit half each
+                               (the low one the even column; 0 past the row) */
+    const uint8_t *dwpi;    /* (out_c, kh ceil(kw / 2)) where each of dwp's lies: pair ky ceil(kw / 2) + j
+                               of the window (its columns 2 j and 2 j + 1) */
+    const uint8_t *dwpn;    /* (out_c) the pairs of the channel that hold a weight */
     /* the AMX tile form (kernels_amx.c) of ungrouped convolutions where the
      * CPU has AMX-INT8, else NULL: */
     const int8_t *amx;      /* (ceil(out_c / 16), kh kw, amx_chunks, 16, 4 amx_kc) tiles of weights: row o

@@ -512,14 +512,10 @@ QDW_TGT static void qdw_part(void *ctx, uint32_t part)
         dcz_q *yc = j->yb + oc * out_plane;
         const int32_t mult = j->rq->mult[oc], lo = j->lo, hi = j->hi;
         const qdw_vec *v = j->vecs;
-        /* the taps that hold a weight: a pruned channel's sums take those
-         * alone, and one that holds none is its requantized sum a0 */
-        uint8_t nz[QDW_MAX_TAPS];
-        uint32_t n = 0;
-        for (uint32_t t = 0; t < s.taps; t++) {
-            nz[n] = (uint8_t)t;
-            n += wq[t] != 0;
-        }
+        /* the taps that hold a weight (the form's): a pruned channel's sums
+         * take those alone, and one that holds none is its requantized sum a0 */
+        const uint8_t *nz = f->dwt + (size_t)oc * s.taps;
+        const uint32_t n = f->dwn[oc];
         if (n == 0) {
             requant_fill(j->skip && qshift_none(f, oc), a0, mult, (uint8_t)k, lo, hi, out_plane, yc);
             continue;
@@ -806,15 +802,11 @@ VNNI_TGT static void qdwp_small__vnni(const dcz_conv_geom *g, const dcz_qshift *
     const __mmask32 in1 = in_plane >= 64 ? ~(__mmask32)0 : in_plane > 32 ? (__mmask32)((1u << (in_plane - 32)) - 1) : 0;
     for (size_t b = 0; b < batch; b++)
         for (uint32_t oc = 0; oc < g->out_c; oc++) {
-            /* the channel's pairs that hold a weight, as above */
-            uint32_t pl[QDWP_MAX_PAIRS + 1], n = 0;
-            int32_t w[QDWP_MAX_PAIRS + 1];
-            const int32_t *wc = f->dwp + (size_t)oc * pairs;
-            for (uint32_t p = 0; p < pairs; p++) {
-                pl[n] = p;
-                w[n] = wc[p];
-                n += w[n] != 0;
-            }
+            /* the channel's pairs that hold a weight (the form's, first) */
+            uint32_t pl[QDWP_MAX_PAIRS];
+            const uint32_t n = f->dwpn[oc];
+            const int32_t *w = f->dwp + (size_t)oc * pairs;
+            for (uint32_t e = 0; e < n; e++) pl[e] = f->dwpi[(size_t)oc * pairs + e];
             const qdwp_rq r = qdwp_rq_of(bias, rq, oc);
             dcz_q *yc = y + (b * g->out_c + oc) * out_plane;
             if (n == 0) {
@@ -877,22 +869,32 @@ VNNI_TGT static void qdwp_requant__vnni(const dcz_conv_geom *g, const dcz_qshift
     const size_t cols = PW <= g->pw ? 0 : PW - g->pw < g->in_w ? PW - g->pw : g->in_w;
     /* at column stride 2 the kernel reads the planes themselves */
     const int copy = g->sw == 1;
+    /* where each pair of a window reads: in the padded plane (off), rows
+     * and columns from a window's first output's (dy, dx) */
+    const uint32_t pairs = g->kh * np;
+    uint32_t poff[QDWP_MAX_PAIRS];
+    int32_t pdy[QDWP_MAX_PAIRS], pdx[QDWP_MAX_PAIRS];
+    for (uint32_t ky = 0; ky < g->kh; ky++)
+        for (uint32_t j = 0; j < np; j++) {
+            poff[ky * np + j] = (uint32_t)(ky * PW + 2 * j);
+            pdy[ky * np + j] = (int32_t)ky - (int32_t)g->ph;
+            pdx[ky * np + j] = 2 * (int32_t)j - (int32_t)g->pw;
+        }
     if (copy) memset(pc, 0, qdwp_plane_cells(g) * sizeof *pc);
     for (size_t b = 0; b < batch; b++)
         for (uint32_t oc = 0; oc < g->out_c; oc++) {
-            /* the channel's pairs that hold a weight (without a branch a
-             * pair: a pruned layer's are as likely zero as not) */
-            uint32_t off[QDWP_MAX_PAIRS + 1], n = 0;
-            int32_t w[QDWP_MAX_PAIRS + 1], dy[QDWP_MAX_PAIRS + 1], dx[QDWP_MAX_PAIRS + 1];
-            const int32_t *wc = f->dwp + (size_t)oc * g->kh * np;
-            for (uint32_t ky = 0; ky < g->kh; ky++)
-                for (uint32_t j = 0; j < np; j++) {
-                    off[n] = (uint32_t)(ky * PW + 2 * j);
-                    dy[n] = (int32_t)ky - (int32_t)g->ph;
-                    dx[n] = 2 * (int32_t)j - (int32_t)g->pw;
-                    w[n] = wc[ky * np + j];
-                    n += w[n] != 0;
-                }
+            /* the channel's pairs that hold a weight (the form's, first),
+             * where they read */
+            uint32_t off[QDWP_MAX_PAIRS];
+            int32_t dy[QDWP_MAX_PAIRS], dx[QDWP_MAX_PAIRS];
+            const uint32_t n = f->dwpn[oc];
+            const int32_t *w = f->dwp + (size_t)oc * pairs;
+            for (uint32_t e = 0; e < n; e++) {
+                const uint32_t pe = f->dwpi[(size_t)oc * pairs + e];
+                off[e] = poff[pe];
+                dy[e] = pdy[pe];
+                dx[e] = pdx[pe];
+            }
             const qdwp_rq r = qdwp_rq_of(bias, rq, oc);
             const int32_t a0 = r.a0, mult = r.mult;
             const unsigned k = r.k, p = r.p;
