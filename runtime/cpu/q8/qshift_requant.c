@@ -1132,7 +1132,14 @@ int dcz_qconv2d_shift_requant(dcz_pool *pool, const dcz_conv_geom *g, const dcz_
      * output lanes found once */
     const size_t nv = q.out16 / 16, cells = (size_t)g->out_h * q.wq;
     uint16_t keep[REQ_PLANE_MAX];
-    if (nv <= REQ_PLANE_MAX)
+    if (nv <= REQ_PLANE_MAX && q.wq == g->out_w) {
+        /* rows without columns to drop: every lane up to the last cell (the
+         * lanes of each vector found by keep_lanes took 2% of int8
+         * MobileNetV3-Small, whose 1 x 1 layers are all such) */
+        const size_t whole = cells / 16;
+        for (size_t j = 0; j < whole; j++) keep[j] = 0xFFFF;
+        for (size_t j = whole; j < nv; j++) keep[j] = (uint16_t)lanes(0, (int64_t)(cells - 16 * j), 16);
+    } else if (nv <= REQ_PLANE_MAX)
         for (size_t j = 0, col = 0; j < nv; j++, col = (col + 16) % q.wq)
             keep[j] = (uint16_t)keep_lanes(16, 16 * j, (int64_t)col, (int64_t)q.wq, g->out_w, cells);
     /* with pool2, the pooled plane: its cells one after the other, a
