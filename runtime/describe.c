@@ -155,6 +155,9 @@ static dcz_status describe_viewed(const dcz_model *m, uint32_t layer, dcz_layer_
         for (uint32_t c = 0; c < l->in_shape.dims[0]; c++) skipped += l->qin.none[c];
         snprintf(k->why, sizeof k->why, "skips the %u planes the convolution before leaves unwritten", skipped);
     }
+    if (!k->weighted && l->q && l->qplanes && !m->opt.force_reference)   /* load.c, pair_table_planes */
+        snprintf(k->why, sizeof k->why, "at batch 1 writes the byte planes of %s, each value looked up as it is "
+                 "placed, and not its output (other batches and runs with taps write it)", m->layers[layer + 1].name);
     if (!k->weighted) return DCZ_OK;
     const dcz_kernel kern = (dcz_kernel)l->kernel;
     k->kernel = dcz_kernel_name(kern);
@@ -183,10 +186,10 @@ static dcz_status describe_viewed(const dcz_model *m, uint32_t layer, dcz_layer_
                  "128-byte window, vpdpbusd 32-bit sums, requantized in registers (avx512 vbmi vnni)", scheme);
         break;
     case DCZ_K_QCONV_DEPTHWISE_PAIRS:
-        snprintf(k->why, sizeof k->why, "%s: each channel's padded plane as it lies (16-bit), two columns of a "
-                 "window row a 32-bit lane times two weights by vpdpwssd, 32 outputs a vector at stride 1 (the "
-                 "even and the odd ones), 16 at stride 2, the pairs of two zeros skipped, requantized in "
-                 "registers (avx512 vnni)", scheme);
+        snprintf(k->why, sizeof k->why, "%s: each channel's plane as it lies (16-bit; at stride 1 a padded copy), "
+                 "two columns of a window row a 32-bit lane times two weights by vpdpwssd, 32 outputs a vector at "
+                 "stride 1 (the even and the odd ones), 16 at stride 2, the pairs of two zeros skipped, "
+                 "requantized in registers (avx512 vnni)", scheme);
         break;
     case DCZ_K_QCONV_AMX:
         snprintf(k->why, sizeof k->why, "%s: 8-bit activations of four %s per 32-bit cell of the "

@@ -261,6 +261,9 @@ typedef struct dcz_exec_layer {
                                0 for none */
     uint8_t qpool;          /* integer CONV2D on the shift form: takes the 2x2 MAXPOOL after it
                                when the run fuses (dcz_qconv2d_shift_requant pool2) */
+    uint8_t qplanes;        /* integer activation by table: at batch 1 when the run fuses, writes
+                               the byte planes of the depthwise convolution after it rather than
+                               its output (load.c, pair_table_planes) */
     uint16_t band;          /* float pointwise CONV2D on the dense product: the depthwise layer
                                it runs with by bands (cpu/f32/bands.h) when the run fuses,
                                writing that layer's output place (0 for none) */

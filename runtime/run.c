@@ -541,6 +541,14 @@ static void qrun_weighted(const dcz_model *m, uint32_t index, const void *const 
     }
 }
 
+/* Whether integer activation l writes the byte planes of the depthwise
+ * convolution after it in this run of batch samples, which then runs on
+ * them (load.c, pair_table_planes) */
+static int qtable_planes(const dcz_model *m, const dcz_exec_layer *l, size_t batch)
+{
+    return m->fuse && !m->keep_acc && batch == 1 && l->qplanes;
+}
+
 /* The integer shift form: requantized in its own registers (with the 2x2
  * max pool after it where it takes it) when nothing reads its
  * accumulators and its form runs so, else as the others. When the run
@@ -554,9 +562,11 @@ static void qrun_conv_shift(const dcz_model *m, uint32_t index, const void *cons
         const int32_t lo = m->fuse ? l->qlo : -m->qmax, hi = m->fuse ? l->qhi : m->qmax;
         const dcz_requant rq = { l->rq_mult, l->rq_shift, m->qmax, l->rq_pre };
         dcz_pool *pool = dcz_qconv2d_shift_requant_splits(&l->geom, &l->qshift) ? m->pool : NULL;
+        /* (the activation before wrote the byte planes: x NULL) */
+        const int planes = index && qtable_planes(m, &m->layers[index - 1], batch);
         if (dcz_qconv2d_shift_requant(pool, &l->geom, &l->qshift, l->qbias, &rq, lo, hi, m->fuse && l->qpool,
-                                      m->fuse && l->qskip, m->fuse && l->qin.none ? &l->qin : NULL, xs[0], batch,
-                                      m->scratch, y))
+                                      m->fuse && l->qskip, m->fuse && l->qin.none ? &l->qin : NULL,
+                                      planes ? NULL : (const dcz_q *)xs[0], batch, m->scratch, y))
             return;
     }
     qrun_weighted(m, index, xs, batch, y, qweights_shift, 0);
@@ -715,6 +725,13 @@ static void qrun_gather_ref(const dcz_model *m, uint32_t index, const void *cons
 static void qrun_table(const dcz_model *m, uint32_t index, const void *const *xs, size_t batch, void *y)
 {
     const dcz_exec_layer *l = &m->layers[index];
+    if (qtable_planes(m, l, batch)) {
+        const dcz_exec_layer *d = &m->layers[index + 1];
+        uint8_t tb[256];
+        dcz_qtable_bytes(l->table, m->qmax, tb);
+        dcz_qdw_planes_table(&d->geom, &d->qshift, d->qin.none ? &d->qin : NULL, xs[0], tb, (uint8_t *)m->scratch);
+        return;
+    }
     if (m->fuse && l->qin.none)
         dcz_qtable_planes(l->table, m->qmax, xs[0], batch, l->in_shape.dims[0], l->in / l->in_shape.dims[0],
                           l->qin.none, y);

@@ -772,6 +772,56 @@ static void test_constant_channels(void)
     constant_channels(DCZ_OP_SILU);
 }
 
+/* input (1, 8, 8) -> conv1 (16, 3x3, padding 2: 10 x 10) -> HardSwish ->
+ * depthwise 3x3 -> relu -> conv3 (8, 1x1) -> relu -> gap -> fc ->
+ * softmax: where the depthwise layer runs on the byte permutes by maps,
+ * the HardSwish writes its byte planes by its table at batch 1 and its
+ * output is never written (load.c, pair_table_planes); the bits are those
+ * of a batch and of the reference kernels, which run the two apart. */
+static void test_table_planes(void)
+{
+    dcz_dataset data;
+    REQUIRE(make_data(&data, 200, 57), "data");
+    float *qo = malloc(data.n * 5 * sizeof *qo);
+    dcz_doc *d = doc_8x8(10);
+    REQUIRE(qo && d, "alloc");
+    dcz_doc_layer *L = d->layers;
+    doc_conv_layer(&L[0], "conv1", 1, 16, 3, 1, 2, DCZ_ENC_CODEBOOK, 4, 4, DCZ_CODING_HUFFMAN);
+    doc_plain_layer(&L[1], DCZ_OP_HARD_SWISH, "hswish");
+    doc_conv_layer(&L[2], "dw", 16, 16, 3, 1, 1, DCZ_ENC_CODEBOOK, 4, 4, DCZ_CODING_HUFFMAN);
+    doc_conv_groups(&L[2], 16);
+    doc_plain_layer(&L[3], DCZ_OP_RELU, "relu2");
+    doc_conv_layer(&L[4], "conv3", 16, 8, 1, 1, 0, DCZ_ENC_CODEBOOK, 4, 4, DCZ_CODING_HUFFMAN);
+    doc_plain_layer(&L[5], DCZ_OP_RELU, "relu3");
+    doc_plain_layer(&L[6], DCZ_OP_GLOBAL_AVGPOOL, "gap");
+    doc_plain_layer(&L[7], DCZ_OP_FLATTEN, "flat");
+    doc_dense_layer(&L[8], "fc", 8, 5, DCZ_ENC_F32, 0, 0, 0);
+    doc_plain_layer(&L[9], DCZ_OP_SOFTMAX, "prob");
+    fill_params(d, 37);
+    uint8_t *qbuf;
+    size_t qlen;
+    REQUIRE(calibrate_doc(d, &data, 100, DCZ_SCHEME_INT8, 4, &qbuf, &qlen), "calibrate");
+    dcz_scheme qs;
+    CHECK(run_all(qbuf, qlen, DCZ_PRECISION_AUTO, &data, qo, &qs) && qs == DCZ_SCHEME_INT8,
+          "the integer run differs at batch 1 or from the reference kernels");
+    dcz_model *m;
+    REQUIRE(dcz_open_memory(qbuf, qlen, NULL, &m) == DCZ_OK, "open calibrated");
+    const dcz_exec_layer *dw = &m->layers[2];
+    const dcz_requant rq = { dw->rq_mult, dw->rq_shift, m->qmax, dw->rq_pre };
+    const int takes = dcz_kernel_shifts((dcz_kernel)dw->kernel) &&
+                      dcz_qconv2d_shift_requant_runs(&dw->geom, &dw->qshift, &rq, 0) &&
+                      dcz_qdw_planes_table_takes(&dw->qshift);
+    CHECK(m->layers[1].qplanes == takes, "the HardSwish writes the byte planes: %d, where the form %s",
+          m->layers[1].qplanes, takes ? "takes them" : "does not");
+    CHECK(takes || !dcz_qshift_variant() || !dcz_cpu_features()->avx512vbmi,
+          "the depthwise layer over 10 x 10 runs on the byte permutes by maps where the CPU has VBMI");
+    dcz_close(m);
+    free(qbuf);
+    dcz_doc_free(d);
+    free(qo);
+    dcz_dataset_free(&data);
+}
+
 /* ---- a fixed-point MLP by hand ------------------------------------------------- */
 
 static int64_t rnd_shift(int64_t v, int k)
@@ -1190,6 +1240,7 @@ int main(void)
     RUN(test_residual_relu_fused);
     RUN(test_pool_fused_in_chunks);
     RUN(test_constant_channels);
+    RUN(test_table_planes);
     RUN(test_fixed_point_by_hand);
     RUN(test_silu_table);
     RUN(test_table_text);

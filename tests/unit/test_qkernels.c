@@ -327,6 +327,7 @@ typedef struct conv_tally {
     size_t dw_rows;    /* depthwise forms by byte permutes by output rows */
     size_t spared;     /* requantizing runs on the quad taps with channels that hold no weight beside others */
     size_t constants;  /* requantizing runs with input channels taken as constants */
+    size_t table_planes; /* depthwise runs on byte planes made by a table (dcz_qdw_planes_table) */
     size_t skipped;    /* requantizing runs that left channels without a weight unwritten */
     uint32_t fillers;
 } conv_tally;
@@ -399,6 +400,34 @@ static void qshift_constants_case(const dcz_conv_geom *g, const dcz_qshift *f, c
     t->bad += dcz_qsplit_check(g, &xc, xg, s1, s2) < 0;
     t->bad += memcmp(s0, s1, sbytes) != 0;
     t->constants++;
+    /* an activation by table fused into the byte planes of a depthwise
+     * layer (load.c, pair_table_planes), sample by sample: the outputs of
+     * the table's output, whose marked planes hold the marks' values (the
+     * table's already) */
+    if (dcz_qdw_planes_table_takes(f)) {
+        dcz_q table[256];
+        uint8_t tb[256];
+        for (int i = 0; i < 255; i++) table[i] = (dcz_q)((int32_t)(rnd() % 255) - 127);
+        table[255] = 0;
+        REQUIRE(dcz_qtable_bytes(table, 127, tb), "%s: the table as bytes", ctx);
+        dcz_q *xt = alloc(b * xin, sizeof(dcz_q));
+        dcz_qtable_ref(table, 127, xg, b * xin, xt);
+        for (size_t j = 0; j < b; j++)
+            for (uint32_t c = 0; c < g->in_c; c++)
+                for (size_t i = 0; none[c] && i < in_plane; i++) xt[j * xin + c * in_plane + i] = value[c];
+        dcz_qconv2d_direct_ref(g, m->dense, bp, xt, b, acc);
+        dcz_requant8_ref(rq, acc, b, g->out_c, (uint32_t)plane, wk);
+        for (size_t i = 0; i < b * yout; i++) wk[i] = (dcz_q)(wk[i] < lo ? lo : wk[i] > hi ? hi : wk[i]);
+        memset(yq, 0x55, (b * yout + 1) * sizeof(dcz_q));
+        for (size_t j = 0; j < b; j++) {
+            dcz_qdw_planes_table(g, f, &xc, xg + j * xin, tb, (uint8_t *)scratch);
+            dcz_qconv2d_shift_requant(thread_pools[0], g, f, bp, rq, lo, hi, 0, 0, &xc, NULL, 1, scratch,
+                                      yq + j * yout);
+        }
+        t->bad += diff_q("qconv2d_shift_requant (byte planes by table)", ctx, yq, wk, b * yout);
+        t->table_planes++;
+        free(xt);
+    }
     free(s0); free(s1); free(s2);
     free(acc); free(wk); free(xk); free(xg); free(none); free(value); free(yq);
 }
@@ -927,6 +956,9 @@ static void test_qconv_grid(void)
     CHECK(t.constants == t.shift_vector && (t.skipped > 50 || !dcz_qshift_variant()),
           "the VNNI shift kernel took constant input channels %zu of %zu times, left channels %zu times",
           t.constants, t.shift_vector, t.skipped);
+    /* the byte permutes by maps: every such form took a table's planes */
+    CHECK(!dcz_qshift_variant() || !dcz_cpu_features()->avx512vbmi || t.table_planes >= 4 * 18,
+          "a depthwise layer ran on byte planes by table %zu times", t.table_planes);
     dcz_pool_stop(thread_pools[0]);
     dcz_pool_stop(thread_pools[1]);
     thread_pools[0] = thread_pools[1] = NULL;

@@ -916,6 +916,17 @@ static void qtable__avx512(const dcz_q *table, int32_t qmax, const dcz_q *x, siz
 }
 #endif
 
+int dcz_qtable_bytes(const dcz_q *table, int32_t qmax, uint8_t tb[256])
+{
+#ifdef DCZ_X86
+    return qmax <= 127 && dcz_isa_supported(DCZ_ISA_AVX512) && dcz_cpu_features()->avx512bw &&
+           dcz_cpu_features()->avx512vl && qtable8_bytes(table, qmax, tb);
+#else
+    (void)table; (void)qmax; (void)tb;
+    return 0;
+#endif
+}
+
 void dcz_qtable(const dcz_q *table, int32_t qmax, const dcz_q *x, size_t n, dcz_q *y)
 {
 #ifdef DCZ_X86

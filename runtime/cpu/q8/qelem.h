@@ -90,6 +90,10 @@ void dcz_qtable_ref(const dcz_q *table, int32_t qmax, const dcz_q *x, size_t n, 
  * gathers; the table must have 2 qmax + 2 entries, the last never looked
  * up. */
 void dcz_qtable(const dcz_q *table, int32_t qmax, const dcz_q *x, size_t n, dcz_q *y);
+/* tb = table (of 2 qmax + 1 entries) by the low byte of the value looked
+ * up, each entry a byte (the byte permutes' form, kernels_qelem.c); 0
+ * where qmax passes 127, an entry passes a byte, or off x86. */
+int dcz_qtable_bytes(const dcz_q *table, int32_t qmax, uint8_t tb[256]);
 /* dcz_qtable over x and y (batch, channels, plane), but the planes of the
  * channels skip marks (channels bytes), which y keeps as they are: where
  * the convolution before left them unwritten and the one after takes

@@ -87,6 +87,17 @@ double dcz_qamx_cost(const dcz_conv_geom *g, size_t out16);
  * its bytes, -1 at the first that did not; a and b hold
  * dcz_qshift_scratch_floats(g) floats each. For the tests. */
 int dcz_qsplit_check(const dcz_conv_geom *g, const dcz_qconst *xc, const dcz_q *x, uint8_t *a, uint8_t *b);
+/* An activation by table fused into the byte planes of the depthwise
+ * convolution that alone reads its output (load.c, pair_table_planes):
+ * planes = one sample's byte planes of the table's output (as
+ * dcz_qconv2d_shift_requant's scratch holds them for the byte form, which
+ * then runs on them: x NULL), made from x itself, each value looked up in
+ * tb (dcz_qtable_bytes) as it is placed; the channels xc marks (values
+ * already the table's) from their values. dcz_qdw_planes_table_takes:
+ * whether f runs on the byte form by maps (dcz_qdw_vmap) on this CPU. */
+int dcz_qdw_planes_table_takes(const dcz_qshift *f);
+void dcz_qdw_planes_table(const dcz_conv_geom *g, const dcz_qshift *f, const dcz_qconst *xc, const dcz_q *x,
+                          const uint8_t *tb, uint8_t *planes);
 /* Which depthwise kernel dcz_qconv2d_shift_requant runs f by: the byte
  * permutes (DCZ_QDW_BYTES: f->dw set and this CPU has AVX-512 VBMI and
  * VNNI), else the int16 pairs (DCZ_QDW_PAIRS: f->dwp set and VNNI), else
@@ -110,7 +121,9 @@ int dcz_qshift_depthwise(const dcz_qshift *f);
  * With skip, the channels that hold no weight (f->none) are left
  * unwritten: the layer reading them takes their values as constants
  * (dcz_qshift_none_value). With xc (NULL: none), the input channels it
- * marks are taken as its values, their planes in x never read. */
+ * marks are taken as its values, their planes in x never read. With x
+ * NULL (batch 1, the byte form by maps), the scratch holds its byte planes
+ * already (dcz_qdw_planes_table). */
 int dcz_qconv2d_shift_requant_runs(const dcz_conv_geom *g, const dcz_qshift *f, const dcz_requant *rq, int pool2);
 /* With a pool (NULL: the caller's thread alone), a sample's chunks of
  * output channels (the depthwise byte form: its channels) go over the

@@ -277,10 +277,43 @@ VNNI_TGT static void requant_planes__vnni(const int32_t *t, size_t tstride, cons
  * come from beyond the first-level cache). Else the planes filled with
  * 128, then the rows copied into them. */
 QDW_TGT static void qdw_planes__vbmi(const dcz_conv_geom *g, const qdw_shape *s, const dcz_qdw_vmap *maps,
-                                     const dcz_qshift *f, const dcz_qconst *xc, const dcz_q *x, uint8_t *planes)
+                                     const dcz_qshift *f, const dcz_qconst *xc, const dcz_q *x, const uint8_t *tb,
+                                     uint8_t *planes)
 {
     const size_t plane = (size_t)s->PH * s->PW, in_plane = (size_t)g->in_h * g->in_w;
     const __m512i top512 = _mm512_set1_epi8((char)0x80);
+    if (maps && tb) {
+        /* each value looked up in tb, its entries + 128 (the lanes outside
+         * the plane 128): two byte permutes of 128 entries, the value's
+         * bit 7 choosing */
+        __m512i t[4];
+        for (int k = 0; k < 4; k++) t[k] = _mm512_xor_si512(_mm512_loadu_si512((const void *)(tb + 64 * k)), top512);
+        const size_t nv = qdw_vmaps(s);
+        for (uint32_t c = 0; c < g->in_c; c++) {
+            if (qshift_none(f, c)) continue;
+            const int fixed = dcz_qconst_has(xc, c);
+            const __m512i kv = _mm512_set1_epi16(fixed ? xc->value[c] : 0);
+            const dcz_q *src = x + c * in_plane;
+            uint8_t *dst = planes + c * plane;
+            for (size_t v = 0; v < nv; v++) {
+                const dcz_qdw_vmap *m = maps + v;
+                const __m512i idx = _mm512_loadu_si512((const void *)m->idx);
+                if (fixed) {
+                    const __m512i b = _mm512_maskz_permutex2var_epi8((__mmask64)m->inside, kv, idx, kv);
+                    _mm512_storeu_si512((void *)(dst + 64 * v), _mm512_xor_si512(b, top512));
+                    continue;
+                }
+                const dcz_q *at = src + m->first;
+                const __m512i b = _mm512_permutex2var_epi8(_mm512_maskz_loadu_epi16((__mmask32)m->load, at), idx,
+                                                           _mm512_maskz_loadu_epi16((__mmask32)(m->load >> 32), at + 32));
+                const __m512i r = _mm512_mask_blend_epi8(_mm512_movepi8_mask(b), _mm512_permutex2var_epi8(t[0], b, t[1]),
+                                                         _mm512_permutex2var_epi8(t[2], b, t[3]));
+                _mm512_storeu_si512((void *)(dst + 64 * v), _mm512_mask_mov_epi8(top512, (__mmask64)m->inside, r));
+            }
+        }
+        memset(planes + g->in_c * plane, 0x80, QDW_WINDOW);
+        return;
+    }
     if (maps) {
         const size_t nv = qdw_vmaps(s);
         for (uint32_t c = 0; c < g->in_c; c++) {
@@ -570,13 +603,26 @@ QDW_TGT static void qdw_requant__vbmi(dcz_pool *pool, const dcz_conv_geom *g, co
     qdw_vectors(g, &s, vecs);
     qdw_job j = { g, f, &s, vecs, planes, bias, rq, lo, hi, pool ? dcz_pool_threads(pool) : 1, skip, NULL };
     for (size_t b = 0; b < batch; b++) {
-        qdw_planes__vbmi(g, &s, f->dwmap, f, xc, x + b * in_sample, planes);
+        if (x) qdw_planes__vbmi(g, &s, f->dwmap, f, xc, x + b * in_sample, NULL, planes);
         j.yb = y + b * g->out_c * out_plane;
         if (j.parts > 1) dcz_pool_run(pool, qdw_part, &j);
         else qdw_part(&j, 0);
     }
 }
 
+
+QDW_TGT static void qdw_planes_table__vbmi(const dcz_conv_geom *g, const dcz_qshift *f, const dcz_qconst *xc,
+                                           const dcz_q *x, const uint8_t *tb, uint8_t *planes)
+{
+    qdw_shape s;
+    qdw_measure(g, &s);
+    if (f->dwrows) {
+        s.rows = 2;
+        s.patterns = 1;
+        s.dshift = 0;
+    }
+    qdw_planes__vbmi(g, &s, f->dwmap, f, xc, x, tb, planes);
+}
 
 /* The depthwise form by int16 pairs (qshift_form.c) on AVX-512 VNNI:
  * one channel's outputs y from its padded plane pc (PW cells a row), its
@@ -1098,6 +1144,26 @@ int dcz_qconv2d_shift_requant_splits(const dcz_conv_geom *g, const dcz_qshift *f
     }
     const uint32_t blocks = (g->out_c + f->ob - 1) / f->ob;
     return blocks >= 2 && (uint64_t)f->ptr[blocks] * f->ob * 4 * cells >= DCZ_SPLIT_MACS;
+}
+
+int dcz_qdw_planes_table_takes(const dcz_qshift *f)
+{
+#ifdef DCZ_X86
+    return dcz_qshift_depthwise(f) == DCZ_QDW_BYTES && f->dwmap;
+#else
+    (void)f;
+    return 0;
+#endif
+}
+
+void dcz_qdw_planes_table(const dcz_conv_geom *g, const dcz_qshift *f, const dcz_qconst *xc, const dcz_q *x,
+                          const uint8_t *tb, uint8_t *planes)
+{
+#ifdef DCZ_X86
+    if (dcz_qdw_planes_table_takes(f)) qdw_planes_table__vbmi(g, f, xc, x, tb, planes);
+#else
+    (void)g; (void)f; (void)xc; (void)x; (void)tb; (void)planes;
+#endif
 }
 
 int dcz_qconv2d_shift_requant_runs(const dcz_conv_geom *g, const dcz_qshift *f, const dcz_requant *rq, int pool2)
