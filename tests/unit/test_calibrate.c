@@ -696,8 +696,30 @@ static void drop_channels(dcz_doc_layer *l, const uint32_t *ch, size_t n)
         }
 }
 
-/* input (1, 8, 8) -> conv1 (16, 3x3) -> relu -> depthwise 3x3 -> relu ->
- * conv3 (8, 1x1) -> relu -> gap -> fc -> softmax, with channels of each
+/* input (1, 8, 8) -> conv1 (16, 3x3, padding pad1) -> act1 -> depthwise
+ * 3x3 -> relu -> conv3 (8, 1x1) -> relu -> gap -> fc -> softmax, its
+ * parameters from seed */
+static dcz_doc *doc_depthwise_chain(uint32_t pad1, uint16_t act1, uint64_t seed)
+{
+    dcz_doc *d = doc_8x8(10);
+    if (!d) return NULL;
+    dcz_doc_layer *L = d->layers;
+    doc_conv_layer(&L[0], "conv1", 1, 16, 3, 1, pad1, DCZ_ENC_CODEBOOK, 4, 4, DCZ_CODING_HUFFMAN);
+    doc_plain_layer(&L[1], act1, "act1");
+    doc_conv_layer(&L[2], "dw", 16, 16, 3, 1, 1, DCZ_ENC_CODEBOOK, 4, 4, DCZ_CODING_HUFFMAN);
+    doc_conv_groups(&L[2], 16);
+    doc_plain_layer(&L[3], DCZ_OP_RELU, "relu2");
+    doc_conv_layer(&L[4], "conv3", 16, 8, 1, 1, 0, DCZ_ENC_CODEBOOK, 4, 4, DCZ_CODING_HUFFMAN);
+    doc_plain_layer(&L[5], DCZ_OP_RELU, "relu3");
+    doc_plain_layer(&L[6], DCZ_OP_GLOBAL_AVGPOOL, "gap");
+    doc_plain_layer(&L[7], DCZ_OP_FLATTEN, "flat");
+    doc_dense_layer(&L[8], "fc", 8, 5, DCZ_ENC_F32, 0, 0, 0);
+    doc_plain_layer(&L[9], DCZ_OP_SOFTMAX, "prob");
+    fill_params(d, seed);
+    return d;
+}
+
+/* doc_depthwise_chain (padding 1), with channels of each
  * convolution that hold no weight, and the same with a SiLU (an
  * activation by table) after conv1. Where the integer shift form runs,
  * conv1 and the depthwise layer leave those channels unwritten, the SiLU
@@ -709,21 +731,9 @@ static void constant_channels(uint16_t act1)
     dcz_dataset data;
     REQUIRE(make_data(&data, 200, 53), "data");
     float *qo = malloc(data.n * 5 * sizeof *qo);
-    dcz_doc *d = doc_8x8(10);
+    dcz_doc *d = doc_depthwise_chain(1, act1, 31);
     REQUIRE(qo && d, "alloc");
     dcz_doc_layer *L = d->layers;
-    doc_conv_layer(&L[0], "conv1", 1, 16, 3, 1, 1, DCZ_ENC_CODEBOOK, 4, 4, DCZ_CODING_HUFFMAN);
-    doc_plain_layer(&L[1], act1, "act1");
-    doc_conv_layer(&L[2], "dw", 16, 16, 3, 1, 1, DCZ_ENC_CODEBOOK, 4, 4, DCZ_CODING_HUFFMAN);
-    doc_conv_groups(&L[2], 16);
-    doc_plain_layer(&L[3], DCZ_OP_RELU, "relu2");
-    doc_conv_layer(&L[4], "conv3", 16, 8, 1, 1, 0, DCZ_ENC_CODEBOOK, 4, 4, DCZ_CODING_HUFFMAN);
-    doc_plain_layer(&L[5], DCZ_OP_RELU, "relu3");
-    doc_plain_layer(&L[6], DCZ_OP_GLOBAL_AVGPOOL, "gap");
-    doc_plain_layer(&L[7], DCZ_OP_FLATTEN, "flat");
-    doc_dense_layer(&L[8], "fc", 8, 5, DCZ_ENC_F32, 0, 0, 0);
-    doc_plain_layer(&L[9], DCZ_OP_SOFTMAX, "prob");
-    fill_params(d, 31);
     const uint32_t none1[] = { 1, 4, 5, 9, 14 }, none2[] = { 2, 7, 11 }, none3[] = { 3 };
     drop_channels(&L[0], none1, 5);
     drop_channels(&L[2], none2, 3);
@@ -772,9 +782,8 @@ static void test_constant_channels(void)
     constant_channels(DCZ_OP_SILU);
 }
 
-/* input (1, 8, 8) -> conv1 (16, 3x3, padding 2: 10 x 10) -> HardSwish ->
- * depthwise 3x3 -> relu -> conv3 (8, 1x1) -> relu -> gap -> fc ->
- * softmax: where the depthwise layer runs on the byte permutes by maps,
+/* doc_depthwise_chain with conv1's padding 2 (planes of 10 x 10) and a
+ * HardSwish: where the depthwise layer runs on the byte permutes by maps,
  * the HardSwish writes its byte planes by its table at batch 1 and its
  * output is never written (load.c, pair_table_planes); the bits are those
  * of a batch and of the reference kernels, which run the two apart. */
@@ -783,21 +792,8 @@ static void test_table_planes(void)
     dcz_dataset data;
     REQUIRE(make_data(&data, 200, 57), "data");
     float *qo = malloc(data.n * 5 * sizeof *qo);
-    dcz_doc *d = doc_8x8(10);
+    dcz_doc *d = doc_depthwise_chain(2, DCZ_OP_HARD_SWISH, 37);
     REQUIRE(qo && d, "alloc");
-    dcz_doc_layer *L = d->layers;
-    doc_conv_layer(&L[0], "conv1", 1, 16, 3, 1, 2, DCZ_ENC_CODEBOOK, 4, 4, DCZ_CODING_HUFFMAN);
-    doc_plain_layer(&L[1], DCZ_OP_HARD_SWISH, "hswish");
-    doc_conv_layer(&L[2], "dw", 16, 16, 3, 1, 1, DCZ_ENC_CODEBOOK, 4, 4, DCZ_CODING_HUFFMAN);
-    doc_conv_groups(&L[2], 16);
-    doc_plain_layer(&L[3], DCZ_OP_RELU, "relu2");
-    doc_conv_layer(&L[4], "conv3", 16, 8, 1, 1, 0, DCZ_ENC_CODEBOOK, 4, 4, DCZ_CODING_HUFFMAN);
-    doc_plain_layer(&L[5], DCZ_OP_RELU, "relu3");
-    doc_plain_layer(&L[6], DCZ_OP_GLOBAL_AVGPOOL, "gap");
-    doc_plain_layer(&L[7], DCZ_OP_FLATTEN, "flat");
-    doc_dense_layer(&L[8], "fc", 8, 5, DCZ_ENC_F32, 0, 0, 0);
-    doc_plain_layer(&L[9], DCZ_OP_SOFTMAX, "prob");
-    fill_params(d, 37);
     uint8_t *qbuf;
     size_t qlen;
     REQUIRE(calibrate_doc(d, &data, 100, DCZ_SCHEME_INT8, 4, &qbuf, &qlen), "calibrate");

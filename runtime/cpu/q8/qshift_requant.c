@@ -266,6 +266,33 @@ VNNI_TGT static void requant_planes__vnni(const int32_t *t, size_t tstride, cons
 /* The depthwise form (qshift_form.c) on AVX-512 VBMI and VNNI */
 #define QDW_TGT __attribute__((target("avx512f,avx512bw,avx512vl,avx512vbmi,avx512vnni")))
 
+/* One channel's byte plane dst by the maps (nv of them) from its plane
+ * src, or its value kv where fixed; LOOK: each value looked up in t (its
+ * entries + 128, 128 entries a register pair, bit 7 choosing), the lanes
+ * outside the plane 128 */
+QDW_TGT static inline __attribute__((always_inline)) void
+qdw_plane_maps__vbmi(const int LOOK, const dcz_qdw_vmap *maps, size_t nv, const dcz_q *src, int fixed, dcz_q kv,
+                     const __m512i *t, uint8_t *dst)
+{
+    const __m512i top512 = _mm512_set1_epi8((char)0x80), kvv = _mm512_set1_epi16(kv);
+    for (size_t v = 0; v < nv; v++) {
+        const dcz_qdw_vmap *m = maps + v;
+        const dcz_q *at = src + m->first;
+        const __m512i idx = _mm512_loadu_si512((const void *)m->idx);
+        const __m512i lo = fixed ? kvv : _mm512_maskz_loadu_epi16((__mmask32)m->load, at);
+        const __m512i hi = fixed ? kvv : _mm512_maskz_loadu_epi16((__mmask32)(m->load >> 32), at + 32);
+        if (!LOOK) {
+            const __m512i b = _mm512_maskz_permutex2var_epi8((__mmask64)m->inside, lo, idx, hi);
+            _mm512_storeu_si512((void *)(dst + 64 * v), _mm512_xor_si512(b, top512));
+            continue;
+        }
+        const __m512i b = _mm512_permutex2var_epi8(lo, idx, hi);
+        const __m512i r = _mm512_mask_blend_epi8(_mm512_movepi8_mask(b), _mm512_permutex2var_epi8(t[0], b, t[1]),
+                                                 _mm512_permutex2var_epi8(t[2], b, t[3]));
+        _mm512_storeu_si512((void *)(dst + 64 * v), _mm512_mask_mov_epi8(top512, (__mmask64)m->inside, r));
+    }
+}
+
 /* planes = sample x's channels as bytes x + 128 in their padded planes
  * (PH x PW each), then QDW_WINDOW bytes of 128: by the maps where the form
  * has them (dcz_qdw_vmap), each vector stored whole (the next channel's
@@ -275,65 +302,34 @@ VNNI_TGT static void requant_planes__vnni(const int32_t *t, size_t tstride, cons
  * MobileNetV2-style, one core of a Xeon, dcz_run medians of alternated
  * runs, batch 1 153.0 -> 150.8 us, batch 64 9.48 -> 9.46 ms (its inputs
  * come from beyond the first-level cache). Else the planes filled with
- * 128, then the rows copied into them. */
+ * 128, then the rows copied into them. With tb (by the maps alone), each
+ * value of x looked up in that table (dcz_qtable_bytes) as it is placed:
+ * the planes of an activation by table's output (dcz_qdw_planes_table). */
 QDW_TGT static void qdw_planes__vbmi(const dcz_conv_geom *g, const qdw_shape *s, const dcz_qdw_vmap *maps,
                                      const dcz_qshift *f, const dcz_qconst *xc, const dcz_q *x, const uint8_t *tb,
                                      uint8_t *planes)
 {
     const size_t plane = (size_t)s->PH * s->PW, in_plane = (size_t)g->in_h * g->in_w;
     const __m512i top512 = _mm512_set1_epi8((char)0x80);
-    if (maps && tb) {
-        /* each value looked up in tb, its entries + 128 (the lanes outside
-         * the plane 128): two byte permutes of 128 entries, the value's
-         * bit 7 choosing */
-        __m512i t[4];
-        for (int k = 0; k < 4; k++) t[k] = _mm512_xor_si512(_mm512_loadu_si512((const void *)(tb + 64 * k)), top512);
-        const size_t nv = qdw_vmaps(s);
-        for (uint32_t c = 0; c < g->in_c; c++) {
-            if (qshift_none(f, c)) continue;
-            const int fixed = dcz_qconst_has(xc, c);
-            const __m512i kv = _mm512_set1_epi16(fixed ? xc->value[c] : 0);
-            const dcz_q *src = x + c * in_plane;
-            uint8_t *dst = planes + c * plane;
-            for (size_t v = 0; v < nv; v++) {
-                const dcz_qdw_vmap *m = maps + v;
-                const __m512i idx = _mm512_loadu_si512((const void *)m->idx);
-                if (fixed) {
-                    const __m512i b = _mm512_maskz_permutex2var_epi8((__mmask64)m->inside, kv, idx, kv);
-                    _mm512_storeu_si512((void *)(dst + 64 * v), _mm512_xor_si512(b, top512));
-                    continue;
-                }
-                const dcz_q *at = src + m->first;
-                const __m512i b = _mm512_permutex2var_epi8(_mm512_maskz_loadu_epi16((__mmask32)m->load, at), idx,
-                                                           _mm512_maskz_loadu_epi16((__mmask32)(m->load >> 32), at + 32));
-                const __m512i r = _mm512_mask_blend_epi8(_mm512_movepi8_mask(b), _mm512_permutex2var_epi8(t[0], b, t[1]),
-                                                         _mm512_permutex2var_epi8(t[2], b, t[3]));
-                _mm512_storeu_si512((void *)(dst + 64 * v), _mm512_mask_mov_epi8(top512, (__mmask64)m->inside, r));
-            }
-        }
-        memset(planes + g->in_c * plane, 0x80, QDW_WINDOW);
-        return;
-    }
     if (maps) {
+        /* with tb, each value looked up in it, its entries + 128 (the lanes
+         * outside the plane 128): two byte permutes of 128 entries, the
+         * value's bit 7 choosing */
+        __m512i t[4];
+        for (int k = 0; k < 4; k++)
+            t[k] = tb ? _mm512_xor_si512(_mm512_loadu_si512((const void *)(tb + 64 * k)), top512) : top512;
         const size_t nv = qdw_vmaps(s);
         for (uint32_t c = 0; c < g->in_c; c++) {
             /* a channel without weight reads no plane; one xc marks is its
-             * value, with no load from its plane, never written (not even
-             * under an empty mask: kernels_qshift.c, quad_rows) */
+             * value (the table's already), with no load from its plane,
+             * never written (not even under an empty mask:
+             * kernels_qshift.c, quad_rows) */
             if (qshift_none(f, c)) continue;
             const int fixed = dcz_qconst_has(xc, c);
-            const __m512i kv = _mm512_set1_epi16(fixed ? xc->value[c] : 0);
             const dcz_q *src = x + c * in_plane;
             uint8_t *dst = planes + c * plane;
-            for (size_t v = 0; v < nv; v++) {
-                const dcz_qdw_vmap *m = maps + v;
-                const dcz_q *at = src + m->first;
-                const __m512i lo = fixed ? kv : _mm512_maskz_loadu_epi16((__mmask32)m->load, at);
-                const __m512i hi = fixed ? kv : _mm512_maskz_loadu_epi16((__mmask32)(m->load >> 32), at + 32);
-                const __m512i b = _mm512_maskz_permutex2var_epi8((__mmask64)m->inside, lo,
-                                                                 _mm512_loadu_si512((const void *)m->idx), hi);
-                _mm512_storeu_si512((void *)(dst + 64 * v), _mm512_xor_si512(b, top512));
-            }
+            if (tb && !fixed) qdw_plane_maps__vbmi(1, maps, nv, src, 0, 0, t, dst);
+            else qdw_plane_maps__vbmi(0, maps, nv, src, fixed, fixed ? xc->value[c] : 0, t, dst);
         }
         memset(planes + g->in_c * plane, 0x80, QDW_WINDOW);
         return;
