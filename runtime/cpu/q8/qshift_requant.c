@@ -797,7 +797,7 @@ VNNI_TGT static void qdwp_small_build(const dcz_conv_geom *g, qdwp_small_map *m)
 
 VNNI_TGT static inline __attribute__((always_inline)) void
 qdwp_small_channel__vnni(const int MODE, const uint32_t NV, const qdwp_small_map *m, __m512i x0, __m512i x1,
-                         uint32_t n, const uint32_t *pl, const int32_t *w, int32_t a0, int32_t mult, unsigned k,
+                         uint32_t n, const uint8_t *pl, const int32_t *w, int32_t a0, int32_t mult, unsigned k,
                          unsigned pre, int32_t qlo, int32_t qhi, size_t out_plane, dcz_q *y)
 {
     const rq_consts c = rq_setup(MODE, mult, k, pre, qlo, qhi);
@@ -845,10 +845,9 @@ VNNI_TGT static void qdwp_small__vnni(const dcz_conv_geom *g, const dcz_qshift *
     for (size_t b = 0; b < batch; b++)
         for (uint32_t oc = 0; oc < g->out_c; oc++) {
             /* the channel's pairs that hold a weight (the form's, first) */
-            uint32_t pl[QDWP_MAX_PAIRS];
+            const uint8_t *pl = f->dwpi + (size_t)oc * pairs;
             const uint32_t n = f->dwpn[oc];
             const int32_t *w = f->dwp + (size_t)oc * pairs;
-            for (uint32_t e = 0; e < n; e++) pl[e] = f->dwpi[(size_t)oc * pairs + e];
             const qdwp_rq r = qdwp_rq_of(bias, rq, oc);
             dcz_q *yc = y + (b * g->out_c + oc) * out_plane;
             if (n == 0) {
