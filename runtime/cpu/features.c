@@ -62,7 +62,7 @@ static void probe(void)
     dcz_cpu_probed.avx512vnni = __builtin_cpu_supports("avx512vnni") != 0;
     dcz_cpu_probed.avx512vbmi = __builtin_cpu_supports("avx512vbmi") != 0;
     dcz_cpu_probed.amd = __builtin_cpu_is("amd") != 0;
-    dcz_cpu_probed.amd_full512 = dcz_cpu_probed.amd && dcz_cpu_probed.avx512f && cpu_family() >= 0x1A;
+    dcz_cpu_probed.full512 = dcz_cpu_probed.avx512f && (!dcz_cpu_probed.amd || cpu_family() >= 0x1A);
     dcz_cpu_probed.amx = 1;   /* whether the CPU has it: dcz_amx_ready */
 #endif
 #if DCZ_BUILD_NEON

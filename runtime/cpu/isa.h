@@ -105,9 +105,9 @@ typedef struct dcz_cpu {
     unsigned char amx;      /* AMX may be asked for (dcz_amx_ready): no cap below it */
     unsigned char neon;
     unsigned char amd;      /* the vendor, where a cost rule differs by it */
-    unsigned char amd_full512; /* an AMD core that runs 512-bit vectors whole (Zen 5, family
-                               1Ah on), where Zen 4 runs them in 256-bit halves: the cost
-                               rules fitted on Zen 4 differ there */
+    unsigned char full512;  /* a core that runs 512-bit vectors whole: Intel's with AVX-512,
+                               AMD's from Zen 5 (family 1Ah), where Zen 4 runs them in 256-bit
+                               halves: the cost rules fitted on Zen 4 differ there */
     unsigned char probed;
 } dcz_cpu;
 extern dcz_cpu dcz_cpu_probed;

@@ -912,7 +912,7 @@ static void test_conv_wino(void)
     for (size_t i = 0; i < sizeof odd / sizeof odd[0]; i++) {
         const int amd512 = dcz_cpu_features()->amd && dcz_wino_vector() == 2, few = i < 2;
         CHECK(dcz_conv2d_pick_wino(&odd[i]) == wino, "odd plane %zu: Winograd does not run it", i);
-        CHECK(dcz_conv2d_wino_rule(&odd[i]) == (amd512 && (few || dcz_cpu_features()->amd_full512)),
+        CHECK(dcz_conv2d_wino_rule(&odd[i]) == (amd512 && (few || dcz_cpu_features()->full512)),
               "odd plane %zu: rule %d on %s", i, dcz_conv2d_wino_rule(&odd[i]),
               dcz_cpu_features()->amd ? "AMD" : "Intel");
     }
@@ -920,8 +920,8 @@ static void test_conv_wino(void)
     if (dcz_wino_vector() == 2) {
         dcz_cpu zen4 = dcz_cpu_probed, zen5 = dcz_cpu_probed;
         zen4.amd = zen5.amd = 1;
-        zen4.amd_full512 = 0;
-        zen5.amd_full512 = 1;
+        zen4.full512 = 0;
+        zen5.full512 = 1;
         const dcz_cpu *was = dcz_cpu_enter(&zen4);
         CHECK(dcz_conv2d_wino_rule(&odd[1]) && !dcz_conv2d_wino_rule(&odd[2]),
               "Zen 4: Winograd over few channels of an odd plane, the shift form over many");
@@ -1080,22 +1080,24 @@ static void test_shift_pointwise_input(void)
     CHECK(bad == 0, "%zu of %zu pointwise runs off the reference", bad, runs);
 }
 
-/* The dense product takes a dense 1x1 layer on AMD's cores that run
- * 512-bit vectors whole (shift_form.c, pw_dense) unless the layer widens
- * from under 256 channels over a plane too large for pixel rows, or is
- * small, where the model of Zen 4 decides as before; a sparse one is the
- * model's on either. Views of this CPU as Zen 4 and as
- * Zen 5 (their AVX-512 branch needs AVX-512 here). */
+/* The dense product takes a dense 1x1 layer on the cores that run 512-bit
+ * vectors whole (shift_form.c, pw_dense: AMD's Zen 5, Intel's with
+ * AVX-512) unless the layer widens from under 256 channels over a plane
+ * too large for pixel rows, or is small, where the cost model decides as
+ * before; a sparse one is the model's on either. Views of this CPU as Zen
+ * 4, as Zen 5 and as an Intel core (their AVX-512 branch needs AVX-512
+ * here). */
 static void test_pointwise_rule(void)
 {
     if (!dcz_cpu_probed.avx512f || !DCZ_BUILD_X86) {
         printf("  SKIP: the AMD rules' AVX-512 branch needs AVX-512\n");
         return;
     }
-    dcz_cpu zen4 = dcz_cpu_probed, zen5 = dcz_cpu_probed;
+    dcz_cpu zen4 = dcz_cpu_probed, zen5 = dcz_cpu_probed, intel = dcz_cpu_probed;
     zen4.amd = zen5.amd = 1;
-    zen4.amd_full512 = 0;
-    zen5.amd_full512 = 1;
+    intel.amd = 0;
+    zen4.full512 = 0;
+    zen5.full512 = intel.full512 = 1;
     const dcz_conv_geom narrow = conv_geom(1024, 256, 14, 14, 1, 1, 1, 1, 0, 0),
                         down = conv_geom(1024, 2048, 14, 14, 1, 1, 2, 2, 0, 0),
                         wide_many = conv_geom(256, 1024, 14, 14, 1, 1, 1, 1, 0, 0),
@@ -1121,6 +1123,16 @@ static void test_pointwise_rule(void)
               "Zen 5: widening layer %d from few channels left the model's choice", i);
     CHECK(dcz_conv2d_pixels_rule(&wide_few[2]) && !dcz_conv2d_pick_shift(&wide_few[2], 160u * 960u),
           "Zen 5: dense 160 -> 960 over 7 x 7 not by pixel rows");
+    dcz_cpu_enter(&intel);
+    CHECK(!dcz_conv2d_pick_shift(&narrow, dense_narrow), "Intel: dense 1024 -> 256 over 14 x 14 on the shift form");
+    CHECK(!dcz_conv2d_pick_shift(&down, dense_down), "Intel: dense 1024 -> 2048 at stride 2 on the shift form");
+    CHECK(!dcz_conv2d_pick_shift(&wide_many, dense_wide), "Intel: dense 256 -> 1024 on the shift form");
+    const int small_intel = dcz_conv2d_pick_shift(&small, 96u * 24u);
+    const int sparse_intel = dcz_conv2d_pick_shift(&narrow, dense_narrow / 10);
+    intel.full512 = 0;   /* the model alone, on Intel's costs */
+    CHECK(dcz_conv2d_pick_shift(&small, 96u * 24u) == small_intel, "Intel: a small layer left the model's choice");
+    CHECK(dcz_conv2d_pick_shift(&narrow, dense_narrow / 10) == sparse_intel, "Intel: a sparse layer's choice changed");
+    CHECK(dcz_conv2d_pick_shift(&narrow, dense_narrow), "Intel's model: dense 1024 -> 256 left the shift form");
     dcz_cpu_leave(was);
     CHECK(narrow4, "Zen 4: dense 1024 -> 256 over 14 x 14 left the shift form");
     CHECK(sparse4, "Zen 4: 10%% of 1024 -> 256 left the shift form");

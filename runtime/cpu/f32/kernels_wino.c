@@ -584,17 +584,22 @@ int dcz_conv2d_pick_wino(const dcz_conv_geom *g)
  * 5% either way (best of three alternated runs), and one rule keeps a
  * level's bits the same on every CPU that has it (tests/isa.sh, against
  * an emulated Haswell). On Zen 5 (family 1Ah, 512-bit vectors run whole:
- * dcz_cpu.amd_full512) Winograd's products gained more than the shift
+ * dcz_cpu.full512) Winograd's products gained more than the shift
  * form and take the odd planes of many channels too: ResNet-18's 512 ->
  * 512 over 7 x 7 1.12-1.17 ms a layer against 1.51-1.64 (dcz bench
  * --per-layer, one thread, batch 1), the dense models, least of five
  * alternated medians, ResNet-18 0.90 of the time, ResNet-50 0.95,
- * DenseNet-121 and RegNetX-400MF within 1%. */
+ * DenseNet-121 and RegNetX-400MF within 1%. Not on Intel's, which run
+ * them whole as well (dcz_cpu.full512): on one core of an Intel Xeon
+ * (family 6, model 207), ResNet-18's 512 -> 512 over 7 x 7 took 2.37-2.46
+ * ms a layer by Winograd against 2.08-2.25 on the shift form, the model
+ * 1.04 times as long, and SqueezeNet 1.1's odd planes of few channels
+ * (16 -> 64 over 55 x 55 to 64 -> 256 over 13 x 13) gained 1.5% in sum. */
 #define WINO_ODD_AMD_CC ((uint64_t)1 << 16)
 int dcz_conv2d_wino_rule(const dcz_conv_geom *g)
 {
     const dcz_cpu *cpu = dcz_cpu_features();
     return !((g->out_h | g->out_w) & 1) ||
            (cpu->amd && dcz_wino_vector() == 2 &&
-            (cpu->amd_full512 || (uint64_t)g->in_c * g->out_c <= WINO_ODD_AMD_CC));
+            (cpu->full512 || (uint64_t)g->in_c * g->out_c <= WINO_ODD_AMD_CC));
 }
