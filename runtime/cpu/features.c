@@ -181,6 +181,7 @@ dcz_status dcz_cpu_capped(dcz_isa_cap cap, dcz_cpu *out, char *why, size_t why_l
         for (size_t i = 0; i < NFEATURES; i++)
             if (!needs(cap, i)) *feature(&c, i) = 0;
         c.amx = 0;
+        c.full512 = c.full512 && c.avx512f;   /* a property of the AVX-512 units left */
     }
     *out = c;
     return DCZ_OK;

@@ -335,11 +335,14 @@ static shift_costs costs(void)
     shift_costs c = { 1.29, 2.0, 1.2, 1.7, 1.7, 0.0, 1.7, 0.0, 1.7, 1.0, 0, 0 };
 #ifdef DCZ_X86
     if (dcz_shift_best() == DCZ_ISA_AVX2) c = (shift_costs){ 1.29, 5.2, 1.2, 1.2, 1.6, 2.5, 1.6, 2.5, 1.2, 1.0, 0, 0 };
-    else if (dcz_cpu_features()->amd)
-        c.tap2 = 1.13, c.gemm_pw = 1.27, c.store_pw = 6.0, c.gemm_rate5 = 1.0, c.pw_large = 2.5, c.pw_single = 1,
+    else {
+        if (dcz_cpu_features()->amd)
+            c.tap2 = 1.13, c.gemm_pw = 1.27, c.store_pw = 6.0, c.gemm_rate5 = 1.0, c.pw_large = 2.5, c.pw_single = 1;
+        else if (dcz_shift_best() == DCZ_ISA_AVX512) c.gemm_pw = 1.15, c.store_pw = 10.0;
+        /* either vendor's cores that run 512-bit vectors whole (0 under a
+         * cap below AVX-512: dcz_cpu_capped) */
         c.pw_dense = dcz_cpu_features()->full512;
-    else if (dcz_shift_best() == DCZ_ISA_AVX512)
-        c.gemm_pw = 1.15, c.store_pw = 10.0, c.pw_dense = dcz_cpu_features()->full512;
+    }
 #endif
     return c;
 }
