@@ -1880,13 +1880,11 @@ static void test_qglobal_avgpool_rescale(void)
         for (size_t p = 0; p < B * C; p++, total++) {
             int64_t sum = 0;
             for (uint32_t i = 0; i < P; i++) sum += x[p * P + i];
-            const double want = (double)sum * M;
-            if (fabs(want) > qmax + 1) {
-                clamped++;
-                bad += y[p] != (want > 0 ? qmax : -qmax);
-            } else {
-                bad += fabs(y[p] - want) > 0.5 + 1e-6 * fabs(want);
-            }
+            /* the average rounded, then clamped: one past qmax by more
+             * than a half rounds past it too */
+            const double want = (double)sum * M, near = want > qmax ? qmax : want < -qmax ? -qmax : want;
+            clamped += near != want;
+            bad += fabs(y[p] - near) > 0.5 + 1e-6 * fabs(near);
         }
         free(x);
     }
