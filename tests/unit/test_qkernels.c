@@ -319,7 +319,7 @@ static void test_qconv_ref_by_hand(void)
 
 typedef struct conv_tally {
     size_t cases, bad, float_cases, float_bad, variants, gemm_cases, shift_cases, shift_vector, dw_forms, dw_runs;
-    size_t amx_forms, amx_runs, amx_rows, amx_copies, amx_cols;
+    size_t amx_forms, amx_runs, amx_rows, amx_copies, amx_cols, amx_split;
     size_t split_variants, split_want, blocks2, pooled, qdw, dw_maps, dwp_forms, dwp_runs, dwp_kernel, f32_cases, f32_over, f32_requant;
     size_t pre_channels;
     size_t threaded;   /* requantizing runs over pools of 2 and 3 threads */
@@ -550,6 +550,8 @@ static void qconv_case(const dcz_conv_geom *g, double density, uint32_t k, int32
                             t->pre_channels += pre[c] != 0;
                         }
                         const dcz_requant rqp = { mult, shift, 127, pre };
+                        /* (the tiles by blocks of cells, then by channels, where they split) */
+                        t->amx_split += amx && dcz_qconv2d_shift_requant_splits(g, &f);
                         for (size_t p = 0; p < 2; p++) {
                             if (!thread_pools[p]) continue;
                             memset(yq, 0x55, (B * yout + 1) * sizeof(dcz_q));
@@ -895,6 +897,7 @@ static void test_qconv_grid(void)
         conv_geom(72, 33, 5, 7, 3, 3, 2, 2, 1, 1),        /* 18 quads: two chunks of 9; strided */
         conv_geom(100, 17, 5, 6, 1, 1, 1, 1, 0, 0),       /* 25 quads: chunks of 13, the second from 12 */
         conv_geom(130, 48, 3, 3, 3, 3, 1, 1, 1, 1),       /* 33 quads: three chunks of 11; one block */
+        conv_geom(64, 80, 10, 10, 3, 3, 1, 1, 1, 1),      /* five channel tiles over 2 and 3 threads */
         /* the tiles' row form: a window row's taps of one quad a tile */
         conv_geom(3, 20, 11, 13, 3, 3, 1, 1, 1, 1),       /* an RGB image's first layer */
         conv_geom(12, 17, 9, 8, 5, 5, 2, 1, 2, 2),        /* three quads, 5 x 5, row stride 2 */
@@ -973,6 +976,8 @@ static void test_qconv_grid(void)
               "the AMX tiles' copied rows form was built %zu of %zu times", t.amx_copies, t.amx_forms);
         CHECK(t.amx_cols > 20 && t.amx_cols + t.amx_copies + t.amx_rows < t.amx_forms,
               "the AMX tiles' columns form was built %zu of %zu times", t.amx_cols, t.amx_forms);
+        /* and over the threads by blocks of cells on the larger layers */
+        CHECK(t.amx_split > 10, "the AMX tiles ran over threads %zu times", t.amx_split);
     } else
         printf("SKIP AMX tiles: this CPU has no AMX-INT8 (or the OS refuses it)\n");
     CHECK(t.float_cases > 100 && t.float_bad == 0,

@@ -389,7 +389,7 @@ AMX_TGT static void amx_1x4(const amx_job *j, uint32_t m, size_t p, size_t nb)
  * blocks take 7.7 ns a multiply, blocks of one channel tile by four 12.2:
  * each tile loaded for two multiplies rather than 1.25 loads a multiply. */
 AMX_TGT void dcz_qamx_planes(const dcz_qshift *f, const dcz_conv_geom *g, const uint32_t *toff, size_t qstride,
-                             size_t out16, const uint8_t *xs, uint8_t *copies, int32_t *t)
+                             size_t out16, const uint8_t *xs, uint8_t *copies, int32_t *t, uint32_t m0, uint32_t m1)
 {
     const uint32_t kc = f->amx_kc, out_c = g->out_c;
     /* the taps form: tap k's quads in chunks, kc rows qstride apart */
@@ -417,29 +417,28 @@ AMX_TGT void dcz_qamx_planes(const dcz_qshift *f, const dcz_conv_geom *g, const 
     memset(&cfg, 0, sizeof cfg);
     cfg.palette = 1;
     for (int i = 0; i < 4; i++) cfg.rows[i] = 16, cfg.colsb[i] = 64;
-    const int pairs = out_c > 16;   /* tile 5: weights (pairs) or inputs (one channel tile) */
+    const int pairs = m1 - m0 > 1;   /* tile 5: weights (pairs) or inputs (one channel tile) */
     cfg.rows[4] = 16, cfg.colsb[4] = (uint16_t)(4 * kc);
     cfg.rows[5] = pairs ? 16 : (uint8_t)kc, cfg.colsb[5] = pairs ? (uint16_t)(4 * kc) : 64;
     for (int i = 6; i < 8; i++) cfg.rows[i] = (uint8_t)kc, cfg.colsb[i] = 64;
     _tile_loadconfig(&cfg);
     const size_t nblk = out16 / 16;
-    const uint32_t mt = (out_c + 15) / 16;
     for (size_t p = 0; p < nblk; p += 2)
-        for (uint32_t m = 0; m + 1 < mt; m += 2) amx_2x2(&j, m, p, nblk - p > 1);
-    if (mt % 2) {
+        for (uint32_t m = m0; m + 1 < m1; m += 2) amx_2x2(&j, m, p, nblk - p > 1);
+    if ((m1 - m0) % 2) {
         if (pairs) {   /* tile 5 holds inputs from here */
             cfg.rows[5] = (uint8_t)kc, cfg.colsb[5] = 64;
             _tile_loadconfig(&cfg);
         }
-        for (size_t p = 0; p < nblk; p += 4) amx_1x4(&j, mt - 1, p, nblk - p < 4 ? nblk - p : 4);
+        for (size_t p = 0; p < nblk; p += 4) amx_1x4(&j, m1 - 1, p, nblk - p < 4 ? nblk - p : 4);
     }
     _tile_release();
 }
 #else
 /* never reached: the form is built only where dcz_amx_ready says yes */
 void dcz_qamx_planes(const dcz_qshift *f, const dcz_conv_geom *g, const uint32_t *toff, size_t qstride,
-                     size_t out16, const uint8_t *xs, uint8_t *copies, int32_t *t)
+                     size_t out16, const uint8_t *xs, uint8_t *copies, int32_t *t, uint32_t m0, uint32_t m1)
 {
-    (void)f; (void)g; (void)toff; (void)qstride; (void)out16; (void)xs; (void)copies; (void)t;
+    (void)f; (void)g; (void)toff; (void)qstride; (void)out16; (void)xs; (void)copies; (void)t; (void)m0; (void)m1;
 }
 #endif

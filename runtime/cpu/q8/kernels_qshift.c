@@ -366,7 +366,7 @@ const int32_t *dcz_qplanes_run(dcz_qplanes_fn planes, int vec, const dcz_conv_ge
         uint32_t toff[DCZ_QSHIFT_MAX_WINDOW];
         tap_offsets(g, q, toff);
         dcz_qamx_planes(f, g, toff, (size_t)g->sh * g->sw * q->plane, q->out16, (const uint8_t *)xs,
-                        copies_at(t, q, g), t);
+                        copies_at(t, q, g), t, 0, (g->out_c + 15) / 16);
         return f->corr;
     }
     planes(f, f->corr, g->out_c, q->out16, (size_t)g->out_h * q->wq, xs, t, spare ? DCZ_QPLANES_SPARE : NULL);

@@ -47,7 +47,10 @@ int dcz_qconv2d_pick_shift(const dcz_conv_geom *g);
  * dcz_qamx_planes: the planes as computed t (out_c rows of out16 cells)
  * from the integer split xs, tap k of quad c at cell toff[k] + c qstride,
  * the vector kernel's sums less each channel's f->corr (modulo 2^32); the
- * copied rows form writes its copies to copies (dcz_qamx_copy_cells). dcz_qamx_cost: the time of a sample
+ * copied rows form writes its copies to copies (dcz_qamx_copy_cells); the
+ * channel tiles m0 .. m1 - 1 alone (16 channels each, the last of those
+ * left: a part of the planes, the others' untouched; the copied rows
+ * form, which writes its copies first, takes them all). dcz_qamx_cost: the time of a sample
  * on the tiles, which dcz_qshift_build weighs against the quad taps', in
  * units of a quad tap over one vector (a load and a vpdpbusd or two): a
  * tile multiply
@@ -80,7 +83,7 @@ uint64_t dcz_qamx_bytes(const dcz_conv_geom *g);
 uint64_t dcz_qamx_copy_cells(const dcz_conv_geom *g, const uint32_t *toff, size_t out16);
 void dcz_qamx_build(const dcz_conv_geom *g, const dcz_qsparse *s, void *mem, dcz_qshift *f);
 void dcz_qamx_planes(const dcz_qshift *f, const dcz_conv_geom *g, const uint32_t *toff, size_t qstride,
-                     size_t out16, const uint8_t *xs, uint8_t *copies, int32_t *t);
+                     size_t out16, const uint8_t *xs, uint8_t *copies, int32_t *t, uint32_t m0, uint32_t m1);
 double dcz_qamx_cost(const dcz_conv_geom *g, size_t out16);
 /* The integer split of sample x (kernels_qshift.c) by each vector variant
  * this CPU runs, against the scalar one: the number of variants that gave

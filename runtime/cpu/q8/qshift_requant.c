@@ -1123,7 +1123,61 @@ VNNI_TGT static void req_part(void *ctx, uint32_t part)
         requant_sums(g, j->f, j->q, j->keep, j->nv, c0, n, t, NULL, j->bias, j->rq, j->lo, j->hi, j->skip, j->yb);
     }
 }
+
+/* A sample's AMX tiles over the threads: each part its channel tiles (in
+ * pairs, the kernel's unit), then their requantization. The parts write
+ * disjoint sums and outputs: the bits of one thread. */
+typedef struct amx_req_job {
+    const dcz_conv_geom *g;
+    const split_geom *q;
+    const dcz_qshift *f;
+    const uint32_t *toff;
+    const uint8_t *xs;
+    int32_t *t;
+    const uint16_t *keep;
+    size_t nv;
+    uint32_t parts;
+    const int64_t *bias;
+    const dcz_requant *rq;
+    int32_t lo, hi;
+    int skip;
+    dcz_q *yb;
+} amx_req_job;
+
+VNNI_TGT static void amx_part(void *ctx, uint32_t part)
+{
+    const amx_req_job *j = ctx;
+    size_t m0, m1;
+    dcz_part_units((j->g->out_c + 15) / 16, 2, part, j->parts, &m0, &m1);
+    if (m0 >= m1) return;
+    dcz_qamx_planes(j->f, j->g, j->toff, (size_t)j->g->sh * j->g->sw * j->q->plane, j->q->out16, j->xs,
+                    copies_at(j->t, j->q, j->g), j->t, (uint32_t)m0, (uint32_t)m1);
+    const uint32_t c0 = 16 * (uint32_t)m0, c1 = 16 * (uint32_t)m1 < j->g->out_c ? 16 * (uint32_t)m1 : j->g->out_c;
+    requant_sums(j->g, j->f, j->q, j->keep, j->nv, c0, c1 - c0, j->t + (size_t)c0 * j->q->out16, j->f->corr + c0,
+                 j->bias, j->rq, j->lo, j->hi, j->skip, j->yb);
+}
 #endif
+
+/* A layer on the AMX tiles (but the copied rows form, whose copies come
+ * first) over the threads by pairs of channel tiles, from AMX_SPLIT_MACS
+ * multiply-adds of its dense weights, where it has more than a pair of
+ * them. Each thread reads its channels' weights alone: by blocks of
+ * output cells instead, where each read all of them, int8 ResNet-18 at
+ * two threads, batch 1, took 1.37 times as long (medians of four
+ * alternated rounds); by channels, dcz bench --per-layer at two threads,
+ * least of three alternated rounds, int8 MobileNetV2's 320 -> 1280 over 7
+ * x 7 152 -> 87 us, its 96 -> 576 over 14 x 14 97 -> 56, the sum of its
+ * layers 0.893 of the time (one core of an Intel Xeon, family 6 model
+ * 207, whose two threads left the tiles' layers at 0.88-0.96 of their
+ * one-thread time before). Down to 2^19 the smaller layers timed within
+ * this host's noise at two threads (up to 2x from one run to the next). */
+#define AMX_SPLIT_MACS ((uint64_t)1 << 22)
+static int amx_splits(const dcz_conv_geom *g, const dcz_qshift *f)
+{
+    const uint64_t cells = (uint64_t)g->out_h * g->out_w;
+    return f->amx_run != DCZ_QAMX_COPIES && g->out_c > 32 &&
+           (uint64_t)g->out_c * g->in_c * g->kh * g->kw * cells >= AMX_SPLIT_MACS;
+}
 
 /* The float rules' thresholds (threads.h): DCZ_SPLIT_MACS multiply-adds
  * on the quad taps (four a tap), DCZ_SPLIT_DW_CELLS outputs a depthwise
@@ -1131,7 +1185,7 @@ VNNI_TGT static void req_part(void *ctx, uint32_t part)
 int dcz_qconv2d_shift_requant_splits(const dcz_conv_geom *g, const dcz_qshift *f)
 {
     const uint64_t cells = (uint64_t)g->out_h * g->out_w;
-    if (f->amx_pick) return 0;
+    if (f->amx_pick) return amx_splits(g, f);
     switch (dcz_qshift_depthwise(f)) {
     case DCZ_QDW_BYTES: return g->out_c >= 2 && g->out_c * cells >= DCZ_SPLIT_DW_CELLS;
     case DCZ_QDW_PAIRS: return 0;
@@ -1222,6 +1276,12 @@ int dcz_qconv2d_shift_requant(dcz_pool *pool, const dcz_conv_geom *g, const dcz_
         if (per < chunk) chunk = per;
     }
     const int chunks = !pool2 && !f->amx_pick && chunk < g->out_c;
+    /* the tiles over the pool (amx_req_job) */
+    const int amx_parts = pool && !pool2 && f->amx_pick && amx_splits(g, f);
+    uint32_t toff[DCZ_QSHIFT_MAX_WINDOW];
+    if (amx_parts) tap_offsets(g, &q, toff);
+    amx_req_job a = { g, &q, f, toff, (const uint8_t *)xs, t, keep, nv, pool ? dcz_pool_threads(pool) : 1, bias, rq,
+                      lo, hi, skip, NULL };
     req_job j = { g, &q, f, planes, xs, t, keep, nv, chunk, (g->out_c + chunk - 1) / chunk, 0, bias, rq, lo, hi,
                   skip, NULL };
     j.parts = parts < j.chunks ? parts : j.chunks;
@@ -1231,6 +1291,11 @@ int dcz_qconv2d_shift_requant(dcz_pool *pool, const dcz_conv_geom *g, const dcz_
             j.yb = y + b * g->out_c * out_plane;
             if (j.parts > 1) dcz_pool_run(pool, req_part, &j);
             else req_part(&j, 0);
+            continue;
+        }
+        if (amx_parts) {
+            a.yb = y + b * g->out_c * out_plane;
+            dcz_pool_run(pool, amx_part, &a);
             continue;
         }
         /* the sums' corr, where the tiles leave it, added with the bias */
