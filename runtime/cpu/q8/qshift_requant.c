@@ -1089,12 +1089,15 @@ VNNI_TGT static int shifts_past__vnni(const uint8_t *shift, uint32_t n, uint8_t 
 #ifdef DCZ_X86
 /* What a part of a sample's chunks of output channels takes: each part
  * computes its chunks' sums in the place of its first chunk's within the
- * planes t (the scratch holds every channel's), so parts never share sums */
+ * planes t (the scratch holds every channel's), so parts never share sums;
+ * on the AMX tiles (amx_part), its channel tiles' sums in their own place,
+ * tap k at cell toff[k] */
 typedef struct req_job {
     const dcz_conv_geom *g;
     const split_geom *q;
     const dcz_qshift *f;
     dcz_qplanes_fn planes;
+    const uint32_t *toff;
     const int32_t *xs;
     int32_t *t;
     const uint16_t *keep;
@@ -1127,31 +1130,14 @@ VNNI_TGT static void req_part(void *ctx, uint32_t part)
 /* A sample's AMX tiles over the threads: each part its channel tiles (in
  * pairs, the kernel's unit), then their requantization. The parts write
  * disjoint sums and outputs: the bits of one thread. */
-typedef struct amx_req_job {
-    const dcz_conv_geom *g;
-    const split_geom *q;
-    const dcz_qshift *f;
-    const uint32_t *toff;
-    const uint8_t *xs;
-    int32_t *t;
-    const uint16_t *keep;
-    size_t nv;
-    uint32_t parts;
-    const int64_t *bias;
-    const dcz_requant *rq;
-    int32_t lo, hi;
-    int skip;
-    dcz_q *yb;
-} amx_req_job;
-
 VNNI_TGT static void amx_part(void *ctx, uint32_t part)
 {
-    const amx_req_job *j = ctx;
+    const req_job *j = ctx;
     size_t m0, m1;
     dcz_part_units((j->g->out_c + 15) / 16, 2, part, j->parts, &m0, &m1);
     if (m0 >= m1) return;
-    dcz_qamx_planes(j->f, j->g, j->toff, (size_t)j->g->sh * j->g->sw * j->q->plane, j->q->out16, j->xs,
-                    copies_at(j->t, j->q, j->g), j->t, (uint32_t)m0, (uint32_t)m1);
+    dcz_qamx_planes(j->f, j->g, j->toff, (size_t)j->g->sh * j->g->sw * j->q->plane, j->q->out16,
+                    (const uint8_t *)j->xs, copies_at(j->t, j->q, j->g), j->t, (uint32_t)m0, (uint32_t)m1);
     const uint32_t c0 = 16 * (uint32_t)m0, c1 = 16 * (uint32_t)m1 < j->g->out_c ? 16 * (uint32_t)m1 : j->g->out_c;
     requant_sums(j->g, j->f, j->q, j->keep, j->nv, c0, c1 - c0, j->t + (size_t)c0 * j->q->out16, j->f->corr + c0,
                  j->bias, j->rq, j->lo, j->hi, j->skip, j->yb);
@@ -1280,11 +1266,9 @@ int dcz_qconv2d_shift_requant(dcz_pool *pool, const dcz_conv_geom *g, const dcz_
     const int amx_parts = pool && !pool2 && f->amx_pick && amx_splits(g, f);
     uint32_t toff[DCZ_QSHIFT_MAX_WINDOW];
     if (amx_parts) tap_offsets(g, &q, toff);
-    amx_req_job a = { g, &q, f, toff, (const uint8_t *)xs, t, keep, nv, pool ? dcz_pool_threads(pool) : 1, bias, rq,
-                      lo, hi, skip, NULL };
-    req_job j = { g, &q, f, planes, xs, t, keep, nv, chunk, (g->out_c + chunk - 1) / chunk, 0, bias, rq, lo, hi,
+    req_job j = { g, &q, f, planes, toff, xs, t, keep, nv, chunk, (g->out_c + chunk - 1) / chunk, 0, bias, rq, lo, hi,
                   skip, NULL };
-    j.parts = parts < j.chunks ? parts : j.chunks;
+    j.parts = amx_parts ? dcz_pool_threads(pool) : parts < j.chunks ? parts : j.chunks;
     for (size_t b = 0; b < batch; b++) {
         dcz_qsplit_any(1, g, &q, xc, x + b * in_sample, (uint8_t *)xs);
         if (chunks) {
@@ -1294,8 +1278,8 @@ int dcz_qconv2d_shift_requant(dcz_pool *pool, const dcz_conv_geom *g, const dcz_
             continue;
         }
         if (amx_parts) {
-            a.yb = y + b * g->out_c * out_plane;
-            dcz_pool_run(pool, amx_part, &a);
+            j.yb = y + b * g->out_c * out_plane;
+            dcz_pool_run(pool, amx_part, &j);
             continue;
         }
         /* the sums' corr, where the tiles leave it, added with the bias */
